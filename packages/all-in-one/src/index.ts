@@ -1,0 +1,1 @@
+export { startAllInOne, type AllInOne } from './main';

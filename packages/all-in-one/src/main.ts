@@ -1,0 +1,84 @@
+import { createServer } from 'node:net';
+import { resolve } from 'node:path';
+import { createLogger, stopOnSignals, type RunningService } from '@cards/platform';
+import { startGateway } from '@cards/gateway';
+import { startIdentity } from '@cards/identity';
+import { startCards } from '@cards/cards';
+import { startSearch } from '@cards/search';
+import { startFiles } from '@cards/files';
+import { startNotifications } from '@cards/notifications';
+
+async function freePort(): Promise<number> {
+  return new Promise((resolvePort, reject) => {
+    const server = createServer();
+    server.unref();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolvePort(port));
+    });
+  });
+}
+
+export interface AllInOne {
+  gatewayPort: number;
+  stop(): Promise<void>;
+}
+
+/**
+ * Every service in one process, each on its own loopback gRPC port, the gateway on PORT,
+ * all data under DATA_DIR: the embedded default with zero setup.
+ */
+export async function startAllInOne(baseEnv: Record<string, string | undefined> = process.env): Promise<AllInOne> {
+  const [identity, cards, search, files, filesHttp, notifications] = await Promise.all(Array.from({ length: 6 }, freePort));
+  const env: Record<string, string | undefined> = {
+    ...baseEnv,
+    DATA_DIR: resolve(baseEnv.DATA_DIR ?? './data'),
+    IDENTITY_GRPC_HOST: '127.0.0.1',
+    IDENTITY_GRPC_PORT: String(identity),
+    CARDS_GRPC_HOST: '127.0.0.1',
+    CARDS_GRPC_PORT: String(cards),
+    SEARCH_GRPC_HOST: '127.0.0.1',
+    SEARCH_GRPC_PORT: String(search),
+    FILES_GRPC_HOST: '127.0.0.1',
+    FILES_GRPC_PORT: String(files),
+    FILES_HTTP_HOST: '127.0.0.1',
+    FILES_HTTP_PORT: String(filesHttp),
+    NOTIFICATIONS_GRPC_HOST: '127.0.0.1',
+    NOTIFICATIONS_GRPC_PORT: String(notifications),
+    IDENTITY_SERVICE_ADDR: `127.0.0.1:${identity}`,
+    CARDS_SERVICE_ADDR: `127.0.0.1:${cards}`,
+    SEARCH_SERVICE_ADDR: `127.0.0.1:${search}`,
+    FILES_SERVICE_ADDR: `127.0.0.1:${files}`,
+    FILES_HTTP_ADDR: `127.0.0.1:${filesHttp}`,
+    NOTIFICATIONS_SERVICE_ADDR: `127.0.0.1:${notifications}`,
+  };
+  const started: RunningService[] = [];
+  try {
+    for (const start of [startIdentity, startCards, startSearch, startFiles, startNotifications]) started.push(await start(env));
+    const gateway = await startGateway(env);
+    started.push(gateway);
+    return {
+      gatewayPort: gateway.port,
+      async stop() {
+        for (const service of started.reverse()) await service.stop();
+      },
+    };
+  } catch (err) {
+    for (const service of started.reverse()) await service.stop().catch(() => undefined);
+    throw err;
+  }
+}
+
+if (require.main === module) {
+  const logger = createLogger('all-in-one');
+  startAllInOne()
+    .then((running) => {
+      logger.info({ url: `http://localhost:${running.gatewayPort}` }, 'Card Library Service is up');
+      stopOnSignals(() => running.stop(), logger);
+    })
+    .catch((err: unknown) => {
+      logger.fatal({ err }, 'failed to start');
+      process.exit(1);
+    });
+}

@@ -1,0 +1,43 @@
+import { Status } from 'nice-grpc-common';
+
+/** Base of the errors a use case throws; the gRPC middleware maps each to its status. */
+export abstract class DomainError extends Error {
+  abstract readonly status: Status;
+  constructor(message: string) {
+    super(message);
+    this.name = new.target.name;
+  }
+}
+
+/** Thrown when a request breaks an input rule; the message names the field. */
+export class InvalidArgumentError extends DomainError {
+  readonly status = Status.INVALID_ARGUMENT;
+}
+/** Thrown when a resource does not exist or must not be revealed to the caller. */
+export class NotFoundError extends DomainError {
+  readonly status = Status.NOT_FOUND;
+}
+/** Thrown when the caller may see a resource but not change it. */
+export class PermissionDeniedError extends DomainError {
+  readonly status = Status.PERMISSION_DENIED;
+}
+/** Thrown when the caller is not (or no longer) authenticated. */
+export class UnauthenticatedError extends DomainError {
+  readonly status = Status.UNAUTHENTICATED;
+}
+/** Thrown when a unique thing already exists. */
+export class AlreadyExistsError extends DomainError {
+  readonly status = Status.ALREADY_EXISTS;
+}
+/** Thrown when the state of the system forbids the operation (expired invitation, used token ...). */
+export class FailedPreconditionError extends DomainError {
+  readonly status = Status.FAILED_PRECONDITION;
+}
+/** Thrown when a quota or size limit is exceeded. */
+export class ResourceExhaustedError extends DomainError {
+  readonly status = Status.RESOURCE_EXHAUSTED;
+}
+/** Thrown when a dependency (store, engine, peer) cannot be reached right now. */
+export class UnavailableError extends DomainError {
+  readonly status = Status.UNAVAILABLE;
+}

@@ -1,0 +1,52 @@
+/** One message on the bus. The key is the aggregate id: messages with one key are delivered in order. */
+export interface OutgoingEvent {
+  topic: string;
+  key: string;
+  /** Protobuf bytes of the topic's message type (proto/events/v1). */
+  payload: Uint8Array;
+}
+
+export interface DeliveredEvent extends OutgoingEvent {
+  /** Position in the topic; grows with every message of a topic. */
+  offset: string;
+  /** How many times this event has been handed to this group before (0 on first delivery). */
+  attempt: number;
+}
+
+export type EventHandler = (event: DeliveredEvent) => Promise<void>;
+
+export interface SubscribeOptions {
+  /** Consumer group: each group receives every message once, its members share the work. */
+  group: string;
+  topics: string[];
+  handler: EventHandler;
+  /** Failed deliveries are retried with backoff this many times, then go to the dead-letter store. */
+  maxAttempts?: number;
+}
+
+export interface Subscription {
+  /** Stops fetching and waits for the message in hand to finish. */
+  close(): Promise<void>;
+}
+
+/**
+ * The event bus port: at-least-once delivery, offsets committed only after the handler succeeds,
+ * so a crash redelivers instead of losing. Handlers must therefore be idempotent.
+ */
+export interface EventBus {
+  publish(events: OutgoingEvent[]): Promise<void>;
+  subscribe(options: SubscribeOptions): Promise<Subscription>;
+  /** Resolves once the bus can be used (for readiness); rejects with a clear message otherwise. */
+  ready(): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** Topic names, <service>.<aggregate>.v1. */
+export const Topics = {
+  card: 'cards.card.v1',
+  bookmark: 'cards.bookmark.v1',
+  collection: 'cards.collection.v1',
+  verification: 'search.verification.v1',
+  index: 'search.index.v1',
+  file: 'files.file.v1',
+} as const;

@@ -1,0 +1,115 @@
+import type { Logger } from 'pino';
+import type { SqliteDatabase } from '../sqlite';
+import type { EventBus, OutgoingEvent } from './event-bus';
+
+export interface OutboxEntry extends OutgoingEvent {
+  id: string;
+}
+
+/**
+ * Where a service writes its events in the same transaction as its state change (transactional outbox).
+ * The relay drains it to the bus; a crash between commit and publish only delays delivery.
+ */
+export interface OutboxStore {
+  /** Oldest entries first. */
+  pending(limit: number): Promise<OutboxEntry[]>;
+  remove(ids: string[]): Promise<void>;
+}
+
+/** SQL for a service's migration list: the outbox table lives in the service's own database. */
+export const SQLITE_OUTBOX_MIGRATION = `CREATE TABLE IF NOT EXISTS outbox (seq INTEGER PRIMARY KEY AUTOINCREMENT, topic TEXT NOT NULL, key TEXT NOT NULL, payload BLOB NOT NULL, created_at TEXT NOT NULL);`;
+
+/** Appends events to the outbox; call it inside the transaction that changes the state. */
+export function appendToSqliteOutbox(db: SqliteDatabase, events: readonly OutgoingEvent[]): void {
+  if (events.length === 0) return;
+  const insert = db.prepare('INSERT INTO outbox (topic, key, payload, created_at) VALUES (?, ?, ?, ?)');
+  const now = new Date().toISOString();
+  for (const e of events) insert.run(e.topic, e.key, Buffer.from(e.payload), now);
+}
+
+export class SqliteOutboxStore implements OutboxStore {
+  constructor(private readonly db: SqliteDatabase) {}
+
+  async pending(limit: number): Promise<OutboxEntry[]> {
+    const rows = this.db.prepare('SELECT seq, topic, key, payload FROM outbox ORDER BY seq LIMIT ?').all(limit) as {
+      seq: number;
+      topic: string;
+      key: string;
+      payload: Buffer;
+    }[];
+    return rows.map((r) => ({ id: String(r.seq), topic: r.topic, key: r.key, payload: new Uint8Array(r.payload) }));
+  }
+
+  async remove(ids: string[]): Promise<void> {
+    if (ids.length === 0) return;
+    const del = this.db.prepare('DELETE FROM outbox WHERE seq = ?');
+    this.db.transaction(() => {
+      for (const id of ids) del.run(Number(id));
+    })();
+  }
+}
+
+/**
+ * Moves outbox entries to the bus in order. kick() after a commit for low latency; a timer catches
+ * anything left behind (entries written before a crash, failed publishes).
+ */
+export class OutboxRelay {
+  private running = false;
+  private draining: Promise<void> | undefined;
+  private again = false;
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly store: OutboxStore,
+    private readonly bus: EventBus,
+    private readonly logger: Logger,
+    private readonly intervalMs = 1000,
+  ) {}
+
+  start(): void {
+    this.running = true;
+    this.timer = setInterval(() => this.kick(), this.intervalMs);
+    this.timer.unref();
+    this.kick();
+  }
+
+  kick(): void {
+    if (!this.running) return;
+    if (this.draining) {
+      this.again = true;
+      return;
+    }
+    this.draining = this.drain().finally(() => {
+      this.draining = undefined;
+      if (this.again) {
+        this.again = false;
+        this.kick();
+      }
+    });
+  }
+
+  /** Resolves when everything written so far has been published (or publishing failed and will be retried). */
+  async flush(): Promise<void> {
+    while (this.draining) await this.draining;
+    await this.drain();
+  }
+
+  async stop(): Promise<void> {
+    this.running = false;
+    if (this.timer) clearInterval(this.timer);
+    while (this.draining) await this.draining;
+  }
+
+  private async drain(): Promise<void> {
+    try {
+      for (;;) {
+        const batch = await this.store.pending(200);
+        if (batch.length === 0) return;
+        await this.bus.publish(batch.map(({ topic, key, payload }) => ({ topic, key, payload })));
+        await this.store.remove(batch.map((e) => e.id));
+      }
+    } catch (err) {
+      this.logger.warn({ err }, 'outbox relay could not publish; will retry');
+    }
+  }
+}

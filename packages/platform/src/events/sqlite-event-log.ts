@@ -1,0 +1,222 @@
+import { EventEmitter } from 'node:events';
+import type { Logger } from 'pino';
+import { openSqlite, type SqliteDatabase } from '../sqlite';
+import type { DeliveredEvent, EventBus, OutgoingEvent, SubscribeOptions, Subscription } from './event-bus';
+
+const MIGRATIONS = [
+  `CREATE TABLE events (seq INTEGER PRIMARY KEY AUTOINCREMENT, topic TEXT NOT NULL, key TEXT NOT NULL, payload BLOB NOT NULL, published_at TEXT NOT NULL);
+   CREATE INDEX events_topic_seq ON events(topic, seq);
+   CREATE TABLE consumer_offsets (group_id TEXT NOT NULL, topic TEXT NOT NULL, seq INTEGER NOT NULL, PRIMARY KEY (group_id, topic));
+   CREATE TABLE dead_letters (group_id TEXT NOT NULL, topic TEXT NOT NULL, seq INTEGER NOT NULL, error TEXT NOT NULL, failed_at TEXT NOT NULL, PRIMARY KEY (group_id, topic, seq));`,
+];
+
+interface EventRow {
+  seq: number;
+  topic: string;
+  key: string;
+  payload: Buffer;
+}
+
+export interface SqliteEventLogOptions {
+  path: string;
+  logger: Logger;
+  /** How often consumers look for events written by other processes. */
+  pollIntervalMs?: number;
+  /** First retry delay; doubles per attempt, capped at 5 s. */
+  retryBaseMs?: number;
+}
+
+/**
+ * Durable local event log in one SQLite file: the embedded stand-in for Kafka.
+ * Messages survive restarts; each consumer group keeps its own committed offset per topic.
+ */
+export class SqliteEventLog implements EventBus {
+  private readonly db: SqliteDatabase;
+  private readonly wakeups = new EventEmitter();
+  private readonly subscriptions = new Set<SqliteSubscription>();
+  private closed = false;
+
+  constructor(private readonly options: SqliteEventLogOptions) {
+    this.db = openSqlite(options.path, MIGRATIONS);
+    this.wakeups.setMaxListeners(100);
+  }
+
+  async publish(events: OutgoingEvent[]): Promise<void> {
+    if (this.closed) throw new Error('event log is closed');
+    if (events.length === 0) return;
+    const insert = this.db.prepare('INSERT INTO events (topic, key, payload, published_at) VALUES (?, ?, ?, ?)');
+    const now = new Date().toISOString();
+    this.db.transaction(() => {
+      for (const e of events) insert.run(e.topic, e.key, Buffer.from(e.payload), now);
+    })();
+    this.wakeups.emit('published');
+  }
+
+  async subscribe(options: SubscribeOptions): Promise<Subscription> {
+    const subscription = new SqliteSubscription(this.db, this.wakeups, options, this.options);
+    this.subscriptions.add(subscription);
+    subscription.start();
+    return {
+      close: async () => {
+        this.subscriptions.delete(subscription);
+        await subscription.close();
+      },
+    };
+  }
+
+  async ready(): Promise<void> {
+    this.db.prepare('SELECT 1').get();
+  }
+
+  /** Events not yet committed by a group, for tests and readiness reports. */
+  lag(group: string, topic: string): number {
+    const row = this.db
+      .prepare(`SELECT COUNT(*) AS n FROM events WHERE topic = ? AND seq > COALESCE((SELECT seq FROM consumer_offsets WHERE group_id = ? AND topic = ?), 0)`)
+      .get(topic, group, topic) as { n: number };
+    return row.n;
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    await Promise.all([...this.subscriptions].map((s) => s.close()));
+    this.subscriptions.clear();
+    this.db.close();
+  }
+}
+
+class SqliteSubscription {
+  private running = false;
+  private loop: Promise<void> | undefined;
+  private wake: (() => void) | undefined;
+  private readonly onPublished = () => this.wake?.();
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly db: SqliteDatabase,
+    private readonly wakeups: EventEmitter,
+    private readonly options: SubscribeOptions,
+    private readonly logOptions: SqliteEventLogOptions,
+  ) {}
+
+  start(): void {
+    this.running = true;
+    this.wakeups.on('published', this.onPublished);
+    this.loop = this.run();
+  }
+
+  async close(): Promise<void> {
+    this.running = false;
+    this.wakeups.off('published', this.onPublished);
+    this.wake?.();
+    await this.loop;
+  }
+
+  private async run(): Promise<void> {
+    const { group, topics } = this.options;
+    const placeholders = topics.map(() => '?').join(',');
+    const next = this.db.prepare(
+      `SELECT e.seq, e.topic, e.key, e.payload FROM events e
+       WHERE e.topic IN (${placeholders})
+         AND e.seq > COALESCE((SELECT o.seq FROM consumer_offsets o WHERE o.group_id = ? AND o.topic = e.topic), 0)
+       ORDER BY e.seq LIMIT 100`,
+    );
+    const commit = this.db.prepare(
+      `INSERT INTO consumer_offsets (group_id, topic, seq) VALUES (?, ?, ?)
+       ON CONFLICT (group_id, topic) DO UPDATE SET seq = excluded.seq WHERE excluded.seq > consumer_offsets.seq`,
+    );
+    const deadLetter = this.db.prepare('INSERT OR REPLACE INTO dead_letters (group_id, topic, seq, error, failed_at) VALUES (?, ?, ?, ?, ?)');
+    while (this.running) {
+      let rows: EventRow[];
+      try {
+        rows = next.all(...topics, group) as EventRow[];
+      } catch (err) {
+        if (!this.running) return;
+        this.logOptions.logger.error({ err, group }, 'event log read failed');
+        rows = [];
+      }
+      for (const row of rows) {
+        if (!this.running) return;
+        const delivered = await this.deliver(row);
+        if (!delivered.ok) {
+          if (!this.running) return;
+          deadLetter.run(group, row.topic, row.seq, delivered.error, new Date().toISOString());
+          this.logOptions.logger.error({ group, topic: row.topic, seq: row.seq, error: delivered.error }, 'event moved to dead letters');
+        }
+        commit.run(group, row.topic, row.seq);
+      }
+      if (rows.length === 0) await this.idle();
+    }
+  }
+
+  private async deliver(row: EventRow): Promise<{ ok: true } | { ok: false; error: string }> {
+    const maxAttempts = this.options.maxAttempts ?? 8;
+    const base = this.logOptions.retryBaseMs ?? 100;
+    for (let attempt = 0; ; attempt++) {
+      const event: DeliveredEvent = { topic: row.topic, key: row.key, payload: new Uint8Array(row.payload), offset: String(row.seq), attempt };
+      try {
+        await this.options.handler(event);
+        return { ok: true };
+      } catch (err) {
+        const message = err instanceof Error ? err.message : String(err);
+        this.logOptions.logger.warn({ err, group: this.options.group, topic: row.topic, seq: row.seq, attempt }, 'event handler failed');
+        if (attempt + 1 >= maxAttempts || !this.running) return { ok: false, error: message };
+        await this.sleep(Math.min(5000, base * 2 ** attempt));
+        if (!this.running) return { ok: false, error: message };
+      }
+    }
+  }
+
+  private idle(): Promise<void> {
+    return this.sleep(this.logOptions.pollIntervalMs ?? 250);
+  }
+
+  private sleep(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      this.timer = setTimeout(() => {
+        this.wake = undefined;
+        resolve();
+      }, ms);
+      this.wake = () => {
+        if (this.timer) clearTimeout(this.timer);
+        this.wake = undefined;
+        resolve();
+      };
+    });
+  }
+}
+
+const sharedLogs = new Map<string, { log: SqliteEventLog; refs: number }>();
+
+/**
+ * One SqliteEventLog per file per process, so services started together (all-in-one) wake each
+ * other's consumers at once instead of waiting for the poll. close() releases this user's reference.
+ */
+export function openSharedSqliteEventLog(options: SqliteEventLogOptions): EventBus {
+  let entry = sharedLogs.get(options.path);
+  if (!entry) {
+    entry = { log: new SqliteEventLog(options), refs: 0 };
+    sharedLogs.set(options.path, entry);
+  }
+  entry.refs++;
+  const shared = entry;
+  let closed = false;
+  const subscriptions: Subscription[] = [];
+  return {
+    publish: (events) => shared.log.publish(events),
+    subscribe: async (o) => {
+      const s = await shared.log.subscribe(o);
+      subscriptions.push(s);
+      return s;
+    },
+    ready: () => shared.log.ready(),
+    async close() {
+      if (closed) return;
+      closed = true;
+      await Promise.all(subscriptions.map((s) => s.close()));
+      if (--shared.refs === 0) {
+        sharedLogs.delete(options.path);
+        await shared.log.close();
+      }
+    },
+  };
+}

@@ -1,0 +1,90 @@
+import { createServer, ServerError, Status, type CallContext, type ServerMiddlewareCall, type Server } from 'nice-grpc';
+import { isAbortError } from 'abort-controller-x';
+import { HealthDefinition, HealthServiceImpl, HealthState } from 'nice-grpc-server-health';
+import type { Logger } from 'pino';
+import { DomainError } from './errors';
+import { REQUEST_ID_METADATA_KEY, requestIdFrom, runWithRequestContext } from './request-context';
+
+/** Maps domain errors to gRPC statuses; anything unexpected becomes INTERNAL with a generic message and a logged stack. */
+export function errorMiddleware(logger: Logger) {
+  return async function* <Request, Response>(call: ServerMiddlewareCall<Request, Response>, context: CallContext) {
+    try {
+      return yield* call.next(call.request, context);
+    } catch (error) {
+      if (error instanceof ServerError || isAbortError(error)) throw error;
+      if (error instanceof DomainError) throw new ServerError(error.status, error.message);
+      logger.error({ err: error, method: call.method.path }, 'unexpected error in gRPC handler');
+      throw new ServerError(Status.INTERNAL, 'Internal error');
+    }
+  };
+}
+
+/** Runs each call inside the request context carried in metadata, so logs and onward calls share the request id. */
+export function requestContextMiddleware() {
+  return async function* <Request, Response>(call: ServerMiddlewareCall<Request, Response>, context: CallContext) {
+    const requestId = requestIdFrom(context.metadata.get(REQUEST_ID_METADATA_KEY));
+    // Generators cannot be wrapped in AsyncLocalStorage.run directly; entering the store per step keeps it for awaits inside.
+    const inner = call.next(call.request, context);
+    while (true) {
+      const step = await runWithRequestContext({ requestId }, () => inner.next());
+      if (step.done) return step.value;
+      yield step.value;
+    }
+  };
+}
+
+export interface GrpcServerHandle {
+  server: Server;
+  port: number;
+  address: string;
+  health: HealthState;
+  /** NOT_SERVING, drain for up to timeoutMs, then force. */
+  shutdown(timeoutMs?: number): Promise<void>;
+}
+
+export interface StartGrpcServerOptions {
+  name: string;
+  host?: string;
+  port?: number;
+  logger: Logger;
+  register(server: Server): void;
+}
+
+/** createServer().use(request context).use(errors) + health + the service's own registrations, then listen. */
+export async function startGrpcServer(options: StartGrpcServerOptions): Promise<GrpcServerHandle> {
+  const server = createServer({
+    'grpc.max_receive_message_length': 8 * 1024 * 1024,
+    'grpc.max_send_message_length': 8 * 1024 * 1024,
+  })
+    .use(requestContextMiddleware())
+    .use(errorMiddleware(options.logger));
+  const health = HealthState();
+  server.add(HealthDefinition, HealthServiceImpl(health));
+  options.register(server);
+  const host = options.host ?? '127.0.0.1';
+  const port = await server.listen(`${host}:${options.port ?? 0}`);
+  health.setStatus('healthy');
+  health.setStatus('healthy', options.name);
+  options.logger.info({ port }, 'gRPC server listening');
+  return {
+    server,
+    port,
+    address: `${host}:${port}`,
+    health,
+    async shutdown(timeoutMs = 5000) {
+      health.setStatus('unhealthy');
+      health.setStatus('unhealthy', options.name);
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([
+        server.shutdown(),
+        new Promise<void>((resolve) => {
+          timer = setTimeout(() => {
+            server.forceShutdown();
+            resolve();
+          }, timeoutMs);
+        }),
+      ]);
+      if (timer) clearTimeout(timer);
+    },
+  };
+}

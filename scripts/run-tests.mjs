@@ -1,0 +1,23 @@
+// The whole test suite: generated-code freshness, type-check, then every jest suite.
+// Its last line is "N passed, N failed, N skipped", computed from the real results.
+import { spawnSync } from 'node:child_process';
+
+const checks = [];
+function check(name, command, args) {
+  const started = Date.now();
+  const result = spawnSync(command, args, { stdio: 'inherit' });
+  const ok = result.status === 0;
+  console.log(`${ok ? 'PASS' : 'FAIL'} check: ${name} (${((Date.now() - started) / 1000).toFixed(1)} s)`);
+  checks.push({ name, ok });
+}
+
+check('generated proto code is current', 'node', ['scripts/gen-proto.mjs', '--check']);
+check('type-check (tsc)', 'node_modules/.bin/tsc', ['-p', 'tsconfig.json', '--noEmit']);
+for (const extra of (process.env.EXTRA_CHECKS ?? '').split(',').filter(Boolean)) check(extra, 'node', [extra]);
+
+const jest = spawnSync('node_modules/.bin/jest', ['--maxWorkers=2', '--forceExit', ...process.argv.slice(2)], {
+  stdio: 'inherit',
+  env: { ...process.env, CHECK_RESULTS: JSON.stringify(checks) },
+});
+const failedChecks = checks.filter((c) => !c.ok).length;
+process.exit(jest.status === 0 && failedChecks === 0 ? 0 : 1);

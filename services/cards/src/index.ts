@@ -1,0 +1,1 @@
+export { startCards } from './main';

@@ -1,0 +1,87 @@
+import express, { Router, type Express } from 'express';
+import cookieParser from 'cookie-parser';
+import helmet from 'helmet';
+import { requestIdFrom, runWithRequestContext, type Logger } from '@cards/platform';
+import type { GatewayClients } from './clients';
+import { errorHandler } from './http/error-handler';
+import { notFound } from './http/http-error';
+import { createMetrics } from './http/metrics';
+import type { RateLimitConfig } from './http/rate-limits';
+import { sessionMiddleware } from './http/session';
+import { registerIdentityRoutes } from './routes/identity-routes';
+import { registerCardRoutes } from './routes/card-routes';
+import { registerVoteRoutes } from './routes/vote-routes';
+import { registerUserRoutes } from './routes/user-routes';
+import { registerSearchRoutes } from './routes/search-routes';
+import { registerCollectionRoutes } from './routes/collection-routes';
+import { registerFileRoutes } from './routes/file-routes';
+import { registerNotificationRoutes } from './routes/notification-routes';
+
+/** What every route module receives. */
+export interface RouteDeps {
+  clients: GatewayClients;
+  logger: Logger;
+  /** host:port of the files service's internal HTTP endpoint (raw downloads). */
+  filesHttpAddress: string;
+  maxFileBytes: number;
+}
+
+export interface GatewayAppOptions extends RouteDeps {
+  rateLimits: RateLimitConfig;
+  cookieSecure: boolean;
+  jsonBodyLimit: string;
+  trustProxy: boolean;
+  /** Reports whether the peers answer; /healthz is 200 only when it resolves true. */
+  checkPeers(): Promise<boolean>;
+}
+
+/** The HTTP face of the system: /api routes, /healthz, /metrics; every error as {"message"}. */
+export function createGatewayApp(options: GatewayAppOptions): Express {
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('trust proxy', options.trustProxy);
+  app.set('query parser', 'simple');
+  const metrics = createMetrics();
+
+  app.use((req, res, next) => {
+    const requestId = requestIdFrom(req.get('x-request-id'));
+    res.setHeader('x-request-id', requestId);
+    runWithRequestContext({ requestId }, next);
+  });
+  app.use(metrics.middleware);
+  app.use(helmet({ contentSecurityPolicy: false, crossOriginEmbedderPolicy: false }));
+
+  app.get('/healthz', async (_req, res) => {
+    const ok = await options.checkPeers().catch(() => false);
+    res.status(ok ? 200 : 503).json({ status: ok ? 'ok' : 'unavailable' });
+  });
+  app.get('/metrics', async (_req, res) => {
+    res.type(metrics.registry.contentType).send(await metrics.registry.metrics());
+  });
+
+  // Uploads carry the document base64-encoded in JSON: a larger limit for that one route only.
+  const fileBodyLimit = Math.ceil((options.maxFileBytes * 4) / 3) + 256 * 1024;
+  app.post('/api/file', express.json({ limit: fileBodyLimit }));
+  app.use('/api', express.json({ limit: options.jsonBodyLimit }));
+  app.use('/api', cookieParser());
+  app.use('/api', sessionMiddleware(options.clients.identity));
+
+  const api = Router();
+  registerIdentityRoutes(api, { clients: options.clients, rateLimits: options.rateLimits, cookieSecure: options.cookieSecure });
+  // Order matters where paths overlap: the specific /user/collections, /user/files and
+  // /card_collection/search routes come before /user/:user_id/:page and /card_collection/:id.
+  registerSearchRoutes(api, options);
+  registerCollectionRoutes(api, options);
+  registerFileRoutes(api, options);
+  registerNotificationRoutes(api, options);
+  registerCardRoutes(api, options);
+  registerVoteRoutes(api, options);
+  registerUserRoutes(api, options);
+  api.use(() => {
+    throw notFound('No such route');
+  });
+  app.use('/api', api);
+
+  app.use(errorHandler(options.logger));
+  return app;
+}

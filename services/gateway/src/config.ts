@@ -1,0 +1,30 @@
+import { z } from 'zod';
+import { envAddress, envBoolean, envInt } from '@cards/platform';
+
+export const gatewayConfigSchema = z.object({
+  PORT: envInt(8090),
+  HOST: z.string().default('0.0.0.0'),
+  PUBLIC_URL: z.string().url().default('http://localhost:8090'),
+  /** Secure cookie flag; defaults to true when PUBLIC_URL is https. */
+  COOKIE_SECURE: z.enum(['true', 'false', '']).optional(),
+  IDENTITY_SERVICE_ADDR: envAddress('127.0.0.1:50051'),
+  CARDS_SERVICE_ADDR: envAddress('127.0.0.1:50052'),
+  SEARCH_SERVICE_ADDR: envAddress('127.0.0.1:50053'),
+  FILES_SERVICE_ADDR: envAddress('127.0.0.1:50054'),
+  FILES_HTTP_ADDR: envAddress('127.0.0.1:50064'),
+  NOTIFICATIONS_SERVICE_ADDR: envAddress('127.0.0.1:50055'),
+  GRPC_DEADLINE_MS: envInt(10_000),
+  JSON_BODY_LIMIT: z.string().default('1mb'),
+  MAX_FILE_BYTES: envInt(20 * 1024 * 1024),
+  RATE_LIMIT_AUTH_PER_IP: envInt(600),
+  RATE_LIMIT_AUTH_PER_EMAIL: envInt(10),
+  TRUST_PROXY: envBoolean(false),
+});
+
+export type GatewayConfig = z.infer<typeof gatewayConfigSchema>;
+
+export function cookieSecureFrom(config: GatewayConfig): boolean {
+  if (config.COOKIE_SECURE === 'true') return true;
+  if (config.COOKIE_SECURE === 'false') return false;
+  return config.PUBLIC_URL.startsWith('https:');
+}

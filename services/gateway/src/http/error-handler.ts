@@ -1,0 +1,43 @@
+import type { NextFunction, Request, Response } from 'express';
+import { ClientError, Status } from 'nice-grpc';
+import { httpStatusFromGrpc, type Logger } from '@cards/platform';
+import { HttpError } from './http-error';
+
+interface BodyParserError {
+  type?: string;
+  status?: number;
+}
+
+/** The one place that turns any error into an HTTP status and {"message"}; never leaks internals. */
+export function errorHandler(logger: Logger) {
+  // Express recognises error handlers by their four parameters.
+  return (err: unknown, req: Request, res: Response, _next: NextFunction) => {
+    const { status, message } = describe(err);
+    if (status >= 500) logger.error({ err, method: req.method, path: req.path }, 'request failed');
+    if (res.headersSent) {
+      res.destroy();
+      return;
+    }
+    res.status(status).json({ message });
+  };
+}
+
+function describe(err: unknown): { status: number; message: string } {
+  if (err instanceof HttpError) return { status: err.status, message: err.message };
+  if (err instanceof ClientError) {
+    const status = httpStatusFromGrpc(err.code);
+    if (status >= 500) {
+      if (err.code === Status.UNAVAILABLE) return { status, message: 'A backing service is unavailable, try again' };
+      if (err.code === Status.DEADLINE_EXCEEDED) return { status, message: 'The request took too long' };
+      return { status: 500, message: 'Internal error' };
+    }
+    return { status, message: err.details };
+  }
+  const bodyError = err as BodyParserError;
+  if (bodyError?.type === 'entity.parse.failed') return { status: 400, message: 'Malformed JSON body' };
+  if (bodyError?.type === 'entity.too.large') return { status: 413, message: 'The request body is too large' };
+  if (bodyError?.type === 'encoding.unsupported' || bodyError?.type === 'charset.unsupported') return { status: 415, message: 'Unsupported body encoding' };
+  if (bodyError?.type === 'request.aborted') return { status: 400, message: 'The request was aborted' };
+  if (typeof bodyError?.status === 'number' && bodyError.status >= 400 && bodyError.status < 500) return { status: bodyError.status, message: 'Bad request' };
+  return { status: 500, message: 'Internal error' };
+}

@@ -1,0 +1,25 @@
+import type { NextFunction, Request, RequestHandler, Response } from 'express';
+import { collectDefaultMetrics, Histogram, Registry } from 'prom-client';
+
+/** Prometheus registry with process metrics and one request-duration histogram labelled by route pattern. */
+export function createMetrics(): { registry: Registry; middleware: RequestHandler } {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  const duration = new Histogram({
+    name: 'http_request_duration_seconds',
+    help: 'Gateway request duration by method, route pattern and status',
+    labelNames: ['method', 'route', 'status'] as const,
+    buckets: [0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+    registers: [registry],
+  });
+  const middleware = (req: Request, res: Response, next: NextFunction) => {
+    const end = duration.startTimer();
+    res.on('finish', () => {
+      // The route pattern, not the path, keeps label cardinality bounded.
+      const route = (req.route as { path?: string } | undefined)?.path;
+      end({ method: req.method, route: route ? `${req.baseUrl}${route}` : 'unmatched', status: String(res.statusCode) });
+    });
+    next();
+  };
+  return { registry, middleware };
+}

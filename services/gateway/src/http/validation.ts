@@ -1,0 +1,54 @@
+import type { Request } from 'express';
+import { z } from 'zod';
+import { isUuid } from '@cards/platform';
+import { badRequest } from './http-error';
+
+/** "field: problem" for the first few issues, so the client learns which field to fix. */
+export function describeZodError(error: z.ZodError): string {
+  return error.issues
+    .slice(0, 5)
+    .map((i) => (i.path.length ? `${i.path.join('.')}: ${i.message}` : i.message))
+    .join('; ');
+}
+
+/** Parses a JSON body with the route's schema; unknown fields are dropped (tolerant reader); 400 otherwise. */
+export function parseBody<S extends z.ZodTypeAny>(schema: S, req: Request): z.infer<S> {
+  const body: unknown = req.body ?? {};
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw badRequest('The request body must be a JSON object');
+  const result = schema.safeParse(body);
+  if (!result.success) throw badRequest(describeZodError(result.error));
+  return result.data;
+}
+
+/** A UUID path parameter; 400 when it is not one. */
+export function uuidParam(req: Request, name: string): string {
+  const value = req.params[name];
+  if (!isUuid(value)) throw badRequest(`${name}: must be a UUID`);
+  return value.toLowerCase();
+}
+
+/** A 1-based page number path parameter; 0, negative or non-numeric is 400. */
+export function pageParam(req: Request, name = 'page'): number {
+  const param = req.params[name];
+  const raw = typeof param === 'string' ? param : '';
+  if (!/^\d{1,9}$/.test(raw) || Number(raw) < 1) throw badRequest(`${name}: must be a positive integer`);
+  return Number(raw);
+}
+
+/** A UUID in a body field. */
+export const uuidString = z
+  .string({ invalid_type_error: 'must be a string', required_error: 'is required' })
+  .refine(isUuid, 'must be a UUID')
+  .transform((v) => v.toLowerCase());
+
+/** A JSON boolean; the strings "true" and "false" are accepted too. */
+export const looseBoolean = z.union([z.boolean(), z.enum(['true', 'false']).transform((v) => v === 'true')], {
+  errorMap: () => ({ message: 'must be true or false' }),
+});
+
+/** Tags: an array of strings, or one comma-separated string; trimmed, empty ones dropped, duplicates removed. */
+export const tagList = z
+  .union([z.array(z.string().max(200, 'each tag at most 200 characters')).max(100, 'at most 100 tags'), z.string().max(20_000)], {
+    errorMap: () => ({ message: 'must be an array of strings or a comma-separated string' }),
+  })
+  .transform((v) => [...new Set((Array.isArray(v) ? v : v.split(',')).map((t) => t.trim()).filter((t) => t.length > 0))]);

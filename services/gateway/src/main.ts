@@ -1,0 +1,74 @@
+import type { Server } from 'node:http';
+import { createLogger, loadConfig, stopOnSignals, type RunningService } from '@cards/platform';
+import { health } from '@cards/proto';
+import { createChannel, createClient } from 'nice-grpc';
+import { createGatewayApp } from './app';
+import { createGatewayClients } from './clients';
+import { cookieSecureFrom, gatewayConfigSchema } from './config';
+
+/** Composition root of the gateway. */
+export async function startGateway(env: Record<string, string | undefined> = process.env): Promise<RunningService & { port: number }> {
+  const config = loadConfig(gatewayConfigSchema, env);
+  const logger = createLogger('gateway');
+  const peers = {
+    identity: config.IDENTITY_SERVICE_ADDR,
+    cards: config.CARDS_SERVICE_ADDR,
+    search: config.SEARCH_SERVICE_ADDR,
+    files: config.FILES_SERVICE_ADDR,
+    notifications: config.NOTIFICATIONS_SERVICE_ADDR,
+  };
+  const { clients, channels } = createGatewayClients(peers, config.GRPC_DEADLINE_MS);
+  const healthChannels = Object.values(peers).map((address) => createChannel(address));
+  const healthClients = healthChannels.map((channel) => createClient(health.HealthDefinition, channel));
+  const app = createGatewayApp({
+    clients,
+    logger,
+    filesHttpAddress: config.FILES_HTTP_ADDR,
+    maxFileBytes: config.MAX_FILE_BYTES,
+    rateLimits: { perIpPerMinute: config.RATE_LIMIT_AUTH_PER_IP, perEmailPerMinute: config.RATE_LIMIT_AUTH_PER_EMAIL },
+    cookieSecure: cookieSecureFrom(config),
+    jsonBodyLimit: config.JSON_BODY_LIMIT,
+    trustProxy: config.TRUST_PROXY,
+    async checkPeers() {
+      const answers = await Promise.all(
+        healthClients.map((c) =>
+          c
+            .check({ service: '' }, { signal: AbortSignal.timeout(1000) })
+            .then((r) => r.status === health.HealthCheckResponse_ServingStatus.SERVING)
+            .catch(() => false),
+        ),
+      );
+      return answers.every(Boolean);
+    },
+  });
+  const server: Server = await new Promise((resolve, reject) => {
+    const s = app.listen(config.PORT, config.HOST, () => resolve(s));
+    s.once('error', reject);
+  });
+  server.keepAliveTimeout = 65_000;
+  const port = (server.address() as { port: number }).port;
+  logger.info({ port }, 'gateway listening');
+  return {
+    name: 'gateway',
+    address: `${config.HOST}:${port}`,
+    port,
+    async stop() {
+      await new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeIdleConnections();
+        setTimeout(() => server.closeAllConnections(), 3000).unref();
+      });
+      for (const channel of [...channels, ...healthChannels]) channel.close();
+    },
+  };
+}
+
+if (require.main === module) {
+  const logger = createLogger('gateway');
+  startGateway()
+    .then((running) => stopOnSignals(() => running.stop(), logger))
+    .catch((err: unknown) => {
+      logger.fatal({ err }, 'gateway failed to start');
+      process.exit(1);
+    });
+}

@@ -1,0 +1,5 @@
+import type { Router } from 'express';
+import type { RouteDeps } from '../app';
+
+/** Routes of this resource; filled in by its issue. */
+export function registerVoteRoutes(_router: Router, _deps: RouteDeps): void {}

@@ -1,0 +1,163 @@
+import { AlreadyExistsError, openSqlite, type SqliteDatabase } from '@cards/platform';
+import type { Invitation, PasswordReset, Session, User } from '../../domain/model';
+import type { IdentityRepository } from '../../domain/ports';
+
+const MIGRATIONS = [
+  `CREATE TABLE users (
+     id TEXT PRIMARY KEY, email TEXT NOT NULL UNIQUE, username TEXT, website TEXT, visible_email INTEGER NOT NULL,
+     password_hash TEXT NOT NULL, created_at TEXT NOT NULL, updated_at TEXT NOT NULL);
+   CREATE UNIQUE INDEX users_username ON users(lower(username)) WHERE username IS NOT NULL;
+   CREATE TABLE invitations (id TEXT PRIMARY KEY, email TEXT NOT NULL, referral_tokens TEXT NOT NULL, created_at TEXT NOT NULL, expires_at TEXT NOT NULL, used_at TEXT);
+   CREATE TABLE sessions (id TEXT PRIMARY KEY, user_id TEXT NOT NULL, created_at TEXT NOT NULL, expires_at TEXT NOT NULL, revoked_at TEXT);
+   CREATE INDEX sessions_user ON sessions(user_id);
+   CREATE TABLE password_resets (id TEXT PRIMARY KEY, user_id TEXT NOT NULL, created_at TEXT NOT NULL, expires_at TEXT NOT NULL, used_at TEXT);`,
+];
+
+interface UserRow {
+  id: string;
+  email: string;
+  username: string | null;
+  website: string | null;
+  visible_email: number;
+  password_hash: string;
+  created_at: string;
+  updated_at: string;
+}
+
+const date = (s: string) => new Date(s);
+const maybeDate = (s: string | null) => (s ? new Date(s) : null);
+const iso = (d: Date) => d.toISOString();
+const maybeIso = (d: Date | null) => (d ? d.toISOString() : null);
+
+function userFromRow(r: UserRow): User {
+  return {
+    id: r.id,
+    email: r.email,
+    username: r.username,
+    website: r.website,
+    visibleEmail: r.visible_email === 1,
+    passwordHash: r.password_hash,
+    createdAt: date(r.created_at),
+    updatedAt: date(r.updated_at),
+  };
+}
+
+function isUniqueViolation(err: unknown, column: string): boolean {
+  return err instanceof Error && /UNIQUE constraint failed/.test(err.message) && err.message.includes(column);
+}
+
+/** Identity data in the service's own SQLite file. */
+export class SqliteIdentityRepository implements IdentityRepository {
+  private readonly db: SqliteDatabase;
+
+  constructor(path: string) {
+    this.db = openSqlite(path, MIGRATIONS);
+  }
+
+  async createInvitation(i: Invitation): Promise<void> {
+    this.db
+      .prepare('INSERT INTO invitations (id, email, referral_tokens, created_at, expires_at, used_at) VALUES (?, ?, ?, ?, ?, ?)')
+      .run(i.id, i.email, JSON.stringify(i.referralTokens), iso(i.createdAt), iso(i.expiresAt), maybeIso(i.usedAt));
+  }
+
+  async findInvitation(id: string): Promise<Invitation | null> {
+    const r = this.db.prepare('SELECT * FROM invitations WHERE id = ?').get(id) as
+      | { id: string; email: string; referral_tokens: string; created_at: string; expires_at: string; used_at: string | null }
+      | undefined;
+    if (!r) return null;
+    return { id: r.id, email: r.email, referralTokens: JSON.parse(r.referral_tokens) as string[], createdAt: date(r.created_at), expiresAt: date(r.expires_at), usedAt: maybeDate(r.used_at) };
+  }
+
+  async registerFromInvitation(invitationId: string, u: User, usedAt: Date): Promise<boolean> {
+    try {
+      return this.db.transaction(() => {
+        const marked = this.db.prepare('UPDATE invitations SET used_at = ? WHERE id = ? AND used_at IS NULL').run(iso(usedAt), invitationId);
+        if (marked.changes === 0) return false;
+        this.insertUser(u);
+        return true;
+      })();
+    } catch (err) {
+      if (isUniqueViolation(err, 'email')) throw new AlreadyExistsError('An account with this email already exists');
+      throw err;
+    }
+  }
+
+  private insertUser(u: User): void {
+    this.db
+      .prepare('INSERT INTO users (id, email, username, website, visible_email, password_hash, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)')
+      .run(u.id, u.email, u.username, u.website, u.visibleEmail ? 1 : 0, u.passwordHash, iso(u.createdAt), iso(u.updatedAt));
+  }
+
+  async findUserById(id: string): Promise<User | null> {
+    const r = this.db.prepare('SELECT * FROM users WHERE id = ?').get(id) as UserRow | undefined;
+    return r ? userFromRow(r) : null;
+  }
+
+  async findUserByEmail(email: string): Promise<User | null> {
+    const r = this.db.prepare('SELECT * FROM users WHERE email = ?').get(email) as UserRow | undefined;
+    return r ? userFromRow(r) : null;
+  }
+
+  async findUsersByIds(ids: readonly string[]): Promise<User[]> {
+    if (ids.length === 0) return [];
+    const rows = this.db.prepare(`SELECT * FROM users WHERE id IN (SELECT value FROM json_each(?))`).all(JSON.stringify(ids)) as UserRow[];
+    return rows.map(userFromRow);
+  }
+
+  async updateProfile(u: User): Promise<void> {
+    try {
+      this.db
+        .prepare('UPDATE users SET username = ?, website = ?, visible_email = ?, updated_at = ? WHERE id = ?')
+        .run(u.username, u.website, u.visibleEmail ? 1 : 0, iso(u.updatedAt), u.id);
+    } catch (err) {
+      if (isUniqueViolation(err, 'username')) throw new AlreadyExistsError('username: already taken');
+      throw err;
+    }
+  }
+
+  async createSession(s: Session): Promise<void> {
+    this.db
+      .prepare('INSERT INTO sessions (id, user_id, created_at, expires_at, revoked_at) VALUES (?, ?, ?, ?, ?)')
+      .run(s.id, s.userId, iso(s.createdAt), iso(s.expiresAt), maybeIso(s.revokedAt));
+  }
+
+  async findSession(id: string): Promise<Session | null> {
+    const r = this.db.prepare('SELECT * FROM sessions WHERE id = ?').get(id) as
+      | { id: string; user_id: string; created_at: string; expires_at: string; revoked_at: string | null }
+      | undefined;
+    return r ? { id: r.id, userId: r.user_id, createdAt: date(r.created_at), expiresAt: date(r.expires_at), revokedAt: maybeDate(r.revoked_at) } : null;
+  }
+
+  async revokeSession(id: string, at: Date): Promise<void> {
+    this.db.prepare('UPDATE sessions SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL').run(iso(at), id);
+  }
+
+  async createPasswordReset(p: PasswordReset): Promise<void> {
+    this.db
+      .prepare('INSERT INTO password_resets (id, user_id, created_at, expires_at, used_at) VALUES (?, ?, ?, ?, ?)')
+      .run(p.id, p.userId, iso(p.createdAt), iso(p.expiresAt), maybeIso(p.usedAt));
+  }
+
+  async findPasswordReset(id: string): Promise<PasswordReset | null> {
+    const r = this.db.prepare('SELECT * FROM password_resets WHERE id = ?').get(id) as
+      | { id: string; user_id: string; created_at: string; expires_at: string; used_at: string | null }
+      | undefined;
+    return r ? { id: r.id, userId: r.user_id, createdAt: date(r.created_at), expiresAt: date(r.expires_at), usedAt: maybeDate(r.used_at) } : null;
+  }
+
+  async completePasswordReset(resetId: string, userId: string, passwordHash: string, at: Date): Promise<boolean> {
+    return this.db.transaction(() => {
+      const marked = this.db.prepare('UPDATE password_resets SET used_at = ? WHERE id = ? AND used_at IS NULL').run(iso(at), resetId);
+      if (marked.changes === 0) return false;
+      this.db.prepare('UPDATE users SET password_hash = ?, updated_at = ? WHERE id = ?').run(passwordHash, iso(at), userId);
+      this.db.prepare('UPDATE sessions SET revoked_at = ? WHERE user_id = ? AND revoked_at IS NULL').run(iso(at), userId);
+      // Other outstanding reset links die with this one.
+      this.db.prepare('UPDATE password_resets SET used_at = ? WHERE user_id = ? AND used_at IS NULL').run(iso(at), userId);
+      return true;
+    })();
+  }
+
+  async close(): Promise<void> {
+    this.db.close();
+  }
+}

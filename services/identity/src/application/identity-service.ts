@@ -1,0 +1,182 @@
+import { randomUUID } from 'node:crypto';
+import {
+  AlreadyExistsError,
+  FailedPreconditionError,
+  InvalidArgumentError,
+  NotFoundError,
+  UnauthenticatedError,
+  type Logger,
+} from '@cards/platform';
+import { INVITATION_TTL_MS, PASSWORD_RESET_TTL_MS, SESSION_TTL_MS, type User } from '../domain/model';
+import type { IdentityRepository, Mailer, PasswordHasher, TokenSigner } from '../domain/ports';
+import { checkEmailVisibility, checkNewPassword, checkUsername, checkWebsite, normalizeEmail } from '../domain/rules';
+
+export interface IdentityServiceDeps {
+  repository: IdentityRepository;
+  mailer: Mailer;
+  hasher: PasswordHasher;
+  tokens: TokenSigner;
+  publicUrl: string;
+  logger: Logger;
+  now?: () => Date;
+}
+
+export interface ProfileChange {
+  /** Empty string clears the username. */
+  username?: string;
+  /** Empty string clears the website. */
+  website?: string;
+  visibleEmail?: boolean;
+}
+
+const INCORRECT_LOGIN = 'Incorrect email or password';
+
+/** The identity use cases: invitation, registration, sessions, password reset, profile. */
+export class IdentityService {
+  private readonly now: () => Date;
+  // A hash to compare against when the e-mail is unknown, so timing does not reveal accounts.
+  private dummyHash: Promise<string> | undefined;
+
+  constructor(private readonly deps: IdentityServiceDeps) {
+    this.now = deps.now ?? (() => new Date());
+  }
+
+  async invite(rawEmail: string, referralTokens: string[]): Promise<string> {
+    const email = normalizeEmail(rawEmail);
+    if (await this.deps.repository.findUserByEmail(email)) throw new AlreadyExistsError('An account with this email already exists');
+    const now = this.now();
+    const id = randomUUID();
+    await this.deps.repository.createInvitation({ id, email, referralTokens, createdAt: now, expiresAt: new Date(now.getTime() + INVITATION_TTL_MS), usedAt: null });
+    const link = `${this.deps.publicUrl}/auth/register/${id}?email=${encodeURIComponent(email)}`;
+    await this.deps.mailer.send({
+      to: email,
+      subject: 'You are invited to the Card Library',
+      text: `You have been invited to the Card Library.\n\nSet your password here (the link is valid for 24 hours):\n${link}\n`,
+      html: `<p>You have been invited to the Card Library.</p><p><a href="${link}">Set your password</a> (the link is valid for 24 hours).</p>`,
+    });
+    return id;
+  }
+
+  async register(invitationId: string, password: string, confirmation: string): Promise<User> {
+    checkNewPassword(password, confirmation);
+    const invitation = await this.deps.repository.findInvitation(invitationId);
+    if (!invitation) throw new NotFoundError('Invitation not found');
+    const now = this.now();
+    if (invitation.usedAt) throw new FailedPreconditionError('This invitation has already been used');
+    if (invitation.expiresAt <= now) throw new FailedPreconditionError('This invitation has expired');
+    if (await this.deps.repository.findUserByEmail(invitation.email)) throw new AlreadyExistsError('An account with this email already exists');
+    const user: User = {
+      id: randomUUID(),
+      email: invitation.email,
+      username: null,
+      website: null,
+      visibleEmail: true,
+      passwordHash: await this.deps.hasher.hash(password),
+      createdAt: now,
+      updatedAt: now,
+    };
+    const registered = await this.deps.repository.registerFromInvitation(invitation.id, user, now);
+    if (!registered) throw new FailedPreconditionError('This invitation has already been used');
+    return user;
+  }
+
+  async login(rawEmail: string, password: string): Promise<{ token: string; expiresAt: Date; user: User }> {
+    let email: string;
+    try {
+      email = normalizeEmail(rawEmail);
+    } catch {
+      throw new UnauthenticatedError(INCORRECT_LOGIN);
+    }
+    const user = await this.deps.repository.findUserByEmail(email);
+    if (!user) {
+      await this.deps.hasher.verify(password, await this.getDummyHash());
+      throw new UnauthenticatedError(INCORRECT_LOGIN);
+    }
+    if (!(await this.deps.hasher.verify(password, user.passwordHash))) throw new UnauthenticatedError(INCORRECT_LOGIN);
+    const now = this.now();
+    const session = { id: randomUUID(), userId: user.id, createdAt: now, expiresAt: new Date(now.getTime() + SESSION_TTL_MS), revokedAt: null };
+    await this.deps.repository.createSession(session);
+    return { token: this.deps.tokens.sign(session.id, user.id, session.expiresAt), expiresAt: session.expiresAt, user };
+  }
+
+  async logout(token: string): Promise<void> {
+    const claims = this.deps.tokens.verify(token);
+    if (claims) await this.deps.repository.revokeSession(claims.sessionId, this.now());
+  }
+
+  async resolveSession(token: string): Promise<User> {
+    const claims = this.deps.tokens.verify(token);
+    if (!claims) throw new UnauthenticatedError('Not logged in');
+    const session = await this.deps.repository.findSession(claims.sessionId);
+    if (!session || session.revokedAt || session.expiresAt <= this.now() || session.userId !== claims.userId) throw new UnauthenticatedError('Not logged in');
+    const user = await this.deps.repository.findUserById(session.userId);
+    if (!user) throw new UnauthenticatedError('Not logged in');
+    return user;
+  }
+
+  /** Sends a reset mail when the account exists; says nothing either way. */
+  async requestPasswordReset(rawEmail: string): Promise<void> {
+    const email = normalizeEmail(rawEmail);
+    const user = await this.deps.repository.findUserByEmail(email);
+    if (!user) {
+      this.deps.logger.info('password reset requested for an unknown address');
+      return;
+    }
+    const now = this.now();
+    const id = randomUUID();
+    await this.deps.repository.createPasswordReset({ id, userId: user.id, createdAt: now, expiresAt: new Date(now.getTime() + PASSWORD_RESET_TTL_MS), usedAt: null });
+    const link = `${this.deps.publicUrl}/auth/password/${id}`;
+    await this.deps.mailer.send({
+      to: user.email,
+      subject: 'Reset your Card Library password',
+      text: `Someone asked to reset the password of your Card Library account.\n\nChoose a new password here (the link is valid for 1 hour):\n${link}\n\nIf it was not you, ignore this mail.\n`,
+      html: `<p>Someone asked to reset the password of your Card Library account.</p><p><a href="${link}">Choose a new password</a> (the link is valid for 1 hour).</p><p>If it was not you, ignore this mail.</p>`,
+    });
+  }
+
+  async resetPassword(resetId: string, password: string, confirmation: string): Promise<void> {
+    checkNewPassword(password, confirmation);
+    const reset = await this.deps.repository.findPasswordReset(resetId);
+    if (!reset) throw new NotFoundError('Password reset not found');
+    const now = this.now();
+    if (reset.usedAt) throw new FailedPreconditionError('This password reset link has already been used');
+    if (reset.expiresAt <= now) throw new FailedPreconditionError('This password reset link has expired');
+    const hash = await this.deps.hasher.hash(password);
+    const done = await this.deps.repository.completePasswordReset(reset.id, reset.userId, hash, now);
+    if (!done) throw new FailedPreconditionError('This password reset link has already been used');
+  }
+
+  async updateProfile(userId: string, change: ProfileChange): Promise<User> {
+    const user = await this.deps.repository.findUserById(userId);
+    if (!user) throw new UnauthenticatedError('Not logged in');
+    const next: User = { ...user, updatedAt: this.now() };
+    if (change.username !== undefined) {
+      if (change.username === '') next.username = null;
+      else {
+        checkUsername(change.username);
+        next.username = change.username;
+      }
+    }
+    if (change.website !== undefined) {
+      if (change.website === '') next.website = null;
+      else {
+        checkWebsite(change.website);
+        next.website = change.website;
+      }
+    }
+    if (change.visibleEmail !== undefined) next.visibleEmail = change.visibleEmail;
+    checkEmailVisibility(next);
+    await this.deps.repository.updateProfile(next);
+    return next;
+  }
+
+  async getUsers(ids: string[]): Promise<User[]> {
+    if (ids.length > 1000) throw new InvalidArgumentError('ids: at most 1000 per call');
+    return this.deps.repository.findUsersByIds([...new Set(ids)]);
+  }
+
+  private getDummyHash(): Promise<string> {
+    this.dummyHash ??= this.deps.hasher.hash(randomUUID());
+    return this.dummyHash;
+  }
+}

@@ -1,0 +1,42 @@
+export interface User {
+  id: string;
+  email: string;
+  username: string | null;
+  website: string | null;
+  visibleEmail: boolean;
+  passwordHash: string;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+export interface Invitation {
+  id: string;
+  email: string;
+  referralTokens: string[];
+  createdAt: Date;
+  expiresAt: Date;
+  usedAt: Date | null;
+}
+
+export interface Session {
+  id: string;
+  userId: string;
+  createdAt: Date;
+  expiresAt: Date;
+  revokedAt: Date | null;
+}
+
+export interface PasswordReset {
+  id: string;
+  userId: string;
+  createdAt: Date;
+  expiresAt: Date;
+  usedAt: Date | null;
+}
+
+export const INVITATION_TTL_MS = 24 * 60 * 60 * 1000;
+export const SESSION_TTL_MS = 24 * 60 * 60 * 1000;
+export const PASSWORD_RESET_TTL_MS = 60 * 60 * 1000;
+export const MIN_PASSWORD_LENGTH = 8;
+/** scrypt cost grows with length; longer passwords are refused rather than hashed. */
+export const MAX_PASSWORD_LENGTH = 1024;

@@ -1,0 +1,61 @@
+import type { Invitation, PasswordReset, Session, User } from './model';
+
+/**
+ * Storage of users, invitations, sessions and password resets.
+ * Unique e-mail and unique username (case-insensitive) are enforced by the store itself.
+ */
+export interface IdentityRepository {
+  createInvitation(invitation: Invitation): Promise<void>;
+  findInvitation(id: string): Promise<Invitation | null>;
+  /**
+   * Marks the invitation used and creates the user, atomically.
+   * Returns false (and changes nothing) when the invitation was already used; throws AlreadyExistsError on a taken e-mail.
+   */
+  registerFromInvitation(invitationId: string, user: User, usedAt: Date): Promise<boolean>;
+
+  findUserById(id: string): Promise<User | null>;
+  findUserByEmail(email: string): Promise<User | null>;
+  findUsersByIds(ids: readonly string[]): Promise<User[]>;
+  /** Throws AlreadyExistsError when the username is taken by someone else. */
+  updateProfile(user: User): Promise<void>;
+
+  createSession(session: Session): Promise<void>;
+  findSession(id: string): Promise<Session | null>;
+  revokeSession(id: string, at: Date): Promise<void>;
+
+  createPasswordReset(reset: PasswordReset): Promise<void>;
+  findPasswordReset(id: string): Promise<PasswordReset | null>;
+  /**
+   * Sets the new password hash, marks the reset used and revokes every session of the user, atomically.
+   * Returns false when the reset was already used.
+   */
+  completePasswordReset(resetId: string, userId: string, passwordHash: string, at: Date): Promise<boolean>;
+
+  close(): Promise<void>;
+}
+
+export interface OutgoingMail {
+  to: string;
+  subject: string;
+  text: string;
+  html?: string;
+}
+
+/** Sends e-mail. */
+export interface Mailer {
+  send(mail: OutgoingMail): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** One-way password hashing. */
+export interface PasswordHasher {
+  hash(password: string): Promise<string>;
+  verify(password: string, hash: string): Promise<boolean>;
+}
+
+/** Signs and checks session tokens; the token names the session by its id. */
+export interface TokenSigner {
+  sign(sessionId: string, userId: string, expiresAt: Date): string;
+  /** The session id, or null when the token is forged, malformed or expired. */
+  verify(token: string): { sessionId: string; userId: string } | null;
+}

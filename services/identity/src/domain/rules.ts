@@ -1,0 +1,39 @@
+import { InvalidArgumentError } from '@cards/platform';
+import { MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH, type User } from './model';
+
+const EMAIL = /^[^\s@"<>()\[\],;:\\]+@[^\s@"<>()\[\],;:\\]+\.[^\s@"<>()\[\],;:\\]+$/;
+
+/** Lower-cased, trimmed e-mail; InvalidArgumentError when it is not an address. */
+export function normalizeEmail(raw: string): string {
+  const email = raw.trim().toLowerCase();
+  if (email.length > 254 || !EMAIL.test(email)) throw new InvalidArgumentError('email: not a valid e-mail address');
+  return email;
+}
+
+export function checkNewPassword(password: string, confirmation: string): void {
+  if (password.length < MIN_PASSWORD_LENGTH) throw new InvalidArgumentError(`password: must be at least ${MIN_PASSWORD_LENGTH} characters`);
+  if (password.length > MAX_PASSWORD_LENGTH) throw new InvalidArgumentError(`password: must be at most ${MAX_PASSWORD_LENGTH} characters`);
+  if (password !== confirmation) throw new InvalidArgumentError('password_confirmation: does not match password');
+}
+
+const USERNAME = /^[A-Za-z0-9_-]{3,32}$/;
+
+export function checkUsername(username: string): void {
+  if (!USERNAME.test(username)) throw new InvalidArgumentError('username: 3 to 32 letters, digits, "_" or "-"');
+}
+
+export function checkWebsite(website: string): void {
+  let url: URL;
+  try {
+    url = new URL(website);
+  } catch {
+    throw new InvalidArgumentError('website: not a valid URL');
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new InvalidArgumentError('website: must be an http or https URL');
+  if (website.length > 512) throw new InvalidArgumentError('website: at most 512 characters');
+}
+
+/** The rule of the interface: the e-mail may be hidden only behind a username. */
+export function checkEmailVisibility(user: Pick<User, 'username' | 'visibleEmail'>): void {
+  if (!user.visibleEmail && !user.username) throw new InvalidArgumentError('visible_email: can be false only when a username is set');
+}

@@ -1,0 +1,68 @@
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { createLogger, loadConfig, startGrpcServer, stopOnSignals, type RunningService } from '@cards/platform';
+import { identity } from '@cards/proto';
+import { IdentityService } from './application/identity-service';
+import { JwtTokenSigner } from './adapters/crypto/jwt-token-signer';
+import { ScryptPasswordHasher } from './adapters/crypto/scrypt-password-hasher';
+import { EmlFileMailer, SmtpMailer } from './adapters/mail/nodemailer-mailer';
+import { SqliteIdentityRepository } from './adapters/sqlite/sqlite-identity-repository';
+import { identityConfigSchema } from './config';
+import { identityHandlers } from './grpc/identity-handlers';
+
+/** The embedded default keeps one generated secret in DATA_DIR so sessions survive restarts. */
+function jwtSecretFrom(dataDir: string, configured: string | undefined): string {
+  if (configured) return configured;
+  const path = join(dataDir, 'identity', 'jwt-secret');
+  if (existsSync(path)) return readFileSync(path, 'utf8').trim();
+  mkdirSync(join(dataDir, 'identity'), { recursive: true });
+  const secret = randomBytes(48).toString('base64url');
+  writeFileSync(path, secret, { mode: 0o600, flag: 'wx' });
+  return secret;
+}
+
+/** Composition root of the identity service. */
+export async function startIdentity(env: Record<string, string | undefined> = process.env): Promise<RunningService> {
+  const config = loadConfig(identityConfigSchema, env);
+  const logger = createLogger('identity');
+  if (config.MONGO_URL) logger.warn('MONGO_URL is set but the MongoDB adapter is not built yet; using SQLite');
+  else logger.info('MONGO_URL not set: using the embedded SQLite store');
+  const repository = new SqliteIdentityRepository(join(config.DATA_DIR, 'identity', 'identity.db'));
+  const mailer = config.SMTP_URL ? new SmtpMailer(config.SMTP_URL, config.MAIL_FROM) : new EmlFileMailer(join(config.DATA_DIR, 'mail'), config.MAIL_FROM);
+  if (!config.SMTP_URL) logger.info({ directory: join(config.DATA_DIR, 'mail') }, 'SMTP_URL not set: writing e-mail as .eml files');
+  const service = new IdentityService({
+    repository,
+    mailer,
+    hasher: new ScryptPasswordHasher(config.PASSWORD_HASH_COST),
+    tokens: new JwtTokenSigner(jwtSecretFrom(config.DATA_DIR, config.JWT_SECRET)),
+    publicUrl: config.PUBLIC_URL,
+    logger,
+  });
+  const grpc = await startGrpcServer({
+    name: 'identity.v1.IdentityService',
+    host: config.IDENTITY_GRPC_HOST,
+    port: config.IDENTITY_GRPC_PORT,
+    logger,
+    register: (server) => server.add(identity.IdentityServiceDefinition, identityHandlers(service)),
+  });
+  return {
+    name: 'identity',
+    address: grpc.address,
+    async stop() {
+      await grpc.shutdown();
+      await mailer.close();
+      await repository.close();
+    },
+  };
+}
+
+if (require.main === module) {
+  const logger = createLogger('identity');
+  startIdentity()
+    .then((running) => stopOnSignals(() => running.stop(), logger))
+    .catch((err: unknown) => {
+      logger.fatal({ err }, 'identity failed to start');
+      process.exit(1);
+    });
+}

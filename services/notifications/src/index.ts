@@ -1,0 +1,1 @@
+export { startNotifications } from './main';

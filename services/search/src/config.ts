@@ -1,0 +1,10 @@
+import { z } from 'zod';
+import { envInt } from '@cards/platform';
+
+export const searchConfigSchema = z.object({
+  DATA_DIR: z.string().default('./data'),
+  SEARCH_GRPC_HOST: z.string().default('127.0.0.1'),
+  SEARCH_GRPC_PORT: envInt(50053),
+});
+
+export type SearchConfig = z.infer<typeof searchConfigSchema>;

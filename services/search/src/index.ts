@@ -1,0 +1,1 @@
+export { startSearch } from './main';

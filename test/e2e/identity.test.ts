@@ -1,0 +1,162 @@
+import { ApiClient } from '../support/http';
+import { Mailbox } from '../support/mailbox';
+import { startSystem, type RunningSystem } from '../support/service';
+import { signUp } from '../support/accounts';
+
+let system: RunningSystem;
+const mailbox = new Mailbox();
+
+beforeAll(async () => {
+  await mailbox.start();
+  system = await startSystem({ env: { SMTP_URL: mailbox.url, PUBLIC_URL: 'http://cards.test' } });
+});
+afterAll(async () => {
+  await system?.stop();
+  await mailbox.stop();
+});
+
+const invitationIdFrom = (text: string | undefined) => /auth\/register\/([0-9a-f-]{36})/.exec(text ?? '')![1]!;
+const resetIdFrom = (text: string | undefined) => /auth\/password\/([0-9a-f-]{36})/.exec(text ?? '')![1]!;
+
+describe('accounts and sessions', () => {
+  it('invite -> mail -> register -> login -> GET /api/auth -> logout revokes the old cookie', async () => {
+    const client = new ApiClient(system.baseUrl);
+    const email = `Alice-${Date.now()}@Example.com`;
+    expect((await client.post('/api/invitation', { email, referral_tokens: ['r1'] })).status).toBe(200);
+    const mail = await mailbox.waitFor(email, /auth\/register\//);
+    expect(mail.text).toContain(`http://cards.test/auth/register/`);
+    expect(mail.text).toContain(`?email=${encodeURIComponent(email.toLowerCase())}`);
+
+    const password = 'correct horse battery';
+    const registered = await client.post(`/api/register/${invitationIdFrom(mail.text)}`, { password, password_confirmation: password });
+    expect(registered.status).toBe(200);
+    expect(registered.json).toEqual({ id: expect.any(String), email: email.toLowerCase(), username: null, website: null, visible_email: true });
+
+    const login = await client.post('/api/auth', { email, password });
+    expect(login.status).toBe(204);
+    const cookie = login.setCookie.find((c) => c.startsWith('ai-editor='))!;
+    expect(cookie).toMatch(/HttpOnly/);
+    expect(cookie).toMatch(/SameSite=Lax/);
+    expect(cookie).toMatch(/Path=\//);
+
+    const me = await client.get('/api/auth');
+    expect(me.status).toBe(200);
+    expect(me.json.id).toBe(registered.json.id);
+
+    const oldCookie = client.cookie;
+    expect((await client.delete('/api/auth')).status).toBe(204);
+    const replay = new ApiClient(system.baseUrl);
+    replay.cookie = oldCookie;
+    const after = await replay.get('/api/auth');
+    expect(after.status).toBe(401);
+    expect(after.json.message).toEqual(expect.any(String));
+  });
+
+  it('an invitation works once', async () => {
+    const client = new ApiClient(system.baseUrl);
+    const email = `once-${Date.now()}@example.com`;
+    await client.post('/api/invitation', { email, referral_tokens: [] });
+    const id = invitationIdFrom((await mailbox.waitFor(email, /register/)).text);
+    expect((await client.post(`/api/register/${id}`, { password: 'password1', password_confirmation: 'password1' })).status).toBe(200);
+    const again = await client.post(`/api/register/${id}`, { password: 'password1', password_confirmation: 'password1' });
+    expect(again.status).toBe(400);
+    expect(again.json.message).toMatch(/already been used/);
+    // The e-mail now has an account: a new invitation is refused.
+    expect((await client.post('/api/invitation', { email, referral_tokens: [] })).status).toBe(409);
+  });
+
+  it('rejects bad registration input with 4xx and a message', async () => {
+    const client = new ApiClient(system.baseUrl);
+    const email = `bad-${Date.now()}@example.com`;
+    await client.post('/api/invitation', { email, referral_tokens: [] });
+    const id = invitationIdFrom((await mailbox.waitFor(email, /register/)).text);
+    const short = await client.post(`/api/register/${id}`, { password: 'short', password_confirmation: 'short' });
+    expect(short.status).toBe(400);
+    expect(short.json.message).toMatch(/password/);
+    const mismatch = await client.post(`/api/register/${id}`, { password: 'password1', password_confirmation: 'password2' });
+    expect(mismatch.status).toBe(400);
+    expect(mismatch.json.message).toMatch(/password_confirmation/);
+    expect((await client.post(`/api/register/not-a-uuid`, { password: 'password1', password_confirmation: 'password1' })).status).toBe(400);
+    expect((await client.post(`/api/register/00000000-0000-4000-8000-000000000000`, { password: 'password1', password_confirmation: 'password1' })).status).toBe(404);
+    // The invitation is still good after all that.
+    expect((await client.post(`/api/register/${id}`, { password: 'password1', password_confirmation: 'password1' })).status).toBe(200);
+  });
+
+  it('answers malformed bodies, wrong types and huge bodies with 4xx JSON, never 500', async () => {
+    const client = new ApiClient(system.baseUrl);
+    const cases = [
+      await client.request('POST', '/api/auth', '{"email": '),
+      await client.request('POST', '/api/auth', '[1,2,3]'),
+      await client.post('/api/auth', { email: 42, password: true }),
+      await client.post('/api/invitation', { email: 'not-an-email', referral_tokens: [] }),
+      await client.post('/api/invitation', { email: 'x@example.com' }),
+      await client.post('/api/invitation', { email: 'x@example.com', referral_tokens: 'nope' }),
+      await client.request('POST', '/api/auth', JSON.stringify({ email: 'a@b.co', password: 'x'.repeat(3_000_000) })),
+      await client.post('/api/password', { password_reset_id: 'zzz', password: 'password1', password_confirmation: 'password1' }),
+    ];
+    for (const res of cases) {
+      expect(res.status).toBeGreaterThanOrEqual(400);
+      expect(res.status).toBeLessThan(500);
+      expect(typeof res.json.message).toBe('string');
+    }
+    expect(cases[0]!.status).toBe(400);
+    expect(cases[6]!.status).toBe(413);
+    expect((await client.get('/healthz')).status).toBe(200);
+  });
+
+  it('ignores unknown fields (tolerant reader)', async () => {
+    const client = new ApiClient(system.baseUrl);
+    const res = await client.post('/api/invitation', { email: `tolerant-${Date.now()}@example.com`, referral_tokens: [], from_the_future: { x: 1 } });
+    expect(res.status).toBe(200);
+  });
+
+  it('login failure says "Incorrect email or password" for both unknown e-mail and wrong password', async () => {
+    const user = await signUp(system.baseUrl, mailbox, 'login');
+    const client = new ApiClient(system.baseUrl);
+    const wrong = await client.post('/api/auth', { email: user.email, password: 'wrong password' });
+    const unknown = await client.post('/api/auth', { email: 'nobody@example.com', password: 'whatever1' });
+    expect(wrong.status).toBe(401);
+    expect(unknown.status).toBe(401);
+    expect(wrong.json.message).toBe('Incorrect email or password');
+    expect(unknown.json.message).toBe('Incorrect email or password');
+  });
+
+  it('password reset: mail, new password works, old one stops, old sessions are revoked, link is single-use', async () => {
+    const user = await signUp(system.baseUrl, mailbox, 'reset');
+    const anon = new ApiClient(system.baseUrl);
+    expect((await anon.get(`/api/password/${encodeURIComponent(user.email)}`)).status).toBe(204);
+    expect((await anon.get(`/api/password/nobody-${Date.now()}@example.com`)).status).toBe(204);
+    const mail = await mailbox.waitFor(user.email, /auth\/password\//);
+    expect(mail.text).toContain('http://cards.test/auth/password/');
+    const resetId = resetIdFrom(mail.text);
+
+    const mismatch = await anon.post('/api/password', { password_reset_id: resetId, password: 'new password 1', password_confirmation: 'other' });
+    expect(mismatch.status).toBe(400);
+    const done = await anon.post('/api/password', { password_reset_id: resetId, password: 'new password 1', password_confirmation: 'new password 1' });
+    expect(done.status).toBe(204);
+
+    expect((await user.client.get('/api/auth')).status).toBe(401);
+    expect((await anon.post('/api/auth', { email: user.email, password: user.password })).status).toBe(401);
+    expect((await anon.post('/api/auth', { email: user.email, password: 'new password 1' })).status).toBe(204);
+    const reused = await anon.post('/api/password', { password_reset_id: resetId, password: 'new password 2', password_confirmation: 'new password 2' });
+    expect(reused.status).toBe(400);
+  });
+
+  it('PUT /api/user validates and updates the profile; username is unique; e-mail hidden only behind a username', async () => {
+    const a = await signUp(system.baseUrl, mailbox, 'profile-a');
+    const b = await signUp(system.baseUrl, mailbox, 'profile-b');
+    expect((await new ApiClient(system.baseUrl).put('/api/user', { username: 'nobody' })).status).toBe(401);
+    expect((await a.client.put('/api/user', { visible_email: false })).status).toBe(400);
+    expect((await a.client.put('/api/user', { username: 'ab' })).status).toBe(400);
+    expect((await a.client.put('/api/user', { username: 'has space' })).status).toBe(400);
+    expect((await a.client.put('/api/user', { website: 'ftp://example.com' })).status).toBe(400);
+    expect((await a.client.put('/api/user', { visible_email: 'no' })).status).toBe(400);
+    const name = `alice_${Date.now()}`;
+    const updated = await a.client.put('/api/user', { username: name, website: 'https://alice.example', visible_email: false });
+    expect(updated.status).toBe(200);
+    expect(updated.json).toEqual({ id: a.id, email: a.email, username: name, website: 'https://alice.example', visible_email: false });
+    const taken = await b.client.put('/api/user', { username: name.toUpperCase() });
+    expect(taken.status).toBe(409);
+    expect((await a.client.get('/api/auth')).json.username).toBe(name);
+  });
+});

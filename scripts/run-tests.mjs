@@ -13,6 +13,7 @@ function check(name, command, args) {
 
 check('generated proto code is current', 'node', ['scripts/gen-proto.mjs', '--check']);
 check('type-check (tsc)', 'node_modules/.bin/tsc', ['-p', 'tsconfig.json', '--noEmit']);
+check('proto changes are wire/JSON compatible (buf breaking)', 'node', ['scripts/proto-breaking.mjs']);
 for (const extra of (process.env.EXTRA_CHECKS ?? '').split(',').filter(Boolean)) check(extra, 'node', [extra]);
 
 const jest = spawnSync('node_modules/.bin/jest', ['--maxWorkers=2', '--forceExit', ...process.argv.slice(2)], {

@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { createServer } from 'node:net';
 import { join, resolve } from 'node:path';
 
 const ROOT = resolve(__dirname, '../..');
@@ -30,34 +31,49 @@ export const TEST_ENV: Record<string, string> = {
   LOG_LEVEL: 'warn',
 };
 
+/** A port that was free a moment ago on loopback. */
+export function freePort(): Promise<number> {
+  return new Promise((resolvePort, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolvePort(port));
+    });
+  });
+}
+
 /** Starts the all-in-one service as a child process on a free port, the way the README's command does. */
 export async function startSystem(options: StartOptions = {}): Promise<RunningSystem> {
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'cards-e2e-'));
+  const port = await freePort();
   const child = spawn(process.execPath, [join(ROOT, 'node_modules/tsx/dist/cli.mjs'), join(ROOT, 'packages/all-in-one/src/main.ts')], {
     cwd: ROOT,
-    env: { ...process.env, ...TEST_ENV, LOG_LEVEL: 'info', PORT: '0', HOST: '127.0.0.1', DATA_DIR: dataDir, ...options.env },
+    env: { ...process.env, ...TEST_ENV, PORT: String(port), HOST: '127.0.0.1', DATA_DIR: dataDir, ...options.env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
+  const onData = (chunk: Buffer) => {
+    output += chunk.toString();
+    if (output.length > 2_000_000) output = output.slice(-1_000_000);
+  };
+  child.stdout!.on('data', onData);
+  child.stderr!.on('data', onData);
   const exited = new Promise<void>((r) => child.once('exit', () => r()));
-  const baseUrl = await new Promise<string>((resolveUrl, reject) => {
-    const timer = setTimeout(() => reject(new Error(`service did not start in 60 s:\n${output}`)), 60_000);
-    const onData = (chunk: Buffer) => {
-      output += chunk.toString();
-      if (output.length > 2_000_000) output = output.slice(-1_000_000);
-      const match = /"msg":"gateway listening"/.test(output) && /"service":"gateway"[^\n]*"port":(\d+)/.exec(output);
-      if (match) {
-        clearTimeout(timer);
-        resolveUrl(`http://127.0.0.1:${match[1]}`);
-      }
-    };
-    child.stdout!.on('data', onData);
-    child.stderr!.on('data', onData);
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      reject(new Error(`service exited with ${code}:\n${output}`));
-    });
-  });
+  const baseUrl = `http://127.0.0.1:${port}`;
+  const deadline = Date.now() + 90_000;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`service exited with ${child.exitCode}:\n${output}`);
+    if (Date.now() > deadline) {
+      child.kill('SIGKILL');
+      throw new Error(`service did not become healthy in 90 s:\n${output}`);
+    }
+    const healthy = await fetch(`${baseUrl}/healthz`, { signal: AbortSignal.timeout(1000) })
+      .then((r) => r.status === 200)
+      .catch(() => false);
+    if (healthy) break;
+    await new Promise((r) => setTimeout(r, 100));
+  }
   return {
     baseUrl,
     dataDir,

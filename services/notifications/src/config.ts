@@ -5,6 +5,10 @@ export const notificationsConfigSchema = z.object({
   DATA_DIR: z.string().default('./data'),
   NOTIFICATIONS_GRPC_HOST: z.string().default('127.0.0.1'),
   NOTIFICATIONS_GRPC_PORT: envInt(50055),
+  /** Kafka brokers; absent selects the embedded event log under DATA_DIR. */
+  KAFKA_BROKERS: z.string().optional().transform((v) => (v === '' ? undefined : v)),
+  /** MongoDB; the adapter is not built yet, so setting it only logs a warning. */
+  MONGO_URL: z.string().optional().transform((v) => (v === '' ? undefined : v)),
 });
 
 export type NotificationsConfig = z.infer<typeof notificationsConfigSchema>;

@@ -1,5 +1,49 @@
 import type { Router } from 'express';
+import { z } from 'zod';
+import { toApiTimestamp } from '@cards/platform';
+import { notifications } from '@cards/proto';
 import type { RouteDeps } from '../app';
+import { requireUser } from '../http/session';
+import { parseBody, uuidString } from '../http/validation';
 
-/** Routes of this resource; filled in by its issue. */
-export function registerNotificationRoutes(_router: Router, _deps: RouteDeps): void {}
+export const markReadBody = z.object({ notification_id: uuidString });
+
+/** A notification as the interface names its fields, plus `type` telling the two kinds apart. */
+export function presentNotification(n: notifications.Notification) {
+  const times = { user_read: n.userRead, created_at: toApiTimestamp(n.createdAt), updated_at: toApiTimestamp(n.updatedAt) };
+  if (n.type === notifications.NotificationType.NOTIFICATION_TYPE_COLLECTION_CREATED) {
+    return { type: 'collection_created' as const, id: n.id, user_uuid: n.userId, collection_uuid: n.collectionId ?? null, ...times };
+  }
+  return {
+    type: 'verification' as const,
+    id: n.id,
+    user_uuid: n.userId,
+    card_uuid: n.cardId ?? null,
+    verification_uuid: n.verificationId ?? null,
+    similarity_score: n.similarityScore ?? 0,
+    ...times,
+  };
+}
+
+/** The caller's notifications: list (newest first), mark one read, mark all read. */
+export function registerNotificationRoutes(router: Router, { clients }: RouteDeps): void {
+  router.get('/notifications', async (req, res) => {
+    const user = requireUser(req);
+    const { notifications: list } = await clients.notifications.listNotifications({ callerId: user.id }, { idempotent: true });
+    res.json(list.map(presentNotification));
+  });
+
+  // Registered before PUT /notifications so "all" is never mistaken for anything else.
+  router.put('/notifications/all', async (req, res) => {
+    const user = requireUser(req);
+    await clients.notifications.markAllRead({ callerId: user.id }, { idempotent: true });
+    res.status(204).end();
+  });
+
+  router.put('/notifications', async (req, res) => {
+    const user = requireUser(req);
+    const body = parseBody(markReadBody, req);
+    await clients.notifications.markRead({ callerId: user.id, notificationId: body.notification_id }, { idempotent: true });
+    res.status(204).end();
+  });
+}

@@ -1,0 +1,96 @@
+import { openSqlite, type SqliteDatabase } from '@cards/platform';
+import { subjectKeyOf, type Notification } from '../../domain/model';
+import type { NotificationRepository } from '../../domain/ports';
+
+const MIGRATIONS = [
+  `CREATE TABLE notifications (
+     seq INTEGER PRIMARY KEY AUTOINCREMENT,
+     id TEXT NOT NULL UNIQUE,
+     user_id TEXT NOT NULL,
+     kind TEXT NOT NULL CHECK (kind IN ('verification', 'collection_created')),
+     card_id TEXT, verification_id TEXT, similarity_score INTEGER, collection_id TEXT,
+     user_read INTEGER NOT NULL DEFAULT 0,
+     created_at TEXT NOT NULL, updated_at TEXT NOT NULL,
+     source_event_id TEXT NOT NULL UNIQUE,
+     subject_key TEXT NOT NULL UNIQUE);
+   CREATE INDEX notifications_user_newest ON notifications(user_id, created_at DESC, seq DESC);`,
+];
+
+interface NotificationRow {
+  id: string;
+  user_id: string;
+  kind: 'verification' | 'collection_created';
+  card_id: string | null;
+  verification_id: string | null;
+  similarity_score: number | null;
+  collection_id: string | null;
+  user_read: number;
+  created_at: string;
+  updated_at: string;
+  source_event_id: string;
+}
+
+function toPrimitives(n: Notification) {
+  return {
+    id: n.id,
+    user_id: n.userId,
+    kind: n.kind,
+    card_id: n.kind === 'verification' ? n.cardId : null,
+    verification_id: n.kind === 'verification' ? n.verificationId : null,
+    similarity_score: n.kind === 'verification' ? n.similarityScore : null,
+    collection_id: n.kind === 'collection_created' ? n.collectionId : null,
+    user_read: n.read ? 1 : 0,
+    created_at: n.createdAt.toISOString(),
+    updated_at: n.updatedAt.toISOString(),
+    source_event_id: n.sourceEventId,
+    subject_key: subjectKeyOf(n),
+  };
+}
+
+function fromPrimitives(r: NotificationRow): Notification {
+  const base = { id: r.id, userId: r.user_id, read: r.user_read === 1, createdAt: new Date(r.created_at), updatedAt: new Date(r.updated_at), sourceEventId: r.source_event_id };
+  if (r.kind === 'verification') {
+    return { ...base, kind: 'verification', cardId: r.card_id ?? '', verificationId: r.verification_id ?? '', similarityScore: r.similarity_score ?? 0 };
+  }
+  return { ...base, kind: 'collection_created', collectionId: r.collection_id ?? '' };
+}
+
+/** Notifications in the service's own SQLite file; uniqueness of source event and subject enforced by the schema. */
+export class SqliteNotificationRepository implements NotificationRepository {
+  private readonly db: SqliteDatabase;
+
+  constructor(path: string) {
+    this.db = openSqlite(path, MIGRATIONS);
+  }
+
+  async add(n: Notification): Promise<boolean> {
+    const result = this.db
+      .prepare(
+        `INSERT INTO notifications (id, user_id, kind, card_id, verification_id, similarity_score, collection_id, user_read, created_at, updated_at, source_event_id, subject_key)
+         VALUES (@id, @user_id, @kind, @card_id, @verification_id, @similarity_score, @collection_id, @user_read, @created_at, @updated_at, @source_event_id, @subject_key)
+         ON CONFLICT DO NOTHING`,
+      )
+      .run(toPrimitives(n));
+    return result.changes > 0;
+  }
+
+  async listForUser(userId: string): Promise<Notification[]> {
+    const rows = this.db.prepare('SELECT * FROM notifications WHERE user_id = ? ORDER BY created_at DESC, seq DESC').all(userId) as NotificationRow[];
+    return rows.map(fromPrimitives);
+  }
+
+  async markRead(userId: string, notificationId: string, at: Date): Promise<boolean> {
+    const row = this.db.prepare('SELECT user_read FROM notifications WHERE id = ? AND user_id = ?').get(notificationId, userId) as { user_read: number } | undefined;
+    if (!row) return false;
+    if (row.user_read === 0) this.db.prepare('UPDATE notifications SET user_read = 1, updated_at = ? WHERE id = ? AND user_id = ? AND user_read = 0').run(at.toISOString(), notificationId, userId);
+    return true;
+  }
+
+  async markAllRead(userId: string, at: Date): Promise<number> {
+    return this.db.prepare('UPDATE notifications SET user_read = 1, updated_at = ? WHERE user_id = ? AND user_read = 0').run(at.toISOString(), userId).changes;
+  }
+
+  async close(): Promise<void> {
+    if (this.db.open) this.db.close();
+  }
+}

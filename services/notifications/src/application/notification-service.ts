@@ -1,0 +1,85 @@
+import { InvalidArgumentError, NotFoundError, isUuid, newId, type Logger } from '@cards/platform';
+import { clampScore, type Notification } from '../domain/model';
+import type { NotificationRepository } from '../domain/ports';
+
+export interface CardVerifiedFacts {
+  eventId: string;
+  verificationId: string;
+  cardId: string;
+  authorId: string;
+  score: number;
+}
+
+export interface CollectionCreatedFacts {
+  eventId: string;
+  collectionId: string;
+  authorId: string;
+}
+
+function requireUuid(value: string, field: string): string {
+  if (!isUuid(value)) throw new InvalidArgumentError(`${field}: must be a UUID`);
+  return value.toLowerCase();
+}
+
+/** Notification use cases: reading and marking by the owner, and building notifications from completion events. */
+export class NotificationService {
+  constructor(
+    private readonly repository: NotificationRepository,
+    private readonly logger: Logger,
+    private readonly clock: () => Date = () => new Date(),
+  ) {}
+
+  async list(callerId: string): Promise<Notification[]> {
+    return this.repository.listForUser(requireUuid(callerId, 'caller_id'));
+  }
+
+  /** Someone else's notification reads as missing (NotFoundError), so its existence is not revealed. */
+  async markRead(callerId: string, notificationId: string): Promise<void> {
+    const changed = await this.repository.markRead(requireUuid(callerId, 'caller_id'), requireUuid(notificationId, 'notification_id'), this.clock());
+    if (!changed) throw new NotFoundError('Notification not found');
+  }
+
+  async markAllRead(callerId: string): Promise<void> {
+    await this.repository.markAllRead(requireUuid(callerId, 'caller_id'), this.clock());
+  }
+
+  /** Idempotent: a replayed event (same event id or same verification id) adds nothing. Returns whether one was added. */
+  async recordVerification(facts: CardVerifiedFacts): Promise<boolean> {
+    if (!isUuid(facts.authorId) || !isUuid(facts.cardId) || !facts.verificationId || !facts.eventId) {
+      this.logger.warn({ facts }, 'card-verified event without author, card, verification or event id: ignored');
+      return false;
+    }
+    const now = this.clock();
+    return this.repository.add({
+      kind: 'verification',
+      id: newId(),
+      userId: facts.authorId.toLowerCase(),
+      cardId: facts.cardId.toLowerCase(),
+      verificationId: facts.verificationId,
+      similarityScore: clampScore(facts.score),
+      read: false,
+      createdAt: now,
+      updatedAt: now,
+      sourceEventId: facts.eventId,
+    });
+  }
+
+  /** Idempotent: one notification per collection however often its event is delivered. */
+  async recordCollectionCreated(facts: CollectionCreatedFacts): Promise<boolean> {
+    if (!isUuid(facts.authorId) || !isUuid(facts.collectionId) || !facts.eventId) {
+      this.logger.warn({ facts }, 'collection-created event without author, collection or event id: ignored');
+      return false;
+    }
+    const now = this.clock();
+    return this.repository.add({
+      kind: 'collection_created',
+      id: newId(),
+      userId: facts.authorId.toLowerCase(),
+      collectionId: facts.collectionId.toLowerCase(),
+      read: false,
+      createdAt: now,
+      updatedAt: now,
+      sourceEventId: facts.eventId,
+    });
+  }
+}

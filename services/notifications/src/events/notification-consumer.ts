@@ -1,0 +1,44 @@
+import { Topics, type EventBus, type Logger, type Subscription } from '@cards/platform';
+import { events } from '@cards/proto';
+import type { NotificationService } from '../application/notification-service';
+
+export const NOTIFICATIONS_CONSUMER_GROUP = 'notifications';
+
+function decode<T>(decoder: { decode(bytes: Uint8Array): T }, payload: Uint8Array, logger: Logger, topic: string): T | undefined {
+  try {
+    return decoder.decode(payload);
+  } catch (err) {
+    // A payload that cannot be decoded never will be: retrying it would only delay the events behind it.
+    logger.error({ err, topic }, 'undecodable event skipped');
+    return undefined;
+  }
+}
+
+/**
+ * Turns card-verified and collection-created events into notifications. Delivery is at-least-once;
+ * the service's store makes a redelivery a no-op. Store failures throw, so the bus retries.
+ */
+export function subscribeNotificationConsumers(bus: EventBus, service: NotificationService, logger: Logger): Promise<Subscription> {
+  return bus.subscribe({
+    group: NOTIFICATIONS_CONSUMER_GROUP,
+    topics: [Topics.verification, Topics.collection],
+    handler: async (event) => {
+      if (event.topic === Topics.verification) {
+        const verified = decode(events.CardVerified, event.payload, logger, event.topic);
+        if (!verified) return;
+        await service.recordVerification({
+          eventId: verified.eventId,
+          verificationId: verified.verificationId,
+          cardId: verified.cardId,
+          authorId: verified.authorId,
+          score: verified.score,
+        });
+      } else if (event.topic === Topics.collection) {
+        const collection = decode(events.CollectionEvent, event.payload, logger, event.topic);
+        if (collection?.kind?.$case !== 'created') return;
+        const created = collection.kind.value;
+        await service.recordCollectionCreated({ eventId: collection.eventId, collectionId: created.collectionId, authorId: created.authorId });
+      }
+    },
+  });
+}

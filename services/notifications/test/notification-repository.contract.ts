@@ -1,0 +1,121 @@
+import { randomUUID } from 'node:crypto';
+import type { CollectionCreatedNotification, VerificationNotification } from '../src/domain/model';
+import type { NotificationRepository } from '../src/domain/ports';
+
+let clock = Date.parse('2026-01-01T00:00:00.000Z');
+const tick = () => new Date((clock += 1000));
+
+/** Test data builder: aVerification().of(user).scored(80).build() */
+export function aVerification() {
+  const at = tick();
+  const n: VerificationNotification = {
+    kind: 'verification',
+    id: randomUUID(),
+    userId: randomUUID(),
+    cardId: randomUUID(),
+    verificationId: randomUUID(),
+    similarityScore: 50,
+    read: false,
+    createdAt: at,
+    updatedAt: at,
+    sourceEventId: randomUUID(),
+  };
+  const builder = {
+    of: (userId: string) => ((n.userId = userId), builder),
+    scored: (score: number) => ((n.similarityScore = score), builder),
+    fromEvent: (eventId: string) => ((n.sourceEventId = eventId), builder),
+    forVerification: (verificationId: string) => ((n.verificationId = verificationId), builder),
+    build: () => ({ ...n }),
+  };
+  return builder;
+}
+
+export function aCollectionCreated() {
+  const at = tick();
+  const n: CollectionCreatedNotification = {
+    kind: 'collection_created',
+    id: randomUUID(),
+    userId: randomUUID(),
+    collectionId: randomUUID(),
+    read: false,
+    createdAt: at,
+    updatedAt: at,
+    sourceEventId: randomUUID(),
+  };
+  const builder = {
+    of: (userId: string) => ((n.userId = userId), builder),
+    forCollection: (collectionId: string) => ((n.collectionId = collectionId), builder),
+    build: () => ({ ...n }),
+  };
+  return builder;
+}
+
+/** The behaviour every NotificationRepository adapter must have; call it from one test file per adapter. */
+export function describeNotificationRepositoryContract(name: string, factory: () => Promise<{ repository: NotificationRepository; cleanup(): Promise<void> }>): void {
+  describe(`NotificationRepository contract: ${name}`, () => {
+    let repository: NotificationRepository;
+    let cleanup: () => Promise<void>;
+
+    beforeEach(async () => {
+      ({ repository, cleanup } = await factory());
+    });
+    afterEach(async () => {
+      await repository.close();
+      await cleanup();
+    });
+
+    it('stores both kinds and lists them for their owner only, newest first, with every field intact', async () => {
+      const owner = randomUUID();
+      const older = aVerification().of(owner).scored(87).build();
+      const newer = aCollectionCreated().of(owner).build();
+      const someoneElses = aVerification().build();
+      for (const n of [older, newer, someoneElses]) expect(await repository.add(n)).toBe(true);
+
+      const listed = await repository.listForUser(owner);
+      expect(listed).toEqual([newer, older]);
+      expect(await repository.listForUser(randomUUID())).toEqual([]);
+    });
+
+    it('adds nothing for a replayed source event or a second notification of the same verification or collection', async () => {
+      const owner = randomUUID();
+      const first = aVerification().of(owner).build();
+      expect(await repository.add(first)).toBe(true);
+      expect(await repository.add({ ...first, id: randomUUID() })).toBe(false);
+      expect(await repository.add(aVerification().of(owner).forVerification(first.verificationId).build())).toBe(false);
+      const collection = aCollectionCreated().of(owner).build();
+      expect(await repository.add(collection)).toBe(true);
+      expect(await repository.add(aCollectionCreated().of(owner).forCollection(collection.collectionId).build())).toBe(false);
+      expect(await repository.listForUser(owner)).toHaveLength(2);
+    });
+
+    it('marks one read for its owner only and moves updated_at', async () => {
+      const owner = randomUUID();
+      const n = aVerification().of(owner).build();
+      await repository.add(n);
+      expect(await repository.markRead(randomUUID(), n.id, new Date())).toBe(false);
+      expect((await repository.listForUser(owner))[0]!.read).toBe(false);
+      expect(await repository.markRead(owner, randomUUID(), new Date())).toBe(false);
+
+      const at = new Date(n.createdAt.getTime() + 60_000);
+      expect(await repository.markRead(owner, n.id, at)).toBe(true);
+      const [read] = await repository.listForUser(owner);
+      expect(read).toMatchObject({ id: n.id, read: true, createdAt: n.createdAt, updatedAt: at });
+      // Marking again is fine and changes nothing.
+      expect(await repository.markRead(owner, n.id, new Date(at.getTime() + 60_000))).toBe(true);
+      expect((await repository.listForUser(owner))[0]!.updatedAt).toEqual(at);
+    });
+
+    it('marks all of one user read and leaves other users alone', async () => {
+      const owner = randomUUID();
+      const other = randomUUID();
+      await repository.add(aVerification().of(owner).build());
+      await repository.add(aCollectionCreated().of(owner).build());
+      const othersNotification = aVerification().of(other).build();
+      await repository.add(othersNotification);
+      expect(await repository.markAllRead(owner, new Date())).toBe(2);
+      expect((await repository.listForUser(owner)).every((n) => n.read)).toBe(true);
+      expect((await repository.listForUser(other))[0]!.read).toBe(false);
+      expect(await repository.markAllRead(owner, new Date())).toBe(0);
+    });
+  });
+}

@@ -1,0 +1,100 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createLogger } from '@cards/platform';
+import { IdentityService } from '../src/application/identity-service';
+import { JwtTokenSigner } from '../src/adapters/crypto/jwt-token-signer';
+import { ScryptPasswordHasher } from '../src/adapters/crypto/scrypt-password-hasher';
+import { SqliteIdentityRepository } from '../src/adapters/sqlite/sqlite-identity-repository';
+import type { Mailer, OutgoingMail } from '../src/domain/ports';
+
+// The mailer is not what these tests are about: a recorder stands in for it.
+class RecordingMailer implements Mailer {
+  sent: OutgoingMail[] = [];
+  async send(mail: OutgoingMail) {
+    this.sent.push(mail);
+  }
+  async close() {}
+}
+
+function setup(start = new Date('2026-01-01T00:00:00Z')) {
+  let now = start;
+  const mailer = new RecordingMailer();
+  const service = new IdentityService({
+    repository: new SqliteIdentityRepository(join(mkdtempSync(join(tmpdir(), 'identity-')), 'identity.db')),
+    mailer,
+    hasher: new ScryptPasswordHasher(1024),
+    tokens: new JwtTokenSigner('s'.repeat(40)),
+    publicUrl: 'https://cards.example',
+    logger: createLogger('test', 'silent'),
+    now: () => now,
+  });
+  return { service, mailer, advance: (ms: number) => (now = new Date(now.getTime() + ms)) };
+}
+
+describe('IdentityService', () => {
+  it('invitation mail links to the registration page with the e-mail', async () => {
+    const { service, mailer } = setup();
+    const id = await service.invite(' Bob@Example.COM ', ['ref']);
+    expect(mailer.sent[0]!.to).toBe('bob@example.com');
+    expect(mailer.sent[0]!.text).toContain(`https://cards.example/auth/register/${id}?email=bob%40example.com`);
+  });
+
+  it('an invitation expires after 24 hours', async () => {
+    const { service, advance } = setup();
+    const id = await service.invite('late@example.com', []);
+    advance(24 * 60 * 60 * 1000 + 1);
+    await expect(service.register(id, 'password1', 'password1')).rejects.toThrow(/expired/);
+  });
+
+  it('a session token stops working after 24 hours even if never revoked', async () => {
+    // jsonwebtoken checks exp against the real clock, so the session row's expiry is what this asserts.
+    const { service, advance } = setup(new Date());
+    const id = await service.invite('s@example.com', []);
+    await service.register(id, 'password1', 'password1');
+    const { token } = await service.login('s@example.com', 'password1');
+    await expect(service.resolveSession(token)).resolves.toMatchObject({ email: 's@example.com' });
+    advance(24 * 60 * 60 * 1000 + 1);
+    await expect(service.resolveSession(token)).rejects.toThrow(/Not logged in/);
+  });
+
+  it('a forged or foreign token is refused', async () => {
+    const { service } = setup(new Date());
+    const foreign = new JwtTokenSigner('t'.repeat(40)).sign('00000000-0000-4000-8000-000000000000', 'u', new Date(Date.now() + 60_000));
+    await expect(service.resolveSession(foreign)).rejects.toThrow(/Not logged in/);
+    await expect(service.resolveSession('not.a.jwt')).rejects.toThrow(/Not logged in/);
+  });
+
+  it('password reset links expire after one hour', async () => {
+    const { service, mailer, advance } = setup(new Date());
+    const id = await service.invite('r@example.com', []);
+    await service.register(id, 'password1', 'password1');
+    await service.requestPasswordReset('r@example.com');
+    const resetId = /auth\/password\/([0-9a-f-]{36})/.exec(mailer.sent.at(-1)!.text)![1]!;
+    advance(60 * 60 * 1000 + 1);
+    await expect(service.resetPassword(resetId, 'password2', 'password2')).rejects.toThrow(/expired/);
+  });
+
+  it('no reset mail is sent for an unknown address, and no error reveals it', async () => {
+    const { service, mailer } = setup();
+    await expect(service.requestPasswordReset('ghost@example.com')).resolves.toBeUndefined();
+    expect(mailer.sent).toHaveLength(0);
+  });
+
+  it('passwords are stored hashed, never as given', async () => {
+    const { service } = setup();
+    const id = await service.invite('h@example.com', []);
+    const user = await service.register(id, 'password1', 'password1');
+    expect(user.passwordHash).not.toContain('password1');
+    expect(user.passwordHash).toMatch(/^scrypt\$/);
+  });
+
+  it('clearing the username is refused while the e-mail is hidden', async () => {
+    const { service } = setup();
+    const id = await service.invite('p@example.com', []);
+    const user = await service.register(id, 'password1', 'password1');
+    await service.updateProfile(user.id, { username: 'pat', visibleEmail: false });
+    await expect(service.updateProfile(user.id, { username: '' })).rejects.toThrow(/visible_email/);
+    await expect(service.updateProfile(user.id, { username: '', visibleEmail: true })).resolves.toMatchObject({ username: null, visibleEmail: true });
+  });
+});

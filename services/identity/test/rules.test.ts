@@ -1,0 +1,24 @@
+import { checkNewPassword, checkUsername, checkWebsite, normalizeEmail } from '../src/domain/rules';
+
+describe('identity rules', () => {
+  it.each(['plain', 'a@b', '@example.com', 'a b@example.com', `${'x'.repeat(250)}@example.com`])('refuses %s as an e-mail', (email) => {
+    expect(() => normalizeEmail(email)).toThrow(/email/);
+  });
+  it('normalizes e-mail case and spaces', () => {
+    expect(normalizeEmail('  Ann.Lee+x@Example.ORG ')).toBe('ann.lee+x@example.org');
+  });
+  it('requires 8+ characters and a matching confirmation', () => {
+    expect(() => checkNewPassword('1234567', '1234567')).toThrow(/at least 8/);
+    expect(() => checkNewPassword('12345678', '12345679')).toThrow(/password_confirmation/);
+    expect(() => checkNewPassword('12345678', '12345678')).not.toThrow();
+  });
+  it.each(['ab', 'x'.repeat(33), 'with space', 'émile', 'semi;colon'])('refuses username %s', (u) => {
+    expect(() => checkUsername(u)).toThrow(/username/);
+  });
+  it.each(['abc', 'A_b-9', 'x'.repeat(32)])('accepts username %s', (u) => {
+    expect(() => checkUsername(u)).not.toThrow();
+  });
+  it.each(['javascript:alert(1)', 'ftp://x.org', 'not a url', `https://x.org/${'a'.repeat(520)}`])('refuses website %s', (w) => {
+    expect(() => checkWebsite(w)).toThrow(/website/);
+  });
+});

@@ -8,6 +8,7 @@ import { notFound } from './http/http-error';
 import { createMetrics } from './http/metrics';
 import type { RateLimitConfig } from './http/rate-limits';
 import { sessionMiddleware } from './http/session';
+import { serveWebApp } from './http/web-app';
 import { registerIdentityRoutes } from './routes/identity-routes';
 import { registerCardRoutes } from './routes/card-routes';
 import { registerVoteRoutes } from './routes/vote-routes';
@@ -31,6 +32,8 @@ export interface GatewayAppOptions extends RouteDeps {
   cookieSecure: boolean;
   jsonBodyLimit: string;
   trustProxy: boolean;
+  /** Directory of the built web app served at `/` (SPA fallback for non-/api paths); none when undefined. */
+  webDistDir?: string;
   /** Reports whether the peers answer; /healthz is 200 only when it resolves true. */
   checkPeers(): Promise<boolean>;
 }
@@ -81,6 +84,7 @@ export function createGatewayApp(options: GatewayAppOptions): Express {
     throw notFound('No such route');
   });
   app.use('/api', api);
+  if (options.webDistDir) serveWebApp(app, options.webDistDir, options.logger);
 
   app.use(errorHandler(options.logger));
   return app;

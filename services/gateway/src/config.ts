@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { envAddress, envBoolean, envInt } from '@cards/platform';
+import { DEFAULT_WEB_DIST_DIR } from './http/web-app';
 
 export const gatewayConfigSchema = z.object({
   PORT: envInt(8090),
@@ -19,6 +20,8 @@ export const gatewayConfigSchema = z.object({
   RATE_LIMIT_AUTH_PER_IP: envInt(600),
   RATE_LIMIT_AUTH_PER_EMAIL: envInt(10),
   TRUST_PROXY: envBoolean(false),
+  /** The built web app served at `/`; an empty value serves none. */
+  WEB_DIST_DIR: z.string().default(DEFAULT_WEB_DIST_DIR),
 });
 
 export type GatewayConfig = z.infer<typeof gatewayConfigSchema>;

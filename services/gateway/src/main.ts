@@ -29,6 +29,7 @@ export async function startGateway(env: Record<string, string | undefined> = pro
     cookieSecure: cookieSecureFrom(config),
     jsonBodyLimit: config.JSON_BODY_LIMIT,
     trustProxy: config.TRUST_PROXY,
+    webDistDir: config.WEB_DIST_DIR || undefined,
     async checkPeers() {
       const answers = await Promise.all(
         healthClients.map((c) =>

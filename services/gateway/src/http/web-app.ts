@@ -1,0 +1,33 @@
+import { existsSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import express, { type Express } from 'express';
+import type { Logger } from '@cards/platform';
+
+/** Where `pnpm --filter @cards/web build` writes the web app (web/dist at the repository root). */
+export const DEFAULT_WEB_DIST_DIR = resolve(__dirname, '../../../../web/dist');
+
+/**
+ * Serves the built web app at `/`: hashed assets cached for a year, every other non-/api GET answered
+ * with index.html so the app's own router handles deep links (e-mail links such as /auth/register/<id>).
+ * Without a build the gateway still serves /api and says once how to build the app.
+ */
+export function serveWebApp(app: Express, dir: string, logger: Logger): void {
+  const index = join(dir, 'index.html');
+  if (!existsSync(index)) {
+    logger.warn({ dir }, 'web app not built: / is not served (run `pnpm build:web`)');
+    return;
+  }
+  logger.info({ dir }, 'serving the web app at /');
+  app.use('/assets', express.static(join(dir, 'assets'), { immutable: true, maxAge: '365d', index: false }));
+  app.use(express.static(dir, { index: false, maxAge: 0 }));
+  app.use((req, res, next) => {
+    if ((req.method !== 'GET' && req.method !== 'HEAD') || req.path === '/api' || req.path.startsWith('/api/')) return next();
+    // A missing file (a stale asset name, /favicon.ico) is a 404, not the app's HTML.
+    if (req.path.startsWith('/assets/') || /\.[a-z0-9]{1,8}$/i.test(req.path)) {
+      res.status(404).json({ message: 'No such file' });
+      return;
+    }
+    res.setHeader('cache-control', 'no-cache');
+    res.sendFile(index);
+  });
+}

@@ -1,0 +1,95 @@
+/**
+ * The server's card rules (services/cards domain rules, DESIGN.md "Cards"), applied in the form so a
+ * person learns what is wrong before sending. The server stays the authority and re-checks everything.
+ */
+export const MIN_WORDS_EXCLUSIVE = 70;
+export const MAX_WORDS = 5000;
+export const MAX_CONTENT_CHARS = 29_000;
+export const MAX_HTML_CHARS = 500_000;
+export const MAX_LINK_CHARS = 2048;
+export const MAX_TAGS = 100;
+export const MAX_TAG_CHARS = 200;
+
+const BLOCKS = new Set(['P', 'BR', 'LI', 'UL', 'OL', 'BLOCKQUOTE', 'H1', 'H2', 'H3', 'H4', 'H5', 'H6', 'DIV']);
+
+/** The plain text the server derives from card HTML: one line per block, whitespace collapsed. */
+export function textOfHtml(html: string): string {
+  // DOMParser documents are inert: no scripts run and no images load.
+  const doc = new DOMParser().parseFromString(html, 'text/html');
+  let text = '';
+  const walk = (node: Node) => {
+    if (node.nodeType === Node.TEXT_NODE) text += node.textContent ?? '';
+    else if (node.nodeType === Node.ELEMENT_NODE) {
+      const tag = (node as Element).tagName;
+      if (tag === 'SCRIPT' || tag === 'STYLE') return;
+      if (BLOCKS.has(tag)) text += '\n';
+      node.childNodes.forEach(walk);
+      if (BLOCKS.has(tag)) text += '\n';
+    }
+  };
+  walk(doc.body);
+  return text
+    .split('\n')
+    .map((line) => line.replace(/\s+/gu, ' ').trim())
+    .filter((line) => line.length > 0)
+    .join('\n');
+}
+
+export function wordCount(text: string): number {
+  const trimmed = text.trim();
+  return trimmed.length === 0 ? 0 : trimmed.split(/\s+/u).length;
+}
+
+function escapeHtml(s: string): string {
+  return s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
+}
+
+/** Plain text typed by a person becomes paragraphs; text that already holds HTML tags is sent as it is. */
+export function htmlFromInput(input: string): string {
+  if (/<[a-z][^>]*>/i.test(input)) return input;
+  return input
+    .split(/\n\s*\n/)
+    .map((p) => p.trim())
+    .filter((p) => p.length > 0)
+    .map((p) => `<p>${escapeHtml(p).replace(/\n/g, '<br>')}</p>`)
+    .join('');
+}
+
+export interface CardDraft {
+  text: string;
+  link: string;
+  tags: string;
+}
+
+/** Problems with a draft, keyed by field; empty when the server should accept it. */
+export function cardDraftProblems(draft: CardDraft): Partial<Record<keyof CardDraft, string>> {
+  const problems: Partial<Record<keyof CardDraft, string>> = {};
+  const html = htmlFromInput(draft.text);
+  const content = textOfHtml(html);
+  const words = wordCount(content);
+  if (html.length > MAX_HTML_CHARS) problems.text = `The card is too long: at most ${MAX_HTML_CHARS} characters of HTML.`;
+  else if (words <= MIN_WORDS_EXCLUSIVE) problems.text = `A card needs more than ${MIN_WORDS_EXCLUSIVE} words of text (now ${words}).`;
+  else if (words > MAX_WORDS) problems.text = `A card may hold at most ${MAX_WORDS} words (now ${words}).`;
+  else if (content.length > MAX_CONTENT_CHARS) problems.text = `A card's text may be at most ${MAX_CONTENT_CHARS} characters (now ${content.length}).`;
+  const link = draft.link.trim();
+  if (link.length > MAX_LINK_CHARS) problems.link = `The link may be at most ${MAX_LINK_CHARS} characters.`;
+  else if (link.length > 0) {
+    let ok = false;
+    try {
+      const url = new URL(link);
+      ok = url.protocol === 'http:' || url.protocol === 'https:';
+    } catch {
+      ok = false;
+    }
+    if (!ok) problems.link = 'The link must be an http:// or https:// address.';
+  }
+  const tags = tagsFromInput(draft.tags);
+  if (tags.length > MAX_TAGS) problems.tags = `At most ${MAX_TAGS} tags.`;
+  else if (tags.some((t) => t.length > MAX_TAG_CHARS)) problems.tags = `Each tag may be at most ${MAX_TAG_CHARS} characters.`;
+  return problems;
+}
+
+/** "a, b,,c" -> ["a", "b", "c"]: trimmed, empty ones and repeats dropped. */
+export function tagsFromInput(input: string): string[] {
+  return [...new Set(input.split(',').map((t) => t.trim()).filter((t) => t.length > 0))];
+}

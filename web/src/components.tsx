@@ -1,0 +1,193 @@
+import type { ComponentChildren } from 'preact';
+import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
+import { ApiError, type Card, type User } from './api';
+import { Link } from './router';
+
+/** Loads data for a page; `reload` runs the loader again. */
+export function useAsync<T>(load: () => Promise<T>, deps: unknown[]): { data: T | undefined; error: ApiError | undefined; loading: boolean; reload(): void } {
+  const [state, setState] = useState<{ data?: T; error?: ApiError; loading: boolean }>({ loading: true });
+  const [tick, setTick] = useState(0);
+  useEffect(() => {
+    let live = true;
+    setState((s) => ({ ...s, loading: true, error: undefined }));
+    load().then(
+      (data) => live && setState({ data, loading: false }),
+      (err: unknown) => live && setState({ error: err instanceof ApiError ? err : new ApiError(0, String(err)), loading: false }),
+    );
+    return () => {
+      live = false;
+    };
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, [...deps, tick]);
+  const reload = useCallback(() => setTick((t) => t + 1), []);
+  return { data: state.data, error: state.error, loading: state.loading, reload };
+}
+
+/** Runs a user action, keeping its error and busy state for the form. */
+export function useAction(): { busy: boolean; error: string | undefined; run<T>(action: () => Promise<T>): Promise<T | undefined>; setError(e: string | undefined): void } {
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<string | undefined>();
+  const run = useCallback(async <T,>(action: () => Promise<T>) => {
+    setBusy(true);
+    setError(undefined);
+    try {
+      return await action();
+    } catch (err) {
+      setError(err instanceof Error ? err.message : String(err));
+      return undefined;
+    } finally {
+      setBusy(false);
+    }
+  }, []);
+  return { busy, error, run, setError };
+}
+
+export function ErrorMessage({ error }: { error: string | ApiError | undefined }) {
+  if (!error) return null;
+  const text = typeof error === 'string' ? error : error.message;
+  return (
+    <p class="error" role="alert">
+      {text}
+    </p>
+  );
+}
+
+export function Notice({ children }: { children: ComponentChildren }) {
+  return (
+    <p class="notice" role="status">
+      {children}
+    </p>
+  );
+}
+
+export function Loading() {
+  return (
+    <p class="muted" role="status" aria-live="polite">
+      Loading…
+    </p>
+  );
+}
+
+/** Moves focus to the page heading when a page opens, so screen readers and keyboards start there. */
+export function PageTitle({ children }: { children: ComponentChildren }) {
+  const ref = useRef<HTMLHeadingElement>(null);
+  useEffect(() => {
+    const text = ref.current?.textContent;
+    if (text) document.title = `${text} · Card Library`;
+    ref.current?.focus({ preventScroll: true });
+  }, []);
+  return (
+    <h1 tabIndex={-1} ref={ref}>
+      {children}
+    </h1>
+  );
+}
+
+export function userName(user: Pick<User, 'username' | 'email' | 'id'> | null | undefined): string {
+  if (!user) return 'unknown author';
+  return user.username ?? user.email ?? `user ${user.id.slice(0, 8)}`;
+}
+
+export function formatDate(timestamp: string | undefined): string {
+  if (!timestamp) return '';
+  // The interface's timestamps carry no zone: they are UTC.
+  const date = new Date(/[zZ]|[+-]\d\d:?\d\d$/.test(timestamp) ? timestamp : `${timestamp}Z`);
+  return Number.isNaN(date.getTime()) ? timestamp : date.toLocaleString(undefined, { dateStyle: 'medium', timeStyle: 'short' });
+}
+
+export function Tags({ tagSet }: { tagSet: string | null }) {
+  if (!tagSet) return null;
+  const tags = tagSet.split(',').map((t) => t.trim()).filter(Boolean);
+  return (
+    <ul class="tags" aria-label="Tags">
+      {tags.map((t) => (
+        <li key={t}>{t}</li>
+      ))}
+    </ul>
+  );
+}
+
+export function VerificationBadge({ score }: { score: number | null }) {
+  if (score === null || score === undefined) return null;
+  const level = score >= 70 ? 'good' : score >= 40 ? 'fair' : 'poor';
+  return (
+    <span class={`badge verify-${level}`} title="How closely the card matches the page it links to (0–100)">
+      Verified {Math.round(score)}/100
+    </span>
+  );
+}
+
+/** A card in a list: excerpt, author, votes, and any collisions (duplicates) under it. */
+export function CardSummary({ card, collisions = [], score, actions }: { card: Card; collisions?: Card[]; score?: number; actions?: ComponentChildren }) {
+  const excerpt = card.content.length > 320 ? `${card.content.slice(0, 320)}…` : card.content;
+  return (
+    <article class="card-summary" aria-labelledby={`card-${card.id}`}>
+      <h3 id={`card-${card.id}`}>
+        <Link href={`/card/${card.id}`}>{firstWords(card.content, 12)}</Link>
+      </h3>
+      <p class="excerpt">{excerpt}</p>
+      <p class="meta">
+        {card.author ? (
+          <>
+            by <Link href={`/user/${card.author.id}`}>{userName(card.author)}</Link> ·{' '}
+          </>
+        ) : null}
+        <span aria-label={`${card.total_upvotes} upvotes, ${card.total_downvotes} downvotes`}>
+          ▲ {card.total_upvotes} ▼ {card.total_downvotes}
+        </span>
+        {score !== undefined ? <> · score {score.toFixed(2)}</> : null}
+        {card.private ? <> · <span class="badge">private</span></> : null} <VerificationBadge score={card.verification_score} />
+      </p>
+      <Tags tagSet={card.tag_set} />
+      {collisions.length > 0 ? (
+        <details class="collisions">
+          <summary>
+            {collisions.length} duplicate{collisions.length === 1 ? '' : 's'} of this card
+          </summary>
+          <ul>
+            {collisions.map((c) => (
+              <li key={c.id}>
+                <Link href={`/card/${c.id}`}>{firstWords(c.content, 12)}</Link> <span class="muted">by {userName(c.author)}</span>
+              </li>
+            ))}
+          </ul>
+        </details>
+      ) : null}
+      {actions ? <div class="actions">{actions}</div> : null}
+    </article>
+  );
+}
+
+export function firstWords(text: string, n: number): string {
+  const words = text.trim().split(/\s+/u);
+  return words.length > n ? `${words.slice(0, n).join(' ')}…` : text.trim() || '(empty card)';
+}
+
+/** Previous/next paging; pages are 1-based. */
+export function Pager({ page, totalPages, onPage }: { page: number; totalPages: number; onPage(page: number): void }) {
+  if (totalPages <= 1 && page <= 1) return null;
+  return (
+    <nav class="pager" aria-label="Pages">
+      <button type="button" disabled={page <= 1} onClick={() => onPage(page - 1)}>
+        ← Previous
+      </button>
+      <span>
+        Page {page} of {Math.max(totalPages, 1)}
+      </span>
+      <button type="button" disabled={page >= totalPages} onClick={() => onPage(page + 1)}>
+        Next →
+      </button>
+    </nav>
+  );
+}
+
+export function RequireSignIn({ children, signedIn }: { children: ComponentChildren; signedIn: boolean | undefined }) {
+  if (signedIn === undefined) return <Loading />;
+  if (!signedIn)
+    return (
+      <Notice>
+        Please <Link href={`/auth/login?next=${encodeURIComponent(location.pathname + location.search)}`}>sign in</Link> to use this page.
+      </Notice>
+    );
+  return <>{children}</>;
+}

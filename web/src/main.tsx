@@ -1,0 +1,144 @@
+import { render } from 'preact';
+import type { ComponentChildren } from 'preact';
+import './styles.css';
+import { PageTitle, RequireSignIn } from './components';
+import { Link, match, useLocation } from './router';
+import { SessionContext, useSession, useSessionState } from './session';
+import { ForgotPasswordPage, InvitePage, LoginPage, ProfilePage, RegisterPage, ResetPasswordPage } from './pages/auth-pages';
+import { CardPage, EditCardPage, NewCardPage } from './pages/card-pages';
+import { CollectionPage, CollectionsPage } from './pages/collection-pages';
+import { NotificationsPage, TopUsersPage, UserPage } from './pages/people-pages';
+import { SearchPage } from './pages/search-page';
+import { UploadPage } from './pages/upload-page';
+
+function Header() {
+  const { user, unread } = useSession();
+  const { path } = useLocation();
+  const current = (href: string) => (path === href ? 'page' : undefined);
+  return (
+    <header class="top">
+      <a class="skip" href="#main">
+        Skip to content
+      </a>
+      <Link href="/" class="brand">
+        Card Library
+      </Link>
+      <nav aria-label="Main">
+        <ul>
+          <li>
+            <Link href="/" aria-current={current('/')}>
+              Search
+            </Link>
+          </li>
+          <li>
+            <Link href="/top" aria-current={current('/top')}>
+              Top users
+            </Link>
+          </li>
+          {user ? (
+            <>
+              <li>
+                <Link href="/card/new" aria-current={current('/card/new')}>
+                  New card
+                </Link>
+              </li>
+              <li>
+                <Link href="/upload" aria-current={current('/upload')}>
+                  Upload
+                </Link>
+              </li>
+              <li>
+                <Link href="/collections" aria-current={current('/collections')}>
+                  Collections
+                </Link>
+              </li>
+              <li>
+                <Link href="/notifications" aria-current={current('/notifications')} aria-label={`Notifications, ${unread} unread`}>
+                  Notifications{' '}
+                  <span class={`count-badge${unread > 0 ? ' has-unread' : ''}`} data-testid="unread-badge" aria-hidden="true">
+                    {unread}
+                  </span>
+                </Link>
+              </li>
+              <li>
+                <Link href={`/user/${user.id}`} aria-current={current(`/user/${user.id}`)}>
+                  My cards
+                </Link>
+              </li>
+              <li>
+                <Link href="/profile" aria-current={current('/profile')}>
+                  {user.username ?? 'Profile'}
+                </Link>
+              </li>
+            </>
+          ) : user === null ? (
+            <>
+              <li>
+                <Link href="/auth/login" aria-current={current('/auth/login')}>
+                  Sign in
+                </Link>
+              </li>
+              <li>
+                <Link href="/auth/invite" aria-current={current('/auth/invite')}>
+                  Get an invitation
+                </Link>
+              </li>
+            </>
+          ) : null}
+        </ul>
+      </nav>
+    </header>
+  );
+}
+
+function Private({ children }: { children: ComponentChildren }) {
+  const { user } = useSession();
+  return <RequireSignIn signedIn={user === undefined ? undefined : user !== null}>{children}</RequireSignIn>;
+}
+
+function Routes() {
+  const { path } = useLocation();
+  let m: Record<string, string> | null;
+  if (path === '/' || path === '/search') return <SearchPage />;
+  if (path === '/auth/login') return <LoginPage />;
+  if (path === '/auth/invite') return <InvitePage />;
+  if (path === '/auth/forgot') return <ForgotPasswordPage />;
+  if ((m = match('/auth/register/:id', path))) return <RegisterPage invitationId={m.id!} />;
+  if ((m = match('/auth/password/:id', path))) return <ResetPasswordPage resetId={m.id!} />;
+  if (path === '/profile') return <Private>{<ProfilePage />}</Private>;
+  if (path === '/card/new') return <Private>{<NewCardPage />}</Private>;
+  if ((m = match('/card/:id/edit', path))) return <Private>{<EditCardPage cardId={m.id!} />}</Private>;
+  if ((m = match('/card/:id', path))) return <CardPage cardId={m.id!} />;
+  if (path === '/upload') return <Private>{<UploadPage />}</Private>;
+  if (path === '/collections') return <Private>{<CollectionsPage />}</Private>;
+  if ((m = match('/collection/:id', path))) return <CollectionPage collectionId={m.id!} />;
+  if (path === '/notifications') return <Private>{<NotificationsPage />}</Private>;
+  if ((m = match('/user/:id', path))) return <UserPage userId={m.id!} />;
+  if (path === '/top') return <TopUsersPage />;
+  return (
+    <section>
+      <PageTitle>Page not found</PageTitle>
+      <p>
+        There is nothing at this address. <Link href="/">Go to the search</Link>.
+      </p>
+    </section>
+  );
+}
+
+function App() {
+  const session = useSessionState();
+  const { path, query } = useLocation();
+  return (
+    <SessionContext.Provider value={session}>
+      <Header />
+      <main id="main" key={path + (path.startsWith('/collection/') || path === '/' ? '' : query.toString())}>
+        <Routes />
+      </main>
+      <footer class="muted">
+        Card Library · <a href="/api/card/count">HTTP interface under /api</a>
+      </footer>
+    </SessionContext.Provider>
+  );
+}
+
+render(<App />, document.getElementById('app')!);

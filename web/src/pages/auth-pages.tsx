@@ -1,0 +1,248 @@
+import { useState } from 'preact/hooks';
+import { api } from '../api';
+import { ErrorMessage, Notice, PageTitle, useAction } from '../components';
+import { Link, navigate, useLocation } from '../router';
+import { useSession } from '../session';
+
+function safeNext(next: string | null): string {
+  // Only in-app paths: never an absolute URL handed in through the query string.
+  return next && next.startsWith('/') && !next.startsWith('//') ? next : '/';
+}
+
+export function LoginPage() {
+  const { query } = useLocation();
+  const session = useSession();
+  const [email, setEmail] = useState(query.get('email') ?? '');
+  const [password, setPassword] = useState('');
+  const action = useAction();
+  const submit = async (e: Event) => {
+    e.preventDefault();
+    const ok = await action.run(async () => {
+      await api.login(email.trim(), password);
+      return true;
+    });
+    if (ok) {
+      await session.refresh();
+      navigate(safeNext(query.get('next')), { replace: true });
+    }
+  };
+  return (
+    <section class="narrow">
+      <PageTitle>Sign in</PageTitle>
+      <form onSubmit={submit}>
+        <label for="login-email">E-mail</label>
+        <input id="login-email" type="email" autocomplete="username" required value={email} onInput={(e) => setEmail(e.currentTarget.value)} />
+        <label for="login-password">Password</label>
+        <input id="login-password" type="password" autocomplete="current-password" required value={password} onInput={(e) => setPassword(e.currentTarget.value)} />
+        <ErrorMessage error={action.error} />
+        <button type="submit" class="primary" disabled={action.busy}>
+          {action.busy ? 'Signing in…' : 'Sign in'}
+        </button>
+      </form>
+      <p>
+        <Link href="/auth/forgot">Forgot your password?</Link> · <Link href="/auth/invite">Get an invitation</Link>
+      </p>
+    </section>
+  );
+}
+
+export function InvitePage() {
+  const [email, setEmail] = useState('');
+  const [sentTo, setSentTo] = useState<string | undefined>();
+  const action = useAction();
+  const submit = async (e: Event) => {
+    e.preventDefault();
+    const address = email.trim();
+    const ok = await action.run(async () => {
+      await api.invite(address);
+      return true;
+    });
+    if (ok) setSentTo(address);
+  };
+  return (
+    <section class="narrow">
+      <PageTitle>Get an invitation</PageTitle>
+      <p>Accounts are made by invitation. Enter an e-mail address and we send it a link to set a password.</p>
+      <form onSubmit={submit}>
+        <label for="invite-email">E-mail</label>
+        <input id="invite-email" type="email" autocomplete="email" required value={email} onInput={(e) => setEmail(e.currentTarget.value)} />
+        <ErrorMessage error={action.error} />
+        <button type="submit" class="primary" disabled={action.busy}>
+          Send invitation
+        </button>
+      </form>
+      {sentTo ? <Notice>An invitation is on its way to {sentTo}. Open the link in it to choose your password.</Notice> : null}
+    </section>
+  );
+}
+
+/** Lands from the invitation e-mail: /auth/register/<invitation_id>?email=<email>. */
+export function RegisterPage({ invitationId }: { invitationId: string }) {
+  const { query } = useLocation();
+  const session = useSession();
+  const email = query.get('email') ?? '';
+  const [password, setPassword] = useState('');
+  const [confirmation, setConfirmation] = useState('');
+  const action = useAction();
+  const submit = async (e: Event) => {
+    e.preventDefault();
+    if (password.length < 8) return action.setError('The password needs at least 8 characters.');
+    if (password !== confirmation) return action.setError('The two passwords differ.');
+    const user = await action.run(() => api.register(invitationId, password, confirmation));
+    if (!user) return;
+    // Registration answers the new user; signing in right away saves a step.
+    const signedIn = await action.run(async () => {
+      await api.login(user.email, password);
+      return true;
+    });
+    if (signedIn) {
+      await session.refresh();
+      navigate('/profile?welcome=1', { replace: true });
+    } else navigate(`/auth/login?email=${encodeURIComponent(user.email)}`, { replace: true });
+  };
+  return (
+    <section class="narrow">
+      <PageTitle>Create your account</PageTitle>
+      {email ? (
+        <p>
+          Choose a password for <strong>{email}</strong>.
+        </p>
+      ) : null}
+      <form onSubmit={submit}>
+        {email ? <input type="email" autocomplete="username" value={email} hidden readOnly /> : null}
+        <label for="register-password">Password (at least 8 characters)</label>
+        <input id="register-password" type="password" autocomplete="new-password" minLength={8} required value={password} onInput={(e) => setPassword(e.currentTarget.value)} />
+        <label for="register-confirmation">Repeat the password</label>
+        <input id="register-confirmation" type="password" autocomplete="new-password" minLength={8} required value={confirmation} onInput={(e) => setConfirmation(e.currentTarget.value)} />
+        <ErrorMessage error={action.error} />
+        <button type="submit" class="primary" disabled={action.busy}>
+          Create account
+        </button>
+      </form>
+    </section>
+  );
+}
+
+export function ForgotPasswordPage() {
+  const [email, setEmail] = useState('');
+  const [sent, setSent] = useState(false);
+  const action = useAction();
+  const submit = async (e: Event) => {
+    e.preventDefault();
+    const ok = await action.run(async () => {
+      await api.requestPasswordReset(email.trim());
+      return true;
+    });
+    if (ok) setSent(true);
+  };
+  return (
+    <section class="narrow">
+      <PageTitle>Reset your password</PageTitle>
+      <form onSubmit={submit}>
+        <label for="forgot-email">E-mail</label>
+        <input id="forgot-email" type="email" autocomplete="email" required value={email} onInput={(e) => setEmail(e.currentTarget.value)} />
+        <ErrorMessage error={action.error} />
+        <button type="submit" class="primary" disabled={action.busy}>
+          Send reset link
+        </button>
+      </form>
+      {sent ? <Notice>If an account uses that address, a reset link is on its way. It works for one hour.</Notice> : null}
+    </section>
+  );
+}
+
+/** Lands from the reset e-mail: /auth/password/<password_reset_id>. */
+export function ResetPasswordPage({ resetId }: { resetId: string }) {
+  const [password, setPassword] = useState('');
+  const [confirmation, setConfirmation] = useState('');
+  const [done, setDone] = useState(false);
+  const action = useAction();
+  const submit = async (e: Event) => {
+    e.preventDefault();
+    if (password.length < 8) return action.setError('The password needs at least 8 characters.');
+    if (password !== confirmation) return action.setError('The two passwords differ.');
+    const ok = await action.run(async () => {
+      await api.resetPassword(resetId, password, confirmation);
+      return true;
+    });
+    if (ok) setDone(true);
+  };
+  return (
+    <section class="narrow">
+      <PageTitle>Choose a new password</PageTitle>
+      {done ? (
+        <Notice>
+          Your password is changed and every other session is signed out. <Link href="/auth/login">Sign in</Link> with the new password.
+        </Notice>
+      ) : (
+        <form onSubmit={submit}>
+          <label for="reset-password">New password (at least 8 characters)</label>
+          <input id="reset-password" type="password" autocomplete="new-password" minLength={8} required value={password} onInput={(e) => setPassword(e.currentTarget.value)} />
+          <label for="reset-confirmation">Repeat the new password</label>
+          <input id="reset-confirmation" type="password" autocomplete="new-password" minLength={8} required value={confirmation} onInput={(e) => setConfirmation(e.currentTarget.value)} />
+          <ErrorMessage error={action.error} />
+          <button type="submit" class="primary" disabled={action.busy}>
+            Change password
+          </button>
+        </form>
+      )}
+    </section>
+  );
+}
+
+export function ProfilePage() {
+  const session = useSession();
+  const { query } = useLocation();
+  const user = session.user!;
+  const [username, setUsername] = useState(user.username ?? '');
+  const [website, setWebsite] = useState(user.website ?? '');
+  const [visibleEmail, setVisibleEmail] = useState(user.visible_email);
+  const [saved, setSaved] = useState(false);
+  const action = useAction();
+  const submit = async (e: Event) => {
+    e.preventDefault();
+    setSaved(false);
+    const name = username.trim();
+    if (name && !/^[A-Za-z0-9_-]{3,32}$/.test(name)) return action.setError('A username has 3–32 letters, digits, "_" or "-".');
+    if (!visibleEmail && !name) return action.setError('Hiding your e-mail needs a username, so others can tell who you are.');
+    const updated = await action.run(() => api.updateProfile({ username: name || null, website: website.trim() || null, visible_email: visibleEmail }));
+    if (updated) {
+      setSaved(true);
+      await session.refresh();
+    }
+  };
+  const logout = async () => {
+    await action.run(() => api.logout());
+    await session.refresh();
+    navigate('/', { replace: true });
+  };
+  return (
+    <section class="narrow">
+      <PageTitle>Your profile</PageTitle>
+      {query.get('welcome') ? <Notice>Welcome! Your account is ready and you are signed in.</Notice> : null}
+      <p>
+        Signed in as <strong>{user.email}</strong>. <Link href={`/user/${user.id}`}>Your public page</Link>
+      </p>
+      <form onSubmit={submit}>
+        <label for="profile-username">Username</label>
+        <input id="profile-username" autocomplete="nickname" value={username} onInput={(e) => setUsername(e.currentTarget.value)} aria-describedby="profile-username-hint" />
+        <small id="profile-username-hint">3–32 letters, digits, "_" or "-".</small>
+        <label for="profile-website">Website</label>
+        <input id="profile-website" type="url" autocomplete="url" placeholder="https://" value={website} onInput={(e) => setWebsite(e.currentTarget.value)} />
+        <label class="check">
+          <input type="checkbox" checked={visibleEmail} onChange={(e) => setVisibleEmail(e.currentTarget.checked)} /> Show my e-mail address to others
+        </label>
+        <ErrorMessage error={action.error} />
+        {saved ? <Notice>Saved.</Notice> : null}
+        <button type="submit" class="primary" disabled={action.busy}>
+          Save profile
+        </button>
+      </form>
+      <p>
+        <button type="button" onClick={logout}>
+          Sign out
+        </button>
+      </p>
+    </section>
+  );
+}

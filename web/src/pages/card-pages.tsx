@@ -1,0 +1,298 @@
+import { useState } from 'preact/hooks';
+import { api, type Card } from '../api';
+import { cardDraftProblems, htmlFromInput, tagsFromInput, textOfHtml, wordCount } from '../card-rules';
+import { ErrorMessage, formatDate, Loading, Notice, PageTitle, Tags, useAction, useAsync, userName, VerificationBadge } from '../components';
+import { Link, navigate, useLocation } from '../router';
+import { useSession } from '../session';
+
+function VoteButtons({ card, onChanged, signedIn }: { card: Card; onChanged(): void; signedIn: boolean }) {
+  const action = useAction();
+  const mine = card.vote_by_current_user;
+  const cast = (up: boolean) =>
+    action.run(async () => {
+      if (mine === up) await api.unvote(card.id);
+      else await api.vote(card.id, up);
+      onChanged();
+    });
+  return (
+    <div class="votes" role="group" aria-label="Votes">
+      <button type="button" class="vote" aria-pressed={mine === true} disabled={!signedIn || action.busy || card.private} onClick={() => void cast(true)} title={mine === true ? 'Remove your upvote' : 'Upvote'}>
+        ▲ Upvote <span class="count">{card.total_upvotes}</span>
+      </button>
+      <button type="button" class="vote" aria-pressed={mine === false} disabled={!signedIn || action.busy || card.private} onClick={() => void cast(false)} title={mine === false ? 'Remove your downvote' : 'Downvote'}>
+        ▼ Downvote <span class="count">{card.total_downvotes}</span>
+      </button>
+      {!signedIn ? <span class="muted">Sign in to vote.</span> : card.private ? <span class="muted">Private cards take no votes.</span> : null}
+      <ErrorMessage error={action.error} />
+    </div>
+  );
+}
+
+function AddToCollection({ card, userId }: { card: Card; userId: string }) {
+  const collections = useAsync(() => api.userCollections(userId), [userId]);
+  const holding = useAsync(() => api.collectionsOfCards([card.id]), [card.id]);
+  const [chosen, setChosen] = useState('');
+  const [added, setAdded] = useState<string | undefined>();
+  const action = useAction();
+  const held = new Set(holding.data?.find((h) => h.card_uuid === card.id)?.collection_ids ?? []);
+  const own = collections.data ?? [];
+  const add = async (e: Event) => {
+    e.preventDefault();
+    if (!chosen) return action.setError('Choose a collection first.');
+    const ok = await action.run(async () => {
+      await api.addToCollection(chosen, card.id);
+      return true;
+    });
+    if (ok) {
+      setAdded(own.find((c) => c.id === chosen)?.name);
+      holding.reload();
+    }
+  };
+  return (
+    <section aria-labelledby="collections-heading" class="panel">
+      <h2 id="collections-heading">Collections</h2>
+      {held.size > 0 ? (
+        <p>
+          In your collections:{' '}
+          {own
+            .filter((c) => held.has(c.id))
+            .map((c, i) => (
+              <span key={c.id}>
+                {i > 0 ? ', ' : ''}
+                <Link href={`/collection/${c.id}`}>{c.name}</Link>
+              </span>
+            ))}
+        </p>
+      ) : null}
+      {own.length === 0 && !collections.loading ? (
+        <p class="muted">
+          You have no collections yet. <Link href="/collections">Create one</Link>.
+        </p>
+      ) : (
+        <form onSubmit={add} class="row">
+          <label for="add-to-collection" class="visually-hidden">
+            Collection
+          </label>
+          <select id="add-to-collection" value={chosen} onChange={(e) => setChosen(e.currentTarget.value)}>
+            <option value="">Choose a collection…</option>
+            {own.map((c) => (
+              <option key={c.id} value={c.id} disabled={held.has(c.id)}>
+                {c.name}
+              </option>
+            ))}
+          </select>
+          <button type="submit" disabled={action.busy}>
+            Add to collection
+          </button>
+        </form>
+      )}
+      <ErrorMessage error={action.error || collections.error} />
+      {added ? <Notice>Added to “{added}”.</Notice> : null}
+    </section>
+  );
+}
+
+export function CardPage({ cardId }: { cardId: string }) {
+  const session = useSession();
+  const card = useAsync(() => api.card(cardId), [cardId]);
+  const action = useAction();
+  if (card.loading && !card.data) return <Loading />;
+  if (card.error || !card.data)
+    return (
+      <section>
+        <PageTitle>Card not found</PageTitle>
+        <ErrorMessage error={card.error} />
+        {card.error?.status === 401 ? (
+          <p>
+            <Link href={`/auth/login?next=/card/${cardId}`}>Sign in</Link> to read this card.
+          </p>
+        ) : null}
+      </section>
+    );
+  const c = card.data;
+  const isOwner = session.user?.id === c.author?.id;
+  const remove = async () => {
+    if (!confirm('Delete this card? This cannot be undone.')) return;
+    const ok = await action.run(async () => {
+      await api.deleteCard(c.id);
+      return true;
+    });
+    if (ok) navigate(session.user ? `/user/${session.user.id}` : '/', { replace: true });
+  };
+  return (
+    <article class="card-page">
+      <PageTitle>{c.content.split(/\s+/).slice(0, 10).join(' ')}…</PageTitle>
+      <p class="meta">
+        {c.author ? (
+          <>
+            by <Link href={`/user/${c.author.id}`}>{userName(c.author)}</Link> ·{' '}
+          </>
+        ) : null}
+        updated {formatDate(c.updated_at)}
+        {c.private ? <> · <span class="badge">private</span></> : null}
+        {c.file_name ? (
+          <>
+            {' '}
+            · from file <em>{c.file_name}</em>
+          </>
+        ) : null}
+      </p>
+      <Tags tagSet={c.tag_set} />
+      {/* card_html is sanitized by the server to a small allow-list of tags before it is stored. */}
+      <div class="card-body" dangerouslySetInnerHTML={{ __html: c.card_html }} />
+      <dl class="facts">
+        <dt>Source</dt>
+        <dd>
+          {c.link ? (
+            <a href={c.link} rel="noopener noreferrer nofollow" target="_blank">
+              {c.link}
+            </a>
+          ) : (
+            <span class="muted">no link</span>
+          )}
+        </dd>
+        <dt>Verification</dt>
+        <dd>
+          {c.verification_score !== null ? (
+            <>
+              <VerificationBadge score={c.verification_score} /> <span class="muted">similarity of the card to its source page</span>
+            </>
+          ) : c.link ? (
+            <span class="muted">pending: the source page is being checked</span>
+          ) : (
+            <span class="muted">not verified (no link)</span>
+          )}
+        </dd>
+      </dl>
+      <VoteButtons card={c} onChanged={card.reload} signedIn={Boolean(session.user)} />
+      {isOwner ? (
+        <p class="row">
+          <Link class="button" href={`/card/${c.id}/edit`}>
+            Edit card
+          </Link>
+          <button type="button" class="danger" onClick={remove} disabled={action.busy}>
+            Delete card
+          </button>
+        </p>
+      ) : null}
+      <ErrorMessage error={action.error} />
+      {session.user ? <AddToCollection card={c} userId={session.user.id} /> : null}
+    </article>
+  );
+}
+
+/** Create (no card) or edit (card given) with the server's rules checked as you type. */
+function CardForm({ card }: { card?: Card }) {
+  const { query } = useLocation();
+  const [text, setText] = useState(card?.card_html ?? '');
+  const [link, setLink] = useState(card?.link ?? '');
+  const [tags, setTags] = useState(card?.tag_set ?? query.get('tags') ?? '');
+  const [isPrivate, setPrivate] = useState(card?.private ?? false);
+  const [touched, setTouched] = useState(false);
+  const [duplicateOf, setDuplicateOf] = useState<Card | undefined>();
+  const action = useAction();
+  const problems = cardDraftProblems({ text, link, tags });
+  const words = wordCount(textOfHtml(htmlFromInput(text)));
+  const submit = async (e: Event) => {
+    e.preventDefault();
+    setTouched(true);
+    if (Object.keys(problems).length > 0) return action.setError('Please fix the marked fields.');
+    const html = htmlFromInput(text);
+    if (card) {
+      const ok = await action.run(async () => {
+        await api.updateCard({
+          card_uuid: card.id,
+          ...(html !== card.card_html ? { card_html: html } : {}),
+          ...(link.trim() !== card.link ? { link: link.trim() } : {}),
+          ...(isPrivate !== card.private ? { private: isPrivate } : {}),
+        });
+        return true;
+      });
+      if (ok) navigate(`/card/${card.id}`, { replace: true });
+      return;
+    }
+    const created = await action.run(() => api.createCard({ card_html: html, link: link.trim(), private: isPrivate, tag_set: tagsFromInput(tags) }));
+    if (!created) return;
+    if (created.duplicate) setDuplicateOf(created.card_metadata);
+    else navigate(`/card/${created.card_metadata.id}`, { replace: true });
+  };
+  const show = (field: 'text' | 'link' | 'tags') => (touched || field !== 'text' ? problems[field] : undefined);
+  if (duplicateOf)
+    return (
+      <Notice>
+        Saved, but this card duplicates one already in the library, so it is kept as a collision under it and shows up in searches beside it.{' '}
+        <Link href={`/card/${duplicateOf.id}`}>Open the saved card</Link>.
+      </Notice>
+    );
+  return (
+    <form onSubmit={submit} class="card-form" noValidate>
+      <label for="card-text">Card text</label>
+      <textarea
+        id="card-text"
+        rows={12}
+        value={text}
+        onInput={(e) => setText(e.currentTarget.value)}
+        onBlur={() => setTouched(true)}
+        aria-invalid={Boolean(show('text'))}
+        aria-describedby="card-text-hint card-text-problem"
+      />
+      <small id="card-text-hint">
+        More than 70 and at most 5000 words. Plain text (blank lines start paragraphs) or HTML with p, b, i, u, em, strong, mark, lists, headings, blockquote and links. Words: <span data-testid="word-count">{words}</span>
+      </small>
+      <FieldProblem id="card-text-problem" text={show('text')} />
+      <label for="card-link">Source link</label>
+      <input id="card-link" type="url" placeholder="https://" value={link} onInput={(e) => setLink(e.currentTarget.value)} aria-invalid={Boolean(show('link'))} aria-describedby="card-link-problem" />
+      <FieldProblem id="card-link-problem" text={show('link')} />
+      {card ? null : (
+        <>
+          <label for="card-tags">Tags (comma-separated)</label>
+          <input id="card-tags" value={tags} onInput={(e) => setTags(e.currentTarget.value)} aria-invalid={Boolean(show('tags'))} aria-describedby="card-tags-problem" />
+          <FieldProblem id="card-tags-problem" text={show('tags')} />
+        </>
+      )}
+      <label class="check">
+        <input type="checkbox" checked={isPrivate} onChange={(e) => setPrivate(e.currentTarget.checked)} /> Private (only you can see it)
+      </label>
+      <ErrorMessage error={action.error} />
+      <div class="row">
+        <button type="submit" class="primary" disabled={action.busy}>
+          {card ? 'Save changes' : 'Create card'}
+        </button>
+        <Link href={card ? `/card/${card.id}` : '/'} class="button">
+          Cancel
+        </Link>
+      </div>
+    </form>
+  );
+}
+
+function FieldProblem({ id, text }: { id: string; text: string | undefined }) {
+  return (
+    <p id={id} class="field-problem" aria-live="polite">
+      {text ?? ''}
+    </p>
+  );
+}
+
+export function NewCardPage() {
+  return (
+    <section>
+      <PageTitle>New card</PageTitle>
+      <CardForm />
+    </section>
+  );
+}
+
+export function EditCardPage({ cardId }: { cardId: string }) {
+  const session = useSession();
+  const card = useAsync(() => api.card(cardId), [cardId]);
+  if (card.loading) return <Loading />;
+  if (card.error || !card.data) return <ErrorMessage error={card.error ?? 'Card not found'} />;
+  if (card.data.author?.id !== session.user?.id) return <ErrorMessage error="Only the author can edit this card." />;
+  return (
+    <section>
+      <PageTitle>Edit card</PageTitle>
+      <CardForm card={card.data} />
+    </section>
+  );
+}

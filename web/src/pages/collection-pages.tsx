@@ -1,0 +1,197 @@
+import { useState } from 'preact/hooks';
+import { api, type CollectionPage as CollectionData } from '../api';
+import { CardSummary, ErrorMessage, formatDate, Loading, Notice, PageTitle, Pager, useAction, useAsync } from '../components';
+import { Link, navigate, useLocation } from '../router';
+import { useSession } from '../session';
+import { SearchForm, SearchResults, searchBody, searchParamsFrom, searchUrl } from './search-page';
+
+export function CollectionsPage() {
+  const session = useSession();
+  const user = session.user!;
+  const list = useAsync(() => api.userCollections(user.id), [user.id]);
+  const [name, setName] = useState('');
+  const [description, setDescription] = useState('');
+  const [isPublic, setPublic] = useState(true);
+  const action = useAction();
+  const create = async (e: Event) => {
+    e.preventDefault();
+    const trimmed = name.trim();
+    if (!trimmed) return action.setError('Give the collection a name.');
+    if (trimmed.length > 255) return action.setError('A name has at most 255 characters.');
+    if (description.length > 2000) return action.setError('A description has at most 2000 characters.');
+    const id = await action.run(() => api.createCollection({ name: trimmed, description, is_public: isPublic }));
+    if (id === undefined) return;
+    setName('');
+    setDescription('');
+    if (id) navigate(`/collection/${id}`);
+    else list.reload();
+  };
+  return (
+    <section>
+      <PageTitle>Your collections</PageTitle>
+      {list.loading ? <Loading /> : null}
+      <ErrorMessage error={list.error} />
+      {list.data && list.data.length === 0 ? <p class="muted">No collections yet.</p> : null}
+      <ul class="plain-list">
+        {(list.data ?? []).map((c) => (
+          <li key={c.id}>
+            <Link href={`/collection/${c.id}`}>{c.name}</Link> <span class="badge">{c.is_public ? 'public' : 'private'}</span>
+            {c.file_id ? <span class="badge">from a file</span> : null}
+            <span class="muted"> · {formatDate(c.created_at)}</span>
+          </li>
+        ))}
+      </ul>
+      <h2>New collection</h2>
+      <form onSubmit={create} class="narrow">
+        <label for="collection-name">Name</label>
+        <input id="collection-name" required maxLength={255} value={name} onInput={(e) => setName(e.currentTarget.value)} />
+        <label for="collection-description">Description (optional)</label>
+        <textarea id="collection-description" rows={3} maxLength={2000} value={description} onInput={(e) => setDescription(e.currentTarget.value)} />
+        <label class="check">
+          <input type="checkbox" checked={isPublic} onChange={(e) => setPublic(e.currentTarget.checked)} /> Public (anyone can see it)
+        </label>
+        <ErrorMessage error={action.error} />
+        <button type="submit" class="primary" disabled={action.busy}>
+          Create collection
+        </button>
+      </form>
+    </section>
+  );
+}
+
+function CollectionSettings({ data, onChanged }: { data: CollectionData; onChanged(): void }) {
+  const c = data.collection;
+  const [name, setName] = useState(c.name);
+  const [description, setDescription] = useState(c.description);
+  const [saved, setSaved] = useState(false);
+  const action = useAction();
+  const save = async (e: Event) => {
+    e.preventDefault();
+    setSaved(false);
+    if (!name.trim()) return action.setError('Give the collection a name.');
+    const ok = await action.run(async () => {
+      await api.updateCollection({ collection_id: c.id, name: name.trim(), description });
+      return true;
+    });
+    if (ok) {
+      setSaved(true);
+      onChanged();
+    }
+  };
+  const toggle = async () => {
+    const ok = await action.run(async () => {
+      await api.updateCollection({ collection_id: c.id, is_public: !c.is_public });
+      return true;
+    });
+    if (ok) onChanged();
+  };
+  const remove = async () => {
+    if (!confirm('Delete this collection? Its cards stay in the library.')) return;
+    const ok = await action.run(async () => {
+      await api.deleteCollection(c.id);
+      return true;
+    });
+    if (ok) navigate('/collections', { replace: true });
+  };
+  return (
+    <details class="panel">
+      <summary>Rename, share or delete</summary>
+      <form onSubmit={save}>
+        <label for="collection-rename">Name</label>
+        <input id="collection-rename" maxLength={255} value={name} onInput={(e) => setName(e.currentTarget.value)} />
+        <label for="collection-edit-description">Description</label>
+        <textarea id="collection-edit-description" rows={3} maxLength={2000} value={description} onInput={(e) => setDescription(e.currentTarget.value)} />
+        <button type="submit" disabled={action.busy}>
+          Save
+        </button>
+      </form>
+      <p class="row">
+        <button type="button" onClick={toggle} disabled={action.busy}>
+          {c.is_public ? 'Make private' : 'Make public'}
+        </button>
+        <button type="button" class="danger" onClick={remove} disabled={action.busy}>
+          Delete collection
+        </button>
+      </p>
+      <ErrorMessage error={action.error} />
+      {saved ? <Notice>Saved.</Notice> : null}
+    </details>
+  );
+}
+
+export function CollectionPage({ collectionId }: { collectionId: string }) {
+  const session = useSession();
+  const { query } = useLocation();
+  const params = searchParamsFrom(query);
+  const searching = params.q.trim().length > 0;
+  const base = `/collection/${collectionId}`;
+  const data = useAsync(
+    () => (searching ? api.searchCollection(params.mode, params.page, collectionId, searchBody(params)) : api.collection(collectionId, params.page)),
+    [collectionId, query.toString()],
+  );
+  const action = useAction();
+  if (data.loading && !data.data) return <Loading />;
+  if (!data.data)
+    return (
+      <section>
+        <PageTitle>Collection not found</PageTitle>
+        <ErrorMessage error={data.error} />
+      </section>
+    );
+  const d = data.data;
+  const c = d.collection;
+  const isOwner = session.user?.id === c.author_id;
+  const removeCard = async (cardId: string) => {
+    const ok = await action.run(async () => {
+      await api.removeFromCollection(c.id, cardId);
+      return true;
+    });
+    if (ok) data.reload();
+  };
+  return (
+    <section>
+      <PageTitle>{c.name}</PageTitle>
+      <p class="meta">
+        <span class="badge">{c.is_public ? 'public' : 'private'}</span> · created {formatDate(c.created_at)}
+        {c.file_id ? ' · made from an uploaded file' : ''}
+      </p>
+      {c.description ? <p>{c.description}</p> : null}
+      {isOwner ? <CollectionSettings data={d} onChanged={data.reload} /> : null}
+      <SearchForm initial={params} onSearch={(p) => navigate(searchUrl(base, p))} idPrefix="collection-search" />
+      {searching ? (
+        <p>
+          Results inside this collection. <Link href={base}>Show all its cards</Link>
+        </p>
+      ) : null}
+      <ErrorMessage error={data.error || action.error} />
+      {searching ? (
+        <SearchResults entries={d.bookmarks} emptyText="No card in this collection matches." />
+      ) : d.bookmarks.length === 0 ? (
+        <p class="muted">This collection holds no cards yet. Open a card and use “Add to collection”.</p>
+      ) : (
+        <ol class="results" aria-label="Cards in this collection">
+          {d.bookmarks.map((entry) => {
+            const [root, ...collisions] = entry.metadata;
+            if (!root) return null;
+            return (
+              <li key={root.id}>
+                <CardSummary
+                  card={root}
+                  collisions={collisions}
+                  actions={
+                    isOwner ? (
+                      <button type="button" onClick={() => void removeCard(root.id)} disabled={action.busy}>
+                        Remove from collection
+                      </button>
+                    ) : null
+                  }
+                />
+              </li>
+            );
+          })}
+        </ol>
+      )}
+      <Pager page={params.page} totalPages={d.total_pages} onPage={(page) => navigate(searchUrl(base, { ...params, page }))} />
+    </section>
+  );
+}

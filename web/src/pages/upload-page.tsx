@@ -1,0 +1,186 @@
+import { useEffect, useState } from 'preact/hooks';
+import { api, toBase64Url, uploadFile, type Collection, type FileRecord } from '../api';
+import { tagsFromInput } from '../card-rules';
+import { ErrorMessage, formatDate, Notice, PageTitle, useAction, useAsync } from '../components';
+import { Link } from '../router';
+import { useSession } from '../session';
+
+const MIME_TYPES: Record<string, string> = {
+  docx: 'application/vnd.openxmlformats-officedocument.wordprocessingml.document',
+  doc: 'application/msword',
+  odt: 'application/vnd.oasis.opendocument.text',
+  pdf: 'application/pdf',
+};
+/** The gateway's default MAX_FILE_BYTES; the server answers 413 for anything larger. */
+const MAX_BYTES = 20 * 1024 * 1024;
+
+function extensionOf(name: string): string {
+  const dot = name.lastIndexOf('.');
+  return dot < 0 ? '' : name.slice(dot + 1).toLowerCase();
+}
+
+function formatBytes(n: number): string {
+  if (n < 1024) return `${n} B`;
+  if (n < 1024 * 1024) return `${(n / 1024).toFixed(1)} KiB`;
+  return `${(n / 1024 / 1024).toFixed(1)} MiB`;
+}
+
+/** Watches the uploader's collections until the one made from this file appears (ingestion is asynchronous). */
+function useFileCollection(userId: string, fileId: string | undefined): { collection: Collection | undefined; gaveUp: boolean } {
+  const [collection, setCollection] = useState<Collection | undefined>();
+  const [gaveUp, setGaveUp] = useState(false);
+  useEffect(() => {
+    if (!fileId) return;
+    setCollection(undefined);
+    setGaveUp(false);
+    let live = true;
+    const started = Date.now();
+    const poll = async () => {
+      while (live) {
+        try {
+          const found = (await api.userCollections(userId)).find((c) => c.file_id === fileId);
+          if (found) {
+            if (live) setCollection(found);
+            return;
+          }
+        } catch {
+          // keep polling: a transient error is not the end of ingestion
+        }
+        if (Date.now() - started > 120_000) {
+          if (live) setGaveUp(true);
+          return;
+        }
+        await new Promise((r) => setTimeout(r, 1000));
+      }
+    };
+    void poll();
+    return () => {
+      live = false;
+    };
+  }, [userId, fileId]);
+  return { collection, gaveUp };
+}
+
+export function UploadPage() {
+  const session = useSession();
+  const user = session.user!;
+  const [file, setFile] = useState<File | undefined>();
+  const [isPrivate, setPrivate] = useState(false);
+  const [tags, setTags] = useState('');
+  const [progress, setProgress] = useState<number | undefined>();
+  const [uploaded, setUploaded] = useState<FileRecord | undefined>();
+  const action = useAction();
+  const files = useAsync(() => api.userFiles(user.id), [user.id, uploaded?.id]);
+  const { collection, gaveUp } = useFileCollection(user.id, uploaded?.id);
+
+  const submit = async (e: Event) => {
+    e.preventDefault();
+    if (!file) return action.setError('Choose a file first.');
+    const ext = extensionOf(file.name);
+    const mime = MIME_TYPES[ext];
+    if (!mime) return action.setError('Only .docx, .doc, .odt and .pdf files can be uploaded.');
+    if (file.size > MAX_BYTES) return action.setError(`The file is ${formatBytes(file.size)}; at most ${formatBytes(MAX_BYTES)} is accepted.`);
+    if (file.size === 0) return action.setError('The file is empty.');
+    setUploaded(undefined);
+    setProgress(0);
+    const record = await action.run(async () => {
+      const bytes = new Uint8Array(await file.arrayBuffer());
+      const tagList = tagsFromInput(tags);
+      return uploadFile({ base64_docx_file: toBase64Url(bytes), file_name: file.name, file_mime_type: mime, private: isPrivate, ...(tagList.length ? { tag_set: tagList } : {}) }, setProgress);
+    });
+    if (record) setUploaded(record);
+    else setProgress(undefined);
+  };
+
+  return (
+    <section>
+      <PageTitle>Upload a document</PageTitle>
+      <p>Each heading of a .docx, .doc, .odt or .pdf document starts a card; the cards land in a new collection named after the file.</p>
+      <form onSubmit={submit} class="narrow">
+        <label for="upload-file">Document (.docx, .doc, .odt or .pdf, up to 20 MiB)</label>
+        <input
+          id="upload-file"
+          type="file"
+          accept=".docx,.doc,.odt,.pdf,application/pdf,application/msword,application/vnd.openxmlformats-officedocument.wordprocessingml.document,application/vnd.oasis.opendocument.text"
+          onChange={(e) => setFile(e.currentTarget.files?.[0])}
+        />
+        <label for="upload-tags">Tags for the cards (comma-separated, optional)</label>
+        <input id="upload-tags" value={tags} onInput={(e) => setTags(e.currentTarget.value)} />
+        <label class="check">
+          <input type="checkbox" checked={isPrivate} onChange={(e) => setPrivate(e.currentTarget.checked)} /> Private file (its collection is private too)
+        </label>
+        <ErrorMessage error={action.error} />
+        <button type="submit" class="primary" disabled={action.busy}>
+          {action.busy ? 'Uploading…' : 'Upload'}
+        </button>
+      </form>
+      {progress !== undefined ? (
+        <div class="progress">
+          <label for="upload-progress">Upload progress</label>
+          <progress id="upload-progress" max={100} value={Math.round(progress * 100)}>
+            {Math.round(progress * 100)}%
+          </progress>
+          <span aria-hidden="true"> {Math.round(progress * 100)}%</span>
+        </div>
+      ) : null}
+      {uploaded ? (
+        <div class="panel" aria-live="polite">
+          <Notice>
+            Uploaded <strong>{uploaded.file_name}</strong> ({formatBytes(uploaded.size)}).
+          </Notice>
+          {collection ? (
+            <p>
+              Its cards are in the collection <Link href={`/collection/${collection.id}`}>{collection.name}</Link>.
+            </p>
+          ) : gaveUp ? (
+            <p class="muted">The collection has not appeared yet; you will get a notification when it does.</p>
+          ) : (
+            <p class="muted" role="status">
+              Turning the document into cards…
+            </p>
+          )}
+        </div>
+      ) : null}
+      <h2>Your files</h2>
+      <ErrorMessage error={files.error} />
+      {files.data && files.data.length === 0 ? <p class="muted">No files yet.</p> : null}
+      <ul class="plain-list">
+        {(files.data ?? []).map((f) => (
+          <FileRow key={f.id} file={f} onChanged={files.reload} />
+        ))}
+      </ul>
+    </section>
+  );
+}
+
+function FileRow({ file, onChanged }: { file: FileRecord; onChanged(): void }) {
+  const action = useAction();
+  const toggle = () =>
+    action.run(async () => {
+      await api.setFilePrivate(file.id, !file.private);
+      onChanged();
+    });
+  const remove = () => {
+    if (!confirm(`Delete ${file.file_name}? Its cards and collection stay.`)) return;
+    void action.run(async () => {
+      await api.deleteFile(file.id);
+      onChanged();
+    });
+  };
+  return (
+    <li>
+      <strong>{file.file_name}</strong> <span class="badge">{file.private ? 'private' : 'public'}</span>
+      <span class="muted">
+        {' '}
+        · {formatBytes(file.size)} · {formatDate(file.created_at)}
+      </span>{' '}
+      <button type="button" class="small" onClick={() => void toggle()} disabled={action.busy}>
+        {file.private ? 'Make public' : 'Make private'}
+      </button>{' '}
+      <button type="button" class="small danger" onClick={remove} disabled={action.busy}>
+        Delete
+      </button>
+      <ErrorMessage error={action.error} />
+    </li>
+  );
+}

@@ -1,0 +1,67 @@
+import type { ComponentChildren, JSX } from 'preact';
+import { useEffect, useState } from 'preact/hooks';
+
+/** A small History-API router: the gateway answers every non-/api path with index.html. */
+const listeners = new Set<() => void>();
+
+export interface Location {
+  path: string;
+  query: URLSearchParams;
+}
+
+function current(): Location {
+  return { path: window.location.pathname, query: new URLSearchParams(window.location.search) };
+}
+
+export function navigate(to: string, { replace = false } = {}): void {
+  if (replace) history.replaceState(null, '', to);
+  else history.pushState(null, '', to);
+  for (const l of listeners) l();
+  window.scrollTo(0, 0);
+}
+
+window.addEventListener('popstate', () => {
+  for (const l of listeners) l();
+});
+
+export function useLocation(): Location {
+  const [loc, setLoc] = useState(current);
+  useEffect(() => {
+    const update = () => setLoc(current());
+    listeners.add(update);
+    return () => void listeners.delete(update);
+  }, []);
+  return loc;
+}
+
+/** Matches `/card/:id` style patterns; returns the named segments or null. */
+export function match(pattern: string, path: string): Record<string, string> | null {
+  const p = pattern.split('/').filter(Boolean);
+  const s = path.split('/').filter(Boolean);
+  if (p.length !== s.length) return null;
+  const params: Record<string, string> = {};
+  for (let i = 0; i < p.length; i++) {
+    const part = p[i]!;
+    const value = s[i]!;
+    if (part.startsWith(':')) params[part.slice(1)] = decodeURIComponent(value);
+    else if (part !== value) return null;
+  }
+  return params;
+}
+
+/** An in-app link: a real <a href> (keyboard, middle-click, copy link) that navigates without reloading. */
+export function Link({ href, children, ...rest }: { href: string; children: ComponentChildren } & JSX.HTMLAttributes<HTMLAnchorElement>) {
+  return (
+    <a
+      href={href}
+      {...rest}
+      onClick={(e) => {
+        if (e.defaultPrevented || e.button !== 0 || e.metaKey || e.ctrlKey || e.shiftKey || e.altKey) return;
+        e.preventDefault();
+        navigate(href);
+      }}
+    >
+      {children}
+    </a>
+  );
+}

@@ -1,0 +1,57 @@
+import { createContext } from 'preact';
+import { useCallback, useContext, useEffect, useState } from 'preact/hooks';
+import { api, ApiError, type SlimUser } from './api';
+
+export interface Session {
+  /** undefined while loading, null when signed out. */
+  user: SlimUser | null | undefined;
+  unread: number;
+  refresh(): Promise<void>;
+  refreshUnread(): Promise<void>;
+}
+
+export const SessionContext = createContext<Session>({ user: undefined, unread: 0, refresh: async () => {}, refreshUnread: async () => {} });
+
+export function useSession(): Session {
+  return useContext(SessionContext);
+}
+
+/** Loads the caller (GET /api/auth) and polls the unread notification count while signed in. */
+export function useSessionState(): Session {
+  const [user, setUser] = useState<SlimUser | null | undefined>(undefined);
+  const [unread, setUnread] = useState(0);
+
+  const refresh = useCallback(async () => {
+    try {
+      setUser(await api.me());
+    } catch (err) {
+      if (err instanceof ApiError && err.status === 401) setUser(null);
+      else setUser((u) => (u === undefined ? null : u));
+    }
+  }, []);
+
+  const refreshUnread = useCallback(async () => {
+    try {
+      const list = await api.notifications();
+      setUnread(list.filter((n) => !n.user_read).length);
+    } catch {
+      // The badge is a hint; the notifications page shows the error.
+    }
+  }, []);
+
+  useEffect(() => {
+    void refresh();
+  }, [refresh]);
+
+  useEffect(() => {
+    if (!user) {
+      setUnread(0);
+      return;
+    }
+    void refreshUnread();
+    const timer = setInterval(() => void refreshUnread(), 20_000);
+    return () => clearInterval(timer);
+  }, [user, refreshUnread]);
+
+  return { user, unread, refresh, refreshUnread };
+}

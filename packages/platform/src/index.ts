@@ -11,5 +11,6 @@ export * from './sqlite';
 export * from './events/event-bus';
 export * from './events/outbox';
 export * from './events/sqlite-event-log';
+export * from './events/kafka-event-bus';
 export * from './events/create-event-bus';
 export * from './service';

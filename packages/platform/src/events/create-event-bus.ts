@@ -1,16 +1,34 @@
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import type { EventBus } from './event-bus';
+import { KafkaEventBus } from './kafka-event-bus';
 import { openSharedSqliteEventLog } from './sqlite-event-log';
 
 export interface EventBusConfig {
   DATA_DIR: string;
   KAFKA_BROKERS?: string;
+  /** Partitions of topics the Kafka bus creates; falls back to the KAFKA_PARTITIONS variable, then 3. */
+  KAFKA_PARTITIONS?: number | string;
+  /** Kafka client id; the service name. */
+  KAFKA_CLIENT_ID?: string;
+}
+
+function kafkaPartitions(value: number | string | undefined): number {
+  const raw = value ?? process.env.KAFKA_PARTITIONS;
+  if (raw === undefined || raw === '') return 3;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 1 || n > 1000) throw new Error(`KAFKA_PARTITIONS must be an integer from 1 to 1000, got "${String(raw)}"`);
+  return n;
 }
 
 /** Kafka when KAFKA_BROKERS is set, else the durable local log under DATA_DIR; the choice is logged once. */
 export function createEventBus(config: EventBusConfig, logger: Logger): EventBus {
-  if (config.KAFKA_BROKERS) throw new Error('KAFKA_BROKERS is set but the Kafka event bus adapter is not available in this build');
+  if (config.KAFKA_BROKERS) {
+    const brokers = config.KAFKA_BROKERS.split(',').map((b) => b.trim()).filter(Boolean);
+    const partitions = kafkaPartitions(config.KAFKA_PARTITIONS);
+    logger.info({ brokers, partitions }, 'KAFKA_BROKERS set: using the Kafka event bus');
+    return new KafkaEventBus({ brokers, partitions, logger, clientId: config.KAFKA_CLIENT_ID });
+  }
   logger.info('KAFKA_BROKERS not set: using the embedded SQLite event log');
   return openSharedSqliteEventLog({ path: join(config.DATA_DIR, 'events', 'events.db'), logger });
 }

@@ -1,0 +1,320 @@
+import { Kafka, logLevel, Partitioners, type Admin, type Consumer, type IHeaders, type LogEntry, type Producer } from 'kafkajs';
+import type { Logger } from 'pino';
+import type { DeliveredEvent, EventBus, OutgoingEvent, SubscribeOptions, Subscription } from './event-bus';
+
+export interface KafkaEventBusOptions {
+  /** host:port of one or more brokers. */
+  brokers: string[];
+  logger: Logger;
+  /** Client id shown in broker logs and metrics; the service name. */
+  clientId?: string;
+  /** Partitions of the topics this bus creates (KAFKA_PARTITIONS); more partitions, more parallel consumers per group. */
+  partitions?: number;
+  /** Replication of created topics; -1 takes the broker's default.replication.factor. */
+  replicationFactor?: number;
+  /** First handler retry delay; doubles per attempt, capped at 5 s. */
+  retryBaseMs?: number;
+  /** Consumer heartbeat; lower means faster rebalances when members join. */
+  heartbeatIntervalMs?: number;
+  /** How long the broker waits for a silent consumer before giving its partitions to others. */
+  sessionTimeoutMs?: number;
+  /** How long ready() waits for the cluster. */
+  readyTimeoutMs?: number;
+}
+
+/** Suffix of the dead-letter topic a message goes to after maxAttempts failed deliveries. */
+export const DEAD_LETTER_SUFFIX = '.dlq';
+
+/** Headers on a dead-lettered message, naming where it came from and why it failed. */
+export const DeadLetterHeaders = {
+  topic: 'x-original-topic',
+  partition: 'x-original-partition',
+  offset: 'x-original-offset',
+  group: 'x-consumer-group',
+  error: 'x-error',
+  attempts: 'x-attempts',
+} as const;
+
+const KAFKA_TO_PINO: Record<number, 'error' | 'warn' | 'info' | 'debug'> = {
+  [logLevel.ERROR]: 'error',
+  [logLevel.WARN]: 'warn',
+  [logLevel.INFO]: 'info',
+  [logLevel.DEBUG]: 'debug',
+};
+
+function errorMessage(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+function delay(ms: number, signal: { aborted: boolean; wake?: () => void }): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(done, ms);
+    function done() {
+      clearTimeout(timer);
+      signal.wake = undefined;
+      resolve();
+    }
+    signal.wake = done;
+  });
+}
+
+/**
+ * The event bus on Apache Kafka (kafkajs). Producer: idempotent, acks from all in-sync replicas,
+ * one request in flight so retries keep per-key order; the key (aggregate id) picks the partition.
+ * Each subscribe() is a consumer in the Kafka consumer group `group`; offsets are committed only after
+ * the handler succeeded (or the message was dead-lettered to `<topic>.dlq` after maxAttempts), so a
+ * consumer that dies mid-message leaves it to be redelivered to the group.
+ */
+export class KafkaEventBus implements EventBus {
+  private readonly kafka: Kafka;
+  private readonly admin: Admin;
+  private readonly producer: Producer;
+  private adminConnected: Promise<void> | undefined;
+  private producerConnected: Promise<void> | undefined;
+  private readonly knownTopics = new Map<string, Promise<void>>();
+  private readonly subscriptions = new Set<KafkaSubscription>();
+  private readonly inFlight = new Set<Promise<unknown>>();
+  private closed = false;
+
+  constructor(private readonly options: KafkaEventBusOptions) {
+    const logger = options.logger.child({ component: 'kafka' });
+    this.kafka = new Kafka({
+      clientId: options.clientId ?? 'cards',
+      brokers: options.brokers,
+      connectionTimeout: 3000,
+      logLevel: logLevel.WARN,
+      logCreator:
+        () =>
+        ({ level, namespace, log }: LogEntry) => {
+          const { message, ...extra } = log;
+          logger[KAFKA_TO_PINO[level] ?? 'info']({ namespace, ...extra }, message);
+        },
+    });
+    this.admin = this.kafka.admin();
+    // Retries are finite so a publish to a dead cluster fails (the outbox relay retries it later)
+    // instead of hanging shutdown; kafkajs warns that this weakens idempotence across those retries.
+    this.producer = this.kafka.producer({
+      idempotent: true,
+      maxInFlightRequests: 1,
+      allowAutoTopicCreation: false,
+      createPartitioner: Partitioners.DefaultPartitioner,
+      retry: { retries: 8, initialRetryTime: 100, maxRetryTime: 5000 },
+    });
+  }
+
+  async publish(events: OutgoingEvent[]): Promise<void> {
+    if (this.closed) throw new Error('event bus is closed');
+    if (events.length === 0) return;
+    const task = this.publishNow(events);
+    this.inFlight.add(task);
+    try {
+      await task;
+    } finally {
+      this.inFlight.delete(task);
+    }
+  }
+
+  /** Sends events, creating their topics first; also used for dead letters. */
+  async publishNow(events: readonly OutgoingEvent[], headers?: IHeaders): Promise<void> {
+    const byTopic = new Map<string, { key: string; value: Buffer; headers?: IHeaders }[]>();
+    for (const e of events) {
+      let messages = byTopic.get(e.topic);
+      if (!messages) byTopic.set(e.topic, (messages = []));
+      messages.push({ key: e.key, value: Buffer.from(e.payload), headers });
+    }
+    await this.ensureTopics([...byTopic.keys()]);
+    await this.connectProducer();
+    await this.producer.sendBatch({ acks: -1, topicMessages: [...byTopic].map(([topic, messages]) => ({ topic, messages })) });
+  }
+
+  async subscribe(options: SubscribeOptions): Promise<Subscription> {
+    if (this.closed) throw new Error('event bus is closed');
+    await this.ensureTopics(options.topics);
+    const consumer = this.kafka.consumer({
+      groupId: options.group,
+      allowAutoTopicCreation: false,
+      heartbeatInterval: this.options.heartbeatIntervalMs ?? 1000,
+      sessionTimeout: this.options.sessionTimeoutMs ?? 10_000,
+      rebalanceTimeout: 30_000,
+      maxWaitTimeInMs: 500,
+      retry: { retries: 10, initialRetryTime: 100, maxRetryTime: 5000 },
+    });
+    const subscription = new KafkaSubscription(consumer, options, this, this.options);
+    await subscription.start();
+    this.subscriptions.add(subscription);
+    return {
+      close: async () => {
+        this.subscriptions.delete(subscription);
+        await subscription.close();
+      },
+    };
+  }
+
+  async ready(): Promise<void> {
+    const timeoutMs = this.options.readyTimeoutMs ?? 10_000;
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
+    });
+    try {
+      await Promise.race([
+        (async () => {
+          await this.connectAdmin();
+          await this.admin.describeCluster();
+        })(),
+        timeout,
+      ]);
+    } catch (err) {
+      throw new Error(`Kafka brokers ${this.options.brokers.join(',')} are unreachable (KAFKA_BROKERS): ${errorMessage(err)}`);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await Promise.all([...this.subscriptions].map((s) => s.close()));
+    this.subscriptions.clear();
+    await Promise.allSettled([...this.inFlight]);
+    await Promise.allSettled([this.producer.disconnect(), this.admin.disconnect()]);
+  }
+
+  /** Creates missing topics with the configured partition count; concurrent callers share one request. */
+  async ensureTopics(topics: readonly string[]): Promise<void> {
+    const missing = topics.filter((t) => !this.knownTopics.has(t));
+    if (missing.length > 0) {
+      const created = this.createTopics(missing);
+      for (const t of missing) this.knownTopics.set(t, created);
+      created.catch(() => {
+        for (const t of missing) this.knownTopics.delete(t);
+      });
+    }
+    await Promise.all(topics.map((t) => this.knownTopics.get(t)));
+  }
+
+  private async createTopics(topics: string[]): Promise<void> {
+    await this.connectAdmin();
+    const existing = new Set(await this.admin.listTopics());
+    const toCreate = topics.filter((t) => !existing.has(t));
+    if (toCreate.length === 0) return;
+    try {
+      await this.admin.createTopics({
+        waitForLeaders: true,
+        topics: toCreate.map((topic) => ({
+          topic,
+          numPartitions: this.options.partitions ?? 3,
+          replicationFactor: this.options.replicationFactor ?? -1,
+        })),
+      });
+    } catch (err) {
+      // Another service created it between our list and create.
+      if (!/already exists/i.test(errorMessage(err))) throw err;
+    }
+  }
+
+  private connectAdmin(): Promise<void> {
+    this.adminConnected ??= this.admin.connect().catch((err: unknown) => {
+      this.adminConnected = undefined;
+      throw err;
+    });
+    return this.adminConnected;
+  }
+
+  private connectProducer(): Promise<void> {
+    this.producerConnected ??= this.producer.connect().catch((err: unknown) => {
+      this.producerConnected = undefined;
+      throw err;
+    });
+    return this.producerConnected;
+  }
+}
+
+class KafkaSubscription {
+  private stopping = false;
+  private readonly sleeper: { aborted: boolean; wake?: () => void } = { aborted: false };
+  private closing: Promise<void> | undefined;
+
+  constructor(
+    private readonly consumer: Consumer,
+    private readonly options: SubscribeOptions,
+    private readonly bus: KafkaEventBus,
+    private readonly busOptions: KafkaEventBusOptions,
+  ) {}
+
+  async start(): Promise<void> {
+    const { topics, group } = this.options;
+    await this.consumer.connect();
+    // A new group starts at the beginning of each topic, like the embedded log: nothing published before it subscribed is missed.
+    await this.consumer.subscribe({ topics, fromBeginning: true });
+    await this.consumer.run({
+      autoCommit: false,
+      eachBatchAutoResolve: false,
+      partitionsConsumedConcurrently: 1,
+      // eachBatch rather than eachMessage: kafkajs drops consumer.commitOffsets() once stop() has begun,
+      // which would lose the commit of the message a graceful close waited for.
+      eachBatch: async ({ batch, resolveOffset, heartbeat, commitOffsetsIfNecessary, isRunning, isStale }) => {
+        const { topic, partition } = batch;
+        for (const message of batch.messages) {
+          if (this.stopping || !isRunning() || isStale()) return;
+          const event = {
+            topic,
+            key: message.key?.toString() ?? '',
+            payload: message.value ? new Uint8Array(message.value) : new Uint8Array(),
+            offset: message.offset,
+          };
+          const outcome = await this.deliver(event, heartbeat);
+          // Closing with the handler failing: leave the offset uncommitted so the group gets the message again.
+          if (outcome === 'abandoned') return;
+          if (outcome !== 'ok') {
+            await this.bus.publishNow([{ topic: `${topic}${DEAD_LETTER_SUFFIX}`, key: event.key, payload: event.payload }], {
+              [DeadLetterHeaders.topic]: topic,
+              [DeadLetterHeaders.partition]: String(partition),
+              [DeadLetterHeaders.offset]: message.offset,
+              [DeadLetterHeaders.group]: group,
+              [DeadLetterHeaders.error]: outcome.error.slice(0, 2000),
+              [DeadLetterHeaders.attempts]: String(outcome.attempts),
+            });
+            this.busOptions.logger.error({ group, topic, partition, offset: message.offset, error: outcome.error }, 'event moved to dead-letter topic');
+          }
+          resolveOffset(message.offset);
+          await commitOffsetsIfNecessary({ topics: [{ topic, partitions: [{ partition, offset: (BigInt(message.offset) + 1n).toString() }] }] });
+          await heartbeat();
+        }
+      },
+    });
+  }
+
+  private async deliver(
+    base: Omit<DeliveredEvent, 'attempt'>,
+    heartbeat: () => Promise<void>,
+  ): Promise<'ok' | 'abandoned' | { error: string; attempts: number }> {
+    const maxAttempts = this.options.maxAttempts ?? 8;
+    const retryBase = this.busOptions.retryBaseMs ?? 100;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await this.options.handler({ ...base, attempt });
+        return 'ok';
+      } catch (err) {
+        const error = errorMessage(err);
+        this.busOptions.logger.warn({ err, group: this.options.group, topic: base.topic, offset: base.offset, attempt }, 'event handler failed');
+        if (this.stopping) return 'abandoned';
+        if (attempt + 1 >= maxAttempts) return { error, attempts: attempt + 1 };
+        await delay(Math.min(5000, retryBase * 2 ** attempt), this.sleeper);
+        if (this.stopping) return 'abandoned';
+        // Waiting out a backoff must not cost this member its partitions.
+        await heartbeat().catch(() => undefined);
+      }
+    }
+  }
+
+  /** Stops fetching, lets the message in hand finish (or abandons its retries), commits, leaves the group. */
+  close(): Promise<void> {
+    this.closing ??= (async () => {
+      this.stopping = true;
+      this.sleeper.wake?.();
+      await this.consumer.disconnect();
+    })();
+    return this.closing;
+  }
+}

@@ -1,0 +1,139 @@
+import { Kafka, logLevel } from 'kafkajs';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createEventBus } from '../src/events/create-event-bus';
+import { DeadLetterHeaders, KafkaEventBus } from '../src/events/kafka-event-bus';
+import { createLogger } from '../src/logger';
+import { engineForSuite } from '../../../test/engines/suite';
+import { startKafkaSync } from '../../../test/engines/kafka';
+import { describeEventBusContract } from './event-bus.contract';
+
+const logger = createLogger('kafka-event-bus-test', process.env.LOG_LEVEL ?? 'fatal');
+const { engine: kafka, skipReason } = engineForSuite('kafka', startKafkaSync);
+const brokers = kafka ? [kafka.brokers] : [];
+const busOn = () => new KafkaEventBus({ brokers, logger, partitions: 3, retryBaseMs: 20, heartbeatIntervalMs: 300, sessionTimeoutMs: 6000 });
+
+/** Reads a whole dead-letter topic with a throwaway group. */
+async function readDeadLetters(group: string, topic: string): Promise<{ key: string; payload: Uint8Array; headers: Record<string, string> }[]> {
+  const client = new Kafka({ brokers, logLevel: logLevel.NOTHING });
+  const admin = client.admin();
+  await admin.connect();
+  const dlq = `${topic}.dlq`;
+  const exists = (await admin.listTopics()).includes(dlq);
+  const end = exists ? (await admin.fetchTopicOffsets(dlq)).reduce((n, p) => n + Number(p.high), 0) : 0;
+  await admin.disconnect();
+  if (end === 0) return [];
+  const consumer = client.consumer({ groupId: `dlq-reader-${randomBytes(4).toString('hex')}`, maxWaitTimeInMs: 200 });
+  const out: { key: string; payload: Uint8Array; headers: Record<string, string> }[] = [];
+  await consumer.connect();
+  await consumer.subscribe({ topics: [dlq], fromBeginning: true });
+  await new Promise<void>((resolve) => {
+    void consumer.run({
+      eachMessage: async ({ message }) => {
+        const headers = Object.fromEntries(Object.entries(message.headers ?? {}).map(([k, v]) => [k, String(v)]));
+        out.push({ key: message.key?.toString() ?? '', payload: new Uint8Array(message.value ?? Buffer.alloc(0)), headers });
+        if (out.length >= end) resolve();
+      },
+    });
+  });
+  await consumer.disconnect();
+  return out.filter((m) => m.headers[DeadLetterHeaders.group] === group);
+}
+
+describeEventBusContract(
+  'kafka',
+  async () => {
+    const bus = busOn();
+    const others: KafkaEventBus[] = [];
+    return {
+      bus,
+      reopen() {
+        const other = busOn();
+        others.push(other);
+        return other;
+      },
+      deadLetters: readDeadLetters,
+      async close() {
+        await Promise.allSettled(others.map((o) => o.close()));
+        await bus.close();
+      },
+    };
+  },
+  skipReason,
+);
+
+(kafka ? describe : describe.skip)(`KafkaEventBus specifics${skipReason ? ` — skipped: ${skipReason.split('\n')[0]}` : ''}`, () => {
+  it('ready() fails fast with a message naming the unreachable brokers', async () => {
+    const bus = new KafkaEventBus({ brokers: ['127.0.0.1:1'], logger, readyTimeoutMs: 3000 });
+    await expect(bus.ready()).rejects.toThrow(/Kafka brokers 127\.0\.0\.1:1 are unreachable/);
+    await bus.close();
+  });
+
+  it('creates topics with KAFKA_PARTITIONS partitions and spreads keys over them', async () => {
+    const bus = createEventBus({ DATA_DIR: mkdtempSync(join(tmpdir(), 'unused-')), KAFKA_BROKERS: brokers.join(','), KAFKA_PARTITIONS: '4' }, logger);
+    const topic = `spec.t${randomBytes(4).toString('hex')}.v1`;
+    expect(bus).toBeInstanceOf(KafkaEventBus);
+    try {
+      await bus.ready();
+      await bus.publish(Array.from({ length: 40 }, (_, i) => ({ topic, key: `card-${i}`, payload: new Uint8Array([i]) })));
+      const admin = new Kafka({ brokers, logLevel: logLevel.NOTHING }).admin();
+      await admin.connect();
+      const offsets = await admin.fetchTopicOffsets(topic);
+      await admin.disconnect();
+      expect(offsets).toHaveLength(4);
+      expect(offsets.filter((p) => Number(p.high) > 0).length).toBeGreaterThan(1);
+      expect(offsets.reduce((n, p) => n + Number(p.high), 0)).toBe(40);
+    } finally {
+      await bus.close();
+    }
+  });
+
+  it('gives both members of a group a share of the partitions', async () => {
+    const topic = `spec.t${randomBytes(4).toString('hex')}.v1`;
+    const group = `spec-g${randomBytes(4).toString('hex')}`;
+    const a = busOn();
+    const b = busOn();
+    const byA = new Set<string>();
+    const byB = new Set<string>();
+    try {
+      await a.subscribe({ group, topics: [topic], handler: async (e) => void byA.add(e.key) });
+      await b.subscribe({ group, topics: [topic], handler: async (e) => void byB.add(e.key) });
+      // Publish until both members have handled something: the second member's join may still be settling.
+      for (let round = 0; round < 100 && (byA.size === 0 || byB.size === 0); round++) {
+        await a.publish(Array.from({ length: 12 }, (_, i) => ({ topic, key: `r${round}-${i}`, payload: new Uint8Array([i]) })));
+        await new Promise((r) => setTimeout(r, 200));
+      }
+      expect(byA.size).toBeGreaterThan(0);
+      expect(byB.size).toBeGreaterThan(0);
+    } finally {
+      await Promise.allSettled([a.close(), b.close()]);
+    }
+  }, 60_000);
+
+  it('dead letters carry where they came from and why', async () => {
+    const topic = `spec.t${randomBytes(4).toString('hex')}.v1`;
+    const group = `spec-g${randomBytes(4).toString('hex')}`;
+    const bus = busOn();
+    try {
+      await bus.subscribe({ group, topics: [topic], maxAttempts: 2, handler: async () => Promise.reject(new Error('broken handler')) });
+      await bus.publish([{ topic, key: 'card-9', payload: new Uint8Array([9]) }]);
+      let dead: Awaited<ReturnType<typeof readDeadLetters>> = [];
+      for (let i = 0; i < 100 && dead.length === 0; i++) {
+        await new Promise((r) => setTimeout(r, 100));
+        dead = await readDeadLetters(group, topic);
+      }
+      expect(dead).toHaveLength(1);
+      expect(dead[0]!.headers).toMatchObject({
+        [DeadLetterHeaders.topic]: topic,
+        [DeadLetterHeaders.group]: group,
+        [DeadLetterHeaders.error]: 'broken handler',
+        [DeadLetterHeaders.attempts]: '2',
+        [DeadLetterHeaders.offset]: '0',
+      });
+    } finally {
+      await bus.close();
+    }
+  });
+});

@@ -1,0 +1,4 @@
+export * from './engine-support';
+export * from './kafka';
+export * from './mongo';
+export * from './suite';

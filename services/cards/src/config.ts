@@ -1,10 +1,18 @@
 import { z } from 'zod';
-import { envInt } from '@cards/platform';
+import { envAddress, envInt } from '@cards/platform';
 
 export const cardsConfigSchema = z.object({
   DATA_DIR: z.string().default('./data'),
   CARDS_GRPC_HOST: z.string().default('127.0.0.1'),
   CARDS_GRPC_PORT: envInt(50052),
+  IDENTITY_SERVICE_ADDR: envAddress('127.0.0.1:50051'),
+  SEARCH_SERVICE_ADDR: envAddress('127.0.0.1:50053'),
+  FILES_SERVICE_ADDR: envAddress('127.0.0.1:50054'),
+  GRPC_DEADLINE_MS: envInt(10_000),
+  /** How long card creation waits for the search service's near-duplicate verdict. */
+  NEAR_DUPLICATE_DEADLINE_MS: envInt(3000),
+  KAFKA_BROKERS: z.string().optional(),
+  MONGO_URL: z.string().optional(),
 });
 
 export type CardsConfig = z.infer<typeof cardsConfigSchema>;

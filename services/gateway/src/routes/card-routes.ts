@@ -1,5 +1,70 @@
 import type { Router } from 'express';
+import { z } from 'zod';
 import type { RouteDeps } from '../app';
+import { requireUser } from '../http/session';
+import { looseBoolean, parseBody, tagList, uuidParam, uuidString } from '../http/validation';
+import { presentCards } from '../presenters/card-presenter';
 
-/** Routes of this resource; filled in by its issue. */
-export function registerCardRoutes(_router: Router, _deps: RouteDeps): void {}
+const requiredString = (max: number) =>
+  z.string({ required_error: 'is required', invalid_type_error: 'must be a string' }).max(max, `must be at most ${max} characters`);
+
+export const createCardBody = z.object({
+  card_html: requiredString(500_000),
+  link: requiredString(2048),
+  private: looseBoolean,
+  tag_set: tagList.nullish(),
+  file_uuid: uuidString.nullish(),
+  oc_file_path: z.string({ invalid_type_error: 'must be a string' }).max(1024, 'must be at most 1024 characters').nullish(),
+});
+
+export const updateCardBody = z.object({
+  card_uuid: uuidString,
+  link: requiredString(2048).optional(),
+  card_html: requiredString(500_000).optional(),
+  private: looseBoolean.optional(),
+});
+
+/** Cards: create (with duplicate detection), read, update, delete, count. */
+export function registerCardRoutes(router: Router, { clients }: RouteDeps): void {
+  router.post('/card', async (req, res) => {
+    const user = requireUser(req);
+    const body = parseBody(createCardBody, req);
+    const { card, duplicate } = await clients.cards.createCard({
+      callerId: user.id,
+      cardHtml: body.card_html,
+      link: body.link,
+      private: body.private,
+      tags: body.tag_set ?? [],
+      fileId: body.file_uuid ?? undefined,
+      ocFilePath: body.oc_file_path ?? undefined,
+    });
+    const [presented] = await presentCards(clients, [card!], user.id);
+    res.json({ card_metadata: { ...presented!, vector_point_id: null, author_id: card!.authorId }, duplicate });
+  });
+
+  router.get('/card/count', async (_req, res) => {
+    const { totalCount } = await clients.cards.countCards({}, { idempotent: true });
+    res.json({ total_count: totalCount });
+  });
+
+  router.put('/card/update', async (req, res) => {
+    const user = requireUser(req);
+    const body = parseBody(updateCardBody, req);
+    await clients.cards.updateCard({ callerId: user.id, cardId: body.card_uuid, link: body.link, cardHtml: body.card_html, private: body.private });
+    res.status(204).end();
+  });
+
+  router.get('/card/:card_id', async (req, res) => {
+    const cardId = uuidParam(req, 'card_id');
+    const card = await clients.cards.getCard({ cardId, callerId: req.user?.id }, { idempotent: true });
+    const [presented] = await presentCards(clients, [card], req.user?.id);
+    res.json(presented);
+  });
+
+  router.delete('/card/:card_id', async (req, res) => {
+    const user = requireUser(req);
+    const cardId = uuidParam(req, 'card_id');
+    await clients.cards.deleteCard({ callerId: user.id, cardId });
+    res.status(204).end();
+  });
+}

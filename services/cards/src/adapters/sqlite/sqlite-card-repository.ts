@@ -1,0 +1,162 @@
+import { AlreadyExistsError, appendToSqliteOutbox, type OutgoingEvent, type SqliteDatabase } from '@cards/platform';
+import type { Card, CardFingerprint } from '../../domain/model';
+import type { CardRepository } from '../../domain/ports';
+import { cardFromRow, chunks, placeholders, type CardRow } from './rows';
+
+const iso = (d: Date) => d.toISOString();
+
+/** Cards in the cards service's SQLite file (see openCardsDatabase). */
+export class SqliteCardRepository implements CardRepository {
+  constructor(private readonly db: SqliteDatabase) {}
+
+  async findById(id: string): Promise<Card | null> {
+    const row = this.db.prepare('SELECT * FROM cards WHERE id = ?').get(id) as CardRow | undefined;
+    return row ? cardFromRow(row) : null;
+  }
+
+  async findByIds(ids: readonly string[]): Promise<Card[]> {
+    const unique = [...new Set(ids)];
+    return chunks(unique).flatMap((slice) => (this.db.prepare(`SELECT * FROM cards WHERE id IN (${placeholders(slice.length)})`).all(...slice) as CardRow[]).map(cardFromRow));
+  }
+
+  async findByIdempotencyKey(authorId: string, key: string): Promise<Card | null> {
+    const row = this.db.prepare('SELECT * FROM cards WHERE author_id = ? AND idempotency_key = ?').get(authorId, key) as CardRow | undefined;
+    return row ? cardFromRow(row) : null;
+  }
+
+  async findByContentHash(contentHash: string, limit: number): Promise<Card[]> {
+    return (this.db.prepare('SELECT * FROM cards WHERE content_hash = ? ORDER BY created_at, id LIMIT ?').all(contentHash, limit) as CardRow[]).map(cardFromRow);
+  }
+
+  async findBySketch(sketch: readonly number[], minShared: number, limit: number): Promise<Card[]> {
+    if (sketch.length === 0) return [];
+    const rows = this.db
+      .prepare(
+        `SELECT c.* FROM (SELECT card_id, count(*) AS shared FROM card_sketch WHERE hash IN (${placeholders(sketch.length)})
+           GROUP BY card_id HAVING shared >= ? ORDER BY shared DESC LIMIT ?) s JOIN cards c ON c.id = s.card_id ORDER BY s.shared DESC, c.created_at`,
+      )
+      .all(...sketch, minShared, limit) as CardRow[];
+    return rows.map(cardFromRow);
+  }
+
+  async findCollisions(rootIds: readonly string[]): Promise<Card[]> {
+    const unique = [...new Set(rootIds)];
+    const rows = chunks(unique).flatMap(
+      (slice) => this.db.prepare(`SELECT * FROM cards WHERE collision_of IN (${placeholders(slice.length)}) ORDER BY created_at, id`).all(...slice) as CardRow[],
+    );
+    return rows.map(cardFromRow);
+  }
+
+  async insert(card: Card, fingerprint: CardFingerprint, events: OutgoingEvent[]): Promise<void> {
+    try {
+      this.db.transaction(() => {
+        this.db
+          .prepare(
+            `INSERT INTO cards (id, author_id, content, card_html, link, private, tags, file_id, file_name, oc_file_path, vector_point_id,
+               verification_score, verified_at, collision_of, total_upvotes, total_downvotes, idempotency_key, content_hash, created_at, updated_at)
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+          )
+          .run(
+            card.id,
+            card.authorId,
+            card.content,
+            card.cardHtml,
+            card.link,
+            card.private ? 1 : 0,
+            JSON.stringify(card.tags),
+            card.fileId,
+            card.fileName,
+            card.ocFilePath,
+            card.vectorPointId,
+            card.verificationScore,
+            card.verifiedAt ? iso(card.verifiedAt) : null,
+            card.collisionOf,
+            card.totalUpvotes,
+            card.totalDownvotes,
+            card.idempotencyKey,
+            fingerprint.contentHash,
+            iso(card.createdAt),
+            iso(card.updatedAt),
+          );
+        this.writeSketch(card.id, fingerprint.sketch);
+        appendToSqliteOutbox(this.db, events);
+      })();
+    } catch (err) {
+      if (err instanceof Error && /UNIQUE constraint failed: cards\.author_id, cards\.idempotency_key/.test(err.message)) {
+        throw new AlreadyExistsError('A card with this idempotency key already exists');
+      }
+      throw err;
+    }
+  }
+
+  async update(card: Card, fingerprint: CardFingerprint | null, events: OutgoingEvent[]): Promise<void> {
+    this.db.transaction(() => {
+      this.db
+        .prepare('UPDATE cards SET content = ?, card_html = ?, link = ?, private = ?, tags = ?, updated_at = ? WHERE id = ?')
+        .run(card.content, card.cardHtml, card.link, card.private ? 1 : 0, JSON.stringify(card.tags), iso(card.updatedAt), card.id);
+      if (fingerprint) {
+        this.db.prepare('UPDATE cards SET content_hash = ? WHERE id = ?').run(fingerprint.contentHash, card.id);
+        this.db.prepare('DELETE FROM card_sketch WHERE card_id = ?').run(card.id);
+        this.writeSketch(card.id, fingerprint.sketch);
+      }
+      appendToSqliteOutbox(this.db, events);
+    })();
+  }
+
+  async remove(cardId: string, promoteId: string | null, events: OutgoingEvent[]): Promise<void> {
+    this.db.transaction(() => {
+      const card = this.db.prepare('SELECT author_id FROM cards WHERE id = ?').get(cardId) as { author_id: string } | undefined;
+      if (!card) return;
+      const totals = this.db.prepare('SELECT coalesce(sum(value), 0) AS up, coalesce(sum(1 - value), 0) AS down FROM votes WHERE card_id = ?').get(cardId) as { up: number; down: number };
+      if (totals.up + totals.down > 0) {
+        this.db.prepare('UPDATE author_scores SET upvotes = upvotes - ?, downvotes = downvotes - ? WHERE user_id = ?').run(totals.up, totals.down, card.author_id);
+      }
+      this.db.prepare('DELETE FROM votes WHERE card_id = ?').run(cardId);
+      this.db.prepare('DELETE FROM bookmarks WHERE card_id = ?').run(cardId);
+      this.db.prepare('DELETE FROM card_sketch WHERE card_id = ?').run(cardId);
+      this.db.prepare('DELETE FROM cards WHERE id = ?').run(cardId);
+      if (promoteId) {
+        this.db.prepare('UPDATE cards SET collision_of = NULL, vector_point_id = NULL WHERE id = ?').run(promoteId);
+        this.db.prepare('UPDATE cards SET collision_of = ? WHERE collision_of = ?').run(promoteId, cardId);
+      }
+      appendToSqliteOutbox(this.db, events);
+    })();
+  }
+
+  async listByAuthor(authorId: string, includePrivate: boolean, offset: number, limit: number): Promise<Card[]> {
+    const rows = this.db
+      .prepare(`SELECT * FROM cards WHERE author_id = ? ${includePrivate ? '' : 'AND private = 0'} ORDER BY updated_at DESC, id LIMIT ? OFFSET ?`)
+      .all(authorId, limit, offset) as CardRow[];
+    return rows.map(cardFromRow);
+  }
+
+  async countByAuthor(authorId: string, includePrivate: boolean): Promise<number> {
+    return (this.db.prepare(`SELECT count(*) AS n FROM cards WHERE author_id = ? ${includePrivate ? '' : 'AND private = 0'}`).get(authorId) as { n: number }).n;
+  }
+
+  async count(): Promise<number> {
+    return (this.db.prepare('SELECT count(*) AS n FROM cards').get() as { n: number }).n;
+  }
+
+  async setVectorPointId(cardId: string, vectorPointId: string): Promise<boolean> {
+    return this.db.prepare('UPDATE cards SET vector_point_id = ? WHERE id = ? AND collision_of IS NULL AND vector_point_id IS NOT ?').run(vectorPointId, cardId, vectorPointId).changes > 0;
+  }
+
+  async setVerification(cardId: string, score: number, at: Date): Promise<boolean> {
+    return (
+      this.db.prepare('UPDATE cards SET verification_score = ?, verified_at = ? WHERE id = ? AND (verified_at IS NULL OR verified_at <= ?)').run(score, iso(at), cardId, iso(at)).changes > 0
+    );
+  }
+
+  async clearFileReferences(fileId: string): Promise<void> {
+    this.db.transaction(() => {
+      this.db.prepare('UPDATE cards SET file_id = NULL, file_name = NULL WHERE file_id = ?').run(fileId);
+      this.db.prepare('UPDATE collections SET file_id = NULL WHERE file_id = ?').run(fileId);
+    })();
+  }
+
+  private writeSketch(cardId: string, sketch: readonly number[]): void {
+    const insert = this.db.prepare('INSERT OR IGNORE INTO card_sketch (hash, card_id) VALUES (?, ?)');
+    for (const h of sketch) insert.run(h, cardId);
+  }
+}

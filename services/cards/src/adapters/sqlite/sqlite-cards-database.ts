@@ -1,0 +1,36 @@
+import { openSqlite, SQLITE_OUTBOX_MIGRATION, type SqliteDatabase } from '@cards/platform';
+
+/** The cards service's own SQLite schema: cards, duplicate sketches, votes, author counters, collections, bookmarks, outbox. */
+export const CARDS_MIGRATIONS = [
+  `CREATE TABLE cards (
+     id TEXT PRIMARY KEY, author_id TEXT NOT NULL, content TEXT NOT NULL, card_html TEXT NOT NULL, link TEXT NOT NULL,
+     private INTEGER NOT NULL, tags TEXT NOT NULL, file_id TEXT, file_name TEXT, oc_file_path TEXT,
+     vector_point_id TEXT, verification_score REAL, verified_at TEXT, collision_of TEXT,
+     total_upvotes INTEGER NOT NULL DEFAULT 0, total_downvotes INTEGER NOT NULL DEFAULT 0,
+     idempotency_key TEXT, content_hash TEXT NOT NULL, created_at TEXT NOT NULL, updated_at TEXT NOT NULL);
+   CREATE INDEX cards_author_updated ON cards(author_id, updated_at DESC, id);
+   CREATE INDEX cards_content_hash ON cards(content_hash);
+   CREATE INDEX cards_collision_of ON cards(collision_of) WHERE collision_of IS NOT NULL;
+   CREATE INDEX cards_file ON cards(file_id) WHERE file_id IS NOT NULL;
+   CREATE UNIQUE INDEX cards_idempotency ON cards(author_id, idempotency_key) WHERE idempotency_key IS NOT NULL;
+   CREATE TABLE card_sketch (hash INTEGER NOT NULL, card_id TEXT NOT NULL, PRIMARY KEY (hash, card_id)) WITHOUT ROWID;
+   CREATE INDEX card_sketch_card ON card_sketch(card_id);
+   CREATE TABLE votes (id TEXT PRIMARY KEY, user_id TEXT NOT NULL, card_id TEXT NOT NULL, value INTEGER NOT NULL,
+     created_at TEXT NOT NULL, updated_at TEXT NOT NULL, UNIQUE (user_id, card_id));
+   CREATE INDEX votes_card ON votes(card_id);
+   CREATE TABLE author_scores (user_id TEXT PRIMARY KEY, upvotes INTEGER NOT NULL DEFAULT 0, downvotes INTEGER NOT NULL DEFAULT 0, joined_at TEXT);
+   CREATE INDEX author_scores_rank ON author_scores((upvotes - downvotes) DESC, joined_at, user_id);
+   CREATE TABLE collections (id TEXT PRIMARY KEY, author_id TEXT NOT NULL, name TEXT NOT NULL, description TEXT NOT NULL,
+     is_public INTEGER NOT NULL, file_id TEXT, created_at TEXT NOT NULL, updated_at TEXT NOT NULL);
+   CREATE INDEX collections_author ON collections(author_id, created_at DESC);
+   CREATE UNIQUE INDEX collections_file ON collections(file_id) WHERE file_id IS NOT NULL;
+   CREATE TABLE bookmarks (collection_id TEXT NOT NULL, card_id TEXT NOT NULL, ord INTEGER NOT NULL, created_at TEXT NOT NULL,
+     PRIMARY KEY (collection_id, card_id)) WITHOUT ROWID;
+   CREATE INDEX bookmarks_order ON bookmarks(collection_id, ord);
+   CREATE INDEX bookmarks_card ON bookmarks(card_id);`,
+  SQLITE_OUTBOX_MIGRATION,
+];
+
+export function openCardsDatabase(path: string): SqliteDatabase {
+  return openSqlite(path, CARDS_MIGRATIONS);
+}

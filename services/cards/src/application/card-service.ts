@@ -1,0 +1,325 @@
+import { AlreadyExistsError, InvalidArgumentError, newId, NotFoundError, PermissionDeniedError, UnauthenticatedError, type Logger } from '@cards/platform';
+import { isVisibleTo, PAGE_SIZE, totalPages, type AuthorScore, type Card, type CardGroup, type Vote } from '../domain/model';
+import type { CardRepository, CollectionRepository, FileDirectory, NearDuplicateFinder, UserDirectory, VoteRepository } from '../domain/ports';
+import { cardTextFromHtml, fingerprintOf, jaccard, NEAR_COPY_JACCARD, shinglesOf, SKETCH_MIN_SHARED, validLink, validOcFilePath, validTags } from '../domain/rules';
+import { bookmarkChanged, cardCreated, cardDeleted, cardUpdated } from './events';
+
+/** A card as one viewer sees it: with that viewer's vote. */
+export type ViewedCard = Card & { viewerVote: boolean | null };
+export interface ViewedGroup {
+  root: ViewedCard;
+  collisions: ViewedCard[];
+}
+
+export interface CreateCardInput {
+  callerId: string;
+  cardHtml: string;
+  link: string;
+  private: boolean;
+  tags: readonly string[];
+  fileId?: string;
+  ocFilePath?: string;
+  idempotencyKey?: string;
+}
+
+export interface UpdateCardInput {
+  callerId: string;
+  cardId: string;
+  link?: string;
+  cardHtml?: string;
+  private?: boolean;
+}
+
+export interface UserCardsPage {
+  cards: ViewedCard[];
+  totalCardsCreated: number;
+  totalPages: number;
+  upvotesReceived: number;
+  downvotesReceived: number;
+  votesCast: number;
+}
+
+export interface CardServiceDeps {
+  cards: CardRepository;
+  votes: VoteRepository;
+  collections: CollectionRepository;
+  nearDuplicates: NearDuplicateFinder;
+  files: FileDirectory;
+  users: UserDirectory;
+  /** Called after every commit that wrote events (kicks the outbox relay). */
+  eventsWritten: () => void;
+  logger: Logger;
+}
+
+const NEAR_DUPLICATE_CANDIDATES = 10;
+
+export function requireCaller(callerId: string | undefined): string {
+  if (!callerId) throw new UnauthenticatedError('You must be logged in');
+  return callerId;
+}
+
+export function validPage(page: number): number {
+  if (!Number.isInteger(page) || page < 1) throw new InvalidArgumentError('page: must be a positive integer');
+  return page;
+}
+
+/** Use cases of cards, duplicates, votes, user pages and top users. */
+export class CardService {
+  constructor(private readonly deps: CardServiceDeps) {}
+
+  async createCard(input: CreateCardInput): Promise<{ card: ViewedCard; duplicate: boolean }> {
+    const callerId = requireCaller(input.callerId);
+    const { cards } = this.deps;
+    if (input.idempotencyKey) {
+      const existing = await cards.findByIdempotencyKey(callerId, input.idempotencyKey);
+      if (existing) return { card: { ...existing, viewerVote: null }, duplicate: existing.collisionOf !== null };
+    }
+    const { cardHtml, content } = cardTextFromHtml(input.cardHtml);
+    const link = validLink(input.link);
+    const tags = validTags(input.tags);
+    const ocFilePath = validOcFilePath(input.ocFilePath);
+    let fileName: string | null = null;
+    if (input.fileId) {
+      fileName = await this.deps.files.visibleFileName(input.fileId, callerId);
+      if (fileName === null) throw new InvalidArgumentError('file_uuid: no such file');
+    }
+    const fingerprint = fingerprintOf(content);
+    const root = await this.findRoot(content, fingerprint, callerId, input.private);
+    const now = new Date();
+    const card: Card = {
+      id: newId(),
+      authorId: callerId,
+      content,
+      cardHtml,
+      link,
+      private: input.private,
+      tags,
+      fileId: input.fileId ?? null,
+      fileName,
+      ocFilePath,
+      vectorPointId: null,
+      verificationScore: null,
+      verifiedAt: null,
+      collisionOf: root?.id ?? null,
+      totalUpvotes: 0,
+      totalDownvotes: 0,
+      idempotencyKey: input.idempotencyKey ?? null,
+      createdAt: now,
+      updatedAt: now,
+    };
+    try {
+      await cards.insert(card, fingerprint, [cardCreated(card)]);
+    } catch (err) {
+      if (err instanceof AlreadyExistsError && input.idempotencyKey) {
+        const existing = await cards.findByIdempotencyKey(callerId, input.idempotencyKey);
+        if (existing) return { card: { ...existing, viewerVote: null }, duplicate: existing.collisionOf !== null };
+      }
+      throw err;
+    }
+    this.deps.eventsWritten();
+    return { card: { ...card, viewerVote: null }, duplicate: root !== null };
+  }
+
+  /**
+   * The root a new card duplicates, or null. Exact normalized content first, then a near copy by word shingles,
+   * then the search index's embedding verdict. A root qualifies when the author may see it, and a public card
+   * is never hidden behind a private root.
+   */
+  private async findRoot(content: string, fingerprint: ReturnType<typeof fingerprintOf>, callerId: string, isPrivate: boolean): Promise<Card | null> {
+    const { cards } = this.deps;
+    const rootCache = new Map<string, Card | null>();
+    const qualifyingRoot = async (c: Card): Promise<Card | null> => {
+      let root: Card | null = c;
+      if (c.collisionOf) {
+        if (!rootCache.has(c.collisionOf)) rootCache.set(c.collisionOf, await cards.findById(c.collisionOf));
+        root = rootCache.get(c.collisionOf) ?? null;
+      }
+      if (!root || !isVisibleTo(root, callerId) || (root.private && !isPrivate)) return null;
+      return root;
+    };
+    const firstQualifying = async (candidates: readonly Card[]) => {
+      for (const c of candidates) {
+        const root = await qualifyingRoot(c);
+        if (root) return root;
+      }
+      return null;
+    };
+
+    const exact = await firstQualifying(await cards.findByContentHash(fingerprint.contentHash, 20));
+    if (exact) return exact;
+
+    const shingles = shinglesOf(content);
+    const nearCopy = async (candidates: readonly Card[]) => {
+      const scored = candidates.map((c) => ({ c, j: jaccard(shingles, shinglesOf(c.content)) })).filter((s) => s.j >= NEAR_COPY_JACCARD);
+      scored.sort((a, b) => b.j - a.j);
+      return firstQualifying(scored.map((s) => s.c));
+    };
+    const bySketch = await nearCopy(await cards.findBySketch(fingerprint.sketch, SKETCH_MIN_SHARED, 20));
+    if (bySketch) return bySketch;
+
+    const candidates = await this.deps.nearDuplicates.find(content, callerId, NEAR_DUPLICATE_CANDIDATES);
+    if (candidates.length === 0) return null;
+    const stored = new Map((await cards.findByIds(candidates.map((c) => c.cardId))).map((c) => [c.id, c]));
+    const byIndexShingles = await nearCopy([...stored.values()]);
+    if (byIndexShingles) return byIndexShingles;
+    const verdicts = candidates.filter((c) => c.duplicate).sort((a, b) => b.cosine - a.cosine);
+    return firstQualifying(verdicts.flatMap((v) => stored.get(v.cardId) ?? []));
+  }
+
+  async getCard(cardId: string, callerId: string | undefined): Promise<ViewedCard> {
+    const card = await this.deps.cards.findById(cardId);
+    if (!card || !isVisibleTo(card, callerId)) throw new NotFoundError('Card not found');
+    return (await this.withVotes([card], callerId))[0]!;
+  }
+
+  /** Root cards with the collisions the caller may see, in the order of the ids; collisions map to their root. */
+  async getCardGroups(cardIds: readonly string[], callerId: string | undefined): Promise<ViewedGroup[]> {
+    const { cards } = this.deps;
+    const found = new Map((await cards.findByIds(cardIds)).map((c) => [c.id, c]));
+    const missingRoots = [...found.values()].flatMap((c) => (c.collisionOf && !found.has(c.collisionOf) ? [c.collisionOf] : []));
+    for (const r of await cards.findByIds(missingRoots)) found.set(r.id, r);
+    const rootIds: string[] = [];
+    for (const id of cardIds) {
+      const card = found.get(id);
+      if (!card) continue;
+      const root = card.collisionOf ? found.get(card.collisionOf) : card;
+      if (!root || root.collisionOf || !isVisibleTo(root, callerId) || rootIds.includes(root.id)) continue;
+      rootIds.push(root.id);
+    }
+    const collisions = (await cards.findCollisions(rootIds)).filter((c) => isVisibleTo(c, callerId));
+    const viewed = new Map((await this.withVotes([...rootIds.map((id) => found.get(id)!), ...collisions], callerId)).map((c) => [c.id, c]));
+    return rootIds.map((id) => ({ root: viewed.get(id)!, collisions: collisions.filter((c) => c.collisionOf === id).map((c) => viewed.get(c.id)!) }));
+  }
+
+  async updateCard(input: UpdateCardInput): Promise<void> {
+    const callerId = requireCaller(input.callerId);
+    const card = await this.ownCard(input.cardId, callerId);
+    const next: Card = { ...card };
+    let fingerprint = null;
+    if (input.cardHtml !== undefined) {
+      const derived = cardTextFromHtml(input.cardHtml);
+      next.cardHtml = derived.cardHtml;
+      next.content = derived.content;
+      if (next.content !== card.content) fingerprint = fingerprintOf(next.content);
+    }
+    if (input.link !== undefined) next.link = validLink(input.link);
+    if (input.private !== undefined) {
+      if (card.private && !input.private && card.collisionOf) throw new InvalidArgumentError('private: a private duplicate cannot be made public');
+      next.private = input.private;
+    }
+    const changes = { contentChanged: next.content !== card.content || next.cardHtml !== card.cardHtml, linkChanged: next.link !== card.link, privacyChanged: next.private !== card.private };
+    if (!changes.contentChanged && !changes.linkChanged && !changes.privacyChanged) return;
+    next.updatedAt = new Date();
+    const collectionIds = await this.deps.collections.collectionIdsHolding(card.id);
+    await this.deps.cards.update(next, fingerprint, [cardUpdated(next, collectionIds, changes)]);
+    this.deps.eventsWritten();
+  }
+
+  /** Deletes the caller's card with its votes and bookmarks; a deleted root hands its place to its oldest visible collision. */
+  async deleteCard(callerId: string | undefined, cardId: string): Promise<void> {
+    const card = await this.ownCard(cardId, requireCaller(callerId));
+    const events = [];
+    let promoted: Card | null = null;
+    if (!card.collisionOf) {
+      const collisions = await this.deps.cards.findCollisions([card.id]);
+      promoted = collisions.find((c) => !c.private) ?? collisions[0] ?? null;
+      if (promoted) {
+        const now = new Date();
+        events.push(cardUpdated({ ...promoted, collisionOf: null, updatedAt: now }, await this.deps.collections.collectionIdsHolding(promoted.id), { contentChanged: false, linkChanged: false, privacyChanged: false }));
+        for (const other of collisions) {
+          if (other.id === promoted.id) continue;
+          events.push(cardUpdated({ ...other, collisionOf: promoted.id }, await this.deps.collections.collectionIdsHolding(other.id), { contentChanged: false, linkChanged: false, privacyChanged: false }));
+        }
+      }
+    }
+    for (const collectionId of await this.deps.collections.collectionIdsHolding(card.id)) events.push(bookmarkChanged(collectionId, card.id, false));
+    events.unshift(cardDeleted(card, promoted?.id ?? null));
+    await this.deps.cards.remove(card.id, promoted?.id ?? null, events);
+    this.deps.eventsWritten();
+  }
+
+  async countCards(): Promise<number> {
+    return this.deps.cards.count();
+  }
+
+  async castVote(callerId: string | undefined, cardId: string, value: boolean): Promise<Vote> {
+    const userId = requireCaller(callerId);
+    const card = await this.deps.cards.findById(cardId);
+    if (!card || !isVisibleTo(card, userId)) throw new NotFoundError('Card not found');
+    if (card.private) throw new InvalidArgumentError('card_metadata_id: private cards cannot be voted on');
+    const vote = await this.deps.votes.upsert(userId, cardId, value, new Date(), newId());
+    if (!vote) throw new NotFoundError('Card not found');
+    return vote;
+  }
+
+  async deleteVote(callerId: string | undefined, cardId: string): Promise<void> {
+    const removed = await this.deps.votes.remove(requireCaller(callerId), cardId);
+    if (!removed) throw new NotFoundError('You have no vote on this card');
+  }
+
+  async listUserCards(userId: string, callerId: string | undefined, page: number): Promise<UserCardsPage> {
+    validPage(page);
+    const includePrivate = callerId === userId;
+    const { cards, votes } = this.deps;
+    const [list, total, received, cast] = await Promise.all([
+      cards.listByAuthor(userId, includePrivate, (page - 1) * PAGE_SIZE, PAGE_SIZE),
+      cards.countByAuthor(userId, includePrivate),
+      votes.received(userId),
+      votes.countCastBy(userId),
+    ]);
+    return {
+      cards: await this.withVotes(list, callerId),
+      totalCardsCreated: total,
+      totalPages: totalPages(total),
+      upvotesReceived: received.upvotes,
+      downvotesReceived: received.downvotes,
+      votesCast: cast,
+    };
+  }
+
+  /** Authors with at least one received vote, by score, then join date; 25 per page. */
+  async topUsers(page: number): Promise<{ users: AuthorScore[]; totalPages: number }> {
+    validPage(page);
+    const { votes } = this.deps;
+    for (let round = 0; round < 20; round++) {
+      const unknown = await votes.authorsWithoutJoinDate(500);
+      if (unknown.length === 0) break;
+      const dates = await this.deps.users.joinDates(unknown);
+      if (dates.size === 0) break;
+      await votes.recordJoinDates(dates);
+      if (dates.size < unknown.length) break;
+    }
+    const [users, total] = await Promise.all([votes.topAuthors((page - 1) * PAGE_SIZE, PAGE_SIZE), votes.countRankedAuthors()]);
+    return { users, totalPages: totalPages(total) };
+  }
+
+  async clearFileReferences(fileId: string): Promise<void> {
+    if (!fileId) throw new InvalidArgumentError('file_id: is required');
+    await this.deps.cards.clearFileReferences(fileId);
+  }
+
+  /** The search service indexed a root card. */
+  async recordIndexed(cardId: string, vectorPointId: string): Promise<void> {
+    await this.deps.cards.setVectorPointId(cardId, vectorPointId);
+  }
+
+  /** The search service verified a card against its link. */
+  async recordVerification(cardId: string, score: number, at: Date): Promise<void> {
+    await this.deps.cards.setVerification(cardId, score, at);
+  }
+
+  async withVotes(list: readonly Card[], viewerId: string | undefined): Promise<ViewedCard[]> {
+    const mine = viewerId && list.length > 0 ? await this.deps.votes.votesOf(viewerId, list.map((c) => c.id)) : new Map<string, boolean>();
+    return list.map((c) => ({ ...c, viewerVote: mine.get(c.id) ?? null }));
+  }
+
+  /** The caller's own card: 404 when it is invisible to them, 403 when it is someone else's visible card. */
+  private async ownCard(cardId: string, callerId: string): Promise<Card> {
+    const card = await this.deps.cards.findById(cardId);
+    if (!card || !isVisibleTo(card, callerId)) throw new NotFoundError('Card not found');
+    if (card.authorId !== callerId) throw new PermissionDeniedError('Only the author can change this card');
+    return card;
+  }
+}
+
+export type { CardGroup };

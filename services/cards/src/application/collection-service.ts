@@ -1,0 +1,139 @@
+import { InvalidArgumentError, newId, NotFoundError, PermissionDeniedError } from '@cards/platform';
+import { isCollectionVisibleTo, isVisibleTo, PAGE_SIZE, totalPages, type Collection } from '../domain/model';
+import type { CardRepository, CollectionRepository } from '../domain/ports';
+import { MAX_COLLECTION_NAME_CHARS, validCollectionDescription, validCollectionName } from '../domain/rules';
+import { requireCaller, validPage, type CardService, type ViewedGroup } from './card-service';
+import { bookmarkChanged, collectionCreated, collectionDeleted } from './events';
+
+export interface CollectionServiceDeps {
+  collections: CollectionRepository;
+  cards: CardRepository;
+  cardService: CardService;
+  eventsWritten: () => void;
+}
+
+export interface CollectionPatch {
+  name?: string;
+  description?: string;
+  isPublic?: boolean;
+}
+
+/** Use cases of collections and bookmarks. */
+export class CollectionService {
+  constructor(private readonly deps: CollectionServiceDeps) {}
+
+  async create(callerId: string | undefined, name: string, description: string, isPublic: boolean): Promise<Collection> {
+    const authorId = requireCaller(callerId);
+    const now = new Date();
+    const collection: Collection = { id: newId(), authorId, name: validCollectionName(name), description: validCollectionDescription(description), isPublic, fileId: null, createdAt: now, updatedAt: now };
+    await this.deps.collections.insert(collection, [collectionCreated(collection)]);
+    this.deps.eventsWritten();
+    return collection;
+  }
+
+  async update(callerId: string | undefined, collectionId: string, patch: CollectionPatch): Promise<void> {
+    const collection = await this.ownCollection(collectionId, requireCaller(callerId));
+    const next: Collection = {
+      ...collection,
+      name: patch.name !== undefined ? validCollectionName(patch.name) : collection.name,
+      description: patch.description !== undefined ? validCollectionDescription(patch.description) : collection.description,
+      isPublic: patch.isPublic ?? collection.isPublic,
+      updatedAt: new Date(),
+    };
+    await this.deps.collections.update(next, []);
+  }
+
+  /** Deletes the collection and its bookmarks; the cards stay. */
+  async delete(callerId: string | undefined, collectionId: string): Promise<void> {
+    const collection = await this.ownCollection(collectionId, requireCaller(callerId));
+    const cardIds = await this.deps.collections.bookmarkedCardIds(collection.id);
+    await this.deps.collections.remove(collection.id, [...cardIds.map((cardId) => bookmarkChanged(collection.id, cardId, false)), collectionDeleted(collection)]);
+    this.deps.eventsWritten();
+  }
+
+  async get(collectionId: string, callerId: string | undefined): Promise<Collection> {
+    const collection = await this.deps.collections.findById(collectionId);
+    if (!collection || !isCollectionVisibleTo(collection, callerId)) throw new NotFoundError('Collection not found');
+    return collection;
+  }
+
+  /** Bookmarks a card the caller may see in the caller's collection; already there is a no-op. */
+  async addBookmark(callerId: string | undefined, collectionId: string, cardId: string): Promise<void> {
+    const userId = requireCaller(callerId);
+    const collection = await this.ownCollection(collectionId, userId);
+    const card = await this.deps.cards.findById(cardId);
+    if (!card || !isVisibleTo(card, userId)) throw new NotFoundError('Card not found');
+    if (await this.deps.collections.addBookmark(collection.id, card.id, new Date(), [bookmarkChanged(collection.id, card.id, true)])) this.deps.eventsWritten();
+  }
+
+  async removeBookmark(callerId: string | undefined, collectionId: string, cardId: string): Promise<void> {
+    const collection = await this.ownCollection(collectionId, requireCaller(callerId));
+    const removed = await this.deps.collections.removeBookmark(collection.id, cardId, [bookmarkChanged(collection.id, cardId, false)]);
+    if (!removed) throw new NotFoundError('The card is not in this collection');
+    this.deps.eventsWritten();
+  }
+
+  /** A page of the collection's bookmarked cards the caller may see; each entry is the card followed by its visible collisions. */
+  async listCards(collectionId: string, callerId: string | undefined, page: number): Promise<{ collection: Collection; bookmarks: ViewedGroup[]; totalPages: number }> {
+    validPage(page);
+    const collection = await this.get(collectionId, callerId);
+    const viewer = callerId ?? null;
+    const [ids, total] = await Promise.all([
+      this.deps.collections.listVisibleBookmarks(collection.id, viewer, (page - 1) * PAGE_SIZE, PAGE_SIZE),
+      this.deps.collections.countVisibleBookmarks(collection.id, viewer),
+    ]);
+    const cards = new Map((await this.deps.cards.findByIds(ids)).map((c) => [c.id, c]));
+    const rootIds = ids.filter((id) => cards.get(id)?.collisionOf === null);
+    const collisions = (await this.deps.cards.findCollisions(rootIds)).filter((c) => isVisibleTo(c, callerId));
+    const viewed = new Map((await this.deps.cardService.withVotes([...cards.values(), ...collisions], callerId)).map((c) => [c.id, c]));
+    const bookmarks = ids.flatMap((id) => {
+      const card = viewed.get(id);
+      if (!card) return [];
+      return [{ root: card, collisions: collisions.filter((c) => c.collisionOf === id).map((c) => viewed.get(c.id)!) }];
+    });
+    return { collection, bookmarks, totalPages: totalPages(total) };
+  }
+
+  /** Public collections of a user, or all of them for the user themselves. */
+  async listUserCollections(userId: string, callerId: string | undefined): Promise<Collection[]> {
+    return this.deps.collections.listByAuthor(userId, userId === callerId);
+  }
+
+  /** For each card id (in order), the caller's collections holding it. */
+  async findCardCollections(callerId: string | undefined, cardIds: readonly string[]): Promise<{ cardId: string; collectionIds: string[] }[]> {
+    const userId = requireCaller(callerId);
+    if (cardIds.length > 500) throw new InvalidArgumentError('collection_ids: at most 500 card ids');
+    const held = await this.deps.collections.collectionsOfOwnerHolding(userId, cardIds);
+    return [...new Set(cardIds)].map((cardId) => ({ cardId, collectionIds: held.get(cardId) ?? [] }));
+  }
+
+  /** The collection of an ingested file, all its cards bookmarked; idempotent per file id. */
+  async createFileCollection(ownerId: string, fileId: string, fileName: string, isPublic: boolean, cardIds: readonly string[]): Promise<Collection> {
+    requireCaller(ownerId);
+    if (!fileId) throw new InvalidArgumentError('file_id: is required');
+    const existingCards = new Set((await this.deps.cards.findByIds(cardIds)).map((c) => c.id));
+    const kept = [...new Set(cardIds)].filter((id) => existingCards.has(id));
+    const now = new Date();
+    const collection: Collection = {
+      id: newId(),
+      authorId: ownerId,
+      name: `Collection for file ${fileName}`.slice(0, MAX_COLLECTION_NAME_CHARS),
+      description: '',
+      isPublic,
+      fileId,
+      createdAt: now,
+      updatedAt: now,
+    };
+    const result = await this.deps.collections.insertFileCollection(collection, kept, (stored) => [collectionCreated(stored), ...kept.map((cardId) => bookmarkChanged(stored.id, cardId, true))]);
+    if (result.created) this.deps.eventsWritten();
+    return result.collection;
+  }
+
+  /** The caller's own collection: 404 when invisible to them, 403 when someone else's visible one. */
+  private async ownCollection(collectionId: string, callerId: string): Promise<Collection> {
+    const collection = await this.deps.collections.findById(collectionId);
+    if (!collection || !isCollectionVisibleTo(collection, callerId)) throw new NotFoundError('Collection not found');
+    if (collection.authorId !== callerId) throw new PermissionDeniedError('Only the owner can change this collection');
+    return collection;
+  }
+}

@@ -1,0 +1,122 @@
+import type { OutgoingEvent } from '@cards/platform';
+import type { AuthorScore, Card, CardFingerprint, Collection, ReceivedVotes, Vote } from './model';
+
+/**
+ * Storage of cards, their duplicate fingerprints and collision links.
+ * Every write takes the events describing it: they are stored atomically with the change (transactional outbox).
+ */
+export interface CardRepository {
+  findById(id: string): Promise<Card | null>;
+  /** The cards that exist among ids, in no particular order. */
+  findByIds(ids: readonly string[]): Promise<Card[]>;
+  findByIdempotencyKey(authorId: string, key: string): Promise<Card | null>;
+  /** Cards whose normalized content has this hash, oldest first. */
+  findByContentHash(contentHash: string, limit: number): Promise<Card[]>;
+  /** Cards sharing at least minShared values of the sketch, most shared first. */
+  findBySketch(sketch: readonly number[], minShared: number, limit: number): Promise<Card[]>;
+  /** Collisions of the given roots, oldest first. */
+  findCollisions(rootIds: readonly string[]): Promise<Card[]>;
+
+  /**
+   * Stores a new card. Throws AlreadyExistsError when (authorId, idempotencyKey) is already taken.
+   */
+  insert(card: Card, fingerprint: CardFingerprint, events: OutgoingEvent[]): Promise<void>;
+  /** Replaces the card's mutable fields (content, html, link, privacy); a new fingerprint when the content changed. */
+  update(card: Card, fingerprint: CardFingerprint | null, events: OutgoingEvent[]): Promise<void>;
+  /**
+   * Deletes a card with its votes (taking them off its author's received totals) and bookmarks.
+   * When promoteId is given, that collision becomes a root and the card's other collisions point to it.
+   */
+  remove(cardId: string, promoteId: string | null, events: OutgoingEvent[]): Promise<void>;
+
+  /** Cards of an author, newest update first; private ones only when includePrivate. */
+  listByAuthor(authorId: string, includePrivate: boolean, offset: number, limit: number): Promise<Card[]>;
+  countByAuthor(authorId: string, includePrivate: boolean): Promise<number>;
+  /** Every card, collisions included. */
+  count(): Promise<number>;
+
+  /** Index id from the search service; ignored for collisions and unknown cards. Returns whether it changed. */
+  setVectorPointId(cardId: string, vectorPointId: string): Promise<boolean>;
+  /** Verification result, unless a newer one is already stored. Returns whether it changed. */
+  setVerification(cardId: string, score: number, at: Date): Promise<boolean>;
+  /** The file was deleted: its cards keep living without file_id/file_name, its collection without file_id. */
+  clearFileReferences(fileId: string): Promise<void>;
+}
+
+/**
+ * Votes, one per user per card, and the received-vote counters of authors.
+ * Counters on the card and the author change in the same atomic step as the vote, so they stay exact under concurrency.
+ */
+export interface VoteRepository {
+  /** Creates or flips the user's vote on the card (its author's counters follow); null when the card does not exist. */
+  upsert(userId: string, cardId: string, value: boolean, at: Date, newId: string): Promise<Vote | null>;
+  /** Removes the user's vote on the card; false when there was none. */
+  remove(userId: string, cardId: string): Promise<boolean>;
+  /** The user's votes on these cards (card id -> value). */
+  votesOf(userId: string, cardIds: readonly string[]): Promise<Map<string, boolean>>;
+  received(authorId: string): Promise<ReceivedVotes>;
+  countCastBy(userId: string): Promise<number>;
+  /** Authors with at least one received vote, by score desc, then join date, then id. */
+  topAuthors(offset: number, limit: number): Promise<AuthorScore[]>;
+  countRankedAuthors(): Promise<number>;
+  /** Ranked authors whose join date is not known yet (used as the tie-break of the ranking). */
+  authorsWithoutJoinDate(limit: number): Promise<string[]>;
+  recordJoinDates(dates: ReadonlyMap<string, Date>): Promise<void>;
+}
+
+/** Collections and their bookmarks; writes carry their events (transactional outbox). */
+export interface CollectionRepository {
+  insert(collection: Collection, events: OutgoingEvent[]): Promise<void>;
+  /**
+   * Stores a file's collection with all its bookmarks at once. When a collection for this file already exists,
+   * nothing changes and the existing one is returned.
+   */
+  insertFileCollection(collection: Collection, cardIds: readonly string[], events: (stored: Collection) => OutgoingEvent[]): Promise<{ collection: Collection; created: boolean }>;
+  findById(id: string): Promise<Collection | null>;
+  update(collection: Collection, events: OutgoingEvent[]): Promise<void>;
+  /** Deletes the collection and its bookmarks; the cards stay. */
+  remove(id: string, events: OutgoingEvent[]): Promise<void>;
+  /** Adds a bookmark; false (and no events stored) when it was already there. */
+  addBookmark(collectionId: string, cardId: string, at: Date, events: OutgoingEvent[]): Promise<boolean>;
+  /** Removes a bookmark; false when it was not there. */
+  removeBookmark(collectionId: string, cardId: string, events: OutgoingEvent[]): Promise<boolean>;
+  /** Bookmarked cards the viewer may see, oldest bookmark first. */
+  listVisibleBookmarks(collectionId: string, viewerId: string | null, offset: number, limit: number): Promise<string[]>;
+  countVisibleBookmarks(collectionId: string, viewerId: string | null): Promise<number>;
+  /** Card ids bookmarked in a collection. */
+  bookmarkedCardIds(collectionId: string): Promise<string[]>;
+  /** Collections of an author, newest first; private ones only when includePrivate. */
+  listByAuthor(authorId: string, includePrivate: boolean): Promise<Collection[]>;
+  /** For each card id, the ids of the owner's collections holding it. */
+  collectionsOfOwnerHolding(ownerId: string, cardIds: readonly string[]): Promise<Map<string, string[]>>;
+  /** Every collection holding the card. */
+  collectionIdsHolding(cardId: string): Promise<string[]>;
+}
+
+/** A search-index candidate for being the same card as a new one. */
+export interface NearDuplicateCandidate {
+  cardId: string;
+  /** The embedder's own calibrated verdict. */
+  duplicate: boolean;
+  cosine: number;
+}
+
+/** Asks the search index for cards semantically close to new content. Never throws: an absent index answers []. */
+export interface NearDuplicateFinder {
+  find(content: string, callerId: string, limit: number): Promise<NearDuplicateCandidate[]>;
+}
+
+/** The files service's view of a file. */
+export interface FileDirectory {
+  /**
+   * The file's name when it exists and the caller may see it, null otherwise.
+   * Throws UnavailableError when the files service cannot answer.
+   */
+  visibleFileName(fileId: string, callerId: string): Promise<string | null>;
+}
+
+/** Join dates of users (from identity), the tie-break of the top-users ranking. */
+export interface UserDirectory {
+  /** Join dates of the users that exist; an unreachable directory answers an empty map. */
+  joinDates(userIds: readonly string[]): Promise<Map<string, Date>>;
+}

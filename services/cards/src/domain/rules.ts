@@ -1,0 +1,169 @@
+import { createHash } from 'node:crypto';
+import sanitizeHtml from 'sanitize-html';
+import { Parser } from 'htmlparser2';
+import { InvalidArgumentError } from '@cards/platform';
+import type { CardFingerprint } from './model';
+
+export const MIN_WORDS_EXCLUSIVE = 70;
+export const MAX_WORDS = 5000;
+export const MAX_CONTENT_CHARS = 29_000;
+export const MAX_HTML_CHARS = 500_000;
+export const MAX_LINK_CHARS = 2048;
+export const MAX_TAGS = 100;
+export const MAX_TAG_CHARS = 200;
+export const MAX_OC_FILE_PATH_CHARS = 1024;
+export const MAX_COLLECTION_NAME_CHARS = 255;
+export const MAX_COLLECTION_DESCRIPTION_CHARS = 2000;
+/** Word-shingle Jaccard similarity at which a new card is a near copy of an existing one. */
+export const NEAR_COPY_JACCARD = 0.9;
+export const SHINGLE_WORDS = 3;
+export const SKETCH_SIZE = 16;
+
+const HEADINGS = ['h1', 'h2', 'h3', 'h4', 'h5', 'h6'];
+const SANITIZE_OPTIONS: sanitizeHtml.IOptions = {
+  allowedTags: ['p', 'br', 'b', 'strong', 'i', 'em', 'u', 'mark', 'span', 'ul', 'ol', 'li', 'blockquote', ...HEADINGS, 'a'],
+  allowedAttributes: { a: ['href'] },
+  allowedSchemes: ['http', 'https'],
+  allowedSchemesByTag: {},
+  allowedSchemesAppliedToAttributes: ['href'],
+  allowProtocolRelative: false,
+  disallowedTagsMode: 'discard',
+};
+const BLOCKS = new Set(['p', 'br', 'li', 'ul', 'ol', 'blockquote', ...HEADINGS]);
+
+/** The card HTML reduced to the allow-list (scripts, styles, event handlers and non-http(s) links removed). */
+export function sanitizeCardHtml(html: string): string {
+  return sanitizeHtml(html, SANITIZE_OPTIONS);
+}
+
+/** The plain text of (sanitized) HTML: entities decoded, one line per block, whitespace collapsed. */
+export function textOfHtml(html: string): string {
+  let text = '';
+  const parser = new Parser(
+    {
+      ontext: (t) => {
+        text += t;
+      },
+      onopentag: (name) => {
+        if (BLOCKS.has(name)) text += '\n';
+      },
+      onclosetag: (name) => {
+        if (BLOCKS.has(name)) text += '\n';
+      },
+    },
+    { decodeEntities: true },
+  );
+  parser.write(html);
+  parser.end();
+  return text
+    .split('\n')
+    .map((line) => line.replace(/\s+/gu, ' ').trim())
+    .filter((line) => line.length > 0)
+    .join('\n');
+}
+
+export function wordCount(text: string): number {
+  const trimmed = text.trim();
+  return trimmed.length === 0 ? 0 : trimmed.split(/\s+/u).length;
+}
+
+/** Sanitizes card HTML and derives its content, enforcing the word and length limits (400 otherwise). */
+export function cardTextFromHtml(rawHtml: string): { cardHtml: string; content: string } {
+  if (rawHtml.length > MAX_HTML_CHARS) throw new InvalidArgumentError(`card_html: must be at most ${MAX_HTML_CHARS} characters`);
+  const cardHtml = sanitizeCardHtml(rawHtml);
+  const content = textOfHtml(cardHtml);
+  const words = wordCount(content);
+  if (words <= MIN_WORDS_EXCLUSIVE) throw new InvalidArgumentError(`card_html: must contain more than ${MIN_WORDS_EXCLUSIVE} words of text (found ${words})`);
+  if (words > MAX_WORDS) throw new InvalidArgumentError(`card_html: must contain at most ${MAX_WORDS} words of text (found ${words})`);
+  if (content.length > MAX_CONTENT_CHARS) throw new InvalidArgumentError(`card_html: its text must be at most ${MAX_CONTENT_CHARS} characters (found ${content.length})`);
+  return { cardHtml, content };
+}
+
+/** A card link: empty, or an http(s) URL. */
+export function validLink(link: string): string {
+  const trimmed = link.trim();
+  if (trimmed.length === 0) return '';
+  if (trimmed.length > MAX_LINK_CHARS) throw new InvalidArgumentError(`link: must be at most ${MAX_LINK_CHARS} characters`);
+  let url: URL;
+  try {
+    url = new URL(trimmed);
+  } catch {
+    throw new InvalidArgumentError('link: must be an http or https URL');
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new InvalidArgumentError('link: must be an http or https URL');
+  return trimmed;
+}
+
+/** Tags trimmed, split at commas (they are shown comma-joined), empty ones and repeats dropped. */
+export function validTags(tags: readonly string[]): string[] {
+  const out = [...new Set(tags.flatMap((t) => t.split(',')).map((t) => t.trim()).filter((t) => t.length > 0))];
+  if (out.length > MAX_TAGS) throw new InvalidArgumentError(`tag_set: at most ${MAX_TAGS} tags`);
+  if (out.some((t) => t.length > MAX_TAG_CHARS)) throw new InvalidArgumentError(`tag_set: each tag at most ${MAX_TAG_CHARS} characters`);
+  return out;
+}
+
+export function validOcFilePath(path: string | undefined): string | null {
+  if (path === undefined || path.length === 0) return null;
+  if (path.length > MAX_OC_FILE_PATH_CHARS) throw new InvalidArgumentError(`oc_file_path: must be at most ${MAX_OC_FILE_PATH_CHARS} characters`);
+  return path;
+}
+
+export function validCollectionName(name: string): string {
+  const trimmed = name.trim();
+  if (trimmed.length === 0) throw new InvalidArgumentError('name: must not be empty');
+  if (trimmed.length > MAX_COLLECTION_NAME_CHARS) throw new InvalidArgumentError(`name: must be at most ${MAX_COLLECTION_NAME_CHARS} characters`);
+  return trimmed;
+}
+
+export function validCollectionDescription(description: string): string {
+  if (description.length > MAX_COLLECTION_DESCRIPTION_CHARS) throw new InvalidArgumentError(`description: must be at most ${MAX_COLLECTION_DESCRIPTION_CHARS} characters`);
+  return description;
+}
+
+/** Case, accents-compatibility forms, punctuation and spacing do not make two cards different. */
+export function normalizeContent(content: string): string {
+  return content.normalize('NFKC').toLowerCase().replace(/[^\p{L}\p{N}]+/gu, ' ').trim();
+}
+
+/** Word shingles of the normalized content (the words themselves when there are fewer than a shingle's worth). */
+export function shinglesOf(content: string): Set<string> {
+  const words = normalizeContent(content).split(' ').filter((w) => w.length > 0);
+  const out = new Set<string>();
+  if (words.length < SHINGLE_WORDS) {
+    for (const w of words) out.add(w);
+    return out;
+  }
+  for (let i = 0; i + SHINGLE_WORDS <= words.length; i++) out.add(words.slice(i, i + SHINGLE_WORDS).join(' '));
+  return out;
+}
+
+export function jaccard(a: ReadonlySet<string>, b: ReadonlySet<string>): number {
+  if (a.size === 0 && b.size === 0) return 1;
+  const [small, large] = a.size <= b.size ? [a, b] : [b, a];
+  let shared = 0;
+  for (const s of small) if (large.has(s)) shared++;
+  return shared / (a.size + b.size - shared);
+}
+
+/** 32-bit FNV-1a; only used to pick a sketch, never for identity. */
+function fnv1a(s: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < s.length; i++) {
+    h ^= s.charCodeAt(i);
+    h = Math.imul(h, 0x01000193);
+  }
+  return h >>> 0;
+}
+
+/**
+ * The hash of the normalized content (exact duplicates) and a bottom-k MinHash sketch of its shingles:
+ * two cards with Jaccard >= 0.9 share most of their sketch, unrelated cards almost none.
+ */
+export function fingerprintOf(content: string): CardFingerprint {
+  const contentHash = createHash('sha256').update(normalizeContent(content)).digest('hex');
+  const hashes = [...new Set([...shinglesOf(content)].map(fnv1a))].sort((a, b) => a - b);
+  return { contentHash, sketch: hashes.slice(0, SKETCH_SIZE) };
+}
+
+/** How many sketch values a stored card must share with a new one to be checked exactly. */
+export const SKETCH_MIN_SHARED = 4;

@@ -1,0 +1,23 @@
+import { randomUUID } from 'node:crypto';
+
+const WORDS = (
+  'river mountain library archive signal harbor lantern meadow orbit canvas ' +
+  'granite velvet compass thunder willow crystal ember falcon glacier horizon ' +
+  'island jasmine kernel lattice marble nectar oasis pepper quartz rhythm ' +
+  'saddle timber umbrella vessel whistle yarrow zephyr anchor beacon cobalt ' +
+  'dune echo fjord grove hollow ivory jungle kettle lagoon mosaic'
+).split(' ');
+
+/** A paragraph of `words` words that no other call produces (random words, seeded by a fresh UUID). */
+export function uniqueText(words = 80): string {
+  const seed = randomUUID().replace(/-/g, '');
+  const out: string[] = [];
+  for (let i = 0; i < words; i++) {
+    const n = parseInt(seed.slice((i * 2) % 30, ((i * 2) % 30) + 2), 16) + i * 7 + Math.floor(Math.random() * 1000);
+    out.push(WORDS[n % WORDS.length]!);
+  }
+  out[0] = `card-${seed.slice(0, 12)}`;
+  return out.join(' ');
+}
+
+export const html = (text: string) => `<p>${text}</p>`;

@@ -1,0 +1,243 @@
+import { ApiClient } from '../support/http';
+import { Mailbox } from '../support/mailbox';
+import { startSystem, type RunningSystem } from '../support/service';
+import { signUp, type TestUser } from '../support/accounts';
+import { html, uniqueText } from './cards-support';
+
+let system: RunningSystem;
+const mailbox = new Mailbox();
+let alice: TestUser;
+let bob: TestUser;
+let anonymous: ApiClient;
+
+beforeAll(async () => {
+  await mailbox.start();
+  system = await startSystem({ env: { SMTP_URL: mailbox.url } });
+  [alice, bob] = await Promise.all([signUp(system.baseUrl, mailbox, 'alice'), signUp(system.baseUrl, mailbox, 'bob')]);
+  anonymous = new ApiClient(system.baseUrl);
+});
+afterAll(async () => {
+  await system?.stop();
+  await mailbox.stop();
+});
+
+const TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d+$/;
+
+async function createCard(user: TestUser, body: Record<string, unknown> = {}) {
+  const res = await user.client.post('/api/card', { card_html: html(uniqueText()), link: 'https://example.com/a', private: false, ...body });
+  if (res.status !== 200) throw new Error(`create failed: ${res.status} ${res.text}`);
+  return res.json as { card_metadata: any; duplicate: boolean };
+}
+
+describe('POST /api/card', () => {
+  it('creates a card and answers the full Card with author object, author_id and duplicate=false', async () => {
+    const text = uniqueText();
+    const res = await alice.client.post('/api/card', { card_html: `<p>${text}</p>`, link: 'https://example.com/x', private: false, tag_set: ['history', 'rome'], oc_file_path: '/docs/x.docx' });
+    expect(res.status).toBe(200);
+    expect(res.json.duplicate).toBe(false);
+    const card = res.json.card_metadata;
+    expect(card).toMatchObject({
+      id: expect.stringMatching(/^[0-9a-f-]{36}$/),
+      author_id: alice.id,
+      content: text,
+      card_html: `<p>${text}</p>`,
+      link: 'https://example.com/x',
+      vector_point_id: null,
+      total_upvotes: 0,
+      total_downvotes: 0,
+      vote_by_current_user: null,
+      tag_set: 'history,rome',
+      file_id: null,
+      file_name: null,
+      private: false,
+      verification_score: null,
+      oc_file_path: '/docs/x.docx',
+    });
+    expect(card.author).toMatchObject({ id: alice.id, email: alice.email, username: null, website: null, visible_email: true });
+    expect(card.author.created_at).toMatch(TIMESTAMP);
+    expect(card.created_at).toMatch(TIMESTAMP);
+    expect(card.updated_at).toMatch(TIMESTAMP);
+
+    const read = await anonymous.get(`/api/card/${card.id}`);
+    expect(read.status).toBe(200);
+    expect(read.json).toMatchObject({ id: card.id, content: text, tag_set: 'history,rome', author: { id: alice.id } });
+    expect(read.json.author_id).toBeUndefined();
+  });
+
+  it('sanitizes script tags, event handlers and javascript: links; content is the text', async () => {
+    const text = uniqueText();
+    const dirty = `<h2 onclick="steal()">Title</h2><p onmouseover="x()" style="color:red">${text} <a href="javascript:alert(1)">bad</a> <a href="https://ok.example/p">good</a></p><script>alert("xss")</script><img src=x onerror=alert(1)><iframe src="https://evil"></iframe>`;
+    const res = await alice.client.post('/api/card', { card_html: dirty, link: '', private: false });
+    expect(res.status).toBe(200);
+    const card = res.json.card_metadata;
+    expect(card.card_html).not.toMatch(/script|onclick|onmouseover|onerror|javascript:|<img|iframe|style=/i);
+    expect(card.card_html).toContain('<h2>Title</h2>');
+    expect(card.card_html).toContain('<a href="https://ok.example/p">good</a>');
+    expect(card.content).toBe(`Title\n${text} bad good`);
+    expect(card.content).not.toContain('alert');
+  });
+
+  it('rejects invalid input with 400 and a message naming the field', async () => {
+    const cases: [Record<string, unknown>, RegExp][] = [
+      [{ card_html: html(uniqueText(70)), link: '', private: false }, /card_html.*more than 70 words/],
+      [{ card_html: `<p>${uniqueText(30)}</p><script>${uniqueText(60)}</script>`, link: '', private: false }, /card_html/],
+      [{ card_html: html(uniqueText(5001)), link: '', private: false }, /card_html.*at most 5000 words/],
+      [{ card_html: html(Array.from({ length: 100 }, () => 'x'.repeat(300)).join(' ')), link: '', private: false }, /card_html.*29000 characters/],
+      [{ link: '', private: false }, /card_html: is required/],
+      [{ card_html: 42, link: '', private: false }, /card_html: must be a string/],
+      [{ card_html: html(uniqueText()), private: false }, /link: is required/],
+      [{ card_html: html(uniqueText()), link: 'ftp://x.example/a', private: false }, /link/],
+      [{ card_html: html(uniqueText()), link: 'not a url', private: false }, /link/],
+      [{ card_html: html(uniqueText()), link: '' }, /private/],
+      [{ card_html: html(uniqueText()), link: '', private: 'maybe' }, /private/],
+      [{ card_html: html(uniqueText()), link: '', private: false, tag_set: [1, 2] }, /tag_set/],
+      [{ card_html: html(uniqueText()), link: '', private: false, file_uuid: 'nope' }, /file_uuid: must be a UUID/],
+    ];
+    const before = (await anonymous.get('/api/card/count')).json.total_count;
+    for (const [body, message] of cases) {
+      const res = await alice.client.post('/api/card', body);
+      expect({ body: Object.keys(body), status: res.status }).toEqual({ body: Object.keys(body), status: 400 });
+      expect(res.json.message).toMatch(message);
+    }
+    const malformed = await alice.client.request('POST', '/api/card', '{"card_html": ', { 'content-type': 'application/json' });
+    expect(malformed.status).toBe(400);
+    expect((await alice.client.post('/api/card', [1, 2])).status).toBe(400);
+    expect((await anonymous.get('/api/card/count')).json.total_count).toBe(before);
+  });
+
+  it('an unknown file_uuid is 400 (or 503 while the files service cannot answer)', async () => {
+    const res = await alice.client.post('/api/card', { card_html: html(uniqueText()), link: '', private: false, file_uuid: '00000000-0000-4000-8000-000000000000' });
+    expect([400, 503]).toContain(res.status);
+    if (res.status === 400) expect(res.json.message).toMatch(/file_uuid/);
+  });
+
+  it('requires a login to create', async () => {
+    const res = await anonymous.post('/api/card', { card_html: html(uniqueText()), link: '', private: false });
+    expect(res.status).toBe(401);
+  });
+});
+
+describe('private cards', () => {
+  it('are readable by their owner only; others and anonymous get 404', async () => {
+    const { card_metadata: card } = await createCard(alice, { private: true });
+    expect((await alice.client.get(`/api/card/${card.id}`)).json.private).toBe(true);
+    const byBob = await bob.client.get(`/api/card/${card.id}`);
+    expect(byBob.status).toBe(404);
+    expect(byBob.json.message).toEqual(expect.any(String));
+    expect((await anonymous.get(`/api/card/${card.id}`)).status).toBe(404);
+    expect((await bob.client.put('/api/card/update', { card_uuid: card.id, link: 'https://x.example' })).status).toBe(404);
+    expect((await bob.client.delete(`/api/card/${card.id}`)).status).toBe(404);
+  });
+});
+
+describe('GET /api/card/:card_id', () => {
+  it('is 400 on a bad UUID and 404 on an unknown card', async () => {
+    expect((await anonymous.get('/api/card/not-a-uuid')).status).toBe(400);
+    expect((await anonymous.get('/api/card/00000000-0000-4000-8000-000000000000')).status).toBe(404);
+  });
+});
+
+describe('PUT /api/card/update', () => {
+  it('updates html (re-deriving content), link and privacy; answers 204', async () => {
+    const { card_metadata: card } = await createCard(alice);
+    const text = uniqueText();
+    const res = await alice.client.put('/api/card/update', { card_uuid: card.id, card_html: `<p>${text}</p><script>x()</script>`, link: 'https://new.example/', private: true });
+    expect(res.status).toBe(204);
+    const read = await alice.client.get(`/api/card/${card.id}`);
+    expect(read.json).toMatchObject({ content: text, card_html: `<p>${text}</p>`, link: 'https://new.example/', private: true });
+    expect(new Date(read.json.updated_at + 'Z').getTime()).toBeGreaterThan(new Date(card.updated_at + 'Z').getTime());
+    expect((await bob.client.get(`/api/card/${card.id}`)).status).toBe(404);
+  });
+
+  it("is 403 on someone else's visible card, and changes nothing", async () => {
+    const { card_metadata: card } = await createCard(alice);
+    const res = await bob.client.put('/api/card/update', { card_uuid: card.id, link: 'https://bob.example' });
+    expect(res.status).toBe(403);
+    expect((await anonymous.get(`/api/card/${card.id}`)).json.link).toBe(card.link);
+  });
+
+  it('rejects bad input with 400 and keeps the card', async () => {
+    const { card_metadata: card } = await createCard(alice);
+    for (const body of [
+      { card_uuid: 'x' },
+      {},
+      { card_uuid: card.id, card_html: html(uniqueText(10)) },
+      { card_uuid: card.id, link: 'javascript:alert(1)' },
+      { card_uuid: card.id, private: 'perhaps' },
+    ]) {
+      const res = await alice.client.put('/api/card/update', body);
+      expect(res.status).toBe(400);
+      expect(res.json.message).toEqual(expect.any(String));
+    }
+    expect((await alice.client.get(`/api/card/${card.id}`)).json.content).toBe(card.content);
+    expect((await anonymous.put('/api/card/update', { card_uuid: card.id, link: '' })).status).toBe(401);
+  });
+});
+
+describe('DELETE /api/card/:card_id', () => {
+  it('deletes own cards (204, then 404); 403 for others; 400 bad id; 401 anonymous', async () => {
+    const { card_metadata: card } = await createCard(alice);
+    expect((await bob.client.delete(`/api/card/${card.id}`)).status).toBe(403);
+    expect((await anonymous.delete(`/api/card/${card.id}`)).status).toBe(401);
+    expect((await alice.client.delete('/api/card/123')).status).toBe(400);
+    expect((await alice.client.delete(`/api/card/${card.id}`)).status).toBe(204);
+    expect((await anonymous.get(`/api/card/${card.id}`)).status).toBe(404);
+    expect((await alice.client.delete(`/api/card/${card.id}`)).status).toBe(404);
+  });
+});
+
+describe('duplicates', () => {
+  it('an exact copy (modulo case, spacing, punctuation and markup) is a collision; deleting the root promotes it', async () => {
+    const text = uniqueText(90);
+    const root = await createCard(alice, { card_html: html(text) });
+    expect(root.duplicate).toBe(false);
+    const copy = await createCard(bob, { card_html: `<h1>${text.toUpperCase().replace(/ /g, ',  ')}!</h1>` });
+    expect(copy.duplicate).toBe(true);
+    expect(copy.card_metadata.vector_point_id).toBeNull();
+
+    expect((await alice.client.delete(`/api/card/${root.card_metadata.id}`)).status).toBe(204);
+    const third = await createCard(alice, { card_html: html(text) });
+    expect(third.duplicate).toBe(true);
+    const promoted = await anonymous.get(`/api/card/${copy.card_metadata.id}`);
+    expect(promoted.status).toBe(200);
+  });
+
+  it('a near copy (word-shingle Jaccard >= 0.9) is a collision, a distinct card on the same topic is not', async () => {
+    const words = uniqueText(300).split(' ');
+    const root = await createCard(alice, { card_html: html(words.join(' ')) });
+    const near = [...words];
+    near[150] = 'changedword';
+    const copy = await createCard(bob, { card_html: html(near.join(' ')) });
+    expect(copy.duplicate).toBe(true);
+    const distinct = await createCard(bob, { card_html: html(`${words.slice(0, 60).join(' ')} ${uniqueText(240)}`) });
+    expect(distinct.duplicate).toBe(false);
+    expect(root.duplicate).toBe(false);
+  });
+
+  it("another user's private card is never a duplicate root, and a private duplicate cannot be made public", async () => {
+    const text = uniqueText();
+    await createCard(alice, { card_html: html(text), private: true });
+    const bobs = await createCard(bob, { card_html: html(text) });
+    expect(bobs.duplicate).toBe(false);
+
+    const privateCopy = await createCard(alice, { card_html: html(`${text}.`), private: true });
+    expect(privateCopy.duplicate).toBe(true);
+    const res = await alice.client.put('/api/card/update', { card_uuid: privateCopy.card_metadata.id, private: false });
+    expect(res.status).toBe(400);
+    expect(res.json.message).toMatch(/private/);
+    expect((await alice.client.get(`/api/card/${privateCopy.card_metadata.id}`)).json.private).toBe(true);
+  });
+});
+
+describe('GET /api/card/count', () => {
+  it('counts every card, collisions and private ones included', async () => {
+    const before = (await anonymous.get('/api/card/count')).json.total_count as number;
+    const text = uniqueText();
+    await createCard(alice, { card_html: html(text) });
+    await createCard(bob, { card_html: html(text) });
+    await createCard(bob, { private: true });
+    const after = await anonymous.get('/api/card/count');
+    expect(after.status).toBe(200);
+    expect(after.json).toEqual({ total_count: before + 3 });
+  });
+});

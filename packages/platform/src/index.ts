@@ -13,4 +13,5 @@ export * from './events/outbox';
 export * from './events/sqlite-event-log';
 export * from './events/kafka-event-bus';
 export * from './events/create-event-bus';
+export * from './mongo';
 export * from './service';

@@ -1,0 +1,2 @@
+export * from './mongo-connection';
+export * from './mongo-outbox';

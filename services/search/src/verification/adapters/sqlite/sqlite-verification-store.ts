@@ -1,0 +1,144 @@
+import { SQLITE_OUTBOX_MIGRATION, SqliteOutboxStore, appendToSqliteOutbox, openSqlite, type OutboxStore, type OutgoingEvent, type SqliteDatabase } from '@cards/platform';
+import type { NewVerificationJob, VerificationJob, VerificationOutcome, VerificationStatus } from '../../domain/model';
+import type { VerificationStore } from '../../domain/ports';
+
+const MIGRATIONS = [
+  `CREATE TABLE verification_jobs (
+     seq INTEGER PRIMARY KEY AUTOINCREMENT,
+     id TEXT NOT NULL UNIQUE,
+     source_event_id TEXT NOT NULL UNIQUE,
+     card_id TEXT NOT NULL, author_id TEXT NOT NULL, link TEXT NOT NULL, content TEXT NOT NULL,
+     status TEXT NOT NULL, attempts INTEGER NOT NULL DEFAULT 0, due_at TEXT NOT NULL,
+     score INTEGER, failure TEXT, result_event_id TEXT,
+     created_at TEXT NOT NULL, completed_at TEXT);
+   CREATE INDEX verification_jobs_runnable ON verification_jobs(status, due_at, seq);
+   CREATE INDEX verification_jobs_card ON verification_jobs(card_id, status);`,
+  SQLITE_OUTBOX_MIGRATION,
+];
+
+interface JobRow {
+  id: string;
+  source_event_id: string;
+  card_id: string;
+  author_id: string;
+  link: string;
+  content: string;
+  status: VerificationStatus;
+  attempts: number;
+  due_at: string;
+  score: number | null;
+  failure: string | null;
+  created_at: string;
+}
+
+function fromPrimitives(r: JobRow): VerificationJob {
+  return {
+    id: r.id,
+    sourceEventId: r.source_event_id,
+    cardId: r.card_id,
+    authorId: r.author_id,
+    link: r.link,
+    content: r.content,
+    status: r.status,
+    attempts: r.attempts,
+    dueAt: new Date(r.due_at),
+    score: r.score,
+    failure: r.failure,
+    createdAt: new Date(r.created_at),
+  };
+}
+
+/**
+ * Verification jobs and results in the verification module's own SQLite file (DATA_DIR/search/verification.db),
+ * with the transactional outbox beside them: a result and its CardVerified event commit together.
+ */
+export class SqliteVerificationStore implements VerificationStore {
+  private readonly db: SqliteDatabase;
+
+  constructor(path: string) {
+    this.db = openSqlite(path, MIGRATIONS);
+  }
+
+  /** The outbox the relay drains to the event bus. */
+  outbox(): OutboxStore {
+    return new SqliteOutboxStore(this.db);
+  }
+
+  async enqueue(job: NewVerificationJob): Promise<boolean> {
+    return this.db.transaction(() => {
+      const inserted = this.db
+        .prepare(
+          `INSERT INTO verification_jobs (id, source_event_id, card_id, author_id, link, content, status, attempts, due_at, created_at)
+           VALUES (?, ?, ?, ?, ?, ?, 'pending', 0, ?, ?) ON CONFLICT DO NOTHING`,
+        )
+        .run(job.id, job.sourceEventId, job.cardId, job.authorId, job.link, job.content, job.createdAt.toISOString(), job.createdAt.toISOString());
+      if (inserted.changes === 0) return false;
+      this.db
+        .prepare(`UPDATE verification_jobs SET status = 'superseded' WHERE card_id = ? AND status = 'pending' AND seq < ?`)
+        .run(job.cardId, inserted.lastInsertRowid);
+      return true;
+    })();
+  }
+
+  async claim(limit: number, now: Date): Promise<VerificationJob[]> {
+    if (limit <= 0) return [];
+    return this.db.transaction(() => {
+      const rows = this.db
+        .prepare(
+          `SELECT * FROM verification_jobs j
+           WHERE j.status = 'pending' AND j.due_at <= ?
+             AND NOT EXISTS (SELECT 1 FROM verification_jobs r WHERE r.card_id = j.card_id AND r.status = 'running')
+           ORDER BY j.due_at, j.seq LIMIT ?`,
+        )
+        .all(now.toISOString(), limit * 4) as JobRow[];
+      const claimed: JobRow[] = [];
+      const cards = new Set<string>();
+      const mark = this.db.prepare(`UPDATE verification_jobs SET status = 'running' WHERE id = ? AND status = 'pending'`);
+      for (const row of rows) {
+        if (claimed.length >= limit || cards.has(row.card_id)) continue;
+        if (mark.run(row.id).changes === 1) {
+          cards.add(row.card_id);
+          claimed.push({ ...row, status: 'running' });
+        }
+      }
+      return claimed.map(fromPrimitives);
+    })();
+  }
+
+  async retryLater(jobId: string, attempts: number, dueAt: Date, lastFailure: string): Promise<void> {
+    this.db
+      .prepare(`UPDATE verification_jobs SET status = 'pending', attempts = ?, due_at = ?, failure = ? WHERE id = ? AND status = 'running'`)
+      .run(attempts, dueAt.toISOString(), lastFailure, jobId);
+  }
+
+  async complete(jobId: string, outcome: VerificationOutcome, events: OutgoingEvent[]): Promise<boolean> {
+    return this.db.transaction(() => {
+      const done = this.db
+        .prepare(
+          `UPDATE verification_jobs SET status = 'done', score = ?, failure = ?, result_event_id = ?, completed_at = ?, attempts = attempts + 1
+           WHERE id = ? AND status = 'running'`,
+        )
+        .run(outcome.score, outcome.failure, outcome.eventId, outcome.completedAt.toISOString(), jobId);
+      if (done.changes === 0) return false;
+      appendToSqliteOutbox(this.db, events);
+      return true;
+    })();
+  }
+
+  async cancelCard(cardId: string): Promise<number> {
+    return this.db.prepare(`UPDATE verification_jobs SET status = 'cancelled' WHERE card_id = ? AND status IN ('pending', 'running')`).run(cardId).changes;
+  }
+
+  async requeueInterrupted(): Promise<number> {
+    return this.db.prepare(`UPDATE verification_jobs SET status = 'pending' WHERE status = 'running'`).run().changes;
+  }
+
+  async find(jobId: string): Promise<VerificationJob | null> {
+    const row = this.db.prepare('SELECT * FROM verification_jobs WHERE id = ?').get(jobId) as JobRow | undefined;
+    return row ? fromPrimitives(row) : null;
+  }
+
+  async close(): Promise<void> {
+    if (this.db.open) this.db.close();
+  }
+}

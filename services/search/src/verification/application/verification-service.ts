@@ -1,0 +1,102 @@
+import { Topics, newId, type Logger } from '@cards/platform';
+import { events } from '@cards/proto';
+import type { VerificationJob } from '../domain/model';
+import type { PageFetcher, PageTextExtractor, SimilarityScorer, VerificationStore } from '../domain/ports';
+
+export interface VerificationServiceDeps {
+  store: VerificationStore;
+  fetcher: PageFetcher;
+  text: PageTextExtractor;
+  scorer: SimilarityScorer;
+  logger: Logger;
+  /** Fetch attempts per verification for transient failures (timeouts, resets, 5xx) before scoring 0. */
+  maxAttempts: number;
+  /** First retry delay; doubles per attempt. */
+  retryBaseMs: number;
+  clock?: () => Date;
+}
+
+export type CardEventEffect = 'enqueued' | 'replayed' | 'cancelled' | 'ignored';
+
+/**
+ * Content verification: a card created with a link, or whose link or content changed, gets its page
+ * fetched and compared with its content (token_set_ratio 0-100); the result is announced as
+ * CardVerified (cards stores it as verification_score, notifications tells the author).
+ * An unusable page (unreachable, refused, not HTML, too large) scores 0 and is announced too.
+ */
+export class VerificationService {
+  private readonly clock: () => Date;
+
+  constructor(private readonly deps: VerificationServiceDeps) {
+    this.clock = deps.clock ?? (() => new Date());
+  }
+
+  /** Decides what a card event asks for; idempotent per event id. */
+  async onCardEvent(event: events.CardEvent): Promise<CardEventEffect> {
+    const kind = event.kind;
+    if (!kind || !event.eventId) return 'ignored';
+    if (kind.$case === 'deleted') {
+      await this.deps.store.cancelCard(kind.value.cardId);
+      return 'cancelled';
+    }
+    const card = kind.value.card;
+    if (!card?.id || !card.authorId) return 'ignored';
+    if (kind.$case === 'updated') {
+      if (!kind.value.contentChanged && !kind.value.linkChanged) return 'ignored';
+      // The link was removed: a verification still waiting for the old link is moot.
+      if (!card.link.trim()) {
+        await this.deps.store.cancelCard(card.id);
+        return 'cancelled';
+      }
+    }
+    if (!card.link.trim()) return 'ignored';
+    const added = await this.deps.store.enqueue({
+      id: newId(),
+      sourceEventId: event.eventId,
+      cardId: card.id,
+      authorId: card.authorId,
+      link: card.link.trim(),
+      content: card.content,
+      createdAt: this.clock(),
+    });
+    return added ? 'enqueued' : 'replayed';
+  }
+
+  /** Fetches and scores one claimed job; a transient failure puts it back with backoff until attempts run out. */
+  async run(job: VerificationJob): Promise<'done' | 'retry' | 'discarded'> {
+    const { logger } = this.deps;
+    const fetched = await this.deps.fetcher.fetchPage(job.link);
+    const attempts = job.attempts + 1;
+    if (!fetched.ok && fetched.transient && attempts < this.deps.maxAttempts) {
+      const delay = this.deps.retryBaseMs * 2 ** (attempts - 1);
+      await this.deps.store.retryLater(job.id, attempts, new Date(this.clock().getTime() + delay), fetched.failure);
+      logger.info({ cardId: job.cardId, link: job.link, failure: fetched.failure, attempts, retryInMs: delay }, 'verification fetch failed; will retry');
+      return 'retry';
+    }
+    let score = 0;
+    let failure = '';
+    if (fetched.ok) {
+      try {
+        score = await this.deps.scorer.score(job.content, this.deps.text.textOf(fetched.html));
+      } catch (err) {
+        failure = `could not score the page: ${err instanceof Error ? err.message : String(err)}`;
+      }
+    } else failure = fetched.failure;
+    const eventId = newId();
+    const completedAt = this.clock();
+    const payload = events.CardVerified.encode({
+      eventId,
+      occurredAt: completedAt,
+      verificationId: job.id,
+      cardId: job.cardId,
+      authorId: job.authorId,
+      score,
+      link: job.link,
+      failure,
+    }).finish();
+    const recorded = await this.deps.store.complete(job.id, { score, failure, eventId, completedAt }, [{ topic: Topics.verification, key: job.cardId, payload }]);
+    if (!recorded) return 'discarded';
+    logger.info({ cardId: job.cardId, verificationId: job.id, score, failure: failure || undefined }, 'card verified');
+    return 'done';
+  }
+}

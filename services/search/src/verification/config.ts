@@ -1,0 +1,29 @@
+import { z } from 'zod';
+import { envBoolean, envInt } from '@cards/platform';
+
+/** Verification settings; merged into the search service's config schema. */
+export const verificationConfigFields = {
+  /** Let verification fetch private, loopback and link-local addresses (never in production). */
+  VERIFY_ALLOW_PRIVATE: envBoolean(false),
+  /** Comma-separated host:port pairs fetched whatever they resolve to (e.g. a test's own page server). */
+  VERIFY_ALLOW_HOSTS: z
+    .string()
+    .optional()
+    .superRefine((v, ctx) => {
+      for (const raw of (v ?? '').split(',').map((s) => s.trim()).filter(Boolean)) {
+        if (!/^(\[[^\]]+\]|[^:[\]\s]+):\d{1,5}$/.test(raw)) ctx.addIssue({ code: z.ZodIssueCode.custom, message: `"${raw}" is not host:port` });
+      }
+    }),
+  VERIFY_TIMEOUT_MS: envInt(10_000),
+  VERIFY_MAX_BYTES: envInt(5 * 1024 * 1024),
+  /** Verifications fetched and scored at once. */
+  VERIFY_CONCURRENCY: envInt(4),
+  /** Fetch attempts for transient failures (timeouts, resets, 5xx, 429) before the page counts as unreachable. */
+  VERIFY_MAX_ATTEMPTS: envInt(3),
+  VERIFY_RETRY_BASE_MS: envInt(1000),
+  /** Longest time one page may take to score (token_set_ratio is quadratic in text length). */
+  VERIFY_SCORE_TIMEOUT_MS: envInt(60_000),
+};
+
+export const verificationConfigSchema = z.object(verificationConfigFields);
+export type VerificationConfig = z.infer<typeof verificationConfigSchema>;

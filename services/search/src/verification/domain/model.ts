@@ -1,0 +1,38 @@
+/** A verification asked for by a card event: fetch `link`, compare its text with `content`. */
+export interface NewVerificationJob {
+  /** Also the verification id announced in CardVerified. */
+  id: string;
+  /** The card event that asked for it; one job per event. */
+  sourceEventId: string;
+  cardId: string;
+  authorId: string;
+  link: string;
+  content: string;
+  createdAt: Date;
+}
+
+export type VerificationStatus = 'pending' | 'running' | 'done' | 'superseded' | 'cancelled';
+
+export interface VerificationJob extends NewVerificationJob {
+  status: VerificationStatus;
+  /** Fetch attempts made so far. */
+  attempts: number;
+  dueAt: Date;
+  score: number | null;
+  failure: string | null;
+}
+
+export interface VerificationOutcome {
+  /** token_set_ratio 0-100; 0 when the page could not be used. */
+  score: number;
+  /** Empty on success; otherwise why the page could not be used. */
+  failure: string;
+  /** Id of the CardVerified event announcing it. */
+  eventId: string;
+  completedAt: Date;
+}
+
+export type PageFetchResult =
+  | { ok: true; html: string; finalUrl: string }
+  /** `transient`: worth trying again later (timeouts, resets, 5xx, 429); otherwise final. */
+  | { ok: false; failure: string; transient: boolean };

@@ -1,0 +1,55 @@
+import type { OutgoingEvent } from '@cards/platform';
+import type { NewVerificationJob, PageFetchResult, VerificationJob, VerificationOutcome } from './model';
+
+/** Resolves a host name to every address it has (A and AAAA), so each one can be checked before connecting. */
+export interface HostResolver {
+  /** Every address of the host; an empty list or a rejection when it does not resolve. */
+  resolve(hostname: string): Promise<string[]>;
+}
+
+/** Fetches the page behind a card's link, refusing addresses the policy forbids. Never throws: failures are results. */
+export interface PageFetcher {
+  fetchPage(link: string): Promise<PageFetchResult>;
+}
+
+/** The visible text of an HTML page (no markup, no scripts or styles). */
+export interface PageTextExtractor {
+  textOf(html: string): string;
+}
+
+/** Similarity of two texts as an integer 0-100 (token_set_ratio). */
+export interface SimilarityScorer {
+  score(cardText: string, pageText: string): Promise<number>;
+  close(): Promise<void>;
+}
+
+/**
+ * Durable queue and record of verifications. Jobs are keyed by the card event that asked for them,
+ * so a redelivered event enqueues nothing; a job's result and its CardVerified event are stored together.
+ */
+export interface VerificationStore {
+  /**
+   * Adds a pending job unless one for the same event exists (returns false then). Pending jobs of the
+   * same card that were asked for earlier are superseded: only the newest content and link matter.
+   */
+  enqueue(job: NewVerificationJob): Promise<boolean>;
+  /**
+   * Takes up to `limit` pending jobs whose time has come and marks them running, oldest first,
+   * never two of one card at once (so results of one card are published in order).
+   */
+  claim(limit: number, now: Date): Promise<VerificationJob[]>;
+  /** Puts a running job back to pending after a transient failure, to run again at `dueAt`. */
+  retryLater(jobId: string, attempts: number, dueAt: Date, lastFailure: string): Promise<void>;
+  /**
+   * Records the outcome and the events announcing it in one transaction. Returns false (recording
+   * nothing) when the job is no longer running, e.g. its card was deleted meanwhile.
+   */
+  complete(jobId: string, outcome: VerificationOutcome, events: OutgoingEvent[]): Promise<boolean>;
+  /** Drops pending jobs of a deleted card; a running one is discarded when it completes. */
+  cancelCard(cardId: string): Promise<number>;
+  /** Jobs left running by a crash go back to pending; called once at start-up. */
+  requeueInterrupted(): Promise<number>;
+  /** The stored outcome of one job, for tests and diagnostics. */
+  find(jobId: string): Promise<VerificationJob | null>;
+  close(): Promise<void>;
+}

@@ -1,0 +1,182 @@
+import { join } from 'node:path';
+import { OutboxRelay, Topics, createEventBus, type EventBus, type Logger, type Subscription } from '@cards/platform';
+import { events } from '@cards/proto';
+import { DnsHostResolver } from './adapters/dns/dns-host-resolver';
+import { WorkerFuzzballScorer } from './adapters/fuzzball/fuzzball-scorer';
+import { Htmlparser2PageText } from './adapters/htmlparser2/htmlparser2-page-text';
+import { SqliteVerificationStore } from './adapters/sqlite/sqlite-verification-store';
+import { UndiciPageFetcher } from './adapters/undici/undici-page-fetcher';
+import { VerificationService } from './application/verification-service';
+import { parseAllowedHosts } from './domain/address-policy';
+import { AddressGuard } from './domain/address-guard';
+import type { HostResolver, VerificationStore } from './domain/ports';
+import type { VerificationConfig } from './config';
+
+export const VERIFICATION_CONSUMER_GROUP = 'search-verification';
+
+/**
+ * Runs claimed jobs with at most `concurrency` in flight. Woken when a job is enqueued or finishes,
+ * and by a timer for retries that come due.
+ */
+export class VerificationRunner {
+  private active = 0;
+  private running = false;
+  private timer: NodeJS.Timeout | undefined;
+  private pumping: Promise<void> | undefined;
+  private again = false;
+  private readonly inFlight = new Set<Promise<void>>();
+
+  constructor(
+    private readonly store: VerificationStore,
+    private readonly service: VerificationService,
+    private readonly concurrency: number,
+    private readonly logger: Logger,
+    private readonly afterJob: () => void,
+    private readonly pollMs = 500,
+  ) {}
+
+  start(): void {
+    this.running = true;
+    this.timer = setInterval(() => this.kick(), this.pollMs);
+    this.timer.unref();
+    this.kick();
+  }
+
+  kick(): void {
+    if (!this.running) return;
+    if (this.pumping) {
+      this.again = true;
+      return;
+    }
+    this.pumping = this.pump()
+      .catch((err: unknown) => this.logger.error({ err }, 'verification runner could not claim jobs'))
+      .finally(() => {
+        this.pumping = undefined;
+        if (this.again) {
+          this.again = false;
+          this.kick();
+        }
+      });
+  }
+
+  /** Stops claiming and waits for the jobs in flight. */
+  async stop(): Promise<void> {
+    this.running = false;
+    if (this.timer) clearInterval(this.timer);
+    while (this.pumping) await this.pumping;
+    await Promise.all([...this.inFlight]);
+  }
+
+  private async pump(): Promise<void> {
+    const free = this.concurrency - this.active;
+    if (free <= 0) return;
+    const jobs = await this.store.claim(free, new Date());
+    for (const job of jobs) {
+      this.active++;
+      const task = this.service
+        .run(job)
+        .catch(async (err: unknown) => {
+          // Unexpected (store) failure: the job stays running until restart requeues it; log loudly.
+          this.logger.error({ err, verificationId: job.id, cardId: job.cardId }, 'verification job failed');
+        })
+        .then(() => undefined)
+        .finally(() => {
+          this.active--;
+          this.inFlight.delete(task);
+          this.afterJob();
+          this.kick();
+        });
+      this.inFlight.add(task);
+    }
+  }
+}
+
+export interface VerificationWorkerDeps {
+  config: VerificationConfig;
+  dataDir: string;
+  /** The service's event bus; when absent the worker opens (and closes) its own from DATA_DIR / KAFKA_BROKERS. */
+  bus?: EventBus;
+  kafkaBrokers?: string;
+  logger: Logger;
+  /** Defaults to the operating system's resolver; tests inject one. */
+  resolver?: HostResolver;
+}
+
+export interface VerificationWorker {
+  stop(): Promise<void>;
+}
+
+/**
+ * Content verification inside the search service: consumes card events (group search-verification),
+ * keeps a durable job queue in DATA_DIR/search/verification.db, fetches and scores with bounded
+ * concurrency, and publishes CardVerified through that database's outbox.
+ */
+export async function startVerificationWorker(deps: VerificationWorkerDeps): Promise<VerificationWorker> {
+  const { config } = deps;
+  const logger = deps.logger.child({ module: 'verification' });
+  const ownBus = deps.bus ? undefined : createEventBus({ DATA_DIR: deps.dataDir, KAFKA_BROKERS: deps.kafkaBrokers }, logger);
+  const bus = deps.bus ?? ownBus!;
+  const allowedHosts = parseAllowedHosts(config.VERIFY_ALLOW_HOSTS);
+  if (config.VERIFY_ALLOW_PRIVATE) logger.warn('VERIFY_ALLOW_PRIVATE=true: verification may fetch private and loopback addresses');
+  if (allowedHosts.size > 0) logger.info({ hosts: [...allowedHosts] }, 'verification may fetch these hosts whatever their address');
+
+  const store = new SqliteVerificationStore(join(deps.dataDir, 'search', 'verification.db'));
+  const fetcher = new UndiciPageFetcher({
+    guard: new AddressGuard(deps.resolver ?? new DnsHostResolver(), { allowPrivate: config.VERIFY_ALLOW_PRIVATE, allowedHosts }),
+    timeoutMs: config.VERIFY_TIMEOUT_MS,
+    maxBytes: config.VERIFY_MAX_BYTES,
+  });
+  const scorer = new WorkerFuzzballScorer(Math.max(1, Math.min(config.VERIFY_CONCURRENCY, 2)), config.VERIFY_SCORE_TIMEOUT_MS);
+  const service = new VerificationService({
+    store,
+    fetcher,
+    text: new Htmlparser2PageText(),
+    scorer,
+    logger,
+    maxAttempts: Math.max(1, config.VERIFY_MAX_ATTEMPTS),
+    retryBaseMs: config.VERIFY_RETRY_BASE_MS,
+  });
+  const relay = new OutboxRelay(store.outbox(), bus, logger);
+  const runner = new VerificationRunner(store, service, Math.max(1, config.VERIFY_CONCURRENCY), logger, () => relay.kick());
+
+  const requeued = await store.requeueInterrupted();
+  if (requeued > 0) logger.info({ requeued }, 'verification jobs interrupted by a restart were requeued');
+  relay.start();
+  runner.start();
+
+  let subscription: Subscription | undefined;
+  try {
+    subscription = await bus.subscribe({
+      group: VERIFICATION_CONSUMER_GROUP,
+      topics: [Topics.card],
+      handler: async (delivered) => {
+        let event: events.CardEvent;
+        try {
+          event = events.CardEvent.decode(delivered.payload);
+        } catch (err) {
+          logger.error({ err, offset: delivered.offset }, 'undecodable card event skipped');
+          return;
+        }
+        if ((await service.onCardEvent(event)) === 'enqueued') runner.kick();
+      },
+    });
+  } catch (err) {
+    await runner.stop();
+    await relay.stop();
+    await ownBus?.close();
+    throw err;
+  }
+
+  return {
+    async stop() {
+      await subscription?.close();
+      await runner.stop();
+      await relay.flush();
+      await relay.stop();
+      await scorer.close();
+      await fetcher.close();
+      await store.close();
+      await ownBus?.close();
+    },
+  };
+}

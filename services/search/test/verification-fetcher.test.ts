@@ -1,0 +1,153 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { buildConnector } from 'undici';
+import { UndiciPageFetcher } from '../src/verification/adapters/undici/undici-page-fetcher';
+import { DnsHostResolver } from '../src/verification/adapters/dns/dns-host-resolver';
+import { AddressGuard } from '../src/verification/domain/address-guard';
+import { hostPortKey } from '../src/verification/domain/address-policy';
+import type { HostResolver } from '../src/verification/domain/ports';
+
+async function listen(server: Server, host: string): Promise<number> {
+  await new Promise<void>((resolve) => server.listen(0, host, resolve));
+  return (server.address() as AddressInfo).port;
+}
+
+const PAGE = '<html><head><title>T</title><style>.x{color:red}</style></head><body><p>Hello &amp; welcome</p></body></html>';
+
+/** The page server the tests allow (VERIFY_ALLOW_HOSTS) and a loopback "victim" that must never be reached. */
+let pages: Server;
+let pagesPort: number;
+let victim: Server;
+let victimPort: number;
+const victimRequests: string[] = [];
+
+beforeAll(async () => {
+  pages = createServer((req: IncomingMessage, res: ServerResponse) => {
+    const url = req.url ?? '/';
+    if (url === '/page') return res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end(PAGE);
+    if (url === '/latin1') return res.writeHead(200, { 'content-type': 'text/html; charset=iso-8859-1' }).end(Buffer.from('<p>caf\xe9</p>', 'latin1'));
+    if (url === '/json') return res.writeHead(200, { 'content-type': 'application/json' }).end('{"a":1}');
+    if (url === '/big') return res.writeHead(200, { 'content-type': 'text/html' }).end('<p>' + 'a'.repeat(2048) + '</p>');
+    if (url === '/big-chunked') {
+      res.writeHead(200, { 'content-type': 'text/html' });
+      res.write('<p>' + 'a'.repeat(1500));
+      return res.end('b'.repeat(1500) + '</p>');
+    }
+    if (url === '/unavailable') return res.writeHead(503, { 'content-type': 'text/html' }).end('busy');
+    if (url === '/missing') return res.writeHead(404, { 'content-type': 'text/html' }).end('no');
+    if (url === '/hang') return; // never answers
+    if (url === '/to-page') return res.writeHead(302, { location: '/page' }).end();
+    if (url === '/to-victim') return res.writeHead(302, { location: `http://127.0.0.1:${victimPort}/secret` }).end();
+    if (url === '/to-victim-by-name') return res.writeHead(301, { location: `http://localhost:${victimPort}/secret` }).end();
+    if (url === '/to-file') return res.writeHead(302, { location: 'file:///etc/passwd' }).end();
+    if (url === '/loop') return res.writeHead(302, { location: '/loop' }).end();
+    res.writeHead(500).end();
+  });
+  pagesPort = await listen(pages, '127.0.0.1');
+  victim = createServer((req, res) => {
+    victimRequests.push(req.url ?? '');
+    res.writeHead(200, { 'content-type': 'text/html' }).end('<p>secret</p>');
+  });
+  victimPort = await listen(victim, '::'); // dual stack: 127.0.0.1 and ::1 both reach it
+});
+afterAll(async () => {
+  pages.closeAllConnections();
+  await new Promise((r) => pages.close(r));
+  await new Promise((r) => victim.close(r));
+});
+
+function fetcherWith(options: { resolver?: HostResolver; timeoutMs?: number; maxBytes?: number; baseConnector?: buildConnector.connector; allowPrivate?: boolean } = {}) {
+  const guard = new AddressGuard(options.resolver ?? new DnsHostResolver(), {
+    allowPrivate: options.allowPrivate ?? false,
+    allowedHosts: new Set([hostPortKey('127.0.0.1', pagesPort)]),
+  });
+  return new UndiciPageFetcher({ guard, timeoutMs: options.timeoutMs ?? 5000, maxBytes: options.maxBytes ?? 5 * 1024 * 1024, baseConnector: options.baseConnector });
+}
+
+describe('UndiciPageFetcher', () => {
+  const fetcher = () => fetcherWith();
+
+  it('fetches an HTML page from an allowed host and follows a same-host redirect', async () => {
+    const f = fetcher();
+    await expect(f.fetchPage(`http://127.0.0.1:${pagesPort}/page`)).resolves.toEqual({ ok: true, html: PAGE, finalUrl: `http://127.0.0.1:${pagesPort}/page` });
+    await expect(f.fetchPage(`http://127.0.0.1:${pagesPort}/to-page`)).resolves.toMatchObject({ ok: true, html: PAGE });
+    await f.close();
+  });
+
+  it('decodes the declared charset', async () => {
+    const f = fetcher();
+    const result = await f.fetchPage(`http://127.0.0.1:${pagesPort}/latin1`);
+    expect(result.ok && result.html).toBe('<p>café</p>');
+    await f.close();
+  });
+
+  it('refuses loopback literals, [::1], a name resolving to loopback and a redirect to loopback; the victim receives nothing', async () => {
+    const f = fetcher();
+    for (const link of [
+      `http://127.0.0.1:${victimPort}/secret`,
+      `http://[::1]:${victimPort}/secret`,
+      `http://localhost:${victimPort}/secret`,
+      `http://[::ffff:127.0.0.1]:${victimPort}/secret`,
+      `http://2130706433:${victimPort}/secret`,
+      `http://127.0.0.1:${pagesPort}/to-victim`,
+      `http://127.0.0.1:${pagesPort}/to-victim-by-name`,
+    ]) {
+      const result = await f.fetchPage(link);
+      expect(result).toMatchObject({ ok: false, transient: false, failure: expect.stringMatching(/^refused/) });
+    }
+    expect(victimRequests).toEqual([]);
+    await f.close();
+  });
+
+  it('never opens a connection to a host resolving to a private address (injected resolver, spy connector)', async () => {
+    const connects: string[] = [];
+    const spy: buildConnector.connector = (opts, callback) => {
+      connects.push(opts.hostname);
+      callback(new Error('the test connector must not be reached'), null);
+    };
+    const resolver: HostResolver = {
+      async resolve(host) {
+        return ({ 'intranet.example': ['10.0.0.5'], 'metadata.example': ['169.254.169.254'], 'ula.example': ['fd00::1'], 'mapped.example': ['::ffff:172.16.0.1'] } as Record<string, string[]>)[host] ?? [];
+      },
+    };
+    const f = fetcherWith({ resolver, baseConnector: spy });
+    for (const host of ['intranet.example', 'metadata.example', 'ula.example', 'mapped.example']) {
+      await expect(f.fetchPage(`https://${host}/`)).resolves.toMatchObject({ ok: false, failure: expect.stringMatching(/^refused/) });
+    }
+    expect(connects).toEqual([]);
+    await f.close();
+  });
+
+  it('refuses non-http schemes, also after a redirect, and endless redirects', async () => {
+    const f = fetcher();
+    await expect(f.fetchPage('file:///etc/passwd')).resolves.toMatchObject({ ok: false, failure: expect.stringMatching(/scheme/) });
+    await expect(f.fetchPage('ftp://example.org/x')).resolves.toMatchObject({ ok: false, failure: expect.stringMatching(/scheme/) });
+    await expect(f.fetchPage('not a url')).resolves.toMatchObject({ ok: false, transient: false });
+    await expect(f.fetchPage(`http://127.0.0.1:${pagesPort}/to-file`)).resolves.toMatchObject({ ok: false, failure: expect.stringMatching(/scheme/) });
+    await expect(f.fetchPage(`http://127.0.0.1:${pagesPort}/loop`)).resolves.toMatchObject({ ok: false, failure: expect.stringMatching(/redirects/) });
+    await f.close();
+  });
+
+  it('accepts text/html only and caps the size, declared or streamed', async () => {
+    const f = fetcherWith({ maxBytes: 1024 });
+    await expect(f.fetchPage(`http://127.0.0.1:${pagesPort}/json`)).resolves.toMatchObject({ ok: false, transient: false, failure: expect.stringMatching(/not an HTML page/) });
+    await expect(f.fetchPage(`http://127.0.0.1:${pagesPort}/big`)).resolves.toMatchObject({ ok: false, failure: expect.stringMatching(/larger than 1024/) });
+    await expect(f.fetchPage(`http://127.0.0.1:${pagesPort}/big-chunked`)).resolves.toMatchObject({ ok: false, failure: expect.stringMatching(/larger than 1024/) });
+    await f.close();
+  });
+
+  it('classifies failures: 5xx and timeouts are transient, 404 and refused connections final or transient as they deserve', async () => {
+    const f = fetcherWith({ timeoutMs: 300 });
+    await expect(f.fetchPage(`http://127.0.0.1:${pagesPort}/unavailable`)).resolves.toMatchObject({ ok: false, transient: true, failure: 'the page answered HTTP 503' });
+    await expect(f.fetchPage(`http://127.0.0.1:${pagesPort}/missing`)).resolves.toMatchObject({ ok: false, transient: false, failure: 'the page answered HTTP 404' });
+    await expect(f.fetchPage(`http://127.0.0.1:${pagesPort}/hang`)).resolves.toMatchObject({ ok: false, transient: true, failure: 'timed out' });
+    await f.close();
+    // Nothing listens on the closed port: a refused connection may be a restart, so it is retried.
+    const closed = createServer();
+    const closedPort = await listen(closed, '127.0.0.1');
+    await new Promise((r) => closed.close(r));
+    const g = fetcherWith({ allowPrivate: true });
+    await expect(g.fetchPage(`http://127.0.0.1:${closedPort}/`)).resolves.toMatchObject({ ok: false, transient: true, failure: 'fetch failed: ECONNREFUSED' });
+    await g.close();
+  });
+});

@@ -1,0 +1,57 @@
+import { Htmlparser2PageText } from '../src/verification/adapters/htmlparser2/htmlparser2-page-text';
+import { InlineFuzzballScorer, ScoringTimeoutError, WorkerFuzzballScorer, tokenSetRatio } from '../src/verification/adapters/fuzzball/fuzzball-scorer';
+
+const text = new Htmlparser2PageText();
+
+describe('Htmlparser2PageText', () => {
+  it('keeps visible text, drops scripts, styles and markup, decodes entities and separates words at tags', () => {
+    const html = `<!doctype html><html><head><title>Tides</title><style>p { color: red }</style>
+      <script>var secret = "do not count me";</script></head>
+      <body><h1>Ocean&nbsp;tides</h1><p>The moon<br>pulls&amp;pushes</p><noscript>enable js</noscript>
+      <template><p>hidden template</p></template><div>water</div><svg><text>vector</text></svg></body></html>`;
+    const visible = text.textOf(html);
+    expect(visible).toBe('Tides Ocean tides The moon pulls&pushes water');
+    expect(visible).not.toMatch(/secret|color|enable js|template|vector/);
+  });
+
+  it('copes with broken markup', () => {
+    expect(text.textOf('<p>unclosed <b>bold <i>text')).toBe('unclosed bold text');
+    expect(text.textOf('')).toBe('');
+  });
+});
+
+describe('token_set_ratio scoring (fuzzball)', () => {
+  it('matches thefuzz reference values', () => {
+    // Values from thefuzz's documentation and test suite.
+    expect(tokenSetRatio('fuzzy was a bear', 'fuzzy fuzzy was a bear')).toBe(100);
+    expect(tokenSetRatio('new york mets vs atlanta braves', 'atlanta braves vs new york mets')).toBe(100);
+    expect(tokenSetRatio('', 'anything')).toBe(0);
+  });
+
+  it('scores a quoted excerpt high and unrelated text low', () => {
+    const page = 'Tides are caused by the gravitational pull of the moon and the sun on the oceans of the earth. ' + 'Many other unrelated words about harbours, ships and sailors appear on the same page. '.repeat(3);
+    expect(tokenSetRatio('Tides are caused by the gravitational pull of the moon and the sun.', page)).toBeGreaterThanOrEqual(90);
+    expect(tokenSetRatio('Quarterly revenue of the software company rose with cloud subscriptions.', page)).toBeLessThan(50);
+  });
+
+  it('the worker-thread scorer gives the same integers as the inline one', async () => {
+    const pool = new WorkerFuzzballScorer(2, 10_000);
+    const inline = new InlineFuzzballScorer();
+    const pairs: [string, string][] = [
+      ['fuzzy was a bear', 'fuzzy fuzzy was a bear'],
+      ['the quick brown fox', 'a slow green turtle'],
+      ['card about tides and the moon', 'page about the moon, tides and oceans'],
+    ];
+    const pooled = await Promise.all(pairs.map(([a, b]) => pool.score(a, b)));
+    expect(pooled).toEqual(await Promise.all(pairs.map(([a, b]) => inline.score(a, b))));
+    await pool.close();
+  });
+
+  it('stops a scoring task that runs past its time limit and keeps working afterwards', async () => {
+    const pool = new WorkerFuzzballScorer(1, 1000);
+    const words = Array.from({ length: 20_000 }, (_, i) => `w${i.toString(36)}x${(i * 7919).toString(36)}`);
+    await expect(pool.score(words.slice(0, 3000).join(' '), words.join(' '))).rejects.toBeInstanceOf(ScoringTimeoutError);
+    await expect(pool.score('fuzzy was a bear', 'fuzzy fuzzy was a bear')).resolves.toBe(100);
+    await pool.close();
+  });
+});

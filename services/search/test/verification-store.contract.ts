@@ -1,0 +1,135 @@
+import { randomUUID } from 'node:crypto';
+import type { NewVerificationJob } from '../src/verification/domain/model';
+import type { VerificationStore } from '../src/verification/domain/ports';
+
+let clock = Date.parse('2026-01-01T00:00:00.000Z');
+
+/** Test data builder: aJob().forCard(id).build() */
+export function aJob() {
+  const job: NewVerificationJob = {
+    id: randomUUID(),
+    sourceEventId: randomUUID(),
+    cardId: randomUUID(),
+    authorId: randomUUID(),
+    link: 'https://example.org/article',
+    content: 'some card content',
+    createdAt: new Date((clock += 1000)),
+  };
+  const builder = {
+    forCard: (cardId: string) => ((job.cardId = cardId), builder),
+    fromEvent: (eventId: string) => ((job.sourceEventId = eventId), builder),
+    build: () => ({ ...job }),
+  };
+  return builder;
+}
+
+const outcome = (score: number) => ({ score, failure: '', eventId: randomUUID(), completedAt: new Date() });
+const event = (key: string) => ({ topic: 'search.verification.v1', key, payload: new Uint8Array([1, 2, 3]) });
+const later = () => new Date(clock + 3_600_000);
+
+export interface VerificationStoreUnderTest {
+  store: VerificationStore;
+  /** Events the store has committed for publication (its outbox), oldest first. */
+  pendingEvents(): Promise<{ key: string }[]>;
+  cleanup(): Promise<void>;
+}
+
+/** The behaviour every VerificationStore adapter must have. */
+export function describeVerificationStoreContract(name: string, factory: () => Promise<VerificationStoreUnderTest>): void {
+  describe(`VerificationStore contract: ${name}`, () => {
+    let subject: VerificationStoreUnderTest;
+    let store: VerificationStore;
+    beforeEach(async () => {
+      subject = await factory();
+      store = subject.store;
+    });
+    afterEach(async () => {
+      await store.close();
+      await subject.cleanup();
+    });
+
+    it('enqueues one job per source event: a replayed event adds nothing', async () => {
+      const job = aJob().build();
+      expect(await store.enqueue(job)).toBe(true);
+      expect(await store.enqueue({ ...job, id: randomUUID() })).toBe(false);
+      const claimed = await store.claim(10, later());
+      expect(claimed.map((j) => j.id)).toEqual([job.id]);
+      expect(claimed[0]).toMatchObject({ ...job, status: 'running', attempts: 0 });
+    });
+
+    it('claims oldest first, at most the limit, never twice, and never two jobs of one card at once', async () => {
+      const a = aJob().build();
+      const b = aJob().build();
+      const c = aJob().build();
+      for (const j of [a, b, c]) await store.enqueue(j);
+      expect((await store.claim(2, later())).map((j) => j.id)).toEqual([a.id, b.id]);
+      expect((await store.claim(5, later())).map((j) => j.id)).toEqual([c.id]);
+      expect(await store.claim(5, later())).toEqual([]);
+
+      const card = randomUUID();
+      const first = aJob().forCard(card).build();
+      await store.enqueue(first);
+      expect((await store.claim(5, later())).map((j) => j.id)).toEqual([first.id]);
+      const second = aJob().forCard(card).build();
+      await store.enqueue(second);
+      expect(await store.claim(5, later())).toEqual([]);
+      expect(await store.complete(first.id, outcome(10), [event(card)])).toBe(true);
+      expect((await store.claim(5, later())).map((j) => j.id)).toEqual([second.id]);
+    });
+
+    it('a newer request for a card supersedes its pending one', async () => {
+      const card = randomUUID();
+      const older = aJob().forCard(card).build();
+      const newer = aJob().forCard(card).build();
+      await store.enqueue(older);
+      await store.enqueue(newer);
+      expect((await store.claim(5, later())).map((j) => j.id)).toEqual([newer.id]);
+      expect((await store.find(older.id))?.status).toBe('superseded');
+    });
+
+    it('retryLater puts a job back until its due time', async () => {
+      const job = aJob().build();
+      await store.enqueue(job);
+      await store.claim(1, later());
+      const due = new Date(later().getTime() + 60_000);
+      await store.retryLater(job.id, 1, due, 'timed out');
+      expect(await store.claim(1, later())).toEqual([]);
+      const again = await store.claim(1, due);
+      expect(again[0]).toMatchObject({ id: job.id, attempts: 1, failure: 'timed out' });
+    });
+
+    it('complete records the outcome and its events together, once', async () => {
+      const job = aJob().build();
+      await store.enqueue(job);
+      await store.claim(1, later());
+      expect(await subject.pendingEvents()).toEqual([]);
+      expect(await store.complete(job.id, outcome(77), [event(job.cardId)])).toBe(true);
+      expect(await store.find(job.id)).toMatchObject({ status: 'done', score: 77, failure: '' });
+      expect(await subject.pendingEvents()).toEqual([expect.objectContaining({ key: job.cardId })]);
+      expect(await store.complete(job.id, outcome(5), [event(job.cardId)])).toBe(false);
+      expect(await subject.pendingEvents()).toHaveLength(1);
+      expect((await store.find(job.id))?.score).toBe(77);
+    });
+
+    it('a deleted card cancels its pending and running jobs; a cancelled job records and announces nothing', async () => {
+      const card = randomUUID();
+      const running = aJob().forCard(card).build();
+      await store.enqueue(running);
+      await store.claim(1, later());
+      const pending = aJob().forCard(card).build();
+      await store.enqueue(pending);
+      expect(await store.cancelCard(card)).toBe(2);
+      expect(await store.complete(running.id, outcome(50), [event(card)])).toBe(false);
+      expect(await subject.pendingEvents()).toEqual([]);
+      expect(await store.claim(5, later())).toEqual([]);
+    });
+
+    it('jobs interrupted by a crash run again after requeueInterrupted', async () => {
+      const job = aJob().build();
+      await store.enqueue(job);
+      await store.claim(1, later());
+      expect(await store.requeueInterrupted()).toBe(1);
+      expect((await store.claim(1, later())).map((j) => j.id)).toEqual([job.id]);
+    });
+  });
+}

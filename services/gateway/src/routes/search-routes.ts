@@ -1,5 +1,97 @@
-import type { Router } from 'express';
+import type { Request, Router } from 'express';
+import { z } from 'zod';
+import { toApiTimestamp } from '@cards/platform';
+import type { cards, search } from '@cards/proto';
 import type { RouteDeps } from '../app';
+import { presentCardGroups } from '../presenters/card-presenter';
+import { pageParam, parseBody, tagList, uuidString } from '../http/validation';
 
-/** Routes of this resource; filled in by its issue. */
-export function registerSearchRoutes(_router: Router, _deps: RouteDeps): void {}
+/** Every search page holds 25 cards (DESIGN.md "Paging"). */
+export const SEARCH_PAGE_SIZE = 25;
+export const MAX_SEARCH_CONTENT_LENGTH = 2000;
+
+const content = z
+  .string({ required_error: 'is required', invalid_type_error: 'must be a string' })
+  .max(MAX_SEARCH_CONTENT_LENGTH, `at most ${MAX_SEARCH_CONTENT_LENGTH} characters`)
+  .refine((v) => v.trim().length > 0, 'must not be empty');
+
+/** Links to include: an array of strings (one string is taken as a list of one). */
+const linkList = z
+  .union([z.array(z.string().max(2000, 'each link at most 2000 characters')).max(100, 'at most 100 links'), z.string().max(2000)], {
+    errorMap: () => ({ message: 'must be an array of strings' }),
+  })
+  .transform((v) => [...new Set((Array.isArray(v) ? v : [v]).map((l) => l.trim()).filter((l) => l.length > 0))]);
+
+export const cardSearchBody = z.object({
+  content,
+  tag_set: tagList.nullish().transform((v) => v ?? []),
+  link: linkList.nullish().transform((v) => v ?? []),
+});
+
+export const collectionSearchBody = cardSearchBody.extend({ collection_id: uuidString });
+
+/** A Collection as the interface shows it. */
+export function presentCollection(c: cards.Collection) {
+  return {
+    id: c.id,
+    author_id: c.authorId,
+    name: c.name,
+    description: c.description,
+    is_public: c.isPublic,
+    created_at: toApiTimestamp(c.createdAt),
+    updated_at: toApiTimestamp(c.updatedAt),
+  };
+}
+
+type Kind = 'semantic' | 'fulltext';
+
+/**
+ * Card and collection searches, semantic and full-text: the search service ranks root card ids, the cards service
+ * turns them into [root, ...visible collisions] groups in hit order, and each entry carries its hit's score.
+ */
+export function registerSearchRoutes(router: Router, { clients }: RouteDeps): void {
+  async function run(req: Request, kind: Kind, body: z.infer<typeof cardSearchBody>, collectionId?: string) {
+    const callerId = req.user?.id;
+    const request: search.SearchRequest = {
+      query: body.content,
+      tags: body.tag_set,
+      links: body.link,
+      callerId,
+      collectionId,
+      page: pageParam(req),
+      pageSize: SEARCH_PAGE_SIZE,
+    };
+    const result = kind === 'semantic' ? await clients.search.semanticSearch(request, { idempotent: true }) : await clients.search.fullTextSearch(request, { idempotent: true });
+    const scores = new Map(result.hits.map((h) => [h.cardId, h.score]));
+    const groups =
+      result.hits.length === 0 ? [] : (await clients.cards.getCardGroups({ cardIds: result.hits.map((h) => h.cardId), callerId }, { idempotent: true })).groups;
+    const entries = (await presentCardGroups(clients, groups, callerId)).map((entry) => ({ ...entry, score: scores.get(entry.metadata[0]!.id) ?? 0 }));
+    return { entries, totalPages: result.totalPages };
+  }
+
+  for (const [path, kind] of [
+    ['/card/search/:page', 'semantic'],
+    ['/card/fulltextsearch/:page', 'fulltext'],
+  ] as const) {
+    router.post(path, async (req, res) => {
+      pageParam(req);
+      const body = parseBody(cardSearchBody, req);
+      const { entries, totalPages } = await run(req, kind, body);
+      res.json(kind === 'semantic' ? { score_cards: entries, total_pages: totalPages } : { score_cards: entries, total_pages: totalPages, total_card_pages: totalPages });
+    });
+  }
+
+  for (const [path, kind] of [
+    ['/card_collection/search/:page', 'semantic'],
+    ['/card_collection/fulltextsearch/:page', 'fulltext'],
+  ] as const) {
+    router.post(path, async (req, res) => {
+      pageParam(req);
+      const body = parseBody(collectionSearchBody, req);
+      // NOT_FOUND (404) when the collection is missing or private to someone else.
+      const collection = await clients.cards.getCollection({ collectionId: body.collection_id, callerId: req.user?.id }, { idempotent: true });
+      const { entries, totalPages } = await run(req, kind, body, collection.id);
+      res.json({ bookmarks: entries, collection: presentCollection(collection), total_pages: totalPages });
+    });
+  }
+}

@@ -1,0 +1,97 @@
+import { request } from 'undici';
+import { UnavailableError } from '@cards/platform';
+import type { Embedder } from '../../domain/ports';
+
+export interface OpenAiEmbedderOptions {
+  /** Base URL of an OpenAI-compatible API (OpenAI, TEI, Ollama, vLLM); /v1/embeddings is appended unless present. */
+  url: string;
+  model: string;
+  apiKey?: string;
+  dimensions: number;
+  /** Near-duplicate cosine for texts of at least shortTextLength characters. */
+  duplicateThreshold: number;
+  /** Near-duplicate cosine for shorter texts (short texts vary less, so the bar is lower). */
+  shortDuplicateThreshold: number;
+  shortTextLength: number;
+  timeoutMs?: number;
+  /** Texts per request. */
+  batchSize?: number;
+}
+
+interface EmbeddingsResponse {
+  data?: { index?: number; embedding?: unknown }[];
+}
+
+/** Embeddings from an OpenAI-compatible `/v1/embeddings` endpoint; vectors are normalized to unit length. */
+export class OpenAiEmbedder implements Embedder {
+  readonly id: string;
+  readonly dimensions: number;
+  private readonly endpoint: string;
+
+  constructor(private readonly options: OpenAiEmbedderOptions) {
+    this.id = `openai:${options.model}:${options.dimensions}`;
+    this.dimensions = options.dimensions;
+    const base = options.url.replace(/\/+$/, '');
+    this.endpoint = base.endsWith('/embeddings') ? base : base.endsWith('/v1') ? `${base}/embeddings` : `${base}/v1/embeddings`;
+  }
+
+  async ready(): Promise<void> {}
+
+  async embed(texts: string[]): Promise<Float32Array[]> {
+    const batch = this.options.batchSize ?? 64;
+    const out: Float32Array[] = [];
+    for (let i = 0; i < texts.length; i += batch) out.push(...(await this.embedBatch(texts.slice(i, i + batch))));
+    return out;
+  }
+
+  duplicateThreshold(contentLength: number): number {
+    return contentLength < this.options.shortTextLength ? this.options.shortDuplicateThreshold : this.options.duplicateThreshold;
+  }
+
+  private async embedBatch(texts: string[]): Promise<Float32Array[]> {
+    if (texts.length === 0) return [];
+    // An empty input is rejected by most servers; it has no meaning, so it embeds to the zero vector.
+    const input = texts.map((t) => (t.trim() === '' ? ' ' : t));
+    let body: EmbeddingsResponse;
+    try {
+      const response = await request(this.endpoint, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          ...(this.options.apiKey ? { authorization: `Bearer ${this.options.apiKey}` } : {}),
+        },
+        body: JSON.stringify({ model: this.options.model, input }),
+        headersTimeout: this.options.timeoutMs ?? 30_000,
+        bodyTimeout: this.options.timeoutMs ?? 30_000,
+      });
+      if (response.statusCode !== 200) {
+        const text = await response.body.text();
+        throw new UnavailableError(`embeddings endpoint answered ${response.statusCode}: ${text.slice(0, 200)}`);
+      }
+      body = (await response.body.json()) as EmbeddingsResponse;
+    } catch (err) {
+      if (err instanceof UnavailableError) throw err;
+      throw new UnavailableError(`embeddings endpoint unreachable: ${err instanceof Error ? err.message : String(err)}`);
+    }
+    const data = Array.isArray(body.data) ? body.data : [];
+    if (data.length !== texts.length) throw new UnavailableError(`embeddings endpoint returned ${data.length} vectors for ${texts.length} texts`);
+    const ordered = [...data].sort((a, b) => (a.index ?? 0) - (b.index ?? 0));
+    return ordered.map((item, i) => {
+      const raw = item.embedding;
+      if (!Array.isArray(raw) || raw.length !== this.dimensions || !raw.every((x) => typeof x === 'number')) {
+        throw new UnavailableError(`embeddings endpoint returned a vector of the wrong shape (expected ${this.dimensions} numbers)`);
+      }
+      return texts[i]!.trim() === '' ? new Float32Array(this.dimensions) : unit(raw as number[]);
+    });
+  }
+}
+
+function unit(values: number[]): Float32Array {
+  let norm = 0;
+  for (const v of values) norm += v * v;
+  const out = new Float32Array(values.length);
+  if (norm === 0) return out;
+  const inv = 1 / Math.sqrt(norm);
+  for (let i = 0; i < values.length; i++) out[i] = values[i]! * inv;
+  return out;
+}

@@ -1,0 +1,435 @@
+import { openSqlite, type SqliteDatabase } from '@cards/platform';
+import type { IndexedCard, IndexHit, IndexPage, PageRequest, SearchScope } from '../../domain/model';
+import type { CardIndex } from '../../domain/ports';
+import { normalizedText, words } from '../../domain/text';
+import { Lexicon } from './lexicon';
+import { TopK, VectorMatrix } from './vector-matrix';
+
+const MIGRATIONS = [
+  `CREATE TABLE cards (
+     rowid INTEGER PRIMARY KEY,
+     card_id TEXT NOT NULL UNIQUE,
+     author_id TEXT NOT NULL,
+     content TEXT NOT NULL,
+     tags TEXT NOT NULL,
+     link TEXT NOT NULL,
+     private INTEGER NOT NULL,
+     collision_of TEXT,
+     vector BLOB NOT NULL,
+     vector_point_id TEXT NOT NULL,
+     updated_at INTEGER NOT NULL
+   );
+   CREATE TABLE removed_cards (card_id TEXT PRIMARY KEY, removed_at INTEGER NOT NULL);
+   CREATE TABLE bookmarks (
+     collection_id TEXT NOT NULL,
+     card_id TEXT NOT NULL,
+     added INTEGER NOT NULL,
+     at INTEGER NOT NULL,
+     PRIMARY KEY (collection_id, card_id)
+   );
+   CREATE INDEX bookmarks_by_card ON bookmarks (card_id);
+   CREATE VIRTUAL TABLE card_text USING fts5(text, tokenize = 'trigram', content = '', contentless_delete = 1);`,
+];
+
+export interface SqliteCardIndexOptions {
+  /** File path, or ':memory:'. */
+  path: string;
+  dimensions: number;
+  /** Scopes up to this many cards are ranked by exact cosine over all of them. */
+  exactScanLimit?: number;
+  /** Least number of candidates the sign-code pass hands to exact ranking (also at least 8x what is asked for). */
+  candidateFloor?: number;
+  /** Full-text matches score at least this (word-similarity, 0..1). */
+  minTextScore?: number;
+}
+
+interface CardRow {
+  rowid: number;
+  card_id: string;
+  author_id: string;
+  content: string;
+  tags: string;
+  link: string;
+  private: number;
+  collision_of: string | null;
+  vector: Buffer;
+  vector_point_id: string;
+  updated_at: number;
+}
+
+/** Share of the full-text score given to holding the exact query phrase. */
+const PHRASE_WEIGHT = 0.15;
+
+/**
+ * The embedded search index: rows in SQLite (the durable truth, with an FTS5 trigram table for phrase lookups),
+ * and, rebuilt from them at start, in-memory structures that answer queries: a vector matrix with sign codes
+ * and a word lexicon with trigram-corrected postings.
+ */
+export class SqliteCardIndex implements CardIndex {
+  private readonly db: SqliteDatabase;
+  private readonly vectors: VectorMatrix;
+  private readonly lexicon = new Lexicon();
+  private readonly exactScanLimit: number;
+  private readonly candidateFloor: number;
+  private readonly minTextScore: number;
+
+  // Per slot (one per searchable root card).
+  private slotCount = 0;
+  private readonly freeSlots: number[] = [];
+  private cardIds: (string | undefined)[] = [];
+  private rowids = new Int32Array(1024);
+  private authors = new Int32Array(1024);
+  private privates = new Uint8Array(1024);
+  private tags: (string[] | undefined)[] = [];
+  private links: string[] = [];
+  private slotWords: (Int32Array | undefined)[] = [];
+  private readonly slotOf = new Map<string, number>();
+  private readonly slotOfRowid = new Map<number, number>();
+  private readonly authorIds = new Map<string, number>();
+  private readonly collections = new Map<string, Set<string>>();
+  private scratchBest = new Float32Array(1024);
+  private scratchTotal = new Float32Array(1024);
+
+  constructor(options: SqliteCardIndexOptions) {
+    this.db = openSqlite(options.path, MIGRATIONS);
+    this.vectors = new VectorMatrix(options.dimensions);
+    this.exactScanLimit = options.exactScanLimit ?? 20_000;
+    this.candidateFloor = options.candidateFloor ?? 3_000;
+    this.minTextScore = options.minTextScore ?? 0.3;
+    this.load();
+  }
+
+  async upsert(card: IndexedCard): Promise<boolean> {
+    if (card.vector.length !== this.vectors.dimensions) throw new Error(`vector has ${card.vector.length} dimensions, the index ${this.vectors.dimensions}`);
+    const at = card.updatedAt.getTime();
+    const applied = this.db.transaction(() => {
+      if (this.db.prepare('SELECT 1 FROM removed_cards WHERE card_id = ?').get(card.cardId)) return false;
+      const existing = this.db.prepare('SELECT rowid, updated_at FROM cards WHERE card_id = ?').get(card.cardId) as { rowid: number; updated_at: number } | undefined;
+      if (existing && existing.updated_at > at) return false;
+      const vector = Buffer.from(card.vector.buffer, card.vector.byteOffset, card.vector.byteLength);
+      const values = [card.authorId, card.content, JSON.stringify(card.tags), card.link, card.private ? 1 : 0, card.collisionOf ?? null, vector, card.vectorPointId, at];
+      let rowid: number;
+      if (existing) {
+        rowid = existing.rowid;
+        this.db
+          .prepare('UPDATE cards SET author_id = ?, content = ?, tags = ?, link = ?, private = ?, collision_of = ?, vector = ?, vector_point_id = ?, updated_at = ? WHERE rowid = ?')
+          .run(...values, rowid);
+        this.db.prepare('DELETE FROM card_text WHERE rowid = ?').run(rowid);
+      } else {
+        rowid = Number(
+          this.db
+            .prepare('INSERT INTO cards (card_id, author_id, content, tags, link, private, collision_of, vector, vector_point_id, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)')
+            .run(card.cardId, ...values).lastInsertRowid,
+        );
+      }
+      if (!card.collisionOf) this.db.prepare('INSERT INTO card_text (rowid, text) VALUES (?, ?)').run(rowid, normalizedText(card.content));
+      this.applySnapshotBookmarks(card.cardId, card.collectionIds, at);
+      return rowid;
+    })();
+    if (applied === false) return false;
+    this.unslot(card.cardId);
+    if (!card.collisionOf) this.slot(applied, card);
+    return true;
+  }
+
+  async promote(cardId: string): Promise<boolean> {
+    const row = this.db.prepare('SELECT * FROM cards WHERE card_id = ?').get(cardId) as CardRow | undefined;
+    if (!row) return false;
+    if (row.collision_of === null) return true;
+    this.db.transaction(() => {
+      this.db.prepare('UPDATE cards SET collision_of = NULL WHERE rowid = ?').run(row.rowid);
+      this.db.prepare('INSERT INTO card_text (rowid, text) VALUES (?, ?)').run(row.rowid, normalizedText(row.content));
+    })();
+    this.slot(row.rowid, fromRow({ ...row, collision_of: null }));
+    return true;
+  }
+
+  async remove(cardId: string, removedAt: Date): Promise<void> {
+    this.db.transaction(() => {
+      const row = this.db.prepare('SELECT rowid FROM cards WHERE card_id = ?').get(cardId) as { rowid: number } | undefined;
+      if (row) {
+        this.db.prepare('DELETE FROM card_text WHERE rowid = ?').run(row.rowid);
+        this.db.prepare('DELETE FROM cards WHERE rowid = ?').run(row.rowid);
+      }
+      this.db.prepare('INSERT OR IGNORE INTO removed_cards (card_id, removed_at) VALUES (?, ?)').run(cardId, removedAt.getTime());
+      this.db.prepare('DELETE FROM bookmarks WHERE card_id = ?').run(cardId);
+    })();
+    this.unslot(cardId);
+    for (const members of this.collections.values()) members.delete(cardId);
+  }
+
+  async setBookmark(collectionId: string, cardId: string, added: boolean, at: Date): Promise<void> {
+    const changed = this.db.transaction(() => this.writeBookmark(collectionId, cardId, added, at.getTime()))();
+    if (changed) this.applyBookmarkInMemory(collectionId, cardId, added);
+  }
+
+  async get(cardId: string): Promise<IndexedCard | undefined> {
+    const row = this.db.prepare('SELECT * FROM cards WHERE card_id = ?').get(cardId) as CardRow | undefined;
+    return row ? fromRow(row, this.collectionIdsOf(cardId)) : undefined;
+  }
+
+  async count(): Promise<number> {
+    return this.slotOf.size;
+  }
+
+  async close(): Promise<void> {
+    if (this.db.open) this.db.close();
+  }
+
+  async nearest(query: Float32Array, scope: SearchScope, page: PageRequest): Promise<IndexPage> {
+    if (query.length !== this.vectors.dimensions) throw new Error(`query has ${query.length} dimensions, the index ${this.vectors.dimensions}`);
+    const eligible = this.eligibleSlots(scope);
+    const total = eligible.length;
+    const wanted = Math.min(page.offset + page.limit, total);
+    if (wanted <= page.offset) return { hits: [], total };
+    const top = new TopK(wanted);
+    if (total <= this.exactScanLimit) {
+      for (const slot of eligible) top.push(this.vectors.dot(slot, query), slot);
+    } else {
+      for (const slot of this.signCandidates(query, eligible, Math.max(this.candidateFloor, wanted * 8))) top.push(this.vectors.dot(slot, query), slot);
+    }
+    return { hits: this.toHits(top, page.offset), total };
+  }
+
+  /** Exact cosine over every eligible card: what nearest() approximates above exactScanLimit (for measuring). */
+  exactNearest(query: Float32Array, scope: SearchScope, limit: number): IndexHit[] {
+    const top = new TopK(limit);
+    for (const slot of this.eligibleSlots(scope)) top.push(this.vectors.dot(slot, query), slot);
+    return this.toHits(top, 0);
+  }
+
+  async matchText(query: string, scope: SearchScope, page: PageRequest): Promise<IndexPage> {
+    const queryWords = [...new Set(words(query))].slice(0, 32);
+    if (queryWords.length === 0) return { hits: [], total: 0 };
+    this.ensureScratch();
+    const best = this.scratchBest;
+    const total = this.scratchTotal;
+    const candidates: number[] = [];
+    const cards = this.slotOf.size;
+    let weightSum = 0;
+    for (const word of queryWords) {
+      const matches = this.lexicon.matches(word);
+      let frequency = 0;
+      for (const m of matches) frequency += this.lexicon.documentFrequency(m.wordId);
+      // Rare words tell more than common ones (idf); a word found nowhere still counts against every card.
+      const weight = Math.log(1 + cards / (1 + Math.min(cards, frequency)));
+      weightSum += weight;
+      const touched: number[] = [];
+      for (const m of matches) {
+        for (const slot of this.lexicon.postingsOf(m.wordId)) {
+          if (best[slot] === 0) touched.push(slot);
+          if (best[slot]! < m.similarity) best[slot] = m.similarity;
+        }
+      }
+      for (const slot of touched) {
+        if (total[slot] === 0) candidates.push(slot);
+        total[slot]! += weight * best[slot]!;
+        best[slot] = 0;
+      }
+    }
+    const phraseSlots = queryWords.length >= 2 ? this.slotsHoldingPhrase(normalizedText(query)) : undefined;
+    const filter = this.scopeFilter(scope);
+    const wanted = page.offset + page.limit;
+    const top = new TopK(wanted);
+    let matching = 0;
+    for (const slot of candidates) {
+      const wordScore = weightSum > 0 ? total[slot]! / weightSum : 0;
+      total[slot] = 0;
+      if (!filter(slot)) continue;
+      const score = phraseSlots ? (1 - PHRASE_WEIGHT) * wordScore + (phraseSlots.has(slot) ? PHRASE_WEIGHT : 0) : wordScore;
+      if (score < this.minTextScore) continue;
+      matching++;
+      top.push(score, slot);
+    }
+    return { hits: this.toHits(top, page.offset), total: matching };
+  }
+
+  /** Slots whose text contains the phrase, from the FTS5 trigram table (substring match). */
+  private slotsHoldingPhrase(phrase: string): Set<number> | undefined {
+    if (phrase.length < 3) return undefined;
+    const quoted = `"${phrase.slice(0, 200).replace(/"/g, '""')}"`;
+    const rows = this.db.prepare('SELECT rowid FROM card_text WHERE card_text MATCH ? LIMIT 50000').all(quoted) as { rowid: number }[];
+    const slots = new Set<number>();
+    for (const { rowid } of rows) {
+      const slot = this.slotOfRowid.get(rowid);
+      if (slot !== undefined) slots.add(slot);
+    }
+    return slots;
+  }
+
+  /** Eligible slots whose sign codes are nearest the query's: at least `count` of them (ties at the cut included). */
+  private signCandidates(query: Float32Array, eligible: Int32Array, count: number): Int32Array {
+    const code = this.vectors.codeOf(query);
+    const distances = new Uint8Array(eligible.length);
+    const histogram = new Uint32Array(this.vectors.dimensions + 1);
+    for (let i = 0; i < eligible.length; i++) {
+      const distance = this.vectors.hamming(eligible[i]!, code);
+      distances[i] = distance;
+      histogram[distance]!++;
+    }
+    let cut = 0;
+    for (let sum = 0; cut < histogram.length; cut++) {
+      sum += histogram[cut]!;
+      if (sum >= count) break;
+    }
+    const out: number[] = [];
+    for (let i = 0; i < eligible.length; i++) if (distances[i]! <= cut) out.push(eligible[i]!);
+    return Int32Array.from(out);
+  }
+
+  private toHits(top: TopK, offset: number): IndexHit[] {
+    return top
+      .sorted()
+      .slice(offset)
+      .map(({ score, slot }) => ({ cardId: this.cardIds[slot]!, score }));
+  }
+
+  private eligibleSlots(scope: SearchScope): Int32Array {
+    const filter = this.scopeFilter(scope);
+    const out = new Int32Array(this.slotCount);
+    let n = 0;
+    if (scope.collectionId !== undefined) {
+      for (const cardId of this.collections.get(scope.collectionId) ?? []) {
+        const slot = this.slotOf.get(cardId);
+        if (slot !== undefined && filter(slot)) out[n++] = slot;
+      }
+      return out.subarray(0, n).sort();
+    }
+    for (let slot = 0; slot < this.slotCount; slot++) if (filter(slot)) out[n++] = slot;
+    return out.subarray(0, n);
+  }
+
+  /** Whether a slot holds a card the scope allows: visible to the caller, tags, links, collection. */
+  private scopeFilter(scope: SearchScope): (slot: number) => boolean {
+    const caller = scope.callerId === undefined ? -1 : (this.authorIds.get(scope.callerId) ?? -2);
+    const tags = scope.tags.map((t) => t.trim().toLowerCase()).filter((t) => t.length > 0);
+    const links = scope.links.map((l) => l.trim().toLowerCase()).filter((l) => l.length > 0);
+    const members = scope.collectionId === undefined ? undefined : (this.collections.get(scope.collectionId) ?? new Set<string>());
+    return (slot) => {
+      const cardId = this.cardIds[slot];
+      if (cardId === undefined) return false;
+      if (this.privates[slot] === 1 && this.authors[slot] !== caller) return false;
+      if (tags.length > 0 && !this.tags[slot]!.some((t) => tags.includes(t))) return false;
+      if (links.length > 0 && !links.some((l) => this.links[slot]!.includes(l))) return false;
+      if (members && !members.has(cardId)) return false;
+      return true;
+    };
+  }
+
+  private slot(rowid: number, card: Omit<IndexedCard, 'collectionIds'>): void {
+    const slot = this.freeSlots.pop() ?? this.slotCount++;
+    this.ensureSlotCapacity(slot + 1);
+    this.vectors.set(slot, card.vector);
+    this.cardIds[slot] = card.cardId;
+    this.rowids[slot] = rowid;
+    let author = this.authorIds.get(card.authorId);
+    if (author === undefined) {
+      author = this.authorIds.size;
+      this.authorIds.set(card.authorId, author);
+    }
+    this.authors[slot] = author;
+    this.privates[slot] = card.private ? 1 : 0;
+    this.tags[slot] = card.tags.map((t) => t.trim().toLowerCase());
+    this.links[slot] = card.link.toLowerCase();
+    const wordIds = this.lexicon.intern(words(card.content));
+    this.slotWords[slot] = wordIds;
+    this.lexicon.addPostings(slot, wordIds);
+    this.slotOf.set(card.cardId, slot);
+    this.slotOfRowid.set(rowid, slot);
+  }
+
+  private unslot(cardId: string): void {
+    const slot = this.slotOf.get(cardId);
+    if (slot === undefined) return;
+    this.lexicon.removePostings(slot, this.slotWords[slot]!);
+    this.slotOf.delete(cardId);
+    this.slotOfRowid.delete(this.rowids[slot]!);
+    this.cardIds[slot] = undefined;
+    this.slotWords[slot] = undefined;
+    this.tags[slot] = undefined;
+    this.links[slot] = '';
+    this.freeSlots.push(slot);
+  }
+
+  private ensureSlotCapacity(slots: number): void {
+    this.vectors.ensureCapacity(slots);
+    if (slots <= this.rowids.length) return;
+    let capacity = this.rowids.length;
+    while (capacity < slots) capacity *= 2;
+    const grow = <T extends Int32Array | Uint8Array>(old: T, make: (n: number) => T): T => {
+      const next = make(capacity);
+      next.set(old);
+      return next;
+    };
+    this.rowids = grow(this.rowids, (n) => new Int32Array(n));
+    this.authors = grow(this.authors, (n) => new Int32Array(n));
+    this.privates = grow(this.privates, (n) => new Uint8Array(n));
+  }
+
+  private ensureScratch(): void {
+    if (this.scratchBest.length >= this.slotCount) return;
+    this.scratchBest = new Float32Array(this.rowids.length);
+    this.scratchTotal = new Float32Array(this.rowids.length);
+  }
+
+  /** A card event's list of collections: adds the ones not known yet, removes the ones no longer listed, unless a later bookmark event said otherwise. */
+  private applySnapshotBookmarks(cardId: string, collectionIds: readonly string[], at: number): void {
+    const listed = new Set(collectionIds);
+    const rows = this.db.prepare('SELECT collection_id, added FROM bookmarks WHERE card_id = ?').all(cardId) as { collection_id: string; added: number }[];
+    for (const id of listed) if (this.writeBookmark(id, cardId, true, at)) this.applyBookmarkInMemory(id, cardId, true);
+    for (const row of rows) {
+      if (row.added === 1 && !listed.has(row.collection_id) && this.writeBookmark(row.collection_id, cardId, false, at)) this.applyBookmarkInMemory(row.collection_id, cardId, false);
+    }
+  }
+
+  /** Last writer wins per (collection, card); true when the stored state changed. */
+  private writeBookmark(collectionId: string, cardId: string, added: boolean, at: number): boolean {
+    const row = this.db.prepare('SELECT added, at FROM bookmarks WHERE collection_id = ? AND card_id = ?').get(collectionId, cardId) as { added: number; at: number } | undefined;
+    if (row && (row.at > at || (row.at === at && row.added === (added ? 1 : 0)))) return false;
+    this.db
+      .prepare('INSERT INTO bookmarks (collection_id, card_id, added, at) VALUES (?, ?, ?, ?) ON CONFLICT (collection_id, card_id) DO UPDATE SET added = excluded.added, at = excluded.at')
+      .run(collectionId, cardId, added ? 1 : 0, at);
+    return true;
+  }
+
+  private applyBookmarkInMemory(collectionId: string, cardId: string, added: boolean): void {
+    let members = this.collections.get(collectionId);
+    if (added) {
+      if (!members) this.collections.set(collectionId, (members = new Set()));
+      members.add(cardId);
+    } else members?.delete(cardId);
+  }
+
+  private collectionIdsOf(cardId: string): string[] {
+    const rows = this.db.prepare('SELECT collection_id FROM bookmarks WHERE card_id = ? AND added = 1 ORDER BY collection_id').all(cardId) as { collection_id: string }[];
+    return rows.map((r) => r.collection_id);
+  }
+
+  private load(): void {
+    for (const row of this.db.prepare('SELECT collection_id, card_id FROM bookmarks WHERE added = 1').iterate() as Iterable<{ collection_id: string; card_id: string }>) {
+      this.applyBookmarkInMemory(row.collection_id, row.card_id, true);
+    }
+    for (const row of this.db.prepare('SELECT * FROM cards WHERE collision_of IS NULL ORDER BY rowid').iterate() as Iterable<CardRow>) {
+      if (row.vector.byteLength !== this.vectors.dimensions * 4) continue;
+      this.slot(row.rowid, fromRow(row));
+    }
+  }
+}
+
+function fromRow(row: CardRow, collectionIds: string[] = []): IndexedCard {
+  const vector = new Float32Array(row.vector.byteLength / 4);
+  new Uint8Array(vector.buffer).set(row.vector);
+  return {
+    cardId: row.card_id,
+    authorId: row.author_id,
+    content: row.content,
+    tags: JSON.parse(row.tags) as string[],
+    link: row.link,
+    private: row.private === 1,
+    collectionIds,
+    vector,
+    vectorPointId: row.vector_point_id,
+    ...(row.collision_of ? { collisionOf: row.collision_of } : {}),
+    updatedAt: new Date(row.updated_at),
+  };
+}

@@ -1,0 +1,77 @@
+import { InvalidArgumentError, isUuid } from '@cards/platform';
+import { totalPages, type IndexHit, type SearchScope } from '../domain/model';
+import type { CardIndex, Embedder } from '../domain/ports';
+
+export const MAX_QUERY_LENGTH = 2000;
+export const MAX_PAGE_SIZE = 100;
+
+export interface SearchQuery {
+  query: string;
+  tags: string[];
+  links: string[];
+  callerId?: string;
+  collectionId?: string;
+  /** 1-based. */
+  page: number;
+  pageSize: number;
+}
+
+export interface SearchResult {
+  hits: IndexHit[];
+  totalHits: number;
+  totalPages: number;
+}
+
+export interface NearDuplicate {
+  cardId: string;
+  cosine: number;
+  duplicate: boolean;
+}
+
+/** The search use cases: semantic and full-text search, near-duplicate lookup. */
+export class SearchService {
+  constructor(
+    private readonly index: CardIndex,
+    private readonly embedder: Embedder,
+  ) {}
+
+  async semanticSearch(query: SearchQuery): Promise<SearchResult> {
+    const { scope, offset, pageSize } = validate(query);
+    const [vector] = await this.embedder.embed([query.query]);
+    const page = await this.index.nearest(vector!, scope, { offset, limit: pageSize });
+    return { hits: page.hits, totalHits: page.total, totalPages: totalPages(page.total, pageSize) };
+  }
+
+  async fullTextSearch(query: SearchQuery): Promise<SearchResult> {
+    const { scope, offset, pageSize } = validate(query);
+    const page = await this.index.matchText(query.query, scope, { offset, limit: pageSize });
+    return { hits: page.hits, totalHits: page.total, totalPages: totalPages(page.total, pageSize) };
+  }
+
+  /** The root cards nearest to a new card's content that the caller may see, with this embedder's duplicate verdict. */
+  async findNearDuplicates(content: string, callerId: string | undefined, limit: number): Promise<NearDuplicate[]> {
+    if (content.trim() === '') throw new InvalidArgumentError('content: must not be empty');
+    if (callerId !== undefined && !isUuid(callerId)) throw new InvalidArgumentError('caller_id: must be a UUID');
+    const capped = Math.min(Math.max(limit || 1, 1), 25);
+    const [vector] = await this.embedder.embed([content]);
+    const page = await this.index.nearest(vector!, { callerId, tags: [], links: [] }, { offset: 0, limit: capped });
+    const threshold = this.embedder.duplicateThreshold(content.length);
+    return page.hits.map((hit) => ({ cardId: hit.cardId, cosine: hit.score, duplicate: hit.score >= threshold }));
+  }
+}
+
+function validate(query: SearchQuery): { scope: SearchScope; offset: number; pageSize: number } {
+  if (query.query.trim() === '') throw new InvalidArgumentError('content: must not be empty');
+  if (query.query.length > MAX_QUERY_LENGTH) throw new InvalidArgumentError(`content: at most ${MAX_QUERY_LENGTH} characters`);
+  if (!Number.isInteger(query.page) || query.page < 1) throw new InvalidArgumentError('page: must be a positive integer');
+  const pageSize = query.pageSize || 25;
+  if (!Number.isInteger(pageSize) || pageSize < 1 || pageSize > MAX_PAGE_SIZE) throw new InvalidArgumentError(`page_size: must be between 1 and ${MAX_PAGE_SIZE}`);
+  if (query.callerId !== undefined && !isUuid(query.callerId)) throw new InvalidArgumentError('caller_id: must be a UUID');
+  if (query.collectionId !== undefined && !isUuid(query.collectionId)) throw new InvalidArgumentError('collection_id: must be a UUID');
+  if (query.tags.length > 100 || query.links.length > 100) throw new InvalidArgumentError('tag_set/link: at most 100 entries');
+  return {
+    scope: { callerId: query.callerId, tags: query.tags, links: query.links, collectionId: query.collectionId?.toLowerCase() },
+    offset: (query.page - 1) * pageSize,
+    pageSize,
+  };
+}

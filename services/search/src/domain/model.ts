@@ -1,0 +1,58 @@
+/** What the index keeps about one root card. Collisions are not indexed on their own. */
+export interface IndexedCard {
+  cardId: string;
+  authorId: string;
+  /** Plain-text content: embedded for semantic search, tokenized for full-text search. */
+  content: string;
+  tags: string[];
+  link: string;
+  private: boolean;
+  /** Collections bookmarking the card. */
+  collectionIds: string[];
+  /** Unit-length embedding of the content. */
+  vector: Float32Array;
+  /** Stable id of the card's point in the vector index (the Card's vector_point_id). */
+  vectorPointId: string;
+  /** Set when the card is a collision of that root card: stored, not searched. */
+  collisionOf?: string;
+  /** The card's own updated_at: an older snapshot never overwrites a newer one. */
+  updatedAt: Date;
+}
+
+/** Which cards a search may return. */
+export interface SearchScope {
+  /** The caller sees public cards and their own private ones; anonymous callers only public ones. */
+  callerId?: string;
+  /** Any of these tags (case-insensitive); empty = no tag filter. */
+  tags: string[];
+  /** Link contains any of these strings (case-insensitive); empty = no link filter. */
+  links: string[];
+  /** Only cards bookmarked in this collection. */
+  collectionId?: string;
+}
+
+export interface IndexHit {
+  cardId: string;
+  score: number;
+}
+
+export interface IndexPage {
+  hits: IndexHit[];
+  /** How many cards in the scope match at all (for total_pages). */
+  total: number;
+}
+
+export interface PageRequest {
+  offset: number;
+  limit: number;
+}
+
+/** total_pages: ceil(matching items / page size). */
+export function totalPages(total: number, pageSize: number): number {
+  return Math.ceil(total / pageSize);
+}
+
+/** Whether a card is visible to a caller: public, or their own. */
+export function isVisibleTo(card: Pick<IndexedCard, 'private' | 'authorId'>, callerId: string | undefined): boolean {
+  return !card.private || (callerId !== undefined && card.authorId === callerId);
+}

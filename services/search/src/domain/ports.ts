@@ -1,0 +1,44 @@
+import type { IndexedCard, IndexPage, PageRequest, SearchScope } from './model';
+
+/**
+ * Turns text into a vector whose cosine to another text's vector measures how alike their meanings are.
+ * Each embedder carries its own calibrated near-duplicate threshold, because cosine scales differ between models.
+ */
+export interface Embedder {
+  /** Identifies model and pooling; the index re-embeds its cards when this changes. */
+  readonly id: string;
+  readonly dimensions: number;
+  /** Resolves once the model is usable (loading may happen in the background). */
+  ready(): Promise<void>;
+  /** One unit-length vector per text, in order. A text without known words gives the zero vector. */
+  embed(texts: string[]): Promise<Float32Array[]>;
+  /** The cosine at or above which a card of this length is a near duplicate of another. */
+  duplicateThreshold(contentLength: number): number;
+}
+
+/**
+ * The search index of root cards: vectors for semantic search, word trigrams for typo-tolerant full-text search,
+ * and the fields that filter (author, privacy, tags, link, collections). Writes are idempotent: upserting the same
+ * snapshot twice or removing twice changes nothing, and a snapshot older than the stored one is ignored.
+ */
+export interface CardIndex {
+  /**
+   * Stores or replaces a card; false when the stored card is newer or the card was removed after this snapshot.
+   * A card with `collisionOf` is kept but never searched, so it can be promoted when its root goes.
+   */
+  upsert(card: IndexedCard): Promise<boolean>;
+  /** Makes a stored collision a searchable root card; false when the card is unknown. */
+  promote(cardId: string): Promise<boolean>;
+  /** Removes a card (and remembers the removal so a late older snapshot cannot bring it back). */
+  remove(cardId: string, removedAt: Date): Promise<void>;
+  /** Adds or removes a bookmark; `at` orders concurrent changes of one (collection, card) pair, the latest wins. */
+  setBookmark(collectionId: string, cardId: string, added: boolean, at: Date): Promise<void>;
+  get(cardId: string): Promise<IndexedCard | undefined>;
+  /** Cards in scope ranked by cosine to the unit-length query vector, best first; every card in scope matches. */
+  nearest(query: Float32Array, scope: SearchScope, page: PageRequest): Promise<IndexPage>;
+  /** Cards in scope matching the query's words (typos tolerated), ranked by trigram similarity in [0, 1], best first. */
+  matchText(query: string, scope: SearchScope, page: PageRequest): Promise<IndexPage>;
+  count(): Promise<number>;
+  close(): Promise<void>;
+}
+

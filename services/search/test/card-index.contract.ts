@@ -1,0 +1,240 @@
+import { randomUUID } from 'node:crypto';
+import type { IndexedCard, SearchScope } from '../src/domain/model';
+import type { CardIndex } from '../src/domain/ports';
+
+export const CONTRACT_DIMENSIONS = 8;
+
+/** A unit vector along one axis, optionally tilted towards another: cosine between such vectors is easy to reason about. */
+export function axis(i: number, tiltTo?: number, tilt = 0): Float32Array {
+  const v = new Float32Array(CONTRACT_DIMENSIONS);
+  v[i % CONTRACT_DIMENSIONS] = 1;
+  if (tiltTo !== undefined) v[tiltTo % CONTRACT_DIMENSIONS] = tilt;
+  const norm = Math.hypot(...v);
+  return v.map((x) => x / norm);
+}
+
+class CardBuilder {
+  private card: IndexedCard = {
+    cardId: randomUUID(),
+    authorId: randomUUID(),
+    content: 'a plain card about nothing in particular',
+    tags: [],
+    link: '',
+    private: false,
+    collectionIds: [],
+    vector: axis(0),
+    vectorPointId: randomUUID(),
+    updatedAt: new Date('2026-01-01T00:00:00Z'),
+  };
+  by(authorId: string) {
+    this.card.authorId = authorId;
+    return this;
+  }
+  private() {
+    this.card.private = true;
+    return this;
+  }
+  saying(content: string) {
+    this.card.content = content;
+    return this;
+  }
+  tagged(...tags: string[]) {
+    this.card.tags = tags;
+    return this;
+  }
+  linking(link: string) {
+    this.card.link = link;
+    return this;
+  }
+  along(vector: Float32Array) {
+    this.card.vector = vector;
+    return this;
+  }
+  in(...collectionIds: string[]) {
+    this.card.collectionIds = collectionIds;
+    return this;
+  }
+  collisionOf(rootId: string) {
+    this.card.collisionOf = rootId;
+    return this;
+  }
+  at(iso: string) {
+    this.card.updatedAt = new Date(iso);
+    return this;
+  }
+  withId(id: string) {
+    this.card.cardId = id;
+    return this;
+  }
+  build(): IndexedCard {
+    return { ...this.card };
+  }
+}
+
+export const aCard = () => new CardBuilder();
+
+const everything = (callerId?: string): SearchScope => ({ callerId, tags: [], links: [] });
+const firstPage = { offset: 0, limit: 25 };
+
+/** The CardIndex port's contract: every adapter (SQLite, Elasticsearch, ...) must pass it. */
+export function describeCardIndexContract(name: string, factory: () => Promise<CardIndex>): void {
+  describe(`CardIndex contract: ${name}`, () => {
+    let index: CardIndex;
+    beforeEach(async () => {
+      index = await factory();
+    });
+    afterEach(async () => {
+      await index.close();
+    });
+
+    test('ranks cards by cosine to the query vector, best first, scores in [-1, 1]', async () => {
+      const near = aCard().along(axis(1, 2, 0.2)).build();
+      const far = aCard().along(axis(3)).build();
+      const opposite = aCard().along(axis(1).map((x) => -x)).build();
+      for (const c of [far, opposite, near]) await index.upsert(c);
+      const page = await index.nearest(axis(1), everything(), firstPage);
+      expect(page.hits.map((h) => h.cardId)).toEqual([near.cardId, far.cardId, opposite.cardId]);
+      expect(page.total).toBe(3);
+      expect(page.hits[0]!.score).toBeCloseTo(1 / Math.hypot(1, 0.2), 4);
+      expect(page.hits[2]!.score).toBeCloseTo(-1, 4);
+    });
+
+    test('stores what it is given and reads it back', async () => {
+      const collection = randomUUID();
+      const card = aCard().tagged('Physics', 'space').linking('https://example.org/a').in(collection).private().build();
+      expect(await index.upsert(card)).toBe(true);
+      const stored = await index.get(card.cardId);
+      expect(stored).toMatchObject({ cardId: card.cardId, authorId: card.authorId, content: card.content, tags: card.tags, link: card.link, private: true, collectionIds: [collection], vectorPointId: card.vectorPointId });
+      expect(Array.from(stored!.vector)).toEqual(Array.from(card.vector));
+      expect(await index.get(randomUUID())).toBeUndefined();
+    });
+
+    test('a private card reaches only its author, in both searches', async () => {
+      const owner = randomUUID();
+      const secret = aCard().by(owner).private().saying('the secret recipe for plum jam').along(axis(4)).build();
+      const open = aCard().saying('a public recipe for plum cake').along(axis(4, 5, 0.5)).build();
+      await index.upsert(secret);
+      await index.upsert(open);
+      for (const caller of [undefined, randomUUID()]) {
+        const semantic = await index.nearest(axis(4), everything(caller), firstPage);
+        expect(semantic.hits.map((h) => h.cardId)).toEqual([open.cardId]);
+        expect(semantic.total).toBe(1);
+        const text = await index.matchText('plum recipe', everything(caller), firstPage);
+        expect(text.hits.map((h) => h.cardId)).toEqual([open.cardId]);
+      }
+      const mine = await index.nearest(axis(4), everything(owner), firstPage);
+      expect(mine.hits.map((h) => h.cardId)).toEqual([secret.cardId, open.cardId]);
+      expect((await index.matchText('secret recipe', everything(owner), firstPage)).hits[0]!.cardId).toBe(secret.cardId);
+    });
+
+    test('tag filter matches any listed tag, link filter any contained string, both together', async () => {
+      const a = aCard().tagged('Biology', 'cells').linking('https://nature.com/x').build();
+      const b = aCard().tagged('chemistry').linking('https://science.org/y').build();
+      const c = aCard().tagged('biology').linking('https://science.org/z').build();
+      for (const card of [a, b, c]) await index.upsert(card);
+      const ids = async (scope: Partial<SearchScope>) =>
+        (await index.nearest(axis(0), { ...everything(), ...scope }, firstPage)).hits.map((h) => h.cardId).sort();
+      expect(await ids({ tags: ['biology'] })).toEqual([a.cardId, c.cardId].sort());
+      expect(await ids({ tags: ['chemistry', 'CELLS'] })).toEqual([a.cardId, b.cardId].sort());
+      expect(await ids({ links: ['science.org'] })).toEqual([b.cardId, c.cardId].sort());
+      expect(await ids({ tags: ['biology'], links: ['science.org'] })).toEqual([c.cardId]);
+      expect(await ids({ tags: ['geology'] })).toEqual([]);
+    });
+
+    test('collection scope: bookmarks from card snapshots and bookmark events, latest change wins', async () => {
+      const collection = randomUUID();
+      const inSnapshot = aCard().in(collection).build();
+      const bookmarkedLater = aCard().build();
+      const outside = aCard().build();
+      for (const card of [inSnapshot, bookmarkedLater, outside]) await index.upsert(card);
+      await index.setBookmark(collection, bookmarkedLater.cardId, true, new Date('2026-01-02T00:00:00Z'));
+      const scope = { ...everything(), collectionId: collection };
+      const ids = async () => (await index.nearest(axis(0), scope, firstPage)).hits.map((h) => h.cardId).sort();
+      expect(await ids()).toEqual([inSnapshot.cardId, bookmarkedLater.cardId].sort());
+      // A removal older than the addition changes nothing; a newer one removes.
+      await index.setBookmark(collection, bookmarkedLater.cardId, false, new Date('2026-01-01T12:00:00Z'));
+      expect(await ids()).toHaveLength(2);
+      await index.setBookmark(collection, bookmarkedLater.cardId, false, new Date('2026-01-03T00:00:00Z'));
+      expect(await ids()).toEqual([inSnapshot.cardId]);
+      // A bookmark that arrives before its card is remembered.
+      const early = aCard().build();
+      await index.setBookmark(collection, early.cardId, true, new Date('2026-01-04T00:00:00Z'));
+      await index.upsert(early);
+      expect(await ids()).toEqual([inSnapshot.cardId, early.cardId].sort());
+      expect((await index.matchText('plain card', scope, firstPage)).total).toBe(2);
+    });
+
+    test('pages hold distinct cards in rank order and total counts every match', async () => {
+      const cards = Array.from({ length: 30 }, (_, i) => aCard().saying(`shared words in card number ${i}`).along(axis(0, 1, i / 10)).build());
+      for (const card of cards) await index.upsert(card);
+      const p1 = await index.nearest(axis(0), everything(), { offset: 0, limit: 25 });
+      const p2 = await index.nearest(axis(0), everything(), { offset: 25, limit: 25 });
+      expect([p1.total, p2.total]).toEqual([30, 30]);
+      expect(p1.hits).toHaveLength(25);
+      expect(p2.hits).toHaveLength(5);
+      expect(p1.hits.map((h) => h.cardId)).toEqual(cards.slice(0, 25).map((c) => c.cardId));
+      expect(p2.hits.map((h) => h.cardId)).toEqual(cards.slice(25).map((c) => c.cardId));
+      const t1 = await index.matchText('shared words', everything(), { offset: 0, limit: 25 });
+      const t2 = await index.matchText('shared words', everything(), { offset: 25, limit: 25 });
+      expect(t1.total).toBe(30);
+      expect(new Set([...t1.hits, ...t2.hits].map((h) => h.cardId)).size).toBe(30);
+      expect((await index.nearest(axis(0), everything(), { offset: 50, limit: 25 })).hits).toEqual([]);
+    });
+
+    test('full-text search tolerates misspellings and scores in [0, 1]', async () => {
+      const target = aCard().saying('Perseverance landed in Jezero crater and carried a small helicopter').build();
+      const other = aCard().saying('Sourdough starters need regular feeding with flour and water').build();
+      await index.upsert(target);
+      await index.upsert(other);
+      const page = await index.matchText('perseverence jezzero helicoptr', everything(), firstPage);
+      expect(page.hits[0]!.cardId).toBe(target.cardId);
+      expect(page.total).toBe(1);
+      for (const hit of page.hits) expect(hit.score).toBeGreaterThan(0);
+      for (const hit of page.hits) expect(hit.score).toBeLessThanOrEqual(1);
+      expect((await index.matchText('zzzqqq', everything(), firstPage)).total).toBe(0);
+    });
+
+    test('a card holding the exact phrase ranks above one that merely shares its words', async () => {
+      const scattered = aCard().saying('the index was large and the search was fast but nothing else').build();
+      const phrase = aCard().saying('we measured that a large search index is fast enough for us').build();
+      await index.upsert(scattered);
+      await index.upsert(phrase);
+      const page = await index.matchText('large search index', everything(), firstPage);
+      expect(page.hits.map((h) => h.cardId)).toEqual([phrase.cardId, scattered.cardId]);
+      expect(page.hits[0]!.score).toBeGreaterThan(page.hits[1]!.score);
+    });
+
+    test('writes are idempotent: replays, stale snapshots and late snapshots of removed cards change nothing', async () => {
+      const v1 = aCard().saying('first version about volcanoes').at('2026-01-01T00:00:00Z').build();
+      const v2 = { ...v1, content: 'second version about glaciers', updatedAt: new Date('2026-01-02T00:00:00Z') };
+      expect(await index.upsert(v1)).toBe(true);
+      expect(await index.upsert(v2)).toBe(true);
+      expect(await index.upsert(v2)).toBe(true);
+      expect(await index.upsert(v1)).toBe(false);
+      expect(await index.count()).toBe(1);
+      expect((await index.get(v1.cardId))!.content).toBe(v2.content);
+      expect((await index.matchText('volcanoes', everything(), firstPage)).total).toBe(0);
+      expect((await index.matchText('glaciers', everything(), firstPage)).total).toBe(1);
+      await index.remove(v1.cardId, new Date('2026-01-03T00:00:00Z'));
+      await index.remove(v1.cardId, new Date('2026-01-03T00:00:00Z'));
+      expect(await index.upsert(v2)).toBe(false);
+      expect(await index.count()).toBe(0);
+      expect((await index.nearest(axis(0), everything(), firstPage)).total).toBe(0);
+      expect((await index.matchText('glaciers', everything(), firstPage)).total).toBe(0);
+    });
+
+    test('collisions are kept but not searched until promoted', async () => {
+      const root = aCard().saying('tides are caused by the moon').build();
+      const collision = aCard().saying('tides are caused by the moon, mostly').collisionOf(root.cardId).build();
+      await index.upsert(root);
+      await index.upsert(collision);
+      expect((await index.nearest(axis(0), everything(), firstPage)).hits.map((h) => h.cardId)).toEqual([root.cardId]);
+      expect((await index.matchText('tides moon', everything(), firstPage)).hits.map((h) => h.cardId)).toEqual([root.cardId]);
+      await index.remove(root.cardId, new Date('2026-02-01T00:00:00Z'));
+      expect(await index.promote(collision.cardId)).toBe(true);
+      expect((await index.matchText('tides moon', everything(), firstPage)).hits.map((h) => h.cardId)).toEqual([collision.cardId]);
+      expect((await index.get(collision.cardId))!.collisionOf).toBeUndefined();
+      expect(await index.promote(randomUUID())).toBe(false);
+    });
+  });
+}

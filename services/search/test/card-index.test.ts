@@ -1,0 +1,48 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { randomUUID } from 'node:crypto';
+import { SqliteCardIndex } from '../src/adapters/sqlite/sqlite-card-index';
+import { aCard, axis, CONTRACT_DIMENSIONS, describeCardIndexContract } from './card-index.contract';
+
+const dirs: string[] = [];
+afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
+const tempFile = () => {
+  const dir = mkdtempSync(join(tmpdir(), 'search-index-'));
+  dirs.push(dir);
+  return join(dir, 'index.db');
+};
+
+describeCardIndexContract('SqliteCardIndex (exact scan)', async () => new SqliteCardIndex({ path: tempFile(), dimensions: CONTRACT_DIMENSIONS }));
+// The same contract through the sign-code candidate path used for large scopes.
+describeCardIndexContract('SqliteCardIndex (sign-code candidates)', async () =>
+  new SqliteCardIndex({ path: tempFile(), dimensions: CONTRACT_DIMENSIONS, exactScanLimit: 0, candidateFloor: 40 }),
+);
+
+describe('CardIndex contract: ElasticsearchCardIndex', () => {
+  test.skip('skipped: no Elasticsearch adapter is built yet (ELASTICSEARCH_URL falls back to SQLite)', () => undefined);
+});
+
+describe('SqliteCardIndex', () => {
+  test('rebuilds its in-memory search structures from the file after a restart', async () => {
+    const path = tempFile();
+    const first = new SqliteCardIndex({ path, dimensions: CONTRACT_DIMENSIONS });
+    const owner = randomUUID();
+    const collection = randomUUID();
+    const card = aCard().by(owner).private().saying('glaciers carve valleys').along(axis(2)).in(collection).build();
+    await first.upsert(card);
+    await first.close();
+    const second = new SqliteCardIndex({ path, dimensions: CONTRACT_DIMENSIONS });
+    const scope = { callerId: owner, tags: [], links: [], collectionId: collection };
+    expect((await second.nearest(axis(2), scope, { offset: 0, limit: 25 })).hits.map((h) => h.cardId)).toEqual([card.cardId]);
+    expect((await second.matchText('glacier valleys', scope, { offset: 0, limit: 25 })).hits.map((h) => h.cardId)).toEqual([card.cardId]);
+    expect((await second.nearest(axis(2), { tags: [], links: [] }, { offset: 0, limit: 25 })).total).toBe(0);
+    await second.close();
+  });
+
+  test('rejects a vector of the wrong dimension instead of storing it', async () => {
+    const index = new SqliteCardIndex({ path: ':memory:', dimensions: CONTRACT_DIMENSIONS });
+    await expect(index.upsert(aCard().along(new Float32Array(3)).build())).rejects.toThrow(/dimensions/);
+    await index.close();
+  });
+});

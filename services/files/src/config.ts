@@ -1,10 +1,41 @@
 import { z } from 'zod';
-import { envInt } from '@cards/platform';
+import { envAddress, envInt, envUrl } from '@cards/platform';
 
-export const filesConfigSchema = z.object({
-  DATA_DIR: z.string().default('./data'),
-  FILES_GRPC_HOST: z.string().default('127.0.0.1'),
-  FILES_GRPC_PORT: envInt(50054),
-});
+const LOOPBACK = new Set(['127.0.0.1', '::1', 'localhost']);
+
+export const filesConfigSchema = z
+  .object({
+    DATA_DIR: z.string().default('./data'),
+    FILES_GRPC_HOST: z.string().default('127.0.0.1'),
+    FILES_GRPC_PORT: envInt(50054),
+    /** Internal raw-download endpoint the gateway proxies to. */
+    FILES_HTTP_HOST: z.string().default('127.0.0.1'),
+    FILES_HTTP_PORT: envInt(50064),
+    /** Shared secret the gateway presents to the download endpoint; required when it listens beyond loopback. */
+    FILES_INTERNAL_TOKEN: z
+      .string()
+      .optional()
+      .transform((v) => (v === '' ? undefined : v))
+      .pipe(z.string().min(16, 'must be at least 16 characters').optional()),
+    CARDS_SERVICE_ADDR: envAddress('127.0.0.1:50052'),
+    MAX_FILE_BYTES: envInt(20 * 1024 * 1024),
+    /** S3/MinIO object storage; the embedded directory store when unset. */
+    S3_ENDPOINT: envUrl(),
+    S3_ACCESS_KEY: z.string().optional(),
+    S3_SECRET_KEY: z.string().optional(),
+    S3_BUCKET: z.string().default('card-files'),
+    S3_REGION: z.string().default('us-east-1'),
+    KAFKA_BROKERS: z.string().optional(),
+    INGESTION_MAX_ATTEMPTS: envInt(8),
+    INGESTION_CONCURRENCY: envInt(4),
+  })
+  .superRefine((c, ctx) => {
+    if (!LOOPBACK.has(c.FILES_HTTP_HOST) && !c.FILES_INTERNAL_TOKEN) {
+      ctx.addIssue({ code: 'custom', path: ['FILES_INTERNAL_TOKEN'], message: 'is required when FILES_HTTP_HOST is not a loopback address' });
+    }
+    if (c.S3_ENDPOINT && (!c.S3_ACCESS_KEY || !c.S3_SECRET_KEY)) {
+      ctx.addIssue({ code: 'custom', path: ['S3_ACCESS_KEY'], message: 'S3_ACCESS_KEY and S3_SECRET_KEY are required with S3_ENDPOINT' });
+    }
+  });
 
 export type FilesConfig = z.infer<typeof filesConfigSchema>;

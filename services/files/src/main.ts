@@ -1,22 +1,77 @@
-import { createLogger, loadConfig, startGrpcServer, stopOnSignals, type RunningService } from '@cards/platform';
-import { filesConfigSchema } from './config';
+import { join } from 'node:path';
+import { createEventBus, createLogger, loadConfig, OutboxRelay, SqliteOutboxStore, startGrpcServer, stopOnSignals, Topics, type Logger, type RunningService } from '@cards/platform';
+import { files } from '@cards/proto';
+import { DiskObjectStore } from './adapters/disk/disk-object-store';
+import { LibraryDocumentReader } from './adapters/documents/library-document-reader';
+import { GrpcCardsClient } from './adapters/grpc/grpc-cards-client';
+import { MinioObjectStore } from './adapters/minio/minio-object-store';
+import { SqliteFileRepository } from './adapters/sqlite/sqlite-file-repository';
+import { FilesService } from './application/files-service';
+import { IngestionWorker } from './application/ingestion-worker';
+import { filesConfigSchema, type FilesConfig } from './config';
+import type { ObjectStore } from './domain/ports';
+import { fileHandlers } from './grpc/file-handlers';
+import { startInternalDownloadServer } from './http/internal-download-server';
+
+export const INGESTION_GROUP = 'files-ingestion';
+
+function objectStoreFrom(config: FilesConfig, logger: Logger): ObjectStore {
+  if (config.S3_ENDPOINT) {
+    logger.info({ endpoint: config.S3_ENDPOINT, bucket: config.S3_BUCKET }, 'S3_ENDPOINT set: storing file bytes with the MinIO/S3 adapter');
+    return new MinioObjectStore({
+      endpoint: config.S3_ENDPOINT,
+      accessKey: config.S3_ACCESS_KEY ?? '',
+      secretKey: config.S3_SECRET_KEY ?? '',
+      bucket: config.S3_BUCKET,
+      region: config.S3_REGION,
+    });
+  }
+  const directory = join(config.DATA_DIR, 'files', 'objects');
+  logger.info({ directory }, 'S3_ENDPOINT not set: storing file bytes in a local directory');
+  return new DiskObjectStore(directory);
+}
 
 /** Composition root of the files service. */
 export async function startFiles(env: Record<string, string | undefined> = process.env): Promise<RunningService> {
   const config = loadConfig(filesConfigSchema, env);
   const logger = createLogger('files');
+  logger.info('MONGO_URL support is not built for files yet; using the embedded SQLite store');
+  const repository = new SqliteFileRepository(join(config.DATA_DIR, 'files', 'files.db'));
+  const objects = objectStoreFrom(config, logger);
+  const reader = new LibraryDocumentReader();
+  const cards = new GrpcCardsClient(config.CARDS_SERVICE_ADDR);
+  const bus = createEventBus({ DATA_DIR: config.DATA_DIR, KAFKA_BROKERS: config.KAFKA_BROKERS }, logger);
+  const relay = new OutboxRelay(new SqliteOutboxStore(repository.db), bus, logger);
+  const service = new FilesService({ repository, objects, reader, maxFileBytes: config.MAX_FILE_BYTES, logger, onEventsWritten: () => relay.kick() });
+  const worker = new IngestionWorker({ repository, objects, reader, cards, logger, maxAttempts: config.INGESTION_MAX_ATTEMPTS, concurrency: config.INGESTION_CONCURRENCY });
+
+  relay.start();
+  const subscription = await bus.subscribe({
+    group: INGESTION_GROUP,
+    topics: [Topics.file],
+    maxAttempts: config.INGESTION_MAX_ATTEMPTS,
+    handler: (event) => worker.handle(event),
+  });
   const grpc = await startGrpcServer({
-    name: 'files',
+    name: 'files.v1.FileService',
     host: config.FILES_GRPC_HOST,
     port: config.FILES_GRPC_PORT,
     logger,
-    register: () => {},
+    register: (server) => server.add(files.FileServiceDefinition, fileHandlers(service)),
   });
+  const http = await startInternalDownloadServer({ host: config.FILES_HTTP_HOST, port: config.FILES_HTTP_PORT, token: config.FILES_INTERNAL_TOKEN, service, logger });
   return {
     name: 'files',
     address: grpc.address,
     async stop() {
       await grpc.shutdown();
+      await http.close();
+      await subscription.close();
+      await relay.stop();
+      await bus.close();
+      cards.close();
+      await objects.close();
+      await repository.close();
     },
   };
 }

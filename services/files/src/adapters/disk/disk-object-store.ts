@@ -1,0 +1,76 @@
+import { randomUUID } from 'node:crypto';
+import { createReadStream } from 'node:fs';
+import { mkdir, open, readFile, rename, rm, stat } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { Readable } from 'node:stream';
+import { NotFoundError } from '@cards/platform';
+import type { ObjectStore, StoredObject } from '../../domain/ports';
+
+const SAFE_KEY = /^[A-Za-z0-9][A-Za-z0-9._-]{0,200}$/;
+
+/**
+ * Objects as files in one directory. A write goes to a temporary file that is fsynced and then
+ * renamed over the final name, so readers see the old object or the new one, never half of one.
+ */
+export class DiskObjectStore implements ObjectStore {
+  private readonly ready: Promise<void>;
+
+  constructor(private readonly directory: string) {
+    this.ready = mkdir(join(directory, '.tmp'), { recursive: true }).then(() => undefined);
+  }
+
+  private pathOf(key: string): string {
+    if (!SAFE_KEY.test(key)) throw new Error(`invalid object key ${JSON.stringify(key)}`);
+    return join(this.directory, key);
+  }
+
+  async put(key: string, bytes: Buffer): Promise<void> {
+    await this.ready;
+    const target = this.pathOf(key);
+    const temp = join(this.directory, '.tmp', `${key}.${randomUUID()}`);
+    const handle = await open(temp, 'wx');
+    try {
+      await handle.writeFile(bytes);
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+    try {
+      await rename(temp, target);
+    } catch (err) {
+      await rm(temp, { force: true });
+      throw err;
+    }
+  }
+
+  async open(key: string): Promise<Readable> {
+    const path = this.pathOf(key);
+    if (!(await this.stat(key))) throw new NotFoundError(`object ${key} not found`);
+    return createReadStream(path);
+  }
+
+  async read(key: string): Promise<Buffer> {
+    try {
+      return await readFile(this.pathOf(key));
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') throw new NotFoundError(`object ${key} not found`);
+      throw err;
+    }
+  }
+
+  async stat(key: string): Promise<StoredObject | null> {
+    try {
+      const s = await stat(this.pathOf(key));
+      return { size: s.size };
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
+      throw err;
+    }
+  }
+
+  async remove(key: string): Promise<void> {
+    await rm(this.pathOf(key), { force: true });
+  }
+
+  async close(): Promise<void> {}
+}

@@ -1,0 +1,98 @@
+import type { Readable } from 'node:stream';
+import { Client } from 'minio';
+import { NotFoundError } from '@cards/platform';
+import type { ObjectStore, StoredObject } from '../../domain/ports';
+
+export interface MinioObjectStoreOptions {
+  /** e.g. http://minio:9000 */
+  endpoint: string;
+  accessKey: string;
+  secretKey: string;
+  bucket: string;
+  region?: string;
+}
+
+const MISSING = new Set(['NoSuchKey', 'NotFound', 'NoSuchObject']);
+
+function isMissing(err: unknown): boolean {
+  return MISSING.has((err as { code?: string })?.code ?? '');
+}
+
+/**
+ * Objects in an S3 bucket through the `minio` client (MinIO, AWS S3, any S3-compatible server).
+ * Objects are written with their size in one PUT (S3 makes it visible only when complete), which
+ * also keeps servers without multipart listing (s3rver) working for files up to the part size.
+ */
+export class MinioObjectStore implements ObjectStore {
+  private readonly client: Client;
+  private bucketReady: Promise<void> | undefined;
+
+  constructor(private readonly options: MinioObjectStoreOptions) {
+    const url = new URL(options.endpoint);
+    this.client = new Client({
+      endPoint: url.hostname,
+      port: url.port ? Number(url.port) : undefined,
+      useSSL: url.protocol === 'https:',
+      accessKey: options.accessKey,
+      secretKey: options.secretKey,
+      region: options.region,
+      pathStyle: true,
+      partSize: 64 * 1024 * 1024,
+    });
+  }
+
+  /** Creates the bucket once if it does not exist. */
+  private ensureBucket(): Promise<void> {
+    this.bucketReady ??= (async () => {
+      if (!(await this.client.bucketExists(this.options.bucket))) {
+        await this.client.makeBucket(this.options.bucket, this.options.region ?? 'us-east-1').catch(async (err: unknown) => {
+          if (!(await this.client.bucketExists(this.options.bucket))) throw err;
+        });
+      }
+    })().catch((err: unknown) => {
+      this.bucketReady = undefined;
+      throw err;
+    });
+    return this.bucketReady;
+  }
+
+  async put(key: string, bytes: Buffer): Promise<void> {
+    await this.ensureBucket();
+    await this.client.putObject(this.options.bucket, key, bytes, bytes.length);
+  }
+
+  async open(key: string): Promise<Readable> {
+    await this.ensureBucket();
+    try {
+      return await this.client.getObject(this.options.bucket, key);
+    } catch (err) {
+      if (isMissing(err)) throw new NotFoundError(`object ${key} not found`);
+      throw err;
+    }
+  }
+
+  async read(key: string): Promise<Buffer> {
+    const stream = await this.open(key);
+    const chunks: Buffer[] = [];
+    for await (const chunk of stream) chunks.push(chunk as Buffer);
+    return Buffer.concat(chunks);
+  }
+
+  async stat(key: string): Promise<StoredObject | null> {
+    await this.ensureBucket();
+    try {
+      const s = await this.client.statObject(this.options.bucket, key);
+      return { size: s.size };
+    } catch (err) {
+      if (isMissing(err)) return null;
+      throw err;
+    }
+  }
+
+  async remove(key: string): Promise<void> {
+    await this.ensureBucket();
+    await this.client.removeObject(this.options.bucket, key);
+  }
+
+  async close(): Promise<void> {}
+}

@@ -1,0 +1,140 @@
+import type { Readable } from 'node:stream';
+import { InvalidArgumentError, NotFoundError, PermissionDeniedError, ResourceExhaustedError, Topics, UnauthenticatedError, isUuid, newId, type Logger } from '@cards/platform';
+import { events } from '@cards/proto';
+import { checkMagicBytes, checkMimeType, formatFromFileName } from '../domain/document-format';
+import type { FileRecord } from '../domain/model';
+import type { DocumentReader, FileRepository, ObjectStore } from '../domain/ports';
+
+export interface UploadInput {
+  callerId: string;
+  fileName: string;
+  mimeType: string;
+  private: boolean;
+  tags: string[];
+  bytes: Buffer;
+}
+
+export interface FilesServiceDeps {
+  repository: FileRepository;
+  objects: ObjectStore;
+  reader: DocumentReader;
+  maxFileBytes: number;
+  logger: Logger;
+  /** Called after a commit that wrote events (the outbox relay's kick). */
+  onEventsWritten(): void;
+}
+
+const MAX_TAGS = 100;
+const MAX_TAG_LENGTH = 200;
+
+/** Use cases of the files service: upload, read, list, change privacy, delete. */
+export class FilesService {
+  constructor(private readonly deps: FilesServiceDeps) {}
+
+  get maxFileBytes(): number {
+    return this.deps.maxFileBytes;
+  }
+
+  async upload(input: UploadInput): Promise<FileRecord> {
+    if (!input.callerId) throw new UnauthenticatedError('You must be logged in');
+    const format = formatFromFileName(input.fileName);
+    const mimeType = checkMimeType(format, input.mimeType);
+    if (input.bytes.length > this.deps.maxFileBytes) {
+      throw new ResourceExhaustedError(`base64_docx_file: the file is ${input.bytes.length} bytes, above the limit of ${this.deps.maxFileBytes}`);
+    }
+    const tags = [...new Set(input.tags.map((t) => t.trim()).filter((t) => t.length > 0))];
+    if (tags.length > MAX_TAGS) throw new InvalidArgumentError(`tag_set: at most ${MAX_TAGS} tags`);
+    if (tags.some((t) => t.length > MAX_TAG_LENGTH)) throw new InvalidArgumentError(`tag_set: each tag at most ${MAX_TAG_LENGTH} characters`);
+    checkMagicBytes(format, input.bytes);
+    await this.deps.reader.inspect(format, input.bytes);
+
+    const now = new Date();
+    const record: FileRecord = {
+      id: newId(),
+      userId: input.callerId,
+      fileName: input.fileName.trim(),
+      mimeType,
+      format,
+      private: input.private,
+      size: input.bytes.length,
+      tags,
+      ocFilePath: null,
+      ingestionStatus: 'pending',
+      ingestionError: null,
+      cardCount: 0,
+      collectionId: null,
+      createdAt: now,
+      updatedAt: now,
+    };
+    // Bytes first: a record (and its ingestion event) never points at bytes that are not there.
+    await this.deps.objects.put(record.id, input.bytes);
+    const uploaded = events.FileEvent.encode({
+      eventId: newId(),
+      occurredAt: now,
+      kind: {
+        $case: 'uploaded',
+        value: { fileId: record.id, userId: record.userId, fileName: record.fileName, mimeType, private: record.private, tags, size: record.size },
+      },
+    }).finish();
+    try {
+      await this.deps.repository.create(record, [{ topic: Topics.file, key: record.id, payload: uploaded }]);
+    } catch (err) {
+      await this.deps.objects.remove(record.id).catch(() => undefined);
+      throw err;
+    }
+    this.deps.onEventsWritten();
+    this.deps.logger.info({ fileId: record.id, format, size: record.size }, 'file uploaded');
+    return record;
+  }
+
+  /** The record when the caller may see it: public, or the caller's own. NotFoundError otherwise. */
+  async get(fileId: string, callerId: string | undefined): Promise<FileRecord> {
+    if (!isUuid(fileId)) throw new InvalidArgumentError('file_id: must be a UUID');
+    const record = await this.deps.repository.get(fileId.toLowerCase());
+    if (!record || (record.private && record.userId !== callerId)) throw new NotFoundError('File not found');
+    return record;
+  }
+
+  /** The record and a stream of its bytes, for a caller who may see it. */
+  async open(fileId: string, callerId: string | undefined): Promise<{ record: FileRecord; content: Readable }> {
+    const record = await this.get(fileId, callerId);
+    try {
+      return { record, content: await this.deps.objects.open(record.id) };
+    } catch (err) {
+      if (err instanceof NotFoundError) throw new NotFoundError('File not found');
+      throw err;
+    }
+  }
+
+  /** The user's files the caller may see (all of them for the user, public ones for others), newest first. */
+  async listUserFiles(userId: string, callerId: string | undefined): Promise<FileRecord[]> {
+    if (!isUuid(userId)) throw new InvalidArgumentError('user_id: must be a UUID');
+    const records = await this.deps.repository.listByUser(userId.toLowerCase());
+    return callerId === userId.toLowerCase() ? records : records.filter((r) => !r.private);
+  }
+
+  async setPrivacy(callerId: string, fileId: string, isPrivate: boolean): Promise<void> {
+    const record = await this.owned(callerId, fileId);
+    await this.deps.repository.setPrivacy(record.id, isPrivate, new Date());
+  }
+
+  /** Removes the record now; the bytes and the cards' file references follow through the FileDeleted event. */
+  async delete(callerId: string, fileId: string): Promise<void> {
+    const record = await this.owned(callerId, fileId);
+    const deleted = events.FileEvent.encode({
+      eventId: newId(),
+      occurredAt: new Date(),
+      kind: { $case: 'deleted', value: { fileId: record.id, userId: record.userId } },
+    }).finish();
+    if (!(await this.deps.repository.delete(record.id, [{ topic: Topics.file, key: record.id, payload: deleted }]))) throw new NotFoundError('File not found');
+    this.deps.onEventsWritten();
+    this.deps.logger.info({ fileId: record.id }, 'file deleted');
+  }
+
+  private async owned(callerId: string, fileId: string): Promise<FileRecord> {
+    if (!callerId) throw new UnauthenticatedError('You must be logged in');
+    const record = await this.get(fileId, callerId);
+    if (record.userId !== callerId) throw new PermissionDeniedError('Only the owner can change this file');
+    return record;
+  }
+}

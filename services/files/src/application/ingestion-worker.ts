@@ -1,0 +1,137 @@
+import { NotFoundError, type DeliveredEvent, type Logger } from '@cards/platform';
+import { events } from '@cards/proto';
+import { splitIntoCards } from '../domain/card-splitter';
+import type { CardDraft, FileRecord } from '../domain/model';
+import { CardRejectedError, UnreadableDocumentError, type CardsPort, type DocumentReader, type FileRepository, type ObjectStore } from '../domain/ports';
+
+export interface IngestionWorkerDeps {
+  repository: FileRepository;
+  objects: ObjectStore;
+  reader: DocumentReader;
+  cards: CardsPort;
+  logger: Logger;
+  /** Deliveries of one event before the bus gives up; the last one records the failure. */
+  maxAttempts: number;
+  /** Cards created at the same time for one document. */
+  concurrency?: number;
+}
+
+export interface IngestionResult {
+  status: 'done' | 'failed' | 'skipped';
+  cardIds: string[];
+  collectionId: string | null;
+  error?: string;
+}
+
+/**
+ * Consumer of the files topic. FileUploaded: parse the document, create its cards (each with an
+ * idempotency key `${fileId}:${index}`, so a redelivery after a crash makes no second copy), then the
+ * file's collection (idempotent per file), then record the outcome. FileDeleted: remove the bytes and
+ * clear the file references on cards and collection. Failures of peers are thrown so the bus retries;
+ * the last attempt, and any unreadable document, records `failed` with the reason.
+ */
+export class IngestionWorker {
+  constructor(private readonly deps: IngestionWorkerDeps) {}
+
+  async handle(delivered: DeliveredEvent): Promise<void> {
+    const event = events.FileEvent.decode(delivered.payload);
+    const finalAttempt = delivered.attempt + 1 >= this.deps.maxAttempts;
+    switch (event.kind?.$case) {
+      case 'uploaded':
+        await this.ingest(event.kind.value.fileId, finalAttempt);
+        return;
+      case 'deleted':
+        await this.deps.objects.remove(event.kind.value.fileId);
+        await this.deps.cards.clearFileReferences(event.kind.value.fileId);
+        return;
+      default:
+        this.deps.logger.warn({ offset: delivered.offset }, 'ignoring a file event of an unknown kind');
+    }
+  }
+
+  async ingest(fileId: string, finalAttempt = true): Promise<IngestionResult> {
+    const { logger, repository } = this.deps;
+    const record = await repository.get(fileId);
+    if (!record) return { status: 'skipped', cardIds: [], collectionId: null };
+    if (record.ingestionStatus !== 'pending') return { status: 'skipped', cardIds: [], collectionId: record.collectionId };
+    try {
+      return await this.ingestRecord(record);
+    } catch (err) {
+      if (err instanceof UnreadableDocumentError) return this.fail(record, err.message);
+      if (!finalAttempt) throw err;
+      return this.fail(record, `cards could not be created: ${err instanceof Error ? err.message : String(err)}`);
+    } finally {
+      logger.debug({ fileId }, 'ingestion attempt finished');
+    }
+  }
+
+  private async ingestRecord(record: FileRecord): Promise<IngestionResult> {
+    const { cards, logger, objects, reader, repository } = this.deps;
+    let bytes: Buffer;
+    try {
+      bytes = await objects.read(record.id);
+    } catch (err) {
+      if (err instanceof NotFoundError) return this.fail(record, 'the file bytes are missing from object storage');
+      throw err;
+    }
+    const started = Date.now();
+    const document = await reader.parse(record.format, bytes);
+    const drafts = splitIntoCards(document);
+    if (drafts.length === 0) return this.fail(record, 'the document holds no passage of more than 70 words, so no card was made');
+
+    const ids = await mapWithConcurrency(drafts, this.deps.concurrency ?? 4, (draft) => this.createCard(record, draft));
+    const cardIds = ids.filter((id): id is string => id !== null);
+    if (cardIds.length === 0) return this.fail(record, 'the cards service refused every passage of the document');
+
+    const collectionId = await cards.createFileCollection({
+      ownerId: record.userId,
+      fileId: record.id,
+      fileName: record.fileName,
+      isPublic: !record.private,
+      cardIds,
+    });
+    const stillThere = await repository.setIngestion(record.id, { status: 'done', error: null, cardCount: cardIds.length, collectionId }, new Date());
+    // Deleted while we worked: the delete's cleanup may have run before our cards existed.
+    if (!stillThere) await cards.clearFileReferences(record.id);
+    logger.info({ fileId: record.id, cards: cardIds.length, collectionId, ms: Date.now() - started }, 'file ingested');
+    return { status: 'done', cardIds, collectionId };
+  }
+
+  private async createCard(record: FileRecord, draft: CardDraft): Promise<string | null> {
+    const tags = [...new Set([...record.tags, ...(draft.title ? [draft.title.slice(0, 200)] : [])])];
+    try {
+      return await this.deps.cards.createCard({
+        ownerId: record.userId,
+        html: draft.html,
+        link: draft.link,
+        private: record.private,
+        tags,
+        fileId: record.id,
+        idempotencyKey: `${record.id}:${draft.index}`,
+      });
+    } catch (err) {
+      if (!(err instanceof CardRejectedError)) throw err;
+      this.deps.logger.warn({ fileId: record.id, block: draft.index, reason: err.message }, 'the cards service refused a passage; skipped');
+      return null;
+    }
+  }
+
+  private async fail(record: FileRecord, reason: string): Promise<IngestionResult> {
+    this.deps.logger.error({ fileId: record.id, fileName: record.fileName, reason }, 'file ingestion failed');
+    await this.deps.repository.setIngestion(record.id, { status: 'failed', error: reason, cardCount: 0, collectionId: null }, new Date());
+    return { status: 'failed', cardIds: [], collectionId: null, error: reason };
+  }
+}
+
+async function mapWithConcurrency<T, R>(items: readonly T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
+  const results: R[] = new Array(items.length);
+  let next = 0;
+  const workers = Array.from({ length: Math.max(1, Math.min(limit, items.length)) }, async () => {
+    while (next < items.length) {
+      const i = next++;
+      results[i] = await fn(items[i]!);
+    }
+  });
+  await Promise.all(workers);
+  return results;
+}

@@ -1,0 +1,74 @@
+import { InvalidArgumentError } from '@cards/platform';
+import type { DocumentFormat } from './model';
+
+/** Canonical MIME type of each accepted format, plus aliases clients commonly send. */
+const MIME_TYPES: Record<DocumentFormat, { canonical: string; aliases: string[] }> = {
+  docx: { canonical: 'application/vnd.openxmlformats-officedocument.wordprocessingml.document', aliases: [] },
+  doc: { canonical: 'application/msword', aliases: ['application/vnd.ms-word', 'application/x-msword'] },
+  odt: { canonical: 'application/vnd.oasis.opendocument.text', aliases: [] },
+  pdf: { canonical: 'application/pdf', aliases: ['application/x-pdf'] },
+};
+
+const OLE_SIGNATURE = Buffer.from([0xd0, 0xcf, 0x11, 0xe0, 0xa1, 0xb1, 0x1a, 0xe1]);
+const ZIP_SIGNATURE = Buffer.from([0x50, 0x4b, 0x03, 0x04]);
+
+export const MAX_FILE_NAME_LENGTH = 255;
+
+/** The format named by the file name's extension; 400 when it is not one we accept. */
+export function formatFromFileName(fileName: string): DocumentFormat {
+  const name = fileName.trim();
+  if (name.length === 0) throw new InvalidArgumentError('file_name: is required');
+  if (name.length > MAX_FILE_NAME_LENGTH) throw new InvalidArgumentError(`file_name: at most ${MAX_FILE_NAME_LENGTH} characters`);
+  if (/[\u0000-\u001f/\\]/.test(name)) throw new InvalidArgumentError('file_name: must not contain slashes or control characters');
+  const ext = /\.([A-Za-z0-9]+)$/.exec(name)?.[1]?.toLowerCase();
+  if (ext === 'docx' || ext === 'doc' || ext === 'odt' || ext === 'pdf') return ext;
+  throw new InvalidArgumentError(`file_name: the extension must be .docx, .doc, .odt or .pdf (got ${ext ? `.${ext}` : 'none'})`);
+}
+
+/** The canonical MIME type to store; 400 when the given one names another format. */
+export function checkMimeType(format: DocumentFormat, mimeType: string): string {
+  const given = mimeType.trim().toLowerCase().split(';')[0]!.trim();
+  const known = MIME_TYPES[format];
+  if (given === known.canonical || known.aliases.includes(given)) return known.canonical;
+  throw new InvalidArgumentError(`file_mime_type: ${mimeType || '(empty)'} does not match a .${format} file; expected ${known.canonical}`);
+}
+
+/**
+ * Checks the leading (and for PDF trailing) bytes against the format. Zip-based formats are only
+ * recognised here as zips; their parts are checked by the container inspector.
+ */
+export function checkMagicBytes(format: DocumentFormat, bytes: Buffer): void {
+  if (bytes.length === 0) throw new InvalidArgumentError('base64_docx_file: the file is empty');
+  switch (format) {
+    case 'docx':
+    case 'odt':
+      if (!bytes.subarray(0, 4).equals(ZIP_SIGNATURE)) throw new InvalidArgumentError(`base64_docx_file: the content is not a .${format} document (no zip container)`);
+      return;
+    case 'doc':
+      if (!bytes.subarray(0, 8).equals(OLE_SIGNATURE)) throw new InvalidArgumentError('base64_docx_file: the content is not a .doc document (no OLE header)');
+      checkOleSize(bytes);
+      return;
+    case 'pdf': {
+      if (bytes.subarray(0, 5).toString('latin1') !== '%PDF-') throw new InvalidArgumentError('base64_docx_file: the content is not a PDF (no %PDF header)');
+      if (!bytes.subarray(Math.max(0, bytes.length - 2048)).toString('latin1').includes('%%EOF')) {
+        throw new InvalidArgumentError('base64_docx_file: the PDF is truncated (no %%EOF marker at the end)');
+      }
+      return;
+    }
+  }
+}
+
+/** An OLE compound file is a header plus whole sectors; a cut-off file is not. */
+function checkOleSize(bytes: Buffer): void {
+  if (bytes.length < 1536) throw new InvalidArgumentError('base64_docx_file: the .doc document is truncated');
+  const sectorShift = bytes.readUInt16LE(30);
+  if (sectorShift !== 9 && sectorShift !== 12) throw new InvalidArgumentError('base64_docx_file: the .doc document has a corrupt OLE header');
+  const sectorSize = 2 ** sectorShift;
+  if (bytes.length % sectorSize !== 0) {
+    throw new InvalidArgumentError('base64_docx_file: the .doc document is truncated (partial sector)');
+  }
+}
+
+export function canonicalMimeType(format: DocumentFormat): string {
+  return MIME_TYPES[format].canonical;
+}

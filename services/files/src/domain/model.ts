@@ -1,0 +1,51 @@
+/** The document formats the service accepts. */
+export type DocumentFormat = 'docx' | 'doc' | 'odt' | 'pdf';
+
+/** pending until the ingestion worker has turned the document into cards (done) or given up (failed). */
+export type IngestionStatus = 'pending' | 'done' | 'failed';
+
+/** A stored file's record; its bytes live in the object store under the file id. */
+export interface FileRecord {
+  id: string;
+  userId: string;
+  fileName: string;
+  mimeType: string;
+  format: DocumentFormat;
+  private: boolean;
+  size: number;
+  tags: string[];
+  ocFilePath: string | null;
+  ingestionStatus: IngestionStatus;
+  ingestionError: string | null;
+  /** Cards made by the last successful ingestion. */
+  cardCount: number;
+  collectionId: string | null;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+/** One paragraph-like unit of a document: a heading or a run of body text, with the links it holds. */
+export interface DocumentBlock {
+  kind: 'heading' | 'paragraph';
+  /** Heading level 1-6 for headings. */
+  level?: number;
+  text: string;
+  /** http(s) links in order of appearance. */
+  links: string[];
+}
+
+/** What a parser makes of a document: its blocks in reading order. */
+export interface ParsedDocument {
+  blocks: DocumentBlock[];
+}
+
+/** A card the ingestion will create. */
+export interface CardDraft {
+  /** Position in the document; part of the idempotency key. */
+  index: number;
+  title: string | null;
+  html: string;
+  text: string;
+  link: string;
+  wordCount: number;
+}

@@ -1,0 +1,101 @@
+import type { Readable } from 'node:stream';
+import type { OutgoingEvent } from '@cards/platform';
+import type { DocumentFormat, FileRecord, IngestionStatus, ParsedDocument } from './model';
+
+/**
+ * Where file records live. Every change that other parts must learn about is written together with
+ * its events (transactional outbox), so a crash between the two loses nothing.
+ */
+export interface FileRepository {
+  /** Stores a new record and its events atomically. */
+  create(record: FileRecord, events: OutgoingEvent[]): Promise<void>;
+  /** The record, or null when there is none. */
+  get(id: string): Promise<FileRecord | null>;
+  /** All records of one user, newest first. */
+  listByUser(userId: string): Promise<FileRecord[]>;
+  /** Sets the privacy flag and updated_at; false when there is no such record. */
+  setPrivacy(id: string, isPrivate: boolean, now: Date): Promise<boolean>;
+  /** Records the outcome of an ingestion attempt; false when the record is gone. */
+  setIngestion(id: string, outcome: IngestionOutcome, now: Date): Promise<boolean>;
+  /** Removes the record and stores its events atomically; false when there was none. */
+  delete(id: string, events: OutgoingEvent[]): Promise<boolean>;
+  close(): Promise<void>;
+}
+
+export interface IngestionOutcome {
+  status: IngestionStatus;
+  error: string | null;
+  cardCount: number;
+  collectionId: string | null;
+}
+
+/** Facts about a stored object. */
+export interface StoredObject {
+  size: number;
+}
+
+/**
+ * Byte storage for uploaded files, addressed by key. Writes are all-or-nothing: a reader never sees
+ * a partly written object.
+ */
+export interface ObjectStore {
+  /** Stores the bytes under key, replacing any previous object. */
+  put(key: string, bytes: Buffer): Promise<void>;
+  /** A stream of the object's bytes; NotFoundError when there is none. */
+  open(key: string): Promise<Readable>;
+  /** The whole object; NotFoundError when there is none. */
+  read(key: string): Promise<Buffer>;
+  /** Size of the object, or null when there is none. */
+  stat(key: string): Promise<StoredObject | null>;
+  /** Removes the object; no error when there is none. */
+  remove(key: string): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** Thrown by a DocumentReader when a document's bytes cannot be read as its format. */
+export class UnreadableDocumentError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'UnreadableDocumentError';
+  }
+}
+
+/** Reads documents of the accepted formats. */
+export interface DocumentReader {
+  /**
+   * Quick structural check at upload time (zip parts present, no decompression bomb);
+   * throws InvalidArgumentError naming the problem.
+   */
+  inspect(format: DocumentFormat, bytes: Buffer): Promise<void>;
+  /** Headings and paragraphs in reading order; UnreadableDocumentError when the bytes are corrupt. */
+  parse(format: DocumentFormat, bytes: Buffer): Promise<ParsedDocument>;
+}
+
+export interface NewCard {
+  ownerId: string;
+  html: string;
+  link: string;
+  private: boolean;
+  tags: string[];
+  fileId: string;
+  /** The same key always yields the same card, so a retried ingestion makes no second copy. */
+  idempotencyKey: string;
+}
+
+/** The cards service as the ingestion sees it. */
+export interface CardsPort {
+  /** The id of the created (or previously created, for the same key) card. */
+  createCard(card: NewCard): Promise<string>;
+  /** Creates the file's collection holding the cards, once per file; returns its id. */
+  createFileCollection(input: { ownerId: string; fileId: string; fileName: string; isPublic: boolean; cardIds: string[] }): Promise<string>;
+  /** Clears file_id/file_name on the cards and collection made from the file. */
+  clearFileReferences(fileId: string): Promise<void>;
+}
+
+/** Thrown by CardsPort when the cards service refuses one card's content (too short, too long ...). */
+export class CardRejectedError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'CardRejectedError';
+  }
+}

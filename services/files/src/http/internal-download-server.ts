@@ -1,0 +1,96 @@
+import { createServer, type Server } from 'node:http';
+import { timingSafeEqual } from 'node:crypto';
+import { pipeline } from 'node:stream/promises';
+import { Status } from 'nice-grpc';
+import { DomainError, isUuid, type Logger } from '@cards/platform';
+import type { FilesService } from '../application/files-service';
+
+export const INTERNAL_TOKEN_HEADER = 'x-files-internal-token';
+export const CALLER_HEADER = 'x-caller-id';
+
+export interface InternalDownloadServerOptions {
+  host: string;
+  port: number;
+  /** When set, every request must carry it in x-files-internal-token. */
+  token: string | undefined;
+  service: FilesService;
+  logger: Logger;
+}
+
+/** RFC 6266 / 5987: an ASCII fallback plus the exact UTF-8 name. */
+export function contentDisposition(fileName: string): string {
+  const fallback = fileName.replace(/[^\x20-\x7e]/g, '_').replace(/["\\]/g, '_');
+  const encoded = encodeURIComponent(fileName).replace(/['()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
+  return `attachment; filename="${fallback}"; filename*=UTF-8''${encoded}`;
+}
+
+function tokenMatches(expected: string, given: string | string[] | undefined): boolean {
+  if (typeof given !== 'string') return false;
+  const a = Buffer.from(expected);
+  const b = Buffer.from(given);
+  return a.length === b.length && timingSafeEqual(a, b);
+}
+
+/**
+ * The raw download endpoint the gateway proxies to: GET /files/<id> streams the stored bytes with
+ * their MIME type and Content-Disposition. Not a public door: it listens on loopback unless a shared
+ * token is configured (then every request must present it), and it re-checks the caller's visibility
+ * from the x-caller-id header the gateway sets after resolving the session.
+ */
+export async function startInternalDownloadServer(options: InternalDownloadServerOptions): Promise<{ server: Server; port: number; close(): Promise<void> }> {
+  const { service, logger } = options;
+  const server = createServer((req, res) => {
+    const send = (status: number, message: string) => {
+      if (res.headersSent) {
+        res.destroy();
+        return;
+      }
+      res.writeHead(status, { 'content-type': 'application/json; charset=utf-8' });
+      res.end(JSON.stringify({ message }));
+    };
+    if (options.token && !tokenMatches(options.token, req.headers[INTERNAL_TOKEN_HEADER])) return send(401, 'Missing or wrong internal token');
+    const match = /^\/files\/([^/?]+)(?:\?.*)?$/.exec(req.url ?? '');
+    if (req.method !== 'GET' && req.method !== 'HEAD') return send(405, 'Only GET');
+    if (!match || !isUuid(match[1])) return send(404, 'No such route');
+    const caller = req.headers[CALLER_HEADER];
+    const callerId = typeof caller === 'string' && isUuid(caller) ? caller.toLowerCase() : undefined;
+    service
+      .open(match[1], callerId)
+      .then(async ({ record, content }) => {
+        res.writeHead(200, {
+          'content-type': record.mimeType,
+          'content-length': String(record.size),
+          'content-disposition': contentDisposition(record.fileName),
+          'x-content-type-options': 'nosniff',
+          'cache-control': 'private, no-store',
+        });
+        if (req.method === 'HEAD') {
+          content.destroy();
+          res.end();
+          return;
+        }
+        await pipeline(content, res);
+      })
+      .catch((err: unknown) => {
+        if (err instanceof DomainError) return send(err.status === Status.NOT_FOUND ? 404 : 400, err.message);
+        if ((err as NodeJS.ErrnoException)?.code === 'ERR_STREAM_PREMATURE_CLOSE') return;
+        logger.error({ err, url: req.url }, 'download failed');
+        send(500, 'Internal error');
+      });
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port, options.host, () => resolve());
+  });
+  const port = (server.address() as { port: number }).port;
+  logger.info({ host: options.host, port, token: options.token ? 'required' : 'none (loopback only)' }, 'internal download server listening');
+  return {
+    server,
+    port,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}

@@ -1,15 +1,17 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { createLogger, loadConfig, startGrpcServer, stopOnSignals, type RunningService } from '@cards/platform';
+import { connectMongo, createLogger, loadConfig, startGrpcServer, stopOnSignals, type RunningService } from '@cards/platform';
 import { identity } from '@cards/proto';
 import { IdentityService } from './application/identity-service';
 import { JwtTokenSigner } from './adapters/crypto/jwt-token-signer';
 import { ScryptPasswordHasher } from './adapters/crypto/scrypt-password-hasher';
 import { EmlFileMailer, SmtpMailer } from './adapters/mail/nodemailer-mailer';
+import { MongoIdentityRepository } from './adapters/mongo/mongo-identity-repository';
 import { SqliteIdentityRepository } from './adapters/sqlite/sqlite-identity-repository';
 import { identityConfigSchema } from './config';
 import { identityHandlers } from './grpc/identity-handlers';
+import type { IdentityRepository } from './domain/ports';
 
 /** The embedded default keeps one generated secret in DATA_DIR so sessions survive restarts. */
 function jwtSecretFrom(dataDir: string, configured: string | undefined): string {
@@ -26,9 +28,13 @@ function jwtSecretFrom(dataDir: string, configured: string | undefined): string 
 export async function startIdentity(env: Record<string, string | undefined> = process.env): Promise<RunningService> {
   const config = loadConfig(identityConfigSchema, env);
   const logger = createLogger('identity');
-  if (config.MONGO_URL) logger.warn('MONGO_URL is set but the MongoDB adapter is not built yet; using SQLite');
-  else logger.info('MONGO_URL not set: using the embedded SQLite store');
-  const repository = new SqliteIdentityRepository(join(config.DATA_DIR, 'identity', 'identity.db'));
+  let repository: IdentityRepository;
+  if (config.MONGO_URL) {
+    repository = await MongoIdentityRepository.open(await connectMongo({ url: config.MONGO_URL, database: 'identity', logger }));
+  } else {
+    logger.info('MONGO_URL not set: using the embedded SQLite store');
+    repository = new SqliteIdentityRepository(join(config.DATA_DIR, 'identity', 'identity.db'));
+  }
   const mailer = config.SMTP_URL ? new SmtpMailer(config.SMTP_URL, config.MAIL_FROM) : new EmlFileMailer(join(config.DATA_DIR, 'mail'), config.MAIL_FROM);
   if (!config.SMTP_URL) logger.info({ directory: join(config.DATA_DIR, 'mail') }, 'SMTP_URL not set: writing e-mail as .eml files');
   const service = new IdentityService({

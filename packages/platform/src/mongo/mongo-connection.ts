@@ -4,7 +4,7 @@ import type { Logger } from 'pino';
 export interface MongoConnectionOptions {
   /** MONGO_URL, e.g. mongodb://user:pass@host:27017/?replicaSet=rs0 */
   url: string;
-  /** Database of this service (each service owns its own); the URL's path wins when it names one. */
+  /** Database of this service: each service owns its own, so every service can share one MONGO_URL. */
   database: string;
   logger: Logger;
   /** How long to look for a server before failing; start-up fails fast instead of hanging. */
@@ -30,11 +30,6 @@ export function redactMongoUrl(url: string): string {
   return url.replace(/\/\/([^:@/]+):[^@/]*@/, '//$1:***@');
 }
 
-function databaseFromUrl(url: string): string | undefined {
-  const match = /^mongodb(?:\+srv)?:\/\/[^/]+\/([^?]+)/.exec(url);
-  return match?.[1] ? decodeURIComponent(match[1]) : undefined;
-}
-
 /**
  * Connects and pings, failing within serverSelectionTimeoutMs with a message naming MONGO_URL
  * (never its password) when the server cannot be reached. Logs the database and whether
@@ -52,7 +47,7 @@ export async function connectMongo(options: MongoConnectionOptions): Promise<Mon
   } catch (err) {
     throw new Error(`MONGO_URL is not a valid MongoDB connection string (${where}): ${(err as Error).message}`);
   }
-  const database = databaseFromUrl(options.url) ?? options.database;
+  const database = options.database;
   const db = client.db(database);
   let hello: Record<string, unknown>;
   try {

@@ -1,0 +1,211 @@
+import { AlreadyExistsError, isDuplicateKeyError, withOptionalTransaction, type MongoConnection } from '@cards/platform';
+import type { ClientSession, Collection } from 'mongodb';
+import type { Invitation, PasswordReset, Session, User } from '../../domain/model';
+import type { IdentityRepository } from '../../domain/ports';
+
+interface UserDocument {
+  _id: string;
+  email: string;
+  username: string | null;
+  /** Present only when username is set: the sparse unique index makes usernames unique case-insensitively. */
+  usernameLower?: string;
+  website: string | null;
+  visibleEmail: boolean;
+  passwordHash: string;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+interface InvitationDocument {
+  _id: string;
+  email: string;
+  referralTokens: string[];
+  createdAt: Date;
+  expiresAt: Date;
+  usedAt: Date | null;
+  /** The user being registered with this invitation, while a registration without transactions is in progress. */
+  claimedBy?: string;
+}
+
+interface SessionDocument {
+  _id: string;
+  userId: string;
+  createdAt: Date;
+  expiresAt: Date;
+  revokedAt: Date | null;
+}
+
+interface PasswordResetDocument {
+  _id: string;
+  userId: string;
+  createdAt: Date;
+  expiresAt: Date;
+  usedAt: Date | null;
+}
+
+function toUserDocument(u: User): UserDocument {
+  const doc: UserDocument = {
+    _id: u.id,
+    email: u.email,
+    username: u.username,
+    website: u.website,
+    visibleEmail: u.visibleEmail,
+    passwordHash: u.passwordHash,
+    createdAt: u.createdAt,
+    updatedAt: u.updatedAt,
+  };
+  if (u.username !== null) doc.usernameLower = u.username.toLowerCase();
+  return doc;
+}
+
+function fromUserDocument(d: UserDocument): User {
+  return {
+    id: d._id,
+    email: d.email,
+    username: d.username,
+    website: d.website,
+    visibleEmail: d.visibleEmail,
+    passwordHash: d.passwordHash,
+    createdAt: d.createdAt,
+    updatedAt: d.updatedAt,
+  };
+}
+
+const emailTaken = () => new AlreadyExistsError('An account with this email already exists');
+
+/**
+ * Identity data in the service's MongoDB database (collections users, invitations, sessions,
+ * password_resets). Unique e-mail and lower-cased username are unique indexes. Registration and
+ * password reset run in a transaction on a replica set; on a standalone server they are ordered
+ * single-document steps that claim first and compensate on failure (see docs/engines.md).
+ */
+export class MongoIdentityRepository implements IdentityRepository {
+  private readonly users: Collection<UserDocument>;
+  private readonly invitations: Collection<InvitationDocument>;
+  private readonly sessions: Collection<SessionDocument>;
+  private readonly resets: Collection<PasswordResetDocument>;
+
+  private constructor(private readonly connection: MongoConnection) {
+    const { db } = connection;
+    this.users = db.collection('users');
+    this.invitations = db.collection('invitations');
+    this.sessions = db.collection('sessions');
+    this.resets = db.collection('password_resets');
+  }
+
+  /** Opens the repository on a connection, creating its indexes (idempotent). */
+  static async open(connection: MongoConnection): Promise<MongoIdentityRepository> {
+    const repository = new MongoIdentityRepository(connection);
+    await Promise.all([
+      repository.users.createIndex({ email: 1 }, { unique: true, name: 'users_email' }),
+      repository.users.createIndex({ usernameLower: 1 }, { unique: true, sparse: true, name: 'users_username_lower' }),
+      repository.sessions.createIndex({ userId: 1 }, { name: 'sessions_user' }),
+      repository.resets.createIndex({ userId: 1 }, { name: 'password_resets_user' }),
+    ]);
+    return repository;
+  }
+
+  async createInvitation(i: Invitation): Promise<void> {
+    await this.invitations.insertOne({ _id: i.id, email: i.email, referralTokens: [...i.referralTokens], createdAt: i.createdAt, expiresAt: i.expiresAt, usedAt: i.usedAt });
+  }
+
+  async findInvitation(id: string): Promise<Invitation | null> {
+    const d = await this.invitations.findOne({ _id: id });
+    return d ? { id: d._id, email: d.email, referralTokens: d.referralTokens, createdAt: d.createdAt, expiresAt: d.expiresAt, usedAt: d.usedAt } : null;
+  }
+
+  async registerFromInvitation(invitationId: string, user: User, usedAt: Date): Promise<boolean> {
+    try {
+      return await withOptionalTransaction(this.connection, async (session) => {
+        // Claim first: of two concurrent registrations only one can flip usedAt from null.
+        const claimed = await this.invitations.updateOne({ _id: invitationId, usedAt: null }, { $set: { usedAt, claimedBy: user.id } }, { session });
+        if (claimed.modifiedCount === 0) return false;
+        try {
+          await this.users.insertOne(toUserDocument(user), { session });
+        } catch (err) {
+          // Without a transaction, give the invitation back so it can still be used with another e-mail.
+          if (!session) await this.invitations.updateOne({ _id: invitationId, claimedBy: user.id }, { $set: { usedAt: null }, $unset: { claimedBy: '' } });
+          throw err;
+        }
+        return true;
+      });
+    } catch (err) {
+      if (isDuplicateKeyError(err, 'email')) throw emailTaken();
+      throw err;
+    }
+  }
+
+  async findUserById(id: string): Promise<User | null> {
+    const d = await this.users.findOne({ _id: id });
+    return d ? fromUserDocument(d) : null;
+  }
+
+  async findUserByEmail(email: string): Promise<User | null> {
+    const d = await this.users.findOne({ email });
+    return d ? fromUserDocument(d) : null;
+  }
+
+  async findUsersByIds(ids: readonly string[]): Promise<User[]> {
+    if (ids.length === 0) return [];
+    const docs = await this.users.find({ _id: { $in: [...new Set(ids)] } }).toArray();
+    return docs.map(fromUserDocument);
+  }
+
+  async updateProfile(u: User): Promise<void> {
+    const set = { username: u.username, website: u.website, visibleEmail: u.visibleEmail, updatedAt: u.updatedAt };
+    try {
+      await this.users.updateOne(
+        { _id: u.id },
+        u.username === null ? { $set: set, $unset: { usernameLower: '' } } : { $set: { ...set, usernameLower: u.username.toLowerCase() } },
+      );
+    } catch (err) {
+      if (isDuplicateKeyError(err, 'usernameLower')) throw new AlreadyExistsError('username: already taken');
+      throw err;
+    }
+  }
+
+  async createSession(s: Session): Promise<void> {
+    await this.sessions.insertOne({ _id: s.id, userId: s.userId, createdAt: s.createdAt, expiresAt: s.expiresAt, revokedAt: s.revokedAt });
+  }
+
+  async findSession(id: string): Promise<Session | null> {
+    const d = await this.sessions.findOne({ _id: id });
+    return d ? { id: d._id, userId: d.userId, createdAt: d.createdAt, expiresAt: d.expiresAt, revokedAt: d.revokedAt } : null;
+  }
+
+  async revokeSession(id: string, at: Date): Promise<void> {
+    await this.sessions.updateOne({ _id: id, revokedAt: null }, { $set: { revokedAt: at } });
+  }
+
+  async createPasswordReset(p: PasswordReset): Promise<void> {
+    await this.resets.insertOne({ _id: p.id, userId: p.userId, createdAt: p.createdAt, expiresAt: p.expiresAt, usedAt: p.usedAt });
+  }
+
+  async findPasswordReset(id: string): Promise<PasswordReset | null> {
+    const d = await this.resets.findOne({ _id: id });
+    return d ? { id: d._id, userId: d.userId, createdAt: d.createdAt, expiresAt: d.expiresAt, usedAt: d.usedAt } : null;
+  }
+
+  async completePasswordReset(resetId: string, userId: string, passwordHash: string, at: Date): Promise<boolean> {
+    return withOptionalTransaction(this.connection, async (session) => {
+      const claimed = await this.resets.updateOne({ _id: resetId, usedAt: null }, { $set: { usedAt: at } }, { session });
+      if (claimed.modifiedCount === 0) return false;
+      // Without a transaction the order keeps a crash safe: sessions die before the password changes,
+      // and again after it, so no session opened with the old password survives the new one.
+      await this.revokeSessionsOf(userId, at, session);
+      await this.users.updateOne({ _id: userId }, { $set: { passwordHash, updatedAt: at } }, { session });
+      if (!session) await this.revokeSessionsOf(userId, at, session);
+      // Other outstanding reset links die with this one.
+      await this.resets.updateMany({ userId, usedAt: null }, { $set: { usedAt: at } }, { session });
+      return true;
+    });
+  }
+
+  private async revokeSessionsOf(userId: string, at: Date, session: ClientSession | undefined): Promise<void> {
+    await this.sessions.updateMany({ userId, revokedAt: null }, { $set: { revokedAt: at } }, { session });
+  }
+
+  async close(): Promise<void> {
+    await this.connection.close();
+  }
+}

@@ -1,0 +1,202 @@
+import { randomUUID } from 'node:crypto';
+import { AlreadyExistsError } from '@cards/platform';
+import type { Invitation, PasswordReset, Session, User } from '../src/domain/model';
+import type { IdentityRepository } from '../src/domain/ports';
+import { contractTests, describeOnEngine } from '../../../test/engines/suite';
+
+export interface IdentityRepositoryHarness {
+  repository: IdentityRepository;
+  /** Closes the repository and deletes what the harness created. */
+  close(): Promise<void>;
+}
+
+const at = (iso: string) => new Date(iso);
+
+/** Test data builders: a valid object, changed only where a test cares. */
+function aUser(overrides: Partial<User> = {}): User {
+  const id = randomUUID();
+  return {
+    id,
+    email: `${id.slice(0, 8)}@example.com`,
+    username: null,
+    website: null,
+    visibleEmail: true,
+    passwordHash: 'scrypt$old',
+    createdAt: at('2026-01-02T03:04:05.678Z'),
+    updatedAt: at('2026-01-02T03:04:05.678Z'),
+    ...overrides,
+  };
+}
+
+function anInvitation(overrides: Partial<Invitation> = {}): Invitation {
+  return {
+    id: randomUUID(),
+    email: `${randomUUID().slice(0, 8)}@example.com`,
+    referralTokens: ['ref-1', 'ref-2'],
+    createdAt: at('2026-01-01T00:00:00.000Z'),
+    expiresAt: at('2026-01-02T00:00:00.000Z'),
+    usedAt: null,
+    ...overrides,
+  };
+}
+
+function aSession(userId: string, overrides: Partial<Session> = {}): Session {
+  return { id: randomUUID(), userId, createdAt: at('2026-01-03T00:00:00.000Z'), expiresAt: at('2026-01-04T00:00:00.000Z'), revokedAt: null, ...overrides };
+}
+
+function aReset(userId: string, overrides: Partial<PasswordReset> = {}): PasswordReset {
+  return { id: randomUUID(), userId, createdAt: at('2026-01-03T00:00:00.000Z'), expiresAt: at('2026-01-03T01:00:00.000Z'), usedAt: null, ...overrides };
+}
+
+/**
+ * The IdentityRepository port's behaviour, run on every adapter (SQLite always, MongoDB when a
+ * server is available). `skipReason` set means the adapter cannot run here and the suite is reported skipped.
+ */
+export function describeIdentityRepositoryContract(name: string, factory: () => Promise<IdentityRepositoryHarness>, skipReason?: string): void {
+  describeOnEngine(`IdentityRepository contract: ${name}`, skipReason, () => {
+    const test = contractTests(`identity-repository on ${name}`);
+    let h: IdentityRepositoryHarness;
+    let repo: IdentityRepository;
+    beforeEach(async () => {
+      h = await factory();
+      repo = h.repository;
+    });
+    afterEach(async () => {
+      await h.close();
+    });
+
+    async function registered(overrides: Partial<User> = {}): Promise<User> {
+      const invitation = anInvitation();
+      await repo.createInvitation(invitation);
+      const user = aUser(overrides);
+      expect(await repo.registerFromInvitation(invitation.id, user, at('2026-01-01T12:00:00.000Z'))).toBe(true);
+      return user;
+    }
+
+    test('stores and finds an invitation with its dates and referral tokens; unknown ids find nothing', async () => {
+      const invitation = anInvitation();
+      await repo.createInvitation(invitation);
+      expect(await repo.findInvitation(invitation.id)).toEqual(invitation);
+      expect(await repo.findInvitation(randomUUID())).toBeNull();
+    });
+
+    test('registering from an invitation creates the user and uses the invitation up', async () => {
+      const invitation = anInvitation();
+      await repo.createInvitation(invitation);
+      const user = aUser({ email: invitation.email });
+      const usedAt = at('2026-01-01T12:00:00.000Z');
+      expect(await repo.registerFromInvitation(invitation.id, user, usedAt)).toBe(true);
+      expect(await repo.findUserById(user.id)).toEqual(user);
+      expect(await repo.findUserByEmail(user.email)).toEqual(user);
+      expect((await repo.findInvitation(invitation.id))?.usedAt).toEqual(usedAt);
+      const second = aUser();
+      expect(await repo.registerFromInvitation(invitation.id, second, usedAt)).toBe(false);
+      expect(await repo.findUserById(second.id)).toBeNull();
+    });
+
+    test('an unknown invitation registers nobody', async () => {
+      const user = aUser();
+      expect(await repo.registerFromInvitation(randomUUID(), user, new Date())).toBe(false);
+      expect(await repo.findUserById(user.id)).toBeNull();
+    });
+
+    test('a taken e-mail is AlreadyExistsError and leaves the invitation usable', async () => {
+      const existing = await registered();
+      const invitation = anInvitation();
+      await repo.createInvitation(invitation);
+      const clash = aUser({ email: existing.email });
+      await expect(repo.registerFromInvitation(invitation.id, clash, new Date())).rejects.toBeInstanceOf(AlreadyExistsError);
+      expect(await repo.findUserById(clash.id)).toBeNull();
+      expect((await repo.findInvitation(invitation.id))?.usedAt).toBeNull();
+      const other = aUser();
+      expect(await repo.registerFromInvitation(invitation.id, other, new Date())).toBe(true);
+    });
+
+    test('of concurrent registrations with one invitation exactly one succeeds', async () => {
+      const invitation = anInvitation();
+      await repo.createInvitation(invitation);
+      const users = Array.from({ length: 5 }, () => aUser());
+      const results = await Promise.all(users.map((u) => repo.registerFromInvitation(invitation.id, u, new Date())));
+      expect(results.filter(Boolean)).toHaveLength(1);
+      const found = await repo.findUsersByIds(users.map((u) => u.id));
+      expect(found).toHaveLength(1);
+      expect(found[0]!.id).toBe(users[results.indexOf(true)]!.id);
+    });
+
+    test('finds users by ids, ignoring unknown and repeated ids', async () => {
+      const a = await registered();
+      const b = await registered({ username: 'Bea', website: 'https://bea.example', visibleEmail: false });
+      expect(await repo.findUsersByIds([])).toEqual([]);
+      const found = await repo.findUsersByIds([b.id, randomUUID(), a.id, b.id]);
+      expect(found.map((u) => u.id).sort()).toEqual([a.id, b.id].sort());
+      expect(found.find((u) => u.id === b.id)).toEqual(b);
+      expect(await repo.findUserByEmail('nobody@example.com')).toBeNull();
+    });
+
+    test('usernames are unique regardless of case; a user may re-case their own; many users may have none', async () => {
+      const a = await registered();
+      const b = await registered();
+      await registered();
+      const later = at('2026-02-01T00:00:00.000Z');
+      await repo.updateProfile({ ...a, username: 'CardFan', website: 'https://a.example', visibleEmail: false, updatedAt: later });
+      expect(await repo.findUserById(a.id)).toMatchObject({ username: 'CardFan', website: 'https://a.example', visibleEmail: false, updatedAt: later });
+      await expect(repo.updateProfile({ ...b, username: 'cardfan', updatedAt: later })).rejects.toBeInstanceOf(AlreadyExistsError);
+      expect((await repo.findUserById(b.id))?.username).toBeNull();
+      await repo.updateProfile({ ...a, username: 'CARDFAN', updatedAt: later });
+      expect((await repo.findUserById(a.id))?.username).toBe('CARDFAN');
+      // Giving a username up frees it for others.
+      await repo.updateProfile({ ...a, username: null, updatedAt: later });
+      await repo.updateProfile({ ...b, username: 'cardfan', updatedAt: later });
+      expect((await repo.findUserById(b.id))?.username).toBe('cardfan');
+      expect((await repo.findUserById(a.id))?.username).toBeNull();
+    });
+
+    test('sessions are stored, found and revoked once', async () => {
+      const user = await registered();
+      const session = aSession(user.id);
+      await repo.createSession(session);
+      expect(await repo.findSession(session.id)).toEqual(session);
+      expect(await repo.findSession(randomUUID())).toBeNull();
+      const first = at('2026-01-03T10:00:00.000Z');
+      await repo.revokeSession(session.id, first);
+      await repo.revokeSession(session.id, at('2026-01-03T11:00:00.000Z'));
+      expect((await repo.findSession(session.id))?.revokedAt).toEqual(first);
+    });
+
+    test('completing a reset changes the password, revokes only that user\'s sessions and kills other reset links', async () => {
+      const user = await registered();
+      const bystander = await registered();
+      const s1 = aSession(user.id);
+      const s2 = aSession(user.id);
+      const other = aSession(bystander.id);
+      for (const s of [s1, s2, other]) await repo.createSession(s);
+      const reset = aReset(user.id);
+      const second = aReset(user.id);
+      const bystanderReset = aReset(bystander.id);
+      for (const r of [reset, second, bystanderReset]) await repo.createPasswordReset(r);
+      expect(await repo.findPasswordReset(reset.id)).toEqual(reset);
+      const when = at('2026-01-03T00:30:00.000Z');
+      expect(await repo.completePasswordReset(reset.id, user.id, 'scrypt$new', when)).toBe(true);
+      expect(await repo.findUserById(user.id)).toMatchObject({ passwordHash: 'scrypt$new', updatedAt: when });
+      expect((await repo.findSession(s1.id))?.revokedAt).toEqual(when);
+      expect((await repo.findSession(s2.id))?.revokedAt).toEqual(when);
+      expect((await repo.findSession(other.id))?.revokedAt).toBeNull();
+      expect((await repo.findPasswordReset(reset.id))?.usedAt).toEqual(when);
+      expect((await repo.findPasswordReset(second.id))?.usedAt).toEqual(when);
+      expect((await repo.findPasswordReset(bystanderReset.id))?.usedAt).toBeNull();
+      expect((await repo.findUserById(bystander.id))?.passwordHash).toBe('scrypt$old');
+      expect(await repo.completePasswordReset(reset.id, user.id, 'scrypt$again', new Date())).toBe(false);
+      expect((await repo.findUserById(user.id))?.passwordHash).toBe('scrypt$new');
+    });
+
+    test('of concurrent completions of one reset exactly one succeeds', async () => {
+      const user = await registered();
+      const reset = aReset(user.id);
+      await repo.createPasswordReset(reset);
+      const results = await Promise.all(['a', 'b', 'c', 'd'].map((p) => repo.completePasswordReset(reset.id, user.id, `scrypt$${p}`, new Date())));
+      expect(results.filter(Boolean)).toHaveLength(1);
+      const winner = ['a', 'b', 'c', 'd'][results.indexOf(true)];
+      expect((await repo.findUserById(user.id))?.passwordHash).toBe(`scrypt$${winner}`);
+    });
+  });
+}

@@ -21,3 +21,22 @@ export function uniqueText(words = 80): string {
 }
 
 export const html = (text: string) => `<p>${text}</p>`;
+
+import type { Mailbox } from '../support/mailbox';
+import { signUp, type TestUser } from '../support/accounts';
+
+/** Signs up many users through the gateway, a few at a time. */
+export async function signUpMany(baseUrl: string, mailbox: Mailbox, count: number, prefix: string, parallel = 10): Promise<TestUser[]> {
+  const users: TestUser[] = [];
+  for (let i = 0; i < count; i += parallel) {
+    users.push(...(await Promise.all(Array.from({ length: Math.min(parallel, count - i) }, () => signUp(baseUrl, mailbox, prefix)))));
+  }
+  return users;
+}
+
+/** Creates a card through the gateway and answers its id. */
+export async function postCard(user: TestUser, body: Record<string, unknown> = {}): Promise<string> {
+  const res = await user.client.post('/api/card', { card_html: html(uniqueText()), link: '', private: false, ...body });
+  if (res.status !== 200) throw new Error(`create failed: ${res.status} ${res.text}`);
+  return res.json.card_metadata.id as string;
+}

@@ -65,7 +65,15 @@ export function validPage(page: number): number {
 
 /** Use cases of cards, duplicates, votes, user pages and top users. */
 export class CardService {
+  private lastTick = 0;
+
   constructor(private readonly deps: CardServiceDeps) {}
+
+  /** Strictly increasing timestamps, so "newest first" never depends on two writes sharing a millisecond. */
+  private now(): Date {
+    this.lastTick = Math.max(Date.now(), this.lastTick + 1);
+    return new Date(this.lastTick);
+  }
 
   async createCard(input: CreateCardInput): Promise<{ card: ViewedCard; duplicate: boolean }> {
     const callerId = requireCaller(input.callerId);
@@ -85,7 +93,7 @@ export class CardService {
     }
     const fingerprint = fingerprintOf(content);
     const root = await this.findRoot(content, fingerprint, callerId, input.private);
-    const now = new Date();
+    const now = this.now();
     const card: Card = {
       id: newId(),
       authorId: callerId,
@@ -209,7 +217,7 @@ export class CardService {
     }
     const changes = { contentChanged: next.content !== card.content || next.cardHtml !== card.cardHtml, linkChanged: next.link !== card.link, privacyChanged: next.private !== card.private };
     if (!changes.contentChanged && !changes.linkChanged && !changes.privacyChanged) return;
-    next.updatedAt = new Date();
+    next.updatedAt = this.now();
     const collectionIds = await this.deps.collections.collectionIdsHolding(card.id);
     await this.deps.cards.update(next, fingerprint, [cardUpdated(next, collectionIds, changes)]);
     this.deps.eventsWritten();
@@ -224,8 +232,7 @@ export class CardService {
       const collisions = await this.deps.cards.findCollisions([card.id]);
       promoted = collisions.find((c) => !c.private) ?? collisions[0] ?? null;
       if (promoted) {
-        const now = new Date();
-        events.push(cardUpdated({ ...promoted, collisionOf: null, updatedAt: now }, await this.deps.collections.collectionIdsHolding(promoted.id), { contentChanged: false, linkChanged: false, privacyChanged: false }));
+        events.push(cardUpdated({ ...promoted, collisionOf: null }, await this.deps.collections.collectionIdsHolding(promoted.id), { contentChanged: false, linkChanged: false, privacyChanged: false }));
         for (const other of collisions) {
           if (other.id === promoted.id) continue;
           events.push(cardUpdated({ ...other, collisionOf: promoted.id }, await this.deps.collections.collectionIdsHolding(other.id), { contentChanged: false, linkChanged: false, privacyChanged: false }));

@@ -1,0 +1,129 @@
+import { randomUUID } from 'node:crypto';
+import { AlreadyExistsError, Topics } from '@cards/platform';
+import { fingerprintOf } from '../src/domain/rules';
+import { aCard, aCollection, nextTime, someContent } from './builders';
+import type { CardsStoreFactory, CardsStoreFixture } from './fixture';
+
+const event = (topic: string = Topics.card) => ({ topic, key: 'k', payload: new Uint8Array([1]) });
+
+/** The CardRepository contract; run it against every adapter. */
+export function describeCardRepositoryContract(name: string, factory: CardsStoreFactory): void {
+  describe(`CardRepository contract: ${name}`, () => {
+    let store: CardsStoreFixture;
+    beforeEach(async () => {
+      store = await factory();
+    });
+    afterEach(async () => {
+      await store.close();
+    });
+
+    it('stores a card with its event and reads it back unchanged', async () => {
+      const card = aCard().private().fromFile(randomUUID(), 'a.docx').build();
+      await store.cards.insert(card, fingerprintOf(card.content), [event()]);
+      expect(await store.cards.findById(card.id)).toEqual(card);
+      expect(await store.cards.findById(randomUUID())).toBeNull();
+      expect(await store.pendingEventTopics()).toEqual([Topics.card]);
+      expect((await store.cards.findByIds([card.id, randomUUID(), card.id])).map((c) => c.id)).toEqual([card.id]);
+    });
+
+    it('refuses a second card with the same author and idempotency key', async () => {
+      const author = randomUUID();
+      const first = aCard().by(author).withIdempotencyKey('doc-1#3').build();
+      await store.cards.insert(first, fingerprintOf(first.content), [event()]);
+      const second = aCard().by(author).withIdempotencyKey('doc-1#3').build();
+      await expect(store.cards.insert(second, fingerprintOf(second.content), [event()])).rejects.toBeInstanceOf(AlreadyExistsError);
+      expect(await store.cards.findById(second.id)).toBeNull();
+      expect(await store.pendingEventTopics()).toEqual([Topics.card]);
+      expect((await store.cards.findByIdempotencyKey(author, 'doc-1#3'))?.id).toBe(first.id);
+      const otherAuthor = aCard().withIdempotencyKey('doc-1#3').build();
+      await store.cards.insert(otherAuthor, fingerprintOf(otherAuthor.content), []);
+    });
+
+    it('finds cards by normalized-content hash, oldest first, and by shared sketch values', async () => {
+      const text = someContent(120);
+      const a = aCard().withContent(text).build();
+      const b = aCard().withContent(text.toUpperCase()).build();
+      const other = aCard().build();
+      for (const c of [a, b, other]) await store.cards.insert(c, fingerprintOf(c.content), []);
+      expect((await store.cards.findByContentHash(fingerprintOf(text).contentHash, 10)).map((c) => c.id)).toEqual([a.id, b.id]);
+      const sketch = fingerprintOf(text).sketch;
+      const bySketch = (await store.cards.findBySketch(sketch, 4, 10)).map((c) => c.id);
+      expect(bySketch).toEqual(expect.arrayContaining([a.id, b.id]));
+      expect(bySketch).not.toContain(other.id);
+      expect(await store.cards.findBySketch([], 1, 10)).toEqual([]);
+    });
+
+    it('updates content, privacy and fingerprint together', async () => {
+      const card = aCard().build();
+      await store.cards.insert(card, fingerprintOf(card.content), []);
+      const content = someContent();
+      const next = { ...card, content, cardHtml: `<p>${content}</p>`, private: true, link: '', updatedAt: nextTime() };
+      await store.cards.update(next, fingerprintOf(content), [event()]);
+      expect(await store.cards.findById(card.id)).toEqual(next);
+      expect(await store.cards.findByContentHash(fingerprintOf(card.content).contentHash, 10)).toEqual([]);
+      expect((await store.cards.findByContentHash(fingerprintOf(content).contentHash, 10)).map((c) => c.id)).toEqual([card.id]);
+    });
+
+    it('removes a card with its votes (off the author totals) and bookmarks, promoting a collision', async () => {
+      const author = randomUUID();
+      const root = aCard().by(author).build();
+      const c1 = aCard().collisionOf(root.id).withContent(root.content).build();
+      const c2 = aCard().collisionOf(root.id).withContent(root.content).build();
+      for (const c of [root, c1, c2]) await store.cards.insert(c, fingerprintOf(c.content), []);
+      await store.votes.upsert(randomUUID(), root.id, true, nextTime(), randomUUID());
+      await store.votes.upsert(randomUUID(), root.id, false, nextTime(), randomUUID());
+      const collection = aCollection().build();
+      await store.collections.insert(collection, []);
+      await store.collections.addBookmark(collection.id, root.id, nextTime(), []);
+      expect(await store.votes.received(author)).toEqual({ upvotes: 1, downvotes: 1 });
+
+      await store.cards.remove(root.id, c1.id, [event()]);
+      expect(await store.cards.findById(root.id)).toBeNull();
+      expect(await store.votes.received(author)).toEqual({ upvotes: 0, downvotes: 0 });
+      expect(await store.collections.bookmarkedCardIds(collection.id)).toEqual([]);
+      expect((await store.cards.findById(c1.id))?.collisionOf).toBeNull();
+      expect((await store.cards.findById(c2.id))?.collisionOf).toBe(c1.id);
+      expect((await store.cards.findCollisions([c1.id])).map((c) => c.id)).toEqual([c2.id]);
+      expect(await store.cards.count()).toBe(2);
+    });
+
+    it('lists an author\'s cards newest update first, paged, private ones only on request', async () => {
+      const author = randomUUID();
+      const cards = [aCard().by(author).build(), aCard().by(author).private().build(), aCard().by(author).build(), aCard().build()];
+      for (const c of cards) await store.cards.insert(c, fingerprintOf(c.content), []);
+      expect((await store.cards.listByAuthor(author, true, 0, 10)).map((c) => c.id)).toEqual([cards[2]!.id, cards[1]!.id, cards[0]!.id]);
+      expect((await store.cards.listByAuthor(author, false, 0, 10)).map((c) => c.id)).toEqual([cards[2]!.id, cards[0]!.id]);
+      expect((await store.cards.listByAuthor(author, true, 1, 1)).map((c) => c.id)).toEqual([cards[1]!.id]);
+      expect(await store.cards.countByAuthor(author, true)).toBe(3);
+      expect(await store.cards.countByAuthor(author, false)).toBe(2);
+      expect(await store.cards.count()).toBe(4);
+    });
+
+    it('sets the index id on roots only and keeps the newest verification', async () => {
+      const root = aCard().build();
+      const collision = aCard().collisionOf(root.id).build();
+      for (const c of [root, collision]) await store.cards.insert(c, fingerprintOf(c.content), []);
+      expect(await store.cards.setVectorPointId(root.id, 'vp-1')).toBe(true);
+      expect(await store.cards.setVectorPointId(root.id, 'vp-1')).toBe(false);
+      expect(await store.cards.setVectorPointId(collision.id, 'vp-2')).toBe(false);
+      expect((await store.cards.findById(root.id))?.vectorPointId).toBe('vp-1');
+      expect((await store.cards.findById(collision.id))?.vectorPointId).toBeNull();
+
+      const newer = nextTime();
+      expect(await store.cards.setVerification(root.id, 87, newer)).toBe(true);
+      expect(await store.cards.setVerification(root.id, 12, new Date(newer.getTime() - 5000))).toBe(false);
+      expect((await store.cards.findById(root.id))?.verificationScore).toBe(87);
+    });
+
+    it('clears file references from cards and collections', async () => {
+      const fileId = randomUUID();
+      const card = aCard().fromFile(fileId, 'report.pdf').build();
+      await store.cards.insert(card, fingerprintOf(card.content), []);
+      const collection = aCollection().forFile(fileId).build();
+      await store.collections.insert(collection, []);
+      await store.cards.clearFileReferences(fileId);
+      expect(await store.cards.findById(card.id)).toMatchObject({ fileId: null, fileName: null });
+      expect((await store.collections.findById(collection.id))?.fileId).toBeNull();
+    });
+  });
+}

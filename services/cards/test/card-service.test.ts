@@ -1,0 +1,93 @@
+import { randomUUID } from 'node:crypto';
+import { createLogger, InvalidArgumentError, NotFoundError, PermissionDeniedError } from '@cards/platform';
+import { openCardsDatabase } from '../src/adapters/sqlite/sqlite-cards-database';
+import { SqliteCardRepository } from '../src/adapters/sqlite/sqlite-card-repository';
+import { SqliteCollectionRepository } from '../src/adapters/sqlite/sqlite-collection-repository';
+import { SqliteVoteRepository } from '../src/adapters/sqlite/sqlite-vote-repository';
+import { CardService } from '../src/application/card-service';
+import type { NearDuplicateCandidate } from '../src/domain/ports';
+import { someContent } from './builders';
+
+/** The service on a real SQLite store, with the peers it asks (search, files, identity) answering as told. */
+function setup() {
+  const db = openCardsDatabase(':memory:');
+  const cards = new SqliteCardRepository(db);
+  const peers = { candidates: [] as NearDuplicateCandidate[], files: new Map<string, string>(), events: 0 };
+  const service = new CardService({
+    cards,
+    votes: new SqliteVoteRepository(db),
+    collections: new SqliteCollectionRepository(db),
+    nearDuplicates: { find: async () => peers.candidates },
+    files: { visibleFileName: async (id) => peers.files.get(id) ?? null },
+    users: { joinDates: async () => new Map() },
+    eventsWritten: () => void peers.events++,
+    logger: createLogger('cards-test', 'silent'),
+  });
+  return { service, cards, peers, db };
+}
+
+const create = (service: CardService, callerId: string, content = someContent(), extra: object = {}) =>
+  service.createCard({ callerId, cardHtml: `<p>${content}</p>`, link: '', private: false, tags: [], ...extra });
+
+describe('CardService', () => {
+  it("takes the search index's embedding verdict for a visible root", async () => {
+    const { service, peers } = setup();
+    const root = await create(service, 'alice');
+    peers.candidates = [{ cardId: root.card.id, duplicate: true, cosine: 0.97 }];
+    const dup = await create(service, 'bob');
+    expect(dup.duplicate).toBe(true);
+    expect(dup.card.collisionOf).toBe(root.card.id);
+    peers.candidates = [{ cardId: root.card.id, duplicate: false, cosine: 0.8 }];
+    expect((await create(service, 'bob')).duplicate).toBe(false);
+  });
+
+  it('never attaches a public card to a private root', async () => {
+    const { service, peers } = setup();
+    const text = someContent();
+    const root = await create(service, 'alice', text, { private: true });
+    peers.candidates = [{ cardId: root.card.id, duplicate: true, cosine: 1 }];
+    expect((await create(service, 'alice', text)).duplicate).toBe(false);
+    expect((await create(service, 'alice', text, { private: true })).duplicate).toBe(true);
+  });
+
+  it('returns the same card for a retried idempotency key', async () => {
+    const { service, cards } = setup();
+    const first = await create(service, 'ingest-user', someContent(), { idempotencyKey: 'file-1#0' });
+    const again = await create(service, 'ingest-user', someContent(), { idempotencyKey: 'file-1#0' });
+    expect(again.card.id).toBe(first.card.id);
+    expect(await cards.count()).toBe(1);
+  });
+
+  it('fills file_name for a visible file and refuses an unknown one', async () => {
+    const { service, peers } = setup();
+    const fileId = randomUUID();
+    peers.files.set(fileId, 'paper.pdf');
+    expect((await create(service, 'alice', someContent(), { fileId })).card).toMatchObject({ fileId, fileName: 'paper.pdf' });
+    await expect(create(service, 'alice', someContent(), { fileId: randomUUID() })).rejects.toThrow(InvalidArgumentError);
+  });
+
+  it('promotes the oldest public collision when a root is deleted', async () => {
+    const { service, cards } = setup();
+    const text = someContent();
+    const root = await create(service, 'alice', text);
+    const privateCopy = await create(service, 'bob', text, { private: true });
+    const publicCopy = await create(service, 'carol', text);
+    await service.deleteCard('alice', root.card.id);
+    expect((await cards.findById(publicCopy.card.id))?.collisionOf).toBeNull();
+    expect((await cards.findById(privateCopy.card.id))?.collisionOf).toBe(publicCopy.card.id);
+    const groups = await service.getCardGroups([privateCopy.card.id], 'bob');
+    expect(groups.map((g) => [g.root.id, g.collisions.map((c) => c.id)])).toEqual([[publicCopy.card.id, [privateCopy.card.id]]]);
+    expect((await service.getCardGroups([publicCopy.card.id], 'dave'))[0]!.collisions).toEqual([]);
+  });
+
+  it('hides private cards (404) and protects others\' cards (403)', async () => {
+    const { service } = setup();
+    const hidden = await create(service, 'alice', someContent(), { private: true });
+    const open = await create(service, 'alice');
+    await expect(service.getCard(hidden.card.id, 'bob')).rejects.toThrow(NotFoundError);
+    await expect(service.deleteCard('bob', hidden.card.id)).rejects.toThrow(NotFoundError);
+    await expect(service.deleteCard('bob', open.card.id)).rejects.toThrow(PermissionDeniedError);
+    await expect(service.castVote('bob', hidden.card.id, true)).rejects.toThrow(NotFoundError);
+    expect(await service.getCardGroups([hidden.card.id, open.card.id], undefined)).toHaveLength(1);
+  });
+});

@@ -1,0 +1,97 @@
+import { randomUUID } from 'node:crypto';
+import { Topics } from '@cards/platform';
+import { fingerprintOf } from '../src/domain/rules';
+import { aCard, aCollection, nextTime } from './builders';
+import type { CardsStoreFactory, CardsStoreFixture } from './fixture';
+
+const event = (topic: string) => ({ topic, key: 'k', payload: new Uint8Array([1]) });
+
+/** The CollectionRepository contract; run it against every adapter. */
+export function describeCollectionRepositoryContract(name: string, factory: CardsStoreFactory): void {
+  describe(`CollectionRepository contract: ${name}`, () => {
+    let store: CardsStoreFixture;
+    beforeEach(async () => {
+      store = await factory();
+    });
+    afterEach(async () => {
+      await store.close();
+    });
+
+    async function storedCard(build = aCard()) {
+      const card = build.build();
+      await store.cards.insert(card, fingerprintOf(card.content), []);
+      return card;
+    }
+
+    it('stores, updates and removes a collection (bookmarks go, cards stay)', async () => {
+      const c = aCollection().private().build();
+      await store.collections.insert(c, [event(Topics.collection)]);
+      expect(await store.collections.findById(c.id)).toEqual(c);
+      const next = { ...c, name: 'Renamed', description: '', isPublic: true, updatedAt: nextTime() };
+      await store.collections.update(next, []);
+      expect(await store.collections.findById(c.id)).toEqual(next);
+      const card = await storedCard();
+      await store.collections.addBookmark(c.id, card.id, nextTime(), []);
+      await store.collections.remove(c.id, [event(Topics.collection)]);
+      expect(await store.collections.findById(c.id)).toBeNull();
+      expect(await store.collections.collectionIdsHolding(card.id)).toEqual([]);
+      expect(await store.cards.findById(card.id)).not.toBeNull();
+      expect(await store.pendingEventTopics()).toEqual([Topics.collection, Topics.collection]);
+    });
+
+    it('adds a bookmark once (events only when something changed) and removes it', async () => {
+      const c = aCollection().build();
+      await store.collections.insert(c, []);
+      const card = await storedCard();
+      expect(await store.collections.addBookmark(c.id, card.id, nextTime(), [event(Topics.bookmark)])).toBe(true);
+      expect(await store.collections.addBookmark(c.id, card.id, nextTime(), [event(Topics.bookmark)])).toBe(false);
+      expect(await store.pendingEventTopics()).toEqual([Topics.bookmark]);
+      expect(await store.collections.removeBookmark(c.id, card.id, [event(Topics.bookmark)])).toBe(true);
+      expect(await store.collections.removeBookmark(c.id, card.id, [event(Topics.bookmark)])).toBe(false);
+      expect(await store.pendingEventTopics()).toEqual([Topics.bookmark, Topics.bookmark]);
+    });
+
+    it('pages the bookmarks a viewer may see, in bookmark order', async () => {
+      const owner = randomUUID();
+      const c = aCollection().by(owner).build();
+      await store.collections.insert(c, []);
+      const mine = await storedCard(aCard().by(owner).private());
+      const others = [await storedCard(), await storedCard(), await storedCard(aCard().private())];
+      for (const card of [others[0]!, mine, others[1]!, others[2]!]) await store.collections.addBookmark(c.id, card.id, nextTime(), []);
+      expect(await store.collections.listVisibleBookmarks(c.id, null, 0, 10)).toEqual([others[0]!.id, others[1]!.id]);
+      expect(await store.collections.listVisibleBookmarks(c.id, owner, 0, 10)).toEqual([others[0]!.id, mine.id, others[1]!.id]);
+      expect(await store.collections.listVisibleBookmarks(c.id, owner, 1, 1)).toEqual([mine.id]);
+      expect(await store.collections.countVisibleBookmarks(c.id, owner)).toBe(3);
+      expect(await store.collections.countVisibleBookmarks(c.id, null)).toBe(2);
+      expect(await store.collections.bookmarkedCardIds(c.id)).toEqual([others[0]!.id, mine.id, others[1]!.id, others[2]!.id]);
+    });
+
+    it("lists an author's collections (private only on request) and finds the owner's collections holding cards", async () => {
+      const owner = randomUUID();
+      const pub = aCollection().by(owner).build();
+      const priv = aCollection().by(owner).private().build();
+      const foreign = aCollection().build();
+      for (const c of [pub, priv, foreign]) await store.collections.insert(c, []);
+      expect((await store.collections.listByAuthor(owner, true)).map((c) => c.id)).toEqual([priv.id, pub.id]);
+      expect((await store.collections.listByAuthor(owner, false)).map((c) => c.id)).toEqual([pub.id]);
+      const card = await storedCard();
+      const lonely = await storedCard();
+      for (const c of [pub, priv, foreign]) await store.collections.addBookmark(c.id, card.id, nextTime(), []);
+      const held = await store.collections.collectionsOfOwnerHolding(owner, [card.id, lonely.id]);
+      expect(held.get(card.id)?.sort()).toEqual([pub.id, priv.id].sort());
+      expect(held.get(lonely.id)).toBeUndefined();
+      expect((await store.collections.collectionIdsHolding(card.id)).sort()).toEqual([pub.id, priv.id, foreign.id].sort());
+    });
+
+    it('creates a file collection with its bookmarks once per file', async () => {
+      const fileId = randomUUID();
+      const cards = [await storedCard(), await storedCard()];
+      const first = await store.collections.insertFileCollection(aCollection().forFile(fileId).build(), [cards[0]!.id, randomUUID(), cards[1]!.id], () => [event(Topics.collection)]);
+      expect(first.created).toBe(true);
+      expect(await store.collections.bookmarkedCardIds(first.collection.id)).toEqual([cards[0]!.id, cards[1]!.id]);
+      const again = await store.collections.insertFileCollection(aCollection().forFile(fileId).build(), [cards[0]!.id], () => [event(Topics.collection)]);
+      expect(again).toEqual({ collection: first.collection, created: false });
+      expect(await store.pendingEventTopics()).toEqual([Topics.collection]);
+    });
+  });
+}

@@ -1,0 +1,48 @@
+import { cardTextFromHtml, fingerprintOf, jaccard, normalizeContent, sanitizeCardHtml, shinglesOf, textOfHtml, validLink, validTags } from '../src/domain/rules';
+import { someContent } from './builders';
+
+const words = (n: number) => Array.from({ length: n }, (_, i) => `w${i}`).join(' ');
+
+describe('card rules', () => {
+  it('keeps only the allow-list: no scripts, styles, event handlers or non-http links', () => {
+    const clean = sanitizeCardHtml(
+      '<div><p class="x" onclick="a()">Hi <b>bold</b> <mark>m</mark> <a href="javascript:x()" onclick="y">j</a> <a href="https://ok/">ok</a> <a href="//evil/">pr</a></p><script>bad()</script><style>p{}</style><img src=x onerror=alert(1)><table><tr><td>cell</td></tr></table></div>',
+    );
+    expect(clean).toBe('<p>Hi <b>bold</b> <mark>m</mark> <a>j</a> <a href="https://ok/">ok</a> <a>pr</a></p>cell');
+  });
+
+  it('derives text with entities decoded and one line per block', () => {
+    expect(textOfHtml('<h1>Title</h1><p>a &amp; b&nbsp;c</p><ul><li>one</li><li>two</li></ul>x<br>y')).toBe('Title\na & b c\none\ntwo\nx\ny');
+  });
+
+  it('needs more than 70 and at most 5000 words, at most 29000 characters', () => {
+    expect(() => cardTextFromHtml(`<p>${words(70)}</p>`)).toThrow(/more than 70 words/);
+    expect(cardTextFromHtml(`<p>${words(71)}</p>`).content).toBe(words(71));
+    expect(() => cardTextFromHtml(`<p>${words(5001)}</p>`)).toThrow(/at most 5000 words/);
+    expect(() => cardTextFromHtml(`<p>${Array.from({ length: 80 }, () => 'y'.repeat(400)).join(' ')}</p>`)).toThrow(/29000 characters/);
+    expect(() => cardTextFromHtml(`<script>${words(100)}</script>`)).toThrow(/found 0/);
+  });
+
+  it('accepts empty or http(s) links and cleans tags', () => {
+    expect(validLink(' https://a.example/x ')).toBe('https://a.example/x');
+    expect(validLink('')).toBe('');
+    expect(() => validLink('javascript:alert(1)')).toThrow(/link/);
+    expect(() => validLink('nope')).toThrow(/link/);
+    expect(validTags([' a ', 'b,c', '', 'a'])).toEqual(['a', 'b', 'c']);
+    expect(() => validTags(['x'.repeat(201)])).toThrow(/tag_set/);
+  });
+
+  it('normalizes case, punctuation and spacing; near copies share most of their sketch', () => {
+    expect(normalizeContent('Hello,   WORLD!\nAgain')).toBe('hello world again');
+    const text = someContent(300);
+    const tokens = text.split(' ');
+    tokens[100] = 'different';
+    const near = tokens.join(' ');
+    expect(jaccard(shinglesOf(text), shinglesOf(near))).toBeGreaterThanOrEqual(0.9);
+    const shared = fingerprintOf(text).sketch.filter((h) => fingerprintOf(near).sketch.includes(h)).length;
+    expect(shared).toBeGreaterThanOrEqual(4);
+    const unrelated = fingerprintOf(someContent(300)).sketch.filter((h) => fingerprintOf(text).sketch.includes(h)).length;
+    expect(unrelated).toBeLessThan(4);
+    expect(fingerprintOf('A b, C!').contentHash).toBe(fingerprintOf('a B c').contentHash);
+  });
+});

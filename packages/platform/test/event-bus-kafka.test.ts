@@ -1,8 +1,9 @@
+import { spawn } from 'node:child_process';
 import { Kafka, logLevel } from 'kafkajs';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { createEventBus } from '../src/events/create-event-bus';
 import { DeadLetterHeaders, KafkaEventBus } from '../src/events/kafka-event-bus';
 import { createLogger } from '../src/logger';
@@ -109,6 +110,32 @@ describeEventBusContract(
       expect(byB.size).toBeGreaterThan(0);
     } finally {
       await Promise.allSettled([a.close(), b.close()]);
+    }
+  }, 60_000);
+
+  it('a consumer process killed before committing: the group gets its message again', async () => {
+    const topic = `spec.t${randomBytes(4).toString('hex')}.v1`;
+    const group = `spec-g${randomBytes(4).toString('hex')}`;
+    const bus = busOn();
+    const root = resolve(__dirname, '../../..');
+    const child = spawn(process.execPath, [join(root, 'node_modules/tsx/dist/cli.mjs'), join(__dirname, 'fixtures/kafka-consumer-process.ts'), brokers.join(','), group, topic], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    try {
+      let output = '';
+      child.stdout!.on('data', (c: Buffer) => (output += c.toString()));
+      await bus.publish([{ topic, key: 'card-1', payload: new TextEncoder().encode('unfinished') }]);
+      for (let i = 0; i < 300 && !output.includes('handling unfinished'); i++) await new Promise((r) => setTimeout(r, 100));
+      expect(output).toContain('handling unfinished');
+      child.kill('SIGKILL');
+      const got: string[] = [];
+      await bus.subscribe({ group, topics: [topic], handler: async (e) => void got.push(new TextDecoder().decode(e.payload)) });
+      // The broker hands the dead member's partitions over once its session (6 s) times out.
+      for (let i = 0; i < 300 && got.length === 0; i++) await new Promise((r) => setTimeout(r, 100));
+      expect(got).toEqual(['unfinished']);
+    } finally {
+      child.kill('SIGKILL');
+      await bus.close();
     }
   }, 60_000);
 

@@ -51,3 +51,40 @@ export function shingleJaccard(a: string, b: string, k = 3): number {
   const union = sa.size + sb.size - shared;
   return union === 0 ? 1 : shared / union;
 }
+
+/** Optimal-string-alignment edit distance (insert, delete, substitute, swap neighbours), stopping early above `max`. */
+export function editDistance(a: string, b: string, max = Infinity): number {
+  if (Math.abs(a.length - b.length) > max) return max + 1;
+  const rows = a.length + 1;
+  const cols = b.length + 1;
+  let prev2 = new Array<number>(cols).fill(0);
+  let prev = Array.from({ length: cols }, (_, j) => j);
+  for (let i = 1; i < rows; i++) {
+    const cur = new Array<number>(cols);
+    cur[0] = i;
+    let rowMin = i;
+    for (let j = 1; j < cols; j++) {
+      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
+      let d = Math.min(prev[j]! + 1, cur[j - 1]! + 1, prev[j - 1]! + cost);
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) d = Math.min(d, prev2[j - 2]! + 1);
+      cur[j] = d;
+      if (d < rowMin) rowMin = d;
+    }
+    if (rowMin > max) return max + 1;
+    prev2 = prev;
+    prev = cur;
+  }
+  return prev[cols - 1]!;
+}
+
+/**
+ * How alike a misspelled word is to a vocabulary word: the better of pg_trgm similarity and an edit-distance
+ * similarity (1 - edits / longer length), since trigrams punish typos in short words hard ("slepe" vs "sleep").
+ */
+export function spellingSimilarity(a: string, b: string): number {
+  const trigram = trigramSimilarity(a, b);
+  const longer = Math.max(a.length, b.length);
+  const edits = editDistance(a, b, 2);
+  const edit = edits > 2 ? 0 : 1 - edits / longer;
+  return Math.max(trigram, edit);
+}

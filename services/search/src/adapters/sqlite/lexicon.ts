@@ -1,4 +1,4 @@
-import { wordTrigrams } from '../../domain/text';
+import { spellingSimilarity, wordTrigrams } from '../../domain/text';
 
 /** A growable list of int32 slots. */
 class SlotList {
@@ -84,7 +84,7 @@ export class Lexicon {
   matches(word: string): WordMatch[] {
     const exact = this.ids.get(word);
     const known = exact !== undefined && this.documentFrequency(exact) > 0;
-    const minSimilarity = known ? 0.6 : 0.4;
+    const minSimilarity = known ? 0.6 : 0.45;
     const maxVariants = known ? 3 : 6;
     const out: WordMatch[] = known ? [{ wordId: exact, similarity: 1 }] : [];
     if (word.length < 3 && known) return out;
@@ -105,7 +105,9 @@ export class Lexicon {
       const s = shared[id]!;
       shared[id] = 0;
       if (id === exact || this.documentFrequency(id) === 0) continue;
-      const similarity = s / (trigrams.length + this.trigramCounts[id]! - s);
+      let similarity = s / (trigrams.length + this.trigramCounts[id]! - s);
+      // Unknown words are likely typos: also try edit distance on words of about the same length.
+      if (!known && similarity < 0.7 && Math.abs(this.words[id]!.length - word.length) <= 2) similarity = spellingSimilarity(word, this.words[id]!);
       if (similarity >= minSimilarity) variants.push({ wordId: id, similarity });
     }
     variants.sort((a, b) => b.similarity - a.similarity || a.wordId - b.wordId);

@@ -1,0 +1,63 @@
+import { createServer, type IncomingMessage, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { UnavailableError } from '@cards/platform';
+import { OpenAiEmbedder } from '../src/adapters/openai/openai-embedder';
+
+/** The wire protocol of the OpenAI-compatible adapter, against a local HTTP server speaking /v1/embeddings. */
+describe('OpenAiEmbedder protocol', () => {
+  let server: Server;
+  let base: string;
+  let reply: (body: { model: string; input: string[] }, req: IncomingMessage) => { status: number; json: unknown };
+  const seen: { auth?: string; path?: string; body?: { model: string; input: string[] } }[] = [];
+
+  beforeAll(async () => {
+    server = createServer((req, res) => {
+      let raw = '';
+      req.on('data', (c: Buffer) => (raw += c.toString()));
+      req.on('end', () => {
+        const body = JSON.parse(raw) as { model: string; input: string[] };
+        seen.push({ auth: req.headers.authorization, path: req.url, body });
+        const { status, json } = reply(body, req);
+        res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(json));
+      });
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  });
+  afterAll(() => new Promise<void>((r) => server.close(() => r())));
+  beforeEach(() => (seen.length = 0));
+
+  const embedder = (batchSize = 64) =>
+    new OpenAiEmbedder({ url: base, model: 'm-1', apiKey: 'k-123', dimensions: 3, duplicateThreshold: 0.95, shortDuplicateThreshold: 0.92, shortTextLength: 200, batchSize });
+
+  test('posts model and inputs with the bearer key, orders by index and normalizes', async () => {
+    reply = (body) => ({
+      status: 200,
+      json: { data: body.input.map((_, i) => ({ index: i, embedding: [3 * (i + 1), 4 * (i + 1), 0] })).reverse() },
+    });
+    const vectors = await embedder(2).embed(['a', 'b', 'c']);
+    expect(seen.map((s) => [s.path, s.auth, s.body?.model, s.body?.input])).toEqual([
+      ['/v1/embeddings', 'Bearer k-123', 'm-1', ['a', 'b']],
+      ['/v1/embeddings', 'Bearer k-123', 'm-1', ['c']],
+    ]);
+    expect(vectors.map((v) => Array.from(v).map((x) => Number(x.toFixed(3))))).toEqual([
+      [0.6, 0.8, 0],
+      [0.6, 0.8, 0],
+      [0.6, 0.8, 0],
+    ]);
+  });
+
+  test('an error status, a wrong vector shape or an unreachable server is UNAVAILABLE', async () => {
+    reply = () => ({ status: 500, json: { error: 'boom' } });
+    await expect(embedder().embed(['x'])).rejects.toBeInstanceOf(UnavailableError);
+    reply = () => ({ status: 200, json: { data: [{ index: 0, embedding: [1, 2] }] } });
+    await expect(embedder().embed(['x'])).rejects.toThrow(/wrong shape/);
+    const dead = new OpenAiEmbedder({ url: 'http://127.0.0.1:1', model: 'm', dimensions: 3, duplicateThreshold: 0.95, shortDuplicateThreshold: 0.92, shortTextLength: 200 });
+    await expect(dead.embed(['x'])).rejects.toBeInstanceOf(UnavailableError);
+  });
+
+  test('duplicate threshold depends on the text length', () => {
+    expect(embedder().duplicateThreshold(120)).toBe(0.92);
+    expect(embedder().duplicateThreshold(500)).toBe(0.95);
+  });
+});

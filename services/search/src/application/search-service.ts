@@ -1,9 +1,15 @@
 import { InvalidArgumentError, isUuid } from '@cards/platform';
 import { totalPages, type IndexHit, type SearchScope } from '../domain/model';
 import type { CardIndex, Embedder } from '../domain/ports';
+import { shingleJaccard } from '../domain/text';
 
 export const MAX_QUERY_LENGTH = 2000;
 export const MAX_PAGE_SIZE = 100;
+/**
+ * Word 3-shingle Jaccard that confirms a bag-of-words embedder's duplicate verdict: near copies keep most shingles
+ * (>= 0.8 on the labelled set), while texts sharing only vocabulary share almost none (< 0.1).
+ */
+export const MIN_SHINGLE_OVERLAP_FOR_ORDER_BLIND = 0.5;
 
 export interface SearchQuery {
   query: string;
@@ -56,7 +62,16 @@ export class SearchService {
     const [vector] = await this.embedder.embed([content]);
     const page = await this.index.nearest(vector!, { callerId, tags: [], links: [] }, { offset: 0, limit: capped });
     const threshold = this.embedder.duplicateThreshold(content.length);
-    return page.hits.map((hit) => ({ cardId: hit.cardId, cosine: hit.score, duplicate: hit.score >= threshold }));
+    const verdicts: NearDuplicate[] = [];
+    for (const hit of page.hits) {
+      let duplicate = hit.score >= threshold;
+      if (duplicate && !this.embedder.orderAware) {
+        const stored = await this.index.get(hit.cardId);
+        duplicate = stored !== undefined && shingleJaccard(content, stored.content) >= MIN_SHINGLE_OVERLAP_FOR_ORDER_BLIND;
+      }
+      verdicts.push({ cardId: hit.cardId, cosine: hit.score, duplicate });
+    }
+    return verdicts;
   }
 }
 

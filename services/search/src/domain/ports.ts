@@ -12,6 +12,11 @@ export interface Embedder {
   ready(): Promise<void>;
   /** One unit-length vector per text, in order. A text without known words gives the zero vector. */
   embed(texts: string[]): Promise<Float32Array[]>;
+  /**
+   * False for bag-of-words models: they cannot tell a text from the same words in another order, so their
+   * duplicate verdict must be confirmed by word-shingle overlap.
+   */
+  readonly orderAware: boolean;
   /** The cosine at or above which a card of this length is a near duplicate of another. */
   duplicateThreshold(contentLength: number): number;
 }

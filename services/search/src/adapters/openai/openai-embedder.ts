@@ -26,6 +26,7 @@ interface EmbeddingsResponse {
 export class OpenAiEmbedder implements Embedder {
   readonly id: string;
   readonly dimensions: number;
+  readonly orderAware = true;
   private readonly endpoint: string;
 
   constructor(private readonly options: OpenAiEmbedderOptions) {

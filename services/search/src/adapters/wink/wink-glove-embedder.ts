@@ -23,6 +23,7 @@ export const WINK_GLOVE_DUPLICATE_THRESHOLD = 0.9;
 export class WinkGloveEmbedder implements Embedder {
   readonly id = 'wink-sg-100d+abtt2+sif-1e-3+ccr/v2';
   readonly dimensions = 100;
+  readonly orderAware = false;
   private model: WordVectors | undefined;
   private readonly loading: Promise<void>;
 

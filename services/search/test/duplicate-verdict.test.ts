@@ -1,0 +1,61 @@
+import { randomUUID } from 'node:crypto';
+import { SqliteCardIndex } from '../src/adapters/sqlite/sqlite-card-index';
+import { SearchService } from '../src/application/search-service';
+import { shingleJaccard } from '../src/domain/text';
+import { LABELLED_CARDS } from './fixtures/labelled-cards';
+import { nearCopies } from './fixtures/near-copies';
+import { sharedWinkEmbedder } from './shared-model';
+
+const VOCABULARY = 'river mountain library archive signal harbor lantern meadow orbit canvas granite velvet compass thunder willow crystal ember falcon glacier horizon'.split(' ');
+
+/** Word salads over one small vocabulary: distinct cards whose bag-of-words vectors are nearly identical. */
+function salad(seed: number): string {
+  let s = seed;
+  const next = () => ((s = (s * 48271) % 2147483647) / 2147483647);
+  return Array.from({ length: 80 }, () => VOCABULARY[Math.floor(next() * VOCABULARY.length)]!).join(' ');
+}
+
+/**
+ * The near-duplicate verdict FindNearDuplicates gives the cards service, on the labelled set: every near copy merges,
+ * no distinct card does, including word salads that a bag-of-words model cannot tell apart by cosine alone.
+ */
+describe('near-duplicate verdict (bundled embedder)', () => {
+  const index = new SqliteCardIndex({ path: ':memory:', dimensions: 100 });
+  const service = new SearchService(index, sharedWinkEmbedder());
+  const ids: string[] = [];
+  const salads = Array.from({ length: 6 }, (_, i) => salad(1000 + i * 7919));
+
+  beforeAll(async () => {
+    const texts = [...LABELLED_CARDS.map((c) => c.content), ...salads];
+    const vectors = await sharedWinkEmbedder().embed(texts);
+    for (let i = 0; i < texts.length; i++) {
+      const cardId = randomUUID();
+      ids.push(cardId);
+      await index.upsert({ cardId, authorId: randomUUID(), content: texts[i]!, tags: [], link: '', private: false, collectionIds: [], vector: vectors[i]!, vectorPointId: randomUUID(), updatedAt: new Date() });
+    }
+  });
+  afterAll(() => index.close());
+
+  test('every near copy of a labelled card is a duplicate of that card', async () => {
+    let minOverlap = 1;
+    for (const [i, card] of LABELLED_CARDS.entries()) {
+      for (const copy of nearCopies(card.content)) {
+        const [best] = await service.findNearDuplicates(copy, undefined, 1);
+        expect(best).toMatchObject({ cardId: ids[i], duplicate: true });
+        minOverlap = Math.min(minOverlap, shingleJaccard(copy, card.content));
+      }
+    }
+    console.log(`near copies: least word 3-shingle Jaccard ${minOverlap.toFixed(2)}`);
+  });
+
+  test('no distinct card merges: other cards of the same topic, and word salads on one vocabulary', async () => {
+    for (const card of LABELLED_CARDS) {
+      const candidates = await service.findNearDuplicates(card.content, undefined, 5);
+      expect(candidates.filter((c) => c.duplicate).map((c) => c.cardId)).toEqual([ids[LABELLED_CARDS.indexOf(card)]]);
+    }
+    const fresh = salad(424242);
+    const candidates = await service.findNearDuplicates(fresh, undefined, 5);
+    console.log(`word salad: nearest cosine ${candidates[0]!.cosine.toFixed(3)} (above the cosine threshold), duplicate ${candidates[0]!.duplicate}`);
+    expect(candidates.some((c) => c.duplicate)).toBe(false);
+  });
+});

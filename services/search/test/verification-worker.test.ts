@@ -31,6 +31,8 @@ let closedPort: number;
 let victim: Server;
 let victimPort: number;
 let victimHits = 0;
+let slowRequests = 0;
+let slowAnswers = false;
 let dataDir: string;
 let bus: EventBus;
 let worker: VerificationWorker;
@@ -46,6 +48,11 @@ beforeAll(async () => {
   pages = createServer((req, res) => {
     if (req.url === '/coral') return res.writeHead(200, { 'content-type': 'text/html' }).end(page(ARTICLE));
     if (req.url === '/budget') return res.writeHead(200, { 'content-type': 'text/html' }).end(page(UNRELATED_PAGE));
+    if (req.url === '/slow') {
+      slowRequests++;
+      if (slowAnswers) return res.writeHead(200, { 'content-type': 'text/html' }).end(page(ARTICLE));
+      return; // hangs until the server closes
+    }
     if (req.url === '/to-victim') return res.writeHead(302, { location: `http://127.0.0.1:${victimPort}/` }).end();
     res.writeHead(404).end();
   });
@@ -178,5 +185,42 @@ describe('verification worker (card events in, CardVerified out)', () => {
     await drain();
     expect(await resultsFor(card.id, 3, 0)).toHaveLength(2);
     expect(await resultsFor(linkless.id, 1, 0)).toHaveLength(0);
+  });
+});
+
+describe('verification worker shutdown', () => {
+  it('stops promptly with a page still loading, announces nothing for it, and verifies that card after the restart', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'verification-restart-'));
+    const logger = createLogger('verification-test', 'silent');
+    const log = openSharedSqliteEventLog({ path: join(dir, 'events', 'events.db'), logger });
+    const config = verificationConfigSchema.parse({ VERIFY_ALLOW_HOSTS: `127.0.0.1:${pagesPort}`, VERIFY_TIMEOUT_MS: '10000' });
+    const seen: events.CardVerified[] = [];
+    const sub = await log.subscribe({ group: 'restart-results', topics: [Topics.verification], handler: async (e) => void seen.push(events.CardVerified.decode(e.payload)) });
+    try {
+      const first = await startVerificationWorker({ config, dataDir: dir, bus: log, logger });
+      const card = snapshot(randomUUID(), `http://127.0.0.1:${pagesPort}/slow`, CARD_QUOTING);
+      const before = slowRequests;
+      await log.publish([{ topic: Topics.card, key: card.id, payload: events.CardEvent.encode(created(card)).finish() }]);
+      while (slowRequests === before) await new Promise((r) => setTimeout(r, 20));
+      const started = Date.now();
+      await first.stop();
+      expect(Date.now() - started).toBeLessThan(2000);
+      await new Promise((r) => setTimeout(r, 200));
+      expect(seen).toEqual([]);
+
+      slowAnswers = true;
+      const second = await startVerificationWorker({ config, dataDir: dir, bus: log, logger });
+      const deadline = Date.now() + 10_000;
+      while (seen.length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 25));
+      await second.stop();
+      expect(seen).toHaveLength(1);
+      expect(seen[0]).toMatchObject({ cardId: card.id, failure: '' });
+      expect(seen[0]!.score).toBeGreaterThanOrEqual(70);
+    } finally {
+      slowAnswers = false;
+      await sub.close();
+      await log.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -170,11 +170,13 @@ export async function startVerificationWorker(deps: VerificationWorkerDeps): Pro
   return {
     async stop() {
       await subscription?.close();
+      // Interrupt work in flight first so shutdown never waits out a slow page or a long scoring.
+      service.stop();
+      await fetcher.close();
+      await scorer.close();
       await runner.stop();
       await relay.flush();
       await relay.stop();
-      await scorer.close();
-      await fetcher.close();
       await store.close();
       await ownBus?.close();
     },

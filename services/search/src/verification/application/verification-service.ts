@@ -26,6 +26,7 @@ export type CardEventEffect = 'enqueued' | 'replayed' | 'cancelled' | 'ignored';
  */
 export class VerificationService {
   private readonly clock: () => Date;
+  private stopping = false;
 
   constructor(private readonly deps: VerificationServiceDeps) {
     this.clock = deps.clock ?? (() => new Date());
@@ -62,10 +63,20 @@ export class VerificationService {
     return added ? 'enqueued' : 'replayed';
   }
 
+  /**
+   * From now on, jobs in flight record nothing: they stay claimed and run again after the restart
+   * (requeueInterrupted), instead of announcing a failure that was only the shutdown.
+   */
+  stop(): void {
+    this.stopping = true;
+  }
+
   /** Fetches and scores one claimed job; a transient failure puts it back with backoff until attempts run out. */
-  async run(job: VerificationJob): Promise<'done' | 'retry' | 'discarded'> {
+  async run(job: VerificationJob): Promise<'done' | 'retry' | 'discarded' | 'interrupted'> {
     const { logger } = this.deps;
+    if (this.stopping) return 'interrupted';
     const fetched = await this.deps.fetcher.fetchPage(job.link);
+    if (this.stopping) return 'interrupted';
     const attempts = job.attempts + 1;
     if (!fetched.ok && fetched.transient && attempts < this.deps.maxAttempts) {
       const delay = this.deps.retryBaseMs * 2 ** (attempts - 1);
@@ -82,6 +93,7 @@ export class VerificationService {
         failure = `could not score the page: ${err instanceof Error ? err.message : String(err)}`;
       }
     } else failure = fetched.failure;
+    if (this.stopping) return 'interrupted';
     const eventId = newId();
     const completedAt = this.clock();
     const payload = events.CardVerified.encode({

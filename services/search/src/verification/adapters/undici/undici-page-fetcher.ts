@@ -59,6 +59,8 @@ function charsetOf(contentType: string): string {
 export class UndiciPageFetcher implements PageFetcher {
   private readonly agent: Agent;
   private readonly maxRedirects: number;
+  /** Aborted by close(): a stopping service does not wait out slow pages. */
+  private readonly closing = new AbortController();
 
   constructor(private readonly options: UndiciPageFetcherOptions) {
     this.maxRedirects = options.maxRedirects ?? 5;
@@ -86,7 +88,8 @@ export class UndiciPageFetcher implements PageFetcher {
     } catch {
       return fail('the link is not a valid URL');
     }
-    const signal = AbortSignal.timeout(this.options.timeoutMs);
+    if (this.closing.signal.aborted) return fail('interrupted: the fetcher is closed', true);
+    const signal = AbortSignal.any([AbortSignal.timeout(this.options.timeoutMs), this.closing.signal]);
     try {
       for (let hop = 0; ; hop++) {
         if (url.protocol !== 'http:' && url.protocol !== 'https:') return fail(`unsupported scheme ${url.protocol.replace(':', '')}: only http and https are fetched`);
@@ -138,11 +141,14 @@ export class UndiciPageFetcher implements PageFetcher {
         return { ok: true, html, finalUrl: url.toString() };
       }
     } catch (err) {
+      if (this.closing.signal.aborted) return fail('interrupted: the fetcher is closed', true);
       return describeError(err);
     }
   }
 
+  /** Aborts fetches in flight (they answer a transient "interrupted" failure) and closes connections. */
   async close(): Promise<void> {
-    await this.agent.close();
+    this.closing.abort();
+    await this.agent.destroy().catch(() => undefined);
   }
 }

@@ -83,7 +83,7 @@ export async function startInternalDownloadServer(options: InternalDownloadServe
     server.listen(options.port, options.host, () => resolve());
   });
   const port = (server.address() as { port: number }).port;
-  logger.info({ host: options.host, port, token: options.token ? 'required' : 'none (loopback only)' }, 'internal download server listening');
+  logger.info({ host: options.host, port, access: options.token ? 'internal token required' : 'loopback only, no token' }, 'internal download server listening');
   return {
     server,
     port,

@@ -1,0 +1,339 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { ApiClient, type ApiResponse } from '../support/http';
+import { Mailbox } from '../support/mailbox';
+import { startSystem, type RunningSystem } from '../support/service';
+import { signUp, type TestUser } from '../support/accounts';
+
+const FIXTURES = join(__dirname, '../fixtures/documents');
+const MAX_FILE_BYTES = 2 * 1024 * 1024;
+const MIME = {
+  docx: 'application/vnd.openxmlformats-officedocument.wordprocessingml.document',
+  doc: 'application/msword',
+  odt: 'application/vnd.oasis.opendocument.text',
+  pdf: 'application/pdf',
+} as const;
+
+const normalized = (text: string) => text.replace(/\s+/g, ' ').trim();
+const fixture = (name: string) => readFileSync(join(FIXTURES, name));
+const b64url = (bytes: Buffer) => bytes.toString('base64url');
+
+let system: RunningSystem;
+const mailbox = new Mailbox();
+let alice: TestUser;
+let bob: TestUser;
+
+beforeAll(async () => {
+  await mailbox.start();
+  system = await startSystem({ env: { SMTP_URL: mailbox.url, MAX_FILE_BYTES: String(MAX_FILE_BYTES) } });
+  [alice, bob] = await Promise.all([signUp(system.baseUrl, mailbox, 'alice'), signUp(system.baseUrl, mailbox, 'bob')]);
+}, 120_000);
+afterAll(async () => {
+  await system?.stop();
+  await mailbox.stop();
+});
+
+async function upload(user: TestUser, name: string, body: Record<string, unknown> = {}): Promise<ApiResponse> {
+  const ext = name.split('.').pop() as keyof typeof MIME;
+  return user.client.post('/api/file', { base64_docx_file: b64url(fixture(name)), file_name: name, file_mime_type: MIME[ext], private: false, ...body });
+}
+
+async function waitUntil<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 60_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+async function ingested(user: TestUser, fileId: string): Promise<any> {
+  return waitUntil(`ingestion of ${fileId}`, async () => {
+    const res = await user.client.get(`/api/file/${fileId}`);
+    return res.json?.ingestion_status !== 'pending' ? res.json : undefined;
+  });
+}
+
+async function cardsOfFile(user: TestUser, fileId: string): Promise<any[]> {
+  const res = await user.client.get(`/api/user/${user.id}/1`);
+  expect(res.status).toBe(200);
+  return (res.json.cards as any[]).filter((c) => c.file_id === fileId);
+}
+
+interface Expected {
+  fixture: string;
+  tags: string[] | string;
+  cards: { title: string | null; link: string; starts: string }[];
+}
+
+const EXPECTED: Expected[] = [
+  {
+    fixture: 'energy.docx',
+    tags: ['energy', 'docx'],
+    cards: [
+      { title: 'Solar Panels on Village Rooftops', link: 'https://example.com/energy/solar-primer', starts: 'Solar Panels on Village Rooftops Photovoltaic panels convert' },
+      { title: 'Wind Turbines and Gearboxes', link: 'https://example.com/energy/wind-maintenance', starts: 'Wind Turbines and Gearboxes Small wind turbines suit' },
+      { title: 'Pumped Hydro Storage', link: 'https://example.net/energy/pumped-hydro', starts: 'Pumped Hydro Storage Pumped hydro storage moves water' },
+    ],
+  },
+  {
+    fixture: 'marine.odt',
+    tags: 'marine, odt',
+    cards: [
+      { title: 'Coral Reef Bleaching', link: 'https://example.com/marine/reef-protocol', starts: 'Coral Reef Bleaching Reef building corals' },
+      { title: 'Kelp Forests', link: 'https://example.com/marine/kelp-dives', starts: 'Kelp Forests Giant kelp grows' },
+      { title: 'Plankton Sampling', link: 'https://example.net/marine/plankton-sheet', starts: 'Plankton Sampling Plankton nets with a fine mesh' },
+    ],
+  },
+  {
+    // .doc: word-extractor yields text only, so the document is split like a heading-less one (71-400 words per card).
+    fixture: 'history.doc',
+    tags: ['history'],
+    cards: [
+      { title: null, link: 'https://example.com/history/charter-rolls', starts: 'Charters and Fairs Many medieval towns owed' },
+      { title: null, link: 'https://example.net/history/bridges', starts: 'Stone bridges replaced ferries' },
+    ],
+  },
+  {
+    fixture: 'coffee.pdf',
+    tags: 'coffee',
+    cards: [
+      { title: null, link: 'https://example.com/coffee/shade-guide', starts: 'Shade Grown Plantations Coffee shrubs evolved' },
+      { title: null, link: 'https://example.net/coffee/rust-alerts', starts: 'Coffee leaf rust is a fungus' },
+    ],
+  },
+];
+
+const uploaded = new Map<string, any>();
+
+describe('uploading each format makes the expected cards and one collection', () => {
+  it.each(EXPECTED)('$fixture', async (expected) => {
+    const bytes = fixture(expected.fixture);
+    const res = await upload(alice, expected.fixture, { tag_set: expected.tags });
+    expect(res.status).toBe(200);
+    const requestTags = Array.isArray(expected.tags) ? expected.tags : expected.tags.split(',').map((t) => t.trim());
+    expect(res.json).toMatchObject({
+      id: expect.stringMatching(/^[0-9a-f-]{36}$/),
+      user_id: alice.id,
+      file_name: expected.fixture,
+      mime_type: MIME[expected.fixture.split('.').pop() as keyof typeof MIME],
+      private: false,
+      size: bytes.length,
+      base64url_content: b64url(bytes),
+      created_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d+$/),
+      updated_at: expect.any(String),
+    });
+    const file = await ingested(alice, res.json.id);
+    expect(file.ingestion_status).toBe('done');
+    expect(file.ingestion_error).toBeNull();
+    uploaded.set(expected.fixture, file);
+
+    const cards = await cardsOfFile(alice, file.id);
+    expect(cards).toHaveLength(expected.cards.length);
+    for (const want of expected.cards) {
+      expect(cards.map((c) => normalized(c.content).slice(0, want.starts.length))).toContain(want.starts);
+      const card = cards.find((c) => normalized(c.content).startsWith(want.starts));
+      expect(card).toMatchObject({ link: want.link, file_id: file.id, file_name: expected.fixture, private: false });
+      const tags = (card.tag_set as string).split(',');
+      expect(tags).toEqual(expect.arrayContaining([...requestTags, ...(want.title ? [want.title] : [])]));
+      if (!want.title) expect(tags.sort()).toEqual([...requestTags].sort());
+      const words = (card.content as string).split(/\s+/).length;
+      expect(words).toBeGreaterThan(70);
+      expect(words).toBeLessThanOrEqual(400);
+    }
+    // Short sections (under 71 words) are not cards of their own.
+    expect(cards.some((c) => /^(Short Remark|Field Kit)/.test(normalized(c.content)))).toBe(false);
+
+    // The collection is announced to the uploader with its id.
+    const notification = await waitUntil('the collection created notification', async () => {
+      const list = await alice.client.get('/api/notifications');
+      return (list.json as any[]).find((n) => n.type === 'collection_created' && !usedNotifications.has(n.collection_uuid) && n.collection_uuid);
+    });
+    usedNotifications.add(notification.collection_uuid);
+    collectionOf.set(file.id, notification.collection_uuid);
+  });
+});
+
+const usedNotifications = new Set<string>();
+const collectionOf = new Map<string, string>();
+
+describe('the file collection', () => {
+  it('is named after the file, carries file_id and holds every card of the file', async () => {
+    const file = uploaded.get('marine.odt');
+    expect(file).toBeDefined();
+    const listing = await alice.client.get(`/api/user/collections/${alice.id}`);
+    expect(listing.status).toBe(200);
+    const collections = (listing.json as any[]).filter((c) => c.file_id === file.id);
+    expect(collections).toHaveLength(1);
+    expect(collections[0]).toMatchObject({ name: 'Collection for file marine.odt', is_public: true, author_id: alice.id });
+    expect([...collectionOf.values()]).toContain(collections[0].id);
+    const page = await alice.client.get(`/api/card_collection/${collections[0].id}/1`);
+    expect(page.status).toBe(200);
+    const ids = (page.json.bookmarks as any[]).map((b) => b.metadata[0].id).sort();
+    expect(ids).toEqual((await cardsOfFile(alice, file.id)).map((c) => c.id).sort());
+  });
+});
+
+describe('reading files back', () => {
+  it('GET /api/file/:id and the download route return the identical bytes', async () => {
+    const file = uploaded.get('coffee.pdf');
+    const bytes = fixture('coffee.pdf');
+    const read = await bob.client.get(`/api/file/${file.id}`);
+    expect(read.status).toBe(200);
+    expect(Buffer.from(read.json.base64url_content, 'base64url').equals(bytes)).toBe(true);
+
+    const anonymous = await fetch(`${system.baseUrl}/api/file/${file.id}/download`);
+    expect(anonymous.status).toBe(200);
+    expect(anonymous.headers.get('content-type')).toBe('application/pdf');
+    expect(anonymous.headers.get('content-disposition')).toBe(`attachment; filename="coffee.pdf"; filename*=UTF-8''coffee.pdf`);
+    expect(Buffer.from(await anonymous.arrayBuffer()).equals(bytes)).toBe(true);
+  });
+
+  it('the per-user listing has no content and carries oc_file_path', async () => {
+    const res = await bob.client.get(`/api/user/files/${alice.id}`);
+    expect(res.status).toBe(200);
+    expect(res.json.length).toBeGreaterThanOrEqual(4);
+    for (const f of res.json) {
+      expect(f).not.toHaveProperty('base64url_content');
+      expect(f).toHaveProperty('oc_file_path');
+      expect(f.user_id).toBe(alice.id);
+    }
+  });
+
+  it('a non-ASCII file name survives upload and download', async () => {
+    const res = await alice.client.post('/api/file', { base64_docx_file: b64url(fixture('marine.odt')), file_name: 'Meeresbiologie – Übersicht.odt', file_mime_type: MIME.odt, private: true });
+    expect(res.status).toBe(200);
+    const download = await alice.client.request('GET', `/api/file/${res.json.id}/download`);
+    expect(download.status).toBe(200);
+    expect(download.headers.get('content-disposition')).toContain(`filename*=UTF-8''${encodeURIComponent('Meeresbiologie – Übersicht.odt')}`);
+  });
+});
+
+describe('privacy', () => {
+  let privateFile: any;
+
+  beforeAll(async () => {
+    const res = await upload(alice, 'energy.docx', { private: true, tag_set: 'secret' });
+    expect(res.status).toBe(200);
+    privateFile = res.json;
+  });
+
+  it('a private file is invisible to others and to anonymous readers', async () => {
+    expect((await alice.client.get(`/api/file/${privateFile.id}`)).status).toBe(200);
+    const asBob = await bob.client.get(`/api/file/${privateFile.id}`);
+    expect(asBob.status).toBe(404);
+    expect(asBob.json.message).toEqual(expect.any(String));
+    expect((await new ApiClient(system.baseUrl).get(`/api/file/${privateFile.id}`)).status).toBe(404);
+    expect((await bob.client.get(`/api/file/${privateFile.id}/download`)).status).toBe(404);
+    expect((await bob.client.get(`/api/user/files/${alice.id}`)).json.map((f: any) => f.id)).not.toContain(privateFile.id);
+    expect((await alice.client.get(`/api/user/files/${alice.id}`)).json.map((f: any) => f.id)).toContain(privateFile.id);
+    // Someone else's private file reads as missing for changes too.
+    expect((await bob.client.put('/api/file', { file_id: privateFile.id, private: false })).status).toBe(404);
+    expect((await bob.client.delete(`/api/file/${privateFile.id}`)).status).toBe(404);
+  });
+
+  it('its cards are private too', async () => {
+    const file = await ingested(alice, privateFile.id);
+    expect(file.ingestion_status).toBe('done');
+    const cards = await cardsOfFile(alice, privateFile.id);
+    expect(cards.length).toBe(3);
+    expect(cards.every((c) => c.private === true)).toBe(true);
+    const bobView = await bob.client.get(`/api/user/${alice.id}/1`);
+    expect((bobView.json.cards as any[]).some((c) => c.file_id === privateFile.id)).toBe(false);
+  });
+
+  it('the owner can publish it; others get 403 when changing a visible file', async () => {
+    expect((await alice.client.put('/api/file', { file_id: privateFile.id, private: false })).status).toBe(204);
+    expect((await bob.client.get(`/api/file/${privateFile.id}`)).status).toBe(200);
+    const change = await bob.client.put('/api/file', { file_id: privateFile.id, private: true });
+    expect(change.status).toBe(403);
+    expect(change.json.message).toEqual(expect.any(String));
+    expect((await bob.client.delete(`/api/file/${privateFile.id}`)).status).toBe(403);
+    expect((await new ApiClient(system.baseUrl).put('/api/file', { file_id: privateFile.id, private: true })).status).toBe(401);
+  });
+});
+
+describe('deleting a file', () => {
+  it('removes record and bytes; its cards and collection stay with file fields cleared', async () => {
+    const file = uploaded.get('energy.docx');
+    const before = await cardsOfFile(alice, file.id);
+    expect(before.length).toBe(3);
+    expect((await alice.client.delete(`/api/file/${file.id}`)).status).toBe(204);
+    expect((await alice.client.get(`/api/file/${file.id}`)).status).toBe(404);
+    expect((await alice.client.get(`/api/file/${file.id}/download`)).status).toBe(404);
+    expect((await alice.client.delete(`/api/file/${file.id}`)).status).toBe(404);
+
+    const cards = await waitUntil('file references cleared', async () => {
+      const list = await Promise.all(before.map((c) => alice.client.get(`/api/card/${c.id}`)));
+      return list.every((r) => r.status === 200 && r.json.file_id === null && r.json.file_name === null) ? list : undefined;
+    });
+    expect(cards).toHaveLength(3);
+    const collectionId = collectionOf.get(file.id);
+    expect(collectionId).toBeDefined();
+    const collections = await alice.client.get(`/api/user/collections/${alice.id}`);
+    expect(collections.status).toBe(200);
+    const kept = (collections.json as any[]).find((c) => c.id === collectionId);
+    expect(kept).toBeDefined();
+    expect(kept.file_id ?? null).toBeNull();
+  });
+});
+
+describe('bad input', () => {
+  const post = (body: Record<string, unknown>) => alice.client.post('/api/file', { file_mime_type: MIME.docx, private: false, file_name: 'x.docx', base64_docx_file: b64url(fixture('energy.docx')), ...body });
+  const expect4xx = async (res: ApiResponse | Promise<ApiResponse>, status: number, message: RegExp) => {
+    const r = await res;
+    expect({ status: r.status, message: r.json?.message }).toEqual({ status, message: expect.stringMatching(message) });
+  };
+
+  it('refuses wrong extensions, wrong bytes, mismatched types, truncated and empty documents', async () => {
+    await expect4xx(post({ file_name: 'notes.txt' }), 400, /extension/);
+    await expect4xx(post({ file_name: 'noextension' }), 400, /extension/);
+    await expect4xx(post({ file_name: 'coffee.docx', base64_docx_file: b64url(fixture('coffee.pdf')) }), 400, /not a \.docx/);
+    await expect4xx(post({ file_name: 'energy.pdf', file_mime_type: MIME.pdf }), 400, /not a PDF/);
+    await expect4xx(post({ file_name: 'energy.odt', file_mime_type: MIME.odt }), 400, /OpenDocument/);
+    await expect4xx(post({ file_name: 'history.doc', file_mime_type: MIME.doc, base64_docx_file: b64url(fixture('energy.docx')) }), 400, /OLE/);
+    await expect4xx(post({ file_mime_type: MIME.pdf }), 400, /file_mime_type/);
+    const docx = fixture('energy.docx');
+    await expect4xx(post({ base64_docx_file: b64url(docx.subarray(0, Math.floor(docx.length / 2))) }), 400, /corrupt or truncated/);
+    const pdf = fixture('coffee.pdf');
+    await expect4xx(post({ file_name: 'c.pdf', file_mime_type: MIME.pdf, base64_docx_file: b64url(pdf.subarray(0, pdf.length - 4096)) }), 400, /truncated/);
+    const doc = fixture('history.doc');
+    await expect4xx(post({ file_name: 'h.doc', file_mime_type: MIME.doc, base64_docx_file: b64url(doc.subarray(0, doc.length - 700)) }), 400, /truncated/);
+    await expect4xx(post({ base64_docx_file: '' }), 400, /empty/);
+    await expect4xx(post({ base64_docx_file: b64url(fixture('empty.docx')) }), 400, /empty/);
+  });
+
+  it('refuses bad base64, bad fields, oversize bodies and zip bombs; requires a session', async () => {
+    await expect4xx(post({ base64_docx_file: 'not*base64!' }), 400, /base64/);
+    await expect4xx(post({ base64_docx_file: 'abcde' }), 400, /base64/);
+    await expect4xx(post({ private: 'maybe' }), 400, /private/);
+    await expect4xx(post({ file_name: 42 }), 400, /file_name/);
+    await expect4xx(post({ tag_set: 7 }), 400, /tag_set/);
+    await expect4xx(alice.client.post('/api/file', '{"base64_docx_file": '), 400, /JSON/);
+    await expect4xx(post({ base64_docx_file: b64url(Buffer.alloc(MAX_FILE_BYTES + 1, 1)) }), 413, /limit/);
+    await expect4xx(post({ base64_docx_file: 'A'.repeat(Math.ceil((MAX_FILE_BYTES * 4) / 3) + 400 * 1024) }), 413, /too large/);
+    await expect4xx(post({ base64_docx_file: b64url(fixture('bomb.docx')) }), 400, /bomb/);
+    await expect4xx(new ApiClient(system.baseUrl).post('/api/file', { base64_docx_file: 'AAAA', file_name: 'a.pdf', file_mime_type: MIME.pdf, private: false }), 401, /./);
+    await expect4xx(alice.client.get('/api/file/not-a-uuid'), 400, /file_id/);
+    await expect4xx(alice.client.get('/api/file/00000000-0000-4000-8000-000000000000'), 404, /not found/i);
+    await expect4xx(alice.client.put('/api/file', { file_id: 'nope', private: true }), 400, /file_id/);
+    await expect4xx(alice.client.get('/api/user/files/nope'), 400, /user_id/);
+    // Nothing stored is lost by bad input.
+    expect((await alice.client.get(`/api/file/${uploaded.get('marine.odt').id}`)).status).toBe(200);
+  });
+
+  it('a corrupt document that passes the type check fails ingestion visibly: no cards, no collection, logged with the file id', async () => {
+    const res = await post({ file_name: 'corrupt.docx', base64_docx_file: b64url(fixture('corrupt.docx')) });
+    expect(res.status).toBe(200);
+    const file = await ingested(alice, res.json.id);
+    expect(file.ingestion_status).toBe('failed');
+    expect(file.ingestion_error).toMatch(/could not be read/);
+    expect(await cardsOfFile(alice, file.id)).toHaveLength(0);
+    const collections = await alice.client.get(`/api/user/collections/${alice.id}`);
+    if (collections.status === 200) expect((collections.json as any[]).some((c) => c.file_id === file.id)).toBe(false);
+    expect(system.logs()).toMatch(new RegExp(`"fileId":"${file.id}"[^\\n]*file ingestion failed`));
+    // The service is still up.
+    expect((await alice.client.get(`/api/file/${file.id}`)).status).toBe(200);
+  });
+});

@@ -1,31 +1,35 @@
 import { AlreadyExistsError, appendToSqliteOutbox, type OutgoingEvent, type SqliteDatabase } from '@cards/platform';
 import type { Card, CardFingerprint } from '../../domain/model';
 import type { CardRepository } from '../../domain/ports';
-import { cardFromRow, chunks, placeholders, type CardRow } from './rows';
+import { cardFromRow, chunks, placeholders, type CardRow, statementCache } from './rows';
 
 const iso = (d: Date) => d.toISOString();
 
 /** Cards in the cards service's SQLite file (see openCardsDatabase). */
 export class SqliteCardRepository implements CardRepository {
-  constructor(private readonly db: SqliteDatabase) {}
+  private readonly sql: ReturnType<typeof statementCache>;
+
+  constructor(private readonly db: SqliteDatabase) {
+    this.sql = statementCache(db);
+  }
 
   async findById(id: string): Promise<Card | null> {
-    const row = this.db.prepare('SELECT * FROM cards WHERE id = ?').get(id) as CardRow | undefined;
+    const row = this.sql('SELECT * FROM cards WHERE id = ?').get(id) as CardRow | undefined;
     return row ? cardFromRow(row) : null;
   }
 
   async findByIds(ids: readonly string[]): Promise<Card[]> {
     const unique = [...new Set(ids)];
-    return chunks(unique).flatMap((slice) => (this.db.prepare(`SELECT * FROM cards WHERE id IN (${placeholders(slice.length)})`).all(...slice) as CardRow[]).map(cardFromRow));
+    return chunks(unique).flatMap((slice) => (this.sql(`SELECT * FROM cards WHERE id IN (${placeholders(slice.length)})`).all(...slice) as CardRow[]).map(cardFromRow));
   }
 
   async findByIdempotencyKey(authorId: string, key: string): Promise<Card | null> {
-    const row = this.db.prepare('SELECT * FROM cards WHERE author_id = ? AND idempotency_key = ?').get(authorId, key) as CardRow | undefined;
+    const row = this.sql('SELECT * FROM cards WHERE author_id = ? AND idempotency_key = ?').get(authorId, key) as CardRow | undefined;
     return row ? cardFromRow(row) : null;
   }
 
   async findByContentHash(contentHash: string, limit: number): Promise<Card[]> {
-    return (this.db.prepare('SELECT * FROM cards WHERE content_hash = ? ORDER BY created_at, id LIMIT ?').all(contentHash, limit) as CardRow[]).map(cardFromRow);
+    return (this.sql('SELECT * FROM cards WHERE content_hash = ? ORDER BY created_at, id LIMIT ?').all(contentHash, limit) as CardRow[]).map(cardFromRow);
   }
 
   async findBySketch(sketch: readonly number[], minShared: number, limit: number): Promise<Card[]> {
@@ -42,7 +46,7 @@ export class SqliteCardRepository implements CardRepository {
   async findCollisions(rootIds: readonly string[]): Promise<Card[]> {
     const unique = [...new Set(rootIds)];
     const rows = chunks(unique).flatMap(
-      (slice) => this.db.prepare(`SELECT * FROM cards WHERE collision_of IN (${placeholders(slice.length)}) ORDER BY created_at, id`).all(...slice) as CardRow[],
+      (slice) => this.sql(`SELECT * FROM cards WHERE collision_of IN (${placeholders(slice.length)}) ORDER BY created_at, id`).all(...slice) as CardRow[],
     );
     return rows.map(cardFromRow);
   }
@@ -95,8 +99,8 @@ export class SqliteCardRepository implements CardRepository {
         .prepare('UPDATE cards SET content = ?, card_html = ?, link = ?, private = ?, tags = ?, updated_at = ? WHERE id = ?')
         .run(card.content, card.cardHtml, card.link, card.private ? 1 : 0, JSON.stringify(card.tags), iso(card.updatedAt), card.id);
       if (fingerprint) {
-        this.db.prepare('UPDATE cards SET content_hash = ? WHERE id = ?').run(fingerprint.contentHash, card.id);
-        this.db.prepare('DELETE FROM card_sketch WHERE card_id = ?').run(card.id);
+        this.sql('UPDATE cards SET content_hash = ? WHERE id = ?').run(fingerprint.contentHash, card.id);
+        this.sql('DELETE FROM card_sketch WHERE card_id = ?').run(card.id);
         this.writeSketch(card.id, fingerprint.sketch);
       }
       appendToSqliteOutbox(this.db, events);
@@ -105,19 +109,19 @@ export class SqliteCardRepository implements CardRepository {
 
   async remove(cardId: string, promoteId: string | null, events: OutgoingEvent[]): Promise<void> {
     this.db.transaction(() => {
-      const card = this.db.prepare('SELECT author_id FROM cards WHERE id = ?').get(cardId) as { author_id: string } | undefined;
+      const card = this.sql('SELECT author_id FROM cards WHERE id = ?').get(cardId) as { author_id: string } | undefined;
       if (!card) return;
-      const totals = this.db.prepare('SELECT coalesce(sum(value), 0) AS up, coalesce(sum(1 - value), 0) AS down FROM votes WHERE card_id = ?').get(cardId) as { up: number; down: number };
+      const totals = this.sql('SELECT coalesce(sum(value), 0) AS up, coalesce(sum(1 - value), 0) AS down FROM votes WHERE card_id = ?').get(cardId) as { up: number; down: number };
       if (totals.up + totals.down > 0) {
-        this.db.prepare('UPDATE author_scores SET upvotes = upvotes - ?, downvotes = downvotes - ? WHERE user_id = ?').run(totals.up, totals.down, card.author_id);
+        this.sql('UPDATE author_scores SET upvotes = upvotes - ?, downvotes = downvotes - ? WHERE user_id = ?').run(totals.up, totals.down, card.author_id);
       }
-      this.db.prepare('DELETE FROM votes WHERE card_id = ?').run(cardId);
-      this.db.prepare('DELETE FROM bookmarks WHERE card_id = ?').run(cardId);
-      this.db.prepare('DELETE FROM card_sketch WHERE card_id = ?').run(cardId);
-      this.db.prepare('DELETE FROM cards WHERE id = ?').run(cardId);
+      this.sql('DELETE FROM votes WHERE card_id = ?').run(cardId);
+      this.sql('DELETE FROM bookmarks WHERE card_id = ?').run(cardId);
+      this.sql('DELETE FROM card_sketch WHERE card_id = ?').run(cardId);
+      this.sql('DELETE FROM cards WHERE id = ?').run(cardId);
       if (promoteId) {
-        this.db.prepare('UPDATE cards SET collision_of = NULL, vector_point_id = NULL WHERE id = ?').run(promoteId);
-        this.db.prepare('UPDATE cards SET collision_of = ? WHERE collision_of = ?').run(promoteId, cardId);
+        this.sql('UPDATE cards SET collision_of = NULL, vector_point_id = NULL WHERE id = ?').run(promoteId);
+        this.sql('UPDATE cards SET collision_of = ? WHERE collision_of = ?').run(promoteId, cardId);
       }
       appendToSqliteOutbox(this.db, events);
     })();
@@ -131,32 +135,32 @@ export class SqliteCardRepository implements CardRepository {
   }
 
   async countByAuthor(authorId: string, includePrivate: boolean): Promise<number> {
-    return (this.db.prepare(`SELECT count(*) AS n FROM cards WHERE author_id = ? ${includePrivate ? '' : 'AND private = 0'}`).get(authorId) as { n: number }).n;
+    return (this.sql(`SELECT count(*) AS n FROM cards WHERE author_id = ? ${includePrivate ? '' : 'AND private = 0'}`).get(authorId) as { n: number }).n;
   }
 
   async count(): Promise<number> {
-    return (this.db.prepare('SELECT count(*) AS n FROM cards').get() as { n: number }).n;
+    return (this.sql('SELECT count(*) AS n FROM cards').get() as { n: number }).n;
   }
 
   async setVectorPointId(cardId: string, vectorPointId: string): Promise<boolean> {
-    return this.db.prepare('UPDATE cards SET vector_point_id = ? WHERE id = ? AND collision_of IS NULL AND vector_point_id IS NOT ?').run(vectorPointId, cardId, vectorPointId).changes > 0;
+    return this.sql('UPDATE cards SET vector_point_id = ? WHERE id = ? AND collision_of IS NULL AND vector_point_id IS NOT ?').run(vectorPointId, cardId, vectorPointId).changes > 0;
   }
 
   async setVerification(cardId: string, score: number, at: Date): Promise<boolean> {
     return (
-      this.db.prepare('UPDATE cards SET verification_score = ?, verified_at = ? WHERE id = ? AND (verified_at IS NULL OR verified_at <= ?)').run(score, iso(at), cardId, iso(at)).changes > 0
+      this.sql('UPDATE cards SET verification_score = ?, verified_at = ? WHERE id = ? AND (verified_at IS NULL OR verified_at <= ?)').run(score, iso(at), cardId, iso(at)).changes > 0
     );
   }
 
   async clearFileReferences(fileId: string): Promise<void> {
     this.db.transaction(() => {
-      this.db.prepare('UPDATE cards SET file_id = NULL, file_name = NULL WHERE file_id = ?').run(fileId);
-      this.db.prepare('UPDATE collections SET file_id = NULL WHERE file_id = ?').run(fileId);
+      this.sql('UPDATE cards SET file_id = NULL, file_name = NULL WHERE file_id = ?').run(fileId);
+      this.sql('UPDATE collections SET file_id = NULL WHERE file_id = ?').run(fileId);
     })();
   }
 
   private writeSketch(cardId: string, sketch: readonly number[]): void {
-    const insert = this.db.prepare('INSERT OR IGNORE INTO card_sketch (hash, card_id) VALUES (?, ?)');
+    const insert = this.sql('INSERT OR IGNORE INTO card_sketch (hash, card_id) VALUES (?, ?)');
     for (const h of sketch) insert.run(h, cardId);
   }
 }

@@ -1,14 +1,18 @@
 import { appendToSqliteOutbox, type OutgoingEvent, type SqliteDatabase } from '@cards/platform';
 import type { Collection } from '../../domain/model';
 import type { CollectionRepository } from '../../domain/ports';
-import { chunks, collectionFromRow, placeholders, type CollectionRow } from './rows';
+import { chunks, collectionFromRow, placeholders, type CollectionRow, statementCache } from './rows';
 
 const iso = (d: Date) => d.toISOString();
 const VISIBLE_CARD = '(c.private = 0 OR c.author_id = ?)';
 
 /** Collections and bookmarks in the cards service's SQLite file. */
 export class SqliteCollectionRepository implements CollectionRepository {
-  constructor(private readonly db: SqliteDatabase) {}
+  private readonly sql: ReturnType<typeof statementCache>;
+
+  constructor(private readonly db: SqliteDatabase) {
+    this.sql = statementCache(db);
+  }
 
   async insert(c: Collection, events: OutgoingEvent[]): Promise<void> {
     this.db.transaction(() => {
@@ -19,11 +23,11 @@ export class SqliteCollectionRepository implements CollectionRepository {
 
   async insertFileCollection(c: Collection, cardIds: readonly string[], events: (stored: Collection) => OutgoingEvent[]): Promise<{ collection: Collection; created: boolean }> {
     return this.db.transaction(() => {
-      const existing = this.db.prepare('SELECT * FROM collections WHERE file_id = ?').get(c.fileId) as CollectionRow | undefined;
+      const existing = this.sql('SELECT * FROM collections WHERE file_id = ?').get(c.fileId) as CollectionRow | undefined;
       if (existing) return { collection: collectionFromRow(existing), created: false };
       this.insertRow(c);
-      const exists = this.db.prepare('SELECT 1 FROM cards WHERE id = ?');
-      const insert = this.db.prepare('INSERT OR IGNORE INTO bookmarks (collection_id, card_id, ord, created_at) VALUES (?, ?, ?, ?)');
+      const exists = this.sql('SELECT 1 FROM cards WHERE id = ?');
+      const insert = this.sql('INSERT OR IGNORE INTO bookmarks (collection_id, card_id, ord, created_at) VALUES (?, ?, ?, ?)');
       let ord = 0;
       for (const cardId of new Set(cardIds)) if (exists.get(cardId)) insert.run(c.id, cardId, ++ord, iso(c.createdAt));
       appendToSqliteOutbox(this.db, events(c));
@@ -32,21 +36,21 @@ export class SqliteCollectionRepository implements CollectionRepository {
   }
 
   async findById(id: string): Promise<Collection | null> {
-    const row = this.db.prepare('SELECT * FROM collections WHERE id = ?').get(id) as CollectionRow | undefined;
+    const row = this.sql('SELECT * FROM collections WHERE id = ?').get(id) as CollectionRow | undefined;
     return row ? collectionFromRow(row) : null;
   }
 
   async update(c: Collection, events: OutgoingEvent[]): Promise<void> {
     this.db.transaction(() => {
-      this.db.prepare('UPDATE collections SET name = ?, description = ?, is_public = ?, updated_at = ? WHERE id = ?').run(c.name, c.description, c.isPublic ? 1 : 0, iso(c.updatedAt), c.id);
+      this.sql('UPDATE collections SET name = ?, description = ?, is_public = ?, updated_at = ? WHERE id = ?').run(c.name, c.description, c.isPublic ? 1 : 0, iso(c.updatedAt), c.id);
       appendToSqliteOutbox(this.db, events);
     })();
   }
 
   async remove(id: string, events: OutgoingEvent[]): Promise<void> {
     this.db.transaction(() => {
-      this.db.prepare('DELETE FROM bookmarks WHERE collection_id = ?').run(id);
-      this.db.prepare('DELETE FROM collections WHERE id = ?').run(id);
+      this.sql('DELETE FROM bookmarks WHERE collection_id = ?').run(id);
+      this.sql('DELETE FROM collections WHERE id = ?').run(id);
       appendToSqliteOutbox(this.db, events);
     })();
   }
@@ -66,7 +70,7 @@ export class SqliteCollectionRepository implements CollectionRepository {
 
   async removeBookmark(collectionId: string, cardId: string, events: OutgoingEvent[]): Promise<boolean> {
     return this.db.transaction((): boolean => {
-      const removed = this.db.prepare('DELETE FROM bookmarks WHERE collection_id = ? AND card_id = ?').run(collectionId, cardId).changes > 0;
+      const removed = this.sql('DELETE FROM bookmarks WHERE collection_id = ? AND card_id = ?').run(collectionId, cardId).changes > 0;
       if (removed) appendToSqliteOutbox(this.db, events);
       return removed;
     })();
@@ -80,11 +84,11 @@ export class SqliteCollectionRepository implements CollectionRepository {
   }
 
   async countVisibleBookmarks(collectionId: string, viewerId: string | null): Promise<number> {
-    return (this.db.prepare(`SELECT count(*) AS n FROM bookmarks b JOIN cards c ON c.id = b.card_id WHERE b.collection_id = ? AND ${VISIBLE_CARD}`).get(collectionId, viewerId) as { n: number }).n;
+    return (this.sql(`SELECT count(*) AS n FROM bookmarks b JOIN cards c ON c.id = b.card_id WHERE b.collection_id = ? AND ${VISIBLE_CARD}`).get(collectionId, viewerId) as { n: number }).n;
   }
 
   async bookmarkedCardIds(collectionId: string): Promise<string[]> {
-    return (this.db.prepare('SELECT card_id FROM bookmarks WHERE collection_id = ? ORDER BY ord').all(collectionId) as { card_id: string }[]).map((r) => r.card_id);
+    return (this.sql('SELECT card_id FROM bookmarks WHERE collection_id = ? ORDER BY ord').all(collectionId) as { card_id: string }[]).map((r) => r.card_id);
   }
 
   async listByAuthor(authorId: string, includePrivate: boolean): Promise<Collection[]> {
@@ -109,7 +113,7 @@ export class SqliteCollectionRepository implements CollectionRepository {
   }
 
   async collectionIdsHolding(cardId: string): Promise<string[]> {
-    return (this.db.prepare('SELECT collection_id FROM bookmarks WHERE card_id = ? ORDER BY collection_id').all(cardId) as { collection_id: string }[]).map((r) => r.collection_id);
+    return (this.sql('SELECT collection_id FROM bookmarks WHERE card_id = ? ORDER BY collection_id').all(cardId) as { collection_id: string }[]).map((r) => r.collection_id);
   }
 
   private insertRow(c: Collection): void {

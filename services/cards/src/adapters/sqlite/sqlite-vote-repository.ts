@@ -1,7 +1,7 @@
 import type { SqliteDatabase } from '@cards/platform';
 import type { AuthorScore, ReceivedVotes, Vote } from '../../domain/model';
 import type { VoteRepository } from '../../domain/ports';
-import { chunks, placeholders } from './rows';
+import { chunks, placeholders, statementCache } from './rows';
 
 interface VoteRow {
   id: string;
@@ -19,38 +19,42 @@ const voteFromRow = (r: VoteRow): Vote => ({ id: r.id, userId: r.user_id, cardId
  * card's totals and the author's counters, so concurrent votes can never lose an update.
  */
 export class SqliteVoteRepository implements VoteRepository {
-  constructor(private readonly db: SqliteDatabase) {}
+  private readonly sql: ReturnType<typeof statementCache>;
+
+  constructor(private readonly db: SqliteDatabase) {
+    this.sql = statementCache(db);
+  }
 
   async upsert(userId: string, cardId: string, value: boolean, at: Date, newId: string): Promise<Vote | null> {
     return this.db.transaction((): Vote | null => {
-      const card = this.db.prepare('SELECT author_id FROM cards WHERE id = ?').get(cardId) as { author_id: string } | undefined;
+      const card = this.sql('SELECT author_id FROM cards WHERE id = ?').get(cardId) as { author_id: string } | undefined;
       if (!card) return null;
-      const existing = this.db.prepare('SELECT * FROM votes WHERE user_id = ? AND card_id = ?').get(userId, cardId) as VoteRow | undefined;
+      const existing = this.sql('SELECT * FROM votes WHERE user_id = ? AND card_id = ?').get(userId, cardId) as VoteRow | undefined;
       const now = at.toISOString();
       let up = 0;
       let down = 0;
       if (!existing) {
-        this.db.prepare('INSERT INTO votes (id, user_id, card_id, value, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)').run(newId, userId, cardId, value ? 1 : 0, now, now);
+        this.sql('INSERT INTO votes (id, user_id, card_id, value, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)').run(newId, userId, cardId, value ? 1 : 0, now, now);
         if (value) up = 1;
         else down = 1;
       } else {
-        this.db.prepare('UPDATE votes SET value = ?, updated_at = ? WHERE id = ?').run(value ? 1 : 0, now, existing.id);
+        this.sql('UPDATE votes SET value = ?, updated_at = ? WHERE id = ?').run(value ? 1 : 0, now, existing.id);
         if ((existing.value === 1) !== value) {
           up = value ? 1 : -1;
           down = -up;
         }
       }
       if (up !== 0 || down !== 0) this.adjust(cardId, card.author_id, up, down);
-      return voteFromRow(this.db.prepare('SELECT * FROM votes WHERE user_id = ? AND card_id = ?').get(userId, cardId) as VoteRow);
+      return voteFromRow(this.sql('SELECT * FROM votes WHERE user_id = ? AND card_id = ?').get(userId, cardId) as VoteRow);
     })();
   }
 
   async remove(userId: string, cardId: string): Promise<boolean> {
     return this.db.transaction((): boolean => {
-      const existing = this.db.prepare('SELECT * FROM votes WHERE user_id = ? AND card_id = ?').get(userId, cardId) as VoteRow | undefined;
+      const existing = this.sql('SELECT * FROM votes WHERE user_id = ? AND card_id = ?').get(userId, cardId) as VoteRow | undefined;
       if (!existing) return false;
-      this.db.prepare('DELETE FROM votes WHERE id = ?').run(existing.id);
-      const card = this.db.prepare('SELECT author_id FROM cards WHERE id = ?').get(cardId) as { author_id: string } | undefined;
+      this.sql('DELETE FROM votes WHERE id = ?').run(existing.id);
+      const card = this.sql('SELECT author_id FROM cards WHERE id = ?').get(cardId) as { author_id: string } | undefined;
       if (card) this.adjust(cardId, card.author_id, existing.value === 1 ? -1 : 0, existing.value === 1 ? 0 : -1);
       return true;
     })();
@@ -59,19 +63,19 @@ export class SqliteVoteRepository implements VoteRepository {
   async votesOf(userId: string, cardIds: readonly string[]): Promise<Map<string, boolean>> {
     const out = new Map<string, boolean>();
     for (const slice of chunks([...new Set(cardIds)])) {
-      const rows = this.db.prepare(`SELECT card_id, value FROM votes WHERE user_id = ? AND card_id IN (${placeholders(slice.length)})`).all(userId, ...slice) as { card_id: string; value: number }[];
+      const rows = this.sql(`SELECT card_id, value FROM votes WHERE user_id = ? AND card_id IN (${placeholders(slice.length)})`).all(userId, ...slice) as { card_id: string; value: number }[];
       for (const r of rows) out.set(r.card_id, r.value === 1);
     }
     return out;
   }
 
   async received(authorId: string): Promise<ReceivedVotes> {
-    const row = this.db.prepare('SELECT upvotes, downvotes FROM author_scores WHERE user_id = ?').get(authorId) as { upvotes: number; downvotes: number } | undefined;
+    const row = this.sql('SELECT upvotes, downvotes FROM author_scores WHERE user_id = ?').get(authorId) as { upvotes: number; downvotes: number } | undefined;
     return { upvotes: row?.upvotes ?? 0, downvotes: row?.downvotes ?? 0 };
   }
 
   async countCastBy(userId: string): Promise<number> {
-    return (this.db.prepare('SELECT count(*) AS n FROM votes WHERE user_id = ?').get(userId) as { n: number }).n;
+    return (this.sql('SELECT count(*) AS n FROM votes WHERE user_id = ?').get(userId) as { n: number }).n;
   }
 
   async topAuthors(offset: number, limit: number): Promise<AuthorScore[]> {
@@ -85,22 +89,22 @@ export class SqliteVoteRepository implements VoteRepository {
   }
 
   async countRankedAuthors(): Promise<number> {
-    return (this.db.prepare('SELECT count(*) AS n FROM author_scores WHERE upvotes + downvotes > 0').get() as { n: number }).n;
+    return (this.sql('SELECT count(*) AS n FROM author_scores WHERE upvotes + downvotes > 0').get() as { n: number }).n;
   }
 
   async authorsWithoutJoinDate(limit: number): Promise<string[]> {
-    return (this.db.prepare('SELECT user_id FROM author_scores WHERE joined_at IS NULL AND upvotes + downvotes > 0 LIMIT ?').all(limit) as { user_id: string }[]).map((r) => r.user_id);
+    return (this.sql('SELECT user_id FROM author_scores WHERE joined_at IS NULL AND upvotes + downvotes > 0 LIMIT ?').all(limit) as { user_id: string }[]).map((r) => r.user_id);
   }
 
   async recordJoinDates(dates: ReadonlyMap<string, Date>): Promise<void> {
-    const update = this.db.prepare('UPDATE author_scores SET joined_at = ? WHERE user_id = ?');
+    const update = this.sql('UPDATE author_scores SET joined_at = ? WHERE user_id = ?');
     this.db.transaction(() => {
       for (const [userId, at] of dates) update.run(at.toISOString(), userId);
     })();
   }
 
   private adjust(cardId: string, authorId: string, up: number, down: number): void {
-    this.db.prepare('UPDATE cards SET total_upvotes = total_upvotes + ?, total_downvotes = total_downvotes + ? WHERE id = ?').run(up, down, cardId);
+    this.sql('UPDATE cards SET total_upvotes = total_upvotes + ?, total_downvotes = total_downvotes + ? WHERE id = ?').run(up, down, cardId);
     this.db
       .prepare(
         `INSERT INTO author_scores (user_id, upvotes, downvotes) VALUES (?, ?, ?)

@@ -7,7 +7,7 @@ export const notificationsConfigSchema = z.object({
   NOTIFICATIONS_GRPC_PORT: envInt(50055),
   /** Kafka brokers; absent selects the embedded event log under DATA_DIR. */
   KAFKA_BROKERS: z.string().optional().transform((v) => (v === '' ? undefined : v)),
-  /** MongoDB; the adapter is not built yet, so setting it only logs a warning. */
+  /** MongoDB; absent selects the embedded SQLite store. */
   MONGO_URL: z.string().optional().transform((v) => (v === '' ? undefined : v)),
 });
 

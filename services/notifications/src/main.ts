@@ -1,19 +1,28 @@
 import { join } from 'node:path';
-import { createEventBus, createLogger, loadConfig, startGrpcServer, stopOnSignals, type RunningService } from '@cards/platform';
+import { connectMongo, createEventBus, createLogger, loadConfig, startGrpcServer, stopOnSignals, type Logger, type RunningService } from '@cards/platform';
 import { notifications } from '@cards/proto';
+import { MongoNotificationRepository } from './adapters/mongo/mongo-notification-repository';
 import { SqliteNotificationRepository } from './adapters/sqlite/sqlite-notification-repository';
 import { NotificationService } from './application/notification-service';
-import { notificationsConfigSchema } from './config';
+import { notificationsConfigSchema, type NotificationsConfig } from './config';
+import type { NotificationRepository } from './domain/ports';
 import { subscribeNotificationConsumers } from './events/notification-consumer';
 import { notificationHandlers } from './grpc/notification-handlers';
+
+/** MongoDB when MONGO_URL is set (its own database "notifications"), else SQLite under DATA_DIR; the choice is logged. */
+async function openRepository(config: NotificationsConfig, logger: Logger): Promise<NotificationRepository> {
+  if (config.MONGO_URL) {
+    return MongoNotificationRepository.open(await connectMongo({ url: config.MONGO_URL, database: 'notifications', logger }));
+  }
+  logger.info('MONGO_URL not set: using the embedded SQLite store');
+  return new SqliteNotificationRepository(join(config.DATA_DIR, 'notifications', 'notifications.db'));
+}
 
 /** Composition root of the notifications service. */
 export async function startNotifications(env: Record<string, string | undefined> = process.env): Promise<RunningService> {
   const config = loadConfig(notificationsConfigSchema, env);
   const logger = createLogger('notifications');
-  if (config.MONGO_URL) logger.warn('MONGO_URL is set but the MongoDB adapter is not built yet; using SQLite');
-  else logger.info('MONGO_URL not set: using the embedded SQLite store');
-  const repository = new SqliteNotificationRepository(join(config.DATA_DIR, 'notifications', 'notifications.db'));
+  const repository = await openRepository(config, logger);
   const service = new NotificationService(repository, logger);
   const bus = createEventBus(config, logger);
   const consumer = await subscribeNotificationConsumers(bus, service, logger);

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { CollectionCreatedNotification, VerificationNotification } from '../src/domain/model';
 import type { NotificationRepository } from '../src/domain/ports';
+import { contractTests, describeOnEngine } from '../../../test/engines/suite';
 
 let clock = Date.parse('2026-01-01T00:00:00.000Z');
 const tick = () => new Date((clock += 1000));
@@ -50,18 +51,32 @@ export function aCollectionCreated() {
   return builder;
 }
 
-/** The behaviour every NotificationRepository adapter must have; call it from one test file per adapter. */
-export function describeNotificationRepositoryContract(name: string, factory: () => Promise<{ repository: NotificationRepository; cleanup(): Promise<void> }>): void {
-  describe(`NotificationRepository contract: ${name}`, () => {
+export interface NotificationRepositoryHarness {
+  repository: NotificationRepository;
+  /** Closes the repository and removes everything the test stored. */
+  close(): Promise<void>;
+}
+
+/**
+ * The behaviour every NotificationRepository adapter must have; call it from one test file per adapter.
+ * `skipReason` set means the adapter cannot run here and the suite is reported skipped with it.
+ */
+export function describeNotificationRepositoryContract(
+  name: string,
+  factory: () => Promise<NotificationRepositoryHarness>,
+  skipReason?: string,
+): void {
+  describeOnEngine(`NotificationRepository contract: ${name}`, skipReason, () => {
+    const it = contractTests(`notification-repository on ${name}`);
+    let harness: NotificationRepositoryHarness;
     let repository: NotificationRepository;
-    let cleanup: () => Promise<void>;
 
     beforeEach(async () => {
-      ({ repository, cleanup } = await factory());
+      harness = await factory();
+      repository = harness.repository;
     });
     afterEach(async () => {
-      await repository.close();
-      await cleanup();
+      await harness.close();
     });
 
     it('stores both kinds and lists them for their owner only, newest first, with every field intact', async () => {

@@ -4,8 +4,14 @@ import { join } from 'node:path';
 import { SqliteNotificationRepository } from '../src/adapters/sqlite/sqlite-notification-repository';
 import { describeNotificationRepositoryContract } from './notification-repository.contract';
 
-describeNotificationRepositoryContract('SqliteNotificationRepository', async () => {
+describeNotificationRepositoryContract('sqlite', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'notifications-repo-'));
-  return { repository: new SqliteNotificationRepository(join(dir, 'notifications.db')), cleanup: async () => rmSync(dir, { recursive: true, force: true }) };
+  const repository = new SqliteNotificationRepository(join(dir, 'notifications.db'));
+  return {
+    repository,
+    async close() {
+      await repository.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
 });
-

@@ -1,0 +1,102 @@
+import { MongoServerError, ObjectId, type Collection } from 'mongodb';
+import type { MongoConnection } from '@cards/platform';
+import { subjectKeyOf, type Notification } from '../../domain/model';
+import type { NotificationRepository } from '../../domain/ports';
+
+/** One document per notification; _id is an ObjectId so equal creation times still list in insertion order. */
+interface NotificationDocument {
+  _id: ObjectId;
+  id: string;
+  userId: string;
+  kind: 'verification' | 'collection_created';
+  cardId: string | null;
+  verificationId: string | null;
+  similarityScore: number | null;
+  collectionId: string | null;
+  userRead: boolean;
+  createdAt: Date;
+  updatedAt: Date;
+  sourceEventId: string;
+  subjectKey: string;
+}
+
+function toPrimitives(n: Notification): NotificationDocument {
+  return {
+    _id: new ObjectId(),
+    id: n.id,
+    userId: n.userId,
+    kind: n.kind,
+    cardId: n.kind === 'verification' ? n.cardId : null,
+    verificationId: n.kind === 'verification' ? n.verificationId : null,
+    similarityScore: n.kind === 'verification' ? n.similarityScore : null,
+    collectionId: n.kind === 'collection_created' ? n.collectionId : null,
+    userRead: n.read,
+    createdAt: n.createdAt,
+    updatedAt: n.updatedAt,
+    sourceEventId: n.sourceEventId,
+    subjectKey: subjectKeyOf(n),
+  };
+}
+
+function fromPrimitives(d: NotificationDocument): Notification {
+  const base = { id: d.id, userId: d.userId, read: d.userRead, createdAt: d.createdAt, updatedAt: d.updatedAt, sourceEventId: d.sourceEventId };
+  if (d.kind === 'verification') {
+    return { ...base, kind: 'verification', cardId: d.cardId ?? '', verificationId: d.verificationId ?? '', similarityScore: d.similarityScore ?? 0 };
+  }
+  return { ...base, kind: 'collection_created', collectionId: d.collectionId ?? '' };
+}
+
+const isDuplicateKey = (err: unknown) => err instanceof MongoServerError && err.code === 11000;
+
+/**
+ * Notifications in the service's own MongoDB database. Every write touches one document, so no
+ * transactions are needed; unique indexes on id, source event and subject make redelivery a no-op.
+ */
+export class MongoNotificationRepository implements NotificationRepository {
+  private constructor(
+    private readonly connection: MongoConnection,
+    private readonly notifications: Collection<NotificationDocument>,
+  ) {}
+
+  static async open(connection: MongoConnection): Promise<MongoNotificationRepository> {
+    const notifications = connection.db.collection<NotificationDocument>('notifications');
+    await notifications.createIndexes([
+      { key: { id: 1 }, name: 'id', unique: true },
+      { key: { sourceEventId: 1 }, name: 'source_event', unique: true },
+      { key: { subjectKey: 1 }, name: 'subject', unique: true },
+      { key: { userId: 1, createdAt: -1, _id: -1 }, name: 'user_newest' },
+    ]);
+    return new MongoNotificationRepository(connection, notifications);
+  }
+
+  async add(n: Notification): Promise<boolean> {
+    try {
+      await this.notifications.insertOne(toPrimitives(n));
+      return true;
+    } catch (err) {
+      if (isDuplicateKey(err)) return false;
+      throw err;
+    }
+  }
+
+  async listForUser(userId: string): Promise<Notification[]> {
+    const docs = await this.notifications.find({ userId }).sort({ createdAt: -1, _id: -1 }).toArray();
+    return docs.map(fromPrimitives);
+  }
+
+  async markRead(userId: string, notificationId: string, at: Date): Promise<boolean> {
+    const found = await this.notifications.findOne({ id: notificationId, userId }, { projection: { userRead: 1 } });
+    if (!found) return false;
+    if (!found.userRead) await this.notifications.updateOne({ id: notificationId, userId, userRead: false }, { $set: { userRead: true, updatedAt: at } });
+    return true;
+  }
+
+  async markAllRead(userId: string, at: Date): Promise<number> {
+    const result = await this.notifications.updateMany({ userId, userRead: false }, { $set: { userRead: true, updatedAt: at } });
+    return result.modifiedCount;
+  }
+
+  async close(): Promise<void> {
+    await this.connection.close();
+  }
+}

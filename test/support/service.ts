@@ -46,7 +46,8 @@ export function freePort(): Promise<number> {
 /** Starts the all-in-one service as a child process on a free port, the way the README's command does. */
 export async function startSystem(options: StartOptions = {}): Promise<RunningSystem> {
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'cards-e2e-'));
-  const port = await freePort();
+  // A caller that needs the address up front (PUBLIC_URL in e-mail links) passes PORT itself.
+  const port = options.env?.PORT ? Number(options.env.PORT) : await freePort();
   const child = spawn(process.execPath, [join(ROOT, 'node_modules/tsx/dist/cli.mjs'), join(ROOT, 'packages/all-in-one/src/main.ts')], {
     cwd: ROOT,
     env: { ...process.env, ...TEST_ENV, PORT: String(port), HOST: '127.0.0.1', DATA_DIR: dataDir, ...options.env },

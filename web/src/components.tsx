@@ -1,7 +1,7 @@
 import type { ComponentChildren } from 'preact';
 import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
 import { ApiError, type Card, type User } from './api';
-import { Link } from './router';
+import { hasNavigated, Link } from './router';
 
 /** Loads data for a page; `reload` runs the loader again. */
 export function useAsync<T>(load: () => Promise<T>, deps: unknown[]): { data: T | undefined; error: ApiError | undefined; loading: boolean; reload(): void } {
@@ -68,13 +68,16 @@ export function Loading() {
   );
 }
 
-/** Moves focus to the page heading when a page opens, so screen readers and keyboards start there. */
+/**
+ * Names the page in the tab title and, after an in-app navigation, moves focus to the heading so screen
+ * readers announce the new page (a first load keeps the browser's own focus order: skip link first).
+ */
 export function PageTitle({ children }: { children: ComponentChildren }) {
   const ref = useRef<HTMLHeadingElement>(null);
   useEffect(() => {
     const text = ref.current?.textContent;
     if (text) document.title = `${text} · Card Library`;
-    ref.current?.focus({ preventScroll: true });
+    if (hasNavigated()) ref.current?.focus({ preventScroll: true });
   }, []);
   return (
     <h1 tabIndex={-1} ref={ref}>

@@ -3,6 +3,12 @@ import { useEffect, useState } from 'preact/hooks';
 
 /** A small History-API router: the gateway answers every non-/api path with index.html. */
 const listeners = new Set<() => void>();
+let navigated = false;
+
+/** True once the person has moved inside the app (not on the first page load). */
+export function hasNavigated(): boolean {
+  return navigated;
+}
 
 export interface Location {
   path: string;
@@ -16,11 +22,13 @@ function current(): Location {
 export function navigate(to: string, { replace = false } = {}): void {
   if (replace) history.replaceState(null, '', to);
   else history.pushState(null, '', to);
+  navigated = true;
   for (const l of listeners) l();
   window.scrollTo(0, 0);
 }
 
 window.addEventListener('popstate', () => {
+  navigated = true;
   for (const l of listeners) l();
 });
 

@@ -116,7 +116,11 @@ export function SearchPage() {
   return (
     <section>
       <PageTitle>Search the card library</PageTitle>
-      {count.data ? <p class="muted">{count.data.total_count} cards in the library.</p> : null}
+      {count.data ? (
+        <p class="muted">
+          {count.data.total_count} card{count.data.total_count === 1 ? '' : 's'} in the library.
+        </p>
+      ) : null}
       <SearchForm initial={params} onSearch={go} idPrefix="search" />
       <div aria-live="polite">
         {result.loading && params.q ? <Loading /> : null}

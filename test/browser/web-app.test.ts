@@ -1,0 +1,348 @@
+/**
+ * The web app in headless Chromium (Debian's package, driven by playwright-core), against the
+ * all-in-one system: a person signs up through the e-mail link, writes a card, finds it with both
+ * searches, votes, uploads a .docx and opens its collection, and reads a notification.
+ * Screenshots of the main pages go to test-artifacts/screenshots/.
+ */
+import { spawnSync } from 'node:child_process';
+import { createServer, type Server } from 'node:http';
+import { mkdirSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { tmpdir } from 'node:os';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { chromium } from 'playwright-core';
+import { Mailbox } from '../support/mailbox';
+import { freePort, startSystem, type RunningSystem } from '../support/service';
+import { buildDocx } from './support/docx';
+import { CHROMIUM_ARGS, findOrInstallChromium } from './support/chromium';
+
+const ROOT = resolve(__dirname, '../..');
+const SHOTS = join(ROOT, 'test-artifacts/screenshots');
+const browserFound = findOrInstallChromium();
+const describeInBrowser = 'path' in browserFound ? describe : describe.skip;
+if ('reason' in browserFound) console.warn(`SKIPPED browser tests: ${browserFound.reason}`);
+
+jest.setTimeout(120_000);
+
+const CARD_TEXT = [
+  'Tidal locking explains why the Moon always shows the same face to the Earth.',
+  'Over hundreds of millions of years the gravitational pull of the Earth raised bulges in the young Moon,',
+  'and the friction of those bulges slowed its rotation until one lunar day matched one orbit around the planet.',
+  'The same braking still acts on the Earth today: our days grow longer by roughly two milliseconds every century,',
+  'while the Moon drifts about four centimetres farther away each year, as laser ranging to the Apollo reflectors shows.',
+].join(' ');
+
+const DOC_SECTIONS = [
+  {
+    heading: 'Glaciers of the Alps',
+    paragraphs: [
+      'Alpine glaciers have lost more than half of their volume since the middle of the nineteenth century. Measurements from the Swiss monitoring network show that the loss accelerated after the year two thousand, with record melt in the hot summers of two thousand three, two thousand fifteen and two thousand twenty two. Smaller glaciers below three thousand metres are expected to vanish entirely within a few decades, changing river flows, hydropower and tourism in every valley.',
+    ],
+  },
+  {
+    heading: 'Coral reef bleaching',
+    paragraphs: [
+      'Coral reefs bleach when unusually warm water makes the corals expel the algae that live in their tissues and feed them. Without the algae the coral turns white and starves unless temperatures fall again within weeks. The Great Barrier Reef has seen mass bleaching events in many recent summers, and scientists warn that the time between events is becoming too short for reefs to recover their former diversity and structure.',
+    ],
+  },
+];
+
+let system: RunningSystem;
+let browser: Browser;
+let context: BrowserContext;
+let page: Page;
+let article: Server;
+const mailbox = new Mailbox();
+const email = `web-${Date.now()}@example.com`;
+const password = 'a long browser password';
+let cardId = '';
+let collectionId = '';
+
+async function shot(name: string, target: Page = page) {
+  mkdirSync(SHOTS, { recursive: true });
+  await target.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true });
+}
+
+/** Retries `attempt` (re-running searches while indexing catches up) until it returns true. */
+async function eventually(attempt: () => Promise<boolean>, timeoutMs = 45_000, what = 'condition'): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (await attempt()) return;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 750));
+  }
+}
+
+describeInBrowser('web app in headless Chromium', () => {
+  beforeAll(async () => {
+    const build = spawnSync(process.execPath, [join(ROOT, 'web/scripts/ensure-build.mjs')], { stdio: 'inherit' });
+    if (build.status !== 0) throw new Error('web app build failed');
+    // The page a card links to, so verification has something real to compare with.
+    article = createServer((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
+      res.end(`<!doctype html><html><head><title>Tides</title></head><body><article><h1>Why we see one face of the Moon</h1><p>${CARD_TEXT}</p></article></body></html>`);
+    });
+    await new Promise<void>((r) => article.listen(0, '127.0.0.1', () => r()));
+    const articlePort = (article.address() as { port: number }).port;
+    await mailbox.start();
+    const port = await freePort();
+    system = await startSystem({
+      env: {
+        PORT: String(port),
+        PUBLIC_URL: `http://127.0.0.1:${port}`,
+        COOKIE_SECURE: 'false',
+        SMTP_URL: mailbox.url,
+        VERIFY_ALLOW_HOSTS: `127.0.0.1:${articlePort}`,
+        DATA_DIR: join(tmpdir(), `cards-web-${Date.now()}`),
+      },
+    });
+    browser = await chromium.launch({ executablePath: (browserFound as { path: string }).path, args: CHROMIUM_ARGS });
+    context = await browser.newContext({ baseURL: system.baseUrl, viewport: { width: 1200, height: 900 } });
+    page = await context.newPage();
+  }, 240_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    await system?.stop();
+    await mailbox.stop();
+    await new Promise<void>((r) => (article ? article.close(() => r()) : r()));
+  });
+
+  it('serves the app at / and answers deep links with it (SPA fallback), /api stays JSON', async () => {
+    const res = await fetch(`${system.baseUrl}/auth/register/00000000-0000-4000-8000-000000000000?email=a%40b.c`);
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toMatch(/text\/html/);
+    expect(await res.text()).toContain('<div id="app">');
+    const api = await fetch(`${system.baseUrl}/api/no-such-route`);
+    expect(api.status).toBe(404);
+    expect(await api.json()).toEqual({ message: expect.any(String) });
+    const missingAsset = await fetch(`${system.baseUrl}/assets/missing-1234.js`);
+    expect(missingAsset.status).toBe(404);
+  });
+
+  it('signs up through the invitation e-mail link and lands signed in', async () => {
+    await page.goto('/');
+    await page.getByRole('heading', { name: 'Search the card library' }).waitFor();
+    await shot('search-signed-out');
+    await page.getByRole('link', { name: 'Get an invitation' }).first().click();
+    await page.getByLabel('E-mail').fill(email);
+    await page.getByRole('button', { name: 'Send invitation' }).click();
+    await page.getByText(`An invitation is on its way to ${email}`).waitFor();
+
+    const mail = await mailbox.waitFor(email, /auth\/register\//);
+    const link = /(https?:\/\/\S+\/auth\/register\/\S+)/.exec(mail.text ?? '')![1]!;
+    expect(link.startsWith(system.baseUrl)).toBe(true);
+    await page.goto(link);
+    await page.getByText(email).waitFor();
+    // The form refuses what the server would refuse, before sending.
+    await page.getByLabel('Password (at least 8 characters)').fill(password);
+    await page.getByLabel('Repeat the password').fill(`${password}!`);
+    await page.getByRole('button', { name: 'Create account' }).click();
+    await page.getByText('The two passwords differ.').waitFor();
+    await shot('register');
+    await page.getByLabel('Repeat the password').fill(password);
+    await page.getByRole('button', { name: 'Create account' }).click();
+    await page.getByText('Welcome! Your account is ready and you are signed in.').waitFor();
+    await page.getByText(`Signed in as ${email}`).waitFor();
+    await page.getByLabel('Username').fill(`web_${Date.now() % 100000}`);
+    await page.getByRole('button', { name: 'Save profile' }).click();
+    await page.getByText('Saved.').waitFor();
+    await shot('profile');
+  });
+
+  it('creates a card with the server’s rules checked in the form', async () => {
+    await page.getByRole('link', { name: 'New card' }).click();
+    await page.getByLabel('Card text').fill('Far too short for a card.');
+    await page.getByLabel('Source link').fill('ftp://example.com/x');
+    await page.getByRole('button', { name: 'Create card' }).click();
+    await page.getByText('A card needs more than 70 words of text (now 6).').waitFor();
+    await page.getByText('The link must be an http:// or https:// address.').waitFor();
+    await shot('card-form-errors');
+
+    const articlePort = (article.address() as { port: number }).port;
+    await page.getByLabel('Card text').fill(CARD_TEXT);
+    await page.getByLabel('Source link').fill(`http://127.0.0.1:${articlePort}/tides`);
+    await page.getByLabel('Tags (comma-separated)').fill('astronomy, tides');
+    await page.getByRole('button', { name: 'Create card' }).click();
+    await page.waitForURL(/\/card\/[0-9a-f-]{36}$/);
+    cardId = /\/card\/([0-9a-f-]{36})$/.exec(page.url())![1]!;
+    await page.locator('.card-body').getByText('Tidal locking explains').waitFor();
+    expect(await page.getByRole('link', { name: `http://127.0.0.1:${articlePort}/tides` }).count()).toBe(1);
+  });
+
+  it('finds the card with the full-text search (typo-tolerant) and the semantic search', async () => {
+    await page.goto('/');
+    await page.getByLabel('Search cards').fill('tidal lockng of the moon');
+    await page.getByLabel('Full text (by words, typo-tolerant)').check();
+    await page.getByRole('button', { name: 'Search', exact: true }).click();
+    await page.waitForURL(/mode=fulltext/);
+    const hit = page.locator(`.results a[href="/card/${cardId}"]`);
+    await eventually(
+      async () => {
+        if ((await hit.count()) > 0) return true;
+        await page.reload();
+        await page.locator('.results, p.muted:has-text("No card matches")').first().waitFor();
+        return (await hit.count()) > 0;
+      },
+      45_000,
+      'the card in full-text results',
+    );
+    await shot('search-fulltext');
+
+    await page.getByLabel('Semantic (by meaning)').check();
+    await page.getByLabel('Search cards').fill('why the moon shows one face to earth');
+    await page.getByRole('button', { name: 'Search', exact: true }).click();
+    await page.waitForURL(/mode=semantic/);
+    await eventually(
+      async () => {
+        await page.locator('.results, p.muted:has-text("No card matches")').first().waitFor();
+        if ((await hit.count()) > 0) return true;
+        await page.reload();
+        return false;
+      },
+      45_000,
+      'the card in semantic results',
+    );
+    await shot('search-semantic');
+  });
+
+  it('votes on the card and the count and the author’s score follow', async () => {
+    await page.goto(`/card/${cardId}`);
+    const up = page.getByRole('button', { name: /Upvote/ });
+    await up.click();
+    await page.locator('.vote[aria-pressed="true"]').getByText('Upvote').waitFor();
+    expect(await up.locator('.count').textContent()).toBe('1');
+    await shot('card');
+    await page.getByRole('link', { name: 'My cards' }).click();
+    await page.getByTestId('user-score').getByText('1', { exact: true }).waitFor();
+    await shot('user-page');
+    await page.getByRole('link', { name: 'Top users' }).click();
+    await page.locator('table.ranking tbody tr').first().waitFor();
+    await shot('top-users');
+  });
+
+  it('reads the verification notification and marks it read; the unread badge follows', async () => {
+    await page.getByRole('link', { name: /Notifications/ }).click();
+    const unread = page.locator('.notifications li.unread');
+    await eventually(async () => {
+      if ((await unread.count()) > 0) return true;
+      await page.getByRole('button', { name: 'Refresh' }).click();
+      return false;
+    }, 60_000, 'an unread notification');
+    const verification = unread.filter({ hasText: 'was checked against its source page' }).first();
+    await verification.waitFor();
+    // The article served above holds the card's text, so the similarity is high.
+    expect(Number(await verification.locator('strong').textContent())).toBeGreaterThanOrEqual(70);
+    const before = await unread.count();
+    await page.getByTestId('unread-badge').getByText(String(before), { exact: true }).waitFor();
+    await shot('notifications');
+    await verification.getByRole('button', { name: 'Mark as read' }).click();
+    await page.getByTestId('unread-count').getByText(`${before - 1} unread`).waitFor();
+    await page.getByTestId('unread-badge').getByText(String(before - 1), { exact: true }).waitFor();
+    await page.locator('.notifications li.read').filter({ hasText: 'was checked against its source page' }).getByRole('link', { name: 'card' }).click();
+    await page.waitForURL(new RegExp(`/card/${cardId}$`));
+  });
+
+  it('uploads a .docx with progress and opens the collection made from it', async () => {
+    await page.getByRole('link', { name: 'Upload' }).click();
+    await page.getByLabel(/^Document/).setInputFiles({
+      name: 'climate-notes.docx',
+      mimeType: 'application/vnd.openxmlformats-officedocument.wordprocessingml.document',
+      buffer: buildDocx(DOC_SECTIONS),
+    });
+    await page.getByLabel(/^Tags for the cards/).fill('climate');
+    await page.getByRole('button', { name: 'Upload' }).click();
+    await page.getByText('Uploaded climate-notes.docx').waitFor({ timeout: 30_000 });
+    expect(await page.locator('progress#upload-progress').getAttribute('value')).toBe('100');
+    const collectionLink = page.getByRole('link', { name: 'Collection for file climate-notes.docx' });
+    await collectionLink.waitFor({ timeout: 90_000 });
+    await shot('upload');
+    await collectionLink.click();
+    await page.waitForURL(/\/collection\/[0-9a-f-]{36}/);
+    collectionId = /\/collection\/([0-9a-f-]{36})/.exec(page.url())![1]!;
+    await page.getByRole('heading', { name: 'Collection for file climate-notes.docx' }).waitFor();
+    await eventually(async () => {
+      if ((await page.locator('.results .card-summary').count()) >= 2) return true;
+      await page.reload();
+      await page.getByRole('heading', { level: 1 }).waitFor();
+      return false;
+    }, 30_000, 'the document’s cards in its collection');
+    await page.getByText('Glaciers of the Alps').first().waitFor();
+    await shot('collection');
+
+    // Its Collection Created notification links back to it.
+    await page.getByRole('link', { name: /Notifications/ }).click();
+    const created = page.locator('.notifications li').filter({ hasText: 'A collection was created' }).first();
+    await eventually(async () => {
+      if ((await created.count()) > 0) return true;
+      await page.getByRole('button', { name: 'Refresh' }).click();
+      return false;
+    }, 30_000, 'the Collection Created notification');
+    await created.getByRole('link', { name: 'open the collection' }).click();
+    await page.waitForURL(new RegExp(`/collection/${collectionId}`));
+  });
+
+  it('keeps a user’s collection work: create, rename, make private, add and remove a card, search inside', async () => {
+    await page.getByRole('link', { name: 'Collections' }).click();
+    await page.getByLabel('Name').fill('Moon reading');
+    await page.getByRole('button', { name: 'Create collection' }).click();
+    await page.waitForURL(/\/collection\/[0-9a-f-]{36}/);
+    const ownId = /\/collection\/([0-9a-f-]{36})/.exec(page.url())![1]!;
+    await page.getByText('Rename, share or delete').click();
+    await page.getByLabel('Name', { exact: true }).fill('Moon and tides');
+    await page.getByRole('button', { name: 'Save', exact: true }).click();
+    await page.getByRole('heading', { name: 'Moon and tides' }).waitFor();
+    await page.getByRole('button', { name: 'Make private' }).click();
+    await page.getByRole('button', { name: 'Make public' }).waitFor();
+
+    await page.goto(`/card/${cardId}`);
+    await page.getByLabel('Collection', { exact: true }).selectOption({ label: 'Moon and tides' });
+    await page.getByRole('button', { name: 'Add to collection' }).click();
+    await page.getByText('Added to “Moon and tides”.').waitFor();
+
+    await page.goto(`/collection/${ownId}`);
+    await page.locator(`.results a[href="/card/${cardId}"]`).waitFor();
+    await page.getByLabel('Search cards').fill('tidal locking');
+    await page.getByLabel('Full text (by words, typo-tolerant)').check();
+    await page.getByRole('button', { name: 'Search', exact: true }).click();
+    await eventually(async () => {
+      await page.locator('.results, p.muted:has-text("No card in this collection matches")').first().waitFor();
+      if ((await page.locator(`.results a[href="/card/${cardId}"]`).count()) > 0) return true;
+      await page.reload();
+      return false;
+    }, 30_000, 'the card in the collection search');
+    await page.getByRole('link', { name: 'Show all its cards' }).click();
+    await page.getByRole('button', { name: 'Remove from collection' }).click();
+    await page.getByText('This collection holds no cards yet.').waitFor();
+  });
+
+  it('is usable at phone width (no horizontal scrolling) and by keyboard', async () => {
+    const phone = await context.newPage();
+    await phone.setViewportSize({ width: 375, height: 800 });
+    await phone.goto(`/card/${cardId}`);
+    await phone.locator('.card-body').waitFor();
+    const overflow = await phone.evaluate<number>('document.documentElement.scrollWidth - document.documentElement.clientWidth');
+    expect(overflow).toBeLessThanOrEqual(0);
+    await shot('card-phone', phone);
+    await phone.goto('/');
+    await phone.keyboard.press('Tab');
+    expect(await phone.evaluate<string | undefined>('document.activeElement?.textContent')).toBe('Skip to content');
+    await shot('search-phone', phone);
+    await phone.close();
+  });
+
+  it('signs out and back in through the sign-in page', async () => {
+    await page.goto('/profile');
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.getByRole('link', { name: 'Sign in' }).waitFor();
+    await page.getByRole('link', { name: 'Sign in' }).click();
+    await page.getByLabel('E-mail').fill(email);
+    await page.getByLabel('Password').fill('wrong password');
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('alert').waitFor();
+    await shot('sign-in-error');
+    await page.getByLabel('Password').fill(password);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('link', { name: 'My cards' }).waitFor();
+  });
+});

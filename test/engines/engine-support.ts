@@ -168,9 +168,18 @@ export interface EngineProcess {
  * process that started it (even when jest is killed). Output goes to a log file, not a pipe,
  * so a blocked event loop cannot stall the engine.
  */
-export function spawnJava(classpath: string, mainClass: string, args: string[], opts: { logFile: string; heap: string; jvmArgs?: string[]; cwd?: string }): EngineProcess {
+export function spawnJava(
+  classpath: string,
+  mainClass: string,
+  args: string[],
+  opts: { logFile: string; heap: string; jvmArgs?: string[]; cwd?: string; asUnprivilegedUser?: boolean },
+): EngineProcess {
   const fd = openSync(opts.logFile, 'a');
-  const child = spawn(process.env.JAVA ?? 'java', [`-Xmx${opts.heap}`, '-XX:+UseSerialGC', '-XX:TieredStopAtLevel=1', '-Xshare:auto', ...(opts.jvmArgs ?? []), '-cp', classpath, mainClass, ...args], {
+  const java = [process.env.JAVA ?? 'java', `-Xmx${opts.heap}`, '-XX:+UseSerialGC', '-XX:TieredStopAtLevel=1', '-Xshare:auto', ...(opts.jvmArgs ?? []), '-cp', classpath, mainClass, ...args];
+  // Engines that refuse to run as root (Elasticsearch) are started as nobody when the tests run as root.
+  const dropRoot = opts.asUnprivilegedUser && process.getuid?.() === 0;
+  const command = dropRoot ? ['setpriv', '--reuid=65534', '--regid=65534', '--clear-groups', ...java] : java;
+  const child = spawn(command[0]!, command.slice(1), {
     stdio: ['pipe', fd, fd],
     cwd: opts.cwd,
   });

@@ -55,17 +55,29 @@ export function splitIntoCards(document: ParsedDocument): CardDraft[] {
   return drafts;
 }
 
-/** Greedy packing: 71..400 words per group (counting the heading words each card repeats). */
+/**
+ * Greedy packing: 71..400 words per group (counting the heading words each card repeats). A group
+ * under 71 words is not closed: it grows into the next block, or, when that would pass 400 words, it
+ * joins the previous group if that one has room. A short tail joins the previous group.
+ */
 function packParagraphs(paragraphs: DocumentBlock[], baseWords: number): DocumentBlock[][] {
   const groups: { blocks: DocumentBlock[]; words: number }[] = [];
   let group: DocumentBlock[] = [];
   let words = baseWords;
   for (const paragraph of paragraphs) {
     const n = countWords(paragraph.text);
-    if (group.length > 0 && words + n > MAX_CARD_WORDS && words >= MIN_CARD_WORDS) {
-      groups.push({ blocks: group, words });
-      group = [];
-      words = baseWords;
+    if (group.length > 0 && words + n > MAX_CARD_WORDS) {
+      const previous = groups[groups.length - 1];
+      if (words >= MIN_CARD_WORDS) {
+        groups.push({ blocks: group, words });
+        group = [];
+        words = baseWords;
+      } else if (previous && previous.words + words - baseWords <= MAX_CARD_WORDS) {
+        previous.blocks.push(...group);
+        previous.words += words - baseWords;
+        group = [];
+        words = baseWords;
+      }
     }
     group.push(paragraph);
     words += n;
@@ -73,7 +85,10 @@ function packParagraphs(paragraphs: DocumentBlock[], baseWords: number): Documen
   if (group.length > 0) {
     const last = groups[groups.length - 1];
     if (words >= MIN_CARD_WORDS) groups.push({ blocks: group, words });
-    else if (last) last.blocks.push(...group);
+    else if (last) {
+      last.blocks.push(...group);
+      last.words += words - baseWords;
+    }
   }
   return groups.map((g) => g.blocks);
 }
@@ -83,23 +98,35 @@ function splitLongParagraph(paragraph: DocumentBlock): DocumentBlock[] {
   const text = normalizeSpace(paragraph.text);
   if (countWords(text) <= MAX_CARD_WORDS) return [{ ...paragraph, text }];
   const sentences = text.match(/[^.!?]+(?:[.!?]+["')\]]*\s*|$)/g) ?? [text];
-  const pieces: string[] = [];
-  let piece = '';
-  const flush = () => {
-    if (piece.trim()) pieces.push(piece.trim());
-    piece = '';
-  };
+  const units: string[] = [];
   for (const sentence of sentences) {
-    const words = sentence.trim().split(/\s+/).filter(Boolean);
-    if (words.length > MAX_CARD_WORDS) {
-      flush();
-      for (let i = 0; i < words.length; i += MAX_CARD_WORDS) pieces.push(words.slice(i, i + MAX_CARD_WORDS).join(' '));
+    const sentenceWords = sentence.trim().split(/\s+/).filter(Boolean);
+    if (sentenceWords.length <= MAX_CARD_WORDS) {
+      if (sentenceWords.length > 0) units.push(sentenceWords.join(' '));
       continue;
     }
-    if (countWords(piece) + words.length > MAX_CARD_WORDS) flush();
-    piece += `${sentence.trim()} `;
+    // A "sentence" longer than a card: cut it into equal parts at word boundaries.
+    const parts = Math.ceil(sentenceWords.length / MAX_CARD_WORDS);
+    const size = Math.ceil(sentenceWords.length / parts);
+    for (let i = 0; i < sentenceWords.length; i += size) units.push(sentenceWords.slice(i, i + size).join(' '));
   }
-  flush();
+  // Pieces of about equal size, so no tiny remainder is left over.
+  const total = units.reduce((n, u) => n + countWords(u), 0);
+  const target = Math.ceil(total / Math.ceil(total / MAX_CARD_WORDS));
+  const pieces: string[] = [];
+  let piece: string[] = [];
+  let pieceWords = 0;
+  for (const unit of units) {
+    const n = countWords(unit);
+    if (piece.length > 0 && (pieceWords + n > MAX_CARD_WORDS || pieceWords >= target)) {
+      pieces.push(piece.join(' '));
+      piece = [];
+      pieceWords = 0;
+    }
+    piece.push(unit);
+    pieceWords += n;
+  }
+  if (piece.length > 0) pieces.push(piece.join(' '));
   let linksGiven = false;
   return pieces.map((p) => {
     // Hyperlink targets belong to the piece that starts the paragraph; URLs in text travel with their text.

@@ -1,0 +1,90 @@
+// Runs in a worker thread (plain ESM so it needs no TypeScript loader): pdf.js is CPU-heavy and must
+// not stall the service's event loop, and the thread's memory cap contains hostile PDFs.
+// Input (workerData): { bytes: Uint8Array, maxPages: number }. Output: { blocks } or { error }.
+import { parentPort, workerData } from 'node:worker_threads';
+import { getDocumentProxy } from 'unpdf';
+
+function linesOf(items) {
+  const lines = [];
+  let current = null;
+  for (const item of items) {
+    const y = item.transform?.[5] ?? 0;
+    const size = Math.abs(item.transform?.[3] ?? item.height ?? 0) || 10;
+    const str = item.str ?? '';
+    if (current && Math.abs(current.y - y) > size * 0.5 && str.trim()) {
+      lines.push(current);
+      current = null;
+    }
+    if (str.length > 0) {
+      if (!current) current = { text: '', y, size, links: [] };
+      current.text += str;
+      current.size = Math.max(current.size, size);
+    }
+    if (item.hasEOL && current) {
+      lines.push(current);
+      current = null;
+    }
+  }
+  if (current) lines.push(current);
+  return lines.filter((l) => l.text.trim().length > 0);
+}
+
+function joinLine(text, next) {
+  if (!text) return next;
+  if (/[A-Za-z]-$/.test(text) && /^[a-z]/.test(next)) return text.slice(0, -1) + next;
+  return `${text} ${next}`;
+}
+
+// A vertical gap clearly larger than the page's usual line pitch starts a new paragraph.
+function paragraphsOf(lines) {
+  const pitches = lines
+    .slice(1)
+    .map((l, i) => lines[i].y - l.y)
+    .filter((d) => d > 0)
+    .sort((a, b) => a - b);
+  const typical = pitches[Math.floor(pitches.length / 2)] ?? 0;
+  const blocks = [];
+  let block = null;
+  let previous = null;
+  for (const line of lines) {
+    const gap = previous ? previous.y - line.y : 0;
+    if (!block || gap < 0 || gap > Math.max(typical * 1.3, line.size * 1.45)) {
+      if (block) blocks.push(block);
+      block = { kind: 'paragraph', text: '', links: [] };
+    }
+    block.text = joinLine(block.text, line.text);
+    block.links.push(...line.links);
+    previous = line;
+  }
+  if (block) blocks.push(block);
+  return blocks.map((b) => ({ ...b, text: b.text.replace(/\s+/g, ' ').trim() })).filter((b) => b.text.length > 0);
+}
+
+async function run() {
+  const pdf = await getDocumentProxy(new Uint8Array(workerData.bytes), { isEvalSupported: false, stopAtErrors: true });
+  const blocks = [];
+  try {
+    const pages = Math.min(pdf.numPages, workerData.maxPages);
+    for (let p = 1; p <= pages; p++) {
+      const page = await pdf.getPage(p);
+      const content = await page.getTextContent();
+      const lines = linesOf(content.items);
+      for (const a of await page.getAnnotations()) {
+        if (a.subtype !== 'Link' || !a.url || !Array.isArray(a.rect) || a.rect.length < 4) continue;
+        const [, y1, , y2] = a.rect;
+        const line = lines.find((l) => l.y >= Math.min(y1, y2) - 3 && l.y <= Math.max(y1, y2) + 3);
+        if (line) line.links.push(a.url);
+      }
+      blocks.push(...paragraphsOf(lines));
+      page.cleanup();
+    }
+  } finally {
+    await pdf.destroy();
+  }
+  return blocks;
+}
+
+run().then(
+  (blocks) => parentPort.postMessage({ blocks }),
+  (err) => parentPort.postMessage({ error: err instanceof Error ? err.message : String(err) }),
+);

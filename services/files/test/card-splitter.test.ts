@@ -1,0 +1,99 @@
+import fc from 'fast-check';
+import { countWords, MAX_CARD_WORDS, MIN_CARD_WORDS, splitIntoCards } from '../src/domain/card-splitter';
+import type { DocumentBlock } from '../src/domain/model';
+
+const words = (n: number, word = 'word') => Array.from({ length: n }, (_, i) => `${word}${i}`).join(' ');
+const h = (text: string, level = 2): DocumentBlock => ({ kind: 'heading', level, text, links: [] });
+const p = (text: string, links: string[] = []): DocumentBlock => ({ kind: 'paragraph', text, links });
+
+describe('splitIntoCards', () => {
+  it('each heading starts a card titled by the heading, with the heading in the HTML', () => {
+    const cards = splitIntoCards({ blocks: [h('First Topic'), p(words(80, 'a')), h('Second Topic', 3), p(words(90, 'b'))] });
+    expect(cards.map((c) => c.title)).toEqual(['First Topic', 'Second Topic']);
+    expect(cards[0]!.html.startsWith('<h2>First Topic</h2>\n<p>a0 a1')).toBe(true);
+    expect(cards[1]!.html.startsWith('<h3>Second Topic</h3>')).toBe(true);
+    expect(cards.map((c) => c.index)).toEqual([0, 1]);
+  });
+
+  it('emits the last block too', () => {
+    const cards = splitIntoCards({ blocks: [h('Only'), p(words(75))] });
+    expect(cards).toHaveLength(1);
+    expect(cards[0]!.wordCount).toBe(76);
+  });
+
+  it('the first http(s) link of the block is the link: hyperlink targets, then URLs in the text', () => {
+    const cards = splitIntoCards({
+      blocks: [
+        h('A'),
+        p(`${words(40)} see ftp://nope.example and mailto:x`, ['mailto:someone@example.com']),
+        p(`${words(40)} at https://text.example/page.`, ['https://first.example/a', 'https://second.example/b']),
+        h('B'),
+        p(`${words(60)} visit https://plain.example/x?y=1, then more`),
+        p(words(20)),
+        h('C'),
+        p(words(80)),
+      ],
+    });
+    expect(cards.map((c) => c.link)).toEqual(['https://first.example/a', 'https://plain.example/x?y=1', '']);
+  });
+
+  it('a section under 71 words is skipped; short paragraphs are merged into the next block of the same heading', () => {
+    const cards = splitIntoCards({ blocks: [h('Short'), p(words(30)), h('Merged'), p(words(30, 'x')), p(words(30, 'y')), p(words(30, 'z'))] });
+    expect(cards).toHaveLength(1);
+    expect(cards[0]!.title).toBe('Merged');
+    expect(cards[0]!.text).toContain('x0');
+    expect(cards[0]!.text).toContain('z29');
+  });
+
+  it('a document without headings is split at paragraph boundaries into 71-400-word cards', () => {
+    const blocks = Array.from({ length: 12 }, (_, i) => p(words(90, `p${i}w`)));
+    const cards = splitIntoCards({ blocks });
+    expect(cards.length).toBe(3);
+    for (const c of cards) {
+      expect(c.title).toBeNull();
+      expect(c.wordCount).toBeGreaterThanOrEqual(MIN_CARD_WORDS);
+      expect(c.wordCount).toBeLessThanOrEqual(MAX_CARD_WORDS);
+    }
+    // Paragraphs are never cut: each card ends where a paragraph ends.
+    expect(cards[0]!.text.endsWith('p3w89')).toBe(true);
+  });
+
+  it('a paragraph longer than a card is cut at sentence ends', () => {
+    const sentence = (i: number) => `${words(49, `s${i}w`)} end${i}.`;
+    const long = Array.from({ length: 20 }, (_, i) => sentence(i)).join(' ');
+    const cards = splitIntoCards({ blocks: [p(long, ['https://example.com/long'])] });
+    expect(cards.length).toBe(3);
+    expect(cards.every((c) => c.wordCount <= MAX_CARD_WORDS)).toBe(true);
+    expect(cards.every((c) => /end\d+\.$/.test(c.text))).toBe(true);
+    expect(cards[0]!.link).toBe('https://example.com/long');
+  });
+
+  it('escapes markup in the text', () => {
+    const cards = splitIntoCards({ blocks: [h('<script>alert(1)</script>'), p(`${words(80)} <b>bold</b> & "quoted"`)] });
+    expect(cards[0]!.html).not.toContain('<script>');
+    expect(cards[0]!.html).toContain('&lt;b&gt;bold&lt;/b&gt; &amp; &quot;quoted&quot;');
+  });
+
+  it('empty and whitespace-only documents make no cards', () => {
+    expect(splitIntoCards({ blocks: [] })).toEqual([]);
+    expect(splitIntoCards({ blocks: [h('   '), p(' \n ')] })).toEqual([]);
+  });
+
+  it('property: every card holds 71+ words, no text is invented, paragraph cards stay within 400 words + a merged tail', () => {
+    const paragraph = fc.integer({ min: 1, max: 500 }).map((n) => p(words(n)));
+    const heading = fc.string({ minLength: 1, maxLength: 30 }).filter((s) => s.trim().length > 0).map((s) => h(s));
+    fc.assert(
+      fc.property(fc.array(fc.oneof({ weight: 1, arbitrary: heading }, { weight: 4, arbitrary: paragraph }), { maxLength: 40 }), (blocks) => {
+        const cards = splitIntoCards({ blocks });
+        const inputWords = blocks.filter((b) => b.kind === 'paragraph').reduce((n, b) => n + countWords(b.text), 0);
+        const outputBodyWords = cards.reduce((n, c) => n + c.wordCount - (c.title ? countWords(c.title) : 0), 0);
+        expect(outputBodyWords).toBeLessThanOrEqual(inputWords);
+        for (const c of cards) {
+          expect(c.wordCount).toBeGreaterThanOrEqual(MIN_CARD_WORDS);
+          expect(c.wordCount).toBeLessThanOrEqual(MAX_CARD_WORDS + 2 * (MIN_CARD_WORDS - 1) + 30);
+        }
+      }),
+      { numRuns: 200 },
+    );
+  });
+});

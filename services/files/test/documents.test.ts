@@ -1,0 +1,94 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { InvalidArgumentError } from '@cards/platform';
+import { LibraryDocumentReader } from '../src/adapters/documents/library-document-reader';
+import { checkMagicBytes, checkMimeType, formatFromFileName } from '../src/domain/document-format';
+import { UnreadableDocumentError } from '../src/domain/ports';
+
+const FIXTURES = join(__dirname, '../../../test/fixtures/documents');
+const fixture = (name: string) => readFileSync(join(FIXTURES, name));
+const reader = new LibraryDocumentReader();
+
+describe('file type rules', () => {
+  it('accepts the four extensions, case-insensitively, and refuses others', () => {
+    expect(formatFromFileName('Report.DOCX')).toBe('docx');
+    expect(formatFromFileName('a.b.odt')).toBe('odt');
+    expect(formatFromFileName('x.doc')).toBe('doc');
+    expect(formatFromFileName('x.pdf')).toBe('pdf');
+    for (const bad of ['x.txt', 'pdf', 'x.pdf.exe', '', '../x.pdf', 'a\u0000.pdf']) expect(() => formatFromFileName(bad)).toThrow(InvalidArgumentError);
+  });
+
+  it('MIME type must match the extension', () => {
+    expect(checkMimeType('pdf', 'application/pdf')).toBe('application/pdf');
+    expect(checkMimeType('doc', 'Application/MSWord; charset=binary')).toBe('application/msword');
+    expect(() => checkMimeType('docx', 'application/pdf')).toThrow(/does not match a \.docx/);
+  });
+
+  it('magic bytes must match the format', () => {
+    expect(() => checkMagicBytes('pdf', fixture('coffee.pdf'))).not.toThrow();
+    expect(() => checkMagicBytes('doc', fixture('history.doc'))).not.toThrow();
+    expect(() => checkMagicBytes('docx', fixture('energy.docx'))).not.toThrow();
+    expect(() => checkMagicBytes('pdf', fixture('energy.docx'))).toThrow(/%PDF/);
+    expect(() => checkMagicBytes('docx', fixture('coffee.pdf'))).toThrow(/zip/);
+    expect(() => checkMagicBytes('doc', fixture('energy.docx'))).toThrow(/OLE/);
+    expect(() => checkMagicBytes('pdf', fixture('coffee.pdf').subarray(0, 3000))).toThrow(/truncated/);
+    expect(() => checkMagicBytes('doc', fixture('history.doc').subarray(0, 5000))).toThrow(/truncated/);
+    expect(() => checkMagicBytes('pdf', Buffer.alloc(0))).toThrow(/empty/);
+  });
+});
+
+describe('LibraryDocumentReader', () => {
+  it('.docx (mammoth): headings, paragraphs and hyperlinks', async () => {
+    const { blocks } = await reader.parse('docx', fixture('energy.docx'));
+    expect(blocks.filter((b) => b.kind === 'heading').map((b) => b.text)).toEqual(['Solar Panels on Village Rooftops', 'Wind Turbines and Gearboxes', 'Short Remark', 'Pumped Hydro Storage']);
+    expect(blocks[1]!.links).toEqual(['https://example.com/energy/solar-primer', 'https://example.org/energy/other']);
+  });
+
+  it('.odt (yauzl + htmlparser2): headings with levels, paragraphs and links', async () => {
+    const { blocks } = await reader.parse('odt', fixture('marine.odt'));
+    expect(blocks.filter((b) => b.kind === 'heading').map((b) => [b.text, b.level])).toEqual([
+      ['Coral Reef Bleaching', 2],
+      ['Kelp Forests', 2],
+      ['Field Kit', 2],
+      ['Plankton Sampling', 2],
+    ]);
+    expect(blocks.find((b) => b.text.startsWith('Sea urchins'))!.links).toEqual(['https://example.com/marine/kelp-dives']);
+  });
+
+  it('.doc (word-extractor): paragraphs, with hyperlink targets recovered from the field codes', async () => {
+    const { blocks } = await reader.parse('doc', fixture('history.doc'));
+    expect(blocks.every((b) => b.kind === 'paragraph')).toBe(true);
+    expect(blocks[0]!.text).toBe('Charters and Fairs');
+    expect(blocks.find((b) => b.text.startsWith('Many medieval towns'))!.links).toEqual(['https://example.com/history/charter-rolls']);
+  });
+
+  it('.pdf (unpdf): paragraphs from line gaps, link annotations attached', async () => {
+    const { blocks } = await reader.parse('pdf', fixture('coffee.pdf'));
+    expect(blocks[0]!.text).toBe('Shade Grown Plantations');
+    const shade = blocks.find((b) => b.text.startsWith('Coffee shrubs evolved'))!;
+    expect(shade.text.endsWith('lists suitable companion trees for each altitude.')).toBe(true);
+    expect(shade.links).toEqual(['https://example.com/coffee/shade-guide']);
+  });
+
+  it('inspect refuses zip bombs, empty documents, and zips that are not the claimed format', async () => {
+    await expect(reader.inspect('docx', fixture('bomb.docx'))).rejects.toThrow(/decompression bomb/);
+    await expect(reader.inspect('docx', fixture('empty.docx'))).rejects.toThrow(/empty/);
+    await expect(reader.inspect('odt', fixture('energy.docx'))).rejects.toThrow(/OpenDocument/);
+    await expect(reader.inspect('docx', fixture('marine.odt'))).rejects.toThrow(/not a Word/);
+    const docx = fixture('energy.docx');
+    await expect(reader.inspect('docx', docx.subarray(0, docx.length - 100))).rejects.toThrow(/corrupt or truncated/);
+  });
+
+  it('the limit on the total of inflated bytes is enforced while inflating', async () => {
+    const strict = new LibraryDocumentReader({ maxEntries: 100, maxTotalUncompressed: 10_000, maxRatio: 1000 });
+    await expect(strict.inspect('odt', fixture('marine.odt'))).rejects.toThrow(/decompression bomb/);
+  });
+
+  it('parse of a corrupt document that passed inspection throws UnreadableDocumentError', async () => {
+    await reader.inspect('docx', fixture('corrupt.docx'));
+    await expect(reader.parse('docx', fixture('corrupt.docx'))).rejects.toBeInstanceOf(UnreadableDocumentError);
+    const pdf = fixture('coffee.pdf');
+    const garbled = Buffer.concat([pdf.subarray(0, 20), Buffer.alloc(pdf.length - 40, 0x41), pdf.subarray(pdf.length - 20)]);
+    await expect(reader.parse('pdf', garbled)).rejects.toBeInstanceOf(UnreadableDocumentError);
+  });
+});

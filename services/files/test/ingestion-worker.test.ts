@@ -1,0 +1,166 @@
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createLogger, newId, Topics, type DeliveredEvent } from '@cards/platform';
+import { events } from '@cards/proto';
+import { DiskObjectStore } from '../src/adapters/disk/disk-object-store';
+import { LibraryDocumentReader } from '../src/adapters/documents/library-document-reader';
+import { SqliteFileRepository } from '../src/adapters/sqlite/sqlite-file-repository';
+import { IngestionWorker } from '../src/application/ingestion-worker';
+import { CardRejectedError, type CardsPort, type NewCard } from '../src/domain/ports';
+import { aFile } from './builders';
+
+const FIXTURES = join(__dirname, '../../../test/fixtures/documents');
+
+/**
+ * The cards service's side of the contract the worker relies on: CreateCard with an idempotency key
+ * returns the same card again; CreateFileCollection is idempotent per file. It can be told to fail.
+ */
+class RecordingCards implements CardsPort {
+  readonly cards = new Map<string, NewCard & { id: string }>();
+  readonly collections = new Map<string, { id: string; cardIds: string[]; isPublic: boolean; fileName: string }>();
+  readonly cleared: string[] = [];
+  createCalls = 0;
+  failAfter = Infinity;
+  reject: (card: NewCard) => boolean = () => false;
+
+  async createCard(card: NewCard): Promise<string> {
+    this.createCalls++;
+    if (this.createCalls > this.failAfter) throw new Error('UNAVAILABLE: cards service went away');
+    if (this.reject(card)) throw new CardRejectedError('card_html: too long');
+    const existing = this.cards.get(card.idempotencyKey);
+    if (existing) return existing.id;
+    const id = newId();
+    this.cards.set(card.idempotencyKey, { ...card, id });
+    return id;
+  }
+  async createFileCollection(input: { ownerId: string; fileId: string; fileName: string; isPublic: boolean; cardIds: string[] }): Promise<string> {
+    const existing = this.collections.get(input.fileId);
+    if (existing) return existing.id;
+    const made = { id: newId(), cardIds: input.cardIds, isPublic: input.isPublic, fileName: input.fileName };
+    this.collections.set(input.fileId, made);
+    return made.id;
+  }
+  async clearFileReferences(fileId: string): Promise<void> {
+    this.cleared.push(fileId);
+  }
+}
+
+let dir: string;
+let repository: SqliteFileRepository;
+let objects: DiskObjectStore;
+let cards: RecordingCards;
+let worker: IngestionWorker;
+const logger = createLogger('files-test', 'silent');
+
+beforeEach(() => {
+  dir = mkdtempSync(join(tmpdir(), 'files-ingest-'));
+  repository = new SqliteFileRepository(join(dir, 'files.db'));
+  objects = new DiskObjectStore(join(dir, 'objects'));
+  cards = new RecordingCards();
+  worker = new IngestionWorker({ repository, objects, reader: new LibraryDocumentReader(), cards, logger, maxAttempts: 3, concurrency: 1 });
+});
+afterEach(async () => {
+  await repository.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+async function stored(fixture: string, overrides: Parameters<typeof aFile>[0] = {}) {
+  const bytes = readFileSync(join(FIXTURES, fixture));
+  const format = fixture.split('.').pop() as 'docx';
+  const record = aFile({ fileName: fixture, format, size: bytes.length, tags: ['mine'], ...overrides }).build();
+  await objects.put(record.id, bytes);
+  await repository.create(record, []);
+  return record;
+}
+
+function uploadedEvent(fileId: string, attempt: number): DeliveredEvent {
+  const payload = events.FileEvent.encode({ eventId: newId(), occurredAt: new Date(), kind: { $case: 'uploaded', value: { fileId, userId: '', fileName: '', mimeType: '', private: false, tags: [], size: 0 } } }).finish();
+  return { topic: Topics.file, key: fileId, payload, offset: '1', attempt };
+}
+
+describe('IngestionWorker', () => {
+  it('makes one card per heading with title tag, file tags, privacy, link and key, then the collection', async () => {
+    const record = await stored('energy.docx', { private: true });
+    const result = await worker.ingest(record.id);
+    expect(result.status).toBe('done');
+    const made = [...cards.cards.values()];
+    expect(made.map((c) => [c.idempotencyKey, c.tags, c.link, c.private, c.fileId])).toEqual([
+      [`${record.id}:0`, ['mine', 'Solar Panels on Village Rooftops'], 'https://example.com/energy/solar-primer', true, record.id],
+      [`${record.id}:1`, ['mine', 'Wind Turbines and Gearboxes'], 'https://example.com/energy/wind-maintenance', true, record.id],
+      [`${record.id}:2`, ['mine', 'Pumped Hydro Storage'], 'https://example.net/energy/pumped-hydro', true, record.id],
+    ]);
+    expect(cards.collections.get(record.id)).toMatchObject({ cardIds: made.map((c) => c.id), isPublic: false, fileName: 'energy.docx' });
+    expect(await repository.get(record.id)).toMatchObject({ ingestionStatus: 'done', cardCount: 3, collectionId: result.collectionId });
+  });
+
+  it('a crash mid-document leaves the file pending, and the redelivery creates no second copy of any card', async () => {
+    const record = await stored('marine.odt');
+    cards.failAfter = 2;
+    await expect(worker.handle(uploadedEvent(record.id, 0))).rejects.toThrow(/went away/);
+    expect(cards.cards.size).toBe(2);
+    expect(await repository.get(record.id)).toMatchObject({ ingestionStatus: 'pending' });
+    expect(cards.collections.size).toBe(0);
+
+    cards.failAfter = Infinity;
+    await worker.handle(uploadedEvent(record.id, 1));
+    expect(cards.cards.size).toBe(3);
+    expect(cards.collections.get(record.id)!.cardIds).toHaveLength(3);
+    expect(new Set(cards.collections.get(record.id)!.cardIds).size).toBe(3);
+
+    // A late duplicate delivery of a finished file does nothing.
+    const calls = cards.createCalls;
+    await worker.handle(uploadedEvent(record.id, 0));
+    expect(cards.createCalls).toBe(calls);
+  });
+
+  it('the last attempt records the failure instead of throwing', async () => {
+    const record = await stored('marine.odt');
+    cards.failAfter = 0;
+    await worker.handle(uploadedEvent(record.id, 2));
+    expect(await repository.get(record.id)).toMatchObject({ ingestionStatus: 'failed', ingestionError: expect.stringMatching(/went away/) });
+  });
+
+  it('a corrupt document fails at once with the reason, no cards and no collection', async () => {
+    const record = await stored('corrupt.docx');
+    await worker.handle(uploadedEvent(record.id, 0));
+    expect(await repository.get(record.id)).toMatchObject({ ingestionStatus: 'failed', ingestionError: expect.stringMatching(/could not be read/) });
+    expect(cards.createCalls).toBe(0);
+    expect(cards.collections.size).toBe(0);
+  });
+
+  it('a document with no passage over 70 words fails with that reason', async () => {
+    const record = await stored('short.odt');
+    const result = await worker.ingest(record.id);
+    expect(result).toMatchObject({ status: 'failed', error: expect.stringMatching(/more than 70 words/) });
+    expect(cards.collections.size).toBe(0);
+  });
+
+  it('passages the cards service refuses are skipped; the rest still make a collection', async () => {
+    const record = await stored('energy.docx');
+    cards.reject = (c) => c.tags.includes('Wind Turbines and Gearboxes');
+    const result = await worker.ingest(record.id);
+    expect(result.status).toBe('done');
+    expect(result.cardIds).toHaveLength(2);
+  });
+
+  it('a file deleted while it was ingested gets its new references cleared; a file already gone is skipped', async () => {
+    const record = await stored('energy.docx');
+    const original = cards.createFileCollection.bind(cards);
+    cards.createFileCollection = async (input) => {
+      await repository.delete(record.id, []);
+      return original(input);
+    };
+    await worker.ingest(record.id);
+    expect(cards.cleared).toEqual([record.id]);
+    expect((await worker.ingest(newId())).status).toBe('skipped');
+  });
+
+  it('a FileDeleted event removes the bytes and clears the references', async () => {
+    const record = await stored('energy.docx');
+    const payload = events.FileEvent.encode({ eventId: newId(), occurredAt: new Date(), kind: { $case: 'deleted', value: { fileId: record.id, userId: record.userId } } }).finish();
+    await worker.handle({ topic: Topics.file, key: record.id, payload, offset: '2', attempt: 0 });
+    expect(await objects.stat(record.id)).toBeNull();
+    expect(cards.cleared).toEqual([record.id]);
+  });
+});

@@ -1,0 +1,86 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import { NotFoundError } from '@cards/platform';
+import type { ObjectStore } from '../src/domain/ports';
+
+async function drain(stream: NodeJS.ReadableStream): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of stream) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks);
+}
+
+/** The ObjectStore port's contract; every adapter runs it. factory() gives an empty store, or null to skip with a printed reason. */
+export function describeObjectStoreContract(name: string, factory: () => Promise<ObjectStore | { skip: string }>): void {
+  describe(`ObjectStore contract: ${name}`, () => {
+    let store: ObjectStore | undefined;
+    let skip: string | undefined;
+
+    beforeAll(async () => {
+      const made = await factory();
+      if ('skip' in made) {
+        skip = made.skip;
+        console.warn(`SKIPPED ObjectStore contract for ${name}: ${skip}`);
+      } else store = made;
+    });
+    afterAll(async () => {
+      await store?.close();
+    });
+
+    const run = (title: string, body: (s: ObjectStore) => Promise<void>) =>
+      it(title, async () => {
+        if (!store) return;
+        await body(store);
+      });
+
+    run('put then read and open return the same bytes, stat the size', async (s) => {
+      const key = randomUUID();
+      const bytes = randomBytes(300_000);
+      await s.put(key, bytes);
+      expect((await s.read(key)).equals(bytes)).toBe(true);
+      expect((await drain(await s.open(key))).equals(bytes)).toBe(true);
+      expect(await s.stat(key)).toEqual({ size: bytes.length });
+    });
+
+    run('put replaces an existing object', async (s) => {
+      const key = randomUUID();
+      await s.put(key, Buffer.from('first version'));
+      await s.put(key, Buffer.from('second'));
+      expect((await s.read(key)).toString()).toBe('second');
+      expect(await s.stat(key)).toEqual({ size: 6 });
+    });
+
+    run('an empty object is stored as empty', async (s) => {
+      const key = randomUUID();
+      await s.put(key, Buffer.alloc(0));
+      expect((await s.read(key)).length).toBe(0);
+      expect(await s.stat(key)).toEqual({ size: 0 });
+    });
+
+    run('missing objects: stat is null, read and open throw NotFoundError, remove is quiet', async (s) => {
+      const key = randomUUID();
+      expect(await s.stat(key)).toBeNull();
+      await expect(s.read(key)).rejects.toBeInstanceOf(NotFoundError);
+      await expect(s.open(key)).rejects.toBeInstanceOf(NotFoundError);
+      await expect(s.remove(key)).resolves.toBeUndefined();
+    });
+
+    run('remove deletes the object', async (s) => {
+      const key = randomUUID();
+      await s.put(key, Buffer.from('bye'));
+      await s.remove(key);
+      expect(await s.stat(key)).toBeNull();
+      await expect(s.read(key)).rejects.toBeInstanceOf(NotFoundError);
+    });
+
+    run('objects are independent of each other', async (s) => {
+      const [a, b] = [randomUUID(), randomUUID()];
+      await Promise.all([s.put(a, Buffer.from('aaa')), s.put(b, Buffer.from('bbbb'))]);
+      await s.remove(a);
+      expect((await s.read(b)).toString()).toBe('bbbb');
+    });
+
+    it('reports whether it ran', () => {
+      if (skip) console.warn(`ObjectStore contract for ${name} skipped: ${skip}`);
+      expect(store !== undefined || skip !== undefined).toBe(true);
+    });
+  });
+}

@@ -1,5 +1,101 @@
 import type { Router } from 'express';
+import { z } from 'zod';
+import { isUuid } from '@cards/platform';
 import type { RouteDeps } from '../app';
+import { notFound } from '../http/http-error';
+import { requireUser } from '../http/session';
+import { looseBoolean, pageParam, parseBody, uuidParam, uuidString } from '../http/validation';
+import { presentCardGroups } from '../presenters/card-presenter';
+import { presentCollection } from '../presenters/collection-presenter';
 
-/** Routes of this resource; filled in by its issue. */
-export function registerCollectionRoutes(_router: Router, _deps: RouteDeps): void {}
+const text = (max: number) => z.string({ required_error: 'is required', invalid_type_error: 'must be a string' }).max(max, `must be at most ${max} characters`);
+const name = text(255).refine((v) => v.trim().length > 0, 'must not be empty');
+
+export const createCollectionBody = z.object({ name, is_public: looseBoolean, description: text(2000).nullish() });
+export const updateCollectionBody = z.object({ collection_id: uuidString, name: name.optional(), description: text(2000).optional(), is_public: looseBoolean.optional() });
+export const deleteCollectionBody = z.object({ collection_id: uuidString });
+export const bookmarkBody = z.object({ card_metadata_id: uuidString });
+/** collection_ids holds CARD ids (the interface's naming): a comma-separated string, or an array. */
+export const findBookmarksBody = z.object({
+  collection_ids: z
+    .union([z.string().max(50_000), z.array(z.string().max(64)).max(500)], { errorMap: () => ({ message: 'must be a comma-separated string of card ids' }) })
+    .transform((v, ctx) => {
+      const ids = (Array.isArray(v) ? v : v.split(',')).map((s) => s.trim()).filter((s) => s.length > 0);
+      if (ids.length === 0) ctx.addIssue({ code: z.ZodIssueCode.custom, message: 'must list at least one card id' });
+      else if (ids.length > 500) ctx.addIssue({ code: z.ZodIssueCode.custom, message: 'at most 500 card ids' });
+      const bad = ids.filter((id) => !isUuid(id) as boolean)[0] as string | undefined;
+      if (bad !== undefined) ctx.addIssue({ code: z.ZodIssueCode.custom, message: `${JSON.stringify(bad.slice(0, 64))} is not a UUID` });
+      return ids.map((id) => id.toLowerCase());
+    }),
+});
+
+/** Collections and bookmarks. Registered before the card and user routes (see app.ts). */
+export function registerCollectionRoutes(router: Router, { clients }: RouteDeps): void {
+  router.get('/user/collections/:user_id', async (req, res) => {
+    const userId = uuidParam(req, 'user_id');
+    const [{ users }, { collections }] = await Promise.all([
+      clients.identity.getUsers({ ids: [userId] }, { idempotent: true }),
+      clients.cards.listUserCollections({ userId, callerId: req.user?.id }, { idempotent: true }),
+    ]);
+    if (users.length === 0) throw notFound('User not found');
+    res.json(collections.map((c) => presentCollection(c, { withFileId: true })));
+  });
+
+  router.get('/card_collection', async (req, res) => {
+    const user = requireUser(req);
+    const { collections } = await clients.cards.listUserCollections({ userId: user.id, callerId: user.id }, { idempotent: true });
+    res.json(collections.map((c) => presentCollection(c, { withFileId: true })));
+  });
+
+  router.post('/card_collection', async (req, res) => {
+    const user = requireUser(req);
+    const body = parseBody(createCollectionBody, req);
+    const created = await clients.cards.createCollection({ callerId: user.id, name: body.name, description: body.description ?? '', isPublic: body.is_public });
+    res.location(`/api/card_collection/${created.id}`).status(204).end();
+  });
+
+  router.put('/card_collection', async (req, res) => {
+    const user = requireUser(req);
+    const body = parseBody(updateCollectionBody, req);
+    await clients.cards.updateCollection({ callerId: user.id, collectionId: body.collection_id, name: body.name, description: body.description, isPublic: body.is_public });
+    res.status(204).end();
+  });
+
+  router.delete('/card_collection', async (req, res) => {
+    const user = requireUser(req);
+    const body = parseBody(deleteCollectionBody, req);
+    await clients.cards.deleteCollection({ callerId: user.id, collectionId: body.collection_id });
+    res.status(204).end();
+  });
+
+  router.post('/card_collection/bookmark', async (req, res) => {
+    const user = requireUser(req);
+    const body = parseBody(findBookmarksBody, req);
+    const { entries } = await clients.cards.findCardCollections({ callerId: user.id, cardIds: body.collection_ids }, { idempotent: true });
+    res.json(entries.map((e) => ({ card_uuid: e.cardId, collection_ids: e.collectionIds })));
+  });
+
+  router.get('/card_collection/:collection_id/:page', async (req, res) => {
+    const collectionId = uuidParam(req, 'collection_id');
+    const page = pageParam(req);
+    const result = await clients.cards.listCollectionCards({ collectionId, callerId: req.user?.id, page }, { idempotent: true });
+    if (!result.collection) throw notFound('Collection not found');
+    res.json({ bookmarks: await presentCardGroups(clients, result.bookmarks, req.user?.id), collection: presentCollection(result.collection), total_pages: result.totalPages });
+  });
+
+  router.post('/card_collection/:collection_id', async (req, res) => {
+    const user = requireUser(req);
+    const collectionId = uuidParam(req, 'collection_id');
+    const body = parseBody(bookmarkBody, req);
+    await clients.cards.addBookmark({ callerId: user.id, collectionId, cardId: body.card_metadata_id });
+    res.status(204).end();
+  });
+
+  router.delete('/card_collection/:collection_id', async (req, res) => {
+    const user = requireUser(req);
+    const collectionId = uuidParam(req, 'collection_id');
+    const body = parseBody(bookmarkBody, req);
+    await clients.cards.removeBookmark({ callerId: user.id, collectionId, cardId: body.card_metadata_id });
+    res.status(204).end();
+  });
+}

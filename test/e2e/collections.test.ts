@@ -1,0 +1,245 @@
+import { ApiClient } from '../support/http';
+import { Mailbox } from '../support/mailbox';
+import { startSystem, type RunningSystem } from '../support/service';
+import { signUp, type TestUser } from '../support/accounts';
+import { html, postCard, uniqueText } from './cards-support';
+
+let system: RunningSystem;
+const mailbox = new Mailbox();
+let alice: TestUser;
+let bob: TestUser;
+let anonymous: ApiClient;
+
+beforeAll(async () => {
+  await mailbox.start();
+  system = await startSystem({ env: { SMTP_URL: mailbox.url } });
+  [alice, bob] = await Promise.all([signUp(system.baseUrl, mailbox, 'alice'), signUp(system.baseUrl, mailbox, 'bob')]);
+  anonymous = new ApiClient(system.baseUrl);
+});
+afterAll(async () => {
+  await system?.stop();
+  await mailbox.stop();
+});
+
+const TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d+$/;
+
+async function createCollection(user: TestUser, body: Record<string, unknown> = {}): Promise<string> {
+  const res = await user.client.post('/api/card_collection', { name: `list ${Date.now()}`, is_public: true, ...body });
+  if (res.status !== 204) throw new Error(`collection create failed: ${res.status} ${res.text}`);
+  return /\/api\/card_collection\/([0-9a-f-]{36})$/.exec(res.headers.get('location') ?? '')![1]!;
+}
+
+describe('creating and listing collections', () => {
+  it('answers 204 with a Location header naming the new id; the owner sees all, others the public ones', async () => {
+    const res = await alice.client.post('/api/card_collection', { name: 'Reading', description: 'for later', is_public: true });
+    expect(res.status).toBe(204);
+    expect(res.text).toBe('');
+    const id = /\/api\/card_collection\/([0-9a-f-]{36})$/.exec(res.headers.get('location') ?? '')?.[1];
+    expect(id).toBeDefined();
+    const hidden = await createCollection(alice, { name: 'Secret', is_public: false });
+
+    const own = await alice.client.get(`/api/user/collections/${alice.id}`);
+    expect(own.status).toBe(200);
+    expect(own.json.map((c: { id: string }) => c.id)).toEqual(expect.arrayContaining([id, hidden]));
+    expect(own.json.find((c: { id: string }) => c.id === id)).toEqual({
+      id,
+      author_id: alice.id,
+      name: 'Reading',
+      description: 'for later',
+      is_public: true,
+      created_at: expect.stringMatching(TIMESTAMP),
+      updated_at: expect.stringMatching(TIMESTAMP),
+      file_id: null,
+    });
+    for (const viewer of [bob.client, anonymous]) {
+      const seen = await viewer.get(`/api/user/collections/${alice.id}`);
+      expect(seen.status).toBe(200);
+      expect(seen.json.map((c: { id: string }) => c.id)).toContain(id);
+      expect(seen.json.map((c: { id: string }) => c.id)).not.toContain(hidden);
+    }
+    const mine = await alice.client.get('/api/card_collection');
+    expect(mine.status).toBe(200);
+    expect(mine.json.map((c: { id: string }) => c.id)).toEqual(expect.arrayContaining([id, hidden]));
+    expect((await bob.client.get('/api/card_collection')).json.map((c: { id: string }) => c.id)).not.toContain(id);
+    expect((await anonymous.get('/api/card_collection')).status).toBe(401);
+    expect((await anonymous.get('/api/user/collections/00000000-0000-4000-8000-000000000000')).status).toBe(404);
+    expect((await anonymous.get('/api/user/collections/nope')).status).toBe(400);
+  });
+
+  it('rejects empty names, over-long fields, wrong types and malformed bodies with 400; anonymous with 401', async () => {
+    const before = (await alice.client.get('/api/card_collection')).json.length;
+    for (const body of [
+      { is_public: true },
+      { name: '', is_public: true },
+      { name: '   ', is_public: true },
+      { name: 'x'.repeat(256), is_public: true },
+      { name: 'ok', is_public: true, description: 'd'.repeat(2001) },
+      { name: 'ok' },
+      { name: 'ok', is_public: 'sometimes' },
+      { name: 42, is_public: true },
+    ]) {
+      const res = await alice.client.post('/api/card_collection', body);
+      expect(res.status).toBe(400);
+      expect(res.json.message).toMatch(/name|description|is_public/);
+    }
+    expect((await alice.client.request('POST', '/api/card_collection', '{"name":', { 'content-type': 'application/json' })).status).toBe(400);
+    expect((await alice.client.post('/api/card_collection', ['name'])).status).toBe(400);
+    expect((await anonymous.post('/api/card_collection', { name: 'x', is_public: true })).status).toBe(401);
+    expect((await alice.client.get('/api/card_collection')).json.length).toBe(before);
+    expect((await alice.client.post('/api/card_collection', { name: 'x'.repeat(255), is_public: false, description: 'd'.repeat(2000) })).status).toBe(204);
+  });
+});
+
+describe('changing collections', () => {
+  it('lets the owner update name, description and is_public; 403 for others on a public one, 404 on a private one', async () => {
+    const id = await createCollection(alice, { name: 'Before', description: 'old' });
+    expect((await alice.client.put('/api/card_collection', { collection_id: id, name: 'After', description: 'new', is_public: false })).status).toBe(204);
+    const listed = (await alice.client.get(`/api/user/collections/${alice.id}`)).json.find((c: { id: string }) => c.id === id);
+    expect(listed).toMatchObject({ name: 'After', description: 'new', is_public: false });
+    expect((await bob.client.put('/api/card_collection', { collection_id: id, name: 'Bob was here' })).status).toBe(404);
+    expect((await alice.client.put('/api/card_collection', { collection_id: id, is_public: true })).status).toBe(204);
+    const denied = await bob.client.put('/api/card_collection', { collection_id: id, name: 'Bob was here' });
+    expect(denied.status).toBe(403);
+    expect(denied.json.message).toEqual(expect.any(String));
+    expect((await anonymous.put('/api/card_collection', { collection_id: id, name: 'anon' })).status).toBe(401);
+    for (const body of [{ collection_id: 'bad' }, { name: 'x' }, { collection_id: id, name: '' }, { collection_id: id, name: 'n'.repeat(256) }, { collection_id: id, description: 'd'.repeat(2001) }, { collection_id: id, is_public: 3 }]) {
+      expect((await alice.client.put('/api/card_collection', body)).status).toBe(400);
+    }
+    expect((await alice.client.put('/api/card_collection', { collection_id: '00000000-0000-4000-8000-000000000000', name: 'x' })).status).toBe(404);
+    expect((await alice.client.get(`/api/user/collections/${alice.id}`)).json.find((c: { id: string }) => c.id === id)).toMatchObject({ name: 'After', description: 'new', is_public: true });
+  });
+
+  it('deletes a collection (body collection_id) but not its cards', async () => {
+    const id = await createCollection(alice);
+    const cardId = await postCard(alice);
+    expect((await alice.client.post(`/api/card_collection/${id}`, { card_metadata_id: cardId })).status).toBe(204);
+    expect((await bob.client.delete('/api/card_collection', { collection_id: id })).status).toBe(403);
+    expect((await anonymous.delete('/api/card_collection', { collection_id: id })).status).toBe(401);
+    expect((await alice.client.delete('/api/card_collection', { collection_id: 'x' })).status).toBe(400);
+    expect((await alice.client.delete('/api/card_collection', {})).status).toBe(400);
+    expect((await alice.client.delete('/api/card_collection', { collection_id: id })).status).toBe(204);
+    expect((await alice.client.get(`/api/card_collection/${id}/1`)).status).toBe(404);
+    expect((await alice.client.get(`/api/card/${cardId}`)).status).toBe(200);
+    expect((await alice.client.delete('/api/card_collection', { collection_id: id })).status).toBe(404);
+    const privateId = await createCollection(alice, { is_public: false });
+    expect((await bob.client.delete('/api/card_collection', { collection_id: privateId })).status).toBe(404);
+  });
+});
+
+describe('bookmarks', () => {
+  it('adds visible cards (twice is a no-op), removes them, and refuses others and hidden cards', async () => {
+    const id = await createCollection(alice);
+    const card = await postCard(bob);
+    const bobsPrivate = await postCard(bob, { private: true });
+    expect((await alice.client.post(`/api/card_collection/${id}`, { card_metadata_id: card })).status).toBe(204);
+    expect((await alice.client.post(`/api/card_collection/${id}`, { card_metadata_id: card })).status).toBe(204);
+    let page = (await anonymous.get(`/api/card_collection/${id}/1`)).json;
+    expect(page.bookmarks).toHaveLength(1);
+    expect(page.total_pages).toBe(1);
+
+    expect((await alice.client.post(`/api/card_collection/${id}`, { card_metadata_id: bobsPrivate })).status).toBe(404);
+    expect((await alice.client.post(`/api/card_collection/${id}`, { card_metadata_id: '00000000-0000-4000-8000-000000000000' })).status).toBe(404);
+    expect((await bob.client.post(`/api/card_collection/${id}`, { card_metadata_id: card })).status).toBe(403);
+    expect((await anonymous.post(`/api/card_collection/${id}`, { card_metadata_id: card })).status).toBe(401);
+    expect((await alice.client.post(`/api/card_collection/${id}`, { card_metadata_id: 'zzz' })).status).toBe(400);
+    expect((await alice.client.post(`/api/card_collection/${id}`, {})).status).toBe(400);
+    expect((await alice.client.post('/api/card_collection/not-a-uuid', { card_metadata_id: card })).status).toBe(400);
+
+    expect((await bob.client.delete(`/api/card_collection/${id}`, { card_metadata_id: card })).status).toBe(403);
+    expect((await alice.client.delete(`/api/card_collection/${id}`, { card_metadata_id: card })).status).toBe(204);
+    expect((await alice.client.delete(`/api/card_collection/${id}`, { card_metadata_id: card })).status).toBe(404);
+    page = (await anonymous.get(`/api/card_collection/${id}/1`)).json;
+    expect(page).toMatchObject({ bookmarks: [], total_pages: 0 });
+  });
+
+  it('deleting a card removes its bookmarks', async () => {
+    const id = await createCollection(alice);
+    const card = await postCard(alice);
+    await alice.client.post(`/api/card_collection/${id}`, { card_metadata_id: card });
+    expect((await alice.client.delete(`/api/card/${card}`)).status).toBe(204);
+    expect((await alice.client.get(`/api/card_collection/${id}/1`)).json.bookmarks).toEqual([]);
+  });
+});
+
+describe('GET /api/card_collection/:collection_id/:page', () => {
+  it('pages 25 bookmarks at a time, anonymously for a public collection, each entry [root, ...visible collisions]', async () => {
+    const id = await createCollection(alice, { name: 'Big' });
+    const text = uniqueText();
+    const root = await postCard(alice, { card_html: html(text) });
+    const collision = (await bob.client.post('/api/card', { card_html: html(`${text}!`), link: '', private: false })).json;
+    expect(collision.duplicate).toBe(true);
+    const privateCollision = (await bob.client.post('/api/card', { card_html: html(`${text}?`), link: '', private: true })).json;
+    expect(privateCollision.duplicate).toBe(true);
+    const cards = [root];
+    for (let i = 0; i < 26; i++) cards.push(await postCard(alice, { private: i === 5 }));
+    for (const card of cards) expect((await alice.client.post(`/api/card_collection/${id}`, { card_metadata_id: card })).status).toBe(204);
+
+    const page1 = await anonymous.get(`/api/card_collection/${id}/1`);
+    expect(page1.status).toBe(200);
+    expect(page1.json.collection).toMatchObject({ id, author_id: alice.id, name: 'Big', is_public: true });
+    expect(page1.json.total_pages).toBe(2);
+    expect(page1.json.bookmarks).toHaveLength(25);
+    const first = page1.json.bookmarks[0].metadata;
+    expect(first.map((c: { id: string }) => c.id)).toEqual([root, collision.card_metadata.id]);
+    expect(first[0].author).toMatchObject({ id: alice.id });
+    expect(first[1].author).toMatchObject({ id: bob.id });
+    const page2 = (await anonymous.get(`/api/card_collection/${id}/2`)).json;
+    expect(page2.bookmarks).toHaveLength(1);
+    const anonymousIds = [...page1.json.bookmarks, ...page2.bookmarks].map((b: { metadata: { id: string }[] }) => b.metadata[0]!.id);
+    expect(anonymousIds).toEqual(cards.filter((_, i) => i !== 6));
+
+    const asBob = (await bob.client.get(`/api/card_collection/${id}/1`)).json.bookmarks[0].metadata.map((c: { id: string }) => c.id);
+    expect(asBob).toEqual([root, collision.card_metadata.id, privateCollision.card_metadata.id]);
+    const asAlice = await alice.client.get(`/api/card_collection/${id}/2`);
+    expect(asAlice.json.bookmarks).toHaveLength(2);
+    expect((await anonymous.get(`/api/card_collection/${id}/3`)).json.bookmarks).toEqual([]);
+    expect((await anonymous.get(`/api/card_collection/${id}/0`)).status).toBe(400);
+    expect((await anonymous.get(`/api/card_collection/nope/1`)).status).toBe(400);
+    expect((await anonymous.get(`/api/card_collection/00000000-0000-4000-8000-000000000000/1`)).status).toBe(404);
+  });
+
+  it('hides a private collection and its cards from others (404) but not from its owner', async () => {
+    const id = await createCollection(alice, { is_public: false });
+    const card = await postCard(alice);
+    await alice.client.post(`/api/card_collection/${id}`, { card_metadata_id: card });
+    expect((await anonymous.get(`/api/card_collection/${id}/1`)).status).toBe(404);
+    expect((await bob.client.get(`/api/card_collection/${id}/1`)).status).toBe(404);
+    expect((await bob.client.post(`/api/card_collection/${id}`, { card_metadata_id: card })).status).toBe(404);
+    const own = await alice.client.get(`/api/card_collection/${id}/1`);
+    expect(own.status).toBe(200);
+    expect(own.json.bookmarks[0].metadata[0].id).toBe(card);
+    const lookup = (await bob.client.post('/api/card_collection/bookmark', { collection_ids: card })).json;
+    expect(lookup).toEqual([{ card_uuid: card, collection_ids: [] }]);
+  });
+});
+
+describe('POST /api/card_collection/bookmark', () => {
+  it("answers, for each listed card id, the caller's collections holding it", async () => {
+    const [c1, c2] = [await createCollection(alice), await createCollection(alice, { is_public: false })];
+    const bobs = await createCollection(bob);
+    const [inBoth, inOne, inNone] = [await postCard(alice), await postCard(bob), await postCard(alice)];
+    for (const [collection, card] of [[c1, inBoth], [c2, inBoth], [c2, inOne]] as const) await alice.client.post(`/api/card_collection/${collection}`, { card_metadata_id: card });
+    await bob.client.post(`/api/card_collection/${bobs}`, { card_metadata_id: inBoth });
+    const unknown = '00000000-0000-4000-8000-000000000000';
+    const res = await alice.client.post('/api/card_collection/bookmark', { collection_ids: `${inBoth}, ${inOne},${inNone},${unknown}` });
+    expect(res.status).toBe(200);
+    expect(res.json).toHaveLength(4);
+    expect(res.json[0]).toEqual({ card_uuid: inBoth, collection_ids: expect.arrayContaining([c1, c2]) });
+    expect(res.json[0].collection_ids).toHaveLength(2);
+    expect(res.json.slice(1)).toEqual([
+      { card_uuid: inOne, collection_ids: [c2] },
+      { card_uuid: inNone, collection_ids: [] },
+      { card_uuid: unknown, collection_ids: [] },
+    ]);
+    expect((await bob.client.post('/api/card_collection/bookmark', { collection_ids: inBoth })).json).toEqual([{ card_uuid: inBoth, collection_ids: [bobs] }]);
+  });
+
+  it('is 400 for bad or missing ids and 401 anonymously', async () => {
+    for (const body of [{}, { collection_ids: '' }, { collection_ids: 'abc' }, { collection_ids: `00000000-0000-4000-8000-000000000000,xyz` }, { collection_ids: 7 }]) {
+      const res = await alice.client.post('/api/card_collection/bookmark', body);
+      expect(res.status).toBe(400);
+      expect(res.json.message).toMatch(/collection_ids/);
+    }
+    expect((await anonymous.post('/api/card_collection/bookmark', { collection_ids: '00000000-0000-4000-8000-000000000000' })).status).toBe(401);
+  });
+});

@@ -1,0 +1,82 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { DeliveredEvent, OutgoingEvent } from '../src/events/event-bus';
+import { OutboxRelay, type OutboxStore } from '../src/events/outbox';
+import { SqliteEventLog } from '../src/events/sqlite-event-log';
+import { createLogger } from '../src/logger';
+import { contractTests, describeOnEngine } from '../../../test/engines/suite';
+
+export interface OutboxStoreHarness {
+  store: OutboxStore;
+  /** Writes events the way the service does inside its state-changing transaction. */
+  append(events: OutgoingEvent[]): Promise<void>;
+  close(): Promise<void>;
+}
+
+const logger = createLogger('outbox-contract', process.env.LOG_LEVEL ?? 'fatal');
+const ev = (key: string, text: string, topic = 'cards.card.v1'): OutgoingEvent => ({ topic, key, payload: new TextEncoder().encode(text) });
+const read = (e: { payload: Uint8Array }) => new TextDecoder().decode(e.payload);
+
+/** The OutboxStore port's behaviour on every adapter: SQLite always, MongoDB when a server is available. */
+export function describeOutboxStoreContract(name: string, factory: () => Promise<OutboxStoreHarness>, skipReason?: string): void {
+  describeOnEngine(`OutboxStore contract: ${name}`, skipReason, () => {
+    const test = contractTests(`outbox-store on ${name}`);
+    let h: OutboxStoreHarness;
+    beforeEach(async () => {
+      h = await factory();
+    });
+    afterEach(async () => {
+      await h.close();
+    });
+
+    test('pending() gives entries oldest first, intact, up to the limit', async () => {
+      await h.append([ev('a', 'one'), ev('b', 'two', 'cards.bookmark.v1')]);
+      await h.append([ev('a', 'three')]);
+      const firstTwo = await h.store.pending(2);
+      expect(firstTwo.map((e) => [e.topic, e.key, read(e)])).toEqual([
+        ['cards.card.v1', 'a', 'one'],
+        ['cards.bookmark.v1', 'b', 'two'],
+      ]);
+      expect((await h.store.pending(10)).map(read)).toEqual(['one', 'two', 'three']);
+      expect(new Set((await h.store.pending(10)).map((e) => e.id)).size).toBe(3);
+    });
+
+    test('remove() deletes exactly the given entries and ignores unknown or empty lists', async () => {
+      await h.append([ev('a', 'one'), ev('a', 'two'), ev('a', 'three')]);
+      const [first, , third] = await h.store.pending(10);
+      await h.store.remove([first!.id, third!.id]);
+      await h.store.remove([]);
+      expect((await h.store.pending(10)).map(read)).toEqual(['two']);
+      await h.store.remove([first!.id]);
+      expect((await h.store.pending(10)).map(read)).toEqual(['two']);
+    });
+
+    test('binary payloads survive byte for byte', async () => {
+      const bytes = new Uint8Array([0, 1, 127, 128, 255, 0]);
+      await h.append([{ topic: 't.v1', key: 'k', payload: bytes }]);
+      expect([...(await h.store.pending(1))[0]!.payload]).toEqual([...bytes]);
+    });
+
+    test('the relay drains it to the bus in order and leaves it empty', async () => {
+      const dir = mkdtempSync(join(tmpdir(), 'outbox-contract-'));
+      const bus = new SqliteEventLog({ path: join(dir, 'events.db'), logger, pollIntervalMs: 20 });
+      const relay = new OutboxRelay(h.store, bus, logger, 50);
+      try {
+        const got: DeliveredEvent[] = [];
+        await bus.subscribe({ group: 'g', topics: ['cards.card.v1'], handler: async (e) => void got.push(e) });
+        relay.start();
+        for (let i = 0; i < 5; i++) await h.append([ev('card-1', `v${i}`)]);
+        relay.kick();
+        await relay.flush();
+        for (let i = 0; i < 200 && got.length < 5; i++) await new Promise((r) => setTimeout(r, 20));
+        expect(got.map(read)).toEqual(['v0', 'v1', 'v2', 'v3', 'v4']);
+        expect(await h.store.pending(10)).toEqual([]);
+      } finally {
+        await relay.stop();
+        await bus.close();
+        rmSync(dir, { recursive: true, force: true });
+      }
+    });
+  });
+}

@@ -63,6 +63,17 @@ async function shot(name: string, target: Page = page) {
   await target.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true });
 }
 
+const AXE_SOURCE = require.resolve('axe-core/axe.min.js');
+
+/** WCAG 2 A/AA rules of axe-core (labels, names, contrast, landmarks…) on the page as it is now. */
+async function accessibilityProblems(target: Page = page): Promise<string[]> {
+  await target.addScriptTag({ path: AXE_SOURCE });
+  const violations = await target.evaluate<{ id: string; help: string; nodes: { target: string[] }[] }[]>(
+    `axe.run(document, { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'] } }).then((r) => r.violations.map((v) => ({ id: v.id, help: v.help, nodes: v.nodes.map((n) => ({ target: n.target })) })))`,
+  );
+  return violations.map((v) => `${v.id}: ${v.help} (${v.nodes.map((n) => n.target.join(' ')).join(', ')})`);
+}
+
 /** Retries `attempt` (re-running searches while indexing catches up) until it returns true. */
 async function eventually(attempt: () => Promise<boolean>, timeoutMs = 45_000, what = 'condition'): Promise<void> {
   const deadline = Date.now() + timeoutMs;
@@ -124,6 +135,7 @@ describeInBrowser('web app in headless Chromium', () => {
     await page.goto('/');
     await page.getByRole('heading', { name: 'Search the card library' }).waitFor();
     await shot('search-signed-out');
+    expect(await accessibilityProblems()).toEqual([]);
     await page.getByRole('link', { name: 'Get an invitation' }).first().click();
     await page.getByLabel('E-mail').fill(email);
     await page.getByRole('button', { name: 'Send invitation' }).click();
@@ -140,6 +152,7 @@ describeInBrowser('web app in headless Chromium', () => {
     await page.getByRole('button', { name: 'Create account' }).click();
     await page.getByText('The two passwords differ.').waitFor();
     await shot('register');
+    expect(await accessibilityProblems()).toEqual([]);
     await page.getByLabel('Repeat the password').fill(password);
     await page.getByRole('button', { name: 'Create account' }).click();
     await page.getByText('Welcome! Your account is ready and you are signed in.').waitFor();
@@ -158,6 +171,7 @@ describeInBrowser('web app in headless Chromium', () => {
     await page.getByText('A card needs more than 70 words of text (now 6).').waitFor();
     await page.getByText('The link must be an http:// or https:// address.').waitFor();
     await shot('card-form-errors');
+    expect(await accessibilityProblems()).toEqual([]);
 
     const articlePort = (article.address() as { port: number }).port;
     await page.getByLabel('Card text').fill(CARD_TEXT);
@@ -188,6 +202,7 @@ describeInBrowser('web app in headless Chromium', () => {
       'the card in full-text results',
     );
     await shot('search-fulltext');
+    expect(await accessibilityProblems()).toEqual([]);
 
     await page.getByLabel('Semantic (by meaning)').check();
     await page.getByLabel('Search cards').fill('why the moon shows one face to earth');
@@ -213,9 +228,11 @@ describeInBrowser('web app in headless Chromium', () => {
     await page.locator('.vote[aria-pressed="true"]').getByText('Upvote').waitFor();
     expect(await up.locator('.count').textContent()).toBe('1');
     await shot('card');
+    expect(await accessibilityProblems()).toEqual([]);
     await page.getByRole('link', { name: 'My cards' }).click();
     await page.getByTestId('user-score').getByText('1', { exact: true }).waitFor();
     await shot('user-page');
+    expect(await accessibilityProblems()).toEqual([]);
     await page.getByRole('link', { name: 'Top users' }).click();
     await page.locator('table.ranking tbody tr').first().waitFor();
     await shot('top-users');
@@ -236,6 +253,7 @@ describeInBrowser('web app in headless Chromium', () => {
     const before = await unread.count();
     await page.getByTestId('unread-badge').getByText(String(before), { exact: true }).waitFor();
     await shot('notifications');
+    expect(await accessibilityProblems()).toEqual([]);
     await verification.getByRole('button', { name: 'Mark as read' }).click();
     await page.getByTestId('unread-count').getByText(`${before - 1} unread`).waitFor();
     await page.getByTestId('unread-badge').getByText(String(before - 1), { exact: true }).waitFor();
@@ -257,6 +275,7 @@ describeInBrowser('web app in headless Chromium', () => {
     const collectionLink = page.getByRole('link', { name: 'Collection for file climate-notes.docx' });
     await collectionLink.waitFor({ timeout: 90_000 });
     await shot('upload');
+    expect(await accessibilityProblems()).toEqual([]);
     await collectionLink.click();
     await page.waitForURL(/\/collection\/[0-9a-f-]{36}/);
     collectionId = /\/collection\/([0-9a-f-]{36})/.exec(page.url())![1]!;
@@ -269,6 +288,7 @@ describeInBrowser('web app in headless Chromium', () => {
     }, 30_000, 'the document’s cards in its collection');
     await page.getByText('Glaciers of the Alps').first().waitFor();
     await shot('collection');
+    expect(await accessibilityProblems()).toEqual([]);
 
     // Its Collection Created notification links back to it.
     await page.getByRole('link', { name: /Notifications/ }).click();
@@ -324,6 +344,7 @@ describeInBrowser('web app in headless Chromium', () => {
     const overflow = await phone.evaluate<number>('document.documentElement.scrollWidth - document.documentElement.clientWidth');
     expect(overflow).toBeLessThanOrEqual(0);
     await shot('card-phone', phone);
+    expect(await accessibilityProblems(phone)).toEqual([]);
     await phone.goto('/');
     await phone.keyboard.press('Tab');
     expect(await phone.evaluate<string | undefined>('document.activeElement?.textContent')).toBe('Skip to content');
@@ -331,17 +352,52 @@ describeInBrowser('web app in headless Chromium', () => {
     await phone.close();
   });
 
-  it('signs out and back in through the sign-in page', async () => {
+  it('edits the card and filters searches by tag', async () => {
+    await page.goto(`/card/${cardId}`);
+    await page.getByRole('link', { name: 'Edit card' }).click();
+    await page.waitForURL(new RegExp(`/card/${cardId}/edit$`));
+    const text = page.getByLabel('Card text');
+    await text.fill(`${await text.inputValue()}<p>Edited in the browser: the Moon is slowly receding.</p>`);
+    await page.getByRole('button', { name: 'Save changes' }).click();
+    await page.waitForURL(new RegExp(`/card/${cardId}$`));
+    await page.locator('.card-body').getByText('Edited in the browser: the Moon is slowly receding.').waitFor();
+
+    const hit = page.locator(`.results a[href="/card/${cardId}"]`);
+    await page.goto(`/?q=${encodeURIComponent('tidal locking')}&mode=fulltext&tags=astronomy`);
+    await hit.waitFor();
+    await page.goto(`/?q=${encodeURIComponent('tidal locking')}&mode=fulltext&tags=no-such-tag`);
+    await page.getByText('No card matches').waitFor();
+    expect(await hit.count()).toBe(0);
+  });
+
+  it('signs out, resets the password through the e-mail link and signs in with the new one', async () => {
     await page.goto('/profile');
     await page.getByRole('button', { name: 'Sign out' }).click();
-    await page.getByRole('link', { name: 'Sign in' }).waitFor();
     await page.getByRole('link', { name: 'Sign in' }).click();
     await page.getByLabel('E-mail').fill(email);
     await page.getByLabel('Password').fill('wrong password');
     await page.getByRole('button', { name: 'Sign in' }).click();
-    await page.getByRole('alert').waitFor();
+    await page.getByRole('alert').getByText('Incorrect email or password').waitFor();
     await shot('sign-in-error');
-    await page.getByLabel('Password').fill(password);
+    expect(await accessibilityProblems()).toEqual([]);
+
+    await page.getByRole('link', { name: 'Forgot your password?' }).click();
+    await page.getByLabel('E-mail').fill(email);
+    await page.getByRole('button', { name: 'Send reset link' }).click();
+    await page.getByText('If an account uses that address, a reset link is on its way.').waitFor();
+    const mail = await mailbox.waitFor(email, /auth\/password\//);
+    const link = /(https?:\/\/\S+\/auth\/password\/[0-9a-f-]{36})/.exec(mail.text ?? '')![1]!;
+    expect(link.startsWith(system.baseUrl)).toBe(true);
+    await page.goto(link);
+    const newPassword = 'an even longer browser password';
+    await page.getByLabel('New password (at least 8 characters)').fill(newPassword);
+    await page.getByLabel('Repeat the new password').fill(newPassword);
+    await page.getByRole('button', { name: 'Change password' }).click();
+    await page.getByText('Your password is changed').waitFor();
+    await shot('password-reset');
+    await page.getByRole('link', { name: 'Sign in', exact: true }).last().click();
+    await page.getByLabel('E-mail').fill(email);
+    await page.getByLabel('Password').fill(newPassword);
     await page.getByRole('button', { name: 'Sign in' }).click();
     await page.getByRole('link', { name: 'My cards' }).waitFor();
   });

@@ -1,5 +1,13 @@
 import { EngineUnavailableError, enginesDisabledReason } from './engine-support';
 
+/**
+ * One line on the run's output, written directly rather than through console.log so it is shown even
+ * when every test of the file is skipped (jest hides a skipped file's console output).
+ */
+export function report(line: string): void {
+  process.stdout.write(`${line}\n`);
+}
+
 export interface SuiteEngine<T> {
   /** The started engine, or undefined when its suites are skipped. */
   engine: T | undefined;
@@ -35,10 +43,10 @@ export function engineForSuite<T extends { stop(): Promise<void> }>(name: string
   }
   if (engine) {
     const running = engine;
-    console.log(`[engines] ${name}: started in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+    report(`[engines] ${name}: started in ${((Date.now() - started) / 1000).toFixed(1)} s`);
     afterAll(() => running.stop(), 60_000);
   } else {
-    console.log(`[engines] ${name}: skipped: ${skipReason}`);
+    report(`[engines] ${name}: skipped: ${skipReason}`);
   }
   return { engine, skipReason };
 }
@@ -51,7 +59,7 @@ export function contractTests(label: string): (name: string, body: () => Promise
   let defined = 0;
   let passed = 0;
   afterAll(() => {
-    console.log(`[contract] ${label}: ran, ${passed} of ${defined} passed`);
+    report(`[contract] ${label}: ran, ${passed} of ${defined} passed`);
   });
   return (name, body, timeoutMs) => {
     defined++;
@@ -70,6 +78,6 @@ export function contractTests(label: string): (name: string, body: () => Promise
 export function describeOnEngine(title: string, skipReason: string | undefined, body: () => void): void {
   if (skipReason) {
     describe.skip(`${title} — skipped: ${skipReason.split('\n')[0]}`, body);
-    console.log(`[contract] ${title}: skipped: ${skipReason.split('\n')[0]}`);
+    report(`[contract] ${title}: skipped: ${skipReason.split('\n')[0]}`);
   } else describe(title, body);
 }

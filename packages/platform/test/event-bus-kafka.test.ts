@@ -22,9 +22,14 @@ async function readDeadLetters(group: string, topic: string): Promise<{ key: str
   const admin = client.admin();
   await admin.connect();
   const dlq = `${topic}.dlq`;
-  const exists = (await admin.listTopics()).includes(dlq);
-  const end = exists ? (await admin.fetchTopicOffsets(dlq)).reduce((n, p) => n + Number(p.high), 0) : 0;
-  await admin.disconnect();
+  let end = 0;
+  try {
+    if ((await admin.listTopics()).includes(dlq)) end = (await admin.fetchTopicOffsets(dlq)).reduce((n, p) => n + Number(p.high), 0);
+  } catch {
+    // A topic created a moment ago may not have a leader in the metadata yet: the caller polls again.
+  } finally {
+    await admin.disconnect();
+  }
   if (end === 0) return [];
   const consumer = client.consumer({ groupId: `dlq-reader-${randomBytes(4).toString('hex')}`, maxWaitTimeInMs: 200 });
   const out: { key: string; payload: Uint8Array; headers: Record<string, string> }[] = [];

@@ -1,4 +1,4 @@
-import { MongoClient, MongoServerError, type ClientSession, type Db } from 'mongodb';
+import { MongoClient, type ClientSession, type Db, type MongoServerError } from 'mongodb';
 import type { Logger } from 'pino';
 
 export interface MongoConnectionOptions {
@@ -97,9 +97,9 @@ export async function withOptionalTransaction<T>(connection: Pick<MongoConnectio
 
 /** True for a unique-index violation, optionally on the index covering `field`. */
 export function isDuplicateKeyError(err: unknown, field?: string): boolean {
-  if (!(err instanceof MongoServerError) || err.code !== 11000) return false;
+  const e = err as (Partial<MongoServerError> & { keyPattern?: Record<string, unknown> }) | null;
+  if (!e || e.code !== 11000) return false;
   if (!field) return true;
-  const pattern = (err as MongoServerError & { keyPattern?: Record<string, unknown> }).keyPattern;
-  if (pattern) return field in pattern;
-  return err.message.includes(field);
+  if (e.keyPattern) return field in e.keyPattern;
+  return typeof e.message === 'string' && e.message.includes(field);
 }

@@ -43,7 +43,10 @@ function userFromRow(r: UserRow): User {
 }
 
 function isUniqueViolation(err: unknown, column: string): boolean {
-  return err instanceof Error && /UNIQUE constraint failed/.test(err.message) && err.message.includes(column);
+  // Not `instanceof Error`: better-sqlite3's native addon is shared by every vm context (jest runs
+  // each test file in one), so its errors can come from another realm's Error.
+  const message = (err as { message?: unknown } | null)?.message;
+  return typeof message === 'string' && /UNIQUE constraint failed/.test(message) && message.includes(column);
 }
 
 /** Identity data in the service's own SQLite file. */

@@ -241,3 +241,20 @@ describe('GET /api/card/count', () => {
     expect(after.json).toEqual({ total_count: before + 3 });
   });
 });
+
+describe('indexing (with the search service)', () => {
+  it('a root card gets its vector_point_id once indexed; its collision keeps null', async () => {
+    const text = uniqueText();
+    const root = await createCard(alice, { card_html: html(text) });
+    const copy = await createCard(bob, { card_html: html(text) });
+    expect(copy.duplicate).toBe(true);
+    const deadline = Date.now() + 30_000;
+    let read = await anonymous.get(`/api/card/${root.card_metadata.id}`);
+    while (read.json.vector_point_id === null && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 200));
+      read = await anonymous.get(`/api/card/${root.card_metadata.id}`);
+    }
+    expect(read.json.vector_point_id).toEqual(expect.any(String));
+    expect((await anonymous.get(`/api/card/${copy.card_metadata.id}`)).json.vector_point_id).toBeNull();
+  });
+});

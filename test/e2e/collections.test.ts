@@ -243,3 +243,28 @@ describe('POST /api/card_collection/bookmark', () => {
     expect((await anonymous.post('/api/card_collection/bookmark', { collection_ids: '00000000-0000-4000-8000-000000000000' })).status).toBe(401);
   });
 });
+
+describe('collection search (with the search service)', () => {
+  it("returns only the collection's bookmarked cards the caller may see", async () => {
+    const marker = `zq${Date.now().toString(36)}marker`;
+    const id = await createCollection(alice, { name: 'Searchable' });
+    const inside = await postCard(alice, { card_html: html(`${marker} ${uniqueText()}`) });
+    const outside = await postCard(alice, { card_html: html(`${marker} ${uniqueText()}`) });
+    const hiddenInside = await postCard(bob, { card_html: html(`${marker} ${uniqueText()}`), private: true });
+    expect((await alice.client.post(`/api/card_collection/${id}`, { card_metadata_id: inside })).status).toBe(204);
+    expect((await bob.client.post(`/api/card_collection/${id}`, { card_metadata_id: hiddenInside })).status).toBe(403);
+
+    const everywhere = async () => (await anonymous.post('/api/card/fulltextsearch/1', { content: marker })).json?.score_cards ?? [];
+    const deadline = Date.now() + 30_000;
+    while ((await everywhere()).length < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 250));
+    const all = (await everywhere()).map((e: { metadata: { id: string }[] }) => e.metadata[0]!.id);
+    expect(all).toEqual(expect.arrayContaining([inside, outside]));
+
+    for (const kind of ['fulltextsearch', 'search']) {
+      const res = await anonymous.post(`/api/card_collection/${kind}/1`, { content: marker, collection_id: id });
+      expect(res.status).toBe(200);
+      expect(res.json.collection).toMatchObject({ id });
+      expect(res.json.bookmarks.map((e: { metadata: { id: string }[] }) => e.metadata[0]!.id)).toEqual([inside]);
+    }
+  });
+});

@@ -86,7 +86,9 @@ export class SqliteCardRepository implements CardRepository {
         appendToSqliteOutbox(this.db, events);
       })();
     } catch (err) {
-      if (err instanceof Error && /UNIQUE constraint failed: cards\.author_id, cards\.idempotency_key/.test(err.message)) {
+      // Checked by code, not instanceof: the native module's error class may come from another realm (test sandboxes).
+      const unique = (err as { code?: unknown } | null)?.code === 'SQLITE_CONSTRAINT_UNIQUE';
+      if (unique && card.idempotencyKey !== null && (await this.findByIdempotencyKey(card.authorId, card.idempotencyKey))) {
         throw new AlreadyExistsError('A card with this idempotency key already exists');
       }
       throw err;

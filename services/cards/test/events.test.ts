@@ -1,0 +1,127 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createEventBus, createLogger, newId, OutboxRelay, SqliteOutboxStore, Topics, type EventBus } from '@cards/platform';
+import { events } from '@cards/proto';
+import { openCardsDatabase } from '../src/adapters/sqlite/sqlite-cards-database';
+import { SqliteCardRepository } from '../src/adapters/sqlite/sqlite-card-repository';
+import { SqliteCollectionRepository } from '../src/adapters/sqlite/sqlite-collection-repository';
+import { SqliteVoteRepository } from '../src/adapters/sqlite/sqlite-vote-repository';
+import { CardService } from '../src/application/card-service';
+import { CollectionService } from '../src/application/collection-service';
+import { subscribeToSearchEvents } from '../src/application/event-consumers';
+import { someContent } from './builders';
+
+const logger = createLogger('cards-events-test', 'silent');
+
+/** Cards and collections on SQLite, relaying their outbox to the embedded event log. */
+function setup(dataDir: string, bus: EventBus) {
+  const db = openCardsDatabase(join(dataDir, 'cards.db'));
+  const cards = new SqliteCardRepository(db);
+  const collections = new SqliteCollectionRepository(db);
+  const relay = new OutboxRelay(new SqliteOutboxStore(db), bus, logger, 50);
+  const cardService = new CardService({
+    cards,
+    votes: new SqliteVoteRepository(db),
+    collections,
+    nearDuplicates: { find: async () => [] },
+    files: { visibleFileName: async () => null },
+    users: { joinDates: async () => new Map() },
+    eventsWritten: () => relay.kick(),
+    logger,
+  });
+  const collectionService = new CollectionService({ collections, cards, cardService, eventsWritten: () => relay.kick() });
+  relay.start();
+  return { db, cards, cardService, collectionService, relay };
+}
+
+async function until<T>(probe: () => Promise<T | undefined>, timeoutMs = 5000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+describe('cards events', () => {
+  let dir: string;
+  let bus: EventBus;
+  let sys: ReturnType<typeof setup>;
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), 'cards-events-'));
+    bus = createEventBus({ DATA_DIR: dir }, logger);
+    sys = setup(dir, bus);
+  });
+  afterEach(async () => {
+    await sys.relay.stop();
+    await bus.close();
+    sys.db.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('publishes card created/updated/deleted and bookmark and collection events with what search and notifications need', async () => {
+    const received: { topic: string; payload: Uint8Array }[] = [];
+    const sub = await bus.subscribe({ group: 'test', topics: [Topics.card, Topics.bookmark, Topics.collection], handler: async (e) => void received.push(e) });
+    const content = someContent();
+    const { card } = await sys.cardService.createCard({ callerId: 'alice', cardHtml: `<p>${content}</p><script>x</script>`, link: 'https://a.example/', private: false, tags: ['x', 'y'] });
+    const collection = await sys.collectionService.create('alice', 'Mine', '', true);
+    await sys.collectionService.addBookmark('alice', collection.id, card.id);
+    await sys.cardService.updateCard({ callerId: 'alice', cardId: card.id, private: true });
+    const fileCollection = await sys.collectionService.createFileCollection('alice', 'file-1', 'doc.pdf', true, [card.id]);
+    await sys.cardService.deleteCard('alice', card.id);
+    await until(async () => (received.length >= 8 ? true : undefined));
+    await sub.close();
+
+    const cardEvents = received.filter((e) => e.topic === Topics.card).map((e) => events.CardEvent.decode(e.payload));
+    expect(cardEvents.map((e) => e.kind?.$case)).toEqual(['created', 'updated', 'deleted']);
+    const created = cardEvents[0]!.kind!.$case === 'created' ? cardEvents[0]!.kind!.value.card! : undefined;
+    expect(created).toMatchObject({ id: card.id, authorId: 'alice', content, tags: ['x', 'y'], link: 'https://a.example/', private: false, collectionIds: [] });
+    const updated = cardEvents[1]!.kind!.$case === 'updated' ? cardEvents[1]!.kind!.value : undefined;
+    expect(updated).toMatchObject({ privacyChanged: true, contentChanged: false, card: { private: true, collectionIds: [collection.id] } });
+    expect(new Set(cardEvents.map((e) => e.eventId)).size).toBe(3);
+
+    const bookmarks = received.filter((e) => e.topic === Topics.bookmark).map((e) => events.BookmarkEvent.decode(e.payload));
+    expect(bookmarks.slice(0, 2).map((b) => [b.collectionId, b.added])).toEqual([
+      [collection.id, true],
+      [fileCollection.id, true],
+    ]);
+    // Deleting the card takes it out of every collection (in no particular order).
+    expect(bookmarks.slice(2).map((b) => [b.collectionId, b.added]).sort()).toEqual(
+      [
+        [collection.id, false],
+        [fileCollection.id, false],
+      ].sort(),
+    );
+    const collections = received.filter((e) => e.topic === Topics.collection).map((e) => events.CollectionEvent.decode(e.payload));
+    expect(collections.map((c) => (c.kind?.$case === 'created' ? [c.kind.value.collectionId, c.kind.value.fileId ?? null] : null))).toEqual([
+      [collection.id, null],
+      [fileCollection.id, 'file-1'],
+    ]);
+  });
+
+  it('takes vector_point_id and verification_score from search events, idempotently', async () => {
+    const sub = await subscribeToSearchEvents(bus, sys.cardService);
+    const { card } = await sys.cardService.createCard({ callerId: 'alice', cardHtml: `<p>${someContent()}</p>`, link: '', private: false, tags: [] });
+    const indexed = events.CardIndexed.encode({ eventId: newId(), occurredAt: new Date(), cardId: card.id, vectorPointId: 'vp-42' }).finish();
+    const verifiedAt = new Date();
+    const verified = events.CardVerified.encode({ eventId: newId(), occurredAt: verifiedAt, verificationId: newId(), cardId: card.id, authorId: 'alice', score: 77, link: '', failure: '' }).finish();
+    const stale = events.CardVerified.encode({ eventId: newId(), occurredAt: new Date(verifiedAt.getTime() - 60_000), verificationId: newId(), cardId: card.id, authorId: 'alice', score: 5, link: '', failure: '' }).finish();
+    await bus.publish([
+      { topic: Topics.index, key: card.id, payload: indexed },
+      { topic: Topics.verification, key: card.id, payload: verified },
+      { topic: Topics.verification, key: card.id, payload: verified },
+      { topic: Topics.verification, key: card.id, payload: stale },
+      { topic: Topics.index, key: 'unknown', payload: events.CardIndexed.encode({ eventId: newId(), cardId: newId(), vectorPointId: 'x' }).finish() },
+    ]);
+    const read = await until(async () => {
+      const c = await sys.cards.findById(card.id);
+      return c?.vectorPointId && c.verificationScore !== null ? c : undefined;
+    });
+    await new Promise((r) => setTimeout(r, 200));
+    await sub.close();
+    expect(read.vectorPointId).toBe('vp-42');
+    expect((await sys.cards.findById(card.id))?.verificationScore).toBe(77);
+  });
+});

@@ -1,3 +1,5 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { ApiClient } from '../support/http';
 import { Mailbox } from '../support/mailbox';
 import { startSystem, type RunningSystem } from '../support/service';
@@ -105,10 +107,19 @@ describe('POST /api/card', () => {
     expect((await anonymous.get('/api/card/count')).json.total_count).toBe(before);
   });
 
-  it('an unknown file_uuid is 400 (or 503 while the files service cannot answer)', async () => {
-    const res = await alice.client.post('/api/card', { card_html: html(uniqueText()), link: '', private: false, file_uuid: '00000000-0000-4000-8000-000000000000' });
-    expect([400, 503]).toContain(res.status);
-    if (res.status === 400) expect(res.json.message).toMatch(/file_uuid/);
+  it('fills file_id and file_name from a visible file; an unknown or invisible file_uuid is 400', async () => {
+    const bytes = readFileSync(join(__dirname, '../fixtures/documents/short.odt'));
+    const upload = await alice.client.post('/api/file', { base64_docx_file: bytes.toString('base64url'), file_name: 'notes.odt', file_mime_type: 'application/vnd.oasis.opendocument.text', private: true });
+    expect(upload.status).toBe(200);
+    const fileId = upload.json.id as string;
+    const own = await alice.client.post('/api/card', { card_html: html(uniqueText()), link: '', private: false, file_uuid: fileId });
+    expect(own.status).toBe(200);
+    expect(own.json.card_metadata).toMatchObject({ file_id: fileId, file_name: 'notes.odt' });
+    for (const [user, id] of [[bob, fileId], [alice, '00000000-0000-4000-8000-000000000000']] as const) {
+      const res = await user.client.post('/api/card', { card_html: html(uniqueText()), link: '', private: false, file_uuid: id });
+      expect(res.status).toBe(400);
+      expect(res.json.message).toMatch(/file_uuid/);
+    }
   });
 
   it('requires a login to create', async () => {

@@ -8,5 +8,5 @@ module.exports = {
   testMatch: ['<rootDir>/packages/*/test/**/*.test.ts', '<rootDir>/services/*/test/**/*.test.ts', '<rootDir>/test/**/*.test.ts'],
   testPathIgnorePatterns: ['/node_modules/', '/test/engines/cache/'],
   testTimeout: 60_000,
-  reporters: ['default', '<rootDir>/test/support/summary-reporter.js'],
+  reporters: ['default', '<rootDir>/test/engines/engines-reporter.js', '<rootDir>/test/support/summary-reporter.js'],
 };

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 
 const root = new URL('..', import.meta.url).pathname;
-const against = process.argv[2] ?? process.env.PROTO_BREAKING_AGAINST ?? 'HEAD~1';
+const against = process.argv[2] || process.env.PROTO_BREAKING_AGAINST || 'HEAD~1';
 
 function git(...args) {
   return execFileSync('git', args, { cwd: root, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024, stdio: ['ignore', 'pipe', 'pipe'] });

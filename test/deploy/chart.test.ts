@@ -305,7 +305,8 @@ describeWithHelm('Helm chart deploy/k8s (offline)', () => {
     expect(passwordAt).toBeGreaterThanOrEqual(0);
     expect(urlAt).toBeGreaterThan(passwordAt);
     expect(env[passwordAt]!.valueFrom?.secretKeyRef).toEqual({ name: `${RELEASE}-mongodb`, key: 'mongodb-root-password' });
-    expect(env[urlAt]!.value).toBe(`mongodb://root:$(MONGODB_ROOT_PASSWORD)@${RELEASE}-mongodb:27017/?authSource=admin`);
+    // Transactions need a replica set: the members are addressed through the headless Service.
+    expect(env[urlAt]!.value).toBe(`mongodb://root:$(MONGODB_ROOT_PASSWORD)@${RELEASE}-mongodb-0.${RELEASE}-mongodb-headless.cards.svc.cluster.local:27017/?replicaSet=rs0&authSource=admin`);
     expect(envValue(cards, 'KAFKA_BROKERS')?.value).toBe(`${RELEASE}-kafka:9092`);
     const search = find(rendered.objects, 'Deployment', componentName('search'))!;
     expect(envValue(search, 'ELASTICSEARCH_URL')?.value).toBe(`http://${RELEASE}-elasticsearch:9200`);

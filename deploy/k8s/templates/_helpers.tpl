@@ -140,8 +140,13 @@ app.kubernetes.io/component: {{ .name }}
     secretKeyRef:
       name: {{ include "card-library.subchartName" (dict "root" $root "chart" "mongodb") }}
       key: mongodb-root-password
+{{- $mongo := include "card-library.subchartName" (dict "root" $root "chart" "mongodb") }}
+{{- $members := list }}
+{{- range $i := until (int ($v.mongodb.replicaCount | default 1)) }}
+{{- $members = append $members (printf "%s-%d.%s-headless.%s.svc.cluster.local:27017" $mongo $i $mongo $root.Release.Namespace) }}
+{{- end }}
 - name: MONGO_URL
-  value: {{ printf "mongodb://root:$(MONGODB_ROOT_PASSWORD)@%s:27017/?authSource=admin" (include "card-library.subchartName" (dict "root" $root "chart" "mongodb")) | quote }}
+  value: {{ printf "mongodb://root:$(MONGODB_ROOT_PASSWORD)@%s/?replicaSet=%s&authSource=admin" (join "," $members) ($v.mongodb.replicaSetName | default "rs0") | quote }}
 {{- else }}
 - name: MONGO_URL
   valueFrom:

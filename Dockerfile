@@ -25,6 +25,12 @@ RUN pnpm build:web
 RUN for pkg in gateway identity cards search files notifications all-in-one; do \
       pnpm --filter "@cards/${pkg}" deploy --prod --offline "/out/${pkg}" || exit 1; \
     done
+# better-sqlite3 was compiled from source: keep the addon, drop sources and intermediates (~30 MB an image).
+RUN for d in /out/*/node_modules/.pnpm/better-sqlite3@*/node_modules/better-sqlite3; do \
+      mv "$d/build/Release/better_sqlite3.node" /tmp/addon.node \
+      && rm -rf "$d/build" "$d/deps" "$d/src" \
+      && mkdir -p "$d/build/Release" && mv /tmp/addon.node "$d/build/Release/better_sqlite3.node" || exit 1; \
+    done
 
 # ---- runtime base: slim Node, tsx, a gRPC health probe, non-root user, writable /data ----
 FROM ${NODE_IMAGE} AS runtime

@@ -322,7 +322,7 @@ describeInBrowser('web app in headless Chromium', () => {
 
     await page.goto(`/collection/${ownId}`);
     await page.locator(`.results a[href="/card/${cardId}"]`).waitFor();
-    await page.getByLabel('Search cards').fill('tidal locking');
+    await page.getByLabel('Search this collection').fill('tidal locking');
     await page.getByLabel('Full text (by words, typo-tolerant)').check();
     await page.getByRole('button', { name: 'Search', exact: true }).click();
     await eventually(async () => {

@@ -24,7 +24,12 @@ export function ensureWebBuild({ quiet = false } = {}) {
   if (webBuildIsCurrent()) return;
   if (!quiet) console.log('Building the web app (web/dist)…');
   const vite = join(webDir, 'node_modules', 'vite', 'bin', 'vite.js');
-  const result = spawnSync(process.execPath, [vite, 'build', '--logLevel', quiet ? 'error' : 'warn'], { cwd: webDir, stdio: 'inherit' });
+  const result = spawnSync(process.execPath, [vite, 'build', '--logLevel', quiet ? 'error' : 'warn'], {
+    cwd: webDir,
+    stdio: 'inherit',
+    // Jest sets NODE_ENV=test, which would make Vite emit the development JSX runtime (with source paths).
+    env: { ...process.env, NODE_ENV: 'production' },
+  });
   if (result.status !== 0) throw new Error(`web app build failed (exit ${result.status})`);
 }
 

@@ -157,7 +157,7 @@ export function CollectionPage({ collectionId }: { collectionId: string }) {
       </p>
       {c.description ? <p>{c.description}</p> : null}
       {isOwner ? <CollectionSettings data={d} onChanged={data.reload} /> : null}
-      <SearchForm initial={params} onSearch={(p) => navigate(searchUrl(base, p))} idPrefix="collection-search" />
+      <SearchForm initial={params} onSearch={(p) => navigate(searchUrl(base, p))} idPrefix="collection-search" label="Search this collection" />
       {searching ? (
         <p>
           Results inside this collection. <Link href={base}>Show all its cards</Link>

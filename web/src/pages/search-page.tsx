@@ -43,7 +43,7 @@ export function searchBody(p: SearchParams): SearchQuery {
 }
 
 /** The query form shared by the card search and the search inside a collection. */
-export function SearchForm({ initial, onSearch, idPrefix }: { initial: SearchParams; onSearch(p: SearchParams): void; idPrefix: string }) {
+export function SearchForm({ initial, onSearch, idPrefix, label = 'Search cards' }: { initial: SearchParams; onSearch(p: SearchParams): void; idPrefix: string; label?: string }) {
   const [q, setQ] = useState(initial.q);
   const [mode, setMode] = useState<SearchMode>(initial.mode);
   const [tags, setTags] = useState(initial.tags);
@@ -63,7 +63,7 @@ export function SearchForm({ initial, onSearch, idPrefix }: { initial: SearchPar
         onSearch({ q, mode, tags, links, page: 1 });
       }}
     >
-      <label for={`${idPrefix}-q`}>Search cards</label>
+      <label for={`${idPrefix}-q`}>{label}</label>
       <div class="row">
         <input id={`${idPrefix}-q`} type="search" required value={q} onInput={(e) => setQ(e.currentTarget.value)} placeholder="What are you looking for?" />
         <button type="submit" class="primary">
@@ -72,12 +72,14 @@ export function SearchForm({ initial, onSearch, idPrefix }: { initial: SearchPar
       </div>
       <fieldset class="mode">
         <legend>Kind of search</legend>
-        <label class="check">
-          <input type="radio" name={`${idPrefix}-mode`} value="semantic" checked={mode === 'semantic'} onChange={() => setMode('semantic')} /> Semantic (by meaning)
-        </label>
-        <label class="check">
-          <input type="radio" name={`${idPrefix}-mode`} value="fulltext" checked={mode === 'fulltext'} onChange={() => setMode('fulltext')} /> Full text (by words, typo-tolerant)
-        </label>
+        <div class="choices">
+          <label class="check">
+            <input type="radio" name={`${idPrefix}-mode`} value="semantic" checked={mode === 'semantic'} onChange={() => setMode('semantic')} /> Semantic (by meaning)
+          </label>
+          <label class="check">
+            <input type="radio" name={`${idPrefix}-mode`} value="fulltext" checked={mode === 'fulltext'} onChange={() => setMode('fulltext')} /> Full text (by words, typo-tolerant)
+          </label>
+        </div>
       </fieldset>
       <details open={Boolean(initial.tags || initial.links)}>
         <summary>Filters</summary>

@@ -6,8 +6,10 @@ import type { GatewayClients } from './clients';
 import { errorHandler } from './http/error-handler';
 import { notFound } from './http/http-error';
 import { createMetrics } from './http/metrics';
+import { corsForConfiguredOrigins, originCheck } from './http/cross-origin';
+import { serveApiDocs } from './openapi/serve-docs';
 import type { RateLimitConfig } from './http/rate-limits';
-import { sessionMiddleware } from './http/session';
+import { SESSION_COOKIE, sessionMiddleware } from './http/session';
 import { serveWebApp } from './http/web-app';
 import { registerIdentityRoutes } from './routes/identity-routes';
 import { registerCardRoutes } from './routes/card-routes';
@@ -34,6 +36,10 @@ export interface GatewayAppOptions extends RouteDeps {
   trustProxy: boolean;
   /** Directory of the built web app served at `/` (SPA fallback for non-/api paths); none when undefined. */
   webDistDir?: string;
+  /** Origins of other sites allowed to call the API with credentials (CORS) and to send state-changing requests with the cookie. */
+  corsOrigins?: readonly string[];
+  /** The gateway's public URL; its origin counts as the same site in the CSRF Origin check. */
+  publicUrl?: string;
   /** Reports whether the peers answer; /healthz is 200 only when it resolves true. */
   checkPeers(): Promise<boolean>;
 }
@@ -62,11 +68,16 @@ export function createGatewayApp(options: GatewayAppOptions): Express {
     res.type(metrics.registry.contentType).send(await metrics.registry.metrics());
   });
 
+  serveApiDocs(app);
+  const crossOrigin = { allowedOrigins: options.corsOrigins ?? [], publicUrl: options.publicUrl, cookieName: SESSION_COOKIE };
+  app.use('/api', corsForConfiguredOrigins(crossOrigin));
+
   // Uploads carry the document base64-encoded in JSON: a larger limit for that one route only.
   const fileBodyLimit = Math.ceil((options.maxFileBytes * 4) / 3) + 256 * 1024;
   app.post('/api/file', express.json({ limit: fileBodyLimit }));
   app.use('/api', express.json({ limit: options.jsonBodyLimit }));
   app.use('/api', cookieParser());
+  app.use('/api', originCheck(crossOrigin));
   app.use('/api', sessionMiddleware(options.clients.identity));
 
   const api = Router();

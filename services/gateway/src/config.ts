@@ -20,6 +20,12 @@ export const gatewayConfigSchema = z.object({
   RATE_LIMIT_AUTH_PER_IP: envInt(600),
   RATE_LIMIT_AUTH_PER_EMAIL: envInt(10),
   TRUST_PROXY: envBoolean(false),
+  /** Comma-separated origins (https://app.example.com) allowed to call the API with the cookie from another site. */
+  CORS_ORIGINS: z
+    .string()
+    .default('')
+    .transform((v) => v.split(',').map((o) => o.trim()).filter((o) => o.length > 0))
+    .refine((list) => list.every((o) => /^https?:\/\/[^/?#\s]+$/.test(o)), 'each entry must be an origin such as https://app.example.com (no path)'),
   /** The built web app served at `/`; an empty value serves none. */
   WEB_DIST_DIR: z.string().default(DEFAULT_WEB_DIST_DIR),
 });

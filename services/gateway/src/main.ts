@@ -29,6 +29,8 @@ export async function startGateway(env: Record<string, string | undefined> = pro
     cookieSecure: cookieSecureFrom(config),
     jsonBodyLimit: config.JSON_BODY_LIMIT,
     trustProxy: config.TRUST_PROXY,
+    corsOrigins: config.CORS_ORIGINS,
+    publicUrl: config.PUBLIC_URL,
     webDistDir: config.WEB_DIST_DIR || undefined,
     async checkPeers() {
       const answers = await Promise.all(

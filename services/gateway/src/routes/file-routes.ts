@@ -19,7 +19,7 @@ const CALLER_HEADER = 'x-caller-id';
 const requiredString = (max: number) =>
   z.string({ required_error: 'is required', invalid_type_error: 'must be a string' }).min(1, 'must not be empty').max(max, `must be at most ${max} characters`);
 
-const createFileBody = z.object({
+export const createFileBody = z.object({
   base64_docx_file: z.string({ required_error: 'is required', invalid_type_error: 'must be a string' }),
   file_name: requiredString(255),
   file_mime_type: requiredString(255),
@@ -27,7 +27,7 @@ const createFileBody = z.object({
   tag_set: tagList.nullish(),
 });
 
-const setPrivacyBody = z.object({ file_id: uuidString, private: looseBoolean });
+export const setPrivacyBody = z.object({ file_id: uuidString, private: looseBoolean });
 
 /** base64url (padding optional); the standard alphabet is tolerated too. 400 for anything else. */
 export function decodeBase64Url(value: string): Buffer {

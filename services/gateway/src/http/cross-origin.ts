@@ -1,0 +1,64 @@
+import type { NextFunction, Request, RequestHandler, Response } from 'express';
+import cors from 'cors';
+import { HttpError } from './http-error';
+
+export interface CrossOriginOptions {
+  /** Origins (scheme://host[:port]) of other sites allowed to call the API with the cookie. */
+  allowedOrigins: readonly string[];
+  /** The gateway's public URL: its origin always counts as the same site. */
+  publicUrl?: string;
+  /** Name of the session cookie whose presence makes a request worth checking. */
+  cookieName: string;
+}
+
+const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+
+/** `https://a.example:8443/x` -> `https://a.example:8443`; undefined for anything that is not an http(s) URL. */
+export function originOf(url: string): string | undefined {
+  try {
+    const parsed = new URL(url);
+    return parsed.protocol === 'http:' || parsed.protocol === 'https:' ? parsed.origin : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * CORS with credentials for the configured origins only: other origins get no
+ * Access-Control-Allow-Origin, so a browser keeps the answer from their scripts.
+ */
+export function corsForConfiguredOrigins({ allowedOrigins }: CrossOriginOptions): RequestHandler {
+  const allowed = new Set(allowedOrigins);
+  return cors({
+    origin: (origin, callback) => callback(null, origin !== undefined && allowed.has(origin)),
+    credentials: true,
+    methods: ['GET', 'HEAD', 'POST', 'PUT', 'DELETE'],
+    allowedHeaders: ['content-type', 'x-request-id'],
+    exposedHeaders: ['location', 'x-request-id'],
+    maxAge: 600,
+  });
+}
+
+/**
+ * CSRF defence for cookie sessions: a state-changing request that carries the session cookie must come
+ * from the gateway's own origin (or a configured one), judged by Origin, else by Referer. A request with
+ * neither header is not from a browser page (browsers send Origin on every cross-site POST/PUT/DELETE),
+ * so API clients such as curl keep working. SameSite=Lax on the cookie is the first line; this is the second.
+ */
+export function originCheck({ allowedOrigins, publicUrl, cookieName }: CrossOriginOptions): RequestHandler {
+  const allowed = new Set(allowedOrigins);
+  const publicOrigin = publicUrl ? originOf(publicUrl) : undefined;
+  if (publicOrigin) allowed.add(publicOrigin);
+  return (req: Request, _res: Response, next: NextFunction) => {
+    if (SAFE_METHODS.has(req.method)) return next();
+    const cookies = req.cookies as Record<string, unknown> | undefined;
+    if (typeof cookies?.[cookieName] !== 'string') return next();
+    const origin = req.get('origin');
+    const referer = req.get('referer');
+    if (origin === undefined && referer === undefined) return next();
+    const claimed = origin !== undefined ? (origin === 'null' ? undefined : originOf(origin)) : originOf(referer!);
+    const own = `${req.protocol}://${req.get('host') ?? ''}`;
+    if (claimed !== undefined && (claimed === own || allowed.has(claimed))) return next();
+    next(new HttpError(403, 'Cross-site request refused: the page this request comes from is not allowed to use your session'));
+  };
+}

@@ -1,0 +1,177 @@
+import { OpenAPIRegistry, OpenApiGeneratorV31, extendZodWithOpenApi, type ResponseConfig, type RouteConfig } from '@asteasolutions/zod-to-openapi';
+import { z, type AnyZodObject, type ZodTypeAny } from 'zod';
+import { createCardBody, updateCardBody } from '../routes/card-routes';
+import { bookmarkBody, createCollectionBody, deleteCollectionBody, findBookmarksBody, updateCollectionBody } from '../routes/collection-routes';
+import { createFileBody, setPrivacyBody } from '../routes/file-routes';
+import { invitationBody, loginBody, passwordResetBody, passwordResetRequestBody, registerBody, updateUserBody } from '../routes/identity-routes';
+import { markReadBody } from '../routes/notification-routes';
+import { cardSearchBody, collectionSearchBody } from '../routes/search-routes';
+import { voteBody } from '../routes/vote-routes';
+import * as r from './response-schemas';
+
+// Adds .openapi() to zod's prototypes, which the registry uses to name schemas ($ref).
+extendZodWithOpenApi(z);
+
+type Method = 'get' | 'post' | 'put' | 'delete';
+type Auth = 'required' | 'optional' | 'none';
+
+/** One operation the gateway serves: the single table both the document and the route-coverage test read. */
+export interface OperationSpec {
+  method: Method;
+  /** The path as express registers it, e.g. `/api/card/:card_id`. */
+  path: string;
+  operationId: string;
+  summary: string;
+  tag: string;
+  auth: Auth;
+  params?: AnyZodObject;
+  body?: ZodTypeAny;
+  /** The success status and its JSON body schema; no schema means no body. */
+  success: { status: 200 | 204; schema?: ZodTypeAny; description?: string; contentType?: string; headers?: AnyZodObject };
+  /** Failure statuses this operation documents besides `default`. */
+  errors: number[];
+  /** Documented for the contract but not JSON (raw bytes, HTML). */
+  raw?: boolean;
+}
+
+const uuidParam = z.string().uuid();
+const pageParam = z.number().int().min(1).describe('1-based page number; 0, negative or non-numeric is 400');
+const params = (shape: Record<string, ZodTypeAny>) => z.object(shape);
+
+/** The `page` path parameter plus a collection or user id, as several routes take. */
+const pageOnly = params({ page: pageParam });
+
+const ERROR_DESCRIPTIONS: Record<number, string> = {
+  400: 'Invalid input; the message names the offending field',
+  401: 'Not logged in (no or an expired/revoked ai-editor cookie)',
+  403: 'Changing someone else\'s visible resource, or a cross-site request carrying the cookie',
+  404: 'No such resource, or a private resource of someone else',
+  409: 'Conflicts with existing data (e.g. e-mail or username taken)',
+  413: 'Body or file above the size limit',
+  429: 'Rate limit reached; retry later',
+  503: 'A backing service is unavailable; retry later',
+};
+
+/** Every route of the gateway. Keep in step with src/routes: a test walks the express router and compares. */
+export const OPERATIONS: OperationSpec[] = [
+  // Accounts and sessions
+  { method: 'post', path: '/api/invitation', operationId: 'createInvitation', summary: 'Invite an e-mail address (sends a registration link)', tag: 'Accounts', auth: 'none', body: invitationBody, success: { status: 200 }, errors: [400, 429] },
+  { method: 'post', path: '/api/register/:invitation_id', operationId: 'register', summary: 'Set a password for an invitation and create the account', tag: 'Accounts', auth: 'none', params: params({ invitation_id: uuidParam }), body: registerBody, success: { status: 200, schema: r.slimUser }, errors: [400, 404, 409] },
+  { method: 'post', path: '/api/auth', operationId: 'login', summary: 'Log in; sets the ai-editor cookie', tag: 'Accounts', auth: 'none', body: loginBody, success: { status: 204, description: 'Logged in; Set-Cookie: ai-editor=...; HttpOnly; SameSite=Lax' }, errors: [400, 401, 429] },
+  { method: 'delete', path: '/api/auth', operationId: 'logout', summary: 'Log out; revokes the session and clears the cookie', tag: 'Accounts', auth: 'optional', success: { status: 204 }, errors: [] },
+  { method: 'get', path: '/api/auth', operationId: 'currentUser', summary: 'The logged-in user', tag: 'Accounts', auth: 'required', success: { status: 200, schema: r.slimUser }, errors: [401] },
+  { method: 'get', path: '/api/password/:email', operationId: 'requestPasswordReset', summary: 'Send a password reset e-mail (204 whether or not the account exists)', tag: 'Accounts', auth: 'none', params: params({ email: z.string().max(254) }), success: { status: 204 }, errors: [400, 429] },
+  { method: 'post', path: '/api/password', operationId: 'resetPassword', summary: 'Reset the password with a reset id (or, with only `email`, ask for the reset e-mail)', tag: 'Accounts', auth: 'none', body: z.union([passwordResetBody, passwordResetRequestBody]), success: { status: 204 }, errors: [400, 404, 429] },
+  { method: 'put', path: '/api/user', operationId: 'updateUser', summary: 'Update the caller\'s username, website, e-mail visibility', tag: 'Users', auth: 'required', body: updateUserBody, success: { status: 200, schema: r.slimUser }, errors: [400, 401, 409] },
+
+  // Search
+  { method: 'post', path: '/api/card/search/:page', operationId: 'semanticSearch', summary: 'Semantic search over the cards the caller may see', tag: 'Search', auth: 'optional', params: pageOnly, body: cardSearchBody, success: { status: 200, schema: r.cardSearchResponse }, errors: [400] },
+  { method: 'post', path: '/api/card/fulltextsearch/:page', operationId: 'fullTextSearch', summary: 'Trigram full-text search over the cards the caller may see', tag: 'Search', auth: 'optional', params: pageOnly, body: cardSearchBody, success: { status: 200, schema: r.cardSearchResponse }, errors: [400] },
+  { method: 'post', path: '/api/card_collection/search/:page', operationId: 'collectionSemanticSearch', summary: 'Semantic search inside one collection', tag: 'Search', auth: 'optional', params: pageOnly, body: collectionSearchBody, success: { status: 200, schema: r.collectionSearchResponse }, errors: [400, 404] },
+  { method: 'post', path: '/api/card_collection/fulltextsearch/:page', operationId: 'collectionFullTextSearch', summary: 'Full-text search inside one collection', tag: 'Search', auth: 'optional', params: pageOnly, body: collectionSearchBody, success: { status: 200, schema: r.collectionSearchResponse }, errors: [400, 404] },
+
+  // Collections
+  { method: 'get', path: '/api/user/collections/:user_id', operationId: 'listUserCollections', summary: 'A user\'s collections (private ones only to their owner)', tag: 'Collections', auth: 'optional', params: params({ user_id: uuidParam }), success: { status: 200, schema: z.array(r.listedCollection) }, errors: [400, 404] },
+  { method: 'get', path: '/api/card_collection', operationId: 'listOwnCollections', summary: 'The caller\'s own collections', tag: 'Collections', auth: 'required', success: { status: 200, schema: z.array(r.listedCollection) }, errors: [401] },
+  { method: 'post', path: '/api/card_collection', operationId: 'createCollection', summary: 'Create a collection (Location header names it)', tag: 'Collections', auth: 'required', body: createCollectionBody, success: { status: 204, headers: z.object({ Location: z.string().describe('/api/card_collection/<id>') }) }, errors: [400, 401] },
+  { method: 'put', path: '/api/card_collection', operationId: 'updateCollection', summary: 'Rename, describe or change the visibility of an own collection', tag: 'Collections', auth: 'required', body: updateCollectionBody, success: { status: 204 }, errors: [400, 401, 403, 404] },
+  { method: 'delete', path: '/api/card_collection', operationId: 'deleteCollection', summary: 'Delete an own collection (its cards stay)', tag: 'Collections', auth: 'required', body: deleteCollectionBody, success: { status: 204 }, errors: [400, 401, 403, 404] },
+  { method: 'post', path: '/api/card_collection/bookmark', operationId: 'findBookmarks', summary: 'For each listed card id, the caller\'s collections holding it', tag: 'Collections', auth: 'required', body: findBookmarksBody, success: { status: 200, schema: z.array(r.bookmarkLookupEntry) }, errors: [400, 401] },
+  { method: 'get', path: '/api/card_collection/:collection_id/:page', operationId: 'listCollectionCards', summary: 'A page of a collection\'s cards', tag: 'Collections', auth: 'optional', params: params({ collection_id: uuidParam, page: pageParam }), success: { status: 200, schema: r.collectionCardsPage }, errors: [400, 404] },
+  { method: 'post', path: '/api/card_collection/:collection_id', operationId: 'addBookmark', summary: 'Add a card to an own collection (no-op when already there)', tag: 'Collections', auth: 'required', params: params({ collection_id: uuidParam }), body: bookmarkBody, success: { status: 204 }, errors: [400, 401, 403, 404] },
+  { method: 'delete', path: '/api/card_collection/:collection_id', operationId: 'removeBookmark', summary: 'Remove a card from an own collection', tag: 'Collections', auth: 'required', params: params({ collection_id: uuidParam }), body: bookmarkBody, success: { status: 204 }, errors: [400, 401, 403, 404] },
+
+  // Files
+  { method: 'post', path: '/api/file', operationId: 'uploadFile', summary: 'Upload a .docx, .doc, .odt or .pdf document (base64url); cards are made from it asynchronously', tag: 'Files', auth: 'required', body: createFileBody, success: { status: 200, schema: r.fileWithContent }, errors: [400, 401, 413] },
+  { method: 'put', path: '/api/file', operationId: 'setFilePrivacy', summary: 'Make an own file public or private', tag: 'Files', auth: 'required', body: setPrivacyBody, success: { status: 204 }, errors: [400, 401, 403, 404] },
+  { method: 'get', path: '/api/user/files/:user_id', operationId: 'listUserFiles', summary: 'A user\'s files (private ones only to their owner)', tag: 'Files', auth: 'optional', params: params({ user_id: uuidParam }), success: { status: 200, schema: z.array(r.fileRecord) }, errors: [400] },
+  { method: 'get', path: '/api/file/:file_id/download', operationId: 'downloadFile', summary: 'The raw file bytes', tag: 'Files', auth: 'optional', params: params({ file_id: uuidParam }), success: { status: 200, contentType: 'application/octet-stream', schema: z.string().describe('binary') }, errors: [400, 404, 503], raw: true },
+  { method: 'get', path: '/api/file/:file_id', operationId: 'getFile', summary: 'A file with its content (base64url)', tag: 'Files', auth: 'optional', params: params({ file_id: uuidParam }), success: { status: 200, schema: r.fileWithContent }, errors: [400, 404] },
+  { method: 'delete', path: '/api/file/:file_id', operationId: 'deleteFile', summary: 'Delete an own file (its cards and collection stay)', tag: 'Files', auth: 'required', params: params({ file_id: uuidParam }), success: { status: 204 }, errors: [400, 401, 403, 404] },
+
+  // Notifications
+  { method: 'get', path: '/api/notifications', operationId: 'listNotifications', summary: 'The caller\'s notifications, newest first, both kinds', tag: 'Notifications', auth: 'required', success: { status: 200, schema: z.array(r.notification) }, errors: [401] },
+  { method: 'put', path: '/api/notifications/all', operationId: 'markAllNotificationsRead', summary: 'Mark all of the caller\'s notifications read', tag: 'Notifications', auth: 'required', success: { status: 204 }, errors: [401] },
+  { method: 'put', path: '/api/notifications', operationId: 'markNotificationRead', summary: 'Mark one notification read', tag: 'Notifications', auth: 'required', body: markReadBody, success: { status: 204 }, errors: [400, 401, 404] },
+
+  // Cards
+  { method: 'post', path: '/api/card', operationId: 'createCard', summary: 'Create a card (more than 70 words); duplicates are stored as collisions', tag: 'Cards', auth: 'required', body: createCardBody, success: { status: 200, schema: r.createCardResponse }, errors: [400, 401] },
+  { method: 'get', path: '/api/card/count', operationId: 'countCards', summary: 'Number of all cards, collisions included', tag: 'Cards', auth: 'none', success: { status: 200, schema: r.cardCount }, errors: [] },
+  { method: 'put', path: '/api/card/update', operationId: 'updateCard', summary: 'Update an own card\'s link, html or privacy', tag: 'Cards', auth: 'required', body: updateCardBody, success: { status: 204 }, errors: [400, 401, 403, 404] },
+  { method: 'get', path: '/api/card/:card_id', operationId: 'getCard', summary: 'A card (private ones only to their author)', tag: 'Cards', auth: 'optional', params: params({ card_id: uuidParam }), success: { status: 200, schema: r.card }, errors: [400, 404] },
+  { method: 'delete', path: '/api/card/:card_id', operationId: 'deleteCard', summary: 'Delete an own card', tag: 'Cards', auth: 'required', params: params({ card_id: uuidParam }), success: { status: 204 }, errors: [400, 401, 403, 404] },
+
+  // Votes
+  { method: 'post', path: '/api/vote', operationId: 'castVote', summary: 'Upvote (true) or downvote (false) a visible public card; one vote per user per card', tag: 'Votes', auth: 'required', body: voteBody, success: { status: 200, schema: r.vote }, errors: [400, 401, 404] },
+  { method: 'delete', path: '/api/vote/:card_id', operationId: 'deleteVote', summary: 'Remove the caller\'s vote on a card (the path holds the card id)', tag: 'Votes', auth: 'required', params: params({ card_id: uuidParam }), success: { status: 204 }, errors: [400, 401, 404] },
+
+  // Users
+  { method: 'get', path: '/api/user/:user_id/:page', operationId: 'getUserPage', summary: 'A user with a page of their cards (25 per page, private ones only to the owner)', tag: 'Users', auth: 'optional', params: params({ user_id: uuidParam, page: pageParam }), success: { status: 200, schema: r.userPage }, errors: [400, 404] },
+  { method: 'get', path: '/api/top_users/:page', operationId: 'getTopUsers', summary: 'Users by score (upvotes minus downvotes received), 25 per page', tag: 'Users', auth: 'optional', params: pageOnly, success: { status: 200, schema: r.topUsersPage }, errors: [400] },
+
+  // The contract itself and operations
+  { method: 'get', path: '/api/openapi.json', operationId: 'getOpenApiDocument', summary: 'This document', tag: 'Meta', auth: 'none', success: { status: 200, schema: z.object({}).passthrough() }, errors: [] },
+  { method: 'get', path: '/api/docs', operationId: 'getApiDocs', summary: 'Interactive documentation of this API (HTML)', tag: 'Meta', auth: 'none', success: { status: 200, contentType: 'text/html', schema: z.string() }, errors: [], raw: true },
+  { method: 'get', path: '/healthz', operationId: 'health', summary: 'Readiness: 200 when every backing service answers', tag: 'Meta', auth: 'none', success: { status: 200, schema: r.health }, errors: [503] },
+  { method: 'get', path: '/metrics', operationId: 'metrics', summary: 'Prometheus metrics', tag: 'Meta', auth: 'none', success: { status: 200, contentType: 'text/plain', schema: z.string() }, errors: [], raw: true },
+];
+
+/** `/api/card/:card_id` -> `/api/card/{card_id}`. */
+export function toOpenApiPath(expressPath: string): string {
+  return expressPath.replace(/:([A-Za-z_][A-Za-z0-9_]*)/g, '{$1}');
+}
+
+function jsonResponse(description: string, schema: ZodTypeAny, contentType = 'application/json'): ResponseConfig {
+  return { description, content: { [contentType]: { schema } } };
+}
+
+let cached: ReturnType<OpenApiGeneratorV31['generateDocument']> | undefined;
+
+/** The OpenAPI 3.1 document of the gateway, generated from the same zod schemas the routes validate with. */
+export function buildOpenApiDocument() {
+  if (cached) return cached;
+  const registry = new OpenAPIRegistry();
+  registry.registerComponent('securitySchemes', 'cookieAuth', {
+    type: 'apiKey',
+    in: 'cookie',
+    name: 'ai-editor',
+    description: 'Session cookie set by POST /api/auth (HttpOnly, SameSite=Lax). State-changing requests that carry it must come from the same origin or a configured CORS origin (Origin/Referer check).',
+  });
+  const errorSchema = r.errorResponse;
+  for (const op of OPERATIONS) {
+    const responses: RouteConfig['responses'] = {};
+    const { success } = op;
+    const description = success.description ?? (success.status === 204 ? 'Done, no body' : 'OK');
+    if (success.schema) responses[success.status] = jsonResponse(description, success.schema, success.contentType);
+    else responses[success.status] = { description, ...(success.headers ? { headers: success.headers } : {}) };
+    if (success.headers && success.schema) (responses[success.status] as ResponseConfig).headers = success.headers;
+    for (const status of op.errors) responses[status] = jsonResponse(ERROR_DESCRIPTIONS[status] ?? 'Error', errorSchema);
+    responses.default = jsonResponse('Any other failure: a JSON {"message"} without internals', errorSchema);
+    const route: RouteConfig = {
+      method: op.method,
+      path: toOpenApiPath(op.path),
+      operationId: op.operationId,
+      summary: op.summary,
+      tags: [op.tag],
+      security: op.auth === 'required' ? [{ cookieAuth: [] }] : op.auth === 'optional' ? [{}, { cookieAuth: [] }] : [],
+      request: {
+        ...(op.params ? { params: op.params } : {}),
+        ...(op.body ? { body: { required: true, content: { 'application/json': { schema: op.body } } } } : {}),
+      },
+      responses,
+    };
+    registry.registerPath(route);
+  }
+  cached = new OpenApiGeneratorV31(registry.definitions).generateDocument({
+    openapi: '3.1.0',
+    info: {
+      title: 'Card Library API',
+      version: '1.0.0',
+      description:
+        'Cards, votes, collections, files, notifications and search behind one gateway. Every failure answers JSON {"message": "..."}. ' +
+        'Unknown request fields are ignored. Timestamps are ISO 8601 without a zone offset, with fractional seconds.',
+    },
+    servers: [{ url: '/' }],
+  });
+  return cached;
+}

@@ -1,0 +1,80 @@
+import type { Express } from 'express';
+import type { GatewayClients } from '../src/clients';
+import { createGatewayApp } from '../src/app';
+import { OPERATIONS, buildOpenApiDocument, toOpenApiPath } from '../src/openapi/document';
+import { createLogger } from '@cards/platform';
+
+interface Layer {
+  route?: { path: string; methods: Record<string, boolean> };
+  handle?: { stack?: Layer[] };
+  name?: string;
+}
+
+/** Every METHOD path the express app answers, found by walking its router stack (nested routers mounted at /api). */
+function servedRoutes(app: Express): string[] {
+  const out: string[] = [];
+  const walk = (stack: Layer[], prefix: string) => {
+    for (const layer of stack) {
+      if (layer.route) {
+        for (const [method, on] of Object.entries(layer.route.methods)) if (on && method !== '_all') out.push(`${method.toUpperCase()} ${prefix}${layer.route.path}`);
+      } else if (layer.name === 'router' && layer.handle?.stack) {
+        // The only nested router is the API router, mounted at /api (app.ts).
+        walk(layer.handle.stack, '/api');
+      }
+    }
+  };
+  walk((app as unknown as { router: { stack: Layer[] } }).router.stack, '');
+  // POST /api/file appears twice: its own body parser, then the handler.
+  return [...new Set(out)];
+}
+
+function anApp(): Express {
+  return createGatewayApp({
+    clients: {} as GatewayClients,
+    logger: createLogger('openapi-test'),
+    filesHttpAddress: '127.0.0.1:1',
+    maxFileBytes: 1024,
+    rateLimits: { perIpPerMinute: 10, perEmailPerMinute: 10 },
+    cookieSecure: false,
+    jsonBodyLimit: '1mb',
+    trustProxy: false,
+    checkPeers: async () => true,
+  });
+}
+
+describe('OpenAPI document', () => {
+  const document = buildOpenApiDocument();
+
+  it('documents every route the gateway serves, and nothing it does not serve', () => {
+    const served = servedRoutes(anApp());
+    expect(served.length).toBeGreaterThan(30);
+    const documented = Object.entries(document.paths ?? {}).flatMap(([path, item]) =>
+      Object.keys(item as object)
+        .filter((k) => ['get', 'put', 'post', 'delete', 'patch', 'head', 'options'].includes(k))
+        .map((method) => `${method.toUpperCase()} ${path}`),
+    );
+    expect(served.map((route) => route.replace(/^(\w+) (.*)$/, (_m, method: string, path: string) => `${method} ${toOpenApiPath(path)}`)).sort()).toEqual(documented.sort());
+  });
+
+  it('is OpenAPI 3.1 with unique operation ids, a body schema for every route that parses one, and JSON errors', () => {
+    expect(document.openapi).toBe('3.1.0');
+    const ids = OPERATIONS.map((op) => op.operationId);
+    expect(new Set(ids).size).toBe(ids.length);
+    for (const op of OPERATIONS) {
+      const item = (document.paths as Record<string, Record<string, any>>)[toOpenApiPath(op.path)]![op.method]!;
+      expect(item.responses.default.content['application/json'].schema).toEqual({ $ref: '#/components/schemas/Error' });
+      if (op.auth === 'required') expect(item.security).toEqual([{ cookieAuth: [] }]);
+      const pathParams = [...op.path.matchAll(/:(\w+)/g)].map((m) => m[1]);
+      expect((item.parameters ?? []).map((p: { name: string }) => p.name).sort()).toEqual(pathParams.sort());
+    }
+  });
+
+  it('describes the request bodies with the routes\' own zod schemas (required fields and limits)', () => {
+    const paths = document.paths as Record<string, Record<string, any>>;
+    const card = paths['/api/card']!.post.requestBody.content['application/json'].schema;
+    expect(card.required).toEqual(expect.arrayContaining(['card_html', 'link', 'private']));
+    expect(card.properties.card_html.maxLength).toBe(500_000);
+    const vote = paths['/api/vote']!.post.requestBody.content['application/json'].schema;
+    expect(vote.required).toEqual(['card_metadata_id', 'vote']);
+  });
+});

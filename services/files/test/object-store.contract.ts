@@ -8,28 +8,19 @@ async function drain(stream: NodeJS.ReadableStream): Promise<Buffer> {
   return Buffer.concat(chunks);
 }
 
-/** The ObjectStore port's contract; every adapter runs it. factory() gives an empty store, or null to skip with a printed reason. */
-export function describeObjectStoreContract(name: string, factory: () => Promise<ObjectStore | { skip: string }>): void {
+/** The ObjectStore port's contract; every adapter runs it. factory() gives a store to use for the whole suite. */
+export function describeObjectStoreContract(name: string, factory: () => Promise<ObjectStore>): void {
   describe(`ObjectStore contract: ${name}`, () => {
-    let store: ObjectStore | undefined;
-    let skip: string | undefined;
+    let store: ObjectStore;
 
     beforeAll(async () => {
-      const made = await factory();
-      if ('skip' in made) {
-        skip = made.skip;
-        console.warn(`SKIPPED ObjectStore contract for ${name}: ${skip}`);
-      } else store = made;
+      store = await factory();
     });
     afterAll(async () => {
       await store?.close();
     });
 
-    const run = (title: string, body: (s: ObjectStore) => Promise<void>) =>
-      it(title, async () => {
-        if (!store) return;
-        await body(store);
-      });
+    const run = (title: string, body: (s: ObjectStore) => Promise<void>) => it(title, () => body(store));
 
     run('put then read and open return the same bytes, stat the size', async (s) => {
       const key = randomUUID();
@@ -76,11 +67,6 @@ export function describeObjectStoreContract(name: string, factory: () => Promise
       await Promise.all([s.put(a, Buffer.from('aaa')), s.put(b, Buffer.from('bbbb'))]);
       await s.remove(a);
       expect((await s.read(b)).toString()).toBe('bbbb');
-    });
-
-    it('reports whether it ran', () => {
-      if (skip) console.warn(`ObjectStore contract for ${name} skipped: ${skip}`);
-      expect(store !== undefined || skip !== undefined).toBe(true);
     });
   });
 }

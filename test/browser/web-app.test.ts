@@ -221,6 +221,22 @@ describeInBrowser('web app in headless Chromium', () => {
     await shot('search-semantic');
   });
 
+  it('keeps a duplicate as a collision and lists it under its card in the results', async () => {
+    await page.goto('/card/new');
+    await page.getByLabel('Card text').fill(CARD_TEXT);
+    await page.getByRole('button', { name: 'Create card' }).click();
+    await page.getByText('this card duplicates one already in the library').waitFor();
+    const duplicateId = /\/card\/([0-9a-f-]{36})/.exec((await page.getByRole('link', { name: 'Open the saved card' }).getAttribute('href')) ?? '')![1]!;
+    expect(duplicateId).not.toBe(cardId);
+
+    await page.goto(`/?q=${encodeURIComponent('tidal locking moon')}&mode=fulltext`);
+    const entry = page.locator('.results > li').filter({ has: page.locator(`h3 a[href="/card/${cardId}"]`) });
+    await entry.waitFor();
+    await entry.getByText('1 duplicate of this card').click();
+    await entry.locator(`.collisions a[href="/card/${duplicateId}"]`).waitFor();
+    await shot('search-collision');
+  });
+
   it('votes on the card and the count and the author’s score follow', async () => {
     await page.goto(`/card/${cardId}`);
     const up = page.getByRole('button', { name: /Upvote/ });

@@ -268,7 +268,7 @@ describeWithHelm('Helm chart deploy/k8s (offline)', () => {
     for (const component of ['cards', 'search', 'files', 'notifications']) {
       expect(env(component, 'KAFKA_BROKERS')?.value).toBe('kafka-0.ci.example:9092,kafka-1.ci.example:9092');
     }
-    for (const component of ['identity', 'cards', 'notifications']) {
+    for (const component of ['identity', 'cards', 'files', 'notifications']) {
       expect(env(component, 'MONGO_URL')?.valueFrom?.secretKeyRef?.key).toBe('MONGO_URL');
     }
     expect(env('search', 'ELASTICSEARCH_URL')?.valueFrom?.secretKeyRef?.key).toBe('ELASTICSEARCH_URL');

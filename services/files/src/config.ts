@@ -26,6 +26,7 @@ export const filesConfigSchema = z
     S3_BUCKET: z.string().default('card-files'),
     S3_REGION: z.string().default('us-east-1'),
     KAFKA_BROKERS: z.string().optional(),
+    MONGO_URL: z.string().optional(),
     INGESTION_MAX_ATTEMPTS: envInt(8),
     INGESTION_CONCURRENCY: envInt(4),
   })

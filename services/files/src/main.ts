@@ -35,7 +35,8 @@ function objectStoreFrom(config: FilesConfig, logger: Logger): ObjectStore {
 export async function startFiles(env: Record<string, string | undefined> = process.env): Promise<RunningService> {
   const config = loadConfig(filesConfigSchema, env);
   const logger = createLogger('files');
-  logger.info('MONGO_URL support is not built for files yet; using the embedded SQLite store');
+  if (config.MONGO_URL) logger.warn('MONGO_URL is set but the files service has no MongoDB adapter yet; using SQLite');
+  else logger.info('MONGO_URL not set: using the embedded SQLite store');
   const repository = new SqliteFileRepository(join(config.DATA_DIR, 'files', 'files.db'));
   const objects = objectStoreFrom(config, logger);
   const reader = new LibraryDocumentReader();

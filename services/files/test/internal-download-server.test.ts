@@ -1,0 +1,70 @@
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createLogger, newId } from '@cards/platform';
+import { DiskObjectStore } from '../src/adapters/disk/disk-object-store';
+import { LibraryDocumentReader } from '../src/adapters/documents/library-document-reader';
+import { SqliteFileRepository } from '../src/adapters/sqlite/sqlite-file-repository';
+import { FilesService } from '../src/application/files-service';
+import { contentDisposition, startInternalDownloadServer } from '../src/http/internal-download-server';
+
+const TOKEN = 'a-shared-secret-for-tests';
+const pdf = readFileSync(join(__dirname, '../../../test/fixtures/documents/coffee.pdf'));
+let dir: string;
+let repository: SqliteFileRepository;
+let server: Awaited<ReturnType<typeof startInternalDownloadServer>>;
+let service: FilesService;
+let base: string;
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'files-http-'));
+  repository = new SqliteFileRepository(join(dir, 'files.db'));
+  const logger = createLogger('files-test', 'silent');
+  service = new FilesService({ repository, objects: new DiskObjectStore(join(dir, 'objects')), reader: new LibraryDocumentReader(), maxFileBytes: 1 << 20, logger, onEventsWritten: () => undefined });
+  server = await startInternalDownloadServer({ host: '127.0.0.1', port: 0, token: TOKEN, service, logger });
+  base = `http://127.0.0.1:${server.port}`;
+});
+afterAll(async () => {
+  await server.close();
+  await repository.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+const get = (path: string, headers: Record<string, string> = {}) => fetch(`${base}${path}`, { headers: { 'x-files-internal-token': TOKEN, ...headers } });
+
+describe('internal download server', () => {
+  it('streams the bytes with type, length and disposition when the token is presented', async () => {
+    const owner = newId();
+    const file = await service.upload({ callerId: owner, fileName: 'Kaffee Ä.pdf', mimeType: 'application/pdf', private: false, tags: [], bytes: pdf });
+    const res = await get(`/files/${file.id}`);
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toBe('application/pdf');
+    expect(res.headers.get('content-length')).toBe(String(pdf.length));
+    expect(res.headers.get('content-disposition')).toBe(`attachment; filename="Kaffee _.pdf"; filename*=UTF-8''Kaffee%20%C3%84.pdf`);
+    expect(Buffer.from(await res.arrayBuffer()).equals(pdf)).toBe(true);
+  });
+
+  it('refuses requests without the token or with a wrong one', async () => {
+    const file = await service.upload({ callerId: newId(), fileName: 'a.pdf', mimeType: 'application/pdf', private: false, tags: [], bytes: pdf });
+    expect((await fetch(`${base}/files/${file.id}`)).status).toBe(401);
+    expect((await get(`/files/${file.id}`, { 'x-files-internal-token': 'a-shared-secret-for-testz' })).status).toBe(401);
+  });
+
+  it('re-checks visibility with the caller the gateway names', async () => {
+    const owner = newId();
+    const file = await service.upload({ callerId: owner, fileName: 'p.pdf', mimeType: 'application/pdf', private: true, tags: [], bytes: pdf });
+    expect((await get(`/files/${file.id}`)).status).toBe(404);
+    expect((await get(`/files/${file.id}`, { 'x-caller-id': newId() })).status).toBe(404);
+    expect((await get(`/files/${file.id}`, { 'x-caller-id': owner })).status).toBe(200);
+  });
+
+  it('answers 404 for unknown ids and other paths', async () => {
+    expect((await get(`/files/${newId()}`)).status).toBe(404);
+    expect((await get('/files/../../etc/passwd')).status).toBe(404);
+    expect((await get('/other')).status).toBe(404);
+  });
+
+  it('contentDisposition quotes safely', () => {
+    expect(contentDisposition('a"b\\c.pdf')).toBe(`attachment; filename="a_b_c.pdf"; filename*=UTF-8''a%22b%5Cc.pdf`);
+  });
+});

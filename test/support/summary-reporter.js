@@ -11,7 +11,9 @@ class SummaryReporter {
       else failed++;
     }
     this.line = `${passed} passed, ${failed} failed, ${skipped} skipped`;
-    process.on('exit', () => process.stdout.write(`\n${this.line}\n`));
+    // Written synchronously to fd 1: under --forceExit jest exits through exit-x, which replaces
+    // process.stdout.write with a no-op before the 'exit' handlers run.
+    process.on('exit', () => require('node:fs').writeSync(1, `\n${this.line}\n`));
   }
 }
 module.exports = SummaryReporter;

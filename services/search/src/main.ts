@@ -38,7 +38,15 @@ export async function startSearch(env: Record<string, string | undefined> = proc
   if (config.ELASTICSEARCH_URL) logger.warn('ELASTICSEARCH_URL is set but the Elasticsearch index adapter is not built yet; using SQLite');
   else logger.info('ELASTICSEARCH_URL not set: using the embedded SQLite search index');
   const embedder = createEmbedder(config, logger);
-  const index = new SqliteCardIndex({ path: join(config.DATA_DIR, 'search', 'index.db'), dimensions: embedder.dimensions, exactScanLimit: config.SEARCH_EXACT_SCAN_LIMIT });
+  const index = new SqliteCardIndex({ path: join(config.DATA_DIR, 'search', 'index.db'), dimensions: embedder.dimensions, embedderId: embedder.id, exactScanLimit: config.SEARCH_EXACT_SCAN_LIMIT });
+  const stale = index.staleVectorCount();
+  if (stale > 0) {
+    logger.info({ cards: stale, embedder: embedder.id }, 'the embedder changed: re-embedding indexed cards in the background');
+    index
+      .refreshStaleVectors((texts) => embedder.embed(texts))
+      .then((n) => logger.info({ cards: n }, 're-embedded indexed cards'))
+      .catch((err: unknown) => logger.error({ err }, 're-embedding indexed cards failed; they stay unsearchable until the next start'));
+  }
   const bus = createEventBus({ DATA_DIR: config.DATA_DIR, KAFKA_BROKERS: config.KAFKA_BROKERS || undefined }, logger);
   const projector = new IndexProjector(index, embedder, bus, logger);
   const indexing = await bus.subscribe({ group: 'search-index', topics: [Topics.card, Topics.bookmark], handler: (event) => projector.handle(event) });

@@ -40,6 +40,24 @@ describe('SqliteCardIndex', () => {
     await second.close();
   });
 
+  test('cards embedded by another embedder stay out of search until their vectors are refreshed', async () => {
+    const path = tempFile();
+    const before = new SqliteCardIndex({ path, dimensions: CONTRACT_DIMENSIONS, embedderId: 'model-a' });
+    const card = aCard().saying('basalt columns form as lava cools').along(axis(1)).build();
+    await before.upsert(card);
+    await before.close();
+    const after = new SqliteCardIndex({ path, dimensions: CONTRACT_DIMENSIONS, embedderId: 'model-b' });
+    const everything = { tags: [], links: [] };
+    expect(after.staleVectorCount()).toBe(1);
+    expect((await after.nearest(axis(3), everything, { offset: 0, limit: 25 })).total).toBe(0);
+    expect(await after.refreshStaleVectors(async (texts) => texts.map(() => axis(3)))).toBe(1);
+    expect(after.staleVectorCount()).toBe(0);
+    const hits = (await after.nearest(axis(3), everything, { offset: 0, limit: 25 })).hits;
+    expect(hits.map((h) => h.cardId)).toEqual([card.cardId]);
+    expect(hits[0]!.score).toBeCloseTo(1, 5);
+    await after.close();
+  });
+
   test('rejects a vector of the wrong dimension instead of storing it', async () => {
     const index = new SqliteCardIndex({ path: ':memory:', dimensions: CONTRACT_DIMENSIONS });
     await expect(index.upsert(aCard().along(new Float32Array(3)).build())).rejects.toThrow(/dimensions/);

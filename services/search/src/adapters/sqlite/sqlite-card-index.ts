@@ -29,12 +29,15 @@ const MIGRATIONS = [
    );
    CREATE INDEX bookmarks_by_card ON bookmarks (card_id);
    CREATE VIRTUAL TABLE card_text USING fts5(text, tokenize = 'trigram', content = '', contentless_delete = 1);`,
+  `ALTER TABLE cards ADD COLUMN embedder TEXT NOT NULL DEFAULT '';`,
 ];
 
 export interface SqliteCardIndexOptions {
   /** File path, or ':memory:'. */
   path: string;
   dimensions: number;
+  /** The embedder that made the vectors; cards embedded by another one wait for refreshStaleVectors(). */
+  embedderId?: string;
   /** Scopes up to this many cards are ranked by exact cosine over all of them. */
   exactScanLimit?: number;
   /** Least number of candidates the sign-code pass hands to exact ranking (also at least 8x what is asked for). */
@@ -72,6 +75,7 @@ export class SqliteCardIndex implements CardIndex {
   private readonly exactScanLimit: number;
   private readonly candidateFloor: number;
   private readonly minTextScore: number;
+  private readonly embedderId: string;
 
   // Per slot (one per searchable root card).
   private slotCount = 0;
@@ -96,6 +100,7 @@ export class SqliteCardIndex implements CardIndex {
     this.exactScanLimit = options.exactScanLimit ?? 20_000;
     this.candidateFloor = options.candidateFloor ?? 3_000;
     this.minTextScore = options.minTextScore ?? 0.3;
+    this.embedderId = options.embedderId ?? '';
     this.load();
   }
 
@@ -107,18 +112,18 @@ export class SqliteCardIndex implements CardIndex {
       const existing = this.db.prepare('SELECT rowid, updated_at FROM cards WHERE card_id = ?').get(card.cardId) as { rowid: number; updated_at: number } | undefined;
       if (existing && existing.updated_at > at) return false;
       const vector = Buffer.from(card.vector.buffer, card.vector.byteOffset, card.vector.byteLength);
-      const values = [card.authorId, card.content, JSON.stringify(card.tags), card.link, card.private ? 1 : 0, card.collisionOf ?? null, vector, card.vectorPointId, at];
+      const values = [card.authorId, card.content, JSON.stringify(card.tags), card.link, card.private ? 1 : 0, card.collisionOf ?? null, vector, card.vectorPointId, at, this.embedderId];
       let rowid: number;
       if (existing) {
         rowid = existing.rowid;
         this.db
-          .prepare('UPDATE cards SET author_id = ?, content = ?, tags = ?, link = ?, private = ?, collision_of = ?, vector = ?, vector_point_id = ?, updated_at = ? WHERE rowid = ?')
+          .prepare('UPDATE cards SET author_id = ?, content = ?, tags = ?, link = ?, private = ?, collision_of = ?, vector = ?, vector_point_id = ?, updated_at = ?, embedder = ? WHERE rowid = ?')
           .run(...values, rowid);
         this.db.prepare('DELETE FROM card_text WHERE rowid = ?').run(rowid);
       } else {
         rowid = Number(
           this.db
-            .prepare('INSERT INTO cards (card_id, author_id, content, tags, link, private, collision_of, vector, vector_point_id, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)')
+            .prepare('INSERT INTO cards (card_id, author_id, content, tags, link, private, collision_of, vector, vector_point_id, updated_at, embedder) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)')
             .run(card.cardId, ...values).lastInsertRowid,
         );
       }
@@ -166,6 +171,34 @@ export class SqliteCardIndex implements CardIndex {
   async get(cardId: string): Promise<IndexedCard | undefined> {
     const row = this.db.prepare('SELECT * FROM cards WHERE card_id = ?').get(cardId) as CardRow | undefined;
     return row ? fromRow(row, this.collectionIdsOf(cardId)) : undefined;
+  }
+
+  /** Cards whose vectors another embedder made (after EMBEDDINGS_URL or the model changed): not searchable until refreshed. */
+  staleVectorCount(): number {
+    return (this.db.prepare('SELECT COUNT(*) AS n FROM cards WHERE embedder != ?').get(this.embedderId) as { n: number }).n;
+  }
+
+  /** Re-embeds the stale cards in batches with the current embedder and makes them searchable again; answers how many. */
+  async refreshStaleVectors(embed: (texts: string[]) => Promise<Float32Array[]>, batchSize = 256): Promise<number> {
+    let refreshed = 0;
+    while (this.db.open) {
+      const rows = this.db.prepare('SELECT * FROM cards WHERE embedder != ? LIMIT ?').all(this.embedderId, batchSize) as CardRow[];
+      if (rows.length === 0) break;
+      const vectors = await embed(rows.map((r) => r.content));
+      if (!this.db.open) break;
+      rows.forEach((row, i) => {
+        const vector = vectors[i]!;
+        const changed = this.db
+          .prepare('UPDATE cards SET vector = ?, embedder = ? WHERE rowid = ? AND updated_at = ?')
+          .run(Buffer.from(vector.buffer, vector.byteOffset, vector.byteLength), this.embedderId, row.rowid, row.updated_at).changes;
+        if (changed === 1 && row.collision_of === null) {
+          this.unslot(row.card_id);
+          this.slot(row.rowid, { ...fromRow(row), vector });
+        }
+      });
+      refreshed += rows.length;
+    }
+    return refreshed;
   }
 
   async count(): Promise<number> {
@@ -409,7 +442,7 @@ export class SqliteCardIndex implements CardIndex {
     for (const row of this.db.prepare('SELECT collection_id, card_id FROM bookmarks WHERE added = 1').iterate() as Iterable<{ collection_id: string; card_id: string }>) {
       this.applyBookmarkInMemory(row.collection_id, row.card_id, true);
     }
-    for (const row of this.db.prepare('SELECT * FROM cards WHERE collision_of IS NULL ORDER BY rowid').iterate() as Iterable<CardRow>) {
+    for (const row of this.db.prepare('SELECT * FROM cards WHERE collision_of IS NULL AND embedder = ? ORDER BY rowid').iterate(this.embedderId) as Iterable<CardRow>) {
       if (row.vector.byteLength !== this.vectors.dimensions * 4) continue;
       this.slot(row.rowid, fromRow(row));
     }

@@ -1,0 +1,26 @@
+// docs/deploy.md documents every environment variable of every service: each variable a service's
+// config reads must appear in that service's table.
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { ROOT } from './helm';
+import { COMPONENTS, variablesReadBy } from './service-config';
+
+const docs = readFileSync(join(ROOT, 'docs/deploy.md'), 'utf8');
+
+/** The text of the `### <component>` section under "## Environment variables". */
+function section(component: string): string {
+  const env = docs.slice(docs.indexOf('## Environment variables'));
+  const start = env.indexOf(`\n### ${component}\n`);
+  if (start < 0) return '';
+  const end = env.indexOf('\n### ', start + 1);
+  return env.slice(start, end < 0 ? undefined : end);
+}
+
+describe('docs/deploy.md', () => {
+  it.each(COMPONENTS)('lists every variable %s reads in its table', (component) => {
+    const text = section(component);
+    expect(text).not.toBe('');
+    const missing = [...variablesReadBy(component)].filter((name) => !text.includes(`\`${name}\``));
+    expect(missing).toEqual([]);
+  });
+});

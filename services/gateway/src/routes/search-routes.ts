@@ -1,9 +1,9 @@
 import type { Request, Router } from 'express';
 import { z } from 'zod';
-import { toApiTimestamp } from '@cards/platform';
-import type { cards, search } from '@cards/proto';
+import type { search } from '@cards/proto';
 import type { RouteDeps } from '../app';
 import { presentCardGroups } from '../presenters/card-presenter';
+import { presentCollection } from '../presenters/collection-presenter';
 import { pageParam, parseBody, tagList, uuidString } from '../http/validation';
 
 /** Every search page holds 25 cards (DESIGN.md "Paging"). */
@@ -29,19 +29,6 @@ export const cardSearchBody = z.object({
 });
 
 export const collectionSearchBody = cardSearchBody.extend({ collection_id: uuidString });
-
-/** A Collection as the interface shows it. */
-export function presentCollection(c: cards.Collection) {
-  return {
-    id: c.id,
-    author_id: c.authorId,
-    name: c.name,
-    description: c.description,
-    is_public: c.isPublic,
-    created_at: toApiTimestamp(c.createdAt),
-    updated_at: toApiTimestamp(c.updatedAt),
-  };
-}
 
 type Kind = 'semantic' | 'fulltext';
 

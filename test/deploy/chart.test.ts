@@ -350,6 +350,14 @@ describeWithHelm('Helm chart deploy/k8s (offline)', () => {
     expect(claim.metadata.annotations['helm.sh/resource-policy']).toBe('keep');
   });
 
+  it("probes the gateway's own port for readiness when healthPath is empty", () => {
+    const rendered = template(['-f', CI_VALUES, '--set', 'components.gateway.healthPath=']);
+    expect(rendered.status).toBe(0);
+    const gateway = containerOf(find(rendered.objects, 'Deployment', componentName('gateway'))!);
+    expect(gateway.readinessProbe?.tcpSocket?.port).toBe('http');
+    expect(gateway.readinessProbe?.httpGet).toBeUndefined();
+  });
+
   it('leaves a disabled component out entirely, and points nobody at it', () => {
     const rendered = template(['-f', CI_VALUES, '--set', 'components.notifications.enabled=false']);
     expect(rendered.status).toBe(0);

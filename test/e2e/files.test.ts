@@ -25,7 +25,8 @@ let bob: TestUser;
 
 beforeAll(async () => {
   await mailbox.start();
-  system = await startSystem({ env: { SMTP_URL: mailbox.url, MAX_FILE_BYTES: String(MAX_FILE_BYTES) } });
+  // With an internal token, so the gateway -> files download path is exercised with it.
+  system = await startSystem({ env: { SMTP_URL: mailbox.url, MAX_FILE_BYTES: String(MAX_FILE_BYTES), FILES_INTERNAL_TOKEN: 'e2e-internal-token-0123456789' } });
   [alice, bob] = await Promise.all([signUp(system.baseUrl, mailbox, 'alice'), signUp(system.baseUrl, mailbox, 'bob')]);
 }, 120_000);
 afterAll(async () => {

@@ -36,7 +36,12 @@ export function describeFileRepositoryContract(name: string, factory: () => Prom
     it('a failed create (duplicate id) stores neither record nor event', async () => {
       const file = aFile().build();
       await subject.repository.create(file, [event(file.id, 'first')]);
-      await expect(subject.repository.create({ ...file, fileName: 'other.pdf' }, [event(file.id, 'second')])).rejects.toThrow();
+      // Not .rejects.toThrow(): a native driver's error class may come from another jest realm.
+      const outcome = await subject.repository.create({ ...file, fileName: 'other.pdf' }, [event(file.id, 'second')]).then(
+        () => 'stored',
+        () => 'refused',
+      );
+      expect(outcome).toBe('refused');
       expect((await subject.repository.get(file.id))?.fileName).toBe('notes.docx');
       expect((await subject.pendingEvents()).map((e) => new TextDecoder().decode(e.payload))).toEqual(['first']);
     });

@@ -22,6 +22,9 @@ export interface KafkaEventBusOptions {
   readyTimeoutMs?: number;
 }
 
+/** Handled messages between offset commits inside one fetched batch; a crash redelivers at most this many. */
+const COMMIT_EVERY = 100;
+
 /** Suffix of the dead-letter topic a message goes to after maxAttempts failed deliveries. */
 export const DEAD_LETTER_SUFFIX = '.dlq';
 
@@ -255,31 +258,45 @@ class KafkaSubscription {
       // which would lose the commit of the message a graceful close waited for.
       eachBatch: async ({ batch, resolveOffset, heartbeat, commitOffsetsIfNecessary, isRunning, isStale }) => {
         const { topic, partition } = batch;
-        for (const message of batch.messages) {
-          if (this.stopping || !isRunning() || isStale()) return;
-          const event = {
-            topic,
-            key: message.key?.toString() ?? '',
-            payload: message.value ? new Uint8Array(message.value) : new Uint8Array(),
-            offset: message.offset,
-          };
-          const outcome = await this.deliver(event, heartbeat);
-          // Closing with the handler failing: leave the offset uncommitted so the group gets the message again.
-          if (outcome === 'abandoned') return;
-          if (outcome !== 'ok') {
-            await this.bus.publishNow([{ topic: `${topic}${DEAD_LETTER_SUFFIX}`, key: event.key, payload: event.payload }], {
-              [DeadLetterHeaders.topic]: topic,
-              [DeadLetterHeaders.partition]: String(partition),
-              [DeadLetterHeaders.offset]: message.offset,
-              [DeadLetterHeaders.group]: group,
-              [DeadLetterHeaders.error]: outcome.error.slice(0, 2000),
-              [DeadLetterHeaders.attempts]: String(outcome.attempts),
-            });
-            this.busOptions.logger.error({ group, topic, partition, offset: message.offset, error: outcome.error }, 'event moved to dead-letter topic');
+        // Offsets are committed only up to messages whose handler finished (or that were dead-lettered):
+        // every COMMIT_EVERY messages, at the end of the batch, and when leaving it early (close, rebalance).
+        let done: string | undefined;
+        let sinceCommit = 0;
+        const commit = async () => {
+          if (done === undefined || sinceCommit === 0) return;
+          sinceCommit = 0;
+          await commitOffsetsIfNecessary({ topics: [{ topic, partitions: [{ partition, offset: (BigInt(done) + 1n).toString() }] }] });
+        };
+        try {
+          for (const message of batch.messages) {
+            if (this.stopping || !isRunning() || isStale()) return;
+            const event = {
+              topic,
+              key: message.key?.toString() ?? '',
+              payload: message.value ? new Uint8Array(message.value) : new Uint8Array(),
+              offset: message.offset,
+            };
+            const outcome = await this.deliver(event, heartbeat);
+            // Closing with the handler failing: leave the offset uncommitted so the group gets the message again.
+            if (outcome === 'abandoned') return;
+            if (outcome !== 'ok') {
+              await this.bus.publishNow([{ topic: `${topic}${DEAD_LETTER_SUFFIX}`, key: event.key, payload: event.payload }], {
+                [DeadLetterHeaders.topic]: topic,
+                [DeadLetterHeaders.partition]: String(partition),
+                [DeadLetterHeaders.offset]: message.offset,
+                [DeadLetterHeaders.group]: group,
+                [DeadLetterHeaders.error]: outcome.error.slice(0, 2000),
+                [DeadLetterHeaders.attempts]: String(outcome.attempts),
+              });
+              this.busOptions.logger.error({ group, topic, partition, offset: message.offset, error: outcome.error }, 'event moved to dead-letter topic');
+            }
+            resolveOffset(message.offset);
+            done = message.offset;
+            if (++sinceCommit >= COMMIT_EVERY) await commit();
+            await heartbeat();
           }
-          resolveOffset(message.offset);
-          await commitOffsetsIfNecessary({ topics: [{ topic, partitions: [{ partition, offset: (BigInt(message.offset) + 1n).toString() }] }] });
-          await heartbeat();
+        } finally {
+          await commit();
         }
       },
     });

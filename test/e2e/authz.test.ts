@@ -177,3 +177,258 @@ describe('authorization matrix', () => {
     expect((await clients.owner.GET('/api/auth')).response.status).toBe(401);
   }, 120_000);
 });
+
+describe('private data sweep: private cards, files and collections reach nobody but their owner', () => {
+  let owner: CardsClient;
+  let viewers: [string, CardsClient][];
+  let marker: string;
+  let privCard: string;
+  let pubCard: string;
+  let collisionRoot: string;
+  let privCollision: string;
+  let pubColl: string;
+  let privColl: string;
+  let privFile: string;
+  let votedThenPrivate: string;
+
+  beforeAll(async () => {
+    // The matrix logged everyone out: fresh sessions.
+    const login = async (user: TestUser) => {
+      const api = typedClient(system.baseUrl);
+      const res = await api.POST('/api/auth', { body: { email: user.email, password: user.password } });
+      if (res.response.status !== 204) throw new Error(`login ${res.response.status}`);
+      return api;
+    };
+    owner = await login(alice);
+    const other = await login(bob);
+    viewers = [
+      ['anonymous', typedClient(system.baseUrl)],
+      ['another user', other],
+    ];
+    const text = uniqueText(90);
+    marker = text.split(' ')[0]!;
+    // A private card and a public one sharing the marker word, both in a public collection.
+    privCard = (await owner.POST('/api/card', { body: { card_html: html(text), link: 'https://example.com/secret', private: true, tag_set: ['sweep'] } })).data!.card_metadata.id;
+    pubCard = (await owner.POST('/api/card', { body: { card_html: html(`${marker} ${uniqueText(85)}`), link: 'https://example.com/open', private: false, tag_set: ['sweep'] } })).data!.card_metadata.id;
+    // Another user's public card with a private duplicate of the owner underneath it (a collision).
+    const shared = uniqueText(90);
+    collisionRoot = (await other.POST('/api/card', { body: { card_html: html(shared), link: '', private: false } })).data!.card_metadata.id;
+    const dup = await owner.POST('/api/card', { body: { card_html: html(shared), link: '', private: true } });
+    expect(dup.data!.duplicate).toBe(true);
+    privCollision = dup.data!.card_metadata.id;
+    pubColl = await newCollection(owner, true, 'sweep public');
+    privColl = await newCollection(owner, false, `sweep private ${marker}`);
+    for (const card of [privCard, pubCard, privCollision]) {
+      const add = await owner.POST('/api/card_collection/{collection_id}', { params: { path: { collection_id: pubColl } }, body: { card_metadata_id: card } });
+      expect(add.response.status).toBe(204);
+    }
+    await owner.POST('/api/card_collection/{collection_id}', { params: { path: { collection_id: privColl } }, body: { card_metadata_id: pubCard } });
+    privFile = await newFile(owner, true);
+    // A card that was voted on while public and made private afterwards.
+    votedThenPrivate = await newCard(owner, false);
+    expect((await other.POST('/api/vote', { body: { card_metadata_id: votedThenPrivate, vote: true } })).response.status).toBe(200);
+    expect((await owner.PUT('/api/card/update', { body: { card_uuid: votedThenPrivate, private: true } })).response.status).toBe(204);
+    // The positive control: the owner finds the private card once the index has caught up, so the
+    // absence checks below are not vacuous.
+    await eventually('the private card in the owner\'s searches', async () => {
+      const [s, f] = await Promise.all([
+        owner.POST('/api/card/search/{page}', { params: { path: { page: 1 } }, body: { content: text } }),
+        owner.POST('/api/card/fulltextsearch/{page}', { params: { path: { page: 1 } }, body: { content: marker } }),
+      ]);
+      const ids = [...(s.data?.score_cards ?? []), ...(f.data?.score_cards ?? [])].flatMap((e) => e.metadata.map((c) => c.id));
+      return ids.filter((id) => id === privCard).length === 2 && ids.includes(pubCard);
+    });
+    await eventually('the private collision under its root for the owner', async () => {
+      const res = await owner.POST('/api/card/fulltextsearch/{page}', { params: { path: { page: 1 } }, body: { content: shared.split(' ')[0]! } });
+      return (res.data?.score_cards ?? []).some((e) => e.metadata[0]!.id === collisionRoot && e.metadata.some((c) => c.id === privCollision));
+    });
+  }, 120_000);
+
+  const secretIds = () => [privCard, privCollision, privColl, privFile, votedThenPrivate];
+  /** Any of the private ids anywhere in a response body. */
+  const leaks = (body: unknown) => secretIds().filter((id) => JSON.stringify(body ?? null).includes(id));
+
+  it('searches (semantic, full-text, filtered, in a collection) never show them to others', async () => {
+    const shared = (await owner.GET('/api/card/{card_id}', { params: { path: { card_id: privCollision } } })).data!.content;
+    for (const [who, api] of viewers) {
+      const bodies = [
+        { content: marker },
+        { content: marker, tag_set: ['sweep'] },
+        { content: marker, link: ['example.com/secret'] },
+        { content: shared.slice(0, 300) },
+      ];
+      for (const body of bodies) {
+        for (const path of ['/api/card/search/{page}', '/api/card/fulltextsearch/{page}'] as const) {
+          const res = await api.POST(path, { params: { path: { page: 1 } }, body });
+          expect({ who, path, status: res.response.status }).toEqual({ who, path, status: 200 });
+          expect({ who, path, body, leaks: leaks(res.data) }).toEqual({ who, path, body, leaks: [] });
+        }
+        for (const path of ['/api/card_collection/search/{page}', '/api/card_collection/fulltextsearch/{page}'] as const) {
+          const res = await api.POST(path, { params: { path: { page: 1 } }, body: { ...body, collection_id: pubColl } });
+          expect({ who, path, leaks: leaks(res.data) }).toEqual({ who, path, leaks: [] });
+        }
+      }
+      // The public card with the same word is found: the search itself works for them.
+      const found = await api.POST('/api/card/fulltextsearch/{page}', { params: { path: { page: 1 } }, body: { content: marker } });
+      expect(found.data!.score_cards.flatMap((e) => e.metadata.map((c) => c.id))).toContain(pubCard);
+    }
+  });
+
+  it('collection pages, user pages, per-user listings and bookmark lookups never show them to others', async () => {
+    const ownerPage = await owner.GET('/api/user/{user_id}/{page}', { params: { path: { user_id: alice.id, page: 1 } } });
+    const ownerCollections = await owner.GET('/api/user/collections/{user_id}', { params: { path: { user_id: alice.id } } });
+    const ownerFiles = await owner.GET('/api/user/files/{user_id}', { params: { path: { user_id: alice.id } } });
+    const ownerCollectionPage = await owner.GET('/api/card_collection/{collection_id}/{page}', { params: { path: { collection_id: pubColl, page: 1 } } });
+    // Positive controls: the owner sees every private thing.
+    expect(ownerPage.data!.cards.map((c) => c.id)).toEqual(expect.arrayContaining([privCard, privCollision, votedThenPrivate]));
+    expect(ownerCollections.data!.map((c) => c.id)).toContain(privColl);
+    expect(ownerFiles.data!.map((f) => f.id)).toContain(privFile);
+    expect(ownerCollectionPage.data!.bookmarks.flatMap((b) => b.metadata.map((c) => c.id))).toEqual(expect.arrayContaining([privCard, privCollision]));
+    const ownerPrivateCount = ownerPage.data!.cards.filter((c) => c.private).length;
+    expect(ownerPrivateCount).toBeGreaterThanOrEqual(3);
+
+    for (const [who, api] of viewers) {
+      const page = await api.GET('/api/user/{user_id}/{page}', { params: { path: { user_id: alice.id, page: 1 } } });
+      expect({ who, leaks: leaks(page.data) }).toEqual({ who, leaks: [] });
+      expect(page.data!.cards.every((c) => !c.private)).toBe(true);
+      expect({ who, count: page.data!.total_cards_created }).toEqual({ who, count: ownerPage.data!.total_cards_created - ownerPrivateCount });
+      for (const res of [
+        await api.GET('/api/user/collections/{user_id}', { params: { path: { user_id: alice.id } } }),
+        await api.GET('/api/user/files/{user_id}', { params: { path: { user_id: alice.id } } }),
+        await api.GET('/api/card_collection/{collection_id}/{page}', { params: { path: { collection_id: pubColl, page: 1 } } }),
+        await api.GET('/api/top_users/{page}', { params: { path: { page: 1 } } }),
+        await api.GET('/api/card/{card_id}', { params: { path: { card_id: collisionRoot } } }),
+      ]) {
+        expect({ who, url: res.response.url, leaks: leaks(res.data ?? res.error) }).toEqual({ who, url: res.response.url, leaks: [] });
+      }
+      const collectionPage = await api.GET('/api/card_collection/{collection_id}/{page}', { params: { path: { collection_id: pubColl, page: 1 } } });
+      expect(collectionPage.data!.bookmarks.flatMap((b) => b.metadata.map((c) => c.id))).toContain(pubCard);
+    }
+    // The lookup echoes the ids it was given; about someone else's private card it says what it says about an unknown id.
+    const unknown = '00000000-0000-4000-8000-00000000abcd';
+    const lookup = await viewers[1]![1].POST('/api/card_collection/bookmark', { body: { collection_ids: [privCard, pubCard, unknown].join(',') } });
+    expect(lookup.data).toEqual([
+      { card_uuid: privCard, collection_ids: [] },
+      { card_uuid: pubCard, collection_ids: [] },
+      { card_uuid: unknown, collection_ids: [] },
+    ]);
+  });
+
+  // KNOWN GAP (cards service, reported to the lead): votes received on a card that was later made private still
+  // count in the author's total_upvotes_received (and top-users score) shown to everyone. test.failing keeps
+  // CI green while documenting it, and turns red once it is fixed so this marker gets removed.
+  it.failing('a card made private after it was voted on no longer counts in the author\'s totals seen by others', async () => {
+    // Score and totals seen by others must not reveal votes on a card they cannot see.
+    const seenByOther = await viewers[1]![1].GET('/api/user/{user_id}/{page}', { params: { path: { user_id: alice.id, page: 1 } } });
+    const ownView = await owner.GET('/api/user/{user_id}/{page}', { params: { path: { user_id: alice.id, page: 1 } } });
+    const visibleUpvotes = seenByOther.data!.cards.reduce((n, c) => n + c.total_upvotes, 0);
+    expect(ownView.data!.total_upvotes_received).toBeGreaterThanOrEqual(1);
+    expect({ upvotes_received_seen_by_others: seenByOther.data!.total_upvotes_received }).toEqual({ upvotes_received_seen_by_others: visibleUpvotes });
+  });
+});
+
+describe('cross-origin defences and response hygiene', () => {
+  let cookie: string;
+  let victim: CardsClient;
+  const evil = 'https://evil.example';
+
+  beforeAll(async () => {
+    victim = typedClient(system.baseUrl);
+    await victim.POST('/api/auth', { body: { email: bob.email, password: bob.password } });
+    cookie = victim.session.cookie!;
+  });
+
+  const cardBody = () => ({ card_html: html(uniqueText()), link: '', private: false });
+
+  it('refuses state-changing requests with the cookie from another site, by Origin or by Referer, and stores nothing', async () => {
+    const before = (await victim.GET('/api/user/{user_id}/{page}', { params: { path: { user_id: bob.id, page: 1 } } })).data!.total_cards_created;
+    for (const headers of [{ origin: evil }, { origin: 'null' }, { referer: `${evil}/page` }, { origin: `${system.baseUrl}.evil.example` }] as Record<string, string>[]) {
+      const forged = typedClient(system.baseUrl, undefined, headers);
+      forged.session.cookie = cookie;
+      const res = await forged.POST('/api/card', { body: cardBody() });
+      expect({ headers, status: res.response.status }).toEqual({ headers, status: 403 });
+      expect(res.error).toEqual({ message: expect.stringContaining('Cross-site') });
+      const del = await forged.DELETE('/api/auth');
+      expect(del.response.status).toBe(403);
+    }
+    const after = (await victim.GET('/api/user/{user_id}/{page}', { params: { path: { user_id: bob.id, page: 1 } } })).data!.total_cards_created;
+    expect(after).toBe(before);
+    expect((await victim.GET('/api/auth')).response.status).toBe(200);
+  });
+
+  it('lets same-origin pages, configured origins, header-less API clients and cookie-less requests through', async () => {
+    for (const headers of [{ origin: system.baseUrl }, { referer: `${system.baseUrl}/card/new` }, { origin: APP_ORIGIN }, {}] as Record<string, string>[]) {
+      const api = typedClient(system.baseUrl, undefined, headers);
+      api.session.cookie = cookie;
+      const res = await api.POST('/api/card', { body: cardBody() });
+      expect({ headers, status: res.response.status }).toEqual({ headers, status: 200 });
+    }
+    // Reads are not state-changing; no cookie means no session to ride on (401, not 403).
+    const crossRead = typedClient(system.baseUrl, undefined, { origin: evil });
+    crossRead.session.cookie = cookie;
+    expect((await crossRead.GET('/api/auth')).response.status).toBe(200);
+    const anonymous = typedClient(system.baseUrl, undefined, { origin: evil });
+    expect((await anonymous.POST('/api/card', { body: cardBody() })).response.status).toBe(401);
+  });
+
+  it('answers CORS with credentials for configured origins only', async () => {
+    const preflight = (origin: string) =>
+      fetch(`${system.baseUrl}/api/card`, { method: 'OPTIONS', headers: { origin, 'access-control-request-method': 'POST', 'access-control-request-headers': 'content-type' } });
+    const allowed = await preflight(APP_ORIGIN);
+    expect(allowed.status).toBeLessThan(300);
+    expect(allowed.headers.get('access-control-allow-origin')).toBe(APP_ORIGIN);
+    expect(allowed.headers.get('access-control-allow-credentials')).toBe('true');
+    expect(allowed.headers.get('access-control-allow-methods')).toContain('POST');
+    const refused = await preflight(evil);
+    expect(refused.headers.get('access-control-allow-origin')).toBeNull();
+    const simple = await fetch(`${system.baseUrl}/api/card/count`, { headers: { origin: evil } });
+    expect(simple.headers.get('access-control-allow-origin')).toBeNull();
+    const configured = await fetch(`${system.baseUrl}/api/card/count`, { headers: { origin: APP_ORIGIN } });
+    expect(configured.headers.get('access-control-allow-origin')).toBe(APP_ORIGIN);
+    expect(configured.headers.get('vary')).toMatch(/origin/i);
+  });
+
+  it('sends security headers and the session cookie with HttpOnly, SameSite=Lax, Path=/ and a 24 h lifetime', async () => {
+    const res = await fetch(`${system.baseUrl}/api/auth`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: bob.email, password: bob.password }) });
+    expect(res.status).toBe(204);
+    expect(res.headers.get('x-content-type-options')).toBe('nosniff');
+    expect(res.headers.get('x-frame-options')).toBe('SAMEORIGIN');
+    expect(res.headers.get('strict-transport-security')).toContain('max-age=');
+    expect(res.headers.get('referrer-policy')).toBe('no-referrer');
+    expect(res.headers.get('x-powered-by')).toBeNull();
+    const setCookie = res.headers.getSetCookie().find((c) => c.startsWith('ai-editor='))!;
+    expect(setCookie).toMatch(/; HttpOnly/i);
+    expect(setCookie).toMatch(/; SameSite=Lax/i);
+    expect(setCookie).toMatch(/; Path=\//i);
+    // PUBLIC_URL is http here, so no Secure flag (docs/decisions.md: Secure follows PUBLIC_URL unless COOKIE_SECURE says otherwise).
+    expect(setCookie).not.toMatch(/; Secure/i);
+    const expires = Date.parse(/Expires=([^;]+)/i.exec(setCookie)![1]!);
+    expect(Math.abs(expires - Date.now() - 24 * 3600_000)).toBeLessThan(120_000);
+  });
+
+  it('answers bad requests with a plain {"message"}: no stack traces, file paths or internal names', async () => {
+    const answers = await Promise.all([
+      fetch(`${system.baseUrl}/api/card`, { method: 'POST', headers: { 'content-type': 'application/json', cookie }, body: '{"card_html": ' }),
+      fetch(`${system.baseUrl}/api/card/not-a-uuid`),
+      fetch(`${system.baseUrl}/api/nope`),
+      fetch(`${system.baseUrl}/api/vote`, { method: 'POST', headers: { 'content-type': 'application/json', cookie }, body: JSON.stringify({ card_metadata_id: '00000000-0000-4000-8000-000000000000', vote: true }) }),
+      fetch(`${system.baseUrl}/api/card/search/1`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ content: { $gt: '' } }) }),
+      fetch(`${system.baseUrl}/api/file`, { method: 'POST', headers: { 'content-type': 'application/json', cookie }, body: JSON.stringify({ base64_docx_file: 'UEsDBA', file_name: 'a.docx', file_mime_type: 'x', private: false }) }),
+    ]);
+    for (const res of answers) {
+      expect(res.status).toBeGreaterThanOrEqual(400);
+      expect(res.status).toBeLessThan(500);
+      const body = (await res.json()) as Record<string, unknown>;
+      expect(Object.keys(body)).toEqual(['message']);
+      expect(String(body.message)).not.toMatch(/\bat \S+ \(|\.ts:\d+|node_modules|\/work\/|SQLITE|grpc|Error:/i);
+    }
+  });
+
+  it('writes no passwords, session tokens or secrets to the logs', async () => {
+    const logs = system.logs();
+    expect(logs.length).toBeGreaterThan(0);
+    const token = cookie.split('=')[1]!;
+    for (const secret of [alice.password, bob.password, token, token.split('.')[2]!]) expect(logs).not.toContain(secret);
+    expect(logs).not.toMatch(/"(password|password_confirmation|token|jwt_secret|JWT_SECRET)":"[^"]/i);
+  });
+});

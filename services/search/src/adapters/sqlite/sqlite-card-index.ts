@@ -1,3 +1,4 @@
+import type { Statement } from 'better-sqlite3';
 import { openSqlite, type SqliteDatabase } from '@cards/platform';
 import type { IndexedCard, IndexHit, IndexPage, PageRequest, SearchScope } from '../../domain/model';
 import type { CardIndex } from '../../domain/ports';
@@ -76,6 +77,7 @@ export class SqliteCardIndex implements CardIndex {
   private readonly candidateFloor: number;
   private readonly minTextScore: number;
   private readonly embedderId: string;
+  private readonly statements = new Map<string, Statement>();
 
   // Per slot (one per searchable root card).
   private slotCount = 0;
@@ -108,26 +110,24 @@ export class SqliteCardIndex implements CardIndex {
     if (card.vector.length !== this.vectors.dimensions) throw new Error(`vector has ${card.vector.length} dimensions, the index ${this.vectors.dimensions}`);
     const at = card.updatedAt.getTime();
     const applied = this.db.transaction(() => {
-      if (this.db.prepare('SELECT 1 FROM removed_cards WHERE card_id = ?').get(card.cardId)) return false;
-      const existing = this.db.prepare('SELECT rowid, updated_at FROM cards WHERE card_id = ?').get(card.cardId) as { rowid: number; updated_at: number } | undefined;
+      if (this.sql('SELECT 1 FROM removed_cards WHERE card_id = ?').get(card.cardId)) return false;
+      const existing = this.sql('SELECT rowid, updated_at FROM cards WHERE card_id = ?').get(card.cardId) as { rowid: number; updated_at: number } | undefined;
       if (existing && existing.updated_at > at) return false;
       const vector = Buffer.from(card.vector.buffer, card.vector.byteOffset, card.vector.byteLength);
       const values = [card.authorId, card.content, JSON.stringify(card.tags), card.link, card.private ? 1 : 0, card.collisionOf ?? null, vector, card.vectorPointId, at, this.embedderId];
       let rowid: number;
       if (existing) {
         rowid = existing.rowid;
-        this.db
-          .prepare('UPDATE cards SET author_id = ?, content = ?, tags = ?, link = ?, private = ?, collision_of = ?, vector = ?, vector_point_id = ?, updated_at = ?, embedder = ? WHERE rowid = ?')
+        this.sql('UPDATE cards SET author_id = ?, content = ?, tags = ?, link = ?, private = ?, collision_of = ?, vector = ?, vector_point_id = ?, updated_at = ?, embedder = ? WHERE rowid = ?')
           .run(...values, rowid);
-        this.db.prepare('DELETE FROM card_text WHERE rowid = ?').run(rowid);
+        this.sql('DELETE FROM card_text WHERE rowid = ?').run(rowid);
       } else {
         rowid = Number(
-          this.db
-            .prepare('INSERT INTO cards (card_id, author_id, content, tags, link, private, collision_of, vector, vector_point_id, updated_at, embedder) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)')
+          this.sql('INSERT INTO cards (card_id, author_id, content, tags, link, private, collision_of, vector, vector_point_id, updated_at, embedder) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)')
             .run(card.cardId, ...values).lastInsertRowid,
         );
       }
-      if (!card.collisionOf) this.db.prepare('INSERT INTO card_text (rowid, text) VALUES (?, ?)').run(rowid, normalizedText(card.content));
+      if (!card.collisionOf) this.sql('INSERT INTO card_text (rowid, text) VALUES (?, ?)').run(rowid, normalizedText(card.content));
       this.applySnapshotBookmarks(card.cardId, card.collectionIds, at);
       return rowid;
     })();
@@ -138,12 +138,12 @@ export class SqliteCardIndex implements CardIndex {
   }
 
   async promote(cardId: string): Promise<boolean> {
-    const row = this.db.prepare('SELECT * FROM cards WHERE card_id = ?').get(cardId) as CardRow | undefined;
+    const row = this.sql('SELECT * FROM cards WHERE card_id = ?').get(cardId) as CardRow | undefined;
     if (!row) return false;
     if (row.collision_of === null) return true;
     this.db.transaction(() => {
-      this.db.prepare('UPDATE cards SET collision_of = NULL WHERE rowid = ?').run(row.rowid);
-      this.db.prepare('INSERT INTO card_text (rowid, text) VALUES (?, ?)').run(row.rowid, normalizedText(row.content));
+      this.sql('UPDATE cards SET collision_of = NULL WHERE rowid = ?').run(row.rowid);
+      this.sql('INSERT INTO card_text (rowid, text) VALUES (?, ?)').run(row.rowid, normalizedText(row.content));
     })();
     this.slot(row.rowid, fromRow({ ...row, collision_of: null }));
     return true;
@@ -151,13 +151,13 @@ export class SqliteCardIndex implements CardIndex {
 
   async remove(cardId: string, removedAt: Date): Promise<void> {
     this.db.transaction(() => {
-      const row = this.db.prepare('SELECT rowid FROM cards WHERE card_id = ?').get(cardId) as { rowid: number } | undefined;
+      const row = this.sql('SELECT rowid FROM cards WHERE card_id = ?').get(cardId) as { rowid: number } | undefined;
       if (row) {
-        this.db.prepare('DELETE FROM card_text WHERE rowid = ?').run(row.rowid);
-        this.db.prepare('DELETE FROM cards WHERE rowid = ?').run(row.rowid);
+        this.sql('DELETE FROM card_text WHERE rowid = ?').run(row.rowid);
+        this.sql('DELETE FROM cards WHERE rowid = ?').run(row.rowid);
       }
-      this.db.prepare('INSERT OR IGNORE INTO removed_cards (card_id, removed_at) VALUES (?, ?)').run(cardId, removedAt.getTime());
-      this.db.prepare('DELETE FROM bookmarks WHERE card_id = ?').run(cardId);
+      this.sql('INSERT OR IGNORE INTO removed_cards (card_id, removed_at) VALUES (?, ?)').run(cardId, removedAt.getTime());
+      this.sql('DELETE FROM bookmarks WHERE card_id = ?').run(cardId);
     })();
     this.unslot(cardId);
     for (const members of this.collections.values()) members.delete(cardId);
@@ -169,27 +169,26 @@ export class SqliteCardIndex implements CardIndex {
   }
 
   async get(cardId: string): Promise<IndexedCard | undefined> {
-    const row = this.db.prepare('SELECT * FROM cards WHERE card_id = ?').get(cardId) as CardRow | undefined;
+    const row = this.sql('SELECT * FROM cards WHERE card_id = ?').get(cardId) as CardRow | undefined;
     return row ? fromRow(row, this.collectionIdsOf(cardId)) : undefined;
   }
 
   /** Cards whose vectors another embedder made (after EMBEDDINGS_URL or the model changed): not searchable until refreshed. */
   staleVectorCount(): number {
-    return (this.db.prepare('SELECT COUNT(*) AS n FROM cards WHERE embedder != ?').get(this.embedderId) as { n: number }).n;
+    return (this.sql('SELECT COUNT(*) AS n FROM cards WHERE embedder != ?').get(this.embedderId) as { n: number }).n;
   }
 
   /** Re-embeds the stale cards in batches with the current embedder and makes them searchable again; answers how many. */
   async refreshStaleVectors(embed: (texts: string[]) => Promise<Float32Array[]>, batchSize = 256): Promise<number> {
     let refreshed = 0;
     while (this.db.open) {
-      const rows = this.db.prepare('SELECT * FROM cards WHERE embedder != ? LIMIT ?').all(this.embedderId, batchSize) as CardRow[];
+      const rows = this.sql('SELECT * FROM cards WHERE embedder != ? LIMIT ?').all(this.embedderId, batchSize) as CardRow[];
       if (rows.length === 0) break;
       const vectors = await embed(rows.map((r) => r.content));
       if (!this.db.open) break;
       rows.forEach((row, i) => {
         const vector = vectors[i]!;
-        const changed = this.db
-          .prepare('UPDATE cards SET vector = ?, embedder = ? WHERE rowid = ? AND updated_at = ?')
+        const changed = this.sql('UPDATE cards SET vector = ?, embedder = ? WHERE rowid = ? AND updated_at = ?')
           .run(Buffer.from(vector.buffer, vector.byteOffset, vector.byteLength), this.embedderId, row.rowid, row.updated_at).changes;
         if (changed === 1 && row.collision_of === null) {
           this.unslot(row.card_id);
@@ -199,6 +198,13 @@ export class SqliteCardIndex implements CardIndex {
       refreshed += rows.length;
     }
     return refreshed;
+  }
+
+  /** Prepared statements, compiled once. */
+  private sql(text: string): Statement {
+    let statement = this.statements.get(text);
+    if (!statement) this.statements.set(text, (statement = this.db.prepare(text)));
+    return statement;
   }
 
   async count(): Promise<number> {
@@ -281,7 +287,7 @@ export class SqliteCardIndex implements CardIndex {
   private slotsHoldingPhrase(phrase: string): Set<number> | undefined {
     if (phrase.length < 3) return undefined;
     const quoted = `"${phrase.slice(0, 200).replace(/"/g, '""')}"`;
-    const rows = this.db.prepare('SELECT rowid FROM card_text WHERE card_text MATCH ? LIMIT 50000').all(quoted) as { rowid: number }[];
+    const rows = this.sql('SELECT rowid FROM card_text WHERE card_text MATCH ? LIMIT 50000').all(quoted) as { rowid: number }[];
     const slots = new Set<number>();
     for (const { rowid } of rows) {
       const slot = this.slotOfRowid.get(rowid);
@@ -408,7 +414,7 @@ export class SqliteCardIndex implements CardIndex {
   /** A card event's list of collections: adds the ones not known yet, removes the ones no longer listed, unless a later bookmark event said otherwise. */
   private applySnapshotBookmarks(cardId: string, collectionIds: readonly string[], at: number): void {
     const listed = new Set(collectionIds);
-    const rows = this.db.prepare('SELECT collection_id, added FROM bookmarks WHERE card_id = ?').all(cardId) as { collection_id: string; added: number }[];
+    const rows = this.sql('SELECT collection_id, added FROM bookmarks WHERE card_id = ?').all(cardId) as { collection_id: string; added: number }[];
     for (const id of listed) if (this.writeBookmark(id, cardId, true, at)) this.applyBookmarkInMemory(id, cardId, true);
     for (const row of rows) {
       if (row.added === 1 && !listed.has(row.collection_id) && this.writeBookmark(row.collection_id, cardId, false, at)) this.applyBookmarkInMemory(row.collection_id, cardId, false);
@@ -417,10 +423,9 @@ export class SqliteCardIndex implements CardIndex {
 
   /** Last writer wins per (collection, card); true when the stored state changed. */
   private writeBookmark(collectionId: string, cardId: string, added: boolean, at: number): boolean {
-    const row = this.db.prepare('SELECT added, at FROM bookmarks WHERE collection_id = ? AND card_id = ?').get(collectionId, cardId) as { added: number; at: number } | undefined;
+    const row = this.sql('SELECT added, at FROM bookmarks WHERE collection_id = ? AND card_id = ?').get(collectionId, cardId) as { added: number; at: number } | undefined;
     if (row && (row.at > at || (row.at === at && row.added === (added ? 1 : 0)))) return false;
-    this.db
-      .prepare('INSERT INTO bookmarks (collection_id, card_id, added, at) VALUES (?, ?, ?, ?) ON CONFLICT (collection_id, card_id) DO UPDATE SET added = excluded.added, at = excluded.at')
+    this.sql('INSERT INTO bookmarks (collection_id, card_id, added, at) VALUES (?, ?, ?, ?) ON CONFLICT (collection_id, card_id) DO UPDATE SET added = excluded.added, at = excluded.at')
       .run(collectionId, cardId, added ? 1 : 0, at);
     return true;
   }
@@ -434,15 +439,15 @@ export class SqliteCardIndex implements CardIndex {
   }
 
   private collectionIdsOf(cardId: string): string[] {
-    const rows = this.db.prepare('SELECT collection_id FROM bookmarks WHERE card_id = ? AND added = 1 ORDER BY collection_id').all(cardId) as { collection_id: string }[];
+    const rows = this.sql('SELECT collection_id FROM bookmarks WHERE card_id = ? AND added = 1 ORDER BY collection_id').all(cardId) as { collection_id: string }[];
     return rows.map((r) => r.collection_id);
   }
 
   private load(): void {
-    for (const row of this.db.prepare('SELECT collection_id, card_id FROM bookmarks WHERE added = 1').iterate() as Iterable<{ collection_id: string; card_id: string }>) {
+    for (const row of this.sql('SELECT collection_id, card_id FROM bookmarks WHERE added = 1').iterate() as Iterable<{ collection_id: string; card_id: string }>) {
       this.applyBookmarkInMemory(row.collection_id, row.card_id, true);
     }
-    for (const row of this.db.prepare('SELECT * FROM cards WHERE collision_of IS NULL AND embedder = ? ORDER BY rowid').iterate(this.embedderId) as Iterable<CardRow>) {
+    for (const row of this.sql('SELECT * FROM cards WHERE collision_of IS NULL AND embedder = ? ORDER BY rowid').iterate(this.embedderId) as Iterable<CardRow>) {
       if (row.vector.byteLength !== this.vectors.dimensions * 4) continue;
       this.slot(row.rowid, fromRow(row));
     }

@@ -365,6 +365,17 @@ describeInBrowser('web app in headless Chromium', () => {
     await phone.keyboard.press('Tab');
     expect(await phone.evaluate<string | undefined>('document.activeElement?.textContent')).toBe('Skip to content');
     await shot('search-phone', phone);
+    // The links fold behind a Menu button at this width, and the keyboard can open it.
+    const topUsers = phone.getByRole('link', { name: 'Top users' });
+    expect(await topUsers.isVisible()).toBe(false);
+    const menu = phone.getByRole('button', { name: /^Menu/ });
+    await menu.focus();
+    await phone.keyboard.press('Enter');
+    expect(await menu.getAttribute('aria-expanded')).toBe('true');
+    await shot('menu-phone', phone);
+    await topUsers.click();
+    await phone.waitForURL(/\/top$/);
+    expect(await menu.getAttribute('aria-expanded')).toBe('false');
     await phone.close();
   });
 

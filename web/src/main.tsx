@@ -1,5 +1,6 @@
 import { render } from 'preact';
 import type { ComponentChildren } from 'preact';
+import { useEffect, useState } from 'preact/hooks';
 import './styles.css';
 import { PageTitle, RequireSignIn } from './components';
 import { Link, match, useLocation } from './router';
@@ -15,6 +16,9 @@ function Header() {
   const { user, unread } = useSession();
   const { path } = useLocation();
   const current = (href: string) => (path === href ? 'page' : undefined);
+  // At phone width the links fold behind a Menu button; any navigation folds them again.
+  const [open, setOpen] = useState(false);
+  useEffect(() => setOpen(false), [path]);
   return (
     <header class="top">
       <a class="skip" href="#main">
@@ -23,7 +27,10 @@ function Header() {
       <Link href="/" class="brand">
         Card Library
       </Link>
-      <nav aria-label="Main">
+      <button type="button" class="menu-toggle" aria-expanded={open} aria-controls="main-nav" onClick={() => setOpen((o) => !o)}>
+        Menu{user && unread > 0 ? ` (${unread} unread)` : ''}
+      </button>
+      <nav aria-label="Main" id="main-nav" class={open ? 'open' : undefined}>
         <ul>
           <li>
             <Link href="/" aria-current={current('/')}>

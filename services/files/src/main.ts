@@ -1,15 +1,16 @@
 import { join } from 'node:path';
-import { createEventBus, createLogger, loadConfig, OutboxRelay, SqliteOutboxStore, startGrpcServer, stopOnSignals, Topics, type Logger, type RunningService } from '@cards/platform';
+import { connectMongo, createEventBus, createLogger, loadConfig, MongoOutboxStore, OutboxRelay, SqliteOutboxStore, startGrpcServer, stopOnSignals, Topics, type Logger, type OutboxStore, type RunningService } from '@cards/platform';
 import { files } from '@cards/proto';
 import { DiskObjectStore } from './adapters/disk/disk-object-store';
 import { LibraryDocumentReader } from './adapters/documents/library-document-reader';
 import { GrpcCardsClient } from './adapters/grpc/grpc-cards-client';
 import { MinioObjectStore } from './adapters/minio/minio-object-store';
+import { MongoFileRepository } from './adapters/mongo/mongo-file-repository';
 import { SqliteFileRepository } from './adapters/sqlite/sqlite-file-repository';
 import { FilesService } from './application/files-service';
 import { IngestionWorker } from './application/ingestion-worker';
 import { filesConfigSchema, type FilesConfig } from './config';
-import type { ObjectStore } from './domain/ports';
+import type { FileRepository, ObjectStore } from './domain/ports';
 import { fileHandlers } from './grpc/file-handlers';
 import { startInternalDownloadServer } from './http/internal-download-server';
 
@@ -31,18 +32,27 @@ function objectStoreFrom(config: FilesConfig, logger: Logger): ObjectStore {
   return new DiskObjectStore(directory);
 }
 
+/** MongoDB when MONGO_URL is set (its own database "files"), else SQLite under DATA_DIR; the outbox lives beside the records. */
+async function repositoryFrom(config: FilesConfig, logger: Logger): Promise<{ repository: FileRepository; outbox: OutboxStore }> {
+  if (config.MONGO_URL) {
+    const connection = await connectMongo({ url: config.MONGO_URL, database: 'files', logger });
+    return { repository: await MongoFileRepository.open(connection), outbox: new MongoOutboxStore(connection.db) };
+  }
+  logger.info('MONGO_URL not set: using the embedded SQLite store');
+  const repository = new SqliteFileRepository(join(config.DATA_DIR, 'files', 'files.db'));
+  return { repository, outbox: new SqliteOutboxStore(repository.db) };
+}
+
 /** Composition root of the files service. */
 export async function startFiles(env: Record<string, string | undefined> = process.env): Promise<RunningService> {
   const config = loadConfig(filesConfigSchema, env);
   const logger = createLogger('files');
-  if (config.MONGO_URL) logger.warn('MONGO_URL is set but the files service has no MongoDB adapter yet; using SQLite');
-  else logger.info('MONGO_URL not set: using the embedded SQLite store');
-  const repository = new SqliteFileRepository(join(config.DATA_DIR, 'files', 'files.db'));
+  const { repository, outbox } = await repositoryFrom(config, logger);
   const objects = objectStoreFrom(config, logger);
   const reader = new LibraryDocumentReader();
   const cards = new GrpcCardsClient(config.CARDS_SERVICE_ADDR);
   const bus = createEventBus({ DATA_DIR: config.DATA_DIR, KAFKA_BROKERS: config.KAFKA_BROKERS }, logger);
-  const relay = new OutboxRelay(new SqliteOutboxStore(repository.db), bus, logger);
+  const relay = new OutboxRelay(outbox, bus, logger);
   const service = new FilesService({ repository, objects, reader, maxFileBytes: config.MAX_FILE_BYTES, logger, onEventsWritten: () => relay.kick() });
   const worker = new IngestionWorker({ repository, objects, reader, cards, logger, maxAttempts: config.INGESTION_MAX_ATTEMPTS, concurrency: config.INGESTION_CONCURRENCY });
 

@@ -17,8 +17,3 @@ describeFileRepositoryContract('SqliteFileRepository', async () => {
   const outbox = new SqliteOutboxStore(repository.db);
   return { repository, pendingEvents: () => outbox.pending(1000) };
 });
-
-// Reported as skipped, with the reason, rather than silently passed.
-const MONGO_SKIP_REASON = 'no MongoFileRepository adapter exists yet for the files service; the embedded SQLite store is used';
-console.warn(`SKIPPED FileRepository contract: MongoFileRepository: ${MONGO_SKIP_REASON}`);
-it.skip(`FileRepository contract: MongoFileRepository (${MONGO_SKIP_REASON})`, () => undefined);

@@ -1,0 +1,141 @@
+import type { Collection } from 'mongodb';
+import { appendToMongoOutbox, type MongoConnection, type OutgoingEvent } from '@cards/platform';
+import type { DocumentFormat, FileRecord, IngestionStatus } from '../../domain/model';
+import type { FileRepository, IngestionOutcome } from '../../domain/ports';
+
+interface FileDocument {
+  _id: string;
+  userId: string;
+  fileName: string;
+  mimeType: string;
+  format: string;
+  private: boolean;
+  size: number;
+  tags: string[];
+  ocFilePath: string | null;
+  ingestionStatus: string;
+  ingestionError: string | null;
+  cardCount: number;
+  collectionId: string | null;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+function toPrimitives(r: FileRecord): FileDocument {
+  const { id, ...rest } = r;
+  return { _id: id, ...rest, tags: [...r.tags] };
+}
+
+function fromPrimitives(d: FileDocument): FileRecord {
+  return {
+    id: d._id,
+    userId: d.userId,
+    fileName: d.fileName,
+    mimeType: d.mimeType,
+    format: d.format as DocumentFormat,
+    private: d.private,
+    size: d.size,
+    tags: d.tags,
+    ocFilePath: d.ocFilePath,
+    ingestionStatus: d.ingestionStatus as IngestionStatus,
+    ingestionError: d.ingestionError,
+    cardCount: d.cardCount,
+    collectionId: d.collectionId,
+    createdAt: d.createdAt,
+    updatedAt: d.updatedAt,
+  };
+}
+
+/**
+ * File records in the service's MongoDB database (collection `files`, outbox beside it). On a replica
+ * set a record and its events commit in one transaction; on a standalone server the record is written
+ * first and removed again when its events cannot be written, so no event is lost and no record
+ * without its event stays behind.
+ */
+export class MongoFileRepository implements FileRepository {
+  private constructor(
+    private readonly connection: MongoConnection,
+    private readonly files: Collection<FileDocument>,
+  ) {}
+
+  static async open(connection: MongoConnection): Promise<MongoFileRepository> {
+    const files = connection.db.collection<FileDocument>('files');
+    await files.createIndex({ userId: 1, createdAt: -1 });
+    return new MongoFileRepository(connection, files);
+  }
+
+  async create(record: FileRecord, events: OutgoingEvent[]): Promise<void> {
+    const doc = toPrimitives(record);
+    if (this.connection.supportsTransactions) {
+      const session = this.connection.client.startSession();
+      try {
+        await session.withTransaction(async () => {
+          await this.files.insertOne(doc, { session });
+          await appendToMongoOutbox(this.connection.db, events, session);
+        });
+      } finally {
+        await session.endSession();
+      }
+      return;
+    }
+    await this.files.insertOne(doc);
+    try {
+      await appendToMongoOutbox(this.connection.db, events);
+    } catch (err) {
+      await this.files.deleteOne({ _id: record.id });
+      throw err;
+    }
+  }
+
+  async get(id: string): Promise<FileRecord | null> {
+    const doc = await this.files.findOne({ _id: id });
+    return doc ? fromPrimitives(doc) : null;
+  }
+
+  async listByUser(userId: string): Promise<FileRecord[]> {
+    const docs = await this.files.find({ userId }).sort({ createdAt: -1, _id: 1 }).toArray();
+    return docs.map(fromPrimitives);
+  }
+
+  async setPrivacy(id: string, isPrivate: boolean, now: Date): Promise<boolean> {
+    return (await this.files.updateOne({ _id: id }, { $set: { private: isPrivate, updatedAt: now } })).matchedCount > 0;
+  }
+
+  async setIngestion(id: string, outcome: IngestionOutcome, now: Date): Promise<boolean> {
+    const result = await this.files.updateOne(
+      { _id: id },
+      { $set: { ingestionStatus: outcome.status, ingestionError: outcome.error, cardCount: outcome.cardCount, collectionId: outcome.collectionId, updatedAt: now } },
+    );
+    return result.matchedCount > 0;
+  }
+
+  async delete(id: string, events: OutgoingEvent[]): Promise<boolean> {
+    if (this.connection.supportsTransactions) {
+      const session = this.connection.client.startSession();
+      try {
+        let removed = false;
+        await session.withTransaction(async () => {
+          removed = (await this.files.deleteOne({ _id: id }, { session })).deletedCount > 0;
+          if (removed) await appendToMongoOutbox(this.connection.db, events, session);
+        });
+        return removed;
+      } finally {
+        await session.endSession();
+      }
+    }
+    // Without transactions: take the record out, and put it back if its events cannot be written.
+    const doc = await this.files.findOneAndDelete({ _id: id });
+    if (!doc) return false;
+    try {
+      await appendToMongoOutbox(this.connection.db, events);
+    } catch (err) {
+      await this.files.insertOne(doc).catch(() => undefined);
+      throw err;
+    }
+    return true;
+  }
+
+  async close(): Promise<void> {
+    await this.connection.close();
+  }
+}

@@ -273,7 +273,7 @@ describeInBrowser('web app in headless Chromium', () => {
     await verification.getByRole('button', { name: 'Mark as read' }).click();
     await page.getByTestId('unread-count').getByText(`${before - 1} unread`).waitFor();
     await page.getByTestId('unread-badge').getByText(String(before - 1), { exact: true }).waitFor();
-    await page.locator('.notifications li.read').filter({ hasText: 'was checked against its source page' }).getByRole('link', { name: 'card' }).click();
+    await page.locator('.notifications li.read').filter({ hasText: 'was checked against its source page' }).getByRole('link', { name: /^card “Tidal locking explains/ }).click();
     await page.waitForURL(new RegExp(`/card/${cardId}$`));
   });
 

@@ -29,6 +29,11 @@ export function LoginPage() {
   return (
     <section class="narrow">
       <PageTitle>Sign in</PageTitle>
+      {session.user ? (
+        <Notice>
+          You are signed in as {session.user.email}. <Link href="/profile">Sign out</Link> first to use another account.
+        </Notice>
+      ) : null}
       <form onSubmit={submit}>
         <label for="login-email">E-mail</label>
         <input id="login-email" type="email" autocomplete="username" required value={email} onInput={(e) => setEmail(e.currentTarget.value)} />

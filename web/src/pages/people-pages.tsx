@@ -1,5 +1,6 @@
+import { useEffect, useState } from 'preact/hooks';
 import { api, type Notification } from '../api';
-import { CardSummary, ErrorMessage, formatDate, Loading, PageTitle, Pager, useAction, useAsync, userName } from '../components';
+import { CardSummary, ErrorMessage, firstWords, formatDate, Loading, PageTitle, Pager, useAction, useAsync, userName } from '../components';
 import { Link, navigate, useLocation } from '../router';
 import { useSession } from '../session';
 
@@ -138,7 +139,30 @@ export function TopUsersPage() {
   );
 }
 
-function NotificationText({ n }: { n: Notification }) {
+/** The opening words of the cards the notifications name, fetched once per card (missing ones stay unnamed). */
+function useCardTitles(items: Notification[]): Map<string, string> {
+  const [titles, setTitles] = useState(new Map<string, string>());
+  const ids = [...new Set(items.map((n) => n.card_uuid).filter((id): id is string => Boolean(id)))].slice(0, 50);
+  const key = ids.join(',');
+  useEffect(() => {
+    let live = true;
+    void Promise.allSettled(ids.map((id) => api.card(id))).then((results) => {
+      if (!live) return;
+      const next = new Map<string, string>();
+      results.forEach((r, i) => {
+        if (r.status === 'fulfilled') next.set(ids[i]!, firstWords(r.value.content, 8));
+      });
+      setTitles(next);
+    });
+    return () => {
+      live = false;
+    };
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, [key]);
+  return titles;
+}
+
+function NotificationText({ n, title }: { n: Notification; title: string | undefined }) {
   if (n.collection_uuid || n.type === 'collection_created')
     return (
       <>
@@ -147,7 +171,7 @@ function NotificationText({ n }: { n: Notification }) {
     );
   return (
     <>
-      Your <Link href={`/card/${n.card_uuid}`}>card</Link> was checked against its source page: similarity <strong>{n.similarity_score ?? 0}</strong>/100.
+      Your <Link href={`/card/${n.card_uuid}`}>{title ? `card “${title}”` : 'card'}</Link> was checked against its source page: similarity <strong>{n.similarity_score ?? 0}</strong>/100.
     </>
   );
 }
@@ -167,6 +191,7 @@ export function NotificationsPage() {
     }
   };
   const items = list.data ?? [];
+  const titles = useCardTitles(items);
   const unread = items.filter((n) => !n.user_read).length;
   return (
     <section>
@@ -189,7 +214,7 @@ export function NotificationsPage() {
         {items.map((n) => (
           <li key={n.id} class={n.user_read ? 'read' : 'unread'}>
             <p>
-              {n.user_read ? null : <span class="badge new">new</span>} <NotificationText n={n} />
+              {n.user_read ? null : <span class="badge new">new</span>} <NotificationText n={n} title={n.card_uuid ? titles.get(n.card_uuid) : undefined} />
             </p>
             <p class="meta">
               {formatDate(n.created_at)}

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { NewVerificationJob } from '../src/verification/domain/model';
 import type { VerificationStore } from '../src/verification/domain/ports';
+import { contractTests, describeOnEngine } from '../../../test/engines/suite';
 
 let clock = Date.parse('2026-01-01T00:00:00.000Z');
 
@@ -26,6 +27,7 @@ export function aJob() {
 const outcome = (score: number) => ({ score, failure: '', eventId: randomUUID(), completedAt: new Date() });
 const event = (key: string) => ({ topic: 'search.verification.v1', key, payload: new Uint8Array([1, 2, 3]) });
 const later = () => new Date(clock + 3_600_000);
+const lease = () => new Date(clock + 3_660_000);
 
 export interface VerificationStoreUnderTest {
   store: VerificationStore;
@@ -34,9 +36,13 @@ export interface VerificationStoreUnderTest {
   cleanup(): Promise<void>;
 }
 
-/** The behaviour every VerificationStore adapter must have. */
-export function describeVerificationStoreContract(name: string, factory: () => Promise<VerificationStoreUnderTest>): void {
-  describe(`VerificationStore contract: ${name}`, () => {
+/**
+ * The behaviour every VerificationStore adapter must have. `skipReason` set means the adapter cannot
+ * run here and the suite is reported skipped with it.
+ */
+export function describeVerificationStoreContract(name: string, factory: () => Promise<VerificationStoreUnderTest>, skipReason?: string): void {
+  describeOnEngine(`VerificationStore contract: ${name}`, skipReason, () => {
+    const it = contractTests(`verification-store on ${name}`);
     let subject: VerificationStoreUnderTest;
     let store: VerificationStore;
     beforeEach(async () => {
@@ -52,7 +58,7 @@ export function describeVerificationStoreContract(name: string, factory: () => P
       const job = aJob().build();
       expect(await store.enqueue(job)).toBe(true);
       expect(await store.enqueue({ ...job, id: randomUUID() })).toBe(false);
-      const claimed = await store.claim(10, later());
+      const claimed = await store.claim(10, later(), lease());
       expect(claimed.map((j) => j.id)).toEqual([job.id]);
       expect(claimed[0]).toMatchObject({ ...job, status: 'running', attempts: 0 });
     });
@@ -62,19 +68,19 @@ export function describeVerificationStoreContract(name: string, factory: () => P
       const b = aJob().build();
       const c = aJob().build();
       for (const j of [a, b, c]) await store.enqueue(j);
-      expect((await store.claim(2, later())).map((j) => j.id)).toEqual([a.id, b.id]);
-      expect((await store.claim(5, later())).map((j) => j.id)).toEqual([c.id]);
-      expect(await store.claim(5, later())).toEqual([]);
+      expect((await store.claim(2, later(), lease())).map((j) => j.id)).toEqual([a.id, b.id]);
+      expect((await store.claim(5, later(), lease())).map((j) => j.id)).toEqual([c.id]);
+      expect(await store.claim(5, later(), lease())).toEqual([]);
 
       const card = randomUUID();
       const first = aJob().forCard(card).build();
       await store.enqueue(first);
-      expect((await store.claim(5, later())).map((j) => j.id)).toEqual([first.id]);
+      expect((await store.claim(5, later(), lease())).map((j) => j.id)).toEqual([first.id]);
       const second = aJob().forCard(card).build();
       await store.enqueue(second);
-      expect(await store.claim(5, later())).toEqual([]);
+      expect(await store.claim(5, later(), lease())).toEqual([]);
       expect(await store.complete(first.id, outcome(10), [event(card)])).toBe(true);
-      expect((await store.claim(5, later())).map((j) => j.id)).toEqual([second.id]);
+      expect((await store.claim(5, later(), lease())).map((j) => j.id)).toEqual([second.id]);
     });
 
     it('a newer request for a card supersedes its pending one', async () => {
@@ -83,25 +89,25 @@ export function describeVerificationStoreContract(name: string, factory: () => P
       const newer = aJob().forCard(card).build();
       await store.enqueue(older);
       await store.enqueue(newer);
-      expect((await store.claim(5, later())).map((j) => j.id)).toEqual([newer.id]);
+      expect((await store.claim(5, later(), lease())).map((j) => j.id)).toEqual([newer.id]);
       expect((await store.find(older.id))?.status).toBe('superseded');
     });
 
     it('retryLater puts a job back until its due time', async () => {
       const job = aJob().build();
       await store.enqueue(job);
-      await store.claim(1, later());
+      await store.claim(1, later(), lease());
       const due = new Date(later().getTime() + 60_000);
       await store.retryLater(job.id, 1, due, 'timed out');
-      expect(await store.claim(1, later())).toEqual([]);
-      const again = await store.claim(1, due);
+      expect(await store.claim(1, later(), lease())).toEqual([]);
+      const again = await store.claim(1, due, new Date(due.getTime() + 60_000));
       expect(again[0]).toMatchObject({ id: job.id, attempts: 1, failure: 'timed out' });
     });
 
     it('complete records the outcome and its events together, once', async () => {
       const job = aJob().build();
       await store.enqueue(job);
-      await store.claim(1, later());
+      await store.claim(1, later(), lease());
       expect(await subject.pendingEvents()).toEqual([]);
       expect(await store.complete(job.id, outcome(77), [event(job.cardId)])).toBe(true);
       expect(await store.find(job.id)).toMatchObject({ status: 'done', score: 77, failure: '' });
@@ -115,21 +121,31 @@ export function describeVerificationStoreContract(name: string, factory: () => P
       const card = randomUUID();
       const running = aJob().forCard(card).build();
       await store.enqueue(running);
-      await store.claim(1, later());
+      await store.claim(1, later(), lease());
       const pending = aJob().forCard(card).build();
       await store.enqueue(pending);
       expect(await store.cancelCard(card)).toBe(2);
       expect(await store.complete(running.id, outcome(50), [event(card)])).toBe(false);
       expect(await subject.pendingEvents()).toEqual([]);
-      expect(await store.claim(5, later())).toEqual([]);
+      expect(await store.claim(5, later(), lease())).toEqual([]);
     });
 
-    it('jobs interrupted by a crash run again after requeueInterrupted', async () => {
+    it('release hands an interrupted job back at once', async () => {
       const job = aJob().build();
       await store.enqueue(job);
-      await store.claim(1, later());
-      expect(await store.requeueInterrupted()).toBe(1);
-      expect((await store.claim(1, later())).map((j) => j.id)).toEqual([job.id]);
+      await store.claim(1, later(), lease());
+      await store.release(job.id);
+      expect((await store.claim(1, later(), lease()))[0]).toMatchObject({ id: job.id, attempts: 0 });
+    });
+
+    it('jobs of a crashed runner run again once their lease has expired, not before', async () => {
+      const job = aJob().build();
+      await store.enqueue(job);
+      await store.claim(1, later(), lease());
+      expect(await store.requeueExpired(later())).toBe(0);
+      expect(await store.claim(1, later(), lease())).toEqual([]);
+      expect(await store.requeueExpired(new Date(lease().getTime() + 1))).toBe(1);
+      expect((await store.claim(1, later(), lease())).map((j) => j.id)).toEqual([job.id]);
     });
   });
 }

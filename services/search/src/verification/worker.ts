@@ -32,6 +32,8 @@ export class VerificationRunner {
     private readonly concurrency: number,
     private readonly logger: Logger,
     private readonly afterJob: () => void,
+    /** How long a claimed job may run before another runner may take it over (its runner is presumed dead). */
+    private readonly leaseMs: number,
     private readonly pollMs = 500,
   ) {}
 
@@ -59,7 +61,7 @@ export class VerificationRunner {
       });
   }
 
-  /** Stops claiming and waits for the jobs in flight. */
+  /** Stops claiming at once (synchronously) and resolves when the jobs in flight have finished. */
   async stop(): Promise<void> {
     this.running = false;
     if (this.timer) clearInterval(this.timer);
@@ -67,16 +69,27 @@ export class VerificationRunner {
     await Promise.all([...this.inFlight]);
   }
 
+  private lastRequeue = 0;
+
   private async pump(): Promise<void> {
+    if (Date.now() - this.lastRequeue > Math.min(this.leaseMs, 30_000)) {
+      this.lastRequeue = Date.now();
+      const requeued = await this.store.requeueExpired(new Date());
+      if (requeued > 0) this.logger.warn({ requeued }, 'verification jobs whose runner stopped were requeued');
+    }
     const free = this.concurrency - this.active;
     if (free <= 0) return;
-    const jobs = await this.store.claim(free, new Date());
+    const now = new Date();
+    const jobs = await this.store.claim(free, now, new Date(now.getTime() + this.leaseMs));
     for (const job of jobs) {
       this.active++;
       const task = this.service
         .run(job)
+        .then(async (result) => {
+          if (result === 'interrupted') await this.store.release(job.id);
+        })
         .catch(async (err: unknown) => {
-          // Unexpected (store) failure: the job stays running until restart requeues it; log loudly.
+          // Unexpected (store) failure: the job stays claimed until its lease runs out; log loudly.
           this.logger.error({ err, verificationId: job.id, cardId: job.cardId }, 'verification job failed');
         })
         .then(() => undefined)
@@ -137,10 +150,10 @@ export async function startVerificationWorker(deps: VerificationWorkerDeps): Pro
     retryBaseMs: config.VERIFY_RETRY_BASE_MS,
   });
   const relay = new OutboxRelay(store.outbox(), bus, logger);
-  const runner = new VerificationRunner(store, service, Math.max(1, config.VERIFY_CONCURRENCY), logger, () => relay.kick());
+  // Longest a job can legitimately take: the fetch budget, scoring, a retry's bookkeeping.
+  const leaseMs = config.VERIFY_TIMEOUT_MS + config.VERIFY_SCORE_TIMEOUT_MS + 30_000;
+  const runner = new VerificationRunner(store, service, Math.max(1, config.VERIFY_CONCURRENCY), logger, () => relay.kick(), leaseMs);
 
-  const requeued = await store.requeueInterrupted();
-  if (requeued > 0) logger.info({ requeued }, 'verification jobs interrupted by a restart were requeued');
   relay.start();
   runner.start();
 
@@ -170,11 +183,13 @@ export async function startVerificationWorker(deps: VerificationWorkerDeps): Pro
   return {
     async stop() {
       await subscription?.close();
-      // Interrupt work in flight first so shutdown never waits out a slow page or a long scoring.
+      // No new claims first (stop() sets that synchronously), or a released job would be claimed again
+      // at once; then interrupt work in flight so shutdown never waits out a slow page or a long scoring.
+      const runnerStopped = runner.stop();
       service.stop();
       await fetcher.close();
       await scorer.close();
-      await runner.stop();
+      await runnerStopped;
       await relay.flush();
       await relay.stop();
       await store.close();

@@ -64,8 +64,8 @@ export class VerificationService {
   }
 
   /**
-   * From now on, jobs in flight record nothing: they stay claimed and run again after the restart
-   * (requeueInterrupted), instead of announcing a failure that was only the shutdown.
+   * From now on, jobs in flight record nothing: the runner hands them back to the queue, to run again
+   * after the restart, instead of announcing a failure that was only the shutdown.
    */
   stop(): void {
     this.stopping = true;

@@ -34,10 +34,10 @@ export interface VerificationStore {
    */
   enqueue(job: NewVerificationJob): Promise<boolean>;
   /**
-   * Takes up to `limit` pending jobs whose time has come and marks them running, oldest first,
-   * never two of one card at once (so results of one card are published in order).
+   * Takes up to `limit` pending jobs whose time has come and marks them running until `leaseUntil`,
+   * oldest first, never two of one card at once (so results of one card are published in order).
    */
-  claim(limit: number, now: Date): Promise<VerificationJob[]>;
+  claim(limit: number, now: Date, leaseUntil: Date): Promise<VerificationJob[]>;
   /** Puts a running job back to pending after a transient failure, to run again at `dueAt`. */
   retryLater(jobId: string, attempts: number, dueAt: Date, lastFailure: string): Promise<void>;
   /**
@@ -47,8 +47,10 @@ export interface VerificationStore {
   complete(jobId: string, outcome: VerificationOutcome, events: OutgoingEvent[]): Promise<boolean>;
   /** Drops pending jobs of a deleted card; a running one is discarded when it completes. */
   cancelCard(cardId: string): Promise<number>;
-  /** Jobs left running by a crash go back to pending; called once at start-up. */
-  requeueInterrupted(): Promise<number>;
+  /** Hands a running job back untouched (a graceful shutdown interrupted it), to run again at once. */
+  release(jobId: string): Promise<void>;
+  /** Running jobs whose lease ran out (their runner crashed) go back to pending; returns how many. */
+  requeueExpired(now: Date): Promise<number>;
   /** The stored outcome of one job, for tests and diagnostics. */
   find(jobId: string): Promise<VerificationJob | null>;
   close(): Promise<void>;

@@ -14,6 +14,7 @@ const MIGRATIONS = [
    CREATE INDEX verification_jobs_runnable ON verification_jobs(status, due_at, seq);
    CREATE INDEX verification_jobs_card ON verification_jobs(card_id, status);`,
   SQLITE_OUTBOX_MIGRATION,
+  `ALTER TABLE verification_jobs ADD COLUMN lease_until TEXT;`,
 ];
 
 interface JobRow {
@@ -80,7 +81,7 @@ export class SqliteVerificationStore implements VerificationStore {
     })();
   }
 
-  async claim(limit: number, now: Date): Promise<VerificationJob[]> {
+  async claim(limit: number, now: Date, leaseUntil: Date): Promise<VerificationJob[]> {
     if (limit <= 0) return [];
     return this.db.transaction(() => {
       const rows = this.db
@@ -93,10 +94,10 @@ export class SqliteVerificationStore implements VerificationStore {
         .all(now.toISOString(), limit * 4) as JobRow[];
       const claimed: JobRow[] = [];
       const cards = new Set<string>();
-      const mark = this.db.prepare(`UPDATE verification_jobs SET status = 'running' WHERE id = ? AND status = 'pending'`);
+      const mark = this.db.prepare(`UPDATE verification_jobs SET status = 'running', lease_until = ? WHERE id = ? AND status = 'pending'`);
       for (const row of rows) {
         if (claimed.length >= limit || cards.has(row.card_id)) continue;
-        if (mark.run(row.id).changes === 1) {
+        if (mark.run(leaseUntil.toISOString(), row.id).changes === 1) {
           cards.add(row.card_id);
           claimed.push({ ...row, status: 'running' });
         }
@@ -129,8 +130,14 @@ export class SqliteVerificationStore implements VerificationStore {
     return this.db.prepare(`UPDATE verification_jobs SET status = 'cancelled' WHERE card_id = ? AND status IN ('pending', 'running')`).run(cardId).changes;
   }
 
-  async requeueInterrupted(): Promise<number> {
-    return this.db.prepare(`UPDATE verification_jobs SET status = 'pending' WHERE status = 'running'`).run().changes;
+  async release(jobId: string): Promise<void> {
+    this.db.prepare(`UPDATE verification_jobs SET status = 'pending', lease_until = NULL WHERE id = ? AND status = 'running'`).run(jobId);
+  }
+
+  async requeueExpired(now: Date): Promise<number> {
+    return this.db
+      .prepare(`UPDATE verification_jobs SET status = 'pending', lease_until = NULL WHERE status = 'running' AND (lease_until IS NULL OR lease_until < ?)`)
+      .run(now.toISOString()).changes;
   }
 
   async find(jobId: string): Promise<VerificationJob | null> {

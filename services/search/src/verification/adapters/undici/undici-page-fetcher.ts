@@ -149,6 +149,10 @@ export class UndiciPageFetcher implements PageFetcher {
   /** Aborts fetches in flight (they answer a transient "interrupted" failure) and closes connections. */
   async close(): Promise<void> {
     this.closing.abort();
-    await this.agent.destroy().catch(() => undefined);
+    // destroy() can stay pending on a socket whose peer never answers; shutdown waits at most a moment.
+    const destroyed = this.agent.destroy().catch(() => undefined);
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([destroyed, new Promise<void>((resolve) => (timer = setTimeout(resolve, 500).unref()))]);
+    clearTimeout(timer);
   }
 }

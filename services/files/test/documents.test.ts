@@ -52,7 +52,9 @@ describe('LibraryDocumentReader', () => {
       ['Field Kit', 2],
       ['Plankton Sampling', 2],
     ]);
-    expect(blocks.find((b) => b.text.startsWith('Sea urchins'))!.links).toEqual(['https://example.com/marine/kelp-dives']);
+    const urchins = blocks.find((b) => b.text.startsWith('Sea urchins'))!;
+    expect(urchins.links).toEqual(['https://example.com/marine/kelp-dives']);
+    expect(urchins.html).toContain('<a href="https://example.com/marine/kelp-dives">kelp volunteer page</a>');
   });
 
   it('.doc (word-extractor): paragraphs, with hyperlink targets recovered from the field codes', async () => {
@@ -90,5 +92,14 @@ describe('LibraryDocumentReader', () => {
     const pdf = fixture('coffee.pdf');
     const garbled = Buffer.concat([pdf.subarray(0, 20), Buffer.alloc(pdf.length - 40, 0x41), pdf.subarray(pdf.length - 20)]);
     await expect(reader.parse('pdf', garbled)).rejects.toBeInstanceOf(UnreadableDocumentError);
+  });
+});
+
+describe('inline HTML of blocks', () => {
+  it('keeps links and emphasis, escapes text, and stays well-formed when the source is not', async () => {
+    const { blocksFromHtml } = await import('../src/adapters/documents/block-collector');
+    const [block] = blocksFromHtml('<p>a <strong>bold <em>both</strong> x</em> &lt;tag&gt; <a href="javascript:alert(1)">no</a> <a href="https://e.com/?a=1&amp;b=2">yes</a></p>');
+    expect(block!.html).toBe('a <strong>bold <em>both</em></strong> x &lt;tag&gt; no <a href="https://e.com/?a=1&amp;b=2">yes</a>');
+    expect(block!.links).toEqual(['https://e.com/?a=1&b=2']);
   });
 });

@@ -90,6 +90,8 @@ describe('IngestionWorker', () => {
       [`${record.id}:1`, ['mine', 'Wind Turbines and Gearboxes'], 'https://example.com/energy/wind-maintenance', true, record.id],
       [`${record.id}:2`, ['mine', 'Pumped Hydro Storage'], 'https://example.net/energy/pumped-hydro', true, record.id],
     ]);
+    expect(made[0]!.html.startsWith('<h2>Solar Panels on Village Rooftops</h2>\n<p>Photovoltaic panels')).toBe(true);
+    expect(made[0]!.html).toContain('<a href="https://example.com/energy/solar-primer">solar primer from the cooperative</a>');
     expect(cards.collections.get(record.id)).toMatchObject({ cardIds: made.map((c) => c.id), isPublic: false, fileName: 'energy.docx' });
     expect(await repository.get(record.id)).toMatchObject({ ingestionStatus: 'done', cardCount: 3, collectionId: result.collectionId });
   });

@@ -97,6 +97,7 @@ function packParagraphs(paragraphs: DocumentBlock[], baseWords: number): Documen
 function splitLongParagraph(paragraph: DocumentBlock): DocumentBlock[] {
   const text = normalizeSpace(paragraph.text);
   if (countWords(text) <= MAX_CARD_WORDS) return [{ ...paragraph, text }];
+  // Cut pieces are plain text: inline HTML cannot be cut at sentence ends safely.
   const sentences = text.match(/[^.!?]+(?:[.!?]+["')\]]*\s*|$)/g) ?? [text];
   const units: string[] = [];
   for (const sentence of sentences) {
@@ -132,7 +133,7 @@ function splitLongParagraph(paragraph: DocumentBlock): DocumentBlock[] {
     // Hyperlink targets belong to the piece that starts the paragraph; URLs in text travel with their text.
     const links = linksGiven ? [] : paragraph.links;
     linksGiven = true;
-    return { kind: 'paragraph', text: p, links };
+    return { kind: 'paragraph' as const, text: p, links };
   });
 }
 
@@ -145,7 +146,7 @@ function draftFrom(index: number, heading: DocumentBlock | null, title: string |
     texts.push(title);
   }
   for (const p of paragraphs) {
-    parts.push(`<p>${escapeHtml(p.text)}</p>`);
+    parts.push(`<p>${p.html || escapeHtml(p.text)}</p>`);
     texts.push(p.text);
   }
   const text = texts.join('\n');

@@ -32,6 +32,11 @@ export interface DocumentBlock {
   text: string;
   /** http(s) links in order of appearance. */
   links: string[];
+  /**
+   * The same content as inline HTML (escaped text plus a, strong, em, u) when the format carries
+   * formatting; built only by the readers, never copied from the document.
+   */
+  html?: string;
 }
 
 /** What a parser makes of a document: its blocks in reading order. */

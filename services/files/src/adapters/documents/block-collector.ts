@@ -1,33 +1,73 @@
 import { Parser } from 'htmlparser2';
+import { escapeHtml } from '../../domain/card-splitter';
 import type { DocumentBlock } from '../../domain/model';
+
+const INLINE_TAGS: Record<string, string> = { strong: 'strong', b: 'strong', em: 'em', i: 'em', u: 'u' };
 
 /** Gathers text into headings and paragraphs while a markup parser walks a document. */
 class BlockCollector {
   readonly blocks: DocumentBlock[] = [];
   private current: DocumentBlock | null = null;
 
+  private openLink = false;
+  private open: string[] = [];
+
   start(kind: DocumentBlock['kind'], level?: number): void {
     this.end();
-    this.current = { kind, text: '', links: [], ...(kind === 'heading' ? { level } : {}) };
+    this.current = { kind, text: '', links: [], html: '', ...(kind === 'heading' ? { level } : {}) };
+  }
+
+  private ensure(): DocumentBlock {
+    if (!this.current) this.current = { kind: 'paragraph', text: '', links: [], html: '' };
+    return this.current;
+  }
+
+  /** Opens an inline element (strong, em, u) in the block's HTML. */
+  inline(tag: string): void {
+    const name = INLINE_TAGS[tag];
+    if (!name) return;
+    this.ensure().html += `<${name}>`;
+    this.open.push(name);
+  }
+
+  closeInline(tag: string): void {
+    const name = INLINE_TAGS[tag];
+    if (!name || !this.current) return;
+    const at = this.open.lastIndexOf(name);
+    if (at < 0) return;
+    // Close in nesting order so the HTML stays well-formed.
+    for (const t of this.open.splice(at).reverse()) this.current.html += `</${t}>`;
+  }
+
+  closeLink(): void {
+    if (this.openLink && this.current) this.current.html += '</a>';
+    this.openLink = false;
   }
 
   end(): void {
+    this.closeLink();
+    for (const t of this.open.splice(0).reverse()) if (this.current) this.current.html += `</${t}>`;
     const block = this.current;
     this.current = null;
     if (!block) return;
     block.text = block.text.replace(/\s+/g, ' ').trim();
+    block.html = (block.html ?? '').replace(/\s+/g, ' ').trim();
     if (block.text.length > 0) this.blocks.push(block);
   }
 
   text(value: string): void {
-    if (!this.current) this.current = { kind: 'paragraph', text: '', links: [] };
-    this.current.text += value;
+    const block = this.ensure();
+    block.text += value;
+    block.html += escapeHtml(value);
   }
 
   link(href: string | undefined): void {
     if (!href || !/^https?:\/\//i.test(href.trim())) return;
-    if (!this.current) this.current = { kind: 'paragraph', text: '', links: [] };
-    this.current.links.push(href.trim());
+    const block = this.ensure();
+    block.links.push(href.trim());
+    this.closeLink();
+    block.html += `<a href="${escapeHtml(href.trim())}">`;
+    this.openLink = true;
   }
 }
 
@@ -44,13 +84,15 @@ export function blocksFromHtml(html: string): DocumentBlock[] {
         else if (HTML_BLOCKS.has(name)) collector.start('paragraph');
         else if (name === 'br') collector.text(' ');
         else if (name === 'a') collector.link(attrs.href);
+        else collector.inline(name);
       },
       ontext(text) {
         collector.text(text);
       },
       onclosetag(name) {
         if (/^h[1-6]$/.test(name) || HTML_BLOCKS.has(name)) collector.end();
-        else if (name === 'td' || name === 'th') collector.text(' ');
+        else if (name === 'a') collector.closeLink();
+        else collector.closeInline(name);
       },
     },
     { decodeEntities: true },
@@ -91,6 +133,7 @@ export function blocksFromOdtContent(xml: string): DocumentBlock[] {
         }
         if (name === 'office:text') inBody--;
         if (name === 'text:h' || name === 'text:p') collector.end();
+        else if (name === 'text:a') collector.closeLink();
       },
     },
     { xmlMode: true, decodeEntities: true },

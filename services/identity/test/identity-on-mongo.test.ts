@@ -1,0 +1,55 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { createGrpcClient } from '@cards/platform';
+import { identity } from '@cards/proto';
+import { startIdentity } from '../src/main';
+import { engineForSuite } from '../../../test/engines/suite';
+import { startMongoSync } from '../../../test/engines/mongo';
+
+// The composition root with MONGO_URL: the identity service keeps its data in MongoDB, not in
+// DATA_DIR, so a restarted instance with a fresh data directory still knows the user.
+const { engine, skipReason } = engineForSuite('mongo-java-server', startMongoSync);
+
+(engine ? describe : describe.skip)(`identity service on MongoDB (MONGO_URL)${skipReason ? ` — skipped: ${skipReason.split('\n')[0]}` : ''}`, () => {
+  const env = (dataDir: string) => ({
+    DATA_DIR: dataDir,
+    IDENTITY_GRPC_HOST: '127.0.0.1',
+    IDENTITY_GRPC_PORT: '0',
+    MONGO_URL: `${engine!.url}/?appName=identity-test-${randomBytes(3).toString('hex')}`,
+    JWT_SECRET: 'j'.repeat(40),
+    PASSWORD_HASH_COST: '1024',
+    LOG_LEVEL: 'fatal',
+  });
+
+  it('registers, logs in and still resolves the session after a restart with a new DATA_DIR', async () => {
+    const first = await startIdentity(env(mkdtempSync(join(tmpdir(), 'identity-mongo-'))));
+    const email = `mongo-${randomBytes(4).toString('hex')}@example.com`;
+    let token: string;
+    try {
+      const { client, channel } = createGrpcClient(identity.IdentityServiceDefinition, first.address);
+      const { invitationId } = await client.createInvitation({ email, referralTokens: [] });
+      const user = await client.register({ invitationId, password: 'correct horse battery', passwordConfirmation: 'correct horse battery' });
+      expect(user.email).toBe(email);
+      ({ token } = await client.login({ email, password: 'correct horse battery' }));
+      channel.close();
+    } finally {
+      await first.stop();
+    }
+    const second = await startIdentity(env(mkdtempSync(join(tmpdir(), 'identity-mongo-'))));
+    try {
+      const { client, channel } = createGrpcClient(identity.IdentityServiceDefinition, second.address);
+      expect((await client.resolveSession({ token })).email).toBe(email);
+      channel.close();
+    } finally {
+      await second.stop();
+    }
+  });
+
+  it('fails to start, naming MONGO_URL, when the server is unreachable', async () => {
+    await expect(startIdentity({ ...env(mkdtempSync(join(tmpdir(), 'identity-mongo-'))), MONGO_URL: 'mongodb://127.0.0.1:1/' })).rejects.toThrow(
+      /MongoDB at mongodb:\/\/127\.0\.0\.1:1\/.* is unreachable \(MONGO_URL\)/,
+    );
+  });
+});

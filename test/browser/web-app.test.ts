@@ -314,6 +314,9 @@ describeInBrowser('web app in headless Chromium', () => {
       await page.getByRole('button', { name: 'Refresh' }).click();
       return false;
     }, 30_000, 'the Collection Created notification');
+    await page.getByRole('button', { name: 'Mark all as read' }).click();
+    await page.getByTestId('unread-count').getByText('0 unread').waitFor();
+    await page.getByTestId('unread-badge').getByText('0', { exact: true }).waitFor();
     await created.getByRole('link', { name: 'open the collection' }).click();
     await page.waitForURL(new RegExp(`/collection/${collectionId}`));
   });
@@ -379,7 +382,7 @@ describeInBrowser('web app in headless Chromium', () => {
     await phone.close();
   });
 
-  it('edits the card and filters searches by tag', async () => {
+  it('edits the card and filters searches by tag and by link', async () => {
     await page.goto(`/card/${cardId}`);
     await page.getByRole('link', { name: 'Edit card' }).click();
     await page.waitForURL(new RegExp(`/card/${cardId}/edit$`));
@@ -393,6 +396,18 @@ describeInBrowser('web app in headless Chromium', () => {
     await page.goto(`/?q=${encodeURIComponent('tidal locking')}&mode=fulltext&tags=astronomy`);
     await hit.waitFor();
     await page.goto(`/?q=${encodeURIComponent('tidal locking')}&mode=fulltext&tags=no-such-tag`);
+    await page.getByText('No card matches').waitFor();
+    expect(await hit.count()).toBe(0);
+    // The link filter, through the form: a part of the card's link matches, another site does not.
+    await page.goto('/');
+    await page.getByLabel('Search cards').fill('tidal locking');
+    await page.getByLabel('Full text (by words, typo-tolerant)').check();
+    await page.getByText('Filters').click();
+    await page.getByLabel('Link contains any of (comma-separated)').fill('127.0.0.1');
+    await page.getByRole('button', { name: 'Search', exact: true }).click();
+    await hit.waitFor();
+    await page.getByLabel('Link contains any of (comma-separated)').fill('example.org');
+    await page.getByRole('button', { name: 'Search', exact: true }).click();
     await page.getByText('No card matches').waitFor();
     expect(await hit.count()).toBe(0);
   });

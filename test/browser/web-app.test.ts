@@ -11,6 +11,7 @@ import { join, resolve } from 'node:path';
 import { tmpdir } from 'node:os';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { chromium } from 'playwright-core';
+import { ApiClient } from '../support/http';
 import { Mailbox } from '../support/mailbox';
 import { freePort, startSystem, type RunningSystem } from '../support/service';
 import { buildDocx } from './support/docx';
@@ -410,6 +411,27 @@ describeInBrowser('web app in headless Chromium', () => {
     await page.getByRole('button', { name: 'Search', exact: true }).click();
     await page.getByText('No card matches').waitFor();
     expect(await hit.count()).toBe(0);
+  });
+
+  it('pages through a user’s cards (25 a page)', async () => {
+    const api = new ApiClient(system.baseUrl);
+    const session = (await context.cookies()).find((c) => c.name === 'ai-editor')!;
+    api.cookie = `ai-editor=${session.value}`;
+    const me = (await api.get('/api/auth')).json as { id: string };
+    const before = (await api.get(`/api/user/${me.id}/1`)).json.total_cards_created as number;
+    // Copies of one text are stored as collisions, but each is still one of the user's cards.
+    for (let i = before; i < 26; i++) {
+      const res = await api.post('/api/card', { card_html: `<p>${CARD_TEXT}</p>`, link: '', private: false, tag_set: ['paging'] });
+      expect(res.status).toBe(200);
+    }
+    await page.goto(`/user/${me.id}`);
+    await page.getByText('Page 1 of 2').waitFor();
+    expect(await page.locator('.results .card-summary').count()).toBe(25);
+    await page.getByRole('button', { name: 'Next →' }).click();
+    await page.getByText('Page 2 of 2').waitFor();
+    await page.waitForURL(/\?page=2$/);
+    expect(await page.locator('.results .card-summary').count()).toBe(1);
+    expect(await page.getByRole('button', { name: 'Next →' }).isDisabled()).toBe(true);
   });
 
   it('signs out, resets the password through the e-mail link and signs in with the new one', async () => {

@@ -62,7 +62,7 @@ describe('docker-compose.yaml (offline)', () => {
     const needs: Record<string, string[]> = {
       identity: ['mongodb'],
       cards: ['mongodb', 'kafka'],
-      search: ['elasticsearch', 'kafka'],
+      search: ['mongodb', 'elasticsearch', 'kafka'],
       files: ['mongodb', 'minio', 'kafka'],
       notifications: ['mongodb', 'kafka'],
       gateway: ['identity', 'cards', 'search', 'files', 'notifications'],
@@ -104,7 +104,7 @@ describe('docker-compose.yaml (offline)', () => {
     expect(env('gateway').FILES_HTTP_ADDR).toBe(`files:${env('files').FILES_HTTP_PORT}`);
     expect(env('gateway').FILES_INTERNAL_TOKEN).toBe(env('files').FILES_INTERNAL_TOKEN);
     expect(env('gateway').PORT).toBe('8090');
-    for (const component of ['identity', 'cards', 'files', 'notifications']) expect(new URL(env(component).MONGO_URL!).hostname).toBe('mongodb');
+    for (const component of ['identity', 'cards', 'search', 'files', 'notifications']) expect(new URL(env(component).MONGO_URL!).hostname).toBe('mongodb');
     for (const component of ['cards', 'search', 'files', 'notifications']) expect(env(component).KAFKA_BROKERS).toBe('kafka:9092');
     expect(new URL(env('search').ELASTICSEARCH_URL!).hostname).toBe('elasticsearch');
     expect(new URL(env('files').S3_ENDPOINT!).hostname).toBe('minio');

@@ -35,7 +35,7 @@ export function startElasticsearchSync(): ElasticsearchEngine {
     asUnprivilegedUser: true,
   });
   try {
-    waitForPortSync(http, engine.child.pid ?? -1, 120_000);
+    waitForPortSync(http, engine.child.pid ?? -1, 240_000);
   } catch (err) {
     engine.child.kill('SIGKILL');
     const log = engine.tail();

@@ -63,7 +63,7 @@ export function startKafkaSync(): KafkaEngine {
     jvmArgs: [`-Dlog4j.configuration=file:${join(ENGINES_DIR, 'kafka', 'log4j.properties')}`, '-Djava.awt.headless=true'],
   });
   try {
-    waitForPortSync(port, engine.child.pid ?? -1, 90_000);
+    waitForPortSync(port, engine.child.pid ?? -1, 180_000);
   } catch (err) {
     engine.child.kill('SIGKILL');
     const log = engine.tail();

@@ -27,7 +27,7 @@ export function startMongoSync(): MongoEngine {
   const [port] = freePortsSync(1) as [number];
   const engine = spawnJava(classpath, 'MongoEngine', [String(port)], { logFile: join(dir, 'mongo.log'), heap: '256m' });
   try {
-    waitForPortSync(port, engine.child.pid ?? -1, 60_000);
+    waitForPortSync(port, engine.child.pid ?? -1, 120_000);
   } catch (err) {
     engine.child.kill('SIGKILL');
     const log = engine.tail();

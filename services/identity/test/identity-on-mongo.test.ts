@@ -10,6 +10,8 @@ import { startMongoSync } from '../../../test/engines/mongo';
 
 // The composition root with MONGO_URL: the identity service keeps its data in MongoDB, not in
 // DATA_DIR, so a restarted instance with a fresh data directory still knows the user.
+// The service's logger reads LOG_LEVEL from the process environment, not from the env it is given.
+process.env.LOG_LEVEL ??= 'fatal';
 const { engine, skipReason } = engineForSuite('mongo-java-server', startMongoSync);
 
 (engine ? describe : describe.skip)(`identity service on MongoDB (MONGO_URL)${skipReason ? ` — skipped: ${skipReason.split('\n')[0]}` : ''}`, () => {

@@ -6,7 +6,7 @@ import { useSession } from '../session';
 
 function safeNext(next: string | null): string {
   // Only in-app paths: never an absolute URL handed in through the query string.
-  return next && next.startsWith('/') && !next.startsWith('//') ? next : '/';
+  return next && /^\/(?![\/\\])/.test(next) ? next : '/';
 }
 
 export function LoginPage() {

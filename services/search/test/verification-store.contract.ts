@@ -32,7 +32,7 @@ const lease = () => new Date(clock + 3_660_000);
 export interface VerificationStoreUnderTest {
   store: VerificationStore;
   /** Events the store has committed for publication (its outbox), oldest first. */
-  pendingEvents(): Promise<{ key: string }[]>;
+  pendingEvents(): Promise<{ topic: string; key: string; payload: Uint8Array }[]>;
   cleanup(): Promise<void>;
 }
 
@@ -111,7 +111,7 @@ export function describeVerificationStoreContract(name: string, factory: () => P
       expect(await subject.pendingEvents()).toEqual([]);
       expect(await store.complete(job.id, outcome(77), [event(job.cardId)])).toBe(true);
       expect(await store.find(job.id)).toMatchObject({ status: 'done', score: 77, failure: '' });
-      expect(await subject.pendingEvents()).toEqual([expect.objectContaining({ key: job.cardId })]);
+      expect(await subject.pendingEvents()).toEqual([expect.objectContaining({ topic: 'search.verification.v1', key: job.cardId, payload: new Uint8Array([1, 2, 3]) })]);
       expect(await store.complete(job.id, outcome(5), [event(job.cardId)])).toBe(false);
       expect(await subject.pendingEvents()).toHaveLength(1);
       expect((await store.find(job.id))?.score).toBe(77);

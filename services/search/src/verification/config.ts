@@ -23,6 +23,11 @@ export const verificationConfigFields = {
   VERIFY_RETRY_BASE_MS: envInt(1000),
   /** Longest time one page may take to score (token_set_ratio is quadratic in text length). */
   VERIFY_SCORE_TIMEOUT_MS: envInt(60_000),
+  /** MongoDB keeps the verification queue (database "search", shared by replicas); absent: SQLite under DATA_DIR/search. */
+  MONGO_URL: z
+    .string()
+    .optional()
+    .transform((v) => (v === '' ? undefined : v)),
 };
 
 export const verificationConfigSchema = z.object(verificationConfigFields);

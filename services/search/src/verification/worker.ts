@@ -1,9 +1,10 @@
 import { join } from 'node:path';
-import { OutboxRelay, Topics, createEventBus, type EventBus, type Logger, type Subscription } from '@cards/platform';
+import { OutboxRelay, Topics, connectMongo, createEventBus, type OutboxStore, type EventBus, type Logger, type Subscription } from '@cards/platform';
 import { events } from '@cards/proto';
 import { DnsHostResolver } from './adapters/dns/dns-host-resolver';
 import { WorkerFuzzballScorer } from './adapters/fuzzball/fuzzball-scorer';
 import { Htmlparser2PageText } from './adapters/htmlparser2/htmlparser2-page-text';
+import { MongoVerificationStore } from './adapters/mongo/mongo-verification-store';
 import { SqliteVerificationStore } from './adapters/sqlite/sqlite-verification-store';
 import { UndiciPageFetcher } from './adapters/undici/undici-page-fetcher';
 import { VerificationService } from './application/verification-service';
@@ -127,13 +128,16 @@ export interface VerificationWorker {
 export async function startVerificationWorker(deps: VerificationWorkerDeps): Promise<VerificationWorker> {
   const { config } = deps;
   const logger = deps.logger.child({ module: 'verification' });
-  const ownBus = deps.bus ? undefined : createEventBus({ DATA_DIR: deps.dataDir, KAFKA_BROKERS: deps.kafkaBrokers }, logger);
-  const bus = deps.bus ?? ownBus!;
   const allowedHosts = parseAllowedHosts(config.VERIFY_ALLOW_HOSTS);
   if (config.VERIFY_ALLOW_PRIVATE) logger.warn('VERIFY_ALLOW_PRIVATE=true: verification may fetch private and loopback addresses');
   if (allowedHosts.size > 0) logger.info({ hosts: [...allowedHosts] }, 'verification may fetch these hosts whatever their address');
 
-  const store = new SqliteVerificationStore(join(deps.dataDir, 'search', 'verification.db'));
+  const store: VerificationStore & { outbox(): OutboxStore } = config.MONGO_URL
+    ? await MongoVerificationStore.open(await connectMongo({ url: config.MONGO_URL, database: 'search', logger }))
+    : new SqliteVerificationStore(join(deps.dataDir, 'search', 'verification.db'));
+  if (!config.MONGO_URL) logger.info('MONGO_URL not set: verification queue in SQLite under DATA_DIR/search');
+  const ownBus = deps.bus ? undefined : createEventBus({ DATA_DIR: deps.dataDir, KAFKA_BROKERS: deps.kafkaBrokers }, logger);
+  const bus = deps.bus ?? ownBus!;
   const fetcher = new UndiciPageFetcher({
     guard: new AddressGuard(deps.resolver ?? new DnsHostResolver(), { allowPrivate: config.VERIFY_ALLOW_PRIVATE, allowedHosts }),
     timeoutMs: config.VERIFY_TIMEOUT_MS,
@@ -176,6 +180,9 @@ export async function startVerificationWorker(deps: VerificationWorkerDeps): Pro
   } catch (err) {
     await runner.stop();
     await relay.stop();
+    await scorer.close();
+    await fetcher.close();
+    await store.close();
     await ownBus?.close();
     throw err;
   }

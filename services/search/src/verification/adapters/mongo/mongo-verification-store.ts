@@ -1,0 +1,184 @@
+import { isDuplicateKeyError, type MongoConnection, type OutboxEntry, type OutboxStore, type OutgoingEvent } from '@cards/platform';
+import type { NewVerificationJob, VerificationJob, VerificationOutcome, VerificationStatus } from '../../domain/model';
+import type { VerificationStore } from '../../domain/ports';
+
+/** A stored outbox entry; MongoDB hands the payload back as a BSON Binary. */
+interface StoredEvent {
+  topic: string;
+  key: string;
+  payload: Uint8Array | { buffer: Uint8Array };
+}
+
+/**
+ * One document per job. The events announcing a result live in the job document itself (`outbox`)
+ * until relayed, so recording a result and its events is one single-document write: atomic on a
+ * standalone server too, no multi-document transaction needed.
+ */
+interface JobDocument {
+  id: string;
+  sourceEventId: string;
+  cardId: string;
+  authorId: string;
+  link: string;
+  content: string;
+  status: VerificationStatus;
+  attempts: number;
+  dueAt: Date;
+  score: number | null;
+  failure: string | null;
+  resultEventId: string | null;
+  createdAt: Date;
+  completedAt: Date | null;
+  leaseUntil: Date | null;
+  /** Insertion order (ObjectId time and counter are not enough across processes for "older than"). */
+  seq: number;
+  outbox?: StoredEvent[];
+}
+
+function fromPrimitives(d: JobDocument): VerificationJob {
+  return {
+    id: d.id,
+    sourceEventId: d.sourceEventId,
+    cardId: d.cardId,
+    authorId: d.authorId,
+    link: d.link,
+    content: d.content,
+    status: d.status,
+    attempts: d.attempts,
+    dueAt: d.dueAt,
+    score: d.score,
+    failure: d.failure,
+    createdAt: d.createdAt,
+  };
+}
+
+const bytesOf = (p: StoredEvent['payload']) => (p instanceof Uint8Array ? new Uint8Array(p) : new Uint8Array(p.buffer));
+
+/**
+ * Verification jobs in MongoDB (the search service's database), shared by every search replica.
+ * Claims are per-document atomic (findOneAndUpdate on status); keeping two jobs of one card from
+ * running at once is best-effort across replicas (a check before the claim).
+ */
+export class MongoVerificationStore implements VerificationStore {
+  private constructor(private readonly connection: MongoConnection) {}
+
+  private get collection() {
+    return this.connection.db.collection<JobDocument>('verification_jobs');
+  }
+
+  static async open(connection: MongoConnection): Promise<MongoVerificationStore> {
+    const jobs = connection.db.collection<JobDocument>('verification_jobs');
+    await jobs.createIndexes([
+      { key: { id: 1 }, name: 'id', unique: true },
+      { key: { sourceEventId: 1 }, name: 'source_event', unique: true },
+      { key: { status: 1, dueAt: 1, seq: 1 }, name: 'runnable' },
+      { key: { cardId: 1, status: 1 }, name: 'card' },
+      { key: { completedAt: 1, seq: 1 }, name: 'outbox_order' },
+    ]);
+    return new MongoVerificationStore(connection);
+  }
+
+  /** The relay's view of results not yet published. */
+  outbox(): OutboxStore {
+    const collection = this.collection;
+    return {
+      async pending(limit: number): Promise<OutboxEntry[]> {
+        const docs = await collection.find({ outbox: { $exists: true } }).sort({ completedAt: 1, seq: 1 }).limit(limit).toArray();
+        return docs.flatMap((d) => (d.outbox ?? []).map((e, i) => ({ id: `${d.id}#${i}`, topic: e.topic, key: e.key, payload: bytesOf(e.payload) })));
+      },
+      async remove(ids: string[]): Promise<void> {
+        const jobIds = [...new Set(ids.map((id) => id.slice(0, id.lastIndexOf('#'))))];
+        if (jobIds.length > 0) await collection.updateMany({ id: { $in: jobIds } }, { $unset: { outbox: '' } });
+      },
+    };
+  }
+
+  async enqueue(job: NewVerificationJob): Promise<boolean> {
+    // A time-based sequence: unique enough per job and ordered across processes for supersession.
+    const seq = job.createdAt.getTime() * 1000 + Math.floor(Math.random() * 1000);
+    try {
+      await this.collection.insertOne({
+        ...job,
+        status: 'pending',
+        attempts: 0,
+        dueAt: job.createdAt,
+        score: null,
+        failure: null,
+        resultEventId: null,
+        completedAt: null,
+        leaseUntil: null,
+        seq,
+      });
+    } catch (err) {
+      if (isDuplicateKeyError(err)) return false;
+      throw err;
+    }
+    await this.collection.updateMany({ cardId: job.cardId, status: 'pending', seq: { $lt: seq } }, { $set: { status: 'superseded' } });
+    return true;
+  }
+
+  async claim(limit: number, now: Date, leaseUntil: Date): Promise<VerificationJob[]> {
+    if (limit <= 0) return [];
+    const candidates = await this.collection.find({ status: 'pending', dueAt: { $lte: now } }).sort({ dueAt: 1, seq: 1 }).limit(limit * 4).toArray();
+    const claimed: VerificationJob[] = [];
+    const cards = new Set<string>();
+    for (const candidate of candidates) {
+      if (claimed.length >= limit || cards.has(candidate.cardId)) continue;
+      if (await this.collection.findOne({ cardId: candidate.cardId, status: 'running' }, { projection: { id: 1 } })) continue;
+      const taken = await this.collection.findOneAndUpdate({ id: candidate.id, status: 'pending' }, { $set: { status: 'running', leaseUntil } }, { returnDocument: 'after' });
+      if (taken) {
+        cards.add(taken.cardId);
+        claimed.push(fromPrimitives(taken));
+      }
+    }
+    return claimed;
+  }
+
+  async retryLater(jobId: string, attempts: number, dueAt: Date, lastFailure: string): Promise<void> {
+    await this.collection.updateOne({ id: jobId, status: 'running' }, { $set: { status: 'pending', attempts, dueAt, failure: lastFailure, leaseUntil: null } });
+  }
+
+  async complete(jobId: string, outcome: VerificationOutcome, events: OutgoingEvent[]): Promise<boolean> {
+    const result = await this.collection.updateOne(
+      { id: jobId, status: 'running' },
+      {
+        $set: {
+          status: 'done',
+          score: outcome.score,
+          failure: outcome.failure,
+          resultEventId: outcome.eventId,
+          completedAt: outcome.completedAt,
+          leaseUntil: null,
+          outbox: events.map((e) => ({ topic: e.topic, key: e.key, payload: Buffer.from(e.payload) })),
+        },
+        $inc: { attempts: 1 },
+      },
+    );
+    return result.modifiedCount === 1;
+  }
+
+  async cancelCard(cardId: string): Promise<number> {
+    return (await this.collection.updateMany({ cardId, status: { $in: ['pending', 'running'] } }, { $set: { status: 'cancelled' } })).modifiedCount;
+  }
+
+  async release(jobId: string): Promise<void> {
+    await this.collection.updateOne({ id: jobId, status: 'running' }, { $set: { status: 'pending', leaseUntil: null } });
+  }
+
+  async requeueExpired(now: Date): Promise<number> {
+    const result = await this.collection.updateMany(
+      { status: 'running', $or: [{ leaseUntil: null }, { leaseUntil: { $lt: now } }] },
+      { $set: { status: 'pending', leaseUntil: null } },
+    );
+    return result.modifiedCount;
+  }
+
+  async find(jobId: string): Promise<VerificationJob | null> {
+    const doc = await this.collection.findOne({ id: jobId });
+    return doc ? fromPrimitives(doc) : null;
+  }
+
+  async close(): Promise<void> {
+    await this.connection.close();
+  }
+}

@@ -1,10 +1,8 @@
-import mammoth from 'mammoth';
-import WordExtractor from 'word-extractor';
 import { InvalidArgumentError } from '@cards/platform';
 import type { DocumentBlock, DocumentFormat, ParsedDocument } from '../../domain/model';
 import { UnreadableDocumentError, type DocumentReader } from '../../domain/ports';
 import { blocksFromHtml, blocksFromOdtContent } from './block-collector';
-import { blocksFromPdf } from './pdf-blocks';
+import { DEFAULT_PARSER_LIMITS, parseInWorker, type ParserLimits } from './worker-parse';
 import { DEFAULT_ZIP_LIMITS, readZip, type ZipLimits } from './zip-archive';
 
 const ODT_MIME = 'application/vnd.oasis.opendocument.text';
@@ -12,11 +10,14 @@ const WORD_STREAM_NAME = Buffer.from('WordDocument', 'utf16le');
 
 /**
  * Reads documents with well-kept libraries: mammoth (.docx), word-extractor (.doc), yauzl +
- * htmlparser2 (.odt content.xml), unpdf/pdf.js (.pdf). Zip containers pass the bomb-checking
- * reader before any library inflates them.
+ * htmlparser2 (.odt content.xml), unpdf/pdf.js (.pdf); the libraries run in a worker thread with time
+ * and memory limits. Zip containers pass the bomb-checking reader before any library inflates them.
  */
 export class LibraryDocumentReader implements DocumentReader {
-  constructor(private readonly zipLimits: ZipLimits = DEFAULT_ZIP_LIMITS) {}
+  constructor(
+    private readonly zipLimits: ZipLimits = DEFAULT_ZIP_LIMITS,
+    private readonly parserLimits: ParserLimits = DEFAULT_PARSER_LIMITS,
+  ) {}
 
   async inspect(format: DocumentFormat, bytes: Buffer): Promise<void> {
     switch (format) {
@@ -56,7 +57,6 @@ export class LibraryDocumentReader implements DocumentReader {
       await this.inspect(format, bytes);
       return { blocks: await this.blocksOf(format, bytes) };
     } catch (err) {
-      if (err instanceof UnreadableDocumentError) throw err;
       const message = err instanceof Error ? err.message : String(err);
       throw new UnreadableDocumentError(`the .${format} document could not be read: ${message.replace(/^base64_docx_file: /, '')}`);
     }
@@ -64,18 +64,16 @@ export class LibraryDocumentReader implements DocumentReader {
 
   private async blocksOf(format: DocumentFormat, bytes: Buffer): Promise<DocumentBlock[]> {
     switch (format) {
-      case 'docx': {
-        const result = await mammoth.convertToHtml({ buffer: bytes });
-        return blocksFromHtml(result.value);
-      }
+      case 'docx':
+        return blocksFromHtml(await parseInWorker('docx-html', bytes, this.parserLimits));
       case 'odt': {
         const zip = await readZip(bytes, ['content.xml'], this.zipLimits);
         return blocksFromOdtContent(zip.parts.get('content.xml') ?? '');
       }
       case 'doc':
-        return blocksFromDoc(bytes);
+        return blocksFromDoc(await parseInWorker('doc-text', bytes, this.parserLimits), bytes);
       case 'pdf':
-        return blocksFromPdf(bytes);
+        return parseInWorker('pdf-blocks', bytes, this.parserLimits);
     }
   }
 }
@@ -86,12 +84,11 @@ export class LibraryDocumentReader implements DocumentReader {
  * to the paragraph that shows their text. Paragraph styles (headings) are not available, so .doc
  * files are split like heading-less documents.
  */
-async function blocksFromDoc(bytes: Buffer): Promise<DocumentBlock[]> {
-  const document = await new WordExtractor().extract(bytes);
+function blocksFromDoc(body: string, bytes: Buffer): DocumentBlock[] {
   const hyperlinks = hyperlinksIn(bytes);
   const blocks: DocumentBlock[] = [];
   let next = 0;
-  for (const line of document.getBody().split(/\r?\n/)) {
+  for (const line of body.split(/\r?\n/)) {
     const text = line.replace(/\s+/g, ' ').trim();
     if (!text) continue;
     const links: string[] = [];

@@ -1,8 +1,9 @@
-// Runs in a worker thread (plain ESM so it needs no TypeScript loader): pdf.js is CPU-heavy and must
-// not stall the service's event loop, and the thread's memory cap contains hostile PDFs.
-// Input (workerData): { bytes: Uint8Array, maxPages: number }. Output: { blocks } or { error }.
+// Runs the document libraries in a worker thread (plain ESM so it needs no TypeScript loader): parsing
+// is CPU-heavy and must not stall the service's event loop, and the thread's time and memory caps
+// contain hostile documents.
+// Input (workerData): { op: 'docx-html' | 'doc-text' | 'pdf-blocks', bytes: Uint8Array, maxPages: number }.
+// Output: { result } (HTML string, body text, or paragraph blocks) or { error }.
 import { parentPort, workerData } from 'node:worker_threads';
-import { getDocumentProxy } from 'unpdf';
 
 function linesOf(items) {
   const lines = [];
@@ -60,7 +61,8 @@ function paragraphsOf(lines) {
   return blocks.map((b) => ({ ...b, text: b.text.replace(/\s+/g, ' ').trim() })).filter((b) => b.text.length > 0);
 }
 
-async function run() {
+async function pdfBlocks() {
+  const { getDocumentProxy } = await import('unpdf');
   const pdf = await getDocumentProxy(new Uint8Array(workerData.bytes), { isEvalSupported: false, stopAtErrors: true });
   const blocks = [];
   try {
@@ -84,7 +86,25 @@ async function run() {
   return blocks;
 }
 
+async function run() {
+  const bytes = Buffer.from(workerData.bytes.buffer, workerData.bytes.byteOffset, workerData.bytes.byteLength);
+  switch (workerData.op) {
+    case 'docx-html': {
+      const { default: mammoth } = await import('mammoth');
+      return (await mammoth.convertToHtml({ buffer: bytes })).value;
+    }
+    case 'doc-text': {
+      const { default: WordExtractor } = await import('word-extractor');
+      return (await new WordExtractor().extract(bytes)).getBody();
+    }
+    case 'pdf-blocks':
+      return pdfBlocks();
+    default:
+      throw new Error(`unknown operation ${workerData.op}`);
+  }
+}
+
 run().then(
-  (blocks) => parentPort.postMessage({ blocks }),
+  (result) => parentPort.postMessage({ result }),
   (err) => parentPort.postMessage({ error: err instanceof Error ? err.message : String(err) }),
 );

@@ -1,0 +1,57 @@
+import { join } from 'node:path';
+import { Worker } from 'node:worker_threads';
+import type { DocumentBlock } from '../../domain/model';
+import { UnreadableDocumentError } from '../../domain/ports';
+
+export interface ParserLimits {
+  /** PDF pages read at most. */
+  maxPages: number;
+  timeoutMs: number;
+  maxHeapMb: number;
+}
+
+export const DEFAULT_PARSER_LIMITS: ParserLimits = { maxPages: 2000, timeoutMs: 120_000, maxHeapMb: 512 };
+
+interface Operations {
+  /** mammoth's HTML rendering of a .docx. */
+  'docx-html': string;
+  /** word-extractor's body text of a .doc, one paragraph per line. */
+  'doc-text': string;
+  /**
+   * Paragraphs of a PDF via unpdf (pdf.js): text items are joined into lines, and a vertical gap
+   * clearly larger than the usual line pitch starts a new paragraph (PDFs carry no paragraph markup).
+   * Link annotations are attached to the line they sit on.
+   */
+  'pdf-blocks': DocumentBlock[];
+}
+
+/**
+ * Runs one document library call in a worker thread (parser-worker.mjs) with a time and heap limit, so
+ * a slow or hostile document neither blocks the service's event loop nor exhausts its memory.
+ */
+export function parseInWorker<K extends keyof Operations>(op: K, bytes: Buffer, limits: ParserLimits = DEFAULT_PARSER_LIMITS): Promise<Operations[K]> {
+  return new Promise((resolve, reject) => {
+    const worker = new Worker(join(__dirname, 'parser-worker.mjs'), {
+      workerData: { op, bytes: new Uint8Array(bytes), maxPages: limits.maxPages },
+      resourceLimits: { maxOldGenerationSizeMb: limits.maxHeapMb },
+      stdout: true,
+      stderr: true,
+    });
+    let settled = false;
+    const finish = (fn: () => void) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      void worker.terminate();
+      fn();
+    };
+    const fail = (reason: string) => finish(() => reject(new UnreadableDocumentError(reason)));
+    const timer = setTimeout(() => fail(`reading the document took longer than ${limits.timeoutMs} ms`), limits.timeoutMs);
+    worker.once('message', (message: { result?: Operations[K]; error?: string }) => {
+      if (message.error === undefined && message.result !== undefined) finish(() => resolve(message.result!));
+      else fail(message.error ?? 'unknown error');
+    });
+    worker.once('error', (err) => fail(err.message));
+    worker.once('exit', (code) => fail(`the document reader stopped (exit code ${code})`));
+  });
+}

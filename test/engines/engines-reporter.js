@@ -17,17 +17,19 @@ class EnginesReporter {
         if (!ENGINE_SUITE.test(top) || /sqlite|embedded/i.test(top)) continue;
         const row = rows.find((r) => r.match.test(top));
         if (!row) continue;
-        const suite = top.split(' — skipped:')[0];
-        const counts = row.suites.get(suite) ?? { passed: 0, total: 0 };
-        counts.total++;
+        const [suite, titleReason] = top.split(' — skipped: ');
+        const counts = row.suites.get(suite) ?? { passed: 0, failed: 0, skipped: 0, reason: undefined };
         if (t.status === 'passed') {
           row.passed++;
           counts.passed++;
-        } else if (t.status === 'failed') row.failed++;
-        else {
+        } else if (t.status === 'failed') {
+          row.failed++;
+          counts.failed++;
+        } else {
           row.skipped++;
-          const reason = top.split(' — skipped: ')[1];
-          if (reason) row.reasons.add(reason);
+          counts.skipped++;
+          counts.reason ??= titleReason ?? t.title.replace(/^skipped:\s*/i, '');
+          row.reasons.add(counts.reason);
         }
         row.suites.set(suite, counts);
       }
@@ -40,7 +42,11 @@ class EnginesReporter {
       else if (r.passed + r.failed === 0) state = `skipped: ${[...r.reasons].join('; ') || 'no reason given'}`;
       else state = `ran: ${r.passed} passed, ${r.failed} failed${r.skipped ? `, ${r.skipped} skipped` : ''}`;
       lines.push(`  ${r.name}: ${state}`);
-      if (r.passed + r.failed > 0) for (const [suite, c] of r.suites) lines.push(`    ${suite}: ${c.passed} of ${c.total} passed`);
+      if (r.passed + r.failed > 0) {
+        for (const [suite, c] of r.suites) {
+          lines.push(c.passed + c.failed > 0 ? `    ${suite}: ${c.passed} of ${c.passed + c.failed + c.skipped} passed` : `    ${suite}: skipped: ${c.reason}`);
+        }
+      }
     }
     process.stdout.write(`${lines.join('\n')}\n`);
   }

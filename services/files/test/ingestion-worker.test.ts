@@ -6,7 +6,7 @@ import { events } from '@cards/proto';
 import { DiskObjectStore } from '../src/adapters/disk/disk-object-store';
 import { LibraryDocumentReader } from '../src/adapters/documents/library-document-reader';
 import { SqliteFileRepository } from '../src/adapters/sqlite/sqlite-file-repository';
-import { IngestionWorker } from '../src/application/ingestion-worker';
+import { IngestionWorker, titleTag } from '../src/application/ingestion-worker';
 import { CardRejectedError, type CardsPort, type NewCard } from '../src/domain/ports';
 import { aFile } from './builders';
 
@@ -164,5 +164,12 @@ describe('IngestionWorker', () => {
     await worker.handle({ topic: Topics.file, key: record.id, payload, offset: '2', attempt: 0 });
     expect(await objects.stat(record.id)).toBeNull();
     expect(cards.cleared).toEqual([record.id]);
+  });
+});
+
+describe('titleTag', () => {
+  it('keeps a heading with commas as one tag and within 200 characters', () => {
+    expect(titleTag('Harvest, Processing , and Storage')).toBe('Harvest; Processing; and Storage');
+    expect(titleTag('x'.repeat(300))).toHaveLength(200);
   });
 });

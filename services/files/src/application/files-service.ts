@@ -24,7 +24,8 @@ export interface FilesServiceDeps {
   onEventsWritten(): void;
 }
 
-const MAX_TAGS = 100;
+/** The cards service allows 100 tags; one is kept free for the heading's title tag. */
+const MAX_TAGS = 99;
 const MAX_TAG_LENGTH = 200;
 
 /** Use cases of the files service: upload, read, list, change privacy, delete. */
@@ -42,7 +43,8 @@ export class FilesService {
     if (input.bytes.length > this.deps.maxFileBytes) {
       throw new ResourceExhaustedError(`base64_docx_file: the file is ${input.bytes.length} bytes, above the limit of ${this.deps.maxFileBytes}`);
     }
-    const tags = [...new Set(input.tags.map((t) => t.trim()).filter((t) => t.length > 0))];
+    // Split at commas like the cards service does (tags are shown comma-joined).
+    const tags = [...new Set(input.tags.flatMap((t) => t.split(',')).map((t) => t.trim()).filter((t) => t.length > 0))];
     if (tags.length > MAX_TAGS) throw new InvalidArgumentError(`tag_set: at most ${MAX_TAGS} tags`);
     if (tags.some((t) => t.length > MAX_TAG_LENGTH)) throw new InvalidArgumentError(`tag_set: each tag at most ${MAX_TAG_LENGTH} characters`);
     checkMagicBytes(format, input.bytes);

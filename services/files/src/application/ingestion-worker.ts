@@ -98,7 +98,7 @@ export class IngestionWorker {
   }
 
   private async createCard(record: FileRecord, draft: CardDraft): Promise<string | null> {
-    const tags = [...new Set([...record.tags, ...(draft.title ? [draft.title.slice(0, 200)] : [])])];
+    const tags = [...new Set([...record.tags, ...(draft.title ? [titleTag(draft.title)] : [])])];
     try {
       return await this.deps.cards.createCard({
         ownerId: record.userId,
@@ -121,6 +121,11 @@ export class IngestionWorker {
     await this.deps.repository.setIngestion(record.id, { status: 'failed', error: reason, cardCount: 0, collectionId: null }, new Date());
     return { status: 'failed', cardIds: [], collectionId: null, error: reason };
   }
+}
+
+/** A heading as one tag: tags are shown comma-joined, so a comma in a heading would split it in two. */
+export function titleTag(title: string): string {
+  return title.replace(/\s*,\s*/g, '; ').slice(0, 200).trim();
 }
 
 async function mapWithConcurrency<T, R>(items: readonly T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {

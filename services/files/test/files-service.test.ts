@@ -1,0 +1,73 @@
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createLogger, InvalidArgumentError, newId, NotFoundError, PermissionDeniedError, ResourceExhaustedError, SqliteOutboxStore, UnauthenticatedError } from '@cards/platform';
+import { events } from '@cards/proto';
+import { DiskObjectStore } from '../src/adapters/disk/disk-object-store';
+import { LibraryDocumentReader } from '../src/adapters/documents/library-document-reader';
+import { SqliteFileRepository } from '../src/adapters/sqlite/sqlite-file-repository';
+import { FilesService, type UploadInput } from '../src/application/files-service';
+
+const docx = readFileSync(join(__dirname, '../../../test/fixtures/documents/energy.docx'));
+const DOCX_MIME = 'application/vnd.openxmlformats-officedocument.wordprocessingml.document';
+let dir: string;
+let repository: SqliteFileRepository;
+let objects: DiskObjectStore;
+let service: FilesService;
+let kicks = 0;
+
+beforeEach(() => {
+  dir = mkdtempSync(join(tmpdir(), 'files-service-'));
+  repository = new SqliteFileRepository(join(dir, 'files.db'));
+  objects = new DiskObjectStore(join(dir, 'objects'));
+  kicks = 0;
+  service = new FilesService({ repository, objects, reader: new LibraryDocumentReader(), maxFileBytes: 100_000, logger: createLogger('t', 'silent'), onEventsWritten: () => kicks++ });
+});
+afterEach(async () => {
+  await repository.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+const upload = (overrides: Partial<UploadInput> = {}) =>
+  service.upload({ callerId: newId(), fileName: 'energy.docx', mimeType: DOCX_MIME, private: false, tags: [], bytes: docx, ...overrides });
+
+describe('FilesService', () => {
+  it('upload stores bytes, record and one FileUploaded event, then kicks the relay', async () => {
+    const record = await upload({ tags: ['a,b', ' a ', '', 'c'] });
+    expect(record).toMatchObject({ fileName: 'energy.docx', format: 'docx', size: docx.length, tags: ['a', 'b', 'c'], ingestionStatus: 'pending' });
+    expect((await objects.read(record.id)).equals(docx)).toBe(true);
+    const pending = await new SqliteOutboxStore(repository.db).pending(10);
+    expect(pending).toHaveLength(1);
+    const event = events.FileEvent.decode(pending[0]!.payload);
+    expect(event.kind?.$case === 'uploaded' && event.kind.value.fileId).toBe(record.id);
+    expect(kicks).toBe(1);
+  });
+
+  it('refuses without a caller, over the size limit, with too many tags; stores nothing then', async () => {
+    await expect(upload({ callerId: '' })).rejects.toBeInstanceOf(UnauthenticatedError);
+    await expect(upload({ bytes: Buffer.concat([docx, Buffer.alloc(100_000)]) })).rejects.toBeInstanceOf(ResourceExhaustedError);
+    await expect(upload({ tags: Array.from({ length: 100 }, (_, i) => `t${i}`) })).rejects.toThrow(/at most 99 tags/);
+    await expect(upload({ fileName: 'energy.pdf', mimeType: 'application/pdf' })).rejects.toBeInstanceOf(InvalidArgumentError);
+    expect(await new SqliteOutboxStore(repository.db).pending(10)).toEqual([]);
+  });
+
+  it('visibility: private files are the owner\'s alone; others may read public ones but not change them', async () => {
+    const owner = newId();
+    const other = newId();
+    const secret = await upload({ callerId: owner, private: true });
+    const open = await upload({ callerId: owner });
+    await expect(service.get(secret.id, other)).rejects.toBeInstanceOf(NotFoundError);
+    await expect(service.get(secret.id, undefined)).rejects.toBeInstanceOf(NotFoundError);
+    expect((await service.get(secret.id, owner)).id).toBe(secret.id);
+    expect((await service.listUserFiles(owner, other)).map((f) => f.id)).toEqual([open.id]);
+    expect((await service.listUserFiles(owner, owner)).map((f) => f.id).sort()).toEqual([secret.id, open.id].sort());
+    await expect(service.setPrivacy(other, secret.id, false)).rejects.toBeInstanceOf(NotFoundError);
+    await expect(service.setPrivacy(other, open.id, true)).rejects.toBeInstanceOf(PermissionDeniedError);
+    await expect(service.delete(other, open.id)).rejects.toBeInstanceOf(PermissionDeniedError);
+    await service.setPrivacy(owner, open.id, true);
+    await expect(service.get(open.id, other)).rejects.toBeInstanceOf(NotFoundError);
+    await service.delete(owner, secret.id);
+    await expect(service.get(secret.id, owner)).rejects.toBeInstanceOf(NotFoundError);
+    await expect(service.get('not-a-uuid', owner)).rejects.toBeInstanceOf(InvalidArgumentError);
+  });
+});

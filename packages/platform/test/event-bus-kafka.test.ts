@@ -144,6 +144,32 @@ describeEventBusContract(
     }
   }, 60_000);
 
+  it('namespaces (KAFKA_NAMESPACE) keep systems sharing one cluster apart; handlers see plain topic names', async () => {
+    const suffix = randomBytes(4).toString('hex');
+    const a = createEventBus({ DATA_DIR: '/nonexistent', KAFKA_BROKERS: brokers.join(','), KAFKA_NAMESPACE: `sys-a-${suffix}` }, logger);
+    const b = createEventBus({ DATA_DIR: '/nonexistent', KAFKA_BROKERS: brokers.join(','), KAFKA_NAMESPACE: `sys-b-${suffix}` }, logger);
+    const byA: string[] = [];
+    const byB: string[] = [];
+    try {
+      // Same group and topic names in both systems, as two deployments of one service would use.
+      await a.subscribe({ group: 'search-index', topics: ['cards.card.v1'], handler: async (e) => void byA.push(`${e.topic} ${new TextDecoder().decode(e.payload)}`) });
+      await b.subscribe({ group: 'search-index', topics: ['cards.card.v1'], handler: async (e) => void byB.push(`${e.topic} ${new TextDecoder().decode(e.payload)}`) });
+      await a.publish([{ topic: 'cards.card.v1', key: 'k', payload: new TextEncoder().encode('from a') }]);
+      await b.publish([{ topic: 'cards.card.v1', key: 'k', payload: new TextEncoder().encode('from b') }]);
+      for (let i = 0; i < 200 && (byA.length === 0 || byB.length === 0); i++) await new Promise((r) => setTimeout(r, 50));
+      await new Promise((r) => setTimeout(r, 300));
+      expect(byA).toEqual(['cards.card.v1 from a']);
+      expect(byB).toEqual(['cards.card.v1 from b']);
+      const admin = new Kafka({ brokers, logLevel: logLevel.NOTHING }).admin();
+      await admin.connect();
+      const topics = await admin.listTopics();
+      await admin.disconnect();
+      expect(topics).toEqual(expect.arrayContaining([`sys-a-${suffix}.cards.card.v1`, `sys-b-${suffix}.cards.card.v1`]));
+    } finally {
+      await Promise.allSettled([a.close(), b.close()]);
+    }
+  });
+
   it('dead letters carry where they came from and why', async () => {
     const topic = `spec.t${randomBytes(4).toString('hex')}.v1`;
     const group = `spec-g${randomBytes(4).toString('hex')}`;

@@ -11,6 +11,8 @@ export interface EventBusConfig {
   KAFKA_PARTITIONS?: number | string;
   /** Kafka client id; the service name. */
   KAFKA_CLIENT_ID?: string;
+  /** Prefix of topics and consumer groups on a shared cluster; falls back to the KAFKA_NAMESPACE variable. */
+  KAFKA_NAMESPACE?: string;
 }
 
 function kafkaPartitions(value: number | string | undefined): number {
@@ -26,8 +28,9 @@ export function createEventBus(config: EventBusConfig, logger: Logger): EventBus
   if (config.KAFKA_BROKERS) {
     const brokers = config.KAFKA_BROKERS.split(',').map((b) => b.trim()).filter(Boolean);
     const partitions = kafkaPartitions(config.KAFKA_PARTITIONS);
-    logger.info({ brokers, partitions }, 'KAFKA_BROKERS set: using the Kafka event bus');
-    return new KafkaEventBus({ brokers, partitions, logger, clientId: config.KAFKA_CLIENT_ID });
+    logger.info({ brokers, partitions, namespace: config.KAFKA_NAMESPACE ?? process.env.KAFKA_NAMESPACE }, 'KAFKA_BROKERS set: using the Kafka event bus');
+    const namespace = config.KAFKA_NAMESPACE ?? (process.env.KAFKA_NAMESPACE || undefined);
+    return new KafkaEventBus({ brokers, partitions, logger, clientId: config.KAFKA_CLIENT_ID, namespace });
   }
   logger.info('KAFKA_BROKERS not set: using the embedded SQLite event log');
   return openSharedSqliteEventLog({ path: join(config.DATA_DIR, 'events', 'events.db'), logger });

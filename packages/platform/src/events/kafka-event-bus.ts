@@ -20,6 +20,12 @@ export interface KafkaEventBusOptions {
   sessionTimeoutMs?: number;
   /** How long ready() waits for the cluster. */
   readyTimeoutMs?: number;
+  /**
+   * Prefix of every topic and consumer group on the cluster (KAFKA_NAMESPACE), so several deployments
+   * (or test systems) can share one cluster without consuming each other's events. Handlers and
+   * dead-letter headers see the topic names without it.
+   */
+  namespace?: string;
 }
 
 /** Handled messages between offset commits inside one fetched batch; a crash redelivers at most this many. */
@@ -117,12 +123,24 @@ export class KafkaEventBus implements EventBus {
     }
   }
 
-  /** Sends events, creating their topics first; also used for dead letters. */
+  /** The cluster's name for a topic or group: with the namespace prefix. */
+  physicalName(name: string): string {
+    return this.options.namespace ? `${this.options.namespace}.${name}` : name;
+  }
+
+  /** The application's name for a topic read from the cluster: without the namespace prefix. */
+  logicalName(name: string): string {
+    const prefix = this.options.namespace ? `${this.options.namespace}.` : '';
+    return prefix && name.startsWith(prefix) ? name.slice(prefix.length) : name;
+  }
+
+  /** Sends events (topic names without the namespace), creating their topics first; also used for dead letters. */
   async publishNow(events: readonly OutgoingEvent[], headers?: IHeaders): Promise<void> {
     const byTopic = new Map<string, { key: string; value: Buffer; headers?: IHeaders }[]>();
     for (const e of events) {
-      let messages = byTopic.get(e.topic);
-      if (!messages) byTopic.set(e.topic, (messages = []));
+      const topic = this.physicalName(e.topic);
+      let messages = byTopic.get(topic);
+      if (!messages) byTopic.set(topic, (messages = []));
       messages.push({ key: e.key, value: Buffer.from(e.payload), headers });
     }
     await this.ensureTopics([...byTopic.keys()]);
@@ -132,9 +150,10 @@ export class KafkaEventBus implements EventBus {
 
   async subscribe(options: SubscribeOptions): Promise<Subscription> {
     if (this.closed) throw new Error('event bus is closed');
-    await this.ensureTopics(options.topics);
+    const topics = options.topics.map((t) => this.physicalName(t));
+    await this.ensureTopics(topics);
     const consumer = this.kafka.consumer({
-      groupId: options.group,
+      groupId: this.physicalName(options.group),
       allowAutoTopicCreation: false,
       heartbeatInterval: this.options.heartbeatIntervalMs ?? 1000,
       sessionTimeout: this.options.sessionTimeoutMs ?? 10_000,
@@ -142,7 +161,7 @@ export class KafkaEventBus implements EventBus {
       maxWaitTimeInMs: 500,
       retry: { retries: 10, initialRetryTime: 100, maxRetryTime: 5000 },
     });
-    const subscription = new KafkaSubscription(consumer, options, this, this.options);
+    const subscription = new KafkaSubscription(consumer, options, topics, this, this.options);
     await subscription.start();
     this.subscriptions.add(subscription);
     return {
@@ -183,7 +202,7 @@ export class KafkaEventBus implements EventBus {
     await Promise.allSettled([this.producer.disconnect(), this.admin.disconnect()]);
   }
 
-  /** Creates missing topics with the configured partition count; concurrent callers share one request. */
+  /** Creates missing topics (cluster names) with the configured partition count; concurrent callers share one request. */
   async ensureTopics(topics: readonly string[]): Promise<void> {
     const missing = topics.filter((t) => !this.knownTopics.has(t));
     if (missing.length > 0) {
@@ -241,15 +260,16 @@ class KafkaSubscription {
   constructor(
     private readonly consumer: Consumer,
     private readonly options: SubscribeOptions,
+    private readonly physicalTopics: string[],
     private readonly bus: KafkaEventBus,
     private readonly busOptions: KafkaEventBusOptions,
   ) {}
 
   async start(): Promise<void> {
-    const { topics, group } = this.options;
+    const { group } = this.options;
     await this.consumer.connect();
     // A new group starts at the beginning of each topic, like the embedded log: nothing published before it subscribed is missed.
-    await this.consumer.subscribe({ topics, fromBeginning: true });
+    await this.consumer.subscribe({ topics: this.physicalTopics, fromBeginning: true });
     await this.consumer.run({
       autoCommit: false,
       eachBatchAutoResolve: false,
@@ -257,7 +277,8 @@ class KafkaSubscription {
       // eachBatch rather than eachMessage: kafkajs drops consumer.commitOffsets() once stop() has begun,
       // which would lose the commit of the message a graceful close waited for.
       eachBatch: async ({ batch, resolveOffset, heartbeat, commitOffsetsIfNecessary, isRunning, isStale }) => {
-        const { topic, partition } = batch;
+        const { topic: physicalTopic, partition } = batch;
+        const topic = this.bus.logicalName(physicalTopic);
         // Offsets are committed only up to messages whose handler finished (or that were dead-lettered):
         // every COMMIT_EVERY messages, at the end of the batch, and when leaving it early (close, rebalance).
         let done: string | undefined;
@@ -265,7 +286,7 @@ class KafkaSubscription {
         const commit = async () => {
           if (done === undefined || sinceCommit === 0) return;
           sinceCommit = 0;
-          await commitOffsetsIfNecessary({ topics: [{ topic, partitions: [{ partition, offset: (BigInt(done) + 1n).toString() }] }] });
+          await commitOffsetsIfNecessary({ topics: [{ topic: physicalTopic, partitions: [{ partition, offset: (BigInt(done) + 1n).toString() }] }] });
         };
         try {
           for (const message of batch.messages) {

@@ -33,6 +33,17 @@ describeOutboxStoreContract(
     expect(Date.now() - started).toBeLessThan(10_000);
   });
 
+  it('puts a service in its own database, prefixed when several systems share the server', async () => {
+    const plain = await connectMongo({ url: engine!.url, database: 'identity', logger });
+    const prefixed = await connectMongo({ url: engine!.url, database: 'identity', databasePrefix: 'system2', logger });
+    try {
+      expect(plain.db.databaseName).toBe('identity');
+      expect(prefixed.db.databaseName).toBe('system2_identity');
+    } finally {
+      await Promise.all([plain.close(), prefixed.close()]);
+    }
+  });
+
   it('reports that the wire-protocol test server has no transactions, and ready() pings it', async () => {
     const connection = await connectMongo({ url: engine!.url, database: 'ready_check', logger });
     try {

@@ -9,6 +9,11 @@ export interface MongoConnectionOptions {
   logger: Logger;
   /** How long to look for a server before failing; start-up fails fast instead of hanging. */
   serverSelectionTimeoutMs?: number;
+  /**
+   * Prefix of the database name (falls back to the MONGO_DATABASE_PREFIX variable), so several
+   * deployments or test systems can share one server: `<prefix>_<database>`.
+   */
+  databasePrefix?: string;
 }
 
 /** One service's MongoDB connection: its database, whether it can run transactions, readiness and close. */
@@ -47,7 +52,8 @@ export async function connectMongo(options: MongoConnectionOptions): Promise<Mon
   } catch (err) {
     throw new Error(`MONGO_URL is not a valid MongoDB connection string (${where}): ${(err as Error).message}`);
   }
-  const database = options.database;
+  const prefix = options.databasePrefix ?? (process.env.MONGO_DATABASE_PREFIX || undefined);
+  const database = prefix ? `${prefix}_${options.database}` : options.database;
   const db = client.db(database);
   let hello: Record<string, unknown>;
   try {

@@ -267,9 +267,12 @@ describeWithHelm('Helm chart deploy/k8s (offline)', () => {
     const env = (component: string, name: string) => envValue(find(ci, 'Deployment', componentName(component))!, name);
     for (const component of ['cards', 'search', 'files', 'notifications']) {
       expect(env(component, 'KAFKA_BROKERS')?.value).toBe('kafka-0.ci.example:9092,kafka-1.ci.example:9092');
+      expect(env(component, 'KAFKA_NAMESPACE')?.value).toBe('ci');
+      expect(env(component, 'KAFKA_PARTITIONS')?.value).toBe('6');
     }
     for (const component of ['identity', 'cards', 'search', 'files', 'notifications']) {
       expect(env(component, 'MONGO_URL')?.valueFrom?.secretKeyRef?.key).toBe('MONGO_URL');
+      expect(env(component, 'MONGO_DATABASE_PREFIX')?.value).toBe('ci');
     }
     expect(env('search', 'ELASTICSEARCH_URL')?.valueFrom?.secretKeyRef?.key).toBe('ELASTICSEARCH_URL');
     expect(env('files', 'S3_ENDPOINT')?.value).toBe('https://s3.ci.example');

@@ -154,6 +154,10 @@ app.kubernetes.io/component: {{ .name }}
       name: {{ $secret }}
       key: MONGO_URL
 {{- end }}
+{{- with $v.engines.mongodb.databasePrefix }}
+- name: MONGO_DATABASE_PREFIX
+  value: {{ . | quote }}
+{{- end }}
 {{- else if eq $engine "elasticsearch" }}
 {{- if $v.elasticsearch.enabled }}
 - name: ELASTICSEARCH_URL
@@ -168,6 +172,14 @@ app.kubernetes.io/component: {{ .name }}
 {{- else if eq $engine "kafka" }}
 - name: KAFKA_BROKERS
   value: {{ ternary (printf "%s:9092" (include "card-library.subchartName" (dict "root" $root "chart" "kafka"))) $v.engines.kafka.brokers (and $v.kafka.enabled true) | quote }}
+{{- with $v.engines.kafka.namespace }}
+- name: KAFKA_NAMESPACE
+  value: {{ . | quote }}
+{{- end }}
+{{- with $v.engines.kafka.partitions }}
+- name: KAFKA_PARTITIONS
+  value: {{ . | toString | quote }}
+{{- end }}
 {{- else if eq $engine "s3" }}
 {{- $minio := include "card-library.subchartName" (dict "root" $root "chart" "minio") }}
 - name: S3_ENDPOINT

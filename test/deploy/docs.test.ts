@@ -3,7 +3,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ROOT } from './helm';
-import { COMPONENTS, variablesReadBy } from './service-config';
+import { COMPONENTS, platformSource, variablesReadBy } from './service-config';
 
 const docs = readFileSync(join(ROOT, 'docs/deploy.md'), 'utf8');
 
@@ -22,5 +22,13 @@ describe('docs/deploy.md', () => {
     expect(text).not.toBe('');
     const missing = [...variablesReadBy(component)].filter((name) => !text.includes(`\`${name}\``));
     expect(missing).toEqual([]);
+  });
+
+  it('lists every variable the shared runtime (@cards/platform) reads', () => {
+    const text = section('shared runtime (`@cards/platform`)');
+    expect(text).not.toBe('');
+    const reads = new Set([...platformSource().matchAll(/process\.env\.([A-Z][A-Z0-9_]+)/g)].map((m) => m[1]!));
+    expect(reads.size).toBeGreaterThan(0);
+    expect([...reads].filter((name) => !text.includes(`\`${name}\``))).toEqual([]);
   });
 });

@@ -52,29 +52,41 @@ export function shingleJaccard(a: string, b: string, k = 3): number {
   return union === 0 ? 1 : shared / union;
 }
 
+const rowsBuffer = [new Int32Array(64), new Int32Array(64), new Int32Array(64)];
+
 /** Optimal-string-alignment edit distance (insert, delete, substitute, swap neighbours), stopping early above `max`. */
 export function editDistance(a: string, b: string, max = Infinity): number {
   if (Math.abs(a.length - b.length) > max) return max + 1;
-  const rows = a.length + 1;
   const cols = b.length + 1;
-  let prev2 = new Array<number>(cols).fill(0);
-  let prev = Array.from({ length: cols }, (_, j) => j);
-  for (let i = 1; i < rows; i++) {
-    const cur = new Array<number>(cols);
+  if (rowsBuffer[0]!.length < cols) for (let i = 0; i < 3; i++) rowsBuffer[i] = new Int32Array(cols * 2);
+  let prev2 = rowsBuffer[0]!;
+  let prev = rowsBuffer[1]!;
+  let cur = rowsBuffer[2]!;
+  for (let j = 0; j < cols; j++) prev[j] = j;
+  for (let i = 1; i <= a.length; i++) {
     cur[0] = i;
     let rowMin = i;
+    const ca = a.charCodeAt(i - 1);
     for (let j = 1; j < cols; j++) {
-      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
-      let d = Math.min(prev[j]! + 1, cur[j - 1]! + 1, prev[j - 1]! + cost);
-      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) d = Math.min(d, prev2[j - 2]! + 1);
+      const cb = b.charCodeAt(j - 1);
+      let d = Math.min(prev[j]! + 1, cur[j - 1]! + 1, prev[j - 1]! + (ca === cb ? 0 : 1));
+      if (i > 1 && j > 1 && ca === b.charCodeAt(j - 2) && a.charCodeAt(i - 2) === cb) d = Math.min(d, prev2[j - 2]! + 1);
       cur[j] = d;
       if (d < rowMin) rowMin = d;
     }
     if (rowMin > max) return max + 1;
+    const spare = prev2;
     prev2 = prev;
     prev = cur;
+    cur = spare;
   }
   return prev[cols - 1]!;
+}
+
+/** 1 - edits / longer length when at most `maxEdits` edits apart, else 0. */
+export function editSimilarity(a: string, b: string, maxEdits = 2): number {
+  const edits = editDistance(a, b, maxEdits);
+  return edits > maxEdits ? 0 : 1 - edits / Math.max(a.length, b.length);
 }
 
 /**
@@ -82,9 +94,5 @@ export function editDistance(a: string, b: string, max = Infinity): number {
  * similarity (1 - edits / longer length), since trigrams punish typos in short words hard ("slepe" vs "sleep").
  */
 export function spellingSimilarity(a: string, b: string): number {
-  const trigram = trigramSimilarity(a, b);
-  const longer = Math.max(a.length, b.length);
-  const edits = editDistance(a, b, 2);
-  const edit = edits > 2 ? 0 : 1 - edits / longer;
-  return Math.max(trigram, edit);
+  return Math.max(trigramSimilarity(a, b), editSimilarity(a, b));
 }

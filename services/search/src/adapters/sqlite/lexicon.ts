@@ -1,4 +1,4 @@
-import { spellingSimilarity, wordTrigrams } from '../../domain/text';
+import { editSimilarity, wordTrigrams } from '../../domain/text';
 
 /** A growable list of int32 slots. */
 class SlotList {
@@ -106,12 +106,23 @@ export class Lexicon {
       shared[id] = 0;
       if (id === exact || this.documentFrequency(id) === 0) continue;
       let similarity = s / (trigrams.length + this.trigramCounts[id]! - s);
-      // Unknown words are likely typos: also try edit distance on words of about the same length.
-      if (!known && similarity < 0.7 && Math.abs(this.words[id]!.length - word.length) <= 2) similarity = spellingSimilarity(word, this.words[id]!);
+      // Unknown words are likely typos: also try edit distance (at most 2 edits) on words of about the same length.
+      // Each edit breaks at most 4 trigrams, so a word sharing fewer cannot be that close.
+      if (!known && similarity < 0.7 && s >= trigrams.length - 8) {
+        const candidate = this.words[id]!;
+        const longer = Math.max(candidate.length, word.length);
+        if (Math.abs(candidate.length - word.length) <= 2 && 1 - 1 / longer > Math.max(similarity, minSimilarity)) similarity = Math.max(similarity, editSimilarity(word, candidate));
+      }
       if (similarity >= minSimilarity) variants.push({ wordId: id, similarity });
     }
     variants.sort((a, b) => b.similarity - a.similarity || a.wordId - b.wordId);
     return out.concat(variants.slice(0, maxVariants));
+  }
+
+  /** Whether the word occurs in some indexed card. */
+  has(word: string): boolean {
+    const id = this.ids.get(word);
+    return id !== undefined && this.documentFrequency(id) > 0;
   }
 
   get size(): number {

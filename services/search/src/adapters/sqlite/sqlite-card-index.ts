@@ -266,7 +266,10 @@ export class SqliteCardIndex implements CardIndex {
         best[slot] = 0;
       }
     }
-    const phraseSlots = queryWords.length >= 2 ? this.slotsHoldingPhrase(normalizedText(query)) : undefined;
+    // Only cards holding every query word can hold the phrase: skip the lookup when a word is unknown (a typo).
+    const phrasePossible = queryWords.length >= 2 && queryWords.every((w) => this.lexicon.has(w));
+    const phraseSlots = phrasePossible ? this.slotsHoldingPhrase(normalizedText(query)) : undefined;
+    const phraseWeight = queryWords.length >= 2 ? PHRASE_WEIGHT : 0;
     const filter = this.scopeFilter(scope);
     const wanted = page.offset + page.limit;
     const top = new TopK(wanted);
@@ -275,7 +278,7 @@ export class SqliteCardIndex implements CardIndex {
       const wordScore = weightSum > 0 ? total[slot]! / weightSum : 0;
       total[slot] = 0;
       if (!filter(slot)) continue;
-      const score = phraseSlots ? (1 - PHRASE_WEIGHT) * wordScore + (phraseSlots.has(slot) ? PHRASE_WEIGHT : 0) : wordScore;
+      const score = (1 - phraseWeight) * wordScore + (phraseSlots?.has(slot) ? phraseWeight : 0);
       if (score < this.minTextScore) continue;
       matching++;
       top.push(score, slot);

@@ -34,8 +34,7 @@ export class SqliteCardRepository implements CardRepository {
 
   async findBySketch(sketch: readonly number[], minShared: number, limit: number): Promise<Card[]> {
     if (sketch.length === 0) return [];
-    const rows = this.db
-      .prepare(
+    const rows = this.sql(
         `SELECT c.* FROM (SELECT card_id, count(*) AS shared FROM card_sketch WHERE hash IN (${placeholders(sketch.length)})
            GROUP BY card_id HAVING shared >= ? ORDER BY shared DESC LIMIT ?) s JOIN cards c ON c.id = s.card_id ORDER BY s.shared DESC, c.created_at`,
       )
@@ -54,8 +53,7 @@ export class SqliteCardRepository implements CardRepository {
   async insert(card: Card, fingerprint: CardFingerprint, events: OutgoingEvent[]): Promise<void> {
     try {
       this.db.transaction(() => {
-        this.db
-          .prepare(
+        this.sql(
             `INSERT INTO cards (id, author_id, content, card_html, link, private, tags, file_id, file_name, oc_file_path, vector_point_id,
                verification_score, verified_at, collision_of, total_upvotes, total_downvotes, idempotency_key, content_hash, created_at, updated_at)
              VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
@@ -97,8 +95,7 @@ export class SqliteCardRepository implements CardRepository {
 
   async update(card: Card, fingerprint: CardFingerprint | null, events: OutgoingEvent[]): Promise<void> {
     this.db.transaction(() => {
-      this.db
-        .prepare('UPDATE cards SET content = ?, card_html = ?, link = ?, private = ?, tags = ?, updated_at = ? WHERE id = ?')
+      this.sql('UPDATE cards SET content = ?, card_html = ?, link = ?, private = ?, tags = ?, updated_at = ? WHERE id = ?')
         .run(card.content, card.cardHtml, card.link, card.private ? 1 : 0, JSON.stringify(card.tags), iso(card.updatedAt), card.id);
       if (fingerprint) {
         this.sql('UPDATE cards SET content_hash = ? WHERE id = ?').run(fingerprint.contentHash, card.id);
@@ -130,8 +127,7 @@ export class SqliteCardRepository implements CardRepository {
   }
 
   async listByAuthor(authorId: string, includePrivate: boolean, offset: number, limit: number): Promise<Card[]> {
-    const rows = this.db
-      .prepare(`SELECT * FROM cards WHERE author_id = ? ${includePrivate ? '' : 'AND private = 0'} ORDER BY updated_at DESC, id LIMIT ? OFFSET ?`)
+    const rows = this.sql(`SELECT * FROM cards WHERE author_id = ? ${includePrivate ? '' : 'AND private = 0'} ORDER BY updated_at DESC, id LIMIT ? OFFSET ?`)
       .all(authorId, limit, offset) as CardRow[];
     return rows.map(cardFromRow);
   }

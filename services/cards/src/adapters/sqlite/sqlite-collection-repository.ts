@@ -57,8 +57,7 @@ export class SqliteCollectionRepository implements CollectionRepository {
 
   async addBookmark(collectionId: string, cardId: string, at: Date, events: OutgoingEvent[]): Promise<boolean> {
     return this.db.transaction((): boolean => {
-      const added = this.db
-        .prepare(
+      const added = this.sql(
           `INSERT OR IGNORE INTO bookmarks (collection_id, card_id, ord, created_at)
            VALUES (?, ?, (SELECT coalesce(max(ord), 0) + 1 FROM bookmarks WHERE collection_id = ?), ?)`,
         )
@@ -77,8 +76,7 @@ export class SqliteCollectionRepository implements CollectionRepository {
   }
 
   async listVisibleBookmarks(collectionId: string, viewerId: string | null, offset: number, limit: number): Promise<string[]> {
-    const rows = this.db
-      .prepare(`SELECT b.card_id FROM bookmarks b JOIN cards c ON c.id = b.card_id WHERE b.collection_id = ? AND ${VISIBLE_CARD} ORDER BY b.ord LIMIT ? OFFSET ?`)
+    const rows = this.sql(`SELECT b.card_id FROM bookmarks b JOIN cards c ON c.id = b.card_id WHERE b.collection_id = ? AND ${VISIBLE_CARD} ORDER BY b.ord LIMIT ? OFFSET ?`)
       .all(collectionId, viewerId, limit, offset) as { card_id: string }[];
     return rows.map((r) => r.card_id);
   }
@@ -92,8 +90,7 @@ export class SqliteCollectionRepository implements CollectionRepository {
   }
 
   async listByAuthor(authorId: string, includePrivate: boolean): Promise<Collection[]> {
-    const rows = this.db
-      .prepare(`SELECT * FROM collections WHERE author_id = ? ${includePrivate ? '' : 'AND is_public = 1'} ORDER BY created_at DESC, id`)
+    const rows = this.sql(`SELECT * FROM collections WHERE author_id = ? ${includePrivate ? '' : 'AND is_public = 1'} ORDER BY created_at DESC, id`)
       .all(authorId) as CollectionRow[];
     return rows.map(collectionFromRow);
   }
@@ -101,8 +98,7 @@ export class SqliteCollectionRepository implements CollectionRepository {
   async collectionsOfOwnerHolding(ownerId: string, cardIds: readonly string[]): Promise<Map<string, string[]>> {
     const out = new Map<string, string[]>();
     for (const slice of chunks([...new Set(cardIds)])) {
-      const rows = this.db
-        .prepare(
+      const rows = this.sql(
           `SELECT b.card_id, b.collection_id FROM bookmarks b JOIN collections k ON k.id = b.collection_id
            WHERE k.author_id = ? AND b.card_id IN (${placeholders(slice.length)}) ORDER BY k.created_at, k.id`,
         )
@@ -117,8 +113,7 @@ export class SqliteCollectionRepository implements CollectionRepository {
   }
 
   private insertRow(c: Collection): void {
-    this.db
-      .prepare('INSERT INTO collections (id, author_id, name, description, is_public, file_id, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)')
+    this.sql('INSERT INTO collections (id, author_id, name, description, is_public, file_id, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)')
       .run(c.id, c.authorId, c.name, c.description, c.isPublic ? 1 : 0, c.fileId, iso(c.createdAt), iso(c.updatedAt));
   }
 }

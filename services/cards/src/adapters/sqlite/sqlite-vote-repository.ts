@@ -79,8 +79,7 @@ export class SqliteVoteRepository implements VoteRepository {
   }
 
   async topAuthors(offset: number, limit: number): Promise<AuthorScore[]> {
-    const rows = this.db
-      .prepare(
+    const rows = this.sql(
         `SELECT user_id, upvotes - downvotes AS score FROM author_scores WHERE upvotes + downvotes > 0
          ORDER BY upvotes - downvotes DESC, joined_at IS NULL, joined_at, user_id LIMIT ? OFFSET ?`,
       )
@@ -105,8 +104,7 @@ export class SqliteVoteRepository implements VoteRepository {
 
   private adjust(cardId: string, authorId: string, up: number, down: number): void {
     this.sql('UPDATE cards SET total_upvotes = total_upvotes + ?, total_downvotes = total_downvotes + ? WHERE id = ?').run(up, down, cardId);
-    this.db
-      .prepare(
+    this.sql(
         `INSERT INTO author_scores (user_id, upvotes, downvotes) VALUES (?, ?, ?)
          ON CONFLICT (user_id) DO UPDATE SET upvotes = upvotes + excluded.upvotes, downvotes = downvotes + excluded.downvotes`,
       )

@@ -1,0 +1,147 @@
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createLogger } from '@cards/platform';
+import { events } from '@cards/proto';
+import { SqliteVerificationStore } from '../src/verification/adapters/sqlite/sqlite-verification-store';
+import { Htmlparser2PageText } from '../src/verification/adapters/htmlparser2/htmlparser2-page-text';
+import { InlineFuzzballScorer } from '../src/verification/adapters/fuzzball/fuzzball-scorer';
+import { VerificationService } from '../src/verification/application/verification-service';
+import type { PageFetchResult } from '../src/verification/domain/model';
+import type { PageFetcher, SimilarityScorer } from '../src/verification/domain/ports';
+
+/** A fetcher answering from a script of results, recording the links asked for. */
+class ScriptedFetcher implements PageFetcher {
+  readonly asked: string[] = [];
+  constructor(private readonly script: PageFetchResult[]) {}
+  async fetchPage(link: string): Promise<PageFetchResult> {
+    this.asked.push(link);
+    return this.script.shift() ?? { ok: false, failure: 'script exhausted', transient: false };
+  }
+}
+
+const html = (text: string): PageFetchResult => ({ ok: true, html: `<p>${text}</p>`, finalUrl: 'https://example.org/' });
+const card = (link: string, content = 'the moon pulls the tides of the sea'): events.CardSnapshot => ({
+  id: randomUUID(),
+  authorId: randomUUID(),
+  content,
+  tags: [],
+  link,
+  private: false,
+  collectionIds: [],
+});
+const created = (c: events.CardSnapshot): events.CardEvent => ({ eventId: randomUUID(), kind: { $case: 'created', value: { card: c } } });
+const updated = (c: events.CardSnapshot, changes: { contentChanged?: boolean; linkChanged?: boolean; privacyChanged?: boolean }): events.CardEvent => ({
+  eventId: randomUUID(),
+  kind: { $case: 'updated', value: { card: c, contentChanged: false, linkChanged: false, privacyChanged: false, ...changes } },
+});
+
+describe('VerificationService', () => {
+  let dir: string;
+  let store: SqliteVerificationStore;
+  let now: number;
+  const later = () => new Date(now + 3_600_000);
+
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), 'verification-service-'));
+    store = new SqliteVerificationStore(join(dir, 'v.db'));
+    now = Date.parse('2026-01-01T00:00:00Z');
+  });
+  afterEach(async () => {
+    await store.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  function serviceWith(fetcher: PageFetcher, scorer: SimilarityScorer = new InlineFuzzballScorer()) {
+    return new VerificationService({ store, fetcher, text: new Htmlparser2PageText(), scorer, logger: createLogger('test', 'silent'), maxAttempts: 3, retryBaseMs: 1000, clock: () => new Date(now) });
+  }
+
+  const claimOne = async () => (await store.claim(1, later(), new Date(later().getTime() + 60_000)))[0];
+  const announced = async () => (await store.outbox().pending(100)).map((e) => events.CardVerified.decode(e.payload));
+
+  it('asks for a verification on creation with a link and on link or content changes only', async () => {
+    const service = serviceWith(new ScriptedFetcher([]));
+    const c = card('https://example.org/a');
+    expect(await service.onCardEvent(created(c))).toBe('enqueued');
+    expect(await service.onCardEvent(updated(c, { privacyChanged: true }))).toBe('ignored');
+    expect(await service.onCardEvent(updated(c, { linkChanged: true }))).toBe('enqueued');
+    expect(await service.onCardEvent(updated(c, { contentChanged: true }))).toBe('enqueued');
+    expect(await service.onCardEvent(created(card('')))).toBe('ignored');
+    expect(await service.onCardEvent(created(card('   ')))).toBe('ignored');
+    expect(await service.onCardEvent({ eventId: randomUUID() })).toBe('ignored');
+  });
+
+  it('a replayed event is recognised; a deleted card or a removed link cancels what waits', async () => {
+    const service = serviceWith(new ScriptedFetcher([]));
+    const c = card('https://example.org/a');
+    const event = created(c);
+    expect(await service.onCardEvent(event)).toBe('enqueued');
+    expect(await service.onCardEvent(event)).toBe('replayed');
+    expect(await service.onCardEvent({ eventId: randomUUID(), kind: { $case: 'deleted', value: { cardId: c.id, authorId: c.authorId } } })).toBe('cancelled');
+    expect(await claimOne()).toBeUndefined();
+
+    const d = card('https://example.org/b');
+    await service.onCardEvent(created(d));
+    expect(await service.onCardEvent(updated({ ...d, link: '' }, { linkChanged: true }))).toBe('cancelled');
+    expect(await claimOne()).toBeUndefined();
+  });
+
+  it('scores the page text and announces the result with the job id as verification id', async () => {
+    const fetcher = new ScriptedFetcher([html('Long ago the moon pulls the tides of the sea, sailors said.')]);
+    const service = serviceWith(fetcher);
+    const c = card('https://example.org/a');
+    await service.onCardEvent(created(c));
+    const job = (await claimOne())!;
+    expect(await service.run(job)).toBe('done');
+    expect(fetcher.asked).toEqual(['https://example.org/a']);
+    const [verified] = await announced();
+    expect(verified).toMatchObject({ verificationId: job.id, cardId: c.id, authorId: c.authorId, link: c.link, score: 100, failure: '' });
+    expect(await store.find(job.id)).toMatchObject({ status: 'done', score: 100 });
+  });
+
+  it('retries transient failures with doubling delays, then scores 0 with the reason', async () => {
+    const timeout: PageFetchResult = { ok: false, failure: 'timed out', transient: true };
+    const service = serviceWith(new ScriptedFetcher([timeout, timeout, timeout]));
+    await service.onCardEvent(created(card('https://example.org/slow')));
+    const first = (await claimOne())!;
+    expect(await service.run(first)).toBe('retry');
+    expect((await store.find(first.id))!.dueAt.getTime() - now).toBe(1000);
+    expect(await store.claim(1, new Date(now + 999), new Date(now + 60_000))).toEqual([]);
+    const second = (await store.claim(1, new Date(now + 1000), new Date(now + 60_000)))[0]!;
+    expect(await service.run(second)).toBe('retry');
+    expect((await store.find(first.id))!.dueAt.getTime() - now).toBe(2000);
+    const third = (await store.claim(1, new Date(now + 2000), new Date(now + 60_000)))[0]!;
+    expect(await service.run(third)).toBe('done');
+    expect(await announced()).toEqual([expect.objectContaining({ score: 0, failure: 'timed out' })]);
+    expect(await store.find(first.id)).toMatchObject({ attempts: 3, score: 0 });
+  });
+
+  it('a final failure is not retried; a scoring failure scores 0 and says so', async () => {
+    const service = serviceWith(new ScriptedFetcher([{ ok: false, failure: 'the page answered HTTP 404', transient: false }]));
+    await service.onCardEvent(created(card('https://example.org/missing')));
+    expect(await service.run((await claimOne())!)).toBe('done');
+    expect(await announced()).toEqual([expect.objectContaining({ score: 0, failure: 'the page answered HTTP 404' })]);
+
+    const broken: SimilarityScorer = { score: async () => Promise.reject(new Error('scoring took longer than 60000 ms')), close: async () => undefined };
+    const scoring = serviceWith(new ScriptedFetcher([html('a page')]), broken);
+    await scoring.onCardEvent(created(card('https://example.org/huge')));
+    expect(await scoring.run((await claimOne())!)).toBe('done');
+    expect((await announced())[1]).toMatchObject({ score: 0, failure: 'could not score the page: scoring took longer than 60000 ms' });
+  });
+
+  it('after stop(), a job in flight records and announces nothing', async () => {
+    let release!: (r: PageFetchResult) => void;
+    const fetcher: PageFetcher = { fetchPage: () => new Promise((r) => (release = r)) };
+    const service = serviceWith(fetcher);
+    await service.onCardEvent(created(card('https://example.org/a')));
+    const job = (await claimOne())!;
+    const running = service.run(job);
+    await new Promise((r) => setImmediate(r));
+    service.stop();
+    release(html('the moon pulls the tides of the sea'));
+    expect(await running).toBe('interrupted');
+    expect(await announced()).toEqual([]);
+    expect((await store.find(job.id))!.status).toBe('running');
+  });
+});

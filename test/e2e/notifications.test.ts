@@ -10,9 +10,9 @@ import { uniqueText } from './cards-support';
 
 /**
  * Notifications end to end. Verification notifications come from the real pipeline (card created
- * through the gateway -> search verifies -> notifications). Collection-created events and replays
- * are written into the system's own event log file, exactly as cards (or a redelivering broker)
- * would, so this file does not depend on the collection or file routes.
+ * through the gateway -> search verifies -> notifications), collection-created ones from a collection
+ * created through the gateway. Replays are written into the system's own event log file, exactly as
+ * a redelivering broker would hand them over again.
  */
 
 let system: RunningSystem;
@@ -103,6 +103,16 @@ describe('notifications', () => {
     expect(indexOfCollection).toBeLessThan(indexOfCard);
     const times = all.map((n) => n.created_at as string);
     expect([...times].sort().reverse()).toEqual(times);
+    expect((await list(bob.client)).some((n) => n.collection_uuid === collectionId)).toBe(false);
+  });
+
+  it('a collection created through the gateway notifies its author (and only its author) with its id', async () => {
+    const res = await alice.client.post('/api/card_collection', { name: `Reading list ${randomUUID()}`, is_public: false });
+    expect(res.status).toBe(204);
+    const collectionId = /\/api\/card_collection\/([0-9a-f-]{36})$/.exec(res.headers.get('location') ?? '')?.[1];
+    expect(collectionId).toMatch(UUID);
+    const all = await waitFor(alice.client, (ns) => ns.some((n) => n.collection_uuid === collectionId));
+    expect(all.filter((n) => n.collection_uuid === collectionId)).toEqual([expect.objectContaining({ type: 'collection_created', user_uuid: alice.id, user_read: false })]);
     expect((await list(bob.client)).some((n) => n.collection_uuid === collectionId)).toBe(false);
   });
 

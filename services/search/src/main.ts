@@ -39,6 +39,11 @@ export async function startSearch(env: Record<string, string | undefined> = proc
   else logger.info('ELASTICSEARCH_URL not set: using the embedded SQLite search index');
   const embedder = createEmbedder(config, logger);
   const index = new SqliteCardIndex({ path: join(config.DATA_DIR, 'search', 'index.db'), dimensions: embedder.dimensions, embedderId: embedder.id, exactScanLimit: config.SEARCH_EXACT_SCAN_LIMIT });
+  const loadStarted = Date.now();
+  index
+    .ready()
+    .then(async () => logger.info({ cards: await index.count(), ms: Date.now() - loadStarted }, 'search index loaded'))
+    .catch((err: unknown) => logger.error({ err }, 'loading the search index failed'));
   const stale = index.staleVectorCount();
   if (stale > 0) {
     logger.info({ cards: stale, embedder: embedder.id }, 'the embedder changed: re-embedding indexed cards in the background');

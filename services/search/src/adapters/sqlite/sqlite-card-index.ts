@@ -78,6 +78,8 @@ export class SqliteCardIndex implements CardIndex {
   private readonly minTextScore: number;
   private readonly embedderId: string;
   private readonly statements = new Map<string, Statement>();
+  /** The in-memory structures are rebuilt in batches after construction, so a large index does not block start-up. */
+  private readonly loaded: Promise<void>;
 
   // Per slot (one per searchable root card).
   private slotCount = 0;
@@ -103,10 +105,12 @@ export class SqliteCardIndex implements CardIndex {
     this.candidateFloor = options.candidateFloor ?? 3_000;
     this.minTextScore = options.minTextScore ?? 0.3;
     this.embedderId = options.embedderId ?? '';
-    this.load();
+    this.loaded = this.load();
+    this.loaded.catch(() => undefined);
   }
 
   async upsert(card: IndexedCard): Promise<boolean> {
+    await this.loaded;
     if (card.vector.length !== this.vectors.dimensions) throw new Error(`vector has ${card.vector.length} dimensions, the index ${this.vectors.dimensions}`);
     const at = card.updatedAt.getTime();
     const applied = this.db.transaction(() => {
@@ -138,6 +142,7 @@ export class SqliteCardIndex implements CardIndex {
   }
 
   async promote(cardId: string): Promise<boolean> {
+    await this.loaded;
     const row = this.sql('SELECT * FROM cards WHERE card_id = ?').get(cardId) as CardRow | undefined;
     if (!row) return false;
     if (row.collision_of === null) return true;
@@ -150,6 +155,7 @@ export class SqliteCardIndex implements CardIndex {
   }
 
   async remove(cardId: string, removedAt: Date): Promise<void> {
+    await this.loaded;
     this.db.transaction(() => {
       const row = this.sql('SELECT rowid FROM cards WHERE card_id = ?').get(cardId) as { rowid: number } | undefined;
       if (row) {
@@ -164,6 +170,7 @@ export class SqliteCardIndex implements CardIndex {
   }
 
   async setBookmark(collectionId: string, cardId: string, added: boolean, at: Date): Promise<void> {
+    await this.loaded;
     const changed = this.db.transaction(() => this.writeBookmark(collectionId, cardId, added, at.getTime()))();
     if (changed) this.applyBookmarkInMemory(collectionId, cardId, added);
   }
@@ -180,6 +187,7 @@ export class SqliteCardIndex implements CardIndex {
 
   /** Re-embeds the stale cards in batches with the current embedder and makes them searchable again; answers how many. */
   async refreshStaleVectors(embed: (texts: string[]) => Promise<Float32Array[]>, batchSize = 256): Promise<number> {
+    await this.loaded;
     let refreshed = 0;
     while (this.db.open) {
       const rows = this.sql('SELECT * FROM cards WHERE embedder != ? LIMIT ?').all(this.embedderId, batchSize) as CardRow[];
@@ -208,14 +216,22 @@ export class SqliteCardIndex implements CardIndex {
   }
 
   async count(): Promise<number> {
+    await this.loaded;
     return this.slotOf.size;
   }
 
+  /** Resolves once every stored card is searchable. */
+  ready(): Promise<void> {
+    return this.loaded;
+  }
+
   async close(): Promise<void> {
+    await this.loaded.catch(() => undefined);
     if (this.db.open) this.db.close();
   }
 
   async nearest(query: Float32Array, scope: SearchScope, page: PageRequest): Promise<IndexPage> {
+    await this.loaded;
     if (query.length !== this.vectors.dimensions) throw new Error(`query has ${query.length} dimensions, the index ${this.vectors.dimensions}`);
     const eligible = this.eligibleSlots(scope);
     const total = eligible.length;
@@ -238,6 +254,7 @@ export class SqliteCardIndex implements CardIndex {
   }
 
   async matchText(query: string, scope: SearchScope, page: PageRequest): Promise<IndexPage> {
+    await this.loaded;
     const queryWords = [...new Set(words(query))].slice(0, 32);
     if (queryWords.length === 0) return { hits: [], total: 0 };
     this.ensureScratch();
@@ -446,13 +463,17 @@ export class SqliteCardIndex implements CardIndex {
     return rows.map((r) => r.collection_id);
   }
 
-  private load(): void {
+  private async load(): Promise<void> {
     for (const row of this.sql('SELECT collection_id, card_id FROM bookmarks WHERE added = 1').iterate() as Iterable<{ collection_id: string; card_id: string }>) {
       this.applyBookmarkInMemory(row.collection_id, row.card_id, true);
     }
-    for (const row of this.sql('SELECT * FROM cards WHERE collision_of IS NULL AND embedder = ? ORDER BY rowid').iterate(this.embedderId) as Iterable<CardRow>) {
-      if (row.vector.byteLength !== this.vectors.dimensions * 4) continue;
-      this.slot(row.rowid, fromRow(row));
+    let after = 0;
+    while (this.db.open) {
+      const rows = this.sql('SELECT * FROM cards WHERE collision_of IS NULL AND embedder = ? AND rowid > ? ORDER BY rowid LIMIT 2000').all(this.embedderId, after) as CardRow[];
+      if (rows.length === 0) break;
+      for (const row of rows) if (row.vector.byteLength === this.vectors.dimensions * 4) this.slot(row.rowid, fromRow(row));
+      after = rows[rows.length - 1]!.rowid;
+      await new Promise((resolve) => setImmediate(resolve));
     }
   }
 }

@@ -31,6 +31,17 @@ export const TEST_ENV: Record<string, string> = {
   LOG_LEVEL: 'warn',
 };
 
+/**
+ * When the suite runs against shared engines (KAFKA_BROKERS / MONGO_URL in the environment), each
+ * system gets its own Kafka topic/group namespace and MongoDB database prefix, named after its data
+ * directory, so systems started in parallel do not consume each other's events or share databases.
+ */
+function sharedEngineNamespace(dataDir: string): Record<string, string> {
+  if (!process.env.KAFKA_BROKERS && !process.env.MONGO_URL) return {};
+  const ns = dataDir.split(/[\\/]/).pop()!.replace(/[^A-Za-z0-9]/g, '');
+  return { KAFKA_NAMESPACE: ns, MONGO_DATABASE_PREFIX: ns };
+}
+
 /** A port that was free a moment ago on loopback. */
 export function freePort(): Promise<number> {
   return new Promise((resolvePort, reject) => {
@@ -50,7 +61,7 @@ export async function startSystem(options: StartOptions = {}): Promise<RunningSy
   const port = options.env?.PORT ? Number(options.env.PORT) : await freePort();
   const child = spawn(process.execPath, [join(ROOT, 'node_modules/tsx/dist/cli.mjs'), join(ROOT, 'packages/all-in-one/src/main.ts')], {
     cwd: ROOT,
-    env: { ...process.env, ...TEST_ENV, PORT: String(port), HOST: '127.0.0.1', DATA_DIR: dataDir, ...options.env },
+    env: { ...process.env, ...TEST_ENV, ...sharedEngineNamespace(dataDir), PORT: String(port), HOST: '127.0.0.1', DATA_DIR: dataDir, ...options.env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';

@@ -428,7 +428,9 @@ describe('cross-origin defences and response hygiene', () => {
     const logs = system.logs();
     expect(logs.length).toBeGreaterThan(0);
     const token = cookie.split('=')[1]!;
-    for (const secret of [alice.password, bob.password, token, token.split('.')[2]!]) expect(logs).not.toContain(secret);
+    const jwtSecret = readFileSync(join(system.dataDir, 'identity', 'jwt-secret'), 'utf8').trim();
+    expect(jwtSecret.length).toBeGreaterThanOrEqual(32);
+    for (const secret of [alice.password, bob.password, token, token.split('.')[2]!, jwtSecret]) expect(logs).not.toContain(secret);
     expect(logs).not.toMatch(/"(password|password_confirmation|token|jwt_secret|JWT_SECRET)":"[^"]/i);
   });
 });

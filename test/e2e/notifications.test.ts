@@ -118,18 +118,24 @@ describe('notifications', () => {
 
   it('replaying the same events twice leaves exactly one notification each', async () => {
     const { cardId } = await cardWithNotification(alice);
-    const collectionId = randomUUID();
-    const collectionEvent = collectionCreated(alice.id, collectionId);
-    await log.publish([{ topic: Topics.collection, key: collectionId, payload: collectionEvent }]);
+    const created = await alice.client.post('/api/card_collection', { name: `Replayed ${randomUUID()}`, is_public: true });
+    const collectionId = /([0-9a-f-]{36})$/.exec(created.headers.get('location') ?? '')![1]!;
     await waitFor(alice.client, (ns) => ns.some((n) => n.collection_uuid === collectionId));
 
-    // The very CardVerified the system published for this card, read back from its log, delivered twice more.
+    // The very events the system published (search's CardVerified, cards' CollectionCreated), read back
+    // from its log and delivered twice more.
     const db = openSqlite(join(system.dataDir, 'events', 'events.db'));
-    const rows = db.prepare('SELECT payload FROM events WHERE topic = ? AND key = ?').all(Topics.verification, cardId) as { payload: Buffer }[];
+    const payloadsOf = (topic: string, key: string) =>
+      (db.prepare('SELECT payload FROM events WHERE topic = ? AND key = ?').all(topic, key) as { payload: Buffer }[]).map((r) => new Uint8Array(r.payload));
+    const verifiedRows = payloadsOf(Topics.verification, cardId);
+    const collectionRows = payloadsOf(Topics.collection, collectionId);
     db.close();
-    expect(rows).toHaveLength(1);
-    const verified = new Uint8Array(rows[0]!.payload);
+    expect(verifiedRows).toHaveLength(1);
+    expect(collectionRows).toHaveLength(1);
+    const verified = verifiedRows[0]!;
+    const collectionEvent = collectionRows[0]!;
     expect(events.CardVerified.decode(verified).cardId).toBe(cardId);
+    expect(events.CollectionEvent.decode(collectionEvent).kind).toMatchObject({ $case: 'created', value: { collectionId, authorId: alice.id } });
     for (let i = 0; i < 2; i++) {
       await log.publish([
         { topic: Topics.verification, key: cardId, payload: verified },

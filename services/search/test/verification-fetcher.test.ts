@@ -1,6 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer as createTlsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
-import type { buildConnector } from 'undici';
+import { buildConnector } from 'undici';
 import { UndiciPageFetcher } from '../src/verification/adapters/undici/undici-page-fetcher';
 import { DnsHostResolver } from '../src/verification/adapters/dns/dns-host-resolver';
 import { AddressGuard } from '../src/verification/domain/address-guard';
@@ -149,5 +150,46 @@ describe('UndiciPageFetcher', () => {
     const g = fetcherWith({ allowPrivate: true });
     await expect(g.fetchPage(`http://127.0.0.1:${closedPort}/`)).resolves.toMatchObject({ ok: false, transient: true, failure: 'fetch failed: ECONNREFUSED' });
     await g.close();
+  });
+});
+
+// Self-signed for "pages.test" only (valid until 2126), so certificate checks can be exercised offline.
+const TLS_KEY = `-----BEGIN PRIVATE KEY-----
+MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQgWvJ9+L/7jzjtLAPF
+TXQ1HGJHZurGyC5Crv8u8OgFjBShRANCAASeGsKCbZeZSPZI3xasJL8IQq9luN4U
+6tNSx9d2I11nIvEpYYpup2Vse19PuK/aL+kf+nFjOHkGxIq3h5bEm9m2
+-----END PRIVATE KEY-----`;
+const TLS_CERT = `-----BEGIN CERTIFICATE-----
+MIIBlzCCAT2gAwIBAgITa3OnNMZs7lPZi9tfA7VF8E6bfDAKBggqhkjOPQQDAjAV
+MRMwEQYDVQQDDApwYWdlcy50ZXN0MCAXDTI2MTEyMjExNTM1MVoYDzIxMjYxMDI5
+MTE1MzUxWjAVMRMwEQYDVQQDDApwYWdlcy50ZXN0MFkwEwYHKoZIzj0CAQYIKoZI
+zj0DAQcDQgAEnhrCgm2XmUj2SN8WrCS/CEKvZbjeFOrTUsfXdiNdZyLxKWGKbqdl
+bHtfT7iv2i/pH/pxYzh5BsSKt4eWxJvZtqNqMGgwHQYDVR0OBBYEFEinzwmunIkK
+zqJ+GXFsqAnr/D9NMB8GA1UdIwQYMBaAFEinzwmunIkKzqJ+GXFsqAnr/D9NMA8G
+A1UdEwEB/wQFMAMBAf8wFQYDVR0RBA4wDIIKcGFnZXMudGVzdDAKBggqhkjOPQQD
+AgNIADBFAiEAqvyYfjUv0S3NavX4nY9Z57RY4WfNLcJz1nOV5CP9aYkCID4yDaDK
+FXeqpKcEdD+EXSS37oar29gO1W+Cu+ovfnhC
+-----END CERTIFICATE-----`;
+
+describe('UndiciPageFetcher over TLS', () => {
+  it('connects to the checked address but verifies the certificate against the host name in the link', async () => {
+    const server = createTlsServer({ key: TLS_KEY, cert: TLS_CERT }, (_req, res) => res.writeHead(200, { 'content-type': 'text/html' }).end('<p>secure page</p>'));
+    const port = await listen(server as unknown as Server, '127.0.0.1');
+    const resolver: HostResolver = { resolve: async (host) => (host === 'pages.test' || host === 'other.test' ? ['127.0.0.1'] : []) };
+    const fetcherFor = () =>
+      new UndiciPageFetcher({
+        guard: new AddressGuard(resolver, { allowPrivate: false, allowedHosts: new Set([hostPortKey('pages.test', port), hostPortKey('other.test', port), hostPortKey('127.0.0.1', port)]) }),
+        timeoutMs: 5000,
+        maxBytes: 1024 * 1024,
+        baseConnector: buildConnector({ ca: TLS_CERT }),
+      });
+    const f = fetcherFor();
+    await expect(f.fetchPage(`https://pages.test:${port}/`)).resolves.toMatchObject({ ok: true, html: '<p>secure page</p>' });
+    // The same server reached under a name (or address) its certificate does not carry is refused.
+    await expect(f.fetchPage(`https://other.test:${port}/`)).resolves.toMatchObject({ ok: false, failure: expect.stringMatching(/ERR_TLS_CERT_ALTNAME_INVALID/) });
+    await expect(f.fetchPage(`https://127.0.0.1:${port}/`)).resolves.toMatchObject({ ok: false, failure: expect.stringMatching(/ERR_TLS_CERT_ALTNAME_INVALID/) });
+    await f.close();
+    server.closeAllConnections();
+    await new Promise((r) => server.close(r));
   });
 });

@@ -185,6 +185,17 @@ describe('content verification', () => {
     expect(await verificationScoreOf(alice, unrelated, newest.similarity_score)).toBe(newest.similarity_score);
   });
 
+  it('changing the html re-verifies the card against its (unchanged) link', async () => {
+    const before = await verificationsFor(alice, quoting);
+    expect(before).toHaveLength(1);
+    const text = unique(UNRELATED.replace(/\s+/g, ' ').split(' ').slice(0, 90).join(' '));
+    expect((await alice.client.put('/api/card/update', { card_uuid: quoting, card_html: `<p>${text}</p>` })).status).toBe(204);
+    const found = await verificationsFor(alice, quoting, 2);
+    expect(found).toHaveLength(2);
+    expect(found[0].verification_uuid).not.toBe(before[0].verification_uuid);
+    expect(found[0].similarity_score).toBeLessThan(50);
+  });
+
   it('refuses loopback targets (127.0.0.1, [::1], localhost, a redirect to loopback) without VERIFY_ALLOW_PRIVATE: score 0, nothing received', async () => {
     const links = [
       `http://127.0.0.1:${victimPort}/direct`,

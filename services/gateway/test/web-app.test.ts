@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import express from 'express';
 import { createLogger } from '@cards/platform';
-import { serveWebApp } from '../src/http/web-app';
+import { serveWebApp, WEB_APP_CSP } from '../src/http/web-app';
 
 /** A bare express app with the web-app hook and a JSON 404 after it, as app.ts arranges them. */
 async function serve(dir: string): Promise<{ url: string; close(): Promise<void> }> {
@@ -41,6 +41,8 @@ describe('serving the built web app (serveWebApp)', () => {
       expect(res.status).toBe(200);
       expect(res.headers.get('content-type')).toMatch(/^text\/html/);
       expect(res.headers.get('cache-control')).toBe('no-cache');
+      expect(res.headers.get('content-security-policy')).toBe(WEB_APP_CSP);
+      expect(WEB_APP_CSP).toContain("script-src 'self'");
       expect(await res.text()).toContain('<div id="app">');
     }
   });

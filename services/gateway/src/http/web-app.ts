@@ -3,6 +3,22 @@ import { join, resolve } from 'node:path';
 import express, { type Express } from 'express';
 import type { Logger } from '@cards/platform';
 
+/**
+ * The app loads only its own bundle and talks only to /api on the same origin; card HTML is sanitized by
+ * the server, and this policy is the second line: no inline or foreign script can run on the page.
+ */
+export const WEB_APP_CSP = [
+  "default-src 'self'",
+  "script-src 'self'",
+  "style-src 'self'",
+  "img-src 'self' data:",
+  "connect-src 'self'",
+  "object-src 'none'",
+  "base-uri 'self'",
+  "form-action 'self'",
+  "frame-ancestors 'none'",
+].join('; ');
+
 /** Where `pnpm --filter @cards/web build` writes the web app (web/dist at the repository root). */
 export const DEFAULT_WEB_DIST_DIR = resolve(__dirname, '../../../../web/dist');
 
@@ -28,6 +44,7 @@ export function serveWebApp(app: Express, dir: string, logger: Logger): void {
       return;
     }
     res.setHeader('cache-control', 'no-cache');
+    res.setHeader('content-security-policy', WEB_APP_CSP);
     res.sendFile(index);
   });
 }

@@ -100,12 +100,12 @@ function blocksFromDoc(body: string, bytes: Buffer): DocumentBlock[] {
 
 function hyperlinksIn(bytes: Buffer): { url: string; text: string }[] {
   const pattern = /\x13\s*HYPERLINK\s+"(https?:\/\/[^"\x13-\x15]+)"[^\x14\x15]*\x14([^\x13\x15]*)\x15/g;
-  const found: { url: string; text: string; at: number }[] = [];
+  const found: { url: string; text: string }[] = [];
   for (const encoding of ['utf16le', 'latin1'] as const) {
     const text = bytes.toString(encoding);
     for (const m of text.matchAll(pattern)) {
       const shown = m[2]!.replace(/[\x00-\x1f]/g, '').replace(/\s+/g, ' ').trim();
-      found.push({ url: m[1]!, text: shown || m[1]!, at: m.index ?? 0 });
+      found.push({ url: m[1]!, text: shown || m[1]! });
     }
   }
   return found;

@@ -56,6 +56,18 @@ export function freePort(): Promise<number> {
 
 /** Starts the all-in-one service as a child process on a free port, the way the README's command does. */
 export async function startSystem(options: StartOptions = {}): Promise<RunningSystem> {
+  // A free port can be taken by a parallel test between choosing and binding it: retry on a new one.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startSystemOnce(options);
+    } catch (err) {
+      const portTaken = err instanceof Error && /EADDRINUSE/.test(err.message);
+      if (!portTaken || options.env?.PORT || attempt >= 3) throw err;
+    }
+  }
+}
+
+async function startSystemOnce(options: StartOptions): Promise<RunningSystem> {
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'cards-e2e-'));
   // A caller that needs the address up front (PUBLIC_URL in e-mail links) passes PORT itself.
   const port = options.env?.PORT ? Number(options.env.PORT) : await freePort();

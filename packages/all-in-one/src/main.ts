@@ -30,6 +30,19 @@ export interface AllInOne {
  * all data under DATA_DIR: the embedded default with zero setup.
  */
 export async function startAllInOne(baseEnv: Record<string, string | undefined> = process.env): Promise<AllInOne> {
+  // Internal ports are picked before binding (peers need each other's addresses up front), so another
+  // process can take one in between: try again with new ports when that happens.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startOnce(baseEnv);
+    } catch (err) {
+      const inUse = err instanceof Error && /EADDRINUSE|No address added out of total/.test(`${err.message} ${String((err as { code?: string }).code)}`);
+      if (!inUse || attempt >= 3) throw err;
+    }
+  }
+}
+
+async function startOnce(baseEnv: Record<string, string | undefined>): Promise<AllInOne> {
   const [identity, cards, search, files, filesHttp, notifications] = await Promise.all(Array.from({ length: 6 }, freePort));
   const env: Record<string, string | undefined> = {
     ...baseEnv,

@@ -45,8 +45,8 @@ export async function startGateway(env: Record<string, string | undefined> = pro
     },
   });
   const server: Server = await new Promise((resolve, reject) => {
-    const s = app.listen(config.PORT, config.HOST, () => resolve(s));
-    s.once('error', reject);
+    // Express 5 hands listen errors to the callback; an unbound server must not be taken for a started one.
+    const s = app.listen(config.PORT, config.HOST, (err?: Error) => (err ? reject(err) : resolve(s)));
   });
   server.keepAliveTimeout = 65_000;
   const port = (server.address() as { port: number }).port;

@@ -257,6 +257,43 @@ it('every operation survives generated and broken input: no 5xx, JSON errors, no
   expect(failures).toEqual([]);
 }, 600_000);
 
+it('unusual transport: undocumented methods, other content types, bogus encodings and charsets are 4xx JSON', async () => {
+  const problems: string[] = [];
+  const concrete = (path: string) => path.replace(/\{page\}/g, '1').replace(/\{email\}/g, 'a@example.com').replace(/\{\w+\}/g, knownIds[0]!);
+  const requests: { method: string; path: string; headers?: Record<string, string>; body?: string | Buffer }[] = [];
+  const byPath = new Map<string, Set<string>>();
+  for (const op of operations) byPath.set(op.path, (byPath.get(op.path) ?? new Set()).add(op.method));
+  for (const [path, methods] of byPath) {
+    for (const method of ['GET', 'POST', 'PUT', 'DELETE', 'PATCH']) if (!methods.has(method)) requests.push({ method, path: concrete(path), headers: { 'content-type': 'application/json' }, body: method === 'GET' ? undefined : '{}' });
+  }
+  for (const op of operations.filter((o) => o.body)) {
+    const path = concrete(op.path);
+    requests.push(
+      { method: op.method, path, headers: { 'content-type': 'text/plain' }, body: 'card_html=x' },
+      { method: op.method, path, headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'card_html=x&private=true' },
+      { method: op.method, path, headers: { 'content-type': 'application/json', 'content-encoding': 'gzip' }, body: '{"not":"gzip"}' },
+      { method: op.method, path, headers: { 'content-type': 'application/json', 'content-encoding': 'br, zstd' }, body: '{}' },
+      { method: op.method, path, headers: { 'content-type': 'application/json; charset=utf-7' }, body: '{}' },
+      { method: op.method, path, headers: { 'content-type': 'application/json' }, body: Buffer.from([0xff, 0xfe, 0x00, 0x7b]) },
+      { method: op.method, path, headers: { 'content-type': 'application/json' }, body: `{"a":"${'x'.repeat(2 * 1024 * 1024)}"}` },
+    );
+  }
+  for (const r of requests) {
+    const res = await fetch(`${system.baseUrl}${r.path}`, { method: r.method, headers: { ...r.headers, cookie: owner.client.cookie! }, body: r.body });
+    const text = await res.text();
+    let keys: string[] = [];
+    try {
+      keys = Object.keys(JSON.parse(text) as object);
+    } catch {
+      keys = [];
+    }
+    const bad = res.status >= 500 || (res.status >= 400 && (keys.length !== 1 || keys[0] !== 'message'));
+    if (bad) problems.push(`${r.method} ${r.path} ${JSON.stringify(r.headers)} -> ${res.status} ${text.slice(0, 120)}`);
+  }
+  expect(requests.length).toBeGreaterThan(100);
+  expect(problems).toEqual([]);
+}, 300_000);
+
 it('prototype-pollution keys change nothing: a required field hidden in __proto__ is still missing', async () => {
   const api = typedClient(system.baseUrl, owner);
   const body = `{${PROTO_KEYS},"card_html":${JSON.stringify(html(uniqueText()))},"link":""}`;

@@ -96,6 +96,10 @@ export function createGatewayApp(options: GatewayAppOptions): Express {
   });
   app.use('/api', api);
   if (options.webDistDir) serveWebApp(app, options.webDistDir, options.logger);
+  // Anything else (e.g. POST /healthz) is a JSON 404 too, not express's HTML page.
+  app.use(() => {
+    throw notFound('No such route');
+  });
 
   app.use(errorHandler(options.logger));
   return app;

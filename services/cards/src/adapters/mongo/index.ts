@@ -1,0 +1,18 @@
+import type { MongoConnection } from '@cards/platform';
+import { MongoCardRepository } from './mongo-card-repository';
+import { openMongoCardsDatabase, type MongoCardsDatabase } from './mongo-cards-database';
+import { MongoCollectionRepository } from './mongo-collection-repository';
+import { MongoVoteRepository } from './mongo-vote-repository';
+
+export { MongoCardRepository, MongoCollectionRepository, MongoVoteRepository, openMongoCardsDatabase, type MongoCardsDatabase };
+
+/** Every repository of the cards service on one MongoDB database (indexes created on open). */
+export async function openMongoCardsStore(connection: MongoConnection) {
+  const database = await openMongoCardsDatabase(connection);
+  return {
+    database,
+    cards: new MongoCardRepository(database),
+    votes: new MongoVoteRepository(database),
+    collections: new MongoCollectionRepository(database),
+  };
+}

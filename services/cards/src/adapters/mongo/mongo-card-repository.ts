@@ -1,0 +1,173 @@
+import { AlreadyExistsError, appendToMongoOutbox, isDuplicateKeyError, type OutgoingEvent } from '@cards/platform';
+import type { ClientSession } from 'mongodb';
+import type { Card, CardFingerprint } from '../../domain/model';
+import type { CardRepository } from '../../domain/ports';
+import { CARD_PROJECTION, fromCardDocument, idempotencyOf, toCardDocument, type CardDocument, type MongoCardsDatabase } from './mongo-cards-database';
+
+/**
+ * Cards in the cards service's MongoDB database (collection `cards`; the fingerprint is stored in the card document,
+ * the sketch as a multikey-indexed array). On a replica set each write and its events commit in one transaction.
+ * On a standalone server the state change is written first and the events right after it; a failed event write
+ * undoes the change where it can (insert, update) — see docs/engines.md for what a crash in between leaves.
+ */
+export class MongoCardRepository implements CardRepository {
+  constructor(private readonly store: MongoCardsDatabase) {}
+
+  async findById(id: string): Promise<Card | null> {
+    const doc = await this.store.cards.findOne({ _id: id }, { projection: CARD_PROJECTION });
+    return doc ? fromCardDocument(doc) : null;
+  }
+
+  async findByIds(ids: readonly string[]): Promise<Card[]> {
+    const unique = [...new Set(ids)];
+    if (unique.length === 0) return [];
+    const docs = await this.store.cards.find({ _id: { $in: unique } }, { projection: CARD_PROJECTION }).toArray();
+    return docs.map(fromCardDocument);
+  }
+
+  async findByIdempotencyKey(authorId: string, key: string): Promise<Card | null> {
+    const doc = await this.store.cards.findOne({ idempotency: idempotencyOf(authorId, key) }, { projection: CARD_PROJECTION });
+    return doc ? fromCardDocument(doc) : null;
+  }
+
+  async findByContentHash(contentHash: string, limit: number): Promise<Card[]> {
+    const docs = await this.store.cards.find({ contentHash }, { projection: CARD_PROJECTION }).sort({ createdAt: 1, _id: 1 }).limit(limit).toArray();
+    return docs.map(fromCardDocument);
+  }
+
+  async findBySketch(sketch: readonly number[], minShared: number, limit: number): Promise<Card[]> {
+    const values = [...new Set(sketch)];
+    if (values.length === 0 || limit <= 0) return [];
+    const ranked = await this.store.cards
+      .aggregate<{ _id: string; shared: number }>([
+        { $match: { sketch: { $in: values } } },
+        { $project: { createdAt: 1, shared: { $size: { $setIntersection: ['$sketch', values] } } } },
+        { $match: { shared: { $gte: minShared } } },
+        { $sort: { shared: -1, createdAt: 1, _id: 1 } },
+        { $limit: limit },
+        { $project: { _id: 1, shared: 1 } },
+      ])
+      .toArray();
+    const byId = new Map((await this.findByIds(ranked.map((r) => r._id))).map((c) => [c.id, c]));
+    return ranked.flatMap((r) => byId.get(r._id) ?? []);
+  }
+
+  async findCollisions(rootIds: readonly string[]): Promise<Card[]> {
+    const unique = [...new Set(rootIds)];
+    if (unique.length === 0) return [];
+    const docs = await this.store.cards.find({ collisionOf: { $in: unique } }, { projection: CARD_PROJECTION }).sort({ createdAt: 1, _id: 1 }).toArray();
+    return docs.map(fromCardDocument);
+  }
+
+  async insert(card: Card, fingerprint: CardFingerprint, events: OutgoingEvent[]): Promise<void> {
+    const doc = toCardDocument(card, fingerprint.contentHash, fingerprint.sketch);
+    try {
+      await this.store.change(async (session) => {
+        await this.store.cards.insertOne(doc, { session });
+        await this.appendEvents(events, session, () => this.store.cards.deleteOne({ _id: card.id }));
+      });
+    } catch (err) {
+      if (isDuplicateKeyError(err, 'idempotency')) throw new AlreadyExistsError('A card with this idempotency key already exists');
+      throw err;
+    }
+  }
+
+  async update(card: Card, fingerprint: CardFingerprint | null, events: OutgoingEvent[]): Promise<void> {
+    await this.store.change(async (session) => {
+      const set: Partial<CardDocument> = {
+        content: card.content,
+        cardHtml: card.cardHtml,
+        link: card.link,
+        private: card.private,
+        tags: [...card.tags],
+        updatedAt: card.updatedAt,
+      };
+      if (fingerprint) {
+        set.contentHash = fingerprint.contentHash;
+        set.sketch = [...new Set(fingerprint.sketch)];
+      }
+      const previous = await this.store.cards.findOneAndUpdate({ _id: card.id }, { $set: set }, { session, returnDocument: 'before' });
+      await this.appendEvents(events, session, async () => {
+        if (!previous) return;
+        const undo: Partial<CardDocument> = {};
+        for (const key of Object.keys(set) as (keyof CardDocument)[]) (undo as Record<string, unknown>)[key] = previous[key];
+        await this.store.cards.updateOne({ _id: card.id, updatedAt: card.updatedAt }, { $set: undo });
+      });
+    });
+  }
+
+  async remove(cardId: string, promoteId: string | null, events: OutgoingEvent[]): Promise<void> {
+    await this.store.change(async (session) => {
+      // The card goes first: votes cast from here on find no card (see MongoVoteRepository.upsert).
+      const card = await this.store.cards.findOneAndDelete({ _id: cardId }, { session, projection: { authorId: 1 } });
+      if (!card) return;
+      // Each vote is taken out by exactly one party (this removal or the voter's own removal), which subtracts it.
+      let up = 0;
+      let down = 0;
+      const votes = await this.store.votes.find({ cardId }, { session, projection: { _id: 1 } }).toArray();
+      for (const v of votes) {
+        const removed = await this.store.votes.findOneAndDelete({ _id: v._id }, { session });
+        if (!removed) continue;
+        if (removed.value) up++;
+        else down++;
+      }
+      if (up + down > 0) {
+        await this.store.authorScores.updateOne({ _id: card.authorId }, { $inc: { upvotes: -up, downvotes: -down, score: down - up, votes: -(up + down) } }, { session });
+      }
+      await this.store.bookmarks.deleteMany({ cardId }, { session });
+      if (promoteId) {
+        await this.store.cards.updateOne({ _id: promoteId }, { $set: { collisionOf: null, vectorPointId: null } }, { session });
+        await this.store.cards.updateMany({ collisionOf: cardId }, { $set: { collisionOf: promoteId } }, { session });
+      }
+      await appendToMongoOutbox(this.store.db, events, session);
+    });
+  }
+
+  async listByAuthor(authorId: string, includePrivate: boolean, offset: number, limit: number): Promise<Card[]> {
+    const filter = includePrivate ? { authorId } : { authorId, private: false };
+    const docs = await this.store.cards.find(filter, { projection: CARD_PROJECTION }).sort({ updatedAt: -1, _id: 1 }).skip(offset).limit(limit).toArray();
+    return docs.map(fromCardDocument);
+  }
+
+  async countByAuthor(authorId: string, includePrivate: boolean): Promise<number> {
+    return this.store.cards.countDocuments(includePrivate ? { authorId } : { authorId, private: false });
+  }
+
+  async count(): Promise<number> {
+    return this.store.cards.countDocuments({});
+  }
+
+  async setVectorPointId(cardId: string, vectorPointId: string): Promise<boolean> {
+    const result = await this.store.cards.updateOne({ _id: cardId, collisionOf: null, vectorPointId: { $ne: vectorPointId } }, { $set: { vectorPointId } });
+    return result.modifiedCount > 0;
+  }
+
+  async setVerification(cardId: string, score: number, at: Date): Promise<boolean> {
+    const result = await this.store.cards.updateOne(
+      { _id: cardId, $or: [{ verifiedAt: null }, { verifiedAt: { $lte: at } }] },
+      { $set: { verificationScore: score, verifiedAt: at } },
+    );
+    return result.matchedCount > 0;
+  }
+
+  async clearFileReferences(fileId: string): Promise<void> {
+    await this.store.change(async (session) => {
+      await this.store.cards.updateMany({ fileId }, { $set: { fileId: null, fileName: null } }, { session });
+      await this.store.collections.updateMany({ fileId }, { $unset: { fileId: '' } }, { session });
+    });
+  }
+
+  /**
+   * Writes the events with the change: inside the transaction when there is one; otherwise right after the change,
+   * undoing the change when the events cannot be written (so no change is kept without its events).
+   */
+  private async appendEvents(events: OutgoingEvent[], session: ClientSession | undefined, undo: () => Promise<unknown>): Promise<void> {
+    if (session) return appendToMongoOutbox(this.store.db, events, session);
+    try {
+      await appendToMongoOutbox(this.store.db, events);
+    } catch (err) {
+      await undo().catch(() => undefined);
+      throw err;
+    }
+  }
+}

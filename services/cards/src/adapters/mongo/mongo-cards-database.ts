@@ -1,0 +1,211 @@
+import { withOptionalTransaction, type MongoConnection } from '@cards/platform';
+import type { ClientSession, Collection, Db } from 'mongodb';
+import type { Card, Collection as CardCollection } from '../../domain/model';
+
+/** A card; `_id` is the card id. The fingerprint lives beside the card's fields. */
+export interface CardDocument {
+  _id: string;
+  authorId: string;
+  content: string;
+  cardHtml: string;
+  link: string;
+  private: boolean;
+  tags: string[];
+  fileId: string | null;
+  fileName: string | null;
+  ocFilePath: string | null;
+  vectorPointId: string | null;
+  verificationScore: number | null;
+  verifiedAt: Date | null;
+  collisionOf: string | null;
+  totalUpvotes: number;
+  totalDownvotes: number;
+  idempotencyKey: string | null;
+  /**
+   * `<authorId>\n<idempotencyKey>`, present only when the card has a key: the sparse unique index on it
+   * makes (author, key) unique without partial indexes.
+   */
+  idempotency?: string;
+  contentHash: string;
+  /** MinHash sketch (multikey index for the near-duplicate lookup). */
+  sketch: number[];
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+/** One vote per (userId, cardId), enforced by a unique index. */
+export interface VoteDocument {
+  _id: string;
+  userId: string;
+  cardId: string;
+  value: boolean;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+/** Received-vote counters of an author (`_id` = user id), changed only with `$inc`. */
+export interface AuthorScoreDocument {
+  _id: string;
+  upvotes: number;
+  downvotes: number;
+  /** upvotes - downvotes, kept by the same `$inc` so the ranking can use an index. */
+  score: number;
+  /** upvotes + downvotes: ranked when > 0. */
+  votes: number;
+  joinedAt: Date | null;
+  /** true until the join date is known: unknown dates rank after known ones (null would sort first). */
+  joinUnknown: boolean;
+}
+
+export interface CollectionDocument {
+  _id: string;
+  authorId: string;
+  name: string;
+  description: string;
+  isPublic: boolean;
+  /** Present only when the collection belongs to a file (sparse unique index: one collection per file). */
+  fileId?: string;
+  createdAt: Date;
+  updatedAt: Date;
+  /** Last bookmark order number handed out (`$inc`), so concurrent bookmarks get distinct, increasing orders. */
+  bookmarkSeq?: number;
+}
+
+/** `_id` = `<collectionId>:<cardId>`: a card is bookmarked at most once per collection. */
+export interface BookmarkDocument {
+  _id: string;
+  collectionId: string;
+  cardId: string;
+  ord: number;
+  createdAt: Date;
+}
+
+/** The cards service's MongoDB database: its collections, and how to run a multi-document change. */
+export interface MongoCardsDatabase {
+  connection: MongoConnection;
+  db: Db;
+  cards: Collection<CardDocument>;
+  votes: Collection<VoteDocument>;
+  authorScores: Collection<AuthorScoreDocument>;
+  collections: Collection<CollectionDocument>;
+  bookmarks: Collection<BookmarkDocument>;
+  /** A transaction on a replica set; otherwise `work` runs with no session (its steps are ordered to stay safe). */
+  change<T>(work: (session: ClientSession | undefined) => Promise<T>): Promise<T>;
+}
+
+/** Opens the collections and creates the indexes that enforce the store's rules (idempotent). */
+export async function openMongoCardsDatabase(connection: MongoConnection): Promise<MongoCardsDatabase> {
+  const { db } = connection;
+  const cards = db.collection<CardDocument>('cards');
+  const votes = db.collection<VoteDocument>('votes');
+  const authorScores = db.collection<AuthorScoreDocument>('author_scores');
+  const collections = db.collection<CollectionDocument>('collections');
+  const bookmarks = db.collection<BookmarkDocument>('bookmarks');
+  await Promise.all([
+    cards.createIndex({ idempotency: 1 }, { unique: true, sparse: true, name: 'cards_idempotency' }),
+    cards.createIndex({ authorId: 1, updatedAt: -1, _id: 1 }, { name: 'cards_author_updated' }),
+    cards.createIndex({ contentHash: 1, createdAt: 1 }, { name: 'cards_content_hash' }),
+    cards.createIndex({ collisionOf: 1 }, { name: 'cards_collision_of' }),
+    cards.createIndex({ fileId: 1 }, { name: 'cards_file' }),
+    cards.createIndex({ sketch: 1 }, { name: 'cards_sketch' }),
+    votes.createIndex({ userId: 1, cardId: 1 }, { unique: true, name: 'votes_user_card' }),
+    votes.createIndex({ cardId: 1 }, { name: 'votes_card' }),
+    authorScores.createIndex({ score: -1, joinUnknown: 1, joinedAt: 1, _id: 1 }, { name: 'author_scores_rank' }),
+    authorScores.createIndex({ votes: 1 }, { name: 'author_scores_votes' }),
+    collections.createIndex({ authorId: 1, createdAt: -1 }, { name: 'collections_author' }),
+    collections.createIndex({ fileId: 1 }, { unique: true, sparse: true, name: 'collections_file' }),
+    bookmarks.createIndex({ collectionId: 1, cardId: 1 }, { unique: true, name: 'bookmarks_collection_card' }),
+    bookmarks.createIndex({ collectionId: 1, ord: 1 }, { name: 'bookmarks_order' }),
+    bookmarks.createIndex({ cardId: 1 }, { name: 'bookmarks_card' }),
+  ]);
+  return {
+    connection,
+    db,
+    cards,
+    votes,
+    authorScores,
+    collections,
+    bookmarks,
+    change: (work) => withOptionalTransaction(connection, work),
+  };
+}
+
+export function toCardDocument(card: Card, contentHash: string, sketch: readonly number[]): CardDocument {
+  const { id, ...rest } = card;
+  const doc: CardDocument = { _id: id, ...rest, tags: [...card.tags], contentHash, sketch: [...new Set(sketch)] };
+  if (card.idempotencyKey !== null) doc.idempotency = idempotencyOf(card.authorId, card.idempotencyKey);
+  return doc;
+}
+
+export const idempotencyOf = (authorId: string, key: string) => `${authorId}\n${key}`;
+
+/** Card fields only (the fingerprint is never read back into the domain). */
+export const CARD_PROJECTION = { sketch: 0, contentHash: 0, idempotency: 0 } as const;
+
+export function fromCardDocument(d: Omit<CardDocument, 'sketch' | 'contentHash'>): Card {
+  return {
+    id: d._id,
+    authorId: d.authorId,
+    content: d.content,
+    cardHtml: d.cardHtml,
+    link: d.link,
+    private: d.private,
+    tags: d.tags,
+    fileId: d.fileId ?? null,
+    fileName: d.fileName ?? null,
+    ocFilePath: d.ocFilePath ?? null,
+    vectorPointId: d.vectorPointId ?? null,
+    verificationScore: d.verificationScore ?? null,
+    verifiedAt: d.verifiedAt ?? null,
+    collisionOf: d.collisionOf ?? null,
+    totalUpvotes: d.totalUpvotes,
+    totalDownvotes: d.totalDownvotes,
+    idempotencyKey: d.idempotencyKey ?? null,
+    createdAt: d.createdAt,
+    updatedAt: d.updatedAt,
+  };
+}
+
+export function toCollectionDocument(c: CardCollection): CollectionDocument {
+  const doc: CollectionDocument = {
+    _id: c.id,
+    authorId: c.authorId,
+    name: c.name,
+    description: c.description,
+    isPublic: c.isPublic,
+    createdAt: c.createdAt,
+    updatedAt: c.updatedAt,
+    bookmarkSeq: 0,
+  };
+  if (c.fileId !== null) doc.fileId = c.fileId;
+  return doc;
+}
+
+export function fromCollectionDocument(d: CollectionDocument): CardCollection {
+  return {
+    id: d._id,
+    authorId: d.authorId,
+    name: d.name,
+    description: d.description,
+    isPublic: d.isPublic,
+    fileId: d.fileId ?? null,
+    createdAt: d.createdAt,
+    updatedAt: d.updatedAt,
+  };
+}
+
+export const bookmarkId = (collectionId: string, cardId: string) => `${collectionId}:${cardId}`;
+
+/**
+ * Adds up/down to a card's totals and its author's counters (`$inc`, so concurrent changes never lose an update).
+ * Without a transaction these are two single-document steps; each vote change applies its delta exactly once.
+ */
+export async function adjustVoteCounters(db: MongoCardsDatabase, cardId: string, authorId: string, up: number, down: number, session: ClientSession | undefined): Promise<void> {
+  if (up === 0 && down === 0) return;
+  await db.cards.updateOne({ _id: cardId }, { $inc: { totalUpvotes: up, totalDownvotes: down } }, { session });
+  await db.authorScores.updateOne(
+    { _id: authorId },
+    { $inc: { upvotes: up, downvotes: down, score: up - down, votes: up + down }, $setOnInsert: { joinedAt: null, joinUnknown: true } },
+    { upsert: true, session },
+  );
+}

@@ -1,0 +1,169 @@
+import { appendToMongoOutbox, isDuplicateKeyError, type OutgoingEvent } from '@cards/platform';
+import type { ClientSession } from 'mongodb';
+import type { Collection } from '../../domain/model';
+import type { CollectionRepository } from '../../domain/ports';
+import { bookmarkId, fromCollectionDocument, toCollectionDocument, type BookmarkDocument, type MongoCardsDatabase } from './mongo-cards-database';
+
+/** Bookmarks joined with their cards' visibility: private cards only for their author. */
+function visibleBookmarksPipeline(collectionId: string, viewerId: string | null): object[] {
+  const visible = viewerId === null ? { 'card.private': false } : { $or: [{ 'card.private': false }, { 'card.authorId': viewerId }] };
+  return [
+    { $match: { collectionId } },
+    { $sort: { ord: 1 } },
+    { $lookup: { from: 'cards', localField: 'cardId', foreignField: '_id', as: 'card' } },
+    { $unwind: '$card' },
+    { $match: visible },
+  ];
+}
+
+/**
+ * Collections (`collections`, one per file by a sparse unique index) and bookmarks (`bookmarks`, `_id` =
+ * collection:card, so a card is bookmarked once per collection) in the cards service's MongoDB database. Bookmark order
+ * numbers come from a `$inc` counter on the collection. On a replica set each write commits with its events; on a
+ * standalone server the events are written right after the change (see docs/engines.md).
+ */
+export class MongoCollectionRepository implements CollectionRepository {
+  constructor(private readonly store: MongoCardsDatabase) {}
+
+  async insert(collection: Collection, events: OutgoingEvent[]): Promise<void> {
+    await this.store.change(async (session) => {
+      await this.store.collections.insertOne(toCollectionDocument(collection), { session });
+      await this.appendEvents(events, session, () => this.store.collections.deleteOne({ _id: collection.id }));
+    });
+  }
+
+  async insertFileCollection(collection: Collection, cardIds: readonly string[], events: (stored: Collection) => OutgoingEvent[]): Promise<{ collection: Collection; created: boolean }> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.store.change(async (session) => {
+          const existing = collection.fileId === null ? null : await this.store.collections.findOne({ fileId: collection.fileId }, { session });
+          if (existing) return { collection: fromCollectionDocument(existing), created: false };
+          // The sparse unique index on fileId decides between two concurrent calls for the same file.
+          await this.store.collections.insertOne(toCollectionDocument(collection), { session });
+          const unique = [...new Set(cardIds)];
+          const present = new Set((await this.store.cards.find({ _id: { $in: unique } }, { session, projection: { _id: 1 } }).toArray()).map((d) => d._id));
+          const bookmarks: BookmarkDocument[] = unique
+            .filter((id) => present.has(id))
+            .map((cardId, i) => ({ _id: bookmarkId(collection.id, cardId), collectionId: collection.id, cardId, ord: i + 1, createdAt: collection.createdAt }));
+          if (bookmarks.length > 0) {
+            await this.store.bookmarks.insertMany(bookmarks, { session, ordered: true });
+            await this.store.collections.updateOne({ _id: collection.id }, { $inc: { bookmarkSeq: bookmarks.length } }, { session });
+          }
+          await this.appendEvents(events(collection), session, async () => {
+            await this.store.bookmarks.deleteMany({ collectionId: collection.id });
+            await this.store.collections.deleteOne({ _id: collection.id });
+          });
+          return { collection, created: true };
+        });
+      } catch (err) {
+        // Another call created this file's collection first: answer with it.
+        if (attempt < 3 && collection.fileId !== null && isDuplicateKeyError(err, 'fileId')) continue;
+        throw err;
+      }
+    }
+  }
+
+  async findById(id: string): Promise<Collection | null> {
+    const doc = await this.store.collections.findOne({ _id: id });
+    return doc ? fromCollectionDocument(doc) : null;
+  }
+
+  async update(collection: Collection, events: OutgoingEvent[]): Promise<void> {
+    await this.store.change(async (session) => {
+      const set = { name: collection.name, description: collection.description, isPublic: collection.isPublic, updatedAt: collection.updatedAt };
+      const previous = await this.store.collections.findOneAndUpdate({ _id: collection.id }, { $set: set }, { session, returnDocument: 'before' });
+      await this.appendEvents(events, session, async () => {
+        if (!previous) return;
+        const { name, description, isPublic, updatedAt } = previous;
+        await this.store.collections.updateOne({ _id: collection.id, updatedAt: collection.updatedAt }, { $set: { name, description, isPublic, updatedAt } });
+      });
+    });
+  }
+
+  async remove(id: string, events: OutgoingEvent[]): Promise<void> {
+    await this.store.change(async (session) => {
+      // The collection goes first, so no bookmark can be added to it afterwards; then its bookmarks.
+      await this.store.collections.deleteOne({ _id: id }, { session });
+      await this.store.bookmarks.deleteMany({ collectionId: id }, { session });
+      await appendToMongoOutbox(this.store.db, events, session);
+    });
+  }
+
+  async addBookmark(collectionId: string, cardId: string, at: Date, events: OutgoingEvent[]): Promise<boolean> {
+    try {
+      return await this.store.change(async (session) => {
+        const _id = bookmarkId(collectionId, cardId);
+        if (await this.store.bookmarks.findOne({ _id }, { session, projection: { _id: 1 } })) return false;
+        const counter = await this.store.collections.findOneAndUpdate({ _id: collectionId }, { $inc: { bookmarkSeq: 1 } }, { session, returnDocument: 'after', projection: { bookmarkSeq: 1 } });
+        const ord = counter?.bookmarkSeq ?? at.getTime();
+        await this.store.bookmarks.insertOne({ _id, collectionId, cardId, ord, createdAt: at }, { session });
+        await this.appendEvents(events, session, () => this.store.bookmarks.deleteOne({ _id }));
+        return true;
+      });
+    } catch (err) {
+      if (isDuplicateKeyError(err)) return false; // added by a concurrent call: no events of ours
+      throw err;
+    }
+  }
+
+  async removeBookmark(collectionId: string, cardId: string, events: OutgoingEvent[]): Promise<boolean> {
+    return this.store.change(async (session) => {
+      const removed = await this.store.bookmarks.findOneAndDelete({ _id: bookmarkId(collectionId, cardId) }, { session });
+      if (!removed) return false;
+      await this.appendEvents(events, session, () => this.store.bookmarks.insertOne(removed));
+      return true;
+    });
+  }
+
+  async listVisibleBookmarks(collectionId: string, viewerId: string | null, offset: number, limit: number): Promise<string[]> {
+    if (limit <= 0) return [];
+    const rows = await this.store.bookmarks
+      .aggregate<{ cardId: string }>([...visibleBookmarksPipeline(collectionId, viewerId), { $skip: offset }, { $limit: limit }, { $project: { _id: 0, cardId: 1 } }])
+      .toArray();
+    return rows.map((r) => r.cardId);
+  }
+
+  async countVisibleBookmarks(collectionId: string, viewerId: string | null): Promise<number> {
+    const [row] = await this.store.bookmarks.aggregate<{ n: number }>([...visibleBookmarksPipeline(collectionId, viewerId), { $count: 'n' }]).toArray();
+    return row?.n ?? 0;
+  }
+
+  async bookmarkedCardIds(collectionId: string): Promise<string[]> {
+    const docs = await this.store.bookmarks.find({ collectionId }, { projection: { cardId: 1 } }).sort({ ord: 1 }).toArray();
+    return docs.map((d) => d.cardId);
+  }
+
+  async listByAuthor(authorId: string, includePrivate: boolean): Promise<Collection[]> {
+    const docs = await this.store.collections.find(includePrivate ? { authorId } : { authorId, isPublic: true }).sort({ createdAt: -1, _id: 1 }).toArray();
+    return docs.map(fromCollectionDocument);
+  }
+
+  async collectionsOfOwnerHolding(ownerId: string, cardIds: readonly string[]): Promise<Map<string, string[]>> {
+    const out = new Map<string, string[]>();
+    const unique = [...new Set(cardIds)];
+    if (unique.length === 0) return out;
+    const owned = await this.store.collections.find({ authorId: ownerId }, { projection: { _id: 1 } }).sort({ createdAt: 1, _id: 1 }).toArray();
+    if (owned.length === 0) return out;
+    const rank = new Map(owned.map((c, i) => [c._id, i]));
+    const rows = await this.store.bookmarks.find({ cardId: { $in: unique }, collectionId: { $in: owned.map((c) => c._id) } }, { projection: { cardId: 1, collectionId: 1 } }).toArray();
+    rows.sort((a, b) => rank.get(a.collectionId)! - rank.get(b.collectionId)!);
+    for (const r of rows) out.set(r.cardId, [...(out.get(r.cardId) ?? []), r.collectionId]);
+    return out;
+  }
+
+  async collectionIdsHolding(cardId: string): Promise<string[]> {
+    const docs = await this.store.bookmarks.find({ cardId }, { projection: { collectionId: 1 } }).sort({ collectionId: 1 }).toArray();
+    return docs.map((d) => d.collectionId);
+  }
+
+  /** Events with the change: in the transaction, or right after it with the change undone when they cannot be written. */
+  private async appendEvents(events: OutgoingEvent[], session: ClientSession | undefined, undo: () => Promise<unknown>): Promise<void> {
+    if (session) return appendToMongoOutbox(this.store.db, events, session);
+    try {
+      await appendToMongoOutbox(this.store.db, events);
+    } catch (err) {
+      await undo().catch(() => undefined);
+      throw err;
+    }
+  }
+}

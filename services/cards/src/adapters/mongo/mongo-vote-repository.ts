@@ -1,0 +1,131 @@
+import { isDuplicateKeyError } from '@cards/platform';
+import type { ClientSession } from 'mongodb';
+import type { AuthorScore, ReceivedVotes, Vote } from '../../domain/model';
+import type { VoteRepository } from '../../domain/ports';
+import { adjustVoteCounters, type MongoCardsDatabase, type VoteDocument } from './mongo-cards-database';
+
+const fromVoteDocument = (d: VoteDocument): Vote => ({ id: d._id, userId: d.userId, cardId: d.cardId, value: d.value, createdAt: d.createdAt, updatedAt: d.updatedAt });
+
+/** The vote changed between reading and writing it (concurrent flip or removal): the step is run again. */
+class VoteRaced extends Error {}
+
+const MAX_ATTEMPTS = 20;
+
+/**
+ * Votes in the cards service's MongoDB database (collection `votes`, unique on (userId, cardId)) and the received
+ * counters of authors (`author_scores`). Every change to a vote document is conditional and atomic (insert, flip only
+ * from the value read, findOneAndDelete), and the party that made it applies its delta with `$inc` to the card and the
+ * author, so totals stay exact under concurrency with or without transactions. On a replica set the vote and the
+ * counters also commit together.
+ */
+export class MongoVoteRepository implements VoteRepository {
+  constructor(private readonly store: MongoCardsDatabase) {}
+
+  async upsert(userId: string, cardId: string, value: boolean, at: Date, newId: string): Promise<Vote | null> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.store.change((session) => this.upsertOnce(userId, cardId, value, at, newId, session));
+      } catch (err) {
+        // Two first votes of the same user on the same card at once, or a vote that changed under us: read again.
+        const raced = err instanceof VoteRaced || isDuplicateKeyError(err);
+        if (!raced || attempt >= MAX_ATTEMPTS) throw err;
+      }
+    }
+  }
+
+  private async upsertOnce(userId: string, cardId: string, value: boolean, at: Date, newId: string, session: ClientSession | undefined): Promise<Vote | null> {
+    const card = await this.store.cards.findOne({ _id: cardId }, { session, projection: { authorId: 1 } });
+    if (!card) return null;
+    const existing = await this.store.votes.findOne({ userId, cardId }, { session });
+    let up = 0;
+    let down = 0;
+    let stored: VoteDocument;
+    if (!existing) {
+      stored = { _id: newId, userId, cardId, value, createdAt: at, updatedAt: at };
+      await this.store.votes.insertOne(stored, { session });
+      if (value) up = 1;
+      else down = 1;
+    } else {
+      const changed = await this.store.votes.findOneAndUpdate(
+        { _id: existing._id, value: existing.value },
+        { $set: { value, updatedAt: at } },
+        { session, returnDocument: 'after' },
+      );
+      if (!changed) throw new VoteRaced();
+      stored = changed;
+      if (existing.value !== value) {
+        up = value ? 1 : -1;
+        down = -up;
+      }
+    }
+    await adjustVoteCounters(this.store, cardId, card.authorId, up, down, session);
+    if (!session && (up !== 0 || down !== 0) && !(await this.store.cards.findOne({ _id: cardId }, { projection: { _id: 1 } }))) {
+      // The card was removed meanwhile and its removal may have missed this vote: take it out ourselves.
+      await this.takeOut(stored._id, card.authorId, undefined);
+      return null;
+    }
+    return fromVoteDocument(stored);
+  }
+
+  async remove(userId: string, cardId: string): Promise<boolean> {
+    return this.store.change(async (session) => {
+      const existing = await this.store.votes.findOne({ userId, cardId }, { session, projection: { _id: 1 } });
+      if (!existing) return false;
+      const card = await this.store.cards.findOne({ _id: cardId }, { session, projection: { authorId: 1 } });
+      return this.takeOut(existing._id, card?.authorId ?? null, session);
+    });
+  }
+
+  /** Deletes the vote if it is still there and takes its value off the card and the author; false when someone else did. */
+  private async takeOut(voteId: string, authorId: string | null, session: ClientSession | undefined): Promise<boolean> {
+    const removed = await this.store.votes.findOneAndDelete({ _id: voteId }, { session });
+    if (!removed) return false;
+    if (authorId !== null) await adjustVoteCounters(this.store, removed.cardId, authorId, removed.value ? -1 : 0, removed.value ? 0 : -1, session);
+    return true;
+  }
+
+  async votesOf(userId: string, cardIds: readonly string[]): Promise<Map<string, boolean>> {
+    const unique = [...new Set(cardIds)];
+    const out = new Map<string, boolean>();
+    if (unique.length === 0) return out;
+    const docs = await this.store.votes.find({ userId, cardId: { $in: unique } }, { projection: { cardId: 1, value: 1 } }).toArray();
+    for (const d of docs) out.set(d.cardId, d.value);
+    return out;
+  }
+
+  async received(authorId: string): Promise<ReceivedVotes> {
+    const doc = await this.store.authorScores.findOne({ _id: authorId });
+    return { upvotes: doc?.upvotes ?? 0, downvotes: doc?.downvotes ?? 0 };
+  }
+
+  async countCastBy(userId: string): Promise<number> {
+    return this.store.votes.countDocuments({ userId });
+  }
+
+  async topAuthors(offset: number, limit: number): Promise<AuthorScore[]> {
+    const docs = await this.store.authorScores
+      .find({ votes: { $gt: 0 } }, { projection: { score: 1 } })
+      .sort({ score: -1, joinUnknown: 1, joinedAt: 1, _id: 1 })
+      .skip(offset)
+      .limit(limit)
+      .toArray();
+    return docs.map((d) => ({ userId: d._id, score: d.score }));
+  }
+
+  async countRankedAuthors(): Promise<number> {
+    return this.store.authorScores.countDocuments({ votes: { $gt: 0 } });
+  }
+
+  async authorsWithoutJoinDate(limit: number): Promise<string[]> {
+    const docs = await this.store.authorScores.find({ joinUnknown: true, votes: { $gt: 0 } }, { projection: { _id: 1 } }).limit(limit).toArray();
+    return docs.map((d) => d._id);
+  }
+
+  async recordJoinDates(dates: ReadonlyMap<string, Date>): Promise<void> {
+    if (dates.size === 0) return;
+    await this.store.authorScores.bulkWrite(
+      [...dates].map(([userId, at]) => ({ updateOne: { filter: { _id: userId }, update: { $set: { joinedAt: at, joinUnknown: false } } } })),
+      { ordered: false },
+    );
+  }
+}

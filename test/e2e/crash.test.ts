@@ -9,7 +9,7 @@ import { html, signUpMany, uniqueText } from './cards-support';
 import { eventually, typedClient } from './openapi-support';
 
 // SIGKILL of the all-in-one process while a vote storm, card creation and a document ingestion are in
-// flight, then a restart on the same data directory: every acknowledged write is there, no card exists
+// flight, a second SIGKILL 1.5 s into the recovery, then a restart on the same data directory: every acknowledged write is there, no card exists
 // twice, counters match the votes, the outbox drains (cards reach the index and come back indexed) and
 // the ingestion finishes exactly once.
 
@@ -115,6 +115,7 @@ async function allCardsOf(api: CardsClient, userId: string) {
 describe('SIGKILL during a vote storm, card creation and a document ingestion', () => {
   let restarted: RunningSystem;
   let api: CardsClient;
+  let killedDuringRecovery = false;
 
   beforeAll(async () => {
     const authorApi = typedClient(system.baseUrl, author);
@@ -129,10 +130,21 @@ describe('SIGKILL during a vote storm, card creation and a document ingestion', 
     stop.dead = true;
     await system.kill();
     await Promise.all(loops);
+    // Second SIGKILL while the restarted process is recovering (outbox relays catching up, ingestion resumed).
+    const recovering = await startSystem({ dataDir, env: { SMTP_URL: mailbox.url } });
+    system = recovering;
+    await new Promise((r) => setTimeout(r, 1500));
+    const resumed = await typedClient(recovering.baseUrl, author).GET('/api/file/{file_id}', { params: { path: { file_id: fileId } } });
+    killedDuringRecovery = resumed.data!.ingestion_status === 'pending';
+    await recovering.kill();
     restarted = await startSystem({ dataDir, env: { SMTP_URL: mailbox.url } });
     system = restarted;
     api = typedClient(restarted.baseUrl, author);
-  }, 180_000);
+  }, 240_000);
+
+  it('was killed mid-ingestion twice: during the storm and again while recovering', () => {
+    expect(killedDuringRecovery).toBe(true);
+  });
 
   it('stormed for real: many acknowledged votes and card creations before the kill', () => {
     expect([...pairs.values()].filter((p) => p.acked !== null).length).toBeGreaterThan(10);

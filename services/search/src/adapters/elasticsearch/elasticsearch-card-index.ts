@@ -1,0 +1,554 @@
+import { Client, errors, type estypes } from '@elastic/elasticsearch';
+import type { IndexedCard, IndexHit, IndexPage, PageRequest, SearchScope } from '../../domain/model';
+import type { CardIndex } from '../../domain/ports';
+import { normalizedText, words, wordTrigrams } from '../../domain/text';
+import { matchWord, wordWeight, type VocabularyCandidate, type WordMatch } from './word-matcher';
+
+export interface ElasticsearchCardIndexOptions {
+  /** Cluster URL (ELASTICSEARCH_URL). */
+  url: string;
+  dimensions: number;
+  /** Prefix of the four indices this adapter owns (`<prefix>-cards`, `-vocabulary`, `-bookmarks`, `-removed`). */
+  indexPrefix?: string;
+  /** The embedder that made the vectors; cards embedded by another one stay out of semantic search until re-embedded. */
+  embedderId?: string;
+  /** Replicas of each index; unset = the cluster default. */
+  replicas?: number;
+  /** How often the indices refresh; writes wait for the next refresh (refresh=wait_for). */
+  refreshInterval?: string;
+  /** Full-text matches score at least this (word similarity, 0..1), as in the embedded index. */
+  minTextScore?: number;
+  /** How long ready() tries to reach the cluster before failing. */
+  readyTimeoutMs?: number;
+  /** Per-request timeout. */
+  requestTimeoutMs?: number;
+}
+
+/** Share of the full-text score given to holding the exact query phrase (same as the embedded index). */
+const PHRASE_WEIGHT = 0.15;
+/** Elasticsearch's limit on num_candidates and on from + size (index.max_result_window). */
+const MAX_WINDOW = 10_000;
+/** Vocabulary words fetched per query word, the ones sharing the most trigrams with it. */
+const VOCABULARY_CANDIDATES = 200;
+
+interface CardSource {
+  card_id: string;
+  author_id: string;
+  content: string;
+  text: string;
+  words: string[];
+  tags: string[];
+  tags_lower: string[];
+  link: string;
+  link_lower: string;
+  private: boolean;
+  root: boolean;
+  collision_of: string | null;
+  collection_ids: string[];
+  vector?: number[];
+  has_vector: boolean;
+  vector_point_id: string;
+  updated_at: number;
+  embedder: string;
+}
+
+interface BookmarkSource {
+  collection_id: string;
+  card_id: string;
+  added: boolean;
+  at: number;
+}
+
+const keyword = { type: 'keyword' } as const;
+const stored = { type: 'keyword', index: false, doc_values: false } as const;
+
+/**
+ * The search index on Elasticsearch 8 (the production adapter of DESIGN.md §2). Four indices:
+ * - cards: one document per card (collisions included, with `root: false`), a cosine `dense_vector` with HNSW
+ *   for kNN, keyword fields that filter (author, privacy, lower-cased tags and link, collections), the card's
+ *   distinct words, and its normalized text (whitespace-analysed) for exact-phrase matching;
+ * - vocabulary: one document per word ever indexed, with its pg_trgm trigrams computed in TypeScript
+ *   (domain/text.ts) so a misspelled query word is corrected exactly like the embedded lexicon does; no
+ *   analyzer from analysis-common is needed;
+ * - bookmarks: one document per (collection, card), externally versioned by the change time (latest wins);
+ * - removed: tombstones, so a late snapshot of a removed card cannot bring it back.
+ * Full-text scoring reproduces the embedded index's: idf-weighted best trigram similarity per query word plus a
+ * phrase bonus, computed by Elasticsearch from per-word boosts. Every write waits for a refresh, so a card is
+ * searchable as soon as its event has been applied. Card documents change by compare-and-set on their sequence
+ * number, so concurrent writers of one card (upsert, promote, bookmark) never lose each other's change.
+ */
+export class ElasticsearchCardIndex implements CardIndex {
+  private readonly client: Client;
+  private readonly url: string;
+  private readonly dimensions: number;
+  private readonly embedderId: string;
+  private readonly minTextScore: number;
+  private readonly names: { cards: string; vocabulary: string; bookmarks: string; removed: string };
+  private readonly options: ElasticsearchCardIndexOptions;
+  /** Words known to be in the vocabulary index already (bounded), to skip re-sending them. */
+  private readonly knownWords = new Set<string>();
+  private initialized: Promise<void> | undefined;
+
+  constructor(options: ElasticsearchCardIndexOptions) {
+    this.options = options;
+    this.url = options.url;
+    this.dimensions = options.dimensions;
+    this.embedderId = options.embedderId ?? '';
+    this.minTextScore = options.minTextScore ?? 0.3;
+    const prefix = options.indexPrefix ?? 'cards-search';
+    this.names = { cards: `${prefix}-cards`, vocabulary: `${prefix}-vocabulary`, bookmarks: `${prefix}-bookmarks`, removed: `${prefix}-removed` };
+    this.client = new Client({ node: options.url, requestTimeout: options.requestTimeoutMs ?? 30_000, maxRetries: 2 });
+  }
+
+  /**
+   * Reaches the cluster (failing within readyTimeoutMs with a message naming ELASTICSEARCH_URL), then creates the
+   * indices or adds new fields to their mappings. Every other call waits for it.
+   */
+  ready(): Promise<void> {
+    this.initialized ??= this.initialize();
+    return this.initialized;
+  }
+
+  private async initialize(): Promise<void> {
+    await this.waitForCluster();
+    await this.ensureIndex(this.names.cards, {
+      dynamic: 'strict',
+      properties: {
+        card_id: keyword,
+        author_id: keyword,
+        content: { type: 'text', index: false },
+        text: { type: 'text', analyzer: 'whitespace', norms: false, index_options: 'positions' },
+        words: keyword,
+        tags: stored,
+        tags_lower: keyword,
+        link: stored,
+        link_lower: keyword,
+        private: { type: 'boolean' },
+        root: { type: 'boolean' },
+        collision_of: keyword,
+        collection_ids: keyword,
+        vector: { type: 'dense_vector', dims: this.dimensions, index: true, similarity: 'cosine', index_options: { type: 'hnsw', m: 16, ef_construction: 100 } },
+        has_vector: { type: 'boolean' },
+        vector_point_id: stored,
+        updated_at: { type: 'long' },
+        embedder: keyword,
+      },
+    });
+    await this.ensureIndex(this.names.vocabulary, { dynamic: 'strict', properties: { word: keyword, trigrams: keyword } });
+    await this.ensureIndex(this.names.bookmarks, { dynamic: 'strict', properties: { collection_id: keyword, card_id: keyword, added: { type: 'boolean' }, at: { type: 'long' } } });
+    await this.ensureIndex(this.names.removed, { dynamic: 'strict', properties: { removed_at: { type: 'long' } } });
+  }
+
+  private async waitForCluster(): Promise<void> {
+    const deadline = Date.now() + (this.options.readyTimeoutMs ?? 10_000);
+    let last: unknown;
+    while (Date.now() < deadline) {
+      try {
+        await this.client.cluster.health({ wait_for_status: 'yellow', timeout: '5s' }, { requestTimeout: 5_000, maxRetries: 0 });
+        return;
+      } catch (err) {
+        last = err;
+        await new Promise((resolve) => setTimeout(resolve, 250));
+      }
+    }
+    throw new Error(`Elasticsearch at ${redact(this.url)} is unreachable (ELASTICSEARCH_URL): ${(last as Error | undefined)?.message ?? 'timed out'}`);
+  }
+
+  /** Creates the index, or adds the mapping's new fields to an existing one (a changed field type or vector size is refused). */
+  private async ensureIndex(index: string, mappings: estypes.MappingTypeMapping): Promise<void> {
+    if (await this.client.indices.exists({ index })) {
+      try {
+        await this.client.indices.putMapping({ index, ...mappings });
+      } catch (err) {
+        throw new Error(`the mapping of Elasticsearch index ${index} cannot be upgraded (a field changed type, or the embedder's dimensions changed: re-create the index or use another prefix): ${errorText(err)}`);
+      }
+      return;
+    }
+    const settings: estypes.IndicesIndexSettings = { number_of_shards: 1 };
+    if (this.options.replicas !== undefined) settings.number_of_replicas = this.options.replicas;
+    if (this.options.refreshInterval !== undefined) settings.refresh_interval = this.options.refreshInterval;
+    try {
+      await this.client.indices.create({ index, settings, mappings });
+    } catch (err) {
+      // Another replica of the service created it first.
+      if (!(err instanceof errors.ResponseError && JSON.stringify(err.body).includes('resource_already_exists_exception'))) throw err;
+    }
+  }
+
+  async upsert(card: IndexedCard): Promise<boolean> {
+    await this.ready();
+    if (card.vector.length !== this.dimensions) throw new Error(`vector has ${card.vector.length} dimensions, the index ${this.dimensions}`);
+    const at = card.updatedAt.getTime();
+    if (await this.isRemoved(card.cardId)) return false;
+    const before = await this.getSource(card.cardId);
+    if (before && before.source.updated_at > at) return false;
+    await this.addToVocabulary(card.collisionOf ? [] : words(card.content));
+    await this.applySnapshotBookmarks(card.cardId, card.collectionIds, at);
+    const cardWords = [...new Set(words(card.content))];
+    const magnitude = Math.hypot(...card.vector);
+    const vector = Array.from(card.vector);
+    const applied = await this.compareAndSet(card.cardId, async (existing) => {
+      if (existing && existing.updated_at > at) return 'stale';
+      return {
+        card_id: card.cardId,
+        author_id: card.authorId,
+        content: card.content,
+        text: normalizedText(card.content),
+        words: cardWords,
+        tags: card.tags,
+        tags_lower: normalizeTags(card.tags),
+        link: card.link,
+        link_lower: card.link.toLowerCase(),
+        private: card.private,
+        root: !card.collisionOf,
+        collision_of: card.collisionOf ?? null,
+        collection_ids: await this.bookmarkedCollections(card.cardId),
+        ...(magnitude > 0 ? { vector } : {}),
+        has_vector: magnitude > 0,
+        vector_point_id: card.vectorPointId,
+        updated_at: at,
+        embedder: this.embedderId,
+      };
+    });
+    if (!applied) return false;
+    // A removal that raced this write wins: it wrote its tombstone before deleting, so one of us sees the other.
+    if (await this.isRemoved(card.cardId)) {
+      await this.deleteCard(card.cardId);
+      return false;
+    }
+    return true;
+  }
+
+  async promote(cardId: string): Promise<boolean> {
+    await this.ready();
+    let found = false;
+    await this.compareAndSet(cardId, async (existing) => {
+      if (!existing) return 'stale';
+      found = true;
+      if (existing.root) return 'stale';
+      return { ...existing, root: true, collision_of: null };
+    });
+    if (found) await this.addToVocabulary(words((await this.getSource(cardId))?.source.content ?? ''));
+    return found;
+  }
+
+  async remove(cardId: string, removedAt: Date): Promise<void> {
+    await this.ready();
+    await this.client.index({ index: this.names.removed, id: cardId, document: { removed_at: removedAt.getTime() }, refresh: 'wait_for' });
+    await this.deleteCard(cardId);
+    const bookmarks = await this.bookmarksOf(cardId);
+    if (bookmarks.length > 0) {
+      await this.client.bulk({ refresh: 'wait_for', operations: bookmarks.map((b) => ({ delete: { _index: this.names.bookmarks, _id: bookmarkId(b.collection_id, cardId) } })) });
+    }
+  }
+
+  async setBookmark(collectionId: string, cardId: string, added: boolean, at: Date): Promise<void> {
+    await this.ready();
+    if (!(await this.writeBookmark(collectionId, cardId, added, at.getTime()))) return;
+    await this.syncCollections(cardId);
+  }
+
+  async get(cardId: string): Promise<IndexedCard | undefined> {
+    await this.ready();
+    const found = await this.getSource(cardId);
+    return found ? this.fromSource(found.source) : undefined;
+  }
+
+  async count(): Promise<number> {
+    await this.ready();
+    return (await this.client.count({ index: this.names.cards, query: { term: { root: true } } })).count;
+  }
+
+  async close(): Promise<void> {
+    await this.initialized?.catch(() => undefined);
+    await this.client.close();
+  }
+
+  async nearest(query: Float32Array, scope: SearchScope, page: PageRequest): Promise<IndexPage> {
+    await this.ready();
+    if (query.length !== this.dimensions) throw new Error(`query has ${query.length} dimensions, the index ${this.dimensions}`);
+    const filter = this.scopeFilter(scope);
+    const total = (await this.client.count({ index: this.names.cards, query: { bool: { filter } } })).count;
+    const wanted = Math.min(page.offset + page.limit, total, MAX_WINDOW);
+    if (wanted <= page.offset) return { hits: [], total };
+    const vectorFilter: estypes.QueryDslQueryContainer[] = [...filter, { term: { has_vector: true } }];
+    const [withVector, withoutVector] = await Promise.all([
+      this.client.search<Pick<CardSource, 'card_id'>>({
+        index: this.names.cards,
+        knn: { field: 'vector', query_vector: Array.from(query), k: wanted, num_candidates: Math.min(MAX_WINDOW, Math.max(100, wanted * 2)), filter: vectorFilter },
+        size: wanted,
+        _source: ['card_id'],
+      }),
+      // Cards whose text has no known word have the zero vector, which cosine cannot index: their cosine is 0.
+      this.client.search<Pick<CardSource, 'card_id'>>({
+        index: this.names.cards,
+        query: { bool: { filter: [...filter, { term: { has_vector: false } }] } },
+        size: wanted,
+        sort: [{ card_id: { order: 'asc' } }],
+        _source: ['card_id'],
+      }),
+    ]);
+    // Elasticsearch scores cosine kNN as (1 + cosine) / 2.
+    const hits: IndexHit[] = withVector.hits.hits.map((h) => ({ cardId: h._source!.card_id, score: 2 * (h._score ?? 0.5) - 1 }));
+    for (const h of withoutVector.hits.hits) hits.push({ cardId: h._source!.card_id, score: 0 });
+    hits.sort((a, b) => b.score - a.score);
+    return { hits: hits.slice(page.offset, wanted), total };
+  }
+
+  async matchText(query: string, scope: SearchScope, page: PageRequest): Promise<IndexPage> {
+    await this.ready();
+    const queryWords = [...new Set(words(query))].slice(0, 32);
+    if (queryWords.length === 0) return { hits: [], total: 0 };
+    const candidates = await this.vocabularyCandidates(queryWords);
+    const { cards, frequency } = await this.documentFrequencies([...new Set([...queryWords, ...candidates.flat()])]);
+    if (cards === 0) return { hits: [], total: 0 };
+    const perWord: { matches: WordMatch[]; weight: number }[] = queryWords.map((word, i) => {
+      const matches = matchWord(
+        word,
+        frequency.get(word) ?? 0,
+        candidates[i]!.map((w): VocabularyCandidate => ({ word: w, documentFrequency: frequency.get(w) ?? 0 })),
+      );
+      const matched = matches.reduce((sum, m) => sum + (frequency.get(m.word) ?? 0), 0);
+      return { matches, weight: wordWeight(cards, matched) };
+    });
+    const weightSum = perWord.reduce((sum, w) => sum + w.weight, 0);
+    if (perWord.every((w) => w.matches.length === 0)) return { hits: [], total: 0 };
+    // Only cards holding every query word can hold the phrase.
+    const phrase = normalizedText(query);
+    const phrasePossible = queryWords.length >= 2 && phrase.length >= 3 && queryWords.every((w) => (frequency.get(w) ?? 0) > 0);
+    const phraseWeight = queryWords.length >= 2 ? PHRASE_WEIGHT : 0;
+    // score = (1 - phraseWeight) * sum over words of weight * best similarity / weightSum + phraseWeight if the phrase is held.
+    const should: estypes.QueryDslQueryContainer[] = perWord
+      .filter((w) => w.matches.length > 0)
+      .map((w) => ({
+        dis_max: {
+          tie_breaker: 0,
+          queries: w.matches.map((m) => ({ constant_score: { filter: { term: { words: m.word } }, boost: ((1 - phraseWeight) * w.weight * m.similarity) / weightSum } })),
+        },
+      }));
+    if (phrasePossible) should.push({ constant_score: { filter: { match_phrase: { text: phrase.slice(0, 1000) } }, boost: phraseWeight } });
+    const from = Math.min(page.offset, MAX_WINDOW);
+    const size = Math.max(0, Math.min(page.limit, MAX_WINDOW - from));
+    const result = await this.client.search<Pick<CardSource, 'card_id'>>({
+      index: this.names.cards,
+      query: { bool: { filter: this.scopeFilter(scope), should, minimum_should_match: 1 } },
+      // A float32 score may fall a hair under the threshold the embedded index compares in double precision.
+      min_score: this.minTextScore - 1e-6,
+      sort: [{ _score: { order: 'desc' } }, { card_id: { order: 'asc' } }],
+      track_scores: true,
+      track_total_hits: true,
+      from,
+      size,
+      _source: ['card_id'],
+    });
+    const total = typeof result.hits.total === 'number' ? result.hits.total : (result.hits.total?.value ?? 0);
+    return { hits: result.hits.hits.map((h) => ({ cardId: h._source!.card_id, score: Math.min(1, h._score ?? 0) })), total };
+  }
+
+  /** Per query word, vocabulary words sharing the most trigrams with it (the word itself included when known). */
+  private async vocabularyCandidates(queryWords: string[]): Promise<string[][]> {
+    const searches: estypes.MsearchRequestItem[] = [];
+    for (const word of queryWords) {
+      searches.push({ index: this.names.vocabulary });
+      searches.push({
+        size: VOCABULARY_CANDIDATES,
+        _source: false,
+        query: { bool: { should: wordTrigrams(word).map((t) => ({ constant_score: { filter: { term: { trigrams: t } }, boost: 1 } })), minimum_should_match: 1 } },
+      });
+    }
+    const response = await this.client.msearch({ searches });
+    return response.responses.map((r) => {
+      if ('error' in r) throw new Error(`vocabulary lookup failed: ${JSON.stringify(r.error)}`);
+      return r.hits.hits.map((h) => h._id!);
+    });
+  }
+
+  /** How many searchable root cards there are, and how many of them hold each word. */
+  private async documentFrequencies(wordList: string[]): Promise<{ cards: number; frequency: Map<string, number> }> {
+    const result = await this.client.search({
+      index: this.names.cards,
+      size: 0,
+      track_total_hits: true,
+      query: { term: { root: true } },
+      aggs: { words: { filter: { terms: { words: wordList } }, aggs: { each: { terms: { field: 'words', include: wordList, size: wordList.length } } } } },
+    });
+    const total = typeof result.hits.total === 'number' ? result.hits.total : (result.hits.total?.value ?? 0);
+    const buckets = (result.aggregations?.words as { each: { buckets: { key: string; doc_count: number }[] } } | undefined)?.each.buckets ?? [];
+    return { cards: total, frequency: new Map(buckets.map((b) => [b.key, b.doc_count])) };
+  }
+
+  private async addToVocabulary(cardWords: string[]): Promise<void> {
+    const fresh = [...new Set(cardWords)].filter((w) => !this.knownWords.has(w));
+    if (fresh.length === 0) return;
+    const operations = fresh.flatMap((word) => [{ create: { _index: this.names.vocabulary, _id: word } }, { word, trigrams: wordTrigrams(word) }]);
+    const response = await this.client.bulk({ operations, refresh: 'wait_for' });
+    for (const item of response.items) {
+      const outcome = item.create;
+      if (outcome?.error && outcome.status !== 409) throw new Error(`adding words to the vocabulary failed: ${outcome.error.reason ?? outcome.error.type}`);
+    }
+    if (this.knownWords.size + fresh.length > 200_000) this.knownWords.clear();
+    for (const w of fresh) this.knownWords.add(w);
+  }
+
+  /** Filters of a scope: a searchable root card visible to the caller, with any listed tag, a listed link part, in the collection. */
+  private scopeFilter(scope: SearchScope): estypes.QueryDslQueryContainer[] {
+    const filter: estypes.QueryDslQueryContainer[] = [{ term: { root: true } }];
+    filter.push(
+      scope.callerId === undefined
+        ? { term: { private: false } }
+        : { bool: { should: [{ term: { private: false } }, { term: { author_id: scope.callerId } }], minimum_should_match: 1 } },
+    );
+    const tags = normalizeTags(scope.tags);
+    if (tags.length > 0) filter.push({ terms: { tags_lower: tags } });
+    const links = scope.links.map((l) => l.trim().toLowerCase()).filter((l) => l.length > 0);
+    if (links.length > 0) {
+      filter.push({ bool: { should: links.map((l) => ({ wildcard: { link_lower: { value: `*${escapeWildcard(l)}*` } } })), minimum_should_match: 1 } });
+    }
+    if (scope.collectionId !== undefined) filter.push({ term: { collection_ids: scope.collectionId } });
+    return filter;
+  }
+
+  private async isRemoved(cardId: string): Promise<boolean> {
+    return this.client.exists({ index: this.names.removed, id: cardId });
+  }
+
+  private async getSource(cardId: string): Promise<{ source: CardSource; seqNo: number; primaryTerm: number } | undefined> {
+    try {
+      const doc = await this.client.get<CardSource>({ index: this.names.cards, id: cardId });
+      if (!doc.found || !doc._source) return undefined;
+      return { source: doc._source, seqNo: doc._seq_no!, primaryTerm: doc._primary_term! };
+    } catch (err) {
+      if (err instanceof errors.ResponseError && err.statusCode === 404) return undefined;
+      throw err;
+    }
+  }
+
+  private async deleteCard(cardId: string): Promise<void> {
+    try {
+      await this.client.delete({ index: this.names.cards, id: cardId, refresh: 'wait_for' });
+    } catch (err) {
+      if (!(err instanceof errors.ResponseError && err.statusCode === 404)) throw err;
+    }
+  }
+
+  /**
+   * Reads the card, asks `change` for its new document (or 'stale' to leave it), and writes it only if nobody
+   * wrote the card in between (sequence-number check); retried on conflict. True when a document was written.
+   */
+  private async compareAndSet(cardId: string, change: (existing: CardSource | undefined) => Promise<CardSource | 'stale'>): Promise<boolean> {
+    for (let attempt = 0; ; attempt++) {
+      const current = await this.getSource(cardId);
+      const next = await change(current?.source);
+      if (next === 'stale') return false;
+      try {
+        await this.client.index({
+          index: this.names.cards,
+          id: cardId,
+          document: next,
+          refresh: 'wait_for',
+          ...(current ? { if_seq_no: current.seqNo, if_primary_term: current.primaryTerm } : { op_type: 'create' as const }),
+        });
+        return true;
+      } catch (err) {
+        if (err instanceof errors.ResponseError && err.statusCode === 409 && attempt < 20) continue;
+        throw err;
+      }
+    }
+  }
+
+  /** Last writer wins per (collection, card), by external version = change time; false when a later change is stored. */
+  private async writeBookmark(collectionId: string, cardId: string, added: boolean, at: number): Promise<boolean> {
+    try {
+      await this.client.index({
+        index: this.names.bookmarks,
+        id: bookmarkId(collectionId, cardId),
+        document: { collection_id: collectionId, card_id: cardId, added, at } satisfies BookmarkSource,
+        version: Math.max(0, at),
+        version_type: 'external_gte',
+        refresh: 'wait_for',
+      });
+      return true;
+    } catch (err) {
+      if (err instanceof errors.ResponseError && err.statusCode === 409) return false;
+      throw err;
+    }
+  }
+
+  /** A card snapshot's list of collections: adds the ones listed, removes the ones no longer listed, unless a later bookmark change says otherwise. */
+  private async applySnapshotBookmarks(cardId: string, collectionIds: readonly string[], at: number): Promise<void> {
+    const listed = new Set(collectionIds);
+    const stored = await this.bookmarksOf(cardId);
+    for (const id of listed) await this.writeBookmark(id, cardId, true, at);
+    for (const b of stored) if (b.added && !listed.has(b.collection_id)) await this.writeBookmark(b.collection_id, cardId, false, at);
+  }
+
+  private async bookmarksOf(cardId: string): Promise<BookmarkSource[]> {
+    const result = await this.client.search<BookmarkSource>({ index: this.names.bookmarks, query: { term: { card_id: cardId } }, size: MAX_WINDOW });
+    return result.hits.hits.map((h) => h._source!);
+  }
+
+  private async bookmarkedCollections(cardId: string): Promise<string[]> {
+    return (await this.bookmarksOf(cardId))
+      .filter((b) => b.added)
+      .map((b) => b.collection_id)
+      .sort();
+  }
+
+  private fromSource(source: CardSource): IndexedCard {
+    return cardFromSource(source, this.dimensions);
+  }
+
+  /** Copies the card's bookmark state onto its document (read after the card, so a concurrent change is never lost). */
+  private async syncCollections(cardId: string): Promise<void> {
+    await this.compareAndSet(cardId, async (existing) => {
+      if (!existing) return 'stale';
+      const collections = await this.bookmarkedCollections(cardId);
+      if (collections.join(',') === [...existing.collection_ids].sort().join(',')) return 'stale';
+      return { ...existing, collection_ids: collections };
+    });
+  }
+}
+
+/** The card a document holds; a zero vector is not stored (cosine cannot index it). */
+function cardFromSource(source: CardSource, dimensions: number): IndexedCard {
+  return {
+    cardId: source.card_id,
+    authorId: source.author_id,
+    content: source.content,
+    tags: source.tags,
+    link: source.link,
+    private: source.private,
+    collectionIds: [...source.collection_ids].sort(),
+    vector: source.vector ? Float32Array.from(source.vector) : new Float32Array(dimensions),
+    vectorPointId: source.vector_point_id,
+    ...(source.collision_of ? { collisionOf: source.collision_of } : {}),
+    updatedAt: new Date(source.updated_at),
+  };
+}
+
+function normalizeTags(tags: readonly string[]): string[] {
+  return tags.map((t) => t.trim().toLowerCase()).filter((t) => t.length > 0);
+}
+
+function bookmarkId(collectionId: string, cardId: string): string {
+  return `${collectionId}:${cardId}`;
+}
+
+function escapeWildcard(value: string): string {
+  return value.replace(/[\\*?]/g, (c) => `\\${c}`);
+}
+
+function redact(url: string): string {
+  try {
+    const parsed = new URL(url);
+    if (parsed.password) parsed.password = '***';
+    return parsed.toString();
+  } catch {
+    return url;
+  }
+}
+
+function errorText(err: unknown): string {
+  if (err instanceof errors.ResponseError) return JSON.stringify((err.body as { error?: unknown } | undefined)?.error ?? err.body);
+  return (err as Error).message;
+}

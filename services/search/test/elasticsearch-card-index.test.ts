@@ -1,0 +1,139 @@
+import { randomBytes } from 'node:crypto';
+import { createServer } from 'node:net';
+import { ElasticsearchCardIndex } from '../src/adapters/elasticsearch/elasticsearch-card-index';
+import { SqliteCardIndex } from '../src/adapters/sqlite/sqlite-card-index';
+import type { CardIndex } from '../src/domain/ports';
+import { startElasticsearchSync } from '../../../test/engines/elasticsearch';
+import { contractTests, describeOnEngine, engineForSuite } from '../../../test/engines/suite';
+import { aCard, axis, CONTRACT_DIMENSIONS, describeCardIndexContract } from './card-index.contract';
+
+// TEST_ELASTICSEARCH_URL points the suite at a running cluster; otherwise it starts the Maven Central
+// Elasticsearch of test/engines (docs/engines.md), and the suite is skipped with the reason when it cannot.
+const external = process.env.TEST_ELASTICSEARCH_URL;
+const { engine, skipReason } = external ? { engine: { url: external }, skipReason: undefined } : engineForSuite('elasticsearch', startElasticsearchSync);
+
+const opened: ElasticsearchCardIndex[] = [];
+/** A fresh set of indices per call; refreshes every 50 ms so writes waiting for a refresh return quickly. */
+function openIndex(prefix = `cards-test-${randomBytes(4).toString('hex')}`, dimensions = CONTRACT_DIMENSIONS): ElasticsearchCardIndex {
+  const index = new ElasticsearchCardIndex({ url: engine!.url, dimensions, indexPrefix: prefix, replicas: 0, refreshInterval: '50ms' });
+  opened.push(index);
+  return index;
+}
+afterAll(async () => {
+  await Promise.all(opened.map((i) => i.close().catch(() => undefined)));
+});
+
+const everything = { tags: [], links: [] };
+const firstPage = { offset: 0, limit: 25 };
+
+describeOnEngine('CardIndex on ElasticsearchCardIndex', skipReason, () => {
+  jest.setTimeout(60_000);
+  describeCardIndexContract('ElasticsearchCardIndex', async () => {
+    const index = openIndex();
+    await index.ready();
+    return index;
+  });
+
+  describe('ElasticsearchCardIndex specifics', () => {
+    const test = contractTests('ElasticsearchCardIndex specifics');
+
+    test('ranks full-text matches like the embedded index, with the same scores', async () => {
+      const texts = [
+        'Perseverance landed in Jezero crater and carried a small helicopter called Ingenuity',
+        'The helicopter flew above the crater floor many times before its rotor broke',
+        'Sourdough starters need regular feeding with flour and water to stay active',
+        'A large search index is fast when its postings fit in memory',
+        'The index of the book lists every large search the author ran',
+        'Glaciers carve valleys and leave moraines behind when they retreat',
+        'Searching large indexes quickly needs good data structures and caching',
+        'Volcanic craters can fill with water and become lakes over centuries',
+      ];
+      const cards = texts.map((t, i) => aCard().saying(t).along(axis(i)).build());
+      const es = openIndex();
+      const sqlite = new SqliteCardIndex({ path: ':memory:', dimensions: CONTRACT_DIMENSIONS });
+      for (const card of cards) {
+        await es.upsert(card);
+        await sqlite.upsert(card);
+      }
+      for (const query of ['large search index', 'helicoptr crater', 'jezzero', 'water', 'glacier valley retreat', 'sourdough flour', 'indexes searching quickly']) {
+        const [a, b] = await Promise.all([es.matchText(query, everything, firstPage), sqlite.matchText(query, everything, firstPage)]);
+        expect({ query, total: a.total }).toEqual({ query, total: b.total });
+        expect({ query, ids: a.hits.map((h) => h.cardId) }).toEqual({ query, ids: b.hits.map((h) => h.cardId) });
+        a.hits.forEach((hit, i) => expect(hit.score).toBeCloseTo(b.hits[i]!.score, 4));
+      }
+      await sqlite.close();
+    });
+
+    test('a card without a known word (zero vector) is stored, read back and ranked at cosine 0', async () => {
+      const index = openIndex();
+      const zero = aCard().saying('qqq zzz').along(new Float32Array(CONTRACT_DIMENSIONS)).build();
+      const near = aCard().along(axis(1)).build();
+      const opposite = aCard().along(axis(1).map((x) => -x)).build();
+      for (const card of [zero, near, opposite]) expect(await index.upsert(card)).toBe(true);
+      expect(Array.from((await index.get(zero.cardId))!.vector)).toEqual(Array.from(zero.vector));
+      const page = await index.nearest(axis(1), everything, firstPage);
+      expect(page.hits.map((h) => h.cardId)).toEqual([near.cardId, zero.cardId, opposite.cardId]);
+      expect(page.hits[1]!.score).toBe(0);
+      expect(page.total).toBe(3);
+    });
+
+    test('a restarted adapter reuses its indices (mapping upgrade is a no-op) and finds what was stored', async () => {
+      const prefix = `cards-test-${randomBytes(4).toString('hex')}`;
+      const first = openIndex(prefix);
+      const owner = aCard().build().authorId;
+      const card = aCard().by(owner).private().saying('basalt columns form as lava cools').along(axis(2)).build();
+      await first.upsert(card);
+      await first.close();
+      const second = openIndex(prefix);
+      await second.ready();
+      expect((await second.nearest(axis(2), { ...everything, callerId: owner }, firstPage)).hits.map((h) => h.cardId)).toEqual([card.cardId]);
+      expect((await second.matchText('basalt lava', { ...everything, callerId: owner }, firstPage)).hits.map((h) => h.cardId)).toEqual([card.cardId]);
+      expect(await second.count()).toBe(1);
+    });
+
+    test('an embedder with other dimensions is refused at start with a clear message, nothing stored is lost', async () => {
+      const prefix = `cards-test-${randomBytes(4).toString('hex')}`;
+      const first = openIndex(prefix);
+      const card = aCard().along(axis(3)).build();
+      await first.upsert(card);
+      const other = openIndex(prefix, CONTRACT_DIMENSIONS * 2);
+      await expect(other.ready()).rejects.toThrow(/cannot be upgraded.*dimensions/);
+      expect((await first.get(card.cardId))?.cardId).toBe(card.cardId);
+    });
+
+    test('rejects a vector of the wrong dimension instead of storing it', async () => {
+      const index = openIndex();
+      await expect(index.upsert(aCard().along(new Float32Array(3)).build())).rejects.toThrow(/dimensions/);
+      expect(await index.count()).toBe(0);
+    });
+
+    test('concurrent bookmark changes of one card are all applied', async () => {
+      const index = openIndex();
+      const card = aCard().build();
+      await index.upsert(card);
+      const collections = Array.from({ length: 6 }, () => aCard().build().cardId);
+      await Promise.all(collections.map((c, i) => index.setBookmark(c, card.cardId, true, new Date(Date.UTC(2026, 1, 1, 0, i)))));
+      expect((await index.get(card.cardId))!.collectionIds).toEqual([...collections].sort());
+      for (const c of collections) expect((await index.nearest(axis(0), { ...everything, collectionId: c }, firstPage)).total).toBe(1);
+    });
+  });
+});
+
+describe('ElasticsearchCardIndex readiness', () => {
+  test('fails clearly, naming ELASTICSEARCH_URL, when the cluster is unreachable', async () => {
+    const port = await new Promise<number>((resolve) => {
+      const server = createServer();
+      server.listen(0, '127.0.0.1', () => {
+        const { port } = server.address() as { port: number };
+        server.close(() => resolve(port));
+      });
+    });
+    const index: CardIndex & { ready(): Promise<void> } = new ElasticsearchCardIndex({ url: `http://user:secret@127.0.0.1:${port}`, dimensions: 4, readyTimeoutMs: 1_000 });
+    const started = Date.now();
+    const failure = index.ready();
+    await expect(failure).rejects.toThrow(/Elasticsearch at http:\/\/user:\*\*\*@127\.0\.0\.1:\d+\/ is unreachable \(ELASTICSEARCH_URL\)/);
+    await expect(index.count()).rejects.toThrow(/unreachable/);
+    expect(Date.now() - started).toBeLessThan(10_000);
+    await index.close();
+  });
+});

@@ -1,9 +1,10 @@
 import { join } from 'node:path';
-import { createEventBus, createGrpcClient, createLogger, loadConfig, OutboxRelay, SqliteOutboxStore, startGrpcServer, stopOnSignals, type RunningService } from '@cards/platform';
+import { connectMongo, createEventBus, createGrpcClient, createLogger, loadConfig, MongoOutboxStore, OutboxRelay, SqliteOutboxStore, startGrpcServer, stopOnSignals, type Logger, type OutboxStore, type RunningService } from '@cards/platform';
 import { cards, files, identity, search } from '@cards/proto';
 import { GrpcFileDirectory } from './adapters/grpc/grpc-file-directory';
 import { GrpcNearDuplicateFinder } from './adapters/grpc/grpc-near-duplicate-finder';
 import { GrpcUserDirectory } from './adapters/grpc/grpc-user-directory';
+import { openMongoCardsStore } from './adapters/mongo';
 import { openCardsDatabase } from './adapters/sqlite/sqlite-cards-database';
 import { SqliteCardRepository } from './adapters/sqlite/sqlite-card-repository';
 import { SqliteCollectionRepository } from './adapters/sqlite/sqlite-collection-repository';
@@ -11,28 +12,58 @@ import { SqliteVoteRepository } from './adapters/sqlite/sqlite-vote-repository';
 import { CardService } from './application/card-service';
 import { CollectionService } from './application/collection-service';
 import { subscribeToSearchEvents } from './application/event-consumers';
-import { cardsConfigSchema } from './config';
+import { cardsConfigSchema, type CardsConfig } from './config';
+import type { CardRepository, CollectionRepository, VoteRepository } from './domain/ports';
 import { cardsHandlers } from './grpc/cards-handlers';
+
+interface CardsStore {
+  cards: CardRepository;
+  votes: VoteRepository;
+  collections: CollectionRepository;
+  outbox: OutboxStore;
+  close(): Promise<void>;
+}
+
+/** MongoDB when MONGO_URL is set (its own database "cards"), else SQLite under DATA_DIR; the outbox lives beside the data. */
+async function openStore(config: CardsConfig, logger: Logger): Promise<CardsStore> {
+  if (config.MONGO_URL) {
+    const connection = await connectMongo({ url: config.MONGO_URL, database: 'cards', logger });
+    const store = await openMongoCardsStore(connection).catch(async (err: unknown) => {
+      await connection.close().catch(() => undefined);
+      throw err;
+    });
+    return { ...store, outbox: new MongoOutboxStore(connection.db), close: () => connection.close() };
+  }
+  logger.info('MONGO_URL not set: using the embedded SQLite store');
+  const db = openCardsDatabase(join(config.DATA_DIR, 'cards', 'cards.db'));
+  return {
+    cards: new SqliteCardRepository(db),
+    votes: new SqliteVoteRepository(db),
+    collections: new SqliteCollectionRepository(db),
+    outbox: new SqliteOutboxStore(db),
+    close: async () => {
+      db.close();
+    },
+  };
+}
 
 /** Composition root of the cards service. */
 export async function startCards(env: Record<string, string | undefined> = process.env): Promise<RunningService> {
   const config = loadConfig(cardsConfigSchema, env);
   const logger = createLogger('cards');
-  if (config.MONGO_URL) logger.warn('MONGO_URL is set but the MongoDB adapter is not built yet; using SQLite');
-  else logger.info('MONGO_URL not set: using the embedded SQLite store');
-  const db = openCardsDatabase(join(config.DATA_DIR, 'cards', 'cards.db'));
+  const store = await openStore(config, logger);
   const bus = createEventBus({ DATA_DIR: config.DATA_DIR, KAFKA_BROKERS: config.KAFKA_BROKERS }, logger);
-  const relay = new OutboxRelay(new SqliteOutboxStore(db), bus, logger);
+  const relay = new OutboxRelay(store.outbox, bus, logger);
   const peers = {
     identity: createGrpcClient(identity.IdentityServiceDefinition, config.IDENTITY_SERVICE_ADDR, { deadlineMs: config.GRPC_DEADLINE_MS }),
     search: createGrpcClient(search.SearchServiceDefinition, config.SEARCH_SERVICE_ADDR, { deadlineMs: config.GRPC_DEADLINE_MS }),
     files: createGrpcClient(files.FileServiceDefinition, config.FILES_SERVICE_ADDR, { deadlineMs: config.GRPC_DEADLINE_MS }),
   };
-  const cardRepository = new SqliteCardRepository(db);
-  const collectionRepository = new SqliteCollectionRepository(db);
+  const cardRepository = store.cards;
+  const collectionRepository = store.collections;
   const cardService = new CardService({
     cards: cardRepository,
-    votes: new SqliteVoteRepository(db),
+    votes: store.votes,
     collections: collectionRepository,
     nearDuplicates: new GrpcNearDuplicateFinder(peers.search.client, logger, config.NEAR_DUPLICATE_DEADLINE_MS),
     files: new GrpcFileDirectory(peers.files.client),
@@ -59,7 +90,7 @@ export async function startCards(env: Record<string, string | undefined> = proce
       await relay.stop();
       for (const peer of Object.values(peers)) peer.channel.close();
       await bus.close();
-      db.close();
+      await store.close();
     },
   };
 }

@@ -219,19 +219,40 @@ export class KafkaEventBus implements EventBus {
     await this.connectAdmin();
     const existing = new Set(await this.admin.listTopics());
     const toCreate = topics.filter((t) => !existing.has(t));
-    if (toCreate.length === 0) return;
-    try {
-      await this.admin.createTopics({
-        waitForLeaders: true,
-        topics: toCreate.map((topic) => ({
-          topic,
-          numPartitions: this.options.partitions ?? 3,
-          replicationFactor: this.options.replicationFactor ?? -1,
-        })),
-      });
-    } catch (err) {
-      // Another service created it between our list and create.
-      if (!/already exists/i.test(errorMessage(err))) throw err;
+    if (toCreate.length > 0) {
+      try {
+        // kafkajs' own waitForLeaders gives up on UNKNOWN_TOPIC_OR_PARTITION while metadata settles; waitForLeaders() below retries it.
+        await this.admin.createTopics({
+          waitForLeaders: false,
+          topics: toCreate.map((topic) => ({
+            topic,
+            numPartitions: this.options.partitions ?? 3,
+            replicationFactor: this.options.replicationFactor ?? -1,
+          })),
+        });
+      } catch (err) {
+        // Another service created it between our list and create.
+        if (!/already exists/i.test(errorMessage(err))) throw err;
+      }
+    }
+    await this.waitForLeaders(topics);
+  }
+
+  /**
+   * A topic another service created a moment ago may not have leaders in this client's metadata yet;
+   * subscribing then fails with "This server does not host this topic-partition".
+   */
+  private async waitForLeaders(topics: string[]): Promise<void> {
+    const deadline = Date.now() + 30_000;
+    for (;;) {
+      try {
+        const { topics: metadata } = await this.admin.fetchTopicMetadata({ topics });
+        if (metadata.length === topics.length && metadata.every((t) => t.partitions.length > 0 && t.partitions.every((p) => p.leader >= 0))) return;
+      } catch (err) {
+        if (Date.now() > deadline) throw err;
+      }
+      if (Date.now() > deadline) throw new Error(`Kafka topics ${topics.join(', ')} have no leader after 30 s`);
+      await new Promise((r) => setTimeout(r, 100));
     }
   }
 
@@ -270,7 +291,16 @@ class KafkaSubscription {
     const { group } = this.options;
     await this.consumer.connect();
     // A new group starts at the beginning of each topic, like the embedded log: nothing published before it subscribed is missed.
-    await this.consumer.subscribe({ topics: this.physicalTopics, fromBeginning: true });
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await this.consumer.subscribe({ topics: this.physicalTopics, fromBeginning: true });
+        break;
+      } catch (err) {
+        // Metadata of a just-created topic can lag on the broker that answers; it settles within moments.
+        if (attempt >= 20 || !(err as { retriable?: boolean }).retriable) throw err;
+        await new Promise((r) => setTimeout(r, 100 * Math.min(attempt, 10)));
+      }
+    }
     // Joining the group is not awaited: after a crash the broker holds the rebalance until the dead
     // members' sessions expire, and a restarting service must not wait for that before it serves.
     // Nothing is missed meanwhile; the group starts from its committed offsets once joined.

@@ -32,7 +32,7 @@ const CALLERS: Record<string, string[]> = {
 };
 const SECRET_ENV = ['JWT_SECRET', 'FILES_INTERNAL_TOKEN', 'SMTP_URL', 'MONGO_URL', 'ELASTICSEARCH_URL', 'S3_ACCESS_KEY', 'S3_SECRET_KEY', 'EMBEDDINGS_API_KEY', 'MONGODB_ROOT_PASSWORD'];
 /** Components whose state is still in their embedded SQLite store, kept on a volume by default (values.yaml). */
-const PERSISTENT = ['cards', 'search'];
+const PERSISTENT = ['search'];
 const CI_VALUES = join(CHART_DIR, 'ci-values.yaml');
 const KUBE_VERSION = '1.30.0';
 const RELEASE = 'cards';
@@ -172,7 +172,7 @@ describeWithHelm('Helm chart deploy/k8s (offline)', () => {
 
   it('scales with HPAs that target rendered Deployments (which leave replicas to them) and guards each with a PDB', () => {
     const hpas = ci.filter((o) => o.kind === 'HorizontalPodAutoscaler') as unknown as Array<{ spec: { scaleTargetRef: { kind: string; name: string }; minReplicas: number; maxReplicas: number } }>;
-    expect(hpas.map((h) => h.spec.scaleTargetRef.name).sort()).toEqual(['files', 'gateway', 'identity'].map(componentName));
+    expect(hpas.map((h) => h.spec.scaleTargetRef.name).sort()).toEqual(['cards', 'files', 'gateway', 'identity'].map(componentName));
     for (const hpa of hpas) {
       const target = find(ci, 'Deployment', hpa.spec.scaleTargetRef.name) as unknown as IDeployment;
       expect(target.spec!.replicas).toBeUndefined();
@@ -341,15 +341,15 @@ describeWithHelm('Helm chart deploy/k8s (offline)', () => {
   });
 
   it('drops the volume for a component once its production adapter is configured: emptyDir, rolling updates, HPA', () => {
-    const rendered = template(['-f', CI_VALUES, '--set', 'components.cards.persistence.enabled=false,components.cards.autoscaling.enabled=true']);
+    const rendered = template(['-f', CI_VALUES, '--set', 'components.search.persistence.enabled=false,components.search.autoscaling.enabled=true']);
     expect(rendered.status).toBe(0);
-    expect(rendered.objects.filter((o) => o.kind === 'PersistentVolumeClaim').map((o) => o.metadata.name).sort()).toEqual(['search'].map((c) => `${componentName(c)}-data`));
-    const cards = find(rendered.objects, 'Deployment', componentName('cards')) as unknown as IDeployment;
-    expect(cards.spec!.strategy).toEqual({ type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 0, maxSurge: 1 } });
-    expect(cards.spec!.replicas).toBeUndefined();
-    expect(cards.spec!.template.spec!.volumes!.find((v) => v.name === 'data')?.emptyDir).toBeDefined();
-    expect(find(rendered.objects, 'HorizontalPodAutoscaler', componentName('cards'))).toBeDefined();
-    const claim = find(ci, 'PersistentVolumeClaim', `${componentName('cards')}-data`) as unknown as { metadata: { annotations: Record<string, string> } };
+    expect(rendered.objects.filter((o) => o.kind === 'PersistentVolumeClaim')).toHaveLength(0);
+    const search = find(rendered.objects, 'Deployment', componentName('search')) as unknown as IDeployment;
+    expect(search.spec!.strategy).toEqual({ type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 0, maxSurge: 1 } });
+    expect(search.spec!.replicas).toBeUndefined();
+    expect(search.spec!.template.spec!.volumes!.find((v) => v.name === 'data')?.emptyDir).toBeDefined();
+    expect(find(rendered.objects, 'HorizontalPodAutoscaler', componentName('search'))).toBeDefined();
+    const claim = find(ci, 'PersistentVolumeClaim', `${componentName('search')}-data`) as unknown as { metadata: { annotations: Record<string, string> } };
     expect(claim.metadata.annotations['helm.sh/resource-policy']).toBe('keep');
   });
 

@@ -318,22 +318,21 @@ export class SqliteCardIndex implements CardIndex {
 
   /** Eligible slots whose sign codes are nearest the query's: at least `count` of them (ties at the cut included). */
   private signCandidates(query: Float32Array, eligible: Int32Array, count: number): Int32Array {
-    const code = this.vectors.codeOf(query);
-    const distances = new Uint8Array(eligible.length);
+    const distances = this.vectors.hammingAll(eligible, this.vectors.codeOf(query));
     const histogram = new Uint32Array(this.vectors.dimensions + 1);
-    for (let i = 0; i < eligible.length; i++) {
-      const distance = this.vectors.hamming(eligible[i]!, code);
-      distances[i] = distance;
-      histogram[distance]!++;
-    }
+    for (let i = 0; i < distances.length; i++) histogram[distances[i]!]!++;
     let cut = 0;
-    for (let sum = 0; cut < histogram.length; cut++) {
-      sum += histogram[cut]!;
-      if (sum >= count) break;
+    let below = 0;
+    while (cut < histogram.length && below + histogram[cut]! < count) below += histogram[cut++]!;
+    // Everything nearer than the cut, then ties at the cut until `count`.
+    const out = new Int32Array(Math.min(count, eligible.length));
+    let n = 0;
+    let ties = count - below;
+    for (let i = 0; i < distances.length && n < out.length; i++) {
+      const d = distances[i]!;
+      if (d < cut || (d === cut && ties-- > 0)) out[n++] = eligible[i]!;
     }
-    const out: number[] = [];
-    for (let i = 0; i < eligible.length; i++) if (distances[i]! <= cut) out.push(eligible[i]!);
-    return Int32Array.from(out);
+    return out.subarray(0, n);
   }
 
   private toHits(top: TopK, offset: number): IndexHit[] {
@@ -344,9 +343,19 @@ export class SqliteCardIndex implements CardIndex {
   }
 
   private eligibleSlots(scope: SearchScope): Int32Array {
-    const filter = this.scopeFilter(scope);
     const out = new Int32Array(this.slotCount);
     let n = 0;
+    if (scope.collectionId === undefined && !scope.tags.some((t) => t.trim()) && !scope.links.some((l) => l.trim())) {
+      // The common case, visibility only: a tight loop over typed arrays.
+      const caller = scope.callerId === undefined ? -1 : (this.authorIds.get(scope.callerId) ?? -2);
+      const { privates, authors, cardIds } = this;
+      for (let slot = 0; slot < this.slotCount; slot++) {
+        if (privates[slot] === 1 && authors[slot] !== caller) continue;
+        if (cardIds[slot] !== undefined) out[n++] = slot;
+      }
+      return out.subarray(0, n);
+    }
+    const filter = this.scopeFilter(scope);
     if (scope.collectionId !== undefined) {
       for (const cardId of this.collections.get(scope.collectionId) ?? []) {
         const slot = this.slotOf.get(cardId);

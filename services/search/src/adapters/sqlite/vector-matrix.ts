@@ -50,6 +50,24 @@ export class VectorMatrix {
     return code;
   }
 
+  /** Hamming distance of each listed slot's code to `code`. */
+  hammingAll(slots: Int32Array, code: Uint32Array): Uint16Array {
+    // Uint16: codes of large models (1536 dimensions) have distances above 255.
+    const out = new Uint16Array(slots.length);
+    const codes = this.codes;
+    const w = this.words;
+    if (w === 4) {
+      const [c0, c1, c2, c3] = code as unknown as [number, number, number, number];
+      for (let i = 0; i < slots.length; i++) {
+        const o = slots[i]! * 4;
+        out[i] = popcount(codes[o]! ^ c0) + popcount(codes[o + 1]! ^ c1) + popcount(codes[o + 2]! ^ c2) + popcount(codes[o + 3]! ^ c3);
+      }
+      return out;
+    }
+    for (let i = 0; i < slots.length; i++) out[i] = this.hamming(slots[i]!, code);
+    return out;
+  }
+
   hamming(slot: number, code: Uint32Array): number {
     let distance = 0;
     const codes = this.codes;

@@ -96,7 +96,9 @@ export class KafkaEventBus implements EventBus {
         () =>
         ({ level, namespace, log }: LogEntry) => {
           const { message, ...extra } = log;
-          logger[KAFKA_TO_PINO[level] ?? 'info']({ namespace, ...extra }, message);
+          // Finite producer retries are deliberate (see the producer below); the warning would repeat in every service.
+          const quiet = typeof message === 'string' && message.startsWith('Limiting retries for the idempotent producer');
+          logger[quiet ? 'debug' : (KAFKA_TO_PINO[level] ?? 'info')]({ namespace, ...extra }, message);
         },
     });
     this.admin = this.kafka.admin();

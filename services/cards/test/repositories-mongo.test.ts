@@ -6,7 +6,11 @@ import { startMongoSync } from '../../../test/engines/mongo';
 import { describeCardRepositoryContract } from './card-repository.contract';
 import { describeCollectionRepositoryContract } from './collection-repository.contract';
 import { describeVoteRepositoryContract } from './vote-repository.contract';
-import type { CardsStoreFactory } from './fixture';
+import type { CardsStoreFactory, CardsStoreFixture } from './fixture';
+import { randomUUID } from 'node:crypto';
+import { Topics } from '@cards/platform';
+import { fingerprintOf } from '../src/domain/rules';
+import { aCard, aCollection, nextTime } from './builders';
 
 const logger = createLogger('cards-repo-test', process.env.LOG_LEVEL ?? 'fatal');
 // TEST_MONGO_URL points the suites at a real MongoDB; otherwise the MongoDB wire-protocol test server from test/engines.
@@ -38,4 +42,71 @@ if (skipReason) {
   describeCardRepositoryContract(name, mongo);
   describeVoteRepositoryContract(name, mongo);
   describeCollectionRepositoryContract(name, mongo);
+
+  // Races the adapter must survive without transactions (mongo-java-server and standalone MongoDB have none).
+  describe(`cards store on ${name}: races without transactions`, () => {
+    let store: CardsStoreFixture;
+    beforeEach(async () => {
+      store = await mongo();
+    });
+    afterEach(async () => {
+      await store.close();
+    });
+
+    it('keeps one vote when the same user votes many times at once; counters match it', async () => {
+      const card = aCard().build();
+      await store.cards.insert(card, fingerprintOf(card.content), []);
+      const results = await Promise.all(Array.from({ length: 30 }, (_, i) => store.votes.upsert('same-user', card.id, i % 2 === 0, nextTime(), randomUUID())));
+      expect(new Set(results.map((v) => v?.id)).size).toBe(1);
+      expect(await store.votes.countCastBy('same-user')).toBe(1);
+      const value = (await store.votes.votesOf('same-user', [card.id])).get(card.id);
+      const stored = await store.cards.findById(card.id);
+      expect({ up: stored!.totalUpvotes, down: stored!.totalDownvotes }).toEqual(value ? { up: 1, down: 0 } : { up: 0, down: 1 });
+      expect(await store.votes.received(card.authorId)).toEqual({ upvotes: stored!.totalUpvotes, downvotes: stored!.totalDownvotes });
+    });
+
+    it('leaves no vote and no received count behind when votes race the removal of their card', async () => {
+      const author = randomUUID();
+      const card = aCard().by(author).build();
+      const other = aCard().by(author).build();
+      for (const c of [card, other]) await store.cards.insert(c, fingerprintOf(c.content), []);
+      await store.votes.upsert('keeper', other.id, true, nextTime(), randomUUID());
+      const voters = Array.from({ length: 100 }, (_, i) => `voter-${i}`);
+      await Promise.all(voters.slice(0, 30).map((u) => store.votes.upsert(u, card.id, true, nextTime(), randomUUID())));
+      await Promise.all([
+        ...voters.map((u, i) => store.votes.upsert(u, card.id, i % 3 !== 0, nextTime(), randomUUID())),
+        store.cards.remove(card.id, null, [{ topic: Topics.card, key: card.id, payload: new Uint8Array([1]) }]),
+        ...voters.slice(0, 10).map((u) => store.votes.remove(u, card.id)),
+      ]);
+      expect(await store.cards.findById(card.id)).toBeNull();
+      expect(await store.votes.votesOf('voter-5', [card.id])).toEqual(new Map());
+      expect((await Promise.all(voters.map((u) => store.votes.countCastBy(u)))).reduce((a, b) => a + b, 0)).toBe(0);
+      expect(await store.votes.received(author)).toEqual({ upvotes: 1, downvotes: 0 });
+      expect(await store.pendingEventTopics()).toEqual([Topics.card]);
+    });
+
+    it('adds a bookmark once when the same bookmark is added many times at once, with one event', async () => {
+      const c = aCollection().build();
+      await store.collections.insert(c, []);
+      const card = aCard().build();
+      await store.cards.insert(card, fingerprintOf(card.content), []);
+      const added = await Promise.all(Array.from({ length: 20 }, () => store.collections.addBookmark(c.id, card.id, nextTime(), [{ topic: Topics.bookmark, key: c.id, payload: new Uint8Array([1]) }])));
+      expect(added.filter(Boolean)).toHaveLength(1);
+      expect(await store.collections.bookmarkedCardIds(c.id)).toEqual([card.id]);
+      expect(await store.pendingEventTopics()).toEqual([Topics.bookmark]);
+    });
+
+    it('creates one collection per file when a file\'s collection is created many times at once', async () => {
+      const fileId = randomUUID();
+      const card = aCard().build();
+      await store.cards.insert(card, fingerprintOf(card.content), []);
+      const results = await Promise.all(
+        Array.from({ length: 10 }, () => store.collections.insertFileCollection(aCollection().forFile(fileId).build(), [card.id], () => [{ topic: Topics.collection, key: fileId, payload: new Uint8Array([1]) }])),
+      );
+      expect(results.filter((r) => r.created)).toHaveLength(1);
+      expect(new Set(results.map((r) => r.collection.id)).size).toBe(1);
+      expect(await store.collections.bookmarkedCardIds(results[0]!.collection.id)).toEqual([card.id]);
+      expect(await store.pendingEventTopics()).toEqual([Topics.collection]);
+    });
+  });
 }

@@ -38,6 +38,8 @@ export interface VoteDocument {
   _id: string;
   userId: string;
   cardId: string;
+  /** The card's author (never changes): whoever takes the vote out can correct the author's counters even after the card is gone. */
+  cardAuthorId: string;
   value: boolean;
   createdAt: Date;
   updatedAt: Date;

@@ -41,7 +41,7 @@ export class MongoVoteRepository implements VoteRepository {
     let down = 0;
     let stored: VoteDocument;
     if (!existing) {
-      stored = { _id: newId, userId, cardId, value, createdAt: at, updatedAt: at };
+      stored = { _id: newId, userId, cardId, cardAuthorId: card.authorId, value, createdAt: at, updatedAt: at };
       await this.store.votes.insertOne(stored, { session });
       if (value) up = 1;
       else down = 1;
@@ -61,7 +61,7 @@ export class MongoVoteRepository implements VoteRepository {
     await adjustVoteCounters(this.store, cardId, card.authorId, up, down, session);
     if (!session && (up !== 0 || down !== 0) && !(await this.store.cards.findOne({ _id: cardId }, { projection: { _id: 1 } }))) {
       // The card was removed meanwhile and its removal may have missed this vote: take it out ourselves.
-      await this.takeOut(stored._id, card.authorId, undefined);
+      await this.takeOut(stored._id, undefined);
       return null;
     }
     return fromVoteDocument(stored);
@@ -71,16 +71,15 @@ export class MongoVoteRepository implements VoteRepository {
     return this.store.change(async (session) => {
       const existing = await this.store.votes.findOne({ userId, cardId }, { session, projection: { _id: 1 } });
       if (!existing) return false;
-      const card = await this.store.cards.findOne({ _id: cardId }, { session, projection: { authorId: 1 } });
-      return this.takeOut(existing._id, card?.authorId ?? null, session);
+      return this.takeOut(existing._id, session);
     });
   }
 
   /** Deletes the vote if it is still there and takes its value off the card and the author; false when someone else did. */
-  private async takeOut(voteId: string, authorId: string | null, session: ClientSession | undefined): Promise<boolean> {
+  private async takeOut(voteId: string, session: ClientSession | undefined): Promise<boolean> {
     const removed = await this.store.votes.findOneAndDelete({ _id: voteId }, { session });
     if (!removed) return false;
-    if (authorId !== null) await adjustVoteCounters(this.store, removed.cardId, authorId, removed.value ? -1 : 0, removed.value ? 0 : -1, session);
+    await adjustVoteCounters(this.store, removed.cardId, removed.cardAuthorId, removed.value ? -1 : 0, removed.value ? 0 : -1, session);
     return true;
   }
 

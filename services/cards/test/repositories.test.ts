@@ -26,10 +26,4 @@ describeCardRepositoryContract('SQLite', sqlite);
 describeVoteRepositoryContract('SQLite', sqlite);
 describeCollectionRepositoryContract('SQLite', sqlite);
 
-// The MongoDB adapters belong to a later issue; the suites above are exported for them.
-describe('cards store contract: MongoDB', () => {
-  it.skip('skipped: the MongoDB adapters of the cards service are not built yet (later issue)', () => undefined);
-  beforeAll(() => {
-    console.log('cards store contract on MongoDB skipped: the MongoDB adapters of the cards service are not built yet (later issue)');
-  });
-});
+// The MongoDB adapters run the same three suites in repositories-mongo.test.ts.

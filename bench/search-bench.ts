@@ -165,7 +165,49 @@ async function indexInProcess(index: SqliteCardIndex, embedder: WinkGloveEmbedde
   return Math.round(texts.length / ((Date.now() - started) / 1000));
 }
 
+/** The search service alone on a data directory: time until it listens, until every card is loaded, and its resident memory. */
+async function measureServiceAlone(dataDir: string, created: number): Promise<void> {
+  const startedAt = Date.now();
+  // node --import tsx (not the tsx CLI, which runs the service in a child process) so child.pid is the service.
+  const child = spawn(process.execPath, ['--import', 'tsx', join(__dirname, '../services/search/src/main.ts')], {
+    cwd: join(__dirname, '..'),
+    env: { ...process.env, DATA_DIR: dataDir, SEARCH_GRPC_PORT: '0', LOG_LEVEL: 'info' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let listening = 0;
+  await new Promise<void>((resolve) => {
+    let buf = '';
+    const onData = (d: Buffer) => {
+      buf += d.toString();
+      if (!listening && buf.includes('gRPC server listening')) listening = (Date.now() - startedAt) / 1000;
+      if (buf.includes('search index loaded')) resolve();
+    };
+    child.stdout!.on('data', onData);
+    child.stderr!.on('data', onData);
+  });
+  const loaded = (Date.now() - startedAt) / 1000;
+  await new Promise((r) => setTimeout(r, 2000));
+  const rss = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${child.pid}/status`, 'utf8'))?.[1];
+  console.log(JSON.stringify({ searchServiceAlone: { cards: created, listeningSeconds: listening, loadedSeconds: loaded, rssMB: Math.round(Number(rss) / 1024) } }));
+  child.kill('SIGTERM');
+  await new Promise((r) => child.once('exit', r));
+}
+
 async function main() {
+  const memoryOnly = Number(process.env.SEARCH_BENCH_MEMORY_ONLY ?? 0);
+  if (memoryOnly > 0) {
+    // SEARCH_BENCH_MEMORY_ONLY=N: an index file of N cards written in process, raw operations, then the service alone.
+    const dataDir = mkdtempSync(join(tmpdir(), 'search-bench-'));
+    const embedder = new WinkGloveEmbedder({ cacheDir });
+    await embedder.ready();
+    const index = new SqliteCardIndex({ path: join(dataDir, 'search', 'index.db'), dimensions: 100, embedderId: embedder.id });
+    const rawIndexPerSecond = await indexInProcess(index, embedder, Array.from({ length: memoryOnly }, () => cardText().text), randomUUID());
+    console.log(JSON.stringify({ cards: memoryOnly, rawIndexPerSecond, ...(await measureRaw(index, embedder)) }));
+    await index.close();
+    await measureServiceAlone(dataDir, memoryOnly);
+    rmSync(dataDir, { recursive: true, force: true });
+    return;
+  }
   const mailbox = new Mailbox();
   await mailbox.start();
   const dataDir = mkdtempSync(join(tmpdir(), 'search-bench-'));
@@ -235,29 +277,7 @@ async function main() {
     await system.stop();
     await mailbox.stop();
   }
-  // The search service alone on the final data directory: time until it listens, until every card is loaded, and its resident memory.
-  const startedAt = Date.now();
-  const child = spawn(process.execPath, [join(__dirname, '../node_modules/tsx/dist/cli.mjs'), join(__dirname, '../services/search/src/main.ts')], {
-    env: { ...process.env, DATA_DIR: dataDir, SEARCH_GRPC_PORT: '0', LOG_LEVEL: 'info' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let listening = 0;
-  await new Promise<void>((resolve) => {
-    let buf = '';
-    const onData = (d: Buffer) => {
-      buf += d.toString();
-      if (!listening && buf.includes('gRPC server listening')) listening = (Date.now() - startedAt) / 1000;
-      if (buf.includes('search index loaded')) resolve();
-    };
-    child.stdout!.on('data', onData);
-    child.stderr!.on('data', onData);
-  });
-  const loaded = (Date.now() - startedAt) / 1000;
-  await new Promise((r) => setTimeout(r, 2000));
-  const rss = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${child.pid}/status`, 'utf8'))?.[1];
-  console.log(JSON.stringify({ searchServiceAlone: { cards: created, listeningSeconds: listening, loadedSeconds: loaded, rssMB: Math.round(Number(rss) / 1024) } }));
-  child.kill('SIGTERM');
-  await new Promise((r) => child.once('exit', r));
+  await measureServiceAlone(dataDir, created);
   rmSync(dataDir, { recursive: true, force: true });
 }
 

@@ -275,6 +275,7 @@ describeWithHelm('Helm chart deploy/k8s (offline)', () => {
       expect(env(component, 'MONGO_DATABASE_PREFIX')?.value).toBe('ci');
     }
     expect(env('search', 'ELASTICSEARCH_URL')?.valueFrom?.secretKeyRef?.key).toBe('ELASTICSEARCH_URL');
+    expect(env('search', 'ELASTICSEARCH_INDEX_PREFIX')?.value).toBe('ci-cards');
     expect(env('files', 'S3_ENDPOINT')?.value).toBe('https://s3.ci.example');
     expect(env('files', 'FILES_HTTP_PORT')?.value).toBe('50064');
     expect(env('identity', 'PUBLIC_URL')?.value).toBe('https://cards.ci.example');

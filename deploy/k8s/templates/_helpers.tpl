@@ -169,6 +169,10 @@ app.kubernetes.io/component: {{ .name }}
       name: {{ $secret }}
       key: ELASTICSEARCH_URL
 {{- end }}
+{{- with $v.engines.elasticsearch.indexPrefix }}
+- name: ELASTICSEARCH_INDEX_PREFIX
+  value: {{ . | quote }}
+{{- end }}
 {{- else if eq $engine "kafka" }}
 - name: KAFKA_BROKERS
   value: {{ ternary (printf "%s:9092" (include "card-library.subchartName" (dict "root" $root "chart" "kafka"))) $v.engines.kafka.brokers (and $v.kafka.enabled true) | quote }}

@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { createServer } from 'node:net';
 import { join, resolve } from 'node:path';
+import { startDistributedSystem } from './distributed';
 
 const ROOT = resolve(__dirname, '../..');
 
@@ -37,9 +38,9 @@ export const TEST_ENV: Record<string, string> = {
  * directory, so systems started in parallel do not consume each other's events or share databases.
  */
 function sharedEngineNamespace(dataDir: string): Record<string, string> {
-  if (!process.env.KAFKA_BROKERS && !process.env.MONGO_URL) return {};
+  if (!process.env.KAFKA_BROKERS && !process.env.MONGO_URL && !process.env.ELASTICSEARCH_URL) return {};
   const ns = dataDir.split(/[\\/]/).pop()!.replace(/[^A-Za-z0-9]/g, '');
-  return { KAFKA_NAMESPACE: ns, MONGO_DATABASE_PREFIX: ns };
+  return { KAFKA_NAMESPACE: ns, MONGO_DATABASE_PREFIX: ns, ELASTICSEARCH_INDEX_PREFIX: ns.toLowerCase() };
 }
 
 /** A port that was free a moment ago on loopback. */
@@ -71,9 +72,14 @@ async function startSystemOnce(options: StartOptions): Promise<RunningSystem> {
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'cards-e2e-'));
   // A caller that needs the address up front (PUBLIC_URL in e-mail links) passes PORT itself.
   const port = options.env?.PORT ? Number(options.env.PORT) : await freePort();
+  const systemEnv: Record<string, string | undefined> = { ...process.env, ...TEST_ENV, ...sharedEngineNamespace(dataDir), PORT: String(port), HOST: '127.0.0.1', DATA_DIR: dataDir, ...options.env };
+  // SYSTEM_TOPOLOGY=distributed: every service its own process (test/support/distributed.ts).
+  if (systemEnv.SYSTEM_TOPOLOGY === 'distributed') {
+    return startDistributedSystem({ root: ROOT, dataDir, port, env: systemEnv, removeDataDirOnStop: !options.dataDir });
+  }
   const child = spawn(process.execPath, [join(ROOT, 'node_modules/tsx/dist/cli.mjs'), join(ROOT, 'packages/all-in-one/src/main.ts')], {
     cwd: ROOT,
-    env: { ...process.env, ...TEST_ENV, ...sharedEngineNamespace(dataDir), PORT: String(port), HOST: '127.0.0.1', DATA_DIR: dataDir, ...options.env },
+    env: systemEnv,
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';

@@ -9,6 +9,8 @@ export const searchConfigSchema = z.object({
   SEARCH_GRPC_PORT: envInt(50053),
   ...verificationConfigFields,
   ...searchIndexConfigFields,
+  /** Prefix of the Elasticsearch indices (when ELASTICSEARCH_URL is set), so several deployments can share a cluster. */
+  ELASTICSEARCH_INDEX_PREFIX: z.string().regex(/^[a-z0-9][a-z0-9_-]*$/, 'lower-case letters, digits, - and _').default('cards-search'),
 });
 
 export type SearchConfig = z.infer<typeof searchConfigSchema>;

@@ -4,6 +4,7 @@ import { search } from '@cards/proto';
 import { searchConfigSchema, type SearchConfig } from './config';
 import { OpenAiEmbedder } from './adapters/openai/openai-embedder';
 import { SqliteCardIndex } from './adapters/sqlite/sqlite-card-index';
+import { ElasticsearchCardIndex, redactUrl } from './adapters/elasticsearch/elasticsearch-card-index';
 import { WinkGloveEmbedder } from './adapters/wink/wink-glove-embedder';
 import { IndexProjector } from './application/index-projector';
 import { SearchService } from './application/search-service';
@@ -35,16 +36,20 @@ function createEmbedder(config: SearchConfig, logger: Logger): Embedder {
 export async function startSearch(env: Record<string, string | undefined> = process.env): Promise<RunningService> {
   const config = loadConfig(searchConfigSchema, env);
   const logger = createLogger('search');
-  if (config.ELASTICSEARCH_URL) logger.warn('ELASTICSEARCH_URL is set but the Elasticsearch index adapter is not built yet; using SQLite');
+  if (config.ELASTICSEARCH_URL) logger.info({ url: redactUrl(config.ELASTICSEARCH_URL), prefix: config.ELASTICSEARCH_INDEX_PREFIX }, 'ELASTICSEARCH_URL set: using the Elasticsearch search index');
   else logger.info('ELASTICSEARCH_URL not set: using the embedded SQLite search index');
   const embedder = createEmbedder(config, logger);
-  const index = new SqliteCardIndex({ path: join(config.DATA_DIR, 'search', 'index.db'), dimensions: embedder.dimensions, embedderId: embedder.id, exactScanLimit: config.SEARCH_EXACT_SCAN_LIMIT });
+  const index = config.ELASTICSEARCH_URL
+    ? new ElasticsearchCardIndex({ url: config.ELASTICSEARCH_URL, dimensions: embedder.dimensions, embedderId: embedder.id, indexPrefix: config.ELASTICSEARCH_INDEX_PREFIX })
+    : new SqliteCardIndex({ path: join(config.DATA_DIR, 'search', 'index.db'), dimensions: embedder.dimensions, embedderId: embedder.id, exactScanLimit: config.SEARCH_EXACT_SCAN_LIMIT });
+  // An unreachable cluster, or indices whose mapping cannot take this embedder, fail the start with the reason.
+  if (index instanceof ElasticsearchCardIndex) await index.ready();
   const loadStarted = Date.now();
   index
     .ready()
     .then(async () => logger.info({ cards: await index.count(), ms: Date.now() - loadStarted }, 'search index loaded'))
     .catch((err: unknown) => logger.error({ err }, 'loading the search index failed'));
-  const stale = index.staleVectorCount();
+  const stale = await index.staleVectorCount();
   if (stale > 0) {
     logger.info({ cards: stale, embedder: embedder.id }, 'the embedder changed: re-embedding indexed cards in the background');
     index

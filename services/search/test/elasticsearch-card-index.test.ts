@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:net';
 import { ElasticsearchCardIndex } from '../src/adapters/elasticsearch/elasticsearch-card-index';
 import { SqliteCardIndex } from '../src/adapters/sqlite/sqlite-card-index';
+import type { IndexHit } from '../src/domain/model';
 import type { CardIndex } from '../src/domain/ports';
 import { startElasticsearchSync } from '../../../test/engines/elasticsearch';
 import { contractTests, describeOnEngine, engineForSuite } from '../../../test/engines/suite';
@@ -14,14 +15,25 @@ const { engine, skipReason } = external ? { engine: { url: external }, skipReaso
 
 const opened: ElasticsearchCardIndex[] = [];
 /** A fresh set of indices per call; refreshes every 50 ms so writes waiting for a refresh return quickly. */
-function openIndex(prefix = `cards-test-${randomBytes(4).toString('hex')}`, dimensions = CONTRACT_DIMENSIONS): ElasticsearchCardIndex {
-  const index = new ElasticsearchCardIndex({ url: engine!.url, dimensions, indexPrefix: prefix, replicas: 0, refreshInterval: '50ms' });
+function openIndex(prefix = `cards-test-${randomBytes(4).toString('hex')}`, dimensions = CONTRACT_DIMENSIONS, embedderId?: string): ElasticsearchCardIndex {
+  const index = new ElasticsearchCardIndex({ url: engine!.url, dimensions, indexPrefix: prefix, replicas: 0, refreshInterval: '50ms', ...(embedderId ? { embedderId } : {}) });
   opened.push(index);
   return index;
 }
 afterAll(async () => {
   await Promise.all(opened.map((i) => i.close().catch(() => undefined)));
 });
+
+/** Hit ids in rank order, ids of (nearly) equal scores sorted among themselves. */
+function tiesSorted(hits: IndexHit[]): string[][] {
+  const groups: { score: number; ids: string[] }[] = [];
+  for (const hit of hits) {
+    const last = groups[groups.length - 1];
+    if (last && Math.abs(last.score - hit.score) < 1e-5) last.ids.push(hit.cardId);
+    else groups.push({ score: hit.score, ids: [hit.cardId] });
+  }
+  return groups.map((g) => g.ids.sort());
+}
 
 const everything = { tags: [], links: [] };
 const firstPage = { offset: 0, limit: 25 };
@@ -58,8 +70,9 @@ describeOnEngine('CardIndex on ElasticsearchCardIndex', skipReason, () => {
       for (const query of ['large search index', 'helicoptr crater', 'jezzero', 'water', 'glacier valley retreat', 'sourdough flour', 'indexes searching quickly']) {
         const [a, b] = await Promise.all([es.matchText(query, everything, firstPage), sqlite.matchText(query, everything, firstPage)]);
         expect({ query, total: a.total }).toEqual({ query, total: b.total });
-        expect({ query, ids: a.hits.map((h) => h.cardId) }).toEqual({ query, ids: b.hits.map((h) => h.cardId) });
+        // Same scores rank by rank; cards with equal scores may come in either order.
         a.hits.forEach((hit, i) => expect(hit.score).toBeCloseTo(b.hits[i]!.score, 4));
+        expect({ query, ranked: tiesSorted(a.hits) }).toEqual({ query, ranked: tiesSorted(b.hits) });
       }
       await sqlite.close();
     });
@@ -99,6 +112,23 @@ describeOnEngine('CardIndex on ElasticsearchCardIndex', skipReason, () => {
       const other = openIndex(prefix, CONTRACT_DIMENSIONS * 2);
       await expect(other.ready()).rejects.toThrow(/cannot be upgraded.*dimensions/);
       expect((await first.get(card.cardId))?.cardId).toBe(card.cardId);
+    });
+
+    test('cards embedded by another embedder stay out of search until their vectors are refreshed', async () => {
+      const prefix = `cards-test-${randomBytes(4).toString('hex')}`;
+      const before = openIndex(prefix, CONTRACT_DIMENSIONS, 'model-a');
+      const card = aCard().saying('basalt columns form as lava cools').along(axis(1)).build();
+      await before.upsert(card);
+      const after = openIndex(prefix, CONTRACT_DIMENSIONS, 'model-b');
+      expect(await after.staleVectorCount()).toBe(1);
+      expect((await after.nearest(axis(3), everything, firstPage)).total).toBe(0);
+      expect((await after.matchText('basalt lava', everything, firstPage)).total).toBe(0);
+      expect(await after.refreshStaleVectors(async (texts) => texts.map(() => axis(3)))).toBe(1);
+      expect(await after.staleVectorCount()).toBe(0);
+      const hits = (await after.nearest(axis(3), everything, firstPage)).hits;
+      expect(hits.map((h) => h.cardId)).toEqual([card.cardId]);
+      expect(hits[0]!.score).toBeCloseTo(1, 5);
+      expect((await after.matchText('basalt lava', everything, firstPage)).hits.map((h) => h.cardId)).toEqual([card.cardId]);
     });
 
     test('rejects a vector of the wrong dimension instead of storing it', async () => {

@@ -73,7 +73,7 @@ const stored = { type: 'keyword', index: false, doc_values: false } as const;
  * - bookmarks: one document per (collection, card), externally versioned by the change time (latest wins);
  * - removed: tombstones, so a late snapshot of a removed card cannot bring it back.
  * Full-text scoring reproduces the embedded index's: idf-weighted best trigram similarity per query word plus a
- * phrase bonus, computed by Elasticsearch from per-word boosts. Every write waits for a refresh, so a card is
+ * phrase bonus, computed by Elasticsearch from per-word boosts. Card writes wait for a refresh, so a card is
  * searchable as soon as its event has been applied. Card documents change by compare-and-set on their sequence
  * number, so concurrent writers of one card (upsert, promote, bookmark) never lose each other's change.
  */
@@ -151,7 +151,7 @@ export class ElasticsearchCardIndex implements CardIndex {
         await new Promise((resolve) => setTimeout(resolve, 250));
       }
     }
-    throw new Error(`Elasticsearch at ${redact(this.url)} is unreachable (ELASTICSEARCH_URL): ${(last as Error | undefined)?.message ?? 'timed out'}`);
+    throw new Error(`Elasticsearch at ${redactUrl(this.url)} is unreachable (ELASTICSEARCH_URL): ${(last as Error | undefined)?.message ?? 'timed out'}`);
   }
 
   /** Creates the index, or adds the mapping's new fields to an existing one (a changed field type or vector size is refused). */
@@ -180,15 +180,16 @@ export class ElasticsearchCardIndex implements CardIndex {
     if (card.vector.length !== this.dimensions) throw new Error(`vector has ${card.vector.length} dimensions, the index ${this.dimensions}`);
     const at = card.updatedAt.getTime();
     if (await this.isRemoved(card.cardId)) return false;
-    const before = await this.getSource(card.cardId);
-    if (before && before.source.updated_at > at) return false;
-    await this.addToVocabulary(card.collisionOf ? [] : words(card.content));
-    await this.applySnapshotBookmarks(card.cardId, card.collectionIds, at);
+    // Both writes wait for the same refresh, so the card costs one refresh wait, not two.
+    const vocabulary = this.addToVocabulary(card.collisionOf ? [] : words(card.content));
+    vocabulary.catch(() => undefined);
     const cardWords = [...new Set(words(card.content))];
     const magnitude = Math.hypot(...card.vector);
     const vector = Array.from(card.vector);
+    let created = false;
     const applied = await this.compareAndSet(card.cardId, async (existing) => {
       if (existing && existing.updated_at > at) return 'stale';
+      created = !existing;
       return {
         card_id: card.cardId,
         author_id: card.authorId,
@@ -202,7 +203,7 @@ export class ElasticsearchCardIndex implements CardIndex {
         private: card.private,
         root: !card.collisionOf,
         collision_of: card.collisionOf ?? null,
-        collection_ids: await this.bookmarkedCollections(card.cardId),
+        collection_ids: await this.snapshotCollections(card.cardId, card.collectionIds, at, existing),
         ...(magnitude > 0 ? { vector } : {}),
         has_vector: magnitude > 0,
         vector_point_id: card.vectorPointId,
@@ -210,12 +211,15 @@ export class ElasticsearchCardIndex implements CardIndex {
         embedder: this.embedderId,
       };
     });
+    await vocabulary;
     if (!applied) return false;
     // A removal that raced this write wins: it wrote its tombstone before deleting, so one of us sees the other.
     if (await this.isRemoved(card.cardId)) {
       await this.deleteCard(card.cardId);
       return false;
     }
+    // A bookmark of a card not stored yet, made while this card was being created, was waiting for a refresh: pick it up.
+    if (created) await this.syncCollections(card.cardId, (await this.bookmarksOf(card.cardId)).map((b) => b.collection_id));
     return true;
   }
 
@@ -234,18 +238,19 @@ export class ElasticsearchCardIndex implements CardIndex {
 
   async remove(cardId: string, removedAt: Date): Promise<void> {
     await this.ready();
-    await this.client.index({ index: this.names.removed, id: cardId, document: { removed_at: removedAt.getTime() }, refresh: 'wait_for' });
+    // Tombstones are read in real time (GET), so they need no refresh.
+    await this.client.index({ index: this.names.removed, id: cardId, document: { removed_at: removedAt.getTime() } });
     await this.deleteCard(cardId);
     const bookmarks = await this.bookmarksOf(cardId);
     if (bookmarks.length > 0) {
-      await this.client.bulk({ refresh: 'wait_for', operations: bookmarks.map((b) => ({ delete: { _index: this.names.bookmarks, _id: bookmarkId(b.collection_id, cardId) } })) });
+      await this.client.bulk({ operations: bookmarks.map((b) => ({ delete: { _index: this.names.bookmarks, _id: bookmarkId(b.collection_id, cardId) } })) });
     }
   }
 
   async setBookmark(collectionId: string, cardId: string, added: boolean, at: Date): Promise<void> {
     await this.ready();
-    if (!(await this.writeBookmark(collectionId, cardId, added, at.getTime()))) return;
-    await this.syncCollections(cardId);
+    if (!(await this.writeBookmark(collectionId, cardId, added, at.getTime(), true))) return;
+    await this.syncCollections(cardId, [collectionId]);
   }
 
   async get(cardId: string): Promise<IndexedCard | undefined> {
@@ -256,7 +261,42 @@ export class ElasticsearchCardIndex implements CardIndex {
 
   async count(): Promise<number> {
     await this.ready();
-    return (await this.client.count({ index: this.names.cards, query: { term: { root: true } } })).count;
+    return (await this.client.count({ index: this.names.cards, query: { bool: { filter: this.searchable() } } })).count;
+  }
+
+  /** Cards whose vectors another embedder made (after EMBEDDINGS_URL or the model changed): not searchable until refreshed. */
+  async staleVectorCount(): Promise<number> {
+    await this.ready();
+    return (await this.client.count({ index: this.names.cards, query: { bool: { must_not: [{ term: { embedder: this.embedderId } }] } } })).count;
+  }
+
+  /** Re-embeds the stale cards in batches with the current embedder and makes them searchable again; answers how many. */
+  async refreshStaleVectors(embed: (texts: string[]) => Promise<Float32Array[]>, batchSize = 256): Promise<number> {
+    await this.ready();
+    let refreshed = 0;
+    for (;;) {
+      const result = await this.client.search<CardSource>({
+        index: this.names.cards,
+        query: { bool: { must_not: [{ term: { embedder: this.embedderId } }] } },
+        sort: [{ card_id: { order: 'asc' } }],
+        size: batchSize,
+      });
+      const rows = result.hits.hits.map((h) => h._source!);
+      if (rows.length === 0) return refreshed;
+      const vectors = await embed(rows.map((r) => r.content));
+      for (const [i, row] of rows.entries()) {
+        const vector = vectors[i]!;
+        if (vector.length !== this.dimensions) throw new Error(`vector has ${vector.length} dimensions, the index ${this.dimensions}`);
+        await this.compareAndSet(row.card_id, async (existing) => {
+          // A newer snapshot was embedded by the current embedder already.
+          if (!existing || existing.updated_at !== row.updated_at || existing.embedder === this.embedderId) return 'stale';
+          const magnitude = Math.hypot(...vector);
+          const { vector: _old, ...rest } = existing;
+          return { ...rest, ...(magnitude > 0 ? { vector: Array.from(vector) } : {}), has_vector: magnitude > 0, embedder: this.embedderId };
+        });
+      }
+      refreshed += rows.length;
+    }
   }
 
   async close(): Promise<void> {
@@ -369,7 +409,7 @@ export class ElasticsearchCardIndex implements CardIndex {
       index: this.names.cards,
       size: 0,
       track_total_hits: true,
-      query: { term: { root: true } },
+      query: { bool: { filter: this.searchable() } },
       aggs: { words: { filter: { terms: { words: wordList } }, aggs: { each: { terms: { field: 'words', include: wordList, size: wordList.length } } } } },
     });
     const total = typeof result.hits.total === 'number' ? result.hits.total : (result.hits.total?.value ?? 0);
@@ -390,9 +430,14 @@ export class ElasticsearchCardIndex implements CardIndex {
     for (const w of fresh) this.knownWords.add(w);
   }
 
+  /** Root cards whose vectors the current embedder made: cards embedded by another wait for refreshStaleVectors(). */
+  private searchable(): estypes.QueryDslQueryContainer[] {
+    return [{ term: { root: true } }, { term: { embedder: this.embedderId } }];
+  }
+
   /** Filters of a scope: a searchable root card visible to the caller, with any listed tag, a listed link part, in the collection. */
   private scopeFilter(scope: SearchScope): estypes.QueryDslQueryContainer[] {
-    const filter: estypes.QueryDslQueryContainer[] = [{ term: { root: true } }];
+    const filter: estypes.QueryDslQueryContainer[] = [...this.searchable()];
     filter.push(
       scope.callerId === undefined
         ? { term: { private: false } }
@@ -457,7 +502,7 @@ export class ElasticsearchCardIndex implements CardIndex {
   }
 
   /** Last writer wins per (collection, card), by external version = change time; false when a later change is stored. */
-  private async writeBookmark(collectionId: string, cardId: string, added: boolean, at: number): Promise<boolean> {
+  private async writeBookmark(collectionId: string, cardId: string, added: boolean, at: number, waitForRefresh: boolean): Promise<boolean> {
     try {
       await this.client.index({
         index: this.names.bookmarks,
@@ -465,7 +510,7 @@ export class ElasticsearchCardIndex implements CardIndex {
         document: { collection_id: collectionId, card_id: cardId, added, at } satisfies BookmarkSource,
         version: Math.max(0, at),
         version_type: 'external_gte',
-        refresh: 'wait_for',
+        refresh: waitForRefresh ? 'wait_for' : false,
       });
       return true;
     } catch (err) {
@@ -474,12 +519,27 @@ export class ElasticsearchCardIndex implements CardIndex {
     }
   }
 
-  /** A card snapshot's list of collections: adds the ones listed, removes the ones no longer listed, unless a later bookmark change says otherwise. */
-  private async applySnapshotBookmarks(cardId: string, collectionIds: readonly string[], at: number): Promise<void> {
+  /**
+   * Applies a card snapshot's list of collections (adds the ones listed, removes the ones no longer listed, unless a
+   * later bookmark change says otherwise) and answers the collections bookmarking the card now.
+   */
+  private async snapshotCollections(cardId: string, collectionIds: readonly string[], at: number, existing: CardSource | undefined): Promise<string[]> {
     const listed = new Set(collectionIds);
-    const stored = await this.bookmarksOf(cardId);
-    for (const id of listed) await this.writeBookmark(id, cardId, true, at);
-    for (const b of stored) if (b.added && !listed.has(b.collection_id)) await this.writeBookmark(b.collection_id, cardId, false, at);
+    // Bookmarks made before the card was first stored are only found by a search (they are written waiting for a refresh).
+    const known = existing ? existing.collection_ids : (await this.bookmarksOf(cardId)).filter((b) => b.added).map((b) => b.collection_id);
+    for (const id of listed) await this.writeBookmark(id, cardId, true, at, false);
+    for (const id of known) if (!listed.has(id)) await this.writeBookmark(id, cardId, false, at, false);
+    return this.addedCollections(cardId, [...listed, ...known]);
+  }
+
+  /** Which of these collections bookmark the card, read in real time from the bookmark documents. */
+  private async addedCollections(cardId: string, collectionIds: readonly string[]): Promise<string[]> {
+    const ids = [...new Set(collectionIds)];
+    if (ids.length === 0) return [];
+    const result = await this.client.mget<BookmarkSource>({ index: this.names.bookmarks, ids: ids.map((c) => bookmarkId(c, cardId)) });
+    return result.docs
+      .flatMap((d) => ('found' in d && d.found && d._source?.added ? [d._source.collection_id] : []))
+      .sort();
   }
 
   private async bookmarksOf(cardId: string): Promise<BookmarkSource[]> {
@@ -487,22 +547,15 @@ export class ElasticsearchCardIndex implements CardIndex {
     return result.hits.hits.map((h) => h._source!);
   }
 
-  private async bookmarkedCollections(cardId: string): Promise<string[]> {
-    return (await this.bookmarksOf(cardId))
-      .filter((b) => b.added)
-      .map((b) => b.collection_id)
-      .sort();
-  }
-
   private fromSource(source: CardSource): IndexedCard {
     return cardFromSource(source, this.dimensions);
   }
 
-  /** Copies the card's bookmark state onto its document (read after the card, so a concurrent change is never lost). */
-  private async syncCollections(cardId: string): Promise<void> {
+  /** Copies the state of these bookmarks onto the card's document (read after the card, so a concurrent change is never lost). */
+  private async syncCollections(cardId: string, collectionIds: readonly string[]): Promise<void> {
     await this.compareAndSet(cardId, async (existing) => {
       if (!existing) return 'stale';
-      const collections = await this.bookmarkedCollections(cardId);
+      const collections = await this.addedCollections(cardId, [...existing.collection_ids, ...collectionIds]);
       if (collections.join(',') === [...existing.collection_ids].sort().join(',')) return 'stale';
       return { ...existing, collection_ids: collections };
     });
@@ -538,7 +591,8 @@ function escapeWildcard(value: string): string {
   return value.replace(/[\\*?]/g, (c) => `\\${c}`);
 }
 
-function redact(url: string): string {
+/** The URL with its password masked, for logs and errors. */
+export function redactUrl(url: string): string {
   try {
     const parsed = new URL(url);
     if (parsed.password) parsed.password = '***';

@@ -1,0 +1,134 @@
+// The production topology for the end-to-end suite: every service in its own process, talking gRPC
+// (and events over whatever bus the environment selects), the gateway in front. Chosen by
+// SYSTEM_TOPOLOGY=distributed (see startSystem in ./service.ts); the default stays the all-in-one.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { rmSync } from 'node:fs';
+import { join } from 'node:path';
+import type { RunningSystem } from './service';
+import { freePort } from './service';
+
+/** Start order: the gateway last (its /healthz answers 200 only when every peer does). */
+const SERVICES = ['identity', 'cards', 'search', 'files', 'notifications', 'gateway'] as const;
+type ServiceName = (typeof SERVICES)[number];
+
+export interface DistributedStart {
+  root: string;
+  dataDir: string;
+  /** The gateway's HTTP port. */
+  port: number;
+  /** Everything startSystem would give the all-in-one (TEST_ENV, namespaces, caller's env). */
+  env: Record<string, string | undefined>;
+  removeDataDirOnStop: boolean;
+}
+
+interface Child {
+  name: ServiceName;
+  process: ChildProcess;
+  exited: Promise<void>;
+}
+
+/**
+ * The same env mapping as packages/all-in-one/src/main.ts: each service its own gRPC port on
+ * loopback, every peer's address, the files HTTP port, and one DATA_DIR (each keeps DATA_DIR/<svc>/).
+ */
+async function topologyEnv(dataDir: string): Promise<Record<string, string>> {
+  const [identity, cards, search, files, filesHttp, notifications] = await Promise.all(Array.from({ length: 6 }, freePort));
+  return {
+    DATA_DIR: dataDir,
+    IDENTITY_GRPC_HOST: '127.0.0.1',
+    IDENTITY_GRPC_PORT: String(identity),
+    CARDS_GRPC_HOST: '127.0.0.1',
+    CARDS_GRPC_PORT: String(cards),
+    SEARCH_GRPC_HOST: '127.0.0.1',
+    SEARCH_GRPC_PORT: String(search),
+    FILES_GRPC_HOST: '127.0.0.1',
+    FILES_GRPC_PORT: String(files),
+    FILES_HTTP_HOST: '127.0.0.1',
+    FILES_HTTP_PORT: String(filesHttp),
+    NOTIFICATIONS_GRPC_HOST: '127.0.0.1',
+    NOTIFICATIONS_GRPC_PORT: String(notifications),
+    IDENTITY_SERVICE_ADDR: `127.0.0.1:${identity}`,
+    CARDS_SERVICE_ADDR: `127.0.0.1:${cards}`,
+    SEARCH_SERVICE_ADDR: `127.0.0.1:${search}`,
+    FILES_SERVICE_ADDR: `127.0.0.1:${files}`,
+    FILES_HTTP_ADDR: `127.0.0.1:${filesHttp}`,
+    NOTIFICATIONS_SERVICE_ADDR: `127.0.0.1:${notifications}`,
+  };
+}
+
+/**
+ * Spawns the six processes (`node --import tsx services/<svc>/src/main.ts`, no tsx wrapper process,
+ * so a SIGKILL reaches the service itself) and waits until the gateway's /healthz is 200.
+ * stop() sends SIGTERM to all (gateway first) and waits; kill() SIGKILLs all; logs() concatenates
+ * every process's output, each line prefixed with the service name.
+ */
+export async function startDistributedSystem(start: DistributedStart): Promise<RunningSystem> {
+  const { root, dataDir, port } = start;
+  const env = { ...start.env, ...(await topologyEnv(dataDir)), PORT: String(port), HOST: '127.0.0.1' };
+  const logs: string[] = [];
+  let logLength = 0;
+  const children: Child[] = SERVICES.map((name) => {
+    const entry = join(root, 'services', name, 'src', 'main.ts');
+    const child = spawn(process.execPath, ['--import', 'tsx', entry], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let partial = '';
+    const onData = (chunk: Buffer) => {
+      const lines = (partial + chunk.toString()).split('\n');
+      partial = lines.pop() ?? '';
+      for (const line of lines) {
+        logs.push(`[${name}] ${line}\n`);
+        logLength += line.length;
+      }
+      while (logLength > 2_000_000 && logs.length > 1) logLength -= logs.shift()!.length;
+    };
+    child.stdout!.on('data', onData);
+    child.stderr!.on('data', onData);
+    const exited = new Promise<void>((r) => child.once('exit', () => r()));
+    return { name, process: child, exited };
+  });
+  const output = () => logs.join('');
+  const killAll = async () => {
+    for (const c of children) if (c.process.exitCode === null && c.process.signalCode === null) c.process.kill('SIGKILL');
+    await Promise.all(children.map((c) => c.exited));
+  };
+
+  const baseUrl = `http://127.0.0.1:${port}`;
+  // Six Node processes compiling TypeScript at once on two cores: allow more than the all-in-one's 90 s.
+  const deadline = Date.now() + 150_000;
+  for (;;) {
+    const dead = children.find((c) => c.process.exitCode !== null || c.process.signalCode !== null);
+    if (dead) {
+      await killAll();
+      const text = output();
+      // startSystem retries on a new set of ports when one was taken in between.
+      const portTaken = /EADDRINUSE|No address added out of total/.test(text) ? ' (EADDRINUSE)' : '';
+      throw new Error(`${dead.name} exited with ${dead.process.exitCode ?? dead.process.signalCode}${portTaken}:\n${text}`);
+    }
+    if (Date.now() > deadline) {
+      await killAll();
+      throw new Error(`distributed system did not become healthy in 150 s:\n${output()}`);
+    }
+    const healthy = await fetch(`${baseUrl}/healthz`, { signal: AbortSignal.timeout(1000) })
+      .then((r) => r.status === 200)
+      .catch(() => false);
+    if (healthy) break;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+
+  const gateway = children.find((c) => c.name === 'gateway')!;
+  return {
+    baseUrl,
+    dataDir,
+    process: gateway.process,
+    logs: output,
+    async stop() {
+      // The gateway first (no new requests), then the services, each given a graceful shutdown.
+      for (const c of [...children].reverse()) {
+        if (c.process.exitCode === null && c.process.signalCode === null) c.process.kill('SIGTERM');
+        if (c.name === 'gateway') await c.exited;
+      }
+      await Promise.all(children.map((c) => c.exited));
+      if (start.removeDataDirOnStop) rmSync(dataDir, { recursive: true, force: true });
+    },
+    kill: killAll,
+  };
+}

@@ -31,8 +31,6 @@ const CALLERS: Record<string, string[]> = {
   notifications: ['gateway'],
 };
 const SECRET_ENV = ['JWT_SECRET', 'FILES_INTERNAL_TOKEN', 'SMTP_URL', 'MONGO_URL', 'ELASTICSEARCH_URL', 'S3_ACCESS_KEY', 'S3_SECRET_KEY', 'EMBEDDINGS_API_KEY', 'MONGODB_ROOT_PASSWORD'];
-/** Components whose state is still in their embedded SQLite store, kept on a volume by default (values.yaml). */
-const PERSISTENT = ['search'];
 const CI_VALUES = join(CHART_DIR, 'ci-values.yaml');
 const KUBE_VERSION = '1.30.0';
 const RELEASE = 'cards';
@@ -156,23 +154,15 @@ describeWithHelm('Helm chart deploy/k8s (offline)', () => {
       const mounts = new Map((container.volumeMounts ?? []).map((m) => [m.mountPath, m.name]));
       const volumeAt = (path: string) => pod.volumes?.find((v) => v.name === mounts.get(path));
       expect(volumeAt('/tmp')?.emptyDir).toBeDefined();
-      if (PERSISTENT.includes(component)) {
-        // One pod owns a ReadWriteOnce volume: Recreate, one replica.
-        const claim = volumeAt(dataDir!)?.persistentVolumeClaim?.claimName;
-        expect(find(ci, 'PersistentVolumeClaim', claim ?? '')).toBeDefined();
-        expect(deployment.spec!.strategy).toEqual({ type: 'Recreate' });
-        expect(deployment.spec!.replicas).toBe(1);
-      } else {
-        expect(volumeAt(dataDir!)?.emptyDir).toBeDefined();
-        expect(deployment.spec!.strategy).toEqual({ type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 0, maxSurge: 1 } });
-      }
+      expect(volumeAt(dataDir!)?.emptyDir).toBeDefined();
+      expect(deployment.spec!.strategy).toEqual({ type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 0, maxSurge: 1 } });
       expect(pod.automountServiceAccountToken).toBe(false);
     }
   });
 
   it('scales with HPAs that target rendered Deployments (which leave replicas to them) and guards each with a PDB', () => {
     const hpas = ci.filter((o) => o.kind === 'HorizontalPodAutoscaler') as unknown as Array<{ spec: { scaleTargetRef: { kind: string; name: string }; minReplicas: number; maxReplicas: number } }>;
-    expect(hpas.map((h) => h.spec.scaleTargetRef.name).sort()).toEqual(['cards', 'files', 'gateway', 'identity'].map(componentName));
+    expect(hpas.map((h) => h.spec.scaleTargetRef.name).sort()).toEqual(['cards', 'files', 'gateway', 'identity', 'search'].map(componentName));
     for (const hpa of hpas) {
       const target = find(ci, 'Deployment', hpa.spec.scaleTargetRef.name) as unknown as IDeployment;
       expect(target.spec!.replicas).toBeUndefined();
@@ -341,17 +331,19 @@ describeWithHelm('Helm chart deploy/k8s (offline)', () => {
     expect(shortSecret.status).not.toBe(0);
   });
 
-  it('drops the volume for a component once its production adapter is configured: emptyDir, rolling updates, HPA', () => {
-    const rendered = template(['-f', CI_VALUES, '--set', 'components.search.persistence.enabled=false,components.search.autoscaling.enabled=true']);
+  it('puts DATA_DIR on a kept PersistentVolumeClaim when persistence is on: one pod, Recreate, no HPA', () => {
+    expect(ci.filter((o) => o.kind === 'PersistentVolumeClaim')).toHaveLength(0);
+    const rendered = template(['-f', CI_VALUES, '--set', 'components.search.persistence.enabled=true,components.search.persistence.size=10Gi']);
     expect(rendered.status).toBe(0);
-    expect(rendered.objects.filter((o) => o.kind === 'PersistentVolumeClaim')).toHaveLength(0);
+    const claims = rendered.objects.filter((o) => o.kind === 'PersistentVolumeClaim') as unknown as Array<{ metadata: { name: string; annotations: Record<string, string> }; spec: { resources: { requests: { storage: string } } } }>;
+    expect(claims.map((c) => c.metadata.name)).toEqual([`${componentName('search')}-data`]);
+    expect(claims[0]!.metadata.annotations['helm.sh/resource-policy']).toBe('keep');
+    expect(claims[0]!.spec.resources.requests.storage).toBe('10Gi');
     const search = find(rendered.objects, 'Deployment', componentName('search')) as unknown as IDeployment;
-    expect(search.spec!.strategy).toEqual({ type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 0, maxSurge: 1 } });
-    expect(search.spec!.replicas).toBeUndefined();
-    expect(search.spec!.template.spec!.volumes!.find((v) => v.name === 'data')?.emptyDir).toBeDefined();
-    expect(find(rendered.objects, 'HorizontalPodAutoscaler', componentName('search'))).toBeDefined();
-    const claim = find(ci, 'PersistentVolumeClaim', `${componentName('search')}-data`) as unknown as { metadata: { annotations: Record<string, string> } };
-    expect(claim.metadata.annotations['helm.sh/resource-policy']).toBe('keep');
+    expect(search.spec!.strategy).toEqual({ type: 'Recreate' });
+    expect(search.spec!.replicas).toBe(1);
+    expect(search.spec!.template.spec!.volumes!.find((v) => v.name === 'data')?.persistentVolumeClaim?.claimName).toBe(`${componentName('search')}-data`);
+    expect(find(rendered.objects, 'HorizontalPodAutoscaler', componentName('search'))).toBeUndefined();
   });
 
   it("probes the gateway's own port for readiness when healthPath is empty", () => {

@@ -126,7 +126,12 @@ export async function startDistributedSystem(start: DistributedStart): Promise<R
         if (c.process.exitCode === null && c.process.signalCode === null) c.process.kill('SIGTERM');
         if (c.name === 'gateway') await c.exited;
       }
+      // A service that does not finish its graceful shutdown in 20 s is killed (and it shows in logs()).
+      const timer = setTimeout(() => {
+        for (const c of children) if (c.process.exitCode === null && c.process.signalCode === null) c.process.kill('SIGKILL');
+      }, 20_000);
       await Promise.all(children.map((c) => c.exited));
+      clearTimeout(timer);
       if (start.removeDataDirOnStop) rmSync(dataDir, { recursive: true, force: true });
     },
     kill: killAll,

@@ -19,9 +19,7 @@ describeCardIndexContract('SqliteCardIndex (sign-code candidates)', async () =>
   new SqliteCardIndex({ path: tempFile(), dimensions: CONTRACT_DIMENSIONS, exactScanLimit: 0, candidateFloor: 40 }),
 );
 
-describe('CardIndex contract: ElasticsearchCardIndex', () => {
-  test.skip('skipped: no Elasticsearch adapter is built yet (ELASTICSEARCH_URL falls back to SQLite)', () => undefined);
-});
+// ElasticsearchCardIndex runs the same contract in elasticsearch-card-index.test.ts (skipped there, with the reason, when no engine is available).
 
 describe('SqliteCardIndex', () => {
   test('rebuilds its in-memory search structures from the file after a restart', async () => {

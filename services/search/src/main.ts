@@ -40,7 +40,7 @@ export async function startSearch(env: Record<string, string | undefined> = proc
   else logger.info('ELASTICSEARCH_URL not set: using the embedded SQLite search index');
   const embedder = createEmbedder(config, logger);
   const index = config.ELASTICSEARCH_URL
-    ? new ElasticsearchCardIndex({ url: config.ELASTICSEARCH_URL, dimensions: embedder.dimensions, embedderId: embedder.id, indexPrefix: config.ELASTICSEARCH_INDEX_PREFIX })
+    ? new ElasticsearchCardIndex({ url: config.ELASTICSEARCH_URL, dimensions: embedder.dimensions, embedderId: embedder.id, indexPrefix: config.ELASTICSEARCH_INDEX_PREFIX, refreshInterval: config.ELASTICSEARCH_REFRESH_INTERVAL })
     : new SqliteCardIndex({ path: join(config.DATA_DIR, 'search', 'index.db'), dimensions: embedder.dimensions, embedderId: embedder.id, exactScanLimit: config.SEARCH_EXACT_SCAN_LIMIT });
   // An unreachable cluster, or indices whose mapping cannot take this embedder, fail the start with the reason.
   if (index instanceof ElasticsearchCardIndex) await index.ready();

@@ -88,6 +88,11 @@ describeOnEngine('CardIndex on ElasticsearchCardIndex', skipReason, () => {
       expect(page.hits.map((h) => h.cardId)).toEqual([near.cardId, zero.cardId, opposite.cardId]);
       expect(page.hits[1]!.score).toBe(0);
       expect(page.total).toBe(3);
+      // A query without a known word: every card at cosine 0, none refused.
+      const blank = await index.nearest(new Float32Array(CONTRACT_DIMENSIONS), everything, { offset: 1, limit: 25 });
+      expect(blank.total).toBe(3);
+      expect(blank.hits).toHaveLength(2);
+      for (const hit of blank.hits) expect(hit.score).toBe(0);
     });
 
     test('a restarted adapter reuses its indices (mapping upgrade is a no-op) and finds what was stored', async () => {

@@ -14,7 +14,10 @@ export interface ElasticsearchCardIndexOptions {
   embedderId?: string;
   /** Replicas of each index; unset = the cluster default. */
   replicas?: number;
-  /** How often the indices refresh; writes wait for the next refresh (refresh=wait_for). */
+  /**
+   * How often the indices refresh (default 200ms): card writes wait for the next refresh (refresh=wait_for), and the
+   * indexer applies events one at a time, so this bounds how many cards per second it indexes. Applied on every start.
+   */
   refreshInterval?: string;
   /** Full-text matches score at least this (word similarity, 0..1), as in the embedded index. */
   minTextScore?: number;
@@ -159,6 +162,7 @@ export class ElasticsearchCardIndex implements CardIndex {
     if (await this.client.indices.exists({ index })) {
       try {
         await this.client.indices.putMapping({ index, ...mappings });
+        await this.client.indices.putSettings({ index, settings: { refresh_interval: this.refreshInterval() } });
       } catch (err) {
         throw new Error(`the mapping of Elasticsearch index ${index} cannot be upgraded (a field changed type, or the embedder's dimensions changed: re-create the index or use another prefix): ${errorText(err)}`);
       }
@@ -166,13 +170,17 @@ export class ElasticsearchCardIndex implements CardIndex {
     }
     const settings: estypes.IndicesIndexSettings = { number_of_shards: 1 };
     if (this.options.replicas !== undefined) settings.number_of_replicas = this.options.replicas;
-    if (this.options.refreshInterval !== undefined) settings.refresh_interval = this.options.refreshInterval;
+    settings.refresh_interval = this.refreshInterval();
     try {
       await this.client.indices.create({ index, settings, mappings });
     } catch (err) {
       // Another replica of the service created it first.
       if (!(err instanceof errors.ResponseError && JSON.stringify(err.body).includes('resource_already_exists_exception'))) throw err;
     }
+  }
+
+  private refreshInterval(): string {
+    return this.options.refreshInterval ?? '200ms';
   }
 
   async upsert(card: IndexedCard): Promise<boolean> {
@@ -311,6 +319,18 @@ export class ElasticsearchCardIndex implements CardIndex {
     const total = (await this.client.count({ index: this.names.cards, query: { bool: { filter } } })).count;
     const wanted = Math.min(page.offset + page.limit, total, MAX_WINDOW);
     if (wanted <= page.offset) return { hits: [], total };
+    if (Math.hypot(...query) === 0) {
+      // A query without a known word has the zero vector: its cosine to every card is 0 (and kNN refuses it).
+      const result = await this.client.search<Pick<CardSource, 'card_id'>>({
+        index: this.names.cards,
+        query: { bool: { filter } },
+        sort: [{ card_id: { order: 'asc' } }],
+        from: page.offset,
+        size: wanted - page.offset,
+        _source: ['card_id'],
+      });
+      return { hits: result.hits.hits.map((h) => ({ cardId: h._source!.card_id, score: 0 })), total };
+    }
     const vectorFilter: estypes.QueryDslQueryContainer[] = [...filter, { term: { has_vector: true } }];
     const [withVector, withoutVector] = await Promise.all([
       this.client.search<Pick<CardSource, 'card_id'>>({

@@ -18,7 +18,7 @@ async function load(url: string, cookie: string) {
 }
 
 async function startBaseline(): Promise<{ url: string; cookie: string; stop(): void }> {
-  const child = spawn(process.execPath, [join(__dirname, '../node_modules/tsx/dist/cli.mjs'), join(__dirname, 'support/auth-baseline-server.ts')], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, ['--import', 'tsx', join(__dirname, 'support/auth-baseline-server.ts')], { stdio: ['ignore', 'pipe', 'inherit'] });
   const line: string = await new Promise((resolve) => {
     let buf = '';
     child.stdout.on('data', (d: Buffer) => {

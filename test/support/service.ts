@@ -77,7 +77,7 @@ async function startSystemOnce(options: StartOptions): Promise<RunningSystem> {
   if (systemEnv.SYSTEM_TOPOLOGY === 'distributed') {
     return startDistributedSystem({ root: ROOT, dataDir, port, env: systemEnv, removeDataDirOnStop: !options.dataDir });
   }
-  const child = spawn(process.execPath, [join(ROOT, 'node_modules/tsx/dist/cli.mjs'), join(ROOT, 'packages/all-in-one/src/main.ts')], {
+  const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'packages/all-in-one/src/main.ts')], {
     cwd: ROOT,
     env: systemEnv,
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -186,6 +186,14 @@ describe('SIGKILL during a vote storm, card creation and a document ingestion', 
   });
 
   it('keeps every acknowledged card, and no card exists twice', async () => {
+    // The listing pages by OFFSET, newest first: cards the resumed ingestion adds meanwhile would shift
+    // entries across pages, so read it once ingestion has settled.
+    await eventually(
+      'ingestion settled after the restart',
+      async () => (await api.GET('/api/file/{file_id}', { params: { path: { file_id: fileId } } })).data?.ingestion_status !== 'pending',
+      120_000,
+      500,
+    );
     const { cards } = await allCardsOf(api, author.id);
     const byId = new Map(cards.map((c) => [c.id, c]));
     for (const [id, content] of createdCards) expect(byId.get(id)?.content).toBe(content);
@@ -193,7 +201,7 @@ describe('SIGKILL during a vote storm, card creation and a document ingestion', 
     const contents = manual.map((c) => c.content);
     expect(new Set(contents).size).toBe(contents.length);
     for (const marker of unackedCardTexts) expect(contents.filter((c) => c.startsWith(`${marker} `)).length).toBeLessThanOrEqual(1);
-  });
+  }, 150_000);
 
   it('drains the outbox: every acknowledged card reaches the search index and comes back indexed', async () => {
     const ids = [...cardIds, ...createdCards.keys()];

@@ -56,7 +56,8 @@ export function startKafkaSync(): KafkaEngine {
   const [port, controllerPort] = freePortsSync(2) as [number, number];
   const properties = join(dataDir, 'server.properties');
   writeFileSync(properties, serverProperties(dataDir, port, controllerPort));
-  const clusterId = randomBytes(16).toString('base64url');
+  // A leading '-' would make kafka-storage's argument parser take the id for an option (1 start in 64 failed).
+  const clusterId = randomBytes(16).toString('base64url').replace(/^-/, 'A');
   const engine = spawnJava(classpath, 'KafkaEngine', [properties, clusterId], {
     logFile: join(dataDir, 'kafka.log'),
     heap: '512m',

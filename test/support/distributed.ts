@@ -5,7 +5,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { RunningSystem } from './service';
-import { freePort } from './service';
+import { loopbackTopologyEnv } from '@cards/platform';
 
 /** Start order: the gateway last (its /healthz answers 200 only when every peer does). */
 const SERVICES = ['identity', 'cards', 'search', 'files', 'notifications', 'gateway'] as const;
@@ -28,35 +28,6 @@ interface Child {
 }
 
 /**
- * The same env mapping as packages/all-in-one/src/main.ts: each service its own gRPC port on
- * loopback, every peer's address, the files HTTP port, and one DATA_DIR (each keeps DATA_DIR/<svc>/).
- */
-async function topologyEnv(dataDir: string): Promise<Record<string, string>> {
-  const [identity, cards, search, files, filesHttp, notifications] = await Promise.all(Array.from({ length: 6 }, freePort));
-  return {
-    DATA_DIR: dataDir,
-    IDENTITY_GRPC_HOST: '127.0.0.1',
-    IDENTITY_GRPC_PORT: String(identity),
-    CARDS_GRPC_HOST: '127.0.0.1',
-    CARDS_GRPC_PORT: String(cards),
-    SEARCH_GRPC_HOST: '127.0.0.1',
-    SEARCH_GRPC_PORT: String(search),
-    FILES_GRPC_HOST: '127.0.0.1',
-    FILES_GRPC_PORT: String(files),
-    FILES_HTTP_HOST: '127.0.0.1',
-    FILES_HTTP_PORT: String(filesHttp),
-    NOTIFICATIONS_GRPC_HOST: '127.0.0.1',
-    NOTIFICATIONS_GRPC_PORT: String(notifications),
-    IDENTITY_SERVICE_ADDR: `127.0.0.1:${identity}`,
-    CARDS_SERVICE_ADDR: `127.0.0.1:${cards}`,
-    SEARCH_SERVICE_ADDR: `127.0.0.1:${search}`,
-    FILES_SERVICE_ADDR: `127.0.0.1:${files}`,
-    FILES_HTTP_ADDR: `127.0.0.1:${filesHttp}`,
-    NOTIFICATIONS_SERVICE_ADDR: `127.0.0.1:${notifications}`,
-  };
-}
-
-/**
  * Spawns the six processes (`node --import tsx services/<svc>/src/main.ts`, no tsx wrapper process,
  * so a SIGKILL reaches the service itself) and waits until the gateway's /healthz is 200.
  * stop() sends SIGTERM to all (gateway first) and waits; kill() SIGKILLs all; logs() concatenates
@@ -64,7 +35,7 @@ async function topologyEnv(dataDir: string): Promise<Record<string, string>> {
  */
 export async function startDistributedSystem(start: DistributedStart): Promise<RunningSystem> {
   const { root, dataDir, port } = start;
-  const env = { ...start.env, ...(await topologyEnv(dataDir)), PORT: String(port), HOST: '127.0.0.1' };
+  const env = { ...start.env, DATA_DIR: dataDir, ...(await loopbackTopologyEnv()), PORT: String(port), HOST: '127.0.0.1' };
   const logs: string[] = [];
   let logLength = 0;
   const children: Child[] = SERVICES.map((name) => {

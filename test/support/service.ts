@@ -1,8 +1,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { createServer } from 'node:net';
 import { join, resolve } from 'node:path';
+import { freePort } from '@cards/platform';
 import { startDistributedSystem } from './distributed';
 
 const ROOT = resolve(__dirname, '../..');
@@ -43,17 +43,7 @@ function sharedEngineNamespace(dataDir: string): Record<string, string> {
   return { KAFKA_NAMESPACE: ns, MONGO_DATABASE_PREFIX: ns, ELASTICSEARCH_INDEX_PREFIX: ns.toLowerCase() };
 }
 
-/** A port that was free a moment ago on loopback. */
-export function freePort(): Promise<number> {
-  return new Promise((resolvePort, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolvePort(port));
-    });
-  });
-}
+export { freePort };
 
 /** Starts the all-in-one service as a child process on a free port, the way the README's command does. */
 export async function startSystem(options: StartOptions = {}): Promise<RunningSystem> {

@@ -1,24 +1,11 @@
-import { createServer } from 'node:net';
 import { resolve } from 'node:path';
-import { createLogger, stopOnSignals, type RunningService } from '@cards/platform';
+import { createLogger, loopbackTopologyEnv, stopOnSignals, type RunningService } from '@cards/platform';
 import { startGateway } from '@cards/gateway';
 import { startIdentity } from '@cards/identity';
 import { startCards } from '@cards/cards';
 import { startSearch } from '@cards/search';
 import { startFiles } from '@cards/files';
 import { startNotifications } from '@cards/notifications';
-
-async function freePort(): Promise<number> {
-  return new Promise((resolvePort, reject) => {
-    const server = createServer();
-    server.unref();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolvePort(port));
-    });
-  });
-}
 
 export interface AllInOne {
   gatewayPort: number;
@@ -43,28 +30,10 @@ export async function startAllInOne(baseEnv: Record<string, string | undefined> 
 }
 
 async function startOnce(baseEnv: Record<string, string | undefined>): Promise<AllInOne> {
-  const [identity, cards, search, files, filesHttp, notifications] = await Promise.all(Array.from({ length: 6 }, freePort));
   const env: Record<string, string | undefined> = {
     ...baseEnv,
     DATA_DIR: resolve(baseEnv.DATA_DIR ?? './data'),
-    IDENTITY_GRPC_HOST: '127.0.0.1',
-    IDENTITY_GRPC_PORT: String(identity),
-    CARDS_GRPC_HOST: '127.0.0.1',
-    CARDS_GRPC_PORT: String(cards),
-    SEARCH_GRPC_HOST: '127.0.0.1',
-    SEARCH_GRPC_PORT: String(search),
-    FILES_GRPC_HOST: '127.0.0.1',
-    FILES_GRPC_PORT: String(files),
-    FILES_HTTP_HOST: '127.0.0.1',
-    FILES_HTTP_PORT: String(filesHttp),
-    NOTIFICATIONS_GRPC_HOST: '127.0.0.1',
-    NOTIFICATIONS_GRPC_PORT: String(notifications),
-    IDENTITY_SERVICE_ADDR: `127.0.0.1:${identity}`,
-    CARDS_SERVICE_ADDR: `127.0.0.1:${cards}`,
-    SEARCH_SERVICE_ADDR: `127.0.0.1:${search}`,
-    FILES_SERVICE_ADDR: `127.0.0.1:${files}`,
-    FILES_HTTP_ADDR: `127.0.0.1:${filesHttp}`,
-    NOTIFICATIONS_SERVICE_ADDR: `127.0.0.1:${notifications}`,
+    ...(await loopbackTopologyEnv()),
   };
   const started: RunningService[] = [];
   try {

@@ -15,3 +15,4 @@ export * from './events/kafka-event-bus';
 export * from './events/create-event-bus';
 export * from './mongo';
 export * from './service';
+export * from './loopback-topology';

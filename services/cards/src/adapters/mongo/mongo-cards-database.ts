@@ -1,37 +1,17 @@
 import { withOptionalTransaction, type MongoConnection } from '@cards/platform';
 import type { ClientSession, Collection, Db } from 'mongodb';
-import type { Card, Collection as CardCollection } from '../../domain/model';
+import type { Card, CardFingerprint, Collection as CardCollection } from '../../domain/model';
 
 /** A card; `_id` is the card id. The fingerprint lives beside the card's fields. */
-export interface CardDocument {
-  _id: string;
-  authorId: string;
-  content: string;
-  cardHtml: string;
-  link: string;
-  private: boolean;
-  tags: string[];
-  fileId: string | null;
-  fileName: string | null;
-  ocFilePath: string | null;
-  vectorPointId: string | null;
-  verificationScore: number | null;
-  verifiedAt: Date | null;
-  collisionOf: string | null;
-  totalUpvotes: number;
-  totalDownvotes: number;
-  idempotencyKey: string | null;
-  /**
-   * `<authorId>\n<idempotencyKey>`, present only when the card has a key: the sparse unique index on it
-   * makes (author, key) unique without partial indexes.
-   */
-  idempotency?: string;
-  contentHash: string;
-  /** MinHash sketch (multikey index for the near-duplicate lookup). */
-  sketch: number[];
-  createdAt: Date;
-  updatedAt: Date;
-}
+export type CardDocument = Omit<Card, 'id'> &
+  CardFingerprint & {
+    _id: string;
+    /**
+     * `<authorId>\n<idempotencyKey>`, present only when the card has a key: the sparse unique index on it
+     * makes (author, key) unique without partial indexes.
+     */
+    idempotency?: string;
+  };
 
 /** One vote per (userId, cardId), enforced by a unique index. */
 export interface VoteDocument {

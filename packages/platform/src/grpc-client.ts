@@ -1,32 +1,60 @@
 import { createChannel, createClientFactory, Metadata, ClientError, Status, type Channel, type CompatServiceDefinition, type Client, type ClientMiddlewareCall, type CallOptions } from 'nice-grpc';
-import { deadlineMiddleware, type DeadlineOptions } from 'nice-grpc-client-middleware-deadline';
 import { currentRequestContext, REQUEST_ID_METADATA_KEY } from './request-context';
-
-async function* requestIdClientMiddleware<Request, Response>(call: ClientMiddlewareCall<Request, Response>, options: CallOptions) {
-  const requestId = currentRequestContext()?.requestId;
-  if (requestId) {
-    const metadata = Metadata(options.metadata);
-    metadata.set(REQUEST_ID_METADATA_KEY, requestId);
-    return yield* call.next(call.request, { ...options, metadata });
-  }
-  return yield* call.next(call.request, options);
-}
 
 export interface RetryOptions {
   /** Retry unary calls on UNAVAILABLE; only for idempotent methods. */
   idempotent?: boolean;
 }
 
-async function* retryUnavailableMiddleware<Request, Response>(call: ClientMiddlewareCall<Request, Response, RetryOptions>, options: CallOptions & RetryOptions) {
-  const { idempotent, ...rest } = options;
-  if (!idempotent || call.requestStream || call.responseStream) return yield* call.next(call.request, rest);
-  for (let attempt = 0; ; attempt++) {
-    try {
-      return yield* call.next(call.request, rest);
-    } catch (error) {
-      if (!(error instanceof ClientError) || error.code !== Status.UNAVAILABLE || attempt >= 2) throw error;
-      await new Promise((r) => setTimeout(r, 50 * 2 ** attempt));
+export interface DeadlineOptions {
+  /** When the whole call (retries included) gives up: a Date, or milliseconds from now. */
+  deadline?: Date | number;
+}
+
+/**
+ * Request id, deadline and retry in one middleware: every gateway request makes at least one call,
+ * and each middleware layer is another async generator and promise chain per call.
+ */
+async function* callPolicyMiddleware<Request, Response>(
+  call: ClientMiddlewareCall<Request, Response, RetryOptions & DeadlineOptions>,
+  options: CallOptions & RetryOptions & DeadlineOptions,
+) {
+  const { idempotent, deadline, signal: callerSignal, ...rest } = options;
+  const requestId = currentRequestContext()?.requestId;
+  if (requestId) {
+    const metadata = Metadata(rest.metadata);
+    metadata.set(REQUEST_ID_METADATA_KEY, requestId);
+    rest.metadata = metadata;
+  }
+  if (deadline == null || callerSignal?.aborted) return yield* call.next(call.request, { ...rest, signal: callerSignal });
+  const abort = new AbortController();
+  const onCallerAbort = () => abort.abort();
+  callerSignal?.addEventListener('abort', onCallerAbort);
+  let timedOut = false;
+  const timer = setTimeout(
+    () => {
+      timedOut = true;
+      abort.abort();
+    },
+    deadline instanceof Date ? deadline.getTime() - Date.now() : deadline,
+  );
+  const attemptOptions = { ...rest, signal: abort.signal };
+  const retries = idempotent && !call.requestStream && !call.responseStream ? 2 : 0;
+  try {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return yield* call.next(call.request, attemptOptions);
+      } catch (error) {
+        if (!(error instanceof ClientError) || error.code !== Status.UNAVAILABLE || attempt >= retries || timedOut) throw error;
+        await new Promise((r) => setTimeout(r, 50 * 2 ** attempt));
+      }
     }
+  } finally {
+    callerSignal?.removeEventListener('abort', onCallerAbort);
+    clearTimeout(timer);
+    // A finally that throws replaces the abort error the call ended with: the caller sees the real cause.
+    // eslint-disable-next-line no-unsafe-finally
+    if (timedOut) throw new ClientError(call.method.path, Status.DEADLINE_EXCEEDED, 'Deadline exceeded');
   }
 }
 
@@ -42,11 +70,12 @@ export function createGrpcClient<D extends CompatServiceDefinition>(definition: 
   const channel = createChannel(address, undefined, {
     'grpc.max_receive_message_length': 8 * 1024 * 1024,
     'grpc.max_send_message_length': 8 * 1024 * 1024,
+    // Retries are callPolicyMiddleware's (only idempotent calls); channelz bookkeeping is never read.
+    'grpc.enable_retries': 0,
+    'grpc.enable_channelz': 0,
   });
   const client = createClientFactory()
-    .use(requestIdClientMiddleware)
-    .use(retryUnavailableMiddleware)
-    .use(deadlineMiddleware)
+    .use(callPolicyMiddleware)
     .create(definition, channel, { '*': { deadline: options.deadlineMs ?? 10_000 } }) as GrpcClient<D>;
   return { client, channel };
 }

@@ -55,6 +55,7 @@ export async function startGrpcServer(options: StartGrpcServerOptions): Promise<
   const server = createServer({
     'grpc.max_receive_message_length': 8 * 1024 * 1024,
     'grpc.max_send_message_length': 8 * 1024 * 1024,
+    'grpc.enable_channelz': 0,
   })
     .use(requestContextMiddleware())
     .use(errorMiddleware(options.logger));

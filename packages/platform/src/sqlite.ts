@@ -8,6 +8,7 @@ export type SqliteDatabase = Database.Database;
 export function openSqlite(path: string, migrations: readonly string[] = []): SqliteDatabase {
   if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
   const db = new Database(path);
+  cachePreparedStatements(db);
   db.pragma('journal_mode = WAL');
   db.pragma('synchronous = NORMAL');
   db.pragma('foreign_keys = ON');
@@ -20,4 +21,22 @@ export function openSqlite(path: string, migrations: readonly string[] = []): Sq
     })();
   }
   return db;
+}
+
+/**
+ * Repositories call `db.prepare(sql)` where they use a statement; compiling SQL costs more than
+ * running a point lookup, so the same SQL text returns the same compiled statement. A statement
+ * still being iterated is busy and cannot be shared, so that case gets a fresh one.
+ */
+function cachePreparedStatements(db: SqliteDatabase): void {
+  const compile = db.prepare.bind(db);
+  const statements = new Map<string, Database.Statement>();
+  db.prepare = ((sql: string) => {
+    const cached = statements.get(sql);
+    if (cached && !cached.busy) return cached;
+    const statement = compile(sql);
+    // Bounded, in case a caller builds SQL text per call (e.g. a variable number of placeholders).
+    if (!cached && statements.size < 1000) statements.set(sql, statement);
+    return statement;
+  }) as SqliteDatabase['prepare'];
 }

@@ -1,4 +1,4 @@
-import { ClientError, Status } from 'nice-grpc';
+import { ClientError, ServerError, Status } from 'nice-grpc';
 import { identity } from '@cards/proto';
 import { createGrpcClient } from '../src/grpc-client';
 import { startGrpcServer, type GrpcServerHandle } from '../src/grpc-server';
@@ -8,6 +8,7 @@ import { currentRequestContext, runWithRequestContext } from '../src/request-con
 
 let server: GrpcServerHandle;
 const seenRequestIds: (string | undefined)[] = [];
+const attempts = new Map<string, number>();
 
 beforeAll(async () => {
   const unimplemented = async () => {
@@ -26,6 +27,11 @@ beforeAll(async () => {
         resetPassword: unimplemented,
         updateUser: unimplemented,
         async resolveSession(req) {
+          if (req.token.startsWith('flaky')) {
+            attempts.set(req.token, (attempts.get(req.token) ?? 0) + 1);
+            if (attempts.get(req.token)! <= 2) throw new ServerError(Status.UNAVAILABLE, 'warming up');
+          }
+          if (req.token === 'slow') await new Promise((r) => setTimeout(r, 1500));
           seenRequestIds.push(currentRequestContext()?.requestId);
           if (req.token === 'bad') throw new InvalidArgumentError('token: malformed');
           if (req.token === 'missing') throw new NotFoundError('no such session');
@@ -68,5 +74,23 @@ describe('gRPC server and client helpers', () => {
     const error = (await client.getUsers({ ids: [] }, { deadline: 2000 }).catch((e: unknown) => e)) as ClientError;
     expect(error).toBeInstanceOf(ClientError);
     expect([Status.UNAVAILABLE, Status.DEADLINE_EXCEEDED]).toContain(error.code);
+  });
+
+  it('gives up with DEADLINE_EXCEEDED when the peer answers too late', async () => {
+    const started = Date.now();
+    const error = (await connect()
+      .resolveSession({ token: 'slow' }, { deadline: 200 })
+      .catch((e: unknown) => e)) as ClientError;
+    expect(error).toBeInstanceOf(ClientError);
+    expect(error.code).toBe(Status.DEADLINE_EXCEEDED);
+    expect(Date.now() - started).toBeLessThan(1200);
+  });
+
+  it('retries an idempotent call the peer answers UNAVAILABLE, and not a non-idempotent one', async () => {
+    const c = connect();
+    await expect(c.resolveSession({ token: 'flaky-a' }, { idempotent: true })).resolves.toMatchObject({ id: 'u1' });
+    expect(attempts.get('flaky-a')).toBe(3);
+    await expect(c.resolveSession({ token: 'flaky-b' })).rejects.toMatchObject({ code: Status.UNAVAILABLE });
+    expect(attempts.get('flaky-b')).toBe(1);
   });
 });

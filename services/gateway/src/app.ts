@@ -1,11 +1,11 @@
 import express, { Router, type Express } from 'express';
 import cookieParser from 'cookie-parser';
-import helmet from 'helmet';
 import { requestIdFrom, runWithRequestContext, type Logger } from '@cards/platform';
 import type { GatewayClients } from './clients';
 import { errorHandler } from './http/error-handler';
 import { notFound } from './http/http-error';
 import { createMetrics } from './http/metrics';
+import { securityHeaders } from './http/security-headers';
 import { corsForConfiguredOrigins, originCheck } from './http/cross-origin';
 import { serveApiDocs } from './openapi/serve-docs';
 import type { RateLimitConfig } from './http/rate-limits';
@@ -50,6 +50,8 @@ export function createGatewayApp(options: GatewayAppOptions): Express {
   app.disable('x-powered-by');
   app.set('trust proxy', options.trustProxy);
   app.set('query parser', 'simple');
+  // API answers depend on the caller's cookie and are not revalidated; hashing every body for an ETag is waste.
+  app.set('etag', false);
   const metrics = createMetrics();
 
   app.use((req, res, next) => {
@@ -58,7 +60,7 @@ export function createGatewayApp(options: GatewayAppOptions): Express {
     runWithRequestContext({ requestId }, next);
   });
   app.use(metrics.middleware);
-  app.use(helmet({ contentSecurityPolicy: false, crossOriginEmbedderPolicy: false }));
+  app.use(securityHeaders({ contentSecurityPolicy: false, crossOriginEmbedderPolicy: false }));
 
   app.get('/healthz', async (_req, res) => {
     const ok = await options.checkPeers().catch(() => false);

@@ -29,7 +29,7 @@ export function originOf(url: string): string | undefined {
  */
 export function corsForConfiguredOrigins({ allowedOrigins }: CrossOriginOptions): RequestHandler {
   const allowed = new Set(allowedOrigins);
-  return cors({
+  const handle = cors({
     origin: (origin, callback) => callback(null, origin !== undefined && allowed.has(origin)),
     credentials: true,
     methods: ['GET', 'HEAD', 'POST', 'PUT', 'DELETE'],
@@ -37,6 +37,15 @@ export function corsForConfiguredOrigins({ allowedOrigins }: CrossOriginOptions)
     exposedHeaders: ['location', 'x-request-id'],
     maxAge: 600,
   });
+  // Without an Origin header there is nothing for CORS to answer (same-origin, curl, servers); the
+  // response still varies by Origin for caches.
+  return (req: Request, res: Response, next: NextFunction) => {
+    if (req.headers.origin === undefined) {
+      res.vary('Origin');
+      return next();
+    }
+    handle(req, res, next);
+  };
 }
 
 /**

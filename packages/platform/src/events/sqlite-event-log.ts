@@ -113,13 +113,19 @@ class SqliteSubscription {
 
   private async run(): Promise<void> {
     const { group, topics } = this.options;
-    const placeholders = topics.map(() => '?').join(',');
-    const next = this.db.prepare(
-      `SELECT e.seq, e.topic, e.key, e.payload FROM events e
-       WHERE e.topic IN (${placeholders})
-         AND e.seq > COALESCE((SELECT o.seq FROM consumer_offsets o WHERE o.group_id = ? AND o.topic = e.topic), 0)
-       ORDER BY e.seq LIMIT 100`,
-    );
+    // One indexed range read per topic (events_topic_seq) from that topic's committed offset, merged in
+    // log order: a single query with the offset in a correlated subquery scans the whole log per poll.
+    const offsetOf = this.db.prepare('SELECT seq FROM consumer_offsets WHERE group_id = ? AND topic = ?');
+    const after = this.db.prepare('SELECT seq, topic, key, payload FROM events WHERE topic = ? AND seq > ? ORDER BY seq LIMIT ?');
+    const batch = 100;
+    const next = (): EventRow[] => {
+      const rows: EventRow[] = [];
+      for (const topic of topics) {
+        const committed = (offsetOf.get(group, topic) as { seq: number } | undefined)?.seq ?? 0;
+        rows.push(...(after.all(topic, committed, batch) as EventRow[]));
+      }
+      return topics.length === 1 ? rows : rows.sort((a, b) => a.seq - b.seq).slice(0, batch);
+    };
     const commit = this.db.prepare(
       `INSERT INTO consumer_offsets (group_id, topic, seq) VALUES (?, ?, ?)
        ON CONFLICT (group_id, topic) DO UPDATE SET seq = excluded.seq WHERE excluded.seq > consumer_offsets.seq`,
@@ -128,7 +134,7 @@ class SqliteSubscription {
     while (this.running) {
       let rows: EventRow[];
       try {
-        rows = next.all(...topics, group) as EventRow[];
+        rows = next();
       } catch (err) {
         if (!this.running) return;
         this.logOptions.logger.error({ err, group }, 'event log read failed');

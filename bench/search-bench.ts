@@ -8,9 +8,8 @@
 // event log the way the cards service publishes them; the search service consumes and indexes them (indexing
 // throughput through the pipeline). Later sizes: with the system stopped, the cards are written straight into the
 // search service's index file by the same SqliteCardIndex class (in-process indexing throughput), then the system
-// is started again on that data directory and loads them. The cards service does not know the injected cards, so
-// getCardGroups drops them from responses: the gateway figures include the full search at that size, and
-// entriesPerResponse says how many cards a response presented on average. Wall-clock figures on a shared machine
+// is started again on that data directory and loads them. Injected cards are written into the cards service's
+// store too, so responses present full pages (entriesPerResponse says how many cards a response presented). Wall-clock figures on a shared machine
 // are inflated by other processes; the cpu figures are this process's own CPU time per raw operation.
 import { randomUUID } from 'node:crypto';
 import { spawn } from 'node:child_process';
@@ -23,6 +22,7 @@ import { Mailbox } from '../test/support/mailbox';
 import { startSystem, type RunningSystem } from '../test/support/service';
 import { signUp, type TestUser } from '../test/support/accounts';
 import { loadWordVectors, SqliteCardIndex, WinkGloveEmbedder } from '../services/search/src';
+import { cardTextFromHtml, fingerprintOf, openCardsDatabase, SqliteCardRepository, type Card } from '@cards/cards';
 
 const sizes = (process.argv[2] ?? '10000,100000').split(',').map(Number);
 const queryCount = Number(process.argv[3] ?? 300);
@@ -152,13 +152,32 @@ async function measureRaw(index: SqliteCardIndex, embedder: WinkGloveEmbedder) {
   return { rawNearest, rawEmbedPlusNearest, rawExactScan, rawMatchText, rawMatchTextWithStopword, signCodeRecallAt25: Number((agree / (100 * 25)).toFixed(3)) };
 }
 
-async function indexInProcess(index: SqliteCardIndex, embedder: WinkGloveEmbedder, texts: string[], authorId: string): Promise<number> {
+/**
+ * The same cards written straight into the cards service's store, so the gateway presents every hit it gets
+ * (getCardGroups drops ids the cards service does not know): responses carry 25 full cards like real ones.
+ */
+async function storeCards(dataDir: string, cards: { id: string; text: string }[], authorId: string): Promise<void> {
+  const db = openCardsDatabase(join(dataDir, 'cards', 'cards.db'));
+  const repository = new SqliteCardRepository(db);
+  for (const { id, text } of cards) {
+    const { cardHtml, content } = cardTextFromHtml(`<p>${text}</p>`);
+    const at = new Date();
+    const card: Card = {
+      id, authorId, content, cardHtml, link: '', private: false, tags: [], fileId: null, fileName: null, ocFilePath: null,
+      vectorPointId: null, verificationScore: null, verifiedAt: null, collisionOf: null, totalUpvotes: 0, totalDownvotes: 0, idempotencyKey: null, createdAt: at, updatedAt: at,
+    };
+    await repository.insert(card, fingerprintOf(content), []);
+  }
+  db.close();
+}
+
+async function indexInProcess(index: SqliteCardIndex, embedder: WinkGloveEmbedder, texts: string[], authorId: string, ids: string[] = texts.map(() => randomUUID())): Promise<number> {
   const started = Date.now();
   for (let i = 0; i < texts.length; i += 256) {
     const batch = texts.slice(i, i + 256);
     const vectors = await embedder.embed(batch);
     for (let j = 0; j < batch.length; j++) {
-      await index.upsert({ cardId: randomUUID(), authorId, content: batch[j]!, tags: [], link: '', private: false, collectionIds: [], vector: vectors[j]!, vectorPointId: randomUUID(), updatedAt: new Date() });
+      await index.upsert({ cardId: ids[i + j]!, authorId, content: batch[j]!, tags: [], link: '', private: false, collectionIds: [], vector: vectors[j]!, vectorPointId: randomUUID(), updatedAt: new Date() });
     }
     if ((i / 256) % 40 === 0) progress(`indexed ${i + batch.length} of ${texts.length} in process`);
   }
@@ -236,10 +255,11 @@ async function main() {
         );
         const gatewayCreateSeconds = (Date.now() - startedCreating) / 1000;
         const bus = openSharedSqliteEventLog({ path: join(dataDir, 'events', 'events.db'), logger: createLogger('bench', 'warn') });
+        const injected = texts.slice(viaGateway).map((text) => ({ id: randomUUID(), text }));
+        await storeCards(dataDir, injected, user.id);
         const startedInjecting = Date.now();
-        for (let i = viaGateway; i < texts.length; i += 500) {
-          const batch = texts.slice(i, i + 500).map((text) => {
-            const id = randomUUID();
+        for (let i = 0; i < injected.length; i += 500) {
+          const batch = injected.slice(i, i + 500).map(({ id, text }) => {
             const now = new Date();
             const card = { id, authorId: user.id, content: text, tags: [], link: '', private: false, createdAt: now, updatedAt: now, collectionIds: [] };
             return { topic: Topics.card, key: id, payload: events.CardEvent.encode({ eventId: randomUUID(), occurredAt: now, kind: { $case: 'created', value: { card } } }).finish() };
@@ -261,7 +281,9 @@ async function main() {
         await system.stop();
         const direct = new SqliteCardIndex({ path: join(dataDir, 'search', 'index.db'), dimensions: 100, embedderId: embedder.id });
         await direct.ready();
-        const rawIndexPerSecond = await indexInProcess(direct, embedder, texts, user.id);
+        const ids = texts.map(() => randomUUID());
+        const rawIndexPerSecond = await indexInProcess(direct, embedder, texts, user.id, ids);
+        await storeCards(dataDir, texts.map((text, i) => ({ id: ids[i]!, text })), user.id);
         created = size;
         const rawOps = await measureRaw(direct, embedder);
         await direct.close();
@@ -278,7 +300,9 @@ async function main() {
     await mailbox.stop();
   }
   await measureServiceAlone(dataDir, created);
-  rmSync(dataDir, { recursive: true, force: true });
+  // SEARCH_BENCH_KEEP=1 keeps the data directory (e.g. to profile the system on it afterwards).
+  if (process.env.SEARCH_BENCH_KEEP) progress(`data directory kept: ${dataDir}`);
+  else rmSync(dataDir, { recursive: true, force: true });
 }
 
 main().catch((err: unknown) => {

@@ -13,6 +13,10 @@ export function openSqlite(path: string, migrations: readonly string[] = []): Sq
   db.pragma('synchronous = NORMAL');
   db.pragma('foreign_keys = ON');
   db.pragma('busy_timeout = 5000');
+  // Reads through the OS page cache instead of a read() per page, and a larger page cache than the 2 MB
+  // default: point lookups in a file of 100,000 cards otherwise spend most of their time fetching pages.
+  db.pragma('mmap_size = 268435456');
+  db.pragma('cache_size = -32768');
   const current = db.pragma('user_version', { simple: true }) as number;
   for (let version = current; version < migrations.length; version++) {
     db.transaction(() => {

@@ -1,0 +1,37 @@
+/**
+ * The card rules that the cards service enforces (services/cards/src/domain/rules.ts) and the web app's
+ * card form checks while a person types (web/src/card-rules.ts): one place for each limit. Pure
+ * TypeScript with no Node, DOM or package dependency, so the server and the browser bundle both import
+ * it (`tsconfig.json` here type-checks it without the Node and DOM libraries).
+ */
+
+/** A card's derived text must hold more than this many words. */
+export const MIN_WORDS_EXCLUSIVE = 70;
+export const MAX_WORDS = 5000;
+/** Characters of a card's derived text (its `content`). */
+export const MAX_CONTENT_CHARS = 29_000;
+/** Characters of the `card_html` sent, before sanitizing. */
+export const MAX_HTML_CHARS = 500_000;
+export const MAX_LINK_CHARS = 2048;
+export const MAX_TAGS = 100;
+export const MAX_TAG_CHARS = 200;
+export const MAX_COLLECTION_NAME_CHARS = 255;
+export const MAX_COLLECTION_DESCRIPTION_CHARS = 2000;
+
+/** Elements (lower-case names) whose start and end break a card's derived text into lines. */
+export const BLOCK_TAGS: readonly string[] = ['p', 'br', 'li', 'ul', 'ol', 'blockquote', 'h1', 'h2', 'h3', 'h4', 'h5', 'h6'];
+
+/** A card's text from the raw text of its HTML (blocks already broken by '\n'): whitespace collapsed within each line, empty lines dropped. */
+export function collapseTextLines(raw: string): string {
+  return raw
+    .split('\n')
+    .map((line) => line.replace(/\s+/gu, ' ').trim())
+    .filter((line) => line.length > 0)
+    .join('\n');
+}
+
+/** Words = runs of non-whitespace. */
+export function wordCount(text: string): number {
+  const trimmed = text.trim();
+  return trimmed.length === 0 ? 0 : trimmed.split(/\s+/u).length;
+}

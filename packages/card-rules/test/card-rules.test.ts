@@ -1,0 +1,32 @@
+import { spawnSync } from 'node:child_process';
+import { join, resolve } from 'node:path';
+import { BLOCK_TAGS, collapseTextLines, wordCount } from '../src';
+
+const PACKAGE = resolve(__dirname, '..');
+
+describe('@cards/card-rules', () => {
+  it('counts runs of non-whitespace as words', () => {
+    expect(wordCount('')).toBe(0);
+    expect(wordCount(' \n\t ')).toBe(0);
+    expect(wordCount('one')).toBe(1);
+    expect(wordCount('  one\ttwo\nthree  four\u00a0five ')).toBe(5);
+  });
+
+  it('collapses whitespace within lines and drops empty lines', () => {
+    expect(collapseTextLines('\n Title \n\n  a \t b\u00a0 c \n \nlast')).toBe('Title\na b c\nlast');
+    expect(collapseTextLines(' \n \n')).toBe('');
+  });
+
+  it('breaks lines at paragraphs, list items, headings, quotes and <br> only', () => {
+    expect(BLOCK_TAGS).toEqual(expect.arrayContaining(['p', 'br', 'li', 'blockquote', 'h1', 'h6']));
+    expect(BLOCK_TAGS).not.toContain('div');
+    expect(BLOCK_TAGS.every((tag) => tag === tag.toLowerCase())).toBe(true);
+  });
+
+  // The web bundle imports this package too: it must not lean on Node's or the browser's globals.
+  it('type-checks without the Node and DOM libraries', () => {
+    const result = spawnSync(process.execPath, [join(PACKAGE, '../../node_modules/typescript/bin/tsc'), '-p', join(PACKAGE, 'tsconfig.json')], { encoding: 'utf8' });
+    expect(result.stdout + result.stderr).toBe('');
+    expect(result.status).toBe(0);
+  });
+});

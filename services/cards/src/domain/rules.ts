@@ -2,18 +2,24 @@ import { createHash } from 'node:crypto';
 import sanitizeHtml from 'sanitize-html';
 import { Parser } from 'htmlparser2';
 import { InvalidArgumentError } from '@cards/platform';
+import {
+  BLOCK_TAGS,
+  MAX_COLLECTION_DESCRIPTION_CHARS,
+  MAX_COLLECTION_NAME_CHARS,
+  MAX_CONTENT_CHARS,
+  MAX_HTML_CHARS,
+  MAX_LINK_CHARS,
+  MAX_TAG_CHARS,
+  MAX_TAGS,
+  MAX_WORDS,
+  MIN_WORDS_EXCLUSIVE,
+  wordCount,
+} from '@cards/card-rules';
 import type { CardFingerprint } from './model';
 
-export const MIN_WORDS_EXCLUSIVE = 70;
-export const MAX_WORDS = 5000;
-export const MAX_CONTENT_CHARS = 29_000;
-export const MAX_HTML_CHARS = 500_000;
-export const MAX_LINK_CHARS = 2048;
-export const MAX_TAGS = 100;
-export const MAX_TAG_CHARS = 200;
+// The limits and word counting shared with the web app's card form live in @cards/card-rules.
+export { MAX_COLLECTION_DESCRIPTION_CHARS, MAX_COLLECTION_NAME_CHARS, MAX_CONTENT_CHARS, MAX_HTML_CHARS, MAX_LINK_CHARS, MAX_TAG_CHARS, MAX_TAGS, MAX_WORDS, MIN_WORDS_EXCLUSIVE, wordCount };
 export const MAX_OC_FILE_PATH_CHARS = 1024;
-export const MAX_COLLECTION_NAME_CHARS = 255;
-export const MAX_COLLECTION_DESCRIPTION_CHARS = 2000;
 /** Word-shingle Jaccard similarity at which a new card is a near copy of an existing one. */
 export const NEAR_COPY_JACCARD = 0.9;
 export const SHINGLE_WORDS = 3;
@@ -29,7 +35,7 @@ const SANITIZE_OPTIONS: sanitizeHtml.IOptions = {
   allowProtocolRelative: false,
   disallowedTagsMode: 'discard',
 };
-const BLOCKS = new Set(['p', 'br', 'li', 'ul', 'ol', 'blockquote', ...HEADINGS]);
+const BLOCKS = new Set(BLOCK_TAGS);
 
 /** The card HTML reduced to the allow-list (scripts, styles, event handlers and non-http(s) links removed). */
 export function sanitizeCardHtml(html: string): string {
@@ -60,11 +66,6 @@ export function textOfHtml(html: string): string {
     .map((line) => line.replace(/\s+/gu, ' ').trim())
     .filter((line) => line.length > 0)
     .join('\n');
-}
-
-export function wordCount(text: string): number {
-  const trimmed = text.trim();
-  return trimmed.length === 0 ? 0 : trimmed.split(/\s+/u).length;
 }
 
 /** Sanitizes card HTML and derives its content, enforcing the word and length limits (400 otherwise). */

@@ -3,6 +3,7 @@ import { isAbortError } from 'abort-controller-x';
 import { HealthDefinition, HealthServiceImpl, HealthState } from 'nice-grpc-server-health';
 import type { Logger } from 'pino';
 import { DomainError } from './errors';
+import { isEngineUnavailableError, type EngineReadinessMonitor } from './readiness';
 import { REQUEST_ID_METADATA_KEY, requestIdFrom, runWithRequestContext } from './request-context';
 
 /** Maps domain errors to gRPC statuses; anything unexpected becomes INTERNAL with a generic message and a logged stack. */
@@ -13,6 +14,10 @@ export function errorMiddleware(logger: Logger) {
     } catch (error) {
       if (error instanceof ServerError || isAbortError(error)) throw error;
       if (error instanceof DomainError) throw new ServerError(error.status, error.message);
+      if (isEngineUnavailableError(error)) {
+        logger.warn({ err: error, method: call.method.path }, 'an engine is unreachable: answering UNAVAILABLE');
+        throw new ServerError(Status.UNAVAILABLE, 'Service temporarily unavailable: a storage engine cannot be reached; try again shortly');
+      }
       logger.error({ err: error, method: call.method.path }, 'unexpected error in gRPC handler');
       throw new ServerError(Status.INTERNAL, 'Internal error');
     }
@@ -33,6 +38,19 @@ export function requestContextMiddleware() {
   };
 }
 
+const HEALTH_PATH_PREFIX = '/grpc.health.v1.Health/';
+
+/** While an engine that gates requests is down, answers every call except health checks UNAVAILABLE at once. */
+export function readinessGateMiddleware(readiness: Pick<EngineReadinessMonitor, 'unavailableReason'>) {
+  return async function* <Request, Response>(call: ServerMiddlewareCall<Request, Response>, context: CallContext) {
+    if (!call.method.path.startsWith(HEALTH_PATH_PREFIX)) {
+      const reason = readiness.unavailableReason();
+      if (reason) throw new ServerError(Status.UNAVAILABLE, `Service temporarily unavailable: ${reason}`);
+    }
+    return yield* call.next(call.request, context);
+  };
+}
+
 export interface GrpcServerHandle {
   server: Server;
   port: number;
@@ -48,6 +66,11 @@ export interface StartGrpcServerOptions {
   port?: number;
   logger: Logger;
   register(server: Server): void;
+  /**
+   * The service's engine monitor: health follows it (NOT_SERVING for "" and `name` while an engine is down)
+   * and calls are refused UNAVAILABLE while an engine that gates requests is down. Started here, stopped by shutdown().
+   */
+  readiness?: EngineReadinessMonitor;
 }
 
 /** createServer().use(request context).use(errors) + health + the service's own registrations, then listen. */
@@ -59,28 +82,36 @@ export async function startGrpcServer(options: StartGrpcServerOptions): Promise<
   })
     .use(requestContextMiddleware())
     .use(errorMiddleware(options.logger));
+  const { readiness } = options;
+  const served = readiness ? server.use(readinessGateMiddleware(readiness)) : server;
   const health = HealthState();
-  server.add(HealthDefinition, HealthServiceImpl(health));
-  options.register(server);
+  served.add(HealthDefinition, HealthServiceImpl(health));
+  options.register(served);
   const host = options.host ?? '127.0.0.1';
-  const port = await server.listen(`${host}:${options.port ?? 0}`);
-  health.setStatus('healthy');
-  health.setStatus('healthy', options.name);
+  const port = await served.listen(`${host}:${options.port ?? 0}`);
+  const setHealth = (ready: boolean) => {
+    health.setStatus(ready ? 'healthy' : 'unhealthy');
+    health.setStatus(ready ? 'healthy' : 'unhealthy', options.name);
+  };
+  setHealth(readiness?.ready ?? true);
+  readiness?.onChange(setHealth);
+  readiness?.start();
   options.logger.info({ port }, 'gRPC server listening');
   return {
-    server,
+    server: served,
     port,
     address: `${host}:${port}`,
     health,
     async shutdown(timeoutMs = 5000) {
+      readiness?.stop();
       health.setStatus('unhealthy');
       health.setStatus('unhealthy', options.name);
       let timer: NodeJS.Timeout | undefined;
       await Promise.race([
-        server.shutdown(),
+        served.shutdown(),
         new Promise<void>((resolve) => {
           timer = setTimeout(() => {
-            server.forceShutdown();
+            served.forceShutdown();
             resolve();
           }, timeoutMs);
         }),

@@ -16,3 +16,5 @@ export * from './events/create-event-bus';
 export * from './mongo';
 export * from './service';
 export * from './loopback-topology';
+export * from './readiness';
+export * from './engine-checks';

@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { connectMongo, createEventBus, createGrpcClient, createLogger, loadConfig, MongoOutboxStore, OutboxRelay, SqliteOutboxStore, startGrpcServer, stopOnSignals, type Logger, type OutboxStore, type RunningService } from '@cards/platform';
+import { connectMongo, createEventBus, createGrpcClient, createLogger, EngineReadinessMonitor, eventBusEngineChecks, loadConfig, mongoEngineCheck, MongoOutboxStore, OutboxRelay, readinessSettingsFrom, SqliteOutboxStore, startGrpcServer, stopOnSignals, type EngineCheck, type Logger, type OutboxStore, type RunningService } from '@cards/platform';
 import { cards, files, identity, search } from '@cards/proto';
 import { GrpcFileDirectory } from './adapters/grpc/grpc-file-directory';
 import { GrpcNearDuplicateFinder } from './adapters/grpc/grpc-near-duplicate-finder';
@@ -21,6 +21,8 @@ interface CardsStore {
   votes: VoteRepository;
   collections: CollectionRepository;
   outbox: OutboxStore;
+  /** The engine behind the store, probed for readiness (none for SQLite). */
+  engines: EngineCheck[];
   close(): Promise<void>;
 }
 
@@ -32,7 +34,7 @@ async function openStore(config: CardsConfig, logger: Logger): Promise<CardsStor
       await connection.close().catch(() => undefined);
       throw err;
     });
-    return { ...store, outbox: new MongoOutboxStore(connection.db), close: () => connection.close() };
+    return { ...store, outbox: new MongoOutboxStore(connection.db), engines: [mongoEngineCheck(connection)], close: () => connection.close() };
   }
   logger.info('MONGO_URL not set: using the embedded SQLite store');
   const db = openCardsDatabase(join(config.DATA_DIR, 'cards', 'cards.db'));
@@ -41,6 +43,7 @@ async function openStore(config: CardsConfig, logger: Logger): Promise<CardsStor
     votes: new SqliteVoteRepository(db),
     collections: new SqliteCollectionRepository(db),
     outbox: new SqliteOutboxStore(db),
+    engines: [],
     close: async () => {
       db.close();
     },
@@ -53,6 +56,8 @@ export async function startCards(env: Record<string, string | undefined> = proce
   const logger = createLogger('cards');
   const store = await openStore(config, logger);
   const bus = createEventBus({ DATA_DIR: config.DATA_DIR, KAFKA_BROKERS: config.KAFKA_BROKERS }, logger);
+  // An unreachable Kafka fails the start with a message naming KAFKA_BROKERS instead of kafkajs' retries.
+  await bus.ready();
   const relay = new OutboxRelay(store.outbox, bus, logger);
   const peers = {
     identity: createGrpcClient(identity.IdentityServiceDefinition, config.IDENTITY_SERVICE_ADDR, { deadlineMs: config.GRPC_DEADLINE_MS }),
@@ -79,6 +84,7 @@ export async function startCards(env: Record<string, string | undefined> = proce
     host: config.CARDS_GRPC_HOST,
     port: config.CARDS_GRPC_PORT,
     logger,
+    readiness: new EngineReadinessMonitor({ checks: [...store.engines, ...eventBusEngineChecks(bus)], logger, ...readinessSettingsFrom(env) }),
     register: (server) => server.add(cards.CardServiceDefinition, cardsHandlers(cardService, collectionService)),
   });
   return {

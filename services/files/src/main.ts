@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { connectMongo, createEventBus, createLogger, loadConfig, MongoOutboxStore, OutboxRelay, SqliteOutboxStore, startGrpcServer, stopOnSignals, Topics, type Logger, type OutboxStore, type RunningService } from '@cards/platform';
+import { connectMongo, createEventBus, createLogger, EngineReadinessMonitor, eventBusEngineChecks, loadConfig, mongoEngineCheck, MongoOutboxStore, OutboxRelay, readinessSettingsFrom, SqliteOutboxStore, startGrpcServer, stopOnSignals, Topics, type EngineCheck, type Logger, type OutboxStore, type RunningService } from '@cards/platform';
 import { files } from '@cards/proto';
 import { DiskObjectStore } from './adapters/disk/disk-object-store';
 import { LibraryDocumentReader } from './adapters/documents/library-document-reader';
@@ -33,9 +33,10 @@ function objectStoreFrom(config: FilesConfig, logger: Logger): ObjectStore {
 }
 
 /** MongoDB when MONGO_URL is set (its own database "files"), else SQLite under DATA_DIR; the outbox lives beside the records. */
-async function repositoryFrom(config: FilesConfig, logger: Logger): Promise<{ repository: FileRepository; outbox: OutboxStore }> {
+async function repositoryFrom(config: FilesConfig, logger: Logger, engines: EngineCheck[]): Promise<{ repository: FileRepository; outbox: OutboxStore }> {
   if (config.MONGO_URL) {
     const connection = await connectMongo({ url: config.MONGO_URL, database: 'files', logger });
+    engines.push(mongoEngineCheck(connection));
     return { repository: await MongoFileRepository.open(connection), outbox: new MongoOutboxStore(connection.db) };
   }
   logger.info('MONGO_URL not set: using the embedded SQLite store');
@@ -47,11 +48,19 @@ async function repositoryFrom(config: FilesConfig, logger: Logger): Promise<{ re
 export async function startFiles(env: Record<string, string | undefined> = process.env): Promise<RunningService> {
   const config = loadConfig(filesConfigSchema, env);
   const logger = createLogger('files');
-  const { repository, outbox } = await repositoryFrom(config, logger);
+  const engines: EngineCheck[] = [];
+  const { repository, outbox } = await repositoryFrom(config, logger, engines);
   const objects = objectStoreFrom(config, logger);
+  if (objects instanceof MinioObjectStore) {
+    // An unreachable S3 server fails the start with a message naming S3_ENDPOINT. Only uploads and
+    // downloads need it, so while it is down the other calls keep working (it does not gate requests).
+    await objects.ready();
+    engines.push({ name: 'S3 (S3_ENDPOINT)', check: () => objects.ready(), gatesRequests: false });
+  }
   const reader = new LibraryDocumentReader();
   const cards = new GrpcCardsClient(config.CARDS_SERVICE_ADDR);
   const bus = createEventBus({ DATA_DIR: config.DATA_DIR, KAFKA_BROKERS: config.KAFKA_BROKERS }, logger);
+  await bus.ready();
   const relay = new OutboxRelay(outbox, bus, logger);
   const service = new FilesService({ repository, objects, reader, maxFileBytes: config.MAX_FILE_BYTES, logger, onEventsWritten: () => relay.kick() });
   const worker = new IngestionWorker({ repository, objects, reader, cards, logger, maxAttempts: config.INGESTION_MAX_ATTEMPTS, concurrency: config.INGESTION_CONCURRENCY });
@@ -68,6 +77,7 @@ export async function startFiles(env: Record<string, string | undefined> = proce
     host: config.FILES_GRPC_HOST,
     port: config.FILES_GRPC_PORT,
     logger,
+    readiness: new EngineReadinessMonitor({ checks: [...engines, ...eventBusEngineChecks(bus)], logger, ...readinessSettingsFrom(env) }),
     register: (server) => server.add(files.FileServiceDefinition, fileHandlers(service)),
   });
   const http = await startInternalDownloadServer({ host: config.FILES_HTTP_HOST, port: config.FILES_HTTP_PORT, token: config.FILES_INTERNAL_TOKEN, service, logger });

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { connectMongo, createLogger, loadConfig, startGrpcServer, stopOnSignals, type RunningService } from '@cards/platform';
+import { connectMongo, createLogger, EngineReadinessMonitor, loadConfig, mongoEngineCheck, readinessSettingsFrom, startGrpcServer, stopOnSignals, type EngineCheck, type RunningService } from '@cards/platform';
 import { identity } from '@cards/proto';
 import { IdentityService } from './application/identity-service';
 import { JwtTokenSigner } from './adapters/crypto/jwt-token-signer';
@@ -29,8 +29,11 @@ export async function startIdentity(env: Record<string, string | undefined> = pr
   const config = loadConfig(identityConfigSchema, env);
   const logger = createLogger('identity');
   let repository: IdentityRepository;
+  const engines: EngineCheck[] = [];
   if (config.MONGO_URL) {
-    repository = await MongoIdentityRepository.open(await connectMongo({ url: config.MONGO_URL, database: 'identity', logger }));
+    const connection = await connectMongo({ url: config.MONGO_URL, database: 'identity', logger });
+    engines.push(mongoEngineCheck(connection));
+    repository = await MongoIdentityRepository.open(connection);
   } else {
     logger.info('MONGO_URL not set: using the embedded SQLite store');
     repository = new SqliteIdentityRepository(join(config.DATA_DIR, 'identity', 'identity.db'));
@@ -50,6 +53,7 @@ export async function startIdentity(env: Record<string, string | undefined> = pr
     host: config.IDENTITY_GRPC_HOST,
     port: config.IDENTITY_GRPC_PORT,
     logger,
+    readiness: new EngineReadinessMonitor({ checks: engines, logger, ...readinessSettingsFrom(env) }),
     register: (server) => server.add(identity.IdentityServiceDefinition, identityHandlers(service)),
   });
   return {

@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { connectMongo, createEventBus, createLogger, loadConfig, startGrpcServer, stopOnSignals, type Logger, type RunningService } from '@cards/platform';
+import { connectMongo, createEventBus, createLogger, EngineReadinessMonitor, eventBusEngineChecks, loadConfig, mongoEngineCheck, readinessSettingsFrom, startGrpcServer, stopOnSignals, type EngineCheck, type Logger, type RunningService } from '@cards/platform';
 import { notifications } from '@cards/proto';
 import { MongoNotificationRepository } from './adapters/mongo/mongo-notification-repository';
 import { SqliteNotificationRepository } from './adapters/sqlite/sqlite-notification-repository';
@@ -10,9 +10,11 @@ import { subscribeNotificationConsumers } from './events/notification-consumer';
 import { notificationHandlers } from './grpc/notification-handlers';
 
 /** MongoDB when MONGO_URL is set (its own database "notifications"), else SQLite under DATA_DIR; the choice is logged. */
-async function openRepository(config: NotificationsConfig, logger: Logger): Promise<NotificationRepository> {
+async function openRepository(config: NotificationsConfig, logger: Logger, engines: EngineCheck[]): Promise<NotificationRepository> {
   if (config.MONGO_URL) {
-    return MongoNotificationRepository.open(await connectMongo({ url: config.MONGO_URL, database: 'notifications', logger }));
+    const connection = await connectMongo({ url: config.MONGO_URL, database: 'notifications', logger });
+    engines.push(mongoEngineCheck(connection));
+    return MongoNotificationRepository.open(connection);
   }
   logger.info('MONGO_URL not set: using the embedded SQLite store');
   return new SqliteNotificationRepository(join(config.DATA_DIR, 'notifications', 'notifications.db'));
@@ -22,15 +24,18 @@ async function openRepository(config: NotificationsConfig, logger: Logger): Prom
 export async function startNotifications(env: Record<string, string | undefined> = process.env): Promise<RunningService> {
   const config = loadConfig(notificationsConfigSchema, env);
   const logger = createLogger('notifications');
-  const repository = await openRepository(config, logger);
+  const engines: EngineCheck[] = [];
+  const repository = await openRepository(config, logger, engines);
   const service = new NotificationService(repository, logger);
   const bus = createEventBus(config, logger);
+  await bus.ready();
   const consumer = await subscribeNotificationConsumers(bus, service, logger);
   const grpc = await startGrpcServer({
     name: 'notifications.v1.NotificationService',
     host: config.NOTIFICATIONS_GRPC_HOST,
     port: config.NOTIFICATIONS_GRPC_PORT,
     logger,
+    readiness: new EngineReadinessMonitor({ checks: [...engines, ...eventBusEngineChecks(bus)], logger, ...readinessSettingsFrom(env) }),
     register: (server) => server.add(notifications.NotificationServiceDefinition, notificationHandlers(service)),
   });
   return {

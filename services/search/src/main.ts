@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { createEventBus, createLogger, loadConfig, startGrpcServer, stopOnSignals, Topics, type Logger, type RunningService } from '@cards/platform';
+import { createEventBus, createLogger, EngineReadinessMonitor, eventBusEngineChecks, loadConfig, readinessSettingsFrom, startGrpcServer, stopOnSignals, Topics, type EngineCheck, type Logger, type RunningService } from '@cards/platform';
 import { search } from '@cards/proto';
 import { searchConfigSchema, type SearchConfig } from './config';
 import { OpenAiEmbedder } from './adapters/openai/openai-embedder';
@@ -43,7 +43,11 @@ export async function startSearch(env: Record<string, string | undefined> = proc
     ? new ElasticsearchCardIndex({ url: config.ELASTICSEARCH_URL, dimensions: embedder.dimensions, embedderId: embedder.id, indexPrefix: config.ELASTICSEARCH_INDEX_PREFIX, refreshInterval: config.ELASTICSEARCH_REFRESH_INTERVAL })
     : new SqliteCardIndex({ path: join(config.DATA_DIR, 'search', 'index.db'), dimensions: embedder.dimensions, embedderId: embedder.id, exactScanLimit: config.SEARCH_EXACT_SCAN_LIMIT });
   // An unreachable cluster, or indices whose mapping cannot take this embedder, fail the start with the reason.
-  if (index instanceof ElasticsearchCardIndex) await index.ready();
+  const engines: EngineCheck[] = [];
+  if (index instanceof ElasticsearchCardIndex) {
+    await index.ready();
+    engines.push({ name: 'Elasticsearch (ELASTICSEARCH_URL)', check: () => index.ping() });
+  }
   const loadStarted = Date.now();
   index
     .ready()
@@ -58,6 +62,7 @@ export async function startSearch(env: Record<string, string | undefined> = proc
       .catch((err: unknown) => logger.error({ err }, 're-embedding indexed cards failed; they stay unsearchable until the next start'));
   }
   const bus = createEventBus({ DATA_DIR: config.DATA_DIR, KAFKA_BROKERS: config.KAFKA_BROKERS || undefined }, logger);
+  await bus.ready();
   const projector = new IndexProjector(index, embedder, bus, logger);
   const indexing = await bus.subscribe({ group: 'search-index', topics: [Topics.card, Topics.bookmark], handler: (event) => projector.handle(event) });
   const verification = await startVerificationWorker({ config, dataDir: config.DATA_DIR, kafkaBrokers: env.KAFKA_BROKERS || undefined, logger });
@@ -66,6 +71,7 @@ export async function startSearch(env: Record<string, string | undefined> = proc
     host: config.SEARCH_GRPC_HOST,
     port: config.SEARCH_GRPC_PORT,
     logger,
+    readiness: new EngineReadinessMonitor({ checks: [...engines, ...verification.engines, ...eventBusEngineChecks(bus)], logger, ...readinessSettingsFrom(env) }),
     register: (server) => server.add(search.SearchServiceDefinition, searchHandlers(new SearchService(index, embedder))),
   });
   return {

@@ -1,6 +1,7 @@
 import { Kafka, logLevel, Partitioners, type Admin, type Consumer, type IHeaders, type LogEntry, type Producer } from 'kafkajs';
 import type { Logger } from 'pino';
 import type { DeliveredEvent, EventBus, OutgoingEvent, SubscribeOptions, Subscription } from './event-bus';
+import { isEngineUnavailableError } from '../readiness';
 
 export interface KafkaEventBusOptions {
   /** host:port of one or more brokers. */
@@ -367,6 +368,8 @@ class KafkaSubscription {
   ): Promise<'ok' | 'abandoned' | { error: string; attempts: number }> {
     const maxAttempts = this.options.maxAttempts ?? 8;
     const retryBase = this.busOptions.retryBaseMs ?? 100;
+    // Failures because an engine is unreachable do not count: an outage must not dead-letter events.
+    let counted = 0;
     for (let attempt = 0; ; attempt++) {
       try {
         await this.options.handler({ ...base, attempt });
@@ -375,8 +378,9 @@ class KafkaSubscription {
         const error = errorMessage(err);
         this.busOptions.logger.warn({ err, group: this.options.group, topic: base.topic, offset: base.offset, attempt }, 'event handler failed');
         if (this.stopping) return 'abandoned';
-        if (attempt + 1 >= maxAttempts) return { error, attempts: attempt + 1 };
-        await delay(Math.min(5000, retryBase * 2 ** attempt), this.sleeper);
+        if (!isEngineUnavailableError(err)) counted++;
+        if (counted >= maxAttempts) return { error, attempts: attempt + 1 };
+        await delay(Math.min(5000, retryBase * 2 ** Math.min(attempt, 16)), this.sleeper);
         if (this.stopping) return 'abandoned';
         // Waiting out a backoff must not cost this member its partitions.
         await heartbeat().catch(() => undefined);

@@ -2,6 +2,7 @@ import { EventEmitter } from 'node:events';
 import type { Logger } from 'pino';
 import { openSqlite, type SqliteDatabase } from '../sqlite';
 import type { DeliveredEvent, EventBus, OutgoingEvent, SubscribeOptions, Subscription } from './event-bus';
+import { isEngineUnavailableError } from '../readiness';
 
 const MIGRATIONS = [
   `CREATE TABLE events (seq INTEGER PRIMARY KEY AUTOINCREMENT, topic TEXT NOT NULL, key TEXT NOT NULL, payload BLOB NOT NULL, published_at TEXT NOT NULL);
@@ -157,6 +158,8 @@ class SqliteSubscription {
   private async deliver(row: EventRow): Promise<{ ok: true } | { ok: false; error: string }> {
     const maxAttempts = this.options.maxAttempts ?? 8;
     const base = this.logOptions.retryBaseMs ?? 100;
+    // Failures because an engine is unreachable do not count: an outage must not dead-letter events.
+    let counted = 0;
     for (let attempt = 0; ; attempt++) {
       const event: DeliveredEvent = { topic: row.topic, key: row.key, payload: new Uint8Array(row.payload), offset: String(row.seq), attempt };
       try {
@@ -165,8 +168,9 @@ class SqliteSubscription {
       } catch (err) {
         const message = err instanceof Error ? err.message : String(err);
         this.logOptions.logger.warn({ err, group: this.options.group, topic: row.topic, seq: row.seq, attempt }, 'event handler failed');
-        if (attempt + 1 >= maxAttempts || !this.running) return { ok: false, error: message };
-        await this.sleep(Math.min(5000, base * 2 ** attempt));
+        if (!isEngineUnavailableError(err)) counted++;
+        if (counted >= maxAttempts || !this.running) return { ok: false, error: message };
+        await this.sleep(Math.min(5000, base * 2 ** Math.min(attempt, 16)));
         if (!this.running) return { ok: false, error: message };
       }
     }

@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { OutboxRelay, Topics, connectMongo, createEventBus, type OutboxStore, type EventBus, type Logger, type Subscription } from '@cards/platform';
+import { OutboxRelay, Topics, connectMongo, createEventBus, mongoEngineCheck, type EngineCheck, type OutboxStore, type EventBus, type Logger, type Subscription } from '@cards/platform';
 import { events } from '@cards/proto';
 import { DnsHostResolver } from './adapters/dns/dns-host-resolver';
 import { WorkerFuzzballScorer } from './adapters/fuzzball/fuzzball-scorer';
@@ -117,6 +117,8 @@ export interface VerificationWorkerDeps {
 }
 
 export interface VerificationWorker {
+  /** The engine behind the job queue, for the service's readiness (none for SQLite). */
+  engines: EngineCheck[];
   stop(): Promise<void>;
 }
 
@@ -132,8 +134,12 @@ export async function startVerificationWorker(deps: VerificationWorkerDeps): Pro
   if (config.VERIFY_ALLOW_PRIVATE) logger.warn('VERIFY_ALLOW_PRIVATE=true: verification may fetch private and loopback addresses');
   if (allowedHosts.size > 0) logger.info({ hosts: [...allowedHosts] }, 'verification may fetch these hosts whatever their address');
 
-  const store: VerificationStore & { outbox(): OutboxStore } = config.MONGO_URL
-    ? await MongoVerificationStore.open(await connectMongo({ url: config.MONGO_URL, database: 'search', logger }))
+  const engines: EngineCheck[] = [];
+  const connection = config.MONGO_URL ? await connectMongo({ url: config.MONGO_URL, database: 'search', logger }) : undefined;
+  // Searches do not touch the queue, so a MongoDB outage makes the service not ready without refusing them.
+  if (connection) engines.push({ ...mongoEngineCheck(connection), gatesRequests: false });
+  const store: VerificationStore & { outbox(): OutboxStore } = connection
+    ? await MongoVerificationStore.open(connection)
     : new SqliteVerificationStore(join(deps.dataDir, 'search', 'verification.db'));
   if (!config.MONGO_URL) logger.info('MONGO_URL not set: verification queue in SQLite under DATA_DIR/search');
   const ownBus = deps.bus ? undefined : createEventBus({ DATA_DIR: deps.dataDir, KAFKA_BROKERS: deps.kafkaBrokers }, logger);
@@ -188,6 +194,7 @@ export async function startVerificationWorker(deps: VerificationWorkerDeps): Pro
   }
 
   return {
+    engines,
     async stop() {
       await subscription?.close();
       // No new claims first (stop() sets that synchronously), or a released job would be claimed again

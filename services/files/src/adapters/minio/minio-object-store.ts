@@ -41,6 +41,26 @@ export class MinioObjectStore implements ObjectStore {
     });
   }
 
+  /**
+   * Asks the server whether the bucket exists (it is created on first use), failing within timeoutMs with a
+   * message naming S3_ENDPOINT: at start-up and for the readiness monitor.
+   */
+  async ready(timeoutMs = 10_000): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      await Promise.race([
+        this.client.bucketExists(this.options.bucket),
+        new Promise<never>((_, reject) => {
+          timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
+        }),
+      ]);
+    } catch (err) {
+      throw new Error(`S3 at ${this.options.endpoint} is unreachable (S3_ENDPOINT): ${(err as Error).message || (err as { code?: string }).code || String(err)}`);
+    } finally {
+      if (timer) clearTimeout(timer);
+    }
+  }
+
   /** Creates the bucket once if it does not exist. */
   private ensureBucket(): Promise<void> {
     this.bucketReady ??= (async () => {

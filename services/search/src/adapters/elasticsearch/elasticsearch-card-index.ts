@@ -157,6 +157,17 @@ export class ElasticsearchCardIndex implements CardIndex {
     throw new Error(`Elasticsearch at ${redactUrl(this.url)} is unreachable (ELASTICSEARCH_URL): ${(last as Error | undefined)?.message ?? 'timed out'}`);
   }
 
+  /** One cluster-health request, no retries (for the readiness monitor): rejects when the cluster does not answer or is red. */
+  async ping(timeoutMs = 2500): Promise<void> {
+    let status: string;
+    try {
+      ({ status } = await this.client.cluster.health({}, { requestTimeout: timeoutMs, maxRetries: 0 }));
+    } catch (err) {
+      throw new Error(`Elasticsearch at ${redactUrl(this.url)} is unreachable (ELASTICSEARCH_URL): ${(err as Error).message}`);
+    }
+    if (status === 'red') throw new Error(`Elasticsearch at ${redactUrl(this.url)} is red (ELASTICSEARCH_URL): a primary shard is unassigned`);
+  }
+
   /** Creates the index, or adds the mapping's new fields to an existing one (a changed field type or vector size is refused). */
   private async ensureIndex(index: string, mappings: estypes.MappingTypeMapping): Promise<void> {
     if (await this.client.indices.exists({ index })) {

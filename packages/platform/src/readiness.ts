@@ -1,0 +1,230 @@
+import type { Logger } from 'pino';
+import { z } from 'zod';
+
+/** One engine a service needs (MongoDB, Kafka, Elasticsearch, S3), with a cheap probe. */
+export interface EngineCheck {
+  /** How logs and messages name it, with its variable: "MongoDB (MONGO_URL)". */
+  name: string;
+  /** Resolves when the engine answers; rejects (or outlives the monitor's timeout) when it does not. */
+  check(): Promise<void>;
+  /**
+   * While this engine is down, gRPC calls are answered UNAVAILABLE at once instead of each waiting out
+   * the driver's own timeout (default true). Off for engines the request path does not wait on, such as
+   * Kafka behind the transactional outbox: writes still commit and their events are published later.
+   */
+  gatesRequests?: boolean;
+}
+
+export interface EngineReadinessMonitorOptions {
+  checks: EngineCheck[];
+  logger: Logger;
+  /** Pause between two rounds of checks (default 2000 ms). */
+  intervalMs?: number;
+  /** A check that has not answered within this counts as failed (default 5000 ms). */
+  timeoutMs?: number;
+  /** Consecutive failed checks before an engine counts as down (default 2), so one slow answer does not flap readiness. */
+  failureThreshold?: number;
+}
+
+interface EngineState {
+  check: EngineCheck;
+  down: boolean;
+  failures: number;
+  lastError: string | undefined;
+  /** A probe that timed out and has not settled: no second one is started beside it. */
+  pending: Promise<void> | undefined;
+}
+
+/** READINESS_* variables, shared by every service (each reads them through readinessSettingsFrom). */
+export const readinessConfigSchema = z.object({
+  READINESS_INTERVAL_MS: z.coerce.number().int().min(100).max(600_000).default(2000),
+  READINESS_TIMEOUT_MS: z.coerce.number().int().min(50).max(600_000).default(5000),
+  READINESS_FAILURE_THRESHOLD: z.coerce.number().int().min(1).max(100).default(2),
+});
+
+/** The monitor's timing from the environment; an invalid value stops the start with the variable named. */
+export function readinessSettingsFrom(env: Record<string, string | undefined>): Pick<EngineReadinessMonitorOptions, 'intervalMs' | 'timeoutMs' | 'failureThreshold'> {
+  const parsed = readinessConfigSchema.safeParse({
+    READINESS_INTERVAL_MS: env.READINESS_INTERVAL_MS || undefined,
+    READINESS_TIMEOUT_MS: env.READINESS_TIMEOUT_MS || undefined,
+    READINESS_FAILURE_THRESHOLD: env.READINESS_FAILURE_THRESHOLD || undefined,
+  });
+  if (!parsed.success) {
+    throw new Error(`Invalid configuration: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
+  }
+  return { intervalMs: parsed.data.READINESS_INTERVAL_MS, timeoutMs: parsed.data.READINESS_TIMEOUT_MS, failureThreshold: parsed.data.READINESS_FAILURE_THRESHOLD };
+}
+
+function messageOf(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+/**
+ * Probes a service's engines every intervalMs (each probe bounded by timeoutMs) and says whether the
+ * service is ready. Starts ready: a service only starts after reaching its engines. An engine counts as
+ * down after failureThreshold failed probes in a row and as back after one answered probe; each change
+ * is logged once. startGrpcServer turns this into grpc.health.v1 SERVING / NOT_SERVING.
+ */
+export class EngineReadinessMonitor {
+  private readonly engines: EngineState[];
+  private readonly listeners = new Set<(ready: boolean) => void>();
+  private readonly intervalMs: number;
+  private readonly timeoutMs: number;
+  private readonly failureThreshold: number;
+  private timer: NodeJS.Timeout | undefined;
+  private running = false;
+  private round: Promise<boolean> | undefined;
+  private wasReady = true;
+
+  constructor(private readonly options: EngineReadinessMonitorOptions) {
+    this.engines = options.checks.map((check) => ({ check, down: false, failures: 0, lastError: undefined, pending: undefined }));
+    this.intervalMs = options.intervalMs ?? 2000;
+    this.timeoutMs = options.timeoutMs ?? 5000;
+    this.failureThreshold = options.failureThreshold ?? 2;
+  }
+
+  /** True while every engine answers. */
+  get ready(): boolean {
+    return this.engines.every((e) => !e.down);
+  }
+
+  /** Why calls are refused right now (an engine that gates requests is down), or undefined. */
+  unavailableReason(): string | undefined {
+    const down = this.engines.find((e) => e.down && e.check.gatesRequests !== false);
+    return down ? `${down.check.name} is unreachable; try again shortly` : undefined;
+  }
+
+  /** The engines that are down, with the last error of each. */
+  downEngines(): { name: string; error: string | undefined }[] {
+    return this.engines.filter((e) => e.down).map((e) => ({ name: e.check.name, error: e.lastError }));
+  }
+
+  /** Calls listener(ready) on every change of readiness; returns the unsubscribe function. */
+  onChange(listener: (ready: boolean) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  /** Starts probing (the first round after one interval); a monitor without checks never schedules anything. */
+  start(): void {
+    if (this.running || this.engines.length === 0) return;
+    this.running = true;
+    this.schedule();
+  }
+
+  /** Stops probing; a round in progress finishes without notifying. */
+  stop(): void {
+    this.running = false;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+    this.listeners.clear();
+  }
+
+  /** Probes every engine once, concurrently (rounds never overlap), and answers whether all are up. */
+  checkNow(): Promise<boolean> {
+    this.round ??= this.probeAll().finally(() => {
+      this.round = undefined;
+    });
+    return this.round;
+  }
+
+  private schedule(): void {
+    if (!this.running) return;
+    this.timer = setTimeout(() => {
+      void this.checkNow().finally(() => this.schedule());
+    }, this.intervalMs);
+    this.timer.unref();
+  }
+
+  private async probeAll(): Promise<boolean> {
+    await Promise.all(this.engines.map((engine) => this.probe(engine)));
+    const ready = this.ready;
+    if (ready !== this.wasReady) {
+      this.wasReady = ready;
+      for (const listener of [...this.listeners]) {
+        try {
+          listener(ready);
+        } catch (err) {
+          this.options.logger.error({ err }, 'readiness listener failed');
+        }
+      }
+    }
+    return ready;
+  }
+
+  private async probe(engine: EngineState): Promise<void> {
+    let error: string | undefined;
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      // A probe stuck past its timeout is awaited again instead of stacking a new one on the engine each round.
+      const attempt = (engine.pending ??= Promise.resolve()
+        .then(() => engine.check.check())
+        .finally(() => {
+          engine.pending = undefined;
+        }));
+      attempt.catch(() => undefined);
+      await Promise.race([
+        attempt,
+        new Promise<never>((_, reject) => {
+          timer = setTimeout(() => reject(new Error(`no answer within ${this.timeoutMs} ms`)), this.timeoutMs);
+        }),
+      ]);
+    } catch (err) {
+      error = messageOf(err);
+    } finally {
+      if (timer) clearTimeout(timer);
+    }
+    const { logger } = this.options;
+    if (error === undefined) {
+      engine.failures = 0;
+      engine.lastError = undefined;
+      if (engine.down) {
+        engine.down = false;
+        logger.info({ engine: engine.check.name }, `${engine.check.name} answers again: ready`);
+      }
+      return;
+    }
+    engine.failures++;
+    engine.lastError = error;
+    if (!engine.down && engine.failures >= this.failureThreshold) {
+      engine.down = true;
+      logger.error({ engine: engine.check.name, error, failures: engine.failures }, `${engine.check.name} is unreachable: not ready until it answers again`);
+    }
+  }
+}
+
+const UNAVAILABLE_ERROR_NAMES = new Set([
+  // mongodb driver
+  'MongoServerSelectionError',
+  'MongoNetworkError',
+  'MongoNetworkTimeoutError',
+  'MongoNotConnectedError',
+  'MongoPoolClearedError',
+  // @elastic/transport
+  'ConnectionError',
+  'NoLivingConnectionsError',
+  'TimeoutError',
+  // kafkajs
+  'KafkaJSConnectionError',
+  'KafkaJSConnectionClosedError',
+  'KafkaJSNumberOfRetriesExceeded',
+  'KafkaJSRequestTimeoutError',
+  'KafkaJSBrokerNotFound',
+]);
+const UNAVAILABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EHOSTUNREACH', 'ENETUNREACH', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_SOCKET']);
+
+/**
+ * True when an error says an engine (MongoDB, Elasticsearch, Kafka, an S3 server) could not be reached
+ * rather than refused the request: a transient condition that the caller should retry, answered
+ * UNAVAILABLE (HTTP 503), and never a reason to dead-letter an event. Follows `cause` chains.
+ */
+export function isEngineUnavailableError(err: unknown): boolean {
+  for (let e = err, depth = 0; e && typeof e === 'object' && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
+    const { name, code } = e as { name?: unknown; code?: unknown };
+    if (typeof name === 'string' && UNAVAILABLE_ERROR_NAMES.has(name)) return true;
+    if (typeof code === 'string' && UNAVAILABLE_CODES.has(code)) return true;
+    const message = (e as { message?: unknown }).message;
+    if (typeof message === 'string' && / is unreachable \([A-Z_]+\)/.test(message)) return true;
+  }
+  return false;
+}

@@ -1,0 +1,200 @@
+import { Writable } from 'node:stream';
+import pino from 'pino';
+import { ClientError, Status } from 'nice-grpc';
+import { health, identity } from '@cards/proto';
+import { createChannel, createClient } from 'nice-grpc';
+import { createGrpcClient } from '../src/grpc-client';
+import { startGrpcServer, type GrpcServerHandle } from '../src/grpc-server';
+import { EngineReadinessMonitor, isEngineUnavailableError, readinessSettingsFrom } from '../src/readiness';
+
+/** A logger that keeps the messages it was given, to count state-change lines. */
+function recordingLogger() {
+  const lines: { level: number; msg: string }[] = [];
+  const stream = new Writable({
+    write(chunk: Buffer, _enc, done) {
+      for (const line of chunk.toString().split('\n').filter(Boolean)) lines.push(JSON.parse(line) as { level: number; msg: string });
+      done();
+    },
+  });
+  return { logger: pino({ level: 'info' }, stream), lines };
+}
+
+/** An engine whose answer the test decides: up, down (rejects at once) or hanging (never answers). */
+function controllableEngine() {
+  let mode: 'up' | 'down' | 'hang' = 'up';
+  let probes = 0;
+  return {
+    set(next: 'up' | 'down' | 'hang') {
+      mode = next;
+    },
+    get probes() {
+      return probes;
+    },
+    async check() {
+      probes++;
+      if (mode === 'down') throw new Error('connect ECONNREFUSED 127.0.0.1:1');
+      if (mode === 'hang') await new Promise(() => undefined);
+    },
+  };
+}
+
+async function until(condition: () => boolean, timeoutMs = 5000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error('condition not reached in time');
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+describe('EngineReadinessMonitor', () => {
+  it('turns not ready after the failure threshold, back on the first answer, and logs each change once', async () => {
+    const { logger, lines } = recordingLogger();
+    const engine = controllableEngine();
+    const monitor = new EngineReadinessMonitor({ checks: [{ name: 'MongoDB (MONGO_URL)', check: () => engine.check() }], logger, failureThreshold: 2 });
+    const changes: boolean[] = [];
+    monitor.onChange((ready) => changes.push(ready));
+    expect(monitor.ready).toBe(true);
+
+    engine.set('down');
+    expect(await monitor.checkNow()).toBe(true); // one failure is below the threshold
+    expect(await monitor.checkNow()).toBe(false);
+    expect(await monitor.checkNow()).toBe(false);
+    expect(monitor.unavailableReason()).toBe('MongoDB (MONGO_URL) is unreachable; try again shortly');
+    expect(monitor.downEngines()).toEqual([{ name: 'MongoDB (MONGO_URL)', error: 'connect ECONNREFUSED 127.0.0.1:1' }]);
+
+    engine.set('up');
+    expect(await monitor.checkNow()).toBe(true);
+    expect(await monitor.checkNow()).toBe(true);
+    expect(monitor.unavailableReason()).toBeUndefined();
+    expect(changes).toEqual([false, true]);
+    const messages = lines.map((l) => l.msg);
+    expect(messages.filter((m) => m.includes('is unreachable'))).toHaveLength(1);
+    expect(messages.filter((m) => m.endsWith('answers again: ready'))).toHaveLength(1);
+  });
+
+  it('counts a probe that does not answer within the timeout as failed, without stacking probes on the engine', async () => {
+    const engine = controllableEngine();
+    const monitor = new EngineReadinessMonitor({ checks: [{ name: 'Kafka (KAFKA_BROKERS)', check: () => engine.check() }], logger: pino({ level: 'silent' }), timeoutMs: 50, failureThreshold: 1 });
+    engine.set('hang');
+    const started = Date.now();
+    expect(await monitor.checkNow()).toBe(false);
+    expect(Date.now() - started).toBeLessThan(1000);
+    expect(await monitor.checkNow()).toBe(false);
+    expect(engine.probes).toBe(1); // the hanging probe is awaited again, not repeated
+    expect(monitor.downEngines()[0]?.error).toBe('no answer within 50 ms');
+  });
+
+  it('does not refuse calls for an engine that does not gate requests, but is still not ready', async () => {
+    const engine = controllableEngine();
+    const monitor = new EngineReadinessMonitor({
+      checks: [{ name: 'Kafka (KAFKA_BROKERS)', check: () => engine.check(), gatesRequests: false }],
+      logger: pino({ level: 'silent' }),
+      failureThreshold: 1,
+    });
+    engine.set('down');
+    expect(await monitor.checkNow()).toBe(false);
+    expect(monitor.unavailableReason()).toBeUndefined();
+  });
+
+  it('probes on its own every interval once started, and not after stop()', async () => {
+    const engine = controllableEngine();
+    const monitor = new EngineReadinessMonitor({ checks: [{ name: 'S3 (S3_ENDPOINT)', check: () => engine.check() }], logger: pino({ level: 'silent' }), intervalMs: 20, failureThreshold: 1 });
+    monitor.start();
+    engine.set('down');
+    await until(() => !monitor.ready);
+    engine.set('up');
+    await until(() => monitor.ready);
+    monitor.stop();
+    const probes = engine.probes;
+    await new Promise((r) => setTimeout(r, 100));
+    expect(engine.probes).toBeLessThanOrEqual(probes + 1);
+  });
+
+  it('reads its timing from READINESS_* variables and names a bad one', () => {
+    expect(readinessSettingsFrom({})).toEqual({ intervalMs: 2000, timeoutMs: 5000, failureThreshold: 2 });
+    expect(readinessSettingsFrom({ READINESS_INTERVAL_MS: '500', READINESS_TIMEOUT_MS: '400', READINESS_FAILURE_THRESHOLD: '1' })).toEqual({ intervalMs: 500, timeoutMs: 400, failureThreshold: 1 });
+    expect(() => readinessSettingsFrom({ READINESS_INTERVAL_MS: 'soon' })).toThrow(/READINESS_INTERVAL_MS/);
+  });
+
+  it('tells engine-unreachable errors from other failures', () => {
+    const refused = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:27017'), { code: 'ECONNREFUSED' });
+    expect(isEngineUnavailableError(refused)).toBe(true);
+    expect(isEngineUnavailableError(Object.assign(new Error('Server selection timed out after 5000 ms'), { name: 'MongoServerSelectionError' }))).toBe(true);
+    expect(isEngineUnavailableError(new Error('wrapped', { cause: refused }))).toBe(true);
+    expect(isEngineUnavailableError(new Error('MongoDB at mongodb://h:1 is unreachable (MONGO_URL): x'))).toBe(true);
+    expect(isEngineUnavailableError(new Error('E11000 duplicate key'))).toBe(false);
+    expect(isEngineUnavailableError(undefined)).toBe(false);
+  });
+});
+
+describe('gRPC health and calls follow the monitor', () => {
+  const engine = controllableEngine();
+  let down: 'no' | 'store' = 'no';
+  let server: GrpcServerHandle;
+  const monitor = new EngineReadinessMonitor({ checks: [{ name: 'MongoDB (MONGO_URL)', check: () => engine.check() }], logger: pino({ level: 'silent' }), intervalMs: 30, failureThreshold: 1 });
+  beforeAll(async () => {
+    const unimplemented = async () => {
+      throw new Error('not used');
+    };
+    server = await startGrpcServer({
+      name: 'identity.v1.IdentityService',
+      logger: pino({ level: 'silent' }),
+      readiness: monitor,
+      register: (s) =>
+        s.add(identity.IdentityServiceDefinition, {
+          createInvitation: unimplemented,
+          register: unimplemented,
+          login: unimplemented,
+          logout: unimplemented,
+          requestPasswordReset: unimplemented,
+          resetPassword: unimplemented,
+          updateUser: unimplemented,
+          async resolveSession() {
+            // What a driver throws when its server is gone (before the monitor has noticed).
+            if (down === 'store') throw Object.assign(new Error('Server selection timed out after 5000 ms'), { name: 'MongoServerSelectionError' });
+            return { id: 'u1', email: 'a@b.co', visibleEmail: true };
+          },
+          async getUsers() {
+            return { users: [] };
+          },
+        }),
+    });
+  });
+  afterAll(() => server.shutdown());
+
+  it('is SERVING, NOT_SERVING while the engine is down (calls refused UNAVAILABLE at once), and SERVING again', async () => {
+    const channel = createChannel(server.address);
+    const healthClient = createClient(health.HealthDefinition, channel);
+    const { client, channel: serviceChannel } = createGrpcClient(identity.IdentityServiceDefinition, server.address);
+    const statusOf = async (service: string) => (await healthClient.check({ service })).status;
+    const { SERVING, NOT_SERVING } = health.HealthCheckResponse_ServingStatus;
+    try {
+      expect(await statusOf('')).toBe(SERVING);
+      expect(await statusOf('identity.v1.IdentityService')).toBe(SERVING);
+      await expect(client.resolveSession({ token: 't' })).resolves.toMatchObject({ id: 'u1' });
+
+      // Before the monitor notices, a driver's connection error is answered UNAVAILABLE, not INTERNAL.
+      down = 'store';
+      const early = await client.resolveSession({ token: 't' }).catch((e: unknown) => e);
+      expect(early).toBeInstanceOf(ClientError);
+      expect(early).toMatchObject({ code: Status.UNAVAILABLE });
+
+      engine.set('down');
+      await until(() => !monitor.ready);
+      expect(await statusOf('')).toBe(NOT_SERVING);
+      expect(await statusOf('identity.v1.IdentityService')).toBe(NOT_SERVING);
+      const refused = await client.resolveSession({ token: 't' }).catch((e: unknown) => e);
+      expect(refused).toMatchObject({ code: Status.UNAVAILABLE, details: 'Service temporarily unavailable: MongoDB (MONGO_URL) is unreachable; try again shortly' });
+
+      down = 'no';
+      engine.set('up');
+      await until(() => monitor.ready);
+      expect(await statusOf('')).toBe(SERVING);
+      expect(await statusOf('identity.v1.IdentityService')).toBe(SERVING);
+      await expect(client.resolveSession({ token: 't' })).resolves.toMatchObject({ id: 'u1' });
+    } finally {
+      channel.close();
+      serviceChannel.close();
+    }
+  });
+});

@@ -85,6 +85,31 @@ if (skipReason) {
       expect(await store.pendingEventTopics()).toEqual([Topics.card]);
     });
 
+    it('counts the public votes of authors stored before they were counted apart, once, when the store opens', async () => {
+      const connection = await connectMongo({ url: engine!.url, database: `cards_test_${randomBytes(4).toString('hex')}`, logger });
+      try {
+        const author = randomUUID();
+        const first = await openMongoCardsStore(connection);
+        const open = aCard().by(author).build();
+        const hidden = aCard().by(author).private().build();
+        for (const c of [open, hidden]) await first.cards.insert(c, fingerprintOf(c.content), []);
+        await first.database.cards.updateOne({ _id: open.id }, { $set: { totalUpvotes: 3, totalDownvotes: 1 } });
+        await first.database.cards.updateOne({ _id: hidden.id }, { $set: { totalUpvotes: 5, totalDownvotes: 2 } });
+        // The counter document as the earlier version wrote it.
+        await connection.db.collection('author_scores').insertOne({ _id: author as never, upvotes: 8, downvotes: 3, score: 5, votes: 11, joinedAt: null, joinUnknown: true });
+        const reopened = await openMongoCardsStore(connection);
+        expect(await reopened.votes.received(author)).toEqual({ upvotes: 3, downvotes: 1 });
+        expect(await reopened.votes.received(author, true)).toEqual({ upvotes: 8, downvotes: 3 });
+        expect(await reopened.votes.topAuthors(0, 10)).toEqual([{ userId: author, score: 2 }]);
+        await reopened.votes.upsert('v', open.id, true, nextTime(), randomUUID());
+        await openMongoCardsStore(connection);
+        expect(await reopened.votes.received(author)).toEqual({ upvotes: 4, downvotes: 1 });
+      } finally {
+        await connection.db.dropDatabase().catch(() => undefined);
+        await connection.close();
+      }
+    });
+
     it('adds a bookmark once when the same bookmark is added many times at once, with one event', async () => {
       const c = aCollection().build();
       await store.collections.insert(c, []);

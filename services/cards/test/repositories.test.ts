@@ -1,5 +1,9 @@
-import { SqliteOutboxStore } from '@cards/platform';
-import { openCardsDatabase } from '../src/adapters/sqlite/sqlite-cards-database';
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { openSqlite, SqliteOutboxStore } from '@cards/platform';
+import { CARDS_MIGRATIONS, openCardsDatabase } from '../src/adapters/sqlite/sqlite-cards-database';
 import { SqliteCardRepository } from '../src/adapters/sqlite/sqlite-card-repository';
 import { SqliteCollectionRepository } from '../src/adapters/sqlite/sqlite-collection-repository';
 import { SqliteVoteRepository } from '../src/adapters/sqlite/sqlite-vote-repository';
@@ -7,6 +11,7 @@ import { describeCardRepositoryContract } from './card-repository.contract';
 import { describeCollectionRepositoryContract } from './collection-repository.contract';
 import { describeVoteRepositoryContract } from './vote-repository.contract';
 import type { CardsStoreFactory } from './fixture';
+import { aCard } from './builders';
 
 const sqlite: CardsStoreFactory = async () => {
   const db = openCardsDatabase(':memory:');
@@ -23,6 +28,33 @@ const sqlite: CardsStoreFactory = async () => {
 };
 
 describeCardRepositoryContract('SQLite', sqlite);
+
+describe('SQLite cards store migration', () => {
+  it('counts the public votes of authors stored before they were counted apart', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cards-migration-'));
+    try {
+      const path = join(dir, 'cards.db');
+      const author = randomUUID();
+      const old = openSqlite(path, CARDS_MIGRATIONS.slice(0, 2));
+      const [open, hidden] = [aCard().by(author).build(), aCard().by(author).build()];
+      const card = (c: typeof open, isPrivate: number, up: number, down: number) =>
+        old.prepare(`INSERT INTO cards (id, author_id, content, card_html, link, private, tags, total_upvotes, total_downvotes, content_hash, created_at, updated_at)
+                     VALUES (?, ?, ?, '', '', ?, '[]', ?, ?, 'h', '2026-01-01', '2026-01-01')`).run(c.id, author, c.content, isPrivate, up, down);
+      card(open, 0, 3, 1);
+      card(hidden, 1, 5, 2);
+      old.prepare('INSERT INTO author_scores (user_id, upvotes, downvotes) VALUES (?, 8, 3)').run(author);
+      old.close();
+      const db = openCardsDatabase(path);
+      const votes = new SqliteVoteRepository(db);
+      expect(await votes.received(author)).toEqual({ upvotes: 3, downvotes: 1 });
+      expect(await votes.received(author, true)).toEqual({ upvotes: 8, downvotes: 3 });
+      expect(await votes.topAuthors(0, 10)).toEqual([{ userId: author, score: 2 }]);
+      db.close();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
 describeVoteRepositoryContract('SQLite', sqlite);
 describeCollectionRepositoryContract('SQLite', sqlite);
 

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { fingerprintOf } from '../src/domain/rules';
+import type { Card } from '../src/domain/model';
 import { aCard, nextTime } from './builders';
 import type { CardsStoreFactory, CardsStoreFixture } from './fixture';
 
@@ -56,6 +57,91 @@ export function describeVoteRepositoryContract(name: string, factory: CardsStore
       // users 0..49 removed: 13 of them were downvotes (i % 4 === 0), 37 upvotes.
       expect(await store.cards.findById(card.id)).toMatchObject({ totalUpvotes: 150 - 37, totalDownvotes: 50 - 13 });
       expect(await store.votes.received(card.authorId)).toEqual({ upvotes: 113, downvotes: 37 });
+    });
+
+    const madePrivate = async (card: Card, isPrivate: boolean) => {
+      const next = { ...card, private: isPrivate, updatedAt: nextTime() };
+      await store.cards.update(next, null, []);
+      return next;
+    };
+
+    it('counts votes on a private card in the author\'s own totals only; privacy flips move them back and forth', async () => {
+      const author = randomUUID();
+      const [open, hidden] = [await storedCard(author), await storedCard(author)];
+      await store.votes.upsert('v1', open.id, true, nextTime(), randomUUID());
+      await store.votes.upsert('v1', hidden.id, true, nextTime(), randomUUID());
+      await store.votes.upsert('v2', hidden.id, false, nextTime(), randomUUID());
+      expect(await store.votes.received(author)).toEqual({ upvotes: 2, downvotes: 1 });
+
+      let hiddenNow = await madePrivate(hidden, true);
+      expect(await store.votes.received(author)).toEqual({ upvotes: 1, downvotes: 0 });
+      expect(await store.votes.received(author, true)).toEqual({ upvotes: 2, downvotes: 1 });
+      expect(await store.votes.topAuthors(0, 10)).toEqual([{ userId: author, score: 1 }]);
+      // A vote taken back from the private card changes the author's own totals only.
+      expect(await store.votes.remove('v2', hidden.id)).toBe(true);
+      expect(await store.votes.received(author)).toEqual({ upvotes: 1, downvotes: 0 });
+      expect(await store.votes.received(author, true)).toEqual({ upvotes: 2, downvotes: 0 });
+      // Setting the same privacy again moves nothing; public again restores the card's votes.
+      hiddenNow = await madePrivate(hiddenNow, true);
+      expect(await store.votes.received(author)).toEqual({ upvotes: 1, downvotes: 0 });
+      hiddenNow = await madePrivate(hiddenNow, false);
+      expect(await store.votes.received(author)).toEqual({ upvotes: 2, downvotes: 0 });
+      expect(await store.votes.topAuthors(0, 10)).toEqual([{ userId: author, score: 2 }]);
+      hiddenNow = await madePrivate(hiddenNow, true);
+      expect(await store.votes.topAuthors(0, 10)).toEqual([{ userId: author, score: 1 }]);
+
+      // Deleting a private card takes its votes off the author's own totals once; the public ones never had them.
+      await store.cards.remove(hidden.id, null, []);
+      expect(await store.votes.received(author)).toEqual({ upvotes: 1, downvotes: 0 });
+      expect(await store.votes.received(author, true)).toEqual({ upvotes: 1, downvotes: 0 });
+      await store.cards.remove(open.id, null, []);
+      expect(await store.votes.received(author)).toEqual({ upvotes: 0, downvotes: 0 });
+      expect(await store.votes.received(author, true)).toEqual({ upvotes: 0, downvotes: 0 });
+    });
+
+    it('does not rank an author whose only voted card is private', async () => {
+      const author = randomUUID();
+      const card = await storedCard(author);
+      await store.votes.upsert('v1', card.id, true, nextTime(), randomUUID());
+      await madePrivate(card, true);
+      expect(await store.votes.topAuthors(0, 10)).toEqual([]);
+      expect(await store.votes.countRankedAuthors()).toBe(0);
+      expect(await store.votes.authorsWithoutJoinDate(10)).toEqual([]);
+    });
+
+    it('keeps public and own totals exact when votes, flips and removals race privacy changes', async () => {
+      const author = randomUUID();
+      const card = await storedCard(author);
+      const other = await storedCard(author);
+      await store.votes.upsert('keeper', other.id, true, nextTime(), randomUUID());
+      let isPrivate = false;
+      const flips = async () => {
+        for (let i = 0; i < 15; i++) {
+          isPrivate = !isPrivate;
+          await store.cards.update({ ...card, private: isPrivate, updatedAt: nextTime() }, null, []);
+          await new Promise((r) => setImmediate(r));
+        }
+      };
+      await Promise.all([
+        flips(),
+        ...Array.from({ length: 120 }, async (_, i) => {
+          await store.votes.upsert(`user-${i}`, card.id, i % 3 !== 0, nextTime(), randomUUID());
+          if (i % 5 === 0) await store.votes.upsert(`user-${i}`, card.id, i % 3 === 0, nextTime(), randomUUID());
+          if (i % 7 === 0) await store.votes.remove(`user-${i}`, card.id);
+        }),
+      ]);
+      const stored = (await store.cards.findById(card.id))!;
+      const counted = new Map<string, boolean>();
+      for (let i = 0; i < 120; i++) for (const [, v] of await store.votes.votesOf(`user-${i}`, [card.id])) counted.set(`user-${i}`, v);
+      const up = [...counted.values()].filter((v) => v).length;
+      const down = counted.size - up;
+      expect({ up: stored.totalUpvotes, down: stored.totalDownvotes }).toEqual({ up, down });
+      expect(await store.votes.received(author, true)).toEqual({ upvotes: up + 1, downvotes: down });
+      expect(stored.private).toBe(isPrivate);
+      expect(await store.votes.received(author)).toEqual(isPrivate ? { upvotes: 1, downvotes: 0 } : { upvotes: up + 1, downvotes: down });
+      // And back the other way once more: still exact.
+      await store.cards.update({ ...stored, private: !isPrivate, updatedAt: nextTime() }, null, []);
+      expect(await store.votes.received(author)).toEqual(!isPrivate ? { upvotes: 1, downvotes: 0 } : { upvotes: up + 1, downvotes: down });
     });
 
     it('ranks authors with received votes by score, then join date, then id, paged', async () => {

@@ -1,5 +1,5 @@
 import { AlreadyExistsError, InvalidArgumentError, newId, NotFoundError, PermissionDeniedError, UnauthenticatedError, type Logger } from '@cards/platform';
-import { isVisibleTo, PAGE_SIZE, totalPages, type AuthorScore, type Card, type CardGroup, type Vote } from '../domain/model';
+import { collisionMovesOnPrivate, isVisibleTo, mayHoldCollision, PAGE_SIZE, totalPages, type AuthorScore, type Card, type CardGroup, type CollisionMove, type Vote } from '../domain/model';
 import type { CardRepository, CollectionRepository, FileDirectory, NearDuplicateFinder, UserDirectory, VoteRepository } from '../domain/ports';
 import { cardTextFromHtml, fingerprintOf, jaccard, NEAR_COPY_JACCARD, shinglesOf, SKETCH_MIN_SHARED, validLink, validOcFilePath, validTags } from '../domain/rules';
 import { bookmarkChanged, cardCreated, cardDeleted, cardUpdated } from './events';
@@ -130,8 +130,8 @@ export class CardService {
 
   /**
    * The root a new card duplicates, or null. Exact normalized content first, then a near copy by word shingles,
-   * then the search index's embedding verdict. A root qualifies when the author may see it, and a public card
-   * is never hidden behind a private root.
+   * then the search index's embedding verdict. A root qualifies when it may hold the new card (mayHoldCollision: the
+   * author may see it, and it is at least as visible as the card); otherwise the new card is a root of its own.
    */
   private async findRoot(content: string, fingerprint: ReturnType<typeof fingerprintOf>, callerId: string, isPrivate: boolean): Promise<Card | null> {
     const { cards } = this.deps;
@@ -142,7 +142,7 @@ export class CardService {
         if (!rootCache.has(c.collisionOf)) rootCache.set(c.collisionOf, await cards.findById(c.collisionOf));
         root = rootCache.get(c.collisionOf) ?? null;
       }
-      if (!root || !isVisibleTo(root, callerId) || (root.private && !isPrivate)) return null;
+      if (!root || !mayHoldCollision(root, { authorId: callerId, private: isPrivate })) return null;
       return root;
     };
     const firstQualifying = async (candidates: readonly Card[]) => {
@@ -219,7 +219,19 @@ export class CardService {
     if (!changes.contentChanged && !changes.linkChanged && !changes.privacyChanged) return;
     next.updatedAt = this.now();
     const collectionIds = await this.deps.collections.collectionIdsHolding(card.id);
-    await this.deps.cards.update(next, fingerprint, [cardUpdated(next, collectionIds, changes)]);
+    const events = [cardUpdated(next, collectionIds, changes)];
+    let moves: CollisionMove[] = [];
+    if (next.private && !card.private && !card.collisionOf) {
+      // A root made private lets go of the collisions it may no longer hold (public ones, other authors' private ones).
+      const collisions = await this.deps.cards.findCollisions([card.id]);
+      moves = collisionMovesOnPrivate(next, collisions);
+      for (const move of moves) {
+        const moved = collisions.find((c) => c.id === move.cardId)!;
+        const unchanged = { contentChanged: false, linkChanged: false, privacyChanged: false };
+        events.push(cardUpdated({ ...moved, collisionOf: move.collisionOf, vectorPointId: move.collisionOf ? moved.vectorPointId : null }, await this.deps.collections.collectionIdsHolding(moved.id), unchanged));
+      }
+    }
+    await this.deps.cards.update(next, fingerprint, events, moves);
     this.deps.eventsWritten();
   }
 
@@ -264,6 +276,10 @@ export class CardService {
     if (!removed) throw new NotFoundError('You have no vote on this card');
   }
 
+  /**
+   * A user's cards page. The received-vote totals count the votes on the cards the viewer may see: all of them for the
+   * owner, the public ones for everyone else (votes on a card made private stop counting there until it is public again).
+   */
   async listUserCards(userId: string, callerId: string | undefined, page: number): Promise<UserCardsPage> {
     validPage(page);
     const includePrivate = callerId === userId;
@@ -271,7 +287,7 @@ export class CardService {
     const [list, total, received, cast] = await Promise.all([
       cards.listByAuthor(userId, includePrivate, (page - 1) * PAGE_SIZE, PAGE_SIZE),
       cards.countByAuthor(userId, includePrivate),
-      votes.received(userId),
+      votes.received(userId, includePrivate),
       votes.countCastBy(userId),
     ]);
     return {
@@ -284,7 +300,7 @@ export class CardService {
     };
   }
 
-  /** Authors with at least one received vote, by score, then join date; 25 per page. */
+  /** Authors with at least one vote received on a public card, by their public score, then join date; 25 per page. */
   async topUsers(page: number): Promise<{ users: AuthorScore[]; totalPages: number }> {
     validPage(page);
     const { votes } = this.deps;

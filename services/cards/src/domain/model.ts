@@ -44,7 +44,7 @@ export interface AuthorScore {
   score: number;
 }
 
-/** Votes an author received over all their cards. */
+/** Votes an author received (over all their cards, or over their public cards only). */
 export interface ReceivedVotes {
   upvotes: number;
   downvotes: number;
@@ -71,6 +71,43 @@ export const PAGE_SIZE = 25;
 
 export function isVisibleTo(card: Pick<Card, 'private' | 'authorId'>, viewerId: string | undefined | null): boolean {
   return !card.private || card.authorId === viewerId;
+}
+
+/**
+ * Whether `root` may hold `card` as a collision: the card's author may see the root, and the root is at least as
+ * visible as the card. Otherwise the collision would reveal someone else's private card (duplicate: true), or a public
+ * card would vanish from search behind a root others cannot see.
+ */
+export function mayHoldCollision(root: Pick<Card, 'private' | 'authorId'>, card: Pick<Card, 'private' | 'authorId'>): boolean {
+  return isVisibleTo(root, card.authorId) && (card.private || !root.private);
+}
+
+/** A card leaving its root: `collisionOf` null makes it a root of its own. */
+export interface CollisionMove {
+  cardId: string;
+  collisionOf: string | null;
+}
+
+/**
+ * Where the collisions of `root` go once it has become private: the ones it may no longer hold leave it. The oldest
+ * public one among them becomes a root and takes every other leaving card it may hold; a leaving card no new root may
+ * hold (a private card of another author) becomes a root too, taking the later ones of its own author.
+ * `collisions` are oldest first.
+ */
+export function collisionMovesOnPrivate(root: Pick<Card, 'id' | 'private' | 'authorId'>, collisions: readonly Card[]): CollisionMove[] {
+  const leaving = collisions.filter((c) => !mayHoldCollision(root, c));
+  const ordered = [...leaving.filter((c) => !c.private), ...leaving.filter((c) => c.private)];
+  const roots: Card[] = [];
+  const moves: CollisionMove[] = [];
+  for (const card of ordered) {
+    const newRoot = roots.find((r) => mayHoldCollision(r, card));
+    if (newRoot) moves.push({ cardId: card.id, collisionOf: newRoot.id });
+    else {
+      roots.push(card);
+      moves.push({ cardId: card.id, collisionOf: null });
+    }
+  }
+  return moves;
 }
 
 export function isCollectionVisibleTo(c: Pick<Collection, 'isPublic' | 'authorId'>, viewerId: string | undefined | null): boolean {

@@ -1,5 +1,5 @@
 import type { OutgoingEvent } from '@cards/platform';
-import type { AuthorScore, Card, CardFingerprint, Collection, ReceivedVotes, Vote } from './model';
+import type { AuthorScore, Card, CardFingerprint, Collection, CollisionMove, ReceivedVotes, Vote } from './model';
 
 /**
  * Storage of cards, their duplicate fingerprints and collision links.
@@ -21,10 +21,14 @@ export interface CardRepository {
    * Stores a new card. Throws AlreadyExistsError when (authorId, idempotencyKey) is already taken.
    */
   insert(card: Card, fingerprint: CardFingerprint, events: OutgoingEvent[]): Promise<void>;
-  /** Replaces the card's mutable fields (content, html, link, privacy); a new fingerprint when the content changed. */
-  update(card: Card, fingerprint: CardFingerprint | null, events: OutgoingEvent[]): Promise<void>;
   /**
-   * Deletes a card with its votes (taking them off its author's received totals) and bookmarks.
+   * Replaces the card's mutable fields (content, html, link, privacy); a new fingerprint when the content changed.
+   * A privacy change moves the card's vote totals into or out of its author's public counters in the same step.
+   * `moves` re-home collisions of this card (a card becoming a root loses its index id until search re-indexes it).
+   */
+  update(card: Card, fingerprint: CardFingerprint | null, events: OutgoingEvent[], moves?: readonly CollisionMove[]): Promise<void>;
+  /**
+   * Deletes a card with its votes (taking them off its author's received totals, public ones too) and bookmarks.
    * When promoteId is given, that collision becomes a root and the card's other collisions point to it.
    */
   remove(cardId: string, promoteId: string | null, events: OutgoingEvent[]): Promise<void>;
@@ -44,8 +48,9 @@ export interface CardRepository {
 }
 
 /**
- * Votes, one per user per card, and the received-vote counters of authors.
- * Counters on the card and the author change in the same atomic step as the vote, so they stay exact under concurrency.
+ * Votes, one per user per card, and the received-vote counters of authors: over all their cards, and over their public
+ * cards only (what everyone else may see, and what ranks them). Counters on the card and the author change in the same
+ * atomic step as the vote, so they stay exact under concurrency; a card's privacy change moves its totals between them.
  */
 export interface VoteRepository {
   /** Creates or flips the user's vote on the card (its author's counters follow); null when the card does not exist. */
@@ -54,9 +59,10 @@ export interface VoteRepository {
   remove(userId: string, cardId: string): Promise<boolean>;
   /** The user's votes on these cards (card id -> value). */
   votesOf(userId: string, cardIds: readonly string[]): Promise<Map<string, boolean>>;
-  received(authorId: string): Promise<ReceivedVotes>;
+  /** Votes received on the author's public cards; on all their cards when includePrivate. */
+  received(authorId: string, includePrivate?: boolean): Promise<ReceivedVotes>;
   countCastBy(userId: string): Promise<number>;
-  /** Authors with at least one received vote, by score desc, then join date, then id. */
+  /** Authors with at least one vote received on a public card, by public score desc, then join date, then id. */
   topAuthors(offset: number, limit: number): Promise<AuthorScore[]>;
   countRankedAuthors(): Promise<number>;
   /** Ranked authors whose join date is not known yet (used as the tie-break of the ranking). */

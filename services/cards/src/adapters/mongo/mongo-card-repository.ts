@@ -1,8 +1,8 @@
 import { AlreadyExistsError, appendToMongoOutbox, isDuplicateKeyError, type OutgoingEvent } from '@cards/platform';
 import type { ClientSession } from 'mongodb';
-import type { Card, CardFingerprint } from '../../domain/model';
+import type { Card, CardFingerprint, CollisionMove } from '../../domain/model';
 import type { CardRepository } from '../../domain/ports';
-import { CARD_PROJECTION, fromCardDocument, idempotencyOf, toCardDocument, type CardDocument, type MongoCardsDatabase } from './mongo-cards-database';
+import { CARD_PROJECTION, fromCardDocument, idempotencyOf, movePublicVotes, toCardDocument, type CardDocument, type MongoCardsDatabase } from './mongo-cards-database';
 
 /**
  * Cards in the cards service's MongoDB database (collection `cards`; the fingerprint is stored in the card document,
@@ -72,7 +72,7 @@ export class MongoCardRepository implements CardRepository {
     }
   }
 
-  async update(card: Card, fingerprint: CardFingerprint | null, events: OutgoingEvent[]): Promise<void> {
+  async update(card: Card, fingerprint: CardFingerprint | null, events: OutgoingEvent[], moves: readonly CollisionMove[] = []): Promise<void> {
     await this.store.change(async (session) => {
       const set: Partial<CardDocument> = {
         content: card.content,
@@ -86,12 +86,21 @@ export class MongoCardRepository implements CardRepository {
         set.contentHash = fingerprint.contentHash;
         set.sketch = [...new Set(fingerprint.sketch)];
       }
+      // The image before the change carries the privacy and vote totals of that very moment (one atomic step), so the
+      // totals moved into or out of the author's public counters are exactly the ones votes had added until then.
       const previous = await this.store.cards.findOneAndUpdate({ _id: card.id }, { $set: set }, { session, returnDocument: 'before' });
+      if (previous) await movePublicVotes(this.store, previous, card.private, session);
+      for (const move of moves) {
+        const moved = move.collisionOf === null ? { collisionOf: null, vectorPointId: null } : { collisionOf: move.collisionOf };
+        await this.store.cards.updateOne({ _id: move.cardId, collisionOf: card.id }, { $set: moved }, { session });
+      }
       await this.appendEvents(events, session, async () => {
         if (!previous) return;
+        for (const move of moves) await this.store.cards.updateOne({ _id: move.cardId, collisionOf: move.collisionOf }, { $set: { collisionOf: card.id } });
         const undo: Partial<CardDocument> = {};
         for (const key of Object.keys(set) as (keyof CardDocument)[]) (undo as Record<string, unknown>)[key] = previous[key];
-        await this.store.cards.updateOne({ _id: card.id, updatedAt: card.updatedAt }, { $set: undo });
+        const undone = await this.store.cards.findOneAndUpdate({ _id: card.id, updatedAt: card.updatedAt }, { $set: undo }, { returnDocument: 'before' });
+        if (undone) await movePublicVotes(this.store, undone, previous.private, undefined);
       });
     });
   }
@@ -99,8 +108,10 @@ export class MongoCardRepository implements CardRepository {
   async remove(cardId: string, promoteId: string | null, events: OutgoingEvent[]): Promise<void> {
     await this.store.change(async (session) => {
       // The card goes first: votes cast from here on find no card (see MongoVoteRepository.upsert).
-      const card = await this.store.cards.findOneAndDelete({ _id: cardId }, { session, projection: { authorId: 1 } });
+      const card = await this.store.cards.findOneAndDelete({ _id: cardId }, { session, projection: { authorId: 1, private: 1, totalUpvotes: 1, totalDownvotes: 1 } });
       if (!card) return;
+      // The public counters lose the totals the card held when it went (votes reaching it later find no card and add none).
+      if (!card.private) await movePublicVotes(this.store, card, true, session);
       // Each vote is taken out by exactly one party (this removal or the voter's own removal), which subtracts it.
       let up = 0;
       let down = 0;
@@ -112,7 +123,7 @@ export class MongoCardRepository implements CardRepository {
         else down++;
       }
       if (up + down > 0) {
-        await this.store.authorScores.updateOne({ _id: card.authorId }, { $inc: { upvotes: -up, downvotes: -down, score: down - up, votes: -(up + down) } }, { session });
+        await this.store.authorScores.updateOne({ _id: card.authorId }, { $inc: { upvotes: -up, downvotes: -down } }, { session });
       }
       await this.store.bookmarks.deleteMany({ cardId }, { session });
       if (promoteId) {

@@ -25,15 +25,20 @@ export interface VoteDocument {
   updatedAt: Date;
 }
 
-/** Received-vote counters of an author (`_id` = user id), changed only with `$inc`. */
+/**
+ * Received-vote counters of an author (`_id` = user id), changed only with `$inc`: over all their cards (seen by the
+ * author) and over their public cards (seen by everyone else, and the ranking).
+ */
 export interface AuthorScoreDocument {
   _id: string;
   upvotes: number;
   downvotes: number;
-  /** upvotes - downvotes, kept by the same `$inc` so the ranking can use an index. */
-  score: number;
-  /** upvotes + downvotes: ranked when > 0. */
-  votes: number;
+  publicUpvotes: number;
+  publicDownvotes: number;
+  /** publicUpvotes - publicDownvotes, kept by the same `$inc` so the ranking can use an index. */
+  publicScore: number;
+  /** publicUpvotes + publicDownvotes: ranked when > 0. */
+  publicVotes: number;
   joinedAt: Date | null;
   /** true until the join date is known: unknown dates rank after known ones (null would sort first). */
   joinUnknown: boolean;
@@ -92,14 +97,15 @@ export async function openMongoCardsDatabase(connection: MongoConnection): Promi
     cards.createIndex({ sketch: 1 }, { name: 'cards_sketch' }),
     votes.createIndex({ userId: 1, cardId: 1 }, { unique: true, name: 'votes_user_card' }),
     votes.createIndex({ cardId: 1 }, { name: 'votes_card' }),
-    authorScores.createIndex({ score: -1, joinUnknown: 1, joinedAt: 1, _id: 1 }, { name: 'author_scores_rank' }),
-    authorScores.createIndex({ votes: 1 }, { name: 'author_scores_votes' }),
+    authorScores.createIndex({ publicScore: -1, joinUnknown: 1, joinedAt: 1, _id: 1 }, { name: 'author_scores_public_rank' }),
+    authorScores.createIndex({ publicVotes: 1 }, { name: 'author_scores_public_votes' }),
     collections.createIndex({ authorId: 1, createdAt: -1 }, { name: 'collections_author' }),
     collections.createIndex({ fileId: 1 }, { unique: true, sparse: true, name: 'collections_file' }),
     bookmarks.createIndex({ collectionId: 1, cardId: 1 }, { unique: true, name: 'bookmarks_collection_card' }),
     bookmarks.createIndex({ collectionId: 1, ord: 1 }, { name: 'bookmarks_order' }),
     bookmarks.createIndex({ cardId: 1 }, { name: 'bookmarks_card' }),
   ]);
+  await countPublicVotesOfOlderAuthors(cards, authorScores);
   return {
     connection,
     db,
@@ -179,15 +185,55 @@ export function fromCollectionDocument(d: CollectionDocument): CardCollection {
 export const bookmarkId = (collectionId: string, cardId: string) => `${collectionId}:${cardId}`;
 
 /**
+ * Author counters written before public votes were counted apart get them from their public cards' totals (once).
+ * A counter already touched by the new code (it has the fields) is left alone.
+ */
+async function countPublicVotesOfOlderAuthors(cards: Collection<CardDocument>, authorScores: Collection<AuthorScoreDocument>): Promise<void> {
+  const older = await authorScores.find({ publicVotes: { $exists: false } }, { projection: { _id: 1 } }).toArray();
+  for (const { _id } of older) {
+    const [sum] = await cards
+      .aggregate<{ up: number; down: number }>([{ $match: { authorId: _id, private: false } }, { $group: { _id: null, up: { $sum: '$totalUpvotes' }, down: { $sum: '$totalDownvotes' } } }])
+      .toArray();
+    const [up, down] = [sum?.up ?? 0, sum?.down ?? 0];
+    await authorScores.updateOne(
+      { _id, publicVotes: { $exists: false } },
+      { $set: { publicUpvotes: up, publicDownvotes: down, publicScore: up - down, publicVotes: up + down }, $unset: { score: '', votes: '' } },
+    );
+  }
+}
+
+/** `$inc` of an author's counters: all cards always, the public ones when the votes are on a public card. */
+function authorCounterDelta(up: number, down: number, onPublicCard: boolean) {
+  const [pu, pd] = onPublicCard ? [up, down] : [0, 0];
+  return { upvotes: up, downvotes: down, publicUpvotes: pu, publicDownvotes: pd, publicScore: pu - pd, publicVotes: pu + pd };
+}
+
+/**
  * Adds up/down to a card's totals and its author's counters (`$inc`, so concurrent changes never lose an update).
- * Without a transaction these are two single-document steps; each vote change applies its delta exactly once.
+ * Without a transaction these are two single-document steps; each vote change applies its delta exactly once. The
+ * public counters follow the card's privacy as the card's own `$inc` found it: every privacy change of the card moves
+ * the totals it had at that moment (see MongoCardRepository.update), so the public counters always equal the sum of
+ * the public cards' totals once the steps in flight are done.
  */
 export async function adjustVoteCounters(db: MongoCardsDatabase, cardId: string, authorId: string, up: number, down: number, session: ClientSession | undefined): Promise<void> {
   if (up === 0 && down === 0) return;
-  await db.cards.updateOne({ _id: cardId }, { $inc: { totalUpvotes: up, totalDownvotes: down } }, { session });
+  const card = await db.cards.findOneAndUpdate({ _id: cardId }, { $inc: { totalUpvotes: up, totalDownvotes: down } }, { session, projection: { private: 1 }, returnDocument: 'after' });
   await db.authorScores.updateOne(
     { _id: authorId },
-    { $inc: { upvotes: up, downvotes: down, score: up - down, votes: up + down }, $setOnInsert: { joinedAt: null, joinUnknown: true } },
+    { $inc: authorCounterDelta(up, down, card !== null && !card.private), $setOnInsert: { joinedAt: null, joinUnknown: true } },
     { upsert: true, session },
   );
+}
+
+/** A card's privacy changed at a moment when it held these totals: they enter or leave its author's public counters. */
+export async function movePublicVotes(
+  db: MongoCardsDatabase,
+  before: Pick<CardDocument, 'authorId' | 'private' | 'totalUpvotes' | 'totalDownvotes'>,
+  nowPrivate: boolean,
+  session: ClientSession | undefined,
+): Promise<void> {
+  if (before.private === nowPrivate || before.totalUpvotes + before.totalDownvotes === 0) return;
+  const sign = nowPrivate ? -1 : 1;
+  const [up, down] = [sign * before.totalUpvotes, sign * before.totalDownvotes];
+  await db.authorScores.updateOne({ _id: before.authorId }, { $inc: { publicUpvotes: up, publicDownvotes: down, publicScore: up - down, publicVotes: up + down } }, { session });
 }

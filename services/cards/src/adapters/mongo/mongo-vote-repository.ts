@@ -92,9 +92,10 @@ export class MongoVoteRepository implements VoteRepository {
     return out;
   }
 
-  async received(authorId: string): Promise<ReceivedVotes> {
+  async received(authorId: string, includePrivate = false): Promise<ReceivedVotes> {
     const doc = await this.store.authorScores.findOne({ _id: authorId });
-    return { upvotes: doc?.upvotes ?? 0, downvotes: doc?.downvotes ?? 0 };
+    if (includePrivate) return { upvotes: doc?.upvotes ?? 0, downvotes: doc?.downvotes ?? 0 };
+    return { upvotes: doc?.publicUpvotes ?? 0, downvotes: doc?.publicDownvotes ?? 0 };
   }
 
   async countCastBy(userId: string): Promise<number> {
@@ -103,20 +104,20 @@ export class MongoVoteRepository implements VoteRepository {
 
   async topAuthors(offset: number, limit: number): Promise<AuthorScore[]> {
     const docs = await this.store.authorScores
-      .find({ votes: { $gt: 0 } }, { projection: { score: 1 } })
-      .sort({ score: -1, joinUnknown: 1, joinedAt: 1, _id: 1 })
+      .find({ publicVotes: { $gt: 0 } }, { projection: { publicScore: 1 } })
+      .sort({ publicScore: -1, joinUnknown: 1, joinedAt: 1, _id: 1 })
       .skip(offset)
       .limit(limit)
       .toArray();
-    return docs.map((d) => ({ userId: d._id, score: d.score }));
+    return docs.map((d) => ({ userId: d._id, score: d.publicScore }));
   }
 
   async countRankedAuthors(): Promise<number> {
-    return this.store.authorScores.countDocuments({ votes: { $gt: 0 } });
+    return this.store.authorScores.countDocuments({ publicVotes: { $gt: 0 } });
   }
 
   async authorsWithoutJoinDate(limit: number): Promise<string[]> {
-    const docs = await this.store.authorScores.find({ joinUnknown: true, votes: { $gt: 0 } }, { projection: { _id: 1 } }).limit(limit).toArray();
+    const docs = await this.store.authorScores.find({ joinUnknown: true, publicVotes: { $gt: 0 } }, { projection: { _id: 1 } }).limit(limit).toArray();
     return docs.map((d) => d._id);
   }
 

@@ -1,5 +1,5 @@
 import { AlreadyExistsError, appendToSqliteOutbox, type OutgoingEvent, type SqliteDatabase } from '@cards/platform';
-import type { Card, CardFingerprint } from '../../domain/model';
+import type { Card, CardFingerprint, CollisionMove } from '../../domain/model';
 import type { CardRepository } from '../../domain/ports';
 import { cardFromRow, chunks, placeholders, type CardRow, statementCache } from './rows';
 
@@ -93,8 +93,17 @@ export class SqliteCardRepository implements CardRepository {
     }
   }
 
-  async update(card: Card, fingerprint: CardFingerprint | null, events: OutgoingEvent[]): Promise<void> {
+  async update(card: Card, fingerprint: CardFingerprint | null, events: OutgoingEvent[], moves: readonly CollisionMove[] = []): Promise<void> {
     this.db.transaction(() => {
+      const before = this.sql('SELECT author_id, private, total_upvotes, total_downvotes FROM cards WHERE id = ?').get(card.id) as
+        | { author_id: string; private: number; total_upvotes: number; total_downvotes: number }
+        | undefined;
+      if (before && (before.private === 1) !== card.private && before.total_upvotes + before.total_downvotes > 0) {
+        // The card's votes enter (made public) or leave (made private) what others see of its author's votes.
+        const sign = card.private ? -1 : 1;
+        this.sql('UPDATE author_scores SET public_upvotes = public_upvotes + ?, public_downvotes = public_downvotes + ? WHERE user_id = ?')
+          .run(sign * before.total_upvotes, sign * before.total_downvotes, before.author_id);
+      }
       this.sql('UPDATE cards SET content = ?, card_html = ?, link = ?, private = ?, tags = ?, updated_at = ? WHERE id = ?')
         .run(card.content, card.cardHtml, card.link, card.private ? 1 : 0, JSON.stringify(card.tags), iso(card.updatedAt), card.id);
       if (fingerprint) {
@@ -102,17 +111,23 @@ export class SqliteCardRepository implements CardRepository {
         this.sql('DELETE FROM card_sketch WHERE card_id = ?').run(card.id);
         this.writeSketch(card.id, fingerprint.sketch);
       }
+      for (const move of moves) {
+        if (move.collisionOf === null) this.sql('UPDATE cards SET collision_of = NULL, vector_point_id = NULL WHERE id = ? AND collision_of = ?').run(move.cardId, card.id);
+        else this.sql('UPDATE cards SET collision_of = ? WHERE id = ? AND collision_of = ?').run(move.collisionOf, move.cardId, card.id);
+      }
       appendToSqliteOutbox(this.db, events);
     })();
   }
 
   async remove(cardId: string, promoteId: string | null, events: OutgoingEvent[]): Promise<void> {
     this.db.transaction(() => {
-      const card = this.sql('SELECT author_id FROM cards WHERE id = ?').get(cardId) as { author_id: string } | undefined;
+      const card = this.sql('SELECT author_id, private FROM cards WHERE id = ?').get(cardId) as { author_id: string; private: number } | undefined;
       if (!card) return;
       const totals = this.sql('SELECT coalesce(sum(value), 0) AS up, coalesce(sum(1 - value), 0) AS down FROM votes WHERE card_id = ?').get(cardId) as { up: number; down: number };
       if (totals.up + totals.down > 0) {
-        this.sql('UPDATE author_scores SET upvotes = upvotes - ?, downvotes = downvotes - ? WHERE user_id = ?').run(totals.up, totals.down, card.author_id);
+        const shown = card.private === 1 ? 0 : 1;
+        this.sql('UPDATE author_scores SET upvotes = upvotes - ?, downvotes = downvotes - ?, public_upvotes = public_upvotes - ?, public_downvotes = public_downvotes - ? WHERE user_id = ?')
+          .run(totals.up, totals.down, shown * totals.up, shown * totals.down, card.author_id);
       }
       this.sql('DELETE FROM votes WHERE card_id = ?').run(cardId);
       this.sql('DELETE FROM bookmarks WHERE card_id = ?').run(cardId);

@@ -29,6 +29,14 @@ export const CARDS_MIGRATIONS = [
    CREATE INDEX bookmarks_order ON bookmarks(collection_id, ord);
    CREATE INDEX bookmarks_card ON bookmarks(card_id);`,
   SQLITE_OUTBOX_MIGRATION,
+  // Votes on public cards, counted apart: what others see of an author's received votes, and what ranks them.
+  `ALTER TABLE author_scores ADD COLUMN public_upvotes INTEGER NOT NULL DEFAULT 0;
+   ALTER TABLE author_scores ADD COLUMN public_downvotes INTEGER NOT NULL DEFAULT 0;
+   UPDATE author_scores SET
+     public_upvotes = coalesce((SELECT sum(total_upvotes) FROM cards WHERE cards.author_id = author_scores.user_id AND cards.private = 0), 0),
+     public_downvotes = coalesce((SELECT sum(total_downvotes) FROM cards WHERE cards.author_id = author_scores.user_id AND cards.private = 0), 0);
+   DROP INDEX author_scores_rank;
+   CREATE INDEX author_scores_public_rank ON author_scores((public_upvotes - public_downvotes) DESC, joined_at, user_id);`,
 ];
 
 export function openCardsDatabase(path: string): SqliteDatabase {

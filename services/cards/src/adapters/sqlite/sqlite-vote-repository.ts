@@ -12,11 +12,17 @@ interface VoteRow {
   updated_at: string;
 }
 
+interface VotedCard {
+  author_id: string;
+  private: number;
+}
+
 const voteFromRow = (r: VoteRow): Vote => ({ id: r.id, userId: r.user_id, cardId: r.card_id, value: r.value === 1, createdAt: new Date(r.created_at), updatedAt: new Date(r.updated_at) });
 
 /**
  * Votes in the cards service's SQLite file. Each change runs in one synchronous transaction together with the
- * card's totals and the author's counters, so concurrent votes can never lose an update.
+ * card's totals and the author's counters (all cards; public cards when the card is public), so concurrent votes
+ * can never lose an update.
  */
 export class SqliteVoteRepository implements VoteRepository {
   private readonly sql: ReturnType<typeof statementCache>;
@@ -27,7 +33,7 @@ export class SqliteVoteRepository implements VoteRepository {
 
   async upsert(userId: string, cardId: string, value: boolean, at: Date, newId: string): Promise<Vote | null> {
     return this.db.transaction((): Vote | null => {
-      const card = this.sql('SELECT author_id FROM cards WHERE id = ?').get(cardId) as { author_id: string } | undefined;
+      const card = this.sql('SELECT author_id, private FROM cards WHERE id = ?').get(cardId) as VotedCard | undefined;
       if (!card) return null;
       const existing = this.sql('SELECT * FROM votes WHERE user_id = ? AND card_id = ?').get(userId, cardId) as VoteRow | undefined;
       const now = at.toISOString();
@@ -44,7 +50,7 @@ export class SqliteVoteRepository implements VoteRepository {
           down = -up;
         }
       }
-      if (up !== 0 || down !== 0) this.adjust(cardId, card.author_id, up, down);
+      if (up !== 0 || down !== 0) this.adjust(cardId, card, up, down);
       return voteFromRow(this.sql('SELECT * FROM votes WHERE user_id = ? AND card_id = ?').get(userId, cardId) as VoteRow);
     })();
   }
@@ -54,8 +60,8 @@ export class SqliteVoteRepository implements VoteRepository {
       const existing = this.sql('SELECT * FROM votes WHERE user_id = ? AND card_id = ?').get(userId, cardId) as VoteRow | undefined;
       if (!existing) return false;
       this.sql('DELETE FROM votes WHERE id = ?').run(existing.id);
-      const card = this.sql('SELECT author_id FROM cards WHERE id = ?').get(cardId) as { author_id: string } | undefined;
-      if (card) this.adjust(cardId, card.author_id, existing.value === 1 ? -1 : 0, existing.value === 1 ? 0 : -1);
+      const card = this.sql('SELECT author_id, private FROM cards WHERE id = ?').get(cardId) as VotedCard | undefined;
+      if (card) this.adjust(cardId, card, existing.value === 1 ? -1 : 0, existing.value === 1 ? 0 : -1);
       return true;
     })();
   }
@@ -69,8 +75,11 @@ export class SqliteVoteRepository implements VoteRepository {
     return out;
   }
 
-  async received(authorId: string): Promise<ReceivedVotes> {
-    const row = this.sql('SELECT upvotes, downvotes FROM author_scores WHERE user_id = ?').get(authorId) as { upvotes: number; downvotes: number } | undefined;
+  async received(authorId: string, includePrivate = false): Promise<ReceivedVotes> {
+    const sql = includePrivate
+      ? 'SELECT upvotes, downvotes FROM author_scores WHERE user_id = ?'
+      : 'SELECT public_upvotes AS upvotes, public_downvotes AS downvotes FROM author_scores WHERE user_id = ?';
+    const row = this.sql(sql).get(authorId) as { upvotes: number; downvotes: number } | undefined;
     return { upvotes: row?.upvotes ?? 0, downvotes: row?.downvotes ?? 0 };
   }
 
@@ -80,19 +89,19 @@ export class SqliteVoteRepository implements VoteRepository {
 
   async topAuthors(offset: number, limit: number): Promise<AuthorScore[]> {
     const rows = this.sql(
-        `SELECT user_id, upvotes - downvotes AS score FROM author_scores WHERE upvotes + downvotes > 0
-         ORDER BY upvotes - downvotes DESC, joined_at IS NULL, joined_at, user_id LIMIT ? OFFSET ?`,
+        `SELECT user_id, public_upvotes - public_downvotes AS score FROM author_scores WHERE public_upvotes + public_downvotes > 0
+         ORDER BY public_upvotes - public_downvotes DESC, joined_at IS NULL, joined_at, user_id LIMIT ? OFFSET ?`,
       )
       .all(limit, offset) as { user_id: string; score: number }[];
     return rows.map((r) => ({ userId: r.user_id, score: r.score }));
   }
 
   async countRankedAuthors(): Promise<number> {
-    return (this.sql('SELECT count(*) AS n FROM author_scores WHERE upvotes + downvotes > 0').get() as { n: number }).n;
+    return (this.sql('SELECT count(*) AS n FROM author_scores WHERE public_upvotes + public_downvotes > 0').get() as { n: number }).n;
   }
 
   async authorsWithoutJoinDate(limit: number): Promise<string[]> {
-    return (this.sql('SELECT user_id FROM author_scores WHERE joined_at IS NULL AND upvotes + downvotes > 0 LIMIT ?').all(limit) as { user_id: string }[]).map((r) => r.user_id);
+    return (this.sql('SELECT user_id FROM author_scores WHERE joined_at IS NULL AND public_upvotes + public_downvotes > 0 LIMIT ?').all(limit) as { user_id: string }[]).map((r) => r.user_id);
   }
 
   async recordJoinDates(dates: ReadonlyMap<string, Date>): Promise<void> {
@@ -102,12 +111,14 @@ export class SqliteVoteRepository implements VoteRepository {
     })();
   }
 
-  private adjust(cardId: string, authorId: string, up: number, down: number): void {
+  private adjust(cardId: string, card: VotedCard, up: number, down: number): void {
     this.sql('UPDATE cards SET total_upvotes = total_upvotes + ?, total_downvotes = total_downvotes + ? WHERE id = ?').run(up, down, cardId);
+    const shown = card.private === 1 ? 0 : 1;
     this.sql(
-        `INSERT INTO author_scores (user_id, upvotes, downvotes) VALUES (?, ?, ?)
-         ON CONFLICT (user_id) DO UPDATE SET upvotes = upvotes + excluded.upvotes, downvotes = downvotes + excluded.downvotes`,
+        `INSERT INTO author_scores (user_id, upvotes, downvotes, public_upvotes, public_downvotes) VALUES (?, ?, ?, ?, ?)
+         ON CONFLICT (user_id) DO UPDATE SET upvotes = upvotes + excluded.upvotes, downvotes = downvotes + excluded.downvotes,
+           public_upvotes = public_upvotes + excluded.public_upvotes, public_downvotes = public_downvotes + excluded.public_downvotes`,
       )
-      .run(authorId, up, down);
+      .run(card.author_id, up, down, up * shown, down * shown);
   }
 }

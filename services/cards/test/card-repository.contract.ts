@@ -64,6 +64,27 @@ export function describeCardRepositoryContract(name: string, factory: CardsStore
       expect((await store.cards.findByContentHash(fingerprintOf(content).contentHash, 10)).map((c) => c.id)).toEqual([card.id]);
     });
 
+    it('re-homes collisions with a privacy update: a new root loses its index id, moves of cards no longer under it are skipped', async () => {
+      const root = aCard().build();
+      const a = aCard().collisionOf(root.id).withContent(root.content).build();
+      const b = aCard().collisionOf(root.id).withContent(root.content).build();
+      const elsewhere = aCard().collisionOf(randomUUID()).build();
+      for (const c of [root, a, b, elsewhere]) await store.cards.insert(c, fingerprintOf(c.content), []);
+      const next = { ...root, private: true, updatedAt: nextTime() };
+      await store.cards.update(next, null, [event(), event()], [
+        { cardId: a.id, collisionOf: null },
+        { cardId: b.id, collisionOf: a.id },
+        { cardId: elsewhere.id, collisionOf: a.id },
+      ]);
+      expect((await store.cards.findById(root.id))?.private).toBe(true);
+      expect((await store.cards.findById(a.id))?.collisionOf).toBeNull();
+      expect((await store.cards.findById(b.id))?.collisionOf).toBe(a.id);
+      expect((await store.cards.findById(elsewhere.id))?.collisionOf).toBe(elsewhere.collisionOf);
+      expect(await store.cards.findCollisions([root.id])).toEqual([]);
+      expect(await store.cards.setVectorPointId(a.id, 'vp-a')).toBe(true);
+      expect(await store.pendingEventTopics()).toEqual([Topics.card, Topics.card]);
+    });
+
     it('removes a card with its votes (off the author totals) and bookmarks, promoting a collision', async () => {
       const author = randomUUID();
       const root = aCard().by(author).build();

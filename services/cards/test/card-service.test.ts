@@ -80,6 +80,53 @@ describe('CardService', () => {
     expect((await service.getCardGroups([publicCopy.card.id], 'dave'))[0]!.collisions).toEqual([]);
   });
 
+  it('makes a public duplicate of a private root (own or another author\'s) a root of its own', async () => {
+    const { service, peers } = setup();
+    const text = someContent();
+    const root = await create(service, 'alice', text, { private: true });
+    peers.candidates = [{ cardId: root.card.id, duplicate: true, cosine: 1 }];
+    const otherPrivate = await create(service, 'bob', text, { private: true });
+    const own = await create(service, 'alice', `${text}!`);
+    for (const c of [otherPrivate, own]) expect({ duplicate: c.duplicate, collisionOf: c.card.collisionOf }).toEqual({ duplicate: false, collisionOf: null });
+    // A later copy finds the public one, the first root it may attach to.
+    const other = await create(service, 'bob', text);
+    expect(other.card.collisionOf).toBe(own.card.id);
+    expect((await service.getCardGroups([own.card.id], 'carol')).map((g) => [g.root.id, g.collisions.map((c) => c.id)])).toEqual([[own.card.id, [other.card.id]]]);
+  });
+
+  it('a root made private hands its public collisions to the oldest public one, keeps its own private ones, and all stay findable', async () => {
+    const { service, cards, peers } = setup();
+    const text = someContent();
+    const root = await create(service, 'alice', text);
+    const alicePrivate = await create(service, 'alice', text, { private: true });
+    const bobPrivate = await create(service, 'bob', text, { private: true });
+    const bobPublic = await create(service, 'bob', text);
+    const carolPublic = await create(service, 'carol', text);
+    for (const c of [alicePrivate, bobPrivate, bobPublic, carolPublic]) expect(c.card.collisionOf).toBe(root.card.id);
+    const before = peers.events;
+
+    await service.updateCard({ callerId: 'alice', cardId: root.card.id, private: true });
+    expect(peers.events).toBe(before + 1);
+    const collisionOf = async (id: string) => (await cards.findById(id))?.collisionOf;
+    expect(await collisionOf(bobPublic.card.id)).toBeNull();
+    expect(await collisionOf(carolPublic.card.id)).toBe(bobPublic.card.id);
+    expect(await collisionOf(bobPrivate.card.id)).toBe(bobPublic.card.id);
+    expect(await collisionOf(alicePrivate.card.id)).toBe(root.card.id);
+    // Others find the public copies; nobody else sees the private root; the owner still sees her group.
+    const seenByDave = await service.getCardGroups([root.card.id, bobPublic.card.id, carolPublic.card.id], 'dave');
+    expect(seenByDave.map((g) => [g.root.id, g.collisions.map((c) => c.id)])).toEqual([[bobPublic.card.id, [carolPublic.card.id]]]);
+    const seenByBob = await service.getCardGroups([bobPrivate.card.id], 'bob');
+    expect(seenByBob.map((g) => [g.root.id, g.collisions.map((c) => c.id)])).toEqual([[bobPublic.card.id, [bobPrivate.card.id, carolPublic.card.id]]]);
+    const seenByAlice = await service.getCardGroups([root.card.id], 'alice');
+    expect(seenByAlice.map((g) => [g.root.id, g.collisions.map((c) => c.id)])).toEqual([[root.card.id, [alicePrivate.card.id]]]);
+
+    // Public again: it is a root of its own again (its former collisions stay where they went), and may be voted on.
+    await service.updateCard({ callerId: 'alice', cardId: root.card.id, private: false });
+    expect(await collisionOf(root.card.id)).toBeNull();
+    expect(await collisionOf(carolPublic.card.id)).toBe(bobPublic.card.id);
+    await expect(service.castVote('dave', root.card.id, true)).resolves.toMatchObject({ value: true });
+  });
+
   it('hides private cards (404) and protects others\' cards (403)', async () => {
     const { service } = setup();
     const hidden = await create(service, 'alice', someContent(), { private: true });

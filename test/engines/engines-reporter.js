@@ -6,7 +6,7 @@ const ENGINES = [
   { name: 'mongodb protocol (mongo-java-server)', match: /mongo/i },
   { name: 'elasticsearch (Maven Central node)', match: /elasticsearch/i },
 ];
-const ENGINE_SUITE = /contract|engine capabilities|specifics|connectMongo|on MongoDB/i;
+const ENGINE_SUITE = /contract|engine capabilities|specifics|connectMongo|on MongoDB|engine loss/i;
 
 class EnginesReporter {
   onRunComplete(_contexts, results) {

@@ -9,6 +9,10 @@ export interface KafkaEngine {
   brokers: string;
   /** Stops the broker and deletes its log directory. */
   stop(): Promise<void>;
+  /** Stops the broker but keeps its log directory (what it stored survives), for tests of engine loss. */
+  halt(): Promise<void>;
+  /** Starts the halted broker again on the same ports and log directory, blocking until it listens. */
+  resume(): void;
 }
 
 export const KAFKA_VERSION = '3.9.1';
@@ -58,24 +62,33 @@ export function startKafkaSync(): KafkaEngine {
   writeFileSync(properties, serverProperties(dataDir, port, controllerPort));
   // A leading '-' would make kafka-storage's argument parser take the id for an option (1 start in 64 failed).
   const clusterId = randomBytes(16).toString('base64url').replace(/^-/, 'A');
-  const engine = spawnJava(classpath, 'KafkaEngine', [properties, clusterId], {
-    logFile: join(dataDir, 'kafka.log'),
-    heap: '512m',
-    jvmArgs: [`-Dlog4j.configuration=file:${join(ENGINES_DIR, 'kafka', 'log4j.properties')}`, '-Djava.awt.headless=true'],
-  });
-  try {
-    waitForPortSync(port, engine.child.pid ?? -1, 180_000);
-  } catch (err) {
-    engine.child.kill('SIGKILL');
-    const log = engine.tail();
-    rmSync(dataDir, { recursive: true, force: true });
-    throw new EngineUnavailableError(`kafka did not start: ${(err as Error).message}\n${log}`);
-  }
+  // The launcher formats with --ignore-formatted, so a second spawn on the same directory resumes the same cluster.
+  const spawnBroker = () => {
+    const started = spawnJava(classpath, 'KafkaEngine', [properties, clusterId], {
+      logFile: join(dataDir, 'kafka.log'),
+      heap: '512m',
+      jvmArgs: [`-Dlog4j.configuration=file:${join(ENGINES_DIR, 'kafka', 'log4j.properties')}`, '-Djava.awt.headless=true'],
+    });
+    try {
+      waitForPortSync(port, started.child.pid ?? -1, 180_000);
+    } catch (err) {
+      started.child.kill('SIGKILL');
+      const log = started.tail();
+      rmSync(dataDir, { recursive: true, force: true });
+      throw new EngineUnavailableError(`kafka did not start: ${(err as Error).message}\n${log}`);
+    }
+    return started;
+  };
+  let engine = spawnBroker();
   return {
     brokers: `127.0.0.1:${port}`,
     async stop() {
       await engine.stop();
       rmSync(dataDir, { recursive: true, force: true });
+    },
+    halt: () => engine.stop(),
+    resume() {
+      engine = spawnBroker();
     },
   };
 }

@@ -21,10 +21,11 @@ export function prepareMongo(): string {
  * blocking until it listens. It speaks the protocol but is not MongoDB: no multi-document
  * transactions, no replica set (see docs/engines.md). Throws EngineUnavailableError when it cannot run here.
  */
-export function startMongoSync(): MongoEngine {
+export function startMongoSync(options: { port?: number } = {}): MongoEngine {
   const classpath = prepareMongo();
   const dir = mkdtempSync(join(tmpdir(), 'cards-mongo-'));
-  const [port] = freePortsSync(1) as [number];
+  // A given port restarts a server where clients already point (tests of engine loss); its data starts empty.
+  const port = options.port ?? (freePortsSync(1)[0] as number);
   const engine = spawnJava(classpath, 'MongoEngine', [String(port)], { logFile: join(dir, 'mongo.log'), heap: '256m' });
   try {
     waitForPortSync(port, engine.child.pid ?? -1, 120_000);
@@ -43,6 +44,6 @@ export function startMongoSync(): MongoEngine {
   };
 }
 
-export async function startMongo(): Promise<MongoEngine> {
-  return startMongoSync();
+export async function startMongo(options: { port?: number } = {}): Promise<MongoEngine> {
+  return startMongoSync(options);
 }

@@ -1,0 +1,84 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { createChannel, createClient, type Channel } from 'nice-grpc';
+import { health } from '@cards/proto';
+
+const ROOT = resolve(__dirname, '..', '..');
+
+export interface ServiceProcess {
+  child: ChildProcess;
+  /** Everything the process wrote so far (stdout and stderr). */
+  output(): string;
+  /** Resolves with the exit code once the process has exited. */
+  exited: Promise<number | null>;
+  /** SIGTERM, SIGKILL after 10 s; removes the data directory. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Runs one service alone as `node --import tsx services/<name>/src/main.ts` (the production entry point,
+ * no wrapper), with its own DATA_DIR and the given environment.
+ */
+export function startServiceProcess(name: string, env: Record<string, string>): ServiceProcess {
+  const dataDir = mkdtempSync(join(tmpdir(), `cards-${name}-`));
+  const child = spawn(process.execPath, ['--import', 'tsx', `services/${name}/src/main.ts`], {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', DATA_DIR: dataDir, LOG_LEVEL: 'info', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  const collect = (chunk: Buffer) => {
+    output += chunk.toString();
+    if (output.length > 1_000_000) output = output.slice(-500_000);
+  };
+  child.stdout!.on('data', collect);
+  child.stderr!.on('data', collect);
+  const exited = new Promise<number | null>((r) => {
+    if (child.exitCode !== null || child.signalCode !== null) r(child.exitCode);
+    else child.once('exit', (code) => r(code));
+  });
+  return {
+    child,
+    output: () => output,
+    exited,
+    async stop() {
+      if (child.exitCode === null && child.signalCode === null) {
+        child.kill('SIGTERM');
+        const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+        await exited;
+        clearTimeout(timer);
+      }
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** grpc.health.v1 of one address, for service "" or a named one. */
+export function healthOf(address: string): { status(service?: string): Promise<'SERVING' | 'NOT_SERVING' | 'UNREACHABLE' | string>; channel: Channel } {
+  const channel = createChannel(address);
+  const client = createClient(health.HealthDefinition, channel);
+  return {
+    channel,
+    async status(service = '') {
+      try {
+        const { status } = await client.check({ service }, { signal: AbortSignal.timeout(2000) });
+        return health.HealthCheckResponse_ServingStatus[status] ?? String(status);
+      } catch {
+        return 'UNREACHABLE';
+      }
+    },
+  };
+}
+
+/** Polls until condition() holds, failing with `what` after timeoutMs; answers how long it took. */
+export async function waitFor(what: string, condition: () => Promise<boolean> | boolean, timeoutMs: number, process?: ServiceProcess): Promise<number> {
+  const started = Date.now();
+  for (;;) {
+    if (await condition()) return Date.now() - started;
+    if (process && process.child.exitCode !== null) throw new Error(`${what}: the service exited (code ${process.child.exitCode})\n${process.output().slice(-4000)}`);
+    if (Date.now() - started > timeoutMs) throw new Error(`${what}: not reached within ${timeoutMs} ms${process ? `\n${process.output().slice(-4000)}` : ''}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}

@@ -93,6 +93,58 @@ describe('votes', () => {
   });
 });
 
+describe('votes and privacy', () => {
+  it('a card made private stops counting in the totals and score others see, public again restores it, exact while votes race the flips', async () => {
+    const author = users[80]!;
+    const voters = users.slice(0, 40);
+    const cardId = await postCard(author);
+    const otherCard = await postCard(author);
+    expect((await users[59]!.client.post('/api/vote', { card_metadata_id: otherCard, vote: true })).status).toBe(200);
+    const setPrivate = async (isPrivate: boolean) => expect((await author.client.put('/api/card/update', { card_uuid: cardId, private: isPrivate })).status).toBe(204);
+
+    // Votes race the author flipping the card's privacy: each vote lands (200) or meets a private card (404).
+    const flips = (async () => {
+      for (let i = 0; i < 8; i++) await setPrivate(i % 2 === 0);
+    })();
+    const results = await Promise.all(voters.map((v, i) => v.client.post('/api/vote', { card_metadata_id: cardId, vote: i % 4 !== 0 })));
+    await flips;
+    expect(results.every((r) => r.status === 200 || r.status === 404)).toBe(true);
+    const lateVoter = users[60]!;
+    expect((await lateVoter.client.post('/api/vote', { card_metadata_id: cardId, vote: true })).status).toBe(200);
+    const up = results.filter((r, i) => r.status === 200 && i % 4 !== 0).length + 1;
+    const down = results.filter((r, i) => r.status === 200 && i % 4 === 0).length;
+    expect((await anonymous.get(`/api/card/${cardId}`)).json).toMatchObject({ private: false, total_upvotes: up, total_downvotes: down });
+    const totals = async (viewer: ApiClient) => {
+      const page = (await viewer.get(`/api/user/${author.id}/1`)).json;
+      return { up: page.total_upvotes_received, down: page.total_downvotes_received };
+    };
+    const score = async () => (await collectTopUsers()).find((u) => u.id === author.id)?.score;
+    expect(await totals(anonymous)).toEqual({ up: up + 1, down });
+    expect(await score()).toBe(up + 1 - down);
+
+    await setPrivate(true);
+    expect(await totals(anonymous)).toEqual({ up: 1, down: 0 });
+    expect(await totals(users[0]!.client)).toEqual({ up: 1, down: 0 });
+    expect(await totals(author.client)).toEqual({ up: up + 1, down });
+    expect(await score()).toBe(1);
+    // A voter may still take back a vote on the now private card: it leaves the author's own totals only.
+    expect((await lateVoter.client.delete(`/api/vote/${cardId}`)).status).toBe(204);
+    expect(await totals(author.client)).toEqual({ up, down });
+    expect(await totals(anonymous)).toEqual({ up: 1, down: 0 });
+
+    await setPrivate(false);
+    expect(await totals(anonymous)).toEqual({ up, down });
+    expect(await score()).toBe(up - down);
+
+    // Deleting the card (private at the time) removes its votes' effect once, everywhere.
+    await setPrivate(true);
+    expect((await author.client.delete(`/api/card/${cardId}`)).status).toBe(204);
+    expect(await totals(author.client)).toEqual({ up: 1, down: 0 });
+    expect(await totals(anonymous)).toEqual({ up: 1, down: 0 });
+    expect(await score()).toBe(1);
+  });
+});
+
 async function collectTopUsers(): Promise<{ id: string; score: number; created_at: string }[]> {
   const first = await anonymous.get('/api/top_users/1');
   expect(first.status).toBe(200);

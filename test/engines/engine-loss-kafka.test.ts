@@ -1,0 +1,82 @@
+import { randomUUID } from 'node:crypto';
+import { createGrpcClient, createLogger, KafkaEventBus, Topics, type Subscription } from '@cards/platform';
+import { cards } from '@cards/proto';
+import { freePortsSync } from './engine-support';
+import { startKafkaSync } from './kafka';
+import { healthOf, startServiceProcess, waitFor, type ServiceProcess } from './service-process';
+import { describeOnEngine, engineForSuite, report } from './suite';
+
+// Issue #8: a service on Kafka whose broker goes away turns not ready (grpc.health.v1 NOT_SERVING), keeps
+// accepting writes (their events wait in the transactional outbox), does not crash, is ready again once the
+// broker is back on the same address, and the events written during the outage then reach the topic.
+const { engine, skipReason } = engineForSuite('kafka', startKafkaSync);
+
+const CARD_HTML = (n: string) =>
+  `<p>${n} ${Array.from({ length: 80 }, (_, i) => `word${i}`).join(' ')} about brokers that come and go while the cards service keeps its writes in the outbox.</p>`;
+
+describeOnEngine('engine loss on Kafka (cards alone, the broker halted and resumed)', skipReason, () => {
+  const [grpcPort, deadPort] = freePortsSync(2) as [number, number];
+  const address = `127.0.0.1:${grpcPort}`;
+  const namespace = `engineloss-${randomUUID().slice(0, 8)}`;
+  let service: ServiceProcess;
+  let observer: KafkaEventBus | undefined;
+  let subscription: Subscription | undefined;
+  const probe = healthOf(address);
+  const { client, channel } = createGrpcClient(cards.CardServiceDefinition, address, { deadlineMs: 15_000 });
+  const author = randomUUID();
+  const create = async (label: string) => (await client.createCard({ callerId: author, cardHtml: CARD_HTML(label), link: '', private: false, tags: [] })).card!.id;
+
+  beforeAll(async () => {
+    const nowhere = `127.0.0.1:${deadPort}`;
+    service = startServiceProcess('cards', {
+      KAFKA_BROKERS: engine!.brokers,
+      KAFKA_NAMESPACE: namespace,
+      CARDS_GRPC_HOST: '127.0.0.1',
+      CARDS_GRPC_PORT: String(grpcPort),
+      IDENTITY_SERVICE_ADDR: nowhere,
+      SEARCH_SERVICE_ADDR: nowhere,
+      FILES_SERVICE_ADDR: nowhere,
+      NEAR_DUPLICATE_DEADLINE_MS: '500',
+      READINESS_INTERVAL_MS: '500',
+      READINESS_TIMEOUT_MS: '1500',
+      READINESS_FAILURE_THRESHOLD: '2',
+    });
+    await waitFor('cards SERVING', async () => (await probe.status()) === 'SERVING', 90_000, service);
+  }, 120_000);
+
+  afterAll(async () => {
+    await subscription?.close();
+    await observer?.close();
+    channel.close();
+    probe.channel.close();
+    await service?.stop();
+  }, 60_000);
+
+  it('turns NOT_SERVING while the broker is gone, keeps taking writes, and publishes them once the broker is back', async () => {
+    const before = await create('before');
+
+    await engine!.halt();
+    const notReadyMs = await waitFor('cards NOT_SERVING', async () => (await probe.status()) === 'NOT_SERVING', 30_000, service);
+    expect(await probe.status('cards.v1.CardService')).toBe('NOT_SERVING');
+    report(`[engine loss] Kafka halted: cards NOT_SERVING after ${notReadyMs} ms`);
+
+    // Kafka does not gate requests: the card and its event commit together in the outbox.
+    const during = await create('during');
+    expect((await client.getCard({ cardId: during, callerId: author })).id).toBe(during);
+
+    const resumed = Date.now();
+    engine!.resume();
+    const readyMs = await waitFor('cards SERVING again', async () => (await probe.status()) === 'SERVING', 60_000, service);
+    report(`[engine loss] Kafka resumed (listening after ${readyMs === 0 ? 0 : Date.now() - resumed - readyMs} ms): cards SERVING ${readyMs} ms later`);
+    expect(await probe.status('cards.v1.CardService')).toBe('SERVING');
+    const after = await create('after');
+
+    // A new consumer group reads the topic from its beginning: every card's event is there, the outage's included.
+    const seen = new Set<string>();
+    observer = new KafkaEventBus({ brokers: [engine!.brokers], namespace, logger: createLogger('engine-loss-observer', 'warn') });
+    subscription = await observer.subscribe({ group: 'engine-loss-observer', topics: [Topics.card], handler: async (event) => void seen.add(event.key) });
+    await waitFor('the events of all three cards on the topic', () => [before, during, after].every((id) => seen.has(id)), 60_000, service);
+    expect(service.child.exitCode).toBeNull();
+    expect(service.output()).toContain('Kafka (KAFKA_BROKERS) is unreachable: not ready until it answers again');
+  }, 180_000);
+});

@@ -240,6 +240,86 @@ describe('duplicates', () => {
   });
 });
 
+describe('duplicates and privacy', () => {
+  let carol: TestUser;
+  beforeAll(async () => {
+    carol = await signUp(system.baseUrl, mailbox, 'carol');
+  });
+
+  /** The full-text search groups ([root id, ...collision ids]) holding any of `ids`, as `viewer` sees them, in id order. */
+  async function groupsFound(viewer: ApiClient, word: string, ids: readonly string[]): Promise<string[][]> {
+    const res = await viewer.post('/api/card/fulltextsearch/1', { content: word });
+    expect(res.status).toBe(200);
+    const groups = (res.json.score_cards as { metadata: { id: string }[] }[]).map((e) => e.metadata.map((c) => c.id)).filter((g) => g.some((id) => ids.includes(id)));
+    return groups.sort((a, b) => a[0]!.localeCompare(b[0]!));
+  }
+  /** Waits until the viewer's search shows exactly these groups (the index catches up asynchronously). */
+  async function expectGroups(viewer: ApiClient, word: string, ids: readonly string[], expected: string[][]): Promise<void> {
+    const want = [...expected].sort((a, b) => a[0]!.localeCompare(b[0]!));
+    const deadline = Date.now() + 30_000;
+    let found = await groupsFound(viewer, word, ids);
+    while (JSON.stringify(found) !== JSON.stringify(want) && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 200));
+      found = await groupsFound(viewer, word, ids);
+    }
+    expect(found).toEqual(want);
+  }
+
+  it('a public copy of a private root, of the same author or of another, is a root of its own that everyone finds', async () => {
+    const text = uniqueText(90);
+    const word = text.split(' ')[0]!;
+    const secret = (await createCard(alice, { card_html: html(text), private: true })).card_metadata.id as string;
+    const bobFirst = await createCard(bob, { card_html: html(text) });
+    expect(bobFirst.duplicate).toBe(false);
+    const ownPublic = await createCard(alice, { card_html: html(`${text}.`) });
+    // Alice's public copy attaches to Bob's public card (visible to her), not to her own private one.
+    expect(ownPublic.duplicate).toBe(true);
+    const ids = [secret, bobFirst.card_metadata.id, ownPublic.card_metadata.id];
+    const publicGroup = [bobFirst.card_metadata.id, ownPublic.card_metadata.id];
+    await expectGroups(anonymous, word, ids, [publicGroup]);
+    await expectGroups(carol.client, word, ids, [publicGroup]);
+    await expectGroups(alice.client, word, ids, [publicGroup, [secret]]);
+
+    // The same author alone: her public copy of her private card is a root, found by everyone.
+    const text2 = uniqueText(90);
+    const word2 = text2.split(' ')[0]!;
+    const secret2 = (await createCard(alice, { card_html: html(text2), private: true })).card_metadata.id as string;
+    const own2 = await createCard(alice, { card_html: html(text2.toUpperCase()) });
+    expect(own2.duplicate).toBe(false);
+    await expectGroups(bob.client, word2, [secret2, own2.card_metadata.id], [[own2.card_metadata.id]]);
+    await expectGroups(alice.client, word2, [secret2, own2.card_metadata.id], [[own2.card_metadata.id], [secret2]]);
+  });
+
+  it('a root made private lets go of public and other authors\' collisions: they stay findable, the private root reaches nobody else', async () => {
+    const text = uniqueText(90);
+    const word = text.split(' ')[0]!;
+    const root = (await createCard(alice, { card_html: html(text) })).card_metadata.id as string;
+    const alicePrivate = await createCard(alice, { card_html: html(text), private: true });
+    const bobPrivate = await createCard(bob, { card_html: html(text), private: true });
+    const bobPublic = await createCard(bob, { card_html: html(text) });
+    const carolPublic = await createCard(carol, { card_html: html(text) });
+    for (const c of [alicePrivate, bobPrivate, bobPublic, carolPublic]) expect(c.duplicate).toBe(true);
+    const ids = [root, alicePrivate, bobPrivate, bobPublic, carolPublic].map((c) => (typeof c === 'string' ? c : (c.card_metadata.id as string)));
+    const [, alicePrivateId, bobPrivateId, bobPublicId, carolPublicId] = ids as [string, string, string, string, string];
+    await expectGroups(anonymous, word, ids, [[root, bobPublicId, carolPublicId]]);
+
+    expect((await alice.client.put('/api/card/update', { card_uuid: root, private: true })).status).toBe(204);
+    await expectGroups(anonymous, word, ids, [[bobPublicId, carolPublicId]]);
+    await expectGroups(carol.client, word, ids, [[bobPublicId, carolPublicId]]);
+    await expectGroups(bob.client, word, ids, [[bobPublicId, bobPrivateId, carolPublicId]]);
+    await expectGroups(alice.client, word, ids, [[root, alicePrivateId], [bobPublicId, carolPublicId]]);
+    expect((await carol.client.get(`/api/card/${root}`)).status).toBe(404);
+    const search = await carol.client.post('/api/card/fulltextsearch/1', { content: word });
+    expect(JSON.stringify(search.json)).not.toContain(root);
+
+    // Public again: a root of its own (the others stay where they went); nothing was lost on the way.
+    expect((await alice.client.put('/api/card/update', { card_uuid: root, private: false })).status).toBe(204);
+    await expectGroups(anonymous, word, ids, [[root], [bobPublicId, carolPublicId]]);
+    for (const id of ids) expect((await alice.client.get(`/api/card/${id}`)).status === 200 || id === bobPrivateId).toBe(true);
+    expect((await bob.client.get(`/api/card/${bobPrivateId}`)).status).toBe(200);
+  });
+});
+
 describe('GET /api/card/count', () => {
   it('counts every card, collisions and private ones included', async () => {
     const before = (await anonymous.get('/api/card/count')).json.total_count as number;

@@ -1,0 +1,90 @@
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { randomUUID } from 'node:crypto';
+import S3rver from 's3rver';
+import { ClientError, Status } from 'nice-grpc';
+import { createGrpcClient } from '@cards/platform';
+import { files } from '@cards/proto';
+import { freePortsSync } from '../../../test/engines/engine-support';
+import { healthOf, startServiceProcess, waitFor, type ServiceProcess } from '../../../test/engines/service-process';
+
+// Issue #8: files on S3 whose server goes away turns not ready (grpc.health.v1 NOT_SERVING), answers an upload
+// UNAVAILABLE (not INTERNAL) while other calls keep working, does not crash, and is ready again and stores
+// uploads once a server answers on the same address. s3rver stands in for MinIO (docs/engines.md).
+describe('engine loss on S3 (files alone, s3rver stopped and restarted)', () => {
+  const [grpcPort, httpPort, s3Port] = freePortsSync(3) as [number, number, number];
+  const address = `127.0.0.1:${grpcPort}`;
+  const s3Dir = mkdtempSync(join(tmpdir(), 'cards-s3rver-'));
+  const pdf = readFileSync(resolve(__dirname, '../../../test/fixtures/documents/coffee.pdf'));
+  const caller = randomUUID();
+  let s3: S3rver | undefined;
+  let service: ServiceProcess;
+  const probe = healthOf(address);
+  const { client, channel } = createGrpcClient(files.FileServiceDefinition, address, { deadlineMs: 15_000 });
+
+  const startS3 = async () => {
+    s3 = new S3rver({ port: s3Port, address: '127.0.0.1', silent: true, directory: s3Dir });
+    await s3.run();
+  };
+  /** Closes the server and the clients' kept-alive connections with it, as a crashed server would. */
+  const stopS3 = async () => {
+    const server = s3 as unknown as { httpServer?: { closeAllConnections(): void } } | undefined;
+    const closed = s3?.close();
+    server?.httpServer?.closeAllConnections();
+    await closed;
+    s3 = undefined;
+  };
+  async function* uploadParts(name: string) {
+    yield { part: { $case: 'header' as const, value: { callerId: caller, fileName: name, mimeType: 'application/pdf', private: false, tags: [], size: pdf.length } } };
+    yield { part: { $case: 'chunk' as const, value: pdf } };
+  }
+
+  beforeAll(async () => {
+    await startS3();
+    service = startServiceProcess('files', {
+      S3_ENDPOINT: `http://127.0.0.1:${s3Port}`,
+      S3_ACCESS_KEY: 'S3RVER',
+      S3_SECRET_KEY: 'S3RVER',
+      FILES_GRPC_HOST: '127.0.0.1',
+      FILES_GRPC_PORT: String(grpcPort),
+      FILES_HTTP_PORT: String(httpPort),
+      CARDS_SERVICE_ADDR: '127.0.0.1:1',
+      READINESS_INTERVAL_MS: '500',
+      READINESS_TIMEOUT_MS: '1500',
+      READINESS_FAILURE_THRESHOLD: '2',
+    });
+    await waitFor('files SERVING', async () => (await probe.status()) === 'SERVING', 60_000, service);
+  }, 90_000);
+
+  afterAll(async () => {
+    channel.close();
+    probe.channel.close();
+    await service?.stop();
+    await stopS3().catch(() => undefined);
+    rmSync(s3Dir, { recursive: true, force: true });
+  }, 30_000);
+
+  it('turns NOT_SERVING and refuses uploads UNAVAILABLE while S3 is gone, then stores uploads again', async () => {
+    const before = await client.uploadFile(uploadParts('before.pdf'));
+
+    await stopS3();
+    const notReadyMs = await waitFor('files NOT_SERVING', async () => (await probe.status()) === 'NOT_SERVING', 15_000, service);
+    expect(await probe.status('files.v1.FileService')).toBe('NOT_SERVING');
+    process.stdout.write(`[engine loss] S3 stopped: files NOT_SERVING after ${notReadyMs} ms\n`);
+
+    const refused = await client.uploadFile(uploadParts('during.pdf')).catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(ClientError);
+    expect(refused).toMatchObject({ code: Status.UNAVAILABLE });
+    // S3 does not gate calls: the file records (SQLite here) still answer.
+    expect((await client.getFile({ fileId: before.id, callerId: caller })).id).toBe(before.id);
+
+    await startS3();
+    const readyMs = await waitFor('files SERVING again', async () => (await probe.status()) === 'SERVING', 15_000, service);
+    process.stdout.write(`[engine loss] S3 back on the same port: files SERVING after ${readyMs} ms\n`);
+    const after = await client.uploadFile(uploadParts('after.pdf'));
+    expect(after.fileName).toBe('after.pdf');
+    expect(service.child.exitCode).toBeNull();
+    expect(service.output()).toContain('S3 (S3_ENDPOINT) is unreachable: not ready until it answers again');
+  }, 60_000);
+});

@@ -16,7 +16,8 @@ function newestMtime(path) {
 
 export function webBuildIsCurrent() {
   if (!existsSync(built)) return false;
-  const sources = ['src', 'index.html', 'vite.config.ts', 'package.json'].map((p) => join(webDir, p)).filter(existsSync);
+  // The shared card rules are bundled too: a changed limit must rebuild the app.
+  const sources = ['src', 'index.html', 'vite.config.ts', 'package.json', '../packages/card-rules/src'].map((p) => join(webDir, p)).filter(existsSync);
   return statSync(built).mtimeMs >= Math.max(...sources.map(newestMtime));
 }
 

@@ -1,117 +1,28 @@
 /** The public HTTP interface (/api, same origin, `ai-editor` cookie) as typed functions. */
 
-export interface SlimUser {
-  id: string;
-  email: string;
-  username: string | null;
-  website: string | null;
-  visible_email: boolean;
-}
+import type { operations, Schemas, SuccessBody } from '@cards/client';
 
-export interface User {
-  id: string;
-  email: string | null;
-  username: string | null;
-  website: string | null;
-  visible_email: boolean;
-  created_at?: string;
-  score?: number;
-}
+// Every shape below comes from the gateway's OpenAPI document (@cards/client, type-only: nothing is
+// bundled), so a change of the contract shows up here as a type error.
 
-export interface Card {
-  id: string;
-  author: User | null;
-  content: string;
-  card_html: string;
-  link: string;
-  vector_point_id: string | null;
-  total_upvotes: number;
-  total_downvotes: number;
-  vote_by_current_user: boolean | null;
-  created_at: string;
-  updated_at: string;
-  tag_set: string | null;
-  file_id: string | null;
-  file_name: string | null;
-  private: boolean;
-  verification_score: number | null;
-  oc_file_path?: string | null;
-}
+/** The JSON body an operation takes, e.g. `RequestBody<'createCard'>` (never when it takes none). */
+type RequestBody<Op extends keyof operations> = operations[Op] extends { requestBody: { content: { 'application/json': infer B } } } ? B : never;
+/** The body argument of a call: required when the operation takes one, absent otherwise. */
+type BodyArg<Op extends keyof operations> = [RequestBody<Op>] extends [never] ? [] : [body: RequestBody<Op>];
+/** What a successful call resolves to: the 200 JSON body, or nothing (204 and bodiless 200). */
+type Answer<Op extends keyof operations> = [SuccessBody<Op>] extends [never] ? void : SuccessBody<Op>;
 
-export interface CardEntry {
-  metadata: Card[];
-  score?: number;
-}
-
-export interface SearchResult {
-  score_cards: CardEntry[];
-  total_pages: number;
-  total_card_pages?: number;
-}
-
-export interface Collection {
-  id: string;
-  author_id: string;
-  name: string;
-  description: string;
-  is_public: boolean;
-  created_at: string;
-  updated_at: string;
-  file_id?: string | null;
-}
-
-export interface CollectionPage {
-  bookmarks: CardEntry[];
-  collection: Collection;
-  total_pages: number;
-}
-
-export interface FileRecord {
-  id: string;
-  user_id: string;
-  file_name: string;
-  mime_type: string;
-  private: boolean;
-  created_at: string;
-  updated_at: string;
-  size: number;
-  oc_file_path?: string | null;
-}
-
-export interface Notification {
-  id: string;
-  type?: 'verification' | 'collection_created';
-  user_uuid: string;
-  card_uuid?: string;
-  verification_uuid?: string;
-  similarity_score?: number;
-  collection_uuid?: string;
-  user_read: boolean;
-  created_at: string;
-  updated_at: string;
-}
-
-export interface UserPage extends User {
-  total_cards_created: number;
-  cards: Card[];
-  total_pages?: number;
-  total_upvotes_received?: number;
-  total_downvotes_received?: number;
-  total_votes_cast?: number;
-}
-
-export interface Vote {
-  id: string;
-  voted_user_id: string;
-  card_metadata_id: string;
-  vote: boolean;
-}
-
-export interface SearchQuery {
-  content: string;
-  tag_set?: string[];
-  link?: string[];
-}
+export type SlimUser = Schemas['SlimUser'];
+/** A user as an author, a profile or a ranking entry (`Schemas['User']` is the nullable author field). */
+export type User = NonNullable<Schemas['User']>;
+export type Card = Schemas['Card'];
+export type CardSearchEntry = Schemas['CardSearchEntry'];
+export type Collection = Schemas['Collection'];
+/** A collection in a user's listing: with the id of the file it was made from. */
+export type ListedCollection = Schemas['ListedCollection'];
+export type FileRecord = Schemas['File'];
+export type Notification = Schemas['Notification'];
+export type SearchQuery = RequestBody<'semanticSearch'>;
 
 /** A non-2xx answer, carrying the server's `{"message"}`. */
 export class ApiError extends Error {
@@ -149,70 +60,73 @@ async function request<T>(method: string, path: string, body?: unknown): Promise
   return { data: json as T, headers: res.headers };
 }
 
-const get = async <T>(path: string) => (await request<T>('GET', path)).data;
-const post = async <T>(path: string, body: unknown = {}) => (await request<T>('POST', path, body)).data;
-const put = async <T>(path: string, body: unknown = {}) => (await request<T>('PUT', path, body)).data;
-const del = async <T>(path: string, body?: unknown) => (await request<T>('DELETE', path, body)).data;
+// Each call names its operation (`get<'getCard'>(...)`): the body it sends and the answer it types come from the contract.
+const get = async <Op extends keyof operations>(path: string) => (await request<Answer<Op>>('GET', path)).data;
+const post = async <Op extends keyof operations>(path: string, ...[body]: BodyArg<Op>) => (await request<Answer<Op>>('POST', path, body ?? {})).data;
+const put = async <Op extends keyof operations>(path: string, ...[body]: BodyArg<Op>) => (await request<Answer<Op>>('PUT', path, body ?? {})).data;
+const del = async <Op extends keyof operations>(path: string, ...[body]: BodyArg<Op>) => (await request<Answer<Op>>('DELETE', path, body)).data;
 const seg = encodeURIComponent;
 
 export const api = {
   // Accounts and sessions
-  invite: (email: string) => post<void>('/invitation', { email, referral_tokens: [] }),
+  invite: (email: string) => post<'createInvitation'>('/invitation', { email, referral_tokens: [] }),
   register: (invitationId: string, password: string, passwordConfirmation: string) =>
-    post<SlimUser>(`/register/${seg(invitationId)}`, { password, password_confirmation: passwordConfirmation }),
-  login: (email: string, password: string) => post<void>('/auth', { email, password }),
-  logout: () => del<void>('/auth'),
-  me: () => get<SlimUser>('/auth'),
-  requestPasswordReset: (email: string) => get<void>(`/password/${seg(email)}`),
+    post<'register'>(`/register/${seg(invitationId)}`, { password, password_confirmation: passwordConfirmation }),
+  login: (email: string, password: string) => post<'login'>('/auth', { email, password }),
+  logout: () => del<'logout'>('/auth'),
+  me: () => get<'currentUser'>('/auth'),
+  requestPasswordReset: (email: string) => get<'requestPasswordReset'>(`/password/${seg(email)}`),
   resetPassword: (passwordResetId: string, password: string, passwordConfirmation: string) =>
-    post<void>('/password', { password_reset_id: passwordResetId, password, password_confirmation: passwordConfirmation }),
-  updateProfile: (body: { username?: string | null; website?: string | null; visible_email?: boolean }) => put<SlimUser>('/user', body),
+    post<'resetPassword'>('/password', { password_reset_id: passwordResetId, password, password_confirmation: passwordConfirmation }),
+  updateProfile: (body: RequestBody<'updateUser'>) => put<'updateUser'>('/user', body),
 
   // Cards
-  createCard: (body: { card_html: string; link: string; private: boolean; tag_set?: string[] }) =>
-    post<{ card_metadata: Card; duplicate: boolean }>('/card', body),
-  card: (id: string) => get<Card>(`/card/${seg(id)}`),
-  updateCard: (body: { card_uuid: string; link?: string; card_html?: string; private?: boolean }) => put<void>('/card/update', body),
-  deleteCard: (id: string) => del<void>(`/card/${seg(id)}`),
-  countCards: () => get<{ total_count: number }>('/card/count'),
+  createCard: (body: RequestBody<'createCard'>) => post<'createCard'>('/card', body),
+  card: (id: string) => get<'getCard'>(`/card/${seg(id)}`),
+  updateCard: (body: RequestBody<'updateCard'>) => put<'updateCard'>('/card/update', body),
+  deleteCard: (id: string) => del<'deleteCard'>(`/card/${seg(id)}`),
+  countCards: () => get<'countCards'>('/card/count'),
   search: (mode: SearchMode, page: number, query: SearchQuery) =>
-    post<SearchResult>(`/card/${mode === 'semantic' ? 'search' : 'fulltextsearch'}/${page}`, query),
+    mode === 'semantic' ? post<'semanticSearch'>(`/card/search/${page}`, query) : post<'fullTextSearch'>(`/card/fulltextsearch/${page}`, query),
 
   // Votes
-  vote: (cardId: string, vote: boolean) => post<Vote>('/vote', { card_metadata_id: cardId, vote }),
-  unvote: (cardId: string) => del<void>(`/vote/${seg(cardId)}`),
+  vote: (cardId: string, vote: boolean) => post<'castVote'>('/vote', { card_metadata_id: cardId, vote }),
+  unvote: (cardId: string) => del<'deleteVote'>(`/vote/${seg(cardId)}`),
 
   // Users
-  userPage: (userId: string, page: number) => get<UserPage>(`/user/${seg(userId)}/${page}`),
-  userCollections: (userId: string) => get<Collection[]>(`/user/collections/${seg(userId)}`),
-  userFiles: (userId: string) => get<FileRecord[]>(`/user/files/${seg(userId)}`),
-  topUsers: (page: number) => get<{ users: User[]; total_user_pages: number }>(`/top_users/${page}`),
+  userPage: (userId: string, page: number) => get<'getUserPage'>(`/user/${seg(userId)}/${page}`),
+  userCollections: (userId: string) => get<'listUserCollections'>(`/user/collections/${seg(userId)}`),
+  userFiles: (userId: string) => get<'listUserFiles'>(`/user/files/${seg(userId)}`),
+  topUsers: (page: number) => get<'getTopUsers'>(`/top_users/${page}`),
 
   // Files
-  file: (id: string) => get<FileRecord>(`/file/${seg(id)}`),
-  deleteFile: (id: string) => del<void>(`/file/${seg(id)}`),
-  setFilePrivate: (fileId: string, isPrivate: boolean) => put<void>('/file', { file_id: fileId, private: isPrivate }),
+  file: (id: string) => get<'getFile'>(`/file/${seg(id)}`),
+  deleteFile: (id: string) => del<'deleteFile'>(`/file/${seg(id)}`),
+  setFilePrivate: (fileId: string, isPrivate: boolean) => put<'setFilePrivacy'>('/file', { file_id: fileId, private: isPrivate }),
 
   // Collections
-  createCollection: async (body: { name: string; description?: string; is_public: boolean }) => {
+  createCollection: async (body: RequestBody<'createCollection'>) => {
     const { headers } = await request<void>('POST', '/card_collection', body);
     const location = headers.get('location') ?? '';
     return location.split('/').filter(Boolean).pop() ?? null;
   },
-  updateCollection: (body: { collection_id: string; name?: string; description?: string; is_public?: boolean }) => put<void>('/card_collection', body),
-  deleteCollection: (collectionId: string) => del<void>('/card_collection', { collection_id: collectionId }),
-  collection: (id: string, page: number) => get<CollectionPage>(`/card_collection/${seg(id)}/${page}`),
-  addToCollection: (collectionId: string, cardId: string) => post<void>(`/card_collection/${seg(collectionId)}`, { card_metadata_id: cardId }),
-  removeFromCollection: (collectionId: string, cardId: string) => del<void>(`/card_collection/${seg(collectionId)}`, { card_metadata_id: cardId }),
-  collectionsOfCards: (cardIds: string[]) =>
-    post<{ card_uuid: string; collection_ids: string[] }[]>('/card_collection/bookmark', { collection_ids: cardIds.join(',') }),
-  searchCollection: (mode: SearchMode, page: number, collectionId: string, query: SearchQuery) =>
-    post<CollectionPage>(`/card_collection/${mode === 'semantic' ? 'search' : 'fulltextsearch'}/${page}`, { ...query, collection_id: collectionId }),
+  updateCollection: (body: RequestBody<'updateCollection'>) => put<'updateCollection'>('/card_collection', body),
+  deleteCollection: (collectionId: string) => del<'deleteCollection'>('/card_collection', { collection_id: collectionId }),
+  collection: (id: string, page: number) => get<'listCollectionCards'>(`/card_collection/${seg(id)}/${page}`),
+  addToCollection: (collectionId: string, cardId: string) => post<'addBookmark'>(`/card_collection/${seg(collectionId)}`, { card_metadata_id: cardId }),
+  removeFromCollection: (collectionId: string, cardId: string) => del<'removeBookmark'>(`/card_collection/${seg(collectionId)}`, { card_metadata_id: cardId }),
+  collectionsOfCards: (cardIds: string[]) => post<'findBookmarks'>('/card_collection/bookmark', { collection_ids: cardIds.join(',') }),
+  searchCollection: (mode: SearchMode, page: number, collectionId: string, query: SearchQuery) => {
+    const body = { ...query, collection_id: collectionId };
+    return mode === 'semantic'
+      ? post<'collectionSemanticSearch'>(`/card_collection/search/${page}`, body)
+      : post<'collectionFullTextSearch'>(`/card_collection/fulltextsearch/${page}`, body);
+  },
 
   // Notifications
-  notifications: () => get<Notification[]>('/notifications'),
-  markRead: (notificationId: string) => put<void>('/notifications', { notification_id: notificationId }),
-  markAllRead: () => put<void>('/notifications/all'),
+  notifications: () => get<'listNotifications'>('/notifications'),
+  markRead: (notificationId: string) => put<'markNotificationRead'>('/notifications', { notification_id: notificationId }),
+  markAllRead: () => put<'markAllNotificationsRead'>('/notifications/all'),
 };
 
 export type SearchMode = 'semantic' | 'fulltext';
@@ -225,19 +139,11 @@ export function toBase64Url(bytes: Uint8Array): string {
   return btoa(binary).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '');
 }
 
-export interface UploadRequest {
-  base64_docx_file: string;
-  file_name: string;
-  file_mime_type: string;
-  private: boolean;
-  tag_set?: string[];
-}
-
 /**
  * POST /api/file through XMLHttpRequest, the one browser API that reports upload progress.
  * `onProgress` receives a fraction in [0, 1].
  */
-export function uploadFile(body: UploadRequest, onProgress: (fraction: number) => void): Promise<FileRecord & { base64url_content?: string }> {
+export function uploadFile(body: RequestBody<'uploadFile'>, onProgress: (fraction: number) => void): Promise<Answer<'uploadFile'>> {
   return new Promise((resolve, reject) => {
     const xhr = new XMLHttpRequest();
     xhr.open('POST', '/api/file');

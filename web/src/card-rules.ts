@@ -1,16 +1,11 @@
 /**
- * The server's card rules (services/cards domain rules, DESIGN.md "Cards"), applied in the form so a
- * person learns what is wrong before sending. The server stays the authority and re-checks everything.
+ * The server's card rules (the limits, block elements and word counting of @cards/card-rules, which the
+ * cards service enforces), applied in the form so a person learns what is wrong before sending. The
+ * server stays the authority and re-checks everything.
  */
-export const MIN_WORDS_EXCLUSIVE = 70;
-export const MAX_WORDS = 5000;
-export const MAX_CONTENT_CHARS = 29_000;
-export const MAX_HTML_CHARS = 500_000;
-export const MAX_LINK_CHARS = 2048;
-export const MAX_TAGS = 100;
-export const MAX_TAG_CHARS = 200;
+import { BLOCK_TAGS, collapseTextLines, MAX_CONTENT_CHARS, MAX_HTML_CHARS, MAX_LINK_CHARS, MAX_TAG_CHARS, MAX_TAGS, MAX_WORDS, MIN_WORDS_EXCLUSIVE, wordCount } from '@cards/card-rules';
 
-const BLOCKS = new Set(['P', 'BR', 'LI', 'UL', 'OL', 'BLOCKQUOTE', 'H1', 'H2', 'H3', 'H4', 'H5', 'H6', 'DIV']);
+const BLOCKS = new Set(BLOCK_TAGS);
 
 /** The plain text the server derives from card HTML: one line per block, whitespace collapsed. */
 export function textOfHtml(html: string): string {
@@ -20,24 +15,15 @@ export function textOfHtml(html: string): string {
   const walk = (node: Node) => {
     if (node.nodeType === Node.TEXT_NODE) text += node.textContent ?? '';
     else if (node.nodeType === Node.ELEMENT_NODE) {
-      const tag = (node as Element).tagName;
-      if (tag === 'SCRIPT' || tag === 'STYLE') return;
+      const tag = (node as Element).tagName.toLowerCase();
+      if (tag === 'script' || tag === 'style') return;
       if (BLOCKS.has(tag)) text += '\n';
       node.childNodes.forEach(walk);
       if (BLOCKS.has(tag)) text += '\n';
     }
   };
   walk(doc.body);
-  return text
-    .split('\n')
-    .map((line) => line.replace(/\s+/gu, ' ').trim())
-    .filter((line) => line.length > 0)
-    .join('\n');
-}
-
-export function wordCount(text: string): number {
-  const trimmed = text.trim();
-  return trimmed.length === 0 ? 0 : trimmed.split(/\s+/u).length;
+  return collapseTextLines(text);
 }
 
 function escapeHtml(s: string): string {

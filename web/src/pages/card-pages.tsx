@@ -1,6 +1,7 @@
+import { MAX_WORDS, MIN_WORDS_EXCLUSIVE, wordCount } from '@cards/card-rules';
 import { useState } from 'preact/hooks';
 import { api, type Card } from '../api';
-import { cardDraftProblems, htmlFromInput, tagsFromInput, textOfHtml, wordCount } from '../card-rules';
+import { cardDraftProblems, htmlFromInput, tagsFromInput, textOfHtml } from '../card-rules';
 import { ErrorMessage, formatDate, Loading, Notice, PageTitle, Tags, useAction, useAsync, userName, VerificationBadge } from '../components';
 import { Link, navigate, useLocation } from '../router';
 import { useSession } from '../session';
@@ -237,7 +238,7 @@ function CardForm({ card }: { card?: Card }) {
         aria-describedby="card-text-hint card-text-problem"
       />
       <small id="card-text-hint">
-        More than 70 and at most 5000 words. Plain text (blank lines start paragraphs) or HTML with p, b, i, u, em, strong, mark, lists, headings, blockquote and links. Words: <span data-testid="word-count">{words}</span>
+        More than {MIN_WORDS_EXCLUSIVE} and at most {MAX_WORDS} words. Plain text (blank lines start paragraphs) or HTML with p, b, i, u, em, strong, mark, lists, headings, blockquote and links. Words: <span data-testid="word-count">{words}</span>
       </small>
       <FieldProblem id="card-text-problem" text={show('text')} />
       <label for="card-link">Source link</label>

@@ -1,5 +1,6 @@
+import { MAX_COLLECTION_DESCRIPTION_CHARS, MAX_COLLECTION_NAME_CHARS } from '@cards/card-rules';
 import { useState } from 'preact/hooks';
-import { api, type CollectionPage as CollectionData } from '../api';
+import { api, type Collection } from '../api';
 import { CardSummary, ErrorMessage, formatDate, Loading, Notice, PageTitle, Pager, useAction, useAsync } from '../components';
 import { Link, navigate, useLocation } from '../router';
 import { useSession } from '../session';
@@ -17,8 +18,8 @@ export function CollectionsPage() {
     e.preventDefault();
     const trimmed = name.trim();
     if (!trimmed) return action.setError('Give the collection a name.');
-    if (trimmed.length > 255) return action.setError('A name has at most 255 characters.');
-    if (description.length > 2000) return action.setError('A description has at most 2000 characters.');
+    if (trimmed.length > MAX_COLLECTION_NAME_CHARS) return action.setError(`A name has at most ${MAX_COLLECTION_NAME_CHARS} characters.`);
+    if (description.length > MAX_COLLECTION_DESCRIPTION_CHARS) return action.setError(`A description has at most ${MAX_COLLECTION_DESCRIPTION_CHARS} characters.`);
     const id = await action.run(() => api.createCollection({ name: trimmed, description, is_public: isPublic }));
     if (id === undefined) return;
     setName('');
@@ -44,9 +45,9 @@ export function CollectionsPage() {
       <h2>New collection</h2>
       <form onSubmit={create} class="narrow">
         <label for="collection-name">Name</label>
-        <input id="collection-name" required maxLength={255} value={name} onInput={(e) => setName(e.currentTarget.value)} />
+        <input id="collection-name" required maxLength={MAX_COLLECTION_NAME_CHARS} value={name} onInput={(e) => setName(e.currentTarget.value)} />
         <label for="collection-description">Description (optional)</label>
-        <textarea id="collection-description" rows={3} maxLength={2000} value={description} onInput={(e) => setDescription(e.currentTarget.value)} />
+        <textarea id="collection-description" rows={3} maxLength={MAX_COLLECTION_DESCRIPTION_CHARS} value={description} onInput={(e) => setDescription(e.currentTarget.value)} />
         <label class="check">
           <input type="checkbox" checked={isPublic} onChange={(e) => setPublic(e.currentTarget.checked)} /> Public (anyone can see it)
         </label>
@@ -59,8 +60,7 @@ export function CollectionsPage() {
   );
 }
 
-function CollectionSettings({ data, onChanged }: { data: CollectionData; onChanged(): void }) {
-  const c = data.collection;
+function CollectionSettings({ collection: c, onChanged }: { collection: Collection; onChanged(): void }) {
   const [name, setName] = useState(c.name);
   const [description, setDescription] = useState(c.description);
   const [saved, setSaved] = useState(false);
@@ -98,9 +98,9 @@ function CollectionSettings({ data, onChanged }: { data: CollectionData; onChang
       <summary>Rename, share or delete</summary>
       <form onSubmit={save}>
         <label for="collection-rename">Name</label>
-        <input id="collection-rename" maxLength={255} value={name} onInput={(e) => setName(e.currentTarget.value)} />
+        <input id="collection-rename" maxLength={MAX_COLLECTION_NAME_CHARS} value={name} onInput={(e) => setName(e.currentTarget.value)} />
         <label for="collection-edit-description">Description</label>
-        <textarea id="collection-edit-description" rows={3} maxLength={2000} value={description} onInput={(e) => setDescription(e.currentTarget.value)} />
+        <textarea id="collection-edit-description" rows={3} maxLength={MAX_COLLECTION_DESCRIPTION_CHARS} value={description} onInput={(e) => setDescription(e.currentTarget.value)} />
         <button type="submit" disabled={action.busy}>
           Save
         </button>
@@ -126,7 +126,11 @@ export function CollectionPage({ collectionId }: { collectionId: string }) {
   const searching = params.q.trim().length > 0;
   const base = `/collection/${collectionId}`;
   const data = useAsync(
-    () => (searching ? api.searchCollection(params.mode, params.page, collectionId, searchBody(params)) : api.collection(collectionId, params.page)),
+    // Tagged, so that search hits (with scores) and the plain listing (without) are told apart by type.
+    async () =>
+      searching
+        ? { searched: true as const, ...(await api.searchCollection(params.mode, params.page, collectionId, searchBody(params))) }
+        : { searched: false as const, ...(await api.collection(collectionId, params.page)) },
     [collectionId, query.toString()],
   );
   const action = useAction();
@@ -153,10 +157,9 @@ export function CollectionPage({ collectionId }: { collectionId: string }) {
       <PageTitle>{c.name}</PageTitle>
       <p class="meta">
         <span class="badge">{c.is_public ? 'public' : 'private'}</span> · created {formatDate(c.created_at)}
-        {c.file_id ? ' · made from an uploaded file' : ''}
       </p>
       {c.description ? <p>{c.description}</p> : null}
-      {isOwner ? <CollectionSettings data={d} onChanged={data.reload} /> : null}
+      {isOwner ? <CollectionSettings collection={c} onChanged={data.reload} /> : null}
       <SearchForm initial={params} onSearch={(p) => navigate(searchUrl(base, p))} idPrefix="collection-search" label="Search this collection" />
       {searching ? (
         <p>
@@ -164,7 +167,7 @@ export function CollectionPage({ collectionId }: { collectionId: string }) {
         </p>
       ) : null}
       <ErrorMessage error={data.error || action.error} />
-      {searching ? (
+      {d.searched ? (
         <SearchResults entries={d.bookmarks} emptyText="No card in this collection matches." />
       ) : d.bookmarks.length === 0 ? (
         <p class="muted">This collection holds no cards yet. Open a card and use “Add to collection”.</p>

@@ -26,30 +26,21 @@ export function UserPage({ userId }: { userId: string }) {
   const u = data.data;
   const up = u.total_upvotes_received;
   const down = u.total_downvotes_received;
-  const score = up !== undefined && down !== undefined ? up - down : undefined;
-  const totalPages = u.total_pages ?? Math.ceil(u.total_cards_created / 25);
+  const score = up - down;
   return (
     <section>
       <PageTitle>{userName(u)}</PageTitle>
       <dl class="facts stats">
         <dt>Score</dt>
-        <dd data-testid="user-score">{score ?? '–'}</dd>
+        <dd data-testid="user-score">{score}</dd>
         <dt>Cards</dt>
         <dd>{u.total_cards_created}</dd>
-        {up !== undefined ? (
-          <>
-            <dt>Votes received</dt>
-            <dd>
-              ▲ {up} ▼ {down}
-            </dd>
-          </>
-        ) : null}
-        {u.total_votes_cast !== undefined ? (
-          <>
-            <dt>Votes cast</dt>
-            <dd>{u.total_votes_cast}</dd>
-          </>
-        ) : null}
+        <dt>Votes received</dt>
+        <dd>
+          ▲ {up} ▼ {down}
+        </dd>
+        <dt>Votes cast</dt>
+        <dd>{u.total_votes_cast}</dd>
         {u.email ? (
           <>
             <dt>E-mail</dt>
@@ -95,7 +86,7 @@ export function UserPage({ userId }: { userId: string }) {
           </li>
         ))}
       </ol>
-      <Pager page={page} totalPages={totalPages} onPage={(p) => navigate(`/user/${userId}?page=${p}`)} />
+      <Pager page={page} totalPages={u.total_pages} onPage={(p) => navigate(`/user/${userId}?page=${p}`)} />
     </section>
   );
 }
@@ -128,7 +119,7 @@ export function TopUsersPage() {
                 <td>
                   <Link href={`/user/${u.id}`}>{userName(u)}</Link>
                 </td>
-                <td>{u.score ?? 0}</td>
+                <td>{u.score}</td>
               </tr>
             ))}
           </tbody>
@@ -142,7 +133,7 @@ export function TopUsersPage() {
 /** The opening words of the cards the notifications name, fetched once per card (missing ones stay unnamed). */
 function useCardTitles(items: Notification[]): Map<string, string> {
   const [titles, setTitles] = useState(new Map<string, string>());
-  const ids = [...new Set(items.map((n) => n.card_uuid).filter((id): id is string => Boolean(id)))].slice(0, 50);
+  const ids = [...new Set(items.map((n) => (n.type === 'verification' ? n.card_uuid : null)).filter((id): id is string => Boolean(id)))].slice(0, 50);
   const key = ids.join(',');
   useEffect(() => {
     let live = true;
@@ -162,16 +153,17 @@ function useCardTitles(items: Notification[]): Map<string, string> {
   return titles;
 }
 
-function NotificationText({ n, title }: { n: Notification; title: string | undefined }) {
-  if (n.collection_uuid || n.type === 'collection_created')
+function NotificationText({ n, titles }: { n: Notification; titles: Map<string, string> }) {
+  if (n.type === 'collection_created')
     return (
       <>
         A collection was created: <Link href={`/collection/${n.collection_uuid}`}>open the collection</Link>.
       </>
     );
+  const title = n.card_uuid ? titles.get(n.card_uuid) : undefined;
   return (
     <>
-      Your <Link href={`/card/${n.card_uuid}`}>{title ? `card “${title}”` : 'card'}</Link> was checked against its source page: similarity <strong>{n.similarity_score ?? 0}</strong>/100.
+      Your <Link href={`/card/${n.card_uuid}`}>{title ? `card “${title}”` : 'card'}</Link> was checked against its source page: similarity <strong>{n.similarity_score}</strong>/100.
     </>
   );
 }
@@ -214,7 +206,7 @@ export function NotificationsPage() {
         {items.map((n) => (
           <li key={n.id} class={n.user_read ? 'read' : 'unread'}>
             <p>
-              {n.user_read ? null : <span class="badge new">new</span>} <NotificationText n={n} title={n.card_uuid ? titles.get(n.card_uuid) : undefined} />
+              {n.user_read ? null : <span class="badge new">new</span>} <NotificationText n={n} titles={titles} />
             </p>
             <p class="meta">
               {formatDate(n.created_at)}

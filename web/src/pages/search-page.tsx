@@ -1,5 +1,5 @@
 import { useEffect, useState } from 'preact/hooks';
-import { api, type CardEntry, type SearchMode, type SearchQuery } from '../api';
+import { api, type CardSearchEntry, type SearchMode, type SearchQuery } from '../api';
 import { tagsFromInput } from '../card-rules';
 import { CardSummary, ErrorMessage, Loading, PageTitle, Pager, useAsync } from '../components';
 import { navigate, useLocation } from '../router';
@@ -92,7 +92,7 @@ export function SearchForm({ initial, onSearch, idPrefix, label = 'Search cards'
   );
 }
 
-export function SearchResults({ entries, emptyText }: { entries: CardEntry[]; emptyText: string }) {
+export function SearchResults({ entries, emptyText }: { entries: CardSearchEntry[]; emptyText: string }) {
   if (entries.length === 0) return <p class="muted">{emptyText}</p>;
   return (
     <ol class="results" aria-label="Results">
@@ -101,7 +101,7 @@ export function SearchResults({ entries, emptyText }: { entries: CardEntry[]; em
         if (!root) return null;
         return (
           <li key={root.id}>
-            <CardSummary card={root} collisions={collisions} score={entry.score ?? (root as { score?: number }).score} />
+            <CardSummary card={root} collisions={collisions} score={entry.score} />
           </li>
         );
       })}
@@ -131,7 +131,7 @@ export function SearchPage() {
           <>
             <h2 class="visually-hidden">Results</h2>
             <SearchResults entries={result.data.score_cards} emptyText="No card matches. Try other words or the other kind of search." />
-            <Pager page={params.page} totalPages={result.data.total_pages ?? result.data.total_card_pages ?? 0} onPage={(page) => go({ ...params, page })} />
+            <Pager page={params.page} totalPages={result.data.total_pages} onPage={(page) => go({ ...params, page })} />
           </>
         ) : null}
       </div>

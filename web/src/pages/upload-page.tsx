@@ -1,5 +1,5 @@
 import { useEffect, useState } from 'preact/hooks';
-import { api, toBase64Url, uploadFile, type Collection, type FileRecord } from '../api';
+import { api, toBase64Url, uploadFile, type FileRecord, type ListedCollection } from '../api';
 import { tagsFromInput } from '../card-rules';
 import { ErrorMessage, formatDate, Notice, PageTitle, useAction, useAsync } from '../components';
 import { Link } from '../router';
@@ -26,8 +26,8 @@ function formatBytes(n: number): string {
 }
 
 /** Watches the uploader's collections until the one made from this file appears (ingestion is asynchronous). */
-function useFileCollection(userId: string, fileId: string | undefined): { collection: Collection | undefined; gaveUp: boolean } {
-  const [collection, setCollection] = useState<Collection | undefined>();
+function useFileCollection(userId: string, fileId: string | undefined): { collection: ListedCollection | undefined; gaveUp: boolean } {
+  const [collection, setCollection] = useState<ListedCollection | undefined>();
   const [gaveUp, setGaveUp] = useState(false);
   useEffect(() => {
     if (!fileId) return;

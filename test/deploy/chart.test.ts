@@ -131,6 +131,9 @@ describeWithHelm('Helm chart deploy/k8s (offline)', () => {
       const container = containerOf(find(ci, 'Deployment', componentName(component))!);
       const port = container.ports![0]!.containerPort;
       for (const probe of [container.startupProbe, container.readinessProbe, container.livenessProbe]) expect(probe?.grpc?.port).toBe(port);
+      // Readiness follows the engines (health of ""); liveness asks a name that stays SERVING through an engine outage.
+      expect(container.readinessProbe?.grpc?.service).toBeUndefined();
+      expect(container.livenessProbe?.grpc?.service).toBe('liveness');
       expect(envValue(find(ci, 'Deployment', componentName(component))!, `${component.toUpperCase()}_GRPC_PORT`)?.value).toBe(String(port));
       expect(envValue(find(ci, 'Deployment', componentName(component))!, `${component.toUpperCase()}_GRPC_HOST`)?.value).toBe('0.0.0.0');
     }

@@ -40,6 +40,12 @@ export function requestContextMiddleware() {
 
 const HEALTH_PATH_PREFIX = '/grpc.health.v1.Health/';
 
+/**
+ * Health service name that is SERVING for as long as the process runs, whatever its engines do: the liveness
+ * probe asks for it, so an engine outage makes the service not ready without getting it restarted.
+ */
+export const LIVENESS_HEALTH_SERVICE = 'liveness';
+
 /** While an engine that gates requests is down, answers every call except health checks UNAVAILABLE at once. */
 export function readinessGateMiddleware(readiness: Pick<EngineReadinessMonitor, 'unavailableReason'>) {
   return async function* <Request, Response>(call: ServerMiddlewareCall<Request, Response>, context: CallContext) {
@@ -93,6 +99,7 @@ export async function startGrpcServer(options: StartGrpcServerOptions): Promise<
     health.setStatus(ready ? 'healthy' : 'unhealthy');
     health.setStatus(ready ? 'healthy' : 'unhealthy', options.name);
   };
+  health.setStatus('healthy', LIVENESS_HEALTH_SERVICE);
   setHealth(readiness?.ready ?? true);
   readiness?.onChange(setHealth);
   readiness?.start();

@@ -183,6 +183,7 @@ describe('gRPC health and calls follow the monitor', () => {
       await until(() => !monitor.ready);
       expect(await statusOf('')).toBe(NOT_SERVING);
       expect(await statusOf('identity.v1.IdentityService')).toBe(NOT_SERVING);
+      expect(await statusOf('liveness')).toBe(SERVING); // alive: an engine outage must not get the process restarted
       const refused = await client.resolveSession({ token: 't' }).catch((e: unknown) => e);
       expect(refused).toMatchObject({ code: Status.UNAVAILABLE, details: 'Service temporarily unavailable: MongoDB (MONGO_URL) is unreachable; try again shortly' });
 

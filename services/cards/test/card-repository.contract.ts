@@ -85,6 +85,18 @@ export function describeCardRepositoryContract(name: string, factory: CardsStore
       expect(await store.pendingEventTopics()).toEqual([Topics.card, Topics.card]);
     });
 
+    it('detaches a collision from its root only while it is still a collision of that root', async () => {
+      const root = aCard().build();
+      const copy = aCard().collisionOf(root.id).withContent(root.content).build();
+      for (const c of [root, copy]) await store.cards.insert(c, fingerprintOf(c.content), []);
+      expect(await store.cards.detachCollision(copy.id, randomUUID(), [event()])).toBe(false);
+      expect(await store.pendingEventTopics()).toEqual([]);
+      expect(await store.cards.detachCollision(copy.id, root.id, [event()])).toBe(true);
+      expect((await store.cards.findById(copy.id))?.collisionOf).toBeNull();
+      expect(await store.cards.detachCollision(copy.id, root.id, [event()])).toBe(false);
+      expect(await store.pendingEventTopics()).toEqual([Topics.card]);
+    });
+
     it('removes a card with its votes (off the author totals) and bookmarks, promoting a collision', async () => {
       const author = randomUUID();
       const root = aCard().by(author).build();
@@ -98,7 +110,7 @@ export function describeCardRepositoryContract(name: string, factory: CardsStore
       await store.collections.addBookmark(collection.id, root.id, nextTime(), []);
       expect(await store.votes.received(author)).toEqual({ upvotes: 1, downvotes: 1 });
 
-      await store.cards.remove(root.id, c1.id, [event()]);
+      await store.cards.remove(root.id, [{ cardId: c1.id, collisionOf: null }, { cardId: c2.id, collisionOf: c1.id }], [event()]);
       expect(await store.cards.findById(root.id)).toBeNull();
       expect(await store.votes.received(author)).toEqual({ upvotes: 0, downvotes: 0 });
       expect(await store.collections.bookmarkedCardIds(collection.id)).toEqual([]);

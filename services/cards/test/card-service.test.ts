@@ -127,6 +127,62 @@ describe('CardService', () => {
     await expect(service.castVote('dave', root.card.id, true)).resolves.toMatchObject({ value: true });
   });
 
+  it('a deleted root with only private collisions of several authors leaves each author\'s oldest as a root they still find', async () => {
+    const { service, cards } = setup();
+    const text = someContent();
+    const root = await create(service, 'alice', text);
+    const bob1 = await create(service, 'bob', text, { private: true });
+    const carol = await create(service, 'carol', text, { private: true });
+    const bob2 = await create(service, 'bob', text, { private: true });
+    await service.deleteCard('alice', root.card.id);
+    expect((await cards.findById(bob1.card.id))?.collisionOf).toBeNull();
+    expect((await cards.findById(carol.card.id))?.collisionOf).toBeNull();
+    expect((await cards.findById(bob2.card.id))?.collisionOf).toBe(bob1.card.id);
+    expect((await service.getCardGroups([carol.card.id], 'carol')).map((g) => g.root.id)).toEqual([carol.card.id]);
+    expect((await service.getCardGroups([bob2.card.id], 'bob')).map((g) => [g.root.id, g.collisions.map((c) => c.id)])).toEqual([[bob1.card.id, [bob2.card.id]]]);
+  });
+
+  it('a copy made while its root is made private or deleted (neither sees the other) ends up a root of its own', async () => {
+    for (const change of ['private', 'delete'] as const) {
+      const { service, cards } = setup();
+      const text = someContent();
+      const root = await create(service, 'alice', text);
+      // The root changes after the copy chose it and before the copy is stored.
+      const insert = cards.insert.bind(cards);
+      cards.insert = async (...args) => {
+        cards.insert = insert;
+        if (change === 'private') await service.updateCard({ callerId: 'alice', cardId: root.card.id, private: true });
+        else await service.deleteCard('alice', root.card.id);
+        return insert(...args);
+      };
+      const copy = await create(service, 'bob', text);
+      expect({ change, duplicate: copy.duplicate, collisionOf: copy.card.collisionOf }).toEqual({ change, duplicate: false, collisionOf: null });
+      expect((await cards.findById(copy.card.id))?.collisionOf).toBeNull();
+      expect((await service.getCardGroups([copy.card.id], 'carol')).map((g) => g.root.id)).toEqual([copy.card.id]);
+    }
+  });
+
+  it('a copy stored while its root is being made private or deleted, after the root looked for its collisions, leaves it', async () => {
+    for (const change of ['private', 'delete'] as const) {
+      const { service, cards } = setup();
+      const text = someContent();
+      const root = await create(service, 'alice', text);
+      // The root looks for its collisions, then the copy is stored, then the root changes.
+      const findCollisions = cards.findCollisions.bind(cards);
+      let copyId = '';
+      cards.findCollisions = async (ids) => {
+        cards.findCollisions = findCollisions;
+        const found = await findCollisions(ids);
+        copyId = (await create(service, 'bob', text)).card.id;
+        return found;
+      };
+      if (change === 'private') await service.updateCard({ callerId: 'alice', cardId: root.card.id, private: true });
+      else await service.deleteCard('alice', root.card.id);
+      expect({ change, collisionOf: (await cards.findById(copyId))?.collisionOf }).toEqual({ change, collisionOf: null });
+      expect((await service.getCardGroups([copyId], 'carol')).map((g) => g.root.id)).toEqual([copyId]);
+    }
+  });
+
   it('hides private cards (404) and protects others\' cards (403)', async () => {
     const { service } = setup();
     const hidden = await create(service, 'alice', someContent(), { private: true });

@@ -75,7 +75,7 @@ if (skipReason) {
       await Promise.all(voters.slice(0, 30).map((u) => store.votes.upsert(u, card.id, true, nextTime(), randomUUID())));
       await Promise.all([
         ...voters.map((u, i) => store.votes.upsert(u, card.id, i % 3 !== 0, nextTime(), randomUUID())),
-        store.cards.remove(card.id, null, [{ topic: Topics.card, key: card.id, payload: new Uint8Array([1]) }]),
+        store.cards.remove(card.id, [], [{ topic: Topics.card, key: card.id, payload: new Uint8Array([1]) }]),
         ...voters.slice(0, 10).map((u) => store.votes.remove(u, card.id)),
       ]);
       expect(await store.cards.findById(card.id)).toBeNull();

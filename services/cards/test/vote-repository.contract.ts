@@ -91,10 +91,10 @@ export function describeVoteRepositoryContract(name: string, factory: CardsStore
       expect(await store.votes.topAuthors(0, 10)).toEqual([{ userId: author, score: 1 }]);
 
       // Deleting a private card takes its votes off the author's own totals once; the public ones never had them.
-      await store.cards.remove(hidden.id, null, []);
+      await store.cards.remove(hidden.id, [], []);
       expect(await store.votes.received(author)).toEqual({ upvotes: 1, downvotes: 0 });
       expect(await store.votes.received(author, true)).toEqual({ upvotes: 1, downvotes: 0 });
-      await store.cards.remove(open.id, null, []);
+      await store.cards.remove(open.id, [], []);
       expect(await store.votes.received(author)).toEqual({ upvotes: 0, downvotes: 0 });
       expect(await store.votes.received(author, true)).toEqual({ upvotes: 0, downvotes: 0 });
     });

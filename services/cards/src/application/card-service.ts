@@ -1,5 +1,5 @@
 import { AlreadyExistsError, InvalidArgumentError, newId, NotFoundError, PermissionDeniedError, UnauthenticatedError, type Logger } from '@cards/platform';
-import { collisionMovesOnPrivate, isVisibleTo, mayHoldCollision, PAGE_SIZE, totalPages, type AuthorScore, type Card, type CardGroup, type CollisionMove, type Vote } from '../domain/model';
+import { collisionMovesOnPrivate, isVisibleTo, mayHoldCollision, rehomedCollisions, PAGE_SIZE, totalPages, type AuthorScore, type Card, type CardGroup, type CollisionMove, type Vote } from '../domain/model';
 import type { CardRepository, CollectionRepository, FileDirectory, NearDuplicateFinder, UserDirectory, VoteRepository } from '../domain/ports';
 import { cardTextFromHtml, fingerprintOf, jaccard, NEAR_COPY_JACCARD, shinglesOf, SKETCH_MIN_SHARED, validLink, validOcFilePath, validTags } from '../domain/rules';
 import { bookmarkChanged, cardCreated, cardDeleted, cardUpdated } from './events';
@@ -125,7 +125,31 @@ export class CardService {
       throw err;
     }
     this.deps.eventsWritten();
+    if (root) {
+      // The root may have been deleted or made private while this card was being made (neither saw the new card).
+      const current = await cards.findById(root.id);
+      if (!current || !mayHoldCollision(current, card)) {
+        const detached = { ...card, collisionOf: null };
+        if (await this.detach(detached, root.id)) return { card: { ...detached, viewerVote: null }, duplicate: false };
+      }
+    }
     return { card: { ...card, viewerVote: null }, duplicate: root !== null };
+  }
+
+  /** Makes a collision a root of its own (it is still a collision of rootId); false when it no longer was. */
+  private async detach(card: Card, rootId: string): Promise<boolean> {
+    const unchanged = { contentChanged: false, linkChanged: false, privacyChanged: false };
+    const event = cardUpdated({ ...card, collisionOf: null, vectorPointId: null }, await this.deps.collections.collectionIdsHolding(card.id), unchanged);
+    const detached = await this.deps.cards.detachCollision(card.id, rootId, [event]);
+    if (detached) this.deps.eventsWritten();
+    return detached;
+  }
+
+  /** Collisions that reached a root while it was being made private or deleted (after it looked for them) leave it. */
+  private async detachLateCollisions(root: Card | null, rootId: string): Promise<void> {
+    for (const late of await this.deps.cards.findCollisions([rootId])) {
+      if (!root || !mayHoldCollision(root, late)) await this.detach(late, rootId);
+    }
   }
 
   /**
@@ -225,36 +249,42 @@ export class CardService {
       // A root made private lets go of the collisions it may no longer hold (public ones, other authors' private ones).
       const collisions = await this.deps.cards.findCollisions([card.id]);
       moves = collisionMovesOnPrivate(next, collisions);
-      for (const move of moves) {
-        const moved = collisions.find((c) => c.id === move.cardId)!;
-        const unchanged = { contentChanged: false, linkChanged: false, privacyChanged: false };
-        events.push(cardUpdated({ ...moved, collisionOf: move.collisionOf, vectorPointId: move.collisionOf ? moved.vectorPointId : null }, await this.deps.collections.collectionIdsHolding(moved.id), unchanged));
-      }
+      events.push(...(await this.movedEvents(collisions, moves)));
     }
     await this.deps.cards.update(next, fingerprint, events, moves);
     this.deps.eventsWritten();
+    if (next.private && !card.private && !card.collisionOf) await this.detachLateCollisions(next, card.id);
   }
 
-  /** Deletes the caller's card with its votes and bookmarks; a deleted root hands its place to its oldest visible collision. */
+  /**
+   * Deletes the caller's card with its votes and bookmarks. A deleted root hands its place to its oldest public
+   * collision, which takes the others; with only private collisions, each author's oldest becomes a root (rehomedCollisions).
+   */
   async deleteCard(callerId: string | undefined, cardId: string): Promise<void> {
     const card = await this.ownCard(cardId, requireCaller(callerId));
     const events = [];
-    let promoted: Card | null = null;
+    let moves: CollisionMove[] = [];
     if (!card.collisionOf) {
       const collisions = await this.deps.cards.findCollisions([card.id]);
-      promoted = collisions.find((c) => !c.private) ?? collisions[0] ?? null;
-      if (promoted) {
-        events.push(cardUpdated({ ...promoted, collisionOf: null }, await this.deps.collections.collectionIdsHolding(promoted.id), { contentChanged: false, linkChanged: false, privacyChanged: false }));
-        for (const other of collisions) {
-          if (other.id === promoted.id) continue;
-          events.push(cardUpdated({ ...other, collisionOf: promoted.id }, await this.deps.collections.collectionIdsHolding(other.id), { contentChanged: false, linkChanged: false, privacyChanged: false }));
-        }
-      }
+      moves = rehomedCollisions(collisions);
+      events.push(...(await this.movedEvents(collisions, moves)));
     }
     for (const collectionId of await this.deps.collections.collectionIdsHolding(card.id)) events.push(bookmarkChanged(collectionId, card.id, false));
-    events.unshift(cardDeleted(card, promoted?.id ?? null));
-    await this.deps.cards.remove(card.id, promoted?.id ?? null, events);
+    events.unshift(cardDeleted(card, moves.find((m) => m.collisionOf === null)?.cardId ?? null));
+    await this.deps.cards.remove(card.id, moves, events);
     this.deps.eventsWritten();
+    if (!card.collisionOf) await this.detachLateCollisions(null, card.id);
+  }
+
+  /** The events telling search where moved collisions went (a new root gets indexed). */
+  private async movedEvents(collisions: readonly Card[], moves: readonly CollisionMove[]) {
+    const unchanged = { contentChanged: false, linkChanged: false, privacyChanged: false };
+    const events = [];
+    for (const move of moves) {
+      const moved = collisions.find((c) => c.id === move.cardId)!;
+      events.push(cardUpdated({ ...moved, collisionOf: move.collisionOf, vectorPointId: null }, await this.deps.collections.collectionIdsHolding(moved.id), unchanged));
+    }
+    return events;
   }
 
   async countCards(): Promise<number> {

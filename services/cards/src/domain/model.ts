@@ -89,13 +89,11 @@ export interface CollisionMove {
 }
 
 /**
- * Where the collisions of `root` go once it has become private: the ones it may no longer hold leave it. The oldest
- * public one among them becomes a root and takes every other leaving card it may hold; a leaving card no new root may
- * hold (a private card of another author) becomes a root too, taking the later ones of its own author.
- * `collisions` are oldest first.
+ * Where collisions go that leave their root: the oldest public one becomes a root and takes every other leaving card
+ * it may hold (that is, all of them); a leaving card no new root may hold (a private card of another author) becomes
+ * a root too, taking the later ones of its own author. `leaving` is oldest first.
  */
-export function collisionMovesOnPrivate(root: Pick<Card, 'id' | 'private' | 'authorId'>, collisions: readonly Card[]): CollisionMove[] {
-  const leaving = collisions.filter((c) => !mayHoldCollision(root, c));
+export function rehomedCollisions(leaving: readonly Card[]): CollisionMove[] {
   const ordered = [...leaving.filter((c) => !c.private), ...leaving.filter((c) => c.private)];
   const roots: Card[] = [];
   const moves: CollisionMove[] = [];
@@ -108,6 +106,11 @@ export function collisionMovesOnPrivate(root: Pick<Card, 'id' | 'private' | 'aut
     }
   }
   return moves;
+}
+
+/** Where the collisions of `root` go once it has become private: the ones it may no longer hold leave it (oldest first). */
+export function collisionMovesOnPrivate(root: Pick<Card, 'id' | 'private' | 'authorId'>, collisions: readonly Card[]): CollisionMove[] {
+  return rehomedCollisions(collisions.filter((c) => !mayHoldCollision(root, c)));
 }
 
 export function isCollectionVisibleTo(c: Pick<Collection, 'isPublic' | 'authorId'>, viewerId: string | undefined | null): boolean {

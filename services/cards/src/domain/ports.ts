@@ -29,9 +29,15 @@ export interface CardRepository {
   update(card: Card, fingerprint: CardFingerprint | null, events: OutgoingEvent[], moves?: readonly CollisionMove[]): Promise<void>;
   /**
    * Deletes a card with its votes (taking them off its author's received totals, public ones too) and bookmarks.
-   * When promoteId is given, that collision becomes a root and the card's other collisions point to it.
+   * `moves` re-home the card's collisions (see update).
    */
-  remove(cardId: string, promoteId: string | null, events: OutgoingEvent[]): Promise<void>;
+  remove(cardId: string, moves: readonly CollisionMove[], events: OutgoingEvent[]): Promise<void>;
+
+  /**
+   * Makes a collision a root of its own (losing its index id), with its events, if it is still a collision of rootId.
+   * Returns whether it was.
+   */
+  detachCollision(cardId: string, rootId: string, events: OutgoingEvent[]): Promise<boolean>;
 
   /** Cards of an author, newest update first; private ones only when includePrivate. */
   listByAuthor(authorId: string, includePrivate: boolean, offset: number, limit: number): Promise<Card[]>;

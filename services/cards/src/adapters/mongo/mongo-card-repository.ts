@@ -90,10 +90,7 @@ export class MongoCardRepository implements CardRepository {
       // totals moved into or out of the author's public counters are exactly the ones votes had added until then.
       const previous = await this.store.cards.findOneAndUpdate({ _id: card.id }, { $set: set }, { session, returnDocument: 'before' });
       if (previous) await movePublicVotes(this.store, previous, card.private, session);
-      for (const move of moves) {
-        const moved = move.collisionOf === null ? { collisionOf: null, vectorPointId: null } : { collisionOf: move.collisionOf };
-        await this.store.cards.updateOne({ _id: move.cardId, collisionOf: card.id }, { $set: moved }, { session });
-      }
+      await this.applyMoves(card.id, moves, session);
       await this.appendEvents(events, session, async () => {
         if (!previous) return;
         for (const move of moves) await this.store.cards.updateOne({ _id: move.cardId, collisionOf: move.collisionOf }, { $set: { collisionOf: card.id } });
@@ -105,7 +102,7 @@ export class MongoCardRepository implements CardRepository {
     });
   }
 
-  async remove(cardId: string, promoteId: string | null, events: OutgoingEvent[]): Promise<void> {
+  async remove(cardId: string, moves: readonly CollisionMove[], events: OutgoingEvent[]): Promise<void> {
     await this.store.change(async (session) => {
       // The card goes first: votes cast from here on find no card (see MongoVoteRepository.upsert).
       const card = await this.store.cards.findOneAndDelete({ _id: cardId }, { session, projection: { authorId: 1, private: 1, totalUpvotes: 1, totalDownvotes: 1 } });
@@ -126,11 +123,17 @@ export class MongoCardRepository implements CardRepository {
         await this.store.authorScores.updateOne({ _id: card.authorId }, { $inc: { upvotes: -up, downvotes: -down } }, { session });
       }
       await this.store.bookmarks.deleteMany({ cardId }, { session });
-      if (promoteId) {
-        await this.store.cards.updateOne({ _id: promoteId }, { $set: { collisionOf: null, vectorPointId: null } }, { session });
-        await this.store.cards.updateMany({ collisionOf: cardId }, { $set: { collisionOf: promoteId } }, { session });
-      }
+      await this.applyMoves(cardId, moves, session);
       await appendToMongoOutbox(this.store.db, events, session);
+    });
+  }
+
+  async detachCollision(cardId: string, rootId: string, events: OutgoingEvent[]): Promise<boolean> {
+    return this.store.change(async (session) => {
+      const changed = await this.store.cards.updateOne({ _id: cardId, collisionOf: rootId }, { $set: { collisionOf: null, vectorPointId: null } }, { session });
+      if (changed.modifiedCount === 0) return false;
+      await this.appendEvents(events, session, () => this.store.cards.updateOne({ _id: cardId, collisionOf: null }, { $set: { collisionOf: rootId } }));
+      return true;
     });
   }
 
@@ -166,6 +169,14 @@ export class MongoCardRepository implements CardRepository {
       await this.store.cards.updateMany({ fileId }, { $set: { fileId: null, fileName: null } }, { session });
       await this.store.collections.updateMany({ fileId }, { $unset: { fileId: '' } }, { session });
     });
+  }
+
+  /** Collisions of `rootId` leave it: to another root, or (collisionOf null) as roots of their own. */
+  private async applyMoves(rootId: string, moves: readonly CollisionMove[], session: ClientSession | undefined): Promise<void> {
+    for (const move of moves) {
+      const moved = move.collisionOf === null ? { collisionOf: null, vectorPointId: null } : { collisionOf: move.collisionOf };
+      await this.store.cards.updateOne({ _id: move.cardId, collisionOf: rootId }, { $set: moved }, { session });
+    }
   }
 
   /**

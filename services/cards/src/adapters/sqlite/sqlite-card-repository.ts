@@ -111,15 +111,12 @@ export class SqliteCardRepository implements CardRepository {
         this.sql('DELETE FROM card_sketch WHERE card_id = ?').run(card.id);
         this.writeSketch(card.id, fingerprint.sketch);
       }
-      for (const move of moves) {
-        if (move.collisionOf === null) this.sql('UPDATE cards SET collision_of = NULL, vector_point_id = NULL WHERE id = ? AND collision_of = ?').run(move.cardId, card.id);
-        else this.sql('UPDATE cards SET collision_of = ? WHERE id = ? AND collision_of = ?').run(move.collisionOf, move.cardId, card.id);
-      }
+      this.applyMoves(card.id, moves);
       appendToSqliteOutbox(this.db, events);
     })();
   }
 
-  async remove(cardId: string, promoteId: string | null, events: OutgoingEvent[]): Promise<void> {
+  async remove(cardId: string, moves: readonly CollisionMove[], events: OutgoingEvent[]): Promise<void> {
     this.db.transaction(() => {
       const card = this.sql('SELECT author_id, private FROM cards WHERE id = ?').get(cardId) as { author_id: string; private: number } | undefined;
       if (!card) return;
@@ -133,11 +130,16 @@ export class SqliteCardRepository implements CardRepository {
       this.sql('DELETE FROM bookmarks WHERE card_id = ?').run(cardId);
       this.sql('DELETE FROM card_sketch WHERE card_id = ?').run(cardId);
       this.sql('DELETE FROM cards WHERE id = ?').run(cardId);
-      if (promoteId) {
-        this.sql('UPDATE cards SET collision_of = NULL, vector_point_id = NULL WHERE id = ?').run(promoteId);
-        this.sql('UPDATE cards SET collision_of = ? WHERE collision_of = ?').run(promoteId, cardId);
-      }
+      this.applyMoves(cardId, moves);
       appendToSqliteOutbox(this.db, events);
+    })();
+  }
+
+  async detachCollision(cardId: string, rootId: string, events: OutgoingEvent[]): Promise<boolean> {
+    return this.db.transaction((): boolean => {
+      const changed = this.sql('UPDATE cards SET collision_of = NULL, vector_point_id = NULL WHERE id = ? AND collision_of = ?').run(cardId, rootId).changes > 0;
+      if (changed) appendToSqliteOutbox(this.db, events);
+      return changed;
     })();
   }
 
@@ -170,6 +172,14 @@ export class SqliteCardRepository implements CardRepository {
       this.sql('UPDATE cards SET file_id = NULL, file_name = NULL WHERE file_id = ?').run(fileId);
       this.sql('UPDATE collections SET file_id = NULL WHERE file_id = ?').run(fileId);
     })();
+  }
+
+  /** Collisions of `rootId` leave it: to another root, or (collisionOf null) as roots of their own. */
+  private applyMoves(rootId: string, moves: readonly CollisionMove[]): void {
+    for (const move of moves) {
+      if (move.collisionOf === null) this.sql('UPDATE cards SET collision_of = NULL, vector_point_id = NULL WHERE id = ? AND collision_of = ?').run(move.cardId, rootId);
+      else this.sql('UPDATE cards SET collision_of = ? WHERE id = ? AND collision_of = ?').run(move.collisionOf, move.cardId, rootId);
+    }
   }
 
   private writeSketch(cardId: string, sketch: readonly number[]): void {

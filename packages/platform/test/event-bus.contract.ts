@@ -241,6 +241,43 @@ export function describeEventBusContract(name: string, factory: EventBusHarnessF
       }
     });
 
+    test('a batchHandler gets runs of events in key order; a failing run is handed to the handler one by one', async () => {
+      const { topic, group } = fresh();
+      const messages = Array.from({ length: 30 }, (_, i) => ({ topic, key: `k${i % 3}`, payload: text(i === 17 ? 'bad' : String(i)) }));
+      // Published before the group subscribes, so the bus holds many of them at once.
+      await h.bus.publish(messages);
+      const runs: string[][] = [];
+      const applied: DeliveredEvent[] = [];
+      const oneByOne: string[] = [];
+      await subscribe(h.bus, {
+        group,
+        topics: [topic],
+        maxBatch: 8,
+        batchHandler: async (events) => {
+          runs.push(events.map(read));
+          if (events.some((e) => read(e) === 'bad')) throw new Error('this run cannot be applied together');
+          applied.push(...events);
+        },
+        handler: async (e) => {
+          oneByOne.push(read(e));
+          applied.push(e);
+        },
+      });
+      await waitFor('all 30 applied', () => applied.length >= 30);
+      await sleep(200);
+      // Every event applied exactly once, each key's events in publish order.
+      expect(applied).toHaveLength(30);
+      for (const key of ['k0', 'k1', 'k2']) {
+        expect(applied.filter((e) => e.key === key).map(read)).toEqual(messages.filter((m) => m.key === key).map(read));
+      }
+      expect(runs.some((r) => r.length > 1)).toBe(true);
+      expect(Math.max(...runs.map((r) => r.length))).toBeLessThanOrEqual(8);
+      // The failing run went to the handler, each of its events once, the bad one included.
+      const failed = runs.find((r) => r.includes('bad'))!;
+      expect(oneByOne).toEqual(expect.arrayContaining(failed));
+      expect(oneByOne.filter((p) => p === 'bad')).toHaveLength(1);
+    });
+
     test('dead-letters a message after maxAttempts failures and moves on', async () => {
       const { topic, group } = fresh();
       const attempts: number[] = [];

@@ -22,6 +22,21 @@ export interface SubscribeOptions {
   handler: EventHandler;
   /** Failed deliveries are retried with backoff this many times, then go to the dead-letter store. */
   maxAttempts?: number;
+  /**
+   * Optional: receives runs of consecutive events the bus holds (up to maxBatch, in delivery order; on Kafka, of one
+   * partition) instead of one at a time, for a consumer that applies many events at lower cost than one by one. The
+   * run is committed only after this resolves. When it rejects, the run's events are handed to `handler` one by one
+   * (with its retries and dead-lettering), so one bad event never blocks or dead-letters the others.
+   */
+  batchHandler?: (events: DeliveredEvent[]) => Promise<void>;
+  /** Largest run given to batchHandler (default 100). */
+  maxBatch?: number;
+}
+
+/** The runs a subscription hands to its batchHandler: up to maxBatch of the events that are in hand now. */
+export function batchLength(options: Pick<SubscribeOptions, 'batchHandler' | 'maxBatch'>, available: number): number {
+  if (!options.batchHandler) return 1;
+  return Math.max(1, Math.min(available, options.maxBatch ?? 100));
 }
 
 export interface Subscription {

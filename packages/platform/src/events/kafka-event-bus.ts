@@ -1,6 +1,6 @@
 import { Kafka, logLevel, Partitioners, type Admin, type Consumer, type IHeaders, type LogEntry, type Producer } from 'kafkajs';
 import type { Logger } from 'pino';
-import type { DeliveredEvent, EventBus, OutgoingEvent, SubscribeOptions, Subscription } from './event-bus';
+import { batchLength, type DeliveredEvent, type EventBus, type OutgoingEvent, type SubscribeOptions, type Subscription } from './event-bus';
 import { isEngineUnavailableError } from '../readiness';
 
 export interface KafkaEventBusOptions {
@@ -325,15 +325,33 @@ class KafkaSubscription {
           sinceCommit = 0;
           await commitOffsetsIfNecessary({ topics: [{ topic: physicalTopic, partitions: [{ partition, offset: (BigInt(done) + 1n).toString() }] }] });
         };
+        const eventOf = (message: (typeof batch.messages)[number]) => ({
+          topic,
+          key: message.key?.toString() ?? '',
+          payload: message.value ? new Uint8Array(message.value) : new Uint8Array(),
+          offset: message.offset,
+        });
         try {
-          for (const message of batch.messages) {
+          // With a batchHandler, a run of messages is applied together; a run that fails is delivered one by one.
+          let offeredUntil = 0;
+          let appliedUntil = 0;
+          for (const [i, message] of batch.messages.entries()) {
             if (this.stopping || !isRunning() || isStale()) return;
-            const event = {
-              topic,
-              key: message.key?.toString() ?? '',
-              payload: message.value ? new Uint8Array(message.value) : new Uint8Array(),
-              offset: message.offset,
-            };
+            if (i < appliedUntil) continue;
+            if (this.options.batchHandler && i >= offeredUntil) {
+              const run = batch.messages.slice(i, i + batchLength(this.options, batch.messages.length - i));
+              offeredUntil = i + run.length;
+              if (run.length > 1 && (await this.deliverRun(run.map(eventOf)))) {
+                for (const m of run) resolveOffset(m.offset);
+                done = run[run.length - 1]!.offset;
+                sinceCommit += run.length;
+                if (sinceCommit >= COMMIT_EVERY) await commit();
+                await heartbeat();
+                appliedUntil = offeredUntil;
+                continue;
+              }
+            }
+            const event = eventOf(message);
             const outcome = await this.deliver(event, heartbeat);
             // Closing with the handler failing: leave the offset uncommitted so the group gets the message again.
             if (outcome === 'abandoned') return;
@@ -360,6 +378,17 @@ class KafkaSubscription {
     }).catch((err: unknown) => {
       this.busOptions.logger.error({ err, group }, 'Kafka consumer stopped with an error');
     });
+  }
+
+  /** One attempt of the batchHandler on a run of messages; false (logged) when it failed. */
+  private async deliverRun(run: Omit<DeliveredEvent, 'attempt'>[]): Promise<boolean> {
+    try {
+      await this.options.batchHandler!(run.map((e) => ({ ...e, attempt: 0 })));
+      return true;
+    } catch (err) {
+      this.busOptions.logger.warn({ err, group: this.options.group, topic: run[0]!.topic, events: run.length }, 'event batch handler failed; delivering its events one by one');
+      return false;
+    }
   }
 
   private async deliver(

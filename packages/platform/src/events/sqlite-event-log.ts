@@ -1,7 +1,7 @@
 import { EventEmitter } from 'node:events';
 import type { Logger } from 'pino';
 import { openSqlite, type SqliteDatabase } from '../sqlite';
-import type { DeliveredEvent, EventBus, OutgoingEvent, SubscribeOptions, Subscription } from './event-bus';
+import { batchLength, type DeliveredEvent, type EventBus, type OutgoingEvent, type SubscribeOptions, type Subscription } from './event-bus';
 import { isEngineUnavailableError } from '../readiness';
 
 const MIGRATIONS = [
@@ -141,17 +141,39 @@ class SqliteSubscription {
         this.logOptions.logger.error({ err, group }, 'event log read failed');
         rows = [];
       }
-      for (const row of rows) {
+      // With a batchHandler, a run of rows is applied together; a run that fails is delivered row by row.
+      for (let i = 0; i < rows.length; ) {
         if (!this.running) return;
-        const delivered = await this.deliver(row);
-        if (!delivered.ok) {
-          if (!this.running) return;
-          deadLetter.run(group, row.topic, row.seq, delivered.error, new Date().toISOString());
-          this.logOptions.logger.error({ group, topic: row.topic, seq: row.seq, error: delivered.error }, 'event moved to dead letters');
+        const run = rows.slice(i, i + batchLength(this.options, rows.length - i));
+        if (run.length > 1 && (await this.deliverRun(run))) {
+          for (const r of run) commit.run(group, r.topic, r.seq);
+          i += run.length;
+          continue;
         }
-        commit.run(group, row.topic, row.seq);
+        for (const row of run) {
+          if (!this.running) return;
+          const delivered = await this.deliver(row);
+          if (!delivered.ok) {
+            if (!this.running) return;
+            deadLetter.run(group, row.topic, row.seq, delivered.error, new Date().toISOString());
+            this.logOptions.logger.error({ group, topic: row.topic, seq: row.seq, error: delivered.error }, 'event moved to dead letters');
+          }
+          commit.run(group, row.topic, row.seq);
+        }
+        i += run.length;
       }
       if (rows.length === 0) await this.idle();
+    }
+  }
+
+  /** One attempt of the batchHandler on a run of rows; false (logged) when it failed. */
+  private async deliverRun(run: EventRow[]): Promise<boolean> {
+    try {
+      await this.options.batchHandler!(run.map((row) => ({ topic: row.topic, key: row.key, payload: new Uint8Array(row.payload), offset: String(row.seq), attempt: 0 })));
+      return true;
+    } catch (err) {
+      this.logOptions.logger.warn({ err, group: this.options.group, events: run.length }, 'event batch handler failed; delivering its events one by one');
+      return false;
     }
   }
 

@@ -318,6 +318,22 @@ describe('duplicates and privacy', () => {
     for (const id of ids) expect((await alice.client.get(`/api/card/${id}`)).status === 200 || id === bobPrivateId).toBe(true);
     expect((await bob.client.get(`/api/card/${bobPrivateId}`)).status).toBe(200);
   });
+
+  it('a deleted root with only private copies of several authors leaves each author\'s copies findable by that author only', async () => {
+    const text = uniqueText(90);
+    const word = text.split(' ')[0]!;
+    const root = (await createCard(alice, { card_html: html(text) })).card_metadata.id as string;
+    const bob1 = (await createCard(bob, { card_html: html(text), private: true })).card_metadata.id as string;
+    const carols = (await createCard(carol, { card_html: html(text), private: true })).card_metadata.id as string;
+    const bob2 = (await createCard(bob, { card_html: html(text), private: true })).card_metadata.id as string;
+    const ids = [root, bob1, carols, bob2];
+    await expectGroups(bob.client, word, ids, [[root, bob1, bob2]]);
+    expect((await alice.client.delete(`/api/card/${root}`)).status).toBe(204);
+    await expectGroups(bob.client, word, ids, [[bob1, bob2]]);
+    await expectGroups(carol.client, word, ids, [[carols]]);
+    await expectGroups(anonymous, word, ids, []);
+    await expectGroups(alice.client, word, ids, []);
+  });
 });
 
 describe('GET /api/card/count', () => {

@@ -126,7 +126,7 @@ describeWithHelm('Helm chart deploy/k8s (offline)', () => {
     expect(ci.filter((o) => o.kind === 'Deployment')).toHaveLength(COMPONENTS.length);
   });
 
-  it('probes gRPC services with native grpc probes on their port and the gateway over HTTP /healthz', () => {
+  it('probes gRPC services with native grpc probes on their port (liveness on a name engines do not affect) and the gateway on its own port', () => {
     for (const component of GRPC_SERVICES) {
       const container = containerOf(find(ci, 'Deployment', componentName(component))!);
       const port = container.ports![0]!.containerPort;
@@ -138,7 +138,8 @@ describeWithHelm('Helm chart deploy/k8s (offline)', () => {
       expect(envValue(find(ci, 'Deployment', componentName(component))!, `${component.toUpperCase()}_GRPC_HOST`)?.value).toBe('0.0.0.0');
     }
     const gateway = containerOf(find(ci, 'Deployment', componentName('gateway'))!);
-    expect(gateway.readinessProbe?.httpGet).toMatchObject({ path: '/healthz', port: 'http' });
+    // Its own port: a peer that is not ready (an engine outage) must not take the whole API out of rotation.
+    expect(gateway.readinessProbe?.tcpSocket?.port).toBe('http');
     expect(gateway.livenessProbe?.tcpSocket?.port).toBe('http');
     expect(gateway.ports![0]!.containerPort).toBe(8090);
   });
@@ -349,12 +350,12 @@ describeWithHelm('Helm chart deploy/k8s (offline)', () => {
     expect(find(rendered.objects, 'HorizontalPodAutoscaler', componentName('search'))).toBeUndefined();
   });
 
-  it("probes the gateway's own port for readiness when healthPath is empty", () => {
-    const rendered = template(['-f', CI_VALUES, '--set', 'components.gateway.healthPath=']);
+  it('probes the gateway readiness over GET /healthz (every peer SERVING) when healthPath is set', () => {
+    const rendered = template(['-f', CI_VALUES, '--set', 'components.gateway.healthPath=/healthz']);
     expect(rendered.status).toBe(0);
     const gateway = containerOf(find(rendered.objects, 'Deployment', componentName('gateway'))!);
-    expect(gateway.readinessProbe?.tcpSocket?.port).toBe('http');
-    expect(gateway.readinessProbe?.httpGet).toBeUndefined();
+    expect(gateway.readinessProbe?.httpGet).toMatchObject({ path: '/healthz', port: 'http' });
+    expect(gateway.readinessProbe?.tcpSocket).toBeUndefined();
   });
 
   it('leaves a disabled component out entirely, and points nobody at it', () => {

@@ -7,6 +7,10 @@ export interface ElasticsearchEngine {
   /** http:// URL for ELASTICSEARCH_URL. */
   url: string;
   stop(): Promise<void>;
+  /** Stops the node but keeps its home (its indices survive), for tests of engine loss. */
+  halt(): Promise<void>;
+  /** Starts the halted node again on the same ports and home, blocking until its HTTP port answers. */
+  resume(): void;
 }
 
 export const ELASTICSEARCH_VERSION = '8.19.21';
@@ -28,25 +32,33 @@ export function startElasticsearchSync(): ElasticsearchEngine {
   // Run as nobody when we are root: the node must be able to write its home.
   chmodSync(home, 0o777);
   const [http, transport] = freePortsSync(2) as [number, number];
-  const engine = spawnJava(classpath, 'org.junit.runner.JUnitCore', ['ElasticsearchEngine'], {
-    logFile: join(home, 'elasticsearch.log'),
-    heap: '512m',
-    jvmArgs: [`-Xms512m`, `-Des.engine.home=${home}`, `-Des.engine.http=${http}`, `-Des.engine.transport=${transport}`, '-Dtests.security.manager=false'],
-    asUnprivilegedUser: true,
-  });
-  try {
-    waitForPortSync(http, engine.child.pid ?? -1, 240_000);
-  } catch (err) {
-    engine.child.kill('SIGKILL');
-    const log = engine.tail();
-    rmSync(home, { recursive: true, force: true });
-    throw new EngineUnavailableError(`elasticsearch did not start: ${(err as Error).message}\n${log}`);
-  }
+  const spawnNode = () => {
+    const started = spawnJava(classpath, 'org.junit.runner.JUnitCore', ['ElasticsearchEngine'], {
+      logFile: join(home, 'elasticsearch.log'),
+      heap: '512m',
+      jvmArgs: [`-Xms512m`, `-Des.engine.home=${home}`, `-Des.engine.http=${http}`, `-Des.engine.transport=${transport}`, '-Dtests.security.manager=false'],
+      asUnprivilegedUser: true,
+    });
+    try {
+      waitForPortSync(http, started.child.pid ?? -1, 240_000);
+    } catch (err) {
+      started.child.kill('SIGKILL');
+      const log = started.tail();
+      rmSync(home, { recursive: true, force: true });
+      throw new EngineUnavailableError(`elasticsearch did not start: ${(err as Error).message}\n${log}`);
+    }
+    return started;
+  };
+  let engine = spawnNode();
   return {
     url: `http://127.0.0.1:${http}`,
     async stop() {
       await engine.stop();
       rmSync(home, { recursive: true, force: true });
+    },
+    halt: () => engine.stop(),
+    resume() {
+      engine = spawnNode();
     },
   };
 }

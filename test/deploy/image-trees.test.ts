@@ -1,0 +1,124 @@
+// What each container image would run, built without a container runtime: the Dockerfile's build stage makes one
+// pruned tree per target with `pnpm --filter @cards/<target> deploy --prod` and the runtime stage starts
+// `tsx src/main.ts` in it. This suite makes the same trees, checks they carry no development tooling, then starts
+// every service from its own tree as a separate process (peers on loopback, the embedded engines) and drives the
+// gateway: a tree missing a production dependency, or relying on the workspace around it, fails here.
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { freePort, loopbackTopologyEnv } from '@cards/platform';
+import { ROOT } from './helm';
+
+const SERVICES = ['identity', 'cards', 'search', 'files', 'notifications'] as const;
+const TARGETS = [...SERVICES, 'gateway', 'all-in-one'] as const;
+/** Development tooling that must never reach an image. */
+const DEV_ONLY = ['typescript', 'jest', '@swc/core', '@swc/jest', 'tsx', 'vite', 'ts-proto', '@bufbuild/buf', 'testcontainers', 's3rver'];
+
+/** The pnpm that runs this suite (`pnpm test` sets npm_execpath), or one on PATH; undefined when there is none. */
+function pnpmCommand(): string[] | undefined {
+  const execPath = process.env.npm_execpath;
+  if (execPath && /pnpm/.test(execPath)) return [process.execPath, execPath];
+  try {
+    execFileSync('pnpm', ['--version'], { stdio: 'ignore' });
+    return ['pnpm'];
+  } catch {
+    return undefined;
+  }
+}
+
+const pnpm = pnpmCommand();
+if (!pnpm) process.stdout.write('[image-trees] skipped: no pnpm to run `pnpm deploy` with (run the suite through `pnpm test`)\n');
+const describeIfPnpm = pnpm ? describe : describe.skip;
+
+/** `node --import tsx src/main.ts` inside a tree, as the image's `CMD ["tsx", "src/main.ts"]` does. */
+function startFromTree(tree: string, env: Record<string, string | undefined>): { child: ChildProcess; output: () => string } {
+  const tsxLoader = pathToFileURL(join(ROOT, 'node_modules/tsx/dist/loader.mjs')).href;
+  const child = spawn(process.execPath, ['--import', tsxLoader, 'src/main.ts'], { cwd: tree, env: { ...env, NODE_ENV: 'production' }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  child.stdout!.on('data', (d: Buffer) => (output += d.toString()));
+  child.stderr!.on('data', (d: Buffer) => (output += d.toString()));
+  return { child, output: () => output };
+}
+
+async function waitFor<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs: number, logs: () => string): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    const value = await probe().catch(() => undefined);
+    if (value !== undefined) return value;
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  throw new Error(`${what} did not happen within ${timeoutMs} ms:\n${logs().slice(-4000)}`);
+}
+
+function stop(child: ChildProcess): Promise<number | null> {
+  if (child.exitCode !== null) return Promise.resolve(child.exitCode);
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      resolve(code);
+    });
+    child.kill('SIGTERM');
+  });
+}
+
+describeIfPnpm('image trees (`pnpm deploy --prod`, as the Dockerfile builds them)', () => {
+  const out = mkdtempSync(join(tmpdir(), 'image-trees-'));
+  const running: ChildProcess[] = [];
+
+  beforeAll(() => {
+    for (const target of TARGETS) {
+      execFileSync(pnpm![0]!, [...pnpm!.slice(1), '--filter', `@cards/${target}`, 'deploy', '--prod', '--offline', join(out, target)], { cwd: ROOT, stdio: 'pipe', env: { ...process.env, CI: 'true' } });
+    }
+  }, 240_000);
+
+  afterAll(async () => {
+    await Promise.all(running.map(stop));
+    rmSync(out, { recursive: true, force: true });
+  });
+
+  it('holds the target with its production dependencies and no development tooling', () => {
+    for (const target of TARGETS) {
+      const tree = join(out, target);
+      expect({ target, main: existsSync(join(tree, 'src/main.ts')) }).toEqual({ target, main: true });
+      expect({ target, platform: existsSync(join(tree, 'node_modules/@cards/platform/src/index.ts')) }).toEqual({ target, platform: true });
+      const present = DEV_ONLY.filter((pkg) => existsSync(join(tree, 'node_modules', pkg)));
+      expect({ target, devTooling: present }).toEqual({ target, devTooling: [] });
+      // Only sources ship ("files": ["src"]): no test suites or fixtures in an image.
+      const shipped = [tree, join(tree, 'node_modules/@cards/platform')].filter((dir) => existsSync(join(dir, 'test')));
+      expect({ target, testDirectories: shipped }).toEqual({ target, testDirectories: [] });
+    }
+  });
+
+  it('runs every service from its own tree as separate processes, and the gateway answers through them', async () => {
+    const dataDir = join(out, 'data');
+    const port = await freePort();
+    const env = { ...process.env, ...(await loopbackTopologyEnv()), DATA_DIR: dataDir, LOG_LEVEL: 'warn', PORT: String(port), HOST: '127.0.0.1' };
+    for (const key of ['MONGO_URL', 'KAFKA_BROKERS', 'ELASTICSEARCH_URL', 'S3_ENDPOINT', 'SMTP_URL']) delete env[key];
+    const started = [...SERVICES, 'gateway' as const].map((target) => ({ target, ...startFromTree(join(out, target), env) }));
+    running.push(...started.map((s) => s.child));
+    const logs = () => started.map((s) => `--- ${s.target}\n${s.output()}`).join('\n');
+    const base = `http://127.0.0.1:${port}`;
+    // Ready means every peer answers its gRPC health check (the search service loads its word vectors first).
+    await waitFor('gateway readiness', async () => ((await fetch(`${base}/healthz`)).status === 200 ? true : undefined), 90_000, logs);
+    const count = await fetch(`${base}/api/card/count`);
+    expect(count.status).toBe(200);
+    expect(await count.json()).toEqual({ total_count: 0 });
+    const search = await fetch(`${base}/api/card/search/1`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ content: 'rivers and lakes' }) });
+    expect({ status: search.status, body: await search.json() }).toEqual({ status: 200, body: expect.objectContaining({ score_cards: [], total_pages: 0 }) });
+    for (const s of started) expect({ target: s.target, exit: await stop(s.child) }).toEqual({ target: s.target, exit: 0 });
+  }, 150_000);
+
+  it('runs the all-in-one from its tree', async () => {
+    const port = await freePort();
+    const env = { ...process.env, DATA_DIR: join(out, 'all-in-one-data'), LOG_LEVEL: 'warn', PORT: String(port), HOST: '127.0.0.1' };
+    for (const key of ['MONGO_URL', 'KAFKA_BROKERS', 'ELASTICSEARCH_URL', 'S3_ENDPOINT', 'SMTP_URL']) delete env[key];
+    const { child, output } = startFromTree(join(out, 'all-in-one'), env);
+    running.push(child);
+    await waitFor('all-in-one readiness', async () => ((await fetch(`http://127.0.0.1:${port}/healthz`)).status === 200 ? true : undefined), 90_000, output);
+    expect((await fetch(`http://127.0.0.1:${port}/api/auth`)).status).toBe(401);
+    expect(await stop(child)).toBe(0);
+  }, 120_000);
+});

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { AlreadyExistsError, Topics } from '@cards/platform';
+import { StaleCardError } from '../src/domain/ports';
 import { fingerprintOf } from '../src/domain/rules';
 import { aCard, aCollection, nextTime, someContent } from './builders';
 import type { CardsStoreFactory, CardsStoreFixture } from './fixture';
@@ -64,6 +65,18 @@ export function describeCardRepositoryContract(name: string, factory: CardsStore
       expect((await store.cards.findByContentHash(fingerprintOf(content).contentHash, 10)).map((c) => c.id)).toEqual([card.id]);
     });
 
+    it('updates only the card it was read as when asked to (ifUpdatedAt), changing nothing otherwise', async () => {
+      const card = aCard().build();
+      await store.cards.insert(card, fingerprintOf(card.content), []);
+      const first = { ...card, link: 'https://example.com/first', updatedAt: nextTime() };
+      await store.cards.update(first, null, [event()], { ifUpdatedAt: card.updatedAt });
+      const stale = { ...card, private: true, updatedAt: nextTime() };
+      await expect(store.cards.update(stale, null, [event()], { ifUpdatedAt: card.updatedAt })).rejects.toBeInstanceOf(StaleCardError);
+      expect(await store.cards.findById(card.id)).toEqual(first);
+      expect(await store.pendingEventTopics()).toEqual([Topics.card]);
+      await expect(store.cards.update({ ...stale, id: randomUUID() }, null, [], { ifUpdatedAt: card.updatedAt })).rejects.toBeInstanceOf(StaleCardError);
+    });
+
     it('re-homes collisions with a privacy update: a new root loses its index id, moves of cards no longer under it are skipped', async () => {
       const root = aCard().build();
       const a = aCard().collisionOf(root.id).withContent(root.content).build();
@@ -71,11 +84,13 @@ export function describeCardRepositoryContract(name: string, factory: CardsStore
       const elsewhere = aCard().collisionOf(randomUUID()).build();
       for (const c of [root, a, b, elsewhere]) await store.cards.insert(c, fingerprintOf(c.content), []);
       const next = { ...root, private: true, updatedAt: nextTime() };
-      await store.cards.update(next, null, [event(), event()], [
-        { cardId: a.id, collisionOf: null },
-        { cardId: b.id, collisionOf: a.id },
-        { cardId: elsewhere.id, collisionOf: a.id },
-      ]);
+      await store.cards.update(next, null, [event(), event()], {
+        moves: [
+          { cardId: a.id, collisionOf: null },
+          { cardId: b.id, collisionOf: a.id },
+          { cardId: elsewhere.id, collisionOf: a.id },
+        ],
+      });
       expect((await store.cards.findById(root.id))?.private).toBe(true);
       expect((await store.cards.findById(a.id))?.collisionOf).toBeNull();
       expect((await store.cards.findById(b.id))?.collisionOf).toBe(a.id);

@@ -183,6 +183,21 @@ describe('CardService', () => {
     }
   });
 
+  it('an edit racing a privacy change never writes the old privacy back', async () => {
+    const { service, cards } = setup();
+    const card = await create(service, 'alice');
+    // The link edit reads the card, then the card is made private, then the edit writes.
+    const update = cards.update.bind(cards);
+    cards.update = async (...args) => {
+      cards.update = update;
+      await service.updateCard({ callerId: 'alice', cardId: card.card.id, private: true });
+      return update(...args);
+    };
+    await service.updateCard({ callerId: 'alice', cardId: card.card.id, link: 'https://example.com/edited' });
+    expect(await cards.findById(card.card.id)).toMatchObject({ private: true, link: 'https://example.com/edited' });
+    await expect(service.getCard(card.card.id, 'bob')).rejects.toThrow(NotFoundError);
+  });
+
   it('hides private cards (404) and protects others\' cards (403)', async () => {
     const { service } = setup();
     const hidden = await create(service, 'alice', someContent(), { private: true });

@@ -1,6 +1,6 @@
-import { AlreadyExistsError, InvalidArgumentError, newId, NotFoundError, PermissionDeniedError, UnauthenticatedError, type Logger } from '@cards/platform';
+import { AlreadyExistsError, InvalidArgumentError, newId, NotFoundError, PermissionDeniedError, UnauthenticatedError, UnavailableError, type Logger } from '@cards/platform';
 import { collisionMovesOnPrivate, isVisibleTo, mayHoldCollision, rehomedCollisions, PAGE_SIZE, totalPages, type AuthorScore, type Card, type CardGroup, type CollisionMove, type Vote } from '../domain/model';
-import type { CardRepository, CollectionRepository, FileDirectory, NearDuplicateFinder, UserDirectory, VoteRepository } from '../domain/ports';
+import { StaleCardError, type CardRepository, type CollectionRepository, type FileDirectory, type NearDuplicateFinder, type UserDirectory, type VoteRepository } from '../domain/ports';
 import { cardTextFromHtml, fingerprintOf, jaccard, NEAR_COPY_JACCARD, shinglesOf, SKETCH_MIN_SHARED, validLink, validOcFilePath, validTags } from '../domain/rules';
 import { bookmarkChanged, cardCreated, cardDeleted, cardUpdated } from './events';
 
@@ -223,8 +223,24 @@ export class CardService {
     return rootIds.map((id) => ({ root: viewed.get(id)!, collisions: collisions.filter((c) => c.collisionOf === id).map((c) => viewed.get(c.id)!) }));
   }
 
+  /**
+   * Changes the caller's card. The write applies only to the card as read here; when another change came in between
+   * (StaleCardError), the change is worked out again on the fresh card, so a concurrent edit never writes back an old
+   * privacy (or anything else it did not change).
+   */
   async updateCard(input: UpdateCardInput): Promise<void> {
     const callerId = requireCaller(input.callerId);
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.updateCardOnce(input, callerId);
+      } catch (err) {
+        if (!(err instanceof StaleCardError)) throw err;
+        if (attempt >= 5) throw new UnavailableError('The card is being changed by another request; try again');
+      }
+    }
+  }
+
+  private async updateCardOnce(input: UpdateCardInput, callerId: string): Promise<void> {
     const card = await this.ownCard(input.cardId, callerId);
     const next: Card = { ...card };
     let fingerprint = null;
@@ -251,7 +267,7 @@ export class CardService {
       moves = collisionMovesOnPrivate(next, collisions);
       events.push(...(await this.movedEvents(collisions, moves)));
     }
-    await this.deps.cards.update(next, fingerprint, events, moves);
+    await this.deps.cards.update(next, fingerprint, events, { moves, ifUpdatedAt: card.updatedAt });
     this.deps.eventsWritten();
     if (next.private && !card.private && !card.collisionOf) await this.detachLateCollisions(next, card.id);
   }

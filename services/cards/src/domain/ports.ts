@@ -1,6 +1,23 @@
 import type { OutgoingEvent } from '@cards/platform';
 import type { AuthorScore, Card, CardFingerprint, Collection, CollisionMove, ReceivedVotes, Vote } from './model';
 
+/** Thrown by CardRepository.update when the stored card is no longer the one the caller read (`ifUpdatedAt`). */
+export class StaleCardError extends Error {
+  constructor(cardId: string) {
+    super(`card ${cardId} changed since it was read`);
+  }
+}
+
+export interface CardUpdateOptions {
+  /** Re-home collisions of this card (a card becoming a root loses its index id until search re-indexes it). */
+  moves?: readonly CollisionMove[];
+  /**
+   * Write only if the stored card still has this `updatedAt` (the one the caller read); StaleCardError otherwise.
+   * Without it, a concurrent change of another field could write back a privacy read before it changed.
+   */
+  ifUpdatedAt?: Date;
+}
+
 /**
  * Storage of cards, their duplicate fingerprints and collision links.
  * Every write takes the events describing it: they are stored atomically with the change (transactional outbox).
@@ -24,9 +41,8 @@ export interface CardRepository {
   /**
    * Replaces the card's mutable fields (content, html, link, privacy); a new fingerprint when the content changed.
    * A privacy change moves the card's vote totals into or out of its author's public counters in the same step.
-   * `moves` re-home collisions of this card (a card becoming a root loses its index id until search re-indexes it).
    */
-  update(card: Card, fingerprint: CardFingerprint | null, events: OutgoingEvent[], moves?: readonly CollisionMove[]): Promise<void>;
+  update(card: Card, fingerprint: CardFingerprint | null, events: OutgoingEvent[], options?: CardUpdateOptions): Promise<void>;
   /**
    * Deletes a card with its votes (taking them off its author's received totals, public ones too) and bookmarks.
    * `moves` re-home the card's collisions (see update).

@@ -1,7 +1,7 @@
 import { AlreadyExistsError, appendToMongoOutbox, isDuplicateKeyError, type OutgoingEvent } from '@cards/platform';
 import type { ClientSession } from 'mongodb';
 import type { Card, CardFingerprint, CollisionMove } from '../../domain/model';
-import type { CardRepository } from '../../domain/ports';
+import { StaleCardError, type CardRepository, type CardUpdateOptions } from '../../domain/ports';
 import { CARD_PROJECTION, fromCardDocument, idempotencyOf, movePublicVotes, toCardDocument, type CardDocument, type MongoCardsDatabase } from './mongo-cards-database';
 
 /**
@@ -72,7 +72,7 @@ export class MongoCardRepository implements CardRepository {
     }
   }
 
-  async update(card: Card, fingerprint: CardFingerprint | null, events: OutgoingEvent[], moves: readonly CollisionMove[] = []): Promise<void> {
+  async update(card: Card, fingerprint: CardFingerprint | null, events: OutgoingEvent[], { moves = [], ifUpdatedAt }: CardUpdateOptions = {}): Promise<void> {
     await this.store.change(async (session) => {
       const set: Partial<CardDocument> = {
         content: card.content,
@@ -88,7 +88,9 @@ export class MongoCardRepository implements CardRepository {
       }
       // The image before the change carries the privacy and vote totals of that very moment (one atomic step), so the
       // totals moved into or out of the author's public counters are exactly the ones votes had added until then.
-      const previous = await this.store.cards.findOneAndUpdate({ _id: card.id }, { $set: set }, { session, returnDocument: 'before' });
+      const filter = ifUpdatedAt ? { _id: card.id, updatedAt: ifUpdatedAt } : { _id: card.id };
+      const previous = await this.store.cards.findOneAndUpdate(filter, { $set: set }, { session, returnDocument: 'before' });
+      if (!previous && ifUpdatedAt) throw new StaleCardError(card.id);
       if (previous) await movePublicVotes(this.store, previous, card.private, session);
       await this.applyMoves(card.id, moves, session);
       await this.appendEvents(events, session, async () => {

@@ -1,6 +1,6 @@
 import { AlreadyExistsError, appendToSqliteOutbox, type OutgoingEvent, type SqliteDatabase } from '@cards/platform';
 import type { Card, CardFingerprint, CollisionMove } from '../../domain/model';
-import type { CardRepository } from '../../domain/ports';
+import { StaleCardError, type CardRepository, type CardUpdateOptions } from '../../domain/ports';
 import { cardFromRow, chunks, placeholders, type CardRow, statementCache } from './rows';
 
 const iso = (d: Date) => d.toISOString();
@@ -93,11 +93,12 @@ export class SqliteCardRepository implements CardRepository {
     }
   }
 
-  async update(card: Card, fingerprint: CardFingerprint | null, events: OutgoingEvent[], moves: readonly CollisionMove[] = []): Promise<void> {
+  async update(card: Card, fingerprint: CardFingerprint | null, events: OutgoingEvent[], { moves = [], ifUpdatedAt }: CardUpdateOptions = {}): Promise<void> {
     this.db.transaction(() => {
-      const before = this.sql('SELECT author_id, private, total_upvotes, total_downvotes FROM cards WHERE id = ?').get(card.id) as
-        | { author_id: string; private: number; total_upvotes: number; total_downvotes: number }
+      const before = this.sql('SELECT author_id, private, total_upvotes, total_downvotes, updated_at FROM cards WHERE id = ?').get(card.id) as
+        | { author_id: string; private: number; total_upvotes: number; total_downvotes: number; updated_at: string }
         | undefined;
+      if (ifUpdatedAt && before?.updated_at !== iso(ifUpdatedAt)) throw new StaleCardError(card.id);
       if (before && (before.private === 1) !== card.private && before.total_upvotes + before.total_downvotes > 0) {
         // The card's votes enter (made public) or leave (made private) what others see of its author's votes.
         const sign = card.private ? -1 : 1;

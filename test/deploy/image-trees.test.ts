@@ -95,7 +95,7 @@ describeIfPnpm('image trees (`pnpm deploy --prod`, as the Dockerfile builds them
   it('runs every service from its own tree as separate processes, and the gateway answers through them', async () => {
     const dataDir = join(out, 'data');
     const port = await freePort();
-    const env = { ...process.env, ...(await loopbackTopologyEnv()), DATA_DIR: dataDir, LOG_LEVEL: 'warn', PORT: String(port), HOST: '127.0.0.1' };
+    const env: Record<string, string | undefined> = { ...process.env, ...(await loopbackTopologyEnv()), DATA_DIR: dataDir, LOG_LEVEL: 'warn', PORT: String(port), HOST: '127.0.0.1' };
     for (const key of ['MONGO_URL', 'KAFKA_BROKERS', 'ELASTICSEARCH_URL', 'S3_ENDPOINT', 'SMTP_URL']) delete env[key];
     const started = [...SERVICES, 'gateway' as const].map((target) => ({ target, ...startFromTree(join(out, target), env) }));
     running.push(...started.map((s) => s.child));
@@ -113,7 +113,7 @@ describeIfPnpm('image trees (`pnpm deploy --prod`, as the Dockerfile builds them
 
   it('runs the all-in-one from its tree', async () => {
     const port = await freePort();
-    const env = { ...process.env, DATA_DIR: join(out, 'all-in-one-data'), LOG_LEVEL: 'warn', PORT: String(port), HOST: '127.0.0.1' };
+    const env: Record<string, string | undefined> = { ...process.env, DATA_DIR: join(out, 'all-in-one-data'), LOG_LEVEL: 'warn', PORT: String(port), HOST: '127.0.0.1' };
     for (const key of ['MONGO_URL', 'KAFKA_BROKERS', 'ELASTICSEARCH_URL', 'S3_ENDPOINT', 'SMTP_URL']) delete env[key];
     const { child, output } = startFromTree(join(out, 'all-in-one'), env);
     running.push(child);

@@ -64,7 +64,13 @@ export async function startSearch(env: Record<string, string | undefined> = proc
   const bus = createEventBus({ DATA_DIR: config.DATA_DIR, KAFKA_BROKERS: config.KAFKA_BROKERS || undefined }, logger);
   await bus.ready();
   const projector = new IndexProjector(index, embedder, bus, logger);
-  const indexing = await bus.subscribe({ group: 'search-index', topics: [Topics.card, Topics.bookmark], handler: (event) => projector.handle(event) });
+  // Runs of events are applied together (one index refresh per run on Elasticsearch), committed once applied.
+  const indexing = await bus.subscribe({
+    group: 'search-index',
+    topics: [Topics.card, Topics.bookmark],
+    handler: (event) => projector.handle(event),
+    batchHandler: (events) => projector.handleBatch(events),
+  });
   const verification = await startVerificationWorker({ config, dataDir: config.DATA_DIR, kafkaBrokers: env.KAFKA_BROKERS || undefined, logger });
   const grpc = await startGrpcServer({
     name: 'search',

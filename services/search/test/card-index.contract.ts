@@ -223,6 +223,62 @@ export function describeCardIndexContract(name: string, factory: () => Promise<C
       expect((await index.matchText('glaciers', everything(), firstPage)).total).toBe(0);
     });
 
+    test("a bookmark of the owner's private card is searchable by the owner only, in both searches, as soon as it is applied", async () => {
+      // The e2e collection search on Elasticsearch asked once, right after its public bookmarks showed: the private
+      // one must be there as soon as its event is applied, whether its bookmark comes after the card or before it.
+      const owner = randomUUID();
+      const collection = randomUUID();
+      const open = aCard().saying('zanzibar quokka espresso sourdough').along(axis(2)).build();
+      const secret = aCard().by(owner).private().saying('zanzibar quokka espresso perseverance').along(axis(2, 3, 0.3)).build();
+      const early = aCard().by(owner).private().saying('zanzibar quokka espresso early bookmark').along(axis(2, 4, 0.3)).build();
+      await index.upsert(open);
+      await index.upsert(secret);
+      const scope = (callerId?: string): SearchScope => ({ ...everything(callerId), collectionId: collection });
+      const textIds = async (query: string, callerId?: string) => (await index.matchText(query, scope(callerId), firstPage)).hits.map((h) => h.cardId).sort();
+      const nearIds = async (callerId?: string) => (await index.nearest(axis(2), scope(callerId), firstPage)).hits.map((h) => h.cardId).sort();
+      await index.setBookmark(collection, open.cardId, true, new Date('2026-01-02T00:00:00Z'));
+      await index.setBookmark(collection, secret.cardId, true, new Date('2026-01-02T00:00:01Z'));
+      // Asked once, right away, as the e2e test does.
+      expect(await textIds('perseverance', owner)).toEqual([secret.cardId]);
+      await index.setBookmark(collection, early.cardId, true, new Date('2026-01-02T00:00:02Z'));
+      await index.upsert(early);
+      expect(await textIds('perseverance', owner)).toEqual([secret.cardId]);
+      expect(await textIds('zanzibar quokka', owner)).toEqual([open.cardId, secret.cardId, early.cardId].sort());
+      expect(await nearIds(owner)).toEqual([open.cardId, secret.cardId, early.cardId].sort());
+      for (const other of [undefined, randomUUID()]) {
+        expect(await textIds('perseverance', other)).toEqual([]);
+        expect(await textIds('zanzibar quokka', other)).toEqual([open.cardId]);
+        expect(await nearIds(other)).toEqual([open.cardId]);
+      }
+      // A replayed snapshot from before the bookmark (no collections) does not take it away.
+      expect(await index.upsert(secret)).toBe(true);
+      expect(await textIds('perseverance', owner)).toEqual([secret.cardId]);
+      expect((await index.get(secret.cardId))!.collectionIds).toEqual([collection]);
+    });
+
+    test('batch(): concurrent writes of many cards are all searchable when the batch resolves', async () => {
+      const collection = randomUUID();
+      const before = aCard().saying('an old card about harbours').build();
+      await index.upsert(before);
+      const cards = Array.from({ length: 12 }, (_, i) => aCard().saying(`batched lighthouse number ${i} keeper`).along(axis(i, i + 1, 0.1)).build());
+      const results = await index.batch(() =>
+        Promise.all([
+          ...cards.map(async (card, i) => {
+            const stored = await index.upsert(card);
+            if (i % 3 === 0) await index.setBookmark(collection, card.cardId, true, new Date('2026-01-05T00:00:00Z'));
+            return stored;
+          }),
+          index.remove(before.cardId, new Date('2026-01-05T00:00:00Z')).then(() => true),
+        ]),
+      );
+      expect(results.every(Boolean)).toBe(true);
+      expect(await index.count()).toBe(12);
+      expect((await index.matchText('lighthouse keeper', everything(), { offset: 0, limit: 25 })).total).toBe(12);
+      expect((await index.matchText('harbours', everything(), firstPage)).total).toBe(0);
+      const inCollection = await index.nearest(axis(0), { ...everything(), collectionId: collection }, firstPage);
+      expect(inCollection.hits.map((h) => h.cardId).sort()).toEqual([cards[0]!, cards[3]!, cards[6]!, cards[9]!].map((c) => c.cardId).sort());
+    });
+
     test('collisions are kept but not searched until promoted', async () => {
       const root = aCard().saying('tides are caused by the moon').build();
       const collision = aCard().saying('tides are caused by the moon, mostly').collisionOf(root.cardId).build();

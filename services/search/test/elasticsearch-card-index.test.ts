@@ -14,9 +14,12 @@ const external = process.env.TEST_ELASTICSEARCH_URL;
 const { engine, skipReason } = external ? { engine: { url: external }, skipReason: undefined } : engineForSuite('elasticsearch', startElasticsearchSync);
 
 const opened: ElasticsearchCardIndex[] = [];
-/** A fresh set of indices per call; refreshes every 50 ms so writes waiting for a refresh return quickly. */
+/**
+ * A fresh set of indices per call, with the periodic refresh turned off (-1): whatever a test finds was made
+ * searchable by the write (or batch) that returned, never by a background refresh that happened to come first.
+ */
 function openIndex(prefix = `cards-test-${randomBytes(4).toString('hex')}`, dimensions = CONTRACT_DIMENSIONS, embedderId?: string): ElasticsearchCardIndex {
-  const index = new ElasticsearchCardIndex({ url: engine!.url, dimensions, indexPrefix: prefix, replicas: 0, refreshInterval: '50ms', ...(embedderId ? { embedderId } : {}) });
+  const index = new ElasticsearchCardIndex({ url: engine!.url, dimensions, indexPrefix: prefix, replicas: 0, refreshInterval: '-1', ...(embedderId ? { embedderId } : {}) });
   opened.push(index);
   return index;
 }

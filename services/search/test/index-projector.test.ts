@@ -128,6 +128,39 @@ describe('IndexProjector', () => {
     expect((await search('rover', undefined, collection)).hits.map((h) => h.cardId)).toEqual([b.id]);
   });
 
+  test('a run of events (handleBatch) ends as the same events one by one: per-card order kept, roots announced once applied', async () => {
+    const collection = randomUUID();
+    const root = snapshot();
+    const collision = snapshot({ content: `${root.content} Again.`, collisionOf: root.id });
+    const other = snapshot({ content: LABELLED_CARDS[3]!.content });
+    const edited = snapshot({ content: LABELLED_CARDS[4]!.content });
+    const run = [
+      created(root),
+      created(collision),
+      created(other),
+      created(edited),
+      bookmark(collection, other.id, true, 3),
+      updated({ ...edited, updatedAt: t(2), content: LABELLED_CARDS[1]!.content }, { contentChanged: true }),
+      deleted(root, collision.id),
+      bookmark(collection, other.id, false, 4),
+      bookmark(collection, edited.id, true, 5),
+    ];
+    await projector.handleBatch(run);
+    const espresso = (await search('espresso')).hits.map((h) => h.cardId);
+    expect(espresso[0]).toBe(collision.id);
+    expect(espresso).not.toContain(root.id);
+    expect((await search(LABELLED_CARDS[1]!.paraphrase)).hits[0]!.cardId).toBe(edited.id);
+    expect((await search('rover', undefined, collection)).hits.map((h) => h.cardId)).toEqual([edited.id]);
+    expect(await index.count()).toBe(3);
+    // Announced after the run: the cards it left as roots, each once (the removed root is not announced).
+    const seen = await waitForAnnouncements(3);
+    expect(seen.map((a) => a.cardId).sort()).toEqual([collision.id, other.id, edited.id].sort());
+    // Replaying the whole run changes nothing.
+    await projector.handleBatch(run);
+    expect(await index.count()).toBe(3);
+    expect((await search('rover', undefined, collection)).hits.map((h) => h.cardId)).toEqual([edited.id]);
+  });
+
   test('near duplicates: a near copy is flagged, a distinct card on the same topic is not, private cards of others are not offered', async () => {
     const card = snapshot();
     const secret = snapshot({ content: LABELLED_CARDS[2]!.content, private: true });

@@ -38,6 +38,12 @@ export interface CardIndex {
   remove(cardId: string, removedAt: Date): Promise<void>;
   /** Adds or removes a bookmark; `at` orders concurrent changes of one (collection, card) pair, the latest wins. */
   setBookmark(collectionId: string, cardId: string, added: boolean, at: Date): Promise<void>;
+  /**
+   * Runs `apply`, which may call the write methods above, concurrently for different cards, and resolves once every
+   * write it made is searchable. Each write method alone is searchable when it resolves; an adapter that makes writes
+   * visible with a costly step (an Elasticsearch refresh) takes that step once per batch instead of once per write.
+   */
+  batch<T>(apply: () => Promise<T>): Promise<T>;
   get(cardId: string): Promise<IndexedCard | undefined>;
   /** Cards in scope ranked by cosine to the unit-length query vector, best first; every card in scope matches. */
   nearest(query: Float32Array, scope: SearchScope, page: PageRequest): Promise<IndexPage>;

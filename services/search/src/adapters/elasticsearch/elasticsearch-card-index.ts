@@ -1,3 +1,4 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { Client, errors, type estypes } from '@elastic/elasticsearch';
 import type { IndexedCard, IndexHit, IndexPage, PageRequest, SearchScope } from '../../domain/model';
 import type { CardIndex } from '../../domain/ports';
@@ -15,8 +16,8 @@ export interface ElasticsearchCardIndexOptions {
   /** Replicas of each index; unset = the cluster default. */
   replicas?: number;
   /**
-   * How often the indices refresh (default 200ms): card writes wait for the next refresh (refresh=wait_for), and the
-   * indexer applies events one at a time, so this bounds how many cards per second it indexes. Applied on every start.
+   * Background refresh interval of the indices (default 1s), applied on every start. Writes do not wait for it: each
+   * write method (or batch()) refreshes what it wrote before returning, so it only bounds how stale other writers' data is.
    */
   refreshInterval?: string;
   /** Full-text matches score at least this (word similarity, 0..1), as in the embedded index. */
@@ -76,9 +77,11 @@ const stored = { type: 'keyword', index: false, doc_values: false } as const;
  * - bookmarks: one document per (collection, card), externally versioned by the change time (latest wins);
  * - removed: tombstones, so a late snapshot of a removed card cannot bring it back.
  * Full-text scoring reproduces the embedded index's: idf-weighted best trigram similarity per query word plus a
- * phrase bonus, computed by Elasticsearch from per-word boosts. Card writes wait for a refresh, so a card is
- * searchable as soon as its event has been applied. Card documents change by compare-and-set on their sequence
- * number, so concurrent writers of one card (upsert, promote, bookmark) never lose each other's change.
+ * phrase bonus, computed by Elasticsearch from per-word boosts. Every write method refreshes the indices it wrote
+ * before it returns (batch() refreshes once for many writes), so a card is searchable as soon as its event has been
+ * applied. An upsert costs three round trips plus the refresh: one mget (tombstone, card, listed bookmarks), one bulk
+ * (bookmarks, new vocabulary words, the card), one tombstone re-check. Card documents change by compare-and-set on
+ * their sequence number, so concurrent writers of one card (upsert, promote, bookmark) never lose each other's change.
  */
 export class ElasticsearchCardIndex implements CardIndex {
   private readonly client: Client;
@@ -90,6 +93,8 @@ export class ElasticsearchCardIndex implements CardIndex {
   private readonly options: ElasticsearchCardIndexOptions;
   /** Words known to be in the vocabulary index already (bounded), to skip re-sending them. */
   private readonly knownWords = new Set<string>();
+  /** Inside batch(): the indices written so far, refreshed once when the batch ends. */
+  private readonly pendingRefresh = new AsyncLocalStorage<Set<string>>();
   private initialized: Promise<void> | undefined;
 
   constructor(options: ElasticsearchCardIndexOptions) {
@@ -191,25 +196,68 @@ export class ElasticsearchCardIndex implements CardIndex {
   }
 
   private refreshInterval(): string {
-    return this.options.refreshInterval ?? '200ms';
+    return this.options.refreshInterval ?? '1s';
+  }
+
+  /**
+   * Runs `apply` (any upsert/promote/remove/setBookmark calls, concurrent ones included) and makes every write it made
+   * searchable with one refresh when it resolves, instead of one refresh per write: the indexer applies a batch of
+   * events this way. Outside a batch each write method refreshes what it wrote before it returns.
+   */
+  async batch<T>(apply: () => Promise<T>): Promise<T> {
+    await this.ready();
+    const written = new Set<string>();
+    const result = await this.pendingRefresh.run(written, apply);
+    if (written.size > 0) await this.client.indices.refresh({ index: [...written] });
+    return result;
   }
 
   async upsert(card: IndexedCard): Promise<boolean> {
     await this.ready();
     if (card.vector.length !== this.dimensions) throw new Error(`vector has ${card.vector.length} dimensions, the index ${this.dimensions}`);
     const at = card.updatedAt.getTime();
-    if (await this.isRemoved(card.cardId)) return false;
-    // Both writes wait for the same refresh, so the card costs one refresh wait, not two.
-    const vocabulary = this.addToVocabulary(card.collisionOf ? [] : words(card.content));
-    vocabulary.catch(() => undefined);
     const cardWords = [...new Set(words(card.content))];
     const magnitude = Math.hypot(...card.vector);
     const vector = Array.from(card.vector);
-    let created = false;
-    const applied = await this.compareAndSet(card.cardId, async (existing) => {
-      if (existing && existing.updated_at > at) return 'stale';
-      created = !existing;
-      return {
+    const listed = [...new Set(card.collectionIds)];
+    const freshWords = card.collisionOf ? [] : cardWords.filter((w) => !this.knownWords.has(w));
+    for (let attempt = 0; ; attempt++) {
+      // One round trip reads the tombstone, the stored card with its sequence number and the bookmarks the snapshot lists.
+      const read = await this.client.mget({
+        docs: [
+          { _index: this.names.removed, _id: card.cardId, _source: false },
+          { _index: this.names.cards, _id: card.cardId },
+          ...listed.map((c) => ({ _index: this.names.bookmarks, _id: bookmarkId(c, card.cardId) })),
+        ],
+      });
+      const [tombstone, stored, ...listedBookmarks] = read.docs;
+      if (foundDoc(tombstone)) return false;
+      const existing = foundDoc(stored) ? { source: stored._source as CardSource, seqNo: stored._seq_no!, primaryTerm: stored._primary_term! } : undefined;
+      if (existing && existing.source.updated_at > at) return false;
+      const bookmarks = new Map<string, BookmarkSource | undefined>(listed.map((c, i) => [c, bookmarkFrom(listedBookmarks[i])]));
+      // Collections the stored card holds and this snapshot no longer lists: removed by it, unless a later change says otherwise.
+      const unlisted = (existing?.source.collection_ids ?? []).filter((c) => !bookmarks.has(c));
+      if (unlisted.length > 0) {
+        const more = await this.client.mget({ index: this.names.bookmarks, ids: unlisted.map((c) => bookmarkId(c, card.cardId)) });
+        unlisted.forEach((c, i) => bookmarks.set(c, bookmarkFrom(more.docs[i])));
+      }
+      const operations: unknown[] = [];
+      const collections: string[] = [];
+      for (const [collectionId, stored] of bookmarks) {
+        const inSnapshot = listed.includes(collectionId);
+        if (stored && stored.at > at) {
+          if (stored.added) collections.push(collectionId);
+          continue;
+        }
+        // Last writer wins per (collection, card): externally versioned by the change time.
+        operations.push(
+          { index: { _index: this.names.bookmarks, _id: bookmarkId(collectionId, card.cardId), version: Math.max(0, at), version_type: 'external_gte' } },
+          { collection_id: collectionId, card_id: card.cardId, added: inSnapshot, at } satisfies BookmarkSource,
+        );
+        if (inSnapshot) collections.push(collectionId);
+      }
+      for (const word of freshWords) operations.push({ create: { _index: this.names.vocabulary, _id: word } }, { word, trigrams: wordTrigrams(word) });
+      const document: CardSource = {
         card_id: card.cardId,
         author_id: card.authorId,
         content: card.content,
@@ -222,54 +270,83 @@ export class ElasticsearchCardIndex implements CardIndex {
         private: card.private,
         root: !card.collisionOf,
         collision_of: card.collisionOf ?? null,
-        collection_ids: await this.snapshotCollections(card.cardId, card.collectionIds, at, existing),
+        collection_ids: collections.sort(),
         ...(magnitude > 0 ? { vector } : {}),
         has_vector: magnitude > 0,
         vector_point_id: card.vectorPointId,
         updated_at: at,
         embedder: this.embedderId,
       };
-    });
-    await vocabulary;
-    if (!applied) return false;
-    // A removal that raced this write wins: it wrote its tombstone before deleting, so one of us sees the other.
-    if (await this.isRemoved(card.cardId)) {
-      await this.deleteCard(card.cardId);
-      return false;
+      // The card is written only if nobody wrote it since it was read (sequence number), or created only if still absent.
+      operations.push(
+        existing
+          ? { index: { _index: this.names.cards, _id: card.cardId, if_seq_no: existing.seqNo, if_primary_term: existing.primaryTerm } }
+          : { create: { _index: this.names.cards, _id: card.cardId } },
+        document,
+      );
+      // One round trip writes the bookmarks, the new vocabulary words and the card.
+      const response = await this.client.bulk({ operations: operations as estypes.BulkOperationContainer[] });
+      const items = response.items.map((item) => Object.values(item)[0]!);
+      for (const outcome of items.slice(0, -1)) {
+        // 409: a later bookmark change is stored (its own event syncs the card), or the word is in the vocabulary already.
+        if (outcome.error && outcome.status !== 409) throw new Error(`writing to ${outcome._index} failed: ${outcome.error.reason ?? outcome.error.type}`);
+      }
+      const written = items[items.length - 1]!;
+      if (written.status === 409 && attempt < 20) continue;
+      if (written.error) throw new Error(`writing card ${card.cardId} failed: ${written.error.reason ?? written.error.type}`);
+      this.rememberWords(freshWords);
+      // A removal that raced this write wins: it wrote its tombstone before deleting, so one of us sees the other.
+      // A bookmark made while the card was absent was refreshed before its writer looked for the card: a search finds it.
+      const [removed, early] = await Promise.all([this.isRemoved(card.cardId), existing ? Promise.resolve([]) : this.bookmarksOf(card.cardId)]);
+      if (removed) {
+        await this.deleteCard(card.cardId);
+        await this.makeSearchable(this.names.cards);
+        return false;
+      }
+      const missing = early.filter((b) => b.added && !collections.includes(b.collection_id)).map((b) => b.collection_id);
+      if (missing.length > 0) await this.syncCollections(card.cardId, missing);
+      await this.makeSearchable(this.names.cards, ...(freshWords.length > 0 ? [this.names.vocabulary] : []));
+      return true;
     }
-    // A bookmark of a card not stored yet, made while this card was being created, was waiting for a refresh: pick it up.
-    if (created) await this.syncCollections(card.cardId, (await this.bookmarksOf(card.cardId)).map((b) => b.collection_id));
-    return true;
   }
 
   async promote(cardId: string): Promise<boolean> {
     await this.ready();
-    let found = false;
+    let content: string | undefined;
     await this.compareAndSet(cardId, async (existing) => {
       if (!existing) return 'stale';
-      found = true;
+      content = existing.content;
       if (existing.root) return 'stale';
       return { ...existing, root: true, collision_of: null };
     });
-    if (found) await this.addToVocabulary(words((await this.getSource(cardId))?.source.content ?? ''));
-    return found;
+    if (content === undefined) return false;
+    await this.addToVocabulary(words(content));
+    await this.makeSearchable(this.names.cards, this.names.vocabulary);
+    return true;
   }
 
   async remove(cardId: string, removedAt: Date): Promise<void> {
     await this.ready();
     // Tombstones are read in real time (GET), so they need no refresh.
     await this.client.index({ index: this.names.removed, id: cardId, document: { removed_at: removedAt.getTime() } });
-    await this.deleteCard(cardId);
-    const bookmarks = await this.bookmarksOf(cardId);
+    const [, bookmarks] = await Promise.all([this.deleteCard(cardId), this.bookmarksOf(cardId)]);
     if (bookmarks.length > 0) {
       await this.client.bulk({ operations: bookmarks.map((b) => ({ delete: { _index: this.names.bookmarks, _id: bookmarkId(b.collection_id, cardId) } })) });
     }
+    await this.makeSearchable(this.names.cards);
   }
 
   async setBookmark(collectionId: string, cardId: string, added: boolean, at: Date): Promise<void> {
     await this.ready();
-    if (!(await this.writeBookmark(collectionId, cardId, added, at.getTime(), true))) return;
-    await this.syncCollections(cardId, [collectionId]);
+    if (!(await this.writeBookmark(collectionId, cardId, added, at.getTime()))) return;
+    let outcome = await this.syncCollections(cardId, [collectionId]);
+    if (outcome === 'absent') {
+      // The card is not stored yet. Make the bookmark visible to the search its creator runs right after creating it,
+      // then look again: either the creator finds this bookmark, or this look finds the card.
+      await this.client.indices.refresh({ index: this.names.bookmarks });
+      outcome = await this.syncCollections(cardId, [collectionId]);
+    }
+    if (outcome === 'written') await this.makeSearchable(this.names.cards);
   }
 
   async get(cardId: string): Promise<IndexedCard | undefined> {
@@ -314,6 +391,7 @@ export class ElasticsearchCardIndex implements CardIndex {
           return { ...rest, ...(magnitude > 0 ? { vector: Array.from(vector) } : {}), has_vector: magnitude > 0, embedder: this.embedderId };
         });
       }
+      await this.makeSearchable(this.names.cards);
       refreshed += rows.length;
     }
   }
@@ -448,17 +526,35 @@ export class ElasticsearchCardIndex implements CardIndex {
     return { cards: total, frequency: new Map(buckets.map((b) => [b.key, b.doc_count])) };
   }
 
+  /** Adds words to the vocabulary (not refreshed: the caller makes it searchable). */
   private async addToVocabulary(cardWords: string[]): Promise<void> {
     const fresh = [...new Set(cardWords)].filter((w) => !this.knownWords.has(w));
     if (fresh.length === 0) return;
     const operations = fresh.flatMap((word) => [{ create: { _index: this.names.vocabulary, _id: word } }, { word, trigrams: wordTrigrams(word) }]);
-    const response = await this.client.bulk({ operations, refresh: 'wait_for' });
+    const response = await this.client.bulk({ operations });
     for (const item of response.items) {
       const outcome = item.create;
       if (outcome?.error && outcome.status !== 409) throw new Error(`adding words to the vocabulary failed: ${outcome.error.reason ?? outcome.error.type}`);
     }
+    this.rememberWords(fresh);
+  }
+
+  private rememberWords(fresh: readonly string[]): void {
     if (this.knownWords.size + fresh.length > 200_000) this.knownWords.clear();
     for (const w of fresh) this.knownWords.add(w);
+  }
+
+  /**
+   * Makes what was written to these indices searchable before the write method returns: one refresh now, or, inside
+   * batch(), one refresh when the batch ends.
+   */
+  private async makeSearchable(...indices: string[]): Promise<void> {
+    const batch = this.pendingRefresh.getStore();
+    if (batch) {
+      for (const index of indices) batch.add(index);
+      return;
+    }
+    await this.client.indices.refresh({ index: indices });
   }
 
   /** Root cards whose vectors the current embedder made: cards embedded by another wait for refreshStaleVectors(). */
@@ -501,7 +597,7 @@ export class ElasticsearchCardIndex implements CardIndex {
 
   private async deleteCard(cardId: string): Promise<void> {
     try {
-      await this.client.delete({ index: this.names.cards, id: cardId, refresh: 'wait_for' });
+      await this.client.delete({ index: this.names.cards, id: cardId });
     } catch (err) {
       if (!(err instanceof errors.ResponseError && err.statusCode === 404)) throw err;
     }
@@ -521,7 +617,6 @@ export class ElasticsearchCardIndex implements CardIndex {
           index: this.names.cards,
           id: cardId,
           document: next,
-          refresh: 'wait_for',
           ...(current ? { if_seq_no: current.seqNo, if_primary_term: current.primaryTerm } : { op_type: 'create' as const }),
         });
         return true;
@@ -533,7 +628,7 @@ export class ElasticsearchCardIndex implements CardIndex {
   }
 
   /** Last writer wins per (collection, card), by external version = change time; false when a later change is stored. */
-  private async writeBookmark(collectionId: string, cardId: string, added: boolean, at: number, waitForRefresh: boolean): Promise<boolean> {
+  private async writeBookmark(collectionId: string, cardId: string, added: boolean, at: number): Promise<boolean> {
     try {
       await this.client.index({
         index: this.names.bookmarks,
@@ -541,26 +636,12 @@ export class ElasticsearchCardIndex implements CardIndex {
         document: { collection_id: collectionId, card_id: cardId, added, at } satisfies BookmarkSource,
         version: Math.max(0, at),
         version_type: 'external_gte',
-        refresh: waitForRefresh ? 'wait_for' : false,
       });
       return true;
     } catch (err) {
       if (err instanceof errors.ResponseError && err.statusCode === 409) return false;
       throw err;
     }
-  }
-
-  /**
-   * Applies a card snapshot's list of collections (adds the ones listed, removes the ones no longer listed, unless a
-   * later bookmark change says otherwise) and answers the collections bookmarking the card now.
-   */
-  private async snapshotCollections(cardId: string, collectionIds: readonly string[], at: number, existing: CardSource | undefined): Promise<string[]> {
-    const listed = new Set(collectionIds);
-    // Bookmarks made before the card was first stored are only found by a search (they are written waiting for a refresh).
-    const known = existing ? existing.collection_ids : (await this.bookmarksOf(cardId)).filter((b) => b.added).map((b) => b.collection_id);
-    for (const id of listed) await this.writeBookmark(id, cardId, true, at, false);
-    for (const id of known) if (!listed.has(id)) await this.writeBookmark(id, cardId, false, at, false);
-    return this.addedCollections(cardId, [...listed, ...known]);
   }
 
   /** Which of these collections bookmark the card, read in real time from the bookmark documents. */
@@ -582,15 +663,30 @@ export class ElasticsearchCardIndex implements CardIndex {
     return cardFromSource(source, this.dimensions);
   }
 
-  /** Copies the state of these bookmarks onto the card's document (read after the card, so a concurrent change is never lost). */
-  private async syncCollections(cardId: string, collectionIds: readonly string[]): Promise<void> {
-    await this.compareAndSet(cardId, async (existing) => {
+  /**
+   * Copies the state of these bookmarks onto the card's document (read after the card, so a concurrent change is never
+   * lost). Not refreshed: the caller makes it searchable.
+   */
+  private async syncCollections(cardId: string, collectionIds: readonly string[]): Promise<'absent' | 'unchanged' | 'written'> {
+    let found = false;
+    const written = await this.compareAndSet(cardId, async (existing) => {
       if (!existing) return 'stale';
+      found = true;
       const collections = await this.addedCollections(cardId, [...existing.collection_ids, ...collectionIds]);
       if (collections.join(',') === [...existing.collection_ids].sort().join(',')) return 'stale';
       return { ...existing, collection_ids: collections };
     });
+    return written ? 'written' : found ? 'unchanged' : 'absent';
   }
+}
+
+function foundDoc(doc: estypes.MgetResponseItem | undefined): doc is estypes.GetGetResult {
+  if (doc && 'error' in doc && doc.error) throw new Error(`reading ${doc._index}/${doc._id} failed: ${doc.error.reason ?? doc.error.type}`);
+  return !!doc && 'found' in doc && doc.found;
+}
+
+function bookmarkFrom(doc: estypes.MgetResponseItem | undefined): BookmarkSource | undefined {
+  return foundDoc(doc) ? (doc._source as BookmarkSource) : undefined;
 }
 
 /** The card a document holds; a zero vector is not stored (cosine cannot index it). */

@@ -169,6 +169,11 @@ export class SqliteCardIndex implements CardIndex {
     for (const members of this.collections.values()) members.delete(cardId);
   }
 
+  /** Writes are searchable as soon as they return here: a batch is just its writes. */
+  batch<T>(apply: () => Promise<T>): Promise<T> {
+    return apply();
+  }
+
   async setBookmark(collectionId: string, cardId: string, added: boolean, at: Date): Promise<void> {
     await this.loaded;
     const changed = this.db.transaction(() => this.writeBookmark(collectionId, cardId, added, at.getTime()))();

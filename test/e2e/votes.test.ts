@@ -127,6 +127,9 @@ describe('votes and privacy', () => {
     expect(await totals(users[0]!.client)).toEqual({ up: 1, down: 0 });
     expect(await totals(author.client)).toEqual({ up: up + 1, down });
     expect(await score()).toBe(1);
+    // The voter's cast votes count it only for whoever may see the card.
+    const cast = async (viewer: ApiClient) => (await viewer.get(`/api/user/${lateVoter.id}/1`)).json.total_votes_cast;
+    expect({ anonymous: await cast(anonymous), self: await cast(lateVoter.client), author: await cast(author.client) }).toEqual({ anonymous: 0, self: 0, author: 1 });
     // A voter may still take back a vote on the now private card: it leaves the author's own totals only.
     expect((await lateVoter.client.delete(`/api/vote/${cardId}`)).status).toBe(204);
     expect(await totals(author.client)).toEqual({ up, down });

@@ -99,6 +99,21 @@ export function describeVoteRepositoryContract(name: string, factory: CardsStore
       expect(await store.votes.received(author, true)).toEqual({ upvotes: 0, downvotes: 0 });
     });
 
+    it('counts the votes a user cast on the cards a viewer may see', async () => {
+      const [alice, bob] = [randomUUID(), randomUUID()];
+      const [open, hidden, bobs] = [await storedCard(alice), await storedCard(alice), await storedCard(bob)];
+      for (const c of [open, hidden, bobs]) await store.votes.upsert(bob, c.id, true, nextTime(), randomUUID());
+      await madePrivate(hidden, true);
+      const bobsNow = await madePrivate(bobs, true);
+      expect(await store.votes.countCastBy(bob)).toBe(3);
+      expect(await store.votes.countCastOnVisible(bob, null)).toBe(1);
+      expect(await store.votes.countCastOnVisible(bob, bob)).toBe(2);
+      expect(await store.votes.countCastOnVisible(bob, alice)).toBe(2);
+      await madePrivate(bobsNow, false);
+      expect(await store.votes.countCastOnVisible(bob, null)).toBe(2);
+      expect(await store.votes.countCastOnVisible(randomUUID(), null)).toBe(0);
+    });
+
     it('does not rank an author whose only voted card is private', async () => {
       const author = randomUUID();
       const card = await storedCard(author);

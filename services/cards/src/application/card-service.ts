@@ -325,6 +325,7 @@ export class CardService {
   /**
    * A user's cards page. The received-vote totals count the votes on the cards the viewer may see: all of them for the
    * owner, the public ones for everyone else (votes on a card made private stop counting there until it is public again).
+   * Likewise the votes cast count only votes on cards the viewer may see.
    */
   async listUserCards(userId: string, callerId: string | undefined, page: number): Promise<UserCardsPage> {
     validPage(page);
@@ -334,7 +335,7 @@ export class CardService {
       cards.listByAuthor(userId, includePrivate, (page - 1) * PAGE_SIZE, PAGE_SIZE),
       cards.countByAuthor(userId, includePrivate),
       votes.received(userId, includePrivate),
-      votes.countCastBy(userId),
+      votes.countCastOnVisible(userId, callerId ?? null),
     ]);
     return {
       cards: await this.withVotes(list, callerId),

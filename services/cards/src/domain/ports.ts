@@ -84,6 +84,8 @@ export interface VoteRepository {
   /** Votes received on the author's public cards; on all their cards when includePrivate. */
   received(authorId: string, includePrivate?: boolean): Promise<ReceivedVotes>;
   countCastBy(userId: string): Promise<number>;
+  /** Votes the user cast on cards the viewer may see (public ones, and the viewer's own). */
+  countCastOnVisible(userId: string, viewerId: string | null): Promise<number>;
   /** Authors with at least one vote received on a public card, by public score desc, then join date, then id. */
   topAuthors(offset: number, limit: number): Promise<AuthorScore[]>;
   countRankedAuthors(): Promise<number>;

@@ -102,6 +102,16 @@ export class MongoVoteRepository implements VoteRepository {
     return this.store.votes.countDocuments({ userId });
   }
 
+  async countCastOnVisible(userId: string, viewerId: string | null): Promise<number> {
+    const cardIds = (await this.store.votes.find({ userId }, { projection: { cardId: 1 } }).toArray()).map((v) => v.cardId);
+    let n = 0;
+    for (let i = 0; i < cardIds.length; i += 1000) {
+      const slice = cardIds.slice(i, i + 1000);
+      n += await this.store.cards.countDocuments({ _id: { $in: slice }, $or: [{ private: false }, ...(viewerId ? [{ authorId: viewerId }] : [])] });
+    }
+    return n;
+  }
+
   async topAuthors(offset: number, limit: number): Promise<AuthorScore[]> {
     const docs = await this.store.authorScores
       .find({ publicVotes: { $gt: 0 } }, { projection: { publicScore: 1 } })

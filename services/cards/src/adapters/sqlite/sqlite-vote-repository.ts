@@ -87,6 +87,11 @@ export class SqliteVoteRepository implements VoteRepository {
     return (this.sql('SELECT count(*) AS n FROM votes WHERE user_id = ?').get(userId) as { n: number }).n;
   }
 
+  async countCastOnVisible(userId: string, viewerId: string | null): Promise<number> {
+    const sql = 'SELECT count(*) AS n FROM votes v JOIN cards c ON c.id = v.card_id WHERE v.user_id = ? AND (c.private = 0 OR c.author_id = ?)';
+    return (this.sql(sql).get(userId, viewerId) as { n: number }).n;
+  }
+
   async topAuthors(offset: number, limit: number): Promise<AuthorScore[]> {
     const rows = this.sql(
         `SELECT user_id, public_upvotes - public_downvotes AS score FROM author_scores WHERE public_upvotes + public_downvotes > 0

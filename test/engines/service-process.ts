@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { createChannel, createClient, type Channel } from 'nice-grpc';
+import { createGrpcClient } from '@cards/platform';
 import { health } from '@cards/proto';
 
 const ROOT = resolve(__dirname, '..', '..');
@@ -55,15 +55,17 @@ export function startServiceProcess(name: string, env: Record<string, string>): 
   };
 }
 
+/** The gRPC status code UNAVAILABLE (14), for assertions on refused calls. */
+export const GRPC_UNAVAILABLE = 14;
+
 /** grpc.health.v1 of one address, for service "" or a named one. */
-export function healthOf(address: string): { status(service?: string): Promise<'SERVING' | 'NOT_SERVING' | 'UNREACHABLE' | string>; channel: Channel } {
-  const channel = createChannel(address);
-  const client = createClient(health.HealthDefinition, channel);
+export function healthOf(address: string): { status(service?: string): Promise<'SERVING' | 'NOT_SERVING' | 'UNREACHABLE' | string>; channel: { close(): void } } {
+  const { client, channel } = createGrpcClient(health.HealthDefinition, address, { deadlineMs: 2000 });
   return {
     channel,
     async status(service = '') {
       try {
-        const { status } = await client.check({ service }, { signal: AbortSignal.timeout(2000) });
+        const { status } = await client.check({ service });
         return health.HealthCheckResponse_ServingStatus[status] ?? String(status);
       } catch {
         return 'UNREACHABLE';

@@ -31,8 +31,9 @@ interface EngineState {
   down: boolean;
   failures: number;
   lastError: string | undefined;
-  /** A probe that timed out and has not settled: no second one is started beside it. */
+  /** A probe that timed out and has not settled: no second one is started beside it (for a while). */
   pending: Promise<void> | undefined;
+  pendingSince: number;
 }
 
 /** READINESS_* variables, shared by every service (each reads them through readinessSettingsFrom). */
@@ -77,7 +78,7 @@ export class EngineReadinessMonitor {
   private wasReady = true;
 
   constructor(private readonly options: EngineReadinessMonitorOptions) {
-    this.engines = options.checks.map((check) => ({ check, down: false, failures: 0, lastError: undefined, pending: undefined }));
+    this.engines = options.checks.map((check) => ({ check, down: false, failures: 0, lastError: undefined, pending: undefined, pendingSince: 0 }));
     this.intervalMs = options.intervalMs ?? 2000;
     this.timeoutMs = options.timeoutMs ?? 5000;
     this.failureThreshold = options.failureThreshold ?? 2;
@@ -156,12 +157,19 @@ export class EngineReadinessMonitor {
     let error: string | undefined;
     let timer: NodeJS.Timeout | undefined;
     try {
-      // A probe stuck past its timeout is awaited again instead of stacking a new one on the engine each round.
-      const attempt = (engine.pending ??= Promise.resolve()
-        .then(() => engine.check.check())
-        .finally(() => {
-          engine.pending = undefined;
-        }));
+      // A probe stuck past its timeout is awaited again instead of stacking a new one on the engine each
+      // round; one that never settles is given up after a few timeouts so it cannot pin the engine down.
+      if (engine.pending && Date.now() - engine.pendingSince > 3 * this.timeoutMs) engine.pending = undefined;
+      if (!engine.pending) {
+        engine.pendingSince = Date.now();
+        const started: Promise<void> = Promise.resolve()
+          .then(() => engine.check.check())
+          .finally(() => {
+            if (engine.pending === started) engine.pending = undefined;
+          });
+        engine.pending = started;
+      }
+      const attempt = engine.pending;
       attempt.catch(() => undefined);
       await Promise.race([
         attempt,

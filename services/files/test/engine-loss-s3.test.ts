@@ -78,12 +78,19 @@ describe('engine loss on S3 (files alone, s3rver stopped and restarted)', () => 
     expect(refused).toMatchObject({ code: Status.UNAVAILABLE });
     // S3 does not gate calls: the file records (SQLite here) still answer.
     expect((await client.getFile({ fileId: before.id, callerId: caller })).id).toBe(before.id);
+    // The download route the gateway passes through answers a retryable 503 with a message, not a 500.
+    const download = await fetch(`http://127.0.0.1:${httpPort}/files/${before.id}`, { headers: { 'x-caller-id': caller }, signal: AbortSignal.timeout(10_000) });
+    expect(download.status).toBe(503);
+    expect(await download.json()).toEqual({ message: 'A backing service is unavailable, try again' });
 
     await startS3();
     const readyMs = await waitFor('files SERVING again', async () => (await probe.status()) === 'SERVING', 15_000, service);
     process.stdout.write(`[engine loss] S3 back on the same port: files SERVING after ${readyMs} ms\n`);
     const after = await client.uploadFile(uploadParts('after.pdf'));
     expect(after.fileName).toBe('after.pdf');
+    const bytes = await fetch(`http://127.0.0.1:${httpPort}/files/${before.id}`, { headers: { 'x-caller-id': caller }, signal: AbortSignal.timeout(10_000) });
+    expect(bytes.status).toBe(200);
+    expect(Buffer.from(await bytes.arrayBuffer()).equals(pdf)).toBe(true);
     expect(service.child.exitCode).toBeNull();
     expect(service.output()).toContain('S3 (S3_ENDPOINT) is unreachable: not ready until it answers again');
   }, 60_000);

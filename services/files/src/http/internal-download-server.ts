@@ -2,7 +2,7 @@ import { createServer, type Server } from 'node:http';
 import { timingSafeEqual } from 'node:crypto';
 import { pipeline } from 'node:stream/promises';
 import { Status } from 'nice-grpc';
-import { DomainError, isUuid, type Logger } from '@cards/platform';
+import { DomainError, isEngineUnavailableError, isUuid, type Logger } from '@cards/platform';
 import type { FilesService } from '../application/files-service';
 
 export const INTERNAL_TOKEN_HEADER = 'x-files-internal-token';
@@ -72,8 +72,13 @@ export async function startInternalDownloadServer(options: InternalDownloadServe
         await pipeline(content, res);
       })
       .catch((err: unknown) => {
-        if (err instanceof DomainError) return send(err.status === Status.NOT_FOUND ? 404 : 400, err.message);
+        if (err instanceof DomainError) return send(err.status === Status.NOT_FOUND ? 404 : err.status === Status.UNAVAILABLE ? 503 : 400, err.message);
         if ((err as NodeJS.ErrnoException)?.code === 'ERR_STREAM_PREMATURE_CLOSE') return;
+        if (isEngineUnavailableError(err)) {
+          // The object store or the records' database is unreachable: a retryable 503, not a 500.
+          logger.warn({ err, url: req.url }, 'download failed: an engine is unreachable');
+          return send(503, 'A backing service is unavailable, try again');
+        }
         logger.error({ err, url: req.url }, 'download failed');
         send(500, 'Internal error');
       });

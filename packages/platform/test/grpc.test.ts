@@ -41,6 +41,7 @@ beforeAll(async () => {
         async getUsers() {
           return { users: [] };
         },
+        resolveSessions: unimplemented,
       }),
   });
 });

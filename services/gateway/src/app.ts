@@ -9,7 +9,7 @@ import { securityHeaders } from './http/security-headers';
 import { corsForConfiguredOrigins, originCheck } from './http/cross-origin';
 import { serveApiDocs } from './openapi/serve-docs';
 import type { RateLimitConfig } from './http/rate-limits';
-import { SESSION_COOKIE, sessionMiddleware } from './http/session';
+import { batchingSessionResolver, SESSION_COOKIE, sessionMiddleware } from './http/session';
 import { serveWebApp } from './http/web-app';
 import { registerIdentityRoutes } from './routes/identity-routes';
 import { registerCardRoutes } from './routes/card-routes';
@@ -80,7 +80,7 @@ export function createGatewayApp(options: GatewayAppOptions): Express {
   app.use('/api', express.json({ limit: options.jsonBodyLimit }));
   app.use('/api', cookieParser());
   app.use('/api', originCheck(crossOrigin));
-  app.use('/api', sessionMiddleware(options.clients.identity));
+  app.use('/api', sessionMiddleware(batchingSessionResolver(options.clients.identity)));
 
   const api = Router();
   registerIdentityRoutes(api, { clients: options.clients, rateLimits: options.rateLimits, cookieSecure: options.cookieSecure });

@@ -65,6 +65,17 @@ describe('IdentityService', () => {
     await expect(service.resolveSession('not.a.jwt')).rejects.toThrow(/Not logged in/);
   });
 
+  it('resolves several tokens in one call, in order, null for each one that is not a live session', async () => {
+    const { service } = setup(new Date());
+    for (const name of ['a', 'b']) await service.register(await service.invite(`${name}@example.com`, []), 'password1', 'password1');
+    const a = (await service.login('a@example.com', 'password1')).token;
+    const b = (await service.login('b@example.com', 'password1')).token;
+    const loggedOut = (await service.login('a@example.com', 'password1')).token;
+    await service.logout(loggedOut);
+    const users = await service.resolveSessions([b, 'not.a.jwt', a, loggedOut, b]);
+    expect(users.map((u) => u?.email ?? null)).toEqual(['b@example.com', null, 'a@example.com', null, 'b@example.com']);
+  });
+
   it('password reset links expire after one hour', async () => {
     const { service, mailer, advance } = setup(new Date());
     const id = await service.invite('r@example.com', []);

@@ -1,4 +1,5 @@
 import type { NextFunction, Request, Response } from 'express';
+import DataLoader from 'dataloader';
 import { ClientError, Status } from 'nice-grpc';
 import type { identity } from '@cards/proto';
 import type { GrpcClient } from '@cards/platform';
@@ -17,16 +18,59 @@ declare global {
   }
 }
 
+type IdentityClient = GrpcClient<typeof identity.IdentityServiceDefinition>;
+
+/** The caller behind a token, or null when it is not a live session. */
+export type SessionResolver = (token: string) => Promise<identity.User | null>;
+
+/**
+ * Resolves session tokens through identity, batching the requests that arrive in one turn of the event loop
+ * into one ResolveSessions call: under load one gRPC round trip serves many requests, while each request is
+ * still checked by identity when it arrives (nothing is cached, so a logout revokes at once). An identity one
+ * version behind (no ResolveSessions yet) answers UNIMPLEMENTED: then each token gets its own ResolveSession.
+ */
+export function batchingSessionResolver(identityClient: IdentityClient, maxBatchSize = 100): SessionResolver {
+  let batchingSupported = true;
+  const one = async (token: string): Promise<identity.User | null> => {
+    try {
+      return await identityClient.resolveSession({ token }, { idempotent: true });
+    } catch (err) {
+      if (err instanceof ClientError && err.code === Status.UNAUTHENTICATED) return null;
+      throw err;
+    }
+  };
+  const loader = new DataLoader<string, identity.User | null>(
+    async (tokens) => {
+      if (batchingSupported && tokens.length > 1) {
+        try {
+          const { resolutions } = await identityClient.resolveSessions({ tokens: [...tokens] }, { idempotent: true });
+          return tokens.map((_, i) => resolutions[i]?.user ?? null);
+        } catch (err) {
+          if (!(err instanceof ClientError && err.code === Status.UNIMPLEMENTED)) throw err;
+          batchingSupported = false;
+        }
+      }
+      return Promise.all(tokens.map((token) => one(token).catch((err: unknown) => (err instanceof Error ? err : new Error(String(err))))));
+    },
+    // No cache: every request asks identity. setImmediate gathers the requests parsed in the same poll phase.
+    { cache: false, maxBatchSize, batchScheduleFn: (callback) => setImmediate(callback) },
+  );
+  return (token) => loader.load(token);
+}
+
 /** Resolves the cookie on every request so a logout revokes at once; a bad cookie just means anonymous. */
-export function sessionMiddleware(identityClient: GrpcClient<typeof identity.IdentityServiceDefinition>) {
+export function sessionMiddleware(resolve: SessionResolver) {
   return async (req: Request, _res: Response, next: NextFunction) => {
     const token: unknown = req.cookies?.[SESSION_COOKIE];
     if (typeof token !== 'string' || token.length === 0 || token.length > 4096) return next();
     try {
-      req.user = await identityClient.resolveSession({ token }, { idempotent: true });
-      req.sessionToken = token;
+      const user = await resolve(token);
+      if (user) {
+        req.user = user;
+        req.sessionToken = token;
+      }
     } catch (err) {
-      if (!(err instanceof ClientError && err.code === Status.UNAUTHENTICATED)) return next(err);
+      return next(err);
     }
     next();
   };

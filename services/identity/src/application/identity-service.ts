@@ -114,6 +114,18 @@ export class IdentityService {
     return user;
   }
 
+  /** resolveSession for each token, in order; null where the token is not a live session. */
+  async resolveSessions(tokens: readonly string[]): Promise<(User | null)[]> {
+    return Promise.all(
+      tokens.map((token) =>
+        this.resolveSession(token).catch((err: unknown) => {
+          if (err instanceof UnauthenticatedError) return null;
+          throw err;
+        }),
+      ),
+    );
+  }
+
   /** Sends a reset mail when the account exists; says nothing either way. */
   async requestPasswordReset(rawEmail: string): Promise<void> {
     const email = normalizeEmail(rawEmail);

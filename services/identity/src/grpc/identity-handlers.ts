@@ -1,6 +1,9 @@
 import type { identity } from '@cards/proto';
 import type { IdentityService } from '../application/identity-service';
+import { InvalidArgumentError } from '@cards/platform';
 import type { User } from '../domain/model';
+
+const MAX_TOKENS_PER_CALL = 500;
 
 function toProto(u: User): identity.User {
   return { id: u.id, email: u.email, username: u.username ?? undefined, website: u.website ?? undefined, visibleEmail: u.visibleEmail, createdAt: u.createdAt };
@@ -25,6 +28,11 @@ export function identityHandlers(service: IdentityService): identity.IdentitySer
     },
     async resolveSession(req) {
       return toProto(await service.resolveSession(req.token));
+    },
+    async resolveSessions(req) {
+      if (req.tokens.length > MAX_TOKENS_PER_CALL) throw new InvalidArgumentError(`tokens: at most ${MAX_TOKENS_PER_CALL} per call`);
+      const users = await service.resolveSessions(req.tokens);
+      return { resolutions: users.map((user) => (user ? { user: toProto(user) } : {})) };
     },
     async requestPasswordReset(req) {
       await service.requestPasswordReset(req.email);

@@ -57,6 +57,19 @@ export interface ResolveSessionRequest {
   token: string;
 }
 
+export interface ResolveSessionsRequest {
+  tokens: string[];
+}
+
+export interface ResolveSessionsResponse {
+  resolutions: SessionResolution[];
+}
+
+export interface SessionResolution {
+  /** Absent when the token is not a live session. */
+  user?: User | undefined;
+}
+
 export interface RequestPasswordResetRequest {
   email: string;
 }
@@ -834,6 +847,213 @@ export const ResolveSessionRequest: MessageFns<ResolveSessionRequest> = {
   },
 };
 
+function createBaseResolveSessionsRequest(): ResolveSessionsRequest {
+  return { tokens: [] };
+}
+
+export const ResolveSessionsRequest: MessageFns<ResolveSessionsRequest> = {
+  encode(message: ResolveSessionsRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.tokens) {
+      writer.uint32(10).string(v!);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ResolveSessionsRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseResolveSessionsRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.tokens.push(reader.string());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ResolveSessionsRequest {
+    return {
+      tokens: globalThis.Array.isArray(object?.tokens) ? object.tokens.map((e: any) => globalThis.String(e)) : [],
+    };
+  },
+
+  toJSON(message: ResolveSessionsRequest): unknown {
+    const obj: any = {};
+    if (message.tokens?.length) {
+      obj.tokens = message.tokens;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<ResolveSessionsRequest>): ResolveSessionsRequest {
+    return ResolveSessionsRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<ResolveSessionsRequest>): ResolveSessionsRequest {
+    const message = createBaseResolveSessionsRequest();
+    message.tokens = object.tokens?.map((e) => e) || [];
+    return message;
+  },
+};
+
+function createBaseResolveSessionsResponse(): ResolveSessionsResponse {
+  return { resolutions: [] };
+}
+
+export const ResolveSessionsResponse: MessageFns<ResolveSessionsResponse> = {
+  encode(message: ResolveSessionsResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.resolutions) {
+      SessionResolution.encode(v!, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ResolveSessionsResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseResolveSessionsResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.resolutions.push(SessionResolution.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ResolveSessionsResponse {
+    return {
+      resolutions: globalThis.Array.isArray(object?.resolutions)
+        ? object.resolutions.map((e: any) => SessionResolution.fromJSON(e))
+        : [],
+    };
+  },
+
+  toJSON(message: ResolveSessionsResponse): unknown {
+    const obj: any = {};
+    if (message.resolutions?.length) {
+      obj.resolutions = message.resolutions.map((e) => SessionResolution.toJSON(e));
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<ResolveSessionsResponse>): ResolveSessionsResponse {
+    return ResolveSessionsResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<ResolveSessionsResponse>): ResolveSessionsResponse {
+    const message = createBaseResolveSessionsResponse();
+    message.resolutions = object.resolutions?.map((e) => SessionResolution.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseSessionResolution(): SessionResolution {
+  return { user: undefined };
+}
+
+export const SessionResolution: MessageFns<SessionResolution> = {
+  encode(message: SessionResolution, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.user !== undefined) {
+      User.encode(message.user, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SessionResolution {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSessionResolution();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.user = User.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): SessionResolution {
+    return { user: isSet(object.user) ? User.fromJSON(object.user) : undefined };
+  },
+
+  toJSON(message: SessionResolution): unknown {
+    const obj: any = {};
+    if (message.user !== undefined) {
+      obj.user = User.toJSON(message.user);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<SessionResolution>): SessionResolution {
+    return SessionResolution.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<SessionResolution>): SessionResolution {
+    const message = createBaseSessionResolution();
+    message.user = (object.user !== undefined && object.user !== null) ? User.fromPartial(object.user) : undefined;
+    return message;
+  },
+};
+
 function createBaseRequestPasswordResetRequest(): RequestPasswordResetRequest {
   return { email: "" };
 }
@@ -1320,6 +1540,18 @@ export const IdentityServiceDefinition = {
       responseStream: false,
       options: {},
     },
+    /**
+     * Several tokens in one call (the gateway batches the requests in flight): one resolution per token, in order;
+     * a bad, expired or revoked token gets a resolution without a user. Fails as a whole only for server errors.
+     */
+    resolveSessions: {
+      name: "ResolveSessions",
+      requestType: ResolveSessionsRequest as typeof ResolveSessionsRequest,
+      requestStream: false,
+      responseType: ResolveSessionsResponse as typeof ResolveSessionsResponse,
+      responseStream: false,
+      options: {},
+    },
     /** Always succeeds for a well-formed address, whether or not the account exists. */
     requestPasswordReset: {
       name: "RequestPasswordReset",
@@ -1371,6 +1603,14 @@ export interface IdentityServiceImplementation<CallContextExt = {}> {
   logout(request: LogoutRequest, context: CallContext & CallContextExt): Promise<DeepPartial<Empty>>;
   /** UNAUTHENTICATED for a bad, expired or revoked token. */
   resolveSession(request: ResolveSessionRequest, context: CallContext & CallContextExt): Promise<DeepPartial<User>>;
+  /**
+   * Several tokens in one call (the gateway batches the requests in flight): one resolution per token, in order;
+   * a bad, expired or revoked token gets a resolution without a user. Fails as a whole only for server errors.
+   */
+  resolveSessions(
+    request: ResolveSessionsRequest,
+    context: CallContext & CallContextExt,
+  ): Promise<DeepPartial<ResolveSessionsResponse>>;
   /** Always succeeds for a well-formed address, whether or not the account exists. */
   requestPasswordReset(
     request: RequestPasswordResetRequest,
@@ -1396,6 +1636,14 @@ export interface IdentityServiceClient<CallOptionsExt = {}> {
   logout(request: DeepPartial<LogoutRequest>, options?: CallOptions & CallOptionsExt): Promise<Empty>;
   /** UNAUTHENTICATED for a bad, expired or revoked token. */
   resolveSession(request: DeepPartial<ResolveSessionRequest>, options?: CallOptions & CallOptionsExt): Promise<User>;
+  /**
+   * Several tokens in one call (the gateway batches the requests in flight): one resolution per token, in order;
+   * a bad, expired or revoked token gets a resolution without a user. Fails as a whole only for server errors.
+   */
+  resolveSessions(
+    request: DeepPartial<ResolveSessionsRequest>,
+    options?: CallOptions & CallOptionsExt,
+  ): Promise<ResolveSessionsResponse>;
   /** Always succeeds for a well-formed address, whether or not the account exists. */
   requestPasswordReset(
     request: DeepPartial<RequestPasswordResetRequest>,

@@ -89,7 +89,8 @@ export async function startGrpcServer(options: StartGrpcServerOptions): Promise<
     .use(requestContextMiddleware())
     .use(errorMiddleware(options.logger));
   const { readiness } = options;
-  const served = readiness ? server.use(readinessGateMiddleware(readiness)) : server;
+  // Only services with an engine on the request path pay for one more middleware per call.
+  const served = readiness?.gatesRequests ? server.use(readinessGateMiddleware(readiness)) : server;
   const health = HealthState();
   served.add(HealthDefinition, HealthServiceImpl(health));
   options.register(served);

@@ -89,6 +89,11 @@ export class EngineReadinessMonitor {
     return this.engines.every((e) => !e.down);
   }
 
+  /** Whether any engine gates requests (otherwise no call is ever refused and no gate is needed). */
+  get gatesRequests(): boolean {
+    return this.engines.some((e) => e.check.gatesRequests !== false);
+  }
+
   /** Why calls are refused right now (an engine that gates requests is down), or undefined. */
   unavailableReason(): string | undefined {
     const down = this.engines.find((e) => e.down && e.check.gatesRequests !== false);

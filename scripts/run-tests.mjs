@@ -14,8 +14,9 @@ function check(name, command, args) {
 check('generated proto code is current', 'node', ['scripts/gen-proto.mjs', '--check']);
 check('type-check (tsc)', 'node_modules/.bin/tsc', ['-p', 'tsconfig.json', '--noEmit']);
 check('proto changes are wire/JSON compatible (buf breaking)', 'node', ['scripts/proto-breaking.mjs']);
-// Every service its own process on Kafka + the MongoDB protocol (test/engines/run-e2e-distributed.ts; ~2.5 min).
-check('e2e suite in the production topology (six processes, Kafka, MongoDB protocol)', 'node', ['node_modules/tsx/dist/cli.mjs', 'test/engines/run-e2e-distributed.ts']);
+// Every service its own process on Kafka + the MongoDB protocol, search on Elasticsearch
+// (test/engines/run-e2e-distributed.ts; ~2.5-3 min; E2E_SEARCH_INDEX=embedded keeps search on its embedded index).
+check('e2e suite in the production topology (six processes, Kafka, MongoDB protocol, Elasticsearch)', 'node', ['node_modules/tsx/dist/cli.mjs', 'test/engines/run-e2e-distributed.ts']);
 for (const extra of (process.env.EXTRA_CHECKS ?? '').split(',').filter(Boolean)) check(extra, 'node', [extra]);
 
 const jest = spawnSync('node_modules/.bin/jest', ['--maxWorkers=2', '--forceExit', ...process.argv.slice(2)], {

@@ -1,8 +1,8 @@
 // The production-topology end-to-end run: one Kafka broker and one MongoDB-protocol server from
 // test/engines, and every system the e2e suites start is six processes (identity, cards, search,
 // files, notifications, gateway; SYSTEM_TOPOLOGY=distributed in test/support/service.ts) talking
-// gRPC, with KAFKA_BROKERS and MONGO_URL set; search on its embedded index, or on an Elasticsearch node
-// from test/engines with E2E_SEARCH_INDEX=elasticsearch. Runs in CI as a named check of scripts/run-tests.mjs (E2E_DISTRIBUTED=off skips it; so
+// gRPC, with KAFKA_BROKERS and MONGO_URL set; search on an Elasticsearch node from test/engines
+// (E2E_SEARCH_INDEX=embedded keeps it on the embedded index). Runs in CI as a named check of scripts/run-tests.mjs (E2E_DISTRIBUTED=off skips it; so
 // does ENGINES=off; without Java/Maven it is skipped locally and fails on CI, like the engine suites).
 // Usage: node node_modules/tsx/dist/cli.mjs test/engines/run-e2e-distributed.ts [jest paths/args]
 import { spawnSync } from 'node:child_process';
@@ -64,15 +64,29 @@ async function main(): Promise<number> {
     process.stdout.write(`[distributed e2e] ${mustRun ? 'FAILED' : 'skipped'}: ${err.message}\n`);
     return mustRun ? 1 : 0;
   }
-  // Search on the embedded index by default; E2E_SEARCH_INDEX=elasticsearch runs it on an Elasticsearch
-  // node from test/engines (not the CI default: 2 collection-search tests fail there, see docs/engines.md).
-  // When the node cannot start here, the embedded index is used and the reason printed.
+  // Search on an Elasticsearch node from test/engines by default (the production adapter); E2E_SEARCH_INDEX=embedded
+  // keeps it on the embedded SQLite index. When the node cannot start, this fails on CI like the other engines, and
+  // elsewhere the embedded index is used with the reason printed.
   let elasticsearch: ElasticsearchEngine | undefined;
-  if ((process.env.E2E_SEARCH_INDEX ?? '').toLowerCase() === 'elasticsearch') {
+  const searchIndex = (process.env.E2E_SEARCH_INDEX ?? 'elasticsearch').toLowerCase();
+  if (!['elasticsearch', 'embedded'].includes(searchIndex)) {
+    await kafka.stop();
+    await mongo.stop();
+    process.stdout.write(`[distributed e2e] FAILED: E2E_SEARCH_INDEX must be elasticsearch or embedded, got "${process.env.E2E_SEARCH_INDEX}"\n`);
+    return 1;
+  }
+  if (searchIndex === 'elasticsearch') {
     try {
       elasticsearch = startElasticsearchSync();
     } catch (err) {
-      process.stdout.write(`[distributed e2e] search on the embedded index: Elasticsearch unavailable (${(err as Error).message.split('\n')[0]})\n`);
+      if (!(err instanceof EngineUnavailableError)) throw err;
+      const mustRun = ci && (process.env.ENGINES ?? '').toLowerCase() !== 'auto';
+      process.stdout.write(`[distributed e2e] ${mustRun ? 'FAILED: ' : 'search on the embedded index: '}Elasticsearch unavailable (${err.message.split('\n')[0]})\n`);
+      if (mustRun) {
+        await kafka.stop();
+        await mongo.stop();
+        return 1;
+      }
     }
   }
   const searchEnv: Record<string, string> = elasticsearch ? { ELASTICSEARCH_URL: elasticsearch.url } : {};

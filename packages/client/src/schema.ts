@@ -494,7 +494,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Users by score (upvotes minus downvotes received), 25 per page */
+        /** Users by score (upvotes minus downvotes received on their public cards), 25 per page */
         get: operations["getTopUsers"];
         put?: never;
         post?: never;

@@ -107,7 +107,7 @@ export const OPERATIONS: OperationSpec[] = [
 
   // Users
   { method: 'get', path: '/api/user/:user_id/:page', operationId: 'getUserPage', summary: 'A user with a page of their cards (25 per page, private ones only to the owner)', tag: 'Users', auth: 'optional', params: params({ user_id: uuidParam, page: pageParam }), success: { status: 200, schema: r.userPage }, errors: [400, 404] },
-  { method: 'get', path: '/api/top_users/:page', operationId: 'getTopUsers', summary: 'Users by score (upvotes minus downvotes received), 25 per page', tag: 'Users', auth: 'optional', params: pageOnly, success: { status: 200, schema: r.topUsersPage }, errors: [400] },
+  { method: 'get', path: '/api/top_users/:page', operationId: 'getTopUsers', summary: 'Users by score (upvotes minus downvotes received on their public cards), 25 per page', tag: 'Users', auth: 'optional', params: pageOnly, success: { status: 200, schema: r.topUsersPage }, errors: [400] },
 
   // The contract itself and operations
   { method: 'get', path: '/api/openapi.json', operationId: 'getOpenApiDocument', summary: 'This document', tag: 'Meta', auth: 'none', success: { status: 200, schema: z.object({}).passthrough() }, errors: [] },

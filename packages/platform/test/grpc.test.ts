@@ -48,8 +48,15 @@ beforeAll(async () => {
 afterAll(() => server.shutdown());
 
 describe('gRPC server and client helpers', () => {
-  const { client } = createGrpcClient(identity.IdentityServiceDefinition, '127.0.0.1:1');
-  const connect = () => createGrpcClient(identity.IdentityServiceDefinition, server.address).client;
+  const channels: { close(): void }[] = [];
+  const open = (address: string) => {
+    const { client, channel } = createGrpcClient(identity.IdentityServiceDefinition, address);
+    channels.push(channel);
+    return client;
+  };
+  const client = open('127.0.0.1:1');
+  const connect = () => open(server.address);
+  afterAll(() => channels.forEach((c) => c.close()));
 
   it('maps domain errors to their gRPC status with the message', async () => {
     const c = connect();

@@ -4,6 +4,7 @@ import { Parser } from 'htmlparser2';
 import { InvalidArgumentError } from '@cards/platform';
 import {
   BLOCK_TAGS,
+  collapseTextLines,
   MAX_COLLECTION_DESCRIPTION_CHARS,
   MAX_COLLECTION_NAME_CHARS,
   MAX_CONTENT_CHARS,
@@ -61,11 +62,7 @@ export function textOfHtml(html: string): string {
   );
   parser.write(html);
   parser.end();
-  return text
-    .split('\n')
-    .map((line) => line.replace(/\s+/gu, ' ').trim())
-    .filter((line) => line.length > 0)
-    .join('\n');
+  return collapseTextLines(text);
 }
 
 /** Sanitizes card HTML and derives its content, enforcing the word and length limits (400 otherwise). */

@@ -1,15 +1,14 @@
+import { MIN_WORDS_EXCLUSIVE, wordCount } from '@cards/card-rules';
 import type { CardDraft, DocumentBlock, ParsedDocument } from './model';
 
-/** A card holds more than 70 words (the cards service's rule); paragraph-split cards hold at most 400. */
-export const MIN_CARD_WORDS = 71;
+/** A card holds more than MIN_WORDS_EXCLUSIVE words (the cards service's rule); paragraph-split cards hold at most 400. */
+export const MIN_CARD_WORDS = MIN_WORDS_EXCLUSIVE + 1;
 export const MAX_CARD_WORDS = 400;
 
 const URL_IN_TEXT = /\bhttps?:\/\/[^\s<>"'()[\]{}]+[^\s<>"'()[\]{}.,;:!?]/i;
 
-export function countWords(text: string): number {
-  const trimmed = text.trim();
-  return trimmed.length === 0 ? 0 : trimmed.split(/\s+/).length;
-}
+/** Words as the cards service counts them. */
+export const countWords = wordCount;
 
 export function escapeHtml(text: string): string {
   return text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');

@@ -73,7 +73,7 @@ export async function startSearch(env: Record<string, string | undefined> = proc
   });
   const verification = await startVerificationWorker({ config, dataDir: config.DATA_DIR, kafkaBrokers: env.KAFKA_BROKERS || undefined, logger });
   const grpc = await startGrpcServer({
-    name: 'search',
+    name: 'search.v1.SearchService',
     host: config.SEARCH_GRPC_HOST,
     port: config.SEARCH_GRPC_PORT,
     logger,

@@ -41,3 +41,8 @@ export class ResourceExhaustedError extends DomainError {
 export class UnavailableError extends DomainError {
   readonly status = Status.UNAVAILABLE;
 }
+/**
+ * An UnavailableError that passes with time (an HTTP dependency that is down, overloaded or rate-limiting):
+ * an event whose handler fails with it is retried until it succeeds, never dead-lettered.
+ */
+export class RetryableUnavailableError extends UnavailableError {}

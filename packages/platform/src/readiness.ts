@@ -207,6 +207,8 @@ export class EngineReadinessMonitor {
 }
 
 const UNAVAILABLE_ERROR_NAMES = new Set([
+  // errors.ts
+  'RetryableUnavailableError',
   // mongodb driver
   'MongoServerSelectionError',
   'MongoNetworkError',

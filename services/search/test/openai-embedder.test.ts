@@ -1,6 +1,6 @@
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { UnavailableError } from '@cards/platform';
+import { isEngineUnavailableError, RetryableUnavailableError, UnavailableError } from '@cards/platform';
 import { OpenAiEmbedder } from '../src/adapters/openai/openai-embedder';
 
 /** The wire protocol of the OpenAI-compatible adapter, against a local HTTP server speaking /v1/embeddings. */
@@ -54,6 +54,21 @@ describe('OpenAiEmbedder protocol', () => {
     await expect(embedder().embed(['x'])).rejects.toThrow(/wrong shape/);
     const dead = new OpenAiEmbedder({ url: 'http://127.0.0.1:1', model: 'm', dimensions: 3, duplicateThreshold: 0.95, shortDuplicateThreshold: 0.92, shortTextLength: 200 });
     await expect(dead.embed(['x'])).rejects.toBeInstanceOf(UnavailableError);
+  });
+
+  test('an outage, overload, rate limit or refused key is retryable (events wait); an answer about the texts is not', async () => {
+    const unreachable = new OpenAiEmbedder({ url: 'http://127.0.0.1:1', model: 'm', dimensions: 3, duplicateThreshold: 0.95, shortDuplicateThreshold: 0.92, shortTextLength: 200 });
+    const outcomes: Record<string, boolean> = {};
+    outcomes.unreachable = isEngineUnavailableError(await unreachable.embed(['x']).catch((e: unknown) => e));
+    for (const status of [500, 503, 429, 401, 400, 413, 422]) {
+      reply = () => ({ status, json: { error: 'no' } });
+      const error = await embedder().embed(['x']).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(UnavailableError);
+      outcomes[status] = error instanceof RetryableUnavailableError && isEngineUnavailableError(error);
+    }
+    reply = () => ({ status: 200, json: { data: [{ index: 0, embedding: [1, 2] }] } });
+    outcomes.wrongShape = isEngineUnavailableError(await embedder().embed(['x']).catch((e: unknown) => e));
+    expect(outcomes).toEqual({ unreachable: true, 500: true, 503: true, 429: true, 401: true, 400: false, 413: false, 422: false, wrongShape: false });
   });
 
   test('duplicate threshold depends on the text length', () => {

@@ -1,5 +1,5 @@
 import { request } from 'undici';
-import { UnavailableError } from '@cards/platform';
+import { RetryableUnavailableError, UnavailableError } from '@cards/platform';
 import type { Embedder } from '../../domain/ports';
 
 export interface OpenAiEmbedderOptions {
@@ -67,12 +67,15 @@ export class OpenAiEmbedder implements Embedder {
       });
       if (response.statusCode !== 200) {
         const text = await response.body.text();
-        throw new UnavailableError(`embeddings endpoint answered ${response.statusCode}: ${text.slice(0, 200)}`);
+        const message = `embeddings endpoint answered ${response.statusCode}: ${text.slice(0, 200)}`;
+        // Down, overloaded, rate-limiting or refusing our credentials: it passes (or an operator fixes the key), so
+        // the cards waiting to be indexed wait too. Any other answer is about these texts, and retrying cannot help.
+        throw TRANSIENT_STATUSES.has(response.statusCode) || response.statusCode >= 500 ? new RetryableUnavailableError(message) : new UnavailableError(message);
       }
       body = (await response.body.json()) as EmbeddingsResponse;
     } catch (err) {
       if (err instanceof UnavailableError) throw err;
-      throw new UnavailableError(`embeddings endpoint unreachable: ${err instanceof Error ? err.message : String(err)}`);
+      throw new RetryableUnavailableError(`embeddings endpoint unreachable: ${err instanceof Error ? err.message : String(err)}`);
     }
     const data = Array.isArray(body.data) ? body.data : [];
     if (data.length !== texts.length) throw new UnavailableError(`embeddings endpoint returned ${data.length} vectors for ${texts.length} texts`);
@@ -86,6 +89,9 @@ export class OpenAiEmbedder implements Embedder {
     });
   }
 }
+
+/** Statuses under 500 that say nothing about the texts sent: timeout, unauthorized/forbidden (key), rate limit. */
+const TRANSIENT_STATUSES = new Set([401, 403, 408, 425, 429]);
 
 function unit(values: number[]): Float32Array {
   let norm = 0;

@@ -45,7 +45,7 @@ describeOnEngine('engine loss on Elasticsearch (search alone, the node halted an
 
     await engine!.halt();
     const notReadyMs = await waitFor('search NOT_SERVING', async () => (await probe.status()) === 'NOT_SERVING', 30_000, service);
-    expect(await probe.status('search')).toBe('NOT_SERVING');
+    expect(await probe.status('search.v1.SearchService')).toBe('NOT_SERVING');
     report(`[engine loss] Elasticsearch halted: search NOT_SERVING after ${notReadyMs} ms`);
     const refused = await fullText().catch((e: unknown) => e);
     expect(refused).toBeInstanceOf(Error);

@@ -3,7 +3,7 @@
  * cards service enforces), applied in the form so a person learns what is wrong before sending. The
  * server stays the authority and re-checks everything.
  */
-import { BLOCK_TAGS, collapseTextLines, MAX_CONTENT_CHARS, MAX_HTML_CHARS, MAX_LINK_CHARS, MAX_TAG_CHARS, MAX_TAGS, MAX_WORDS, MIN_WORDS_EXCLUSIVE, wordCount } from '@cards/card-rules';
+import { BLOCK_TAGS, collapseTextLines, MAX_CONTENT_CHARS, MAX_HTML_CHARS, MAX_LINK_CHARS, MAX_TAG_CHARS, MAX_TAGS, MAX_WORDS, MIN_WORDS_EXCLUSIVE, splitTags, wordCount } from '@cards/card-rules';
 
 const BLOCKS = new Set(BLOCK_TAGS);
 
@@ -77,5 +77,5 @@ export function cardDraftProblems(draft: CardDraft): Partial<Record<keyof CardDr
 
 /** "a, b,,c" -> ["a", "b", "c"]: trimmed, empty ones and repeats dropped. */
 export function tagsFromInput(input: string): string[] {
-  return [...new Set(input.split(',').map((t) => t.trim()).filter((t) => t.length > 0))];
+  return splitTags([input]);
 }

@@ -2,6 +2,7 @@ import type { ComponentChildren } from 'preact';
 import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
 import { ApiError, type Card, type User } from './api';
 import { hasNavigated, Link } from './router';
+import { splitTags } from '@cards/card-rules';
 
 /** Loads data for a page; `reload` runs the loader again. */
 export function useAsync<T>(load: () => Promise<T>, deps: unknown[]): { data: T | undefined; error: ApiError | undefined; loading: boolean; reload(): void } {
@@ -100,7 +101,7 @@ export function formatDate(timestamp: string | undefined): string {
 
 export function Tags({ tagSet }: { tagSet: string | null }) {
   if (!tagSet) return null;
-  const tags = tagSet.split(',').map((t) => t.trim()).filter(Boolean);
+  const tags = splitTags([tagSet]);
   return (
     <ul class="tags" aria-label="Tags">
       {tags.map((t) => (

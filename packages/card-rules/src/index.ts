@@ -35,3 +35,8 @@ export function wordCount(text: string): number {
   const trimmed = text.trim();
   return trimmed.length === 0 ? 0 : trimmed.split(/\s+/u).length;
 }
+
+/** Tags as stored: each value split at commas (tags are shown comma-joined), trimmed, empty ones and repeats dropped. */
+export function splitTags(values: readonly string[]): string[] {
+  return [...new Set(values.flatMap((value) => value.split(',')).map((tag) => tag.trim()).filter((tag) => tag.length > 0))];
+}

@@ -1,6 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import { join, resolve } from 'node:path';
-import { BLOCK_TAGS, collapseTextLines, wordCount } from '../src';
+import { BLOCK_TAGS, collapseTextLines, splitTags, wordCount } from '../src';
 
 const PACKAGE = resolve(__dirname, '..');
 
@@ -10,6 +10,11 @@ describe('@cards/card-rules', () => {
     expect(wordCount(' \n\t ')).toBe(0);
     expect(wordCount('one')).toBe(1);
     expect(wordCount('  one\ttwo\nthree  four\u00a0five ')).toBe(5);
+  });
+
+  it('splits tags at commas, trims them and drops empty ones and repeats, keeping first-seen order', () => {
+    expect(splitTags(['b, a,,b', ' c ', '', 'a'])).toEqual(['b', 'a', 'c']);
+    expect(splitTags([])).toEqual([]);
   });
 
   it('collapses whitespace within lines and drops empty lines', () => {

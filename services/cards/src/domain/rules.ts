@@ -5,6 +5,7 @@ import { InvalidArgumentError } from '@cards/platform';
 import {
   BLOCK_TAGS,
   collapseTextLines,
+  splitTags,
   MAX_COLLECTION_DESCRIPTION_CHARS,
   MAX_COLLECTION_NAME_CHARS,
   MAX_CONTENT_CHARS,
@@ -94,7 +95,7 @@ export function validLink(link: string): string {
 
 /** Tags trimmed, split at commas (they are shown comma-joined), empty ones and repeats dropped. */
 export function validTags(tags: readonly string[]): string[] {
-  const out = [...new Set(tags.flatMap((t) => t.split(',')).map((t) => t.trim()).filter((t) => t.length > 0))];
+  const out = splitTags(tags);
   if (out.length > MAX_TAGS) throw new InvalidArgumentError(`tag_set: at most ${MAX_TAGS} tags`);
   if (out.some((t) => t.length > MAX_TAG_CHARS)) throw new InvalidArgumentError(`tag_set: each tag at most ${MAX_TAG_CHARS} characters`);
   return out;

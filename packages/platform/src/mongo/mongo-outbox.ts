@@ -28,6 +28,21 @@ export async function appendToMongoOutbox(db: Db, events: readonly OutgoingEvent
   );
 }
 
+/**
+ * Writes a change's events: inside the transaction when there is one; otherwise right after the change, undoing
+ * the change when the events cannot be written (so no change is kept without its events). The error of the write
+ * is what the caller sees, also when the undo fails too.
+ */
+export async function appendToMongoOutboxOrUndo(db: Db, events: readonly OutgoingEvent[], session: ClientSession | undefined, undo: () => Promise<unknown>): Promise<void> {
+  if (session) return appendToMongoOutbox(db, events, session);
+  try {
+    await appendToMongoOutbox(db, events);
+  } catch (err) {
+    await undo().catch(() => undefined);
+    throw err;
+  }
+}
+
 /** OutboxStore on a MongoDB collection; entries come out in insertion (ObjectId) order. */
 export class MongoOutboxStore implements OutboxStore {
   constructor(private readonly db: Db) {}

@@ -1,4 +1,4 @@
-import { AlreadyExistsError, appendToMongoOutbox, isDuplicateKeyError, type OutgoingEvent } from '@cards/platform';
+import { AlreadyExistsError, appendToMongoOutbox, appendToMongoOutboxOrUndo, isDuplicateKeyError, type OutgoingEvent } from '@cards/platform';
 import type { ClientSession } from 'mongodb';
 import type { Card, CardFingerprint, CollisionMove } from '../../domain/model';
 import { StaleCardError, type CardRepository, type CardUpdateOptions } from '../../domain/ports';
@@ -64,7 +64,7 @@ export class MongoCardRepository implements CardRepository {
     try {
       await this.store.change(async (session) => {
         await this.store.cards.insertOne(doc, { session });
-        await this.appendEvents(events, session, () => this.store.cards.deleteOne({ _id: card.id }));
+        await appendToMongoOutboxOrUndo(this.store.db, events, session, () => this.store.cards.deleteOne({ _id: card.id }));
       });
     } catch (err) {
       if (isDuplicateKeyError(err, 'idempotency')) throw new AlreadyExistsError('A card with this idempotency key already exists');
@@ -93,7 +93,7 @@ export class MongoCardRepository implements CardRepository {
       if (!previous && ifUpdatedAt) throw new StaleCardError(card.id);
       if (previous) await movePublicVotes(this.store, previous, card.private, session);
       await this.applyMoves(card.id, moves, session);
-      await this.appendEvents(events, session, async () => {
+      await appendToMongoOutboxOrUndo(this.store.db, events, session, async () => {
         if (!previous) return;
         for (const move of moves) await this.store.cards.updateOne({ _id: move.cardId, collisionOf: move.collisionOf }, { $set: { collisionOf: card.id } });
         const undo: Partial<CardDocument> = {};
@@ -134,7 +134,7 @@ export class MongoCardRepository implements CardRepository {
     return this.store.change(async (session) => {
       const changed = await this.store.cards.updateOne({ _id: cardId, collisionOf: rootId }, { $set: { collisionOf: null, vectorPointId: null } }, { session });
       if (changed.modifiedCount === 0) return false;
-      await this.appendEvents(events, session, () => this.store.cards.updateOne({ _id: cardId, collisionOf: null }, { $set: { collisionOf: rootId } }));
+      await appendToMongoOutboxOrUndo(this.store.db, events, session, () => this.store.cards.updateOne({ _id: cardId, collisionOf: null }, { $set: { collisionOf: rootId } }));
       return true;
     });
   }
@@ -178,20 +178,6 @@ export class MongoCardRepository implements CardRepository {
     for (const move of moves) {
       const moved = move.collisionOf === null ? { collisionOf: null, vectorPointId: null } : { collisionOf: move.collisionOf };
       await this.store.cards.updateOne({ _id: move.cardId, collisionOf: rootId }, { $set: moved }, { session });
-    }
-  }
-
-  /**
-   * Writes the events with the change: inside the transaction when there is one; otherwise right after the change,
-   * undoing the change when the events cannot be written (so no change is kept without its events).
-   */
-  private async appendEvents(events: OutgoingEvent[], session: ClientSession | undefined, undo: () => Promise<unknown>): Promise<void> {
-    if (session) return appendToMongoOutbox(this.store.db, events, session);
-    try {
-      await appendToMongoOutbox(this.store.db, events);
-    } catch (err) {
-      await undo().catch(() => undefined);
-      throw err;
     }
   }
 }

@@ -1,4 +1,4 @@
-import { appendToMongoOutbox, isDuplicateKeyError, type OutgoingEvent } from '@cards/platform';
+import { appendToMongoOutbox, appendToMongoOutboxOrUndo, isDuplicateKeyError, type OutgoingEvent } from '@cards/platform';
 import type { ClientSession } from 'mongodb';
 import type { Collection } from '../../domain/model';
 import type { CollectionRepository } from '../../domain/ports';
@@ -28,7 +28,7 @@ export class MongoCollectionRepository implements CollectionRepository {
   async insert(collection: Collection, events: OutgoingEvent[]): Promise<void> {
     await this.store.change(async (session) => {
       await this.store.collections.insertOne(toCollectionDocument(collection), { session });
-      await this.appendEvents(events, session, () => this.store.collections.deleteOne({ _id: collection.id }));
+      await appendToMongoOutboxOrUndo(this.store.db, events, session, () => this.store.collections.deleteOne({ _id: collection.id }));
     });
   }
 
@@ -49,7 +49,7 @@ export class MongoCollectionRepository implements CollectionRepository {
             await this.store.bookmarks.insertMany(bookmarks, { session, ordered: true });
             await this.store.collections.updateOne({ _id: collection.id }, { $inc: { bookmarkSeq: bookmarks.length } }, { session });
           }
-          await this.appendEvents(events(collection), session, async () => {
+          await appendToMongoOutboxOrUndo(this.store.db, events(collection), session, async () => {
             await this.store.bookmarks.deleteMany({ collectionId: collection.id });
             await this.store.collections.deleteOne({ _id: collection.id });
           });
@@ -72,7 +72,7 @@ export class MongoCollectionRepository implements CollectionRepository {
     await this.store.change(async (session) => {
       const set = { name: collection.name, description: collection.description, isPublic: collection.isPublic, updatedAt: collection.updatedAt };
       const previous = await this.store.collections.findOneAndUpdate({ _id: collection.id }, { $set: set }, { session, returnDocument: 'before' });
-      await this.appendEvents(events, session, async () => {
+      await appendToMongoOutboxOrUndo(this.store.db, events, session, async () => {
         if (!previous) return;
         const { name, description, isPublic, updatedAt } = previous;
         await this.store.collections.updateOne({ _id: collection.id, updatedAt: collection.updatedAt }, { $set: { name, description, isPublic, updatedAt } });
@@ -97,7 +97,7 @@ export class MongoCollectionRepository implements CollectionRepository {
         const counter = await this.store.collections.findOneAndUpdate({ _id: collectionId }, { $inc: { bookmarkSeq: 1 } }, { session, returnDocument: 'after', projection: { bookmarkSeq: 1 } });
         const ord = counter?.bookmarkSeq ?? at.getTime();
         await this.store.bookmarks.insertOne({ _id, collectionId, cardId, ord, createdAt: at }, { session });
-        await this.appendEvents(events, session, () => this.store.bookmarks.deleteOne({ _id }));
+        await appendToMongoOutboxOrUndo(this.store.db, events, session, () => this.store.bookmarks.deleteOne({ _id }));
         return true;
       });
     } catch (err) {
@@ -110,7 +110,7 @@ export class MongoCollectionRepository implements CollectionRepository {
     return this.store.change(async (session) => {
       const removed = await this.store.bookmarks.findOneAndDelete({ _id: bookmarkId(collectionId, cardId) }, { session });
       if (!removed) return false;
-      await this.appendEvents(events, session, () => this.store.bookmarks.insertOne(removed));
+      await appendToMongoOutboxOrUndo(this.store.db, events, session, () => this.store.bookmarks.insertOne(removed));
       return true;
     });
   }
@@ -154,16 +154,5 @@ export class MongoCollectionRepository implements CollectionRepository {
   async collectionIdsHolding(cardId: string): Promise<string[]> {
     const docs = await this.store.bookmarks.find({ cardId }, { projection: { collectionId: 1 } }).sort({ collectionId: 1 }).toArray();
     return docs.map((d) => d.collectionId);
-  }
-
-  /** Events with the change: in the transaction, or right after it with the change undone when they cannot be written. */
-  private async appendEvents(events: OutgoingEvent[], session: ClientSession | undefined, undo: () => Promise<unknown>): Promise<void> {
-    if (session) return appendToMongoOutbox(this.store.db, events, session);
-    try {
-      await appendToMongoOutbox(this.store.db, events);
-    } catch (err) {
-      await undo().catch(() => undefined);
-      throw err;
-    }
   }
 }

@@ -1,5 +1,5 @@
 import type { Collection } from 'mongodb';
-import { appendToMongoOutbox, type MongoConnection, type OutgoingEvent } from '@cards/platform';
+import { appendToMongoOutbox, appendToMongoOutboxOrUndo, type MongoConnection, type OutgoingEvent } from '@cards/platform';
 import type { DocumentFormat, FileRecord, IngestionStatus } from '../../domain/model';
 import type { FileRepository, IngestionOutcome } from '../../domain/ports';
 
@@ -79,12 +79,7 @@ export class MongoFileRepository implements FileRepository {
       return;
     }
     await this.files.insertOne(doc);
-    try {
-      await appendToMongoOutbox(this.connection.db, events);
-    } catch (err) {
-      await this.files.deleteOne({ _id: record.id });
-      throw err;
-    }
+    await appendToMongoOutboxOrUndo(this.connection.db, events, undefined, () => this.files.deleteOne({ _id: record.id }));
   }
 
   async get(id: string): Promise<FileRecord | null> {
@@ -126,12 +121,7 @@ export class MongoFileRepository implements FileRepository {
     // Without transactions: take the record out, and put it back if its events cannot be written.
     const doc = await this.files.findOneAndDelete({ _id: id });
     if (!doc) return false;
-    try {
-      await appendToMongoOutbox(this.connection.db, events);
-    } catch (err) {
-      await this.files.insertOne(doc).catch(() => undefined);
-      throw err;
-    }
+    await appendToMongoOutboxOrUndo(this.connection.db, events, undefined, () => this.files.insertOne(doc));
     return true;
   }
 

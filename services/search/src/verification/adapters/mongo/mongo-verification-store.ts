@@ -14,20 +14,8 @@ interface StoredEvent {
  * until relayed, so recording a result and its events is one single-document write: atomic on a
  * standalone server too, no multi-document transaction needed.
  */
-interface JobDocument {
-  id: string;
-  sourceEventId: string;
-  cardId: string;
-  authorId: string;
-  link: string;
-  content: string;
-  status: VerificationStatus;
-  attempts: number;
-  dueAt: Date;
-  score: number | null;
-  failure: string | null;
+interface JobDocument extends VerificationJob {
   resultEventId: string | null;
-  createdAt: Date;
   completedAt: Date | null;
   leaseUntil: Date | null;
   /** Insertion order (ObjectId time and counter are not enough across processes for "older than"). */

@@ -1,7 +1,7 @@
 import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { EngineUnavailableError, freePortsSync, prepareJavaEngine, spawnJava, waitForPortSync } from './engine-support';
+import { awaitEngineListening, freePortsSync, prepareJavaEngine, spawnJava } from './engine-support';
 
 export interface ElasticsearchEngine {
   /** http:// URL for ELASTICSEARCH_URL. */
@@ -39,14 +39,7 @@ export function startElasticsearchSync(): ElasticsearchEngine {
       jvmArgs: [`-Xms512m`, `-Des.engine.home=${home}`, `-Des.engine.http=${http}`, `-Des.engine.transport=${transport}`, '-Dtests.security.manager=false'],
       asUnprivilegedUser: true,
     });
-    try {
-      waitForPortSync(http, started.child.pid ?? -1, 240_000);
-    } catch (err) {
-      started.child.kill('SIGKILL');
-      const log = started.tail();
-      rmSync(home, { recursive: true, force: true });
-      throw new EngineUnavailableError(`elasticsearch did not start: ${(err as Error).message}\n${log}`);
-    }
+    awaitEngineListening(started, 'elasticsearch', http, 240_000, home);
     return started;
   };
   let engine = spawnNode();

@@ -154,6 +154,21 @@ export function waitForPortSync(port: number, pid: number, timeoutMs: number): v
   if (result.status !== 0) throw new Error(`engine did not listen on ${port} within ${timeoutMs} ms`);
 }
 
+/**
+ * Waits until a just-spawned engine listens on `port`; when it does not, kills it, removes its directory and
+ * throws EngineUnavailableError with the engine's last log lines.
+ */
+export function awaitEngineListening(engine: EngineProcess, name: string, port: number, timeoutMs: number, dir: string): void {
+  try {
+    waitForPortSync(port, engine.child.pid ?? -1, timeoutMs);
+  } catch (err) {
+    engine.child.kill('SIGKILL');
+    const log = engine.tail();
+    rmSync(dir, { recursive: true, force: true });
+    throw new EngineUnavailableError(`${name} did not start: ${(err as Error).message}\n${log}`);
+  }
+}
+
 export interface EngineProcess {
   child: ChildProcess;
   logFile: string;

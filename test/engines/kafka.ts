@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ENGINES_DIR, EngineUnavailableError, freePortsSync, prepareJavaEngine, spawnJava, waitForPortSync } from './engine-support';
+import { awaitEngineListening, ENGINES_DIR, EngineUnavailableError, freePortsSync, prepareJavaEngine, spawnJava } from './engine-support';
 
 export interface KafkaEngine {
   /** `host:port` list for KAFKA_BROKERS. */
@@ -69,14 +69,7 @@ export function startKafkaSync(): KafkaEngine {
       heap: '512m',
       jvmArgs: [`-Dlog4j.configuration=file:${join(ENGINES_DIR, 'kafka', 'log4j.properties')}`, '-Djava.awt.headless=true'],
     });
-    try {
-      waitForPortSync(port, started.child.pid ?? -1, 180_000);
-    } catch (err) {
-      started.child.kill('SIGKILL');
-      const log = started.tail();
-      rmSync(dataDir, { recursive: true, force: true });
-      throw new EngineUnavailableError(`kafka did not start: ${(err as Error).message}\n${log}`);
-    }
+    awaitEngineListening(started, 'kafka', port, 180_000, dataDir);
     return started;
   };
   let engine = spawnBroker();

@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { EngineUnavailableError, freePortsSync, prepareJavaEngine, spawnJava, waitForPortSync } from './engine-support';
+import { awaitEngineListening, EngineUnavailableError, freePortsSync, prepareJavaEngine, spawnJava } from './engine-support';
 
 export interface MongoEngine {
   /** mongodb:// URL for MONGO_URL. */
@@ -27,14 +27,7 @@ export function startMongoSync(options: { port?: number } = {}): MongoEngine {
   // A given port restarts a server where clients already point (tests of engine loss); its data starts empty.
   const port = options.port ?? (freePortsSync(1)[0] as number);
   const engine = spawnJava(classpath, 'MongoEngine', [String(port)], { logFile: join(dir, 'mongo.log'), heap: '256m' });
-  try {
-    waitForPortSync(port, engine.child.pid ?? -1, 120_000);
-  } catch (err) {
-    engine.child.kill('SIGKILL');
-    const log = engine.tail();
-    rmSync(dir, { recursive: true, force: true });
-    throw new EngineUnavailableError(`mongo-java-server did not start: ${(err as Error).message}\n${log}`);
-  }
+  awaitEngineListening(engine, 'mongo-java-server', port, 120_000, dir);
   return {
     url: `mongodb://127.0.0.1:${port}`,
     async stop() {

@@ -82,19 +82,3 @@ export function chunks<T>(items: readonly T[], size = IN_CHUNK): T[][] {
   for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
   return out;
 }
-
-import type { Statement } from 'better-sqlite3';
-import type { SqliteDatabase } from '@cards/platform';
-
-/** Prepared statements compiled once per SQL text (compiling costs more than running most of them). */
-export function statementCache(db: SqliteDatabase): (sql: string) => Statement<unknown[], unknown> {
-  const cache = new Map<string, Statement<unknown[], unknown>>();
-  return (sql: string) => {
-    let stmt = cache.get(sql);
-    if (!stmt) {
-      stmt = db.prepare<unknown[], unknown>(sql);
-      cache.set(sql, stmt);
-    }
-    return stmt;
-  };
-}

@@ -1,40 +1,36 @@
 import { AlreadyExistsError, appendToSqliteOutbox, type OutgoingEvent, type SqliteDatabase } from '@cards/platform';
 import type { Card, CardFingerprint, CollisionMove } from '../../domain/model';
 import { StaleCardError, type CardRepository, type CardUpdateOptions } from '../../domain/ports';
-import { cardFromRow, chunks, placeholders, type CardRow, statementCache } from './rows';
+import { cardFromRow, chunks, placeholders, type CardRow } from './rows';
 
 const iso = (d: Date) => d.toISOString();
 
 /** Cards in the cards service's SQLite file (see openCardsDatabase). */
 export class SqliteCardRepository implements CardRepository {
-  private readonly sql: ReturnType<typeof statementCache>;
-
-  constructor(private readonly db: SqliteDatabase) {
-    this.sql = statementCache(db);
-  }
+  constructor(private readonly db: SqliteDatabase) {}
 
   async findById(id: string): Promise<Card | null> {
-    const row = this.sql('SELECT * FROM cards WHERE id = ?').get(id) as CardRow | undefined;
+    const row = this.db.prepare('SELECT * FROM cards WHERE id = ?').get(id) as CardRow | undefined;
     return row ? cardFromRow(row) : null;
   }
 
   async findByIds(ids: readonly string[]): Promise<Card[]> {
     const unique = [...new Set(ids)];
-    return chunks(unique).flatMap((slice) => (this.sql(`SELECT * FROM cards WHERE id IN (${placeholders(slice.length)})`).all(...slice) as CardRow[]).map(cardFromRow));
+    return chunks(unique).flatMap((slice) => (this.db.prepare(`SELECT * FROM cards WHERE id IN (${placeholders(slice.length)})`).all(...slice) as CardRow[]).map(cardFromRow));
   }
 
   async findByIdempotencyKey(authorId: string, key: string): Promise<Card | null> {
-    const row = this.sql('SELECT * FROM cards WHERE author_id = ? AND idempotency_key = ?').get(authorId, key) as CardRow | undefined;
+    const row = this.db.prepare('SELECT * FROM cards WHERE author_id = ? AND idempotency_key = ?').get(authorId, key) as CardRow | undefined;
     return row ? cardFromRow(row) : null;
   }
 
   async findByContentHash(contentHash: string, limit: number): Promise<Card[]> {
-    return (this.sql('SELECT * FROM cards WHERE content_hash = ? ORDER BY created_at, id LIMIT ?').all(contentHash, limit) as CardRow[]).map(cardFromRow);
+    return (this.db.prepare('SELECT * FROM cards WHERE content_hash = ? ORDER BY created_at, id LIMIT ?').all(contentHash, limit) as CardRow[]).map(cardFromRow);
   }
 
   async findBySketch(sketch: readonly number[], minShared: number, limit: number): Promise<Card[]> {
     if (sketch.length === 0) return [];
-    const rows = this.sql(
+    const rows = this.db.prepare(
         `SELECT c.* FROM (SELECT card_id, count(*) AS shared FROM card_sketch WHERE hash IN (${placeholders(sketch.length)})
            GROUP BY card_id HAVING shared >= ? ORDER BY shared DESC LIMIT ?) s JOIN cards c ON c.id = s.card_id ORDER BY s.shared DESC, c.created_at`,
       )
@@ -45,7 +41,7 @@ export class SqliteCardRepository implements CardRepository {
   async findCollisions(rootIds: readonly string[]): Promise<Card[]> {
     const unique = [...new Set(rootIds)];
     const rows = chunks(unique).flatMap(
-      (slice) => this.sql(`SELECT * FROM cards WHERE collision_of IN (${placeholders(slice.length)}) ORDER BY created_at, id`).all(...slice) as CardRow[],
+      (slice) => this.db.prepare(`SELECT * FROM cards WHERE collision_of IN (${placeholders(slice.length)}) ORDER BY created_at, id`).all(...slice) as CardRow[],
     );
     return rows.map(cardFromRow);
   }
@@ -53,7 +49,7 @@ export class SqliteCardRepository implements CardRepository {
   async insert(card: Card, fingerprint: CardFingerprint, events: OutgoingEvent[]): Promise<void> {
     try {
       this.db.transaction(() => {
-        this.sql(
+        this.db.prepare(
             `INSERT INTO cards (id, author_id, content, card_html, link, private, tags, file_id, file_name, oc_file_path, vector_point_id,
                verification_score, verified_at, collision_of, total_upvotes, total_downvotes, idempotency_key, content_hash, created_at, updated_at)
              VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
@@ -95,21 +91,21 @@ export class SqliteCardRepository implements CardRepository {
 
   async update(card: Card, fingerprint: CardFingerprint | null, events: OutgoingEvent[], { moves = [], ifUpdatedAt }: CardUpdateOptions = {}): Promise<void> {
     this.db.transaction(() => {
-      const before = this.sql('SELECT author_id, private, total_upvotes, total_downvotes, updated_at FROM cards WHERE id = ?').get(card.id) as
+      const before = this.db.prepare('SELECT author_id, private, total_upvotes, total_downvotes, updated_at FROM cards WHERE id = ?').get(card.id) as
         | { author_id: string; private: number; total_upvotes: number; total_downvotes: number; updated_at: string }
         | undefined;
       if (ifUpdatedAt && before?.updated_at !== iso(ifUpdatedAt)) throw new StaleCardError(card.id);
       if (before && (before.private === 1) !== card.private && before.total_upvotes + before.total_downvotes > 0) {
         // The card's votes enter (made public) or leave (made private) what others see of its author's votes.
         const sign = card.private ? -1 : 1;
-        this.sql('UPDATE author_scores SET public_upvotes = public_upvotes + ?, public_downvotes = public_downvotes + ? WHERE user_id = ?')
+        this.db.prepare('UPDATE author_scores SET public_upvotes = public_upvotes + ?, public_downvotes = public_downvotes + ? WHERE user_id = ?')
           .run(sign * before.total_upvotes, sign * before.total_downvotes, before.author_id);
       }
-      this.sql('UPDATE cards SET content = ?, card_html = ?, link = ?, private = ?, tags = ?, updated_at = ? WHERE id = ?')
+      this.db.prepare('UPDATE cards SET content = ?, card_html = ?, link = ?, private = ?, tags = ?, updated_at = ? WHERE id = ?')
         .run(card.content, card.cardHtml, card.link, card.private ? 1 : 0, JSON.stringify(card.tags), iso(card.updatedAt), card.id);
       if (fingerprint) {
-        this.sql('UPDATE cards SET content_hash = ? WHERE id = ?').run(fingerprint.contentHash, card.id);
-        this.sql('DELETE FROM card_sketch WHERE card_id = ?').run(card.id);
+        this.db.prepare('UPDATE cards SET content_hash = ? WHERE id = ?').run(fingerprint.contentHash, card.id);
+        this.db.prepare('DELETE FROM card_sketch WHERE card_id = ?').run(card.id);
         this.writeSketch(card.id, fingerprint.sketch);
       }
       this.applyMoves(card.id, moves);
@@ -119,18 +115,18 @@ export class SqliteCardRepository implements CardRepository {
 
   async remove(cardId: string, moves: readonly CollisionMove[], events: OutgoingEvent[]): Promise<void> {
     this.db.transaction(() => {
-      const card = this.sql('SELECT author_id, private FROM cards WHERE id = ?').get(cardId) as { author_id: string; private: number } | undefined;
+      const card = this.db.prepare('SELECT author_id, private FROM cards WHERE id = ?').get(cardId) as { author_id: string; private: number } | undefined;
       if (!card) return;
-      const totals = this.sql('SELECT coalesce(sum(value), 0) AS up, coalesce(sum(1 - value), 0) AS down FROM votes WHERE card_id = ?').get(cardId) as { up: number; down: number };
+      const totals = this.db.prepare('SELECT coalesce(sum(value), 0) AS up, coalesce(sum(1 - value), 0) AS down FROM votes WHERE card_id = ?').get(cardId) as { up: number; down: number };
       if (totals.up + totals.down > 0) {
         const shown = card.private === 1 ? 0 : 1;
-        this.sql('UPDATE author_scores SET upvotes = upvotes - ?, downvotes = downvotes - ?, public_upvotes = public_upvotes - ?, public_downvotes = public_downvotes - ? WHERE user_id = ?')
+        this.db.prepare('UPDATE author_scores SET upvotes = upvotes - ?, downvotes = downvotes - ?, public_upvotes = public_upvotes - ?, public_downvotes = public_downvotes - ? WHERE user_id = ?')
           .run(totals.up, totals.down, shown * totals.up, shown * totals.down, card.author_id);
       }
-      this.sql('DELETE FROM votes WHERE card_id = ?').run(cardId);
-      this.sql('DELETE FROM bookmarks WHERE card_id = ?').run(cardId);
-      this.sql('DELETE FROM card_sketch WHERE card_id = ?').run(cardId);
-      this.sql('DELETE FROM cards WHERE id = ?').run(cardId);
+      this.db.prepare('DELETE FROM votes WHERE card_id = ?').run(cardId);
+      this.db.prepare('DELETE FROM bookmarks WHERE card_id = ?').run(cardId);
+      this.db.prepare('DELETE FROM card_sketch WHERE card_id = ?').run(cardId);
+      this.db.prepare('DELETE FROM cards WHERE id = ?').run(cardId);
       this.applyMoves(cardId, moves);
       appendToSqliteOutbox(this.db, events);
     })();
@@ -138,53 +134,53 @@ export class SqliteCardRepository implements CardRepository {
 
   async detachCollision(cardId: string, rootId: string, events: OutgoingEvent[]): Promise<boolean> {
     return this.db.transaction((): boolean => {
-      const changed = this.sql('UPDATE cards SET collision_of = NULL, vector_point_id = NULL WHERE id = ? AND collision_of = ?').run(cardId, rootId).changes > 0;
+      const changed = this.db.prepare('UPDATE cards SET collision_of = NULL, vector_point_id = NULL WHERE id = ? AND collision_of = ?').run(cardId, rootId).changes > 0;
       if (changed) appendToSqliteOutbox(this.db, events);
       return changed;
     })();
   }
 
   async listByAuthor(authorId: string, includePrivate: boolean, offset: number, limit: number): Promise<Card[]> {
-    const rows = this.sql(`SELECT * FROM cards WHERE author_id = ? ${includePrivate ? '' : 'AND private = 0'} ORDER BY updated_at DESC, id LIMIT ? OFFSET ?`)
+    const rows = this.db.prepare(`SELECT * FROM cards WHERE author_id = ? ${includePrivate ? '' : 'AND private = 0'} ORDER BY updated_at DESC, id LIMIT ? OFFSET ?`)
       .all(authorId, limit, offset) as CardRow[];
     return rows.map(cardFromRow);
   }
 
   async countByAuthor(authorId: string, includePrivate: boolean): Promise<number> {
-    return (this.sql(`SELECT count(*) AS n FROM cards WHERE author_id = ? ${includePrivate ? '' : 'AND private = 0'}`).get(authorId) as { n: number }).n;
+    return (this.db.prepare(`SELECT count(*) AS n FROM cards WHERE author_id = ? ${includePrivate ? '' : 'AND private = 0'}`).get(authorId) as { n: number }).n;
   }
 
   async count(): Promise<number> {
-    return (this.sql('SELECT count(*) AS n FROM cards').get() as { n: number }).n;
+    return (this.db.prepare('SELECT count(*) AS n FROM cards').get() as { n: number }).n;
   }
 
   async setVectorPointId(cardId: string, vectorPointId: string): Promise<boolean> {
-    return this.sql('UPDATE cards SET vector_point_id = ? WHERE id = ? AND collision_of IS NULL AND vector_point_id IS NOT ?').run(vectorPointId, cardId, vectorPointId).changes > 0;
+    return this.db.prepare('UPDATE cards SET vector_point_id = ? WHERE id = ? AND collision_of IS NULL AND vector_point_id IS NOT ?').run(vectorPointId, cardId, vectorPointId).changes > 0;
   }
 
   async setVerification(cardId: string, score: number, at: Date): Promise<boolean> {
     return (
-      this.sql('UPDATE cards SET verification_score = ?, verified_at = ? WHERE id = ? AND (verified_at IS NULL OR verified_at <= ?)').run(score, iso(at), cardId, iso(at)).changes > 0
+      this.db.prepare('UPDATE cards SET verification_score = ?, verified_at = ? WHERE id = ? AND (verified_at IS NULL OR verified_at <= ?)').run(score, iso(at), cardId, iso(at)).changes > 0
     );
   }
 
   async clearFileReferences(fileId: string): Promise<void> {
     this.db.transaction(() => {
-      this.sql('UPDATE cards SET file_id = NULL, file_name = NULL WHERE file_id = ?').run(fileId);
-      this.sql('UPDATE collections SET file_id = NULL WHERE file_id = ?').run(fileId);
+      this.db.prepare('UPDATE cards SET file_id = NULL, file_name = NULL WHERE file_id = ?').run(fileId);
+      this.db.prepare('UPDATE collections SET file_id = NULL WHERE file_id = ?').run(fileId);
     })();
   }
 
   /** Collisions of `rootId` leave it: to another root, or (collisionOf null) as roots of their own. */
   private applyMoves(rootId: string, moves: readonly CollisionMove[]): void {
     for (const move of moves) {
-      if (move.collisionOf === null) this.sql('UPDATE cards SET collision_of = NULL, vector_point_id = NULL WHERE id = ? AND collision_of = ?').run(move.cardId, rootId);
-      else this.sql('UPDATE cards SET collision_of = ? WHERE id = ? AND collision_of = ?').run(move.collisionOf, move.cardId, rootId);
+      if (move.collisionOf === null) this.db.prepare('UPDATE cards SET collision_of = NULL, vector_point_id = NULL WHERE id = ? AND collision_of = ?').run(move.cardId, rootId);
+      else this.db.prepare('UPDATE cards SET collision_of = ? WHERE id = ? AND collision_of = ?').run(move.collisionOf, move.cardId, rootId);
     }
   }
 
   private writeSketch(cardId: string, sketch: readonly number[]): void {
-    const insert = this.sql('INSERT OR IGNORE INTO card_sketch (hash, card_id) VALUES (?, ?)');
+    const insert = this.db.prepare('INSERT OR IGNORE INTO card_sketch (hash, card_id) VALUES (?, ?)');
     for (const h of sketch) insert.run(h, cardId);
   }
 }

@@ -1,18 +1,14 @@
 import { appendToSqliteOutbox, type OutgoingEvent, type SqliteDatabase } from '@cards/platform';
 import type { Collection } from '../../domain/model';
 import type { CollectionRepository } from '../../domain/ports';
-import { chunks, collectionFromRow, placeholders, type CollectionRow, statementCache } from './rows';
+import { chunks, collectionFromRow, placeholders, type CollectionRow } from './rows';
 
 const iso = (d: Date) => d.toISOString();
 const VISIBLE_CARD = '(c.private = 0 OR c.author_id = ?)';
 
 /** Collections and bookmarks in the cards service's SQLite file. */
 export class SqliteCollectionRepository implements CollectionRepository {
-  private readonly sql: ReturnType<typeof statementCache>;
-
-  constructor(private readonly db: SqliteDatabase) {
-    this.sql = statementCache(db);
-  }
+  constructor(private readonly db: SqliteDatabase) {}
 
   async insert(c: Collection, events: OutgoingEvent[]): Promise<void> {
     this.db.transaction(() => {
@@ -23,11 +19,11 @@ export class SqliteCollectionRepository implements CollectionRepository {
 
   async insertFileCollection(c: Collection, cardIds: readonly string[], events: (stored: Collection) => OutgoingEvent[]): Promise<{ collection: Collection; created: boolean }> {
     return this.db.transaction(() => {
-      const existing = this.sql('SELECT * FROM collections WHERE file_id = ?').get(c.fileId) as CollectionRow | undefined;
+      const existing = this.db.prepare('SELECT * FROM collections WHERE file_id = ?').get(c.fileId) as CollectionRow | undefined;
       if (existing) return { collection: collectionFromRow(existing), created: false };
       this.insertRow(c);
-      const exists = this.sql('SELECT 1 FROM cards WHERE id = ?');
-      const insert = this.sql('INSERT OR IGNORE INTO bookmarks (collection_id, card_id, ord, created_at) VALUES (?, ?, ?, ?)');
+      const exists = this.db.prepare('SELECT 1 FROM cards WHERE id = ?');
+      const insert = this.db.prepare('INSERT OR IGNORE INTO bookmarks (collection_id, card_id, ord, created_at) VALUES (?, ?, ?, ?)');
       let ord = 0;
       for (const cardId of new Set(cardIds)) if (exists.get(cardId)) insert.run(c.id, cardId, ++ord, iso(c.createdAt));
       appendToSqliteOutbox(this.db, events(c));
@@ -36,28 +32,28 @@ export class SqliteCollectionRepository implements CollectionRepository {
   }
 
   async findById(id: string): Promise<Collection | null> {
-    const row = this.sql('SELECT * FROM collections WHERE id = ?').get(id) as CollectionRow | undefined;
+    const row = this.db.prepare('SELECT * FROM collections WHERE id = ?').get(id) as CollectionRow | undefined;
     return row ? collectionFromRow(row) : null;
   }
 
   async update(c: Collection, events: OutgoingEvent[]): Promise<void> {
     this.db.transaction(() => {
-      this.sql('UPDATE collections SET name = ?, description = ?, is_public = ?, updated_at = ? WHERE id = ?').run(c.name, c.description, c.isPublic ? 1 : 0, iso(c.updatedAt), c.id);
+      this.db.prepare('UPDATE collections SET name = ?, description = ?, is_public = ?, updated_at = ? WHERE id = ?').run(c.name, c.description, c.isPublic ? 1 : 0, iso(c.updatedAt), c.id);
       appendToSqliteOutbox(this.db, events);
     })();
   }
 
   async remove(id: string, events: OutgoingEvent[]): Promise<void> {
     this.db.transaction(() => {
-      this.sql('DELETE FROM bookmarks WHERE collection_id = ?').run(id);
-      this.sql('DELETE FROM collections WHERE id = ?').run(id);
+      this.db.prepare('DELETE FROM bookmarks WHERE collection_id = ?').run(id);
+      this.db.prepare('DELETE FROM collections WHERE id = ?').run(id);
       appendToSqliteOutbox(this.db, events);
     })();
   }
 
   async addBookmark(collectionId: string, cardId: string, at: Date, events: OutgoingEvent[]): Promise<boolean> {
     return this.db.transaction((): boolean => {
-      const added = this.sql(
+      const added = this.db.prepare(
           `INSERT OR IGNORE INTO bookmarks (collection_id, card_id, ord, created_at)
            VALUES (?, ?, (SELECT coalesce(max(ord), 0) + 1 FROM bookmarks WHERE collection_id = ?), ?)`,
         )
@@ -69,28 +65,28 @@ export class SqliteCollectionRepository implements CollectionRepository {
 
   async removeBookmark(collectionId: string, cardId: string, events: OutgoingEvent[]): Promise<boolean> {
     return this.db.transaction((): boolean => {
-      const removed = this.sql('DELETE FROM bookmarks WHERE collection_id = ? AND card_id = ?').run(collectionId, cardId).changes > 0;
+      const removed = this.db.prepare('DELETE FROM bookmarks WHERE collection_id = ? AND card_id = ?').run(collectionId, cardId).changes > 0;
       if (removed) appendToSqliteOutbox(this.db, events);
       return removed;
     })();
   }
 
   async listVisibleBookmarks(collectionId: string, viewerId: string | null, offset: number, limit: number): Promise<string[]> {
-    const rows = this.sql(`SELECT b.card_id FROM bookmarks b JOIN cards c ON c.id = b.card_id WHERE b.collection_id = ? AND ${VISIBLE_CARD} ORDER BY b.ord LIMIT ? OFFSET ?`)
+    const rows = this.db.prepare(`SELECT b.card_id FROM bookmarks b JOIN cards c ON c.id = b.card_id WHERE b.collection_id = ? AND ${VISIBLE_CARD} ORDER BY b.ord LIMIT ? OFFSET ?`)
       .all(collectionId, viewerId, limit, offset) as { card_id: string }[];
     return rows.map((r) => r.card_id);
   }
 
   async countVisibleBookmarks(collectionId: string, viewerId: string | null): Promise<number> {
-    return (this.sql(`SELECT count(*) AS n FROM bookmarks b JOIN cards c ON c.id = b.card_id WHERE b.collection_id = ? AND ${VISIBLE_CARD}`).get(collectionId, viewerId) as { n: number }).n;
+    return (this.db.prepare(`SELECT count(*) AS n FROM bookmarks b JOIN cards c ON c.id = b.card_id WHERE b.collection_id = ? AND ${VISIBLE_CARD}`).get(collectionId, viewerId) as { n: number }).n;
   }
 
   async bookmarkedCardIds(collectionId: string): Promise<string[]> {
-    return (this.sql('SELECT card_id FROM bookmarks WHERE collection_id = ? ORDER BY ord').all(collectionId) as { card_id: string }[]).map((r) => r.card_id);
+    return (this.db.prepare('SELECT card_id FROM bookmarks WHERE collection_id = ? ORDER BY ord').all(collectionId) as { card_id: string }[]).map((r) => r.card_id);
   }
 
   async listByAuthor(authorId: string, includePrivate: boolean): Promise<Collection[]> {
-    const rows = this.sql(`SELECT * FROM collections WHERE author_id = ? ${includePrivate ? '' : 'AND is_public = 1'} ORDER BY created_at DESC, id`)
+    const rows = this.db.prepare(`SELECT * FROM collections WHERE author_id = ? ${includePrivate ? '' : 'AND is_public = 1'} ORDER BY created_at DESC, id`)
       .all(authorId) as CollectionRow[];
     return rows.map(collectionFromRow);
   }
@@ -98,7 +94,7 @@ export class SqliteCollectionRepository implements CollectionRepository {
   async collectionsOfOwnerHolding(ownerId: string, cardIds: readonly string[]): Promise<Map<string, string[]>> {
     const out = new Map<string, string[]>();
     for (const slice of chunks([...new Set(cardIds)])) {
-      const rows = this.sql(
+      const rows = this.db.prepare(
           `SELECT b.card_id, b.collection_id FROM bookmarks b JOIN collections k ON k.id = b.collection_id
            WHERE k.author_id = ? AND b.card_id IN (${placeholders(slice.length)}) ORDER BY k.created_at, k.id`,
         )
@@ -109,11 +105,11 @@ export class SqliteCollectionRepository implements CollectionRepository {
   }
 
   async collectionIdsHolding(cardId: string): Promise<string[]> {
-    return (this.sql('SELECT collection_id FROM bookmarks WHERE card_id = ? ORDER BY collection_id').all(cardId) as { collection_id: string }[]).map((r) => r.collection_id);
+    return (this.db.prepare('SELECT collection_id FROM bookmarks WHERE card_id = ? ORDER BY collection_id').all(cardId) as { collection_id: string }[]).map((r) => r.collection_id);
   }
 
   private insertRow(c: Collection): void {
-    this.sql('INSERT INTO collections (id, author_id, name, description, is_public, file_id, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)')
+    this.db.prepare('INSERT INTO collections (id, author_id, name, description, is_public, file_id, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)')
       .run(c.id, c.authorId, c.name, c.description, c.isPublic ? 1 : 0, c.fileId, iso(c.createdAt), iso(c.updatedAt));
   }
 }

@@ -1,4 +1,3 @@
-import type { Statement } from 'better-sqlite3';
 import { openSqlite, type SqliteDatabase } from '@cards/platform';
 import type { IndexedCard, IndexHit, IndexPage, PageRequest, SearchScope } from '../../domain/model';
 import type { CardIndex } from '../../domain/ports';
@@ -77,7 +76,6 @@ export class SqliteCardIndex implements CardIndex {
   private readonly candidateFloor: number;
   private readonly minTextScore: number;
   private readonly embedderId: string;
-  private readonly statements = new Map<string, Statement>();
   /** The in-memory structures are rebuilt in batches after construction, so a large index does not block start-up. */
   private readonly loaded: Promise<void>;
 
@@ -114,24 +112,24 @@ export class SqliteCardIndex implements CardIndex {
     if (card.vector.length !== this.vectors.dimensions) throw new Error(`vector has ${card.vector.length} dimensions, the index ${this.vectors.dimensions}`);
     const at = card.updatedAt.getTime();
     const applied = this.db.transaction(() => {
-      if (this.sql('SELECT 1 FROM removed_cards WHERE card_id = ?').get(card.cardId)) return false;
-      const existing = this.sql('SELECT rowid, updated_at FROM cards WHERE card_id = ?').get(card.cardId) as { rowid: number; updated_at: number } | undefined;
+      if (this.db.prepare('SELECT 1 FROM removed_cards WHERE card_id = ?').get(card.cardId)) return false;
+      const existing = this.db.prepare('SELECT rowid, updated_at FROM cards WHERE card_id = ?').get(card.cardId) as { rowid: number; updated_at: number } | undefined;
       if (existing && existing.updated_at > at) return false;
       const vector = Buffer.from(card.vector.buffer, card.vector.byteOffset, card.vector.byteLength);
       const values = [card.authorId, card.content, JSON.stringify(card.tags), card.link, card.private ? 1 : 0, card.collisionOf ?? null, vector, card.vectorPointId, at, this.embedderId];
       let rowid: number;
       if (existing) {
         rowid = existing.rowid;
-        this.sql('UPDATE cards SET author_id = ?, content = ?, tags = ?, link = ?, private = ?, collision_of = ?, vector = ?, vector_point_id = ?, updated_at = ?, embedder = ? WHERE rowid = ?')
+        this.db.prepare('UPDATE cards SET author_id = ?, content = ?, tags = ?, link = ?, private = ?, collision_of = ?, vector = ?, vector_point_id = ?, updated_at = ?, embedder = ? WHERE rowid = ?')
           .run(...values, rowid);
-        this.sql('DELETE FROM card_text WHERE rowid = ?').run(rowid);
+        this.db.prepare('DELETE FROM card_text WHERE rowid = ?').run(rowid);
       } else {
         rowid = Number(
-          this.sql('INSERT INTO cards (card_id, author_id, content, tags, link, private, collision_of, vector, vector_point_id, updated_at, embedder) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)')
+          this.db.prepare('INSERT INTO cards (card_id, author_id, content, tags, link, private, collision_of, vector, vector_point_id, updated_at, embedder) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)')
             .run(card.cardId, ...values).lastInsertRowid,
         );
       }
-      if (!card.collisionOf) this.sql('INSERT INTO card_text (rowid, text) VALUES (?, ?)').run(rowid, normalizedText(card.content));
+      if (!card.collisionOf) this.db.prepare('INSERT INTO card_text (rowid, text) VALUES (?, ?)').run(rowid, normalizedText(card.content));
       this.applySnapshotBookmarks(card.cardId, card.collectionIds, at);
       return rowid;
     })();
@@ -143,12 +141,12 @@ export class SqliteCardIndex implements CardIndex {
 
   async promote(cardId: string): Promise<boolean> {
     await this.loaded;
-    const row = this.sql('SELECT * FROM cards WHERE card_id = ?').get(cardId) as CardRow | undefined;
+    const row = this.db.prepare('SELECT * FROM cards WHERE card_id = ?').get(cardId) as CardRow | undefined;
     if (!row) return false;
     if (row.collision_of === null) return true;
     this.db.transaction(() => {
-      this.sql('UPDATE cards SET collision_of = NULL WHERE rowid = ?').run(row.rowid);
-      this.sql('INSERT INTO card_text (rowid, text) VALUES (?, ?)').run(row.rowid, normalizedText(row.content));
+      this.db.prepare('UPDATE cards SET collision_of = NULL WHERE rowid = ?').run(row.rowid);
+      this.db.prepare('INSERT INTO card_text (rowid, text) VALUES (?, ?)').run(row.rowid, normalizedText(row.content));
     })();
     this.slot(row.rowid, fromRow({ ...row, collision_of: null }));
     return true;
@@ -157,13 +155,13 @@ export class SqliteCardIndex implements CardIndex {
   async remove(cardId: string, removedAt: Date): Promise<void> {
     await this.loaded;
     this.db.transaction(() => {
-      const row = this.sql('SELECT rowid FROM cards WHERE card_id = ?').get(cardId) as { rowid: number } | undefined;
+      const row = this.db.prepare('SELECT rowid FROM cards WHERE card_id = ?').get(cardId) as { rowid: number } | undefined;
       if (row) {
-        this.sql('DELETE FROM card_text WHERE rowid = ?').run(row.rowid);
-        this.sql('DELETE FROM cards WHERE rowid = ?').run(row.rowid);
+        this.db.prepare('DELETE FROM card_text WHERE rowid = ?').run(row.rowid);
+        this.db.prepare('DELETE FROM cards WHERE rowid = ?').run(row.rowid);
       }
-      this.sql('INSERT OR IGNORE INTO removed_cards (card_id, removed_at) VALUES (?, ?)').run(cardId, removedAt.getTime());
-      this.sql('DELETE FROM bookmarks WHERE card_id = ?').run(cardId);
+      this.db.prepare('INSERT OR IGNORE INTO removed_cards (card_id, removed_at) VALUES (?, ?)').run(cardId, removedAt.getTime());
+      this.db.prepare('DELETE FROM bookmarks WHERE card_id = ?').run(cardId);
     })();
     this.unslot(cardId);
     for (const members of this.collections.values()) members.delete(cardId);
@@ -181,13 +179,13 @@ export class SqliteCardIndex implements CardIndex {
   }
 
   async get(cardId: string): Promise<IndexedCard | undefined> {
-    const row = this.sql('SELECT * FROM cards WHERE card_id = ?').get(cardId) as CardRow | undefined;
+    const row = this.db.prepare('SELECT * FROM cards WHERE card_id = ?').get(cardId) as CardRow | undefined;
     return row ? fromRow(row, this.collectionIdsOf(cardId)) : undefined;
   }
 
   /** Cards whose vectors another embedder made (after EMBEDDINGS_URL or the model changed): not searchable until refreshed. */
   staleVectorCount(): number {
-    return (this.sql('SELECT COUNT(*) AS n FROM cards WHERE embedder != ?').get(this.embedderId) as { n: number }).n;
+    return (this.db.prepare('SELECT COUNT(*) AS n FROM cards WHERE embedder != ?').get(this.embedderId) as { n: number }).n;
   }
 
   /** Re-embeds the stale cards in batches with the current embedder and makes them searchable again; answers how many. */
@@ -195,13 +193,13 @@ export class SqliteCardIndex implements CardIndex {
     await this.loaded;
     let refreshed = 0;
     while (this.db.open) {
-      const rows = this.sql('SELECT * FROM cards WHERE embedder != ? LIMIT ?').all(this.embedderId, batchSize) as CardRow[];
+      const rows = this.db.prepare('SELECT * FROM cards WHERE embedder != ? LIMIT ?').all(this.embedderId, batchSize) as CardRow[];
       if (rows.length === 0) break;
       const vectors = await embed(rows.map((r) => r.content));
       if (!this.db.open) break;
       rows.forEach((row, i) => {
         const vector = vectors[i]!;
-        const changed = this.sql('UPDATE cards SET vector = ?, embedder = ? WHERE rowid = ? AND updated_at = ?')
+        const changed = this.db.prepare('UPDATE cards SET vector = ?, embedder = ? WHERE rowid = ? AND updated_at = ?')
           .run(Buffer.from(vector.buffer, vector.byteOffset, vector.byteLength), this.embedderId, row.rowid, row.updated_at).changes;
         if (changed === 1 && row.collision_of === null) {
           this.unslot(row.card_id);
@@ -211,13 +209,6 @@ export class SqliteCardIndex implements CardIndex {
       refreshed += rows.length;
     }
     return refreshed;
-  }
-
-  /** Prepared statements, compiled once. */
-  private sql(text: string): Statement {
-    let statement = this.statements.get(text);
-    if (!statement) this.statements.set(text, (statement = this.db.prepare(text)));
-    return statement;
   }
 
   async count(): Promise<number> {
@@ -312,7 +303,7 @@ export class SqliteCardIndex implements CardIndex {
   private slotsHoldingPhrase(phrase: string): Set<number> | undefined {
     if (phrase.length < 3) return undefined;
     const quoted = `"${phrase.slice(0, 200).replace(/"/g, '""')}"`;
-    const rows = this.sql('SELECT rowid FROM card_text WHERE card_text MATCH ? LIMIT 50000').all(quoted) as { rowid: number }[];
+    const rows = this.db.prepare('SELECT rowid FROM card_text WHERE card_text MATCH ? LIMIT 50000').all(quoted) as { rowid: number }[];
     const slots = new Set<number>();
     for (const { rowid } of rows) {
       const slot = this.slotOfRowid.get(rowid);
@@ -448,7 +439,7 @@ export class SqliteCardIndex implements CardIndex {
   /** A card event's list of collections: adds the ones not known yet, removes the ones no longer listed, unless a later bookmark event said otherwise. */
   private applySnapshotBookmarks(cardId: string, collectionIds: readonly string[], at: number): void {
     const listed = new Set(collectionIds);
-    const rows = this.sql('SELECT collection_id, added FROM bookmarks WHERE card_id = ?').all(cardId) as { collection_id: string; added: number }[];
+    const rows = this.db.prepare('SELECT collection_id, added FROM bookmarks WHERE card_id = ?').all(cardId) as { collection_id: string; added: number }[];
     for (const id of listed) if (this.writeBookmark(id, cardId, true, at)) this.applyBookmarkInMemory(id, cardId, true);
     for (const row of rows) {
       if (row.added === 1 && !listed.has(row.collection_id) && this.writeBookmark(row.collection_id, cardId, false, at)) this.applyBookmarkInMemory(row.collection_id, cardId, false);
@@ -457,9 +448,9 @@ export class SqliteCardIndex implements CardIndex {
 
   /** Last writer wins per (collection, card); true when the stored state changed. */
   private writeBookmark(collectionId: string, cardId: string, added: boolean, at: number): boolean {
-    const row = this.sql('SELECT added, at FROM bookmarks WHERE collection_id = ? AND card_id = ?').get(collectionId, cardId) as { added: number; at: number } | undefined;
+    const row = this.db.prepare('SELECT added, at FROM bookmarks WHERE collection_id = ? AND card_id = ?').get(collectionId, cardId) as { added: number; at: number } | undefined;
     if (row && (row.at > at || (row.at === at && row.added === (added ? 1 : 0)))) return false;
-    this.sql('INSERT INTO bookmarks (collection_id, card_id, added, at) VALUES (?, ?, ?, ?) ON CONFLICT (collection_id, card_id) DO UPDATE SET added = excluded.added, at = excluded.at')
+    this.db.prepare('INSERT INTO bookmarks (collection_id, card_id, added, at) VALUES (?, ?, ?, ?) ON CONFLICT (collection_id, card_id) DO UPDATE SET added = excluded.added, at = excluded.at')
       .run(collectionId, cardId, added ? 1 : 0, at);
     return true;
   }
@@ -473,17 +464,17 @@ export class SqliteCardIndex implements CardIndex {
   }
 
   private collectionIdsOf(cardId: string): string[] {
-    const rows = this.sql('SELECT collection_id FROM bookmarks WHERE card_id = ? AND added = 1 ORDER BY collection_id').all(cardId) as { collection_id: string }[];
+    const rows = this.db.prepare('SELECT collection_id FROM bookmarks WHERE card_id = ? AND added = 1 ORDER BY collection_id').all(cardId) as { collection_id: string }[];
     return rows.map((r) => r.collection_id);
   }
 
   private async load(): Promise<void> {
-    for (const row of this.sql('SELECT collection_id, card_id FROM bookmarks WHERE added = 1').iterate() as Iterable<{ collection_id: string; card_id: string }>) {
+    for (const row of this.db.prepare('SELECT collection_id, card_id FROM bookmarks WHERE added = 1').iterate() as Iterable<{ collection_id: string; card_id: string }>) {
       this.applyBookmarkInMemory(row.collection_id, row.card_id, true);
     }
     let after = 0;
     while (this.db.open) {
-      const rows = this.sql('SELECT * FROM cards WHERE collision_of IS NULL AND embedder = ? AND rowid > ? ORDER BY rowid LIMIT 2000').all(this.embedderId, after) as CardRow[];
+      const rows = this.db.prepare('SELECT * FROM cards WHERE collision_of IS NULL AND embedder = ? AND rowid > ? ORDER BY rowid LIMIT 2000').all(this.embedderId, after) as CardRow[];
       if (rows.length === 0) break;
       for (const row of rows) if (row.vector.byteLength === this.vectors.dimensions * 4) this.slot(row.rowid, fromRow(row));
       after = rows[rows.length - 1]!.rowid;

@@ -42,6 +42,13 @@ function startFromTree(tree: string, env: Record<string, string | undefined>): {
   return { child, output: () => output };
 }
 
+/** This process's environment on the embedded engines (no engine or SMTP URLs from the caller's shell), on loopback. */
+function embeddedEnv(extra: Record<string, string>): Record<string, string | undefined> {
+  const env: Record<string, string | undefined> = { ...process.env, LOG_LEVEL: 'warn', HOST: '127.0.0.1', ...extra };
+  for (const key of ['MONGO_URL', 'KAFKA_BROKERS', 'ELASTICSEARCH_URL', 'S3_ENDPOINT', 'SMTP_URL']) delete env[key];
+  return env;
+}
+
 async function waitFor<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs: number, logs: () => string): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
@@ -95,8 +102,7 @@ describeIfPnpm('image trees (`pnpm deploy --prod`, as the Dockerfile builds them
   it('runs every service from its own tree as separate processes, and the gateway answers through them', async () => {
     const dataDir = join(out, 'data');
     const port = await freePort();
-    const env: Record<string, string | undefined> = { ...process.env, ...(await loopbackTopologyEnv()), DATA_DIR: dataDir, LOG_LEVEL: 'warn', PORT: String(port), HOST: '127.0.0.1' };
-    for (const key of ['MONGO_URL', 'KAFKA_BROKERS', 'ELASTICSEARCH_URL', 'S3_ENDPOINT', 'SMTP_URL']) delete env[key];
+    const env = embeddedEnv({ ...(await loopbackTopologyEnv()), DATA_DIR: dataDir, PORT: String(port) });
     const started = [...SERVICES, 'gateway' as const].map((target) => ({ target, ...startFromTree(join(out, target), env) }));
     running.push(...started.map((s) => s.child));
     const logs = () => started.map((s) => `--- ${s.target}\n${s.output()}`).join('\n');
@@ -113,8 +119,7 @@ describeIfPnpm('image trees (`pnpm deploy --prod`, as the Dockerfile builds them
 
   it('runs the all-in-one from its tree', async () => {
     const port = await freePort();
-    const env: Record<string, string | undefined> = { ...process.env, DATA_DIR: join(out, 'all-in-one-data'), LOG_LEVEL: 'warn', PORT: String(port), HOST: '127.0.0.1' };
-    for (const key of ['MONGO_URL', 'KAFKA_BROKERS', 'ELASTICSEARCH_URL', 'S3_ENDPOINT', 'SMTP_URL']) delete env[key];
+    const env = embeddedEnv({ DATA_DIR: join(out, 'all-in-one-data'), PORT: String(port) });
     const { child, output } = startFromTree(join(out, 'all-in-one'), env);
     running.push(child);
     await waitFor('all-in-one readiness', async () => ((await fetch(`http://127.0.0.1:${port}/healthz`)).status === 200 ? true : undefined), 90_000, output);

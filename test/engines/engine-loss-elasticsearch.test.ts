@@ -2,7 +2,7 @@ import { createGrpcClient } from '@cards/platform';
 import { search } from '@cards/proto';
 import { startElasticsearchSync } from './elasticsearch';
 import { freePortsSync } from './engine-support';
-import { GRPC_UNAVAILABLE, healthOf, startServiceProcess, waitFor, type ServiceProcess } from './service-process';
+import { FAST_READINESS, GRPC_UNAVAILABLE, healthOf, startServiceProcess, waitFor, type ServiceProcess } from './service-process';
 import { describeOnEngine, engineForSuite, report } from './suite';
 
 // Issue #8: search on Elasticsearch whose node goes away turns not ready (grpc.health.v1 NOT_SERVING),
@@ -27,9 +27,8 @@ describeOnEngine('engine loss on Elasticsearch (search alone, the node halted an
       EMBEDDINGS_DIMENSIONS: '8',
       SEARCH_GRPC_HOST: '127.0.0.1',
       SEARCH_GRPC_PORT: String(grpcPort),
-      READINESS_INTERVAL_MS: '500',
+      ...FAST_READINESS,
       READINESS_TIMEOUT_MS: '2000',
-      READINESS_FAILURE_THRESHOLD: '2',
     });
     await waitFor('search SERVING', async () => (await probe.status()) === 'SERVING', 90_000, service);
   }, 120_000);

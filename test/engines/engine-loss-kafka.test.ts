@@ -3,7 +3,7 @@ import { createGrpcClient, createLogger, KafkaEventBus, Topics, type Subscriptio
 import { cards } from '@cards/proto';
 import { freePortsSync } from './engine-support';
 import { startKafkaSync } from './kafka';
-import { healthOf, startServiceProcess, waitFor, type ServiceProcess } from './service-process';
+import { FAST_READINESS, healthOf, startServiceProcess, waitFor, type ServiceProcess } from './service-process';
 import { describeOnEngine, engineForSuite, report } from './suite';
 
 // Issue #8: a service on Kafka whose broker goes away turns not ready (grpc.health.v1 NOT_SERVING), keeps
@@ -37,9 +37,7 @@ describeOnEngine('engine loss on Kafka (cards alone, the broker halted and resum
       SEARCH_SERVICE_ADDR: nowhere,
       FILES_SERVICE_ADDR: nowhere,
       NEAR_DUPLICATE_DEADLINE_MS: '500',
-      READINESS_INTERVAL_MS: '500',
-      READINESS_TIMEOUT_MS: '1500',
-      READINESS_FAILURE_THRESHOLD: '2',
+      ...FAST_READINESS,
     });
     await waitFor('cards SERVING', async () => (await probe.status()) === 'SERVING', 90_000, service);
   }, 120_000);

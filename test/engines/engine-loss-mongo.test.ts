@@ -2,7 +2,7 @@ import { createGrpcClient } from '@cards/platform';
 import { identity } from '@cards/proto';
 import { freePortsSync } from './engine-support';
 import { startMongoSync, type MongoEngine } from './mongo';
-import { GRPC_UNAVAILABLE, healthOf, startServiceProcess, waitFor, type ServiceProcess } from './service-process';
+import { FAST_READINESS, GRPC_UNAVAILABLE, healthOf, startServiceProcess, waitFor, type ServiceProcess } from './service-process';
 import { describeOnEngine, engineForSuite, report } from './suite';
 
 // Issue #8: a service running on MongoDB whose server goes away turns not ready (grpc.health.v1 NOT_SERVING
@@ -19,12 +19,11 @@ describeOnEngine('engine loss on MongoDB (identity alone, mongo-java-server stop
   let gateway: ServiceProcess;
   const probe = healthOf(identityAddress);
   const { client, channel } = createGrpcClient(identity.IdentityServiceDefinition, identityAddress, { deadlineMs: 4000 });
-  const readiness = { READINESS_INTERVAL_MS: '500', READINESS_TIMEOUT_MS: '1500', READINESS_FAILURE_THRESHOLD: '2' };
   const api = (path: string, init?: RequestInit) => fetch(`http://127.0.0.1:${gatewayPort}${path}`, { ...init, signal: AbortSignal.timeout(8000) });
   const invite = (email: string) => api('/api/invitation', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email, referral_tokens: [] }) });
 
   beforeAll(async () => {
-    service = startServiceProcess('identity', { MONGO_URL: engine!.url, MONGO_DATABASE_PREFIX: 'engineloss', IDENTITY_GRPC_HOST: '127.0.0.1', IDENTITY_GRPC_PORT: String(grpcPort), PASSWORD_HASH_COST: '1024', ...readiness });
+    service = startServiceProcess('identity', { MONGO_URL: engine!.url, MONGO_DATABASE_PREFIX: 'engineloss', IDENTITY_GRPC_HOST: '127.0.0.1', IDENTITY_GRPC_PORT: String(grpcPort), PASSWORD_HASH_COST: '1024', ...FAST_READINESS });
     // Every peer of the gateway is identity here, so /healthz (which asks every peer) follows identity's readiness.
     const peers = Object.fromEntries(['IDENTITY', 'CARDS', 'SEARCH', 'FILES', 'NOTIFICATIONS'].map((svc) => [`${svc}_SERVICE_ADDR`, identityAddress]));
     gateway = startServiceProcess('gateway', { ...peers, PORT: String(gatewayPort), HOST: '127.0.0.1', GRPC_DEADLINE_MS: '4000', WEB_DIST_DIR: '' });

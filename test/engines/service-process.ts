@@ -58,6 +58,9 @@ export function startServiceProcess(name: string, env: Record<string, string>): 
 /** The gRPC status code UNAVAILABLE (14), for assertions on refused calls. */
 export const GRPC_UNAVAILABLE = 14;
 
+/** Engine probes fast enough for an engine-loss test to see readiness change within seconds. */
+export const FAST_READINESS = { READINESS_INTERVAL_MS: '500', READINESS_TIMEOUT_MS: '1500', READINESS_FAILURE_THRESHOLD: '2' };
+
 /** grpc.health.v1 of one address, for service "" or a named one. */
 export function healthOf(address: string): { status(service?: string): Promise<'SERVING' | 'NOT_SERVING' | 'UNREACHABLE' | string>; channel: { close(): void } } {
   const { client, channel } = createGrpcClient(health.HealthDefinition, address, { deadlineMs: 2000 });

@@ -7,7 +7,7 @@ import { ClientError, Status } from 'nice-grpc';
 import { createGrpcClient } from '@cards/platform';
 import { files } from '@cards/proto';
 import { freePortsSync } from '../../../test/engines/engine-support';
-import { healthOf, startServiceProcess, waitFor, type ServiceProcess } from '../../../test/engines/service-process';
+import { FAST_READINESS, healthOf, startServiceProcess, waitFor, type ServiceProcess } from '../../../test/engines/service-process';
 
 // Issue #8: files on S3 whose server goes away turns not ready (grpc.health.v1 NOT_SERVING), answers an upload
 // UNAVAILABLE (not INTERNAL) while other calls keep working, does not crash, and is ready again and stores
@@ -50,9 +50,7 @@ describe('engine loss on S3 (files alone, s3rver stopped and restarted)', () => 
       FILES_GRPC_PORT: String(grpcPort),
       FILES_HTTP_PORT: String(httpPort),
       CARDS_SERVICE_ADDR: '127.0.0.1:1',
-      READINESS_INTERVAL_MS: '500',
-      READINESS_TIMEOUT_MS: '1500',
-      READINESS_FAILURE_THRESHOLD: '2',
+      ...FAST_READINESS,
     });
     await waitFor('files SERVING', async () => (await probe.status()) === 'SERVING', 60_000, service);
   }, 90_000);

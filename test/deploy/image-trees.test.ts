@@ -3,13 +3,14 @@
 // `tsx src/main.ts` in it. This suite makes the same trees, checks they carry no development tooling, then starts
 // every service from its own tree as a separate process (peers on loopback, the embedded engines) and drives the
 // gateway: a tree missing a production dependency, or relying on the workspace around it, fails here.
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { freePort, loopbackTopologyEnv } from '@cards/platform';
 import { ROOT } from './helm';
+import { spawnNodeEntry, type NodeProcess } from '../support/node-process';
 
 const SERVICES = ['identity', 'cards', 'search', 'files', 'notifications'] as const;
 const TARGETS = [...SERVICES, 'gateway', 'all-in-one'] as const;
@@ -33,13 +34,9 @@ if (!pnpm) process.stdout.write('[image-trees] skipped: no pnpm to run `pnpm dep
 const describeIfPnpm = pnpm ? describe : describe.skip;
 
 /** `node --import tsx src/main.ts` inside a tree, as the image's `CMD ["tsx", "src/main.ts"]` does. */
-function startFromTree(tree: string, env: Record<string, string | undefined>): { child: ChildProcess; output: () => string } {
+function startFromTree(tree: string, env: Record<string, string | undefined>): NodeProcess {
   const tsxLoader = pathToFileURL(join(ROOT, 'node_modules/tsx/dist/loader.mjs')).href;
-  const child = spawn(process.execPath, ['--import', tsxLoader, 'src/main.ts'], { cwd: tree, env: { ...env, NODE_ENV: 'production' }, stdio: ['ignore', 'pipe', 'pipe'] });
-  let output = '';
-  child.stdout!.on('data', (d: Buffer) => (output += d.toString()));
-  child.stderr!.on('data', (d: Buffer) => (output += d.toString()));
-  return { child, output: () => output };
+  return spawnNodeEntry('src/main.ts', { cwd: tree, env: { ...env, NODE_ENV: 'production' }, loader: tsxLoader });
 }
 
 /** This process's environment on the embedded engines (no engine or SMTP URLs from the caller's shell), on loopback. */

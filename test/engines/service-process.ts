@@ -1,9 +1,10 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { createGrpcClient } from '@cards/platform';
 import { health } from '@cards/proto';
+import { spawnNodeEntry } from '../support/node-process';
 
 const ROOT = resolve(__dirname, '..', '..');
 
@@ -23,25 +24,14 @@ export interface ServiceProcess {
  */
 export function startServiceProcess(name: string, env: Record<string, string>): ServiceProcess {
   const dataDir = mkdtempSync(join(tmpdir(), `cards-${name}-`));
-  const child = spawn(process.execPath, ['--import', 'tsx', `services/${name}/src/main.ts`], {
+  const { child, output, exited } = spawnNodeEntry(`services/${name}/src/main.ts`, {
     cwd: ROOT,
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', DATA_DIR: dataDir, LOG_LEVEL: 'info', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let output = '';
-  const collect = (chunk: Buffer) => {
-    output += chunk.toString();
-    if (output.length > 1_000_000) output = output.slice(-500_000);
-  };
-  child.stdout!.on('data', collect);
-  child.stderr!.on('data', collect);
-  const exited = new Promise<number | null>((r) => {
-    if (child.exitCode !== null || child.signalCode !== null) r(child.exitCode);
-    else child.once('exit', (code) => r(code));
+    keepChars: 500_000,
   });
   return {
     child,
-    output: () => output,
+    output,
     exited,
     async stop() {
       if (child.exitCode === null && child.signalCode === null) {

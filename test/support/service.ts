@@ -1,9 +1,10 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { freePort } from '@cards/platform';
 import { startDistributedSystem } from './distributed';
+import { spawnNodeEntry } from './node-process';
 
 const ROOT = resolve(__dirname, '../..');
 
@@ -67,26 +68,14 @@ async function startSystemOnce(options: StartOptions): Promise<RunningSystem> {
   if (systemEnv.SYSTEM_TOPOLOGY === 'distributed') {
     return startDistributedSystem({ root: ROOT, dataDir, port, env: systemEnv, removeDataDirOnStop: !options.dataDir });
   }
-  const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'packages/all-in-one/src/main.ts')], {
-    cwd: ROOT,
-    env: systemEnv,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let output = '';
-  const onData = (chunk: Buffer) => {
-    output += chunk.toString();
-    if (output.length > 2_000_000) output = output.slice(-1_000_000);
-  };
-  child.stdout!.on('data', onData);
-  child.stderr!.on('data', onData);
-  const exited = new Promise<void>((r) => child.once('exit', () => r()));
+  const { child, output: logs, exited } = spawnNodeEntry(join(ROOT, 'packages/all-in-one/src/main.ts'), { cwd: ROOT, env: systemEnv });
   const baseUrl = `http://127.0.0.1:${port}`;
   const deadline = Date.now() + 90_000;
   for (;;) {
-    if (child.exitCode !== null) throw new Error(`service exited with ${child.exitCode}:\n${output}`);
+    if (child.exitCode !== null) throw new Error(`service exited with ${child.exitCode}:\n${logs()}`);
     if (Date.now() > deadline) {
       child.kill('SIGKILL');
-      throw new Error(`service did not become healthy in 90 s:\n${output}`);
+      throw new Error(`service did not become healthy in 90 s:\n${logs()}`);
     }
     const healthy = await fetch(`${baseUrl}/healthz`, { signal: AbortSignal.timeout(1000) })
       .then((r) => r.status === 200)
@@ -98,7 +87,7 @@ async function startSystemOnce(options: StartOptions): Promise<RunningSystem> {
     baseUrl,
     dataDir,
     process: child,
-    logs: () => output,
+    logs,
     async stop() {
       if (child.exitCode === null) child.kill('SIGTERM');
       await exited;

@@ -1,5 +1,5 @@
 import type { Collection } from 'mongodb';
-import { appendToMongoOutbox, appendToMongoOutboxOrUndo, type MongoConnection, type OutgoingEvent } from '@cards/platform';
+import { appendToMongoOutboxOrUndo, withOptionalTransaction, type MongoConnection, type OutgoingEvent } from '@cards/platform';
 import type { DocumentFormat, FileRecord, IngestionStatus } from '../../domain/model';
 import type { FileRepository, IngestionOutcome } from '../../domain/ports';
 
@@ -66,20 +66,10 @@ export class MongoFileRepository implements FileRepository {
 
   async create(record: FileRecord, events: OutgoingEvent[]): Promise<void> {
     const doc = toPrimitives(record);
-    if (this.connection.supportsTransactions) {
-      const session = this.connection.client.startSession();
-      try {
-        await session.withTransaction(async () => {
-          await this.files.insertOne(doc, { session });
-          await appendToMongoOutbox(this.connection.db, events, session);
-        });
-      } finally {
-        await session.endSession();
-      }
-      return;
-    }
-    await this.files.insertOne(doc);
-    await appendToMongoOutboxOrUndo(this.connection.db, events, undefined, () => this.files.deleteOne({ _id: record.id }));
+    await withOptionalTransaction(this.connection, async (session) => {
+      await this.files.insertOne(doc, { session });
+      await appendToMongoOutboxOrUndo(this.connection.db, events, session, () => this.files.deleteOne({ _id: record.id }));
+    });
   }
 
   async get(id: string): Promise<FileRecord | null> {
@@ -105,24 +95,13 @@ export class MongoFileRepository implements FileRepository {
   }
 
   async delete(id: string, events: OutgoingEvent[]): Promise<boolean> {
-    if (this.connection.supportsTransactions) {
-      const session = this.connection.client.startSession();
-      try {
-        let removed = false;
-        await session.withTransaction(async () => {
-          removed = (await this.files.deleteOne({ _id: id }, { session })).deletedCount > 0;
-          if (removed) await appendToMongoOutbox(this.connection.db, events, session);
-        });
-        return removed;
-      } finally {
-        await session.endSession();
-      }
-    }
-    // Without transactions: take the record out, and put it back if its events cannot be written.
-    const doc = await this.files.findOneAndDelete({ _id: id });
-    if (!doc) return false;
-    await appendToMongoOutboxOrUndo(this.connection.db, events, undefined, () => this.files.insertOne(doc));
-    return true;
+    return withOptionalTransaction(this.connection, async (session) => {
+      // Without a transaction: take the record out, and put it back if its events cannot be written.
+      const doc = await this.files.findOneAndDelete({ _id: id }, { session });
+      if (!doc) return false;
+      await appendToMongoOutboxOrUndo(this.connection.db, events, session, () => this.files.insertOne(doc));
+      return true;
+    });
   }
 
   async close(): Promise<void> {

@@ -1,5 +1,5 @@
 import { resolve } from 'node:path';
-import { createLogger, loopbackTopologyEnv, stopOnSignals, type RunningService } from '@cards/platform';
+import { createLogger, enableInProcessCalls, loopbackTopologyEnv, stopOnSignals, type RunningService } from '@cards/platform';
 import { startGateway } from '@cards/gateway';
 import { startIdentity } from '@cards/identity';
 import { startCards } from '@cards/cards';
@@ -14,7 +14,8 @@ export interface AllInOne {
 
 /**
  * Every service in one process, each on its own loopback gRPC port, the gateway on PORT,
- * all data under DATA_DIR: the embedded default with zero setup.
+ * all data under DATA_DIR: the embedded default with zero setup. Unary calls between the services skip the
+ * loopback network (docs/decisions.md, "In-process calls in the all-in-one") unless GRPC_IN_PROCESS=false.
  */
 export async function startAllInOne(baseEnv: Record<string, string | undefined> = process.env): Promise<AllInOne> {
   // Internal ports are picked before binding (peers need each other's addresses up front), so another
@@ -35,6 +36,7 @@ async function startOnce(baseEnv: Record<string, string | undefined>): Promise<A
     DATA_DIR: resolve(baseEnv.DATA_DIR ?? './data'),
     ...(await loopbackTopologyEnv()),
   };
+  enableInProcessCalls(env.GRPC_IN_PROCESS !== 'false');
   const started: RunningService[] = [];
   try {
     for (const start of [startIdentity, startCards, startSearch, startFiles, startNotifications]) started.push(await start(env));

@@ -1,4 +1,5 @@
 import { createChannel, createClientFactory, Metadata, ClientError, Status, type Channel, type CompatServiceDefinition, type Client, type ClientMiddlewareCall, type CallOptions } from 'nice-grpc';
+import { callInProcess, inProcessMethod, type TsProtoDefinition } from './in-process-calls';
 import { currentRequestContext, REQUEST_ID_METADATA_KEY } from './request-context';
 
 export interface RetryOptions {
@@ -65,7 +66,10 @@ export interface GrpcClientOptions {
   deadlineMs?: number;
 }
 
-/** One channel per peer, built at start-up; every call carries the request id and a deadline. */
+/**
+ * One channel per peer, built at start-up; every call carries the request id and a deadline. A unary call to a
+ * service this process serves (the all-in-one, see in-process-calls.ts) skips the network but not the call policy.
+ */
 export function createGrpcClient<D extends CompatServiceDefinition>(definition: D, address: string, options: GrpcClientOptions = {}): { client: GrpcClient<D>; channel: Channel } {
   const channel = createChannel(address, undefined, {
     'grpc.max_receive_message_length': 8 * 1024 * 1024,
@@ -74,8 +78,33 @@ export function createGrpcClient<D extends CompatServiceDefinition>(definition: 
     'grpc.enable_retries': 0,
     'grpc.enable_channelz': 0,
   });
-  const client = createClientFactory()
+  const deadline = options.deadlineMs ?? 10_000;
+  const remote = createClientFactory()
     .use(callPolicyMiddleware)
-    .create(definition, channel, { '*': { deadline: options.deadlineMs ?? 10_000 } }) as GrpcClient<D>;
-  return { client, channel };
+    .create(definition, channel, { '*': { deadline } }) as GrpcClient<D>;
+  return { client: withInProcessPath(definition as unknown as TsProtoDefinition, address, remote, deadline), channel };
+}
+
+type UnaryCall = (request: unknown, options?: CallOptions & RetryOptions & DeadlineOptions) => Promise<unknown>;
+
+/** The client with each unary method routed in process while the address is served in this process. */
+function withInProcessPath<C>(definition: TsProtoDefinition, address: string, remote: C, deadline: number): C {
+  if (!('methods' in definition)) return remote;
+  const client = { ...remote } as Record<string, UnaryCall>;
+  for (const [key, method] of Object.entries(definition.methods)) {
+    if (method.requestStream || method.responseStream) continue;
+    const path = `/${definition.fullName}/${method.name}`;
+    const descriptor = { path, requestStream: false, responseStream: false, options: method.options };
+    const overNetwork = (remote as Record<string, UnaryCall>)[key]!;
+    client[key] = async (request, callOptions = {}) => {
+      const local = inProcessMethod(address, path);
+      if (!local) return overNetwork(request, callOptions);
+      const call = { method: descriptor, requestStream: false, request, responseStream: false, next: (req: unknown, opts: CallOptions) => callInProcess(local, req, opts) };
+      const iterator = callPolicyMiddleware(call as never, { deadline, ...callOptions });
+      let result = await iterator.next();
+      while (!result.done) result = await iterator.throw(new Error('A middleware yielded a message, but expected to only return a message for unary method'));
+      return result.value;
+    };
+  }
+  return client as C;
 }

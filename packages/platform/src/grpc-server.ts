@@ -1,8 +1,9 @@
-import { createServer, ServerError, Status, type CallContext, type ServerMiddlewareCall, type Server } from 'nice-grpc';
+import { composeServerMiddleware, createServer, ServerError, Status, type CallContext, type ServerMiddleware, type ServerMiddlewareCall, type Server } from 'nice-grpc';
 import { isAbortError } from 'abort-controller-x';
 import { HealthDefinition, HealthServiceImpl, HealthState } from 'nice-grpc-server-health';
 import type { Logger } from 'pino';
 import { DomainError } from './errors';
+import { localAddresses, serveInProcess, type TsProtoDefinition } from './in-process-calls';
 import { isEngineUnavailableError, type EngineReadinessMonitor } from './readiness';
 import { REQUEST_ID_METADATA_KEY, requestIdFrom, runWithRequestContext } from './request-context';
 
@@ -79,23 +80,33 @@ export interface StartGrpcServerOptions {
   readiness?: EngineReadinessMonitor;
 }
 
-/** createServer().use(request context).use(errors) + health + the service's own registrations, then listen. */
+/**
+ * createServer().use(request context).use(errors) + health + the service's own registrations, then listen. The
+ * unary methods are also offered to clients in this process (in-process-calls.ts), behind the same middleware.
+ */
 export async function startGrpcServer(options: StartGrpcServerOptions): Promise<GrpcServerHandle> {
-  const server = createServer({
+  const { readiness } = options;
+  // Only services with an engine on the request path pay for one more middleware per call.
+  const chain: ServerMiddleware[] = [requestContextMiddleware(), errorMiddleware(options.logger), ...(readiness?.gatesRequests ? [readinessGateMiddleware(readiness)] : [])];
+  const middleware = chain.reduce((outer, inner) => composeServerMiddleware(outer, inner));
+  const served = createServer({
     'grpc.max_receive_message_length': 8 * 1024 * 1024,
     'grpc.max_send_message_length': 8 * 1024 * 1024,
     'grpc.enable_channelz': 0,
-  })
-    .use(requestContextMiddleware())
-    .use(errorMiddleware(options.logger));
-  const { readiness } = options;
-  // Only services with an engine on the request path pay for one more middleware per call.
-  const served = readiness?.gatesRequests ? server.use(readinessGateMiddleware(readiness)) : server;
+  }).use(middleware);
+  const added: [TsProtoDefinition, object][] = [];
+  const recording: Server = Object.assign(Object.create(served) as Server, {
+    add(definition: Parameters<Server['add']>[0], implementation: Parameters<Server['add']>[1]) {
+      served.add(definition, implementation);
+      if ('methods' in definition) added.push([definition as unknown as TsProtoDefinition, implementation]);
+    },
+  });
   const health = HealthState();
-  served.add(HealthDefinition, HealthServiceImpl(health));
-  options.register(served);
+  recording.add(HealthDefinition, HealthServiceImpl(health));
+  options.register(recording);
   const host = options.host ?? '127.0.0.1';
   const port = await served.listen(`${host}:${options.port ?? 0}`);
+  const withdrawals = added.map(([definition, implementation]) => serveInProcess(localAddresses(host, port), definition, implementation, middleware));
   const setHealth = (ready: boolean) => {
     health.setStatus(ready ? 'healthy' : 'unhealthy');
     health.setStatus(ready ? 'healthy' : 'unhealthy', options.name);
@@ -111,6 +122,7 @@ export async function startGrpcServer(options: StartGrpcServerOptions): Promise<
     address: `${host}:${port}`,
     health,
     async shutdown(timeoutMs = 5000) {
+      for (const withdraw of withdrawals) withdraw();
       readiness?.stop();
       health.setStatus('unhealthy');
       health.setStatus('unhealthy', options.name);

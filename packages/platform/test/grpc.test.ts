@@ -1,6 +1,7 @@
 import { ClientError, ServerError, Status } from 'nice-grpc';
 import { identity } from '@cards/proto';
 import { createGrpcClient } from '../src/grpc-client';
+import { enableInProcessCalls } from '../src/in-process-calls';
 import { startGrpcServer, type GrpcServerHandle } from '../src/grpc-server';
 import { createLogger } from '../src/logger';
 import { InvalidArgumentError, NotFoundError } from '../src/errors';
@@ -9,6 +10,8 @@ import { currentRequestContext, runWithRequestContext } from '../src/request-con
 let server: GrpcServerHandle;
 const seenRequestIds: (string | undefined)[] = [];
 const attempts = new Map<string, number>();
+const peers: string[] = [];
+const cancelled: string[] = [];
 
 beforeAll(async () => {
   const unimplemented = async () => {
@@ -26,7 +29,9 @@ beforeAll(async () => {
         requestPasswordReset: unimplemented,
         resetPassword: unimplemented,
         updateUser: unimplemented,
-        async resolveSession(req) {
+        async resolveSession(req, context) {
+          peers.push(context.peer);
+          context.signal.addEventListener('abort', () => cancelled.push(req.token));
           if (req.token.startsWith('flaky')) {
             attempts.set(req.token, (attempts.get(req.token) ?? 0) + 1);
             if (attempts.get(req.token)! <= 2) throw new ServerError(Status.UNAVAILABLE, 'warming up');
@@ -38,8 +43,9 @@ beforeAll(async () => {
           if (req.token === 'boom') throw new Error('database password is hunter2');
           return { id: 'u1', email: 'a@b.co', visibleEmail: true };
         },
-        async getUsers() {
-          return { users: [] };
+        async getUsers(req) {
+          // Echoes what arrived, so a test sees the request as the server decoded it.
+          return { users: req.ids.map((id) => ({ id, email: `${id}@example.com` })) };
         },
         resolveSessions: unimplemented,
       }),
@@ -47,7 +53,13 @@ beforeAll(async () => {
 });
 afterAll(() => server.shutdown());
 
-describe('gRPC server and client helpers', () => {
+// The same behaviour over the loopback network and in process (a client in the process that serves the address).
+describe.each([
+  ['over the network', false],
+  ['in process', true],
+])('gRPC server and client helpers, %s', (transport, inProcess) => {
+  beforeAll(() => enableInProcessCalls(inProcess));
+  afterAll(() => enableInProcessCalls(false));
   const channels: { close(): void }[] = [];
   const open = (address: string) => {
     const { client, channel } = createGrpcClient(identity.IdentityServiceDefinition, address);
@@ -96,9 +108,73 @@ describe('gRPC server and client helpers', () => {
 
   it('retries an idempotent call the peer answers UNAVAILABLE, and not a non-idempotent one', async () => {
     const c = connect();
-    await expect(c.resolveSession({ token: 'flaky-a' }, { idempotent: true })).resolves.toMatchObject({ id: 'u1' });
-    expect(attempts.get('flaky-a')).toBe(3);
-    await expect(c.resolveSession({ token: 'flaky-b' })).rejects.toMatchObject({ code: Status.UNAVAILABLE });
-    expect(attempts.get('flaky-b')).toBe(1);
+    const [a, b] = [`flaky-a-${transport}`, `flaky-b-${transport}`];
+    await expect(c.resolveSession({ token: a }, { idempotent: true })).resolves.toMatchObject({ id: 'u1' });
+    expect(attempts.get(a)).toBe(3);
+    await expect(c.resolveSession({ token: b })).rejects.toMatchObject({ code: Status.UNAVAILABLE });
+    expect(attempts.get(b)).toBe(1);
+  });
+
+  it(`reaches the server ${inProcess ? 'without' : 'over'} the network`, async () => {
+    peers.length = 0;
+    await connect().resolveSession({ token: 'ok' });
+    expect(peers).toHaveLength(1);
+    if (inProcess) expect(peers[0]).toBe('in-process');
+    else expect(peers[0]).toMatch(/127\.0\.0\.1/);
+  });
+
+  it('delivers messages as the wire does: defaults filled, fields the type lacks dropped, nothing shared', async () => {
+    const ids = ['a', 'b'];
+    const request = { ids, extra: 'not in the message' } as unknown as { ids: string[] };
+    const { users } = await connect().getUsers(request);
+    expect(users).toEqual([
+      { id: 'a', email: 'a@example.com', visibleEmail: false },
+      { id: 'b', email: 'b@example.com', visibleEmail: false },
+    ]);
+    const { users: none } = await connect().getUsers({} as { ids: string[] });
+    expect(none).toEqual([]);
+    expect(ids).toEqual(['a', 'b']);
+  });
+
+  it('cancels the server side of a call whose deadline passed', async () => {
+    await connect()
+      .resolveSession({ token: 'slow' }, { deadline: 100 })
+      .catch(() => undefined);
+    await new Promise((r) => setTimeout(r, 100));
+    expect(cancelled).toContain('slow');
+    cancelled.length = 0;
+  });
+});
+
+describe('in-process calls to a server that has shut down', () => {
+  it('go over the network like any other call, and fail as a closed port does', async () => {
+    const unimplemented = async () => {
+      throw new Error('not used');
+    };
+    const gone = await startGrpcServer({
+      name: 'gone',
+      logger: createLogger('test', 'silent'),
+      register: (s) =>
+        s.add(identity.IdentityServiceDefinition, {
+          createInvitation: unimplemented, register: unimplemented, login: unimplemented, logout: unimplemented,
+          requestPasswordReset: unimplemented, resetPassword: unimplemented, updateUser: unimplemented,
+          resolveSession: unimplemented, resolveSessions: unimplemented,
+          async getUsers() {
+            return { users: [] };
+          },
+        }),
+    });
+    enableInProcessCalls(true);
+    const { client, channel } = createGrpcClient(identity.IdentityServiceDefinition, gone.address);
+    try {
+      await expect(client.getUsers({ ids: [] })).resolves.toEqual({ users: [] });
+      await gone.shutdown();
+      const error = (await client.getUsers({ ids: [] }, { deadline: 2000 }).catch((e: unknown) => e)) as ClientError;
+      expect(error).toBeInstanceOf(ClientError);
+      expect([Status.UNAVAILABLE, Status.DEADLINE_EXCEEDED]).toContain(error.code);
+    } finally {
+      enableInProcessCalls(false);
+      channel.close();
+    }
   });
 });

@@ -123,8 +123,9 @@ export async function* callInProcess(method: InProcessMethod, request: unknown, 
     signal: cancel.signal,
   };
   return await execute(options.signal ?? new AbortController().signal, (resolve, reject) => {
-    // Started on a later tick, as a call arriving over the wire would be, never inside the caller's stack.
-    Promise.resolve()
+    // Started from the event loop's check phase, as a call arriving over the wire starts from its poll phase: a
+    // chain of in-process calls must not run as one long run of microtasks that keeps HTTP requests waiting.
+    new Promise<void>((started) => setImmediate(started))
       .then(() => runUnary(method, decoded, context))
       .then(
         (response) => {

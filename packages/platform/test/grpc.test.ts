@@ -136,6 +136,16 @@ describe.each([
     expect(ids).toEqual(['a', 'b']);
   });
 
+  it('lets other work of the process run between the calls of a long chain', async () => {
+    const c = connect();
+    let callsBeforeTimer = -1;
+    let calls = 0;
+    setTimeout(() => (callsBeforeTimer = calls), 0);
+    for (; calls < 200; calls++) await c.getUsers({ ids: ['x'] });
+    expect(callsBeforeTimer).toBeGreaterThanOrEqual(0);
+    expect(callsBeforeTimer).toBeLessThan(200);
+  });
+
   it('cancels the server side of a call whose deadline passed', async () => {
     await connect()
       .resolveSession({ token: 'slow' }, { deadline: 100 })

@@ -2,6 +2,8 @@
 // alone (the same SqliteCardIndex in this process), at 10,000 and 100,000 cards, plus indexing throughput and the
 // search service's resident memory (the search service started alone on the resulting data directory).
 // Usage: pnpm exec tsx bench/search-bench.ts [sizes=10000,100000] [queries=300] [concurrency=8] [realCards=600]
+// SEARCH_BENCH_KEEP=1 keeps the data directory; SEARCH_BENCH_DATA_DIR=<kept dir> measures the gateway and the raw
+// operations again on it; GRPC_IN_PROCESS=false / SYSTEM_TOPOLOGY=distributed measure the other topologies.
 //
 // First size (the event pipeline): `realCards` cards are created through POST /api/card (cards stores them, asks
 // search for near duplicates, emits the event) and the rest are published as CardCreated events into the system's
@@ -13,6 +15,7 @@
 // are inflated by other processes; the cpu figures are this process's own CPU time per raw operation.
 import { randomUUID } from 'node:crypto';
 import { spawn } from 'node:child_process';
+import http from 'node:http';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -81,6 +84,11 @@ const fullTextQuery = () => {
   const t = topics[Math.floor(random() * topics.length)]!;
   return Array.from({ length: 3 }, () => typo(t[Math.floor(random() * t.length)]!)).join(' ');
 };
+/** Correctly spelled, as most queries are: every word is known, so the exact-phrase check runs too. */
+const fullTextCorrectQuery = () => {
+  const t = topics[Math.floor(random() * topics.length)]!;
+  return Array.from({ length: 3 }, () => t[Math.floor(random() * t.length)]!).join(' ');
+};
 
 function percentile(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
@@ -105,13 +113,29 @@ async function timeEach<T>(items: T[], run: (item: T) => Promise<unknown>): Prom
 const scope = { tags: [], links: [] };
 const page = { offset: 0, limit: 25 };
 
+// node:http with one kept-alive connection: undici's fetch spends ~1.8 ms of this process's CPU per 25-card
+// response (measured), which would be counted as the gateway's latency.
+const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+function send(system: RunningSystem, path: string, body: string): Promise<{ status: number; json: Record<string, unknown> }> {
+  const { hostname, port } = new URL(system.baseUrl);
+  return new Promise((resolve, reject) => {
+    const req = http.request({ host: hostname, port, path, method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, json: JSON.parse(Buffer.concat(chunks).toString()) as Record<string, unknown> }));
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
 async function post(system: RunningSystem, path: string, body: unknown) {
-  const send = () => fetch(`${system.baseUrl}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const text = JSON.stringify(body);
   // A kept-alive connection the server has just closed fails once; the request is idempotent, so resend it.
-  const res = await send().catch(send);
-  const json = (await res.json()) as { total_pages?: number; score_cards?: unknown[] };
-  if (res.status !== 200) throw new Error(`${path}: ${res.status} ${JSON.stringify(json)}`);
-  return json;
+  const { status, json } = await send(system, path, text).catch(() => send(system, path, text));
+  if (status !== 200) throw new Error(`${path}: ${status} ${JSON.stringify(json)}`);
+  return json as { total_pages?: number; score_cards?: unknown[] };
 }
 
 async function waitForIndex(system: RunningSystem, size: number): Promise<void> {
@@ -125,12 +149,19 @@ async function waitForIndex(system: RunningSystem, size: number): Promise<void> 
 async function measureGateway(system: RunningSystem) {
   const semanticQueries = Array.from({ length: queryCount }, semanticQuery);
   const textQueries = Array.from({ length: queryCount }, fullTextQuery);
+  const correctQueries = Array.from({ length: queryCount }, fullTextCorrectQuery);
   for (const q of semanticQueries.slice(0, 20)) await post(system, '/api/card/search/1', { content: q });
   for (const q of textQueries.slice(0, 20)) await post(system, '/api/card/fulltextsearch/1', { content: q });
   let entries = 0;
   const semantic = await timeEach(semanticQueries, async (q) => (entries += (await post(system, '/api/card/search/1', { content: q })).score_cards!.length));
   const fullText = await timeEach(textQueries, async (q) => (entries += (await post(system, '/api/card/fulltextsearch/1', { content: q })).score_cards!.length));
-  return { gatewaySemantic: { p50: semantic.p50, p99: semantic.p99 }, gatewayFullText: { p50: fullText.p50, p99: fullText.p99 }, entriesPerResponse: Number((entries / (2 * queryCount)).toFixed(1)) };
+  const correct = await timeEach(correctQueries, async (q) => (entries += (await post(system, '/api/card/fulltextsearch/1', { content: q })).score_cards!.length));
+  return {
+    gatewaySemantic: { p50: semantic.p50, p99: semantic.p99 },
+    gatewayFullText: { p50: fullText.p50, p99: fullText.p99 },
+    gatewayFullTextCorrect: { p50: correct.p50, p99: correct.p99 },
+    entriesPerResponse: Number((entries / (3 * queryCount)).toFixed(1)),
+  };
 }
 
 async function measureRaw(index: SqliteCardIndex, embedder: WinkGloveEmbedder) {
@@ -143,13 +174,14 @@ async function measureRaw(index: SqliteCardIndex, embedder: WinkGloveEmbedder) {
   const rawEmbedPlusNearest = await timeEach(semanticQueries, async (q) => index.nearest((await embedder.embed([q]))[0]!, scope, page));
   const rawExactScan = await timeEach(queryVectors, async (v) => index.exactNearest(v, scope, 25));
   const rawMatchText = await timeEach(textQueries, (q) => index.matchText(q, scope, page));
+  const rawMatchTextCorrect = await timeEach(Array.from({ length: queryCount }, fullTextCorrectQuery), (q) => index.matchText(q, scope, page));
   const rawMatchTextWithStopword = await timeEach(textQueries, (q) => index.matchText(`the ${q}`, scope, page));
   let agree = 0;
   for (const v of queryVectors.slice(0, 100)) {
     const approx = new Set((await index.nearest(v, scope, page)).hits.map((h) => h.cardId));
     agree += index.exactNearest(v, scope, 25).filter((h) => approx.has(h.cardId)).length;
   }
-  return { rawNearest, rawEmbedPlusNearest, rawExactScan, rawMatchText, rawMatchTextWithStopword, signCodeRecallAt25: Number((agree / (100 * 25)).toFixed(3)) };
+  return { rawNearest, rawEmbedPlusNearest, rawExactScan, rawMatchText, rawMatchTextCorrect, rawMatchTextWithStopword, signCodeRecallAt25: Number((agree / (100 * 25)).toFixed(3)) };
 }
 
 /**
@@ -212,7 +244,27 @@ async function measureServiceAlone(dataDir: string, created: number): Promise<vo
   await new Promise((r) => child.once('exit', r));
 }
 
+/** SEARCH_BENCH_DATA_DIR=<a kept data directory>: the gateway and raw measurements again on the cards already there. */
+async function measureKept(dataDir: string): Promise<void> {
+  const embedder = new WinkGloveEmbedder({ cacheDir });
+  await embedder.ready();
+  const system = await startSystem({ dataDir, env: { LOG_LEVEL: 'warn' } });
+  let gateway;
+  try {
+    await waitForIndex(system, 25);
+    gateway = await measureGateway(system);
+  } finally {
+    await system.stop();
+  }
+  const index = new SqliteCardIndex({ path: join(dataDir, 'search', 'index.db'), dimensions: 100, embedderId: embedder.id });
+  const cards = await index.count().then((n) => n);
+  const rawOps = await measureRaw(index, embedder);
+  await index.close();
+  console.log(JSON.stringify({ cards, keptDataDir: dataDir, inProcessCalls: process.env.GRPC_IN_PROCESS !== 'false', ...gateway, ...rawOps }));
+}
+
 async function main() {
+  if (process.env.SEARCH_BENCH_DATA_DIR) return measureKept(process.env.SEARCH_BENCH_DATA_DIR);
   const memoryOnly = Number(process.env.SEARCH_BENCH_MEMORY_ONLY ?? 0);
   if (memoryOnly > 0) {
     // SEARCH_BENCH_MEMORY_ONLY=N: an index file of N cards written in process, raw operations, then the service alone.

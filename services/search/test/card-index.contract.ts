@@ -204,6 +204,38 @@ export function describeCardIndexContract(name: string, factory: () => Promise<C
       expect(page.hits[0]!.score).toBeGreaterThan(page.hits[1]!.score);
     });
 
+    test('the phrase counts as whole words in a row, not as text running across longer words', async () => {
+      const acrossWords = aCard().saying('to enlarge search indexes we keep a large index for search').build();
+      const inARow = aCard().saying('we keep a large search index').build();
+      await index.upsert(acrossWords);
+      await index.upsert(inARow);
+      const page = await index.matchText('large search index', everything(), firstPage);
+      expect(page.hits.map((h) => h.cardId)).toEqual([inARow.cardId, acrossWords.cardId]);
+      expect(page.hits[0]!.score).toBeGreaterThan(page.hits[1]!.score);
+    });
+
+    test('every card holding the phrase ranks before those that only share its words, however the pages split', async () => {
+      const holders: string[] = [];
+      const cards = Array.from({ length: 30 }, (_, i) => {
+        // Some others hold each word pair of the phrase, only not all three words in a row.
+        const text = i % 3 === 0 ? `the red fox jumps over fence ${i}` : i % 3 === 1 ? `a red fox sat down and the fox jumps at ${i}` : `jumps of a fox by the red barn ${i}`;
+        const card = aCard().saying(text).build();
+        if (i % 3 === 0) holders.push(card.cardId);
+        return card;
+      });
+      for (const card of cards) await index.upsert(card);
+      const whole = await index.matchText('red fox jumps', everything(), { offset: 0, limit: 50 });
+      expect(whole.total).toBe(30);
+      expect(whole.hits.slice(0, 10).map((h) => h.cardId).sort()).toEqual([...holders].sort());
+      const paged: string[] = [];
+      for (let offset = 0; offset < 30; offset += 4) {
+        const page = await index.matchText('red fox jumps', everything(), { offset, limit: 4 });
+        expect(page.total).toBe(30);
+        paged.push(...page.hits.map((h) => h.cardId));
+      }
+      expect(paged).toEqual(whole.hits.map((h) => h.cardId));
+    });
+
     test('writes are idempotent: replays, stale snapshots and late snapshots of removed cards change nothing', async () => {
       const v1 = aCard().saying('first version about volcanoes').at('2026-01-01T00:00:00Z').build();
       const v2 = { ...v1, content: 'second version about glaciers', updatedAt: new Date('2026-01-02T00:00:00Z') };

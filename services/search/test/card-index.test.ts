@@ -56,6 +56,39 @@ describe('SqliteCardIndex', () => {
     await after.close();
   });
 
+  test('with a score floor above the shared-words score, only cards holding the phrase match, however the pages split', async () => {
+    const index = new SqliteCardIndex({ path: ':memory:', dimensions: CONTRACT_DIMENSIONS, minTextScore: 0.9 });
+    const holders: string[] = [];
+    for (let i = 0; i < 12; i++) {
+      const card = aCard().saying(i % 2 === 0 ? `the red fox jumps ${i}` : `the fox jumps red ${i}`).build();
+      if (i % 2 === 0) holders.push(card.cardId);
+      await index.upsert(card);
+    }
+    const scope = { tags: [], links: [] };
+    const first = await index.matchText('red fox jumps', scope, { offset: 0, limit: 4 });
+    const second = await index.matchText('red fox jumps', scope, { offset: 4, limit: 4 });
+    expect([first.total, second.total]).toEqual([6, 6]);
+    expect([...first.hits, ...second.hits].map((h) => h.cardId).sort()).toEqual(holders.sort());
+    await index.close();
+  });
+
+  test('an edited card is matched on its new words: in a row before, scattered after', async () => {
+    const index = new SqliteCardIndex({ path: ':memory:', dimensions: CONTRACT_DIMENSIONS });
+    const edited = aCard().saying('the red fox jumps red fox jumps').at('2026-01-01T00:00:00Z').build();
+    const other = aCard().saying('the red fox jumps').build();
+    await index.upsert(edited);
+    await index.upsert(other);
+    const scope = { tags: [], links: [] };
+    const before = await index.matchText('red fox jumps', scope, { offset: 0, limit: 25 });
+    expect(before.hits[0]!.score).toBe(before.hits[1]!.score);
+    await index.upsert({ ...edited, content: 'jumps the fox red', updatedAt: new Date('2026-01-02T00:00:00Z') });
+    const after = await index.matchText('red fox jumps', scope, { offset: 0, limit: 25 });
+    expect(after.hits.map((h) => h.cardId)).toEqual([other.cardId, edited.cardId]);
+    expect(after.hits[0]!.score).toBeGreaterThan(after.hits[1]!.score);
+    expect(after.total).toBe(2);
+    await index.close();
+  });
+
   test('rejects a vector of the wrong dimension instead of storing it', async () => {
     const index = new SqliteCardIndex({ path: ':memory:', dimensions: CONTRACT_DIMENSIONS });
     await expect(index.upsert(aCard().along(new Float32Array(3)).build())).rejects.toThrow(/dimensions/);

@@ -36,10 +36,10 @@ export class Lexicon {
   private readonly byTrigram = new Map<string, number[]>();
   private shared = new Uint16Array(1024);
 
-  /** Distinct word ids of a text's words, adding new words to the vocabulary. */
+  /** Word ids of a text's words in text order (repeats kept), adding new words to the vocabulary. */
   intern(tokens: readonly string[]): Int32Array {
-    const seen = new Set<number>();
-    for (const token of tokens) {
+    const ids = new Int32Array(tokens.length);
+    tokens.forEach((token, i) => {
       let id = this.ids.get(token);
       if (id === undefined) {
         id = this.words.length;
@@ -54,17 +54,22 @@ export class Lexicon {
           else this.byTrigram.set(t, [id]);
         }
       }
-      seen.add(id);
-    }
-    return Int32Array.from(seen);
+      ids[i] = id;
+    });
+    return ids;
   }
 
+  /** Lists the slot once under each distinct word of `wordIds` (as intern() returned them, repeats allowed). */
   addPostings(slot: number, wordIds: Int32Array): void {
-    for (const id of wordIds) this.postings[id]!.push(slot);
+    for (const id of wordIds) {
+      const list = this.postings[id]!;
+      // A repeated word was pushed earlier in this call, and nothing else pushes in between: it is the last entry.
+      if (list.length === 0 || list.items[list.length - 1] !== slot) list.push(slot);
+    }
   }
 
   removePostings(slot: number, wordIds: Int32Array): void {
-    for (const id of wordIds) this.postings[id]!.remove(slot);
+    for (const id of new Set(wordIds)) this.postings[id]!.remove(slot);
   }
 
   /** Cards holding a word: a view valid until the next change. */
@@ -119,10 +124,10 @@ export class Lexicon {
     return out.concat(variants.slice(0, maxVariants));
   }
 
-  /** Whether the word occurs in some indexed card. */
-  has(word: string): boolean {
+  /** The id of a word that occurs in some indexed card. */
+  idOf(word: string): number | undefined {
     const id = this.ids.get(word);
-    return id !== undefined && this.documentFrequency(id) > 0;
+    return id !== undefined && this.documentFrequency(id) > 0 ? id : undefined;
   }
 
   get size(): number {

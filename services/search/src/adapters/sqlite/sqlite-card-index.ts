@@ -1,8 +1,9 @@
 import { openSqlite, type SqliteDatabase } from '@cards/platform';
 import type { IndexedCard, IndexHit, IndexPage, PageRequest, SearchScope } from '../../domain/model';
 import type { CardIndex } from '../../domain/ports';
-import { normalizedText, words } from '../../domain/text';
+import { words } from '../../domain/text';
 import { Lexicon } from './lexicon';
+import { WordSequences, type Phrase } from './phrase';
 import { TopK, VectorMatrix } from './vector-matrix';
 
 const MIGRATIONS = [
@@ -30,6 +31,8 @@ const MIGRATIONS = [
    CREATE INDEX bookmarks_by_card ON bookmarks (card_id);
    CREATE VIRTUAL TABLE card_text USING fts5(text, tokenize = 'trigram', content = '', contentless_delete = 1);`,
   `ALTER TABLE cards ADD COLUMN embedder TEXT NOT NULL DEFAULT '';`,
+  // Phrases are matched in memory on each card's word sequence: the trigram table is no longer read.
+  `DROP TABLE card_text;`,
 ];
 
 export interface SqliteCardIndexOptions {
@@ -60,13 +63,13 @@ interface CardRow {
   updated_at: number;
 }
 
-/** Share of the full-text score given to holding the exact query phrase. */
+/** Share of the full-text score given to holding the query's words in a row (its phrase). */
 const PHRASE_WEIGHT = 0.15;
 
 /**
- * The embedded search index: rows in SQLite (the durable truth, with an FTS5 trigram table for phrase lookups),
- * and, rebuilt from them at start, in-memory structures that answer queries: a vector matrix with sign codes
- * and a word lexicon with trigram-corrected postings.
+ * The embedded search index: rows in SQLite (the durable truth), and, rebuilt from them at start, in-memory
+ * structures that answer queries: a vector matrix with sign codes, a word lexicon with trigram-corrected
+ * postings, and each card's word sequence for phrase matching.
  */
 export class SqliteCardIndex implements CardIndex {
   private readonly db: SqliteDatabase;
@@ -88,13 +91,14 @@ export class SqliteCardIndex implements CardIndex {
   private privates = new Uint8Array(1024);
   private tags: (string[] | undefined)[] = [];
   private links: string[] = [];
-  private slotWords: (Int32Array | undefined)[] = [];
+  private readonly slotWords = new WordSequences();
   private readonly slotOf = new Map<string, number>();
   private readonly slotOfRowid = new Map<number, number>();
   private readonly authorIds = new Map<string, number>();
   private readonly collections = new Map<string, Set<string>>();
   private scratchBest = new Float32Array(1024);
   private scratchTotal = new Float32Array(1024);
+  private scratchExact = new Uint8Array(1024);
 
   constructor(options: SqliteCardIndexOptions) {
     this.db = openSqlite(options.path, MIGRATIONS);
@@ -122,14 +126,12 @@ export class SqliteCardIndex implements CardIndex {
         rowid = existing.rowid;
         this.db.prepare('UPDATE cards SET author_id = ?, content = ?, tags = ?, link = ?, private = ?, collision_of = ?, vector = ?, vector_point_id = ?, updated_at = ?, embedder = ? WHERE rowid = ?')
           .run(...values, rowid);
-        this.db.prepare('DELETE FROM card_text WHERE rowid = ?').run(rowid);
       } else {
         rowid = Number(
           this.db.prepare('INSERT INTO cards (card_id, author_id, content, tags, link, private, collision_of, vector, vector_point_id, updated_at, embedder) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)')
             .run(card.cardId, ...values).lastInsertRowid,
         );
       }
-      if (!card.collisionOf) this.db.prepare('INSERT INTO card_text (rowid, text) VALUES (?, ?)').run(rowid, normalizedText(card.content));
       this.applySnapshotBookmarks(card.cardId, card.collectionIds, at);
       return rowid;
     })();
@@ -144,10 +146,7 @@ export class SqliteCardIndex implements CardIndex {
     const row = this.db.prepare('SELECT * FROM cards WHERE card_id = ?').get(cardId) as CardRow | undefined;
     if (!row) return false;
     if (row.collision_of === null) return true;
-    this.db.transaction(() => {
-      this.db.prepare('UPDATE cards SET collision_of = NULL WHERE rowid = ?').run(row.rowid);
-      this.db.prepare('INSERT INTO card_text (rowid, text) VALUES (?, ?)').run(row.rowid, normalizedText(row.content));
-    })();
+    this.db.prepare('UPDATE cards SET collision_of = NULL WHERE rowid = ?').run(row.rowid);
     this.slot(row.rowid, fromRow({ ...row, collision_of: null }));
     return true;
   }
@@ -156,10 +155,7 @@ export class SqliteCardIndex implements CardIndex {
     await this.loaded;
     this.db.transaction(() => {
       const row = this.db.prepare('SELECT rowid FROM cards WHERE card_id = ?').get(cardId) as { rowid: number } | undefined;
-      if (row) {
-        this.db.prepare('DELETE FROM card_text WHERE rowid = ?').run(row.rowid);
-        this.db.prepare('DELETE FROM cards WHERE rowid = ?').run(row.rowid);
-      }
+      if (row) this.db.prepare('DELETE FROM cards WHERE rowid = ?').run(row.rowid);
       this.db.prepare('INSERT OR IGNORE INTO removed_cards (card_id, removed_at) VALUES (?, ?)').run(cardId, removedAt.getTime());
       this.db.prepare('DELETE FROM bookmarks WHERE card_id = ?').run(cardId);
     })();
@@ -256,6 +252,8 @@ export class SqliteCardIndex implements CardIndex {
     this.ensureScratch();
     const best = this.scratchBest;
     const total = this.scratchTotal;
+    const exact = this.scratchExact;
+    const phrase = queryWords.length >= 2 ? this.phraseOf(query) : undefined;
     const candidates: number[] = [];
     const cards = this.slotOf.size;
     let weightSum = 0;
@@ -266,12 +264,15 @@ export class SqliteCardIndex implements CardIndex {
       // Rare words tell more than common ones (idf); a word found nowhere still counts against every card.
       const weight = Math.log(1 + cards / (1 + Math.min(cards, frequency)));
       weightSum += weight;
+      const exactId = phrase ? this.lexicon.idOf(word) : undefined;
       const touched: number[] = [];
       for (const m of matches) {
-        for (const slot of this.lexicon.postingsOf(m.wordId)) {
+        const postings = this.lexicon.postingsOf(m.wordId);
+        for (const slot of postings) {
           if (best[slot] === 0) touched.push(slot);
           if (best[slot]! < m.similarity) best[slot] = m.similarity;
         }
+        if (m.wordId === exactId) for (const slot of postings) exact[slot]!++;
       }
       for (const slot of touched) {
         if (total[slot] === 0) candidates.push(slot);
@@ -279,37 +280,80 @@ export class SqliteCardIndex implements CardIndex {
         best[slot] = 0;
       }
     }
-    // Only cards holding every query word can hold the phrase: skip the lookup when a word is unknown (a typo).
-    const phrasePossible = queryWords.length >= 2 && queryWords.every((w) => this.lexicon.has(w));
-    const phraseSlots = phrasePossible ? this.slotsHoldingPhrase(normalizedText(query)) : undefined;
     const phraseWeight = queryWords.length >= 2 ? PHRASE_WEIGHT : 0;
     const filter = this.scopeFilter(scope);
     const wanted = page.offset + page.limit;
     const top = new TopK(wanted);
+    // Only a card holding every query word can hold the phrase; all such cards have the same word score (1 per
+    // word, summed in the same order).
+    const holdingEveryWord: number[] = [];
+    let everyWordScore = 0;
     let matching = 0;
     for (const slot of candidates) {
       const wordScore = weightSum > 0 ? total[slot]! / weightSum : 0;
+      const holdsEveryWord = phrase !== undefined && exact[slot] === queryWords.length;
       total[slot] = 0;
+      exact[slot] = 0;
       if (!filter(slot)) continue;
-      const score = (1 - phraseWeight) * wordScore + (phraseSlots?.has(slot) ? phraseWeight : 0);
+      const score = (1 - phraseWeight) * wordScore;
+      if (holdsEveryWord) {
+        holdingEveryWord.push(slot);
+        everyWordScore = score;
+        continue;
+      }
       if (score < this.minTextScore) continue;
       matching++;
       top.push(score, slot);
     }
+    if (phrase) matching += this.rankByPhrase(phrase, holdingEveryWord, everyWordScore, phraseWeight, top, wanted);
     return { hits: this.toHits(top, page.offset), total: matching };
   }
 
-  /** Slots whose text contains the phrase, from the FTS5 trigram table (substring match). */
-  private slotsHoldingPhrase(phrase: string): Set<number> | undefined {
-    if (phrase.length < 3) return undefined;
-    const quoted = `"${phrase.slice(0, 200).replace(/"/g, '""')}"`;
-    const rows = this.db.prepare('SELECT rowid FROM card_text WHERE card_text MATCH ? LIMIT 50000').all(quoted) as { rowid: number }[];
-    const slots = new Set<number>();
-    for (const { rowid } of rows) {
-      const slot = this.slotOfRowid.get(rowid);
-      if (slot !== undefined) slots.add(slot);
+  /** The query's words, when a card can hold them in a row: every word known, a text of 3+ characters. */
+  private phraseOf(query: string): Phrase | undefined {
+    const phraseWords = words(query);
+    if (phraseWords.join(' ').length < 3) return undefined;
+    const ids = new Int32Array(phraseWords.length);
+    for (let i = 0; i < phraseWords.length; i++) {
+      const id = this.lexicon.idOf(phraseWords[i]!);
+      if (id === undefined) return undefined;
+      ids[i] = id;
     }
-    return slots;
+    return this.slotWords.phrase(ids);
+  }
+
+  /**
+   * Ranks cards sharing one word score (every query word held exactly), those holding the phrase with `bonus`
+   * added; answers how many of them match. The holders rank first among them, in slot order (TopK's tie-break),
+   * so once `wanted` holders are found the rest cannot reach the page and are not checked.
+   */
+  private rankByPhrase(phrase: Phrase, slots: number[], score: number, bonus: number, top: TopK, wanted: number): number {
+    if (score + bonus < this.minTextScore) return 0;
+    // Below the floor without the bonus, only holders match, and counting them needs every card checked.
+    const onlyHoldersMatch = score < this.minTextScore;
+    let holders = 0;
+    for (const slot of this.ascending(slots)) {
+      if (holders >= wanted && !onlyHoldersMatch) break;
+      if (this.slotWords.holds(slot, phrase)) {
+        holders++;
+        top.push(score + bonus, slot);
+      } else if (!onlyHoldersMatch) top.push(score, slot);
+    }
+    return onlyHoldersMatch ? holders : slots.length;
+  }
+
+  /** Distinct slots in ascending order: sorted when few, else read off a bitmap (sorting 100,000 costs ~5x more). */
+  private ascending(slots: number[]): Int32Array {
+    if (slots.length * 32 < this.slotCount) return Int32Array.from(slots).sort();
+    const marks = this.scratchExact;
+    for (const slot of slots) marks[slot] = 1;
+    const out = new Int32Array(slots.length);
+    for (let slot = 0, n = 0; n < out.length; slot++) {
+      if (marks[slot] === 0) continue;
+      marks[slot] = 0;
+      out[n++] = slot;
+    }
+    return out;
   }
 
   /** Eligible slots whose sign codes are nearest the query's: at least `count` of them (ties at the cut included). */
@@ -396,7 +440,7 @@ export class SqliteCardIndex implements CardIndex {
     this.tags[slot] = card.tags.map((t) => t.trim().toLowerCase());
     this.links[slot] = card.link.toLowerCase();
     const wordIds = this.lexicon.intern(words(card.content));
-    this.slotWords[slot] = wordIds;
+    this.slotWords.set(slot, wordIds);
     this.lexicon.addPostings(slot, wordIds);
     this.slotOf.set(card.cardId, slot);
     this.slotOfRowid.set(rowid, slot);
@@ -405,11 +449,11 @@ export class SqliteCardIndex implements CardIndex {
   private unslot(cardId: string): void {
     const slot = this.slotOf.get(cardId);
     if (slot === undefined) return;
-    this.lexicon.removePostings(slot, this.slotWords[slot]!);
+    this.lexicon.removePostings(slot, this.slotWords.get(slot)!);
     this.slotOf.delete(cardId);
     this.slotOfRowid.delete(this.rowids[slot]!);
     this.cardIds[slot] = undefined;
-    this.slotWords[slot] = undefined;
+    this.slotWords.delete(slot);
     this.tags[slot] = undefined;
     this.links[slot] = '';
     this.freeSlots.push(slot);
@@ -434,6 +478,7 @@ export class SqliteCardIndex implements CardIndex {
     if (this.scratchBest.length >= this.slotCount) return;
     this.scratchBest = new Float32Array(this.rowids.length);
     this.scratchTotal = new Float32Array(this.rowids.length);
+    this.scratchExact = new Uint8Array(this.rowids.length);
   }
 
   /** A card event's list of collections: adds the ones not known yet, removes the ones no longer listed, unless a later bookmark event said otherwise. */

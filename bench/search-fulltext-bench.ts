@@ -1,0 +1,128 @@
+// Full-text search of the embedded index alone: an in-memory SqliteCardIndex filled with the synthetic corpus of
+// bench/search-bench.ts (cards of 85 words, half Zipf-drawn from the 3,000 most frequent GloVe words, half from one
+// of 300 topics), then `matchText` timed per kind of query, one query at a time.
+// Usage: node --expose-gc --import tsx bench/search-fulltext-bench.ts [cards=100000] [queries=300]
+// SEARCH_FULLTEXT_BENCH_DUMP=<file> also writes every query's page (card ids, scores) and total, to compare runs.
+import { writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { loadWordVectors, SqliteCardIndex } from '../services/search/src';
+
+const cardCount = Number(process.argv[2] ?? 100_000);
+const queryCount = Number(process.argv[3] ?? 300);
+const dumpPath = process.env.SEARCH_FULLTEXT_BENCH_DUMP;
+
+// ---- The corpus of bench/search-bench.ts (same seed, same draws), without embedding: matchText reads no vector. ----
+let seed = 20261122;
+const random = () => ((seed = (seed * 48271) % 2147483647) / 2147483647);
+const model = loadWordVectors(join(tmpdir(), 'card-library-word-vectors'));
+const byRank: string[] = [];
+for (const [word, row] of model.index) if (model.ranks[row]! < 30_000 && /^[a-z]+$/.test(word)) byRank[model.ranks[row]!] = word;
+const common = byRank.filter(Boolean).slice(0, 3000);
+const content = byRank.filter((w, r) => w && r >= 300 && r < 30_000);
+const vectorOf = (word: string) => {
+  const row = model.index.get(word)!;
+  const v = new Float32Array(model.dimensions);
+  for (let j = 0; j < model.dimensions; j++) v[j] = model.values[row * model.dimensions + j]! * model.scales[row]!;
+  const n = Math.hypot(...v);
+  return v.map((x) => x / n);
+};
+const flat = new Float32Array(content.length * model.dimensions);
+content.forEach((w, i) => flat.set(vectorOf(w), i * model.dimensions));
+const topics: string[][] = [];
+for (let t = 0; t < 300; t++) {
+  const a = Math.floor(random() * content.length) * model.dimensions;
+  const scores = new Float32Array(content.length);
+  for (let i = 0, o = 0; i < content.length; i++, o += model.dimensions) {
+    let s = 0;
+    for (let j = 0; j < model.dimensions; j++) s += flat[o + j]! * flat[a + j]!;
+    scores[i] = s;
+  }
+  const cut = Float32Array.from(scores).sort()[content.length - 80]!;
+  topics.push(content.filter((_, i) => scores[i]! >= cut).slice(0, 80));
+}
+const zipfCommon = () => common[Math.min(common.length - 1, Math.floor(Math.exp(random() * Math.log(common.length))) - 1)]!;
+function cardText(): string {
+  const topic = topics[Math.floor(random() * topics.length)]!;
+  const words: string[] = [];
+  for (let i = 0; i < 85; i++) words.push(random() < 0.5 ? zipfCommon() : topic[Math.floor(random() * topic.length)]!);
+  return words.join(' ');
+}
+function typo(word: string): string {
+  if (word.length < 5) return word;
+  const i = 1 + Math.floor(random() * (word.length - 2));
+  return word.slice(0, i) + word.slice(i + 1);
+}
+const topicWords = (n: number) => {
+  const t = topics[Math.floor(random() * topics.length)]!;
+  return Array.from({ length: n }, () => t[Math.floor(random() * t.length)]!);
+};
+const pick = <T>(list: readonly T[]) => list[Math.floor(random() * list.length)]!;
+
+const texts = Array.from({ length: cardCount }, cardText);
+const heldPhrase = () => {
+  const words = pick(texts).split(' ');
+  const at = Math.floor(random() * (words.length - 3));
+  return words.slice(at, at + 3).join(' ');
+};
+const queryKinds: Record<string, () => string> = {
+  'typos, 3 topic words': () => topicWords(3).map(typo).join(' '),
+  'correct, 2 topic words': () => topicWords(2).join(' '),
+  'correct, 3 topic words': () => topicWords(3).join(' '),
+  'correct, 4 topic words': () => topicWords(4).join(' '),
+  '"the" + 3 correct topic words': () => `the ${topicWords(3).join(' ')}`,
+  '3 consecutive words of a card': heldPhrase,
+  '2 of the 20 commonest words': () => [pick(common.slice(0, 20)), pick(common.slice(0, 20))].join(' '),
+  '3 of the 20 commonest words': () => [pick(common.slice(0, 20)), pick(common.slice(0, 20)), pick(common.slice(0, 20))].join(' '),
+  '"the of and"': () => 'the of and',
+};
+
+function heapMB(): number {
+  // Twice: one collection leaves some of the build's garbage behind.
+  for (let i = 0; i < 2; i++) (globalThis as { gc?: () => void }).gc?.();
+  const m = process.memoryUsage();
+  return Math.round((m.heapUsed + m.arrayBuffers) / 1024 / 1024);
+}
+
+async function main() {
+  const before = heapMB();
+  const index = new SqliteCardIndex({ path: ':memory:', dimensions: 8 });
+  const started = Date.now();
+  const vector = new Float32Array(8).fill(Math.SQRT1_2 / 2);
+  for (let i = 0; i < texts.length; i++) {
+    await index.upsert({ cardId: `card-${i}`, authorId: 'author', content: texts[i]!, tags: [], link: '', private: false, collectionIds: [], vector, vectorPointId: `point-${i}`, updatedAt: new Date(0) });
+  }
+  const indexSeconds = (Date.now() - started) / 1000;
+  const jsHeapMB = heapMB() - before;
+  const scope = { tags: [], links: [] };
+  const page = { offset: 0, limit: 25 };
+  const results: Record<string, { query: string; total: number; hits: string[] }[]> = {};
+  const rows: Record<string, unknown>[] = [];
+  for (const [kind, make] of Object.entries(queryKinds)) {
+    const queries = Array.from({ length: queryCount }, make);
+    for (const q of queries.slice(0, 20)) await index.matchText(q, scope, page);
+    const times: number[] = [];
+    const cpu = process.cpuUsage();
+    results[kind] = [];
+    for (const q of queries) {
+      const t = process.hrtime.bigint();
+      const result = await index.matchText(q, scope, page);
+      times.push(Number(process.hrtime.bigint() - t) / 1e6);
+      results[kind]!.push({ query: q, total: result.total, hits: result.hits.map((h) => `${h.cardId} ${h.score.toFixed(6)}`) });
+    }
+    const used = process.cpuUsage(cpu);
+    times.sort((a, b) => a - b);
+    const at = (p: number) => Number(times[Math.min(times.length - 1, Math.floor(p * times.length))]!.toFixed(2));
+    const meanTotal = Math.round(results[kind]!.reduce((s, r) => s + r.total, 0) / queries.length);
+    rows.push({ kind, p50: at(0.5), p90: at(0.9), p99: at(0.99), max: at(1 - 1e-9), cpuMs: Number(((used.user + used.system) / 1000 / queries.length).toFixed(2)), meanTotal });
+  }
+  console.log(JSON.stringify({ cards: cardCount, queriesPerKind: queryCount, indexSeconds, jsHeapMB, rssMB: Math.round(process.memoryUsage().rss / 1024 / 1024) }));
+  console.table(rows);
+  if (dumpPath) writeFileSync(dumpPath, JSON.stringify(results));
+  await index.close();
+}
+
+main().catch((error: unknown) => {
+  console.error(error);
+  process.exit(1);
+});

@@ -376,10 +376,11 @@ export class SqliteCardIndex implements CardIndex {
   }
 
   private toHits(top: TopK, offset: number): IndexHit[] {
+    // Sums and cosines in float32 can land a hair above 1; both scores are at most 1 by definition.
     return top
       .sorted()
       .slice(offset)
-      .map(({ score, slot }) => ({ cardId: this.cardIds[slot]!, score }));
+      .map(({ score, slot }) => ({ cardId: this.cardIds[slot]!, score: Math.min(1, score) }));
   }
 
   private eligibleSlots(scope: SearchScope): Int32Array {

@@ -24,7 +24,8 @@ import { events } from '@cards/proto';
 import { Mailbox } from '../test/support/mailbox';
 import { startSystem, type RunningSystem } from '../test/support/service';
 import { signUp, type TestUser } from '../test/support/accounts';
-import { loadWordVectors, SqliteCardIndex, WinkGloveEmbedder } from '../services/search/src';
+import { SqliteCardIndex, WinkGloveEmbedder } from '../services/search/src';
+import { syntheticCorpus } from './support/synthetic-corpus';
 import { cardTextFromHtml, fingerprintOf, openCardsDatabase, SqliteCardRepository, type Card } from '@cards/cards';
 
 const sizes = (process.argv[2] ?? '10000,100000').split(',').map(Number);
@@ -33,62 +34,10 @@ const concurrency = Number(process.argv[4] ?? 8);
 const realCards = Number(process.argv[5] ?? 600);
 const cacheDir = join(tmpdir(), 'card-library-word-vectors');
 
-// ---- A synthetic corpus with topical structure: 500 topics, each the 80 words nearest an anchor word. ----
-let seed = 20261122;
-const random = () => ((seed = (seed * 48271) % 2147483647) / 2147483647);
-const model = loadWordVectors(cacheDir);
-const byRank: string[] = [];
-for (const [word, row] of model.index) if (model.ranks[row]! < 30_000 && /^[a-z]+$/.test(word)) byRank[model.ranks[row]!] = word;
-const common = byRank.filter(Boolean).slice(0, 3000);
-const content = byRank.filter((w, r) => w && r >= 300 && r < 30_000);
-const vectorOf = (word: string) => {
-  const row = model.index.get(word)!;
-  const v = new Float32Array(model.dimensions);
-  for (let j = 0; j < model.dimensions; j++) v[j] = model.values[row * model.dimensions + j]! * model.scales[row]!;
-  const n = Math.hypot(...v);
-  return v.map((x) => x / n);
-};
-const flat = new Float32Array(content.length * model.dimensions);
-content.forEach((w, i) => flat.set(vectorOf(w), i * model.dimensions));
-const topics: string[][] = [];
-for (let t = 0; t < 300; t++) {
-  const a = Math.floor(random() * content.length) * model.dimensions;
-  const scores = new Float32Array(content.length);
-  for (let i = 0, o = 0; i < content.length; i++, o += model.dimensions) {
-    let s = 0;
-    for (let j = 0; j < model.dimensions; j++) s += flat[o + j]! * flat[a + j]!;
-    scores[i] = s;
-  }
-  const cut = Float32Array.from(scores).sort()[content.length - 80]!;
-  topics.push(content.filter((_, i) => scores[i]! >= cut).slice(0, 80));
-}
+const corpus = syntheticCorpus(cacheDir);
+const { cardText, semanticQuery, fullTextQuery, fullTextCorrectQuery } = corpus;
 const progress = (message: string) => process.stderr.write(`[${new Date().toISOString()}] ${message}\n`);
-progress(`corpus model ready: ${topics.length} topics`);
-const zipfCommon = () => common[Math.min(common.length - 1, Math.floor(Math.exp(random() * Math.log(common.length))) - 1)]!;
-function cardText(): { text: string; topic: number } {
-  const topic = Math.floor(random() * topics.length);
-  const words: string[] = [];
-  for (let i = 0; i < 85; i++) words.push(random() < 0.5 ? zipfCommon() : topics[topic]![Math.floor(random() * topics[topic]!.length)]!);
-  return { text: words.join(' '), topic };
-}
-function typo(word: string): string {
-  if (word.length < 5) return word;
-  const i = 1 + Math.floor(random() * (word.length - 2));
-  return word.slice(0, i) + word.slice(i + 1);
-}
-const semanticQuery = () => {
-  const t = topics[Math.floor(random() * topics.length)]!;
-  return Array.from({ length: 6 }, () => t[Math.floor(random() * t.length)]!).join(' ');
-};
-const fullTextQuery = () => {
-  const t = topics[Math.floor(random() * topics.length)]!;
-  return Array.from({ length: 3 }, () => typo(t[Math.floor(random() * t.length)]!)).join(' ');
-};
-/** Correctly spelled, as most queries are: every word is known, so the exact-phrase check runs too. */
-const fullTextCorrectQuery = () => {
-  const t = topics[Math.floor(random() * topics.length)]!;
-  return Array.from({ length: 3 }, () => t[Math.floor(random() * t.length)]!).join(' ');
-};
+progress(`corpus model ready: ${corpus.topics.length} topics`);
 
 function percentile(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;

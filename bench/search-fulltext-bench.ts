@@ -6,60 +6,16 @@
 import { writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { loadWordVectors, SqliteCardIndex } from '../services/search/src';
+import { SqliteCardIndex } from '../services/search/src';
+import { syntheticCorpus } from './support/synthetic-corpus';
 
 const cardCount = Number(process.argv[2] ?? 100_000);
 const queryCount = Number(process.argv[3] ?? 300);
 const dumpPath = process.env.SEARCH_FULLTEXT_BENCH_DUMP;
 
-// ---- The corpus of bench/search-bench.ts (same seed, same draws), without embedding: matchText reads no vector. ----
-let seed = 20261122;
-const random = () => ((seed = (seed * 48271) % 2147483647) / 2147483647);
-const model = loadWordVectors(join(tmpdir(), 'card-library-word-vectors'));
-const byRank: string[] = [];
-for (const [word, row] of model.index) if (model.ranks[row]! < 30_000 && /^[a-z]+$/.test(word)) byRank[model.ranks[row]!] = word;
-const common = byRank.filter(Boolean).slice(0, 3000);
-const content = byRank.filter((w, r) => w && r >= 300 && r < 30_000);
-const vectorOf = (word: string) => {
-  const row = model.index.get(word)!;
-  const v = new Float32Array(model.dimensions);
-  for (let j = 0; j < model.dimensions; j++) v[j] = model.values[row * model.dimensions + j]! * model.scales[row]!;
-  const n = Math.hypot(...v);
-  return v.map((x) => x / n);
-};
-const flat = new Float32Array(content.length * model.dimensions);
-content.forEach((w, i) => flat.set(vectorOf(w), i * model.dimensions));
-const topics: string[][] = [];
-for (let t = 0; t < 300; t++) {
-  const a = Math.floor(random() * content.length) * model.dimensions;
-  const scores = new Float32Array(content.length);
-  for (let i = 0, o = 0; i < content.length; i++, o += model.dimensions) {
-    let s = 0;
-    for (let j = 0; j < model.dimensions; j++) s += flat[o + j]! * flat[a + j]!;
-    scores[i] = s;
-  }
-  const cut = Float32Array.from(scores).sort()[content.length - 80]!;
-  topics.push(content.filter((_, i) => scores[i]! >= cut).slice(0, 80));
-}
-const zipfCommon = () => common[Math.min(common.length - 1, Math.floor(Math.exp(random() * Math.log(common.length))) - 1)]!;
-function cardText(): string {
-  const topic = topics[Math.floor(random() * topics.length)]!;
-  const words: string[] = [];
-  for (let i = 0; i < 85; i++) words.push(random() < 0.5 ? zipfCommon() : topic[Math.floor(random() * topic.length)]!);
-  return words.join(' ');
-}
-function typo(word: string): string {
-  if (word.length < 5) return word;
-  const i = 1 + Math.floor(random() * (word.length - 2));
-  return word.slice(0, i) + word.slice(i + 1);
-}
-const topicWords = (n: number) => {
-  const t = topics[Math.floor(random() * topics.length)]!;
-  return Array.from({ length: n }, () => t[Math.floor(random() * t.length)]!);
-};
-const pick = <T>(list: readonly T[]) => list[Math.floor(random() * list.length)]!;
+const { random, pick, common, typo, topicWords, cardText } = syntheticCorpus(join(tmpdir(), 'card-library-word-vectors'));
 
-const texts = Array.from({ length: cardCount }, cardText);
+const texts = Array.from({ length: cardCount }, () => cardText().text);
 const heldPhrase = () => {
   const words = pick(texts).split(' ');
   const at = Math.floor(random() * (words.length - 3));

@@ -200,7 +200,11 @@ async function measureKept(dataDir: string): Promise<void> {
   const system = await startSystem({ dataDir, env: { LOG_LEVEL: 'warn' } });
   let gateway;
   try {
-    await waitForIndex(system, 25);
+    // Every stored card searchable: the count stops growing once the index has loaded them all.
+    for (let last = -1, now = 0; now !== last || now === 0; await new Promise((r) => setTimeout(r, 3000))) {
+      last = now;
+      now = (await post(system, '/api/card/search/1', { content: 'the' }).catch(() => ({ total_pages: 0 }))).total_pages ?? 0;
+    }
     gateway = await measureGateway(system);
   } finally {
     await system.stop();

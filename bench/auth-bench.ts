@@ -43,7 +43,7 @@ async function main() {
     const gateway = await load(`${system.baseUrl}/api/auth`, user.client.cookie!);
     const inProcess = await load(baseline.url, baseline.cookie);
     console.log(`GET /api/auth, ${connections} connections, ${duration} s each`);
-    console.log(`gateway -> identity (${process.env.GRPC_IN_PROCESS === 'false' ? 'loopback gRPC' : 'in process'}): ${gateway.rps.toFixed(0)} req/s, p50 ${gateway.p50} ms, p99 ${gateway.p99} ms, errors ${gateway.errors}`);
+    console.log(`gateway -> identity (${process.env.SYSTEM_TOPOLOGY === 'distributed' ? 'gRPC between processes' : process.env.GRPC_IN_PROCESS === 'false' ? 'loopback gRPC' : 'in process'}): ${gateway.rps.toFixed(0)} req/s, p50 ${gateway.p50} ms, p99 ${gateway.p99} ms, errors ${gateway.errors}`);
     console.log(`in-process baseline:        ${inProcess.rps.toFixed(0)} req/s, p50 ${inProcess.p50} ms, p99 ${inProcess.p99} ms, errors ${inProcess.errors}`);
     console.log(`throughput ratio gateway/baseline: ${(gateway.rps / inProcess.rps).toFixed(2)} (target >= 0.5)`);
   } finally {

@@ -40,3 +40,25 @@ export function wordCount(text: string): number {
 export function splitTags(values: readonly string[]): string[] {
   return [...new Set(values.flatMap((value) => value.split(',')).map((tag) => tag.trim()).filter((tag) => tag.length > 0))];
 }
+
+/**
+ * The WHATWG URL parser that Node and every browser provide; declared here because this package type-checks
+ * without the Node and DOM libraries.
+ */
+declare const URL: new (input: string) => { readonly protocol: string };
+
+/** What can be wrong with a card link. */
+export type LinkProblem = 'too-long' | 'not-http';
+
+/** What is wrong with a card link, or null when it is fine: empty (no link) or an http(s) URL of at most MAX_LINK_CHARS. */
+export function linkProblem(link: string): LinkProblem | null {
+  const trimmed = link.trim();
+  if (trimmed.length === 0) return null;
+  if (trimmed.length > MAX_LINK_CHARS) return 'too-long';
+  try {
+    const { protocol } = new URL(trimmed);
+    return protocol === 'http:' || protocol === 'https:' ? null : 'not-http';
+  } catch {
+    return 'not-http';
+  }
+}

@@ -1,6 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import { join, resolve } from 'node:path';
-import { BLOCK_TAGS, collapseTextLines, splitTags, wordCount } from '../src';
+import { BLOCK_TAGS, collapseTextLines, linkProblem, MAX_LINK_CHARS, splitTags, wordCount } from '../src';
 
 const PACKAGE = resolve(__dirname, '..');
 
@@ -29,6 +29,16 @@ describe('@cards/card-rules', () => {
   });
 
   // The web bundle imports this package too: it must not lean on Node's or the browser's globals.
+  it('accepts no link or an http(s) URL, and says what is wrong with any other', () => {
+    expect(linkProblem('')).toBeNull();
+    expect(linkProblem('  https://example.com/a?b=c  ')).toBeNull();
+    expect(linkProblem('http://example.com')).toBeNull();
+    expect(linkProblem('javascript:alert(1)')).toBe('not-http');
+    expect(linkProblem('ftp://example.com/file')).toBe('not-http');
+    expect(linkProblem('example.com')).toBe('not-http');
+    expect(linkProblem(`https://example.com/${'a'.repeat(MAX_LINK_CHARS)}`)).toBe('too-long');
+  });
+
   it('type-checks without the Node and DOM libraries', () => {
     const result = spawnSync(process.execPath, [join(PACKAGE, '../../node_modules/typescript/bin/tsc'), '-p', join(PACKAGE, 'tsconfig.json')], { encoding: 'utf8' });
     expect(result.stdout + result.stderr).toBe('');

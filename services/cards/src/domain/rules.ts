@@ -5,6 +5,7 @@ import { InvalidArgumentError } from '@cards/platform';
 import {
   BLOCK_TAGS,
   collapseTextLines,
+  linkProblem,
   splitTags,
   MAX_COLLECTION_DESCRIPTION_CHARS,
   MAX_COLLECTION_NAME_CHARS,
@@ -80,17 +81,10 @@ export function cardTextFromHtml(rawHtml: string): { cardHtml: string; content: 
 
 /** A card link: empty, or an http(s) URL. */
 export function validLink(link: string): string {
-  const trimmed = link.trim();
-  if (trimmed.length === 0) return '';
-  if (trimmed.length > MAX_LINK_CHARS) throw new InvalidArgumentError(`link: must be at most ${MAX_LINK_CHARS} characters`);
-  let url: URL;
-  try {
-    url = new URL(trimmed);
-  } catch {
-    throw new InvalidArgumentError('link: must be an http or https URL');
-  }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new InvalidArgumentError('link: must be an http or https URL');
-  return trimmed;
+  const problem = linkProblem(link);
+  if (problem === 'too-long') throw new InvalidArgumentError(`link: must be at most ${MAX_LINK_CHARS} characters`);
+  if (problem === 'not-http') throw new InvalidArgumentError('link: must be an http or https URL');
+  return link.trim();
 }
 
 /** Tags trimmed, split at commas (they are shown comma-joined), empty ones and repeats dropped. */

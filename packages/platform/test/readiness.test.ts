@@ -4,6 +4,7 @@ import { ClientError, Status } from 'nice-grpc';
 import { health, identity } from '@cards/proto';
 import { createChannel, createClient } from 'nice-grpc';
 import { createGrpcClient } from '../src/grpc-client';
+import { enableInProcessCalls } from '../src/in-process-calls';
 import { startGrpcServer, type GrpcServerHandle } from '../src/grpc-server';
 import { EngineReadinessMonitor, isEngineUnavailableError, readinessSettingsFrom } from '../src/readiness';
 
@@ -159,7 +160,11 @@ describe('gRPC health and calls follow the monitor', () => {
   });
   afterAll(() => server.shutdown());
 
-  it('is SERVING, NOT_SERVING while the engine is down (calls refused UNAVAILABLE at once), and SERVING again', async () => {
+  it.each([
+    ['over the network', false],
+    ['in process', true],
+  ])('is SERVING, NOT_SERVING while the engine is down (calls %s refused UNAVAILABLE at once), and SERVING again', async (_transport, inProcess) => {
+    enableInProcessCalls(inProcess);
     const channel = createChannel(server.address);
     const healthClient = createClient(health.HealthDefinition, channel);
     const { client, channel: serviceChannel } = createGrpcClient(identity.IdentityServiceDefinition, server.address);
@@ -191,6 +196,7 @@ describe('gRPC health and calls follow the monitor', () => {
       expect(await statusOf('identity.v1.IdentityService')).toBe(SERVING);
       await expect(client.resolveSession({ token: 't' })).resolves.toMatchObject({ id: 'u1' });
     } finally {
+      enableInProcessCalls(false);
       channel.close();
       serviceChannel.close();
     }

@@ -15,7 +15,7 @@ import { eventually, typedClient } from './openapi-support';
 
 const VOTERS = 20;
 const CARDS = 6;
-const STORM_MS = 2000;
+const STORM_MS = 1000; // well under the time the 100-page book takes to ingest under the storm
 const BOOK = readFileSync(join(__dirname, '../fixtures/documents/bench/book-100-pages.docx'));
 
 type VoteState = boolean | null;
@@ -133,8 +133,12 @@ describe('SIGKILL during a vote storm, card creation and a document ingestion', 
     // Second SIGKILL while the restarted process is recovering (outbox relays catching up, ingestion resumed).
     const recovering = await startSystem({ dataDir, env: { SMTP_URL: mailbox.url } });
     system = recovering;
-    await new Promise((r) => setTimeout(r, 1500));
-    const resumed = await typedClient(recovering.baseUrl, author).GET('/api/file/{file_id}', { params: { path: { file_id: fileId } } });
+    // Killed as soon as the resumed ingestion has made a card, so the kill lands mid-recovery however fast it runs.
+    const recoveringApi = typedClient(recovering.baseUrl, author);
+    const cardsNow = async () => (await recoveringApi.GET('/api/user/{user_id}/{page}', { params: { path: { user_id: author.id, page: 1 } } })).data!.total_cards_created;
+    const atRestart = await cardsNow();
+    for (const giveUp = Date.now() + 20_000; Date.now() < giveUp && (await cardsNow()) === atRestart; ) await new Promise((r) => setTimeout(r, 25));
+    const resumed = await recoveringApi.GET('/api/file/{file_id}', { params: { path: { file_id: fileId } } });
     killedDuringRecovery = resumed.data!.ingestion_status === 'pending';
     await recovering.kill();
     restarted = await startSystem({ dataDir, env: { SMTP_URL: mailbox.url } });

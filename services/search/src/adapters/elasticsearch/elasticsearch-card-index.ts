@@ -475,7 +475,9 @@ export class ElasticsearchCardIndex implements CardIndex {
           queries: w.matches.map((m) => ({ constant_score: { filter: { term: { words: m.word } }, boost: ((1 - phraseWeight) * w.weight * m.similarity) / weightSum } })),
         },
       }));
-    if (phrasePossible) should.push({ constant_score: { filter: { match_phrase: { text: phrase.slice(0, 1000) } }, boost: phraseWeight } });
+    // A query of over 1,000 characters looks for its first 1,000 as the phrase, cut between words, never inside one.
+    const phraseSent = phrase.length <= 1000 ? phrase : phrase.slice(0, phrase.lastIndexOf(' ', 1000));
+    if (phrasePossible) should.push({ constant_score: { filter: { match_phrase: { text: phraseSent } }, boost: phraseWeight } });
     const from = Math.min(page.offset, MAX_WINDOW);
     const size = Math.max(0, Math.min(page.limit, MAX_WINDOW - from));
     const result = await this.client.search<Pick<CardSource, 'card_id'>>({

@@ -86,14 +86,12 @@ export class SqliteCardIndex implements CardIndex {
   private slotCount = 0;
   private readonly freeSlots: number[] = [];
   private cardIds: (string | undefined)[] = [];
-  private rowids = new Int32Array(1024);
   private authors = new Int32Array(1024);
   private privates = new Uint8Array(1024);
   private tags: (string[] | undefined)[] = [];
   private links: string[] = [];
   private readonly slotWords = new WordSequences();
   private readonly slotOf = new Map<string, number>();
-  private readonly slotOfRowid = new Map<number, number>();
   private readonly authorIds = new Map<string, number>();
   private readonly collections = new Map<string, Set<string>>();
   private scratchBest = new Float32Array(1024);
@@ -121,23 +119,19 @@ export class SqliteCardIndex implements CardIndex {
       if (existing && existing.updated_at > at) return false;
       const vector = Buffer.from(card.vector.buffer, card.vector.byteOffset, card.vector.byteLength);
       const values = [card.authorId, card.content, JSON.stringify(card.tags), card.link, card.private ? 1 : 0, card.collisionOf ?? null, vector, card.vectorPointId, at, this.embedderId];
-      let rowid: number;
       if (existing) {
-        rowid = existing.rowid;
         this.db.prepare('UPDATE cards SET author_id = ?, content = ?, tags = ?, link = ?, private = ?, collision_of = ?, vector = ?, vector_point_id = ?, updated_at = ?, embedder = ? WHERE rowid = ?')
-          .run(...values, rowid);
+          .run(...values, existing.rowid);
       } else {
-        rowid = Number(
-          this.db.prepare('INSERT INTO cards (card_id, author_id, content, tags, link, private, collision_of, vector, vector_point_id, updated_at, embedder) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)')
-            .run(card.cardId, ...values).lastInsertRowid,
-        );
+        this.db.prepare('INSERT INTO cards (card_id, author_id, content, tags, link, private, collision_of, vector, vector_point_id, updated_at, embedder) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)')
+          .run(card.cardId, ...values);
       }
       this.applySnapshotBookmarks(card.cardId, card.collectionIds, at);
-      return rowid;
+      return true;
     })();
-    if (applied === false) return false;
+    if (!applied) return false;
     this.unslot(card.cardId);
-    if (!card.collisionOf) this.slot(applied, card);
+    if (!card.collisionOf) this.slot(card);
     return true;
   }
 
@@ -147,7 +141,7 @@ export class SqliteCardIndex implements CardIndex {
     if (!row) return false;
     if (row.collision_of === null) return true;
     this.db.prepare('UPDATE cards SET collision_of = NULL WHERE rowid = ?').run(row.rowid);
-    this.slot(row.rowid, fromRow({ ...row, collision_of: null }));
+    this.slot(fromRow({ ...row, collision_of: null }));
     return true;
   }
 
@@ -199,7 +193,7 @@ export class SqliteCardIndex implements CardIndex {
           .run(Buffer.from(vector.buffer, vector.byteOffset, vector.byteLength), this.embedderId, row.rowid, row.updated_at).changes;
         if (changed === 1 && row.collision_of === null) {
           this.unslot(row.card_id);
-          this.slot(row.rowid, { ...fromRow(row), vector });
+          this.slot({ ...fromRow(row), vector });
         }
       });
       refreshed += rows.length;
@@ -247,13 +241,14 @@ export class SqliteCardIndex implements CardIndex {
 
   async matchText(query: string, scope: SearchScope, page: PageRequest): Promise<IndexPage> {
     await this.loaded;
-    const queryWords = [...new Set(words(query))].slice(0, 32);
+    const tokens = words(query);
+    const queryWords = [...new Set(tokens)].slice(0, 32);
     if (queryWords.length === 0) return { hits: [], total: 0 };
     this.ensureScratch();
     const best = this.scratchBest;
     const total = this.scratchTotal;
     const exact = this.scratchExact;
-    const phrase = queryWords.length >= 2 ? this.phraseOf(query) : undefined;
+    const phrase = queryWords.length >= 2 ? this.phraseOf(tokens) : undefined;
     const candidates: number[] = [];
     const cards = this.slotOf.size;
     let weightSum = 0;
@@ -310,8 +305,7 @@ export class SqliteCardIndex implements CardIndex {
   }
 
   /** The query's words, when a card can hold them in a row: every word known, a text of 3+ characters. */
-  private phraseOf(query: string): Phrase | undefined {
-    const phraseWords = words(query);
+  private phraseOf(phraseWords: readonly string[]): Phrase | undefined {
     if (phraseWords.join(' ').length < 3) return undefined;
     const ids = new Int32Array(phraseWords.length);
     for (let i = 0; i < phraseWords.length; i++) {
@@ -425,12 +419,11 @@ export class SqliteCardIndex implements CardIndex {
     };
   }
 
-  private slot(rowid: number, card: Omit<IndexedCard, 'collectionIds'>): void {
+  private slot(card: Omit<IndexedCard, 'collectionIds'>): void {
     const slot = this.freeSlots.pop() ?? this.slotCount++;
     this.ensureSlotCapacity(slot + 1);
     this.vectors.set(slot, card.vector);
     this.cardIds[slot] = card.cardId;
-    this.rowids[slot] = rowid;
     let author = this.authorIds.get(card.authorId);
     if (author === undefined) {
       author = this.authorIds.size;
@@ -444,7 +437,6 @@ export class SqliteCardIndex implements CardIndex {
     this.slotWords.set(slot, wordIds);
     this.lexicon.addPostings(slot, wordIds);
     this.slotOf.set(card.cardId, slot);
-    this.slotOfRowid.set(rowid, slot);
   }
 
   private unslot(cardId: string): void {
@@ -452,7 +444,6 @@ export class SqliteCardIndex implements CardIndex {
     if (slot === undefined) return;
     this.lexicon.removePostings(slot, this.slotWords.get(slot)!);
     this.slotOf.delete(cardId);
-    this.slotOfRowid.delete(this.rowids[slot]!);
     this.cardIds[slot] = undefined;
     this.slotWords.delete(slot);
     this.tags[slot] = undefined;
@@ -462,24 +453,23 @@ export class SqliteCardIndex implements CardIndex {
 
   private ensureSlotCapacity(slots: number): void {
     this.vectors.ensureCapacity(slots);
-    if (slots <= this.rowids.length) return;
-    let capacity = this.rowids.length;
+    if (slots <= this.authors.length) return;
+    let capacity = this.authors.length;
     while (capacity < slots) capacity *= 2;
     const grow = <T extends Int32Array | Uint8Array>(old: T, make: (n: number) => T): T => {
       const next = make(capacity);
       next.set(old);
       return next;
     };
-    this.rowids = grow(this.rowids, (n) => new Int32Array(n));
     this.authors = grow(this.authors, (n) => new Int32Array(n));
     this.privates = grow(this.privates, (n) => new Uint8Array(n));
   }
 
   private ensureScratch(): void {
     if (this.scratchBest.length >= this.slotCount) return;
-    this.scratchBest = new Float32Array(this.rowids.length);
-    this.scratchTotal = new Float32Array(this.rowids.length);
-    this.scratchExact = new Uint8Array(this.rowids.length);
+    this.scratchBest = new Float32Array(this.authors.length);
+    this.scratchTotal = new Float32Array(this.authors.length);
+    this.scratchExact = new Uint8Array(this.authors.length);
   }
 
   /** A card event's list of collections: adds the ones not known yet, removes the ones no longer listed, unless a later bookmark event said otherwise. */
@@ -522,7 +512,7 @@ export class SqliteCardIndex implements CardIndex {
     while (this.db.open) {
       const rows = this.db.prepare('SELECT * FROM cards WHERE collision_of IS NULL AND embedder = ? AND rowid > ? ORDER BY rowid LIMIT 2000').all(this.embedderId, after) as CardRow[];
       if (rows.length === 0) break;
-      for (const row of rows) if (row.vector.byteLength === this.vectors.dimensions * 4) this.slot(row.rowid, fromRow(row));
+      for (const row of rows) if (row.vector.byteLength === this.vectors.dimensions * 4) this.slot(fromRow(row));
       after = rows[rows.length - 1]!.rowid;
       await new Promise((resolve) => setImmediate(resolve));
     }

@@ -28,12 +28,11 @@ export class WordSequences {
       this.filters = grown;
     }
     const base = slot * FILTER_WORDS;
-    this.filters.fill(0, base, base + FILTER_WORDS);
-    for (let i = 1; i < words.length; i++) {
-      const hash = pairHash(words[i - 1]!, words[i]!);
-      this.filters[base + ((hash >>> 5) & 15)]! |= 1 << (hash & 31);
-      this.filters[base + ((hash >>> 14) & 15)]! |= 1 << ((hash >>> 9) & 31);
-    }
+    const filters = this.filters;
+    filters.fill(0, base, base + FILTER_WORDS);
+    pairBits(words, (word, mask) => {
+      filters[base + word]! |= mask;
+    });
   }
 
   get(slot: number): Int32Array | undefined {
@@ -46,11 +45,7 @@ export class WordSequences {
 
   phrase(words: Int32Array): Phrase {
     const masks = new Map<number, number>();
-    for (let i = 1; i < words.length; i++) {
-      const hash = pairHash(words[i - 1]!, words[i]!);
-      masks.set((hash >>> 5) & 15, (masks.get((hash >>> 5) & 15) ?? 0) | (1 << (hash & 31)));
-      masks.set((hash >>> 14) & 15, (masks.get((hash >>> 14) & 15) ?? 0) | (1 << ((hash >>> 9) & 31)));
-    }
+    pairBits(words, (word, mask) => masks.set(word, (masks.get(word) ?? 0) | mask));
     return { words, bits: Int32Array.from([...masks].flat()) };
   }
 
@@ -76,6 +71,15 @@ export function holdsPhrase(text: Int32Array, phrase: Int32Array): boolean {
     return true;
   }
   return false;
+}
+
+/** The filter bits of a word sequence: for each pair of consecutive words, two (filter word, bit mask) marks. */
+function pairBits(words: Int32Array, mark: (word: number, mask: number) => void): void {
+  for (let i = 1; i < words.length; i++) {
+    const hash = pairHash(words[i - 1]!, words[i]!);
+    mark((hash >>> 5) & 15, 1 << (hash & 31));
+    mark((hash >>> 14) & 15, 1 << ((hash >>> 9) & 31));
+  }
 }
 
 /** A well-mixed 32-bit hash of an ordered pair of word ids. */

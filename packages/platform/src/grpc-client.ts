@@ -1,5 +1,5 @@
 import { createChannel, createClientFactory, Metadata, ClientError, Status, type Channel, type CompatServiceDefinition, type Client, type ClientMiddlewareCall, type CallOptions } from 'nice-grpc';
-import { callInProcess, inProcessMethod, type TsProtoDefinition } from './in-process-calls';
+import { callInProcess, inProcessMethod, resultOfUnary, unaryMethodsOf, type TsProtoDefinition } from './in-process-calls';
 import { currentRequestContext, REQUEST_ID_METADATA_KEY } from './request-context';
 
 export interface RetryOptions {
@@ -91,19 +91,13 @@ type UnaryCall = (request: unknown, options?: CallOptions & RetryOptions & Deadl
 function withInProcessPath<C>(definition: TsProtoDefinition, address: string, remote: C, deadline: number): C {
   if (!('methods' in definition)) return remote;
   const client = { ...remote } as Record<string, UnaryCall>;
-  for (const [key, method] of Object.entries(definition.methods)) {
-    if (method.requestStream || method.responseStream) continue;
-    const path = `/${definition.fullName}/${method.name}`;
-    const descriptor = { path, requestStream: false, responseStream: false, options: method.options };
+  for (const { key, path, descriptor } of unaryMethodsOf(definition)) {
     const overNetwork = (remote as Record<string, UnaryCall>)[key]!;
     client[key] = async (request, callOptions = {}) => {
       const local = inProcessMethod(address, path);
       if (!local) return overNetwork(request, callOptions);
       const call = { method: descriptor, requestStream: false, request, responseStream: false, next: (req: unknown, opts: CallOptions) => callInProcess(local, req, opts) };
-      const iterator = callPolicyMiddleware(call as never, { deadline, ...callOptions });
-      let result = await iterator.next();
-      while (!result.done) result = await iterator.throw(new Error('A middleware yielded a message, but expected to only return a message for unary method'));
-      return result.value;
+      return resultOfUnary(callPolicyMiddleware(call as never, { deadline, ...callOptions }));
     };
   }
   return client as C;

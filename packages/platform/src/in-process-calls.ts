@@ -42,14 +42,29 @@ function wire(type: MessageType): (value: unknown) => unknown {
   return (value) => type.decode(type.encode(fromPartial ? fromPartial(value) : value).finish());
 }
 
+/** The unary methods of a definition (streaming ones always go over gRPC): key, message types, gRPC path and descriptor. */
+export function unaryMethodsOf(definition: TsProtoDefinition) {
+  return Object.entries(definition.methods)
+    .filter(([, method]) => !method.requestStream && !method.responseStream)
+    .map(([key, method]) => {
+      const path = `/${definition.fullName}/${method.name}`;
+      return { key, method, path, descriptor: { path, requestStream: false as const, responseStream: false as const, options: method.options } };
+    });
+}
+
+/** The return value of a unary call's middleware chain, refusing what nice-grpc refuses (a yielded message, no message). */
+export async function resultOfUnary(iterator: AsyncGenerator<unknown, unknown, undefined>): Promise<unknown> {
+  let result = await iterator.next();
+  while (!result.done) result = await iterator.throw(new Error('A middleware yielded a message, but expected to only return a message for unary method'));
+  if (result.value == null) throw new Error('A middleware returned void, but expected to return a message for unary method');
+  return result.value;
+}
+
 /** Records a service's unary methods as served at these addresses; returns the function that withdraws them. */
-export function serveInProcess(addresses: readonly string[], definition: TsProtoDefinition, implementation: object, middleware: ServerMiddleware | undefined): () => void {
+export function serveInProcess(addresses: readonly string[], definition: TsProtoDefinition, implementation: object, middleware: ServerMiddleware): () => void {
   const methods = new Map<string, InProcessMethod>();
-  for (const [key, method] of Object.entries(definition.methods)) {
-    if (method.requestStream || method.responseStream) continue;
-    const path = `/${definition.fullName}/${method.name}`;
+  for (const { key, method, path, descriptor } of unaryMethodsOf(definition)) {
     const handler = (implementation as Record<string, UnaryImplementation>)[key]!.bind(implementation);
-    const descriptor = { path, requestStream: false as const, responseStream: false as const, options: method.options };
     async function* unary(request: unknown, context: CallContext) {
       return await handler(request, context);
     }
@@ -57,9 +72,7 @@ export function serveInProcess(addresses: readonly string[], definition: TsProto
       path,
       requestOverWire: wire(method.requestType),
       responseOverWire: wire(method.responseType),
-      invoke: middleware
-        ? (request, context) => middleware({ method: descriptor, requestStream: false, request, responseStream: false, next: unary } as never, context) as AsyncGenerator<unknown, unknown, undefined>
-        : unary,
+      invoke: (request, context) => middleware({ method: descriptor, requestStream: false, request, responseStream: false, next: unary } as never, context) as AsyncGenerator<unknown, unknown, undefined>,
     });
   }
   for (const address of addresses) {
@@ -94,14 +107,6 @@ function asClientError(path: string, error: unknown): unknown {
   return new ClientError(path, Status.UNKNOWN, 'Unknown server error occurred');
 }
 
-async function runUnary(method: InProcessMethod, request: unknown, context: CallContext): Promise<unknown> {
-  const iterator = method.invoke(request, context);
-  let result = await iterator.next();
-  while (!result.done) result = await iterator.throw(new Error('A middleware yielded a message, but expected to only return a message for unary method'));
-  if (result.value == null) throw new Error('A middleware returned void, but expected to return a message for unary method');
-  return result.value;
-}
-
 /**
  * The transport step of a unary client call made in process: what grpc-js would do on the wire, minus the wire.
  * The caller's abort signal (deadline, cancellation) aborts the server's context as a cancelled call would.
@@ -126,7 +131,7 @@ export async function* callInProcess(method: InProcessMethod, request: unknown, 
     // Started from the event loop's check phase, as a call arriving over the wire starts from its poll phase: a
     // chain of in-process calls must not run as one long run of microtasks that keeps HTTP requests waiting.
     new Promise<void>((started) => setImmediate(started))
-      .then(() => runUnary(method, decoded, context))
+      .then(() => resultOfUnary(method.invoke(decoded, context)))
       .then(
         (response) => {
           try {

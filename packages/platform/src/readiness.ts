@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import { z } from 'zod';
+import { loadConfig } from './config';
 
 /** One engine a service needs (MongoDB, Kafka, Elasticsearch, S3), with a cheap probe. */
 export interface EngineCheck {
@@ -45,15 +46,12 @@ export const readinessConfigSchema = z.object({
 
 /** The monitor's timing from the environment; an invalid value stops the start with the variable named. */
 export function readinessSettingsFrom(env: Record<string, string | undefined>): Pick<EngineReadinessMonitorOptions, 'intervalMs' | 'timeoutMs' | 'failureThreshold'> {
-  const parsed = readinessConfigSchema.safeParse({
+  const settings = loadConfig(readinessConfigSchema, {
     READINESS_INTERVAL_MS: env.READINESS_INTERVAL_MS || undefined,
     READINESS_TIMEOUT_MS: env.READINESS_TIMEOUT_MS || undefined,
     READINESS_FAILURE_THRESHOLD: env.READINESS_FAILURE_THRESHOLD || undefined,
   });
-  if (!parsed.success) {
-    throw new Error(`Invalid configuration: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
-  }
-  return { intervalMs: parsed.data.READINESS_INTERVAL_MS, timeoutMs: parsed.data.READINESS_TIMEOUT_MS, failureThreshold: parsed.data.READINESS_FAILURE_THRESHOLD };
+  return { intervalMs: settings.READINESS_INTERVAL_MS, timeoutMs: settings.READINESS_TIMEOUT_MS, failureThreshold: settings.READINESS_FAILURE_THRESHOLD };
 }
 
 function messageOf(err: unknown): string {

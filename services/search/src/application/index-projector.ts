@@ -61,14 +61,6 @@ export class IndexProjector {
     await this.announce(announce);
   }
 
-  async onCardEvent(event: events.CardEvent): Promise<void> {
-    await this.handleBatch([{ topic: Topics.card, payload: events.CardEvent.encode(event).finish() }]);
-  }
-
-  async onBookmarkEvent(event: events.BookmarkEvent): Promise<void> {
-    await this.handleBatch([{ topic: Topics.bookmark, payload: events.BookmarkEvent.encode(event).finish() }]);
-  }
-
   private cardChange(event: events.CardEvent, vectors: Map<events.CardSnapshot, Float32Array>, announce: Map<string, string | undefined>): Change | undefined {
     const occurredAt = event.occurredAt ?? new Date();
     const kind = event.kind;

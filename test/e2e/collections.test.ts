@@ -234,6 +234,23 @@ describe('POST /api/card_collection/bookmark', () => {
     expect((await bob.client.post('/api/card_collection/bookmark', { collection_ids: inBoth })).json).toEqual([{ card_uuid: inBoth, collection_ids: [bobs] }]);
   });
 
+  it('does not reveal a bookmarked card that its author made private: it answers no collections, as a deleted one does', async () => {
+    const bobs = await createCollection(bob);
+    const [hidden, deleted] = [await postCard(alice), await postCard(alice)];
+    for (const card of [hidden, deleted]) await bob.client.post(`/api/card_collection/${bobs}`, { card_metadata_id: card });
+    expect((await alice.client.put('/api/card/update', { card_uuid: hidden, private: true })).status).toBe(204);
+    expect((await alice.client.delete(`/api/card/${deleted}`)).status).toBe(204);
+    const res = await bob.client.post('/api/card_collection/bookmark', { collection_ids: `${hidden},${deleted}` });
+    expect(res.json).toEqual([
+      { card_uuid: hidden, collection_ids: [] },
+      { card_uuid: deleted, collection_ids: [] },
+    ]);
+    expect((await bob.client.get(`/api/card_collection/${bobs}/1`)).json).toMatchObject({ bookmarks: [], total_pages: 0 });
+
+    expect((await alice.client.put('/api/card/update', { card_uuid: hidden, private: false })).status).toBe(204);
+    expect((await bob.client.post('/api/card_collection/bookmark', { collection_ids: hidden })).json).toEqual([{ card_uuid: hidden, collection_ids: [bobs] }]);
+  });
+
   it('is 400 for bad or missing ids and 401 anonymously', async () => {
     for (const body of [{}, { collection_ids: '' }, { collection_ids: 'abc' }, { collection_ids: `00000000-0000-4000-8000-000000000000,xyz` }, { collection_ids: 7 }]) {
       const res = await alice.client.post('/api/card_collection/bookmark', body);

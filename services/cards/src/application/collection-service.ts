@@ -99,12 +99,16 @@ export class CollectionService {
     return this.deps.collections.listByAuthor(userId, userId === callerId);
   }
 
-  /** For each card id (in order), the caller's collections holding it. */
+  /**
+   * For each card id (in order), the caller's collections holding it. A bookmarked card the caller can no
+   * longer see (made private by its author) answers none, as a deleted one does, so its existence stays hidden.
+   */
   async findCardCollections(callerId: string | undefined, cardIds: readonly string[]): Promise<{ cardId: string; collectionIds: string[] }[]> {
     const userId = requireCaller(callerId);
     if (cardIds.length > 500) throw new InvalidArgumentError('collection_ids: at most 500 card ids');
     const held = await this.deps.collections.collectionsOfOwnerHolding(userId, cardIds);
-    return [...new Set(cardIds)].map((cardId) => ({ cardId, collectionIds: held.get(cardId) ?? [] }));
+    const visible = new Set((await this.deps.cards.findByIds([...held.keys()])).filter((c) => isVisibleTo(c, userId)).map((c) => c.id));
+    return [...new Set(cardIds)].map((cardId) => ({ cardId, collectionIds: visible.has(cardId) ? (held.get(cardId) ?? []) : [] }));
   }
 
   /** The collection of an ingested file, all its cards bookmarked; idempotent per file id. */

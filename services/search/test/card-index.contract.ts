@@ -179,6 +179,10 @@ export function describeCardIndexContract(name: string, factory: () => Promise<C
       expect(t1.total).toBe(30);
       expect(new Set([...t1.hits, ...t2.hits].map((h) => h.cardId)).size).toBe(30);
       expect((await index.nearest(axis(0), everything(), { offset: 50, limit: 25 })).hits).toEqual([]);
+      // The gateway's largest page (999,999,999): no hits, the same total, no error.
+      const farOff = { offset: 999_999_998 * 25, limit: 25 };
+      expect(await index.nearest(axis(0), everything(), farOff)).toEqual({ hits: [], total: 30 });
+      expect(await index.matchText('shared words', everything(), farOff)).toEqual({ hits: [], total: 30 });
     });
 
     test('full-text search tolerates misspellings and scores in [0, 1]', async () => {

@@ -277,7 +277,8 @@ export class SqliteCardIndex implements CardIndex {
     }
     const phraseWeight = queryWords.length >= 2 ? PHRASE_WEIGHT : 0;
     const filter = this.scopeFilter(scope);
-    const wanted = page.offset + page.limit;
+    // No more than every candidate can rank: a page far past the end must not size the heap by its offset.
+    const wanted = Math.min(page.offset + page.limit, candidates.length);
     const top = new TopK(wanted);
     // Only a card holding every query word can hold the phrase; all such cards have the same word score (1 per
     // word, summed in the same order).

@@ -1,0 +1,41 @@
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { simpleParser } from 'mailparser';
+import { EmlFileMailer } from '../src/adapters/mail/nodemailer-mailer';
+
+let directory: string;
+beforeEach(async () => {
+  directory = await mkdtemp(join(tmpdir(), 'eml-mailer-'));
+});
+afterEach(async () => {
+  await rm(directory, { recursive: true, force: true });
+});
+
+async function onlyMessage(): Promise<string> {
+  const files = (await readdir(directory)).filter((f) => f.endsWith('.eml'));
+  expect(files).toHaveLength(1);
+  return readFile(join(directory, files[0]!), 'utf8');
+}
+
+describe('EmlFileMailer', () => {
+  const link = 'http://localhost:8090/auth/register/e17cd22c-08b1-433b-bf83-220f853f1def?email=someone%40example.com';
+
+  it('writes a link longer than 76 characters unbroken, so a reader of the file can copy it', async () => {
+    const mailer = new EmlFileMailer(directory, 'Card Library <no-reply@card-library.local>');
+    await mailer.send({ to: 'someone@example.com', subject: 'Invited', text: `Set your password here:\n${link}\n`, html: `<p><a href="${link}">Set your password</a></p>` });
+    const raw = await onlyMessage();
+    expect(raw).toContain(`\r\n${link}\r\n`);
+    expect(raw).toContain(`<a href="${link}">`);
+    const parsed = await simpleParser(raw);
+    expect(parsed.text).toBe(`Set your password here:\n${link}\n`);
+    expect(parsed.html).toBe(`<p><a href="${link}">Set your password</a></p>`);
+  });
+
+  it('leaves a body that is not plain ASCII to the encoding nodemailer picks', async () => {
+    const mailer = new EmlFileMailer(directory, 'no-reply@card-library.local');
+    await mailer.send({ to: 'someone@example.com', subject: 'Grüße', text: `Grüße\n${link}\n` });
+    const parsed = await simpleParser(await onlyMessage());
+    expect(parsed.text).toBe(`Grüße\n${link}\n`);
+  });
+});

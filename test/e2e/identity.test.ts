@@ -1,4 +1,4 @@
-import { ApiClient } from '../support/http';
+import { ApiClient, type ApiResponse } from '../support/http';
 import { Mailbox } from '../support/mailbox';
 import { startSystem, type RunningSystem } from '../support/service';
 import { signUp } from '../support/accounts';
@@ -8,7 +8,7 @@ const mailbox = new Mailbox();
 
 beforeAll(async () => {
   await mailbox.start();
-  system = await startSystem({ env: { SMTP_URL: mailbox.url, PUBLIC_URL: 'http://cards.test' } });
+  system = await startSystem({ env: { SMTP_URL: mailbox.url, PUBLIC_URL: 'http://cards.test', RATE_LIMIT_AUTH_PER_EMAIL: '10' } });
 });
 afterAll(async () => {
   await system?.stop();
@@ -38,6 +38,10 @@ describe('accounts and sessions', () => {
     expect(cookie).toMatch(/HttpOnly/);
     expect(cookie).toMatch(/SameSite=Lax/);
     expect(cookie).toMatch(/Path=\//);
+    expect(cookie).toMatch(/Expires=/);
+    const maxAge = Number(/Max-Age=(\d+)/.exec(cookie)?.[1]);
+    expect(maxAge).toBeGreaterThan(24 * 3600 - 60);
+    expect(maxAge).toBeLessThanOrEqual(24 * 3600);
 
     const me = await client.get('/api/auth');
     expect(me.status).toBe(200);
@@ -140,6 +144,22 @@ describe('accounts and sessions', () => {
     expect((await anon.post('/api/auth', { email: user.email, password: 'new password 1' })).status).toBe(204);
     const reused = await anon.post('/api/password', { password_reset_id: resetId, password: 'new password 2', password_confirmation: 'new password 2' });
     expect(reused.status).toBe(400);
+  });
+
+  it('rate-limits reset requests per e-mail address with 429 JSON', async () => {
+    const client = new ApiClient(system.baseUrl);
+    const email = `limited-${Date.now()}@example.com`;
+    const statuses: number[] = [];
+    let limited: ApiResponse | undefined;
+    for (let i = 0; i < 11; i++) {
+      const res = await client.get(`/api/password/${i % 2 === 0 ? email : email.toUpperCase()}`);
+      statuses.push(res.status);
+      if (res.status === 429) limited = res;
+    }
+    expect(statuses.slice(0, 10)).toEqual(Array(10).fill(204));
+    expect(statuses[10]).toBe(429);
+    expect(limited!.json).toEqual({ message: expect.any(String) });
+    expect((await client.get(`/api/password/other-${email}`)).status).toBe(204);
   });
 
   it('PUT /api/user validates and updates the profile; username is unique; e-mail hidden only behind a username', async () => {

@@ -67,7 +67,8 @@ export function registerIdentityRoutes(router: Router, { clients, rateLimits, co
       sameSite: 'lax',
       path: '/',
       secure: cookieSecure,
-      expires: session.expiresAt,
+      // Max-Age as well as Expires (express derives both): a client whose clock is off still keeps it 24 h.
+      maxAge: Math.max(0, session.expiresAt.getTime() - Date.now()),
     });
     res.status(204).end();
   });

@@ -1,7 +1,7 @@
 import { MIN_WORDS_EXCLUSIVE, wordCount } from '@cards/card-rules';
 import type { CardDraft, DocumentBlock, ParsedDocument } from './model';
 
-/** A card holds more than MIN_WORDS_EXCLUSIVE words (the cards service's rule); paragraph-split cards hold at most 400. */
+/** A card holds more than MIN_WORDS_EXCLUSIVE words (the cards service's rule) and at most 400 (DESIGN.md "Files"). */
 export const MIN_CARD_WORDS = MIN_WORDS_EXCLUSIVE + 1;
 export const MAX_CARD_WORDS = 400;
 
@@ -19,12 +19,17 @@ interface Section {
   paragraphs: DocumentBlock[];
 }
 
+/** A heading this long is body text set in a heading style: it would leave no room for a card's text. */
+const MAX_HEADING_WORDS = MAX_CARD_WORDS / 2;
+
 /**
  * Turns a parsed document into card drafts (DESIGN.md "Files"):
  * - each heading starts a new section, and the heading text becomes the cards' title tag;
- * - a section's paragraphs are packed in order into cards of at most 400 words; a card is closed only
- *   once it holds at least 71 words, so a short run of paragraphs is merged into the next block of the
- *   same heading; a short tail joins the section's previous card; a section under 71 words in total is skipped;
+ * - a section is cut into cards of 71-400 words (counting the heading each card repeats): a short run of
+ *   paragraphs is merged into the next block of the same heading, a short tail into the previous one, and a
+ *   section under 71 words in total is skipped;
+ * - cards end at paragraph ends; only where no such cut keeps every card within 71-400 words does one end at
+ *   a sentence end, and only where that fails too inside a sentence;
  * - a document without headings is one untitled section, i.e. split at paragraph boundaries into 71-400-word cards;
  * - the last section is emitted like every other;
  * - a card's link is the first http(s) link of its paragraphs (hyperlink targets first, then URLs written in the text).
@@ -34,11 +39,11 @@ export function splitIntoCards(document: ParsedDocument): CardDraft[] {
   let current: Section = { heading: null, paragraphs: [] };
   for (const block of document.blocks) {
     if (block.text.trim().length === 0) continue;
-    if (block.kind === 'heading') {
+    if (block.kind === 'heading' && countWords(block.text) <= MAX_HEADING_WORDS) {
       sections.push(current);
       current = { heading: block, paragraphs: [] };
     } else {
-      current.paragraphs.push(block);
+      current.paragraphs.push({ ...block, kind: 'paragraph' });
     }
   }
   sections.push(current);
@@ -47,78 +52,134 @@ export function splitIntoCards(document: ParsedDocument): CardDraft[] {
   for (const section of sections) {
     const title = section.heading ? normalizeSpace(section.heading.text) : null;
     const headingWords = title ? countWords(title) : 0;
-    for (const group of packParagraphs(section.paragraphs.flatMap(splitLongParagraph), headingWords)) {
+    const maxWords = MAX_CARD_WORDS - headingWords;
+    const paragraphs = section.paragraphs.flatMap((p) => splitLongParagraph(p, maxWords));
+    for (const group of packParagraphs(paragraphs, Math.max(1, MIN_CARD_WORDS - headingWords), maxWords)) {
       drafts.push(draftFrom(drafts.length, section.heading, title, group));
     }
   }
   return drafts;
 }
 
-/**
- * Greedy packing: 71..400 words per group (counting the heading words each card repeats). A group
- * under 71 words is not closed: it grows into the next block, or, when that would pass 400 words, it
- * joins the previous group if that one has room. A short tail joins the previous group.
- */
-function packParagraphs(paragraphs: DocumentBlock[], baseWords: number): DocumentBlock[][] {
-  const groups: { blocks: DocumentBlock[]; words: number }[] = [];
-  let group: DocumentBlock[] = [];
-  let words = baseWords;
-  for (const paragraph of paragraphs) {
-    const n = countWords(paragraph.text);
-    if (group.length > 0 && words + n > MAX_CARD_WORDS) {
-      const previous = groups[groups.length - 1];
-      if (words >= MIN_CARD_WORDS) {
-        groups.push({ blocks: group, words });
-        group = [];
-        words = baseWords;
-      } else if (previous && previous.words + words - baseWords <= MAX_CARD_WORDS) {
-        previous.blocks.push(...group);
-        previous.words += words - baseWords;
-        group = [];
-        words = baseWords;
+/** Words per piece where a card has to end inside a sentence. */
+const PIECE_WORDS = 10;
+/** What ending a card after a piece costs: a paragraph end nothing, a sentence end less than a cut inside one. */
+const CUT_COST = { paragraph: 0, sentence: 1, inside: 2 } as const;
+
+interface Piece {
+  paragraph: number;
+  words: string[];
+  /** Cost of ending a card right after this piece. */
+  cut: number;
+}
+
+/** Each paragraph as pieces of at most PIECE_WORDS words, each ending at the latest at a sentence end. */
+function piecesOf(paragraphs: DocumentBlock[]): Piece[] {
+  const pieces: Piece[] = [];
+  paragraphs.forEach((paragraph, index) => {
+    const words = normalizeSpace(paragraph.text).split(' ');
+    let piece: string[] = [];
+    words.forEach((word, i) => {
+      piece.push(word);
+      const last = i === words.length - 1;
+      const sentenceEnd = /[.!?]["')\]]*$/.test(word);
+      if (last || sentenceEnd || piece.length === PIECE_WORDS) {
+        pieces.push({ paragraph: index, words: piece, cut: last ? CUT_COST.paragraph : sentenceEnd ? CUT_COST.sentence : CUT_COST.inside });
+        piece = [];
       }
+    });
+  });
+  return pieces;
+}
+
+/**
+ * Groups of minWords..maxWords words, cut where it costs least in total (at paragraph ends whenever that
+ * works); among equally good cuts each group takes as much as it can, so a short run of paragraphs merges
+ * into the next block and a short tail into the previous one. Linear in the pieces: the possible ends of a
+ * group starting at i form a window that only moves left as i does. Empty when there are fewer than
+ * minWords words.
+ */
+function packParagraphs(paragraphs: DocumentBlock[], minWords: number, maxWords: number): DocumentBlock[][] {
+  const pieces = piecesOf(paragraphs);
+  const n = pieces.length;
+  const prefix = [0];
+  for (const piece of pieces) prefix.push(prefix[prefix.length - 1]! + piece.words.length);
+  const words = (from: number, to: number) => prefix[to]! - prefix[from]!;
+  // cost[i]: least total cost of cutting pieces i.. into groups; end[i]: where the first of those groups ends.
+  const cost = new Array<number>(n + 1).fill(Infinity);
+  const end = new Array<number>(n + 1).fill(n);
+  cost[n] = 0;
+  const costEndingAt = (j: number) => cost[j]! + (j === n ? 0 : pieces[j - 1]!.cut);
+  // Possible ends j in [low, high] with a finite cost, by increasing costEndingAt (ties: larger j first).
+  const window: number[] = [];
+  let low = n + 1;
+  let high = n;
+  for (let i = n - 1; i >= 0; i--) {
+    while (high > i && words(i, high) > maxWords) high--;
+    while (low - 1 > i && words(i, low - 1) >= minWords) {
+      low--;
+      if (cost[low] === Infinity) continue;
+      while (window.length > 0 && costEndingAt(window[window.length - 1]!) > costEndingAt(low)) window.pop();
+      window.push(low);
     }
-    group.push(paragraph);
-    words += n;
-  }
-  if (group.length > 0) {
-    const last = groups[groups.length - 1];
-    if (words >= MIN_CARD_WORDS) groups.push({ blocks: group, words });
-    else if (last) {
-      last.blocks.push(...group);
-      last.words += words - baseWords;
+    while (window.length > 0 && window[0]! > high) window.shift();
+    if (window.length > 0) {
+      cost[i] = costEndingAt(window[0]!);
+      end[i] = window[0]!;
     }
   }
-  return groups.map((g) => g.blocks);
+  if (cost[0] === Infinity) return [];
+
+  const groups: DocumentBlock[][] = [];
+  for (let i = 0; i < n; i = end[i]!) groups.push(blocksOf(paragraphs, pieces, i, end[i]!));
+  return groups;
+}
+
+/** The paragraphs of pieces from..to: whole ones as they are, a cut one as plain text (its links go with its start). */
+function blocksOf(paragraphs: DocumentBlock[], pieces: Piece[], from: number, to: number): DocumentBlock[] {
+  const blocks: DocumentBlock[] = [];
+  for (let i = from; i < to; ) {
+    const index = pieces[i]!.paragraph;
+    let j = i;
+    while (j < to && pieces[j]!.paragraph === index) j++;
+    const paragraph = paragraphs[index]!;
+    const starts = i === 0 || pieces[i - 1]!.paragraph !== index;
+    const ends = pieces[j - 1]!.cut === CUT_COST.paragraph;
+    if (starts && ends) blocks.push(paragraph);
+    else blocks.push({ kind: 'paragraph', text: pieces.slice(i, j).flatMap((p) => p.words).join(' '), links: starts ? paragraph.links : [] });
+    i = j;
+  }
+  return blocks;
 }
 
 /** A paragraph longer than a card is cut at sentence ends, or at word boundaries when a sentence is that long. */
-function splitLongParagraph(paragraph: DocumentBlock): DocumentBlock[] {
+function splitLongParagraph(paragraph: DocumentBlock, maxWords: number): DocumentBlock[] {
   const text = normalizeSpace(paragraph.text);
-  if (countWords(text) <= MAX_CARD_WORDS) return [{ ...paragraph, text }];
+  if (countWords(text) <= maxWords) return [{ ...paragraph, text }];
   // Cut pieces are plain text: inline HTML cannot be cut at sentence ends safely.
-  const sentences = text.match(/[^.!?]+(?:[.!?]+["')\]]*\s*|$)/g) ?? [text];
+  // A sentence ends at . ! or ? (maybe closed by quotes or brackets) before a space, so "3.5" stays one word.
+  const sentences = text.split(/(?<=[.!?]["')\]]*) /);
   const units: string[] = [];
   for (const sentence of sentences) {
     const sentenceWords = sentence.trim().split(/\s+/).filter(Boolean);
-    if (sentenceWords.length <= MAX_CARD_WORDS) {
+    if (sentenceWords.length <= maxWords) {
       if (sentenceWords.length > 0) units.push(sentenceWords.join(' '));
       continue;
     }
     // A "sentence" longer than a card: cut it into equal parts at word boundaries.
-    const parts = Math.ceil(sentenceWords.length / MAX_CARD_WORDS);
+    const parts = Math.ceil(sentenceWords.length / maxWords);
     const size = Math.ceil(sentenceWords.length / parts);
     for (let i = 0; i < sentenceWords.length; i += size) units.push(sentenceWords.slice(i, i + size).join(' '));
   }
   // Pieces of about equal size, so no tiny remainder is left over.
   const total = units.reduce((n, u) => n + countWords(u), 0);
-  const target = Math.ceil(total / Math.ceil(total / MAX_CARD_WORDS));
+  const target = Math.ceil(total / Math.ceil(total / maxWords));
   const pieces: string[] = [];
   let piece: string[] = [];
   let pieceWords = 0;
   for (const unit of units) {
     const n = countWords(unit);
-    if (piece.length > 0 && (pieceWords + n > MAX_CARD_WORDS || pieceWords >= target)) {
+    if (piece.length > 0 && (pieceWords + n > maxWords || pieceWords >= target)) {
       pieces.push(piece.join(' '));
       piece = [];
       pieceWords = 0;

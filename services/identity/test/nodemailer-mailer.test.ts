@@ -34,8 +34,19 @@ describe('EmlFileMailer', () => {
 
   it('leaves a body that is not plain ASCII to the encoding nodemailer picks', async () => {
     const mailer = new EmlFileMailer(directory, 'no-reply@card-library.local');
-    await mailer.send({ to: 'someone@example.com', subject: 'Grüße', text: `Grüße\n${link}\n` });
+    await mailer.send({ to: 'someone@example.com', subject: 'Grüße', text: `Grüße\n${link}\n`, html: `<p>Grüße</p>` });
     const parsed = await simpleParser(await onlyMessage());
+    expect(parsed.subject).toBe('Grüße');
     expect(parsed.text).toBe(`Grüße\n${link}\n`);
+    expect(parsed.html).toBe('<p>Grüße</p>');
+  });
+
+  it('keeps the message headers of a mail without HTML', async () => {
+    const mailer = new EmlFileMailer(directory, 'no-reply@card-library.local');
+    await mailer.send({ to: 'someone@example.com', subject: 'Plain', text: `${link}\n` });
+    const parsed = await simpleParser(await onlyMessage());
+    expect(parsed.subject).toBe('Plain');
+    expect(parsed.to).toMatchObject({ text: 'someone@example.com' });
+    expect(parsed.text).toBe(`${link}\n`);
   });
 });

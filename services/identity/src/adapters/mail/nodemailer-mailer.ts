@@ -1,33 +1,31 @@
 import { mkdir, rename, writeFile } from 'node:fs/promises';
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
-import nodemailer, { type Transporter } from 'nodemailer';
+import nodemailer, { type SendMailOptions, type Transporter } from 'nodemailer';
 import type { Mailer, OutgoingMail } from '../../domain/ports';
 
 /** RFC 5322's limit of a line, CRLF excluded. */
 const MAX_LINE = 998;
 
+type MailPart = NonNullable<SendMailOptions['alternatives']>[number];
+
+const writableAsIs = (body: string) => /^[\x20-\x7e\t\r\n]+$/.test(body) && body.split(/\r?\n/).every((line) => line.length <= MAX_LINE);
+
+const asWritten = (contentType: string, body: string): MailPart => ({
+  contentType,
+  raw: `Content-Type: ${contentType}\r\nContent-Transfer-Encoding: 7bit\r\n\r\n${body.split(/\r?\n/).join('\r\n')}`,
+});
+
 /**
- * The body as written (7bit) when it is ASCII and its lines fit a mail line. Left to itself nodemailer
- * quoted-prints every line over 76 characters, and the invitation and reset links always are: the .eml a
- * reader opens then shows the link's id broken across lines and `=` as `=3D`. Anything else keeps
+ * Text and HTML as written (7bit) when both are ASCII with lines a mail line may hold. Left to itself
+ * nodemailer quoted-prints every line over 76 characters, and the invitation and reset links always are:
+ * the .eml a reader opens then shows the link's id broken across lines and `=` as `=3D`. Anything else
+ * (and a message without HTML, whose single part would lose the message headers to a raw body) keeps
  * nodemailer's own encoding.
  */
-function asWritten(contentType: string, body: string): string | { raw: string } {
-  if (body === '') return body;
-  const lines = body.split(/\r?\n/);
-  if (!/^[\x20-\x7e\t\r\n]*$/.test(body) || lines.some((line) => line.length > MAX_LINE)) return body;
-  return { raw: `Content-Type: ${contentType}; charset=utf-8\r\nContent-Transfer-Encoding: 7bit\r\n\r\n${lines.join('\r\n')}` };
-}
-
-function message(from: string, mail: OutgoingMail) {
-  return {
-    from,
-    to: mail.to,
-    subject: mail.subject,
-    text: asWritten('text/plain', mail.text),
-    ...(mail.html === undefined ? {} : { html: asWritten('text/html', mail.html) }),
-  };
+function message(from: string, { to, subject, text, html }: OutgoingMail): SendMailOptions {
+  if (html === undefined || !writableAsIs(text) || !writableAsIs(html)) return { from, to, subject, text, html };
+  return { from, to, subject, alternatives: [asWritten('text/plain; charset=utf-8', text), asWritten('text/html; charset=utf-8', html)] };
 }
 
 /** Sends through an SMTP server (SMTP_URL). */

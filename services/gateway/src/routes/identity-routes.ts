@@ -68,7 +68,7 @@ export function registerIdentityRoutes(router: Router, { clients, rateLimits, co
       path: '/',
       secure: cookieSecure,
       // Max-Age as well as Expires (express derives both): a client whose clock is off still keeps it 24 h.
-      maxAge: Math.max(0, session.expiresAt.getTime() - Date.now()),
+      maxAge: session.expiresAt ? Math.max(0, session.expiresAt.getTime() - Date.now()) : undefined,
     });
     res.status(204).end();
   });

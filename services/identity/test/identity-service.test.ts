@@ -108,4 +108,14 @@ describe('IdentityService', () => {
     await expect(service.updateProfile(user.id, { username: '' })).rejects.toThrow(/visible_email/);
     await expect(service.updateProfile(user.id, { username: '', visibleEmail: true })).resolves.toMatchObject({ username: null, visibleEmail: true });
   });
+
+  it('keeps the website trimmed, refuses one with spaces inside and leaves the profile as it was', async () => {
+    const { service } = setup();
+    const id = await service.invite('w@example.com', []);
+    const user = await service.register(id, 'password1', 'password1');
+    await expect(service.updateProfile(user.id, { website: ' https://w.example/me ' })).resolves.toMatchObject({ website: 'https://w.example/me' });
+    await expect(service.updateProfile(user.id, { website: 'https://w.example/my\npage', username: 'wendy' })).rejects.toThrow(/website/);
+    await expect(service.getUsers([user.id])).resolves.toMatchObject([{ website: 'https://w.example/me', username: null }]);
+    await expect(service.updateProfile(user.id, { website: '   ' })).resolves.toMatchObject({ website: null });
+  });
 });

@@ -1,4 +1,4 @@
-import { checkNewPassword, checkUsername, checkWebsite, normalizeEmail } from '../src/domain/rules';
+import { checkNewPassword, checkUsername, normalizeEmail, normalizeWebsite } from '../src/domain/rules';
 
 describe('identity rules', () => {
   it.each(['plain', 'a@b', '@example.com', 'a b@example.com', `${'x'.repeat(250)}@example.com`])('refuses %s as an e-mail', (email) => {
@@ -18,7 +18,14 @@ describe('identity rules', () => {
   it.each(['abc', 'A_b-9', 'x'.repeat(32)])('accepts username %s', (u) => {
     expect(() => checkUsername(u)).not.toThrow();
   });
-  it.each(['javascript:alert(1)', 'ftp://x.org', 'not a url', `https://x.org/${'a'.repeat(520)}`])('refuses website %s', (w) => {
-    expect(() => checkWebsite(w)).toThrow(/website/);
+  it.each(['javascript:alert(1)', 'ftp://x.org', 'not a url', `https://x.org/${'a'.repeat(520)}`, 'https://x.org/a b', 'https://x.\norg', 'https://x.org/\ta'])(
+    'refuses website %j',
+    (w) => {
+      expect(() => normalizeWebsite(w)).toThrow(/website/);
+    },
+  );
+  it('stores the website trimmed and otherwise as written', () => {
+    expect(normalizeWebsite('  https://x.org \n')).toBe('https://x.org');
+    expect(normalizeWebsite('HTTPS://X.org/Path?q=1')).toBe('HTTPS://X.org/Path?q=1');
   });
 });

@@ -9,7 +9,7 @@ import {
 } from '@cards/platform';
 import { INVITATION_TTL_MS, PASSWORD_RESET_TTL_MS, SESSION_TTL_MS, type User } from '../domain/model';
 import type { IdentityRepository, Mailer, PasswordHasher, TokenSigner } from '../domain/ports';
-import { checkEmailVisibility, checkNewPassword, checkUsername, checkWebsite, normalizeEmail } from '../domain/rules';
+import { checkEmailVisibility, checkNewPassword, checkUsername, normalizeEmail, normalizeWebsite } from '../domain/rules';
 
 export interface IdentityServiceDeps {
   repository: IdentityRepository;
@@ -169,13 +169,7 @@ export class IdentityService {
         next.username = change.username;
       }
     }
-    if (change.website !== undefined) {
-      if (change.website === '') next.website = null;
-      else {
-        checkWebsite(change.website);
-        next.website = change.website;
-      }
-    }
+    if (change.website !== undefined) next.website = change.website.trim() === '' ? null : normalizeWebsite(change.website);
     if (change.visibleEmail !== undefined) next.visibleEmail = change.visibleEmail;
     checkEmailVisibility(next);
     await this.deps.repository.updateProfile(next);

@@ -22,7 +22,11 @@ export function checkUsername(username: string): void {
   if (!USERNAME.test(username)) throw new InvalidArgumentError('username: 3 to 32 letters, digits, "_" or "-"');
 }
 
-export function checkWebsite(website: string): void {
+/** The website as stored: trimmed, an http(s) URL of at most 512 characters; InvalidArgumentError otherwise. */
+export function normalizeWebsite(raw: string): string {
+  const website = raw.trim();
+  // URL parsing drops tabs and line breaks and encodes spaces, so it would pass them through into the profile.
+  if (/[\s\u0000-\u001f\u007f]/.test(website)) throw new InvalidArgumentError('website: must not contain spaces or control characters');
   let url: URL;
   try {
     url = new URL(website);
@@ -31,6 +35,7 @@ export function checkWebsite(website: string): void {
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new InvalidArgumentError('website: must be an http or https URL');
   if (website.length > 512) throw new InvalidArgumentError('website: at most 512 characters');
+  return website;
 }
 
 /** The rule of the interface: the e-mail may be hidden only behind a username. */

@@ -136,6 +136,8 @@ describe('card search', () => {
       expect(p1.json.score_cards).toHaveLength(25);
       expect(p2.json.score_cards).toHaveLength(7);
       expect(p3.json.score_cards).toHaveLength(0);
+      const farPast = await anonymous.post(`${path}/999999999`, body);
+      expect([farPast.status, farPast.json.score_cards, farPast.json.total_pages]).toEqual([200, [], 2]);
       const all = [...ids(p1.json.score_cards), ...ids(p2.json.score_cards)];
       expect(new Set(all)).toEqual(new Set(created));
       const scores = [...p1.json.score_cards, ...p2.json.score_cards].map((e: Entry) => e.score);
@@ -216,6 +218,39 @@ describe('collection search', () => {
     const paraphrase = LABELLED_CARDS.find((c) => c.key === 'vaccines')!.paraphrase;
     const semantic = await alice.client.post('/api/card_collection/search/1', { content: paraphrase, collection_id: collectionId });
     expect(ids(semantic.json.bookmarks)[0]).toBe(idOf.get('vaccines'));
+  });
+
+  it('finds a bookmarked collision inside its root entry; a private one only for its owner', async () => {
+    const original = LABELLED_CARDS.find((c) => c.key === 'index-funds')!;
+    const rootId = idOf.get('index-funds')!;
+    const copyOf = async (suffix: string, isPrivate: boolean) => {
+      const res = await bob.client.post('/api/card', { card_html: html(`${original.content} ${suffix}`), link: '', private: isPrivate });
+      expect([res.status, res.json.duplicate]).toEqual([200, true]);
+      return res.json.card_metadata.id as string;
+    };
+    const secretCopy = await copyOf('Kept for myself.', true);
+    const copy = await copyOf('Worth keeping.', false);
+    const collectionId = await createCollection(bob, true);
+    await bookmark(bob, collectionId, secretCopy);
+    for (const path of ['/api/card_collection/search/1', '/api/card_collection/fulltextsearch/1']) {
+      const own = await eventually(async () => {
+        const r = await bob.client.post(path, { content: original.misspelled, collection_id: collectionId });
+        return r.json.bookmarks?.length === 1 && r.json.bookmarks[0].metadata.some((c: { id: string }) => c.id === secretCopy) ? r : undefined;
+      }, `${path}: the owner to find the bookmarked private collision`);
+      expect(own.json.bookmarks[0].metadata[0].id).toBe(rootId);
+      expect(own.json.total_pages).toBe(1);
+      const other = await alice.client.post(path, { content: original.misspelled, collection_id: collectionId });
+      expect([other.json.bookmarks, other.json.total_pages]).toEqual([[], 0]);
+    }
+    await bookmark(bob, collectionId, copy);
+    for (const path of ['/api/card_collection/search/1', '/api/card_collection/fulltextsearch/1']) {
+      const res = await eventually(async () => {
+        const r = await anonymous.post(path, { content: original.misspelled, collection_id: collectionId });
+        return r.json.bookmarks?.length === 1 ? r : undefined;
+      }, `${path}: anonymous to find the bookmarked public collision`);
+      expect(res.json.bookmarks[0].metadata.map((c: { id: string }) => c.id)).toEqual([rootId, copy]);
+      expect(res.json.total_pages).toBe(1);
+    }
   });
 
   it('a private collection of someone else reads as 404', async () => {

@@ -328,5 +328,31 @@ export function describeCardIndexContract(name: string, factory: () => Promise<C
       expect((await index.get(collision.cardId))!.collisionOf).toBeUndefined();
       expect(await index.promote(randomUUID())).toBe(false);
     });
+
+    test('a bookmarked collision the caller may see puts its root in the collection scope, once', async () => {
+      const owner = randomUUID();
+      const root = aCard().saying('tides are caused by the moon').along(axis(1)).build();
+      const open = aCard().saying('tides are caused by the moon, mostly').along(axis(1)).collisionOf(root.cardId).build();
+      const hiddenRoot = aCard().saying('glaciers carve deep valleys').along(axis(2)).build();
+      const hidden = aCard().by(owner).private().saying('glaciers carve deep valleys slowly').along(axis(2)).collisionOf(hiddenRoot.cardId).build();
+      for (const card of [root, open, hiddenRoot, hidden]) await index.upsert(card);
+      const collection = randomUUID();
+      await index.setBookmark(collection, open.cardId, true, new Date('2026-01-02T00:00:00Z'));
+      await index.setBookmark(collection, hidden.cardId, true, new Date('2026-01-02T00:00:00Z'));
+      const scope = (callerId?: string): SearchScope => ({ ...everything(callerId), collectionId: collection });
+      const semantic = async (callerId?: string) => (await index.nearest(axis(1), scope(callerId), firstPage)).hits.map((h) => h.cardId).sort();
+      const text = async (callerId?: string) => (await index.matchText('tides glaciers', scope(callerId), firstPage)).hits.map((h) => h.cardId).sort();
+      expect(await semantic()).toEqual([root.cardId]);
+      expect(await text()).toEqual([root.cardId]);
+      expect(await semantic(owner)).toEqual([root.cardId, hiddenRoot.cardId].sort());
+      expect(await text(owner)).toEqual([root.cardId, hiddenRoot.cardId].sort());
+      // The root bookmarked too: still one hit.
+      await index.setBookmark(collection, root.cardId, true, new Date('2026-01-02T00:00:00Z'));
+      expect((await index.nearest(axis(1), scope(), firstPage)).total).toBe(1);
+      await index.setBookmark(collection, root.cardId, false, new Date('2026-01-03T00:00:00Z'));
+      await index.setBookmark(collection, open.cardId, false, new Date('2026-01-03T00:00:00Z'));
+      expect(await semantic()).toEqual([]);
+      expect((await index.matchText('tides', scope(), firstPage)).total).toBe(0);
+    });
   });
 }

@@ -404,7 +404,7 @@ export class ElasticsearchCardIndex implements CardIndex {
   async nearest(query: Float32Array, scope: SearchScope, page: PageRequest): Promise<IndexPage> {
     await this.ready();
     if (query.length !== this.dimensions) throw new Error(`query has ${query.length} dimensions, the index ${this.dimensions}`);
-    const filter = this.scopeFilter(scope);
+    const filter = await this.scopeFilter(scope);
     const total = (await this.client.count({ index: this.names.cards, query: { bool: { filter } } })).count;
     const wanted = Math.min(page.offset + page.limit, total, MAX_WINDOW);
     if (wanted <= page.offset) return { hits: [], total };
@@ -482,7 +482,7 @@ export class ElasticsearchCardIndex implements CardIndex {
     const size = Math.max(0, Math.min(page.limit, MAX_WINDOW - from));
     const result = await this.client.search<Pick<CardSource, 'card_id'>>({
       index: this.names.cards,
-      query: { bool: { filter: this.scopeFilter(scope), should, minimum_should_match: 1 } },
+      query: { bool: { filter: await this.scopeFilter(scope), should, minimum_should_match: 1 } },
       // A float32 score may fall a hair under the threshold the embedded index compares in double precision.
       min_score: this.minTextScore - 1e-6,
       sort: [{ _score: { order: 'desc' } }, { card_id: { order: 'asc' } }],
@@ -565,21 +565,31 @@ export class ElasticsearchCardIndex implements CardIndex {
   }
 
   /** Filters of a scope: a searchable root card visible to the caller, with any listed tag, a listed link part, in the collection. */
-  private scopeFilter(scope: SearchScope): estypes.QueryDslQueryContainer[] {
-    const filter: estypes.QueryDslQueryContainer[] = [...this.searchable()];
-    filter.push(
-      scope.callerId === undefined
-        ? { term: { private: false } }
-        : { bool: { should: [{ term: { private: false } }, { term: { author_id: scope.callerId } }], minimum_should_match: 1 } },
-    );
+  private async scopeFilter(scope: SearchScope): Promise<estypes.QueryDslQueryContainer[]> {
+    const filter: estypes.QueryDslQueryContainer[] = [...this.searchable(), visibleTo(scope.callerId)];
     const tags = normalizeTags(scope.tags);
     if (tags.length > 0) filter.push({ terms: { tags_lower: tags } });
     const links = scope.links.map((l) => l.trim().toLowerCase()).filter((l) => l.length > 0);
     if (links.length > 0) {
       filter.push({ bool: { should: links.map((l) => ({ wildcard: { link_lower: { value: `*${escapeWildcard(l)}*` } } })), minimum_should_match: 1 } });
     }
-    if (scope.collectionId !== undefined) filter.push({ term: { collection_ids: scope.collectionId } });
+    if (scope.collectionId !== undefined) {
+      const viaCollisions = await this.rootsOfBookmarkedCollisions(scope.collectionId, scope.callerId);
+      const inCollection = { term: { collection_ids: scope.collectionId } };
+      filter.push(viaCollisions.length === 0 ? inCollection : { bool: { should: [inCollection, { terms: { card_id: viaCollisions } }], minimum_should_match: 1 } });
+    }
     return filter;
+  }
+
+  /** Roots of the collection's bookmarked collisions the caller may see: a collision is searched through its root and shown inside the root's entry. */
+  private async rootsOfBookmarkedCollisions(collectionId: string, callerId: string | undefined): Promise<string[]> {
+    const result = await this.client.search<Pick<CardSource, 'collision_of'>>({
+      index: this.names.cards,
+      query: { bool: { filter: [{ term: { root: false } }, { term: { collection_ids: collectionId } }, visibleTo(callerId)] } },
+      size: MAX_WINDOW,
+      _source: ['collision_of'],
+    });
+    return [...new Set(result.hits.hits.flatMap((h) => (h._source?.collision_of ? [h._source.collision_of] : [])))];
   }
 
   private async isRemoved(cardId: string): Promise<boolean> {
@@ -710,6 +720,13 @@ function cardFromSource(source: CardSource, dimensions: number): IndexedCard {
 
 function normalizeTags(tags: readonly string[]): string[] {
   return tags.map((t) => t.trim().toLowerCase()).filter((t) => t.length > 0);
+}
+
+/** Public cards, and the caller's own private ones. */
+function visibleTo(callerId: string | undefined): estypes.QueryDslQueryContainer {
+  return callerId === undefined
+    ? { term: { private: false } }
+    : { bool: { should: [{ term: { private: false } }, { term: { author_id: callerId } }], minimum_should_match: 1 } };
 }
 
 function bookmarkId(collectionId: string, cardId: string): string {

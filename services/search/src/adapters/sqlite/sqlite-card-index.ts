@@ -391,24 +391,28 @@ export class SqliteCardIndex implements CardIndex {
       }
       return out.subarray(0, n);
     }
-    const filter = this.scopeFilter(scope);
     if (scope.collectionId !== undefined) {
-      for (const cardId of this.collections.get(scope.collectionId) ?? []) {
+      const members = this.collectionRoots(scope.collectionId, scope.callerId);
+      const filter = this.scopeFilter(scope, members);
+      for (const cardId of members) {
         const slot = this.slotOf.get(cardId);
         if (slot !== undefined && filter(slot)) out[n++] = slot;
       }
       return out.subarray(0, n).sort();
     }
+    const filter = this.scopeFilter(scope);
     for (let slot = 0; slot < this.slotCount; slot++) if (filter(slot)) out[n++] = slot;
     return out.subarray(0, n);
   }
 
   /** Whether a slot holds a card the scope allows: visible to the caller, tags, links, collection. */
-  private scopeFilter(scope: SearchScope): (slot: number) => boolean {
+  private scopeFilter(
+    scope: SearchScope,
+    members = scope.collectionId === undefined ? undefined : this.collectionRoots(scope.collectionId, scope.callerId),
+  ): (slot: number) => boolean {
     const caller = scope.callerId === undefined ? -1 : (this.authorIds.get(scope.callerId) ?? -2);
     const tags = scope.tags.map((t) => t.trim().toLowerCase()).filter((t) => t.length > 0);
     const links = scope.links.map((l) => l.trim().toLowerCase()).filter((l) => l.length > 0);
-    const members = scope.collectionId === undefined ? undefined : (this.collections.get(scope.collectionId) ?? new Set<string>());
     return (slot) => {
       const cardId = this.cardIds[slot];
       if (cardId === undefined) return false;
@@ -418,6 +422,23 @@ export class SqliteCardIndex implements CardIndex {
       if (members && !members.has(cardId)) return false;
       return true;
     };
+  }
+
+  /**
+   * The root cards a collection scope holds: its bookmarked roots, and the root of each bookmarked collision the
+   * caller may see, since a collision is searched through its root and shown inside the root's entry.
+   */
+  private collectionRoots(collectionId: string, callerId: string | undefined): Set<string> {
+    const roots = new Set(this.collections.get(collectionId));
+    if (roots.size === 0) return roots;
+    const collisions = this.db
+      .prepare(
+        `SELECT c.collision_of FROM bookmarks b JOIN cards c ON c.card_id = b.card_id
+         WHERE b.collection_id = ? AND b.added = 1 AND c.collision_of IS NOT NULL AND (c.private = 0 OR c.author_id = ?)`,
+      )
+      .all(collectionId, callerId ?? null) as { collision_of: string }[];
+    for (const c of collisions) roots.add(c.collision_of);
+    return roots;
   }
 
   private slot(card: Omit<IndexedCard, 'collectionIds'>): void {

@@ -319,6 +319,32 @@ describe('duplicates and privacy', () => {
     expect((await bob.client.get(`/api/card/${bobPrivateId}`)).status).toBe(200);
   });
 
+  it('a card edited into other text leaves its duplicate group: the edited card and the copies of the old text stay findable', async () => {
+    const text = uniqueText(90);
+    const word = text.split(' ')[0]!;
+    const root = (await createCard(alice, { card_html: html(text) })).card_metadata.id as string;
+    const bobCopy = (await createCard(bob, { card_html: html(text) })).card_metadata.id as string;
+    const carolCopy = (await createCard(carol, { card_html: html(text) })).card_metadata.id as string;
+    await expectGroups(anonymous, word, [root, bobCopy, carolCopy], [[root, bobCopy, carolCopy]]);
+
+    // Carol rewrites her copy: it is found by its new text, as a root of its own.
+    const carolText = uniqueText(90);
+    const carolWord = carolText.split(' ')[0]!;
+    expect((await carol.client.put('/api/card/update', { card_uuid: carolCopy, card_html: html(carolText) })).status).toBe(204);
+    // (Full-text search is typo-tolerant, so each query may also match the other texts: only the groups are compared.)
+    await expectGroups(anonymous, carolWord, [carolCopy], [[carolCopy]]);
+    await expectGroups(anonymous, word, [root, bobCopy], [[root, bobCopy]]);
+
+    // Alice rewrites the root: Bob's copy of the old text is still found by that text, as a root now.
+    const aliceText = uniqueText(90);
+    expect((await alice.client.put('/api/card/update', { card_uuid: root, card_html: html(aliceText) })).status).toBe(204);
+    await expectGroups(anonymous, word, [bobCopy], [[bobCopy]]);
+    await expectGroups(anonymous, aliceText.split(' ')[0]!, [root], [[root]]);
+    const deadline = Date.now() + 30_000;
+    while ((await anonymous.get(`/api/card/${bobCopy}`)).json.vector_point_id === null && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
+    expect((await anonymous.get(`/api/card/${bobCopy}`)).json.vector_point_id).toEqual(expect.any(String));
+  });
+
   it('a deleted root with only private copies of several authors leaves each author\'s copies findable by that author only', async () => {
     const text = uniqueText(90);
     const word = text.split(' ')[0]!;

@@ -100,6 +100,18 @@ export function describeCardRepositoryContract(name: string, factory: CardsStore
       expect(await store.pendingEventTopics()).toEqual([Topics.card, Topics.card]);
     });
 
+    it('makes the updated card a root of its own when asked to (becomesRoot), without its index id', async () => {
+      const root = aCard().build();
+      const copy = aCard().collisionOf(root.id).withContent(root.content).build();
+      for (const c of [root, copy]) await store.cards.insert(c, fingerprintOf(c.content), []);
+      const content = someContent();
+      const next = { ...copy, content, collisionOf: null, updatedAt: nextTime() };
+      await store.cards.update(next, fingerprintOf(content), [event()], { ifUpdatedAt: copy.updatedAt, becomesRoot: true });
+      expect(await store.cards.findById(copy.id)).toEqual(next);
+      expect(await store.cards.findCollisions([root.id])).toEqual([]);
+      expect(await store.cards.setVectorPointId(copy.id, 'vp-copy')).toBe(true);
+    });
+
     it('detaches a collision from its root only while it is still a collision of that root', async () => {
       const root = aCard().build();
       const copy = aCard().collisionOf(root.id).withContent(root.content).build();

@@ -183,6 +183,63 @@ describe('CardService', () => {
     }
   });
 
+  it('a collision edited into other text becomes a root of its own; a small edit keeps it under its root', async () => {
+    const { service, cards } = setup();
+    const text = someContent(120);
+    const root = await create(service, 'alice', text);
+    const copy = await create(service, 'bob', text);
+    const privateCopy = await create(service, 'bob', text, { private: true });
+    const words = text.split(' ');
+    words[60] = 'edited';
+    await service.updateCard({ callerId: 'bob', cardId: copy.card.id, cardHtml: `<p>${words.join(' ')}</p>` });
+    expect((await cards.findById(copy.card.id))?.collisionOf).toBe(root.card.id);
+
+    const other = someContent();
+    await service.updateCard({ callerId: 'bob', cardId: copy.card.id, cardHtml: `<p>${other}</p>` });
+    expect(await cards.findById(copy.card.id)).toMatchObject({ content: other, collisionOf: null, vectorPointId: null });
+    expect((await service.getCardGroups([copy.card.id], 'carol')).map((g) => [g.root.id, g.collisions.map((c) => c.id)])).toEqual([[copy.card.id, []]]);
+    // No longer a private duplicate: it may be made public in the same edit.
+    await expect(service.updateCard({ callerId: 'bob', cardId: privateCopy.card.id, private: false })).rejects.toThrow(InvalidArgumentError);
+    await service.updateCard({ callerId: 'bob', cardId: privateCopy.card.id, cardHtml: `<p>${someContent()}</p>`, private: false });
+    expect(await cards.findById(privateCopy.card.id)).toMatchObject({ private: false, collisionOf: null });
+  });
+
+  it('a root edited into other text lets go of the copies of its old text: the oldest public one becomes their root', async () => {
+    const { service, cards } = setup();
+    const text = someContent(120);
+    const root = await create(service, 'alice', text);
+    const bobPrivate = await create(service, 'bob', text, { private: true });
+    const carolPublic = await create(service, 'carol', text);
+    const davePublic = await create(service, 'dave', text);
+    const edited = text.split(' ');
+    edited[60] = 'edited';
+    await service.updateCard({ callerId: 'alice', cardId: root.card.id, cardHtml: `<p>${edited.join(' ')}</p>` });
+    for (const c of [bobPrivate, carolPublic, davePublic]) expect((await cards.findById(c.card.id))?.collisionOf).toBe(root.card.id);
+
+    await service.updateCard({ callerId: 'alice', cardId: root.card.id, cardHtml: `<p>${someContent()}</p>` });
+    const collisionOf = async (id: string) => (await cards.findById(id))?.collisionOf;
+    expect(await collisionOf(carolPublic.card.id)).toBeNull();
+    expect(await collisionOf(davePublic.card.id)).toBe(carolPublic.card.id);
+    expect(await collisionOf(bobPrivate.card.id)).toBe(carolPublic.card.id);
+    expect(await cards.findCollisions([root.card.id])).toEqual([]);
+  });
+
+  it('a copy stored while its root is edited into other text, after the root looked for its collisions, leaves it', async () => {
+    const { service, cards } = setup();
+    const text = someContent();
+    const root = await create(service, 'alice', text);
+    const findCollisions = cards.findCollisions.bind(cards);
+    let copyId = '';
+    cards.findCollisions = async (ids) => {
+      cards.findCollisions = findCollisions;
+      const found = await findCollisions(ids);
+      copyId = (await create(service, 'bob', text)).card.id;
+      return found;
+    };
+    await service.updateCard({ callerId: 'alice', cardId: root.card.id, cardHtml: `<p>${someContent()}</p>` });
+    expect((await cards.findById(copyId))?.collisionOf).toBeNull();
+  });
+
   it('an edit racing a privacy change never writes the old privacy back', async () => {
     const { service, cards } = setup();
     const card = await create(service, 'alice');

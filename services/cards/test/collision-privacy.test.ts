@@ -1,4 +1,4 @@
-import { collisionMovesOnPrivate, mayHoldCollision } from '../src/domain/model';
+import { collisionMovesOnChange, mayHoldCollision } from '../src/domain/model';
 import { aCard } from './builders';
 
 describe('collisions and privacy (domain rule)', () => {
@@ -21,7 +21,7 @@ describe('collisions and privacy (domain rule)', () => {
     const bobPublic = aCard().by('bob').collisionOf(root.id).build();
     const alicePublic = aCard().by('alice').collisionOf(root.id).build();
     const carolPublic = aCard().by('carol').collisionOf(root.id).build();
-    expect(collisionMovesOnPrivate(root, [alicePrivate, bobPrivate, bobPublic, alicePublic, carolPublic])).toEqual([
+    expect(collisionMovesOnChange(root, [alicePrivate, bobPrivate, bobPublic, alicePublic, carolPublic])).toEqual([
       { cardId: bobPublic.id, collisionOf: null },
       { cardId: alicePublic.id, collisionOf: bobPublic.id },
       { cardId: carolPublic.id, collisionOf: bobPublic.id },
@@ -34,11 +34,11 @@ describe('collisions and privacy (domain rule)', () => {
     const bob1 = aCard().by('bob').private().collisionOf(root.id).build();
     const carol = aCard().by('carol').private().collisionOf(root.id).build();
     const bob2 = aCard().by('bob').private().collisionOf(root.id).build();
-    expect(collisionMovesOnPrivate(root, [bob1, carol, bob2])).toEqual([
+    expect(collisionMovesOnChange(root, [bob1, carol, bob2])).toEqual([
       { cardId: bob1.id, collisionOf: null },
       { cardId: carol.id, collisionOf: null },
       { cardId: bob2.id, collisionOf: bob1.id },
     ]);
-    expect(collisionMovesOnPrivate(root, [aCard().by('alice').private().collisionOf(root.id).build()])).toEqual([]);
+    expect(collisionMovesOnChange(root, [aCard().by('alice').private().collisionOf(root.id).build()])).toEqual([]);
   });
 });

@@ -1,4 +1,4 @@
-import { cardTextFromHtml, fingerprintOf, jaccard, normalizeContent, sanitizeCardHtml, shinglesOf, textOfHtml, validLink, validTags } from '../src/domain/rules';
+import { cardTextFromHtml, fingerprintOf, isNearCopy, jaccard, normalizeContent, sanitizeCardHtml, shinglesOf, textOfHtml, validLink, validTags } from '../src/domain/rules';
 import { someContent } from './builders';
 
 const words = (n: number) => Array.from({ length: n }, (_, i) => `w${i}`).join(' ');
@@ -44,5 +44,8 @@ describe('card rules', () => {
     const unrelated = fingerprintOf(someContent(300)).sketch.filter((h) => fingerprintOf(text).sketch.includes(h)).length;
     expect(unrelated).toBeLessThan(4);
     expect(fingerprintOf('A b, C!').contentHash).toBe(fingerprintOf('a B c').contentHash);
+    expect(isNearCopy(text, near)).toBe(true);
+    expect(isNearCopy('A b, C!', 'a B c')).toBe(true);
+    expect(isNearCopy(text, someContent(300))).toBe(false);
   });
 });

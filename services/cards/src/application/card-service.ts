@@ -1,7 +1,7 @@
 import { AlreadyExistsError, InvalidArgumentError, newId, NotFoundError, PermissionDeniedError, UnauthenticatedError, UnavailableError, type Logger } from '@cards/platform';
-import { collisionMovesOnPrivate, isVisibleTo, mayHoldCollision, rehomedCollisions, PAGE_SIZE, totalPages, type AuthorScore, type Card, type CardGroup, type CollisionMove, type Vote } from '../domain/model';
+import { collisionMovesOnChange, isVisibleTo, leavesRoot, mayHoldCollision, rehomedCollisions, PAGE_SIZE, totalPages, type AuthorScore, type Card, type CardGroup, type CollisionMove, type Vote } from '../domain/model';
 import { StaleCardError, type CardRepository, type CollectionRepository, type FileDirectory, type NearDuplicateFinder, type UserDirectory, type VoteRepository } from '../domain/ports';
-import { cardTextFromHtml, fingerprintOf, jaccard, NEAR_COPY_JACCARD, shinglesOf, SKETCH_MIN_SHARED, validLink, validOcFilePath, validTags } from '../domain/rules';
+import { cardTextFromHtml, fingerprintOf, isNearCopy, jaccard, NEAR_COPY_JACCARD, shinglesOf, SKETCH_MIN_SHARED, validLink, validOcFilePath, validTags } from '../domain/rules';
 import { bookmarkChanged, cardCreated, cardDeleted, cardUpdated } from './events';
 
 /** A card as one viewer sees it: with that viewer's vote. */
@@ -128,7 +128,7 @@ export class CardService {
     if (root) {
       // The root may have been deleted or made private while this card was being made (neither saw the new card).
       const current = await cards.findById(root.id);
-      if (!current || !mayHoldCollision(current, card)) {
+      if (!current || !mayHoldCollision(current, card) || (current.content !== root.content && !isNearCopy(current.content, card.content))) {
         const detached = { ...card, collisionOf: null };
         if (await this.detach(detached, root.id)) return { card: { ...detached, viewerVote: null }, duplicate: false };
       }
@@ -145,10 +145,10 @@ export class CardService {
     return detached;
   }
 
-  /** Collisions that reached a root while it was being made private or deleted (after it looked for them) leave it. */
-  private async detachLateCollisions(root: Card | null, rootId: string): Promise<void> {
+  /** Collisions that reached a root while it was being made private, edited or deleted (after it looked for them) leave it. */
+  private async detachLateCollisions(root: Card | null, rootId: string, textChanged = false): Promise<void> {
     for (const late of await this.deps.cards.findCollisions([rootId])) {
-      if (!root || !mayHoldCollision(root, late)) await this.detach(late, rootId);
+      if (!root || leavesRoot(root, late, stillCopies(root, textChanged))) await this.detach(late, rootId);
     }
   }
 
@@ -251,8 +251,15 @@ export class CardService {
       if (next.content !== card.content) fingerprint = fingerprintOf(next.content);
     }
     if (input.link !== undefined) next.link = validLink(input.link);
+    // A collision edited into text that no longer copies its root's is a root of its own (else search could never find it).
+    const textChanged = next.content !== card.content;
+    const becomesRoot = card.collisionOf !== null && textChanged && !(await this.isCopyOfCard(card.collisionOf, next.content));
+    if (becomesRoot) {
+      next.collisionOf = null;
+      next.vectorPointId = null;
+    }
     if (input.private !== undefined) {
-      if (card.private && !input.private && card.collisionOf) throw new InvalidArgumentError('private: a private duplicate cannot be made public');
+      if (card.private && !input.private && next.collisionOf) throw new InvalidArgumentError('private: a private duplicate cannot be made public');
       next.private = input.private;
     }
     const changes = { contentChanged: next.content !== card.content || next.cardHtml !== card.cardHtml, linkChanged: next.link !== card.link, privacyChanged: next.private !== card.private };
@@ -261,15 +268,22 @@ export class CardService {
     const collectionIds = await this.deps.collections.collectionIdsHolding(card.id);
     const events = [cardUpdated(next, collectionIds, changes)];
     let moves: CollisionMove[] = [];
-    if (next.private && !card.private && !card.collisionOf) {
-      // A root made private lets go of the collisions it may no longer hold (public ones, other authors' private ones).
+    // A root made private lets go of the collisions it may no longer hold (public ones, other authors' private ones);
+    // a root edited into other text lets go of those that no longer copy it.
+    const reviewsCollisions = !card.collisionOf && ((next.private && !card.private) || textChanged);
+    if (reviewsCollisions) {
       const collisions = await this.deps.cards.findCollisions([card.id]);
-      moves = collisionMovesOnPrivate(next, collisions);
+      moves = collisionMovesOnChange(next, collisions, stillCopies(next, textChanged));
       events.push(...(await this.movedEvents(collisions, moves)));
     }
-    await this.deps.cards.update(next, fingerprint, events, { moves, ifUpdatedAt: card.updatedAt });
+    await this.deps.cards.update(next, fingerprint, events, { moves, ifUpdatedAt: card.updatedAt, becomesRoot });
     this.deps.eventsWritten();
-    if (next.private && !card.private && !card.collisionOf) await this.detachLateCollisions(next, card.id);
+    if (reviewsCollisions) await this.detachLateCollisions(next, card.id, textChanged);
+  }
+
+  private async isCopyOfCard(cardId: string, content: string): Promise<boolean> {
+    const other = await this.deps.cards.findById(cardId);
+    return other !== null && isNearCopy(other.content, content);
   }
 
   /**
@@ -390,6 +404,11 @@ export class CardService {
     if (card.authorId !== callerId) throw new PermissionDeniedError('Only the author can change this card');
     return card;
   }
+}
+
+/** After a root's text changed, its collisions still copy it only when they are near copies of the new text. */
+function stillCopies(root: Card, textChanged: boolean): (collision: Card) => boolean {
+  return (collision) => !textChanged || isNearCopy(root.content, collision.content);
 }
 
 export type { CardGroup };

@@ -108,9 +108,17 @@ export function rehomedCollisions(leaving: readonly Card[]): CollisionMove[] {
   return moves;
 }
 
-/** Where the collisions of `root` go once it has become private: the ones it may no longer hold leave it (oldest first). */
-export function collisionMovesOnPrivate(root: Pick<Card, 'id' | 'private' | 'authorId'>, collisions: readonly Card[]): CollisionMove[] {
-  return rehomedCollisions(collisions.filter((c) => !mayHoldCollision(root, c)));
+/** Whether a collision leaves its root after the root changed: the root may no longer hold it, or it no longer copies the root. */
+export function leavesRoot(root: Pick<Card, 'private' | 'authorId'>, collision: Card, stillCopies: (collision: Card) => boolean = () => true): boolean {
+  return !mayHoldCollision(root, collision) || !stillCopies(collision);
+}
+
+/**
+ * Where the collisions of `root` go once it has changed (made private, or edited into other text): the ones that leave
+ * it (leavesRoot) are re-homed, oldest first.
+ */
+export function collisionMovesOnChange(root: Pick<Card, 'private' | 'authorId'>, collisions: readonly Card[], stillCopies?: (collision: Card) => boolean): CollisionMove[] {
+  return rehomedCollisions(collisions.filter((c) => leavesRoot(root, c, stillCopies)));
 }
 
 export function isCollectionVisibleTo(c: Pick<Collection, 'isPublic' | 'authorId'>, viewerId: string | undefined | null): boolean {

@@ -16,6 +16,8 @@ export interface CardUpdateOptions {
    * Without it, a concurrent change of another field could write back a privacy read before it changed.
    */
   ifUpdatedAt?: Date;
+  /** The card, a collision until now, becomes a root of its own (collisionOf and its index id cleared). */
+  becomesRoot?: boolean;
 }
 
 /**

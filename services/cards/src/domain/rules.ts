@@ -138,6 +138,11 @@ export function jaccard(a: ReadonlySet<string>, b: ReadonlySet<string>): number 
   return shared / (a.size + b.size - shared);
 }
 
+/** Whether two card texts are copies by content alone: the same normalized text, or word-shingle Jaccard >= NEAR_COPY_JACCARD. */
+export function isNearCopy(a: string, b: string): boolean {
+  return normalizeContent(a) === normalizeContent(b) || jaccard(shinglesOf(a), shinglesOf(b)) >= NEAR_COPY_JACCARD;
+}
+
 /** 32-bit FNV-1a; only used to pick a sketch, never for identity. */
 function fnv1a(s: string): number {
   let h = 0x811c9dc5;

@@ -72,7 +72,7 @@ export class MongoCardRepository implements CardRepository {
     }
   }
 
-  async update(card: Card, fingerprint: CardFingerprint | null, events: OutgoingEvent[], { moves = [], ifUpdatedAt }: CardUpdateOptions = {}): Promise<void> {
+  async update(card: Card, fingerprint: CardFingerprint | null, events: OutgoingEvent[], { moves = [], ifUpdatedAt, becomesRoot = false }: CardUpdateOptions = {}): Promise<void> {
     await this.store.change(async (session) => {
       const set: Partial<CardDocument> = {
         content: card.content,
@@ -85,6 +85,10 @@ export class MongoCardRepository implements CardRepository {
       if (fingerprint) {
         set.contentHash = fingerprint.contentHash;
         set.sketch = [...new Set(fingerprint.sketch)];
+      }
+      if (becomesRoot) {
+        set.collisionOf = null;
+        set.vectorPointId = null;
       }
       // The image before the change carries the privacy and vote totals of that very moment (one atomic step), so the
       // totals moved into or out of the author's public counters are exactly the ones votes had added until then.

@@ -89,7 +89,7 @@ export class SqliteCardRepository implements CardRepository {
     }
   }
 
-  async update(card: Card, fingerprint: CardFingerprint | null, events: OutgoingEvent[], { moves = [], ifUpdatedAt }: CardUpdateOptions = {}): Promise<void> {
+  async update(card: Card, fingerprint: CardFingerprint | null, events: OutgoingEvent[], { moves = [], ifUpdatedAt, becomesRoot = false }: CardUpdateOptions = {}): Promise<void> {
     this.db.transaction(() => {
       const before = this.db.prepare('SELECT author_id, private, total_upvotes, total_downvotes, updated_at FROM cards WHERE id = ?').get(card.id) as
         | { author_id: string; private: number; total_upvotes: number; total_downvotes: number; updated_at: string }
@@ -108,6 +108,7 @@ export class SqliteCardRepository implements CardRepository {
         this.db.prepare('DELETE FROM card_sketch WHERE card_id = ?').run(card.id);
         this.writeSketch(card.id, fingerprint.sketch);
       }
+      if (becomesRoot) this.db.prepare('UPDATE cards SET collision_of = NULL, vector_point_id = NULL WHERE id = ? AND collision_of IS NOT NULL').run(card.id);
       this.applyMoves(card.id, moves);
       appendToSqliteOutbox(this.db, events);
     })();

@@ -65,27 +65,32 @@ export function splitIntoCards(document: ParsedDocument): CardDraft[] {
 const PIECE_WORDS = 10;
 /** What ending a card after a piece costs: a paragraph end nothing, a sentence end less than a cut inside one. */
 const CUT_COST = { paragraph: 0, sentence: 1, inside: 2 } as const;
+const SENTENCE_END = /[.!?]["')\]]*$/;
 
+/** Words [start, end) of one paragraph, placed in a card as a unit. */
 interface Piece {
   paragraph: number;
-  words: string[];
+  start: number;
+  end: number;
   /** Cost of ending a card right after this piece. */
   cut: number;
 }
 
-/** Each paragraph as pieces of at most PIECE_WORDS words, each ending at the latest at a sentence end. */
-function piecesOf(paragraphs: DocumentBlock[]): Piece[] {
+/** Whole paragraphs, or (fine) pieces of at most PIECE_WORDS words that end at the latest where a sentence ends. */
+function piecesOf(paragraphWords: string[][], fine: boolean): Piece[] {
   const pieces: Piece[] = [];
-  paragraphs.forEach((paragraph, index) => {
-    const words = normalizeSpace(paragraph.text).split(' ');
-    let piece: string[] = [];
+  paragraphWords.forEach((words, paragraph) => {
+    if (!fine) {
+      pieces.push({ paragraph, start: 0, end: words.length, cut: CUT_COST.paragraph });
+      return;
+    }
+    let start = 0;
     words.forEach((word, i) => {
-      piece.push(word);
-      const last = i === words.length - 1;
-      const sentenceEnd = /[.!?]["')\]]*$/.test(word);
-      if (last || sentenceEnd || piece.length === PIECE_WORDS) {
-        pieces.push({ paragraph: index, words: piece, cut: last ? CUT_COST.paragraph : sentenceEnd ? CUT_COST.sentence : CUT_COST.inside });
-        piece = [];
+      const end = i + 1;
+      const sentenceEnd = SENTENCE_END.test(word);
+      if (end === words.length || sentenceEnd || end - start === PIECE_WORDS) {
+        pieces.push({ paragraph, start, end, cut: end === words.length ? CUT_COST.paragraph : sentenceEnd ? CUT_COST.sentence : CUT_COST.inside });
+        start = end;
       }
     });
   });
@@ -93,19 +98,32 @@ function piecesOf(paragraphs: DocumentBlock[]): Piece[] {
 }
 
 /**
- * Groups of minWords..maxWords words, cut where it costs least in total (at paragraph ends whenever that
- * works); among equally good cuts each group takes as much as it can, so a short run of paragraphs merges
- * into the next block and a short tail into the previous one. Linear in the pieces: the possible ends of a
- * group starting at i form a window that only moves left as i does. Empty when there are fewer than
- * minWords words.
+ * Groups of minWords..maxWords words. Cards end at paragraph ends when that works for the whole section
+ * (the usual case, decided on whole paragraphs); otherwise on pieces, where it costs least in total.
+ * Empty when there are fewer than minWords words.
  */
 function packParagraphs(paragraphs: DocumentBlock[], minWords: number, maxWords: number): DocumentBlock[][] {
-  const pieces = piecesOf(paragraphs);
+  const paragraphWords = paragraphs.map((p) => normalizeSpace(p.text).split(' '));
+  for (const fine of [false, true]) {
+    const pieces = piecesOf(paragraphWords, fine);
+    const groups = cheapestGroups(pieces, minWords, maxWords);
+    if (groups) return groups.map(([from, to]) => blocksOf(paragraphs, paragraphWords, pieces, from, to));
+  }
+  return [];
+}
+
+/**
+ * Consecutive pieces [from, to) of minWords..maxWords words each, with the least total cut cost; among
+ * equally good cuts each group takes as much as it can, so a short run of paragraphs merges into the next
+ * block and a short tail into the previous one. Null when there is no such grouping. Linear: the possible
+ * ends of a group starting at i form a window that only moves left as i does.
+ */
+function cheapestGroups(pieces: Piece[], minWords: number, maxWords: number): [number, number][] | null {
   const n = pieces.length;
   const prefix = [0];
-  for (const piece of pieces) prefix.push(prefix[prefix.length - 1]! + piece.words.length);
+  for (const piece of pieces) prefix.push(prefix[prefix.length - 1]! + piece.end - piece.start);
   const words = (from: number, to: number) => prefix[to]! - prefix[from]!;
-  // cost[i]: least total cost of cutting pieces i.. into groups; end[i]: where the first of those groups ends.
+  // cost[i]: least total cost of grouping pieces i..; end[i]: where the first of those groups ends.
   const cost = new Array<number>(n + 1).fill(Infinity);
   const end = new Array<number>(n + 1).fill(n);
   cost[n] = 0;
@@ -128,25 +146,25 @@ function packParagraphs(paragraphs: DocumentBlock[], minWords: number, maxWords:
       end[i] = window[0]!;
     }
   }
-  if (cost[0] === Infinity) return [];
-
-  const groups: DocumentBlock[][] = [];
-  for (let i = 0; i < n; i = end[i]!) groups.push(blocksOf(paragraphs, pieces, i, end[i]!));
+  if (n === 0 || cost[0] === Infinity) return null;
+  const groups: [number, number][] = [];
+  for (let i = 0; i < n; i = end[i]!) groups.push([i, end[i]!]);
   return groups;
 }
 
-/** The paragraphs of pieces from..to: whole ones as they are, a cut one as plain text (its links go with its start). */
-function blocksOf(paragraphs: DocumentBlock[], pieces: Piece[], from: number, to: number): DocumentBlock[] {
+/** The paragraphs of pieces [from, to): whole ones as they are, a cut one as plain text (its links go with its start). */
+function blocksOf(paragraphs: DocumentBlock[], paragraphWords: string[][], pieces: Piece[], from: number, to: number): DocumentBlock[] {
   const blocks: DocumentBlock[] = [];
   for (let i = from; i < to; ) {
     const index = pieces[i]!.paragraph;
     let j = i;
     while (j < to && pieces[j]!.paragraph === index) j++;
+    const words = paragraphWords[index]!;
+    const start = pieces[i]!.start;
+    const end = pieces[j - 1]!.end;
     const paragraph = paragraphs[index]!;
-    const starts = i === 0 || pieces[i - 1]!.paragraph !== index;
-    const ends = pieces[j - 1]!.cut === CUT_COST.paragraph;
-    if (starts && ends) blocks.push(paragraph);
-    else blocks.push({ kind: 'paragraph', text: pieces.slice(i, j).flatMap((p) => p.words).join(' '), links: starts ? paragraph.links : [] });
+    if (start === 0 && end === words.length) blocks.push(paragraph);
+    else blocks.push({ kind: 'paragraph', text: words.slice(start, end).join(' '), links: start === 0 ? paragraph.links : [] });
     i = j;
   }
   return blocks;

@@ -17,7 +17,7 @@ export class GrpcNearDuplicateFinder implements NearDuplicateFinder {
 
   async find(content: string, callerId: string, limit: number): Promise<NearDuplicateCandidate[]> {
     try {
-      const { candidates } = await this.client.findNearDuplicates({ content, callerId, limit }, { deadline: Date.now() + this.deadlineMs });
+      const { candidates } = await this.client.findNearDuplicates({ content, callerId, limit }, { deadline: this.deadlineMs });
       return candidates.map((c) => ({ cardId: c.cardId, duplicate: c.duplicate, cosine: c.cosine }));
     } catch (err) {
       if (err instanceof ClientError && ABSENT.has(err.code)) {

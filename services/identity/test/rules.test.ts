@@ -12,6 +12,10 @@ describe('identity rules', () => {
     expect(() => checkNewPassword('12345678', '12345679')).toThrow(/password_confirmation/);
     expect(() => checkNewPassword('12345678', '12345678')).not.toThrow();
   });
+  it('counts password characters as code points, not UTF-16 units', () => {
+    expect(() => checkNewPassword('😀😀😀😀', '😀😀😀😀')).toThrow(/at least 8/);
+    expect(() => checkNewPassword('😀😀😀😀😀😀😀😀', '😀😀😀😀😀😀😀😀')).not.toThrow();
+  });
   it.each(['ab', 'x'.repeat(33), 'with space', 'émile', 'semi;colon'])('refuses username %s', (u) => {
     expect(() => checkUsername(u)).toThrow(/username/);
   });

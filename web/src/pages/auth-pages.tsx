@@ -91,7 +91,7 @@ export function RegisterPage({ invitationId }: { invitationId: string }) {
   const action = useAction();
   const submit = async (e: Event) => {
     e.preventDefault();
-    if (password.length < 8) return action.setError('The password needs at least 8 characters.');
+    if ([...password].length < 8) return action.setError('The password needs at least 8 characters.');
     if (password !== confirmation) return action.setError('The two passwords differ.');
     const user = await action.run(() => api.register(invitationId, password, confirmation));
     if (!user) return;
@@ -164,7 +164,7 @@ export function ResetPasswordPage({ resetId }: { resetId: string }) {
   const action = useAction();
   const submit = async (e: Event) => {
     e.preventDefault();
-    if (password.length < 8) return action.setError('The password needs at least 8 characters.');
+    if ([...password].length < 8) return action.setError('The password needs at least 8 characters.');
     if (password !== confirmation) return action.setError('The two passwords differ.');
     const ok = await action.run(async () => {
       await api.resetPassword(resetId, password, confirmation);

@@ -50,6 +50,15 @@ describe('CardService', () => {
     expect((await create(service, 'alice', text, { private: true })).duplicate).toBe(true);
   });
 
+  it('copies of one text sent at the same moment make one root and collisions of it', async () => {
+    const { service } = setup();
+    const text = someContent();
+    const made = await Promise.all(['alice', 'bob', 'carol', 'dave', 'erin'].map((user) => create(service, user, text)));
+    const roots = made.filter((m) => !m.duplicate);
+    expect(roots).toHaveLength(1);
+    for (const m of made) if (m.duplicate) expect(m.card.collisionOf).toBe(roots[0]!.card.id);
+  });
+
   it('returns the same card for a retried idempotency key', async () => {
     const { service, cards } = setup();
     const first = await create(service, 'ingest-user', someContent(), { idempotencyKey: 'file-1#0' });

@@ -3,6 +3,7 @@ import { collisionMovesOnChange, isVisibleTo, leavesRoot, mayHoldCollision, reho
 import { StaleCardError, type CardRepository, type CollectionRepository, type FileDirectory, type NearDuplicateFinder, type UserDirectory, type VoteRepository } from '../domain/ports';
 import { cardTextFromHtml, fingerprintOf, isNearCopy, jaccard, NEAR_COPY_JACCARD, shinglesOf, SKETCH_MIN_SHARED, validLink, validOcFilePath, validTags } from '../domain/rules';
 import { bookmarkChanged, cardCreated, cardDeleted, cardUpdated } from './events';
+import { KeyedLock } from './keyed-lock';
 
 /** A card as one viewer sees it: with that viewer's vote. */
 export type ViewedCard = Card & { viewerVote: boolean | null };
@@ -66,6 +67,7 @@ export function validPage(page: number): number {
 /** Use cases of cards, duplicates, votes, user pages and top users. */
 export class CardService {
   private lastTick = 0;
+  private readonly sameContent = new KeyedLock();
 
   constructor(private readonly deps: CardServiceDeps) {}
 
@@ -92,48 +94,51 @@ export class CardService {
       if (fileName === null) throw new InvalidArgumentError('file_uuid: no such file');
     }
     const fingerprint = fingerprintOf(content);
-    const root = await this.findRoot(content, fingerprint, callerId, input.private);
-    const now = this.now();
-    const card: Card = {
-      id: newId(),
-      authorId: callerId,
-      content,
-      cardHtml,
-      link,
-      private: input.private,
-      tags,
-      fileId: input.fileId ?? null,
-      fileName,
-      ocFilePath,
-      vectorPointId: null,
-      verificationScore: null,
-      verifiedAt: null,
-      collisionOf: root?.id ?? null,
-      totalUpvotes: 0,
-      totalDownvotes: 0,
-      idempotencyKey: input.idempotencyKey ?? null,
-      createdAt: now,
-      updatedAt: now,
-    };
-    try {
-      await cards.insert(card, fingerprint, [cardCreated(card)]);
-    } catch (err) {
-      if (err instanceof AlreadyExistsError && input.idempotencyKey) {
-        const existing = await cards.findByIdempotencyKey(callerId, input.idempotencyKey);
-        if (existing) return { card: { ...existing, viewerVote: null }, duplicate: existing.collisionOf !== null };
+    // Copies of one text sent at the same moment are stored one after the other, so the later ones find the first.
+    return this.sameContent.run(fingerprint.contentHash, async () => {
+      const root = await this.findRoot(content, fingerprint, callerId, input.private);
+      const now = this.now();
+      const card: Card = {
+        id: newId(),
+        authorId: callerId,
+        content,
+        cardHtml,
+        link,
+        private: input.private,
+        tags,
+        fileId: input.fileId ?? null,
+        fileName,
+        ocFilePath,
+        vectorPointId: null,
+        verificationScore: null,
+        verifiedAt: null,
+        collisionOf: root?.id ?? null,
+        totalUpvotes: 0,
+        totalDownvotes: 0,
+        idempotencyKey: input.idempotencyKey ?? null,
+        createdAt: now,
+        updatedAt: now,
+      };
+      try {
+        await cards.insert(card, fingerprint, [cardCreated(card)]);
+      } catch (err) {
+        if (err instanceof AlreadyExistsError && input.idempotencyKey) {
+          const existing = await cards.findByIdempotencyKey(callerId, input.idempotencyKey);
+          if (existing) return { card: { ...existing, viewerVote: null }, duplicate: existing.collisionOf !== null };
+        }
+        throw err;
       }
-      throw err;
-    }
-    this.deps.eventsWritten();
-    if (root) {
-      // The root may have been deleted or made private while this card was being made (neither saw the new card).
-      const current = await cards.findById(root.id);
-      if (!current || !mayHoldCollision(current, card) || (current.content !== root.content && !isNearCopy(current.content, card.content))) {
-        const detached = { ...card, collisionOf: null };
-        if (await this.detach(detached, root.id)) return { card: { ...detached, viewerVote: null }, duplicate: false };
+      this.deps.eventsWritten();
+      if (root) {
+        // The root may have been deleted or made private while this card was being made (neither saw the new card).
+        const current = await cards.findById(root.id);
+        if (!current || !mayHoldCollision(current, card) || (current.content !== root.content && !isNearCopy(current.content, card.content))) {
+          const detached = { ...card, collisionOf: null };
+          if (await this.detach(detached, root.id)) return { card: { ...detached, viewerVote: null }, duplicate: false };
+        }
       }
-    }
-    return { card: { ...card, viewerVote: null }, duplicate: root !== null };
+      return { card: { ...card, viewerVote: null }, duplicate: root !== null };
+    });
   }
 
   /** Makes a collision a root of its own (it is still a collision of rootId); false when it no longer was. */

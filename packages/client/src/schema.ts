@@ -680,7 +680,7 @@ export interface components {
             updated_at: string;
             size: number;
             tag_set: string | null;
-            oc_file_path: string | null;
+            oc_file_path: string;
             ingestion_status: string;
             ingestion_error: string | null;
             base64url_content: string;
@@ -697,7 +697,7 @@ export interface components {
             updated_at: string;
             size: number;
             tag_set: string | null;
-            oc_file_path: string | null;
+            oc_file_path: string;
             ingestion_status: string;
             ingestion_error: string | null;
         };

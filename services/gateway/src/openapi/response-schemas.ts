@@ -160,7 +160,8 @@ const fileShape = {
     updated_at: timestamp,
     size: z.number().int().nonnegative(),
     tag_set: nullableString,
-    oc_file_path: nullableString,
+    /** Empty when the file has no such path (uploads set none). */
+    oc_file_path: z.string(),
     /** Ingestion progress of the document into cards (pending, done, failed, ...). */
     ingestion_status: z.string(),
   ingestion_error: nullableString,

@@ -51,7 +51,8 @@ function presentFile(file: files.File, content?: Buffer): Record<string, unknown
     updated_at: toApiTimestamp(file.updatedAt),
     size: Number(file.size),
     tag_set: file.tags.length > 0 ? file.tags.join(',') : null,
-    oc_file_path: file.ocFilePath ?? null,
+    // The interface types it as a string in file objects; uploads set no path.
+    oc_file_path: file.ocFilePath ?? '',
     ingestion_status: file.ingestionStatus,
     ingestion_error: file.ingestionError ?? null,
     ...(content ? { base64url_content: content.toString('base64url') } : {}),

@@ -3,7 +3,7 @@
  * cards service enforces), applied in the form so a person learns what is wrong before sending. The
  * server stays the authority and re-checks everything.
  */
-import { BLOCK_TAGS, collapseTextLines, linkProblem, MAX_CONTENT_CHARS, MAX_HTML_CHARS, MAX_LINK_CHARS, MAX_TAG_CHARS, MAX_TAGS, MAX_WORDS, MIN_WORDS_EXCLUSIVE, splitTags, wordCount } from '@cards/card-rules';
+import { BLOCK_TAGS, characterCount, collapseTextLines, linkProblem, MAX_CONTENT_CHARS, MAX_HTML_CHARS, MAX_LINK_CHARS, MAX_TAG_CHARS, MAX_TAGS, MAX_WORDS, MIN_WORDS_EXCLUSIVE, splitTags, wordCount } from '@cards/card-rules';
 
 const BLOCKS = new Set(BLOCK_TAGS);
 
@@ -56,7 +56,7 @@ export function cardDraftProblems(draft: CardDraft): Partial<Record<keyof CardDr
   if (html.length > MAX_HTML_CHARS) problems.text = `The card is too long: at most ${MAX_HTML_CHARS} characters of HTML.`;
   else if (words <= MIN_WORDS_EXCLUSIVE) problems.text = `A card needs more than ${MIN_WORDS_EXCLUSIVE} words of text (now ${words}).`;
   else if (words > MAX_WORDS) problems.text = `A card may hold at most ${MAX_WORDS} words (now ${words}).`;
-  else if (content.length > MAX_CONTENT_CHARS) problems.text = `A card's text may be at most ${MAX_CONTENT_CHARS} characters (now ${content.length}).`;
+  else if (characterCount(content) > MAX_CONTENT_CHARS) problems.text = `A card's text may be at most ${MAX_CONTENT_CHARS} characters (now ${characterCount(content)}).`;
   const link = linkProblem(draft.link);
   if (link === 'too-long') problems.link = `The link may be at most ${MAX_LINK_CHARS} characters.`;
   else if (link === 'not-http') problems.link = 'The link must be an http:// or https:// address.';

@@ -8,7 +8,7 @@
 /** A card's derived text must hold more than this many words. */
 export const MIN_WORDS_EXCLUSIVE = 70;
 export const MAX_WORDS = 5000;
-/** Characters of a card's derived text (its `content`). */
+/** Characters (characterCount) of a card's derived text (its `content`). */
 export const MAX_CONTENT_CHARS = 29_000;
 /** Characters of the `card_html` sent, before sanitizing. */
 export const MAX_HTML_CHARS = 500_000;
@@ -28,6 +28,13 @@ export function collapseTextLines(raw: string): string {
     .map((line) => line.replace(/\s+/gu, ' ').trim())
     .filter((line) => line.length > 0)
     .join('\n');
+}
+
+/** Characters as a person counts them: Unicode code points, so an emoji is one character, not two UTF-16 units. */
+export function characterCount(text: string): number {
+  let count = 0;
+  for (const _ of text) count++;
+  return count;
 }
 
 /** Words = runs of non-whitespace. */

@@ -1,6 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import { join, resolve } from 'node:path';
-import { BLOCK_TAGS, collapseTextLines, linkProblem, MAX_LINK_CHARS, splitTags, wordCount } from '../src';
+import { BLOCK_TAGS, characterCount, collapseTextLines, linkProblem, MAX_LINK_CHARS, splitTags, wordCount } from '../src';
 
 const PACKAGE = resolve(__dirname, '..');
 
@@ -10,6 +10,12 @@ describe('@cards/card-rules', () => {
     expect(wordCount(' \n\t ')).toBe(0);
     expect(wordCount('one')).toBe(1);
     expect(wordCount('  one\ttwo\nthree  four\u00a0five ')).toBe(5);
+  });
+
+  it('counts code points as characters (an emoji or a CJK extension character is one)', () => {
+    expect(characterCount('')).toBe(0);
+    expect(characterCount('abc')).toBe(3);
+    expect(characterCount('\u{1F600}\u{1F600} \u{20000}')).toBe(4);
   });
 
   it('splits tags at commas, trims them and drops empty ones and repeats, keeping first-seen order', () => {

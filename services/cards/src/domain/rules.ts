@@ -4,6 +4,7 @@ import { Parser } from 'htmlparser2';
 import { InvalidArgumentError } from '@cards/platform';
 import {
   BLOCK_TAGS,
+  characterCount,
   collapseTextLines,
   linkProblem,
   splitTags,
@@ -75,7 +76,8 @@ export function cardTextFromHtml(rawHtml: string): { cardHtml: string; content: 
   const words = wordCount(content);
   if (words <= MIN_WORDS_EXCLUSIVE) throw new InvalidArgumentError(`card_html: must contain more than ${MIN_WORDS_EXCLUSIVE} words of text (found ${words})`);
   if (words > MAX_WORDS) throw new InvalidArgumentError(`card_html: must contain at most ${MAX_WORDS} words of text (found ${words})`);
-  if (content.length > MAX_CONTENT_CHARS) throw new InvalidArgumentError(`card_html: its text must be at most ${MAX_CONTENT_CHARS} characters (found ${content.length})`);
+  const characters = characterCount(content);
+  if (characters > MAX_CONTENT_CHARS) throw new InvalidArgumentError(`card_html: its text must be at most ${MAX_CONTENT_CHARS} characters (found ${characters})`);
   return { cardHtml, content };
 }
 

@@ -1,4 +1,4 @@
-import { cardTextFromHtml, fingerprintOf, isNearCopy, jaccard, normalizeContent, sanitizeCardHtml, shinglesOf, textOfHtml, validLink, validTags } from '../src/domain/rules';
+import { cardTextFromHtml, fingerprintOf, isNearCopy, jaccard, MAX_NESTING_DEPTH, normalizeContent, sanitizeCardHtml, shinglesOf, textOfHtml, validLink, validTags } from '../src/domain/rules';
 import { someContent } from './builders';
 
 const words = (n: number) => Array.from({ length: n }, (_, i) => `w${i}`).join(' ');
@@ -9,6 +9,14 @@ describe('card rules', () => {
       '<div><p class="x" onclick="a()">Hi <b>bold</b> <mark>m</mark> <a href="javascript:x()" onclick="y">j</a> <a href="https://ok/">ok</a> <a href="//evil/">pr</a></p><script>bad()</script><style>p{}</style><img src=x onerror=alert(1)><table><tr><td>cell</td></tr></table></div>',
     );
     expect(clean).toBe('<p>Hi <b>bold</b> <mark>m</mark> <a>j</a> <a href="https://ok/">ok</a> <a>pr</a></p>cell');
+  });
+
+  it('unwraps elements nested deeper than MAX_NESTING_DEPTH, keeping their text', () => {
+    const text = words(80);
+    const { cardHtml, content } = cardTextFromHtml(`${'<b>'.repeat(20_000)}${text}`);
+    expect(content).toBe(text);
+    expect(cardHtml.match(/<b>/g)).toHaveLength(MAX_NESTING_DEPTH);
+    expect(cardHtml.endsWith(`${text}${'</b>'.repeat(MAX_NESTING_DEPTH)}`)).toBe(true);
   });
 
   it('derives text with entities decoded and one line per block', () => {

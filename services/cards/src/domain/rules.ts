@@ -29,6 +29,8 @@ export const NEAR_COPY_JACCARD = 0.9;
 export const SHINGLE_WORDS = 3;
 export const SKETCH_SIZE = 16;
 
+/** How deep card HTML elements may nest (browsers stop nesting at 512). */
+export const MAX_NESTING_DEPTH = 512;
 const HEADINGS = ['h1', 'h2', 'h3', 'h4', 'h5', 'h6'];
 const SANITIZE_OPTIONS: sanitizeHtml.IOptions = {
   allowedTags: ['p', 'br', 'b', 'strong', 'i', 'em', 'u', 'mark', 'span', 'ul', 'ol', 'li', 'blockquote', ...HEADINGS, 'a'],
@@ -38,6 +40,9 @@ const SANITIZE_OPTIONS: sanitizeHtml.IOptions = {
   allowedSchemesAppliedToAttributes: ['href'],
   allowProtocolRelative: false,
   disallowedTagsMode: 'discard',
+  // Elements nested deeper are unwrapped (their text stays): parsing the text out of the HTML costs time in proportion
+  // to the nesting depth for every element, so a body of 100,000 nested tags took the service's one thread for seconds.
+  nestingLimit: MAX_NESTING_DEPTH,
 };
 const BLOCKS = new Set(BLOCK_TAGS);
 

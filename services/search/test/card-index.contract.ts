@@ -141,6 +141,31 @@ export function describeCardIndexContract(name: string, factory: () => Promise<C
       expect(await ids({ tags: ['geology'] })).toEqual([]);
     });
 
+    test('link filter takes contained strings as long as a request may send (2,000 characters), runs of one character included', async () => {
+      const long = aCard().linking(`https://example.org/${'a'.repeat(1500)}/End`).build();
+      const short = aCard().linking(`https://example.org/${'a'.repeat(600)}/end`).build();
+      const emoji = aCard().linking(`https://example.org/${'😀'.repeat(700)}`).build();
+      const other = aCard().linking('https://example.org/b').build();
+      for (const card of [long, short, emoji, other]) await index.upsert(card);
+      const ids = async (links: string[]) => {
+        const scope = { ...everything(), links };
+        const semantic = await index.nearest(axis(0), scope, firstPage);
+        const text = await index.matchText('plain card', scope, firstPage);
+        const found = semantic.hits.map((h) => h.cardId).sort();
+        expect(semantic.total).toBe(found.length);
+        expect(text.hits.map((h) => h.cardId).sort()).toEqual(found);
+        return found;
+      };
+      expect(await ids(['a'.repeat(1000)])).toEqual([long.cardId]);
+      expect(await ids(['a'.repeat(600)])).toEqual([long.cardId, short.cardId].sort());
+      expect(await ids([`${'A'.repeat(1000)}/END`])).toEqual([long.cardId]);
+      expect(await ids([`/${'a'.repeat(600)}/e`])).toEqual([short.cardId]);
+      expect(await ids(['😀'.repeat(650)])).toEqual([emoji.cardId]);
+      // Pieces of the string all present apart (or overlapping) do not make the string.
+      expect(await ids(['a'.repeat(1501)])).toEqual([]);
+      expect(await ids([`${'a'.repeat(1999)}b`, '/b'])).toEqual([other.cardId]);
+    });
+
     test('collection scope: bookmarks from card snapshots and bookmark events, latest change wins', async () => {
       const collection = randomUUID();
       const inSnapshot = aCard().in(collection).build();

@@ -34,6 +34,13 @@ const PHRASE_WEIGHT = 0.15;
 const MAX_WINDOW = 10_000;
 /** Vocabulary words fetched per query word, the ones sharing the most trigrams with it. */
 const VOCABULARY_CANDIDATES = 200;
+/**
+ * Longest contained string (in characters) one `*string*` wildcard filter takes: Lucene refuses to determinize the
+ * automaton of a longer run of one character (its work limit of 10,000 is reached at 315), and the request fails.
+ */
+const MAX_WILDCARD_CHARS = 256;
+/** Cards read per request while checking a long link string, and card ids per `terms` filter. */
+const LINK_CHECK_PAGE = 1_000;
 
 interface CardSource {
   card_id: string;
@@ -570,15 +577,52 @@ export class ElasticsearchCardIndex implements CardIndex {
     const tags = normalizeTags(scope.tags);
     if (tags.length > 0) filter.push({ terms: { tags_lower: tags } });
     const links = scope.links.map((l) => l.trim().toLowerCase()).filter((l) => l.length > 0);
-    if (links.length > 0) {
-      filter.push({ bool: { should: links.map((l) => ({ wildcard: { link_lower: { value: `*${escapeWildcard(l)}*` } } })), minimum_should_match: 1 } });
-    }
+    if (links.length > 0) filter.push(await this.linkFilter(links, [...this.searchable(), visibleTo(scope.callerId)]));
     if (scope.collectionId !== undefined) {
       const viaCollisions = await this.rootsOfBookmarkedCollisions(scope.collectionId, scope.callerId);
       const inCollection = { term: { collection_ids: scope.collectionId } };
       filter.push(viaCollisions.length === 0 ? inCollection : { bool: { should: [inCollection, { terms: { card_id: viaCollisions } }], minimum_should_match: 1 } });
     }
     return filter;
+  }
+
+  /** Cards whose link contains any of the (lower-cased) strings; a string too long for one wildcard is checked whole here. */
+  private async linkFilter(links: string[], base: estypes.QueryDslQueryContainer[]): Promise<estypes.QueryDslQueryContainer> {
+    const should: estypes.QueryDslQueryContainer[] = [];
+    const ids = new Set<string>();
+    for (const link of links) {
+      const chars = [...link];
+      if (chars.length <= MAX_WILDCARD_CHARS) should.push(linkContaining(link));
+      else for (const id of await this.cardsWithLinkContaining(link, chars, base)) ids.add(id);
+    }
+    const found = [...ids];
+    for (let i = 0; i < found.length; i += LINK_CHECK_PAGE) should.push({ terms: { card_id: found.slice(i, i + LINK_CHECK_PAGE) } });
+    return should.length === 0 ? { match_none: {} } : { bool: { should, minimum_should_match: 1 } };
+  }
+
+  /**
+   * Cards (within `base`) whose link contains a long string: those holding each of its pieces, read and checked for
+   * the whole string, since pieces found apart or overlapping do not make it.
+   */
+  private async cardsWithLinkContaining(link: string, chars: string[], base: estypes.QueryDslQueryContainer[]): Promise<string[]> {
+    const pieces: estypes.QueryDslQueryContainer[] = [];
+    for (let i = 0; i < chars.length; i += MAX_WILDCARD_CHARS) pieces.push(linkContaining(chars.slice(i, i + MAX_WILDCARD_CHARS).join('')));
+    const found: string[] = [];
+    let after: estypes.SortResults | undefined;
+    for (;;) {
+      const result = await this.client.search<Pick<CardSource, 'card_id' | 'link_lower'>>({
+        index: this.names.cards,
+        query: { bool: { filter: [...base, ...pieces] } },
+        sort: [{ card_id: { order: 'asc' } }],
+        size: LINK_CHECK_PAGE,
+        ...(after ? { search_after: after } : {}),
+        _source: ['card_id', 'link_lower'],
+      });
+      const hits = result.hits.hits;
+      for (const h of hits) if (h._source!.link_lower.includes(link)) found.push(h._source!.card_id);
+      if (hits.length < LINK_CHECK_PAGE) return found;
+      after = hits[hits.length - 1]!.sort;
+    }
   }
 
   /** Roots of the collection's bookmarked collisions the caller may see: a collision is searched through its root and shown inside the root's entry. */
@@ -735,6 +779,10 @@ function bookmarkId(collectionId: string, cardId: string): string {
 
 function escapeWildcard(value: string): string {
   return value.replace(/[\\*?]/g, (c) => `\\${c}`);
+}
+
+function linkContaining(text: string): estypes.QueryDslQueryContainer {
+  return { wildcard: { link_lower: { value: `*${escapeWildcard(text)}*` } } };
 }
 
 /** The URL with its password masked, for logs and errors. */

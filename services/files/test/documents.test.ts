@@ -1,9 +1,12 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { InvalidArgumentError } from '@cards/platform';
+import { blocksFromHtml, blocksFromOdtContent } from '../src/adapters/documents/block-collector';
+import { MAX_PARSER_DEPTH } from '../src/adapters/documents/depth-limited-parser';
 import { LibraryDocumentReader } from '../src/adapters/documents/library-document-reader';
 import { checkMagicBytes, checkMimeType, formatFromFileName } from '../src/domain/document-format';
 import { UnreadableDocumentError } from '../src/domain/ports';
+import { deepestParserStack } from './parser-depth';
 
 const FIXTURES = join(__dirname, '../../../test/fixtures/documents');
 const fixture = (name: string) => readFileSync(join(FIXTURES, name));
@@ -101,5 +104,43 @@ describe('inline HTML of blocks', () => {
     const [block] = blocksFromHtml('<p>a <strong>bold <em>both</strong> x</em> &lt;tag&gt; <a href="javascript:alert(1)">no</a> <a href="https://e.com/?a=1&amp;b=2">yes</a></p>');
     expect(block!.html).toBe('a <strong>bold <em>both</em></strong> x &lt;tag&gt; no <a href="https://e.com/?a=1&amp;b=2">yes</a>');
     expect(block!.links).toEqual(['https://e.com/?a=1&b=2']);
+  });
+});
+
+describe('deeply nested markup', () => {
+  const words = (prefix: string) => Array.from({ length: 80 }, (_, i) => `${prefix}${i}`).join(' ');
+
+  it('.odt content nested 100,000 deep: every paragraph, heading, link and space kept, the parser stack bounded', () => {
+    const depth = 100_000;
+    const xml =
+      '<office:document-content><office:body><office:text><text:h text:outline-level="2">Deep</text:h>' +
+      '<text:section>'.repeat(depth) +
+      `<text:p>${words('a')}<office:annotation><text:p>hidden</text:p></office:annotation></text:p>` +
+      '<text:h text:outline-level="3">Inner</text:h>' +
+      `<text:p>${'<text:span>'.repeat(depth)}${words('b')}<text:s text:c="2"/>end <text:a xlink:href="https://example.com/deep">link</text:a>${'</text:span>'.repeat(depth)}</text:p>` +
+      '</text:section>'.repeat(depth) +
+      '<text:p>after</text:p></office:text></office:body></office:document-content>';
+    let blocks: ReturnType<typeof blocksFromOdtContent> = [];
+    expect(deepestParserStack(() => (blocks = blocksFromOdtContent(xml)))).toBeLessThanOrEqual(MAX_PARSER_DEPTH);
+    expect(blocks.map((b) => [b.kind, b.level, b.text])).toEqual([
+      ['heading', 2, 'Deep'],
+      ['paragraph', undefined, words('a')],
+      ['heading', 3, 'Inner'],
+      ['paragraph', undefined, `${words('b')} end link`],
+      ['paragraph', undefined, 'after'],
+    ]);
+    expect(blocks[3]!.links).toEqual(['https://example.com/deep']);
+  });
+
+  it("a .docx's HTML of tables nested 3,000 deep: the cell's paragraph and emphasis kept, the parser stack bounded", () => {
+    const depth = 3_000;
+    const html = `${'<table><tr><td>'.repeat(depth)}<p>${words('c')} <strong>bold</strong></p>${'</td></tr></table>'.repeat(depth)}<h2>Next</h2>`;
+    let blocks: ReturnType<typeof blocksFromHtml> = [];
+    expect(deepestParserStack(() => (blocks = blocksFromHtml(html)))).toBeLessThanOrEqual(MAX_PARSER_DEPTH);
+    expect(blocks.map((b) => [b.kind, b.text])).toEqual([
+      ['paragraph', `${words('c')} bold`],
+      ['heading', 'Next'],
+    ]);
+    expect(blocks[0]!.html).toBe(`${words('c')} <strong>bold</strong>`);
   });
 });

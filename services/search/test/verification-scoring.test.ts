@@ -1,5 +1,7 @@
 import { Htmlparser2PageText } from '../src/verification/adapters/htmlparser2/htmlparser2-page-text';
+import { MAX_PARSER_DEPTH } from '../src/verification/adapters/htmlparser2/depth-limited-parser';
 import { InlineFuzzballScorer, ScoringTimeoutError, WorkerFuzzballScorer, tokenSetRatio } from '../src/verification/adapters/fuzzball/fuzzball-scorer';
+import { deepestParserStack } from './parser-depth';
 
 const text = new Htmlparser2PageText();
 
@@ -17,6 +19,14 @@ describe('Htmlparser2PageText', () => {
   it('copes with broken markup', () => {
     expect(text.textOf('<p>unclosed <b>bold <i>text')).toBe('unclosed bold text');
     expect(text.textOf('')).toBe('');
+  });
+
+  it('a page nested 100,000 deep: every visible word kept, scripts inside still dropped, the parser stack bounded', () => {
+    const depth = 100_000;
+    const html = `<body>${'<div><span>'.repeat(depth / 2)}deep<b>words</b><script>var hidden = 1;</script><svg><text>vector</text></svg>${'</span></div>'.repeat(depth / 2)}after</body>`;
+    let visible = '';
+    expect(deepestParserStack(() => (visible = text.textOf(html)))).toBeLessThanOrEqual(MAX_PARSER_DEPTH);
+    expect(visible).toBe('deep words after');
   });
 });
 

@@ -1,4 +1,4 @@
-import { Parser } from 'htmlparser2';
+import { DepthLimitedParser } from './depth-limited-parser';
 import { escapeHtml } from '../../domain/card-splitter';
 import type { DocumentBlock } from '../../domain/model';
 
@@ -76,7 +76,7 @@ const HTML_BLOCKS = new Set(['p', 'li', 'td', 'th', 'blockquote', 'pre', 'dd', '
 /** Blocks from HTML such as mammoth's rendering of a .docx: h1-h6 are headings, other block elements paragraphs. */
 export function blocksFromHtml(html: string): DocumentBlock[] {
   const collector = new BlockCollector();
-  const parser = new Parser(
+  const parser = new DepthLimitedParser(
     {
       onopentag(name, attrs) {
         const heading = /^h([1-6])$/.exec(name);
@@ -108,7 +108,7 @@ export function blocksFromOdtContent(xml: string): DocumentBlock[] {
   const collector = new BlockCollector();
   let inBody = 0;
   let skipDepth = 0;
-  const parser = new Parser(
+  const parser = new DepthLimitedParser(
     {
       onopentag(name, attrs) {
         if (name === 'office:text') inBody++;

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { InvalidArgumentError } from '@cards/platform';
 import { blocksFromHtml, blocksFromOdtContent } from '../src/adapters/documents/block-collector';
 import { MAX_PARSER_DEPTH } from '../src/adapters/documents/depth-limited-parser';
-import { LibraryDocumentReader } from '../src/adapters/documents/library-document-reader';
+import { LibraryDocumentReader, docxHasText, hyperlinksIn, odtHasText } from '../src/adapters/documents/library-document-reader';
 import { checkMagicBytes, checkMimeType, formatFromFileName } from '../src/domain/document-format';
 import { UnreadableDocumentError } from '../src/domain/ports';
 import { deepestParserStack } from './parser-depth';
@@ -142,5 +142,30 @@ describe('deeply nested markup', () => {
       ['heading', 'Next'],
     ]);
     expect(blocks[0]!.html).toBe(`${words('c')} <strong>bold</strong>`);
+  });
+});
+
+describe('text checks on parts an uploader controls', () => {
+  // The old patterns backtracked over the rest of the part from every start: these inputs took minutes with them.
+  it('.docx: a text run, however many unclosed <w:t come first', () => {
+    expect(docxHasText('<w:p><w:r><w:t xml:space="preserve"> x</w:t></w:r></w:p>')).toBe(true);
+    expect(docxHasText('<w:p><w:r><w:tab/></w:r><w:tbl>text</w:tbl></w:p>')).toBe(false);
+    const unclosed = '<w:t '.repeat(100_000);
+    expect(docxHasText(unclosed)).toBe(false);
+    expect(docxHasText(`${unclosed}<w:t>x</w:t>`)).toBe(true);
+  });
+
+  it('.odt: text inside office:text outside the sequence declarations, however many unclosed copies of either', () => {
+    const decls = '<text:sequence-decls><text:sequence-decl text:name="Table"/></text:sequence-decls>';
+    expect(odtHasText(`<office:body><office:text>${decls}<text:p>x</text:p></office:text></office:body>`)).toBe(true);
+    expect(odtHasText(`<office:body><office:text>${decls}</office:text></office:body>`)).toBe(false);
+    expect(odtHasText('<office:text>x')).toBe(false);
+    expect(odtHasText(`<office:body>${'<office:text>'.repeat(100_000)}x`)).toBe(false);
+    expect(odtHasText(`<office:text>${'<text:sequence-decls>'.repeat(100_000)}<text:p>x</text:p></office:text>`)).toBe(true);
+  });
+
+  it('.doc: hyperlink fields, however many unfinished ones come first', () => {
+    const unfinished = '\x13 HYPERLINK "https://a.example/x" '.repeat(50_000);
+    expect(hyperlinksIn(Buffer.from(`${unfinished}\x13 HYPERLINK "https://b.example/" \\o "tip"\x14shown text\x15`, 'latin1'))).toEqual([{ url: 'https://b.example/', text: 'shown text' }]);
   });
 });

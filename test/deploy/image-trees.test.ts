@@ -14,6 +14,8 @@ import { spawnNodeEntry, type NodeProcess } from '../support/node-process';
 
 const SERVICES = ['identity', 'cards', 'search', 'files', 'notifications'] as const;
 const TARGETS = [...SERVICES, 'gateway', 'all-in-one'] as const;
+/** Services that parse HTML with the workspace package @cards/html-parsing, which must ship in their trees. */
+const HTML_PARSING_USERS = ['files', 'search'] as const;
 /** Development tooling that must never reach an image. */
 const DEV_ONLY = ['typescript', 'jest', '@swc/core', '@swc/jest', 'tsx', 'vite', 'ts-proto', '@bufbuild/buf', 'testcontainers', 's3rver'];
 
@@ -91,8 +93,11 @@ describeIfPnpm('image trees (`pnpm deploy --prod`, as the Dockerfile builds them
       const present = DEV_ONLY.filter((pkg) => existsSync(join(tree, 'node_modules', pkg)));
       expect({ target, devTooling: present }).toEqual({ target, devTooling: [] });
       // Only sources ship ("files": ["src"]): no test suites or fixtures in an image.
-      const shipped = [tree, join(tree, 'node_modules/@cards/platform')].filter((dir) => existsSync(join(dir, 'test')));
+      const shipped = [tree, join(tree, 'node_modules/@cards/platform'), join(tree, 'node_modules/@cards/html-parsing')].filter((dir) => existsSync(join(dir, 'test')));
       expect({ target, testDirectories: shipped }).toEqual({ target, testDirectories: [] });
+    }
+    for (const target of HTML_PARSING_USERS) {
+      expect({ target, htmlParsing: existsSync(join(out, target, 'node_modules/@cards/html-parsing/src/index.ts')) }).toEqual({ target, htmlParsing: true });
     }
   });
 

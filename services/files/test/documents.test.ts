@@ -1,12 +1,12 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { MAX_PARSER_DEPTH } from '@cards/html-parsing';
 import { InvalidArgumentError } from '@cards/platform';
 import { blocksFromHtml, blocksFromOdtContent } from '../src/adapters/documents/block-collector';
-import { MAX_PARSER_DEPTH } from '../src/adapters/documents/depth-limited-parser';
 import { LibraryDocumentReader, docxHasText, hyperlinksIn, odtHasText } from '../src/adapters/documents/library-document-reader';
 import { checkMagicBytes, checkMimeType, formatFromFileName } from '../src/domain/document-format';
 import { UnreadableDocumentError } from '../src/domain/ports';
-import { deepestParserStack } from './parser-depth';
+import { deepestParserStack } from '../../../packages/html-parsing/test/parser-depth';
 
 const FIXTURES = join(__dirname, '../../../test/fixtures/documents');
 const fixture = (name: string) => readFileSync(join(FIXTURES, name));

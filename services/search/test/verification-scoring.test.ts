@@ -1,7 +1,7 @@
+import { MAX_PARSER_DEPTH } from '@cards/html-parsing';
 import { Htmlparser2PageText } from '../src/verification/adapters/htmlparser2/htmlparser2-page-text';
-import { MAX_PARSER_DEPTH } from '../src/verification/adapters/htmlparser2/depth-limited-parser';
 import { InlineFuzzballScorer, ScoringTimeoutError, WorkerFuzzballScorer, tokenSetRatio } from '../src/verification/adapters/fuzzball/fuzzball-scorer';
-import { deepestParserStack } from './parser-depth';
+import { deepestParserStack } from '../../../packages/html-parsing/test/parser-depth';
 
 const text = new Htmlparser2PageText();
 

@@ -1,4 +1,4 @@
-import { DepthLimitedParser } from './depth-limited-parser';
+import { DepthLimitedParser } from '@cards/html-parsing';
 import { escapeHtml } from '../../domain/card-splitter';
 import type { DocumentBlock } from '../../domain/model';
 

@@ -1,5 +1,5 @@
 import type { PageTextExtractor } from '../../domain/ports';
-import { DepthLimitedParser } from './depth-limited-parser';
+import { DepthLimitedParser } from '@cards/html-parsing';
 
 /** Elements whose content a reader never sees as text. */
 const INVISIBLE = new Set(['script', 'style', 'noscript', 'template', 'svg', 'math', 'iframe', 'object', 'canvas']);

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { Parser, type Handler, type ParserOptions } from 'htmlparser2';
-import { DepthLimitedParser, MAX_PARSER_DEPTH } from '../src/adapters/documents/depth-limited-parser';
+import { DepthLimitedParser, MAX_PARSER_DEPTH } from '../src';
 import { deepestParserStack } from './parser-depth';
 
 /** Every event a handler hears, as text, so two parses can be compared. */
@@ -23,7 +23,7 @@ function eventsOf(make: (handler: Partial<Handler>) => Parser, input: string): s
 const TOKENS = [
   '<p>', '</p>', '<P class="a" CLASS=b>', '<b>', '</b>', '<i>', '</I>', '<br>', '</br>', '<br/>', '<img src=x>', '</img>', '<li>', '</li>',
   '<ul>', '</ul>', '<table>', '<tr>', '<td>', '</td>', '</table>', '<select>', '<option>', '<svg>', '</svg>', '<path d="1"/>', '<math>',
-  '<mi>', '</mi>', '<title>', '</title>', '<script>x<y</script>', '<style>a{}</style>', '<text:p text:style-name="s">', '</text:p>',
+  '<mi>', '</mi>', '<title>', '</title>', '<script>x<y</script>', '<style>a{}</style>', '<noscript>', '</noscript>', '<text:p text:style-name="s">', '</text:p>',
   '<text:span/>', '<a href="https://x">', '</a>', '</nope>', '<!-- c -->', '<?xml v?>', '<![CDATA[d]]>', 'word ', '&amp; ', '&lt;', '<',
 ];
 
@@ -55,6 +55,11 @@ describe('DepthLimitedParser', () => {
       }),
       { numRuns: 300 },
     );
+  });
+
+  it('past the limit, a well-formed HTML page still gives exactly the events of htmlparser2 Parser', () => {
+    const input = '<div><section><p>a<b>b<i>i<br>c</i></b><svg><path/></svg><script>s</script></p></section></div>';
+    expect(eventsOf((h) => new DepthLimitedParser(h, {}, 2), input)).toEqual(eventsOf((h) => new Parser(h), input));
   });
 
   it('keeps at most MAX_PARSER_DEPTH elements on the parser stack, while the handler still hears every element and its text', () => {

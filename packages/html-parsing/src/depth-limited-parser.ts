@@ -52,8 +52,7 @@ interface PendingTag {
  * everything opened inside it, and an end tag of an element further out closes all of those first (as an implied
  * close). Documents nested less deeply produce exactly the events of htmlparser2's Parser.
  *
- * The handler must be a plain object (its callbacks are copied). The search service reads fetched pages with the same
- * class (each service is built and deployed alone, so each keeps its copy).
+ * The handler must be a plain object (its callbacks are copied).
  */
 export class DepthLimitedParser extends Parser {
   /** Mirror of the parser's own stack, kept from the events it emits (every open is matched by a close, innermost first). */

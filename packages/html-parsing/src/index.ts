@@ -1,0 +1,1 @@
+export { DepthLimitedParser, MAX_PARSER_DEPTH } from './depth-limited-parser';

@@ -5,6 +5,7 @@ import { createChannel, createClient } from 'nice-grpc';
 import { createGatewayApp } from './app';
 import { createGatewayClients } from './clients';
 import { cookieSecureFrom, gatewayConfigSchema } from './config';
+import { hardenServer } from './http/node-server';
 
 /** Composition root of the gateway. */
 export async function startGateway(env: Record<string, string | undefined> = process.env): Promise<RunningService & { port: number }> {
@@ -47,8 +48,8 @@ export async function startGateway(env: Record<string, string | undefined> = pro
   const server: Server = await new Promise((resolve, reject) => {
     // Express 5 hands listen errors to the callback; an unbound server must not be taken for a started one.
     const s = app.listen(config.PORT, config.HOST, (err?: Error) => (err ? reject(err) : resolve(s)));
+    hardenServer(s);
   });
-  server.keepAliveTimeout = 65_000;
   const port = (server.address() as { port: number }).port;
   logger.info({ port }, 'gateway listening');
   return {

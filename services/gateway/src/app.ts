@@ -3,7 +3,7 @@ import cookieParser from 'cookie-parser';
 import { requestIdFrom, runWithRequestContext, type Logger } from '@cards/platform';
 import type { GatewayClients } from './clients';
 import { errorHandler } from './http/error-handler';
-import { notFound } from './http/http-error';
+import { jsonBodyParser, requireJsonBodies } from './http/json-body';
 import { createMetrics } from './http/metrics';
 import { securityHeaders } from './http/security-headers';
 import { corsForConfiguredOrigins, originCheck } from './http/cross-origin';
@@ -11,6 +11,7 @@ import { serveApiDocs } from './openapi/serve-docs';
 import type { RateLimitConfig } from './http/rate-limits';
 import { batchingSessionResolver, SESSION_COOKIE, sessionMiddleware } from './http/session';
 import { serveWebApp } from './http/web-app';
+import { routeMethodIndex, unmatchedApiRequest, unmatchedRequest } from './http/unmatched';
 import { registerIdentityRoutes } from './routes/identity-routes';
 import { registerCardRoutes } from './routes/card-routes';
 import { registerVoteRoutes } from './routes/vote-routes';
@@ -73,16 +74,23 @@ export function createGatewayApp(options: GatewayAppOptions): Express {
   serveApiDocs(app);
   const crossOrigin = { allowedOrigins: options.corsOrigins ?? [], publicUrl: options.publicUrl, cookieName: SESSION_COOKIE };
   app.use('/api', corsForConfiguredOrigins(crossOrigin));
+  // Answers carry the caller's own data (profile, private cards): no cache, shared or private, keeps them.
+  app.use('/api', (_req, res, next) => {
+    res.setHeader('cache-control', 'no-store');
+    next();
+  });
 
+  app.use('/api', requireJsonBodies);
   // Uploads carry the document base64-encoded in JSON: a larger limit for that one route only.
   const fileBodyLimit = Math.ceil((options.maxFileBytes * 4) / 3) + 256 * 1024;
-  app.post('/api/file', express.json({ limit: fileBodyLimit }));
-  app.use('/api', express.json({ limit: options.jsonBodyLimit }));
+  app.post('/api/file', jsonBodyParser(fileBodyLimit));
+  app.use('/api', jsonBodyParser(options.jsonBodyLimit));
   app.use('/api', cookieParser());
   app.use('/api', originCheck(crossOrigin));
   app.use('/api', sessionMiddleware(batchingSessionResolver(options.clients.identity)));
 
   const api = Router();
+  api.use(metrics.recordMountPath);
   registerIdentityRoutes(api, { clients: options.clients, rateLimits: options.rateLimits, cookieSecure: options.cookieSecure });
   // Order matters where paths overlap: the specific /user/collections, /user/files and
   // /card_collection/search routes come before /user/:user_id/:page and /card_collection/:id.
@@ -93,15 +101,12 @@ export function createGatewayApp(options: GatewayAppOptions): Express {
   registerCardRoutes(api, options);
   registerVoteRoutes(api, options);
   registerUserRoutes(api, options);
-  api.use(() => {
-    throw notFound('No such route');
-  });
+  const apiMethodsFor = routeMethodIndex(api);
+  api.use(unmatchedApiRequest(apiMethodsFor));
   app.use('/api', api);
   if (options.webDistDir) serveWebApp(app, options.webDistDir, options.logger);
   // Anything else (e.g. POST /healthz) is a JSON 404 too, not express's HTML page.
-  app.use(() => {
-    throw notFound('No such route');
-  });
+  app.use(unmatchedRequest(apiMethodsFor));
 
   app.use(errorHandler(options.logger));
   return app;

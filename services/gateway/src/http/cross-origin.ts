@@ -37,13 +37,11 @@ export function corsForConfiguredOrigins({ allowedOrigins }: CrossOriginOptions)
     exposedHeaders: ['location', 'x-request-id'],
     maxAge: 600,
   });
-  // Without an Origin header there is nothing for CORS to answer (same-origin, curl, servers); the
-  // response still varies by Origin for caches.
+  // Every answer varies by Origin for caches, also those that got no CORS headers (no Origin, or one not
+  // allowed); without an Origin header there is nothing for CORS to answer (same-origin, curl, servers).
   return (req: Request, res: Response, next: NextFunction) => {
-    if (req.headers.origin === undefined) {
-      res.vary('Origin');
-      return next();
-    }
+    res.vary('Origin');
+    if (req.headers.origin === undefined) return next();
     handle(req, res, next);
   };
 }

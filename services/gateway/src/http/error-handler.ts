@@ -6,6 +6,8 @@ import { HttpError } from './http-error';
 interface BodyParserError {
   type?: string;
   status?: number;
+  /** zlib's code when a gzip/deflate body does not decompress (Z_DATA_ERROR, ...), or brotli's (ERR__ERROR_FORMAT_...). */
+  code?: string;
 }
 
 /** The one place that turns any error into an HTTP status and {"message"}; never leaks internals. */
@@ -38,6 +40,8 @@ function describe(err: unknown): { status: number; message: string } {
   if (bodyError?.type === 'entity.too.large') return { status: 413, message: 'The request body is too large' };
   if (bodyError?.type === 'encoding.unsupported' || bodyError?.type === 'charset.unsupported') return { status: 415, message: 'Unsupported body encoding' };
   if (bodyError?.type === 'request.aborted') return { status: 400, message: 'The request was aborted' };
+  if (err instanceof URIError) return { status: 400, message: 'Malformed percent-encoding in the URL' };
+  if (bodyError?.status === 400 && /^(Z_|ERR__)/.test(bodyError.code ?? '')) return { status: 400, message: 'The request body does not decompress as its Content-Encoding says' };
   if (typeof bodyError?.status === 'number' && bodyError.status >= 400 && bodyError.status < 500) return { status: bodyError.status, message: 'Bad request' };
   return { status: 500, message: 'Internal error' };
 }

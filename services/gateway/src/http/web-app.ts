@@ -38,6 +38,8 @@ export function serveWebApp(app: Express, dir: string, logger: Logger): void {
   app.use(express.static(dir, { index: false, maxAge: 0 }));
   app.use((req, res, next) => {
     if ((req.method !== 'GET' && req.method !== 'HEAD') || req.path === '/api' || req.path.startsWith('/api/')) return next();
+    // A client that asks for JSON only (an API call missing its /api prefix) gets the JSON 404, not a page.
+    if (!req.accepts('html')) return next();
     // A missing file (a stale asset name, /favicon.ico) is a 404, not the app's HTML.
     if (req.path.startsWith('/assets/') || /\.[a-z0-9]{1,8}$/i.test(req.path)) {
       res.status(404).json({ message: 'No such file' });

@@ -32,6 +32,12 @@ export interface KafkaEventBusOptions {
 /** Handled messages between offset commits inside one fetched batch; a crash redelivers at most this many. */
 const COMMIT_EVERY = 100;
 
+/**
+ * Payload bytes per produce request: a broker refuses a partition's record batch over message.max.bytes (1 MB by
+ * default), so an outbox backlog of large cards is sent in several requests instead of failing again on every retry.
+ */
+const MAX_REQUEST_BYTES = 512 * 1024;
+
 /** Suffix of the dead-letter topic a message goes to after maxAttempts failed deliveries. */
 export const DEAD_LETTER_SUFFIX = '.dlq';
 
@@ -54,6 +60,25 @@ const KAFKA_TO_PINO: Record<number, 'error' | 'warn' | 'info' | 'debug'> = {
 
 function errorMessage(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
+}
+
+/** Consecutive runs of the events holding at most maxBytes of keys and payloads each (a larger event alone). */
+function runsOfAtMost(events: readonly OutgoingEvent[], maxBytes: number): OutgoingEvent[][] {
+  const runs: OutgoingEvent[][] = [];
+  let run: OutgoingEvent[] = [];
+  let bytes = 0;
+  for (const e of events) {
+    const size = Buffer.byteLength(e.key) + e.payload.byteLength;
+    if (run.length > 0 && bytes + size > maxBytes) {
+      runs.push(run);
+      run = [];
+      bytes = 0;
+    }
+    run.push(e);
+    bytes += size;
+  }
+  if (run.length > 0) runs.push(run);
+  return runs;
 }
 
 function delay(ms: number, signal: { aborted: boolean; wake?: () => void }): Promise<void> {
@@ -139,16 +164,19 @@ export class KafkaEventBus implements EventBus {
 
   /** Sends events (topic names without the namespace), creating their topics first; also used for dead letters. */
   async publishNow(events: readonly OutgoingEvent[], headers?: IHeaders): Promise<void> {
-    const byTopic = new Map<string, { key: string; value: Buffer; headers?: IHeaders }[]>();
-    for (const e of events) {
-      const topic = this.physicalName(e.topic);
-      let messages = byTopic.get(topic);
-      if (!messages) byTopic.set(topic, (messages = []));
-      messages.push({ key: e.key, value: Buffer.from(e.payload), headers });
-    }
-    await this.ensureTopics([...byTopic.keys()]);
+    await this.ensureTopics([...new Set(events.map((e) => this.physicalName(e.topic)))]);
     await this.connectProducer();
-    await this.producer.sendBatch({ acks: -1, topicMessages: [...byTopic].map(([topic, messages]) => ({ topic, messages })) });
+    // Runs sent one after the other keep the order of each key.
+    for (const run of runsOfAtMost(events, MAX_REQUEST_BYTES)) {
+      const byTopic = new Map<string, { key: string; value: Buffer; headers?: IHeaders }[]>();
+      for (const e of run) {
+        const topic = this.physicalName(e.topic);
+        let messages = byTopic.get(topic);
+        if (!messages) byTopic.set(topic, (messages = []));
+        messages.push({ key: e.key, value: Buffer.from(e.payload), headers });
+      }
+      await this.producer.sendBatch({ acks: -1, topicMessages: [...byTopic].map(([topic, messages]) => ({ topic, messages })) });
+    }
   }
 
   async subscribe(options: SubscribeOptions): Promise<Subscription> {

@@ -164,6 +164,8 @@ export function describeCardIndexContract(name: string, factory: () => Promise<C
       // Pieces of the string all present apart (or overlapping) do not make the string.
       expect(await ids(['a'.repeat(1501)])).toEqual([]);
       expect(await ids([`${'a'.repeat(1999)}b`, '/b'])).toEqual([other.cardId]);
+      // As many strings as a request may send (100).
+      expect(await ids([...Array.from({ length: 99 }, (_, i) => `${i}${'a'.repeat(1990)}`), 'a'.repeat(1000)])).toEqual([long.cardId]);
     });
 
     test('collection scope: bookmarks from card snapshots and bookmark events, latest change wins', async () => {

@@ -35,11 +35,12 @@ const MAX_WINDOW = 10_000;
 /** Vocabulary words fetched per query word, the ones sharing the most trigrams with it. */
 const VOCABULARY_CANDIDATES = 200;
 /**
- * Longest contained string (in characters) one `*string*` wildcard filter takes: Lucene refuses to determinize the
- * automaton of a longer run of one character (its work limit of 10,000 is reached at 315), and the request fails.
+ * Longest link filter string (in characters) searched as a `*string*` wildcard. Lucene builds an automaton per
+ * wildcard, dearer the longer the string (a run of one character over 314 fails the search); a longer string is
+ * found by its first characters and checked whole (cardsWithLinkContaining).
  */
-const MAX_WILDCARD_CHARS = 256;
-/** Cards read per request while checking a long link string, and card ids per `terms` filter. */
+const MAX_WILDCARD_CHARS = 64;
+/** Cards read per request while checking long link strings, and card ids per `terms` filter. */
 const LINK_CHECK_PAGE = 1_000;
 
 interface CardSource {
@@ -586,40 +587,38 @@ export class ElasticsearchCardIndex implements CardIndex {
     return filter;
   }
 
-  /** Cards whose link contains any of the (lower-cased) strings; a string too long for one wildcard is checked whole here. */
+  /** Cards whose link contains any of the (lower-cased) strings. */
   private async linkFilter(links: string[], base: estypes.QueryDslQueryContainer[]): Promise<estypes.QueryDslQueryContainer> {
     const should: estypes.QueryDslQueryContainer[] = [];
-    const ids = new Set<string>();
+    const long: string[] = [];
     for (const link of links) {
-      const chars = [...link];
-      if (chars.length <= MAX_WILDCARD_CHARS) should.push(linkContaining(link));
-      else for (const id of await this.cardsWithLinkContaining(link, chars, base)) ids.add(id);
+      if ([...link].length <= MAX_WILDCARD_CHARS) should.push(linkContaining(link));
+      else long.push(link);
     }
-    const found = [...ids];
-    for (let i = 0; i < found.length; i += LINK_CHECK_PAGE) should.push({ terms: { card_id: found.slice(i, i + LINK_CHECK_PAGE) } });
+    if (long.length > 0) {
+      const found = await this.cardsWithLinkContaining(long, base);
+      for (let i = 0; i < found.length; i += LINK_CHECK_PAGE) should.push({ terms: { card_id: found.slice(i, i + LINK_CHECK_PAGE) } });
+    }
     return should.length === 0 ? { match_none: {} } : { bool: { should, minimum_should_match: 1 } };
   }
 
-  /**
-   * Cards (within `base`) whose link contains a long string: those holding each of its pieces, read and checked for
-   * the whole string, since pieces found apart or overlapping do not make it.
-   */
-  private async cardsWithLinkContaining(link: string, chars: string[], base: estypes.QueryDslQueryContainer[]): Promise<string[]> {
-    const pieces: estypes.QueryDslQueryContainer[] = [];
-    for (let i = 0; i < chars.length; i += MAX_WILDCARD_CHARS) pieces.push(linkContaining(chars.slice(i, i + MAX_WILDCARD_CHARS).join('')));
+  /** Cards (within `base`) whose link contains one of these long strings: those holding a string's start, checked whole here. */
+  private async cardsWithLinkContaining(long: string[], base: estypes.QueryDslQueryContainer[]): Promise<string[]> {
+    const starts = [...new Set(long.map((link) => [...link].slice(0, MAX_WILDCARD_CHARS).join('')))];
+    const query = { bool: { filter: [...base, { bool: { should: starts.map(linkContaining), minimum_should_match: 1 } }] } };
     const found: string[] = [];
     let after: estypes.SortResults | undefined;
     for (;;) {
       const result = await this.client.search<Pick<CardSource, 'card_id' | 'link_lower'>>({
         index: this.names.cards,
-        query: { bool: { filter: [...base, ...pieces] } },
+        query,
         sort: [{ card_id: { order: 'asc' } }],
         size: LINK_CHECK_PAGE,
         ...(after ? { search_after: after } : {}),
         _source: ['card_id', 'link_lower'],
       });
       const hits = result.hits.hits;
-      for (const h of hits) if (h._source!.link_lower.includes(link)) found.push(h._source!.card_id);
+      for (const h of hits) if (long.some((link) => h._source!.link_lower.includes(link))) found.push(h._source!.card_id);
       if (hits.length < LINK_CHECK_PAGE) return found;
       after = hits[hits.length - 1]!.sort;
     }

@@ -15,7 +15,7 @@ import { spawnNodeEntry, type NodeProcess } from '../support/node-process';
 const SERVICES = ['identity', 'cards', 'search', 'files', 'notifications'] as const;
 const TARGETS = [...SERVICES, 'gateway', 'all-in-one'] as const;
 /** Services that parse HTML with the workspace package @cards/html-parsing, which must ship in their trees. */
-const HTML_PARSING_USERS = ['files', 'search'] as const;
+const HTML_PARSING_USERS = ['cards', 'files', 'search'] as const;
 /** Development tooling that must never reach an image. */
 const DEV_ONLY = ['typescript', 'jest', '@swc/core', '@swc/jest', 'tsx', 'vite', 'ts-proto', '@bufbuild/buf', 'testcontainers', 's3rver'];
 

@@ -147,6 +147,11 @@ export class DepthLimitedParser extends Parser {
     this.startIndex = endIndex + 1;
   }
 
+  /** Whether htmlparser2 reads `name` as a void element (no content, no end tag; always closed at once). */
+  override isVoidElement(name: string): boolean {
+    return super.isVoidElement(name);
+  }
+
   override onend(): void {
     this.closeBeyond(undefined);
     super.onend();

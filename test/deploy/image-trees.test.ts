@@ -97,7 +97,7 @@ describeIfPnpm('image trees (`pnpm deploy --prod`, as the Dockerfile builds them
       expect({ target, testDirectories: shipped }).toEqual({ target, testDirectories: [] });
     }
     for (const target of HTML_PARSING_USERS) {
-      expect({ target, htmlParsing: existsSync(join(out, target, 'node_modules/@cards/html-parsing/src/index.ts')) }).toEqual({ target, htmlParsing: true });
+      expect({ target, htmlParsing: existsSync(join(out, target, 'node_modules/@cards/html-parsing/src/index.js')) }).toEqual({ target, htmlParsing: true });
     }
   });
 

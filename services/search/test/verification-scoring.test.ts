@@ -1,31 +1,28 @@
-import { MAX_PARSER_DEPTH } from '@cards/html-parsing';
-import { Htmlparser2PageText } from '../src/verification/adapters/htmlparser2/htmlparser2-page-text';
+import { MAX_PARSER_DEPTH, visibleText } from '@cards/html-parsing';
 import { InlineFuzzballScorer, ScoringTimeoutError, WorkerFuzzballScorer, tokenSetRatio } from '../src/verification/adapters/fuzzball/fuzzball-scorer';
 import { deepestParserStack } from '../../../packages/html-parsing/test/parser-depth';
 
-const text = new Htmlparser2PageText();
-
-describe('Htmlparser2PageText', () => {
+describe('visible text of a page (visibleText)', () => {
   it('keeps visible text, drops scripts, styles and markup, decodes entities and separates words at tags', () => {
     const html = `<!doctype html><html><head><title>Tides</title><style>p { color: red }</style>
       <script>var secret = "do not count me";</script></head>
       <body><h1>Ocean&nbsp;tides</h1><p>The moon<br>pulls&amp;pushes</p><noscript>enable js</noscript>
       <template><p>hidden template</p></template><div>water</div><svg><text>vector</text></svg></body></html>`;
-    const visible = text.textOf(html);
+    const visible = visibleText(html);
     expect(visible).toBe('Tides Ocean tides The moon pulls&pushes water');
     expect(visible).not.toMatch(/secret|color|enable js|template|vector/);
   });
 
   it('copes with broken markup', () => {
-    expect(text.textOf('<p>unclosed <b>bold <i>text')).toBe('unclosed bold text');
-    expect(text.textOf('')).toBe('');
+    expect(visibleText('<p>unclosed <b>bold <i>text')).toBe('unclosed bold text');
+    expect(visibleText('')).toBe('');
   });
 
   it('a page nested 100,000 deep: every visible word kept, scripts inside still dropped, the parser stack bounded', () => {
     const depth = 100_000;
     const html = `<body>${'<div><span>'.repeat(depth / 2)}deep<b>words</b><script>var hidden = 1;</script><svg><text>vector</text></svg>${'</span></div>'.repeat(depth / 2)}after</body>`;
     let visible = '';
-    expect(deepestParserStack(() => (visible = text.textOf(html)))).toBeLessThanOrEqual(MAX_PARSER_DEPTH);
+    expect(deepestParserStack(() => (visible = visibleText(html)))).toBeLessThanOrEqual(MAX_PARSER_DEPTH);
     expect(visible).toBe('deep words after');
   });
 });
@@ -49,12 +46,26 @@ describe('token_set_ratio scoring (fuzzball)', () => {
     const inline = new InlineFuzzballScorer();
     const pairs: [string, string][] = [
       ['fuzzy was a bear', 'fuzzy fuzzy was a bear'],
-      ['the quick brown fox', 'a slow green turtle'],
-      ['card about tides and the moon', 'page about the moon, tides and oceans'],
+      ['the quick brown fox', '<p>a slow green turtle</p>'],
+      ['card about tides and the moon', '<h1>page</h1><p>about the moon, <b>tides</b> &amp; oceans</p><script>card card card</script>'],
     ];
     const pooled = await Promise.all(pairs.map(([a, b]) => pool.score(a, b)));
     expect(pooled).toEqual(await Promise.all(pairs.map(([a, b]) => inline.score(a, b))));
     await pool.close();
+  });
+
+  it("scores a page's visible text, which the worker thread reads out of the HTML (not the service's event loop)", async () => {
+    const pool = new WorkerFuzzballScorer(1, 10_000);
+    const card = 'Tides are caused by the gravitational pull of the moon and the sun.';
+    const page = `<html><head><style>p { color: red }</style></head><body><div>${'<span>'.repeat(2_000)}<p>Tides are caused by the <b>gravitational</b> pull of the moon &amp; the sun.</p><script>var unrelated = "quarterly revenue";</script></body></html>`;
+    const readHere = jest.spyOn(require('@cards/html-parsing') as { visibleText: typeof visibleText }, 'visibleText');
+    try {
+      expect(await pool.score(card, page)).toBe(tokenSetRatio(card, 'Tides are caused by the gravitational pull of the moon & the sun.'));
+      expect(readHere).not.toHaveBeenCalled();
+    } finally {
+      readHere.mockRestore();
+      await pool.close();
+    }
   });
 
   it('stops a scoring task that runs past its time limit and keeps working afterwards', async () => {

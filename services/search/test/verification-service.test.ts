@@ -5,11 +5,10 @@ import { join } from 'node:path';
 import { createLogger } from '@cards/platform';
 import { events } from '@cards/proto';
 import { SqliteVerificationStore } from '../src/verification/adapters/sqlite/sqlite-verification-store';
-import { Htmlparser2PageText } from '../src/verification/adapters/htmlparser2/htmlparser2-page-text';
 import { InlineFuzzballScorer } from '../src/verification/adapters/fuzzball/fuzzball-scorer';
 import { VerificationService } from '../src/verification/application/verification-service';
 import type { PageFetchResult } from '../src/verification/domain/model';
-import type { PageFetcher, SimilarityScorer } from '../src/verification/domain/ports';
+import type { PageFetcher, PageScorer } from '../src/verification/domain/ports';
 
 /** A fetcher answering from a script of results, recording the links asked for. */
 class ScriptedFetcher implements PageFetcher {
@@ -53,8 +52,8 @@ describe('VerificationService', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  function serviceWith(fetcher: PageFetcher, scorer: SimilarityScorer = new InlineFuzzballScorer()) {
-    return new VerificationService({ store, fetcher, text: new Htmlparser2PageText(), scorer, logger: createLogger('test', 'silent'), maxAttempts: 3, retryBaseMs: 1000, clock: () => new Date(now) });
+  function serviceWith(fetcher: PageFetcher, scorer: PageScorer = new InlineFuzzballScorer()) {
+    return new VerificationService({ store, fetcher, scorer, logger: createLogger('test', 'silent'), maxAttempts: 3, retryBaseMs: 1000, clock: () => new Date(now) });
   }
 
   const claimOne = async () => (await store.claim(1, later(), new Date(later().getTime() + 60_000)))[0];
@@ -123,7 +122,7 @@ describe('VerificationService', () => {
     expect(await service.run((await claimOne())!)).toBe('done');
     expect(await announced()).toEqual([expect.objectContaining({ score: 0, failure: 'the page answered HTTP 404' })]);
 
-    const broken: SimilarityScorer = { score: async () => Promise.reject(new Error('scoring took longer than 60000 ms')), close: async () => undefined };
+    const broken: PageScorer = { score: async () => Promise.reject(new Error('scoring took longer than 60000 ms')), close: async () => undefined };
     const scoring = serviceWith(new ScriptedFetcher([html('a page')]), broken);
     await scoring.onCardEvent(created(card('https://example.org/huge')));
     expect(await scoring.run((await claimOne())!)).toBe('done');

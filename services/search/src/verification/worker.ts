@@ -3,7 +3,6 @@ import { OutboxRelay, Topics, connectMongo, createEventBus, mongoEngineCheck, ty
 import { events } from '@cards/proto';
 import { DnsHostResolver } from './adapters/dns/dns-host-resolver';
 import { WorkerFuzzballScorer } from './adapters/fuzzball/fuzzball-scorer';
-import { Htmlparser2PageText } from './adapters/htmlparser2/htmlparser2-page-text';
 import { MongoVerificationStore } from './adapters/mongo/mongo-verification-store';
 import { SqliteVerificationStore } from './adapters/sqlite/sqlite-verification-store';
 import { UndiciPageFetcher } from './adapters/undici/undici-page-fetcher';
@@ -153,7 +152,6 @@ export async function startVerificationWorker(deps: VerificationWorkerDeps): Pro
   const service = new VerificationService({
     store,
     fetcher,
-    text: new Htmlparser2PageText(),
     scorer,
     logger,
     maxAttempts: Math.max(1, config.VERIFY_MAX_ATTEMPTS),

@@ -1,13 +1,12 @@
 import { Topics, newId, type Logger } from '@cards/platform';
 import { events } from '@cards/proto';
 import type { VerificationJob } from '../domain/model';
-import type { PageFetcher, PageTextExtractor, SimilarityScorer, VerificationStore } from '../domain/ports';
+import type { PageFetcher, PageScorer, VerificationStore } from '../domain/ports';
 
 export interface VerificationServiceDeps {
   store: VerificationStore;
   fetcher: PageFetcher;
-  text: PageTextExtractor;
-  scorer: SimilarityScorer;
+  scorer: PageScorer;
   logger: Logger;
   /** Fetch attempts per verification for transient failures (timeouts, resets, 5xx) before scoring 0. */
   maxAttempts: number;
@@ -88,7 +87,7 @@ export class VerificationService {
     let failure = '';
     if (fetched.ok) {
       try {
-        score = await this.deps.scorer.score(job.content, this.deps.text.textOf(fetched.html));
+        score = await this.deps.scorer.score(job.content, fetched.html);
       } catch (err) {
         failure = `could not score the page: ${err instanceof Error ? err.message : String(err)}`;
       }

@@ -12,14 +12,12 @@ export interface PageFetcher {
   fetchPage(link: string): Promise<PageFetchResult>;
 }
 
-/** The visible text of an HTML page (no markup, no scripts or styles). */
-export interface PageTextExtractor {
-  textOf(html: string): string;
-}
-
-/** Similarity of two texts as an integer 0-100 (token_set_ratio). */
-export interface SimilarityScorer {
-  score(cardText: string, pageText: string): Promise<number>;
+/**
+ * How well a fetched page backs a card: the similarity (token_set_ratio, an integer 0-100) of the card's text and the
+ * page's visible text (no markup, no scripts or styles). Rejects when the page cannot be scored (e.g. too slow).
+ */
+export interface PageScorer {
+  score(cardText: string, pageHtml: string): Promise<number>;
   close(): Promise<void>;
 }
 

@@ -1,6 +1,7 @@
 import { Worker } from 'node:worker_threads';
+import { visibleText } from '@cards/html-parsing';
 import { token_set_ratio } from 'fuzzball';
-import type { SimilarityScorer } from '../../domain/ports';
+import type { PageScorer } from '../../domain/ports';
 
 /** thefuzz's token_set_ratio as fuzzball implements it (lower-cased, punctuation stripped, integer 0-100). */
 export function tokenSetRatio(cardText: string, pageText: string): number {
@@ -8,10 +9,10 @@ export function tokenSetRatio(cardText: string, pageText: string): number {
   return Math.max(0, Math.min(100, Math.round(score)));
 }
 
-/** Scores on the calling thread; for small texts and tests. */
-export class InlineFuzzballScorer implements SimilarityScorer {
-  async score(cardText: string, pageText: string): Promise<number> {
-    return tokenSetRatio(cardText, pageText);
+/** Scores on the calling thread; for small pages and tests. */
+export class InlineFuzzballScorer implements PageScorer {
+  async score(cardText: string, pageHtml: string): Promise<number> {
+    return tokenSetRatio(cardText, visibleText(pageHtml));
   }
   async close(): Promise<void> {}
 }
@@ -24,19 +25,21 @@ export class ScoringTimeoutError extends Error {
   }
 }
 
-// Plain CommonJS so it runs the same under tsx, jest and compiled builds; fuzzball is loaded by absolute path.
+// Plain CommonJS so it runs the same under tsx, jest and compiled builds (a worker runs no TypeScript loader);
+// fuzzball and @cards/html-parsing (plain CommonJS too) are loaded by absolute path.
 const WORKER_SOURCE = `
 const { parentPort, workerData } = require('node:worker_threads');
 const { token_set_ratio } = require(workerData.fuzzball);
-parentPort.on('message', ({ id, a, b }) => {
-  try { parentPort.postMessage({ id, score: token_set_ratio(a, b) }); }
+const { visibleText } = require(workerData.htmlParsing);
+parentPort.on('message', ({ id, cardText, pageHtml }) => {
+  try { parentPort.postMessage({ id, score: token_set_ratio(cardText, visibleText(pageHtml)) }); }
   catch (err) { parentPort.postMessage({ id, error: String(err && err.message || err) }); }
 });`;
 
 interface Task {
   id: number;
-  a: string;
-  b: string;
+  cardText: string;
+  pageHtml: string;
   resolve(score: number): void;
   reject(err: Error): void;
 }
@@ -48,26 +51,26 @@ interface Slot {
 }
 
 /**
- * fuzzball's Levenshtein is O(n·m): a long page takes seconds (see docs/benchmarks.md), so scoring runs
- * on a small pool of worker threads and never blocks the service's event loop. A task running past
- * `timeoutMs` has its worker terminated and fails with ScoringTimeoutError.
+ * fuzzball's Levenshtein is O(n·m): a long page takes seconds (see docs/benchmarks.md), and reading the text out of
+ * 5 MiB of HTML most of a second, so both run on a small pool of worker threads and never block the service's event
+ * loop. A task running past `timeoutMs` has its worker terminated and fails with ScoringTimeoutError.
  */
-export class WorkerFuzzballScorer implements SimilarityScorer {
+export class WorkerFuzzballScorer implements PageScorer {
   private readonly slots: Slot[] = [];
   private readonly queue: Task[] = [];
   private nextId = 1;
   private closed = false;
-  private readonly fuzzballPath = require.resolve('fuzzball');
+  private readonly modules = { fuzzball: require.resolve('fuzzball'), htmlParsing: require.resolve('@cards/html-parsing') };
 
   constructor(
     private readonly size: number,
     private readonly timeoutMs: number,
   ) {}
 
-  score(cardText: string, pageText: string): Promise<number> {
+  score(cardText: string, pageHtml: string): Promise<number> {
     if (this.closed) return Promise.reject(new Error('scorer is closed'));
     return new Promise<number>((resolve, reject) => {
-      this.queue.push({ id: this.nextId++, a: cardText, b: pageText, resolve, reject });
+      this.queue.push({ id: this.nextId++, cardText, pageHtml, resolve, reject });
       this.dispatch();
     }).then((score) => Math.max(0, Math.min(100, Math.round(score))));
   }
@@ -88,12 +91,12 @@ export class WorkerFuzzballScorer implements SimilarityScorer {
       slot.timer = setTimeout(() => {
         void this.retire(slot, new ScoringTimeoutError(this.timeoutMs)).then(() => this.dispatch());
       }, this.timeoutMs);
-      slot.worker.postMessage({ id: task.id, a: task.a, b: task.b });
+      slot.worker.postMessage({ id: task.id, cardText: task.cardText, pageHtml: task.pageHtml });
     }
   }
 
   private spawn(): Slot {
-    const worker = new Worker(WORKER_SOURCE, { eval: true, workerData: { fuzzball: this.fuzzballPath } });
+    const worker = new Worker(WORKER_SOURCE, { eval: true, workerData: this.modules });
     worker.unref();
     const slot: Slot = { worker, task: undefined, timer: undefined };
     worker.on('message', (message: { id: number; score?: number; error?: string }) => {

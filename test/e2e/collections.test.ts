@@ -107,6 +107,9 @@ describe('changing collections', () => {
     }
     expect((await alice.client.put('/api/card_collection', { collection_id: '00000000-0000-4000-8000-000000000000', name: 'x' })).status).toBe(404);
     expect((await alice.client.get(`/api/user/collections/${alice.id}`)).json.find((c: { id: string }) => c.id === id)).toMatchObject({ name: 'After', description: 'new', is_public: true });
+    // null clears the description, as null (or leaving it out) does at creation.
+    expect((await alice.client.put('/api/card_collection', { collection_id: id, description: null })).status).toBe(204);
+    expect((await alice.client.get(`/api/user/collections/${alice.id}`)).json.find((c: { id: string }) => c.id === id)).toMatchObject({ name: 'After', description: '' });
   });
 
   it('deletes a collection (body collection_id) but not its cards', async () => {

@@ -320,6 +320,7 @@ describe('bad input', () => {
     await expect4xx(alice.client.get('/api/file/00000000-0000-4000-8000-000000000000'), 404, /not found/i);
     await expect4xx(alice.client.put('/api/file', { file_id: 'nope', private: true }), 400, /file_id/);
     await expect4xx(alice.client.get('/api/user/files/nope'), 400, /user_id/);
+    await expect4xx(alice.client.get('/api/user/files/00000000-0000-4000-8000-000000000000'), 404, /user not found/i);
     // Nothing stored is lost by bad input.
     expect((await alice.client.get(`/api/file/${uploaded.get('marine.odt').id}`)).status).toBe(200);
   });

@@ -1575,7 +1575,7 @@ export interface operations {
                 "application/json": {
                     collection_id: string;
                     name?: string;
-                    description?: string;
+                    description?: string | null;
                     is_public?: boolean | ("true" | "false");
                 };
             };
@@ -2163,6 +2163,15 @@ export interface operations {
             };
             /** @description Invalid input; the message names the offending field */
             400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such resource, or a private resource of someone else */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -12,7 +12,7 @@ const text = (max: number) => z.string({ required_error: 'is required', invalid_
 const name = text(255).refine((v) => v.trim().length > 0, 'must not be empty');
 
 export const createCollectionBody = z.object({ name, is_public: looseBoolean, description: text(2000).nullish() });
-export const updateCollectionBody = z.object({ collection_id: uuidString, name: name.optional(), description: text(2000).optional(), is_public: looseBoolean.optional() });
+export const updateCollectionBody = z.object({ collection_id: uuidString, name: name.optional(), description: text(2000).nullish(), is_public: looseBoolean.optional() });
 export const deleteCollectionBody = z.object({ collection_id: uuidString });
 export const bookmarkBody = z.object({ card_metadata_id: uuidString });
 /** collection_ids holds CARD ids (the interface's naming): a comma-separated string, or an array. */
@@ -57,7 +57,7 @@ export function registerCollectionRoutes(router: Router, { clients }: RouteDeps)
   router.put('/card_collection', async (req, res) => {
     const user = requireUser(req);
     const body = parseBody(updateCollectionBody, req);
-    await clients.cards.updateCollection({ callerId: user.id, collectionId: body.collection_id, name: body.name, description: body.description, isPublic: body.is_public });
+    await clients.cards.updateCollection({ callerId: user.id, collectionId: body.collection_id, name: body.name, description: body.description === null ? '' : body.description, isPublic: body.is_public });
     res.status(204).end();
   });
 

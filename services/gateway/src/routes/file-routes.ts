@@ -6,7 +6,7 @@ import { z } from 'zod';
 import { toApiTimestamp } from '@cards/platform';
 import type { files } from '@cards/proto';
 import type { RouteDeps } from '../app';
-import { HttpError, badRequest } from '../http/http-error';
+import { HttpError, badRequest, notFound } from '../http/http-error';
 import { requireUser } from '../http/session';
 import { looseBoolean, parseBody, tagList, uuidParam, uuidString } from '../http/validation';
 
@@ -101,7 +101,12 @@ export function registerFileRoutes(router: Router, { clients, filesHttpAddress, 
 
   router.get('/user/files/:user_id', async (req, res) => {
     const userId = uuidParam(req, 'user_id');
-    const { files: list } = await clients.files.listUserFiles({ userId, callerId: req.user?.id });
+    // An unknown user is 404, as for the user's page and collections (files alone cannot tell one with no files).
+    const [{ users }, { files: list }] = await Promise.all([
+      clients.identity.getUsers({ ids: [userId] }, { idempotent: true }),
+      clients.files.listUserFiles({ userId, callerId: req.user?.id }, { idempotent: true }),
+    ]);
+    if (users.length === 0) throw notFound('User not found');
     res.json(list.map((f) => presentFile(f)));
   });
 

@@ -147,6 +147,27 @@ export function describeCardRepositoryContract(name: string, factory: CardsStore
       expect(await store.cards.count()).toBe(2);
     });
 
+    it('removes a card once when two removals race: one answers true, the other false, with one set of effects', async () => {
+      const author = randomUUID();
+      const card = aCard().by(author).build();
+      await store.cards.insert(card, fingerprintOf(card.content), []);
+      await store.votes.upsert(randomUUID(), card.id, true, nextTime(), randomUUID());
+      await store.votes.upsert(randomUUID(), card.id, false, nextTime(), randomUUID());
+      const collection = aCollection().build();
+      await store.collections.insert(collection, []);
+      await store.collections.addBookmark(collection.id, card.id, nextTime(), []);
+
+      const results = await Promise.all([store.cards.remove(card.id, [], [event()]), store.cards.remove(card.id, [], [event()])]);
+      expect([...results].sort()).toEqual([false, true]);
+      expect(await store.cards.findById(card.id)).toBeNull();
+      expect(await store.votes.received(author, true)).toEqual({ upvotes: 0, downvotes: 0 });
+      expect(await store.votes.received(author)).toEqual({ upvotes: 0, downvotes: 0 });
+      expect(await store.collections.bookmarkedCardIds(collection.id)).toEqual([]);
+      expect(await store.pendingEventTopics()).toEqual([Topics.card]);
+      expect(await store.cards.remove(card.id, [], [event()])).toBe(false);
+      expect(await store.pendingEventTopics()).toEqual([Topics.card]);
+    });
+
     it('lists an author\'s cards newest update first, paged, private ones only on request', async () => {
       const author = randomUUID();
       const cards = [aCard().by(author).build(), aCard().by(author).private().build(), aCard().by(author).build(), aCard().build()];

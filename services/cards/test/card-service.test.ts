@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { createLogger, InvalidArgumentError, NotFoundError, PermissionDeniedError } from '@cards/platform';
+import { createLogger, InvalidArgumentError, NotFoundError, PermissionDeniedError, SqliteOutboxStore } from '@cards/platform';
 import { openCardsDatabase } from '../src/adapters/sqlite/sqlite-cards-database';
 import { SqliteCardRepository } from '../src/adapters/sqlite/sqlite-card-repository';
 import { SqliteCollectionRepository } from '../src/adapters/sqlite/sqlite-collection-repository';
@@ -258,5 +258,25 @@ describe('CardService', () => {
     await expect(service.deleteCard('bob', open.card.id)).rejects.toThrow(PermissionDeniedError);
     await expect(service.castVote('bob', hidden.card.id, true)).rejects.toThrow(NotFoundError);
     expect(await service.getCardGroups([hidden.card.id, open.card.id], undefined)).toHaveLength(1);
+  });
+
+  it('answers NotFound to a delete whose card another delete removed after it was read, writing no events of its own', async () => {
+    const { service, cards, peers, db } = setup();
+    const { card } = await create(service, 'alice');
+    const remove = cards.remove.bind(cards);
+    let raced = false;
+    // The concurrent delete completes between this delete's read of the card and its removal.
+    cards.remove = async (...args) => {
+      if (!raced) {
+        raced = true;
+        await service.deleteCard('alice', card.id);
+      }
+      return remove(...args);
+    };
+    const eventsBefore = peers.events;
+    await expect(service.deleteCard('alice', card.id)).rejects.toThrow(NotFoundError);
+    expect(raced).toBe(true);
+    expect(peers.events).toBe(eventsBefore + 1);
+    expect(await new SqliteOutboxStore(db).pending(1000)).toHaveLength(2); // CardCreated and one CardDeleted
   });
 });

@@ -39,6 +39,20 @@ export function describeCollectionRepositoryContract(name: string, factory: Card
       expect(await store.pendingEventTopics()).toEqual([Topics.collection, Topics.collection]);
     });
 
+    it('removes a collection once when two removals race: one answers true, the other false, with one set of events', async () => {
+      const c = aCollection().build();
+      await store.collections.insert(c, []);
+      const card = await storedCard();
+      await store.collections.addBookmark(c.id, card.id, nextTime(), []);
+      const results = await Promise.all([store.collections.remove(c.id, [event(Topics.collection)]), store.collections.remove(c.id, [event(Topics.collection)])]);
+      expect([...results].sort()).toEqual([false, true]);
+      expect(await store.collections.findById(c.id)).toBeNull();
+      expect(await store.collections.collectionIdsHolding(card.id)).toEqual([]);
+      expect(await store.pendingEventTopics()).toEqual([Topics.collection]);
+      expect(await store.collections.remove(c.id, [event(Topics.collection)])).toBe(false);
+      expect(await store.pendingEventTopics()).toEqual([Topics.collection]);
+    });
+
     it('adds a bookmark once (events only when something changed) and removes it', async () => {
       const c = aCollection().build();
       await store.collections.insert(c, []);

@@ -306,7 +306,7 @@ export class CardService {
     }
     for (const collectionId of await this.deps.collections.collectionIdsHolding(card.id)) events.push(bookmarkChanged(collectionId, card.id, false));
     events.unshift(cardDeleted(card, moves.find((m) => m.collisionOf === null)?.cardId ?? null));
-    await this.deps.cards.remove(card.id, moves, events);
+    if (!(await this.deps.cards.remove(card.id, moves, events))) throw new NotFoundError('Card not found');
     this.deps.eventsWritten();
     if (!card.collisionOf) await this.detachLateCollisions(null, card.id);
   }

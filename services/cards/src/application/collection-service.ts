@@ -47,7 +47,8 @@ export class CollectionService {
   async delete(callerId: string | undefined, collectionId: string): Promise<void> {
     const collection = await this.ownCollection(collectionId, requireCaller(callerId));
     const cardIds = await this.deps.collections.bookmarkedCardIds(collection.id);
-    await this.deps.collections.remove(collection.id, [...cardIds.map((cardId) => bookmarkChanged(collection.id, cardId, false)), collectionDeleted(collection)]);
+    const events = [...cardIds.map((cardId) => bookmarkChanged(collection.id, cardId, false)), collectionDeleted(collection)];
+    if (!(await this.deps.collections.remove(collection.id, events))) throw new NotFoundError('Collection not found');
     this.deps.eventsWritten();
   }
 

@@ -47,9 +47,10 @@ export interface CardRepository {
   update(card: Card, fingerprint: CardFingerprint | null, events: OutgoingEvent[], options?: CardUpdateOptions): Promise<void>;
   /**
    * Deletes a card with its votes (taking them off its author's received totals, public ones too) and bookmarks.
-   * `moves` re-home the card's collisions (see update).
+   * `moves` re-home the card's collisions (see update). False (nothing changed, no events stored) when the card was
+   * already gone, e.g. taken by a concurrent removal.
    */
-  remove(cardId: string, moves: readonly CollisionMove[], events: OutgoingEvent[]): Promise<void>;
+  remove(cardId: string, moves: readonly CollisionMove[], events: OutgoingEvent[]): Promise<boolean>;
 
   /**
    * Makes a collision a root of its own (losing its index id), with its events, if it is still a collision of rootId.
@@ -106,8 +107,8 @@ export interface CollectionRepository {
   insertFileCollection(collection: Collection, cardIds: readonly string[], events: (stored: Collection) => OutgoingEvent[]): Promise<{ collection: Collection; created: boolean }>;
   findById(id: string): Promise<Collection | null>;
   update(collection: Collection, events: OutgoingEvent[]): Promise<void>;
-  /** Deletes the collection and its bookmarks; the cards stay. */
-  remove(id: string, events: OutgoingEvent[]): Promise<void>;
+  /** Deletes the collection and its bookmarks; the cards stay. False (no events stored) when it was already gone. */
+  remove(id: string, events: OutgoingEvent[]): Promise<boolean>;
   /** Adds a bookmark; false (and no events stored) when it was already there. */
   addBookmark(collectionId: string, cardId: string, at: Date, events: OutgoingEvent[]): Promise<boolean>;
   /** Removes a bookmark; false when it was not there. */

@@ -108,11 +108,12 @@ export class MongoCardRepository implements CardRepository {
     });
   }
 
-  async remove(cardId: string, moves: readonly CollisionMove[], events: OutgoingEvent[]): Promise<void> {
-    await this.store.change(async (session) => {
-      // The card goes first: votes cast from here on find no card (see MongoVoteRepository.upsert).
+  async remove(cardId: string, moves: readonly CollisionMove[], events: OutgoingEvent[]): Promise<boolean> {
+    return this.store.change(async (session) => {
+      // The card goes first: votes cast from here on find no card (see MongoVoteRepository.upsert). Only the removal
+      // that takes the document does the rest; a concurrent one finds nothing and reports the card gone.
       const card = await this.store.cards.findOneAndDelete({ _id: cardId }, { session, projection: { authorId: 1, private: 1, totalUpvotes: 1, totalDownvotes: 1 } });
-      if (!card) return;
+      if (!card) return false;
       // The public counters lose the totals the card held when it went (votes reaching it later find no card and add none).
       if (!card.private) await movePublicVotes(this.store, card, true, session);
       // Each vote is taken out by exactly one party (this removal or the voter's own removal), which subtracts it.
@@ -131,6 +132,7 @@ export class MongoCardRepository implements CardRepository {
       await this.store.bookmarks.deleteMany({ cardId }, { session });
       await this.applyMoves(cardId, moves, session);
       await appendToMongoOutbox(this.store.db, events, session);
+      return true;
     });
   }
 

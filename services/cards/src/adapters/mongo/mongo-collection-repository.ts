@@ -80,12 +80,15 @@ export class MongoCollectionRepository implements CollectionRepository {
     });
   }
 
-  async remove(id: string, events: OutgoingEvent[]): Promise<void> {
-    await this.store.change(async (session) => {
-      // The collection goes first, so no bookmark can be added to it afterwards; then its bookmarks.
-      await this.store.collections.deleteOne({ _id: id }, { session });
+  async remove(id: string, events: OutgoingEvent[]): Promise<boolean> {
+    return this.store.change(async (session) => {
+      // The collection goes first, so no bookmark can be added to it afterwards; then its bookmarks. Only the removal
+      // that deleted the document writes the events; a concurrent one reports the collection gone.
+      const { deletedCount } = await this.store.collections.deleteOne({ _id: id }, { session });
       await this.store.bookmarks.deleteMany({ collectionId: id }, { session });
+      if (deletedCount === 0) return false;
       await appendToMongoOutbox(this.store.db, events, session);
+      return true;
     });
   }
 

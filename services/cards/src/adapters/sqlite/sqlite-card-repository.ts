@@ -114,10 +114,10 @@ export class SqliteCardRepository implements CardRepository {
     })();
   }
 
-  async remove(cardId: string, moves: readonly CollisionMove[], events: OutgoingEvent[]): Promise<void> {
-    this.db.transaction(() => {
+  async remove(cardId: string, moves: readonly CollisionMove[], events: OutgoingEvent[]): Promise<boolean> {
+    return this.db.transaction((): boolean => {
       const card = this.db.prepare('SELECT author_id, private FROM cards WHERE id = ?').get(cardId) as { author_id: string; private: number } | undefined;
-      if (!card) return;
+      if (!card) return false;
       const totals = this.db.prepare('SELECT coalesce(sum(value), 0) AS up, coalesce(sum(1 - value), 0) AS down FROM votes WHERE card_id = ?').get(cardId) as { up: number; down: number };
       if (totals.up + totals.down > 0) {
         const shown = card.private === 1 ? 0 : 1;
@@ -130,6 +130,7 @@ export class SqliteCardRepository implements CardRepository {
       this.db.prepare('DELETE FROM cards WHERE id = ?').run(cardId);
       this.applyMoves(cardId, moves);
       appendToSqliteOutbox(this.db, events);
+      return true;
     })();
   }
 

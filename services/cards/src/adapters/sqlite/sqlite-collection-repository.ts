@@ -43,11 +43,12 @@ export class SqliteCollectionRepository implements CollectionRepository {
     })();
   }
 
-  async remove(id: string, events: OutgoingEvent[]): Promise<void> {
-    this.db.transaction(() => {
+  async remove(id: string, events: OutgoingEvent[]): Promise<boolean> {
+    return this.db.transaction((): boolean => {
       this.db.prepare('DELETE FROM bookmarks WHERE collection_id = ?').run(id);
-      this.db.prepare('DELETE FROM collections WHERE id = ?').run(id);
-      appendToSqliteOutbox(this.db, events);
+      const removed = this.db.prepare('DELETE FROM collections WHERE id = ?').run(id).changes > 0;
+      if (removed) appendToSqliteOutbox(this.db, events);
+      return removed;
     })();
   }
 

@@ -50,6 +50,19 @@ export function describeVoteRepositoryContract(name: string, factory: CardsStore
       expect(await store.votes.received(card.authorId)).toEqual({ upvotes: 0, downvotes: 0 });
     });
 
+    it('removes a vote once when two removals race: one answers true, the other false, the totals lose it once', async () => {
+      const card = await storedCard();
+      const [user, keeper] = [randomUUID(), randomUUID()];
+      await store.votes.upsert(user, card.id, true, nextTime(), randomUUID());
+      await store.votes.upsert(keeper, card.id, true, nextTime(), randomUUID());
+      const results = await Promise.all([store.votes.remove(user, card.id), store.votes.remove(user, card.id)]);
+      expect([...results].sort()).toEqual([false, true]);
+      expect(await store.votes.countCastBy(user)).toBe(0);
+      expect(await store.cards.findById(card.id)).toMatchObject({ totalUpvotes: 1, totalDownvotes: 0 });
+      expect(await store.votes.received(card.authorId)).toEqual({ upvotes: 1, downvotes: 0 });
+      expect(await store.votes.received(card.authorId, true)).toEqual({ upvotes: 1, downvotes: 0 });
+    });
+
     it('stays exact under many concurrent votes', async () => {
       const card = await storedCard();
       await Promise.all(Array.from({ length: 200 }, (_, i) => store.votes.upsert(`user-${i}`, card.id, i % 4 !== 0, nextTime(), randomUUID())));

@@ -85,5 +85,14 @@ export function describeFileRepositoryContract(name: string, factory: () => Prom
       expect(await subject.repository.delete(file.id, [event(file.id, 'deleted again')])).toBe(false);
       expect((await subject.pendingEvents()).map((e) => new TextDecoder().decode(e.payload))).toEqual(['deleted']);
     });
+
+    it('delete of one record raced by a second delete: one answers true, the other false, with one event', async () => {
+      const file = aFile().build();
+      await subject.repository.create(file, []);
+      const results = await Promise.all([subject.repository.delete(file.id, [event(file.id, 'first')]), subject.repository.delete(file.id, [event(file.id, 'second')])]);
+      expect([...results].sort()).toEqual([false, true]);
+      expect(await subject.repository.get(file.id)).toBeNull();
+      expect((await subject.pendingEvents()).map((e) => new TextDecoder().decode(e.payload))).toEqual([results[0] ? 'first' : 'second']);
+    });
   });
 }

@@ -88,6 +88,28 @@ describe('creating and listing collections', () => {
     expect((await alice.client.get('/api/card_collection')).json.length).toBe(before);
     expect((await alice.client.post('/api/card_collection', { name: 'x'.repeat(255), is_public: false, description: 'd'.repeat(2000) })).status).toBe(204);
   });
+
+  it('counts name and description characters as code points, the name once trimmed', async () => {
+    const emoji = '\u{1F600}';
+    const emojiId = await createCollection(alice, { name: emoji.repeat(255), description: emoji.repeat(2000) });
+    const spacedId = await createCollection(alice, { name: `  ${'y'.repeat(255)}  ` });
+    for (const body of [
+      { name: emoji.repeat(256), is_public: true },
+      { name: ` ${'y'.repeat(256)} `, is_public: true },
+      { name: 'ok', is_public: true, description: emoji.repeat(2001) },
+    ]) {
+      const res = await alice.client.post('/api/card_collection', body);
+      expect(res.status).toBe(400);
+      expect(res.json.message).toMatch(/(name|description): must be at most (255|2000) characters/);
+    }
+    const own = (await alice.client.get('/api/card_collection')).json as { id: string; name: string; description: string }[];
+    expect(own.find((c) => c.id === emojiId)).toMatchObject({ name: emoji.repeat(255), description: emoji.repeat(2000) });
+    expect(own.find((c) => c.id === spacedId)?.name).toBe('y'.repeat(255));
+    expect((await alice.client.put('/api/card_collection', { collection_id: spacedId, name: ` ${emoji.repeat(255)} `, description: emoji.repeat(2000) })).status).toBe(204);
+    expect((await alice.client.put('/api/card_collection', { collection_id: spacedId, name: emoji.repeat(256) })).status).toBe(400);
+    const page = (await alice.client.get(`/api/card_collection/${spacedId}/1`)).json;
+    expect(page.collection).toMatchObject({ name: emoji.repeat(255), description: emoji.repeat(2000) });
+  });
 });
 
 describe('changing collections', () => {

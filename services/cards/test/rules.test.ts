@@ -1,4 +1,4 @@
-import { cardTextFromHtml, fingerprintOf, isNearCopy, jaccard, MAX_NESTING_DEPTH, normalizeContent, sanitizeCardHtml, shinglesOf, textOfHtml, validLink, validTags } from '../src/domain/rules';
+import { cardTextFromHtml, fingerprintOf, isNearCopy, jaccard, MAX_NESTING_DEPTH, normalizeContent, sanitizeCardHtml, shinglesOf, textOfHtml, validCollectionDescription, validCollectionName, validLink, validTags } from '../src/domain/rules';
 import { someContent } from './builders';
 
 const words = (n: number) => Array.from({ length: n }, (_, i) => `w${i}`).join(' ');
@@ -42,6 +42,17 @@ describe('card rules', () => {
     expect(() => validLink('nope')).toThrow(/link/);
     expect(validTags([' a ', 'b,c', '', 'a'])).toEqual(['a', 'b', 'c']);
     expect(() => validTags(['x'.repeat(201)])).toThrow(/tag_set/);
+  });
+
+  it('counts collection names (trimmed) and descriptions in characters as code points', () => {
+    const emoji = '\u{1F600}';
+    expect(validCollectionName(emoji.repeat(255))).toBe(emoji.repeat(255));
+    expect(() => validCollectionName(emoji.repeat(256))).toThrow(/name: must be at most 255 characters/);
+    expect(validCollectionName(`  ${'x'.repeat(255)}\n `)).toBe('x'.repeat(255));
+    expect(() => validCollectionName(` ${'x'.repeat(256)} `)).toThrow(/at most 255/);
+    expect(() => validCollectionName(' \t ')).toThrow(/must not be empty/);
+    expect(validCollectionDescription(emoji.repeat(2000))).toBe(emoji.repeat(2000));
+    expect(() => validCollectionDescription(emoji.repeat(2001))).toThrow(/description: must be at most 2000 characters/);
   });
 
   it('normalizes case, punctuation and spacing; near copies share most of their sketch', () => {

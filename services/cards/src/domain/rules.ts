@@ -119,15 +119,16 @@ export function validOcFilePath(path: string | undefined): string | null {
   return path;
 }
 
+/** The name trimmed, of 1 to MAX_COLLECTION_NAME_CHARS characters (code points, as characterCount counts them). */
 export function validCollectionName(name: string): string {
   const trimmed = name.trim();
   if (trimmed.length === 0) throw new InvalidArgumentError('name: must not be empty');
-  if (trimmed.length > MAX_COLLECTION_NAME_CHARS) throw new InvalidArgumentError(`name: must be at most ${MAX_COLLECTION_NAME_CHARS} characters`);
+  if (characterCount(trimmed) > MAX_COLLECTION_NAME_CHARS) throw new InvalidArgumentError(`name: must be at most ${MAX_COLLECTION_NAME_CHARS} characters`);
   return trimmed;
 }
 
 export function validCollectionDescription(description: string): string {
-  if (description.length > MAX_COLLECTION_DESCRIPTION_CHARS) throw new InvalidArgumentError(`description: must be at most ${MAX_COLLECTION_DESCRIPTION_CHARS} characters`);
+  if (characterCount(description) > MAX_COLLECTION_DESCRIPTION_CHARS) throw new InvalidArgumentError(`description: must be at most ${MAX_COLLECTION_DESCRIPTION_CHARS} characters`);
   return description;
 }
 

@@ -1,4 +1,5 @@
 import type { Request } from 'express';
+import { extendZodWithOpenApi } from '@asteasolutions/zod-to-openapi';
 import { z } from 'zod';
 import { isUuid } from '@cards/platform';
 import { badRequest } from './http-error';
@@ -33,6 +34,34 @@ export function pageParam(req: Request, name = 'page'): number {
   const raw = typeof param === 'string' ? param : '';
   if (!/^\d{1,9}$/.test(raw) || Number(raw) < 1) throw badRequest(`${name}: must be a positive integer`);
   return Number(raw);
+}
+
+// Adds .openapi() to zod's prototypes, for characterString's maxLength.
+extendZodWithOpenApi(z);
+
+/** Characters as a person counts them: code points, so an emoji is one (a string's length counts two UTF-16 units). */
+export function characterCount(text: string): number {
+  let count = 0;
+  for (const _ of text) count++;
+  return count;
+}
+
+/**
+ * A string of at most `max` characters counted as the owning service counts what it stores: code points, of the
+ * trimmed value with `trim`. zod's max() counts UTF-16 units, so it would refuse 255 emoji as 510 and a name with
+ * spaces around it before they are trimmed. A code point is at most two units, so a longer value is refused by its
+ * size alone and huge input is never walked. The OpenAPI document states maxLength `max`, which JSON Schema counts
+ * in code points too.
+ */
+export function characterString(max: number, { trim = false }: { trim?: boolean } = {}) {
+  const tooLong = `must be at most ${max} characters`;
+  return z
+    .string({ required_error: 'is required', invalid_type_error: 'must be a string' })
+    .superRefine((value, ctx) => {
+      const counted = trim ? value.trim() : value;
+      if (counted.length > 2 * max || (counted.length > max && characterCount(counted) > max)) ctx.addIssue({ code: z.ZodIssueCode.custom, message: tooLong });
+    })
+    .openapi({ maxLength: max });
 }
 
 /** A UUID in a body field. */

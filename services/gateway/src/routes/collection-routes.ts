@@ -4,15 +4,16 @@ import { isUuid } from '@cards/platform';
 import type { RouteDeps } from '../app';
 import { notFound } from '../http/http-error';
 import { requireUser } from '../http/session';
-import { looseBoolean, pageParam, parseBody, uuidParam, uuidString } from '../http/validation';
+import { characterString, looseBoolean, pageParam, parseBody, uuidParam, uuidString } from '../http/validation';
 import { presentCardGroups } from '../presenters/card-presenter';
 import { presentCollection } from '../presenters/collection-presenter';
 
-const text = (max: number) => z.string({ required_error: 'is required', invalid_type_error: 'must be a string' }).max(max, `must be at most ${max} characters`);
-const name = text(255).refine((v) => v.trim().length > 0, 'must not be empty');
+// The cards service stores the name trimmed and the description as sent; both limits count characters (code points).
+const name = characterString(255, { trim: true }).refine((v) => v.trim().length > 0, 'must not be empty');
+const description = characterString(2000);
 
-export const createCollectionBody = z.object({ name, is_public: looseBoolean, description: text(2000).nullish() });
-export const updateCollectionBody = z.object({ collection_id: uuidString, name: name.optional(), description: text(2000).nullish(), is_public: looseBoolean.optional() });
+export const createCollectionBody = z.object({ name, is_public: looseBoolean, description: description.nullish() });
+export const updateCollectionBody = z.object({ collection_id: uuidString, name: name.optional(), description: description.nullish(), is_public: looseBoolean.optional() });
 export const deleteCollectionBody = z.object({ collection_id: uuidString });
 export const bookmarkBody = z.object({ card_metadata_id: uuidString });
 /** collection_ids holds CARD ids (the interface's naming): a comma-separated string, or an array. */

@@ -107,6 +107,17 @@ describe('POST /api/card', () => {
     expect((await anonymous.get('/api/card/count')).json.total_count).toBe(before);
   });
 
+  it('counts tag characters as code points, after splitting at commas and trimming', async () => {
+    const emoji = '\u{1F600}';
+    const tags = [` ${emoji.repeat(200)} `, `${'a'.repeat(200)}, ${'b'.repeat(200)}`];
+    const res = await alice.client.post('/api/card', { card_html: html(uniqueText()), link: '', private: false, tag_set: tags });
+    expect(res.status).toBe(200);
+    expect(res.json.card_metadata.tag_set).toBe([emoji.repeat(200), 'a'.repeat(200), 'b'.repeat(200)].join(','));
+    const refused = await alice.client.post('/api/card', { card_html: html(uniqueText()), link: '', private: false, tag_set: [emoji.repeat(201)] });
+    expect(refused.status).toBe(400);
+    expect(refused.json.message).toMatch(/tag_set: each tag at most 200 characters/);
+  });
+
   it('fills file_id and file_name from a visible file; an unknown or invisible file_uuid is 400', async () => {
     const bytes = readFileSync(join(__dirname, '../fixtures/documents/short.odt'));
     const upload = await alice.client.post('/api/file', { base64_docx_file: bytes.toString('base64url'), file_name: 'notes.odt', file_mime_type: 'application/vnd.oasis.opendocument.text', private: true });

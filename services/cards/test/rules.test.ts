@@ -42,6 +42,9 @@ describe('card rules', () => {
     expect(() => validLink('nope')).toThrow(/link/);
     expect(validTags([' a ', 'b,c', '', 'a'])).toEqual(['a', 'b', 'c']);
     expect(() => validTags(['x'.repeat(201)])).toThrow(/tag_set/);
+    // Tag characters are code points: 200 emoji are one tag of 200 characters.
+    expect(validTags([` ${'\u{1F600}'.repeat(200)} `])).toEqual(['\u{1F600}'.repeat(200)]);
+    expect(() => validTags(['\u{1F600}'.repeat(201)])).toThrow(/each tag at most 200 characters/);
   });
 
   it('counts collection names (trimmed) and descriptions in characters as code points', () => {

@@ -43,6 +43,12 @@ describe('FilesService', () => {
     expect(kicks).toBe(1);
   });
 
+  it('counts tag characters as code points: a tag of 200 emoji is stored, 201 refused', async () => {
+    const emoji = '\u{1F600}';
+    expect((await upload({ tags: [` ${emoji.repeat(200)} `] })).tags).toEqual([emoji.repeat(200)]);
+    await expect(upload({ tags: [emoji.repeat(201)] })).rejects.toThrow(/each tag at most 200 characters/);
+  });
+
   it('refuses without a caller, over the size limit, with too many tags; stores nothing then', async () => {
     await expect(upload({ callerId: '' })).rejects.toBeInstanceOf(UnauthenticatedError);
     await expect(upload({ bytes: Buffer.concat([docx, Buffer.alloc(100_000)]) })).rejects.toBeInstanceOf(ResourceExhaustedError);

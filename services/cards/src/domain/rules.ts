@@ -109,7 +109,7 @@ export function validLink(link: string): string {
 export function validTags(tags: readonly string[]): string[] {
   const out = splitTags(tags);
   if (out.length > MAX_TAGS) throw new InvalidArgumentError(`tag_set: at most ${MAX_TAGS} tags`);
-  if (out.some((t) => t.length > MAX_TAG_CHARS)) throw new InvalidArgumentError(`tag_set: each tag at most ${MAX_TAG_CHARS} characters`);
+  if (out.some((t) => characterCount(t) > MAX_TAG_CHARS)) throw new InvalidArgumentError(`tag_set: each tag at most ${MAX_TAG_CHARS} characters`);
   return out;
 }
 

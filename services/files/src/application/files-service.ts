@@ -1,6 +1,7 @@
 import type { Readable } from 'node:stream';
 import { InvalidArgumentError, NotFoundError, PermissionDeniedError, ResourceExhaustedError, Topics, UnauthenticatedError, isUuid, newId, type Logger } from '@cards/platform';
 import { events } from '@cards/proto';
+import { characterCount } from '@cards/card-rules';
 import { checkMagicBytes, checkMimeType, formatFromFileName } from '../domain/document-format';
 import type { FileRecord } from '../domain/model';
 import type { DocumentReader, FileRepository, ObjectStore } from '../domain/ports';
@@ -46,7 +47,7 @@ export class FilesService {
     // Split at commas like the cards service does (tags are shown comma-joined).
     const tags = [...new Set(input.tags.flatMap((t) => t.split(',')).map((t) => t.trim()).filter((t) => t.length > 0))];
     if (tags.length > MAX_TAGS) throw new InvalidArgumentError(`tag_set: at most ${MAX_TAGS} tags`);
-    if (tags.some((t) => t.length > MAX_TAG_LENGTH)) throw new InvalidArgumentError(`tag_set: each tag at most ${MAX_TAG_LENGTH} characters`);
+    if (tags.some((t) => characterCount(t) > MAX_TAG_LENGTH)) throw new InvalidArgumentError(`tag_set: each tag at most ${MAX_TAG_LENGTH} characters`);
     checkMagicBytes(format, input.bytes);
     await this.deps.reader.inspect(format, input.bytes);
 

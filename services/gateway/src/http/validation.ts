@@ -75,9 +75,22 @@ export const looseBoolean = z.union([z.boolean(), z.enum(['true', 'false']).tran
   errorMap: () => ({ message: 'must be true or false' }),
 });
 
-/** Tags: an array of strings, or one comma-separated string; trimmed, empty ones dropped, duplicates removed. */
+const MAX_TAG_CHARS = 200;
+
+/**
+ * Tags: an array of strings, or one comma-separated string; trimmed, empty ones dropped, duplicates removed. Each tag
+ * is at most 200 characters (code points) as stored, where array items are split at commas too, so an item is bounded
+ * only by size here (it may hold several tags, and spaces that are trimmed); the document states maxLength 200 for
+ * an item holding one tag.
+ */
 export const tagList = z
-  .union([z.array(z.string().max(200, 'each tag at most 200 characters')).max(100, 'at most 100 tags'), z.string().max(20_000)], {
+  .union([z.array(z.string().max(20_000).openapi({ maxLength: MAX_TAG_CHARS })).max(100, 'at most 100 tags'), z.string().max(20_000)], {
     errorMap: () => ({ message: 'must be an array of strings or a comma-separated string' }),
   })
-  .transform((v) => [...new Set((Array.isArray(v) ? v : v.split(',')).map((t) => t.trim()).filter((t) => t.length > 0))]);
+  .transform((v) => [...new Set((Array.isArray(v) ? v : v.split(',')).map((t) => t.trim()).filter((t) => t.length > 0))])
+  .refine((tags) => tags.flatMap((t) => t.split(',')).every((piece) => tagFits(piece.trim())), `each tag at most ${MAX_TAG_CHARS} characters`);
+
+/** A tag as the cards and files services store it (an array item split at commas, trimmed) fits its limit. */
+function tagFits(tag: string): boolean {
+  return tag.length <= MAX_TAG_CHARS || (tag.length <= 2 * MAX_TAG_CHARS && characterCount(tag) <= MAX_TAG_CHARS);
+}

@@ -181,6 +181,15 @@ describe('card search', () => {
     }
     expect((await anonymous.post('/api/card_collection/search/1', { content: 'ok', collection_id: randomUUID() })).status).toBe(404);
   });
+
+  it('counts content characters as code points: 2000 emoji are a query, 2001 are not', async () => {
+    const emoji = '\u{1F600}';
+    for (const path of ['/api/card/search/1', '/api/card/fulltextsearch/1']) {
+      expect([path, (await anonymous.post(path, { content: emoji.repeat(2000) })).status]).toEqual([path, 200]);
+      const refused = await anonymous.post(path, { content: emoji.repeat(2001) });
+      expect([path, refused.status, refused.json.message]).toEqual([path, 400, 'content: must be at most 2000 characters']);
+    }
+  });
 });
 
 describe('collection search', () => {

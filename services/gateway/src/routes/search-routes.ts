@@ -4,16 +4,13 @@ import type { search } from '@cards/proto';
 import type { RouteDeps } from '../app';
 import { presentCardGroups } from '../presenters/card-presenter';
 import { presentCollection } from '../presenters/collection-presenter';
-import { pageParam, parseBody, tagList, uuidString } from '../http/validation';
+import { characterString, pageParam, parseBody, tagList, uuidString } from '../http/validation';
 
 /** Every search page holds 25 cards (DESIGN.md "Paging"). */
 export const SEARCH_PAGE_SIZE = 25;
 export const MAX_SEARCH_CONTENT_LENGTH = 2000;
 
-const content = z
-  .string({ required_error: 'is required', invalid_type_error: 'must be a string' })
-  .max(MAX_SEARCH_CONTENT_LENGTH, `at most ${MAX_SEARCH_CONTENT_LENGTH} characters`)
-  .refine((v) => v.trim().length > 0, 'must not be empty');
+const content = characterString(MAX_SEARCH_CONTENT_LENGTH).refine((v) => v.trim().length > 0, 'must not be empty');
 
 /** Links to include: an array of strings (one string is taken as a list of one). */
 const linkList = z

@@ -62,7 +62,7 @@ export function cardDraftProblems(draft: CardDraft): Partial<Record<keyof CardDr
   else if (link === 'not-http') problems.link = 'The link must be an http:// or https:// address.';
   const tags = tagsFromInput(draft.tags);
   if (tags.length > MAX_TAGS) problems.tags = `At most ${MAX_TAGS} tags.`;
-  else if (tags.some((t) => t.length > MAX_TAG_CHARS)) problems.tags = `Each tag may be at most ${MAX_TAG_CHARS} characters.`;
+  else if (tags.some((t) => characterCount(t) > MAX_TAG_CHARS)) problems.tags = `Each tag may be at most ${MAX_TAG_CHARS} characters.`;
   return problems;
 }
 

@@ -1,4 +1,4 @@
-import { MAX_COLLECTION_DESCRIPTION_CHARS, MAX_COLLECTION_NAME_CHARS } from '@cards/card-rules';
+import { characterCount, MAX_COLLECTION_DESCRIPTION_CHARS, MAX_COLLECTION_NAME_CHARS } from '@cards/card-rules';
 import { useState } from 'preact/hooks';
 import { api, type Collection } from '../api';
 import { CardSummary, ErrorMessage, formatDate, Loading, Notice, PageTitle, Pager, useAction, useAsync } from '../components';
@@ -18,8 +18,8 @@ export function CollectionsPage() {
     e.preventDefault();
     const trimmed = name.trim();
     if (!trimmed) return action.setError('Give the collection a name.');
-    if (trimmed.length > MAX_COLLECTION_NAME_CHARS) return action.setError(`A name has at most ${MAX_COLLECTION_NAME_CHARS} characters.`);
-    if (description.length > MAX_COLLECTION_DESCRIPTION_CHARS) return action.setError(`A description has at most ${MAX_COLLECTION_DESCRIPTION_CHARS} characters.`);
+    if (characterCount(trimmed) > MAX_COLLECTION_NAME_CHARS) return action.setError(`A name has at most ${MAX_COLLECTION_NAME_CHARS} characters.`);
+    if (characterCount(description) > MAX_COLLECTION_DESCRIPTION_CHARS) return action.setError(`A description has at most ${MAX_COLLECTION_DESCRIPTION_CHARS} characters.`);
     const id = await action.run(() => api.createCollection({ name: trimmed, description, is_public: isPublic }));
     if (id === undefined) return;
     setName('');
@@ -45,9 +45,9 @@ export function CollectionsPage() {
       <h2>New collection</h2>
       <form onSubmit={create} class="narrow">
         <label for="collection-name">Name</label>
-        <input id="collection-name" required maxLength={MAX_COLLECTION_NAME_CHARS} value={name} onInput={(e) => setName(e.currentTarget.value)} />
+        <input id="collection-name" required value={name} onInput={(e) => setName(e.currentTarget.value)} />
         <label for="collection-description">Description (optional)</label>
-        <textarea id="collection-description" rows={3} maxLength={MAX_COLLECTION_DESCRIPTION_CHARS} value={description} onInput={(e) => setDescription(e.currentTarget.value)} />
+        <textarea id="collection-description" rows={3} value={description} onInput={(e) => setDescription(e.currentTarget.value)} />
         <label class="check">
           <input type="checkbox" checked={isPublic} onChange={(e) => setPublic(e.currentTarget.checked)} /> Public (anyone can see it)
         </label>
@@ -69,6 +69,9 @@ function CollectionSettings({ collection: c, onChanged }: { collection: Collecti
     e.preventDefault();
     setSaved(false);
     if (!name.trim()) return action.setError('Give the collection a name.');
+    // Characters as the server counts them (code points); an input's maxLength would count UTF-16 units instead.
+    if (characterCount(name.trim()) > MAX_COLLECTION_NAME_CHARS) return action.setError(`A name has at most ${MAX_COLLECTION_NAME_CHARS} characters.`);
+    if (characterCount(description) > MAX_COLLECTION_DESCRIPTION_CHARS) return action.setError(`A description has at most ${MAX_COLLECTION_DESCRIPTION_CHARS} characters.`);
     const ok = await action.run(async () => {
       await api.updateCollection({ collection_id: c.id, name: name.trim(), description });
       return true;
@@ -98,9 +101,9 @@ function CollectionSettings({ collection: c, onChanged }: { collection: Collecti
       <summary>Rename, share or delete</summary>
       <form onSubmit={save}>
         <label for="collection-rename">Name</label>
-        <input id="collection-rename" maxLength={MAX_COLLECTION_NAME_CHARS} value={name} onInput={(e) => setName(e.currentTarget.value)} />
+        <input id="collection-rename" value={name} onInput={(e) => setName(e.currentTarget.value)} />
         <label for="collection-edit-description">Description</label>
-        <textarea id="collection-edit-description" rows={3} maxLength={MAX_COLLECTION_DESCRIPTION_CHARS} value={description} onInput={(e) => setDescription(e.currentTarget.value)} />
+        <textarea id="collection-edit-description" rows={3} value={description} onInput={(e) => setDescription(e.currentTarget.value)} />
         <button type="submit" disabled={action.busy}>
           Save
         </button>

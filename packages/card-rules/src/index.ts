@@ -37,6 +37,14 @@ export function characterCount(text: string): number {
   return count;
 }
 
+/**
+ * Whether `text` has at most `max` characters (characterCount). A code point is at most two UTF-16 units, so a text
+ * longer than 2 * max units is refused by its size alone and huge input is never walked.
+ */
+export function fitsCharacters(text: string, max: number): boolean {
+  return text.length <= max || (text.length <= 2 * max && characterCount(text) <= max);
+}
+
 /** Words = runs of non-whitespace. */
 export function wordCount(text: string): number {
   const trimmed = text.trim();

@@ -1,6 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import { join, resolve } from 'node:path';
-import { BLOCK_TAGS, characterCount, collapseTextLines, linkProblem, MAX_LINK_CHARS, splitTags, wordCount } from '../src';
+import { BLOCK_TAGS, characterCount, collapseTextLines, fitsCharacters, linkProblem, MAX_LINK_CHARS, splitTags, wordCount } from '../src';
 
 const PACKAGE = resolve(__dirname, '..');
 
@@ -16,6 +16,13 @@ describe('@cards/card-rules', () => {
     expect(characterCount('')).toBe(0);
     expect(characterCount('abc')).toBe(3);
     expect(characterCount('\u{1F600}\u{1F600} \u{20000}')).toBe(4);
+  });
+
+  it('fits a text to a limit in characters: 3 emoji fit 3, 4 do not, 4 letters do not', () => {
+    expect(fitsCharacters('\u{1F600}'.repeat(3), 3)).toBe(true);
+    expect(fitsCharacters('\u{1F600}'.repeat(4), 3)).toBe(false);
+    expect(fitsCharacters('abcd', 3)).toBe(false);
+    expect(fitsCharacters('', 0)).toBe(true);
   });
 
   it('splits tags at commas, trims them and drops empty ones and repeats, keeping first-seen order', () => {

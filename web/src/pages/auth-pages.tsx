@@ -1,3 +1,4 @@
+import { characterCount } from '@cards/card-rules';
 import { useState } from 'preact/hooks';
 import { api } from '../api';
 import { ErrorMessage, Notice, PageTitle, useAction } from '../components';
@@ -91,7 +92,7 @@ export function RegisterPage({ invitationId }: { invitationId: string }) {
   const action = useAction();
   const submit = async (e: Event) => {
     e.preventDefault();
-    if ([...password].length < 8) return action.setError('The password needs at least 8 characters.');
+    if (characterCount(password) < 8) return action.setError('The password needs at least 8 characters.');
     if (password !== confirmation) return action.setError('The two passwords differ.');
     const user = await action.run(() => api.register(invitationId, password, confirmation));
     if (!user) return;
@@ -164,7 +165,7 @@ export function ResetPasswordPage({ resetId }: { resetId: string }) {
   const action = useAction();
   const submit = async (e: Event) => {
     e.preventDefault();
-    if ([...password].length < 8) return action.setError('The password needs at least 8 characters.');
+    if (characterCount(password) < 8) return action.setError('The password needs at least 8 characters.');
     if (password !== confirmation) return action.setError('The two passwords differ.');
     const ok = await action.run(async () => {
       await api.resetPassword(resetId, password, confirmation);

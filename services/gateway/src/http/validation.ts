@@ -1,6 +1,7 @@
 import type { Request } from 'express';
 import { extendZodWithOpenApi } from '@asteasolutions/zod-to-openapi';
 import { z } from 'zod';
+import { fitsCharacters, MAX_TAG_CHARS } from '@cards/card-rules';
 import { isUuid } from '@cards/platform';
 import { badRequest } from './http-error';
 
@@ -39,27 +40,18 @@ export function pageParam(req: Request, name = 'page'): number {
 // Adds .openapi() to zod's prototypes, for characterString's maxLength.
 extendZodWithOpenApi(z);
 
-/** Characters as a person counts them: code points, so an emoji is one (a string's length counts two UTF-16 units). */
-export function characterCount(text: string): number {
-  let count = 0;
-  for (const _ of text) count++;
-  return count;
-}
-
 /**
  * A string of at most `max` characters counted as the owning service counts what it stores: code points, of the
  * trimmed value with `trim`. zod's max() counts UTF-16 units, so it would refuse 255 emoji as 510 and a name with
- * spaces around it before they are trimmed. A code point is at most two units, so a longer value is refused by its
- * size alone and huge input is never walked. The OpenAPI document states maxLength `max`, which JSON Schema counts
- * in code points too.
+ * spaces around it before they are trimmed (fitsCharacters never walks huge input). The OpenAPI document states
+ * maxLength `max`, which JSON Schema counts in code points too.
  */
 export function characterString(max: number, { trim = false }: { trim?: boolean } = {}) {
   const tooLong = `must be at most ${max} characters`;
   return z
     .string({ required_error: 'is required', invalid_type_error: 'must be a string' })
     .superRefine((value, ctx) => {
-      const counted = trim ? value.trim() : value;
-      if (counted.length > 2 * max || (counted.length > max && characterCount(counted) > max)) ctx.addIssue({ code: z.ZodIssueCode.custom, message: tooLong });
+      if (!fitsCharacters(trim ? value.trim() : value, max)) ctx.addIssue({ code: z.ZodIssueCode.custom, message: tooLong });
     })
     .openapi({ maxLength: max });
 }
@@ -75,8 +67,6 @@ export const looseBoolean = z.union([z.boolean(), z.enum(['true', 'false']).tran
   errorMap: () => ({ message: 'must be true or false' }),
 });
 
-const MAX_TAG_CHARS = 200;
-
 /**
  * Tags: an array of strings, or one comma-separated string; trimmed, empty ones dropped, duplicates removed. Each tag
  * is at most 200 characters (code points) as stored, where array items are split at commas too, so an item is bounded
@@ -88,9 +78,4 @@ export const tagList = z
     errorMap: () => ({ message: 'must be an array of strings or a comma-separated string' }),
   })
   .transform((v) => [...new Set((Array.isArray(v) ? v : v.split(',')).map((t) => t.trim()).filter((t) => t.length > 0))])
-  .refine((tags) => tags.flatMap((t) => t.split(',')).every((piece) => tagFits(piece.trim())), `each tag at most ${MAX_TAG_CHARS} characters`);
-
-/** A tag as the cards and files services store it (an array item split at commas, trimmed) fits its limit. */
-function tagFits(tag: string): boolean {
-  return tag.length <= MAX_TAG_CHARS || (tag.length <= 2 * MAX_TAG_CHARS && characterCount(tag) <= MAX_TAG_CHARS);
-}
+  .refine((tags) => tags.flatMap((t) => t.split(',')).every((piece) => fitsCharacters(piece.trim(), MAX_TAG_CHARS)), `each tag at most ${MAX_TAG_CHARS} characters`);

@@ -1,3 +1,4 @@
+import { characterCount } from '@cards/card-rules';
 import { InvalidArgumentError } from '@cards/platform';
 import { MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH, type User } from './model';
 
@@ -12,15 +13,9 @@ export function normalizeEmail(raw: string): string {
 
 export function checkNewPassword(password: string, confirmation: string): void {
   // Characters as people count them: a code point, not a UTF-16 unit (four emoji are four characters, not eight).
-  if (countCodePoints(password) < MIN_PASSWORD_LENGTH) throw new InvalidArgumentError(`password: must be at least ${MIN_PASSWORD_LENGTH} characters`);
+  if (characterCount(password) < MIN_PASSWORD_LENGTH) throw new InvalidArgumentError(`password: must be at least ${MIN_PASSWORD_LENGTH} characters`);
   if (password.length > MAX_PASSWORD_LENGTH) throw new InvalidArgumentError(`password: must be at most ${MAX_PASSWORD_LENGTH} characters`);
   if (password !== confirmation) throw new InvalidArgumentError('password_confirmation: does not match password');
-}
-
-function countCodePoints(text: string): number {
-  let count = 0;
-  for (const _ of text) count++;
-  return count;
 }
 
 const USERNAME = /^[A-Za-z0-9_-]{3,32}$/;

@@ -1,3 +1,4 @@
+import { fitsCharacters } from '@cards/card-rules';
 import { InvalidArgumentError, isUuid } from '@cards/platform';
 import { totalPages, type IndexHit, type SearchScope } from '../domain/model';
 import type { CardIndex, Embedder } from '../domain/ports';
@@ -75,16 +76,9 @@ export class SearchService {
   }
 }
 
-/** Characters as a person counts them (an emoji is one, not two UTF-16 units). */
-function codePoints(text: string): number {
-  let count = 0;
-  for (const _ of text) count++;
-  return count;
-}
-
 function validate(query: SearchQuery): { scope: SearchScope; offset: number; pageSize: number } {
   if (query.query.trim() === '') throw new InvalidArgumentError('content: must not be empty');
-  if (query.query.length > MAX_QUERY_LENGTH && (query.query.length > 2 * MAX_QUERY_LENGTH || codePoints(query.query) > MAX_QUERY_LENGTH)) throw new InvalidArgumentError(`content: at most ${MAX_QUERY_LENGTH} characters`);
+  if (!fitsCharacters(query.query, MAX_QUERY_LENGTH)) throw new InvalidArgumentError(`content: at most ${MAX_QUERY_LENGTH} characters`);
   if (!Number.isInteger(query.page) || query.page < 1) throw new InvalidArgumentError('page: must be a positive integer');
   const pageSize = query.pageSize || 25;
   if (!Number.isInteger(pageSize) || pageSize < 1 || pageSize > MAX_PAGE_SIZE) throw new InvalidArgumentError(`page_size: must be between 1 and ${MAX_PAGE_SIZE}`);

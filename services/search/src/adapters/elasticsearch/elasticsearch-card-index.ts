@@ -574,11 +574,12 @@ export class ElasticsearchCardIndex implements CardIndex {
 
   /** Filters of a scope: a searchable root card visible to the caller, with any listed tag, a listed link part, in the collection. */
   private async scopeFilter(scope: SearchScope): Promise<estypes.QueryDslQueryContainer[]> {
-    const filter: estypes.QueryDslQueryContainer[] = [...this.searchable(), visibleTo(scope.callerId)];
+    const visible: estypes.QueryDslQueryContainer[] = [...this.searchable(), visibleTo(scope.callerId)];
+    const filter = [...visible];
     const tags = normalizeTags(scope.tags);
     if (tags.length > 0) filter.push({ terms: { tags_lower: tags } });
     const links = scope.links.map((l) => l.trim().toLowerCase()).filter((l) => l.length > 0);
-    if (links.length > 0) filter.push(await this.linkFilter(links, [...this.searchable(), visibleTo(scope.callerId)]));
+    if (links.length > 0) filter.push(await this.linkFilter(links, visible));
     if (scope.collectionId !== undefined) {
       const viaCollisions = await this.rootsOfBookmarkedCollisions(scope.collectionId, scope.callerId);
       const inCollection = { term: { collection_ids: scope.collectionId } };

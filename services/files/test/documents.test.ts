@@ -3,9 +3,11 @@ import { join } from 'node:path';
 import { MAX_PARSER_DEPTH } from '@cards/html-parsing';
 import { InvalidArgumentError } from '@cards/platform';
 import { blocksFromHtml, blocksFromOdtContent } from '../src/adapters/documents/block-collector';
-import { LibraryDocumentReader, docxHasText, hyperlinksIn, odtHasText } from '../src/adapters/documents/library-document-reader';
+import { LibraryDocumentReader, hyperlinksIn } from '../src/adapters/documents/library-document-reader';
+import { docxHasText, odtHasText } from '../src/adapters/documents/text-presence';
 import { checkMagicBytes, checkMimeType, formatFromFileName } from '../src/domain/document-format';
 import { UnreadableDocumentError } from '../src/domain/ports';
+import { DEFAULT_PARSER_LIMITS } from '../src/adapters/documents/worker-parse';
 import { deepestParserStack } from '../../../packages/html-parsing/test/parser-depth';
 
 const FIXTURES = join(__dirname, '../../../test/fixtures/documents');
@@ -77,11 +79,40 @@ describe('LibraryDocumentReader', () => {
 
   it('inspect refuses zip bombs, empty documents, and zips that are not the claimed format', async () => {
     await expect(reader.inspect('docx', fixture('bomb.docx'))).rejects.toThrow(/decompression bomb/);
-    await expect(reader.inspect('docx', fixture('empty.docx'))).rejects.toThrow(/empty/);
     await expect(reader.inspect('odt', fixture('energy.docx'))).rejects.toThrow(/OpenDocument/);
     await expect(reader.inspect('docx', fixture('marine.odt'))).rejects.toThrow(/not a Word/);
     const docx = fixture('energy.docx');
     await expect(reader.inspect('docx', docx.subarray(0, docx.length - 100))).rejects.toThrow(/corrupt or truncated/);
+  });
+
+  it.each([
+    ['docx', 'empty.docx'],
+    ['odt', 'empty.odt'],
+    ['doc', 'empty.doc'],
+    ['pdf', 'empty.pdf'],
+    ['docx', 'whitespace.docx'],
+    ['odt', 'whitespace.odt'],
+    ['pdf', 'scan.pdf'],
+  ] as const)('inspect refuses a .%s with no text (%s) as empty', async (format, name) => {
+    await expect(reader.inspect(format, fixture(name))).rejects.toThrow('base64_docx_file: the document is empty (no text)');
+  });
+
+  it.each([
+    ['docx', 'energy.docx'],
+    ['odt', 'marine.odt'],
+    ['doc', 'history.doc'],
+    ['pdf', 'coffee.pdf'],
+    ['odt', 'short.odt'],
+  ] as const)('inspect accepts a .%s with text (%s)', async (format, name) => {
+    await expect(reader.inspect(format, fixture(name))).resolves.toBeUndefined();
+  });
+
+  it('inspect refuses a .pdf or .doc its library cannot read, and accepts one whose check runs out of time', async () => {
+    const pdf = fixture('coffee.pdf');
+    const garbled = Buffer.concat([pdf.subarray(0, 20), Buffer.alloc(pdf.length - 40, 0x41), pdf.subarray(pdf.length - 20)]);
+    await expect(reader.inspect('pdf', garbled)).rejects.toThrow(/the \.pdf document could not be read/);
+    const impatient = new LibraryDocumentReader(undefined, { ...DEFAULT_PARSER_LIMITS, uploadCheckMs: 0 });
+    await expect(impatient.inspect('pdf', fixture('scan.pdf'))).resolves.toBeUndefined();
   });
 
   it('the limit on the total of inflated bytes is enforced while inflating', async () => {
@@ -149,7 +180,11 @@ describe('text checks on parts an uploader controls', () => {
   // The old patterns backtracked over the rest of the part from every start: these inputs took minutes with them.
   it('.docx: a text run, however many unclosed <w:t come first', () => {
     expect(docxHasText('<w:p><w:r><w:t xml:space="preserve"> x</w:t></w:r></w:p>')).toBe(true);
+    expect(docxHasText('<w:p><w:r><w:t>&amp;</w:t></w:r></w:p>')).toBe(true);
     expect(docxHasText('<w:p><w:r><w:tab/></w:r><w:tbl>text</w:tbl></w:p>')).toBe(false);
+    // Empty and blank runs are no text, nor is the markup after them.
+    expect(docxHasText('<w:body><w:p><w:r><w:t></w:t></w:r></w:p><w:sectPr/></w:body>')).toBe(false);
+    expect(docxHasText('<w:p><w:r><w:t xml:space="preserve">  \t </w:t></w:r><w:r><w:t>&#160;&#x20;</w:t></w:r></w:p>')).toBe(false);
     const unclosed = '<w:t '.repeat(100_000);
     expect(docxHasText(unclosed)).toBe(false);
     expect(docxHasText(`${unclosed}<w:t>x</w:t>`)).toBe(true);
@@ -159,8 +194,15 @@ describe('text checks on parts an uploader controls', () => {
     const decls = '<text:sequence-decls><text:sequence-decl text:name="Table"/></text:sequence-decls>';
     expect(odtHasText(`<office:body><office:text>${decls}<text:p>x</text:p></office:text></office:body>`)).toBe(true);
     expect(odtHasText(`<office:body><office:text>${decls}</office:text></office:body>`)).toBe(false);
-    expect(odtHasText('<office:text>x')).toBe(false);
-    expect(odtHasText(`<office:body>${'<office:text>'.repeat(100_000)}x`)).toBe(false);
+    // A blank paragraph, paragraphs of spaces, and text only in a comment are no text.
+    expect(odtHasText(`<office:body><office:text>${decls}<text:p text:style-name="P1"/></office:text></office:body>`)).toBe(false);
+    expect(odtHasText(`<office:text><text:p> <text:s text:c="3"/>&#160;</text:p><text:h>\t</text:h></office:text>`)).toBe(false);
+    expect(odtHasText(`<office:text><text:p><office:annotation><text:p>note</text:p></office:annotation></text:p></office:text>`)).toBe(false);
+    expect(odtHasText('<office:meta>x</office:meta><office:text></office:text>')).toBe(false);
+    // Read as the ingestion reads it: text in an unclosed body still counts.
+    expect(odtHasText('<office:text>x')).toBe(true);
+    expect(odtHasText(`<office:body>${'<office:text>'.repeat(100_000)}x`)).toBe(true);
+    expect(odtHasText(`<office:body>${'<office:text>'.repeat(100_000)}`)).toBe(false);
     expect(odtHasText(`<office:text>${'<text:sequence-decls>'.repeat(100_000)}<text:p>x</text:p></office:text>`)).toBe(true);
   });
 

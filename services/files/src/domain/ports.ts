@@ -63,8 +63,8 @@ export class UnreadableDocumentError extends Error {
 /** Reads documents of the accepted formats. */
 export interface DocumentReader {
   /**
-   * Quick structural check at upload time (zip parts present, no decompression bomb);
-   * throws InvalidArgumentError naming the problem.
+   * Check at upload time: the container is the format's (zip parts present, no decompression bomb) and the document
+   * has text that is not whitespace; throws InvalidArgumentError naming the problem.
    */
   inspect(format: DocumentFormat, bytes: Buffer): Promise<void>;
   /** Headings and paragraphs in reading order; UnreadableDocumentError when the bytes are corrupt. */

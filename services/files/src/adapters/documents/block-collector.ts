@@ -105,6 +105,21 @@ export function blocksFromHtml(html: string): DocumentBlock[] {
 
 /** Blocks from an OpenDocument content.xml: text:h (with its outline level) and text:p inside office:text. */
 export function blocksFromOdtContent(xml: string): DocumentBlock[] {
+  const reader = odtContentReader();
+  reader.write(xml);
+  reader.end();
+  return reader.blocks;
+}
+
+/** A markup reader fed in pieces; `blocks` grows as each heading or paragraph ends. */
+export interface IncrementalBlockReader {
+  readonly blocks: DocumentBlock[];
+  write(chunk: string): void;
+  end(): void;
+}
+
+/** The reader behind blocksFromOdtContent, for callers that may stop at the first block (the upload's text check). */
+export function odtContentReader(): IncrementalBlockReader {
   const collector = new BlockCollector();
   let inBody = 0;
   let skipDepth = 0;
@@ -138,8 +153,12 @@ export function blocksFromOdtContent(xml: string): DocumentBlock[] {
     },
     { xmlMode: true, decodeEntities: true },
   );
-  parser.write(xml);
-  parser.end();
-  collector.end();
-  return collector.blocks;
+  return {
+    blocks: collector.blocks,
+    write: (chunk) => parser.write(chunk),
+    end() {
+      parser.end();
+      collector.end();
+    },
+  };
 }

@@ -2,7 +2,8 @@ import { InvalidArgumentError } from '@cards/platform';
 import type { DocumentBlock, DocumentFormat, ParsedDocument } from '../../domain/model';
 import { UnreadableDocumentError, type DocumentReader } from '../../domain/ports';
 import { blocksFromHtml, blocksFromOdtContent } from './block-collector';
-import { DEFAULT_PARSER_LIMITS, parseInWorker, type ParserLimits } from './worker-parse';
+import { docxHasText, odtHasText } from './text-presence';
+import { DEFAULT_PARSER_LIMITS, parseInWorker, ReadingTimedOutError, type ParserLimits } from './worker-parse';
 import { DEFAULT_ZIP_LIMITS, readZip, type ZipLimits } from './zip-archive';
 
 const ODT_MIME = 'application/vnd.oasis.opendocument.text';
@@ -20,6 +21,22 @@ export class LibraryDocumentReader implements DocumentReader {
   ) {}
 
   async inspect(format: DocumentFormat, bytes: Buffer): Promise<void> {
+    const textPart = await this.checkContainer(format, bytes);
+    if (!(await this.hasText(format, bytes, textPart))) throw new InvalidArgumentError('base64_docx_file: the document is empty (no text)');
+  }
+
+  async parse(format: DocumentFormat, bytes: Buffer): Promise<ParsedDocument> {
+    try {
+      await this.checkContainer(format, bytes);
+      return { blocks: await this.blocksOf(format, bytes) };
+    } catch (err) {
+      const message = err instanceof Error ? err.message : String(err);
+      throw new UnreadableDocumentError(`the .${format} document could not be read: ${message.replace(/^base64_docx_file: /, '')}`);
+    }
+  }
+
+  /** The container is the format's (parts present, no decompression bomb); answers the part holding the text, if any. */
+  private async checkContainer(format: DocumentFormat, bytes: Buffer): Promise<string | null> {
     switch (format) {
       case 'docx': {
         const zip = await readZip(bytes, ['[Content_Types].xml', 'word/document.xml'], this.zipLimits);
@@ -28,8 +45,7 @@ export class LibraryDocumentReader implements DocumentReader {
         if (!types || main === undefined || !types.includes('wordprocessingml.document.main')) {
           throw new InvalidArgumentError('base64_docx_file: the zip container is not a Word .docx document (no word/document.xml main part)');
         }
-        if (!docxHasText(main)) throw new InvalidArgumentError('base64_docx_file: the document is empty (no text)');
-        return;
+        return main;
       }
       case 'odt': {
         const zip = await readZip(bytes, ['mimetype', 'content.xml'], this.zipLimits);
@@ -37,24 +53,38 @@ export class LibraryDocumentReader implements DocumentReader {
         if (zip.parts.get('mimetype')?.trim() !== ODT_MIME || content === undefined) {
           throw new InvalidArgumentError('base64_docx_file: the zip container is not an OpenDocument text (.odt) document');
         }
-        if (!odtHasText(content)) throw new InvalidArgumentError('base64_docx_file: the document is empty (no text)');
-        return;
+        return content;
       }
       case 'doc':
         if (!bytes.includes(WORD_STREAM_NAME)) throw new InvalidArgumentError('base64_docx_file: the OLE file is not a Word .doc document (no WordDocument stream)');
-        return;
+        return null;
       case 'pdf':
-        return;
+        return null;
     }
   }
 
-  async parse(format: DocumentFormat, bytes: Buffer): Promise<ParsedDocument> {
+  /**
+   * Whether the document has any text that is not whitespace, as the ingestion would read it. .doc and .pdf need their
+   * library (in the worker, within the upload's time limit); a check that runs out of time counts as text, so a slow
+   * but good document is never refused, and one the library cannot read at all is refused here rather than later.
+   */
+  private async hasText(format: DocumentFormat, bytes: Buffer, textPart: string | null): Promise<boolean> {
+    const limits = { ...this.parserLimits, timeoutMs: this.parserLimits.uploadCheckMs };
     try {
-      await this.inspect(format, bytes);
-      return { blocks: await this.blocksOf(format, bytes) };
+      switch (format) {
+        case 'docx':
+          return docxHasText(textPart ?? '');
+        case 'odt':
+          return odtHasText(textPart ?? '');
+        case 'doc':
+          return /\S/.test(await parseInWorker('doc-text', bytes, limits));
+        case 'pdf':
+          return await parseInWorker('pdf-has-text', bytes, limits);
+      }
     } catch (err) {
-      const message = err instanceof Error ? err.message : String(err);
-      throw new UnreadableDocumentError(`the .${format} document could not be read: ${message.replace(/^base64_docx_file: /, '')}`);
+      if (err instanceof ReadingTimedOutError) return true;
+      if (err instanceof UnreadableDocumentError) throw new InvalidArgumentError(`base64_docx_file: the .${format} document could not be read (${err.message})`);
+      throw err;
     }
   }
 
@@ -72,26 +102,6 @@ export class LibraryDocumentReader implements DocumentReader {
         return parseInWorker('pdf-blocks', bytes, this.parserLimits);
     }
   }
-}
-
-// These checks run on the service's event loop as an upload is accepted, on text an uploader controls, so none may
-// backtrack over the rest of the part from each of many starts: 40,000 unclosed copies of a start tag took 20 s.
-
-/** Whether a .docx's word/document.xml holds text: text runs are <w:t> elements, and blank ones do not count. */
-export function docxHasText(documentXml: string): boolean {
-  return /<w:t(?:\s[^<>]*)?>[^<]*\S/.test(documentXml);
-}
-
-/** Whether an .odt's content.xml holds text inside office:text, outside its sequence declarations. */
-export function odtHasText(contentXml: string): boolean {
-  const start = contentXml.search(/<office:text[\s>]/);
-  const end = contentXml.lastIndexOf('</office:text>');
-  if (start < 0 || end < start) return false;
-  let body = contentXml.slice(start, end + '</office:text>'.length);
-  const declarations = body.indexOf('<text:sequence-decls>');
-  const declarationsEnd = declarations < 0 ? -1 : body.indexOf('</text:sequence-decls>', declarations);
-  if (declarationsEnd >= 0) body = body.slice(0, declarations) + body.slice(declarationsEnd + '</text:sequence-decls>'.length);
-  return />[^<]*\S[^<]*</.test(body);
 }
 
 /**

@@ -1,8 +1,8 @@
 // Runs the document libraries in a worker thread (plain ESM so it needs no TypeScript loader): parsing
 // is CPU-heavy and must not stall the service's event loop, and the thread's time and memory caps
 // contain hostile documents.
-// Input (workerData): { op: 'docx-html' | 'doc-text' | 'pdf-blocks', bytes: Uint8Array, maxPages: number }.
-// Output: { result } (HTML string, body text, or paragraph blocks) or { error }.
+// Input (workerData): { op: 'docx-html' | 'doc-text' | 'pdf-blocks' | 'pdf-has-text', bytes: Uint8Array, maxPages: number }.
+// Output: { result } (HTML string, body text, paragraph blocks, or whether the PDF has text) or { error }.
 import { parentPort, workerData } from 'node:worker_threads';
 
 function linesOf(items) {
@@ -61,9 +61,30 @@ function paragraphsOf(lines) {
   return blocks.map((b) => ({ ...b, text: b.text.replace(/\s+/g, ' ').trim() })).filter((b) => b.text.length > 0);
 }
 
-async function pdfBlocks() {
+async function openPdf() {
   const { getDocumentProxy } = await import('unpdf');
-  const pdf = await getDocumentProxy(new Uint8Array(workerData.bytes), { isEvalSupported: false, stopAtErrors: true });
+  return getDocumentProxy(new Uint8Array(workerData.bytes), { isEvalSupported: false, stopAtErrors: true });
+}
+
+// Stops at the first page with text, so a PDF with a text layer costs one page.
+async function pdfHasText() {
+  const pdf = await openPdf();
+  try {
+    const pages = Math.min(pdf.numPages, workerData.maxPages);
+    for (let p = 1; p <= pages; p++) {
+      const page = await pdf.getPage(p);
+      const content = await page.getTextContent();
+      page.cleanup();
+      if (content.items.some((item) => /\S/.test(item.str ?? ''))) return true;
+    }
+    return false;
+  } finally {
+    await pdf.destroy();
+  }
+}
+
+async function pdfBlocks() {
+  const pdf = await openPdf();
   const blocks = [];
   try {
     const pages = Math.min(pdf.numPages, workerData.maxPages);
@@ -99,6 +120,8 @@ async function run() {
     }
     case 'pdf-blocks':
       return pdfBlocks();
+    case 'pdf-has-text':
+      return pdfHasText();
     default:
       throw new Error(`unknown operation ${workerData.op}`);
   }

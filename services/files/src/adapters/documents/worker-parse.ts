@@ -8,9 +8,22 @@ export interface ParserLimits {
   maxPages: number;
   timeoutMs: number;
   maxHeapMb: number;
+  /**
+   * Time for the text check while an upload waits: well inside the gateway's call deadline (GRPC_DEADLINE_MS, 10 s by
+   * default). A check that runs out accepts the document and leaves the verdict to the ingestion, which has timeoutMs.
+   */
+  uploadCheckMs: number;
 }
 
-export const DEFAULT_PARSER_LIMITS: ParserLimits = { maxPages: 2000, timeoutMs: 120_000, maxHeapMb: 512 };
+export const DEFAULT_PARSER_LIMITS: ParserLimits = { maxPages: 2000, timeoutMs: 120_000, maxHeapMb: 512, uploadCheckMs: 5_000 };
+
+/** The document library did not finish within the time limit (the document may still be fine). */
+export class ReadingTimedOutError extends UnreadableDocumentError {
+  constructor(timeoutMs: number) {
+    super(`reading the document took longer than ${timeoutMs} ms`);
+    this.name = 'ReadingTimedOutError';
+  }
+}
 
 interface Operations {
   /** mammoth's HTML rendering of a .docx. */
@@ -23,6 +36,8 @@ interface Operations {
    * Link annotations are attached to the line they sit on.
    */
   'pdf-blocks': DocumentBlock[];
+  /** Whether any page up to the page limit has a text item that is not whitespace (a scan without OCR has none). */
+  'pdf-has-text': boolean;
 }
 
 /**
@@ -46,7 +61,7 @@ export function parseInWorker<K extends keyof Operations>(op: K, bytes: Buffer, 
       fn();
     };
     const fail = (reason: string) => finish(() => reject(new UnreadableDocumentError(reason)));
-    const timer = setTimeout(() => fail(`reading the document took longer than ${limits.timeoutMs} ms`), limits.timeoutMs);
+    const timer = setTimeout(() => finish(() => reject(new ReadingTimedOutError(limits.timeoutMs))), limits.timeoutMs);
     worker.once('message', (message: { result?: Operations[K]; error?: string }) => {
       if (message.error === undefined && message.result !== undefined) finish(() => resolve(message.result!));
       else fail(message.error ?? 'unknown error');

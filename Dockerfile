@@ -38,8 +38,10 @@ ARG TSX_VERSION=4.23.15
 ENV NODE_ENV=production DATA_DIR=/data
 RUN npm install -g "tsx@${TSX_VERSION}" && npm cache clean --force \
  && mkdir -p /data && chown node:node /data
-# grpc.health.v1.Health/Check over plain HTTP/2, no dependencies: `node /usr/local/lib/grpc-health.cjs <port>`
-# exits 0 only on SERVING. Used by HEALTHCHECK and docker-compose; Kubernetes uses its native grpc probe.
+# grpc.health.v1.Health/Check over plain HTTP/2, no dependencies: `node /usr/local/lib/grpc-health.cjs <port> [service]`
+# exits 0 only on SERVING. HEALTHCHECK and docker-compose ask for `liveness`, which stays SERVING while the
+# process runs: "" turns NOT_SERVING whenever an engine is unreachable, and a restart (what an unhealthy
+# container gets from Swarm or an autoheal) cures no engine outage. Kubernetes uses its native grpc probes.
 COPY <<'EOF' /usr/local/lib/grpc-health.cjs
 const http2 = require('node:http2');
 const [target = '50051', service = ''] = process.argv.slice(2);
@@ -79,39 +81,41 @@ COPY --from=build /out/gateway /app
 COPY --from=build /src/web/dist /app/web/dist
 ENV HOST=0.0.0.0 PORT=8090 WEB_DIST_DIR=/app/web/dist
 EXPOSE 8090
+# Alive while it answers HTTP: /healthz is 503 whenever a peer is not ready (an engine outage), which a restart
+# of the gateway does not cure.
 HEALTHCHECK --interval=10s --timeout=3s --start-period=20s --retries=3 \
-  CMD node -e "fetch('http://127.0.0.1:'+(process.env.PORT||8090)+'/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"
+  CMD node -e "fetch('http://127.0.0.1:'+(process.env.PORT||8090)+'/healthz').then(()=>process.exit(0),()=>process.exit(1))"
 
 FROM runtime AS identity
 COPY --from=build /out/identity /app
 ENV IDENTITY_GRPC_HOST=0.0.0.0 IDENTITY_GRPC_PORT=50051
 EXPOSE 50051
-HEALTHCHECK --interval=10s --timeout=4s --start-period=20s --retries=3 CMD node /usr/local/lib/grpc-health.cjs "$IDENTITY_GRPC_PORT"
+HEALTHCHECK --interval=10s --timeout=4s --start-period=20s --retries=3 CMD node /usr/local/lib/grpc-health.cjs "$IDENTITY_GRPC_PORT" liveness
 
 FROM runtime AS cards
 COPY --from=build /out/cards /app
 ENV CARDS_GRPC_HOST=0.0.0.0 CARDS_GRPC_PORT=50052
 EXPOSE 50052
-HEALTHCHECK --interval=10s --timeout=4s --start-period=20s --retries=3 CMD node /usr/local/lib/grpc-health.cjs "$CARDS_GRPC_PORT"
+HEALTHCHECK --interval=10s --timeout=4s --start-period=20s --retries=3 CMD node /usr/local/lib/grpc-health.cjs "$CARDS_GRPC_PORT" liveness
 
 FROM runtime AS search
 COPY --from=build /out/search /app
 ENV SEARCH_GRPC_HOST=0.0.0.0 SEARCH_GRPC_PORT=50053
 EXPOSE 50053
 # Loading the bundled word-vector model takes a while.
-HEALTHCHECK --interval=10s --timeout=4s --start-period=90s --retries=3 CMD node /usr/local/lib/grpc-health.cjs "$SEARCH_GRPC_PORT"
+HEALTHCHECK --interval=10s --timeout=4s --start-period=90s --retries=3 CMD node /usr/local/lib/grpc-health.cjs "$SEARCH_GRPC_PORT" liveness
 
 FROM runtime AS files
 COPY --from=build /out/files /app
 ENV FILES_GRPC_HOST=0.0.0.0 FILES_GRPC_PORT=50054 FILES_HTTP_HOST=0.0.0.0 FILES_HTTP_PORT=50064
 EXPOSE 50054 50064
-HEALTHCHECK --interval=10s --timeout=4s --start-period=20s --retries=3 CMD node /usr/local/lib/grpc-health.cjs "$FILES_GRPC_PORT"
+HEALTHCHECK --interval=10s --timeout=4s --start-period=20s --retries=3 CMD node /usr/local/lib/grpc-health.cjs "$FILES_GRPC_PORT" liveness
 
 FROM runtime AS notifications
 COPY --from=build /out/notifications /app
 ENV NOTIFICATIONS_GRPC_HOST=0.0.0.0 NOTIFICATIONS_GRPC_PORT=50055
 EXPOSE 50055
-HEALTHCHECK --interval=10s --timeout=4s --start-period=20s --retries=3 CMD node /usr/local/lib/grpc-health.cjs "$NOTIFICATIONS_GRPC_PORT"
+HEALTHCHECK --interval=10s --timeout=4s --start-period=20s --retries=3 CMD node /usr/local/lib/grpc-health.cjs "$NOTIFICATIONS_GRPC_PORT" liveness
 
 # Every service in one process, embedded engines under /data: `docker run -p 8090:8090 -v cards:/data card-library-all-in-one`
 FROM runtime AS all-in-one

@@ -72,7 +72,7 @@ describe('docker-compose.yaml (offline)', () => {
     }
     for (const component of COMPONENTS.filter((c) => c !== 'gateway')) {
       const port = env(component)[`${component.toUpperCase()}_GRPC_PORT`];
-      expect(services[component]?.healthcheck?.test).toEqual(['CMD', 'node', '/usr/local/lib/grpc-health.cjs', port]);
+      expect(services[component]?.healthcheck?.test).toEqual(['CMD', 'node', '/usr/local/lib/grpc-health.cjs', port, 'liveness']);
     }
   });
 

@@ -65,8 +65,24 @@ describe('accounts and sessions', () => {
     const again = await client.post(`/api/register/${id}`, { password: 'password1', password_confirmation: 'password1' });
     expect(again.status).toBe(400);
     expect(again.json.message).toMatch(/already been used/);
-    // The e-mail now has an account: a new invitation is refused.
-    expect((await client.post('/api/invitation', { email, referral_tokens: [] })).status).toBe(409);
+  });
+
+  it('an invitation answers the same whether or not the address has an account; the holder is told by mail', async () => {
+    const client = new ApiClient(system.baseUrl);
+    const email = `holder-${Date.now()}@example.com`;
+    await client.post('/api/invitation', { email, referral_tokens: [] });
+    const id = invitationIdFrom((await mailbox.waitFor(email, /register/)).text);
+    expect((await client.post(`/api/register/${id}`, { password: 'password1', password_confirmation: 'password1' })).status).toBe(200);
+
+    const forAccount = await client.post('/api/invitation', { email: email.toUpperCase(), referral_tokens: [] });
+    const forNobody = await client.post('/api/invitation', { email: `nobody-${Date.now()}@example.com`, referral_tokens: [] });
+    expect({ status: forAccount.status, body: forAccount.text }).toEqual({ status: forNobody.status, body: forNobody.text });
+    expect(forAccount.status).toBe(200);
+    const notice = await mailbox.waitFor(email, /already has an account/);
+    expect(notice.text).toContain('http://cards.test/auth/forgot');
+    expect(notice.text).not.toMatch(/auth\/register\//);
+    // The account is untouched: the old password still logs in.
+    expect((await client.post('/api/auth', { email, password: 'password1' })).status).toBe(204);
   });
 
   it('rejects bad registration input with 4xx and a message', async () => {

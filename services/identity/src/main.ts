@@ -61,6 +61,7 @@ export async function startIdentity(env: Record<string, string | undefined> = pr
     address: grpc.address,
     async stop() {
       await grpc.shutdown();
+      await service.mailSent();
       await mailer.close();
       await repository.close();
     },

@@ -17,9 +17,28 @@ class RecordingMailer implements Mailer {
   async close() {}
 }
 
-function setup(start = new Date('2026-01-01T00:00:00Z')) {
+/** Holds every mail until released; `sending` settles when a send has started while held. */
+class HeldMailer extends RecordingMailer {
+  private gate: Promise<void> = Promise.resolve();
+  private open = () => {};
+  private started = () => {};
+  sending: Promise<void> = new Promise((resolve) => (this.started = resolve));
+  hold() {
+    this.gate = new Promise((resolve) => (this.open = resolve));
+    this.sending = new Promise((resolve) => (this.started = resolve));
+  }
+  release() {
+    this.open();
+  }
+  override async send(mail: OutgoingMail) {
+    this.started();
+    await this.gate;
+    await super.send(mail);
+  }
+}
+
+function setup(start = new Date('2026-01-01T00:00:00Z'), mailer = new RecordingMailer()) {
   let now = start;
-  const mailer = new RecordingMailer();
   const service = new IdentityService({
     repository: new SqliteIdentityRepository(join(mkdtempSync(join(tmpdir(), 'identity-')), 'identity.db')),
     mailer,
@@ -36,6 +55,7 @@ describe('IdentityService', () => {
   it('invitation mail links to the registration page with the e-mail', async () => {
     const { service, mailer } = setup();
     const id = await service.invite(' Bob@Example.COM ', ['ref']);
+    await service.mailSent();
     expect(mailer.sent[0]!.to).toBe('bob@example.com');
     expect(mailer.sent[0]!.text).toContain(`https://cards.example/auth/register/${id}?email=bob%40example.com`);
   });
@@ -81,14 +101,50 @@ describe('IdentityService', () => {
     const id = await service.invite('r@example.com', []);
     await service.register(id, 'password1', 'password1');
     await service.requestPasswordReset('r@example.com');
+    await service.mailSent();
     const resetId = /auth\/password\/([0-9a-f-]{36})/.exec(mailer.sent.at(-1)!.text)![1]!;
     advance(60 * 60 * 1000 + 1);
     await expect(service.resetPassword(resetId, 'password2', 'password2')).rejects.toThrow(/expired/);
   });
 
+  it('an invitation for a registered address answers as for a new one and mails the holder that they have an account', async () => {
+    const { service, mailer } = setup();
+    const id = await service.invite('held@example.com', []);
+    await service.register(id, 'password1', 'password1');
+    await expect(service.invite(' Held@Example.com ', [])).resolves.toMatch(/^[0-9a-f-]{36}$/);
+    await service.mailSent();
+    const mail = mailer.sent.at(-1)!;
+    expect(mail.to).toBe('held@example.com');
+    expect(mail.text).toMatch(/already has an account/);
+    expect(mail.text).toContain('https://cards.example/auth/forgot');
+    expect(mail.text).not.toMatch(/auth\/register\//);
+  });
+
+  it('invitations and reset requests answer before their mail is sent, so a slow mail server reveals no account', async () => {
+    const mailer = new HeldMailer();
+    const { service } = setup(new Date(), mailer);
+    const id = await service.invite('slow@example.com', []);
+    mailer.release();
+    await service.mailSent();
+    await service.register(id, 'password1', 'password1');
+    // Each call is held at its mail: it must have answered by the time the mail server is (still) busy with it.
+    const answersFirst = async (call: () => Promise<unknown>) => {
+      mailer.hold();
+      const outcome = await Promise.race([call().then(() => 'answered'), mailer.sending.then(() => 'waited for the mail')]);
+      mailer.release();
+      await service.mailSent();
+      return outcome;
+    };
+    await expect(answersFirst(() => service.requestPasswordReset('slow@example.com'))).resolves.toBe('answered');
+    await expect(answersFirst(() => service.invite('slow@example.com', []))).resolves.toBe('answered');
+    await expect(answersFirst(() => service.invite('new@example.com', []))).resolves.toBe('answered');
+    expect(mailer.sent.map((m) => m.to)).toEqual(['slow@example.com', 'slow@example.com', 'slow@example.com', 'new@example.com']);
+  });
+
   it('no reset mail is sent for an unknown address, and no error reveals it', async () => {
     const { service, mailer } = setup();
     await expect(service.requestPasswordReset('ghost@example.com')).resolves.toBeUndefined();
+    await service.mailSent();
     expect(mailer.sent).toHaveLength(0);
   });
 

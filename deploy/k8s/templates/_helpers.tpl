@@ -102,8 +102,11 @@ app.kubernetes.io/part-of: card-library
   value: {{ $v.logLevel | quote }}
 - name: DATA_DIR
   value: {{ $c.dataDir | quote }}
+{{- /* Read by the gateway (cookies, CSRF origin) and by whoever sends mail with links (identity). */}}
+{{- if or (eq $c.protocol "http") (has "smtp" $c.uses) }}
 - name: PUBLIC_URL
   value: {{ $v.publicUrl | quote }}
+{{- end }}
 {{- if eq $c.protocol "http" }}
 - name: HOST
   value: "0.0.0.0"

@@ -178,6 +178,17 @@ describe('accounts and sessions', () => {
     expect((await client.get(`/api/password/other-${email}`)).status).toBe(204);
   });
 
+  it('counts reset requests by GET and by POST against one per-address limit', async () => {
+    const client = new ApiClient(system.baseUrl);
+    const email = `both-ways-${Date.now()}@example.com`;
+    const statuses: number[] = [];
+    for (let i = 0; i < 11; i++) {
+      statuses.push((i % 2 === 0 ? await client.get(`/api/password/${email}`) : await client.post('/api/password', { email })).status);
+    }
+    expect(statuses.slice(0, 10)).toEqual(Array(10).fill(204));
+    expect(statuses[10]).toBe(429);
+  });
+
   it('PUT /api/user validates and updates the profile; username is unique; e-mail hidden only behind a username', async () => {
     const a = await signUp(system.baseUrl, mailbox, 'profile-a');
     const b = await signUp(system.baseUrl, mailbox, 'profile-b');

@@ -45,8 +45,10 @@ function clearSessionCookie(res: Response, secure: boolean) {
 /** Accounts and sessions: invitation, registration, login, logout, password reset, profile. */
 export function registerIdentityRoutes(router: Router, { clients, rateLimits, cookieSecure }: IdentityRouteOptions): void {
   const { identity } = clients;
+  // GET /password/:email and POST /password ask for the same mail: one count per address for both.
+  const resetLimits = authRateLimits('reset', rateLimits);
 
-  router.post('/invitation', ...authRateLimits('invitation', rateLimits, 'body'), async (req, res) => {
+  router.post('/invitation', ...authRateLimits('invitation', rateLimits), async (req, res) => {
     const body = parseBody(invitationBody, req);
     await identity.createInvitation({ email: body.email, referralTokens: body.referral_tokens });
     res.status(200).end();
@@ -59,7 +61,7 @@ export function registerIdentityRoutes(router: Router, { clients, rateLimits, co
     res.json(presentSlimUser(user));
   });
 
-  router.post('/auth', ...authRateLimits('login', rateLimits, 'body'), async (req, res) => {
+  router.post('/auth', ...authRateLimits('login', rateLimits), async (req, res) => {
     const body = parseBody(loginBody, req);
     const session = await identity.login({ email: body.email, password: body.password });
     res.cookie(SESSION_COOKIE, session.token, {
@@ -83,14 +85,14 @@ export function registerIdentityRoutes(router: Router, { clients, rateLimits, co
     res.json(presentSlimUser(requireUser(req)));
   });
 
-  router.get('/password/:email', ...authRateLimits('reset', rateLimits, 'param'), async (req, res) => {
+  router.get('/password/:email', ...resetLimits, async (req, res) => {
     const email = typeof req.params.email === 'string' ? req.params.email : '';
     if (email.length > 254) throw badRequest('email: not a valid e-mail address');
     await identity.requestPasswordReset({ email });
     res.status(204).end();
   });
 
-  router.post('/password', ...authRateLimits('reset', rateLimits, 'body'), async (req, res) => {
+  router.post('/password', ...resetLimits, async (req, res) => {
     const raw = (req.body ?? {}) as Record<string, unknown>;
     if (raw.password_reset_id === undefined && raw.email !== undefined) {
       await identity.requestPasswordReset({ email: parseBody(passwordResetRequestBody, req).email });

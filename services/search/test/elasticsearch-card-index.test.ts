@@ -1,9 +1,10 @@
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { createServer } from 'node:net';
-import { ElasticsearchCardIndex } from '../src/adapters/elasticsearch/elasticsearch-card-index';
+import { ElasticsearchCardIndex, type ElasticsearchCardIndexOptions } from '../src/adapters/elasticsearch/elasticsearch-card-index';
 import { SqliteCardIndex } from '../src/adapters/sqlite/sqlite-card-index';
+import { SearchService, type SearchQuery } from '../src/application/search-service';
 import type { IndexHit } from '../src/domain/model';
-import type { CardIndex } from '../src/domain/ports';
+import type { CardIndex, Embedder } from '../src/domain/ports';
 import { startElasticsearchSync } from '../../../test/engines/elasticsearch';
 import { contractTests, describeOnEngine, engineForSuite } from '../../../test/engines/suite';
 import { aCard, axis, CONTRACT_DIMENSIONS, describeCardIndexContract } from './card-index.contract';
@@ -18,8 +19,13 @@ const opened: ElasticsearchCardIndex[] = [];
  * A fresh set of indices per call, with the periodic refresh turned off (-1): whatever a test finds was made
  * searchable by the write (or batch) that returned, never by a background refresh that happened to come first.
  */
-function openIndex(prefix = `cards-test-${randomBytes(4).toString('hex')}`, dimensions = CONTRACT_DIMENSIONS, embedderId?: string): ElasticsearchCardIndex {
-  const index = new ElasticsearchCardIndex({ url: engine!.url, dimensions, indexPrefix: prefix, replicas: 0, refreshInterval: '-1', ...(embedderId ? { embedderId } : {}) });
+function openIndex(
+  prefix = `cards-test-${randomBytes(4).toString('hex')}`,
+  dimensions = CONTRACT_DIMENSIONS,
+  embedderId?: string,
+  more: Partial<ElasticsearchCardIndexOptions> = {},
+): ElasticsearchCardIndex {
+  const index = new ElasticsearchCardIndex({ url: engine!.url, dimensions, indexPrefix: prefix, replicas: 0, refreshInterval: '-1', ...(embedderId ? { embedderId } : {}), ...more });
   opened.push(index);
   return index;
 }
@@ -40,6 +46,16 @@ function tiesSorted(hits: IndexHit[]): string[][] {
 
 const everything = { tags: [], links: [] };
 const firstPage = { offset: 0, limit: 25 };
+
+/** Embeds every text along the first axis, so semantic ranks follow the cards' tilt away from it. */
+const alongFirstAxis: Embedder = {
+  id: 'first-axis',
+  dimensions: CONTRACT_DIMENSIONS,
+  ready: async () => undefined,
+  embed: async (texts) => texts.map(() => axis(0)),
+  orderAware: true,
+  duplicateThreshold: () => 1,
+};
 
 describeOnEngine('CardIndex on ElasticsearchCardIndex', skipReason, () => {
   jest.setTimeout(60_000);
@@ -143,6 +159,40 @@ describeOnEngine('CardIndex on ElasticsearchCardIndex', skipReason, () => {
       const index = openIndex();
       await expect(index.upsert(aCard().along(new Float32Array(3)).build())).rejects.toThrow(/dimensions/);
       expect(await index.count()).toBe(0);
+    });
+
+    test('past the result window (index.max_result_window, kNN k): total_pages counts only the pages served, each of them full', async () => {
+      // 80 matching cards behind a window of 50 (production: 10,000 = 400 pages of 25).
+      const index = openIndex(undefined, undefined, undefined, { maxResultWindow: 50 });
+      const collection = randomUUID();
+      const cards = Array.from({ length: 80 }, (_, i) => aCard().saying(`deep paging lighthouse keeper ${i}`).along(axis(0, 1, i / 100)).build());
+      await index.batch(() =>
+        Promise.all(
+          cards.map(async (card) => {
+            await index.upsert(card);
+            await index.setBookmark(collection, card.cardId, true, new Date('2026-01-02T00:00:00Z'));
+          }),
+        ),
+      );
+      const search = new SearchService(index, alongFirstAxis);
+      const query = (page: number, more: Partial<SearchQuery> = {}): SearchQuery => ({ query: 'lighthouse keeper', tags: [], links: [], page, pageSize: 25, ...more });
+      for (const run of [(q: SearchQuery) => search.semanticSearch(q), (q: SearchQuery) => search.fullTextSearch(q)]) {
+        const [p1, p2, p3] = [await run(query(1)), await run(query(2)), await run(query(3))];
+        expect([p1.totalHits, p1.totalPages, p2.totalPages, p3.totalPages]).toEqual([80, 2, 2, 2]);
+        expect([p1.hits.length, p2.hits.length, p3.hits.length]).toEqual([25, 25, 0]);
+        expect(new Set([...p1.hits, ...p2.hits].map((h) => h.cardId)).size).toBe(50);
+        // A window that is no multiple of the page size: the last page announced is served in part.
+        const [q1, q2] = [await run(query(1, { pageSize: 30 })), await run(query(2, { pageSize: 30 }))];
+        expect([q1.totalPages, q1.hits.length, q2.hits.length]).toEqual([2, 30, 20]);
+        // The lookups a scope needs (bookmarked collisions, long link strings) stay within the window too.
+        const scoped = await run(query(2, { collectionId: collection, links: [`example.org/${'x'.repeat(100)}`] }));
+        expect([scoped.totalHits, scoped.hits]).toEqual([0, []]);
+        expect((await run(query(2, { collectionId: collection }))).hits).toHaveLength(25);
+      }
+      expect(cards.slice(0, 50).map((c) => c.cardId)).toEqual([
+        ...(await search.semanticSearch(query(1))).hits.map((h) => h.cardId),
+        ...(await search.semanticSearch(query(2))).hits.map((h) => h.cardId),
+      ]);
     });
 
     test('concurrent bookmark changes of one card are all applied', async () => {

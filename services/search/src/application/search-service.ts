@@ -46,13 +46,13 @@ export class SearchService {
     const { scope, offset, pageSize } = validate(query);
     const [vector] = await this.embedder.embed([query.query]);
     const page = await this.index.nearest(vector!, scope, { offset, limit: pageSize });
-    return { hits: page.hits, totalHits: page.total, totalPages: totalPages(page.total, pageSize) };
+    return { hits: page.hits, totalHits: page.total, totalPages: totalPages(page.reachable, pageSize) };
   }
 
   async fullTextSearch(query: SearchQuery): Promise<SearchResult> {
     const { scope, offset, pageSize } = validate(query);
     const page = await this.index.matchText(query.query, scope, { offset, limit: pageSize });
-    return { hits: page.hits, totalHits: page.total, totalPages: totalPages(page.total, pageSize) };
+    return { hits: page.hits, totalHits: page.total, totalPages: totalPages(page.reachable, pageSize) };
   }
 
   /** The root cards nearest to a new card's content that the caller may see, with this embedder's duplicate verdict. */

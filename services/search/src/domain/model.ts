@@ -38,8 +38,13 @@ export interface IndexHit {
 
 export interface IndexPage {
   hits: IndexHit[];
-  /** How many cards in the scope match at all (for total_pages). */
+  /** How many cards in the scope match at all. */
   total: number;
+  /**
+   * How many of those matches paging can reach (at most `total`): an engine that serves no hit past a fixed depth
+   * (Elasticsearch: 10,000) answers fewer. total_pages counts only these, so every page it announces holds hits.
+   */
+  reachable: number;
 }
 
 export interface PageRequest {

@@ -26,11 +26,17 @@ export interface ElasticsearchCardIndexOptions {
   readyTimeoutMs?: number;
   /** Per-request timeout. */
   requestTimeoutMs?: number;
+  /**
+   * How deep a search may page (from + size, and kNN's k): set as the cards index's index.max_result_window at every
+   * start. Default and upper bound 10,000, kNN's own limit on k and num_candidates. Matches past it are counted in
+   * `total` but not served, and `reachable` stops there.
+   */
+  maxResultWindow?: number;
 }
 
 /** Share of the full-text score given to holding the exact query phrase (same as the embedded index). */
 const PHRASE_WEIGHT = 0.15;
-/** Elasticsearch's limit on num_candidates and on from + size (index.max_result_window). */
+/** Elasticsearch's limit on kNN's k and num_candidates, and its default index.max_result_window (from + size). */
 const MAX_WINDOW = 10_000;
 /** Vocabulary words fetched per query word, the ones sharing the most trigrams with it. */
 const VOCABULARY_CANDIDATES = 200;
@@ -97,6 +103,8 @@ export class ElasticsearchCardIndex implements CardIndex {
   private readonly dimensions: number;
   private readonly embedderId: string;
   private readonly minTextScore: number;
+  /** How deep a search of the cards index may page (maxResultWindow). */
+  private readonly window: number;
   private readonly names: { cards: string; vocabulary: string; bookmarks: string; removed: string };
   private readonly options: ElasticsearchCardIndexOptions;
   /** Words known to be in the vocabulary index already (bounded), to skip re-sending them. */
@@ -111,6 +119,8 @@ export class ElasticsearchCardIndex implements CardIndex {
     this.dimensions = options.dimensions;
     this.embedderId = options.embedderId ?? '';
     this.minTextScore = options.minTextScore ?? 0.3;
+    this.window = options.maxResultWindow ?? MAX_WINDOW;
+    if (!Number.isInteger(this.window) || this.window < 1 || this.window > MAX_WINDOW) throw new Error(`maxResultWindow must be an integer from 1 to ${MAX_WINDOW}`);
     const prefix = options.indexPrefix ?? 'cards-search';
     this.names = { cards: `${prefix}-cards`, vocabulary: `${prefix}-vocabulary`, bookmarks: `${prefix}-bookmarks`, removed: `${prefix}-removed` };
     this.client = new Client({ node: options.url, requestTimeout: options.requestTimeoutMs ?? 30_000, maxRetries: 2 });
@@ -127,7 +137,7 @@ export class ElasticsearchCardIndex implements CardIndex {
 
   private async initialize(): Promise<void> {
     await this.waitForCluster();
-    await this.ensureIndex(this.names.cards, {
+    await this.ensureIndex(this.names.cards, { max_result_window: this.window }, {
       dynamic: 'strict',
       properties: {
         card_id: keyword,
@@ -150,9 +160,9 @@ export class ElasticsearchCardIndex implements CardIndex {
         embedder: keyword,
       },
     });
-    await this.ensureIndex(this.names.vocabulary, { dynamic: 'strict', properties: { word: keyword, trigrams: keyword } });
-    await this.ensureIndex(this.names.bookmarks, { dynamic: 'strict', properties: { collection_id: keyword, card_id: keyword, added: { type: 'boolean' }, at: { type: 'long' } } });
-    await this.ensureIndex(this.names.removed, { dynamic: 'strict', properties: { removed_at: { type: 'long' } } });
+    await this.ensureIndex(this.names.vocabulary, {}, { dynamic: 'strict', properties: { word: keyword, trigrams: keyword } });
+    await this.ensureIndex(this.names.bookmarks, {}, { dynamic: 'strict', properties: { collection_id: keyword, card_id: keyword, added: { type: 'boolean' }, at: { type: 'long' } } });
+    await this.ensureIndex(this.names.removed, {}, { dynamic: 'strict', properties: { removed_at: { type: 'long' } } });
   }
 
   private async waitForCluster(): Promise<void> {
@@ -181,18 +191,21 @@ export class ElasticsearchCardIndex implements CardIndex {
     if (status === 'red') throw new Error(`Elasticsearch at ${redactUrl(this.url)} is red (ELASTICSEARCH_URL): a primary shard is unassigned`);
   }
 
-  /** Creates the index, or adds the mapping's new fields to an existing one (a changed field type or vector size is refused). */
-  private async ensureIndex(index: string, mappings: estypes.MappingTypeMapping): Promise<void> {
+  /**
+   * Creates the index, or adds the mapping's new fields to an existing one (a changed field type or vector size is
+   * refused); either way the dynamic `settings` and the refresh interval are applied.
+   */
+  private async ensureIndex(index: string, dynamicSettings: estypes.IndicesIndexSettings, mappings: estypes.MappingTypeMapping): Promise<void> {
     if (await this.client.indices.exists({ index })) {
       try {
         await this.client.indices.putMapping({ index, ...mappings });
-        await this.client.indices.putSettings({ index, settings: { refresh_interval: this.refreshInterval() } });
+        await this.client.indices.putSettings({ index, settings: { ...dynamicSettings, refresh_interval: this.refreshInterval() } });
       } catch (err) {
         throw new Error(`the mapping of Elasticsearch index ${index} cannot be upgraded (a field changed type, or the embedder's dimensions changed: re-create the index or use another prefix): ${errorText(err)}`);
       }
       return;
     }
-    const settings: estypes.IndicesIndexSettings = { number_of_shards: 1 };
+    const settings: estypes.IndicesIndexSettings = { ...dynamicSettings, number_of_shards: 1 };
     if (this.options.replicas !== undefined) settings.number_of_replicas = this.options.replicas;
     settings.refresh_interval = this.refreshInterval();
     try {
@@ -383,7 +396,7 @@ export class ElasticsearchCardIndex implements CardIndex {
         index: this.names.cards,
         query: { bool: { must_not: [{ term: { embedder: this.embedderId } }] } },
         sort: [{ card_id: { order: 'asc' } }],
-        size: batchSize,
+        size: Math.min(batchSize, this.window),
       });
       const rows = result.hits.hits.map((h) => h._source!);
       if (rows.length === 0) return refreshed;
@@ -414,8 +427,9 @@ export class ElasticsearchCardIndex implements CardIndex {
     if (query.length !== this.dimensions) throw new Error(`query has ${query.length} dimensions, the index ${this.dimensions}`);
     const filter = await this.scopeFilter(scope);
     const total = (await this.client.count({ index: this.names.cards, query: { bool: { filter } } })).count;
-    const wanted = Math.min(page.offset + page.limit, total, MAX_WINDOW);
-    if (wanted <= page.offset) return { hits: [], total };
+    const reachable = Math.min(total, this.window);
+    const wanted = Math.min(page.offset + page.limit, reachable);
+    if (wanted <= page.offset) return { hits: [], total, reachable };
     if (Math.hypot(...query) === 0) {
       // A query without a known word has the zero vector: its cosine to every card is 0 (and kNN refuses it).
       const result = await this.client.search<Pick<CardSource, 'card_id'>>({
@@ -426,13 +440,13 @@ export class ElasticsearchCardIndex implements CardIndex {
         size: wanted - page.offset,
         _source: ['card_id'],
       });
-      return { hits: result.hits.hits.map((h) => ({ cardId: h._source!.card_id, score: 0 })), total };
+      return { hits: result.hits.hits.map((h) => ({ cardId: h._source!.card_id, score: 0 })), total, reachable };
     }
     const vectorFilter: estypes.QueryDslQueryContainer[] = [...filter, { term: { has_vector: true } }];
     const [withVector, withoutVector] = await Promise.all([
       this.client.search<Pick<CardSource, 'card_id'>>({
         index: this.names.cards,
-        knn: { field: 'vector', query_vector: Array.from(query), k: wanted, num_candidates: Math.min(MAX_WINDOW, Math.max(100, wanted * 2)), filter: vectorFilter },
+        knn: { field: 'vector', query_vector: Array.from(query), k: wanted, num_candidates: Math.min(this.window, Math.max(100, wanted * 2)), filter: vectorFilter },
         size: wanted,
         _source: ['card_id'],
       }),
@@ -449,16 +463,16 @@ export class ElasticsearchCardIndex implements CardIndex {
     const hits: IndexHit[] = withVector.hits.hits.map((h) => ({ cardId: h._source!.card_id, score: 2 * (h._score ?? 0.5) - 1 }));
     for (const h of withoutVector.hits.hits) hits.push({ cardId: h._source!.card_id, score: 0 });
     hits.sort((a, b) => b.score - a.score);
-    return { hits: hits.slice(page.offset, wanted), total };
+    return { hits: hits.slice(page.offset, wanted), total, reachable };
   }
 
   async matchText(query: string, scope: SearchScope, page: PageRequest): Promise<IndexPage> {
     await this.ready();
     const queryWords = [...new Set(words(query))].slice(0, 32);
-    if (queryWords.length === 0) return { hits: [], total: 0 };
+    if (queryWords.length === 0) return { hits: [], total: 0, reachable: 0 };
     const candidates = await this.vocabularyCandidates(queryWords);
     const { cards, frequency } = await this.documentFrequencies([...new Set([...queryWords, ...candidates.flat()])]);
-    if (cards === 0) return { hits: [], total: 0 };
+    if (cards === 0) return { hits: [], total: 0, reachable: 0 };
     const perWord: { matches: WordMatch[]; weight: number }[] = queryWords.map((word, i) => {
       const matches = matchWord(
         word,
@@ -469,7 +483,7 @@ export class ElasticsearchCardIndex implements CardIndex {
       return { matches, weight: wordWeight(cards, matched) };
     });
     const weightSum = perWord.reduce((sum, w) => sum + w.weight, 0);
-    if (perWord.every((w) => w.matches.length === 0)) return { hits: [], total: 0 };
+    if (perWord.every((w) => w.matches.length === 0)) return { hits: [], total: 0, reachable: 0 };
     // Only cards holding every query word can hold the phrase.
     const phrase = normalizedText(query);
     const phrasePossible = queryWords.length >= 2 && phrase.length >= 3 && queryWords.every((w) => (frequency.get(w) ?? 0) > 0);
@@ -486,8 +500,8 @@ export class ElasticsearchCardIndex implements CardIndex {
     // A query of over 1,000 characters looks for its first 1,000 as the phrase, cut between words, never inside one.
     const phraseSent = phrase.length <= 1000 ? phrase : phrase.slice(0, phrase.lastIndexOf(' ', 1000));
     if (phrasePossible) should.push({ constant_score: { filter: { match_phrase: { text: phraseSent } }, boost: phraseWeight } });
-    const from = Math.min(page.offset, MAX_WINDOW);
-    const size = Math.max(0, Math.min(page.limit, MAX_WINDOW - from));
+    const from = Math.min(page.offset, this.window);
+    const size = Math.max(0, Math.min(page.limit, this.window - from));
     const result = await this.client.search<Pick<CardSource, 'card_id'>>({
       index: this.names.cards,
       query: { bool: { filter: await this.scopeFilter(scope), should, minimum_should_match: 1 } },
@@ -501,7 +515,7 @@ export class ElasticsearchCardIndex implements CardIndex {
       _source: ['card_id'],
     });
     const total = typeof result.hits.total === 'number' ? result.hits.total : (result.hits.total?.value ?? 0);
-    return { hits: result.hits.hits.map((h) => ({ cardId: h._source!.card_id, score: Math.min(1, h._score ?? 0) })), total };
+    return { hits: result.hits.hits.map((h) => ({ cardId: h._source!.card_id, score: Math.min(1, h._score ?? 0) })), total, reachable: Math.min(total, this.window) };
   }
 
   /** Per query word, vocabulary words sharing the most trigrams with it (the word itself included when known). */
@@ -608,19 +622,20 @@ export class ElasticsearchCardIndex implements CardIndex {
     const starts = [...new Set(long.map((link) => [...link].slice(0, MAX_WILDCARD_CHARS).join('')))];
     const query = { bool: { filter: [...base, { bool: { should: starts.map(linkContaining), minimum_should_match: 1 } }] } };
     const found: string[] = [];
+    const pageSize = Math.min(LINK_CHECK_PAGE, this.window);
     let after: estypes.SortResults | undefined;
     for (;;) {
       const result = await this.client.search<Pick<CardSource, 'card_id' | 'link_lower'>>({
         index: this.names.cards,
         query,
         sort: [{ card_id: { order: 'asc' } }],
-        size: LINK_CHECK_PAGE,
+        size: pageSize,
         ...(after ? { search_after: after } : {}),
         _source: ['card_id', 'link_lower'],
       });
       const hits = result.hits.hits;
       for (const h of hits) if (long.some((link) => h._source!.link_lower.includes(link))) found.push(h._source!.card_id);
-      if (hits.length < LINK_CHECK_PAGE) return found;
+      if (hits.length < pageSize) return found;
       after = hits[hits.length - 1]!.sort;
     }
   }
@@ -630,7 +645,7 @@ export class ElasticsearchCardIndex implements CardIndex {
     const result = await this.client.search<Pick<CardSource, 'collision_of'>>({
       index: this.names.cards,
       query: { bool: { filter: [{ term: { root: false } }, { term: { collection_ids: collectionId } }, visibleTo(callerId)] } },
-      size: MAX_WINDOW,
+      size: this.window,
       _source: ['collision_of'],
     });
     return [...new Set(result.hits.hits.flatMap((h) => (h._source?.collision_of ? [h._source.collision_of] : [])))];

@@ -222,14 +222,14 @@ export class SqliteCardIndex implements CardIndex {
     const eligible = this.eligibleSlots(scope);
     const total = eligible.length;
     const wanted = Math.min(page.offset + page.limit, total);
-    if (wanted <= page.offset) return { hits: [], total };
+    if (wanted <= page.offset) return { hits: [], total, reachable: total };
     const top = new TopK(wanted);
     if (total <= this.exactScanLimit) {
       for (const slot of eligible) top.push(this.vectors.dot(slot, query), slot);
     } else {
       for (const slot of this.signCandidates(query, eligible, Math.max(this.candidateFloor, wanted * 8))) top.push(this.vectors.dot(slot, query), slot);
     }
-    return { hits: this.toHits(top, page.offset), total };
+    return { hits: this.toHits(top, page.offset), total, reachable: total };
   }
 
   /** Exact cosine over every eligible card: what nearest() approximates above exactScanLimit (for measuring). */
@@ -243,7 +243,7 @@ export class SqliteCardIndex implements CardIndex {
     await this.loaded;
     const tokens = words(query);
     const queryWords = [...new Set(tokens)].slice(0, 32);
-    if (queryWords.length === 0) return { hits: [], total: 0 };
+    if (queryWords.length === 0) return { hits: [], total: 0, reachable: 0 };
     this.ensureScratch();
     const best = this.scratchBest;
     const total = this.scratchTotal;
@@ -302,7 +302,7 @@ export class SqliteCardIndex implements CardIndex {
       top.push(score, slot);
     }
     if (phrase) matching += this.rankByPhrase(phrase, holdingEveryWord, everyWordScore, phraseWeight, top, wanted);
-    return { hits: this.toHits(top, page.offset), total: matching };
+    return { hits: this.toHits(top, page.offset), total: matching, reachable: matching };
   }
 
   /** The query's words, when a card can hold them in a row: every word known, a text of 3+ characters. */

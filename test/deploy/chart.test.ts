@@ -387,6 +387,35 @@ describeWithHelm('Helm chart deploy/k8s (offline)', () => {
     expect(before.get(componentName('cards'))!.metadata!.labels!['app.kubernetes.io/version']).toBe('ci');
   });
 
+  it("points Prometheus at the gateway's /metrics: pod annotations, an optional ServiceMonitor, and a NetworkPolicy way in for the scraper", () => {
+    for (const component of COMPONENTS) {
+      const deployment = find(ci, 'Deployment', componentName(component)) as unknown as IDeployment;
+      const annotations = deployment.spec!.template.metadata!.annotations ?? {};
+      if (component !== 'gateway') {
+        expect(annotations['prometheus.io/scrape']).toBeUndefined();
+        continue;
+      }
+      // The path the gateway serves its registry on (test/e2e/http.test.ts scrapes it), on a port the container exposes.
+      expect(annotations).toMatchObject({ 'prometheus.io/scrape': 'true', 'prometheus.io/path': '/metrics' });
+      expect(deployment.spec!.template.spec!.containers[0]!.ports!.map((p) => String(p.containerPort))).toContain(annotations['prometheus.io/port']);
+    }
+    expect(ci.filter((o) => o.kind === 'ServiceMonitor')).toHaveLength(0);
+
+    const monitoring = { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'monitoring' } } };
+    const rendered = template(['-f', CI_VALUES, '--set', 'metrics.serviceMonitor.enabled=true,metrics.serviceMonitor.labels.release=prometheus', '--set-json', `networkPolicy.gatewayFrom=[{"namespaceSelector":{"matchLabels":{"kubernetes.io/metadata.name":"ingress-nginx"}}}],networkPolicy.metricsFrom=[${JSON.stringify(monitoring)}]`]);
+    if (rendered.status !== 0) throw new Error(rendered.stderr);
+    const monitors = rendered.objects.filter((o) => o.kind === 'ServiceMonitor') as unknown as Array<{ apiVersion: string; metadata: { labels: Record<string, string> }; spec: { selector: { matchLabels: Record<string, string> }; endpoints: Array<{ port: string; path: string }> } }>;
+    expect(monitors).toHaveLength(1);
+    expect(monitors[0]!.apiVersion).toBe('monitoring.coreos.com/v1');
+    expect(monitors[0]!.metadata.labels.release).toBe('prometheus');
+    const service = find(rendered.objects, 'Service', componentName('gateway')) as unknown as IService;
+    for (const [key, value] of Object.entries(monitors[0]!.spec.selector.matchLabels)) expect(service.metadata!.labels![key]).toBe(value);
+    expect(monitors[0]!.spec.endpoints).toEqual([expect.objectContaining({ port: service.spec!.ports![0]!.name, path: '/metrics' })]);
+    const policy = find(rendered.objects, 'NetworkPolicy', componentName('gateway')) as unknown as INetworkPolicy;
+    const scrape = policy.spec!.ingress!.find((rule) => JSON.stringify(rule.from) === JSON.stringify([monitoring]));
+    expect(scrape?.ports).toEqual([{ port: 8090, protocol: 'TCP' }]);
+  });
+
   it('leaves a disabled component out entirely, and points nobody at it', () => {
     const rendered = template(['-f', CI_VALUES, '--set', 'components.notifications.enabled=false']);
     expect(rendered.status).toBe(0);

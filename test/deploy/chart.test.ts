@@ -273,6 +273,8 @@ describeWithHelm('Helm chart deploy/k8s (offline)', () => {
     expect(env('files', 'S3_ENDPOINT')?.value).toBe('https://s3.ci.example');
     expect(env('files', 'FILES_HTTP_PORT')?.value).toBe('50064');
     expect(env('identity', 'PUBLIC_URL')?.value).toBe('https://cards.ci.example');
+    // One ingress in front: only the last X-Forwarded-For entry is the client's (with "true" a client picks its own).
+    expect(env('gateway', 'TRUST_PROXY')?.value).toBe('1');
     expect(env('gateway', 'MONGO_URL')).toBeUndefined();
   });
 

@@ -34,7 +34,8 @@ export interface GatewayAppOptions extends RouteDeps {
   rateLimits: RateLimitConfig;
   cookieSecure: boolean;
   jsonBodyLimit: string;
-  trustProxy: boolean;
+  /** Express "trust proxy": false, true, a hop count, or the proxies' addresses (config TRUST_PROXY). */
+  trustProxy: boolean | number | string[];
   /** Directory of the built web app served at `/` (SPA fallback for non-/api paths); none when undefined. */
   webDistDir?: string;
   /** Origins of other sites allowed to call the API with credentials (CORS) and to send state-changing requests with the cookie. */

@@ -1,6 +1,35 @@
+import { isIP } from 'node:net';
 import { z } from 'zod';
-import { envAddress, envBoolean, envInt } from '@cards/platform';
+import { envAddress, envInt } from '@cards/platform';
 import { DEFAULT_WEB_DIST_DIR } from './http/web-app';
+
+const PROXY_PRESETS = ['loopback', 'linklocal', 'uniquelocal'];
+
+function isProxyAddress(proxy: string): boolean {
+  const [address = '', prefix, ...rest] = proxy.split('/');
+  return PROXY_PRESETS.includes(proxy) || (rest.length === 0 && isIP(address) > 0 && (prefix === undefined || /^\d{1,3}$/.test(prefix)));
+}
+
+/**
+ * TRUST_PROXY, express's "trust proxy": false (the peer's address is the client's), a hop count (1 behind one
+ * ingress: X-Forwarded-For's last entry is the client, whatever the client wrote before it), or the proxies'
+ * addresses/CIDRs. `true` trusts every hop, so a client names its own address and escapes the per-IP limits.
+ */
+function trustProxySetting() {
+  return z
+    .string()
+    .optional()
+    .transform((raw, ctx): boolean | number | string[] => {
+      const value = (raw ?? '').trim();
+      if (['', 'false', 'no'].includes(value)) return false;
+      if (['true', 'yes'].includes(value)) return true;
+      if (/^\d+$/.test(value)) return Number(value);
+      const proxies = value.split(',').map((p) => p.trim());
+      if (proxies.every(isProxyAddress)) return proxies;
+      ctx.addIssue({ code: z.ZodIssueCode.custom, message: `expected false, true, a hop count or comma-separated proxy addresses/CIDRs, got "${value}"` });
+      return z.NEVER;
+    });
+}
 
 export const gatewayConfigSchema = z.object({
   PORT: envInt(8090),
@@ -19,7 +48,7 @@ export const gatewayConfigSchema = z.object({
   MAX_FILE_BYTES: envInt(20 * 1024 * 1024),
   RATE_LIMIT_AUTH_PER_IP: envInt(600),
   RATE_LIMIT_AUTH_PER_EMAIL: envInt(10),
-  TRUST_PROXY: envBoolean(false),
+  TRUST_PROXY: trustProxySetting(),
   /** Comma-separated origins (https://app.example.com) allowed to call the API with the cookie from another site. */
   CORS_ORIGINS: z
     .string()

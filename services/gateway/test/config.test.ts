@@ -1,0 +1,22 @@
+import { ConfigError, loadConfig } from '@cards/platform';
+import { gatewayConfigSchema } from '../src/config';
+
+const trustProxy = (value: string | undefined) => loadConfig(gatewayConfigSchema, { TRUST_PROXY: value }).TRUST_PROXY;
+
+describe('gateway config: TRUST_PROXY', () => {
+  it('takes false, true, a hop count or the proxies\' addresses', () => {
+    expect(trustProxy(undefined)).toBe(false);
+    expect(trustProxy('false')).toBe(false);
+    expect(trustProxy('true')).toBe(true);
+    expect(trustProxy('1')).toBe(1);
+    expect(trustProxy('2')).toBe(2);
+    expect(trustProxy('10.0.0.0/8, fd00::/8,loopback')).toEqual(['10.0.0.0/8', 'fd00::/8', 'loopback']);
+  });
+
+  it('stops the start naming the variable for anything else', () => {
+    for (const bad of ['ingress', '10.0.0.300', '10.0.0.0/8/8', '1.5']) {
+      expect(() => trustProxy(bad)).toThrow(ConfigError);
+      expect(() => trustProxy(bad)).toThrow(/TRUST_PROXY/);
+    }
+  });
+});

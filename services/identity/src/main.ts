@@ -1,9 +1,8 @@
-import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { connectMongo, createLogger, EngineReadinessMonitor, loadConfig, mongoEngineCheck, readinessSettingsFrom, startGrpcServer, stopOnSignals, type EngineCheck, type RunningService } from '@cards/platform';
 import { identity } from '@cards/proto';
 import { IdentityService } from './application/identity-service';
+import { jwtSecretFrom } from './adapters/crypto/jwt-secret-file';
 import { JwtTokenSigner } from './adapters/crypto/jwt-token-signer';
 import { ScryptPasswordHasher } from './adapters/crypto/scrypt-password-hasher';
 import { EmlFileMailer, SmtpMailer } from './adapters/mail/nodemailer-mailer';
@@ -12,17 +11,6 @@ import { SqliteIdentityRepository } from './adapters/sqlite/sqlite-identity-repo
 import { identityConfigSchema } from './config';
 import { identityHandlers } from './grpc/identity-handlers';
 import type { IdentityRepository } from './domain/ports';
-
-/** The embedded default keeps one generated secret in DATA_DIR so sessions survive restarts. */
-function jwtSecretFrom(dataDir: string, configured: string | undefined): string {
-  if (configured) return configured;
-  const path = join(dataDir, 'identity', 'jwt-secret');
-  if (existsSync(path)) return readFileSync(path, 'utf8').trim();
-  mkdirSync(join(dataDir, 'identity'), { recursive: true });
-  const secret = randomBytes(48).toString('base64url');
-  writeFileSync(path, secret, { mode: 0o600, flag: 'wx' });
-  return secret;
-}
 
 /** Composition root of the identity service. */
 export async function startIdentity(env: Record<string, string | undefined> = process.env): Promise<RunningService> {

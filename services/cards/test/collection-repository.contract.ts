@@ -57,12 +57,52 @@ export function describeCollectionRepositoryContract(name: string, factory: Card
       const c = aCollection().build();
       await store.collections.insert(c, []);
       const card = await storedCard();
-      expect(await store.collections.addBookmark(c.id, card.id, nextTime(), [event(Topics.bookmark)])).toBe(true);
-      expect(await store.collections.addBookmark(c.id, card.id, nextTime(), [event(Topics.bookmark)])).toBe(false);
+      expect(await store.collections.addBookmark(c.id, card.id, nextTime(), [event(Topics.bookmark)])).toBe('added');
+      expect(await store.collections.addBookmark(c.id, card.id, nextTime(), [event(Topics.bookmark)])).toBe('already-there');
       expect(await store.pendingEventTopics()).toEqual([Topics.bookmark]);
       expect(await store.collections.removeBookmark(c.id, card.id, [event(Topics.bookmark)])).toBe(true);
       expect(await store.collections.removeBookmark(c.id, card.id, [event(Topics.bookmark)])).toBe(false);
       expect(await store.pendingEventTopics()).toEqual([Topics.bookmark, Topics.bookmark]);
+    });
+
+    it('stores no bookmark of a card, or in a collection, removed after the caller checked them (and no events)', async () => {
+      const c = aCollection().build();
+      await store.collections.insert(c, []);
+      const gone = await storedCard();
+      await store.cards.remove(gone.id, [], []);
+      expect(await store.collections.addBookmark(c.id, gone.id, nextTime(), [event(Topics.bookmark)])).toBe('card-gone');
+      const removed = aCollection().build();
+      await store.collections.insert(removed, []);
+      const card = await storedCard();
+      await store.collections.remove(removed.id, []);
+      expect(await store.collections.addBookmark(removed.id, card.id, nextTime(), [event(Topics.bookmark)])).toBe('collection-gone');
+      expect(await store.collections.bookmarkedCardIds(c.id)).toEqual([]);
+      expect(await store.collections.bookmarkedCardIds(removed.id)).toEqual([]);
+      expect(await store.collections.collectionIdsHolding(gone.id)).toEqual([]);
+      expect(await store.collections.collectionIdsHolding(card.id)).toEqual([]);
+      expect(await store.pendingEventTopics()).toEqual([]);
+    });
+
+    it('leaves no bookmark behind when adds race the removal of their cards and of their collections', async () => {
+      const kept = aCollection().build();
+      await store.collections.insert(kept, []);
+      const doomedCards = await Promise.all(Array.from({ length: 30 }, () => storedCard()));
+      const keptCard = await storedCard();
+      const doomedCollections = Array.from({ length: 30 }, () => aCollection().build());
+      for (const c of doomedCollections) await store.collections.insert(c, []);
+      // Each removal starts a few store reads after its add, so across the pairs it lands between every two steps of the add.
+      const after = async <T>(reads: number, work: () => Promise<T>) => {
+        for (let i = 0; i < reads; i++) await store.collections.findById(kept.id);
+        return work();
+      };
+      await Promise.all([
+        ...doomedCards.flatMap((card, i) => [store.collections.addBookmark(kept.id, card.id, nextTime(), []), after(i % 6, () => store.cards.remove(card.id, [], []))]),
+        ...doomedCollections.flatMap((c, i) => [store.collections.addBookmark(c.id, keptCard.id, nextTime(), []), after(i % 6, () => store.collections.remove(c.id, []))]),
+      ]);
+      expect(await store.collections.bookmarkedCardIds(kept.id)).toEqual([]);
+      for (const card of doomedCards) expect(await store.collections.collectionIdsHolding(card.id)).toEqual([]);
+      expect(await store.collections.collectionIdsHolding(keptCard.id)).toEqual([]);
+      for (const c of doomedCollections) expect(await store.collections.bookmarkedCardIds(c.id)).toEqual([]);
     });
 
     it('pages the bookmarks a viewer may see, in bookmark order', async () => {

@@ -116,9 +116,53 @@ if (skipReason) {
       const card = aCard().build();
       await store.cards.insert(card, fingerprintOf(card.content), []);
       const added = await Promise.all(Array.from({ length: 20 }, () => store.collections.addBookmark(c.id, card.id, nextTime(), [{ topic: Topics.bookmark, key: c.id, payload: new Uint8Array([1]) }])));
-      expect(added.filter(Boolean)).toHaveLength(1);
+      expect(added.filter((r) => r === 'added')).toHaveLength(1);
       expect(await store.collections.bookmarkedCardIds(c.id)).toEqual([card.id]);
       expect(await store.pendingEventTopics()).toEqual([Topics.bookmark]);
+    });
+
+    it('takes back a bookmark whose card or collection is removed between its checks and its write (file collections too)', async () => {
+      const connection = await connectMongo({ url: engine!.url, database: `cards_test_${randomBytes(4).toString('hex')}`, logger });
+      try {
+        const opened = await openMongoCardsStore(connection);
+        const { bookmarks } = opened.database;
+        const insertOne = bookmarks.insertOne.bind(bookmarks);
+        // The removal runs to its end (its sweep of the bookmarks included) just before the bookmark is written.
+        const removedJustBeforeTheWrite = (removal: () => Promise<unknown>) =>
+          jest.spyOn(bookmarks, 'insertOne').mockImplementationOnce((async (...args: Parameters<typeof insertOne>) => {
+            await removal();
+            return insertOne(...args);
+          }) as typeof insertOne);
+
+        const collection = aCollection().build();
+        await opened.collections.insert(collection, []);
+        const [card, other] = [aCard().build(), aCard().build()];
+        for (const c of [card, other]) await opened.cards.insert(c, fingerprintOf(c.content), []);
+        removedJustBeforeTheWrite(() => opened.cards.remove(card.id, [], []));
+        expect(await opened.collections.addBookmark(collection.id, card.id, nextTime(), [])).toBe('card-gone');
+        expect(await opened.collections.bookmarkedCardIds(collection.id)).toEqual([]);
+
+        const doomed = aCollection().build();
+        await opened.collections.insert(doomed, []);
+        removedJustBeforeTheWrite(() => opened.collections.remove(doomed.id, []));
+        expect(await opened.collections.addBookmark(doomed.id, other.id, nextTime(), [])).toBe('collection-gone');
+        expect(await opened.collections.collectionIdsHolding(other.id)).toEqual([]);
+
+        // A file's collection is written with all its bookmarks at once: a card removed just before keeps none.
+        const [kept, removed] = [aCard().build(), aCard().build()];
+        for (const c of [kept, removed]) await opened.cards.insert(c, fingerprintOf(c.content), []);
+        const insertMany = bookmarks.insertMany.bind(bookmarks);
+        jest.spyOn(bookmarks, 'insertMany').mockImplementationOnce((async (...args: Parameters<typeof insertMany>) => {
+          await opened.cards.remove(removed.id, [], []);
+          return insertMany(...args);
+        }) as typeof insertMany);
+        const { collection: fileCollection } = await opened.collections.insertFileCollection(aCollection().forFile(randomUUID()).build(), [kept.id, removed.id], () => []);
+        expect(await opened.collections.bookmarkedCardIds(fileCollection.id)).toEqual([kept.id]);
+      } finally {
+        jest.restoreAllMocks();
+        await connection.db.dropDatabase().catch(() => undefined);
+        await connection.close();
+      }
     });
 
     it('creates one collection per file when a file\'s collection is created many times at once', async () => {

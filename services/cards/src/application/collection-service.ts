@@ -64,7 +64,10 @@ export class CollectionService {
     const collection = await this.ownCollection(collectionId, userId);
     const card = await this.deps.cards.findById(cardId);
     if (!card || !isVisibleTo(card, userId)) throw new NotFoundError('Card not found');
-    if (await this.deps.collections.addBookmark(collection.id, card.id, new Date(), [bookmarkChanged(collection.id, card.id, true)])) this.deps.eventsWritten();
+    const outcome = await this.deps.collections.addBookmark(collection.id, card.id, new Date(), [bookmarkChanged(collection.id, card.id, true)]);
+    if (outcome === 'card-gone') throw new NotFoundError('Card not found');
+    if (outcome === 'collection-gone') throw new NotFoundError('Collection not found');
+    if (outcome === 'added') this.deps.eventsWritten();
   }
 
   async removeBookmark(callerId: string | undefined, collectionId: string, cardId: string): Promise<void> {

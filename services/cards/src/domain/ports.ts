@@ -102,6 +102,9 @@ export interface CollectionRepository {
   insert(collection: Collection, events: OutgoingEvent[]): Promise<void>;
   /**
    * Stores a file's collection with all its bookmarks at once. When a collection for this file already exists,
+/** What CollectionRepository.addBookmark did. */
+export type BookmarkAddition = 'added' | 'already-there' | 'card-gone' | 'collection-gone';
+
    * nothing changes and the existing one is returned.
    */
   insertFileCollection(collection: Collection, cardIds: readonly string[], events: (stored: Collection) => OutgoingEvent[]): Promise<{ collection: Collection; created: boolean }>;
@@ -109,8 +112,13 @@ export interface CollectionRepository {
   update(collection: Collection, events: OutgoingEvent[]): Promise<void>;
   /** Deletes the collection and its bookmarks; the cards stay. False (no events stored) when it was already gone. */
   remove(id: string, events: OutgoingEvent[]): Promise<boolean>;
-  /** Adds a bookmark; false (and no events stored) when it was already there. */
-  addBookmark(collectionId: string, cardId: string, at: Date, events: OutgoingEvent[]): Promise<boolean>;
+  /**
+   * Adds a bookmark with its events. Stores nothing (no events) when it was already there, or when the card or the
+   * collection is already gone: checks made before the call may be stale. A bookmark never outlives its card or
+   * collection, whatever the interleaving with their removal; one found orphaned right after its write is taken back
+   * (its event may be stored by then; it names a card or collection that no longer exists).
+   */
+  addBookmark(collectionId: string, cardId: string, at: Date, events: OutgoingEvent[]): Promise<BookmarkAddition>;
   /** Removes a bookmark; false when it was not there. */
   removeBookmark(collectionId: string, cardId: string, events: OutgoingEvent[]): Promise<boolean>;
   /** Bookmarked cards the viewer may see, oldest bookmark first. */

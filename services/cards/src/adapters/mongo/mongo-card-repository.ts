@@ -109,7 +109,7 @@ export class MongoCardRepository implements CardRepository {
   }
 
   async remove(cardId: string, moves: readonly CollisionMove[], events: OutgoingEvent[]): Promise<boolean> {
-    return this.store.change(async (session) => {
+    const removed = await this.store.change(async (session) => {
       // The card goes first: votes cast from here on find no card (see MongoVoteRepository.upsert). Only the removal
       // that takes the document does the rest; a concurrent one finds nothing and reports the card gone.
       const card = await this.store.cards.findOneAndDelete({ _id: cardId }, { session, projection: { authorId: 1, private: 1, totalUpvotes: 1, totalDownvotes: 1 } });
@@ -139,6 +139,9 @@ export class MongoCardRepository implements CardRepository {
   async detachCollision(cardId: string, rootId: string, events: OutgoingEvent[]): Promise<boolean> {
     return this.store.change(async (session) => {
       const changed = await this.store.cards.updateOne({ _id: cardId, collisionOf: rootId }, { $set: { collisionOf: null, vectorPointId: null } }, { session });
+    // Once the removal is visible (committed, in a transaction), sweep again: see MongoCollectionRepository.addBookmark.
+    await this.store.bookmarks.deleteMany({ cardId });
+    return removed;
       if (changed.modifiedCount === 0) return false;
       await appendToMongoOutboxOrUndo(this.store.db, events, session, () => this.store.cards.updateOne({ _id: cardId, collisionOf: null }, { $set: { collisionOf: rootId } }));
       return true;

@@ -1,7 +1,7 @@
 import { appendToMongoOutbox, appendToMongoOutboxOrUndo, isDuplicateKeyError, type OutgoingEvent } from '@cards/platform';
 import type { ClientSession } from 'mongodb';
 import type { Collection } from '../../domain/model';
-import type { CollectionRepository } from '../../domain/ports';
+import type { BookmarkAddition, CollectionRepository } from '../../domain/ports';
 import { bookmarkId, fromCollectionDocument, toCollectionDocument, type BookmarkDocument, type MongoCardsDatabase } from './mongo-cards-database';
 
 /** Bookmarks joined with their cards' visibility: private cards only for their author. */
@@ -35,7 +35,7 @@ export class MongoCollectionRepository implements CollectionRepository {
   async insertFileCollection(collection: Collection, cardIds: readonly string[], events: (stored: Collection) => OutgoingEvent[]): Promise<{ collection: Collection; created: boolean }> {
     for (let attempt = 1; ; attempt++) {
       try {
-        return await this.store.change(async (session) => {
+        const result = await this.store.change(async (session) => {
           const existing = collection.fileId === null ? null : await this.store.collections.findOne({ fileId: collection.fileId }, { session });
           if (existing) return { collection: fromCollectionDocument(existing), created: false };
           // The sparse unique index on fileId decides between two concurrent calls for the same file.
@@ -58,6 +58,8 @@ export class MongoCollectionRepository implements CollectionRepository {
       } catch (err) {
         // Another call created this file's collection first: answer with it.
         if (attempt < 3 && collection.fileId !== null && isDuplicateKeyError(err, 'fileId')) continue;
+        if (result.created) await this.takeBackBookmarksOfRemovedCards(collection.id);
+        return result;
         throw err;
       }
     }
@@ -66,6 +68,14 @@ export class MongoCollectionRepository implements CollectionRepository {
   async findById(id: string): Promise<Collection | null> {
     const doc = await this.store.collections.findOne({ _id: id });
     return doc ? fromCollectionDocument(doc) : null;
+  /** A card removed while its file's collection was being written may have missed its sweep (as in addBookmark). */
+  private async takeBackBookmarksOfRemovedCards(collectionId: string): Promise<void> {
+    const cardIds = (await this.store.bookmarks.find({ collectionId }, { projection: { cardId: 1 } }).toArray()).map((b) => b.cardId);
+    const present = new Set((await this.store.cards.find({ _id: { $in: cardIds } }, { projection: { _id: 1 } }).toArray()).map((c) => c._id));
+    const removed = cardIds.filter((id) => !present.has(id));
+    if (removed.length > 0) await this.store.bookmarks.deleteMany({ collectionId, cardId: { $in: removed } });
+  }
+
   }
 
   async update(collection: Collection, events: OutgoingEvent[]): Promise<void> {
@@ -81,7 +91,7 @@ export class MongoCollectionRepository implements CollectionRepository {
   }
 
   async remove(id: string, events: OutgoingEvent[]): Promise<boolean> {
-    return this.store.change(async (session) => {
+    const removed = await this.store.change(async (session) => {
       // The collection goes first, so no bookmark can be added to it afterwards; then its bookmarks. Only the removal
       // that deleted the document writes the events; a concurrent one reports the collection gone.
       const { deletedCount } = await this.store.collections.deleteOne({ _id: id }, { session });
@@ -92,24 +102,48 @@ export class MongoCollectionRepository implements CollectionRepository {
     });
   }
 
-  async addBookmark(collectionId: string, cardId: string, at: Date, events: OutgoingEvent[]): Promise<boolean> {
+  async addBookmark(collectionId: string, cardId: string, at: Date, events: OutgoingEvent[]): Promise<BookmarkAddition> {
+    const _id = bookmarkId(collectionId, cardId);
+    let outcome: BookmarkAddition;
+    // Once the removal is visible (committed, in a transaction), sweep again: see addBookmark's look after its write.
+    await this.store.bookmarks.deleteMany({ collectionId: id });
+    return removed;
     try {
-      return await this.store.change(async (session) => {
-        const _id = bookmarkId(collectionId, cardId);
-        if (await this.store.bookmarks.findOne({ _id }, { session, projection: { _id: 1 } })) return false;
+      outcome = await this.store.change(async (session): Promise<BookmarkAddition> => {
+        if (await this.store.bookmarks.findOne({ _id }, { session, projection: { _id: 1 } })) return 'already-there';
+        if (!(await this.store.cards.findOne({ _id: cardId }, { session, projection: { _id: 1 } }))) return 'card-gone';
+        // The counter's $inc also finds out whether the collection is still there (and, in a transaction, conflicts with its removal).
         const counter = await this.store.collections.findOneAndUpdate({ _id: collectionId }, { $inc: { bookmarkSeq: 1 } }, { session, returnDocument: 'after', projection: { bookmarkSeq: 1 } });
-        const ord = counter?.bookmarkSeq ?? at.getTime();
-        await this.store.bookmarks.insertOne({ _id, collectionId, cardId, ord, createdAt: at }, { session });
+        if (!counter) return 'collection-gone';
+        await this.store.bookmarks.insertOne({ _id, collectionId, cardId, ord: counter.bookmarkSeq ?? at.getTime(), createdAt: at }, { session });
         await appendToMongoOutboxOrUndo(this.store.db, events, session, () => this.store.bookmarks.deleteOne({ _id }));
-        return true;
+        return 'added';
       });
     } catch (err) {
-      if (isDuplicateKeyError(err)) return false; // added by a concurrent call: no events of ours
+      if (isDuplicateKeyError(err)) return 'already-there'; // added by a concurrent call: no events of ours
       throw err;
     }
   }
 
   async removeBookmark(collectionId: string, cardId: string, events: OutgoingEvent[]): Promise<boolean> {
+    return outcome === 'added' ? this.takenBackIfOrphaned(collectionId, cardId) : outcome;
+  }
+
+  /**
+   * A removal of the card or the collection running alongside may have swept their bookmarks before this one was
+   * written (or committed). Looking again once it is written settles it: a removal either shows here, and the bookmark
+   * goes, or it ends after this write and its own sweep (which runs after the document is gone: see remove, and
+   * MongoCardRepository.remove) takes the bookmark. Its event is already stored then; search keeps a bookmark of a card
+   * or collection that no longer exists, which no search reaches.
+   */
+  private async takenBackIfOrphaned(collectionId: string, cardId: string): Promise<BookmarkAddition> {
+    const [collection, card] = await Promise.all([
+      this.store.collections.findOne({ _id: collectionId }, { projection: { _id: 1 } }),
+      this.store.cards.findOne({ _id: cardId }, { projection: { _id: 1 } }),
+    ]);
+    if (collection && card) return 'added';
+    await this.store.bookmarks.deleteOne({ _id: bookmarkId(collectionId, cardId) });
+    return collection ? 'card-gone' : 'collection-gone';
     return this.store.change(async (session) => {
       const removed = await this.store.bookmarks.findOneAndDelete({ _id: bookmarkId(collectionId, cardId) }, { session });
       if (!removed) return false;

@@ -1,6 +1,6 @@
 import { appendToSqliteOutbox, type OutgoingEvent, type SqliteDatabase } from '@cards/platform';
 import type { Collection } from '../../domain/model';
-import type { CollectionRepository } from '../../domain/ports';
+import type { BookmarkAddition, CollectionRepository } from '../../domain/ports';
 import { chunks, collectionFromRow, placeholders, type CollectionRow } from './rows';
 
 const iso = (d: Date) => d.toISOString();
@@ -52,15 +52,19 @@ export class SqliteCollectionRepository implements CollectionRepository {
     })();
   }
 
-  async addBookmark(collectionId: string, cardId: string, at: Date, events: OutgoingEvent[]): Promise<boolean> {
-    return this.db.transaction((): boolean => {
+  async addBookmark(collectionId: string, cardId: string, at: Date, events: OutgoingEvent[]): Promise<BookmarkAddition> {
+    // One transaction: a card or collection removed after the caller's checks is seen here, so no bookmark outlives it.
+    return this.db.transaction((): BookmarkAddition => {
+      if (!this.db.prepare('SELECT 1 FROM collections WHERE id = ?').get(collectionId)) return 'collection-gone';
+      if (!this.db.prepare('SELECT 1 FROM cards WHERE id = ?').get(cardId)) return 'card-gone';
       const added = this.db.prepare(
           `INSERT OR IGNORE INTO bookmarks (collection_id, card_id, ord, created_at)
            VALUES (?, ?, (SELECT coalesce(max(ord), 0) + 1 FROM bookmarks WHERE collection_id = ?), ?)`,
         )
         .run(collectionId, cardId, collectionId, iso(at)).changes > 0;
-      if (added) appendToSqliteOutbox(this.db, events);
-      return added;
+      if (!added) return 'already-there';
+      appendToSqliteOutbox(this.db, events);
+      return 'added';
     })();
   }
 

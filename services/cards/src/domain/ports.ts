@@ -35,6 +35,8 @@ export interface CardRepository {
   findBySketch(sketch: readonly number[], minShared: number, limit: number): Promise<Card[]>;
   /** Collisions of the given roots, oldest first. */
   findCollisions(rootIds: readonly string[]): Promise<Card[]>;
+  /** Cards of any author that carry this file id, oldest first. */
+  findByFile(fileId: string): Promise<Card[]>;
 
   /**
    * Stores a new card. Throws AlreadyExistsError when (authorId, idempotencyKey) is already taken.
@@ -68,8 +70,11 @@ export interface CardRepository {
   setVectorPointId(cardId: string, vectorPointId: string): Promise<boolean>;
   /** Verification result, unless a newer one is already stored. Returns whether it changed. */
   setVerification(cardId: string, score: number, at: Date): Promise<boolean>;
-  /** The file was deleted: its cards keep living without file_id/file_name, its collection without file_id. */
-  clearFileReferences(fileId: string): Promise<void>;
+  /**
+   * The file was deleted: its cards keep living without file_id/file_name, its collection without file_id. With
+   * `exceptAuthorId` only the cards of other authors lose the reference, and collections keep theirs.
+   */
+  clearFileReferences(fileId: string, exceptAuthorId?: string): Promise<void>;
 }
 
 /**

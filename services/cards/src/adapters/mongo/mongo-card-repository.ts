@@ -59,6 +59,11 @@ export class MongoCardRepository implements CardRepository {
     return docs.map(fromCardDocument);
   }
 
+  async findByFile(fileId: string): Promise<Card[]> {
+    const docs = await this.store.cards.find({ fileId }, { projection: CARD_PROJECTION }).sort({ createdAt: 1, _id: 1 }).toArray();
+    return docs.map(fromCardDocument);
+  }
+
   async insert(card: Card, fingerprint: CardFingerprint, events: OutgoingEvent[]): Promise<void> {
     const doc = toCardDocument(card, fingerprint.contentHash, fingerprint.sketch);
     try {
@@ -175,7 +180,11 @@ export class MongoCardRepository implements CardRepository {
     return result.matchedCount > 0;
   }
 
-  async clearFileReferences(fileId: string): Promise<void> {
+  async clearFileReferences(fileId: string, exceptAuthorId?: string): Promise<void> {
+    if (exceptAuthorId !== undefined) {
+      await this.store.cards.updateMany({ fileId, authorId: { $ne: exceptAuthorId } }, { $set: { fileId: null, fileName: null } });
+      return;
+    }
     await this.store.change(async (session) => {
       await this.store.cards.updateMany({ fileId }, { $set: { fileId: null, fileName: null } }, { session });
       await this.store.collections.updateMany({ fileId }, { $unset: { fileId: '' } }, { session });

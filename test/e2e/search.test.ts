@@ -99,6 +99,45 @@ describe('card search', () => {
     expect(none.json).toEqual({ score_cards: [], total_pages: 0, total_card_pages: 0 });
   });
 
+  it('reads a tag_set item as stored tags are read: split at commas, trimmed, any case; an item of only commas filters nothing', async () => {
+    for (const [path, content] of [
+      ['/api/card/search/1', 'food and drink'],
+      ['/api/card/fulltextsearch/1', 'the'],
+    ] as const) {
+      const search = async (tagSet: unknown) => {
+        const res = await anonymous.post(path, { content, tag_set: tagSet });
+        expect([path, tagSet, res.status]).toEqual([path, tagSet, 200]);
+        return { ids: ids(res.json.score_cards).sort(), totalPages: res.json.total_pages };
+      };
+      const separate = await search(['bread', 'coffee']);
+      expect(separate.ids.length).toBeGreaterThan(0);
+      for (const tagSet of [['bread,coffee'], [' Bread , COFFEE ,,', 'bread'], 'bread, coffee']) expect(await search(tagSet)).toEqual(separate);
+      const unfiltered = await search(undefined);
+      for (const tagSet of [[','], ['', ' , ']]) expect(await search(tagSet)).toEqual(unfiltered);
+    }
+    // As many tags as a card may hold, however they are packed into items.
+    const tags = Array.from({ length: 101 }, (_, i) => `t${i}`);
+    for (const tagSet of [[tags.join(',')], [tags.slice(0, 60).join(','), tags.slice(60).join(',')]]) {
+      const refused = await anonymous.post('/api/card/search/1', { content: 'bread', tag_set: tagSet });
+      expect([refused.status, refused.json.message]).toEqual([400, 'tag_set: at most 100 tags']);
+    }
+    expect((await anonymous.post('/api/card/search/1', { content: 'bread', tag_set: [tags.slice(0, 100).join(', ')] })).status).toBe(200);
+  });
+
+  it('finds a card by its whole link as long as a stored link may be (2048 characters), any case, spaces around', async () => {
+    const start = 'https://example.org/long/';
+    const link = `${start}${'a'.repeat(2048 - start.length)}`;
+    const marker = `longlinkmarker${run}`;
+    const id = await postCard(alice, { card_html: html(`${uniqueText(75)} ${marker}`), link });
+    await indexed(alice, id);
+    for (const path of ['/api/card/search/1', '/api/card/fulltextsearch/1']) {
+      const res = await anonymous.post(path, { content: marker, link: [` ${link.toUpperCase()} `] });
+      expect([path, res.status, ids(res.json.score_cards ?? [])]).toEqual([path, 200, [id]]);
+      const refused = await anonymous.post(path, { content: marker, link: [`${link}a`] });
+      expect([path, refused.status, refused.json.message]).toEqual([path, 400, 'link: each link at most 2048 characters']);
+    }
+  });
+
   it('a private card never reaches another user or anonymous, in any search, on any page; its author finds it', async () => {
     for (const client of [anonymous, alice.client]) {
       for (const path of ['/api/card/search', '/api/card/fulltextsearch']) {
@@ -259,6 +298,20 @@ describe('collection search', () => {
       }, `${path}: anonymous to find the bookmarked public collision`);
       expect(res.json.bookmarks[0].metadata.map((c: { id: string }) => c.id)).toEqual([rootId, copy]);
       expect(res.json.total_pages).toBe(1);
+    }
+  });
+
+  it('reads a tag_set item holding commas as the tags it lists', async () => {
+    const collectionId = await createCollection(bob, true);
+    await bookmark(bob, collectionId, idOf.get('sourdough')!);
+    await bookmark(bob, collectionId, idOf.get('vaccines')!);
+    for (const path of ['/api/card_collection/search/1', '/api/card_collection/fulltextsearch/1']) {
+      await eventually(async () => {
+        const r = await anonymous.post(path, { content: 'vaccines sourdough', collection_id: collectionId });
+        return r.json.bookmarks?.length === 2 ? r : undefined;
+      }, `${path} to see both bookmarks`);
+      const res = await anonymous.post(path, { content: 'vaccines sourdough', collection_id: collectionId, tag_set: ['Medicine, running'] });
+      expect([path, ids(res.json.bookmarks), res.json.total_pages]).toEqual([path, [idOf.get('vaccines')], 1]);
     }
   });
 

@@ -1,5 +1,6 @@
 import type { Request, Router } from 'express';
 import { z } from 'zod';
+import { fitsCharacters, MAX_LINK_CHARS } from '@cards/card-rules';
 import type { search } from '@cards/proto';
 import type { RouteDeps } from '../app';
 import { presentCardGroups } from '../presenters/card-presenter';
@@ -12,12 +13,16 @@ export const MAX_SEARCH_CONTENT_LENGTH = 2000;
 
 const content = characterString(MAX_SEARCH_CONTENT_LENGTH).refine((v) => v.trim().length > 0, 'must not be empty');
 
-/** Links to include: an array of strings (one string is taken as a list of one). */
+/**
+ * Links to include: an array of strings (one string is taken as a list of one), trimmed, empty ones dropped. Each is
+ * bounded as a card's link is stored (trimmed, MAX_LINK_CHARS), so a whole stored link can be looked for.
+ */
 const linkList = z
-  .union([z.array(z.string().max(2000, 'each link at most 2000 characters')).max(100, 'at most 100 links'), z.string().max(2000)], {
+  .union([z.array(z.string().max(20_000).openapi({ maxLength: MAX_LINK_CHARS })).max(100, 'at most 100 links'), z.string().max(20_000).openapi({ maxLength: MAX_LINK_CHARS })], {
     errorMap: () => ({ message: 'must be an array of strings' }),
   })
-  .transform((v) => [...new Set((Array.isArray(v) ? v : [v]).map((l) => l.trim()).filter((l) => l.length > 0))]);
+  .transform((v) => [...new Set((Array.isArray(v) ? v : [v]).map((l) => l.trim()).filter((l) => l.length > 0))])
+  .refine((links) => links.every((l) => fitsCharacters(l, MAX_LINK_CHARS)), `each link at most ${MAX_LINK_CHARS} characters`);
 
 export const cardSearchBody = z.object({
   content,

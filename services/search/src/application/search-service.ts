@@ -1,4 +1,4 @@
-import { fitsCharacters } from '@cards/card-rules';
+import { fitsCharacters, MAX_TAGS, splitTags } from '@cards/card-rules';
 import { InvalidArgumentError, isUuid } from '@cards/platform';
 import { totalPages, type IndexHit, type SearchScope } from '../domain/model';
 import type { CardIndex, Embedder } from '../domain/ports';
@@ -6,6 +6,7 @@ import { shingleJaccard } from '../domain/text';
 
 export const MAX_QUERY_LENGTH = 2000;
 export const MAX_PAGE_SIZE = 100;
+export const MAX_FILTER_LINKS = 100;
 /**
  * Word 3-shingle Jaccard that confirms a bag-of-words embedder's duplicate verdict: near copies keep most shingles
  * (>= 0.8 on the labelled set), while texts sharing only vocabulary share almost none (< 0.1).
@@ -84,9 +85,12 @@ function validate(query: SearchQuery): { scope: SearchScope; offset: number; pag
   if (!Number.isInteger(pageSize) || pageSize < 1 || pageSize > MAX_PAGE_SIZE) throw new InvalidArgumentError(`page_size: must be between 1 and ${MAX_PAGE_SIZE}`);
   if (query.callerId !== undefined && !isUuid(query.callerId)) throw new InvalidArgumentError('caller_id: must be a UUID');
   if (query.collectionId !== undefined && !isUuid(query.collectionId)) throw new InvalidArgumentError('collection_id: must be a UUID');
-  if (query.tags.length > 100 || query.links.length > 100) throw new InvalidArgumentError('tag_set/link: at most 100 entries');
+  // Filter tags are read as stored tags are: an item 'a, b' is the two tags a and b.
+  const tags = splitTags(query.tags);
+  if (tags.length > MAX_TAGS) throw new InvalidArgumentError(`tag_set: at most ${MAX_TAGS} tags`);
+  if (query.links.length > MAX_FILTER_LINKS) throw new InvalidArgumentError(`link: at most ${MAX_FILTER_LINKS} links`);
   return {
-    scope: { callerId: query.callerId, tags: query.tags, links: query.links, collectionId: query.collectionId?.toLowerCase() },
+    scope: { callerId: query.callerId, tags, links: query.links, collectionId: query.collectionId?.toLowerCase() },
     offset: (query.page - 1) * pageSize,
     pageSize,
   };

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ApiClient, type ApiResponse } from '../support/http';
@@ -255,6 +256,61 @@ describe('privacy', () => {
   });
 });
 
+describe("a file's privacy reaches its cards and its collection", () => {
+  it('made private, others can read its cards through no route and no longer see its collection or its name on their cards; made public again, all come back', async () => {
+    const file = uploaded.get('history.doc');
+    expect(file).toBeDefined();
+    const cards = await cardsOfFile(alice, file.id);
+    expect(cards.length).toBe(2);
+    const collectionId = collectionOf.get(file.id);
+    expect(collectionId).toBeDefined();
+    const words = Array.from({ length: 80 }, () => randomUUID().slice(0, 8)).join(' ');
+    const citing = await bob.client.post('/api/card', { card_html: `<p>${words}</p>`, link: '', private: false, file_uuid: file.id });
+    expect(citing.status).toBe(200);
+    expect(citing.json.card_metadata.file_name).toBe('history.doc');
+    const anonymous = new ApiClient(system.baseUrl);
+    const phrase = normalized(cards[0].content).split(' ').slice(0, 12).join(' ');
+
+    const seenBy = async (client: ApiClient) => {
+      const [reads, page, userPage, listing, fullText, semantic] = await Promise.all([
+        Promise.all(cards.map((c) => client.get(`/api/card/${c.id}`))),
+        client.get(`/api/card_collection/${collectionId}/1`),
+        client.get(`/api/user/${alice.id}/1`),
+        client.get(`/api/user/collections/${alice.id}`),
+        client.post('/api/card/fulltextsearch/1', { content: phrase }),
+        client.post('/api/card/search/1', { content: phrase }),
+      ]);
+      const found = (res: ApiResponse) => (res.json.score_cards as any[]).some((e) => e.metadata.some((c: any) => c.id === cards[0].id));
+      return {
+        cards: reads.map((r) => r.status),
+        collection: page.status,
+        onUserPage: (userPage.json.cards as any[]).some((c) => c.file_id === file.id),
+        listed: (listing.json as any[]).some((c) => c.id === collectionId),
+        found: found(fullText) || found(semantic),
+      };
+    };
+    const visible = { cards: [200, 200], collection: 200, onUserPage: true, listed: true, found: true };
+    const hidden = { cards: [404, 404], collection: 404, onUserPage: false, listed: false, found: false };
+    const settles = async (what: string, expected: object) =>
+      waitUntil(what, async () => {
+        const views = await Promise.all([seenBy(bob.client), seenBy(anonymous)]);
+        return views.every((v) => JSON.stringify(v) === JSON.stringify(expected)) ? views : undefined;
+      });
+    await settles('the public file\'s cards indexed', visible);
+
+    expect((await alice.client.put('/api/file', { file_id: file.id, private: true })).status).toBe(204);
+    await settles('the cards, the collection and the index hidden', hidden);
+    for (const card of await cardsOfFile(alice, file.id)) expect(card.private).toBe(true);
+    expect((await alice.client.get(`/api/card_collection/${collectionId}/1`)).json.collection.is_public).toBe(false);
+    const cited = await bob.client.get(`/api/card/${citing.json.card_metadata.id}`);
+    expect(cited.json).toMatchObject({ file_id: null, file_name: null });
+
+    expect((await alice.client.put('/api/file', { file_id: file.id, private: false })).status).toBe(204);
+    await settles('the cards, the collection and the index visible again', visible);
+    expect((await alice.client.get(`/api/card_collection/${collectionId}/1`)).json.collection.is_public).toBe(true);
+  });
+});
+
 describe('deleting a file', () => {
   it('removes record and bytes; its cards and collection stay with file fields cleared', async () => {
     const file = uploaded.get('energy.docx');
@@ -303,6 +359,17 @@ describe('bad input', () => {
     await expect4xx(post({ file_name: 'h.doc', file_mime_type: MIME.doc, base64_docx_file: b64url(doc.subarray(0, doc.length - 700)) }), 400, /truncated/);
     await expect4xx(post({ base64_docx_file: '' }), 400, /empty/);
     await expect4xx(post({ base64_docx_file: b64url(fixture('empty.docx')) }), 400, /empty/);
+  });
+
+  it('refuses a document with no text at upload, in every format, and stores nothing', async () => {
+    const listed = async () => (await alice.client.get(`/api/user/files/${alice.id}`)).json.map((f: any) => f.id).sort();
+    const before = await listed();
+    // Blank, only whitespace (spaces, no-break spaces, a tab), and a PDF with no text layer (a picture, like a scan).
+    for (const name of ['empty.docx', 'empty.odt', 'empty.doc', 'empty.pdf', 'whitespace.docx', 'whitespace.odt', 'scan.pdf']) {
+      const ext = name.split('.').pop() as keyof typeof MIME;
+      await expect4xx(post({ file_name: name, file_mime_type: MIME[ext], base64_docx_file: b64url(fixture(name)) }), 400, /the document is empty \(no text\)/);
+    }
+    expect(await listed()).toEqual(before);
   });
 
   it('refuses bad base64, bad fields, oversize bodies and zip bombs; requires a session', async () => {

@@ -206,5 +206,23 @@ export function describeCardRepositoryContract(name: string, factory: CardsStore
       expect(await store.cards.findById(card.id)).toMatchObject({ fileId: null, fileName: null });
       expect((await store.collections.findById(collection.id))?.fileId).toBeNull();
     });
+
+    it('finds the cards of a file, every author, oldest first; clears only other authors\' references when asked', async () => {
+      const fileId = randomUUID();
+      const owner = randomUUID();
+      const first = aCard().by(owner).fromFile(fileId, 'report.pdf').build();
+      const citing = aCard().fromFile(fileId, 'report.pdf').build();
+      const second = aCard().by(owner).fromFile(fileId, 'report.pdf').private().build();
+      const elsewhere = aCard().by(owner).fromFile(randomUUID(), 'other.pdf').build();
+      for (const card of [first, citing, second, elsewhere]) await store.cards.insert(card, fingerprintOf(card.content), []);
+      const collection = aCollection().by(owner).forFile(fileId).build();
+      await store.collections.insert(collection, []);
+      expect((await store.cards.findByFile(fileId)).map((c) => c.id)).toEqual([first.id, citing.id, second.id]);
+
+      await store.cards.clearFileReferences(fileId, owner);
+      expect((await store.cards.findByFile(fileId)).map((c) => c.id)).toEqual([first.id, second.id]);
+      expect(await store.cards.findById(citing.id)).toMatchObject({ fileId: null, fileName: null });
+      expect((await store.collections.findById(collection.id))?.fileId).toBe(fileId);
+    });
   });
 }

@@ -6,7 +6,7 @@ import { SqliteCollectionRepository } from '../src/adapters/sqlite/sqlite-collec
 import { SqliteVoteRepository } from '../src/adapters/sqlite/sqlite-vote-repository';
 import { CardService } from '../src/application/card-service';
 import type { NearDuplicateCandidate } from '../src/domain/ports';
-import { someContent } from './builders';
+import { aCollection, someContent } from './builders';
 
 /** The service on a real SQLite store, with the peers it asks (search, files, identity) answering as told. */
 function setup() {
@@ -247,6 +247,35 @@ describe('CardService', () => {
     await service.updateCard({ callerId: 'alice', cardId: card.card.id, link: 'https://example.com/edited' });
     expect(await cards.findById(card.card.id)).toMatchObject({ private: true, link: 'https://example.com/edited' });
     await expect(service.getCard(card.card.id, 'bob')).rejects.toThrow(NotFoundError);
+  });
+
+  it("a file's privacy reaches its owner's cards from it and its collection; others' cards drop a file made private", async () => {
+    const { service, cards, peers, db } = setup();
+    const collections = new SqliteCollectionRepository(db);
+    const fileId = randomUUID();
+    peers.files.set(fileId, 'notes.odt');
+    const fromFile = [await create(service, 'alice', someContent(), { fileId }), await create(service, 'alice', someContent(), { fileId })];
+    // A private copy of bob's public card: a private duplicate, which may not be made public.
+    const bobs = await create(service, 'bob');
+    const privateCopy = await create(service, 'alice', bobs.card.content, { fileId, private: true });
+    expect(privateCopy.duplicate).toBe(true);
+    const citing = await create(service, 'bob', someContent(), { fileId });
+    const collection = aCollection().by('alice').forFile(fileId).build();
+    await collections.insert(collection, []);
+    const state = async () => ({
+      privacy: await Promise.all([...fromFile, privateCopy].map(async (m) => (await cards.findById(m.card.id))!.private)),
+      citedFile: (await cards.findById(citing.card.id))!.fileId,
+      collectionPublic: (await collections.findById(collection.id))!.isPublic,
+    });
+
+    await service.applyFilePrivacy(fileId, 'alice', true);
+    expect(await state()).toEqual({ privacy: [true, true, true], citedFile: null, collectionPublic: false });
+    await expect(service.getCard(fromFile[0]!.card.id, 'bob')).rejects.toBeInstanceOf(NotFoundError);
+
+    await service.applyFilePrivacy(fileId, 'alice', false);
+    expect(await state()).toEqual({ privacy: [false, false, true], citedFile: null, collectionPublic: true });
+    await service.applyFilePrivacy(fileId, 'alice', false);
+    expect(await state()).toEqual({ privacy: [false, false, true], citedFile: null, collectionPublic: true });
   });
 
   it('hides private cards (404) and protects others\' cards (403)', async () => {

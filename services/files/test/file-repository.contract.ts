@@ -56,13 +56,17 @@ export function describeFileRepositoryContract(name: string, factory: () => Prom
       expect(await subject.repository.listByUser(newId())).toEqual([]);
     });
 
-    it('setPrivacy changes the flag and updated_at; false for an unknown id', async () => {
+    it('setPrivacy changes the flag and updated_at, with its events only when the flag changes; false for an unknown id', async () => {
       const file = aFile().build();
       await subject.repository.create(file, []);
       const now = new Date('2026-03-03T03:03:03.333Z');
-      expect(await subject.repository.setPrivacy(file.id, true, now)).toBe(true);
+      expect(await subject.repository.setPrivacy(file.id, true, now, [event(file.id, 'private')])).toBe(true);
       expect(await subject.repository.get(file.id)).toMatchObject({ private: true, updatedAt: now, createdAt: file.createdAt });
-      expect(await subject.repository.setPrivacy(newId(), true, now)).toBe(false);
+      expect(await subject.repository.setPrivacy(file.id, true, new Date(), [event(file.id, 'private again')])).toBe(true);
+      expect(await subject.repository.setPrivacy(file.id, false, new Date(), [event(file.id, 'public')])).toBe(true);
+      expect(await subject.repository.get(file.id)).toMatchObject({ private: false });
+      expect(await subject.repository.setPrivacy(newId(), true, now, [event(file.id, 'unknown')])).toBe(false);
+      expect((await subject.pendingEvents()).map((e) => new TextDecoder().decode(e.payload))).toEqual(['private', 'public']);
     });
 
     it('setIngestion records the outcome; false once the record is gone', async () => {

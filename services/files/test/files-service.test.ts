@@ -72,6 +72,12 @@ describe('FilesService', () => {
     await expect(service.delete(other, open.id)).rejects.toBeInstanceOf(PermissionDeniedError);
     await service.setPrivacy(owner, open.id, true);
     await expect(service.get(open.id, other)).rejects.toBeInstanceOf(NotFoundError);
+    // The change goes out as an event for the file's cards and collection; setting the same value again sends none.
+    await service.setPrivacy(owner, open.id, true);
+    const changes = (await new SqliteOutboxStore(repository.db).pending(10))
+      .map((e) => events.FileEvent.decode(e.payload).kind)
+      .filter((kind) => kind?.$case === 'privacyChanged');
+    expect(changes).toEqual([{ $case: 'privacyChanged', value: { fileId: open.id, userId: owner, private: true } }]);
     await service.delete(owner, secret.id);
     await expect(service.get(secret.id, owner)).rejects.toBeInstanceOf(NotFoundError);
     await expect(service.get('not-a-uuid', owner)).rejects.toBeInstanceOf(InvalidArgumentError);

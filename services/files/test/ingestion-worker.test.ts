@@ -20,6 +20,7 @@ class RecordingCards implements CardsPort {
   readonly cards = new Map<string, NewCard & { id: string }>();
   readonly collections = new Map<string, { id: string; cardIds: string[]; isPublic: boolean; fileName: string }>();
   readonly cleared: string[] = [];
+  readonly privacyApplied: { fileId: string; ownerId: string; private: boolean }[] = [];
   createCalls = 0;
   failAfter = Infinity;
   reject: (card: NewCard) => boolean = () => false;
@@ -43,6 +44,9 @@ class RecordingCards implements CardsPort {
   }
   async clearFileReferences(fileId: string): Promise<void> {
     this.cleared.push(fileId);
+  }
+  async applyFilePrivacy(input: { fileId: string; ownerId: string; private: boolean }): Promise<void> {
+    this.privacyApplied.push(input);
   }
 }
 
@@ -164,6 +168,13 @@ describe('IngestionWorker', () => {
     await worker.handle({ topic: Topics.file, key: record.id, payload, offset: '2', attempt: 0 });
     expect(await objects.stat(record.id)).toBeNull();
     expect(cards.cleared).toEqual([record.id]);
+  });
+
+  it('a FilePrivacyChanged event has the cards service apply the privacy to the file\'s cards and collection', async () => {
+    const record = await stored('energy.docx');
+    const payload = events.FileEvent.encode({ eventId: newId(), occurredAt: new Date(), kind: { $case: 'privacyChanged', value: { fileId: record.id, userId: record.userId, private: true } } }).finish();
+    await worker.handle({ topic: Topics.file, key: record.id, payload, offset: '3', attempt: 0 });
+    expect(cards.privacyApplied).toEqual([{ fileId: record.id, ownerId: record.userId, private: true }]);
   });
 });
 

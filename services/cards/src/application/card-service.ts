@@ -387,6 +387,31 @@ export class CardService {
     await this.deps.cards.clearFileReferences(fileId);
   }
 
+  /**
+   * The owner changed a file's privacy. Cards made from a file say what it holds, so the owner's cards carrying it take
+   * its privacy, each through the same update as a card's own privacy change (collisions re-homed, vote counters moved,
+   * search told); a private duplicate stays private. The file's collection is public exactly when the file is. Other
+   * users' cards citing a file made private lose the reference, as they would lose it if the file were deleted: they may
+   * no longer see it, nor anyone else its name. Running it again changes nothing.
+   */
+  async applyFilePrivacy(fileId: string, ownerId: string, isPrivate: boolean): Promise<void> {
+    if (!fileId) throw new InvalidArgumentError('file_id: is required');
+    requireCaller(ownerId);
+    for (const card of await this.deps.cards.findByFile(fileId)) {
+      if (card.authorId !== ownerId || card.private === isPrivate) continue;
+      try {
+        await this.updateCard({ callerId: ownerId, cardId: card.id, private: isPrivate });
+      } catch (err) {
+        if (err instanceof NotFoundError) continue;
+        if (err instanceof InvalidArgumentError && !isPrivate) continue;
+        throw err;
+      }
+    }
+    if (isPrivate) await this.deps.cards.clearFileReferences(fileId, ownerId);
+    const fileCollection = (await this.deps.collections.listByAuthor(ownerId, true)).find((c) => c.fileId === fileId);
+    if (fileCollection && fileCollection.isPublic === isPrivate) await this.deps.collections.update({ ...fileCollection, isPublic: !isPrivate, updatedAt: this.now() }, []);
+  }
+
   /** The search service indexed a root card. */
   async recordIndexed(cardId: string, vectorPointId: string): Promise<void> {
     await this.deps.cards.setVectorPointId(cardId, vectorPointId);

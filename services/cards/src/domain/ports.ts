@@ -35,6 +35,8 @@ export interface CardRepository {
   findBySketch(sketch: readonly number[], minShared: number, limit: number): Promise<Card[]>;
   /** Collisions of the given roots, oldest first. */
   findCollisions(rootIds: readonly string[]): Promise<Card[]>;
+  /** Cards of any author that carry this file id, oldest first. */
+  findByFile(fileId: string): Promise<Card[]>;
 
   /**
    * Stores a new card. Throws AlreadyExistsError when (authorId, idempotencyKey) is already taken.
@@ -68,8 +70,11 @@ export interface CardRepository {
   setVectorPointId(cardId: string, vectorPointId: string): Promise<boolean>;
   /** Verification result, unless a newer one is already stored. Returns whether it changed. */
   setVerification(cardId: string, score: number, at: Date): Promise<boolean>;
-  /** The file was deleted: its cards keep living without file_id/file_name, its collection without file_id. */
-  clearFileReferences(fileId: string): Promise<void>;
+  /**
+   * The file was deleted: its cards keep living without file_id/file_name, its collection without file_id. With
+   * `exceptAuthorId` only the cards of other authors lose the reference, and collections keep theirs.
+   */
+  clearFileReferences(fileId: string, exceptAuthorId?: string): Promise<void>;
 }
 
 /**
@@ -97,14 +102,14 @@ export interface VoteRepository {
   recordJoinDates(dates: ReadonlyMap<string, Date>): Promise<void>;
 }
 
-/** What CollectionRepository.addBookmark did. */
-export type BookmarkAddition = 'added' | 'already-there' | 'card-gone' | 'collection-gone';
-
 /** Collections and their bookmarks; writes carry their events (transactional outbox). */
 export interface CollectionRepository {
   insert(collection: Collection, events: OutgoingEvent[]): Promise<void>;
   /**
    * Stores a file's collection with all its bookmarks at once. When a collection for this file already exists,
+/** What CollectionRepository.addBookmark did. */
+export type BookmarkAddition = 'added' | 'already-there' | 'card-gone' | 'collection-gone';
+
    * nothing changes and the existing one is returned.
    */
   insertFileCollection(collection: Collection, cardIds: readonly string[], events: (stored: Collection) => OutgoingEvent[]): Promise<{ collection: Collection; created: boolean }>;

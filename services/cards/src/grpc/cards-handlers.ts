@@ -100,6 +100,10 @@ export function cardsHandlers(cardService: CardService, collectionService: Colle
       await cardService.clearFileReferences(req.fileId);
       return {};
     },
+    async applyFilePrivacy(req) {
+      await cardService.applyFilePrivacy(req.fileId, req.ownerId, req.private);
+      return {};
+    },
     async createCollection(req) {
       return collectionToProto(await collectionService.create(req.callerId, req.name, req.description, req.isPublic));
     },

@@ -116,9 +116,17 @@ export class FilesService {
     return callerId === userId.toLowerCase() ? records : records.filter((r) => !r.private);
   }
 
+  /** Sets the file's privacy; its cards and collection follow through the FilePrivacyChanged event. */
   async setPrivacy(callerId: string, fileId: string, isPrivate: boolean): Promise<void> {
     const record = await this.owned(callerId, fileId);
-    await this.deps.repository.setPrivacy(record.id, isPrivate, new Date());
+    const now = new Date();
+    const changed = events.FileEvent.encode({
+      eventId: newId(),
+      occurredAt: now,
+      kind: { $case: 'privacyChanged', value: { fileId: record.id, userId: record.userId, private: isPrivate } },
+    }).finish();
+    if (!(await this.deps.repository.setPrivacy(record.id, isPrivate, now, [{ topic: Topics.file, key: record.id, payload: changed }]))) throw new NotFoundError('File not found');
+    if (record.private !== isPrivate) this.deps.onEventsWritten();
   }
 
   /** Removes the record now; the bytes and the cards' file references follow through the FileDeleted event. */

@@ -27,7 +27,7 @@ export interface IngestionResult {
  * Consumer of the files topic. FileUploaded: parse the document, create its cards (each with an
  * idempotency key `${fileId}:${index}`, so a redelivery after a crash makes no second copy), then the
  * file's collection (idempotent per file), then record the outcome. FileDeleted: remove the bytes and
- * clear the file references on cards and collection. Failures of peers are thrown so the bus retries;
+ * clear the file references on cards and collection. FilePrivacyChanged: the file's cards and collection take its privacy. Failures of peers are thrown so the bus retries;
  * the last attempt, and any unreadable document, records `failed` with the reason.
  */
 export class IngestionWorker {
@@ -43,6 +43,10 @@ export class IngestionWorker {
       case 'deleted':
         await this.deps.objects.remove(event.kind.value.fileId);
         await this.deps.cards.clearFileReferences(event.kind.value.fileId);
+        return;
+      case 'privacyChanged':
+        // Events of one file come in order, after its ingestion: the cards exist, and the last change is applied last.
+        await this.deps.cards.applyFilePrivacy({ fileId: event.kind.value.fileId, ownerId: event.kind.value.userId, private: event.kind.value.private });
         return;
       default:
         this.deps.logger.warn({ offset: delivered.offset }, 'ignoring a file event of an unknown kind');

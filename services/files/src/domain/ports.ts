@@ -13,8 +13,11 @@ export interface FileRepository {
   get(id: string): Promise<FileRecord | null>;
   /** All records of one user, newest first. */
   listByUser(userId: string): Promise<FileRecord[]>;
-  /** Sets the privacy flag and updated_at; false when there is no such record. */
-  setPrivacy(id: string, isPrivate: boolean, now: Date): Promise<boolean>;
+  /**
+   * Sets the privacy flag and updated_at; when the flag changes, stores the events with it atomically. False when there
+   * is no such record.
+   */
+  setPrivacy(id: string, isPrivate: boolean, now: Date, events: OutgoingEvent[]): Promise<boolean>;
   /** Records the outcome of an ingestion attempt; false when the record is gone. */
   setIngestion(id: string, outcome: IngestionOutcome, now: Date): Promise<boolean>;
   /** Removes the record and stores its events atomically; false when there was none. */
@@ -90,6 +93,8 @@ export interface CardsPort {
   createFileCollection(input: { ownerId: string; fileId: string; fileName: string; isPublic: boolean; cardIds: string[] }): Promise<string>;
   /** Clears file_id/file_name on the cards and collection made from the file. */
   clearFileReferences(fileId: string): Promise<void>;
+  /** The owner's cards carrying the file take its privacy, and its collection is public exactly when the file is. */
+  applyFilePrivacy(input: { fileId: string; ownerId: string; private: boolean }): Promise<void>;
 }
 
 /** Thrown by CardsPort when the cards service refuses one card's content (too short, too long ...). */

@@ -59,6 +59,11 @@ export class MongoCardRepository implements CardRepository {
     return docs.map(fromCardDocument);
   }
 
+  async findByFile(fileId: string): Promise<Card[]> {
+    const docs = await this.store.cards.find({ fileId }, { projection: CARD_PROJECTION }).sort({ createdAt: 1, _id: 1 }).toArray();
+    return docs.map(fromCardDocument);
+  }
+
   async insert(card: Card, fingerprint: CardFingerprint, events: OutgoingEvent[]): Promise<void> {
     const doc = toCardDocument(card, fingerprint.contentHash, fingerprint.sketch);
     try {
@@ -134,14 +139,14 @@ export class MongoCardRepository implements CardRepository {
       await appendToMongoOutbox(this.store.db, events, session);
       return true;
     });
-    // Once the removal is visible (committed, in a transaction), sweep again: see MongoCollectionRepository.addBookmark.
-    await this.store.bookmarks.deleteMany({ cardId });
-    return removed;
   }
 
   async detachCollision(cardId: string, rootId: string, events: OutgoingEvent[]): Promise<boolean> {
     return this.store.change(async (session) => {
       const changed = await this.store.cards.updateOne({ _id: cardId, collisionOf: rootId }, { $set: { collisionOf: null, vectorPointId: null } }, { session });
+    // Once the removal is visible (committed, in a transaction), sweep again: see MongoCollectionRepository.addBookmark.
+    await this.store.bookmarks.deleteMany({ cardId });
+    return removed;
       if (changed.modifiedCount === 0) return false;
       await appendToMongoOutboxOrUndo(this.store.db, events, session, () => this.store.cards.updateOne({ _id: cardId, collisionOf: null }, { $set: { collisionOf: rootId } }));
       return true;
@@ -175,7 +180,11 @@ export class MongoCardRepository implements CardRepository {
     return result.matchedCount > 0;
   }
 
-  async clearFileReferences(fileId: string): Promise<void> {
+  async clearFileReferences(fileId: string, exceptAuthorId?: string): Promise<void> {
+    if (exceptAuthorId !== undefined) {
+      await this.store.cards.updateMany({ fileId, authorId: { $ne: exceptAuthorId } }, { $set: { fileId: null, fileName: null } });
+      return;
+    }
     await this.store.change(async (session) => {
       await this.store.cards.updateMany({ fileId }, { $set: { fileId: null, fileName: null } }, { session });
       await this.store.collections.updateMany({ fileId }, { $unset: { fileId: '' } }, { session });

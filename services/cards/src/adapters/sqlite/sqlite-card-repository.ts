@@ -46,6 +46,10 @@ export class SqliteCardRepository implements CardRepository {
     return rows.map(cardFromRow);
   }
 
+  async findByFile(fileId: string): Promise<Card[]> {
+    return (this.db.prepare('SELECT * FROM cards WHERE file_id = ? ORDER BY created_at, id').all(fileId) as CardRow[]).map(cardFromRow);
+  }
+
   async insert(card: Card, fingerprint: CardFingerprint, events: OutgoingEvent[]): Promise<void> {
     try {
       this.db.transaction(() => {
@@ -166,7 +170,11 @@ export class SqliteCardRepository implements CardRepository {
     );
   }
 
-  async clearFileReferences(fileId: string): Promise<void> {
+  async clearFileReferences(fileId: string, exceptAuthorId?: string): Promise<void> {
+    if (exceptAuthorId !== undefined) {
+      this.db.prepare('UPDATE cards SET file_id = NULL, file_name = NULL WHERE file_id = ? AND author_id <> ?').run(fileId, exceptAuthorId);
+      return;
+    }
     this.db.transaction(() => {
       this.db.prepare('UPDATE cards SET file_id = NULL, file_name = NULL WHERE file_id = ?').run(fileId);
       this.db.prepare('UPDATE collections SET file_id = NULL WHERE file_id = ?').run(fileId);

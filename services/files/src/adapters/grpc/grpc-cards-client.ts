@@ -49,6 +49,10 @@ export class GrpcCardsClient implements CardsPort {
     await this.client.clearFileReferences({ fileId }, { idempotent: true });
   }
 
+  async applyFilePrivacy(input: { fileId: string; ownerId: string; private: boolean }): Promise<void> {
+    await this.client.applyFilePrivacy({ fileId: input.fileId, ownerId: input.ownerId, private: input.private }, { idempotent: true });
+  }
+
   close(): void {
     this.channel.close();
   }

@@ -82,8 +82,18 @@ export class MongoFileRepository implements FileRepository {
     return docs.map(fromPrimitives);
   }
 
-  async setPrivacy(id: string, isPrivate: boolean, now: Date): Promise<boolean> {
-    return (await this.files.updateOne({ _id: id }, { $set: { private: isPrivate, updatedAt: now } })).matchedCount > 0;
+  async setPrivacy(id: string, isPrivate: boolean, now: Date, events: OutgoingEvent[]): Promise<boolean> {
+    return withOptionalTransaction(this.connection, async (session) => {
+      const before = await this.files.findOneAndUpdate({ _id: id }, { $set: { private: isPrivate, updatedAt: now } }, { session, returnDocument: 'before' });
+      if (!before) return false;
+      if (before.private !== isPrivate) {
+        // Without a transaction: put the old flag back if its events cannot be written (unless another change came since).
+        await appendToMongoOutboxOrUndo(this.connection.db, events, session, () =>
+          this.files.updateOne({ _id: id, private: isPrivate, updatedAt: now }, { $set: { private: before.private, updatedAt: before.updatedAt } }),
+        );
+      }
+      return true;
+    });
   }
 
   async setIngestion(id: string, outcome: IngestionOutcome, now: Date): Promise<boolean> {

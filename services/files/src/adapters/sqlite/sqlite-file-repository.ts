@@ -113,8 +113,14 @@ export class SqliteFileRepository implements FileRepository {
     return rows.map(fromPrimitives);
   }
 
-  async setPrivacy(id: string, isPrivate: boolean, now: Date): Promise<boolean> {
-    return this.db.prepare('UPDATE files SET private = ?, updated_at = ? WHERE id = ?').run(isPrivate ? 1 : 0, now.toISOString(), id).changes > 0;
+  async setPrivacy(id: string, isPrivate: boolean, now: Date, events: OutgoingEvent[]): Promise<boolean> {
+    return this.db.transaction(() => {
+      const before = this.db.prepare('SELECT private FROM files WHERE id = ?').get(id) as Pick<FileRow, 'private'> | undefined;
+      if (!before) return false;
+      this.db.prepare('UPDATE files SET private = ?, updated_at = ? WHERE id = ?').run(isPrivate ? 1 : 0, now.toISOString(), id);
+      if (before.private === 1 !== isPrivate) appendToSqliteOutbox(this.db, events);
+      return true;
+    })();
   }
 
   async setIngestion(id: string, outcome: IngestionOutcome, now: Date): Promise<boolean> {

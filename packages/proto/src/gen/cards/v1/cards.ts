@@ -149,6 +149,12 @@ export interface ClearFileReferencesRequest {
   fileId: string;
 }
 
+export interface ApplyFilePrivacyRequest {
+  fileId: string;
+  ownerId: string;
+  private: boolean;
+}
+
 export interface Collection {
   id: string;
   authorId: string;
@@ -2590,6 +2596,115 @@ export const ClearFileReferencesRequest: MessageFns<ClearFileReferencesRequest> 
   },
 };
 
+function createBaseApplyFilePrivacyRequest(): ApplyFilePrivacyRequest {
+  return { fileId: "", ownerId: "", private: false };
+}
+
+export const ApplyFilePrivacyRequest: MessageFns<ApplyFilePrivacyRequest> = {
+  encode(message: ApplyFilePrivacyRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.fileId !== "") {
+      writer.uint32(10).string(message.fileId);
+    }
+    if (message.ownerId !== "") {
+      writer.uint32(18).string(message.ownerId);
+    }
+    if (message.private !== false) {
+      writer.uint32(24).bool(message.private);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ApplyFilePrivacyRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseApplyFilePrivacyRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.fileId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.ownerId = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.private = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ApplyFilePrivacyRequest {
+    return {
+      fileId: isSet(object.fileId)
+        ? globalThis.String(object.fileId)
+        : isSet(object.file_id)
+        ? globalThis.String(object.file_id)
+        : "",
+      ownerId: isSet(object.ownerId)
+        ? globalThis.String(object.ownerId)
+        : isSet(object.owner_id)
+        ? globalThis.String(object.owner_id)
+        : "",
+      private: isSet(object.private) ? globalThis.Boolean(object.private) : false,
+    };
+  },
+
+  toJSON(message: ApplyFilePrivacyRequest): unknown {
+    const obj: any = {};
+    if (message.fileId !== "") {
+      obj.fileId = message.fileId;
+    }
+    if (message.ownerId !== "") {
+      obj.ownerId = message.ownerId;
+    }
+    if (message.private !== false) {
+      obj.private = message.private;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<ApplyFilePrivacyRequest>): ApplyFilePrivacyRequest {
+    return ApplyFilePrivacyRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<ApplyFilePrivacyRequest>): ApplyFilePrivacyRequest {
+    const message = createBaseApplyFilePrivacyRequest();
+    message.fileId = object.fileId ?? "";
+    message.ownerId = object.ownerId ?? "";
+    message.private = object.private ?? false;
+    return message;
+  },
+};
+
 function createBaseCollection(): Collection {
   return {
     id: "",
@@ -4261,6 +4376,19 @@ export const CardServiceDefinition = {
       responseStream: false,
       options: {},
     },
+    /**
+     * Called by the files service when a file's privacy changed: the owner's cards carrying the file take its privacy (a
+     * private duplicate stays private), the file's collection is public exactly when the file is, and a file made private
+     * is no longer named on other users' cards.
+     */
+    applyFilePrivacy: {
+      name: "ApplyFilePrivacy",
+      requestType: ApplyFilePrivacyRequest as typeof ApplyFilePrivacyRequest,
+      requestStream: false,
+      responseType: Empty as typeof Empty,
+      responseStream: false,
+      options: {},
+    },
     createCollection: {
       name: "CreateCollection",
       requestType: CreateCollectionRequest as typeof CreateCollectionRequest,
@@ -4374,6 +4502,15 @@ export interface CardServiceImplementation<CallContextExt = {}> {
     request: ClearFileReferencesRequest,
     context: CallContext & CallContextExt,
   ): Promise<DeepPartial<Empty>>;
+  /**
+   * Called by the files service when a file's privacy changed: the owner's cards carrying the file take its privacy (a
+   * private duplicate stays private), the file's collection is public exactly when the file is, and a file made private
+   * is no longer named on other users' cards.
+   */
+  applyFilePrivacy(
+    request: ApplyFilePrivacyRequest,
+    context: CallContext & CallContextExt,
+  ): Promise<DeepPartial<Empty>>;
   createCollection(
     request: CreateCollectionRequest,
     context: CallContext & CallContextExt,
@@ -4435,6 +4572,15 @@ export interface CardServiceClient<CallOptionsExt = {}> {
   /** Called by the files service when a file is deleted: its cards and collection keep living without file fields. */
   clearFileReferences(
     request: DeepPartial<ClearFileReferencesRequest>,
+    options?: CallOptions & CallOptionsExt,
+  ): Promise<Empty>;
+  /**
+   * Called by the files service when a file's privacy changed: the owner's cards carrying the file take its privacy (a
+   * private duplicate stays private), the file's collection is public exactly when the file is, and a file made private
+   * is no longer named on other users' cards.
+   */
+  applyFilePrivacy(
+    request: DeepPartial<ApplyFilePrivacyRequest>,
     options?: CallOptions & CallOptionsExt,
   ): Promise<Empty>;
   createCollection(

@@ -114,7 +114,10 @@ export interface CardIndexed {
 export interface FileEvent {
   eventId: string;
   occurredAt?: Date | undefined;
-  kind?: { $case: "uploaded"; value: FileUploaded } | { $case: "deleted"; value: FileDeleted } | undefined;
+  kind?: { $case: "uploaded"; value: FileUploaded } | { $case: "deleted"; value: FileDeleted } | {
+    $case: "privacyChanged";
+    value: FilePrivacyChanged;
+  } | undefined;
 }
 
 export interface FileUploaded {
@@ -130,6 +133,13 @@ export interface FileUploaded {
 export interface FileDeleted {
   fileId: string;
   userId: string;
+}
+
+/** The owner set the file's privacy; its cards and collection follow (cards.v1 ApplyFilePrivacy). */
+export interface FilePrivacyChanged {
+  fileId: string;
+  userId: string;
+  private: boolean;
 }
 
 function createBaseCardSnapshot(): CardSnapshot {
@@ -1745,6 +1755,9 @@ export const FileEvent: MessageFns<FileEvent> = {
       case "deleted":
         FileDeleted.encode(message.kind.value, writer.uint32(34).fork()).join();
         break;
+      case "privacyChanged":
+        FilePrivacyChanged.encode(message.kind.value, writer.uint32(42).fork()).join();
+        break;
     }
     return writer;
   },
@@ -1794,6 +1807,14 @@ export const FileEvent: MessageFns<FileEvent> = {
             message.kind = { $case: "deleted", value: FileDeleted.decode(reader, reader.uint32()) };
             continue;
           }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.kind = { $case: "privacyChanged", value: FilePrivacyChanged.decode(reader, reader.uint32()) };
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1822,6 +1843,10 @@ export const FileEvent: MessageFns<FileEvent> = {
         ? { $case: "uploaded", value: FileUploaded.fromJSON(object.uploaded) }
         : isSet(object.deleted)
         ? { $case: "deleted", value: FileDeleted.fromJSON(object.deleted) }
+        : isSet(object.privacyChanged)
+        ? { $case: "privacyChanged", value: FilePrivacyChanged.fromJSON(object.privacyChanged) }
+        : isSet(object.privacy_changed)
+        ? { $case: "privacyChanged", value: FilePrivacyChanged.fromJSON(object.privacy_changed) }
         : undefined,
     };
   },
@@ -1838,6 +1863,8 @@ export const FileEvent: MessageFns<FileEvent> = {
       obj.uploaded = FileUploaded.toJSON(message.kind.value);
     } else if (message.kind?.$case === "deleted") {
       obj.deleted = FileDeleted.toJSON(message.kind.value);
+    } else if (message.kind?.$case === "privacyChanged") {
+      obj.privacyChanged = FilePrivacyChanged.toJSON(message.kind.value);
     }
     return obj;
   },
@@ -1859,6 +1886,12 @@ export const FileEvent: MessageFns<FileEvent> = {
       case "deleted": {
         if (object.kind?.value !== undefined && object.kind?.value !== null) {
           message.kind = { $case: "deleted", value: FileDeleted.fromPartial(object.kind.value) };
+        }
+        break;
+      }
+      case "privacyChanged": {
+        if (object.kind?.value !== undefined && object.kind?.value !== null) {
+          message.kind = { $case: "privacyChanged", value: FilePrivacyChanged.fromPartial(object.kind.value) };
         }
         break;
       }
@@ -2139,6 +2172,115 @@ export const FileDeleted: MessageFns<FileDeleted> = {
     const message = createBaseFileDeleted();
     message.fileId = object.fileId ?? "";
     message.userId = object.userId ?? "";
+    return message;
+  },
+};
+
+function createBaseFilePrivacyChanged(): FilePrivacyChanged {
+  return { fileId: "", userId: "", private: false };
+}
+
+export const FilePrivacyChanged: MessageFns<FilePrivacyChanged> = {
+  encode(message: FilePrivacyChanged, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.fileId !== "") {
+      writer.uint32(10).string(message.fileId);
+    }
+    if (message.userId !== "") {
+      writer.uint32(18).string(message.userId);
+    }
+    if (message.private !== false) {
+      writer.uint32(24).bool(message.private);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): FilePrivacyChanged {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseFilePrivacyChanged();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.fileId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.userId = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.private = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): FilePrivacyChanged {
+    return {
+      fileId: isSet(object.fileId)
+        ? globalThis.String(object.fileId)
+        : isSet(object.file_id)
+        ? globalThis.String(object.file_id)
+        : "",
+      userId: isSet(object.userId)
+        ? globalThis.String(object.userId)
+        : isSet(object.user_id)
+        ? globalThis.String(object.user_id)
+        : "",
+      private: isSet(object.private) ? globalThis.Boolean(object.private) : false,
+    };
+  },
+
+  toJSON(message: FilePrivacyChanged): unknown {
+    const obj: any = {};
+    if (message.fileId !== "") {
+      obj.fileId = message.fileId;
+    }
+    if (message.userId !== "") {
+      obj.userId = message.userId;
+    }
+    if (message.private !== false) {
+      obj.private = message.private;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<FilePrivacyChanged>): FilePrivacyChanged {
+    return FilePrivacyChanged.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<FilePrivacyChanged>): FilePrivacyChanged {
+    const message = createBaseFilePrivacyChanged();
+    message.fileId = object.fileId ?? "";
+    message.userId = object.userId ?? "";
+    message.private = object.private ?? false;
     return message;
   },
 };

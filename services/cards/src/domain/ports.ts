@@ -102,14 +102,14 @@ export interface VoteRepository {
   recordJoinDates(dates: ReadonlyMap<string, Date>): Promise<void>;
 }
 
+/** What CollectionRepository.addBookmark did. */
+export type BookmarkAddition = 'added' | 'already-there' | 'card-gone' | 'collection-gone';
+
 /** Collections and their bookmarks; writes carry their events (transactional outbox). */
 export interface CollectionRepository {
   insert(collection: Collection, events: OutgoingEvent[]): Promise<void>;
   /**
    * Stores a file's collection with all its bookmarks at once. When a collection for this file already exists,
-/** What CollectionRepository.addBookmark did. */
-export type BookmarkAddition = 'added' | 'already-there' | 'card-gone' | 'collection-gone';
-
    * nothing changes and the existing one is returned.
    */
   insertFileCollection(collection: Collection, cardIds: readonly string[], events: (stored: Collection) => OutgoingEvent[]): Promise<{ collection: Collection; created: boolean }>;

@@ -139,14 +139,14 @@ export class MongoCardRepository implements CardRepository {
       await appendToMongoOutbox(this.store.db, events, session);
       return true;
     });
+    // Once the removal is visible (committed, in a transaction), sweep again: see MongoCollectionRepository.addBookmark.
+    await this.store.bookmarks.deleteMany({ cardId });
+    return removed;
   }
 
   async detachCollision(cardId: string, rootId: string, events: OutgoingEvent[]): Promise<boolean> {
     return this.store.change(async (session) => {
       const changed = await this.store.cards.updateOne({ _id: cardId, collisionOf: rootId }, { $set: { collisionOf: null, vectorPointId: null } }, { session });
-    // Once the removal is visible (committed, in a transaction), sweep again: see MongoCollectionRepository.addBookmark.
-    await this.store.bookmarks.deleteMany({ cardId });
-    return removed;
       if (changed.modifiedCount === 0) return false;
       await appendToMongoOutboxOrUndo(this.store.db, events, session, () => this.store.cards.updateOne({ _id: cardId, collisionOf: null }, { $set: { collisionOf: rootId } }));
       return true;

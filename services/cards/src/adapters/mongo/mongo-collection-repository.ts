@@ -55,19 +55,16 @@ export class MongoCollectionRepository implements CollectionRepository {
           });
           return { collection, created: true };
         });
+        if (result.created) await this.takeBackBookmarksOfRemovedCards(collection.id);
+        return result;
       } catch (err) {
         // Another call created this file's collection first: answer with it.
         if (attempt < 3 && collection.fileId !== null && isDuplicateKeyError(err, 'fileId')) continue;
-        if (result.created) await this.takeBackBookmarksOfRemovedCards(collection.id);
-        return result;
         throw err;
       }
     }
   }
 
-  async findById(id: string): Promise<Collection | null> {
-    const doc = await this.store.collections.findOne({ _id: id });
-    return doc ? fromCollectionDocument(doc) : null;
   /** A card removed while its file's collection was being written may have missed its sweep (as in addBookmark). */
   private async takeBackBookmarksOfRemovedCards(collectionId: string): Promise<void> {
     const cardIds = (await this.store.bookmarks.find({ collectionId }, { projection: { cardId: 1 } }).toArray()).map((b) => b.cardId);
@@ -76,6 +73,9 @@ export class MongoCollectionRepository implements CollectionRepository {
     if (removed.length > 0) await this.store.bookmarks.deleteMany({ collectionId, cardId: { $in: removed } });
   }
 
+  async findById(id: string): Promise<Collection | null> {
+    const doc = await this.store.collections.findOne({ _id: id });
+    return doc ? fromCollectionDocument(doc) : null;
   }
 
   async update(collection: Collection, events: OutgoingEvent[]): Promise<void> {
@@ -100,14 +100,14 @@ export class MongoCollectionRepository implements CollectionRepository {
       await appendToMongoOutbox(this.store.db, events, session);
       return true;
     });
+    // Once the removal is visible (committed, in a transaction), sweep again: see addBookmark's look after its write.
+    await this.store.bookmarks.deleteMany({ collectionId: id });
+    return removed;
   }
 
   async addBookmark(collectionId: string, cardId: string, at: Date, events: OutgoingEvent[]): Promise<BookmarkAddition> {
     const _id = bookmarkId(collectionId, cardId);
     let outcome: BookmarkAddition;
-    // Once the removal is visible (committed, in a transaction), sweep again: see addBookmark's look after its write.
-    await this.store.bookmarks.deleteMany({ collectionId: id });
-    return removed;
     try {
       outcome = await this.store.change(async (session): Promise<BookmarkAddition> => {
         if (await this.store.bookmarks.findOne({ _id }, { session, projection: { _id: 1 } })) return 'already-there';
@@ -123,9 +123,6 @@ export class MongoCollectionRepository implements CollectionRepository {
       if (isDuplicateKeyError(err)) return 'already-there'; // added by a concurrent call: no events of ours
       throw err;
     }
-  }
-
-  async removeBookmark(collectionId: string, cardId: string, events: OutgoingEvent[]): Promise<boolean> {
     return outcome === 'added' ? this.takenBackIfOrphaned(collectionId, cardId) : outcome;
   }
 
@@ -144,6 +141,9 @@ export class MongoCollectionRepository implements CollectionRepository {
     if (collection && card) return 'added';
     await this.store.bookmarks.deleteOne({ _id: bookmarkId(collectionId, cardId) });
     return collection ? 'card-gone' : 'collection-gone';
+  }
+
+  async removeBookmark(collectionId: string, cardId: string, events: OutgoingEvent[]): Promise<boolean> {
     return this.store.change(async (session) => {
       const removed = await this.store.bookmarks.findOneAndDelete({ _id: bookmarkId(collectionId, cardId) }, { session });
       if (!removed) return false;

@@ -60,6 +60,8 @@ let cardId = '';
 /** Script errors and Content-Security-Policy refusals seen on the main page during the whole run. */
 const pageProblems: string[] = [];
 let collectionId = '';
+/** A collision of the card (same text, same author). */
+let duplicateId = '';
 
 async function shot(name: string, target: Page = page) {
   mkdirSync(SHOTS, { recursive: true });
@@ -239,7 +241,7 @@ describeInBrowser('web app in headless Chromium', () => {
     await page.getByLabel('Card text').fill(CARD_TEXT);
     await page.getByRole('button', { name: 'Create card' }).click();
     await page.getByText('this card duplicates one already in the library').waitFor();
-    const duplicateId = /\/card\/([0-9a-f-]{36})/.exec((await page.getByRole('link', { name: 'Open the saved card' }).getAttribute('href')) ?? '')![1]!;
+    duplicateId = /\/card\/([0-9a-f-]{36})/.exec((await page.getByRole('link', { name: 'Open the saved card' }).getAttribute('href')) ?? '')![1]!;
     expect(duplicateId).not.toBe(cardId);
 
     await page.goto(`/?q=${encodeURIComponent('tidal locking moon')}&mode=fulltext`);
@@ -365,6 +367,25 @@ describeInBrowser('web app in headless Chromium', () => {
     }, 30_000, 'the card in the collection search');
     await page.getByRole('link', { name: 'Show all its cards' }).click();
     await page.getByRole('button', { name: 'Remove from collection' }).click();
+    await page.getByText('This collection holds no cards yet.').waitFor();
+  });
+
+  it('takes a bookmarked duplicate out of a collection, where it is listed in its card’s entry', async () => {
+    await page.getByRole('link', { name: 'Collections' }).click();
+    await page.getByLabel('Name').fill('Kept copies');
+    await page.getByRole('button', { name: 'Create collection' }).click();
+    await page.waitForURL(/\/collection\/[0-9a-f-]{36}/);
+    const ownId = /\/collection\/([0-9a-f-]{36})/.exec(page.url())![1]!;
+
+    await page.goto(`/card/${duplicateId}`);
+    await page.getByLabel('Collection', { exact: true }).selectOption({ label: 'Kept copies' });
+    await page.getByRole('button', { name: 'Add to collection' }).click();
+    await page.getByText('Added to “Kept copies”.').waitFor();
+
+    await page.goto(`/collection/${ownId}`);
+    const entry = page.locator('.results > li').filter({ has: page.locator(`h3 a[href="/card/${cardId}"]`) });
+    await entry.waitFor();
+    await entry.getByRole('button', { name: 'Remove from collection' }).click();
     await page.getByText('This collection holds no cards yet.').waitFor();
   });
 

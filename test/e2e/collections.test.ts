@@ -223,6 +223,37 @@ describe('GET /api/card_collection/:collection_id/:page', () => {
     expect((await anonymous.get(`/api/card_collection/00000000-0000-4000-8000-000000000000/1`)).status).toBe(404);
   });
 
+  it('lists a bookmarked duplicate inside its root\'s entry, once, as the collection\'s search shows it', async () => {
+    const marker = `zq${Date.now().toString(36)}copy`;
+    const text = `${marker} ${uniqueText()}`;
+    const root = await postCard(alice, { card_html: html(text) });
+    const copy = (await bob.client.post('/api/card', { card_html: html(`${text}!`), link: '', private: false })).json;
+    expect(copy.duplicate).toBe(true);
+    const other = await postCard(bob);
+    const id = await createCollection(bob);
+    for (const card of [other, copy.card_metadata.id]) expect((await bob.client.post(`/api/card_collection/${id}`, { card_metadata_id: card })).status).toBe(204);
+
+    const groups = (page: { bookmarks: { metadata: { id: string }[] }[] }) => page.bookmarks.map((b) => b.metadata.map((c) => c.id));
+    const listed = (await anonymous.get(`/api/card_collection/${id}/1`)).json;
+    expect(groups(listed)).toEqual([[other], [root, copy.card_metadata.id]]);
+    expect(listed.total_pages).toBe(1);
+
+    const search = () => anonymous.post('/api/card_collection/fulltextsearch/1', { content: marker, collection_id: id });
+    const deadline = Date.now() + 30_000;
+    let found = await search();
+    while (found.status === 200 && found.json.bookmarks.length === 0 && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 100));
+      found = await search();
+    }
+    expect(groups(found.json)).toEqual([[root, copy.card_metadata.id]]);
+
+    // The root bookmarked too: still one entry, where the first of the two was bookmarked.
+    expect((await bob.client.post(`/api/card_collection/${id}`, { card_metadata_id: root })).status).toBe(204);
+    const again = (await anonymous.get(`/api/card_collection/${id}/1`)).json;
+    expect(groups(again)).toEqual([[other], [root, copy.card_metadata.id]]);
+    expect(again.total_pages).toBe(1);
+  });
+
   it('hides a private collection and its cards from others (404) but not from its owner', async () => {
     const id = await createCollection(alice, { is_public: false });
     const card = await postCard(alice);

@@ -105,19 +105,37 @@ export function describeCollectionRepositoryContract(name: string, factory: Card
       for (const c of doomedCollections) expect(await store.collections.bookmarkedCardIds(c.id)).toEqual([]);
     });
 
-    it('pages the bookmarks a viewer may see, in bookmark order', async () => {
+    it('pages the bookmarked cards a viewer may see by root, in bookmark order: a bookmarked collision stands for its root, once', async () => {
       const owner = randomUUID();
       const c = aCollection().by(owner).build();
       await store.collections.insert(c, []);
       const mine = await storedCard(aCard().by(owner).private());
       const others = [await storedCard(), await storedCard(), await storedCard(aCard().private())];
       for (const card of [others[0]!, mine, others[1]!, others[2]!]) await store.collections.addBookmark(c.id, card.id, nextTime(), []);
-      expect(await store.collections.listVisibleBookmarks(c.id, null, 0, 10)).toEqual([others[0]!.id, others[1]!.id]);
-      expect(await store.collections.listVisibleBookmarks(c.id, owner, 0, 10)).toEqual([others[0]!.id, mine.id, others[1]!.id]);
-      expect(await store.collections.listVisibleBookmarks(c.id, owner, 1, 1)).toEqual([mine.id]);
-      expect(await store.collections.countVisibleBookmarks(c.id, owner)).toBe(3);
-      expect(await store.collections.countVisibleBookmarks(c.id, null)).toBe(2);
+      expect(await store.collections.listVisibleBookmarkedRoots(c.id, null, 0, 10)).toEqual([others[0]!.id, others[1]!.id]);
+      expect(await store.collections.listVisibleBookmarkedRoots(c.id, owner, 0, 10)).toEqual([others[0]!.id, mine.id, others[1]!.id]);
+      expect(await store.collections.listVisibleBookmarkedRoots(c.id, owner, 1, 1)).toEqual([mine.id]);
+      expect(await store.collections.countVisibleBookmarkedRoots(c.id, owner)).toBe(3);
+      expect(await store.collections.countVisibleBookmarkedRoots(c.id, null)).toBe(2);
       expect(await store.collections.bookmarkedCardIds(c.id)).toEqual([others[0]!.id, mine.id, others[1]!.id, others[2]!.id]);
+
+      const root = await storedCard();
+      const copy = await storedCard(aCard().collisionOf(root.id));
+      const ownersCopy = await storedCard(aCard().by(owner).private().collisionOf(others[1]!.id));
+      const hiddenCopy = await storedCard(aCard().private().collisionOf(others[0]!.id));
+      for (const card of [hiddenCopy, copy, ownersCopy, root]) await store.collections.addBookmark(c.id, card.id, nextTime(), []);
+      expect(await store.collections.listVisibleBookmarkedRoots(c.id, null, 0, 10)).toEqual([others[0]!.id, others[1]!.id, root.id]);
+      expect(await store.collections.listVisibleBookmarkedRoots(c.id, owner, 0, 10)).toEqual([others[0]!.id, mine.id, others[1]!.id, root.id]);
+      expect(await store.collections.listVisibleBookmarkedRoots(c.id, owner, 3, 1)).toEqual([root.id]);
+      expect(await store.collections.countVisibleBookmarkedRoots(c.id, null)).toBe(3);
+      expect(await store.collections.countVisibleBookmarkedRoots(c.id, owner)).toBe(4);
+
+      const onlyCopy = aCollection().by(owner).build();
+      await store.collections.insert(onlyCopy, []);
+      for (const card of [ownersCopy, hiddenCopy]) await store.collections.addBookmark(onlyCopy.id, card.id, nextTime(), []);
+      expect(await store.collections.listVisibleBookmarkedRoots(onlyCopy.id, owner, 0, 10)).toEqual([others[1]!.id]);
+      expect(await store.collections.listVisibleBookmarkedRoots(onlyCopy.id, null, 0, 10)).toEqual([]);
+      expect(await store.collections.countVisibleBookmarkedRoots(onlyCopy.id, null)).toBe(0);
     });
 
     it("lists an author's collections (private only on request) and finds the owner's collections holding cards", async () => {

@@ -148,9 +148,12 @@ export function CollectionPage({ collectionId }: { collectionId: string }) {
   const d = data.data;
   const c = d.collection;
   const isOwner = session.user?.id === c.author_id;
-  const removeCard = async (cardId: string) => {
+  // An entry is a root with its duplicates, and the collection may hold any of them (a bookmarked duplicate is listed
+  // in its root's entry): take out the ones it holds.
+  const removeEntry = async (cardIds: string[]) => {
     const ok = await action.run(async () => {
-      await api.removeFromCollection(c.id, cardId);
+      const held = (await api.collectionsOfCards(cardIds)).filter((e) => e.collection_ids.includes(c.id)).map((e) => e.card_uuid);
+      for (const cardId of held) await api.removeFromCollection(c.id, cardId);
       return true;
     });
     if (ok) data.reload();
@@ -186,7 +189,7 @@ export function CollectionPage({ collectionId }: { collectionId: string }) {
                   collisions={collisions}
                   actions={
                     isOwner ? (
-                      <button type="button" onClick={() => void removeCard(root.id)} disabled={action.busy}>
+                      <button type="button" onClick={() => void removeEntry(entry.metadata.map((card) => card.id))} disabled={action.busy}>
                         Remove from collection
                       </button>
                     ) : null

@@ -77,25 +77,20 @@ export class CollectionService {
     this.deps.eventsWritten();
   }
 
-  /** A page of the collection's bookmarked cards the caller may see; each entry is the card followed by its visible collisions. */
+  /**
+   * A page of the collection's bookmarked cards the caller may see, grouped as search results are: each entry is a
+   * root followed by its visible collisions, and a bookmarked collision is shown in its root's entry (DESIGN.md: a
+   * collision appears inside its root's metadata array). Entries are in the order of their first bookmark.
+   */
   async listCards(collectionId: string, callerId: string | undefined, page: number): Promise<{ collection: Collection; bookmarks: ViewedGroup[]; totalPages: number }> {
     validPage(page);
     const collection = await this.get(collectionId, callerId);
     const viewer = callerId ?? null;
-    const [ids, total] = await Promise.all([
-      this.deps.collections.listVisibleBookmarks(collection.id, viewer, (page - 1) * PAGE_SIZE, PAGE_SIZE),
-      this.deps.collections.countVisibleBookmarks(collection.id, viewer),
+    const [rootIds, total] = await Promise.all([
+      this.deps.collections.listVisibleBookmarkedRoots(collection.id, viewer, (page - 1) * PAGE_SIZE, PAGE_SIZE),
+      this.deps.collections.countVisibleBookmarkedRoots(collection.id, viewer),
     ]);
-    const cards = new Map((await this.deps.cards.findByIds(ids)).map((c) => [c.id, c]));
-    const rootIds = ids.filter((id) => cards.get(id)?.collisionOf === null);
-    const collisions = (await this.deps.cards.findCollisions(rootIds)).filter((c) => isVisibleTo(c, callerId));
-    const viewed = new Map((await this.deps.cardService.withVotes([...cards.values(), ...collisions], callerId)).map((c) => [c.id, c]));
-    const bookmarks = ids.flatMap((id) => {
-      const card = viewed.get(id);
-      if (!card) return [];
-      return [{ root: card, collisions: collisions.filter((c) => c.collisionOf === id).map((c) => viewed.get(c.id)!) }];
-    });
-    return { collection, bookmarks, totalPages: totalPages(total) };
+    return { collection, bookmarks: await this.deps.cardService.getCardGroups(rootIds, callerId), totalPages: totalPages(total) };
   }
 
   /** Public collections of a user, or all of them for the user themselves. */

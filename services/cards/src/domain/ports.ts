@@ -126,9 +126,12 @@ export interface CollectionRepository {
   addBookmark(collectionId: string, cardId: string, at: Date, events: OutgoingEvent[]): Promise<BookmarkAddition>;
   /** Removes a bookmark; false when it was not there. */
   removeBookmark(collectionId: string, cardId: string, events: OutgoingEvent[]): Promise<boolean>;
-  /** Bookmarked cards the viewer may see, oldest bookmark first. */
-  listVisibleBookmarks(collectionId: string, viewerId: string | null, offset: number, limit: number): Promise<string[]>;
-  countVisibleBookmarks(collectionId: string, viewerId: string | null): Promise<number>;
+  /**
+   * The roots of the bookmarked cards the viewer may see, each once, in the order of the first bookmark of its group: a
+   * bookmarked collision stands for its root, as it does in search results.
+   */
+  listVisibleBookmarkedRoots(collectionId: string, viewerId: string | null, offset: number, limit: number): Promise<string[]>;
+  countVisibleBookmarkedRoots(collectionId: string, viewerId: string | null): Promise<number>;
   /** Card ids bookmarked in a collection. */
   bookmarkedCardIds(collectionId: string): Promise<string[]>;
   /** Collections of an author, newest first; private ones only when includePrivate. */

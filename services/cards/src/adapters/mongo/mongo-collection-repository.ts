@@ -4,15 +4,18 @@ import type { Collection } from '../../domain/model';
 import type { BookmarkAddition, CollectionRepository } from '../../domain/ports';
 import { bookmarkId, fromCollectionDocument, toCollectionDocument, type BookmarkDocument, type MongoCardsDatabase } from './mongo-cards-database';
 
-/** Bookmarks joined with their cards' visibility: private cards only for their author. */
-function visibleBookmarksPipeline(collectionId: string, viewerId: string | null): object[] {
+/**
+ * The roots of the bookmarked cards the viewer may see (private cards only for their author), one row each (`_id` the
+ * root id) with `first`, the order of the group's first bookmark.
+ */
+function visibleBookmarkedRootsPipeline(collectionId: string, viewerId: string | null): object[] {
   const visible = viewerId === null ? { 'card.private': false } : { $or: [{ 'card.private': false }, { 'card.authorId': viewerId }] };
   return [
     { $match: { collectionId } },
-    { $sort: { ord: 1 } },
     { $lookup: { from: 'cards', localField: 'cardId', foreignField: '_id', as: 'card' } },
     { $unwind: '$card' },
     { $match: visible },
+    { $group: { _id: { $ifNull: ['$card.collisionOf', '$card._id'] }, first: { $min: '$ord' } } },
   ];
 }
 
@@ -152,16 +155,16 @@ export class MongoCollectionRepository implements CollectionRepository {
     });
   }
 
-  async listVisibleBookmarks(collectionId: string, viewerId: string | null, offset: number, limit: number): Promise<string[]> {
+  async listVisibleBookmarkedRoots(collectionId: string, viewerId: string | null, offset: number, limit: number): Promise<string[]> {
     if (limit <= 0) return [];
     const rows = await this.store.bookmarks
-      .aggregate<{ cardId: string }>([...visibleBookmarksPipeline(collectionId, viewerId), { $skip: offset }, { $limit: limit }, { $project: { _id: 0, cardId: 1 } }])
+      .aggregate<{ _id: string }>([...visibleBookmarkedRootsPipeline(collectionId, viewerId), { $sort: { first: 1, _id: 1 } }, { $skip: offset }, { $limit: limit }])
       .toArray();
-    return rows.map((r) => r.cardId);
+    return rows.map((r) => r._id);
   }
 
-  async countVisibleBookmarks(collectionId: string, viewerId: string | null): Promise<number> {
-    const [row] = await this.store.bookmarks.aggregate<{ n: number }>([...visibleBookmarksPipeline(collectionId, viewerId), { $count: 'n' }]).toArray();
+  async countVisibleBookmarkedRoots(collectionId: string, viewerId: string | null): Promise<number> {
+    const [row] = await this.store.bookmarks.aggregate<{ n: number }>([...visibleBookmarkedRootsPipeline(collectionId, viewerId), { $count: 'n' }]).toArray();
     return row?.n ?? 0;
   }
 

@@ -76,14 +76,18 @@ export class SqliteCollectionRepository implements CollectionRepository {
     })();
   }
 
-  async listVisibleBookmarks(collectionId: string, viewerId: string | null, offset: number, limit: number): Promise<string[]> {
-    const rows = this.db.prepare(`SELECT b.card_id FROM bookmarks b JOIN cards c ON c.id = b.card_id WHERE b.collection_id = ? AND ${VISIBLE_CARD} ORDER BY b.ord LIMIT ? OFFSET ?`)
-      .all(collectionId, viewerId, limit, offset) as { card_id: string }[];
-    return rows.map((r) => r.card_id);
+  async listVisibleBookmarkedRoots(collectionId: string, viewerId: string | null, offset: number, limit: number): Promise<string[]> {
+    const rows = this.db.prepare(
+        `SELECT coalesce(c.collision_of, c.id) AS root_id, min(b.ord) AS first FROM bookmarks b JOIN cards c ON c.id = b.card_id
+         WHERE b.collection_id = ? AND ${VISIBLE_CARD} GROUP BY root_id ORDER BY first, root_id LIMIT ? OFFSET ?`,
+      )
+      .all(collectionId, viewerId, limit, offset) as { root_id: string }[];
+    return rows.map((r) => r.root_id);
   }
 
-  async countVisibleBookmarks(collectionId: string, viewerId: string | null): Promise<number> {
-    return (this.db.prepare(`SELECT count(*) AS n FROM bookmarks b JOIN cards c ON c.id = b.card_id WHERE b.collection_id = ? AND ${VISIBLE_CARD}`).get(collectionId, viewerId) as { n: number }).n;
+  async countVisibleBookmarkedRoots(collectionId: string, viewerId: string | null): Promise<number> {
+    return (this.db.prepare(`SELECT count(DISTINCT coalesce(c.collision_of, c.id)) AS n FROM bookmarks b JOIN cards c ON c.id = b.card_id WHERE b.collection_id = ? AND ${VISIBLE_CARD}`)
+      .get(collectionId, viewerId) as { n: number }).n;
   }
 
   async bookmarkedCardIds(collectionId: string): Promise<string[]> {

@@ -177,6 +177,29 @@ describe('bookmarks', () => {
     expect(page).toMatchObject({ bookmarks: [], total_pages: 0 });
   });
 
+  it('removing a card the caller can no longer see (made private by its author) answers 404 as for a deleted card, and takes it out', async () => {
+    const bobs = await createCollection(bob);
+    const [hidden, deleted] = [await postCard(alice), await postCard(alice)];
+    for (const card of [hidden, deleted]) expect((await bob.client.post(`/api/card_collection/${bobs}`, { card_metadata_id: card })).status).toBe(204);
+    expect((await alice.client.put('/api/card/update', { card_uuid: hidden, private: true })).status).toBe(204);
+    expect((await alice.client.delete(`/api/card/${deleted}`)).status).toBe(204);
+
+    const [removeHidden, removeDeleted] = [
+      await bob.client.delete(`/api/card_collection/${bobs}`, { card_metadata_id: hidden }),
+      await bob.client.delete(`/api/card_collection/${bobs}`, { card_metadata_id: deleted }),
+    ];
+    expect([removeHidden.status, removeDeleted.status]).toEqual([404, 404]);
+    expect(removeHidden.json).toEqual(removeDeleted.json);
+    expect((await bob.client.delete(`/api/card_collection/${bobs}`, { card_metadata_id: hidden })).status).toBe(404);
+
+    // Taken out for good: made public again, the card does not come back into the collection its owner emptied.
+    expect((await alice.client.put('/api/card/update', { card_uuid: hidden, private: false })).status).toBe(204);
+    expect((await bob.client.get(`/api/card_collection/${bobs}/1`)).json).toMatchObject({ bookmarks: [], total_pages: 0 });
+    expect((await bob.client.post('/api/card_collection/bookmark', { collection_ids: hidden })).json).toEqual([{ card_uuid: hidden, collection_ids: [] }]);
+    expect((await bob.client.post(`/api/card_collection/${bobs}`, { card_metadata_id: hidden })).status).toBe(204);
+    expect((await bob.client.delete(`/api/card_collection/${bobs}`, { card_metadata_id: hidden })).status).toBe(204);
+  });
+
   it('deleting a card removes its bookmarks', async () => {
     const id = await createCollection(alice);
     const card = await postCard(alice);

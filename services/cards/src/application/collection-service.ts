@@ -70,11 +70,18 @@ export class CollectionService {
     if (outcome === 'added') this.deps.eventsWritten();
   }
 
+  /**
+   * Takes a card out of the caller's collection. A card the caller can no longer see (made private by its author)
+   * answers 404 as a deleted one does, so its existence stays hidden; its bookmark goes all the same, so the card does
+   * not come back into the collection if its author makes it public again.
+   */
   async removeBookmark(callerId: string | undefined, collectionId: string, cardId: string): Promise<void> {
-    const collection = await this.ownCollection(collectionId, requireCaller(callerId));
+    const userId = requireCaller(callerId);
+    const collection = await this.ownCollection(collectionId, userId);
+    const card = await this.deps.cards.findById(cardId);
     const removed = await this.deps.collections.removeBookmark(collection.id, cardId, [bookmarkChanged(collection.id, cardId, false)]);
-    if (!removed) throw new NotFoundError('The card is not in this collection');
-    this.deps.eventsWritten();
+    if (removed) this.deps.eventsWritten();
+    if (!removed || !card || !isVisibleTo(card, userId)) throw new NotFoundError('The card is not in this collection');
   }
 
   /**

@@ -137,7 +137,14 @@ describeWithHelm('Helm chart deploy/k8s (offline)', () => {
       expect(envValue(find(ci, 'Deployment', componentName(component))!, `${component.toUpperCase()}_GRPC_PORT`)?.value).toBe(String(port));
       expect(envValue(find(ci, 'Deployment', componentName(component))!, `${component.toUpperCase()}_GRPC_HOST`)?.value).toBe('0.0.0.0');
     }
-    const gateway = containerOf(find(ci, 'Deployment', componentName('gateway'))!);
+    const gatewayDeployment = find(ci, 'Deployment', componentName('gateway'))!;
+    const pod = (gatewayDeployment as unknown as IDeployment).spec!.template.spec!;
+    // SIGTERM comes after the preStop pause; requests under way must be answered before the grace period ends.
+    const preStopSeconds = Number(containerOf(gatewayDeployment).lifecycle!.preStop!.exec!.command![1]);
+    const drainSeconds = Number(envValue(gatewayDeployment, 'SHUTDOWN_DRAIN_MS')?.value) / 1000;
+    expect(drainSeconds).toBeGreaterThanOrEqual(10);
+    expect(preStopSeconds + drainSeconds).toBeLessThan(pod.terminationGracePeriodSeconds!);
+    const gateway = containerOf(gatewayDeployment);
     // Its own port: a peer that is not ready (an engine outage) must not take the whole API out of rotation.
     expect(gateway.readinessProbe?.tcpSocket?.port).toBe('http');
     expect(gateway.livenessProbe?.tcpSocket?.port).toBe('http');

@@ -112,6 +112,9 @@ app.kubernetes.io/part-of: card-library
   value: "0.0.0.0"
 - name: PORT
   value: {{ $c.port | quote }}
+{{- /* Requests under way get what the grace period leaves after the preStop pause, less 5 s to close the rest. */}}
+- name: SHUTDOWN_DRAIN_MS
+  value: {{ mul (max 1 (sub (sub (int $c.terminationGracePeriodSeconds) (int $c.preStopSleepSeconds)) 5)) 1000 | quote }}
 {{- else }}
 - name: {{ $upper }}_GRPC_HOST
   value: "0.0.0.0"

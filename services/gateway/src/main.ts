@@ -5,6 +5,7 @@ import { createChannel, createClient } from 'nice-grpc';
 import { createGatewayApp } from './app';
 import { createGatewayClients } from './clients';
 import { cookieSecureFrom, gatewayConfigSchema } from './config';
+import { gracefulCloser } from './http/graceful-close';
 import { hardenServer } from './http/node-server';
 
 /** Composition root of the gateway. */
@@ -50,6 +51,8 @@ export async function startGateway(env: Record<string, string | undefined> = pro
     const s = app.listen(config.PORT, config.HOST, (err?: Error) => (err ? reject(err) : resolve(s)));
     hardenServer(s);
   });
+  // Listening has just begun: no request has been read yet.
+  const closeGracefully = gracefulCloser(server);
   const port = (server.address() as { port: number }).port;
   logger.info({ port }, 'gateway listening');
   return {
@@ -57,11 +60,7 @@ export async function startGateway(env: Record<string, string | undefined> = pro
     address: `${config.HOST}:${port}`,
     port,
     async stop() {
-      await new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeIdleConnections();
-        setTimeout(() => server.closeAllConnections(), 3000).unref();
-      });
+      await closeGracefully(config.SHUTDOWN_DRAIN_MS);
       for (const channel of [...channels, ...healthChannels]) channel.close();
     },
   };

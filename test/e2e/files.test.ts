@@ -361,6 +361,18 @@ describe('bad input', () => {
     await expect4xx(post({ base64_docx_file: b64url(fixture('empty.docx')) }), 400, /empty/);
   });
 
+  it('file names count code points after trimming, and refuse control and bidirectional override characters', async () => {
+    const emoji = '\u{1F600}';
+    const longest = `${emoji.repeat(250)}.docx`;
+    const res = await post({ file_name: `  ${longest}  ` });
+    expect(res.status).toBe(200);
+    expect(res.json.file_name).toBe(longest);
+    const download = await alice.client.request('GET', `/api/file/${res.json.id}/download`);
+    expect(download.headers.get('content-disposition')).toContain(`filename*=UTF-8''${encodeURIComponent(longest)}`);
+    await expect4xx(post({ file_name: `${emoji.repeat(251)}.docx` }), 400, /file_name: .*at most 255 characters/);
+    for (const name of ['a\u007fb.docx', 'a\u0085b.docx', 'invoice\u202Excod.docx']) await expect4xx(post({ file_name: name }), 400, /file_name: must not contain slashes or control characters/);
+  });
+
   it('refuses a document with no text at upload, in every format, and stores nothing', async () => {
     const listed = async () => (await alice.client.get(`/api/user/files/${alice.id}`)).json.map((f: any) => f.id).sort();
     const before = await listed();

@@ -23,6 +23,14 @@ describe('file type rules', () => {
     for (const bad of ['x.txt', 'pdf', 'x.pdf.exe', '', '../x.pdf', 'a\u0000.pdf']) expect(() => formatFromFileName(bad)).toThrow(InvalidArgumentError);
   });
 
+  it('file names: at most 255 characters counted as code points; no DEL, C1 or bidirectional controls', () => {
+    const emoji = '\u{1F600}';
+    expect(formatFromFileName(` ${emoji.repeat(250)}.docx `)).toBe('docx');
+    expect(() => formatFromFileName(`${emoji.repeat(251)}.docx`)).toThrow(/at most 255 characters/);
+    for (const bad of ['a\u007fb.docx', 'a\u0085b.docx', 'x\u202Efdp.docx', 'x\u2067y.docx']) expect(() => formatFromFileName(bad)).toThrow(/control characters/);
+    expect(formatFromFileName('Übersicht – 2024 «final» ☕.odt')).toBe('odt');
+  });
+
   it('MIME type must match the extension', () => {
     expect(checkMimeType('pdf', 'application/pdf')).toBe('application/pdf');
     expect(checkMimeType('doc', 'Application/MSWord; charset=binary')).toBe('application/msword');

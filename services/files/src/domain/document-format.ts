@@ -1,4 +1,5 @@
 import { InvalidArgumentError } from '@cards/platform';
+import { characterCount } from '@cards/card-rules';
 import type { DocumentFormat } from './model';
 
 /** Canonical MIME type of each accepted format, plus aliases clients commonly send. */
@@ -14,12 +15,18 @@ const ZIP_SIGNATURE = Buffer.from([0x50, 0x4b, 0x03, 0x04]);
 
 export const MAX_FILE_NAME_LENGTH = 255;
 
-/** The format named by the file name's extension; 400 when it is not one we accept. */
+/**
+ * Control characters (C0, DEL, C1) and the bidirectional embedding, override and isolate controls: a name is shown to
+ * other people and sent in a download header, and an override can make "x\u202Efdp.docx" look like "xxcod.pdf".
+ */
+const FORBIDDEN_IN_FILE_NAME = /[\u0000-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069/\\]/;
+
+/** The format named by the file name's extension; 400 when it is not one we accept. Characters count as code points. */
 export function formatFromFileName(fileName: string): DocumentFormat {
   const name = fileName.trim();
   if (name.length === 0) throw new InvalidArgumentError('file_name: is required');
-  if (name.length > MAX_FILE_NAME_LENGTH) throw new InvalidArgumentError(`file_name: at most ${MAX_FILE_NAME_LENGTH} characters`);
-  if (/[\u0000-\u001f/\\]/.test(name)) throw new InvalidArgumentError('file_name: must not contain slashes or control characters');
+  if (characterCount(name) > MAX_FILE_NAME_LENGTH) throw new InvalidArgumentError(`file_name: at most ${MAX_FILE_NAME_LENGTH} characters`);
+  if (FORBIDDEN_IN_FILE_NAME.test(name)) throw new InvalidArgumentError('file_name: must not contain slashes or control characters');
   const ext = /\.([A-Za-z0-9]+)$/.exec(name)?.[1]?.toLowerCase();
   if (ext === 'docx' || ext === 'doc' || ext === 'odt' || ext === 'pdf') return ext;
   throw new InvalidArgumentError(`file_name: the extension must be .docx, .doc, .odt or .pdf (got ${ext ? `.${ext}` : 'none'})`);

@@ -2,7 +2,8 @@
 # Card Library Service: one image per service, all from this file.
 #   docker build --target <gateway|identity|cards|search|files|notifications|all-in-one> -t card-library-<target> .
 # Services run their TypeScript sources through tsx, like `pnpm start` (no separate compile step).
-ARG NODE_IMAGE=node:20-bookworm-slim
+# One exact Node release (the one the test suite runs on), so a rebuild does not pick up another.
+ARG NODE_IMAGE=node:20.20.2-bookworm-slim
 
 # ---- toolchain shared by the build stage: pnpm, pinned to the repository's packageManager ----
 FROM ${NODE_IMAGE} AS pnpm

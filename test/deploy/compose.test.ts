@@ -134,6 +134,16 @@ describe('Dockerfile (offline)', () => {
     }
   });
 
+  it('builds every stage on one exact Node release of the major the tests run on, and pnpm at the packageManager version', () => {
+    const dockerfile = readFileSync(join(ROOT, 'Dockerfile'), 'utf8');
+    const base = /^ARG NODE_IMAGE=node:(\d+)\.(\d+)\.(\d+)-[\w-]*slim$/m.exec(dockerfile);
+    expect(base).not.toBeNull();
+    expect(`v${base![1]}`).toBe(process.version.split('.')[0]);
+    for (const stage of stages.filter((s) => !byName.has(s.from))) expect(stage.from).toBe('${NODE_IMAGE}');
+    const packageManager = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { packageManager: string }).packageManager;
+    expect(dockerfile).toContain(`npm install -g ${packageManager} `);
+  });
+
   it('keeps the build toolchain out of the runtime images and installs from the lockfile', () => {
     const build = stages.filter((s) => s.lines.some((l) => /apt-get install.*\bg\+\+/.test(l)));
     expect(build.length).toBeGreaterThan(0);

@@ -394,6 +394,11 @@ describeWithHelm('Helm chart deploy/k8s (offline)', () => {
     expect(gateway.spec!.containers[0]!.image).toBe('registry.ci.example/cards/card-library-gateway:0.2.0');
     expect(gateway.metadata!.labels!['app.kubernetes.io/version']).toBe('0.2.0');
     expect(before.get(componentName('cards'))!.metadata!.labels!['app.kubernetes.io/version']).toBe('ci');
+    const digest = `sha256:${'a'.repeat(64)}`;
+    const pinned = template([...args, '--set', `components.search.image.tag=0.4.2@${digest}`]);
+    const search = podTemplates(pinned.objects).get(componentName('search'))!;
+    expect(search.spec!.containers[0]!.image).toBe(`registry.ci.example/cards/card-library-search:0.4.2@${digest}`);
+    expect(search.metadata!.labels!['app.kubernetes.io/version']).toBe('0.4.2');
   });
 
   it("points Prometheus at the gateway's /metrics: pod annotations, an optional ServiceMonitor, and a NetworkPolicy way in for the scraper", () => {

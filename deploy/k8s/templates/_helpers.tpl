@@ -56,7 +56,8 @@ component's release) does not roll its pods. Args: (dict "root" $ "name" "cards"
 */}}
 {{- define "card-library.podLabels" -}}
 {{ include "card-library.selectorLabels" . }}
-app.kubernetes.io/version: {{ .version | replace "+" "_" | trunc 63 | trimSuffix "-" | quote }}
+{{- /* A tag pinned by digest (0.4.2@sha256:…) is labelled by its name; a label value allows [A-Za-z0-9._-] only. */}}
+app.kubernetes.io/version: {{ regexReplaceAll "[^A-Za-z0-9._-]" (splitList "@" .version | first) "_" | trunc 63 | trimAll "._-" | quote }}
 app.kubernetes.io/part-of: card-library
 {{- end -}}
 

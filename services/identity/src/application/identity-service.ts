@@ -8,7 +8,7 @@ import {
   type Logger,
 } from '@cards/platform';
 import { INVITATION_TTL_MS, PASSWORD_RESET_TTL_MS, SESSION_TTL_MS, type User } from '../domain/model';
-import type { IdentityRepository, Mailer, OutgoingMail, PasswordHasher, TokenSigner } from '../domain/ports';
+import type { IdentityRepository, Mailer, PasswordHasher, TokenSigner } from '../domain/ports';
 import { checkEmailVisibility, checkNewPassword, checkUsername, normalizeEmail, normalizeWebsite } from '../domain/rules';
 
 export interface IdentityServiceDeps {
@@ -46,6 +46,8 @@ export class IdentityService {
    * Invites an address. An address that already has an account gets a mail saying so instead of a registration
    * link; the answer is the same either way (an invitation is recorded for it too, unusable since registering an
    * existing e-mail is refused), so the invitation form does not tell anyone which addresses have accounts.
+   * Both kinds of invitation wait for their mail, so timing tells them apart no better than the answer does, and a
+   * mail server that fails makes the invitation fail, so the inviter knows to try again.
    */
   async invite(rawEmail: string, referralTokens: string[]): Promise<string> {
     const email = normalizeEmail(rawEmail);
@@ -56,7 +58,7 @@ export class IdentityService {
     if (account) {
       const login = `${this.deps.publicUrl}/auth/login`;
       const forgot = `${this.deps.publicUrl}/auth/forgot`;
-      this.sendAfterAnswer({
+      await this.deps.mailer.send({
         to: email,
         subject: 'You already have a Card Library account',
         text: `Someone asked for an invitation to the Card Library for this address, but it already has an account.\n\nLog in here:\n${login}\n\nForgot your password? Ask for a new one here:\n${forgot}\n\nIf it was not you, ignore this mail.\n`,
@@ -65,7 +67,7 @@ export class IdentityService {
       return id;
     }
     const link = `${this.deps.publicUrl}/auth/register/${id}?email=${encodeURIComponent(email)}`;
-    this.sendAfterAnswer({
+    await this.deps.mailer.send({
       to: email,
       subject: 'You are invited to the Card Library',
       text: `You have been invited to the Card Library.\n\nSet your password here (the link is valid for 24 hours):\n${link}\n`,
@@ -201,13 +203,9 @@ export class IdentityService {
     return this.deps.repository.findUsersByIds([...new Set(ids)]);
   }
 
-  /** Resolves once the mail of earlier invitations and reset requests has been handed over (or has failed). */
+  /** Resolves once the mail of earlier reset requests has been handed over (or has failed). */
   async mailSent(): Promise<void> {
     while (this.afterAnswerWork.size > 0) await Promise.all([...this.afterAnswerWork]);
-  }
-
-  private sendAfterAnswer(mail: OutgoingMail): void {
-    this.afterAnswer(() => this.deps.mailer.send(mail), 'mail');
   }
 
   /**

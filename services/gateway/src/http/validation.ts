@@ -29,12 +29,16 @@ export function uuidParam(req: Request, name: string): string {
   return value.toLowerCase();
 }
 
+/** The largest page number passed on; services answer it (and any larger one) with an empty page. */
+export const MAX_PAGE = 999_999_999;
+
 /** A 1-based page number path parameter; 0, negative or non-numeric is 400. */
 export function pageParam(req: Request, name = 'page'): number {
   const param = req.params[name];
   const raw = typeof param === 'string' ? param : '';
-  if (!/^\d{1,9}$/.test(raw) || Number(raw) < 1) throw badRequest(`${name}: must be a positive integer`);
-  return Number(raw);
+  if (!/^\d+$/.test(raw) || !/[1-9]/.test(raw)) throw badRequest(`${name}: must be a positive integer`);
+  // Every page past 999,999,999 is past the end of any listing (25 per page): it answers as that one does, empty.
+  return Math.min(Number(raw), MAX_PAGE);
 }
 
 // Adds .openapi() to zod's prototypes, for characterString's maxLength.

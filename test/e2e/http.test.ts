@@ -1,13 +1,17 @@
+import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { connect } from 'node:net';
+import { request as httpRequest } from 'node:http';
+import { connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { Mailbox } from '../support/mailbox';
 import { startSystem, type RunningSystem } from '../support/service';
 import { signUp, type TestUser } from '../support/accounts';
+import { ResponseValidator, eventually } from './openapi-support';
 
-// The HTTP layer every route shares: body types, methods, paths, headers, metrics, parser-level errors.
+// The HTTP layer every route shares: body types, methods, paths, headers, metrics, parser-level errors,
+// the access log and the connection cap.
 
 const APP_ORIGIN = 'https://app.example.com';
 let system: RunningSystem;
@@ -20,7 +24,8 @@ beforeAll(async () => {
   await mailbox.start();
   webDist = mkdtempSync(join(tmpdir(), 'http-web-'));
   writeFileSync(join(webDist, 'index.html'), '<!doctype html><div id="app"></div>');
-  system = await startSystem({ env: { SMTP_URL: mailbox.url, CORS_ORIGINS: APP_ORIGIN, WEB_DIST_DIR: webDist } });
+  // LOG_LEVEL=info lets the access log through (its default level).
+  system = await startSystem({ env: { SMTP_URL: mailbox.url, CORS_ORIGINS: APP_ORIGIN, WEB_DIST_DIR: webDist, LOG_LEVEL: 'info' } });
   alice = await signUp(system.baseUrl, mailbox, 'http-alice');
 }, 120_000);
 
@@ -44,8 +49,8 @@ async function call(method: string, path: string, init: { headers?: Record<strin
 }
 
 /** Writes raw bytes on a fresh connection and collects everything the server sends until it closes. */
-function rawExchange(bytes: string): Promise<string> {
-  const url = new URL(system.baseUrl);
+function rawExchange(bytes: string, baseUrl = system.baseUrl): Promise<string> {
+  const url = new URL(baseUrl);
   return new Promise((resolve, reject) => {
     const socket = connect(Number(url.port), url.hostname);
     let received = '';
@@ -57,6 +62,25 @@ function rawExchange(bytes: string): Promise<string> {
 }
 
 const jsonBodyOf = (raw: string) => JSON.parse(raw.slice(raw.indexOf('\r\n\r\n') + 4)) as { message: string };
+
+/** One request through node:http, which (unlike fetch) sends any method with any body, GET included. */
+function nodeRequest(method: string, path: string, headers: Record<string, string> = {}, body?: string) {
+  return new Promise<{ status: number; headers: Record<string, string | string[] | undefined>; json: unknown }>((resolve, reject) => {
+    // node:http frames a GET or DELETE body only when told its length.
+    const framing = body === undefined ? {} : { 'content-length': String(Buffer.byteLength(body)) };
+    const req = httpRequest(`${system.baseUrl}${path}`, { method, headers: { ...headers, ...framing }, agent: false }, (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => (text += chunk));
+      res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, json: text ? JSON.parse(text) : undefined }));
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+/** A GET with the browser's Accept sent as written: fetch would resolve `.`/`..` and encoded letters first. */
+const browserGet = (path: string) => rawExchange(`GET ${path} HTTP/1.1\r\nHost: x\r\nAccept: text/html,application/xhtml+xml,*/*;q=0.8\r\nConnection: close\r\n\r\n`);
 
 describe('request bodies', () => {
   it('reads application/*+json as JSON', async () => {
@@ -120,6 +144,15 @@ describe('methods and paths', () => {
     }
   });
 
+  it('answers other methods on /healthz, /metrics, the document and the docs page 405 with Allow, as on API paths', async () => {
+    for (const [method, path] of [['POST', '/healthz'], ['PUT', '/metrics'], ['POST', '/api/openapi.json'], ['DELETE', '/api/docs']] as const) {
+      const res = await call(method, path);
+      expect({ method, path, status: res.status, allow: res.headers.get('allow'), json: res.json }).toEqual({ method, path, status: 405, allow: 'GET, HEAD, OPTIONS', json: { message: expect.stringContaining('not allowed') } });
+    }
+    const options = await call('OPTIONS', '/healthz');
+    expect({ status: options.status, allow: options.headers.get('allow') }).toEqual({ status: 204, allow: 'GET, HEAD, OPTIONS' });
+  });
+
   it('serves the API under /api only, tells a call without the prefix where it is, and keeps paths like /card/<id> for the web app', async () => {
     const post = await call('POST', '/card/search/1', { headers: { 'content-type': 'application/json' }, body: '{"content":"x"}' });
     expect(post.status).toBe(404);
@@ -130,6 +163,43 @@ describe('methods and paths', () => {
     const browser = await call('GET', '/card/count', { headers: { accept: 'text/html,application/xhtml+xml,*/*;q=0.8' } });
     expect(browser.status).toBe(200);
     expect(browser.headers.get('content-type')).toContain('text/html');
+  });
+});
+
+describe('paths that are not in normal form', () => {
+  it('answers a path that reaches the API, /healthz or /metrics only once normalized with a JSON 404 naming the normal path, never the web page', async () => {
+    const cases: Array<[string, string]> = [
+      ['//api/card/count', 'GET /api/card/count'],
+      ['/api//card/count', 'GET /api/card/count'],
+      ['/./api/card/count', 'GET /api/card/count'],
+      ['/api/./card/count', 'GET /api/card/count'],
+      ['/web/../api/card/count', 'GET /api/card/count'],
+      ['/.%2e/api/card/count', 'GET /api/card/count'],
+      ['/api%2Fcard%2Fcount', 'GET /api/card/count'],
+      ['/%61pi/card/count', 'GET /api/card/count'],
+      ['/api\\card\\count', 'GET /api/card/count'],
+      ['/api;v=1/card/count', 'GET /api/card/count'],
+      ['/api/card/count//', 'GET /api/card/count'],
+      ['//healthz', 'GET /healthz'],
+    ];
+    for (const [path, normal] of cases) {
+      const answer = await browserGet(path);
+      const seen = { path, status: answer.slice(0, 12), json: /content-type: application\/json/i.test(answer) };
+      expect(seen).toEqual({ path, status: 'HTTP/1.1 404', json: true });
+      expect(jsonBodyOf(answer).message).toContain(`did you mean ${normal}?`);
+    }
+  });
+
+  it('matches API paths as the routes do (any case, a trailing slash, percent-encoded parameters) and leaves other paths to the web app', async () => {
+    for (const path of ['/api/card/count', '/API/Card/Count', '/api/card/count/']) {
+      const answer = await browserGet(path);
+      expect({ path, status: answer.slice(0, 12), body: jsonBodyOf(answer) }).toEqual({ path, status: 'HTTP/1.1 200', body: { total_count: expect.any(Number) } });
+    }
+    expect((await browserGet('/api/password/a%2Fb%40example.com')).slice(0, 12)).toBe('HTTP/1.1 204');
+    for (const path of ['/card/count', '//card/count', '/apiary']) {
+      const answer = await browserGet(path);
+      expect({ path, status: answer.slice(0, 12), html: /content-type: text\/html/i.test(answer) }).toEqual({ path, status: 'HTTP/1.1 200', html: true });
+    }
   });
 });
 
@@ -145,11 +215,40 @@ describe('headers', () => {
   });
 });
 
+describe('the OpenAPI document lists the answers the shared HTTP layer gives', () => {
+  type Doc = { paths: Record<string, Record<string, unknown>> };
+  const concrete = (path: string) => path.replace(/\{page\}/g, '1').replace(/\{email\}/g, 'someone%40example.com').replace(/\{\w+\}/g, randomUUID());
+
+  it('lists 405 (with Allow) on every operation and 415 on every operation behind the /api body check, as real answers show', async () => {
+    const validator = await ResponseValidator.load(system.baseUrl);
+    const doc = (await (await fetch(`${system.baseUrl}/api/openapi.json`)).json()) as Doc;
+    const problems: string[] = [];
+    for (const [path, item] of Object.entries(doc.paths)) {
+      const methods = Object.keys(item).map((m) => m.toUpperCase());
+      const patch = await nodeRequest('PATCH', concrete(path), { 'content-type': 'application/json' }, '{}');
+      if (patch.status !== 405 || typeof patch.headers.allow !== 'string') problems.push(`PATCH ${path}: ${patch.status}, Allow ${String(patch.headers.allow)}`);
+      for (const method of methods) {
+        problems.push(...validator.problems(method, path, patch.status, patch.json, String(patch.headers['content-type'])));
+        if (!validator.checked.has(`${method} ${path} 405`)) problems.push(`${method} ${path} does not list 405`);
+        if (path === '/api/openapi.json' || path === '/api/docs' || !path.startsWith('/api/')) continue;
+        const form = await nodeRequest(method, concrete(path), { 'content-type': 'application/x-www-form-urlencoded' }, 'a=1');
+        problems.push(...validator.problems(method, path, form.status, form.json, String(form.headers['content-type'])));
+        if (form.status !== 415 || !validator.checked.has(`${method} ${path} 415`)) problems.push(`${method} ${path}: a form body got ${form.status}, or the operation does not list 415`);
+      }
+    }
+    expect(problems).toEqual([]);
+  });
+});
+
 describe('metrics', () => {
   it('counts a failed request under the same /api route pattern as a successful one', async () => {
     expect((await call('GET', '/api/auth')).status).toBe(401);
     expect((await call('GET', '/api/auth', { cookie: true })).status).toBe(200);
+    // Spelled another way, the same route: one label, so clients cannot mint new series.
+    expect((await call('GET', '/API/Card/Count')).status).toBe(200);
     const text = await (await fetch(`${system.baseUrl}/metrics`)).text();
+    expect(text).toMatch(/http_request_duration_seconds_count\{method="GET",route="\/api\/card\/count",status="200"\}/);
+    expect(text).not.toContain('route="/API');
     const routes = new Set([...text.matchAll(/http_request_duration_seconds_count\{[^}]*route="([^"]*)"/g)].map((m) => m[1]));
     expect(text).toMatch(/http_request_duration_seconds_count\{method="GET",route="\/api\/auth",status="401"\}/);
     expect(text).toMatch(/http_request_duration_seconds_count\{method="GET",route="\/api\/auth",status="200"\}/);
@@ -167,5 +266,95 @@ describe('requests the HTTP parser rejects before any route', () => {
     expect(huge).toMatch(/^HTTP\/1\.1 431 /);
     expect(jsonBodyOf(huge).message).toMatch(/headers/);
     expect((await fetch(`${system.baseUrl}/healthz`)).status).toBe(200);
+  });
+
+  it('answers a request without Host, with two or an empty one, an unknown Expect, CONNECT, bad chunking and a huge URL with a JSON {"message"}', async () => {
+    const cases: Array<[string, string, RegExp]> = [
+      ['GET /api/card/count HTTP/1.1\r\n\r\n', '400', /Host/],
+      ['GET /api/card/count HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n', '400', /more than one Host/],
+      ['GET /api/card/count HTTP/1.1\r\nHost:\r\n\r\n', '400', /Host/],
+      ['GET /api/card/count HTTP/1.1\r\nHost: x\r\nExpect: teapot\r\nConnection: close\r\n\r\n', '417', /Expect/],
+      ['CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n', '405', /CONNECT/],
+      ['POST /api/card/search/1 HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n', '400', /Malformed/],
+      [`GET /api/card/${'a'.repeat(20_000)} HTTP/1.1\r\nHost: x\r\n\r\n`, '431', /URL/],
+    ];
+    for (const [request, status, message] of cases) {
+      const answer = await rawExchange(request);
+      const head = request.slice(0, 60);
+      expect({ head, status: answer.slice(9, 12), json: /content-type: application\/json/i.test(answer) }).toEqual({ head, status, json: true });
+      expect(jsonBodyOf(answer)).toEqual({ message: expect.stringMatching(message) });
+    }
+    // HTTP/1.0 has no Host requirement.
+    const http10 = await rawExchange('GET /api/card/count HTTP/1.0\r\n\r\n');
+    expect(http10.slice(0, 12)).toBe('HTTP/1.1 200');
+    expect((await fetch(`${system.baseUrl}/healthz`)).status).toBe(200);
+  });
+});
+
+describe('access log', () => {
+  /** The access-log line of the request that carried `requestId`, once the gateway has written it. */
+  async function accessLine(requestId: string): Promise<{ text: string; fields: Record<string, unknown> }> {
+    let text: string | undefined;
+    await eventually(`the access-log line of ${requestId}`, async () => {
+      text = system.logs().split('\n').find((line) => line.includes('"http request"') && line.includes(`"reqId":"${requestId}"`));
+      return text !== undefined;
+    });
+    return { text: text!, fields: JSON.parse(text!) as Record<string, unknown> };
+  }
+
+  it('writes one line per request with method, route pattern, status, duration and request id, and no ids, query strings, cookies or bodies', async () => {
+    const cardId = randomUUID();
+    const requestId = `access-${randomUUID()}`;
+    const res = await call('GET', `/api/card/${cardId}?token=query-secret-value`, { cookie: true, headers: { 'x-request-id': requestId } });
+    expect(res.status).toBe(404);
+    const { text, fields } = await accessLine(requestId);
+    expect(fields).toMatchObject({ level: 30, service: 'gateway', reqId: requestId, method: 'GET', route: '/api/card/:card_id', status: 404, msg: 'http request' });
+    expect(typeof fields.ms).toBe('number');
+    const cookieValue = alice.client.cookie!.split('=')[1]!;
+    for (const secret of [cardId, 'query-secret-value', cookieValue]) expect(text).not.toContain(secret);
+
+    const loginId = `access-${randomUUID()}`;
+    const login = await call('POST', '/api/auth', { headers: { 'content-type': 'application/json', 'x-request-id': loginId }, body: JSON.stringify({ email: alice.email, password: alice.password }) });
+    expect(login.status).toBe(204);
+    const loginLine = await accessLine(loginId);
+    expect(loginLine.fields).toMatchObject({ method: 'POST', route: '/api/auth', status: 204 });
+    for (const secret of [alice.email, alice.password]) expect(loginLine.text).not.toContain(secret);
+    expect(system.logs().split('\n').filter((line) => line.includes(`"reqId":"${loginId}"`) && line.includes('"http request"'))).toHaveLength(1);
+  });
+});
+
+describe('connection cap (HTTP_MAX_CONNECTIONS)', () => {
+  const CAP = 4;
+  let capped: RunningSystem;
+  beforeAll(async () => {
+    capped = await startSystem({ env: { HTTP_MAX_CONNECTIONS: String(CAP) } });
+  }, 120_000);
+  afterAll(async () => {
+    await capped?.stop();
+  });
+
+  /** Opens a connection and sends one keep-alive request on it: 'served' once an answer arrives, 'closed' if the server closes it unanswered. */
+  function openAndAsk(url: URL): Promise<{ socket: Socket; outcome: 'served' | 'closed' }> {
+    return new Promise((resolve) => {
+      const socket = connect(Number(url.port), url.hostname);
+      socket.on('data', () => resolve({ socket, outcome: 'served' }));
+      socket.on('error', () => undefined);
+      socket.on('close', () => resolve({ socket, outcome: 'closed' }));
+      socket.write('GET /api/card/count HTTP/1.1\r\nHost: x\r\n\r\n');
+    });
+  }
+
+  it('keeps at most the configured number of connections open, closes the ones above it unanswered, says so in the log, and serves again once they are gone', async () => {
+    const url = new URL(capped.baseUrl);
+    // Kept-alive connections of the harness's own health polling may hold some of the places.
+    const opened: Array<{ socket: Socket; outcome: 'served' | 'closed' }> = [];
+    for (let i = 0; i <= CAP; i++) opened.push(await openAndAsk(url));
+    const served = opened.filter((c) => c.outcome === 'served').length;
+    expect(served).toBeGreaterThanOrEqual(1);
+    expect(served).toBeLessThanOrEqual(CAP);
+    expect(opened.some((c) => c.outcome === 'closed')).toBe(true);
+    await eventually('the warning about the cap in the log', async () => capped.logs().includes('connection cap reached'));
+    for (const { socket } of opened) socket.destroy();
+    await eventually('the capped gateway to answer again', async () => (await fetch(`${capped.baseUrl}/healthz`).catch(() => undefined))?.status === 200);
   });
 });

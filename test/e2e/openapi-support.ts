@@ -8,7 +8,8 @@ export function typedClient(baseUrl: string, user?: TestUser, headers?: Record<s
   return createCardsClient(baseUrl, { cookie: user?.client.cookie, headers });
 }
 
-type Doc = { paths: Record<string, Record<string, { responses: Record<string, { content?: Record<string, { schema: unknown }> }> }>>; components: unknown };
+type DocResponse = { $ref?: string; content?: Record<string, { schema: unknown }> };
+type Doc = { paths: Record<string, Record<string, { responses: Record<string, DocResponse> }>>; components: { responses?: Record<string, DocResponse> } };
 
 /**
  * Checks real responses against the served OpenAPI document: the status must be documented for the
@@ -37,7 +38,7 @@ export class ResponseValidator {
     const documented = op.responses[String(status)] ? String(status) : status >= 400 && op.responses.default ? 'default' : undefined;
     if (!documented) return [`${method} ${path} answered ${status}, which the document does not list (${Object.keys(op.responses).join(', ')})`];
     this.checked.add(`${method.toUpperCase()} ${path} ${documented}`);
-    const content = op.responses[documented]!.content;
+    const content = this.response(op.responses[documented]!).content;
     if (!content) return body === undefined || body === '' ? [] : [`${method} ${path} ${status}: the document says no body, got ${JSON.stringify(body).slice(0, 200)}`];
     const json = content['application/json'];
     if (!json) return [];
@@ -50,6 +51,12 @@ export class ResponseValidator {
     }
     if (validate(body)) return [];
     return (validate.errors ?? []).slice(0, 5).map((e) => `${method} ${path} ${status}: ${e.instancePath || '(body)'} ${e.message} ${JSON.stringify(e.params)}`);
+  }
+
+  /** A response written once under components.responses (405, 415) and referenced by each operation. */
+  private response(response: DocResponse): DocResponse {
+    const name = response.$ref?.match(/^#\/components\/responses\/(.+)$/)?.[1];
+    return name ? (this.doc.components.responses?.[name] ?? {}) : response;
   }
 }
 

@@ -834,7 +834,28 @@ export interface components {
             status: "ok" | "unavailable";
         };
     };
-    responses: never;
+    responses: {
+        /** @description A method this path does not answer (e.g. PATCH, or POST where only GET is served); the Allow header lists the ones it does */
+        MethodNotAllowed: {
+            headers: {
+                /** @description The methods this path answers, e.g. "GET, HEAD, OPTIONS" */
+                Allow: string;
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description A request body that is not JSON (send Content-Type: application/json), or in a charset or Content-Encoding the server does not read */
+        UnsupportedMediaType: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+    };
     parameters: never;
     requestBodies: never;
     headers: never;
@@ -874,6 +895,8 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            405: components["responses"]["MethodNotAllowed"];
+            415: components["responses"]["UnsupportedMediaType"];
             /** @description Rate limit reached; retry later */
             429: {
                 headers: {
@@ -939,6 +962,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            405: components["responses"]["MethodNotAllowed"];
             /** @description Conflicts with existing data (e.g. e-mail or username taken) */
             409: {
                 headers: {
@@ -948,6 +972,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            415: components["responses"]["UnsupportedMediaType"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -986,6 +1011,8 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            405: components["responses"]["MethodNotAllowed"];
+            415: components["responses"]["UnsupportedMediaType"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -1038,6 +1065,8 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            405: components["responses"]["MethodNotAllowed"];
+            415: components["responses"]["UnsupportedMediaType"];
             /** @description Rate limit reached; retry later */
             429: {
                 headers: {
@@ -1074,6 +1103,8 @@ export interface operations {
                 };
                 content?: never;
             };
+            405: components["responses"]["MethodNotAllowed"];
+            415: components["responses"]["UnsupportedMediaType"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -1112,6 +1143,8 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            405: components["responses"]["MethodNotAllowed"];
+            415: components["responses"]["UnsupportedMediaType"];
             /** @description Rate limit reached; retry later */
             429: {
                 headers: {
@@ -1176,6 +1209,8 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            405: components["responses"]["MethodNotAllowed"];
+            415: components["responses"]["UnsupportedMediaType"];
             /** @description Rate limit reached; retry later */
             429: {
                 headers: {
@@ -1240,6 +1275,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            405: components["responses"]["MethodNotAllowed"];
             /** @description Conflicts with existing data (e.g. e-mail or username taken) */
             409: {
                 headers: {
@@ -1249,6 +1285,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            415: components["responses"]["UnsupportedMediaType"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -1298,6 +1335,8 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            405: components["responses"]["MethodNotAllowed"];
+            415: components["responses"]["UnsupportedMediaType"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -1347,6 +1386,8 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            405: components["responses"]["MethodNotAllowed"];
+            415: components["responses"]["UnsupportedMediaType"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -1406,6 +1447,8 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            405: components["responses"]["MethodNotAllowed"];
+            415: components["responses"]["UnsupportedMediaType"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -1465,6 +1508,8 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            405: components["responses"]["MethodNotAllowed"];
+            415: components["responses"]["UnsupportedMediaType"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -1514,6 +1559,8 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            405: components["responses"]["MethodNotAllowed"];
+            415: components["responses"]["UnsupportedMediaType"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -1552,6 +1599,8 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            405: components["responses"]["MethodNotAllowed"];
+            415: components["responses"]["UnsupportedMediaType"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -1624,6 +1673,8 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            405: components["responses"]["MethodNotAllowed"];
+            415: components["responses"]["UnsupportedMediaType"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -1679,6 +1730,8 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            405: components["responses"]["MethodNotAllowed"];
+            415: components["responses"]["UnsupportedMediaType"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -1748,6 +1801,8 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            405: components["responses"]["MethodNotAllowed"];
+            415: components["responses"]["UnsupportedMediaType"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -1801,6 +1856,8 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            405: components["responses"]["MethodNotAllowed"];
+            415: components["responses"]["UnsupportedMediaType"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -1852,6 +1909,8 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            405: components["responses"]["MethodNotAllowed"];
+            415: components["responses"]["UnsupportedMediaType"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -1923,6 +1982,8 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            405: components["responses"]["MethodNotAllowed"];
+            415: components["responses"]["UnsupportedMediaType"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -1994,6 +2055,8 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            405: components["responses"]["MethodNotAllowed"];
+            415: components["responses"]["UnsupportedMediaType"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -2064,6 +2127,8 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            405: components["responses"]["MethodNotAllowed"];
+            415: components["responses"]["UnsupportedMediaType"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -2121,6 +2186,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            405: components["responses"]["MethodNotAllowed"];
             /** @description Body or file above the size limit */
             413: {
                 headers: {
@@ -2130,6 +2196,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            415: components["responses"]["UnsupportedMediaType"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -2179,6 +2246,8 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            405: components["responses"]["MethodNotAllowed"];
+            415: components["responses"]["UnsupportedMediaType"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -2228,6 +2297,8 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            405: components["responses"]["MethodNotAllowed"];
+            415: components["responses"]["UnsupportedMediaType"];
             /** @description A backing service is unavailable; retry later */
             503: {
                 headers: {
@@ -2286,6 +2357,8 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            405: components["responses"]["MethodNotAllowed"];
+            415: components["responses"]["UnsupportedMediaType"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -2351,6 +2424,8 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            405: components["responses"]["MethodNotAllowed"];
+            415: components["responses"]["UnsupportedMediaType"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -2389,6 +2464,8 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            405: components["responses"]["MethodNotAllowed"];
+            415: components["responses"]["UnsupportedMediaType"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -2449,6 +2526,8 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            405: components["responses"]["MethodNotAllowed"];
+            415: components["responses"]["UnsupportedMediaType"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -2485,6 +2564,8 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            405: components["responses"]["MethodNotAllowed"];
+            415: components["responses"]["UnsupportedMediaType"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -2543,6 +2624,8 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            405: components["responses"]["MethodNotAllowed"];
+            415: components["responses"]["UnsupportedMediaType"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -2572,6 +2655,8 @@ export interface operations {
                     "application/json": components["schemas"]["CardCount"];
                 };
             };
+            405: components["responses"]["MethodNotAllowed"];
+            415: components["responses"]["UnsupportedMediaType"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -2644,6 +2729,8 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            405: components["responses"]["MethodNotAllowed"];
+            415: components["responses"]["UnsupportedMediaType"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -2693,6 +2780,8 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            405: components["responses"]["MethodNotAllowed"];
+            415: components["responses"]["UnsupportedMediaType"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -2758,6 +2847,8 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            405: components["responses"]["MethodNotAllowed"];
+            415: components["responses"]["UnsupportedMediaType"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -2821,6 +2912,8 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            405: components["responses"]["MethodNotAllowed"];
+            415: components["responses"]["UnsupportedMediaType"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -2877,6 +2970,8 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            405: components["responses"]["MethodNotAllowed"];
+            415: components["responses"]["UnsupportedMediaType"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -2928,6 +3023,8 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            405: components["responses"]["MethodNotAllowed"];
+            415: components["responses"]["UnsupportedMediaType"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -2969,6 +3066,8 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            405: components["responses"]["MethodNotAllowed"];
+            415: components["responses"]["UnsupportedMediaType"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -2998,6 +3097,7 @@ export interface operations {
                     "application/json": Record<string, never>;
                 };
             };
+            405: components["responses"]["MethodNotAllowed"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -3027,6 +3127,7 @@ export interface operations {
                     "text/html": string;
                 };
             };
+            405: components["responses"]["MethodNotAllowed"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -3056,6 +3157,7 @@ export interface operations {
                     "application/json": components["schemas"]["Health"];
                 };
             };
+            405: components["responses"]["MethodNotAllowed"];
             /** @description A backing service is unavailable; retry later */
             503: {
                 headers: {
@@ -3094,6 +3196,7 @@ export interface operations {
                     "text/plain": string;
                 };
             };
+            405: components["responses"]["MethodNotAllowed"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {

@@ -1,11 +1,11 @@
-import pino, { type Logger } from 'pino';
+import pino, { type DestinationStream, type Logger } from 'pino';
 import { currentRequestContext } from './request-context';
 
 export type { Logger };
 
-/** JSON logger; every line written inside a request carries its request id. Secrets are redacted. */
-export function createLogger(name: string, level: string = process.env.LOG_LEVEL ?? 'info'): Logger {
-  return pino({
+/** JSON logger (to stdout unless `destination` is given); every line written inside a request carries its request id. Secrets are redacted. */
+export function createLogger(name: string, level: string = process.env.LOG_LEVEL ?? 'info', destination?: DestinationStream): Logger {
+  const options: pino.LoggerOptions = {
     name,
     level,
     base: { service: name },
@@ -17,5 +17,6 @@ export function createLogger(name: string, level: string = process.env.LOG_LEVEL
       const ctx = currentRequestContext();
       return ctx ? { reqId: ctx.requestId } : {};
     },
-  });
+  };
+  return destination ? pino(options, destination) : pino(options);
 }

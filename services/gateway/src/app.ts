@@ -5,6 +5,10 @@ import type { GatewayClients } from './clients';
 import { errorHandler } from './http/error-handler';
 import { jsonBodyParser, requireJsonBodies } from './http/json-body';
 import { createMetrics } from './http/metrics';
+import { accessLog, type AccessLogLevel } from './http/access-log';
+import { refuseNonNormalGatewayPaths } from './http/api-paths';
+import { requireOneHost } from './http/host-header';
+import { recordMountPath } from './http/route-label';
 import { securityHeaders } from './http/security-headers';
 import { corsForConfiguredOrigins, originCheck } from './http/cross-origin';
 import { serveApiDocs } from './openapi/serve-docs';
@@ -42,6 +46,8 @@ export interface GatewayAppOptions extends RouteDeps {
   corsOrigins?: readonly string[];
   /** The gateway's public URL; its origin counts as the same site in the CSRF Origin check. */
   publicUrl?: string;
+  /** Level of the access log (one line per request); `silent` or a level LOG_LEVEL filters out writes none. Default info. */
+  accessLogLevel?: AccessLogLevel;
   /** Reports whether the peers answer; /healthz is 200 only when it resolves true. */
   checkPeers(): Promise<boolean>;
 }
@@ -61,8 +67,11 @@ export function createGatewayApp(options: GatewayAppOptions): Express {
     res.setHeader('x-request-id', requestId);
     runWithRequestContext({ requestId }, next);
   });
+  app.use(accessLog(options.logger, options.accessLogLevel ?? 'info'));
   app.use(metrics.middleware);
   app.use(securityHeaders({ contentSecurityPolicy: false, crossOriginEmbedderPolicy: false }));
+  app.use(requireOneHost);
+  app.use(refuseNonNormalGatewayPaths);
 
   app.get('/healthz', async (_req, res) => {
     const ok = await options.checkPeers().catch(() => false);
@@ -91,7 +100,7 @@ export function createGatewayApp(options: GatewayAppOptions): Express {
   app.use('/api', sessionMiddleware(batchingSessionResolver(options.clients.identity)));
 
   const api = Router();
-  api.use(metrics.recordMountPath);
+  api.use(recordMountPath('/api'));
   registerIdentityRoutes(api, { clients: options.clients, rateLimits: options.rateLimits, cookieSecure: options.cookieSecure });
   // Order matters where paths overlap: the specific /user/collections, /user/files and
   // /card_collection/search routes come before /user/:user_id/:page and /card_collection/:id.
@@ -102,12 +111,15 @@ export function createGatewayApp(options: GatewayAppOptions): Express {
   registerCardRoutes(api, options);
   registerVoteRoutes(api, options);
   registerUserRoutes(api, options);
-  const apiMethodsFor = routeMethodIndex(api);
-  api.use(unmatchedApiRequest(apiMethodsFor));
+  const methodsFor = routeMethodIndex([
+    ['', app.router],
+    ['/api', api],
+  ]);
+  api.use(unmatchedApiRequest(methodsFor));
   app.use('/api', api);
   if (options.webDistDir) serveWebApp(app, options.webDistDir, options.logger);
-  // Anything else (e.g. POST /healthz) is a JSON 404 too, not express's HTML page.
-  app.use(unmatchedRequest(apiMethodsFor));
+  // Anything else is a JSON 405 (POST /healthz) or 404, not express's HTML page.
+  app.use(unmatchedRequest(methodsFor));
 
   app.use(errorHandler(options.logger));
   return app;

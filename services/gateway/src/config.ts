@@ -1,6 +1,7 @@
 import { isIP } from 'node:net';
 import { z } from 'zod';
 import { envAddress, envInt } from '@cards/platform';
+import { ACCESS_LOG_LEVELS } from './http/access-log';
 import { DEFAULT_WEB_DIST_DIR } from './http/web-app';
 
 const PROXY_PRESETS = ['loopback', 'linklocal', 'uniquelocal'];
@@ -60,6 +61,10 @@ export const gatewayConfigSchema = z.object({
     .default('')
     .transform((v) => v.split(',').map((o) => o.trim()).filter((o) => o.length > 0))
     .refine((list) => list.every((o) => /^https?:\/\/[^/?#\s]+$/.test(o)), 'each entry must be an origin such as https://app.example.com (no path)'),
+  /** Open HTTP connections at most (keep-alive ones included); a new one above it is closed unread. 0: no cap. */
+  HTTP_MAX_CONNECTIONS: envInt(10_000),
+  /** Level of the one-line-per-request access log; `silent` turns it off whatever LOG_LEVEL says. */
+  ACCESS_LOG_LEVEL: z.preprocess((v) => (v === '' ? undefined : v), z.enum(ACCESS_LOG_LEVELS).default('info')),
   /** The built web app served at `/`; an empty value serves none. */
   WEB_DIST_DIR: z.string().default(DEFAULT_WEB_DIST_DIR),
 });

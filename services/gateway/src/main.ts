@@ -6,7 +6,7 @@ import { createGatewayApp } from './app';
 import { createGatewayClients } from './clients';
 import { cookieSecureFrom, gatewayConfigSchema } from './config';
 import { gracefulCloser } from './http/graceful-close';
-import { hardenServer } from './http/node-server';
+import { createGatewayServer } from './http/node-server';
 
 /** Composition root of the gateway. */
 export async function startGateway(env: Record<string, string | undefined> = process.env): Promise<RunningService & { port: number }> {
@@ -34,6 +34,7 @@ export async function startGateway(env: Record<string, string | undefined> = pro
     corsOrigins: config.CORS_ORIGINS,
     publicUrl: config.PUBLIC_URL,
     webDistDir: config.WEB_DIST_DIR || undefined,
+    accessLogLevel: config.ACCESS_LOG_LEVEL,
     async checkPeers() {
       const answers = await Promise.all(
         healthClients.map((c) =>
@@ -46,10 +47,14 @@ export async function startGateway(env: Record<string, string | undefined> = pro
       return answers.every(Boolean);
     },
   });
-  const server: Server = await new Promise((resolve, reject) => {
-    // Express 5 hands listen errors to the callback; an unbound server must not be taken for a started one.
-    const s = app.listen(config.PORT, config.HOST, (err?: Error) => (err ? reject(err) : resolve(s)));
-    hardenServer(s);
+  const server: Server = createGatewayServer(app, { maxConnections: config.HTTP_MAX_CONNECTIONS, logger });
+  await new Promise<void>((resolve, reject) => {
+    // An unbound server must not be taken for a started one.
+    server.once('error', reject);
+    server.listen(config.PORT, config.HOST, () => {
+      server.off('error', reject);
+      resolve();
+    });
   });
   // Listening has just begun: no request has been read yet.
   const closeGracefully = gracefulCloser(server);

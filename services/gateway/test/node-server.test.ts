@@ -48,6 +48,6 @@ describe('the gateway HTTP server (hardenServer)', () => {
     expect(JSON.parse(malformed.split('\r\n\r\n')[1]!)).toEqual({ message: 'Malformed HTTP request' });
     const oversized = await answerUntilClosed(port, `GET / HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`);
     expect(oversized).toMatch(/^HTTP\/1\.1 431 /);
-    expect(JSON.parse(oversized.split('\r\n\r\n')[1]!)).toEqual({ message: 'The request headers are too large' });
+    expect(JSON.parse(oversized.split('\r\n\r\n')[1]!)).toEqual({ message: 'The request URL or headers are too large' });
   });
 });

@@ -77,4 +77,22 @@ describe('OpenAPI document', () => {
     const vote = paths['/api/vote']!.post.requestBody.content['application/json'].schema;
     expect(vote.required).toEqual(['card_metadata_id', 'vote']);
   });
+
+  it('lists 405 (with Allow) on every operation and 415 on every operation behind the /api body check, written once under components.responses', () => {
+    const paths = document.paths as Record<string, Record<string, any>>;
+    const responses = (document.components as { responses: Record<string, any> }).responses;
+    expect(responses.MethodNotAllowed.headers.Allow.required).toBe(true);
+    expect(responses.MethodNotAllowed.content['application/json'].schema).toEqual({ $ref: '#/components/schemas/Error' });
+    expect(responses.UnsupportedMediaType.content['application/json'].schema).toEqual({ $ref: '#/components/schemas/Error' });
+    for (const op of OPERATIONS) {
+      const item = paths[toOpenApiPath(op.path)]![op.method]!;
+      const answeredBeforeBodyCheck = !op.path.startsWith('/api/') || op.path === '/api/openapi.json' || op.path === '/api/docs';
+      const listed = { operation: op.operationId, 405: item.responses['405'], 415: item.responses['415'] };
+      expect(listed).toEqual({
+        operation: op.operationId,
+        405: { $ref: '#/components/responses/MethodNotAllowed' },
+        415: answeredBeforeBodyCheck ? undefined : { $ref: '#/components/responses/UnsupportedMediaType' },
+      });
+    }
+  });
 });

@@ -1,10 +1,9 @@
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { collectDefaultMetrics, Histogram, Registry } from 'prom-client';
-
-const MOUNT_PATH = 'metricsMountPath';
+import { routeLabel } from './route-label';
 
 /** Prometheus registry with process metrics and one request-duration histogram labelled by route pattern. */
-export function createMetrics(): { registry: Registry; middleware: RequestHandler; recordMountPath: RequestHandler } {
+export function createMetrics(): { registry: Registry; middleware: RequestHandler } {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
   const duration = new Histogram({
@@ -16,19 +15,8 @@ export function createMetrics(): { registry: Registry; middleware: RequestHandle
   });
   const middleware = (req: Request, res: Response, next: NextFunction) => {
     const end = duration.startTimer();
-    res.on('finish', () => {
-      // The route pattern, not the path, keeps label cardinality bounded.
-      const route = (req.route as { path?: string } | undefined)?.path;
-      const mountPath = (res.locals[MOUNT_PATH] as string | undefined) ?? req.baseUrl;
-      end({ method: req.method, route: route ? `${mountPath}${route}` : 'unmatched', status: String(res.statusCode) });
-    });
+    res.on('finish', () => end({ method: req.method, route: routeLabel(req, res), status: String(res.statusCode) }));
     next();
   };
-  // Express resets req.baseUrl when an error leaves a nested router, so a failed /api/auth would be
-  // counted as "/auth": the router's first handler notes where it is mounted.
-  const recordMountPath = (req: Request, res: Response, next: NextFunction) => {
-    res.locals[MOUNT_PATH] = req.baseUrl;
-    next();
-  };
-  return { registry, middleware, recordMountPath };
+  return { registry, middleware };
 }

@@ -1,5 +1,6 @@
-import { STATUS_CODES, type Server, type ServerResponse } from 'node:http';
+import { createServer, STATUS_CODES, type IncomingMessage, type RequestListener, type Server, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
+import type { Logger } from '@cards/platform';
 
 /**
  * How long the gateway's HTTP server waits on a client, in milliseconds. Node checks the first two every
@@ -18,14 +19,15 @@ export interface ServerTimeouts {
 export const SERVER_TIMEOUTS: ServerTimeouts = { headers: 60_000, request: 300_000, keepAlive: 65_000 };
 
 const PARSER_ANSWERS: Record<string, [number, string]> = {
-  HPE_HEADER_OVERFLOW: [431, 'The request headers are too large'],
+  // llhttp counts the request line and the headers together against the 16 KiB limit.
+  HPE_HEADER_OVERFLOW: [431, 'The request URL or headers are too large'],
   HPE_CHUNK_EXTENSIONS_OVERFLOW: [413, 'The chunk extensions are too large'],
   ERR_HTTP_REQUEST_TIMEOUT: [408, 'The request did not arrive in time'],
 };
 
-function rawJsonAnswer(status: number, message: string): string {
+function rawJsonAnswer(status: number, message: string, extraHeaders = ''): string {
   const body = JSON.stringify({ message });
-  return `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`;
+  return `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n${extraHeaders}Connection: close\r\n\r\n${body}`;
 }
 
 /**
@@ -42,10 +44,63 @@ function answerClientError(err: Error & { code?: string }, socket: Duplex): void
   socket.destroy(err);
 }
 
-/** Applies the timeouts and the JSON answer to parser-level errors; call before the first connection. */
+/** CONNECT (a proxy tunnel) has no route here; without this Node drops the connection without a word. */
+function refuseConnect(_req: IncomingMessage, socket: Duplex): void {
+  socket.on('error', () => socket.destroy());
+  socket.end(rawJsonAnswer(405, 'CONNECT is not supported: this server is not a proxy', 'Allow: GET, HEAD, POST, PUT, DELETE, OPTIONS\r\n'));
+}
+
+/** An `Expect` other than 100-continue (RFC 9110 §10.1.1); Node's own answer has an empty body. */
+function refuseExpectation(_req: IncomingMessage, res: ServerResponse): void {
+  const body = JSON.stringify({ message: 'Unsupported Expect header: only 100-continue is understood' });
+  res.writeHead(417, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body) });
+  res.end(body);
+}
+
+/** Applies the timeouts and the JSON answers to requests that never reach express; call before the first connection. */
 export function hardenServer(server: Server, timeouts: ServerTimeouts = SERVER_TIMEOUTS): void {
   server.headersTimeout = timeouts.headers;
   server.requestTimeout = timeouts.request;
   server.keepAliveTimeout = timeouts.keepAlive;
   server.on('clientError', answerClientError);
+  server.on('connect', refuseConnect);
+  server.on('checkExpectation', refuseExpectation);
+}
+
+/** How often at most the gateway warns that connections are being refused at the cap. */
+const DROP_WARNING_INTERVAL_MS = 60_000;
+
+/**
+ * Caps open connections (keep-alive ones included) at `maxConnections` (0: no cap): above it Node closes a new
+ * connection at once, before reading it, so a flood of slow or idle clients costs neither file descriptors
+ * nor memory beyond the cap. Refusals are logged at most once a minute, with their count.
+ */
+export function capConnections(server: Server, maxConnections: number, logger: Logger): void {
+  if (maxConnections <= 0) return;
+  server.maxConnections = maxConnections;
+  let dropped = 0;
+  let lastWarning = -Infinity;
+  server.on('drop', () => {
+    dropped++;
+    const now = performance.now();
+    if (now - lastWarning < DROP_WARNING_INTERVAL_MS) return;
+    logger.warn({ maxConnections, droppedSinceLastWarning: dropped }, 'connection cap reached: new connections are being closed (HTTP_MAX_CONNECTIONS)');
+    lastWarning = now;
+    dropped = 0;
+  });
+}
+
+export interface GatewayServerOptions {
+  maxConnections: number;
+  logger: Logger;
+  timeouts?: ServerTimeouts;
+}
+
+/** The gateway's HTTP server around `app`: timeouts, JSON answers below express, the connection cap. */
+export function createGatewayServer(app: RequestListener, options: GatewayServerOptions): Server {
+  // The Host check is express's (http/host-header.ts), so its 400 is JSON like every other answer.
+  const server = createServer({ requireHostHeader: false }, app);
+  hardenServer(server, options.timeouts);
+  capConnections(server, options.maxConnections, options.logger);
+  return server;
 }

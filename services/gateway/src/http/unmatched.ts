@@ -19,24 +19,29 @@ function patternOf(path: string): RegExp {
   return new RegExp(`^${source}/?$`, 'i');
 }
 
-/** The routes registered on `router`, read once all of them are (the first request comes after start-up). */
-function routeTable(router: Router): RouteMethods[] {
+/** The routes registered on each router, with the path it is mounted at (read once all of them are). */
+function routeTable(routers: ReadonlyArray<readonly [string, Router]>): RouteMethods[] {
   const table: RouteMethods[] = [];
-  for (const layer of router.stack as RouteLayer[]) {
-    if (!layer.route || typeof layer.route.path !== 'string') continue;
-    const methods = Object.entries(layer.route.methods)
-      .filter(([method, on]) => on && method !== '_all')
-      .map(([method]) => method.toUpperCase());
-    table.push({ pattern: patternOf(layer.route.path), methods });
+  for (const [mountPath, router] of routers) {
+    for (const layer of router.stack as RouteLayer[]) {
+      if (!layer.route || typeof layer.route.path !== 'string') continue;
+      const methods = Object.entries(layer.route.methods)
+        .filter(([method, on]) => on && method !== '_all')
+        .map(([method]) => method.toUpperCase());
+      table.push({ pattern: patternOf(`${mountPath}${layer.route.path}`), methods });
+    }
   }
   return table;
 }
 
-/** Looks up which methods `router` answers for a path (relative to where it is mounted). */
-export function routeMethodIndex(router: Router): (path: string) => string[] {
+/**
+ * Looks up which methods the routes answer for a full path (`/api/card/count`, `/healthz`), given each
+ * router with the path it is mounted at. Read lazily: the first request comes after start-up.
+ */
+export function routeMethodIndex(routers: ReadonlyArray<readonly [string, Router]>): (path: string) => string[] {
   let table: RouteMethods[] | undefined;
   return (path) => {
-    table ??= routeTable(router);
+    table ??= routeTable(routers);
     const methods = new Set<string>();
     for (const route of table) if (route.pattern.test(path)) for (const m of route.methods) methods.add(m);
     if (methods.size === 0) return [];
@@ -46,31 +51,38 @@ export function routeMethodIndex(router: Router): (path: string) => string[] {
   };
 }
 
+/** 405 with `Allow` (RFC 9110) for a path that exists for other methods; OPTIONS on it is 204 with `Allow`. */
+function answerOtherMethod(allowed: string[], req: Request, res: Response, next: NextFunction): void {
+  res.setHeader('Allow', allowed.join(', '));
+  if (req.method === 'OPTIONS') {
+    res.status(204).end();
+    return;
+  }
+  next(new HttpError(405, `${req.method} is not allowed here; allowed: ${allowed.join(', ')}`));
+}
+
 /**
  * The last handler of the API router: a path no route has is 404; a path that exists for other methods
- * is 405 with `Allow` (RFC 9110), and OPTIONS on it is 204 with `Allow`.
+ * (the documents and docs page registered on the app included) is 405 with `Allow`.
  */
 export function unmatchedApiRequest(methodsFor: (path: string) => string[]) {
   return (req: Request, res: Response, next: NextFunction) => {
-    const allowed = methodsFor(req.path);
+    const allowed = methodsFor(`/api${req.path}`);
     if (allowed.length === 0) return next(notFound('No such route'));
-    res.setHeader('Allow', allowed.join(', '));
-    if (req.method === 'OPTIONS') {
-      res.status(204).end();
-      return;
-    }
-    next(new HttpError(405, `${req.method} is not allowed here; allowed: ${allowed.join(', ')}`));
+    answerOtherMethod(allowed, req, res, next);
   };
 }
 
 /**
  * The last handler of the whole app. The interface's headings sometimes leave out /api, but paths such as
  * /card/<id> and /user/<id> belong to the web app, so the API is served under /api only; a request that
- * would have been an API call there is told so.
+ * would have been an API call there is told so. /healthz and /metrics answer other methods 405 as API paths do.
  */
-export function unmatchedRequest(apiMethodsFor: (path: string) => string[]) {
-  return (req: Request, _res: Response, next: NextFunction) => {
-    if (apiMethodsFor(req.path).includes(req.method)) {
+export function unmatchedRequest(methodsFor: (path: string) => string[]) {
+  return (req: Request, res: Response, next: NextFunction) => {
+    const allowed = methodsFor(req.path);
+    if (allowed.length > 0) return answerOtherMethod(allowed, req, res, next);
+    if (methodsFor(`/api${req.path}`).includes(req.method)) {
       return next(notFound(`No such route: the HTTP interface is served under /api (${req.method} /api${req.path})`));
     }
     next(notFound('No such route'));

@@ -116,6 +116,33 @@ export const OPERATIONS: OperationSpec[] = [
   { method: 'get', path: '/metrics', operationId: 'metrics', summary: 'Prometheus metrics', tag: 'Meta', auth: 'none', success: { status: 200, contentType: 'text/plain', schema: z.string() }, errors: [], raw: true },
 ];
 
+const ERROR_REF = { $ref: '#/components/schemas/Error' };
+
+/**
+ * Answers the shared HTTP layer gives on any operation, written once under components.responses: 405 for
+ * another method on the path (OpenAPI has no place for a path's other methods, so each of its operations
+ * lists it) and, behind the /api body check, 415. The Meta routes are answered before that check (app.ts).
+ */
+const TRANSPORT_RESPONSES = {
+  405: {
+    name: 'MethodNotAllowed',
+    appliesTo: (_op: OperationSpec) => true,
+    response: {
+      description: 'A method this path does not answer (e.g. PATCH, or POST where only GET is served); the Allow header lists the ones it does',
+      headers: { Allow: { required: true, description: 'The methods this path answers, e.g. "GET, HEAD, OPTIONS"', schema: { type: 'string' as const } } },
+      content: { 'application/json': { schema: ERROR_REF } },
+    },
+  },
+  415: {
+    name: 'UnsupportedMediaType',
+    appliesTo: (op: OperationSpec) => op.path.startsWith('/api/') && op.tag !== 'Meta',
+    response: {
+      description: 'A request body that is not JSON (send Content-Type: application/json), or in a charset or Content-Encoding the server does not read',
+      content: { 'application/json': { schema: ERROR_REF } },
+    },
+  },
+};
+
 /** `/api/card/:card_id` -> `/api/card/{card_id}`. */
 export function toOpenApiPath(expressPath: string): string {
   return expressPath.replace(/:([A-Za-z_][A-Za-z0-9_]*)/g, '{$1}');
@@ -138,6 +165,9 @@ export function buildOpenApiDocument() {
     description: 'Session cookie set by POST /api/auth (HttpOnly, SameSite=Lax). State-changing requests that carry it must come from the same origin or a configured CORS origin (Origin/Referer check).',
   });
   const errorSchema = r.errorResponse;
+  const transportRefs = Object.fromEntries(
+    Object.entries(TRANSPORT_RESPONSES).map(([status, t]) => [status, { appliesTo: t.appliesTo, ref: registry.registerComponent('responses', t.name, t.response).ref }]),
+  );
   for (const op of OPERATIONS) {
     const responses: RouteConfig['responses'] = {};
     const { success } = op;
@@ -146,6 +176,7 @@ export function buildOpenApiDocument() {
     else responses[success.status] = { description, ...(success.headers ? { headers: success.headers } : {}) };
     if (success.headers && success.schema) (responses[success.status] as ResponseConfig).headers = success.headers;
     for (const status of op.errors) responses[status] = jsonResponse(ERROR_DESCRIPTIONS[status] ?? 'Error', errorSchema);
+    for (const [status, transport] of Object.entries(transportRefs)) if (transport.appliesTo(op)) responses[status] = transport.ref;
     responses.default = jsonResponse('Any other failure: a JSON {"message"} without internals', errorSchema);
     const route: RouteConfig = {
       method: op.method,

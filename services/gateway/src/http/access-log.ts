@@ -1,0 +1,42 @@
+import { performance } from 'node:perf_hooks';
+import type { NextFunction, Request, Response } from 'express';
+import type { Logger } from '@cards/platform';
+import { routeLabel } from './route-label';
+
+export const ACCESS_LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+export type AccessLogLevel = (typeof ACCESS_LOG_LEVELS)[number];
+
+/** What one access-log line holds: nothing from the path beyond its route pattern, no query, cookie or body. */
+export interface AccessLogLine {
+  reqId: string;
+  method: string;
+  route: string;
+  status: number;
+  /** From the request reaching the gateway's handlers to the answer's last byte (or the connection's end). */
+  ms: number;
+  /** The connection closed before the whole answer was written. */
+  aborted?: true;
+}
+
+/**
+ * Writes one line per request through `logger` at `level`, once the answer is sent or the client is gone.
+ * Lines appear when the logger lets that level through (LOG_LEVEL); `silent` turns them off alone.
+ */
+export function accessLog(logger: Logger, level: AccessLogLevel) {
+  return (req: Request, res: Response, next: NextFunction): void => {
+    if (level === 'silent' || !logger.isLevelEnabled(level)) return next();
+    const start = performance.now();
+    res.once('close', () => {
+      const line: AccessLogLine = {
+        reqId: String(res.getHeader('x-request-id') ?? ''),
+        method: req.method,
+        route: routeLabel(req, res),
+        status: res.statusCode,
+        ms: Math.round((performance.now() - start) * 100) / 100,
+      };
+      if (!res.writableFinished) line.aborted = true;
+      logger[level](line, 'http request');
+    });
+    next();
+  };
+}

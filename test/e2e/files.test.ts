@@ -309,6 +309,44 @@ describe("a file's privacy reaches its cards and its collection", () => {
     await settles('the cards, the collection and the index visible again', visible);
     expect((await alice.client.get(`/api/card_collection/${collectionId}/1`)).json.collection.is_public).toBe(true);
   });
+
+  it('made public again, gives back only the cards it hid: a card its owner made private stays private, one she published meanwhile stays public', async () => {
+    const file = uploaded.get('marine.odt');
+    expect(file).toBeDefined();
+    const [kept, hidden, published] = await cardsOfFile(alice, file.id);
+    expect([kept, hidden, published].every((c) => c?.private === false)).toBe(true);
+    const setPrivate = async (card: any, value: boolean) =>
+      expect((await alice.client.put('/api/card/update', { card_uuid: card.id, private: value })).status).toBe(204);
+    const setFilePrivate = async (value: boolean) => expect((await alice.client.put('/api/file', { file_id: file.id, private: value })).status).toBe(204);
+    const anonymous = new ApiClient(system.baseUrl);
+    const statuses = async (client: ApiClient) => Promise.all([kept, hidden, published].map(async (c) => (await client.get(`/api/card/${c.id}`)).status));
+    const settles = (what: string, expected: number[]) =>
+      waitUntil(what, async () => {
+        const seen = await Promise.all([statuses(bob.client), statuses(anonymous)]);
+        return seen.every((s) => JSON.stringify(s) === JSON.stringify(expected)) ? seen : undefined;
+      });
+
+    // Alice keeps one card of the file to herself, on purpose.
+    await setPrivate(kept, true);
+    await settles('the card kept private by hand hidden', [404, 200, 200]);
+
+    await setFilePrivate(true);
+    await settles('the file\'s other cards hidden with it', [404, 404, 404]);
+    // Her own choice while the file is private: she publishes one card again.
+    await setPrivate(published, false);
+    await settles('the card published by hand visible although its file is private', [404, 404, 200]);
+
+    await setFilePrivate(false);
+    await settles('the card the file hid back; the one kept private by hand still hidden', [404, 200, 200]);
+    const privacy = new Map((await cardsOfFile(alice, file.id)).map((c) => [c.id, c.private]));
+    expect([kept, hidden, published].map((c) => privacy.get(c.id))).toEqual([true, false, false]);
+    // A second round does the same: the card kept private by hand never comes back by itself.
+    await setFilePrivate(true);
+    await settles('every card of the file hidden again', [404, 404, 404]);
+    await setFilePrivate(false);
+    await settles('the cards the file hid back again', [404, 200, 200]);
+    expect((await alice.client.get(`/api/card/${kept.id}`)).json.private).toBe(true);
+  }, 180_000);
 });
 
 describe('deleting a file', () => {

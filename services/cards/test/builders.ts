@@ -20,6 +20,7 @@ export function aCard() {
     cardHtml: '',
     link: 'https://example.com/',
     private: false,
+    hiddenByFile: false,
     tags: ['t1', 't2'],
     fileId: null,
     fileName: null,
@@ -37,6 +38,7 @@ export function aCard() {
   const builder = {
     by: (authorId: string) => ((card.authorId = authorId), builder),
     private: () => ((card.private = true), builder),
+    hiddenByFile: () => ((card.private = true), (card.hiddenByFile = true), builder),
     withContent: (content: string) => ((card.content = content), builder),
     collisionOf: (rootId: string) => ((card.collisionOf = rootId), builder),
     fromFile: (fileId: string, fileName: string) => ((card.fileId = fileId), (card.fileName = fileName), builder),

@@ -224,5 +224,30 @@ export function describeCardRepositoryContract(name: string, factory: CardsStore
       expect(await store.cards.findById(citing.id)).toMatchObject({ fileId: null, fileName: null });
       expect((await store.collections.findById(collection.id))?.fileId).toBe(fileId);
     });
+
+    it('keeps whether a card was hidden by its file: stored with the card, read back by every finder, changed with its privacy', async () => {
+      const fileId = randomUUID();
+      const owner = randomUUID();
+      const hidden = aCard().by(owner).fromFile(fileId, 'report.pdf').hiddenByFile().build();
+      const chosen = aCard().by(owner).fromFile(fileId, 'report.pdf').private().build();
+      for (const card of [hidden, chosen]) await store.cards.insert(card, fingerprintOf(card.content), []);
+      expect(await store.cards.findById(hidden.id)).toEqual(hidden);
+      expect((await store.cards.findByFile(fileId)).map((c) => [c.id, c.private, c.hiddenByFile])).toEqual([
+        [hidden.id, true, true],
+        [chosen.id, true, false],
+      ]);
+      expect((await store.cards.listByAuthor(owner, true, 0, 10)).find((c) => c.id === hidden.id)?.hiddenByFile).toBe(true);
+
+      // The file made public again: the card it hid comes back and loses the mark in the same write.
+      const shown = { ...hidden, private: false, hiddenByFile: false, updatedAt: nextTime() };
+      await store.cards.update(shown, null, [], { ifUpdatedAt: hidden.updatedAt });
+      expect(await store.cards.findById(hidden.id)).toMatchObject({ private: false, hiddenByFile: false });
+      // Only the mark changes (the owner kept a hidden card private by choice): written like any other change.
+      const marked = { ...chosen, hiddenByFile: true, updatedAt: nextTime() };
+      await store.cards.update(marked, null, [], { ifUpdatedAt: chosen.updatedAt });
+      expect(await store.cards.findById(chosen.id)).toMatchObject({ private: true, hiddenByFile: true });
+      await store.cards.update({ ...marked, hiddenByFile: false, updatedAt: nextTime() }, null, [], { ifUpdatedAt: marked.updatedAt });
+      expect((await store.cards.findById(chosen.id))?.hiddenByFile).toBe(false);
+    });
   });
 }

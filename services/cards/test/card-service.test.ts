@@ -278,6 +278,39 @@ describe('CardService', () => {
     expect(await state()).toEqual({ privacy: [false, false, true], citedFile: null, collectionPublic: true });
   });
 
+  it('a file made private then public again gives back only the cards it hid: its owner\'s own privacy choices win', async () => {
+    const { service, cards, peers } = setup();
+    const fileId = randomUUID();
+    peers.files.set(fileId, 'notes.odt');
+    const [a, b, x, y] = [await create(service, 'alice', someContent(), { fileId }), await create(service, 'alice', someContent(), { fileId }), await create(service, 'alice', someContent(), { fileId }), await create(service, 'alice', someContent(), { fileId })];
+    // Made from the file while it was private (ingestion says so): the file hid it.
+    const ingested = await create(service, 'alice', someContent(), { fileId, private: true, hiddenByFile: true, idempotencyKey: `${fileId}:0` });
+    await service.updateCard({ callerId: 'alice', cardId: x.card.id, private: true });
+    const state = async () => {
+      const stored = await Promise.all([a, b, x, y, ingested].map(async (m) => (await cards.findById(m.card.id))!));
+      return { private: stored.map((c) => c.private), hiddenByFile: stored.map((c) => c.hiddenByFile) };
+    };
+    expect(await state()).toEqual({ private: [false, false, true, false, true], hiddenByFile: [false, false, false, false, true] });
+
+    await service.applyFilePrivacy(fileId, 'alice', true);
+    expect(await state()).toEqual({ private: [true, true, true, true, true], hiddenByFile: [true, true, false, true, true] });
+    // While the file is private its owner publishes y (her choice: allowed) and sends b's privacy as it is (her choice too).
+    await service.updateCard({ callerId: 'alice', cardId: y.card.id, private: false });
+    await service.updateCard({ callerId: 'alice', cardId: b.card.id, private: true });
+    await expect(service.getCard(y.card.id, 'bob')).resolves.toMatchObject({ id: y.card.id });
+    expect(await state()).toEqual({ private: [true, true, true, false, true], hiddenByFile: [true, false, false, false, true] });
+
+    await service.applyFilePrivacy(fileId, 'alice', false);
+    expect(await state()).toEqual({ private: [false, true, true, false, false], hiddenByFile: [false, false, false, false, false] });
+    await expect(service.getCard(x.card.id, 'bob')).rejects.toBeInstanceOf(NotFoundError);
+    await expect(service.getCard(b.card.id, 'bob')).rejects.toBeInstanceOf(NotFoundError);
+
+    await service.applyFilePrivacy(fileId, 'alice', true);
+    await service.applyFilePrivacy(fileId, 'alice', true);
+    await service.applyFilePrivacy(fileId, 'alice', false);
+    expect(await state()).toEqual({ private: [false, true, true, false, false], hiddenByFile: [false, false, false, false, false] });
+  });
+
   it('hides private cards (404) and protects others\' cards (403)', async () => {
     const { service } = setup();
     const hidden = await create(service, 'alice', someContent(), { private: true });

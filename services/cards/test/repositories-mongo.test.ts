@@ -110,6 +110,33 @@ if (skipReason) {
       }
     });
 
+    it('marks as hidden by their file, when the store opens, only the cards stored before the mark that a private file made private at upload and that never changed since', async () => {
+      const connection = await connectMongo({ url: engine!.url, database: `cards_test_${randomBytes(4).toString('hex')}`, logger });
+      try {
+        const [owner, fileId] = [randomUUID(), randomUUID()];
+        const first = await openMongoCardsStore(connection);
+        const ingestedPrivate = aCard().by(owner).fromFile(fileId, 'a.docx').private().withIdempotencyKey(`${fileId}:0`).build();
+        // Changed since (its owner's privacy choice, or the file's earlier privacy change: which one is unknown).
+        const changedSince = aCard().by(owner).fromFile(fileId, 'a.docx').private().withIdempotencyKey(`${fileId}:1`).build();
+        const ingestedPublic = aCard().by(owner).fromFile(fileId, 'a.docx').withIdempotencyKey(`${fileId}:2`).build();
+        // Written by hand (no ingestion key), private from the start: its owner's choice.
+        const byHand = aCard().by(owner).fromFile(fileId, 'a.docx').private().build();
+        for (const c of [ingestedPrivate, changedSince, ingestedPublic, byHand]) await first.cards.insert(c, fingerprintOf(c.content), []);
+        // The documents as the earlier version wrote them: no mark.
+        await first.database.cards.updateMany({ fileId }, { $unset: { hiddenByFile: '' } });
+        await first.database.cards.updateOne({ _id: changedSince.id }, { $set: { updatedAt: nextTime() } });
+        const reopened = await openMongoCardsStore(connection);
+        const marks = async () => new Map((await reopened.cards.findByFile(fileId)).map((c) => [c.id, c.hiddenByFile]));
+        const expected = new Map([[ingestedPrivate.id, true], [changedSince.id, false], [ingestedPublic.id, false], [byHand.id, false]]);
+        expect(await marks()).toEqual(expected);
+        await openMongoCardsStore(connection);
+        expect(await marks()).toEqual(expected);
+      } finally {
+        await connection.db.dropDatabase().catch(() => undefined);
+        await connection.close();
+      }
+    });
+
     it('adds a bookmark once when the same bookmark is added many times at once, with one event', async () => {
       const c = aCollection().build();
       await store.collections.insert(c, []);

@@ -54,6 +54,35 @@ describe('SQLite cards store migration', () => {
       rmSync(dir, { recursive: true, force: true });
     }
   });
+
+  it('marks as hidden by their file only the cards stored before the mark that were made private by a private file at upload and never changed since', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cards-migration-'));
+    try {
+      const path = join(dir, 'cards.db');
+      const [owner, fileId] = [randomUUID(), randomUUID()];
+      const old = openSqlite(path, CARDS_MIGRATIONS.slice(0, 3));
+      const card = (isPrivate: number, idempotencyKey: string | null, updatedAt: string) => {
+        const id = randomUUID();
+        old.prepare(`INSERT INTO cards (id, author_id, content, card_html, link, private, tags, file_id, file_name, idempotency_key, content_hash, created_at, updated_at)
+                     VALUES (?, ?, 'text', '', '', ?, '[]', ?, 'a.docx', ?, 'h', '2026-01-01T00:00:00.000Z', ?)`).run(id, owner, isPrivate, fileId, idempotencyKey, updatedAt);
+        return id;
+      };
+      const ingestedPrivate = card(1, `${fileId}:0`, '2026-01-01T00:00:00.000Z');
+      // Changed since (its owner's privacy choice, or the file's earlier privacy change: which one is unknown).
+      const changedSince = card(1, `${fileId}:1`, '2026-01-02T00:00:00.000Z');
+      const ingestedPublic = card(0, `${fileId}:2`, '2026-01-01T00:00:00.000Z');
+      // Written by hand (no ingestion key), private from the start: its owner's choice.
+      const byHand = card(1, null, '2026-01-01T00:00:00.000Z');
+      old.close();
+      const db = openCardsDatabase(path);
+      const cards = new SqliteCardRepository(db);
+      const marks = new Map((await cards.findByFile(fileId)).map((c) => [c.id, c.hiddenByFile]));
+      expect(marks).toEqual(new Map([[ingestedPrivate, true], [changedSince, false], [ingestedPublic, false], [byHand, false]]));
+      db.close();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
 });
 describeVoteRepositoryContract('SQLite', sqlite);
 describeCollectionRepositoryContract('SQLite', sqlite);

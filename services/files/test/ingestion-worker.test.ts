@@ -84,15 +84,15 @@ function uploadedEvent(fileId: string, attempt: number): DeliveredEvent {
 }
 
 describe('IngestionWorker', () => {
-  it('makes one card per heading with title tag, file tags, privacy, link and key, then the collection', async () => {
+  it('makes one card per heading with title tag, file tags, privacy (hidden by the private file), link and key, then the collection', async () => {
     const record = await stored('energy.docx', { private: true });
     const result = await worker.ingest(record.id);
     expect(result.status).toBe('done');
     const made = [...cards.cards.values()];
-    expect(made.map((c) => [c.idempotencyKey, c.tags, c.link, c.private, c.fileId])).toEqual([
-      [`${record.id}:0`, ['mine', 'Solar Panels on Village Rooftops'], 'https://example.com/energy/solar-primer', true, record.id],
-      [`${record.id}:1`, ['mine', 'Wind Turbines and Gearboxes'], 'https://example.com/energy/wind-maintenance', true, record.id],
-      [`${record.id}:2`, ['mine', 'Pumped Hydro Storage'], 'https://example.net/energy/pumped-hydro', true, record.id],
+    expect(made.map((c) => [c.idempotencyKey, c.tags, c.link, c.private, c.hiddenByFile, c.fileId])).toEqual([
+      [`${record.id}:0`, ['mine', 'Solar Panels on Village Rooftops'], 'https://example.com/energy/solar-primer', true, true, record.id],
+      [`${record.id}:1`, ['mine', 'Wind Turbines and Gearboxes'], 'https://example.com/energy/wind-maintenance', true, true, record.id],
+      [`${record.id}:2`, ['mine', 'Pumped Hydro Storage'], 'https://example.net/energy/pumped-hydro', true, true, record.id],
     ]);
     expect(made[0]!.html.startsWith('<h2>Solar Panels on Village Rooftops</h2>\n<p>Photovoltaic panels')).toBe(true);
     expect(made[0]!.html).toContain('<a href="https://example.com/energy/solar-primer">solar primer from the cooperative</a>');
@@ -113,6 +113,7 @@ describe('IngestionWorker', () => {
     expect(cards.cards.size).toBe(3);
     expect(cards.collections.get(record.id)!.cardIds).toHaveLength(3);
     expect(new Set(cards.collections.get(record.id)!.cardIds).size).toBe(3);
+    expect([...cards.cards.values()].map((c) => [c.private, c.hiddenByFile])).toEqual([[false, false], [false, false], [false, false]]);
 
     // A late duplicate delivery of a finished file does nothing.
     const calls = cards.createCalls;

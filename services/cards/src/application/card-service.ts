@@ -1,5 +1,5 @@
 import { AlreadyExistsError, InvalidArgumentError, newId, NotFoundError, PermissionDeniedError, UnauthenticatedError, UnavailableError, type Logger } from '@cards/platform';
-import { collisionMovesOnChange, isVisibleTo, leavesRoot, mayHoldCollision, rehomedCollisions, PAGE_SIZE, totalPages, type AuthorScore, type Card, type CardGroup, type CollisionMove, type Vote } from '../domain/model';
+import { collisionMovesOnChange, isVisibleTo, leavesRoot, mayHoldCollision, privacyAfterFileChange, rehomedCollisions, PAGE_SIZE, totalPages, type AuthorScore, type Card, type CardGroup, type CollisionMove, type Vote } from '../domain/model';
 import { StaleCardError, type CardRepository, type CollectionRepository, type FileDirectory, type NearDuplicateFinder, type UserDirectory, type VoteRepository } from '../domain/ports';
 import { cardTextFromHtml, fingerprintOf, isNearCopy, jaccard, NEAR_COPY_JACCARD, shinglesOf, SKETCH_MIN_SHARED, validLink, validOcFilePath, validTags } from '../domain/rules';
 import { bookmarkChanged, cardCreated, cardDeleted, cardUpdated } from './events';
@@ -21,6 +21,8 @@ export interface CreateCardInput {
   fileId?: string;
   ocFilePath?: string;
   idempotencyKey?: string;
+  /** Private because its file is private (ingestion of a private file): the file made public makes it public. */
+  hiddenByFile?: boolean;
 }
 
 export interface UpdateCardInput {
@@ -30,6 +32,9 @@ export interface UpdateCardInput {
   cardHtml?: string;
   private?: boolean;
 }
+
+/** Whose decision a privacy change is: the card's owner's own, or the consequence of its file's privacy change. */
+type PrivacyChangedBy = 'owner' | 'file';
 
 export interface UserCardsPage {
   cards: ViewedCard[];
@@ -105,6 +110,7 @@ export class CardService {
         cardHtml,
         link,
         private: input.private,
+        hiddenByFile: input.private && input.hiddenByFile === true && input.fileId !== undefined,
         tags,
         fileId: input.fileId ?? null,
         fileName,
@@ -231,13 +237,18 @@ export class CardService {
   /**
    * Changes the caller's card. The write applies only to the card as read here; when another change came in between
    * (StaleCardError), the change is worked out again on the fresh card, so a concurrent edit never writes back an old
-   * privacy (or anything else it did not change).
+   * privacy (or anything else it did not change). A privacy sent by the owner is their choice, even the one the card
+   * has: it clears the mark of a card its file hid, so making the file public later leaves the card as chosen.
    */
   async updateCard(input: UpdateCardInput): Promise<void> {
+    return this.changeCard(input, 'owner');
+  }
+
+  private async changeCard(input: UpdateCardInput, privacyBy: PrivacyChangedBy): Promise<void> {
     const callerId = requireCaller(input.callerId);
     for (let attempt = 1; ; attempt++) {
       try {
-        return await this.updateCardOnce(input, callerId);
+        return await this.updateCardOnce(input, callerId, privacyBy);
       } catch (err) {
         if (!(err instanceof StaleCardError)) throw err;
         if (attempt >= 5) throw new UnavailableError('The card is being changed by another request; try again');
@@ -245,7 +256,7 @@ export class CardService {
     }
   }
 
-  private async updateCardOnce(input: UpdateCardInput, callerId: string): Promise<void> {
+  private async updateCardOnce(input: UpdateCardInput, callerId: string, privacyBy: PrivacyChangedBy): Promise<void> {
     const card = await this.ownCard(input.cardId, callerId);
     const next: Card = { ...card };
     let fingerprint = null;
@@ -264,11 +275,13 @@ export class CardService {
       next.vectorPointId = null;
     }
     if (input.private !== undefined) {
-      if (card.private && !input.private && next.collisionOf) throw new InvalidArgumentError('private: a private duplicate cannot be made public');
-      next.private = input.private;
+      // The owner's own choice wins over the file's: it clears the mark, so the file made public leaves the card as chosen.
+      const privacy = privacyBy === 'owner' ? { private: input.private, hiddenByFile: false } : privacyAfterFileChange(card, input.private);
+      if (card.private && !privacy.private && next.collisionOf) throw new InvalidArgumentError('private: a private duplicate cannot be made public');
+      Object.assign(next, privacy);
     }
     const changes = { contentChanged: next.content !== card.content || next.cardHtml !== card.cardHtml, linkChanged: next.link !== card.link, privacyChanged: next.private !== card.private };
-    if (!changes.contentChanged && !changes.linkChanged && !changes.privacyChanged) return;
+    if (!changes.contentChanged && !changes.linkChanged && !changes.privacyChanged && isMarked(next) === isMarked(card)) return;
     next.updatedAt = this.now();
     const collectionIds = await this.deps.collections.collectionIdsHolding(card.id);
     const events = [cardUpdated(next, collectionIds, changes)];
@@ -388,19 +401,22 @@ export class CardService {
   }
 
   /**
-   * The owner changed a file's privacy. Cards made from a file say what it holds, so the owner's cards carrying it take
-   * its privacy, each through the same update as a card's own privacy change (collisions re-homed, vote counters moved,
-   * search told); a private duplicate stays private. The file's collection is public exactly when the file is. Other
-   * users' cards citing a file made private lose the reference, as they would lose it if the file were deleted: they may
-   * no longer see it, nor anyone else its name. Running it again changes nothing.
+   * The owner changed a file's privacy. Cards made from a file say what it holds, so a file made private hides the
+   * owner's public cards carrying it, marking each as hidden by the file; made public, it gives back only the cards it
+   * hid (privacyAfterFileChange), so a card its owner made private stays private. Each goes through the same update as
+   * a card's own privacy change (collisions re-homed, vote counters moved, search told); a private duplicate stays
+   * private. The file's collection is public exactly when the file is. Other users' cards citing a file made private
+   * lose the reference, as they would lose it if the file were deleted: they may no longer see it, nor anyone else its
+   * name. Running it again changes nothing.
    */
   async applyFilePrivacy(fileId: string, ownerId: string, isPrivate: boolean): Promise<void> {
     if (!fileId) throw new InvalidArgumentError('file_id: is required');
     requireCaller(ownerId);
     for (const card of await this.deps.cards.findByFile(fileId)) {
-      if (card.authorId !== ownerId || card.private === isPrivate) continue;
+      const after = privacyAfterFileChange(card, isPrivate);
+      if (card.authorId !== ownerId || (after.private === card.private && after.hiddenByFile === isMarked(card))) continue;
       try {
-        await this.updateCard({ callerId: ownerId, cardId: card.id, private: isPrivate });
+        await this.changeCard({ callerId: ownerId, cardId: card.id, private: isPrivate }, 'file');
       } catch (err) {
         if (err instanceof NotFoundError) continue;
         if (err instanceof InvalidArgumentError && !isPrivate) continue;
@@ -435,6 +451,8 @@ export class CardService {
     return card;
   }
 }
+
+const isMarked = (card: Card) => card.hiddenByFile === true;
 
 /** After a root's text changed, its collisions still copy it only when they are near copies of the new text. */
 function stillCopies(root: Card, textChanged: boolean): (collision: Card) => boolean {

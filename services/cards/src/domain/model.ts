@@ -6,6 +6,12 @@ export interface Card {
   cardHtml: string;
   link: string;
   private: boolean;
+  /**
+   * Private because its file is private (made private from a private file, or hidden when its file was made private),
+   * not by its owner's own choice: the file made public again makes it public. Set only on private cards; absent means
+   * false (the stores always give it).
+   */
+  hiddenByFile?: boolean;
   tags: string[];
   fileId: string | null;
   fileName: string | null;
@@ -119,6 +125,16 @@ export function leavesRoot(root: Pick<Card, 'private' | 'authorId'>, collision: 
  */
 export function collisionMovesOnChange(root: Pick<Card, 'private' | 'authorId'>, collisions: readonly Card[], stillCopies?: (collision: Card) => boolean): CollisionMove[] {
   return rehomedCollisions(collisions.filter((c) => leavesRoot(root, c, stillCopies)));
+}
+
+/**
+ * A card's privacy once the privacy of the file it was made from changed: the file made private hides a public card
+ * and marks it so; made public, it gives back only the cards it hid. A card its owner made private stays private.
+ */
+export function privacyAfterFileChange(card: Pick<Card, 'private' | 'hiddenByFile'>, filePrivate: boolean): { private: boolean; hiddenByFile: boolean } {
+  const hidden = card.private && card.hiddenByFile === true;
+  if (filePrivate) return { private: true, hiddenByFile: hidden || !card.private };
+  return hidden ? { private: false, hiddenByFile: false } : { private: card.private, hiddenByFile: false };
 }
 
 export function isCollectionVisibleTo(c: Pick<Collection, 'isPublic' | 'authorId'>, viewerId: string | undefined | null): boolean {

@@ -43,7 +43,7 @@ export interface CardRepository {
    */
   insert(card: Card, fingerprint: CardFingerprint, events: OutgoingEvent[]): Promise<void>;
   /**
-   * Replaces the card's mutable fields (content, html, link, privacy); a new fingerprint when the content changed.
+   * Replaces the card's mutable fields (content, html, link, privacy, hiddenByFile); a new fingerprint when the content changed.
    * A privacy change moves the card's vote totals into or out of its author's public counters in the same step.
    */
   update(card: Card, fingerprint: CardFingerprint | null, events: OutgoingEvent[], options?: CardUpdateOptions): Promise<void>;

@@ -54,6 +54,7 @@ export function cardsHandlers(cardService: CardService, collectionService: Colle
         fileId: req.fileId || undefined,
         ocFilePath: req.ocFilePath,
         idempotencyKey: req.idempotencyKey || undefined,
+        hiddenByFile: req.hiddenByFile,
       });
       return { card: cardToProto(card), duplicate };
     },

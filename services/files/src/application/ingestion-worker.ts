@@ -109,6 +109,7 @@ export class IngestionWorker {
         html: draft.html,
         link: draft.link,
         private: record.private,
+        hiddenByFile: record.private,
         tags,
         fileId: record.id,
         idempotencyKey: `${record.id}:${draft.index}`,

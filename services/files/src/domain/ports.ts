@@ -79,6 +79,8 @@ export interface NewCard {
   html: string;
   link: string;
   private: boolean;
+  /** Private because the file is (not by the owner's choice): making the file public makes the card public. */
+  hiddenByFile: boolean;
   tags: string[];
   fileId: string;
   /** The same key always yields the same card, so a retried ingestion makes no second copy. */
@@ -93,7 +95,10 @@ export interface CardsPort {
   createFileCollection(input: { ownerId: string; fileId: string; fileName: string; isPublic: boolean; cardIds: string[] }): Promise<string>;
   /** Clears file_id/file_name on the cards and collection made from the file. */
   clearFileReferences(fileId: string): Promise<void>;
-  /** The owner's cards carrying the file take its privacy, and its collection is public exactly when the file is. */
+  /**
+   * Made private, the file hides the owner's public cards carrying it; made public, it gives back only the cards it hid.
+   * Its collection is public exactly when the file is.
+   */
   applyFilePrivacy(input: { fileId: string; ownerId: string; private: boolean }): Promise<void>;
 }
 

@@ -84,6 +84,7 @@ export class MongoCardRepository implements CardRepository {
         cardHtml: card.cardHtml,
         link: card.link,
         private: card.private,
+        hiddenByFile: card.hiddenByFile,
         tags: [...card.tags],
         updatedAt: card.updatedAt,
       };

@@ -106,6 +106,7 @@ export async function openMongoCardsDatabase(connection: MongoConnection): Promi
     bookmarks.createIndex({ cardId: 1 }, { name: 'bookmarks_card' }),
   ]);
   await countPublicVotesOfOlderAuthors(cards, authorScores);
+  await markCardsHiddenByTheirFileAtUpload(cards);
   return {
     connection,
     db,
@@ -138,6 +139,7 @@ export function fromCardDocument(d: Omit<CardDocument, 'sketch' | 'contentHash'>
     cardHtml: d.cardHtml,
     link: d.link,
     private: d.private,
+    hiddenByFile: d.hiddenByFile ?? false,
     tags: d.tags,
     fileId: d.fileId ?? null,
     fileName: d.fileName ?? null,
@@ -199,6 +201,22 @@ async function countPublicVotesOfOlderAuthors(cards: Collection<CardDocument>, a
       { _id, publicVotes: { $exists: false } },
       { $set: { publicUpvotes: up, publicDownvotes: down, publicScore: up - down, publicVotes: up + down }, $unset: { score: '', votes: '' } },
     );
+  }
+}
+
+/**
+ * Cards stored before the hiddenByFile mark existed have no such field. Of them, only those that ingestion made private
+ * from a private file (idempotency key `<file id>:<n>`) and that never changed since are surely the file's doing: they
+ * are marked. Any other private card may be its owner's choice and keeps reading as unmarked. Documents written since
+ * always carry the field, so later runs read only the older private cards of files left unmarked, and mark nothing.
+ */
+async function markCardsHiddenByTheirFileAtUpload(cards: Collection<CardDocument>): Promise<void> {
+  const older = await cards
+    .find({ fileId: { $type: 'string' }, hiddenByFile: { $exists: false }, private: true, idempotency: { $exists: true } }, { projection: { fileId: 1, authorId: 1, idempotency: 1, createdAt: 1, updatedAt: 1 } })
+    .toArray();
+  for (const card of older) {
+    if (card.updatedAt.getTime() !== card.createdAt.getTime() || !card.idempotency?.startsWith(idempotencyOf(card.authorId, `${card.fileId}:`))) continue;
+    await cards.updateOne({ _id: card._id, hiddenByFile: { $exists: false }, private: true, updatedAt: card.updatedAt }, { $set: { hiddenByFile: true } });
   }
 }
 

@@ -7,6 +7,7 @@ export interface CardRow {
   card_html: string;
   link: string;
   private: number;
+  hidden_by_file: number;
   tags: string;
   file_id: string | null;
   file_name: string | null;
@@ -31,6 +32,7 @@ export function cardFromRow(r: CardRow): Card {
     cardHtml: r.card_html,
     link: r.link,
     private: r.private === 1,
+    hiddenByFile: r.hidden_by_file === 1,
     tags: JSON.parse(r.tags) as string[],
     fileId: r.file_id,
     fileName: r.file_name,

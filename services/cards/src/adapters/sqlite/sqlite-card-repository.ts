@@ -54,9 +54,9 @@ export class SqliteCardRepository implements CardRepository {
     try {
       this.db.transaction(() => {
         this.db.prepare(
-            `INSERT INTO cards (id, author_id, content, card_html, link, private, tags, file_id, file_name, oc_file_path, vector_point_id,
+            `INSERT INTO cards (id, author_id, content, card_html, link, private, hidden_by_file, tags, file_id, file_name, oc_file_path, vector_point_id,
                verification_score, verified_at, collision_of, total_upvotes, total_downvotes, idempotency_key, content_hash, created_at, updated_at)
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
           )
           .run(
             card.id,
@@ -65,6 +65,7 @@ export class SqliteCardRepository implements CardRepository {
             card.cardHtml,
             card.link,
             card.private ? 1 : 0,
+            card.hiddenByFile ? 1 : 0,
             JSON.stringify(card.tags),
             card.fileId,
             card.fileName,
@@ -105,8 +106,8 @@ export class SqliteCardRepository implements CardRepository {
         this.db.prepare('UPDATE author_scores SET public_upvotes = public_upvotes + ?, public_downvotes = public_downvotes + ? WHERE user_id = ?')
           .run(sign * before.total_upvotes, sign * before.total_downvotes, before.author_id);
       }
-      this.db.prepare('UPDATE cards SET content = ?, card_html = ?, link = ?, private = ?, tags = ?, updated_at = ? WHERE id = ?')
-        .run(card.content, card.cardHtml, card.link, card.private ? 1 : 0, JSON.stringify(card.tags), iso(card.updatedAt), card.id);
+      this.db.prepare('UPDATE cards SET content = ?, card_html = ?, link = ?, private = ?, hidden_by_file = ?, tags = ?, updated_at = ? WHERE id = ?')
+        .run(card.content, card.cardHtml, card.link, card.private ? 1 : 0, card.hiddenByFile ? 1 : 0, JSON.stringify(card.tags), iso(card.updatedAt), card.id);
       if (fingerprint) {
         this.db.prepare('UPDATE cards SET content_hash = ? WHERE id = ?').run(fingerprint.contentHash, card.id);
         this.db.prepare('DELETE FROM card_sketch WHERE card_id = ?').run(card.id);

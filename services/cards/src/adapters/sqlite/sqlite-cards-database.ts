@@ -37,6 +37,12 @@ export const CARDS_MIGRATIONS = [
      public_downvotes = coalesce((SELECT sum(total_downvotes) FROM cards WHERE cards.author_id = author_scores.user_id AND cards.private = 0), 0);
    DROP INDEX author_scores_rank;
    CREATE INDEX author_scores_public_rank ON author_scores((public_upvotes - public_downvotes) DESC, joined_at, user_id);`,
+  // Cards a private file hid (Card.hiddenByFile). Of the cards stored before, only those that ingestion made private
+  // from a private file (its idempotency key `<file id>:<n>`) and that never changed since are surely the file's doing;
+  // any other private card may be its owner's choice, so it stays private when the file is made public.
+  `ALTER TABLE cards ADD COLUMN hidden_by_file INTEGER NOT NULL DEFAULT 0;
+   UPDATE cards SET hidden_by_file = 1
+     WHERE private = 1 AND file_id IS NOT NULL AND substr(idempotency_key, 1, length(file_id) + 1) = file_id || ':' AND updated_at = created_at;`,
 ];
 
 export function openCardsDatabase(path: string): SqliteDatabase {

@@ -26,6 +26,7 @@ export class GrpcCardsClient implements CardsPort {
           tags: card.tags,
           fileId: card.fileId,
           idempotencyKey: card.idempotencyKey,
+          hiddenByFile: card.hiddenByFile,
         },
         { idempotent: true },
       );

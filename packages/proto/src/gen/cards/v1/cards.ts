@@ -56,7 +56,14 @@ export interface CreateCardRequest {
     | string
     | undefined;
   /** Set by ingestion so that a retried document creates no second copy of a card. */
-  idempotencyKey?: string | undefined;
+  idempotencyKey?:
+    | string
+    | undefined;
+  /**
+   * Set by ingestion of a private file: the card is private because its file is, so ApplyFilePrivacy makes it public
+   * when the file is made public (a card private by its owner's choice stays private).
+   */
+  hiddenByFile: boolean;
 }
 
 export interface CreateCardResponse {
@@ -751,6 +758,7 @@ function createBaseCreateCardRequest(): CreateCardRequest {
     fileId: undefined,
     ocFilePath: undefined,
     idempotencyKey: undefined,
+    hiddenByFile: false,
   };
 }
 
@@ -779,6 +787,9 @@ export const CreateCardRequest: MessageFns<CreateCardRequest> = {
     }
     if (message.idempotencyKey !== undefined) {
       writer.uint32(66).string(message.idempotencyKey);
+    }
+    if (message.hiddenByFile !== false) {
+      writer.uint32(72).bool(message.hiddenByFile);
     }
     return writer;
   },
@@ -860,6 +871,14 @@ export const CreateCardRequest: MessageFns<CreateCardRequest> = {
             message.idempotencyKey = reader.string();
             continue;
           }
+          case 9: {
+            if (tag !== 72) {
+              break;
+            }
+
+            message.hiddenByFile = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -902,6 +921,11 @@ export const CreateCardRequest: MessageFns<CreateCardRequest> = {
         : isSet(object.idempotency_key)
         ? globalThis.String(object.idempotency_key)
         : undefined,
+      hiddenByFile: isSet(object.hiddenByFile)
+        ? globalThis.Boolean(object.hiddenByFile)
+        : isSet(object.hidden_by_file)
+        ? globalThis.Boolean(object.hidden_by_file)
+        : false,
     };
   },
 
@@ -931,6 +955,9 @@ export const CreateCardRequest: MessageFns<CreateCardRequest> = {
     if (message.idempotencyKey !== undefined) {
       obj.idempotencyKey = message.idempotencyKey;
     }
+    if (message.hiddenByFile !== false) {
+      obj.hiddenByFile = message.hiddenByFile;
+    }
     return obj;
   },
 
@@ -947,6 +974,7 @@ export const CreateCardRequest: MessageFns<CreateCardRequest> = {
     message.fileId = object.fileId ?? undefined;
     message.ocFilePath = object.ocFilePath ?? undefined;
     message.idempotencyKey = object.idempotencyKey ?? undefined;
+    message.hiddenByFile = object.hiddenByFile ?? false;
     return message;
   },
 };
@@ -4377,9 +4405,10 @@ export const CardServiceDefinition = {
       options: {},
     },
     /**
-     * Called by the files service when a file's privacy changed: the owner's cards carrying the file take its privacy (a
-     * private duplicate stays private), the file's collection is public exactly when the file is, and a file made private
-     * is no longer named on other users' cards.
+     * Called by the files service when a file's privacy changed: made private, it hides the owner's public cards carrying
+     * the file; made public, it gives back only the cards it hid (a card its owner made private, or a private duplicate,
+     * stays private). The file's collection is public exactly when the file is, and a file made private is no longer
+     * named on other users' cards.
      */
     applyFilePrivacy: {
       name: "ApplyFilePrivacy",
@@ -4503,9 +4532,10 @@ export interface CardServiceImplementation<CallContextExt = {}> {
     context: CallContext & CallContextExt,
   ): Promise<DeepPartial<Empty>>;
   /**
-   * Called by the files service when a file's privacy changed: the owner's cards carrying the file take its privacy (a
-   * private duplicate stays private), the file's collection is public exactly when the file is, and a file made private
-   * is no longer named on other users' cards.
+   * Called by the files service when a file's privacy changed: made private, it hides the owner's public cards carrying
+   * the file; made public, it gives back only the cards it hid (a card its owner made private, or a private duplicate,
+   * stays private). The file's collection is public exactly when the file is, and a file made private is no longer
+   * named on other users' cards.
    */
   applyFilePrivacy(
     request: ApplyFilePrivacyRequest,
@@ -4575,9 +4605,10 @@ export interface CardServiceClient<CallOptionsExt = {}> {
     options?: CallOptions & CallOptionsExt,
   ): Promise<Empty>;
   /**
-   * Called by the files service when a file's privacy changed: the owner's cards carrying the file take its privacy (a
-   * private duplicate stays private), the file's collection is public exactly when the file is, and a file made private
-   * is no longer named on other users' cards.
+   * Called by the files service when a file's privacy changed: made private, it hides the owner's public cards carrying
+   * the file; made public, it gives back only the cards it hid (a card its owner made private, or a private duplicate,
+   * stays private). The file's collection is public exactly when the file is, and a file made private is no longer
+   * named on other users' cards.
    */
   applyFilePrivacy(
     request: DeepPartial<ApplyFilePrivacyRequest>,

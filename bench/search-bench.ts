@@ -158,7 +158,7 @@ async function indexInProcess(index: SqliteCardIndex, embedder: WinkGloveEmbedde
     const batch = texts.slice(i, i + 256);
     const vectors = await embedder.embed(batch);
     for (let j = 0; j < batch.length; j++) {
-      await index.upsert({ cardId: ids[i + j]!, authorId, content: batch[j]!, tags: [], link: '', private: false, collectionIds: [], vector: vectors[j]!, vectorPointId: randomUUID(), updatedAt: new Date() });
+      await index.upsert({ cardId: ids[i + j]!, authorId, content: batch[j]!, tags: [], link: '', private: false, vector: vectors[j]!, vectorPointId: randomUUID(), updatedAt: new Date() });
     }
     if ((i / 256) % 40 === 0) progress(`indexed ${i + batch.length} of ${texts.length} in process`);
   }

@@ -96,7 +96,7 @@ async function main(): Promise<void> {
     const vectors = await embedder.embed(contents);
     let started = performance.now();
     for (let i = 0; i < bareCount; i++) {
-      await bare.upsert({ cardId: randomUUID(), authorId: authors[i % 20]!, content: contents[i]!, tags: [`t${i % 10}`], link: `https://example.org/${i}`, private: i % 7 === 0, collectionIds: [], vector: vectors[i]!, vectorPointId: randomUUID(), updatedAt: new Date() });
+      await bare.upsert({ cardId: randomUUID(), authorId: authors[i % 20]!, content: contents[i]!, tags: [`t${i % 10}`], link: `https://example.org/${i}`, private: i % 7 === 0, vector: vectors[i]!, vectorPointId: randomUUID(), updatedAt: new Date() });
     }
     const bareSeconds = (performance.now() - started) / 1000;
 

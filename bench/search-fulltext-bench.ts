@@ -46,7 +46,7 @@ async function main() {
   const started = Date.now();
   const vector = new Float32Array(8).fill(Math.SQRT1_2 / 2);
   for (let i = 0; i < texts.length; i++) {
-    await index.upsert({ cardId: `card-${i}`, authorId: 'author', content: texts[i]!, tags: [], link: '', private: false, collectionIds: [], vector, vectorPointId: `point-${i}`, updatedAt: new Date(0) });
+    await index.upsert({ cardId: `card-${i}`, authorId: 'author', content: texts[i]!, tags: [], link: '', private: false, vector, vectorPointId: `point-${i}`, updatedAt: new Date(0) });
   }
   const indexSeconds = (Date.now() - started) / 1000;
   const jsHeapMB = heapMB() - before;

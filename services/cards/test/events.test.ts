@@ -101,6 +101,35 @@ describe('cards events', () => {
     ]);
   });
 
+  it("lists a card's collections in its events only up to 1,000, for older search services; beyond, search has them from bookmark events", async () => {
+    const received: { topic: string; payload: Uint8Array }[] = [];
+    const sub = await bus.subscribe({ group: 'test', topics: [Topics.card, Topics.bookmark], handler: async (e) => void received.push(e) });
+    const { card } = await sys.cardService.createCard({ callerId: 'alice', cardHtml: `<p>${someContent()}</p>`, link: '', private: false, tags: [] });
+    const collections: string[] = [];
+    const bookmarkIn = async (count: number) => {
+      for (let i = 0; i < count; i++) {
+        const collection = await sys.collectionService.create(`user-${collections.length}`, 'Kept', '', true);
+        await sys.collectionService.addBookmark(`user-${collections.length}`, collection.id, card.id);
+        collections.push(collection.id);
+      }
+    };
+    const updates = () => received.filter((e) => e.topic === Topics.card).map((e) => events.CardEvent.decode(e.payload).kind).flatMap((k) => (k?.$case === 'updated' ? [k.value.card!] : []));
+    await bookmarkIn(1_000);
+    await sys.cardService.updateCard({ callerId: 'alice', cardId: card.id, link: 'https://a.example/1' });
+    await bookmarkIn(1);
+    await sys.cardService.updateCard({ callerId: 'alice', cardId: card.id, link: 'https://a.example/2' });
+    await until(async () => (updates().length >= 2 && received.filter((e) => e.topic === Topics.bookmark).length >= 1_001 ? true : undefined), 30_000);
+    await sub.close();
+    expect(updates().map((c) => [c.link, c.collectionIds.length])).toEqual([
+      ['https://a.example/1', 1_000],
+      ['https://a.example/2', 0],
+    ]);
+    expect([...updates()[0]!.collectionIds].sort()).toEqual(collections.slice(0, 1_000).sort());
+    const bookmarked = received.filter((e) => e.topic === Topics.bookmark).map((e) => events.BookmarkEvent.decode(e.payload));
+    expect(bookmarked.every((b) => b.cardId === card.id && b.added)).toBe(true);
+    expect(bookmarked.map((b) => b.collectionId).sort()).toEqual([...collections].sort());
+  }, 60_000);
+
   it('takes vector_point_id and verification_score from search events, idempotently', async () => {
     const sub = await subscribeToSearchEvents(bus, sys.cardService);
     const { card } = await sys.cardService.createCard({ callerId: 'alice', cardHtml: `<p>${someContent()}</p>`, link: '', private: false, tags: [] });

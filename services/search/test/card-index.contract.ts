@@ -21,7 +21,6 @@ class CardBuilder {
     tags: [],
     link: '',
     private: false,
-    collectionIds: [],
     vector: axis(0),
     vectorPointId: randomUUID(),
     updatedAt: new Date('2026-01-01T00:00:00Z'),
@@ -48,10 +47,6 @@ class CardBuilder {
   }
   along(vector: Float32Array) {
     this.card.vector = vector;
-    return this;
-  }
-  in(...collectionIds: string[]) {
-    this.card.collectionIds = collectionIds;
     return this;
   }
   collisionOf(rootId: string) {
@@ -101,8 +96,9 @@ export function describeCardIndexContract(name: string, factory: () => Promise<C
 
     test('stores what it is given and reads it back', async () => {
       const collection = randomUUID();
-      const card = aCard().tagged('Physics', 'space').linking('https://example.org/a').in(collection).private().build();
+      const card = aCard().tagged('Physics', 'space').linking('https://example.org/a').private().build();
       expect(await index.upsert(card)).toBe(true);
+      await index.setBookmark(collection, card.cardId, true, new Date('2026-01-02T00:00:00Z'));
       const stored = await index.get(card.cardId);
       expect(stored).toMatchObject({ cardId: card.cardId, authorId: card.authorId, content: card.content, tags: card.tags, link: card.link, private: true, collectionIds: [collection], vectorPointId: card.vectorPointId });
       expect(Array.from(stored!.vector)).toEqual(Array.from(card.vector));
@@ -168,28 +164,86 @@ export function describeCardIndexContract(name: string, factory: () => Promise<C
       expect(await ids([...Array.from({ length: 99 }, (_, i) => `${i}${'a'.repeat(1990)}`), 'a'.repeat(1000)])).toEqual([long.cardId]);
     });
 
-    test('collection scope: bookmarks from card snapshots and bookmark events, latest change wins', async () => {
+    test('collection scope: bookmarks from bookmark events, latest change wins', async () => {
       const collection = randomUUID();
-      const inSnapshot = aCard().in(collection).build();
+      const bookmarkedFirst = aCard().build();
       const bookmarkedLater = aCard().build();
       const outside = aCard().build();
-      for (const card of [inSnapshot, bookmarkedLater, outside]) await index.upsert(card);
+      await index.setBookmark(collection, bookmarkedFirst.cardId, true, new Date('2026-01-01T06:00:00Z'));
+      for (const card of [bookmarkedFirst, bookmarkedLater, outside]) await index.upsert(card);
       await index.setBookmark(collection, bookmarkedLater.cardId, true, new Date('2026-01-02T00:00:00Z'));
       const scope = { ...everything(), collectionId: collection };
       const ids = async () => (await index.nearest(axis(0), scope, firstPage)).hits.map((h) => h.cardId).sort();
-      expect(await ids()).toEqual([inSnapshot.cardId, bookmarkedLater.cardId].sort());
+      expect(await ids()).toEqual([bookmarkedFirst.cardId, bookmarkedLater.cardId].sort());
       // A removal older than the addition changes nothing; a newer one removes.
       await index.setBookmark(collection, bookmarkedLater.cardId, false, new Date('2026-01-01T12:00:00Z'));
       expect(await ids()).toHaveLength(2);
       await index.setBookmark(collection, bookmarkedLater.cardId, false, new Date('2026-01-03T00:00:00Z'));
-      expect(await ids()).toEqual([inSnapshot.cardId]);
+      expect(await ids()).toEqual([bookmarkedFirst.cardId]);
       // A bookmark that arrives before its card is remembered.
       const early = aCard().build();
       await index.setBookmark(collection, early.cardId, true, new Date('2026-01-04T00:00:00Z'));
       await index.upsert(early);
-      expect(await ids()).toEqual([inSnapshot.cardId, early.cardId].sort());
+      expect(await ids()).toEqual([bookmarkedFirst.cardId, early.cardId].sort());
       expect((await index.matchText('plain card', scope, firstPage)).total).toBe(2);
     });
+
+    test("a card's collections come from bookmark events alone: its updates, their replays and its promotion keep them", async () => {
+      const [first, second, third] = [randomUUID(), randomUUID(), randomUUID()];
+      const root = aCard().saying('moraines mark where the glacier stopped').along(axis(5)).at('2026-01-01T00:00:00Z').build();
+      const copy = aCard().saying('moraines mark where the glacier stopped, roughly').along(axis(5)).collisionOf(root.cardId).at('2026-01-01T00:00:00Z').build();
+      const members = async (collectionId: string) => {
+        const scope = { ...everything(), collectionId };
+        const semantic = (await index.nearest(axis(5), scope, firstPage)).hits.map((h) => h.cardId).sort();
+        expect((await index.matchText('moraines glacier', scope, firstPage)).hits.map((h) => h.cardId).sort()).toEqual(semantic);
+        return semantic;
+      };
+      // The bookmark event of one collection comes before the card's created event (another topic), the next after it.
+      await index.setBookmark(first, root.cardId, true, new Date('2026-01-01T00:00:01Z'));
+      await index.upsert(root);
+      await index.setBookmark(second, root.cardId, true, new Date('2026-01-01T00:00:02Z'));
+      await index.upsert(copy);
+      await index.setBookmark(third, copy.cardId, true, new Date('2026-01-01T00:00:03Z'));
+      const edited = { ...root, content: 'terminal moraines mark where the glacier stopped', updatedAt: new Date('2026-01-02T00:00:00Z') };
+      expect(await index.upsert(edited)).toBe(true);
+      expect(await index.upsert(edited)).toBe(true);
+      expect(await index.upsert(root)).toBe(false);
+      expect((await index.get(root.cardId))!.collectionIds).toEqual([first, second].sort());
+      expect(await members(first)).toEqual([root.cardId]);
+      expect(await members(second)).toEqual([root.cardId]);
+      // The collision is searched through its root until its root goes and it is promoted.
+      expect(await members(third)).toEqual([root.cardId]);
+      await index.remove(root.cardId, new Date('2026-01-03T00:00:00Z'));
+      expect(await index.promote(copy.cardId)).toBe(true);
+      expect(await members(third)).toEqual([copy.cardId]);
+      // The collision made a root by an update event, as the cards service sends it: still in its collection.
+      const { collisionOf: _formerRoot, ...detached } = copy;
+      expect(await index.upsert({ ...detached, updatedAt: new Date('2026-01-03T00:00:00Z') })).toBe(true);
+      expect(await members(third)).toEqual([copy.cardId]);
+      expect((await index.get(copy.cardId))!.collectionIds).toEqual([third]);
+      expect(await members(first)).toEqual([]);
+      // A late bookmark event of the removed card brings nothing back.
+      await index.setBookmark(second, root.cardId, true, new Date('2026-01-04T00:00:00Z'));
+      expect(await members(second)).toEqual([]);
+    });
+
+    test('a card in more collections than one request reads (1,100), bookmarked before it is stored, is in every one of them through an update', async () => {
+      const card = aCard().saying('a card that very many people keep').along(axis(6)).at('2026-01-01T00:00:00Z').build();
+      const collections = Array.from({ length: 1_100 }, () => randomUUID());
+      // Bookmark events read from their topic before the card's created event, as when the index is rebuilt from the log.
+      for (let i = 0; i < collections.length; i += 50) {
+        await Promise.all(collections.slice(i, i + 50).map((c, j) => index.setBookmark(c, card.cardId, true, new Date(Date.UTC(2025, 11, 1, 0, 0, i + j)))));
+      }
+      expect(await index.upsert(card)).toBe(true);
+      expect(await index.upsert({ ...card, content: 'a card that very many people keep and read', updatedAt: new Date('2026-01-02T00:00:00Z') })).toBe(true);
+      expect((await index.get(card.cardId))!.collectionIds).toEqual([...collections].sort());
+      for (const c of [collections[0]!, collections[549]!, collections[1_099]!]) {
+        expect((await index.nearest(axis(6), { ...everything(), collectionId: c }, firstPage)).hits.map((h) => h.cardId)).toEqual([card.cardId]);
+      }
+      await index.setBookmark(collections[1_099]!, card.cardId, false, new Date('2026-01-03T00:00:00Z'));
+      expect((await index.nearest(axis(6), { ...everything(), collectionId: collections[1_099]! }, firstPage)).total).toBe(0);
+      expect((await index.get(card.cardId))!.collectionIds).toHaveLength(1_099);
+    }, 120_000);
 
     test('pages hold distinct cards in rank order and total counts every match', async () => {
       const cards = Array.from({ length: 30 }, (_, i) => aCard().saying(`shared words in card number ${i}`).along(axis(0, 1, i / 10)).build());

@@ -27,8 +27,9 @@ describe('SqliteCardIndex', () => {
     const first = new SqliteCardIndex({ path, dimensions: CONTRACT_DIMENSIONS });
     const owner = randomUUID();
     const collection = randomUUID();
-    const card = aCard().by(owner).private().saying('glaciers carve valleys').along(axis(2)).in(collection).build();
+    const card = aCard().by(owner).private().saying('glaciers carve valleys').along(axis(2)).build();
     await first.upsert(card);
+    await first.setBookmark(collection, card.cardId, true, new Date('2026-01-02T00:00:00Z'));
     await first.close();
     const second = new SqliteCardIndex({ path, dimensions: CONTRACT_DIMENSIONS });
     const scope = { callerId: owner, tags: [], links: [], collectionId: collection };

@@ -31,7 +31,7 @@ describe('near-duplicate verdict (bundled embedder)', () => {
     for (let i = 0; i < texts.length; i++) {
       const cardId = randomUUID();
       ids.push(cardId);
-      await index.upsert({ cardId, authorId: randomUUID(), content: texts[i]!, tags: [], link: '', private: false, collectionIds: [], vector: vectors[i]!, vectorPointId: randomUUID(), updatedAt: new Date() });
+      await index.upsert({ cardId, authorId: randomUUID(), content: texts[i]!, tags: [], link: '', private: false, vector: vectors[i]!, vectorPointId: randomUUID(), updatedAt: new Date() });
     }
   });
   afterAll(() => index.close());

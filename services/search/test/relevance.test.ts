@@ -36,7 +36,7 @@ describe('relevance on the labelled set', () => {
     for (let i = 0; i < texts.length; i++) {
       const cardId = randomUUID();
       if (i < LABELLED_CARDS.length) idOf.set(LABELLED_CARDS[i]!.key, cardId);
-      await index.upsert({ cardId, authorId: randomUUID(), content: texts[i]!, tags: [], link: '', private: false, collectionIds: [], vector: vectors[i]!, vectorPointId: randomUUID(), updatedAt: new Date() });
+      await index.upsert({ cardId, authorId: randomUUID(), content: texts[i]!, tags: [], link: '', private: false, vector: vectors[i]!, vectorPointId: randomUUID(), updatedAt: new Date() });
     }
   }, 120_000);
   afterAll(() => index.close());

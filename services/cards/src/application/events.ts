@@ -2,6 +2,13 @@ import { newId, Topics, type OutgoingEvent } from '@cards/platform';
 import { events } from '@cards/proto';
 import type { Card, Collection } from '../domain/model';
 
+/**
+ * Most collection ids a card event still lists (CardSnapshot.collection_ids, deprecated): search of this release reads
+ * a card's collections from bookmark events alone; an older search service still reads the list during a rolling
+ * deploy. 1,000 ids are ~38 KB, so a card event stays far below Kafka's 1 MB message limit however popular the card.
+ */
+export const MAX_LISTED_COLLECTIONS = 1_000;
+
 function snapshot(card: Card, collectionIds: readonly string[]): events.CardSnapshot {
   return {
     id: card.id,
@@ -13,7 +20,7 @@ function snapshot(card: Card, collectionIds: readonly string[]): events.CardSnap
     collisionOf: card.collisionOf ?? undefined,
     createdAt: card.createdAt,
     updatedAt: card.updatedAt,
-    collectionIds: [...collectionIds],
+    collectionIds: collectionIds.length <= MAX_LISTED_COLLECTIONS ? [...collectionIds] : [],
   };
 }
 

@@ -15,7 +15,8 @@ interface Change {
 
 /**
  * Keeps the index in step with the cards service: consumes card and bookmark events (at-least-once, so every
- * change is idempotent) and announces each indexed root card on search.index.v1 with its vector point id.
+ * change is idempotent) and announces each indexed root card on search.index.v1 with its vector point id. A card's
+ * collections come from bookmark events alone; the list a card event may still carry (deprecated) is not read.
  * Events come one at a time (handle) or in runs (handleBatch): a run is applied inside one CardIndex.batch, the
  * events of different cards concurrently, one card's events in order, its snapshots embedded in one call, and its
  * cards announced once the whole run is searchable; the bus commits the run only after that.
@@ -100,7 +101,6 @@ export class IndexProjector {
       tags: card.tags,
       link: card.link,
       private: card.private,
-      collectionIds: card.collectionIds,
       vector,
       vectorPointId,
       ...(card.collisionOf ? { collisionOf: card.collisionOf } : {}),

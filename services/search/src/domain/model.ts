@@ -7,8 +7,6 @@ export interface IndexedCard {
   tags: string[];
   link: string;
   private: boolean;
-  /** Collections bookmarking the card. */
-  collectionIds: string[];
   /** Unit-length embedding of the content. */
   vector: Float32Array;
   /** Stable id of the card's point in the vector index (the Card's vector_point_id). */
@@ -17,6 +15,12 @@ export interface IndexedCard {
   collisionOf?: string;
   /** The card's own updated_at: an older snapshot never overwrites a newer one. */
   updatedAt: Date;
+}
+
+/** A card as the index holds it: the last snapshot applied, and the collections bookmark events put it in. */
+export interface StoredCard extends IndexedCard {
+  /** Collections bookmarking the card, in id order. */
+  collectionIds: string[];
 }
 
 /** Which cards a search may return. */

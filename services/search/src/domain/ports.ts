@@ -1,4 +1,4 @@
-import type { IndexedCard, IndexPage, PageRequest, SearchScope } from './model';
+import type { IndexedCard, IndexPage, PageRequest, SearchScope, StoredCard } from './model';
 
 /**
  * Turns text into a vector whose cosine to another text's vector measures how alike their meanings are.
@@ -25,6 +25,8 @@ export interface Embedder {
  * The search index of root cards: vectors for semantic search, word trigrams for typo-tolerant full-text search,
  * and the fields that filter (author, privacy, tags, link, collections). Writes are idempotent: upserting the same
  * snapshot twice or removing twice changes nothing, and a snapshot older than the stored one is ignored.
+ * A card's collections come from setBookmark alone, in whatever order bookmark and card writes arrive: upsert and
+ * promote never change them, so card events need not list a card's collections, however many hold it.
  */
 export interface CardIndex {
   /**
@@ -36,7 +38,10 @@ export interface CardIndex {
   promote(cardId: string): Promise<boolean>;
   /** Removes a card (and remembers the removal so a late older snapshot cannot bring it back). */
   remove(cardId: string, removedAt: Date): Promise<void>;
-  /** Adds or removes a bookmark; `at` orders concurrent changes of one (collection, card) pair, the latest wins. */
+  /**
+   * Adds or removes a bookmark; `at` orders concurrent changes of one (collection, card) pair, the latest wins. A
+   * bookmark of a card not stored yet applies once the card comes; one of a removed card is not kept.
+   */
   setBookmark(collectionId: string, cardId: string, added: boolean, at: Date): Promise<void>;
   /**
    * Runs `apply`, which may call the write methods above, concurrently for different cards, and resolves once every
@@ -44,7 +49,7 @@ export interface CardIndex {
    * visible with a costly step (an Elasticsearch refresh) takes that step once per batch instead of once per write.
    */
   batch<T>(apply: () => Promise<T>): Promise<T>;
-  get(cardId: string): Promise<IndexedCard | undefined>;
+  get(cardId: string): Promise<StoredCard | undefined>;
   /** Cards in scope ranked by cosine to the unit-length query vector, best first; every card in scope matches. */
   nearest(query: Float32Array, scope: SearchScope, page: PageRequest): Promise<IndexPage>;
   /** Cards in scope matching the query's words (typos tolerated), ranked by trigram similarity in [0, 1], best first. */

@@ -1,6 +1,6 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { Client, errors, type estypes } from '@elastic/elasticsearch';
-import type { IndexedCard, IndexHit, IndexPage, PageRequest, SearchScope } from '../../domain/model';
+import type { IndexedCard, IndexHit, IndexPage, PageRequest, SearchScope, StoredCard } from '../../domain/model';
 import type { CardIndex } from '../../domain/ports';
 import { normalizedText, words, wordTrigrams } from '../../domain/text';
 import { matchWord, wordWeight, type VocabularyCandidate, type WordMatch } from './word-matcher';
@@ -48,6 +48,8 @@ const VOCABULARY_CANDIDATES = 200;
 const MAX_WILDCARD_CHARS = 64;
 /** Cards read per request while checking long link strings, and card ids per `terms` filter. */
 const LINK_CHECK_PAGE = 1_000;
+/** Bookmark documents read, or deleted, per request (a card may be in any number of collections). */
+const BOOKMARK_PAGE = 1_000;
 
 interface CardSource {
   card_id: string;
@@ -93,9 +95,11 @@ const stored = { type: 'keyword', index: false, doc_values: false } as const;
  * Full-text scoring reproduces the embedded index's: idf-weighted best trigram similarity per query word plus a
  * phrase bonus, computed by Elasticsearch from per-word boosts. Every write method refreshes the indices it wrote
  * before it returns (batch() refreshes once for many writes), so a card is searchable as soon as its event has been
- * applied. An upsert costs three round trips plus the refresh: one mget (tombstone, card, listed bookmarks), one bulk
- * (bookmarks, new vocabulary words, the card), one tombstone re-check. Card documents change by compare-and-set on
- * their sequence number, so concurrent writers of one card (upsert, promote, bookmark) never lose each other's change.
+ * applied. An upsert costs three round trips plus the refresh: one mget (tombstone, card), one bulk (new vocabulary
+ * words, the card), one tombstone re-check (and, for a new card, a read of bookmarks that came before it). A card's
+ * `collection_ids` come from the bookmark documents alone (setBookmark), never from a snapshot. Card documents change
+ * by compare-and-set on their sequence number, so concurrent writers of one card (upsert, promote, bookmark) never
+ * lose each other's change.
  */
 export class ElasticsearchCardIndex implements CardIndex {
   private readonly client: Client;
@@ -240,43 +244,20 @@ export class ElasticsearchCardIndex implements CardIndex {
     const cardWords = [...new Set(words(card.content))];
     const magnitude = Math.hypot(...card.vector);
     const vector = Array.from(card.vector);
-    const listed = [...new Set(card.collectionIds)];
     const freshWords = card.collisionOf ? [] : cardWords.filter((w) => !this.knownWords.has(w));
     for (let attempt = 0; ; attempt++) {
-      // One round trip reads the tombstone, the stored card with its sequence number and the bookmarks the snapshot lists.
+      // One round trip reads the tombstone and the stored card with its sequence number.
       const read = await this.client.mget({
         docs: [
           { _index: this.names.removed, _id: card.cardId, _source: false },
           { _index: this.names.cards, _id: card.cardId },
-          ...listed.map((c) => ({ _index: this.names.bookmarks, _id: bookmarkId(c, card.cardId) })),
         ],
       });
-      const [tombstone, stored, ...listedBookmarks] = read.docs;
+      const [tombstone, stored] = read.docs;
       if (foundDoc(tombstone)) return false;
       const existing = foundDoc(stored) ? { source: stored._source as CardSource, seqNo: stored._seq_no!, primaryTerm: stored._primary_term! } : undefined;
       if (existing && existing.source.updated_at > at) return false;
-      const bookmarks = new Map<string, BookmarkSource | undefined>(listed.map((c, i) => [c, bookmarkFrom(listedBookmarks[i])]));
-      // Collections the stored card holds and this snapshot no longer lists: removed by it, unless a later change says otherwise.
-      const unlisted = (existing?.source.collection_ids ?? []).filter((c) => !bookmarks.has(c));
-      if (unlisted.length > 0) {
-        const more = await this.client.mget({ index: this.names.bookmarks, ids: unlisted.map((c) => bookmarkId(c, card.cardId)) });
-        unlisted.forEach((c, i) => bookmarks.set(c, bookmarkFrom(more.docs[i])));
-      }
       const operations: unknown[] = [];
-      const collections: string[] = [];
-      for (const [collectionId, stored] of bookmarks) {
-        const inSnapshot = listed.includes(collectionId);
-        if (stored && stored.at > at) {
-          if (stored.added) collections.push(collectionId);
-          continue;
-        }
-        // Last writer wins per (collection, card): externally versioned by the change time.
-        operations.push(
-          { index: { _index: this.names.bookmarks, _id: bookmarkId(collectionId, card.cardId), version: Math.max(0, at), version_type: 'external_gte' } },
-          { collection_id: collectionId, card_id: card.cardId, added: inSnapshot, at } satisfies BookmarkSource,
-        );
-        if (inSnapshot) collections.push(collectionId);
-      }
       for (const word of freshWords) operations.push({ create: { _index: this.names.vocabulary, _id: word } }, { word, trigrams: wordTrigrams(word) });
       const document: CardSource = {
         card_id: card.cardId,
@@ -291,7 +272,7 @@ export class ElasticsearchCardIndex implements CardIndex {
         private: card.private,
         root: !card.collisionOf,
         collision_of: card.collisionOf ?? null,
-        collection_ids: collections.sort(),
+        collection_ids: existing?.source.collection_ids ?? [],
         ...(magnitude > 0 ? { vector } : {}),
         has_vector: magnitude > 0,
         vector_point_id: card.vectorPointId,
@@ -305,11 +286,11 @@ export class ElasticsearchCardIndex implements CardIndex {
           : { create: { _index: this.names.cards, _id: card.cardId } },
         document,
       );
-      // One round trip writes the bookmarks, the new vocabulary words and the card.
+      // One round trip writes the new vocabulary words and the card.
       const response = await this.client.bulk({ operations: operations as estypes.BulkOperationContainer[] });
       const items = response.items.map((item) => Object.values(item)[0]!);
       for (const outcome of items.slice(0, -1)) {
-        // 409: a later bookmark change is stored (its own event syncs the card), or the word is in the vocabulary already.
+        // 409: the word is in the vocabulary already.
         if (outcome.error && outcome.status !== 409) throw new Error(`writing to ${outcome._index} failed: ${outcome.error.reason ?? outcome.error.type}`);
       }
       const written = items[items.length - 1]!;
@@ -324,7 +305,7 @@ export class ElasticsearchCardIndex implements CardIndex {
         await this.makeSearchable(this.names.cards);
         return false;
       }
-      const missing = early.filter((b) => b.added && !collections.includes(b.collection_id)).map((b) => b.collection_id);
+      const missing = early.filter((b) => b.added).map((b) => b.collection_id);
       if (missing.length > 0) await this.syncCollections(card.cardId, missing);
       await this.makeSearchable(this.names.cards, ...(freshWords.length > 0 ? [this.names.vocabulary] : []));
       return true;
@@ -351,14 +332,17 @@ export class ElasticsearchCardIndex implements CardIndex {
     // Tombstones are read in real time (GET), so they need no refresh.
     await this.client.index({ index: this.names.removed, id: cardId, document: { removed_at: removedAt.getTime() } });
     const [, bookmarks] = await Promise.all([this.deleteCard(cardId), this.bookmarksOf(cardId)]);
-    if (bookmarks.length > 0) {
-      await this.client.bulk({ operations: bookmarks.map((b) => ({ delete: { _index: this.names.bookmarks, _id: bookmarkId(b.collection_id, cardId) } })) });
+    for (let i = 0; i < bookmarks.length; i += BOOKMARK_PAGE) {
+      const page = bookmarks.slice(i, i + BOOKMARK_PAGE);
+      await this.client.bulk({ operations: page.map((b) => ({ delete: { _index: this.names.bookmarks, _id: bookmarkId(b.collection_id, cardId) } })) });
     }
     await this.makeSearchable(this.names.cards);
   }
 
   async setBookmark(collectionId: string, cardId: string, added: boolean, at: Date): Promise<void> {
     await this.ready();
+    // A removed card's bookmarks were deleted with it (and it never comes back): a late event leaves none behind.
+    if (await this.isRemoved(cardId)) return;
     if (!(await this.writeBookmark(collectionId, cardId, added, at.getTime()))) return;
     let outcome = await this.syncCollections(cardId, [collectionId]);
     if (outcome === 'absent') {
@@ -370,7 +354,7 @@ export class ElasticsearchCardIndex implements CardIndex {
     if (outcome === 'written') await this.makeSearchable(this.names.cards);
   }
 
-  async get(cardId: string): Promise<IndexedCard | undefined> {
+  async get(cardId: string): Promise<StoredCard | undefined> {
     await this.ready();
     const found = await this.getSource(cardId);
     return found ? this.fromSource(found.source) : undefined;
@@ -718,32 +702,49 @@ export class ElasticsearchCardIndex implements CardIndex {
   /** Which of these collections bookmark the card, read in real time from the bookmark documents. */
   private async addedCollections(cardId: string, collectionIds: readonly string[]): Promise<string[]> {
     const ids = [...new Set(collectionIds)];
-    if (ids.length === 0) return [];
-    const result = await this.client.mget<BookmarkSource>({ index: this.names.bookmarks, ids: ids.map((c) => bookmarkId(c, cardId)) });
-    return result.docs
-      .flatMap((d) => ('found' in d && d.found && d._source?.added ? [d._source.collection_id] : []))
-      .sort();
+    const added: string[] = [];
+    for (let i = 0; i < ids.length; i += BOOKMARK_PAGE) {
+      const result = await this.client.mget<BookmarkSource>({ index: this.names.bookmarks, ids: ids.slice(i, i + BOOKMARK_PAGE).map((c) => bookmarkId(c, cardId)) });
+      for (const d of result.docs) if ('found' in d && d.found && d._source?.added) added.push(d._source.collection_id);
+    }
+    return added.sort();
   }
 
+  /** Every bookmark document of the card (as last refreshed), read in pages. */
   private async bookmarksOf(cardId: string): Promise<BookmarkSource[]> {
-    const result = await this.client.search<BookmarkSource>({ index: this.names.bookmarks, query: { term: { card_id: cardId } }, size: MAX_WINDOW });
-    return result.hits.hits.map((h) => h._source!);
+    const found: BookmarkSource[] = [];
+    let after: estypes.SortResults | undefined;
+    for (;;) {
+      const result = await this.client.search<BookmarkSource>({
+        index: this.names.bookmarks,
+        query: { term: { card_id: cardId } },
+        sort: [{ collection_id: { order: 'asc' } }],
+        size: BOOKMARK_PAGE,
+        ...(after ? { search_after: after } : {}),
+      });
+      const hits = result.hits.hits;
+      found.push(...hits.map((h) => h._source!));
+      if (hits.length < BOOKMARK_PAGE) return found;
+      after = hits[hits.length - 1]!.sort;
+    }
   }
 
-  private fromSource(source: CardSource): IndexedCard {
+  private fromSource(source: CardSource): StoredCard {
     return cardFromSource(source, this.dimensions);
   }
 
   /**
    * Copies the state of these bookmarks onto the card's document (read after the card, so a concurrent change is never
-   * lost). Not refreshed: the caller makes it searchable.
+   * lost); its other collections stay as they are, so a bookmark event reads one bookmark document however many
+   * collections hold the card. Not refreshed: the caller makes it searchable.
    */
   private async syncCollections(cardId: string, collectionIds: readonly string[]): Promise<'absent' | 'unchanged' | 'written'> {
     let found = false;
+    const synced = new Set(collectionIds);
     const written = await this.compareAndSet(cardId, async (existing) => {
       if (!existing) return 'stale';
       found = true;
-      const collections = await this.addedCollections(cardId, [...existing.collection_ids, ...collectionIds]);
+      const collections = [...new Set([...existing.collection_ids.filter((c) => !synced.has(c)), ...(await this.addedCollections(cardId, [...synced]))])].sort();
       if (collections.join(',') === [...existing.collection_ids].sort().join(',')) return 'stale';
       return { ...existing, collection_ids: collections };
     });
@@ -756,12 +757,8 @@ function foundDoc(doc: estypes.MgetResponseItem | undefined): doc is estypes.Get
   return !!doc && 'found' in doc && doc.found;
 }
 
-function bookmarkFrom(doc: estypes.MgetResponseItem | undefined): BookmarkSource | undefined {
-  return foundDoc(doc) ? (doc._source as BookmarkSource) : undefined;
-}
-
 /** The card a document holds; a zero vector is not stored (cosine cannot index it). */
-function cardFromSource(source: CardSource, dimensions: number): IndexedCard {
+function cardFromSource(source: CardSource, dimensions: number): StoredCard {
   return {
     cardId: source.card_id,
     authorId: source.author_id,

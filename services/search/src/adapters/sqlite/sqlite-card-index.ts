@@ -1,5 +1,5 @@
 import { openSqlite, type SqliteDatabase } from '@cards/platform';
-import type { IndexedCard, IndexHit, IndexPage, PageRequest, SearchScope } from '../../domain/model';
+import type { IndexedCard, IndexHit, IndexPage, PageRequest, SearchScope, StoredCard } from '../../domain/model';
 import type { CardIndex } from '../../domain/ports';
 import { words } from '../../domain/text';
 import { Lexicon } from './lexicon';
@@ -114,7 +114,7 @@ export class SqliteCardIndex implements CardIndex {
     if (card.vector.length !== this.vectors.dimensions) throw new Error(`vector has ${card.vector.length} dimensions, the index ${this.vectors.dimensions}`);
     const at = card.updatedAt.getTime();
     const applied = this.db.transaction(() => {
-      if (this.db.prepare('SELECT 1 FROM removed_cards WHERE card_id = ?').get(card.cardId)) return false;
+      if (this.isRemoved(card.cardId)) return false;
       const existing = this.db.prepare('SELECT rowid, updated_at FROM cards WHERE card_id = ?').get(card.cardId) as { rowid: number; updated_at: number } | undefined;
       if (existing && existing.updated_at > at) return false;
       const vector = Buffer.from(card.vector.buffer, card.vector.byteOffset, card.vector.byteLength);
@@ -126,7 +126,6 @@ export class SqliteCardIndex implements CardIndex {
         this.db.prepare('INSERT INTO cards (card_id, author_id, content, tags, link, private, collision_of, vector, vector_point_id, updated_at, embedder) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)')
           .run(card.cardId, ...values);
       }
-      this.applySnapshotBookmarks(card.cardId, card.collectionIds, at);
       return true;
     })();
     if (!applied) return false;
@@ -164,13 +163,13 @@ export class SqliteCardIndex implements CardIndex {
 
   async setBookmark(collectionId: string, cardId: string, added: boolean, at: Date): Promise<void> {
     await this.loaded;
-    const changed = this.db.transaction(() => this.writeBookmark(collectionId, cardId, added, at.getTime()))();
+    const changed = this.db.transaction(() => !this.isRemoved(cardId) && this.writeBookmark(collectionId, cardId, added, at.getTime()))();
     if (changed) this.applyBookmarkInMemory(collectionId, cardId, added);
   }
 
-  async get(cardId: string): Promise<IndexedCard | undefined> {
+  async get(cardId: string): Promise<StoredCard | undefined> {
     const row = this.db.prepare('SELECT * FROM cards WHERE card_id = ?').get(cardId) as CardRow | undefined;
-    return row ? fromRow(row, this.collectionIdsOf(cardId)) : undefined;
+    return row ? { ...fromRow(row), collectionIds: this.collectionIdsOf(cardId) } : undefined;
   }
 
   /** Cards whose vectors another embedder made (after EMBEDDINGS_URL or the model changed): not searchable until refreshed. */
@@ -441,7 +440,7 @@ export class SqliteCardIndex implements CardIndex {
     return roots;
   }
 
-  private slot(card: Omit<IndexedCard, 'collectionIds'>): void {
+  private slot(card: IndexedCard): void {
     const slot = this.freeSlots.pop() ?? this.slotCount++;
     this.ensureSlotCapacity(slot + 1);
     this.vectors.set(slot, card.vector);
@@ -494,14 +493,8 @@ export class SqliteCardIndex implements CardIndex {
     this.scratchExact = new Uint8Array(this.authors.length);
   }
 
-  /** A card event's list of collections: adds the ones not known yet, removes the ones no longer listed, unless a later bookmark event said otherwise. */
-  private applySnapshotBookmarks(cardId: string, collectionIds: readonly string[], at: number): void {
-    const listed = new Set(collectionIds);
-    const rows = this.db.prepare('SELECT collection_id, added FROM bookmarks WHERE card_id = ?').all(cardId) as { collection_id: string; added: number }[];
-    for (const id of listed) if (this.writeBookmark(id, cardId, true, at)) this.applyBookmarkInMemory(id, cardId, true);
-    for (const row of rows) {
-      if (row.added === 1 && !listed.has(row.collection_id) && this.writeBookmark(row.collection_id, cardId, false, at)) this.applyBookmarkInMemory(row.collection_id, cardId, false);
-    }
+  private isRemoved(cardId: string): boolean {
+    return this.db.prepare('SELECT 1 FROM removed_cards WHERE card_id = ?').get(cardId) !== undefined;
   }
 
   /** Last writer wins per (collection, card); true when the stored state changed. */
@@ -541,7 +534,7 @@ export class SqliteCardIndex implements CardIndex {
   }
 }
 
-function fromRow(row: CardRow, collectionIds: string[] = []): IndexedCard {
+function fromRow(row: CardRow): IndexedCard {
   const vector = new Float32Array(row.vector.byteLength / 4);
   new Uint8Array(vector.buffer).set(row.vector);
   return {
@@ -551,7 +544,6 @@ function fromRow(row: CardRow, collectionIds: string[] = []): IndexedCard {
     tags: JSON.parse(row.tags) as string[],
     link: row.link,
     private: row.private === 1,
-    collectionIds,
     vector,
     vectorPointId: row.vector_point_id,
     ...(row.collision_of ? { collisionOf: row.collision_of } : {}),

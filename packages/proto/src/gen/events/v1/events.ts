@@ -26,7 +26,14 @@ export interface CardSnapshot {
   updatedAt?:
     | Date
     | undefined;
-  /** Collections bookmarking the card at the time of the event. */
+  /**
+   * Deprecated: search takes a card's collections from cards.bookmark.v1 alone, since the whole list made the event of
+   * a card in tens of thousands of collections larger than Kafka accepts (1 MB). Filled only while the card is in at
+   * most 1,000 collections (empty beyond) for search services of older releases still reading it during a rolling
+   * deploy; to be reserved once none runs.
+   *
+   * @deprecated
+   */
   collectionIds: string[];
 }
 

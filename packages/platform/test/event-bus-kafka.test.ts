@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { Kafka, logLevel } from 'kafkajs';
+import { AssignerProtocol, Kafka, logLevel, type PartitionAssigner } from 'kafkajs';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -169,6 +169,41 @@ describeEventBusContract(
       await Promise.allSettled([a.close(), b.close()]);
     }
   });
+
+  it('a consumer kafkajs stopped for good (its group join refused) starts again and consumes once it can join', async () => {
+    const topic = `spec.t${randomBytes(4).toString('hex')}.v1`;
+    const group = `spec-g${randomBytes(4).toString('hex')}`;
+    // A member of the group speaking another assignment protocol makes the broker refuse our consumer's join with
+    // INCONSISTENT_GROUP_PROTOCOL, which kafkajs does not retry (as it does not retry "coordinator loading").
+    const otherProtocol: PartitionAssigner = () => ({
+      name: 'OtherAssigner',
+      version: 1,
+      assign: async ({ members }) => members.map((m) => ({ memberId: m.memberId, memberAssignment: AssignerProtocol.MemberAssignment.encode({ version: 1, assignment: {}, userData: Buffer.alloc(0) }) })),
+      protocol: ({ topics }) => ({ name: 'OtherAssigner', metadata: AssignerProtocol.MemberMetadata.encode({ version: 1, topics, userData: Buffer.alloc(0) }) }),
+    });
+    const other = new Kafka({ brokers, logLevel: logLevel.NOTHING }).consumer({ groupId: group, partitionAssigners: [otherProtocol], heartbeatInterval: 300, sessionTimeout: 6000 });
+    const logged: string[] = [];
+    const bus = new KafkaEventBus({ brokers, logger: createLogger('kafka-event-bus-test', 'error', { write: (line: string) => void logged.push(line) }), partitions: 3, retryBaseMs: 20, heartbeatIntervalMs: 300, sessionTimeoutMs: 6000 });
+    const seen: string[] = [];
+    try {
+      await bus.publish([{ topic, key: 'card-1', payload: new TextEncoder().encode('waiting') }]);
+      await other.connect();
+      await other.subscribe({ topics: [topic], fromBeginning: true });
+      const joined = new Promise((resolve) => other.on(other.events.GROUP_JOIN, resolve));
+      await other.run({ autoCommit: false, eachMessage: async () => undefined });
+      await joined;
+      await bus.subscribe({ group, topics: [topic], handler: async (e) => void seen.push(new TextDecoder().decode(e.payload)) });
+      for (let i = 0; i < 300 && !logged.some((l) => l.includes('Crash')); i++) await new Promise((r) => setTimeout(r, 100));
+      expect(logged.join('')).toMatch(/Crash: .*protocol/i);
+      expect(seen).toEqual([]);
+      await other.disconnect();
+      for (let i = 0; i < 600 && seen.length === 0; i++) await new Promise((r) => setTimeout(r, 100));
+      expect(seen).toEqual(['waiting']);
+    } finally {
+      await other.disconnect().catch(() => undefined);
+      await bus.close();
+    }
+  }, 120_000);
 
   it('dead letters carry where they came from and why', async () => {
     const topic = `spec.t${randomBytes(4).toString('hex')}.v1`;

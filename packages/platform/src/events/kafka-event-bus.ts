@@ -304,11 +304,18 @@ export class KafkaEventBus implements EventBus {
   }
 }
 
+/** First wait before a crashed consumer is started again; doubles per failed start, capped at 30 s. */
+const RESTART_BASE_MS = 1000;
+
 class KafkaSubscription {
   private stopping = false;
   private readonly sleeper: { aborted: boolean; wake?: () => void } = { aborted: false };
   private closing: Promise<void> | undefined;
   private running: Promise<void> | undefined;
+  private restartTimer: NodeJS.Timeout | undefined;
+  private restarting: Promise<void> | undefined;
+  /** Starts that failed since the consumer last joined its group (the restart backoff grows with them). */
+  private failedStarts = 0;
 
   constructor(
     private readonly consumer: Consumer,
@@ -319,6 +326,33 @@ class KafkaSubscription {
   ) {}
 
   async start(): Promise<void> {
+    // kafkajs starts a crashed consumer again only after errors it deems retriable; after others (a group coordinator
+    // still loading on a fresh cluster, a dead letter that cannot be written) it stays stopped, and the service would
+    // consume nothing more until restarted. Start it again, with backoff, from its committed offsets.
+    this.consumer.on(this.consumer.events.CRASH, ({ payload }) => {
+      if (!payload.restart && !this.stopping) this.restartLater(payload.error);
+    });
+    this.consumer.on(this.consumer.events.GROUP_JOIN, () => {
+      this.failedStarts = 0;
+    });
+    await this.join();
+  }
+
+  private restartLater(err: unknown): void {
+    const waitMs = Math.min(30_000, RESTART_BASE_MS * 2 ** Math.min(this.failedStarts++, 5));
+    this.busOptions.logger.error({ err, group: this.options.group, waitMs }, 'Kafka consumer stopped after an error; starting it again');
+    clearTimeout(this.restartTimer);
+    this.restartTimer = setTimeout(() => {
+      this.restartTimer = undefined;
+      if (this.stopping) return;
+      this.restarting = this.join().catch((startErr: unknown) => {
+        if (!this.stopping) this.restartLater(startErr);
+      });
+    }, waitMs);
+  }
+
+  /** Connects, subscribes and runs the consumer (again after a crash: it resumes from the group's committed offsets). */
+  private async join(): Promise<void> {
     const { group } = this.options;
     await this.consumer.connect();
     // A new group starts at the beginning of each topic, like the embedded log: nothing published before it subscribed is missed.
@@ -449,7 +483,9 @@ class KafkaSubscription {
   close(): Promise<void> {
     this.closing ??= (async () => {
       this.stopping = true;
+      clearTimeout(this.restartTimer);
       this.sleeper.wake?.();
+      await this.restarting;
       await this.consumer.disconnect();
       await this.running;
     })();

@@ -6,9 +6,13 @@ import { DEFAULT_WEB_DIST_DIR } from './http/web-app';
 
 const PROXY_PRESETS = ['loopback', 'linklocal', 'uniquelocal'];
 
+/** A preset, an address, or a CIDR whose prefix fits its address (express refuses 10.0.0.0/33 only when the app is built). */
 function isProxyAddress(proxy: string): boolean {
+  if (PROXY_PRESETS.includes(proxy)) return true;
   const [address = '', prefix, ...rest] = proxy.split('/');
-  return PROXY_PRESETS.includes(proxy) || (rest.length === 0 && isIP(address) > 0 && (prefix === undefined || /^\d{1,3}$/.test(prefix)));
+  const version = isIP(address);
+  if (rest.length > 0 || version === 0) return false;
+  return prefix === undefined || (/^\d{1,3}$/.test(prefix) && Number(prefix) <= (version === 4 ? 32 : 128));
 }
 
 /**

@@ -1,3 +1,4 @@
+import express from 'express';
 import { ConfigError, loadConfig } from '@cards/platform';
 import { gatewayConfigSchema } from '../src/config';
 
@@ -11,10 +12,17 @@ describe('gateway config: TRUST_PROXY', () => {
     expect(trustProxy('1')).toBe(1);
     expect(trustProxy('2')).toBe(2);
     expect(trustProxy('10.0.0.0/8, fd00::/8,loopback')).toEqual(['10.0.0.0/8', 'fd00::/8', 'loopback']);
+    expect(trustProxy('10.0.0.1/32,::1/128')).toEqual(['10.0.0.1/32', '::1/128']);
+  });
+
+  it('accepts only what express takes, so a bad value never gets past the config to fail while the app is built', () => {
+    for (const value of ['false', 'true', '1', '10.0.0.0/8, fd00::/8,loopback', '10.0.0.1/32,::1/128']) {
+      expect(() => express().set('trust proxy', trustProxy(value))).not.toThrow();
+    }
   });
 
   it('stops the start naming the variable for anything else', () => {
-    for (const bad of ['ingress', '10.0.0.300', '10.0.0.0/8/8', '1.5']) {
+    for (const bad of ['ingress', '10.0.0.300', '10.0.0.0/8/8', '1.5', '10.0.0.0/33', 'fd00::/129']) {
       expect(() => trustProxy(bad)).toThrow(ConfigError);
       expect(() => trustProxy(bad)).toThrow(/TRUST_PROXY/);
     }

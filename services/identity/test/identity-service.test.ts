@@ -1,7 +1,7 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createLogger } from '@cards/platform';
+import { createLogger, UnavailableError } from '@cards/platform';
 import { IdentityService } from '../src/application/identity-service';
 import { JwtTokenSigner } from '../src/adapters/crypto/jwt-token-signer';
 import { ScryptPasswordHasher } from '../src/adapters/crypto/scrypt-password-hasher';
@@ -132,13 +132,16 @@ describe('IdentityService', () => {
     expect(mailer.sent.map((m) => m.subject)).toEqual(['You are invited to the Card Library', 'Reset your Card Library password']);
   });
 
-  it('an invitation fails when its mail cannot be sent, for a new and a registered address alike, so the inviter can retry', async () => {
+  it('an invitation fails as unavailable (503, not 500) when its mail cannot be sent, for a new and a registered address alike, so the inviter can retry', async () => {
     const mailer = new RecordingMailer();
     const { service } = setup(new Date(), mailer);
     await service.register(await service.invite('held@example.com', []), 'password1', 'password1');
-    mailer.send = () => Promise.reject(new Error('mail server unavailable'));
-    await expect(service.invite('new@example.com', [])).rejects.toThrow(/mail server unavailable/);
-    await expect(service.invite('held@example.com', [])).rejects.toThrow(/mail server unavailable/);
+    mailer.send = () => Promise.reject(new Error('connect ECONNREFUSED 10.0.0.5:25'));
+    for (const email of ['new@example.com', 'held@example.com']) {
+      const failure = await service.invite(email, []).then(() => undefined, (err: unknown) => err);
+      expect(failure).toBeInstanceOf(UnavailableError);
+      expect(failure).toMatchObject({ message: 'The invitation mail could not be sent; try again later' });
+    }
   });
 
   it('no reset mail is sent for an unknown address, and no error reveals it', async () => {

@@ -5,10 +5,11 @@ import {
   InvalidArgumentError,
   NotFoundError,
   UnauthenticatedError,
+  UnavailableError,
   type Logger,
 } from '@cards/platform';
 import { INVITATION_TTL_MS, PASSWORD_RESET_TTL_MS, SESSION_TTL_MS, type User } from '../domain/model';
-import type { IdentityRepository, Mailer, PasswordHasher, TokenSigner } from '../domain/ports';
+import type { IdentityRepository, Mailer, OutgoingMail, PasswordHasher, TokenSigner } from '../domain/ports';
 import { checkEmailVisibility, checkNewPassword, checkUsername, normalizeEmail, normalizeWebsite } from '../domain/rules';
 
 export interface IdentityServiceDeps {
@@ -58,7 +59,7 @@ export class IdentityService {
     if (account) {
       const login = `${this.deps.publicUrl}/auth/login`;
       const forgot = `${this.deps.publicUrl}/auth/forgot`;
-      await this.deps.mailer.send({
+      await this.sendInvitationMail({
         to: email,
         subject: 'You already have a Card Library account',
         text: `Someone asked for an invitation to the Card Library for this address, but it already has an account.\n\nLog in here:\n${login}\n\nForgot your password? Ask for a new one here:\n${forgot}\n\nIf it was not you, ignore this mail.\n`,
@@ -67,13 +68,23 @@ export class IdentityService {
       return id;
     }
     const link = `${this.deps.publicUrl}/auth/register/${id}?email=${encodeURIComponent(email)}`;
-    await this.deps.mailer.send({
+    await this.sendInvitationMail({
       to: email,
       subject: 'You are invited to the Card Library',
       text: `You have been invited to the Card Library.\n\nSet your password here (the link is valid for 24 hours):\n${link}\n`,
       html: `<p>You have been invited to the Card Library.</p><p><a href="${link}">Set your password</a> (the link is valid for 24 hours).</p>`,
     });
     return id;
+  }
+
+  /** A mail server that fails is an outage the inviter can wait out (503), not an internal error (500). */
+  private async sendInvitationMail(mail: OutgoingMail): Promise<void> {
+    try {
+      await this.deps.mailer.send(mail);
+    } catch (err) {
+      this.deps.logger.error({ err }, 'invitation mail could not be sent');
+      throw new UnavailableError('The invitation mail could not be sent; try again later');
+    }
   }
 
   async register(invitationId: string, password: string, confirmation: string): Promise<User> {

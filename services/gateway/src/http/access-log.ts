@@ -7,7 +7,7 @@ export const ACCESS_LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'tr
 export type AccessLogLevel = (typeof ACCESS_LOG_LEVELS)[number];
 
 /** What one access-log line holds: nothing from the path beyond its route pattern, no query, cookie or body. */
-export interface AccessLogLine {
+interface AccessLogLine {
   reqId: string;
   method: string;
   route: string;

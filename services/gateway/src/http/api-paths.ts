@@ -29,7 +29,7 @@ function resolvedPath(rawPath: string): string {
 }
 
 /** The resolved path under one of the gateway's roots (a `;param` on the first segment dropped), or undefined. */
-export function gatewayPathOf(rawPath: string): string | undefined {
+function gatewayPathOf(rawPath: string): string | undefined {
   const [, first = '', ...rest] = resolvedPath(rawPath).split('/');
   const root = first.split(';')[0]!.toLowerCase();
   return GATEWAY_ROOTS.has(root) ? ['', root, ...rest].join('/') : undefined;

@@ -75,7 +75,7 @@ const DROP_WARNING_INTERVAL_MS = 60_000;
  * connection at once, before reading it, so a flood of slow or idle clients costs neither file descriptors
  * nor memory beyond the cap. Refusals are logged at most once a minute, with their count.
  */
-export function capConnections(server: Server, maxConnections: number, logger: Logger): void {
+function capConnections(server: Server, maxConnections: number, logger: Logger): void {
   if (maxConnections <= 0) return;
   server.maxConnections = maxConnections;
   let dropped = 0;

@@ -30,7 +30,7 @@ export function uuidParam(req: Request, name: string): string {
 }
 
 /** The largest page number passed on; services answer it (and any larger one) with an empty page. */
-export const MAX_PAGE = 999_999_999;
+const MAX_PAGE = 999_999_999;
 
 /** A 1-based page number path parameter; 0, negative or non-numeric is 400. */
 export function pageParam(req: Request, name = 'page'): number {

@@ -37,6 +37,11 @@ export class FailedPreconditionError extends DomainError {
 export class ResourceExhaustedError extends DomainError {
   readonly status = Status.RESOURCE_EXHAUSTED;
 }
+/**
+ * Thrown when a change would write an event larger than the event bus carries (MAX_EVENT_BYTES): the change is
+ * refused with it, since a stored event the bus refuses would hold back every event written after it.
+ */
+export class EventTooLargeError extends FailedPreconditionError {}
 /** Thrown when a dependency (store, engine, peer) cannot be reached right now. */
 export class UnavailableError extends DomainError {
   readonly status = Status.UNAVAILABLE;

@@ -1,7 +1,8 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { DeliveredEvent, OutgoingEvent } from '../src/events/event-bus';
+import { MAX_EVENT_BYTES, type DeliveredEvent, type OutgoingEvent } from '../src/events/event-bus';
+import { EventTooLargeError } from '../src/errors';
 import { OutboxRelay, type OutboxStore } from '../src/events/outbox';
 import { SqliteEventLog } from '../src/events/sqlite-event-log';
 import { createLogger } from '../src/logger';
@@ -56,6 +57,16 @@ export function describeOutboxStoreContract(name: string, factory: () => Promise
       const bytes = new Uint8Array([0, 1, 127, 128, 255, 0]);
       await h.append([{ topic: 't.v1', key: 'k', payload: bytes }]);
       expect([...(await h.store.pending(1))[0]!.payload]).toEqual([...bytes]);
+    });
+
+    test('an event over MAX_EVENT_BYTES is refused when written, with none of the events written beside it', async () => {
+      const largest: OutgoingEvent = { topic: 'cards.card.v1', key: 'k', payload: new Uint8Array(MAX_EVENT_BYTES - 1) };
+      const tooLarge: OutgoingEvent = { ...largest, payload: new Uint8Array(MAX_EVENT_BYTES) };
+      await expect(h.append([ev('a', 'before'), tooLarge])).rejects.toThrow(EventTooLargeError);
+      await expect(h.append([tooLarge])).rejects.toThrow(/cards\.card\.v1 event would be 1000001 bytes, above the limit of 1000000/);
+      expect(await h.store.pending(10)).toEqual([]);
+      await h.append([largest]);
+      expect((await h.store.pending(10)).map((e) => e.payload.byteLength)).toEqual([MAX_EVENT_BYTES - 1]);
     });
 
     test('the relay drains it to the bus in order and leaves it empty', async () => {

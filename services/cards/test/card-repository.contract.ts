@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { AlreadyExistsError, Topics } from '@cards/platform';
+import { AlreadyExistsError, EventTooLargeError, MAX_EVENT_BYTES, Topics } from '@cards/platform';
 import { StaleCardError } from '../src/domain/ports';
 import { fingerprintOf } from '../src/domain/rules';
 import { aCard, aCollection, nextTime, someContent } from './builders';
@@ -38,6 +38,20 @@ export function describeCardRepositoryContract(name: string, factory: CardsStore
       expect((await store.cards.findByIdempotencyKey(author, 'doc-1#3'))?.id).toBe(first.id);
       const otherAuthor = aCard().withIdempotencyKey('doc-1#3').build();
       await store.cards.insert(otherAuthor, fingerprintOf(otherAuthor.content), []);
+    });
+
+    it('keeps nothing of a card or an edit whose event is larger than the event bus carries', async () => {
+      const tooLarge = { topic: Topics.card, key: 'k', payload: new Uint8Array(MAX_EVENT_BYTES) };
+      const refused = aCard().build();
+      await expect(store.cards.insert(refused, fingerprintOf(refused.content), [tooLarge])).rejects.toBeInstanceOf(EventTooLargeError);
+      expect(await store.cards.findById(refused.id)).toBeNull();
+      const card = aCard().build();
+      await store.cards.insert(card, fingerprintOf(card.content), []);
+      const content = someContent();
+      const edit = { ...card, content, cardHtml: `<p>${content}</p>`, updatedAt: nextTime() };
+      await expect(store.cards.update(edit, fingerprintOf(content), [event(), tooLarge])).rejects.toBeInstanceOf(EventTooLargeError);
+      expect(await store.cards.findById(card.id)).toEqual(card);
+      expect(await store.pendingEventTopics()).toEqual([]);
     });
 
     it('finds cards by normalized-content hash, oldest first, and by shared sketch values', async () => {

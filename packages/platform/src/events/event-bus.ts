@@ -1,9 +1,33 @@
+import { EventTooLargeError } from '../errors';
+
 /** One message on the bus. The key is the aggregate id: messages with one key are delivered in order. */
 export interface OutgoingEvent {
   topic: string;
   key: string;
   /** Protobuf bytes of the topic's message type (proto/events/v1). */
   payload: Uint8Array;
+}
+
+/**
+ * Largest event (key and payload bytes) a service may write to its outbox: what every event bus adapter publishes.
+ * Kafka is the narrowest: a broker refuses a record batch over message.max.bytes (1,048,588 bytes by default); the
+ * rest is left for the batch's framing and the headers a dead-lettered event carries (~2.3 KB).
+ */
+export const MAX_EVENT_BYTES = 1_000_000;
+
+/** Bytes an event takes on the bus: its key (UTF-8) and payload. */
+export function eventBytes(event: OutgoingEvent): number {
+  return Buffer.byteLength(event.key) + event.payload.byteLength;
+}
+
+/** Throws EventTooLargeError when one of the events is over MAX_EVENT_BYTES; outboxes call it before writing any. */
+export function assertPublishable(events: readonly OutgoingEvent[]): void {
+  for (const event of events) {
+    const bytes = eventBytes(event);
+    if (bytes > MAX_EVENT_BYTES) {
+      throw new EventTooLargeError(`The change is too large to pass on to the other services: its ${event.topic} event would be ${bytes} bytes, above the limit of ${MAX_EVENT_BYTES}`);
+    }
+  }
 }
 
 export interface DeliveredEvent extends OutgoingEvent {

@@ -1,6 +1,6 @@
 import { Kafka, logLevel, Partitioners, type Admin, type Consumer, type IHeaders, type LogEntry, type Producer } from 'kafkajs';
 import type { Logger } from 'pino';
-import { batchLength, type DeliveredEvent, type EventBus, type OutgoingEvent, type SubscribeOptions, type Subscription } from './event-bus';
+import { assertPublishable, batchLength, eventBytes, type DeliveredEvent, type EventBus, type OutgoingEvent, type SubscribeOptions, type Subscription } from './event-bus';
 import { isEngineUnavailableError } from '../readiness';
 
 export interface KafkaEventBusOptions {
@@ -35,6 +35,7 @@ const COMMIT_EVERY = 100;
 /**
  * Payload bytes per produce request: a broker refuses a partition's record batch over message.max.bytes (1 MB by
  * default), so an outbox backlog of large cards is sent in several requests instead of failing again on every retry.
+ * A single event may be larger, up to MAX_EVENT_BYTES (the outboxes refuse larger ones when they are written).
  */
 const MAX_REQUEST_BYTES = 512 * 1024;
 
@@ -68,7 +69,7 @@ function runsOfAtMost(events: readonly OutgoingEvent[], maxBytes: number): Outgo
   let run: OutgoingEvent[] = [];
   let bytes = 0;
   for (const e of events) {
-    const size = Buffer.byteLength(e.key) + e.payload.byteLength;
+    const size = eventBytes(e);
     if (run.length > 0 && bytes + size > maxBytes) {
       runs.push(run);
       run = [];
@@ -142,6 +143,8 @@ export class KafkaEventBus implements EventBus {
   async publish(events: OutgoingEvent[]): Promise<void> {
     if (this.closed) throw new Error('event bus is closed');
     if (events.length === 0) return;
+    // Refused here with the event named rather than by the broker; dead letters (publishNow) pass on what was consumed.
+    assertPublishable(events);
     const task = this.publishNow(events);
     this.inFlight.add(task);
     try {

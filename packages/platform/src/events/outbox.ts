@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { SqliteDatabase } from '../sqlite';
-import type { EventBus, OutgoingEvent } from './event-bus';
+import { assertPublishable, type EventBus, type OutgoingEvent } from './event-bus';
 
 export interface OutboxEntry extends OutgoingEvent {
   id: string;
@@ -19,9 +19,13 @@ export interface OutboxStore {
 /** SQL for a service's migration list: the outbox table lives in the service's own database. */
 export const SQLITE_OUTBOX_MIGRATION = `CREATE TABLE IF NOT EXISTS outbox (seq INTEGER PRIMARY KEY AUTOINCREMENT, topic TEXT NOT NULL, key TEXT NOT NULL, payload BLOB NOT NULL, created_at TEXT NOT NULL);`;
 
-/** Appends events to the outbox; call it inside the transaction that changes the state. */
+/**
+ * Appends events to the outbox; call it inside the transaction that changes the state. Throws EventTooLargeError,
+ * writing none, when an event is over MAX_EVENT_BYTES, so the transaction rolls back.
+ */
 export function appendToSqliteOutbox(db: SqliteDatabase, events: readonly OutgoingEvent[]): void {
   if (events.length === 0) return;
+  assertPublishable(events);
   const insert = db.prepare('INSERT INTO outbox (topic, key, payload, created_at) VALUES (?, ?, ?, ?)');
   const now = new Date().toISOString();
   for (const e of events) insert.run(e.topic, e.key, Buffer.from(e.payload), now);

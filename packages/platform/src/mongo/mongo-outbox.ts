@@ -1,5 +1,5 @@
 import { Binary, ObjectId, type ClientSession, type Collection, type Db } from 'mongodb';
-import type { OutgoingEvent } from '../events/event-bus';
+import { assertPublishable, type OutgoingEvent } from '../events/event-bus';
 import type { OutboxEntry, OutboxStore } from '../events/outbox';
 
 interface OutboxDocument {
@@ -18,9 +18,11 @@ export function mongoOutbox(db: Db): Collection<OutboxDocument> {
 /**
  * Appends events to the outbox. Pass the transaction's session so the events commit with the state
  * change; without transactions, call it in the same single-document step's success path (see docs/engines.md).
+ * Throws EventTooLargeError, writing none, when an event is over MAX_EVENT_BYTES.
  */
 export async function appendToMongoOutbox(db: Db, events: readonly OutgoingEvent[], session?: ClientSession): Promise<void> {
   if (events.length === 0) return;
+  assertPublishable(events);
   const now = new Date();
   await mongoOutbox(db).insertMany(
     events.map((e) => ({ _id: new ObjectId(), topic: e.topic, key: e.key, payload: new Binary(Buffer.from(e.payload)), createdAt: now })),

@@ -1,7 +1,9 @@
+import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createEventBus, createLogger, newId, OutboxRelay, SqliteOutboxStore, Topics, type EventBus } from '@cards/platform';
+import { MAX_CONTENT_CHARS, MAX_LINK_CHARS, MAX_TAG_CHARS, MAX_TAGS } from '@cards/card-rules';
+import { createEventBus, createLogger, eventBytes, MAX_EVENT_BYTES, newId, OutboxRelay, SqliteOutboxStore, Topics, type EventBus } from '@cards/platform';
 import { events } from '@cards/proto';
 import { openCardsDatabase } from '../src/adapters/sqlite/sqlite-cards-database';
 import { SqliteCardRepository } from '../src/adapters/sqlite/sqlite-card-repository';
@@ -10,7 +12,9 @@ import { SqliteVoteRepository } from '../src/adapters/sqlite/sqlite-vote-reposit
 import { CardService } from '../src/application/card-service';
 import { CollectionService } from '../src/application/collection-service';
 import { subscribeToSearchEvents } from '../src/application/event-consumers';
-import { someContent } from './builders';
+import { cardUpdated, MAX_LISTED_COLLECTIONS } from '../src/application/events';
+import type { Card } from '../src/domain/model';
+import { aCard, someContent } from './builders';
 
 const logger = createLogger('cards-events-test', 'silent');
 
@@ -101,34 +105,32 @@ describe('cards events', () => {
     ]);
   });
 
-  it("lists a card's collections in its events only up to 1,000, for older search services; beyond, search has them from bookmark events", async () => {
-    const received: { topic: string; payload: Uint8Array }[] = [];
-    const sub = await bus.subscribe({ group: 'test', topics: [Topics.card, Topics.bookmark], handler: async (e) => void received.push(e) });
-    const { card } = await sys.cardService.createCard({ callerId: 'alice', cardHtml: `<p>${someContent()}</p>`, link: '', private: false, tags: [] });
-    const collections: string[] = [];
-    const bookmarkIn = async (count: number) => {
-      for (let i = 0; i < count; i++) {
-        const collection = await sys.collectionService.create(`user-${collections.length}`, 'Kept', '', true);
-        await sys.collectionService.addBookmark(`user-${collections.length}`, collection.id, card.id);
-        collections.push(collection.id);
-      }
+  it("lists a card's collections in its events up to 20,000, for older search services; beyond, search has them from bookmark events only", () => {
+    const card = aCard().build();
+    const ids = Array.from({ length: 20_001 }, () => randomUUID());
+    const listed = (collectionIds: string[]) => {
+      const kind = events.CardEvent.decode(cardUpdated(card, collectionIds, { contentChanged: false, linkChanged: true, privacyChanged: false }).payload).kind;
+      return kind?.$case === 'updated' ? kind.value.card!.collectionIds : undefined;
     };
-    const updates = () => received.filter((e) => e.topic === Topics.card).map((e) => events.CardEvent.decode(e.payload).kind).flatMap((k) => (k?.$case === 'updated' ? [k.value.card!] : []));
-    await bookmarkIn(1_000);
-    await sys.cardService.updateCard({ callerId: 'alice', cardId: card.id, link: 'https://a.example/1' });
-    await bookmarkIn(1);
-    await sys.cardService.updateCard({ callerId: 'alice', cardId: card.id, link: 'https://a.example/2' });
-    await until(async () => (updates().length >= 2 && received.filter((e) => e.topic === Topics.bookmark).length >= 1_001 ? true : undefined), 30_000);
-    await sub.close();
-    expect(updates().map((c) => [c.link, c.collectionIds.length])).toEqual([
-      ['https://a.example/1', 1_000],
-      ['https://a.example/2', 0],
-    ]);
-    expect([...updates()[0]!.collectionIds].sort()).toEqual(collections.slice(0, 1_000).sort());
-    const bookmarked = received.filter((e) => e.topic === Topics.bookmark).map((e) => events.BookmarkEvent.decode(e.payload));
-    expect(bookmarked.every((b) => b.cardId === card.id && b.added)).toBe(true);
-    expect(bookmarked.map((b) => b.collectionId).sort()).toEqual([...collections].sort());
-  }, 60_000);
+    expect(MAX_LISTED_COLLECTIONS).toBe(20_000);
+    expect(listed(ids.slice(0, 20_000))).toEqual(ids.slice(0, 20_000));
+    expect(listed(ids)).toEqual([]);
+  });
+
+  it('the event of the largest card allowed, listing as many collections as it may, is one the event bus carries', () => {
+    const wide = '\u{1F600}'; // 4 bytes in UTF-8, like every code point outside the BMP
+    const largest: Card = {
+      ...aCard().collisionOf(randomUUID()).build(),
+      content: wide.repeat(MAX_CONTENT_CHARS),
+      tags: Array.from({ length: MAX_TAGS }, (_, i) => `${i}`.padEnd(MAX_TAG_CHARS, wide)),
+      link: `https://a.example/${'\u20AC'.repeat(MAX_LINK_CHARS - 18)}`,
+    };
+    const event = cardUpdated(largest, Array.from({ length: MAX_LISTED_COLLECTIONS }, () => randomUUID()), { contentChanged: true, linkChanged: true, privacyChanged: true });
+    const kind = events.CardEvent.decode(event.payload).kind;
+    expect(kind?.$case === 'updated' ? kind.value.card!.collectionIds.length : 0).toBe(MAX_LISTED_COLLECTIONS);
+    expect(eventBytes(event)).toBeGreaterThan(900_000);
+    expect(eventBytes(event)).toBeLessThanOrEqual(MAX_EVENT_BYTES);
+  });
 
   it('takes vector_point_id and verification_score from search events, idempotently', async () => {
     const sub = await subscribeToSearchEvents(bus, sys.cardService);

@@ -1,13 +1,26 @@
-import { newId, Topics, type OutgoingEvent } from '@cards/platform';
+import { MAX_CONTENT_CHARS, MAX_LINK_CHARS, MAX_TAG_CHARS, MAX_TAGS } from '@cards/card-rules';
+import { MAX_EVENT_BYTES, newId, Topics, type OutgoingEvent } from '@cards/platform';
 import { events } from '@cards/proto';
 import type { Card, Collection } from '../domain/model';
 
 /**
+ * Bytes of the largest card event without collection ids: 4 UTF-8 bytes per code point of text and tags (each tag
+ * with 3 bytes of framing), 3 per UTF-16 unit of the link, 1 KiB for ids, times, flags and framing.
+ */
+const LARGEST_CARD_EVENT_BYTES = 4 * MAX_CONTENT_CHARS + MAX_TAGS * (4 * MAX_TAG_CHARS + 3) + 3 * MAX_LINK_CHARS + 1024;
+
+/** A listed collection id: 36 characters of a UUID, its field tag and its length. */
+const LISTED_ID_BYTES = 38;
+
+/**
  * Most collection ids a card event still lists (CardSnapshot.collection_ids, deprecated): search of this release reads
  * a card's collections from bookmark events alone; an older search service still reads the list during a rolling
- * deploy. 1,000 ids are ~38 KB, so a card event stays far below Kafka's 1 MB message limit however popular the card.
+ * deploy, as the card's whole membership. As many as fit beside the largest card in MAX_EVENT_BYTES (what Kafka
+ * carries), rounded down to thousands: 20,000 ids (~760 KB) beside at most ~200 KB of card. The older search service
+ * drops a card whose list is empty from its collections, so only cards beyond the cap depend on search being deployed
+ * first; above ~22,000 to 27,000 collections their events never fitted in a Kafka message anyway.
  */
-export const MAX_LISTED_COLLECTIONS = 1_000;
+export const MAX_LISTED_COLLECTIONS = Math.floor((MAX_EVENT_BYTES - LARGEST_CARD_EVENT_BYTES) / LISTED_ID_BYTES / 1000) * 1000;
 
 function snapshot(card: Card, collectionIds: readonly string[]): events.CardSnapshot {
   return {

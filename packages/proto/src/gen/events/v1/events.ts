@@ -29,8 +29,8 @@ export interface CardSnapshot {
   /**
    * Deprecated: search takes a card's collections from cards.bookmark.v1 alone, since the whole list made the event of
    * a card in tens of thousands of collections larger than Kafka accepts (1 MB). Filled only while the card is in at
-   * most 1,000 collections (empty beyond) for search services of older releases still reading it during a rolling
-   * deploy; to be reserved once none runs.
+   * most 20,000 collections (empty beyond; the cards service's MAX_LISTED_COLLECTIONS) for search services of older
+   * releases still reading it during a rolling deploy; to be reserved once none runs.
    *
    * @deprecated
    */

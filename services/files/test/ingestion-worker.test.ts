@@ -1,7 +1,8 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createLogger, newId, Topics, type DeliveredEvent } from '@cards/platform';
+import { createLogger, newId, SqliteEventLog, Topics, type DeliveredEvent } from '@cards/platform';
+import Database from 'better-sqlite3';
 import { events } from '@cards/proto';
 import { DiskObjectStore } from '../src/adapters/disk/disk-object-store';
 import { LibraryDocumentReader } from '../src/adapters/documents/library-document-reader';
@@ -45,7 +46,9 @@ class RecordingCards implements CardsPort {
   async clearFileReferences(fileId: string): Promise<void> {
     this.cleared.push(fileId);
   }
+  failPrivacy = false;
   async applyFilePrivacy(input: { fileId: string; ownerId: string; private: boolean }): Promise<void> {
+    if (this.failPrivacy) throw new Error('INTERNAL: Internal error');
     this.privacyApplied.push(input);
   }
 }
@@ -176,6 +179,36 @@ describe('IngestionWorker', () => {
     const payload = events.FileEvent.encode({ eventId: newId(), occurredAt: new Date(), kind: { $case: 'privacyChanged', value: { fileId: record.id, userId: record.userId, private: true } } }).finish();
     await worker.handle({ topic: Topics.file, key: record.id, payload, offset: '3', attempt: 0 });
     expect(cards.privacyApplied).toEqual([{ fileId: record.id, ownerId: record.userId, private: true }]);
+  });
+
+  it('a FilePrivacyChanged event failing on every delivery is logged as an error naming the file and lands in the dead letters', async () => {
+    const record = await stored('energy.docx');
+    cards.failPrivacy = true;
+    const logged: { level: number; msg: string; fileId?: string }[] = [];
+    const errorLog = createLogger('files-test', 'error', { write: (line: string) => void logged.push(JSON.parse(line)) });
+    const failing = new IngestionWorker({ repository, objects, reader: new LibraryDocumentReader(), cards, logger: errorLog, maxAttempts: 3, concurrency: 1 });
+    const path = join(dir, 'events.db');
+    const bus = new SqliteEventLog({ path, logger, retryBaseMs: 1 });
+    const subscription = await bus.subscribe({ group: 'files-ingestion', topics: [Topics.file], maxAttempts: 3, handler: (e) => failing.handle(e) });
+    const payload = events.FileEvent.encode({ eventId: newId(), occurredAt: new Date(), kind: { $case: 'privacyChanged', value: { fileId: record.id, userId: record.userId, private: true } } }).finish();
+    await bus.publish([{ topic: Topics.file, key: record.id, payload }]);
+    const deadLetters = () => {
+      const db = new Database(path, { readonly: true });
+      try {
+        return db.prepare('SELECT e.key FROM dead_letters d JOIN events e ON e.seq = d.seq WHERE d.group_id = ?').all('files-ingestion') as { key: string }[];
+      } finally {
+        db.close();
+      }
+    };
+    try {
+      for (let i = 0; i < 250 && deadLetters().length === 0; i++) await new Promise((r) => setTimeout(r, 20));
+      expect(deadLetters()).toEqual([{ key: record.id }]);
+      expect(logged).toEqual([expect.objectContaining({ level: 50, fileId: record.id, msg: expect.stringMatching(/privacy could not be applied/) })]);
+      expect(cards.privacyApplied).toEqual([]);
+    } finally {
+      await subscription.close();
+      await bus.close();
+    }
   });
 });
 

@@ -1,4 +1,4 @@
-import { NotFoundError, type DeliveredEvent, type Logger } from '@cards/platform';
+import { isEngineUnavailableError, NotFoundError, type DeliveredEvent, type Logger } from '@cards/platform';
 import { events } from '@cards/proto';
 import { splitIntoCards } from '../domain/card-splitter';
 import type { CardDraft, FileRecord } from '../domain/model';
@@ -27,8 +27,10 @@ export interface IngestionResult {
  * Consumer of the files topic. FileUploaded: parse the document, create its cards (each with an
  * idempotency key `${fileId}:${index}`, so a redelivery after a crash makes no second copy), then the
  * file's collection (idempotent per file), then record the outcome. FileDeleted: remove the bytes and
- * clear the file references on cards and collection. FilePrivacyChanged: the file's cards and collection take its privacy. Failures of peers are thrown so the bus retries;
- * the last attempt, and any unreadable document, records `failed` with the reason.
+ * clear the file references on cards and collection. FilePrivacyChanged: the file's cards and collection
+ * take its privacy. Failures of peers are thrown so the bus retries; for an upload, the last attempt and
+ * any unreadable document record `failed` with the reason; a privacy change failing on its last attempt
+ * is logged as an error naming the file, and the bus moves it to its dead letters, to be replayed.
  */
 export class IngestionWorker {
   constructor(private readonly deps: IngestionWorkerDeps) {}
@@ -45,11 +47,25 @@ export class IngestionWorker {
         await this.deps.cards.clearFileReferences(event.kind.value.fileId);
         return;
       case 'privacyChanged':
-        // Events of one file come in order, after its ingestion: the cards exist, and the last change is applied last.
-        await this.deps.cards.applyFilePrivacy({ fileId: event.kind.value.fileId, ownerId: event.kind.value.userId, private: event.kind.value.private });
+        await this.applyFilePrivacy(event.kind.value, finalAttempt);
         return;
       default:
         this.deps.logger.warn({ offset: delivered.offset }, 'ignoring a file event of an unknown kind');
+    }
+  }
+
+  private async applyFilePrivacy(change: events.FilePrivacyChanged, finalAttempt: boolean): Promise<void> {
+    const { fileId, userId: ownerId, private: isPrivate } = change;
+    try {
+      // Events of one file come in order, after its ingestion: the cards exist, and the last change is applied last.
+      await this.deps.cards.applyFilePrivacy({ fileId, ownerId, private: isPrivate });
+    } catch (err) {
+      // The bus dead-letters the event after this (an unreachable engine is retried without end instead); until it is
+      // replayed, the file's cards and collection keep their former privacy, so a private file may leave them public.
+      if (finalAttempt && !isEngineUnavailableError(err)) {
+        this.deps.logger.error({ err, fileId, ownerId, private: isPrivate }, "the file's privacy could not be applied to its cards and collection; its event goes to the dead letters");
+      }
+      throw err;
     }
   }
 

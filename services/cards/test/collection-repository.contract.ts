@@ -76,6 +76,8 @@ export function describeCollectionRepositoryContract(name: string, factory: Card
       const card = await storedCard();
       await store.collections.remove(removed.id, []);
       expect(await store.collections.addBookmark(removed.id, card.id, nextTime(), [event(Topics.bookmark)])).toBe('collection-gone');
+      // Both gone: every adapter names the collection.
+      expect(await store.collections.addBookmark(removed.id, gone.id, nextTime(), [event(Topics.bookmark)])).toBe('collection-gone');
       expect(await store.collections.bookmarkedCardIds(c.id)).toEqual([]);
       expect(await store.collections.bookmarkedCardIds(removed.id)).toEqual([]);
       expect(await store.collections.collectionIdsHolding(gone.id)).toEqual([]);

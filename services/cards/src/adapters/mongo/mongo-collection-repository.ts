@@ -114,10 +114,12 @@ export class MongoCollectionRepository implements CollectionRepository {
     try {
       outcome = await this.store.change(async (session): Promise<BookmarkAddition> => {
         if (await this.store.bookmarks.findOne({ _id }, { session, projection: { _id: 1 } })) return 'already-there';
-        if (!(await this.store.cards.findOne({ _id: cardId }, { session, projection: { _id: 1 } }))) return 'card-gone';
-        // The counter's $inc also finds out whether the collection is still there (and, in a transaction, conflicts with its removal).
+        // The counter's $inc also finds out whether the collection is still there (and, in a transaction, conflicts with its
+        // removal). It comes before the card's check, so with both gone the collection is named, as on SQLite; a number
+        // taken for a card that is gone only leaves a gap in the collection's order.
         const counter = await this.store.collections.findOneAndUpdate({ _id: collectionId }, { $inc: { bookmarkSeq: 1 } }, { session, returnDocument: 'after', projection: { bookmarkSeq: 1 } });
         if (!counter) return 'collection-gone';
+        if (!(await this.store.cards.findOne({ _id: cardId }, { session, projection: { _id: 1 } }))) return 'card-gone';
         await this.store.bookmarks.insertOne({ _id, collectionId, cardId, ord: counter.bookmarkSeq ?? at.getTime(), createdAt: at }, { session });
         await appendToMongoOutboxOrUndo(this.store.db, events, session, () => this.store.bookmarks.deleteOne({ _id }));
         return 'added';

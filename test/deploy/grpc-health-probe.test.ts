@@ -112,7 +112,7 @@ describe('container health checks (compose and images): alive, not ready', () =>
     probe = join(dir, 'grpc-health.cjs');
     writeFileSync(probe, probeSource());
     const logger = createLogger('probe-test', 'silent');
-    const readiness = new EngineReadinessMonitor({ checks: [{ name: 'MongoDB (MONGO_URL)', check: () => Promise.reject(new Error('connection refused')) }], logger, intervalMs: 100, failureThreshold: 1 });
+    const readiness = new EngineReadinessMonitor({ checks: [{ name: 'MongoDB (MONGO_URL)', healthName: 'engine:mongodb', check: () => Promise.reject(new Error('connection refused')) }], logger, intervalMs: 100, failureThreshold: 1 });
     engineDown = await startGrpcServer({ name: 'probe.v1.ProbeService', host: '127.0.0.1', port: 0, logger, readiness, register: () => undefined });
     // The gateway while a peer is not ready: /healthz answers 503.
     stub = createServer((_req, res) => res.writeHead(503, { 'content-type': 'application/json' }).end('{"status":"unavailable"}'));

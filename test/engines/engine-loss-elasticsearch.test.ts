@@ -45,6 +45,8 @@ describeOnEngine('engine loss on Elasticsearch (search alone, the node halted an
     await engine!.halt();
     const notReadyMs = await waitFor('search NOT_SERVING', async () => (await probe.status()) === 'NOT_SERVING', 30_000, service);
     expect(await probe.status('search.v1.SearchService')).toBe('NOT_SERVING');
+    expect(await probe.status('engine:elasticsearch')).toBe('NOT_SERVING');
+    expect(await probe.status('liveness')).toBe('SERVING');
     report(`[engine loss] Elasticsearch halted: search NOT_SERVING after ${notReadyMs} ms`);
     const refused = await fullText().catch((e: unknown) => e);
     expect(refused).toBeInstanceOf(Error);
@@ -53,6 +55,7 @@ describeOnEngine('engine loss on Elasticsearch (search alone, the node halted an
     const resumed = Date.now();
     engine!.resume();
     const readyMs = await waitFor('search SERVING again', async () => (await probe.status()) === 'SERVING', 90_000, service);
+    expect(await probe.status('engine:elasticsearch')).toBe('SERVING');
     report(`[engine loss] Elasticsearch resumed (listening after ${Date.now() - resumed - readyMs} ms): search SERVING ${readyMs} ms later`);
     await waitFor('a search answering again', async () => (await fullText().then(() => true).catch(() => false)), 30_000, service);
     expect(service.child.exitCode).toBeNull();

@@ -6,9 +6,10 @@ import { startKafkaSync } from './kafka';
 import { FAST_READINESS, healthOf, startServiceProcess, waitFor, type ServiceProcess } from './service-process';
 import { describeOnEngine, engineForSuite, report } from './suite';
 
-// Issue #8: a service on Kafka whose broker goes away turns not ready (grpc.health.v1 NOT_SERVING), keeps
-// accepting writes (their events wait in the transactional outbox), does not crash, is ready again once the
-// broker is back on the same address, and the events written during the outage then reach the topic.
+// Issue #8: a service on Kafka whose broker goes away stays ready (grpc.health.v1 SERVING for "" and its own
+// name, so Kubernetes keeps the pod in its Service's endpoints) while "engine:kafka" turns NOT_SERVING, keeps
+// accepting writes (their events wait in the transactional outbox), does not crash, reports the broker back
+// once it listens on the same address again, and the events written during the outage then reach the topic.
 const { engine, skipReason } = engineForSuite('kafka', startKafkaSync);
 
 const CARD_HTML = (n: string) =>
@@ -50,23 +51,28 @@ describeOnEngine('engine loss on Kafka (cards alone, the broker halted and resum
     await service?.stop();
   }, 60_000);
 
-  it('turns NOT_SERVING while the broker is gone, keeps taking writes, and publishes them once the broker is back', async () => {
+  it('stays SERVING while the broker is gone (engine:kafka NOT_SERVING), keeps taking writes, and publishes them once the broker is back', async () => {
+    expect(await probe.status('engine:kafka')).toBe('SERVING');
     const before = await create('before');
 
     await engine!.halt();
-    const notReadyMs = await waitFor('cards NOT_SERVING', async () => (await probe.status()) === 'NOT_SERVING', 30_000, service);
-    expect(await probe.status('cards.v1.CardService')).toBe('NOT_SERVING');
-    report(`[engine loss] Kafka halted: cards NOT_SERVING after ${notReadyMs} ms`);
+    const noticedMs = await waitFor('engine:kafka NOT_SERVING', async () => (await probe.status('engine:kafka')) === 'NOT_SERVING', 30_000, service);
+    // Kafka does not gate requests: readiness, which decides whether the pod stays in rotation, is unchanged.
+    expect(await probe.status('')).toBe('SERVING');
+    expect(await probe.status('cards.v1.CardService')).toBe('SERVING');
+    expect(await probe.status('liveness')).toBe('SERVING');
+    report(`[engine loss] Kafka halted: engine:kafka NOT_SERVING after ${noticedMs} ms, cards still SERVING`);
 
-    // Kafka does not gate requests: the card and its event commit together in the outbox.
+    // The card and its event commit together in the outbox.
     const during = await create('during');
     expect((await client.getCard({ cardId: during, callerId: author })).id).toBe(during);
+    expect(await probe.status('')).toBe('SERVING');
 
     const resumed = Date.now();
     engine!.resume();
-    const readyMs = await waitFor('cards SERVING again', async () => (await probe.status()) === 'SERVING', 60_000, service);
-    report(`[engine loss] Kafka resumed (listening after ${readyMs === 0 ? 0 : Date.now() - resumed - readyMs} ms): cards SERVING ${readyMs} ms later`);
-    expect(await probe.status('cards.v1.CardService')).toBe('SERVING');
+    const backMs = await waitFor('engine:kafka SERVING again', async () => (await probe.status('engine:kafka')) === 'SERVING', 60_000, service);
+    report(`[engine loss] Kafka resumed (listening after ${backMs === 0 ? 0 : Date.now() - resumed - backMs} ms): engine:kafka SERVING ${backMs} ms later`);
+    expect(await probe.status('')).toBe('SERVING');
     const after = await create('after');
 
     // A new consumer group reads the topic from its beginning: every card's event is there, the outage's included.
@@ -75,6 +81,7 @@ describeOnEngine('engine loss on Kafka (cards alone, the broker halted and resum
     subscription = await observer.subscribe({ group: 'engine-loss-observer', topics: [Topics.card], handler: async (event) => void seen.add(event.key) });
     await waitFor('the events of all three cards on the topic', () => [before, during, after].every((id) => seen.has(id)), 60_000, service);
     expect(service.child.exitCode).toBeNull();
-    expect(service.output()).toContain('Kafka (KAFKA_BROKERS) is unreachable: not ready until it answers again');
+    expect(service.output()).toContain('Kafka (KAFKA_BROKERS) is unreachable: still ready, engine:kafka NOT_SERVING until it answers again');
+    expect(service.output()).toContain('Kafka (KAFKA_BROKERS) answers again');
   }, 180_000);
 });

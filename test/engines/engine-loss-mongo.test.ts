@@ -41,11 +41,14 @@ describeOnEngine('engine loss on MongoDB (identity alone, mongo-java-server stop
   it('serves, turns NOT_SERVING and refuses calls UNAVAILABLE while MongoDB is gone, then serves again once it is back', async () => {
     expect(await probe.status('')).toBe('SERVING');
     expect(await probe.status('identity.v1.IdentityService')).toBe('SERVING');
+    expect(await probe.status('engine:mongodb')).toBe('SERVING');
     expect((await invite('before@example.com')).status).toBe(200);
 
     await engine!.stop();
     const notReadyMs = await waitFor('identity NOT_SERVING', async () => (await probe.status()) === 'NOT_SERVING', 15_000, service);
     expect(await probe.status('identity.v1.IdentityService')).toBe('NOT_SERVING');
+    expect(await probe.status('engine:mongodb')).toBe('NOT_SERVING');
+    expect(await probe.status('liveness')).toBe('SERVING');
     report(`[engine loss] MongoDB stopped: identity NOT_SERVING after ${notReadyMs} ms`);
 
     const started = Date.now();
@@ -65,6 +68,7 @@ describeOnEngine('engine loss on MongoDB (identity alone, mongo-java-server stop
     restarted = startMongoSync({ port: mongoPort });
     const readyMs = await waitFor('identity SERVING again', async () => (await probe.status()) === 'SERVING', 30_000, service);
     expect(await probe.status('identity.v1.IdentityService')).toBe('SERVING');
+    expect(await probe.status('engine:mongodb')).toBe('SERVING');
     report(`[engine loss] MongoDB back on the same port: identity SERVING after ${readyMs} ms`);
     expect((await invite('after@example.com')).status).toBe(200);
     await waitFor('gateway /healthz 200 again', async () => (await api('/healthz')).status === 200, 10_000, gateway);

@@ -5,7 +5,7 @@ import type { EngineCheck } from './readiness';
 
 /** MongoDB answers a ping (each service's own connection). */
 export function mongoEngineCheck(connection: Pick<MongoConnection, 'ready'>): EngineCheck {
-  return { name: 'MongoDB (MONGO_URL)', check: () => connection.ready() };
+  return { name: 'MongoDB (MONGO_URL)', healthName: 'engine:mongodb', check: () => connection.ready() };
 }
 
 /**
@@ -13,5 +13,5 @@ export function mongoEngineCheck(connection: Pick<MongoConnection, 'ready'>): En
  * in the outbox, which is published once the brokers answer again. The embedded log needs no check.
  */
 export function eventBusEngineChecks(bus: EventBus): EngineCheck[] {
-  return bus instanceof KafkaEventBus ? [{ name: 'Kafka (KAFKA_BROKERS)', check: () => bus.ready(), gatesRequests: false }] : [];
+  return bus instanceof KafkaEventBus ? [{ name: 'Kafka (KAFKA_BROKERS)', healthName: 'engine:kafka', check: () => bus.ready(), gatesRequests: false }] : [];
 }

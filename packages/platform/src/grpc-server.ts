@@ -4,7 +4,7 @@ import { HealthDefinition, HealthServiceImpl, HealthState } from 'nice-grpc-serv
 import type { Logger } from 'pino';
 import { DomainError } from './errors';
 import { localAddresses, serveInProcess, type TsProtoDefinition } from './in-process-calls';
-import { isEngineUnavailableError, type EngineReadinessMonitor } from './readiness';
+import { isEngineUnavailableError, type EngineReadinessMonitor, type ReadinessStatus } from './readiness';
 import { REQUEST_ID_METADATA_KEY, requestIdFrom, runWithRequestContext } from './request-context';
 
 /** Maps domain errors to gRPC statuses; anything unexpected becomes INTERNAL with a generic message and a logged stack. */
@@ -74,8 +74,9 @@ export interface StartGrpcServerOptions {
   logger: Logger;
   register(server: Server): void;
   /**
-   * The service's engine monitor: health follows it (NOT_SERVING for "" and `name` while an engine is down)
-   * and calls are refused UNAVAILABLE while an engine that gates requests is down. Started here, stopped by shutdown().
+   * The service's engine monitor: health follows it (NOT_SERVING for "" and `name` while an engine that gates
+   * requests is down, and for an engine's own health name while that engine is down, gating or not) and calls
+   * are refused UNAVAILABLE while an engine that gates requests is down. Started here, stopped by shutdown().
    */
   readiness?: EngineReadinessMonitor;
 }
@@ -107,12 +108,13 @@ export async function startGrpcServer(options: StartGrpcServerOptions): Promise<
   const host = options.host ?? '127.0.0.1';
   const port = await served.listen(`${host}:${options.port ?? 0}`);
   const withdrawals = added.map(([definition, implementation]) => serveInProcess(localAddresses(host, port), definition, implementation, middleware));
-  const setHealth = (ready: boolean) => {
+  const setHealth = ({ ready, engines }: ReadinessStatus) => {
     health.setStatus(ready ? 'healthy' : 'unhealthy');
     health.setStatus(ready ? 'healthy' : 'unhealthy', options.name);
+    for (const [name, up] of engines) health.setStatus(up ? 'healthy' : 'unhealthy', name);
   };
   health.setStatus('healthy', LIVENESS_HEALTH_SERVICE);
-  setHealth(readiness?.ready ?? true);
+  setHealth(readiness?.status ?? { ready: true, engines: new Map() });
   readiness?.onChange(setHealth);
   readiness?.start();
   options.logger.info({ port }, 'gRPC server listening');

@@ -6,12 +6,19 @@ import { loadConfig } from './config';
 export interface EngineCheck {
   /** How logs and messages name it, with its variable: "MongoDB (MONGO_URL)". */
   name: string;
+  /**
+   * The grpc.health.v1 name that reports this engine alone ("engine:mongodb"), SERVING while it answers,
+   * whether or not it gates requests. Engines sharing a name are SERVING only while all of them answer.
+   */
+  healthName: string;
   /** Resolves when the engine answers; rejects (or outlives the monitor's timeout) when it does not. */
   check(): Promise<void>;
   /**
-   * While this engine is down, gRPC calls are answered UNAVAILABLE at once instead of each waiting out
-   * the driver's own timeout (default true). Off for engines the request path does not wait on, such as
-   * Kafka behind the transactional outbox: writes still commit and their events are published later.
+   * While this engine is down, the service is not ready and gRPC calls are answered UNAVAILABLE at once
+   * instead of each waiting out the driver's own timeout (default true). Off for engines the request path
+   * does not wait on, such as Kafka behind the transactional outbox (writes still commit and their events
+   * are published later): their outage shows only under their own health name, so it never takes the
+   * service's pods out of rotation.
    */
   gatesRequests?: boolean;
 }
@@ -25,6 +32,14 @@ export interface EngineReadinessMonitorOptions {
   timeoutMs?: number;
   /** Consecutive failed checks before an engine counts as down (default 2), so one slow answer does not flap readiness. */
   failureThreshold?: number;
+}
+
+/** What grpc.health.v1 reports for a service: its readiness and each engine's own state. */
+export interface ReadinessStatus {
+  /** Every engine that gates requests answers; engines that do not gate requests never count. */
+  ready: boolean;
+  /** Each engine's health name ("engine:kafka") and whether it answers. */
+  engines: ReadonlyMap<string, boolean>;
 }
 
 interface EngineState {
@@ -54,37 +69,50 @@ export function readinessSettingsFrom(env: Record<string, string | undefined>): 
   return { intervalMs: settings.READINESS_INTERVAL_MS, timeoutMs: settings.READINESS_TIMEOUT_MS, failureThreshold: settings.READINESS_FAILURE_THRESHOLD };
 }
 
+function sameStatus(a: ReadinessStatus, b: ReadinessStatus): boolean {
+  return a.ready === b.ready && a.engines.size === b.engines.size && [...a.engines].every(([name, up]) => b.engines.get(name) === up);
+}
+
 function messageOf(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }
 
 /**
  * Probes a service's engines every intervalMs (each probe bounded by timeoutMs) and says whether the
- * service is ready. Starts ready: a service only starts after reaching its engines. An engine counts as
- * down after failureThreshold failed probes in a row and as back after one answered probe; each change
- * is logged once. startGrpcServer turns this into grpc.health.v1 SERVING / NOT_SERVING.
+ * service is ready: every engine that gates requests answers. Starts ready: a service only starts after
+ * reaching its engines. An engine counts as down after failureThreshold failed probes in a row and as back
+ * after one answered probe; each change is logged once. startGrpcServer turns this into grpc.health.v1
+ * SERVING / NOT_SERVING for "" and the service's name (readiness) and for each engine's health name.
  */
 export class EngineReadinessMonitor {
   private readonly engines: EngineState[];
-  private readonly listeners = new Set<(ready: boolean) => void>();
+  private readonly listeners = new Set<(status: ReadinessStatus) => void>();
   private readonly intervalMs: number;
   private readonly timeoutMs: number;
   private readonly failureThreshold: number;
   private timer: NodeJS.Timeout | undefined;
   private running = false;
   private round: Promise<boolean> | undefined;
-  private wasReady = true;
+  private reported: ReadinessStatus;
 
   constructor(private readonly options: EngineReadinessMonitorOptions) {
     this.engines = options.checks.map((check) => ({ check, down: false, failures: 0, lastError: undefined, pending: undefined, pendingSince: 0 }));
     this.intervalMs = options.intervalMs ?? 2000;
     this.timeoutMs = options.timeoutMs ?? 5000;
     this.failureThreshold = options.failureThreshold ?? 2;
+    this.reported = this.status;
   }
 
-  /** True while every engine answers. */
+  /** True while every engine that gates requests answers. */
   get ready(): boolean {
-    return this.engines.every((e) => !e.down);
+    return this.engines.every((e) => !e.down || e.check.gatesRequests === false);
+  }
+
+  /** Readiness and each engine's state, as health reports them now. */
+  get status(): ReadinessStatus {
+    const engines = new Map<string, boolean>();
+    for (const e of this.engines) engines.set(e.check.healthName, (engines.get(e.check.healthName) ?? true) && !e.down);
+    return { ready: this.ready, engines };
   }
 
   /** Whether any engine gates requests (otherwise no call is ever refused and no gate is needed). */
@@ -103,8 +131,8 @@ export class EngineReadinessMonitor {
     return this.engines.filter((e) => e.down).map((e) => ({ name: e.check.name, error: e.lastError }));
   }
 
-  /** Calls listener(ready) on every change of readiness; returns the unsubscribe function. */
-  onChange(listener: (ready: boolean) => void): () => void {
+  /** Calls listener(status) on every change of readiness or of an engine's state; returns the unsubscribe function. */
+  onChange(listener: (status: ReadinessStatus) => void): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
   }
@@ -124,7 +152,7 @@ export class EngineReadinessMonitor {
     this.listeners.clear();
   }
 
-  /** Probes every engine once, concurrently (rounds never overlap), and answers whether all are up. */
+  /** Probes every engine once, concurrently (rounds never overlap), and answers whether the service is ready. */
   checkNow(): Promise<boolean> {
     this.round ??= this.probeAll().finally(() => {
       this.round = undefined;
@@ -142,18 +170,18 @@ export class EngineReadinessMonitor {
 
   private async probeAll(): Promise<boolean> {
     await Promise.all(this.engines.map((engine) => this.probe(engine)));
-    const ready = this.ready;
-    if (ready !== this.wasReady) {
-      this.wasReady = ready;
+    const status = this.status;
+    if (!sameStatus(status, this.reported)) {
+      this.reported = status;
       for (const listener of [...this.listeners]) {
         try {
-          listener(ready);
+          listener(status);
         } catch (err) {
           this.options.logger.error({ err }, 'readiness listener failed');
         }
       }
     }
-    return ready;
+    return status.ready;
   }
 
   private async probe(engine: EngineState): Promise<void> {
@@ -186,12 +214,13 @@ export class EngineReadinessMonitor {
       if (timer) clearTimeout(timer);
     }
     const { logger } = this.options;
+    const { name, healthName, gatesRequests } = engine.check;
     if (error === undefined) {
       engine.failures = 0;
       engine.lastError = undefined;
       if (engine.down) {
         engine.down = false;
-        logger.info({ engine: engine.check.name }, `${engine.check.name} answers again: ready`);
+        logger.info({ engine: name, healthName }, gatesRequests === false ? `${name} answers again` : `${name} answers again: ready`);
       }
       return;
     }
@@ -199,7 +228,8 @@ export class EngineReadinessMonitor {
     engine.lastError = error;
     if (!engine.down && engine.failures >= this.failureThreshold) {
       engine.down = true;
-      logger.error({ engine: engine.check.name, error, failures: engine.failures }, `${engine.check.name} is unreachable: not ready until it answers again`);
+      const consequence = gatesRequests === false ? `still ready, ${healthName} NOT_SERVING until it answers again` : 'not ready until it answers again';
+      logger.error({ engine: name, healthName, error, failures: engine.failures }, `${name} is unreachable: ${consequence}`);
     }
   }
 }

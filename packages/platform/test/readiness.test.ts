@@ -51,9 +51,9 @@ describe('EngineReadinessMonitor', () => {
   it('turns not ready after the failure threshold, back on the first answer, and logs each change once', async () => {
     const { logger, lines } = recordingLogger();
     const engine = controllableEngine();
-    const monitor = new EngineReadinessMonitor({ checks: [{ name: 'MongoDB (MONGO_URL)', check: () => engine.check() }], logger, failureThreshold: 2 });
+    const monitor = new EngineReadinessMonitor({ checks: [{ name: 'MongoDB (MONGO_URL)', healthName: 'engine:mongodb', check: () => engine.check() }], logger, failureThreshold: 2 });
     const changes: boolean[] = [];
-    monitor.onChange((ready) => changes.push(ready));
+    monitor.onChange(({ ready }) => changes.push(ready));
     expect(monitor.ready).toBe(true);
 
     engine.set('down');
@@ -75,7 +75,7 @@ describe('EngineReadinessMonitor', () => {
 
   it('counts a probe that does not answer within the timeout as failed, without stacking probes on the engine', async () => {
     const engine = controllableEngine();
-    const monitor = new EngineReadinessMonitor({ checks: [{ name: 'Kafka (KAFKA_BROKERS)', check: () => engine.check() }], logger: pino({ level: 'silent' }), timeoutMs: 50, failureThreshold: 1 });
+    const monitor = new EngineReadinessMonitor({ checks: [{ name: 'Kafka (KAFKA_BROKERS)', healthName: 'engine:kafka', check: () => engine.check() }], logger: pino({ level: 'silent' }), timeoutMs: 50, failureThreshold: 1 });
     engine.set('hang');
     const started = Date.now();
     expect(await monitor.checkNow()).toBe(false);
@@ -90,21 +90,63 @@ describe('EngineReadinessMonitor', () => {
     expect(engine.probes).toBe(2);
   });
 
-  it('does not refuse calls for an engine that does not gate requests, but is still not ready', async () => {
-    const engine = controllableEngine();
+  it('stays ready and refuses no call while an engine that does not gate requests is down, reporting that engine alone', async () => {
+    const { logger, lines } = recordingLogger();
+    const kafka = controllableEngine();
+    const mongo = controllableEngine();
     const monitor = new EngineReadinessMonitor({
-      checks: [{ name: 'Kafka (KAFKA_BROKERS)', check: () => engine.check(), gatesRequests: false }],
+      checks: [
+        { name: 'MongoDB (MONGO_URL)', healthName: 'engine:mongodb', check: () => mongo.check() },
+        { name: 'Kafka (KAFKA_BROKERS)', healthName: 'engine:kafka', check: () => kafka.check(), gatesRequests: false },
+      ],
+      logger,
+      failureThreshold: 1,
+    });
+    const changes: { ready: boolean; engines: Record<string, boolean> }[] = [];
+    monitor.onChange(({ ready, engines }) => changes.push({ ready, engines: Object.fromEntries(engines) }));
+
+    kafka.set('down');
+    expect(await monitor.checkNow()).toBe(true);
+    expect(monitor.ready).toBe(true);
+    expect(monitor.unavailableReason()).toBeUndefined();
+    expect(monitor.downEngines()).toEqual([{ name: 'Kafka (KAFKA_BROKERS)', error: 'connect ECONNREFUSED 127.0.0.1:1' }]);
+    expect(Object.fromEntries(monitor.status.engines)).toEqual({ 'engine:mongodb': true, 'engine:kafka': false });
+
+    mongo.set('down');
+    expect(await monitor.checkNow()).toBe(false);
+    kafka.set('up');
+    mongo.set('up');
+    expect(await monitor.checkNow()).toBe(true);
+    expect(changes).toEqual([
+      { ready: true, engines: { 'engine:mongodb': true, 'engine:kafka': false } },
+      { ready: false, engines: { 'engine:mongodb': false, 'engine:kafka': false } },
+      { ready: true, engines: { 'engine:mongodb': true, 'engine:kafka': true } },
+    ]);
+    const messages = lines.map((l) => l.msg);
+    expect(messages).toContain('Kafka (KAFKA_BROKERS) is unreachable: still ready, engine:kafka NOT_SERVING until it answers again');
+    expect(messages).toContain('Kafka (KAFKA_BROKERS) answers again');
+    expect(messages).toContain('MongoDB (MONGO_URL) is unreachable: not ready until it answers again');
+  });
+
+  it('reports a health name shared by two engines as down while either is down', async () => {
+    const queue = controllableEngine();
+    const store = controllableEngine();
+    const monitor = new EngineReadinessMonitor({
+      checks: [
+        { name: 'MongoDB (MONGO_URL)', healthName: 'engine:mongodb', check: () => store.check() },
+        { name: 'MongoDB (MONGO_URL)', healthName: 'engine:mongodb', check: () => queue.check(), gatesRequests: false },
+      ],
       logger: pino({ level: 'silent' }),
       failureThreshold: 1,
     });
-    engine.set('down');
-    expect(await monitor.checkNow()).toBe(false);
-    expect(monitor.unavailableReason()).toBeUndefined();
+    queue.set('down');
+    expect(await monitor.checkNow()).toBe(true);
+    expect(monitor.status.engines.get('engine:mongodb')).toBe(false);
   });
 
   it('probes on its own every interval once started, and not after stop()', async () => {
     const engine = controllableEngine();
-    const monitor = new EngineReadinessMonitor({ checks: [{ name: 'S3 (S3_ENDPOINT)', check: () => engine.check() }], logger: pino({ level: 'silent' }), intervalMs: 20, failureThreshold: 1 });
+    const monitor = new EngineReadinessMonitor({ checks: [{ name: 'S3 (S3_ENDPOINT)', healthName: 'engine:s3', check: () => engine.check() }], logger: pino({ level: 'silent' }), intervalMs: 20, failureThreshold: 1 });
     monitor.start();
     engine.set('down');
     await until(() => !monitor.ready);
@@ -135,9 +177,18 @@ describe('EngineReadinessMonitor', () => {
 
 describe('gRPC health and calls follow the monitor', () => {
   const engine = controllableEngine();
+  const kafka = controllableEngine();
   let down: 'no' | 'store' = 'no';
   let server: GrpcServerHandle;
-  const monitor = new EngineReadinessMonitor({ checks: [{ name: 'MongoDB (MONGO_URL)', check: () => engine.check() }], logger: pino({ level: 'silent' }), intervalMs: 30, failureThreshold: 1 });
+  const monitor = new EngineReadinessMonitor({
+    checks: [
+      { name: 'MongoDB (MONGO_URL)', healthName: 'engine:mongodb', check: () => engine.check() },
+      { name: 'Kafka (KAFKA_BROKERS)', healthName: 'engine:kafka', check: () => kafka.check(), gatesRequests: false },
+    ],
+    logger: pino({ level: 'silent' }),
+    intervalMs: 30,
+    failureThreshold: 1,
+  });
   beforeAll(async () => {
     const unimplemented = async () => {
       throw new Error('not used');
@@ -173,6 +224,7 @@ describe('gRPC health and calls follow the monitor', () => {
     try {
       expect(await statusOf('')).toBe(SERVING);
       expect(await statusOf('identity.v1.IdentityService')).toBe(SERVING);
+      expect(await statusOf('engine:mongodb')).toBe(SERVING);
       await expect(client.resolveSession({ token: 't' })).resolves.toMatchObject({ id: 'u1' });
 
       // Before the monitor notices, a driver's connection error is answered UNAVAILABLE, not INTERNAL.
@@ -185,6 +237,8 @@ describe('gRPC health and calls follow the monitor', () => {
       await until(() => !monitor.ready);
       expect(await statusOf('')).toBe(NOT_SERVING);
       expect(await statusOf('identity.v1.IdentityService')).toBe(NOT_SERVING);
+      expect(await statusOf('engine:mongodb')).toBe(NOT_SERVING);
+      expect(await statusOf('engine:kafka')).toBe(SERVING);
       expect(await statusOf('liveness')).toBe(SERVING); // alive: an engine outage must not get the process restarted
       const refused = await client.resolveSession({ token: 't' }).catch((e: unknown) => e);
       expect(refused).toMatchObject({ code: Status.UNAVAILABLE, details: 'Service temporarily unavailable: MongoDB (MONGO_URL) is unreachable; try again shortly' });
@@ -194,8 +248,41 @@ describe('gRPC health and calls follow the monitor', () => {
       await until(() => monitor.ready);
       expect(await statusOf('')).toBe(SERVING);
       expect(await statusOf('identity.v1.IdentityService')).toBe(SERVING);
+      expect(await statusOf('engine:mongodb')).toBe(SERVING);
       await expect(client.resolveSession({ token: 't' })).resolves.toMatchObject({ id: 'u1' });
     } finally {
+      enableInProcessCalls(false);
+      channel.close();
+      serviceChannel.close();
+    }
+  });
+
+  it.each([
+    ['over the network', false],
+    ['in process', true],
+  ])('stays SERVING and serves calls (%s) while an engine that does not gate requests is down; only its own name turns NOT_SERVING', async (_transport, inProcess) => {
+    enableInProcessCalls(inProcess);
+    const channel = createChannel(server.address);
+    const healthClient = createClient(health.HealthDefinition, channel);
+    const { client, channel: serviceChannel } = createGrpcClient(identity.IdentityServiceDefinition, server.address);
+    const statusOf = async (service: string) => (await healthClient.check({ service })).status;
+    const { SERVING, NOT_SERVING } = health.HealthCheckResponse_ServingStatus;
+    try {
+      expect(await statusOf('engine:kafka')).toBe(SERVING);
+      kafka.set('down');
+      await until(() => monitor.status.engines.get('engine:kafka') === false);
+      expect(await statusOf('engine:kafka')).toBe(NOT_SERVING);
+      // A pod whose readiness ("") turned NOT_SERVING would leave its Service's endpoints: the outbox keeps the events instead.
+      expect(await statusOf('')).toBe(SERVING);
+      expect(await statusOf('identity.v1.IdentityService')).toBe(SERVING);
+      expect(await statusOf('liveness')).toBe(SERVING);
+      await expect(client.resolveSession({ token: 't' })).resolves.toMatchObject({ id: 'u1' });
+
+      kafka.set('up');
+      await until(() => monitor.status.engines.get('engine:kafka') === true);
+      expect(await statusOf('engine:kafka')).toBe(SERVING);
+    } finally {
+      kafka.set('up');
       enableInProcessCalls(false);
       channel.close();
       serviceChannel.close();

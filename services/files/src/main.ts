@@ -53,9 +53,9 @@ export async function startFiles(env: Record<string, string | undefined> = proce
   const objects = objectStoreFrom(config, logger);
   if (objects instanceof MinioObjectStore) {
     // An unreachable S3 server fails the start with a message naming S3_ENDPOINT. Only uploads and
-    // downloads need it, so while it is down the other calls keep working (it does not gate requests).
+    // downloads need it, so while it is down the other calls keep working and the service stays ready.
     await objects.ready();
-    engines.push({ name: 'S3 (S3_ENDPOINT)', check: () => objects.ready(), gatesRequests: false });
+    engines.push({ name: 'S3 (S3_ENDPOINT)', healthName: 'engine:s3', check: () => objects.ready(), gatesRequests: false });
   }
   const reader = new LibraryDocumentReader();
   const cards = new GrpcCardsClient(config.CARDS_SERVICE_ADDR);

@@ -9,9 +9,10 @@ import { files } from '@cards/proto';
 import { freePortsSync } from '../../../test/engines/engine-support';
 import { FAST_READINESS, healthOf, startServiceProcess, waitFor, type ServiceProcess } from '../../../test/engines/service-process';
 
-// Issue #8: files on S3 whose server goes away turns not ready (grpc.health.v1 NOT_SERVING), answers an upload
-// UNAVAILABLE (not INTERNAL) while other calls keep working, does not crash, and is ready again and stores
-// uploads once a server answers on the same address. s3rver stands in for MinIO (docs/engines.md).
+// Issue #8: files on S3 whose server goes away stays ready (grpc.health.v1 SERVING for "" and its own name:
+// only uploads and downloads need S3) while "engine:s3" turns NOT_SERVING, answers an upload UNAVAILABLE (not
+// INTERNAL) while other calls keep working, does not crash, and reports S3 back and stores uploads once a
+// server answers on the same address. s3rver stands in for MinIO (docs/engines.md).
 describe('engine loss on S3 (files alone, s3rver stopped and restarted)', () => {
   const [grpcPort, httpPort, s3Port] = freePortsSync(3) as [number, number, number];
   const address = `127.0.0.1:${grpcPort}`;
@@ -63,13 +64,15 @@ describe('engine loss on S3 (files alone, s3rver stopped and restarted)', () => 
     rmSync(s3Dir, { recursive: true, force: true });
   }, 30_000);
 
-  it('turns NOT_SERVING and refuses uploads UNAVAILABLE while S3 is gone, then stores uploads again', async () => {
+  it('stays SERVING (engine:s3 NOT_SERVING) and refuses uploads UNAVAILABLE while S3 is gone, then stores uploads again', async () => {
+    expect(await probe.status('engine:s3')).toBe('SERVING');
     const before = await client.uploadFile(uploadParts('before.pdf'));
 
     await stopS3();
-    const notReadyMs = await waitFor('files NOT_SERVING', async () => (await probe.status()) === 'NOT_SERVING', 15_000, service);
-    expect(await probe.status('files.v1.FileService')).toBe('NOT_SERVING');
-    process.stdout.write(`[engine loss] S3 stopped: files NOT_SERVING after ${notReadyMs} ms\n`);
+    const noticedMs = await waitFor('engine:s3 NOT_SERVING', async () => (await probe.status('engine:s3')) === 'NOT_SERVING', 15_000, service);
+    expect(await probe.status('')).toBe('SERVING');
+    expect(await probe.status('files.v1.FileService')).toBe('SERVING');
+    process.stdout.write(`[engine loss] S3 stopped: engine:s3 NOT_SERVING after ${noticedMs} ms, files still SERVING\n`);
 
     const refused = await client.uploadFile(uploadParts('during.pdf')).catch((e: unknown) => e);
     expect(refused).toBeInstanceOf(ClientError);
@@ -82,14 +85,15 @@ describe('engine loss on S3 (files alone, s3rver stopped and restarted)', () => 
     expect(await download.json()).toEqual({ message: 'A backing service is unavailable, try again' });
 
     await startS3();
-    const readyMs = await waitFor('files SERVING again', async () => (await probe.status()) === 'SERVING', 15_000, service);
-    process.stdout.write(`[engine loss] S3 back on the same port: files SERVING after ${readyMs} ms\n`);
+    const backMs = await waitFor('engine:s3 SERVING again', async () => (await probe.status('engine:s3')) === 'SERVING', 15_000, service);
+    process.stdout.write(`[engine loss] S3 back on the same port: engine:s3 SERVING after ${backMs} ms\n`);
+    expect(await probe.status('')).toBe('SERVING');
     const after = await client.uploadFile(uploadParts('after.pdf'));
     expect(after.fileName).toBe('after.pdf');
     const bytes = await fetch(`http://127.0.0.1:${httpPort}/files/${before.id}`, { headers: { 'x-caller-id': caller }, signal: AbortSignal.timeout(10_000) });
     expect(bytes.status).toBe(200);
     expect(Buffer.from(await bytes.arrayBuffer()).equals(pdf)).toBe(true);
     expect(service.child.exitCode).toBeNull();
-    expect(service.output()).toContain('S3 (S3_ENDPOINT) is unreachable: not ready until it answers again');
+    expect(service.output()).toContain('S3 (S3_ENDPOINT) is unreachable: still ready, engine:s3 NOT_SERVING until it answers again');
   }, 60_000);
 });

@@ -46,7 +46,7 @@ export async function startSearch(env: Record<string, string | undefined> = proc
   const engines: EngineCheck[] = [];
   if (index instanceof ElasticsearchCardIndex) {
     await index.ready();
-    engines.push({ name: 'Elasticsearch (ELASTICSEARCH_URL)', check: () => index.ping() });
+    engines.push({ name: 'Elasticsearch (ELASTICSEARCH_URL)', healthName: 'engine:elasticsearch', check: () => index.ping() });
   }
   const loadStarted = Date.now();
   index

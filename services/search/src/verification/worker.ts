@@ -135,7 +135,7 @@ export async function startVerificationWorker(deps: VerificationWorkerDeps): Pro
 
   const engines: EngineCheck[] = [];
   const connection = config.MONGO_URL ? await connectMongo({ url: config.MONGO_URL, database: 'search', logger }) : undefined;
-  // Searches do not touch the queue, so a MongoDB outage makes the service not ready without refusing them.
+  // Searches do not touch the queue, so a MongoDB outage neither refuses them nor makes the service not ready.
   if (connection) engines.push({ ...mongoEngineCheck(connection), gatesRequests: false });
   const store: VerificationStore & { outbox(): OutboxStore } = connection
     ? await MongoVerificationStore.open(connection)

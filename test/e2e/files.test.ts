@@ -257,7 +257,7 @@ describe('privacy', () => {
 });
 
 describe("a file's privacy reaches its cards and its collection", () => {
-  it('made private, others can read its cards through no route and no longer see its collection or its name on their cards; made public again, all come back', async () => {
+  it('made private, others can read its cards through no route and no longer see its collection or its name on their cards; made public again, its cards (none a duplicate) and collection come back', async () => {
     const file = uploaded.get('history.doc');
     expect(file).toBeDefined();
     const cards = await cardsOfFile(alice, file.id);

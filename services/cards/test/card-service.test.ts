@@ -311,6 +311,21 @@ describe('CardService', () => {
     expect(await state()).toEqual({ private: [false, true, true, false, false], hiddenByFile: [false, false, false, false, false] });
   });
 
+  it('a public duplicate hidden by its file stays private when the file is made public again, until an edit makes it no copy', async () => {
+    const { service, cards, peers } = setup();
+    const fileId = randomUUID();
+    peers.files.set(fileId, 'notes.odt');
+    const bobs = await create(service, 'bob');
+    const copy = await create(service, 'alice', bobs.card.content, { fileId });
+    expect(copy.duplicate).toBe(true);
+    await service.applyFilePrivacy(fileId, 'alice', true);
+    await service.applyFilePrivacy(fileId, 'alice', false);
+    expect(await cards.findById(copy.card.id)).toMatchObject({ private: true, collisionOf: bobs.card.id });
+    await expect(service.updateCard({ callerId: 'alice', cardId: copy.card.id, private: false })).rejects.toThrow('private: a private duplicate cannot be made public');
+    await service.updateCard({ callerId: 'alice', cardId: copy.card.id, cardHtml: `<p>${someContent()}</p>`, private: false });
+    expect(await cards.findById(copy.card.id)).toMatchObject({ private: false, collisionOf: null });
+  });
+
   it('hides private cards (404) and protects others\' cards (403)', async () => {
     const { service } = setup();
     const hidden = await create(service, 'alice', someContent(), { private: true });

@@ -119,9 +119,10 @@ export interface CollectionRepository {
   remove(id: string, events: OutgoingEvent[]): Promise<boolean>;
   /**
    * Adds a bookmark with its events. Stores nothing (no events) when it was already there, or when the card or the
-   * collection is already gone: checks made before the call may be stale. A bookmark never outlives its card or
-   * collection, whatever the interleaving with their removal; one found orphaned right after its write is taken back
-   * (its event may be stored by then; it names a card or collection that no longer exists).
+   * collection is already gone (the collection is named when both are): checks made before the call may be stale. A
+   * bookmark never outlives its card or collection, whatever the interleaving with their removal; one found orphaned
+   * right after its write is taken back (its event may be stored by then; it names a card or collection that no longer
+   * exists).
    */
   addBookmark(collectionId: string, cardId: string, at: Date, events: OutgoingEvent[]): Promise<BookmarkAddition>;
   /** Removes a bookmark; false when it was not there. */
@@ -131,6 +132,7 @@ export interface CollectionRepository {
    * bookmarked collision stands for its root, as it does in search results.
    */
   listVisibleBookmarkedRoots(collectionId: string, viewerId: string | null, offset: number, limit: number): Promise<string[]>;
+  /** How many roots listVisibleBookmarkedRoots gives for this viewer in all (the collection page's total). */
   countVisibleBookmarkedRoots(collectionId: string, viewerId: string | null): Promise<number>;
   /** Card ids bookmarked in a collection. */
   bookmarkedCardIds(collectionId: string): Promise<string[]>;

@@ -6,7 +6,7 @@ import { shingleJaccard } from '../domain/text';
 
 export const MAX_QUERY_LENGTH = 2000;
 export const MAX_PAGE_SIZE = 100;
-export const MAX_FILTER_LINKS = 100;
+const MAX_FILTER_LINKS = 100;
 /**
  * Word 3-shingle Jaccard that confirms a bag-of-words embedder's duplicate verdict: near copies keep most shingles
  * (>= 0.8 on the labelled set), while texts sharing only vocabulary share almost none (< 0.1).

@@ -13,16 +13,19 @@ export const MAX_SEARCH_CONTENT_LENGTH = 2000;
 
 const content = characterString(MAX_SEARCH_CONTENT_LENGTH).refine((v) => v.trim().length > 0, 'must not be empty');
 
+const tooLong = `each link at most ${MAX_LINK_CHARS} characters`;
+// Far longer than a link may be, so spaces around one still fit; an item beyond it is refused as too long too.
+const linkItem = z.string().max(20_000, tooLong).openapi({ maxLength: MAX_LINK_CHARS });
 /**
  * Links to include: an array of strings (one string is taken as a list of one), trimmed, empty ones dropped. Each is
  * bounded as a card's link is stored (trimmed, MAX_LINK_CHARS), so a whole stored link can be looked for.
  */
 const linkList = z
-  .union([z.array(z.string().max(20_000).openapi({ maxLength: MAX_LINK_CHARS })).max(100, 'at most 100 links'), z.string().max(20_000).openapi({ maxLength: MAX_LINK_CHARS })], {
+  .union([z.array(linkItem).max(100, 'at most 100 links'), linkItem], {
     errorMap: () => ({ message: 'must be an array of strings' }),
   })
   .transform((v) => [...new Set((Array.isArray(v) ? v : [v]).map((l) => l.trim()).filter((l) => l.length > 0))])
-  .refine((links) => links.every((l) => fitsCharacters(l, MAX_LINK_CHARS)), `each link at most ${MAX_LINK_CHARS} characters`);
+  .refine((links) => links.every((l) => fitsCharacters(l, MAX_LINK_CHARS)), tooLong);
 
 export const cardSearchBody = z.object({
   content,

@@ -1,0 +1,27 @@
+import type { Request } from 'express';
+import { parseBody } from '../src/http/validation';
+import { cardSearchBody } from '../src/routes/search-routes';
+
+/** The 400 message a search body gets, or 'ok'. */
+function answer(link: unknown): string {
+  try {
+    parseBody(cardSearchBody, { body: { content: 'bread', link } } as Request);
+    return 'ok';
+  } catch (err) {
+    return (err as Error).message;
+  }
+}
+
+describe('the link filter of a card search', () => {
+  it('says a link is too long however long it is and in whichever form it comes; a wrong type is named as such', () => {
+    const tooLong = 'link: each link at most 2048 characters';
+    for (const length of [2_049, 20_001]) {
+      const link = `https://example.org/${'a'.repeat(length - 20)}`;
+      expect([length, answer(link)]).toEqual([length, tooLong]);
+      expect([length, answer([link])]).toEqual([length, length > 20_000 ? 'link.0: each link at most 2048 characters' : tooLong]);
+    }
+    expect(answer(Array.from({ length: 101 }, (_, i) => `https://example.org/${i}`))).toBe('link: at most 100 links');
+    for (const wrong of [5, [5], { a: 1 }, ['https://example.org/', null]]) expect([wrong, answer(wrong)]).toEqual([wrong, 'link: must be an array of strings']);
+    expect(answer([` https://example.org/${'a'.repeat(2_028)} `])).toBe('ok');
+  });
+});

@@ -1,8 +1,9 @@
 import { AlreadyExistsError, InvalidArgumentError, newId, NotFoundError, PermissionDeniedError, UnauthenticatedError, UnavailableError, type Logger } from '@cards/platform';
-import { collisionMovesOnChange, isVisibleTo, leavesRoot, mayHoldCollision, privacyAfterFileChange, rehomedCollisions, PAGE_SIZE, totalPages, type AuthorScore, type Card, type CardGroup, type CollisionMove, type Vote } from '../domain/model';
+import { collisionMovesOnChange, isVisibleTo, leavesRoot, mayHoldCollision, rehomedCollisions, PAGE_SIZE, totalPages, type AuthorScore, type Card, type CardGroup, type CollisionMove, type Vote } from '../domain/model';
 import { StaleCardError, type CardRepository, type CollectionRepository, type FileDirectory, type NearDuplicateFinder, type UserDirectory, type VoteRepository } from '../domain/ports';
 import { cardTextFromHtml, fingerprintOf, isNearCopy, jaccard, NEAR_COPY_JACCARD, shinglesOf, SKETCH_MIN_SHARED, validLink, validOcFilePath, validTags } from '../domain/rules';
 import { bookmarkChanged, cardCreated, cardDeleted, cardUpdated } from './events';
+import { followFilePrivacy, isHiddenByFile, privacyAfterChange, type PrivacyChangedBy } from './file-privacy';
 import { KeyedLock } from './keyed-lock';
 
 /** A card as one viewer sees it: with that viewer's vote. */
@@ -32,9 +33,6 @@ export interface UpdateCardInput {
   cardHtml?: string;
   private?: boolean;
 }
-
-/** Whose decision a privacy change is: the card's owner's own, or the consequence of its file's privacy change. */
-type PrivacyChangedBy = 'owner' | 'file';
 
 export interface UserCardsPage {
   cards: ViewedCard[];
@@ -275,13 +273,12 @@ export class CardService {
       next.vectorPointId = null;
     }
     if (input.private !== undefined) {
-      // The owner's own choice wins over the file's: it clears the mark, so the file made public leaves the card as chosen.
-      const privacy = privacyBy === 'owner' ? { private: input.private, hiddenByFile: false } : privacyAfterFileChange(card, input.private);
+      const privacy = privacyAfterChange(card, input.private, privacyBy);
       if (card.private && !privacy.private && next.collisionOf) throw new InvalidArgumentError('private: a private duplicate cannot be made public');
       Object.assign(next, privacy);
     }
     const changes = { contentChanged: next.content !== card.content || next.cardHtml !== card.cardHtml, linkChanged: next.link !== card.link, privacyChanged: next.private !== card.private };
-    if (!changes.contentChanged && !changes.linkChanged && !changes.privacyChanged && isMarked(next) === isMarked(card)) return;
+    if (!changes.contentChanged && !changes.linkChanged && !changes.privacyChanged && isHiddenByFile(next) === isHiddenByFile(card)) return;
     next.updatedAt = this.now();
     const collectionIds = await this.deps.collections.collectionIdsHolding(card.id);
     const events = [cardUpdated(next, collectionIds, changes)];
@@ -400,32 +397,21 @@ export class CardService {
     await this.deps.cards.clearFileReferences(fileId);
   }
 
-  /**
-   * The owner changed a file's privacy. Cards made from a file say what it holds, so a file made private hides the
-   * owner's public cards carrying it, marking each as hidden by the file; made public, it gives back only the cards it
-   * hid (privacyAfterFileChange), so a card its owner made private stays private. Each goes through the same update as
-   * a card's own privacy change (collisions re-homed, vote counters moved, search told); a private duplicate stays
-   * private. The file's collection is public exactly when the file is. Other users' cards citing a file made private
-   * lose the reference, as they would lose it if the file were deleted: they may no longer see it, nor anyone else its
-   * name. Running it again changes nothing.
-   */
+  /** The owner changed a file's privacy: its cards and collection follow (followFilePrivacy). */
   async applyFilePrivacy(fileId: string, ownerId: string, isPrivate: boolean): Promise<void> {
     if (!fileId) throw new InvalidArgumentError('file_id: is required');
     requireCaller(ownerId);
-    for (const card of await this.deps.cards.findByFile(fileId)) {
-      const after = privacyAfterFileChange(card, isPrivate);
-      if (card.authorId !== ownerId || (after.private === card.private && after.hiddenByFile === isMarked(card))) continue;
-      try {
-        await this.changeCard({ callerId: ownerId, cardId: card.id, private: isPrivate }, 'file');
-      } catch (err) {
-        if (err instanceof NotFoundError) continue;
-        if (err instanceof InvalidArgumentError && !isPrivate) continue;
-        throw err;
-      }
-    }
-    if (isPrivate) await this.deps.cards.clearFileReferences(fileId, ownerId);
-    const fileCollection = (await this.deps.collections.listByAuthor(ownerId, true)).find((c) => c.fileId === fileId);
-    if (fileCollection && fileCollection.isPublic === isPrivate) await this.deps.collections.update({ ...fileCollection, isPublic: !isPrivate, updatedAt: this.now() }, []);
+    await followFilePrivacy(
+      {
+        cards: this.deps.cards,
+        collections: this.deps.collections,
+        changeCardPrivacy: (cardId) => this.changeCard({ callerId: ownerId, cardId, private: isPrivate }, 'file'),
+        now: () => this.now(),
+      },
+      fileId,
+      ownerId,
+      isPrivate,
+    );
   }
 
   /** The search service indexed a root card. */
@@ -451,8 +437,6 @@ export class CardService {
     return card;
   }
 }
-
-const isMarked = (card: Card) => card.hiddenByFile === true;
 
 /** After a root's text changed, its collisions still copy it only when they are near copies of the new text. */
 function stillCopies(root: Card, textChanged: boolean): (collision: Card) => boolean {

@@ -1,0 +1,49 @@
+import { InvalidArgumentError, NotFoundError } from '@cards/platform';
+import { privacyAfterFileChange, type Card } from '../domain/model';
+import type { CardRepository, CollectionRepository } from '../domain/ports';
+
+/** Whose decision a privacy change is: the card's owner's own, or the consequence of its file's privacy change. */
+export type PrivacyChangedBy = 'owner' | 'file';
+
+/** Whether the card is private because its file is (hidden by the file), not by its owner's choice. */
+export const isHiddenByFile = (card: Card) => card.hiddenByFile === true;
+
+/** A card's privacy and mark after a privacy change asked for by its owner or by its file. */
+export function privacyAfterChange(card: Card, requested: boolean, by: PrivacyChangedBy): { private: boolean; hiddenByFile: boolean } {
+  // The owner's own choice wins over the file's: it clears the mark, so the file made public leaves the card as chosen.
+  return by === 'owner' ? { private: requested, hiddenByFile: false } : privacyAfterFileChange(card, requested);
+}
+
+export interface FilePrivacyDeps {
+  cards: Pick<CardRepository, 'findByFile' | 'clearFileReferences'>;
+  collections: Pick<CollectionRepository, 'listByAuthor' | 'update'>;
+  /** The card service's own update of one card's privacy, made by the file (PrivacyChangedBy 'file'). */
+  changeCardPrivacy: (cardId: string) => Promise<void>;
+  now: () => Date;
+}
+
+/**
+ * The owner changed a file's privacy. Cards made from a file say what it holds, so a file made private hides the
+ * owner's public cards carrying it, marking each as hidden by the file; made public, it gives back only the cards it
+ * hid (privacyAfterFileChange), so a card its owner made private stays private. Each goes through the same update as
+ * a card's own privacy change (collisions re-homed, vote counters moved, search told); a private duplicate stays
+ * private. The file's collection is public exactly when the file is. Other users' cards citing a file made private
+ * lose the reference, as they would lose it if the file were deleted: they may no longer see it, nor anyone else its
+ * name. Running it again changes nothing.
+ */
+export async function followFilePrivacy(deps: FilePrivacyDeps, fileId: string, ownerId: string, isPrivate: boolean): Promise<void> {
+  for (const card of await deps.cards.findByFile(fileId)) {
+    const after = privacyAfterFileChange(card, isPrivate);
+    if (card.authorId !== ownerId || (after.private === card.private && after.hiddenByFile === isHiddenByFile(card))) continue;
+    try {
+      await deps.changeCardPrivacy(card.id);
+    } catch (err) {
+      if (err instanceof NotFoundError) continue;
+      if (err instanceof InvalidArgumentError && !isPrivate) continue;
+      throw err;
+    }
+  }
+  if (isPrivate) await deps.cards.clearFileReferences(fileId, ownerId);
+  const fileCollection = (await deps.collections.listByAuthor(ownerId, true)).find((c) => c.fileId === fileId);
+  if (fileCollection && fileCollection.isPublic === isPrivate) await deps.collections.update({ ...fileCollection, isPublic: !isPrivate, updatedAt: deps.now() }, []);
+}

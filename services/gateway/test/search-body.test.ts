@@ -3,9 +3,9 @@ import { parseBody } from '../src/http/validation';
 import { cardSearchBody } from '../src/routes/search-routes';
 
 /** The 400 message a search body gets, or 'ok'. */
-function answer(link: unknown): string {
+function answer(link: unknown, tags?: unknown): string {
   try {
-    parseBody(cardSearchBody, { body: { content: 'bread', link } } as Request);
+    parseBody(cardSearchBody, { body: { content: 'bread', link, tag_set: tags } } as Request);
     return 'ok';
   } catch (err) {
     return (err as Error).message;
@@ -23,5 +23,26 @@ describe('the link filter of a card search', () => {
     expect(answer(Array.from({ length: 101 }, (_, i) => `https://example.org/${i}`))).toBe('link: at most 100 links');
     for (const wrong of [5, [5], { a: 1 }, ['https://example.org/', null]]) expect([wrong, answer(wrong)]).toEqual([wrong, 'link: must be an array of strings']);
     expect(answer([` https://example.org/${'a'.repeat(2_028)} `])).toBe('ok');
+  });
+});
+
+describe('the tag filter of a card search', () => {
+  /** 100 distinct tags of exactly 200 code points, `unit` repeated. */
+  const longestTags = (unit: string) => Array.from({ length: 100 }, (_, i) => `${String(i).padStart(3, '0')}${unit.repeat(197)}`);
+
+  it('takes the longest valid list in one comma-separated string or item, emoji included', () => {
+    for (const unit of ['a', '\u{1F600}']) {
+      const joined = longestTags(unit).join(', ');
+      expect(answer(undefined, joined)).toBe('ok');
+      expect(answer(undefined, [joined])).toBe('ok');
+    }
+  });
+
+  it('names the tag limits, not an internal bound, for a string too long to hold valid tags', () => {
+    const huge = 'a,'.repeat(50_000);
+    expect(answer(undefined, huge)).toBe('tag_set: at most 100 tags of at most 200 characters');
+    expect(answer(undefined, [huge])).toBe('tag_set.0: at most 100 tags of at most 200 characters');
+    expect(answer(undefined, ['a'.repeat(201)])).toBe('tag_set: each tag at most 200 characters');
+    expect(answer(undefined, [5])).toBe('tag_set: must be an array of strings or a comma-separated string');
   });
 });

@@ -1,7 +1,7 @@
 import type { Request } from 'express';
 import { extendZodWithOpenApi } from '@asteasolutions/zod-to-openapi';
 import { z } from 'zod';
-import { fitsCharacters, MAX_TAG_CHARS } from '@cards/card-rules';
+import { fitsCharacters, MAX_TAG_CHARS, MAX_TAGS } from '@cards/card-rules';
 import { isUuid } from '@cards/platform';
 import { badRequest } from './http-error';
 
@@ -77,8 +77,12 @@ export const looseBoolean = z.union([z.boolean(), z.enum(['true', 'false']).tran
  * only by size here (it may hold several tags, and spaces that are trimmed); the document states maxLength 200 for
  * an item holding one tag.
  */
+const tagsTooLong = `at most ${MAX_TAGS} tags of at most ${MAX_TAG_CHARS} characters`;
+// Holds the longest valid list in one string (100 tags of 200 code points, two UTF-16 units each, with separators)
+// and room for spaces; zod counts UTF-16 units.
+const TAGS_PRE_BOUND = 4 * MAX_TAGS * MAX_TAG_CHARS;
 export const tagList = z
-  .union([z.array(z.string().max(20_000).openapi({ maxLength: MAX_TAG_CHARS })).max(100, 'at most 100 tags'), z.string().max(20_000)], {
+  .union([z.array(z.string().max(TAGS_PRE_BOUND, tagsTooLong).openapi({ maxLength: MAX_TAG_CHARS })).max(MAX_TAGS, `at most ${MAX_TAGS} tags`), z.string().max(TAGS_PRE_BOUND, tagsTooLong)], {
     errorMap: () => ({ message: 'must be an array of strings or a comma-separated string' }),
   })
   .transform((v) => [...new Set((Array.isArray(v) ? v : v.split(',')).map((t) => t.trim()).filter((t) => t.length > 0))])

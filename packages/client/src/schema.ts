@@ -1175,6 +1175,7 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
+                    /** Format: uuid */
                     password_reset_id: string;
                     password: string;
                     password_confirmation: string;
@@ -1415,6 +1416,7 @@ export interface operations {
                     content: string;
                     tag_set?: string[] | string | null;
                     link?: string[] | string | null;
+                    /** Format: uuid */
                     collection_id: string;
                 };
             };
@@ -1476,6 +1478,7 @@ export interface operations {
                     content: string;
                     tag_set?: string[] | string | null;
                     link?: string[] | string | null;
+                    /** Format: uuid */
                     collection_id: string;
                 };
             };
@@ -1622,6 +1625,7 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
+                    /** Format: uuid */
                     collection_id: string;
                     name?: string;
                     description?: string | null;
@@ -1753,6 +1757,7 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
+                    /** Format: uuid */
                     collection_id: string;
                 };
             };
@@ -1934,6 +1939,7 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
+                    /** Format: uuid */
                     card_metadata_id: string;
                 };
             };
@@ -2007,6 +2013,7 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
+                    /** Format: uuid */
                     card_metadata_id: string;
                 };
             };
@@ -2078,6 +2085,7 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
+                    /** Format: uuid */
                     file_id: string;
                     private: boolean | ("true" | "false");
                 };
@@ -2487,6 +2495,7 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
+                    /** Format: uuid */
                     notification_id: string;
                 };
             };
@@ -2591,6 +2600,7 @@ export interface operations {
                     link: string;
                     private: boolean | ("true" | "false");
                     tag_set?: string[] | string | null;
+                    /** Format: uuid */
                     file_uuid?: string | null;
                     oc_file_path?: string | null;
                 };
@@ -2678,6 +2688,7 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
+                    /** Format: uuid */
                     card_uuid: string;
                     link?: string;
                     card_html?: string;
@@ -2870,6 +2881,7 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
+                    /** Format: uuid */
                     card_metadata_id: string;
                     vote: boolean | ("true" | "false");
                 };

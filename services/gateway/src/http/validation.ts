@@ -63,6 +63,7 @@ export function characterString(max: number, { trim = false }: { trim?: boolean 
 /** A UUID in a body field. */
 export const uuidString = z
   .string({ invalid_type_error: 'must be a string', required_error: 'is required' })
+  .openapi({ format: 'uuid' })
   .refine(isUuid, 'must be a UUID')
   .transform((v) => v.toLowerCase());
 

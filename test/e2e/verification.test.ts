@@ -196,6 +196,15 @@ describe('content verification', () => {
     expect(found[0].similarity_score).toBeLessThan(50);
   });
 
+  it('removing the link clears the verification score: the card cites no page any more', async () => {
+    const card = await createCard(alice, unique(ARTICLE_FIRST), `http://127.0.0.1:${pagesPort}/coral`);
+    const [notification] = await verificationsFor(alice, card);
+    expect(await verificationScoreOf(alice, card, notification.similarity_score)).toBe(notification.similarity_score);
+    expect((await alice.client.put('/api/card/update', { card_uuid: card, link: '' })).status).toBe(204);
+    const res = await alice.client.get(`/api/card/${card}`);
+    expect(res.json).toMatchObject({ link: '', verification_score: null });
+  });
+
   it('refuses loopback targets (127.0.0.1, [::1], localhost, a redirect to loopback) without VERIFY_ALLOW_PRIVATE: score 0, nothing received', async () => {
     const links = [
       `http://127.0.0.1:${victimPort}/direct`,

@@ -205,9 +205,23 @@ export function describeCardRepositoryContract(name: string, factory: CardsStore
       expect((await store.cards.findById(collision.id))?.vectorPointId).toBeNull();
 
       const newer = nextTime();
-      expect(await store.cards.setVerification(root.id, 87, newer)).toBe(true);
-      expect(await store.cards.setVerification(root.id, 12, new Date(newer.getTime() - 5000))).toBe(false);
+      expect(await store.cards.setVerification(root.id, 87, newer, root.link)).toBe(true);
+      expect(await store.cards.setVerification(root.id, 12, new Date(newer.getTime() - 5000), root.link)).toBe(false);
       expect((await store.cards.findById(root.id))?.verificationScore).toBe(87);
+    });
+
+    it('keeps a verification only for the link the card has, and clears it when the link is removed', async () => {
+      const card = aCard().build();
+      await store.cards.insert(card, fingerprintOf(card.content), []);
+      expect(await store.cards.setVerification(card.id, 40, nextTime(), 'https://example.com/elsewhere')).toBe(false);
+      expect(await store.cards.setVerification(card.id, 55, nextTime(), card.link)).toBe(true);
+      expect(await store.cards.setVerification(card.id, 56, nextTime(), '')).toBe(true);
+      const unlinked = { ...card, link: '', verificationScore: null, verifiedAt: null, updatedAt: nextTime() };
+      await store.cards.update(unlinked, null, [], { ifUpdatedAt: card.updatedAt, clearVerification: true });
+      expect(await store.cards.findById(card.id)).toMatchObject({ link: '', verificationScore: null, verifiedAt: null });
+      // A result for the old link arriving after the edit is not stored.
+      expect(await store.cards.setVerification(card.id, 70, nextTime(), card.link)).toBe(false);
+      expect((await store.cards.findById(card.id))?.verificationScore).toBeNull();
     });
 
     it('clears file references from cards and collections', async () => {

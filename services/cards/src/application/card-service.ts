@@ -279,6 +279,9 @@ export class CardService {
     }
     const changes = { contentChanged: next.content !== card.content || next.cardHtml !== card.cardHtml, linkChanged: next.link !== card.link, privacyChanged: next.private !== card.private };
     if (!changes.contentChanged && !changes.linkChanged && !changes.privacyChanged && isHiddenByFile(next) === isHiddenByFile(card)) return;
+    // A score says how well the card matches the page it cites; without a link there is no such page.
+    const clearVerification = changes.linkChanged && next.link === '' && card.verificationScore !== null;
+    if (clearVerification) Object.assign(next, { verificationScore: null, verifiedAt: null });
     next.updatedAt = this.now();
     const collectionIds = await this.deps.collections.collectionIdsHolding(card.id);
     const events = [cardUpdated(next, collectionIds, changes)];
@@ -291,7 +294,7 @@ export class CardService {
       moves = collisionMovesOnChange(next, collisions, stillCopies(next, textChanged));
       events.push(...(await this.movedEvents(collisions, moves)));
     }
-    await this.deps.cards.update(next, fingerprint, events, { moves, ifUpdatedAt: card.updatedAt, becomesRoot });
+    await this.deps.cards.update(next, fingerprint, events, { moves, ifUpdatedAt: card.updatedAt, becomesRoot, clearVerification });
     this.deps.eventsWritten();
     if (reviewsCollisions) await this.detachLateCollisions(next, card.id, textChanged);
   }
@@ -419,9 +422,9 @@ export class CardService {
     await this.deps.cards.setVectorPointId(cardId, vectorPointId);
   }
 
-  /** The search service verified a card against its link. */
-  async recordVerification(cardId: string, score: number, at: Date): Promise<void> {
-    await this.deps.cards.setVerification(cardId, score, at);
+  /** The search service verified a card against `link`; a result for a link the card no longer has is dropped. */
+  async recordVerification(cardId: string, score: number, at: Date, link: string): Promise<void> {
+    await this.deps.cards.setVerification(cardId, score, at, link.trim());
   }
 
   async withVotes(list: readonly Card[], viewerId: string | undefined): Promise<ViewedCard[]> {

@@ -16,7 +16,7 @@ export async function subscribeToSearchEvents(bus: EventBus, cardService: CardSe
         if (indexed.cardId && indexed.vectorPointId) await cardService.recordIndexed(indexed.cardId, indexed.vectorPointId);
       } else if (event.topic === Topics.verification) {
         const verified = events.CardVerified.decode(event.payload);
-        if (verified.cardId) await cardService.recordVerification(verified.cardId, verified.score, verified.occurredAt ?? new Date());
+        if (verified.cardId) await cardService.recordVerification(verified.cardId, verified.score, verified.occurredAt ?? new Date(), verified.link);
       }
     },
   });

@@ -16,6 +16,8 @@ export interface CardUpdateOptions {
    * Without it, a concurrent change of another field could write back a privacy read before it changed.
    */
   ifUpdatedAt?: Date;
+  /** The card's link was removed: its verification score (of a page it no longer cites) is cleared. */
+  clearVerification?: boolean;
   /** The card, a collision until now, becomes a root of its own (collisionOf and its index id cleared). */
   becomesRoot?: boolean;
 }
@@ -68,8 +70,11 @@ export interface CardRepository {
 
   /** Index id from the search service; ignored for collisions and unknown cards. Returns whether it changed. */
   setVectorPointId(cardId: string, vectorPointId: string): Promise<boolean>;
-  /** Verification result, unless a newer one is already stored. Returns whether it changed. */
-  setVerification(cardId: string, score: number, at: Date): Promise<boolean>;
+  /**
+   * Verification result, unless a newer one is already stored or the card no longer links to `link` (the page
+   * verified; '' from a search service that did not say, which is not checked). Returns whether it changed.
+   */
+  setVerification(cardId: string, score: number, at: Date, link: string): Promise<boolean>;
   /**
    * The file was deleted: its cards keep living without file_id/file_name, its collection without file_id. With
    * `exceptAuthorId` only the cards of other authors lose the reference, and collections keep theirs.

@@ -77,7 +77,7 @@ export class MongoCardRepository implements CardRepository {
     }
   }
 
-  async update(card: Card, fingerprint: CardFingerprint | null, events: OutgoingEvent[], { moves = [], ifUpdatedAt, becomesRoot = false }: CardUpdateOptions = {}): Promise<void> {
+  async update(card: Card, fingerprint: CardFingerprint | null, events: OutgoingEvent[], { moves = [], ifUpdatedAt, becomesRoot = false, clearVerification = false }: CardUpdateOptions = {}): Promise<void> {
     await this.store.change(async (session) => {
       const set: Partial<CardDocument> = {
         content: card.content,
@@ -95,6 +95,10 @@ export class MongoCardRepository implements CardRepository {
       if (becomesRoot) {
         set.collisionOf = null;
         set.vectorPointId = null;
+      }
+      if (clearVerification) {
+        set.verificationScore = null;
+        set.verifiedAt = null;
       }
       // The image before the change carries the privacy and vote totals of that very moment (one atomic step), so the
       // totals moved into or out of the author's public counters are exactly the ones votes had added until then.
@@ -173,9 +177,9 @@ export class MongoCardRepository implements CardRepository {
     return result.modifiedCount > 0;
   }
 
-  async setVerification(cardId: string, score: number, at: Date): Promise<boolean> {
+  async setVerification(cardId: string, score: number, at: Date, link: string): Promise<boolean> {
     const result = await this.store.cards.updateOne(
-      { _id: cardId, $or: [{ verifiedAt: null }, { verifiedAt: { $lte: at } }] },
+      { _id: cardId, $or: [{ verifiedAt: null }, { verifiedAt: { $lte: at } }], ...(link ? { link } : {}) },
       { $set: { verificationScore: score, verifiedAt: at } },
     );
     return result.matchedCount > 0;

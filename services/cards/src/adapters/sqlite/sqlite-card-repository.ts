@@ -94,7 +94,7 @@ export class SqliteCardRepository implements CardRepository {
     }
   }
 
-  async update(card: Card, fingerprint: CardFingerprint | null, events: OutgoingEvent[], { moves = [], ifUpdatedAt, becomesRoot = false }: CardUpdateOptions = {}): Promise<void> {
+  async update(card: Card, fingerprint: CardFingerprint | null, events: OutgoingEvent[], { moves = [], ifUpdatedAt, becomesRoot = false, clearVerification = false }: CardUpdateOptions = {}): Promise<void> {
     this.db.transaction(() => {
       const before = this.db.prepare('SELECT author_id, private, total_upvotes, total_downvotes, updated_at FROM cards WHERE id = ?').get(card.id) as
         | { author_id: string; private: number; total_upvotes: number; total_downvotes: number; updated_at: string }
@@ -114,6 +114,7 @@ export class SqliteCardRepository implements CardRepository {
         this.writeSketch(card.id, fingerprint.sketch);
       }
       if (becomesRoot) this.db.prepare('UPDATE cards SET collision_of = NULL, vector_point_id = NULL WHERE id = ? AND collision_of IS NOT NULL').run(card.id);
+      if (clearVerification) this.db.prepare('UPDATE cards SET verification_score = NULL, verified_at = NULL WHERE id = ?').run(card.id);
       this.applyMoves(card.id, moves);
       appendToSqliteOutbox(this.db, events);
     })();
@@ -165,9 +166,11 @@ export class SqliteCardRepository implements CardRepository {
     return this.db.prepare('UPDATE cards SET vector_point_id = ? WHERE id = ? AND collision_of IS NULL AND vector_point_id IS NOT ?').run(vectorPointId, cardId, vectorPointId).changes > 0;
   }
 
-  async setVerification(cardId: string, score: number, at: Date): Promise<boolean> {
+  async setVerification(cardId: string, score: number, at: Date, link: string): Promise<boolean> {
     return (
-      this.db.prepare('UPDATE cards SET verification_score = ?, verified_at = ? WHERE id = ? AND (verified_at IS NULL OR verified_at <= ?)').run(score, iso(at), cardId, iso(at)).changes > 0
+      this.db
+        .prepare("UPDATE cards SET verification_score = ?, verified_at = ? WHERE id = ? AND (verified_at IS NULL OR verified_at <= ?) AND (? = '' OR link = ?)")
+        .run(score, iso(at), cardId, iso(at), link, link).changes > 0
     );
   }
 

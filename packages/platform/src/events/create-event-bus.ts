@@ -15,7 +15,8 @@ export interface EventBusConfig {
   KAFKA_NAMESPACE?: string;
 }
 
-function kafkaPartitions(value: number | string | undefined): number {
+/** KAFKA_PARTITIONS: an integer from 1 to 1000, 3 when unset. */
+export function kafkaPartitions(value: number | string | undefined): number {
   const raw = value ?? process.env.KAFKA_PARTITIONS;
   if (raw === undefined || raw === '') return 3;
   const n = Number(raw);
@@ -23,13 +24,23 @@ function kafkaPartitions(value: number | string | undefined): number {
   return n;
 }
 
+/** The host:port list of KAFKA_BROKERS. */
+export function kafkaBrokersOf(value: string): string[] {
+  return value.split(',').map((b) => b.trim()).filter(Boolean);
+}
+
+/** KAFKA_NAMESPACE from the config, else the variable; undefined when empty. */
+export function kafkaNamespaceOf(config: Pick<EventBusConfig, 'KAFKA_NAMESPACE'>): string | undefined {
+  return config.KAFKA_NAMESPACE ?? (process.env.KAFKA_NAMESPACE || undefined);
+}
+
 /** Kafka when KAFKA_BROKERS is set, else the durable local log under DATA_DIR; the choice is logged once. */
 export function createEventBus(config: EventBusConfig, logger: Logger): EventBus {
   if (config.KAFKA_BROKERS) {
-    const brokers = config.KAFKA_BROKERS.split(',').map((b) => b.trim()).filter(Boolean);
+    const brokers = kafkaBrokersOf(config.KAFKA_BROKERS);
     const partitions = kafkaPartitions(config.KAFKA_PARTITIONS);
-    logger.info({ brokers, partitions, namespace: config.KAFKA_NAMESPACE ?? process.env.KAFKA_NAMESPACE }, 'KAFKA_BROKERS set: using the Kafka event bus');
-    const namespace = config.KAFKA_NAMESPACE ?? (process.env.KAFKA_NAMESPACE || undefined);
+    const namespace = kafkaNamespaceOf(config);
+    logger.info({ brokers, partitions, namespace }, 'KAFKA_BROKERS set: using the Kafka event bus');
     return new KafkaEventBus({ brokers, partitions, logger, clientId: config.KAFKA_CLIENT_ID, namespace });
   }
   logger.info('KAFKA_BROKERS not set: using the embedded SQLite event log');

@@ -52,6 +52,27 @@ export const DeadLetterHeaders = {
   attempts: 'x-attempts',
 } as const;
 
+/**
+ * A dead letter an operator replays (KafkaDeadLetters) is copied, with its dead-letter headers, to the replay topic of
+ * the group that failed it, `replay.<group>`: only that group's consumers read it, so the topic's other groups, which
+ * handled the event, do not get it again. These headers name the dead letter the copy came from.
+ */
+export const ReplayHeaders = {
+  deadLetterTopic: 'x-dead-letter-topic',
+  deadLetterPartition: 'x-dead-letter-partition',
+  deadLetterOffset: 'x-dead-letter-offset',
+} as const;
+
+/** The topic (without namespace) a consumer group reads its replayed dead letters from, beside its own topics. */
+export function replayTopicOf(group: string): string {
+  return `replay.${group}`;
+}
+
+/** Dead letters and their replays are kept until deleted (retention.ms -1): nothing an operator may still replay expires. */
+function keepsForever(logicalTopic: string): boolean {
+  return logicalTopic.endsWith(DEAD_LETTER_SUFFIX) || logicalTopic.startsWith(replayTopicOf(''));
+}
+
 const KAFKA_TO_PINO: Record<number, 'error' | 'warn' | 'info' | 'debug'> = {
   [logLevel.ERROR]: 'error',
   [logLevel.WARN]: 'warn',
@@ -184,7 +205,7 @@ export class KafkaEventBus implements EventBus {
 
   async subscribe(options: SubscribeOptions): Promise<Subscription> {
     if (this.closed) throw new Error('event bus is closed');
-    const topics = options.topics.map((t) => this.physicalName(t));
+    const topics = [...options.topics, replayTopicOf(options.group)].map((t) => this.physicalName(t));
     await this.ensureTopics(topics);
     const consumer = this.kafka.consumer({
       groupId: this.physicalName(options.group),
@@ -262,6 +283,7 @@ export class KafkaEventBus implements EventBus {
             topic,
             numPartitions: this.options.partitions ?? 3,
             replicationFactor: this.options.replicationFactor ?? -1,
+            configEntries: keepsForever(this.logicalName(topic)) ? [{ name: 'retention.ms', value: '-1' }] : undefined,
           })),
         });
       } catch (err) {
@@ -381,6 +403,8 @@ class KafkaSubscription {
       eachBatch: async ({ batch, resolveOffset, heartbeat, commitOffsetsIfNecessary, isRunning, isStale }) => {
         const { topic: physicalTopic, partition } = batch;
         const topic = this.bus.logicalName(physicalTopic);
+        // Replayed dead letters are delivered one by one as the event they were, and dead-lettered again where they were.
+        const replays = topic === replayTopicOf(group);
         // Offsets are committed only up to messages whose handler finished (or that were dead-lettered):
         // every COMMIT_EVERY messages, at the end of the batch, and when leaving it early (close, rebalance).
         let done: string | undefined;
@@ -390,12 +414,24 @@ class KafkaSubscription {
           sinceCommit = 0;
           await commitOffsetsIfNecessary({ topics: [{ topic: physicalTopic, partitions: [{ partition, offset: (BigInt(done) + 1n).toString() }] }] });
         };
-        const eventOf = (message: (typeof batch.messages)[number]) => ({
-          topic,
-          key: message.key?.toString() ?? '',
-          payload: message.value ? new Uint8Array(message.value) : new Uint8Array(),
-          offset: message.offset,
-        });
+        const header = (message: (typeof batch.messages)[number], name: string) => message.headers?.[name]?.toString();
+        const originOf = (message: (typeof batch.messages)[number]) =>
+          replays
+            ? {
+                topic: header(message, DeadLetterHeaders.topic) ?? topic,
+                partition: header(message, DeadLetterHeaders.partition) ?? String(partition),
+                offset: header(message, DeadLetterHeaders.offset) ?? message.offset,
+              }
+            : { topic, partition: String(partition), offset: message.offset };
+        const eventOf = (message: (typeof batch.messages)[number]) => {
+          const origin = originOf(message);
+          return {
+            topic: origin.topic,
+            key: message.key?.toString() ?? '',
+            payload: message.value ? new Uint8Array(message.value) : new Uint8Array(),
+            offset: origin.offset,
+          };
+        };
         try {
           // With a batchHandler, a run of messages is applied together; a run that fails is delivered one by one.
           let offeredUntil = 0;
@@ -403,7 +439,7 @@ class KafkaSubscription {
           for (const [i, message] of batch.messages.entries()) {
             if (this.stopping || !isRunning() || isStale()) return;
             if (i < appliedUntil) continue;
-            if (this.options.batchHandler && i >= offeredUntil) {
+            if (this.options.batchHandler && !replays && i >= offeredUntil) {
               const run = batch.messages.slice(i, i + batchLength(this.options, batch.messages.length - i));
               offeredUntil = i + run.length;
               if (run.length > 1 && (await this.deliverRun(run.map(eventOf)))) {
@@ -421,15 +457,21 @@ class KafkaSubscription {
             // Closing with the handler failing: leave the offset uncommitted so the group gets the message again.
             if (outcome === 'abandoned') return;
             if (outcome !== 'ok') {
-              await this.bus.publishNow([{ topic: `${topic}${DEAD_LETTER_SUFFIX}`, key: event.key, payload: event.payload }], {
-                [DeadLetterHeaders.topic]: topic,
-                [DeadLetterHeaders.partition]: String(partition),
-                [DeadLetterHeaders.offset]: message.offset,
+              const origin = originOf(message);
+              await this.bus.publishNow([{ topic: `${origin.topic}${DEAD_LETTER_SUFFIX}`, key: event.key, payload: event.payload }], {
+                [DeadLetterHeaders.topic]: origin.topic,
+                [DeadLetterHeaders.partition]: origin.partition,
+                [DeadLetterHeaders.offset]: origin.offset,
                 [DeadLetterHeaders.group]: group,
                 [DeadLetterHeaders.error]: outcome.error.slice(0, 2000),
                 [DeadLetterHeaders.attempts]: String(outcome.attempts),
               });
-              this.busOptions.logger.error({ group, topic, partition, offset: message.offset, error: outcome.error }, 'event moved to dead-letter topic');
+              this.busOptions.logger.error(
+                { group, topic: origin.topic, partition: origin.partition, offset: origin.offset, error: outcome.error, replayed: replays },
+                'event moved to dead-letter topic',
+              );
+            } else if (replays) {
+              this.busOptions.logger.info({ group, topic: event.topic, offset: event.offset }, 'dead letter replayed');
             }
             resolveOffset(message.offset);
             done = message.offset;

@@ -9,7 +9,18 @@ const MIGRATIONS = [
    CREATE INDEX events_topic_seq ON events(topic, seq);
    CREATE TABLE consumer_offsets (group_id TEXT NOT NULL, topic TEXT NOT NULL, seq INTEGER NOT NULL, PRIMARY KEY (group_id, topic));
    CREATE TABLE dead_letters (group_id TEXT NOT NULL, topic TEXT NOT NULL, seq INTEGER NOT NULL, error TEXT NOT NULL, failed_at TEXT NOT NULL, PRIMARY KEY (group_id, topic, seq));`,
+  // An operator's replay (SqliteDeadLetters) sets replay_requested_at; the group's consumer delivers the event again and
+  // sets replayed_at, or records the new failure and clears the request.
+  `ALTER TABLE dead_letters ADD COLUMN attempts INTEGER NOT NULL DEFAULT 0;
+   ALTER TABLE dead_letters ADD COLUMN replay_requested_at TEXT;
+   ALTER TABLE dead_letters ADD COLUMN replayed_at TEXT;
+   CREATE INDEX dead_letters_replay_requested ON dead_letters(group_id, replay_requested_at) WHERE replay_requested_at IS NOT NULL;`,
 ];
+
+/** Opens the embedded event log's SQLite file with its schema up to date (for tools beside the bus, such as SqliteDeadLetters). */
+export function openEventLogDatabase(path: string): SqliteDatabase {
+  return openSqlite(path, MIGRATIONS);
+}
 
 interface EventRow {
   seq: number;
@@ -38,7 +49,7 @@ export class SqliteEventLog implements EventBus {
   private closed = false;
 
   constructor(private readonly options: SqliteEventLogOptions) {
-    this.db = openSqlite(options.path, MIGRATIONS);
+    this.db = openEventLogDatabase(options.path);
     this.wakeups.setMaxListeners(100);
   }
 
@@ -131,8 +142,10 @@ class SqliteSubscription {
       `INSERT INTO consumer_offsets (group_id, topic, seq) VALUES (?, ?, ?)
        ON CONFLICT (group_id, topic) DO UPDATE SET seq = excluded.seq WHERE excluded.seq > consumer_offsets.seq`,
     );
-    const deadLetter = this.db.prepare('INSERT OR REPLACE INTO dead_letters (group_id, topic, seq, error, failed_at) VALUES (?, ?, ?, ?, ?)');
+    const deadLetter = this.db.prepare('INSERT OR REPLACE INTO dead_letters (group_id, topic, seq, error, failed_at, attempts) VALUES (?, ?, ?, ?, ?, ?)');
     while (this.running) {
+      await this.deliverRequestedReplays();
+      if (!this.running) return;
       let rows: EventRow[];
       try {
         rows = next();
@@ -155,7 +168,7 @@ class SqliteSubscription {
           const delivered = await this.deliver(row);
           if (!delivered.ok) {
             if (!this.running) return;
-            deadLetter.run(group, row.topic, row.seq, delivered.error, new Date().toISOString());
+            deadLetter.run(group, row.topic, row.seq, delivered.error, new Date().toISOString(), delivered.attempts);
             this.logOptions.logger.error({ group, topic: row.topic, seq: row.seq, error: delivered.error }, 'event moved to dead letters');
           }
           commit.run(group, row.topic, row.seq);
@@ -163,6 +176,42 @@ class SqliteSubscription {
         i += run.length;
       }
       if (rows.length === 0) await this.idle();
+    }
+  }
+
+  /** Delivers this group's dead letters an operator asked to replay: marked replayed, or dead again with the new error. */
+  private async deliverRequestedReplays(): Promise<void> {
+    const { group, topics } = this.options;
+    if (topics.length === 0) return;
+    let requested: EventRow[];
+    try {
+      requested = this.db
+        .prepare(
+          `SELECT e.seq, e.topic, e.key, e.payload FROM dead_letters d JOIN events e ON e.seq = d.seq AND e.topic = d.topic
+           WHERE d.group_id = ? AND d.replay_requested_at IS NOT NULL AND d.topic IN (${topics.map(() => '?').join(', ')}) ORDER BY d.seq LIMIT 100`,
+        )
+        .all(group, ...topics) as EventRow[];
+    } catch (err) {
+      if (this.running) this.logOptions.logger.error({ err, group }, 'reading dead letters to replay failed');
+      return;
+    }
+    const replayed = this.db.prepare('UPDATE dead_letters SET replayed_at = ?, replay_requested_at = NULL WHERE group_id = ? AND topic = ? AND seq = ?');
+    const deadAgain = this.db.prepare(
+      'UPDATE dead_letters SET error = ?, failed_at = ?, attempts = ?, replay_requested_at = NULL WHERE group_id = ? AND topic = ? AND seq = ?',
+    );
+    for (const row of requested) {
+      if (!this.running) return;
+      const delivered = await this.deliver(row);
+      // Closing mid-retry: the request stays for the next start.
+      if (!this.running) return;
+      const now = new Date().toISOString();
+      if (delivered.ok) {
+        replayed.run(now, group, row.topic, row.seq);
+        this.logOptions.logger.info({ group, topic: row.topic, seq: row.seq }, 'dead letter replayed');
+      } else {
+        deadAgain.run(delivered.error, now, delivered.attempts, group, row.topic, row.seq);
+        this.logOptions.logger.error({ group, topic: row.topic, seq: row.seq, error: delivered.error }, 'replayed dead letter failed again');
+      }
     }
   }
 
@@ -177,7 +226,7 @@ class SqliteSubscription {
     }
   }
 
-  private async deliver(row: EventRow): Promise<{ ok: true } | { ok: false; error: string }> {
+  private async deliver(row: EventRow): Promise<{ ok: true } | { ok: false; error: string; attempts: number }> {
     const maxAttempts = this.options.maxAttempts ?? 8;
     const base = this.logOptions.retryBaseMs ?? 100;
     // Failures because an engine is unreachable do not count: an outage must not dead-letter events.
@@ -191,9 +240,9 @@ class SqliteSubscription {
         const message = err instanceof Error ? err.message : String(err);
         this.logOptions.logger.warn({ err, group: this.options.group, topic: row.topic, seq: row.seq, attempt }, 'event handler failed');
         if (!isEngineUnavailableError(err)) counted++;
-        if (counted >= maxAttempts || !this.running) return { ok: false, error: message };
+        if (counted >= maxAttempts || !this.running) return { ok: false, error: message, attempts: attempt + 1 };
         await this.sleep(Math.min(5000, base * 2 ** Math.min(attempt, 16)));
-        if (!this.running) return { ok: false, error: message };
+        if (!this.running) return { ok: false, error: message, attempts: attempt + 1 };
       }
     }
   }

@@ -2,14 +2,9 @@ import { createHash, randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createEventBus, createLogger, OutboxRelay, SqliteOutboxStore, Topics, type EventBus, type Subscription } from '@cards/platform';
+import { createEventBus, createLogger, Topics, type EventBus, type Subscription } from '@cards/platform';
 import { events } from '@cards/proto';
-import { openCardsDatabase } from '../../services/cards/src/adapters/sqlite/sqlite-cards-database';
-import { SqliteCardRepository } from '../../services/cards/src/adapters/sqlite/sqlite-card-repository';
-import { SqliteCollectionRepository } from '../../services/cards/src/adapters/sqlite/sqlite-collection-repository';
-import { SqliteVoteRepository } from '../../services/cards/src/adapters/sqlite/sqlite-vote-repository';
-import { CardService } from '../../services/cards/src/application/card-service';
-import { CollectionService } from '../../services/cards/src/application/collection-service';
+import { cardsOnEventBus } from '../../services/cards/test/cards-on-event-bus';
 import { SqliteCardIndex } from '../../services/search/src/adapters/sqlite/sqlite-card-index';
 import { IndexProjector } from '../../services/search/src/application/index-projector';
 import { SearchService } from '../../services/search/src/application/search-service';
@@ -45,21 +40,7 @@ const hashingEmbedder: Embedder = {
 
 /** The cards service (SQLite, outbox relayed to the bus) and the search index fed from the bus, as one system runs them. */
 async function startSystem(dir: string, bus: EventBus) {
-  const db = openCardsDatabase(join(dir, 'cards.db'));
-  const cards = new SqliteCardRepository(db);
-  const collections = new SqliteCollectionRepository(db);
-  const relay = new OutboxRelay(new SqliteOutboxStore(db), bus, logger, 50);
-  const cardService = new CardService({
-    cards,
-    votes: new SqliteVoteRepository(db),
-    collections,
-    nearDuplicates: { find: async () => [] },
-    files: { visibleFileName: async () => null },
-    users: { joinDates: async () => new Map() },
-    eventsWritten: () => relay.kick(),
-    logger,
-  });
-  const collectionService = new CollectionService({ collections, cards, cardService, eventsWritten: () => relay.kick() });
+  const { db, cardService, collectionService, relay } = cardsOnEventBus(dir, bus, logger);
   const index = new SqliteCardIndex({ path: join(dir, 'index.db'), dimensions: hashingEmbedder.dimensions, embedderId: hashingEmbedder.id });
   const projector = new IndexProjector(index, hashingEmbedder, bus, logger);
   const indexing: Subscription = await bus.subscribe({

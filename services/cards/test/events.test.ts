@@ -3,40 +3,21 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { MAX_CONTENT_CHARS, MAX_LINK_CHARS, MAX_TAG_CHARS, MAX_TAGS } from '@cards/card-rules';
-import { createEventBus, createLogger, eventBytes, MAX_EVENT_BYTES, newId, OutboxRelay, SqliteOutboxStore, Topics, type EventBus } from '@cards/platform';
+import { createEventBus, createLogger, eventBytes, MAX_EVENT_BYTES, newId, Topics, type EventBus } from '@cards/platform';
 import { events } from '@cards/proto';
-import { openCardsDatabase } from '../src/adapters/sqlite/sqlite-cards-database';
-import { SqliteCardRepository } from '../src/adapters/sqlite/sqlite-card-repository';
-import { SqliteCollectionRepository } from '../src/adapters/sqlite/sqlite-collection-repository';
-import { SqliteVoteRepository } from '../src/adapters/sqlite/sqlite-vote-repository';
-import { CardService } from '../src/application/card-service';
-import { CollectionService } from '../src/application/collection-service';
 import { subscribeToSearchEvents } from '../src/application/event-consumers';
 import { cardUpdated, MAX_LISTED_COLLECTIONS } from '../src/application/events';
 import type { Card } from '../src/domain/model';
 import { aCard, someContent } from './builders';
+import { cardsOnEventBus } from './cards-on-event-bus';
 
 const logger = createLogger('cards-events-test', 'silent');
 
 /** Cards and collections on SQLite, relaying their outbox to the embedded event log. */
 function setup(dataDir: string, bus: EventBus) {
-  const db = openCardsDatabase(join(dataDir, 'cards.db'));
-  const cards = new SqliteCardRepository(db);
-  const collections = new SqliteCollectionRepository(db);
-  const relay = new OutboxRelay(new SqliteOutboxStore(db), bus, logger, 50);
-  const cardService = new CardService({
-    cards,
-    votes: new SqliteVoteRepository(db),
-    collections,
-    nearDuplicates: { find: async () => [] },
-    files: { visibleFileName: async () => null },
-    users: { joinDates: async () => new Map() },
-    eventsWritten: () => relay.kick(),
-    logger,
-  });
-  const collectionService = new CollectionService({ collections, cards, cardService, eventsWritten: () => relay.kick() });
-  relay.start();
-  return { db, cards, cardService, collectionService, relay };
+  const sys = cardsOnEventBus(dataDir, bus, logger);
+  sys.relay.start();
+  return sys;
 }
 
 async function until<T>(probe: () => Promise<T | undefined>, timeoutMs = 5000): Promise<T> {

@@ -1,0 +1,31 @@
+import { join } from 'node:path';
+import { OutboxRelay, SqliteOutboxStore, type EventBus, type Logger } from '@cards/platform';
+import { openCardsDatabase } from '../src/adapters/sqlite/sqlite-cards-database';
+import { SqliteCardRepository } from '../src/adapters/sqlite/sqlite-card-repository';
+import { SqliteCollectionRepository } from '../src/adapters/sqlite/sqlite-collection-repository';
+import { SqliteVoteRepository } from '../src/adapters/sqlite/sqlite-vote-repository';
+import { CardService } from '../src/application/card-service';
+import { CollectionService } from '../src/application/collection-service';
+
+/**
+ * The cards and collections services on SQLite (`<dataDir>/cards.db`), their outbox relayed to `bus` as a cards
+ * process relays it, with no near-duplicate lookup, file names or join dates. The relay is not started.
+ */
+export function cardsOnEventBus(dataDir: string, bus: EventBus, logger: Logger) {
+  const db = openCardsDatabase(join(dataDir, 'cards.db'));
+  const cards = new SqliteCardRepository(db);
+  const collections = new SqliteCollectionRepository(db);
+  const relay = new OutboxRelay(new SqliteOutboxStore(db), bus, logger, 50);
+  const cardService = new CardService({
+    cards,
+    votes: new SqliteVoteRepository(db),
+    collections,
+    nearDuplicates: { find: async () => [] },
+    files: { visibleFileName: async () => null },
+    users: { joinDates: async () => new Map() },
+    eventsWritten: () => relay.kick(),
+    logger,
+  });
+  const collectionService = new CollectionService({ collections, cards, cardService, eventsWritten: () => relay.kick() });
+  return { db, cards, collections, cardService, collectionService, relay };
+}

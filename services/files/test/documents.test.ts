@@ -101,6 +101,9 @@ describe('LibraryDocumentReader', () => {
     ['docx', 'whitespace.docx'],
     ['odt', 'whitespace.odt'],
     ['pdf', 'scan.pdf'],
+    ['docx', 'invisible.docx'],
+    ['odt', 'invisible.odt'],
+    ['doc', 'invisible.doc'],
   ] as const)('inspect refuses a .%s with no text (%s) as empty', async (format, name) => {
     await expect(reader.inspect(format, fixture(name))).rejects.toThrow('base64_docx_file: the document is empty (no text)');
   });
@@ -113,6 +116,10 @@ describe('LibraryDocumentReader', () => {
     ['odt', 'short.odt'],
   ] as const)('inspect accepts a .%s with text (%s)', async (format, name) => {
     await expect(reader.inspect(format, fixture(name))).resolves.toBeUndefined();
+  });
+
+  it.each(['docx', 'odt', 'doc'] as const)('parse reads no block from a .%s of only zero-width characters and no-break spaces', async (format) => {
+    expect((await reader.parse(format, fixture(`invisible.${format}`))).blocks).toEqual([]);
   });
 
   it('inspect refuses a .pdf or .doc its library cannot read, and accepts one whose check runs out of time', async () => {
@@ -193,6 +200,9 @@ describe('text checks on parts an uploader controls', () => {
     // Empty and blank runs are no text, nor is the markup after them.
     expect(docxHasText('<w:body><w:p><w:r><w:t></w:t></w:r></w:p><w:sectPr/></w:body>')).toBe(false);
     expect(docxHasText('<w:p><w:r><w:t xml:space="preserve">  \t </w:t></w:r><w:r><w:t>&#160;&#x20;</w:t></w:r></w:p>')).toBe(false);
+    // Zero-width and other format characters (category Cf) are no text either, alone or among spaces.
+    expect(docxHasText('<w:p><w:r><w:t>\u200B\u200C\u200D</w:t></w:r><w:r><w:t xml:space="preserve">\u2060 &#xFEFF;&#160;</w:t></w:r></w:p>')).toBe(false);
+    expect(docxHasText('<w:p><w:r><w:t>\u200Bx\u200B</w:t></w:r></w:p>')).toBe(true);
     const unclosed = '<w:t '.repeat(100_000);
     expect(docxHasText(unclosed)).toBe(false);
     expect(docxHasText(`${unclosed}<w:t>x</w:t>`)).toBe(true);
@@ -207,6 +217,8 @@ describe('text checks on parts an uploader controls', () => {
     expect(odtHasText(`<office:text><text:p> <text:s text:c="3"/>&#160;</text:p><text:h>\t</text:h></office:text>`)).toBe(false);
     expect(odtHasText(`<office:text><text:p><office:annotation><text:p>note</text:p></office:annotation></text:p></office:text>`)).toBe(false);
     expect(odtHasText('<office:meta>x</office:meta><office:text></office:text>')).toBe(false);
+    expect(odtHasText('<office:text><text:p>\u200B\u200C\u200D</text:p><text:h>\u2060<text:s/>&#xFEFF;&#160;</text:h></office:text>')).toBe(false);
+    expect(odtHasText('<office:text><text:p>\u200B\u00E9</text:p></office:text>')).toBe(true);
     // Read as the ingestion reads it: text in an unclosed body still counts.
     expect(odtHasText('<office:text>x')).toBe(true);
     expect(odtHasText(`<office:body>${'<office:text>'.repeat(100_000)}x`)).toBe(true);

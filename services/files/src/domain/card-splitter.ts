@@ -1,5 +1,6 @@
 import { MIN_WORDS_EXCLUSIVE, wordCount } from '@cards/card-rules';
 import type { CardDraft, DocumentBlock, ParsedDocument } from './model';
+import { hasVisibleText } from './visible-text';
 
 /** A card holds more than MIN_WORDS_EXCLUSIVE words (the cards service's rule) and at most 400 (DESIGN.md "Files"). */
 export const MIN_CARD_WORDS = MIN_WORDS_EXCLUSIVE + 1;
@@ -38,7 +39,7 @@ export function splitIntoCards(document: ParsedDocument): CardDraft[] {
   const sections: Section[] = [];
   let current: Section = { heading: null, paragraphs: [] };
   for (const block of document.blocks) {
-    if (block.text.trim().length === 0) continue;
+    if (!hasVisibleText(block.text)) continue;
     if (block.kind === 'heading' && countWords(block.text) <= MAX_HEADING_WORDS) {
       sections.push(current);
       current = { heading: block, paragraphs: [] };

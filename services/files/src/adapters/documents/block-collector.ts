@@ -1,6 +1,7 @@
 import { DepthLimitedParser } from '@cards/html-parsing';
 import { escapeHtml } from '../../domain/card-splitter';
 import type { DocumentBlock } from '../../domain/model';
+import { hasVisibleText } from '../../domain/visible-text';
 
 const INLINE_TAGS: Record<string, string> = { strong: 'strong', b: 'strong', em: 'em', i: 'em', u: 'u' };
 
@@ -52,7 +53,7 @@ class BlockCollector {
     if (!block) return;
     block.text = block.text.replace(/\s+/g, ' ').trim();
     block.html = (block.html ?? '').replace(/\s+/g, ' ').trim();
-    if (block.text.length > 0) this.blocks.push(block);
+    if (hasVisibleText(block.text)) this.blocks.push(block);
   }
 
   text(value: string): void {

@@ -1,5 +1,6 @@
 import { InvalidArgumentError } from '@cards/platform';
 import type { DocumentBlock, DocumentFormat, ParsedDocument } from '../../domain/model';
+import { hasVisibleText } from '../../domain/visible-text';
 import { UnreadableDocumentError, type DocumentReader } from '../../domain/ports';
 import { blocksFromHtml, blocksFromOdtContent } from './block-collector';
 import { docxHasText, odtHasText } from './text-presence';
@@ -64,7 +65,7 @@ export class LibraryDocumentReader implements DocumentReader {
   }
 
   /**
-   * Whether the document has any text that is not whitespace, as the ingestion would read it. .doc and .pdf need their
+   * Whether the document has any visible text (hasVisibleText), as the ingestion would read it. .doc and .pdf need their
    * library (in the worker, within the upload's time limit); a check that runs out of time counts as text, so a slow
    * but good document is never refused, and one the library cannot read at all is refused here rather than later.
    */
@@ -77,7 +78,7 @@ export class LibraryDocumentReader implements DocumentReader {
         case 'odt':
           return odtHasText(textPart ?? '');
         case 'doc':
-          return /\S/.test(await parseInWorker('doc-text', bytes, limits));
+          return hasVisibleText(await parseInWorker('doc-text', bytes, limits));
         case 'pdf':
           return await parseInWorker('pdf-has-text', bytes, limits);
       }
@@ -116,7 +117,7 @@ function blocksFromDoc(body: string, bytes: Buffer): DocumentBlock[] {
   let next = 0;
   for (const line of body.split(/\r?\n/)) {
     const text = line.replace(/\s+/g, ' ').trim();
-    if (!text) continue;
+    if (!hasVisibleText(text)) continue;
     const links: string[] = [];
     while (next < hyperlinks.length && text.includes(hyperlinks[next]!.text)) links.push(hyperlinks[next++]!.url);
     blocks.push({ kind: 'paragraph', text, links });

@@ -66,6 +66,10 @@ async function openPdf() {
   return getDocumentProxy(new Uint8Array(workerData.bytes), { isEvalSupported: false, stopAtErrors: true });
 }
 
+// As src/domain/visible-text.ts (this plain ESM worker cannot import it): whitespace, format and control characters
+// are no text.
+const VISIBLE_CHARACTER = /[^\s\p{Cf}\p{Cc}]/u;
+
 // Stops at the first page with text, so a PDF with a text layer costs one page.
 async function pdfHasText() {
   const pdf = await openPdf();
@@ -75,7 +79,7 @@ async function pdfHasText() {
       const page = await pdf.getPage(p);
       const content = await page.getTextContent();
       page.cleanup();
-      if (content.items.some((item) => /\S/.test(item.str ?? ''))) return true;
+      if (content.items.some((item) => VISIBLE_CHARACTER.test(item.str ?? ''))) return true;
     }
     return false;
   } finally {

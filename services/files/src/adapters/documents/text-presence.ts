@@ -1,4 +1,5 @@
 import { DepthLimitedParser } from '@cards/html-parsing';
+import { hasVisibleText } from '../../domain/visible-text';
 import { odtContentReader } from './block-collector';
 
 // These checks run on the service's event loop as an upload is accepted, on parts an uploader controls: they parse
@@ -20,7 +21,8 @@ function scan(markup: string, reader: TextScan): boolean {
 
 /**
  * Whether a .docx's word/document.xml holds text: the text of a Word document is in its text runs (<w:t>), and runs
- * of whitespace, empty runs and markup do not count. Entities are decoded first (&#160; is a space too).
+ * of whitespace or invisible characters (zero-width, BOM), empty runs and markup do not count. Entities are decoded first
+ * (&#160; is a space too).
  */
 export function docxHasText(documentXml: string): boolean {
   let inRun = 0;
@@ -31,7 +33,7 @@ export function docxHasText(documentXml: string): boolean {
         if (name === 'w:t') inRun++;
       },
       ontext(value) {
-        if (inRun > 0 && /\S/.test(value)) text = true;
+        if (inRun > 0 && hasVisibleText(value)) text = true;
       },
       onclosetag(name) {
         if (name === 'w:t' && inRun > 0) inRun--;

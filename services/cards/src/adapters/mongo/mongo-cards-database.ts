@@ -54,8 +54,11 @@ export interface CollectionDocument {
   fileId?: string;
   createdAt: Date;
   updatedAt: Date;
-  /** Last bookmark order number handed out (`$inc`), so concurrent bookmarks get distinct, increasing orders. */
-  bookmarkSeq?: number;
+  /**
+   * Last bookmark order number handed out (`$inc`), so concurrent bookmarks get distinct, increasing orders. Every
+   * collection is stored with 0 (toCollectionDocument), and `$inc` would create it anyway.
+   */
+  bookmarkSeq: number;
 }
 
 /** `_id` = `<collectionId>:<cardId>`: a card is bookmarked at most once per collection. */

@@ -120,7 +120,7 @@ export class MongoCollectionRepository implements CollectionRepository {
         const counter = await this.store.collections.findOneAndUpdate({ _id: collectionId }, { $inc: { bookmarkSeq: 1 } }, { session, returnDocument: 'after', projection: { bookmarkSeq: 1 } });
         if (!counter) return 'collection-gone';
         if (!(await this.store.cards.findOne({ _id: cardId }, { session, projection: { _id: 1 } }))) return 'card-gone';
-        await this.store.bookmarks.insertOne({ _id, collectionId, cardId, ord: counter.bookmarkSeq ?? at.getTime(), createdAt: at }, { session });
+        await this.store.bookmarks.insertOne({ _id, collectionId, cardId, ord: counter.bookmarkSeq, createdAt: at }, { session });
         await appendToMongoOutboxOrUndo(this.store.db, events, session, () => this.store.bookmarks.deleteOne({ _id }));
         return 'added';
       });

@@ -45,10 +45,16 @@ export function fitsCharacters(text: string, max: number): boolean {
   return text.length <= max || (text.length <= 2 * max && characterCount(text) <= max);
 }
 
-/** Words = runs of non-whitespace. */
+const VISIBLE = /[^\p{Cf}\p{Cc}]/u;
+
+/**
+ * Words = runs of non-whitespace holding something visible: a run of only invisible format or control characters
+ * (zero-width space, joiners, soft hyphen, BOM) is no word, or 71 of them would make any text long enough.
+ */
 export function wordCount(text: string): number {
-  const trimmed = text.trim();
-  return trimmed.length === 0 ? 0 : trimmed.split(/\s+/u).length;
+  let words = 0;
+  for (const run of text.split(/\s+/u)) if (VISIBLE.test(run)) words++;
+  return words;
 }
 
 /** Tags as stored: each value split at commas (tags are shown comma-joined), trimmed, empty ones and repeats dropped. */

@@ -12,6 +12,12 @@ describe('@cards/card-rules', () => {
     expect(wordCount('  one\ttwo\nthree  four\u00a0five ')).toBe(5);
   });
 
+  it('counts no word for a run of invisible characters only (zero-width space, joiners, soft hyphen, BOM)', () => {
+    expect(wordCount('\u200b \u200c\u200d \u2060 \u00ad \ufeff')).toBe(0);
+    expect(wordCount(`seventy ${'\u200b '.repeat(80)}words`)).toBe(2);
+    expect(wordCount('zero\u200bwidth joined\u200dword')).toBe(2);
+  });
+
   it('counts code points as characters (an emoji or a CJK extension character is one)', () => {
     expect(characterCount('')).toBe(0);
     expect(characterCount('abc')).toBe(3);

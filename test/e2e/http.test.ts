@@ -219,7 +219,7 @@ describe('the OpenAPI document lists the answers the shared HTTP layer gives', (
   type Doc = { paths: Record<string, Record<string, unknown>> };
   const concrete = (path: string) => path.replace(/\{page\}/g, '1').replace(/\{email\}/g, 'someone%40example.com').replace(/\{\w+\}/g, randomUUID());
 
-  it('lists 405 (with Allow) on every operation and 415 on every operation behind the /api body check, as real answers show', async () => {
+  it('lists 405 (with Allow) on every operation, and 415, 400 for malformed JSON and 413 on every operation behind the /api body check, as real answers show', async () => {
     const validator = await ResponseValidator.load(system.baseUrl);
     const doc = (await (await fetch(`${system.baseUrl}/api/openapi.json`)).json()) as Doc;
     const problems: string[] = [];
@@ -234,6 +234,13 @@ describe('the OpenAPI document lists the answers the shared HTTP layer gives', (
         const form = await nodeRequest(method, concrete(path), { 'content-type': 'application/x-www-form-urlencoded' }, 'a=1');
         problems.push(...validator.problems(method, path, form.status, form.json, String(form.headers['content-type'])));
         if (form.status !== 415 || !validator.checked.has(`${method} ${path} 415`)) problems.push(`${method} ${path}: a form body got ${form.status}, or the operation does not list 415`);
+        const malformed = await nodeRequest(method, concrete(path), { 'content-type': 'application/json' }, '{"a":');
+        problems.push(...validator.problems(method, path, malformed.status, malformed.json, String(malformed.headers['content-type'])));
+        if (malformed.status !== 400 || !validator.checked.has(`${method} ${path} 400`)) problems.push(`${method} ${path}: malformed JSON got ${malformed.status}, or the operation does not list 400`);
+        if (path === '/api/file') continue; // its own, larger limit: listed as the operation's 413
+        const oversize = await nodeRequest(method, concrete(path), { 'content-type': 'application/json' }, `{"a":"${'x'.repeat(1_100_000)}"}`);
+        problems.push(...validator.problems(method, path, oversize.status, oversize.json, String(oversize.headers['content-type'])));
+        if (oversize.status !== 413 || !validator.checked.has(`${method} ${path} 413`)) problems.push(`${method} ${path}: a body over the limit got ${oversize.status}, or the operation does not list 413`);
       }
     }
     expect(problems).toEqual([]);

@@ -835,11 +835,29 @@ export interface components {
         };
     };
     responses: {
+        /** @description A request body that is not valid JSON */
+        MalformedBody: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
         /** @description A method this path does not answer (e.g. PATCH, or POST where only GET is served); the Allow header lists the ones it does */
         MethodNotAllowed: {
             headers: {
                 /** @description The methods this path answers, e.g. "GET, HEAD, OPTIONS" */
                 Allow: string;
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description A request body above the size limit */
+        PayloadTooLarge: {
+            headers: {
                 [name: string]: unknown;
             };
             content: {
@@ -896,6 +914,7 @@ export interface operations {
                 };
             };
             405: components["responses"]["MethodNotAllowed"];
+            413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             /** @description Rate limit reached; retry later */
             429: {
@@ -972,6 +991,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
@@ -1002,6 +1022,7 @@ export interface operations {
                     "application/json": components["schemas"]["SlimUser"];
                 };
             };
+            400: components["responses"]["MalformedBody"];
             /** @description Not logged in (no or an expired/revoked ai-editor cookie) */
             401: {
                 headers: {
@@ -1012,6 +1033,7 @@ export interface operations {
                 };
             };
             405: components["responses"]["MethodNotAllowed"];
+            413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
@@ -1066,6 +1088,7 @@ export interface operations {
                 };
             };
             405: components["responses"]["MethodNotAllowed"];
+            413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             /** @description Rate limit reached; retry later */
             429: {
@@ -1103,7 +1126,9 @@ export interface operations {
                 };
                 content?: never;
             };
+            400: components["responses"]["MalformedBody"];
             405: components["responses"]["MethodNotAllowed"];
+            413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
@@ -1144,6 +1169,7 @@ export interface operations {
                 };
             };
             405: components["responses"]["MethodNotAllowed"];
+            413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             /** @description Rate limit reached; retry later */
             429: {
@@ -1211,6 +1237,7 @@ export interface operations {
                 };
             };
             405: components["responses"]["MethodNotAllowed"];
+            413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             /** @description Rate limit reached; retry later */
             429: {
@@ -1286,6 +1313,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
@@ -1337,6 +1365,7 @@ export interface operations {
                 };
             };
             405: components["responses"]["MethodNotAllowed"];
+            413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
@@ -1388,6 +1417,7 @@ export interface operations {
                 };
             };
             405: components["responses"]["MethodNotAllowed"];
+            413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
@@ -1450,6 +1480,7 @@ export interface operations {
                 };
             };
             405: components["responses"]["MethodNotAllowed"];
+            413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
@@ -1512,6 +1543,7 @@ export interface operations {
                 };
             };
             405: components["responses"]["MethodNotAllowed"];
+            413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
@@ -1563,6 +1595,7 @@ export interface operations {
                 };
             };
             405: components["responses"]["MethodNotAllowed"];
+            413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
@@ -1593,6 +1626,7 @@ export interface operations {
                     "application/json": components["schemas"]["ListedCollection"][];
                 };
             };
+            400: components["responses"]["MalformedBody"];
             /** @description Not logged in (no or an expired/revoked ai-editor cookie) */
             401: {
                 headers: {
@@ -1603,6 +1637,7 @@ export interface operations {
                 };
             };
             405: components["responses"]["MethodNotAllowed"];
+            413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
@@ -1678,6 +1713,7 @@ export interface operations {
                 };
             };
             405: components["responses"]["MethodNotAllowed"];
+            413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
@@ -1735,6 +1771,7 @@ export interface operations {
                 };
             };
             405: components["responses"]["MethodNotAllowed"];
+            413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
@@ -1807,6 +1844,7 @@ export interface operations {
                 };
             };
             405: components["responses"]["MethodNotAllowed"];
+            413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
@@ -1862,6 +1900,7 @@ export interface operations {
                 };
             };
             405: components["responses"]["MethodNotAllowed"];
+            413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
@@ -1915,6 +1954,7 @@ export interface operations {
                 };
             };
             405: components["responses"]["MethodNotAllowed"];
+            413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
@@ -1989,6 +2029,7 @@ export interface operations {
                 };
             };
             405: components["responses"]["MethodNotAllowed"];
+            413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
@@ -2063,6 +2104,7 @@ export interface operations {
                 };
             };
             405: components["responses"]["MethodNotAllowed"];
+            413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
@@ -2136,6 +2178,7 @@ export interface operations {
                 };
             };
             405: components["responses"]["MethodNotAllowed"];
+            413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
@@ -2255,6 +2298,7 @@ export interface operations {
                 };
             };
             405: components["responses"]["MethodNotAllowed"];
+            413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
@@ -2306,6 +2350,7 @@ export interface operations {
                 };
             };
             405: components["responses"]["MethodNotAllowed"];
+            413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             /** @description A backing service is unavailable; retry later */
             503: {
@@ -2366,6 +2411,7 @@ export interface operations {
                 };
             };
             405: components["responses"]["MethodNotAllowed"];
+            413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
@@ -2433,6 +2479,7 @@ export interface operations {
                 };
             };
             405: components["responses"]["MethodNotAllowed"];
+            413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
@@ -2463,6 +2510,7 @@ export interface operations {
                     "application/json": components["schemas"]["Notification"][];
                 };
             };
+            400: components["responses"]["MalformedBody"];
             /** @description Not logged in (no or an expired/revoked ai-editor cookie) */
             401: {
                 headers: {
@@ -2473,6 +2521,7 @@ export interface operations {
                 };
             };
             405: components["responses"]["MethodNotAllowed"];
+            413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
@@ -2536,6 +2585,7 @@ export interface operations {
                 };
             };
             405: components["responses"]["MethodNotAllowed"];
+            413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
@@ -2564,6 +2614,7 @@ export interface operations {
                 };
                 content?: never;
             };
+            400: components["responses"]["MalformedBody"];
             /** @description Not logged in (no or an expired/revoked ai-editor cookie) */
             401: {
                 headers: {
@@ -2574,6 +2625,7 @@ export interface operations {
                 };
             };
             405: components["responses"]["MethodNotAllowed"];
+            413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
@@ -2635,6 +2687,7 @@ export interface operations {
                 };
             };
             405: components["responses"]["MethodNotAllowed"];
+            413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
@@ -2665,7 +2718,9 @@ export interface operations {
                     "application/json": components["schemas"]["CardCount"];
                 };
             };
+            400: components["responses"]["MalformedBody"];
             405: components["responses"]["MethodNotAllowed"];
+            413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
@@ -2741,6 +2796,7 @@ export interface operations {
                 };
             };
             405: components["responses"]["MethodNotAllowed"];
+            413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
@@ -2792,6 +2848,7 @@ export interface operations {
                 };
             };
             405: components["responses"]["MethodNotAllowed"];
+            413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
@@ -2859,6 +2916,7 @@ export interface operations {
                 };
             };
             405: components["responses"]["MethodNotAllowed"];
+            413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
@@ -2925,6 +2983,7 @@ export interface operations {
                 };
             };
             405: components["responses"]["MethodNotAllowed"];
+            413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
@@ -2983,6 +3042,7 @@ export interface operations {
                 };
             };
             405: components["responses"]["MethodNotAllowed"];
+            413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
@@ -3036,6 +3096,7 @@ export interface operations {
                 };
             };
             405: components["responses"]["MethodNotAllowed"];
+            413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
@@ -3079,6 +3140,7 @@ export interface operations {
                 };
             };
             405: components["responses"]["MethodNotAllowed"];
+            413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {

@@ -118,12 +118,32 @@ export const OPERATIONS: OperationSpec[] = [
 
 const ERROR_REF = { $ref: '#/components/schemas/Error' };
 
+/** Operations behind the /api body check and JSON parser; the Meta routes are answered before them (app.ts). */
+const readsApiBody = (op: OperationSpec) => op.path.startsWith('/api/') && op.tag !== 'Meta';
+
 /**
  * Answers the shared HTTP layer gives on any operation, written once under components.responses: 405 for
  * another method on the path (OpenAPI has no place for a path's other methods, so each of its operations
- * lists it) and, behind the /api body check, 415. The Meta routes are answered before that check (app.ts).
+ * lists it) and, behind the /api body check, 415, plus 400 (a body that is not valid JSON) and 413 (a body over
+ * the limit) where the operation does not list them itself.
  */
 const TRANSPORT_RESPONSES = {
+  400: {
+    name: 'MalformedBody',
+    appliesTo: (op: OperationSpec) => readsApiBody(op) && !op.errors.includes(400),
+    response: {
+      description: 'A request body that is not valid JSON',
+      content: { 'application/json': { schema: ERROR_REF } },
+    },
+  },
+  413: {
+    name: 'PayloadTooLarge',
+    appliesTo: (op: OperationSpec) => readsApiBody(op) && !op.errors.includes(413),
+    response: {
+      description: 'A request body above the size limit',
+      content: { 'application/json': { schema: ERROR_REF } },
+    },
+  },
   405: {
     name: 'MethodNotAllowed',
     appliesTo: (_op: OperationSpec) => true,
@@ -135,7 +155,7 @@ const TRANSPORT_RESPONSES = {
   },
   415: {
     name: 'UnsupportedMediaType',
-    appliesTo: (op: OperationSpec) => op.path.startsWith('/api/') && op.tag !== 'Meta',
+    appliesTo: readsApiBody,
     response: {
       description: 'A request body that is not JSON (send Content-Type: application/json), or in a charset or Content-Encoding the server does not read',
       content: { 'application/json': { schema: ERROR_REF } },

@@ -120,6 +120,13 @@ const ERROR_REF = { $ref: '#/components/schemas/Error' };
 
 /** Operations behind the /api body check and JSON parser; the Meta routes are answered before them (app.ts). */
 const readsApiBody = (op: OperationSpec) => op.path.startsWith('/api/') && op.tag !== 'Meta';
+/** Behind the body check, where the operation does not list `status` itself (with its own description). */
+const readsApiBodyUnlessListed = (status: number) => (op: OperationSpec) => readsApiBody(op) && !op.errors.includes(status);
+const errorAnswer = (description: string, headers?: Record<string, { required: boolean; description: string; schema: { type: 'string' } }>) => ({
+  description,
+  ...(headers ? { headers } : {}),
+  content: { 'application/json': { schema: ERROR_REF } },
+});
 
 /**
  * Answers the shared HTTP layer gives on any operation, written once under components.responses: 405 for
@@ -128,38 +135,19 @@ const readsApiBody = (op: OperationSpec) => op.path.startsWith('/api/') && op.ta
  * the limit) where the operation does not list them itself.
  */
 const TRANSPORT_RESPONSES = {
-  400: {
-    name: 'MalformedBody',
-    appliesTo: (op: OperationSpec) => readsApiBody(op) && !op.errors.includes(400),
-    response: {
-      description: 'A request body that is not valid JSON',
-      content: { 'application/json': { schema: ERROR_REF } },
-    },
-  },
-  413: {
-    name: 'PayloadTooLarge',
-    appliesTo: (op: OperationSpec) => readsApiBody(op) && !op.errors.includes(413),
-    response: {
-      description: 'A request body above the size limit',
-      content: { 'application/json': { schema: ERROR_REF } },
-    },
-  },
+  400: { name: 'MalformedBody', appliesTo: readsApiBodyUnlessListed(400), response: errorAnswer('A request body that is not valid JSON') },
+  413: { name: 'PayloadTooLarge', appliesTo: readsApiBodyUnlessListed(413), response: errorAnswer('A request body above the size limit') },
   405: {
     name: 'MethodNotAllowed',
     appliesTo: (_op: OperationSpec) => true,
-    response: {
-      description: 'A method this path does not answer (e.g. PATCH, or POST where only GET is served); the Allow header lists the ones it does',
-      headers: { Allow: { required: true, description: 'The methods this path answers, e.g. "GET, HEAD, OPTIONS"', schema: { type: 'string' as const } } },
-      content: { 'application/json': { schema: ERROR_REF } },
-    },
+    response: errorAnswer('A method this path does not answer (e.g. PATCH, or POST where only GET is served); the Allow header lists the ones it does', {
+      Allow: { required: true, description: 'The methods this path answers, e.g. "GET, HEAD, OPTIONS"', schema: { type: 'string' } },
+    }),
   },
   415: {
     name: 'UnsupportedMediaType',
     appliesTo: readsApiBody,
-    response: {
-      description: 'A request body that is not JSON (send Content-Type: application/json), or in a charset or Content-Encoding the server does not read',
-      content: { 'application/json': { schema: ERROR_REF } },
-    },
+    response: errorAnswer('A request body that is not JSON (send Content-Type: application/json), or in a charset or Content-Encoding the server does not read'),
   },
 };
 

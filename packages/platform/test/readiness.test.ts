@@ -211,15 +211,28 @@ describe('gRPC health and calls follow the monitor', () => {
   });
   afterAll(() => server.shutdown());
 
-  it.each([
-    ['over the network', false],
-    ['in process', true],
-  ])('is SERVING, NOT_SERVING while the engine is down (calls %s refused UNAVAILABLE at once), and SERVING again', async (_transport, inProcess) => {
+  /** A health client and an identity client of the server, over the network or in process. */
+  function connect(inProcess: boolean) {
     enableInProcessCalls(inProcess);
     const channel = createChannel(server.address);
     const healthClient = createClient(health.HealthDefinition, channel);
     const { client, channel: serviceChannel } = createGrpcClient(identity.IdentityServiceDefinition, server.address);
-    const statusOf = async (service: string) => (await healthClient.check({ service })).status;
+    return {
+      client,
+      statusOf: async (service: string) => (await healthClient.check({ service })).status,
+      close() {
+        enableInProcessCalls(false);
+        channel.close();
+        serviceChannel.close();
+      },
+    };
+  }
+
+  it.each([
+    ['over the network', false],
+    ['in process', true],
+  ])('is SERVING, NOT_SERVING while the engine is down (calls %s refused UNAVAILABLE at once), and SERVING again', async (_transport, inProcess) => {
+    const { client, statusOf, close } = connect(inProcess);
     const { SERVING, NOT_SERVING } = health.HealthCheckResponse_ServingStatus;
     try {
       expect(await statusOf('')).toBe(SERVING);
@@ -251,9 +264,7 @@ describe('gRPC health and calls follow the monitor', () => {
       expect(await statusOf('engine:mongodb')).toBe(SERVING);
       await expect(client.resolveSession({ token: 't' })).resolves.toMatchObject({ id: 'u1' });
     } finally {
-      enableInProcessCalls(false);
-      channel.close();
-      serviceChannel.close();
+      close();
     }
   });
 
@@ -261,11 +272,7 @@ describe('gRPC health and calls follow the monitor', () => {
     ['over the network', false],
     ['in process', true],
   ])('stays SERVING and serves calls (%s) while an engine that does not gate requests is down; only its own name turns NOT_SERVING', async (_transport, inProcess) => {
-    enableInProcessCalls(inProcess);
-    const channel = createChannel(server.address);
-    const healthClient = createClient(health.HealthDefinition, channel);
-    const { client, channel: serviceChannel } = createGrpcClient(identity.IdentityServiceDefinition, server.address);
-    const statusOf = async (service: string) => (await healthClient.check({ service })).status;
+    const { client, statusOf, close } = connect(inProcess);
     const { SERVING, NOT_SERVING } = health.HealthCheckResponse_ServingStatus;
     try {
       expect(await statusOf('engine:kafka')).toBe(SERVING);
@@ -283,9 +290,7 @@ describe('gRPC health and calls follow the monitor', () => {
       expect(await statusOf('engine:kafka')).toBe(SERVING);
     } finally {
       kafka.set('up');
-      enableInProcessCalls(false);
-      channel.close();
-      serviceChannel.close();
+      close();
     }
   });
 });

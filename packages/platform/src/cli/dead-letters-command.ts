@@ -1,7 +1,7 @@
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import type { Logger } from 'pino';
-import { ConfigError, loadConfig } from '../config';
+import { loadConfig } from '../config';
 import { createDeadLetters } from '../events/create-dead-letters';
 import type { DeadLetter, DeadLetterSelection } from '../events/dead-letters';
 
@@ -92,7 +92,7 @@ export async function runDeadLettersCommand(argv: string[], env: Record<string, 
   try {
     deadLetters = createDeadLetters(loadConfig(EnvSchema, env), logger);
   } catch (err) {
-    io.err(err instanceof ConfigError || err instanceof Error ? err.message : String(err));
+    io.err(err instanceof Error ? err.message : String(err));
     return 1;
   }
   try {

@@ -1,7 +1,7 @@
 import type { Readable } from 'node:stream';
 import { InvalidArgumentError, NotFoundError, PermissionDeniedError, ResourceExhaustedError, Topics, UnauthenticatedError, isUuid, newId, type Logger } from '@cards/platform';
 import { events } from '@cards/proto';
-import { characterCount } from '@cards/card-rules';
+import { characterCount, MAX_TAG_CHARS, splitTags } from '@cards/card-rules';
 import { checkMagicBytes, checkMimeType, formatFromFileName } from '../domain/document-format';
 import type { FileRecord } from '../domain/model';
 import type { DocumentReader, FileRepository, ObjectStore } from '../domain/ports';
@@ -27,7 +27,6 @@ export interface FilesServiceDeps {
 
 /** The cards service allows 100 tags; one is kept free for the heading's title tag. */
 const MAX_TAGS = 99;
-const MAX_TAG_LENGTH = 200;
 
 /** Use cases of the files service: upload, read, list, change privacy, delete. */
 export class FilesService {
@@ -45,9 +44,9 @@ export class FilesService {
       throw new ResourceExhaustedError(`base64_docx_file: the file is ${input.bytes.length} bytes, above the limit of ${this.deps.maxFileBytes}`);
     }
     // Split at commas like the cards service does (tags are shown comma-joined).
-    const tags = [...new Set(input.tags.flatMap((t) => t.split(',')).map((t) => t.trim()).filter((t) => t.length > 0))];
+    const tags = splitTags(input.tags);
     if (tags.length > MAX_TAGS) throw new InvalidArgumentError(`tag_set: at most ${MAX_TAGS} tags`);
-    if (tags.some((t) => characterCount(t) > MAX_TAG_LENGTH)) throw new InvalidArgumentError(`tag_set: each tag at most ${MAX_TAG_LENGTH} characters`);
+    if (tags.some((t) => characterCount(t) > MAX_TAG_CHARS)) throw new InvalidArgumentError(`tag_set: each tag at most ${MAX_TAG_CHARS} characters`);
     checkMagicBytes(format, input.bytes);
     await this.deps.reader.inspect(format, input.bytes);
 

@@ -45,7 +45,14 @@ export function fitsCharacters(text: string, max: number): boolean {
   return text.length <= max || (text.length <= 2 * max && characterCount(text) <= max);
 }
 
-const VISIBLE = /[^\p{Cf}\p{Cc}]/u;
+// Zero-width spaces and joiners, the word joiner, soft hyphen and BOM (Unicode category Cf) are not whitespace to
+// JavaScript's \s, yet a reader sees nothing.
+const VISIBLE_CHARACTER = /[^\s\p{Cf}\p{Cc}]/u;
+
+/** Whether `text` holds a character a reader sees: anything but whitespace, format (Cf) and control (Cc) characters. */
+export function hasVisibleText(text: string): boolean {
+  return VISIBLE_CHARACTER.test(text);
+}
 
 /**
  * Words = runs of non-whitespace holding something visible: a run of only invisible format or control characters
@@ -53,7 +60,7 @@ const VISIBLE = /[^\p{Cf}\p{Cc}]/u;
  */
 export function wordCount(text: string): number {
   let words = 0;
-  for (const run of text.split(/\s+/u)) if (VISIBLE.test(run)) words++;
+  for (const run of text.split(/\s+/u)) if (hasVisibleText(run)) words++;
   return words;
 }
 

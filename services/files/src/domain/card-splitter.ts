@@ -1,6 +1,5 @@
-import { MIN_WORDS_EXCLUSIVE, wordCount } from '@cards/card-rules';
+import { hasVisibleText, MIN_WORDS_EXCLUSIVE, wordCount } from '@cards/card-rules';
 import type { CardDraft, DocumentBlock, ParsedDocument } from './model';
-import { hasVisibleText } from './visible-text';
 
 /** A card holds more than MIN_WORDS_EXCLUSIVE words (the cards service's rule) and at most 400 (DESIGN.md "Files"). */
 export const MIN_CARD_WORDS = MIN_WORDS_EXCLUSIVE + 1;

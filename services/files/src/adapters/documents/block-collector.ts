@@ -1,7 +1,7 @@
 import { DepthLimitedParser } from '@cards/html-parsing';
 import { escapeHtml } from '../../domain/card-splitter';
 import type { DocumentBlock } from '../../domain/model';
-import { hasVisibleText } from '../../domain/visible-text';
+import { hasVisibleText } from '@cards/card-rules';
 
 const INLINE_TAGS: Record<string, string> = { strong: 'strong', b: 'strong', em: 'em', i: 'em', u: 'u' };
 

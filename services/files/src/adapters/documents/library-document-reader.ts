@@ -1,6 +1,6 @@
 import { InvalidArgumentError } from '@cards/platform';
 import type { DocumentBlock, DocumentFormat, ParsedDocument } from '../../domain/model';
-import { hasVisibleText } from '../../domain/visible-text';
+import { hasVisibleText } from '@cards/card-rules';
 import { UnreadableDocumentError, type DocumentReader } from '../../domain/ports';
 import { blocksFromHtml, blocksFromOdtContent } from './block-collector';
 import { docxHasText, odtHasText } from './text-presence';

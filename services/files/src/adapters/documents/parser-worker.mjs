@@ -66,7 +66,7 @@ async function openPdf() {
   return getDocumentProxy(new Uint8Array(workerData.bytes), { isEvalSupported: false, stopAtErrors: true });
 }
 
-// As src/domain/visible-text.ts (this plain ESM worker cannot import it): whitespace, format and control characters
+// As @cards/card-rules' hasVisibleText (this plain ESM worker cannot import it): whitespace, format and control characters
 // are no text.
 const VISIBLE_CHARACTER = /[^\s\p{Cf}\p{Cc}]/u;
 

@@ -1,5 +1,5 @@
 import { DepthLimitedParser } from '@cards/html-parsing';
-import { hasVisibleText } from '../../domain/visible-text';
+import { hasVisibleText } from '@cards/card-rules';
 import { odtContentReader } from './block-collector';
 
 // These checks run on the service's event loop as an upload is accepted, on parts an uploader controls: they parse

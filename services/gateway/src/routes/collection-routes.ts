@@ -7,6 +7,7 @@ import { requireUser } from '../http/session';
 import { characterString, looseBoolean, pageParam, parseBody, uuidParam, uuidString } from '../http/validation';
 import { presentCardGroups } from '../presenters/card-presenter';
 import { presentCollection } from '../presenters/collection-presenter';
+import { forKnownUser } from './known-user';
 
 // The cards service stores the name trimmed and the description as sent; both limits count characters (code points).
 const name = characterString(255, { trim: true }).refine((v) => v.trim().length > 0, 'must not be empty');
@@ -34,11 +35,7 @@ export const findBookmarksBody = z.object({
 export function registerCollectionRoutes(router: Router, { clients }: RouteDeps): void {
   router.get('/user/collections/:user_id', async (req, res) => {
     const userId = uuidParam(req, 'user_id');
-    const [{ users }, { collections }] = await Promise.all([
-      clients.identity.getUsers({ ids: [userId] }, { idempotent: true }),
-      clients.cards.listUserCollections({ userId, callerId: req.user?.id }, { idempotent: true }),
-    ]);
-    if (users.length === 0) throw notFound('User not found');
+    const [, { collections }] = await forKnownUser(clients, userId, clients.cards.listUserCollections({ userId, callerId: req.user?.id }, { idempotent: true }));
     res.json(collections.map((c) => presentCollection(c, { withFileId: true })));
   });
 

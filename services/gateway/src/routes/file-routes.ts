@@ -6,9 +6,10 @@ import { z } from 'zod';
 import { toApiTimestamp } from '@cards/platform';
 import type { files } from '@cards/proto';
 import type { RouteDeps } from '../app';
-import { HttpError, badRequest, notFound } from '../http/http-error';
+import { HttpError, badRequest } from '../http/http-error';
 import { requireUser } from '../http/session';
 import { characterString, looseBoolean, parseBody, tagList, uuidParam, uuidString } from '../http/validation';
+import { forKnownUser } from './known-user';
 
 /** Bytes per upload message on the UploadFile stream, far below gRPC's message size limit. */
 const UPLOAD_CHUNK_BYTES = 256 * 1024;
@@ -104,12 +105,7 @@ export function registerFileRoutes(router: Router, { clients, filesHttpAddress, 
 
   router.get('/user/files/:user_id', async (req, res) => {
     const userId = uuidParam(req, 'user_id');
-    // An unknown user is 404, as for the user's page and collections (files alone cannot tell one with no files).
-    const [{ users }, { files: list }] = await Promise.all([
-      clients.identity.getUsers({ ids: [userId] }, { idempotent: true }),
-      clients.files.listUserFiles({ userId, callerId: req.user?.id }, { idempotent: true }),
-    ]);
-    if (users.length === 0) throw notFound('User not found');
+    const [, { files: list }] = await forKnownUser(clients, userId, clients.files.listUserFiles({ userId, callerId: req.user?.id }, { idempotent: true }));
     res.json(list.map((f) => presentFile(f)));
   });
 

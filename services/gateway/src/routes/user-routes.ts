@@ -1,9 +1,9 @@
 import type { Router } from 'express';
 import type { RouteDeps } from '../app';
-import { notFound } from '../http/http-error';
 import { pageParam, uuidParam } from '../http/validation';
 import { presentCard } from '../presenters/card-presenter';
 import { presentUser } from '../presenters/user-presenter';
+import { forKnownUser } from './known-user';
 
 /** A user's page of cards, and the top users by score. */
 export function registerUserRoutes(router: Router, { clients }: RouteDeps): void {
@@ -11,12 +11,7 @@ export function registerUserRoutes(router: Router, { clients }: RouteDeps): void
     const userId = uuidParam(req, 'user_id');
     const page = pageParam(req);
     const viewerId = req.user?.id;
-    const [{ users }, list] = await Promise.all([
-      clients.identity.getUsers({ ids: [userId] }, { idempotent: true }),
-      clients.cards.listUserCards({ userId, callerId: viewerId, page }, { idempotent: true }),
-    ]);
-    const user = users[0];
-    if (!user) throw notFound('User not found');
+    const [user, list] = await forKnownUser(clients, userId, clients.cards.listUserCards({ userId, callerId: viewerId, page }, { idempotent: true }));
     res.json({
       ...presentUser(user, viewerId),
       total_cards_created: list.totalCardsCreated,

@@ -1,5 +1,10 @@
 import { Status } from 'nice-grpc-common';
 
+/** The message of anything thrown: an Error's message, or the value as a string. */
+export function errorMessage(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
 /** Base of the errors a use case throws; the gRPC middleware maps each to its status. */
 export abstract class DomainError extends Error {
   abstract readonly status: Status;

@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import { z } from 'zod';
 import { loadConfig } from './config';
+import { errorMessage } from './errors';
 
 /** One engine a service needs (MongoDB, Kafka, Elasticsearch, S3), with a cheap probe. */
 export interface EngineCheck {
@@ -73,9 +74,6 @@ function sameStatus(a: ReadinessStatus, b: ReadinessStatus): boolean {
   return a.ready === b.ready && a.engines.size === b.engines.size && [...a.engines].every(([name, up]) => b.engines.get(name) === up);
 }
 
-function messageOf(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
-}
 
 /**
  * Probes a service's engines every intervalMs (each probe bounded by timeoutMs) and says whether the
@@ -209,7 +207,7 @@ export class EngineReadinessMonitor {
         }),
       ]);
     } catch (err) {
-      error = messageOf(err);
+      error = errorMessage(err);
     } finally {
       if (timer) clearTimeout(timer);
     }

@@ -2,6 +2,7 @@ import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import type { Logger } from 'pino';
 import { loadConfig } from '../config';
+import { errorMessage } from '../errors';
 import { createDeadLetters } from '../events/create-dead-letters';
 import type { DeadLetter, DeadLetterSelection } from '../events/dead-letters';
 
@@ -74,7 +75,7 @@ export async function runDeadLettersCommand(argv: string[], env: Record<string, 
       },
     });
   } catch (err) {
-    io.err(`${err instanceof Error ? err.message : String(err)}\n\n${USAGE}`);
+    io.err(`${errorMessage(err)}\n\n${USAGE}`);
     return 2;
   }
   const { values, positionals } = parsed;
@@ -92,7 +93,7 @@ export async function runDeadLettersCommand(argv: string[], env: Record<string, 
   try {
     deadLetters = createDeadLetters(loadConfig(EnvSchema, env), logger);
   } catch (err) {
-    io.err(err instanceof Error ? err.message : String(err));
+    io.err(errorMessage(err));
     return 1;
   }
   try {
@@ -113,7 +114,7 @@ export async function runDeadLettersCommand(argv: string[], env: Record<string, 
     io.out(`${replayed.length} dead letter(s) handed back to the group that failed each; its running consumers deliver them (see list)`);
     return 0;
   } catch (err) {
-    io.err(err instanceof Error ? err.message : String(err));
+    io.err(errorMessage(err));
     return 1;
   } finally {
     await deadLetters.close();

@@ -3,7 +3,7 @@ import { Kafka, logLevel, type Admin, type IHeaders } from 'kafkajs';
 import type { Logger } from 'pino';
 import { isSelected, type DeadLetter, type DeadLetters, type DeadLetterSelection } from './dead-letters';
 import { eventIdOf } from './event-id';
-import { DEAD_LETTER_SUFFIX, DeadLetterHeaders, KafkaEventBus, ReplayHeaders, replayTopicOf } from './kafka-event-bus';
+import { DEAD_LETTER_SUFFIX, DeadLetterHeaders, KafkaEventBus, kafkaUnreachableError, ReplayHeaders, replayTopicOf } from './kafka-event-bus';
 
 export interface KafkaDeadLettersOptions {
   brokers: string[];
@@ -194,7 +194,7 @@ export class KafkaDeadLetters implements DeadLetters {
   private connect(): Promise<void> {
     this.connected ??= this.admin.connect().catch((err: unknown) => {
       this.connected = undefined;
-      throw new Error(`Kafka brokers ${this.options.brokers.join(',')} are unreachable (KAFKA_BROKERS): ${err instanceof Error ? err.message : String(err)}`);
+      throw kafkaUnreachableError(this.options.brokers, err);
     });
     return this.connected;
   }

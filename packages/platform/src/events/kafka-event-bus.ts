@@ -2,6 +2,7 @@ import { Kafka, logLevel, Partitioners, type Admin, type Consumer, type IHeaders
 import type { Logger } from 'pino';
 import { assertPublishable, batchLength, eventBytes, type DeliveredEvent, type EventBus, type OutgoingEvent, type SubscribeOptions, type Subscription } from './event-bus';
 import { isEngineUnavailableError } from '../readiness';
+import { errorMessage } from '../errors';
 
 export interface KafkaEventBusOptions {
   /** host:port of one or more brokers. */
@@ -80,8 +81,9 @@ const KAFKA_TO_PINO: Record<number, 'error' | 'warn' | 'info' | 'debug'> = {
   [logLevel.DEBUG]: 'debug',
 };
 
-function errorMessage(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
+/** Brokers that did not answer, named with the variable that set them. */
+export function kafkaUnreachableError(brokers: readonly string[], err: unknown): Error {
+  return new Error(`Kafka brokers ${brokers.join(',')} are unreachable (KAFKA_BROKERS): ${errorMessage(err)}`);
 }
 
 /** Consecutive runs of the events holding at most maxBytes of keys and payloads each (a larger event alone). */
@@ -242,7 +244,7 @@ export class KafkaEventBus implements EventBus {
         timeout,
       ]);
     } catch (err) {
-      throw new Error(`Kafka brokers ${this.options.brokers.join(',')} are unreachable (KAFKA_BROKERS): ${errorMessage(err)}`);
+      throw kafkaUnreachableError(this.options.brokers, err);
     } finally {
       clearTimeout(timer);
     }

@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import { openSqlite, type SqliteDatabase } from '../sqlite';
 import { batchLength, type DeliveredEvent, type EventBus, type OutgoingEvent, type SubscribeOptions, type Subscription } from './event-bus';
 import { isEngineUnavailableError } from '../readiness';
+import { errorMessage } from '../errors';
 
 const MIGRATIONS = [
   `CREATE TABLE events (seq INTEGER PRIMARY KEY AUTOINCREMENT, topic TEXT NOT NULL, key TEXT NOT NULL, payload BLOB NOT NULL, published_at TEXT NOT NULL);
@@ -237,7 +238,7 @@ class SqliteSubscription {
         await this.options.handler(event);
         return { ok: true };
       } catch (err) {
-        const message = err instanceof Error ? err.message : String(err);
+        const message = errorMessage(err);
         this.logOptions.logger.warn({ err, group: this.options.group, topic: row.topic, seq: row.seq, attempt }, 'event handler failed');
         if (!isEngineUnavailableError(err)) counted++;
         if (counted >= maxAttempts || !this.running) return { ok: false, error: message, attempts: attempt + 1 };

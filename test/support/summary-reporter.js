@@ -10,7 +10,9 @@ class SummaryReporter {
       if (check.ok) passed++;
       else failed++;
     }
-    this.line = `${passed} passed, ${failed} failed, ${skipped} skipped`;
+    // Every skipped test's name says why it was skipped; listing them keeps the reasons in CI's output.
+    const skips = results.testResults.flatMap((file) => file.testResults.filter((t) => t.status === 'pending' || t.status === 'todo').map((t) => `skipped: ${t.fullName}`));
+    this.line = [...skips, `${passed} passed, ${failed} failed, ${skipped} skipped`].join('\n');
     // Written synchronously to fd 1: under --forceExit jest exits through exit-x, which replaces
     // process.stdout.write with a no-op before the 'exit' handlers run.
     process.on('exit', () => require('node:fs').writeSync(1, `\n${this.line}\n`));

@@ -167,5 +167,14 @@ export function describeCollectionRepositoryContract(name: string, factory: Card
       expect(again).toEqual({ collection: first.collection, created: false });
       expect(await store.pendingEventTopics()).toEqual([Topics.collection]);
     });
+
+    it("finds a file's collection by the file id, and none for a file without one", async () => {
+      const fileId = randomUUID();
+      await store.collections.insert(aCollection().build(), []);
+      const { collection } = await store.collections.insertFileCollection(aCollection().forFile(fileId).build(), [], () => []);
+      await store.collections.insertFileCollection(aCollection().forFile(randomUUID()).build(), [], () => []);
+      expect(await store.collections.findByFileId(fileId)).toEqual(collection);
+      expect(await store.collections.findByFileId(randomUUID())).toBeNull();
+    });
   });
 }

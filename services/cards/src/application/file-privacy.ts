@@ -16,7 +16,7 @@ export function privacyAfterChange(card: Card, requested: boolean, by: PrivacyCh
 
 export interface FilePrivacyDeps {
   cards: Pick<CardRepository, 'findByFile' | 'clearFileReferences'>;
-  collections: Pick<CollectionRepository, 'listByAuthor' | 'update'>;
+  collections: Pick<CollectionRepository, 'findByFileId' | 'update'>;
   /** The card service's own update of one card's privacy, made by the file (PrivacyChangedBy 'file'). */
   changeCardPrivacy: (cardId: string) => Promise<void>;
   now: () => Date;
@@ -44,6 +44,6 @@ export async function followFilePrivacy(deps: FilePrivacyDeps, fileId: string, o
     }
   }
   if (isPrivate) await deps.cards.clearFileReferences(fileId, ownerId);
-  const fileCollection = (await deps.collections.listByAuthor(ownerId, true)).find((c) => c.fileId === fileId);
-  if (fileCollection && fileCollection.isPublic === isPrivate) await deps.collections.update({ ...fileCollection, isPublic: !isPrivate, updatedAt: deps.now() }, []);
+  const fileCollection = await deps.collections.findByFileId(fileId);
+  if (fileCollection && fileCollection.authorId === ownerId && fileCollection.isPublic === isPrivate) await deps.collections.update({ ...fileCollection, isPublic: !isPrivate, updatedAt: deps.now() }, []);
 }

@@ -119,6 +119,8 @@ export interface CollectionRepository {
    */
   insertFileCollection(collection: Collection, cardIds: readonly string[], events: (stored: Collection) => OutgoingEvent[]): Promise<{ collection: Collection; created: boolean }>;
   findById(id: string): Promise<Collection | null>;
+  /** The collection made for a file (insertFileCollection), or null when there is none. */
+  findByFileId(fileId: string): Promise<Collection | null>;
   update(collection: Collection, events: OutgoingEvent[]): Promise<void>;
   /** Deletes the collection and its bookmarks; the cards stay. False (no events stored) when it was already gone. */
   remove(id: string, events: OutgoingEvent[]): Promise<boolean>;

@@ -81,6 +81,11 @@ export class MongoCollectionRepository implements CollectionRepository {
     return doc ? fromCollectionDocument(doc) : null;
   }
 
+  async findByFileId(fileId: string): Promise<Collection | null> {
+    const doc = await this.store.collections.findOne({ fileId });
+    return doc ? fromCollectionDocument(doc) : null;
+  }
+
   async update(collection: Collection, events: OutgoingEvent[]): Promise<void> {
     await this.store.change(async (session) => {
       const set = { name: collection.name, description: collection.description, isPublic: collection.isPublic, updatedAt: collection.updatedAt };

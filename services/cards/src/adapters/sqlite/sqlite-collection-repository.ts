@@ -36,6 +36,11 @@ export class SqliteCollectionRepository implements CollectionRepository {
     return row ? collectionFromRow(row) : null;
   }
 
+  async findByFileId(fileId: string): Promise<Collection | null> {
+    const row = this.db.prepare('SELECT * FROM collections WHERE file_id = ?').get(fileId) as CollectionRow | undefined;
+    return row ? collectionFromRow(row) : null;
+  }
+
   async update(c: Collection, events: OutgoingEvent[]): Promise<void> {
     this.db.transaction(() => {
       this.db.prepare('UPDATE collections SET name = ?, description = ?, is_public = ?, updated_at = ? WHERE id = ?').run(c.name, c.description, c.isPublic ? 1 : 0, iso(c.updatedAt), c.id);

@@ -82,4 +82,19 @@ describe('FilesService', () => {
     await expect(service.get(secret.id, owner)).rejects.toBeInstanceOf(NotFoundError);
     await expect(service.get('not-a-uuid', owner)).rejects.toBeInstanceOf(InvalidArgumentError);
   });
+
+  it('a privacy change to the value the file has already writes nothing: no event, updated_at kept, the same answer', async () => {
+    const owner = newId();
+    const file = await upload({ callerId: owner, private: true });
+    repository.db.prepare('UPDATE files SET updated_at = ? WHERE id = ?').run('2020-01-01T00:00:00.000Z', file.id);
+    const writes = jest.spyOn(repository, 'setPrivacy');
+    kicks = 0;
+    await expect(service.setPrivacy(owner, file.id, true)).resolves.toBeUndefined();
+    expect(writes).not.toHaveBeenCalled();
+    expect(kicks).toBe(0);
+    expect((await service.get(file.id, owner)).updatedAt).toEqual(new Date('2020-01-01T00:00:00.000Z'));
+    await service.setPrivacy(owner, file.id, false);
+    expect(writes).toHaveBeenCalledTimes(1);
+    expect((await service.get(file.id, owner)).updatedAt.getTime()).toBeGreaterThan(Date.parse('2020-01-01T00:00:00.000Z'));
+  });
 });

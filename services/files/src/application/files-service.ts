@@ -115,9 +115,10 @@ export class FilesService {
     return callerId === userId.toLowerCase() ? records : records.filter((r) => !r.private);
   }
 
-  /** Sets the file's privacy; its cards and collection follow through the FilePrivacyChanged event. */
+  /** Sets the file's privacy; its cards and collection follow through the FilePrivacyChanged event. The same value again changes nothing. */
   async setPrivacy(callerId: string, fileId: string, isPrivate: boolean): Promise<void> {
     const record = await this.owned(callerId, fileId);
+    if (record.private === isPrivate) return;
     const now = new Date();
     const changed = events.FileEvent.encode({
       eventId: newId(),
@@ -125,7 +126,7 @@ export class FilesService {
       kind: { $case: 'privacyChanged', value: { fileId: record.id, userId: record.userId, private: isPrivate } },
     }).finish();
     if (!(await this.deps.repository.setPrivacy(record.id, isPrivate, now, [{ topic: Topics.file, key: record.id, payload: changed }]))) throw new NotFoundError('File not found');
-    if (record.private !== isPrivate) this.deps.onEventsWritten();
+    this.deps.onEventsWritten();
   }
 
   /** Removes the record now; the bytes and the cards' file references follow through the FileDeleted event. */

@@ -340,26 +340,35 @@ describe('connection cap (HTTP_MAX_CONNECTIONS)', () => {
     await capped?.stop();
   });
 
-  /** Opens a connection and sends one keep-alive request on it: 'served' once an answer arrives, 'closed' if the server closes it unanswered. */
-  function openAndAsk(url: URL): Promise<{ socket: Socket; outcome: 'served' | 'closed' }> {
+  /** Opens a connection and sends one keep-alive request on it: 'served' once a 200 arrives, 'refused' with the 503 the server answered, 'closed' if it closes it unanswered. */
+  function openAndAsk(url: URL): Promise<{ socket: Socket; outcome: 'served' | 'refused' | 'closed'; answer: string }> {
     return new Promise((resolve) => {
       const socket = connect(Number(url.port), url.hostname);
-      socket.on('data', () => resolve({ socket, outcome: 'served' }));
+      let answer = '';
+      socket.on('data', (chunk: Buffer) => {
+        answer += chunk.toString('latin1');
+        if (answer.startsWith('HTTP/1.1 200 ')) resolve({ socket, outcome: 'served', answer });
+      });
       socket.on('error', () => undefined);
-      socket.on('close', () => resolve({ socket, outcome: 'closed' }));
+      socket.on('close', () => resolve({ socket, outcome: answer.startsWith('HTTP/1.1 503 ') ? 'refused' : 'closed', answer }));
       socket.write('GET /api/card/count HTTP/1.1\r\nHost: x\r\n\r\n');
     });
   }
 
-  it('keeps at most the configured number of connections open, closes the ones above it unanswered, says so in the log, and serves again once they are gone', async () => {
+  it('keeps at most the configured number of connections open, answers the ones above it 503 with Retry-After and closes them, says so in the log, and serves again once they are gone', async () => {
     const url = new URL(capped.baseUrl);
     // Kept-alive connections of the harness's own health polling may hold some of the places.
-    const opened: Array<{ socket: Socket; outcome: 'served' | 'closed' }> = [];
+    const opened: Array<{ socket: Socket; outcome: 'served' | 'refused' | 'closed'; answer: string }> = [];
     for (let i = 0; i <= CAP; i++) opened.push(await openAndAsk(url));
     const served = opened.filter((c) => c.outcome === 'served').length;
     expect(served).toBeGreaterThanOrEqual(1);
     expect(served).toBeLessThanOrEqual(CAP);
-    expect(opened.some((c) => c.outcome === 'closed')).toBe(true);
+    const refused = opened.filter((c) => c.outcome === 'refused');
+    expect(refused.length).toBe(opened.length - served);
+    for (const { answer } of refused) {
+      expect(answer).toMatch(/\r\nRetry-After: \d+\r\n/i);
+      expect(jsonBodyOf(answer)).toEqual({ message: expect.any(String) });
+    }
     await eventually('the warning about the cap in the log', async () => capped.logs().includes('connection cap reached'));
     for (const { socket } of opened) socket.destroy();
     await eventually('the capped gateway to answer again', async () => (await fetch(`${capped.baseUrl}/healthz`).catch(() => undefined))?.status === 200);

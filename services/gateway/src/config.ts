@@ -65,7 +65,7 @@ export const gatewayConfigSchema = z.object({
     .default('')
     .transform((v) => v.split(',').map((o) => o.trim()).filter((o) => o.length > 0))
     .refine((list) => list.every((o) => /^https?:\/\/[^/?#\s]+$/.test(o)), 'each entry must be an origin such as https://app.example.com (no path)'),
-  /** Open HTTP connections at most (keep-alive ones included); a new one above it is closed unread. 0: no cap. */
+  /** Open HTTP connections at most (keep-alive ones included); a new one above it is answered 503 unread and closed. 0: no cap. */
   HTTP_MAX_CONNECTIONS: envInt(10_000),
   /** Level of the one-line-per-request access log; `silent` turns it off whatever LOG_LEVEL says. */
   ACCESS_LOG_LEVEL: z.preprocess((v) => (v === '' ? undefined : v), z.enum(ACCESS_LOG_LEVELS).default('info')),

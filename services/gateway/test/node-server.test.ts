@@ -1,6 +1,8 @@
 import { createServer, type Server } from 'node:http';
-import { connect } from 'node:net';
-import { hardenServer } from '../src/http/node-server';
+import { connect, type Socket } from 'node:net';
+import { Writable } from 'node:stream';
+import { createLogger } from '@cards/platform';
+import { createGatewayServer, hardenServer } from '../src/http/node-server';
 
 async function listening(server: Server): Promise<number> {
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
@@ -49,5 +51,59 @@ describe('the gateway HTTP server (hardenServer)', () => {
     const oversized = await answerUntilClosed(port, `GET / HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`);
     expect(oversized).toMatch(/^HTTP\/1\.1 431 /);
     expect(JSON.parse(oversized.split('\r\n\r\n')[1]!)).toEqual({ message: 'The request URL or headers are too large' });
+  });
+});
+
+describe('the connection cap (createGatewayServer, HTTP_MAX_CONNECTIONS)', () => {
+  let server: Server;
+  const clients: Socket[] = [];
+  afterEach(async () => {
+    for (const socket of clients) socket.destroy();
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+  });
+
+  /** Opens a connection and sends one keep-alive request; resolves with the first bytes of the answer, or '' when closed unanswered. */
+  function ask(port: number): Promise<{ socket: Socket; answer: Promise<string>; head: string }> {
+    return new Promise((resolve) => {
+      const socket = connect(port, '127.0.0.1');
+      clients.push(socket);
+      let received = '';
+      const answer = new Promise<string>((done) => socket.on('close', () => done(received)));
+      socket.on('data', (chunk: Buffer) => {
+        received += chunk.toString('latin1');
+        resolve({ socket, answer, head: received });
+      });
+      socket.on('error', () => undefined);
+      socket.on('close', () => resolve({ socket, answer, head: received }));
+      socket.write('GET / HTTP/1.1\r\nHost: x\r\n\r\n');
+    });
+  }
+
+  it('answers a connection over the cap with a JSON 503 and Retry-After, closes it, warns, and serves again once a place is free', async () => {
+    const warnings: string[] = [];
+    const sink = new Writable({
+      write(chunk: Buffer, _encoding, done) {
+        warnings.push(chunk.toString());
+        done();
+      },
+    });
+    server = createGatewayServer((_req, res) => res.end('ok'), { maxConnections: 1, logger: createLogger('gateway', 'warn', sink) });
+    const port = await listening(server);
+
+    const kept = await ask(port);
+    expect(kept.head).toMatch(/^HTTP\/1\.1 200 /);
+    const over = await ask(port);
+    const refusal = await over.answer;
+    expect(refusal).toMatch(/^HTTP\/1\.1 503 Service Unavailable\r\n/);
+    expect(refusal).toMatch(/\r\nRetry-After: 1\r\n/);
+    expect(refusal).toMatch(/\r\nContent-Type: application\/json; charset=utf-8\r\n/);
+    expect(JSON.parse(refusal.split('\r\n\r\n')[1]!)).toEqual({ message: expect.stringMatching(/too many open connections/) });
+    expect(warnings.join('')).toContain('connection cap reached');
+
+    kept.socket.destroy();
+    let again = await ask(port);
+    while (!again.head.startsWith('HTTP/1.1 200 ')) again = await ask(port);
+    expect(again.head).toMatch(/^HTTP\/1\.1 200 /);
   });
 });

@@ -1,4 +1,5 @@
 import { createServer, STATUS_CODES, type IncomingMessage, type RequestListener, type Server, type ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { Logger } from '@cards/platform';
 
@@ -71,22 +72,67 @@ export function hardenServer(server: Server, timeouts: ServerTimeouts = SERVER_T
 const DROP_WARNING_INTERVAL_MS = 60_000;
 
 /**
- * Caps open connections (keep-alive ones included) at `maxConnections` (0: no cap): above it Node closes a new
- * connection at once, before reading it, so a flood of slow or idle clients costs neither file descriptors
- * nor memory beyond the cap. Refusals are logged at most once a minute, with their count.
+ * Connections over the cap that may be open at once while they are being answered 503; past them Node closes new
+ * ones unread, so a flood costs at most this many file descriptors more than the cap.
+ */
+const REFUSALS_AT_ONCE = 100;
+
+/** How long a refused connection may stay open after its 503 is written, for the client to read it and hang up. */
+const REFUSAL_LINGER_MS = 1_000;
+
+const OVERLOADED = Buffer.from(rawJsonAnswer(503, 'The server has too many open connections; try again shortly', 'Retry-After: 1\r\n'));
+
+/**
+ * Answers a connection over the cap 503 without parsing it, and reads and drops what the client sends until it
+ * hangs up: closing with unread bytes would send a reset, which may reach the client before the answer.
+ */
+function refuseOverCap(socket: Socket): void {
+  socket.on('error', () => socket.destroy());
+  socket.setTimeout(REFUSAL_LINGER_MS, () => socket.destroy());
+  socket.resume();
+  socket.end(OVERLOADED);
+}
+
+/**
+ * Caps open HTTP connections (keep-alive ones included) at `maxConnections` (0: no cap): a new connection above
+ * it is answered 503 with Retry-After and closed, before anything is read from it, so a flood of slow or idle
+ * clients costs neither parsers nor memory beyond the cap. Up to REFUSALS_AT_ONCE connections being refused
+ * may be open on top; past them Node closes new connections unanswered. Refusals are logged at most once a
+ * minute, with their count.
  */
 function capConnections(server: Server, maxConnections: number, logger: Logger): void {
   if (maxConnections <= 0) return;
-  server.maxConnections = maxConnections;
+  // Counts every accepted connection, the ones being refused included.
+  server.maxConnections = maxConnections + REFUSALS_AT_ONCE;
+  let refused = 0;
   let dropped = 0;
   let lastWarning = -Infinity;
-  server.on('drop', () => {
-    dropped++;
+  const counted = (kind: 'refused' | 'dropped') => {
+    if (kind === 'refused') refused++;
+    else dropped++;
     const now = performance.now();
     if (now - lastWarning < DROP_WARNING_INTERVAL_MS) return;
-    logger.warn({ maxConnections, droppedSinceLastWarning: dropped }, 'connection cap reached: new connections are being closed (HTTP_MAX_CONNECTIONS)');
+    logger.warn({ maxConnections, refusedSinceLastWarning: refused, droppedSinceLastWarning: dropped }, 'connection cap reached: new connections are answered 503 (HTTP_MAX_CONNECTIONS)');
     lastWarning = now;
+    refused = 0;
     dropped = 0;
+  };
+  server.on('drop', () => counted('dropped'));
+
+  // Node's HTTP handling of a connection is the server's own 'connection' listener: it runs only for those under the cap.
+  const [parseHttp] = server.listeners('connection') as Array<(this: Server, socket: Socket) => void>;
+  if (!parseHttp) throw new Error('the HTTP server has no connection listener to cap');
+  server.removeListener('connection', parseHttp);
+  let open = 0;
+  server.on('connection', (socket: Socket) => {
+    if (open >= maxConnections) {
+      counted('refused');
+      refuseOverCap(socket);
+      return;
+    }
+    open++;
+    socket.once('close', () => open--);
+    parseHttp.call(server, socket);
   });
 }
 

@@ -411,6 +411,21 @@ describe('bad input', () => {
     for (const name of ['a\u007fb.docx', 'a\u0085b.docx', 'invoice\u202Excod.docx']) await expect4xx(post({ file_name: name }), 400, /file_name: must not contain slashes or control characters/);
   });
 
+  it('file names with a line or paragraph separator, a direction mark or a BOM are refused, naming it, and nothing is stored', async () => {
+    const listed = async () => (await alice.client.get(`/api/user/files/${alice.id}`)).json.length;
+    const before = await listed();
+    const named: [string, RegExp][] = [
+      ['notes\u20282024.docx', /file_name: must not contain U\+2028 \(line separator\)/],
+      ['notes\u20292024.docx', /file_name: must not contain U\+2029 \(paragraph separator\)/],
+      ['invoice\u200F2024.docx', /file_name: must not contain U\+200F \(right-to-left mark\)/],
+      ['invoice\u061C2024.docx', /file_name: must not contain U\+061C \(Arabic letter mark\)/],
+      ['invoice\u200E2024.docx', /file_name: must not contain U\+200E \(left-to-right mark\)/],
+      ['in\uFEFFvoice.docx', /file_name: must not contain U\+FEFF \(byte order mark/],
+    ];
+    for (const [name, message] of named) await expect4xx(post({ file_name: name }), 400, message);
+    expect(await listed()).toBe(before);
+  });
+
   it('refuses a document with no text at upload, in every format, and stores nothing', async () => {
     const listed = async () => (await alice.client.get(`/api/user/files/${alice.id}`)).json.map((f: any) => f.id).sort();
     const before = await listed();

@@ -31,6 +31,13 @@ describe('file type rules', () => {
     expect(formatFromFileName('Übersicht – 2024 «final» ☕.odt')).toBe('odt');
   });
 
+  it('file names: no line or paragraph separator, direction mark or BOM inside, each named in the answer', () => {
+    const named = { '\u2028': /U\+2028 \(line separator\)/, '\u2029': /U\+2029 \(paragraph separator\)/, '\u200F': /U\+200F \(right-to-left mark\)/, '\u061C': /U\+061C \(Arabic letter mark\)/, '\u200E': /U\+200E \(left-to-right mark\)/, '\uFEFF': /U\+FEFF \(byte order mark/ };
+    for (const [character, message] of Object.entries(named)) expect(() => formatFromFileName(`report${character}2024.docx`)).toThrow(message);
+    // Joiners stay allowed: emoji sequences and Persian words need them.
+    expect(formatFromFileName('\u0645\u06CC\u200C\u062E\u0648\u0627\u0647\u0645 \u{1F469}\u200D\u{1F4BB}.pdf')).toBe('pdf');
+  });
+
   it('MIME type must match the extension', () => {
     expect(checkMimeType('pdf', 'application/pdf')).toBe('application/pdf');
     expect(checkMimeType('doc', 'Application/MSWord; charset=binary')).toBe('application/msword');

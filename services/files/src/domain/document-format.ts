@@ -21,12 +21,28 @@ export const MAX_FILE_NAME_LENGTH = 255;
  */
 const FORBIDDEN_IN_FILE_NAME = /[\u0000-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069/\\]/;
 
+/**
+ * Invisible characters that are not controls but do the same harm in a name shown to others: separators that break
+ * the line it is shown on, direction marks that reorder its neighbours (an RLM beside digits or an extension), and the
+ * BOM, which shows as nothing. Named in the answer, since none of them can be seen.
+ */
+const INVISIBLE_IN_FILE_NAME: ReadonlyMap<string, string> = new Map([
+  ['\u2028', 'U+2028 (line separator)'],
+  ['\u2029', 'U+2029 (paragraph separator)'],
+  ['\u200e', 'U+200E (left-to-right mark)'],
+  ['\u200f', 'U+200F (right-to-left mark)'],
+  ['\u061c', 'U+061C (Arabic letter mark)'],
+  ['\ufeff', 'U+FEFF (byte order mark, zero-width no-break space)'],
+]);
+
 /** The format named by the file name's extension; 400 when it is not one we accept. Characters count as code points. */
 export function formatFromFileName(fileName: string): DocumentFormat {
   const name = fileName.trim();
   if (name.length === 0) throw new InvalidArgumentError('file_name: is required');
   if (characterCount(name) > MAX_FILE_NAME_LENGTH) throw new InvalidArgumentError(`file_name: at most ${MAX_FILE_NAME_LENGTH} characters`);
   if (FORBIDDEN_IN_FILE_NAME.test(name)) throw new InvalidArgumentError('file_name: must not contain slashes or control characters');
+  const invisible = [...name].find((c) => INVISIBLE_IN_FILE_NAME.has(c));
+  if (invisible) throw new InvalidArgumentError(`file_name: must not contain ${INVISIBLE_IN_FILE_NAME.get(invisible)}`);
   const ext = /\.([A-Za-z0-9]+)$/.exec(name)?.[1]?.toLowerCase();
   if (ext === 'docx' || ext === 'doc' || ext === 'odt' || ext === 'pdf') return ext;
   throw new InvalidArgumentError(`file_name: the extension must be .docx, .doc, .odt or .pdf (got ${ext ? `.${ext}` : 'none'})`);

@@ -4,6 +4,7 @@ import { cards, files, identity, search } from '@cards/proto';
 import { GrpcFileDirectory } from './adapters/grpc/grpc-file-directory';
 import { GrpcNearDuplicateFinder } from './adapters/grpc/grpc-near-duplicate-finder';
 import { GrpcUserDirectory } from './adapters/grpc/grpc-user-directory';
+import { InProcessContentLock } from './adapters/in-process/in-process-content-lock';
 import { openMongoCardsStore } from './adapters/mongo';
 import { openCardsDatabase } from './adapters/sqlite/sqlite-cards-database';
 import { SqliteCardRepository } from './adapters/sqlite/sqlite-card-repository';
@@ -13,13 +14,15 @@ import { CardService } from './application/card-service';
 import { CollectionService } from './application/collection-service';
 import { subscribeToSearchEvents } from './application/event-consumers';
 import { cardsConfigSchema, type CardsConfig } from './config';
-import type { CardRepository, CollectionRepository, VoteRepository } from './domain/ports';
+import type { CardRepository, CollectionRepository, ContentLock, VoteRepository } from './domain/ports';
 import { cardsHandlers } from './grpc/cards-handlers';
 
 interface CardsStore {
   cards: CardRepository;
   votes: VoteRepository;
   collections: CollectionRepository;
+  /** Serialises cards of one text: across processes on MongoDB; in process on SQLite, whose file one process owns. */
+  contentLock: ContentLock;
   outbox: OutboxStore;
   /** The engine behind the store, probed for readiness (none for SQLite). */
   engines: EngineCheck[];
@@ -42,6 +45,7 @@ async function openStore(config: CardsConfig, logger: Logger): Promise<CardsStor
     cards: new SqliteCardRepository(db),
     votes: new SqliteVoteRepository(db),
     collections: new SqliteCollectionRepository(db),
+    contentLock: new InProcessContentLock(),
     outbox: new SqliteOutboxStore(db),
     engines: [],
     close: async () => {
@@ -70,6 +74,7 @@ export async function startCards(env: Record<string, string | undefined> = proce
     cards: cardRepository,
     votes: store.votes,
     collections: collectionRepository,
+    contentLock: store.contentLock,
     nearDuplicates: new GrpcNearDuplicateFinder(peers.search.client, logger, config.NEAR_DUPLICATE_DEADLINE_MS),
     files: new GrpcFileDirectory(peers.files.client),
     users: new GrpcUserDirectory(peers.identity.client, logger),

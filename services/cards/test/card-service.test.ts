@@ -4,6 +4,7 @@ import { openCardsDatabase } from '../src/adapters/sqlite/sqlite-cards-database'
 import { SqliteCardRepository } from '../src/adapters/sqlite/sqlite-card-repository';
 import { SqliteCollectionRepository } from '../src/adapters/sqlite/sqlite-collection-repository';
 import { SqliteVoteRepository } from '../src/adapters/sqlite/sqlite-vote-repository';
+import { InProcessContentLock } from '../src/adapters/in-process/in-process-content-lock';
 import { CardService } from '../src/application/card-service';
 import type { NearDuplicateCandidate } from '../src/domain/ports';
 import { aCollection, someContent } from './builders';
@@ -17,6 +18,7 @@ function setup() {
     cards,
     votes: new SqliteVoteRepository(db),
     collections: new SqliteCollectionRepository(db),
+    contentLock: new InProcessContentLock(),
     nearDuplicates: { find: async () => peers.candidates },
     files: { visibleFileName: async (id) => peers.files.get(id) ?? null },
     users: { joinDates: async () => new Map() },

@@ -4,6 +4,7 @@ import { openCardsDatabase } from '../src/adapters/sqlite/sqlite-cards-database'
 import { SqliteCardRepository } from '../src/adapters/sqlite/sqlite-card-repository';
 import { SqliteCollectionRepository } from '../src/adapters/sqlite/sqlite-collection-repository';
 import { SqliteVoteRepository } from '../src/adapters/sqlite/sqlite-vote-repository';
+import { InProcessContentLock } from '../src/adapters/in-process/in-process-content-lock';
 import { CardService } from '../src/application/card-service';
 import { CollectionService } from '../src/application/collection-service';
 
@@ -20,6 +21,7 @@ export function cardsOnEventBus(dataDir: string, bus: EventBus, logger: Logger) 
     cards,
     votes: new SqliteVoteRepository(db),
     collections,
+    contentLock: new InProcessContentLock(),
     nearDuplicates: { find: async () => [] },
     files: { visibleFileName: async () => null },
     users: { joinDates: async () => new Map() },

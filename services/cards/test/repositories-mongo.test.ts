@@ -1,10 +1,11 @@
 import { randomBytes } from 'node:crypto';
-import { connectMongo, createLogger, MongoOutboxStore } from '@cards/platform';
-import { openMongoCardsStore } from '../src/adapters/mongo';
+import { connectMongo, createLogger, MongoOutboxStore, UnavailableError, type MongoConnection } from '@cards/platform';
+import { MongoContentLock, openMongoCardsDatabase, openMongoCardsStore, type MongoCardsDatabase } from '../src/adapters/mongo';
 import { engineForSuite } from '../../../test/engines/suite';
 import { startMongoSync } from '../../../test/engines/mongo';
 import { describeCardRepositoryContract } from './card-repository.contract';
 import { describeCollectionRepositoryContract } from './collection-repository.contract';
+import { describeContentLockContract } from './content-lock.contract';
 import { describeVoteRepositoryContract } from './vote-repository.contract';
 import type { CardsStoreFactory, CardsStoreFixture } from './fixture';
 import { randomUUID } from 'node:crypto';
@@ -42,6 +43,55 @@ if (skipReason) {
   describeCardRepositoryContract(name, mongo);
   describeVoteRepositoryContract(name, mongo);
   describeCollectionRepositoryContract(name, mongo);
+
+  /** A fresh database opened by two connections, as two cards processes open it; dropped by close. */
+  async function sharedDatabase(): Promise<{ databases: [MongoCardsDatabase, MongoCardsDatabase]; close(): Promise<void> }> {
+    const database = `cards_test_${randomBytes(4).toString('hex')}`;
+    const connections: MongoConnection[] = [];
+    for (let i = 0; i < 2; i++) connections.push(await connectMongo({ url: engine!.url, database, logger }));
+    const databases = [await openMongoCardsDatabase(connections[0]!), await openMongoCardsDatabase(connections[1]!)] as [MongoCardsDatabase, MongoCardsDatabase];
+    return {
+      databases,
+      close: async () => {
+        await connections[0]!.db.dropDatabase().catch(() => undefined);
+        for (const c of connections) await c.close();
+      },
+    };
+  }
+
+  describeContentLockContract(`${name}, two connections`, async () => {
+    const shared = await sharedDatabase();
+    return { holders: [new MongoContentLock(shared.databases[0].contentLocks), new MongoContentLock(shared.databases[1].contentLocks)], close: shared.close };
+  });
+
+  describe(`content lock on ${name}: leases`, () => {
+    let shared: Awaited<ReturnType<typeof sharedDatabase>>;
+    beforeEach(async () => {
+      shared = await sharedDatabase();
+    });
+    afterEach(async () => {
+      await shared.close();
+    });
+
+    it('takes a key whose holder crashed once that holder\'s lease has ended', async () => {
+      const key = randomUUID();
+      await shared.databases[0].contentLocks.insertOne({ _id: key, holder: 'crashed process', expiresAt: new Date(Date.now() - 1) });
+      await expect(new MongoContentLock(shared.databases[1].contentLocks).run(key, async () => 'ran')).resolves.toBe('ran');
+      expect(await shared.databases[1].contentLocks.countDocuments({ _id: key })).toBe(0);
+    });
+
+    it('waits for a key another process holds and gives up with UnavailableError, without running the task, when it stays held', async () => {
+      const key = randomUUID();
+      await shared.databases[0].contentLocks.insertOne({ _id: key, holder: 'other process', expiresAt: new Date(Date.now() + 60_000) });
+      let ran = false;
+      const task = async () => {
+        ran = true;
+      };
+      await expect(new MongoContentLock(shared.databases[1].contentLocks, { maxWaitMs: 50 }).run(key, task)).rejects.toThrow(UnavailableError);
+      expect(ran).toBe(false);
+      expect(await shared.databases[1].contentLocks.findOne({ _id: key })).toMatchObject({ holder: 'other process' });
+    });
+  });
 
   // Races the adapter must survive without transactions (mongo-java-server and standalone MongoDB have none).
   describe(`cards store on ${name}: races without transactions`, () => {

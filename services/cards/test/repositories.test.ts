@@ -8,7 +8,9 @@ import { SqliteCardRepository } from '../src/adapters/sqlite/sqlite-card-reposit
 import { SqliteCollectionRepository } from '../src/adapters/sqlite/sqlite-collection-repository';
 import { SqliteVoteRepository } from '../src/adapters/sqlite/sqlite-vote-repository';
 import { describeCardRepositoryContract } from './card-repository.contract';
+import { InProcessContentLock } from '../src/adapters/in-process/in-process-content-lock';
 import { describeCollectionRepositoryContract } from './collection-repository.contract';
+import { describeContentLockContract } from './content-lock.contract';
 import { describeVoteRepositoryContract } from './vote-repository.contract';
 import type { CardsStoreFactory } from './fixture';
 import { aCard } from './builders';
@@ -86,5 +88,10 @@ describe('SQLite cards store migration', () => {
 });
 describeVoteRepositoryContract('SQLite', sqlite);
 describeCollectionRepositoryContract('SQLite', sqlite);
+// One process owns a SQLite file, so both holders are the one lock of that process.
+describeContentLockContract('in process (SQLite)', async () => {
+  const lock = new InProcessContentLock();
+  return { holders: [lock, lock], close: async () => undefined };
+});
 
-// The MongoDB adapters run the same three suites in repositories-mongo.test.ts.
+// The MongoDB adapters run the same four suites in repositories-mongo.test.ts.

@@ -1,10 +1,9 @@
 import { AlreadyExistsError, InvalidArgumentError, newId, NotFoundError, PermissionDeniedError, UnauthenticatedError, UnavailableError, type Logger } from '@cards/platform';
 import { collisionMovesOnChange, isVisibleTo, leavesRoot, mayHoldCollision, rehomedCollisions, PAGE_SIZE, totalPages, type AuthorScore, type Card, type CardGroup, type CollisionMove, type Vote } from '../domain/model';
-import { StaleCardError, type CardRepository, type CollectionRepository, type FileDirectory, type NearDuplicateFinder, type UserDirectory, type VoteRepository } from '../domain/ports';
+import { StaleCardError, type CardRepository, type CollectionRepository, type ContentLock, type FileDirectory, type NearDuplicateFinder, type UserDirectory, type VoteRepository } from '../domain/ports';
 import { cardTextFromHtml, fingerprintOf, isNearCopy, jaccard, NEAR_COPY_JACCARD, shinglesOf, SKETCH_MIN_SHARED, validLink, validOcFilePath, validTags } from '../domain/rules';
 import { bookmarkChanged, cardCreated, cardDeleted, cardUpdated } from './events';
 import { followFilePrivacy, isHiddenByFile, privacyAfterChange, type PrivacyChangedBy } from './file-privacy';
-import { KeyedLock } from './keyed-lock';
 
 /** A card as one viewer sees it: with that viewer's vote. */
 export type ViewedCard = Card & { viewerVote: boolean | null };
@@ -47,6 +46,8 @@ export interface CardServiceDeps {
   cards: CardRepository;
   votes: VoteRepository;
   collections: CollectionRepository;
+  /** Held while a new card looks for its root and is stored, per exact text. */
+  contentLock: ContentLock;
   nearDuplicates: NearDuplicateFinder;
   files: FileDirectory;
   users: UserDirectory;
@@ -70,7 +71,6 @@ export function validPage(page: number): number {
 /** Use cases of cards, duplicates, votes, user pages and top users. */
 export class CardService {
   private lastTick = 0;
-  private readonly sameContent = new KeyedLock();
 
   constructor(private readonly deps: CardServiceDeps) {}
 
@@ -98,7 +98,7 @@ export class CardService {
     }
     const fingerprint = fingerprintOf(content);
     // Copies of one text sent at the same moment are stored one after the other, so the later ones find the first.
-    return this.sameContent.run(fingerprint.contentHash, async () => {
+    return this.deps.contentLock.run(fingerprint.contentHash, async () => {
       const root = await this.findRoot(content, fingerprint, callerId, input.private);
       const now = this.now();
       const card: Card = {

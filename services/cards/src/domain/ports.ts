@@ -151,6 +151,19 @@ export interface CollectionRepository {
   collectionIdsHolding(cardId: string): Promise<string[]>;
 }
 
+/**
+ * Serialises work on one content fingerprint across every process sharing the store, so of two cards with the same
+ * text created at the same moment the later one finds the first and becomes its collision.
+ */
+export interface ContentLock {
+  /**
+   * Runs `task` once no other holder of `key` runs one, and lets the next in when it settles (fulfilled or not).
+   * Tasks under different keys run side by side. An adapter shared between processes may give up with
+   * UnavailableError when the key stays taken for too long.
+   */
+  run<T>(key: string, task: () => Promise<T>): Promise<T>;
+}
+
 /** A search-index candidate for being the same card as a new one. */
 export interface NearDuplicateCandidate {
   cardId: string;

@@ -2,9 +2,10 @@ import type { MongoConnection } from '@cards/platform';
 import { MongoCardRepository } from './mongo-card-repository';
 import { openMongoCardsDatabase, type MongoCardsDatabase } from './mongo-cards-database';
 import { MongoCollectionRepository } from './mongo-collection-repository';
+import { MongoContentLock } from './mongo-content-lock';
 import { MongoVoteRepository } from './mongo-vote-repository';
 
-export { MongoCardRepository, MongoCollectionRepository, MongoVoteRepository, openMongoCardsDatabase, type MongoCardsDatabase };
+export { MongoCardRepository, MongoCollectionRepository, MongoContentLock, MongoVoteRepository, openMongoCardsDatabase, type MongoCardsDatabase };
 
 /** Every repository of the cards service on one MongoDB database (indexes created on open). */
 export async function openMongoCardsStore(connection: MongoConnection) {
@@ -14,5 +15,6 @@ export async function openMongoCardsStore(connection: MongoConnection) {
     cards: new MongoCardRepository(database),
     votes: new MongoVoteRepository(database),
     collections: new MongoCollectionRepository(database),
+    contentLock: new MongoContentLock(database.contentLocks),
   };
 }

@@ -1,6 +1,7 @@
 import { withOptionalTransaction, type MongoConnection } from '@cards/platform';
 import type { ClientSession, Collection, Db } from 'mongodb';
 import type { Card, CardFingerprint, Collection as CardCollection } from '../../domain/model';
+import type { ContentLockDocument } from './mongo-content-lock';
 
 /** A card; `_id` is the card id. The fingerprint lives beside the card's fields. */
 export type CardDocument = Omit<Card, 'id'> &
@@ -79,6 +80,7 @@ export interface MongoCardsDatabase {
   authorScores: Collection<AuthorScoreDocument>;
   collections: Collection<CollectionDocument>;
   bookmarks: Collection<BookmarkDocument>;
+  contentLocks: Collection<ContentLockDocument>;
   /** A transaction on a replica set; otherwise `work` runs with no session (its steps are ordered to stay safe). */
   change<T>(work: (session: ClientSession | undefined) => Promise<T>): Promise<T>;
 }
@@ -91,6 +93,7 @@ export async function openMongoCardsDatabase(connection: MongoConnection): Promi
   const authorScores = db.collection<AuthorScoreDocument>('author_scores');
   const collections = db.collection<CollectionDocument>('collections');
   const bookmarks = db.collection<BookmarkDocument>('bookmarks');
+  const contentLocks = db.collection<ContentLockDocument>('content_locks');
   await Promise.all([
     cards.createIndex({ idempotency: 1 }, { unique: true, sparse: true, name: 'cards_idempotency' }),
     cards.createIndex({ authorId: 1, updatedAt: -1, _id: 1 }, { name: 'cards_author_updated' }),
@@ -107,6 +110,7 @@ export async function openMongoCardsDatabase(connection: MongoConnection): Promi
     bookmarks.createIndex({ collectionId: 1, cardId: 1 }, { unique: true, name: 'bookmarks_collection_card' }),
     bookmarks.createIndex({ collectionId: 1, ord: 1 }, { name: 'bookmarks_order' }),
     bookmarks.createIndex({ cardId: 1 }, { name: 'bookmarks_card' }),
+    contentLocks.createIndex({ expiresAt: 1 }, { expireAfterSeconds: 0, name: 'content_locks_expiry' }),
   ]);
   await countPublicVotesOfOlderAuthors(cards, authorScores);
   await markCardsHiddenByTheirFileAtUpload(cards);
@@ -118,6 +122,7 @@ export async function openMongoCardsDatabase(connection: MongoConnection): Promi
     authorScores,
     collections,
     bookmarks,
+    contentLocks,
     change: (work) => withOptionalTransaction(connection, work),
   };
 }

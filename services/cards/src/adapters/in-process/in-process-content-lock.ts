@@ -1,5 +1,10 @@
-/** Runs tasks one after the other per key (within this process); tasks under different keys run side by side. */
-export class KeyedLock {
+import type { ContentLock } from '../../domain/ports';
+
+/**
+ * Runs tasks one after the other per key within this process; tasks under different keys run side by side. Enough
+ * for the SQLite store, which one process owns, and the first stage of a lock shared between processes.
+ */
+export class InProcessContentLock implements ContentLock {
   private readonly tails = new Map<string, Promise<void>>();
 
   async run<T>(key: string, task: () => Promise<T>): Promise<T> {

@@ -1,0 +1,62 @@
+import { randomBytes } from 'node:crypto';
+import { connectMongo, createLogger, type MongoConnection } from '@cards/platform';
+import { openMongoCardsStore } from '../src/adapters/mongo';
+import { CardService } from '../src/application/card-service';
+import { engineForSuite } from '../../../test/engines/suite';
+import { startMongoSync } from '../../../test/engines/mongo';
+import { someContent } from './builders';
+
+const logger = createLogger('cards-replicas-test', process.env.LOG_LEVEL ?? 'fatal');
+// TEST_MONGO_URL points the suite at a real MongoDB; otherwise the MongoDB wire-protocol test server from test/engines.
+const external = process.env.TEST_MONGO_URL;
+const { engine, skipReason } = external ? { engine: { url: external }, skipReason: undefined } : engineForSuite('mongo-java-server', startMongoSync);
+
+/** A cards process: its own connection to the shared database and its own CardService, wired as main.ts wires them. */
+async function replica(url: string, database: string): Promise<{ service: CardService; connection: MongoConnection }> {
+  const connection = await connectMongo({ url, database, logger });
+  const store = await openMongoCardsStore(connection);
+  const service = new CardService({
+    cards: store.cards,
+    votes: store.votes,
+    collections: store.collections,
+    contentLock: store.contentLock,
+    nearDuplicates: { find: async () => [] },
+    files: { visibleFileName: async () => null },
+    users: { joinDates: async () => new Map() },
+    eventsWritten: () => undefined,
+    logger,
+  });
+  return { service, connection };
+}
+
+if (skipReason) {
+  console.warn(`SKIPPED cards service replicas on MongoDB: ${skipReason}`);
+  it.skip(`cards service replicas on MongoDB (${skipReason.split('\n')[0]})`, () => undefined);
+} else {
+  describe('two cards service replicas on one MongoDB database', () => {
+    const database = `cards_test_${randomBytes(4).toString('hex')}`;
+    let replicas: Awaited<ReturnType<typeof replica>>[] = [];
+    beforeAll(async () => {
+      replicas = [await replica(engine!.url, database), await replica(engine!.url, database)];
+    });
+    afterAll(async () => {
+      await replicas[0]?.connection.db.dropDatabase().catch(() => undefined);
+      for (const r of replicas) await r.connection.close();
+    });
+
+    it('store two cards of the same text created at the same moment as one root and a collision of it', async () => {
+      for (let round = 0; round < 5; round++) {
+        const text = someContent();
+        const made = await Promise.all(
+          replicas.map((r, i) => r.service.createCard({ callerId: `user-${i}`, cardHtml: `<p>${text}</p>`, link: '', private: false, tags: [] })),
+        );
+        const roots = made.filter((m) => !m.duplicate);
+        expect(roots).toHaveLength(1);
+        const collision = made.find((m) => m.duplicate)!;
+        expect(collision.card.collisionOf).toBe(roots[0]!.card.id);
+        const stored = await replicas[0]!.service.getCard(collision.card.id, undefined);
+        expect(stored.collisionOf).toBe(roots[0]!.card.id);
+      }
+    });
+  });
+}

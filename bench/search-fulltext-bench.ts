@@ -3,6 +3,8 @@
 // of 300 topics), then `matchText` timed per kind of query, one query at a time.
 // Usage: node --expose-gc --import tsx bench/search-fulltext-bench.ts [cards=100000] [queries=300]
 // SEARCH_FULLTEXT_BENCH_DUMP=<file> also writes every query's page (card ids, scores) and total, to compare runs.
+// The same queries also run on a second index built with `pruneTextCandidates: false` (every card holding a matched
+// word a candidate, as before the MaxScore pruning): its times are the baseline, and its pages must be the same.
 import { writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -45,37 +47,60 @@ async function main() {
   const index = new SqliteCardIndex({ path: ':memory:', dimensions: 8 });
   const started = Date.now();
   const vector = new Float32Array(8).fill(Math.SQRT1_2 / 2);
-  for (let i = 0; i < texts.length; i++) {
-    await index.upsert({ cardId: `card-${i}`, authorId: 'author', content: texts[i]!, tags: [], link: '', private: false, vector, vectorPointId: `point-${i}`, updatedAt: new Date(0) });
-  }
+  const fill = async (target: SqliteCardIndex) => {
+    for (let i = 0; i < texts.length; i++) {
+      await target.upsert({ cardId: `card-${i}`, authorId: 'author', content: texts[i]!, tags: [], link: '', private: false, vector, vectorPointId: `point-${i}`, updatedAt: new Date(0) });
+    }
+  };
+  await fill(index);
   const indexSeconds = (Date.now() - started) / 1000;
   const jsHeapMB = heapMB() - before;
+  const baseline = new SqliteCardIndex({ path: ':memory:', dimensions: 8, pruneTextCandidates: false });
+  await fill(baseline);
   const scope = { tags: [], links: [] };
   const page = { offset: 0, limit: 25 };
   const results: Record<string, { query: string; total: number; hits: string[] }[]> = {};
   const rows: Record<string, unknown>[] = [];
   for (const [kind, make] of Object.entries(queryKinds)) {
     const queries = Array.from({ length: queryCount }, make);
+    for (const q of queries.slice(0, 20)) await baseline.matchText(q, scope, page);
+    const baseTimes: number[] = [];
+    const basePages: string[] = [];
+    for (const q of queries) {
+      const t = process.hrtime.bigint();
+      const result = await baseline.matchText(q, scope, page);
+      baseTimes.push(Number(process.hrtime.bigint() - t) / 1e6);
+      basePages.push(JSON.stringify(result));
+    }
+    baseTimes.sort((a, b) => a - b);
     for (const q of queries.slice(0, 20)) await index.matchText(q, scope, page);
     const times: number[] = [];
+    let differingPages = 0;
     const cpu = process.cpuUsage();
     results[kind] = [];
     for (const q of queries) {
       const t = process.hrtime.bigint();
       const result = await index.matchText(q, scope, page);
       times.push(Number(process.hrtime.bigint() - t) / 1e6);
+      if (JSON.stringify(result) !== basePages[results[kind]!.length]) differingPages++;
       results[kind]!.push({ query: q, total: result.total, hits: result.hits.map((h) => `${h.cardId} ${h.score.toFixed(6)}`) });
     }
     const used = process.cpuUsage(cpu);
     times.sort((a, b) => a - b);
     const at = (p: number) => Number(times[Math.min(times.length - 1, Math.floor(p * times.length))]!.toFixed(2));
     const meanTotal = Math.round(results[kind]!.reduce((s, r) => s + r.total, 0) / queries.length);
-    rows.push({ kind, p50: at(0.5), p90: at(0.9), p99: at(0.99), max: at(1 - 1e-9), cpuMs: Number(((used.user + used.system) / 1000 / queries.length).toFixed(2)), meanTotal });
+    const baseP50 = baseTimes[Math.floor(0.5 * baseTimes.length)]!;
+    const baseP99 = baseTimes[Math.min(baseTimes.length - 1, Math.floor(0.99 * baseTimes.length))]!;
+    rows.push({
+      kind, p50: at(0.5), p90: at(0.9), p99: at(0.99), max: at(1 - 1e-9), cpuMs: Number(((used.user + used.system) / 1000 / queries.length).toFixed(2)), meanTotal,
+      unprunedP50: Number(baseP50.toFixed(2)), unprunedP99: Number(baseP99.toFixed(2)), p50Ratio: Number((baseP50 / at(0.5)).toFixed(1)), differingPages,
+    });
   }
   console.log(JSON.stringify({ cards: cardCount, queriesPerKind: queryCount, indexSeconds, jsHeapMB, rssMB: Math.round(process.memoryUsage().rss / 1024 / 1024) }));
   console.table(rows);
   if (dumpPath) writeFileSync(dumpPath, JSON.stringify(results));
   await index.close();
+  await baseline.close();
 }
 
 main().catch((error: unknown) => {

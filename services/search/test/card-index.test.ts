@@ -90,6 +90,36 @@ describe('SqliteCardIndex', () => {
     await index.close();
   });
 
+  test('common words in a query change neither the matches nor their count nor the ranking (only the cost)', async () => {
+    // The same cards, ranked with every matching card a candidate and with light words only adding to others' finds.
+    const pruned = new SqliteCardIndex({ path: ':memory:', dimensions: CONTRACT_DIMENSIONS });
+    const unpruned = new SqliteCardIndex({ path: ':memory:', dimensions: CONTRACT_DIMENSIONS, pruneTextCandidates: false });
+    const vocabulary = ['glacier', 'valley', 'basalt', 'column', 'river', 'delta', 'volcano', 'magma', 'granite', 'canyon', 'erosion', 'sediment', 'fossil', 'mineral', 'crystal', 'quartz', 'plateau', 'tundra', 'monsoon', 'estuary'];
+    let seed = 7;
+    const random = () => (seed = (seed * 48271) % 2147483647) / 2147483647;
+    const pick = <T>(list: readonly T[]) => list[Math.floor(random() * list.length)]!;
+    for (let i = 0; i < 400; i++) {
+      // Every card holds "the", most hold "of", few hold each rarer word.
+      const text = ['the', ...Array.from({ length: 6 }, () => (random() < 0.6 ? pick(['of', 'and', 'the']) : pick(vocabulary)))].join(' ');
+      const card = aCard().saying(text).build();
+      await pruned.upsert(card);
+      await unpruned.upsert(card);
+    }
+    const scope = { tags: [], links: [] };
+    const queries = ['the glacier', 'the of glacier valley', 'of the and', 'the basalt colum', 'and of the river delta estuary', 'granit the of', 'the'];
+    for (let q = 0; q < 30; q++) queries.push([pick(['the', 'of', 'and']), pick(vocabulary), pick(vocabulary).slice(1)].join(' '));
+    for (const query of queries) {
+      for (const offset of [0, 25]) {
+        const a = await pruned.matchText(query, scope, { offset, limit: 25 });
+        const b = await unpruned.matchText(query, scope, { offset, limit: 25 });
+        expect({ query, offset, total: a.total, hits: a.hits }).toEqual({ query, offset, total: b.total, hits: b.hits });
+      }
+    }
+    expect((await pruned.matchText('the of glacier valley', scope, { offset: 0, limit: 25 })).total).toBeGreaterThan(0);
+    await pruned.close();
+    await unpruned.close();
+  });
+
   test('rejects a vector of the wrong dimension instead of storing it', async () => {
     const index = new SqliteCardIndex({ path: ':memory:', dimensions: CONTRACT_DIMENSIONS });
     await expect(index.upsert(aCard().along(new Float32Array(3)).build())).rejects.toThrow(/dimensions/);

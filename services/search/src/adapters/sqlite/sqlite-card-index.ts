@@ -2,7 +2,7 @@ import { openSqlite, type SqliteDatabase } from '@cards/platform';
 import type { IndexedCard, IndexHit, IndexPage, PageRequest, SearchScope, StoredCard } from '../../domain/model';
 import type { CardIndex } from '../../domain/ports';
 import { words } from '../../domain/text';
-import { Lexicon } from './lexicon';
+import { Lexicon, type WordMatch } from './lexicon';
 import { WordSequences, type Phrase } from './phrase';
 import { TopK, VectorMatrix } from './vector-matrix';
 
@@ -47,6 +47,11 @@ export interface SqliteCardIndexOptions {
   candidateFloor?: number;
   /** Full-text matches score at least this (word-similarity, 0..1). */
   minTextScore?: number;
+  /**
+   * Whether words too light to lift a card to minTextScore on their own only add to cards other words found (the
+   * default); false makes every matching card a candidate, the same answer at the old cost (for measuring).
+   */
+  pruneTextCandidates?: boolean;
 }
 
 interface CardRow {
@@ -61,6 +66,14 @@ interface CardRow {
   vector: Buffer;
   vector_point_id: string;
   updated_at: number;
+}
+
+/** A full-text query word: the vocabulary words it matches, and its idf weight. */
+interface TextTerm {
+  matches: WordMatch[];
+  weight: number;
+  /** The word's own id when the phrase check runs (every query word known). */
+  exactId: number | undefined;
 }
 
 /** Share of the full-text score given to holding the query's words in a row (its phrase). */
@@ -78,6 +91,7 @@ export class SqliteCardIndex implements CardIndex {
   private readonly exactScanLimit: number;
   private readonly candidateFloor: number;
   private readonly minTextScore: number;
+  private readonly pruneTextCandidates: boolean;
   private readonly embedderId: string;
   /** The in-memory structures are rebuilt in batches after construction, so a large index does not block start-up. */
   private readonly loaded: Promise<void>;
@@ -104,6 +118,7 @@ export class SqliteCardIndex implements CardIndex {
     this.exactScanLimit = options.exactScanLimit ?? 20_000;
     this.candidateFloor = options.candidateFloor ?? 3_000;
     this.minTextScore = options.minTextScore ?? 0.3;
+    this.pruneTextCandidates = options.pruneTextCandidates ?? true;
     this.embedderId = options.embedderId ?? '';
     this.loaded = this.load();
     this.loaded.catch(() => undefined);
@@ -244,37 +259,35 @@ export class SqliteCardIndex implements CardIndex {
     const queryWords = [...new Set(tokens)].slice(0, 32);
     if (queryWords.length === 0) return { hits: [], total: 0, reachable: 0 };
     this.ensureScratch();
-    const best = this.scratchBest;
     const total = this.scratchTotal;
     const exact = this.scratchExact;
     const phrase = queryWords.length >= 2 ? this.phraseOf(tokens) : undefined;
-    const candidates: number[] = [];
     const cards = this.slotOf.size;
-    let weightSum = 0;
-    for (const word of queryWords) {
+    const terms: TextTerm[] = queryWords.map((word) => {
       const matches = this.lexicon.matches(word);
       let frequency = 0;
       for (const m of matches) frequency += this.lexicon.documentFrequency(m.wordId);
       // Rare words tell more than common ones (idf); a word found nowhere still counts against every card.
       const weight = Math.log(1 + cards / (1 + Math.min(cards, frequency)));
-      weightSum += weight;
-      const exactId = phrase ? this.lexicon.idOf(word) : undefined;
-      const touched: number[] = [];
-      for (const m of matches) {
-        const postings = this.lexicon.postingsOf(m.wordId);
-        for (const slot of postings) {
-          if (best[slot] === 0) touched.push(slot);
-          if (best[slot]! < m.similarity) best[slot] = m.similarity;
-        }
-        if (m.wordId === exactId) for (const slot of postings) exact[slot]!++;
-      }
-      for (const slot of touched) {
-        if (total[slot] === 0) candidates.push(slot);
-        total[slot]! += weight * best[slot]!;
-        best[slot] = 0;
+      return { matches, weight, exactId: phrase ? this.lexicon.idOf(word) : undefined };
+    });
+    let weightSum = 0;
+    for (const term of terms) weightSum += term.weight;
+    const phraseWeight = queryWords.length >= 2 ? PHRASE_WEIGHT : 0;
+    // Heaviest words first (a stable sort, so every card's sum adds its words in one order). The lightest words
+    // whose weights together cannot lift a card to the score floor only add to cards the others found (MaxScore
+    // pruning): a card holding none but them scores below the floor anyway, so the matches and their count are the
+    // same, while a common word's postings (every card holds "the") no longer make every card a candidate.
+    const byWeight = [...terms].sort((a, b) => b.weight - a.weight);
+    let generating = byWeight.length;
+    if (this.pruneTextCandidates) {
+      let rest = 0;
+      while (generating > 1 && ((1 - phraseWeight) * (rest + byWeight[generating - 1]!.weight)) / weightSum < this.minTextScore - 1e-6) {
+        rest += byWeight[--generating]!.weight;
       }
     }
-    const phraseWeight = queryWords.length >= 2 ? PHRASE_WEIGHT : 0;
+    const candidates: number[] = [];
+    byWeight.forEach((term, i) => this.scoreTerm(term, i < generating, candidates));
     const filter = this.scopeFilter(scope);
     // No more than every candidate can rank: a page far past the end must not size the heap by its offset.
     const wanted = Math.min(page.offset + page.limit, candidates.length);
@@ -302,6 +315,31 @@ export class SqliteCardIndex implements CardIndex {
     }
     if (phrase) matching += this.rankByPhrase(phrase, holdingEveryWord, everyWordScore, phraseWeight, top, wanted);
     return { hits: this.toHits(top, page.offset), total: matching, reachable: matching };
+  }
+
+  /**
+   * Adds a query word's weight, times the similarity of the closest of its matches a card holds, to each card's
+   * score. A generating word makes the cards holding it candidates; any other adds only to cards already candidates.
+   */
+  private scoreTerm({ matches, weight, exactId }: TextTerm, generating: boolean, candidates: number[]): void {
+    const best = this.scratchBest;
+    const total = this.scratchTotal;
+    const exact = this.scratchExact;
+    const touched: number[] = [];
+    for (const m of matches) {
+      const postings = this.lexicon.postingsOf(m.wordId);
+      for (const slot of postings) {
+        if (!generating && total[slot] === 0) continue;
+        if (best[slot] === 0) touched.push(slot);
+        if (best[slot]! < m.similarity) best[slot] = m.similarity;
+      }
+      if (m.wordId === exactId) for (const slot of postings) if (generating || total[slot] !== 0) exact[slot]!++;
+    }
+    for (const slot of touched) {
+      if (total[slot] === 0) candidates.push(slot);
+      total[slot]! += weight * best[slot]!;
+      best[slot] = 0;
+    }
   }
 
   /** The query's words, when a card can hold them in a row: every word known, a text of 3+ characters. */

@@ -153,6 +153,17 @@ describe('methods and paths', () => {
     expect({ status: options.status, allow: options.headers.get('allow') }).toEqual({ status: 204, allow: 'GET, HEAD, OPTIONS' });
   });
 
+  it('answers OPTIONS * (about the server, RFC 9110 §9.3.7) 204 with every method it supports in Allow, and still answers a CORS preflight on a real path', async () => {
+    const answer = await rawExchange('OPTIONS * HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
+    expect(answer).toMatch(/^HTTP\/1\.1 204 /);
+    const allow = /\r\nallow: ([^\r]*)\r\n/i.exec(answer)?.[1]?.split(', ');
+    expect(allow?.sort()).toEqual(['DELETE', 'GET', 'HEAD', 'OPTIONS', 'POST', 'PUT']);
+    const preflight = await call('OPTIONS', '/api/card', { headers: { origin: APP_ORIGIN, 'access-control-request-method': 'POST', 'access-control-request-headers': 'content-type' } });
+    expect(preflight.status).toBe(204);
+    expect(preflight.headers.get('access-control-allow-origin')).toBe(APP_ORIGIN);
+    expect(preflight.headers.get('access-control-allow-methods')).toContain('POST');
+  });
+
   it('serves the API under /api only, tells a call without the prefix where it is, and keeps paths like /card/<id> for the web app', async () => {
     const post = await call('POST', '/card/search/1', { headers: { 'content-type': 'application/json' }, body: '{"content":"x"}' });
     expect(post.status).toBe(404);

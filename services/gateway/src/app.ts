@@ -15,7 +15,7 @@ import { serveApiDocs } from './openapi/serve-docs';
 import type { RateLimitConfig } from './http/rate-limits';
 import { batchingSessionResolver, SESSION_COOKIE, sessionMiddleware } from './http/session';
 import { serveWebApp } from './http/web-app';
-import { routeMethodIndex, unmatchedApiRequest, unmatchedRequest } from './http/unmatched';
+import { routeMethodIndex, serverWideOptions, unmatchedApiRequest, unmatchedRequest } from './http/unmatched';
 import { registerIdentityRoutes } from './routes/identity-routes';
 import { registerCardRoutes } from './routes/card-routes';
 import { registerVoteRoutes } from './routes/vote-routes';
@@ -61,6 +61,7 @@ export function createGatewayApp(options: GatewayAppOptions): Express {
   // API answers depend on the caller's cookie and are not revalidated; hashing every body for an ETag is waste.
   app.set('etag', false);
   const metrics = createMetrics();
+  const routes = routeMethodIndex(app.router);
 
   app.use((req, res, next) => {
     const requestId = requestIdFrom(req.get('x-request-id'));
@@ -71,6 +72,7 @@ export function createGatewayApp(options: GatewayAppOptions): Express {
   app.use(metrics.middleware);
   app.use(securityHeaders({ contentSecurityPolicy: false, crossOriginEmbedderPolicy: false }));
   app.use(requireOneHost);
+  app.use(serverWideOptions(routes));
   app.use(refuseNonNormalGatewayPaths);
 
   app.get('/healthz', async (_req, res) => {
@@ -111,15 +113,11 @@ export function createGatewayApp(options: GatewayAppOptions): Express {
   registerCardRoutes(api, options);
   registerVoteRoutes(api, options);
   registerUserRoutes(api, options);
-  const methodsFor = routeMethodIndex([
-    ['', app.router],
-    ['/api', api],
-  ]);
-  api.use(unmatchedApiRequest(methodsFor));
+  api.use(unmatchedApiRequest(routes));
   app.use('/api', api);
   if (options.webDistDir) serveWebApp(app, options.webDistDir, options.logger);
   // Anything else is a JSON 405 (POST /healthz) or 404, not express's HTML page.
-  app.use(unmatchedRequest(methodsFor));
+  app.use(unmatchedRequest(routes));
 
   app.use(errorHandler(options.logger));
   return app;

@@ -1,53 +1,86 @@
 import type { NextFunction, Request, Response, Router } from 'express';
 import { HttpError, notFound } from './http-error';
 
-interface RouteLayer {
-  route?: { path: unknown; methods: Record<string, boolean | undefined> };
+/** What the router keeps per `use` or route; `match` is its own matching (path-to-regexp), with no state kept. */
+interface Layer {
+  route?: { methods: Record<string, boolean | undefined> };
+  handle: unknown;
+  match(path: string): { path: string } | false;
 }
 
-interface RouteMethods {
-  pattern: RegExp;
-  methods: string[];
+function stackOf(handle: unknown): Layer[] | undefined {
+  const stack = (handle as { stack?: unknown } | null)?.stack;
+  return typeof handle === 'function' && Array.isArray(stack) ? (stack as Layer[]) : undefined;
 }
 
-/** `/card/:card_id` -> a case-insensitive regexp with an optional trailing slash, as express matches it. */
-function patternOf(path: string): RegExp {
-  const source = path
-    .split('/')
-    .map((segment) => (segment.startsWith(':') ? '[^/]+' : segment.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')))
-    .join('/');
-  return new RegExp(`^${source}/?$`, 'i');
+function methodsOf(layer: Layer): string[] {
+  return Object.entries(layer.route!.methods)
+    .filter(([method, on]) => on && method !== '_all')
+    .map(([method]) => method.toUpperCase());
 }
 
-/** The routes registered on each router, with the path it is mounted at (read once all of them are). */
-function routeTable(routers: ReadonlyArray<readonly [string, Router]>): RouteMethods[] {
-  const table: RouteMethods[] = [];
-  for (const [mountPath, router] of routers) {
-    for (const layer of router.stack as RouteLayer[]) {
-      if (!layer.route || typeof layer.route.path !== 'string') continue;
-      const methods = Object.entries(layer.route.methods)
-        .filter(([method, on]) => on && method !== '_all')
-        .map(([method]) => method.toUpperCase());
-      table.push({ pattern: patternOf(`${mountPath}${layer.route.path}`), methods });
+/** The methods of every route under `stack` that answers `path`, mounted routers searched as the router descends into them. */
+function collectMethods(stack: Layer[], path: string, into: Set<string>): void {
+  for (const layer of stack) {
+    const matched = layer.match(path);
+    if (!matched) continue;
+    if (layer.route) {
+      for (const method of methodsOf(layer)) into.add(method);
+      continue;
     }
+    const mounted = stackOf(layer.handle);
+    if (!mounted) continue;
+    // As the router strips a mount path before handing the rest on.
+    const rest = path.slice(matched.path.length);
+    collectMethods(mounted, rest.startsWith('/') ? rest : `/${rest}`, into);
   }
-  return table;
+}
+
+function collectAllMethods(stack: Layer[], into: Set<string>): void {
+  for (const layer of stack) {
+    if (layer.route) for (const method of methodsOf(layer)) into.add(method);
+    const mounted = stackOf(layer.handle);
+    if (mounted) collectAllMethods(mounted, into);
+  }
+}
+
+/** What a path (or the whole server) answers besides its routes' own methods. */
+function withImplied(methods: Set<string>): string[] {
+  if (methods.size === 0) return [];
+  if (methods.has('GET')) methods.add('HEAD');
+  methods.add('OPTIONS');
+  return [...methods];
+}
+
+export interface RouteMethodIndex {
+  /** The methods the routes answer for a full path (`/api/card/count`, `/healthz`); none for a path no route has. */
+  methodsFor(path: string): string[];
+  /** Every method some route answers: what `OPTIONS *` lists. */
+  serverMethods(): string[];
 }
 
 /**
- * Looks up which methods the routes answer for a full path (`/api/card/count`, `/healthz`), given each
- * router with the path it is mounted at. Read lazily: the first request comes after start-up.
+ * Looks up methods in the app's router as it routes: each route's pattern is matched by the router's own layer,
+ * so a path is known here exactly when a route would take it. Reads the routes at each call; the first request
+ * comes after they are all registered.
  */
-export function routeMethodIndex(routers: ReadonlyArray<readonly [string, Router]>): (path: string) => string[] {
-  let table: RouteMethods[] | undefined;
-  return (path) => {
-    table ??= routeTable(routers);
-    const methods = new Set<string>();
-    for (const route of table) if (route.pattern.test(path)) for (const m of route.methods) methods.add(m);
-    if (methods.size === 0) return [];
-    if (methods.has('GET')) methods.add('HEAD');
-    methods.add('OPTIONS');
-    return [...methods];
+export function routeMethodIndex(appRouter: Router): RouteMethodIndex {
+  const stack = () => stackOf(appRouter) ?? [];
+  let serverMethods: string[] | undefined;
+  return {
+    methodsFor(path) {
+      const methods = new Set<string>();
+      collectMethods(stack(), path, methods);
+      return withImplied(methods);
+    },
+    serverMethods() {
+      if (!serverMethods) {
+        const methods = new Set<string>();
+        collectAllMethods(stack(), methods);
+        serverMethods = withImplied(methods);
+      }
+      return serverMethods;
+    },
   };
 }
 
@@ -61,13 +94,22 @@ function answerOtherMethod(allowed: string[], req: Request, res: Response, next:
   next(new HttpError(405, `${req.method} is not allowed here; allowed: ${allowed.join(', ')}`));
 }
 
+/** `OPTIONS *` asks about the server rather than a resource (RFC 9110 §9.3.7): 204 with the methods it supports in `Allow`. */
+export function serverWideOptions(index: RouteMethodIndex) {
+  return (req: Request, res: Response, next: NextFunction) => {
+    if (req.method !== 'OPTIONS' || req.url !== '*') return next();
+    res.setHeader('Allow', index.serverMethods().join(', '));
+    res.status(204).end();
+  };
+}
+
 /**
  * The last handler of the API router: a path no route has is 404; a path that exists for other methods
  * (the documents and docs page registered on the app included) is 405 with `Allow`.
  */
-export function unmatchedApiRequest(methodsFor: (path: string) => string[]) {
+export function unmatchedApiRequest(index: RouteMethodIndex) {
   return (req: Request, res: Response, next: NextFunction) => {
-    const allowed = methodsFor(`/api${req.path}`);
+    const allowed = index.methodsFor(`${req.baseUrl}${req.path}`);
     if (allowed.length === 0) return next(notFound('No such route'));
     answerOtherMethod(allowed, req, res, next);
   };
@@ -78,11 +120,11 @@ export function unmatchedApiRequest(methodsFor: (path: string) => string[]) {
  * /card/<id> and /user/<id> belong to the web app, so the API is served under /api only; a request that
  * would have been an API call there is told so. /healthz and /metrics answer other methods 405 as API paths do.
  */
-export function unmatchedRequest(methodsFor: (path: string) => string[]) {
+export function unmatchedRequest(index: RouteMethodIndex) {
   return (req: Request, res: Response, next: NextFunction) => {
-    const allowed = methodsFor(req.path);
+    const allowed = index.methodsFor(req.path);
     if (allowed.length > 0) return answerOtherMethod(allowed, req, res, next);
-    if (methodsFor(`/api${req.path}`).includes(req.method)) {
+    if (index.methodsFor(`/api${req.path}`).includes(req.method)) {
       return next(notFound(`No such route: the HTTP interface is served under /api (${req.method} /api${req.path})`));
     }
     next(notFound('No such route'));

@@ -2,7 +2,10 @@ import { composeServerMiddleware, createServer, ServerError, Status, type CallCo
 import { isAbortError } from 'abort-controller-x';
 import { HealthDefinition, HealthServiceImpl, HealthState } from 'nice-grpc-server-health';
 import type { Logger } from 'pino';
+import { z } from 'zod';
+import { loadConfig } from './config';
 import { DomainError } from './errors';
+import { metricsMiddleware, startMetricsServer, type MetricsServerHandle } from './grpc-metrics';
 import { localAddresses, serveInProcess, type TsProtoDefinition } from './in-process-calls';
 import { isEngineUnavailableError, type EngineReadinessMonitor, type ReadinessStatus } from './readiness';
 import { REQUEST_ID_METADATA_KEY, requestIdFrom, runWithRequestContext } from './request-context';
@@ -39,6 +42,36 @@ export function requestContextMiddleware() {
   };
 }
 
+/**
+ * Ends every call still under way UNAVAILABLE when cutCalls() is called: grpc-js's forceShutdown() only destroys
+ * the connections channelz tracks, so with channelz off (createServer below) it left calls running and answering
+ * after the drain. The handler itself runs on; its answer is dropped.
+ */
+export function cutCallsMiddleware() {
+  const underWay = new Set<(error: Error) => void>();
+  const middleware = async function* <Request, Response>(call: ServerMiddlewareCall<Request, Response>, context: CallContext) {
+    let cut: (error: Error) => void = () => undefined;
+    const cutOff = new Promise<never>((_, reject) => {
+      cut = reject;
+    });
+    underWay.add(cut);
+    const inner = call.next(call.request, context);
+    try {
+      while (true) {
+        const step = await Promise.race([inner.next(), cutOff]);
+        if (step.done) return step.value;
+        yield step.value;
+      }
+    } finally {
+      underWay.delete(cut);
+    }
+  };
+  const cutCalls = () => {
+    for (const cut of underWay) cut(new ServerError(Status.UNAVAILABLE, 'Service shutting down; try again'));
+  };
+  return { middleware, cutCalls };
+}
+
 const HEALTH_PATH_PREFIX = '/grpc.health.v1.Health/';
 
 /**
@@ -63,8 +96,27 @@ export interface GrpcServerHandle {
   port: number;
   address: string;
   health: HealthState;
-  /** NOT_SERVING, drain for up to timeoutMs, then force. */
+  /** Port of the Prometheus listener, when metricsPort was given. */
+  metricsPort?: number;
+  /** NOT_SERVING, drain for up to timeoutMs (default: shutdownDrainMs), then force. */
   shutdown(timeoutMs?: number): Promise<void>;
+}
+
+/** SHUTDOWN_DRAIN_MS and METRICS_*, read by every gRPC service (each through grpcServerSettingsFrom). */
+export const grpcServerConfigSchema = z.object({
+  SHUTDOWN_DRAIN_MS: z.coerce.number().int().min(0).max(600_000).default(5000),
+  METRICS_PORT: z.coerce.number().int().min(1).max(65_535).optional(),
+  METRICS_HOST: z.string().default('127.0.0.1'),
+});
+
+/** The server's shutdown drain and metrics listener from the environment; an invalid value stops the start with the variable named. */
+export function grpcServerSettingsFrom(env: Record<string, string | undefined>): Pick<StartGrpcServerOptions, 'shutdownDrainMs' | 'metricsPort' | 'metricsHost'> {
+  const settings = loadConfig(grpcServerConfigSchema, {
+    SHUTDOWN_DRAIN_MS: env.SHUTDOWN_DRAIN_MS || undefined,
+    METRICS_PORT: env.METRICS_PORT || undefined,
+    METRICS_HOST: env.METRICS_HOST || undefined,
+  });
+  return { shutdownDrainMs: settings.SHUTDOWN_DRAIN_MS, metricsPort: settings.METRICS_PORT, metricsHost: settings.METRICS_HOST };
 }
 
 export interface StartGrpcServerOptions {
@@ -79,6 +131,11 @@ export interface StartGrpcServerOptions {
    * are refused UNAVAILABLE while an engine that gates requests is down. Started here, stopped by shutdown().
    */
   readiness?: EngineReadinessMonitor;
+  /** How long shutdown() lets calls under way finish before cutting them (default 5000). */
+  shutdownDrainMs?: number;
+  /** Serve Prometheus metrics (process + gRPC calls) at GET /metrics on this port (0: any free one); none when unset. */
+  metricsPort?: number;
+  metricsHost?: string;
 }
 
 /**
@@ -88,7 +145,8 @@ export interface StartGrpcServerOptions {
 export async function startGrpcServer(options: StartGrpcServerOptions): Promise<GrpcServerHandle> {
   const { readiness } = options;
   // Only services with an engine on the request path pay for one more middleware per call.
-  const chain: ServerMiddleware[] = [requestContextMiddleware(), errorMiddleware(options.logger), ...(readiness?.gatesRequests ? [readinessGateMiddleware(readiness)] : [])];
+  const cutting = cutCallsMiddleware();
+  const chain: ServerMiddleware[] = [metricsMiddleware(), cutting.middleware, requestContextMiddleware(), errorMiddleware(options.logger), ...(readiness?.gatesRequests ? [readinessGateMiddleware(readiness)] : [])];
   const middleware = chain.reduce((outer, inner) => composeServerMiddleware(outer, inner));
   const served = createServer({
     'grpc.max_receive_message_length': 8 * 1024 * 1024,
@@ -118,12 +176,24 @@ export async function startGrpcServer(options: StartGrpcServerOptions): Promise<
   readiness?.onChange(setHealth);
   readiness?.start();
   options.logger.info({ port }, 'gRPC server listening');
+  let metrics: MetricsServerHandle | undefined;
+  if (options.metricsPort !== undefined) {
+    try {
+      metrics = await startMetricsServer({ host: options.metricsHost ?? '127.0.0.1', port: options.metricsPort, logger: options.logger });
+    } catch (err) {
+      readiness?.stop();
+      served.forceShutdown();
+      for (const withdraw of withdrawals) withdraw();
+      throw err;
+    }
+  }
   return {
     server: served,
     port,
     address: `${host}:${port}`,
     health,
-    async shutdown(timeoutMs = 5000) {
+    metricsPort: metrics?.port,
+    async shutdown(timeoutMs = options.shutdownDrainMs ?? 5000) {
       for (const withdraw of withdrawals) withdraw();
       readiness?.stop();
       health.setStatus('unhealthy');
@@ -133,12 +203,14 @@ export async function startGrpcServer(options: StartGrpcServerOptions): Promise<
         served.shutdown(),
         new Promise<void>((resolve) => {
           timer = setTimeout(() => {
+            cutting.cutCalls();
             served.forceShutdown();
             resolve();
           }, timeoutMs);
         }),
       ]);
       if (timer) clearTimeout(timer);
+      await metrics?.close();
     },
   };
 }

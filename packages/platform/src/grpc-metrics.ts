@@ -1,0 +1,101 @@
+import { createServer, type Server } from 'node:http';
+import { isAbortError } from 'abort-controller-x';
+import { ServerError, Status, type CallContext, type ServerMiddlewareCall } from 'nice-grpc';
+import type { Logger } from 'pino';
+import { collectDefaultMetrics, Counter, Histogram, Registry } from 'prom-client';
+
+/**
+ * The gRPC calls this process served, by service, method and status: one registry per process, so the
+ * all-in-one's gateway can serve it beside its own metrics. Names and labels follow go-grpc-prometheus,
+ * so the usual dashboards and alerts apply.
+ */
+export const grpcServerMetrics = new Registry();
+
+const handled = new Counter({
+  name: 'grpc_server_handled_total',
+  help: 'gRPC calls completed by the server, by service, method, type and status code',
+  labelNames: ['grpc_type', 'grpc_service', 'grpc_method', 'grpc_code'] as const,
+  registers: [grpcServerMetrics],
+});
+
+const handling = new Histogram({
+  name: 'grpc_server_handling_seconds',
+  help: 'Time from the start of a gRPC call to its answer (a stream: its end), by service, method and type',
+  labelNames: ['grpc_type', 'grpc_service', 'grpc_method'] as const,
+  buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+  registers: [grpcServerMetrics],
+});
+
+function callType(method: { requestStream: boolean; responseStream: boolean }): string {
+  if (method.requestStream) return method.responseStream ? 'bidi_stream' : 'client_stream';
+  return method.responseStream ? 'server_stream' : 'unary';
+}
+
+function statusOf(error: unknown): Status {
+  if (error instanceof ServerError) return error.code;
+  return isAbortError(error) ? Status.CANCELLED : Status.UNKNOWN;
+}
+
+/** Counts and times every call by the status it ends with; the outermost middleware, so it sees mapped errors. */
+export function metricsMiddleware() {
+  return async function* <Request, Response>(call: ServerMiddlewareCall<Request, Response>, context: CallContext) {
+    const [, service = '', method = ''] = call.method.path.split('/');
+    const labels = { grpc_type: callType(call.method), grpc_service: service, grpc_method: method };
+    const stopTimer = handling.startTimer(labels);
+    let code = Status.OK;
+    try {
+      return yield* call.next(call.request, context);
+    } catch (error) {
+      code = statusOf(error);
+      throw error;
+    } finally {
+      stopTimer();
+      handled.inc({ ...labels, grpc_code: Status[code] });
+    }
+  };
+}
+
+export interface MetricsServerHandle {
+  port: number;
+  close(): Promise<void>;
+}
+
+/** Prometheus text on GET /metrics: the process's default metrics and the gRPC calls it served. */
+export async function startMetricsServer(options: { host: string; port: number; logger: Logger }): Promise<MetricsServerHandle> {
+  const processMetrics = new Registry();
+  collectDefaultMetrics({ register: processMetrics });
+  const registry = Registry.merge([processMetrics, grpcServerMetrics]);
+  const server: Server = createServer((req, res) => {
+    const answer = (status: number, body: string, type = 'application/json') => res.writeHead(status, { 'content-type': type }).end(body);
+    const path = (req.url ?? '').split('?')[0];
+    if (path !== '/metrics') return answer(404, JSON.stringify({ message: 'Not found: metrics are served at /metrics' }));
+    if (req.method !== 'GET' && req.method !== 'HEAD') {
+      res.setHeader('allow', 'GET, HEAD');
+      return answer(405, JSON.stringify({ message: `Method ${req.method} not allowed on /metrics` }));
+    }
+    registry.metrics().then(
+      (text) => answer(200, req.method === 'HEAD' ? '' : text, registry.contentType),
+      (err: unknown) => {
+        options.logger.error({ err }, 'collecting metrics failed');
+        answer(500, JSON.stringify({ message: 'Internal error' }));
+      },
+    );
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port, options.host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const port = (server.address() as { port: number }).port;
+  options.logger.info({ port }, 'metrics listening');
+  return {
+    port,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}

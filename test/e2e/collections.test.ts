@@ -330,6 +330,35 @@ describe('POST /api/card_collection/bookmark', () => {
     expect((await bob.client.post('/api/card_collection/bookmark', { collection_ids: hidden })).json).toEqual([{ card_uuid: hidden, collection_ids: [bobs] }]);
   });
 
+  it("counts for a root the caller's collections holding a duplicate of it the caller may see, as the collection page lists it in the root's entry", async () => {
+    const text = uniqueText();
+    const root = await postCard(alice, { card_html: html(text) });
+    const copies = [];
+    for (const author of [bob, alice]) {
+      const made = (await author.client.post('/api/card', { card_html: html(`${text}!`), link: '', private: false })).json;
+      expect(made.duplicate).toBe(true);
+      copies.push(made.card_metadata.id as string);
+    }
+    const [bobsCopy, alicesCopy] = copies as [string, string];
+    const [holdsCopy, holdsRoot, holdsOtherCopy] = [await createCollection(bob), await createCollection(bob), await createCollection(bob)];
+    for (const [collection, card] of [[holdsCopy, bobsCopy], [holdsRoot, root], [holdsOtherCopy, alicesCopy]] as const) {
+      expect((await bob.client.post(`/api/card_collection/${collection}`, { card_metadata_id: card })).status).toBe(204);
+    }
+    const entry = async (collection: string) => (await bob.client.get(`/api/card_collection/${collection}/1`)).json.bookmarks.map((b: { metadata: { id: string }[] }) => b.metadata[0]!.id);
+    expect(await entry(holdsCopy)).toEqual([root]);
+
+    const lookup = async (ids: string[]) => (await bob.client.post('/api/card_collection/bookmark', { collection_ids: ids.join(',') })).json;
+    expect(await lookup([root, bobsCopy])).toEqual([
+      { card_uuid: root, collection_ids: [holdsCopy, holdsRoot, holdsOtherCopy] },
+      { card_uuid: bobsCopy, collection_ids: [holdsCopy] },
+    ]);
+
+    // A copy its author made private is no longer in bob's collection page, nor counted for the root.
+    expect((await alice.client.put('/api/card/update', { card_uuid: alicesCopy, private: true })).status).toBe(204);
+    expect(await entry(holdsOtherCopy)).toEqual([]);
+    expect(await lookup([root])).toEqual([{ card_uuid: root, collection_ids: [holdsCopy, holdsRoot] }]);
+  });
+
   it('is 400 for bad or missing ids and 401 anonymously', async () => {
     for (const body of [{}, { collection_ids: '' }, { collection_ids: 'abc' }, { collection_ids: `00000000-0000-4000-8000-000000000000,xyz` }, { collection_ids: 7 }]) {
       const res = await alice.client.post('/api/card_collection/bookmark', body);

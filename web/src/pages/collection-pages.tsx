@@ -149,11 +149,13 @@ export function CollectionPage({ collectionId }: { collectionId: string }) {
   const c = d.collection;
   const isOwner = session.user?.id === c.author_id;
   // An entry is a root with its duplicates, and the collection may hold any of them (a bookmarked duplicate is listed
-  // in its root's entry): take out the ones it holds.
-  const removeEntry = async (cardIds: string[]) => {
+  // in its root's entry): take out the ones it holds. A root counts as held while a duplicate of it is, so the
+  // duplicates go first and the root only if the collection still holds it then.
+  const removeEntry = async ([rootId, ...copyIds]: string[]) => {
     const ok = await action.run(async () => {
-      const held = (await api.collectionsOfCards(cardIds)).filter((e) => e.collection_ids.includes(c.id)).map((e) => e.card_uuid);
-      for (const cardId of held) await api.removeFromCollection(c.id, cardId);
+      const held = async (cardIds: string[]) => (cardIds.length === 0 ? [] : (await api.collectionsOfCards(cardIds)).filter((e) => e.collection_ids.includes(c.id)).map((e) => e.card_uuid));
+      for (const cardId of await held(copyIds)) await api.removeFromCollection(c.id, cardId);
+      for (const cardId of await held(rootId ? [rootId] : [])) await api.removeFromCollection(c.id, cardId);
       return true;
     });
     if (ok) data.reload();

@@ -106,15 +106,33 @@ export class CollectionService {
   }
 
   /**
-   * For each card id (in order), the caller's collections holding it. A bookmarked card the caller can no
-   * longer see (made private by its author) answers none, as a deleted one does, so its existence stays hidden.
+   * For each card id (in order), the caller's collections holding it. A root counts the collections holding a duplicate
+   * of it the caller may see, as a collection page lists such a bookmark in the root's entry. A bookmarked card the
+   * caller can no longer see (made private by its author) answers none, as a deleted one does, so its existence stays
+   * hidden.
    */
   async findCardCollections(callerId: string | undefined, cardIds: readonly string[]): Promise<{ cardId: string; collectionIds: string[] }[]> {
     const userId = requireCaller(callerId);
     if (cardIds.length > 500) throw new InvalidArgumentError('collection_ids: at most 500 card ids');
-    const held = await this.deps.collections.collectionsOfOwnerHolding(userId, cardIds);
-    const visible = new Set((await this.deps.cards.findByIds([...held.keys()])).filter((c) => isVisibleTo(c, userId)).map((c) => c.id));
-    return [...new Set(cardIds)].map((cardId) => ({ cardId, collectionIds: visible.has(cardId) ? (held.get(cardId) ?? []) : [] }));
+    const ids = [...new Set(cardIds)];
+    const visible = (await this.deps.cards.findByIds(ids)).filter((c) => isVisibleTo(c, userId));
+    const copies = (await this.deps.cards.findCollisions(visible.filter((c) => c.collisionOf === null).map((c) => c.id))).filter((c) => isVisibleTo(c, userId));
+    const held = await this.deps.collections.collectionsOfOwnerHolding(userId, [...visible, ...copies].map((c) => c.id));
+    const group = new Map(visible.map((c) => [c.id, [c.id]]));
+    for (const copy of copies) group.get(copy.collisionOf!)?.push(copy.id);
+    const rank = copies.some((c) => held.has(c.id)) ? await this.oldestFirst(userId) : null;
+    return ids.map((cardId) => {
+      const collectionIds = [...new Set((group.get(cardId) ?? []).flatMap((id) => held.get(id) ?? []))];
+      if (rank) collectionIds.sort((a, b) => (rank.get(a) ?? rank.size) - (rank.get(b) ?? rank.size));
+      return { cardId, collectionIds };
+    });
+  }
+
+  /** Each collection of the owner by its place oldest first: the order collectionsOfOwnerHolding lists them in. */
+  private async oldestFirst(ownerId: string): Promise<Map<string, number>> {
+    const own = await this.deps.collections.listByAuthor(ownerId, true);
+    own.sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime() || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+    return new Map(own.map((c, i) => [c.id, i]));
   }
 
   /** The collection of an ingested file, all its cards bookmarked; idempotent per file id. */

@@ -2,14 +2,14 @@ import type { NextFunction, Request, Response } from 'express';
 import { notFound } from './http-error';
 
 /** First path segments the gateway answers itself; the web app's page is never served under them. */
-const GATEWAY_ROOTS = new Set(['api', 'healthz', 'metrics']);
+const GATEWAY_ROOTS = ['api', 'healthz', 'metrics'] as const;
 
 /**
  * A path in normal form under one of those roots, as the routes match it: the root spelled out (any case),
  * then non-empty segments that are neither `.` nor `..` (nor percent-encoded ones) and hold no `\`,
  * an optional trailing slash. Percent-encoding inside a segment (an e-mail's %40 or %2F) is the route's to decode.
  */
-const NORMAL_GATEWAY_PATH = /^\/(?:api|healthz|metrics)(?:\/(?!(?:\.|%2e){1,2}(?:\/|$))[^/\\]+)*\/?$/i;
+const NORMAL_GATEWAY_PATH = new RegExp(`^/(?:${GATEWAY_ROOTS.join('|')})(?:/(?!(?:\\.|%2e){1,2}(?:/|$))[^/\\\\]+)*/?$`, 'i');
 
 /** The path as a browser or proxy would resolve it: decoded once, `\` read as `/`, empty and dot segments removed. */
 function resolvedPath(rawPath: string): string {
@@ -32,7 +32,7 @@ function resolvedPath(rawPath: string): string {
 function gatewayPathOf(rawPath: string): string | undefined {
   const [, first = '', ...rest] = resolvedPath(rawPath).split('/');
   const root = first.split(';')[0]!.toLowerCase();
-  return GATEWAY_ROOTS.has(root) ? ['', root, ...rest].join('/') : undefined;
+  return (GATEWAY_ROOTS as readonly string[]).includes(root) ? ['', root, ...rest].join('/') : undefined;
 }
 
 /**

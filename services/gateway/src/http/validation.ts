@@ -60,6 +60,11 @@ export function characterString(max: number, { trim = false }: { trim?: boolean 
     .openapi({ maxLength: max });
 }
 
+/** A characterString that must hold more than whitespace. */
+export function nonBlankCharacterString(max: number, options: { trim?: boolean } = {}) {
+  return characterString(max, options).refine((v) => v.trim().length > 0, 'must not be empty');
+}
+
 /** A UUID in a body field. */
 export const uuidString = z
   .string({ invalid_type_error: 'must be a string', required_error: 'is required' })

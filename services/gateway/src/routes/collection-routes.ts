@@ -4,13 +4,13 @@ import { isUuid } from '@cards/platform';
 import type { RouteDeps } from '../app';
 import { notFound } from '../http/http-error';
 import { requireUser } from '../http/session';
-import { characterString, looseBoolean, pageParam, parseBody, uuidParam, uuidString } from '../http/validation';
+import { characterString, looseBoolean, nonBlankCharacterString, pageParam, parseBody, uuidParam, uuidString } from '../http/validation';
 import { presentCardGroups } from '../presenters/card-presenter';
 import { presentCollection } from '../presenters/collection-presenter';
 import { forKnownUser } from './known-user';
 
 // The cards service stores the name trimmed and the description as sent; both limits count characters (code points).
-const name = characterString(255, { trim: true }).refine((v) => v.trim().length > 0, 'must not be empty');
+const name = nonBlankCharacterString(255, { trim: true });
 const description = characterString(2000);
 
 export const createCollectionBody = z.object({ name, is_public: looseBoolean, description: description.nullish() });

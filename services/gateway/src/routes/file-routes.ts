@@ -8,7 +8,7 @@ import type { files } from '@cards/proto';
 import type { RouteDeps } from '../app';
 import { HttpError, badRequest } from '../http/http-error';
 import { requireUser } from '../http/session';
-import { characterString, looseBoolean, parseBody, tagList, uuidParam, uuidString } from '../http/validation';
+import { looseBoolean, nonBlankCharacterString, parseBody, tagList, uuidParam, uuidString } from '../http/validation';
 import { forKnownUser } from './known-user';
 
 /** Bytes per upload message on the UploadFile stream, far below gRPC's message size limit. */
@@ -23,9 +23,7 @@ const requiredString = (max: number) =>
 export const createFileBody = z.object({
   base64_docx_file: z.string({ required_error: 'is required', invalid_type_error: 'must be a string' }),
   // Counted as the files service counts it: code points, after trimming.
-  file_name: characterString(255, { trim: true })
-    .refine((v) => v.trim().length > 0, 'must not be empty')
-    .openapi({ minLength: 1, maxLength: 255 }),
+  file_name: nonBlankCharacterString(255, { trim: true }).openapi({ minLength: 1, maxLength: 255 }),
   file_mime_type: requiredString(255),
   private: looseBoolean,
   tag_set: tagList.nullish(),

@@ -5,13 +5,13 @@ import type { search } from '@cards/proto';
 import type { RouteDeps } from '../app';
 import { presentCardGroups } from '../presenters/card-presenter';
 import { presentCollection } from '../presenters/collection-presenter';
-import { characterString, pageParam, parseBody, tagList, uuidString } from '../http/validation';
+import { nonBlankCharacterString, pageParam, parseBody, tagList, uuidString } from '../http/validation';
 
 /** Every search page holds 25 cards (DESIGN.md "Paging"). */
 export const SEARCH_PAGE_SIZE = 25;
 export const MAX_SEARCH_CONTENT_LENGTH = 2000;
 
-const content = characterString(MAX_SEARCH_CONTENT_LENGTH).refine((v) => v.trim().length > 0, 'must not be empty');
+const content = nonBlankCharacterString(MAX_SEARCH_CONTENT_LENGTH);
 
 const tooLong = `each link at most ${MAX_LINK_CHARS} characters`;
 // Far longer than a link may be, so spaces around one still fit; an item beyond it is refused as too long too.

@@ -1,5 +1,6 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import { createServer } from 'node:net';
+import { createServer as createHttpServer, request as httpRequest } from 'node:http';
+import { createServer, type AddressInfo } from 'node:net';
 import { ElasticsearchCardIndex, type ElasticsearchCardIndexOptions } from '../src/adapters/elasticsearch/elasticsearch-card-index';
 import { SqliteCardIndex } from '../src/adapters/sqlite/sqlite-card-index';
 import { SearchService, type SearchQuery } from '../src/application/search-service';
@@ -32,6 +33,66 @@ function openIndex(
 afterAll(async () => {
   await Promise.all(opened.map((i) => i.close().catch(() => undefined)));
 });
+
+interface Exchange {
+  method: string;
+  path: string;
+  sent: string;
+  received: string;
+}
+
+/**
+ * An HTTP proxy in front of the engine that keeps every request and answer the adapter exchanges with it, so a test
+ * can see what travels for an operation (uncompressed: the proxy asks the engine for identity encoding).
+ */
+async function recordingProxy(target: string): Promise<{
+  url: string;
+  exchanges: Exchange[];
+  /** Holds back the next request matching `path` until release() (reached resolves when it arrives). */
+  holdNext(path: RegExp): { reached: Promise<void>; release(): void };
+  close(): Promise<void>;
+}> {
+  const exchanges: Exchange[] = [];
+  const holds: { path: RegExp; arrived(): void; released: Promise<void> }[] = [];
+  const upstream = new URL(target);
+  const server = createHttpServer((req, res) => {
+    const sent: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => sent.push(chunk));
+    req.on('end', async () => {
+      const hold = holds.findIndex((h) => h.path.test(req.url!));
+      if (hold >= 0) {
+        const [{ arrived, released }] = holds.splice(hold, 1) as [(typeof holds)[number]];
+        arrived();
+        await released;
+      }
+      const headers = { ...req.headers, host: upstream.host, 'accept-encoding': 'identity' };
+      const forward = httpRequest({ host: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers }, (answer) => {
+        const received: Buffer[] = [];
+        answer.on('data', (chunk: Buffer) => received.push(chunk));
+        answer.on('end', () => {
+          exchanges.push({ method: req.method!, path: req.url!, sent: Buffer.concat(sent).toString(), received: Buffer.concat(received).toString() });
+          res.writeHead(answer.statusCode!, answer.headers);
+          res.end(Buffer.concat(received));
+        });
+      });
+      forward.on('error', (err) => res.destroy(err));
+      forward.end(Buffer.concat(sent));
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    exchanges,
+    holdNext(path) {
+      let arrived!: () => void;
+      let release!: () => void;
+      const reached = new Promise<void>((resolve) => (arrived = resolve));
+      holds.push({ path, arrived, released: new Promise<void>((resolve) => (release = resolve)) });
+      return { reached, release };
+    },
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
 
 /** Hit ids in rank order, ids of (nearly) equal scores sorted among themselves. */
 function tiesSorted(hits: IndexHit[]): string[][] {
@@ -193,6 +254,65 @@ describeOnEngine('CardIndex on ElasticsearchCardIndex', skipReason, () => {
         ...(await search.semanticSearch(query(1))).hits.map((h) => h.cardId),
         ...(await search.semanticSearch(query(2))).hits.map((h) => h.cardId),
       ]);
+    });
+
+    test("a bookmark change reads and writes only the card's collections: its text and vector never travel, nothing else changes", async () => {
+      const proxy = await recordingProxy(engine!.url);
+      try {
+        const index = openIndex(undefined, undefined, undefined, { url: proxy.url });
+        const card = aCard().saying('cormorants dry their wings on harbour posts').along(axis(4, 5, 0.2)).tagged('birds').build();
+        await index.upsert(card);
+        const before = (await index.get(card.cardId))!;
+        const [first, second] = [randomUUID(), randomUUID()];
+        const inCollection = async (collectionId: string) => (await index.matchText('cormorants harbour', { ...everything, collectionId }, firstPage)).hits.map((h) => h.cardId);
+        const change = async (collectionId: string, added: boolean, at: string) => {
+          proxy.exchanges.length = 0;
+          await index.setBookmark(collectionId, card.cardId, added, new Date(at));
+          const seen = proxy.exchanges.map((e) => `${e.sent}\n${e.received}`).join('\n');
+          expect(seen).not.toContain('cormorants');
+          expect(seen).not.toMatch(/"vector"/);
+          // The writes of the card's document it made.
+          return proxy.exchanges.filter((e) => e.method !== 'GET' && /-cards\/_(doc|update|create)\//.test(e.path));
+        };
+        expect(await change(first, true, '2026-02-01T00:00:00Z')).toHaveLength(1);
+        expect(await change(second, true, '2026-02-01T00:00:01Z')).toHaveLength(1);
+        expect(await inCollection(first)).toEqual([card.cardId]);
+        expect(await inCollection(second)).toEqual([card.cardId]);
+        // Adding again (a replay, or a later add) and removing a collection the card is not in write nothing to the card.
+        expect(await change(first, true, '2026-02-01T00:00:00Z')).toHaveLength(0);
+        expect(await change(first, true, '2026-02-02T00:00:00Z')).toHaveLength(0);
+        expect(await change(randomUUID(), false, '2026-02-02T00:00:00Z')).toHaveLength(0);
+        expect(await change(second, false, '2026-02-03T00:00:00Z')).toHaveLength(1);
+        expect(await change(second, false, '2026-02-04T00:00:00Z')).toHaveLength(0);
+        expect(await inCollection(first)).toEqual([card.cardId]);
+        expect(await inCollection(second)).toEqual([]);
+        const after = (await index.get(card.cardId))!;
+        expect(after).toEqual({ ...before, collectionIds: [first] });
+        expect((await index.nearest(axis(4, 5, 0.2), { ...everything, collectionId: first }, firstPage)).hits[0]).toEqual({ cardId: card.cardId, score: expect.closeTo(1, 5) });
+      } finally {
+        await proxy.close();
+      }
+    });
+
+    test('an addition and a later removal of one bookmark applied at the same time leave the card out of the collection', async () => {
+      const proxy = await recordingProxy(engine!.url);
+      try {
+        const index = openIndex(undefined, undefined, undefined, { url: proxy.url });
+        const card = aCard().saying('puffins nest in burrows on cliff tops').build();
+        await index.upsert(card);
+        const collection = randomUUID();
+        // The addition has read the card and its bookmark; its write of the card is held back while the removal runs whole.
+        const held = proxy.holdNext(/-cards\/_update\//);
+        const adding = index.setBookmark(collection, card.cardId, true, new Date('2026-03-01T00:00:00Z'));
+        await held.reached;
+        await index.setBookmark(collection, card.cardId, false, new Date('2026-03-02T00:00:00Z'));
+        held.release();
+        await adding;
+        expect((await index.get(card.cardId))!.collectionIds).toEqual([]);
+        expect((await index.matchText('puffins burrows', { ...everything, collectionId: collection }, firstPage)).total).toBe(0);
+      } finally {
+        await proxy.close();
+      }
     });
 
     test('concurrent bookmark changes of one card are all applied', async () => {

@@ -97,9 +97,9 @@ const stored = { type: 'keyword', index: false, doc_values: false } as const;
  * before it returns (batch() refreshes once for many writes), so a card is searchable as soon as its event has been
  * applied. An upsert costs three round trips plus the refresh: one mget (tombstone, card), one bulk (new vocabulary
  * words, the card), one tombstone re-check (and, for a new card, a read of bookmarks that came before it). A card's
- * `collection_ids` come from the bookmark documents alone (setBookmark), never from a snapshot. Card documents change
- * by compare-and-set on their sequence number, so concurrent writers of one card (upsert, promote, bookmark) never
- * lose each other's change.
+ * `collection_ids` come from the bookmark documents alone (setBookmark), never from a snapshot; a bookmark change
+ * reads and partially updates that field only. Card documents change by compare-and-set on their sequence number, so
+ * concurrent writers of one card (upsert, promote, bookmark) never lose each other's change.
  */
 export class ElasticsearchCardIndex implements CardIndex {
   private readonly client: Client;
@@ -736,19 +736,49 @@ export class ElasticsearchCardIndex implements CardIndex {
   /**
    * Copies the state of these bookmarks onto the card's document (read after the card, so a concurrent change is never
    * lost); its other collections stay as they are, so a bookmark event reads one bookmark document however many
-   * collections hold the card. Not refreshed: the caller makes it searchable.
+   * collections hold the card. Only `collection_ids` is read and sent (a partial update under the card's sequence
+   * number): the card's text and vector never travel for a bookmark. Not refreshed: the caller makes it searchable.
    */
   private async syncCollections(cardId: string, collectionIds: readonly string[]): Promise<'absent' | 'unchanged' | 'written'> {
-    let found = false;
     const synced = new Set(collectionIds);
-    const written = await this.compareAndSet(cardId, async (existing) => {
-      if (!existing) return 'stale';
-      found = true;
-      const collections = [...new Set([...existing.collection_ids.filter((c) => !synced.has(c)), ...(await this.addedCollections(cardId, [...synced]))])].sort();
-      if (collections.join(',') === [...existing.collection_ids].sort().join(',')) return 'stale';
-      return { ...existing, collection_ids: collections };
-    });
-    return written ? 'written' : found ? 'unchanged' : 'absent';
+    let wrote = false;
+    for (let attempt = 0; ; attempt++) {
+      const current = await this.collectionsOf(cardId);
+      if (!current) return wrote ? 'written' : 'absent';
+      const collections = [...new Set([...current.collectionIds.filter((c) => !synced.has(c)), ...(await this.addedCollections(cardId, [...synced]))])].sort();
+      if (collections.join(',') === [...current.collectionIds].sort().join(',')) return wrote ? 'written' : 'unchanged';
+      try {
+        await this.client.update({
+          index: this.names.cards,
+          id: cardId,
+          doc: { collection_ids: collections } satisfies Partial<CardSource>,
+          if_seq_no: current.seqNo,
+          if_primary_term: current.primaryTerm,
+        });
+      } catch (err) {
+        if (err instanceof errors.ResponseError && err.statusCode === 409 && attempt < 20) continue;
+        // Removed since it was read.
+        if (err instanceof errors.ResponseError && err.statusCode === 404) return wrote ? 'written' : 'absent';
+        throw err;
+      }
+      wrote = true;
+      // A bookmark that changed after we read it had its own sync read the card before this write, and find nothing to
+      // do: its change would be lost under ours. Read the bookmarks again and sync once more if they moved.
+      const now = await this.addedCollections(cardId, [...synced]);
+      if (now.join(',') === collections.filter((c) => synced.has(c)).join(',') || attempt >= 20) return 'written';
+    }
+  }
+
+  /** The card's collections with its sequence number, read in real time without the rest of its document. */
+  private async collectionsOf(cardId: string): Promise<{ collectionIds: string[]; seqNo: number; primaryTerm: number } | undefined> {
+    try {
+      const doc = await this.client.get<Pick<CardSource, 'collection_ids'>>({ index: this.names.cards, id: cardId, _source_includes: ['collection_ids'] });
+      if (!doc.found) return undefined;
+      return { collectionIds: doc._source?.collection_ids ?? [], seqNo: doc._seq_no!, primaryTerm: doc._primary_term! };
+    } catch (err) {
+      if (err instanceof errors.ResponseError && err.statusCode === 404) return undefined;
+      throw err;
+    }
   }
 }
 

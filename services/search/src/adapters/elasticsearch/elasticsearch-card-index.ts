@@ -606,33 +606,34 @@ export class ElasticsearchCardIndex implements CardIndex {
     const starts = [...new Set(long.map((link) => [...link].slice(0, MAX_WILDCARD_CHARS).join('')))];
     const query = { bool: { filter: [...base, { bool: { should: starts.map(linkContaining), minimum_should_match: 1 } }] } };
     const found: string[] = [];
-    const pageSize = Math.min(LINK_CHECK_PAGE, this.window);
-    let after: estypes.SortResults | undefined;
-    for (;;) {
-      const result = await this.client.search<Pick<CardSource, 'card_id' | 'link_lower'>>({
-        index: this.names.cards,
-        query,
-        sort: [{ card_id: { order: 'asc' } }],
-        size: pageSize,
-        ...(after ? { search_after: after } : {}),
-        _source: ['card_id', 'link_lower'],
-      });
-      const hits = result.hits.hits;
-      for (const h of hits) if (long.some((link) => h._source!.link_lower.includes(link))) found.push(h._source!.card_id);
-      if (hits.length < pageSize) return found;
-      after = hits[hits.length - 1]!.sort;
-    }
+    const pages = this.searchPages<Pick<CardSource, 'card_id' | 'link_lower'>>(
+      { index: this.names.cards, query, sort: [{ card_id: { order: 'asc' } }], _source: ['card_id', 'link_lower'] },
+      Math.min(LINK_CHECK_PAGE, this.window),
+    );
+    for await (const hits of pages) for (const h of hits) if (long.some((link) => h._source!.link_lower.includes(link))) found.push(h._source!.card_id);
+    return found;
   }
 
   /** Roots of the collection's bookmarked collisions the caller may see: a collision is searched through its root and shown inside the root's entry. */
   private async rootsOfBookmarkedCollisions(collectionId: string, callerId: string | undefined): Promise<string[]> {
-    const result = await this.client.search<Pick<CardSource, 'collision_of'>>({
-      index: this.names.cards,
-      query: { bool: { filter: [{ term: { root: false } }, { term: { collection_ids: collectionId } }, visibleTo(callerId)] } },
-      size: this.window,
-      _source: ['collision_of'],
-    });
-    return [...new Set(result.hits.hits.flatMap((h) => (h._source?.collision_of ? [h._source.collision_of] : [])))];
+    const roots = new Set<string>();
+    let read = 0;
+    const pages = this.searchPages<Pick<CardSource, 'collision_of'>>(
+      {
+        index: this.names.cards,
+        query: { bool: { filter: [{ term: { root: false } }, { term: { collection_ids: collectionId } }, visibleTo(callerId)] } },
+        sort: [{ card_id: { order: 'asc' } }],
+        _source: ['collision_of'],
+      },
+      Math.min(LINK_CHECK_PAGE, this.window),
+    );
+    // At most a result window of collisions: their roots become one `terms` filter.
+    for await (const hits of pages) {
+      for (const h of hits.slice(0, this.window - read)) if (h._source?.collision_of) roots.add(h._source.collision_of);
+      read += hits.length;
+      if (read >= this.window) break;
+    }
+    return [...roots];
   }
 
   private async isRemoved(cardId: string): Promise<boolean> {
@@ -713,18 +714,22 @@ export class ElasticsearchCardIndex implements CardIndex {
   /** Every bookmark document of the card (as last refreshed), read in pages. */
   private async bookmarksOf(cardId: string): Promise<BookmarkSource[]> {
     const found: BookmarkSource[] = [];
+    const pages = this.searchPages<BookmarkSource>({ index: this.names.bookmarks, query: { term: { card_id: cardId } }, sort: [{ collection_id: { order: 'asc' } }] }, BOOKMARK_PAGE);
+    for await (const hits of pages) found.push(...hits.map((h) => h._source!));
+    return found;
+  }
+
+  /**
+   * The hits of a search, page after page of `pageSize` in `sort` order (which must end on a unique field), each page
+   * asked with search_after from the last: never a from + size past the result window. The caller stops when it has enough.
+   */
+  private async *searchPages<T>(request: estypes.SearchRequest & { sort: estypes.Sort }, pageSize: number): AsyncGenerator<estypes.SearchHit<T>[]> {
     let after: estypes.SortResults | undefined;
     for (;;) {
-      const result = await this.client.search<BookmarkSource>({
-        index: this.names.bookmarks,
-        query: { term: { card_id: cardId } },
-        sort: [{ collection_id: { order: 'asc' } }],
-        size: BOOKMARK_PAGE,
-        ...(after ? { search_after: after } : {}),
-      });
+      const result = await this.client.search<T>({ ...request, size: pageSize, ...(after ? { search_after: after } : {}) });
       const hits = result.hits.hits;
-      found.push(...hits.map((h) => h._source!));
-      if (hits.length < BOOKMARK_PAGE) return found;
+      if (hits.length > 0) yield hits;
+      if (hits.length < pageSize) return;
       after = hits[hits.length - 1]!.sort;
     }
   }

@@ -437,6 +437,16 @@ describe('bad input', () => {
     expect(await listed()).toEqual(before);
   });
 
+  it('refuses a .docx or .odt whose only text is a heading at upload (the ingestion makes no card of it), and stores nothing', async () => {
+    const listed = async () => (await alice.client.get(`/api/user/files/${alice.id}`)).json.map((f: any) => f.id).sort();
+    const before = await listed();
+    for (const name of ['heading.docx', 'heading.odt']) {
+      const ext = name.split('.').pop() as keyof typeof MIME;
+      await expect4xx(post({ file_name: name, file_mime_type: MIME[ext], base64_docx_file: b64url(fixture(name)) }), 400, /the document has only headings, no text under them/);
+    }
+    expect(await listed()).toEqual(before);
+  });
+
   it('refuses bad base64, bad fields, oversize bodies and zip bombs; requires a session', async () => {
     await expect4xx(post({ base64_docx_file: 'not*base64!' }), 400, /base64/);
     await expect4xx(post({ base64_docx_file: 'abcde' }), 400, /base64/);

@@ -4,7 +4,8 @@ import { MAX_PARSER_DEPTH } from '@cards/html-parsing';
 import { InvalidArgumentError } from '@cards/platform';
 import { blocksFromHtml, blocksFromOdtContent } from '../src/adapters/documents/block-collector';
 import { LibraryDocumentReader, hyperlinksIn } from '../src/adapters/documents/library-document-reader';
-import { docxHasText, odtHasText } from '../src/adapters/documents/text-presence';
+import { docxTextScan, odtTextPresence } from '../src/adapters/documents/text-presence';
+import { splitIntoCards, textPresenceOf } from '../src/domain/card-splitter';
 import { checkMagicBytes, checkMimeType, formatFromFileName } from '../src/domain/document-format';
 import { UnreadableDocumentError } from '../src/domain/ports';
 import { DEFAULT_PARSER_LIMITS } from '../src/adapters/documents/worker-parse';
@@ -13,6 +14,8 @@ import { deepestParserStack } from '../../../packages/html-parsing/test/parser-d
 const FIXTURES = join(__dirname, '../../../test/fixtures/documents');
 const fixture = (name: string) => readFileSync(join(FIXTURES, name));
 const reader = new LibraryDocumentReader();
+const docxHasText = (documentXml: string) => docxTextScan(documentXml) !== 'none';
+const odtHasText = (contentXml: string) => odtTextPresence(contentXml) !== 'none';
 
 describe('file type rules', () => {
   it('accepts the four extensions, case-insensitively, and refuses others', () => {
@@ -125,6 +128,21 @@ describe('LibraryDocumentReader', () => {
     await expect(reader.inspect(format, fixture(name))).resolves.toBeUndefined();
   });
 
+  it.each([
+    ['docx', 'heading.docx'],
+    ['odt', 'heading.odt'],
+  ] as const)('inspect refuses a .%s whose only text is a heading (%s), which the ingestion makes no card of', async (format, name) => {
+    await expect(reader.inspect(format, fixture(name))).rejects.toThrow('base64_docx_file: the document has only headings, no text under them to make cards from');
+    const { blocks } = await reader.parse(format, fixture(name));
+    expect(blocks.map((b) => b.kind)).toEqual(['heading']);
+    expect(splitIntoCards({ blocks })).toEqual([]);
+  });
+
+  it('a .pdf has no headings for the ingestion: one whose only text was a heading is text like any other', async () => {
+    await expect(reader.inspect('pdf', fixture('heading.pdf'))).resolves.toBeUndefined();
+    expect((await reader.parse('pdf', fixture('heading.pdf'))).blocks).toEqual([{ kind: 'paragraph', text: 'Quarterly Report on Coastal Erosion', links: [] }]);
+  });
+
   it.each(['docx', 'odt', 'doc'] as const)('parse reads no block from a .%s of only zero-width characters and no-break spaces', async (format) => {
     expect((await reader.parse(format, fixture(`invisible.${format}`))).blocks).toEqual([]);
   });
@@ -213,6 +231,35 @@ describe('text checks on parts an uploader controls', () => {
     const unclosed = '<w:t '.repeat(100_000);
     expect(docxHasText(unclosed)).toBe(false);
     expect(docxHasText(`${unclosed}<w:t>x</w:t>`)).toBe(true);
+  });
+
+  it('.docx: body text at a glance only outside heading styles (by id or by name), text boxes and tracked changes', () => {
+    const paragraph = (style: string | null, inner = '<w:r><w:t>Text</w:t></w:r>') => `<w:p>${style ? `<w:pPr><w:pStyle w:val="${style}"/></w:pPr>` : ''}${inner}</w:p>`;
+    const body = (...paragraphs: string[]) => `<w:document><w:body>${paragraphs.join('')}</w:body></w:document>`;
+    const styles = '<w:styles><w:style w:type="paragraph" w:styleId="berschrift1"><w:name w:val="heading 1"/></w:style><w:style w:type="paragraph" w:styleId="TextBody"><w:name w:val="Body Text"/></w:style></w:styles>';
+    expect(docxTextScan(body(paragraph(null)))).toBe('body');
+    expect(docxTextScan(body(paragraph('TextBody')), styles)).toBe('body');
+    expect(docxTextScan(body(paragraph('Heading1'), paragraph('TextBody')), styles)).toBe('body');
+    expect(docxTextScan(`<w:tbl><w:tr><w:tc>${paragraph(null)}</w:tc></w:tr></w:tbl>`)).toBe('body');
+    // Only mammoth's reading can tell: heading styles (a localized id named "heading 1" too), a text box, a deleted
+    // paragraph mark (mammoth joins the paragraph to the next), text only in the markup-compatibility choice.
+    expect(docxTextScan(body(paragraph('Heading1'), paragraph('Heading')))).toBe('unsure');
+    expect(docxTextScan(body(paragraph('berschrift1')), styles)).toBe('unsure');
+    expect(docxTextScan(body(paragraph(null, '<w:r><w:pict><w:txbxContent><w:p><w:r><w:t>Boxed</w:t></w:r></w:p></w:txbxContent></w:pict></w:r>')))).toBe('unsure');
+    expect(docxTextScan(body('<w:p><w:pPr><w:rPr><w:del w:id="1"/></w:rPr></w:pPr><w:r><w:t>Joined</w:t></w:r></w:p>', paragraph('Heading1')))).toBe('unsure');
+    expect(docxTextScan(body(paragraph(null, '<mc:AlternateContent><mc:Choice><w:r><w:t>x</w:t></w:r></mc:Choice></mc:AlternateContent>')))).toBe('unsure');
+    expect(docxTextScan(body(paragraph('Heading1', '<w:r><w:t>\u200B</w:t></w:r>')))).toBe('none');
+  });
+
+  it('headings alone make no card, whatever the format reads them from; a heading too long to be a title is text', () => {
+    const words = (n: number) => Array.from({ length: n }, (_, i) => `w${i}`).join(' ');
+    expect(textPresenceOf([{ kind: 'heading', level: 1, text: 'Title', links: [] }, { kind: 'heading', level: 2, text: 'Sub', links: [] }])).toBe('headings');
+    expect(textPresenceOf([{ kind: 'heading', level: 1, text: words(200), links: [] }])).toBe('headings');
+    expect(textPresenceOf([{ kind: 'heading', level: 1, text: words(201), links: [] }])).toBe('body');
+    expect(textPresenceOf([{ kind: 'heading', level: 1, text: '\u200B', links: [] }])).toBe('none');
+    expect(odtTextPresence('<office:text><text:h text:outline-level="1">Title</text:h><text:h>Sub</text:h></office:text>')).toBe('headings');
+    expect(odtTextPresence('<office:text><text:h>Title</text:h><text:p>Text</text:p></office:text>')).toBe('body');
+    expect(odtTextPresence(`<office:text>${'<text:h>Title</text:h>'.repeat(20_000)}<text:p>Text</text:p></office:text>`)).toBe('body');
   });
 
   it('.odt: text inside office:text outside the sequence declarations, however many unclosed copies of either', () => {

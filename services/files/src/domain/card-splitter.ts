@@ -22,6 +22,25 @@ interface Section {
 /** A heading this long is body text set in a heading style: it would leave no room for a card's text. */
 const MAX_HEADING_WORDS = MAX_CARD_WORDS / 2;
 
+/** A heading that starts a section: its text titles the cards made from the paragraphs under it, and alone makes none. */
+export function isSectionHeading(block: DocumentBlock): boolean {
+  return block.kind === 'heading' && countWords(block.text) <= MAX_HEADING_WORDS;
+}
+
+/** What a document holds for cards: nothing visible, only section headings (which make no card), or body text. */
+export type TextPresence = 'none' | 'headings' | 'body';
+
+/** TextPresence of blocks as splitIntoCards reads them; the upload check applies the same rule. */
+export function textPresenceOf(blocks: readonly DocumentBlock[]): TextPresence {
+  let presence: TextPresence = 'none';
+  for (const block of blocks) {
+    if (!hasVisibleText(block.text)) continue;
+    if (!isSectionHeading(block)) return 'body';
+    presence = 'headings';
+  }
+  return presence;
+}
+
 /**
  * Turns a parsed document into card drafts (DESIGN.md "Files"):
  * - each heading starts a new section, and the heading text becomes the cards' title tag;
@@ -39,7 +58,7 @@ export function splitIntoCards(document: ParsedDocument): CardDraft[] {
   let current: Section = { heading: null, paragraphs: [] };
   for (const block of document.blocks) {
     if (!hasVisibleText(block.text)) continue;
-    if (block.kind === 'heading' && countWords(block.text) <= MAX_HEADING_WORDS) {
+    if (isSectionHeading(block)) {
       sections.push(current);
       current = { heading: block, paragraphs: [] };
     } else {

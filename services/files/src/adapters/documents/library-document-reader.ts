@@ -2,8 +2,9 @@ import { InvalidArgumentError } from '@cards/platform';
 import type { DocumentBlock, DocumentFormat, ParsedDocument } from '../../domain/model';
 import { hasVisibleText } from '@cards/card-rules';
 import { UnreadableDocumentError, type DocumentReader } from '../../domain/ports';
+import { textPresenceOf, type TextPresence } from '../../domain/card-splitter';
 import { blocksFromHtml, blocksFromOdtContent } from './block-collector';
-import { docxHasText, odtHasText } from './text-presence';
+import { docxTextScan, odtTextPresence } from './text-presence';
 import { DEFAULT_PARSER_LIMITS, parseInWorker, ReadingTimedOutError, type ParserLimits } from './worker-parse';
 import { DEFAULT_ZIP_LIMITS, readZip, type ZipLimits } from './zip-archive';
 
@@ -22,8 +23,10 @@ export class LibraryDocumentReader implements DocumentReader {
   ) {}
 
   async inspect(format: DocumentFormat, bytes: Buffer): Promise<void> {
-    const textPart = await this.checkContainer(format, bytes);
-    if (!(await this.hasText(format, bytes, textPart))) throw new InvalidArgumentError('base64_docx_file: the document is empty (no text)');
+    const parts = await this.checkContainer(format, bytes);
+    const presence = await this.textPresence(format, bytes, parts);
+    if (presence === 'none') throw new InvalidArgumentError('base64_docx_file: the document is empty (no text)');
+    if (presence === 'headings') throw new InvalidArgumentError('base64_docx_file: the document has only headings, no text under them to make cards from');
   }
 
   async parse(format: DocumentFormat, bytes: Buffer): Promise<ParsedDocument> {
@@ -36,17 +39,17 @@ export class LibraryDocumentReader implements DocumentReader {
     }
   }
 
-  /** The container is the format's (parts present, no decompression bomb); answers the part holding the text, if any. */
-  private async checkContainer(format: DocumentFormat, bytes: Buffer): Promise<string | null> {
+  /** The container is the format's (parts present, no decompression bomb); answers the parts the text check reads. */
+  private async checkContainer(format: DocumentFormat, bytes: Buffer): Promise<ReadonlyMap<string, string>> {
     switch (format) {
       case 'docx': {
-        const zip = await readZip(bytes, ['[Content_Types].xml', 'word/document.xml'], this.zipLimits);
+        const zip = await readZip(bytes, ['[Content_Types].xml', 'word/document.xml', 'word/styles.xml'], this.zipLimits);
         const types = zip.parts.get('[Content_Types].xml');
         const main = zip.parts.get('word/document.xml');
         if (!types || main === undefined || !types.includes('wordprocessingml.document.main')) {
           throw new InvalidArgumentError('base64_docx_file: the zip container is not a Word .docx document (no word/document.xml main part)');
         }
-        return main;
+        return zip.parts;
       }
       case 'odt': {
         const zip = await readZip(bytes, ['mimetype', 'content.xml'], this.zipLimits);
@@ -54,36 +57,41 @@ export class LibraryDocumentReader implements DocumentReader {
         if (zip.parts.get('mimetype')?.trim() !== ODT_MIME || content === undefined) {
           throw new InvalidArgumentError('base64_docx_file: the zip container is not an OpenDocument text (.odt) document');
         }
-        return content;
+        return zip.parts;
       }
       case 'doc':
         if (!bytes.includes(WORD_STREAM_NAME)) throw new InvalidArgumentError('base64_docx_file: the OLE file is not a Word .doc document (no WordDocument stream)');
-        return null;
+        return new Map();
       case 'pdf':
-        return null;
+        return new Map();
     }
   }
 
   /**
-   * Whether the document has any visible text (hasVisibleText), as the ingestion would read it. .doc and .pdf need their
-   * library (in the worker, within the upload's time limit); a check that runs out of time counts as text, so a slow
-   * but good document is never refused, and one the library cannot read at all is refused here rather than later.
+   * Whether the document holds body text, only headings or no visible text at all (textPresenceOf), as the ingestion
+   * would read it. A .docx is read at a glance first, and by mammoth (as the ingestion reads it) only when its text may
+   * all be headings; .doc and .pdf have no headings for the ingestion and need their library to find any text. The
+   * libraries run in the worker within the upload's time limit; a check that runs out of time counts as body text, so a
+   * slow but good document is never refused, and one the library cannot read at all is refused here rather than later.
    */
-  private async hasText(format: DocumentFormat, bytes: Buffer, textPart: string | null): Promise<boolean> {
+  private async textPresence(format: DocumentFormat, bytes: Buffer, parts: ReadonlyMap<string, string>): Promise<TextPresence> {
     const limits = { ...this.parserLimits, timeoutMs: this.parserLimits.uploadCheckMs };
     try {
       switch (format) {
-        case 'docx':
-          return docxHasText(textPart ?? '');
+        case 'docx': {
+          const glance = docxTextScan(parts.get('word/document.xml') ?? '', parts.get('word/styles.xml'));
+          if (glance !== 'unsure') return glance;
+          return textPresenceOf(blocksFromHtml(await parseInWorker('docx-html', bytes, limits)));
+        }
         case 'odt':
-          return odtHasText(textPart ?? '');
+          return odtTextPresence(parts.get('content.xml') ?? '');
         case 'doc':
-          return hasVisibleText(await parseInWorker('doc-text', bytes, limits));
+          return hasVisibleText(await parseInWorker('doc-text', bytes, limits)) ? 'body' : 'none';
         case 'pdf':
-          return await parseInWorker('pdf-has-text', bytes, limits);
+          return (await parseInWorker('pdf-has-text', bytes, limits)) ? 'body' : 'none';
       }
     } catch (err) {
-      if (err instanceof ReadingTimedOutError) return true;
+      if (err instanceof ReadingTimedOutError) return 'body';
       if (err instanceof UnreadableDocumentError) throw new InvalidArgumentError(`base64_docx_file: the .${format} document could not be read (${err.message})`);
       throw err;
     }

@@ -58,6 +58,13 @@ async function waitFor<T>(what: string, probe: () => Promise<T | undefined>, tim
   throw new Error(`${what} did not happen within ${timeoutMs} ms:\n${logs().slice(-4000)}`);
 }
 
+/** The value of the first sample of `name` carrying every given label, 0 when there is none. */
+function sample(text: string, name: string, labels: Record<string, string>): number {
+  const wanted = Object.entries(labels).map(([key, value]) => `${key}="${value}"`);
+  const line = text.split('\n').find((l) => l.startsWith(`${name}{`) && wanted.every((pair) => l.slice(0, l.indexOf('}')).includes(pair)));
+  return line ? Number(line.slice(line.lastIndexOf(' ') + 1)) : 0;
+}
+
 function stop(child: ChildProcess): Promise<number | null> {
   if (child.exitCode !== null) return Promise.resolve(child.exitCode);
   return new Promise((resolve) => {
@@ -105,7 +112,11 @@ describeIfPnpm('image trees (`pnpm deploy --prod`, as the Dockerfile builds them
     const dataDir = join(out, 'data');
     const port = await freePort();
     const env = embeddedEnv({ ...(await loopbackTopologyEnv()), DATA_DIR: dataDir, PORT: String(port) });
-    const started = [...SERVICES, 'gateway' as const].map((target) => ({ target, ...startFromTree(join(out, target), env) }));
+    const metricsPorts = new Map(await Promise.all(SERVICES.map(async (service) => [service, await freePort()] as const)));
+    const started = [...SERVICES, 'gateway' as const].map((target) => {
+      const metricsPort = metricsPorts.get(target as (typeof SERVICES)[number]);
+      return { target, ...startFromTree(join(out, target), metricsPort ? { ...env, METRICS_PORT: String(metricsPort) } : env) };
+    });
     running.push(...started.map((s) => s.child));
     const logs = () => started.map((s) => `--- ${s.target}\n${s.output()}`).join('\n');
     const base = `http://127.0.0.1:${port}`;
@@ -116,16 +127,38 @@ describeIfPnpm('image trees (`pnpm deploy --prod`, as the Dockerfile builds them
     expect(await count.json()).toEqual({ total_count: 0 });
     const search = await fetch(`${base}/api/card/search/1`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ content: 'rivers and lakes' }) });
     expect({ status: search.status, body: await search.json() }).toEqual({ status: 200, body: expect.objectContaining({ score_cards: [], total_pages: 0 }) });
+    // Each service started with METRICS_PORT serves its process metrics and the calls it answered.
+    const served = new Map<string, string>();
+    for (const [service, metricsPort] of metricsPorts) {
+      const res = await fetch(`http://127.0.0.1:${metricsPort}/metrics`);
+      expect({ service, status: res.status }).toEqual({ service, status: 200 });
+      served.set(service, await res.text());
+    }
+    for (const [service, text] of served) {
+      expect({ service, processMetrics: /^process_cpu_seconds_total /m.test(text) }).toEqual({ service, processMetrics: true });
+      // The gateway's readiness asked every peer's grpc.health.v1 before /healthz answered 200.
+      const healthChecks = sample(text, 'grpc_server_handled_total', { grpc_service: 'grpc.health.v1.Health', grpc_method: 'Check', grpc_code: 'OK' });
+      expect({ service, answeredHealthChecks: healthChecks > 0 }).toEqual({ service, answeredHealthChecks: true });
+    }
+    expect(sample(served.get('cards')!, 'grpc_server_handled_total', { grpc_service: 'cards.v1.CardService', grpc_method: 'CountCards', grpc_code: 'OK' })).toBe(1);
+    expect(sample(served.get('cards')!, 'grpc_server_handling_seconds_count', { grpc_service: 'cards.v1.CardService', grpc_method: 'CountCards' })).toBe(1);
+    expect(sample(served.get('search')!, 'grpc_server_handled_total', { grpc_service: 'search.v1.SearchService', grpc_method: 'SemanticSearch', grpc_code: 'OK' })).toBe(1);
     for (const s of started) expect({ target: s.target, exit: await stop(s.child) }).toEqual({ target: s.target, exit: 0 });
   }, 150_000);
 
   it('runs the all-in-one from its tree', async () => {
     const port = await freePort();
-    const env = embeddedEnv({ DATA_DIR: join(out, 'all-in-one-data'), PORT: String(port) });
+    // METRICS_PORT is for a service alone: the all-in-one's five services leave it alone, its gateway's /metrics covers the process.
+    const metricsPort = await freePort();
+    const env = embeddedEnv({ DATA_DIR: join(out, 'all-in-one-data'), PORT: String(port), METRICS_PORT: String(metricsPort) });
     const { child, output } = startFromTree(join(out, 'all-in-one'), env);
     running.push(child);
     await waitFor('all-in-one readiness', async () => ((await fetch(`http://127.0.0.1:${port}/healthz`)).status === 200 ? true : undefined), 90_000, output);
     expect((await fetch(`http://127.0.0.1:${port}/api/auth`)).status).toBe(401);
+    expect((await fetch(`http://127.0.0.1:${port}/api/card/count`)).status).toBe(200);
+    const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+    expect(sample(metrics, 'grpc_server_handled_total', { grpc_service: 'cards.v1.CardService', grpc_method: 'CountCards', grpc_code: 'OK' })).toBe(1);
+    await expect(fetch(`http://127.0.0.1:${metricsPort}/metrics`)).rejects.toThrow();
     expect(await stop(child)).toBe(0);
   }, 120_000);
 });

@@ -35,6 +35,9 @@ async function startOnce(baseEnv: Record<string, string | undefined>): Promise<A
     ...baseEnv,
     DATA_DIR: resolve(baseEnv.DATA_DIR ?? './data'),
     ...(await loopbackTopologyEnv()),
+    // One process: the gateway's /metrics already shows its metrics and every service's gRPC calls, and five
+    // services cannot share one metrics port.
+    METRICS_PORT: undefined,
   };
   enableInProcessCalls(env.GRPC_IN_PROCESS !== 'false');
   const started: RunningService[] = [];

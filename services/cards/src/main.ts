@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { connectMongo, createEventBus, createGrpcClient, createLogger, EngineReadinessMonitor, eventBusEngineChecks, loadConfig, mongoEngineCheck, MongoOutboxStore, OutboxRelay, readinessSettingsFrom, SqliteOutboxStore, startGrpcServer, stopOnSignals, type EngineCheck, type Logger, type OutboxStore, type RunningService } from '@cards/platform';
+import { connectMongo, createEventBus, createGrpcClient, createLogger, EngineReadinessMonitor, eventBusEngineChecks, grpcServerSettingsFrom, loadConfig, mongoEngineCheck, MongoOutboxStore, OutboxRelay, readinessSettingsFrom, SqliteOutboxStore, startGrpcServer, stopOnSignals, type EngineCheck, type Logger, type OutboxStore, type RunningService } from '@cards/platform';
 import { cards, files, identity, search } from '@cards/proto';
 import { GrpcFileDirectory } from './adapters/grpc/grpc-file-directory';
 import { GrpcNearDuplicateFinder } from './adapters/grpc/grpc-near-duplicate-finder';
@@ -57,6 +57,7 @@ async function openStore(config: CardsConfig, logger: Logger): Promise<CardsStor
 /** Composition root of the cards service. */
 export async function startCards(env: Record<string, string | undefined> = process.env): Promise<RunningService> {
   const config = loadConfig(cardsConfigSchema, env);
+  const serverSettings = grpcServerSettingsFrom(env);
   const logger = createLogger('cards');
   const store = await openStore(config, logger);
   const bus = createEventBus({ DATA_DIR: config.DATA_DIR, KAFKA_BROKERS: config.KAFKA_BROKERS }, logger);
@@ -89,6 +90,7 @@ export async function startCards(env: Record<string, string | undefined> = proce
     host: config.CARDS_GRPC_HOST,
     port: config.CARDS_GRPC_PORT,
     logger,
+    ...serverSettings,
     readiness: new EngineReadinessMonitor({ checks: [...store.engines, ...eventBusEngineChecks(bus)], logger, ...readinessSettingsFrom(env) }),
     register: (server) => server.add(cards.CardServiceDefinition, cardsHandlers(cardService, collectionService)),
   });

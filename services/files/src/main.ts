@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { connectMongo, createEventBus, createLogger, EngineReadinessMonitor, eventBusEngineChecks, loadConfig, mongoEngineCheck, MongoOutboxStore, OutboxRelay, readinessSettingsFrom, SqliteOutboxStore, startGrpcServer, stopOnSignals, Topics, type EngineCheck, type Logger, type OutboxStore, type RunningService } from '@cards/platform';
+import { connectMongo, createEventBus, createLogger, EngineReadinessMonitor, eventBusEngineChecks, grpcServerSettingsFrom, loadConfig, mongoEngineCheck, MongoOutboxStore, OutboxRelay, readinessSettingsFrom, SqliteOutboxStore, startGrpcServer, stopOnSignals, Topics, type EngineCheck, type Logger, type OutboxStore, type RunningService } from '@cards/platform';
 import { files } from '@cards/proto';
 import { DiskObjectStore } from './adapters/disk/disk-object-store';
 import { LibraryDocumentReader } from './adapters/documents/library-document-reader';
@@ -47,6 +47,7 @@ async function repositoryFrom(config: FilesConfig, logger: Logger, engines: Engi
 /** Composition root of the files service. */
 export async function startFiles(env: Record<string, string | undefined> = process.env): Promise<RunningService> {
   const config = loadConfig(filesConfigSchema, env);
+  const serverSettings = grpcServerSettingsFrom(env);
   const logger = createLogger('files');
   const engines: EngineCheck[] = [];
   const { repository, outbox } = await repositoryFrom(config, logger, engines);
@@ -77,6 +78,7 @@ export async function startFiles(env: Record<string, string | undefined> = proce
     host: config.FILES_GRPC_HOST,
     port: config.FILES_GRPC_PORT,
     logger,
+    ...serverSettings,
     readiness: new EngineReadinessMonitor({ checks: [...engines, ...eventBusEngineChecks(bus)], logger, ...readinessSettingsFrom(env) }),
     register: (server) => server.add(files.FileServiceDefinition, fileHandlers(service)),
   });

@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { connectMongo, createLogger, EngineReadinessMonitor, loadConfig, mongoEngineCheck, readinessSettingsFrom, startGrpcServer, stopOnSignals, type EngineCheck, type RunningService } from '@cards/platform';
+import { connectMongo, createLogger, EngineReadinessMonitor, grpcServerSettingsFrom, loadConfig, mongoEngineCheck, readinessSettingsFrom, startGrpcServer, stopOnSignals, type EngineCheck, type RunningService } from '@cards/platform';
 import { identity } from '@cards/proto';
 import { IdentityService } from './application/identity-service';
 import { jwtSecretFrom } from './adapters/crypto/jwt-secret-file';
@@ -15,6 +15,7 @@ import type { IdentityRepository } from './domain/ports';
 /** Composition root of the identity service. */
 export async function startIdentity(env: Record<string, string | undefined> = process.env): Promise<RunningService> {
   const config = loadConfig(identityConfigSchema, env);
+  const serverSettings = grpcServerSettingsFrom(env);
   const logger = createLogger('identity');
   let repository: IdentityRepository;
   const engines: EngineCheck[] = [];
@@ -41,6 +42,7 @@ export async function startIdentity(env: Record<string, string | undefined> = pr
     host: config.IDENTITY_GRPC_HOST,
     port: config.IDENTITY_GRPC_PORT,
     logger,
+    ...serverSettings,
     readiness: new EngineReadinessMonitor({ checks: engines, logger, ...readinessSettingsFrom(env) }),
     register: (server) => server.add(identity.IdentityServiceDefinition, identityHandlers(service)),
   });

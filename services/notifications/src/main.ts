@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { connectMongo, createEventBus, createLogger, EngineReadinessMonitor, eventBusEngineChecks, loadConfig, mongoEngineCheck, readinessSettingsFrom, startGrpcServer, stopOnSignals, type EngineCheck, type Logger, type RunningService } from '@cards/platform';
+import { connectMongo, createEventBus, createLogger, EngineReadinessMonitor, eventBusEngineChecks, grpcServerSettingsFrom, loadConfig, mongoEngineCheck, readinessSettingsFrom, startGrpcServer, stopOnSignals, type EngineCheck, type Logger, type RunningService } from '@cards/platform';
 import { notifications } from '@cards/proto';
 import { MongoNotificationRepository } from './adapters/mongo/mongo-notification-repository';
 import { SqliteNotificationRepository } from './adapters/sqlite/sqlite-notification-repository';
@@ -23,6 +23,7 @@ async function openRepository(config: NotificationsConfig, logger: Logger, engin
 /** Composition root of the notifications service. */
 export async function startNotifications(env: Record<string, string | undefined> = process.env): Promise<RunningService> {
   const config = loadConfig(notificationsConfigSchema, env);
+  const serverSettings = grpcServerSettingsFrom(env);
   const logger = createLogger('notifications');
   const engines: EngineCheck[] = [];
   const repository = await openRepository(config, logger, engines);
@@ -35,6 +36,7 @@ export async function startNotifications(env: Record<string, string | undefined>
     host: config.NOTIFICATIONS_GRPC_HOST,
     port: config.NOTIFICATIONS_GRPC_PORT,
     logger,
+    ...serverSettings,
     readiness: new EngineReadinessMonitor({ checks: [...engines, ...eventBusEngineChecks(bus)], logger, ...readinessSettingsFrom(env) }),
     register: (server) => server.add(notifications.NotificationServiceDefinition, notificationHandlers(service)),
   });

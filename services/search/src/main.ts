@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { createEventBus, createLogger, EngineReadinessMonitor, eventBusEngineChecks, loadConfig, readinessSettingsFrom, startGrpcServer, stopOnSignals, Topics, type EngineCheck, type Logger, type RunningService } from '@cards/platform';
+import { createEventBus, createLogger, EngineReadinessMonitor, eventBusEngineChecks, grpcServerSettingsFrom, loadConfig, readinessSettingsFrom, startGrpcServer, stopOnSignals, Topics, type EngineCheck, type Logger, type RunningService } from '@cards/platform';
 import { search } from '@cards/proto';
 import { searchConfigSchema, type SearchConfig } from './config';
 import { OpenAiEmbedder } from './adapters/openai/openai-embedder';
@@ -35,6 +35,7 @@ function createEmbedder(config: SearchConfig, logger: Logger): Embedder {
 /** Composition root of the search service. */
 export async function startSearch(env: Record<string, string | undefined> = process.env): Promise<RunningService> {
   const config = loadConfig(searchConfigSchema, env);
+  const serverSettings = grpcServerSettingsFrom(env);
   const logger = createLogger('search');
   if (config.ELASTICSEARCH_URL) logger.info({ url: redactUrl(config.ELASTICSEARCH_URL), prefix: config.ELASTICSEARCH_INDEX_PREFIX }, 'ELASTICSEARCH_URL set: using the Elasticsearch search index');
   else logger.info('ELASTICSEARCH_URL not set: using the embedded SQLite search index');
@@ -77,6 +78,7 @@ export async function startSearch(env: Record<string, string | undefined> = proc
     host: config.SEARCH_GRPC_HOST,
     port: config.SEARCH_GRPC_PORT,
     logger,
+    ...serverSettings,
     readiness: new EngineReadinessMonitor({ checks: [...engines, ...verification.engines, ...eventBusEngineChecks(bus)], logger, ...readinessSettingsFrom(env) }),
     register: (server) => server.add(search.SearchServiceDefinition, searchHandlers(new SearchService(index, embedder))),
   });

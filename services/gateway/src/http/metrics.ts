@@ -1,8 +1,12 @@
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { collectDefaultMetrics, Histogram, Registry } from 'prom-client';
+import { grpcServerMetrics } from '@cards/platform';
 import { routeLabel } from './route-label';
 
-/** Prometheus registry with process metrics and one request-duration histogram labelled by route pattern. */
+/**
+ * Prometheus registry with process metrics and one request-duration histogram labelled by route pattern, plus
+ * the gRPC calls served in this process: the all-in-one's services (none in a gateway process of its own).
+ */
 export function createMetrics(): { registry: Registry; middleware: RequestHandler } {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
@@ -18,5 +22,5 @@ export function createMetrics(): { registry: Registry; middleware: RequestHandle
     res.on('finish', () => end({ method: req.method, route: routeLabel(req, res), status: String(res.statusCode) }));
     next();
   };
-  return { registry, middleware };
+  return { registry: Registry.merge([registry, grpcServerMetrics]), middleware };
 }

@@ -6,6 +6,7 @@ import { errorHandler } from './http/error-handler';
 import { jsonBodyParser, requireJsonBodies } from './http/json-body';
 import { createMetrics } from './http/metrics';
 import { accessLog, type AccessLogLevel } from './http/access-log';
+import { observeRequestEnds } from './http/request-end';
 import { refuseNonNormalGatewayPaths } from './http/api-paths';
 import { requireOneHost } from './http/host-header';
 import { recordMountPath } from './http/route-label';
@@ -68,8 +69,7 @@ export function createGatewayApp(options: GatewayAppOptions): Express {
     res.setHeader('x-request-id', requestId);
     runWithRequestContext({ requestId }, next);
   });
-  app.use(accessLog(options.logger, options.accessLogLevel ?? 'info'));
-  app.use(metrics.middleware);
+  app.use(observeRequestEnds([accessLog(options.logger, options.accessLogLevel ?? 'info'), metrics.observe]));
   app.use(securityHeaders({ contentSecurityPolicy: false, crossOriginEmbedderPolicy: false }));
   app.use(requireOneHost);
   app.use(serverWideOptions(routes));

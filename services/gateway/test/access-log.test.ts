@@ -4,6 +4,7 @@ import { Writable } from 'node:stream';
 import express, { Router } from 'express';
 import { createLogger } from '@cards/platform';
 import { accessLog, type AccessLogLevel } from '../src/http/access-log';
+import { observeRequestEnds } from '../src/http/request-end';
 import { recordMountPath } from '../src/http/route-label';
 
 /** A gateway-shaped app (access log first, routes in a router mounted at /api) whose log lines land in `lines`. */
@@ -24,7 +25,7 @@ async function appLoggingTo(loggerLevel: string, accessLevel: AccessLogLevel) {
     res.setHeader('x-request-id', 'req-1');
     next();
   });
-  app.use(accessLog(logger, accessLevel));
+  app.use(observeRequestEnds([accessLog(logger, accessLevel)]));
   const api = Router();
   api.use(recordMountPath('/api'));
   api.get('/card/:card_id', (_req, res) => void res.status(404).json({ message: 'No such card' }));

@@ -1,7 +1,5 @@
-import { performance } from 'node:perf_hooks';
-import type { NextFunction, Request, Response } from 'express';
 import type { Logger } from '@cards/platform';
-import { routeLabel } from './route-label';
+import type { RequestEndObserver } from './request-end';
 
 export const ACCESS_LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export type AccessLogLevel = (typeof ACCESS_LOG_LEVELS)[number];
@@ -22,24 +20,20 @@ interface AccessLogLine {
  * Writes one line per request through `logger` at `level`, once the answer is sent or the client is gone.
  * Lines appear when the logger lets that level through (LOG_LEVEL); `silent` turns them off alone.
  */
-export function accessLog(logger: Logger, level: AccessLogLevel) {
+export function accessLog(logger: Logger, level: AccessLogLevel): RequestEndObserver {
   // A line holds only the fields below, so the parent's redaction (wildcard paths: about half the cost of a
   // line, measured 11 vs 6 µs) has nothing to find.
   const lines = logger.child({}, { redact: { paths: [] } });
-  return (req: Request, res: Response, next: NextFunction): void => {
-    if (level === 'silent' || !lines.isLevelEnabled(level)) return next();
-    const start = performance.now();
-    res.once('close', () => {
-      const line: AccessLogLine = {
-        reqId: String(res.getHeader('x-request-id') ?? ''),
-        method: req.method,
-        route: routeLabel(req, res),
-        status: res.statusCode,
-        ms: Math.round((performance.now() - start) * 100) / 100,
-      };
-      if (!res.writableFinished) line.aborted = true;
-      lines[level](line, 'http request');
-    });
-    next();
+  return ({ req, res, route, ms, answered }) => {
+    if (level === 'silent' || !lines.isLevelEnabled(level)) return;
+    const line: AccessLogLine = {
+      reqId: String(res.getHeader('x-request-id') ?? ''),
+      method: req.method,
+      route,
+      status: res.statusCode,
+      ms: Math.round(ms * 100) / 100,
+    };
+    if (!answered) line.aborted = true;
+    lines[level](line, 'http request');
   };
 }

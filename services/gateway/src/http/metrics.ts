@@ -1,13 +1,12 @@
-import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { collectDefaultMetrics, Histogram, Registry } from 'prom-client';
 import { grpcServerMetrics } from '@cards/platform';
-import { routeLabel } from './route-label';
+import type { RequestEndObserver } from './request-end';
 
 /**
  * Prometheus registry with process metrics and one request-duration histogram labelled by route pattern, plus
  * the gRPC calls served in this process: the all-in-one's services (none in a gateway process of its own).
  */
-export function createMetrics(): { registry: Registry; middleware: RequestHandler } {
+export function createMetrics(): { registry: Registry; observe: RequestEndObserver } {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
   const duration = new Histogram({
@@ -17,10 +16,9 @@ export function createMetrics(): { registry: Registry; middleware: RequestHandle
     buckets: [0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
     registers: [registry],
   });
-  const middleware = (req: Request, res: Response, next: NextFunction) => {
-    const end = duration.startTimer();
-    res.on('finish', () => end({ method: req.method, route: routeLabel(req, res), status: String(res.statusCode) }));
-    next();
+  // Answers written in full only: a request whose client left first got no status to count it under.
+  const observe: RequestEndObserver = ({ req, res, route, ms, answered }) => {
+    if (answered) duration.observe({ method: req.method, route, status: String(res.statusCode) }, ms / 1000);
   };
-  return { registry: Registry.merge([registry, grpcServerMetrics]), middleware };
+  return { registry: Registry.merge([registry, grpcServerMetrics]), observe };
 }

@@ -89,32 +89,32 @@ HEALTHCHECK --interval=10s --timeout=3s --start-period=20s --retries=3 \
 
 FROM runtime AS identity
 COPY --from=build /out/identity /app
-ENV IDENTITY_GRPC_HOST=0.0.0.0 IDENTITY_GRPC_PORT=50051
+ENV IDENTITY_GRPC_HOST=0.0.0.0 IDENTITY_GRPC_PORT=50051 METRICS_HOST=0.0.0.0
 EXPOSE 50051
 HEALTHCHECK --interval=10s --timeout=4s --start-period=20s --retries=3 CMD node /usr/local/lib/grpc-health.cjs "$IDENTITY_GRPC_PORT" liveness
 
 FROM runtime AS cards
 COPY --from=build /out/cards /app
-ENV CARDS_GRPC_HOST=0.0.0.0 CARDS_GRPC_PORT=50052
+ENV CARDS_GRPC_HOST=0.0.0.0 CARDS_GRPC_PORT=50052 METRICS_HOST=0.0.0.0
 EXPOSE 50052
 HEALTHCHECK --interval=10s --timeout=4s --start-period=20s --retries=3 CMD node /usr/local/lib/grpc-health.cjs "$CARDS_GRPC_PORT" liveness
 
 FROM runtime AS search
 COPY --from=build /out/search /app
-ENV SEARCH_GRPC_HOST=0.0.0.0 SEARCH_GRPC_PORT=50053
+ENV SEARCH_GRPC_HOST=0.0.0.0 SEARCH_GRPC_PORT=50053 METRICS_HOST=0.0.0.0
 EXPOSE 50053
 # Loading the bundled word-vector model takes a while.
 HEALTHCHECK --interval=10s --timeout=4s --start-period=90s --retries=3 CMD node /usr/local/lib/grpc-health.cjs "$SEARCH_GRPC_PORT" liveness
 
 FROM runtime AS files
 COPY --from=build /out/files /app
-ENV FILES_GRPC_HOST=0.0.0.0 FILES_GRPC_PORT=50054 FILES_HTTP_HOST=0.0.0.0 FILES_HTTP_PORT=50064
+ENV FILES_GRPC_HOST=0.0.0.0 FILES_GRPC_PORT=50054 FILES_HTTP_HOST=0.0.0.0 FILES_HTTP_PORT=50064 METRICS_HOST=0.0.0.0
 EXPOSE 50054 50064
 HEALTHCHECK --interval=10s --timeout=4s --start-period=20s --retries=3 CMD node /usr/local/lib/grpc-health.cjs "$FILES_GRPC_PORT" liveness
 
 FROM runtime AS notifications
 COPY --from=build /out/notifications /app
-ENV NOTIFICATIONS_GRPC_HOST=0.0.0.0 NOTIFICATIONS_GRPC_PORT=50055
+ENV NOTIFICATIONS_GRPC_HOST=0.0.0.0 NOTIFICATIONS_GRPC_PORT=50055 METRICS_HOST=0.0.0.0
 EXPOSE 50055
 HEALTHCHECK --interval=10s --timeout=4s --start-period=20s --retries=3 CMD node /usr/local/lib/grpc-health.cjs "$NOTIFICATIONS_GRPC_PORT" liveness
 

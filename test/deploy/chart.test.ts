@@ -138,17 +138,29 @@ describeWithHelm('Helm chart deploy/k8s (offline)', () => {
       expect(envValue(find(ci, 'Deployment', componentName(component))!, `${component.toUpperCase()}_GRPC_HOST`)?.value).toBe('0.0.0.0');
     }
     const gatewayDeployment = find(ci, 'Deployment', componentName('gateway'))!;
-    const pod = (gatewayDeployment as unknown as IDeployment).spec!.template.spec!;
-    // SIGTERM comes after the preStop pause; requests under way must be answered before the grace period ends.
-    const preStopSeconds = Number(containerOf(gatewayDeployment).lifecycle!.preStop!.exec!.command![1]);
-    const drainSeconds = Number(envValue(gatewayDeployment, 'SHUTDOWN_DRAIN_MS')?.value) / 1000;
-    expect(drainSeconds).toBeGreaterThanOrEqual(10);
-    expect(preStopSeconds + drainSeconds).toBeLessThan(pod.terminationGracePeriodSeconds!);
     const gateway = containerOf(gatewayDeployment);
     // Its own port: a peer that is not ready (an engine outage) must not take the whole API out of rotation.
     expect(gateway.readinessProbe?.tcpSocket?.port).toBe('http');
     expect(gateway.livenessProbe?.tcpSocket?.port).toBe('http');
     expect(gateway.ports![0]!.containerPort).toBe(8090);
+  });
+
+  it('gives every component a drain (SHUTDOWN_DRAIN_MS) that ends, after the preStop pause, before the grace period does', () => {
+    const drains = (objects: K8sObject[]) =>
+      COMPONENTS.map((component) => {
+        const deployment = find(objects, 'Deployment', componentName(component))!;
+        const pod = (deployment as unknown as IDeployment).spec!.template.spec!;
+        // SIGTERM comes after the preStop pause; calls and requests under way must be answered before the grace period ends.
+        const preStopSeconds = Number(containerOf(deployment).lifecycle!.preStop!.exec!.command![1]);
+        const drainSeconds = Number(envValue(deployment, 'SHUTDOWN_DRAIN_MS')?.value) / 1000;
+        return { component, drainSeconds, leftToClose: pod.terminationGracePeriodSeconds! - preStopSeconds - drainSeconds };
+      });
+    for (const { component, drainSeconds, leftToClose } of drains(ci)) {
+      expect({ component, drainAtLeast10s: drainSeconds >= 10, closesInTime: leftToClose > 0 }).toEqual({ component, drainAtLeast10s: true, closesInTime: true });
+    }
+    const longer = template(['-f', CI_VALUES, '--set', 'components.search.terminationGracePeriodSeconds=90,components.search.preStopSleepSeconds=10']);
+    expect(longer.status).toBe(0);
+    expect(drains(longer.objects).find((d) => d.component === 'search')).toEqual({ component: 'search', drainSeconds: 75, leftToClose: 5 });
   });
 
   it('sets resources, a non-root read-only container with writable /tmp and data dir, and zero-downtime rolling updates for stateless components', () => {
@@ -401,33 +413,60 @@ describeWithHelm('Helm chart deploy/k8s (offline)', () => {
     expect(search.metadata!.labels!['app.kubernetes.io/version']).toBe('0.4.2');
   });
 
-  it("points Prometheus at the gateway's /metrics: pod annotations, an optional ServiceMonitor, and a NetworkPolicy way in for the scraper", () => {
+  it("points Prometheus at every component's /metrics: pod annotations, an optional ServiceMonitor, and a NetworkPolicy way in for the scraper only", () => {
     for (const component of COMPONENTS) {
       const deployment = find(ci, 'Deployment', componentName(component)) as unknown as IDeployment;
       const annotations = deployment.spec!.template.metadata!.annotations ?? {};
-      if (component !== 'gateway') {
-        expect(annotations['prometheus.io/scrape']).toBeUndefined();
+      // The path each one serves its registry on (test/e2e/http.test.ts scrapes the gateway's, test/deploy/image-trees.test.ts the services'), on a port the container exposes.
+      expect(annotations).toMatchObject({ 'prometheus.io/scrape': 'true', 'prometheus.io/path': '/metrics' });
+      const ports = new Map(deployment.spec!.template.spec!.containers[0]!.ports!.map((p) => [String(p.containerPort), p.name]));
+      const portName = ports.get(annotations['prometheus.io/port']!);
+      if (component === 'gateway') {
+        expect(portName).toBe('http');
+        expect(envValue(deployment as unknown as K8sObject, 'METRICS_PORT')).toBeUndefined();
         continue;
       }
-      // The path the gateway serves its registry on (test/e2e/http.test.ts scrapes it), on a port the container exposes.
-      expect(annotations).toMatchObject({ 'prometheus.io/scrape': 'true', 'prometheus.io/path': '/metrics' });
-      expect(deployment.spec!.template.spec!.containers[0]!.ports!.map((p) => String(p.containerPort))).toContain(annotations['prometheus.io/port']);
+      // A listener of its own: METRICS_PORT on all interfaces, beside the gRPC port.
+      expect(portName).toBe('metrics');
+      expect(envValue(deployment as unknown as K8sObject, 'METRICS_PORT')?.value).toBe(annotations['prometheus.io/port']);
+      expect(envValue(deployment as unknown as K8sObject, 'METRICS_HOST')?.value).toBe('0.0.0.0');
     }
     expect(ci.filter((o) => o.kind === 'ServiceMonitor')).toHaveLength(0);
 
     const monitoring = { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'monitoring' } } };
     const rendered = template(['-f', CI_VALUES, '--set', 'metrics.serviceMonitor.enabled=true,metrics.serviceMonitor.labels.release=prometheus', '--set-json', `networkPolicy.gatewayFrom=[{"namespaceSelector":{"matchLabels":{"kubernetes.io/metadata.name":"ingress-nginx"}}}],networkPolicy.metricsFrom=[${JSON.stringify(monitoring)}]`]);
     if (rendered.status !== 0) throw new Error(rendered.stderr);
-    const monitors = rendered.objects.filter((o) => o.kind === 'ServiceMonitor') as unknown as Array<{ apiVersion: string; metadata: { labels: Record<string, string> }; spec: { selector: { matchLabels: Record<string, string> }; endpoints: Array<{ port: string; path: string }> } }>;
-    expect(monitors).toHaveLength(1);
-    expect(monitors[0]!.apiVersion).toBe('monitoring.coreos.com/v1');
-    expect(monitors[0]!.metadata.labels.release).toBe('prometheus');
-    const service = find(rendered.objects, 'Service', componentName('gateway')) as unknown as IService;
-    for (const [key, value] of Object.entries(monitors[0]!.spec.selector.matchLabels)) expect(service.metadata!.labels![key]).toBe(value);
-    expect(monitors[0]!.spec.endpoints).toEqual([expect.objectContaining({ port: service.spec!.ports![0]!.name, path: '/metrics' })]);
-    const policy = find(rendered.objects, 'NetworkPolicy', componentName('gateway')) as unknown as INetworkPolicy;
-    const scrape = policy.spec!.ingress!.find((rule) => JSON.stringify(rule.from) === JSON.stringify([monitoring]));
-    expect(scrape?.ports).toEqual([{ port: 8090, protocol: 'TCP' }]);
+    const monitors = rendered.objects.filter((o) => o.kind === 'ServiceMonitor') as unknown as Array<{ apiVersion: string; metadata: { name: string; labels: Record<string, string> }; spec: { selector: { matchLabels: Record<string, string> }; endpoints: Array<{ port: string; path: string }> } }>;
+    expect(monitors.map((m) => m.metadata.name).sort()).toEqual(COMPONENTS.map(componentName).sort());
+    for (const component of COMPONENTS) {
+      const monitor = monitors.find((m) => m.metadata.name === componentName(component))!;
+      expect(monitor.apiVersion).toBe('monitoring.coreos.com/v1');
+      expect(monitor.metadata.labels.release).toBe('prometheus');
+      const service = find(rendered.objects, 'Service', componentName(component)) as unknown as IService;
+      for (const [key, value] of Object.entries(monitor.spec.selector.matchLabels)) expect(service.metadata!.labels![key]).toBe(value);
+      // The endpoint names a Service port that leads to the port the annotations name.
+      const deployment = find(rendered.objects, 'Deployment', componentName(component)) as unknown as IDeployment;
+      const metricsPort = Number(deployment.spec!.template.metadata!.annotations!['prometheus.io/port']);
+      const servicePort = service.spec!.ports!.find((p) => p.name === monitor.spec.endpoints[0]!.port);
+      expect(monitor.spec.endpoints).toEqual([expect.objectContaining({ path: '/metrics' })]);
+      expect({ component, port: servicePort?.port }).toEqual({ component, port: metricsPort });
+      // Only the scraper comes in on the metrics port (callers reach the gRPC port alone).
+      const policy = find(rendered.objects, 'NetworkPolicy', componentName(component)) as unknown as INetworkPolicy;
+      const scrape = policy.spec!.ingress!.find((rule) => JSON.stringify(rule.from) === JSON.stringify([monitoring]));
+      expect({ component, ports: scrape?.ports }).toEqual({ component, ports: [{ port: metricsPort, protocol: 'TCP' }] });
+      if (component !== 'gateway') {
+        const others = policy.spec!.ingress!.filter((rule) => rule !== scrape);
+        expect(others.flatMap((rule) => rule.ports ?? []).map((p) => p.port)).not.toContain(metricsPort);
+      }
+    }
+
+    // metricsPath "" turns a service's listener off: no port, no variable, no annotations.
+    const off = template(['-f', CI_VALUES, '--set', 'components.cards.metricsPath=']);
+    expect(off.status).toBe(0);
+    const cards = find(off.objects, 'Deployment', componentName('cards')) as unknown as IDeployment;
+    expect(cards.spec!.template.metadata!.annotations!['prometheus.io/scrape']).toBeUndefined();
+    expect(cards.spec!.template.spec!.containers[0]!.ports!.map((p) => p.name)).toEqual(['grpc']);
+    expect(envValue(cards as unknown as K8sObject, 'METRICS_PORT')).toBeUndefined();
   });
 
   it('leaves a disabled component out entirely, and points nobody at it', () => {

@@ -51,6 +51,24 @@ describe('docker-compose.yaml (offline)', () => {
     for (const engine of ['mongodb', 'elasticsearch', 'kafka', 'minio']) expect(services[engine]?.image).toBeDefined();
   });
 
+  it('pins every third-party image to a release: no latest, no bare name', () => {
+    const thirdParty = Object.entries(services).filter(([, s]) => !s.build && s.image);
+    expect(thirdParty.map(([name]) => name).sort()).toEqual(['elasticsearch', 'kafka', 'mailpit', 'minio', 'mongodb']);
+    for (const [name, service] of thirdParty) {
+      const tag = /:([^/:]+)$/.exec(service.image!)?.[1];
+      // A version carries a digit; latest, edge or a missing tag follow whatever is pushed next.
+      expect({ name, tag }).toEqual({ name, tag: expect.stringMatching(/\d/) });
+    }
+  });
+
+  it('gives each gRPC service a metrics listener on all interfaces of the compose network, published nowhere', () => {
+    for (const component of COMPONENTS.filter((c) => c !== 'gateway')) {
+      const port = env(component).METRICS_PORT;
+      expect({ component, port: Number(port) > 0, host: env(component).METRICS_HOST }).toEqual({ component, port: true, host: '0.0.0.0' });
+      expect(services[component]?.ports ?? []).toEqual([]);
+    }
+  });
+
   it('publishes only the gateway (8090), plus the local mail catcher bound to 127.0.0.1', () => {
     const published = Object.entries(services).flatMap(([name, s]) => (s.ports ?? []).map((p) => `${name} ${p}`));
     expect(published.filter((p) => !p.startsWith('mailpit '))).toEqual(['gateway 8090:8090']);
@@ -159,6 +177,8 @@ describe('Dockerfile (offline)', () => {
       expect(lines).toContainEqual(`COPY --from=build /out/${component} /app`);
       const envLine = lines.find((l) => l.startsWith('ENV ')) ?? '';
       expect(envLine).toMatch(component === 'gateway' ? /HOST=0\.0\.0\.0/ : new RegExp(`${component.toUpperCase()}_GRPC_HOST=0\\.0\\.0\\.0`));
+      // METRICS_PORT alone (docker run -e) opens a service's metrics listener where it can be reached.
+      if (component !== 'gateway') expect(envLine).toMatch(/ METRICS_HOST=0\.0\.0\.0\b/);
     }
   });
 });

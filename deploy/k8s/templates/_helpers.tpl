@@ -113,15 +113,21 @@ app.kubernetes.io/part-of: card-library
   value: "0.0.0.0"
 - name: PORT
   value: {{ $c.port | quote }}
-{{- /* Requests under way get what the grace period leaves after the preStop pause, less 5 s to close the rest. */}}
-- name: SHUTDOWN_DRAIN_MS
-  value: {{ mul (max 1 (sub (sub (int $c.terminationGracePeriodSeconds) (int $c.preStopSleepSeconds)) 5)) 1000 | quote }}
 {{- else }}
 - name: {{ $upper }}_GRPC_HOST
   value: "0.0.0.0"
 - name: {{ $upper }}_GRPC_PORT
   value: {{ $c.port | quote }}
+{{- if $c.metricsPath }}
+- name: METRICS_HOST
+  value: "0.0.0.0"
+- name: METRICS_PORT
+  value: {{ $c.metricsPort | quote }}
 {{- end }}
+{{- end }}
+{{- /* Requests and calls under way get what the grace period leaves after the preStop pause, less 5 s to close the rest. */}}
+- name: SHUTDOWN_DRAIN_MS
+  value: {{ mul (max 1 (sub (sub (int $c.terminationGracePeriodSeconds) (int $c.preStopSleepSeconds)) 5)) 1000 | quote }}
 {{- if $c.httpPort }}
 - name: {{ $upper }}_HTTP_HOST
   value: "0.0.0.0"

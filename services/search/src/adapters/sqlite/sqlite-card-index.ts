@@ -325,6 +325,22 @@ export class SqliteCardIndex implements CardIndex {
     const best = this.scratchBest;
     const total = this.scratchTotal;
     const exact = this.scratchExact;
+    if (matches.length === 1) {
+      // One match (a known word without close variants): its similarity is every holder's best, added directly.
+      const { wordId, similarity } = matches[0]!;
+      const postings = this.lexicon.postingsOf(wordId);
+      const add = weight * Math.fround(similarity);
+      const counted = wordId === exactId;
+      for (const slot of postings) {
+        if (total[slot] === 0) {
+          if (!generating) continue;
+          candidates.push(slot);
+        }
+        total[slot]! += add;
+        if (counted) exact[slot]!++;
+      }
+      return;
+    }
     const touched: number[] = [];
     for (const m of matches) {
       const postings = this.lexicon.postingsOf(m.wordId);
@@ -450,6 +466,11 @@ export class SqliteCardIndex implements CardIndex {
     const caller = scope.callerId === undefined ? -1 : (this.authorIds.get(scope.callerId) ?? -2);
     const tags = scope.tags.map((t) => t.trim().toLowerCase()).filter((t) => t.length > 0);
     const links = scope.links.map((l) => l.trim().toLowerCase()).filter((l) => l.length > 0);
+    if (tags.length === 0 && links.length === 0 && !members) {
+      // Visibility only, the common case: no closure over the other checks, on the current typed arrays.
+      const { cardIds, privates, authors } = this;
+      return (slot) => cardIds[slot] !== undefined && (privates[slot] !== 1 || authors[slot] === caller);
+    }
     return (slot) => {
       const cardId = this.cardIds[slot];
       if (cardId === undefined) return false;

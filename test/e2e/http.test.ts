@@ -256,6 +256,21 @@ describe('the OpenAPI document lists the answers the shared HTTP layer gives', (
     }
     expect(problems).toEqual([]);
   });
+
+  it('lists 431 on every operation, as a query string over the 16 KiB request head limit shows', async () => {
+    const validator = await ResponseValidator.load(system.baseUrl);
+    const doc = (await (await fetch(`${system.baseUrl}/api/openapi.json`)).json()) as Doc;
+    const problems: string[] = [];
+    for (const [path, item] of Object.entries(doc.paths)) {
+      for (const method of Object.keys(item).map((m) => m.toUpperCase())) {
+        const res = await fetch(`${system.baseUrl}${concrete(path)}?q=${'x'.repeat(20_000)}`, { method, redirect: 'manual' });
+        const text = await res.text();
+        problems.push(...validator.problems(method, path, res.status, JSON.parse(text) as unknown, res.headers.get('content-type')));
+        if (res.status !== 431 || !validator.checked.has(`${method} ${path} 431`)) problems.push(`${method} ${path}: a 20 KB query string got ${res.status}, or the operation does not list 431`);
+      }
+    }
+    expect(problems).toEqual([]);
+  });
 });
 
 describe('metrics', () => {

@@ -873,6 +873,15 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
+        /** @description The request line and headers together are over 16 KiB (a URL, query string or cookie too long) */
+        RequestHeadTooLarge: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
     };
     parameters: never;
     requestBodies: never;
@@ -925,6 +934,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            431: components["responses"]["RequestHeadTooLarge"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -993,6 +1003,7 @@ export interface operations {
             };
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            431: components["responses"]["RequestHeadTooLarge"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -1035,6 +1046,7 @@ export interface operations {
             405: components["responses"]["MethodNotAllowed"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            431: components["responses"]["RequestHeadTooLarge"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -1099,6 +1111,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            431: components["responses"]["RequestHeadTooLarge"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -1130,6 +1143,7 @@ export interface operations {
             405: components["responses"]["MethodNotAllowed"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            431: components["responses"]["RequestHeadTooLarge"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -1180,6 +1194,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            431: components["responses"]["RequestHeadTooLarge"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -1248,6 +1263,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            431: components["responses"]["RequestHeadTooLarge"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -1315,6 +1331,7 @@ export interface operations {
             };
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            431: components["responses"]["RequestHeadTooLarge"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -1367,6 +1384,7 @@ export interface operations {
             405: components["responses"]["MethodNotAllowed"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            431: components["responses"]["RequestHeadTooLarge"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -1419,6 +1437,7 @@ export interface operations {
             405: components["responses"]["MethodNotAllowed"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            431: components["responses"]["RequestHeadTooLarge"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -1482,6 +1501,7 @@ export interface operations {
             405: components["responses"]["MethodNotAllowed"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            431: components["responses"]["RequestHeadTooLarge"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -1545,6 +1565,7 @@ export interface operations {
             405: components["responses"]["MethodNotAllowed"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            431: components["responses"]["RequestHeadTooLarge"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -1597,6 +1618,7 @@ export interface operations {
             405: components["responses"]["MethodNotAllowed"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            431: components["responses"]["RequestHeadTooLarge"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -1639,6 +1661,7 @@ export interface operations {
             405: components["responses"]["MethodNotAllowed"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            431: components["responses"]["RequestHeadTooLarge"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -1715,6 +1738,7 @@ export interface operations {
             405: components["responses"]["MethodNotAllowed"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            431: components["responses"]["RequestHeadTooLarge"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -1773,6 +1797,7 @@ export interface operations {
             405: components["responses"]["MethodNotAllowed"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            431: components["responses"]["RequestHeadTooLarge"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -1846,6 +1871,7 @@ export interface operations {
             405: components["responses"]["MethodNotAllowed"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            431: components["responses"]["RequestHeadTooLarge"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -1902,6 +1928,7 @@ export interface operations {
             405: components["responses"]["MethodNotAllowed"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            431: components["responses"]["RequestHeadTooLarge"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -1956,6 +1983,7 @@ export interface operations {
             405: components["responses"]["MethodNotAllowed"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            431: components["responses"]["RequestHeadTooLarge"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -2031,6 +2059,7 @@ export interface operations {
             405: components["responses"]["MethodNotAllowed"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            431: components["responses"]["RequestHeadTooLarge"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -2106,6 +2135,7 @@ export interface operations {
             405: components["responses"]["MethodNotAllowed"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            431: components["responses"]["RequestHeadTooLarge"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -2180,6 +2210,7 @@ export interface operations {
             405: components["responses"]["MethodNotAllowed"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            431: components["responses"]["RequestHeadTooLarge"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -2248,6 +2279,7 @@ export interface operations {
                 };
             };
             415: components["responses"]["UnsupportedMediaType"];
+            431: components["responses"]["RequestHeadTooLarge"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -2300,6 +2332,7 @@ export interface operations {
             405: components["responses"]["MethodNotAllowed"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            431: components["responses"]["RequestHeadTooLarge"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -2352,6 +2385,7 @@ export interface operations {
             405: components["responses"]["MethodNotAllowed"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            431: components["responses"]["RequestHeadTooLarge"];
             /** @description A backing service is unavailable; retry later */
             503: {
                 headers: {
@@ -2413,6 +2447,7 @@ export interface operations {
             405: components["responses"]["MethodNotAllowed"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            431: components["responses"]["RequestHeadTooLarge"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -2481,6 +2516,7 @@ export interface operations {
             405: components["responses"]["MethodNotAllowed"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            431: components["responses"]["RequestHeadTooLarge"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -2523,6 +2559,7 @@ export interface operations {
             405: components["responses"]["MethodNotAllowed"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            431: components["responses"]["RequestHeadTooLarge"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -2587,6 +2624,7 @@ export interface operations {
             405: components["responses"]["MethodNotAllowed"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            431: components["responses"]["RequestHeadTooLarge"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -2627,6 +2665,7 @@ export interface operations {
             405: components["responses"]["MethodNotAllowed"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            431: components["responses"]["RequestHeadTooLarge"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -2689,6 +2728,7 @@ export interface operations {
             405: components["responses"]["MethodNotAllowed"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            431: components["responses"]["RequestHeadTooLarge"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -2722,6 +2762,7 @@ export interface operations {
             405: components["responses"]["MethodNotAllowed"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            431: components["responses"]["RequestHeadTooLarge"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -2798,6 +2839,7 @@ export interface operations {
             405: components["responses"]["MethodNotAllowed"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            431: components["responses"]["RequestHeadTooLarge"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -2850,6 +2892,7 @@ export interface operations {
             405: components["responses"]["MethodNotAllowed"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            431: components["responses"]["RequestHeadTooLarge"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -2918,6 +2961,7 @@ export interface operations {
             405: components["responses"]["MethodNotAllowed"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            431: components["responses"]["RequestHeadTooLarge"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -2985,6 +3029,7 @@ export interface operations {
             405: components["responses"]["MethodNotAllowed"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            431: components["responses"]["RequestHeadTooLarge"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -3044,6 +3089,7 @@ export interface operations {
             405: components["responses"]["MethodNotAllowed"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            431: components["responses"]["RequestHeadTooLarge"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -3098,6 +3144,7 @@ export interface operations {
             405: components["responses"]["MethodNotAllowed"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            431: components["responses"]["RequestHeadTooLarge"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -3142,6 +3189,7 @@ export interface operations {
             405: components["responses"]["MethodNotAllowed"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            431: components["responses"]["RequestHeadTooLarge"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -3172,6 +3220,7 @@ export interface operations {
                 };
             };
             405: components["responses"]["MethodNotAllowed"];
+            431: components["responses"]["RequestHeadTooLarge"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -3202,6 +3251,7 @@ export interface operations {
                 };
             };
             405: components["responses"]["MethodNotAllowed"];
+            431: components["responses"]["RequestHeadTooLarge"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -3232,6 +3282,7 @@ export interface operations {
                 };
             };
             405: components["responses"]["MethodNotAllowed"];
+            431: components["responses"]["RequestHeadTooLarge"];
             /** @description A backing service is unavailable; retry later */
             503: {
                 headers: {
@@ -3271,6 +3322,7 @@ export interface operations {
                 };
             };
             405: components["responses"]["MethodNotAllowed"];
+            431: components["responses"]["RequestHeadTooLarge"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {

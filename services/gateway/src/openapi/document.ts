@@ -131,8 +131,9 @@ const errorAnswer = (description: string, headers?: Record<string, { required: b
 /**
  * Answers the shared HTTP layer gives on any operation, written once under components.responses: 405 for
  * another method on the path (OpenAPI has no place for a path's other methods, so each of its operations
- * lists it) and, behind the /api body check, 415, plus 400 (a body that is not valid JSON) and 413 (a body over
- * the limit) where the operation does not list them itself.
+ * lists it), 431 for a request head over Node's limit (node-server.ts answers it before any route) and, behind
+ * the /api body check, 415, plus 400 (a body that is not valid JSON) and 413 (a body over the limit) where the
+ * operation does not list them itself.
  */
 const TRANSPORT_RESPONSES = {
   400: { name: 'MalformedBody', appliesTo: readsApiBodyUnlessListed(400), response: errorAnswer('A request body that is not valid JSON') },
@@ -143,6 +144,11 @@ const TRANSPORT_RESPONSES = {
     response: errorAnswer('A method this path does not answer (e.g. PATCH, or POST where only GET is served); the Allow header lists the ones it does', {
       Allow: { required: true, description: 'The methods this path answers, e.g. "GET, HEAD, OPTIONS"', schema: { type: 'string' } },
     }),
+  },
+  431: {
+    name: 'RequestHeadTooLarge',
+    appliesTo: (_op: OperationSpec) => true,
+    response: errorAnswer('The request line and headers together are over 16 KiB (a URL, query string or cookie too long)'),
   },
   415: {
     name: 'UnsupportedMediaType',

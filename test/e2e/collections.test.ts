@@ -209,6 +209,105 @@ describe('bookmarks', () => {
   });
 });
 
+describe("DELETE /api/card_collection/:collection_id with an entry's root", () => {
+  type Entries = { bookmarks: { metadata: { id: string }[] }[] };
+  const groups = (page: Entries) => page.bookmarks.map((b) => b.metadata.map((c) => c.id));
+  const entries = async (collection: string) => groups((await bob.client.get(`/api/card_collection/${collection}/1`)).json);
+  const lookup = async (card: string) => (await bob.client.post('/api/card_collection/bookmark', { collection_ids: card })).json[0].collection_ids;
+  const bookmark = async (collection: string, card: string) => expect((await bob.client.post(`/api/card_collection/${collection}`, { card_metadata_id: card })).status).toBe(204);
+  const remove = async (collection: string, card: string) => (await bob.client.delete(`/api/card_collection/${collection}`, { card_metadata_id: card })).status;
+
+  /** A public root by alice and a public duplicate of it by `copier`. */
+  async function rootAndCopy(copier: TestUser, text = uniqueText()): Promise<{ root: string; copy: string }> {
+    const root = await postCard(alice, { card_html: html(text) });
+    const made = (await copier.client.post('/api/card', { card_html: html(`${text}!`), link: '', private: false })).json;
+    expect(made.duplicate).toBe(true);
+    return { root, copy: made.card_metadata.id };
+  }
+
+  it('takes out the whole entry when the root and a duplicate are both bookmarked', async () => {
+    const { root, copy } = await rootAndCopy(bob);
+    const id = await createCollection(bob);
+    for (const card of [copy, root]) await bookmark(id, card);
+    expect(await entries(id)).toEqual([[root, copy]]);
+
+    expect(await remove(id, root)).toBe(204);
+    expect(await entries(id)).toEqual([]);
+    expect([await lookup(root), await lookup(copy)]).toEqual([[], []]);
+    expect(await remove(id, root)).toBe(404);
+  });
+
+  it('takes out an entry held only through a bookmarked duplicate, as the lookup of its root reports it held', async () => {
+    const { root, copy } = await rootAndCopy(bob);
+    const [id, other] = [await createCollection(bob), await createCollection(bob)];
+    for (const collection of [id, other]) await bookmark(collection, copy);
+    expect(await lookup(root)).toEqual([id, other]);
+
+    expect(await remove(id, root)).toBe(204);
+    expect(await entries(id)).toEqual([]);
+    expect(await lookup(root)).toEqual([other]);
+    expect(await entries(other)).toEqual([[root, copy]]);
+    expect(await remove(id, root)).toBe(404);
+  });
+
+  it("takes out only a duplicate's own bookmark when removed by the duplicate's id", async () => {
+    const { root, copy } = await rootAndCopy(bob);
+    const id = await createCollection(bob);
+    for (const card of [root, copy]) await bookmark(id, card);
+
+    expect(await remove(id, copy)).toBe(204);
+    expect(await entries(id)).toEqual([[root, copy]]);
+    expect([await lookup(root), await lookup(copy)]).toEqual([[id], []]);
+    expect(await remove(id, copy)).toBe(404);
+    expect(await remove(id, root)).toBe(204);
+    expect(await entries(id)).toEqual([]);
+  });
+
+  it('takes out duplicates the caller can no longer see too, so they do not come back when made public again', async () => {
+    const { root, copy: hidden } = await rootAndCopy(alice);
+    const [both, onlyHidden] = [await createCollection(bob), await createCollection(bob)];
+    for (const [collection, card] of [[both, root], [both, hidden], [onlyHidden, hidden]] as const) await bookmark(collection, card);
+    expect((await alice.client.put('/api/card/update', { card_uuid: hidden, private: true })).status).toBe(204);
+    expect(await entries(onlyHidden)).toEqual([]);
+
+    expect(await remove(both, root)).toBe(204);
+    // Held only through a card bob can no longer see: 404 as for a card not there (as when removing the hidden card
+    // itself), and its bookmark goes all the same.
+    expect(await remove(onlyHidden, root)).toBe(404);
+
+    // A private duplicate cannot be made public; rewritten, it is a card of its own and can.
+    expect((await alice.client.put('/api/card/update', { card_uuid: hidden, card_html: html(uniqueText()) })).status).toBe(204);
+    expect((await alice.client.put('/api/card/update', { card_uuid: hidden, private: false })).status).toBe(204);
+    expect([await entries(both), await entries(onlyHidden)]).toEqual([[], []]);
+    expect([await lookup(root), await lookup(hidden)]).toEqual([[], []]);
+  });
+
+  it("leaves nothing of the removed entry to the collection's search", async () => {
+    const marker = `zq${Date.now().toString(36)}entry`;
+    const { root, copy } = await rootAndCopy(bob, `${marker} ${uniqueText()}`);
+    const id = await createCollection(bob);
+    for (const card of [copy, root]) await bookmark(id, card);
+    const search = async () => groups((await anonymous.post('/api/card_collection/fulltextsearch/1', { content: marker, collection_id: id })).json);
+    const deadline = Date.now() + 30_000;
+    const until = async (done: (found: string[][]) => boolean) => {
+      let found = await search();
+      while (!done(found) && Date.now() < deadline) {
+        await new Promise((r) => setTimeout(r, 100));
+        found = await search();
+      }
+      return found;
+    };
+    expect(await until((found) => found.length > 0)).toEqual([[root, copy]]);
+
+    expect(await remove(id, root)).toBe(204);
+    // Bookmark events reach search in the order they were written: once a card bookmarked after the removal is found,
+    // the removal has been applied.
+    const later = await postCard(bob, { card_html: html(`${marker} ${uniqueText()}`) });
+    await bookmark(id, later);
+    expect(await until((found) => found.some((g) => g[0] === later))).toEqual([[later]]);
+  });
+});
+
 describe('GET /api/card_collection/:collection_id/:page', () => {
   it('pages 25 bookmarks at a time, anonymously for a public collection, each entry [root, ...visible collisions]', async () => {
     const id = await createCollection(alice, { name: 'Big' });

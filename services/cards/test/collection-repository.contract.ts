@@ -60,9 +60,46 @@ export function describeCollectionRepositoryContract(name: string, factory: Card
       expect(await store.collections.addBookmark(c.id, card.id, nextTime(), [event(Topics.bookmark)])).toBe('added');
       expect(await store.collections.addBookmark(c.id, card.id, nextTime(), [event(Topics.bookmark)])).toBe('already-there');
       expect(await store.pendingEventTopics()).toEqual([Topics.bookmark]);
-      expect(await store.collections.removeBookmark(c.id, card.id, [event(Topics.bookmark)])).toBe(true);
-      expect(await store.collections.removeBookmark(c.id, card.id, [event(Topics.bookmark)])).toBe(false);
+      expect(await store.collections.removeEntry(c.id, card.id, () => [event(Topics.bookmark)])).toEqual([card.id]);
+      expect(await store.collections.removeEntry(c.id, card.id, () => [event(Topics.bookmark)])).toEqual([]);
       expect(await store.pendingEventTopics()).toEqual([Topics.bookmark, Topics.bookmark]);
+    });
+
+    it("removes a root's entry (its bookmark and its collisions', hidden ones too) and a collision's own bookmark, each with its events", async () => {
+      const [c, other] = [aCollection().build(), aCollection().build()];
+      for (const collection of [c, other]) await store.collections.insert(collection, []);
+      const root = await storedCard();
+      const copy = await storedCard(aCard().collisionOf(root.id));
+      const hiddenCopy = await storedCard(aCard().private().collisionOf(root.id));
+      const unrelated = await storedCard();
+      for (const card of [copy, unrelated, hiddenCopy, root]) await store.collections.addBookmark(c.id, card.id, nextTime(), []);
+      await store.collections.addBookmark(other.id, copy.id, nextTime(), []);
+      const removals: string[] = [];
+      const eventsOf = (cardId: string) => (removals.push(cardId), [event(Topics.bookmark)]);
+
+      expect(await store.collections.removeEntry(c.id, copy.id, eventsOf)).toEqual([copy.id]);
+      expect(await store.collections.removeEntry(c.id, root.id, eventsOf)).toEqual([hiddenCopy.id, root.id]);
+      expect(await store.collections.bookmarkedCardIds(c.id)).toEqual([unrelated.id]);
+      expect(await store.collections.removeEntry(c.id, root.id, eventsOf)).toEqual([]);
+      expect(await store.collections.removeEntry(other.id, root.id, eventsOf)).toEqual([copy.id]);
+      expect(removals).toEqual([copy.id, hiddenCopy.id, root.id, copy.id]);
+      expect(await store.pendingEventTopics()).toEqual(removals.map(() => Topics.bookmark));
+    });
+
+    it("removes each bookmark of an entry once, with its events once, when removals of the entry race", async () => {
+      const c = aCollection().build();
+      await store.collections.insert(c, []);
+      const root = await storedCard();
+      const copies = await Promise.all(Array.from({ length: 6 }, () => storedCard(aCard().collisionOf(root.id))));
+      for (const card of [root, ...copies]) await store.collections.addBookmark(c.id, card.id, nextTime(), []);
+      const results = await Promise.all([
+        store.collections.removeEntry(c.id, root.id, () => [event(Topics.bookmark)]),
+        store.collections.removeEntry(c.id, copies[3]!.id, () => [event(Topics.bookmark)]),
+        store.collections.removeEntry(c.id, root.id, () => [event(Topics.bookmark)]),
+      ]);
+      expect(results.flat().sort()).toEqual([root, ...copies].map((card) => card.id).sort());
+      expect(await store.pendingEventTopics()).toHaveLength(copies.length + 1);
+      expect(await store.collections.bookmarkedCardIds(c.id)).toEqual([]);
     });
 
     it('stores no bookmark of a card, or in a collection, removed after the caller checked them (and no events)', async () => {

@@ -71,17 +71,19 @@ export class CollectionService {
   }
 
   /**
-   * Takes a card out of the caller's collection. A card the caller can no longer see (made private by its author)
-   * answers 404 as a deleted one does, so its existence stays hidden; its bookmark goes all the same, so the card does
-   * not come back into the collection if its author makes it public again.
+   * Takes a card out of the caller's collection: a root takes its whole entry out (its own bookmark and its collisions'),
+   * as the collection page shows a bookmarked collision in its root's entry and the root's lookup counts it; a
+   * collision only its own bookmark. Bookmarks of cards the caller can no longer see (made private by their author) go
+   * too, so they do not come back into the collection if made public again, but do not count as removed: with nothing
+   * else removed the answer is 404, as for a deleted card, so their existence stays hidden.
    */
   async removeBookmark(callerId: string | undefined, collectionId: string, cardId: string): Promise<void> {
     const userId = requireCaller(callerId);
     const collection = await this.ownCollection(collectionId, userId);
-    const card = await this.deps.cards.findById(cardId);
-    const removed = await this.deps.collections.removeBookmark(collection.id, cardId, [bookmarkChanged(collection.id, cardId, false)]);
-    if (removed) this.deps.eventsWritten();
-    if (!removed || !card || !isVisibleTo(card, userId)) throw new NotFoundError('The card is not in this collection');
+    const removed = await this.deps.collections.removeEntry(collection.id, cardId, (removedId) => [bookmarkChanged(collection.id, removedId, false)]);
+    if (removed.length > 0) this.deps.eventsWritten();
+    const shown = (await this.deps.cards.findByIds(removed)).some((card) => isVisibleTo(card, userId));
+    if (!shown) throw new NotFoundError('The card is not in this collection');
   }
 
   /**

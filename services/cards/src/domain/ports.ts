@@ -132,8 +132,13 @@ export interface CollectionRepository {
    * exists).
    */
   addBookmark(collectionId: string, cardId: string, at: Date, events: OutgoingEvent[]): Promise<BookmarkAddition>;
-  /** Removes a bookmark; false when it was not there. */
-  removeBookmark(collectionId: string, cardId: string, events: OutgoingEvent[]): Promise<boolean>;
+  /**
+   * Removes the bookmarks of a card and of its collisions (every card whose collisionOf is it, visible or not): the
+   * entry of a root, or a collision's own bookmark. Each removed bookmark stores `eventsOf(its card id)`. Answers the card
+   * ids whose bookmark this call removed, in bookmark order; of concurrent calls, each bookmark is removed (and its
+   * events stored) by one.
+   */
+  removeEntry(collectionId: string, cardId: string, eventsOf: (cardId: string) => OutgoingEvent[]): Promise<string[]>;
   /**
    * The roots of the bookmarked cards the viewer may see, each once, in the order of the first bookmark of its group: a
    * bookmarked collision stands for its root, as it does in search results.

@@ -153,12 +153,22 @@ export class MongoCollectionRepository implements CollectionRepository {
     return collection ? 'card-gone' : 'collection-gone';
   }
 
-  async removeBookmark(collectionId: string, cardId: string, events: OutgoingEvent[]): Promise<boolean> {
+  async removeEntry(collectionId: string, cardId: string, eventsOf: (cardId: string) => OutgoingEvent[]): Promise<string[]> {
     return this.store.change(async (session) => {
-      const removed = await this.store.bookmarks.findOneAndDelete({ _id: bookmarkId(collectionId, cardId) }, { session });
-      if (!removed) return false;
-      await appendToMongoOutboxOrUndo(this.store.db, events, session, () => this.store.bookmarks.insertOne(removed));
-      return true;
+      const collisions = await this.store.cards.find({ collisionOf: cardId }, { session, projection: { _id: 1 } }).toArray();
+      const held = await this.store.bookmarks
+        .find({ collectionId, cardId: { $in: [cardId, ...collisions.map((c) => c._id)] } }, { session, projection: { cardId: 1 } })
+        .sort({ ord: 1 })
+        .toArray();
+      const removed: string[] = [];
+      for (const { _id, cardId: heldId } of held) {
+        // Only the call that deleted a bookmark stores its events; a concurrent removal may have taken it since the find.
+        const gone = await this.store.bookmarks.findOneAndDelete({ _id }, { session });
+        if (!gone) continue;
+        await appendToMongoOutboxOrUndo(this.store.db, eventsOf(heldId), session, () => this.store.bookmarks.insertOne(gone));
+        removed.push(heldId);
+      }
+      return removed;
     });
   }
 

@@ -73,10 +73,13 @@ export class SqliteCollectionRepository implements CollectionRepository {
     })();
   }
 
-  async removeBookmark(collectionId: string, cardId: string, events: OutgoingEvent[]): Promise<boolean> {
-    return this.db.transaction((): boolean => {
-      const removed = this.db.prepare('DELETE FROM bookmarks WHERE collection_id = ? AND card_id = ?').run(collectionId, cardId).changes > 0;
-      if (removed) appendToSqliteOutbox(this.db, events);
+  async removeEntry(collectionId: string, cardId: string, eventsOf: (cardId: string) => OutgoingEvent[]): Promise<string[]> {
+    return this.db.transaction((): string[] => {
+      const rows = this.db
+        .prepare('DELETE FROM bookmarks WHERE collection_id = ? AND (card_id = ? OR card_id IN (SELECT id FROM cards WHERE collision_of = ?)) RETURNING card_id, ord')
+        .all(collectionId, cardId, cardId) as { card_id: string; ord: number }[];
+      const removed = rows.sort((a, b) => a.ord - b.ord).map((r) => r.card_id);
+      appendToSqliteOutbox(this.db, removed.flatMap(eventsOf));
       return removed;
     })();
   }

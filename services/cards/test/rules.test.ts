@@ -58,6 +58,13 @@ describe('card rules', () => {
     expect(() => validCollectionDescription(emoji.repeat(2001))).toThrow(/description: must be at most 2000 characters/);
   });
 
+  it('refuses a collection name a reader cannot see (only zero-width, format or control characters) as empty', () => {
+    for (const invisible of ['\u200b\u200b', '\u00ad', '\u202e', '\u2060 \u200d', '\u0000\u0007']) {
+      expect(() => validCollectionName(invisible)).toThrow(/name: must not be empty/);
+    }
+    expect(validCollectionName('\u202eabc')).toBe('\u202eabc');
+  });
+
   it('normalizes case, punctuation and spacing; near copies share most of their sketch', () => {
     expect(normalizeContent('Hello,   WORLD!\nAgain')).toBe('hello world again');
     const text = someContent(300);

@@ -6,6 +6,7 @@ import {
   BLOCK_TAGS,
   characterCount,
   collapseTextLines,
+  hasVisibleText,
   linkProblem,
   splitTags,
   MAX_COLLECTION_DESCRIPTION_CHARS,
@@ -119,10 +120,13 @@ export function validOcFilePath(path: string | undefined): string | null {
   return path;
 }
 
-/** The name trimmed, of 1 to MAX_COLLECTION_NAME_CHARS characters (code points, as characterCount counts them). */
+/**
+ * The name trimmed, of 1 to MAX_COLLECTION_NAME_CHARS characters (code points, as characterCount counts them),
+ * holding something visible: a name of only zero-width or control characters lists as blank.
+ */
 export function validCollectionName(name: string): string {
   const trimmed = name.trim();
-  if (trimmed.length === 0) throw new InvalidArgumentError('name: must not be empty');
+  if (!hasVisibleText(trimmed)) throw new InvalidArgumentError('name: must not be empty');
   if (characterCount(trimmed) > MAX_COLLECTION_NAME_CHARS) throw new InvalidArgumentError(`name: must be at most ${MAX_COLLECTION_NAME_CHARS} characters`);
   return trimmed;
 }

@@ -219,7 +219,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** For each listed card id, the caller's collections holding it */
+        /**
+         * For each listed card id, the caller's collections holding it (for a root: it or a duplicate of it)
+         * @description A root counts the caller's collections holding it or a duplicate of it the caller may see, oldest collection first, as a collection page lists such a duplicate in the root's entry. A duplicate counts only the collections holding it. Unknown ids, and cards the caller may not see, answer no collections.
+         */
         post: operations["findBookmarks"];
         delete?: never;
         options?: never;
@@ -255,7 +258,10 @@ export interface paths {
         put?: never;
         /** Add a card to an own collection (no-op when already there) */
         post: operations["addBookmark"];
-        /** Remove a card from an own collection */
+        /**
+         * Remove a card from an own collection (a root: its whole entry)
+         * @description A root's id removes the entry the collection page lists under it: the root's bookmark and the bookmarks of all its duplicates in the collection. A duplicate's id removes only its own bookmark. 404 when the collection holds neither the card nor, for a root, a duplicate of it the caller may see; a bookmark of a card the caller can no longer see (made private by its author) is removed all the same.
+         */
         delete: operations["removeBookmark"];
         options?: never;
         head?: never;

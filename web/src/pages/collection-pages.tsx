@@ -148,14 +148,10 @@ export function CollectionPage({ collectionId }: { collectionId: string }) {
   const d = data.data;
   const c = d.collection;
   const isOwner = session.user?.id === c.author_id;
-  // An entry is a root with its duplicates, and the collection may hold any of them (a bookmarked duplicate is listed
-  // in its root's entry): take out the ones it holds. A root counts as held while a duplicate of it is, so the
-  // duplicates go first and the root only if the collection still holds it then.
-  const removeEntry = async ([rootId, ...copyIds]: string[]) => {
+  // Removing an entry's root takes the whole entry out, duplicates bookmarked in the collection included.
+  const removeEntry = async (rootId: string) => {
     const ok = await action.run(async () => {
-      const held = async (cardIds: string[]) => (cardIds.length === 0 ? [] : (await api.collectionsOfCards(cardIds)).filter((e) => e.collection_ids.includes(c.id)).map((e) => e.card_uuid));
-      for (const cardId of await held(copyIds)) await api.removeFromCollection(c.id, cardId);
-      for (const cardId of await held(rootId ? [rootId] : [])) await api.removeFromCollection(c.id, cardId);
+      await api.removeFromCollection(c.id, rootId);
       return true;
     });
     if (ok) data.reload();
@@ -191,7 +187,7 @@ export function CollectionPage({ collectionId }: { collectionId: string }) {
                   collisions={collisions}
                   actions={
                     isOwner ? (
-                      <button type="button" onClick={() => void removeEntry(entry.metadata.map((card) => card.id))} disabled={action.busy}>
+                      <button type="button" onClick={() => void removeEntry(root.id)} disabled={action.busy}>
                         Remove from collection
                       </button>
                     ) : null

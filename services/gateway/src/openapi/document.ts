@@ -22,6 +22,8 @@ export interface OperationSpec {
   path: string;
   operationId: string;
   summary: string;
+  /** What the summary leaves out, when a rule needs saying. */
+  description?: string;
   tag: string;
   auth: Auth;
   params?: AnyZodObject;
@@ -76,10 +78,10 @@ export const OPERATIONS: OperationSpec[] = [
   { method: 'post', path: '/api/card_collection', operationId: 'createCollection', summary: 'Create a collection (Location header names it)', tag: 'Collections', auth: 'required', body: createCollectionBody, success: { status: 204, headers: z.object({ Location: z.string().describe('/api/card_collection/<id>') }) }, errors: [400, 401] },
   { method: 'put', path: '/api/card_collection', operationId: 'updateCollection', summary: 'Rename, describe or change the visibility of an own collection', tag: 'Collections', auth: 'required', body: updateCollectionBody, success: { status: 204 }, errors: [400, 401, 403, 404] },
   { method: 'delete', path: '/api/card_collection', operationId: 'deleteCollection', summary: 'Delete an own collection (its cards stay)', tag: 'Collections', auth: 'required', body: deleteCollectionBody, success: { status: 204 }, errors: [400, 401, 403, 404] },
-  { method: 'post', path: '/api/card_collection/bookmark', operationId: 'findBookmarks', summary: 'For each listed card id, the caller\'s collections holding it', tag: 'Collections', auth: 'required', body: findBookmarksBody, success: { status: 200, schema: z.array(r.bookmarkLookupEntry) }, errors: [400, 401] },
+  { method: 'post', path: '/api/card_collection/bookmark', operationId: 'findBookmarks', summary: 'For each listed card id, the caller\'s collections holding it (for a root: it or a duplicate of it)', description: 'A root counts the caller\'s collections holding it or a duplicate of it the caller may see, oldest collection first, as a collection page lists such a duplicate in the root\'s entry. A duplicate counts only the collections holding it. Unknown ids, and cards the caller may not see, answer no collections.', tag: 'Collections', auth: 'required', body: findBookmarksBody, success: { status: 200, schema: z.array(r.bookmarkLookupEntry) }, errors: [400, 401] },
   { method: 'get', path: '/api/card_collection/:collection_id/:page', operationId: 'listCollectionCards', summary: 'A page of a collection\'s cards', tag: 'Collections', auth: 'optional', params: params({ collection_id: uuidParam, page: pageParam }), success: { status: 200, schema: r.collectionCardsPage }, errors: [400, 404] },
   { method: 'post', path: '/api/card_collection/:collection_id', operationId: 'addBookmark', summary: 'Add a card to an own collection (no-op when already there)', tag: 'Collections', auth: 'required', params: params({ collection_id: uuidParam }), body: bookmarkBody, success: { status: 204 }, errors: [400, 401, 403, 404] },
-  { method: 'delete', path: '/api/card_collection/:collection_id', operationId: 'removeBookmark', summary: 'Remove a card from an own collection', tag: 'Collections', auth: 'required', params: params({ collection_id: uuidParam }), body: bookmarkBody, success: { status: 204 }, errors: [400, 401, 403, 404] },
+  { method: 'delete', path: '/api/card_collection/:collection_id', operationId: 'removeBookmark', summary: 'Remove a card from an own collection (a root: its whole entry)', description: 'A root\'s id removes the entry the collection page lists under it: the root\'s bookmark and the bookmarks of all its duplicates in the collection. A duplicate\'s id removes only its own bookmark. 404 when the collection holds neither the card nor, for a root, a duplicate of it the caller may see; a bookmark of a card the caller can no longer see (made private by its author) is removed all the same.', tag: 'Collections', auth: 'required', params: params({ collection_id: uuidParam }), body: bookmarkBody, success: { status: 204 }, errors: [400, 401, 403, 404] },
 
   // Files
   { method: 'post', path: '/api/file', operationId: 'uploadFile', summary: 'Upload a .docx, .doc, .odt or .pdf document (base64url); cards are made from it asynchronously', tag: 'Files', auth: 'required', body: createFileBody, success: { status: 200, schema: r.fileWithContent }, errors: [400, 401, 413] },
@@ -197,6 +199,7 @@ export function buildOpenApiDocument() {
       path: toOpenApiPath(op.path),
       operationId: op.operationId,
       summary: op.summary,
+      ...(op.description ? { description: op.description } : {}),
       tags: [op.tag],
       security: op.auth === 'required' ? [{ cookieAuth: [] }] : op.auth === 'optional' ? [{}, { cookieAuth: [] }] : [],
       request: {

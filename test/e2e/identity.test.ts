@@ -162,6 +162,22 @@ describe('accounts and sessions', () => {
     expect(reused.status).toBe(400);
   });
 
+  it('a reset link cancelled because another link of the account was used says so, without claiming it was used itself', async () => {
+    const user = await signUp(system.baseUrl, mailbox, 'reset-two');
+    const anon = new ApiClient(system.baseUrl);
+    expect((await anon.get(`/api/password/${encodeURIComponent(user.email)}`)).status).toBe(204);
+    const first = resetIdFrom((await mailbox.waitFor(user.email, /auth\/password\//)).text);
+    expect((await anon.get(`/api/password/${encodeURIComponent(user.email)}`)).status).toBe(204);
+    const second = resetIdFrom((await mailbox.waitFor(user.email, new RegExp(`auth/password/(?!${first})`))).text);
+    expect((await anon.post('/api/password', { password_reset_id: second, password: 'new password 1', password_confirmation: 'new password 1' })).status).toBe(204);
+    const cancelled = await anon.post('/api/password', { password_reset_id: first, password: 'new password 2', password_confirmation: 'new password 2' });
+    const reused = await anon.post('/api/password', { password_reset_id: second, password: 'new password 2', password_confirmation: 'new password 2' });
+    expect(cancelled.status).toBe(400);
+    expect(cancelled.json.message).toMatch(/another reset link/);
+    // The used link answers the same words: the answer does not tell which link was the one used.
+    expect(reused.json).toEqual(cancelled.json);
+  });
+
   it('rate-limits reset requests per e-mail address with 429 JSON', async () => {
     const client = new ApiClient(system.baseUrl);
     const email = `limited-${Date.now()}@example.com`;

@@ -31,6 +31,8 @@ export interface ProfileChange {
 }
 
 const INCORRECT_LOGIN = 'Incorrect email or password';
+/** Using a reset link marks every other open link of the account used too, so a refused link may never have been used itself. */
+const RESET_LINK_SPENT = 'This password reset link is no longer valid: it or another reset link of this account has been used';
 
 /** The identity use cases: invitation, registration, sessions, password reset, profile. */
 export class IdentityService {
@@ -184,11 +186,11 @@ export class IdentityService {
     const reset = await this.deps.repository.findPasswordReset(resetId);
     if (!reset) throw new NotFoundError('Password reset not found');
     const now = this.now();
-    if (reset.usedAt) throw new FailedPreconditionError('This password reset link has already been used');
+    if (reset.usedAt) throw new FailedPreconditionError(RESET_LINK_SPENT);
     if (reset.expiresAt <= now) throw new FailedPreconditionError('This password reset link has expired');
     const hash = await this.deps.hasher.hash(password);
     const done = await this.deps.repository.completePasswordReset(reset.id, reset.userId, hash, now);
-    if (!done) throw new FailedPreconditionError('This password reset link has already been used');
+    if (!done) throw new FailedPreconditionError(RESET_LINK_SPENT);
   }
 
   async updateProfile(userId: string, change: ProfileChange): Promise<User> {

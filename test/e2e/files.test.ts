@@ -408,7 +408,7 @@ describe('bad input', () => {
     const download = await alice.client.request('GET', `/api/file/${res.json.id}/download`);
     expect(download.headers.get('content-disposition')).toContain(`filename*=UTF-8''${encodeURIComponent(longest)}`);
     await expect4xx(post({ file_name: `${emoji.repeat(251)}.docx` }), 400, /file_name: .*at most 255 characters/);
-    for (const name of ['a\u007fb.docx', 'a\u0085b.docx', 'invoice\u202Excod.docx']) await expect4xx(post({ file_name: name }), 400, /file_name: must not contain slashes or control characters/);
+    for (const name of ['a\u007fb.docx', 'a\u0085b.docx', 'invoice\u202Excod.docx']) await expect4xx(post({ file_name: name }), 400, /file_name: must not contain (slashes or )?control characters/);
   });
 
   it('file names with a line or paragraph separator, a direction mark or a BOM are refused, naming it, and nothing is stored', async () => {

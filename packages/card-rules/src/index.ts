@@ -54,6 +54,25 @@ export function hasVisibleText(text: string): boolean {
   return VISIBLE_CHARACTER.test(text);
 }
 
+/** Whether a field is one line (a name, a tag, a link, an address) or text that may run over lines (a description, a query). */
+export type TextShape = 'single-line' | 'multi-line';
+
+// Unicode category Cc: the C0 controls (NUL included), DEL and the C1 controls U+0080-U+009F.
+const CONTROL_CHARACTER = /\p{Cc}/u;
+const CONTROL_CHARACTER_BUT_LINE_BREAK_OR_TAB = /(?![\t\n\r])\p{Cc}/u;
+
+/**
+ * What is wrong with a free-text field that holds control characters, or null when it holds none it may not: every
+ * control character (C0, DEL, C1, NUL) is refused, except tab, line feed and carriage return in a multi-line field.
+ * Meant to follow "<field>: " in an answer; names the first one found as U+XXXX, since none of them can be seen.
+ */
+export function controlCharacterProblem(text: string, shape: TextShape): string | null {
+  const found = (shape === 'multi-line' ? CONTROL_CHARACTER_BUT_LINE_BREAK_OR_TAB : CONTROL_CHARACTER).exec(text);
+  if (!found) return null;
+  const code = found[0].charCodeAt(0).toString(16).toUpperCase().padStart(4, '0');
+  return `must not contain control characters (found U+${code})`;
+}
+
 /**
  * Words = runs of non-whitespace holding something visible: a run of only invisible format or control characters
  * (zero-width space, joiners, soft hyphen, BOM) is no word, or 71 of them would make any text long enough.

@@ -1,6 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import { join, resolve } from 'node:path';
-import { BLOCK_TAGS, characterCount, collapseTextLines, fitsCharacters, linkProblem, MAX_LINK_CHARS, splitTags, wordCount } from '../src';
+import { BLOCK_TAGS, characterCount, collapseTextLines, controlCharacterProblem, fitsCharacters, linkProblem, MAX_LINK_CHARS, splitTags, wordCount } from '../src';
 
 const PACKAGE = resolve(__dirname, '..');
 
@@ -29,6 +29,21 @@ describe('@cards/card-rules', () => {
     expect(fitsCharacters('\u{1F600}'.repeat(4), 3)).toBe(false);
     expect(fitsCharacters('abcd', 3)).toBe(false);
     expect(fitsCharacters('', 0)).toBe(true);
+  });
+
+  it('refuses control characters in free text: every one on a single line, all but tab and line breaks in multi-line text', () => {
+    for (const shape of ['single-line', 'multi-line'] as const) {
+      expect(controlCharacterProblem('a\u0000b', shape)).toBe('must not contain control characters (found U+0000)');
+      expect(controlCharacterProblem('a\u001bb', shape)).toMatch(/U\+001B/);
+      expect(controlCharacterProblem('a\u007fb', shape)).toMatch(/U\+007F/);
+      expect(controlCharacterProblem('a\u0085b', shape)).toMatch(/U\+0085/);
+      expect(controlCharacterProblem('a\u009fb', shape)).toMatch(/U\+009F/);
+      // Visible and invisible characters that are not controls: no-break space, zero-width space, emoji, U+00A0 past C1.
+      expect(controlCharacterProblem('caf\u00e9 \u00a0\u200b\u{1F600}', shape)).toBeNull();
+    }
+    expect(controlCharacterProblem('one\ttwo\r\nthree', 'multi-line')).toBeNull();
+    expect(controlCharacterProblem('one\ttwo', 'single-line')).toMatch(/U\+0009/);
+    expect(controlCharacterProblem('one\ntwo', 'single-line')).toMatch(/U\+000A/);
   });
 
   it('splits tags at commas, trims them and drops empty ones and repeats, keeping first-seen order', () => {

@@ -6,9 +6,11 @@ import {
   BLOCK_TAGS,
   characterCount,
   collapseTextLines,
+  controlCharacterProblem,
   hasVisibleText,
   linkProblem,
   splitTags,
+  type TextShape,
   MAX_COLLECTION_DESCRIPTION_CHARS,
   MAX_COLLECTION_NAME_CHARS,
   MAX_CONTENT_CHARS,
@@ -98,8 +100,16 @@ export function cardTextFromHtml(rawHtml: string): { cardHtml: string; content: 
   return { cardHtml, content };
 }
 
+/** InvalidArgumentError naming `field` when `text` holds a control character it may not (@cards/card-rules). */
+function refuseControlCharacters(field: string, text: string, shape: TextShape): void {
+  const problem = controlCharacterProblem(text, shape);
+  if (problem) throw new InvalidArgumentError(`${field}: ${problem}`);
+}
+
 /** A card link: empty, or an http(s) URL. */
 export function validLink(link: string): string {
+  // URL parsing drops tabs and line breaks and percent-encodes other controls, so it would let them into the stored link.
+  refuseControlCharacters('link', link.trim(), 'single-line');
   const problem = linkProblem(link);
   if (problem === 'too-long') throw new InvalidArgumentError(`link: must be at most ${MAX_LINK_CHARS} characters`);
   if (problem === 'not-http') throw new InvalidArgumentError('link: must be an http or https URL');
@@ -111,12 +121,14 @@ export function validTags(tags: readonly string[]): string[] {
   const out = splitTags(tags);
   if (out.length > MAX_TAGS) throw new InvalidArgumentError(`tag_set: at most ${MAX_TAGS} tags`);
   if (out.some((t) => characterCount(t) > MAX_TAG_CHARS)) throw new InvalidArgumentError(`tag_set: each tag at most ${MAX_TAG_CHARS} characters`);
+  for (const tag of out) refuseControlCharacters('tag_set', tag, 'single-line');
   return out;
 }
 
 export function validOcFilePath(path: string | undefined): string | null {
   if (path === undefined || path.length === 0) return null;
   if (path.length > MAX_OC_FILE_PATH_CHARS) throw new InvalidArgumentError(`oc_file_path: must be at most ${MAX_OC_FILE_PATH_CHARS} characters`);
+  refuseControlCharacters('oc_file_path', path, 'single-line');
   return path;
 }
 
@@ -128,11 +140,13 @@ export function validCollectionName(name: string): string {
   const trimmed = name.trim();
   if (!hasVisibleText(trimmed)) throw new InvalidArgumentError('name: must not be empty');
   if (characterCount(trimmed) > MAX_COLLECTION_NAME_CHARS) throw new InvalidArgumentError(`name: must be at most ${MAX_COLLECTION_NAME_CHARS} characters`);
+  refuseControlCharacters('name', trimmed, 'single-line');
   return trimmed;
 }
 
 export function validCollectionDescription(description: string): string {
   if (characterCount(description) > MAX_COLLECTION_DESCRIPTION_CHARS) throw new InvalidArgumentError(`description: must be at most ${MAX_COLLECTION_DESCRIPTION_CHARS} characters`);
+  refuseControlCharacters('description', description, 'multi-line');
   return description;
 }
 

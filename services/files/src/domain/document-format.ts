@@ -1,5 +1,5 @@
 import { InvalidArgumentError } from '@cards/platform';
-import { characterCount } from '@cards/card-rules';
+import { characterCount, controlCharacterProblem } from '@cards/card-rules';
 import type { DocumentFormat } from './model';
 
 /** Canonical MIME type of each accepted format, plus aliases clients commonly send. */
@@ -16,10 +16,11 @@ const ZIP_SIGNATURE = Buffer.from([0x50, 0x4b, 0x03, 0x04]);
 export const MAX_FILE_NAME_LENGTH = 255;
 
 /**
- * Control characters (C0, DEL, C1) and the bidirectional embedding, override and isolate controls: a name is shown to
- * other people and sent in a download header, and an override can make "x\u202Efdp.docx" look like "xxcod.pdf".
+ * Besides control characters (C0, DEL, C1: @cards/card-rules), the bidirectional embedding, override and isolate
+ * controls: a name is shown to other people and sent in a download header, and an override can make
+ * "x\u202Efdp.docx" look like "xxcod.pdf".
  */
-const FORBIDDEN_IN_FILE_NAME = /[\u0000-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069/\\]/;
+const FORBIDDEN_IN_FILE_NAME = /[\u202a-\u202e\u2066-\u2069/\\]/;
 
 /**
  * Invisible characters that are not controls but do the same harm in a name shown to others: separators that break
@@ -40,6 +41,8 @@ export function formatFromFileName(fileName: string): DocumentFormat {
   const name = fileName.trim();
   if (name.length === 0) throw new InvalidArgumentError('file_name: is required');
   if (characterCount(name) > MAX_FILE_NAME_LENGTH) throw new InvalidArgumentError(`file_name: at most ${MAX_FILE_NAME_LENGTH} characters`);
+  const control = controlCharacterProblem(name, 'single-line');
+  if (control) throw new InvalidArgumentError(`file_name: ${control}`);
   if (FORBIDDEN_IN_FILE_NAME.test(name)) throw new InvalidArgumentError('file_name: must not contain slashes or control characters');
   const invisible = [...name].find((c) => INVISIBLE_IN_FILE_NAME.has(c));
   if (invisible) throw new InvalidArgumentError(`file_name: must not contain ${INVISIBLE_IN_FILE_NAME.get(invisible)}`);

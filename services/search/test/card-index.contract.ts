@@ -410,6 +410,20 @@ export function describeCardIndexContract(name: string, factory: () => Promise<C
       expect(await index.promote(randomUUID())).toBe(false);
     });
 
+    test("vectorPointOf answers a stored card's vector point id and the root it collides with, following promotion and removal", async () => {
+      const root = aCard().saying('tides are caused by the moon').build();
+      const collision = aCard().saying('tides are caused by the moon, mostly').collisionOf(root.cardId).build();
+      await index.upsert(root);
+      await index.upsert(collision);
+      expect(await index.vectorPointOf(root.cardId)).toEqual({ vectorPointId: root.vectorPointId });
+      expect(await index.vectorPointOf(collision.cardId)).toEqual({ vectorPointId: collision.vectorPointId, collisionOf: root.cardId });
+      await index.remove(root.cardId, new Date('2026-02-01T00:00:00Z'));
+      expect(await index.promote(collision.cardId)).toBe(true);
+      expect(await index.vectorPointOf(collision.cardId)).toEqual({ vectorPointId: collision.vectorPointId });
+      expect(await index.vectorPointOf(root.cardId)).toBeUndefined();
+      expect(await index.vectorPointOf(randomUUID())).toBeUndefined();
+    });
+
     test('a bookmarked collision the caller may see puts its root in the collection scope, once', async () => {
       const owner = randomUUID();
       const root = aCard().saying('tides are caused by the moon').along(axis(1)).build();

@@ -1,8 +1,11 @@
 import { randomBytes, randomUUID } from 'node:crypto';
+import { createLogger, Topics, type OutgoingEvent } from '@cards/platform';
+import { events } from '@cards/proto';
 import { createServer as createHttpServer, request as httpRequest } from 'node:http';
 import { createServer, type AddressInfo } from 'node:net';
 import { ElasticsearchCardIndex, type ElasticsearchCardIndexOptions } from '../src/adapters/elasticsearch/elasticsearch-card-index';
 import { SqliteCardIndex } from '../src/adapters/sqlite/sqlite-card-index';
+import { IndexProjector } from '../src/application/index-projector';
 import { SearchService, type SearchQuery } from '../src/application/search-service';
 import type { IndexHit } from '../src/domain/model';
 import type { CardIndex, Embedder } from '../src/domain/ports';
@@ -310,6 +313,148 @@ describeOnEngine('CardIndex on ElasticsearchCardIndex', skipReason, () => {
         await adding;
         expect((await index.get(card.cardId))!.collectionIds).toEqual([]);
         expect((await index.matchText('puffins burrows', { ...everything, collectionId: collection }, firstPage)).total).toBe(0);
+      } finally {
+        await proxy.close();
+      }
+    });
+
+    test('promoting a collision reads and writes only whether it is a root: its text and vector never travel, a replay writes and refreshes nothing', async () => {
+      const proxy = await recordingProxy(engine!.url);
+      try {
+        const index = openIndex(undefined, undefined, undefined, { url: proxy.url });
+        const root = aCard().saying('gannets plunge into the sea').along(axis(2)).build();
+        const collision = aCard().saying('gannets plunge into the cold sea headfirst').along(axis(3, 4, 0.3)).tagged('Birds').linking('https://example.org/gannets').collisionOf(root.cardId).build();
+        await index.upsert(root);
+        await index.upsert(collision);
+        const collection = randomUUID();
+        await index.setBookmark(collection, collision.cardId, true, new Date('2026-02-01T00:00:00Z'));
+        await index.remove(root.cardId, new Date('2026-02-02T00:00:00Z'));
+        const before = (await index.get(collision.cardId))!;
+        const promote = async () => {
+          proxy.exchanges.length = 0;
+          const promoted = await index.promote(collision.cardId);
+          const seen = proxy.exchanges.map((e) => `${e.sent}\n${e.received}`).join('\n');
+          expect(seen).not.toContain('cold sea');
+          expect(seen).not.toMatch(/"vector"/);
+          const cardWrites = proxy.exchanges.filter((e) => e.method !== 'GET' && /-cards\/_(doc|update|create)\//.test(e.path)).length;
+          const refreshes = proxy.exchanges.filter((e) => /\/_refresh/.test(e.path)).length;
+          return { promoted, cardWrites, refreshes };
+        };
+        expect(await promote()).toEqual({ promoted: true, cardWrites: 1, refreshes: 1 });
+        expect(await promote()).toEqual({ promoted: true, cardWrites: 0, refreshes: 0 });
+        expect(await index.get(collision.cardId)).toEqual({ ...before, collisionOf: undefined });
+        // Searched as a root at once: by its own words (a collision's words join the vocabulary only now) and its vector.
+        expect((await index.matchText('headfirst', everything, firstPage)).hits.map((h) => h.cardId)).toEqual([collision.cardId]);
+        expect((await index.nearest(axis(3, 4, 0.3), { ...everything, collectionId: collection, tags: ['birds'] }, firstPage)).hits).toEqual([{ cardId: collision.cardId, score: expect.closeTo(1, 5) }]);
+      } finally {
+        await proxy.close();
+      }
+    });
+
+    test('refreshing stale vectors sends no text and reads no old vector; a snapshot or bookmark written meanwhile is kept', async () => {
+      const proxy = await recordingProxy(engine!.url);
+      try {
+        const prefix = `cards-test-${randomBytes(4).toString('hex')}`;
+        const old = openIndex(prefix, CONTRACT_DIMENSIONS, 'model-a');
+        const [plain, zero, bookmarked, edited] = [
+          aCard().saying('kittiwakes nest on narrow ledges').along(axis(1)).tagged('birds').linking('https://example.org/kittiwakes').build(),
+          aCard().saying('fulmars glide low over waves').along(axis(1)).build(),
+          aCard().saying('shags dive for fish near rocks').along(axis(1)).build(),
+          aCard().saying('skuas chase other birds for food').along(axis(1)).build(),
+        ];
+        for (const card of [plain, zero, bookmarked, edited]) await old.upsert(card);
+        const current = openIndex(prefix, CONTRACT_DIMENSIONS, 'model-b', { url: proxy.url });
+        const before = await Promise.all([plain, zero, bookmarked].map(async (c) => (await current.get(c.cardId))!));
+        const collection = randomUUID();
+        const newer = { ...edited, content: 'skuas chase terns for their catch', vector: axis(5), updatedAt: new Date('2026-01-05T00:00:00Z') };
+        let first = true;
+        proxy.exchanges.length = 0;
+        const refreshed = await current.refreshStaleVectors(async (texts) => {
+          if (first) {
+            first = false;
+            // While the batch is being embedded: a bookmark, and a newer snapshot embedded by the current model.
+            await old.setBookmark(collection, bookmarked.cardId, true, new Date('2026-01-04T00:00:00Z'));
+            await openIndex(prefix, CONTRACT_DIMENSIONS, 'model-b').upsert(newer);
+          }
+          return texts.map((t) => (t.startsWith('fulmars') ? new Float32Array(CONTRACT_DIMENSIONS) : axis(3)));
+        });
+        expect(refreshed).toBe(4);
+        const sent = proxy.exchanges.map((e) => e.sent).join('\n');
+        for (const card of [plain, zero, bookmarked, edited]) expect(sent).not.toContain(card.content);
+        expect(proxy.exchanges.map((e) => e.received).join('\n')).not.toMatch(/"vector"/);
+        const readBack = async (cardId: string) => {
+          const card = (await current.get(cardId))!;
+          return { ...card, vector: Array.from(card.vector) };
+        };
+        const withVector = (card: (typeof before)[number], vector: Float32Array) => ({ ...card, vector: Array.from(vector) });
+        expect(await readBack(plain.cardId)).toEqual(withVector(before[0]!, axis(3)));
+        expect(await readBack(zero.cardId)).toEqual(withVector(before[1]!, new Float32Array(CONTRACT_DIMENSIONS)));
+        expect(await readBack(bookmarked.cardId)).toEqual(withVector({ ...before[2]!, collectionIds: [collection] }, axis(3)));
+        expect(await readBack(edited.cardId)).toMatchObject({ content: newer.content, vector: Array.from(axis(5)) });
+        expect(await current.staleVectorCount()).toBe(0);
+        const ranked = (await current.nearest(axis(3), everything, firstPage)).hits;
+        expect(tiesSorted(ranked)).toEqual([[plain.cardId, bookmarked.cardId].sort(), [zero.cardId, edited.cardId].sort()]);
+        expect(ranked[0]!.score).toBeCloseTo(1, 5);
+        expect((await current.nearest(axis(3), { ...everything, collectionId: collection }, firstPage)).hits.map((h) => h.cardId)).toEqual([bookmarked.cardId]);
+      } finally {
+        await proxy.close();
+      }
+    });
+
+    test('a replayed removal, or one of a card never stored, refreshes nothing; a first removal is out of both searches at once', async () => {
+      const proxy = await recordingProxy(engine!.url);
+      try {
+        const index = openIndex(undefined, undefined, undefined, { url: proxy.url });
+        const card = aCard().saying('razorbills raise one chick a year').build();
+        await index.upsert(card);
+        const refreshesOf = async (removals: () => Promise<unknown>) => {
+          proxy.exchanges.length = 0;
+          await removals();
+          return proxy.exchanges.filter((e) => /\/_refresh/.test(e.path)).length;
+        };
+        const removedAt = new Date('2026-02-01T00:00:00Z');
+        expect(await refreshesOf(() => index.remove(card.cardId, removedAt))).toBe(1);
+        expect((await index.matchText('razorbills', everything, firstPage)).total).toBe(0);
+        expect((await index.nearest(axis(0), everything, firstPage)).total).toBe(0);
+        expect(await refreshesOf(() => index.remove(card.cardId, removedAt))).toBe(0);
+        expect(await refreshesOf(() => index.remove(randomUUID(), removedAt))).toBe(0);
+        expect(await refreshesOf(() => index.batch(() => Promise.all([index.remove(card.cardId, removedAt), index.remove(randomUUID(), removedAt)])))).toBe(0);
+        // The removal still holds against a late snapshot.
+        expect(await index.upsert(card)).toBe(false);
+        expect(await index.get(card.cardId)).toBeUndefined();
+      } finally {
+        await proxy.close();
+      }
+    });
+
+    test("the indexer re-indexing a snapshot or announcing a promoted card never reads a stored card's text or vector back", async () => {
+      const proxy = await recordingProxy(engine!.url);
+      try {
+        const index = openIndex(undefined, undefined, undefined, { url: proxy.url });
+        const published: OutgoingEvent[] = [];
+        const projector = new IndexProjector(index, alongFirstAxis, { publish: async (outgoing) => void published.push(...outgoing) }, createLogger('test', 'silent'));
+        const at = (minute: number) => new Date(Date.UTC(2026, 0, 1, 0, minute));
+        const snapshot = (content: string, more: Partial<events.CardSnapshot> = {}): events.CardSnapshot => ({
+          id: randomUUID(), authorId: randomUUID(), content, tags: [], link: '', private: false, createdAt: at(0), updatedAt: at(0), collectionIds: [], ...more,
+        });
+        const cardEvent = (kind: events.CardEvent['kind'], minute: number) => ({ topic: Topics.card, payload: events.CardEvent.encode({ eventId: randomUUID(), occurredAt: at(minute), kind }).finish() });
+        const announced = () => published.map((e) => events.CardIndexed.decode(e.payload)).map((a) => [a.cardId, a.vectorPointId]);
+        const root = snapshot('guillemots crowd together on bare rock');
+        const collision = snapshot('guillemots crowd together on bare rock ledges', { collisionOf: root.id });
+        await projector.handle(cardEvent({ $case: 'created', value: { card: root } }, 0));
+        await projector.handle(cardEvent({ $case: 'created', value: { card: collision } }, 0));
+        const rootPoint = announced()[0]![1];
+        proxy.exchanges.length = 0;
+        const edit = { ...root, content: 'guillemots lay one pointed egg', updatedAt: at(1) };
+        await projector.handle(cardEvent({ $case: 'updated', value: { card: edit, contentChanged: true, linkChanged: false, privacyChanged: false } }, 1));
+        await projector.handle(cardEvent({ $case: 'deleted', value: { cardId: root.id, authorId: root.authorId, promotedCardId: collision.id } }, 2));
+        const received = proxy.exchanges.map((e) => e.received).join('\n');
+        expect(received).not.toContain('bare rock');
+        expect(received).not.toMatch(/"vector"/);
+        // The edit kept the root's vector point; the promoted collision is announced with its own, once a root.
+        const collisionPoint = (await index.get(collision.id))!.vectorPointId;
+        expect(announced()).toEqual([[root.id, rootPoint], [root.id, rootPoint], [collision.id, collisionPoint]]);
+        expect(collisionPoint).not.toBe(rootPoint);
       } finally {
         await proxy.close();
       }

@@ -92,8 +92,7 @@ export class IndexProjector {
   }
 
   private async indexSnapshot(card: events.CardSnapshot, vector: Float32Array, occurredAt: Date, announce: Map<string, string | undefined>): Promise<void> {
-    const existing = await this.index.get(card.id);
-    const vectorPointId = existing?.vectorPointId ?? newId();
+    const vectorPointId = (await this.index.vectorPointOf(card.id))?.vectorPointId ?? newId();
     const applied = await this.index.upsert({
       cardId: card.id,
       authorId: card.authorId,
@@ -116,9 +115,9 @@ export class IndexProjector {
     for (const [cardId, written] of cards) {
       let vectorPointId = written;
       if (vectorPointId === undefined) {
-        const card = await this.index.get(cardId);
-        if (!card || card.collisionOf) continue;
-        vectorPointId = card.vectorPointId;
+        const point = await this.index.vectorPointOf(cardId);
+        if (!point || point.collisionOf) continue;
+        vectorPointId = point.vectorPointId;
       }
       const payload = events.CardIndexed.encode({ eventId: newId(), occurredAt: new Date(), cardId, vectorPointId }).finish();
       outgoing.push({ topic: Topics.index, key: cardId, payload });

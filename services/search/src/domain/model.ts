@@ -23,6 +23,9 @@ export interface StoredCard extends IndexedCard {
   collectionIds: string[];
 }
 
+/** What announcing a stored card needs, without its text or vector: its vector point id, and whether it is a collision. */
+export type StoredPoint = Pick<IndexedCard, 'vectorPointId' | 'collisionOf'>;
+
 /** Which cards a search may return. */
 export interface SearchScope {
   /** The caller sees public cards and their own private ones; anonymous callers only public ones. */

@@ -1,4 +1,4 @@
-import type { IndexedCard, IndexPage, PageRequest, SearchScope, StoredCard } from './model';
+import type { IndexedCard, IndexPage, PageRequest, SearchScope, StoredCard, StoredPoint } from './model';
 
 /**
  * Turns text into a vector whose cosine to another text's vector measures how alike their meanings are.
@@ -50,6 +50,8 @@ export interface CardIndex {
    */
   batch<T>(apply: () => Promise<T>): Promise<T>;
   get(cardId: string): Promise<StoredCard | undefined>;
+  /** The stored card's vector point id and the root it collides with, read without its text or vector; undefined when not stored. */
+  vectorPointOf(cardId: string): Promise<StoredPoint | undefined>;
   /** Cards in scope ranked by cosine to the unit-length query vector, best first; every card in scope matches. */
   nearest(query: Float32Array, scope: SearchScope, page: PageRequest): Promise<IndexPage>;
   /** Cards in scope matching the query's words (typos tolerated), ranked by trigram similarity in [0, 1], best first. */

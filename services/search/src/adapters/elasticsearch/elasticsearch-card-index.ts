@@ -1,6 +1,6 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { Client, errors, type estypes } from '@elastic/elasticsearch';
-import type { IndexedCard, IndexHit, IndexPage, PageRequest, SearchScope, StoredCard } from '../../domain/model';
+import type { IndexedCard, IndexHit, IndexPage, PageRequest, SearchScope, StoredCard, StoredPoint } from '../../domain/model';
 import type { CardIndex } from '../../domain/ports';
 import { normalizedText, words, wordTrigrams } from '../../domain/text';
 import { matchWord, wordWeight, type VocabularyCandidate, type WordMatch } from './word-matcher';
@@ -65,7 +65,8 @@ interface CardSource {
   root: boolean;
   collision_of: string | null;
   collection_ids: string[];
-  vector?: number[];
+  /** Absent or null for the zero vector. */
+  vector?: number[] | null;
   has_vector: boolean;
   vector_point_id: string;
   updated_at: number;
@@ -98,8 +99,9 @@ const stored = { type: 'keyword', index: false, doc_values: false } as const;
  * applied. An upsert costs three round trips plus the refresh: one mget (tombstone, card), one bulk (new vocabulary
  * words, the card), one tombstone re-check (and, for a new card, a read of bookmarks that came before it). A card's
  * `collection_ids` come from the bookmark documents alone (setBookmark), never from a snapshot; a bookmark change
- * reads and partially updates that field only. Card documents change by compare-and-set on their sequence number, so
- * concurrent writers of one card (upsert, promote, bookmark) never lose each other's change.
+ * reads and partially updates that field only, as promote and a vector refresh do theirs (only upsert sends a whole
+ * document). Card documents change by compare-and-set on their sequence number, so concurrent writers of one card
+ * (upsert, promote, bookmark, vector refresh) never lose each other's change.
  */
 export class ElasticsearchCardIndex implements CardIndex {
   private readonly client: Client;
@@ -246,16 +248,18 @@ export class ElasticsearchCardIndex implements CardIndex {
     const vector = Array.from(card.vector);
     const freshWords = card.collisionOf ? [] : cardWords.filter((w) => !this.knownWords.has(w));
     for (let attempt = 0; ; attempt++) {
-      // One round trip reads the tombstone and the stored card with its sequence number.
+      // One round trip reads the tombstone and, of the stored card, its sequence number and the fields the write keeps or compares.
       const read = await this.client.mget({
         docs: [
           { _index: this.names.removed, _id: card.cardId, _source: false },
-          { _index: this.names.cards, _id: card.cardId },
+          { _index: this.names.cards, _id: card.cardId, _source: ['updated_at', 'collection_ids'] },
         ],
       });
       const [tombstone, stored] = read.docs;
       if (foundDoc(tombstone)) return false;
-      const existing = foundDoc(stored) ? { source: stored._source as CardSource, seqNo: stored._seq_no!, primaryTerm: stored._primary_term! } : undefined;
+      const existing = foundDoc(stored)
+        ? { source: stored._source as Pick<CardSource, 'updated_at' | 'collection_ids'>, seqNo: stored._seq_no!, primaryTerm: stored._primary_term! }
+        : undefined;
       if (existing && existing.source.updated_at > at) return false;
       const operations: unknown[] = [];
       for (const word of freshWords) operations.push({ create: { _index: this.names.vocabulary, _id: word } }, { word, trigrams: wordTrigrams(word) });
@@ -312,31 +316,51 @@ export class ElasticsearchCardIndex implements CardIndex {
     }
   }
 
+  /**
+   * Reads the card's `root` and `words` and flips it to a root by a partial update under its sequence number (retried on
+   * conflict): its text and vector neither read nor sent. A card that is a root already (a replay) is not written; its
+   * words still go to the vocabulary (a crash may have come between the two), and only what changed is refreshed.
+   */
   async promote(cardId: string): Promise<boolean> {
     await this.ready();
-    let content: string | undefined;
-    await this.compareAndSet(cardId, async (existing) => {
-      if (!existing) return 'stale';
-      content = existing.content;
-      if (existing.root) return 'stale';
-      return { ...existing, root: true, collision_of: null };
-    });
-    if (content === undefined) return false;
-    await this.addToVocabulary(words(content));
-    await this.makeSearchable(this.names.cards, this.names.vocabulary);
-    return true;
+    for (let attempt = 0; ; attempt++) {
+      const current = await this.cardFields(cardId, ['root', 'words']);
+      if (!current) return false;
+      const promoting = !current.source.root;
+      if (promoting) {
+        try {
+          await this.client.update({
+            index: this.names.cards,
+            id: cardId,
+            doc: { root: true, collision_of: null } satisfies Partial<CardSource>,
+            if_seq_no: current.seqNo,
+            if_primary_term: current.primaryTerm,
+          });
+        } catch (err) {
+          if (err instanceof errors.ResponseError && err.statusCode === 409 && attempt < 20) continue;
+          // Removed since it was read.
+          if (err instanceof errors.ResponseError && err.statusCode === 404) return false;
+          throw err;
+        }
+      }
+      const addedWords = await this.addToVocabulary(current.source.words);
+      const written = [...(promoting ? [this.names.cards] : []), ...(addedWords > 0 ? [this.names.vocabulary] : [])];
+      if (written.length > 0) await this.makeSearchable(...written);
+      return true;
+    }
   }
 
   async remove(cardId: string, removedAt: Date): Promise<void> {
     await this.ready();
     // Tombstones are read in real time (GET), so they need no refresh.
     await this.client.index({ index: this.names.removed, id: cardId, document: { removed_at: removedAt.getTime() } });
-    const [, bookmarks] = await Promise.all([this.deleteCard(cardId), this.bookmarksOf(cardId)]);
+    const [deleted, bookmarks] = await Promise.all([this.deleteCard(cardId), this.bookmarksOf(cardId)]);
     for (let i = 0; i < bookmarks.length; i += BOOKMARK_PAGE) {
       const page = bookmarks.slice(i, i + BOOKMARK_PAGE);
       await this.client.bulk({ operations: page.map((b) => ({ delete: { _index: this.names.bookmarks, _id: bookmarkId(b.collection_id, cardId) } })) });
     }
-    await this.makeSearchable(this.names.cards);
+    // A replayed removal (or one of a card never stored) deleted nothing searchable. Whoever deleted the card refreshes.
+    if (deleted) await this.makeSearchable(this.names.cards);
   }
 
   async setBookmark(collectionId: string, cardId: string, added: boolean, at: Date): Promise<void> {
@@ -360,6 +384,13 @@ export class ElasticsearchCardIndex implements CardIndex {
     return found ? this.fromSource(found.source) : undefined;
   }
 
+  async vectorPointOf(cardId: string): Promise<StoredPoint | undefined> {
+    await this.ready();
+    const found = await this.cardFields(cardId, ['vector_point_id', 'collision_of']);
+    if (!found) return undefined;
+    return { vectorPointId: found.source.vector_point_id, ...(found.source.collision_of ? { collisionOf: found.source.collision_of } : {}) };
+  }
+
   async count(): Promise<number> {
     await this.ready();
     return (await this.client.count({ index: this.names.cards, query: { bool: { filter: this.searchable() } } })).count;
@@ -371,33 +402,57 @@ export class ElasticsearchCardIndex implements CardIndex {
     return (await this.client.count({ index: this.names.cards, query: { bool: { must_not: [{ term: { embedder: this.embedderId } }] } } })).count;
   }
 
-  /** Re-embeds the stale cards in batches with the current embedder and makes them searchable again; answers how many. */
+  /**
+   * Re-embeds the stale cards in batches with the current embedder and makes them searchable again; answers how many.
+   * Only what embedding needs is read (id, text, snapshot time, sequence number) and only the new vector is written.
+   */
   async refreshStaleVectors(embed: (texts: string[]) => Promise<Float32Array[]>, batchSize = 256): Promise<number> {
     await this.ready();
     let refreshed = 0;
     for (;;) {
-      const result = await this.client.search<CardSource>({
+      const result = await this.client.search<Pick<CardSource, 'card_id' | 'content' | 'updated_at'>>({
         index: this.names.cards,
         query: { bool: { must_not: [{ term: { embedder: this.embedderId } }] } },
         sort: [{ card_id: { order: 'asc' } }],
         size: Math.min(batchSize, this.window),
+        _source: ['card_id', 'content', 'updated_at'],
+        seq_no_primary_term: true,
       });
-      const rows = result.hits.hits.map((h) => h._source!);
-      if (rows.length === 0) return refreshed;
-      const vectors = await embed(rows.map((r) => r.content));
-      for (const [i, row] of rows.entries()) {
+      const hits = result.hits.hits;
+      if (hits.length === 0) return refreshed;
+      const vectors = await embed(hits.map((h) => h._source!.content));
+      for (const [i, hit] of hits.entries()) {
         const vector = vectors[i]!;
         if (vector.length !== this.dimensions) throw new Error(`vector has ${vector.length} dimensions, the index ${this.dimensions}`);
-        await this.compareAndSet(row.card_id, async (existing) => {
-          // A newer snapshot was embedded by the current embedder already.
-          if (!existing || existing.updated_at !== row.updated_at || existing.embedder === this.embedderId) return 'stale';
-          const magnitude = Math.hypot(...vector);
-          const { vector: _old, ...rest } = existing;
-          return { ...rest, ...(magnitude > 0 ? { vector: Array.from(vector) } : {}), has_vector: magnitude > 0, embedder: this.embedderId };
-        });
+        await this.replaceVector(hit._source!.card_id, hit._source!.updated_at, vector, { seqNo: hit._seq_no!, primaryTerm: hit._primary_term! });
       }
       await this.makeSearchable(this.names.cards);
-      refreshed += rows.length;
+      refreshed += hits.length;
+    }
+  }
+
+  /**
+   * Writes the vector the current embedder made of the snapshot of `updatedAt` by a partial update under the card's
+   * sequence number (`seen`, then re-read on conflict): a newer snapshot, embedded by the current embedder when stored,
+   * is left alone; a bookmark written meanwhile is kept. The new vector must travel anyway; the text never does.
+   */
+  private async replaceVector(cardId: string, updatedAt: number, vector: Float32Array, seen: { seqNo: number; primaryTerm: number }): Promise<void> {
+    const magnitude = Math.hypot(...vector);
+    // null clears the previous vector: a zero vector is not stored (cosine cannot index it).
+    const doc = { vector: magnitude > 0 ? Array.from(vector) : null, has_vector: magnitude > 0, embedder: this.embedderId } satisfies Partial<CardSource>;
+    let version = seen;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await this.client.update({ index: this.names.cards, id: cardId, doc, if_seq_no: version.seqNo, if_primary_term: version.primaryTerm });
+        return;
+      } catch (err) {
+        // Removed since it was read.
+        if (err instanceof errors.ResponseError && err.statusCode === 404) return;
+        if (!(err instanceof errors.ResponseError && err.statusCode === 409 && attempt < 20)) throw err;
+      }
+      const current = await this.cardFields(cardId, ['updated_at', 'embedder']);
+      if (!current || current.source.updated_at !== updatedAt || current.source.embedder === this.embedderId) return;
+      version = current;
     }
   }
 
@@ -535,9 +590,10 @@ export class ElasticsearchCardIndex implements CardIndex {
   }
 
   /** Adds words to the vocabulary (not refreshed: the caller makes it searchable). */
-  private async addToVocabulary(cardWords: string[]): Promise<void> {
+  /** Adds the words not known to be there already; answers how many it sent. */
+  private async addToVocabulary(cardWords: string[]): Promise<number> {
     const fresh = [...new Set(cardWords)].filter((w) => !this.knownWords.has(w));
-    if (fresh.length === 0) return;
+    if (fresh.length === 0) return 0;
     const operations = fresh.flatMap((word) => [{ create: { _index: this.names.vocabulary, _id: word } }, { word, trigrams: wordTrigrams(word) }]);
     const response = await this.client.bulk({ operations });
     for (const item of response.items) {
@@ -545,6 +601,7 @@ export class ElasticsearchCardIndex implements CardIndex {
       if (outcome?.error && outcome.status !== 409) throw new Error(`adding words to the vocabulary failed: ${outcome.error.reason ?? outcome.error.type}`);
     }
     this.rememberWords(fresh);
+    return fresh.length;
   }
 
   private rememberWords(fresh: readonly string[]): void {
@@ -651,35 +708,14 @@ export class ElasticsearchCardIndex implements CardIndex {
     }
   }
 
-  private async deleteCard(cardId: string): Promise<void> {
+  /** Deletes the card's document; false when there was none. */
+  private async deleteCard(cardId: string): Promise<boolean> {
     try {
       await this.client.delete({ index: this.names.cards, id: cardId });
+      return true;
     } catch (err) {
-      if (!(err instanceof errors.ResponseError && err.statusCode === 404)) throw err;
-    }
-  }
-
-  /**
-   * Reads the card, asks `change` for its new document (or 'stale' to leave it), and writes it only if nobody
-   * wrote the card in between (sequence-number check); retried on conflict. True when a document was written.
-   */
-  private async compareAndSet(cardId: string, change: (existing: CardSource | undefined) => Promise<CardSource | 'stale'>): Promise<boolean> {
-    for (let attempt = 0; ; attempt++) {
-      const current = await this.getSource(cardId);
-      const next = await change(current?.source);
-      if (next === 'stale') return false;
-      try {
-        await this.client.index({
-          index: this.names.cards,
-          id: cardId,
-          document: next,
-          ...(current ? { if_seq_no: current.seqNo, if_primary_term: current.primaryTerm } : { op_type: 'create' as const }),
-        });
-        return true;
-      } catch (err) {
-        if (err instanceof errors.ResponseError && err.statusCode === 409 && attempt < 20) continue;
-        throw err;
-      }
+      if (err instanceof errors.ResponseError && err.statusCode === 404) return false;
+      throw err;
     }
   }
 
@@ -748,10 +784,11 @@ export class ElasticsearchCardIndex implements CardIndex {
     const synced = new Set(collectionIds);
     let wrote = false;
     for (let attempt = 0; ; attempt++) {
-      const current = await this.collectionsOf(cardId);
+      const current = await this.cardFields(cardId, ['collection_ids']);
       if (!current) return wrote ? 'written' : 'absent';
-      const collections = [...new Set([...current.collectionIds.filter((c) => !synced.has(c)), ...(await this.addedCollections(cardId, [...synced]))])].sort();
-      if (collections.join(',') === [...current.collectionIds].sort().join(',')) return wrote ? 'written' : 'unchanged';
+      const stored = current.source.collection_ids ?? [];
+      const collections = [...new Set([...stored.filter((c) => !synced.has(c)), ...(await this.addedCollections(cardId, [...synced]))])].sort();
+      if (collections.join(',') === [...stored].sort().join(',')) return wrote ? 'written' : 'unchanged';
       try {
         await this.client.update({
           index: this.names.cards,
@@ -774,12 +811,12 @@ export class ElasticsearchCardIndex implements CardIndex {
     }
   }
 
-  /** The card's collections with its sequence number, read in real time without the rest of its document. */
-  private async collectionsOf(cardId: string): Promise<{ collectionIds: string[]; seqNo: number; primaryTerm: number } | undefined> {
+  /** These fields of the card with its sequence number, read in real time without the rest of its document. */
+  private async cardFields<K extends keyof CardSource>(cardId: string, fields: K[]): Promise<{ source: Pick<CardSource, K>; seqNo: number; primaryTerm: number } | undefined> {
     try {
-      const doc = await this.client.get<Pick<CardSource, 'collection_ids'>>({ index: this.names.cards, id: cardId, _source_includes: ['collection_ids'] });
-      if (!doc.found) return undefined;
-      return { collectionIds: doc._source?.collection_ids ?? [], seqNo: doc._seq_no!, primaryTerm: doc._primary_term! };
+      const doc = await this.client.get<Pick<CardSource, K>>({ index: this.names.cards, id: cardId, _source_includes: fields });
+      if (!doc.found || !doc._source) return undefined;
+      return { source: doc._source, seqNo: doc._seq_no!, primaryTerm: doc._primary_term! };
     } catch (err) {
       if (err instanceof errors.ResponseError && err.statusCode === 404) return undefined;
       throw err;

@@ -1,5 +1,5 @@
 import { openSqlite, type SqliteDatabase } from '@cards/platform';
-import type { IndexedCard, IndexHit, IndexPage, PageRequest, SearchScope, StoredCard } from '../../domain/model';
+import type { IndexedCard, IndexHit, IndexPage, PageRequest, SearchScope, StoredCard, StoredPoint } from '../../domain/model';
 import type { CardIndex } from '../../domain/ports';
 import { words } from '../../domain/text';
 import { Lexicon, type WordMatch } from './lexicon';
@@ -185,6 +185,11 @@ export class SqliteCardIndex implements CardIndex {
   async get(cardId: string): Promise<StoredCard | undefined> {
     const row = this.db.prepare('SELECT * FROM cards WHERE card_id = ?').get(cardId) as CardRow | undefined;
     return row ? { ...fromRow(row), collectionIds: this.collectionIdsOf(cardId) } : undefined;
+  }
+
+  async vectorPointOf(cardId: string): Promise<StoredPoint | undefined> {
+    const row = this.db.prepare('SELECT vector_point_id, collision_of FROM cards WHERE card_id = ?').get(cardId) as Pick<CardRow, 'vector_point_id' | 'collision_of'> | undefined;
+    return row ? { vectorPointId: row.vector_point_id, ...(row.collision_of !== null ? { collisionOf: row.collision_of } : {}) } : undefined;
   }
 
   /** Cards whose vectors another embedder made (after EMBEDDINGS_URL or the model changed): not searchable until refreshed. */

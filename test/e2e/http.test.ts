@@ -399,4 +399,49 @@ describe('connection cap (HTTP_MAX_CONNECTIONS)', () => {
     for (const { socket } of opened) socket.destroy();
     await eventually('the capped gateway to answer again', async () => (await fetch(`${capped.baseUrl}/healthz`).catch(() => undefined))?.status === 200);
   });
+
+  it('answers every operation over the cap as the document lists it: 503 with the JSON error and Retry-After', async () => {
+    const validator = await ResponseValidator.load(capped.baseUrl);
+    const doc = (await (await fetch(`${capped.baseUrl}/api/openapi.json`)).json()) as { paths: Record<string, Record<string, unknown>> };
+    const url = new URL(capped.baseUrl);
+    const holders: Socket[] = [];
+    /** Fills every free place with a served keep-alive connection, until a new one is refused. */
+    const fill = async () => {
+      for (;;) {
+        const opened = await openAndAsk(url);
+        if (opened.outcome !== 'served') return;
+        holders.push(opened.socket);
+      }
+    };
+    const problems: string[] = [];
+    try {
+      await fill();
+      for (const [path, item] of Object.entries(doc.paths)) {
+        for (const method of Object.keys(item).map((m) => m.toUpperCase())) {
+          const target = path.replace(/\{page\}/g, '1').replace(/\{email\}/g, 'someone%40example.com').replace(/\{\w+\}/g, randomUUID());
+          let answer = '';
+          // The harness's idle keep-alive connections may close and free a place: fill it and ask again.
+          for (let attempt = 0; attempt < 3 && !answer.startsWith('HTTP/1.1 503 '); attempt++) {
+            if (attempt > 0) await fill();
+            answer = await rawExchange(`${method} ${target} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`, capped.baseUrl);
+          }
+          const contentType = /\r\ncontent-type: ([^\r]*)/i.exec(answer)?.[1] ?? null;
+          let body: unknown;
+          try {
+            body = jsonBodyOf(answer);
+          } catch {
+            body = answer.slice(answer.indexOf('\r\n\r\n') + 4, 200);
+          }
+          problems.push(...validator.problems(method, path, Number(answer.slice(9, 12)), body, contentType));
+          if (!answer.startsWith('HTTP/1.1 503 ') || !/\r\nRetry-After: \d+\r\n/i.test(answer) || !validator.checked.has(`${method} ${path} 503`)) {
+            problems.push(`${method} ${path}: over the cap got ${answer.slice(0, 12)}, or no Retry-After, or the operation does not list 503`);
+          }
+        }
+      }
+    } finally {
+      for (const socket of holders) socket.destroy();
+    }
+    expect(problems).toEqual([]);
+    await eventually('the capped gateway to answer again', async () => (await fetch(`${capped.baseUrl}/healthz`).catch(() => undefined))?.status === 200);
+  });
 });

@@ -861,6 +861,15 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
+        /** @description The request line and headers did not arrive within 60 s, or the whole request within 300 s; the connection is closed */
+        RequestTimeout: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
         /** @description A request body above the size limit */
         PayloadTooLarge: {
             headers: {
@@ -882,6 +891,17 @@ export interface components {
         /** @description The request line and headers together are over 16 KiB (a URL, query string or cookie too long) */
         RequestHeadTooLarge: {
             headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description Try again later: the server has too many open connections (answered before the request is read, with Retry-After), or a backing service does not answer (on /healthz: not ready) */
+        ServiceUnavailable: {
+            headers: {
+                /** @description Seconds to wait before trying again; sent when the connection cap refused the connection */
+                "Retry-After"?: string;
                 [name: string]: unknown;
             };
             content: {
@@ -929,6 +949,7 @@ export interface operations {
                 };
             };
             405: components["responses"]["MethodNotAllowed"];
+            408: components["responses"]["RequestTimeout"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             /** @description Rate limit reached; retry later */
@@ -941,6 +962,7 @@ export interface operations {
                 };
             };
             431: components["responses"]["RequestHeadTooLarge"];
+            503: components["responses"]["ServiceUnavailable"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -998,6 +1020,7 @@ export interface operations {
                 };
             };
             405: components["responses"]["MethodNotAllowed"];
+            408: components["responses"]["RequestTimeout"];
             /** @description Conflicts with existing data (e.g. e-mail or username taken) */
             409: {
                 headers: {
@@ -1010,6 +1033,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             431: components["responses"]["RequestHeadTooLarge"];
+            503: components["responses"]["ServiceUnavailable"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -1050,9 +1074,11 @@ export interface operations {
                 };
             };
             405: components["responses"]["MethodNotAllowed"];
+            408: components["responses"]["RequestTimeout"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             431: components["responses"]["RequestHeadTooLarge"];
+            503: components["responses"]["ServiceUnavailable"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -1106,6 +1132,7 @@ export interface operations {
                 };
             };
             405: components["responses"]["MethodNotAllowed"];
+            408: components["responses"]["RequestTimeout"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             /** @description Rate limit reached; retry later */
@@ -1118,6 +1145,7 @@ export interface operations {
                 };
             };
             431: components["responses"]["RequestHeadTooLarge"];
+            503: components["responses"]["ServiceUnavailable"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -1147,9 +1175,11 @@ export interface operations {
             };
             400: components["responses"]["MalformedBody"];
             405: components["responses"]["MethodNotAllowed"];
+            408: components["responses"]["RequestTimeout"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             431: components["responses"]["RequestHeadTooLarge"];
+            503: components["responses"]["ServiceUnavailable"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -1189,6 +1219,7 @@ export interface operations {
                 };
             };
             405: components["responses"]["MethodNotAllowed"];
+            408: components["responses"]["RequestTimeout"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             /** @description Rate limit reached; retry later */
@@ -1201,6 +1232,7 @@ export interface operations {
                 };
             };
             431: components["responses"]["RequestHeadTooLarge"];
+            503: components["responses"]["ServiceUnavailable"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -1258,6 +1290,7 @@ export interface operations {
                 };
             };
             405: components["responses"]["MethodNotAllowed"];
+            408: components["responses"]["RequestTimeout"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             /** @description Rate limit reached; retry later */
@@ -1270,6 +1303,7 @@ export interface operations {
                 };
             };
             431: components["responses"]["RequestHeadTooLarge"];
+            503: components["responses"]["ServiceUnavailable"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -1326,6 +1360,7 @@ export interface operations {
                 };
             };
             405: components["responses"]["MethodNotAllowed"];
+            408: components["responses"]["RequestTimeout"];
             /** @description Conflicts with existing data (e.g. e-mail or username taken) */
             409: {
                 headers: {
@@ -1338,6 +1373,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             431: components["responses"]["RequestHeadTooLarge"];
+            503: components["responses"]["ServiceUnavailable"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -1388,9 +1424,11 @@ export interface operations {
                 };
             };
             405: components["responses"]["MethodNotAllowed"];
+            408: components["responses"]["RequestTimeout"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             431: components["responses"]["RequestHeadTooLarge"];
+            503: components["responses"]["ServiceUnavailable"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -1441,9 +1479,11 @@ export interface operations {
                 };
             };
             405: components["responses"]["MethodNotAllowed"];
+            408: components["responses"]["RequestTimeout"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             431: components["responses"]["RequestHeadTooLarge"];
+            503: components["responses"]["ServiceUnavailable"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -1505,9 +1545,11 @@ export interface operations {
                 };
             };
             405: components["responses"]["MethodNotAllowed"];
+            408: components["responses"]["RequestTimeout"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             431: components["responses"]["RequestHeadTooLarge"];
+            503: components["responses"]["ServiceUnavailable"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -1569,9 +1611,11 @@ export interface operations {
                 };
             };
             405: components["responses"]["MethodNotAllowed"];
+            408: components["responses"]["RequestTimeout"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             431: components["responses"]["RequestHeadTooLarge"];
+            503: components["responses"]["ServiceUnavailable"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -1622,9 +1666,11 @@ export interface operations {
                 };
             };
             405: components["responses"]["MethodNotAllowed"];
+            408: components["responses"]["RequestTimeout"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             431: components["responses"]["RequestHeadTooLarge"];
+            503: components["responses"]["ServiceUnavailable"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -1665,9 +1711,11 @@ export interface operations {
                 };
             };
             405: components["responses"]["MethodNotAllowed"];
+            408: components["responses"]["RequestTimeout"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             431: components["responses"]["RequestHeadTooLarge"];
+            503: components["responses"]["ServiceUnavailable"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -1742,9 +1790,11 @@ export interface operations {
                 };
             };
             405: components["responses"]["MethodNotAllowed"];
+            408: components["responses"]["RequestTimeout"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             431: components["responses"]["RequestHeadTooLarge"];
+            503: components["responses"]["ServiceUnavailable"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -1801,9 +1851,11 @@ export interface operations {
                 };
             };
             405: components["responses"]["MethodNotAllowed"];
+            408: components["responses"]["RequestTimeout"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             431: components["responses"]["RequestHeadTooLarge"];
+            503: components["responses"]["ServiceUnavailable"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -1875,9 +1927,11 @@ export interface operations {
                 };
             };
             405: components["responses"]["MethodNotAllowed"];
+            408: components["responses"]["RequestTimeout"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             431: components["responses"]["RequestHeadTooLarge"];
+            503: components["responses"]["ServiceUnavailable"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -1932,9 +1986,11 @@ export interface operations {
                 };
             };
             405: components["responses"]["MethodNotAllowed"];
+            408: components["responses"]["RequestTimeout"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             431: components["responses"]["RequestHeadTooLarge"];
+            503: components["responses"]["ServiceUnavailable"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -1987,9 +2043,11 @@ export interface operations {
                 };
             };
             405: components["responses"]["MethodNotAllowed"];
+            408: components["responses"]["RequestTimeout"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             431: components["responses"]["RequestHeadTooLarge"];
+            503: components["responses"]["ServiceUnavailable"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -2063,9 +2121,11 @@ export interface operations {
                 };
             };
             405: components["responses"]["MethodNotAllowed"];
+            408: components["responses"]["RequestTimeout"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             431: components["responses"]["RequestHeadTooLarge"];
+            503: components["responses"]["ServiceUnavailable"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -2139,9 +2199,11 @@ export interface operations {
                 };
             };
             405: components["responses"]["MethodNotAllowed"];
+            408: components["responses"]["RequestTimeout"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             431: components["responses"]["RequestHeadTooLarge"];
+            503: components["responses"]["ServiceUnavailable"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -2214,9 +2276,11 @@ export interface operations {
                 };
             };
             405: components["responses"]["MethodNotAllowed"];
+            408: components["responses"]["RequestTimeout"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             431: components["responses"]["RequestHeadTooLarge"];
+            503: components["responses"]["ServiceUnavailable"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -2275,6 +2339,7 @@ export interface operations {
                 };
             };
             405: components["responses"]["MethodNotAllowed"];
+            408: components["responses"]["RequestTimeout"];
             /** @description Body or file above the size limit */
             413: {
                 headers: {
@@ -2286,6 +2351,7 @@ export interface operations {
             };
             415: components["responses"]["UnsupportedMediaType"];
             431: components["responses"]["RequestHeadTooLarge"];
+            503: components["responses"]["ServiceUnavailable"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -2336,9 +2402,11 @@ export interface operations {
                 };
             };
             405: components["responses"]["MethodNotAllowed"];
+            408: components["responses"]["RequestTimeout"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             431: components["responses"]["RequestHeadTooLarge"];
+            503: components["responses"]["ServiceUnavailable"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -2389,18 +2457,11 @@ export interface operations {
                 };
             };
             405: components["responses"]["MethodNotAllowed"];
+            408: components["responses"]["RequestTimeout"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             431: components["responses"]["RequestHeadTooLarge"];
-            /** @description A backing service is unavailable; retry later */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            503: components["responses"]["ServiceUnavailable"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -2451,9 +2512,11 @@ export interface operations {
                 };
             };
             405: components["responses"]["MethodNotAllowed"];
+            408: components["responses"]["RequestTimeout"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             431: components["responses"]["RequestHeadTooLarge"];
+            503: components["responses"]["ServiceUnavailable"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -2520,9 +2583,11 @@ export interface operations {
                 };
             };
             405: components["responses"]["MethodNotAllowed"];
+            408: components["responses"]["RequestTimeout"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             431: components["responses"]["RequestHeadTooLarge"];
+            503: components["responses"]["ServiceUnavailable"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -2563,9 +2628,11 @@ export interface operations {
                 };
             };
             405: components["responses"]["MethodNotAllowed"];
+            408: components["responses"]["RequestTimeout"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             431: components["responses"]["RequestHeadTooLarge"];
+            503: components["responses"]["ServiceUnavailable"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -2628,9 +2695,11 @@ export interface operations {
                 };
             };
             405: components["responses"]["MethodNotAllowed"];
+            408: components["responses"]["RequestTimeout"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             431: components["responses"]["RequestHeadTooLarge"];
+            503: components["responses"]["ServiceUnavailable"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -2669,9 +2738,11 @@ export interface operations {
                 };
             };
             405: components["responses"]["MethodNotAllowed"];
+            408: components["responses"]["RequestTimeout"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             431: components["responses"]["RequestHeadTooLarge"];
+            503: components["responses"]["ServiceUnavailable"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -2732,9 +2803,11 @@ export interface operations {
                 };
             };
             405: components["responses"]["MethodNotAllowed"];
+            408: components["responses"]["RequestTimeout"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             431: components["responses"]["RequestHeadTooLarge"];
+            503: components["responses"]["ServiceUnavailable"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -2766,9 +2839,11 @@ export interface operations {
             };
             400: components["responses"]["MalformedBody"];
             405: components["responses"]["MethodNotAllowed"];
+            408: components["responses"]["RequestTimeout"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             431: components["responses"]["RequestHeadTooLarge"];
+            503: components["responses"]["ServiceUnavailable"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -2843,9 +2918,11 @@ export interface operations {
                 };
             };
             405: components["responses"]["MethodNotAllowed"];
+            408: components["responses"]["RequestTimeout"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             431: components["responses"]["RequestHeadTooLarge"];
+            503: components["responses"]["ServiceUnavailable"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -2896,9 +2973,11 @@ export interface operations {
                 };
             };
             405: components["responses"]["MethodNotAllowed"];
+            408: components["responses"]["RequestTimeout"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             431: components["responses"]["RequestHeadTooLarge"];
+            503: components["responses"]["ServiceUnavailable"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -2965,9 +3044,11 @@ export interface operations {
                 };
             };
             405: components["responses"]["MethodNotAllowed"];
+            408: components["responses"]["RequestTimeout"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             431: components["responses"]["RequestHeadTooLarge"];
+            503: components["responses"]["ServiceUnavailable"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -3033,9 +3114,11 @@ export interface operations {
                 };
             };
             405: components["responses"]["MethodNotAllowed"];
+            408: components["responses"]["RequestTimeout"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             431: components["responses"]["RequestHeadTooLarge"];
+            503: components["responses"]["ServiceUnavailable"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -3093,9 +3176,11 @@ export interface operations {
                 };
             };
             405: components["responses"]["MethodNotAllowed"];
+            408: components["responses"]["RequestTimeout"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             431: components["responses"]["RequestHeadTooLarge"];
+            503: components["responses"]["ServiceUnavailable"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -3148,9 +3233,11 @@ export interface operations {
                 };
             };
             405: components["responses"]["MethodNotAllowed"];
+            408: components["responses"]["RequestTimeout"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             431: components["responses"]["RequestHeadTooLarge"];
+            503: components["responses"]["ServiceUnavailable"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -3193,9 +3280,11 @@ export interface operations {
                 };
             };
             405: components["responses"]["MethodNotAllowed"];
+            408: components["responses"]["RequestTimeout"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             431: components["responses"]["RequestHeadTooLarge"];
+            503: components["responses"]["ServiceUnavailable"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -3226,7 +3315,9 @@ export interface operations {
                 };
             };
             405: components["responses"]["MethodNotAllowed"];
+            408: components["responses"]["RequestTimeout"];
             431: components["responses"]["RequestHeadTooLarge"];
+            503: components["responses"]["ServiceUnavailable"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -3257,7 +3348,9 @@ export interface operations {
                 };
             };
             405: components["responses"]["MethodNotAllowed"];
+            408: components["responses"]["RequestTimeout"];
             431: components["responses"]["RequestHeadTooLarge"];
+            503: components["responses"]["ServiceUnavailable"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -3288,16 +3381,9 @@ export interface operations {
                 };
             };
             405: components["responses"]["MethodNotAllowed"];
+            408: components["responses"]["RequestTimeout"];
             431: components["responses"]["RequestHeadTooLarge"];
-            /** @description A backing service is unavailable; retry later */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            503: components["responses"]["ServiceUnavailable"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -3328,7 +3414,9 @@ export interface operations {
                 };
             };
             405: components["responses"]["MethodNotAllowed"];
+            408: components["responses"]["RequestTimeout"];
             431: components["responses"]["RequestHeadTooLarge"];
+            503: components["responses"]["ServiceUnavailable"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {

@@ -95,4 +95,22 @@ describe('OpenAPI document', () => {
       });
     }
   });
+
+  it('lists on every operation the answers node-server.ts gives before any route: 408 (too slow), 431 (head too large), 503 (connection cap, with Retry-After)', () => {
+    const paths = document.paths as Record<string, Record<string, any>>;
+    const responses = (document.components as { responses: Record<string, any> }).responses;
+    for (const name of ['RequestTimeout', 'RequestHeadTooLarge', 'ServiceUnavailable']) {
+      expect({ name, schema: responses[name]?.content['application/json'].schema }).toEqual({ name, schema: { $ref: '#/components/schemas/Error' } });
+    }
+    expect(responses.ServiceUnavailable.headers['Retry-After']).toEqual(expect.objectContaining({ required: false }));
+    for (const op of OPERATIONS) {
+      const item = paths[toOpenApiPath(op.path)]![op.method]!;
+      expect({ operation: op.operationId, 408: item.responses['408'], 431: item.responses['431'], 503: item.responses['503'] }).toEqual({
+        operation: op.operationId,
+        408: { $ref: '#/components/responses/RequestTimeout' },
+        431: { $ref: '#/components/responses/RequestHeadTooLarge' },
+        503: { $ref: '#/components/responses/ServiceUnavailable' },
+      });
+    }
+  });
 });

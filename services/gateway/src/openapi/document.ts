@@ -7,6 +7,7 @@ import { invitationBody, loginBody, passwordResetBody, passwordResetRequestBody,
 import { markReadBody } from '../routes/notification-routes';
 import { cardSearchBody, collectionSearchBody } from '../routes/search-routes';
 import { voteBody } from '../routes/vote-routes';
+import { SERVER_TIMEOUTS } from '../http/node-server';
 import * as r from './response-schemas';
 
 // Adds .openapi() to zod's prototypes, which the registry uses to name schemas ($ref).
@@ -87,7 +88,7 @@ export const OPERATIONS: OperationSpec[] = [
   { method: 'post', path: '/api/file', operationId: 'uploadFile', summary: 'Upload a .docx, .doc, .odt or .pdf document (base64url); cards are made from it asynchronously', tag: 'Files', auth: 'required', body: createFileBody, success: { status: 200, schema: r.fileWithContent }, errors: [400, 401, 413] },
   { method: 'put', path: '/api/file', operationId: 'setFilePrivacy', summary: 'Make an own file public or private', tag: 'Files', auth: 'required', body: setPrivacyBody, success: { status: 204 }, errors: [400, 401, 403, 404] },
   { method: 'get', path: '/api/user/files/:user_id', operationId: 'listUserFiles', summary: 'A user\'s files (private ones only to their owner)', tag: 'Files', auth: 'optional', params: params({ user_id: uuidParam }), success: { status: 200, schema: z.array(r.fileRecord) }, errors: [400, 404] },
-  { method: 'get', path: '/api/file/:file_id/download', operationId: 'downloadFile', summary: 'The raw file bytes', tag: 'Files', auth: 'optional', params: params({ file_id: uuidParam }), success: { status: 200, contentType: 'application/octet-stream', schema: z.string().describe('binary') }, errors: [400, 404, 503], raw: true },
+  { method: 'get', path: '/api/file/:file_id/download', operationId: 'downloadFile', summary: 'The raw file bytes', tag: 'Files', auth: 'optional', params: params({ file_id: uuidParam }), success: { status: 200, contentType: 'application/octet-stream', schema: z.string().describe('binary') }, errors: [400, 404], raw: true },
   { method: 'get', path: '/api/file/:file_id', operationId: 'getFile', summary: 'A file with its content (base64url)', tag: 'Files', auth: 'optional', params: params({ file_id: uuidParam }), success: { status: 200, schema: r.fileWithContent }, errors: [400, 404] },
   { method: 'delete', path: '/api/file/:file_id', operationId: 'deleteFile', summary: 'Delete an own file (its cards and collection stay)', tag: 'Files', auth: 'required', params: params({ file_id: uuidParam }), success: { status: 204 }, errors: [400, 401, 403, 404] },
 
@@ -114,7 +115,7 @@ export const OPERATIONS: OperationSpec[] = [
   // The contract itself and operations
   { method: 'get', path: '/api/openapi.json', operationId: 'getOpenApiDocument', summary: 'This document', tag: 'Meta', auth: 'none', success: { status: 200, schema: z.object({}).passthrough() }, errors: [] },
   { method: 'get', path: '/api/docs', operationId: 'getApiDocs', summary: 'Interactive documentation of this API (HTML)', tag: 'Meta', auth: 'none', success: { status: 200, contentType: 'text/html', schema: z.string() }, errors: [], raw: true },
-  { method: 'get', path: '/healthz', operationId: 'health', summary: 'Readiness: 200 when every backing service answers', tag: 'Meta', auth: 'none', success: { status: 200, schema: r.health }, errors: [503] },
+  { method: 'get', path: '/healthz', operationId: 'health', summary: 'Readiness: 200 when every backing service answers', tag: 'Meta', auth: 'none', success: { status: 200, schema: r.health }, errors: [] },
   { method: 'get', path: '/metrics', operationId: 'metrics', summary: 'Prometheus metrics', tag: 'Meta', auth: 'none', success: { status: 200, contentType: 'text/plain', schema: z.string() }, errors: [], raw: true },
 ];
 
@@ -133,7 +134,8 @@ const errorAnswer = (description: string, headers?: Record<string, { required: b
 /**
  * Answers the shared HTTP layer gives on any operation, written once under components.responses: 405 for
  * another method on the path (OpenAPI has no place for a path's other methods, so each of its operations
- * lists it), 431 for a request head over Node's limit (node-server.ts answers it before any route) and, behind
+ * lists it), 408, 431 and 503 that node-server.ts answers before any route (a request too slow, a request head over
+ * Node's limit, a connection over the cap; 503 also for a backing service that does not answer) and, behind
  * the /api body check, 415, plus 400 (a body that is not valid JSON) and 413 (a body over the limit) where the
  * operation does not list them itself.
  */
@@ -151,6 +153,19 @@ const TRANSPORT_RESPONSES = {
     name: 'RequestHeadTooLarge',
     appliesTo: (_op: OperationSpec) => true,
     response: errorAnswer('The request line and headers together are over 16 KiB (a URL, query string or cookie too long)'),
+  },
+  408: {
+    name: 'RequestTimeout',
+    appliesTo: (_op: OperationSpec) => true,
+    response: errorAnswer(`The request line and headers did not arrive within ${SERVER_TIMEOUTS.headers / 1000} s, or the whole request within ${SERVER_TIMEOUTS.request / 1000} s; the connection is closed`),
+  },
+  503: {
+    name: 'ServiceUnavailable',
+    appliesTo: (_op: OperationSpec) => true,
+    response: errorAnswer(
+      'Try again later: the server has too many open connections (answered before the request is read, with Retry-After), or a backing service does not answer (on /healthz: not ready)',
+      { 'Retry-After': { required: false, description: 'Seconds to wait before trying again; sent when the connection cap refused the connection', schema: { type: 'string' } } },
+    ),
   },
   415: {
     name: 'UnsupportedMediaType',

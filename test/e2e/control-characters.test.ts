@@ -66,6 +66,16 @@ describe('control characters in free text', () => {
     expect((await alice.client.get(`/api/card/${cardId}`)).json.link).toBe('https://example.com/kept');
   });
 
+  it('drops them from pasted card HTML instead of refusing the card (HTML whitespace stays)', async () => {
+    const text = uniqueText();
+    const res = await alice.client.post('/api/card', { card_html: `<p>${text} pa\u0000st\u001bed\u0085 te&#1;xt</p>`, link: '', private: false });
+    expect(res.status).toBe(200);
+    const card = (await alice.client.get(`/api/card/${res.json.card_metadata.id as string}`)).json as { card_html: string; content: string };
+    expect(card.content).toContain('pasted text');
+    expect(card.card_html).toContain('pasted text');
+    expect(`${card.card_html}${card.content}`).not.toMatch(/(?![\t\n\r\f])\p{Cc}/u);
+  });
+
   it('refuses them in a search query except tab and line breaks', async () => {
     for (const path of ['/api/card/search/1', '/api/card/fulltextsearch/1']) {
       for (const c of CONTROLS) expectRefused(await anonymous.post(path, { content: `energy${c}storage` }), 'content', c);

@@ -73,6 +73,17 @@ export function controlCharacterProblem(text: string, shape: TextShape): string 
   return `must not contain control characters (found U+${code})`;
 }
 
+const CONTROL_CHARACTERS_BUT_HTML_WHITESPACE = /(?![\t\n\r\f])\p{Cc}/gu;
+
+/**
+ * Text with its control characters dropped, except tab, line feed, carriage return and form feed (HTML's whitespace):
+ * for pasted or extracted text (card HTML), where a stray control character is noise to drop rather than a typo to
+ * refuse.
+ */
+export function withoutControlCharacters(text: string): string {
+  return text.replace(CONTROL_CHARACTERS_BUT_HTML_WHITESPACE, '');
+}
+
 /**
  * Words = runs of non-whitespace holding something visible: a run of only invisible format or control characters
  * (zero-width space, joiners, soft hyphen, BOM) is no word, or 71 of them would make any text long enough.

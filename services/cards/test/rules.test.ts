@@ -25,6 +25,11 @@ describe('card rules', () => {
 
   it('needs more than 70 and at most 5000 words, at most 29000 characters', () => {
     expect(() => cardTextFromHtml(`<p>${words(70)}</p>`)).toThrow(/more than 70 words/);
+    // Stray control characters of pasted or extracted text are dropped from the HTML and the text; HTML whitespace stays.
+    const noisy = cardTextFromHtml(`<p>${words(71)} ab\u0000c\u001bd\u0085e\u009f &#1;f\tg\fh</p>`);
+    expect(noisy.cardHtml).not.toMatch(/[\u0000-\u0008\u000b\u000e-\u001f\u007f-\u009f]/);
+    expect(noisy.content).not.toMatch(/\p{Cc}/u);
+    expect(noisy.content.endsWith('abcde f g h')).toBe(true);
     expect(cardTextFromHtml(`<p>${words(71)}</p>`).content).toBe(words(71));
     expect(() => cardTextFromHtml(`<p>${words(5001)}</p>`)).toThrow(/at most 5000 words/);
     expect(() => cardTextFromHtml(`<p>${Array.from({ length: 80 }, () => 'y'.repeat(400)).join(' ')}</p>`)).toThrow(/29000 characters/);

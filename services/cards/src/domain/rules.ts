@@ -10,6 +10,7 @@ import {
   hasVisibleText,
   linkProblem,
   splitTags,
+  withoutControlCharacters,
   type TextShape,
   MAX_COLLECTION_DESCRIPTION_CHARS,
   MAX_COLLECTION_NAME_CHARS,
@@ -90,7 +91,9 @@ export function textOfHtml(html: string): string {
 /** Sanitizes card HTML and derives its content, enforcing the word and length limits (400 otherwise). */
 export function cardTextFromHtml(rawHtml: string): { cardHtml: string; content: string } {
   if (rawHtml.length > MAX_HTML_CHARS) throw new InvalidArgumentError(`card_html: must be at most ${MAX_HTML_CHARS} characters`);
-  const cardHtml = sanitizeCardHtml(rawHtml);
+  // Pasted and extracted text carries stray control characters (NUL, ESC, NEL from PDFs): dropped rather than refused,
+  // as HTML parsing drops NUL. After sanitizing, which decodes references to them (&#1;) into the characters.
+  const cardHtml = withoutControlCharacters(sanitizeCardHtml(rawHtml));
   const content = textOfHtml(cardHtml);
   const words = wordCount(content);
   if (words <= MIN_WORDS_EXCLUSIVE) throw new InvalidArgumentError(`card_html: must contain more than ${MIN_WORDS_EXCLUSIVE} words of text (found ${words})`);

@@ -837,7 +837,7 @@ export interface components {
         };
         Health: {
             /** @enum {string} */
-            status: "ok" | "unavailable";
+            status: "ok";
         };
     };
     responses: {

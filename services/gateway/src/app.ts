@@ -77,7 +77,9 @@ export function createGatewayApp(options: GatewayAppOptions): Express {
 
   app.get('/healthz', async (_req, res) => {
     const ok = await options.checkPeers().catch(() => false);
-    res.status(ok ? 200 : 503).json({ status: ok ? 'ok' : 'unavailable' });
+    if (ok) res.json({ status: 'ok' });
+    // As every error answer (DESIGN.md): probes read the status code, people the message.
+    else res.status(503).json({ message: 'A service behind the gateway is not answering' });
   });
   app.get('/metrics', async (_req, res) => {
     res.type(metrics.registry.contentType).send(await metrics.registry.metrics());

@@ -202,4 +202,4 @@ export const collectionCreatedNotification = z
 
 export const notification = z.discriminatedUnion('type', [verificationNotification, collectionCreatedNotification]).openapi('Notification');
 
-export const health = z.object({ status: z.enum(['ok', 'unavailable']) }).strict().openapi('Health');
+export const health = z.object({ status: z.literal('ok') }).strict().openapi('Health');

@@ -106,4 +106,26 @@ describe('the connection cap (createGatewayServer, HTTP_MAX_CONNECTIONS)', () =>
     while (!again.head.startsWith('HTTP/1.1 200 ')) again = await ask(port);
     expect(again.head).toMatch(/^HTTP\/1\.1 200 /);
   });
+
+  it('closes a refused connection whose client keeps sending after the 503, so it cannot hold one of the few refusal places', async () => {
+    server = createGatewayServer((_req, res) => res.end('ok'), { maxConnections: 1, logger: createLogger('gateway', 'silent') });
+    const port = await listening(server);
+    const kept = await ask(port);
+    expect(kept.head).toMatch(/^HTTP\/1\.1 200 /);
+
+    // Half-open allowed: the client does not end its side when the server ends its own, and goes on sending.
+    const trickling = connect({ port, host: '127.0.0.1', allowHalfOpen: true });
+    clients.push(trickling);
+    let received = '';
+    trickling.on('data', (chunk: Buffer) => (received += chunk.toString('latin1')));
+    trickling.on('error', () => undefined);
+    // A byte now and then, each well inside an idle timeout: only a limit counted from the answer ends it.
+    const sending = setInterval(() => trickling.writable && trickling.write('x'), 100);
+    try {
+      await new Promise((resolve) => trickling.on('close', resolve));
+    } finally {
+      clearInterval(sending);
+    }
+    expect(received).toMatch(/^HTTP\/1\.1 503 /);
+  });
 });

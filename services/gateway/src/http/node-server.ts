@@ -84,11 +84,14 @@ const OVERLOADED = Buffer.from(rawJsonAnswer(503, 'The server has too many open 
 
 /**
  * Answers a connection over the cap 503 without parsing it, and reads and drops what the client sends until it
- * hangs up: closing with unread bytes would send a reset, which may reach the client before the answer.
+ * hangs up or REFUSAL_LINGER_MS have passed: closing with unread bytes would send a reset, which may reach the
+ * client before the answer.
  */
 function refuseOverCap(socket: Socket): void {
   socket.on('error', () => socket.destroy());
-  socket.setTimeout(REFUSAL_LINGER_MS, () => socket.destroy());
+  // Counted from the answer, not an idle timeout: a client that keeps sending must not keep its refusal place.
+  const linger = setTimeout(() => socket.destroy(), REFUSAL_LINGER_MS);
+  socket.once('close', () => clearTimeout(linger));
   socket.resume();
   socket.end(OVERLOADED);
 }

@@ -177,6 +177,21 @@ describe('the file collection', () => {
   });
 });
 
+describe('control characters in a document', () => {
+  it('are dropped from the title tag and the link of its cards, which the cards service would refuse, so no passage is lost', async () => {
+    // controls.odt: NEL (U+0085) in the first heading, DEL (U+007F) right after the URL in the second section's text.
+    const res = await upload(bob, 'controls.odt', { tag_set: ['lichens'] });
+    expect(res.status).toBe(200);
+    const file = await ingested(bob, res.json.id);
+    expect(file).toMatchObject({ ingestion_status: 'done', ingestion_error: null });
+    const cards = (await cardsOfFile(bob, file.id)).map((c) => ({ starts: normalized(c.content).split(' ').slice(0, 3).join(' '), tags: (c.tag_set as string).split(',').sort(), link: c.link }));
+    expect(cards.sort((a, b) => a.starts.localeCompare(b.starts))).toEqual([
+      { starts: 'Crustose Lichens Crustose', tags: ['Crustose Lichens', 'lichens'], link: '' },
+      { starts: 'Foliose Lichens Foliose', tags: ['Foliose Lichens', 'lichens'], link: 'https://example.org/lichens/wall-survey' },
+    ]);
+  });
+});
+
 describe('reading files back', () => {
   it('GET /api/file/:id and the download route return the identical bytes', async () => {
     const file = uploaded.get('coffee.pdf');

@@ -37,6 +37,17 @@ describe('splitIntoCards', () => {
     expect(cards.map((c) => c.link)).toEqual(['https://first.example/a', 'https://plain.example/x?y=1', '']);
   });
 
+  it('drops control characters from titles, text and links, and passes over a hyperlink target holding one', () => {
+    const cards = splitIntoCards({
+      blocks: [h('Coral\u0085 Reef'), p(`${words(80)} see https://text.example/a\u007f then`, ['https://target.example/\u0001x']), h('Kelp\u0000'), p(words(80), ['https://target.example/ok'])],
+    });
+    expect(cards.map((c) => ({ title: c.title, link: c.link }))).toEqual([
+      { title: 'Coral Reef', link: 'https://text.example/a' },
+      { title: 'Kelp', link: 'https://target.example/ok' },
+    ]);
+    expect(cards.map((c) => c.text).join('')).not.toMatch(/\p{Cc}(?<![\n])/u);
+  });
+
   it('a section under 71 words is skipped; short paragraphs are merged into the next block of the same heading', () => {
     const cards = splitIntoCards({ blocks: [h('Short'), p(words(30)), h('Merged'), p(words(30, 'x')), p(words(30, 'y')), p(words(30, 'z'))] });
     expect(cards).toHaveLength(1);

@@ -1,4 +1,4 @@
-import { hasVisibleText, MIN_WORDS_EXCLUSIVE, wordCount } from '@cards/card-rules';
+import { controlCharacterProblem, hasVisibleText, MIN_WORDS_EXCLUSIVE, wordCount, withoutControlCharacters } from '@cards/card-rules';
 import type { CardDraft, DocumentBlock, ParsedDocument } from './model';
 
 /** A card holds more than MIN_WORDS_EXCLUSIVE words (the cards service's rule) and at most 400 (DESIGN.md "Files"). */
@@ -56,7 +56,7 @@ export function textPresenceOf(blocks: readonly DocumentBlock[]): TextPresence {
 export function splitIntoCards(document: ParsedDocument): CardDraft[] {
   const sections: Section[] = [];
   let current: Section = { heading: null, paragraphs: [] };
-  for (const block of document.blocks) {
+  for (const block of document.blocks.map(withoutControls)) {
     if (!hasVisibleText(block.text)) continue;
     if (isSectionHeading(block)) {
       sections.push(current);
@@ -78,6 +78,15 @@ export function splitIntoCards(document: ParsedDocument): CardDraft[] {
     }
   }
   return drafts;
+}
+
+/**
+ * The block without control characters (NEL, DEL and the like, from pasted or converted text): the cards service drops
+ * them from a card's HTML but refuses a tag or link holding one, so a heading's title tag or a URL in the text would
+ * cost the card. A hyperlink target holding one is left out (the next link, or one written in the text, serves).
+ */
+function withoutControls(block: DocumentBlock): DocumentBlock {
+  return { ...block, text: withoutControlCharacters(block.text), links: block.links.filter((link) => controlCharacterProblem(link, 'single-line') === null) };
 }
 
 /** Words per piece where a card has to end inside a sentence. */

@@ -226,9 +226,11 @@ describe('headers', () => {
   });
 });
 
+/** A path of the OpenAPI document with its parameters filled in (page 1, an e-mail, fresh UUIDs). */
+const concrete = (path: string) => path.replace(/\{page\}/g, '1').replace(/\{email\}/g, 'someone%40example.com').replace(/\{\w+\}/g, randomUUID());
+
 describe('the OpenAPI document lists the answers the shared HTTP layer gives', () => {
   type Doc = { paths: Record<string, Record<string, unknown>> };
-  const concrete = (path: string) => path.replace(/\{page\}/g, '1').replace(/\{email\}/g, 'someone%40example.com').replace(/\{\w+\}/g, randomUUID());
 
   it('lists 405 (with Allow) on every operation, and 415, 400 for malformed JSON and 413 on every operation behind the /api body check, as real answers show', async () => {
     const validator = await ResponseValidator.load(system.baseUrl);
@@ -418,7 +420,7 @@ describe('connection cap (HTTP_MAX_CONNECTIONS)', () => {
       await fill();
       for (const [path, item] of Object.entries(doc.paths)) {
         for (const method of Object.keys(item).map((m) => m.toUpperCase())) {
-          const target = path.replace(/\{page\}/g, '1').replace(/\{email\}/g, 'someone%40example.com').replace(/\{\w+\}/g, randomUUID());
+          const target = concrete(path);
           let answer = '';
           // The harness's idle keep-alive connections may close and free a place: fill it and ask again.
           for (let attempt = 0; attempt < 3 && !answer.startsWith('HTTP/1.1 503 '); attempt++) {

@@ -1,22 +1,9 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { GatewayClients } from '../src/clients';
-import { createGatewayApp } from '../src/app';
-import { createLogger } from '@cards/platform';
+import { appWithoutServices } from './app-without-services';
 
 async function serve(checkPeers: () => Promise<boolean>): Promise<{ server: Server; url: string }> {
-  const app = createGatewayApp({
-    clients: {} as GatewayClients,
-    logger: createLogger('healthz-test', 'silent'),
-    filesHttpAddress: '127.0.0.1:1',
-    maxFileBytes: 1024,
-    rateLimits: { perIpPerMinute: 10, perEmailPerMinute: 10 },
-    cookieSecure: false,
-    jsonBodyLimit: '1mb',
-    trustProxy: false,
-    checkPeers,
-  });
-  const server = createServer(app);
+  const server = createServer(appWithoutServices({ checkPeers }));
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return { server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/healthz` };
 }

@@ -1,8 +1,6 @@
 import type { Express } from 'express';
-import type { GatewayClients } from '../src/clients';
-import { createGatewayApp } from '../src/app';
 import { OPERATIONS, buildOpenApiDocument, toOpenApiPath } from '../src/openapi/document';
-import { createLogger } from '@cards/platform';
+import { appWithoutServices } from './app-without-services';
 
 interface Layer {
   route?: { path: string; methods: Record<string, boolean> };
@@ -28,25 +26,11 @@ function servedRoutes(app: Express): string[] {
   return [...new Set(out)];
 }
 
-function anApp(): Express {
-  return createGatewayApp({
-    clients: {} as GatewayClients,
-    logger: createLogger('openapi-test'),
-    filesHttpAddress: '127.0.0.1:1',
-    maxFileBytes: 1024,
-    rateLimits: { perIpPerMinute: 10, perEmailPerMinute: 10 },
-    cookieSecure: false,
-    jsonBodyLimit: '1mb',
-    trustProxy: false,
-    checkPeers: async () => true,
-  });
-}
-
 describe('OpenAPI document', () => {
   const document = buildOpenApiDocument();
 
   it('documents every route the gateway serves, and nothing it does not serve', () => {
-    const served = servedRoutes(anApp());
+    const served = servedRoutes(appWithoutServices());
     expect(served.length).toBeGreaterThan(30);
     const documented = Object.entries(document.paths ?? {}).flatMap(([path, item]) =>
       Object.keys(item as object)

@@ -1,0 +1,20 @@
+import type { Express } from 'express';
+import { createLogger } from '@cards/platform';
+import type { GatewayClients } from '../src/clients';
+import { createGatewayApp, type GatewayAppOptions } from '../src/app';
+
+/** The gateway app with no backing services (any gRPC call would fail): for what the HTTP layer answers itself. */
+export function appWithoutServices(overrides: Partial<GatewayAppOptions> = {}): Express {
+  return createGatewayApp({
+    clients: {} as GatewayClients,
+    logger: createLogger('gateway-test', 'silent'),
+    filesHttpAddress: '127.0.0.1:1',
+    maxFileBytes: 1024,
+    rateLimits: { perIpPerMinute: 10, perEmailPerMinute: 10 },
+    cookieSecure: false,
+    jsonBodyLimit: '1mb',
+    trustProxy: false,
+    checkPeers: async () => true,
+    ...overrides,
+  });
+}

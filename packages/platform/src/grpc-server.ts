@@ -102,9 +102,12 @@ export interface GrpcServerHandle {
   shutdown(timeoutMs?: number): Promise<void>;
 }
 
+/** The longest SHUTDOWN_DRAIN_MS any service takes (ten minutes; the all-in-one's gateway and services read one value). */
+export const MAX_SHUTDOWN_DRAIN_MS = 600_000;
+
 /** SHUTDOWN_DRAIN_MS and METRICS_*, read by every gRPC service (each through grpcServerSettingsFrom). */
 export const grpcServerConfigSchema = z.object({
-  SHUTDOWN_DRAIN_MS: z.coerce.number().int().min(0).max(600_000).default(5000),
+  SHUTDOWN_DRAIN_MS: z.coerce.number().int().min(0).max(MAX_SHUTDOWN_DRAIN_MS).default(5000),
   METRICS_PORT: z.coerce.number().int().min(1).max(65_535).optional(),
   METRICS_HOST: z.string().default('127.0.0.1'),
 });

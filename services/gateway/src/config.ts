@@ -1,6 +1,6 @@
 import { isIP } from 'node:net';
 import { z } from 'zod';
-import { envAddress, envInt } from '@cards/platform';
+import { envAddress, envInt, MAX_SHUTDOWN_DRAIN_MS } from '@cards/platform';
 import { ACCESS_LOG_LEVELS } from './http/access-log';
 import { DEFAULT_WEB_DIST_DIR } from './http/web-app';
 
@@ -53,7 +53,7 @@ export const gatewayConfigSchema = z.object({
    * After SIGTERM, how long requests under way may take to finish before their connections are cut; keep it
    * below terminationGracePeriodSeconds minus the preStop pause (chart: 30 s - 5 s).
    */
-  SHUTDOWN_DRAIN_MS: envInt(20_000),
+  SHUTDOWN_DRAIN_MS: envInt(20_000).pipe(z.number().max(MAX_SHUTDOWN_DRAIN_MS, `must be at most ${MAX_SHUTDOWN_DRAIN_MS} (ten minutes)`)),
   JSON_BODY_LIMIT: z.string().default('1mb'),
   MAX_FILE_BYTES: envInt(20 * 1024 * 1024),
   RATE_LIMIT_AUTH_PER_IP: envInt(600),

@@ -28,3 +28,14 @@ describe('gateway config: TRUST_PROXY', () => {
     }
   });
 });
+
+describe('gateway config: SHUTDOWN_DRAIN_MS', () => {
+  const drain = (value: string | undefined) => loadConfig(gatewayConfigSchema, { SHUTDOWN_DRAIN_MS: value }).SHUTDOWN_DRAIN_MS;
+
+  it('takes up to ten minutes, as the gRPC services do (the all-in-one reads one value for all of them)', () => {
+    expect(drain(undefined)).toBe(20_000);
+    expect(drain('0')).toBe(0);
+    expect(drain('600000')).toBe(600_000);
+    for (const bad of ['600001', '4294967296', '-1', 'soon']) expect(() => drain(bad)).toThrow(/SHUTDOWN_DRAIN_MS/);
+  });
+});

@@ -15,11 +15,14 @@ export interface ContentLockDocument {
 export interface MongoContentLockOptions {
   /** How long a holder keeps the key at most; after it another process may take the key (a crashed holder's too). */
   leaseMs?: number;
-  /** How long to wait for a taken key before giving up with UnavailableError. */
+  /** How long to wait for a taken key before giving up with UnavailableError (default 5 s). */
   maxWaitMs?: number;
 }
 
 const DEFAULT_LEASE_MS = 30_000;
+// A holder takes milliseconds; one that keeps the key for seconds is stuck or gone. Waiting stays under the gateway's
+// 10 s call deadline, so the caller hears 'try again' instead of a deadline while its card is created after all.
+const DEFAULT_MAX_WAIT_MS = 5_000;
 
 /**
  * A lock per key shared by every process on the database: a lease document per key, taken by an upsert that only
@@ -36,7 +39,7 @@ export class MongoContentLock implements ContentLock {
     options: MongoContentLockOptions = {},
   ) {
     this.leaseMs = options.leaseMs ?? DEFAULT_LEASE_MS;
-    this.maxWaitMs = options.maxWaitMs ?? this.leaseMs;
+    this.maxWaitMs = options.maxWaitMs ?? DEFAULT_MAX_WAIT_MS;
   }
 
   run<T>(key: string, task: () => Promise<T>): Promise<T> {

@@ -46,8 +46,8 @@ const VOCABULARY_CANDIDATES = 200;
  * found by its first characters and checked whole (cardsWithLinkContaining).
  */
 const MAX_WILDCARD_CHARS = 64;
-/** Cards read per request while checking long link strings, and card ids per `terms` filter. */
-const LINK_CHECK_PAGE = 1_000;
+/** Cards read per request when a lookup reads cards page by page (long link strings, bookmarked collisions), and card ids per `terms` filter. */
+const CARDS_PER_PAGE = 1_000;
 /** Bookmark documents read, or deleted, per request (a card may be in any number of collections). */
 const BOOKMARK_PAGE = 1_000;
 
@@ -653,7 +653,7 @@ export class ElasticsearchCardIndex implements CardIndex {
     }
     if (long.length > 0) {
       const found = await this.cardsWithLinkContaining(long, base);
-      for (let i = 0; i < found.length; i += LINK_CHECK_PAGE) should.push({ terms: { card_id: found.slice(i, i + LINK_CHECK_PAGE) } });
+      for (let i = 0; i < found.length; i += CARDS_PER_PAGE) should.push({ terms: { card_id: found.slice(i, i + CARDS_PER_PAGE) } });
     }
     return should.length === 0 ? { match_none: {} } : { bool: { should, minimum_should_match: 1 } };
   }
@@ -665,7 +665,7 @@ export class ElasticsearchCardIndex implements CardIndex {
     const found: string[] = [];
     const pages = this.searchPages<Pick<CardSource, 'card_id' | 'link_lower'>>(
       { index: this.names.cards, query, sort: [{ card_id: { order: 'asc' } }], _source: ['card_id', 'link_lower'] },
-      Math.min(LINK_CHECK_PAGE, this.window),
+      Math.min(CARDS_PER_PAGE, this.window),
     );
     for await (const hits of pages) for (const h of hits) if (long.some((link) => h._source!.link_lower.includes(link))) found.push(h._source!.card_id);
     return found;
@@ -682,7 +682,7 @@ export class ElasticsearchCardIndex implements CardIndex {
         sort: [{ card_id: { order: 'asc' } }],
         _source: ['collision_of'],
       },
-      Math.min(LINK_CHECK_PAGE, this.window),
+      Math.min(CARDS_PER_PAGE, this.window),
     );
     // At most a result window of collisions: their roots become one `terms` filter.
     for await (const hits of pages) {

@@ -164,6 +164,15 @@ describe('methods and paths', () => {
     expect(preflight.headers.get('access-control-allow-methods')).toContain('POST');
   });
 
+  it("answers CONNECT 405 with the same Allow as OPTIONS *: both come from the routes", async () => {
+    const allowOf = (answer: string) => /\r\nallow: ([^\r]*)\r\n/i.exec(answer)?.[1];
+    const server = allowOf(await rawExchange('OPTIONS * HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n'));
+    const connectAnswer = await rawExchange('CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n');
+    expect(connectAnswer).toMatch(/^HTTP\/1\.1 405 /);
+    expect(server).toBeDefined();
+    expect(allowOf(connectAnswer)).toBe(server);
+  });
+
   it('serves the API under /api only, tells a call without the prefix where it is, and keeps paths like /card/<id> for the web app', async () => {
     const post = await call('POST', '/card/search/1', { headers: { 'content-type': 'application/json' }, body: '{"content":"x"}' });
     expect(post.status).toBe(404);

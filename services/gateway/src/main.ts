@@ -7,6 +7,7 @@ import { createGatewayClients } from './clients';
 import { cookieSecureFrom, gatewayConfigSchema } from './config';
 import { gracefulCloser } from './http/graceful-close';
 import { createGatewayServer } from './http/node-server';
+import { routeMethodIndex } from './http/unmatched';
 
 /** Composition root of the gateway. */
 export async function startGateway(env: Record<string, string | undefined> = process.env): Promise<RunningService & { port: number }> {
@@ -47,7 +48,7 @@ export async function startGateway(env: Record<string, string | undefined> = pro
       return answers.every(Boolean);
     },
   });
-  const server: Server = createGatewayServer(app, { maxConnections: config.HTTP_MAX_CONNECTIONS, logger });
+  const server: Server = createGatewayServer(app, { maxConnections: config.HTTP_MAX_CONNECTIONS, logger, serverMethods: routeMethodIndex(app.router).serverMethods });
   await new Promise<void>((resolve, reject) => {
     // An unbound server must not be taken for a started one.
     server.once('error', reject);

@@ -1,8 +1,10 @@
 import { createServer, type Server } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import { Writable } from 'node:stream';
+import express from 'express';
 import { createLogger } from '@cards/platform';
 import { createGatewayServer, hardenServer } from '../src/http/node-server';
+import { routeMethodIndex, serverWideOptions } from '../src/http/unmatched';
 
 async function listening(server: Server): Promise<number> {
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
@@ -51,6 +53,31 @@ describe('the gateway HTTP server (hardenServer)', () => {
     const oversized = await answerUntilClosed(port, `GET / HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`);
     expect(oversized).toMatch(/^HTTP\/1\.1 431 /);
     expect(JSON.parse(oversized.split('\r\n\r\n')[1]!)).toEqual({ message: 'The request URL or headers are too large' });
+  });
+});
+
+describe('CONNECT (createGatewayServer)', () => {
+  let server: Server;
+  afterEach(async () => {
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+  });
+
+  it("is answered 405 with the methods of the app's routes in Allow, as OPTIONS * lists them", async () => {
+    const app = express();
+    const routes = routeMethodIndex(app.router);
+    app.use(serverWideOptions(routes));
+    app.get('/shelf', (_req, res) => void res.end());
+    app.patch('/shelf/:id', (_req, res) => void res.end());
+    server = createGatewayServer(app, { maxConnections: 0, logger: createLogger('gateway', 'silent'), serverMethods: routes.serverMethods });
+    const port = await listening(server);
+    const allowOf = (answer: string) => /\r\nAllow: ([^\r]*)\r\n/i.exec(answer)?.[1];
+    const options = await answerUntilClosed(port, 'OPTIONS * HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
+    expect(allowOf(options)).toBe('GET, PATCH, HEAD, OPTIONS');
+    const refused = await answerUntilClosed(port, 'CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n');
+    expect(refused).toMatch(/^HTTP\/1\.1 405 /);
+    expect(allowOf(refused)).toBe(allowOf(options));
+    expect(JSON.parse(refused.split('\r\n\r\n')[1]!)).toEqual({ message: 'CONNECT is not supported: this server is not a proxy' });
   });
 });
 

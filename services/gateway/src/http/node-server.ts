@@ -45,10 +45,15 @@ function answerClientError(err: Error & { code?: string }, socket: Duplex): void
   socket.destroy(err);
 }
 
-/** CONNECT (a proxy tunnel) has no route here; without this Node drops the connection without a word. */
-function refuseConnect(_req: IncomingMessage, socket: Duplex): void {
-  socket.on('error', () => socket.destroy());
-  socket.end(rawJsonAnswer(405, 'CONNECT is not supported: this server is not a proxy', 'Allow: GET, HEAD, POST, PUT, DELETE, OPTIONS\r\n'));
+/**
+ * CONNECT (a proxy tunnel) has no route here; without this Node drops the connection without a word. Its Allow is
+ * what `OPTIONS *` lists, read from the same route table, so the two cannot disagree.
+ */
+function refuseConnect(serverMethods: () => readonly string[]) {
+  return (_req: IncomingMessage, socket: Duplex): void => {
+    socket.on('error', () => socket.destroy());
+    socket.end(rawJsonAnswer(405, 'CONNECT is not supported: this server is not a proxy', `Allow: ${serverMethods().join(', ')}\r\n`));
+  };
 }
 
 /** An `Expect` other than 100-continue (RFC 9110 §10.1.1); Node's own answer has an empty body. */
@@ -58,13 +63,16 @@ function refuseExpectation(_req: IncomingMessage, res: ServerResponse): void {
   res.end(body);
 }
 
-/** Applies the timeouts and the JSON answers to requests that never reach express; call before the first connection. */
-export function hardenServer(server: Server, timeouts: ServerTimeouts = SERVER_TIMEOUTS): void {
+/**
+ * Applies the timeouts and the JSON answers to requests that never reach express; call before the first connection.
+ * `serverMethods` lists every method the routes answer (RouteMethodIndex.serverMethods, what `OPTIONS *` answers).
+ */
+export function hardenServer(server: Server, timeouts: ServerTimeouts = SERVER_TIMEOUTS, serverMethods: () => readonly string[] = () => []): void {
   server.headersTimeout = timeouts.headers;
   server.requestTimeout = timeouts.request;
   server.keepAliveTimeout = timeouts.keepAlive;
   server.on('clientError', answerClientError);
-  server.on('connect', refuseConnect);
+  server.on('connect', refuseConnect(serverMethods));
   server.on('checkExpectation', refuseExpectation);
 }
 
@@ -143,13 +151,15 @@ export interface GatewayServerOptions {
   maxConnections: number;
   logger: Logger;
   timeouts?: ServerTimeouts;
+  /** Every method the app's routes answer (RouteMethodIndex.serverMethods): the Allow of the 405 to CONNECT. */
+  serverMethods?: () => readonly string[];
 }
 
 /** The gateway's HTTP server around `app`: timeouts, JSON answers below express, the connection cap. */
 export function createGatewayServer(app: RequestListener, options: GatewayServerOptions): Server {
   // The Host check is express's (http/host-header.ts), so its 400 is JSON like every other answer.
   const server = createServer({ requireHostHeader: false }, app);
-  hardenServer(server, options.timeouts);
+  hardenServer(server, options.timeouts, options.serverMethods);
   capConnections(server, options.maxConnections, options.logger);
   return server;
 }

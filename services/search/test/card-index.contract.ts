@@ -424,6 +424,21 @@ export function describeCardIndexContract(name: string, factory: () => Promise<C
       expect(await index.vectorPointOf(randomUUID())).toBeUndefined();
     });
 
+    test("contentOf answers a stored card's text, the newest snapshot's, and nothing for a removed or unknown card", async () => {
+      const root = aCard().saying('tides are caused by the moon').build();
+      const collision = aCard().saying('tides are caused by the moon, mostly').collisionOf(root.cardId).build();
+      await index.upsert(root);
+      await index.upsert(collision);
+      expect(await index.contentOf(root.cardId)).toBe('tides are caused by the moon');
+      expect(await index.contentOf(collision.cardId)).toBe('tides are caused by the moon, mostly');
+      await index.upsert({ ...root, content: 'tides follow the moon and the sun', updatedAt: new Date('2026-01-02T00:00:00Z') });
+      await index.upsert({ ...root, content: 'an older snapshot arriving late', updatedAt: new Date('2025-12-31T00:00:00Z') });
+      expect(await index.contentOf(root.cardId)).toBe('tides follow the moon and the sun');
+      await index.remove(root.cardId, new Date('2026-02-01T00:00:00Z'));
+      expect(await index.contentOf(root.cardId)).toBeUndefined();
+      expect(await index.contentOf(randomUUID())).toBeUndefined();
+    });
+
     test('a bookmarked collision the caller may see puts its root in the collection scope, once', async () => {
       const owner = randomUUID();
       const root = aCard().saying('tides are caused by the moon').along(axis(1)).build();

@@ -460,6 +460,28 @@ describeOnEngine('CardIndex on ElasticsearchCardIndex', skipReason, () => {
       }
     });
 
+    test("the order-blind duplicate check reads a hit's text only, never its vector, and still tells a reordered text from a copy", async () => {
+      const proxy = await recordingProxy(engine!.url);
+      try {
+        const index = openIndex(undefined, undefined, undefined, { url: proxy.url });
+        const bagOfWords: Embedder = { ...alongFirstAxis, id: 'bag-of-words', orderAware: false, duplicateThreshold: () => 0.9 };
+        const service = new SearchService(index, bagOfWords);
+        const stored = aCard().saying('puffins nest in burrows on grassy cliff tops every spring').build();
+        await index.upsert(stored);
+        proxy.exchanges.length = 0;
+        const copy = await service.findNearDuplicates('puffins nest in burrows on grassy cliff tops every spring again', undefined, 1);
+        const reordered = await service.findNearDuplicates('spring every tops cliff grassy on burrows in nest puffins', undefined, 1);
+        expect([copy, reordered]).toEqual([[expect.objectContaining({ cardId: stored.cardId, duplicate: true })], [expect.objectContaining({ cardId: stored.cardId, duplicate: false })]]);
+        const reads = proxy.exchanges.filter((e) => e.method === 'GET' && /-cards\/_doc\//.test(e.path));
+        expect(reads).toHaveLength(2);
+        const received = reads.map((e) => e.received).join('\n');
+        expect(received).toContain('puffins nest in burrows');
+        expect(received).not.toMatch(/"vector"/);
+      } finally {
+        await proxy.close();
+      }
+    });
+
     test('concurrent bookmark changes of one card are all applied', async () => {
       const index = openIndex();
       const card = aCard().build();

@@ -68,8 +68,8 @@ export class SearchService {
     for (const hit of page.hits) {
       let duplicate = hit.score >= threshold;
       if (duplicate && !this.embedder.orderAware) {
-        const stored = await this.index.get(hit.cardId);
-        duplicate = stored !== undefined && shingleJaccard(content, stored.content) >= MIN_SHINGLE_OVERLAP_FOR_ORDER_BLIND;
+        const stored = await this.index.contentOf(hit.cardId);
+        duplicate = stored !== undefined && shingleJaccard(content, stored) >= MIN_SHINGLE_OVERLAP_FOR_ORDER_BLIND;
       }
       verdicts.push({ cardId: hit.cardId, cosine: hit.score, duplicate });
     }

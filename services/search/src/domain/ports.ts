@@ -52,6 +52,8 @@ export interface CardIndex {
   get(cardId: string): Promise<StoredCard | undefined>;
   /** The stored card's vector point id and the root it collides with, read without its text or vector; undefined when not stored. */
   vectorPointOf(cardId: string): Promise<StoredPoint | undefined>;
+  /** The stored card's text, read without its vector or other fields; undefined when not stored. */
+  contentOf(cardId: string): Promise<string | undefined>;
   /** Cards in scope ranked by cosine to the unit-length query vector, best first; every card in scope matches. */
   nearest(query: Float32Array, scope: SearchScope, page: PageRequest): Promise<IndexPage>;
   /** Cards in scope matching the query's words (typos tolerated), ranked by trigram similarity in [0, 1], best first. */

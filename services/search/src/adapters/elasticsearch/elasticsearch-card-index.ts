@@ -391,6 +391,11 @@ export class ElasticsearchCardIndex implements CardIndex {
     return { vectorPointId: found.source.vector_point_id, ...(found.source.collision_of ? { collisionOf: found.source.collision_of } : {}) };
   }
 
+  async contentOf(cardId: string): Promise<string | undefined> {
+    await this.ready();
+    return (await this.cardFields(cardId, ['content']))?.source.content;
+  }
+
   async count(): Promise<number> {
     await this.ready();
     return (await this.client.count({ index: this.names.cards, query: { bool: { filter: this.searchable() } } })).count;

@@ -192,6 +192,11 @@ export class SqliteCardIndex implements CardIndex {
     return row ? { vectorPointId: row.vector_point_id, ...(row.collision_of !== null ? { collisionOf: row.collision_of } : {}) } : undefined;
   }
 
+  async contentOf(cardId: string): Promise<string | undefined> {
+    const row = this.db.prepare('SELECT content FROM cards WHERE card_id = ?').get(cardId) as Pick<CardRow, 'content'> | undefined;
+    return row?.content;
+  }
+
   /** Cards whose vectors another embedder made (after EMBEDDINGS_URL or the model changed): not searchable until refreshed. */
   staleVectorCount(): number {
     return (this.db.prepare('SELECT COUNT(*) AS n FROM cards WHERE embedder != ?').get(this.embedderId) as { n: number }).n;

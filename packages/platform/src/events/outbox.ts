@@ -14,7 +14,24 @@ export interface OutboxStore {
   /** Oldest entries first. */
   pending(limit: number): Promise<OutboxEntry[]>;
   remove(ids: string[]): Promise<void>;
+  /**
+   * Present when several processes share the outbox (replicas on one MongoDB database): the relays of all of them
+   * take turns through it, so no entry is published twice and none after a later one.
+   */
+  drainLease?: OutboxDrainLease;
 }
+
+/** Lets one relay at a time drain an outbox that several processes share. */
+export interface OutboxDrainLease {
+  /**
+   * Runs `drain` while holding the lease (taken for it, released after) and answers true; answers false without
+   * running it while another process holds the lease.
+   */
+  run(drain: () => Promise<void>): Promise<boolean>;
+}
+
+/** How soon a relay that found the lease taken tries again: the holder may have read the outbox before our entries. */
+const LEASE_RETRY_MS = 100;
 
 /** SQL for a service's migration list: the outbox table lives in the service's own database. */
 export const SQLITE_OUTBOX_MIGRATION = `CREATE TABLE IF NOT EXISTS outbox (seq INTEGER PRIMARY KEY AUTOINCREMENT, topic TEXT NOT NULL, key TEXT NOT NULL, payload BLOB NOT NULL, created_at TEXT NOT NULL);`;
@@ -62,6 +79,7 @@ export class OutboxRelay {
   private draining: Promise<void> | undefined;
   private again = false;
   private timer: NodeJS.Timeout | undefined;
+  private leaseRetry: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly store: OutboxStore,
@@ -101,19 +119,32 @@ export class OutboxRelay {
   async stop(): Promise<void> {
     this.running = false;
     if (this.timer) clearInterval(this.timer);
+    if (this.leaseRetry) clearTimeout(this.leaseRetry);
     while (this.draining) await this.draining;
   }
 
   private async drain(): Promise<void> {
     try {
-      for (;;) {
-        const batch = await this.store.pending(200);
-        if (batch.length === 0) return;
-        await this.bus.publish(batch.map(({ topic, key, payload }) => ({ topic, key, payload })));
-        await this.store.remove(batch.map((e) => e.id));
+      const lease = this.store.drainLease;
+      if (!lease) return await this.publishPending();
+      if (!(await lease.run(() => this.publishPending())) && !this.leaseRetry && this.running) {
+        this.leaseRetry = setTimeout(() => {
+          this.leaseRetry = undefined;
+          this.kick();
+        }, LEASE_RETRY_MS);
+        this.leaseRetry.unref();
       }
     } catch (err) {
       this.logger.warn({ err }, 'outbox relay could not publish; will retry');
+    }
+  }
+
+  private async publishPending(): Promise<void> {
+    for (;;) {
+      const batch = await this.store.pending(200);
+      if (batch.length === 0) return;
+      await this.bus.publish(batch.map(({ topic, key, payload }) => ({ topic, key, payload })));
+      await this.store.remove(batch.map((e) => e.id));
     }
   }
 }

@@ -1,6 +1,8 @@
+import { randomUUID } from 'node:crypto';
 import { Binary, ObjectId, type ClientSession, type Collection, type Db } from 'mongodb';
+import { isDuplicateKeyError } from './mongo-connection';
 import { assertPublishable, type OutgoingEvent } from '../events/event-bus';
-import type { OutboxEntry, OutboxStore } from '../events/outbox';
+import type { OutboxDrainLease, OutboxEntry, OutboxStore } from '../events/outbox';
 
 interface OutboxDocument {
   _id: ObjectId;
@@ -45,9 +47,67 @@ export async function appendToMongoOutboxOrUndo(db: Db, events: readonly Outgoin
   }
 }
 
-/** OutboxStore on a MongoDB collection; entries come out in insertion (ObjectId) order. */
+interface OutboxLeaseDocument {
+  /** The outbox the lease is for (one database may hold several). */
+  _id: string;
+  holder: string;
+  expiresAt: Date;
+}
+
+/** A relay holds its lease for milliseconds; one kept this long belongs to a process that is stuck or gone. */
+const DRAIN_LEASE_MS = 30_000;
+
+/**
+ * The drain lease of an outbox in a MongoDB database that every replica of the service shares: a document per
+ * outbox in `outbox_leases`, taken by an upsert that matches only an expired lease (a live one makes it fail on
+ * `_id`), renewed while the holder drains, deleted by its holder after. A holder that crashed lets go when its
+ * lease ends; one that stalls longer than the lease may publish what the next holder publishes too (at-least-once).
+ */
+export class MongoOutboxDrainLease implements OutboxDrainLease {
+  constructor(
+    private readonly db: Db,
+    private readonly outbox: string,
+    private readonly leaseMs = DRAIN_LEASE_MS,
+  ) {}
+
+  private get leases(): Collection<OutboxLeaseDocument> {
+    return this.db.collection<OutboxLeaseDocument>('outbox_leases');
+  }
+
+  async run(drain: () => Promise<void>): Promise<boolean> {
+    const holder = randomUUID();
+    const now = Date.now();
+    try {
+      await this.leases.updateOne({ _id: this.outbox, expiresAt: { $lte: new Date(now) } }, { $set: { holder, expiresAt: new Date(now + this.leaseMs) } }, { upsert: true });
+    } catch (err) {
+      if (isDuplicateKeyError(err)) return false;
+      throw err;
+    }
+    const renewal = setInterval(() => {
+      this.leases.updateOne({ _id: this.outbox, holder }, { $set: { expiresAt: new Date(Date.now() + this.leaseMs) } }).catch(() => undefined);
+    }, this.leaseMs / 3);
+    renewal.unref();
+    try {
+      await drain();
+      return true;
+    } finally {
+      clearInterval(renewal);
+      // A failed release only keeps the other relays waiting until the lease ends.
+      await this.leases.deleteOne({ _id: this.outbox, holder }).catch(() => undefined);
+    }
+  }
+}
+
+/**
+ * OutboxStore on a MongoDB collection; entries come out in insertion (ObjectId) order. Every replica of a service
+ * writes to the one collection, so their relays take turns through its drain lease.
+ */
 export class MongoOutboxStore implements OutboxStore {
-  constructor(private readonly db: Db) {}
+  readonly drainLease: OutboxDrainLease;
+
+  constructor(private readonly db: Db) {
+    this.drainLease = new MongoOutboxDrainLease(db, 'outbox');
+  }
 
   async pending(limit: number): Promise<OutboxEntry[]> {
     const docs = await mongoOutbox(this.db).find({}).sort({ _id: 1 }).limit(limit).toArray();

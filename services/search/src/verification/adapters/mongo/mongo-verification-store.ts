@@ -1,4 +1,4 @@
-import { isDuplicateKeyError, type MongoConnection, type OutboxEntry, type OutboxStore, type OutgoingEvent } from '@cards/platform';
+import { isDuplicateKeyError, MongoOutboxDrainLease, type MongoConnection, type OutboxEntry, type OutboxStore, type OutgoingEvent } from '@cards/platform';
 import type { NewVerificationJob, VerificationJob, VerificationOutcome, VerificationStatus } from '../../domain/model';
 import type { VerificationStore } from '../../domain/ports';
 
@@ -70,6 +70,8 @@ export class MongoVerificationStore implements VerificationStore {
   outbox(): OutboxStore {
     const collection = this.collection;
     return {
+      // Every search replica relays from these documents: one at a time.
+      drainLease: new MongoOutboxDrainLease(this.connection.db, 'verification_jobs'),
       async pending(limit: number): Promise<OutboxEntry[]> {
         const docs = await collection.find({ outbox: { $exists: true } }).sort({ completedAt: 1, seq: 1 }).limit(limit).toArray();
         return docs.flatMap((d) => (d.outbox ?? []).map((e, i) => ({ id: `${d.id}#${i}`, topic: e.topic, key: e.key, payload: bytesOf(e.payload) })));

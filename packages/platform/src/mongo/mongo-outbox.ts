@@ -54,8 +54,11 @@ interface OutboxLeaseDocument {
   expiresAt: Date;
 }
 
-/** A relay holds its lease for milliseconds; one kept this long belongs to a process that is stuck or gone. */
-const DRAIN_LEASE_MS = 30_000;
+/**
+ * A relay holds its lease for milliseconds and renews it while a long drain runs, so one not renewed for this long
+ * belongs to a process that is stuck or gone; the other replicas' events wait at most this long after such a crash.
+ */
+const DRAIN_LEASE_MS = 10_000;
 
 /**
  * The drain lease of an outbox in a MongoDB database that every replica of the service shares: a document per

@@ -175,10 +175,26 @@ describe('IngestionWorker', () => {
   });
 
   it('a FilePrivacyChanged event has the cards service apply the privacy to the file\'s cards and collection', async () => {
-    const record = await stored('energy.docx');
+    const record = await stored('energy.docx', { private: true });
     const payload = events.FileEvent.encode({ eventId: newId(), occurredAt: new Date(), kind: { $case: 'privacyChanged', value: { fileId: record.id, userId: record.userId, private: true } } }).finish();
     await worker.handle({ topic: Topics.file, key: record.id, payload, offset: '3', attempt: 0 });
     expect(cards.privacyApplied).toEqual([{ fileId: record.id, ownerId: record.userId, private: true }]);
+  });
+
+  it('applies the file\'s privacy as stored, so changes delivered out of order (or a dead letter replayed late) leave the cards as the file is', async () => {
+    const record = await stored('energy.docx', { private: false });
+    const change = (isPrivate: boolean) =>
+      events.FileEvent.encode({ eventId: newId(), occurredAt: new Date(), kind: { $case: 'privacyChanged', value: { fileId: record.id, userId: record.userId, private: isPrivate } } }).finish();
+    // Made private, then public again; the two events arrive the other way round.
+    await repository.setPrivacy(record.id, true, new Date(), []);
+    await repository.setPrivacy(record.id, false, new Date(), []);
+    await worker.handle({ topic: Topics.file, key: record.id, payload: change(false), offset: '4', attempt: 0 });
+    await worker.handle({ topic: Topics.file, key: record.id, payload: change(true), offset: '5', attempt: 0 });
+    expect(cards.privacyApplied.at(-1)).toEqual({ fileId: record.id, ownerId: record.userId, private: false });
+    // A file deleted since has nothing to apply (its deletion clears the references).
+    await repository.delete(record.id, []);
+    await worker.handle({ topic: Topics.file, key: record.id, payload: change(true), offset: '6', attempt: 0 });
+    expect(cards.privacyApplied).toHaveLength(2);
   });
 
   it('a FilePrivacyChanged event failing on every delivery is logged as an error naming the file and lands in the dead letters', async () => {

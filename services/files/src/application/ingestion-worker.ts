@@ -55,9 +55,13 @@ export class IngestionWorker {
   }
 
   private async applyFilePrivacy(change: events.FilePrivacyChanged, finalAttempt: boolean): Promise<void> {
-    const { fileId, userId: ownerId, private: isPrivate } = change;
+    const { fileId, userId: ownerId } = change;
+    // The file's privacy as stored now, not as the event says: replicas' outboxes may publish two quick changes out of
+    // order, and a dead letter is replayed late, so the event only says the privacy changed. A deleted file has none.
+    const file = await this.deps.repository.get(fileId);
+    if (!file) return;
+    const isPrivate = file.private;
     try {
-      // Events of one file come in order, after its ingestion: the cards exist, and the last change is applied last.
       await this.deps.cards.applyFilePrivacy({ fileId, ownerId, private: isPrivate });
     } catch (err) {
       // The bus dead-letters the event after this (an unreachable engine is retried without end instead); until it is

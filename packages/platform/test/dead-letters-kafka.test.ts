@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { Writable } from 'node:stream';
 import { Kafka, logLevel } from 'kafkajs';
 import { runDeadLettersCommand } from '../src/cli/dead-letters-command';
 import { Topics } from '../src/events/event-bus';
@@ -79,6 +80,58 @@ describeDeadLettersContract(
       }
     } finally {
       await bus.close();
+    }
+  }, 120_000);
+
+  it('brings dead-letter and replay topics an earlier release created with the broker retention to retention.ms=-1 at subscribe, keeping their other settings, once', async () => {
+    const namespace = `dl-${randomBytes(4).toString('hex')}`;
+    const dlq = `${namespace}.${Topics.file}.dlq`;
+    const replay = `${namespace}.${replayTopicOf('files-ingestion')}`;
+    const admin = new Kafka({ brokers, logLevel: logLevel.NOTHING }).admin();
+    await admin.connect();
+    const settings = async () => {
+      const { resources } = await admin.describeConfigs({ includeSynonyms: false, resources: [dlq, replay].map((name) => ({ type: 2, name, configNames: ['retention.ms', 'max.message.bytes'] })) });
+      return Object.fromEntries(resources.map((r) => [r.resourceName, Object.fromEntries(r.configEntries.map((e) => [e.configName, e.configValue]))]));
+    };
+    const lines: string[] = [];
+    const sink = new Writable({ write: (chunk: Buffer, _encoding, done) => void (lines.push(chunk.toString()), done()) });
+    const retentionLines = () => lines.filter((l) => l.includes('set retention.ms=-1')).map((l) => JSON.parse(l) as { topic: string; retentionMs: string });
+    // A service starting: it subscribes, and is closed only once its consumer took an event (not while it joins its group).
+    const subscribeOnce = async () => {
+      const bus = new KafkaEventBus({ brokers, logger: createLogger('bus', 'info', sink), namespace, partitions: 3, heartbeatIntervalMs: 300, sessionTimeoutMs: 6000 });
+      try {
+        const key = randomBytes(4).toString('hex');
+        let taken!: () => void;
+        const delivered = new Promise<void>((resolve) => (taken = resolve));
+        await bus.subscribe({ group: 'files-ingestion', topics: [Topics.file], handler: async (e) => void (e.key === key && taken()) });
+        await bus.publish([{ topic: Topics.file, key, payload: new Uint8Array([1]) }]);
+        await delivered;
+      } finally {
+        await bus.close();
+      }
+    };
+    try {
+      // As an earlier release left them: no retention of their own (the broker's 7 days), one with an operator's setting.
+      await admin.createTopics({
+        waitForLeaders: true,
+        topics: [
+          { topic: dlq, numPartitions: 3, configEntries: [{ name: 'max.message.bytes', value: '2000000' }] },
+          { topic: replay, numPartitions: 3 },
+        ],
+      });
+      expect(await settings()).toEqual({ [dlq]: { 'retention.ms': '604800000', 'max.message.bytes': '2000000' }, [replay]: { 'retention.ms': '604800000', 'max.message.bytes': '1048588' } });
+
+      await subscribeOnce();
+      expect(await settings()).toEqual({ [dlq]: { 'retention.ms': '-1', 'max.message.bytes': '2000000' }, [replay]: { 'retention.ms': '-1', 'max.message.bytes': '1048588' } });
+      expect(retentionLines().map((l) => [l.topic, l.retentionMs]).sort()).toEqual([[`${Topics.file}.dlq`, '604800000'], [replayTopicOf('files-ingestion'), '604800000']]);
+
+      // A restarted service finds them right and changes nothing.
+      lines.length = 0;
+      await subscribeOnce();
+      expect(retentionLines()).toEqual([]);
+      expect(await settings()).toEqual({ [dlq]: { 'retention.ms': '-1', 'max.message.bytes': '2000000' }, [replay]: { 'retention.ms': '-1', 'max.message.bytes': '1048588' } });
+    } finally {
+      await admin.disconnect();
     }
   }, 120_000);
 });

@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import { assertPublishable, batchLength, eventBytes, type DeliveredEvent, type EventBus, type OutgoingEvent, type SubscribeOptions, type Subscription } from './event-bus';
 import { isEngineUnavailableError } from '../readiness';
 import { errorMessage } from '../errors';
+import { RETAIN_FOREVER_MS, retainForever } from './kafka-topic-retention';
 
 export interface KafkaEventBusOptions {
   /** host:port of one or more brokers. */
@@ -131,6 +132,8 @@ export class KafkaEventBus implements EventBus {
   private adminConnected: Promise<void> | undefined;
   private producerConnected: Promise<void> | undefined;
   private readonly knownTopics = new Map<string, Promise<void>>();
+  /** Kept-forever topics whose retention this bus has checked (cluster names). */
+  private readonly retentionChecked = new Set<string>();
   private readonly subscriptions = new Set<KafkaSubscription>();
   private readonly inFlight = new Set<Promise<unknown>>();
   private closed = false;
@@ -209,6 +212,8 @@ export class KafkaEventBus implements EventBus {
     if (this.closed) throw new Error('event bus is closed');
     const topics = [...options.topics, replayTopicOf(options.group)].map((t) => this.physicalName(t));
     await this.ensureTopics(topics);
+    // Dead-letter topics are only ensured when a letter goes there; check the existing ones' retention now, at start.
+    await this.retainExistingForever(options.topics.map((t) => this.physicalName(`${t}${DEAD_LETTER_SUFFIX}`)));
     const consumer = this.kafka.consumer({
       groupId: this.physicalName(options.group),
       allowAutoTopicCreation: false,
@@ -285,7 +290,7 @@ export class KafkaEventBus implements EventBus {
             topic,
             numPartitions: this.options.partitions ?? 3,
             replicationFactor: this.options.replicationFactor ?? -1,
-            configEntries: keepsForever(this.logicalName(topic)) ? [{ name: 'retention.ms', value: '-1' }] : undefined,
+            configEntries: keepsForever(this.logicalName(topic)) ? [{ name: 'retention.ms', value: RETAIN_FOREVER_MS }] : undefined,
           })),
         });
       } catch (err) {
@@ -294,6 +299,29 @@ export class KafkaEventBus implements EventBus {
       }
     }
     await this.waitForLeaders(topics);
+    await this.retainExistingForever(topics.filter((t) => existing.has(t)));
+  }
+
+  /**
+   * Brings existing dead-letter and replay topics among `topics` (cluster names; others and missing ones are passed
+   * over) to retention.ms -1, once per topic and bus: ones created by a release before b39f8e7 kept the broker's
+   * retention (7 days by default), so their letters expired unreplayed. Logs each change. A failure (no ALTER_CONFIGS
+   * permission, say) is logged, not thrown: the bus works as before and an operator can set it by hand.
+   */
+  private async retainExistingForever(topics: readonly string[]): Promise<void> {
+    const unchecked = topics.filter((t) => keepsForever(this.logicalName(t)) && !this.retentionChecked.has(t));
+    if (unchecked.length === 0) return;
+    for (const t of unchecked) this.retentionChecked.add(t);
+    try {
+      await this.connectAdmin();
+      const existing = new Set(await this.admin.listTopics());
+      for (const { topic, was } of await retainForever(this.admin, unchecked.filter((t) => existing.has(t)))) {
+        this.options.logger.info({ topic: this.logicalName(topic), retentionMs: was }, 'dead-letter or replay topic had a limited retention: set retention.ms=-1');
+      }
+    } catch (err) {
+      for (const t of unchecked) this.retentionChecked.delete(t);
+      this.options.logger.warn({ err, topics: unchecked.map((t) => this.logicalName(t)) }, 'could not check or set retention.ms=-1 on dead-letter or replay topics (docs/deploy.md#replaying-dead-letters)');
+    }
   }
 
   /**

@@ -97,6 +97,16 @@ async function recordingProxy(target: string): Promise<{
   };
 }
 
+/** Runs `test` with a recording proxy in front of the engine, closed afterwards whatever happens. */
+async function throughRecordingProxy(test: (proxy: Awaited<ReturnType<typeof recordingProxy>>) => Promise<void>): Promise<void> {
+  const proxy = await recordingProxy(engine!.url);
+  try {
+    await test(proxy);
+  } finally {
+    await proxy.close();
+  }
+}
+
 /** Hit ids in rank order, ids of (nearly) equal scores sorted among themselves. */
 function tiesSorted(hits: IndexHit[]): string[][] {
   const groups: { score: number; ids: string[] }[] = [];
@@ -259,9 +269,8 @@ describeOnEngine('CardIndex on ElasticsearchCardIndex', skipReason, () => {
       ]);
     });
 
-    test("a bookmark change reads and writes only the card's collections: its text and vector never travel, nothing else changes", async () => {
-      const proxy = await recordingProxy(engine!.url);
-      try {
+    test("a bookmark change reads and writes only the card's collections: its text and vector never travel, nothing else changes", () =>
+      throughRecordingProxy(async (proxy) => {
         const index = openIndex(undefined, undefined, undefined, { url: proxy.url });
         const card = aCard().saying('cormorants dry their wings on harbour posts').along(axis(4, 5, 0.2)).tagged('birds').build();
         await index.upsert(card);
@@ -292,14 +301,10 @@ describeOnEngine('CardIndex on ElasticsearchCardIndex', skipReason, () => {
         const after = (await index.get(card.cardId))!;
         expect(after).toEqual({ ...before, collectionIds: [first] });
         expect((await index.nearest(axis(4, 5, 0.2), { ...everything, collectionId: first }, firstPage)).hits[0]).toEqual({ cardId: card.cardId, score: expect.closeTo(1, 5) });
-      } finally {
-        await proxy.close();
-      }
-    });
+      }));
 
-    test('an addition and a later removal of one bookmark applied at the same time leave the card out of the collection', async () => {
-      const proxy = await recordingProxy(engine!.url);
-      try {
+    test('an addition and a later removal of one bookmark applied at the same time leave the card out of the collection', () =>
+      throughRecordingProxy(async (proxy) => {
         const index = openIndex(undefined, undefined, undefined, { url: proxy.url });
         const card = aCard().saying('puffins nest in burrows on cliff tops').build();
         await index.upsert(card);
@@ -313,14 +318,10 @@ describeOnEngine('CardIndex on ElasticsearchCardIndex', skipReason, () => {
         await adding;
         expect((await index.get(card.cardId))!.collectionIds).toEqual([]);
         expect((await index.matchText('puffins burrows', { ...everything, collectionId: collection }, firstPage)).total).toBe(0);
-      } finally {
-        await proxy.close();
-      }
-    });
+      }));
 
-    test('promoting a collision reads and writes only whether it is a root: its text and vector never travel, a replay writes and refreshes nothing', async () => {
-      const proxy = await recordingProxy(engine!.url);
-      try {
+    test('promoting a collision reads and writes only whether it is a root: its text and vector never travel, a replay writes and refreshes nothing', () =>
+      throughRecordingProxy(async (proxy) => {
         const index = openIndex(undefined, undefined, undefined, { url: proxy.url });
         const root = aCard().saying('gannets plunge into the sea').along(axis(2)).build();
         const collision = aCard().saying('gannets plunge into the cold sea headfirst').along(axis(3, 4, 0.3)).tagged('Birds').linking('https://example.org/gannets').collisionOf(root.cardId).build();
@@ -346,14 +347,10 @@ describeOnEngine('CardIndex on ElasticsearchCardIndex', skipReason, () => {
         // Searched as a root at once: by its own words (a collision's words join the vocabulary only now) and its vector.
         expect((await index.matchText('headfirst', everything, firstPage)).hits.map((h) => h.cardId)).toEqual([collision.cardId]);
         expect((await index.nearest(axis(3, 4, 0.3), { ...everything, collectionId: collection, tags: ['birds'] }, firstPage)).hits).toEqual([{ cardId: collision.cardId, score: expect.closeTo(1, 5) }]);
-      } finally {
-        await proxy.close();
-      }
-    });
+      }));
 
-    test('refreshing stale vectors sends no text and reads no old vector; a snapshot or bookmark written meanwhile is kept', async () => {
-      const proxy = await recordingProxy(engine!.url);
-      try {
+    test('refreshing stale vectors sends no text and reads no old vector; a snapshot or bookmark written meanwhile is kept', () =>
+      throughRecordingProxy(async (proxy) => {
         const prefix = `cards-test-${randomBytes(4).toString('hex')}`;
         const old = openIndex(prefix, CONTRACT_DIMENSIONS, 'model-a');
         const [plain, zero, bookmarked, edited] = [
@@ -396,14 +393,10 @@ describeOnEngine('CardIndex on ElasticsearchCardIndex', skipReason, () => {
         expect(tiesSorted(ranked)).toEqual([[plain.cardId, bookmarked.cardId].sort(), [zero.cardId, edited.cardId].sort()]);
         expect(ranked[0]!.score).toBeCloseTo(1, 5);
         expect((await current.nearest(axis(3), { ...everything, collectionId: collection }, firstPage)).hits.map((h) => h.cardId)).toEqual([bookmarked.cardId]);
-      } finally {
-        await proxy.close();
-      }
-    });
+      }));
 
-    test('a replayed removal, or one of a card never stored, refreshes nothing; a first removal is out of both searches at once', async () => {
-      const proxy = await recordingProxy(engine!.url);
-      try {
+    test('a replayed removal, or one of a card never stored, refreshes nothing; a first removal is out of both searches at once', () =>
+      throughRecordingProxy(async (proxy) => {
         const index = openIndex(undefined, undefined, undefined, { url: proxy.url });
         const card = aCard().saying('razorbills raise one chick a year').build();
         await index.upsert(card);
@@ -422,14 +415,10 @@ describeOnEngine('CardIndex on ElasticsearchCardIndex', skipReason, () => {
         // The removal still holds against a late snapshot.
         expect(await index.upsert(card)).toBe(false);
         expect(await index.get(card.cardId)).toBeUndefined();
-      } finally {
-        await proxy.close();
-      }
-    });
+      }));
 
-    test("the indexer re-indexing a snapshot or announcing a promoted card never reads a stored card's text or vector back", async () => {
-      const proxy = await recordingProxy(engine!.url);
-      try {
+    test("the indexer re-indexing a snapshot or announcing a promoted card never reads a stored card's text or vector back", () =>
+      throughRecordingProxy(async (proxy) => {
         const index = openIndex(undefined, undefined, undefined, { url: proxy.url });
         const published: OutgoingEvent[] = [];
         const projector = new IndexProjector(index, alongFirstAxis, { publish: async (outgoing) => void published.push(...outgoing) }, createLogger('test', 'silent'));
@@ -455,14 +444,10 @@ describeOnEngine('CardIndex on ElasticsearchCardIndex', skipReason, () => {
         const collisionPoint = (await index.get(collision.id))!.vectorPointId;
         expect(announced()).toEqual([[root.id, rootPoint], [root.id, rootPoint], [collision.id, collisionPoint]]);
         expect(collisionPoint).not.toBe(rootPoint);
-      } finally {
-        await proxy.close();
-      }
-    });
+      }));
 
-    test("the order-blind duplicate check reads a hit's text only, never its vector, and still tells a reordered text from a copy", async () => {
-      const proxy = await recordingProxy(engine!.url);
-      try {
+    test("the order-blind duplicate check reads a hit's text only, never its vector, and still tells a reordered text from a copy", () =>
+      throughRecordingProxy(async (proxy) => {
         const index = openIndex(undefined, undefined, undefined, { url: proxy.url });
         const bagOfWords: Embedder = { ...alongFirstAxis, id: 'bag-of-words', orderAware: false, duplicateThreshold: () => 0.9 };
         const service = new SearchService(index, bagOfWords);
@@ -477,10 +462,7 @@ describeOnEngine('CardIndex on ElasticsearchCardIndex', skipReason, () => {
         const received = reads.map((e) => e.received).join('\n');
         expect(received).toContain('puffins nest in burrows');
         expect(received).not.toMatch(/"vector"/);
-      } finally {
-        await proxy.close();
-      }
-    });
+      }));
 
     test('concurrent bookmark changes of one card are all applied', async () => {
       const index = openIndex();

@@ -144,6 +144,29 @@ describeEventBusContract(
     }
   }, 60_000);
 
+  it.each([
+    ['just after subscribe() (the consumers still connecting or joining their groups)', 'joining', 'closed'],
+    ['while subscribe() is still creating topics (subscribe() then fails)', 'subscribing', 'subscribe failed: event bus is closed\nclosed'],
+  ])('closed %s, the bus leaves nothing running: its process exits by itself', async (_when, mode, expected) => {
+    const root = resolve(__dirname, '../../..');
+    const child = spawn(process.execPath, [join(root, 'node_modules/tsx/dist/cli.mjs'), join(__dirname, 'fixtures/kafka-close-process.ts'), brokers.join(','), mode], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    let output = '';
+    child.stdout!.on('data', (c: Buffer) => (output += c.toString()));
+    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    // A child still running long after its bus closed is the hang itself: it is killed so that jest cannot hang with it.
+    let watchdog: NodeJS.Timeout | undefined;
+    const stuck = new Promise<'stuck'>((resolve) => (watchdog = setTimeout(() => resolve('stuck'), 45_000)));
+    try {
+      const outcome = await Promise.race([exited, stuck]);
+      expect({ outcome, output }).toEqual({ outcome: 0, output: `${expected}\n` });
+    } finally {
+      clearTimeout(watchdog);
+      child.kill('SIGKILL');
+    }
+  }, 60_000);
+
   it('namespaces (KAFKA_NAMESPACE) keep systems sharing one cluster apart; handlers see plain topic names', async () => {
     const suffix = randomBytes(4).toString('hex');
     const a = createEventBus({ DATA_DIR: '/nonexistent', KAFKA_BROKERS: brokers.join(','), KAFKA_NAMESPACE: `sys-a-${suffix}` }, logger);

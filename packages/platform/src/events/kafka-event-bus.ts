@@ -211,9 +211,20 @@ export class KafkaEventBus implements EventBus {
   async subscribe(options: SubscribeOptions): Promise<Subscription> {
     if (this.closed) throw new Error('event bus is closed');
     const topics = [...options.topics, replayTopicOf(options.group)].map((t) => this.physicalName(t));
-    await this.ensureTopics(topics);
-    // Dead-letter topics are only ensured when a letter goes there; check the existing ones' retention now, at start.
-    await this.retainExistingForever(options.topics.map((t) => this.physicalName(`${t}${DEAD_LETTER_SUFFIX}`)));
+    // Tracked so that close() waits for it before disconnecting the admin client, which a late call would connect again.
+    const prepared = (async () => {
+      await this.ensureTopics(topics);
+      // Dead-letter topics are only ensured when a letter goes there; check the existing ones' retention now, at start.
+      await this.retainExistingForever(options.topics.map((t) => this.physicalName(`${t}${DEAD_LETTER_SUFFIX}`)));
+    })();
+    this.inFlight.add(prepared);
+    try {
+      await prepared;
+    } finally {
+      this.inFlight.delete(prepared);
+    }
+    // Checked and registered without an await between, so close() either sees this subscription or this sees it closed.
+    if (this.closed) throw new Error('event bus is closed');
     const consumer = this.kafka.consumer({
       groupId: this.physicalName(options.group),
       allowAutoTopicCreation: false,
@@ -221,11 +232,20 @@ export class KafkaEventBus implements EventBus {
       sessionTimeout: this.options.sessionTimeoutMs ?? 10_000,
       rebalanceTimeout: 30_000,
       maxWaitTimeInMs: 500,
-      retry: { retries: 10, initialRetryTime: 100, maxRetryTime: 5000 },
+      // kafkajs' own restart after a retriable crash is a timer this bus could not cancel from close(); KafkaSubscription restarts every crashed consumer itself.
+      retry: { retries: 10, initialRetryTime: 100, maxRetryTime: 5000, restartOnFailure: async () => false },
     });
     const subscription = new KafkaSubscription(consumer, options, topics, this, this.options);
-    await subscription.start();
     this.subscriptions.add(subscription);
+    try {
+      await subscription.start();
+    } catch (err) {
+      this.subscriptions.delete(subscription);
+      await subscription.close().catch(() => undefined);
+      throw err;
+    }
+    // close() ran while the consumer was starting: it has stopped it.
+    if (this.closed) throw new Error('event bus is closed');
     return {
       close: async () => {
         this.subscriptions.delete(subscription);
@@ -359,16 +379,40 @@ export class KafkaEventBus implements EventBus {
   }
 }
 
-/** First wait before a crashed consumer is started again; doubles per failed start, capped at 30 s. */
+/** First wait before a crashed consumer is started again; doubles per failed start, capped at 30 s (5 s after an error kafkajs deems retriable). */
 const RESTART_BASE_MS = 1000;
+
+/** kafkajs' own test of whether a crash is worth a restart soon (a connection lost, retries used up). */
+function isRetriableCrash(err: unknown): boolean {
+  let cause = err as { name?: string; retriable?: boolean; cause?: unknown } | undefined;
+  if (cause?.name === 'KafkaJSNumberOfRetriesExceeded') return true;
+  while (cause?.cause) cause = cause.cause as typeof cause;
+  return cause?.retriable === true;
+}
+
+/** How long close() lets a consumer still joining its group finish joining before it disconnects it anyway. */
+const JOIN_SETTLE_MS = 5000;
+
+/** Resolves when `promise` settles or after `ms`, whichever is first, leaving no timer behind. */
+async function settledWithin(promise: Promise<unknown> | undefined, ms: number): Promise<void> {
+  if (!promise) return;
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    await Promise.race([promise.catch(() => undefined), new Promise((r) => (timer = setTimeout(r, ms)))]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
 
 class KafkaSubscription {
   private stopping = false;
   private readonly sleeper: { aborted: boolean; wake?: () => void } = { aborted: false };
   private closing: Promise<void> | undefined;
+  /** The consumer's connect and subscribe, at start or restart. */
+  private starting: Promise<void> | undefined;
+  /** consumer.run(): settles once the consumer has joined its group (then fetches on) or crashed. */
   private running: Promise<void> | undefined;
   private restartTimer: NodeJS.Timeout | undefined;
-  private restarting: Promise<void> | undefined;
   /** Starts that failed since the consumer last joined its group (the restart backoff grows with them). */
   private failedStarts = 0;
 
@@ -383,24 +427,26 @@ class KafkaSubscription {
   async start(): Promise<void> {
     // kafkajs starts a crashed consumer again only after errors it deems retriable; after others (a group coordinator
     // still loading on a fresh cluster, a dead letter that cannot be written) it stays stopped, and the service would
-    // consume nothing more until restarted. Start it again, with backoff, from its committed offsets.
+    // consume nothing more until restarted. Start it again, with backoff, from its committed offsets; after every
+    // crash, since kafkajs' own restarts are turned off (restartOnFailure) so that close() knows each start under way.
     this.consumer.on(this.consumer.events.CRASH, ({ payload }) => {
-      if (!payload.restart && !this.stopping) this.restartLater(payload.error);
+      if (!this.stopping) this.restartLater(payload.error);
     });
     this.consumer.on(this.consumer.events.GROUP_JOIN, () => {
       this.failedStarts = 0;
     });
-    await this.join();
+    this.starting = this.join();
+    await this.starting;
   }
 
   private restartLater(err: unknown): void {
-    const waitMs = Math.min(30_000, RESTART_BASE_MS * 2 ** Math.min(this.failedStarts++, 5));
+    const waitMs = Math.min(isRetriableCrash(err) ? 5000 : 30_000, RESTART_BASE_MS * 2 ** Math.min(this.failedStarts++, 5));
     this.busOptions.logger.error({ err, group: this.options.group, waitMs }, 'Kafka consumer stopped after an error; starting it again');
     clearTimeout(this.restartTimer);
     this.restartTimer = setTimeout(() => {
       this.restartTimer = undefined;
       if (this.stopping) return;
-      this.restarting = this.join().catch((startErr: unknown) => {
+      this.starting = this.join().catch((startErr: unknown) => {
         if (!this.stopping) this.restartLater(startErr);
       });
     }, waitMs);
@@ -420,7 +466,9 @@ class KafkaSubscription {
         if (attempt >= 20 || !(err as { retriable?: boolean }).retriable) throw err;
         await new Promise((r) => setTimeout(r, 100 * Math.min(attempt, 10)));
       }
+      if (this.stopping) return;
     }
+    if (this.stopping) return;
     // Joining the group is not awaited: after a crash the broker holds the rebalance until the dead
     // members' sessions expire, and a restarting service must not wait for that before it serves.
     // Nothing is missed meanwhile; the group starts from its committed offsets once joined.
@@ -560,7 +608,12 @@ class KafkaSubscription {
       this.stopping = true;
       clearTimeout(this.restartTimer);
       this.sleeper.wake?.();
-      await this.restarting;
+      // A start under way sees `stopping` and does not run the consumer.
+      await this.starting?.catch(() => undefined);
+      // kafkajs' stop() does nothing to a consumer still joining its group, and one whose join completes after
+      // disconnect() fetches on, reconnecting as it needs. So let the join finish first (it is then stopped and leaves
+      // the group); past JOIN_SETTLE_MS, disconnect() closes the connection under it, which fails the join.
+      await settledWithin(this.running, JOIN_SETTLE_MS);
       await this.consumer.disconnect();
       await this.running;
     })();

@@ -182,6 +182,10 @@ describeInBrowser('web app in headless Chromium', () => {
     await page.getByText('A card needs more than 70 words of text (now 6).').waitFor();
     await page.getByText('The link must be an http:// or https:// address.').waitFor();
     await shot('card-form-errors');
+    // A pasted control character, which the server refuses, is named before anything is sent.
+    await page.getByLabel('Source link').fill('https://example.com/a\u0007b');
+    await page.getByText('Remove the invisible control characters (they were probably pasted in).').waitFor();
+    await page.getByLabel('Source link').fill('ftp://example.com/x');
     expect(await accessibilityProblems()).toEqual([]);
     // The counter derives the text as the server does (@cards/card-rules' block tags): a <div> is
     // discarded by the server's sanitizer, so it does not split words.

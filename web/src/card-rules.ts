@@ -3,7 +3,7 @@
  * cards service enforces), applied in the form so a person learns what is wrong before sending. The
  * server stays the authority and re-checks everything.
  */
-import { BLOCK_TAGS, characterCount, collapseTextLines, linkProblem, MAX_CONTENT_CHARS, MAX_HTML_CHARS, MAX_LINK_CHARS, MAX_TAG_CHARS, MAX_TAGS, MAX_WORDS, MIN_WORDS_EXCLUSIVE, splitTags, wordCount } from '@cards/card-rules';
+import { BLOCK_TAGS, characterCount, collapseTextLines, controlCharacterProblem, linkProblem, MAX_CONTENT_CHARS, MAX_HTML_CHARS, MAX_LINK_CHARS, MAX_TAG_CHARS, MAX_TAGS, MAX_WORDS, MIN_WORDS_EXCLUSIVE, splitTags, wordCount } from '@cards/card-rules';
 
 const BLOCKS = new Set(BLOCK_TAGS);
 
@@ -41,6 +41,9 @@ export function htmlFromInput(input: string): string {
     .join('');
 }
 
+/** What the form says for a field the server would refuse for a control character (@cards/card-rules). */
+export const CONTROL_CHARACTERS = 'Remove the invisible control characters (they were probably pasted in).';
+
 export interface CardDraft {
   text: string;
   link: string;
@@ -58,10 +61,12 @@ export function cardDraftProblems(draft: CardDraft): Partial<Record<keyof CardDr
   else if (words > MAX_WORDS) problems.text = `A card may hold at most ${MAX_WORDS} words (now ${words}).`;
   else if (characterCount(content) > MAX_CONTENT_CHARS) problems.text = `A card's text may be at most ${MAX_CONTENT_CHARS} characters (now ${characterCount(content)}).`;
   const link = linkProblem(draft.link);
-  if (link === 'too-long') problems.link = `The link may be at most ${MAX_LINK_CHARS} characters.`;
+  if (controlCharacterProblem(draft.link.trim(), 'single-line')) problems.link = CONTROL_CHARACTERS;
+  else if (link === 'too-long') problems.link = `The link may be at most ${MAX_LINK_CHARS} characters.`;
   else if (link === 'not-http') problems.link = 'The link must be an http:// or https:// address.';
   const tags = tagsFromInput(draft.tags);
-  if (tags.length > MAX_TAGS) problems.tags = `At most ${MAX_TAGS} tags.`;
+  if (tags.some((t) => controlCharacterProblem(t, 'single-line'))) problems.tags = CONTROL_CHARACTERS;
+  else if (tags.length > MAX_TAGS) problems.tags = `At most ${MAX_TAGS} tags.`;
   else if (tags.some((t) => characterCount(t) > MAX_TAG_CHARS)) problems.tags = `Each tag may be at most ${MAX_TAG_CHARS} characters.`;
   return problems;
 }

@@ -1,10 +1,21 @@
-import { characterCount, MAX_COLLECTION_DESCRIPTION_CHARS, MAX_COLLECTION_NAME_CHARS } from '@cards/card-rules';
+import { characterCount, controlCharacterProblem, MAX_COLLECTION_DESCRIPTION_CHARS, MAX_COLLECTION_NAME_CHARS } from '@cards/card-rules';
+import { CONTROL_CHARACTERS } from '../card-rules';
 import { useState } from 'preact/hooks';
 import { api, type Collection } from '../api';
 import { CardSummary, ErrorMessage, formatDate, Loading, Notice, PageTitle, Pager, useAction, useAsync } from '../components';
 import { Link, navigate, useLocation } from '../router';
 import { useSession } from '../session';
 import { SearchForm, SearchResults, searchBody, searchParamsFrom, searchUrl } from './search-page';
+
+/** What the server would refuse in a collection's (trimmed) name and description, said for the form; null when nothing. */
+function collectionDraftProblem(name: string, description: string): string | null {
+  if (!name) return 'Give the collection a name.';
+  // Characters as the server counts them (code points); an input's maxLength would count UTF-16 units instead.
+  if (characterCount(name) > MAX_COLLECTION_NAME_CHARS) return `A name has at most ${MAX_COLLECTION_NAME_CHARS} characters.`;
+  if (characterCount(description) > MAX_COLLECTION_DESCRIPTION_CHARS) return `A description has at most ${MAX_COLLECTION_DESCRIPTION_CHARS} characters.`;
+  if (controlCharacterProblem(name, 'single-line') || controlCharacterProblem(description, 'multi-line')) return CONTROL_CHARACTERS;
+  return null;
+}
 
 export function CollectionsPage() {
   const session = useSession();
@@ -17,9 +28,8 @@ export function CollectionsPage() {
   const create = async (e: Event) => {
     e.preventDefault();
     const trimmed = name.trim();
-    if (!trimmed) return action.setError('Give the collection a name.');
-    if (characterCount(trimmed) > MAX_COLLECTION_NAME_CHARS) return action.setError(`A name has at most ${MAX_COLLECTION_NAME_CHARS} characters.`);
-    if (characterCount(description) > MAX_COLLECTION_DESCRIPTION_CHARS) return action.setError(`A description has at most ${MAX_COLLECTION_DESCRIPTION_CHARS} characters.`);
+    const problem = collectionDraftProblem(trimmed, description);
+    if (problem) return action.setError(problem);
     const id = await action.run(() => api.createCollection({ name: trimmed, description, is_public: isPublic }));
     if (id === undefined) return;
     setName('');
@@ -68,10 +78,8 @@ function CollectionSettings({ collection: c, onChanged }: { collection: Collecti
   const save = async (e: Event) => {
     e.preventDefault();
     setSaved(false);
-    if (!name.trim()) return action.setError('Give the collection a name.');
-    // Characters as the server counts them (code points); an input's maxLength would count UTF-16 units instead.
-    if (characterCount(name.trim()) > MAX_COLLECTION_NAME_CHARS) return action.setError(`A name has at most ${MAX_COLLECTION_NAME_CHARS} characters.`);
-    if (characterCount(description) > MAX_COLLECTION_DESCRIPTION_CHARS) return action.setError(`A description has at most ${MAX_COLLECTION_DESCRIPTION_CHARS} characters.`);
+    const problem = collectionDraftProblem(name.trim(), description);
+    if (problem) return action.setError(problem);
     const ok = await action.run(async () => {
       await api.updateCollection({ collection_id: c.id, name: name.trim(), description });
       return true;

@@ -9,6 +9,7 @@ import { Mailbox } from '../support/mailbox';
 import { startSystem, type RunningSystem } from '../support/service';
 import { signUp, type TestUser } from '../support/accounts';
 import { ResponseValidator, eventually } from './openapi-support';
+import { postCard } from './cards-support';
 
 // The HTTP layer every route shares: body types, methods, paths, headers, metrics, parser-level errors,
 // the access log and the connection cap.
@@ -297,6 +298,25 @@ describe('metrics', () => {
     expect(text).toMatch(/http_request_duration_seconds_count\{method="GET",route="\/api\/auth",status="401"\}/);
     expect(text).toMatch(/http_request_duration_seconds_count\{method="GET",route="\/api\/auth",status="200"\}/);
     for (const route of routes) expect(route === 'unmatched' || route!.startsWith('/api/') || route === '/healthz' || route === '/metrics').toBe(true);
+  });
+
+  it("shows the event pipeline: a new card's event published from the cards outbox and handled by search", async () => {
+    const series = (text: string, name: string) => Number(new RegExp(`^${name.replace(/[{}]/g, '\\$&')} (\\S+)$`, 'm').exec(text)?.[1] ?? 0);
+    const scrape = async () => {
+      const text = await (await fetch(`${system.baseUrl}/metrics`)).text();
+      return {
+        published: series(text, 'card_library_events_published_total{topic="cards.card.v1"}'),
+        indexed: series(text, 'card_library_events_handled_total{group="search-index",topic="cards.card.v1",outcome="ok"}'),
+        pending: series(text, 'card_library_outbox_pending_entries{outbox="cards"}'),
+      };
+    };
+    const before = await scrape();
+    await postCard(alice);
+    await eventually('the card event published and indexed', async () => {
+      const now = await scrape();
+      return now.published > before.published && now.indexed > before.indexed;
+    });
+    expect((await scrape()).pending).toBe(0);
   });
 });
 

@@ -3,6 +3,7 @@ import { isAbortError } from 'abort-controller-x';
 import { ServerError, Status, type CallContext, type ServerMiddlewareCall } from 'nice-grpc';
 import type { Logger } from 'pino';
 import { collectDefaultMetrics, Counter, Histogram, Registry } from 'prom-client';
+import { eventPipelineMetrics } from './events/event-metrics';
 
 /**
  * The gRPC calls this process served, by service, method and status: one registry per process, so the
@@ -60,11 +61,11 @@ export interface MetricsServerHandle {
   close(): Promise<void>;
 }
 
-/** Prometheus text on GET /metrics: the process's default metrics and the gRPC calls it served. */
+/** Prometheus text on GET /metrics: the process's default metrics, the gRPC calls it served and its event pipeline. */
 export async function startMetricsServer(options: { host: string; port: number; logger: Logger }): Promise<MetricsServerHandle> {
   const processMetrics = new Registry();
   collectDefaultMetrics({ register: processMetrics });
-  const registry = Registry.merge([processMetrics, grpcServerMetrics]);
+  const registry = Registry.merge([processMetrics, grpcServerMetrics, eventPipelineMetrics]);
   const server: Server = createServer((req, res) => {
     const answer = (status: number, body: string, type = 'application/json') => res.writeHead(status, { 'content-type': type }).end(body);
     const path = (req.url ?? '').split('?')[0];

@@ -12,6 +12,7 @@ export * from './shutdown';
 export * from './sqlite';
 export * from './events/event-bus';
 export * from './events/outbox';
+export * from './events/event-metrics';
 export * from './events/sqlite-event-log';
 export * from './events/kafka-event-bus';
 export * from './events/create-event-bus';

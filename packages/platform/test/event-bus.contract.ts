@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { DeliveredEvent, EventBus, Subscription } from '../src/events/event-bus';
 import { contractTests, describeOnEngine } from '../../../test/engines/suite';
+import { eventPipelineMetrics } from '../src/events/event-metrics';
 
 /** One adapter under test: a bus plus a way to open another handle on the same storage (another process). */
 export interface EventBusHarness {
@@ -27,6 +28,15 @@ async function waitFor(what: string, predicate: () => boolean, timeoutMs = 20_00
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** The value of one series of the process's event pipeline metrics (0 when it has none yet); `sample` picks a histogram's _count or _sum. */
+export async function metricValue(name: string, labels: Record<string, string>, sample?: string): Promise<number> {
+  const metric = eventPipelineMetrics.getSingleMetric(name);
+  if (!metric) throw new Error(`no metric ${name}`);
+  const { values } = await metric.get();
+  const found = values.find((v) => (sample === undefined || (v as { metricName?: string }).metricName === `${name}${sample}`) && Object.entries(labels).every(([k, want]) => v.labels[k] === want));
+  return found?.value ?? 0;
+}
 
 /** A topic and group of its own per test, so tests on one broker never see each other's messages. */
 function fresh(): { topic: string; group: string } {
@@ -321,6 +331,32 @@ export function describeEventBusContract(name: string, factory: EventBusHarnessF
         if (dead.length === 0) await sleep(100);
       }
       expect(dead.map((d) => [d.key, read(d)])).toEqual([['p', 'poison']]);
+    });
+
+    test("counts what it published, handled, retried and dead-lettered in the process's metrics", async () => {
+      const { topic, group } = fresh();
+      const handled: string[] = [];
+      await subscribe(h.bus, {
+        group,
+        topics: [topic],
+        maxAttempts: 3,
+        handler: async (e) => {
+          if (read(e) === 'poison') throw new Error('cannot handle this');
+          handled.push(read(e));
+        },
+      });
+      await h.bus.publish([
+        { topic, key: 'p', payload: text('poison') },
+        { topic, key: 'p', payload: text('good') },
+      ]);
+      await waitFor('the good message after the poison one', () => handled.length >= 1);
+      const handledTotal = (outcome: string) => metricValue('card_library_events_handled_total', { group, topic, outcome });
+      expect(await metricValue('card_library_events_published_total', { topic })).toBe(2);
+      expect(await handledTotal('ok')).toBe(1);
+      expect(await handledTotal('retry')).toBe(2);
+      expect(await handledTotal('dead_letter')).toBe(1);
+      // Every handler call is timed: three failed attempts and the good event.
+      expect(await metricValue('card_library_event_handling_seconds', { group, topic }, '_count')).toBe(4);
     });
   });
 }

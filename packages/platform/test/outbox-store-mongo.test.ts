@@ -85,7 +85,7 @@ class RecordingBus implements EventBus {
 
   it('publishes every entry once, in the order written, while both relays drain it', async () => {
     const bus = new RecordingBus();
-    const relays = replicas.map((c) => new OutboxRelay(new MongoOutboxStore(c.db), bus, logger, 50));
+    const relays = replicas.map((c) => new OutboxRelay(new MongoOutboxStore(c.db), bus, logger, { name: 'test', intervalMs: 50 }));
     relays.forEach((r) => r.start());
     const written: string[] = [];
     try {

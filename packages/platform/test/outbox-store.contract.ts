@@ -53,6 +53,15 @@ export function describeOutboxStoreContract(name: string, factory: () => Promise
       expect((await h.store.pending(10)).map(read)).toEqual(['two']);
     });
 
+    test('count() answers the entries not yet removed (the relay reads it for its pending gauge)', async () => {
+      expect(await h.store.count()).toBe(0);
+      await h.append([ev('a', 'one'), ev('b', 'two')]);
+      await h.append([ev('a', 'three')]);
+      expect(await h.store.count()).toBe(3);
+      await h.store.remove([(await h.store.pending(1))[0]!.id]);
+      expect(await h.store.count()).toBe(2);
+    });
+
     test('binary payloads survive byte for byte', async () => {
       const bytes = new Uint8Array([0, 1, 127, 128, 255, 0]);
       await h.append([{ topic: 't.v1', key: 'k', payload: bytes }]);
@@ -72,7 +81,7 @@ export function describeOutboxStoreContract(name: string, factory: () => Promise
     test('the relay drains it to the bus in order and leaves it empty', async () => {
       const dir = mkdtempSync(join(tmpdir(), 'outbox-contract-'));
       const bus = new SqliteEventLog({ path: join(dir, 'events.db'), logger, pollIntervalMs: 20 });
-      const relay = new OutboxRelay(h.store, bus, logger, 50);
+      const relay = new OutboxRelay(h.store, bus, logger, { name: 'contract', intervalMs: 50 });
       try {
         const got: DeliveredEvent[] = [];
         await bus.subscribe({ group: 'g', topics: ['cards.card.v1'], handler: async (e) => void got.push(e) });

@@ -6,6 +6,7 @@ import { openSqlite } from '../src/sqlite';
 import { SqliteEventLog } from '../src/events/sqlite-event-log';
 import { appendToSqliteOutbox, OutboxRelay, SQLITE_OUTBOX_MIGRATION, SqliteOutboxStore } from '../src/events/outbox';
 import type { DeliveredEvent, EventBus } from '../src/events/event-bus';
+import { startMetricsServer } from '../src/grpc-metrics';
 
 const logger = createLogger('test', 'silent');
 const dir = () => mkdtempSync(join(tmpdir(), 'outbox-'));
@@ -29,7 +30,7 @@ describe('transactional outbox', () => {
     const d = dir();
     const db = openSqlite(join(d, 'svc.db'), [`CREATE TABLE things (id TEXT PRIMARY KEY); ${SQLITE_OUTBOX_MIGRATION}`]);
     const bus = new SqliteEventLog({ path: join(d, 'events.db'), logger });
-    const relay = new OutboxRelay(new SqliteOutboxStore(db), bus, logger);
+    const relay = new OutboxRelay(new SqliteOutboxStore(db), bus, logger, { name: 'test' });
     relay.start();
     db.transaction(() => {
       db.prepare('INSERT INTO things VALUES (?)').run('a');
@@ -56,7 +57,7 @@ describe('transactional outbox', () => {
     db.transaction(() => appendToSqliteOutbox(db, [{ topic: 't', key: 'k', payload: Buffer.from('left behind') }]))();
     // No relay ran ("crash"); a new one starts.
     const bus = new SqliteEventLog({ path: join(d, 'events.db'), logger });
-    const relay = new OutboxRelay(new SqliteOutboxStore(db), bus, logger);
+    const relay = new OutboxRelay(new SqliteOutboxStore(db), bus, logger, { name: 'test' });
     relay.start();
     const [event] = await collect(bus, 'g', 1);
     expect(Buffer.from(event!.payload).toString()).toBe('left behind');
@@ -65,5 +66,43 @@ describe('transactional outbox', () => {
     await relay.stop();
     await bus.close();
     db.close();
+  });
+
+  it("shows its backlog and failed drains on /metrics, and a pending count of 0 once drained", async () => {
+    const d = dir();
+    const db = openSqlite(join(d, 'svc.db'), [SQLITE_OUTBOX_MIGRATION]);
+    const log = new SqliteEventLog({ path: join(d, 'events.db'), logger });
+    let busDown = true;
+    const bus: EventBus = { publish: async (events) => (busDown ? Promise.reject(new Error('bus unreachable')) : log.publish(events)), subscribe: (o) => log.subscribe(o), ready: () => log.ready(), close: () => log.close() };
+    const relay = new OutboxRelay(new SqliteOutboxStore(db), bus, logger, { name: 'metrics-test' });
+    const metrics = await startMetricsServer({ host: '127.0.0.1', port: 0, logger });
+    const scrape = async () => {
+      const text = await (await fetch(`http://127.0.0.1:${metrics.port}/metrics`)).text();
+      const value = (series: string) => Number(new RegExp(`^${series.replace(/[{}]/g, '\\$&')} (\\S+)$`, 'm').exec(text)?.[1]);
+      return {
+        pending: value('card_library_outbox_pending_entries{outbox="metrics-test"}'),
+        failures: value('card_library_outbox_relay_failures_total{outbox="metrics-test"}'),
+        published: value('card_library_events_published_total{topic="outbox.metrics.v1"}'),
+      };
+    };
+    try {
+      expect(await scrape()).toEqual({ pending: 0, failures: 0, published: NaN });
+      // More than one read of the relay holds, while the bus is down: the gauge shows the whole backlog.
+      const write = (n: number) => db.transaction(() => appendToSqliteOutbox(db, Array.from({ length: n }, (_, i) => ({ topic: 'outbox.metrics.v1', key: `k${i}`, payload: Buffer.from(String(i)) }))))();
+      write(3);
+      await relay.flush();
+      expect(await scrape()).toEqual({ pending: 3, failures: 1, published: NaN });
+      write(247);
+      await relay.flush();
+      expect(await scrape()).toEqual({ pending: 250, failures: 2, published: NaN });
+      busDown = false;
+      await relay.flush();
+      expect(await scrape()).toEqual({ pending: 0, failures: 2, published: 250 });
+    } finally {
+      await metrics.close();
+      await relay.stop();
+      await log.close();
+      db.close();
+    }
   });
 });

@@ -63,7 +63,7 @@ export async function startCards(env: Record<string, string | undefined> = proce
   const bus = createEventBus({ DATA_DIR: config.DATA_DIR, KAFKA_BROKERS: config.KAFKA_BROKERS }, logger);
   // An unreachable Kafka fails the start with a message naming KAFKA_BROKERS instead of kafkajs' retries.
   await bus.ready();
-  const relay = new OutboxRelay(store.outbox, bus, logger);
+  const relay = new OutboxRelay(store.outbox, bus, logger, { name: 'cards' });
   const peers = {
     identity: createGrpcClient(identity.IdentityServiceDefinition, config.IDENTITY_SERVICE_ADDR, { deadlineMs: config.GRPC_DEADLINE_MS }),
     search: createGrpcClient(search.SearchServiceDefinition, config.SEARCH_SERVICE_ADDR, { deadlineMs: config.GRPC_DEADLINE_MS }),

@@ -16,7 +16,7 @@ export function cardsOnEventBus(dataDir: string, bus: EventBus, logger: Logger) 
   const db = openCardsDatabase(join(dataDir, 'cards.db'));
   const cards = new SqliteCardRepository(db);
   const collections = new SqliteCollectionRepository(db);
-  const relay = new OutboxRelay(new SqliteOutboxStore(db), bus, logger, 50);
+  const relay = new OutboxRelay(new SqliteOutboxStore(db), bus, logger, { name: 'cards', intervalMs: 50 });
   const cardService = new CardService({
     cards,
     votes: new SqliteVoteRepository(db),

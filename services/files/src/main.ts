@@ -62,7 +62,7 @@ export async function startFiles(env: Record<string, string | undefined> = proce
   const cards = new GrpcCardsClient(config.CARDS_SERVICE_ADDR);
   const bus = createEventBus({ DATA_DIR: config.DATA_DIR, KAFKA_BROKERS: config.KAFKA_BROKERS }, logger);
   await bus.ready();
-  const relay = new OutboxRelay(outbox, bus, logger);
+  const relay = new OutboxRelay(outbox, bus, logger, { name: 'files' });
   const service = new FilesService({ repository, objects, reader, maxFileBytes: config.MAX_FILE_BYTES, logger, onEventsWritten: () => relay.kick() });
   const worker = new IngestionWorker({ repository, objects, reader, cards, logger, maxAttempts: config.INGESTION_MAX_ATTEMPTS, concurrency: config.INGESTION_CONCURRENCY });
 

@@ -4,6 +4,7 @@ import { assertPublishable, batchLength, eventBytes, type DeliveredEvent, type E
 import { isEngineUnavailableError } from '../readiness';
 import { errorMessage } from '../errors';
 import { RETAIN_FOREVER_MS, retainForever } from './kafka-topic-retention';
+import { consumerMetrics, countPublishedEvents, secondsSince, type ConsumerMetrics } from './event-metrics';
 
 export interface KafkaEventBusOptions {
   /** host:port of one or more brokers. */
@@ -178,6 +179,7 @@ export class KafkaEventBus implements EventBus {
     } finally {
       this.inFlight.delete(task);
     }
+    countPublishedEvents(events);
   }
 
   /** The cluster's name for a topic or group: with the namespace prefix. */
@@ -415,6 +417,7 @@ class KafkaSubscription {
   private restartTimer: NodeJS.Timeout | undefined;
   /** Starts that failed since the consumer last joined its group (the restart backoff grows with them). */
   private failedStarts = 0;
+  private readonly metrics: ConsumerMetrics;
 
   constructor(
     private readonly consumer: Consumer,
@@ -422,7 +425,9 @@ class KafkaSubscription {
     private readonly physicalTopics: string[],
     private readonly bus: KafkaEventBus,
     private readonly busOptions: KafkaEventBusOptions,
-  ) {}
+  ) {
+    this.metrics = consumerMetrics(options.group);
+  }
 
   async start(): Promise<void> {
     // kafkajs starts a crashed consumer again only after errors it deems retriable; after others (a group coordinator
@@ -544,6 +549,7 @@ class KafkaSubscription {
                 [DeadLetterHeaders.error]: outcome.error.slice(0, 2000),
                 [DeadLetterHeaders.attempts]: String(outcome.attempts),
               });
+              this.metrics.outcome(event.topic, 'dead_letter');
               this.busOptions.logger.error(
                 { group, topic: origin.topic, partition: origin.partition, offset: origin.offset, error: outcome.error, replayed: replays },
                 'event moved to dead-letter topic',
@@ -567,10 +573,18 @@ class KafkaSubscription {
 
   /** One attempt of the batchHandler on a run of messages; false (logged) when it failed. */
   private async deliverRun(run: Omit<DeliveredEvent, 'attempt'>[]): Promise<boolean> {
+    // A run is of one partition, so of one topic.
+    const topic = run[0]!.topic;
+    const started = performance.now();
     try {
       await this.options.batchHandler!(run.map((e) => ({ ...e, attempt: 0 })));
+      this.metrics.handled(topic, secondsSince(started), run.length);
+      this.metrics.outcome(topic, 'ok', run.length);
       return true;
     } catch (err) {
+      // Its events are delivered again, one by one.
+      this.metrics.handled(topic, secondsSince(started), run.length);
+      this.metrics.outcome(topic, 'retry', run.length);
       this.busOptions.logger.warn({ err, group: this.options.group, topic: run[0]!.topic, events: run.length }, 'event batch handler failed; delivering its events one by one');
       return false;
     }
@@ -585,14 +599,20 @@ class KafkaSubscription {
     // Failures because an engine is unreachable do not count: an outage must not dead-letter events.
     let counted = 0;
     for (let attempt = 0; ; attempt++) {
+      const started = performance.now();
       try {
         await this.options.handler({ ...base, attempt });
+        this.metrics.handled(base.topic, secondsSince(started));
+        this.metrics.outcome(base.topic, 'ok');
         return 'ok';
       } catch (err) {
+        this.metrics.handled(base.topic, secondsSince(started));
         const error = errorMessage(err);
         this.busOptions.logger.warn({ err, group: this.options.group, topic: base.topic, offset: base.offset, attempt }, 'event handler failed');
-        if (this.stopping) return 'abandoned';
         if (!isEngineUnavailableError(err)) counted++;
+        // The last failure is counted as the dead letter its caller writes; one cut short by closing is delivered again.
+        if (this.stopping || counted < maxAttempts) this.metrics.outcome(base.topic, 'retry');
+        if (this.stopping) return 'abandoned';
         if (counted >= maxAttempts) return { error, attempts: attempt + 1 };
         await delay(Math.min(5000, retryBase * 2 ** Math.min(attempt, 16)), this.sleeper);
         if (this.stopping) return 'abandoned';

@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import type { SqliteDatabase } from '../sqlite';
 import { assertPublishable, type EventBus, type OutgoingEvent } from './event-bus';
+import { outboxMetrics, type OutboxMetrics } from './event-metrics';
 
 export interface OutboxEntry extends OutgoingEvent {
   id: string;
@@ -14,6 +15,8 @@ export interface OutboxStore {
   /** Oldest entries first. */
   pending(limit: number): Promise<OutboxEntry[]>;
   remove(ids: string[]): Promise<void>;
+  /** Entries not yet removed; the relay asks only when one pending() read does not hold them all. */
+  count(): Promise<number>;
   /**
    * Present when several processes share the outbox (replicas on one MongoDB database): the relays of all of them
    * take turns through it, so no entry is published twice and none after a later one.
@@ -61,6 +64,10 @@ export class SqliteOutboxStore implements OutboxStore {
     return rows.map((r) => ({ id: String(r.seq), topic: r.topic, key: r.key, payload: new Uint8Array(r.payload) }));
   }
 
+  async count(): Promise<number> {
+    return (this.db.prepare('SELECT COUNT(*) AS n FROM outbox').get() as { n: number }).n;
+  }
+
   async remove(ids: string[]): Promise<void> {
     if (ids.length === 0) return;
     const del = this.db.prepare('DELETE FROM outbox WHERE seq = ?');
@@ -69,6 +76,16 @@ export class SqliteOutboxStore implements OutboxStore {
     })();
   }
 }
+
+export interface OutboxRelayOptions {
+  /** The outbox's name in metrics (`outbox` label): the service, or the part of it, that writes it. */
+  name: string;
+  /** How often the relay looks for entries nobody kicked it for. */
+  intervalMs?: number;
+}
+
+/** Entries read and published at a time. */
+const DRAIN_BATCH = 200;
 
 /**
  * Moves outbox entries to the bus in order. kick() after a commit for low latency; a timer catches
@@ -80,17 +97,20 @@ export class OutboxRelay {
   private again = false;
   private timer: NodeJS.Timeout | undefined;
   private leaseRetry: NodeJS.Timeout | undefined;
+  private readonly metrics: OutboxMetrics;
 
   constructor(
     private readonly store: OutboxStore,
     private readonly bus: EventBus,
     private readonly logger: Logger,
-    private readonly intervalMs = 1000,
-  ) {}
+    private readonly options: OutboxRelayOptions,
+  ) {
+    this.metrics = outboxMetrics(options.name);
+  }
 
   start(): void {
     this.running = true;
-    this.timer = setInterval(() => this.kick(), this.intervalMs);
+    this.timer = setInterval(() => this.kick(), this.options.intervalMs ?? 1000);
     this.timer.unref();
     this.kick();
   }
@@ -135,16 +155,24 @@ export class OutboxRelay {
         this.leaseRetry.unref();
       }
     } catch (err) {
-      this.logger.warn({ err }, 'outbox relay could not publish; will retry');
+      this.metrics.failed();
+      this.logger.warn({ err, outbox: this.options.name }, 'outbox relay could not publish; will retry');
     }
   }
 
+  /** Publishes until the outbox is empty, keeping the pending gauge at what is left (it stays there when publishing fails). */
   private async publishPending(): Promise<void> {
-    for (;;) {
-      const batch = await this.store.pending(200);
-      if (batch.length === 0) return;
+    let batch = await this.store.pending(DRAIN_BATCH);
+    // Counted only when one read does not hold the whole backlog: at most one extra query per drain.
+    let left = batch.length < DRAIN_BATCH ? batch.length : await this.store.count();
+    this.metrics.pending(left);
+    while (batch.length > 0) {
       await this.bus.publish(batch.map(({ topic, key, payload }) => ({ topic, key, payload })));
       await this.store.remove(batch.map((e) => e.id));
+      left = Math.max(0, left - batch.length);
+      this.metrics.pending(left);
+      batch = await this.store.pending(DRAIN_BATCH);
     }
+    this.metrics.pending(0);
   }
 }

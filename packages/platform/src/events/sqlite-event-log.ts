@@ -4,6 +4,7 @@ import { openSqlite, type SqliteDatabase } from '../sqlite';
 import { batchLength, type DeliveredEvent, type EventBus, type OutgoingEvent, type SubscribeOptions, type Subscription } from './event-bus';
 import { isEngineUnavailableError } from '../readiness';
 import { errorMessage } from '../errors';
+import { consumerMetrics, countPublishedEvents, secondsSince, type ConsumerMetrics } from './event-metrics';
 
 const MIGRATIONS = [
   `CREATE TABLE events (seq INTEGER PRIMARY KEY AUTOINCREMENT, topic TEXT NOT NULL, key TEXT NOT NULL, payload BLOB NOT NULL, published_at TEXT NOT NULL);
@@ -62,6 +63,7 @@ export class SqliteEventLog implements EventBus {
     this.db.transaction(() => {
       for (const e of events) insert.run(e.topic, e.key, Buffer.from(e.payload), now);
     })();
+    countPublishedEvents(events);
     this.wakeups.emit('published');
   }
 
@@ -103,13 +105,16 @@ class SqliteSubscription {
   private wake: (() => void) | undefined;
   private readonly onPublished = () => this.wake?.();
   private timer: NodeJS.Timeout | undefined;
+  private readonly metrics: ConsumerMetrics;
 
   constructor(
     private readonly db: SqliteDatabase,
     private readonly wakeups: EventEmitter,
     private readonly options: SubscribeOptions,
     private readonly logOptions: SqliteEventLogOptions,
-  ) {}
+  ) {
+    this.metrics = consumerMetrics(options.group);
+  }
 
   start(): void {
     this.running = true;
@@ -170,6 +175,7 @@ class SqliteSubscription {
           if (!delivered.ok) {
             if (!this.running) return;
             deadLetter.run(group, row.topic, row.seq, delivered.error, new Date().toISOString(), delivered.attempts);
+            this.metrics.outcome(row.topic, 'dead_letter');
             this.logOptions.logger.error({ group, topic: row.topic, seq: row.seq, error: delivered.error }, 'event moved to dead letters');
           }
           commit.run(group, row.topic, row.seq);
@@ -211,6 +217,7 @@ class SqliteSubscription {
         this.logOptions.logger.info({ group, topic: row.topic, seq: row.seq }, 'dead letter replayed');
       } else {
         deadAgain.run(delivered.error, now, delivered.attempts, group, row.topic, row.seq);
+        this.metrics.outcome(row.topic, 'dead_letter');
         this.logOptions.logger.error({ group, topic: row.topic, seq: row.seq, error: delivered.error }, 'replayed dead letter failed again');
       }
     }
@@ -218,12 +225,28 @@ class SqliteSubscription {
 
   /** One attempt of the batchHandler on a run of rows; false (logged) when it failed. */
   private async deliverRun(run: EventRow[]): Promise<boolean> {
+    const started = performance.now();
     try {
       await this.options.batchHandler!(run.map((row) => ({ topic: row.topic, key: row.key, payload: new Uint8Array(row.payload), offset: String(row.seq), attempt: 0 })));
+      this.countRun(run, 'ok', secondsSince(started));
       return true;
     } catch (err) {
+      // Its events are delivered again, one by one.
+      this.countRun(run, 'retry', secondsSince(started));
       this.logOptions.logger.warn({ err, group: this.options.group, events: run.length }, 'event batch handler failed; delivering its events one by one');
       return false;
+    }
+  }
+
+  /** Records a batch run's outcome and time per run of consecutive rows of one topic (they may mix topics). */
+  private countRun(run: EventRow[], outcome: 'ok' | 'retry', seconds: number): void {
+    let runStart = 0;
+    for (let i = 1; i <= run.length; i++) {
+      if (i === run.length || run[i]!.topic !== run[runStart]!.topic) {
+        this.metrics.outcome(run[runStart]!.topic, outcome, i - runStart);
+        this.metrics.handled(run[runStart]!.topic, (seconds * (i - runStart)) / run.length, i - runStart);
+        runStart = i;
+      }
     }
   }
 
@@ -234,13 +257,19 @@ class SqliteSubscription {
     let counted = 0;
     for (let attempt = 0; ; attempt++) {
       const event: DeliveredEvent = { topic: row.topic, key: row.key, payload: new Uint8Array(row.payload), offset: String(row.seq), attempt };
+      const started = performance.now();
       try {
         await this.options.handler(event);
+        this.metrics.handled(row.topic, secondsSince(started));
+        this.metrics.outcome(row.topic, 'ok');
         return { ok: true };
       } catch (err) {
+        this.metrics.handled(row.topic, secondsSince(started));
         const message = errorMessage(err);
         this.logOptions.logger.warn({ err, group: this.options.group, topic: row.topic, seq: row.seq, attempt }, 'event handler failed');
         if (!isEngineUnavailableError(err)) counted++;
+        // The last failure is counted as the dead letter its caller writes; one cut short by closing is delivered again.
+        if (counted < maxAttempts) this.metrics.outcome(row.topic, 'retry');
         if (counted >= maxAttempts || !this.running) return { ok: false, error: message, attempts: attempt + 1 };
         await this.sleep(Math.min(5000, base * 2 ** Math.min(attempt, 16)));
         if (!this.running) return { ok: false, error: message, attempts: attempt + 1 };

@@ -121,4 +121,8 @@ export class MongoOutboxStore implements OutboxStore {
     if (ids.length === 0) return;
     await mongoOutbox(this.db).deleteMany({ _id: { $in: ids.map((id) => new ObjectId(id)) } });
   }
+
+  async count(): Promise<number> {
+    return mongoOutbox(this.db).countDocuments({});
+  }
 }

@@ -1,10 +1,10 @@
 import { collectDefaultMetrics, Histogram, Registry } from 'prom-client';
-import { grpcServerMetrics } from '@cards/platform';
+import { eventPipelineMetrics, grpcServerMetrics } from '@cards/platform';
 import type { RequestEndObserver } from './request-end';
 
 /**
  * Prometheus registry with process metrics and one request-duration histogram labelled by route pattern, plus
- * the gRPC calls served in this process: the all-in-one's services (none in a gateway process of its own).
+ * the gRPC calls served and the event pipeline of this process: the all-in-one's services (none in a gateway process of its own).
  */
 export function createMetrics(): { registry: Registry; observe: RequestEndObserver } {
   const registry = new Registry();
@@ -20,5 +20,5 @@ export function createMetrics(): { registry: Registry; observe: RequestEndObserv
   const observe: RequestEndObserver = ({ req, res, route, ms, answered }) => {
     if (answered) duration.observe({ method: req.method, route, status: String(res.statusCode) }, ms / 1000);
   };
-  return { registry: Registry.merge([registry, grpcServerMetrics]), observe };
+  return { registry: Registry.merge([registry, grpcServerMetrics, eventPipelineMetrics]), observe };
 }

@@ -157,7 +157,7 @@ export async function startVerificationWorker(deps: VerificationWorkerDeps): Pro
     maxAttempts: Math.max(1, config.VERIFY_MAX_ATTEMPTS),
     retryBaseMs: config.VERIFY_RETRY_BASE_MS,
   });
-  const relay = new OutboxRelay(store.outbox(), bus, logger);
+  const relay = new OutboxRelay(store.outbox(), bus, logger, { name: 'verification' });
   // Longest a job can legitimately take: the fetch budget, scoring, a retry's bookkeeping.
   const leaseMs = config.VERIFY_TIMEOUT_MS + config.VERIFY_SCORE_TIMEOUT_MS + 30_000;
   const runner = new VerificationRunner(store, service, Math.max(1, config.VERIFY_CONCURRENCY), logger, () => relay.kick(), leaseMs);

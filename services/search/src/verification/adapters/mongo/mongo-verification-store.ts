@@ -80,6 +80,10 @@ export class MongoVerificationStore implements VerificationStore {
         const jobIds = [...new Set(ids.map((id) => id.slice(0, id.lastIndexOf('#'))))];
         if (jobIds.length > 0) await collection.updateMany({ id: { $in: jobIds } }, { $unset: { outbox: '' } });
       },
+      async count(): Promise<number> {
+        const [total] = await collection.aggregate<{ n: number }>([{ $match: { outbox: { $exists: true } } }, { $group: { _id: null, n: { $sum: { $size: '$outbox' } } } }]).toArray();
+        return total?.n ?? 0;
+      },
     };
   }
 

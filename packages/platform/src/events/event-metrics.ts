@@ -1,0 +1,122 @@
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+
+/**
+ * The event pipeline of this process (publishes, consumer outcomes and handling time, outbox backlog), served by every
+ * /metrics endpoint beside the gRPC calls. Labels are topics, consumer groups and outbox names: fixed sets, never ids.
+ */
+export const eventPipelineMetrics = new Registry();
+
+const PREFIX = 'card_library_';
+
+const published = new Counter({
+  name: `${PREFIX}events_published_total`,
+  help: 'Events this process published to the event bus (from its outboxes), by topic',
+  labelNames: ['topic'] as const,
+  registers: [eventPipelineMetrics],
+});
+
+const handled = new Counter({
+  name: `${PREFIX}events_handled_total`,
+  help: 'Event deliveries to a consumer group by outcome: ok (handled), retry (a failed attempt that will be delivered again), dead_letter (given up on after maxAttempts)',
+  labelNames: ['group', 'topic', 'outcome'] as const,
+  registers: [eventPipelineMetrics],
+});
+
+const handling = new Histogram({
+  name: `${PREFIX}event_handling_seconds`,
+  help: "Time a consumer group's handler took per event and attempt (a batch handler's run: its time shared among its events)",
+  labelNames: ['group', 'topic'] as const,
+  buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+  registers: [eventPipelineMetrics],
+});
+
+const outboxPending = new Gauge({
+  name: `${PREFIX}outbox_pending_entries`,
+  help: 'Entries in the outbox not yet published, as the last drain of this process found and left them',
+  labelNames: ['outbox'] as const,
+  registers: [eventPipelineMetrics],
+});
+
+const relayFailures = new Counter({
+  name: `${PREFIX}outbox_relay_failures_total`,
+  help: 'Outbox drains that failed (bus or store unavailable) and will be retried',
+  labelNames: ['outbox'] as const,
+  registers: [eventPipelineMetrics],
+});
+
+/** Counts published events, one increment per run of consecutive events of one topic (a publish is usually one topic). */
+export function countPublishedEvents(events: readonly { topic: string }[]): void {
+  let runStart = 0;
+  for (let i = 1; i <= events.length; i++) {
+    if (i === events.length || events[i]!.topic !== events[runStart]!.topic) {
+      published.inc({ topic: events[runStart]!.topic }, i - runStart);
+      runStart = i;
+    }
+  }
+}
+
+export type HandlingOutcome = 'ok' | 'retry' | 'dead_letter';
+
+/** What a consumer group's deliveries record; one per subscription, so the hot path builds no label objects. */
+export interface ConsumerMetrics {
+  /** Counts `count` events of a topic ending an attempt with `outcome`. */
+  outcome(topic: string, outcome: HandlingOutcome, count?: number): void;
+  /** Records `seconds` of handler time for each of `count` events of a topic. */
+  handled(topic: string, seconds: number, count?: number): void;
+}
+
+interface TopicSeries {
+  ok: { inc(value?: number): void };
+  retry: { inc(value?: number): void };
+  dead_letter: { inc(value?: number): void };
+  time: { observe(value: number): void };
+}
+
+/** The series of one consumer group, made once per topic the group meets. */
+export function consumerMetrics(group: string): ConsumerMetrics {
+  const byTopic = new Map<string, TopicSeries>();
+  const seriesOf = (topic: string): TopicSeries => {
+    let series = byTopic.get(topic);
+    if (!series) {
+      series = {
+        ok: handled.labels(group, topic, 'ok'),
+        retry: handled.labels(group, topic, 'retry'),
+        dead_letter: handled.labels(group, topic, 'dead_letter'),
+        time: handling.labels(group, topic),
+      };
+      byTopic.set(topic, series);
+    }
+    return series;
+  };
+  return {
+    outcome(topic, outcome, count = 1) {
+      seriesOf(topic)[outcome].inc(count);
+    },
+    handled(topic, seconds, count = 1) {
+      const { time } = seriesOf(topic);
+      for (let i = 0; i < count; i++) time.observe(seconds / count);
+    },
+  };
+}
+
+/** Seconds since `startMs` (a performance.now() reading). */
+export function secondsSince(startMs: number): number {
+  return (performance.now() - startMs) / 1000;
+}
+
+/** What an outbox relay records, under the outbox's name. */
+export interface OutboxMetrics {
+  pending(entries: number): void;
+  failed(): void;
+}
+
+export function outboxMetrics(outbox: string): OutboxMetrics {
+  const gauge = outboxPending.labels(outbox);
+  const failures = relayFailures.labels(outbox);
+  gauge.set(0);
+  failures.inc(0);
+  return {
+    pending: (entries) => gauge.set(entries),
+    failed: () => failures.inc(),
+  };
+}

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { createLogger } from '../src/logger';
 import { openSqlite } from '../src/sqlite';
 import { SqliteEventLog } from '../src/events/sqlite-event-log';
-import { appendToSqliteOutbox, OutboxRelay, SQLITE_OUTBOX_MIGRATION, SqliteOutboxStore } from '../src/events/outbox';
+import { appendToSqliteOutbox, OutboxRelay, SQLITE_OUTBOX_MIGRATION, SqliteOutboxStore, type OutboxStore } from '../src/events/outbox';
 import type { DeliveredEvent, EventBus } from '../src/events/event-bus';
 import { startMetricsServer } from '../src/grpc-metrics';
 
@@ -66,6 +66,25 @@ describe('transactional outbox', () => {
     await relay.stop();
     await bus.close();
     db.close();
+  });
+
+  it('publishes a backlog larger than one read even when the store cannot count it (the count only feeds a gauge)', async () => {
+    const d = dir();
+    const db = openSqlite(join(d, 'svc.db'), [SQLITE_OUTBOX_MIGRATION]);
+    const bus = new SqliteEventLog({ path: join(d, 'events.db'), logger });
+    const sqlite = new SqliteOutboxStore(db);
+    const store: OutboxStore = { pending: (limit) => sqlite.pending(limit), remove: (ids) => sqlite.remove(ids), count: () => Promise.reject(new Error('count unsupported')) };
+    db.transaction(() => appendToSqliteOutbox(db, Array.from({ length: 250 }, (_, i) => ({ topic: 't', key: `k${i}`, payload: Buffer.from(String(i)) }))))();
+    const relay = new OutboxRelay(store, bus, logger, { name: 'uncountable' });
+    try {
+      await relay.flush();
+      expect(await sqlite.count()).toBe(0);
+      expect(await collect(bus, 'g', 250)).toHaveLength(250);
+    } finally {
+      await relay.stop();
+      await bus.close();
+      db.close();
+    }
   });
 
   it("shows its backlog and failed drains on /metrics, and a pending count of 0 once drained", async () => {

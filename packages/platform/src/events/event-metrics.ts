@@ -44,15 +44,20 @@ const relayFailures = new Counter({
   registers: [eventPipelineMetrics],
 });
 
-/** Counts published events, one increment per run of consecutive events of one topic (a publish is usually one topic). */
-export function countPublishedEvents(events: readonly { topic: string }[]): void {
+/** Calls `visit` once per run of consecutive events of one topic, with the run's length. */
+function forEachTopicRun(events: readonly { topic: string }[], visit: (topic: string, count: number) => void): void {
   let runStart = 0;
   for (let i = 1; i <= events.length; i++) {
     if (i === events.length || events[i]!.topic !== events[runStart]!.topic) {
-      published.inc({ topic: events[runStart]!.topic }, i - runStart);
+      visit(events[runStart]!.topic, i - runStart);
       runStart = i;
     }
   }
+}
+
+/** Counts published events, one increment per run of consecutive events of one topic (a publish is usually one topic). */
+export function countPublishedEvents(events: readonly { topic: string }[]): void {
+  forEachTopicRun(events, (topic, count) => published.inc({ topic }, count));
 }
 
 export type HandlingOutcome = 'ok' | 'retry' | 'dead_letter';
@@ -61,8 +66,10 @@ export type HandlingOutcome = 'ok' | 'retry' | 'dead_letter';
 export interface ConsumerMetrics {
   /** Counts `count` events of a topic ending an attempt with `outcome`. */
   outcome(topic: string, outcome: HandlingOutcome, count?: number): void;
-  /** Records `seconds` of handler time for each of `count` events of a topic. */
-  handled(topic: string, seconds: number, count?: number): void;
+  /** Records one attempt's handler time for an event of a topic. */
+  handled(topic: string, seconds: number): void;
+  /** A batch handler's run (its events may mix topics): `outcome` for each event, the run's time shared among them. */
+  batchRun(events: readonly { topic: string }[], outcome: 'ok' | 'retry', seconds: number): void;
 }
 
 interface TopicSeries {
@@ -92,9 +99,16 @@ export function consumerMetrics(group: string): ConsumerMetrics {
     outcome(topic, outcome, count = 1) {
       seriesOf(topic)[outcome].inc(count);
     },
-    handled(topic, seconds, count = 1) {
-      const { time } = seriesOf(topic);
-      for (let i = 0; i < count; i++) time.observe(seconds / count);
+    handled(topic, seconds) {
+      seriesOf(topic).time.observe(seconds);
+    },
+    batchRun(events, outcome, seconds) {
+      const each = seconds / events.length;
+      forEachTopicRun(events, (topic, count) => {
+        const series = seriesOf(topic);
+        series[outcome].inc(count);
+        for (let i = 0; i < count; i++) series.time.observe(each);
+      });
     },
   };
 }

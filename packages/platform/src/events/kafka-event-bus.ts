@@ -573,18 +573,15 @@ class KafkaSubscription {
 
   /** One attempt of the batchHandler on a run of messages; false (logged) when it failed. */
   private async deliverRun(run: Omit<DeliveredEvent, 'attempt'>[]): Promise<boolean> {
-    // A run is of one partition, so of one topic.
-    const topic = run[0]!.topic;
     const started = performance.now();
     try {
       await this.options.batchHandler!(run.map((e) => ({ ...e, attempt: 0 })));
-      this.metrics.handled(topic, secondsSince(started), run.length);
-      this.metrics.outcome(topic, 'ok', run.length);
+      this.metrics.batchRun(run, 'ok', secondsSince(started));
       return true;
     } catch (err) {
       // Its events are delivered again, one by one.
-      this.metrics.handled(topic, secondsSince(started), run.length);
-      this.metrics.outcome(topic, 'retry', run.length);
+      this.metrics.batchRun(run, 'retry', secondsSince(started));
+      // A run is of one partition, so of one topic.
       this.busOptions.logger.warn({ err, group: this.options.group, topic: run[0]!.topic, events: run.length }, 'event batch handler failed; delivering its events one by one');
       return false;
     }

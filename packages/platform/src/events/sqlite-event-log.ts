@@ -228,25 +228,13 @@ class SqliteSubscription {
     const started = performance.now();
     try {
       await this.options.batchHandler!(run.map((row) => ({ topic: row.topic, key: row.key, payload: new Uint8Array(row.payload), offset: String(row.seq), attempt: 0 })));
-      this.countRun(run, 'ok', secondsSince(started));
+      this.metrics.batchRun(run, 'ok', secondsSince(started));
       return true;
     } catch (err) {
       // Its events are delivered again, one by one.
-      this.countRun(run, 'retry', secondsSince(started));
+      this.metrics.batchRun(run, 'retry', secondsSince(started));
       this.logOptions.logger.warn({ err, group: this.options.group, events: run.length }, 'event batch handler failed; delivering its events one by one');
       return false;
-    }
-  }
-
-  /** Records a batch run's outcome and time per run of consecutive rows of one topic (they may mix topics). */
-  private countRun(run: EventRow[], outcome: 'ok' | 'retry', seconds: number): void {
-    let runStart = 0;
-    for (let i = 1; i <= run.length; i++) {
-      if (i === run.length || run[i]!.topic !== run[runStart]!.topic) {
-        this.metrics.outcome(run[runStart]!.topic, outcome, i - runStart);
-        this.metrics.handled(run[runStart]!.topic, (seconds * (i - runStart)) / run.length, i - runStart);
-        runStart = i;
-      }
     }
   }
 

@@ -1,2 +1,3 @@
 export * from './mongo-connection';
 export * from './mongo-outbox';
+export * from './mongo-leases';

@@ -1,6 +1,5 @@
-import { randomUUID } from 'node:crypto';
 import { Binary, ObjectId, type ClientSession, type Collection, type Db } from 'mongodb';
-import { isDuplicateKeyError } from './mongo-connection';
+import { MongoLeases, type LeaseDocument } from './mongo-leases';
 import { assertPublishable, type OutgoingEvent } from '../events/event-bus';
 import type { OutboxDrainLease, OutboxEntry, OutboxStore } from '../events/outbox';
 
@@ -47,13 +46,6 @@ export async function appendToMongoOutboxOrUndo(db: Db, events: readonly Outgoin
   }
 }
 
-interface OutboxLeaseDocument {
-  /** The outbox the lease is for (one database may hold several). */
-  _id: string;
-  holder: string;
-  expiresAt: Date;
-}
-
 /**
  * A relay holds its lease for milliseconds and renews it while a long drain runs, so one not renewed for this long
  * belongs to a process that is stuck or gone; the other replicas' events wait at most this long after such a crash.
@@ -61,42 +53,34 @@ interface OutboxLeaseDocument {
 const DRAIN_LEASE_MS = 10_000;
 
 /**
- * The drain lease of an outbox in a MongoDB database that every replica of the service shares: a document per
- * outbox in `outbox_leases`, taken by an upsert that matches only an expired lease (a live one makes it fail on
- * `_id`), renewed while the holder drains, deleted by its holder after. A holder that crashed lets go when its
- * lease ends; one that stalls longer than the lease may publish what the next holder publishes too (at-least-once).
+ * The drain lease of an outbox in a MongoDB database that every replica of the service shares: a lease per outbox in
+ * `outbox_leases` (MongoLeases), renewed while the holder drains, released after. One that stalls longer than the
+ * lease may publish what the next holder publishes too (at-least-once).
  */
 export class MongoOutboxDrainLease implements OutboxDrainLease {
-  constructor(
-    private readonly db: Db,
-    private readonly outbox: string,
-    private readonly leaseMs = DRAIN_LEASE_MS,
-  ) {}
+  private readonly leases: MongoLeases;
+  private readonly renewEveryMs: number;
 
-  private get leases(): Collection<OutboxLeaseDocument> {
-    return this.db.collection<OutboxLeaseDocument>('outbox_leases');
+  constructor(
+    db: Db,
+    private readonly outbox: string,
+    leaseMs = DRAIN_LEASE_MS,
+  ) {
+    this.leases = new MongoLeases(db.collection<LeaseDocument>('outbox_leases'), leaseMs);
+    this.renewEveryMs = leaseMs / 3;
   }
 
   async run(drain: () => Promise<void>): Promise<boolean> {
-    const holder = randomUUID();
-    const now = Date.now();
-    try {
-      await this.leases.updateOne({ _id: this.outbox, expiresAt: { $lte: new Date(now) } }, { $set: { holder, expiresAt: new Date(now + this.leaseMs) } }, { upsert: true });
-    } catch (err) {
-      if (isDuplicateKeyError(err)) return false;
-      throw err;
-    }
-    const renewal = setInterval(() => {
-      this.leases.updateOne({ _id: this.outbox, holder }, { $set: { expiresAt: new Date(Date.now() + this.leaseMs) } }).catch(() => undefined);
-    }, this.leaseMs / 3);
+    const holder = await this.leases.take(this.outbox);
+    if (holder === null) return false;
+    const renewal = setInterval(() => void this.leases.renew(this.outbox, holder), this.renewEveryMs);
     renewal.unref();
     try {
       await drain();
       return true;
     } finally {
       clearInterval(renewal);
-      // A failed release only keeps the other relays waiting until the lease ends.
-      await this.leases.deleteOne({ _id: this.outbox, holder }).catch(() => undefined);
+      await this.leases.release(this.outbox, holder);
     }
   }
 }

@@ -1,16 +1,11 @@
-import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { isDuplicateKeyError, UnavailableError } from '@cards/platform';
+import { MongoLeases, UnavailableError, type LeaseDocument } from '@cards/platform';
 import type { Collection } from 'mongodb';
 import type { ContentLock } from '../../domain/ports';
 import { InProcessContentLock } from '../in-process/in-process-content-lock';
 
-/** A held lock: `_id` is the key, unique by nature; `expiresAt` ends the lease (and lets the TTL index clean up). */
-export interface ContentLockDocument {
-  _id: string;
-  holder: string;
-  expiresAt: Date;
-}
+/** A held lock (MongoLeases): `expiresAt` ends the lease and lets the TTL index clean up. */
+export type ContentLockDocument = LeaseDocument;
 
 export interface MongoContentLockOptions {
   /** How long a holder keeps the key at most; after it another process may take the key (a crashed holder's too). */
@@ -25,20 +20,16 @@ const DEFAULT_LEASE_MS = 30_000;
 const DEFAULT_MAX_WAIT_MS = 5_000;
 
 /**
- * A lock per key shared by every process on the database: a lease document per key, taken by an upsert that only
- * matches an expired lease, so a live one makes it fail on `_id` and the taker waits. Waiters of this process queue
- * in memory first, so only one of them polls the database.
+ * A lock per key shared by every process on the database: a lease per key (MongoLeases), which a taker finding it
+ * held waits for. Waiters of this process queue in memory first, so only one of them polls the database.
  */
 export class MongoContentLock implements ContentLock {
   private readonly local = new InProcessContentLock();
-  private readonly leaseMs: number;
+  private readonly leases: MongoLeases;
   private readonly maxWaitMs: number;
 
-  constructor(
-    private readonly locks: Collection<ContentLockDocument>,
-    options: MongoContentLockOptions = {},
-  ) {
-    this.leaseMs = options.leaseMs ?? DEFAULT_LEASE_MS;
+  constructor(locks: Collection<ContentLockDocument>, options: MongoContentLockOptions = {}) {
+    this.leases = new MongoLeases(locks, options.leaseMs ?? DEFAULT_LEASE_MS);
     this.maxWaitMs = options.maxWaitMs ?? DEFAULT_MAX_WAIT_MS;
   }
 
@@ -48,23 +39,16 @@ export class MongoContentLock implements ContentLock {
       try {
         return await task();
       } finally {
-        // A failed release only keeps the key until the lease ends.
-        await this.locks.deleteOne({ _id: key, holder }).catch(() => undefined);
+        await this.leases.release(key, holder);
       }
     });
   }
 
   private async acquire(key: string): Promise<string> {
-    const holder = randomUUID();
     const giveUpAt = Date.now() + this.maxWaitMs;
     for (let pause = 5; ; pause = Math.min(pause * 2, 100)) {
-      const now = new Date();
-      try {
-        await this.locks.updateOne({ _id: key, expiresAt: { $lte: now } }, { $set: { holder, expiresAt: new Date(now.getTime() + this.leaseMs) } }, { upsert: true });
-        return holder;
-      } catch (err) {
-        if (!isDuplicateKeyError(err)) throw err;
-      }
+      const holder = await this.leases.take(key);
+      if (holder !== null) return holder;
       if (Date.now() >= giveUpAt) throw new UnavailableError('A card with the same text is being created; try again');
       await sleep(pause);
     }

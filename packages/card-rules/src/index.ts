@@ -100,6 +100,20 @@ export function splitTags(values: readonly string[]): string[] {
 }
 
 /**
+ * What is wrong with tags as splitTags leaves them, or null: more than `maxTags`, one over MAX_TAG_CHARS characters, or
+ * one holding a control character. Meant to follow "tag_set: " in an answer.
+ */
+export function tagsProblem(tags: readonly string[], maxTags = MAX_TAGS): string | null {
+  if (tags.length > maxTags) return `at most ${maxTags} tags`;
+  if (tags.some((t) => characterCount(t) > MAX_TAG_CHARS)) return `each tag at most ${MAX_TAG_CHARS} characters`;
+  for (const tag of tags) {
+    const control = controlCharacterProblem(tag, 'single-line');
+    if (control) return control;
+  }
+  return null;
+}
+
+/**
  * The WHATWG URL parser that Node and every browser provide; declared here because this package type-checks
  * without the Node and DOM libraries.
  */

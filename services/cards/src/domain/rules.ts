@@ -10,6 +10,7 @@ import {
   hasVisibleText,
   linkProblem,
   splitTags,
+  tagsProblem,
   withoutControlCharacters,
   type TextShape,
   MAX_COLLECTION_DESCRIPTION_CHARS,
@@ -122,9 +123,8 @@ export function validLink(link: string): string {
 /** Tags trimmed, split at commas (they are shown comma-joined), empty ones and repeats dropped. */
 export function validTags(tags: readonly string[]): string[] {
   const out = splitTags(tags);
-  if (out.length > MAX_TAGS) throw new InvalidArgumentError(`tag_set: at most ${MAX_TAGS} tags`);
-  if (out.some((t) => characterCount(t) > MAX_TAG_CHARS)) throw new InvalidArgumentError(`tag_set: each tag at most ${MAX_TAG_CHARS} characters`);
-  for (const tag of out) refuseControlCharacters('tag_set', tag, 'single-line');
+  const problem = tagsProblem(out);
+  if (problem) throw new InvalidArgumentError(`tag_set: ${problem}`);
   return out;
 }
 

@@ -1,7 +1,7 @@
 import type { Readable } from 'node:stream';
 import { InvalidArgumentError, NotFoundError, PermissionDeniedError, ResourceExhaustedError, Topics, UnauthenticatedError, isUuid, newId, type Logger } from '@cards/platform';
 import { events } from '@cards/proto';
-import { characterCount, controlCharacterProblem, MAX_TAG_CHARS, splitTags } from '@cards/card-rules';
+import { splitTags, tagsProblem } from '@cards/card-rules';
 import { checkMagicBytes, checkMimeType, formatFromFileName } from '../domain/document-format';
 import type { FileRecord } from '../domain/model';
 import type { DocumentReader, FileRepository, ObjectStore } from '../domain/ports';
@@ -45,12 +45,8 @@ export class FilesService {
     }
     // Split at commas like the cards service does (tags are shown comma-joined).
     const tags = splitTags(input.tags);
-    if (tags.length > MAX_TAGS) throw new InvalidArgumentError(`tag_set: at most ${MAX_TAGS} tags`);
-    if (tags.some((t) => characterCount(t) > MAX_TAG_CHARS)) throw new InvalidArgumentError(`tag_set: each tag at most ${MAX_TAG_CHARS} characters`);
-    for (const tag of tags) {
-      const control = controlCharacterProblem(tag, 'single-line');
-      if (control) throw new InvalidArgumentError(`tag_set: ${control}`);
-    }
+    const tagProblem = tagsProblem(tags, MAX_TAGS);
+    if (tagProblem) throw new InvalidArgumentError(`tag_set: ${tagProblem}`);
     checkMagicBytes(format, input.bytes);
     await this.deps.reader.inspect(format, input.bytes);
 

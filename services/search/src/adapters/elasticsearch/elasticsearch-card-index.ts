@@ -380,7 +380,7 @@ export class ElasticsearchCardIndex implements CardIndex {
 
   async get(cardId: string): Promise<StoredCard | undefined> {
     await this.ready();
-    const found = await this.getSource(cardId);
+    const found = await this.cardFields(cardId);
     return found ? this.fromSource(found.source) : undefined;
   }
 
@@ -702,17 +702,6 @@ export class ElasticsearchCardIndex implements CardIndex {
     return this.client.exists({ index: this.names.removed, id: cardId });
   }
 
-  private async getSource(cardId: string): Promise<{ source: CardSource; seqNo: number; primaryTerm: number } | undefined> {
-    try {
-      const doc = await this.client.get<CardSource>({ index: this.names.cards, id: cardId });
-      if (!doc.found || !doc._source) return undefined;
-      return { source: doc._source, seqNo: doc._seq_no!, primaryTerm: doc._primary_term! };
-    } catch (err) {
-      if (err instanceof errors.ResponseError && err.statusCode === 404) return undefined;
-      throw err;
-    }
-  }
-
   /** Deletes the card's document; false when there was none. */
   private async deleteCard(cardId: string): Promise<boolean> {
     try {
@@ -816,10 +805,10 @@ export class ElasticsearchCardIndex implements CardIndex {
     }
   }
 
-  /** These fields of the card with its sequence number, read in real time without the rest of its document. */
-  private async cardFields<K extends keyof CardSource>(cardId: string, fields: K[]): Promise<{ source: Pick<CardSource, K>; seqNo: number; primaryTerm: number } | undefined> {
+  /** These fields of the card (all of them when none are named) with its sequence number, read in real time. */
+  private async cardFields<K extends keyof CardSource = keyof CardSource>(cardId: string, fields?: K[]): Promise<{ source: Pick<CardSource, K>; seqNo: number; primaryTerm: number } | undefined> {
     try {
-      const doc = await this.client.get<Pick<CardSource, K>>({ index: this.names.cards, id: cardId, _source_includes: fields });
+      const doc = await this.client.get<Pick<CardSource, K>>({ index: this.names.cards, id: cardId, ...(fields ? { _source_includes: fields } : {}) });
       if (!doc.found || !doc._source) return undefined;
       return { source: doc._source, seqNo: doc._seq_no!, primaryTerm: doc._primary_term! };
     } catch (err) {

@@ -302,7 +302,8 @@ export function describeEventBusContract(name: string, factory: EventBusHarnessF
       expect(oneByOne.filter((p) => p === 'bad')).toHaveLength(1);
     });
 
-    test('dead-letters a message after maxAttempts failures and moves on', async () => {
+    /** A group (maxAttempts 3) failing on 'poison', published before 'good' on one key; resolves once 'good' is handled. */
+    async function poisonThenGood() {
       const { topic, group } = fresh();
       const attempts: number[] = [];
       const handled: string[] = [];
@@ -323,6 +324,11 @@ export function describeEventBusContract(name: string, factory: EventBusHarnessF
         { topic, key: 'p', payload: text('good') },
       ]);
       await waitFor('the good message after the poison one', () => handled.length >= 1);
+      return { topic, group, attempts, handled };
+    }
+
+    test('dead-letters a message after maxAttempts failures and moves on', async () => {
+      const { topic, group, attempts, handled } = await poisonThenGood();
       expect(attempts).toEqual([0, 1, 2]);
       expect(handled).toEqual(['good']);
       let dead: { key: string; payload: Uint8Array }[] = [];
@@ -334,22 +340,7 @@ export function describeEventBusContract(name: string, factory: EventBusHarnessF
     });
 
     test("counts what it published, handled, retried and dead-lettered in the process's metrics", async () => {
-      const { topic, group } = fresh();
-      const handled: string[] = [];
-      await subscribe(h.bus, {
-        group,
-        topics: [topic],
-        maxAttempts: 3,
-        handler: async (e) => {
-          if (read(e) === 'poison') throw new Error('cannot handle this');
-          handled.push(read(e));
-        },
-      });
-      await h.bus.publish([
-        { topic, key: 'p', payload: text('poison') },
-        { topic, key: 'p', payload: text('good') },
-      ]);
-      await waitFor('the good message after the poison one', () => handled.length >= 1);
+      const { topic, group } = await poisonThenGood();
       const handledTotal = (outcome: string) => metricValue('card_library_events_handled_total', { group, topic, outcome });
       expect(await metricValue('card_library_events_published_total', { topic })).toBe(2);
       expect(await handledTotal('ok')).toBe(1);

@@ -165,6 +165,14 @@ describe('methods and paths', () => {
     expect(preflight.headers.get('access-control-allow-methods')).toContain('POST');
   });
 
+  it('answers * with any method but OPTIONS 400 {"message"} (RFC 9110 §7.1: asterisk-form is for OPTIONS only), never the web page or a 404', async () => {
+    for (const method of ['GET', 'HEAD', 'POST', 'DELETE']) {
+      const answer = await rawExchange(`${method} * HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n`);
+      expect({ method, status: /^HTTP\/1\.1 (\d+) /.exec(answer)?.[1] }).toEqual({ method, status: '400' });
+      if (method !== 'HEAD') expect(jsonBodyOf(answer).message).toMatch(/only with OPTIONS/);
+    }
+  });
+
   it("answers CONNECT 405 with the same Allow as OPTIONS *: both come from the routes", async () => {
     const allowOf = (answer: string) => /\r\nallow: ([^\r]*)\r\n/i.exec(answer)?.[1];
     const server = allowOf(await rawExchange('OPTIONS * HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n'));

@@ -94,10 +94,14 @@ function answerOtherMethod(allowed: string[], req: Request, res: Response, next:
   next(new HttpError(405, `${req.method} is not allowed here; allowed: ${allowed.join(', ')}`));
 }
 
-/** `OPTIONS *` asks about the server rather than a resource (RFC 9110 §9.3.7): 204 with the methods it supports in `Allow`. */
+/**
+ * `OPTIONS *` asks about the server rather than a resource (RFC 9110 §9.3.7): 204 with the methods it supports in `Allow`.
+ * The asterisk-form is allowed with OPTIONS only (RFC 9110 §7.1), so any other method on `*` is a malformed request.
+ */
 export function serverWideOptions(index: RouteMethodIndex) {
   return (req: Request, res: Response, next: NextFunction) => {
-    if (req.method !== 'OPTIONS' || req.url !== '*') return next();
+    if (req.url !== '*') return next();
+    if (req.method !== 'OPTIONS') return next(new HttpError(400, `The request target * is allowed only with OPTIONS; ${req.method} needs a path`));
     res.setHeader('Allow', index.serverMethods().join(', '));
     res.status(204).end();
   };

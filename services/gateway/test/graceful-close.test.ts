@@ -58,3 +58,43 @@ describe('graceful close (SHUTDOWN_DRAIN_MS)', () => {
     expect(server.listening).toBe(false);
   });
 });
+
+describe('graceful close with pipelined requests', () => {
+  it('answers every request pipelined on a connection, those queued behind the one under way and those read during the drain, before closing it', async () => {
+    const held = new Map<string, ServerResponse>();
+    let heldChanged: () => void = () => undefined;
+    const server = createServer((req, res) => {
+      if (req.url === '/quick') return void res.end('quick answer');
+      held.set(req.url!, res);
+      heldChanged();
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+    const closeGracefully = gracefulCloser(server);
+    const port = (server.address() as { port: number }).port;
+    const until = async (check: () => boolean) => {
+      while (!check()) await new Promise<void>((resolve) => (heldChanged = resolve));
+    };
+    const answersIn = (text: string) => text.match(/HTTP\/1\.1 200 [^]*?\r\n\r\n[^H]*/g) ?? [];
+
+    // Queued behind a held answer: one already answered by the app (its answer waits in Node's queue), one held too.
+    const queuedAnswered = openWith(port, get('/held-a') + get('/quick'));
+    const queuedHeld = openWith(port, get('/held-b') + get('/held-c'));
+    const readDuringDrain = openWith(port, get('/held-d'));
+    await until(() => ['/held-a', '/held-b', '/held-c', '/held-d'].every((url) => held.has(url)));
+
+    const stopped = closeGracefully(60_000);
+    readDuringDrain.socket.write(get('/held-e'));
+    await until(() => held.has('/held-e'));
+    for (const url of ['/held-a', '/held-b', '/held-c', '/held-d', '/held-e']) held.get(url)!.end(`answer to ${url}`);
+
+    const [a, b, d] = await Promise.all([queuedAnswered.closed, queuedHeld.closed, readDuringDrain.closed]);
+    expect(answersIn(a).map((answer) => answer.replace(/^[^]*\r\n\r\n/, ''))).toEqual(['answer to /held-a', 'quick answer']);
+    expect(answersIn(b).map((answer) => answer.replace(/^[^]*\r\n\r\n/, ''))).toEqual(['answer to /held-b', 'answer to /held-c']);
+    expect(answersIn(d).map((answer) => answer.replace(/^[^]*\r\n\r\n/, ''))).toEqual(['answer to /held-d', 'answer to /held-e']);
+    // Only the last answer on a connection says it closes; the ones before it keep it open for the rest.
+    expect(answersIn(b).map((answer) => /\r\nConnection: close\r\n/i.test(answer))).toEqual([false, true]);
+    expect(answersIn(d).map((answer) => /\r\nConnection: close\r\n/i.test(answer))).toEqual([false, true]);
+    await stopped;
+    expect(server.listening).toBe(false);
+  });
+});

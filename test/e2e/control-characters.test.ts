@@ -109,3 +109,53 @@ describe('control characters in free text', () => {
     expect((await anonymous.post('/api/auth', { email, password: 'lang genug – ünïcødé 😀 !"#' })).status).toBe(204);
   });
 });
+
+// Text that is not well-formed Unicode (an unpaired surrogate, which JSON can spell as "\ud800") is refused by the same
+// fields, naming the field; before, the gateway's protobuf encoding turned it into U+FFFD and stored that.
+describe('unpaired surrogates in free text', () => {
+  const LONE = ['\ud800', '\udfff'];
+  const hex = (c: string) => `U+${c.charCodeAt(0).toString(16).toUpperCase()}`;
+
+  function expectIllFormed(res: ApiResponse, field: string, half: string): void {
+    expect({ status: res.status, message: res.json?.message }).toEqual({ status: 400, message: `${field}: must be well-formed Unicode (found an unpaired surrogate ${hex(half)})` });
+  }
+
+  it('refuses them in a collection, a card\'s HTML, link and tags (cards), storing nothing', async () => {
+    const before = await collectionNames(alice);
+    for (const c of LONE) {
+      expectIllFormed(await alice.client.post('/api/card_collection', { name: `a${c}b`, is_public: true }), 'name', c);
+      expectIllFormed(await alice.client.post('/api/card_collection', { name: 'ok', description: `a${c}b`, is_public: true }), 'description', c);
+      expectIllFormed(await alice.client.post('/api/card', { card_html: html(`${uniqueText()} half${c}`), link: '', private: false }), 'card_html', c);
+      expectIllFormed(await alice.client.post('/api/card', { card_html: html(uniqueText()), link: `https://example.com/${c}`, private: false }), 'link', c);
+      expectIllFormed(await alice.client.post('/api/card', { card_html: html(uniqueText()), link: '', private: false, tag_set: ['fine', `a${c}`] }), 'tag_set', c);
+    }
+    expect(await collectionNames(alice)).toEqual(before);
+    // A pair is one character (an emoji) and stays as sent.
+    const cardId = await postCard(alice, { tag_set: ['moon \u{1F315}'] });
+    expect((await alice.client.get(`/api/card/${cardId}`)).json.tag_set).toBe('moon \u{1F315}');
+    expectIllFormed(await alice.client.put('/api/card/update', { card_uuid: cardId, link: 'https://example.com/\ud83d' }), 'link', '\ud83d');
+  });
+
+  it('refuses them in an invitation e-mail, a new password and a website (identity); logging in with one is only a wrong password', async () => {
+    for (const c of LONE) {
+      expectIllFormed(await anonymous.post('/api/invitation', { email: `a${c}b@example.com`, referral_tokens: [] }), 'email', c);
+      expectIllFormed(await alice.client.put('/api/user', { website: `https://example.com/a${c}b` }), 'website', c);
+      expectIllFormed(await anonymous.post('/api/password', { password_reset_id: randomUUID(), password: `long enough${c}`, password_confirmation: `long enough${c}` }), 'password', c);
+    }
+    expect((await alice.client.get('/api/auth')).json.website ?? null).toBeNull();
+    const login = await anonymous.post('/api/auth', { email: alice.email, password: `${alice.password}\ud800` });
+    expect({ status: login.status, message: login.json?.message }).toEqual({ status: 401, message: 'Incorrect email or password' });
+  });
+
+  it('refuses them in a search query (search)', async () => {
+    for (const path of ['/api/card/search/1', '/api/card/fulltextsearch/1']) {
+      for (const c of LONE) expectIllFormed(await anonymous.post(path, { content: `energy${c} storage` }), 'content', c);
+      expect((await anonymous.post(path, { content: 'energy \u{1F50B} storage' })).status).toBe(200);
+    }
+  });
+
+  it('refuses them in an uploaded file\'s name (files)', async () => {
+    const res = await alice.client.post('/api/file', { base64_docx_file: Buffer.from('not read').toString('base64url'), file_name: 'report\udbff.docx', file_mime_type: 'application/vnd.openxmlformats-officedocument.wordprocessingml.document', private: false });
+    expectIllFormed(res, 'file_name', '\udbff');
+  });
+});

@@ -73,6 +73,37 @@ export function controlCharacterProblem(text: string, shape: TextShape): string 
   return `must not contain control characters (found U+${code})`;
 }
 
+// With the u flag a surrogate half matches only when unpaired (a pair is read as the one code point it encodes).
+const LONE_SURROGATE = /\p{Cs}/u;
+const LONE_SURROGATES = /\p{Cs}/gu;
+
+/**
+ * What is wrong with text that is not well-formed Unicode, or null when it is: a surrogate half without its partner
+ * (a JSON "\ud800" escape, half an emoji cut off by a program) encodes no character, and UTF-8, which stores and
+ * carries the text, cannot hold it. Meant to follow "<field>: " in an answer; names the first one as U+XXXX.
+ */
+export function wellFormedProblem(text: string): string | null {
+  const found = LONE_SURROGATE.exec(text);
+  if (!found) return null;
+  return `must be well-formed Unicode (found an unpaired surrogate U+${found[0].charCodeAt(0).toString(16).toUpperCase()})`;
+}
+
+/**
+ * The rule of every free-text field a person sets: well-formed Unicode (wellFormedProblem), then no control characters
+ * it may not hold (controlCharacterProblem). Null when the text passes both.
+ */
+export function freeTextProblem(text: string, shape: TextShape): string | null {
+  return wellFormedProblem(text) ?? controlCharacterProblem(text, shape);
+}
+
+/**
+ * Text with each unpaired surrogate replaced by U+FFFD (String.prototype.toWellFormed): for text a parser produced,
+ * which the person who sent the document cannot correct.
+ */
+export function withLoneSurrogatesReplaced(text: string): string {
+  return text.replace(LONE_SURROGATES, '\ufffd');
+}
+
 const CONTROL_CHARACTERS_BUT_HTML_WHITESPACE = /(?![\t\n\r\f])\p{Cc}/gu;
 
 /**
@@ -101,14 +132,14 @@ export function splitTags(values: readonly string[]): string[] {
 
 /**
  * What is wrong with tags as splitTags leaves them, or null: more than `maxTags`, one over MAX_TAG_CHARS characters, or
- * one holding a control character. Meant to follow "tag_set: " in an answer.
+ * one that breaks the free-text rule (freeTextProblem). Meant to follow "tag_set: " in an answer.
  */
 export function tagsProblem(tags: readonly string[], maxTags = MAX_TAGS): string | null {
   if (tags.length > maxTags) return `at most ${maxTags} tags`;
   if (tags.some((t) => characterCount(t) > MAX_TAG_CHARS)) return `each tag at most ${MAX_TAG_CHARS} characters`;
   for (const tag of tags) {
-    const control = controlCharacterProblem(tag, 'single-line');
-    if (control) return control;
+    const problem = freeTextProblem(tag, 'single-line');
+    if (problem) return problem;
   }
   return null;
 }

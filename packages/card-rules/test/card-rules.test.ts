@@ -1,6 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import { join, resolve } from 'node:path';
-import { BLOCK_TAGS, characterCount, collapseTextLines, controlCharacterProblem, fitsCharacters, linkProblem, MAX_LINK_CHARS, splitTags, wordCount } from '../src';
+import { BLOCK_TAGS, characterCount, collapseTextLines, controlCharacterProblem, fitsCharacters, freeTextProblem, linkProblem, MAX_LINK_CHARS, splitTags, tagsProblem, wellFormedProblem, withLoneSurrogatesReplaced, wordCount } from '../src';
 
 const PACKAGE = resolve(__dirname, '..');
 
@@ -44,6 +44,29 @@ describe('@cards/card-rules', () => {
     expect(controlCharacterProblem('one\ttwo\r\nthree', 'multi-line')).toBeNull();
     expect(controlCharacterProblem('one\ttwo', 'single-line')).toMatch(/U\+0009/);
     expect(controlCharacterProblem('one\ntwo', 'single-line')).toMatch(/U\+000A/);
+  });
+
+  it('refuses text that is not well-formed Unicode: an unpaired surrogate half, named, while a paired one is an emoji', () => {
+    expect(wellFormedProblem('a\ud800b')).toBe('must be well-formed Unicode (found an unpaired surrogate U+D800)');
+    expect(wellFormedProblem('trailing \ud83d')).toMatch(/U\+D83D/);
+    expect(wellFormedProblem('\udc00 leading')).toMatch(/U\+DC00/);
+    // Reversed halves are two unpaired ones.
+    expect(wellFormedProblem('\ude00\ud83d')).toMatch(/U\+DE00/);
+    expect(wellFormedProblem('caf\u00e9 \u{1F600} \ufffd')).toBeNull();
+  });
+
+  it('holds free text to both rules, well-formedness first, in tags too', () => {
+    for (const shape of ['single-line', 'multi-line'] as const) {
+      expect(freeTextProblem('a\ud800\u0000', shape)).toMatch(/unpaired surrogate U\+D800/);
+      expect(freeTextProblem('a\u0000', shape)).toMatch(/control characters \(found U\+0000\)/);
+      expect(freeTextProblem('\u{1F600}', shape)).toBeNull();
+    }
+    expect(freeTextProblem('one\ttwo', 'multi-line')).toBeNull();
+    expect(tagsProblem(['fine', 'half \udbff'])).toBe('must be well-formed Unicode (found an unpaired surrogate U+DBFF)');
+  });
+
+  it('replaces unpaired surrogates with U+FFFD in parsed text and leaves pairs alone', () => {
+    expect(withLoneSurrogatesReplaced('a\ud800b \u{1F600} c\udfff')).toBe('a\ufffdb \u{1F600} c\ufffd');
   });
 
   it('splits tags at commas, trims them and drops empty ones and repeats, keeping first-seen order', () => {

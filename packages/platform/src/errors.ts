@@ -18,6 +18,16 @@ export abstract class DomainError extends Error {
 export class InvalidArgumentError extends DomainError {
   readonly status = Status.INVALID_ARGUMENT;
 }
+
+/**
+ * Throws InvalidArgumentError "<field>: <problem>" when an input rule found a problem, given as the rules of
+ * @cards/card-rules return one (text meant to follow the field's name, or null when there is none). Platform does not
+ * depend on those rules; this is where every service turns what they find into the 400 that names the field.
+ */
+export function refuseIfProblem(field: string, problem: string | null): void {
+  if (problem !== null) throw new InvalidArgumentError(`${field}: ${problem}`);
+}
+
 /** Thrown when a resource does not exist or must not be revealed to the caller. */
 export class NotFoundError extends DomainError {
   readonly status = Status.NOT_FOUND;

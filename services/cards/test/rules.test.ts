@@ -52,6 +52,15 @@ describe('card rules', () => {
     expect(() => validTags(['\u{1F600}'.repeat(201)])).toThrow(/each tag at most 200 characters/);
   });
 
+  it('refuses an unpaired surrogate in card HTML, a link, tags and a collection, naming the field', () => {
+    const illFormed = /must be well-formed Unicode \(found an unpaired surrogate U\+D800\)/;
+    expect(() => cardTextFromHtml(`<p>${words(71)} half\ud800</p>`)).toThrow(new RegExp(`^card_html: ${illFormed.source}`));
+    expect(() => validLink('https://a.example/\ud800')).toThrow(new RegExp(`^link: ${illFormed.source}`));
+    expect(() => validTags(['ok', 'b\ud800'])).toThrow(new RegExp(`^tag_set: ${illFormed.source}`));
+    expect(() => validCollectionName('x\ud800')).toThrow(new RegExp(`^name: ${illFormed.source}`));
+    expect(() => validCollectionDescription('x\ud800')).toThrow(new RegExp(`^description: ${illFormed.source}`));
+  });
+
   it('counts collection names (trimmed) and descriptions in characters as code points', () => {
     const emoji = '\u{1F600}';
     expect(validCollectionName(emoji.repeat(255))).toBe(emoji.repeat(255));

@@ -48,6 +48,14 @@ describe('splitIntoCards', () => {
     expect(cards.map((c) => c.text).join('')).not.toMatch(/\p{Cc}(?<![\n])/u);
   });
 
+  it('replaces an unpaired surrogate a parser left in titles and text with U+FFFD, and passes over a hyperlink target holding one', () => {
+    const cards = splitIntoCards({
+      blocks: [h('Coral\ud800 Reef'), p(`${words(80)} half\udc00 \u{1F600}`, ['https://target.example/\ud83dx', 'https://target.example/ok'])],
+    });
+    expect(cards.map((c) => ({ title: c.title, link: c.link }))).toEqual([{ title: 'Coral\ufffd Reef', link: 'https://target.example/ok' }]);
+    expect(cards[0]!.text).toContain('half\ufffd \u{1F600}');
+  });
+
   it('a section under 71 words is skipped; short paragraphs are merged into the next block of the same heading', () => {
     const cards = splitIntoCards({ blocks: [h('Short'), p(words(30)), h('Merged'), p(words(30, 'x')), p(words(30, 'y')), p(words(30, 'z'))] });
     expect(cards).toHaveLength(1);

@@ -1,18 +1,17 @@
 import { createHash } from 'node:crypto';
 import sanitizeHtml from 'sanitize-html';
 import { Parser } from 'htmlparser2';
-import { InvalidArgumentError } from '@cards/platform';
+import { InvalidArgumentError, refuseIfProblem } from '@cards/platform';
 import {
   BLOCK_TAGS,
   characterCount,
   collapseTextLines,
-  controlCharacterProblem,
+  freeTextProblem,
   hasVisibleText,
   linkProblem,
   splitTags,
   tagsProblem,
   withoutControlCharacters,
-  type TextShape,
   MAX_COLLECTION_DESCRIPTION_CHARS,
   MAX_COLLECTION_NAME_CHARS,
   MAX_CONTENT_CHARS,
@@ -22,6 +21,7 @@ import {
   MAX_TAGS,
   MAX_WORDS,
   MIN_WORDS_EXCLUSIVE,
+  wellFormedProblem,
   wordCount,
 } from '@cards/card-rules';
 import type { CardFingerprint } from './model';
@@ -92,6 +92,9 @@ export function textOfHtml(html: string): string {
 /** Sanitizes card HTML and derives its content, enforcing the word and length limits (400 otherwise). */
 export function cardTextFromHtml(rawHtml: string): { cardHtml: string; content: string } {
   if (rawHtml.length > MAX_HTML_CHARS) throw new InvalidArgumentError(`card_html: must be at most ${MAX_HTML_CHARS} characters`);
+  // Unlike the stray control characters pasted and extracted text often carries, an unpaired surrogate means the sending
+  // program broke the text (ingestion replaces those a parser makes): refused, as in every other free-text field.
+  refuseIfProblem('card_html', wellFormedProblem(rawHtml));
   // Pasted and extracted text carries stray control characters (NUL, ESC, NEL from PDFs): dropped rather than refused,
   // as HTML parsing drops NUL. After sanitizing, which decodes references to them (&#1;) into the characters.
   const cardHtml = withoutControlCharacters(sanitizeCardHtml(rawHtml));
@@ -104,16 +107,10 @@ export function cardTextFromHtml(rawHtml: string): { cardHtml: string; content: 
   return { cardHtml, content };
 }
 
-/** InvalidArgumentError naming `field` when `text` holds a control character it may not (@cards/card-rules). */
-function refuseControlCharacters(field: string, text: string, shape: TextShape): void {
-  const problem = controlCharacterProblem(text, shape);
-  if (problem) throw new InvalidArgumentError(`${field}: ${problem}`);
-}
-
 /** A card link: empty, or an http(s) URL. */
 export function validLink(link: string): string {
   // URL parsing drops tabs and line breaks and percent-encodes other controls, so it would let them into the stored link.
-  refuseControlCharacters('link', link.trim(), 'single-line');
+  refuseIfProblem('link', freeTextProblem(link.trim(), 'single-line'));
   const problem = linkProblem(link);
   if (problem === 'too-long') throw new InvalidArgumentError(`link: must be at most ${MAX_LINK_CHARS} characters`);
   if (problem === 'not-http') throw new InvalidArgumentError('link: must be an http or https URL');
@@ -123,15 +120,14 @@ export function validLink(link: string): string {
 /** Tags trimmed, split at commas (they are shown comma-joined), empty ones and repeats dropped. */
 export function validTags(tags: readonly string[]): string[] {
   const out = splitTags(tags);
-  const problem = tagsProblem(out);
-  if (problem) throw new InvalidArgumentError(`tag_set: ${problem}`);
+  refuseIfProblem('tag_set', tagsProblem(out));
   return out;
 }
 
 export function validOcFilePath(path: string | undefined): string | null {
   if (path === undefined || path.length === 0) return null;
   if (path.length > MAX_OC_FILE_PATH_CHARS) throw new InvalidArgumentError(`oc_file_path: must be at most ${MAX_OC_FILE_PATH_CHARS} characters`);
-  refuseControlCharacters('oc_file_path', path, 'single-line');
+  refuseIfProblem('oc_file_path', freeTextProblem(path, 'single-line'));
   return path;
 }
 
@@ -143,13 +139,13 @@ export function validCollectionName(name: string): string {
   const trimmed = name.trim();
   if (!hasVisibleText(trimmed)) throw new InvalidArgumentError('name: must not be empty');
   if (characterCount(trimmed) > MAX_COLLECTION_NAME_CHARS) throw new InvalidArgumentError(`name: must be at most ${MAX_COLLECTION_NAME_CHARS} characters`);
-  refuseControlCharacters('name', trimmed, 'single-line');
+  refuseIfProblem('name', freeTextProblem(trimmed, 'single-line'));
   return trimmed;
 }
 
 export function validCollectionDescription(description: string): string {
   if (characterCount(description) > MAX_COLLECTION_DESCRIPTION_CHARS) throw new InvalidArgumentError(`description: must be at most ${MAX_COLLECTION_DESCRIPTION_CHARS} characters`);
-  refuseControlCharacters('description', description, 'multi-line');
+  refuseIfProblem('description', freeTextProblem(description, 'multi-line'));
   return description;
 }
 

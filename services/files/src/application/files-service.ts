@@ -1,5 +1,5 @@
 import type { Readable } from 'node:stream';
-import { InvalidArgumentError, NotFoundError, PermissionDeniedError, ResourceExhaustedError, Topics, UnauthenticatedError, isUuid, newId, type Logger } from '@cards/platform';
+import { InvalidArgumentError, NotFoundError, PermissionDeniedError, refuseIfProblem, ResourceExhaustedError, Topics, UnauthenticatedError, isUuid, newId, type Logger } from '@cards/platform';
 import { events } from '@cards/proto';
 import { splitTags, tagsProblem } from '@cards/card-rules';
 import { checkMagicBytes, checkMimeType, formatFromFileName } from '../domain/document-format';
@@ -45,8 +45,7 @@ export class FilesService {
     }
     // Split at commas like the cards service does (tags are shown comma-joined).
     const tags = splitTags(input.tags);
-    const tagProblem = tagsProblem(tags, MAX_TAGS);
-    if (tagProblem) throw new InvalidArgumentError(`tag_set: ${tagProblem}`);
+    refuseIfProblem('tag_set', tagsProblem(tags, MAX_TAGS));
     checkMagicBytes(format, input.bytes);
     await this.deps.reader.inspect(format, input.bytes);
 

@@ -1,4 +1,4 @@
-import { controlCharacterProblem, hasVisibleText, MIN_WORDS_EXCLUSIVE, wordCount, withoutControlCharacters } from '@cards/card-rules';
+import { freeTextProblem, hasVisibleText, MIN_WORDS_EXCLUSIVE, wordCount, withLoneSurrogatesReplaced, withoutControlCharacters } from '@cards/card-rules';
 import type { CardDraft, DocumentBlock, ParsedDocument } from './model';
 
 /** A card holds more than MIN_WORDS_EXCLUSIVE words (the cards service's rule) and at most 400 (DESIGN.md "Files"). */
@@ -81,12 +81,18 @@ export function splitIntoCards(document: ParsedDocument): CardDraft[] {
 }
 
 /**
- * The block without control characters (NEL, DEL and the like, from pasted or converted text): the cards service drops
- * them from a card's HTML but refuses a tag or link holding one, so a heading's title tag or a URL in the text would
- * cost the card. A hyperlink target holding one is left out (the next link, or one written in the text, serves).
+ * The block without control characters (NEL, DEL and the like, from pasted or converted text) and with each unpaired
+ * surrogate (a parser decoding UTF-16 text or a character reference to one) replaced by U+FFFD: the cards service drops
+ * control characters from a card's HTML but refuses a tag or link holding one and any text holding an unpaired
+ * surrogate, and the person who uploaded the document cannot correct what a parser made of it. A hyperlink target
+ * breaking either rule is left out (the next link, or one written in the text, serves).
  */
 function withoutControls(block: DocumentBlock): DocumentBlock {
-  return { ...block, text: withoutControlCharacters(block.text), links: block.links.filter((link) => controlCharacterProblem(link, 'single-line') === null) };
+  return {
+    ...block,
+    text: withLoneSurrogatesReplaced(withoutControlCharacters(block.text)),
+    links: block.links.filter((link) => freeTextProblem(link, 'single-line') === null),
+  };
 }
 
 /** Words per piece where a card has to end inside a sentence. */

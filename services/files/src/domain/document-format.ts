@@ -1,5 +1,5 @@
-import { InvalidArgumentError } from '@cards/platform';
-import { characterCount, controlCharacterProblem } from '@cards/card-rules';
+import { InvalidArgumentError, refuseIfProblem } from '@cards/platform';
+import { characterCount, freeTextProblem } from '@cards/card-rules';
 import type { DocumentFormat } from './model';
 
 /** Canonical MIME type of each accepted format, plus aliases clients commonly send. */
@@ -41,8 +41,7 @@ export function formatFromFileName(fileName: string): DocumentFormat {
   const name = fileName.trim();
   if (name.length === 0) throw new InvalidArgumentError('file_name: is required');
   if (characterCount(name) > MAX_FILE_NAME_LENGTH) throw new InvalidArgumentError(`file_name: at most ${MAX_FILE_NAME_LENGTH} characters`);
-  const control = controlCharacterProblem(name, 'single-line');
-  if (control) throw new InvalidArgumentError(`file_name: ${control}`);
+  refuseIfProblem('file_name', freeTextProblem(name, 'single-line'));
   if (FORBIDDEN_IN_FILE_NAME.test(name)) throw new InvalidArgumentError('file_name: must not contain slashes or control characters');
   const invisible = [...name].find((c) => INVISIBLE_IN_FILE_NAME.has(c));
   if (invisible) throw new InvalidArgumentError(`file_name: must not contain ${INVISIBLE_IN_FILE_NAME.get(invisible)}`);

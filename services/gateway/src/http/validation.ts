@@ -1,7 +1,7 @@
 import type { Request } from 'express';
 import { extendZodWithOpenApi } from '@asteasolutions/zod-to-openapi';
 import { z } from 'zod';
-import { fitsCharacters, MAX_TAG_CHARS, MAX_TAGS } from '@cards/card-rules';
+import { fitsCharacters, MAX_TAG_CHARS, MAX_TAGS, wellFormedProblem } from '@cards/card-rules';
 import { isUuid } from '@cards/platform';
 import { badRequest } from './http-error';
 
@@ -13,12 +13,34 @@ export function describeZodError(error: z.ZodError): string {
     .join('; ');
 }
 
-/** Parses a JSON body with the route's schema; unknown fields are dropped (tolerant reader); 400 otherwise. */
-export function parseBody<S extends z.ZodTypeAny>(schema: S, req: Request): z.infer<S> {
+/** "field: problem" for the first string in a parsed body that is not well-formed Unicode (@cards/card-rules), or null. */
+function illFormedText(value: unknown, field = ''): string | null {
+  if (typeof value === 'string') {
+    const problem = wellFormedProblem(value);
+    return problem && (field ? `${field}: ${problem}` : problem);
+  }
+  if (typeof value !== 'object' || value === null) return null;
+  for (const [key, item] of Object.entries(value)) {
+    // An array item is named by its field, as the services name a tag by tag_set.
+    const found = illFormedText(item, Array.isArray(value) ? field : field ? `${field}.${key}` : key);
+    if (found) return found;
+  }
+  return null;
+}
+
+/**
+ * Parses a JSON body with the route's schema; unknown fields are dropped (tolerant reader); 400 otherwise, and for a
+ * kept string that is not well-formed Unicode: JSON can spell an unpaired surrogate ("\ud800") but the protobuf strings
+ * that carry it to the services are UTF-8, which would turn it into U+FFFD unseen, so the services' own free-text rule
+ * never sees it. `comparedOnly`: the body's text is only compared (logging in), so it passes as it always did.
+ */
+export function parseBody<S extends z.ZodTypeAny>(schema: S, req: Request, { comparedOnly = false }: { comparedOnly?: boolean } = {}): z.infer<S> {
   const body: unknown = req.body ?? {};
   if (typeof body !== 'object' || body === null || Array.isArray(body)) throw badRequest('The request body must be a JSON object');
   const result = schema.safeParse(body);
   if (!result.success) throw badRequest(describeZodError(result.error));
+  const illFormed = comparedOnly ? null : illFormedText(result.data);
+  if (illFormed) throw badRequest(illFormed);
   return result.data;
 }
 

@@ -62,7 +62,7 @@ export function registerIdentityRoutes(router: Router, { clients, rateLimits, co
   });
 
   router.post('/auth', ...authRateLimits('login', rateLimits), async (req, res) => {
-    const body = parseBody(loginBody, req);
+    const body = parseBody(loginBody, req, { comparedOnly: true });
     const session = await identity.login({ email: body.email, password: body.password });
     res.cookie(SESSION_COOKIE, session.token, {
       httpOnly: true,

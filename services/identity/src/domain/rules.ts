@@ -1,12 +1,6 @@
-import { characterCount, controlCharacterProblem, type TextShape } from '@cards/card-rules';
-import { InvalidArgumentError } from '@cards/platform';
+import { characterCount, freeTextProblem } from '@cards/card-rules';
+import { InvalidArgumentError, refuseIfProblem } from '@cards/platform';
 import { MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH, type User } from './model';
-
-/** InvalidArgumentError naming `field` when `text` holds a control character it may not (@cards/card-rules). */
-function refuseControlCharacters(field: string, text: string, shape: TextShape): void {
-  const problem = controlCharacterProblem(text, shape);
-  if (problem) throw new InvalidArgumentError(`${field}: ${problem}`);
-}
 
 const EMAIL = /^[^\s@"<>()\[\],;:\\]+@[^\s@"<>()\[\],;:\\]+\.[^\s@"<>()\[\],;:\\]+$/;
 
@@ -14,7 +8,7 @@ const EMAIL = /^[^\s@"<>()\[\],;:\\]+@[^\s@"<>()\[\],;:\\]+\.[^\s@"<>()\[\],;:\\
 export function normalizeEmail(raw: string): string {
   const email = raw.trim().toLowerCase();
   // The address pattern refuses whitespace, which leaves NUL, DEL and the C1 controls to this rule.
-  refuseControlCharacters('email', email, 'single-line');
+  refuseIfProblem('email', freeTextProblem(email, 'single-line'));
   if (email.length > 254 || !EMAIL.test(email)) throw new InvalidArgumentError('email: not a valid e-mail address');
   return email;
 }
@@ -24,7 +18,7 @@ export function checkNewPassword(password: string, confirmation: string): void {
   // Characters as people count them: a code point, not a UTF-16 unit (four emoji are four characters, not eight).
   if (characterCount(password) < MIN_PASSWORD_LENGTH) throw new InvalidArgumentError(`password: must be at least ${MIN_PASSWORD_LENGTH} characters`);
   if (password.length > MAX_PASSWORD_LENGTH) throw new InvalidArgumentError(`password: must be at most ${MAX_PASSWORD_LENGTH} characters`);
-  refuseControlCharacters('password', password, 'single-line');
+  refuseIfProblem('password', freeTextProblem(password, 'single-line'));
   if (password !== confirmation) throw new InvalidArgumentError('password_confirmation: does not match password');
 }
 
@@ -38,7 +32,7 @@ export function checkUsername(username: string): void {
 export function normalizeWebsite(raw: string): string {
   const website = raw.trim();
   // URL parsing drops tabs and line breaks and encodes spaces and controls, so it would pass them through into the profile.
-  refuseControlCharacters('website', website, 'single-line');
+  refuseIfProblem('website', freeTextProblem(website, 'single-line'));
   if (/\s/.test(website)) throw new InvalidArgumentError('website: must not contain spaces');
   let url: URL;
   try {

@@ -1,5 +1,5 @@
-import { controlCharacterProblem, fitsCharacters, MAX_TAGS, splitTags } from '@cards/card-rules';
-import { InvalidArgumentError, isUuid } from '@cards/platform';
+import { fitsCharacters, freeTextProblem, MAX_TAGS, splitTags } from '@cards/card-rules';
+import { InvalidArgumentError, isUuid, refuseIfProblem } from '@cards/platform';
 import { totalPages, type IndexHit, type SearchScope } from '../domain/model';
 import type { CardIndex, Embedder } from '../domain/ports';
 import { shingleJaccard } from '../domain/text';
@@ -81,8 +81,7 @@ function validate(query: SearchQuery): { scope: SearchScope; offset: number; pag
   if (query.query.trim() === '') throw new InvalidArgumentError('content: must not be empty');
   if (!fitsCharacters(query.query, MAX_QUERY_LENGTH)) throw new InvalidArgumentError(`content: at most ${MAX_QUERY_LENGTH} characters`);
   // A query may be a pasted paragraph: tabs and line breaks are kept, as in a card's text.
-  const control = controlCharacterProblem(query.query, 'multi-line');
-  if (control) throw new InvalidArgumentError(`content: ${control}`);
+  refuseIfProblem('content', freeTextProblem(query.query, 'multi-line'));
   if (!Number.isInteger(query.page) || query.page < 1) throw new InvalidArgumentError('page: must be a positive integer');
   const pageSize = query.pageSize || 25;
   if (!Number.isInteger(pageSize) || pageSize < 1 || pageSize > MAX_PAGE_SIZE) throw new InvalidArgumentError(`page_size: must be between 1 and ${MAX_PAGE_SIZE}`);

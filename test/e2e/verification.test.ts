@@ -33,6 +33,15 @@ safer crossings near the elementary schools and a pilot program for electric bus
 on the bridge inspection backlog before the summer recess, and the council agreed to revisit the sidewalk plan in
 autumn. Local business owners asked the council to simplify permits for outdoor seating and market stalls downtown.`;
 
+// Accented prose: read in the wrong encoding, every accented word stops matching.
+const BRASSERIE = `Le café crème de la brasserie près de la gare était célèbre dans tout le quartier. Les habitués arrivaient dès
+l'aube, commandaient une tartine beurrée et lisaient les nouvelles régionales pendant que le garçon essuyait le comptoir.
+Élodie, la propriétaire, préparait elle-même les pâtisseries: des éclairs au chocolat, des religieuses à la crème
+pâtissière et des crêpes flambées le dimanche. Pendant l'été, la terrasse ombragée débordait de touristes épuisés qui
+découvraient la région à vélo. L'hiver, on y servait du vin chaud épicé et une soupe à l'oignon gratinée, très appréciée
+des employés de la mairie qui déjeunaient là chaque midi.`;
+const latin1Page = (head: string) => Buffer.from(`<!doctype html><html><head>${head}<title>Brasserie</title></head><body><article><p>${BRASSERIE}</p></article></body></html>`, 'latin1');
+
 const page = (body: string) =>
   `<!doctype html><html><head><title>Reader</title><style>body{font:16px serif}</style><script>window.analytics = "coral reef tracker";</script></head>` +
   `<body><nav>Home | Science | Contact</nav><article>${body
@@ -59,6 +68,9 @@ async function listen(server: Server, host: string): Promise<number> {
 beforeAll(async () => {
   pages = createServer((req, res) => {
     if (req.url === '/coral') return res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end(page(ARTICLE));
+    // The same ISO-8859-1 page, its encoding named in the Content-Type header or only in a <meta> (as many sites do).
+    if (req.url === '/brasserie-header') return res.writeHead(200, { 'content-type': 'text/html; charset=iso-8859-1' }).end(latin1Page(''));
+    if (req.url === '/brasserie-meta') return res.writeHead(200, { 'content-type': 'text/html' }).end(latin1Page('<meta charset="iso-8859-1">'));
     if (req.url === '/budget') return res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end(page(UNRELATED));
     if (req.url === '/to-victim') return res.writeHead(302, { location: `http://127.0.0.1:${victimPort}/via-redirect` }).end();
     res.writeHead(404).end();
@@ -203,6 +215,16 @@ describe('content verification', () => {
     expect((await alice.client.put('/api/card/update', { card_uuid: card, link: '' })).status).toBe(204);
     const res = await alice.client.get(`/api/card/${card}`);
     expect(res.json).toMatchObject({ link: '', verification_score: null });
+  });
+
+  it('a page naming its encoding only in a <meta> is read in it: it scores as the same page naming it in its header', async () => {
+    const byHeader = await createCard(alice, unique(BRASSERIE), `http://127.0.0.1:${pagesPort}/brasserie-header`);
+    const byMeta = await createCard(alice, unique(BRASSERIE), `http://127.0.0.1:${pagesPort}/brasserie-meta`);
+    const [headerResult] = await verificationsFor(alice, byHeader);
+    const [metaResult] = await verificationsFor(alice, byMeta);
+    expect(headerResult.similarity_score).toBeGreaterThanOrEqual(95);
+    expect(metaResult.similarity_score).toBe(headerResult.similarity_score);
+    expect(await verificationScoreOf(alice, byMeta, headerResult.similarity_score)).toBe(headerResult.similarity_score);
   });
 
   it('refuses loopback targets (127.0.0.1, [::1], localhost, a redirect to loopback) without VERIFY_ALLOW_PRIVATE: score 0, nothing received', async () => {

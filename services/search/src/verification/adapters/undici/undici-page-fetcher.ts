@@ -2,6 +2,7 @@ import { isIP } from 'node:net';
 import { Agent, buildConnector, request } from 'undici';
 import { AddressGuard, RefusedAddressError, UnresolvableHostError } from '../../domain/address-guard';
 import type { PageFetchResult } from '../../domain/model';
+import { pageEncoding } from '../../domain/page-encoding';
 import type { PageFetcher } from '../../domain/ports';
 
 export interface UndiciPageFetcherOptions {
@@ -37,17 +38,6 @@ function describeError(err: unknown): PageFetchResult {
   const code = chain.map((e) => (e as { code?: unknown }).code).find((c): c is string => typeof c === 'string');
   const message = err instanceof Error ? err.message : String(err);
   return fail(`fetch failed: ${code ?? message}`, code === undefined || TRANSIENT_CODES.has(code));
-}
-
-function charsetOf(contentType: string): string {
-  const match = /charset\s*=\s*"?([^";\s]+)/i.exec(contentType);
-  const label = match?.[1]?.toLowerCase() ?? 'utf-8';
-  try {
-    new TextDecoder(label);
-    return label;
-  } catch {
-    return 'utf-8';
-  }
 }
 
 /**
@@ -137,7 +127,8 @@ export class UndiciPageFetcher implements PageFetcher {
           }
           chunks.push(chunk as Buffer);
         }
-        const html = new TextDecoder(charsetOf(contentType)).decode(Buffer.concat(chunks));
+        const bytes = Buffer.concat(chunks);
+        const html = new TextDecoder(pageEncoding(contentType, bytes)).decode(bytes);
         return { ok: true, html, finalUrl: url.toString() };
       }
     } catch (err) {

@@ -58,6 +58,11 @@ export const gatewayConfigSchema = z.object({
   MAX_FILE_BYTES: envInt(20 * 1024 * 1024),
   RATE_LIMIT_AUTH_PER_IP: envInt(600),
   RATE_LIMIT_AUTH_PER_EMAIL: envInt(10),
+  /** MongoDB (its own database "gateway") where every gateway replica counts the auth rate limits; unset: this process's memory. */
+  MONGO_URL: z
+    .string()
+    .optional()
+    .transform((v) => (v === '' ? undefined : v)),
   TRUST_PROXY: trustProxySetting(),
   /** Comma-separated origins (https://app.example.com) allowed to call the API with the cookie from another site. */
   CORS_ORIGINS: z

@@ -1,13 +1,37 @@
 import type { Server } from 'node:http';
-import { createLogger, loadConfig, stopOnSignals, type RunningService } from '@cards/platform';
+import { connectMongo, createLogger, loadConfig, stopOnSignals, type Logger, type MongoConnection, type RunningService } from '@cards/platform';
 import { health } from '@cards/proto';
 import { createChannel, createClient } from 'nice-grpc';
 import { createGatewayApp } from './app';
 import { createGatewayClients } from './clients';
-import { cookieSecureFrom, gatewayConfigSchema } from './config';
+import { cookieSecureFrom, gatewayConfigSchema, type GatewayConfig } from './config';
+import { MemoryAttemptCounter } from './adapters/memory/memory-attempt-counter';
+import { MongoAttemptCounter } from './adapters/mongo/mongo-attempt-counter';
+import { FailoverAttemptCounter } from './application/failover-attempt-counter';
+import type { AttemptCounter } from './domain/attempt-counter';
 import { gracefulCloser } from './http/graceful-close';
 import { createGatewayServer } from './http/node-server';
 import { routeMethodIndex } from './http/unmatched';
+
+/**
+ * MongoDB when MONGO_URL is set (its own database "gateway"), so every replica counts the auth rate limits in one
+ * place, falling back to this process's memory while it does not answer; else memory alone. The choice is logged.
+ */
+async function openAttemptCounter(config: GatewayConfig, logger: Logger): Promise<{ counter: AttemptCounter; connection?: MongoConnection }> {
+  if (!config.MONGO_URL) {
+    logger.info('MONGO_URL not set: auth rate limits counted in this process (each gateway replica counts alone)');
+    return { counter: new MemoryAttemptCounter() };
+  }
+  const connection = await connectMongo({ url: config.MONGO_URL, database: 'gateway', logger });
+  try {
+    const shared = await MongoAttemptCounter.open(connection.db);
+    logger.info('auth rate limits counted in MongoDB, shared by every gateway replica');
+    return { counter: new FailoverAttemptCounter(shared, new MemoryAttemptCounter(), { logger }), connection };
+  } catch (err) {
+    await connection.close().catch(() => undefined);
+    throw err;
+  }
+}
 
 /** Composition root of the gateway. */
 export async function startGateway(env: Record<string, string | undefined> = process.env): Promise<RunningService & { port: number }> {
@@ -20,6 +44,7 @@ export async function startGateway(env: Record<string, string | undefined> = pro
     files: config.FILES_SERVICE_ADDR,
     notifications: config.NOTIFICATIONS_SERVICE_ADDR,
   };
+  const { counter, connection } = await openAttemptCounter(config, logger);
   const { clients, channels } = createGatewayClients(peers, config.GRPC_DEADLINE_MS);
   const healthChannels = Object.values(peers).map((address) => createChannel(address));
   const healthClients = healthChannels.map((channel) => createClient(health.HealthDefinition, channel));
@@ -28,7 +53,7 @@ export async function startGateway(env: Record<string, string | undefined> = pro
     logger,
     filesHttpAddress: config.FILES_HTTP_ADDR,
     maxFileBytes: config.MAX_FILE_BYTES,
-    rateLimits: { perIpPerMinute: config.RATE_LIMIT_AUTH_PER_IP, perEmailPerMinute: config.RATE_LIMIT_AUTH_PER_EMAIL },
+    rateLimits: { perIpPerMinute: config.RATE_LIMIT_AUTH_PER_IP, perEmailPerMinute: config.RATE_LIMIT_AUTH_PER_EMAIL, counter },
     cookieSecure: cookieSecureFrom(config),
     jsonBodyLimit: config.JSON_BODY_LIMIT,
     trustProxy: config.TRUST_PROXY,
@@ -56,6 +81,10 @@ export async function startGateway(env: Record<string, string | undefined> = pro
       server.off('error', reject);
       resolve();
     });
+  }).catch(async (err: unknown) => {
+    // The all-in-one starts again on other ports after EADDRINUSE: leave no connection behind.
+    await connection?.close().catch(() => undefined);
+    throw err;
   });
   // Listening has just begun: no request has been read yet.
   const closeGracefully = gracefulCloser(server);
@@ -68,6 +97,7 @@ export async function startGateway(env: Record<string, string | undefined> = pro
     async stop() {
       await closeGracefully(config.SHUTDOWN_DRAIN_MS);
       for (const channel of [...channels, ...healthChannels]) channel.close();
+      await connection?.close();
     },
   };
 }

@@ -2,6 +2,7 @@ import type { Express } from 'express';
 import { createLogger } from '@cards/platform';
 import type { GatewayClients } from '../src/clients';
 import { createGatewayApp, type GatewayAppOptions } from '../src/app';
+import { MemoryAttemptCounter } from '../src/adapters/memory/memory-attempt-counter';
 
 /** The gateway app with no backing services (any gRPC call would fail): for what the HTTP layer answers itself. */
 export function appWithoutServices(overrides: Partial<GatewayAppOptions> = {}): Express {
@@ -10,7 +11,7 @@ export function appWithoutServices(overrides: Partial<GatewayAppOptions> = {}): 
     logger: createLogger('gateway-test', 'silent'),
     filesHttpAddress: '127.0.0.1:1',
     maxFileBytes: 1024,
-    rateLimits: { perIpPerMinute: 10, perEmailPerMinute: 10 },
+    rateLimits: { perIpPerMinute: 10, perEmailPerMinute: 10, counter: new MemoryAttemptCounter() },
     cookieSecure: false,
     jsonBodyLimit: '1mb',
     trustProxy: false,

@@ -242,8 +242,12 @@ describeWithHelm('Helm chart deploy/k8s (offline)', () => {
     const search = policies.find((p) => p.spec!.podSelector.matchLabels?.['app.kubernetes.io/component'] === 'search')!;
     const internet = search.spec!.egress!.find((rule) => rule.to?.some((peer) => peer.ipBlock?.cidr === '0.0.0.0/0'));
     expect(internet?.to?.[0]?.ipBlock?.except).toEqual(expect.arrayContaining(['10.0.0.0/8', '172.16.0.0/12', '192.168.0.0/16', '169.254.0.0/16']));
+    // The gateway reaches MongoDB for the shared auth rate limits, and no other engine.
     const gateway = policies.find((p) => p.spec!.podSelector.matchLabels?.['app.kubernetes.io/component'] === 'gateway')!;
-    expect(gateway.spec!.egress!.flatMap((rule) => rule.ports ?? []).map((p) => p.port)).not.toContain(27017);
+    const gatewayEnginePorts = gateway.spec!.egress!.flatMap((rule) => rule.ports ?? []).map((p) => p.port);
+    expect(gatewayEnginePorts).toContain(27017);
+    expect(gatewayEnginePorts).not.toContain(9200);
+    expect(gatewayEnginePorts).not.toContain(9092);
   });
 
   it('keeps credentials in the Secret: Deployments reference them and contain none in plain text', () => {
@@ -283,7 +287,7 @@ describeWithHelm('Helm chart deploy/k8s (offline)', () => {
       expect(env(component, 'KAFKA_NAMESPACE')?.value).toBe('ci');
       expect(env(component, 'KAFKA_PARTITIONS')?.value).toBe('6');
     }
-    for (const component of ['identity', 'cards', 'search', 'files', 'notifications']) {
+    for (const component of ['gateway', 'identity', 'cards', 'search', 'files', 'notifications']) {
       expect(env(component, 'MONGO_URL')?.valueFrom?.secretKeyRef?.key).toBe('MONGO_URL');
       expect(env(component, 'MONGO_DATABASE_PREFIX')?.value).toBe('ci');
     }
@@ -294,7 +298,6 @@ describeWithHelm('Helm chart deploy/k8s (offline)', () => {
     expect(env('identity', 'PUBLIC_URL')?.value).toBe('https://cards.ci.example');
     // One ingress in front: only the last X-Forwarded-For entry is the client's (with "true" a client picks its own).
     expect(env('gateway', 'TRUST_PROXY')?.value).toBe('1');
-    expect(env('gateway', 'MONGO_URL')).toBeUndefined();
   });
 
   it('sets exactly the engine, peer and credential variables each service reads (checked against its config.ts)', () => {

@@ -83,7 +83,7 @@ describe('docker-compose.yaml (offline)', () => {
       search: ['mongodb', 'elasticsearch', 'kafka'],
       files: ['mongodb', 'minio', 'kafka'],
       notifications: ['mongodb', 'kafka'],
-      gateway: ['identity', 'cards', 'search', 'files', 'notifications'],
+      gateway: ['mongodb', 'identity', 'cards', 'search', 'files', 'notifications'],
     };
     for (const [component, dependencies] of Object.entries(needs)) {
       for (const dependency of dependencies) expect(services[component]?.depends_on?.[dependency]).toEqual({ condition: 'service_healthy' });
@@ -122,7 +122,7 @@ describe('docker-compose.yaml (offline)', () => {
     expect(env('gateway').FILES_HTTP_ADDR).toBe(`files:${env('files').FILES_HTTP_PORT}`);
     expect(env('gateway').FILES_INTERNAL_TOKEN).toBe(env('files').FILES_INTERNAL_TOKEN);
     expect(env('gateway').PORT).toBe('8090');
-    for (const component of ['identity', 'cards', 'search', 'files', 'notifications']) expect(new URL(env(component).MONGO_URL!).hostname).toBe('mongodb');
+    for (const component of ['gateway', 'identity', 'cards', 'search', 'files', 'notifications']) expect(new URL(env(component).MONGO_URL!).hostname).toBe('mongodb');
     for (const component of ['cards', 'search', 'files', 'notifications']) expect(env(component).KAFKA_BROKERS).toBe('kafka:9092');
     expect(new URL(env('search').ELASTICSEARCH_URL!).hostname).toBe('elasticsearch');
     expect(new URL(env('files').S3_ENDPOINT!).hostname).toBe('minio');

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { gzipSync } from 'node:zlib';
 import { ApiClient } from '../support/http';
 import { Mailbox } from '../support/mailbox';
 import { startSystem, type RunningSystem } from '../support/service';
@@ -71,6 +72,8 @@ beforeAll(async () => {
     // The same ISO-8859-1 page, its encoding named in the Content-Type header or only in a <meta> (as many sites do).
     if (req.url === '/brasserie-header') return res.writeHead(200, { 'content-type': 'text/html; charset=iso-8859-1' }).end(latin1Page(''));
     if (req.url === '/brasserie-meta') return res.writeHead(200, { 'content-type': 'text/html' }).end(latin1Page('<meta charset="iso-8859-1">'));
+    // Compressed whether or not the client asked, as servers of pre-compressed static files do.
+    if (req.url === '/coral-gzip') return res.writeHead(200, { 'content-type': 'text/html; charset=utf-8', 'content-encoding': 'gzip' }).end(gzipSync(page(ARTICLE)));
     if (req.url === '/budget') return res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end(page(UNRELATED));
     if (req.url === '/to-victim') return res.writeHead(302, { location: `http://127.0.0.1:${victimPort}/via-redirect` }).end();
     res.writeHead(404).end();
@@ -225,6 +228,15 @@ describe('content verification', () => {
     expect(headerResult.similarity_score).toBeGreaterThanOrEqual(95);
     expect(metaResult.similarity_score).toBe(headerResult.similarity_score);
     expect(await verificationScoreOf(alice, byMeta, headerResult.similarity_score)).toBe(headerResult.similarity_score);
+  });
+
+  it('a page sent gzip-compressed is read uncompressed: it scores as the same page sent plain', async () => {
+    const plain = await createCard(alice, unique(ARTICLE_FIRST), `http://127.0.0.1:${pagesPort}/coral`);
+    const compressed = await createCard(alice, unique(ARTICLE_FIRST), `http://127.0.0.1:${pagesPort}/coral-gzip`);
+    const [plainResult] = await verificationsFor(alice, plain);
+    const [compressedResult] = await verificationsFor(alice, compressed);
+    expect(plainResult.similarity_score).toBeGreaterThanOrEqual(70);
+    expect(compressedResult.similarity_score).toBe(plainResult.similarity_score);
   });
 
   it('refuses loopback targets (127.0.0.1, [::1], localhost, a redirect to loopback) without VERIFY_ALLOW_PRIVATE: score 0, nothing received', async () => {

@@ -1,6 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { createServer as createTlsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
+import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib';
 import { buildConnector } from 'undici';
 import { UndiciPageFetcher } from '../src/verification/adapters/undici/undici-page-fetcher';
 import { DnsHostResolver } from '../src/verification/adapters/dns/dns-host-resolver';
@@ -27,6 +28,12 @@ beforeAll(async () => {
     const url = req.url ?? '/';
     if (url === '/page') return res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end(PAGE);
     if (url === '/latin1') return res.writeHead(200, { 'content-type': 'text/html; charset=iso-8859-1' }).end(Buffer.from('<p>caf\xe9</p>', 'latin1'));
+    if (url === '/gzip') return res.writeHead(200, { 'content-type': 'text/html; charset=utf-8', 'content-encoding': 'gzip' }).end(gzipSync(PAGE));
+    if (url === '/br') return res.writeHead(200, { 'content-type': 'text/html; charset=utf-8', 'content-encoding': 'br' }).end(brotliCompressSync(PAGE));
+    if (url === '/deflate-gzip') return res.writeHead(200, { 'content-type': 'text/html; charset=utf-8', 'content-encoding': 'deflate, gzip' }).end(gzipSync(deflateSync(PAGE)));
+    if (url === '/gzip-bomb') return res.writeHead(200, { 'content-type': 'text/html', 'content-encoding': 'gzip' }).end(gzipSync('<p>' + 'a'.repeat(1_000_000) + '</p>'));
+    if (url === '/bad-gzip') return res.writeHead(200, { 'content-type': 'text/html', 'content-encoding': 'gzip' }).end('<p>not gzip at all</p>');
+    if (url === '/zstd') return res.writeHead(200, { 'content-type': 'text/html', 'content-encoding': 'zstd' }).end('whatever');
     if (url === '/json') return res.writeHead(200, { 'content-type': 'application/json' }).end('{"a":1}');
     if (url === '/big') return res.writeHead(200, { 'content-type': 'text/html' }).end('<p>' + 'a'.repeat(2048) + '</p>');
     if (url === '/big-chunked') {
@@ -79,6 +86,22 @@ describe('UndiciPageFetcher', () => {
     const f = fetcher();
     const result = await f.fetchPage(`http://127.0.0.1:${pagesPort}/latin1`);
     expect(result.ok && result.html).toBe('<p>café</p>');
+    await f.close();
+  });
+
+  it('undoes the Content-Encoding a server applied unasked (gzip, br, a chain), as a browser does', async () => {
+    const f = fetcher();
+    for (const path of ['/gzip', '/br', '/deflate-gzip']) {
+      await expect(f.fetchPage(`http://127.0.0.1:${pagesPort}${path}`)).resolves.toMatchObject({ ok: true, html: PAGE });
+    }
+    await f.close();
+  });
+
+  it('caps the decompressed size and refuses corrupt or unknown encodings, as final failures', async () => {
+    const f = fetcherWith({ maxBytes: 100_000 });
+    await expect(f.fetchPage(`http://127.0.0.1:${pagesPort}/gzip-bomb`)).resolves.toEqual({ ok: false, transient: false, failure: 'page larger than 100000 bytes' });
+    await expect(f.fetchPage(`http://127.0.0.1:${pagesPort}/bad-gzip`)).resolves.toMatchObject({ ok: false, transient: false });
+    await expect(f.fetchPage(`http://127.0.0.1:${pagesPort}/zstd`)).resolves.toEqual({ ok: false, transient: false, failure: 'unsupported content-encoding zstd' });
     await f.close();
   });
 

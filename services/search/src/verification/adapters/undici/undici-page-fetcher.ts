@@ -3,6 +3,7 @@ import { Agent, buildConnector, request } from 'undici';
 import { AddressGuard, RefusedAddressError, UnresolvableHostError } from '../../domain/address-guard';
 import type { PageFetchResult } from '../../domain/model';
 import { pageEncoding } from '../../domain/page-encoding';
+import { decodedBody } from './content-decoding';
 import type { PageFetcher } from '../../domain/ports';
 
 export interface UndiciPageFetcherOptions {
@@ -117,11 +118,17 @@ export class UndiciPageFetcher implements PageFetcher {
           body.destroy();
           return fail(`page larger than ${this.options.maxBytes} bytes`);
         }
+        const content = decodedBody(body, headers['content-encoding']);
+        if (!content) {
+          body.destroy();
+          return fail(`unsupported content-encoding ${String(headers['content-encoding'])}`);
+        }
         const chunks: Buffer[] = [];
         let size = 0;
-        for await (const chunk of body) {
+        for await (const chunk of content) {
           size += (chunk as Buffer).length;
           if (size > this.options.maxBytes) {
+            content.destroy();
             body.destroy();
             return fail(`page larger than ${this.options.maxBytes} bytes`);
           }

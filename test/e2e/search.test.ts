@@ -202,6 +202,31 @@ describe('card search', () => {
     expect(ids(res.json.score_cards)).not.toContain(copyId);
   });
 
+  it('near copies (not the same text) sent at the same moment make one entry: the earliest card, the others inside it', async () => {
+    const text = uniqueText(90);
+    const link = `https://example.org/near-copies/${randomUUID()}`;
+    const made = await Promise.all(
+      Array.from({ length: 12 }, (_, i) => (i % 2 ? bob : alice).client.post('/api/card', { card_html: html(`${text} variant${i}`), link, private: false })),
+    );
+    expect(made.map((r) => r.status)).toEqual(made.map(() => 200));
+    const cards = made.map((r) => r.json.card_metadata as { id: string; created_at: string });
+    const earliest = [...cards].sort((a, b) => (a.created_at < b.created_at ? -1 : a.created_at > b.created_at ? 1 : a.id < b.id ? -1 : 1))[0]!.id;
+
+    const collection = await alice.client.post('/api/card_collection', { name: `near copies ${run}`, is_public: true });
+    const collectionId = /\/api\/card_collection\/([0-9a-f-]{36})$/.exec(collection.headers.get('location') ?? '')![1]!;
+    for (const card of cards) expect((await alice.client.post(`/api/card_collection/${collectionId}`, { card_metadata_id: card.id })).status).toBe(204);
+    const page = (await anonymous.get(`/api/card_collection/${collectionId}/1`)).json.bookmarks as Entry[];
+    expect(page.map((e) => [e.metadata[0]!.id, e.metadata.length])).toEqual([[earliest, 12]]);
+
+    const res = await eventually(async () => {
+      const r = await anonymous.post('/api/card/fulltextsearch/1', { content: text.split(' ').slice(0, 6).join(' '), link: [link] });
+      const entries = r.json.score_cards as Entry[];
+      return entries.length === 1 && entries[0]!.metadata.length === 12 ? entries : undefined;
+    }, 'the near copies to show as one search entry');
+    expect(res[0]!.metadata[0]!.id).toBe(earliest);
+    expect(res[0]!.metadata.map((c) => c.id).sort()).toEqual(cards.map((c) => c.id).sort());
+  });
+
   it('rejects bad input with a 400 naming the problem', async () => {
     const cases: [string, unknown][] = [
       ['/api/card/search/1', {}],

@@ -138,6 +138,39 @@ export function describeCardRepositoryContract(name: string, factory: CardsStore
       expect(await store.pendingEventTopics()).toEqual([Topics.card]);
     });
 
+    it('joins a root under another root with its collisions, once, only while both are roots and the card is unchanged', async () => {
+      const earlier = aCard().build();
+      const later = aCard().withContent(earlier.content).build();
+      const copy = aCard().collisionOf(later.id).withContent(earlier.content).build();
+      for (const c of [earlier, later, copy]) await store.cards.insert(c, fingerprintOf(c.content), []);
+      const collection = aCollection().build();
+      await store.collections.insert(collection, []);
+      await store.collections.addBookmark(collection.id, copy.id, nextTime(), []);
+      const seen: [string, string | null, string[]][] = [];
+      const eventsOf = (moved: { id: string; collisionOf: string | null }, collectionIds: string[]) => (seen.push([moved.id, moved.collisionOf, collectionIds]), [event()]);
+      const at = nextTime();
+      expect(await store.cards.joinRoot(later.id, earlier.id, nextTime(), at, eventsOf)).toBe(false); // changed since read
+      expect(await store.cards.joinRoot(later.id, copy.id, later.updatedAt, at, eventsOf)).toBe(false); // not a root
+      expect(await store.pendingEventTopics()).toEqual([]);
+      expect(await store.cards.joinRoot(later.id, earlier.id, later.updatedAt, at, eventsOf)).toBe(true);
+      expect(await store.cards.findById(later.id)).toEqual({ ...later, collisionOf: earlier.id, updatedAt: at });
+      expect((await store.cards.findCollisions([earlier.id])).map((c) => c.id).sort()).toEqual([later.id, copy.id].sort());
+      expect(seen).toEqual([
+        [later.id, earlier.id, []],
+        [copy.id, earlier.id, [collection.id]],
+      ]);
+      expect(await store.cards.joinRoot(later.id, earlier.id, at, nextTime(), eventsOf)).toBe(false);
+      expect(await store.cards.setVectorPointId(later.id, 'vp')).toBe(false);
+      expect(await store.pendingEventTopics()).toEqual([Topics.card, Topics.card]);
+
+      const straggler = aCard().collisionOf(later.id).withContent(earlier.content).build();
+      await store.cards.insert(straggler, fingerprintOf(straggler.content), []);
+      expect(await store.cards.moveCollisions(later.id, earlier.id, eventsOf)).toBe(1);
+      expect((await store.cards.findById(straggler.id))?.collisionOf).toBe(earlier.id);
+      expect(await store.cards.moveCollisions(later.id, earlier.id, eventsOf)).toBe(0);
+      expect(await store.pendingEventTopics()).toEqual([Topics.card, Topics.card, Topics.card]);
+    });
+
     it('removes a card with its votes (off the author totals) and bookmarks, promoting a collision', async () => {
       const author = randomUUID();
       const root = aCard().by(author).build();

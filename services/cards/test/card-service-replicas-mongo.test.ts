@@ -58,5 +58,22 @@ if (skipReason) {
         expect(stored.collisionOf).toBe(roots[0]!.card.id);
       }
     });
+
+    it('store near copies (not the same text) created at the same moment on both replicas as one root, the earliest, and collisions of it', async () => {
+      for (let round = 0; round < 3; round++) {
+        const text = someContent();
+        const made = await Promise.all(
+          Array.from({ length: 12 }, (_, i) =>
+            replicas[i % 2]!.service.createCard({ callerId: `user-${i}`, cardHtml: `<p>${text} variant${i}</p>`, link: '', private: false, tags: [] }),
+          ),
+        );
+        const stored = await Promise.all(made.map((m) => replicas[0]!.service.getCard(m.card.id, undefined)));
+        const roots = stored.filter((c) => c.collisionOf === null);
+        expect(roots).toHaveLength(1);
+        const earliest = [...stored].sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime() || (a.id < b.id ? -1 : 1))[0]!;
+        expect(roots[0]!.id).toBe(earliest.id);
+        for (const c of stored) if (c.id !== earliest.id) expect(c.collisionOf).toBe(earliest.id);
+      }
+    });
   });
 }

@@ -61,6 +61,23 @@ describe('CardService', () => {
     for (const m of made) if (m.duplicate) expect(m.card.collisionOf).toBe(roots[0]!.card.id);
   });
 
+  it('near copies of one text (not the same text) sent at the same moment make one root, the earliest, and collisions of it', async () => {
+    for (let round = 0; round < 5; round++) {
+      const { service, cards } = setup();
+      const text = someContent();
+      const users = ['alice', 'bob', 'carol', 'dave', 'erin', 'frank', 'grace', 'heidi'];
+      const made = await Promise.all(users.map((user, i) => create(service, user, `${text} variant${i}`)));
+      const stored = await cards.findByIds(made.map((m) => m.card.id));
+      const roots = stored.filter((c) => c.collisionOf === null);
+      expect(roots).toHaveLength(1);
+      const earliest = [...stored].sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime() || a.id.localeCompare(b.id))[0]!;
+      expect(roots[0]!.id).toBe(earliest.id);
+      for (const c of stored) if (c.id !== earliest.id) expect(c.collisionOf).toBe(earliest.id);
+      const groups = await service.getCardGroups(made.map((m) => m.card.id), undefined);
+      expect(groups.map((g) => [g.root.id, g.collisions.length])).toEqual([[earliest.id, users.length - 1]]);
+    }
+  });
+
   it('returns the same card for a retried idempotency key', async () => {
     const { service, cards } = setup();
     const first = await create(service, 'ingest-user', someContent(), { idempotencyKey: 'file-1#0' });

@@ -57,6 +57,8 @@ export interface CardServiceDeps {
 }
 
 const NEAR_DUPLICATE_CANDIDATES = 10;
+/** How many stored cards of the same or a near text a new root compares itself with after its insert. */
+const SETTLE_CANDIDATES = 50;
 
 export function requireCaller(callerId: string | undefined): string {
   if (!callerId) throw new UnauthenticatedError('You must be logged in');
@@ -133,16 +135,78 @@ export class CardService {
         throw err;
       }
       this.deps.eventsWritten();
+      let placed = card;
       if (root) {
         // The root may have been deleted or made private while this card was being made (neither saw the new card).
         const current = await cards.findById(root.id);
         if (!current || !mayHoldCollision(current, card) || (current.content !== root.content && !isNearCopy(current.content, card.content))) {
           const detached = { ...card, collisionOf: null };
-          if (await this.detach(detached, root.id)) return { card: { ...detached, viewerVote: null }, duplicate: false };
+          if (await this.detach(detached, root.id)) placed = detached;
+        } else if (current.collisionOf) {
+          // The root joined an earlier near copy (settleNearCopyRoots) before this card was stored under it: follow it.
+          await this.moveCollisions(root.id, current.collisionOf);
+          placed = { ...card, collisionOf: current.collisionOf };
         }
       }
-      return { card: { ...card, viewerVote: null }, duplicate: root !== null };
+      if (!placed.collisionOf) placed = await this.settleNearCopyRoots(placed, fingerprint);
+      return { card: { ...placed, viewerVote: null }, duplicate: placed.collisionOf !== null };
     });
+  }
+
+  /**
+   * Near copies (not the same text) created at the same moment each look for their root before the other is stored,
+   * by other requests or cards replicas (the content lock is per exact text), so both would stay roots. After its insert
+   * a root looks again, by the same content rules: of two near-copy roots the earlier (createdAt, then id) stays and the
+   * later joins it with its collisions, when the earlier may hold it. Of two such inserts at least the later reader sees
+   * the other, and a join whose card is no longer a root does nothing, so whichever request sees both settles them, once.
+   * The search index's embedding verdict is not asked again: it learns of new cards later, from events. Answers the
+   * card as it ends up.
+   */
+  private async settleNearCopyRoots(card: Card, fingerprint: ReturnType<typeof fingerprintOf>): Promise<Card> {
+    const roots = await this.nearCopyRoots(card, fingerprint);
+    for (const earlier of roots.filter((r) => isOlder(r, card) && mayHoldCollision(r, card))) {
+      if (await this.joinRoot(card, earlier)) return { ...card, collisionOf: earlier.id };
+      const current = await this.deps.cards.findById(card.id);
+      // Another request settled it already (or it is gone, or was changed: its own update decides then).
+      if (!current || current.collisionOf || current.updatedAt.getTime() !== card.updatedAt.getTime()) return current ?? card;
+    }
+    for (const later of roots.filter((r) => isOlder(card, r) && mayHoldCollision(card, r))) await this.joinRoot(later, card);
+    return card;
+  }
+
+  /** The roots other than `card` whose text or whose collision's text is the same as its text or a near copy of it, oldest first. */
+  private async nearCopyRoots(card: Card, fingerprint: ReturnType<typeof fingerprintOf>): Promise<Card[]> {
+    const { cards } = this.deps;
+    const shingles = shinglesOf(card.content);
+    const sameText = await cards.findByContentHash(fingerprint.contentHash, SETTLE_CANDIDATES);
+    const nearText = (await cards.findBySketch(fingerprint.sketch, SKETCH_MIN_SHARED, SETTLE_CANDIDATES)).filter((c) => jaccard(shingles, shinglesOf(c.content)) >= NEAR_COPY_JACCARD);
+    const matched = [...sameText, ...nearText];
+    const rootIds = new Set(matched.map((c) => c.collisionOf ?? c.id));
+    rootIds.delete(card.id);
+    const roots = (await cards.findByIds([...rootIds])).filter((r) => r.collisionOf === null);
+    return roots.sort((a, b) => (isOlder(a, b) ? -1 : 1));
+  }
+
+  /** `later`, a root, joins `earlier` with its collisions (settleNearCopyRoots); false when either is no longer a root. */
+  private async joinRoot(later: Card, earlier: Card): Promise<boolean> {
+    const unchanged = { contentChanged: false, linkChanged: false, privacyChanged: false };
+    // Later than the card's own time even when it was made by a replica whose clock runs ahead, so search applies it.
+    const at = new Date(Math.max(this.now().getTime(), later.updatedAt.getTime() + 1));
+    const joined = await this.deps.cards.joinRoot(later.id, earlier.id, later.updatedAt, at, (moved, collectionIds) => [cardUpdated({ ...moved, vectorPointId: null }, collectionIds, unchanged)]);
+    if (!joined) return false;
+    this.deps.eventsWritten();
+    // As for a new collision: the root may have been deleted, made private, edited or joined under another meanwhile.
+    const current = await this.deps.cards.findById(earlier.id);
+    if (current?.collisionOf) await this.moveCollisions(earlier.id, current.collisionOf);
+    else await this.detachLateCollisions(current, earlier.id, current !== null && current.content !== earlier.content);
+    return true;
+  }
+
+  /** Every collision of fromRootId (a root that became a collision) follows it under toRootId. */
+  private async moveCollisions(fromRootId: string, toRootId: string): Promise<void> {
+    const unchanged = { contentChanged: false, linkChanged: false, privacyChanged: false };
+    const moved = await this.deps.cards.moveCollisions(fromRootId, toRootId, (card, collectionIds) => [cardUpdated({ ...card, vectorPointId: null }, collectionIds, unchanged)]);
+    if (moved > 0) this.deps.eventsWritten();
   }
 
   /** Makes a collision a root of its own (it is still a collision of rootId); false when it no longer was. */
@@ -439,6 +503,12 @@ export class CardService {
     if (card.authorId !== callerId) throw new PermissionDeniedError('Only the author can change this card');
     return card;
   }
+}
+
+/** Whether `a` was created before `b` (createdAt, then id): of two near-copy roots the older stays a root. */
+function isOlder(a: Pick<Card, 'createdAt' | 'id'>, b: Pick<Card, 'createdAt' | 'id'>): boolean {
+  const diff = a.createdAt.getTime() - b.createdAt.getTime();
+  return diff < 0 || (diff === 0 && a.id < b.id);
 }
 
 /** After a root's text changed, its collisions still copy it only when they are near copies of the new text. */

@@ -22,6 +22,9 @@ export interface CardUpdateOptions {
   becomesRoot?: boolean;
 }
 
+/** The events stored with a card moved under another root (as it is after the move, with the collections holding it). */
+export type MovedCardEvents = (moved: Card, collectionIds: string[]) => OutgoingEvent[];
+
 /**
  * Storage of cards, their duplicate fingerprints and collision links.
  * Every write takes the events describing it: they are stored atomically with the change (transactional outbox).
@@ -61,6 +64,20 @@ export interface CardRepository {
    * Returns whether it was.
    */
   detachCollision(cardId: string, rootId: string, events: OutgoingEvent[]): Promise<boolean>;
+
+  /**
+   * Makes `cardId`, a root until now, a collision of `rootId` together with the collisions it held (it loses its index
+   * id; its `updatedAt` becomes `at`): how two near copies that became roots at the same moment are settled. Only when
+   * the card is still a root last changed at `ifUpdatedAt` and `rootId` is still a root; false (nothing stored) otherwise.
+   * Every card moved stores `eventsOf(the card as moved, the collections holding it)`.
+   */
+  joinRoot(cardId: string, rootId: string, ifUpdatedAt: Date, at: Date, eventsOf: MovedCardEvents): Promise<boolean>;
+
+  /**
+   * Moves every collision of `fromRootId` under `toRootId`, each with `eventsOf` (collisions stored under a root while it
+   * joined another). Returns how many moved.
+   */
+  moveCollisions(fromRootId: string, toRootId: string, eventsOf: MovedCardEvents): Promise<number>;
 
   /** Cards of an author, newest update first; private ones only when includePrivate. */
   listByAuthor(authorId: string, includePrivate: boolean, offset: number, limit: number): Promise<Card[]>;

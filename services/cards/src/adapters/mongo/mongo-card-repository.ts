@@ -1,7 +1,7 @@
 import { AlreadyExistsError, appendToMongoOutbox, appendToMongoOutboxOrUndo, isDuplicateKeyError, type OutgoingEvent } from '@cards/platform';
 import type { ClientSession } from 'mongodb';
 import type { Card, CardFingerprint, CollisionMove } from '../../domain/model';
-import { StaleCardError, type CardRepository, type CardUpdateOptions } from '../../domain/ports';
+import { StaleCardError, type CardRepository, type CardUpdateOptions, type MovedCardEvents } from '../../domain/ports';
 import { CARD_PROJECTION, fromCardDocument, idempotencyOf, movePublicVotes, toCardDocument, type CardDocument, type MongoCardsDatabase } from './mongo-cards-database';
 
 /**
@@ -158,6 +158,36 @@ export class MongoCardRepository implements CardRepository {
     });
   }
 
+  async joinRoot(cardId: string, rootId: string, ifUpdatedAt: Date, at: Date, eventsOf: MovedCardEvents): Promise<boolean> {
+    if (cardId === rootId) return false;
+    return this.store.change(async (session) => {
+      if (!(await this.store.cards.findOne({ _id: rootId, collisionOf: null }, { session, projection: { _id: 1 } }))) return false;
+      const joined = await this.store.cards.findOneAndUpdate(
+        { _id: cardId, collisionOf: null, updatedAt: ifUpdatedAt },
+        { $set: { collisionOf: rootId, vectorPointId: null, updatedAt: at } },
+        { session, returnDocument: 'after', projection: CARD_PROJECTION },
+      );
+      if (!joined) return false;
+      // Without a transaction: the card is a collision before its collisions are read, so one stored later under it finds
+      // it a collision when it checks its root after its insert, and follows it itself (CardService.createCard).
+      const moved = await this.moveCollisionsNow(cardId, rootId, session);
+      const events = await this.eventsOfMoved([fromCardDocument(joined), ...moved], eventsOf, session);
+      await appendToMongoOutboxOrUndo(this.store.db, events, session, async () => {
+        for (const card of moved) await this.store.cards.updateOne({ _id: card.id, collisionOf: rootId }, { $set: { collisionOf: cardId } });
+        await this.store.cards.updateOne({ _id: cardId, collisionOf: rootId, updatedAt: at }, { $set: { collisionOf: null, updatedAt: ifUpdatedAt } });
+      });
+      return true;
+    });
+  }
+
+  async moveCollisions(fromRootId: string, toRootId: string, eventsOf: MovedCardEvents): Promise<number> {
+    return this.store.change(async (session) => {
+      const moved = await this.moveCollisionsNow(fromRootId, toRootId, session);
+      await appendToMongoOutbox(this.store.db, await this.eventsOfMoved(moved, eventsOf, session), session);
+      return moved.length;
+    });
+  }
+
   async listByAuthor(authorId: string, includePrivate: boolean, offset: number, limit: number): Promise<Card[]> {
     const filter = includePrivate ? { authorId } : { authorId, private: false };
     const docs = await this.store.cards.find(filter, { projection: CARD_PROJECTION }).sort({ updatedAt: -1, _id: 1 }).skip(offset).limit(limit).toArray();
@@ -194,6 +224,25 @@ export class MongoCardRepository implements CardRepository {
       await this.store.cards.updateMany({ fileId }, { $set: { fileId: null, fileName: null } }, { session });
       await this.store.collections.updateMany({ fileId }, { $unset: { fileId: '' } }, { session });
     });
+  }
+
+  /** The collisions of fromRootId go under toRootId, each by a step that moves it only if it still is one; answers the cards moved. */
+  private async moveCollisionsNow(fromRootId: string, toRootId: string, session: ClientSession | undefined): Promise<Card[]> {
+    const moved: Card[] = [];
+    for (const doc of await this.store.cards.find({ collisionOf: fromRootId }, { session, projection: { _id: 1 } }).sort({ createdAt: 1, _id: 1 }).toArray()) {
+      const after = await this.store.cards.findOneAndUpdate({ _id: doc._id, collisionOf: fromRootId }, { $set: { collisionOf: toRootId } }, { session, returnDocument: 'after', projection: CARD_PROJECTION });
+      if (after) moved.push(fromCardDocument(after));
+    }
+    return moved;
+  }
+
+  private async eventsOfMoved(cards: readonly Card[], eventsOf: MovedCardEvents, session: ClientSession | undefined) {
+    const events = [];
+    for (const card of cards) {
+      const held = await this.store.bookmarks.find({ cardId: card.id }, { session, projection: { collectionId: 1 } }).sort({ collectionId: 1 }).toArray();
+      events.push(...eventsOf(card, held.map((b) => b.collectionId)));
+    }
+    return events;
   }
 
   /** Collisions of `rootId` leave it: to another root, or (collisionOf null) as roots of their own. */

@@ -1,6 +1,6 @@
 import { AlreadyExistsError, appendToSqliteOutbox, type OutgoingEvent, type SqliteDatabase } from '@cards/platform';
 import type { Card, CardFingerprint, CollisionMove } from '../../domain/model';
-import { StaleCardError, type CardRepository, type CardUpdateOptions } from '../../domain/ports';
+import { StaleCardError, type CardRepository, type CardUpdateOptions, type MovedCardEvents } from '../../domain/ports';
 import { cardFromRow, chunks, placeholders, type CardRow } from './rows';
 
 const iso = (d: Date) => d.toISOString();
@@ -148,6 +148,27 @@ export class SqliteCardRepository implements CardRepository {
     })();
   }
 
+  async joinRoot(cardId: string, rootId: string, ifUpdatedAt: Date, at: Date, eventsOf: MovedCardEvents): Promise<boolean> {
+    if (cardId === rootId) return false;
+    return this.db.transaction((): boolean => {
+      if (!this.db.prepare('SELECT 1 FROM cards WHERE id = ? AND collision_of IS NULL').get(rootId)) return false;
+      const joined = this.db.prepare('UPDATE cards SET collision_of = ?, vector_point_id = NULL, updated_at = ? WHERE id = ? AND collision_of IS NULL AND updated_at = ?')
+        .run(rootId, iso(at), cardId, iso(ifUpdatedAt)).changes > 0;
+      if (!joined) return false;
+      const moved = this.moveCollisionsNow(cardId, rootId);
+      appendToSqliteOutbox(this.db, this.eventsOfMoved([cardId, ...moved], eventsOf));
+      return true;
+    })();
+  }
+
+  async moveCollisions(fromRootId: string, toRootId: string, eventsOf: MovedCardEvents): Promise<number> {
+    return this.db.transaction((): number => {
+      const moved = this.moveCollisionsNow(fromRootId, toRootId);
+      appendToSqliteOutbox(this.db, this.eventsOfMoved(moved, eventsOf));
+      return moved.length;
+    })();
+  }
+
   async listByAuthor(authorId: string, includePrivate: boolean, offset: number, limit: number): Promise<Card[]> {
     const rows = this.db.prepare(`SELECT * FROM cards WHERE author_id = ? ${includePrivate ? '' : 'AND private = 0'} ORDER BY updated_at DESC, id LIMIT ? OFFSET ?`)
       .all(authorId, limit, offset) as CardRow[];
@@ -191,6 +212,21 @@ export class SqliteCardRepository implements CardRepository {
       if (move.collisionOf === null) this.db.prepare('UPDATE cards SET collision_of = NULL, vector_point_id = NULL WHERE id = ? AND collision_of = ?').run(move.cardId, rootId);
       else this.db.prepare('UPDATE cards SET collision_of = ? WHERE id = ? AND collision_of = ?').run(move.collisionOf, move.cardId, rootId);
     }
+  }
+
+  /** Inside a transaction: the collisions of fromRootId go under toRootId; answers their ids, oldest first. */
+  private moveCollisionsNow(fromRootId: string, toRootId: string): string[] {
+    const ids = (this.db.prepare('SELECT id FROM cards WHERE collision_of = ? ORDER BY created_at, id').all(fromRootId) as { id: string }[]).map((r) => r.id);
+    this.db.prepare('UPDATE cards SET collision_of = ? WHERE collision_of = ?').run(toRootId, fromRootId);
+    return ids;
+  }
+
+  private eventsOfMoved(cardIds: readonly string[], eventsOf: MovedCardEvents): OutgoingEvent[] {
+    const collectionsOf = this.db.prepare('SELECT collection_id FROM bookmarks WHERE card_id = ? ORDER BY collection_id');
+    return cardIds.flatMap((id) => {
+      const row = this.db.prepare('SELECT * FROM cards WHERE id = ?').get(id) as CardRow;
+      return eventsOf(cardFromRow(row), (collectionsOf.all(id) as { collection_id: string }[]).map((r) => r.collection_id));
+    });
   }
 
   private writeSketch(cardId: string, sketch: readonly number[]): void {

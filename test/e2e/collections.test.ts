@@ -134,6 +134,23 @@ describe('changing collections', () => {
     expect((await alice.client.get(`/api/user/collections/${alice.id}`)).json.find((c: { id: string }) => c.id === id)).toMatchObject({ name: 'After', description: '' });
   });
 
+  it('keeps every change when the owner changes different fields at once: a collection made private stays private', async () => {
+    // Each request changes one field; none may write back what it read of the others (on MongoDB they did).
+    for (let round = 0; round < 8; round++) {
+      const id = await createCollection(alice, { name: 'Shared list', description: 'old', is_public: true });
+      const answers = await Promise.all([
+        alice.client.put('/api/card_collection', { collection_id: id, name: `Renamed ${round}` }),
+        alice.client.put('/api/card_collection', { collection_id: id, is_public: false }),
+        alice.client.put('/api/card_collection', { collection_id: id, description: 'new' }),
+      ]);
+      expect(answers.map((a) => a.status)).toEqual([204, 204, 204]);
+      expect((await anonymous.get(`/api/card_collection/${id}/1`)).status).toBe(404);
+      expect((await bob.client.get(`/api/user/collections/${alice.id}`)).json.map((c: { id: string }) => c.id)).not.toContain(id);
+      const own = await alice.client.get(`/api/card_collection/${id}/1`);
+      expect(own.json.collection).toMatchObject({ name: `Renamed ${round}`, description: 'new', is_public: false });
+    }
+  });
+
   it('deletes a collection (body collection_id) but not its cards', async () => {
     const id = await createCollection(alice);
     const cardId = await postCard(alice);

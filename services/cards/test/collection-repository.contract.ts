@@ -28,7 +28,7 @@ export function describeCollectionRepositoryContract(name: string, factory: Card
       await store.collections.insert(c, [event(Topics.collection)]);
       expect(await store.collections.findById(c.id)).toEqual(c);
       const next = { ...c, name: 'Renamed', description: '', isPublic: true, updatedAt: nextTime() };
-      await store.collections.update(next, []);
+      await store.collections.update(c.id, { name: next.name, description: next.description, isPublic: next.isPublic, updatedAt: next.updatedAt }, []);
       expect(await store.collections.findById(c.id)).toEqual(next);
       const card = await storedCard();
       await store.collections.addBookmark(c.id, card.id, nextTime(), []);
@@ -37,6 +37,21 @@ export function describeCollectionRepositoryContract(name: string, factory: Card
       expect(await store.collections.collectionIdsHolding(card.id)).toEqual([]);
       expect(await store.cards.findById(card.id)).not.toBeNull();
       expect(await store.pendingEventTopics()).toEqual([Topics.collection, Topics.collection]);
+    });
+
+    it('updates only the fields it is given, so updates of different fields made at once all stick', async () => {
+      const c = aCollection().build();
+      await store.collections.insert(c, []);
+      const [first, second, third] = [nextTime(), nextTime(), nextTime()];
+      await Promise.all([
+        store.collections.update(c.id, { name: 'Renamed', updatedAt: first }, []),
+        store.collections.update(c.id, { isPublic: !c.isPublic, updatedAt: second }, []),
+        store.collections.update(c.id, { description: 'New words', updatedAt: third }, []),
+      ]);
+      const stored = await store.collections.findById(c.id);
+      expect(stored).toEqual({ ...c, name: 'Renamed', isPublic: !c.isPublic, description: 'New words', updatedAt: expect.any(Date) });
+      await store.collections.update(c.id, { description: '', updatedAt: nextTime() }, []);
+      expect((await store.collections.findById(c.id))!.description).toBe('');
     });
 
     it('removes a collection once when two removals race: one answers true, the other false, with one set of events', async () => {

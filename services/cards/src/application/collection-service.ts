@@ -1,6 +1,6 @@
 import { InvalidArgumentError, newId, NotFoundError, PermissionDeniedError } from '@cards/platform';
 import { isCollectionVisibleTo, isVisibleTo, PAGE_SIZE, totalPages, type Collection } from '../domain/model';
-import type { CardRepository, CollectionRepository } from '../domain/ports';
+import type { CardRepository, CollectionChange, CollectionRepository } from '../domain/ports';
 import { MAX_COLLECTION_NAME_CHARS, validCollectionDescription, validCollectionName } from '../domain/rules';
 import { requireCaller, validPage, type CardService, type ViewedGroup } from './card-service';
 import { bookmarkChanged, collectionCreated, collectionDeleted } from './events';
@@ -33,14 +33,12 @@ export class CollectionService {
 
   async update(callerId: string | undefined, collectionId: string, patch: CollectionPatch): Promise<void> {
     const collection = await this.ownCollection(collectionId, requireCaller(callerId));
-    const next: Collection = {
-      ...collection,
-      name: patch.name !== undefined ? validCollectionName(patch.name) : collection.name,
-      description: patch.description !== undefined ? validCollectionDescription(patch.description) : collection.description,
-      isPublic: patch.isPublic ?? collection.isPublic,
-      updatedAt: new Date(),
-    };
-    await this.deps.collections.update(next, []);
+    // Only the fields asked for: a concurrent change of another field (a privacy flip) must not be written back.
+    const change: CollectionChange = { updatedAt: new Date() };
+    if (patch.name !== undefined) change.name = validCollectionName(patch.name);
+    if (patch.description !== undefined) change.description = validCollectionDescription(patch.description);
+    if (patch.isPublic !== undefined) change.isPublic = patch.isPublic;
+    await this.deps.collections.update(collection.id, change, []);
   }
 
   /** Deletes the collection and its bookmarks; the cards stay. */

@@ -45,5 +45,5 @@ export async function followFilePrivacy(deps: FilePrivacyDeps, fileId: string, o
   }
   if (isPrivate) await deps.cards.clearFileReferences(fileId, ownerId);
   const fileCollection = await deps.collections.findByFileId(fileId);
-  if (fileCollection && fileCollection.authorId === ownerId && fileCollection.isPublic === isPrivate) await deps.collections.update({ ...fileCollection, isPublic: !isPrivate, updatedAt: deps.now() }, []);
+  if (fileCollection && fileCollection.authorId === ownerId && fileCollection.isPublic === isPrivate) await deps.collections.update(fileCollection.id, { isPublic: !isPrivate, updatedAt: deps.now() }, []);
 }

@@ -124,6 +124,14 @@ export interface VoteRepository {
   recordJoinDates(dates: ReadonlyMap<string, Date>): Promise<void>;
 }
 
+/** The fields a collection update sets; those left out keep their stored value. */
+export interface CollectionChange {
+  name?: string;
+  description?: string;
+  isPublic?: boolean;
+  updatedAt: Date;
+}
+
 /** What CollectionRepository.addBookmark did. */
 export type BookmarkAddition = 'added' | 'already-there' | 'card-gone' | 'collection-gone';
 
@@ -138,7 +146,12 @@ export interface CollectionRepository {
   findById(id: string): Promise<Collection | null>;
   /** The collection made for a file (insertFileCollection), or null when there is none. */
   findByFileId(fileId: string): Promise<Collection | null>;
-  update(collection: Collection, events: OutgoingEvent[]): Promise<void>;
+  /**
+   * Sets the fields `change` names (and `updatedAt`) and leaves the others as stored, so two updates of different fields
+   * made at once both stick: neither writes back what it read of the other's field (a collection just made private
+   * stays private while it is renamed).
+   */
+  update(collectionId: string, change: CollectionChange, events: OutgoingEvent[]): Promise<void>;
   /** Deletes the collection and its bookmarks; the cards stay. False (no events stored) when it was already gone. */
   remove(id: string, events: OutgoingEvent[]): Promise<boolean>;
   /**

@@ -1,7 +1,7 @@
 import { appendToMongoOutbox, appendToMongoOutboxOrUndo, isDuplicateKeyError, type OutgoingEvent } from '@cards/platform';
 import type { ClientSession } from 'mongodb';
 import type { Collection } from '../../domain/model';
-import type { BookmarkAddition, CollectionRepository } from '../../domain/ports';
+import type { BookmarkAddition, CollectionChange, CollectionRepository } from '../../domain/ports';
 import { bookmarkId, fromCollectionDocument, toCollectionDocument, type BookmarkDocument, type MongoCardsDatabase } from './mongo-cards-database';
 
 /**
@@ -86,14 +86,17 @@ export class MongoCollectionRepository implements CollectionRepository {
     return doc ? fromCollectionDocument(doc) : null;
   }
 
-  async update(collection: Collection, events: OutgoingEvent[]): Promise<void> {
+  async update(id: string, change: CollectionChange, events: OutgoingEvent[]): Promise<void> {
+    const set: Partial<Pick<Collection, 'name' | 'description' | 'isPublic' | 'updatedAt'>> = { updatedAt: change.updatedAt };
+    if (change.name !== undefined) set.name = change.name;
+    if (change.description !== undefined) set.description = change.description;
+    if (change.isPublic !== undefined) set.isPublic = change.isPublic;
     await this.store.change(async (session) => {
-      const set = { name: collection.name, description: collection.description, isPublic: collection.isPublic, updatedAt: collection.updatedAt };
-      const previous = await this.store.collections.findOneAndUpdate({ _id: collection.id }, { $set: set }, { session, returnDocument: 'before' });
+      const previous = await this.store.collections.findOneAndUpdate({ _id: id }, { $set: set }, { session, returnDocument: 'before' });
       await appendToMongoOutboxOrUndo(this.store.db, events, session, async () => {
         if (!previous) return;
-        const { name, description, isPublic, updatedAt } = previous;
-        await this.store.collections.updateOne({ _id: collection.id, updatedAt: collection.updatedAt }, { $set: { name, description, isPublic, updatedAt } });
+        const undo = Object.fromEntries(Object.keys(set).map((field) => [field, previous[field as keyof typeof set]]));
+        await this.store.collections.updateOne({ _id: id, updatedAt: change.updatedAt }, { $set: undo });
       });
     });
   }

@@ -1,6 +1,6 @@
 import { appendToSqliteOutbox, type OutgoingEvent, type SqliteDatabase } from '@cards/platform';
 import type { Collection } from '../../domain/model';
-import type { BookmarkAddition, CollectionRepository } from '../../domain/ports';
+import type { BookmarkAddition, CollectionChange, CollectionRepository } from '../../domain/ports';
 import { chunks, collectionFromRow, placeholders, type CollectionRow } from './rows';
 
 const iso = (d: Date) => d.toISOString();
@@ -41,9 +41,12 @@ export class SqliteCollectionRepository implements CollectionRepository {
     return row ? collectionFromRow(row) : null;
   }
 
-  async update(c: Collection, events: OutgoingEvent[]): Promise<void> {
+  async update(id: string, change: CollectionChange, events: OutgoingEvent[]): Promise<void> {
+    const isPublic = change.isPublic === undefined ? null : change.isPublic ? 1 : 0;
     this.db.transaction(() => {
-      this.db.prepare('UPDATE collections SET name = ?, description = ?, is_public = ?, updated_at = ? WHERE id = ?').run(c.name, c.description, c.isPublic ? 1 : 0, iso(c.updatedAt), c.id);
+      this.db
+        .prepare('UPDATE collections SET name = coalesce(?, name), description = coalesce(?, description), is_public = coalesce(?, is_public), updated_at = ? WHERE id = ?')
+        .run(change.name ?? null, change.description ?? null, isPublic, iso(change.updatedAt), id);
       appendToSqliteOutbox(this.db, events);
     })();
   }

@@ -3,7 +3,8 @@
  * cards service enforces), applied in the form so a person learns what is wrong before sending. The
  * server stays the authority and re-checks everything.
  */
-import { BLOCK_TAGS, characterCount, collapseTextLines, controlCharacterProblem, linkProblem, MAX_CONTENT_CHARS, MAX_HTML_CHARS, MAX_LINK_CHARS, MAX_TAG_CHARS, MAX_TAGS, MAX_WORDS, MIN_WORDS_EXCLUSIVE, splitTags, wordCount } from '@cards/card-rules';
+import { BLOCK_TAGS, characterCount, collapseTextLines, linkProblem, MAX_CONTENT_CHARS, MAX_HTML_CHARS, MAX_LINK_CHARS, MAX_TAG_CHARS, MAX_TAGS, MAX_WORDS, MIN_WORDS_EXCLUSIVE, splitTags, wellFormedProblem, wordCount } from '@cards/card-rules';
+import { BROKEN_CHARACTER, freeTextMessage } from './free-text';
 
 const BLOCKS = new Set(BLOCK_TAGS);
 
@@ -41,9 +42,6 @@ export function htmlFromInput(input: string): string {
     .join('');
 }
 
-/** What the form says for a field the server would refuse for a control character (@cards/card-rules). */
-export const CONTROL_CHARACTERS = 'Remove the invisible control characters (they were probably pasted in).';
-
 export interface CardDraft {
   text: string;
   link: string;
@@ -56,16 +54,20 @@ export function cardDraftProblems(draft: CardDraft): Partial<Record<keyof CardDr
   const html = htmlFromInput(draft.text);
   const content = textOfHtml(html);
   const words = wordCount(content);
-  if (html.length > MAX_HTML_CHARS) problems.text = `The card is too long: at most ${MAX_HTML_CHARS} characters of HTML.`;
+  // The server drops the text's control characters as paste noise but refuses it with half a surrogate pair.
+  if (wellFormedProblem(html)) problems.text = BROKEN_CHARACTER;
+  else if (html.length > MAX_HTML_CHARS) problems.text = `The card is too long: at most ${MAX_HTML_CHARS} characters of HTML.`;
   else if (words <= MIN_WORDS_EXCLUSIVE) problems.text = `A card needs more than ${MIN_WORDS_EXCLUSIVE} words of text (now ${words}).`;
   else if (words > MAX_WORDS) problems.text = `A card may hold at most ${MAX_WORDS} words (now ${words}).`;
   else if (characterCount(content) > MAX_CONTENT_CHARS) problems.text = `A card's text may be at most ${MAX_CONTENT_CHARS} characters (now ${characterCount(content)}).`;
   const link = linkProblem(draft.link);
-  if (controlCharacterProblem(draft.link.trim(), 'single-line')) problems.link = CONTROL_CHARACTERS;
+  const linkText = freeTextMessage(draft.link.trim(), 'single-line');
+  if (linkText) problems.link = linkText;
   else if (link === 'too-long') problems.link = `The link may be at most ${MAX_LINK_CHARS} characters.`;
   else if (link === 'not-http') problems.link = 'The link must be an http:// or https:// address.';
   const tags = tagsFromInput(draft.tags);
-  if (tags.some((t) => controlCharacterProblem(t, 'single-line'))) problems.tags = CONTROL_CHARACTERS;
+  const tagText = tags.map((t) => freeTextMessage(t, 'single-line')).find((message) => message !== null);
+  if (tagText) problems.tags = tagText;
   else if (tags.length > MAX_TAGS) problems.tags = `At most ${MAX_TAGS} tags.`;
   else if (tags.some((t) => characterCount(t) > MAX_TAG_CHARS)) problems.tags = `Each tag may be at most ${MAX_TAG_CHARS} characters.`;
   return problems;

@@ -2,6 +2,7 @@ import { characterCount } from '@cards/card-rules';
 import { useState } from 'preact/hooks';
 import { api } from '../api';
 import { ErrorMessage, Notice, PageTitle, useAction } from '../components';
+import { freeTextMessage } from '../free-text';
 import { Link, navigate, useLocation } from '../router';
 import { useSession } from '../session';
 
@@ -59,6 +60,8 @@ export function InvitePage() {
   const submit = async (e: Event) => {
     e.preventDefault();
     const address = email.trim();
+    const pasted = freeTextMessage(address, 'single-line');
+    if (pasted) return action.setError(pasted);
     const ok = await action.run(async () => {
       await api.invite(address);
       return true;
@@ -93,6 +96,8 @@ export function RegisterPage({ invitationId }: { invitationId: string }) {
   const submit = async (e: Event) => {
     e.preventDefault();
     if (characterCount(password) < 8) return action.setError('The password needs at least 8 characters.');
+    const pasted = freeTextMessage(password, 'single-line');
+    if (pasted) return action.setError(pasted);
     if (password !== confirmation) return action.setError('The two passwords differ.');
     const user = await action.run(() => api.register(invitationId, password, confirmation));
     if (!user) return;
@@ -135,6 +140,8 @@ export function ForgotPasswordPage() {
   const action = useAction();
   const submit = async (e: Event) => {
     e.preventDefault();
+    const pasted = freeTextMessage(email.trim(), 'single-line');
+    if (pasted) return action.setError(pasted);
     const ok = await action.run(async () => {
       await api.requestPasswordReset(email.trim());
       return true;
@@ -166,6 +173,8 @@ export function ResetPasswordPage({ resetId }: { resetId: string }) {
   const submit = async (e: Event) => {
     e.preventDefault();
     if (characterCount(password) < 8) return action.setError('The password needs at least 8 characters.');
+    const pasted = freeTextMessage(password, 'single-line');
+    if (pasted) return action.setError(pasted);
     if (password !== confirmation) return action.setError('The two passwords differ.');
     const ok = await action.run(async () => {
       await api.resetPassword(resetId, password, confirmation);
@@ -211,6 +220,8 @@ export function ProfilePage() {
     const name = username.trim();
     if (name && !/^[A-Za-z0-9_-]{3,32}$/.test(name)) return action.setError('A username has 3–32 letters, digits, "_" or "-".');
     if (!visibleEmail && !name) return action.setError('Hiding your e-mail needs a username, so others can tell who you are.');
+    const pasted = freeTextMessage(website.trim(), 'single-line');
+    if (pasted) return action.setError(pasted);
     const updated = await action.run(() => api.updateProfile({ username: name || null, website: website.trim() || null, visible_email: visibleEmail }));
     if (updated) {
       setSaved(true);

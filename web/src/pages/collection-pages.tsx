@@ -1,5 +1,5 @@
-import { characterCount, controlCharacterProblem, MAX_COLLECTION_DESCRIPTION_CHARS, MAX_COLLECTION_NAME_CHARS } from '@cards/card-rules';
-import { CONTROL_CHARACTERS } from '../card-rules';
+import { characterCount, MAX_COLLECTION_DESCRIPTION_CHARS, MAX_COLLECTION_NAME_CHARS } from '@cards/card-rules';
+import { freeTextMessage } from '../free-text';
 import { useState } from 'preact/hooks';
 import { api, type Collection } from '../api';
 import { CardSummary, ErrorMessage, formatDate, Loading, Notice, PageTitle, Pager, useAction, useAsync } from '../components';
@@ -13,8 +13,7 @@ function collectionDraftProblem(name: string, description: string): string | nul
   // Characters as the server counts them (code points); an input's maxLength would count UTF-16 units instead.
   if (characterCount(name) > MAX_COLLECTION_NAME_CHARS) return `A name has at most ${MAX_COLLECTION_NAME_CHARS} characters.`;
   if (characterCount(description) > MAX_COLLECTION_DESCRIPTION_CHARS) return `A description has at most ${MAX_COLLECTION_DESCRIPTION_CHARS} characters.`;
-  if (controlCharacterProblem(name, 'single-line') || controlCharacterProblem(description, 'multi-line')) return CONTROL_CHARACTERS;
-  return null;
+  return freeTextMessage(name, 'single-line') ?? freeTextMessage(description, 'multi-line');
 }
 
 export function CollectionsPage() {

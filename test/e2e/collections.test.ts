@@ -274,7 +274,8 @@ describe("DELETE /api/card_collection/:collection_id with an entry's root", () =
 
     expect(await remove(id, copy)).toBe(204);
     expect(await entries(id)).toEqual([[root, copy]]);
-    expect([await lookup(root), await lookup(copy)]).toEqual([[id], []]);
+    // Still shown in its root's entry, so still in the collection for the lookup; removal by its id is of its own bookmark.
+    expect([await lookup(root), await lookup(copy)]).toEqual([[id], [id]]);
     expect(await remove(id, copy)).toBe(404);
     expect(await remove(id, root)).toBe(204);
     expect(await entries(id)).toEqual([]);
@@ -446,7 +447,7 @@ describe('POST /api/card_collection/bookmark', () => {
     expect((await bob.client.post('/api/card_collection/bookmark', { collection_ids: hidden })).json).toEqual([{ card_uuid: hidden, collection_ids: [bobs] }]);
   });
 
-  it("counts for a root the caller's collections holding a duplicate of it the caller may see, as the collection page lists it in the root's entry", async () => {
+  it("counts for a root and for each duplicate of it the caller's collections holding any card of the group the caller may see, as the collection page lists them in one entry", async () => {
     const text = uniqueText();
     const root = await postCard(alice, { card_html: html(text) });
     const copies = [];
@@ -464,15 +465,21 @@ describe('POST /api/card_collection/bookmark', () => {
     expect(await entry(holdsCopy)).toEqual([root]);
 
     const lookup = async (ids: string[]) => (await bob.client.post('/api/card_collection/bookmark', { collection_ids: ids.join(',') })).json;
-    expect(await lookup([root, bobsCopy])).toEqual([
+    expect((await bob.client.get(`/api/card_collection/${holdsRoot}/1`)).json.bookmarks.map((b: { metadata: { id: string }[] }) => b.metadata.map((c) => c.id))).toEqual([[root, bobsCopy, alicesCopy]]);
+    expect(await lookup([root, bobsCopy, alicesCopy])).toEqual([
       { card_uuid: root, collection_ids: [holdsCopy, holdsRoot, holdsOtherCopy] },
-      { card_uuid: bobsCopy, collection_ids: [holdsCopy] },
+      { card_uuid: bobsCopy, collection_ids: [holdsCopy, holdsRoot, holdsOtherCopy] },
+      { card_uuid: alicesCopy, collection_ids: [holdsCopy, holdsRoot, holdsOtherCopy] },
     ]);
 
-    // A copy its author made private is no longer in bob's collection page, nor counted for the root.
+    // A copy its author made private is no longer in bob's collection page, nor counted for the root or the other copy.
     expect((await alice.client.put('/api/card/update', { card_uuid: alicesCopy, private: true })).status).toBe(204);
     expect(await entry(holdsOtherCopy)).toEqual([]);
-    expect(await lookup([root])).toEqual([{ card_uuid: root, collection_ids: [holdsCopy, holdsRoot] }]);
+    expect(await lookup([root, bobsCopy, alicesCopy])).toEqual([
+      { card_uuid: root, collection_ids: [holdsCopy, holdsRoot] },
+      { card_uuid: bobsCopy, collection_ids: [holdsCopy, holdsRoot] },
+      { card_uuid: alicesCopy, collection_ids: [] },
+    ]);
   });
 
   it('is 400 for bad or missing ids and 401 anonymously', async () => {

@@ -220,8 +220,8 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * For each listed card id, the caller's collections holding it (for a root: it or a duplicate of it)
-         * @description A root counts the caller's collections holding it or a duplicate of it the caller may see, oldest collection first, as a collection page lists such a duplicate in the root's entry. A duplicate counts only the collections holding it. Unknown ids, and cards the caller may not see, answer no collections.
+         * For each listed card id, the caller's collections showing it (holding it, its root or a duplicate of either)
+         * @description A collection page shows a card in its root's entry (the root, then the duplicates of it the caller may see), so a root and each of its duplicates count the same collections: the caller's collections holding any card of that group the caller may see, oldest collection first. Unknown ids, and cards the caller may not see, answer no collections.
          */
         post: operations["findBookmarks"];
         delete?: never;

@@ -106,23 +106,27 @@ export class CollectionService {
   }
 
   /**
-   * For each card id (in order), the caller's collections holding it. A root counts the collections holding a duplicate
-   * of it the caller may see, as a collection page lists such a bookmark in the root's entry. A bookmarked card the
-   * caller can no longer see (made private by its author) answers none, as a deleted one does, so its existence stays
-   * hidden.
+   * For each card id (in order), the caller's collections whose page shows it. A collection page shows a card in its
+   * group's entry (its root, then the duplicates of it the caller may see), whichever card of the group is bookmarked,
+   * so every card of a group answers the same: the collections holding any card of the group the caller may see. A
+   * bookmarked card the caller can no longer see (made private by its author) answers none, as a deleted one does, so
+   * its existence stays hidden.
    */
   async findCardCollections(callerId: string | undefined, cardIds: readonly string[]): Promise<{ cardId: string; collectionIds: string[] }[]> {
     const userId = requireCaller(callerId);
     if (cardIds.length > 500) throw new InvalidArgumentError('collection_ids: at most 500 card ids');
     const ids = [...new Set(cardIds)];
-    const visible = (await this.deps.cards.findByIds(ids)).filter((c) => isVisibleTo(c, userId));
-    const copies = (await this.deps.cards.findCollisions(visible.filter((c) => c.collisionOf === null).map((c) => c.id))).filter((c) => isVisibleTo(c, userId));
-    const held = await this.deps.collections.collectionsOfOwnerHolding(userId, [...visible, ...copies].map((c) => c.id));
-    const group = new Map(visible.map((c) => [c.id, [c.id]]));
-    for (const copy of copies) group.get(copy.collisionOf!)?.push(copy.id);
-    const rank = copies.some((c) => held.has(c.id)) ? await this.oldestFirst(userId) : null;
+    const rootIdOf = new Map((await this.deps.cards.findByIds(ids)).filter((c) => isVisibleTo(c, userId)).map((c) => [c.id, c.collisionOf ?? c.id]));
+    const roots = (await this.deps.cards.findByIds([...new Set(rootIdOf.values())])).filter((r) => isVisibleTo(r, userId));
+    const group = new Map(roots.map((r) => [r.id, [r.id]]));
+    for (const copy of await this.deps.cards.findCollisions([...group.keys()])) if (isVisibleTo(copy, userId)) group.get(copy.collisionOf!)?.push(copy.id);
+    const held = await this.deps.collections.collectionsOfOwnerHolding(userId, [...group.values()].flat());
+    const membersOf = (cardId: string) => (rootIdOf.has(cardId) ? (group.get(rootIdOf.get(cardId)!) ?? [cardId]) : []);
+    // One card's collections come oldest first; a group's, gathered from several cards, are put in that order again.
+    const merged = ids.some((id) => membersOf(id).filter((m) => held.has(m)).length > 1);
+    const rank = merged ? await this.oldestFirst(userId) : null;
     return ids.map((cardId) => {
-      const collectionIds = [...new Set((group.get(cardId) ?? []).flatMap((id) => held.get(id) ?? []))];
+      const collectionIds = [...new Set(membersOf(cardId).flatMap((id) => held.get(id) ?? []))];
       if (rank) collectionIds.sort((a, b) => (rank.get(a) ?? rank.size) - (rank.get(b) ?? rank.size));
       return { cardId, collectionIds };
     });

@@ -167,6 +167,49 @@ describeEventBusContract(
     }
   }, 60_000);
 
+  it('close() does not wait for a JoinGroup the broker holds until the rebalance ends: it resolves while the group still waits for its other member', async () => {
+    const topic = `spec.t${randomBytes(4).toString('hex')}.v1`;
+    const group = `spec-g${randomBytes(4).toString('hex')}`;
+    const client = new Kafka({ brokers, logLevel: logLevel.NOTHING });
+    const admin = client.admin();
+    // A member busy in its handler neither heartbeats nor rejoins, so a rebalance waits for it until its session (30 s) ends.
+    const busy = client.consumer({ groupId: group, sessionTimeout: 30_000, rebalanceTimeout: 60_000, heartbeatInterval: 3000 });
+    let release: () => void = () => undefined;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    let handling: () => void = () => undefined;
+    const handlingStarted = new Promise<void>((resolve) => (handling = resolve));
+    const bus = busOn();
+    try {
+      await admin.connect();
+      await bus.publish([{ topic, key: 'card-1', payload: new Uint8Array([1]) }]);
+      await busy.connect();
+      await busy.subscribe({ topics: [topic], fromBeginning: true });
+      await busy.run({
+        eachMessage: async () => {
+          handling();
+          await released;
+        },
+      });
+      await handlingStarted;
+      const busyMember = (await admin.describeGroups([group])).groups[0]!.members.map((m) => m.memberId);
+      expect(busyMember).toHaveLength(1);
+
+      // The bus's consumer asks to join: the broker holds its JoinGroup until the busy member rejoins or expires.
+      await bus.subscribe({ group, topics: [topic], handler: async () => undefined });
+      while ((await admin.describeGroups([group])).groups[0]!.state !== 'PreparingRebalance') await new Promise((r) => setTimeout(r, 100));
+      await bus.close();
+
+      // Before, close() (disconnect()) waited for the join, which the broker answers only once the busy member is gone.
+      const after = (await admin.describeGroups([group])).groups[0]!;
+      expect({ state: after.state, members: after.members.map((m) => m.memberId).filter((id) => busyMember.includes(id)) }).toEqual({ state: 'PreparingRebalance', members: busyMember });
+    } finally {
+      release();
+      await bus.close();
+      await busy.disconnect().catch(() => undefined);
+      await admin.disconnect();
+    }
+  }, 120_000);
+
   it('namespaces (KAFKA_NAMESPACE) keep systems sharing one cluster apart; handlers see plain topic names', async () => {
     const suffix = randomBytes(4).toString('hex');
     const a = createEventBus({ DATA_DIR: '/nonexistent', KAFKA_BROKERS: brokers.join(','), KAFKA_NAMESPACE: `sys-a-${suffix}` }, logger);

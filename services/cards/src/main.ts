@@ -100,9 +100,10 @@ export async function startCards(env: Record<string, string | undefined> = proce
     async stop() {
       await grpc.shutdown();
       await subscription.close();
-      await relay.stop();
       for (const peer of Object.values(peers)) peer.channel.close();
-      await bus.close();
+      // Together: closing the bus abandons a publish stuck connecting to brokers that are down, which relay.stop()
+      // would wait out; its entries stay in the outbox.
+      await Promise.all([relay.stop(), bus.close()]);
       await store.close();
     },
   };

@@ -90,8 +90,9 @@ export async function startFiles(env: Record<string, string | undefined> = proce
       await grpc.shutdown();
       await http.close();
       await subscription.close();
-      await relay.stop();
-      await bus.close();
+      // Together: closing the bus abandons a publish stuck connecting to brokers that are down, which relay.stop()
+      // would wait out; its entries stay in the outbox.
+      await Promise.all([relay.stop(), bus.close()]);
       cards.close();
       await objects.close();
       await repository.close();

@@ -1,10 +1,11 @@
-import { Kafka, logLevel, Partitioners, type Admin, type Consumer, type IHeaders, type LogEntry, type Producer } from 'kafkajs';
+import { logLevel, Partitioners, type Admin, type Consumer, type IHeaders, type Kafka, type KafkaConfig, type LogEntry, type Producer } from 'kafkajs';
 import type { Logger } from 'pino';
 import { assertPublishable, batchLength, eventBytes, type DeliveredEvent, type EventBus, type OutgoingEvent, type SubscribeOptions, type Subscription } from './event-bus';
 import { isEngineUnavailableError } from '../readiness';
 import { errorMessage } from '../errors';
 import { RETAIN_FOREVER_MS, retainForever } from './kafka-topic-retention';
 import { consumerMetrics, countPublishedEvents, secondsSince, type ConsumerMetrics } from './event-metrics';
+import { busClosedError, CUT_BY_CLOSE, StoppableKafkaClient } from './stoppable-kafka-client';
 
 export interface KafkaEventBusOptions {
   /** host:port of one or more brokers. */
@@ -83,6 +84,17 @@ const KAFKA_TO_PINO: Record<number, 'error' | 'warn' | 'info' | 'debug'> = {
   [logLevel.DEBUG]: 'debug',
 };
 
+/** kafkajs' log lines through pino, without the ones about deliberate choices or connections the bus cut at close. */
+function kafkaLogCreator(logger: Logger): KafkaConfig['logCreator'] {
+  return () =>
+    ({ level, namespace, log }: LogEntry) => {
+      const { message, ...extra } = log;
+      // Finite producer retries are deliberate (see the producer below); the warning would repeat in every service.
+      const quiet = typeof message === 'string' && (message.startsWith('Limiting retries for the idempotent producer') || message.includes(CUT_BY_CLOSE));
+      logger[quiet ? 'debug' : (KAFKA_TO_PINO[level] ?? 'info')]({ namespace, ...extra }, message);
+    };
+}
+
 /** Brokers that did not answer, named with the variable that set them. */
 export function kafkaUnreachableError(brokers: readonly string[], err: unknown): Error {
   return new Error(`Kafka brokers ${brokers.join(',')} are unreachable (KAFKA_BROKERS): ${errorMessage(err)}`);
@@ -127,6 +139,9 @@ function delay(ms: number, signal: { aborted: boolean; wake?: () => void }): Pro
  * consumer that dies mid-message leaves it to be redelivered to the group.
  */
 export class KafkaEventBus implements EventBus {
+  private readonly clientConfig: ConstructorParameters<typeof StoppableKafkaClient>[0];
+  /** The admin's and producer's client; each subscription has its own, stopped when it closes. */
+  private readonly client: StoppableKafkaClient;
   private readonly kafka: Kafka;
   private readonly admin: Admin;
   private readonly producer: Producer;
@@ -140,21 +155,15 @@ export class KafkaEventBus implements EventBus {
   private closed = false;
 
   constructor(private readonly options: KafkaEventBusOptions) {
-    const logger = options.logger.child({ component: 'kafka' });
-    this.kafka = new Kafka({
+    this.clientConfig = {
       clientId: options.clientId ?? 'cards',
       brokers: options.brokers,
       connectionTimeout: 3000,
       logLevel: logLevel.WARN,
-      logCreator:
-        () =>
-        ({ level, namespace, log }: LogEntry) => {
-          const { message, ...extra } = log;
-          // Finite producer retries are deliberate (see the producer below); the warning would repeat in every service.
-          const quiet = typeof message === 'string' && message.startsWith('Limiting retries for the idempotent producer');
-          logger[quiet ? 'debug' : (KAFKA_TO_PINO[level] ?? 'info')]({ namespace, ...extra }, message);
-        },
-    });
+      logCreator: kafkaLogCreator(options.logger.child({ component: 'kafka' })),
+    };
+    this.client = new StoppableKafkaClient(this.clientConfig);
+    this.kafka = this.client.kafka;
     this.admin = this.kafka.admin();
     // Retries are finite so a publish to a dead cluster fails (the outbox relay retries it later)
     // instead of hanging shutdown; kafkajs warns that this weakens idempotence across those retries.
@@ -168,7 +177,7 @@ export class KafkaEventBus implements EventBus {
   }
 
   async publish(events: OutgoingEvent[]): Promise<void> {
-    if (this.closed) throw new Error('event bus is closed');
+    if (this.closed) throw busClosedError();
     if (events.length === 0) return;
     // Refused here with the event named rather than by the broker; dead letters (publishNow) pass on what was consumed.
     assertPublishable(events);
@@ -176,6 +185,9 @@ export class KafkaEventBus implements EventBus {
     this.inFlight.add(task);
     try {
       await task;
+    } catch (err) {
+      // Cut short by close(), whose stopped client makes kafkajs' reconnects give up: not sent, whatever kafkajs last saw.
+      throw this.closed ? busClosedError(err) : err;
     } finally {
       this.inFlight.delete(task);
     }
@@ -211,7 +223,7 @@ export class KafkaEventBus implements EventBus {
   }
 
   async subscribe(options: SubscribeOptions): Promise<Subscription> {
-    if (this.closed) throw new Error('event bus is closed');
+    if (this.closed) throw busClosedError();
     const topics = [...options.topics, replayTopicOf(options.group)].map((t) => this.physicalName(t));
     // Tracked so that close() waits for it before disconnecting the admin client, which a late call would connect again.
     const prepared = (async () => {
@@ -226,8 +238,10 @@ export class KafkaEventBus implements EventBus {
       this.inFlight.delete(prepared);
     }
     // Checked and registered without an await between, so close() either sees this subscription or this sees it closed.
-    if (this.closed) throw new Error('event bus is closed');
-    const consumer = this.kafka.consumer({
+    if (this.closed) throw busClosedError();
+    // A client of its own, so that closing this subscription stops its connects and cuts its connections only.
+    const client = new StoppableKafkaClient(this.clientConfig);
+    const consumer = client.kafka.consumer({
       groupId: this.physicalName(options.group),
       allowAutoTopicCreation: false,
       heartbeatInterval: this.options.heartbeatIntervalMs ?? 1000,
@@ -237,7 +251,7 @@ export class KafkaEventBus implements EventBus {
       // kafkajs' own restart after a retriable crash is a timer this bus could not cancel from close(); KafkaSubscription restarts every crashed consumer itself.
       retry: { retries: 10, initialRetryTime: 100, maxRetryTime: 5000, restartOnFailure: async () => false },
     });
-    const subscription = new KafkaSubscription(consumer, options, topics, this, this.options);
+    const subscription = new KafkaSubscription(client, consumer, options, topics, this, this.options);
     this.subscriptions.add(subscription);
     try {
       await subscription.start();
@@ -247,7 +261,7 @@ export class KafkaEventBus implements EventBus {
       throw err;
     }
     // close() ran while the consumer was starting: it has stopped it.
-    if (this.closed) throw new Error('event bus is closed');
+    if (this.closed) throw busClosedError();
     return {
       close: async () => {
         this.subscriptions.delete(subscription);
@@ -257,29 +271,39 @@ export class KafkaEventBus implements EventBus {
   }
 
   async ready(): Promise<void> {
+    if (this.closed) throw busClosedError();
     const timeoutMs = this.options.readyTimeoutMs ?? 10_000;
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {
       timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
     });
+    // Tracked so that close() waits for it before disconnecting the admin client, which it may be connecting.
+    const check = this.client.untilStopped(
+      (async () => {
+        await this.connectAdmin();
+        await this.admin.describeCluster();
+      })(),
+    );
+    this.inFlight.add(check);
     try {
-      await Promise.race([
-        (async () => {
-          await this.connectAdmin();
-          await this.admin.describeCluster();
-        })(),
-        timeout,
-      ]);
+      await Promise.race([check, timeout]);
     } catch (err) {
-      throw kafkaUnreachableError(this.options.brokers, err);
+      throw this.closed ? busClosedError() : kafkaUnreachableError(this.options.brokers, err);
     } finally {
       clearTimeout(timer);
+      this.inFlight.delete(check);
     }
   }
 
+  /**
+   * Stops fetching and waits for the messages in hand and the publishes under way, then disconnects. Nothing waits on
+   * a broker that is down: connects under way are abandoned (what waited on them, a publish included, rejects with
+   * "event bus is closed", so an outbox keeps its entries) and kafkajs' connect retries end at their next attempt.
+   */
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    this.client.stop();
     await Promise.all([...this.subscriptions].map((s) => s.close()));
     this.subscriptions.clear();
     await Promise.allSettled([...this.inFlight]);
@@ -360,12 +384,13 @@ export class KafkaEventBus implements EventBus {
         if (Date.now() > deadline) throw err;
       }
       if (Date.now() > deadline) throw new Error(`Kafka topics ${topics.join(', ')} have no leader after 30 s`);
+      if (this.closed) throw busClosedError();
       await new Promise((r) => setTimeout(r, 100));
     }
   }
 
   private connectAdmin(): Promise<void> {
-    this.adminConnected ??= this.admin.connect().catch((err: unknown) => {
+    this.adminConnected ??= this.client.connect(this.admin).catch((err: unknown) => {
       this.adminConnected = undefined;
       throw err;
     });
@@ -373,7 +398,7 @@ export class KafkaEventBus implements EventBus {
   }
 
   private connectProducer(): Promise<void> {
-    this.producerConnected ??= this.producer.connect().catch((err: unknown) => {
+    this.producerConnected ??= this.client.connect(this.producer).catch((err: unknown) => {
       this.producerConnected = undefined;
       throw err;
     });
@@ -395,12 +420,12 @@ function isRetriableCrash(err: unknown): boolean {
 /** How long close() lets a consumer still joining its group finish joining before it disconnects it anyway. */
 const JOIN_SETTLE_MS = 5000;
 
-/** Resolves when `promise` settles or after `ms`, whichever is first, leaving no timer behind. */
-async function settledWithin(promise: Promise<unknown> | undefined, ms: number): Promise<void> {
-  if (!promise) return;
+/** Whether `promise` settled within `ms` (true when there is none), leaving no timer behind. */
+async function settledWithin(promise: Promise<unknown> | undefined, ms: number): Promise<boolean> {
+  if (!promise) return true;
   let timer: NodeJS.Timeout | undefined;
   try {
-    await Promise.race([promise.catch(() => undefined), new Promise((r) => (timer = setTimeout(r, ms)))]);
+    return await Promise.race([promise.then(() => true, () => true), new Promise<boolean>((r) => (timer = setTimeout(() => r(false), ms)))]);
   } finally {
     clearTimeout(timer);
   }
@@ -420,6 +445,7 @@ class KafkaSubscription {
   private readonly metrics: ConsumerMetrics;
 
   constructor(
+    private readonly client: StoppableKafkaClient,
     private readonly consumer: Consumer,
     private readonly options: SubscribeOptions,
     private readonly physicalTopics: string[],
@@ -460,11 +486,11 @@ class KafkaSubscription {
   /** Connects, subscribes and runs the consumer (again after a crash: it resumes from the group's committed offsets). */
   private async join(): Promise<void> {
     const { group } = this.options;
-    await this.consumer.connect();
+    await this.client.connect(this.consumer);
     // A new group starts at the beginning of each topic, like the embedded log: nothing published before it subscribed is missed.
     for (let attempt = 1; ; attempt++) {
       try {
-        await this.consumer.subscribe({ topics: this.physicalTopics, fromBeginning: true });
+        await this.client.untilStopped(this.consumer.subscribe({ topics: this.physicalTopics, fromBeginning: true }));
         break;
       } catch (err) {
         // Metadata of a just-created topic can lag on the broker that answers; it settles within moments.
@@ -623,14 +649,16 @@ class KafkaSubscription {
   close(): Promise<void> {
     this.closing ??= (async () => {
       this.stopping = true;
+      // A start under way connecting to a broker that is down gives up now, and then sees `stopping` and does not run the consumer.
+      this.client.stop();
       clearTimeout(this.restartTimer);
       this.sleeper.wake?.();
-      // A start under way sees `stopping` and does not run the consumer.
       await this.starting?.catch(() => undefined);
       // kafkajs' stop() does nothing to a consumer still joining its group, and one whose join completes after
       // disconnect() fetches on, reconnecting as it needs. So let the join finish first (it is then stopped and leaves
-      // the group); past JOIN_SETTLE_MS, disconnect() closes the connection under it, which fails the join.
-      await settledWithin(this.running, JOIN_SETTLE_MS);
+      // the group). Past JOIN_SETTLE_MS the connections are cut under it, which fails the join: disconnect() would
+      // otherwise wait for the JoinGroup, which the broker holds until the group's rebalance ends.
+      if (!(await settledWithin(this.running, JOIN_SETTLE_MS))) this.client.cutConnections();
       await this.consumer.disconnect();
       await this.running;
     })();

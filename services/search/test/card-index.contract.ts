@@ -299,6 +299,24 @@ export function describeCardIndexContract(name: string, factory: () => Promise<C
       expect(page.hits[0]!.score).toBeGreaterThan(page.hits[1]!.score);
     });
 
+    test('a long query (over 1,000 characters) earns the phrase bonus only for a card holding all of it in a row, not its start alone', async () => {
+      const queryWords = Array.from({ length: 200 }, (_, i) => `tern${i.toString(36)}q`);
+      const query = queryWords.join(' ');
+      expect(query.length).toBeGreaterThan(1_500);
+      const whole = aCard().saying(query).build();
+      // Its first 150 words (about 1,200 characters) in a row, the others after them in reverse.
+      const start = aCard().saying([...queryWords.slice(0, 150), ...queryWords.slice(150).reverse()].join(' ')).build();
+      const scattered = aCard().saying([...queryWords].reverse().join(' ')).build();
+      for (const card of [whole, start, scattered]) await index.upsert(card);
+      const page = await index.matchText(query, everything(), firstPage);
+      expect(page.total).toBe(3);
+      expect(page.hits[0]).toEqual({ cardId: whole.cardId, score: expect.closeTo(1, 4) });
+      // Both hold every word but not the whole phrase: the same score, below the holder's.
+      const score = (cardId: string) => page.hits.find((h) => h.cardId === cardId)!.score;
+      expect(score(start.cardId)).toBeCloseTo(score(scattered.cardId), 5);
+      expect(score(start.cardId)).toBeLessThan(page.hits[0]!.score - 0.1);
+    });
+
     test('every card holding the phrase ranks before those that only share its words, however the pages split', async () => {
       const holders: string[] = [];
       const cards = Array.from({ length: 30 }, (_, i) => {

@@ -528,7 +528,7 @@ export class ElasticsearchCardIndex implements CardIndex {
     });
     const weightSum = perWord.reduce((sum, w) => sum + w.weight, 0);
     if (perWord.every((w) => w.matches.length === 0)) return { hits: [], total: 0, reachable: 0 };
-    // Only cards holding every query word can hold the phrase.
+    // Only cards holding every query word can hold the phrase: all of the query's words in a row, as the embedded index.
     const phrase = normalizedText(query);
     const phrasePossible = queryWords.length >= 2 && phrase.length >= 3 && queryWords.every((w) => (frequency.get(w) ?? 0) > 0);
     const phraseWeight = queryWords.length >= 2 ? PHRASE_WEIGHT : 0;
@@ -541,9 +541,7 @@ export class ElasticsearchCardIndex implements CardIndex {
           queries: w.matches.map((m) => ({ constant_score: { filter: { term: { words: m.word } }, boost: ((1 - phraseWeight) * w.weight * m.similarity) / weightSum } })),
         },
       }));
-    // A query of over 1,000 characters looks for its first 1,000 as the phrase, cut between words, never inside one.
-    const phraseSent = phrase.length <= 1000 ? phrase : phrase.slice(0, phrase.lastIndexOf(' ', 1000));
-    if (phrasePossible) should.push({ constant_score: { filter: { match_phrase: { text: phraseSent } }, boost: phraseWeight } });
+    if (phrasePossible) should.push({ constant_score: { filter: { match_phrase: { text: phrase } }, boost: phraseWeight } });
     const from = Math.min(page.offset, this.window);
     const size = Math.max(0, Math.min(page.limit, this.window - from));
     const result = await this.client.search<Pick<CardSource, 'card_id'>>({

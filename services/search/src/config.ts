@@ -12,7 +12,7 @@ export const searchConfigSchema = z.object({
   /** Prefix of the Elasticsearch indices (when ELASTICSEARCH_URL is set), so several deployments can share a cluster. */
   ELASTICSEARCH_INDEX_PREFIX: z.string().regex(/^[a-z0-9][a-z0-9_-]*$/, 'lower-case letters, digits, - and _').default('cards-search'),
   /** Refresh interval of those indices: each indexed card waits for the next refresh, so it bounds indexing throughput. */
-  ELASTICSEARCH_REFRESH_INTERVAL: z.string().regex(/^\d+(ms|s)$/, 'a duration such as 200ms or 1s').default('1s'),
+  ELASTICSEARCH_REFRESH_INTERVAL: z.string().regex(/^0*[1-9]\d*(ms|s)$/, 'a positive duration such as 200ms or 1s (writes wait for this periodic refresh)').default('1s'),
 });
 
 export type SearchConfig = z.infer<typeof searchConfigSchema>;

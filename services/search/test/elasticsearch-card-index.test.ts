@@ -20,8 +20,8 @@ const { engine, skipReason } = external ? { engine: { url: external }, skipReaso
 
 const opened: ElasticsearchCardIndex[] = [];
 /**
- * A fresh set of indices per call, with the periodic refresh turned off (-1): whatever a test finds was made
- * searchable by the write (or batch) that returned, never by a background refresh that happened to come first.
+ * A fresh set of indices per call. Writes wait for the periodic refresh, here a short one so the suite stays quick:
+ * whatever a test finds right after a write (or batch) returned, that write waited for.
  */
 function openIndex(
   prefix = `cards-test-${randomBytes(4).toString('hex')}`,
@@ -29,7 +29,7 @@ function openIndex(
   embedderId?: string,
   more: Partial<ElasticsearchCardIndexOptions> = {},
 ): ElasticsearchCardIndex {
-  const index = new ElasticsearchCardIndex({ url: engine!.url, dimensions, indexPrefix: prefix, replicas: 0, refreshInterval: '-1', ...(embedderId ? { embedderId } : {}), ...more });
+  const index = new ElasticsearchCardIndex({ url: engine!.url, dimensions, indexPrefix: prefix, replicas: 0, refreshInterval: '100ms', ...(embedderId ? { embedderId } : {}), ...more });
   opened.push(index);
   return index;
 }
@@ -120,6 +120,14 @@ function tiesSorted(hits: IndexHit[]): string[][] {
 
 const everything = { tags: [], links: [] };
 const firstPage = { offset: 0, limit: 25 };
+
+/** Refreshes an operation forced (POST _refresh), and waits for the periodic one (writes with refresh=wait_for). */
+function refreshesIn(exchanges: readonly Exchange[]): { forced: number; waits: number } {
+  return {
+    forced: exchanges.filter((e) => /\/_refresh\b/.test(e.path)).length,
+    waits: exchanges.filter((e) => /[?&]refresh=wait_for\b/.test(e.path)).length,
+  };
+}
 
 /** Embeds every text along the first axis, so semantic ranks follow the cards' tilt away from it. */
 const alongFirstAxis: Embedder = {
@@ -338,11 +346,10 @@ describeOnEngine('CardIndex on ElasticsearchCardIndex', skipReason, () => {
           expect(seen).not.toContain('cold sea');
           expect(seen).not.toMatch(/"vector"/);
           const cardWrites = proxy.exchanges.filter((e) => e.method !== 'GET' && /-cards\/_(doc|update|create)\//.test(e.path)).length;
-          const refreshes = proxy.exchanges.filter((e) => /\/_refresh/.test(e.path)).length;
-          return { promoted, cardWrites, refreshes };
+          return { promoted, cardWrites, refreshes: refreshesIn(proxy.exchanges) };
         };
-        expect(await promote()).toEqual({ promoted: true, cardWrites: 1, refreshes: 1 });
-        expect(await promote()).toEqual({ promoted: true, cardWrites: 0, refreshes: 0 });
+        expect(await promote()).toEqual({ promoted: true, cardWrites: 1, refreshes: { forced: 0, waits: 1 } });
+        expect(await promote()).toEqual({ promoted: true, cardWrites: 0, refreshes: { forced: 0, waits: 0 } });
         expect(await index.get(collision.cardId)).toEqual({ ...before, collisionOf: undefined });
         // Searched as a root at once: by its own words (a collision's words join the vocabulary only now) and its vector.
         expect((await index.matchText('headfirst', everything, firstPage)).hits.map((h) => h.cardId)).toEqual([collision.cardId]);
@@ -403,19 +410,40 @@ describeOnEngine('CardIndex on ElasticsearchCardIndex', skipReason, () => {
         const refreshesOf = async (removals: () => Promise<unknown>) => {
           proxy.exchanges.length = 0;
           await removals();
-          return proxy.exchanges.filter((e) => /\/_refresh/.test(e.path)).length;
+          return refreshesIn(proxy.exchanges);
         };
         const removedAt = new Date('2026-02-01T00:00:00Z');
-        expect(await refreshesOf(() => index.remove(card.cardId, removedAt))).toBe(1);
+        expect(await refreshesOf(() => index.remove(card.cardId, removedAt))).toEqual({ forced: 0, waits: 1 });
         expect((await index.matchText('razorbills', everything, firstPage)).total).toBe(0);
         expect((await index.nearest(axis(0), everything, firstPage)).total).toBe(0);
-        expect(await refreshesOf(() => index.remove(card.cardId, removedAt))).toBe(0);
-        expect(await refreshesOf(() => index.remove(randomUUID(), removedAt))).toBe(0);
-        expect(await refreshesOf(() => index.batch(() => Promise.all([index.remove(card.cardId, removedAt), index.remove(randomUUID(), removedAt)])))).toBe(0);
+        const none = { forced: 0, waits: 0 };
+        expect(await refreshesOf(() => index.remove(card.cardId, removedAt))).toEqual(none);
+        expect(await refreshesOf(() => index.remove(randomUUID(), removedAt))).toEqual(none);
+        expect(await refreshesOf(() => index.batch(() => Promise.all([index.remove(card.cardId, removedAt), index.remove(randomUUID(), removedAt)])))).toEqual(none);
         // The removal still holds against a late snapshot.
         expect(await index.upsert(card)).toBe(false);
         expect(await index.get(card.cardId)).toBeUndefined();
       }));
+
+    test('card events handled one at a time force no refresh: each waits for the periodic one, and its card is searchable once handled', () =>
+      throughRecordingProxy(async (proxy) => {
+        const index = openIndex(undefined, undefined, undefined, { url: proxy.url });
+        const projector = new IndexProjector(index, alongFirstAxis, { publish: async () => undefined }, createLogger('test', 'silent'));
+        const at = new Date('2026-01-01T00:00:00Z');
+        for (const bird of ['puffins', 'gannets', 'fulmars', 'kittiwakes', 'razorbills']) {
+          const card: events.CardSnapshot = { id: randomUUID(), authorId: randomUUID(), content: `${bird} nest on the northern cliffs`, tags: [], link: '', private: false, createdAt: at, updatedAt: at, collectionIds: [] };
+          proxy.exchanges.length = 0;
+          await projector.handle({ topic: Topics.card, payload: events.CardEvent.encode({ eventId: randomUUID(), occurredAt: at, kind: { $case: 'created', value: { card } } }).finish() });
+          expect(refreshesIn(proxy.exchanges)).toEqual({ forced: 0, waits: 1 });
+          expect((await index.matchText(bird, everything, firstPage)).hits.map((h) => h.cardId)).toEqual([card.id]);
+        }
+      }));
+
+    test('a refresh interval without periodic refreshes (-1, 0) is refused: writes wait for the periodic refresh', async () => {
+      for (const refreshInterval of ['-1', '0s', '0ms', 'soon']) {
+        expect(() => new ElasticsearchCardIndex({ url: engine!.url, dimensions: CONTRACT_DIMENSIONS, refreshInterval })).toThrow(/refreshInterval must be a positive duration/);
+      }
+    });
 
     test("the indexer re-indexing a snapshot or announcing a promoted card never reads a stored card's text or vector back", () =>
       throughRecordingProxy(async (proxy) => {

@@ -16,8 +16,9 @@ export interface ElasticsearchCardIndexOptions {
   /** Replicas of each index; unset = the cluster default. */
   replicas?: number;
   /**
-   * Background refresh interval of the indices (default 1s), applied on every start. Writes do not wait for it: each
-   * write method (or batch()) refreshes what it wrote before returning, so it only bounds how stale other writers' data is.
+   * Periodic refresh interval of the indices (default 1s, must be positive), applied on every start. Each write method
+   * (or batch()) waits for the next periodic refresh before it returns instead of forcing one, so this bounds how long
+   * a write takes to become searchable (and to return).
    */
   refreshInterval?: string;
   /** Full-text matches score at least this (word similarity, 0..1), as in the embedded index. */
@@ -50,6 +51,8 @@ const MAX_WILDCARD_CHARS = 64;
 const CARDS_PER_PAGE = 1_000;
 /** Bookmark documents read, or deleted, per request (a card may be in any number of collections). */
 const BOOKMARK_PAGE = 1_000;
+/** The id awaitRefresh() deletes to wait for a refresh: no card, word or bookmark id holds a '~', so it never exists. */
+const REFRESH_PROBE_ID = '~refresh-probe';
 
 interface CardSource {
   card_id: string;
@@ -94,9 +97,10 @@ const stored = { type: 'keyword', index: false, doc_values: false } as const;
  * - bookmarks: one document per (collection, card), externally versioned by the change time (latest wins);
  * - removed: tombstones, so a late snapshot of a removed card cannot bring it back.
  * Full-text scoring reproduces the embedded index's: idf-weighted best trigram similarity per query word plus a
- * phrase bonus, computed by Elasticsearch from per-word boosts. Every write method refreshes the indices it wrote
- * before it returns (batch() refreshes once for many writes), so a card is searchable as soon as its event has been
- * applied. An upsert costs three round trips plus the refresh: one mget (tombstone, card), one bulk (new vocabulary
+ * phrase bonus, computed by Elasticsearch from per-word boosts. Every write method waits for the next periodic refresh
+ * of the indices it wrote before it returns (batch() waits once for many writes), so a card is searchable as soon as
+ * its event has been applied; no write forces a refresh, so a trickle of events adds no segments (awaitRefresh).
+ * An upsert costs three round trips plus the wait: one mget (tombstone, card), one bulk (new vocabulary
  * words, the card), one tombstone re-check (and, for a new card, a read of bookmarks that came before it). A card's
  * `collection_ids` come from the bookmark documents alone (setBookmark), never from a snapshot; a bookmark change
  * reads and partially updates that field only, as promote and a vector refresh do theirs (only upsert sends a whole
@@ -115,9 +119,11 @@ export class ElasticsearchCardIndex implements CardIndex {
   private readonly options: ElasticsearchCardIndexOptions;
   /** Words known to be in the vocabulary index already (bounded), to skip re-sending them. */
   private readonly knownWords = new Set<string>();
-  /** Inside batch(): the indices written so far, refreshed once when the batch ends. */
+  /** Inside batch(): the indices written so far, waited for once when the batch ends. */
   private readonly pendingRefresh = new AsyncLocalStorage<Set<string>>();
   private initialized: Promise<void> | undefined;
+  /** A refresh wait may take a whole refresh interval on top of a request's own time. */
+  private readonly refreshWaitTimeoutMs: number;
 
   constructor(options: ElasticsearchCardIndexOptions) {
     this.options = options;
@@ -126,6 +132,10 @@ export class ElasticsearchCardIndex implements CardIndex {
     this.embedderId = options.embedderId ?? '';
     this.minTextScore = options.minTextScore ?? 0.3;
     this.window = options.maxResultWindow ?? MAX_WINDOW;
+    // Writes wait for the periodic refresh: without one (-1, 0) they would wait until something else refreshed.
+    const interval = /^0*([1-9]\d*)(ms|s|m)$/.exec(options.refreshInterval ?? '1s');
+    if (!interval) throw new Error(`refreshInterval must be a positive duration such as 200ms or 1s, not ${options.refreshInterval}`);
+    this.refreshWaitTimeoutMs = Number(interval[1]) * { ms: 1, s: 1_000, m: 60_000 }[interval[2] as 'ms' | 's' | 'm'] + (options.requestTimeoutMs ?? 30_000);
     if (!Number.isInteger(this.window) || this.window < 1 || this.window > MAX_WINDOW) throw new Error(`maxResultWindow must be an integer from 1 to ${MAX_WINDOW}`);
     const prefix = options.indexPrefix ?? 'cards-search';
     this.names = { cards: `${prefix}-cards`, vocabulary: `${prefix}-vocabulary`, bookmarks: `${prefix}-bookmarks`, removed: `${prefix}-removed` };
@@ -227,15 +237,15 @@ export class ElasticsearchCardIndex implements CardIndex {
   }
 
   /**
-   * Runs `apply` (any upsert/promote/remove/setBookmark calls, concurrent ones included) and makes every write it made
-   * searchable with one refresh when it resolves, instead of one refresh per write: the indexer applies a batch of
-   * events this way. Outside a batch each write method refreshes what it wrote before it returns.
+   * Runs `apply` (any upsert/promote/remove/setBookmark calls, concurrent ones included) and resolves once every write
+   * it made is searchable, waiting once for the next periodic refresh instead of once per write: the indexer applies a
+   * run of events this way. Outside a batch each write method waits for it before it returns.
    */
   async batch<T>(apply: () => Promise<T>): Promise<T> {
     await this.ready();
     const written = new Set<string>();
     const result = await this.pendingRefresh.run(written, apply);
-    if (written.size > 0) await this.client.indices.refresh({ index: [...written] });
+    if (written.size > 0) await this.awaitRefresh([...written]);
     return result;
   }
 
@@ -372,7 +382,7 @@ export class ElasticsearchCardIndex implements CardIndex {
     if (outcome === 'absent') {
       // The card is not stored yet. Make the bookmark visible to the search its creator runs right after creating it,
       // then look again: either the creator finds this bookmark, or this look finds the card.
-      await this.client.indices.refresh({ index: this.names.bookmarks });
+      await this.awaitRefresh([this.names.bookmarks]);
       outcome = await this.syncCollections(cardId, [collectionId]);
     }
     if (outcome === 'written') await this.makeSearchable(this.names.cards);
@@ -613,8 +623,8 @@ export class ElasticsearchCardIndex implements CardIndex {
   }
 
   /**
-   * Makes what was written to these indices searchable before the write method returns: one refresh now, or, inside
-   * batch(), one refresh when the batch ends.
+   * Makes what was written to these indices searchable before the write method returns: it waits for their next
+   * refresh now, or, inside batch(), once when the batch ends.
    */
   private async makeSearchable(...indices: string[]): Promise<void> {
     const batch = this.pendingRefresh.getStore();
@@ -622,7 +632,23 @@ export class ElasticsearchCardIndex implements CardIndex {
       for (const index of indices) batch.add(index);
       return;
     }
-    await this.client.indices.refresh({ index: indices });
+    await this.awaitRefresh(indices);
+  }
+
+  /**
+   * Resolves once the indices' next periodic refresh has made every write acknowledged so far searchable. A forced
+   * refresh per write would make a segment each (a trickle of single events: a segment per event, each merged again
+   * with its HNSW graph); Elasticsearch's advice is refresh=wait_for, which rides on the periodic refresh. wait_for is
+   * a parameter of writes, and one write to a single-shard index waits for the refresh that also publishes everything
+   * written before it, so the wait is a delete of a document that never exists: it stores nothing a search can see.
+   */
+  private async awaitRefresh(indices: readonly string[]): Promise<void> {
+    const operations = [...new Set(indices)].map((index) => ({ delete: { _index: index, _id: REFRESH_PROBE_ID } }));
+    const response = await this.client.bulk({ refresh: 'wait_for', operations }, { requestTimeout: this.refreshWaitTimeoutMs });
+    for (const item of response.items) {
+      const outcome = item.delete;
+      if (outcome?.error) throw new Error(`waiting for ${outcome._index} to refresh failed: ${outcome.error.reason ?? outcome.error.type}`);
+    }
   }
 
   /** Root cards whose vectors the current embedder made: cards embedded by another wait for refreshStaleVectors(). */

@@ -98,3 +98,41 @@ describe('graceful close with pipelined requests', () => {
     expect(server.listening).toBe(false);
   });
 });
+
+describe('a request read after the drain’s closing answer has started', () => {
+  it('is not run (RFC 9112 §9.6: no further requests once an answer said Connection: close); the answer under way ends and the connection closes', async () => {
+    const parsed: string[] = [];
+    const run: string[] = [];
+    let streaming: ServerResponse | undefined;
+    let changed: () => void = () => undefined;
+    const server = createServer((req, res) => {
+      run.push(`${req.method} ${req.url}`);
+      if (req.url === '/streaming') streaming = res;
+      changed();
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+    const closeGracefully = gracefulCloser(server);
+    // Node's parser read the request: this listener runs first, whatever the closer does with the request.
+    server.prependListener('request', (req) => {
+      parsed.push(`${req.method} ${req.url}`);
+      changed();
+    });
+    const port = (server.address() as { port: number }).port;
+    const until = async (check: () => boolean) => {
+      while (!check()) await new Promise<void>((resolve) => (changed = resolve));
+    };
+
+    const draining = openWith(port, get('/streaming'));
+    await until(() => streaming !== undefined);
+    const stopped = closeGracefully(60_000);
+    // The drain's closing answer starts (Connection: close), then the client pipelines another request.
+    streaming!.write('first part;');
+    draining.socket.write('POST /after-close HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n');
+    await until(() => parsed.includes('POST /after-close'));
+    streaming!.end('last part');
+
+    expect(await draining.closed).toMatch(/\r\nConnection: close\r\n[^]*first part;[^]*last part\r\n0\r\n\r\n$/i);
+    await stopped;
+    expect(run).toEqual(['GET /streaming']);
+  });
+});

@@ -1,11 +1,16 @@
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 
+/** The answer's head is written and says `Connection: close`: Node closes the connection once it is sent. */
+function closesConnection(res: ServerResponse): boolean {
+  return res.headersSent && (res as ServerResponse & { _last?: boolean })._last === true;
+}
+
 /**
  * Returns how to stop `server` for a rolling update: no new connections; requests under way are answered and
  * their connection then closed (the last answer on it not yet started says `Connection: close`), so keep-alive
  * clients such as an ingress move on to another pod; idle connections are closed at once; whatever is still open
- * after `drainMs` is cut. Call before the first connection.
+ * after `drainMs` is cut. Call once the app listens for requests, before the first connection.
  */
 export function gracefulCloser(server: Server): (drainMs: number) => Promise<void> {
   const connections = new Set<Socket>();
@@ -38,24 +43,32 @@ export function gracefulCloser(server: Server): (drainMs: number) => Promise<voi
       unfinished.delete(socket);
     });
   });
-  // Runs before the app, so no answer to a request read from now on has started.
-  server.prependListener('request', (req: IncomingMessage, res: ServerResponse) => {
+  // The app's listeners are called from here: before them, so no answer to a request read during the drain has
+  // started, and not at all for a request that can no longer be answered.
+  const appListeners = server.listeners('request') as Array<(req: IncomingMessage, res: ServerResponse) => void>;
+  server.removeAllListeners('request');
+  server.on('request', (req: IncomingMessage, res: ServerResponse) => {
     const socket = req.socket;
     let queue = unfinished.get(socket);
     if (!queue) unfinished.set(socket, (queue = []));
     const previous = queue.at(-1);
+    // Node reads on after an answer that said `Connection: close` and would run the request, then drop its answer;
+    // a server that sent close must not process further requests on the connection (RFC 9112 §9.6).
+    if (previous && closesConnection(previous)) return;
     queue.push(res);
     res.once('close', () => {
       const index = queue.indexOf(res);
       if (index >= 0) queue.splice(index, 1);
     });
-    if (!draining) return;
-    // The answer that was to close the connection is no longer its last: it keeps the connection open for this one.
-    if (previous && keepAliveBefore.has(previous) && !previous.headersSent) {
-      previous.shouldKeepAlive = keepAliveBefore.get(previous)!;
-      keepAliveBefore.delete(previous);
+    if (draining) {
+      // The answer that was to close the connection is no longer its last: it keeps the connection open for this one.
+      if (previous && keepAliveBefore.has(previous) && !previous.headersSent) {
+        previous.shouldKeepAlive = keepAliveBefore.get(previous)!;
+        keepAliveBefore.delete(previous);
+      }
+      closeAfter(res);
     }
-    closeAfter(res);
+    for (const listener of appListeners) listener.call(server, req, res);
   });
 
   return (drainMs) =>

@@ -68,6 +68,24 @@ export function describeCardRepositoryContract(name: string, factory: CardsStore
       expect(await store.cards.findBySketch([], 1, 10)).toEqual([]);
     });
 
+    it('finds the roots not indexed yet that a viewer may see, changed since a time, most recent change first', async () => {
+      const viewer = randomUUID();
+      const tooOld = aCard().build();
+      const since = nextTime();
+      const indexed = aCard().build();
+      const publicRoot = aCard().build();
+      const othersPrivate = aCard().private().build();
+      const ownPrivate = aCard().by(viewer).private().build();
+      const collision = aCard().collisionOf(publicRoot.id).build();
+      const newest = aCard().build();
+      for (const c of [tooOld, indexed, publicRoot, othersPrivate, ownPrivate, collision, newest]) await store.cards.insert(c, fingerprintOf(c.content), []);
+      await store.cards.setVectorPointId(indexed.id, 'vp-indexed');
+      expect((await store.cards.findUnindexedRoots(viewer, since, 10)).map((c) => c.id)).toEqual([newest.id, ownPrivate.id, publicRoot.id]);
+      expect((await store.cards.findUnindexedRoots(viewer, since, 2)).map((c) => c.id)).toEqual([newest.id, ownPrivate.id]);
+      expect((await store.cards.findUnindexedRoots(othersPrivate.authorId, since, 10)).map((c) => c.id)).toEqual([newest.id, othersPrivate.id, publicRoot.id]);
+      expect((await store.cards.findUnindexedRoots(viewer, since, 10))[0]).toEqual(newest);
+    });
+
     it('updates content, privacy and fingerprint together', async () => {
       const card = aCard().build();
       await store.cards.insert(card, fingerprintOf(card.content), []);

@@ -48,6 +48,36 @@ describe('near-duplicate verdict (bundled embedder)', () => {
     console.log(`near copies: least word 3-shingle Jaccard ${minOverlap.toFixed(2)}`);
   });
 
+  test('a card the index does not hold yet, sent along as unindexed, gets the same verdict as if it were indexed', async () => {
+    const unindexedIndex = new SqliteCardIndex({ path: ':memory:', dimensions: 100 });
+    const fresh = new SearchService(unindexedIndex, sharedWinkEmbedder());
+    try {
+      const cards = [...LABELLED_CARDS.slice(0, 6).map((c) => c.content), salads[0]!].map((content) => ({ cardId: randomUUID(), content }));
+      for (const [i, card] of cards.slice(0, 6).entries()) {
+        for (const copy of nearCopies(card.content)) {
+          const [best] = await fresh.findNearDuplicates(copy, undefined, 1, cards);
+          expect([i, best]).toEqual([i, expect.objectContaining({ cardId: card.cardId, duplicate: true })]);
+        }
+      }
+      // Distinct cards stay distinct: another card of the topic, and a word salad on the same vocabulary as another.
+      const related = await fresh.findNearDuplicates(LABELLED_CARDS[1]!.content, undefined, 5, [cards[0]!, cards[2]!]);
+      expect(related.filter((c) => c.duplicate)).toEqual([]);
+      const salad = await fresh.findNearDuplicates(salads[1]!, undefined, 5, cards);
+      expect(salad[0]!.cardId).toBe(cards[6]!.cardId);
+      expect(salad.some((c) => c.duplicate)).toBe(false);
+      await expect(fresh.findNearDuplicates('text', undefined, 1, [{ cardId: 'not-a-uuid', content: 'text' }])).rejects.toThrow(/unindexed/);
+    } finally {
+      await unindexedIndex.close();
+    }
+  });
+
+  test('an unindexed card the index already holds is answered once', async () => {
+    const [first] = await service.findNearDuplicates(LABELLED_CARDS[0]!.content, undefined, 3, [{ cardId: ids[0]!, content: LABELLED_CARDS[0]!.content }]);
+    const all = await service.findNearDuplicates(LABELLED_CARDS[0]!.content, undefined, 3, [{ cardId: ids[0]!, content: LABELLED_CARDS[0]!.content }]);
+    expect(first).toMatchObject({ cardId: ids[0], duplicate: true });
+    expect(all.filter((c) => c.cardId === ids[0])).toHaveLength(1);
+  });
+
   test('no distinct card merges: other cards of the same topic, and word salads on one vocabulary', async () => {
     for (const card of LABELLED_CARDS) {
       const candidates = await service.findNearDuplicates(card.content, undefined, 5);

@@ -57,6 +57,12 @@ export interface CardServiceDeps {
 }
 
 const NEAR_DUPLICATE_CANDIDATES = 10;
+/**
+ * Roots not indexed yet that a new card's embedding check also compares with: the most recently changed ones the author
+ * may see, changed within the lookback (search embeds each on every check, so they are bounded).
+ */
+const UNINDEXED_CANDIDATES = 16;
+const UNINDEXED_LOOKBACK_MS = 5 * 60_000;
 /** How many stored cards of the same or a near text a new root compares itself with after its insert. */
 const SETTLE_CANDIDATES = 50;
 
@@ -227,7 +233,7 @@ export class CardService {
 
   /**
    * The root a new card duplicates, or null. Exact normalized content first, then a near copy by word shingles,
-   * then the search index's embedding verdict. A root qualifies when it may hold the new card (mayHoldCollision: the
+   * then the search index's embedding verdict over the indexed roots and those not indexed yet. A root qualifies when it may hold the new card (mayHoldCollision: the
    * author may see it, and it is at least as visible as the card); otherwise the new card is a root of its own.
    */
   private async findRoot(content: string, fingerprint: ReturnType<typeof fingerprintOf>, callerId: string, isPrivate: boolean): Promise<Card | null> {
@@ -262,7 +268,9 @@ export class CardService {
     const bySketch = await nearCopy(await cards.findBySketch(fingerprint.sketch, SKETCH_MIN_SHARED, 20));
     if (bySketch) return bySketch;
 
-    const candidates = await this.deps.nearDuplicates.find(content, callerId, NEAR_DUPLICATE_CANDIDATES);
+    // The index learns of new cards from events, so the roots it may not hold yet go along (those that may hold this card).
+    const unindexed = (await cards.findUnindexedRoots(callerId, new Date(Date.now() - UNINDEXED_LOOKBACK_MS), UNINDEXED_CANDIDATES)).filter((r) => mayHoldCollision(r, { authorId: callerId, private: isPrivate }));
+    const candidates = await this.deps.nearDuplicates.find(content, callerId, NEAR_DUPLICATE_CANDIDATES, unindexed.map((r) => ({ cardId: r.id, content: r.content })));
     if (candidates.length === 0) return null;
     const stored = new Map((await cards.findByIds(candidates.map((c) => c.cardId))).map((c) => [c.id, c]));
     const byIndexShingles = await nearCopy([...stored.values()]);

@@ -38,6 +38,11 @@ export interface CardRepository {
   findByContentHash(contentHash: string, limit: number): Promise<Card[]>;
   /** Cards sharing at least minShared values of the sketch, most shared first. */
   findBySketch(sketch: readonly number[], minShared: number, limit: number): Promise<Card[]>;
+  /**
+   * Root cards search has not announced as indexed yet (no vector point id) that changed at or after `since` and that
+   * `viewerId` may see (public, or their own), most recently changed first.
+   */
+  findUnindexedRoots(viewerId: string, since: Date, limit: number): Promise<Card[]>;
   /** Collisions of the given roots, oldest first. */
   findCollisions(rootIds: readonly string[]): Promise<Card[]>;
   /** Cards of any author that carry this file id, oldest first. */
@@ -207,9 +212,16 @@ export interface NearDuplicateCandidate {
   cosine: number;
 }
 
+/** A root card the search index may not hold yet, compared by the finder as if it were indexed. */
+export interface UnindexedRoot {
+  cardId: string;
+  content: string;
+}
+
 /** Asks the search index for cards semantically close to new content. Never throws: an absent index answers []. */
 export interface NearDuplicateFinder {
-  find(content: string, callerId: string, limit: number): Promise<NearDuplicateCandidate[]>;
+  /** Candidates among the indexed roots the caller may see and `unindexed` (roots the caller may see, not indexed yet). */
+  find(content: string, callerId: string, limit: number, unindexed?: readonly UnindexedRoot[]): Promise<NearDuplicateCandidate[]>;
 }
 
 /** The files service's view of a file. */

@@ -7,6 +7,8 @@ import { shingleJaccard } from '../domain/text';
 export const MAX_QUERY_LENGTH = 2000;
 export const MAX_PAGE_SIZE = 100;
 const MAX_FILTER_LINKS = 100;
+/** Not-yet-indexed cards one near-duplicate lookup may compare with (each is embedded on every lookup). */
+export const MAX_UNINDEXED = 50;
 /**
  * Word 3-shingle Jaccard that confirms a bag-of-words embedder's duplicate verdict: near copies keep most shingles
  * (>= 0.8 on the labelled set), while texts sharing only vocabulary share almost none (< 0.1).
@@ -28,6 +30,12 @@ export interface SearchResult {
   hits: IndexHit[];
   totalHits: number;
   totalPages: number;
+}
+
+/** A root card the index may not hold yet, as the cards service sends it with a near-duplicate lookup. */
+export interface UnindexedCard {
+  cardId: string;
+  content: string;
 }
 
 export interface NearDuplicate {
@@ -56,25 +64,46 @@ export class SearchService {
     return { hits: page.hits, totalHits: page.total, totalPages: totalPages(page.reachable, pageSize) };
   }
 
-  /** The root cards nearest to a new card's content that the caller may see, with this embedder's duplicate verdict. */
-  async findNearDuplicates(content: string, callerId: string | undefined, limit: number): Promise<NearDuplicate[]> {
+  /**
+   * The root cards nearest to a new card's content that the caller may see, with this embedder's duplicate verdict.
+   * `unindexed` are root cards the caller may see that the index may not hold yet (it learns of new cards from events):
+   * they are ranked with the indexed ones as if they were indexed, so a card sent right after the one it copies finds it.
+   */
+  async findNearDuplicates(content: string, callerId: string | undefined, limit: number, unindexed: readonly UnindexedCard[] = []): Promise<NearDuplicate[]> {
     if (content.trim() === '') throw new InvalidArgumentError('content: must not be empty');
     if (callerId !== undefined && !isUuid(callerId)) throw new InvalidArgumentError('caller_id: must be a UUID');
+    if (unindexed.length > MAX_UNINDEXED) throw new InvalidArgumentError(`unindexed: at most ${MAX_UNINDEXED} cards`);
+    if (unindexed.some((c) => !isUuid(c.cardId))) throw new InvalidArgumentError('unindexed: card_id must be a UUID');
     const capped = Math.min(Math.max(limit || 1, 1), 25);
-    const [vector] = await this.embedder.embed([content]);
+    const [vector, ...unindexedVectors] = await this.embedder.embed([content, ...unindexed.map((c) => c.content)]);
     const page = await this.index.nearest(vector!, { callerId, tags: [], links: [] }, { offset: 0, limit: capped });
+    const indexed = new Set(page.hits.map((h) => h.cardId));
+    const nearest: { cardId: string; cosine: number; content?: string }[] = page.hits.map((h) => ({ cardId: h.cardId, cosine: h.score }));
+    unindexed.forEach((card, i) => {
+      if (indexed.has(card.cardId)) return;
+      indexed.add(card.cardId);
+      nearest.push({ cardId: card.cardId, cosine: dot(vector!, unindexedVectors[i]!), content: card.content });
+    });
+    nearest.sort((a, b) => b.cosine - a.cosine);
     const threshold = this.embedder.duplicateThreshold(content.length);
     const verdicts: NearDuplicate[] = [];
-    for (const hit of page.hits) {
-      let duplicate = hit.score >= threshold;
+    for (const hit of nearest.slice(0, capped)) {
+      let duplicate = hit.cosine >= threshold;
       if (duplicate && !this.embedder.orderAware) {
-        const stored = await this.index.contentOf(hit.cardId);
+        const stored = hit.content ?? (await this.index.contentOf(hit.cardId));
         duplicate = stored !== undefined && shingleJaccard(content, stored) >= MIN_SHINGLE_OVERLAP_FOR_ORDER_BLIND;
       }
-      verdicts.push({ cardId: hit.cardId, cosine: hit.score, duplicate });
+      verdicts.push({ cardId: hit.cardId, cosine: hit.cosine, duplicate });
     }
     return verdicts;
   }
+}
+
+/** Cosine of two unit-length vectors. */
+function dot(a: Float32Array, b: Float32Array): number {
+  let sum = 0;
+  for (let i = 0; i < a.length; i++) sum += a[i]! * b[i]!;
+  return sum;
 }
 
 function validate(query: SearchQuery): { scope: SearchScope; offset: number; pageSize: number } {

@@ -25,7 +25,7 @@ export function searchHandlers(service: SearchService): search.SearchServiceImpl
       return { hits: result.hits, totalHits: result.totalHits, totalPages: result.totalPages };
     },
     async findNearDuplicates(req) {
-      const candidates = await service.findNearDuplicates(req.content, req.callerId || undefined, req.limit);
+      const candidates = await service.findNearDuplicates(req.content, req.callerId || undefined, req.limit, req.unindexed);
       return { candidates };
     },
   };

@@ -1,7 +1,7 @@
 import { ClientError, Status } from 'nice-grpc';
 import type { GrpcClient, Logger } from '@cards/platform';
 import type { search } from '@cards/proto';
-import type { NearDuplicateCandidate, NearDuplicateFinder } from '../../domain/ports';
+import type { NearDuplicateCandidate, NearDuplicateFinder, UnindexedRoot } from '../../domain/ports';
 
 const ABSENT = new Set([Status.UNIMPLEMENTED, Status.UNAVAILABLE, Status.DEADLINE_EXCEEDED]);
 
@@ -15,9 +15,9 @@ export class GrpcNearDuplicateFinder implements NearDuplicateFinder {
     private readonly deadlineMs = 3000,
   ) {}
 
-  async find(content: string, callerId: string, limit: number): Promise<NearDuplicateCandidate[]> {
+  async find(content: string, callerId: string, limit: number, unindexed: readonly UnindexedRoot[] = []): Promise<NearDuplicateCandidate[]> {
     try {
-      const { candidates } = await this.client.findNearDuplicates({ content, callerId, limit }, { deadline: this.deadlineMs });
+      const { candidates } = await this.client.findNearDuplicates({ content, callerId, limit, unindexed: [...unindexed] }, { deadline: this.deadlineMs });
       return candidates.map((c) => ({ cardId: c.cardId, duplicate: c.duplicate, cosine: c.cosine }));
     } catch (err) {
       if (err instanceof ClientError && ABSENT.has(err.code)) {

@@ -52,6 +52,15 @@ export class MongoCardRepository implements CardRepository {
     return ranked.flatMap((r) => byId.get(r._id) ?? []);
   }
 
+  async findUnindexedRoots(viewerId: string, since: Date, limit: number): Promise<Card[]> {
+    const docs = await this.store.cards
+      .find({ vectorPointId: null, collisionOf: null, updatedAt: { $gte: since }, $or: [{ private: false }, { authorId: viewerId }] }, { projection: CARD_PROJECTION })
+      .sort({ updatedAt: -1, _id: 1 })
+      .limit(limit)
+      .toArray();
+    return docs.map(fromCardDocument);
+  }
+
   async findCollisions(rootIds: readonly string[]): Promise<Card[]> {
     const unique = [...new Set(rootIds)];
     if (unique.length === 0) return [];

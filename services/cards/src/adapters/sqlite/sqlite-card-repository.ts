@@ -38,6 +38,16 @@ export class SqliteCardRepository implements CardRepository {
     return rows.map(cardFromRow);
   }
 
+  async findUnindexedRoots(viewerId: string, since: Date, limit: number): Promise<Card[]> {
+    const rows = this.db
+      .prepare(
+        `SELECT * FROM cards WHERE vector_point_id IS NULL AND collision_of IS NULL AND updated_at >= ? AND (private = 0 OR author_id = ?)
+           ORDER BY updated_at DESC, id LIMIT ?`,
+      )
+      .all(since.toISOString(), viewerId, limit) as CardRow[];
+    return rows.map(cardFromRow);
+  }
+
   async findCollisions(rootIds: readonly string[]): Promise<Card[]> {
     const unique = [...new Set(rootIds)];
     const rows = chunks(unique).flatMap(

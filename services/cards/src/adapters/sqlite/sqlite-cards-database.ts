@@ -43,6 +43,8 @@ export const CARDS_MIGRATIONS = [
   `ALTER TABLE cards ADD COLUMN hidden_by_file INTEGER NOT NULL DEFAULT 0;
    UPDATE cards SET hidden_by_file = 1
      WHERE private = 1 AND file_id IS NOT NULL AND substr(idempotency_key, 1, length(file_id) + 1) = file_id || ':' AND updated_at = created_at;`,
+  // Roots search has not indexed yet, newest change first: the duplicate check compares a new card with them too.
+  `CREATE INDEX cards_unindexed_roots ON cards(updated_at DESC) WHERE vector_point_id IS NULL AND collision_of IS NULL;`,
 ];
 
 export function openCardsDatabase(path: string): SqliteDatabase {

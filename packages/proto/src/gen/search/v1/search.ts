@@ -46,6 +46,16 @@ export interface FindNearDuplicatesRequest {
   content: string;
   callerId?: string | undefined;
   limit: number;
+  /**
+   * Root cards the caller may see that the index may not hold yet (it learns of cards from events): compared as if
+   * indexed, so a card sent right after the one it copies finds it. The caller sends only cards the caller may see.
+   */
+  unindexed: UnindexedCard[];
+}
+
+export interface UnindexedCard {
+  cardId: string;
+  content: string;
 }
 
 export interface NearDuplicateCandidate {
@@ -435,7 +445,7 @@ export const SearchResponse: MessageFns<SearchResponse> = {
 };
 
 function createBaseFindNearDuplicatesRequest(): FindNearDuplicatesRequest {
-  return { content: "", callerId: undefined, limit: 0 };
+  return { content: "", callerId: undefined, limit: 0, unindexed: [] };
 }
 
 export const FindNearDuplicatesRequest: MessageFns<FindNearDuplicatesRequest> = {
@@ -448,6 +458,9 @@ export const FindNearDuplicatesRequest: MessageFns<FindNearDuplicatesRequest> = 
     }
     if (message.limit !== 0) {
       writer.uint32(24).int32(message.limit);
+    }
+    for (const v of message.unindexed) {
+      UnindexedCard.encode(v!, writer.uint32(34).fork()).join();
     }
     return writer;
   },
@@ -489,6 +502,14 @@ export const FindNearDuplicatesRequest: MessageFns<FindNearDuplicatesRequest> = 
             message.limit = reader.int32();
             continue;
           }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.unindexed.push(UnindexedCard.decode(reader, reader.uint32()));
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -510,6 +531,9 @@ export const FindNearDuplicatesRequest: MessageFns<FindNearDuplicatesRequest> = 
         ? globalThis.String(object.caller_id)
         : undefined,
       limit: isSet(object.limit) ? globalThis.Number(object.limit) : 0,
+      unindexed: globalThis.Array.isArray(object?.unindexed)
+        ? object.unindexed.map((e: any) => UnindexedCard.fromJSON(e))
+        : [],
     };
   },
 
@@ -524,6 +548,9 @@ export const FindNearDuplicatesRequest: MessageFns<FindNearDuplicatesRequest> = 
     if (message.limit !== 0) {
       obj.limit = Math.round(message.limit);
     }
+    if (message.unindexed?.length) {
+      obj.unindexed = message.unindexed.map((e) => UnindexedCard.toJSON(e));
+    }
     return obj;
   },
 
@@ -535,6 +562,96 @@ export const FindNearDuplicatesRequest: MessageFns<FindNearDuplicatesRequest> = 
     message.content = object.content ?? "";
     message.callerId = object.callerId ?? undefined;
     message.limit = object.limit ?? 0;
+    message.unindexed = object.unindexed?.map((e) => UnindexedCard.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseUnindexedCard(): UnindexedCard {
+  return { cardId: "", content: "" };
+}
+
+export const UnindexedCard: MessageFns<UnindexedCard> = {
+  encode(message: UnindexedCard, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.cardId !== "") {
+      writer.uint32(10).string(message.cardId);
+    }
+    if (message.content !== "") {
+      writer.uint32(18).string(message.content);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): UnindexedCard {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseUnindexedCard();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.cardId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.content = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): UnindexedCard {
+    return {
+      cardId: isSet(object.cardId)
+        ? globalThis.String(object.cardId)
+        : isSet(object.card_id)
+        ? globalThis.String(object.card_id)
+        : "",
+      content: isSet(object.content) ? globalThis.String(object.content) : "",
+    };
+  },
+
+  toJSON(message: UnindexedCard): unknown {
+    const obj: any = {};
+    if (message.cardId !== "") {
+      obj.cardId = message.cardId;
+    }
+    if (message.content !== "") {
+      obj.content = message.content;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<UnindexedCard>): UnindexedCard {
+    return UnindexedCard.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<UnindexedCard>): UnindexedCard {
+    const message = createBaseUnindexedCard();
+    message.cardId = object.cardId ?? "";
+    message.content = object.content ?? "";
     return message;
   },
 };

@@ -38,7 +38,7 @@ export const TEST_ENV: Record<string, string> = {
  * system gets its own Kafka topic/group namespace and MongoDB database prefix, named after its data
  * directory, so systems started in parallel do not consume each other's events or share databases.
  */
-function sharedEngineNamespace(dataDir: string): Record<string, string> {
+export function sharedEngineNamespace(dataDir: string): Record<string, string> {
   if (!process.env.KAFKA_BROKERS && !process.env.MONGO_URL && !process.env.ELASTICSEARCH_URL) return {};
   const ns = dataDir.split(/[\\/]/).pop()!.replace(/[^A-Za-z0-9]/g, '');
   return { KAFKA_NAMESPACE: ns, MONGO_DATABASE_PREFIX: ns, ELASTICSEARCH_INDEX_PREFIX: ns.toLowerCase() };

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { CollectionCreatedNotification, VerificationNotification } from '../src/domain/model';
+import type { CollectionCreatedNotification, Notification, VerificationNotification } from '../src/domain/model';
 import type { NotificationRepository } from '../src/domain/ports';
 import { contractTests, describeOnEngine } from '../../../test/engines/suite';
 
@@ -118,6 +118,64 @@ export function describeNotificationRepositoryContract(
       // Marking again is fine and changes nothing.
       expect(await repository.markRead(owner, n.id, new Date(at.getTime() + 60_000))).toBe(true);
       expect((await repository.listForUser(owner))[0]!.updatedAt).toEqual(at);
+    });
+
+    /** Every page from the newest on, following `next` until there is none. */
+    async function allPages(userId: string, limit: number) {
+      const pages: Notification[][] = [];
+      let after: string | undefined;
+      do {
+        const page = await repository.listPageForUser(userId, limit, after);
+        pages.push(page.notifications);
+        after = page.next;
+      } while (after !== undefined);
+      return pages;
+    }
+
+    it('lists a user in pages of the given size, newest first, each notification once, with no next after the last', async () => {
+      const owner = randomUUID();
+      const added: Notification[] = [];
+      for (let i = 0; i < 7; i++) added.push(i % 2 ? aCollectionCreated().of(owner).build() : aVerification().of(owner).build());
+      // Equal creation times list in insertion order, across a page boundary too.
+      const sameMoment = added[6]!.createdAt;
+      for (let i = 0; i < 2; i++) added.push({ ...aVerification().of(owner).build(), createdAt: sameMoment, updatedAt: sameMoment });
+      await repository.add(aVerification().build());
+      for (const n of added) await repository.add(n);
+      const newestFirst = await repository.listForUser(owner);
+      expect(newestFirst.map((n) => n.id)).toEqual([added[8], added[7], added[6], ...added.slice(0, 6).reverse()].map((n) => n!.id));
+
+      const pages = await allPages(owner, 2);
+      expect(pages.map((p) => p.length)).toEqual([2, 2, 2, 2, 1]);
+      expect(pages.flat()).toEqual(newestFirst);
+      expect((await allPages(owner, 9)).map((p) => p.length)).toEqual([9]);
+      expect(await repository.listPageForUser(randomUUID(), 5)).toEqual({ notifications: [] });
+    });
+
+    it('keeps its place while notifications are added and marked read between pages', async () => {
+      const owner = randomUUID();
+      const before: Notification[] = [];
+      for (let i = 0; i < 6; i++) before.push(aVerification().of(owner).build());
+      for (const n of before) await repository.add(n);
+
+      const first = await repository.listPageForUser(owner, 2);
+      await repository.add(aCollectionCreated().of(owner).build());
+      await repository.add(aVerification().of(owner).build());
+      expect(await repository.markAllRead(owner, new Date())).toBe(8);
+      const second = await repository.listPageForUser(owner, 2, first.next);
+      const rest = await repository.listPageForUser(owner, 10, second.next);
+
+      const listed = [...first.notifications, ...second.notifications, ...rest.notifications];
+      expect(listed.map((n) => n.id)).toEqual(before.map((n) => n.id).reverse());
+      expect(listed.map((n) => n.read)).toEqual([false, false, true, true, true, true]);
+      expect(rest.next).toBeUndefined();
+    });
+
+    it('refuses a cursor it did not give, naming page_token', async () => {
+      const owner = randomUUID();
+      await repository.add(aVerification().of(owner).build());
+      for (const cursor of ['', 'garbage', '2026-01-01T00:00:00.000Z', '1_2_3', `${'9'.repeat(40)}_1`]) {
+        await expect(repository.listPageForUser(owner, 5, cursor)).rejects.toThrow(expect.objectContaining({ name: 'InvalidArgumentError', message: expect.stringContaining('page_token') }));
+      }
     });
 
     it('marks all of one user read and leaves other users alone', async () => {

@@ -112,6 +112,23 @@ describe('notifications service (gRPC + events)', () => {
     expect(await listEventually(author, 1)).toHaveLength(1);
   });
 
+  it('lists in pages that follow next_page_token; a bad page_size or page_token is INVALID_ARGUMENT', async () => {
+    const author = randomUUID();
+    const cards = [randomUUID(), randomUUID(), randomUUID()];
+    await bus.publish(cards.map((cardId) => ({ topic: Topics.verification, key: cardId, payload: verifiedEvent(author, cardId, 50) })));
+    const all = await listEventually(author, 3);
+
+    const first = await client.client.listNotifications({ callerId: author, pageSize: 2 });
+    expect(first.notifications).toEqual(all.slice(0, 2));
+    expect(first.nextPageToken).not.toBe('');
+    const second = await client.client.listNotifications({ callerId: author, pageSize: 2, pageToken: first.nextPageToken });
+    expect(second).toEqual({ notifications: all.slice(2), nextPageToken: '' });
+    expect(await client.client.listNotifications({ callerId: author, pageSize: 5000 })).toEqual({ notifications: all, nextPageToken: '' });
+
+    await expect(client.client.listNotifications({ callerId: author, pageSize: -1 })).rejects.toMatchObject({ code: Status.INVALID_ARGUMENT, details: expect.stringContaining('page_size') });
+    await expect(client.client.listNotifications({ callerId: author, pageSize: 2, pageToken: 'not-a-token' })).rejects.toMatchObject({ code: Status.INVALID_ARGUMENT, details: expect.stringContaining('page_token') });
+  });
+
   it('mark read: owner only (NOT_FOUND for someone else or unknown ids), then mark all', async () => {
     const author = randomUUID();
     const intruder = randomUUID();

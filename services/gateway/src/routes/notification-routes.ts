@@ -3,6 +3,8 @@ import { z } from 'zod';
 import { toApiTimestamp } from '@cards/platform';
 import { notifications } from '@cards/proto';
 import type { RouteDeps } from '../app';
+import type { GatewayClients } from '../clients';
+import { sendJsonArrayInPages } from '../http/json-array-in-pages';
 import { requireUser } from '../http/session';
 import { parseBody, uuidString } from '../http/validation';
 
@@ -25,12 +27,24 @@ export function presentNotification(n: notifications.Notification) {
   };
 }
 
+/** Well under the gRPC message limit per page (the service caps pages at 1000, ~200 KB). */
+const NOTIFICATIONS_PAGE_SIZE = 1000;
+
+/** Every notification of the user, newest first, presented, one gRPC page at a time. */
+async function* presentedNotificationPages(client: GatewayClients['notifications'], userId: string): AsyncGenerator<ReturnType<typeof presentNotification>[]> {
+  let pageToken = '';
+  do {
+    const page = await client.listNotifications({ callerId: userId, pageSize: NOTIFICATIONS_PAGE_SIZE, pageToken }, { idempotent: true });
+    yield page.notifications.map(presentNotification);
+    pageToken = page.nextPageToken;
+  } while (pageToken !== '');
+}
+
 /** The caller's notifications: list (newest first), mark one read, mark all read. */
 export function registerNotificationRoutes(router: Router, { clients }: RouteDeps): void {
   router.get('/notifications', async (req, res) => {
     const user = requireUser(req);
-    const { notifications: list } = await clients.notifications.listNotifications({ callerId: user.id }, { idempotent: true });
-    res.json(list.map(presentNotification));
+    await sendJsonArrayInPages(res, presentedNotificationPages(clients.notifications, user.id));
   });
 
   // Registered before PUT /notifications so "all" is never mistaken for anything else.

@@ -1,6 +1,9 @@
 import { InvalidArgumentError, NotFoundError, isUuid, newId, type Logger } from '@cards/platform';
 import { clampScore, type Notification } from '../domain/model';
-import type { NotificationRepository } from '../domain/ports';
+import type { NotificationPage, NotificationRepository } from '../domain/ports';
+
+/** The most one page holds: ~200 KB as gRPC, far below its 8 MiB message limit. */
+export const MAX_NOTIFICATION_PAGE_SIZE = 1000;
 
 export interface CardVerifiedFacts {
   eventId: string;
@@ -29,8 +32,16 @@ export class NotificationService {
     private readonly clock: () => Date = () => new Date(),
   ) {}
 
-  async list(callerId: string): Promise<Notification[]> {
-    return this.repository.listForUser(requireUuid(callerId, 'caller_id'));
+  /**
+   * One page, newest first: `pageSize` at most (capped at MAX_NOTIFICATION_PAGE_SIZE), after the
+   * `pageToken` a previous page gave. A page size of 0 with no token lists everything in one page.
+   */
+  async listPage(callerId: string, pageSize: number, pageToken: string): Promise<NotificationPage> {
+    const userId = requireUuid(callerId, 'caller_id');
+    if (!Number.isInteger(pageSize) || pageSize < 0) throw new InvalidArgumentError('page_size: must be 0 or more');
+    if (pageSize === 0 && pageToken === '') return { notifications: await this.repository.listForUser(userId) };
+    const limit = Math.min(pageSize || MAX_NOTIFICATION_PAGE_SIZE, MAX_NOTIFICATION_PAGE_SIZE);
+    return this.repository.listPageForUser(userId, limit, pageToken === '' ? undefined : pageToken);
   }
 
   /** Someone else's notification reads as missing (NotFoundError), so its existence is not revealed. */

@@ -14,7 +14,8 @@ function toProto(n: Notification): notifications.Notification {
 export function notificationHandlers(service: NotificationService): notifications.NotificationServiceImplementation {
   return {
     async listNotifications(req) {
-      return { notifications: (await service.list(req.callerId)).map(toProto) };
+      const page = await service.listPage(req.callerId, req.pageSize, req.pageToken);
+      return { notifications: page.notifications.map(toProto), nextPageToken: page.next ?? '' };
     },
     async markRead(req) {
       await service.markRead(req.callerId, req.notificationId);

@@ -1,7 +1,7 @@
-import { MongoServerError, ObjectId, type Collection } from 'mongodb';
-import type { MongoConnection } from '@cards/platform';
+import { MongoServerError, ObjectId, type Collection, type Filter } from 'mongodb';
+import { InvalidArgumentError, type MongoConnection } from '@cards/platform';
 import { subjectKeyOf, type Notification } from '../../domain/model';
-import type { NotificationRepository } from '../../domain/ports';
+import type { NotificationPage, NotificationRepository } from '../../domain/ports';
 
 /** One document per notification; _id is an ObjectId so equal creation times still list in insertion order. */
 interface NotificationDocument {
@@ -46,6 +46,19 @@ function fromPrimitives(d: NotificationDocument): Notification {
   return { ...base, kind: 'collection_created', collectionId: d.collectionId ?? '' };
 }
 
+/** A page cursor: the last listed document's createdAt (epoch ms) and _id, the two keys of the list's order. */
+const CURSOR = /^(\d{1,15})_([0-9a-f]{24})$/;
+
+function cursorAfter(d: NotificationDocument): string {
+  return `${d.createdAt.getTime()}_${d._id.toHexString()}`;
+}
+
+function parseCursor(cursor: string): { createdAt: Date; id: ObjectId } {
+  const match = CURSOR.exec(cursor);
+  if (!match) throw new InvalidArgumentError('page_token: not a token this service gave');
+  return { createdAt: new Date(Number(match[1])), id: new ObjectId(match[2]!) };
+}
+
 const isDuplicateKey = (err: unknown) => err instanceof MongoServerError && err.code === 11000;
 
 /**
@@ -82,6 +95,19 @@ export class MongoNotificationRepository implements NotificationRepository {
   async listForUser(userId: string): Promise<Notification[]> {
     const docs = await this.notifications.find({ userId }).sort({ createdAt: -1, _id: -1 }).toArray();
     return docs.map(fromPrimitives);
+  }
+
+  async listPageForUser(userId: string, limit: number, after?: string): Promise<NotificationPage> {
+    let filter: Filter<NotificationDocument> = { userId };
+    if (after !== undefined) {
+      const { createdAt, id } = parseCursor(after);
+      // The $lte bound lets the user_newest index narrow the scan; the $or is the exact (createdAt, _id) < cursor.
+      filter = { userId, createdAt: { $lte: createdAt }, $or: [{ createdAt: { $lt: createdAt } }, { _id: { $lt: id } }] };
+    }
+    // One document past the page tells whether another page follows without a further query.
+    const docs = await this.notifications.find(filter).sort({ createdAt: -1, _id: -1 }).limit(limit + 1).toArray();
+    const page = docs.slice(0, limit);
+    return { notifications: page.map(fromPrimitives), ...(docs.length > limit && page.length > 0 ? { next: cursorAfter(page[page.length - 1]!) } : {}) };
   }
 
   async markRead(userId: string, notificationId: string, at: Date): Promise<boolean> {

@@ -1,6 +1,6 @@
-import { openSqlite, type SqliteDatabase } from '@cards/platform';
+import { InvalidArgumentError, openSqlite, type SqliteDatabase } from '@cards/platform';
 import { subjectKeyOf, type Notification } from '../../domain/model';
-import type { NotificationRepository } from '../../domain/ports';
+import type { NotificationPage, NotificationRepository } from '../../domain/ports';
 
 const MIGRATIONS = [
   `CREATE TABLE notifications (
@@ -17,6 +17,7 @@ const MIGRATIONS = [
 ];
 
 interface NotificationRow {
+  seq: number;
   id: string;
   user_id: string;
   kind: 'verification' | 'collection_created';
@@ -55,6 +56,19 @@ function fromPrimitives(r: NotificationRow): Notification {
   return { ...base, kind: 'collection_created', collectionId: r.collection_id ?? '' };
 }
 
+/** A page cursor: the last listed row's created_at and seq, the two keys of the list's order. */
+const CURSOR = /^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z)_(\d{1,15})$/;
+
+function cursorAfter(row: NotificationRow): string {
+  return `${row.created_at}_${row.seq}`;
+}
+
+function parseCursor(cursor: string): { createdAt: string; seq: number } {
+  const match = CURSOR.exec(cursor);
+  if (!match) throw new InvalidArgumentError('page_token: not a token this service gave');
+  return { createdAt: match[1]!, seq: Number(match[2]) };
+}
+
 /** Notifications in the service's own SQLite file; uniqueness of source event and subject enforced by the schema. */
 export class SqliteNotificationRepository implements NotificationRepository {
   private readonly db: SqliteDatabase;
@@ -77,6 +91,19 @@ export class SqliteNotificationRepository implements NotificationRepository {
   async listForUser(userId: string): Promise<Notification[]> {
     const rows = this.db.prepare('SELECT * FROM notifications WHERE user_id = ? ORDER BY created_at DESC, seq DESC').all(userId) as NotificationRow[];
     return rows.map(fromPrimitives);
+  }
+
+  async listPageForUser(userId: string, limit: number, after?: string): Promise<NotificationPage> {
+    // One row past the page tells whether another page follows without a further query.
+    const rows = (
+      after === undefined
+        ? this.db.prepare('SELECT * FROM notifications WHERE user_id = ? ORDER BY created_at DESC, seq DESC LIMIT ?').all(userId, limit + 1)
+        : this.db
+            .prepare('SELECT * FROM notifications WHERE user_id = @userId AND (created_at, seq) < (@createdAt, @seq) ORDER BY created_at DESC, seq DESC LIMIT @take')
+            .all({ userId, ...parseCursor(after), take: limit + 1 })
+    ) as NotificationRow[];
+    const page = rows.slice(0, limit);
+    return { notifications: page.map(fromPrimitives), ...(rows.length > limit && page.length > 0 ? { next: cursorAfter(page[page.length - 1]!) } : {}) };
   }
 
   async markRead(userId: string, notificationId: string, at: Date): Promise<boolean> {

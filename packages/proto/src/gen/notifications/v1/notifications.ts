@@ -68,10 +68,19 @@ export interface Notification {
 
 export interface ListNotificationsRequest {
   callerId: string;
+  /**
+   * At most this many (capped at 1000). 0 without a page_token: every notification in one answer, as
+   * callers written before paging expect; that answer fails past the 8 MiB message limit.
+   */
+  pageSize: number;
+  /** The previous answer's next_page_token; empty for the newest page. */
+  pageToken: string;
 }
 
 export interface ListNotificationsResponse {
   notifications: Notification[];
+  /** Empty when there is nothing after this page. */
+  nextPageToken: string;
 }
 
 export interface MarkReadRequest {
@@ -340,13 +349,19 @@ export const Notification: MessageFns<Notification> = {
 };
 
 function createBaseListNotificationsRequest(): ListNotificationsRequest {
-  return { callerId: "" };
+  return { callerId: "", pageSize: 0, pageToken: "" };
 }
 
 export const ListNotificationsRequest: MessageFns<ListNotificationsRequest> = {
   encode(message: ListNotificationsRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
     if (message.callerId !== "") {
       writer.uint32(10).string(message.callerId);
+    }
+    if (message.pageSize !== 0) {
+      writer.uint32(16).int32(message.pageSize);
+    }
+    if (message.pageToken !== "") {
+      writer.uint32(26).string(message.pageToken);
     }
     return writer;
   },
@@ -372,6 +387,22 @@ export const ListNotificationsRequest: MessageFns<ListNotificationsRequest> = {
             message.callerId = reader.string();
             continue;
           }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.pageSize = reader.int32();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.pageToken = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -391,6 +422,16 @@ export const ListNotificationsRequest: MessageFns<ListNotificationsRequest> = {
         : isSet(object.caller_id)
         ? globalThis.String(object.caller_id)
         : "",
+      pageSize: isSet(object.pageSize)
+        ? globalThis.Number(object.pageSize)
+        : isSet(object.page_size)
+        ? globalThis.Number(object.page_size)
+        : 0,
+      pageToken: isSet(object.pageToken)
+        ? globalThis.String(object.pageToken)
+        : isSet(object.page_token)
+        ? globalThis.String(object.page_token)
+        : "",
     };
   },
 
@@ -398,6 +439,12 @@ export const ListNotificationsRequest: MessageFns<ListNotificationsRequest> = {
     const obj: any = {};
     if (message.callerId !== "") {
       obj.callerId = message.callerId;
+    }
+    if (message.pageSize !== 0) {
+      obj.pageSize = Math.round(message.pageSize);
+    }
+    if (message.pageToken !== "") {
+      obj.pageToken = message.pageToken;
     }
     return obj;
   },
@@ -408,18 +455,23 @@ export const ListNotificationsRequest: MessageFns<ListNotificationsRequest> = {
   fromPartial(object: DeepPartial<ListNotificationsRequest>): ListNotificationsRequest {
     const message = createBaseListNotificationsRequest();
     message.callerId = object.callerId ?? "";
+    message.pageSize = object.pageSize ?? 0;
+    message.pageToken = object.pageToken ?? "";
     return message;
   },
 };
 
 function createBaseListNotificationsResponse(): ListNotificationsResponse {
-  return { notifications: [] };
+  return { notifications: [], nextPageToken: "" };
 }
 
 export const ListNotificationsResponse: MessageFns<ListNotificationsResponse> = {
   encode(message: ListNotificationsResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
     for (const v of message.notifications) {
       Notification.encode(v!, writer.uint32(10).fork()).join();
+    }
+    if (message.nextPageToken !== "") {
+      writer.uint32(18).string(message.nextPageToken);
     }
     return writer;
   },
@@ -445,6 +497,14 @@ export const ListNotificationsResponse: MessageFns<ListNotificationsResponse> = 
             message.notifications.push(Notification.decode(reader, reader.uint32()));
             continue;
           }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.nextPageToken = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -462,6 +522,11 @@ export const ListNotificationsResponse: MessageFns<ListNotificationsResponse> = 
       notifications: globalThis.Array.isArray(object?.notifications)
         ? object.notifications.map((e: any) => Notification.fromJSON(e))
         : [],
+      nextPageToken: isSet(object.nextPageToken)
+        ? globalThis.String(object.nextPageToken)
+        : isSet(object.next_page_token)
+        ? globalThis.String(object.next_page_token)
+        : "",
     };
   },
 
@@ -469,6 +534,9 @@ export const ListNotificationsResponse: MessageFns<ListNotificationsResponse> = 
     const obj: any = {};
     if (message.notifications?.length) {
       obj.notifications = message.notifications.map((e) => Notification.toJSON(e));
+    }
+    if (message.nextPageToken !== "") {
+      obj.nextPageToken = message.nextPageToken;
     }
     return obj;
   },
@@ -479,6 +547,7 @@ export const ListNotificationsResponse: MessageFns<ListNotificationsResponse> = 
   fromPartial(object: DeepPartial<ListNotificationsResponse>): ListNotificationsResponse {
     const message = createBaseListNotificationsResponse();
     message.notifications = object.notifications?.map((e) => Notification.fromPartial(e)) || [];
+    message.nextPageToken = object.nextPageToken ?? "";
     return message;
   },
 };
@@ -655,7 +724,10 @@ export const NotificationServiceDefinition = {
   name: "NotificationService",
   fullName: "notifications.v1.NotificationService",
   methods: {
-    /** Newest first. */
+    /**
+     * Newest first, a page at a time (page_size / page_token); positions never shift between pages,
+     * since the order is by creation and a notification created meanwhile lands before the first page.
+     */
     listNotifications: {
       name: "ListNotifications",
       requestType: ListNotificationsRequest as typeof ListNotificationsRequest,
@@ -685,7 +757,10 @@ export const NotificationServiceDefinition = {
 } as const;
 
 export interface NotificationServiceImplementation<CallContextExt = {}> {
-  /** Newest first. */
+  /**
+   * Newest first, a page at a time (page_size / page_token); positions never shift between pages,
+   * since the order is by creation and a notification created meanwhile lands before the first page.
+   */
   listNotifications(
     request: ListNotificationsRequest,
     context: CallContext & CallContextExt,
@@ -696,7 +771,10 @@ export interface NotificationServiceImplementation<CallContextExt = {}> {
 }
 
 export interface NotificationServiceClient<CallOptionsExt = {}> {
-  /** Newest first. */
+  /**
+   * Newest first, a page at a time (page_size / page_token); positions never shift between pages,
+   * since the order is by creation and a notification created meanwhile lands before the first page.
+   */
   listNotifications(
     request: DeepPartial<ListNotificationsRequest>,
     options?: CallOptions & CallOptionsExt,

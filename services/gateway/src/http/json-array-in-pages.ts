@@ -1,0 +1,37 @@
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import type { Response } from 'express';
+
+/**
+ * Answers 200 with one JSON array whose items are read a page at a time and written as each page
+ * arrives, so a long list never sits whole in the gateway's memory, and a slow client slows the
+ * reading down (back-pressure) instead of piling pages up. The first page is read before anything
+ * is sent, so its failure is answered like any error; a later failure can only cut the connection:
+ * the client sees a broken answer, never a shorter list presented as complete.
+ */
+export async function sendJsonArrayInPages(res: Response, pages: AsyncIterable<readonly unknown[]>): Promise<void> {
+  const iterator = pages[Symbol.asyncIterator]();
+  const first = await iterator.next();
+  async function* chunks(): AsyncGenerator<string> {
+    let opening = '[';
+    try {
+      for (let page = first; !page.done; page = await iterator.next()) {
+        if (page.value.length === 0) continue;
+        yield opening + page.value.map((item) => JSON.stringify(item)).join(',');
+        opening = ',';
+      }
+    } finally {
+      await iterator.return?.();
+    }
+    yield opening === '[' ? '[]' : ']';
+  }
+  res.status(200).type('application/json');
+  try {
+    // highWaterMark 1: no page is read ahead while the one before is still waiting for the client.
+    await pipeline(Readable.from(chunks(), { highWaterMark: 1 }), res);
+  } catch (err) {
+    // The client went away: nothing is left to answer and nothing went wrong here.
+    if ((err as NodeJS.ErrnoException).code === 'ERR_STREAM_PREMATURE_CLOSE') return;
+    throw err;
+  }
+}

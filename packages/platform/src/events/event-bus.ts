@@ -49,8 +49,10 @@ export interface SubscribeOptions {
   /**
    * Optional: receives runs of consecutive events the bus holds (up to maxBatch, in delivery order; on Kafka, of one
    * partition) instead of one at a time, for a consumer that applies many events at lower cost than one by one. The
-   * run is committed only after this resolves. When it rejects, the run's events are handed to `handler` one by one
-   * (with its retries and dead-lettering), so one bad event never blocks or dead-letters the others.
+   * run is committed only after this resolves. When it rejects, the run is offered again as its two halves, each the
+   * same way, down to single events, which go to `handler` (with its retries and dead-lettering): one bad event never
+   * blocks or dead-letters the others, and it is found in O(log n) runs, not n one-event calls. A run may thus be
+   * offered again in part, so batchHandler, like handler, must be idempotent.
    */
   batchHandler?: (events: DeliveredEvent[]) => Promise<void>;
   /** Largest run given to batchHandler (default 100). */

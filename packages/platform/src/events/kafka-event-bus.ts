@@ -4,6 +4,7 @@ import { assertPublishable, batchLength, eventBytes, type DeliveredEvent, type E
 import { isEngineUnavailableError } from '../readiness';
 import { errorMessage } from '../errors';
 import { RETAIN_FOREVER_MS, retainForever } from './kafka-topic-retention';
+import { deliverInHalves } from './deliver-in-halves';
 import { consumerMetrics, countPublishedEvents, secondsSince, type ConsumerMetrics } from './event-metrics';
 import { busClosedError, CUT_BY_CLOSE, StoppableKafkaClient } from './stoppable-kafka-client';
 
@@ -541,52 +542,52 @@ class KafkaSubscription {
             offset: origin.offset,
           };
         };
+        type Message = (typeof batch.messages)[number];
+        const going = () => !this.stopping && isRunning() && !isStale();
+        const applyRun = async (run: Message[]): Promise<boolean> => {
+          if (!(await this.deliverRun(run.map(eventOf)))) return false;
+          for (const m of run) resolveOffset(m.offset);
+          done = run[run.length - 1]!.offset;
+          sinceCommit += run.length;
+          if (sinceCommit >= COMMIT_EVERY) await commit();
+          await heartbeat();
+          return true;
+        };
+        const deliverOne = async (message: Message): Promise<boolean> => {
+          const event = eventOf(message);
+          const outcome = await this.deliver(event, heartbeat);
+          // Closing with the handler failing: leave the offset uncommitted so the group gets the message again.
+          if (outcome === 'abandoned') return false;
+          if (outcome !== 'ok') {
+            const origin = originOf(message);
+            await this.bus.publishNow([{ topic: `${origin.topic}${DEAD_LETTER_SUFFIX}`, key: event.key, payload: event.payload }], {
+              [DeadLetterHeaders.topic]: origin.topic,
+              [DeadLetterHeaders.partition]: origin.partition,
+              [DeadLetterHeaders.offset]: origin.offset,
+              [DeadLetterHeaders.group]: group,
+              [DeadLetterHeaders.error]: outcome.error.slice(0, 2000),
+              [DeadLetterHeaders.attempts]: String(outcome.attempts),
+            });
+            this.metrics.outcome(event.topic, 'dead_letter');
+            this.busOptions.logger.error(
+              { group, topic: origin.topic, partition: origin.partition, offset: origin.offset, error: outcome.error, replayed: replays },
+              'event moved to dead-letter topic',
+            );
+          } else if (replays) {
+            this.busOptions.logger.info({ group, topic: event.topic, offset: event.offset }, 'dead letter replayed');
+          }
+          resolveOffset(message.offset);
+          done = message.offset;
+          if (++sinceCommit >= COMMIT_EVERY) await commit();
+          await heartbeat();
+          return true;
+        };
         try {
-          // With a batchHandler, a run of messages is applied together; a run that fails is delivered one by one.
-          let offeredUntil = 0;
-          let appliedUntil = 0;
-          for (const [i, message] of batch.messages.entries()) {
-            if (this.stopping || !isRunning() || isStale()) return;
-            if (i < appliedUntil) continue;
-            if (this.options.batchHandler && !replays && i >= offeredUntil) {
-              const run = batch.messages.slice(i, i + batchLength(this.options, batch.messages.length - i));
-              offeredUntil = i + run.length;
-              if (run.length > 1 && (await this.deliverRun(run.map(eventOf)))) {
-                for (const m of run) resolveOffset(m.offset);
-                done = run[run.length - 1]!.offset;
-                sinceCommit += run.length;
-                if (sinceCommit >= COMMIT_EVERY) await commit();
-                await heartbeat();
-                appliedUntil = offeredUntil;
-                continue;
-              }
-            }
-            const event = eventOf(message);
-            const outcome = await this.deliver(event, heartbeat);
-            // Closing with the handler failing: leave the offset uncommitted so the group gets the message again.
-            if (outcome === 'abandoned') return;
-            if (outcome !== 'ok') {
-              const origin = originOf(message);
-              await this.bus.publishNow([{ topic: `${origin.topic}${DEAD_LETTER_SUFFIX}`, key: event.key, payload: event.payload }], {
-                [DeadLetterHeaders.topic]: origin.topic,
-                [DeadLetterHeaders.partition]: origin.partition,
-                [DeadLetterHeaders.offset]: origin.offset,
-                [DeadLetterHeaders.group]: group,
-                [DeadLetterHeaders.error]: outcome.error.slice(0, 2000),
-                [DeadLetterHeaders.attempts]: String(outcome.attempts),
-              });
-              this.metrics.outcome(event.topic, 'dead_letter');
-              this.busOptions.logger.error(
-                { group, topic: origin.topic, partition: origin.partition, offset: origin.offset, error: outcome.error, replayed: replays },
-                'event moved to dead-letter topic',
-              );
-            } else if (replays) {
-              this.busOptions.logger.info({ group, topic: event.topic, offset: event.offset }, 'dead letter replayed');
-            }
-            resolveOffset(message.offset);
-            done = message.offset;
-            if (++sinceCommit >= COMMIT_EVERY) await commit();
-            await heartbeat();
+          // With a batchHandler, a run of messages is applied together; a run that fails is delivered again in halves.
+          for (let i = 0; i < batch.messages.length; ) {
+            const run = batch.messages.slice(i, i + (replays ? 1 : batchLength(this.options, batch.messages.length - i)));
+            if (!(await deliverInHalves(run, { applyRun, deliverOne, running: going }))) return;
+            i += run.length;
           }
         } finally {
           await commit();
@@ -605,10 +606,10 @@ class KafkaSubscription {
       this.metrics.batchRun(run, 'ok', secondsSince(started));
       return true;
     } catch (err) {
-      // Its events are delivered again, one by one.
+      // Its events are delivered again, in halves.
       this.metrics.batchRun(run, 'retry', secondsSince(started));
       // A run is of one partition, so of one topic.
-      this.busOptions.logger.warn({ err, group: this.options.group, topic: run[0]!.topic, events: run.length }, 'event batch handler failed; delivering its events one by one');
+      this.busOptions.logger.warn({ err, group: this.options.group, topic: run[0]!.topic, events: run.length }, 'event batch handler failed; delivering its events again in halves');
       return false;
     }
   }

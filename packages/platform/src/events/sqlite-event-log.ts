@@ -4,6 +4,7 @@ import { openSqlite, type SqliteDatabase } from '../sqlite';
 import { batchLength, type DeliveredEvent, type EventBus, type OutgoingEvent, type SubscribeOptions, type Subscription } from './event-bus';
 import { isEngineUnavailableError } from '../readiness';
 import { errorMessage } from '../errors';
+import { deliverInHalves } from './deliver-in-halves';
 import { consumerMetrics, countPublishedEvents, secondsSince, type ConsumerMetrics } from './event-metrics';
 
 const MIGRATIONS = [
@@ -160,26 +161,29 @@ class SqliteSubscription {
         this.logOptions.logger.error({ err, group }, 'event log read failed');
         rows = [];
       }
-      // With a batchHandler, a run of rows is applied together; a run that fails is delivered row by row.
+      // With a batchHandler, a run of rows is applied together; a run that fails is delivered again in halves.
       for (let i = 0; i < rows.length; ) {
-        if (!this.running) return;
         const run = rows.slice(i, i + batchLength(this.options, rows.length - i));
-        if (run.length > 1 && (await this.deliverRun(run))) {
-          for (const r of run) commit.run(group, r.topic, r.seq);
-          i += run.length;
-          continue;
-        }
-        for (const row of run) {
-          if (!this.running) return;
-          const delivered = await this.deliver(row);
-          if (!delivered.ok) {
-            if (!this.running) return;
-            deadLetter.run(group, row.topic, row.seq, delivered.error, new Date().toISOString(), delivered.attempts);
-            this.metrics.outcome(row.topic, 'dead_letter');
-            this.logOptions.logger.error({ group, topic: row.topic, seq: row.seq, error: delivered.error }, 'event moved to dead letters');
-          }
-          commit.run(group, row.topic, row.seq);
-        }
+        const done = await deliverInHalves(run, {
+          applyRun: async (part) => {
+            if (!(await this.deliverRun(part))) return false;
+            for (const r of part) commit.run(group, r.topic, r.seq);
+            return true;
+          },
+          deliverOne: async (row) => {
+            const delivered = await this.deliver(row);
+            if (!delivered.ok) {
+              if (!this.running) return false;
+              deadLetter.run(group, row.topic, row.seq, delivered.error, new Date().toISOString(), delivered.attempts);
+              this.metrics.outcome(row.topic, 'dead_letter');
+              this.logOptions.logger.error({ group, topic: row.topic, seq: row.seq, error: delivered.error }, 'event moved to dead letters');
+            }
+            commit.run(group, row.topic, row.seq);
+            return true;
+          },
+          running: () => this.running,
+        });
+        if (!done) return;
         i += run.length;
       }
       if (rows.length === 0) await this.idle();
@@ -231,9 +235,9 @@ class SqliteSubscription {
       this.metrics.batchRun(run, 'ok', secondsSince(started));
       return true;
     } catch (err) {
-      // Its events are delivered again, one by one.
+      // Its events are delivered again, in halves.
       this.metrics.batchRun(run, 'retry', secondsSince(started));
-      this.logOptions.logger.warn({ err, group: this.options.group, events: run.length }, 'event batch handler failed; delivering its events one by one');
+      this.logOptions.logger.warn({ err, group: this.options.group, events: run.length }, 'event batch handler failed; delivering its events again in halves');
       return false;
     }
   }

@@ -87,6 +87,28 @@ describe('transactional outbox', () => {
     }
   });
 
+  it('flush() returns while the store keeps failing slower than the relay kicks itself (an engine timing out), leaving the entries for later', async () => {
+    const d = dir();
+    const db = openSqlite(join(d, 'svc.db'), [SQLITE_OUTBOX_MIGRATION]);
+    const bus = new SqliteEventLog({ path: join(d, 'events.db'), logger });
+    const sqlite = new SqliteOutboxStore(db);
+    // Like MongoDB gone: every read waits out server selection, longer than the relay's interval, then fails.
+    const unreachable = () => new Promise<never>((_, reject) => setTimeout(() => reject(new Error('server selection timed out')), 200));
+    const store: OutboxStore = { pending: unreachable, remove: (ids) => sqlite.remove(ids), count: unreachable };
+    db.transaction(() => appendToSqliteOutbox(db, [{ topic: 't', key: 'k', payload: Buffer.from('kept') }]))();
+    const relay = new OutboxRelay(store, bus, logger, { name: 'unreachable', intervalMs: 20 });
+    relay.start();
+    try {
+      await relay.flush();
+      await relay.stop();
+      expect(await sqlite.count()).toBe(1);
+    } finally {
+      await relay.stop();
+      await bus.close();
+      db.close();
+    }
+  }, 15_000);
+
   it("shows its backlog and failed drains on /metrics, and a pending count of 0 once drained", async () => {
     const d = dir();
     const db = openSqlite(join(d, 'svc.db'), [SQLITE_OUTBOX_MIGRATION]);

@@ -121,19 +121,17 @@ export class OutboxRelay {
       this.again = true;
       return;
     }
-    this.draining = this.drain().finally(() => {
-      this.draining = undefined;
-      if (this.again) {
-        this.again = false;
-        this.kick();
-      }
-    });
+    this.startDrain();
   }
 
-  /** Resolves when everything written so far has been published (or publishing failed and will be retried). */
+  /**
+   * Resolves when everything written so far has been published (or publishing failed and will be retried): after the
+   * drain under way, then one that starts after this call. Kicks arriving meanwhile (the timer's) are not waited for,
+   * or a drain slower than the interval (an engine timing out) would keep flush() waiting for ever.
+   */
   async flush(): Promise<void> {
-    while (this.draining) await this.draining;
-    await this.drain();
+    if (this.draining) await this.draining;
+    await (this.draining ?? this.startDrain());
   }
 
   async stop(): Promise<void> {
@@ -141,6 +139,18 @@ export class OutboxRelay {
     if (this.timer) clearInterval(this.timer);
     if (this.leaseRetry) clearTimeout(this.leaseRetry);
     while (this.draining) await this.draining;
+  }
+
+  private startDrain(): Promise<void> {
+    const draining = this.drain().finally(() => {
+      this.draining = undefined;
+      if (this.again) {
+        this.again = false;
+        this.kick();
+      }
+    });
+    this.draining = draining;
+    return draining;
   }
 
   private async drain(): Promise<void> {

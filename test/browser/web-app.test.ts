@@ -10,6 +10,9 @@ import { mkdirSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { tmpdir } from 'node:os';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
+
+/** What the tests touch of an <input> or <textarea> inside the page (the test files are type-checked without the DOM library). */
+type PageTextField = { value: string; dispatchEvent(event: Event): boolean };
 import { chromium } from 'playwright-core';
 import { ApiClient } from '../support/http';
 import { Mailbox } from '../support/mailbox';
@@ -166,12 +169,12 @@ describeInBrowser('web app in headless Chromium', () => {
     // it (JSON.stringify would send it as "\udXXX"), the server refuses it, and the form names it. Made in the page,
     // so the test's own transport cannot replace it.
     for (const label of ['Password (at least 8 characters)', 'Repeat the password']) {
-      await page.getByLabel(label).evaluate((input: HTMLInputElement, value) => {
+      await page.getByLabel(label).evaluate((input: PageTextField, value) => {
         input.value = `${value}${String.fromCharCode(0xd83c)}`;
         input.dispatchEvent(new Event('input', { bubbles: true }));
       }, password);
     }
-    expect(await page.getByLabel('Repeat the password').evaluate((input: HTMLInputElement) => input.value.charCodeAt(input.value.length - 1))).toBe(0xd83c);
+    expect(await page.getByLabel('Repeat the password').evaluate((input: PageTextField) => input.value.charCodeAt(input.value.length - 1))).toBe(0xd83c);
     await page.getByRole('button', { name: 'Create account' }).click();
     await page.getByText('Remove the broken character, half of an emoji or symbol (it was probably pasted in).').waitFor();
     await page.getByLabel('Password (at least 8 characters)').fill(password);
@@ -209,7 +212,7 @@ describeInBrowser('web app in headless Chromium', () => {
     await page.getByText('Remove the invisible control characters (they were probably pasted in).').waitFor();
     await page.getByLabel('Source link').fill('ftp://example.com/x');
     // Half a surrogate pair in the text, which the server refuses (it only drops control characters there), is named too.
-    await page.getByLabel('Card text').evaluate((area: HTMLTextAreaElement) => {
+    await page.getByLabel('Card text').evaluate((area: PageTextField) => {
       area.value = `Far too short${String.fromCharCode(0xdc00)}`;
       area.dispatchEvent(new Event('input', { bubbles: true }));
     });

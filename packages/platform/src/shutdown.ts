@@ -17,3 +17,14 @@ export function stopOnSignals(stop: () => Promise<void>, logger: Logger): void {
   process.once('SIGTERM', handler);
   process.once('SIGINT', handler);
 }
+
+/** Whether `promise` settled (resolved or rejected) within `ms` (true when there is none), leaving no timer behind. */
+export async function settledWithin(promise: Promise<unknown> | undefined, ms: number): Promise<boolean> {
+  if (!promise) return true;
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([promise.then(() => true, () => true), new Promise<boolean>((r) => (timer = setTimeout(() => r(false), ms)))]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

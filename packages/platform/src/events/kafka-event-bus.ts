@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import { assertPublishable, batchLength, eventBytes, type DeliveredEvent, type EventBus, type OutgoingEvent, type SubscribeOptions, type Subscription } from './event-bus';
 import { isEngineUnavailableError } from '../readiness';
 import { errorMessage } from '../errors';
+import { settledWithin } from '../shutdown';
 import { RETAIN_FOREVER_MS, retainForever } from './kafka-topic-retention';
 import { deliverInHalves } from './deliver-in-halves';
 import { consumerMetrics, countPublishedEvents, secondsSince, type ConsumerMetrics } from './event-metrics';
@@ -420,17 +421,6 @@ function isRetriableCrash(err: unknown): boolean {
 
 /** How long close() lets a consumer still joining its group finish joining before it disconnects it anyway. */
 const JOIN_SETTLE_MS = 5000;
-
-/** Whether `promise` settled within `ms` (true when there is none), leaving no timer behind. */
-async function settledWithin(promise: Promise<unknown> | undefined, ms: number): Promise<boolean> {
-  if (!promise) return true;
-  let timer: NodeJS.Timeout | undefined;
-  try {
-    return await Promise.race([promise.then(() => true, () => true), new Promise<boolean>((r) => (timer = setTimeout(() => r(false), ms)))]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
 
 class KafkaSubscription {
   private stopping = false;

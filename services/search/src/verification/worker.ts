@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { OutboxRelay, Topics, connectMongo, createEventBus, mongoEngineCheck, type EngineCheck, type OutboxStore, type EventBus, type Logger, type Subscription } from '@cards/platform';
+import { OutboxRelay, Topics, connectMongo, createEventBus, mongoEngineCheck, settledWithin, type EngineCheck, type OutboxStore, type EventBus, type Logger, type Subscription } from '@cards/platform';
 import { events } from '@cards/proto';
 import { DnsHostResolver } from './adapters/dns/dns-host-resolver';
 import { WorkerFuzzballScorer } from './adapters/fuzzball/fuzzball-scorer';
@@ -13,6 +13,9 @@ import type { HostResolver, VerificationStore } from './domain/ports';
 import type { VerificationConfig } from './config';
 
 export const VERIFICATION_CONSUMER_GROUP = 'search-verification';
+
+/** How long stop() lets the outbox relay publish the results of the last jobs before it closes the bus under it. */
+const FINAL_FLUSH_MS = 2000;
 
 /**
  * Runs claimed jobs with at most `concurrency` in flight. Woken when a job is enqueued or finishes,
@@ -202,10 +205,15 @@ export async function startVerificationWorker(deps: VerificationWorkerDeps): Pro
       await fetcher.close();
       await scorer.close();
       await runnerStopped;
-      await relay.flush();
-      await relay.stop();
+      // Publishes what the jobs that just finished wrote, but waits at most FINAL_FLUSH_MS for a broker that is down;
+      // then, as cards and files do, the relay stops and the bus closes together, which cuts a publish still retrying:
+      // its entries stay in the outbox for the next start (delayed, not lost).
+      const flushed = relay.flush();
+      if (!(await settledWithin(flushed, FINAL_FLUSH_MS))) logger.warn({ waitedMs: FINAL_FLUSH_MS }, 'verification results not published in time at shutdown: closing the event bus, what it has not sent stays in the outbox for the next start');
+      await Promise.all([relay.stop(), ownBus?.close()]);
+      // Cut by the close when the bus is ours; the caller's bus is the caller's to close.
+      if (ownBus) await flushed;
       await store.close();
-      await ownBus?.close();
     },
   };
 }

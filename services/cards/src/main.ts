@@ -26,6 +26,8 @@ interface CardsStore {
   outbox: OutboxStore;
   /** The engine behind the store, probed for readiness (none for SQLite). */
   engines: EngineCheck[];
+  /** For shutdown: closes at once while MongoDB does not answer, so the relay's drain under way fails instead of waiting for it. */
+  closeIfUnreachable(): Promise<boolean>;
   close(): Promise<void>;
 }
 
@@ -37,7 +39,7 @@ async function openStore(config: CardsConfig, logger: Logger): Promise<CardsStor
       await connection.close().catch(() => undefined);
       throw err;
     });
-    return { ...store, outbox: new MongoOutboxStore(connection.db), engines: [mongoEngineCheck(connection)], close: () => connection.close() };
+    return { ...store, outbox: new MongoOutboxStore(connection.db), engines: [mongoEngineCheck(connection)], closeIfUnreachable: () => connection.closeIfUnreachable(), close: () => connection.close() };
   }
   logger.info('MONGO_URL not set: using the embedded SQLite store');
   const db = openCardsDatabase(join(config.DATA_DIR, 'cards', 'cards.db'));
@@ -48,6 +50,7 @@ async function openStore(config: CardsConfig, logger: Logger): Promise<CardsStor
     contentLock: new InProcessContentLock(),
     outbox: new SqliteOutboxStore(db),
     engines: [],
+    closeIfUnreachable: async () => false,
     close: async () => {
       db.close();
     },
@@ -101,6 +104,7 @@ export async function startCards(env: Record<string, string | undefined> = proce
       await grpc.shutdown();
       await subscription.close();
       for (const peer of Object.values(peers)) peer.channel.close();
+      await store.closeIfUnreachable();
       // Together: closing the bus abandons a publish stuck connecting to brokers that are down, which relay.stop()
       // would wait out; its entries stay in the outbox.
       await Promise.all([relay.stop(), bus.close()]);

@@ -33,15 +33,19 @@ function objectStoreFrom(config: FilesConfig, logger: Logger): ObjectStore {
 }
 
 /** MongoDB when MONGO_URL is set (its own database "files"), else SQLite under DATA_DIR; the outbox lives beside the records. */
-async function repositoryFrom(config: FilesConfig, logger: Logger, engines: EngineCheck[]): Promise<{ repository: FileRepository; outbox: OutboxStore }> {
+async function repositoryFrom(
+  config: FilesConfig,
+  logger: Logger,
+  engines: EngineCheck[],
+): Promise<{ repository: FileRepository; outbox: OutboxStore; closeIfUnreachable: () => Promise<boolean> }> {
   if (config.MONGO_URL) {
     const connection = await connectMongo({ url: config.MONGO_URL, database: 'files', logger });
     engines.push(mongoEngineCheck(connection));
-    return { repository: await MongoFileRepository.open(connection), outbox: new MongoOutboxStore(connection.db) };
+    return { repository: await MongoFileRepository.open(connection), outbox: new MongoOutboxStore(connection.db), closeIfUnreachable: () => connection.closeIfUnreachable() };
   }
   logger.info('MONGO_URL not set: using the embedded SQLite store');
   const repository = new SqliteFileRepository(join(config.DATA_DIR, 'files', 'files.db'));
-  return { repository, outbox: new SqliteOutboxStore(repository.db) };
+  return { repository, outbox: new SqliteOutboxStore(repository.db), closeIfUnreachable: async () => false };
 }
 
 /** Composition root of the files service. */
@@ -50,7 +54,7 @@ export async function startFiles(env: Record<string, string | undefined> = proce
   const serverSettings = grpcServerSettingsFrom(env);
   const logger = createLogger('files');
   const engines: EngineCheck[] = [];
-  const { repository, outbox } = await repositoryFrom(config, logger, engines);
+  const { repository, outbox, closeIfUnreachable } = await repositoryFrom(config, logger, engines);
   const objects = objectStoreFrom(config, logger);
   if (objects instanceof MinioObjectStore) {
     // An unreachable S3 server fails the start with a message naming S3_ENDPOINT. Only uploads and
@@ -89,6 +93,8 @@ export async function startFiles(env: Record<string, string | undefined> = proce
     async stop() {
       await grpc.shutdown();
       await http.close();
+      // MongoDB gone: the relay's drain and the ingestion under way fail at once instead of waiting for a server.
+      await closeIfUnreachable();
       await subscription.close();
       // Together: closing the bus abandons a publish stuck connecting to brokers that are down, which relay.stop()
       // would wait out; its entries stay in the outbox.

@@ -28,6 +28,12 @@ export interface MongoConnection {
   /** Pings the server; rejects with a clear message when it is gone (for readiness probes). */
   ready(): Promise<void>;
   close(): Promise<void>;
+  /**
+   * For shutdown, before waiting for background work (outbox relays, job runners): while no server answers (MongoDB
+   * gone) closes the client, so that work's operations fail at once instead of each waiting out server selection
+   * (what failed stays stored for the next start), and answers true; while one answers, does nothing and answers false.
+   */
+  closeIfUnreachable(): Promise<boolean>;
 }
 
 /** The URL without its password, for messages and logs. */
@@ -52,6 +58,11 @@ export async function connectMongo(options: MongoConnectionOptions): Promise<Mon
   } catch (err) {
     throw new Error(`MONGO_URL is not a valid MongoDB connection string (${where}): ${(err as Error).message}`);
   }
+  // The driver's own view: a server counts once it answered a check or an operation, and no longer after a network error.
+  let anyServerAnswers = true;
+  client.on('topologyDescriptionChanged', (event) => {
+    anyServerAnswers = event.newDescription.hasKnownServers;
+  });
   const prefix = options.databasePrefix ?? (process.env.MONGO_DATABASE_PREFIX || undefined);
   const database = prefix ? `${prefix}_${options.database}` : options.database;
   const db = client.db(database);
@@ -80,6 +91,11 @@ export async function connectMongo(options: MongoConnectionOptions): Promise<Mon
       }
     },
     close: () => client.close(),
+    async closeIfUnreachable() {
+      if (anyServerAnswers) return false;
+      await client.close();
+      return true;
+    },
   };
 }
 

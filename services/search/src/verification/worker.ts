@@ -197,6 +197,8 @@ export async function startVerificationWorker(deps: VerificationWorkerDeps): Pro
   return {
     engines,
     async stop() {
+      // MongoDB gone: the claims, jobs and outbox drains below fail at once instead of each waiting for a server.
+      await connection?.closeIfUnreachable();
       await subscription?.close();
       // No new claims first (stop() sets that synchronously), or a released job would be claimed again
       // at once; then interrupt work in flight so shutdown never waits out a slow page or a long scoring.

@@ -1,0 +1,31 @@
+import { createLogger } from '../src/logger';
+import { connectMongo, MongoOutboxStore } from '../src/mongo';
+import { describeOnEngine, engineForSuite } from '../../../test/engines/suite';
+import { startMongoSync } from '../../../test/engines/mongo';
+import { waitFor } from '../../../test/engines/service-process';
+
+const logger = createLogger('mongo-connection-test', process.env.LOG_LEVEL ?? 'fatal');
+// Its own server: the test stops it.
+const { engine, skipReason } = engineForSuite('mongo-java-server', startMongoSync);
+
+describeOnEngine('MongoConnection.closeIfUnreachable (mongo-java-server)', skipReason, () => {
+  it('leaves a connection whose server answers alone; once the server is gone, closes it so an operation waiting for a server fails at once', async () => {
+    // Server selection far longer than the test may take: only the close can end the waiting read.
+    const connection = await connectMongo({ url: engine!.url, database: 'close_if_unreachable', logger, serverSelectionTimeoutMs: 120_000 });
+    const outbox = new MongoOutboxStore(connection.db);
+    try {
+      expect(await connection.closeIfUnreachable()).toBe(false);
+      expect(await outbox.count()).toBe(0);
+
+      await engine!.stop();
+      const waitingRead = outbox.pending(10).then(
+        () => 'answered',
+        (err: Error) => err.name,
+      );
+      await waitFor('the driver sees no server', () => connection.closeIfUnreachable(), 20_000);
+      expect(await waitingRead).toMatch(/^Mongo/);
+    } finally {
+      await connection.close();
+    }
+  }, 40_000);
+});

@@ -1,6 +1,7 @@
 import { createChannel, createClientFactory, Metadata, ClientError, Status, type Channel, type CompatServiceDefinition, type Client, type ClientMiddlewareCall, type CallOptions } from 'nice-grpc';
 import { callInProcess, inProcessMethod, resultOfUnary, unaryMethodsOf, type TsProtoDefinition } from './in-process-calls';
 import { currentRequestContext, REQUEST_ID_METADATA_KEY } from './request-context';
+import { recordStatusOfService, trailerSaysStatusOfService } from './status-origin';
 
 export interface RetryOptions {
   /** Retry unary calls on UNAVAILABLE; only for idempotent methods. */
@@ -13,21 +14,40 @@ export interface DeadlineOptions {
 }
 
 /**
- * Request id, deadline and retry in one middleware: every gateway request makes at least one call,
- * and each middleware layer is another async generator and promise chain per call.
+ * Request id, deadline, retry and the origin of a failed call's status (isStatusOfService) in one middleware: every
+ * gateway request makes at least one call, and each middleware layer is another async generator and promise chain per call.
  */
 async function* callPolicyMiddleware<Request, Response>(
   call: ClientMiddlewareCall<Request, Response, RetryOptions & DeadlineOptions>,
   options: CallOptions & RetryOptions & DeadlineOptions,
 ) {
-  const { idempotent, deadline, signal: callerSignal, ...rest } = options;
+  const { idempotent, deadline, signal: callerSignal, onTrailer, ...rest } = options;
   const requestId = currentRequestContext()?.requestId;
   if (requestId) {
     const metadata = Metadata(rest.metadata);
     metadata.set(REQUEST_ID_METADATA_KEY, requestId);
     rest.metadata = metadata;
   }
-  if (deadline == null || callerSignal?.aborted) return yield* call.next(call.request, { ...rest, signal: callerSignal });
+  // Reset per attempt: a retry's status must not pass for the service's because an earlier attempt's was.
+  let statusOfService = false;
+  const passed = {
+    ...rest,
+    onTrailer(trailer: Metadata) {
+      statusOfService = trailerSaysStatusOfService(trailer);
+      onTrailer?.(trailer);
+    },
+  };
+  const noteOrigin = (error: unknown) => {
+    if (statusOfService && error instanceof ClientError) recordStatusOfService(error);
+    return error;
+  };
+  if (deadline == null || callerSignal?.aborted) {
+    try {
+      return yield* call.next(call.request, { ...passed, signal: callerSignal });
+    } catch (error) {
+      throw noteOrigin(error);
+    }
+  }
   const abort = new AbortController();
   const onCallerAbort = () => abort.abort();
   callerSignal?.addEventListener('abort', onCallerAbort);
@@ -39,14 +59,15 @@ async function* callPolicyMiddleware<Request, Response>(
     },
     deadline instanceof Date ? deadline.getTime() - Date.now() : deadline,
   );
-  const attemptOptions = { ...rest, signal: abort.signal };
+  const attemptOptions = { ...passed, signal: abort.signal };
   const retries = idempotent && !call.requestStream && !call.responseStream ? 2 : 0;
   try {
     for (let attempt = 0; ; attempt++) {
+      statusOfService = false;
       try {
         return yield* call.next(call.request, attemptOptions);
       } catch (error) {
-        if (!(error instanceof ClientError) || error.code !== Status.UNAVAILABLE || attempt >= retries || timedOut) throw error;
+        if (!(error instanceof ClientError) || error.code !== Status.UNAVAILABLE || attempt >= retries || timedOut) throw noteOrigin(error);
         await new Promise((r) => setTimeout(r, 50 * 2 ** attempt));
       }
     }

@@ -9,6 +9,7 @@ import { metricsMiddleware, startMetricsServer, type MetricsServerHandle } from 
 import { localAddresses, serveInProcess, type TsProtoDefinition } from './in-process-calls';
 import { isEngineUnavailableError, type EngineReadinessMonitor, type ReadinessStatus } from './readiness';
 import { REQUEST_ID_METADATA_KEY, requestIdFrom, runWithRequestContext } from './request-context';
+import { markStatusOfService } from './status-origin';
 
 /** Maps domain errors to gRPC statuses; anything unexpected becomes INTERNAL with a generic message and a logged stack. */
 export function errorMiddleware(logger: Logger) {
@@ -17,7 +18,10 @@ export function errorMiddleware(logger: Logger) {
       return yield* call.next(call.request, context);
     } catch (error) {
       if (error instanceof ServerError || isAbortError(error)) throw error;
-      if (error instanceof DomainError) throw new ServerError(error.status, error.message);
+      if (error instanceof DomainError) {
+        markStatusOfService(context.trailer);
+        throw new ServerError(error.status, error.message);
+      }
       if (isEngineUnavailableError(error)) {
         logger.warn({ err: error, method: call.method.path }, 'an engine is unreachable: answering UNAVAILABLE');
         throw new ServerError(Status.UNAVAILABLE, 'Service temporarily unavailable: a storage engine cannot be reached; try again shortly');

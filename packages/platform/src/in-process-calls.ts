@@ -132,6 +132,8 @@ export async function* callInProcess(method: InProcessMethod, request: unknown, 
     // chain of in-process calls must not run as one long run of microtasks that keeps HTTP requests waiting.
     new Promise<void>((started) => setImmediate(started))
       .then(() => resultOfUnary(method.invoke(decoded, context)))
+      // As grpc-js hands the trailer over with the status, whatever the outcome.
+      .finally(() => options.onTrailer?.(context.trailer))
       .then(
         (response) => {
           try {

@@ -9,6 +9,7 @@ export * from './ids';
 export * from './logger';
 export * from './request-context';
 export * from './shutdown';
+export * from './status-origin';
 export * from './sqlite';
 export * from './events/event-bus';
 export * from './events/outbox';

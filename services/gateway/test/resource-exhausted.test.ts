@@ -1,0 +1,100 @@
+import { randomUUID } from 'node:crypto';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Writable } from 'node:stream';
+import { createLogger, enableInProcessCalls, ResourceExhaustedError, startGrpcServer, type GrpcServerHandle } from '@cards/platform';
+import { cards, identity } from '@cards/proto';
+import type { Channel } from 'nice-grpc';
+import { createGatewayClients } from '../src/clients';
+import { appWithoutServices } from './app-without-services';
+
+/** Users whose collection listing the stub cards service answers in a way the test names. */
+const overQuota = randomUUID();
+const tooLarge = randomUUID();
+
+/** Every method of a definition refusing, but the ones given. */
+function stub<T extends object>(definition: { methods: Record<string, unknown> }, methods: Partial<T>): T {
+  const unimplemented = async () => {
+    throw new Error('not used');
+  };
+  return { ...Object.fromEntries(Object.keys(definition.methods).map((key) => [key, unimplemented])), ...methods } as T;
+}
+
+let server: GrpcServerHandle;
+
+beforeAll(async () => {
+  server = await startGrpcServer({
+    name: 'stub',
+    logger: createLogger('stub', 'silent'),
+    register(s) {
+      s.add(
+        identity.IdentityServiceDefinition,
+        stub<identity.IdentityServiceImplementation>(identity.IdentityServiceDefinition, {
+          async getUsers(req) {
+            return { users: req.ids.map((id) => ({ id, email: `${id}@example.com` })) };
+          },
+        }),
+      );
+      s.add(
+        cards.CardServiceDefinition,
+        stub<cards.CardServiceImplementation>(cards.CardServiceDefinition, {
+          async listUserCollections(req) {
+            // A service's own quota: the client's doing.
+            if (req.userId === overQuota) throw new ResourceExhaustedError('collections: more than this user may list at once');
+            // An answer over gRPC's 8 MiB message limit, as an unpaged list of 4,500 long collections was.
+            const at = new Date('2026-01-01T00:00:00.000Z');
+            const collection = { authorId: req.userId, name: 'long', description: 'd'.repeat(2000), isPublic: true, createdAt: at, updatedAt: at };
+            return { collections: Array.from({ length: 4500 }, () => ({ ...collection, id: randomUUID() })), nextPageToken: '' };
+          },
+        }),
+      );
+    },
+  });
+});
+afterAll(() => server.shutdown());
+
+describe.each([
+  ['over the network', false],
+  ['in process', true],
+])('a RESOURCE_EXHAUSTED status behind the gateway, %s', (_transport, inProcess) => {
+  let http: Server;
+  let base: string;
+  let channels: Channel[];
+  const logged: string[] = [];
+
+  beforeAll(async () => {
+    enableInProcessCalls(inProcess);
+    const address = server.address;
+    const made = createGatewayClients({ identity: address, cards: address, search: address, files: address, notifications: address }, 10_000);
+    channels = made.channels;
+    const logSink = new Writable({
+      write(chunk, _encoding, done) {
+        logged.push(String(chunk));
+        done();
+      },
+    });
+    http = createServer(appWithoutServices({ clients: made.clients, logger: createLogger('gateway-test', 'info', logSink), accessLogLevel: 'silent' }));
+    await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
+    base = `http://127.0.0.1:${(http.address() as AddressInfo).port}`;
+  });
+  afterAll(() => {
+    enableInProcessCalls(false);
+    http.close();
+    channels.forEach((c) => c.close());
+  });
+
+  it("is 429 with the service's message when the service's own code refused (a quota or limit)", async () => {
+    const res = await fetch(`${base}/api/user/collections/${overQuota}`);
+    expect({ status: res.status, body: await res.json() }).toEqual({ status: 429, body: { message: 'collections: more than this user may list at once' } });
+  });
+
+  if (!inProcess) {
+    // In process, messages are never framed, so no size limit applies (see docs/decisions.md).
+    it("is a 500 with a generic message, the detail only in the log, when it is gRPC's own: a message over the size limit", async () => {
+      const res = await fetch(`${base}/api/user/collections/${tooLarge}`);
+      const body = await res.json();
+      expect({ status: res.status, body }).toEqual({ status: 500, body: { message: 'Internal error' } });
+      expect(logged.join('')).toMatch(/message larger than max/);
+    });
+  }
+});

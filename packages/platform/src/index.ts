@@ -6,6 +6,7 @@ export * from './grpc-metrics';
 export { enableInProcessCalls } from './in-process-calls';
 export * from './http-status';
 export * from './ids';
+export * from './paging';
 export * from './logger';
 export * from './request-context';
 export * from './shutdown';

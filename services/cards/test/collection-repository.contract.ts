@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { Topics } from '@cards/platform';
+import type { Collection } from '../src/domain/model';
 import { fingerprintOf } from '../src/domain/rules';
 import { aCard, aCollection, nextTime } from './builders';
 import type { CardsStoreFactory, CardsStoreFixture } from './fixture';
@@ -190,6 +191,66 @@ export function describeCollectionRepositoryContract(name: string, factory: Card
       expect(await store.collections.listVisibleBookmarkedRoots(onlyCopy.id, owner, 0, 10)).toEqual([others[1]!.id]);
       expect(await store.collections.listVisibleBookmarkedRoots(onlyCopy.id, null, 0, 10)).toEqual([]);
       expect(await store.collections.countVisibleBookmarkedRoots(onlyCopy.id, null)).toBe(0);
+    });
+
+    /** Every page of an author's collections from the newest on, following `next` until there is none. */
+    async function allPages(authorId: string, includePrivate: boolean, limit: number) {
+      const pages: Collection[][] = [];
+      let after: string | undefined;
+      do {
+        const page = await store.collections.listPageByAuthor(authorId, includePrivate, limit, after);
+        pages.push(page.items);
+        after = page.next;
+      } while (after !== undefined);
+      return pages;
+    }
+
+    it("lists an author's collections in pages of the given size, in listByAuthor's order, each once, private ones only on request", async () => {
+      const owner = randomUUID();
+      const made = Array.from({ length: 5 }, (_, i) => (i % 2 ? aCollection().by(owner).private() : aCollection().by(owner)).build());
+      // Equal creation times list by id, across a page boundary too.
+      const sameMoment = nextTime();
+      for (let i = 0; i < 3; i++) made.push({ ...aCollection().by(owner).build(), createdAt: sameMoment, updatedAt: sameMoment });
+      for (const c of [...made, aCollection().build()]) await store.collections.insert(c, []);
+
+      const all = await store.collections.listByAuthor(owner, true);
+      expect(all.map((c) => c.id)).toEqual([...made.slice(5).sort((a, b) => (a.id < b.id ? -1 : 1)), ...made.slice(0, 5).reverse()].map((c) => c.id));
+      const pages = await allPages(owner, true, 3);
+      expect(pages.map((p) => p.length)).toEqual([3, 3, 2]);
+      expect(pages.flat()).toEqual(all);
+      const publicPages = await allPages(owner, false, 2);
+      expect(publicPages.flat()).toEqual(await store.collections.listByAuthor(owner, false));
+      expect(publicPages.flat().every((c) => c.isPublic)).toBe(true);
+      expect((await allPages(owner, true, 8)).map((p) => p.length)).toEqual([8]);
+      expect(await store.collections.listPageByAuthor(randomUUID(), true, 5)).toEqual({ items: [] });
+    });
+
+    it('keeps its place while collections are created, changed and deleted between pages, and applies privacy on every page', async () => {
+      const owner = randomUUID();
+      const made = Array.from({ length: 6 }, () => aCollection().by(owner).build());
+      for (const c of made) await store.collections.insert(c, []);
+      const newestFirst = [...made].reverse();
+
+      const first = await store.collections.listPageByAuthor(owner, false, 2);
+      await store.collections.insert(aCollection().by(owner).build(), []);
+      const renamedAt = nextTime();
+      await store.collections.update(newestFirst[2]!.id, { name: 'Renamed', updatedAt: renamedAt }, []);
+      await store.collections.update(newestFirst[3]!.id, { isPublic: false, updatedAt: renamedAt }, []);
+      await store.collections.remove(newestFirst[4]!.id, []);
+      const rest = await store.collections.listPageByAuthor(owner, false, 10, first.next);
+
+      expect(first.items.map((c) => c.id)).toEqual(newestFirst.slice(0, 2).map((c) => c.id));
+      expect(rest.items.map((c) => c.id)).toEqual([newestFirst[2]!.id, newestFirst[5]!.id]);
+      expect(rest.items[0]).toMatchObject({ name: 'Renamed', updatedAt: renamedAt });
+      expect(rest.next).toBeUndefined();
+    });
+
+    it('refuses a page cursor it did not give, naming page_token', async () => {
+      const owner = randomUUID();
+      await store.collections.insert(aCollection().by(owner).build(), []);
+      for (const cursor of ['', 'garbage', '2026-01-01T00:00:00.000Z', `1_${randomUUID().toUpperCase()}`, `${'9'.repeat(16)}_${randomUUID()}`]) {
+        await expect(store.collections.listPageByAuthor(owner, true, 5, cursor)).rejects.toThrow(expect.objectContaining({ name: 'InvalidArgumentError', message: expect.stringContaining('page_token') }));
+      }
     });
 
     it("lists an author's collections (private only on request) and finds the owner's collections holding cards", async () => {

@@ -1,4 +1,5 @@
 import { newId, type OutgoingEvent } from '@cards/platform';
+import type { FileRecord } from '../src/domain/model';
 import type { FileRepository } from '../src/domain/ports';
 import { aFile } from './builders';
 
@@ -54,6 +55,63 @@ export function describeFileRepositoryContract(name: string, factory: () => Prom
       for (const f of [older, newer, other]) await subject.repository.create(f, []);
       expect((await subject.repository.listByUser(owner)).map((f) => f.id)).toEqual([newer.id, older.id]);
       expect(await subject.repository.listByUser(newId())).toEqual([]);
+    });
+
+    /** Every page of a user's files from the newest on, following `next` until there is none. */
+    async function allPages(userId: string, includePrivate: boolean, limit: number) {
+      const pages: FileRecord[][] = [];
+      let after: string | undefined;
+      do {
+        const page = await subject.repository.listPageByUser(userId, includePrivate, limit, after);
+        pages.push(page.items);
+        after = page.next;
+      } while (after !== undefined);
+      return pages;
+    }
+
+    it("lists a user's files in pages of the given size, in listByUser's order, each once, private ones only on request", async () => {
+      const owner = newId();
+      const made = Array.from({ length: 5 }, (_, i) => (i % 2 ? aFile().private() : aFile()).ownedBy(owner).createdAt(new Date(Date.UTC(2026, 0, 1 + i))).build());
+      // Equal creation times list by id, across a page boundary too.
+      for (let i = 0; i < 3; i++) made.push(aFile().ownedBy(owner).createdAt(new Date(Date.UTC(2026, 1, 1))).build());
+      for (const f of [...made, aFile().build()]) await subject.repository.create(f, []);
+
+      const all = await subject.repository.listByUser(owner);
+      expect(all.map((f) => f.id)).toEqual([...made.slice(5).sort((a, b) => (a.id < b.id ? -1 : 1)), ...made.slice(0, 5).reverse()].map((f) => f.id));
+      const pages = await allPages(owner, true, 3);
+      expect(pages.map((p) => p.length)).toEqual([3, 3, 2]);
+      expect(pages.flat()).toEqual(all);
+      expect((await allPages(owner, false, 2)).flat()).toEqual(all.filter((f) => !f.private));
+      expect((await allPages(owner, true, 8)).map((p) => p.length)).toEqual([8]);
+      expect(await subject.repository.listPageByUser(newId(), true, 5)).toEqual({ items: [] });
+    });
+
+    it('keeps its place while files are added, changed and deleted between pages, and applies privacy on every page', async () => {
+      const owner = newId();
+      const made = Array.from({ length: 6 }, (_, i) => aFile().ownedBy(owner).createdAt(new Date(Date.UTC(2026, 0, 1 + i))).build());
+      for (const f of made) await subject.repository.create(f, []);
+      const newestFirst = [...made].reverse();
+
+      const first = await subject.repository.listPageByUser(owner, false, 2);
+      await subject.repository.create(aFile().ownedBy(owner).createdAt(new Date(Date.UTC(2026, 5, 1))).build(), []);
+      const at = new Date('2026-07-01T00:00:00.000Z');
+      await subject.repository.setIngestion(newestFirst[2]!.id, { status: 'done', error: null, cardCount: 3, collectionId: null }, at);
+      await subject.repository.setPrivacy(newestFirst[3]!.id, true, at, []);
+      await subject.repository.delete(newestFirst[4]!.id, []);
+      const rest = await subject.repository.listPageByUser(owner, false, 10, first.next);
+
+      expect(first.items.map((f) => f.id)).toEqual(newestFirst.slice(0, 2).map((f) => f.id));
+      expect(rest.items.map((f) => f.id)).toEqual([newestFirst[2]!.id, newestFirst[5]!.id]);
+      expect(rest.items[0]).toMatchObject({ ingestionStatus: 'done', cardCount: 3 });
+      expect(rest.next).toBeUndefined();
+    });
+
+    it('refuses a page cursor it did not give, naming page_token', async () => {
+      const owner = newId();
+      await subject.repository.create(aFile().ownedBy(owner).build(), []);
+      for (const cursor of ['', 'garbage', '2026-01-01T00:00:00.000Z', `1_${newId().toUpperCase()}`, `${'9'.repeat(16)}_${newId()}`]) {
+        await expect(subject.repository.listPageByUser(owner, true, 5, cursor)).rejects.toThrow(expect.objectContaining({ name: 'InvalidArgumentError', message: expect.stringContaining('page_token') }));
+      }
     });
 
     it('setPrivacy changes the flag and updated_at, with its events only when the flag changes; false for an unknown id', async () => {

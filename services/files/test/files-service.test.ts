@@ -65,8 +65,8 @@ describe('FilesService', () => {
     await expect(service.get(secret.id, other)).rejects.toBeInstanceOf(NotFoundError);
     await expect(service.get(secret.id, undefined)).rejects.toBeInstanceOf(NotFoundError);
     expect((await service.get(secret.id, owner)).id).toBe(secret.id);
-    expect((await service.listUserFiles(owner, other)).map((f) => f.id)).toEqual([open.id]);
-    expect((await service.listUserFiles(owner, owner)).map((f) => f.id).sort()).toEqual([secret.id, open.id].sort());
+    expect((await service.listUserFiles(owner, other)).items.map((f) => f.id)).toEqual([open.id]);
+    expect((await service.listUserFiles(owner, owner)).items.map((f) => f.id).sort()).toEqual([secret.id, open.id].sort());
     await expect(service.setPrivacy(other, secret.id, false)).rejects.toBeInstanceOf(NotFoundError);
     await expect(service.setPrivacy(other, open.id, true)).rejects.toBeInstanceOf(PermissionDeniedError);
     await expect(service.delete(other, open.id)).rejects.toBeInstanceOf(PermissionDeniedError);

@@ -1,4 +1,4 @@
-import { InvalidArgumentError, newId, NotFoundError, PermissionDeniedError } from '@cards/platform';
+import { InvalidArgumentError, newId, NotFoundError, pageLimit, PermissionDeniedError, type Page } from '@cards/platform';
 import { isCollectionVisibleTo, isVisibleTo, PAGE_SIZE, totalPages, type Collection } from '../domain/model';
 import type { CardRepository, CollectionChange, CollectionRepository } from '../domain/ports';
 import { MAX_COLLECTION_NAME_CHARS, validCollectionDescription, validCollectionName } from '../domain/rules';
@@ -10,12 +10,25 @@ export interface CollectionServiceDeps {
   cards: CardRepository;
   cardService: CardService;
   eventsWritten: () => void;
+  /** Where a bookmark lookup page ends; FIND_CARD_COLLECTIONS_PAGE_BYTES unless a test sets less. */
+  lookupPageBytes?: number;
 }
 
 export interface CollectionPatch {
   name?: string;
   description?: string;
   isPublic?: boolean;
+}
+
+/** The most card ids one bookmark lookup may list. */
+const MAX_LOOKUP_CARDS = 500;
+/** Half of gRPC's 8 MiB message limit: a bookmark lookup page ends once its collection ids pass this many bytes. */
+export const FIND_CARD_COLLECTIONS_PAGE_BYTES = 4 * 1024 * 1024;
+
+/** A card of a bookmark lookup and the caller's collections that show it. */
+export interface CardCollections {
+  cardId: string;
+  collectionIds: string[];
 }
 
 /** Use cases of collections and bookmarks. */
@@ -100,9 +113,15 @@ export class CollectionService {
     return { collection, bookmarks: await this.deps.cardService.getCardGroups(rootIds, callerId), totalPages: totalPages(total) };
   }
 
-  /** Public collections of a user, or all of them for the user themselves. */
-  async listUserCollections(userId: string, callerId: string | undefined): Promise<Collection[]> {
-    return this.deps.collections.listByAuthor(userId, userId === callerId);
+  /**
+   * Public collections of a user, or all of them for the user themselves, newest first: at most `pageSize` (see
+   * pageLimit) after the `pageToken` a previous page gave; page size 0 with no token lists them all in one page.
+   */
+  async listUserCollections(userId: string, callerId: string | undefined, pageSize = 0, pageToken = ''): Promise<Page<Collection>> {
+    const includePrivate = userId === callerId;
+    const limit = pageLimit(pageSize, pageToken);
+    if (limit === undefined) return { items: await this.deps.collections.listByAuthor(userId, includePrivate) };
+    return this.deps.collections.listPageByAuthor(userId, includePrivate, limit, pageToken === '' ? undefined : pageToken);
   }
 
   /**
@@ -111,11 +130,31 @@ export class CollectionService {
    * so every card of a group answers the same: the collections holding any card of the group the caller may see. A
    * bookmarked card the caller can no longer see (made private by its author) answers none, as a deleted one does, so
    * its existence stays hidden.
+   *
+   * A card's answer does not depend on the others asked with it, so the answer comes in pages of cards: at most
+   * `pageSize` (see pageLimit), from the place the `pageToken` of the page before names in the same card ids, ending
+   * early once the page's collection ids pass FIND_CARD_COLLECTIONS_PAGE_BYTES. Page size 0 with no token: all at once.
    */
-  async findCardCollections(callerId: string | undefined, cardIds: readonly string[]): Promise<{ cardId: string; collectionIds: string[] }[]> {
+  async findCardCollections(callerId: string | undefined, cardIds: readonly string[], pageSize = 0, pageToken = ''): Promise<Page<CardCollections>> {
     const userId = requireCaller(callerId);
-    if (cardIds.length > 500) throw new InvalidArgumentError('collection_ids: at most 500 card ids');
-    const ids = [...new Set(cardIds)];
+    if (cardIds.length > MAX_LOOKUP_CARDS) throw new InvalidArgumentError(`collection_ids: at most ${MAX_LOOKUP_CARDS} card ids`);
+    const unique = [...new Set(cardIds)];
+    const limit = pageLimit(pageSize, pageToken, MAX_LOOKUP_CARDS);
+    if (limit === undefined) return { items: await this.cardCollections(userId, unique) };
+    const start = pageToken === '' ? 0 : Number(pageToken);
+    if (!/^$|^[1-9]\d{0,2}$/.test(pageToken) || (pageToken !== '' && start >= unique.length)) throw new InvalidArgumentError('page_token: not a token this service gave for these card ids');
+    const answered = await this.cardCollections(userId, unique.slice(start, start + limit));
+    let end = 0;
+    for (let bytes = 0; end < answered.length; end++) {
+      // Protobuf bytes of the entry, near enough: each id with its tag and length.
+      bytes += (1 + answered[end]!.collectionIds.length) * 38;
+      if (end > 0 && bytes > (this.deps.lookupPageBytes ?? FIND_CARD_COLLECTIONS_PAGE_BYTES)) break;
+    }
+    const items = answered.slice(0, end);
+    return start + end < unique.length ? { items, next: String(start + end) } : { items };
+  }
+
+  private async cardCollections(userId: string, ids: readonly string[]): Promise<CardCollections[]> {
     const rootIdOf = new Map((await this.deps.cards.findByIds(ids)).filter((c) => isVisibleTo(c, userId)).map((c) => [c.id, c.collisionOf ?? c.id]));
     const roots = (await this.deps.cards.findByIds([...new Set(rootIdOf.values())])).filter((r) => isVisibleTo(r, userId));
     const group = new Map(roots.map((r) => [r.id, [r.id]]));

@@ -1,4 +1,4 @@
-import type { OutgoingEvent } from '@cards/platform';
+import type { OutgoingEvent, Page } from '@cards/platform';
 import type { AuthorScore, Card, CardFingerprint, Collection, CollisionMove, ReceivedVotes, Vote } from './model';
 
 /** Thrown by CardRepository.update when the stored card is no longer the one the caller read (`ifUpdatedAt`). */
@@ -183,8 +183,15 @@ export interface CollectionRepository {
   countVisibleBookmarkedRoots(collectionId: string, viewerId: string | null): Promise<number>;
   /** Card ids bookmarked in a collection. */
   bookmarkedCardIds(collectionId: string): Promise<string[]>;
-  /** Collections of an author, newest first; private ones only when includePrivate. */
+  /** Collections of an author, newest first (equal creation times by id); private ones only when includePrivate. */
   listByAuthor(authorId: string, includePrivate: boolean): Promise<Collection[]>;
+  /**
+   * At most `limit` of them in the same order, starting after `after` (a `next` this repository gave; omitted: the
+   * newest). A position is a collection's creation time and id, which never change, so paging on while collections are
+   * created, changed or deleted lists each one that stays listable throughout exactly once; privacy is applied on every
+   * page. Throws InvalidArgumentError naming page_token for a cursor it did not give.
+   */
+  listPageByAuthor(authorId: string, includePrivate: boolean, limit: number, after?: string): Promise<Page<Collection>>;
   /** For each card id, the ids of the owner's collections holding it. */
   collectionsOfOwnerHolding(ownerId: string, cardIds: readonly string[]): Promise<Map<string, string[]>>;
   /** Every collection holding the card. */

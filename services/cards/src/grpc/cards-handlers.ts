@@ -132,10 +132,12 @@ export function cardsHandlers(cardService: CardService, collectionService: Colle
       return { collection: collectionToProto(page.collection), bookmarks: page.bookmarks.map(groupToProto), totalPages: page.totalPages };
     },
     async listUserCollections(req) {
-      return { collections: (await collectionService.listUserCollections(req.userId, req.callerId || undefined)).map(collectionToProto) };
+      const page = await collectionService.listUserCollections(req.userId, req.callerId || undefined, req.pageSize, req.pageToken);
+      return { collections: page.items.map(collectionToProto), nextPageToken: page.next ?? '' };
     },
     async findCardCollections(req) {
-      return { entries: await collectionService.findCardCollections(req.callerId, req.cardIds) };
+      const page = await collectionService.findCardCollections(req.callerId, req.cardIds, req.pageSize, req.pageToken);
+      return { entries: page.items, nextPageToken: page.next ?? '' };
     },
     async createFileCollection(req) {
       return collectionToProto(await collectionService.createFileCollection(req.ownerId, req.fileId, req.fileName, req.isPublic, req.cardIds));

@@ -1,10 +1,13 @@
 import type { Readable } from 'node:stream';
-import { InvalidArgumentError, NotFoundError, PermissionDeniedError, refuseIfProblem, ResourceExhaustedError, Topics, UnauthenticatedError, isUuid, newId, type Logger } from '@cards/platform';
+import { InvalidArgumentError, NotFoundError, pageLimit, PermissionDeniedError, refuseIfProblem, ResourceExhaustedError, Topics, UnauthenticatedError, isUuid, newId, type Logger, type Page } from '@cards/platform';
 import { events } from '@cards/proto';
 import { splitTags, tagsProblem } from '@cards/card-rules';
 import { checkMagicBytes, checkMimeType, formatFromFileName } from '../domain/document-format';
 import type { FileRecord } from '../domain/model';
 import type { DocumentReader, FileRepository, ObjectStore } from '../domain/ports';
+
+/** The most files one page holds: a file may carry 100 tags of 200 characters, so 200 files stay below ~4.2 MB as gRPC. */
+export const MAX_FILE_PAGE_SIZE = 200;
 
 export interface UploadInput {
   callerId: string;
@@ -107,11 +110,21 @@ export class FilesService {
     }
   }
 
-  /** The user's files the caller may see (all of them for the user, public ones for others), newest first. */
-  async listUserFiles(userId: string, callerId: string | undefined): Promise<FileRecord[]> {
+  /**
+   * The user's files the caller may see (all of them for the user, public ones for others), newest first: at most
+   * `pageSize` (capped at MAX_FILE_PAGE_SIZE) after the `pageToken` a previous page gave; page size 0 with no token
+   * lists them all in one page.
+   */
+  async listUserFiles(userId: string, callerId: string | undefined, pageSize = 0, pageToken = ''): Promise<Page<FileRecord>> {
     if (!isUuid(userId)) throw new InvalidArgumentError('user_id: must be a UUID');
-    const records = await this.deps.repository.listByUser(userId.toLowerCase());
-    return callerId === userId.toLowerCase() ? records : records.filter((r) => !r.private);
+    const owner = userId.toLowerCase();
+    const includePrivate = callerId === owner;
+    const limit = pageLimit(pageSize, pageToken, MAX_FILE_PAGE_SIZE);
+    if (limit === undefined) {
+      const records = await this.deps.repository.listByUser(owner);
+      return { items: includePrivate ? records : records.filter((r) => !r.private) };
+    }
+    return this.deps.repository.listPageByUser(owner, includePrivate, limit, pageToken === '' ? undefined : pageToken);
   }
 
   /** Sets the file's privacy; its cards and collection follow through the FilePrivacyChanged event. The same value again changes nothing. */

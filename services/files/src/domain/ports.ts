@@ -1,5 +1,5 @@
 import type { Readable } from 'node:stream';
-import type { OutgoingEvent } from '@cards/platform';
+import type { OutgoingEvent, Page } from '@cards/platform';
 import type { DocumentFormat, FileRecord, IngestionStatus, ParsedDocument } from './model';
 
 /**
@@ -11,8 +11,16 @@ export interface FileRepository {
   create(record: FileRecord, events: OutgoingEvent[]): Promise<void>;
   /** The record, or null when there is none. */
   get(id: string): Promise<FileRecord | null>;
-  /** All records of one user, newest first. */
+  /** All records of one user, newest first (equal creation times by id). */
   listByUser(userId: string): Promise<FileRecord[]>;
+  /**
+   * At most `limit` of the user's records in the same order, private ones only when includePrivate, starting after
+   * `after` (a `next` this repository gave; omitted: the newest). A position is a record's creation time and id, which
+   * never change, so paging on while files are added, changed or deleted lists each one that stays listable throughout
+   * exactly once; privacy is applied on every page. Throws InvalidArgumentError naming page_token for a cursor it did
+   * not give.
+   */
+  listPageByUser(userId: string, includePrivate: boolean, limit: number, after?: string): Promise<Page<FileRecord>>;
   /**
    * Sets the privacy flag and updated_at; when the flag changes, stores the events with it atomically. False when there
    * is no such record.

@@ -82,7 +82,8 @@ export function fileHandlers(service: FilesService): files.FileServiceImplementa
       return {};
     },
     async listUserFiles(req) {
-      return { files: (await service.listUserFiles(req.userId, req.callerId)).map(toProto) };
+      const page = await service.listUserFiles(req.userId, req.callerId, req.pageSize, req.pageToken);
+      return { files: page.items.map(toProto), nextPageToken: page.next ?? '' };
     },
   };
 }

@@ -35,3 +35,22 @@ export async function sendJsonArrayInPages(res: Response, pages: AsyncIterable<r
     throw err;
   }
 }
+
+/** One answer of a list RPC read in pages: its items, and the token of the next page ('' after the last). */
+export interface ListPage<T> {
+  items: readonly T[];
+  nextPageToken: string;
+}
+
+/**
+ * Every page of a list RPC, each read with the token the one before gave, until one gives none. `first` is the first
+ * page's read when it was started already (alongside another call); otherwise it is read on the first step.
+ */
+export async function* pagesOf<T>(readPage: (pageToken: string) => Promise<ListPage<T>>, first?: Promise<ListPage<T>>): AsyncGenerator<readonly T[]> {
+  let page = await (first ?? readPage(''));
+  yield page.items;
+  while (page.nextPageToken !== '') {
+    page = await readPage(page.nextPageToken);
+    yield page.items;
+  }
+}

@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { isUuid } from '@cards/platform';
 import type { RouteDeps } from '../app';
 import { notFound } from '../http/http-error';
+import { pagesOf, sendJsonArrayInPages } from '../http/json-array-in-pages';
 import { requireUser } from '../http/session';
 import { characterString, looseBoolean, nonBlankCharacterString, pageParam, parseBody, uuidParam, uuidString } from '../http/validation';
 import { presentCardGroups } from '../presenters/card-presenter';
@@ -31,18 +32,30 @@ export const findBookmarksBody = z.object({
     }),
 });
 
+/** Well under the gRPC message limit per page: 1,000 collections with 2,000-character descriptions are ~2.1 MB. */
+const COLLECTIONS_PAGE_SIZE = 1000;
+
+/** Reads one page of a user's collections as the caller may see them, presented as listings show them. */
+function collectionPageReader(clients: RouteDeps['clients'], userId: string, callerId: string | undefined) {
+  return async (pageToken: string) => {
+    const page = await clients.cards.listUserCollections({ userId, callerId, pageSize: COLLECTIONS_PAGE_SIZE, pageToken }, { idempotent: true });
+    return { items: page.collections.map((c) => presentCollection(c, { withFileId: true })), nextPageToken: page.nextPageToken };
+  };
+}
+
 /** Collections and bookmarks. Registered before the card and user routes (see app.ts). */
 export function registerCollectionRoutes(router: Router, { clients }: RouteDeps): void {
   router.get('/user/collections/:user_id', async (req, res) => {
     const userId = uuidParam(req, 'user_id');
-    const [, { collections }] = await forKnownUser(clients, userId, clients.cards.listUserCollections({ userId, callerId: req.user?.id }, { idempotent: true }));
-    res.json(collections.map((c) => presentCollection(c, { withFileId: true })));
+    const readPage = collectionPageReader(clients, userId, req.user?.id);
+    const first = readPage('');
+    await forKnownUser(clients, userId, first);
+    await sendJsonArrayInPages(res, pagesOf(readPage, first));
   });
 
   router.get('/card_collection', async (req, res) => {
     const user = requireUser(req);
-    const { collections } = await clients.cards.listUserCollections({ userId: user.id, callerId: user.id }, { idempotent: true });
-    res.json(collections.map((c) => presentCollection(c, { withFileId: true })));
+    await sendJsonArrayInPages(res, pagesOf(collectionPageReader(clients, user.id, user.id)));
   });
 
   router.post('/card_collection', async (req, res) => {
@@ -69,8 +82,11 @@ export function registerCollectionRoutes(router: Router, { clients }: RouteDeps)
   router.post('/card_collection/bookmark', async (req, res) => {
     const user = requireUser(req);
     const body = parseBody(findBookmarksBody, req);
-    const { entries } = await clients.cards.findCardCollections({ callerId: user.id, cardIds: body.collection_ids }, { idempotent: true });
-    res.json(entries.map((e) => ({ card_uuid: e.cardId, collection_ids: e.collectionIds })));
+    const entryPages = pagesOf(async (pageToken) => {
+      const page = await clients.cards.findCardCollections({ callerId: user.id, cardIds: body.collection_ids, pageSize: 500, pageToken }, { idempotent: true });
+      return { items: page.entries.map((e) => ({ card_uuid: e.cardId, collection_ids: e.collectionIds })), nextPageToken: page.nextPageToken };
+    });
+    await sendJsonArrayInPages(res, entryPages);
   });
 
   router.get('/card_collection/:collection_id/:page', async (req, res) => {

@@ -7,10 +7,13 @@ import { toApiTimestamp } from '@cards/platform';
 import type { files } from '@cards/proto';
 import type { RouteDeps } from '../app';
 import { HttpError, badRequest } from '../http/http-error';
+import { pagesOf, sendJsonArrayInPages } from '../http/json-array-in-pages';
 import { requireUser } from '../http/session';
 import { looseBoolean, nonBlankCharacterString, parseBody, tagList, uuidParam, uuidString } from '../http/validation';
 import { forKnownUser } from './known-user';
 
+/** Files per page of the listing: a file may carry 20 KB of tags, so 200 stay below ~4.2 MB (the service's cap). */
+const FILES_PAGE_SIZE = 200;
 /** Bytes per upload message on the UploadFile stream, far below gRPC's message size limit. */
 const UPLOAD_CHUNK_BYTES = 256 * 1024;
 /** Header the files service's internal download endpoint expects when it is configured with a token. */
@@ -103,8 +106,13 @@ export function registerFileRoutes(router: Router, { clients, filesHttpAddress, 
 
   router.get('/user/files/:user_id', async (req, res) => {
     const userId = uuidParam(req, 'user_id');
-    const [, { files: list }] = await forKnownUser(clients, userId, clients.files.listUserFiles({ userId, callerId: req.user?.id }, { idempotent: true }));
-    res.json(list.map((f) => presentFile(f)));
+    const readPage = async (pageToken: string) => {
+      const page = await clients.files.listUserFiles({ userId, callerId: req.user?.id, pageSize: FILES_PAGE_SIZE, pageToken }, { idempotent: true });
+      return { items: page.files.map((f) => presentFile(f)), nextPageToken: page.nextPageToken };
+    };
+    const first = readPage('');
+    await forKnownUser(clients, userId, first);
+    await sendJsonArrayInPages(res, pagesOf(readPage, first));
   });
 
   const proxy = createProxyMiddleware<Request, ServerResponse>({

@@ -4,7 +4,7 @@ import { toApiTimestamp } from '@cards/platform';
 import { notifications } from '@cards/proto';
 import type { RouteDeps } from '../app';
 import type { GatewayClients } from '../clients';
-import { sendJsonArrayInPages } from '../http/json-array-in-pages';
+import { pagesOf, sendJsonArrayInPages } from '../http/json-array-in-pages';
 import { requireUser } from '../http/session';
 import { parseBody, uuidString } from '../http/validation';
 
@@ -31,13 +31,11 @@ export function presentNotification(n: notifications.Notification) {
 const NOTIFICATIONS_PAGE_SIZE = 1000;
 
 /** Every notification of the user, newest first, presented, one gRPC page at a time. */
-async function* presentedNotificationPages(client: GatewayClients['notifications'], userId: string): AsyncGenerator<ReturnType<typeof presentNotification>[]> {
-  let pageToken = '';
-  do {
+function presentedNotificationPages(client: GatewayClients['notifications'], userId: string) {
+  return pagesOf(async (pageToken) => {
     const page = await client.listNotifications({ callerId: userId, pageSize: NOTIFICATIONS_PAGE_SIZE, pageToken }, { idempotent: true });
-    yield page.notifications.map(presentNotification);
-    pageToken = page.nextPageToken;
-  } while (pageToken !== '');
+    return { items: page.notifications.map(presentNotification), nextPageToken: page.nextPageToken };
+  });
 }
 
 /** The caller's notifications: list (newest first), mark one read, mark all read. */

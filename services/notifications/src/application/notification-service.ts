@@ -1,4 +1,4 @@
-import { InvalidArgumentError, NotFoundError, isUuid, newId, type Logger } from '@cards/platform';
+import { InvalidArgumentError, NotFoundError, isUuid, newId, pageLimit, type Logger } from '@cards/platform';
 import { clampScore, type Notification } from '../domain/model';
 import type { NotificationPage, NotificationRepository } from '../domain/ports';
 
@@ -38,9 +38,8 @@ export class NotificationService {
    */
   async listPage(callerId: string, pageSize: number, pageToken: string): Promise<NotificationPage> {
     const userId = requireUuid(callerId, 'caller_id');
-    if (!Number.isInteger(pageSize) || pageSize < 0) throw new InvalidArgumentError('page_size: must be 0 or more');
-    if (pageSize === 0 && pageToken === '') return { notifications: await this.repository.listForUser(userId) };
-    const limit = Math.min(pageSize || MAX_NOTIFICATION_PAGE_SIZE, MAX_NOTIFICATION_PAGE_SIZE);
+    const limit = pageLimit(pageSize, pageToken, MAX_NOTIFICATION_PAGE_SIZE);
+    if (limit === undefined) return { notifications: await this.repository.listForUser(userId) };
     return this.repository.listPageForUser(userId, limit, pageToken === '' ? undefined : pageToken);
   }
 

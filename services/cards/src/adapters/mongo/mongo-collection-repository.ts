@@ -1,8 +1,8 @@
-import { appendToMongoOutbox, appendToMongoOutboxOrUndo, isDuplicateKeyError, type OutgoingEvent } from '@cards/platform';
-import type { ClientSession } from 'mongodb';
+import { appendToMongoOutbox, appendToMongoOutboxOrUndo, creationCursor, isDuplicateKeyError, pageOfRows, type OutgoingEvent, type Page } from '@cards/platform';
+import type { ClientSession, Filter } from 'mongodb';
 import type { Collection } from '../../domain/model';
 import type { BookmarkAddition, CollectionChange, CollectionRepository } from '../../domain/ports';
-import { bookmarkId, fromCollectionDocument, toCollectionDocument, type BookmarkDocument, type MongoCardsDatabase } from './mongo-cards-database';
+import { bookmarkId, fromCollectionDocument, toCollectionDocument, type BookmarkDocument, type CollectionDocument, type MongoCardsDatabase } from './mongo-cards-database';
 
 /**
  * The roots of the bookmarked cards the viewer may see (private cards only for their author), one row each (`_id` the
@@ -196,6 +196,17 @@ export class MongoCollectionRepository implements CollectionRepository {
   async listByAuthor(authorId: string, includePrivate: boolean): Promise<Collection[]> {
     const docs = await this.store.collections.find(includePrivate ? { authorId } : { authorId, isPublic: true }).sort({ createdAt: -1, _id: 1 }).toArray();
     return docs.map(fromCollectionDocument);
+  }
+
+  async listPageByAuthor(authorId: string, includePrivate: boolean, limit: number, after?: string): Promise<Page<Collection>> {
+    let filter: Filter<CollectionDocument> = includePrivate ? { authorId } : { authorId, isPublic: true };
+    if (after !== undefined) {
+      const { createdAt, id } = creationCursor.parse(after);
+      // The $lte bound lets the collections_author index narrow the scan; the $or is the exact (createdAt desc, _id asc) position after the cursor.
+      filter = { ...filter, createdAt: { $lte: createdAt }, $or: [{ createdAt: { $lt: createdAt } }, { _id: { $gt: id } }] };
+    }
+    const docs = await this.store.collections.find(filter).sort({ createdAt: -1, _id: 1 }).limit(limit + 1).toArray();
+    return pageOfRows(docs.map(fromCollectionDocument), limit, creationCursor.after);
   }
 
   async collectionsOfOwnerHolding(ownerId: string, cardIds: readonly string[]): Promise<Map<string, string[]>> {

@@ -1,4 +1,4 @@
-import { appendToSqliteOutbox, type OutgoingEvent, type SqliteDatabase } from '@cards/platform';
+import { appendToSqliteOutbox, creationCursor, pageOfRows, type OutgoingEvent, type Page, type SqliteDatabase } from '@cards/platform';
 import type { Collection } from '../../domain/model';
 import type { BookmarkAddition, CollectionChange, CollectionRepository } from '../../domain/ports';
 import { chunks, collectionFromRow, placeholders, type CollectionRow } from './rows';
@@ -109,6 +109,19 @@ export class SqliteCollectionRepository implements CollectionRepository {
     const rows = this.db.prepare(`SELECT * FROM collections WHERE author_id = ? ${includePrivate ? '' : 'AND is_public = 1'} ORDER BY created_at DESC, id`)
       .all(authorId) as CollectionRow[];
     return rows.map(collectionFromRow);
+  }
+
+  async listPageByAuthor(authorId: string, includePrivate: boolean, limit: number, after?: string): Promise<Page<Collection>> {
+    const privacy = includePrivate ? '' : 'AND is_public = 1';
+    const cursor = after === undefined ? undefined : creationCursor.parse(after);
+    const rows = (
+      cursor === undefined
+        ? this.db.prepare(`SELECT * FROM collections WHERE author_id = ? ${privacy} ORDER BY created_at DESC, id LIMIT ?`).all(authorId, limit + 1)
+        : this.db
+            .prepare(`SELECT * FROM collections WHERE author_id = @authorId ${privacy} AND (created_at < @createdAt OR (created_at = @createdAt AND id > @id)) ORDER BY created_at DESC, id LIMIT @take`)
+            .all({ authorId, createdAt: iso(cursor.createdAt), id: cursor.id, take: limit + 1 })
+    ) as CollectionRow[];
+    return pageOfRows(rows.map(collectionFromRow), limit, creationCursor.after);
   }
 
   async collectionsOfOwnerHolding(ownerId: string, cardIds: readonly string[]): Promise<Map<string, string[]>> {

@@ -1,5 +1,5 @@
-import type { Collection } from 'mongodb';
-import { appendToMongoOutboxOrUndo, withOptionalTransaction, type MongoConnection, type OutgoingEvent } from '@cards/platform';
+import type { Collection, Filter } from 'mongodb';
+import { appendToMongoOutboxOrUndo, creationCursor, pageOfRows, withOptionalTransaction, type MongoConnection, type OutgoingEvent, type Page } from '@cards/platform';
 import type { DocumentFormat, FileRecord, IngestionStatus } from '../../domain/model';
 import type { FileRepository, IngestionOutcome } from '../../domain/ports';
 
@@ -80,6 +80,17 @@ export class MongoFileRepository implements FileRepository {
   async listByUser(userId: string): Promise<FileRecord[]> {
     const docs = await this.files.find({ userId }).sort({ createdAt: -1, _id: 1 }).toArray();
     return docs.map(fromPrimitives);
+  }
+
+  async listPageByUser(userId: string, includePrivate: boolean, limit: number, after?: string): Promise<Page<FileRecord>> {
+    let filter: Filter<FileDocument> = includePrivate ? { userId } : { userId, private: false };
+    if (after !== undefined) {
+      const { createdAt, id } = creationCursor.parse(after);
+      // The $lte bound lets the (userId, createdAt) index narrow the scan; the $or is the exact (createdAt desc, _id asc) position after the cursor.
+      filter = { ...filter, createdAt: { $lte: createdAt }, $or: [{ createdAt: { $lt: createdAt } }, { _id: { $gt: id } }] };
+    }
+    const docs = await this.files.find(filter).sort({ createdAt: -1, _id: 1 }).limit(limit + 1).toArray();
+    return pageOfRows(docs.map(fromPrimitives), limit, creationCursor.after);
   }
 
   async setPrivacy(id: string, isPrivate: boolean, now: Date, events: OutgoingEvent[]): Promise<boolean> {

@@ -1,5 +1,5 @@
 import { MongoServerError, ObjectId, type Collection, type Filter } from 'mongodb';
-import { InvalidArgumentError, type MongoConnection } from '@cards/platform';
+import { InvalidArgumentError, pageOfRows, type MongoConnection } from '@cards/platform';
 import { subjectKeyOf, type Notification } from '../../domain/model';
 import type { NotificationPage, NotificationRepository } from '../../domain/ports';
 
@@ -104,10 +104,9 @@ export class MongoNotificationRepository implements NotificationRepository {
       // The $lte bound lets the user_newest index narrow the scan; the $or is the exact (createdAt, _id) < cursor.
       filter = { userId, createdAt: { $lte: createdAt }, $or: [{ createdAt: { $lt: createdAt } }, { _id: { $lt: id } }] };
     }
-    // One document past the page tells whether another page follows without a further query.
     const docs = await this.notifications.find(filter).sort({ createdAt: -1, _id: -1 }).limit(limit + 1).toArray();
-    const page = docs.slice(0, limit);
-    return { notifications: page.map(fromPrimitives), ...(docs.length > limit && page.length > 0 ? { next: cursorAfter(page[page.length - 1]!) } : {}) };
+    const page = pageOfRows(docs, limit, cursorAfter);
+    return { notifications: page.items.map(fromPrimitives), ...(page.next !== undefined ? { next: page.next } : {}) };
   }
 
   async markRead(userId: string, notificationId: string, at: Date): Promise<boolean> {

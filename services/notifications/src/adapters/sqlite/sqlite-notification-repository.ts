@@ -1,4 +1,4 @@
-import { InvalidArgumentError, openSqlite, type SqliteDatabase } from '@cards/platform';
+import { InvalidArgumentError, openSqlite, pageOfRows, type SqliteDatabase } from '@cards/platform';
 import { subjectKeyOf, type Notification } from '../../domain/model';
 import type { NotificationPage, NotificationRepository } from '../../domain/ports';
 
@@ -94,7 +94,6 @@ export class SqliteNotificationRepository implements NotificationRepository {
   }
 
   async listPageForUser(userId: string, limit: number, after?: string): Promise<NotificationPage> {
-    // One row past the page tells whether another page follows without a further query.
     const rows = (
       after === undefined
         ? this.db.prepare('SELECT * FROM notifications WHERE user_id = ? ORDER BY created_at DESC, seq DESC LIMIT ?').all(userId, limit + 1)
@@ -102,8 +101,8 @@ export class SqliteNotificationRepository implements NotificationRepository {
             .prepare('SELECT * FROM notifications WHERE user_id = @userId AND (created_at, seq) < (@createdAt, @seq) ORDER BY created_at DESC, seq DESC LIMIT @take')
             .all({ userId, ...parseCursor(after), take: limit + 1 })
     ) as NotificationRow[];
-    const page = rows.slice(0, limit);
-    return { notifications: page.map(fromPrimitives), ...(rows.length > limit && page.length > 0 ? { next: cursorAfter(page[page.length - 1]!) } : {}) };
+    const page = pageOfRows(rows, limit, cursorAfter);
+    return { notifications: page.items.map(fromPrimitives), ...(page.next !== undefined ? { next: page.next } : {}) };
   }
 
   async markRead(userId: string, notificationId: string, at: Date): Promise<boolean> {

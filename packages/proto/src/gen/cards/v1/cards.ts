@@ -218,16 +218,34 @@ export interface ListCollectionCardsResponse {
 
 export interface ListUserCollectionsRequest {
   userId: string;
-  callerId?: string | undefined;
+  callerId?:
+    | string
+    | undefined;
+  /**
+   * At most this many (capped at 1000). 0 without a page_token: every collection in one answer, as callers written
+   * before paging expect; that answer fails past the 8 MiB message limit.
+   */
+  pageSize: number;
+  /** The previous answer's next_page_token; empty for the newest page. */
+  pageToken: string;
 }
 
 export interface ListUserCollectionsResponse {
   collections: Collection[];
+  /** Empty when there is nothing after this page. */
+  nextPageToken: string;
 }
 
 export interface FindCardCollectionsRequest {
   callerId: string;
   cardIds: string[];
+  /**
+   * At most this many cards (capped at 500). 0 without a page_token: every card in one answer, as callers written
+   * before paging expect; that answer fails past the 8 MiB message limit.
+   */
+  pageSize: number;
+  /** The previous answer's next_page_token, with the same card_ids; empty for the first page. */
+  pageToken: string;
 }
 
 export interface CardCollections {
@@ -237,6 +255,8 @@ export interface CardCollections {
 
 export interface FindCardCollectionsResponse {
   entries: CardCollections[];
+  /** Empty when there is nothing after this page. */
+  nextPageToken: string;
 }
 
 export interface CreateFileCollectionRequest {
@@ -3731,7 +3751,7 @@ export const ListCollectionCardsResponse: MessageFns<ListCollectionCardsResponse
 };
 
 function createBaseListUserCollectionsRequest(): ListUserCollectionsRequest {
-  return { userId: "", callerId: undefined };
+  return { userId: "", callerId: undefined, pageSize: 0, pageToken: "" };
 }
 
 export const ListUserCollectionsRequest: MessageFns<ListUserCollectionsRequest> = {
@@ -3741,6 +3761,12 @@ export const ListUserCollectionsRequest: MessageFns<ListUserCollectionsRequest> 
     }
     if (message.callerId !== undefined) {
       writer.uint32(18).string(message.callerId);
+    }
+    if (message.pageSize !== 0) {
+      writer.uint32(24).int32(message.pageSize);
+    }
+    if (message.pageToken !== "") {
+      writer.uint32(34).string(message.pageToken);
     }
     return writer;
   },
@@ -3774,6 +3800,22 @@ export const ListUserCollectionsRequest: MessageFns<ListUserCollectionsRequest> 
             message.callerId = reader.string();
             continue;
           }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.pageSize = reader.int32();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.pageToken = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -3798,6 +3840,16 @@ export const ListUserCollectionsRequest: MessageFns<ListUserCollectionsRequest> 
         : isSet(object.caller_id)
         ? globalThis.String(object.caller_id)
         : undefined,
+      pageSize: isSet(object.pageSize)
+        ? globalThis.Number(object.pageSize)
+        : isSet(object.page_size)
+        ? globalThis.Number(object.page_size)
+        : 0,
+      pageToken: isSet(object.pageToken)
+        ? globalThis.String(object.pageToken)
+        : isSet(object.page_token)
+        ? globalThis.String(object.page_token)
+        : "",
     };
   },
 
@@ -3809,6 +3861,12 @@ export const ListUserCollectionsRequest: MessageFns<ListUserCollectionsRequest> 
     if (message.callerId !== undefined) {
       obj.callerId = message.callerId;
     }
+    if (message.pageSize !== 0) {
+      obj.pageSize = Math.round(message.pageSize);
+    }
+    if (message.pageToken !== "") {
+      obj.pageToken = message.pageToken;
+    }
     return obj;
   },
 
@@ -3819,18 +3877,23 @@ export const ListUserCollectionsRequest: MessageFns<ListUserCollectionsRequest> 
     const message = createBaseListUserCollectionsRequest();
     message.userId = object.userId ?? "";
     message.callerId = object.callerId ?? undefined;
+    message.pageSize = object.pageSize ?? 0;
+    message.pageToken = object.pageToken ?? "";
     return message;
   },
 };
 
 function createBaseListUserCollectionsResponse(): ListUserCollectionsResponse {
-  return { collections: [] };
+  return { collections: [], nextPageToken: "" };
 }
 
 export const ListUserCollectionsResponse: MessageFns<ListUserCollectionsResponse> = {
   encode(message: ListUserCollectionsResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
     for (const v of message.collections) {
       Collection.encode(v!, writer.uint32(10).fork()).join();
+    }
+    if (message.nextPageToken !== "") {
+      writer.uint32(18).string(message.nextPageToken);
     }
     return writer;
   },
@@ -3856,6 +3919,14 @@ export const ListUserCollectionsResponse: MessageFns<ListUserCollectionsResponse
             message.collections.push(Collection.decode(reader, reader.uint32()));
             continue;
           }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.nextPageToken = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -3873,6 +3944,11 @@ export const ListUserCollectionsResponse: MessageFns<ListUserCollectionsResponse
       collections: globalThis.Array.isArray(object?.collections)
         ? object.collections.map((e: any) => Collection.fromJSON(e))
         : [],
+      nextPageToken: isSet(object.nextPageToken)
+        ? globalThis.String(object.nextPageToken)
+        : isSet(object.next_page_token)
+        ? globalThis.String(object.next_page_token)
+        : "",
     };
   },
 
@@ -3880,6 +3956,9 @@ export const ListUserCollectionsResponse: MessageFns<ListUserCollectionsResponse
     const obj: any = {};
     if (message.collections?.length) {
       obj.collections = message.collections.map((e) => Collection.toJSON(e));
+    }
+    if (message.nextPageToken !== "") {
+      obj.nextPageToken = message.nextPageToken;
     }
     return obj;
   },
@@ -3890,12 +3969,13 @@ export const ListUserCollectionsResponse: MessageFns<ListUserCollectionsResponse
   fromPartial(object: DeepPartial<ListUserCollectionsResponse>): ListUserCollectionsResponse {
     const message = createBaseListUserCollectionsResponse();
     message.collections = object.collections?.map((e) => Collection.fromPartial(e)) || [];
+    message.nextPageToken = object.nextPageToken ?? "";
     return message;
   },
 };
 
 function createBaseFindCardCollectionsRequest(): FindCardCollectionsRequest {
-  return { callerId: "", cardIds: [] };
+  return { callerId: "", cardIds: [], pageSize: 0, pageToken: "" };
 }
 
 export const FindCardCollectionsRequest: MessageFns<FindCardCollectionsRequest> = {
@@ -3905,6 +3985,12 @@ export const FindCardCollectionsRequest: MessageFns<FindCardCollectionsRequest> 
     }
     for (const v of message.cardIds) {
       writer.uint32(18).string(v!);
+    }
+    if (message.pageSize !== 0) {
+      writer.uint32(24).int32(message.pageSize);
+    }
+    if (message.pageToken !== "") {
+      writer.uint32(34).string(message.pageToken);
     }
     return writer;
   },
@@ -3938,6 +4024,22 @@ export const FindCardCollectionsRequest: MessageFns<FindCardCollectionsRequest> 
             message.cardIds.push(reader.string());
             continue;
           }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.pageSize = reader.int32();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.pageToken = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -3962,6 +4064,16 @@ export const FindCardCollectionsRequest: MessageFns<FindCardCollectionsRequest> 
         : globalThis.Array.isArray(object?.card_ids)
         ? object.card_ids.map((e: any) => globalThis.String(e))
         : [],
+      pageSize: isSet(object.pageSize)
+        ? globalThis.Number(object.pageSize)
+        : isSet(object.page_size)
+        ? globalThis.Number(object.page_size)
+        : 0,
+      pageToken: isSet(object.pageToken)
+        ? globalThis.String(object.pageToken)
+        : isSet(object.page_token)
+        ? globalThis.String(object.page_token)
+        : "",
     };
   },
 
@@ -3973,6 +4085,12 @@ export const FindCardCollectionsRequest: MessageFns<FindCardCollectionsRequest> 
     if (message.cardIds?.length) {
       obj.cardIds = message.cardIds;
     }
+    if (message.pageSize !== 0) {
+      obj.pageSize = Math.round(message.pageSize);
+    }
+    if (message.pageToken !== "") {
+      obj.pageToken = message.pageToken;
+    }
     return obj;
   },
 
@@ -3983,6 +4101,8 @@ export const FindCardCollectionsRequest: MessageFns<FindCardCollectionsRequest> 
     const message = createBaseFindCardCollectionsRequest();
     message.callerId = object.callerId ?? "";
     message.cardIds = object.cardIds?.map((e) => e) || [];
+    message.pageSize = object.pageSize ?? 0;
+    message.pageToken = object.pageToken ?? "";
     return message;
   },
 };
@@ -4081,13 +4201,16 @@ export const CardCollections: MessageFns<CardCollections> = {
 };
 
 function createBaseFindCardCollectionsResponse(): FindCardCollectionsResponse {
-  return { entries: [] };
+  return { entries: [], nextPageToken: "" };
 }
 
 export const FindCardCollectionsResponse: MessageFns<FindCardCollectionsResponse> = {
   encode(message: FindCardCollectionsResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
     for (const v of message.entries) {
       CardCollections.encode(v!, writer.uint32(10).fork()).join();
+    }
+    if (message.nextPageToken !== "") {
+      writer.uint32(18).string(message.nextPageToken);
     }
     return writer;
   },
@@ -4113,6 +4236,14 @@ export const FindCardCollectionsResponse: MessageFns<FindCardCollectionsResponse
             message.entries.push(CardCollections.decode(reader, reader.uint32()));
             continue;
           }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.nextPageToken = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -4130,6 +4261,11 @@ export const FindCardCollectionsResponse: MessageFns<FindCardCollectionsResponse
       entries: globalThis.Array.isArray(object?.entries)
         ? object.entries.map((e: any) => CardCollections.fromJSON(e))
         : [],
+      nextPageToken: isSet(object.nextPageToken)
+        ? globalThis.String(object.nextPageToken)
+        : isSet(object.next_page_token)
+        ? globalThis.String(object.next_page_token)
+        : "",
     };
   },
 
@@ -4137,6 +4273,9 @@ export const FindCardCollectionsResponse: MessageFns<FindCardCollectionsResponse
     const obj: any = {};
     if (message.entries?.length) {
       obj.entries = message.entries.map((e) => CardCollections.toJSON(e));
+    }
+    if (message.nextPageToken !== "") {
+      obj.nextPageToken = message.nextPageToken;
     }
     return obj;
   },
@@ -4147,6 +4286,7 @@ export const FindCardCollectionsResponse: MessageFns<FindCardCollectionsResponse
   fromPartial(object: DeepPartial<FindCardCollectionsResponse>): FindCardCollectionsResponse {
     const message = createBaseFindCardCollectionsResponse();
     message.entries = object.entries?.map((e) => CardCollections.fromPartial(e)) || [];
+    message.nextPageToken = object.nextPageToken ?? "";
     return message;
   },
 };
@@ -4475,7 +4615,10 @@ export const CardServiceDefinition = {
       responseStream: false,
       options: {},
     },
-    /** Public collections of user_id, or all of them when caller_id == user_id. */
+    /**
+     * Public collections of user_id, or all of them when caller_id == user_id; newest first (equal creation times by
+     * id), a page at a time (page_size / page_token). Positions never shift between pages: the order is by creation.
+     */
     listUserCollections: {
       name: "ListUserCollections",
       requestType: ListUserCollectionsRequest as typeof ListUserCollectionsRequest,
@@ -4484,6 +4627,10 @@ export const CardServiceDefinition = {
       responseStream: false,
       options: {},
     },
+    /**
+     * For each card id (in order, once each), the caller's collections showing it; a page at a time (page_size /
+     * page_token), each page at most page_size cards and ending early once its collection ids pass ~4 MiB.
+     */
     findCardCollections: {
       name: "FindCardCollections",
       requestType: FindCardCollectionsRequest as typeof FindCardCollectionsRequest,
@@ -4561,11 +4708,18 @@ export interface CardServiceImplementation<CallContextExt = {}> {
     request: ListCollectionCardsRequest,
     context: CallContext & CallContextExt,
   ): Promise<DeepPartial<ListCollectionCardsResponse>>;
-  /** Public collections of user_id, or all of them when caller_id == user_id. */
+  /**
+   * Public collections of user_id, or all of them when caller_id == user_id; newest first (equal creation times by
+   * id), a page at a time (page_size / page_token). Positions never shift between pages: the order is by creation.
+   */
   listUserCollections(
     request: ListUserCollectionsRequest,
     context: CallContext & CallContextExt,
   ): Promise<DeepPartial<ListUserCollectionsResponse>>;
+  /**
+   * For each card id (in order, once each), the caller's collections showing it; a page at a time (page_size /
+   * page_token), each page at most page_size cards and ending early once its collection ids pass ~4 MiB.
+   */
   findCardCollections(
     request: FindCardCollectionsRequest,
     context: CallContext & CallContextExt,
@@ -4637,11 +4791,18 @@ export interface CardServiceClient<CallOptionsExt = {}> {
     request: DeepPartial<ListCollectionCardsRequest>,
     options?: CallOptions & CallOptionsExt,
   ): Promise<ListCollectionCardsResponse>;
-  /** Public collections of user_id, or all of them when caller_id == user_id. */
+  /**
+   * Public collections of user_id, or all of them when caller_id == user_id; newest first (equal creation times by
+   * id), a page at a time (page_size / page_token). Positions never shift between pages: the order is by creation.
+   */
   listUserCollections(
     request: DeepPartial<ListUserCollectionsRequest>,
     options?: CallOptions & CallOptionsExt,
   ): Promise<ListUserCollectionsResponse>;
+  /**
+   * For each card id (in order, once each), the caller's collections showing it; a page at a time (page_size /
+   * page_token), each page at most page_size cards and ending early once its collection ids pass ~4 MiB.
+   */
   findCardCollections(
     request: DeepPartial<FindCardCollectionsRequest>,
     options?: CallOptions & CallOptionsExt,

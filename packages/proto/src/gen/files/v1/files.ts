@@ -65,11 +65,22 @@ export interface SetFilePrivacyRequest {
 
 export interface ListUserFilesRequest {
   userId: string;
-  callerId?: string | undefined;
+  callerId?:
+    | string
+    | undefined;
+  /**
+   * At most this many (capped at 200: a file may carry 20 KB of tags). 0 without a page_token: every file in one answer, as callers written before
+   * paging expect; that answer fails past the 8 MiB message limit.
+   */
+  pageSize: number;
+  /** The previous answer's next_page_token; empty for the newest page. */
+  pageToken: string;
 }
 
 export interface ListUserFilesResponse {
   files: File[];
+  /** Empty when there is nothing after this page. */
+  nextPageToken: string;
 }
 
 function createBaseFile(): File {
@@ -1023,7 +1034,7 @@ export const SetFilePrivacyRequest: MessageFns<SetFilePrivacyRequest> = {
 };
 
 function createBaseListUserFilesRequest(): ListUserFilesRequest {
-  return { userId: "", callerId: undefined };
+  return { userId: "", callerId: undefined, pageSize: 0, pageToken: "" };
 }
 
 export const ListUserFilesRequest: MessageFns<ListUserFilesRequest> = {
@@ -1033,6 +1044,12 @@ export const ListUserFilesRequest: MessageFns<ListUserFilesRequest> = {
     }
     if (message.callerId !== undefined) {
       writer.uint32(18).string(message.callerId);
+    }
+    if (message.pageSize !== 0) {
+      writer.uint32(24).int32(message.pageSize);
+    }
+    if (message.pageToken !== "") {
+      writer.uint32(34).string(message.pageToken);
     }
     return writer;
   },
@@ -1066,6 +1083,22 @@ export const ListUserFilesRequest: MessageFns<ListUserFilesRequest> = {
             message.callerId = reader.string();
             continue;
           }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.pageSize = reader.int32();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.pageToken = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1090,6 +1123,16 @@ export const ListUserFilesRequest: MessageFns<ListUserFilesRequest> = {
         : isSet(object.caller_id)
         ? globalThis.String(object.caller_id)
         : undefined,
+      pageSize: isSet(object.pageSize)
+        ? globalThis.Number(object.pageSize)
+        : isSet(object.page_size)
+        ? globalThis.Number(object.page_size)
+        : 0,
+      pageToken: isSet(object.pageToken)
+        ? globalThis.String(object.pageToken)
+        : isSet(object.page_token)
+        ? globalThis.String(object.page_token)
+        : "",
     };
   },
 
@@ -1101,6 +1144,12 @@ export const ListUserFilesRequest: MessageFns<ListUserFilesRequest> = {
     if (message.callerId !== undefined) {
       obj.callerId = message.callerId;
     }
+    if (message.pageSize !== 0) {
+      obj.pageSize = Math.round(message.pageSize);
+    }
+    if (message.pageToken !== "") {
+      obj.pageToken = message.pageToken;
+    }
     return obj;
   },
 
@@ -1111,18 +1160,23 @@ export const ListUserFilesRequest: MessageFns<ListUserFilesRequest> = {
     const message = createBaseListUserFilesRequest();
     message.userId = object.userId ?? "";
     message.callerId = object.callerId ?? undefined;
+    message.pageSize = object.pageSize ?? 0;
+    message.pageToken = object.pageToken ?? "";
     return message;
   },
 };
 
 function createBaseListUserFilesResponse(): ListUserFilesResponse {
-  return { files: [] };
+  return { files: [], nextPageToken: "" };
 }
 
 export const ListUserFilesResponse: MessageFns<ListUserFilesResponse> = {
   encode(message: ListUserFilesResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
     for (const v of message.files) {
       File.encode(v!, writer.uint32(10).fork()).join();
+    }
+    if (message.nextPageToken !== "") {
+      writer.uint32(18).string(message.nextPageToken);
     }
     return writer;
   },
@@ -1148,6 +1202,14 @@ export const ListUserFilesResponse: MessageFns<ListUserFilesResponse> = {
             message.files.push(File.decode(reader, reader.uint32()));
             continue;
           }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.nextPageToken = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1161,13 +1223,23 @@ export const ListUserFilesResponse: MessageFns<ListUserFilesResponse> = {
   },
 
   fromJSON(object: any): ListUserFilesResponse {
-    return { files: globalThis.Array.isArray(object?.files) ? object.files.map((e: any) => File.fromJSON(e)) : [] };
+    return {
+      files: globalThis.Array.isArray(object?.files) ? object.files.map((e: any) => File.fromJSON(e)) : [],
+      nextPageToken: isSet(object.nextPageToken)
+        ? globalThis.String(object.nextPageToken)
+        : isSet(object.next_page_token)
+        ? globalThis.String(object.next_page_token)
+        : "",
+    };
   },
 
   toJSON(message: ListUserFilesResponse): unknown {
     const obj: any = {};
     if (message.files?.length) {
       obj.files = message.files.map((e) => File.toJSON(e));
+    }
+    if (message.nextPageToken !== "") {
+      obj.nextPageToken = message.nextPageToken;
     }
     return obj;
   },
@@ -1178,6 +1250,7 @@ export const ListUserFilesResponse: MessageFns<ListUserFilesResponse> = {
   fromPartial(object: DeepPartial<ListUserFilesResponse>): ListUserFilesResponse {
     const message = createBaseListUserFilesResponse();
     message.files = object.files?.map((e) => File.fromPartial(e)) || [];
+    message.nextPageToken = object.nextPageToken ?? "";
     return message;
   },
 };
@@ -1231,6 +1304,10 @@ export const FileServiceDefinition = {
       responseStream: false,
       options: {},
     },
+    /**
+     * The user's files the caller may see (all for the user, public ones for others); newest first (equal creation
+     * times by id), a page at a time (page_size / page_token). Positions never shift between pages: the order is by creation.
+     */
     listUserFiles: {
       name: "ListUserFiles",
       requestType: ListUserFilesRequest as typeof ListUserFilesRequest,
@@ -1257,6 +1334,10 @@ export interface FileServiceImplementation<CallContextExt = {}> {
   ): ServerStreamingMethodResult<DeepPartial<ReadFileResponse>>;
   deleteFile(request: DeleteFileRequest, context: CallContext & CallContextExt): Promise<DeepPartial<Empty>>;
   setFilePrivacy(request: SetFilePrivacyRequest, context: CallContext & CallContextExt): Promise<DeepPartial<Empty>>;
+  /**
+   * The user's files the caller may see (all for the user, public ones for others); newest first (equal creation
+   * times by id), a page at a time (page_size / page_token). Positions never shift between pages: the order is by creation.
+   */
   listUserFiles(
     request: ListUserFilesRequest,
     context: CallContext & CallContextExt,
@@ -1278,6 +1359,10 @@ export interface FileServiceClient<CallOptionsExt = {}> {
   ): AsyncIterable<ReadFileResponse>;
   deleteFile(request: DeepPartial<DeleteFileRequest>, options?: CallOptions & CallOptionsExt): Promise<Empty>;
   setFilePrivacy(request: DeepPartial<SetFilePrivacyRequest>, options?: CallOptions & CallOptionsExt): Promise<Empty>;
+  /**
+   * The user's files the caller may see (all for the user, public ones for others); newest first (equal creation
+   * times by id), a page at a time (page_size / page_token). Positions never shift between pages: the order is by creation.
+   */
   listUserFiles(
     request: DeepPartial<ListUserFilesRequest>,
     options?: CallOptions & CallOptionsExt,

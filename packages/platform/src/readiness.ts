@@ -241,6 +241,8 @@ const UNAVAILABLE_ERROR_NAMES = new Set([
   'MongoNetworkTimeoutError',
   'MongoNotConnectedError',
   'MongoPoolClearedError',
+  // an operation still waiting for a server when the client closed (closeIfUnreachable at shutdown)
+  'MongoTopologyClosedError',
   // @elastic/transport
   'ConnectionError',
   'NoLivingConnectionsError',

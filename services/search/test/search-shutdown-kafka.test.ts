@@ -1,0 +1,114 @@
+import { randomUUID } from 'node:crypto';
+import { createServer, type Server } from 'node:http';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { KafkaEventBus, Topics, createLogger } from '@cards/platform';
+import { events } from '@cards/proto';
+import { freePortsSync } from '../../../test/engines/engine-support';
+import { startKafkaSync } from '../../../test/engines/kafka';
+import { healthOf, startServiceProcess, waitFor, type ServiceProcess } from '../../../test/engines/service-process';
+import { describeOnEngine, engineForSuite } from '../../../test/engines/suite';
+
+const { engine: kafka, skipReason } = engineForSuite('kafka', startKafkaSync);
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const DIMENSIONS = 8;
+
+/** An OpenAI-compatible embeddings endpoint that holds its answer for a text containing `holdFor` until released. */
+async function embeddingsEndpoint(holdFor: string): Promise<{ url: string; held: Promise<void>; release(): void; server: Server }> {
+  let heldNow: () => void = () => undefined;
+  const held = new Promise<void>((r) => (heldNow = r));
+  let release: () => void = () => undefined;
+  const released = new Promise<void>((r) => (release = r));
+  const server = createServer((req, res) => {
+    let body = '';
+    req.on('data', (chunk: Buffer) => (body += chunk.toString()));
+    req.on('end', async () => {
+      const input = (JSON.parse(body) as { input: string[] }).input;
+      if (input.some((text) => text.includes(holdFor))) {
+        heldNow();
+        await released;
+      }
+      res.setHeader('content-type', 'application/json');
+      res.end(JSON.stringify({ data: input.map((_, index) => ({ index, embedding: Array.from({ length: DIMENSIONS }, (__, i) => (i === index % DIMENSIONS ? 1 : 0.1)) })) }));
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const { port } = server.address() as { port: number };
+  return { url: `http://127.0.0.1:${port}/v1`, held, release, server };
+}
+
+const retriesRanOut = (output: string) => /NumberOfRetriesExceeded|retries exceeded/i.test(output);
+
+// The search service announces each card it indexed (search.index.v1) from inside its consumer's handler. kafkajs retries
+// a send to a broker that went away for ~15-20 s and cannot be told to stop; a search pod being stopped must not wait
+// that out, and the card's event, not acknowledged, must be handled and announced again after the next start.
+describeOnEngine('search service stopped while its indexing handler publishes to a Kafka broker that went away', skipReason, () => {
+  it('SIGTERM ends the process before kafkajs gives up the send, and the next start announces the card', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'search-kafka-outage-'));
+    const marker = `held-${randomUUID()}`;
+    const cardId = randomUUID();
+    const embeddings = await embeddingsEndpoint(marker);
+    const [grpcPort] = freePortsSync(1) as [number];
+    const env = {
+      DATA_DIR: dataDir,
+      KAFKA_BROKERS: kafka!.brokers,
+      EMBEDDINGS_URL: embeddings.url,
+      EMBEDDINGS_DIMENSIONS: String(DIMENSIONS),
+      SEARCH_GRPC_HOST: '127.0.0.1',
+      SEARCH_GRPC_PORT: String(grpcPort),
+    };
+    const probe = healthOf(`127.0.0.1:${grpcPort}`);
+    const cards = new KafkaEventBus({ brokers: [kafka!.brokers], logger: createLogger('search-kafka-test', 'silent') });
+    const announced: string[] = [];
+    let search: ServiceProcess | undefined;
+    let halted = false;
+    try {
+      search = startServiceProcess('search', env);
+      await waitFor('search SERVING', async () => (await probe.status()) === 'SERVING', 120_000, search);
+      const snapshot = { id: cardId, authorId: 'author-1', content: `A card whose text is ${marker}.`, tags: [], link: '', private: false, createdAt: new Date(), updatedAt: new Date(), collectionIds: [] };
+      await cards.publish([{ topic: Topics.card, key: cardId, payload: events.CardEvent.encode({ eventId: randomUUID(), occurredAt: new Date(), kind: { $case: 'created', value: { card: snapshot } } }).finish() }]);
+
+      // The handler holds the card's event (its embedding is being computed) when the broker goes away.
+      await embeddings.held;
+      await kafka!.halt();
+      halted = true;
+      const refusedBefore = search.output().split('ECONNREFUSED').length;
+      embeddings.release();
+      // SIGTERM once kafkajs is retrying the announcement: it has logged a refused attempt since the broker went away.
+      await waitFor('kafkajs retrying the announcement', () => search!.output().split('ECONNREFUSED').length > refusedBefore, 60_000, search);
+
+      search.child.kill('SIGTERM');
+      const first = search;
+      const stopped = first.exited.then((code) => `exited ${code}`);
+      const gaveUp = (async () => {
+        while (first.child.exitCode === null && !retriesRanOut(first.output())) await sleep(50);
+        return 'kafkajs retries ran out';
+      })();
+      expect(await Promise.race([stopped, gaveUp])).toBe('exited 0');
+      // The announcement was cut by the bus's close, not failed by kafkajs once its retries ran out.
+      expect(retriesRanOut(first.output())).toBe(false);
+      expect(first.output().split('\n').some((line) => line.includes('handler failed') && line.includes('event bus is closed'))).toBe(true);
+      search = undefined;
+      await first.stop();
+
+      kafka!.resume();
+      halted = false;
+      search = startServiceProcess('search', env);
+      await cards.subscribe({
+        group: `search-kafka-announcements-${randomUUID()}`,
+        topics: [Topics.index],
+        handler: async (e) => void announced.push(events.CardIndexed.decode(e.payload).cardId),
+      });
+      await waitFor('the card announced after the restart', () => announced.includes(cardId), 120_000, search);
+    } finally {
+      embeddings.release();
+      if (halted) kafka!.resume();
+      await search?.stop();
+      probe.channel.close();
+      await cards.close();
+      embeddings.server.close();
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  }, 300_000);
+});

@@ -5,20 +5,27 @@ export interface FailoverOptions {
   logger: Logger;
   /** What the shared counter may take before this attempt is counted locally instead. */
   timeoutMs?: number;
-  /** After a failure, how long attempts are counted locally before the shared counter is tried again. */
+  /** After a failure, how long attempts are counted locally before the shared counter is asked again (in the background). */
   retrySharedAfterMs?: number;
 }
+
+/** The key the background probe forgets in the shared counter: no client's key has this form. */
+export const PROBE_KEY = 'failover-probe';
 
 /**
  * The shared counter while it answers; while it does not (its store unreachable or slow), this process's own
  * counter, so that the limits still hold per process and a login is never refused or delayed for want of the
- * store (docs/decisions.md, "Shared auth rate limits").
+ * store (docs/decisions.md, "Shared auth rate limits"). Only the attempt that finds the store failing waits for it:
+ * afterwards attempts are counted locally and the store is probed in the background, at most once per
+ * `retrySharedAfterMs`, until it answers.
  */
 export class FailoverAttemptCounter implements AttemptCounter {
   private readonly timeoutMs: number;
   private readonly retrySharedAfterMs: number;
-  private localUntil = 0;
   private failing = false;
+  /** While failing: when the shared counter may be probed again. */
+  private probeAfter = 0;
+  private probing = false;
 
   constructor(
     private readonly shared: AttemptCounter,
@@ -42,22 +49,38 @@ export class FailoverAttemptCounter implements AttemptCounter {
   }
 
   private async either<T>(use: (counter: AttemptCounter) => Promise<T>): Promise<T> {
-    if (Date.now() < this.localUntil) return use(this.local);
-    try {
-      const answer = await this.withinTimeout(use(this.shared));
-      if (this.failing) {
-        this.failing = false;
-        this.options.logger.info('auth rate limits: the shared counter answers again; counting there');
-      }
-      return answer;
-    } catch (err) {
-      this.localUntil = Date.now() + this.retrySharedAfterMs;
-      if (!this.failing) {
-        this.failing = true;
-        this.options.logger.warn({ err }, 'auth rate limits: the shared counter failed; counting in this process until it answers again');
-      }
+    if (this.failing) {
+      this.probeWhenDue();
       return use(this.local);
     }
+    try {
+      return await this.withinTimeout(use(this.shared));
+    } catch (err) {
+      this.fail(err);
+      return use(this.local);
+    }
+  }
+
+  private fail(err: unknown): void {
+    this.probeAfter = Date.now() + this.retrySharedAfterMs;
+    if (this.failing) return;
+    this.failing = true;
+    this.options.logger.warn({ err }, 'auth rate limits: the shared counter failed; counting in this process until it answers again');
+  }
+
+  /** Asks the shared counter in the background whether it answers again; no attempt waits for the answer. */
+  private probeWhenDue(): void {
+    if (this.probing || Date.now() < this.probeAfter) return;
+    this.probing = true;
+    this.withinTimeout(this.shared.forget(PROBE_KEY))
+      .then(
+        () => {
+          this.failing = false;
+          this.options.logger.info('auth rate limits: the shared counter answers again; counting there');
+        },
+        (err: unknown) => this.fail(err),
+      )
+      .finally(() => (this.probing = false));
   }
 
   private withinTimeout<T>(work: Promise<T>): Promise<T> {

@@ -57,7 +57,17 @@ export async function startDistributedSystem(start: DistributedStart): Promise<R
     return { name, process: child, exited };
   });
   const output = () => logs.join('');
+  // A service that dies while the tests run leaves only ECONNREFUSED or UNAVAILABLE in the failures: say which and why.
+  let stopping = false;
+  for (const c of children) {
+    c.process.once('exit', (code, signal) => {
+      if (stopping) return;
+      const own = logs.filter((line) => line.startsWith(`[${c.name}] `)).slice(-40).join('');
+      process.stderr.write(`[distributed] ${c.name} exited unexpectedly (${code ?? signal}); its last log lines:\n${own}`);
+    });
+  }
   const killAll = async () => {
+    stopping = true;
     for (const c of children) if (c.process.exitCode === null && c.process.signalCode === null) c.process.kill('SIGKILL');
     await Promise.all(children.map((c) => c.exited));
   };
@@ -92,6 +102,7 @@ export async function startDistributedSystem(start: DistributedStart): Promise<R
     process: gateway.process,
     logs: output,
     async stop() {
+      stopping = true;
       // The gateway first (no new requests), then the services, each given a graceful shutdown.
       for (const c of [...children].reverse()) {
         if (c.process.exitCode === null && c.process.signalCode === null) c.process.kill('SIGTERM');

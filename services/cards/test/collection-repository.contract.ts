@@ -265,9 +265,30 @@ export function describeCollectionRepositoryContract(name: string, factory: Card
       const lonely = await storedCard();
       for (const c of [pub, priv, foreign]) await store.collections.addBookmark(c.id, card.id, nextTime(), []);
       const held = await store.collections.collectionsOfOwnerHolding(owner, [card.id, lonely.id]);
-      expect(held.get(card.id)?.sort()).toEqual([pub.id, priv.id].sort());
-      expect(held.get(lonely.id)).toBeUndefined();
+      expect(held).toEqual([pub, priv].map((c) => ({ cardId: card.id, collectionId: c.id })));
       expect((await store.collections.collectionIdsHolding(card.id)).sort()).toEqual([pub.id, priv.id, foreign.id].sort());
+    });
+
+    it("lists the owner's bookmarks of several cards oldest collection first (equal creation times by id), others' left out", async () => {
+      const owner = randomUUID();
+      const [oldest, middle] = [aCollection().by(owner).build(), aCollection().by(owner).private().build()];
+      const sameTime = nextTime();
+      const tied: Collection[] = [randomUUID(), randomUUID()].sort().map((id) => ({ ...aCollection().by(owner).build(), id, createdAt: sameTime, updatedAt: sameTime }));
+      const foreign = aCollection().build();
+      // Inserted newest first, so no order of insertion can pass for the order asked.
+      for (const c of [...tied].reverse().concat(middle, oldest, foreign)) await store.collections.insert(c, []);
+      const [a, b, unheld] = [await storedCard(), await storedCard(), await storedCard()];
+      for (const [collection, card] of [[tied[1]!, a], [foreign, a], [middle, b], [oldest, a], [tied[0]!, b], [foreign, unheld]] as const) {
+        await store.collections.addBookmark(collection.id, card.id, nextTime(), []);
+      }
+      expect(await store.collections.collectionsOfOwnerHolding(owner, [b.id, unheld.id, a.id, a.id])).toEqual([
+        { cardId: a.id, collectionId: oldest.id },
+        { cardId: b.id, collectionId: middle.id },
+        { cardId: b.id, collectionId: tied[0]!.id },
+        { cardId: a.id, collectionId: tied[1]!.id },
+      ]);
+      expect(await store.collections.collectionsOfOwnerHolding(owner, [unheld.id, randomUUID()])).toEqual([]);
+      expect(await store.collections.collectionsOfOwnerHolding(owner, [])).toEqual([]);
     });
 
     it('creates a file collection with its bookmarks once per file', async () => {

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { openSqlite, SqliteOutboxStore } from '@cards/platform';
 import { CARDS_MIGRATIONS, openCardsDatabase } from '../src/adapters/sqlite/sqlite-cards-database';
 import { SqliteCardRepository } from '../src/adapters/sqlite/sqlite-card-repository';
-import { SqliteCollectionRepository } from '../src/adapters/sqlite/sqlite-collection-repository';
+import { ownerBookmarksOfCardsQuery, SqliteCollectionRepository } from '../src/adapters/sqlite/sqlite-collection-repository';
 import { SqliteVoteRepository } from '../src/adapters/sqlite/sqlite-vote-repository';
 import { describeCardRepositoryContract } from './card-repository.contract';
 import { InProcessContentLock } from '../src/adapters/in-process/in-process-content-lock';
@@ -13,7 +13,7 @@ import { describeCollectionRepositoryContract } from './collection-repository.co
 import { describeContentLockContract } from './content-lock.contract';
 import { describeVoteRepositoryContract } from './vote-repository.contract';
 import type { CardsStoreFactory } from './fixture';
-import { aCard } from './builders';
+import { aCard, aCollection } from './builders';
 
 const sqlite: CardsStoreFactory = async () => {
   const db = openCardsDatabase(':memory:');
@@ -88,6 +88,27 @@ describe('SQLite cards store migration', () => {
 });
 describeVoteRepositoryContract('SQLite', sqlite);
 describeCollectionRepositoryContract('SQLite', sqlite);
+
+describe('SQLite bookmark lookup', () => {
+  it("reads the owner's bookmarks of the cards asked about from the cards' side, whatever the owner's collection count", async () => {
+    const db = openCardsDatabase(':memory:');
+    const collections = new SqliteCollectionRepository(db);
+    const owner = randomUUID();
+    for (let i = 0; i < 300; i++) {
+      const c = aCollection().by(owner).build();
+      await collections.insert(c, []);
+      for (let j = 0; j < 3; j++) await collections.addBookmark(c.id, randomUUID(), c.createdAt, []);
+    }
+    const steps = () => (db.prepare(`EXPLAIN QUERY PLAN ${ownerBookmarksOfCardsQuery(3)}`).all(randomUUID(), randomUUID(), randomUUID(), owner) as { detail: string }[]).map((s) => s.detail);
+    // Walking collections_author (the owner's collections) first costs one bookmark probe per collection the owner has:
+    // the planner's pick for a plain JOIN without statistics, which the service never gathers.
+    const fromTheCards = [expect.stringMatching(/^SEARCH b USING (COVERING )?INDEX bookmarks_card \(card_id=\?\)$/), expect.stringMatching(/^SEARCH k USING INDEX sqlite_autoindex_collections_1 \(id=\?\)$/), 'USE TEMP B-TREE FOR ORDER BY'];
+    expect(steps()).toEqual(fromTheCards);
+    db.exec('ANALYZE');
+    expect(steps()).toEqual(fromTheCards);
+    db.close();
+  });
+});
 // One process owns a SQLite file, so both holders are the one lock of that process.
 describeContentLockContract('in process (SQLite)', async () => {
   const lock = new InProcessContentLock();

@@ -160,22 +160,21 @@ export class CollectionService {
     const group = new Map(roots.map((r) => [r.id, [r.id]]));
     for (const copy of await this.deps.cards.findCollisions([...group.keys()])) if (isVisibleTo(copy, userId)) group.get(copy.collisionOf!)?.push(copy.id);
     const held = await this.deps.collections.collectionsOfOwnerHolding(userId, [...group.values()].flat());
+    // Oldest first across the group too: each collection by its first place in the repository's order.
+    const rank = new Map<string, number>();
+    const heldBy = new Map<string, string[]>();
+    for (const { cardId, collectionId } of held) {
+      if (!rank.has(collectionId)) rank.set(collectionId, rank.size);
+      const list = heldBy.get(cardId);
+      if (list) list.push(collectionId);
+      else heldBy.set(cardId, [collectionId]);
+    }
     const membersOf = (cardId: string) => (rootIdOf.has(cardId) ? (group.get(rootIdOf.get(cardId)!) ?? [cardId]) : []);
-    // One card's collections come oldest first; a group's, gathered from several cards, are put in that order again.
-    const merged = ids.some((id) => membersOf(id).filter((m) => held.has(m)).length > 1);
-    const rank = merged ? await this.oldestFirst(userId) : null;
     return ids.map((cardId) => {
-      const collectionIds = [...new Set(membersOf(cardId).flatMap((id) => held.get(id) ?? []))];
-      if (rank) collectionIds.sort((a, b) => (rank.get(a) ?? rank.size) - (rank.get(b) ?? rank.size));
+      const collectionIds = [...new Set(membersOf(cardId).flatMap((id) => heldBy.get(id) ?? []))];
+      collectionIds.sort((a, b) => rank.get(a)! - rank.get(b)!);
       return { cardId, collectionIds };
     });
-  }
-
-  /** Each collection of the owner by its place oldest first: the order collectionsOfOwnerHolding lists them in. */
-  private async oldestFirst(ownerId: string): Promise<Map<string, number>> {
-    const own = await this.deps.collections.listByAuthor(ownerId, true);
-    own.sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime() || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
-    return new Map(own.map((c, i) => [c.id, i]));
   }
 
   /** The collection of an ingested file, all its cards bookmarked; idempotent per file id. */

@@ -141,6 +141,12 @@ export interface CollectionChange {
 export type BookmarkAddition = 'added' | 'already-there' | 'card-gone' | 'collection-gone';
 
 /** Collections and their bookmarks; writes carry their events (transactional outbox). */
+/** A card bookmarked in a collection. */
+export interface HeldCard {
+  cardId: string;
+  collectionId: string;
+}
+
 export interface CollectionRepository {
   insert(collection: Collection, events: OutgoingEvent[]): Promise<void>;
   /**
@@ -192,8 +198,12 @@ export interface CollectionRepository {
    * page. Throws InvalidArgumentError naming page_token for a cursor it did not give.
    */
   listPageByAuthor(authorId: string, includePrivate: boolean, limit: number, after?: string): Promise<Page<Collection>>;
-  /** For each card id, the ids of the owner's collections holding it. */
-  collectionsOfOwnerHolding(ownerId: string, cardIds: readonly string[]): Promise<Map<string, string[]>>;
+  /**
+   * The owner's bookmarks of the cards: one (card, collection) pair each, oldest collection first (creation time, then
+   * id). Read from the cards' side, so its cost follows the bookmarks of these cards, not how many collections the
+   * owner has.
+   */
+  collectionsOfOwnerHolding(ownerId: string, cardIds: readonly string[]): Promise<HeldCard[]>;
   /** Every collection holding the card. */
   collectionIdsHolding(cardId: string): Promise<string[]>;
 }

@@ -1,7 +1,7 @@
 import { appendToMongoOutbox, appendToMongoOutboxOrUndo, creationCursor, isDuplicateKeyError, pageOfRows, type OutgoingEvent, type Page } from '@cards/platform';
 import type { ClientSession, Filter } from 'mongodb';
 import type { Collection } from '../../domain/model';
-import type { BookmarkAddition, CollectionChange, CollectionRepository } from '../../domain/ports';
+import type { BookmarkAddition, CollectionChange, CollectionRepository, HeldCard } from '../../domain/ports';
 import { bookmarkId, fromCollectionDocument, toCollectionDocument, type BookmarkDocument, type CollectionDocument, type MongoCardsDatabase } from './mongo-cards-database';
 
 /**
@@ -209,17 +209,21 @@ export class MongoCollectionRepository implements CollectionRepository {
     return pageOfRows(docs.map(fromCollectionDocument), limit, creationCursor.after);
   }
 
-  async collectionsOfOwnerHolding(ownerId: string, cardIds: readonly string[]): Promise<Map<string, string[]>> {
-    const out = new Map<string, string[]>();
+  async collectionsOfOwnerHolding(ownerId: string, cardIds: readonly string[]): Promise<HeldCard[]> {
     const unique = [...new Set(cardIds)];
-    if (unique.length === 0) return out;
-    const owned = await this.store.collections.find({ authorId: ownerId }, { projection: { _id: 1 } }).sort({ createdAt: 1, _id: 1 }).toArray();
-    if (owned.length === 0) return out;
+    if (unique.length === 0) return [];
+    // From the cards' side (bookmarks_card, then collections by _id), never through all of the owner's collections.
+    const rows = await this.store.bookmarks.find({ cardId: { $in: unique } }, { projection: { cardId: 1, collectionId: 1 } }).toArray();
+    if (rows.length === 0) return [];
+    const owned = await this.store.collections
+      .find({ _id: { $in: [...new Set(rows.map((r) => r.collectionId))] }, authorId: ownerId }, { projection: { _id: 1 } })
+      .sort({ createdAt: 1, _id: 1 })
+      .toArray();
     const rank = new Map(owned.map((c, i) => [c._id, i]));
-    const rows = await this.store.bookmarks.find({ cardId: { $in: unique }, collectionId: { $in: owned.map((c) => c._id) } }, { projection: { cardId: 1, collectionId: 1 } }).toArray();
-    rows.sort((a, b) => rank.get(a.collectionId)! - rank.get(b.collectionId)!);
-    for (const r of rows) out.set(r.cardId, [...(out.get(r.cardId) ?? []), r.collectionId]);
-    return out;
+    return rows
+      .filter((r) => rank.has(r.collectionId))
+      .sort((a, b) => rank.get(a.collectionId)! - rank.get(b.collectionId)!)
+      .map((r) => ({ cardId: r.cardId, collectionId: r.collectionId }));
   }
 
   async collectionIdsHolding(cardId: string): Promise<string[]> {

@@ -1,10 +1,22 @@
 import { appendToSqliteOutbox, creationCursor, pageOfRows, type OutgoingEvent, type Page, type SqliteDatabase } from '@cards/platform';
 import type { Collection } from '../../domain/model';
-import type { BookmarkAddition, CollectionChange, CollectionRepository } from '../../domain/ports';
+import type { BookmarkAddition, CollectionChange, CollectionRepository, HeldCard } from '../../domain/ports';
 import { chunks, collectionFromRow, placeholders, type CollectionRow } from './rows';
 
 const iso = (d: Date) => d.toISOString();
 const VISIBLE_CARD = '(c.private = 0 OR c.author_id = ?)';
+
+/**
+ * The owner's bookmarks of `cardCount` cards (parameters: the card ids, then the owner), oldest collection first.
+ * CROSS JOIN keeps bookmarks the outer loop (SQLite never reorders it), so the cards' bookmarks are found by
+ * bookmarks_card and each one's collection by its key: driven from collections_author instead, the planner's choice
+ * for a plain JOIN, the query walked every collection of the owner.
+ */
+export function ownerBookmarksOfCardsQuery(cardCount: number): string {
+  return `SELECT b.card_id AS cardId, b.collection_id AS collectionId, k.created_at AS createdAt
+          FROM bookmarks b CROSS JOIN collections k ON k.id = b.collection_id
+          WHERE b.card_id IN (${placeholders(cardCount)}) AND k.author_id = ? ORDER BY k.created_at, k.id`;
+}
 
 /** Collections and bookmarks in the cards service's SQLite file. */
 export class SqliteCollectionRepository implements CollectionRepository {
@@ -124,17 +136,12 @@ export class SqliteCollectionRepository implements CollectionRepository {
     return pageOfRows(rows.map(collectionFromRow), limit, creationCursor.after);
   }
 
-  async collectionsOfOwnerHolding(ownerId: string, cardIds: readonly string[]): Promise<Map<string, string[]>> {
-    const out = new Map<string, string[]>();
-    for (const slice of chunks([...new Set(cardIds)])) {
-      const rows = this.db.prepare(
-          `SELECT b.card_id, b.collection_id FROM bookmarks b JOIN collections k ON k.id = b.collection_id
-           WHERE k.author_id = ? AND b.card_id IN (${placeholders(slice.length)}) ORDER BY k.created_at, k.id`,
-        )
-        .all(ownerId, ...slice) as { card_id: string; collection_id: string }[];
-      for (const r of rows) out.set(r.card_id, [...(out.get(r.card_id) ?? []), r.collection_id]);
-    }
-    return out;
+  async collectionsOfOwnerHolding(ownerId: string, cardIds: readonly string[]): Promise<HeldCard[]> {
+    const rows: (HeldCard & { createdAt: string })[] = [];
+    for (const slice of chunks([...new Set(cardIds)])) rows.push(...(this.db.prepare(ownerBookmarksOfCardsQuery(slice.length)).all(...slice, ownerId) as (HeldCard & { createdAt: string })[]));
+    // Each slice comes in order; slices are merged into one order here.
+    rows.sort((a, b) => (a.createdAt < b.createdAt ? -1 : a.createdAt > b.createdAt ? 1 : a.collectionId < b.collectionId ? -1 : a.collectionId > b.collectionId ? 1 : 0));
+    return rows.map(({ cardId, collectionId }) => ({ cardId, collectionId }));
   }
 
   async collectionIdsHolding(cardId: string): Promise<string[]> {

@@ -102,12 +102,12 @@ export async function startCards(env: Record<string, string | undefined> = proce
     address: grpc.address,
     async stop() {
       await grpc.shutdown();
-      await subscription.close();
       for (const peer of Object.values(peers)) peer.channel.close();
       await store.closeIfUnreachable();
-      // Together: closing the bus abandons a publish stuck connecting to brokers that are down, which relay.stop()
-      // would wait out; its entries stay in the outbox.
-      await Promise.all([relay.stop(), bus.close()]);
+      // Together: closing the bus abandons a publish stuck connecting to brokers that are down, the relay's or a dead
+      // letter the subscription is sending, which relay.stop() and subscription.close() would wait out; the relay's
+      // entries stay in the outbox and the event is not committed (delivered again after the next start).
+      await Promise.all([subscription.close(), relay.stop(), bus.close()]);
       await store.close();
     },
   };

@@ -95,10 +95,10 @@ export async function startFiles(env: Record<string, string | undefined> = proce
       await http.close();
       // MongoDB gone: the relay's drain and the ingestion under way fail at once instead of waiting for a server.
       await closeIfUnreachable();
-      await subscription.close();
-      // Together: closing the bus abandons a publish stuck connecting to brokers that are down, which relay.stop()
-      // would wait out; its entries stay in the outbox.
-      await Promise.all([relay.stop(), bus.close()]);
+      // Together: closing the bus abandons a publish stuck connecting to brokers that are down, the relay's or a dead
+      // letter the ingestion subscription is sending, which relay.stop() and subscription.close() would wait out; the
+      // relay's entries stay in the outbox and the event is not committed (dead-lettered again after the next start).
+      await Promise.all([subscription.close(), relay.stop(), bus.close()]);
       cards.close();
       await objects.close();
       await repository.close();

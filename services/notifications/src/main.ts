@@ -45,8 +45,9 @@ export async function startNotifications(env: Record<string, string | undefined>
     address: grpc.address,
     async stop() {
       await grpc.shutdown();
-      await consumer.close();
-      await bus.close();
+      // Together: closing the bus abandons a dead letter the consumer is sending to brokers that are down, which
+      // consumer.close() would wait out; the event is not committed (dead-lettered again after the next start).
+      await Promise.all([consumer.close(), bus.close()]);
       await repository.close();
     },
   };

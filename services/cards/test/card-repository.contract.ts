@@ -233,6 +233,53 @@ export function describeCardRepositoryContract(name: string, factory: CardsStore
       expect(await store.pendingEventTopics()).toEqual([Topics.card]);
     });
 
+    it("pages the collisions of roots oldest first (equal creation times by id), as findCollisions lists them, each once", async () => {
+      const [root, other, unrelated] = [aCard().build(), aCard().build(), aCard().build()];
+      for (const c of [root, other, unrelated]) await store.cards.insert(c, fingerprintOf(c.content), []);
+      const oldest = aCard().collisionOf(root.id).build();
+      const sameTime = nextTime();
+      const copies = [
+        oldest,
+        ...[randomUUID(), randomUUID(), randomUUID()].sort().map((id) => ({ ...aCard().collisionOf(other.id).private().build(), id, createdAt: sameTime, updatedAt: sameTime })),
+        aCard().collisionOf(root.id).build(),
+      ];
+      // Inserted newest first, so no order of insertion can pass for the order asked.
+      for (const c of [...copies].reverse().concat(aCard().collisionOf(unrelated.id).build())) await store.cards.insert(c, fingerprintOf(c.content), []);
+      const ids = (cards: readonly { id: string }[]) => cards.map((c) => c.id);
+      expect(ids(await store.cards.findCollisions([other.id, root.id]))).toEqual(ids(copies));
+
+      const first = await store.cards.findCollisionsPage([other.id, root.id], 2);
+      expect(first.items).toEqual(copies.slice(0, 2));
+      const second = await store.cards.findCollisionsPage([root.id, other.id], 2, first.next);
+      expect(ids(second.items)).toEqual(ids(copies.slice(2, 4)));
+      const last = await store.cards.findCollisionsPage([root.id, other.id], 2, second.next);
+      expect(ids(last.items)).toEqual(ids(copies.slice(4)));
+      expect(last.next).toBeUndefined();
+      expect(ids((await store.cards.findCollisionsPage([root.id], 1, first.next)).items)).toEqual([copies[4]!.id]);
+      expect(await store.cards.findCollisionsPage([root.id, other.id], 10)).toEqual({ items: copies });
+      expect(await store.cards.findCollisionsPage([randomUUID()], 10)).toEqual({ items: [] });
+    });
+
+    it('keeps its place in the collisions while collisions are added and removed between pages', async () => {
+      const root = aCard().build();
+      await store.cards.insert(root, fingerprintOf(root.content), []);
+      const copies = [aCard().collisionOf(root.id).build(), aCard().collisionOf(root.id).build(), aCard().collisionOf(root.id).build()];
+      for (const c of copies) await store.cards.insert(c, fingerprintOf(c.content), []);
+      const first = await store.cards.findCollisionsPage([root.id], 1);
+      await store.cards.remove(copies[0]!.id, [], []);
+      await store.cards.remove(copies[1]!.id, [], []);
+      const added = aCard().collisionOf(root.id).build();
+      await store.cards.insert(added, fingerprintOf(added.content), []);
+      const rest = await store.cards.findCollisionsPage([root.id], 10, first.next);
+      expect(rest.items.map((c) => c.id)).toEqual([copies[2]!.id, added.id]);
+    });
+
+    it('refuses a collision cursor it did not give, naming page_token', async () => {
+      for (const cursor of ['', 'garbage', `1_${randomUUID().toUpperCase()}`]) {
+        await expect(store.cards.findCollisionsPage([randomUUID()], 5, cursor)).rejects.toThrow(expect.objectContaining({ name: 'InvalidArgumentError', message: expect.stringContaining('page_token') }));
+      }
+    });
+
     it('lists an author\'s cards newest update first, paged, private ones only on request', async () => {
       const author = randomUUID();
       const cards = [aCard().by(author).build(), aCard().by(author).private().build(), aCard().by(author).build(), aCard().build()];

@@ -2,15 +2,11 @@ import { AlreadyExistsError, InvalidArgumentError, newId, NotFoundError, Permiss
 import { collisionMovesOnChange, isVisibleTo, leavesRoot, mayHoldCollision, rehomedCollisions, PAGE_SIZE, totalPages, type AuthorScore, type Card, type CardGroup, type CollisionMove, type Vote } from '../domain/model';
 import { StaleCardError, type CardRepository, type CollectionRepository, type ContentLock, type FileDirectory, type NearDuplicateFinder, type UserDirectory, type VoteRepository } from '../domain/ports';
 import { cardTextFromHtml, fingerprintOf, isNearCopy, jaccard, NEAR_COPY_JACCARD, shinglesOf, SKETCH_MIN_SHARED, validLink, validOcFilePath, validTags } from '../domain/rules';
+import { CardGroupReader, type CardGroupsPart, type ViewedCard, type ViewedGroup } from './card-groups';
 import { bookmarkChanged, cardCreated, cardDeleted, cardUpdated } from './events';
 import { followFilePrivacy, isHiddenByFile, privacyAfterChange, type PrivacyChangedBy } from './file-privacy';
 
-/** A card as one viewer sees it: with that viewer's vote. */
-export type ViewedCard = Card & { viewerVote: boolean | null };
-export interface ViewedGroup {
-  root: ViewedCard;
-  collisions: ViewedCard[];
-}
+export type { CardGroupsPart, ViewedCard, ViewedGroup } from './card-groups';
 
 export interface CreateCardInput {
   callerId: string;
@@ -80,7 +76,11 @@ export function validPage(page: number): number {
 export class CardService {
   private lastTick = 0;
 
-  constructor(private readonly deps: CardServiceDeps) {}
+  private readonly groupReader: CardGroupReader;
+
+  constructor(private readonly deps: CardServiceDeps) {
+    this.groupReader = new CardGroupReader({ cards: deps.cards, withVotes: (list, viewerId) => this.withVotes(list, viewerId) });
+  }
 
   /** Strictly increasing timestamps, so "newest first" never depends on two writes sharing a millisecond. */
   private now(): Date {
@@ -287,21 +287,12 @@ export class CardService {
 
   /** Root cards with the collisions the caller may see, in the order of the ids; collisions map to their root. */
   async getCardGroups(cardIds: readonly string[], callerId: string | undefined): Promise<ViewedGroup[]> {
-    const { cards } = this.deps;
-    const found = new Map((await cards.findByIds(cardIds)).map((c) => [c.id, c]));
-    const missingRoots = [...found.values()].flatMap((c) => (c.collisionOf && !found.has(c.collisionOf) ? [c.collisionOf] : []));
-    for (const r of await cards.findByIds(missingRoots)) found.set(r.id, r);
-    const rootIds: string[] = [];
-    for (const id of cardIds) {
-      const card = found.get(id);
-      if (!card) continue;
-      const root = card.collisionOf ? found.get(card.collisionOf) : card;
-      if (!root || root.collisionOf || !isVisibleTo(root, callerId) || rootIds.includes(root.id)) continue;
-      rootIds.push(root.id);
-    }
-    const collisions = (await cards.findCollisions(rootIds)).filter((c) => isVisibleTo(c, callerId));
-    const viewed = new Map((await this.withVotes([...rootIds.map((id) => found.get(id)!), ...collisions], callerId)).map((c) => [c.id, c]));
-    return rootIds.map((id) => ({ root: viewed.get(id)!, collisions: collisions.filter((c) => c.collisionOf === id).map((c) => viewed.get(c.id)!) }));
+    return (await this.groupReader.read(cardIds, callerId, 0, '')).groups;
+  }
+
+  /** The same a part at a time, each at most `maxBytes` of cards: see CardGroupReader.read. */
+  async getCardGroupsPart(cardIds: readonly string[], callerId: string | undefined, maxBytes: number, pageToken: string): Promise<CardGroupsPart> {
+    return this.groupReader.read(cardIds, callerId, maxBytes, pageToken);
   }
 
   /**

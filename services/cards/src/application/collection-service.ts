@@ -31,6 +31,14 @@ export interface CardCollections {
   collectionIds: string[];
 }
 
+/** A page of a collection's entries; `more` when they go on past `maxGroupBytes` (read on with getCardGroupsPart). */
+export interface CollectionCardsPage {
+  collection: Collection;
+  bookmarks: ViewedGroup[];
+  totalPages: number;
+  more?: { rootIds: string[]; pageToken: string };
+}
+
 /** Use cases of collections and bookmarks. */
 export class CollectionService {
   constructor(private readonly deps: CollectionServiceDeps) {}
@@ -102,7 +110,7 @@ export class CollectionService {
    * root followed by its visible collisions, and a bookmarked collision is shown in its root's entry (DESIGN.md: a
    * collision appears inside its root's metadata array). Entries are in the order of their first bookmark.
    */
-  async listCards(collectionId: string, callerId: string | undefined, page: number): Promise<{ collection: Collection; bookmarks: ViewedGroup[]; totalPages: number }> {
+  async listCards(collectionId: string, callerId: string | undefined, page: number, maxGroupBytes = 0): Promise<CollectionCardsPage> {
     validPage(page);
     const collection = await this.get(collectionId, callerId);
     const viewer = callerId ?? null;
@@ -110,7 +118,9 @@ export class CollectionService {
       this.deps.collections.listVisibleBookmarkedRoots(collection.id, viewer, (page - 1) * PAGE_SIZE, PAGE_SIZE),
       this.deps.collections.countVisibleBookmarkedRoots(collection.id, viewer),
     ]);
-    return { collection, bookmarks: await this.deps.cardService.getCardGroups(rootIds, callerId), totalPages: totalPages(total) };
+    const part = await this.deps.cardService.getCardGroupsPart(rootIds, callerId, maxGroupBytes, '');
+    const more = part.next === undefined ? {} : { more: { rootIds, pageToken: part.next } };
+    return { collection, bookmarks: part.groups, totalPages: totalPages(total), ...more };
   }
 
   /**

@@ -45,6 +45,12 @@ export interface CardRepository {
   findUnindexedRoots(viewerId: string, since: Date, limit: number): Promise<Card[]>;
   /** Collisions of the given roots, oldest first. */
   findCollisions(rootIds: readonly string[]): Promise<Card[]>;
+  /**
+   * At most `limit` of them in the same order (creation time, then id), starting after `after` (a `next` this
+   * repository gave; omitted: the oldest), so a root with more collisions than one read should hold is read in parts.
+   * Throws InvalidArgumentError naming page_token for a cursor it did not give.
+   */
+  findCollisionsPage(rootIds: readonly string[], limit: number, after?: string): Promise<Page<Card>>;
   /** Cards of any author that carry this file id, oldest first. */
   findByFile(fileId: string): Promise<Card[]>;
 

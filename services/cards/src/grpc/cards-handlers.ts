@@ -62,7 +62,8 @@ export function cardsHandlers(cardService: CardService, collectionService: Colle
       return cardToProto(await cardService.getCard(req.cardId, req.callerId || undefined));
     },
     async getCardGroups(req) {
-      return { groups: (await cardService.getCardGroups(req.cardIds, req.callerId || undefined)).map(groupToProto) };
+      const part = await cardService.getCardGroupsPart(req.cardIds, req.callerId || undefined, req.maxBytes, req.pageToken);
+      return { groups: part.groups.map(groupToProto), nextPageToken: part.next ?? '' };
     },
     async updateCard(req) {
       await cardService.updateCard({ callerId: req.callerId, cardId: req.cardId, link: req.link, cardHtml: req.cardHtml, private: req.private });
@@ -128,8 +129,9 @@ export function cardsHandlers(cardService: CardService, collectionService: Colle
       return {};
     },
     async listCollectionCards(req) {
-      const page = await collectionService.listCards(req.collectionId, req.callerId || undefined, req.page);
-      return { collection: collectionToProto(page.collection), bookmarks: page.bookmarks.map(groupToProto), totalPages: page.totalPages };
+      const page = await collectionService.listCards(req.collectionId, req.callerId || undefined, req.page, req.maxGroupBytes);
+      const rest = page.more ? { groupsPageToken: page.more.pageToken, groupCardIds: page.more.rootIds } : {};
+      return { collection: collectionToProto(page.collection), bookmarks: page.bookmarks.map(groupToProto), totalPages: page.totalPages, ...rest };
     },
     async listUserCollections(req) {
       const page = await collectionService.listUserCollections(req.userId, req.callerId || undefined, req.pageSize, req.pageToken);

@@ -7,6 +7,7 @@ import { pagesOf, sendJsonArrayInPages } from '../http/json-array-in-pages';
 import { requireUser } from '../http/session';
 import { characterString, looseBoolean, nonBlankCharacterString, pageParam, parseBody, uuidParam, uuidString } from '../http/validation';
 import { presentCardGroups } from '../presenters/card-presenter';
+import { CARD_GROUPS_PART_BYTES, withRestOfCardGroups } from './card-groups';
 import { presentCollection } from '../presenters/collection-presenter';
 import { forKnownUser } from './known-user';
 
@@ -92,9 +93,11 @@ export function registerCollectionRoutes(router: Router, { clients }: RouteDeps)
   router.get('/card_collection/:collection_id/:page', async (req, res) => {
     const collectionId = uuidParam(req, 'collection_id');
     const page = pageParam(req);
-    const result = await clients.cards.listCollectionCards({ collectionId, callerId: req.user?.id, page }, { idempotent: true });
+    const callerId = req.user?.id;
+    const result = await clients.cards.listCollectionCards({ collectionId, callerId, page, maxGroupBytes: CARD_GROUPS_PART_BYTES }, { idempotent: true });
     if (!result.collection) throw notFound('Collection not found');
-    res.json({ bookmarks: await presentCardGroups(clients, result.bookmarks, req.user?.id), collection: presentCollection(result.collection), total_pages: result.totalPages });
+    const groups = await withRestOfCardGroups(clients, result.bookmarks, { cardIds: result.groupCardIds, callerId, pageToken: result.groupsPageToken });
+    res.json({ bookmarks: await presentCardGroups(clients, groups, callerId), collection: presentCollection(result.collection), total_pages: result.totalPages });
   });
 
   router.post('/card_collection/:collection_id', async (req, res) => {

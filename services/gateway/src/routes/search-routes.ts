@@ -4,6 +4,7 @@ import { fitsCharacters, MAX_LINK_CHARS } from '@cards/card-rules';
 import type { search } from '@cards/proto';
 import type { RouteDeps } from '../app';
 import { presentCardGroups } from '../presenters/card-presenter';
+import { readCardGroups } from './card-groups';
 import { presentCollection } from '../presenters/collection-presenter';
 import { nonBlankCharacterString, pageParam, parseBody, tagList, uuidString } from '../http/validation';
 
@@ -55,8 +56,7 @@ export function registerSearchRoutes(router: Router, { clients }: RouteDeps): vo
     };
     const result = kind === 'semantic' ? await clients.search.semanticSearch(request, { idempotent: true }) : await clients.search.fullTextSearch(request, { idempotent: true });
     const scores = new Map(result.hits.map((h) => [h.cardId, h.score]));
-    const groups =
-      result.hits.length === 0 ? [] : (await clients.cards.getCardGroups({ cardIds: result.hits.map((h) => h.cardId), callerId }, { idempotent: true })).groups;
+    const groups = result.hits.length === 0 ? [] : await readCardGroups(clients, result.hits.map((h) => h.cardId), callerId);
     const entries = (await presentCardGroups(clients, groups, callerId)).map((entry) => ({ ...entry, score: scores.get(entry.metadata[0]!.id) ?? 0 }));
     return { entries, totalPages: result.totalPages };
   }

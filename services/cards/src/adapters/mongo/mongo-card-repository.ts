@@ -1,5 +1,5 @@
-import { AlreadyExistsError, appendToMongoOutbox, appendToMongoOutboxOrUndo, isDuplicateKeyError, type OutgoingEvent } from '@cards/platform';
-import type { ClientSession } from 'mongodb';
+import { AlreadyExistsError, appendToMongoOutbox, appendToMongoOutboxOrUndo, creationCursor, isDuplicateKeyError, pageOfRows, type OutgoingEvent, type Page } from '@cards/platform';
+import type { ClientSession, Filter } from 'mongodb';
 import type { Card, CardFingerprint, CollisionMove } from '../../domain/model';
 import { StaleCardError, type CardRepository, type CardUpdateOptions, type MovedCardEvents } from '../../domain/ports';
 import { CARD_PROJECTION, fromCardDocument, idempotencyOf, movePublicVotes, toCardDocument, type CardDocument, type MongoCardsDatabase } from './mongo-cards-database';
@@ -66,6 +66,17 @@ export class MongoCardRepository implements CardRepository {
     if (unique.length === 0) return [];
     const docs = await this.store.cards.find({ collisionOf: { $in: unique } }, { projection: CARD_PROJECTION }).sort({ createdAt: 1, _id: 1 }).toArray();
     return docs.map(fromCardDocument);
+  }
+
+  async findCollisionsPage(rootIds: readonly string[], limit: number, after?: string): Promise<Page<Card>> {
+    let filter: Filter<CardDocument> = { collisionOf: { $in: [...new Set(rootIds)] } };
+    if (after !== undefined) {
+      const { createdAt, id } = creationCursor.parse(after);
+      // The $gte bound narrows the scan; the $or is the exact (createdAt, _id) position after the cursor.
+      filter = { ...filter, createdAt: { $gte: createdAt }, $or: [{ createdAt: { $gt: createdAt } }, { _id: { $gt: id } }] };
+    }
+    const docs = await this.store.cards.find(filter, { projection: CARD_PROJECTION }).sort({ createdAt: 1, _id: 1 }).limit(limit + 1).toArray();
+    return pageOfRows(docs.map(fromCardDocument), limit, creationCursor.after);
   }
 
   async findByFile(fileId: string): Promise<Card[]> {

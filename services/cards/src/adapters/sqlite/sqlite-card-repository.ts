@@ -1,7 +1,7 @@
-import { AlreadyExistsError, appendToSqliteOutbox, type OutgoingEvent, type SqliteDatabase } from '@cards/platform';
+import { AlreadyExistsError, appendToSqliteOutbox, creationCursor, pageOfRows, type OutgoingEvent, type Page, type SqliteDatabase } from '@cards/platform';
 import type { Card, CardFingerprint, CollisionMove } from '../../domain/model';
 import { StaleCardError, type CardRepository, type CardUpdateOptions, type MovedCardEvents } from '../../domain/ports';
-import { cardFromRow, chunks, placeholders, type CardRow } from './rows';
+import { cardFromRow, chunks, IN_CHUNK, placeholders, type CardRow } from './rows';
 
 const iso = (d: Date) => d.toISOString();
 
@@ -54,6 +54,19 @@ export class SqliteCardRepository implements CardRepository {
       (slice) => this.db.prepare(`SELECT * FROM cards WHERE collision_of IN (${placeholders(slice.length)}) ORDER BY created_at, id`).all(...slice) as CardRow[],
     );
     return rows.map(cardFromRow);
+  }
+
+  async findCollisionsPage(rootIds: readonly string[], limit: number, after?: string): Promise<Page<Card>> {
+    const cursor = after === undefined ? undefined : creationCursor.parse(after);
+    const position = cursor === undefined ? '' : 'AND (created_at > ? OR (created_at = ? AND id > ?))';
+    const positionArgs = cursor === undefined ? [] : [cursor.createdAt.toISOString(), cursor.createdAt.toISOString(), cursor.id];
+    const rows = chunks([...new Set(rootIds)]).flatMap(
+      (slice) =>
+        this.db.prepare(`SELECT * FROM cards WHERE collision_of IN (${placeholders(slice.length)}) ${position} ORDER BY created_at, id LIMIT ?`).all(...slice, ...positionArgs, limit + 1) as CardRow[],
+    );
+    // More roots than one statement takes come back slice by slice, each in order.
+    if (rootIds.length > IN_CHUNK) rows.sort((a, b) => (a.created_at < b.created_at ? -1 : a.created_at > b.created_at ? 1 : a.id < b.id ? -1 : 1));
+    return pageOfRows(rows.slice(0, limit + 1).map(cardFromRow), limit, creationCursor.after);
   }
 
   async findByFile(fileId: string): Promise<Card[]> {

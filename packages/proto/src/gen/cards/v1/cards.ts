@@ -78,11 +78,24 @@ export interface GetCardRequest {
 
 export interface GetCardGroupsRequest {
   cardIds: string[];
-  callerId?: string | undefined;
+  callerId?:
+    | string
+    | undefined;
+  /**
+   * Cards of the answer at most this many bytes, near enough (at least one card more than the part before): the rest
+   * comes in further parts (page_token). 0 without a page_token: every group in one answer, as callers written before
+   * parts expect; that answer fails past the 8 MiB message limit. 0 with a page_token: 4 MiB.
+   */
+  maxBytes: number;
+  /** The previous part's next_page_token, with the same card_ids; empty for the first part. */
+  pageToken: string;
 }
 
 export interface GetCardGroupsResponse {
+  /** A group cut between parts starts the next part again with its root, followed by its further collisions. */
   groups: CardGroup[];
+  /** Empty when there is nothing after this part. */
+  nextPageToken: string;
 }
 
 export interface UpdateCardRequest {
@@ -208,12 +221,21 @@ export interface ListCollectionCardsRequest {
   collectionId: string;
   callerId?: string | undefined;
   page: number;
+  /** As GetCardGroupsRequest.max_bytes for the page's bookmarks: 0, all of them in this answer. */
+  maxGroupBytes: number;
 }
 
 export interface ListCollectionCardsResponse {
-  collection?: Collection | undefined;
+  collection?:
+    | Collection
+    | undefined;
+  /** The page's entries, or their first part when groups_page_token is set. */
   bookmarks: CardGroup[];
   totalPages: number;
+  /** Set when the entries go on: GetCardGroups with card_ids = group_card_ids and this page_token gives the next part. */
+  groupsPageToken: string;
+  /** The page's root card ids, in order; only with groups_page_token. */
+  groupCardIds: string[];
 }
 
 export interface ListUserCollectionsRequest {
@@ -1178,7 +1200,7 @@ export const GetCardRequest: MessageFns<GetCardRequest> = {
 };
 
 function createBaseGetCardGroupsRequest(): GetCardGroupsRequest {
-  return { cardIds: [], callerId: undefined };
+  return { cardIds: [], callerId: undefined, maxBytes: 0, pageToken: "" };
 }
 
 export const GetCardGroupsRequest: MessageFns<GetCardGroupsRequest> = {
@@ -1188,6 +1210,12 @@ export const GetCardGroupsRequest: MessageFns<GetCardGroupsRequest> = {
     }
     if (message.callerId !== undefined) {
       writer.uint32(18).string(message.callerId);
+    }
+    if (message.maxBytes !== 0) {
+      writer.uint32(24).int32(message.maxBytes);
+    }
+    if (message.pageToken !== "") {
+      writer.uint32(34).string(message.pageToken);
     }
     return writer;
   },
@@ -1221,6 +1249,22 @@ export const GetCardGroupsRequest: MessageFns<GetCardGroupsRequest> = {
             message.callerId = reader.string();
             continue;
           }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.maxBytes = reader.int32();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.pageToken = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1245,6 +1289,16 @@ export const GetCardGroupsRequest: MessageFns<GetCardGroupsRequest> = {
         : isSet(object.caller_id)
         ? globalThis.String(object.caller_id)
         : undefined,
+      maxBytes: isSet(object.maxBytes)
+        ? globalThis.Number(object.maxBytes)
+        : isSet(object.max_bytes)
+        ? globalThis.Number(object.max_bytes)
+        : 0,
+      pageToken: isSet(object.pageToken)
+        ? globalThis.String(object.pageToken)
+        : isSet(object.page_token)
+        ? globalThis.String(object.page_token)
+        : "",
     };
   },
 
@@ -1256,6 +1310,12 @@ export const GetCardGroupsRequest: MessageFns<GetCardGroupsRequest> = {
     if (message.callerId !== undefined) {
       obj.callerId = message.callerId;
     }
+    if (message.maxBytes !== 0) {
+      obj.maxBytes = Math.round(message.maxBytes);
+    }
+    if (message.pageToken !== "") {
+      obj.pageToken = message.pageToken;
+    }
     return obj;
   },
 
@@ -1266,18 +1326,23 @@ export const GetCardGroupsRequest: MessageFns<GetCardGroupsRequest> = {
     const message = createBaseGetCardGroupsRequest();
     message.cardIds = object.cardIds?.map((e) => e) || [];
     message.callerId = object.callerId ?? undefined;
+    message.maxBytes = object.maxBytes ?? 0;
+    message.pageToken = object.pageToken ?? "";
     return message;
   },
 };
 
 function createBaseGetCardGroupsResponse(): GetCardGroupsResponse {
-  return { groups: [] };
+  return { groups: [], nextPageToken: "" };
 }
 
 export const GetCardGroupsResponse: MessageFns<GetCardGroupsResponse> = {
   encode(message: GetCardGroupsResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
     for (const v of message.groups) {
       CardGroup.encode(v!, writer.uint32(10).fork()).join();
+    }
+    if (message.nextPageToken !== "") {
+      writer.uint32(18).string(message.nextPageToken);
     }
     return writer;
   },
@@ -1303,6 +1368,14 @@ export const GetCardGroupsResponse: MessageFns<GetCardGroupsResponse> = {
             message.groups.push(CardGroup.decode(reader, reader.uint32()));
             continue;
           }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.nextPageToken = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1318,6 +1391,11 @@ export const GetCardGroupsResponse: MessageFns<GetCardGroupsResponse> = {
   fromJSON(object: any): GetCardGroupsResponse {
     return {
       groups: globalThis.Array.isArray(object?.groups) ? object.groups.map((e: any) => CardGroup.fromJSON(e)) : [],
+      nextPageToken: isSet(object.nextPageToken)
+        ? globalThis.String(object.nextPageToken)
+        : isSet(object.next_page_token)
+        ? globalThis.String(object.next_page_token)
+        : "",
     };
   },
 
@@ -1325,6 +1403,9 @@ export const GetCardGroupsResponse: MessageFns<GetCardGroupsResponse> = {
     const obj: any = {};
     if (message.groups?.length) {
       obj.groups = message.groups.map((e) => CardGroup.toJSON(e));
+    }
+    if (message.nextPageToken !== "") {
+      obj.nextPageToken = message.nextPageToken;
     }
     return obj;
   },
@@ -1335,6 +1416,7 @@ export const GetCardGroupsResponse: MessageFns<GetCardGroupsResponse> = {
   fromPartial(object: DeepPartial<GetCardGroupsResponse>): GetCardGroupsResponse {
     const message = createBaseGetCardGroupsResponse();
     message.groups = object.groups?.map((e) => CardGroup.fromPartial(e)) || [];
+    message.nextPageToken = object.nextPageToken ?? "";
     return message;
   },
 };
@@ -3533,7 +3615,7 @@ export const BookmarkRequest: MessageFns<BookmarkRequest> = {
 };
 
 function createBaseListCollectionCardsRequest(): ListCollectionCardsRequest {
-  return { collectionId: "", callerId: undefined, page: 0 };
+  return { collectionId: "", callerId: undefined, page: 0, maxGroupBytes: 0 };
 }
 
 export const ListCollectionCardsRequest: MessageFns<ListCollectionCardsRequest> = {
@@ -3546,6 +3628,9 @@ export const ListCollectionCardsRequest: MessageFns<ListCollectionCardsRequest> 
     }
     if (message.page !== 0) {
       writer.uint32(24).int32(message.page);
+    }
+    if (message.maxGroupBytes !== 0) {
+      writer.uint32(32).int32(message.maxGroupBytes);
     }
     return writer;
   },
@@ -3587,6 +3672,14 @@ export const ListCollectionCardsRequest: MessageFns<ListCollectionCardsRequest> 
             message.page = reader.int32();
             continue;
           }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.maxGroupBytes = reader.int32();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -3612,6 +3705,11 @@ export const ListCollectionCardsRequest: MessageFns<ListCollectionCardsRequest> 
         ? globalThis.String(object.caller_id)
         : undefined,
       page: isSet(object.page) ? globalThis.Number(object.page) : 0,
+      maxGroupBytes: isSet(object.maxGroupBytes)
+        ? globalThis.Number(object.maxGroupBytes)
+        : isSet(object.max_group_bytes)
+        ? globalThis.Number(object.max_group_bytes)
+        : 0,
     };
   },
 
@@ -3626,6 +3724,9 @@ export const ListCollectionCardsRequest: MessageFns<ListCollectionCardsRequest> 
     if (message.page !== 0) {
       obj.page = Math.round(message.page);
     }
+    if (message.maxGroupBytes !== 0) {
+      obj.maxGroupBytes = Math.round(message.maxGroupBytes);
+    }
     return obj;
   },
 
@@ -3637,12 +3738,13 @@ export const ListCollectionCardsRequest: MessageFns<ListCollectionCardsRequest> 
     message.collectionId = object.collectionId ?? "";
     message.callerId = object.callerId ?? undefined;
     message.page = object.page ?? 0;
+    message.maxGroupBytes = object.maxGroupBytes ?? 0;
     return message;
   },
 };
 
 function createBaseListCollectionCardsResponse(): ListCollectionCardsResponse {
-  return { collection: undefined, bookmarks: [], totalPages: 0 };
+  return { collection: undefined, bookmarks: [], totalPages: 0, groupsPageToken: "", groupCardIds: [] };
 }
 
 export const ListCollectionCardsResponse: MessageFns<ListCollectionCardsResponse> = {
@@ -3655,6 +3757,12 @@ export const ListCollectionCardsResponse: MessageFns<ListCollectionCardsResponse
     }
     if (message.totalPages !== 0) {
       writer.uint32(24).int32(message.totalPages);
+    }
+    if (message.groupsPageToken !== "") {
+      writer.uint32(34).string(message.groupsPageToken);
+    }
+    for (const v of message.groupCardIds) {
+      writer.uint32(42).string(v!);
     }
     return writer;
   },
@@ -3696,6 +3804,22 @@ export const ListCollectionCardsResponse: MessageFns<ListCollectionCardsResponse
             message.totalPages = reader.int32();
             continue;
           }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.groupsPageToken = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.groupCardIds.push(reader.string());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -3719,6 +3843,16 @@ export const ListCollectionCardsResponse: MessageFns<ListCollectionCardsResponse
         : isSet(object.total_pages)
         ? globalThis.Number(object.total_pages)
         : 0,
+      groupsPageToken: isSet(object.groupsPageToken)
+        ? globalThis.String(object.groupsPageToken)
+        : isSet(object.groups_page_token)
+        ? globalThis.String(object.groups_page_token)
+        : "",
+      groupCardIds: globalThis.Array.isArray(object?.groupCardIds)
+        ? object.groupCardIds.map((e: any) => globalThis.String(e))
+        : globalThis.Array.isArray(object?.group_card_ids)
+        ? object.group_card_ids.map((e: any) => globalThis.String(e))
+        : [],
     };
   },
 
@@ -3733,6 +3867,12 @@ export const ListCollectionCardsResponse: MessageFns<ListCollectionCardsResponse
     if (message.totalPages !== 0) {
       obj.totalPages = Math.round(message.totalPages);
     }
+    if (message.groupsPageToken !== "") {
+      obj.groupsPageToken = message.groupsPageToken;
+    }
+    if (message.groupCardIds?.length) {
+      obj.groupCardIds = message.groupCardIds;
+    }
     return obj;
   },
 
@@ -3746,6 +3886,8 @@ export const ListCollectionCardsResponse: MessageFns<ListCollectionCardsResponse
       : undefined;
     message.bookmarks = object.bookmarks?.map((e) => CardGroup.fromPartial(e)) || [];
     message.totalPages = object.totalPages ?? 0;
+    message.groupsPageToken = object.groupsPageToken ?? "";
+    message.groupCardIds = object.groupCardIds?.map((e) => e) || [];
     return message;
   },
 };

@@ -1,0 +1,38 @@
+import type { cards } from '@cards/proto';
+import type { GatewayClients } from '../clients';
+
+/** Half of gRPC's 8 MiB message limit: each part of card groups the cards service answers stays within it. */
+export const CARD_GROUPS_PART_BYTES = 4 * 1024 * 1024;
+
+/** Where card groups go on: the card ids asked and the token of the next part ('' when nothing follows). */
+export interface CardGroupsRest {
+  cardIds: readonly string[];
+  callerId: string | undefined;
+  pageToken: string;
+}
+
+/**
+ * The groups of a first part followed by every further part, read one after the other: a page of roots each copied by
+ * many users passes one gRPC message, and the interface shows every visible collision inside its root's entry. A
+ * group cut between parts starts the next part with its root again; its collisions join the entry already there.
+ */
+export async function withRestOfCardGroups(clients: Pick<GatewayClients, 'cards'>, first: readonly cards.CardGroup[], rest: CardGroupsRest): Promise<cards.CardGroup[]> {
+  const groups = first.map((g) => ({ ...g, collisions: [...g.collisions] }));
+  for (let pageToken = rest.pageToken; pageToken !== ''; ) {
+    const part = await clients.cards.getCardGroups({ cardIds: [...rest.cardIds], callerId: rest.callerId, maxBytes: CARD_GROUPS_PART_BYTES, pageToken }, { idempotent: true });
+    for (const group of part.groups) {
+      const last = groups[groups.length - 1];
+      if (last?.root && group.root && last.root.id === group.root.id) last.collisions.push(...group.collisions);
+      else groups.push({ ...group, collisions: [...group.collisions] });
+    }
+    pageToken = part.nextPageToken;
+  }
+  return groups;
+}
+
+/** The groups of the card ids the caller may see, in their order: one call when they fit one message (the usual case). */
+export async function readCardGroups(clients: Pick<GatewayClients, 'cards'>, cardIds: readonly string[], callerId: string | undefined): Promise<cards.CardGroup[]> {
+  const first = await clients.cards.getCardGroups({ cardIds: [...cardIds], callerId, maxBytes: CARD_GROUPS_PART_BYTES }, { idempotent: true });
+  if (first.nextPageToken === '') return first.groups;
+  return withRestOfCardGroups(clients, first.groups, { cardIds, callerId, pageToken: first.nextPageToken });
+}

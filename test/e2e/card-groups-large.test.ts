@@ -4,7 +4,7 @@ import { openMongoCardsStore } from '../../services/cards/src/adapters/mongo';
 import { openCardsDatabase } from '../../services/cards/src/adapters/sqlite/sqlite-cards-database';
 import { SqliteCardRepository } from '../../services/cards/src/adapters/sqlite/sqlite-card-repository';
 import type { CardRepository } from '../../services/cards/src/domain/ports';
-import { fingerprintOf } from '../../services/cards/src/domain/rules';
+import { cardTextFromHtml, fingerprintOf } from '../../services/cards/src/domain/rules';
 import { aCard } from '../../services/cards/test/builders';
 import { ApiClient } from '../support/http';
 import { Mailbox } from '../support/mailbox';
@@ -31,6 +31,11 @@ async function openCardStoreOf(running: RunningSystem): Promise<{ cards: CardRep
   const connection = await connectMongo({ url: process.env.MONGO_URL, database: 'cards', databasePrefix: MONGO_DATABASE_PREFIX, logger: createLogger('e2e', 'silent') });
   return { cards: (await openMongoCardsStore(connection)).cards, close: () => connection.close() };
 }
+
+/** HTML a card may hold: under 500,000 characters, 28,500 of text, the rest markup (stored as ~437,000 characters). */
+const markupHeavyHtml = (n: number) => `<p>${`<strong><em><u><s>${`${n}`.padEnd(50, 'x')}</s></u></em></strong> `.repeat(560)}</p>${'<p><br></p>'.repeat(30_000)}`;
+/** Alice's newest cards, newest first: her user page's first page, ~11 MB. */
+const heavyCards: string[] = [];
 
 /** A text of the largest size a card takes. */
 const largeText = (n: number) => `copy ${n} `.padEnd(29_000, 'lorem ipsum dolor sit amet ');
@@ -78,6 +83,12 @@ beforeAll(async () => {
     await store.cards.insert(hidden, fingerprintOf(hidden.content), []);
     privateCopies.set(entry[0]!, hidden.id);
   }
+  for (let i = 0; i < ROOTS; i++) {
+    const { cardHtml, content } = cardTextFromHtml(markupHeavyHtml(i));
+    const card = { ...aCard().by(alice.id).withContent(content).build(), cardHtml };
+    await store.cards.insert(card, fingerprintOf(content), []);
+    heavyCards.unshift(card.id);
+  }
   await store.close();
 }, 300_000);
 
@@ -98,6 +109,15 @@ describe('a page of entries whose duplicates pass one gRPC message (services in 
       expect(page.status).toBe(200);
       expect(idsOf(page.json.bookmarks)).toEqual(expectedFor(viewer));
       expect(page.json.bookmarks[ROOTS - 1].metadata[COPIES].content).toBe(largeText(COPIES - 1));
+    }
+  }, 120_000);
+
+  it("a user's page lists all of its 25 cards, however large their HTML", async () => {
+    for (const client of [alice.client, new ApiClient(system.baseUrl)]) {
+      const page = await client.get(`/api/user/${alice.id}/1`);
+      expect(page.status).toBe(200);
+      expect(page.json.cards.map((c: { id: string }) => c.id)).toEqual(heavyCards);
+      expect(page.json.cards[ROOTS - 1].card_html).toBe(cardTextFromHtml(markupHeavyHtml(0)).cardHtml);
     }
   }, 120_000);
 

@@ -115,6 +115,24 @@ describe('card groups in parts', () => {
     ]);
   });
 
+  it("names the user page's cards past the size asked instead of sending them, at least one sent", async () => {
+    const { service, store } = setup();
+    const author = randomUUID();
+    const cards: Card[] = [];
+    for (let i = 0; i < 5; i++) cards.unshift(await store(aCard().by(author).build()));
+    const ids = cards.map((c) => c.id);
+    const whole = await service.listUserCards(author, viewer, 1);
+    expect(whole.cards.map((c) => c.id)).toEqual(ids);
+    expect(whole.restCardIds).toEqual([]);
+    const twoFit = cardMessageBytes(cards[0]!) + cardMessageBytes(cards[1]!);
+    const cut = await service.listUserCards(author, viewer, 1, twoFit);
+    expect([cut.cards.map((c) => c.id), cut.restCardIds]).toEqual([ids.slice(0, 2), ids.slice(2)]);
+    expect(cut.totalCardsCreated).toBe(5);
+    const tiny = await service.listUserCards(author, viewer, 1, 1);
+    expect([tiny.cards.map((c) => c.id), tiny.restCardIds]).toEqual([ids.slice(0, 1), ids.slice(1)]);
+    await expect(service.listUserCards(author, viewer, 1, -1)).rejects.toThrow(new InvalidArgumentError('max_bytes: must be 0 or more'));
+  });
+
   it('refuses a negative size and a token it did not give for these card ids', async () => {
     const { service, cardIds } = await seed();
     await expect(service.getCardGroupsPart(cardIds, viewer, -1, '')).rejects.toThrow(new InvalidArgumentError('max_bytes: must be 0 or more'));

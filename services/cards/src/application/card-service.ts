@@ -2,7 +2,7 @@ import { AlreadyExistsError, InvalidArgumentError, newId, NotFoundError, Permiss
 import { collisionMovesOnChange, isVisibleTo, leavesRoot, mayHoldCollision, rehomedCollisions, PAGE_SIZE, totalPages, type AuthorScore, type Card, type CardGroup, type CollisionMove, type Vote } from '../domain/model';
 import { StaleCardError, type CardRepository, type CollectionRepository, type ContentLock, type FileDirectory, type NearDuplicateFinder, type UserDirectory, type VoteRepository } from '../domain/ports';
 import { cardTextFromHtml, fingerprintOf, isNearCopy, jaccard, NEAR_COPY_JACCARD, shinglesOf, SKETCH_MIN_SHARED, validLink, validOcFilePath, validTags } from '../domain/rules';
-import { CardGroupReader, type CardGroupsPart, type ViewedCard, type ViewedGroup } from './card-groups';
+import { CardGroupReader, cardMessageBytes, type CardGroupsPart, type ViewedCard, type ViewedGroup } from './card-groups';
 import { bookmarkChanged, cardCreated, cardDeleted, cardUpdated } from './events';
 import { followFilePrivacy, isHiddenByFile, privacyAfterChange, type PrivacyChangedBy } from './file-privacy';
 
@@ -31,6 +31,8 @@ export interface UpdateCardInput {
 
 export interface UserCardsPage {
   cards: ViewedCard[];
+  /** The page's cards after `cards`, when they would pass the size asked. */
+  restCardIds: string[];
   totalCardsCreated: number;
   totalPages: number;
   upvotesReceived: number;
@@ -422,7 +424,11 @@ export class CardService {
    * owner, the public ones for everyone else (votes on a card made private stop counting there until it is public again).
    * Likewise the votes cast count only votes on cards the viewer may see.
    */
-  async listUserCards(userId: string, callerId: string | undefined, page: number): Promise<UserCardsPage> {
+  /**
+   * A page of the user's cards (private ones for the user themselves). With `maxBytes`, only the first cards within it
+   * (at least one) come whole; the others are named in `restCardIds`, for a caller whose message limit they would pass.
+   */
+  async listUserCards(userId: string, callerId: string | undefined, page: number, maxBytes = 0): Promise<UserCardsPage> {
     validPage(page);
     const includePrivate = callerId === userId;
     const { cards, votes } = this.deps;
@@ -432,8 +438,20 @@ export class CardService {
       votes.received(userId, includePrivate),
       votes.countCastOnVisible(userId, callerId ?? null),
     ]);
+    if (!Number.isInteger(maxBytes) || maxBytes < 0) throw new InvalidArgumentError('max_bytes: must be 0 or more');
+    let whole = list.length;
+    if (maxBytes > 0) {
+      for (let i = 0, bytes = 0; i < list.length; i++) {
+        bytes += cardMessageBytes(list[i]!);
+        if (i > 0 && bytes > maxBytes) {
+          whole = i;
+          break;
+        }
+      }
+    }
     return {
-      cards: await this.withVotes(list, callerId),
+      cards: await this.withVotes(list.slice(0, whole), callerId),
+      restCardIds: list.slice(whole).map((c) => c.id),
       totalCardsCreated: total,
       totalPages: totalPages(total),
       upvotesReceived: received.upvotes,

@@ -84,9 +84,10 @@ export function cardsHandlers(cardService: CardService, collectionService: Colle
       return {};
     },
     async listUserCards(req) {
-      const page = await cardService.listUserCards(req.userId, req.callerId || undefined, req.page);
+      const page = await cardService.listUserCards(req.userId, req.callerId || undefined, req.page, req.maxBytes);
       return {
         cards: page.cards.map(cardToProto),
+        restCardIds: page.restCardIds,
         totalCardsCreated: page.totalCardsCreated,
         totalPages: page.totalPages,
         totalUpvotesReceived: page.upvotesReceived,

@@ -1,3 +1,4 @@
+import { ClientError, Status } from 'nice-grpc';
 import type { cards } from '@cards/proto';
 import type { GatewayClients } from '../clients';
 
@@ -35,4 +36,20 @@ export async function readCardGroups(clients: Pick<GatewayClients, 'cards'>, car
   const first = await clients.cards.getCardGroups({ cardIds: [...cardIds], callerId, maxBytes: CARD_GROUPS_PART_BYTES }, { idempotent: true });
   if (first.nextPageToken === '') return first.groups;
   return withRestOfCardGroups(clients, first.groups, { cardIds, callerId, pageToken: first.nextPageToken });
+}
+
+/**
+ * Cards a list named instead of sending them (they would have passed one message), each read alone, in order; one
+ * deleted or made private since is left out, as the list would leave it out now.
+ */
+export async function cardsOneByOne(clients: Pick<GatewayClients, 'cards'>, cardIds: readonly string[], callerId: string | undefined): Promise<cards.Card[]> {
+  const read = await Promise.all(
+    cardIds.map((cardId) =>
+      clients.cards.getCard({ cardId, callerId }, { idempotent: true }).catch((err: unknown) => {
+        if (err instanceof ClientError && err.code === Status.NOT_FOUND) return null;
+        throw err;
+      }),
+    ),
+  );
+  return read.filter((c): c is cards.Card => c !== null);
 }

@@ -3,6 +3,7 @@ import type { RouteDeps } from '../app';
 import { pageParam, uuidParam } from '../http/validation';
 import { presentCard } from '../presenters/card-presenter';
 import { presentUser } from '../presenters/user-presenter';
+import { CARD_GROUPS_PART_BYTES, cardsOneByOne } from './card-groups';
 import { forKnownUser } from './known-user';
 
 /** A user's page of cards, and the top users by score. */
@@ -11,7 +12,8 @@ export function registerUserRoutes(router: Router, { clients }: RouteDeps): void
     const userId = uuidParam(req, 'user_id');
     const page = pageParam(req);
     const viewerId = req.user?.id;
-    const [user, list] = await forKnownUser(clients, userId, clients.cards.listUserCards({ userId, callerId: viewerId, page }, { idempotent: true }));
+    const [user, list] = await forKnownUser(clients, userId, clients.cards.listUserCards({ userId, callerId: viewerId, page, maxBytes: CARD_GROUPS_PART_BYTES }, { idempotent: true }));
+    const rest = await cardsOneByOne(clients, list.restCardIds, viewerId);
     res.json({
       ...presentUser(user, viewerId),
       total_cards_created: list.totalCardsCreated,
@@ -19,7 +21,7 @@ export function registerUserRoutes(router: Router, { clients }: RouteDeps): void
       total_upvotes_received: list.totalUpvotesReceived,
       total_downvotes_received: list.totalDownvotesReceived,
       total_votes_cast: list.totalVotesCast,
-      cards: list.cards.map((c) => presentCard(c, { author: null })),
+      cards: [...list.cards, ...rest].map((c) => presentCard(c, { author: null })),
     });
   });
 

@@ -140,6 +140,11 @@ export interface ListUserCardsRequest {
   userId: string;
   callerId?: string | undefined;
   page: number;
+  /**
+   * Cards of the answer at most this many bytes, near enough (at least one): the page's further cards are named in
+   * rest_card_ids instead. 0: every card of the page in this answer, which fails past the 8 MiB message limit.
+   */
+  maxBytes: number;
 }
 
 export interface ListUserCardsResponse {
@@ -149,6 +154,8 @@ export interface ListUserCardsResponse {
   totalUpvotesReceived: number;
   totalDownvotesReceived: number;
   totalVotesCast: number;
+  /** The page's cards after those in `cards`, in order, for GetCard one by one. */
+  restCardIds: string[];
 }
 
 export interface TopUsersRequest {
@@ -2124,7 +2131,7 @@ export const DeleteVoteRequest: MessageFns<DeleteVoteRequest> = {
 };
 
 function createBaseListUserCardsRequest(): ListUserCardsRequest {
-  return { userId: "", callerId: undefined, page: 0 };
+  return { userId: "", callerId: undefined, page: 0, maxBytes: 0 };
 }
 
 export const ListUserCardsRequest: MessageFns<ListUserCardsRequest> = {
@@ -2137,6 +2144,9 @@ export const ListUserCardsRequest: MessageFns<ListUserCardsRequest> = {
     }
     if (message.page !== 0) {
       writer.uint32(24).int32(message.page);
+    }
+    if (message.maxBytes !== 0) {
+      writer.uint32(32).int32(message.maxBytes);
     }
     return writer;
   },
@@ -2178,6 +2188,14 @@ export const ListUserCardsRequest: MessageFns<ListUserCardsRequest> = {
             message.page = reader.int32();
             continue;
           }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.maxBytes = reader.int32();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2203,6 +2221,11 @@ export const ListUserCardsRequest: MessageFns<ListUserCardsRequest> = {
         ? globalThis.String(object.caller_id)
         : undefined,
       page: isSet(object.page) ? globalThis.Number(object.page) : 0,
+      maxBytes: isSet(object.maxBytes)
+        ? globalThis.Number(object.maxBytes)
+        : isSet(object.max_bytes)
+        ? globalThis.Number(object.max_bytes)
+        : 0,
     };
   },
 
@@ -2217,6 +2240,9 @@ export const ListUserCardsRequest: MessageFns<ListUserCardsRequest> = {
     if (message.page !== 0) {
       obj.page = Math.round(message.page);
     }
+    if (message.maxBytes !== 0) {
+      obj.maxBytes = Math.round(message.maxBytes);
+    }
     return obj;
   },
 
@@ -2228,6 +2254,7 @@ export const ListUserCardsRequest: MessageFns<ListUserCardsRequest> = {
     message.userId = object.userId ?? "";
     message.callerId = object.callerId ?? undefined;
     message.page = object.page ?? 0;
+    message.maxBytes = object.maxBytes ?? 0;
     return message;
   },
 };
@@ -2240,6 +2267,7 @@ function createBaseListUserCardsResponse(): ListUserCardsResponse {
     totalUpvotesReceived: 0,
     totalDownvotesReceived: 0,
     totalVotesCast: 0,
+    restCardIds: [],
   };
 }
 
@@ -2262,6 +2290,9 @@ export const ListUserCardsResponse: MessageFns<ListUserCardsResponse> = {
     }
     if (message.totalVotesCast !== 0) {
       writer.uint32(48).int64(message.totalVotesCast);
+    }
+    for (const v of message.restCardIds) {
+      writer.uint32(58).string(v!);
     }
     return writer;
   },
@@ -2327,6 +2358,14 @@ export const ListUserCardsResponse: MessageFns<ListUserCardsResponse> = {
             message.totalVotesCast = longToNumber(reader.int64());
             continue;
           }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.restCardIds.push(reader.string());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2367,6 +2406,11 @@ export const ListUserCardsResponse: MessageFns<ListUserCardsResponse> = {
         : isSet(object.total_votes_cast)
         ? globalThis.Number(object.total_votes_cast)
         : 0,
+      restCardIds: globalThis.Array.isArray(object?.restCardIds)
+        ? object.restCardIds.map((e: any) => globalThis.String(e))
+        : globalThis.Array.isArray(object?.rest_card_ids)
+        ? object.rest_card_ids.map((e: any) => globalThis.String(e))
+        : [],
     };
   },
 
@@ -2390,6 +2434,9 @@ export const ListUserCardsResponse: MessageFns<ListUserCardsResponse> = {
     if (message.totalVotesCast !== 0) {
       obj.totalVotesCast = Math.round(message.totalVotesCast);
     }
+    if (message.restCardIds?.length) {
+      obj.restCardIds = message.restCardIds;
+    }
     return obj;
   },
 
@@ -2404,6 +2451,7 @@ export const ListUserCardsResponse: MessageFns<ListUserCardsResponse> = {
     message.totalUpvotesReceived = object.totalUpvotesReceived ?? 0;
     message.totalDownvotesReceived = object.totalDownvotesReceived ?? 0;
     message.totalVotesCast = object.totalVotesCast ?? 0;
+    message.restCardIds = object.restCardIds?.map((e) => e) || [];
     return message;
   },
 };

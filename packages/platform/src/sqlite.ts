@@ -1,6 +1,7 @@
 import Database from 'better-sqlite3';
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
+import { creationCursor } from './paging';
 
 export type SqliteDatabase = Database.Database;
 
@@ -43,4 +44,16 @@ function cachePreparedStatements(db: SqliteDatabase): void {
     if (!cached && statements.size < 1000) statements.set(sql, statement);
     return statement;
   }) as SqliteDatabase['prepare'];
+}
+
+/**
+ * The rows of one page of a table listed newest first (created_at DESC, then id; created_at stored as an ISO string),
+ * read one past the page for pageOfRows: from the start, or after the creationCursor `after` (InvalidArgumentError
+ * naming page_token for anything else). `where` filters with named parameters taken from `params`.
+ */
+export function newestFirstRows<Row>(db: SqliteDatabase, table: string, where: string, params: Record<string, unknown>, limit: number, after?: string): Row[] {
+  const cursor = after === undefined ? undefined : creationCursor.parse(after);
+  const keyset = cursor ? ' AND (created_at < @createdAt OR (created_at = @createdAt AND id > @id))' : '';
+  const bound = cursor ? { createdAt: cursor.createdAt.toISOString(), id: cursor.id } : {};
+  return db.prepare(`SELECT * FROM ${table} WHERE ${where}${keyset} ORDER BY created_at DESC, id LIMIT @take`).all({ ...params, ...bound, take: limit + 1 }) as Row[];
 }

@@ -1,4 +1,4 @@
-import { appendToSqliteOutbox, creationCursor, pageOfRows, type OutgoingEvent, type Page, type SqliteDatabase } from '@cards/platform';
+import { appendToSqliteOutbox, creationCursor, newestFirstRows, pageOfRows, type OutgoingEvent, type Page, type SqliteDatabase } from '@cards/platform';
 import type { Collection } from '../../domain/model';
 import type { BookmarkAddition, CollectionChange, CollectionRepository, HeldCard } from '../../domain/ports';
 import { chunks, collectionFromRow, placeholders, type CollectionRow } from './rows';
@@ -124,15 +124,7 @@ export class SqliteCollectionRepository implements CollectionRepository {
   }
 
   async listPageByAuthor(authorId: string, includePrivate: boolean, limit: number, after?: string): Promise<Page<Collection>> {
-    const privacy = includePrivate ? '' : 'AND is_public = 1';
-    const cursor = after === undefined ? undefined : creationCursor.parse(after);
-    const rows = (
-      cursor === undefined
-        ? this.db.prepare(`SELECT * FROM collections WHERE author_id = ? ${privacy} ORDER BY created_at DESC, id LIMIT ?`).all(authorId, limit + 1)
-        : this.db
-            .prepare(`SELECT * FROM collections WHERE author_id = @authorId ${privacy} AND (created_at < @createdAt OR (created_at = @createdAt AND id > @id)) ORDER BY created_at DESC, id LIMIT @take`)
-            .all({ authorId, createdAt: iso(cursor.createdAt), id: cursor.id, take: limit + 1 })
-    ) as CollectionRow[];
+    const rows = newestFirstRows<CollectionRow>(this.db, 'collections', `author_id = @authorId${includePrivate ? '' : ' AND is_public = 1'}`, { authorId }, limit, after);
     return pageOfRows(rows.map(collectionFromRow), limit, creationCursor.after);
   }
 

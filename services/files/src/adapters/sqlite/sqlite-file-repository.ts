@@ -1,4 +1,4 @@
-import { appendToSqliteOutbox, creationCursor, openSqlite, pageOfRows, SQLITE_OUTBOX_MIGRATION, type OutgoingEvent, type Page, type SqliteDatabase } from '@cards/platform';
+import { appendToSqliteOutbox, creationCursor, newestFirstRows, openSqlite, pageOfRows, SQLITE_OUTBOX_MIGRATION, type OutgoingEvent, type Page, type SqliteDatabase } from '@cards/platform';
 import type { DocumentFormat, FileRecord, IngestionStatus } from '../../domain/model';
 import type { FileRepository, IngestionOutcome } from '../../domain/ports';
 
@@ -114,15 +114,7 @@ export class SqliteFileRepository implements FileRepository {
   }
 
   async listPageByUser(userId: string, includePrivate: boolean, limit: number, after?: string): Promise<Page<FileRecord>> {
-    const privacy = includePrivate ? '' : 'AND private = 0';
-    const cursor = after === undefined ? undefined : creationCursor.parse(after);
-    const rows = (
-      cursor === undefined
-        ? this.db.prepare(`SELECT * FROM files WHERE user_id = ? ${privacy} ORDER BY created_at DESC, id LIMIT ?`).all(userId, limit + 1)
-        : this.db
-            .prepare(`SELECT * FROM files WHERE user_id = @userId ${privacy} AND (created_at < @createdAt OR (created_at = @createdAt AND id > @id)) ORDER BY created_at DESC, id LIMIT @take`)
-            .all({ userId, createdAt: cursor.createdAt.toISOString(), id: cursor.id, take: limit + 1 })
-    ) as FileRow[];
+    const rows = newestFirstRows<FileRow>(this.db, 'files', `user_id = @userId${includePrivate ? '' : ' AND private = 0'}`, { userId }, limit, after);
     return pageOfRows(rows.map(fromPrimitives), limit, creationCursor.after);
   }
 

@@ -77,3 +77,29 @@ export async function waitFor(what: string, condition: () => Promise<boolean> | 
     await new Promise((r) => setTimeout(r, 100));
   }
 }
+
+/**
+ * kafkajs gave the work up itself: its retries ran out (an admin's, creating a dead-letter topic, end in a consumer
+ * crash naming the refused connection).
+ */
+export const kafkaRetriesRanOut = (output: string): boolean => /NumberOfRetriesExceeded|retries exceeded|Crash: KafkaJS\w*Error: Connection error/i.test(output);
+
+const refusals = (output: string) => output.split('ECONNREFUSED').length;
+
+/**
+ * For a service whose work is being retried by kafkajs against a broker that has just gone away: waits until kafkajs
+ * logs a refused attempt after `attempt()` (which lets the work go on), sends SIGTERM, and answers what came first:
+ * `exited <code>` or `kafkajs retries ran out`.
+ */
+export async function sigtermWhileKafkaRetries(service: ServiceProcess, what: string, attempt: () => void): Promise<string> {
+  const refusedBefore = refusals(service.output());
+  attempt();
+  await waitFor(what, () => refusals(service.output()) > refusedBefore, 60_000, service);
+  service.child.kill('SIGTERM');
+  const stopped = service.exited.then((code) => `exited ${code}`);
+  const gaveUp = (async () => {
+    while (service.child.exitCode === null && !kafkaRetriesRanOut(service.output())) await new Promise((r) => setTimeout(r, 50));
+    return 'kafkajs retries ran out';
+  })();
+  return Promise.race([stopped, gaveUp]);
+}

@@ -7,14 +7,10 @@ import { KafkaEventBus, Topics, createLogger } from '@cards/platform';
 import { cards, events } from '@cards/proto';
 import { freePortsSync } from '../../../test/engines/engine-support';
 import { startKafkaSync } from '../../../test/engines/kafka';
-import { healthOf, startServiceProcess, waitFor, type ServiceProcess } from '../../../test/engines/service-process';
+import { healthOf, kafkaRetriesRanOut, sigtermWhileKafkaRetries, startServiceProcess, waitFor, type ServiceProcess } from '../../../test/engines/service-process';
 import { describeOnEngine, engineForSuite } from '../../../test/engines/suite';
 
 const { engine: kafka, skipReason } = engineForSuite('kafka', startKafkaSync);
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-/** kafkajs gave the work up itself: its retries ran out (the admin's, creating the dead-letter topic, end in a consumer crash naming the refused connection). */
-const retriesRanOut = (output: string) => /NumberOfRetriesExceeded|retries exceeded|Crash: KafkaJS\w*Error: Connection error/i.test(output);
-const refusals = (output: string) => output.split('ECONNREFUSED').length;
 
 /** A cards service whose ClearFileReferences waits until released, then refuses (a failure that dead-letters the event). */
 async function refusingCards(): Promise<{ address: string; calls: () => number; called: Promise<void>; release(): void; shutdown(): Promise<void> }> {
@@ -72,21 +68,11 @@ describeOnEngine('files service stopped while its consumer dead-letters an event
       await cardsService.called;
       await kafka!.halt();
       halted = true;
-      const refusedBefore = refusals(files.output());
-      cardsService.release();
       // SIGTERM once kafkajs is retrying toward the dead letter: it has logged a refused attempt since the broker went away.
-      await waitFor('kafkajs retrying the dead letter', () => refusals(files!.output()) > refusedBefore, 60_000, files);
-
-      files.child.kill('SIGTERM');
       const first = files;
-      const stopped = first.exited.then((code) => `exited ${code}`);
-      const gaveUp = (async () => {
-        while (first.child.exitCode === null && !retriesRanOut(first.output())) await sleep(50);
-        return 'kafkajs retries ran out';
-      })();
-      expect(await Promise.race([stopped, gaveUp])).toBe('exited 0');
+      expect(await sigtermWhileKafkaRetries(first, 'kafkajs retrying the dead letter', () => cardsService.release())).toBe('exited 0');
       // The dead letter was cut by the bus's close, not failed by kafkajs once its retries ran out.
-      expect(retriesRanOut(first.output())).toBe(false);
+      expect(kafkaRetriesRanOut(first.output())).toBe(false);
       files = undefined;
       await first.stop();
 

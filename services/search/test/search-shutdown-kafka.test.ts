@@ -7,11 +7,10 @@ import { KafkaEventBus, Topics, createLogger } from '@cards/platform';
 import { events } from '@cards/proto';
 import { freePortsSync } from '../../../test/engines/engine-support';
 import { startKafkaSync } from '../../../test/engines/kafka';
-import { healthOf, startServiceProcess, waitFor, type ServiceProcess } from '../../../test/engines/service-process';
+import { healthOf, kafkaRetriesRanOut, sigtermWhileKafkaRetries, startServiceProcess, waitFor, type ServiceProcess } from '../../../test/engines/service-process';
 import { describeOnEngine, engineForSuite } from '../../../test/engines/suite';
 
 const { engine: kafka, skipReason } = engineForSuite('kafka', startKafkaSync);
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const DIMENSIONS = 8;
 
 /** An OpenAI-compatible embeddings endpoint that holds its answer for a text containing `holdFor` until released. */
@@ -37,8 +36,6 @@ async function embeddingsEndpoint(holdFor: string): Promise<{ url: string; held:
   const { port } = server.address() as { port: number };
   return { url: `http://127.0.0.1:${port}/v1`, held, release, server };
 }
-
-const retriesRanOut = (output: string) => /NumberOfRetriesExceeded|retries exceeded/i.test(output);
 
 // The search service announces each card it indexed (search.index.v1) from inside its consumer's handler. kafkajs retries
 // a send to a broker that went away for ~15-20 s and cannot be told to stop; a search pod being stopped must not wait
@@ -73,21 +70,11 @@ describeOnEngine('search service stopped while its indexing handler publishes to
       await embeddings.held;
       await kafka!.halt();
       halted = true;
-      const refusedBefore = search.output().split('ECONNREFUSED').length;
-      embeddings.release();
       // SIGTERM once kafkajs is retrying the announcement: it has logged a refused attempt since the broker went away.
-      await waitFor('kafkajs retrying the announcement', () => search!.output().split('ECONNREFUSED').length > refusedBefore, 60_000, search);
-
-      search.child.kill('SIGTERM');
       const first = search;
-      const stopped = first.exited.then((code) => `exited ${code}`);
-      const gaveUp = (async () => {
-        while (first.child.exitCode === null && !retriesRanOut(first.output())) await sleep(50);
-        return 'kafkajs retries ran out';
-      })();
-      expect(await Promise.race([stopped, gaveUp])).toBe('exited 0');
+      expect(await sigtermWhileKafkaRetries(first, 'kafkajs retrying the announcement', () => embeddings.release())).toBe('exited 0');
       // The announcement was cut by the bus's close, not failed by kafkajs once its retries ran out.
-      expect(retriesRanOut(first.output())).toBe(false);
+      expect(kafkaRetriesRanOut(first.output())).toBe(false);
       expect(first.output().split('\n').some((line) => line.includes('handler failed') && line.includes('event bus is closed'))).toBe(true);
       search = undefined;
       await first.stop();

@@ -4,6 +4,7 @@ import { Mailbox } from '../support/mailbox';
 import { startSystem, type RunningSystem } from '../support/service';
 import type { TestUser } from '../support/accounts';
 import { html, signUpMany, uniqueText } from './cards-support';
+import { eventuallyDefined } from '../support/eventually';
 
 // Every service in its own process (unless the run already picks a topology): there the search index learns of a new
 // card an event hop later (the embedded log's poll, Kafka, an Elasticsearch refresh), so a card sent right after the
@@ -47,16 +48,6 @@ async function create(user: TestUser, text: string, link: string, isPrivate = fa
   return { id: res.json.card_metadata.id, duplicate: res.json.duplicate };
 }
 
-async function eventually<T>(probe: () => Promise<T | undefined>, what: string, timeoutMs = 30_000): Promise<T> {
-  const until = Date.now() + timeoutMs;
-  while (Date.now() < until) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
-
 describe('a duplicate by the embedding verdict alone, sent right after the card it copies', () => {
   it('is a duplicate of that card although the card is not indexed yet: inside its entry in collections and search', async () => {
     for (let round = 0; round < 3; round++) {
@@ -72,7 +63,7 @@ describe('a duplicate by the embedding verdict alone, sent right after the card 
       const page = (await anonymous.get(`/api/card_collection/${collectionId}/1`)).json.bookmarks as Entry[];
       expect(page.map((e) => e.metadata.map((c) => c.id))).toEqual([[a.id, b.id]]);
 
-      const entries = await eventually(async () => {
+      const entries = await eventuallyDefined(async () => {
         const r = await anonymous.post('/api/card/fulltextsearch/1', { content: original.split(' ').slice(0, 6).join(' '), link: [link] });
         const found = r.json.score_cards as Entry[];
         return found.length > 0 ? found : undefined;

@@ -5,6 +5,7 @@ import { startSystem, type RunningSystem } from '../support/service';
 import type { TestUser } from '../support/accounts';
 import { html, postCard, signUpMany, uniqueText } from './cards-support';
 import { LABELLED_CARDS } from '../../services/search/test/fixtures/labelled-cards';
+import { eventuallyDefined } from '../support/eventually';
 
 let system: RunningSystem;
 const mailbox = new Mailbox();
@@ -16,19 +17,9 @@ const run = randomUUID().slice(0, 8);
 const secretWord = `zanzibarquokka${run}`;
 let secretId: string;
 
-async function eventually<T>(probe: () => Promise<T | undefined>, what: string, timeoutMs = 30_000): Promise<T> {
-  const until = Date.now() + timeoutMs;
-  while (Date.now() < until) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
-
 /** Waits until the search service has indexed a card (cards then shows its vector_point_id). */
 async function indexed(user: TestUser, cardId: string): Promise<void> {
-  await eventually(async () => ((await user.client.get(`/api/card/${cardId}`)).json?.vector_point_id ? true : undefined), `card ${cardId} to be indexed`);
+  await eventuallyDefined(async () => ((await user.client.get(`/api/card/${cardId}`)).json?.vector_point_id ? true : undefined), `card ${cardId} to be indexed`);
 }
 
 type Entry = { metadata: { id: string; private: boolean; author: { id: string } | null }[]; score: number };
@@ -192,7 +183,7 @@ describe('card search', () => {
     expect(copy.status).toBe(200);
     expect(copy.json.duplicate).toBe(true);
     const copyId = copy.json.card_metadata.id as string;
-    const res = await eventually(async () => {
+    const res = await eventuallyDefined(async () => {
       const r = await anonymous.post('/api/card/search/1', { content: original.paraphrase });
       const entry = (r.json.score_cards as Entry[]).find((e) => e.metadata[0]!.id === idOf.get('seed-dispersal'));
       return entry && entry.metadata.length === 2 ? r : undefined;
@@ -218,7 +209,7 @@ describe('card search', () => {
     const page = (await anonymous.get(`/api/card_collection/${collectionId}/1`)).json.bookmarks as Entry[];
     expect(page.map((e) => [e.metadata[0]!.id, e.metadata.length])).toEqual([[earliest, 12]]);
 
-    const res = await eventually(async () => {
+    const res = await eventuallyDefined(async () => {
       const r = await anonymous.post('/api/card/fulltextsearch/1', { content: text.split(' ').slice(0, 6).join(' '), link: [link] });
       const entries = r.json.score_cards as Entry[];
       return entries.length === 1 && entries[0]!.metadata.length === 12 ? entries : undefined;
@@ -275,7 +266,7 @@ describe('collection search', () => {
     await bookmark(bob, collectionId, idOf.get('vaccines')!);
     await bookmark(bob, collectionId, secretId);
     for (const path of ['/api/card_collection/search/1', '/api/card_collection/fulltextsearch/1']) {
-      const res = await eventually(async () => {
+      const res = await eventuallyDefined(async () => {
         const r = await anonymous.post(path, { content: 'vaccines sourdough', collection_id: collectionId });
         return r.json.bookmarks?.length === 2 ? r : undefined;
       }, `${path} to see both bookmarks`);
@@ -285,7 +276,7 @@ describe('collection search', () => {
       for (const entry of res.json.bookmarks as Entry[]) expect(typeof entry.score).toBe('number');
     }
     // Each bookmark is its own event keyed by its card: the bus does not order the private card's after the public ones.
-    const own = await eventually(async () => {
+    const own = await eventuallyDefined(async () => {
       const r = await bob.client.post('/api/card_collection/fulltextsearch/1', { content: secretWord, collection_id: collectionId });
       return r.json.bookmarks?.length > 0 ? r : undefined;
     }, 'the owner to find the private bookmark');
@@ -308,7 +299,7 @@ describe('collection search', () => {
     const collectionId = await createCollection(bob, true);
     await bookmark(bob, collectionId, secretCopy);
     for (const path of ['/api/card_collection/search/1', '/api/card_collection/fulltextsearch/1']) {
-      const own = await eventually(async () => {
+      const own = await eventuallyDefined(async () => {
         const r = await bob.client.post(path, { content: original.misspelled, collection_id: collectionId });
         return r.json.bookmarks?.length === 1 && r.json.bookmarks[0].metadata.some((c: { id: string }) => c.id === secretCopy) ? r : undefined;
       }, `${path}: the owner to find the bookmarked private collision`);
@@ -319,7 +310,7 @@ describe('collection search', () => {
     }
     await bookmark(bob, collectionId, copy);
     for (const path of ['/api/card_collection/search/1', '/api/card_collection/fulltextsearch/1']) {
-      const res = await eventually(async () => {
+      const res = await eventuallyDefined(async () => {
         const r = await anonymous.post(path, { content: original.misspelled, collection_id: collectionId });
         return r.json.bookmarks?.length === 1 ? r : undefined;
       }, `${path}: anonymous to find the bookmarked public collision`);
@@ -333,7 +324,7 @@ describe('collection search', () => {
     await bookmark(bob, collectionId, idOf.get('sourdough')!);
     await bookmark(bob, collectionId, idOf.get('vaccines')!);
     for (const path of ['/api/card_collection/search/1', '/api/card_collection/fulltextsearch/1']) {
-      await eventually(async () => {
+      await eventuallyDefined(async () => {
         const r = await anonymous.post(path, { content: 'vaccines sourdough', collection_id: collectionId });
         return r.json.bookmarks?.length === 2 ? r : undefined;
       }, `${path} to see both bookmarks`);
@@ -347,7 +338,7 @@ describe('collection search', () => {
     await bookmark(bob, collectionId, idOf.get('bonds')!);
     expect((await alice.client.post('/api/card_collection/search/1', { content: 'bonds', collection_id: collectionId })).status).toBe(404);
     expect((await anonymous.post('/api/card_collection/fulltextsearch/1', { content: 'bonds', collection_id: collectionId })).status).toBe(404);
-    const own = await eventually(async () => {
+    const own = await eventuallyDefined(async () => {
       const r = await bob.client.post('/api/card_collection/fulltextsearch/1', { content: 'bnod coupon', collection_id: collectionId });
       return r.json.bookmarks?.length === 1 ? r : undefined;
     }, 'the owner to search a private collection');

@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import { createLogger } from '@cards/platform';
 import { InProcessContentLock } from '../src/adapters/in-process/in-process-content-lock';
 import { openCardsDatabase } from '../src/adapters/sqlite/sqlite-cards-database';
 import { SqliteCardRepository } from '../src/adapters/sqlite/sqlite-card-repository';
@@ -9,6 +8,7 @@ import { CardService } from '../src/application/card-service';
 import { CollectionService, type CardCollections } from '../src/application/collection-service';
 import { fingerprintOf } from '../src/domain/rules';
 import { aCard, aCollection, nextTime } from './builders';
+import { uninvolvedCardServiceDeps } from './uninvolved-deps';
 
 /** The collection use cases on a real SQLite store. */
 function setup(lookupPageBytes?: number) {
@@ -16,15 +16,12 @@ function setup(lookupPageBytes?: number) {
   const cards = new SqliteCardRepository(db);
   const collections = new SqliteCollectionRepository(db);
   const cardService = new CardService({
+    ...uninvolvedCardServiceDeps,
     cards,
     votes: new SqliteVoteRepository(db),
     collections,
     contentLock: new InProcessContentLock(),
-    nearDuplicates: { find: async () => [] },
-    files: { visibleFileName: async () => null },
-    users: { joinDates: async () => new Map() },
     eventsWritten: () => undefined,
-    logger: createLogger('cards-test', 'silent'),
   });
   return { cards, collections, service: new CollectionService({ collections, cards, cardService, eventsWritten: () => undefined, lookupPageBytes }) };
 }

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { createLogger, InvalidArgumentError } from '@cards/platform';
+import { InvalidArgumentError } from '@cards/platform';
 import { openCardsDatabase } from '../src/adapters/sqlite/sqlite-cards-database';
 import { SqliteCardRepository } from '../src/adapters/sqlite/sqlite-card-repository';
 import { SqliteCollectionRepository } from '../src/adapters/sqlite/sqlite-collection-repository';
@@ -10,21 +10,19 @@ import { CardService, type ViewedGroup } from '../src/application/card-service';
 import type { Card } from '../src/domain/model';
 import { fingerprintOf } from '../src/domain/rules';
 import { aCard, nextTime } from './builders';
+import { uninvolvedCardServiceDeps } from './uninvolved-deps';
 
 function setup() {
   const db = openCardsDatabase(':memory:');
   const cards = new SqliteCardRepository(db);
   const votes = new SqliteVoteRepository(db);
   const service = new CardService({
+    ...uninvolvedCardServiceDeps,
     cards,
     votes,
     collections: new SqliteCollectionRepository(db),
     contentLock: new InProcessContentLock(),
-    nearDuplicates: { find: async () => [] },
-    files: { visibleFileName: async () => null },
-    users: { joinDates: async () => new Map() },
     eventsWritten: () => undefined,
-    logger: createLogger('cards-test', 'silent'),
   });
   const store = async (card: Card) => {
     await cards.insert(card, fingerprintOf(card.content), []);

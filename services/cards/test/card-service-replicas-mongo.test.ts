@@ -5,6 +5,7 @@ import { CardService } from '../src/application/card-service';
 import { engineForSuite } from '../../../test/engines/suite';
 import { startMongoSync } from '../../../test/engines/mongo';
 import { someContent } from './builders';
+import { uninvolvedCardServiceDeps } from './uninvolved-deps';
 
 const logger = createLogger('cards-replicas-test', process.env.LOG_LEVEL ?? 'fatal');
 // TEST_MONGO_URL points the suite at a real MongoDB; otherwise the MongoDB wire-protocol test server from test/engines.
@@ -16,13 +17,11 @@ async function replica(url: string, database: string): Promise<{ service: CardSe
   const connection = await connectMongo({ url, database, logger });
   const store = await openMongoCardsStore(connection);
   const service = new CardService({
+    ...uninvolvedCardServiceDeps,
     cards: store.cards,
     votes: store.votes,
     collections: store.collections,
     contentLock: store.contentLock,
-    nearDuplicates: { find: async () => [] },
-    files: { visibleFileName: async () => null },
-    users: { joinDates: async () => new Map() },
     eventsWritten: () => undefined,
     logger,
   });

@@ -7,6 +7,7 @@ import { SqliteVoteRepository } from '../src/adapters/sqlite/sqlite-vote-reposit
 import { InProcessContentLock } from '../src/adapters/in-process/in-process-content-lock';
 import { CardService } from '../src/application/card-service';
 import { CollectionService } from '../src/application/collection-service';
+import { uninvolvedCardServiceDeps } from './uninvolved-deps';
 
 /**
  * The cards and collections services on SQLite (`<dataDir>/cards.db`), their outbox relayed to `bus` as a cards
@@ -18,13 +19,11 @@ export function cardsOnEventBus(dataDir: string, bus: EventBus, logger: Logger) 
   const collections = new SqliteCollectionRepository(db);
   const relay = new OutboxRelay(new SqliteOutboxStore(db), bus, logger, { name: 'cards', intervalMs: 50 });
   const cardService = new CardService({
+    ...uninvolvedCardServiceDeps,
     cards,
     votes: new SqliteVoteRepository(db),
     collections,
     contentLock: new InProcessContentLock(),
-    nearDuplicates: { find: async () => [] },
-    files: { visibleFileName: async () => null },
-    users: { joinDates: async () => new Map() },
     eventsWritten: () => relay.kick(),
     logger,
   });

@@ -167,6 +167,33 @@ describe('LibraryDocumentReader', () => {
     const garbled = Buffer.concat([pdf.subarray(0, 20), Buffer.alloc(pdf.length - 40, 0x41), pdf.subarray(pdf.length - 20)]);
     await expect(reader.parse('pdf', garbled)).rejects.toBeInstanceOf(UnreadableDocumentError);
   });
+
+  it("a failed reading is one line for the uploader, for every library and the worker's time and memory limits; the library's text is its cause", async () => {
+    const garbled = (name: string) => {
+      const bytes = fixture(name);
+      return Buffer.concat([bytes.subarray(0, 2000), Buffer.alloc(bytes.length - 4000, 0x41), bytes.subarray(bytes.length - 2000)]);
+    };
+    const failure = (format: 'docx' | 'doc' | 'odt' | 'pdf', bytes: Buffer, limits = DEFAULT_PARSER_LIMITS) =>
+      new LibraryDocumentReader(undefined, limits).parse(format, bytes).then(
+        () => {
+          throw new Error(`the .${format} document was read`);
+        },
+        (err: UnreadableDocumentError) => err,
+      );
+    const damaged = /^the \.(docx|doc|odt|pdf) document could not be read: [^\n]{1,160}\. It may be damaged: open it in the program that made it, save it again and upload the new copy$/;
+    const xml = await failure('docx', fixture('corrupt.docx'));
+    expect(xml.message).toBe('the .docx document could not be read: its XML is malformed (element parse error: invalid tagName). It may be damaged: open it in the program that made it, save it again and upload the new copy');
+    expect((xml.cause as Error).message).toMatch(/xmldom error\]\telement parse error: Error: invalid tagName:\n@#\[line/);
+    for (const [format, bytes] of [['doc', garbled('history.doc')], ['pdf', garbled('coffee.pdf')], ['odt', fixture('marine.odt').subarray(0, 3000)]] as const) {
+      expect((await failure(format, bytes)).message).toMatch(damaged);
+    }
+    expect((await failure('docx', fixture('energy.docx'), { ...DEFAULT_PARSER_LIMITS, timeoutMs: 0 })).message).toBe(
+      'the .docx document could not be read within 0 ms, the time allowed for one document. Split it into smaller documents and upload those',
+    );
+    const memory = await failure('pdf', fixture('coffee.pdf'), { ...DEFAULT_PARSER_LIMITS, maxHeapMb: 2 });
+    expect(memory.message).toBe('the .pdf document could not be read within 2 MB, the memory allowed for one document. Split it into smaller documents and upload those');
+    expect(String((memory.cause as Error).cause)).toMatch(/memory limit/);
+  });
 });
 
 describe('inline HTML of blocks', () => {

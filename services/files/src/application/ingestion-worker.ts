@@ -81,7 +81,7 @@ export class IngestionWorker {
     try {
       return await this.ingestRecord(record);
     } catch (err) {
-      if (err instanceof UnreadableDocumentError) return this.fail(record, err.message);
+      if (err instanceof UnreadableDocumentError) return this.fail(record, err.message, err.cause);
       if (!finalAttempt) throw err;
       return this.fail(record, `cards could not be created: ${err instanceof Error ? err.message : String(err)}`);
     } finally {
@@ -141,8 +141,9 @@ export class IngestionWorker {
     }
   }
 
-  private async fail(record: FileRecord, reason: string): Promise<IngestionResult> {
-    this.deps.logger.error({ fileId: record.id, fileName: record.fileName, reason }, 'file ingestion failed');
+  /** `detail`: what the reason sums up (a library's own error), for the log only. */
+  private async fail(record: FileRecord, reason: string, detail?: unknown): Promise<IngestionResult> {
+    this.deps.logger.error({ fileId: record.id, fileName: record.fileName, reason, ...(detail === undefined ? {} : { err: detail }) }, 'file ingestion failed');
     await this.deps.repository.setIngestion(record.id, { status: 'failed', error: reason, cardCount: 0, collectionId: null }, new Date());
     return { status: 'failed', cardIds: [], collectionId: null, error: reason };
   }

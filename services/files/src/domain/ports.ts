@@ -65,8 +65,8 @@ export interface ObjectStore {
 
 /** Thrown by a DocumentReader when a document's bytes cannot be read as its format. */
 export class UnreadableDocumentError extends Error {
-  constructor(message: string) {
-    super(message);
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
     this.name = 'UnreadableDocumentError';
   }
 }

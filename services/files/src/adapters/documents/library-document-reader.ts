@@ -5,6 +5,7 @@ import { UnreadableDocumentError, type DocumentReader } from '../../domain/ports
 import { textPresenceOf, type TextPresence } from '../../domain/card-splitter';
 import { blocksFromHtml, blocksFromOdtContent } from './block-collector';
 import { docxTextScan, odtTextPresence } from './text-presence';
+import { readingFailure, shortCause } from './reading-failure';
 import { DEFAULT_PARSER_LIMITS, parseInWorker, ReadingTimedOutError, type ParserLimits } from './worker-parse';
 import { DEFAULT_ZIP_LIMITS, readZip, type ZipLimits } from './zip-archive';
 
@@ -34,8 +35,7 @@ export class LibraryDocumentReader implements DocumentReader {
       await this.checkContainer(format, bytes);
       return { blocks: await this.blocksOf(format, bytes) };
     } catch (err) {
-      const message = err instanceof Error ? err.message : String(err);
-      throw new UnreadableDocumentError(`the .${format} document could not be read: ${message.replace(/^base64_docx_file: /, '')}`);
+      throw readingFailure(format, err);
     }
   }
 
@@ -92,7 +92,7 @@ export class LibraryDocumentReader implements DocumentReader {
       }
     } catch (err) {
       if (err instanceof ReadingTimedOutError) return 'body';
-      if (err instanceof UnreadableDocumentError) throw new InvalidArgumentError(`base64_docx_file: the .${format} document could not be read (${err.message})`);
+      if (err instanceof UnreadableDocumentError) throw new InvalidArgumentError(`base64_docx_file: the .${format} document could not be read (${shortCause(err.message)})`);
       throw err;
     }
   }

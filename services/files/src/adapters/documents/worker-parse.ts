@@ -19,9 +19,17 @@ export const DEFAULT_PARSER_LIMITS: ParserLimits = { maxPages: 2000, timeoutMs: 
 
 /** The document library did not finish within the time limit (the document may still be fine). */
 export class ReadingTimedOutError extends UnreadableDocumentError {
-  constructor(timeoutMs: number) {
+  constructor(readonly timeoutMs: number) {
     super(`reading the document took longer than ${timeoutMs} ms`);
     this.name = 'ReadingTimedOutError';
+  }
+}
+
+/** The document library needed more heap than the worker's cap. */
+export class ReadingOutOfMemoryError extends UnreadableDocumentError {
+  constructor(readonly maxHeapMb: number, cause: Error) {
+    super(`reading the document needed more than ${maxHeapMb} MB of memory`, { cause });
+    this.name = 'ReadingOutOfMemoryError';
   }
 }
 
@@ -66,7 +74,10 @@ export function parseInWorker<K extends keyof Operations>(op: K, bytes: Buffer, 
       if (message.error === undefined && message.result !== undefined) finish(() => resolve(message.result!));
       else fail(message.error ?? 'unknown error');
     });
-    worker.once('error', (err) => fail(err.message));
+    worker.once('error', (err: NodeJS.ErrnoException) => {
+      if (err.code === 'ERR_WORKER_OUT_OF_MEMORY') finish(() => reject(new ReadingOutOfMemoryError(limits.maxHeapMb, err)));
+      else fail(err.message);
+    });
     worker.once('exit', (code) => fail(`the document reader stopped (exit code ${code})`));
   });
 }

@@ -6,11 +6,13 @@ import { SqliteCollectionRepository } from '../src/adapters/sqlite/sqlite-collec
 import { SqliteVoteRepository } from '../src/adapters/sqlite/sqlite-vote-repository';
 import { InProcessContentLock } from '../src/adapters/in-process/in-process-content-lock';
 import { CardService } from '../src/application/card-service';
-import type { NearDuplicateCandidate } from '../src/domain/ports';
+import { isOlder } from '../src/application/card-service';
+import type { NearDuplicateCandidate, NearDuplicateFinder } from '../src/domain/ports';
+import { jaccard, NEAR_COPY_JACCARD, shinglesOf } from '../src/domain/rules';
 import { aCollection, someContent } from './builders';
 
 /** The service on a real SQLite store, with the peers it asks (search, files, identity) answering as told. */
-function setup() {
+function setup(nearDuplicates?: NearDuplicateFinder) {
   const db = openCardsDatabase(':memory:');
   const cards = new SqliteCardRepository(db);
   const peers = { candidates: [] as NearDuplicateCandidate[], files: new Map<string, string>(), events: 0 };
@@ -19,7 +21,7 @@ function setup() {
     votes: new SqliteVoteRepository(db),
     collections: new SqliteCollectionRepository(db),
     contentLock: new InProcessContentLock(),
-    nearDuplicates: { find: async () => peers.candidates },
+    nearDuplicates: nearDuplicates ?? { find: async () => peers.candidates },
     files: { visibleFileName: async (id) => peers.files.get(id) ?? null },
     users: { joinDates: async () => new Map() },
     eventsWritten: () => void peers.events++,
@@ -76,6 +78,81 @@ describe('CardService', () => {
       const groups = await service.getCardGroups(made.map((m) => m.card.id), undefined);
       expect(groups.map((g) => [g.root.id, g.collisions.length])).toEqual([[earliest.id, users.length - 1]]);
     }
+  });
+
+  describe('copies by the embedding verdict alone, sent at the same moment', () => {
+    /** Search with a bag-of-words verdict (the same words are a copy) that answers after every create has asked it. */
+    function bagOfWordsSearch() {
+      const bag = (text: string) => text.split(/\W+/).filter(Boolean).sort().join(' ');
+      const calls: number[] = [];
+      const finder: NearDuplicateFinder = {
+        find: async (content, _callerId, _limit, unindexed = []) => {
+          calls.push(unindexed.length);
+          await new Promise(setImmediate);
+          return unindexed.map((u) => ({ cardId: u.cardId, duplicate: bag(u.content) === bag(content), cosine: bag(u.content) === bag(content) ? 1 : 0.5 }));
+        },
+      };
+      return { finder, calls };
+    }
+    /** The same sentences in a different order each: one bag of words, shingle Jaccard far under the near-copy bar. */
+    function reorderedCopies(n: number): string[] {
+      const sentences = Array.from({ length: 8 }, () => Array.from({ length: 12 }, () => randomUUID().slice(0, 8).replace(/\d/g, 'q')).join(' ') + '.');
+      const texts: string[] = [];
+      while (texts.length < n) {
+        const text = [...sentences].sort(() => Math.random() - 0.5).join(' ');
+        if (texts.every((t) => jaccard(shinglesOf(t), shinglesOf(text)) < NEAR_COPY_JACCARD)) texts.push(text);
+      }
+      return texts;
+    }
+    const byCreation = <T extends { createdAt: Date; id: string }>(list: T[]) => [...list].sort((a, b) => (isOlder(a, b) ? -1 : 1));
+
+    it('make one root, the earliest, and collisions of it', async () => {
+      for (let round = 0; round < 5; round++) {
+        const search = bagOfWordsSearch();
+        const { service, cards } = setup(search.finder);
+        const users = ['alice', 'bob', 'carol', 'dave', 'erin', 'frank'];
+        const texts = reorderedCopies(users.length);
+        const made = await Promise.all(users.map((user, i) => create(service, user, texts[i])));
+        const stored = byCreation(await cards.findByIds(made.map((m) => m.card.id)));
+        expect(stored.map((c) => c.collisionOf)).toEqual([null, ...stored.slice(1).map(() => stored[0]!.id)]);
+        const groups = await service.getCardGroups(made.map((m) => m.card.id), undefined);
+        expect(groups.map((g) => [g.root.id, g.collisions.length])).toEqual([[stored[0]!.id, users.length - 1]]);
+      }
+    });
+
+    it('settle by the creation rule: a public copy never goes under a private card, a private copy goes under an earlier public one', async () => {
+      for (let round = 0; round < 5; round++) {
+        const { service, cards } = setup(bagOfWordsSearch().finder);
+        const users = ['alice', 'bob', 'carol', 'dave', 'erin', 'frank'];
+        const texts = reorderedCopies(users.length);
+        const made = await Promise.all(users.map((user, i) => create(service, user, texts[i], { private: i % 2 === 0 })));
+        const stored = byCreation(await cards.findByIds(made.map((m) => m.card.id)));
+        const firstPublic = stored.find((c) => !c.private)!;
+        // Every author differs: a private card older than the first public one has no root it may join.
+        const expected = stored.map((c) => (c.id === firstPublic.id || (c.private && isOlder(c, firstPublic)) ? null : firstPublic.id));
+        expect(stored.map((c) => c.collisionOf)).toEqual(expected);
+      }
+    });
+
+    it('ask search a second time only when a root that could settle with the card was stored during its check', async () => {
+      const search = bagOfWordsSearch();
+      const { service } = setup(search.finder);
+      const [first, second] = reorderedCopies(2);
+      await create(service, 'alice', first);
+      const copy = await create(service, 'bob', second);
+      expect(copy.duplicate).toBe(true);
+      await create(service, 'carol', someContent());
+      expect(search.calls).toEqual([0, 1, 1]);
+      search.calls.length = 0;
+      const [a, b] = reorderedCopies(2);
+      const pair = await Promise.all([create(service, 'dave', a), create(service, 'erin', b)]);
+      expect(pair.filter((m) => m.duplicate)).toHaveLength(1);
+      // Both checks compared the two roots stored before; after its insert a card asks about the other alone, when it sees it.
+      expect(search.calls.slice(0, 2)).toEqual([2, 2]);
+      expect(search.calls.slice(2).length).toBeGreaterThanOrEqual(1);
+      expect(search.calls.slice(2).every((n) => n === 1)).toBe(true);
+      expect(search.calls.length).toBeLessThanOrEqual(4);
+    });
   });
 
   it('returns the same card for a retried idempotency key', async () => {

@@ -109,7 +109,7 @@ export class CardService {
     const fingerprint = fingerprintOf(content);
     // Copies of one text sent at the same moment are stored one after the other, so the later ones find the first.
     return this.deps.contentLock.run(fingerprint.contentHash, async () => {
-      const root = await this.findRoot(content, fingerprint, callerId, input.private);
+      const { root, comparedUnindexed } = await this.findRoot(content, fingerprint, callerId, input.private);
       const now = this.now();
       const card: Card = {
         id: newId(),
@@ -156,7 +156,7 @@ export class CardService {
           placed = { ...card, collisionOf: current.collisionOf };
         }
       }
-      if (!placed.collisionOf) placed = await this.settleNearCopyRoots(placed, fingerprint);
+      if (!placed.collisionOf) placed = await this.settleNearCopyRoots(placed, fingerprint, comparedUnindexed);
       return { card: { ...placed, viewerVote: null }, duplicate: placed.collisionOf !== null };
     });
   }
@@ -167,11 +167,14 @@ export class CardService {
    * a root looks again, by the same content rules: of two near-copy roots the earlier (createdAt, then id) stays and the
    * later joins it with its collisions, when the earlier may hold it. Of two such inserts at least the later reader sees
    * the other, and a join whose card is no longer a root does nothing, so whichever request sees both settles them, once.
-   * The search index's embedding verdict is not asked again: it learns of new cards later, from events. Answers the
-   * card as it ends up.
+   * The embedding verdict is asked again only about roots not indexed yet that the check before the insert did not
+   * compare (`comparedUnindexed`) and that could join this card or take it (embeddingCopyRoots). Answers the card as it
+   * ends up.
    */
-  private async settleNearCopyRoots(card: Card, fingerprint: ReturnType<typeof fingerprintOf>): Promise<Card> {
-    const roots = await this.nearCopyRoots(card, fingerprint);
+  private async settleNearCopyRoots(card: Card, fingerprint: ReturnType<typeof fingerprintOf>, comparedUnindexed: ReadonlySet<string>): Promise<Card> {
+    const byContent = await this.nearCopyRoots(card, fingerprint);
+    const byEmbedding = await this.embeddingCopyRoots(card, comparedUnindexed, new Set(byContent.map((r) => r.id)));
+    const roots = [...byContent, ...byEmbedding].sort((a, b) => (isOlder(a, b) ? -1 : 1));
     for (const earlier of roots.filter((r) => isOlder(r, card) && mayHoldCollision(r, card))) {
       if (await this.joinRoot(card, earlier)) return { ...card, collisionOf: earlier.id };
       const current = await this.deps.cards.findById(card.id);
@@ -193,6 +196,24 @@ export class CardService {
     rootIds.delete(card.id);
     const roots = (await cards.findByIds([...rootIds])).filter((r) => r.collisionOf === null);
     return roots.sort((a, b) => (isOlder(a, b) ? -1 : 1));
+  }
+
+  /**
+   * The roots, not indexed yet, that the search index's embedding verdict calls copies of `card` and that were created at
+   * the same moment: stored after its check read them, so neither check compared the two. Only roots that could settle
+   * with it by the creation rule go (an earlier one that may hold it, a later one it may hold), so search is asked a second
+   * time only when such a root was stored during this create's check. The read is as wide as the later side needs: every
+   * author's roots for a public card (its later copy may be another's private card), the author's own for a private one.
+   */
+  private async embeddingCopyRoots(card: Card, comparedUnindexed: ReadonlySet<string>, known: ReadonlySet<string>): Promise<Card[]> {
+    const viewer = card.private ? card.authorId : null;
+    const recent = await this.deps.cards.findUnindexedRoots(viewer, new Date(Date.now() - UNINDEXED_LOOKBACK_MS), UNINDEXED_CANDIDATES);
+    const settlesWith = (r: Card) => (isOlder(r, card) && mayHoldCollision(r, card)) || (isOlder(card, r) && mayHoldCollision(card, r));
+    const fresh = recent.filter((r) => r.id !== card.id && !comparedUnindexed.has(r.id) && !known.has(r.id) && settlesWith(r));
+    if (fresh.length === 0) return [];
+    const verdicts = await this.deps.nearDuplicates.find(card.content, card.authorId, NEAR_DUPLICATE_CANDIDATES + fresh.length, fresh.map((r) => ({ cardId: r.id, content: r.content })));
+    const copies = new Set(verdicts.filter((v) => v.duplicate).map((v) => v.cardId));
+    return fresh.filter((r) => copies.has(r.id));
   }
 
   /** `later`, a root, joins `earlier` with its collisions (settleNearCopyRoots); false when either is no longer a root. */
@@ -237,8 +258,11 @@ export class CardService {
    * The root a new card duplicates, or null. Exact normalized content first, then a near copy by word shingles,
    * then the search index's embedding verdict over the indexed roots and those not indexed yet. A root qualifies when it may hold the new card (mayHoldCollision: the
    * author may see it, and it is at least as visible as the card); otherwise the new card is a root of its own.
+   * `comparedUnindexed`: the roots not indexed yet that the embedding verdict was asked about.
    */
-  private async findRoot(content: string, fingerprint: ReturnType<typeof fingerprintOf>, callerId: string, isPrivate: boolean): Promise<Card | null> {
+  private async findRoot(content: string, fingerprint: ReturnType<typeof fingerprintOf>, callerId: string, isPrivate: boolean): Promise<{ root: Card | null; comparedUnindexed: Set<string> }> {
+    const comparedUnindexed = new Set<string>();
+    const found = (root: Card | null) => ({ root, comparedUnindexed });
     const { cards } = this.deps;
     const rootCache = new Map<string, Card | null>();
     const qualifyingRoot = async (c: Card): Promise<Card | null> => {
@@ -259,7 +283,7 @@ export class CardService {
     };
 
     const exact = await firstQualifying(await cards.findByContentHash(fingerprint.contentHash, 20));
-    if (exact) return exact;
+    if (exact) return found(exact);
 
     const shingles = shinglesOf(content);
     const nearCopy = async (candidates: readonly Card[]) => {
@@ -268,17 +292,18 @@ export class CardService {
       return firstQualifying(scored.map((s) => s.c));
     };
     const bySketch = await nearCopy(await cards.findBySketch(fingerprint.sketch, SKETCH_MIN_SHARED, 20));
-    if (bySketch) return bySketch;
+    if (bySketch) return found(bySketch);
 
     // The index learns of new cards from events, so the roots it may not hold yet go along (those that may hold this card).
     const unindexed = (await cards.findUnindexedRoots(callerId, new Date(Date.now() - UNINDEXED_LOOKBACK_MS), UNINDEXED_CANDIDATES)).filter((r) => mayHoldCollision(r, { authorId: callerId, private: isPrivate }));
+    for (const r of unindexed) comparedUnindexed.add(r.id);
     const candidates = await this.deps.nearDuplicates.find(content, callerId, NEAR_DUPLICATE_CANDIDATES, unindexed.map((r) => ({ cardId: r.id, content: r.content })));
-    if (candidates.length === 0) return null;
+    if (candidates.length === 0) return found(null);
     const stored = new Map((await cards.findByIds(candidates.map((c) => c.cardId))).map((c) => [c.id, c]));
     const byIndexShingles = await nearCopy([...stored.values()]);
-    if (byIndexShingles) return byIndexShingles;
+    if (byIndexShingles) return found(byIndexShingles);
     const verdicts = candidates.filter((c) => c.duplicate).sort((a, b) => b.cosine - a.cosine);
-    return firstQualifying(verdicts.flatMap((v) => stored.get(v.cardId) ?? []));
+    return found(await firstQualifying(verdicts.flatMap((v) => stored.get(v.cardId) ?? [])));
   }
 
   async getCard(cardId: string, callerId: string | undefined): Promise<ViewedCard> {
@@ -523,7 +548,7 @@ export class CardService {
 }
 
 /** Whether `a` was created before `b` (createdAt, then id): of two near-copy roots the older stays a root. */
-function isOlder(a: Pick<Card, 'createdAt' | 'id'>, b: Pick<Card, 'createdAt' | 'id'>): boolean {
+export function isOlder(a: Pick<Card, 'createdAt' | 'id'>, b: Pick<Card, 'createdAt' | 'id'>): boolean {
   const diff = a.createdAt.getTime() - b.createdAt.getTime();
   return diff < 0 || (diff === 0 && a.id < b.id);
 }

@@ -52,9 +52,10 @@ export class MongoCardRepository implements CardRepository {
     return ranked.flatMap((r) => byId.get(r._id) ?? []);
   }
 
-  async findUnindexedRoots(viewerId: string, since: Date, limit: number): Promise<Card[]> {
+  async findUnindexedRoots(viewerId: string | null, since: Date, limit: number): Promise<Card[]> {
+    const visible = viewerId === null ? {} : { $or: [{ private: false }, { authorId: viewerId }] };
     const docs = await this.store.cards
-      .find({ vectorPointId: null, collisionOf: null, updatedAt: { $gte: since }, $or: [{ private: false }, { authorId: viewerId }] }, { projection: CARD_PROJECTION })
+      .find({ vectorPointId: null, collisionOf: null, updatedAt: { $gte: since }, ...visible }, { projection: CARD_PROJECTION })
       .sort({ updatedAt: -1, _id: 1 })
       .limit(limit)
       .toArray();

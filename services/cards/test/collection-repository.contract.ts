@@ -291,6 +291,31 @@ export function describeCollectionRepositoryContract(name: string, factory: Card
       expect(await store.collections.collectionsOfOwnerHolding(owner, [])).toEqual([]);
     });
 
+    it("finds the owner's bookmarks of a card group among many users' bookmarks of it, whichever way each was added", async () => {
+      const owner = randomUUID();
+      const root = await storedCard();
+      const copy = await storedCard(aCard().collisionOf(root.id));
+      const own = aCollection().by(owner).build();
+      await store.collections.insert(own, []);
+      for (let i = 0; i < 5; i++) {
+        const others = aCollection().build();
+        await store.collections.insert(others, []);
+        for (const card of [root, copy]) await store.collections.addBookmark(others.id, card.id, nextTime(), []);
+      }
+      await store.collections.addBookmark(own.id, copy.id, nextTime(), []);
+      // Bookmarked when the owner's file collection was created, and a stranger's file collection of the same cards.
+      const { collection: fromFile } = await store.collections.insertFileCollection(aCollection().by(owner).forFile(randomUUID()).build(), [root.id, copy.id], () => []);
+      await store.collections.insertFileCollection(aCollection().forFile(randomUUID()).build(), [root.id, copy.id], () => []);
+      const held = await store.collections.collectionsOfOwnerHolding(owner, [root.id, copy.id]);
+      // Oldest collection first; the order of cards within one collection is not promised.
+      expect(held[0]).toEqual({ cardId: copy.id, collectionId: own.id });
+      const byCard = (a: { cardId: string }, b: { cardId: string }) => (a.cardId < b.cardId ? -1 : 1);
+      expect(held.slice(1).sort(byCard)).toEqual([root, copy].map((c) => ({ cardId: c.id, collectionId: fromFile.id })).sort(byCard));
+      await store.collections.removeEntry(fromFile.id, root.id, () => []);
+      expect(await store.collections.collectionsOfOwnerHolding(owner, [root.id, copy.id])).toEqual([{ cardId: copy.id, collectionId: own.id }]);
+      expect(await store.collections.collectionsOfOwnerHolding(randomUUID(), [root.id, copy.id])).toEqual([]);
+    });
+
     it('creates a file collection with its bookmarks once per file', async () => {
       const fileId = randomUUID();
       const cards = [await storedCard(), await storedCard()];

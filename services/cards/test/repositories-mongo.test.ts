@@ -187,6 +187,35 @@ if (skipReason) {
       }
     });
 
+    it("gives the bookmarks stored before owners were kept their collection's owner when the store opens, and the lookup finds them", async () => {
+      const connection = await connectMongo({ url: engine!.url, database: `cards_test_${randomBytes(4).toString('hex')}`, logger });
+      try {
+        const [owner, stranger] = [randomUUID(), randomUUID()];
+        const first = await openMongoCardsStore(connection);
+        const root = aCard().build();
+        const copy = aCard().collisionOf(root.id).build();
+        for (const c of [root, copy]) await first.cards.insert(c, fingerprintOf(c.content), []);
+        const [older, newer, strangers] = [aCollection().by(owner).build(), aCollection().by(owner).build(), aCollection().by(stranger).build()];
+        for (const c of [newer, strangers, older]) await first.collections.insert(c, []);
+        for (const [c, card] of [[newer, root], [older, copy], [strangers, root], [strangers, copy]] as const) await first.collections.addBookmark(c.id, card.id, nextTime(), []);
+        // The documents as the earlier version wrote them: no owner.
+        await first.database.bookmarks.updateMany({}, { $unset: { ownerId: '' } });
+        const reopened = await openMongoCardsStore(connection);
+        const expected = [
+          { cardId: copy.id, collectionId: older.id },
+          { cardId: root.id, collectionId: newer.id },
+        ];
+        expect(await reopened.collections.collectionsOfOwnerHolding(owner, [root.id, copy.id])).toEqual(expected);
+        expect(await reopened.collections.collectionsOfOwnerHolding(stranger, [root.id])).toEqual([{ cardId: root.id, collectionId: strangers.id }]);
+        expect(await reopened.database.bookmarks.countDocuments({ ownerId: { $exists: false } })).toBe(0);
+        await openMongoCardsStore(connection);
+        expect(await reopened.collections.collectionsOfOwnerHolding(owner, [root.id, copy.id])).toEqual(expected);
+      } finally {
+        await connection.db.dropDatabase().catch(() => undefined);
+        await connection.close();
+      }
+    });
+
     it('adds a bookmark once when the same bookmark is added many times at once, with one event', async () => {
       const c = aCollection().build();
       await store.collections.insert(c, []);

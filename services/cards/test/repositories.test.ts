@@ -13,7 +13,8 @@ import { describeCollectionRepositoryContract } from './collection-repository.co
 import { describeContentLockContract } from './content-lock.contract';
 import { describeVoteRepositoryContract } from './vote-repository.contract';
 import type { CardsStoreFactory } from './fixture';
-import { aCard, aCollection } from './builders';
+import { aCard, aCollection, nextTime } from './builders';
+import { fingerprintOf } from '../src/domain/rules';
 
 const sqlite: CardsStoreFactory = async () => {
   const db = openCardsDatabase(':memory:');
@@ -85,27 +86,74 @@ describe('SQLite cards store migration', () => {
       rmSync(dir, { recursive: true, force: true });
     }
   });
+
+  it("gives the bookmarks stored before owners were kept their collection's owner, and the lookup finds them", async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cards-migration-'));
+    try {
+      const path = join(dir, 'cards.db');
+      const old = openSqlite(path, CARDS_MIGRATIONS.slice(0, 5));
+      const [owner, stranger] = [randomUUID(), randomUUID()];
+      const [root, copy] = [aCard().build(), aCard().build()];
+      for (const [card, rootId] of [[root, null], [copy, root.id]] as const) {
+        old.prepare(`INSERT INTO cards (id, author_id, content, card_html, link, private, tags, collision_of, content_hash, created_at, updated_at)
+                     VALUES (?, ?, ?, '', '', 0, '[]', ?, 'h', '2026-01-01', '2026-01-01')`).run(card.id, card.authorId, card.content, rootId);
+      }
+      const collection = (author: string, createdAt: string) => {
+        const id = randomUUID();
+        old.prepare(`INSERT INTO collections (id, author_id, name, description, is_public, created_at, updated_at) VALUES (?, ?, 'n', '', 1, ?, ?)`).run(id, author, createdAt, createdAt);
+        return id;
+      };
+      const [older, newer, strangers] = [collection(owner, '2026-01-01T00:00:00.000Z'), collection(owner, '2026-01-02T00:00:00.000Z'), collection(stranger, '2026-01-01T00:00:00.000Z')];
+      const bookmark = old.prepare(`INSERT INTO bookmarks (collection_id, card_id, ord, created_at) VALUES (?, ?, 1, '2026-01-03')`);
+      for (const [collectionId, cardId] of [[newer, root.id], [older, copy.id], [strangers, root.id], [strangers, copy.id]]) bookmark.run(collectionId, cardId);
+      old.close();
+      const db = openCardsDatabase(path);
+      const collections = new SqliteCollectionRepository(db);
+      expect(await collections.collectionsOfOwnerHolding(owner, [root.id, copy.id])).toEqual([
+        { cardId: copy.id, collectionId: older },
+        { cardId: root.id, collectionId: newer },
+      ]);
+      expect(await collections.collectionsOfOwnerHolding(stranger, [root.id])).toEqual([{ cardId: root.id, collectionId: strangers }]);
+      expect(await collections.collectionIdsHolding(root.id)).toEqual([newer, strangers].sort());
+      expect(await collections.addBookmark(older, root.id, nextTime(), [])).toBe('added');
+      expect(await collections.collectionsOfOwnerHolding(owner, [root.id])).toEqual([older, newer].map((collectionId) => ({ cardId: root.id, collectionId })));
+      db.close();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
 });
 describeVoteRepositoryContract('SQLite', sqlite);
 describeCollectionRepositoryContract('SQLite', sqlite);
 
 describe('SQLite bookmark lookup', () => {
-  it("reads the owner's bookmarks of the cards asked about from the cards' side, whatever the owner's collection count", async () => {
+  it("reads only the owner's bookmarks of the cards asked about, whatever the owner's collection count and however many others hold them", async () => {
     const db = openCardsDatabase(':memory:');
-    const collections = new SqliteCollectionRepository(db);
+    const [cards, collections] = [new SqliteCardRepository(db), new SqliteCollectionRepository(db)];
+    const popular = aCard().build();
+    await cards.insert(popular, fingerprintOf(popular.content), []);
     const owner = randomUUID();
+    const owned: string[] = [];
     for (let i = 0; i < 300; i++) {
-      const c = aCollection().by(owner).build();
-      await collections.insert(c, []);
-      for (let j = 0; j < 3; j++) await collections.addBookmark(c.id, randomUUID(), c.createdAt, []);
+      const [own, others] = [aCollection().by(owner).build(), aCollection().build()];
+      for (const c of [own, others]) await collections.insert(c, []);
+      owned.push(own.id);
+      await collections.addBookmark(others.id, popular.id, nextTime(), []);
     }
-    const steps = () => (db.prepare(`EXPLAIN QUERY PLAN ${ownerBookmarksOfCardsQuery(3)}`).all(randomUUID(), randomUUID(), randomUUID(), owner) as { detail: string }[]).map((s) => s.detail);
-    // Walking collections_author (the owner's collections) first costs one bookmark probe per collection the owner has:
-    // the planner's pick for a plain JOIN without statistics, which the service never gathers.
-    const fromTheCards = [expect.stringMatching(/^SEARCH b USING (COVERING )?INDEX bookmarks_card \(card_id=\?\)$/), expect.stringMatching(/^SEARCH k USING INDEX sqlite_autoindex_collections_1 \(id=\?\)$/), 'USE TEMP B-TREE FOR ORDER BY'];
-    expect(steps()).toEqual(fromTheCards);
+    for (const id of [owned[7]!, owned[3]!]) await collections.addBookmark(id, popular.id, nextTime(), []);
+    const steps = () => (db.prepare(`EXPLAIN QUERY PLAN ${ownerBookmarksOfCardsQuery(3)}`).all(popular.id, randomUUID(), randomUUID(), owner) as { detail: string }[]).map((s) => s.detail);
+    // bookmarks_card alone reads every user's bookmark of the popular card to find the owner's two; collections_author
+    // first (the planner's pick for a plain JOIN without statistics, which the service never gathers) reads every
+    // collection of the owner.
+    const ownersBookmarks = [
+      expect.stringMatching(/^SEARCH b USING (COVERING )?INDEX bookmarks_card_owner \(card_id=\? AND owner_id=\?\)$/),
+      expect.stringMatching(/^SEARCH k USING INDEX sqlite_autoindex_collections_1 \(id=\?\)$/),
+      'USE TEMP B-TREE FOR ORDER BY',
+    ];
+    expect(steps()).toEqual(ownersBookmarks);
     db.exec('ANALYZE');
-    expect(steps()).toEqual(fromTheCards);
+    expect(steps()).toEqual(ownersBookmarks);
+    expect(await collections.collectionsOfOwnerHolding(owner, [popular.id])).toEqual([owned[3]!, owned[7]!].map((collectionId) => ({ cardId: popular.id, collectionId })));
     db.close();
   });
 });

@@ -67,6 +67,11 @@ export interface BookmarkDocument {
   _id: string;
   collectionId: string;
   cardId: string;
+  /**
+   * The collection's owner (a collection never changes owner), so the bookmark lookup finds only the caller's
+   * bookmarks of a card (bookmarks_card_owner). Bookmarks written before it existed get it when the store opens.
+   */
+  ownerId: string;
   ord: number;
   createdAt: Date;
 }
@@ -111,10 +116,12 @@ export async function openMongoCardsDatabase(connection: MongoConnection): Promi
     bookmarks.createIndex({ collectionId: 1, cardId: 1 }, { unique: true, name: 'bookmarks_collection_card' }),
     bookmarks.createIndex({ collectionId: 1, ord: 1 }, { name: 'bookmarks_order' }),
     bookmarks.createIndex({ cardId: 1 }, { name: 'bookmarks_card' }),
+    bookmarks.createIndex({ cardId: 1, ownerId: 1 }, { name: 'bookmarks_card_owner' }),
     contentLocks.createIndex({ expiresAt: 1 }, { expireAfterSeconds: 0, name: 'content_locks_expiry' }),
   ]);
   await countPublicVotesOfOlderAuthors(cards, authorScores);
   await markCardsHiddenByTheirFileAtUpload(cards);
+  await giveOlderBookmarksTheirOwner(collections, bookmarks);
   return {
     connection,
     db,
@@ -226,6 +233,19 @@ async function markCardsHiddenByTheirFileAtUpload(cards: Collection<CardDocument
   for (const card of older) {
     if (card.updatedAt.getTime() !== card.createdAt.getTime() || !card.idempotency?.startsWith(idempotencyOf(card.authorId, `${card.fileId}:`))) continue;
     await cards.updateOne({ _id: card._id, hiddenByFile: { $exists: false }, private: true, updatedAt: card.updatedAt }, { $set: { hiddenByFile: true } });
+  }
+}
+
+/**
+ * Bookmarks written before ownerId existed get their collection's owner, one collection at a time. Bookmarks written
+ * since always carry it, so later runs find only those of a collection already gone (left as they are: no lookup
+ * starts from an owner that is not there).
+ */
+async function giveOlderBookmarksTheirOwner(collections: Collection<CollectionDocument>, bookmarks: Collection<BookmarkDocument>): Promise<void> {
+  const older = await bookmarks.find({ ownerId: { $exists: false } }, { projection: { collectionId: 1 } }).toArray();
+  for (const collectionId of new Set(older.map((b) => b.collectionId))) {
+    const collection = await collections.findOne({ _id: collectionId }, { projection: { authorId: 1 } });
+    if (collection) await bookmarks.updateMany({ collectionId, ownerId: { $exists: false } }, { $set: { ownerId: collection.authorId } });
   }
 }
 

@@ -47,7 +47,7 @@ export class MongoCollectionRepository implements CollectionRepository {
           const present = new Set((await this.store.cards.find({ _id: { $in: unique } }, { session, projection: { _id: 1 } }).toArray()).map((d) => d._id));
           const bookmarks: BookmarkDocument[] = unique
             .filter((id) => present.has(id))
-            .map((cardId, i) => ({ _id: bookmarkId(collection.id, cardId), collectionId: collection.id, cardId, ord: i + 1, createdAt: collection.createdAt }));
+            .map((cardId, i) => ({ _id: bookmarkId(collection.id, cardId), collectionId: collection.id, cardId, ownerId: collection.authorId, ord: i + 1, createdAt: collection.createdAt }));
           if (bookmarks.length > 0) {
             await this.store.bookmarks.insertMany(bookmarks, { session, ordered: true });
             await this.store.collections.updateOne({ _id: collection.id }, { $inc: { bookmarkSeq: bookmarks.length } }, { session });
@@ -125,10 +125,10 @@ export class MongoCollectionRepository implements CollectionRepository {
         // The counter's $inc also finds out whether the collection is still there (and, in a transaction, conflicts with its
         // removal). It comes before the card's check, so with both gone the collection is named, as on SQLite; a number
         // taken for a card that is gone only leaves a gap in the collection's order.
-        const counter = await this.store.collections.findOneAndUpdate({ _id: collectionId }, { $inc: { bookmarkSeq: 1 } }, { session, returnDocument: 'after', projection: { bookmarkSeq: 1 } });
+        const counter = await this.store.collections.findOneAndUpdate({ _id: collectionId }, { $inc: { bookmarkSeq: 1 } }, { session, returnDocument: 'after', projection: { bookmarkSeq: 1, authorId: 1 } });
         if (!counter) return 'collection-gone';
         if (!(await this.store.cards.findOne({ _id: cardId }, { session, projection: { _id: 1 } }))) return 'card-gone';
-        await this.store.bookmarks.insertOne({ _id, collectionId, cardId, ord: counter.bookmarkSeq, createdAt: at }, { session });
+        await this.store.bookmarks.insertOne({ _id, collectionId, cardId, ownerId: counter.authorId, ord: counter.bookmarkSeq, createdAt: at }, { session });
         await appendToMongoOutboxOrUndo(this.store.db, events, session, () => this.store.bookmarks.deleteOne({ _id }));
         return 'added';
       });
@@ -212,8 +212,9 @@ export class MongoCollectionRepository implements CollectionRepository {
   async collectionsOfOwnerHolding(ownerId: string, cardIds: readonly string[]): Promise<HeldCard[]> {
     const unique = [...new Set(cardIds)];
     if (unique.length === 0) return [];
-    // From the cards' side (bookmarks_card, then collections by _id), never through all of the owner's collections.
-    const rows = await this.store.bookmarks.find({ cardId: { $in: unique } }, { projection: { cardId: 1, collectionId: 1 } }).toArray();
+    // Only the owner's bookmarks of these cards (bookmarks_card_owner), then their collections by _id for the order:
+    // neither all of the owner's collections nor all users' bookmarks of the cards.
+    const rows = await this.store.bookmarks.find({ cardId: { $in: unique }, ownerId }, { projection: { cardId: 1, collectionId: 1 } }).toArray();
     if (rows.length === 0) return [];
     const owned = await this.store.collections
       .find({ _id: { $in: [...new Set(rows.map((r) => r.collectionId))] }, authorId: ownerId }, { projection: { _id: 1 } })

@@ -45,6 +45,12 @@ export const CARDS_MIGRATIONS = [
      WHERE private = 1 AND file_id IS NOT NULL AND substr(idempotency_key, 1, length(file_id) + 1) = file_id || ':' AND updated_at = created_at;`,
   // Roots search has not indexed yet, newest change first: the duplicate check compares a new card with them too.
   `CREATE INDEX cards_unindexed_roots ON cards(updated_at DESC) WHERE vector_point_id IS NULL AND collision_of IS NULL;`,
+  // Each bookmark's collection owner (a collection never changes owner), so the bookmark lookup reads only the
+  // caller's bookmarks of a card, not everyone's. (card_id, owner_id) also serves every lookup by card alone.
+  `ALTER TABLE bookmarks ADD COLUMN owner_id TEXT NOT NULL DEFAULT '';
+   UPDATE bookmarks SET owner_id = coalesce((SELECT author_id FROM collections WHERE collections.id = bookmarks.collection_id), '');
+   CREATE INDEX bookmarks_card_owner ON bookmarks(card_id, owner_id);
+   DROP INDEX bookmarks_card;`,
 ];
 
 export function openCardsDatabase(path: string): SqliteDatabase {

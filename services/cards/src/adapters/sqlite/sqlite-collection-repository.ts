@@ -8,14 +8,15 @@ const VISIBLE_CARD = '(c.private = 0 OR c.author_id = ?)';
 
 /**
  * The owner's bookmarks of `cardCount` cards (parameters: the card ids, then the owner), oldest collection first.
- * CROSS JOIN keeps bookmarks the outer loop (SQLite never reorders it), so the cards' bookmarks are found by
- * bookmarks_card and each one's collection by its key: driven from collections_author instead, the planner's choice
- * for a plain JOIN, the query walked every collection of the owner.
+ * Each bookmark carries its collection's owner, so bookmarks_card_owner finds only the owner's bookmarks of each card
+ * (never the bookmarks of all users), and each one's collection is then read by its key for the order. CROSS JOIN
+ * keeps bookmarks the outer loop (SQLite never reorders it): driven from collections_author instead, the planner's
+ * choice for a plain JOIN without statistics, the query walked every collection of the owner.
  */
 export function ownerBookmarksOfCardsQuery(cardCount: number): string {
   return `SELECT b.card_id AS cardId, b.collection_id AS collectionId, k.created_at AS createdAt
           FROM bookmarks b CROSS JOIN collections k ON k.id = b.collection_id
-          WHERE b.card_id IN (${placeholders(cardCount)}) AND k.author_id = ? ORDER BY k.created_at, k.id`;
+          WHERE b.card_id IN (${placeholders(cardCount)}) AND b.owner_id = ? ORDER BY k.created_at, k.id`;
 }
 
 /** Collections and bookmarks in the cards service's SQLite file. */
@@ -35,9 +36,9 @@ export class SqliteCollectionRepository implements CollectionRepository {
       if (existing) return { collection: collectionFromRow(existing), created: false };
       this.insertRow(c);
       const exists = this.db.prepare('SELECT 1 FROM cards WHERE id = ?');
-      const insert = this.db.prepare('INSERT OR IGNORE INTO bookmarks (collection_id, card_id, ord, created_at) VALUES (?, ?, ?, ?)');
+      const insert = this.db.prepare('INSERT OR IGNORE INTO bookmarks (collection_id, card_id, owner_id, ord, created_at) VALUES (?, ?, ?, ?, ?)');
       let ord = 0;
-      for (const cardId of new Set(cardIds)) if (exists.get(cardId)) insert.run(c.id, cardId, ++ord, iso(c.createdAt));
+      for (const cardId of new Set(cardIds)) if (exists.get(cardId)) insert.run(c.id, cardId, c.authorId, ++ord, iso(c.createdAt));
       appendToSqliteOutbox(this.db, events(c));
       return { collection: c, created: true };
     })();
@@ -75,13 +76,14 @@ export class SqliteCollectionRepository implements CollectionRepository {
   async addBookmark(collectionId: string, cardId: string, at: Date, events: OutgoingEvent[]): Promise<BookmarkAddition> {
     // One transaction: a card or collection removed after the caller's checks is seen here, so no bookmark outlives it.
     return this.db.transaction((): BookmarkAddition => {
-      if (!this.db.prepare('SELECT 1 FROM collections WHERE id = ?').get(collectionId)) return 'collection-gone';
+      const collection = this.db.prepare('SELECT author_id FROM collections WHERE id = ?').get(collectionId) as { author_id: string } | undefined;
+      if (!collection) return 'collection-gone';
       if (!this.db.prepare('SELECT 1 FROM cards WHERE id = ?').get(cardId)) return 'card-gone';
       const added = this.db.prepare(
-          `INSERT OR IGNORE INTO bookmarks (collection_id, card_id, ord, created_at)
-           VALUES (?, ?, (SELECT coalesce(max(ord), 0) + 1 FROM bookmarks WHERE collection_id = ?), ?)`,
+          `INSERT OR IGNORE INTO bookmarks (collection_id, card_id, owner_id, ord, created_at)
+           VALUES (?, ?, ?, (SELECT coalesce(max(ord), 0) + 1 FROM bookmarks WHERE collection_id = ?), ?)`,
         )
-        .run(collectionId, cardId, collectionId, iso(at)).changes > 0;
+        .run(collectionId, cardId, collection.author_id, collectionId, iso(at)).changes > 0;
       if (!added) return 'already-there';
       appendToSqliteOutbox(this.db, events);
       return 'added';

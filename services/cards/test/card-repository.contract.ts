@@ -68,7 +68,7 @@ export function describeCardRepositoryContract(name: string, factory: CardsStore
       expect(await store.cards.findBySketch([], 1, 10)).toEqual([]);
     });
 
-    it('finds the roots not indexed yet that a viewer may see (every author\'s without a viewer), changed since a time, most recent change first', async () => {
+    it('finds the roots not indexed yet that a viewer may see, changed since a time, most recent change first', async () => {
       const viewer = randomUUID();
       const tooOld = aCard().build();
       const since = nextTime();
@@ -84,7 +84,23 @@ export function describeCardRepositoryContract(name: string, factory: CardsStore
       expect((await store.cards.findUnindexedRoots(viewer, since, 2)).map((c) => c.id)).toEqual([newest.id, ownPrivate.id]);
       expect((await store.cards.findUnindexedRoots(othersPrivate.authorId, since, 10)).map((c) => c.id)).toEqual([newest.id, othersPrivate.id, publicRoot.id]);
       expect((await store.cards.findUnindexedRoots(viewer, since, 10))[0]).toEqual(newest);
-      expect((await store.cards.findUnindexedRoots(null, since, 10)).map((c) => c.id)).toEqual([newest.id, ownPrivate.id, othersPrivate.id, publicRoot.id]);
+    });
+
+    it('finds the roots created since a time that a viewer may see (every author\'s without a viewer), indexed or not, newest first', async () => {
+      const viewer = randomUUID();
+      const tooOld = aCard().build();
+      const since = nextTime();
+      const indexed = aCard().build();
+      const othersPrivate = aCard().private().build();
+      const ownPrivate = aCard().by(viewer).private().build();
+      const collision = aCard().collisionOf(indexed.id).build();
+      const newest = aCard().build();
+      for (const c of [tooOld, indexed, othersPrivate, ownPrivate, collision, newest]) await store.cards.insert(c, fingerprintOf(c.content), []);
+      await store.cards.setVectorPointId(indexed.id, 'vp-indexed');
+      expect((await store.cards.findRootsCreatedSince(viewer, since, 10)).map((c) => c.id)).toEqual([newest.id, ownPrivate.id, indexed.id]);
+      expect((await store.cards.findRootsCreatedSince(null, since, 10)).map((c) => c.id)).toEqual([newest.id, ownPrivate.id, othersPrivate.id, indexed.id]);
+      expect((await store.cards.findRootsCreatedSince(null, since, 2)).map((c) => c.id)).toEqual([newest.id, ownPrivate.id]);
+      expect((await store.cards.findRootsCreatedSince(viewer, since, 10))[0]).toEqual(newest);
     });
 
     it('updates content, privacy and fingerprint together', async () => {

@@ -120,6 +120,24 @@ describe('CardService', () => {
       }
     });
 
+    it('make one root, the earliest, also when the index gets each card before the others look again', async () => {
+      for (let round = 0; round < 5; round++) {
+        const search = bagOfWordsSearch();
+        const { service, cards } = setup(search.finder);
+        // Search announces a root as indexed as soon as it is stored: it is never among the roots not indexed yet.
+        const insert = cards.insert.bind(cards);
+        cards.insert = async (card, fingerprint, events) => {
+          await insert(card, fingerprint, events);
+          if (!card.collisionOf) await cards.setVectorPointId(card.id, `vp-${card.id}`);
+        };
+        const users = ['alice', 'bob', 'carol', 'dave', 'erin', 'frank'];
+        const texts = reorderedCopies(users.length);
+        const made = await Promise.all(users.map((user, i) => create(service, user, texts[i])));
+        const stored = byCreation(await cards.findByIds(made.map((m) => m.card.id)));
+        expect(stored.map((c) => c.collisionOf)).toEqual([null, ...stored.slice(1).map(() => stored[0]!.id)]);
+      }
+    });
+
     it('settle by the creation rule: a public copy never goes under a private card, a private copy goes under an earlier public one', async () => {
       for (let round = 0; round < 5; round++) {
         const { service, cards } = setup(bagOfWordsSearch().finder);

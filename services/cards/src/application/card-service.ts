@@ -63,6 +63,12 @@ const UNINDEXED_CANDIDATES = 16;
 const UNINDEXED_LOOKBACK_MS = 5 * 60_000;
 /** How many stored cards of the same or a near text a new root compares itself with after its insert. */
 const SETTLE_CANDIDATES = 50;
+/**
+ * How far back a duplicate check notes the roots already stored, so that after its insert it can tell the ones stored
+ * while it ran: longer than a root's time between its createdAt and its insert, and than the clock skew of replicas.
+ */
+const CONCURRENT_ROOTS_LOOKBACK_MS = 5_000;
+const CONCURRENT_ROOTS_LIMIT = 50;
 
 export function requireCaller(callerId: string | undefined): string {
   if (!callerId) throw new UnauthenticatedError('You must be logged in');
@@ -109,7 +115,7 @@ export class CardService {
     const fingerprint = fingerprintOf(content);
     // Copies of one text sent at the same moment are stored one after the other, so the later ones find the first.
     return this.deps.contentLock.run(fingerprint.contentHash, async () => {
-      const { root, comparedUnindexed } = await this.findRoot(content, fingerprint, callerId, input.private);
+      const { root, checked } = await this.findRoot(content, fingerprint, callerId, input.private);
       const now = this.now();
       const card: Card = {
         id: newId(),
@@ -156,7 +162,7 @@ export class CardService {
           placed = { ...card, collisionOf: current.collisionOf };
         }
       }
-      if (!placed.collisionOf) placed = await this.settleNearCopyRoots(placed, fingerprint, comparedUnindexed);
+      if (!placed.collisionOf) placed = await this.settleNearCopyRoots(placed, fingerprint, checked);
       return { card: { ...placed, viewerVote: null }, duplicate: placed.collisionOf !== null };
     });
   }
@@ -167,13 +173,12 @@ export class CardService {
    * a root looks again, by the same content rules: of two near-copy roots the earlier (createdAt, then id) stays and the
    * later joins it with its collisions, when the earlier may hold it. Of two such inserts at least the later reader sees
    * the other, and a join whose card is no longer a root does nothing, so whichever request sees both settles them, once.
-   * The embedding verdict is asked again only about roots not indexed yet that the check before the insert did not
-   * compare (`comparedUnindexed`) and that could join this card or take it (embeddingCopyRoots). Answers the card as it
-   * ends up.
+   * The embedding verdict is asked again only about roots stored while this card's check ran that could join it or take
+   * it (embeddingCopyRoots). Answers the card as it ends up.
    */
-  private async settleNearCopyRoots(card: Card, fingerprint: ReturnType<typeof fingerprintOf>, comparedUnindexed: ReadonlySet<string>): Promise<Card> {
+  private async settleNearCopyRoots(card: Card, fingerprint: ReturnType<typeof fingerprintOf>, checked: CheckedRoots | null): Promise<Card> {
     const byContent = await this.nearCopyRoots(card, fingerprint);
-    const byEmbedding = await this.embeddingCopyRoots(card, comparedUnindexed, new Set(byContent.map((r) => r.id)));
+    const byEmbedding = await this.embeddingCopyRoots(card, checked, new Set(byContent.map((r) => r.id)));
     const roots = [...byContent, ...byEmbedding].sort((a, b) => (isOlder(a, b) ? -1 : 1));
     for (const earlier of roots.filter((r) => isOlder(r, card) && mayHoldCollision(r, card))) {
       if (await this.joinRoot(card, earlier)) return { ...card, collisionOf: earlier.id };
@@ -199,17 +204,17 @@ export class CardService {
   }
 
   /**
-   * The roots, not indexed yet, that the search index's embedding verdict calls copies of `card` and that were created at
-   * the same moment: stored after its check read them, so neither check compared the two. Only roots that could settle
-   * with it by the creation rule go (an earlier one that may hold it, a later one it may hold), so search is asked a second
-   * time only when such a root was stored during this create's check. The read is as wide as the later side needs: every
-   * author's roots for a public card (its later copy may be another's private card), the author's own for a private one.
+   * The roots the search index's embedding verdict calls copies of `card` that were stored while its duplicate check ran
+   * (not among the roots it noted before asking search), so neither check compared the two: the index holds neither
+   * yet, or got the other after it was asked. Only roots that could settle with it by the creation rule go (an earlier one
+   * that may hold it, a later one it may hold), so search is asked a second time only when such a root was stored during
+   * this create's check; it embeds them as not indexed.
    */
-  private async embeddingCopyRoots(card: Card, comparedUnindexed: ReadonlySet<string>, known: ReadonlySet<string>): Promise<Card[]> {
-    const viewer = card.private ? card.authorId : null;
-    const recent = await this.deps.cards.findUnindexedRoots(viewer, new Date(Date.now() - UNINDEXED_LOOKBACK_MS), UNINDEXED_CANDIDATES);
+  private async embeddingCopyRoots(card: Card, checked: CheckedRoots | null, known: ReadonlySet<string>): Promise<Card[]> {
+    const since = checked?.since ?? new Date(card.createdAt.getTime() - CONCURRENT_ROOTS_LOOKBACK_MS);
+    const recent = await this.deps.cards.findRootsCreatedSince(settlingViewer(card), since, CONCURRENT_ROOTS_LIMIT);
     const settlesWith = (r: Card) => (isOlder(r, card) && mayHoldCollision(r, card)) || (isOlder(card, r) && mayHoldCollision(card, r));
-    const fresh = recent.filter((r) => r.id !== card.id && !comparedUnindexed.has(r.id) && !known.has(r.id) && settlesWith(r));
+    const fresh = recent.filter((r) => r.id !== card.id && !checked?.known.has(r.id) && !known.has(r.id) && settlesWith(r));
     if (fresh.length === 0) return [];
     const verdicts = await this.deps.nearDuplicates.find(card.content, card.authorId, NEAR_DUPLICATE_CANDIDATES + fresh.length, fresh.map((r) => ({ cardId: r.id, content: r.content })));
     const copies = new Set(verdicts.filter((v) => v.duplicate).map((v) => v.cardId));
@@ -258,11 +263,11 @@ export class CardService {
    * The root a new card duplicates, or null. Exact normalized content first, then a near copy by word shingles,
    * then the search index's embedding verdict over the indexed roots and those not indexed yet. A root qualifies when it may hold the new card (mayHoldCollision: the
    * author may see it, and it is at least as visible as the card); otherwise the new card is a root of its own.
-   * `comparedUnindexed`: the roots not indexed yet that the embedding verdict was asked about.
+   * `checked`: the roots stored when search was asked (null when it was not asked).
    */
-  private async findRoot(content: string, fingerprint: ReturnType<typeof fingerprintOf>, callerId: string, isPrivate: boolean): Promise<{ root: Card | null; comparedUnindexed: Set<string> }> {
-    const comparedUnindexed = new Set<string>();
-    const found = (root: Card | null) => ({ root, comparedUnindexed });
+  private async findRoot(content: string, fingerprint: ReturnType<typeof fingerprintOf>, callerId: string, isPrivate: boolean): Promise<{ root: Card | null; checked: CheckedRoots | null }> {
+    let checked: CheckedRoots | null = null;
+    const found = (root: Card | null) => ({ root, checked });
     const { cards } = this.deps;
     const rootCache = new Map<string, Card | null>();
     const qualifyingRoot = async (c: Card): Promise<Card | null> => {
@@ -294,9 +299,11 @@ export class CardService {
     const bySketch = await nearCopy(await cards.findBySketch(fingerprint.sketch, SKETCH_MIN_SHARED, 20));
     if (bySketch) return found(bySketch);
 
+    const since = new Date(Date.now() - CONCURRENT_ROOTS_LOOKBACK_MS);
+    const storedBefore = await cards.findRootsCreatedSince(settlingViewer({ authorId: callerId, private: isPrivate }), since, CONCURRENT_ROOTS_LIMIT);
     // The index learns of new cards from events, so the roots it may not hold yet go along (those that may hold this card).
     const unindexed = (await cards.findUnindexedRoots(callerId, new Date(Date.now() - UNINDEXED_LOOKBACK_MS), UNINDEXED_CANDIDATES)).filter((r) => mayHoldCollision(r, { authorId: callerId, private: isPrivate }));
-    for (const r of unindexed) comparedUnindexed.add(r.id);
+    checked = { since, known: new Set([...storedBefore, ...unindexed].map((r) => r.id)) };
     const candidates = await this.deps.nearDuplicates.find(content, callerId, NEAR_DUPLICATE_CANDIDATES, unindexed.map((r) => ({ cardId: r.id, content: r.content })));
     if (candidates.length === 0) return found(null);
     const stored = new Map((await cards.findByIds(candidates.map((c) => c.cardId))).map((c) => [c.id, c]));
@@ -545,6 +552,20 @@ export class CardService {
     if (card.authorId !== callerId) throw new PermissionDeniedError('Only the author can change this card');
     return card;
   }
+}
+
+/** The roots a duplicate check noted before asking search: those created since `since` (`known`) and the unindexed ones it sent. */
+interface CheckedRoots {
+  since: Date;
+  known: Set<string>;
+}
+
+/**
+ * Whose roots a card settles with: every author's for a public card (a later copy it may hold may be another's private
+ * card), the author's own and public ones for a private card (only those may hold it or be held by it).
+ */
+function settlingViewer(card: Pick<Card, 'authorId' | 'private'>): string | null {
+  return card.private ? card.authorId : null;
 }
 
 /** Whether `a` was created before `b` (createdAt, then id): of two near-copy roots the older stays a root. */

@@ -40,9 +40,11 @@ export interface CardRepository {
   findBySketch(sketch: readonly number[], minShared: number, limit: number): Promise<Card[]>;
   /**
    * Root cards search has not announced as indexed yet (no vector point id) that changed at or after `since` and that
-   * `viewerId` may see (public, or their own; null: every author's), most recently changed first.
+   * `viewerId` may see (public, or their own), most recently changed first.
    */
-  findUnindexedRoots(viewerId: string | null, since: Date, limit: number): Promise<Card[]>;
+  findUnindexedRoots(viewerId: string, since: Date, limit: number): Promise<Card[]>;
+  /** Root cards created at or after `since` that `viewerId` may see (public, or their own; null: every author's), newest first. */
+  findRootsCreatedSince(viewerId: string | null, since: Date, limit: number): Promise<Card[]>;
   /** Collisions of the given roots, oldest first. */
   findCollisions(rootIds: readonly string[]): Promise<Card[]>;
   /**

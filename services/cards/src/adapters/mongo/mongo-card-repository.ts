@@ -52,11 +52,20 @@ export class MongoCardRepository implements CardRepository {
     return ranked.flatMap((r) => byId.get(r._id) ?? []);
   }
 
-  async findUnindexedRoots(viewerId: string | null, since: Date, limit: number): Promise<Card[]> {
+  async findUnindexedRoots(viewerId: string, since: Date, limit: number): Promise<Card[]> {
+    const docs = await this.store.cards
+      .find({ vectorPointId: null, collisionOf: null, updatedAt: { $gte: since }, $or: [{ private: false }, { authorId: viewerId }] }, { projection: CARD_PROJECTION })
+      .sort({ updatedAt: -1, _id: 1 })
+      .limit(limit)
+      .toArray();
+    return docs.map(fromCardDocument);
+  }
+
+  async findRootsCreatedSince(viewerId: string | null, since: Date, limit: number): Promise<Card[]> {
     const visible = viewerId === null ? {} : { $or: [{ private: false }, { authorId: viewerId }] };
     const docs = await this.store.cards
-      .find({ vectorPointId: null, collisionOf: null, updatedAt: { $gte: since }, ...visible }, { projection: CARD_PROJECTION })
-      .sort({ updatedAt: -1, _id: 1 })
+      .find({ collisionOf: null, createdAt: { $gte: since }, ...visible }, { projection: CARD_PROJECTION })
+      .sort({ createdAt: -1, _id: 1 })
       .limit(limit)
       .toArray();
     return docs.map(fromCardDocument);

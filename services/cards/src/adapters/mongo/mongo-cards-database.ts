@@ -107,6 +107,7 @@ export async function openMongoCardsDatabase(connection: MongoConnection): Promi
     cards.createIndex({ fileId: 1 }, { name: 'cards_file' }),
     cards.createIndex({ sketch: 1 }, { name: 'cards_sketch' }),
     cards.createIndex({ vectorPointId: 1, collisionOf: 1, updatedAt: -1 }, { name: 'cards_unindexed_roots' }),
+    cards.createIndex({ collisionOf: 1, createdAt: -1 }, { name: 'cards_recent_roots' }),
     votes.createIndex({ userId: 1, cardId: 1 }, { unique: true, name: 'votes_user_card' }),
     votes.createIndex({ cardId: 1 }, { name: 'votes_card' }),
     authorScores.createIndex({ publicScore: -1, joinUnknown: 1, joinedAt: 1, _id: 1 }, { name: 'author_scores_public_rank' }),

@@ -38,12 +38,19 @@ export class SqliteCardRepository implements CardRepository {
     return rows.map(cardFromRow);
   }
 
-  async findUnindexedRoots(viewerId: string | null, since: Date, limit: number): Promise<Card[]> {
+  async findUnindexedRoots(viewerId: string, since: Date, limit: number): Promise<Card[]> {
     const rows = this.db
       .prepare(
-        `SELECT * FROM cards WHERE vector_point_id IS NULL AND collision_of IS NULL AND updated_at >= ? AND (? IS NULL OR private = 0 OR author_id = ?)
+        `SELECT * FROM cards WHERE vector_point_id IS NULL AND collision_of IS NULL AND updated_at >= ? AND (private = 0 OR author_id = ?)
            ORDER BY updated_at DESC, id LIMIT ?`,
       )
+      .all(since.toISOString(), viewerId, limit) as CardRow[];
+    return rows.map(cardFromRow);
+  }
+
+  async findRootsCreatedSince(viewerId: string | null, since: Date, limit: number): Promise<Card[]> {
+    const rows = this.db
+      .prepare(`SELECT * FROM cards WHERE collision_of IS NULL AND created_at >= ? AND (? IS NULL OR private = 0 OR author_id = ?) ORDER BY created_at DESC, id LIMIT ?`)
       .all(since.toISOString(), viewerId, viewerId, limit) as CardRow[];
     return rows.map(cardFromRow);
   }

@@ -51,6 +51,8 @@ export const CARDS_MIGRATIONS = [
    UPDATE bookmarks SET owner_id = coalesce((SELECT author_id FROM collections WHERE collections.id = bookmarks.collection_id), '');
    CREATE INDEX bookmarks_card_owner ON bookmarks(card_id, owner_id);
    DROP INDEX bookmarks_card;`,
+  // Roots newest first: a new root looks for the ones created while its duplicate check ran.
+  `CREATE INDEX cards_recent_roots ON cards(created_at DESC) WHERE collision_of IS NULL;`,
 ];
 
 export function openCardsDatabase(path: string): SqliteDatabase {

@@ -216,6 +216,26 @@ if (skipReason) {
       }
     });
 
+    it('finds a bookmark written without an owner after the store opened (an older replica during a rolling upgrade)', async () => {
+      const connection = await connectMongo({ url: engine!.url, database: `cards_test_${randomBytes(4).toString('hex')}`, logger });
+      try {
+        const opened = await openMongoCardsStore(connection);
+        const [owner, stranger] = [randomUUID(), randomUUID()];
+        const card = aCard().build();
+        await opened.cards.insert(card, fingerprintOf(card.content), []);
+        const [mine, theirs] = [aCollection().by(owner).build(), aCollection().by(stranger).build()];
+        for (const c of [mine, theirs]) await opened.collections.insert(c, []);
+        for (const c of [mine, theirs]) await opened.collections.addBookmark(c.id, card.id, nextTime(), []);
+        // As a process of the earlier version writes them, after this one filled in the owners at start.
+        await opened.database.bookmarks.updateMany({ cardId: card.id }, { $unset: { ownerId: '' } });
+        expect(await opened.collections.collectionsOfOwnerHolding(owner, [card.id])).toEqual([{ cardId: card.id, collectionId: mine.id }]);
+        expect(await opened.collections.collectionsOfOwnerHolding(stranger, [card.id])).toEqual([{ cardId: card.id, collectionId: theirs.id }]);
+      } finally {
+        await connection.db.dropDatabase().catch(() => undefined);
+        await connection.close();
+      }
+    });
+
     it('adds a bookmark once when the same bookmark is added many times at once, with one event', async () => {
       const c = aCollection().build();
       await store.collections.insert(c, []);

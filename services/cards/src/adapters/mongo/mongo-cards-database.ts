@@ -69,9 +69,10 @@ export interface BookmarkDocument {
   cardId: string;
   /**
    * The collection's owner (a collection never changes owner), so the bookmark lookup finds only the caller's
-   * bookmarks of a card (bookmarks_card_owner). Bookmarks written before it existed get it when the store opens.
+   * bookmarks of a card (bookmarks_card_owner). Bookmarks written before it existed, or by an older replica during a
+   * rolling upgrade, lack it until the store next opens.
    */
-  ownerId: string;
+  ownerId?: string;
   ord: number;
   createdAt: Date;
 }

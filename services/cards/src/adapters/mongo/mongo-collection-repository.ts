@@ -213,8 +213,12 @@ export class MongoCollectionRepository implements CollectionRepository {
     const unique = [...new Set(cardIds)];
     if (unique.length === 0) return [];
     // Only the owner's bookmarks of these cards (bookmarks_card_owner), then their collections by _id for the order:
-    // neither all of the owner's collections nor all users' bookmarks of the cards.
-    const rows = await this.store.bookmarks.find({ cardId: { $in: unique }, ownerId }, { projection: { cardId: 1, collectionId: 1 } }).toArray();
+    // neither all of the owner's collections nor all users' bookmarks of the cards. A bookmark without an owner was
+    // written by an older replica during a rolling upgrade, before the next start fills it in: read too, and kept only
+    // if its collection is the owner's.
+    const rows = await this.store.bookmarks
+      .find({ cardId: { $in: unique }, $or: [{ ownerId }, { ownerId: { $exists: false } }] }, { projection: { cardId: 1, collectionId: 1 } })
+      .toArray();
     if (rows.length === 0) return [];
     const owned = await this.store.collections
       .find({ _id: { $in: [...new Set(rows.map((r) => r.collectionId))] }, authorId: ownerId }, { projection: { _id: 1 } })

@@ -199,7 +199,8 @@ export async function startVerificationWorker(deps: VerificationWorkerDeps): Pro
     async stop() {
       // MongoDB gone: the claims, jobs and outbox drains below fail at once instead of each waiting for a server.
       await connection?.closeIfUnreachable();
-      await subscription?.close();
+      // The subscription stays open until the bus closes: closing it alone would wait for the event in hand, which may be
+      // a dead letter retrying against brokers that are down. An event it enqueues meanwhile stays queued for the next start.
       // No new claims first (stop() sets that synchronously), or a released job would be claimed again
       // at once; then interrupt work in flight so shutdown never waits out a slow page or a long scoring.
       const runnerStopped = runner.stop();
@@ -208,11 +209,12 @@ export async function startVerificationWorker(deps: VerificationWorkerDeps): Pro
       await scorer.close();
       await runnerStopped;
       // Publishes what the jobs that just finished wrote, but waits at most FINAL_FLUSH_MS for a broker that is down;
-      // then, as cards and files do, the relay stops and the bus closes together, which cuts a publish still retrying:
-      // its entries stay in the outbox for the next start (delayed, not lost).
+      // then, as cards and files do, the subscription, the relay and the bus close together, which cuts a publish or a
+      // dead letter still retrying: outbox entries stay for the next start (delayed, not lost), the event in hand is not
+      // committed and is delivered again.
       const flushed = relay.flush();
       if (!(await settledWithin(flushed, FINAL_FLUSH_MS))) logger.warn({ waitedMs: FINAL_FLUSH_MS }, 'verification results not published in time at shutdown: closing the event bus, what it has not sent stays in the outbox for the next start');
-      await Promise.all([relay.stop(), ownBus?.close()]);
+      await Promise.all([subscription?.close(), relay.stop(), ownBus?.close()]);
       // Cut by the close when the bus is ours; the caller's bus is the caller's to close.
       if (ownBus) await flushed;
       await store.close();

@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import { createServer, type Server } from 'node:http';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -9,33 +8,9 @@ import { freePortsSync } from '../../../test/engines/engine-support';
 import { startKafkaSync } from '../../../test/engines/kafka';
 import { healthOf, kafkaRetriesRanOut, sigtermWhileKafkaRetries, startServiceProcess, waitFor, type ServiceProcess } from '../../../test/engines/service-process';
 import { describeOnEngine, engineForSuite } from '../../../test/engines/suite';
+import { fakeEmbeddingsEndpoint, searchProcessEnv } from './search-process-support';
 
 const { engine: kafka, skipReason } = engineForSuite('kafka', startKafkaSync);
-const DIMENSIONS = 8;
-
-/** An OpenAI-compatible embeddings endpoint that holds its answer for a text containing `holdFor` until released. */
-async function embeddingsEndpoint(holdFor: string): Promise<{ url: string; held: Promise<void>; release(): void; server: Server }> {
-  let heldNow: () => void = () => undefined;
-  const held = new Promise<void>((r) => (heldNow = r));
-  let release: () => void = () => undefined;
-  const released = new Promise<void>((r) => (release = r));
-  const server = createServer((req, res) => {
-    let body = '';
-    req.on('data', (chunk: Buffer) => (body += chunk.toString()));
-    req.on('end', async () => {
-      const input = (JSON.parse(body) as { input: string[] }).input;
-      if (input.some((text) => text.includes(holdFor))) {
-        heldNow();
-        await released;
-      }
-      res.setHeader('content-type', 'application/json');
-      res.end(JSON.stringify({ data: input.map((_, index) => ({ index, embedding: Array.from({ length: DIMENSIONS }, (__, i) => (i === index % DIMENSIONS ? 1 : 0.1)) })) }));
-    });
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const { port } = server.address() as { port: number };
-  return { url: `http://127.0.0.1:${port}/v1`, held, release, server };
-}
 
 // The search service announces each card it indexed (search.index.v1) from inside its consumer's handler. kafkajs retries
 // a send to a broker that went away for ~15-20 s and cannot be told to stop; a search pod being stopped must not wait
@@ -45,16 +20,9 @@ describeOnEngine('search service stopped while its indexing handler publishes to
     const dataDir = mkdtempSync(join(tmpdir(), 'search-kafka-outage-'));
     const marker = `held-${randomUUID()}`;
     const cardId = randomUUID();
-    const embeddings = await embeddingsEndpoint(marker);
+    const embeddings = await fakeEmbeddingsEndpoint(marker);
     const [grpcPort] = freePortsSync(1) as [number];
-    const env = {
-      DATA_DIR: dataDir,
-      KAFKA_BROKERS: kafka!.brokers,
-      EMBEDDINGS_URL: embeddings.url,
-      EMBEDDINGS_DIMENSIONS: String(DIMENSIONS),
-      SEARCH_GRPC_HOST: '127.0.0.1',
-      SEARCH_GRPC_PORT: String(grpcPort),
-    };
+    const env = searchProcessEnv(dataDir, kafka!.brokers, embeddings.url, grpcPort);
     const probe = healthOf(`127.0.0.1:${grpcPort}`);
     const cards = new KafkaEventBus({ brokers: [kafka!.brokers], logger: createLogger('search-kafka-test', 'silent') });
     const announced: string[] = [];

@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import { createServer, type Server } from 'node:http';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -9,24 +8,9 @@ import { freePortsSync } from '../../../test/engines/engine-support';
 import { startKafkaSync } from '../../../test/engines/kafka';
 import { healthOf, kafkaRetriesRanOut, sigtermWhileKafkaRetries, startServiceProcess, waitFor, type ServiceProcess } from '../../../test/engines/service-process';
 import { describeOnEngine, engineForSuite } from '../../../test/engines/suite';
+import { fakeEmbeddingsEndpoint, searchProcessEnv } from './search-process-support';
 
 const { engine: kafka, skipReason } = engineForSuite('kafka', startKafkaSync);
-const DIMENSIONS = 8;
-
-async function embeddingsEndpoint(): Promise<{ url: string; server: Server }> {
-  const server = createServer((req, res) => {
-    let body = '';
-    req.on('data', (chunk: Buffer) => (body += chunk.toString()));
-    req.on('end', () => {
-      const input = (JSON.parse(body) as { input: string[] }).input;
-      res.setHeader('content-type', 'application/json');
-      res.end(JSON.stringify({ data: input.map((_, index) => ({ index, embedding: Array.from({ length: DIMENSIONS }, (__, i) => (i === index % DIMENSIONS ? 1 : 0.1)) })) }));
-    });
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const { port } = server.address() as { port: number };
-  return { url: `http://127.0.0.1:${port}/v1`, server };
-}
 
 // The verification worker's consumer dead-letters a card event whose handler failed its last attempt. With the brokers
 // gone that send waits out kafkajs' retries; a search pod being stopped must not wait that out (its event, not
@@ -36,16 +20,9 @@ describeOnEngine('search stopped while its verification consumer dead-letters to
   it('SIGTERM ends the process before kafkajs gives up the dead letter', async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'verification-dlq-outage-'));
     const cardId = randomUUID();
-    const embeddings = await embeddingsEndpoint();
+    const embeddings = await fakeEmbeddingsEndpoint();
     const [grpcPort] = freePortsSync(1) as [number];
-    const env = {
-      DATA_DIR: dataDir,
-      KAFKA_BROKERS: kafka!.brokers,
-      EMBEDDINGS_URL: embeddings.url,
-      EMBEDDINGS_DIMENSIONS: String(DIMENSIONS),
-      SEARCH_GRPC_HOST: '127.0.0.1',
-      SEARCH_GRPC_PORT: String(grpcPort),
-    };
+    const env = searchProcessEnv(dataDir, kafka!.brokers, embeddings.url, grpcPort);
     const probe = healthOf(`127.0.0.1:${grpcPort}`);
     const cards = new KafkaEventBus({ brokers: [kafka!.brokers], logger: createLogger('verification-dlq-test', 'silent') });
     const announced: string[] = [];

@@ -83,7 +83,9 @@ export class IngestionWorker {
     } catch (err) {
       if (err instanceof UnreadableDocumentError) return this.fail(record, err.message, err.cause);
       if (!finalAttempt) throw err;
-      return this.fail(record, `cards could not be created: ${err instanceof Error ? err.message : String(err)}`);
+      // The error is the cards service's or its transport's (a gRPC path and status): the log keeps it, the uploader
+      // reads what happened and what to do.
+      return this.fail(record, CARDS_NOT_STORED, err);
     } finally {
       logger.debug({ fileId }, 'ingestion attempt finished');
     }
@@ -148,6 +150,9 @@ export class IngestionWorker {
     return { status: 'failed', cardIds: [], collectionId: null, error: reason };
   }
 }
+
+/** The reason a file's last ingestion attempt records when its cards could not be stored (the detail is logged). */
+export const CARDS_NOT_STORED = 'the cards could not be stored: the card library did not answer after several attempts. Upload the document again later';
 
 /** A heading as one tag: tags are shown comma-joined, so a comma in a heading would split it in two. */
 export function titleTag(title: string): string {

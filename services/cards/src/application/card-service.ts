@@ -3,7 +3,7 @@ import { collisionMovesOnChange, isVisibleTo, leavesRoot, mayHoldCollision, reho
 import { StaleCardError, type CardRepository, type CollectionRepository, type ContentLock, type FileDirectory, type NearDuplicateFinder, type UserDirectory, type VoteRepository } from '../domain/ports';
 import { cardTextFromHtml, fingerprintOf, isNearCopy, jaccard, NEAR_COPY_JACCARD, shinglesOf, SKETCH_MIN_SHARED, validLink, validOcFilePath, validTags } from '../domain/rules';
 import { CardGroupReader, cardMessageBytes, type CardGroupsPart, type ViewedCard, type ViewedGroup } from './card-groups';
-import { bookmarkChanged, cardCreated, cardDeleted, cardUpdated } from './events';
+import { bookmarkChanged, cardCreated, cardDeleted, cardRehomed, cardUpdated } from './events';
 import { followFilePrivacy, isHiddenByFile, privacyAfterChange, type PrivacyChangedBy } from './file-privacy';
 
 export type { CardGroupsPart, ViewedCard, ViewedGroup } from './card-groups';
@@ -223,10 +223,9 @@ export class CardService {
 
   /** `later`, a root, joins `earlier` with its collisions (settleNearCopyRoots); false when either is no longer a root. */
   private async joinRoot(later: Card, earlier: Card): Promise<boolean> {
-    const unchanged = { contentChanged: false, linkChanged: false, privacyChanged: false };
     // Later than the card's own time even when it was made by a replica whose clock runs ahead, so search applies it.
     const at = new Date(Math.max(this.now().getTime(), later.updatedAt.getTime() + 1));
-    const joined = await this.deps.cards.joinRoot(later.id, earlier.id, later.updatedAt, at, (moved, collectionIds) => [cardUpdated({ ...moved, vectorPointId: null }, collectionIds, unchanged)]);
+    const joined = await this.deps.cards.joinRoot(later.id, earlier.id, later.updatedAt, at, (moved, collectionIds) => [cardRehomed(moved, collectionIds)]);
     if (!joined) return false;
     this.deps.eventsWritten();
     // As for a new collision: the root may have been deleted, made private, edited or joined under another meanwhile.
@@ -238,15 +237,13 @@ export class CardService {
 
   /** Every collision of fromRootId (a root that became a collision) follows it under toRootId. */
   private async moveCollisions(fromRootId: string, toRootId: string): Promise<void> {
-    const unchanged = { contentChanged: false, linkChanged: false, privacyChanged: false };
-    const moved = await this.deps.cards.moveCollisions(fromRootId, toRootId, (card, collectionIds) => [cardUpdated({ ...card, vectorPointId: null }, collectionIds, unchanged)]);
+    const moved = await this.deps.cards.moveCollisions(fromRootId, toRootId, (card, collectionIds) => [cardRehomed(card, collectionIds)]);
     if (moved > 0) this.deps.eventsWritten();
   }
 
   /** Makes a collision a root of its own (it is still a collision of rootId); false when it no longer was. */
   private async detach(card: Card, rootId: string): Promise<boolean> {
-    const unchanged = { contentChanged: false, linkChanged: false, privacyChanged: false };
-    const event = cardUpdated({ ...card, collisionOf: null, vectorPointId: null }, await this.deps.collections.collectionIdsHolding(card.id), unchanged);
+    const event = cardRehomed({ ...card, collisionOf: null }, await this.deps.collections.collectionIdsHolding(card.id));
     const detached = await this.deps.cards.detachCollision(card.id, rootId, [event]);
     if (detached) this.deps.eventsWritten();
     return detached;
@@ -423,11 +420,10 @@ export class CardService {
 
   /** The events telling search where moved collisions went (a new root gets indexed). */
   private async movedEvents(collisions: readonly Card[], moves: readonly CollisionMove[]) {
-    const unchanged = { contentChanged: false, linkChanged: false, privacyChanged: false };
     const events = [];
     for (const move of moves) {
       const moved = collisions.find((c) => c.id === move.cardId)!;
-      events.push(cardUpdated({ ...moved, collisionOf: move.collisionOf, vectorPointId: null }, await this.deps.collections.collectionIdsHolding(moved.id), unchanged));
+      events.push(cardRehomed({ ...moved, collisionOf: move.collisionOf }, await this.deps.collections.collectionIdsHolding(moved.id)));
     }
     return events;
   }

@@ -48,6 +48,13 @@ export const cardCreated = (card: Card, collectionIds: readonly string[] = []) =
 export const cardUpdated = (card: Card, collectionIds: readonly string[], changes: { contentChanged: boolean; linkChanged: boolean; privacyChanged: boolean }) =>
   cardEvent(card.id, { $case: 'updated', value: { card: snapshot(card, collectionIds), ...changes } });
 
+/**
+ * A card that changed only its place in a duplicate group (a collision detached, moved to another root, or a root that
+ * joined an earlier one): nothing of its content changed, and its index id is left for search to give.
+ */
+export const cardRehomed = (card: Card, collectionIds: readonly string[]) =>
+  cardUpdated({ ...card, vectorPointId: null }, collectionIds, { contentChanged: false, linkChanged: false, privacyChanged: false });
+
 export const cardDeleted = (card: Card, promotedCardId: string | null) =>
   cardEvent(card.id, { $case: 'deleted', value: { cardId: card.id, authorId: card.authorId, promotedCardId: promotedCardId ?? undefined } });
 

@@ -1,4 +1,5 @@
 import { createChannel, createClientFactory, Metadata, ClientError, Status, type Channel, type CompatServiceDefinition, type Client, type ClientMiddlewareCall, type CallOptions } from 'nice-grpc';
+import { GRPC_MAX_MESSAGE_BYTES } from './grpc-limits';
 import { callInProcess, inProcessMethod, resultOfUnary, unaryMethodsOf, type TsProtoDefinition } from './in-process-calls';
 import { currentRequestContext, REQUEST_ID_METADATA_KEY } from './request-context';
 import { recordStatusOfService, trailerSaysStatusOfService } from './status-origin';
@@ -93,8 +94,8 @@ export interface GrpcClientOptions {
  */
 export function createGrpcClient<D extends CompatServiceDefinition>(definition: D, address: string, options: GrpcClientOptions = {}): { client: GrpcClient<D>; channel: Channel } {
   const channel = createChannel(address, undefined, {
-    'grpc.max_receive_message_length': 8 * 1024 * 1024,
-    'grpc.max_send_message_length': 8 * 1024 * 1024,
+    'grpc.max_receive_message_length': GRPC_MAX_MESSAGE_BYTES,
+    'grpc.max_send_message_length': GRPC_MAX_MESSAGE_BYTES,
     // Retries are callPolicyMiddleware's (only idempotent calls); channelz bookkeeping is never read.
     'grpc.enable_retries': 0,
     'grpc.enable_channelz': 0,

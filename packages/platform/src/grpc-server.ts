@@ -3,6 +3,7 @@ import { isAbortError } from 'abort-controller-x';
 import { HealthDefinition, HealthServiceImpl, HealthState } from 'nice-grpc-server-health';
 import type { Logger } from 'pino';
 import { z } from 'zod';
+import { GRPC_MAX_MESSAGE_BYTES } from './grpc-limits';
 import { loadConfig } from './config';
 import { DomainError } from './errors';
 import { metricsMiddleware, startMetricsServer, type MetricsServerHandle } from './grpc-metrics';
@@ -156,8 +157,8 @@ export async function startGrpcServer(options: StartGrpcServerOptions): Promise<
   const chain: ServerMiddleware[] = [metricsMiddleware(), cutting.middleware, requestContextMiddleware(), errorMiddleware(options.logger), ...(readiness?.gatesRequests ? [readinessGateMiddleware(readiness)] : [])];
   const middleware = chain.reduce((outer, inner) => composeServerMiddleware(outer, inner));
   const served = createServer({
-    'grpc.max_receive_message_length': 8 * 1024 * 1024,
-    'grpc.max_send_message_length': 8 * 1024 * 1024,
+    'grpc.max_receive_message_length': GRPC_MAX_MESSAGE_BYTES,
+    'grpc.max_send_message_length': GRPC_MAX_MESSAGE_BYTES,
     'grpc.enable_channelz': 0,
   }).use(middleware);
   const added: [TsProtoDefinition, object][] = [];

@@ -2,6 +2,7 @@ export * from './config';
 export * from './errors';
 export * from './grpc-client';
 export * from './grpc-server';
+export * from './grpc-limits';
 export * from './grpc-metrics';
 export { enableInProcessCalls } from './in-process-calls';
 export * from './http-status';

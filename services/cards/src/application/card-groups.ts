@@ -1,4 +1,4 @@
-import { creationCursor, InvalidArgumentError } from '@cards/platform';
+import { creationCursor, GRPC_PART_BYTES, InvalidArgumentError } from '@cards/platform';
 import { isVisibleTo, type Card } from '../domain/model';
 import type { CardRepository } from '../domain/ports';
 
@@ -18,8 +18,6 @@ export interface CardGroupsPart {
   next?: string;
 }
 
-/** Half of gRPC's 8 MiB message limit: where a part of a card groups answer ends unless the caller asks for less. */
-export const CARD_GROUPS_PART_BYTES = 4 * 1024 * 1024;
 /** Collisions read at once: those of every root asked in one read when they are fewer, else a root's in reads of this many. */
 const COLLISIONS_PER_READ = 200;
 
@@ -74,11 +72,11 @@ export class CardGroupReader {
    * Root cards with the collisions the caller may see, in the order of the ids; collisions map to their root. At most
    * `maxBytes` of cards (at least one card more than the part before), from where `pageToken` (the previous part's
    * `next`, with the same ids) says; `maxBytes` 0 without a token reads every group in one part, 0 with a token
-   * CARD_GROUPS_PART_BYTES.
+   * GRPC_PART_BYTES.
    */
   async read(cardIds: readonly string[], callerId: string | undefined, maxBytes: number, pageToken: string): Promise<CardGroupsPart> {
     if (!Number.isInteger(maxBytes) || maxBytes < 0) throw new InvalidArgumentError('max_bytes: must be 0 or more');
-    const budget = maxBytes === 0 && pageToken === '' ? Infinity : maxBytes || CARD_GROUPS_PART_BYTES;
+    const budget = maxBytes === 0 && pageToken === '' ? Infinity : maxBytes || GRPC_PART_BYTES;
     const start = parseToken(pageToken, cardIds.length);
     const roots = (await this.visibleRoots(cardIds, callerId)).filter((r) => r.position >= start.position);
     const resuming = start.resumed && roots[0]?.position === start.position;

@@ -1,4 +1,4 @@
-import { InvalidArgumentError, newId, NotFoundError, pageLimit, PermissionDeniedError, type Page } from '@cards/platform';
+import { GRPC_PART_BYTES, InvalidArgumentError, newId, NotFoundError, pageLimit, PermissionDeniedError, type Page } from '@cards/platform';
 import { isCollectionVisibleTo, isVisibleTo, PAGE_SIZE, totalPages, type Collection } from '../domain/model';
 import type { CardRepository, CollectionChange, CollectionRepository } from '../domain/ports';
 import { MAX_COLLECTION_NAME_CHARS, validCollectionDescription, validCollectionName } from '../domain/rules';
@@ -10,7 +10,7 @@ export interface CollectionServiceDeps {
   cards: CardRepository;
   cardService: CardService;
   eventsWritten: () => void;
-  /** Where a bookmark lookup page ends; FIND_CARD_COLLECTIONS_PAGE_BYTES unless a test sets less. */
+  /** Where a bookmark lookup page ends; GRPC_PART_BYTES unless a test sets less. */
   lookupPageBytes?: number;
 }
 
@@ -22,8 +22,6 @@ export interface CollectionPatch {
 
 /** The most card ids one bookmark lookup may list. */
 const MAX_LOOKUP_CARDS = 500;
-/** Half of gRPC's 8 MiB message limit: a bookmark lookup page ends once its collection ids pass this many bytes. */
-export const FIND_CARD_COLLECTIONS_PAGE_BYTES = 4 * 1024 * 1024;
 
 /** A card of a bookmark lookup and the caller's collections that show it. */
 export interface CardCollections {
@@ -143,7 +141,7 @@ export class CollectionService {
    *
    * A card's answer does not depend on the others asked with it, so the answer comes in pages of cards: at most
    * `pageSize` (see pageLimit), from the place the `pageToken` of the page before names in the same card ids, ending
-   * early once the page's collection ids pass FIND_CARD_COLLECTIONS_PAGE_BYTES. Page size 0 with no token: all at once.
+   * early once the page's collection ids pass GRPC_PART_BYTES. Page size 0 with no token: all at once.
    */
   async findCardCollections(callerId: string | undefined, cardIds: readonly string[], pageSize = 0, pageToken = ''): Promise<Page<CardCollections>> {
     const userId = requireCaller(callerId);
@@ -158,7 +156,7 @@ export class CollectionService {
     for (let bytes = 0; end < answered.length; end++) {
       // Protobuf bytes of the entry, near enough: each id with its tag and length.
       bytes += (1 + answered[end]!.collectionIds.length) * 38;
-      if (end > 0 && bytes > (this.deps.lookupPageBytes ?? FIND_CARD_COLLECTIONS_PAGE_BYTES)) break;
+      if (end > 0 && bytes > (this.deps.lookupPageBytes ?? GRPC_PART_BYTES)) break;
     }
     const items = answered.slice(0, end);
     return start + end < unique.length ? { items, next: String(start + end) } : { items };

@@ -1,9 +1,7 @@
 import { ClientError, Status } from 'nice-grpc';
+import { GRPC_PART_BYTES } from '@cards/platform';
 import type { cards } from '@cards/proto';
 import type { GatewayClients } from '../clients';
-
-/** Half of gRPC's 8 MiB message limit: each part of card groups the cards service answers stays within it. */
-export const CARD_GROUPS_PART_BYTES = 4 * 1024 * 1024;
 
 /** Where card groups go on: the card ids asked and the token of the next part ('' when nothing follows). */
 export interface CardGroupsRest {
@@ -20,7 +18,7 @@ export interface CardGroupsRest {
 export async function withRestOfCardGroups(clients: Pick<GatewayClients, 'cards'>, first: readonly cards.CardGroup[], rest: CardGroupsRest): Promise<cards.CardGroup[]> {
   const groups = first.map((g) => ({ ...g, collisions: [...g.collisions] }));
   for (let pageToken = rest.pageToken; pageToken !== ''; ) {
-    const part = await clients.cards.getCardGroups({ cardIds: [...rest.cardIds], callerId: rest.callerId, maxBytes: CARD_GROUPS_PART_BYTES, pageToken }, { idempotent: true });
+    const part = await clients.cards.getCardGroups({ cardIds: [...rest.cardIds], callerId: rest.callerId, maxBytes: GRPC_PART_BYTES, pageToken }, { idempotent: true });
     for (const group of part.groups) {
       const last = groups[groups.length - 1];
       if (last?.root && group.root && last.root.id === group.root.id) last.collisions.push(...group.collisions);
@@ -33,7 +31,7 @@ export async function withRestOfCardGroups(clients: Pick<GatewayClients, 'cards'
 
 /** The groups of the card ids the caller may see, in their order: one call when they fit one message (the usual case). */
 export async function readCardGroups(clients: Pick<GatewayClients, 'cards'>, cardIds: readonly string[], callerId: string | undefined): Promise<cards.CardGroup[]> {
-  const first = await clients.cards.getCardGroups({ cardIds: [...cardIds], callerId, maxBytes: CARD_GROUPS_PART_BYTES }, { idempotent: true });
+  const first = await clients.cards.getCardGroups({ cardIds: [...cardIds], callerId, maxBytes: GRPC_PART_BYTES }, { idempotent: true });
   if (first.nextPageToken === '') return first.groups;
   return withRestOfCardGroups(clients, first.groups, { cardIds, callerId, pageToken: first.nextPageToken });
 }

@@ -1,13 +1,13 @@
 import type { Router } from 'express';
 import { z } from 'zod';
-import { isUuid } from '@cards/platform';
+import { GRPC_PART_BYTES, isUuid } from '@cards/platform';
 import type { RouteDeps } from '../app';
 import { notFound } from '../http/http-error';
 import { pagesOf, sendJsonArrayInPages } from '../http/json-array-in-pages';
 import { requireUser } from '../http/session';
 import { characterString, looseBoolean, nonBlankCharacterString, pageParam, parseBody, uuidParam, uuidString } from '../http/validation';
 import { presentCardGroups } from '../presenters/card-presenter';
-import { CARD_GROUPS_PART_BYTES, withRestOfCardGroups } from './card-groups';
+import { withRestOfCardGroups } from './card-groups';
 import { presentCollection } from '../presenters/collection-presenter';
 import { forKnownUser } from './known-user';
 
@@ -94,7 +94,7 @@ export function registerCollectionRoutes(router: Router, { clients }: RouteDeps)
     const collectionId = uuidParam(req, 'collection_id');
     const page = pageParam(req);
     const callerId = req.user?.id;
-    const result = await clients.cards.listCollectionCards({ collectionId, callerId, page, maxGroupBytes: CARD_GROUPS_PART_BYTES }, { idempotent: true });
+    const result = await clients.cards.listCollectionCards({ collectionId, callerId, page, maxGroupBytes: GRPC_PART_BYTES }, { idempotent: true });
     if (!result.collection) throw notFound('Collection not found');
     const groups = await withRestOfCardGroups(clients, result.bookmarks, { cardIds: result.groupCardIds, callerId, pageToken: result.groupsPageToken });
     res.json({ bookmarks: await presentCardGroups(clients, groups, callerId), collection: presentCollection(result.collection), total_pages: result.totalPages });

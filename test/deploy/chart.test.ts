@@ -377,6 +377,30 @@ describeWithHelm('Helm chart deploy/k8s (offline)', () => {
     expect(noKafka.stderr).toMatch(/Kafka: set engines\.kafka\.brokers/);
   });
 
+  it('refuses a component whose uses leaves out an engine its data needs instead of letting it fall back to an emptyDir, unless persistence gives its one pod a volume', () => {
+    const withUses = (component: string, uses: string[], extra: string[] = []) => template(['-f', CI_VALUES, '--set-json', `components.${component}.uses=${JSON.stringify(uses)}`, ...extra]);
+    const refusals: Array<[string, string[], RegExp]> = [
+      ['cards', ['kafka'], /components\.cards\.uses has no mongodb/],
+      ['search', ['mongodb', 'kafka', 'embeddings', 'internet'], /components\.search\.uses has no elasticsearch/],
+      ['search', ['elasticsearch', 'kafka'], /components\.search\.uses has no mongodb/],
+      ['files', ['mongodb', 'kafka'], /components\.files\.uses has no s3/],
+      ['identity', ['mongodb', 'smtp'], /components\.identity\.uses has no jwt/],
+      ['notifications', ['mongodb'], /components\.notifications\.uses has no kafka/],
+    ];
+    for (const [component, uses, message] of refusals) {
+      const rendered = withUses(component, uses);
+      expect({ component, uses, refused: rendered.status !== 0 }).toEqual({ component, uses, refused: true });
+      expect(rendered.stderr).toMatch(message);
+    }
+    // One pod on its embedded store, on a kept volume: allowed; but separate pods never share an embedded event log.
+    expect(withUses('search', ['mongodb', 'kafka', 'internet'], ['--set', 'components.search.persistence.enabled=true']).status).toBe(0);
+    const noKafka = withUses('notifications', ['mongodb'], ['--set', 'components.notifications.persistence.enabled=true']);
+    expect(noKafka.status).not.toBe(0);
+    expect(noKafka.stderr).toMatch(/components\.notifications\.uses has no kafka/);
+    // The gateway keeps nothing: without MongoDB it counts the auth limits in memory.
+    expect(withUses('gateway', []).status).toBe(0);
+  });
+
   it('rejects values that break values.schema.json, naming the field', () => {
     const badPort = template(['-f', CI_VALUES, '--set', 'components.cards.port=not-a-port']);
     expect(badPort.status).not.toBe(0);

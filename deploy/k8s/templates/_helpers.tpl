@@ -90,6 +90,26 @@ app.kubernetes.io/part-of: card-library
 {{- end -}}
 {{- end -}}
 
+{{/*
+Refuses a component whose `uses` leaves out an engine its data needs, which would otherwise fall back to its embedded
+store on the pod's emptyDir: lost with the pod and different in every pod. Kafka always (no other pod reads a pod's
+embedded event log); the stores and identity's session key unless `persistence` gives the one pod a volume for them.
+Args: (dict "name" "cards" "c" $settings)
+*/}}
+{{- define "card-library.requireDurableEngines" -}}
+{{- $stores := dict "identity" (list "mongodb" "jwt") "cards" (list "mongodb") "search" (list "mongodb" "elasticsearch") "files" (list "mongodb" "s3") "notifications" (list "mongodb") -}}
+{{- if and (has .name (list "cards" "search" "files" "notifications")) (not (has "kafka" .c.uses)) -}}
+{{- fail (printf "components.%s.uses has no kafka: %s would publish and read its events on its pod's embedded event log, which no other pod shares. Add kafka to components.%s.uses" .name .name .name) -}}
+{{- end -}}
+{{- if not .c.persistence.enabled -}}
+{{- range $engine := index $stores .name | default list -}}
+{{- if not (has $engine $.c.uses) -}}
+{{- fail (printf "components.%s.uses has no %s: each %s pod would keep %s on its emptyDir (lost with the pod, different in every pod). Add %s to components.%s.uses, or set components.%s.persistence.enabled to run one pod on its embedded store" $.name $engine $.name (eq $engine "jwt" | ternary "a session key of its own" "its data in SQLite") $engine $.name $.name) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
 {{/* Environment of one component. Args: (dict "root" $ "name" "cards" "c" $settings) */}}
 {{- define "card-library.env" -}}
 {{- $root := .root -}}

@@ -525,6 +525,19 @@ describeWithHelm('Helm chart deploy/k8s (offline)', () => {
     expect(envValue(cards as unknown as K8sObject, 'METRICS_PORT')).toBeUndefined();
   });
 
+  it("lets the largest upload through the Ingress: ingress-nginx's body limit follows the gateway's MAX_FILE_BYTES unless set by hand", () => {
+    // The gateway takes a file as base64 in JSON: 4/3 of MAX_FILE_BYTES + 256 KiB (services/gateway/src/app.ts); nginx's default is 1m.
+    const uploadBodyBytes = (maxFileBytes: number) => Math.ceil((maxFileBytes * 4) / 3) + 256 * 1024;
+    const nginxBytes = (size: string) => Number(/^(\d+)m$/.exec(size)?.[1]) * 1024 * 1024;
+    const bodyLimit = (objects: K8sObject[]) => (find(objects, 'Ingress', `${RELEASE}-card-library`)!.metadata as { annotations?: Record<string, string> }).annotations?.['nginx.ingress.kubernetes.io/proxy-body-size'] ?? '1m';
+    const maxFileBytes = Number(envValue(find(ci, 'Deployment', componentName('gateway'))!, 'MAX_FILE_BYTES')?.value);
+    expect(nginxBytes(bodyLimit(ci))).toBeGreaterThanOrEqual(uploadBodyBytes(maxFileBytes));
+    const larger = template(['-f', CI_VALUES, '--set', 'components.gateway.env.MAX_FILE_BYTES=52428800']);
+    expect(nginxBytes(bodyLimit(larger.objects))).toBeGreaterThanOrEqual(uploadBodyBytes(52428800));
+    const byHand = template(['-f', CI_VALUES, '--set', 'ingress.annotations.nginx\\.ingress\\.kubernetes\\.io/proxy-body-size=100m']);
+    expect(bodyLimit(byHand.objects)).toBe('100m');
+  });
+
   it('leaves a disabled component out entirely, and points nobody at it', () => {
     const rendered = template(['-f', CI_VALUES, '--set', 'components.notifications.enabled=false']);
     expect(rendered.status).toBe(0);

@@ -36,6 +36,9 @@ const mongo: CardsStoreFactory = async () => {
   };
 };
 
+/** A database the earlier version left has no record of the start-time migrations; the first open here wrote one. */
+const forgetStartMigrations = (connection: MongoConnection) => connection.db.collection('migrations').deleteMany({});
+
 if (skipReason) {
   console.warn(`SKIPPED cards store contracts on MongoDB: ${skipReason}`);
   it.skip(`cards store contracts on MongoDB (${skipReason.split('\n')[0]})`, () => undefined);
@@ -147,6 +150,7 @@ if (skipReason) {
         await first.database.cards.updateOne({ _id: hidden.id }, { $set: { totalUpvotes: 5, totalDownvotes: 2 } });
         // The counter document as the earlier version wrote it.
         await connection.db.collection('author_scores').insertOne({ _id: author as never, upvotes: 8, downvotes: 3, score: 5, votes: 11, joinedAt: null, joinUnknown: true });
+        await forgetStartMigrations(connection);
         const reopened = await openMongoCardsStore(connection);
         expect(await reopened.votes.received(author)).toEqual({ upvotes: 3, downvotes: 1 });
         expect(await reopened.votes.received(author, true)).toEqual({ upvotes: 8, downvotes: 3 });
@@ -175,6 +179,7 @@ if (skipReason) {
         // The documents as the earlier version wrote them: no mark.
         await first.database.cards.updateMany({ fileId }, { $unset: { hiddenByFile: '' } });
         await first.database.cards.updateOne({ _id: changedSince.id }, { $set: { updatedAt: nextTime() } });
+        await forgetStartMigrations(connection);
         const reopened = await openMongoCardsStore(connection);
         const marks = async () => new Map((await reopened.cards.findByFile(fileId)).map((c) => [c.id, c.hiddenByFile]));
         const expected = new Map([[ingestedPrivate.id, true], [changedSince.id, false], [ingestedPublic.id, false], [byHand.id, false]]);
@@ -200,6 +205,7 @@ if (skipReason) {
         for (const [c, card] of [[newer, root], [older, copy], [strangers, root], [strangers, copy]] as const) await first.collections.addBookmark(c.id, card.id, nextTime(), []);
         // The documents as the earlier version wrote them: no owner.
         await first.database.bookmarks.updateMany({}, { $unset: { ownerId: '' } });
+        await forgetStartMigrations(connection);
         const reopened = await openMongoCardsStore(connection);
         const expected = [
           { cardId: copy.id, collectionId: older.id },

@@ -2,6 +2,7 @@ import { withOptionalTransaction, type MongoConnection } from '@cards/platform';
 import type { ClientSession, Collection, Db } from 'mongodb';
 import type { Card, CardFingerprint, Collection as CardCollection } from '../../domain/model';
 import type { ContentLockDocument } from './mongo-content-lock';
+import { runStartMigrations, type MigrationDocument } from './mongo-start-migrations';
 
 /** A card; `_id` is the card id. The fingerprint lives beside the card's fields. */
 export type CardDocument = Omit<Card, 'id'> &
@@ -69,8 +70,9 @@ export interface BookmarkDocument {
   cardId: string;
   /**
    * The collection's owner (a collection never changes owner), so the bookmark lookup finds only the caller's
-   * bookmarks of a card (bookmarks_card_owner). Bookmarks written before it existed, or by an older replica during a
-   * rolling upgrade, lack it until the store next opens.
+   * bookmarks of a card (bookmarks_card_owner). Bookmarks written before it existed lack it until the store next
+   * opens; so may those an older replica writes during a rolling upgrade, for good once the backfill is recorded as done
+   * (the lookup reads a card's ownerless bookmarks too).
    */
   ownerId?: string;
   ord: number;
@@ -87,11 +89,16 @@ export interface MongoCardsDatabase {
   collections: Collection<CollectionDocument>;
   bookmarks: Collection<BookmarkDocument>;
   contentLocks: Collection<ContentLockDocument>;
+  /** The start-time migrations of older documents this database no longer needs. */
+  migrations: Collection<MigrationDocument>;
   /** A transaction on a replica set; otherwise `work` runs with no session (its steps are ordered to stay safe). */
   change<T>(work: (session: ClientSession | undefined) => Promise<T>): Promise<T>;
 }
 
-/** Opens the collections and creates the indexes that enforce the store's rules (idempotent). */
+/**
+ * Opens the collections, creates the indexes that enforce the store's rules and serve its reads, drops those it no
+ * longer uses, and migrates older documents until that is recorded as done (idempotent; replicas may open at once).
+ */
 export async function openMongoCardsDatabase(connection: MongoConnection): Promise<MongoCardsDatabase> {
   const { db } = connection;
   const cards = db.collection<CardDocument>('cards');
@@ -100,6 +107,7 @@ export async function openMongoCardsDatabase(connection: MongoConnection): Promi
   const collections = db.collection<CollectionDocument>('collections');
   const bookmarks = db.collection<BookmarkDocument>('bookmarks');
   const contentLocks = db.collection<ContentLockDocument>('content_locks');
+  const migrations = db.collection<MigrationDocument>('migrations');
   await Promise.all([
     cards.createIndex({ idempotency: 1 }, { unique: true, sparse: true, name: 'cards_idempotency' }),
     cards.createIndex({ authorId: 1, updatedAt: -1, _id: 1 }, { name: 'cards_author_updated' }),
@@ -117,13 +125,16 @@ export async function openMongoCardsDatabase(connection: MongoConnection): Promi
     collections.createIndex({ fileId: 1 }, { unique: true, sparse: true, name: 'collections_file' }),
     bookmarks.createIndex({ collectionId: 1, cardId: 1 }, { unique: true, name: 'bookmarks_collection_card' }),
     bookmarks.createIndex({ collectionId: 1, ord: 1 }, { name: 'bookmarks_order' }),
-    bookmarks.createIndex({ cardId: 1 }, { name: 'bookmarks_card' }),
     bookmarks.createIndex({ cardId: 1, ownerId: 1 }, { name: 'bookmarks_card_owner' }),
     contentLocks.createIndex({ expiresAt: 1 }, { expireAfterSeconds: 0, name: 'content_locks_expiry' }),
   ]);
-  await countPublicVotesOfOlderAuthors(cards, authorScores);
-  await markCardsHiddenByTheirFileAtUpload(cards);
-  await giveOlderBookmarksTheirOwner(collections, bookmarks);
+  // bookmarks_card_owner (cardId first) serves every read by card alone: the older index only cost writes and memory.
+  await dropIndexIfPresent(bookmarks, 'bookmarks_card');
+  await runStartMigrations(migrations, [
+    { name: 'author-public-votes', run: () => countPublicVotesOfOlderAuthors(cards, authorScores) },
+    { name: 'cards-hidden-by-file', run: () => markCardsHiddenByTheirFileAtUpload(cards) },
+    { name: 'bookmark-owners', run: () => giveOlderBookmarksTheirOwner(collections, bookmarks) },
+  ]);
   return {
     connection,
     db,
@@ -133,6 +144,7 @@ export async function openMongoCardsDatabase(connection: MongoConnection): Promi
     collections,
     bookmarks,
     contentLocks,
+    migrations,
     change: (work) => withOptionalTransaction(connection, work),
   };
 }
@@ -204,11 +216,21 @@ export function fromCollectionDocument(d: CollectionDocument): CardCollection {
 
 export const bookmarkId = (collectionId: string, cardId: string) => `${collectionId}:${cardId}`;
 
+/** An earlier version created it; a database that never had it, or a replica that dropped it first, is fine. */
+async function dropIndexIfPresent(collection: Collection<BookmarkDocument>, name: string): Promise<void> {
+  try {
+    await collection.dropIndex(name);
+  } catch (err) {
+    const codeName = (err as { codeName?: string }).codeName;
+    if (codeName !== 'IndexNotFound' && codeName !== 'NamespaceNotFound') throw err;
+  }
+}
+
 /**
  * Author counters written before public votes were counted apart get them from their public cards' totals (once).
  * A counter already touched by the new code (it has the fields) is left alone.
  */
-async function countPublicVotesOfOlderAuthors(cards: Collection<CardDocument>, authorScores: Collection<AuthorScoreDocument>): Promise<void> {
+async function countPublicVotesOfOlderAuthors(cards: Collection<CardDocument>, authorScores: Collection<AuthorScoreDocument>): Promise<number> {
   const older = await authorScores.find({ publicVotes: { $exists: false } }, { projection: { _id: 1 } }).toArray();
   for (const { _id } of older) {
     const [sum] = await cards
@@ -220,35 +242,39 @@ async function countPublicVotesOfOlderAuthors(cards: Collection<CardDocument>, a
       { $set: { publicUpvotes: up, publicDownvotes: down, publicScore: up - down, publicVotes: up + down }, $unset: { score: '', votes: '' } },
     );
   }
+  return older.length;
 }
 
 /**
  * Cards stored before the hiddenByFile mark existed have no such field. Of them, only those that ingestion made private
  * from a private file (idempotency key `<file id>:<n>`) and that never changed since are surely the file's doing: they
- * are marked. Any other private card may be its owner's choice and keeps reading as unmarked. Documents written since
- * always carry the field, so later runs read only the older private cards of files left unmarked, and mark nothing.
+ * are marked. Any other private card may be its owner's choice and keeps reading as unmarked: the field is written
+ * false, as on every card written since, so the next run finds none of them again.
  */
-async function markCardsHiddenByTheirFileAtUpload(cards: Collection<CardDocument>): Promise<void> {
+async function markCardsHiddenByTheirFileAtUpload(cards: Collection<CardDocument>): Promise<number> {
   const older = await cards
     .find({ fileId: { $type: 'string' }, hiddenByFile: { $exists: false }, private: true, idempotency: { $exists: true } }, { projection: { fileId: 1, authorId: 1, idempotency: 1, createdAt: 1, updatedAt: 1 } })
     .toArray();
   for (const card of older) {
-    if (card.updatedAt.getTime() !== card.createdAt.getTime() || !card.idempotency?.startsWith(idempotencyOf(card.authorId, `${card.fileId}:`))) continue;
-    await cards.updateOne({ _id: card._id, hiddenByFile: { $exists: false }, private: true, updatedAt: card.updatedAt }, { $set: { hiddenByFile: true } });
+    const byTheFile = card.updatedAt.getTime() === card.createdAt.getTime() && card.idempotency?.startsWith(idempotencyOf(card.authorId, `${card.fileId}:`)) === true;
+    await cards.updateOne({ _id: card._id, hiddenByFile: { $exists: false }, private: true, updatedAt: card.updatedAt }, { $set: { hiddenByFile: byTheFile } });
   }
+  return older.length;
 }
 
 /**
- * Bookmarks written before ownerId existed get their collection's owner, one collection at a time. Bookmarks written
- * since always carry it, so later runs find only those of a collection already gone (left as they are: no lookup
- * starts from an owner that is not there).
+ * Bookmarks written before ownerId existed get their collection's owner, one collection at a time. Those of a
+ * collection already gone (its removal stopped before its sweep, without a transaction) are removed as that sweep would
+ * have: no lookup keeps them, and left ownerless they would be found by every run, which would never be recorded done.
  */
-async function giveOlderBookmarksTheirOwner(collections: Collection<CollectionDocument>, bookmarks: Collection<BookmarkDocument>): Promise<void> {
+async function giveOlderBookmarksTheirOwner(collections: Collection<CollectionDocument>, bookmarks: Collection<BookmarkDocument>): Promise<number> {
   const older = await bookmarks.find({ ownerId: { $exists: false } }, { projection: { collectionId: 1 } }).toArray();
   for (const collectionId of new Set(older.map((b) => b.collectionId))) {
     const collection = await collections.findOne({ _id: collectionId }, { projection: { authorId: 1 } });
     if (collection) await bookmarks.updateMany({ collectionId, ownerId: { $exists: false } }, { $set: { ownerId: collection.authorId } });
+    else await bookmarks.deleteMany({ collectionId, ownerId: { $exists: false } });
   }
+  return older.length;
 }
 
 /** `$inc` of an author's counters: all cards always, the public ones when the votes are on a public card. */

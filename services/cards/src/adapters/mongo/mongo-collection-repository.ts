@@ -214,8 +214,8 @@ export class MongoCollectionRepository implements CollectionRepository {
     if (unique.length === 0) return [];
     // Only the owner's bookmarks of these cards (bookmarks_card_owner), then their collections by _id for the order:
     // neither all of the owner's collections nor all users' bookmarks of the cards. A bookmark without an owner was
-    // written by an older replica during a rolling upgrade, before the next start fills it in: read too, and kept only
-    // if its collection is the owner's.
+    // written by an older replica during a rolling upgrade, and keeps none once the start-time backfill is recorded as
+    // done: read too, and kept only if its collection is the owner's.
     const rows = await this.store.bookmarks
       .find({ cardId: { $in: unique }, $or: [{ ownerId }, { ownerId: { $exists: false } }] }, { projection: { cardId: 1, collectionId: 1 } })
       .toArray();

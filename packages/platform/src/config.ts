@@ -46,10 +46,10 @@ export const envUrl = () =>
     .transform((v) => (v === '' ? undefined : v))
     .pipe(z.string().url().optional());
 
-/** host:port of a peer service. */
+/** host:port of a peer service, or dns:///host:port (the same, named as the gRPC target of a headless Service). */
 export const envAddress = (defaultValue?: string) =>
   z
     .string()
     .optional()
     .transform((v) => (v === undefined || v === '' ? defaultValue : v))
-    .pipe(z.string().regex(/^[^\s:]+:\d{1,5}$/, 'expected host:port'));
+    .pipe(z.string().regex(/^(?:dns:\/\/\/)?[^\s:/]+:\d{1,5}$/, 'expected host:port or dns:///host:port'));

@@ -89,6 +89,12 @@ export interface GrpcClientOptions {
 }
 
 /**
+ * round_robin over every address the target resolves to: a headless Service's DNS name gives one per pod, and grpc-js's
+ * default (pick_first) would send every call over one connection to one of them. One address: the same as before.
+ */
+const ROUND_ROBIN_SERVICE_CONFIG = JSON.stringify({ loadBalancingConfig: [{ round_robin: {} }] });
+
+/**
  * One channel per peer, built at start-up; every call carries the request id and a deadline. A unary call to a
  * service this process serves (the all-in-one, see in-process-calls.ts) skips the network but not the call policy.
  */
@@ -96,8 +102,12 @@ export function createGrpcClient<D extends CompatServiceDefinition>(definition: 
   const channel = createChannel(address, undefined, {
     'grpc.max_receive_message_length': GRPC_MAX_MESSAGE_BYTES,
     'grpc.max_send_message_length': GRPC_MAX_MESSAGE_BYTES,
-    // Retries are callPolicyMiddleware's (only idempotent calls); channelz bookkeeping is never read.
-    'grpc.enable_retries': 0,
+    'grpc.service_config': ROUND_ROBIN_SERVICE_CONFIG,
+    // DNS TXT records must not replace the policy above.
+    'grpc.service_config_disable_resolution': 1,
+    // Retries stay on for grpc-js's transparent ones only (the service config has no retry policy): a call refused
+    // before any handler saw it, as on a connection the server is closing at its max age, is sent again. Retries of
+    // calls a server answered are callPolicyMiddleware's (only idempotent calls). Channelz bookkeeping is never read.
     'grpc.enable_channelz': 0,
   });
   const deadline = options.deadlineMs ?? 10_000;

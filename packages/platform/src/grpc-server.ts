@@ -110,21 +110,34 @@ export interface GrpcServerHandle {
 /** The longest SHUTDOWN_DRAIN_MS any service takes (ten minutes; the all-in-one's gateway and services read one value). */
 export const MAX_SHUTDOWN_DRAIN_MS = 600_000;
 
-/** SHUTDOWN_DRAIN_MS and METRICS_*, read by every gRPC service (each through grpcServerSettingsFrom). */
+/** SHUTDOWN_DRAIN_MS, METRICS_* and GRPC_MAX_CONNECTION_AGE_*, read by every gRPC service (each through grpcServerSettingsFrom). */
 export const grpcServerConfigSchema = z.object({
   SHUTDOWN_DRAIN_MS: z.coerce.number().int().min(0).max(MAX_SHUTDOWN_DRAIN_MS).default(5000),
   METRICS_PORT: z.coerce.number().int().min(1).max(65_535).optional(),
   METRICS_HOST: z.string().default('127.0.0.1'),
+  GRPC_MAX_CONNECTION_AGE_MS: z.coerce.number().int().refine((ms) => ms === 0 || ms >= 1000, 'expected 0 (never) or at least 1000').default(300_000),
+  // Longer than any caller's deadline (the longest: files' card creation, 30 s), so no call is cut at the age.
+  GRPC_MAX_CONNECTION_AGE_GRACE_MS: z.coerce.number().int().min(0).default(60_000),
 });
 
-/** The server's shutdown drain and metrics listener from the environment; an invalid value stops the start with the variable named. */
-export function grpcServerSettingsFrom(env: Record<string, string | undefined>): Pick<StartGrpcServerOptions, 'shutdownDrainMs' | 'metricsPort' | 'metricsHost'> {
+/** The server's shutdown drain, metrics listener and connection age from the environment; an invalid value stops the start with the variable named. */
+export function grpcServerSettingsFrom(
+  env: Record<string, string | undefined>,
+): Pick<StartGrpcServerOptions, 'shutdownDrainMs' | 'metricsPort' | 'metricsHost' | 'maxConnectionAgeMs' | 'maxConnectionAgeGraceMs'> {
   const settings = loadConfig(grpcServerConfigSchema, {
     SHUTDOWN_DRAIN_MS: env.SHUTDOWN_DRAIN_MS || undefined,
     METRICS_PORT: env.METRICS_PORT || undefined,
     METRICS_HOST: env.METRICS_HOST || undefined,
+    GRPC_MAX_CONNECTION_AGE_MS: env.GRPC_MAX_CONNECTION_AGE_MS || undefined,
+    GRPC_MAX_CONNECTION_AGE_GRACE_MS: env.GRPC_MAX_CONNECTION_AGE_GRACE_MS || undefined,
   });
-  return { shutdownDrainMs: settings.SHUTDOWN_DRAIN_MS, metricsPort: settings.METRICS_PORT, metricsHost: settings.METRICS_HOST };
+  return {
+    shutdownDrainMs: settings.SHUTDOWN_DRAIN_MS,
+    metricsPort: settings.METRICS_PORT,
+    metricsHost: settings.METRICS_HOST,
+    maxConnectionAgeMs: settings.GRPC_MAX_CONNECTION_AGE_MS,
+    maxConnectionAgeGraceMs: settings.GRPC_MAX_CONNECTION_AGE_GRACE_MS,
+  };
 }
 
 export interface StartGrpcServerOptions {
@@ -144,6 +157,13 @@ export interface StartGrpcServerOptions {
   /** Serve Prometheus metrics (process + gRPC calls) at GET /metrics on this port (0: any free one); none when unset. */
   metricsPort?: number;
   metricsHost?: string;
+  /**
+   * After about this long (±10%) a connection is asked to go away (GOAWAY): its client connects again and resolves
+   * the name again, so callers of a headless Service find pods added since. 0 or unset: never.
+   */
+  maxConnectionAgeMs?: number;
+  /** How long calls under way on such a connection may still take before it is closed; unset: as long as they take. */
+  maxConnectionAgeGraceMs?: number;
 }
 
 /**
@@ -160,6 +180,8 @@ export async function startGrpcServer(options: StartGrpcServerOptions): Promise<
     'grpc.max_receive_message_length': GRPC_MAX_MESSAGE_BYTES,
     'grpc.max_send_message_length': GRPC_MAX_MESSAGE_BYTES,
     'grpc.enable_channelz': 0,
+    ...(options.maxConnectionAgeMs ? { 'grpc.max_connection_age_ms': options.maxConnectionAgeMs } : {}),
+    ...(options.maxConnectionAgeMs && options.maxConnectionAgeGraceMs !== undefined ? { 'grpc.max_connection_age_grace_ms': options.maxConnectionAgeGraceMs } : {}),
   }).use(middleware);
   const added: [TsProtoDefinition, object][] = [];
   const recording: Server = Object.assign(Object.create(served) as Server, {

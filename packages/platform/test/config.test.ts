@@ -24,3 +24,14 @@ describe('loadConfig', () => {
     for (const name of ['PORT', 'PEER', 'FLAG', 'NAME']) expect(message).toContain(name);
   });
 });
+
+describe('envAddress', () => {
+  const peer = (value: string) => loadConfig(z.object({ PEER: envAddress() }), { PEER: value }).PEER;
+  it('takes host:port and a dns:/// target (a headless Service: every pod behind one name)', () => {
+    expect(peer('cards:50052')).toBe('cards:50052');
+    expect(peer('dns:///cards-grpc.cards.svc.cluster.local:50052')).toBe('dns:///cards-grpc.cards.svc.cluster.local:50052');
+  });
+  it('refuses an address without a port, with another scheme, or with a DNS server in it', () => {
+    for (const value of ['cards', 'dns:///cards', 'http://cards:50052', 'dns://8.8.8.8/cards:50052', 'dns:///:50052']) expect(() => peer(value)).toThrow(/PEER/);
+  });
+});

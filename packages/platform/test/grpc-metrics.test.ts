@@ -104,9 +104,9 @@ describe('gRPC server metrics (METRICS_PORT)', () => {
 
 describe('gRPC server settings from the environment', () => {
   it('defaults to a 5 s drain and no metrics listener, and reads SHUTDOWN_DRAIN_MS, METRICS_PORT and METRICS_HOST', () => {
-    expect(grpcServerSettingsFrom({})).toEqual({ shutdownDrainMs: 5000, metricsPort: undefined, metricsHost: '127.0.0.1' });
-    expect(grpcServerSettingsFrom({ SHUTDOWN_DRAIN_MS: '', METRICS_PORT: '', METRICS_HOST: '' })).toEqual({ shutdownDrainMs: 5000, metricsPort: undefined, metricsHost: '127.0.0.1' });
-    expect(grpcServerSettingsFrom({ SHUTDOWN_DRAIN_MS: '20000', METRICS_PORT: '9464', METRICS_HOST: '0.0.0.0' })).toEqual({ shutdownDrainMs: 20000, metricsPort: 9464, metricsHost: '0.0.0.0' });
+    expect(grpcServerSettingsFrom({})).toMatchObject({ shutdownDrainMs: 5000, metricsPort: undefined, metricsHost: '127.0.0.1' });
+    expect(grpcServerSettingsFrom({ SHUTDOWN_DRAIN_MS: '', METRICS_PORT: '', METRICS_HOST: '' })).toMatchObject({ shutdownDrainMs: 5000, metricsPort: undefined, metricsHost: '127.0.0.1' });
+    expect(grpcServerSettingsFrom({ SHUTDOWN_DRAIN_MS: '20000', METRICS_PORT: '9464', METRICS_HOST: '0.0.0.0' })).toMatchObject({ shutdownDrainMs: 20000, metricsPort: 9464, metricsHost: '0.0.0.0' });
   });
 
   it.each([

@@ -64,6 +64,7 @@ function template(args: string[], chartDir = chart.dir): { status: number; objec
 }
 
 const componentName = (component: string) => `${RELEASE}-card-library-${component}`;
+const headlessName = (component: string) => `${componentName(component)}-grpc`;
 const find = (objects: K8sObject[], kind: string, name: string) => objects.find((o) => o.kind === kind && o.metadata.name === name);
 const containerOf = (deployment: K8sObject): IContainer => (deployment as unknown as IDeployment).spec!.template.spec!.containers[0]!;
 const envOf = (deployment: K8sObject): IEnvVar[] => containerOf(deployment).env ?? [];
@@ -232,12 +233,17 @@ describeWithHelm('Helm chart deploy/k8s (offline)', () => {
     const services = new Map(
       ci.filter((o) => o.kind === 'Service').flatMap((s) => ((s as unknown as IService).spec!.ports ?? []).map((p) => [`${s.metadata.name}:${p.port}`, s.metadata.name])),
     );
+    // gRPC callers name the callee's headless Service by its cluster DNS name: every ready pod's address, round_robin.
+    const grpcTarget = /^dns:\/\/\/([a-z0-9-]+)\.cards\.svc\.cluster\.local:(\d+)$/;
     for (const [callee, callers] of Object.entries(CALLERS)) {
       for (const caller of callers) {
-        const address = envValue(find(ci, 'Deployment', componentName(caller))!, `${callee.toUpperCase()}_SERVICE_ADDR`)?.value;
-        expect(services.get(address ?? '')).toBe(componentName(callee));
+        const address = envValue(find(ci, 'Deployment', componentName(caller))!, `${callee.toUpperCase()}_SERVICE_ADDR`)?.value ?? '';
+        const [, service, port] = grpcTarget.exec(address) ?? [];
+        expect({ caller, callee, service: services.get(`${service}:${port}`) }).toEqual({ caller, callee, service: headlessName(callee) });
       }
     }
+    const otherDomain = template(['-f', CI_VALUES, '--set', 'clusterDomain=k8s.example']);
+    expect(envValue(find(otherDomain.objects, 'Deployment', componentName('gateway'))!, 'CARDS_SERVICE_ADDR')?.value).toBe(`dns:///${headlessName('cards')}.cards.svc.k8s.example:50052`);
     const gateway = find(ci, 'Deployment', componentName('gateway'))!;
     expect(services.get(envValue(gateway, 'FILES_HTTP_ADDR')?.value ?? '')).toBe(componentName('files'));
     // The download port needs the same internal token on both sides.
@@ -245,6 +251,32 @@ describeWithHelm('Helm chart deploy/k8s (offline)', () => {
     expect(envValue(gateway, 'FILES_INTERNAL_TOKEN')?.valueFrom?.secretKeyRef).toEqual(token);
     expect(envValue(find(ci, 'Deployment', componentName('files'))!, 'FILES_INTERNAL_TOKEN')?.valueFrom?.secretKeyRef).toEqual(token);
     expect(envValue(find(ci, 'Deployment', componentName('cards'))!, 'FILES_HTTP_ADDR')).toBeUndefined();
+  });
+
+  it('adds a headless Service per gRPC service beside its ClusterIP Service, which an upgrade leaves as it was', () => {
+    for (const component of GRPC_SERVICES) {
+      const clusterIp = find(ci, 'Service', componentName(component)) as unknown as IService;
+      const headless = find(ci, 'Service', headlessName(component)) as unknown as IService;
+      const container = containerOf(find(ci, 'Deployment', componentName(component))!);
+      // An existing Service's clusterIP cannot change (helm upgrade would fail: field is immutable): the old one keeps
+      // its name, type and ports, with no clusterIP set, for whatever else reaches it.
+      expect(clusterIp.spec).toMatchObject({ type: 'ClusterIP', ports: expect.arrayContaining([expect.objectContaining({ name: 'grpc', port: container.ports![0]!.containerPort, targetPort: 'grpc' })]) });
+      expect(clusterIp.spec!.clusterIP).toBeUndefined();
+      // DNS answers the headless name with one A record per ready pod, so a round_robin client reaches them all.
+      expect(headless.spec).toMatchObject({ clusterIP: 'None', selector: clusterIp.spec!.selector, ports: [{ name: 'grpc', port: container.ports![0]!.containerPort, targetPort: 'grpc', protocol: 'TCP', appProtocol: 'grpc' }] });
+      expect(headless.spec!.publishNotReadyAddresses).toBeFalsy();
+    }
+    expect(find(ci, 'Service', headlessName('gateway'))).toBeUndefined();
+    // The headless name fits a DNS label even for the longest component name under a long release name.
+    const long = runHelm(helmPath, ['template', 'a'.repeat(40), chart.dir, '--namespace', 'cards', '--kube-version', KUBE_VERSION, '-f', CI_VALUES]);
+    expect(long.status).toBe(0);
+    const names = parseAllDocuments(long.stdout)
+      .map((d) => d.toJS() as K8sObject)
+      .filter((o) => o?.kind === 'Service')
+      .map((o) => o.metadata.name);
+    expect(new Set(names).size).toBe(names.length);
+    for (const name of names) expect(name.length).toBeLessThanOrEqual(63);
+    expect(names.filter((n) => n.endsWith('-grpc'))).toHaveLength(GRPC_SERVICES.length);
   });
 
   it('lets only the gateway be reached from outside; each service only by its callers, and egress only to peers, DNS and its engines', () => {

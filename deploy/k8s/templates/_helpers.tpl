@@ -12,6 +12,14 @@
 {{- printf "%s-%s" (include "card-library.fullname" .root) .name | trunc 63 | trimSuffix "-" -}}
 {{- end -}}
 
+{{/*
+Name of a gRPC component's headless Service (clusterIP: None), its callers' target: cluster DNS answers it with every
+ready pod's address, which their round_robin channels spread calls over. Args: (dict "root" $ "name" "cards")
+*/}}
+{{- define "card-library.grpcServiceName" -}}
+{{- printf "%s-grpc" (include "card-library.componentName" . | trunc 58 | trimSuffix "-") -}}
+{{- end -}}
+
 {{/* Service name of a bundled subchart, as bitnami's common.names.fullname makes it. Args: (dict "root" $ "chart" "mongodb") */}}
 {{- define "card-library.subchartName" -}}
 {{- if contains .chart .root.Release.Name -}}
@@ -163,7 +171,7 @@ Args: (dict "name" "cards" "c" $settings)
 {{- $p := include "card-library.component" (dict "root" $root "name" $peer) | fromYaml }}
 {{- if $p.enabled }}
 - name: {{ upper $peer }}_SERVICE_ADDR
-  value: {{ printf "%s:%v" (include "card-library.componentName" (dict "root" $root "name" $peer)) $p.port | quote }}
+  value: {{ printf "dns:///%s.%s.svc.%s:%v" (include "card-library.grpcServiceName" (dict "root" $root "name" $peer)) $root.Release.Namespace $v.clusterDomain $p.port | quote }}
 {{- if and $p.httpPort (eq $c.protocol "http") }}
 - name: {{ upper $peer }}_HTTP_ADDR
   value: {{ printf "%s:%v" (include "card-library.componentName" (dict "root" $root "name" $peer)) $p.httpPort | quote }}

@@ -106,10 +106,12 @@ describe('gRPC client load balancing over a target with several backends', () =>
     expect([...withoutPolicy.values()]).toEqual([40]);
   });
 
-  it('keeps calling a single address as before', async () => {
+  it('keeps calling a single address as before, named host:port or as a dns:/// target (as the Helm chart names peers)', async () => {
     const only = await started('only');
     const seen = await answerers(() => client(only.address).resolveSession({ token: 'x' }), 5);
     expect(Object.fromEntries(seen)).toEqual({ only: 5 });
+    const byName = client(`dns:///localhost:${only.port}`);
+    expect(Object.fromEntries(await answerers(() => byName.resolveSession({ token: 'x' }), 5))).toEqual({ only: 5 });
   });
 });
 

@@ -70,9 +70,9 @@ describeOnEngine('files service stopped while its consumer dead-letters an event
       halted = true;
       // SIGTERM once kafkajs is retrying toward the dead letter: it has logged a refused attempt since the broker went away.
       const first = files;
-      expect(await sigtermWhileKafkaRetries(first, 'kafkajs retrying the dead letter', () => cardsService.release())).toBe('exited 0');
+      expect(await sigtermWhileKafkaRetries(first, 'files-ingestion', 'kafkajs retrying the dead letter', () => cardsService.release())).toBe('exited 0');
       // The dead letter was cut by the bus's close, not failed by kafkajs once its retries ran out.
-      expect(kafkaRetriesRanOut(first.output())).toBe(false);
+      expect(kafkaRetriesRanOut(first.output(), 'files-ingestion')).toBe(false);
       files = undefined;
       await first.stop();
 

@@ -40,9 +40,9 @@ describeOnEngine('search service stopped while its indexing handler publishes to
       halted = true;
       // SIGTERM once kafkajs is retrying the announcement: it has logged a refused attempt since the broker went away.
       const first = search;
-      expect(await sigtermWhileKafkaRetries(first, 'kafkajs retrying the announcement', () => embeddings.release())).toBe('exited 0');
+      expect(await sigtermWhileKafkaRetries(first, 'search-index', 'kafkajs retrying the announcement', () => embeddings.release())).toBe('exited 0');
       // The announcement was cut by the bus's close, not failed by kafkajs once its retries ran out.
-      expect(kafkaRetriesRanOut(first.output())).toBe(false);
+      expect(kafkaRetriesRanOut(first.output(), 'search-index')).toBe(false);
       expect(first.output().split('\n').some((line) => line.includes('handler failed') && line.includes('event bus is closed'))).toBe(true);
       search = undefined;
       await first.stop();

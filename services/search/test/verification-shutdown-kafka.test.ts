@@ -57,9 +57,9 @@ describeOnEngine('search stopped while its verification consumer dead-letters to
       halted = true;
       // Its eighth failure is its last: the bus now sends the event to card.v1.dlq, retrying against brokers that are down.
       await waitFor('the last attempt failing', () => handlerFailures().length >= 8, 60_000, first);
-      expect(kafkaRetriesRanOut(first.output())).toBe(false);
-      expect(await sigtermWhileKafkaRetries(first, 'kafkajs retrying the dead letter', unlock)).toBe('exited 0');
-      expect(kafkaRetriesRanOut(first.output())).toBe(false);
+      expect(kafkaRetriesRanOut(first.output(), 'search-verification')).toBe(false);
+      expect(await sigtermWhileKafkaRetries(first, 'search-verification', 'kafkajs retrying the dead letter', unlock)).toBe('exited 0');
+      expect(kafkaRetriesRanOut(first.output(), 'search-verification')).toBe(false);
       search = undefined;
       await first.stop();
     } finally {

@@ -1,4 +1,5 @@
 export * from './config';
+export * from './bounded-admission';
 export * from './errors';
 export * from './grpc-client';
 export * from './grpc-server';

@@ -29,6 +29,15 @@ export const filesConfigSchema = z
     MONGO_URL: z.string().optional(),
     INGESTION_MAX_ATTEMPTS: envInt(8),
     INGESTION_CONCURRENCY: envInt(4),
+    /**
+     * Documents read at once (upload checks and ingestions together): each may run a parser worker of up to 512 MB of
+     * heap (~650 MB of RSS measured at its cap), so this times that must fit the memory limit (docs/files.md).
+     */
+    PARSER_WORKERS: envInt(2).pipe(z.number().min(1, 'must be at least 1')),
+    /** Uploads waiting for a parser worker at most; one more is answered UNAVAILABLE (HTTP 503) at once. */
+    PARSER_QUEUE: envInt(4),
+    /** How long an upload waits for a parser worker at most (within the gateway's GRPC_DEADLINE_MS with the 5 s check). */
+    PARSER_QUEUE_WAIT_MS: envInt(4_000),
   })
   .superRefine((c, ctx) => {
     if (!LOOPBACK.has(c.FILES_HTTP_HOST) && !c.FILES_INTERNAL_TOKEN) {

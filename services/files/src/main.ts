@@ -2,6 +2,7 @@ import { join } from 'node:path';
 import { connectMongo, createEventBus, createLogger, EngineReadinessMonitor, eventBusEngineChecks, grpcServerSettingsFrom, loadConfig, mongoEngineCheck, MongoOutboxStore, OutboxRelay, readinessSettingsFrom, SqliteOutboxStore, startGrpcServer, stopOnSignals, Topics, type EngineCheck, type Logger, type OutboxStore, type RunningService } from '@cards/platform';
 import { files } from '@cards/proto';
 import { DiskObjectStore } from './adapters/disk/disk-object-store';
+import { BoundedDocumentReader } from './adapters/documents/bounded-document-reader';
 import { LibraryDocumentReader } from './adapters/documents/library-document-reader';
 import { GrpcCardsClient } from './adapters/grpc/grpc-cards-client';
 import { MinioObjectStore } from './adapters/minio/minio-object-store';
@@ -62,7 +63,7 @@ export async function startFiles(env: Record<string, string | undefined> = proce
     await objects.ready();
     engines.push({ name: 'S3 (S3_ENDPOINT)', healthName: 'engine:s3', check: () => objects.ready(), gatesRequests: false });
   }
-  const reader = new LibraryDocumentReader();
+  const reader = new BoundedDocumentReader(new LibraryDocumentReader(), { workers: config.PARSER_WORKERS, maxQueued: config.PARSER_QUEUE, maxWaitMs: config.PARSER_QUEUE_WAIT_MS });
   const cards = new GrpcCardsClient(config.CARDS_SERVICE_ADDR);
   const bus = createEventBus({ DATA_DIR: config.DATA_DIR, KAFKA_BROKERS: config.KAFKA_BROKERS }, logger);
   await bus.ready();

@@ -16,6 +16,7 @@ import { serveApiDocs } from './openapi/serve-docs';
 import type { RateLimitConfig } from './http/rate-limits';
 import { batchingSessionResolver, SESSION_COOKIE, sessionMiddleware } from './http/session';
 import { serveWebApp } from './http/web-app';
+import { uploadAdmission, type UploadAdmissionLimits } from './http/upload-admission';
 import { routeMethodIndex, serverWideOptions, unmatchedApiRequest, unmatchedRequest } from './http/unmatched';
 import { registerIdentityRoutes } from './routes/identity-routes';
 import { registerCardRoutes } from './routes/card-routes';
@@ -49,9 +50,13 @@ export interface GatewayAppOptions extends RouteDeps {
   publicUrl?: string;
   /** Level of the access log (one line per request); `silent` or a level LOG_LEVEL filters out writes none. Default info. */
   accessLogLevel?: AccessLogLevel;
+  /** Upload bodies held at once (UPLOADS_AT_ONCE, UPLOAD_QUEUE, UPLOAD_QUEUE_WAIT_MS); 1, 16, 15 s when unset. */
+  uploads?: Omit<UploadAdmissionLimits, 'bodyLimitBytes'>;
   /** Reports whether the peers answer; /healthz is 200 only when it resolves true. */
   checkPeers(): Promise<boolean>;
 }
+
+const DEFAULT_UPLOADS = { uploadsAtOnce: 1, maxQueued: 16, maxWaitMs: 15_000 };
 
 /** The HTTP face of the system: /api routes, /healthz, /metrics; every error as {"message"}. */
 export function createGatewayApp(options: GatewayAppOptions): Express {
@@ -97,7 +102,7 @@ export function createGatewayApp(options: GatewayAppOptions): Express {
   app.use('/api', requireJsonBodies);
   // Uploads carry the document base64-encoded in JSON: a larger limit for that one route only.
   const fileBodyLimit = Math.ceil((options.maxFileBytes * 4) / 3) + 256 * 1024;
-  app.post('/api/file', jsonBodyParser(fileBodyLimit));
+  app.post('/api/file', uploadAdmission({ bodyLimitBytes: fileBodyLimit, ...(options.uploads ?? DEFAULT_UPLOADS) }), jsonBodyParser(fileBodyLimit));
   app.use('/api', jsonBodyParser(options.jsonBodyLimit));
   app.use('/api', cookieParser());
   app.use('/api', originCheck(crossOrigin));

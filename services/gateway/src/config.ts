@@ -56,6 +56,12 @@ export const gatewayConfigSchema = z.object({
   SHUTDOWN_DRAIN_MS: envInt(20_000).pipe(z.number().max(MAX_SHUTDOWN_DRAIN_MS, `must be at most ${MAX_SHUTDOWN_DRAIN_MS} (ten minutes)`)),
   JSON_BODY_LIMIT: z.string().default('1mb'),
   MAX_FILE_BYTES: envInt(20 * 1024 * 1024),
+  /** Upload bodies of MAX_FILE_BYTES held at once (~170 MB each while handled; smaller ones count by their size; docs/files.md). */
+  UPLOADS_AT_ONCE: envInt(1).pipe(z.number().min(1, 'must be at least 1')),
+  /** Uploads waiting, their bodies unread, at most; one more is answered 503 with Retry-After. */
+  UPLOAD_QUEUE: envInt(16),
+  /** How long an upload waits at most before it is answered 503. */
+  UPLOAD_QUEUE_WAIT_MS: envInt(15_000),
   RATE_LIMIT_AUTH_PER_IP: envInt(600),
   RATE_LIMIT_AUTH_PER_EMAIL: envInt(10),
   /** MongoDB (its own database "gateway") where every gateway replica counts the auth rate limits; unset: this process's memory. */

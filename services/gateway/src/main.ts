@@ -56,6 +56,7 @@ export async function startGateway(env: Record<string, string | undefined> = pro
     rateLimits: { perIpPerMinute: config.RATE_LIMIT_AUTH_PER_IP, perEmailPerMinute: config.RATE_LIMIT_AUTH_PER_EMAIL, counter },
     cookieSecure: cookieSecureFrom(config),
     jsonBodyLimit: config.JSON_BODY_LIMIT,
+    uploads: { uploadsAtOnce: config.UPLOADS_AT_ONCE, maxQueued: config.UPLOAD_QUEUE, maxWaitMs: config.UPLOAD_QUEUE_WAIT_MS },
     trustProxy: config.TRUST_PROXY,
     corsOrigins: config.CORS_ORIGINS,
     publicUrl: config.PUBLIC_URL,

@@ -2,11 +2,13 @@ import type { Request, Router } from 'express';
 import type { ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { createProxyMiddleware } from 'http-proxy-middleware';
+import { ClientError, Status } from 'nice-grpc';
 import { z } from 'zod';
-import { toApiTimestamp } from '@cards/platform';
+import { isStatusOfService, toApiTimestamp } from '@cards/platform';
 import type { files } from '@cards/proto';
 import type { RouteDeps } from '../app';
 import { HttpError, badRequest } from '../http/http-error';
+import { UPLOAD_RETRY_AFTER_SECONDS } from '../http/upload-admission';
 import { pagesOf, sendJsonArrayInPages } from '../http/json-array-in-pages';
 import { requireUser } from '../http/session';
 import { looseBoolean, nonBlankCharacterString, parseBody, tagList, uuidParam, uuidString } from '../http/validation';
@@ -93,7 +95,12 @@ export function registerFileRoutes(router: Router, { clients, filesHttpAddress, 
       tags: body.tag_set ?? [],
       size: bytes.length,
     };
-    const file = await clients.files.uploadFile(uploadMessages(header, bytes));
+    const file = await clients.files.uploadFile(uploadMessages(header, bytes)).catch((err: unknown) => {
+      // The files service's own overload answer (its parser workers busy) says what to do; the generic 503 would not.
+      if (!(err instanceof ClientError && err.code === Status.UNAVAILABLE && isStatusOfService(err))) throw err;
+      res.setHeader('retry-after', String(UPLOAD_RETRY_AFTER_SECONDS));
+      throw new HttpError(503, err.details);
+    });
     res.json(presentFile(file, bytes));
   });
 

@@ -1,0 +1,54 @@
+import type { NextFunction, Request, RequestHandler, Response } from 'express';
+import { AdmissionRefusedError, BoundedAdmission, type Release } from '@cards/platform';
+import { HttpError } from './http-error';
+
+export interface UploadAdmissionLimits {
+  /** Largest upload body (the upload route's JSON limit): one such body weighs one unit. */
+  bodyLimitBytes: number;
+  /** Upload bodies of the largest size held at once (smaller ones count by their Content-Length). */
+  uploadsAtOnce: number;
+  /** Uploads waiting, their bodies unread, at most; one more is answered 503 at once. */
+  maxQueued: number;
+  /** How long an upload waits at most before it is answered 503. */
+  maxWaitMs: number;
+}
+
+export const UPLOADS_BUSY_MESSAGE = 'Too many uploads are under way; upload the file again in a few seconds';
+/** Seconds a refused uploader is asked to wait (Retry-After). */
+export const UPLOAD_RETRY_AFTER_SECONDS = 5;
+
+/**
+ * Bounds the upload bodies the gateway holds at once. A base64 JSON upload of MAX_FILE_BYTES costs ~170 MB of memory
+ * while it is parsed, decoded, sent on and echoed back (docs/files.md), so a few at once would take a pod past its
+ * limit. Each request weighs its declared body length (a chunked one the limit) and is admitted before its body is
+ * read; one beyond the bound waits, its body left in the socket, and is answered 503 with Retry-After when the line is
+ * full or its wait runs out. The weight is given back when the answer is sent or the client goes away.
+ */
+export function uploadAdmission(limits: UploadAdmissionLimits): RequestHandler {
+  const admission = new BoundedAdmission({ capacity: limits.uploadsAtOnce * limits.bodyLimitBytes, maxWaiting: limits.maxQueued, maxWaitMs: limits.maxWaitMs });
+  return (req: Request, res: Response, next: NextFunction) => {
+    const declared = Number(req.headers['content-length']);
+    const weight = req.headers['transfer-encoding'] === undefined && Number.isFinite(declared) ? Math.min(declared, limits.bodyLimitBytes) : limits.bodyLimitBytes;
+    const clientGone = new AbortController();
+    let release: Release | undefined;
+    let closed = false;
+    res.once('close', () => {
+      closed = true;
+      if (release) release();
+      else clientGone.abort(new Error('the client went away while its upload waited'));
+    });
+    admission.acquire(weight, clientGone.signal).then(
+      (granted) => {
+        if (closed) return granted();
+        release = granted;
+        next();
+      },
+      (err: unknown) => {
+        if (closed) return;
+        if (!(err instanceof AdmissionRefusedError)) return next(err);
+        res.setHeader('retry-after', String(UPLOAD_RETRY_AFTER_SECONDS));
+        next(new HttpError(503, UPLOADS_BUSY_MESSAGE));
+      },
+    );
+  };
+}

@@ -444,6 +444,13 @@ describeWithHelm('Helm chart deploy/k8s (offline)', () => {
     expect(shortSecret.status).not.toBe(0);
   });
 
+  it('makes a service without a volume refuse to start on its embedded stores (EMBEDDED_STORES=refuse), as an empty URL in an existingSecret would have it', () => {
+    for (const component of GRPC_SERVICES) expect({ component, value: envValue(find(ci, 'Deployment', componentName(component))!, 'EMBEDDED_STORES')?.value }).toEqual({ component, value: 'refuse' });
+    const persistent = template(['-f', CI_VALUES, '--set', 'components.search.persistence.enabled=true']);
+    expect(envValue(find(persistent.objects, 'Deployment', componentName('search'))!, 'EMBEDDED_STORES')).toBeUndefined();
+    expect(envValue(find(persistent.objects, 'Deployment', componentName('cards'))!, 'EMBEDDED_STORES')?.value).toBe('refuse');
+  });
+
   it('puts DATA_DIR on a kept PersistentVolumeClaim when persistence is on: one pod, Recreate, no HPA', () => {
     expect(ci.filter((o) => o.kind === 'PersistentVolumeClaim')).toHaveLength(0);
     const rendered = template(['-f', CI_VALUES, '--set', 'components.search.persistence.enabled=true,components.search.persistence.size=10Gi']);

@@ -131,6 +131,11 @@ Args: (dict "name" "cards" "c" $settings)
   value: {{ $v.logLevel | quote }}
 - name: DATA_DIR
   value: {{ $c.dataDir | quote }}
+{{- if and (eq $c.protocol "grpc") (not $c.persistence.enabled) }}
+{{- /* An engine URL left empty (e.g. in an existingSecret) stops the service instead of its data going to the emptyDir. */}}
+- name: EMBEDDED_STORES
+  value: refuse
+{{- end }}
 {{- /* Read by the gateway (cookies, CSRF origin) and by whoever sends mail with links (identity). */}}
 {{- if or (eq $c.protocol "http") (has "smtp" $c.uses) }}
 - name: PUBLIC_URL

@@ -53,3 +53,16 @@ export const envAddress = (defaultValue?: string) =>
     .optional()
     .transform((v) => (v === undefined || v === '' ? defaultValue : v))
     .pipe(z.string().regex(/^(?:dns:\/\/\/)?[^\s:/]+:\d{1,5}$/, 'expected host:port or dns:///host:port'));
+
+/**
+ * With EMBEDDED_STORES=refuse (the Helm chart sets it on every pod without a volume of its own), a service whose engine
+ * variables are unset or empty stops at start naming them, instead of falling back to its embedded store (SQLite, the
+ * local event log, a generated key) on a disk that dies with the pod. Unset or `allow`: the embedded defaults as ever.
+ */
+export function refuseEmbeddedStores(env: Record<string, string | undefined>, engineVariables: readonly string[]): void {
+  const mode = env.EMBEDDED_STORES ?? '';
+  if (mode === '' || mode === 'allow') return;
+  if (mode !== 'refuse') throw new ConfigError([`EMBEDDED_STORES: expected "refuse" or "allow", got "${mode}"`]);
+  const missing = engineVariables.filter((name) => !env[name]?.trim());
+  if (missing.length > 0) throw new ConfigError(missing.map((name) => `${name}: required with EMBEDDED_STORES=refuse (empty or unset would keep this service's data on the pod's own disk)`));
+}

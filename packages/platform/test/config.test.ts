@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ConfigError, envAddress, envBoolean, envInt, loadConfig } from '../src/config';
+import { ConfigError, envAddress, envBoolean, envInt, loadConfig, refuseEmbeddedStores } from '../src/config';
 
 const schema = z.object({
   PORT: envInt(8090),
@@ -33,5 +33,21 @@ describe('envAddress', () => {
   });
   it('refuses an address without a port, with another scheme, or with a DNS server in it', () => {
     for (const value of ['cards', 'dns:///cards', 'http://cards:50052', 'dns://8.8.8.8/cards:50052', 'dns:///:50052']) expect(() => peer(value)).toThrow(/PEER/);
+  });
+});
+
+describe('refuseEmbeddedStores', () => {
+  it('names every engine variable unset or empty when EMBEDDED_STORES=refuse', () => {
+    const refused = () => refuseEmbeddedStores({ EMBEDDED_STORES: 'refuse', MONGO_URL: '', KAFKA_BROKERS: 'k:9092' }, ['MONGO_URL', 'KAFKA_BROKERS', 'S3_ENDPOINT']);
+    expect(refused).toThrow(ConfigError);
+    expect(refused).toThrow(/MONGO_URL: required with EMBEDDED_STORES=refuse[\s\S]*S3_ENDPOINT: required/);
+    expect(refused).not.toThrow(/KAFKA_BROKERS/);
+    expect(() => refuseEmbeddedStores({ EMBEDDED_STORES: 'refuse', MONGO_URL: '  ' }, ['MONGO_URL'])).toThrow(/MONGO_URL/);
+  });
+  it('lets the embedded stores be used when unset or allow, and refuses another value', () => {
+    expect(() => refuseEmbeddedStores({}, ['MONGO_URL'])).not.toThrow();
+    expect(() => refuseEmbeddedStores({ EMBEDDED_STORES: 'allow' }, ['MONGO_URL'])).not.toThrow();
+    expect(() => refuseEmbeddedStores({ EMBEDDED_STORES: 'refuse', MONGO_URL: 'mongodb://m' }, ['MONGO_URL'])).not.toThrow();
+    expect(() => refuseEmbeddedStores({ EMBEDDED_STORES: 'yes' }, ['MONGO_URL'])).toThrow(/EMBEDDED_STORES/);
   });
 });

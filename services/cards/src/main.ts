@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { connectMongo, createEventBus, createGrpcClient, createLogger, EngineReadinessMonitor, eventBusEngineChecks, grpcServerSettingsFrom, loadConfig, mongoEngineCheck, MongoOutboxStore, OutboxRelay, readinessSettingsFrom, SqliteOutboxStore, startGrpcServer, stopOnSignals, type EngineCheck, type Logger, type OutboxStore, type RunningService } from '@cards/platform';
+import { connectMongo, createEventBus, createGrpcClient, createLogger, EngineReadinessMonitor, eventBusEngineChecks, grpcServerSettingsFrom, loadConfig, refuseEmbeddedStores, mongoEngineCheck, MongoOutboxStore, OutboxRelay, readinessSettingsFrom, SqliteOutboxStore, startGrpcServer, stopOnSignals, type EngineCheck, type Logger, type OutboxStore, type RunningService } from '@cards/platform';
 import { cards, files, identity, search } from '@cards/proto';
 import { GrpcFileDirectory } from './adapters/grpc/grpc-file-directory';
 import { GrpcNearDuplicateFinder } from './adapters/grpc/grpc-near-duplicate-finder';
@@ -59,6 +59,7 @@ async function openStore(config: CardsConfig, logger: Logger): Promise<CardsStor
 
 /** Composition root of the cards service. */
 export async function startCards(env: Record<string, string | undefined> = process.env): Promise<RunningService> {
+  refuseEmbeddedStores(env, ['MONGO_URL', 'KAFKA_BROKERS']);
   const config = loadConfig(cardsConfigSchema, env);
   const serverSettings = grpcServerSettingsFrom(env);
   const logger = createLogger('cards');

@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { connectMongo, createEventBus, createLogger, EngineReadinessMonitor, eventBusEngineChecks, grpcServerSettingsFrom, loadConfig, mongoEngineCheck, MongoOutboxStore, OutboxRelay, readinessSettingsFrom, SqliteOutboxStore, startGrpcServer, stopOnSignals, Topics, type EngineCheck, type Logger, type OutboxStore, type RunningService } from '@cards/platform';
+import { connectMongo, createEventBus, createLogger, EngineReadinessMonitor, eventBusEngineChecks, grpcServerSettingsFrom, loadConfig, refuseEmbeddedStores, mongoEngineCheck, MongoOutboxStore, OutboxRelay, readinessSettingsFrom, SqliteOutboxStore, startGrpcServer, stopOnSignals, Topics, type EngineCheck, type Logger, type OutboxStore, type RunningService } from '@cards/platform';
 import { files } from '@cards/proto';
 import { DiskObjectStore } from './adapters/disk/disk-object-store';
 import { BoundedDocumentReader } from './adapters/documents/bounded-document-reader';
@@ -51,6 +51,7 @@ async function repositoryFrom(
 
 /** Composition root of the files service. */
 export async function startFiles(env: Record<string, string | undefined> = process.env): Promise<RunningService> {
+  refuseEmbeddedStores(env, ['MONGO_URL', 'S3_ENDPOINT', 'KAFKA_BROKERS']);
   const config = loadConfig(filesConfigSchema, env);
   const serverSettings = grpcServerSettingsFrom(env);
   const logger = createLogger('files');

@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { connectMongo, createLogger, EngineReadinessMonitor, grpcServerSettingsFrom, loadConfig, mongoEngineCheck, readinessSettingsFrom, startGrpcServer, stopOnSignals, type EngineCheck, type RunningService } from '@cards/platform';
+import { connectMongo, createLogger, EngineReadinessMonitor, grpcServerSettingsFrom, loadConfig, refuseEmbeddedStores, mongoEngineCheck, readinessSettingsFrom, startGrpcServer, stopOnSignals, type EngineCheck, type RunningService } from '@cards/platform';
 import { identity } from '@cards/proto';
 import { IdentityService } from './application/identity-service';
 import { jwtSecretFrom } from './adapters/crypto/jwt-secret-file';
@@ -14,6 +14,7 @@ import type { IdentityRepository } from './domain/ports';
 
 /** Composition root of the identity service. */
 export async function startIdentity(env: Record<string, string | undefined> = process.env): Promise<RunningService> {
+  refuseEmbeddedStores(env, ['MONGO_URL', 'JWT_SECRET']);
   const config = loadConfig(identityConfigSchema, env);
   const serverSettings = grpcServerSettingsFrom(env);
   const logger = createLogger('identity');

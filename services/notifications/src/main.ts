@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { connectMongo, createEventBus, createLogger, EngineReadinessMonitor, eventBusEngineChecks, grpcServerSettingsFrom, loadConfig, mongoEngineCheck, readinessSettingsFrom, startGrpcServer, stopOnSignals, type EngineCheck, type Logger, type RunningService } from '@cards/platform';
+import { connectMongo, createEventBus, createLogger, EngineReadinessMonitor, eventBusEngineChecks, grpcServerSettingsFrom, loadConfig, refuseEmbeddedStores, mongoEngineCheck, readinessSettingsFrom, startGrpcServer, stopOnSignals, type EngineCheck, type Logger, type RunningService } from '@cards/platform';
 import { notifications } from '@cards/proto';
 import { MongoNotificationRepository } from './adapters/mongo/mongo-notification-repository';
 import { SqliteNotificationRepository } from './adapters/sqlite/sqlite-notification-repository';
@@ -22,6 +22,7 @@ async function openRepository(config: NotificationsConfig, logger: Logger, engin
 
 /** Composition root of the notifications service. */
 export async function startNotifications(env: Record<string, string | undefined> = process.env): Promise<RunningService> {
+  refuseEmbeddedStores(env, ['MONGO_URL', 'KAFKA_BROKERS']);
   const config = loadConfig(notificationsConfigSchema, env);
   const serverSettings = grpcServerSettingsFrom(env);
   const logger = createLogger('notifications');

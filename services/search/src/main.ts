@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { createEventBus, createLogger, EngineReadinessMonitor, eventBusEngineChecks, grpcServerSettingsFrom, loadConfig, readinessSettingsFrom, startGrpcServer, stopOnSignals, Topics, type EngineCheck, type Logger, type RunningService } from '@cards/platform';
+import { createEventBus, createLogger, EngineReadinessMonitor, eventBusEngineChecks, grpcServerSettingsFrom, loadConfig, refuseEmbeddedStores, readinessSettingsFrom, startGrpcServer, stopOnSignals, Topics, type EngineCheck, type Logger, type RunningService } from '@cards/platform';
 import { search } from '@cards/proto';
 import { searchConfigSchema, type SearchConfig } from './config';
 import { OpenAiEmbedder } from './adapters/openai/openai-embedder';
@@ -34,6 +34,7 @@ function createEmbedder(config: SearchConfig, logger: Logger): Embedder {
 
 /** Composition root of the search service. */
 export async function startSearch(env: Record<string, string | undefined> = process.env): Promise<RunningService> {
+  refuseEmbeddedStores(env, ['MONGO_URL', 'ELASTICSEARCH_URL', 'KAFKA_BROKERS']);
   const config = loadConfig(searchConfigSchema, env);
   const serverSettings = grpcServerSettingsFrom(env);
   const logger = createLogger('search');

@@ -8,7 +8,7 @@ import { InProcessContentLock } from '../src/adapters/in-process/in-process-cont
 import { CardService } from '../src/application/card-service';
 import { isOlder } from '../src/application/card-service';
 import type { NearDuplicateCandidate, NearDuplicateFinder } from '../src/domain/ports';
-import { jaccard, NEAR_COPY_JACCARD, shinglesOf } from '../src/domain/rules';
+import { fingerprintOf, jaccard, NEAR_COPY_JACCARD, shinglesOf } from '../src/domain/rules';
 import { aCollection, someContent } from './builders';
 
 /** The service on a real SQLite store, with the peers it asks (search, files, identity) answering as told. */
@@ -78,6 +78,41 @@ describe('CardService', () => {
       const groups = await service.getCardGroups(made.map((m) => m.card.id), undefined);
       expect(groups.map((g) => [g.root.id, g.collisions.length])).toEqual([[earliest.id, users.length - 1]]);
     }
+  });
+
+  it('near copies whose creates were cut off after the insert (process killed) end as one root once search announces them', async () => {
+    const { service, cards } = setup();
+    const killed = new Error('process killed after the insert');
+    const insert = cards.insert.bind(cards);
+    cards.insert = async (...args) => {
+      await insert(...args);
+      throw killed;
+    };
+    const text = someContent();
+    const users = ['alice', 'bob', 'carol', 'dave', 'erin', 'frank'];
+    const cut = await Promise.allSettled(users.map((user, i) => create(service, user, `${text} variant${i}`)));
+    expect(cut.every((r) => r.status === 'rejected' && r.reason === killed)).toBe(true);
+    cards.insert = insert;
+    const stored = () => cards.findBySketch(fingerprintOf(`${text} variant0`).sketch, 1, 50);
+    expect((await stored()).filter((c) => c.collisionOf === null).length).toBeGreaterThan(1);
+    // After the restart search indexes the roots it was told of and announces them, in any order.
+    for (const card of [...(await stored())].reverse()) if (card.collisionOf === null) await service.recordIndexed(card.id, `vp-${card.id}`);
+    const after = await stored();
+    const earliest = [...after].sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime() || a.id.localeCompare(b.id))[0]!;
+    expect(after.map((c) => (c.id === earliest.id ? null : earliest.id))).toEqual(after.map((c) => c.collisionOf));
+    const groups = await service.getCardGroups(after.map((c) => c.id), undefined);
+    expect(groups.map((g) => [g.root.id, g.collisions.length])).toEqual([[earliest.id, users.length - 1]]);
+  });
+
+  it('an edited root announced by search stays a root beside a near copy of its new text', async () => {
+    const { service, cards } = setup();
+    const text = someContent();
+    const first = await create(service, 'alice', text);
+    const other = await create(service, 'bob');
+    await service.updateCard({ callerId: 'bob', cardId: other.card.id, cardHtml: `<p>${text} edited</p>` });
+    await service.recordIndexed(other.card.id, `vp-${other.card.id}`);
+    expect((await cards.findById(other.card.id))!.collisionOf).toBeNull();
+    expect((await cards.findById(first.card.id))!.collisionOf).toBeNull();
   });
 
   describe('copies by the embedding verdict alone, sent at the same moment', () => {

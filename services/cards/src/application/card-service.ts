@@ -179,7 +179,12 @@ export class CardService {
   private async settleNearCopyRoots(card: Card, fingerprint: ReturnType<typeof fingerprintOf>, checked: CheckedRoots | null): Promise<Card> {
     const byContent = await this.nearCopyRoots(card, fingerprint);
     const byEmbedding = await this.embeddingCopyRoots(card, checked, new Set(byContent.map((r) => r.id)));
-    const roots = [...byContent, ...byEmbedding].sort((a, b) => (isOlder(a, b) ? -1 : 1));
+    return this.settleWith(card, [...byContent, ...byEmbedding]);
+  }
+
+  /** `card`, a root, joins the earliest of `found` that may hold it, or else takes the later ones it may hold. */
+  private async settleWith(card: Card, found: Card[]): Promise<Card> {
+    const roots = [...found].sort((a, b) => (isOlder(a, b) ? -1 : 1));
     for (const earlier of roots.filter((r) => isOlder(r, card) && mayHoldCollision(r, card))) {
       if (await this.joinRoot(card, earlier)) return { ...card, collisionOf: earlier.id };
       const current = await this.deps.cards.findById(card.id);
@@ -526,9 +531,17 @@ export class CardService {
     );
   }
 
-  /** The search service indexed a root card. */
+  /**
+   * The search service indexed a root card. A root unchanged since its creation settles with its near copies by the
+   * content rules once more: a create cut off between its insert and its look-again (the process killed) left it a
+   * root beside copies sent at the same moment, and this announcement, durable like every event and delivered again
+   * when its handling was cut, still reaches it after the restart. A create that did look again leaves nothing to do.
+   */
   async recordIndexed(cardId: string, vectorPointId: string): Promise<void> {
     await this.deps.cards.setVectorPointId(cardId, vectorPointId);
+    const card = await this.deps.cards.findById(cardId);
+    if (!card || card.collisionOf !== null || card.updatedAt.getTime() !== card.createdAt.getTime()) return;
+    await this.settleWith(card, await this.nearCopyRoots(card, fingerprintOf(card.content)));
   }
 
   /** The search service verified a card against `link`; a result for a link the card no longer has is dropped. */

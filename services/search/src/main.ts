@@ -90,10 +90,10 @@ export async function startSearch(env: Record<string, string | undefined> = proc
       await grpc.shutdown();
       // Together: closing the bus abandons an announcement (search.index.v1) the indexing handler is still sending to
       // brokers that are down, which closing the subscription alone would wait out; its event, not committed, is
-      // handled and announced again after the next start.
-      await Promise.all([indexing.close(), bus.close()]);
+      // handled and announced again after the next start. The verification worker has its own bus and store: it stops
+      // alongside rather than after, so its bounded waits do not add to the bus's during a broker outage.
+      await Promise.all([indexing.close(), bus.close(), verification.stop()]);
       await index.close();
-      await verification.stop();
     },
   };
 }

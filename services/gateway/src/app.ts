@@ -16,7 +16,7 @@ import { serveApiDocs } from './openapi/serve-docs';
 import type { RateLimitConfig } from './http/rate-limits';
 import { batchingSessionResolver, SESSION_COOKIE, sessionMiddleware } from './http/session';
 import { serveWebApp } from './http/web-app';
-import { uploadAdmission, type UploadAdmissionLimits } from './http/upload-admission';
+import { refuseUploadUnread, uploadAdmission, type UploadAdmissionLimits } from './http/upload-admission';
 import { routeMethodIndex, serverWideOptions, unmatchedApiRequest, unmatchedRequest } from './http/unmatched';
 import { registerIdentityRoutes } from './routes/identity-routes';
 import { registerCardRoutes } from './routes/card-routes';
@@ -100,13 +100,14 @@ export function createGatewayApp(options: GatewayAppOptions): Express {
   });
 
   app.use('/api', requireJsonBodies);
-  // Uploads carry the document base64-encoded in JSON: a larger limit for that one route only.
-  const fileBodyLimit = Math.ceil((options.maxFileBytes * 4) / 3) + 256 * 1024;
-  app.post('/api/file', uploadAdmission({ bodyLimitBytes: fileBodyLimit, ...(options.uploads ?? DEFAULT_UPLOADS) }), jsonBodyParser(fileBodyLimit));
-  app.use('/api', jsonBodyParser(options.jsonBodyLimit));
+  // The caller is known before any body is read: an upload is refused before its body takes memory or a slot.
   app.use('/api', cookieParser());
   app.use('/api', originCheck(crossOrigin));
   app.use('/api', sessionMiddleware(batchingSessionResolver(options.clients.identity)));
+  // Uploads carry the document base64-encoded in JSON: a larger limit for that one route only.
+  const fileBodyLimit = Math.ceil((options.maxFileBytes * 4) / 3) + 256 * 1024;
+  app.post('/api/file', refuseUploadUnread(fileBodyLimit), uploadAdmission({ bodyLimitBytes: fileBodyLimit, ...(options.uploads ?? DEFAULT_UPLOADS) }), jsonBodyParser(fileBodyLimit));
+  app.use('/api', jsonBodyParser(options.jsonBodyLimit));
 
   const api = Router();
   api.use(recordMountPath('/api'));

@@ -1,6 +1,6 @@
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { AdmissionRefusedError, BoundedAdmission, type Release } from '@cards/platform';
-import { HttpError } from './http-error';
+import { HttpError, unauthorized } from './http-error';
 
 export interface UploadAdmissionLimits {
   /** Largest upload body (the upload route's JSON limit): one such body weighs one unit. */
@@ -50,5 +50,19 @@ export function uploadAdmission(limits: UploadAdmissionLimits): RequestHandler {
         next(new HttpError(503, UPLOADS_BUSY_MESSAGE));
       },
     );
+  };
+}
+
+/**
+ * Refuses an upload before it waits for admission and before its body is read: no session (401), or a declared
+ * length above the limit (413). After the answer Node reads and drops what the client still sends (as for
+ * body-parser's own 413) instead of closing: a close with unread bytes resets the connection, and clients still
+ * sending then often report the reset instead of the answer (measured with fetch: EPIPE).
+ */
+export function refuseUploadUnread(bodyLimitBytes: number): RequestHandler {
+  return (req: Request, _res: Response, next: NextFunction) => {
+    if (!req.user) return next(unauthorized());
+    if (Number(req.headers['content-length']) > bodyLimitBytes) return next(new HttpError(413, 'The request body is too large'));
+    next();
   };
 }

@@ -10,6 +10,7 @@ import type { RouteDeps } from '../app';
 import { HttpError, badRequest } from '../http/http-error';
 import { UPLOAD_RETRY_AFTER_SECONDS } from '../http/upload-admission';
 import { pagesOf, sendJsonArrayInPages } from '../http/json-array-in-pages';
+import { sendJsonWithBase64UrlMember } from '../http/json-with-streamed-content';
 import { requireUser } from '../http/session';
 import { looseBoolean, nonBlankCharacterString, parseBody, tagList, uuidParam, uuidString } from '../http/validation';
 import { forKnownUser } from './known-user';
@@ -21,6 +22,12 @@ const UPLOAD_CHUNK_BYTES = 256 * 1024;
 /** Header the files service's internal download endpoint expects when it is configured with a token. */
 const INTERNAL_TOKEN_HEADER = 'x-files-internal-token';
 const CALLER_HEADER = 'x-caller-id';
+/**
+ * How long a file read with its content may take: the bytes are read no faster than the client takes the answer (a
+ * MAX_FILE_BYTES file is ~27 MB of JSON: ~550 KB/s at least). Below the services' GRPC_MAX_CONNECTION_AGE_GRACE_MS
+ * (60 s), so a read that crosses a connection's age is never cut; slower clients have the raw download route.
+ */
+const FILE_READ_DEADLINE_MS = 50_000;
 
 const requiredString = (max: number) =>
   z.string({ required_error: 'is required', invalid_type_error: 'must be a string' }).min(1, 'must not be empty').max(max, `must be at most ${max} characters`);
@@ -46,7 +53,10 @@ export function decodeBase64Url(value: string): Buffer {
   return Buffer.from(unpadded.replace(/\+/g, '-').replace(/\//g, '_'), 'base64url');
 }
 
-/** The File object of the interface, plus ingestion_status/ingestion_error so the uploader can follow ingestion. */
+/**
+ * The File object of the interface, plus ingestion_status/ingestion_error so the uploader can follow ingestion;
+ * base64url_content, when there, comes last (the read route streams it after the other members).
+ */
 function presentFile(file: files.File, content?: Buffer): Record<string, unknown> {
   return {
     id: file.id,
@@ -64,6 +74,12 @@ function presentFile(file: files.File, content?: Buffer): Record<string, unknown
     ingestion_error: file.ingestionError ?? null,
     ...(content ? { base64url_content: content.toString('base64url') } : {}),
   };
+}
+
+async function* chunksOf(messages: AsyncIterator<files.ReadFileResponse>): AsyncGenerator<Uint8Array> {
+  for (let message = await messages.next(); !message.done; message = await messages.next()) {
+    if (message.value.part?.$case === 'chunk') yield message.value.part.value;
+  }
 }
 
 async function* uploadMessages(header: files.UploadFileHeader, bytes: Buffer): AsyncIterable<files.UploadFileRequest> {
@@ -166,14 +182,17 @@ export function registerFileRoutes(router: Router, { clients, filesHttpAddress, 
 
   router.get('/file/:file_id', async (req, res) => {
     const fileId = uuidParam(req, 'file_id');
-    let file: files.File | undefined;
-    const chunks: Buffer[] = [];
-    for await (const message of clients.files.readFile({ fileId, callerId: req.user?.id })) {
-      if (message.part?.$case === 'file') file = message.part.value;
-      else if (message.part?.$case === 'chunk') chunks.push(message.part.value);
+    const messages = clients.files.readFile({ fileId, callerId: req.user?.id }, { deadline: FILE_READ_DEADLINE_MS })[Symbol.asyncIterator]();
+    try {
+      // The header comes first, after the visibility check: a missing or someone else's private file is an error
+      // answer before anything is sent. The bytes follow and are encoded into the answer as they arrive.
+      const first = await messages.next();
+      const file = !first.done && first.value.part?.$case === 'file' ? first.value.part.value : undefined;
+      if (!file) throw new HttpError(502, 'The file service sent no file header');
+      await sendJsonWithBase64UrlMember(res, presentFile(file), 'base64url_content', Number(file.size), chunksOf(messages));
+    } finally {
+      await messages.return?.();
     }
-    if (!file) throw new HttpError(502, 'The file service sent no file header');
-    res.json(presentFile(file, Buffer.concat(chunks)));
   });
 
   router.delete('/file/:file_id', async (req, res) => {

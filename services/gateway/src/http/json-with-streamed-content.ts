@@ -1,0 +1,56 @@
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import type { Response } from 'express';
+import { base64UrlChunks, base64UrlLength } from './base64url-chunks';
+
+/** Thrown when the bytes streamed are not as many as announced; the answer has begun, so its connection is cut. */
+export class ContentSizeMismatchError extends Error {
+  constructor(announced: number, received: string) {
+    super(`the file service announced ${announced} bytes and sent ${received}`);
+    this.name = 'ContentSizeMismatchError';
+  }
+}
+
+async function* exactly(byteCount: number, chunks: AsyncIterable<Uint8Array>): AsyncGenerator<Uint8Array> {
+  let received = 0;
+  for await (const chunk of chunks) {
+    received += chunk.byteLength;
+    if (received > byteCount) throw new ContentSizeMismatchError(byteCount, `more (${received} so far)`);
+    yield chunk;
+  }
+  if (received !== byteCount) throw new ContentSizeMismatchError(byteCount, String(received));
+}
+
+/**
+ * Answers 200 with `fields` as a JSON object ending in the member `name` holding the base64url text of `content`,
+ * written as the bytes arrive: the same bytes `res.json({ ...fields, [name]: bytes.toString('base64url') })` sends,
+ * without the file, its text and the stringified answer (~6 times the file) in memory at once, and read no faster
+ * than the client takes it. `byteCount` gives the Content-Length up front. Anything wrong once the answer has
+ * begun (the stream fails, or sends another number of bytes than announced) can only cut the connection: the client
+ * sees a broken answer, never valid JSON with other content. A HEAD request gets the head only.
+ */
+export async function sendJsonWithBase64UrlMember(res: Response, fields: Record<string, unknown>, name: string, byteCount: number, content: AsyncIterable<Uint8Array>): Promise<void> {
+  const members = JSON.stringify(fields);
+  const opening = `${members === '{}' ? '{' : `${members.slice(0, -1)},`}${JSON.stringify(name)}:"`;
+  const closing = '"}';
+  res.status(200);
+  res.setHeader('content-type', 'application/json; charset=utf-8');
+  res.setHeader('content-length', String(Buffer.byteLength(opening) + base64UrlLength(byteCount) + closing.length));
+  if (res.req.method === 'HEAD') {
+    res.end();
+    return;
+  }
+  async function* body(): AsyncGenerator<string> {
+    yield opening;
+    yield* base64UrlChunks(exactly(byteCount, content));
+    yield closing;
+  }
+  try {
+    // highWaterMark 1: no chunk is read ahead while the one before is still waiting for the client.
+    await pipeline(Readable.from(body(), { highWaterMark: 1 }), res);
+  } catch (err) {
+    // The client went away: nothing is left to answer and nothing went wrong here.
+    if ((err as NodeJS.ErrnoException).code === 'ERR_STREAM_PREMATURE_CLOSE') return;
+    throw err;
+  }
+}

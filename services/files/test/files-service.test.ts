@@ -57,6 +57,20 @@ describe('FilesService', () => {
     expect(await new SqliteOutboxStore(repository.db).pending(10)).toEqual([]);
   });
 
+  it('open from an offset streams the rest of the file, still checking visibility; an offset outside the file is refused', async () => {
+    const owner = newId();
+    const record = await upload({ callerId: owner, private: true });
+    const rest = async (offset: number) => {
+      const chunks: Buffer[] = [];
+      for await (const chunk of (await service.open(record.id, owner, offset)).content) chunks.push(chunk as Buffer);
+      return Buffer.concat(chunks);
+    };
+    expect((await rest(1000)).equals(docx.subarray(1000))).toBe(true);
+    expect((await rest(docx.length)).length).toBe(0);
+    await expect(service.open(record.id, newId(), 1000)).rejects.toBeInstanceOf(NotFoundError);
+    for (const offset of [-1, docx.length + 1, 0.5]) await expect(service.open(record.id, owner, offset)).rejects.toBeInstanceOf(InvalidArgumentError);
+  });
+
   it('visibility: private files are the owner\'s alone; others may read public ones but not change them', async () => {
     const owner = newId();
     const other = newId();

@@ -31,6 +31,17 @@ export function describeObjectStoreContract(name: string, factory: () => Promise
       expect(await s.stat(key)).toEqual({ size: bytes.length });
     });
 
+    run('open from an offset streams the bytes from there to the end; at or past the end, none', async (s) => {
+      const key = randomUUID();
+      const bytes = randomBytes(300_001);
+      await s.put(key, bytes);
+      for (const offset of [0, 1, 65_536, 150_000, 300_000]) {
+        expect({ offset, same: (await drain(await s.open(key, offset))).equals(bytes.subarray(offset)) }).toEqual({ offset, same: true });
+      }
+      for (const offset of [300_001, 400_000]) expect({ offset, length: (await drain(await s.open(key, offset))).length }).toEqual({ offset, length: 0 });
+      await expect(s.open(randomUUID(), 10)).rejects.toBeInstanceOf(NotFoundError);
+    });
+
     run('put replaces an existing object', async (s) => {
       const key = randomUUID();
       await s.put(key, Buffer.from('first version'));

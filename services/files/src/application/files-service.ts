@@ -99,11 +99,15 @@ export class FilesService {
     return record;
   }
 
-  /** The record and a stream of its bytes, for a caller who may see it. */
-  async open(fileId: string, callerId: string | undefined): Promise<{ record: FileRecord; content: Readable }> {
+  /**
+   * The record and a stream of its bytes from `offset` (a reader going on from the byte it reached), for a caller who
+   * may see it; InvalidArgumentError when the offset is not a byte position of the file (0 to its size).
+   */
+  async open(fileId: string, callerId: string | undefined, offset = 0): Promise<{ record: FileRecord; content: Readable }> {
     const record = await this.get(fileId, callerId);
+    if (!Number.isSafeInteger(offset) || offset < 0 || offset > record.size) throw new InvalidArgumentError(`offset: must be from 0 to the file's size (${record.size})`);
     try {
-      return { record, content: await this.deps.objects.open(record.id) };
+      return { record, content: await this.deps.objects.open(record.id, offset) };
     } catch (err) {
       if (err instanceof NotFoundError) throw new NotFoundError('File not found');
       throw err;

@@ -52,8 +52,11 @@ export interface StoredObject {
 export interface ObjectStore {
   /** Stores the bytes under key, replacing any previous object. */
   put(key: string, bytes: Buffer): Promise<void>;
-  /** A stream of the object's bytes; NotFoundError when there is none. */
-  open(key: string): Promise<Readable>;
+  /**
+   * A stream of the object's bytes from `offset` (default 0) to its end, so a reader cut off part way goes on from the
+   * byte it reached; empty when `offset` is at or past the end. NotFoundError when there is none.
+   */
+  open(key: string, offset?: number): Promise<Readable>;
   /** The whole object; NotFoundError when there is none. */
   read(key: string): Promise<Buffer>;
   /** Size of the object, or null when there is none. */

@@ -60,7 +60,7 @@ export function fileHandlers(service: FilesService): files.FileServiceImplementa
       return toProto(await service.get(req.fileId, req.callerId));
     },
     async *readFile(req) {
-      const { record, content } = await service.open(req.fileId, req.callerId);
+      const { record, content } = await service.open(req.fileId, req.callerId, req.offset);
       try {
         yield { part: { $case: 'file', value: toProto(record) } };
         for await (const data of content) {

@@ -43,10 +43,10 @@ export class DiskObjectStore implements ObjectStore {
     }
   }
 
-  async open(key: string): Promise<Readable> {
+  async open(key: string, offset = 0): Promise<Readable> {
     const path = this.pathOf(key);
     if (!(await this.stat(key))) throw new NotFoundError(`object ${key} not found`);
-    return createReadStream(path);
+    return createReadStream(path, { start: offset });
   }
 
   async read(key: string): Promise<Buffer> {

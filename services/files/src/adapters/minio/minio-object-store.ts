@@ -1,4 +1,4 @@
-import type { Readable } from 'node:stream';
+import { Readable } from 'node:stream';
 import { Client } from 'minio';
 import { NotFoundError } from '@cards/platform';
 import type { ObjectStore, StoredObject } from '../../domain/ports';
@@ -81,12 +81,15 @@ export class MinioObjectStore implements ObjectStore {
     await this.client.putObject(this.options.bucket, key, bytes, bytes.length);
   }
 
-  async open(key: string): Promise<Readable> {
+  async open(key: string, offset = 0): Promise<Readable> {
     await this.ensureBucket();
     try {
-      return await this.client.getObject(this.options.bucket, key);
+      // A Range request from the offset (none at 0); the length left out reads to the end.
+      return await this.client.getPartialObject(this.options.bucket, key, offset);
     } catch (err) {
       if (isMissing(err)) throw new NotFoundError(`object ${key} not found`);
+      // S3 answers 416 for a range starting at or past the end of an object that exists: nothing left to read.
+      if ((err as { code?: string })?.code === 'InvalidRange') return Readable.from([]);
       throw err;
     }
   }

@@ -45,7 +45,14 @@ export interface UploadFileRequest {
 
 export interface GetFileRequest {
   fileId: string;
-  callerId?: string | undefined;
+  callerId?:
+    | string
+    | undefined;
+  /**
+   * ReadFile only: the first byte to send, so a reader whose stream ended early goes on from the byte it reached (0:
+   * from the start; the header still comes first). INVALID_ARGUMENT when negative or past the file's size.
+   */
+  offset: number;
 }
 
 export interface ReadFileResponse {
@@ -638,7 +645,7 @@ export const UploadFileRequest: MessageFns<UploadFileRequest> = {
 };
 
 function createBaseGetFileRequest(): GetFileRequest {
-  return { fileId: "", callerId: undefined };
+  return { fileId: "", callerId: undefined, offset: 0 };
 }
 
 export const GetFileRequest: MessageFns<GetFileRequest> = {
@@ -648,6 +655,9 @@ export const GetFileRequest: MessageFns<GetFileRequest> = {
     }
     if (message.callerId !== undefined) {
       writer.uint32(18).string(message.callerId);
+    }
+    if (message.offset !== 0) {
+      writer.uint32(24).int64(message.offset);
     }
     return writer;
   },
@@ -681,6 +691,14 @@ export const GetFileRequest: MessageFns<GetFileRequest> = {
             message.callerId = reader.string();
             continue;
           }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.offset = longToNumber(reader.int64());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -705,6 +723,7 @@ export const GetFileRequest: MessageFns<GetFileRequest> = {
         : isSet(object.caller_id)
         ? globalThis.String(object.caller_id)
         : undefined,
+      offset: isSet(object.offset) ? globalThis.Number(object.offset) : 0,
     };
   },
 
@@ -716,6 +735,9 @@ export const GetFileRequest: MessageFns<GetFileRequest> = {
     if (message.callerId !== undefined) {
       obj.callerId = message.callerId;
     }
+    if (message.offset !== 0) {
+      obj.offset = Math.round(message.offset);
+    }
     return obj;
   },
 
@@ -726,6 +748,7 @@ export const GetFileRequest: MessageFns<GetFileRequest> = {
     const message = createBaseGetFileRequest();
     message.fileId = object.fileId ?? "";
     message.callerId = object.callerId ?? undefined;
+    message.offset = object.offset ?? 0;
     return message;
   },
 };
@@ -1279,7 +1302,7 @@ export const FileServiceDefinition = {
       responseStream: false,
       options: {},
     },
-    /** Header first, then the bytes in chunks. */
+    /** Header first, then the bytes in chunks (from GetFileRequest.offset). */
     readFile: {
       name: "ReadFile",
       requestType: GetFileRequest as typeof GetFileRequest,
@@ -1327,7 +1350,7 @@ export interface FileServiceImplementation<CallContextExt = {}> {
   ): Promise<DeepPartial<File>>;
   /** NOT_FOUND when missing or private to someone else. */
   getFile(request: GetFileRequest, context: CallContext & CallContextExt): Promise<DeepPartial<File>>;
-  /** Header first, then the bytes in chunks. */
+  /** Header first, then the bytes in chunks (from GetFileRequest.offset). */
   readFile(
     request: GetFileRequest,
     context: CallContext & CallContextExt,
@@ -1352,7 +1375,7 @@ export interface FileServiceClient<CallOptionsExt = {}> {
   ): Promise<File>;
   /** NOT_FOUND when missing or private to someone else. */
   getFile(request: DeepPartial<GetFileRequest>, options?: CallOptions & CallOptionsExt): Promise<File>;
-  /** Header first, then the bytes in chunks. */
+  /** Header first, then the bytes in chunks (from GetFileRequest.offset). */
   readFile(
     request: DeepPartial<GetFileRequest>,
     options?: CallOptions & CallOptionsExt,

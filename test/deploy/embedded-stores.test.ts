@@ -13,7 +13,7 @@ type Start = (env: Record<string, string | undefined>) => Promise<{ stop(): Prom
 
 /** Each service, its engine variables as the chart sets them (from the Secret or values), and the start function. */
 const SERVICES: Array<[string, Start, Record<string, string>]> = [
-  ['identity', startIdentity, { MONGO_URL: 'mongodb://mongo:27017', JWT_SECRET: 'j'.repeat(48) }],
+  ['identity', startIdentity, { MONGO_URL: 'mongodb://mongo:27017', JWT_SECRET: 'j'.repeat(48), SMTP_URL: 'smtp://mail:587' }],
   ['cards', startCards, { MONGO_URL: 'mongodb://mongo:27017', KAFKA_BROKERS: 'kafka:9092' }],
   ['search', startSearch, { MONGO_URL: 'mongodb://mongo:27017', ELASTICSEARCH_URL: 'http://es:9200', KAFKA_BROKERS: 'kafka:9092' }],
   ['files', startFiles, { MONGO_URL: 'mongodb://mongo:27017', S3_ENDPOINT: 'http://s3:9000', S3_ACCESS_KEY: 'a', S3_SECRET_KEY: 'b', KAFKA_BROKERS: 'kafka:9092', FILES_INTERNAL_TOKEN: 't'.repeat(32) }],

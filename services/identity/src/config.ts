@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { envInt } from '@cards/platform';
+import { envBoolean, envInt, refuseEmbeddedStores } from '@cards/platform';
 
 export const identityConfigSchema = z.object({
   DATA_DIR: z.string().default('./data'),
@@ -10,9 +10,23 @@ export const identityConfigSchema = z.object({
   PUBLIC_URL: z.string().url().default('http://localhost:8090').transform((u) => u.replace(/\/+$/, '')),
   SMTP_URL: z.string().url().optional().or(z.literal('').transform(() => undefined)),
   MAIL_FROM: z.string().default('Card Library <no-reply@card-library.local>'),
+  /** With EMBEDDED_STORES=refuse and no SMTP_URL: write mail as .eml files under DATA_DIR/mail instead of refusing to start. */
+  MAIL_TO_FILES: envBoolean(false),
   /** scrypt N; lower it only in tests. */
   PASSWORD_HASH_COST: envInt(16384),
   MONGO_URL: z.string().optional(),
 });
 
 export type IdentityConfig = z.infer<typeof identityConfigSchema>;
+
+/**
+ * With EMBEDDED_STORES=refuse (a pod without a volume of its own), stops at start naming each of identity's engine
+ * variables left unset or empty. SMTP_URL is one of them: without it invitation and reset mail would go to .eml files on
+ * the pod's disk, which nobody reads, so nobody could register or reset a password. MAIL_TO_FILES=true is the operator's
+ * explicit choice of no mail delivery.
+ */
+export function refuseIdentityEmbeddedStores(env: Record<string, string | undefined>): void {
+  const mailToFiles = identityConfigSchema.shape.MAIL_TO_FILES.safeParse(env.MAIL_TO_FILES);
+  const smtpRequired = !(mailToFiles.success && mailToFiles.data);
+  refuseEmbeddedStores(env, ['MONGO_URL', 'JWT_SECRET', ...(smtpRequired ? ['SMTP_URL'] : [])]);
+}

@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { connectMongo, createLogger, EngineReadinessMonitor, grpcServerSettingsFrom, loadConfig, refuseEmbeddedStores, mongoEngineCheck, readinessSettingsFrom, startGrpcServer, stopOnSignals, type EngineCheck, type RunningService } from '@cards/platform';
+import { connectMongo, createLogger, EngineReadinessMonitor, grpcServerSettingsFrom, loadConfig, mongoEngineCheck, readinessSettingsFrom, startGrpcServer, stopOnSignals, type EngineCheck, type RunningService } from '@cards/platform';
 import { identity } from '@cards/proto';
 import { IdentityService } from './application/identity-service';
 import { jwtSecretFrom } from './adapters/crypto/jwt-secret-file';
@@ -8,13 +8,13 @@ import { ScryptPasswordHasher } from './adapters/crypto/scrypt-password-hasher';
 import { EmlFileMailer, SmtpMailer } from './adapters/mail/nodemailer-mailer';
 import { MongoIdentityRepository } from './adapters/mongo/mongo-identity-repository';
 import { SqliteIdentityRepository } from './adapters/sqlite/sqlite-identity-repository';
-import { identityConfigSchema } from './config';
+import { identityConfigSchema, refuseIdentityEmbeddedStores } from './config';
 import { identityHandlers } from './grpc/identity-handlers';
 import type { IdentityRepository } from './domain/ports';
 
 /** Composition root of the identity service. */
 export async function startIdentity(env: Record<string, string | undefined> = process.env): Promise<RunningService> {
-  refuseEmbeddedStores(env, ['MONGO_URL', 'JWT_SECRET']);
+  refuseIdentityEmbeddedStores(env);
   const config = loadConfig(identityConfigSchema, env);
   const serverSettings = grpcServerSettingsFrom(env);
   const logger = createLogger('identity');

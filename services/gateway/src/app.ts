@@ -24,7 +24,7 @@ import { registerVoteRoutes } from './routes/vote-routes';
 import { registerUserRoutes } from './routes/user-routes';
 import { registerSearchRoutes } from './routes/search-routes';
 import { registerCollectionRoutes } from './routes/collection-routes';
-import { registerFileRoutes } from './routes/file-routes';
+import { registerFileRoutes, type FileReadLimits } from './routes/file-routes';
 import { registerNotificationRoutes } from './routes/notification-routes';
 
 /** What every route module receives. */
@@ -52,6 +52,8 @@ export interface GatewayAppOptions extends RouteDeps {
   accessLogLevel?: AccessLogLevel;
   /** Upload bodies held at once (UPLOADS_AT_ONCE, UPLOAD_QUEUE, UPLOAD_QUEUE_WAIT_MS); 1, 16, 15 s when unset. */
   uploads?: Omit<UploadAdmissionLimits, 'bodyLimitBytes'>;
+  /** File reads with content: under way at once, each ReadFile call's deadline, a client's idle time (FILE_READS_AT_ONCE, FILE_READ_CALL_MS, FILE_READ_IDLE_MS); 16, 50 s, 60 s when unset. */
+  fileReads?: FileReadLimits;
   /** Reports whether the peers answer; /healthz is 200 only when it resolves true. */
   checkPeers(): Promise<boolean>;
 }

@@ -62,6 +62,15 @@ export const gatewayConfigSchema = z.object({
   UPLOAD_QUEUE: envInt(16),
   /** How long an upload waits at most before it is answered 503. */
   UPLOAD_QUEUE_WAIT_MS: envInt(15_000),
+  /** GET /api/file/:id reads (content streamed) under way at most (~5 MB each for a slow reader); one more is answered 503 with Retry-After. */
+  FILE_READS_AT_ONCE: envInt(16).pipe(z.number().min(1, 'must be at least 1')),
+  /**
+   * Deadline of each ReadFile call behind such a read; a longer read goes on in a new call from the byte it reached.
+   * Keep it below the services' GRPC_MAX_CONNECTION_AGE_GRACE_MS (60 s).
+   */
+  FILE_READ_CALL_MS: envInt(50_000).pipe(z.number().min(100, 'must be at least 100')),
+  /** How long a GET /api/file/:id client may take none of the answer before its connection is cut and its read freed. */
+  FILE_READ_IDLE_MS: envInt(60_000).pipe(z.number().min(100, 'must be at least 100')),
   RATE_LIMIT_AUTH_PER_IP: envInt(600),
   RATE_LIMIT_AUTH_PER_EMAIL: envInt(10),
   /** MongoDB (its own database "gateway") where every gateway replica counts the auth rate limits; unset: this process's memory. */

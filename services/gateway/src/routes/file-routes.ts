@@ -4,7 +4,7 @@ import type { Socket } from 'node:net';
 import { createProxyMiddleware } from 'http-proxy-middleware';
 import { ClientError, Status } from 'nice-grpc';
 import { z } from 'zod';
-import { isStatusOfService, toApiTimestamp } from '@cards/platform';
+import { AdmissionRefusedError, BoundedAdmission, isStatusOfService, toApiTimestamp } from '@cards/platform';
 import type { files } from '@cards/proto';
 import type { RouteDeps } from '../app';
 import { HttpError, badRequest } from '../http/http-error';
@@ -14,6 +14,7 @@ import { sendJsonWithBase64UrlMember } from '../http/json-with-streamed-content'
 import { requireUser } from '../http/session';
 import { looseBoolean, nonBlankCharacterString, parseBody, tagList, uuidParam, uuidString } from '../http/validation';
 import { forKnownUser } from './known-user';
+import { openResumableFileRead } from './resumable-file-read';
 
 /** Files per page of the listing: a file may carry 20 KB of tags, so 200 stay below ~4.2 MB (the service's cap). */
 const FILES_PAGE_SIZE = 200;
@@ -22,12 +23,35 @@ const UPLOAD_CHUNK_BYTES = 256 * 1024;
 /** Header the files service's internal download endpoint expects when it is configured with a token. */
 const INTERNAL_TOKEN_HEADER = 'x-files-internal-token';
 const CALLER_HEADER = 'x-caller-id';
+/** Seconds a reader refused for too many reads under way is asked to wait (Retry-After). */
+export const FILE_READ_RETRY_AFTER_SECONDS = 5;
+export const FILE_READS_BUSY_MESSAGE = 'Too many file reads are under way; read the file again in a few seconds';
+
+/** Reads with content (GET /api/file/:id) under way at once, and how long each ReadFile call behind one may take. */
+export interface FileReadLimits {
+  /** Reads under way at most (FILE_READS_AT_ONCE); one more is answered 503 with Retry-After before any byte. */
+  atOnce: number;
+  /**
+   * One ReadFile call's deadline (FILE_READ_CALL_MS): a read lasting longer goes on in a new call from the byte it
+   * reached. Below the services' GRPC_MAX_CONNECTION_AGE_GRACE_MS, so a call is seldom cut at a connection's age.
+   */
+  callMs: number;
+  /** How long a client may take none of the answer (FILE_READ_IDLE_MS) before its connection is cut, freeing its read. */
+  idleMs: number;
+}
+
+export const DEFAULT_FILE_READS: FileReadLimits = { atOnce: 16, callMs: 50_000, idleMs: 60_000 };
 /**
- * How long a file read with its content may take: the bytes are read no faster than the client takes the answer (a
- * MAX_FILE_BYTES file is ~27 MB of JSON: ~550 KB/s at least). Below the services' GRPC_MAX_CONNECTION_AGE_GRACE_MS
- * (60 s), so a read that crosses a connection's age is never cut; slower clients have the raw download route.
+ * Bytes per write of the answer (16 KiB of base64, whole 3-byte groups): the connection's idle timer restarts when a
+ * write completes, so small writes let a slow client that still takes bytes count as taking them.
  */
-const FILE_READ_DEADLINE_MS = 50_000;
+const WRITE_PIECE_BYTES = 12 * 1024;
+
+async function* inPieces(chunks: AsyncIterable<Uint8Array>, pieceBytes: number): AsyncGenerator<Uint8Array> {
+  for await (const chunk of chunks) {
+    for (let at = 0; at < chunk.byteLength; at += pieceBytes) yield chunk.subarray(at, at + pieceBytes);
+  }
+}
 
 const requiredString = (max: number) =>
   z.string({ required_error: 'is required', invalid_type_error: 'must be a string' }).min(1, 'must not be empty').max(max, `must be at most ${max} characters`);
@@ -76,12 +100,6 @@ function presentFile(file: files.File, content?: Buffer): Record<string, unknown
   };
 }
 
-async function* chunksOf(messages: AsyncIterator<files.ReadFileResponse>): AsyncGenerator<Uint8Array> {
-  for (let message = await messages.next(); !message.done; message = await messages.next()) {
-    if (message.value.part?.$case === 'chunk') yield message.value.part.value;
-  }
-}
-
 async function* uploadMessages(header: files.UploadFileHeader, bytes: Buffer): AsyncIterable<files.UploadFileRequest> {
   yield { part: { $case: 'header', value: header } };
   for (let offset = 0; offset < bytes.length; offset += UPLOAD_CHUNK_BYTES) {
@@ -94,8 +112,11 @@ async function* uploadMessages(header: files.UploadFileHeader, bytes: Buffer): A
  * (passed through to the files service's internal HTTP endpoint, never buffered here), privacy,
  * delete, and the per-user listing.
  */
-export function registerFileRoutes(router: Router, { clients, filesHttpAddress, maxFileBytes, logger }: RouteDeps): void {
+export function registerFileRoutes(router: Router, { clients, filesHttpAddress, maxFileBytes, logger, fileReads = DEFAULT_FILE_READS }: RouteDeps & { fileReads?: FileReadLimits }): void {
   const internalToken = process.env.FILES_INTERNAL_TOKEN || undefined;
+  // A reader that stopped reading holds ~4 MB (socket and HTTP/2 buffers, measured); no waiting line: reads may last
+  // minutes, so a refused reader is told to ask again.
+  const reads = new BoundedAdmission({ capacity: fileReads.atOnce, maxWaiting: 0, maxWaitMs: 0 });
 
   router.post('/file', async (req, res) => {
     const user = requireUser(req);
@@ -182,16 +203,26 @@ export function registerFileRoutes(router: Router, { clients, filesHttpAddress, 
 
   router.get('/file/:file_id', async (req, res) => {
     const fileId = uuidParam(req, 'file_id');
-    const messages = clients.files.readFile({ fileId, callerId: req.user?.id }, { deadline: FILE_READ_DEADLINE_MS })[Symbol.asyncIterator]();
+    const release = await reads.acquire().catch((err: unknown) => {
+      if (!(err instanceof AdmissionRefusedError)) throw err;
+      res.setHeader('retry-after', String(FILE_READ_RETRY_AFTER_SECONDS));
+      throw new HttpError(503, FILE_READS_BUSY_MESSAGE);
+    });
     try {
       // The header comes first, after the visibility check: a missing or someone else's private file is an error
-      // answer before anything is sent. The bytes follow and are encoded into the answer as they arrive.
-      const first = await messages.next();
-      const file = !first.done && first.value.part?.$case === 'file' ? first.value.part.value : undefined;
-      if (!file) throw new HttpError(502, 'The file service sent no file header');
-      await sendJsonWithBase64UrlMember(res, presentFile(file), 'base64url_content', Number(file.size), chunksOf(messages));
+      // answer before anything is sent. The bytes follow and are encoded into the answer as they arrive, over as
+      // many calls of bounded duration as the client's pace needs.
+      const read = await openResumableFileRead(clients.files, { fileId, callerId: req.user?.id }, fileReads.callMs);
+      if (!read) throw new HttpError(502, 'The file service sent no file header');
+      try {
+        // A client that takes nothing for this long would otherwise hold its read (a slot, a file handle) for good.
+        res.setTimeout(fileReads.idleMs, () => res.destroy());
+        await sendJsonWithBase64UrlMember(res, presentFile(read.file), 'base64url_content', Number(read.file.size), inPieces(read.content, WRITE_PIECE_BYTES));
+      } finally {
+        await read.close();
+      }
     } finally {
-      await messages.return?.();
+      release();
     }
   });
 

@@ -897,10 +897,10 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description Try again later: the server has too many open connections (answered before the request is read, with Retry-After), or a backing service does not answer (on /healthz: not ready) */
+        /** @description Try again later: the server has too many open connections (answered before the request is read, with Retry-After), a file upload or file read found every slot taken (uploads: after waiting in line; with Retry-After), or a backing service does not answer (on /healthz: not ready) */
         ServiceUnavailable: {
             headers: {
-                /** @description Seconds to wait before trying again; sent when the connection cap refused the connection */
+                /** @description Seconds to wait before trying again; sent when the connection cap, the upload bound or the file-read bound refused the request */
                 "Retry-After"?: string;
                 [name: string]: unknown;
             };

@@ -163,8 +163,8 @@ const TRANSPORT_RESPONSES = {
     name: 'ServiceUnavailable',
     appliesTo: (_op: OperationSpec) => true,
     response: errorAnswer(
-      'Try again later: the server has too many open connections (answered before the request is read, with Retry-After), or a backing service does not answer (on /healthz: not ready)',
-      { 'Retry-After': { required: false, description: 'Seconds to wait before trying again; sent when the connection cap refused the connection', schema: { type: 'string' } } },
+      'Try again later: the server has too many open connections (answered before the request is read, with Retry-After), a file upload or file read found every slot taken (uploads: after waiting in line; with Retry-After), or a backing service does not answer (on /healthz: not ready)',
+      { 'Retry-After': { required: false, description: 'Seconds to wait before trying again; sent when the connection cap, the upload bound or the file-read bound refused the request', schema: { type: 'string' } } },
     ),
   },
   415: {

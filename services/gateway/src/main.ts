@@ -1,7 +1,7 @@
 import type { Server } from 'node:http';
 import { connectMongo, createLogger, loadConfig, stopOnSignals, type Logger, type MongoConnection, type RunningService } from '@cards/platform';
 import { health } from '@cards/proto';
-import { createChannel, createClient } from 'nice-grpc';
+import { createClient } from 'nice-grpc';
 import { createGatewayApp } from './app';
 import { createGatewayClients } from './clients';
 import { cookieSecureFrom, gatewayConfigSchema, type GatewayConfig } from './config';
@@ -46,8 +46,9 @@ export async function startGateway(env: Record<string, string | undefined> = pro
   };
   const { counter, connection } = await openAttemptCounter(config, logger);
   const { clients, channels } = createGatewayClients(peers, config.GRPC_DEADLINE_MS);
-  const healthChannels = Object.values(peers).map((address) => createChannel(address));
-  const healthClients = healthChannels.map((channel) => createClient(health.HealthDefinition, channel));
+  // Over the very channels the calls use: a channel of its own reconnected to a restarted peer while the calls' channel
+  // still waited out its reconnect backoff, so /healthz said 200 while every call to that peer was answered 503.
+  const healthClients = channels.map((channel) => createClient(health.HealthDefinition, channel));
   const app = createGatewayApp({
     clients,
     logger,
@@ -98,7 +99,7 @@ export async function startGateway(env: Record<string, string | undefined> = pro
     port,
     async stop() {
       await closeGracefully(config.SHUTDOWN_DRAIN_MS);
-      for (const channel of [...channels, ...healthChannels]) channel.close();
+      for (const channel of channels) channel.close();
       await connection?.close();
     },
   };

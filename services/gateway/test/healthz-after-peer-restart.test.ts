@@ -1,0 +1,63 @@
+// /healthz and the calls after a peer restarts on its address (kill -9 of a service, restarted by its supervisor).
+import { freePort } from '@cards/platform';
+import { cards, health } from '@cards/proto';
+import { createServer, ServerError, Status, type Server } from 'nice-grpc';
+import { startGateway } from '../src/main';
+
+/** One process standing in for every peer: SERVING health and CountCards; any other method is UNIMPLEMENTED. */
+async function startPeer(address: string): Promise<Server> {
+  const server = createServer();
+  server.add(health.HealthDefinition, {
+    async check() {
+      return { status: health.HealthCheckResponse_ServingStatus.SERVING };
+    },
+    async *watch() {
+      yield { status: health.HealthCheckResponse_ServingStatus.SERVING };
+    },
+  });
+  const countOnly = new Proxy({ countCards: async () => ({ totalCount: 7 }) } as Record<string, unknown>, {
+    get: (target, key) =>
+      target[key as string] ??
+      (async () => {
+        throw new ServerError(Status.UNIMPLEMENTED, 'not used');
+      }),
+  });
+  server.add(cards.CardServiceDefinition, countOnly as never);
+  await server.listen(address);
+  return server;
+}
+
+const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+describe('a peer restarted on the same address', () => {
+  it('is called again once /healthz answers 200: the probe and the calls use the same channel', async () => {
+    const address = `127.0.0.1:${await freePort()}`;
+    let peer = await startPeer(address);
+    const peers = ['IDENTITY', 'CARDS', 'SEARCH', 'FILES', 'NOTIFICATIONS'].map((name) => [`${name}_SERVICE_ADDR`, address]);
+    const gateway = await startGateway({ ...Object.fromEntries(peers), PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'silent', ACCESS_LOG_LEVEL: 'silent' });
+    const base = `http://127.0.0.1:${gateway.port}`;
+    const count = () => fetch(`${base}/api/card/count`).then(async (r) => ({ status: r.status, body: await r.json() }));
+    try {
+      expect(await count()).toEqual({ status: 200, body: { total_count: 7 } });
+      peer.forceShutdown();
+      // Calls while the peer is away: the calls' channel fails its reconnects and backs off between attempts.
+      for (let i = 0; i < 30; i++) {
+        expect((await count()).status).toBe(503);
+        await pause(200);
+      }
+      peer = await startPeer(address);
+      let healthy = false;
+      for (let i = 0; i < 300 && !healthy; i++) {
+        healthy = (await fetch(`${base}/healthz`)).status === 200;
+        if (!healthy) await pause(100);
+      }
+      expect(healthy).toBe(true);
+      // Ready means ready: the first call after the probe passes reaches the peer (before: 503 until the calls'
+      // channel's next attempt, seconds later, while the probe's own channel had already reconnected).
+      expect(await count()).toEqual({ status: 200, body: { total_count: 7 } });
+    } finally {
+      await gateway.stop();
+      peer.forceShutdown();
+    }
+  }, 60_000);
+});

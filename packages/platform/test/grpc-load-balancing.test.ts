@@ -6,10 +6,7 @@ import { files, identity } from '@cards/proto';
 import { createGrpcClient } from '../src/grpc-client';
 import { grpcServerSettingsFrom, startGrpcServer, type GrpcServerHandle } from '../src/grpc-server';
 import { createLogger } from '../src/logger';
-
-const unimplemented = async () => {
-  throw new ServerError(Status.UNIMPLEMENTED, 'not used');
-};
+import { serviceWith } from './support/service-with';
 
 /** An identity server whose resolveSession answers with its own name, so the caller sees which backend answered. */
 function startNamedServer(name: string, options: { maxConnectionAgeMs?: number; maxConnectionAgeGraceMs?: number } = {}): Promise<GrpcServerHandle> {
@@ -18,20 +15,14 @@ function startNamedServer(name: string, options: { maxConnectionAgeMs?: number; 
     logger: createLogger(name, 'silent'),
     ...options,
     register: (s) =>
-      s.add(identity.IdentityServiceDefinition, {
-        createInvitation: unimplemented,
-        register: unimplemented,
-        login: unimplemented,
-        logout: unimplemented,
-        requestPasswordReset: unimplemented,
-        resetPassword: unimplemented,
-        updateUser: unimplemented,
-        async resolveSession() {
-          return { id: name, email: `${name}@example.com`, visibleEmail: true };
-        },
-        getUsers: unimplemented,
-        resolveSessions: unimplemented,
-      }),
+      s.add(
+        identity.IdentityServiceDefinition,
+        serviceWith(identity.IdentityServiceDefinition, {
+          async resolveSession() {
+            return { id: name, email: `${name}@example.com`, visibleEmail: true };
+          },
+        }),
+      ),
   });
 }
 
@@ -165,34 +156,26 @@ describe('gRPC server maximum connection age', () => {
       maxConnectionAgeMs: ageMs,
       maxConnectionAgeGraceMs: 10_000,
       register: (s) => {
-        s.add(identity.IdentityServiceDefinition, {
-          createInvitation: unimplemented,
-          register: unimplemented,
-          login: unimplemented,
-          logout: unimplemented,
-          requestPasswordReset: unimplemented,
-          resetPassword: unimplemented,
-          updateUser: unimplemented,
-          async resolveSession() {
-            await new Promise((r) => setTimeout(r, ageMs * 5));
-            return { id: 'slow', email: 'slow@example.com', visibleEmail: true };
-          },
-          getUsers: unimplemented,
-          resolveSessions: unimplemented,
-        });
-        s.add(files.FileServiceDefinition, {
-          uploadFile: unimplemented,
-          getFile: unimplemented,
-          deleteFile: unimplemented,
-          setFilePrivacy: unimplemented,
-          listUserFiles: unimplemented,
-          async *readFile() {
-            for (let i = 0; i < chunks; i++) {
-              await new Promise((r) => setTimeout(r, ageMs / 2));
-              yield { part: { $case: 'chunk' as const, value: Buffer.from([i]) } };
-            }
-          },
-        });
+        s.add(
+          identity.IdentityServiceDefinition,
+          serviceWith(identity.IdentityServiceDefinition, {
+            async resolveSession() {
+              await new Promise((r) => setTimeout(r, ageMs * 5));
+              return { id: 'slow', email: 'slow@example.com', visibleEmail: true };
+            },
+          }),
+        );
+        s.add(
+          files.FileServiceDefinition,
+          serviceWith(files.FileServiceDefinition, {
+            async *readFile() {
+              for (let i = 0; i < chunks; i++) {
+                await new Promise((r) => setTimeout(r, ageMs / 2));
+                yield { part: { $case: 'chunk' as const, value: Buffer.from([i]) } };
+              }
+            },
+          }),
+        );
       },
     });
     servers.push(server);

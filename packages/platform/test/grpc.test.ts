@@ -4,6 +4,7 @@ import { createGrpcClient } from '../src/grpc-client';
 import { enableInProcessCalls } from '../src/in-process-calls';
 import { startGrpcServer, type GrpcServerHandle } from '../src/grpc-server';
 import { createLogger } from '../src/logger';
+import { serviceWith } from './support/service-with';
 import { InvalidArgumentError, NotFoundError } from '../src/errors';
 import { currentRequestContext, runWithRequestContext } from '../src/request-context';
 
@@ -14,21 +15,11 @@ const peers: string[] = [];
 const cancelled: string[] = [];
 
 beforeAll(async () => {
-  const unimplemented = async () => {
-    throw new Error('not used');
-  };
   server = await startGrpcServer({
     name: 'test',
     logger: createLogger('test', 'silent'),
     register: (s) =>
-      s.add(identity.IdentityServiceDefinition, {
-        createInvitation: unimplemented,
-        register: unimplemented,
-        login: unimplemented,
-        logout: unimplemented,
-        requestPasswordReset: unimplemented,
-        resetPassword: unimplemented,
-        updateUser: unimplemented,
+      s.add(identity.IdentityServiceDefinition, serviceWith(identity.IdentityServiceDefinition, {
         async resolveSession(req, context) {
           peers.push(context.peer);
           context.signal.addEventListener('abort', () => cancelled.push(req.token));
@@ -47,8 +38,7 @@ beforeAll(async () => {
           // Echoes what arrived, so a test sees the request as the server decoded it.
           return { users: req.ids.map((id) => ({ id, email: `${id}@example.com` })) };
         },
-        resolveSessions: unimplemented,
-      }),
+      })),
   });
 });
 afterAll(() => server.shutdown());
@@ -158,21 +148,18 @@ describe.each([
 
 describe('in-process calls to a server that has shut down', () => {
   it('go over the network like any other call, and fail as a closed port does', async () => {
-    const unimplemented = async () => {
-      throw new Error('not used');
-    };
     const gone = await startGrpcServer({
       name: 'gone',
       logger: createLogger('test', 'silent'),
       register: (s) =>
-        s.add(identity.IdentityServiceDefinition, {
-          createInvitation: unimplemented, register: unimplemented, login: unimplemented, logout: unimplemented,
-          requestPasswordReset: unimplemented, resetPassword: unimplemented, updateUser: unimplemented,
-          resolveSession: unimplemented, resolveSessions: unimplemented,
-          async getUsers() {
-            return { users: [] };
-          },
-        }),
+        s.add(
+          identity.IdentityServiceDefinition,
+          serviceWith(identity.IdentityServiceDefinition, {
+            async getUsers() {
+              return { users: [] };
+            },
+          }),
+        ),
     });
     enableInProcessCalls(true);
     const { client, channel } = createGrpcClient(identity.IdentityServiceDefinition, gone.address);

@@ -7,6 +7,7 @@ import { createGrpcClient } from '../src/grpc-client';
 import { enableInProcessCalls } from '../src/in-process-calls';
 import { startGrpcServer, type GrpcServerHandle } from '../src/grpc-server';
 import { EngineReadinessMonitor, isEngineUnavailableError, readinessSettingsFrom } from '../src/readiness';
+import { serviceWith } from './support/service-with';
 
 /** A logger that keeps the messages it was given, to count state-change lines. */
 function recordingLogger() {
@@ -190,23 +191,18 @@ describe('gRPC health and calls follow the monitor', () => {
     failureThreshold: 1,
   });
   beforeAll(async () => {
-    const unimplemented = async () => {
-      throw new Error('not used');
-    };
     server = await startGrpcServer({
       name: 'identity.v1.IdentityService',
       logger: pino({ level: 'silent' }),
       readiness: monitor,
       register: (s) =>
-        s.add(identity.IdentityServiceDefinition, {
-          // Every method the definition has (it grows), then the one this test calls.
-          ...(Object.fromEntries(Object.keys(identity.IdentityServiceDefinition.methods).map((method) => [method, unimplemented])) as Record<keyof typeof identity.IdentityServiceDefinition.methods, typeof unimplemented>),
+        s.add(identity.IdentityServiceDefinition, serviceWith(identity.IdentityServiceDefinition, {
           async resolveSession() {
             // What a driver throws when its server is gone (before the monitor has noticed).
             if (down === 'store') throw Object.assign(new Error('Server selection timed out after 5000 ms'), { name: 'MongoServerSelectionError' });
             return { id: 'u1', email: 'a@b.co', visibleEmail: true };
           },
-        }),
+        })),
     });
   });
   afterAll(() => server.shutdown());

@@ -116,7 +116,7 @@ export const grpcServerConfigSchema = z.object({
   METRICS_PORT: z.coerce.number().int().min(1).max(65_535).optional(),
   METRICS_HOST: z.string().default('127.0.0.1'),
   GRPC_MAX_CONNECTION_AGE_MS: z.coerce.number().int().refine((ms) => ms === 0 || ms >= 1000, 'expected 0 (never) or at least 1000').default(300_000),
-  // Longer than any caller's deadline (the longest: files' card creation, 30 s), so no call is cut at the age.
+  // Longer than any caller's deadline (the longest: the gateway's ReadFile calls, FILE_READ_CALL_MS 50 s; files' card creation 30 s), so no call is cut at the age.
   GRPC_MAX_CONNECTION_AGE_GRACE_MS: z.coerce.number().int().min(0).default(60_000),
 });
 

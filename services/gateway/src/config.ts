@@ -62,7 +62,7 @@ export const gatewayConfigSchema = z.object({
   UPLOAD_QUEUE: envInt(16),
   /** How long an upload waits at most before it is answered 503. */
   UPLOAD_QUEUE_WAIT_MS: envInt(15_000),
-  /** GET /api/file/:id reads (content streamed) under way at most (~5 MB each for a slow reader); one more is answered 503 with Retry-After. */
+  /** GET /api/file/:id reads (content streamed) under way at most (~4 MB each for a slow reader, docs/files.md); one more is answered 503 with Retry-After. */
   FILE_READS_AT_ONCE: envInt(16).pipe(z.number().min(1, 'must be at least 1')),
   /**
    * Deadline of each ReadFile call behind such a read; a longer read goes on in a new call from the byte it reached.

@@ -15,7 +15,10 @@ export function errorHandler(logger: Logger) {
   // Express recognises error handlers by their four parameters.
   return (err: unknown, req: Request, res: Response, _next: NextFunction) => {
     const { status, message } = describe(err);
-    if (status >= 500) logger.error({ err, method: req.method, path: req.path }, 'request failed');
+    // The gateway's own 503 (uploads or file reads over their bound, a busy files service passed on) is overload answered
+    // as designed, not a failure: one warn line, no stack, so a busy hour does not fill the error log.
+    if (err instanceof HttpError && status === 503) logger.warn({ method: req.method, path: req.path, status, message }, 'request refused: server busy');
+    else if (status >= 500) logger.error({ err, method: req.method, path: req.path }, 'request failed');
     if (res.headersSent) {
       res.destroy();
       return;

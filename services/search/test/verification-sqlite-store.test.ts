@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -13,4 +14,24 @@ describeVerificationStoreContract('SqliteVerificationStore', async () => {
     pendingEvents: () => outbox.pending(100),
     cleanup: async () => rmSync(dir, { recursive: true, force: true }),
   };
+});
+
+describe('SqliteVerificationStore reopened after a crash', () => {
+  it('runs the jobs its predecessor was running at once, not when their lease ends', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'verification-store-'));
+    try {
+      const path = join(dir, 'verification.db');
+      const now = new Date();
+      const hourLater = new Date(now.getTime() + 3_600_000);
+      const crashed = new SqliteVerificationStore(path);
+      const job = { id: randomUUID(), sourceEventId: randomUUID(), cardId: randomUUID(), authorId: randomUUID(), link: 'https://example.com/', content: 'text', createdAt: now };
+      expect(await crashed.enqueue(job)).toBe(true);
+      expect((await crashed.claim(1, now, hourLater)).map((j) => j.id)).toEqual([job.id]);
+      // The process dies here, its lease an hour away; the next one opens the same file.
+      const next = new SqliteVerificationStore(path);
+      expect((await next.claim(1, now, hourLater)).map((j) => j.id)).toEqual([job.id]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
 });

@@ -66,10 +66,14 @@ function slowGet(baseUrl: string, path: string, options: { cookie?: string; byte
   });
 }
 
+/** Uploads the file, trying again (as the 503 says to) when the upload's own call was cut by a connection's age. */
 async function upload(user: TestUser, isPrivate: boolean): Promise<string> {
-  const res = await user.client.post('/api/file', { base64_docx_file: bytes.toString('base64url'), file_name: 'large.pdf', file_mime_type: 'application/pdf', private: isPrivate });
-  if (res.status !== 200) throw new Error(`upload: ${res.status} ${res.text}`);
-  return res.json.id;
+  for (let attempt = 1; ; attempt++) {
+    const res = await user.client.post('/api/file', { base64_docx_file: bytes.toString('base64url'), file_name: 'large.pdf', file_mime_type: 'application/pdf', private: isPrivate });
+    if (res.status === 200) return res.json.id;
+    if (res.status !== 503 || attempt === 3) throw new Error(`upload: ${res.status} ${res.text}`);
+    await sleep(500);
+  }
 }
 
 function contentOf(body: Buffer): Buffer {
@@ -91,7 +95,7 @@ describe('a slow reader with ReadFile calls of 1 s, at most 2 reads at once, a c
 
   it('gets the exact content, read over several calls', async () => {
     const id = await upload(alice, true);
-    const read = await slowGet(system.baseUrl, `/api/file/${id}`, { cookie: alice.client.cookie, bytesPerSecond: BYTES_PER_SECOND });
+    const read = await slowGet(system.baseUrl, `/api/file/${id}`, { cookie: alice.client.cookie, bytesPerSecond: BYTES_PER_SECOND / 2 });
     expect(read.status).toBe(200);
     expect(contentOf(await read.body).equals(bytes)).toBe(true);
   }, 60_000);
@@ -147,19 +151,22 @@ describe('a slow reader with ReadFile calls of 1 s, at most 2 reads at once, a c
   }, 60_000);
 });
 
-describe('a slow reader while the services end gRPC connections at their max age (2 s, grace 1 s)', () => {
+// The grace (3 s) leaves an 8 MiB upload on a busy machine time to finish on its connection; the reader takes half the
+// pace of the others (~15 s), so its ReadFile stream, a few MB ahead of it in socket buffers at most, still outlives
+// the connection it began on (cut at most 2.2 + 3 s after that opened).
+describe('a slow reader while the services end gRPC connections at their max age (2 s, grace 3 s)', () => {
   let system: RunningSystem;
   let alice: TestUser;
 
   beforeAll(async () => {
-    system = await startSystem({ env: { SMTP_URL: mailbox.url, GRPC_MAX_CONNECTION_AGE_MS: '2000', GRPC_MAX_CONNECTION_AGE_GRACE_MS: '1000' } });
+    system = await startSystem({ env: { SMTP_URL: mailbox.url, GRPC_MAX_CONNECTION_AGE_MS: '2000', GRPC_MAX_CONNECTION_AGE_GRACE_MS: '3000' } });
     alice = await signUp(system.baseUrl, mailbox, 'alice');
   }, 120_000);
   afterAll(() => system?.stop());
 
   it('gets the exact content though the connection its read began on is cut', async () => {
     const id = await upload(alice, true);
-    const read = await slowGet(system.baseUrl, `/api/file/${id}`, { cookie: alice.client.cookie, bytesPerSecond: BYTES_PER_SECOND });
+    const read = await slowGet(system.baseUrl, `/api/file/${id}`, { cookie: alice.client.cookie, bytesPerSecond: BYTES_PER_SECOND / 2 });
     expect(read.status).toBe(200);
     expect(contentOf(await read.body).equals(bytes)).toBe(true);
   }, 60_000);

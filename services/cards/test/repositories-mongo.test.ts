@@ -36,6 +36,17 @@ const mongo: CardsStoreFactory = async () => {
   };
 };
 
+/** A fresh database for one test, dropped and closed afterwards whatever the test did. */
+async function withScratchDatabase(test: (connection: MongoConnection) => Promise<void>): Promise<void> {
+  const connection = await connectMongo({ url: engine!.url, database: `cards_test_${randomBytes(4).toString('hex')}`, logger });
+  try {
+    await test(connection);
+  } finally {
+    await connection.db.dropDatabase().catch(() => undefined);
+    await connection.close();
+  }
+}
+
 /** A database the earlier version left has no record of the start-time migrations; the first open here wrote one. */
 const forgetStartMigrations = (connection: MongoConnection) => connection.db.collection('migrations').deleteMany({});
 
@@ -139,107 +150,91 @@ if (skipReason) {
     });
 
     it('counts the public votes of authors stored before they were counted apart, once, when the store opens', async () => {
-      const connection = await connectMongo({ url: engine!.url, database: `cards_test_${randomBytes(4).toString('hex')}`, logger });
-      try {
-        const author = randomUUID();
-        const first = await openMongoCardsStore(connection);
-        const open = aCard().by(author).build();
-        const hidden = aCard().by(author).private().build();
-        for (const c of [open, hidden]) await first.cards.insert(c, fingerprintOf(c.content), []);
-        await first.database.cards.updateOne({ _id: open.id }, { $set: { totalUpvotes: 3, totalDownvotes: 1 } });
-        await first.database.cards.updateOne({ _id: hidden.id }, { $set: { totalUpvotes: 5, totalDownvotes: 2 } });
-        // The counter document as the earlier version wrote it.
-        await connection.db.collection('author_scores').insertOne({ _id: author as never, upvotes: 8, downvotes: 3, score: 5, votes: 11, joinedAt: null, joinUnknown: true });
-        await forgetStartMigrations(connection);
-        const reopened = await openMongoCardsStore(connection);
-        expect(await reopened.votes.received(author)).toEqual({ upvotes: 3, downvotes: 1 });
-        expect(await reopened.votes.received(author, true)).toEqual({ upvotes: 8, downvotes: 3 });
-        expect(await reopened.votes.topAuthors(0, 10)).toEqual([{ userId: author, score: 2 }]);
-        await reopened.votes.upsert('v', open.id, true, nextTime(), randomUUID());
-        await openMongoCardsStore(connection);
-        expect(await reopened.votes.received(author)).toEqual({ upvotes: 4, downvotes: 1 });
-      } finally {
-        await connection.db.dropDatabase().catch(() => undefined);
-        await connection.close();
-      }
+      await withScratchDatabase(async (connection) => {
+      const author = randomUUID();
+      const first = await openMongoCardsStore(connection);
+      const open = aCard().by(author).build();
+      const hidden = aCard().by(author).private().build();
+      for (const c of [open, hidden]) await first.cards.insert(c, fingerprintOf(c.content), []);
+      await first.database.cards.updateOne({ _id: open.id }, { $set: { totalUpvotes: 3, totalDownvotes: 1 } });
+      await first.database.cards.updateOne({ _id: hidden.id }, { $set: { totalUpvotes: 5, totalDownvotes: 2 } });
+      // The counter document as the earlier version wrote it.
+      await connection.db.collection('author_scores').insertOne({ _id: author as never, upvotes: 8, downvotes: 3, score: 5, votes: 11, joinedAt: null, joinUnknown: true });
+      await forgetStartMigrations(connection);
+      const reopened = await openMongoCardsStore(connection);
+      expect(await reopened.votes.received(author)).toEqual({ upvotes: 3, downvotes: 1 });
+      expect(await reopened.votes.received(author, true)).toEqual({ upvotes: 8, downvotes: 3 });
+      expect(await reopened.votes.topAuthors(0, 10)).toEqual([{ userId: author, score: 2 }]);
+      await reopened.votes.upsert('v', open.id, true, nextTime(), randomUUID());
+      await openMongoCardsStore(connection);
+      expect(await reopened.votes.received(author)).toEqual({ upvotes: 4, downvotes: 1 });
+      });
     });
 
     it('marks as hidden by their file, when the store opens, only the cards stored before the mark that a private file made private at upload and that never changed since', async () => {
-      const connection = await connectMongo({ url: engine!.url, database: `cards_test_${randomBytes(4).toString('hex')}`, logger });
-      try {
-        const [owner, fileId] = [randomUUID(), randomUUID()];
-        const first = await openMongoCardsStore(connection);
-        const ingestedPrivate = aCard().by(owner).fromFile(fileId, 'a.docx').private().withIdempotencyKey(`${fileId}:0`).build();
-        // Changed since (its owner's privacy choice, or the file's earlier privacy change: which one is unknown).
-        const changedSince = aCard().by(owner).fromFile(fileId, 'a.docx').private().withIdempotencyKey(`${fileId}:1`).build();
-        const ingestedPublic = aCard().by(owner).fromFile(fileId, 'a.docx').withIdempotencyKey(`${fileId}:2`).build();
-        // Written by hand (no ingestion key), private from the start: its owner's choice.
-        const byHand = aCard().by(owner).fromFile(fileId, 'a.docx').private().build();
-        for (const c of [ingestedPrivate, changedSince, ingestedPublic, byHand]) await first.cards.insert(c, fingerprintOf(c.content), []);
-        // The documents as the earlier version wrote them: no mark.
-        await first.database.cards.updateMany({ fileId }, { $unset: { hiddenByFile: '' } });
-        await first.database.cards.updateOne({ _id: changedSince.id }, { $set: { updatedAt: nextTime() } });
-        await forgetStartMigrations(connection);
-        const reopened = await openMongoCardsStore(connection);
-        const marks = async () => new Map((await reopened.cards.findByFile(fileId)).map((c) => [c.id, c.hiddenByFile]));
-        const expected = new Map([[ingestedPrivate.id, true], [changedSince.id, false], [ingestedPublic.id, false], [byHand.id, false]]);
-        expect(await marks()).toEqual(expected);
-        await openMongoCardsStore(connection);
-        expect(await marks()).toEqual(expected);
-      } finally {
-        await connection.db.dropDatabase().catch(() => undefined);
-        await connection.close();
-      }
+      await withScratchDatabase(async (connection) => {
+      const [owner, fileId] = [randomUUID(), randomUUID()];
+      const first = await openMongoCardsStore(connection);
+      const ingestedPrivate = aCard().by(owner).fromFile(fileId, 'a.docx').private().withIdempotencyKey(`${fileId}:0`).build();
+      // Changed since (its owner's privacy choice, or the file's earlier privacy change: which one is unknown).
+      const changedSince = aCard().by(owner).fromFile(fileId, 'a.docx').private().withIdempotencyKey(`${fileId}:1`).build();
+      const ingestedPublic = aCard().by(owner).fromFile(fileId, 'a.docx').withIdempotencyKey(`${fileId}:2`).build();
+      // Written by hand (no ingestion key), private from the start: its owner's choice.
+      const byHand = aCard().by(owner).fromFile(fileId, 'a.docx').private().build();
+      for (const c of [ingestedPrivate, changedSince, ingestedPublic, byHand]) await first.cards.insert(c, fingerprintOf(c.content), []);
+      // The documents as the earlier version wrote them: no mark.
+      await first.database.cards.updateMany({ fileId }, { $unset: { hiddenByFile: '' } });
+      await first.database.cards.updateOne({ _id: changedSince.id }, { $set: { updatedAt: nextTime() } });
+      await forgetStartMigrations(connection);
+      const reopened = await openMongoCardsStore(connection);
+      const marks = async () => new Map((await reopened.cards.findByFile(fileId)).map((c) => [c.id, c.hiddenByFile]));
+      const expected = new Map([[ingestedPrivate.id, true], [changedSince.id, false], [ingestedPublic.id, false], [byHand.id, false]]);
+      expect(await marks()).toEqual(expected);
+      await openMongoCardsStore(connection);
+      expect(await marks()).toEqual(expected);
+      });
     });
 
     it("gives the bookmarks stored before owners were kept their collection's owner when the store opens, and the lookup finds them", async () => {
-      const connection = await connectMongo({ url: engine!.url, database: `cards_test_${randomBytes(4).toString('hex')}`, logger });
-      try {
-        const [owner, stranger] = [randomUUID(), randomUUID()];
-        const first = await openMongoCardsStore(connection);
-        const root = aCard().build();
-        const copy = aCard().collisionOf(root.id).build();
-        for (const c of [root, copy]) await first.cards.insert(c, fingerprintOf(c.content), []);
-        const [older, newer, strangers] = [aCollection().by(owner).build(), aCollection().by(owner).build(), aCollection().by(stranger).build()];
-        for (const c of [newer, strangers, older]) await first.collections.insert(c, []);
-        for (const [c, card] of [[newer, root], [older, copy], [strangers, root], [strangers, copy]] as const) await first.collections.addBookmark(c.id, card.id, nextTime(), []);
-        // The documents as the earlier version wrote them: no owner.
-        await first.database.bookmarks.updateMany({}, { $unset: { ownerId: '' } });
-        await forgetStartMigrations(connection);
-        const reopened = await openMongoCardsStore(connection);
-        const expected = [
-          { cardId: copy.id, collectionId: older.id },
-          { cardId: root.id, collectionId: newer.id },
-        ];
-        expect(await reopened.collections.collectionsOfOwnerHolding(owner, [root.id, copy.id])).toEqual(expected);
-        expect(await reopened.collections.collectionsOfOwnerHolding(stranger, [root.id])).toEqual([{ cardId: root.id, collectionId: strangers.id }]);
-        expect(await reopened.database.bookmarks.countDocuments({ ownerId: { $exists: false } })).toBe(0);
-        await openMongoCardsStore(connection);
-        expect(await reopened.collections.collectionsOfOwnerHolding(owner, [root.id, copy.id])).toEqual(expected);
-      } finally {
-        await connection.db.dropDatabase().catch(() => undefined);
-        await connection.close();
-      }
+      await withScratchDatabase(async (connection) => {
+      const [owner, stranger] = [randomUUID(), randomUUID()];
+      const first = await openMongoCardsStore(connection);
+      const root = aCard().build();
+      const copy = aCard().collisionOf(root.id).build();
+      for (const c of [root, copy]) await first.cards.insert(c, fingerprintOf(c.content), []);
+      const [older, newer, strangers] = [aCollection().by(owner).build(), aCollection().by(owner).build(), aCollection().by(stranger).build()];
+      for (const c of [newer, strangers, older]) await first.collections.insert(c, []);
+      for (const [c, card] of [[newer, root], [older, copy], [strangers, root], [strangers, copy]] as const) await first.collections.addBookmark(c.id, card.id, nextTime(), []);
+      // The documents as the earlier version wrote them: no owner.
+      await first.database.bookmarks.updateMany({}, { $unset: { ownerId: '' } });
+      await forgetStartMigrations(connection);
+      const reopened = await openMongoCardsStore(connection);
+      const expected = [
+        { cardId: copy.id, collectionId: older.id },
+        { cardId: root.id, collectionId: newer.id },
+      ];
+      expect(await reopened.collections.collectionsOfOwnerHolding(owner, [root.id, copy.id])).toEqual(expected);
+      expect(await reopened.collections.collectionsOfOwnerHolding(stranger, [root.id])).toEqual([{ cardId: root.id, collectionId: strangers.id }]);
+      expect(await reopened.database.bookmarks.countDocuments({ ownerId: { $exists: false } })).toBe(0);
+      await openMongoCardsStore(connection);
+      expect(await reopened.collections.collectionsOfOwnerHolding(owner, [root.id, copy.id])).toEqual(expected);
+      });
     });
 
     it('finds a bookmark written without an owner after the store opened (an older replica during a rolling upgrade)', async () => {
-      const connection = await connectMongo({ url: engine!.url, database: `cards_test_${randomBytes(4).toString('hex')}`, logger });
-      try {
-        const opened = await openMongoCardsStore(connection);
-        const [owner, stranger] = [randomUUID(), randomUUID()];
-        const card = aCard().build();
-        await opened.cards.insert(card, fingerprintOf(card.content), []);
-        const [mine, theirs] = [aCollection().by(owner).build(), aCollection().by(stranger).build()];
-        for (const c of [mine, theirs]) await opened.collections.insert(c, []);
-        for (const c of [mine, theirs]) await opened.collections.addBookmark(c.id, card.id, nextTime(), []);
-        // As a process of the earlier version writes them, after this one filled in the owners at start.
-        await opened.database.bookmarks.updateMany({ cardId: card.id }, { $unset: { ownerId: '' } });
-        expect(await opened.collections.collectionsOfOwnerHolding(owner, [card.id])).toEqual([{ cardId: card.id, collectionId: mine.id }]);
-        expect(await opened.collections.collectionsOfOwnerHolding(stranger, [card.id])).toEqual([{ cardId: card.id, collectionId: theirs.id }]);
-      } finally {
-        await connection.db.dropDatabase().catch(() => undefined);
-        await connection.close();
-      }
+      await withScratchDatabase(async (connection) => {
+      const opened = await openMongoCardsStore(connection);
+      const [owner, stranger] = [randomUUID(), randomUUID()];
+      const card = aCard().build();
+      await opened.cards.insert(card, fingerprintOf(card.content), []);
+      const [mine, theirs] = [aCollection().by(owner).build(), aCollection().by(stranger).build()];
+      for (const c of [mine, theirs]) await opened.collections.insert(c, []);
+      for (const c of [mine, theirs]) await opened.collections.addBookmark(c.id, card.id, nextTime(), []);
+      // As a process of the earlier version writes them, after this one filled in the owners at start.
+      await opened.database.bookmarks.updateMany({ cardId: card.id }, { $unset: { ownerId: '' } });
+      expect(await opened.collections.collectionsOfOwnerHolding(owner, [card.id])).toEqual([{ cardId: card.id, collectionId: mine.id }]);
+      expect(await opened.collections.collectionsOfOwnerHolding(stranger, [card.id])).toEqual([{ cardId: card.id, collectionId: theirs.id }]);
+      });
     });
 
     it('adds a bookmark once when the same bookmark is added many times at once, with one event', async () => {

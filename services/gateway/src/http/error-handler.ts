@@ -23,6 +23,7 @@ export function errorHandler(logger: Logger) {
       res.destroy();
       return;
     }
+    if (err instanceof HttpError) res.set(err.headers);
     res.status(status).json({ message });
   };
 }

@@ -1,6 +1,10 @@
-/** Thrown by route code for an answer that is not 2xx; the error handler writes {"message"}. */
+/** Thrown by route code for an answer that is not 2xx; the error handler writes {"message"} and `headers`. */
 export class HttpError extends Error {
-  constructor(readonly status: number, message: string) {
+  constructor(
+    readonly status: number,
+    message: string,
+    readonly headers: Readonly<Record<string, string>> = {},
+  ) {
     super(message);
     this.name = 'HttpError';
   }
@@ -9,3 +13,5 @@ export class HttpError extends Error {
 export const badRequest = (message: string) => new HttpError(400, message);
 export const unauthorized = (message = 'You must be logged in') => new HttpError(401, message);
 export const notFound = (message = 'Not found') => new HttpError(404, message);
+/** Overload answered as designed (a bound on uploads or reads is full): 503 with Retry-After. */
+export const serverBusy = (message: string, retryAfterSeconds: number) => new HttpError(503, message, { 'retry-after': String(retryAfterSeconds) });

@@ -1,6 +1,6 @@
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { AdmissionRefusedError, BoundedAdmission, type Release } from '@cards/platform';
-import { HttpError, unauthorized } from './http-error';
+import { HttpError, serverBusy, unauthorized } from './http-error';
 
 export interface UploadAdmissionLimits {
   /** Largest upload body (the upload route's JSON limit): one such body weighs one unit. */
@@ -46,8 +46,7 @@ export function uploadAdmission(limits: UploadAdmissionLimits): RequestHandler {
       (err: unknown) => {
         if (closed) return;
         if (!(err instanceof AdmissionRefusedError)) return next(err);
-        res.setHeader('retry-after', String(UPLOAD_RETRY_AFTER_SECONDS));
-        next(new HttpError(503, UPLOADS_BUSY_MESSAGE));
+        next(serverBusy(UPLOADS_BUSY_MESSAGE, UPLOAD_RETRY_AFTER_SECONDS));
       },
     );
   };

@@ -7,7 +7,7 @@ import { z } from 'zod';
 import { AdmissionRefusedError, BoundedAdmission, isStatusOfService, toApiTimestamp } from '@cards/platform';
 import type { files } from '@cards/proto';
 import type { RouteDeps } from '../app';
-import { HttpError, badRequest } from '../http/http-error';
+import { HttpError, badRequest, serverBusy } from '../http/http-error';
 import { UPLOAD_RETRY_AFTER_SECONDS } from '../http/upload-admission';
 import { pagesOf, sendJsonArrayInPages } from '../http/json-array-in-pages';
 import { sendJsonWithBase64UrlMember } from '../http/json-with-streamed-content';
@@ -135,8 +135,7 @@ export function registerFileRoutes(router: Router, { clients, filesHttpAddress, 
     const file = await clients.files.uploadFile(uploadMessages(header, bytes)).catch((err: unknown) => {
       // The files service's own overload answer (its parser workers busy) says what to do; the generic 503 would not.
       if (!(err instanceof ClientError && err.code === Status.UNAVAILABLE && isStatusOfService(err))) throw err;
-      res.setHeader('retry-after', String(UPLOAD_RETRY_AFTER_SECONDS));
-      throw new HttpError(503, err.details);
+      throw serverBusy(err.details, UPLOAD_RETRY_AFTER_SECONDS);
     });
     res.json(presentFile(file, bytes));
   });
@@ -205,8 +204,7 @@ export function registerFileRoutes(router: Router, { clients, filesHttpAddress, 
     const fileId = uuidParam(req, 'file_id');
     const release = await reads.acquire().catch((err: unknown) => {
       if (!(err instanceof AdmissionRefusedError)) throw err;
-      res.setHeader('retry-after', String(FILE_READ_RETRY_AFTER_SECONDS));
-      throw new HttpError(503, FILE_READS_BUSY_MESSAGE);
+      throw serverBusy(FILE_READS_BUSY_MESSAGE, FILE_READ_RETRY_AFTER_SECONDS);
     });
     try {
       // The header comes first, after the visibility check: a missing or someone else's private file is an error

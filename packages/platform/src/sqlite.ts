@@ -10,22 +10,34 @@ export function openSqlite(path: string, migrations: readonly string[] = []): Sq
   if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
   const db = new Database(path);
   cachePreparedStatements(db);
+  // First, so that switching a new file to WAL and the migrations below wait for another process instead of failing.
+  db.pragma('busy_timeout = 5000');
   db.pragma('journal_mode = WAL');
   db.pragma('synchronous = NORMAL');
   db.pragma('foreign_keys = ON');
-  db.pragma('busy_timeout = 5000');
   // Reads through the OS page cache instead of a read() per page, and a larger page cache than the 2 MB
   // default: point lookups in a file of 100,000 cards otherwise spend most of their time fetching pages.
   db.pragma('mmap_size = 268435456');
   db.pragma('cache_size = -32768');
-  const current = db.pragma('user_version', { simple: true }) as number;
-  for (let version = current; version < migrations.length; version++) {
-    db.transaction(() => {
-      db.exec(migrations[version]!);
-      db.pragma(`user_version = ${version + 1}`);
-    })();
-  }
+  migrate(db, migrations);
   return db;
+}
+
+/**
+ * Several processes may open a new file at once (services sharing the embedded event log), so each step reads the
+ * version inside an IMMEDIATE transaction: a second process waits for the first one's step, then sees it applied.
+ */
+function migrate(db: SqliteDatabase, migrations: readonly string[]): void {
+  const version = () => db.pragma('user_version', { simple: true }) as number;
+  if (version() >= migrations.length) return;
+  const applyNextStep = db.transaction((): boolean => {
+    const current = version();
+    if (current >= migrations.length) return false;
+    db.exec(migrations[current]!);
+    db.pragma(`user_version = ${current + 1}`);
+    return true;
+  });
+  while (applyNextStep.immediate());
 }
 
 /**

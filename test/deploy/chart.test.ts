@@ -607,6 +607,12 @@ describeWithHelm('Helm chart deploy/k8s (offline)', () => {
     const chosen = template(['-f', CI_VALUES, '--set', 'secrets.smtpUrl=', '--set-string', 'components.identity.env.MAIL_TO_FILES=true']);
     expect(chosen.status).toBe(0);
     expect(envValue(find(chosen.objects, 'Deployment', componentName('identity'))!, 'MAIL_TO_FILES')?.value).toBe('true');
+    // Every spelling the service reads as true, a YAML boolean too; one it reads as false is still refused.
+    for (const spelling of ['1', 'yes']) {
+      expect(template(['-f', CI_VALUES, '--set', 'secrets.smtpUrl=', '--set-string', `components.identity.env.MAIL_TO_FILES=${spelling}`]).status).toBe(0);
+    }
+    expect(template(['-f', CI_VALUES, '--set', 'secrets.smtpUrl=', '--set', 'components.identity.env.MAIL_TO_FILES=true']).status).toBe(0);
+    expect(template(['-f', CI_VALUES, '--set', 'secrets.smtpUrl=', '--set-string', 'components.identity.env.MAIL_TO_FILES=false']).status).not.toBe(0);
     // The chart cannot read an existingSecret: identity itself refuses an empty SMTP_URL there (EMBEDDED_STORES=refuse).
     expect(template(['-f', CI_VALUES, '--set', 'secrets.smtpUrl=,secrets.existingSecret=card-library-credentials']).status).toBe(0);
     // One pod keeping its mail on its own volume: the operator reads it there.

@@ -19,6 +19,10 @@ const normalized = (text: string) => text.replace(/\s+/g, ' ').trim();
 const fixture = (name: string) => readFileSync(join(FIXTURES, name));
 const b64url = (bytes: Buffer) => bytes.toString('base64url');
 
+// Mid-rotation of FILES_INTERNAL_TOKEN (docs/deploy.md): files accepts the new token and, for a while, the previous one.
+const INTERNAL_TOKEN = 'e2e-internal-token-0123456789';
+const PREVIOUS_INTERNAL_TOKEN = 'e2e-previous-internal-token-0123456789';
+
 let system: RunningSystem;
 const mailbox = new Mailbox();
 let alice: TestUser;
@@ -27,7 +31,7 @@ let bob: TestUser;
 beforeAll(async () => {
   await mailbox.start();
   // With an internal token, so the gateway -> files download path is exercised with it.
-  system = await startSystem({ env: { SMTP_URL: mailbox.url, MAX_FILE_BYTES: String(MAX_FILE_BYTES), FILES_INTERNAL_TOKEN: 'e2e-internal-token-0123456789' } });
+  system = await startSystem({ env: { SMTP_URL: mailbox.url, MAX_FILE_BYTES: String(MAX_FILE_BYTES), FILES_INTERNAL_TOKEN: INTERNAL_TOKEN, FILES_INTERNAL_TOKEN_ALSO_ACCEPTED: PREVIOUS_INTERNAL_TOKEN } });
   [alice, bob] = await Promise.all([signUp(system.baseUrl, mailbox, 'alice'), signUp(system.baseUrl, mailbox, 'bob')]);
 }, 120_000);
 afterAll(async () => {
@@ -224,6 +228,43 @@ describe('reading files back', () => {
     const download = await alice.client.request('GET', `/api/file/${res.json.id}/download`);
     expect(download.status).toBe(200);
     expect(download.headers.get('content-disposition')).toContain(`filename*=UTF-8''${encodeURIComponent('Meeresbiologie – Übersicht.odt')}`);
+  });
+});
+
+describe('while FILES_INTERNAL_TOKEN is rotated, no download is refused', () => {
+  // The gateway and files as separate processes: a gateway pod that has not rolled yet still sends the previous token.
+  let oldGateway: RunningSystem;
+  let carol: TestUser;
+
+  beforeAll(async () => {
+    oldGateway = await startSystem({
+      env: { SMTP_URL: mailbox.url, SYSTEM_TOPOLOGY: 'distributed', FILES_INTERNAL_TOKEN: INTERNAL_TOKEN, FILES_INTERNAL_TOKEN_ALSO_ACCEPTED: PREVIOUS_INTERNAL_TOKEN },
+      serviceEnv: { gateway: { FILES_INTERNAL_TOKEN: PREVIOUS_INTERNAL_TOKEN } },
+    });
+    carol = await signUp(oldGateway.baseUrl, mailbox, 'carol');
+  }, 240_000);
+  afterAll(() => oldGateway?.stop());
+
+  it('a gateway still sending the previous token downloads from files that accept the new and the previous one', async () => {
+    const bytes = fixture('coffee.pdf');
+    const shared = await upload(carol, 'coffee.pdf');
+    const kept = await upload(carol, 'coffee.pdf', { private: true });
+    expect([shared.status, kept.status]).toEqual([200, 200]);
+    const anonymous = await fetch(`${oldGateway.baseUrl}/api/file/${shared.json.id}/download`);
+    expect(anonymous.status).toBe(200);
+    expect(Buffer.from(await anonymous.arrayBuffer()).equals(bytes)).toBe(true);
+    const owner = await fetch(`${oldGateway.baseUrl}/api/file/${kept.json.id}/download`, { headers: { cookie: carol.client.cookie! } });
+    expect(owner.status).toBe(200);
+    expect(Buffer.from(await owner.arrayBuffer()).equals(bytes)).toBe(true);
+  });
+
+  it('a gateway sending the new token downloads from the same files configuration', async () => {
+    const bytes = fixture('coffee.pdf');
+    const res = await upload(bob, 'coffee.pdf', { private: true });
+    expect(res.status).toBe(200);
+    const download = await fetch(`${system.baseUrl}/api/file/${res.json.id}/download`, { headers: { cookie: bob.client.cookie! } });
+    expect(download.status).toBe(200);
+    expect(Buffer.from(await download.arrayBuffer()).equals(bytes)).toBe(true);
   });
 });
 

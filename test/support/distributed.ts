@@ -18,6 +18,8 @@ export interface DistributedStart {
   port: number;
   /** Everything startSystem would give the all-in-one (TEST_ENV, namespaces, caller's env). */
   env: Record<string, string | undefined>;
+  /** Variables for one service's process only, over `env`. */
+  serviceEnv?: Partial<Record<ServiceName, Record<string, string>>>;
   removeDataDirOnStop: boolean;
 }
 
@@ -40,7 +42,7 @@ export async function startDistributedSystem(start: DistributedStart): Promise<R
   let logLength = 0;
   const children: Child[] = SERVICES.map((name) => {
     const entry = join(root, 'services', name, 'src', 'main.ts');
-    const child = spawn(process.execPath, ['--import', 'tsx', entry], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['--import', 'tsx', entry], { cwd: root, env: { ...env, ...start.serviceEnv?.[name] }, stdio: ['ignore', 'pipe', 'pipe'] });
     let partial = '';
     const onData = (chunk: Buffer) => {
       const lines = (partial + chunk.toString()).split('\n');

@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { freePort } from '@cards/platform';
-import { startDistributedSystem } from './distributed';
+import { startDistributedSystem, type DistributedStart } from './distributed';
 import { spawnNodeEntry } from './node-process';
 
 const ROOT = resolve(__dirname, '../..');
@@ -23,6 +23,8 @@ export interface StartOptions {
   env?: Record<string, string>;
   /** Reuse a data directory (restart tests); a fresh temporary one otherwise. */
   dataDir?: string;
+  /** Variables for one service's process only, over `env` (e.g. a gateway and files holding different tokens): needs SYSTEM_TOPOLOGY=distributed. */
+  serviceEnv?: DistributedStart['serviceEnv'];
 }
 
 /** Defaults that make tests quick without changing behaviour under test. */
@@ -66,8 +68,9 @@ async function startSystemOnce(options: StartOptions): Promise<RunningSystem> {
   const systemEnv: Record<string, string | undefined> = { ...process.env, ...TEST_ENV, ...sharedEngineNamespace(dataDir), PORT: String(port), HOST: '127.0.0.1', DATA_DIR: dataDir, ...options.env };
   // SYSTEM_TOPOLOGY=distributed: every service its own process (test/support/distributed.ts).
   if (systemEnv.SYSTEM_TOPOLOGY === 'distributed') {
-    return startDistributedSystem({ root: ROOT, dataDir, port, env: systemEnv, removeDataDirOnStop: !options.dataDir });
+    return startDistributedSystem({ root: ROOT, dataDir, port, env: systemEnv, serviceEnv: options.serviceEnv, removeDataDirOnStop: !options.dataDir });
   }
+  if (options.serviceEnv) throw new Error('serviceEnv needs SYSTEM_TOPOLOGY=distributed: the all-in-one gives every service one environment');
   const { child, output: logs, exited } = spawnNodeEntry(join(ROOT, 'packages/all-in-one/src/main.ts'), { cwd: ROOT, env: systemEnv });
   const baseUrl = `http://127.0.0.1:${port}`;
   const deadline = Date.now() + 90_000;

@@ -17,6 +17,19 @@ export const filesConfigSchema = z
       .optional()
       .transform((v) => (v === '' ? undefined : v))
       .pipe(z.string().min(16, 'must be at least 16 characters').optional()),
+    /**
+     * Comma-separated tokens accepted besides FILES_INTERNAL_TOKEN while it is rotated (docs/deploy.md): first the new
+     * one before the gateway sends it, then the old one until no gateway sends it any more. The gateway never reads it.
+     */
+    FILES_INTERNAL_TOKEN_ALSO_ACCEPTED: z
+      .string()
+      .optional()
+      .transform((v) => (v ?? '').split(',').map((token) => token.trim()).filter((token) => token !== ''))
+      .superRefine((tokens, ctx) => {
+        for (const [at, token] of tokens.entries()) {
+          if (token.length < 16) ctx.addIssue({ code: 'custom', message: `token ${at + 1} of the list is shorter than 16 characters: each must be at least 16 characters` });
+        }
+      }),
     CARDS_SERVICE_ADDR: envAddress('127.0.0.1:50052'),
     MAX_FILE_BYTES: envInt(20 * 1024 * 1024),
     /** S3/MinIO object storage; the embedded directory store when unset. */
@@ -43,9 +56,17 @@ export const filesConfigSchema = z
     if (!LOOPBACK.has(c.FILES_HTTP_HOST) && !c.FILES_INTERNAL_TOKEN) {
       ctx.addIssue({ code: 'custom', path: ['FILES_INTERNAL_TOKEN'], message: 'is required when FILES_HTTP_HOST is not a loopback address' });
     }
+    if (c.FILES_INTERNAL_TOKEN_ALSO_ACCEPTED.length > 0 && !c.FILES_INTERNAL_TOKEN) {
+      ctx.addIssue({ code: 'custom', path: ['FILES_INTERNAL_TOKEN_ALSO_ACCEPTED'], message: 'is only read with FILES_INTERNAL_TOKEN (the token the gateway sends): set that too' });
+    }
     if (c.S3_ENDPOINT && (!c.S3_ACCESS_KEY || !c.S3_SECRET_KEY)) {
       ctx.addIssue({ code: 'custom', path: ['S3_ACCESS_KEY'], message: 'S3_ACCESS_KEY and S3_SECRET_KEY are required with S3_ENDPOINT' });
     }
   });
 
 export type FilesConfig = z.infer<typeof filesConfigSchema>;
+
+/** Every token the internal download endpoint accepts, the current one first; empty when none is configured. */
+export function acceptedInternalTokens(config: Pick<FilesConfig, 'FILES_INTERNAL_TOKEN' | 'FILES_INTERNAL_TOKEN_ALSO_ACCEPTED'>): string[] {
+  return config.FILES_INTERNAL_TOKEN ? [config.FILES_INTERNAL_TOKEN, ...config.FILES_INTERNAL_TOKEN_ALSO_ACCEPTED] : [];
+}

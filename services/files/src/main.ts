@@ -10,7 +10,7 @@ import { MongoFileRepository } from './adapters/mongo/mongo-file-repository';
 import { SqliteFileRepository } from './adapters/sqlite/sqlite-file-repository';
 import { FilesService } from './application/files-service';
 import { IngestionWorker } from './application/ingestion-worker';
-import { filesConfigSchema, type FilesConfig } from './config';
+import { acceptedInternalTokens, filesConfigSchema, type FilesConfig } from './config';
 import type { FileRepository, ObjectStore } from './domain/ports';
 import { fileHandlers } from './grpc/file-handlers';
 import { startInternalDownloadServer } from './http/internal-download-server';
@@ -88,7 +88,7 @@ export async function startFiles(env: Record<string, string | undefined> = proce
     readiness: new EngineReadinessMonitor({ checks: [...engines, ...eventBusEngineChecks(bus)], logger, ...readinessSettingsFrom(env) }),
     register: (server) => server.add(files.FileServiceDefinition, fileHandlers(service)),
   });
-  const http = await startInternalDownloadServer({ host: config.FILES_HTTP_HOST, port: config.FILES_HTTP_PORT, token: config.FILES_INTERNAL_TOKEN, service, logger });
+  const http = await startInternalDownloadServer({ host: config.FILES_HTTP_HOST, port: config.FILES_HTTP_PORT, acceptedTokens: acceptedInternalTokens(config), service, logger });
   return {
     name: 'files',
     address: grpc.address,

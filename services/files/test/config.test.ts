@@ -1,5 +1,5 @@
 import { ConfigError, loadConfig } from '@cards/platform';
-import { filesConfigSchema } from '../src/config';
+import { acceptedInternalTokens, filesConfigSchema } from '../src/config';
 
 describe('files config', () => {
   it('defaults to loopback without a token', () => {
@@ -13,6 +13,25 @@ describe('files config', () => {
     expect(() => loadConfig(filesConfigSchema, { FILES_HTTP_HOST: '0.0.0.0' })).toThrow(/FILES_INTERNAL_TOKEN: is required/);
     expect(() => loadConfig(filesConfigSchema, { FILES_HTTP_HOST: '0.0.0.0', FILES_INTERNAL_TOKEN: 'short' })).toThrow(/FILES_INTERNAL_TOKEN: must be at least 16/);
     expect(loadConfig(filesConfigSchema, { FILES_HTTP_HOST: '0.0.0.0', FILES_INTERNAL_TOKEN: 'a-long-enough-shared-secret' }).FILES_INTERNAL_TOKEN).toBe('a-long-enough-shared-secret');
+  });
+
+  it('accepts further tokens beside FILES_INTERNAL_TOKEN while it is rotated, each at least 16 characters', () => {
+    const base = { FILES_HTTP_HOST: '0.0.0.0', FILES_INTERNAL_TOKEN: 'the-new-shared-secret-0123456789' };
+    const rotating = loadConfig(filesConfigSchema, { ...base, FILES_INTERNAL_TOKEN_ALSO_ACCEPTED: 'the-old-shared-secret-0123456789' });
+    expect(acceptedInternalTokens(rotating)).toEqual(['the-new-shared-secret-0123456789', 'the-old-shared-secret-0123456789']);
+    const list = loadConfig(filesConfigSchema, { ...base, FILES_INTERNAL_TOKEN_ALSO_ACCEPTED: ' the-old-shared-secret-0123456789 , an-older-shared-secret-012345 ,' });
+    expect(acceptedInternalTokens(list)).toEqual(['the-new-shared-secret-0123456789', 'the-old-shared-secret-0123456789', 'an-older-shared-secret-012345']);
+    expect(acceptedInternalTokens(loadConfig(filesConfigSchema, { ...base, FILES_INTERNAL_TOKEN_ALSO_ACCEPTED: '' }))).toEqual(['the-new-shared-secret-0123456789']);
+    expect(acceptedInternalTokens(loadConfig(filesConfigSchema, {}))).toEqual([]);
+  });
+
+  it('refuses a too-short further token, and further tokens without FILES_INTERNAL_TOKEN, naming the variable', () => {
+    const base = { FILES_HTTP_HOST: '0.0.0.0', FILES_INTERNAL_TOKEN: 'the-new-shared-secret-0123456789' };
+    expect(() => loadConfig(filesConfigSchema, { ...base, FILES_INTERNAL_TOKEN_ALSO_ACCEPTED: 'short' })).toThrow(/FILES_INTERNAL_TOKEN_ALSO_ACCEPTED: token 1 of the list is shorter than 16 characters/);
+    expect(() => loadConfig(filesConfigSchema, { ...base, FILES_INTERNAL_TOKEN_ALSO_ACCEPTED: 'the-old-shared-secret-0123456789,short' })).toThrow(
+      /FILES_INTERNAL_TOKEN_ALSO_ACCEPTED: token 2 of the list is shorter than 16 characters/,
+    );
+    expect(() => loadConfig(filesConfigSchema, { FILES_INTERNAL_TOKEN_ALSO_ACCEPTED: 'the-old-shared-secret-0123456789' })).toThrow(/FILES_INTERNAL_TOKEN_ALSO_ACCEPTED: is only read with FILES_INTERNAL_TOKEN/);
   });
 
   it('names every bad variable at once', () => {

@@ -21,7 +21,7 @@ beforeAll(async () => {
   repository = new SqliteFileRepository(join(dir, 'files.db'));
   const logger = createLogger('files-test', 'silent');
   service = new FilesService({ repository, objects: new DiskObjectStore(join(dir, 'objects')), reader: new LibraryDocumentReader(), maxFileBytes: 1 << 20, logger, onEventsWritten: () => undefined });
-  server = await startInternalDownloadServer({ host: '127.0.0.1', port: 0, token: TOKEN, service, logger });
+  server = await startInternalDownloadServer({ host: '127.0.0.1', port: 0, acceptedTokens: [TOKEN], service, logger });
   base = `http://127.0.0.1:${server.port}`;
 });
 afterAll(async () => {
@@ -66,5 +66,37 @@ describe('internal download server', () => {
 
   it('contentDisposition quotes safely', () => {
     expect(contentDisposition('a"b\\c.pdf')).toBe(`attachment; filename="a_b_c.pdf"; filename*=UTF-8''a%22b%5Cc.pdf`);
+  });
+});
+
+describe('internal download server while its token is rotated', () => {
+  const CURRENT = 'the-new-shared-secret-0123456789';
+  const PREVIOUS = 'the-old-shared-secret-0123456789';
+  const NEXT_TO_COME = 'a-third-shared-secret-0123456789';
+  let rotating: Awaited<ReturnType<typeof startInternalDownloadServer>>;
+  let fileId: string;
+  const download = (token?: string) =>
+    fetch(`http://127.0.0.1:${rotating.port}/files/${fileId}`, { headers: token === undefined ? {} : { 'x-files-internal-token': token } });
+
+  beforeAll(async () => {
+    rotating = await startInternalDownloadServer({ host: '127.0.0.1', port: 0, acceptedTokens: [CURRENT, PREVIOUS], service, logger: createLogger('files-test', 'silent') });
+    fileId = (await service.upload({ callerId: newId(), fileName: 'r.pdf', mimeType: 'application/pdf', private: false, tags: [], bytes: pdf })).id;
+  });
+  afterAll(() => rotating.close());
+
+  it('serves a gateway that still sends the previous token and one that sends the current token', async () => {
+    for (const token of [PREVIOUS, CURRENT]) {
+      const res = await download(token);
+      expect({ token, status: res.status }).toEqual({ token, status: 200 });
+      expect(Buffer.from(await res.arrayBuffer()).equals(pdf)).toBe(true);
+    }
+  });
+
+  it('refuses any other token and a missing one with 401 JSON', async () => {
+    for (const token of [undefined, '', NEXT_TO_COME, `${CURRENT},${PREVIOUS}`, CURRENT.slice(0, -1), `${PREVIOUS}x`]) {
+      const res = await download(token);
+      expect({ token, status: res.status }).toEqual({ token, status: 401 });
+      expect(await res.json()).toEqual({ message: 'Missing or wrong internal token' });
+    }
   });
 });

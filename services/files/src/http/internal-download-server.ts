@@ -1,9 +1,9 @@
 import { createServer, type Server } from 'node:http';
-import { timingSafeEqual } from 'node:crypto';
 import { pipeline } from 'node:stream/promises';
 import { Status } from 'nice-grpc';
 import { DomainError, isEngineUnavailableError, isUuid, type Logger } from '@cards/platform';
 import type { FilesService } from '../application/files-service';
+import { internalTokenCheck } from './internal-token-check';
 
 export const INTERNAL_TOKEN_HEADER = 'x-files-internal-token';
 export const CALLER_HEADER = 'x-caller-id';
@@ -11,8 +11,11 @@ export const CALLER_HEADER = 'x-caller-id';
 export interface InternalDownloadServerOptions {
   host: string;
   port: number;
-  /** When set, every request must carry it in x-files-internal-token. */
-  token: string | undefined;
+  /**
+   * Tokens a request may carry in x-files-internal-token: the current one first, then any also accepted while a
+   * rotation rolls out. Empty: no token asked for (loopback only).
+   */
+  acceptedTokens: readonly string[];
   service: FilesService;
   logger: Logger;
 }
@@ -24,13 +27,6 @@ export function contentDisposition(fileName: string): string {
   return `attachment; filename="${fallback}"; filename*=UTF-8''${encoded}`;
 }
 
-function tokenMatches(expected: string, given: string | string[] | undefined): boolean {
-  if (typeof given !== 'string') return false;
-  const a = Buffer.from(expected);
-  const b = Buffer.from(given);
-  return a.length === b.length && timingSafeEqual(a, b);
-}
-
 /**
  * The raw download endpoint the gateway proxies to: GET /files/<id> streams the stored bytes with
  * their MIME type and Content-Disposition. Not a public door: it listens on loopback unless a shared
@@ -39,6 +35,8 @@ function tokenMatches(expected: string, given: string | string[] | undefined): b
  */
 export async function startInternalDownloadServer(options: InternalDownloadServerOptions): Promise<{ server: Server; port: number; close(): Promise<void> }> {
   const { service, logger } = options;
+  const tokenRequired = options.acceptedTokens.length > 0;
+  const tokenAccepted = internalTokenCheck(options.acceptedTokens);
   const server = createServer((req, res) => {
     const send = (status: number, message: string) => {
       if (res.headersSent) {
@@ -48,7 +46,7 @@ export async function startInternalDownloadServer(options: InternalDownloadServe
       res.writeHead(status, { 'content-type': 'application/json; charset=utf-8' });
       res.end(JSON.stringify({ message }));
     };
-    if (options.token && !tokenMatches(options.token, req.headers[INTERNAL_TOKEN_HEADER])) return send(401, 'Missing or wrong internal token');
+    if (tokenRequired && !tokenAccepted(req.headers[INTERNAL_TOKEN_HEADER])) return send(401, 'Missing or wrong internal token');
     const match = /^\/files\/([^/?]+)(?:\?.*)?$/.exec(req.url ?? '');
     if (req.method !== 'GET' && req.method !== 'HEAD') return send(405, 'Only GET');
     if (!match || !isUuid(match[1])) return send(404, 'No such route');
@@ -88,7 +86,7 @@ export async function startInternalDownloadServer(options: InternalDownloadServe
     server.listen(options.port, options.host, () => resolve());
   });
   const port = (server.address() as { port: number }).port;
-  logger.info({ host: options.host, port, access: options.token ? 'internal token required' : 'loopback only, no token' }, 'internal download server listening');
+  logger.info({ host: options.host, port, access: tokenRequired ? `internal token required (${options.acceptedTokens.length} accepted)` : 'loopback only, no token' }, 'internal download server listening');
   return {
     server,
     port,

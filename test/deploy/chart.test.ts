@@ -251,6 +251,10 @@ describeWithHelm('Helm chart deploy/k8s (offline)', () => {
     const token = { name: `${RELEASE}-card-library`, key: 'FILES_INTERNAL_TOKEN' };
     expect(envValue(gateway, 'FILES_INTERNAL_TOKEN')?.valueFrom?.secretKeyRef).toEqual(token);
     expect(envValue(find(ci, 'Deployment', componentName('files'))!, 'FILES_INTERNAL_TOKEN')?.valueFrom?.secretKeyRef).toEqual(token);
+    // Only files reads the tokens it also accepts during a rotation, so setting them restarts files alone.
+    const alsoAccepted = { name: `${RELEASE}-card-library`, key: 'FILES_INTERNAL_TOKEN_ALSO_ACCEPTED', optional: true };
+    expect(envValue(find(ci, 'Deployment', componentName('files'))!, 'FILES_INTERNAL_TOKEN_ALSO_ACCEPTED')?.valueFrom?.secretKeyRef).toEqual(alsoAccepted);
+    expect(envValue(gateway, 'FILES_INTERNAL_TOKEN_ALSO_ACCEPTED')).toBeUndefined();
     expect(envValue(find(ci, 'Deployment', componentName('cards'))!, 'FILES_HTTP_ADDR')).toBeUndefined();
   });
 
@@ -521,6 +525,7 @@ describeWithHelm('Helm chart deploy/k8s (offline)', () => {
       ['S3_ACCESS_KEY', 'secrets.s3AccessKey=rotated-access-key', ['files']],
       ['S3_SECRET_KEY', 'secrets.s3SecretKey=rotated-secret-key', ['files']],
       ['FILES_INTERNAL_TOKEN', 'secrets.filesInternalToken=rotated-files-token-0123456789', ['files', 'gateway']],
+      ['FILES_INTERNAL_TOKEN_ALSO_ACCEPTED', 'secrets.filesInternalTokenAlsoAccepted=next-files-token-0123456789', ['files']],
       ['ELASTICSEARCH_URL', 'engines.elasticsearch.url=http://elastic:rotated@es.ci.example:9200', ['search']],
       ['EMBEDDINGS_API_KEY', 'secrets.embeddingsApiKey=rotated-api-key', ['search']],
       ['MONGO_URL', 'engines.mongodb.url=mongodb://cards:rotated@mongo.ci.example:27017/?replicaSet=rs0', [...COMPONENTS].sort()],
@@ -532,6 +537,57 @@ describeWithHelm('Helm chart deploy/k8s (offline)', () => {
       const restarted = COMPONENTS.filter((component) => after[component] !== before[component]).sort();
       expect({ key, restarted }).toEqual({ key, restarted: readers });
     }
+  });
+
+  it('puts the tokens files also accepts into the Secret only when set, each at least 16 characters', () => {
+    const secretData = (objects: K8sObject[]) => (find(objects, 'Secret', `${RELEASE}-card-library`) as unknown as { data: Record<string, string> }).data;
+    expect(secretData(ci)).not.toHaveProperty('FILES_INTERNAL_TOKEN_ALSO_ACCEPTED');
+    const rotating = template(['-f', CI_VALUES, '--set', 'secrets.filesInternalTokenAlsoAccepted=next-files-token-0123456789']);
+    if (rotating.status !== 0) throw new Error(rotating.stderr);
+    expect(Buffer.from(secretData(rotating.objects).FILES_INTERNAL_TOKEN_ALSO_ACCEPTED!, 'base64').toString()).toBe('next-files-token-0123456789');
+    const tooShort = template(['-f', CI_VALUES, '--set-string', 'secrets.filesInternalTokenAlsoAccepted=next-files-token-0123456789\\,short']);
+    expect(tooShort.status).not.toBe(0);
+    expect(tooShort.stderr).toContain('secrets.filesInternalTokenAlsoAccepted: each comma-separated token must be at least 16 characters');
+  });
+
+  it('rotates FILES_INTERNAL_TOKEN as docs/deploy.md says without a gateway pod ever sending a token a files pod refuses', () => {
+    const docs = readFileSync(join(ROOT, 'docs/deploy.md'), 'utf8');
+    const section = docs.slice(docs.indexOf('### Rotating `FILES_INTERNAL_TOKEN`'));
+    const start = section.indexOf('```sh\n') + '```sh\n'.length;
+    const lines = section.slice(start, section.indexOf('\n```', start)).split('\n');
+    const OLD = 'files-token-before-rotation-0123';
+    const NEW = 'files-token-after-rotation-45678';
+    const steps = lines.filter((line) => line.startsWith('helm upgrade ')).map((line) => /--set (\S*)/.exec(line)![1]!.replaceAll('"$NEW"', NEW).replaceAll('"$OLD"', OLD));
+    expect(steps).toHaveLength(3);
+    // What each side's pods read when they start, in each state of the release (--reuse-values: the sets add up).
+    const states = [['--set', `secrets.filesInternalToken=${OLD}`]];
+    for (const step of steps) states.push([...states.at(-1)!, '--set', step]);
+    const rendered = states.map((args) => {
+      const result = template(['-f', CI_VALUES, ...args]);
+      if (result.status !== 0) throw new Error(result.stderr);
+      const data = (find(result.objects, 'Secret', `${RELEASE}-card-library`) as unknown as { data: Record<string, string> }).data;
+      const secret = (key: string) => Buffer.from(data[key] ?? '', 'base64').toString();
+      const checksum = (component: string) => (find(result.objects, 'Deployment', componentName(component)) as unknown as IDeployment).spec!.template.metadata!.annotations!['checksum/secret'];
+      return {
+        sent: secret('FILES_INTERNAL_TOKEN'),
+        accepted: [secret('FILES_INTERNAL_TOKEN'), ...secret('FILES_INTERNAL_TOKEN_ALSO_ACCEPTED').split(',').filter(Boolean)],
+        checksums: { gateway: checksum('gateway'), files: checksum('files') },
+      };
+    });
+    expect(rendered[0]!.accepted).toEqual([OLD]);
+    expect(rendered.at(-1)!.accepted).toEqual([NEW]);
+    for (let step = 1; step < rendered.length; step++) {
+      const [before, after] = [rendered[step - 1]!, rendered[step]!];
+      // While a step rolls, pods of the state before it and after it run side by side on both sides.
+      for (const gateway of [before, after]) for (const files of [before, after]) expect({ step, refused: !files.accepted.includes(gateway.sent) }).toEqual({ step, refused: false });
+      // The next step starts only once the components this one restarted have rolled.
+      const restarted = (['gateway', 'files'] as const).filter((c) => before.checksums[c] !== after.checksums[c]);
+      const upgradeAt = lines.findIndex((line, at) => line.startsWith('helm upgrade ') && lines.slice(0, at + 1).filter((l) => l.startsWith('helm upgrade ')).length === step);
+      const next = lines.findIndex((line, at) => at > upgradeAt && line.startsWith('helm upgrade '));
+      const waited = lines.slice(upgradeAt, next < 0 ? undefined : next).join('\n');
+      for (const component of restarted) expect({ step, component, waited: waited.includes(`rollout status deploy/${componentName(component)}`) }).toEqual({ step, component, waited: true });
+    }
+    expect(rendered.map((state, at) => (at === 0 ? [] : (['gateway', 'files'] as const).filter((c) => rendered[at - 1]!.checksums[c] !== state.checksums[c])))).toEqual([[], ['files'], ['gateway', 'files'], ['files']]);
   });
 
   it('restarts nothing at the first upgrade after an install that generated the secrets: the checksums are of the Secret installed', () => {

@@ -224,6 +224,13 @@ MAIL_TO_FILES "true" (or "1", "yes": what the service reads as true). An existin
     secretKeyRef:
       name: {{ $secret }}
       key: {{ $upper }}_INTERNAL_TOKEN
+{{- /* Only the port's owner reads it, so a rotation's first and last steps restart files alone (docs/deploy.md). */}}
+- name: {{ $upper }}_INTERNAL_TOKEN_ALSO_ACCEPTED
+  valueFrom:
+    secretKeyRef:
+      name: {{ $secret }}
+      key: {{ $upper }}_INTERNAL_TOKEN_ALSO_ACCEPTED
+      optional: true
 {{- end }}
 {{- range $peer := $c.calls }}
 {{- $p := include "card-library.component" (dict "root" $root "name" $peer) | fromYaml }}

@@ -33,6 +33,8 @@ export interface RouteDeps {
   logger: Logger;
   /** host:port of the files service's internal HTTP endpoint (raw downloads). */
   filesHttpAddress: string;
+  /** Sent to that endpoint, which refuses downloads without it when it listens beyond loopback. */
+  filesInternalToken?: string;
   maxFileBytes: number;
 }
 

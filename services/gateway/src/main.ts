@@ -53,6 +53,7 @@ export async function startGateway(env: Record<string, string | undefined> = pro
     clients,
     logger,
     filesHttpAddress: config.FILES_HTTP_ADDR,
+    filesInternalToken: config.FILES_INTERNAL_TOKEN,
     maxFileBytes: config.MAX_FILE_BYTES,
     rateLimits: { perIpPerMinute: config.RATE_LIMIT_AUTH_PER_IP, perEmailPerMinute: config.RATE_LIMIT_AUTH_PER_EMAIL, counter },
     cookieSecure: cookieSecureFrom(config),

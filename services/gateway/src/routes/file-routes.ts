@@ -112,8 +112,7 @@ async function* uploadMessages(header: files.UploadFileHeader, bytes: Buffer): A
  * (passed through to the files service's internal HTTP endpoint, never buffered here), privacy,
  * delete, and the per-user listing.
  */
-export function registerFileRoutes(router: Router, { clients, filesHttpAddress, maxFileBytes, logger, fileReads = DEFAULT_FILE_READS }: RouteDeps & { fileReads?: FileReadLimits }): void {
-  const internalToken = process.env.FILES_INTERNAL_TOKEN || undefined;
+export function registerFileRoutes(router: Router, { clients, filesHttpAddress, filesInternalToken, maxFileBytes, logger, fileReads = DEFAULT_FILE_READS }: RouteDeps & { fileReads?: FileReadLimits }): void {
   // A reader that stopped reading holds ~4 MB (socket and HTTP/2 buffers, measured); no waiting line: reads may last
   // minutes, so a refused reader is told to ask again.
   const reads = new BoundedAdmission({ capacity: fileReads.atOnce, maxWaiting: 0, maxWaitMs: 0 });
@@ -169,8 +168,17 @@ export function registerFileRoutes(router: Router, { clients, filesHttpAddress, 
         proxyReq.removeHeader('authorization');
         proxyReq.removeHeader(INTERNAL_TOKEN_HEADER);
         proxyReq.removeHeader(CALLER_HEADER);
-        if (internalToken) proxyReq.setHeader(INTERNAL_TOKEN_HEADER, internalToken);
+        if (filesInternalToken) proxyReq.setHeader(INTERNAL_TOKEN_HEADER, filesInternalToken);
         if (req.user) proxyReq.setHeader(CALLER_HEADER, req.user.id);
+      },
+      proxyRes(proxyRes, _req, res) {
+        // The caller's access was checked above, so a 401 from files means it refused the gateway's own token (a
+        // misconfiguration or a rotation gone wrong): passed through, it would tell a signed-in user to sign in again.
+        if (proxyRes.statusCode !== 401) return;
+        proxyRes.resume();
+        logger.error({ filesHttpAddress }, 'the files service refused the gateway\'s FILES_INTERNAL_TOKEN; downloads fail until both hold the same token (docs/deploy.md, rotation)');
+        res.writeHead(502, { 'content-type': 'application/json; charset=utf-8' });
+        res.end(JSON.stringify({ message: 'The file service refused the gateway; the download is unavailable, try again later' }));
       },
       error(err, _req, res) {
         logger.warn({ err }, 'file download proxy failed');

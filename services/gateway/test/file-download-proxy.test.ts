@@ -1,0 +1,64 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { GatewayClients } from '../src/clients';
+import { appWithoutServices } from './app-without-services';
+
+const TOKEN = 'the-current-internal-token';
+const FILE_ID = '6f1c2b1e-0000-4000-8000-000000000001';
+const BYTES = Buffer.from('%PDF-1.4 the bytes of the file');
+
+/** Stands in for the files service's download endpoint: the bytes with its token, its 401 answer without. */
+function filesDownloadEndpoint(): Server {
+  return createServer((req, res) => {
+    if (req.headers['x-files-internal-token'] !== TOKEN) {
+      res.writeHead(401, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ message: 'Missing or wrong internal token' }));
+      return;
+    }
+    res.writeHead(200, { 'content-type': 'application/pdf' });
+    res.end(BYTES);
+  });
+}
+
+async function listen(server: Server): Promise<string> {
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return `127.0.0.1:${(server.address() as AddressInfo).port}`;
+}
+
+// The visibility check is a gRPC call to files; here every file is public.
+const clients = { files: { getFile: async () => ({ id: FILE_ID }) } } as unknown as GatewayClients;
+
+describe('GET /api/file/:id/download when the files service refuses the gateway', () => {
+  let files: Server;
+  let filesHttpAddress: string;
+  const gateways: Server[] = [];
+
+  beforeAll(async () => {
+    files = filesDownloadEndpoint();
+    filesHttpAddress = await listen(files);
+  });
+  afterAll(async () => {
+    for (const server of [...gateways, files]) await new Promise((resolve) => server.close(resolve));
+  });
+
+  async function download(filesInternalToken: string | undefined): Promise<Response> {
+    const gateway = createServer(appWithoutServices({ clients, filesHttpAddress, filesInternalToken }));
+    gateways.push(gateway);
+    return fetch(`http://${await listen(gateway)}/api/file/${FILE_ID}/download`);
+  }
+
+  it('passes the bytes through with the token files holds', async () => {
+    const res = await download(TOKEN);
+    expect(res.status).toBe(200);
+    expect(Buffer.from(await res.arrayBuffer()).equals(BYTES)).toBe(true);
+  });
+
+  it("answers 502 with a JSON message, not files' 401 (which would tell a signed-in user to sign in again)", async () => {
+    for (const token of ['a-token-files-does-not-hold', undefined]) {
+      const res = await download(token);
+      expect(res.status).toBe(502);
+      expect(res.headers.get('content-type')).toMatch(/^application\/json/);
+      expect(await res.json()).toEqual({ message: expect.stringContaining('file service refused the gateway') });
+    }
+  });
+});

@@ -116,6 +116,23 @@ describe('VerificationService', () => {
     expect(await store.find(first.id)).toMatchObject({ attempts: 3, score: 0 });
   });
 
+  it('runs cut off by an expired lease use up the same attempts as transient failures: no fetch beyond the last', async () => {
+    const timeout: PageFetchResult = { ok: false, failure: 'timed out', transient: true };
+    const fetcher = new ScriptedFetcher([timeout, timeout]);
+    const service = serviceWith(fetcher);
+    await service.onCardEvent(created(card('https://example.org/flaky')));
+    const first = (await claimOne())!;
+    expect(await service.run(first)).toBe('retry');
+    expect(await service.run((await store.claim(1, new Date(now + 1000), later()))[0]!)).toBe('retry');
+    // The third run's process dies mid-fetch and its lease runs out.
+    await store.claim(1, new Date(now + 2000), later());
+    expect(await store.requeueExpired(new Date(later().getTime() + 1))).toBe(1);
+    expect(await service.run((await claimOne())!)).toBe('done');
+    expect(fetcher.asked).toHaveLength(2); // and the dead process's third
+    expect(await announced()).toEqual([expect.objectContaining({ score: 0, failure: expect.stringMatching(/stopped before it finished.*timed out/) })]);
+    expect(await store.find(first.id)).toMatchObject({ status: 'done', attempts: 3 });
+  });
+
   it('a final failure is not retried; a scoring failure scores 0 and says so', async () => {
     const service = serviceWith(new ScriptedFetcher([{ ok: false, failure: 'the page answered HTTP 404', transient: false }]));
     await service.onCardEvent(created(card('https://example.org/missing')));

@@ -34,4 +34,29 @@ describe('SqliteVerificationStore reopened after a crash', () => {
       rmSync(dir, { recursive: true, force: true });
     }
   });
+
+  it('counts each run its predecessor died in as an attempt', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'verification-store-'));
+    const opened: SqliteVerificationStore[] = [];
+    try {
+      const path = join(dir, 'verification.db');
+      const now = new Date();
+      const hourLater = new Date(now.getTime() + 3_600_000);
+      const job = { id: randomUUID(), sourceEventId: randomUUID(), cardId: randomUUID(), authorId: randomUUID(), link: 'https://example.com/', content: 'text', createdAt: now };
+      const open = (): SqliteVerificationStore => {
+        const store = new SqliteVerificationStore(path);
+        opened.push(store);
+        return store;
+      };
+      expect(await open().enqueue(job)).toBe(true);
+      for (const attempts of [0, 1, 2]) {
+        // Each process claims the job and dies with it; the next one opens the same file.
+        expect((await open().claim(1, now, hourLater))[0]).toMatchObject({ id: job.id, attempts });
+      }
+      expect((await open().find(job.id))?.attempts).toBe(3);
+    } finally {
+      for (const store of opened) await store.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
 });

@@ -24,7 +24,7 @@ export function aJob() {
   return builder;
 }
 
-const outcome = (score: number) => ({ score, failure: '', eventId: randomUUID(), completedAt: new Date() });
+const outcome = (score: number) => ({ score, failure: '', attempts: 1, eventId: randomUUID(), completedAt: new Date() });
 const event = (key: string) => ({ topic: 'search.verification.v1', key, payload: new Uint8Array([1, 2, 3]) });
 const later = () => new Date(clock + 3_600_000);
 const lease = () => new Date(clock + 3_660_000);
@@ -146,6 +146,42 @@ export function describeVerificationStoreContract(name: string, factory: () => P
       expect(await store.claim(1, later(), lease())).toEqual([]);
       expect(await store.requeueExpired(new Date(lease().getTime() + 1))).toBe(1);
       expect((await store.claim(1, later(), lease())).map((j) => j.id)).toEqual([job.id]);
+    });
+
+    it('every run cut off by an expired lease counts as an attempt, after transient retries too', async () => {
+      const job = aJob().build();
+      await store.enqueue(job);
+      expect((await store.claim(1, later(), lease()))[0]).toMatchObject({ id: job.id, attempts: 0 });
+      await store.retryLater(job.id, 1, later(), 'timed out');
+      expect((await store.claim(1, later(), lease()))[0]).toMatchObject({ id: job.id, attempts: 1 });
+      for (const expected of [2, 3]) {
+        expect(await store.requeueExpired(new Date(lease().getTime() + 1))).toBe(1);
+        expect((await store.claim(1, later(), lease()))[0]).toMatchObject({ id: job.id, attempts: expected, failure: 'timed out' });
+      }
+    });
+
+    it('release after an interruption costs no attempt; a later cut-off does', async () => {
+      const job = aJob().build();
+      await store.enqueue(job);
+      await store.claim(1, later(), lease());
+      await store.release(job.id);
+      await store.claim(1, later(), lease());
+      await store.release(job.id);
+      expect((await store.claim(1, later(), lease()))[0]).toMatchObject({ id: job.id, attempts: 0 });
+      expect(await store.requeueExpired(new Date(lease().getTime() + 1))).toBe(1);
+      expect((await store.claim(1, later(), lease()))[0]).toMatchObject({ id: job.id, attempts: 1 });
+    });
+
+    it('complete records the attempts the job made in all (a run that gives up fetches nothing more)', async () => {
+      const job = aJob().build();
+      await store.enqueue(job);
+      for (let cutOffs = 0; cutOffs < 2; cutOffs++) {
+        await store.claim(1, later(), lease());
+        expect(await store.requeueExpired(new Date(lease().getTime() + 1))).toBe(1);
+      }
+      await store.claim(1, later(), lease());
+      expect(await store.complete(job.id, { ...outcome(0), attempts: 2 }, [event(job.cardId)])).toBe(true);
+      expect(await store.find(job.id)).toMatchObject({ status: 'done', attempts: 2 });
     });
   });
 }

@@ -18,7 +18,10 @@ export const verificationConfigFields = {
   VERIFY_MAX_BYTES: envInt(5 * 1024 * 1024),
   /** Verifications fetched and scored at once. */
   VERIFY_CONCURRENCY: envInt(4),
-  /** Fetch attempts for transient failures (timeouts, resets, 5xx, 429) before the page counts as unreachable. */
+  /**
+   * Attempts per page: transient fetch failures (timeouts, resets, 5xx, 429) and runs cut off before finishing (the
+   * process died) both count; then the page scores 0 (cut off: unfetched, so a page that crashes the process ends).
+   */
   VERIFY_MAX_ATTEMPTS: envInt(3),
   VERIFY_RETRY_BASE_MS: envInt(1000),
   /** Longest time one page may take to score (token_set_ratio is quadratic in text length). */

@@ -8,7 +8,10 @@ export interface VerificationServiceDeps {
   fetcher: PageFetcher;
   scorer: PageScorer;
   logger: Logger;
-  /** Fetch attempts per verification for transient failures (timeouts, resets, 5xx) before scoring 0. */
+  /**
+   * Attempts per verification before scoring 0: transient fetch failures (timeouts, resets, 5xx) and runs cut off
+   * before finishing (the process died, so the lease ran out) both count.
+   */
   maxAttempts: number;
   /** First retry delay; doubles per attempt. */
   retryBaseMs: number;
@@ -70,10 +73,19 @@ export class VerificationService {
     this.stopping = true;
   }
 
-  /** Fetches and scores one claimed job; a transient failure puts it back with backoff until attempts run out. */
+  /**
+   * Fetches and scores one claimed job; a transient failure puts it back with backoff until attempts run out. A job
+   * whose attempts were used up by runs cut off before finishing ends without another fetch: a page that takes the
+   * process down would otherwise crash-loop the search service.
+   */
   async run(job: VerificationJob): Promise<'done' | 'retry' | 'discarded' | 'interrupted'> {
     const { logger } = this.deps;
     if (this.stopping) return 'interrupted';
+    if (job.attempts >= this.deps.maxAttempts) {
+      const failure = stoppedBeforeFinishing(job);
+      logger.error({ cardId: job.cardId, verificationId: job.id, link: job.link, attempts: job.attempts, failure }, 'verification given up: its runs were cut off before finishing');
+      return this.record(job, { score: 0, failure, attempts: job.attempts });
+    }
     const fetched = await this.deps.fetcher.fetchPage(job.link);
     if (this.stopping) return 'interrupted';
     const attempts = job.attempts + 1;
@@ -93,6 +105,11 @@ export class VerificationService {
       }
     } else failure = fetched.failure;
     if (this.stopping) return 'interrupted';
+    return this.record(job, { score, failure, attempts });
+  }
+
+  private async record(job: VerificationJob, result: { score: number; failure: string; attempts: number }): Promise<'done' | 'discarded'> {
+    const { score, failure } = result;
     const eventId = newId();
     const completedAt = this.clock();
     const payload = events.CardVerified.encode({
@@ -105,9 +122,19 @@ export class VerificationService {
       link: job.link,
       failure,
     }).finish();
-    const recorded = await this.deps.store.complete(job.id, { score, failure, eventId, completedAt }, [{ topic: Topics.verification, key: job.cardId, payload }]);
+    const recorded = await this.deps.store.complete(job.id, { ...result, eventId, completedAt }, [{ topic: Topics.verification, key: job.cardId, payload }]);
     if (!recorded) return 'discarded';
-    logger.info({ cardId: job.cardId, verificationId: job.id, score, failure: failure || undefined }, 'card verified');
+    this.deps.logger.info({ cardId: job.cardId, verificationId: job.id, score, failure: failure || undefined }, 'card verified');
     return 'done';
   }
+}
+
+/**
+ * Why a job that reached its attempts through a cut-off run ends unchecked. Only transient fetch failures record a
+ * failure on a job still to run, so none means every attempt was cut off.
+ */
+function stoppedBeforeFinishing(job: VerificationJob): string {
+  const times = job.attempts === 1 ? 'once' : `${job.attempts} times`;
+  if (!job.failure) return `the check of this page was stopped before it finished ${times} (the verifier's process ended during it, as when a page makes it crash); not tried again`;
+  return `the check of this page was stopped before it finished, after earlier tries failed (last: ${job.failure}); not tried again after ${job.attempts} attempts`;
 }

@@ -15,7 +15,7 @@ export type VerificationStatus = 'pending' | 'running' | 'done' | 'superseded' |
 
 export interface VerificationJob extends NewVerificationJob {
   status: VerificationStatus;
-  /** Fetch attempts made so far. */
+  /** Attempts made so far: transient fetch failures and runs cut off before finishing (their lease ran out). */
   attempts: number;
   dueAt: Date;
   score: number | null;
@@ -27,6 +27,8 @@ export interface VerificationOutcome {
   score: number;
   /** Empty on success; otherwise why the page could not be used. */
   failure: string;
+  /** Attempts the job made in all, this run's fetch included (a run that gives up without fetching adds none). */
+  attempts: number;
   /** Id of the CardVerified event announcing it. */
   eventId: string;
   completedAt: Date;

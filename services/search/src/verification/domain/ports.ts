@@ -45,9 +45,12 @@ export interface VerificationStore {
   complete(jobId: string, outcome: VerificationOutcome, events: OutgoingEvent[]): Promise<boolean>;
   /** Drops pending jobs of a deleted card; a running one is discarded when it completes. */
   cancelCard(cardId: string): Promise<number>;
-  /** Hands a running job back untouched (a graceful shutdown interrupted it), to run again at once. */
+  /** Hands a running job back untouched, its attempts too (a graceful shutdown interrupted it), to run again at once. */
   release(jobId: string): Promise<void>;
-  /** Running jobs whose lease ran out (their runner crashed) go back to pending; returns how many. */
+  /**
+   * Running jobs whose lease ran out (their runner died) go back to pending, each counting one attempt: a page that
+   * takes its process down must not be run forever. Returns how many.
+   */
   requeueExpired(now: Date): Promise<number>;
   /** The stored outcome of one job, for tests and diagnostics. */
   find(jobId: string): Promise<VerificationJob | null>;

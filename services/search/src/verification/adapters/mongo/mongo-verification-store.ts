@@ -142,10 +142,10 @@ export class MongoVerificationStore implements VerificationStore {
           failure: outcome.failure,
           resultEventId: outcome.eventId,
           completedAt: outcome.completedAt,
+          attempts: outcome.attempts,
           leaseUntil: null,
           outbox: events.map((e) => ({ topic: e.topic, key: e.key, payload: Buffer.from(e.payload) })),
         },
-        $inc: { attempts: 1 },
       },
     );
     return result.modifiedCount === 1;
@@ -162,7 +162,9 @@ export class MongoVerificationStore implements VerificationStore {
   async requeueExpired(now: Date): Promise<number> {
     const result = await this.collection.updateMany(
       { status: 'running', $or: [{ leaseUntil: null }, { leaseUntil: { $lt: now } }] },
-      { $set: { status: 'pending', leaseUntil: null } },
+      // Counted here, not at claim: every replica requeues, but a document leaves 'running' once, so a cut-off counts
+      // once; and release() after a graceful shutdown's interruption costs nothing.
+      { $set: { status: 'pending', leaseUntil: null }, $inc: { attempts: 1 } },
     );
     return result.modifiedCount;
   }

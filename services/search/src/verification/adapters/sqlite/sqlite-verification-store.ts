@@ -59,8 +59,9 @@ export class SqliteVerificationStore implements VerificationStore {
   constructor(path: string) {
     this.db = openSqlite(path, MIGRATIONS);
     // This file is one search process's (its DATA_DIR): a job still running when it opens was its predecessor's, which
-    // died with it. It runs again now instead of when its lease ends (~100 s after a crash, measured by a kill -9 soak).
-    this.db.prepare(`UPDATE verification_jobs SET status = 'pending', lease_until = NULL WHERE status = 'running'`).run();
+    // died with it. It runs again now instead of when its lease ends (~100 s after a crash, measured by a kill -9 soak), and
+    // that cut-off run counts as an attempt, as in requeueExpired.
+    this.db.prepare(`UPDATE verification_jobs SET status = 'pending', lease_until = NULL, attempts = attempts + 1 WHERE status = 'running'`).run();
   }
 
   /** The outbox the relay drains to the event bus. */
@@ -119,10 +120,10 @@ export class SqliteVerificationStore implements VerificationStore {
     return this.db.transaction(() => {
       const done = this.db
         .prepare(
-          `UPDATE verification_jobs SET status = 'done', score = ?, failure = ?, result_event_id = ?, completed_at = ?, attempts = attempts + 1
+          `UPDATE verification_jobs SET status = 'done', score = ?, failure = ?, result_event_id = ?, completed_at = ?, attempts = ?
            WHERE id = ? AND status = 'running'`,
         )
-        .run(outcome.score, outcome.failure, outcome.eventId, outcome.completedAt.toISOString(), jobId);
+        .run(outcome.score, outcome.failure, outcome.eventId, outcome.completedAt.toISOString(), outcome.attempts, jobId);
       if (done.changes === 0) return false;
       appendToSqliteOutbox(this.db, events);
       return true;
@@ -139,7 +140,10 @@ export class SqliteVerificationStore implements VerificationStore {
 
   async requeueExpired(now: Date): Promise<number> {
     return this.db
-      .prepare(`UPDATE verification_jobs SET status = 'pending', lease_until = NULL WHERE status = 'running' AND (lease_until IS NULL OR lease_until < ?)`)
+      .prepare(
+        `UPDATE verification_jobs SET status = 'pending', lease_until = NULL, attempts = attempts + 1
+         WHERE status = 'running' AND (lease_until IS NULL OR lease_until < ?)`,
+      )
       .run(now.toISOString()).changes;
   }
 

@@ -98,6 +98,10 @@ export async function startCards(env: Record<string, string | undefined> = proce
     readiness: new EngineReadinessMonitor({ checks: [...store.engines, ...eventBusEngineChecks(bus)], logger, ...readinessSettingsFrom(env) }),
     register: (server) => server.add(cards.CardServiceDefinition, cardsHandlers(cardService, collectionService)),
   });
+  const recheck = cardService
+    .recheckCutOffCollisions()
+    .then((checked) => checked > 0 && logger.info({ checked }, 'checked the roots of collisions whose create was cut off'))
+    .catch((err: unknown) => logger.error({ err }, 'checking the roots of collisions whose create was cut off failed; the next start tries again'));
   return {
     name: 'cards',
     address: grpc.address,
@@ -105,6 +109,7 @@ export async function startCards(env: Record<string, string | undefined> = proce
       await grpc.shutdown();
       for (const peer of Object.values(peers)) peer.channel.close();
       await store.closeIfUnreachable();
+      await recheck;
       // Together: closing the bus abandons a publish stuck connecting to brokers that are down, the relay's or a dead
       // letter the subscription is sending, which relay.stop() and subscription.close() would wait out; the relay's
       // entries stay in the outbox and the event is not committed (delivered again after the next start).

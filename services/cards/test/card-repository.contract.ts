@@ -103,6 +103,51 @@ export function describeCardRepositoryContract(name: string, factory: CardsStore
       expect((await store.cards.findRootsCreatedSince(viewer, since, 10))[0]).toEqual(newest);
     });
 
+    it('finds the roots created within a time span when given its end', async () => {
+      const before = aCard().build();
+      const since = nextTime();
+      const inside = aCard().build();
+      const until = nextTime();
+      const after = aCard().build();
+      for (const c of [before, inside, after]) await store.cards.insert(c, fingerprintOf(c.content), []);
+      expect((await store.cards.findRootsCreatedSince(null, since, 10, until)).map((c) => c.id)).toEqual([inside.id]);
+      expect((await store.cards.findRootsCreatedSince(null, since, 10, inside.createdAt)).map((c) => c.id)).toEqual([inside.id]);
+      expect((await store.cards.findRootsCreatedSince(null, since, 10)).map((c) => c.id)).toEqual([after.id, inside.id]);
+    });
+
+    it('stores a new card as owing its look-again until that is cleared, which changes nothing else and stores no event', async () => {
+      const card = aCard().withIdempotencyKey('doc-2#1').build();
+      await store.cards.insert(card, fingerprintOf(card.content), [event()]);
+      expect(await store.cards.findWithLookAgainOwed(card.id)).toEqual(card);
+      expect(await store.cards.findById(card.id)).toEqual(card);
+      await store.cards.clearLookAgainOwed(card.id);
+      expect(await store.cards.findWithLookAgainOwed(card.id)).toBeNull();
+      expect(await store.cards.findById(card.id)).toEqual(card);
+      expect(await store.cards.findByIdempotencyKey(card.authorId, 'doc-2#1')).toEqual(card);
+      expect(await store.pendingEventTopics()).toEqual([Topics.card]);
+      await store.cards.clearLookAgainOwed(card.id);
+      await store.cards.clearLookAgainOwed(randomUUID());
+      expect(await store.cards.findWithLookAgainOwed(randomUUID())).toBeNull();
+      expect(await store.cards.findWithLookAgainOwed(card.id)).toBeNull();
+    });
+
+    it('keeps the look-again owed through other changes of the card, and lists the collisions owing it oldest first', async () => {
+      const root = aCard().build();
+      const settled = aCard().collisionOf(root.id).withContent(root.content).build();
+      const owing = [aCard().collisionOf(root.id).withContent(root.content).build(), aCard().collisionOf(root.id).withContent(root.content).build()];
+      for (const c of [root, settled, ...owing]) await store.cards.insert(c, fingerprintOf(c.content), []);
+      await store.cards.clearLookAgainOwed(settled.id);
+      expect((await store.cards.findCollisionsWithLookAgainOwed(10)).map((c) => c.id)).toEqual(owing.map((c) => c.id));
+      expect((await store.cards.findCollisionsWithLookAgainOwed(1)).map((c) => c.id)).toEqual([owing[0]!.id]);
+      expect(await store.cards.setVectorPointId(root.id, 'vp-root')).toBe(true);
+      const edited = { ...root, link: 'https://example.org/', updatedAt: nextTime() };
+      await store.cards.update(edited, null, [], { ifUpdatedAt: root.updatedAt });
+      expect(await store.cards.findWithLookAgainOwed(root.id)).toEqual({ ...edited, vectorPointId: 'vp-root' });
+      expect(await store.cards.detachCollision(owing[1]!.id, root.id, [])).toBe(true);
+      expect((await store.cards.findCollisionsWithLookAgainOwed(10)).map((c) => c.id)).toEqual([owing[0]!.id]);
+      expect((await store.cards.findWithLookAgainOwed(owing[1]!.id))?.collisionOf).toBeNull();
+    });
+
     it('updates content, privacy and fingerprint together', async () => {
       const card = aCard().build();
       await store.cards.insert(card, fingerprintOf(card.content), []);

@@ -206,6 +206,114 @@ describe('CardService', () => {
       expect(search.calls.slice(2).every((n) => n === 1)).toBe(true);
       expect(search.calls.length).toBeLessThanOrEqual(4);
     });
+
+    /** Every insert stores its card and then fails, as when the process is killed right after it. */
+    function cutAfterInsert(cards: SqliteCardRepository) {
+      const killed = new Error('process killed after the insert');
+      const insert = cards.insert.bind(cards);
+      cards.insert = async (...args) => {
+        await insert(...args);
+        throw killed;
+      };
+      return { killed, restart: () => void (cards.insert = insert) };
+    }
+
+    it('whose creates were cut off after the insert end as one root, the earliest, once search announces them', async () => {
+      const search = bagOfWordsSearch();
+      const { service, cards } = setup(search.finder);
+      const cut = cutAfterInsert(cards);
+      const users = ['alice', 'bob', 'carol', 'dave', 'erin', 'frank'];
+      const texts = reorderedCopies(users.length);
+      const results = await Promise.allSettled(users.map((user, i) => create(service, user, texts[i])));
+      expect(results.every((r) => r.status === 'rejected' && r.reason === cut.killed)).toBe(true);
+      cut.restart();
+      const stored = async () => byCreation((await Promise.all(users.map((user) => cards.listByAuthor(user, true, 0, 10)))).flat());
+      expect((await stored()).filter((c) => c.collisionOf === null).length).toBeGreaterThan(1);
+      // After the restart search indexes the roots it was told of and announces them, in any order.
+      for (const card of [...(await stored())].reverse()) if (card.collisionOf === null) await service.recordIndexed(card.id, `vp-${card.id}`);
+      const after = await stored();
+      expect(after.map((c) => c.collisionOf)).toEqual([null, ...after.slice(1).map(() => after[0]!.id)]);
+      const groups = await service.getCardGroups(after.map((c) => c.id), undefined);
+      expect(groups.map((g) => [g.root.id, g.collisions.length])).toEqual([[after[0]!.id, users.length - 1]]);
+    });
+
+    it('whose creates were cut off after the insert end as one root when ingestion retries them with their idempotency keys', async () => {
+      const search = bagOfWordsSearch();
+      const { service, cards } = setup(search.finder);
+      const cut = cutAfterInsert(cards);
+      const texts = reorderedCopies(5);
+      const key = (i: number) => `file-1:${i}`;
+      await Promise.allSettled(texts.map((text, i) => create(service, 'ingest-user', text, { idempotencyKey: key(i) })));
+      cut.restart();
+      const stored = async () => byCreation(await cards.listByAuthor('ingest-user', true, 0, 10));
+      const before = await stored();
+      expect(before).toHaveLength(texts.length);
+      expect(before.filter((c) => c.collisionOf === null).length).toBeGreaterThan(1);
+      const retried = [];
+      for (let i = texts.length - 1; i >= 0; i--) retried.unshift(await create(service, 'ingest-user', texts[i], { idempotencyKey: key(i) }));
+      const after = await stored();
+      expect(after.map((c) => c.id).sort()).toEqual(before.map((c) => c.id).sort());
+      expect(after.map((c) => c.collisionOf)).toEqual([null, ...after.slice(1).map(() => after[0]!.id)]);
+      const byId = new Map(after.map((c) => [c.id, c]));
+      expect(retried.map((r) => [r.card.collisionOf, r.duplicate])).toEqual(retried.map((r) => [byId.get(r.card.id)!.collisionOf, byId.get(r.card.id)!.collisionOf !== null]));
+      // Done once: a further retry and the announcements read nothing to settle.
+      search.calls.length = 0;
+      await create(service, 'ingest-user', texts[0], { idempotencyKey: key(0) });
+      await service.recordIndexed(after[0]!.id, 'vp-root');
+      expect(search.calls).toEqual([]);
+    });
+
+    it('whose creates finished their look-again are announced by search without anything read to settle them', async () => {
+      const search = bagOfWordsSearch();
+      const { service, cards } = setup(search.finder);
+      const [first, second] = reorderedCopies(2);
+      const root = await create(service, 'alice', first);
+      expect((await create(service, 'bob', second)).duplicate).toBe(true);
+      const other = await create(service, 'carol', someContent());
+      search.calls.length = 0;
+      const reads = (['findById', 'findByIds', 'findByContentHash', 'findBySketch', 'findRootsCreatedSince', 'findUnindexedRoots', 'findCollisions'] as const).map((m) => [m, jest.spyOn(cards, m)] as const);
+      for (const card of [root.card, other.card]) await service.recordIndexed(card.id, `vp-${card.id}`);
+      expect(reads.filter(([, spy]) => spy.mock.calls.length > 0).map(([method]) => method)).toEqual([]);
+      expect(search.calls).toEqual([]);
+      for (const [, spy] of reads) spy.mockRestore();
+      expect((await cards.findById(root.card.id))?.vectorPointId).toBe(`vp-${root.card.id}`);
+    });
+  });
+
+  it('a collision whose create was cut off after its root was deleted becomes a root of its own when the service starts again', async () => {
+    const { service, cards, peers } = setup();
+    const [gone, kept, paraphrased, paraphrase] = [someContent(), someContent(), someContent(), someContent()];
+    const goneRoot = await create(service, 'alice', gone);
+    const keptRoot = await create(service, 'alice', kept);
+    const paraphrasedRoot = await create(service, 'alice', paraphrased);
+    const killed = new Error('process killed after the insert');
+    const insert = cards.insert.bind(cards);
+    cards.insert = async (card, ...rest) => {
+      // The root is deleted while the copy is being made: its deletion looks for collisions before the copy is stored.
+      if (card.collisionOf === goneRoot.card.id) await service.deleteCard('alice', goneRoot.card.id);
+      await insert(card, ...rest);
+      throw killed;
+    };
+    await expect(create(service, 'bob', gone)).rejects.toBe(killed);
+    await expect(create(service, 'bob', kept)).rejects.toBe(killed);
+    // A copy by the embedding verdict alone, of a root created a moment before it (and unchanged since).
+    peers.candidates = [{ cardId: paraphrasedRoot.card.id, duplicate: true, cosine: 0.97 }];
+    await expect(create(service, 'bob', paraphrase)).rejects.toBe(killed);
+    cards.insert = insert;
+    const bobs = async (content: string) => (await cards.listByAuthor('bob', true, 0, 10)).find((c) => c.content === content);
+    const [orphan, copy, paraphraseCopy] = [await bobs(gone), await bobs(kept), await bobs(paraphrase)];
+    expect([orphan!.collisionOf, copy!.collisionOf, paraphraseCopy!.collisionOf]).toEqual([goneRoot.card.id, keptRoot.card.id, paraphrasedRoot.card.id]);
+    expect(await service.getCardGroups([orphan!.id], undefined)).toEqual([]);
+
+    expect(await service.recheckCutOffCollisions()).toBe(3);
+    expect((await cards.findById(orphan!.id))?.collisionOf).toBeNull();
+    expect((await cards.findById(copy!.id))?.collisionOf).toBe(keptRoot.card.id);
+    expect((await cards.findById(paraphraseCopy!.id))?.collisionOf).toBe(paraphrasedRoot.card.id);
+    expect((await service.getCardGroups([orphan!.id], undefined)).map((g) => g.root.id)).toEqual([orphan!.id]);
+    // Now a root, it settles with its near copies once search announces it (from its detach's event); then nothing is owed.
+    await service.recordIndexed(orphan!.id, `vp-${orphan!.id}`);
+    expect(await cards.findWithLookAgainOwed(orphan!.id)).toBeNull();
+    expect(await service.recheckCutOffCollisions()).toBe(0);
   });
 
   it('returns the same card for a retried idempotency key', async () => {

@@ -195,6 +195,20 @@ if (skipReason) {
       });
     });
 
+    it('counts the cards stored before the look-again mark (no such field) as owing none', async () => {
+      await withScratchDatabase(async (connection) => {
+        const store = await openMongoCardsStore(connection);
+        const root = aCard().build();
+        const collision = aCard().collisionOf(root.id).withContent(root.content).build();
+        for (const c of [root, collision]) await store.cards.insert(c, fingerprintOf(c.content), []);
+        // The documents as the earlier version wrote them: no mark.
+        await store.database.cards.updateMany({}, { $unset: { lookAgainOwed: '' } });
+        expect(await store.cards.findWithLookAgainOwed(root.id)).toBeNull();
+        expect(await store.cards.findCollisionsWithLookAgainOwed(10)).toEqual([]);
+        expect(await store.cards.findById(collision.id)).toEqual(collision);
+      });
+    });
+
     it("gives the bookmarks stored before owners were kept their collection's owner when the store opens, and the lookup finds them", async () => {
       await withScratchDatabase(async (connection) => {
       const [owner, stranger] = [randomUUID(), randomUUID()];

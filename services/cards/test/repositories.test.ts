@@ -87,6 +87,28 @@ describe('SQLite cards store migration', () => {
     }
   });
 
+  it('counts the cards stored before the look-again mark as owing none', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cards-migration-'));
+    try {
+      const path = join(dir, 'cards.db');
+      const old = openSqlite(path, CARDS_MIGRATIONS.slice(0, -1));
+      const [root, collision] = [randomUUID(), randomUUID()];
+      const insert = old.prepare(`INSERT INTO cards (id, author_id, content, card_html, link, private, tags, collision_of, content_hash, created_at, updated_at)
+                                  VALUES (?, ?, 'text', '', '', 0, '[]', ?, 'h', '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z')`);
+      insert.run(root, randomUUID(), null);
+      insert.run(collision, randomUUID(), root);
+      old.close();
+      const db = openCardsDatabase(path);
+      const cards = new SqliteCardRepository(db);
+      expect(await cards.findWithLookAgainOwed(root)).toBeNull();
+      expect(await cards.findCollisionsWithLookAgainOwed(10)).toEqual([]);
+      expect((await cards.findById(collision))?.collisionOf).toBe(root);
+      db.close();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it("gives the bookmarks stored before owners were kept their collection's owner, and the lookup finds them", async () => {
     const dir = mkdtempSync(join(tmpdir(), 'cards-migration-'));
     try {

@@ -69,6 +69,8 @@ const SETTLE_CANDIDATES = 50;
  */
 const CONCURRENT_ROOTS_LOOKBACK_MS = 5_000;
 const CONCURRENT_ROOTS_LIMIT = 50;
+/** Cut-off collisions read at a time by recheckCutOffCollisions. */
+const CUT_OFF_BATCH = 100;
 
 export function requireCaller(callerId: string | undefined): string {
   if (!callerId) throw new UnauthenticatedError('You must be logged in');
@@ -101,7 +103,8 @@ export class CardService {
     const { cards } = this.deps;
     if (input.idempotencyKey) {
       const existing = await cards.findByIdempotencyKey(callerId, input.idempotencyKey);
-      if (existing) return { card: { ...existing, viewerVote: null }, duplicate: existing.collisionOf !== null };
+      // A retry of a create cut off after its insert (file ingestion after a crash) finishes what that create owes.
+      if (existing) return asCreated((await this.finishOwedLookAgain(existing.id)) ?? existing);
     }
     const { cardHtml, content } = cardTextFromHtml(input.cardHtml);
     const link = validLink(input.link);
@@ -144,27 +147,89 @@ export class CardService {
       } catch (err) {
         if (err instanceof AlreadyExistsError && input.idempotencyKey) {
           const existing = await cards.findByIdempotencyKey(callerId, input.idempotencyKey);
-          if (existing) return { card: { ...existing, viewerVote: null }, duplicate: existing.collisionOf !== null };
+          if (existing) return asCreated(existing);
         }
         throw err;
       }
       this.deps.eventsWritten();
-      let placed = card;
-      if (root) {
-        // The root may have been deleted or made private while this card was being made (neither saw the new card).
-        const current = await cards.findById(root.id);
-        if (!current || !mayHoldCollision(current, card) || (current.content !== root.content && !isNearCopy(current.content, card.content))) {
-          const detached = { ...card, collisionOf: null };
-          if (await this.detach(detached, root.id)) placed = detached;
-        } else if (current.collisionOf) {
-          // The root joined an earlier near copy (settleNearCopyRoots) before this card was stored under it: follow it.
-          await this.moveCollisions(root.id, current.collisionOf);
-          placed = { ...card, collisionOf: current.collisionOf };
-        }
-      }
-      if (!placed.collisionOf) placed = await this.settleNearCopyRoots(placed, fingerprint, checked);
-      return { card: { ...placed, viewerVote: null }, duplicate: placed.collisionOf !== null };
+      return asCreated(await this.lookAgain(card, fingerprint, root, checked));
     });
+  }
+
+  /**
+   * What a create owes after its insert, which stored the card marked as owing it (the mark is cleared at the end):
+   * a collision checks its root again (recheckRoot), and a card that is a root then, unchanged since its creation,
+   * settles with near copies stored at the same moment (settleNearCopyRoots). The request runs it; a create cut off
+   * before the end (process killed, an error) leaves the mark, and finishOwedLookAgain runs it later. `found` and
+   * `checked`: the root the duplicate check chose and the roots it noted; null when the look-again resumes after a cut.
+   * Answers the card as it ends up.
+   */
+  private async lookAgain(card: Card, fingerprint: ReturnType<typeof fingerprintOf>, found: Card | null, checked: CheckedRoots | null): Promise<Card> {
+    let placed = card;
+    if (placed.collisionOf) placed = await this.recheckRoot(placed, found);
+    // A root changed since its creation is left as its change made it: an edited card never becomes a collision.
+    if (!placed.collisionOf && placed.updatedAt.getTime() === placed.createdAt.getTime()) placed = await this.settleNearCopyRoots(placed, fingerprint, checked);
+    await this.deps.cards.clearLookAgainOwed(card.id);
+    return placed;
+  }
+
+  /**
+   * A create cut off after its insert (process killed, an error) left the card owing its look-again: it is run now,
+   * by the announcement of the card by search, by a retry of the create with its idempotency key, or (a collision's
+   * root check, as search announces roots only) by recheckCutOffCollisions at start. Under the content lock of the
+   * card's text, so it waits for a request still finishing it, and only while the mark is set. Answers the card as it
+   * ends up; null when it owed nothing (then nothing but the mark is read).
+   */
+  private async finishOwedLookAgain(cardId: string): Promise<Card | null> {
+    const owed = await this.deps.cards.findWithLookAgainOwed(cardId);
+    if (!owed) return null;
+    return this.deps.contentLock.run(fingerprintOf(owed.content).contentHash, async () => {
+      const card = await this.deps.cards.findWithLookAgainOwed(cardId);
+      return card && this.lookAgain(card, fingerprintOf(card.content), null, null);
+    });
+  }
+
+  /**
+   * A new collision's root may have been deleted, made private or edited into other text while the card was being made
+   * (neither saw the other): the card leaves it. A root that joined an earlier near copy (settleNearCopyRoots) before
+   * the card was stored under it: the card follows it. `found`: the root as the duplicate check read it; null when the
+   * look-again resumes after a cut, when the text is compared only if the root was changed within the look-back either
+   * side of the card's creation (a later change of the root checked its collisions itself).
+   */
+  private async recheckRoot(card: Card, found: Card | null): Promise<Card> {
+    const rootId = card.collisionOf!;
+    const current = await this.deps.cards.findById(rootId);
+    const changedAround = (root: Card) => root.updatedAt.getTime() !== root.createdAt.getTime() && Math.abs(root.updatedAt.getTime() - card.createdAt.getTime()) <= CONCURRENT_ROOTS_LOOKBACK_MS;
+    const textMayHaveChanged = current !== null && (found ? current.content !== found.content : changedAround(current));
+    if (!current || !mayHoldCollision(current, card) || (textMayHaveChanged && !isNearCopy(current.content, card.content))) {
+      const detached = { ...card, collisionOf: null };
+      return (await this.detach(detached, rootId)) ? detached : card;
+    }
+    if (current.collisionOf) {
+      await this.moveCollisions(rootId, current.collisionOf);
+      return { ...card, collisionOf: current.collisionOf };
+    }
+    return card;
+  }
+
+  /**
+   * Collisions whose create was cut off before it checked their root again: search announces roots only, so nothing
+   * else reaches them; run when the service starts. A collision still under a root that may hold it is done; one that
+   * leaves its root keeps its mark, and the announcement of it as a root (search indexes it from the detach's event)
+   * settles it with its near copies, embedding verdict included. Answers how many were checked.
+   */
+  async recheckCutOffCollisions(): Promise<number> {
+    const seen = new Set<string>();
+    for (;;) {
+      const batch = (await this.deps.cards.findCollisionsWithLookAgainOwed(CUT_OFF_BATCH)).filter((c) => !seen.has(c.id));
+      if (batch.length === 0) return seen.size;
+      for (const card of batch) {
+        seen.add(card.id);
+        await this.recheckRoot(card, null);
+        const now = await this.deps.cards.findWithLookAgainOwed(card.id);
+        if (now?.collisionOf) await this.deps.cards.clearLookAgainOwed(card.id);
+      }
+    }
   }
 
   /**
@@ -216,8 +281,11 @@ export class CardService {
    * this create's check; it embeds them as not indexed.
    */
   private async embeddingCopyRoots(card: Card, checked: CheckedRoots | null, known: ReadonlySet<string>): Promise<Card[]> {
+    // Without the check's note (a collision that left its root, a look-again resumed after a cut): the roots created within
+    // the look-back either side of the card's creation, as later ones found it stored when they looked.
     const since = checked?.since ?? new Date(card.createdAt.getTime() - CONCURRENT_ROOTS_LOOKBACK_MS);
-    const recent = await this.deps.cards.findRootsCreatedSince(settlingViewer(card), since, CONCURRENT_ROOTS_LIMIT);
+    const until = checked ? undefined : new Date(card.createdAt.getTime() + CONCURRENT_ROOTS_LOOKBACK_MS);
+    const recent = await this.deps.cards.findRootsCreatedSince(settlingViewer(card), since, CONCURRENT_ROOTS_LIMIT, until);
     const settlesWith = (r: Card) => (isOlder(r, card) && mayHoldCollision(r, card)) || (isOlder(card, r) && mayHoldCollision(card, r));
     const fresh = recent.filter((r) => r.id !== card.id && !checked?.known.has(r.id) && !known.has(r.id) && settlesWith(r));
     if (fresh.length === 0) return [];
@@ -532,16 +600,14 @@ export class CardService {
   }
 
   /**
-   * The search service indexed a root card. A root unchanged since its creation settles with its near copies by the
-   * content rules once more: a create cut off between its insert and its look-again (the process killed) left it a
-   * root beside copies sent at the same moment, and this announcement, durable like every event and delivered again
-   * when its handling was cut, still reaches it after the restart. A create that did look again leaves nothing to do.
+   * The search service indexed a root card. A card whose create was cut off before it finished its look-again (the
+   * process killed after the insert) still owes it, and this announcement, durable like every event and delivered again
+   * when its handling was cut, reaches it after the restart: the whole look-again runs then (finishOwedLookAgain). A card
+   * whose create finished it reads nothing more.
    */
   async recordIndexed(cardId: string, vectorPointId: string): Promise<void> {
     await this.deps.cards.setVectorPointId(cardId, vectorPointId);
-    const card = await this.deps.cards.findById(cardId);
-    if (!card || card.collisionOf !== null || card.updatedAt.getTime() !== card.createdAt.getTime()) return;
-    await this.settleWith(card, await this.nearCopyRoots(card, fingerprintOf(card.content)));
+    await this.finishOwedLookAgain(cardId);
   }
 
   /** The search service verified a card against `link`; a result for a link the card no longer has is dropped. */
@@ -562,6 +628,8 @@ export class CardService {
     return card;
   }
 }
+
+const asCreated = (card: Card) => ({ card: { ...card, viewerVote: null }, duplicate: card.collisionOf !== null });
 
 /** The roots a duplicate check noted before asking search: those created since `since` (`known`) and the unindexed ones it sent. */
 interface CheckedRoots {

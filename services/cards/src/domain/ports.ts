@@ -43,8 +43,11 @@ export interface CardRepository {
    * `viewerId` may see (public, or their own), most recently changed first.
    */
   findUnindexedRoots(viewerId: string, since: Date, limit: number): Promise<Card[]>;
-  /** Root cards created at or after `since` that `viewerId` may see (public, or their own; null: every author's), newest first. */
-  findRootsCreatedSince(viewerId: string | null, since: Date, limit: number): Promise<Card[]>;
+  /**
+   * Root cards created at or after `since` (and at or before `until`, when given) that `viewerId` may see (public, or
+   * their own; null: every author's), newest first.
+   */
+  findRootsCreatedSince(viewerId: string | null, since: Date, limit: number, until?: Date): Promise<Card[]>;
   /** Collisions of the given roots, oldest first. */
   findCollisions(rootIds: readonly string[]): Promise<Card[]>;
   /**
@@ -57,9 +60,20 @@ export interface CardRepository {
   findByFile(fileId: string): Promise<Card[]>;
 
   /**
-   * Stores a new card. Throws AlreadyExistsError when (authorId, idempotencyKey) is already taken.
+   * Stores a new card, marked in the same write as owing its look-again (the duplicate rules run once more after the
+   * insert; see clearLookAgainOwed). Throws AlreadyExistsError when (authorId, idempotencyKey) is already taken.
    */
   insert(card: Card, fingerprint: CardFingerprint, events: OutgoingEvent[]): Promise<void>;
+  /**
+   * The card while it still owes its look-again (its create is finishing it, or was cut off before it did); null for
+   * a card that owes none (cards stored before the mark existed owe none) or does not exist. The mark is never part of
+   * a Card.
+   */
+  findWithLookAgainOwed(cardId: string): Promise<Card | null>;
+  /** Collisions that still owe their look-again, oldest first (creation time, then id). */
+  findCollisionsWithLookAgainOwed(limit: number): Promise<Card[]>;
+  /** The card's look-again is done: clears the mark alone (no `updatedAt` change, no events); nothing for an unknown card. */
+  clearLookAgainOwed(cardId: string): Promise<void>;
   /**
    * Replaces the card's mutable fields (content, html, link, privacy, hiddenByFile); a new fingerprint when the content changed.
    * A privacy change moves the card's vote totals into or out of its author's public counters in the same step.

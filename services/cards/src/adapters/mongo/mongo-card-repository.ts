@@ -61,10 +61,11 @@ export class MongoCardRepository implements CardRepository {
     return docs.map(fromCardDocument);
   }
 
-  async findRootsCreatedSince(viewerId: string | null, since: Date, limit: number): Promise<Card[]> {
+  async findRootsCreatedSince(viewerId: string | null, since: Date, limit: number, until?: Date): Promise<Card[]> {
     const visible = viewerId === null ? {} : { $or: [{ private: false }, { authorId: viewerId }] };
+    const createdAt = until ? { $gte: since, $lte: until } : { $gte: since };
     const docs = await this.store.cards
-      .find({ collisionOf: null, createdAt: { $gte: since }, ...visible }, { projection: CARD_PROJECTION })
+      .find({ collisionOf: null, createdAt, ...visible }, { projection: CARD_PROJECTION })
       .sort({ createdAt: -1, _id: 1 })
       .limit(limit)
       .toArray();
@@ -95,7 +96,7 @@ export class MongoCardRepository implements CardRepository {
   }
 
   async insert(card: Card, fingerprint: CardFingerprint, events: OutgoingEvent[]): Promise<void> {
-    const doc = toCardDocument(card, fingerprint.contentHash, fingerprint.sketch);
+    const doc: CardDocument = { ...toCardDocument(card, fingerprint.contentHash, fingerprint.sketch), lookAgainOwed: true };
     try {
       await this.store.change(async (session) => {
         await this.store.cards.insertOne(doc, { session });
@@ -105,6 +106,20 @@ export class MongoCardRepository implements CardRepository {
       if (isDuplicateKeyError(err, 'idempotency')) throw new AlreadyExistsError('A card with this idempotency key already exists');
       throw err;
     }
+  }
+
+  async findWithLookAgainOwed(cardId: string): Promise<Card | null> {
+    const doc = await this.store.cards.findOne({ _id: cardId, lookAgainOwed: true }, { projection: CARD_PROJECTION });
+    return doc ? fromCardDocument(doc) : null;
+  }
+
+  async findCollisionsWithLookAgainOwed(limit: number): Promise<Card[]> {
+    const docs = await this.store.cards.find({ lookAgainOwed: true, collisionOf: { $ne: null } }, { projection: CARD_PROJECTION }).sort({ createdAt: 1, _id: 1 }).limit(limit).toArray();
+    return docs.map(fromCardDocument);
+  }
+
+  async clearLookAgainOwed(cardId: string): Promise<void> {
+    await this.store.cards.updateOne({ _id: cardId, lookAgainOwed: true }, { $unset: { lookAgainOwed: '' } });
   }
 
   async update(card: Card, fingerprint: CardFingerprint | null, events: OutgoingEvent[], { moves = [], ifUpdatedAt, becomesRoot = false, clearVerification = false }: CardUpdateOptions = {}): Promise<void> {

@@ -13,6 +13,8 @@ export type CardDocument = Omit<Card, 'id'> &
      * makes (author, key) unique without partial indexes.
      */
     idempotency?: string;
+    /** Present (true) only while the card owes its look-again after its insert; missing: owes none (older cards too). */
+    lookAgainOwed?: true;
   };
 
 /** One vote per (userId, cardId), enforced by a unique index. */
@@ -117,6 +119,7 @@ export async function openMongoCardsDatabase(connection: MongoConnection): Promi
     cards.createIndex({ sketch: 1 }, { name: 'cards_sketch' }),
     cards.createIndex({ vectorPointId: 1, collisionOf: 1, updatedAt: -1 }, { name: 'cards_unindexed_roots' }),
     cards.createIndex({ collisionOf: 1, createdAt: -1 }, { name: 'cards_recent_roots' }),
+    cards.createIndex({ lookAgainOwed: 1 }, { sparse: true, name: 'cards_look_again_owed' }),
     votes.createIndex({ userId: 1, cardId: 1 }, { unique: true, name: 'votes_user_card' }),
     votes.createIndex({ cardId: 1 }, { name: 'votes_card' }),
     authorScores.createIndex({ publicScore: -1, joinUnknown: 1, joinedAt: 1, _id: 1 }, { name: 'author_scores_public_rank' }),

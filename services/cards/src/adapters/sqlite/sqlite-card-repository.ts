@@ -48,10 +48,13 @@ export class SqliteCardRepository implements CardRepository {
     return rows.map(cardFromRow);
   }
 
-  async findRootsCreatedSince(viewerId: string | null, since: Date, limit: number): Promise<Card[]> {
+  async findRootsCreatedSince(viewerId: string | null, since: Date, limit: number, until?: Date): Promise<Card[]> {
     const rows = this.db
-      .prepare(`SELECT * FROM cards WHERE collision_of IS NULL AND created_at >= ? AND (? IS NULL OR private = 0 OR author_id = ?) ORDER BY created_at DESC, id LIMIT ?`)
-      .all(since.toISOString(), viewerId, viewerId, limit) as CardRow[];
+      .prepare(
+        `SELECT * FROM cards WHERE collision_of IS NULL AND created_at >= ? AND (? IS NULL OR created_at <= ?) AND (? IS NULL OR private = 0 OR author_id = ?)
+           ORDER BY created_at DESC, id LIMIT ?`,
+      )
+      .all(since.toISOString(), until?.toISOString() ?? null, until?.toISOString() ?? null, viewerId, viewerId, limit) as CardRow[];
     return rows.map(cardFromRow);
   }
 
@@ -85,8 +88,8 @@ export class SqliteCardRepository implements CardRepository {
       this.db.transaction(() => {
         this.db.prepare(
             `INSERT INTO cards (id, author_id, content, card_html, link, private, hidden_by_file, tags, file_id, file_name, oc_file_path, vector_point_id,
-               verification_score, verified_at, collision_of, total_upvotes, total_downvotes, idempotency_key, content_hash, created_at, updated_at)
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+               verification_score, verified_at, collision_of, total_upvotes, total_downvotes, idempotency_key, content_hash, created_at, updated_at, look_again_owed)
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1)`,
           )
           .run(
             card.id,
@@ -122,6 +125,20 @@ export class SqliteCardRepository implements CardRepository {
       }
       throw err;
     }
+  }
+
+  async findWithLookAgainOwed(cardId: string): Promise<Card | null> {
+    const row = this.db.prepare('SELECT * FROM cards WHERE id = ? AND look_again_owed = 1').get(cardId) as CardRow | undefined;
+    return row ? cardFromRow(row) : null;
+  }
+
+  async findCollisionsWithLookAgainOwed(limit: number): Promise<Card[]> {
+    const rows = this.db.prepare('SELECT * FROM cards WHERE look_again_owed = 1 AND collision_of IS NOT NULL ORDER BY created_at, id LIMIT ?').all(limit) as CardRow[];
+    return rows.map(cardFromRow);
+  }
+
+  async clearLookAgainOwed(cardId: string): Promise<void> {
+    this.db.prepare('UPDATE cards SET look_again_owed = 0 WHERE id = ? AND look_again_owed = 1').run(cardId);
   }
 
   async update(card: Card, fingerprint: CardFingerprint | null, events: OutgoingEvent[], { moves = [], ifUpdatedAt, becomesRoot = false, clearVerification = false }: CardUpdateOptions = {}): Promise<void> {

@@ -53,6 +53,9 @@ export const CARDS_MIGRATIONS = [
    DROP INDEX bookmarks_card;`,
   // Roots newest first: a new root looks for the ones created while its duplicate check ran.
   `CREATE INDEX cards_recent_roots ON cards(created_at DESC) WHERE collision_of IS NULL;`,
+  // A card whose create has not finished its look-again after the insert (CardService.lookAgain); cards stored before owe none.
+  `ALTER TABLE cards ADD COLUMN look_again_owed INTEGER NOT NULL DEFAULT 0;
+   CREATE INDEX cards_look_again_owed ON cards(created_at, id) WHERE look_again_owed = 1;`,
 ];
 
 export function openCardsDatabase(path: string): SqliteDatabase {

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { NewVerificationJob } from '../src/verification/domain/model';
+import type { ClaimedJob, NewVerificationJob } from '../src/verification/domain/model';
 import type { VerificationStore } from '../src/verification/domain/ports';
 import { contractTests, describeOnEngine } from '../../../test/engines/suite';
 
@@ -75,11 +75,12 @@ export function describeVerificationStoreContract(name: string, factory: () => P
       const card = randomUUID();
       const first = aJob().forCard(card).build();
       await store.enqueue(first);
-      expect((await store.claim(5, later(), lease())).map((j) => j.id)).toEqual([first.id]);
+      const firstClaims = await store.claim(5, later(), lease());
+      expect(firstClaims.map((j) => j.id)).toEqual([first.id]);
       const second = aJob().forCard(card).build();
       await store.enqueue(second);
       expect(await store.claim(5, later(), lease())).toEqual([]);
-      expect(await store.complete(first.id, outcome(10), [event(card)])).toBe(true);
+      expect(await store.complete(firstClaims[0]!, outcome(10), [event(card)])).toBe(true);
       expect((await store.claim(5, later(), lease())).map((j) => j.id)).toEqual([second.id]);
     });
 
@@ -96,9 +97,9 @@ export function describeVerificationStoreContract(name: string, factory: () => P
     it('retryLater puts a job back until its due time', async () => {
       const job = aJob().build();
       await store.enqueue(job);
-      await store.claim(1, later(), lease());
+      const [claimed] = await store.claim(1, later(), lease());
       const due = new Date(later().getTime() + 60_000);
-      await store.retryLater(job.id, 1, due, 'timed out');
+      expect(await store.retryLater(claimed!, 1, due, 'timed out')).toBe(true);
       expect(await store.claim(1, later(), lease())).toEqual([]);
       const again = await store.claim(1, due, new Date(due.getTime() + 60_000));
       expect(again[0]).toMatchObject({ id: job.id, attempts: 1, failure: 'timed out' });
@@ -107,12 +108,12 @@ export function describeVerificationStoreContract(name: string, factory: () => P
     it('complete records the outcome and its events together, once', async () => {
       const job = aJob().build();
       await store.enqueue(job);
-      await store.claim(1, later(), lease());
+      const [claimed] = await store.claim(1, later(), lease());
       expect(await subject.pendingEvents()).toEqual([]);
-      expect(await store.complete(job.id, outcome(77), [event(job.cardId)])).toBe(true);
+      expect(await store.complete(claimed!, outcome(77), [event(job.cardId)])).toBe(true);
       expect(await store.find(job.id)).toMatchObject({ status: 'done', score: 77, failure: '' });
       expect(await subject.pendingEvents()).toEqual([expect.objectContaining({ topic: 'search.verification.v1', key: job.cardId, payload: new Uint8Array([1, 2, 3]) })]);
-      expect(await store.complete(job.id, outcome(5), [event(job.cardId)])).toBe(false);
+      expect(await store.complete(claimed!, outcome(5), [event(job.cardId)])).toBe(false);
       expect(await subject.pendingEvents()).toHaveLength(1);
       expect((await store.find(job.id))?.score).toBe(77);
     });
@@ -121,11 +122,11 @@ export function describeVerificationStoreContract(name: string, factory: () => P
       const card = randomUUID();
       const running = aJob().forCard(card).build();
       await store.enqueue(running);
-      await store.claim(1, later(), lease());
+      const [claimed] = await store.claim(1, later(), lease());
       const pending = aJob().forCard(card).build();
       await store.enqueue(pending);
       expect(await store.cancelCard(card)).toBe(2);
-      expect(await store.complete(running.id, outcome(50), [event(card)])).toBe(false);
+      expect(await store.complete(claimed!, outcome(50), [event(card)])).toBe(false);
       expect(await subject.pendingEvents()).toEqual([]);
       expect(await store.claim(5, later(), lease())).toEqual([]);
     });
@@ -133,8 +134,8 @@ export function describeVerificationStoreContract(name: string, factory: () => P
     it('release hands an interrupted job back at once', async () => {
       const job = aJob().build();
       await store.enqueue(job);
-      await store.claim(1, later(), lease());
-      await store.release(job.id);
+      const [claimed] = await store.claim(1, later(), lease());
+      expect(await store.release(claimed!)).toBe(true);
       expect((await store.claim(1, later(), lease()))[0]).toMatchObject({ id: job.id, attempts: 0 });
     });
 
@@ -151,8 +152,9 @@ export function describeVerificationStoreContract(name: string, factory: () => P
     it('every run cut off by an expired lease counts as an attempt, after transient retries too', async () => {
       const job = aJob().build();
       await store.enqueue(job);
-      expect((await store.claim(1, later(), lease()))[0]).toMatchObject({ id: job.id, attempts: 0 });
-      await store.retryLater(job.id, 1, later(), 'timed out');
+      const [claimed] = await store.claim(1, later(), lease());
+      expect(claimed).toMatchObject({ id: job.id, attempts: 0 });
+      await store.retryLater(claimed!, 1, later(), 'timed out');
       expect((await store.claim(1, later(), lease()))[0]).toMatchObject({ id: job.id, attempts: 1 });
       for (const expected of [2, 3]) {
         expect(await store.requeueExpired(new Date(lease().getTime() + 1))).toBe(1);
@@ -163,10 +165,8 @@ export function describeVerificationStoreContract(name: string, factory: () => P
     it('release after an interruption costs no attempt; a later cut-off does', async () => {
       const job = aJob().build();
       await store.enqueue(job);
-      await store.claim(1, later(), lease());
-      await store.release(job.id);
-      await store.claim(1, later(), lease());
-      await store.release(job.id);
+      await store.release((await store.claim(1, later(), lease()))[0]!);
+      await store.release((await store.claim(1, later(), lease()))[0]!);
       expect((await store.claim(1, later(), lease()))[0]).toMatchObject({ id: job.id, attempts: 0 });
       expect(await store.requeueExpired(new Date(lease().getTime() + 1))).toBe(1);
       expect((await store.claim(1, later(), lease()))[0]).toMatchObject({ id: job.id, attempts: 1 });
@@ -179,9 +179,68 @@ export function describeVerificationStoreContract(name: string, factory: () => P
         await store.claim(1, later(), lease());
         expect(await store.requeueExpired(new Date(lease().getTime() + 1))).toBe(1);
       }
-      await store.claim(1, later(), lease());
-      expect(await store.complete(job.id, { ...outcome(0), attempts: 2 }, [event(job.cardId)])).toBe(true);
+      const [claimed] = await store.claim(1, later(), lease());
+      expect(await store.complete(claimed!, { ...outcome(0), attempts: 2 }, [event(job.cardId)])).toBe(true);
       expect(await store.find(job.id)).toMatchObject({ status: 'done', attempts: 2 });
+    });
+
+    describe('a runner that outlived its lease, its job claimed again', () => {
+      const expired = () => new Date(lease().getTime() + 1);
+      async function claimedTwice() {
+        const job = aJob().build();
+        await store.enqueue(job);
+        const [stale] = await store.claim(1, later(), lease());
+        expect(await store.requeueExpired(expired())).toBe(1);
+        const [current] = await store.claim(1, later(), lease());
+        expect(current).toMatchObject({ id: job.id, attempts: 1 });
+        expect(current!.claimId).not.toBe(stale!.claimId);
+        return { job, stale: stale!, current: current! };
+      }
+      /** The job is still the second claim's: nothing runnable, and that claim finishes it, once. */
+      async function onlyTheCurrentClaimFinishes(current: ClaimedJob) {
+        expect(await store.find(current.id)).toMatchObject({ status: 'running', attempts: 1, failure: null });
+        expect(await store.claim(5, later(), lease())).toEqual([]);
+        expect(await subject.pendingEvents()).toEqual([]);
+        expect(await store.complete(current, outcome(90), [event(current.cardId)])).toBe(true);
+        expect(await store.complete(current, outcome(91), [event(current.cardId)])).toBe(false);
+        expect(await store.find(current.id)).toMatchObject({ status: 'done', score: 90 });
+        expect(await subject.pendingEvents()).toHaveLength(1);
+      }
+
+      it('cannot complete it: its result and events are not recorded', async () => {
+        const { stale, current } = await claimedTwice();
+        expect(await store.complete(stale, outcome(12), [event(stale.cardId)])).toBe(false);
+        await onlyTheCurrentClaimFinishes(current);
+      });
+
+      it('cannot put it back for a retry', async () => {
+        const { stale, current } = await claimedTwice();
+        expect(await store.retryLater(stale, 1, later(), 'timed out')).toBe(false);
+        await onlyTheCurrentClaimFinishes(current);
+      });
+
+      it('cannot hand it back', async () => {
+        const { stale, current } = await claimedTwice();
+        expect(await store.release(stale)).toBe(false);
+        await onlyTheCurrentClaimFinishes(current);
+      });
+
+      it('cannot touch it while it waits, requeued, nor once the other run finished it', async () => {
+        const job = aJob().build();
+        await store.enqueue(job);
+        const [stale] = await store.claim(1, later(), lease());
+        expect(await store.requeueExpired(expired())).toBe(1);
+        expect(await store.release(stale!)).toBe(false);
+        expect(await store.retryLater(stale!, 1, new Date(later().getTime() + 60_000), 'timed out')).toBe(false);
+        expect(await store.complete(stale!, outcome(12), [event(job.cardId)])).toBe(false);
+        const [current] = await store.claim(1, later(), lease());
+        expect(current).toMatchObject({ id: job.id, attempts: 1, failure: null });
+        expect(await store.complete(current!, outcome(90), [event(job.cardId)])).toBe(true);
+        expect(await store.release(stale!)).toBe(false);
+        expect(await store.retryLater(stale!, 1, later(), 'timed out')).toBe(false);
+        expect(await store.find(job.id)).toMatchObject({ status: 'done', score: 90 });
+        expect(await subject.pendingEvents()).toHaveLength(1);
+      });
     });
   });
 }

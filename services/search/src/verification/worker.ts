@@ -89,7 +89,9 @@ export class VerificationRunner {
       const task = this.service
         .run(job)
         .then(async (result) => {
-          if (result === 'interrupted') await this.store.release(job.id);
+          if (result === 'interrupted' && !(await this.store.release(job))) {
+            this.logger.warn({ verificationId: job.id, cardId: job.cardId }, 'stale verification run not handed back: it outlived its lease (or its card was deleted), so the job is no longer its to hand back');
+          }
         })
         .catch(async (err: unknown) => {
           // Unexpected (store) failure: the job stays claimed until its lease runs out; log loudly.

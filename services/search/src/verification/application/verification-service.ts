@@ -1,6 +1,6 @@
 import { Topics, newId, type Logger } from '@cards/platform';
 import { events } from '@cards/proto';
-import type { VerificationJob } from '../domain/model';
+import type { ClaimedJob, VerificationJob } from '../domain/model';
 import type { PageFetcher, PageScorer, VerificationStore } from '../domain/ports';
 
 export interface VerificationServiceDeps {
@@ -76,9 +76,10 @@ export class VerificationService {
   /**
    * Fetches and scores one claimed job; a transient failure puts it back with backoff until attempts run out. A job
    * whose attempts were used up by runs cut off before finishing ends without another fetch: a page that takes the
-   * process down would otherwise crash-loop the search service.
+   * process down would otherwise crash-loop the search service. A run whose claim ended meanwhile (its lease ran out, as
+   * when its process stalled) changes nothing and ends 'discarded': the job is another run's now.
    */
-  async run(job: VerificationJob): Promise<'done' | 'retry' | 'discarded' | 'interrupted'> {
+  async run(job: ClaimedJob): Promise<'done' | 'retry' | 'discarded' | 'interrupted'> {
     const { logger } = this.deps;
     if (this.stopping) return 'interrupted';
     if (job.attempts >= this.deps.maxAttempts) {
@@ -91,7 +92,10 @@ export class VerificationService {
     const attempts = job.attempts + 1;
     if (!fetched.ok && fetched.transient && attempts < this.deps.maxAttempts) {
       const delay = this.deps.retryBaseMs * 2 ** (attempts - 1);
-      await this.deps.store.retryLater(job.id, attempts, new Date(this.clock().getTime() + delay), fetched.failure);
+      if (!(await this.deps.store.retryLater(job, attempts, new Date(this.clock().getTime() + delay), fetched.failure))) {
+        await this.explainDiscarded(job, { retryAfter: fetched.failure });
+        return 'discarded';
+      }
       logger.info({ cardId: job.cardId, link: job.link, failure: fetched.failure, attempts, retryInMs: delay }, 'verification fetch failed; will retry');
       return 'retry';
     }
@@ -108,7 +112,7 @@ export class VerificationService {
     return this.record(job, { score, failure, attempts });
   }
 
-  private async record(job: VerificationJob, result: { score: number; failure: string; attempts: number }): Promise<'done' | 'discarded'> {
+  private async record(job: ClaimedJob, result: { score: number; failure: string; attempts: number }): Promise<'done' | 'discarded'> {
     const { score, failure } = result;
     const eventId = newId();
     const completedAt = this.clock();
@@ -122,10 +126,24 @@ export class VerificationService {
       link: job.link,
       failure,
     }).finish();
-    const recorded = await this.deps.store.complete(job.id, { ...result, eventId, completedAt }, [{ topic: Topics.verification, key: job.cardId, payload }]);
-    if (!recorded) return 'discarded';
+    const recorded = await this.deps.store.complete(job, { ...result, eventId, completedAt }, [{ topic: Topics.verification, key: job.cardId, payload }]);
+    if (!recorded) {
+      await this.explainDiscarded(job, { score, failure: failure || undefined });
+      return 'discarded';
+    }
     this.deps.logger.info({ cardId: job.cardId, verificationId: job.id, score, failure: failure || undefined }, 'card verified');
     return 'done';
+  }
+
+  /**
+   * The store refused this run's result or retry. For a deleted card that is expected; otherwise the run outlived its
+   * lease (its process stalled) and the job is another run's now: worth a warning, since leases are meant to be ample.
+   */
+  private async explainDiscarded(job: ClaimedJob, dropped: Record<string, unknown>): Promise<void> {
+    const now = await this.deps.store.find(job.id).catch(() => null);
+    const fields = { cardId: job.cardId, verificationId: job.id, ...dropped };
+    if (now?.status === 'cancelled') this.deps.logger.info(fields, 'verification result discarded: the card was deleted meanwhile');
+    else this.deps.logger.warn({ ...fields, status: now?.status }, 'stale verification result dropped: the run outlived its lease, so another run holds or finished the job');
   }
 }
 

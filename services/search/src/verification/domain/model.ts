@@ -22,6 +22,17 @@ export interface VerificationJob extends NewVerificationJob {
   failure: string | null;
 }
 
+/**
+ * A job as claim() hands it to one runner. `claimId` is fresh per claim and fences the job: once its lease ran out and
+ * it was claimed again, what the earlier runner still does with it takes no effect.
+ */
+export interface ClaimedJob extends VerificationJob {
+  claimId: string;
+}
+
+/** What complete, retryLater and release need to know of a claim: whose job, and which claim of it. */
+export type JobClaim = Pick<ClaimedJob, 'id' | 'claimId'>;
+
 export interface VerificationOutcome {
   /** token_set_ratio 0-100; 0 when the page could not be used. */
   score: number;

@@ -1,5 +1,5 @@
 import type { OutgoingEvent } from '@cards/platform';
-import type { NewVerificationJob, PageFetchResult, VerificationJob, VerificationOutcome } from './model';
+import type { ClaimedJob, JobClaim, NewVerificationJob, PageFetchResult, VerificationJob, VerificationOutcome } from './model';
 
 /** Resolves a host name to every address it has (A and AAAA), so each one can be checked before connecting. */
 export interface HostResolver {
@@ -32,24 +32,32 @@ export interface VerificationStore {
    */
   enqueue(job: NewVerificationJob): Promise<boolean>;
   /**
-   * Takes up to `limit` pending jobs whose time has come and marks them running until `leaseUntil`,
-   * oldest first, never two of one card at once (so results of one card are published in order).
+   * Takes up to `limit` pending jobs whose time has come and marks them running until `leaseUntil`, each under a fresh
+   * claim id, oldest first, never two of one card at once (so results of one card are published in order).
    */
-  claim(limit: number, now: Date, leaseUntil: Date): Promise<VerificationJob[]>;
-  /** Puts a running job back to pending after a transient failure, to run again at `dueAt`. */
-  retryLater(jobId: string, attempts: number, dueAt: Date, lastFailure: string): Promise<void>;
+  claim(limit: number, now: Date, leaseUntil: Date): Promise<ClaimedJob[]>;
   /**
-   * Records the outcome and the events announcing it in one transaction. Returns false (recording
-   * nothing) when the job is no longer running, e.g. its card was deleted meanwhile.
+   * Puts a job still running under this claim back to pending after a transient failure, to run again at `dueAt`.
+   * Returns false (changing nothing) when it is not: its lease ran out and it was requeued, claimed again or finished.
    */
-  complete(jobId: string, outcome: VerificationOutcome, events: OutgoingEvent[]): Promise<boolean>;
+  retryLater(claim: JobClaim, attempts: number, dueAt: Date, lastFailure: string): Promise<boolean>;
+  /**
+   * Records the outcome and the events announcing it in one transaction. Returns false (recording nothing) when the
+   * job is no longer running under this claim: its card was deleted meanwhile, or its lease ran out and it was requeued
+   * (and perhaps claimed again or finished by another run).
+   */
+  complete(claim: JobClaim, outcome: VerificationOutcome, events: OutgoingEvent[]): Promise<boolean>;
   /** Drops pending jobs of a deleted card; a running one is discarded when it completes. */
   cancelCard(cardId: string): Promise<number>;
-  /** Hands a running job back untouched, its attempts too (a graceful shutdown interrupted it), to run again at once. */
-  release(jobId: string): Promise<void>;
   /**
-   * Running jobs whose lease ran out (their runner died) go back to pending, each counting one attempt: a page that
-   * takes its process down must not be run forever. Returns how many.
+   * Hands a job still running under this claim back untouched, its attempts too (a graceful shutdown interrupted it), to
+   * run again at once. Returns false (changing nothing) when it is no longer running under this claim.
+   */
+  release(claim: JobClaim): Promise<boolean>;
+  /**
+   * Running jobs whose lease ran out (their runner died or stalled) go back to pending, each counting one attempt: a page
+   * that takes its process down must not be run forever. Their claims end: a stalled runner that wakes up later can
+   * neither finish nor hand back the job. Returns how many.
    */
   requeueExpired(now: Date): Promise<number>;
   /** The stored outcome of one job, for tests and diagnostics. */

@@ -1,5 +1,5 @@
-import { isDuplicateKeyError, MongoOutboxDrainLease, type MongoConnection, type OutboxEntry, type OutboxStore, type OutgoingEvent } from '@cards/platform';
-import type { NewVerificationJob, VerificationJob, VerificationOutcome, VerificationStatus } from '../../domain/model';
+import { isDuplicateKeyError, MongoOutboxDrainLease, newId, type MongoConnection, type OutboxEntry, type OutboxStore, type OutgoingEvent } from '@cards/platform';
+import type { ClaimedJob, JobClaim, NewVerificationJob, VerificationJob, VerificationOutcome, VerificationStatus } from '../../domain/model';
 import type { VerificationStore } from '../../domain/ports';
 
 /** A stored outbox entry; MongoDB hands the payload back as a BSON Binary. */
@@ -18,6 +18,8 @@ interface JobDocument extends VerificationJob {
   resultEventId: string | null;
   completedAt: Date | null;
   leaseUntil: Date | null;
+  /** The claim a running job is held by; absent or null otherwise (documents written before claims had ids lack it). */
+  claimId?: string | null;
   /** Insertion order (ObjectId time and counter are not enough across processes for "older than"). */
   seq: number;
   outbox?: StoredEvent[];
@@ -111,30 +113,35 @@ export class MongoVerificationStore implements VerificationStore {
     return true;
   }
 
-  async claim(limit: number, now: Date, leaseUntil: Date): Promise<VerificationJob[]> {
+  async claim(limit: number, now: Date, leaseUntil: Date): Promise<ClaimedJob[]> {
     if (limit <= 0) return [];
     const candidates = await this.collection.find({ status: 'pending', dueAt: { $lte: now } }).sort({ dueAt: 1, seq: 1 }).limit(limit * 4).toArray();
-    const claimed: VerificationJob[] = [];
+    const claimed: ClaimedJob[] = [];
     const cards = new Set<string>();
     for (const candidate of candidates) {
       if (claimed.length >= limit || cards.has(candidate.cardId)) continue;
       if (await this.collection.findOne({ cardId: candidate.cardId, status: 'running' }, { projection: { id: 1 } })) continue;
-      const taken = await this.collection.findOneAndUpdate({ id: candidate.id, status: 'pending' }, { $set: { status: 'running', leaseUntil } }, { returnDocument: 'after' });
+      const claimId = newId();
+      const taken = await this.collection.findOneAndUpdate({ id: candidate.id, status: 'pending' }, { $set: { status: 'running', leaseUntil, claimId } }, { returnDocument: 'after' });
       if (taken) {
         cards.add(taken.cardId);
-        claimed.push(fromPrimitives(taken));
+        claimed.push({ ...fromPrimitives(taken), claimId });
       }
     }
     return claimed;
   }
 
-  async retryLater(jobId: string, attempts: number, dueAt: Date, lastFailure: string): Promise<void> {
-    await this.collection.updateOne({ id: jobId, status: 'running' }, { $set: { status: 'pending', attempts, dueAt, failure: lastFailure, leaseUntil: null } });
+  async retryLater(claim: JobClaim, attempts: number, dueAt: Date, lastFailure: string): Promise<boolean> {
+    const result = await this.collection.updateOne(
+      { id: claim.id, status: 'running', claimId: claim.claimId },
+      { $set: { status: 'pending', attempts, dueAt, failure: lastFailure, leaseUntil: null, claimId: null } },
+    );
+    return result.modifiedCount === 1;
   }
 
-  async complete(jobId: string, outcome: VerificationOutcome, events: OutgoingEvent[]): Promise<boolean> {
+  async complete(claim: JobClaim, outcome: VerificationOutcome, events: OutgoingEvent[]): Promise<boolean> {
     const result = await this.collection.updateOne(
-      { id: jobId, status: 'running' },
+      { id: claim.id, status: 'running', claimId: claim.claimId },
       {
         $set: {
           status: 'done',
@@ -144,6 +151,7 @@ export class MongoVerificationStore implements VerificationStore {
           completedAt: outcome.completedAt,
           attempts: outcome.attempts,
           leaseUntil: null,
+          claimId: null,
           outbox: events.map((e) => ({ topic: e.topic, key: e.key, payload: Buffer.from(e.payload) })),
         },
       },
@@ -155,8 +163,9 @@ export class MongoVerificationStore implements VerificationStore {
     return (await this.collection.updateMany({ cardId, status: { $in: ['pending', 'running'] } }, { $set: { status: 'cancelled' } })).modifiedCount;
   }
 
-  async release(jobId: string): Promise<void> {
-    await this.collection.updateOne({ id: jobId, status: 'running' }, { $set: { status: 'pending', leaseUntil: null } });
+  async release(claim: JobClaim): Promise<boolean> {
+    const result = await this.collection.updateOne({ id: claim.id, status: 'running', claimId: claim.claimId }, { $set: { status: 'pending', leaseUntil: null, claimId: null } });
+    return result.modifiedCount === 1;
   }
 
   async requeueExpired(now: Date): Promise<number> {
@@ -164,7 +173,7 @@ export class MongoVerificationStore implements VerificationStore {
       { status: 'running', $or: [{ leaseUntil: null }, { leaseUntil: { $lt: now } }] },
       // Counted here, not at claim: every replica requeues, but a document leaves 'running' once, so a cut-off counts
       // once; and release() after a graceful shutdown's interruption costs nothing.
-      { $set: { status: 'pending', leaseUntil: null }, $inc: { attempts: 1 } },
+      { $set: { status: 'pending', leaseUntil: null, claimId: null }, $inc: { attempts: 1 } },
     );
     return result.modifiedCount;
   }

@@ -1,5 +1,5 @@
-import { SQLITE_OUTBOX_MIGRATION, SqliteOutboxStore, appendToSqliteOutbox, openSqlite, type OutboxStore, type OutgoingEvent, type SqliteDatabase } from '@cards/platform';
-import type { NewVerificationJob, VerificationJob, VerificationOutcome, VerificationStatus } from '../../domain/model';
+import { SQLITE_OUTBOX_MIGRATION, SqliteOutboxStore, appendToSqliteOutbox, newId, openSqlite, type OutboxStore, type OutgoingEvent, type SqliteDatabase } from '@cards/platform';
+import type { ClaimedJob, JobClaim, NewVerificationJob, VerificationJob, VerificationOutcome, VerificationStatus } from '../../domain/model';
 import type { VerificationStore } from '../../domain/ports';
 
 const MIGRATIONS = [
@@ -15,6 +15,8 @@ const MIGRATIONS = [
    CREATE INDEX verification_jobs_card ON verification_jobs(card_id, status);`,
   SQLITE_OUTBOX_MIGRATION,
   `ALTER TABLE verification_jobs ADD COLUMN lease_until TEXT;`,
+  // The claim a running job is held by (NULL otherwise); rows running when this is applied are requeued at open.
+  `ALTER TABLE verification_jobs ADD COLUMN claim_id TEXT;`,
 ];
 
 interface JobRow {
@@ -61,7 +63,7 @@ export class SqliteVerificationStore implements VerificationStore {
     // This file is one search process's (its DATA_DIR): a job still running when it opens was its predecessor's, which
     // died with it. It runs again now instead of when its lease ends (~100 s after a crash, measured by a kill -9 soak), and
     // that cut-off run counts as an attempt, as in requeueExpired.
-    this.db.prepare(`UPDATE verification_jobs SET status = 'pending', lease_until = NULL, attempts = attempts + 1 WHERE status = 'running'`).run();
+    this.db.prepare(`UPDATE verification_jobs SET status = 'pending', lease_until = NULL, claim_id = NULL, attempts = attempts + 1 WHERE status = 'running'`).run();
   }
 
   /** The outbox the relay drains to the event bus. */
@@ -85,7 +87,7 @@ export class SqliteVerificationStore implements VerificationStore {
     })();
   }
 
-  async claim(limit: number, now: Date, leaseUntil: Date): Promise<VerificationJob[]> {
+  async claim(limit: number, now: Date, leaseUntil: Date): Promise<ClaimedJob[]> {
     if (limit <= 0) return [];
     return this.db.transaction(() => {
       const rows = this.db
@@ -96,34 +98,40 @@ export class SqliteVerificationStore implements VerificationStore {
            ORDER BY j.due_at, j.seq LIMIT ?`,
         )
         .all(now.toISOString(), limit * 4) as JobRow[];
-      const claimed: JobRow[] = [];
+      const claimed: ClaimedJob[] = [];
       const cards = new Set<string>();
-      const mark = this.db.prepare(`UPDATE verification_jobs SET status = 'running', lease_until = ? WHERE id = ? AND status = 'pending'`);
+      const mark = this.db.prepare(`UPDATE verification_jobs SET status = 'running', lease_until = ?, claim_id = ? WHERE id = ? AND status = 'pending'`);
       for (const row of rows) {
         if (claimed.length >= limit || cards.has(row.card_id)) continue;
-        if (mark.run(leaseUntil.toISOString(), row.id).changes === 1) {
+        const claimId = newId();
+        if (mark.run(leaseUntil.toISOString(), claimId, row.id).changes === 1) {
           cards.add(row.card_id);
-          claimed.push({ ...row, status: 'running' });
+          claimed.push({ ...fromPrimitives({ ...row, status: 'running' }), claimId });
         }
       }
-      return claimed.map(fromPrimitives);
+      return claimed;
     })();
   }
 
-  async retryLater(jobId: string, attempts: number, dueAt: Date, lastFailure: string): Promise<void> {
-    this.db
-      .prepare(`UPDATE verification_jobs SET status = 'pending', attempts = ?, due_at = ?, failure = ? WHERE id = ? AND status = 'running'`)
-      .run(attempts, dueAt.toISOString(), lastFailure, jobId);
+  async retryLater(claim: JobClaim, attempts: number, dueAt: Date, lastFailure: string): Promise<boolean> {
+    const put = this.db
+      .prepare(
+        `UPDATE verification_jobs SET status = 'pending', attempts = ?, due_at = ?, failure = ?, lease_until = NULL, claim_id = NULL
+         WHERE id = ? AND status = 'running' AND claim_id = ?`,
+      )
+      .run(attempts, dueAt.toISOString(), lastFailure, claim.id, claim.claimId);
+    return put.changes === 1;
   }
 
-  async complete(jobId: string, outcome: VerificationOutcome, events: OutgoingEvent[]): Promise<boolean> {
+  async complete(claim: JobClaim, outcome: VerificationOutcome, events: OutgoingEvent[]): Promise<boolean> {
     return this.db.transaction(() => {
       const done = this.db
         .prepare(
-          `UPDATE verification_jobs SET status = 'done', score = ?, failure = ?, result_event_id = ?, completed_at = ?, attempts = ?
-           WHERE id = ? AND status = 'running'`,
+          `UPDATE verification_jobs SET status = 'done', score = ?, failure = ?, result_event_id = ?, completed_at = ?, attempts = ?,
+             lease_until = NULL, claim_id = NULL
+           WHERE id = ? AND status = 'running' AND claim_id = ?`,
         )
-        .run(outcome.score, outcome.failure, outcome.eventId, outcome.completedAt.toISOString(), outcome.attempts, jobId);
+        .run(outcome.score, outcome.failure, outcome.eventId, outcome.completedAt.toISOString(), outcome.attempts, claim.id, claim.claimId);
       if (done.changes === 0) return false;
       appendToSqliteOutbox(this.db, events);
       return true;
@@ -134,14 +142,17 @@ export class SqliteVerificationStore implements VerificationStore {
     return this.db.prepare(`UPDATE verification_jobs SET status = 'cancelled' WHERE card_id = ? AND status IN ('pending', 'running')`).run(cardId).changes;
   }
 
-  async release(jobId: string): Promise<void> {
-    this.db.prepare(`UPDATE verification_jobs SET status = 'pending', lease_until = NULL WHERE id = ? AND status = 'running'`).run(jobId);
+  async release(claim: JobClaim): Promise<boolean> {
+    const released = this.db
+      .prepare(`UPDATE verification_jobs SET status = 'pending', lease_until = NULL, claim_id = NULL WHERE id = ? AND status = 'running' AND claim_id = ?`)
+      .run(claim.id, claim.claimId);
+    return released.changes === 1;
   }
 
   async requeueExpired(now: Date): Promise<number> {
     return this.db
       .prepare(
-        `UPDATE verification_jobs SET status = 'pending', lease_until = NULL, attempts = attempts + 1
+        `UPDATE verification_jobs SET status = 'pending', lease_until = NULL, claim_id = NULL, attempts = attempts + 1
          WHERE status = 'running' AND (lease_until IS NULL OR lease_until < ?)`,
       )
       .run(now.toISOString()).changes;

@@ -1,61 +1,14 @@
-import { join } from 'node:path';
-import { connectMongo, createEventBus, createGrpcClient, createLogger, EngineReadinessMonitor, eventBusEngineChecks, grpcServerSettingsFrom, loadConfig, refuseEmbeddedStores, mongoEngineCheck, MongoOutboxStore, OutboxRelay, readinessSettingsFrom, SqliteOutboxStore, startGrpcServer, stopOnSignals, type EngineCheck, type Logger, type OutboxStore, type RunningService } from '@cards/platform';
+import { createEventBus, createGrpcClient, createLogger, EngineReadinessMonitor, eventBusEngineChecks, grpcServerSettingsFrom, loadConfig, refuseEmbeddedStores, OutboxRelay, readinessSettingsFrom, startGrpcServer, stopOnSignals, type RunningService } from '@cards/platform';
 import { cards, files, identity, search } from '@cards/proto';
 import { GrpcFileDirectory } from './adapters/grpc/grpc-file-directory';
 import { GrpcNearDuplicateFinder } from './adapters/grpc/grpc-near-duplicate-finder';
 import { GrpcUserDirectory } from './adapters/grpc/grpc-user-directory';
-import { InProcessContentLock } from './adapters/in-process/in-process-content-lock';
-import { openMongoCardsStore } from './adapters/mongo';
-import { openCardsDatabase } from './adapters/sqlite/sqlite-cards-database';
-import { SqliteCardRepository } from './adapters/sqlite/sqlite-card-repository';
-import { SqliteCollectionRepository } from './adapters/sqlite/sqlite-collection-repository';
-import { SqliteVoteRepository } from './adapters/sqlite/sqlite-vote-repository';
 import { CardService } from './application/card-service';
 import { CollectionService } from './application/collection-service';
 import { subscribeToSearchEvents } from './application/event-consumers';
-import { cardsConfigSchema, type CardsConfig } from './config';
-import type { CardRepository, CollectionRepository, ContentLock, VoteRepository } from './domain/ports';
+import { openCardsStore } from './cards-store';
+import { cardsConfigSchema } from './config';
 import { cardsHandlers } from './grpc/cards-handlers';
-
-interface CardsStore {
-  cards: CardRepository;
-  votes: VoteRepository;
-  collections: CollectionRepository;
-  /** Serialises cards of one text: across processes on MongoDB; in process on SQLite, whose file one process owns. */
-  contentLock: ContentLock;
-  outbox: OutboxStore;
-  /** The engine behind the store, probed for readiness (none for SQLite). */
-  engines: EngineCheck[];
-  /** For shutdown: closes at once while MongoDB does not answer, so the relay's drain under way fails instead of waiting for it. */
-  closeIfUnreachable(): Promise<boolean>;
-  close(): Promise<void>;
-}
-
-/** MongoDB when MONGO_URL is set (its own database "cards"), else SQLite under DATA_DIR; the outbox lives beside the data. */
-async function openStore(config: CardsConfig, logger: Logger): Promise<CardsStore> {
-  if (config.MONGO_URL) {
-    const connection = await connectMongo({ url: config.MONGO_URL, database: 'cards', logger });
-    const store = await openMongoCardsStore(connection).catch(async (err: unknown) => {
-      await connection.close().catch(() => undefined);
-      throw err;
-    });
-    return { ...store, outbox: new MongoOutboxStore(connection.db), engines: [mongoEngineCheck(connection)], closeIfUnreachable: () => connection.closeIfUnreachable(), close: () => connection.close() };
-  }
-  logger.info('MONGO_URL not set: using the embedded SQLite store');
-  const db = openCardsDatabase(join(config.DATA_DIR, 'cards', 'cards.db'));
-  return {
-    cards: new SqliteCardRepository(db),
-    votes: new SqliteVoteRepository(db),
-    collections: new SqliteCollectionRepository(db),
-    contentLock: new InProcessContentLock(),
-    outbox: new SqliteOutboxStore(db),
-    engines: [],
-    closeIfUnreachable: async () => false,
-    close: async () => {
-      db.close();
-    },
-  };
-}
 
 /** Composition root of the cards service. */
 export async function startCards(env: Record<string, string | undefined> = process.env): Promise<RunningService> {
@@ -63,7 +16,7 @@ export async function startCards(env: Record<string, string | undefined> = proce
   const config = loadConfig(cardsConfigSchema, env);
   const serverSettings = grpcServerSettingsFrom(env);
   const logger = createLogger('cards');
-  const store = await openStore(config, logger);
+  const store = await openCardsStore(config, logger);
   const bus = createEventBus({ DATA_DIR: config.DATA_DIR, KAFKA_BROKERS: config.KAFKA_BROKERS }, logger);
   // An unreachable Kafka fails the start with a message naming KAFKA_BROKERS instead of kafkajs' retries.
   await bus.ready();

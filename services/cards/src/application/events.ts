@@ -55,6 +55,13 @@ export const cardUpdated = (card: Card, collectionIds: readonly string[], change
 export const cardRehomed = (card: Card, collectionIds: readonly string[]) =>
   cardUpdated({ ...card, vectorPointId: null }, collectionIds, { contentChanged: false, linkChanged: false, privacyChanged: false });
 
+/**
+ * The card as stored, told again so search can (re)build its index from it: an update that changed nothing, so
+ * verification fetches no page and nothing is notified; search stores it when it does not hold the card and ignores
+ * it when it holds a newer one. Its collections are left to the bookmark events (see bookmarkRepublished).
+ */
+export const cardRepublished = (card: Card) => cardUpdated(card, [], { contentChanged: false, linkChanged: false, privacyChanged: false });
+
 export const cardDeleted = (card: Card, promotedCardId: string | null) =>
   cardEvent(card.id, { $case: 'deleted', value: { cardId: card.id, authorId: card.authorId, promotedCardId: promotedCardId ?? undefined } });
 
@@ -62,6 +69,16 @@ export const bookmarkChanged = (collectionId: string, cardId: string, added: boo
   topic: Topics.bookmark,
   key: cardId,
   payload: events.BookmarkEvent.encode({ eventId: newId(), occurredAt: new Date(), collectionId, cardId, added }).finish(),
+});
+
+/**
+ * A stored bookmark told again, dated when it was added: a removal made after it (dated later) still wins in search
+ * whichever of the two arrives last.
+ */
+export const bookmarkRepublished = (collectionId: string, cardId: string, addedAt: Date): OutgoingEvent => ({
+  topic: Topics.bookmark,
+  key: cardId,
+  payload: events.BookmarkEvent.encode({ eventId: newId(), occurredAt: addedAt, collectionId, cardId, added: true }).finish(),
 });
 
 export const collectionCreated = (c: Collection): OutgoingEvent => ({

@@ -111,6 +111,11 @@ export interface CardRepository {
   countByAuthor(authorId: string, includePrivate: boolean): Promise<number>;
   /** Every card, collisions included. */
   count(): Promise<number>;
+  /**
+   * Every card, collisions included, at most `limit` at a time in id order, starting after `after` (a `next` this
+   * repository gave; omitted: the first), so the whole store is read in parts whatever its size.
+   */
+  pageAll(limit: number, after?: string): Promise<Page<Card>>;
 
   /** Index id from the search service; ignored for collisions and unknown cards. Returns whether it changed. */
   setVectorPointId(cardId: string, vectorPointId: string): Promise<boolean>;
@@ -228,6 +233,27 @@ export interface CollectionRepository {
   collectionsOfOwnerHolding(ownerId: string, cardIds: readonly string[]): Promise<HeldCard[]>;
   /** Every collection holding the card. */
   collectionIdsHolding(cardId: string): Promise<string[]>;
+  /**
+   * Every bookmark of every collection, at most `limit` at a time in an order of the adapter's own, starting after
+   * `after` (a `next` this repository gave; omitted: the first), so all of them are read in parts whatever their number.
+   */
+  pageBookmarks(limit: number, after?: string): Promise<Page<StoredBookmark>>;
+}
+
+/** A bookmark as stored: the card, the collection, and when it was added. */
+export interface StoredBookmark extends HeldCard {
+  createdAt: Date;
+}
+
+/**
+ * The service's transactional outbox written to without a change of state: for republishing what is already stored.
+ * Its relay (the running service's) publishes what is appended here.
+ */
+export interface EventOutbox {
+  /** Stores the events in order (a write cut midway may keep the first ones: republishing is idempotent). */
+  append(events: readonly OutgoingEvent[]): Promise<void>;
+  /** Entries the relay has not published yet (every writer's). */
+  pending(): Promise<number>;
 }
 
 /**

@@ -247,6 +247,11 @@ export class MongoCardRepository implements CardRepository {
     return this.store.cards.countDocuments({});
   }
 
+  async pageAll(limit: number, after?: string): Promise<Page<Card>> {
+    const docs = await this.store.cards.find(after === undefined ? {} : { _id: { $gt: after } }, { projection: CARD_PROJECTION }).sort({ _id: 1 }).limit(limit + 1).toArray();
+    return pageOfRows(docs.map(fromCardDocument), limit, (last) => last.id);
+  }
+
   async setVectorPointId(cardId: string, vectorPointId: string): Promise<boolean> {
     const result = await this.store.cards.updateOne({ _id: cardId, collisionOf: null, vectorPointId: { $ne: vectorPointId } }, { $set: { vectorPointId } });
     return result.modifiedCount > 0;

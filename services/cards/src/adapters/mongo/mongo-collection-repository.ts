@@ -1,7 +1,7 @@
 import { appendToMongoOutbox, appendToMongoOutboxOrUndo, creationCursor, isDuplicateKeyError, pageOfRows, type OutgoingEvent, type Page } from '@cards/platform';
 import type { ClientSession, Filter } from 'mongodb';
 import type { Collection } from '../../domain/model';
-import type { BookmarkAddition, CollectionChange, CollectionRepository, HeldCard } from '../../domain/ports';
+import type { BookmarkAddition, CollectionChange, CollectionRepository, HeldCard, StoredBookmark } from '../../domain/ports';
 import { bookmarkId, fromCollectionDocument, toCollectionDocument, type BookmarkDocument, type CollectionDocument, type MongoCardsDatabase } from './mongo-cards-database';
 
 /**
@@ -234,5 +234,16 @@ export class MongoCollectionRepository implements CollectionRepository {
   async collectionIdsHolding(cardId: string): Promise<string[]> {
     const docs = await this.store.bookmarks.find({ cardId }, { projection: { collectionId: 1 } }).sort({ collectionId: 1 }).toArray();
     return docs.map((d) => d.collectionId);
+  }
+
+  /** In `_id` order (collection id, then card id); the cursor is the last bookmark's `_id`. */
+  async pageBookmarks(limit: number, after?: string): Promise<Page<StoredBookmark>> {
+    const docs = await this.store.bookmarks
+      .find(after === undefined ? {} : { _id: { $gt: after } }, { projection: { collectionId: 1, cardId: 1, createdAt: 1 } })
+      .sort({ _id: 1 })
+      .limit(limit + 1)
+      .toArray();
+    const bookmarks = docs.map((d) => ({ collectionId: d.collectionId, cardId: d.cardId, createdAt: d.createdAt }));
+    return pageOfRows(bookmarks, limit, (last) => bookmarkId(last.collectionId, last.cardId));
   }
 }

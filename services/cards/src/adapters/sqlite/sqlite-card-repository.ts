@@ -230,6 +230,13 @@ export class SqliteCardRepository implements CardRepository {
     return (this.db.prepare('SELECT count(*) AS n FROM cards').get() as { n: number }).n;
   }
 
+  async pageAll(limit: number, after?: string): Promise<Page<Card>> {
+    const rows = (after === undefined
+      ? this.db.prepare('SELECT * FROM cards ORDER BY id LIMIT ?').all(limit + 1)
+      : this.db.prepare('SELECT * FROM cards WHERE id > ? ORDER BY id LIMIT ?').all(after, limit + 1)) as CardRow[];
+    return pageOfRows(rows.map(cardFromRow), limit, (last) => last.id);
+  }
+
   async setVectorPointId(cardId: string, vectorPointId: string): Promise<boolean> {
     return this.db.prepare('UPDATE cards SET vector_point_id = ? WHERE id = ? AND collision_of IS NULL AND vector_point_id IS NOT ?').run(vectorPointId, cardId, vectorPointId).changes > 0;
   }

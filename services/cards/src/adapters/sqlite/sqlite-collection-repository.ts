@@ -1,6 +1,6 @@
 import { appendToSqliteOutbox, creationCursor, newestFirstRows, pageOfRows, type OutgoingEvent, type Page, type SqliteDatabase } from '@cards/platform';
 import type { Collection } from '../../domain/model';
-import type { BookmarkAddition, CollectionChange, CollectionRepository, HeldCard } from '../../domain/ports';
+import type { BookmarkAddition, CollectionChange, CollectionRepository, HeldCard, StoredBookmark } from '../../domain/ports';
 import { chunks, collectionFromRow, placeholders, type CollectionRow } from './rows';
 
 const iso = (d: Date) => d.toISOString();
@@ -140,6 +140,17 @@ export class SqliteCollectionRepository implements CollectionRepository {
 
   async collectionIdsHolding(cardId: string): Promise<string[]> {
     return (this.db.prepare('SELECT collection_id FROM bookmarks WHERE card_id = ? ORDER BY collection_id').all(cardId) as { collection_id: string }[]).map((r) => r.collection_id);
+  }
+
+  /** In primary-key order; the cursor is the last bookmark's collection id and card id. */
+  async pageBookmarks(limit: number, after?: string): Promise<Page<StoredBookmark>> {
+    const select = 'SELECT collection_id, card_id, created_at FROM bookmarks';
+    const [collectionId, cardId] = after?.split(' ') ?? [];
+    const rows = (after === undefined
+      ? this.db.prepare(`${select} ORDER BY collection_id, card_id LIMIT ?`).all(limit + 1)
+      : this.db.prepare(`${select} WHERE (collection_id, card_id) > (?, ?) ORDER BY collection_id, card_id LIMIT ?`).all(collectionId, cardId ?? '', limit + 1)) as { collection_id: string; card_id: string; created_at: string }[];
+    const bookmarks = rows.map((r) => ({ collectionId: r.collection_id, cardId: r.card_id, createdAt: new Date(r.created_at) }));
+    return pageOfRows(bookmarks, limit, (last) => `${last.collectionId} ${last.cardId}`);
   }
 
   private insertRow(c: Collection): void {

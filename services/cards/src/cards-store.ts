@@ -1,0 +1,58 @@
+import { join } from 'node:path';
+import { connectMongo, mongoEngineCheck, MongoOutboxStore, SqliteOutboxStore, type EngineCheck, type Logger, type OutboxStore } from '@cards/platform';
+import { InProcessContentLock } from './adapters/in-process/in-process-content-lock';
+import { openMongoCardsStore } from './adapters/mongo';
+import { MongoEventOutbox } from './adapters/mongo/mongo-event-outbox';
+import { openCardsDatabase } from './adapters/sqlite/sqlite-cards-database';
+import { SqliteCardRepository } from './adapters/sqlite/sqlite-card-repository';
+import { SqliteCollectionRepository } from './adapters/sqlite/sqlite-collection-repository';
+import { SqliteEventOutbox } from './adapters/sqlite/sqlite-event-outbox';
+import { SqliteVoteRepository } from './adapters/sqlite/sqlite-vote-repository';
+import type { CardsConfig } from './config';
+import type { CardRepository, CollectionRepository, ContentLock, EventOutbox, VoteRepository } from './domain/ports';
+
+/** Where the cards service's SQLite file lives under DATA_DIR. */
+export const sqliteCardsPath = (dataDir: string) => join(dataDir, 'cards', 'cards.db');
+
+export interface CardsStore {
+  cards: CardRepository;
+  votes: VoteRepository;
+  collections: CollectionRepository;
+  /** Serialises cards of one text: across processes on MongoDB; in process on SQLite, whose file one process owns. */
+  contentLock: ContentLock;
+  outbox: OutboxStore;
+  /** The same outbox, for writers outside a change of state (operators' republishing). */
+  eventOutbox: EventOutbox;
+  /** The engine behind the store, probed for readiness (none for SQLite). */
+  engines: EngineCheck[];
+  /** For shutdown: closes at once while MongoDB does not answer, so the relay's drain under way fails instead of waiting for it. */
+  closeIfUnreachable(): Promise<boolean>;
+  close(): Promise<void>;
+}
+
+/** MongoDB when MONGO_URL is set (its own database "cards"), else SQLite under DATA_DIR; the outbox lives beside the data. */
+export async function openCardsStore(config: Pick<CardsConfig, 'DATA_DIR' | 'MONGO_URL'>, logger: Logger): Promise<CardsStore> {
+  if (config.MONGO_URL) {
+    const connection = await connectMongo({ url: config.MONGO_URL, database: 'cards', logger });
+    const store = await openMongoCardsStore(connection).catch(async (err: unknown) => {
+      await connection.close().catch(() => undefined);
+      throw err;
+    });
+    return { ...store, outbox: new MongoOutboxStore(connection.db), eventOutbox: new MongoEventOutbox(connection.db), engines: [mongoEngineCheck(connection)], closeIfUnreachable: () => connection.closeIfUnreachable(), close: () => connection.close() };
+  }
+  logger.info('MONGO_URL not set: using the embedded SQLite store');
+  const db = openCardsDatabase(sqliteCardsPath(config.DATA_DIR));
+  return {
+    cards: new SqliteCardRepository(db),
+    votes: new SqliteVoteRepository(db),
+    collections: new SqliteCollectionRepository(db),
+    contentLock: new InProcessContentLock(),
+    outbox: new SqliteOutboxStore(db),
+    eventOutbox: new SqliteEventOutbox(db),
+    engines: [],
+    closeIfUnreachable: async () => false,
+    close: async () => {
+      db.close();
+    },
+  };
+}

@@ -1,0 +1,100 @@
+import { existsSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import { z } from 'zod';
+import { errorMessage, loadConfig, type Logger } from '@cards/platform';
+import { SearchIndexRepublisher, type RepublishProgress } from '../application/search-index-republisher';
+import { openCardsStore, sqliteCardsPath, type CardsStore } from '../cards-store';
+
+export const USAGE = `Usage: rebuild-search-index [options]
+
+Tells the search service every stored card and bookmark again, through the cards service's own outbox (its
+running relay publishes them), so a search index that was lost or damaged is built again. Harmless on a healthy
+index: search skips what it already holds, no page is verified again and nothing is notified.
+
+Options:
+  --batch-size <n>    cards (then bookmarks) read and queued at a time (default 500)
+  --max-pending <n>   wait while the outbox holds this many unpublished events (default 5000)
+  --help
+
+Reads DATA_DIR and MONGO_URL like the cards service (run it where the cards service runs, with its environment).`;
+
+const EnvSchema = z.object({
+  DATA_DIR: z.string().default('./data'),
+  MONGO_URL: z.string().optional(),
+});
+
+export interface CommandOutput {
+  out(line: string): void;
+  err(line: string): void;
+}
+
+const positiveInt = (name: string, value: string): number => {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1) throw new Error(`--${name} must be a whole number of at least 1, got ${JSON.stringify(value)}`);
+  return n;
+};
+
+const progressLine = (p: RepublishProgress) =>
+  p.bookmarks === 0 ? `cards: ${p.cards} of ${p.cardsAtStart} queued` : `cards: ${p.cards} queued; bookmarks: ${p.bookmarks} queued`;
+
+/** Runs `rebuild-search-index`; returns the exit code (0 done, 1 failed, 2 bad usage). */
+export async function runRebuildSearchIndexCommand(argv: string[], env: Record<string, string | undefined>, logger: Logger, io: CommandOutput): Promise<number> {
+  let batchSize: number;
+  let maxPending: number;
+  try {
+    const { values, positionals } = parseArgs({
+      args: argv,
+      allowPositionals: true,
+      options: {
+        'batch-size': { type: 'string', default: '500' },
+        'max-pending': { type: 'string', default: '5000' },
+        help: { type: 'boolean', short: 'h', default: false },
+      },
+    });
+    if (values.help) {
+      io.out(USAGE);
+      return 0;
+    }
+    if (positionals.length > 0) throw new Error(`unexpected argument ${JSON.stringify(positionals[0])}`);
+    batchSize = positiveInt('batch-size', values['batch-size']);
+    maxPending = positiveInt('max-pending', values['max-pending']);
+  } catch (err) {
+    io.err(`${errorMessage(err)}\n\n${USAGE}`);
+    return 2;
+  }
+
+  let store: CardsStore;
+  try {
+    const config = loadConfig(EnvSchema, env);
+    // Opening a missing SQLite file would create an empty store and report 0 cards: a wrong DATA_DIR must say so.
+    if (!config.MONGO_URL && !existsSync(sqliteCardsPath(config.DATA_DIR))) {
+      throw new Error(`no cards store at ${sqliteCardsPath(config.DATA_DIR)}: set DATA_DIR (or MONGO_URL) as the cards service has it`);
+    }
+    store = await openCardsStore(config, logger);
+  } catch (err) {
+    io.err(`cannot open the cards store: ${errorMessage(err)}`);
+    return 1;
+  }
+
+  const republisher = new SearchIndexRepublisher({
+    cards: store.cards,
+    collections: store.collections,
+    outbox: store.eventOutbox,
+    batchSize,
+    maxPending,
+    progress: (p) => io.out(progressLine(p)),
+    waiting: (pending) => io.out(`waiting: ${pending} events not yet published from the cards outbox (is the cards service running?)`),
+  });
+  const startedAt = Date.now();
+  try {
+    const done = await republisher.run();
+    const seconds = ((Date.now() - startedAt) / 1000).toFixed(1);
+    io.out(`done in ${seconds} s: ${done.cards} card(s) and ${done.bookmarks} bookmark(s) queued for search; the cards service publishes them and search indexes them within minutes (watch a search find them)`);
+    return 0;
+  } catch (err) {
+    io.err(`stopped: ${errorMessage(err)}. What was queued stays queued; running the command again is harmless.`);
+    return 1;
+  } finally {
+    await store.close().catch(() => undefined);
+  }
+}

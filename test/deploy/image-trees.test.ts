@@ -3,12 +3,13 @@
 // `tsx src/main.ts` in it. This suite makes the same trees, checks they carry no development tooling, then starts
 // every service from its own tree as a separate process (peers on loopback, the embedded engines) and drives the
 // gateway: a tree missing a production dependency, or relying on the workspace around it, fails here.
-import { execFileSync, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { execFileSync, spawnSync, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { freePort, loopbackTopologyEnv } from '@cards/platform';
+import { openCardsDatabase } from '../../services/cards/src/adapters/sqlite/sqlite-cards-database';
 import { ROOT } from './helm';
 import { spawnNodeEntry, type NodeProcess } from '../support/node-process';
 
@@ -145,6 +146,19 @@ describeIfPnpm('image trees (`pnpm deploy --prod`, as the Dockerfile builds them
     expect(sample(served.get('search')!, 'grpc_server_handled_total', { grpc_service: 'search.v1.SearchService', grpc_method: 'SemanticSearch', grpc_code: 'OK' })).toBe(1);
     for (const s of started) expect({ target: s.target, exit: await stop(s.child) }).toEqual({ target: s.target, exit: 0 });
   }, 150_000);
+
+  it('runs the rebuild-search-index tool from the cards and all-in-one trees, as `tsx` runs it in those images', () => {
+    const dataDir = join(out, 'rebuild-data');
+    mkdirSync(join(dataDir, 'cards'), { recursive: true });
+    openCardsDatabase(join(dataDir, 'cards', 'cards.db')).close();
+    const tsxLoader = pathToFileURL(join(ROOT, 'node_modules/tsx/dist/loader.mjs')).href;
+    const entries = { cards: 'src/cli/rebuild-search-index.ts', 'all-in-one': 'node_modules/@cards/cards/src/cli/rebuild-search-index.ts' };
+    for (const [target, entry] of Object.entries(entries)) {
+      const run = spawnSync(process.execPath, ['--import', tsxLoader, entry], { cwd: join(out, target), env: { ...embeddedEnv({ DATA_DIR: dataDir }), NODE_ENV: 'production' }, encoding: 'utf8', timeout: 60_000 });
+      expect({ target, status: run.status, stderr: run.stderr }).toEqual({ target, status: 0, stderr: '' });
+      expect(run.stdout).toContain('0 card(s) and 0 bookmark(s) queued');
+    }
+  }, 120_000);
 
   it('runs the all-in-one from its tree', async () => {
     const port = await freePort();

@@ -114,7 +114,19 @@ function rebuildSearchIndex(): { status: number | null; stdout: string; stderr: 
   return { status: run.status, stdout: run.stdout, stderr: run.stderr };
 }
 
-it('rebuilds a deleted embedded index from the cards store: the same answers for everyone, no page fetched, no notification', async () => {
+/** Deletes the index while the system is stopped: index.db on the embedded default, the four indices on a shared Elasticsearch. */
+async function loseTheIndex(): Promise<void> {
+  const elasticsearch = process.env.ELASTICSEARCH_URL;
+  if (!elasticsearch) {
+    for (const file of readdirSync(join(dataDir, 'search')).filter((f) => f.startsWith('index.db'))) rmSync(join(dataDir, 'search', file));
+    return;
+  }
+  const prefix = sharedEngineNamespace(dataDir).ELASTICSEARCH_INDEX_PREFIX!;
+  const res = await fetch(`${elasticsearch.replace(/\/$/, '')}/${['cards', 'vocabulary', 'bookmarks', 'removed'].map((n) => `${prefix}-${n}`).join(',')}`, { method: 'DELETE' });
+  expect(res.status).toBe(200);
+}
+
+it('rebuilds a deleted index from the cards store: the same answers for everyone, no page fetched, no notification', async () => {
   system = await start();
   const [alice, bob] = [await signUp(system.baseUrl, mailbox, 'rebuild-alice'), await signUp(system.baseUrl, mailbox, 'rebuild-bob')];
   const shared = uniqueText();
@@ -152,7 +164,7 @@ it('rebuilds a deleted embedded index from the cards store: the same answers for
   expect(fetchesBefore).toBe(1);
 
   await system.stop();
-  for (const file of readdirSync(join(dataDir, 'search')).filter((f) => f.startsWith('index.db'))) rmSync(join(dataDir, 'search', file));
+  await loseTheIndex();
   system = await start();
   const lost = await answers(viewers, collections);
   expect((lost['alice /api/card/search/1'] as [number, unknown[]])[1]).toEqual([]);

@@ -29,3 +29,4 @@ export * from './service';
 export * from './loopback-topology';
 export * from './readiness';
 export * from './engine-checks';
+export * from './cli/operator-command';

@@ -5,6 +5,7 @@ import { loadConfig } from '../config';
 import { errorMessage } from '../errors';
 import { createDeadLetters } from '../events/create-dead-letters';
 import type { DeadLetter, DeadLetterSelection } from '../events/dead-letters';
+import type { CommandOutput } from './operator-command';
 
 export const USAGE = `Usage: dead-letters <list|replay> [options]
 
@@ -28,10 +29,6 @@ const EnvSchema = z.object({
   KAFKA_PARTITIONS: z.string().optional(),
 });
 
-export interface CommandOutput {
-  out(line: string): void;
-  err(line: string): void;
-}
 
 function row(letter: DeadLetter): string {
   return [

@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
-import { errorMessage, loadConfig, type Logger } from '@cards/platform';
+import { errorMessage, loadConfig, type CommandOutput, type Logger } from '@cards/platform';
 import { SearchIndexRepublisher, type RepublishProgress } from '../application/search-index-republisher';
 import { openCardsStore, sqliteCardsPath, type CardsStore } from '../cards-store';
 
@@ -23,10 +23,6 @@ const EnvSchema = z.object({
   MONGO_URL: z.string().optional(),
 });
 
-export interface CommandOutput {
-  out(line: string): void;
-  err(line: string): void;
-}
 
 const positiveInt = (name: string, value: string): number => {
   const n = Number(value);

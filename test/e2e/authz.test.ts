@@ -385,6 +385,8 @@ describe('cross-origin defences and response hygiene', () => {
     expect(allowed.headers.get('access-control-allow-origin')).toBe(APP_ORIGIN);
     expect(allowed.headers.get('access-control-allow-credentials')).toBe('true');
     expect(allowed.headers.get('access-control-allow-methods')).toContain('POST');
+    // A page of that origin may send the headers the API reads: Idempotency-Key on card creation.
+    expect(allowed.headers.get('access-control-allow-headers')?.split(',')).toEqual(expect.arrayContaining(['content-type', 'idempotency-key']));
     const refused = await preflight(evil);
     expect(refused.headers.get('access-control-allow-origin')).toBeNull();
     const simple = await fetch(`${system.baseUrl}/api/card/count`, { headers: { origin: evil } });

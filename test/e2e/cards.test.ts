@@ -139,6 +139,43 @@ describe('POST /api/card', () => {
   });
 });
 
+describe('POST /api/card with an Idempotency-Key', () => {
+  const create = (user: TestUser, key: string, text = uniqueText()) =>
+    user.client.request('POST', '/api/card', { card_html: html(text), link: 'https://example.com/a', private: false }, { 'idempotency-key': key });
+
+  it('answers a repeated request (a retry after a lost answer, a second click) with the card the first one created', async () => {
+    const key = `k-${Date.now()}-${Math.random()}`;
+    const text = uniqueText();
+    const first = await create(alice, key, text);
+    const again = await create(alice, key, text);
+    expect([first.status, again.status]).toEqual([200, 200]);
+    expect(again.json.card_metadata.id).toBe(first.json.card_metadata.id);
+    expect([first.json.duplicate, again.json.duplicate]).toEqual([false, false]);
+    // Even with another body: the first request's counts.
+    expect((await create(alice, key)).json.card_metadata.id).toBe(first.json.card_metadata.id);
+    const mine = (await alice.client.get(`/api/user/${alice.id}/1`)).json.cards.filter((c: any) => c.content === first.json.card_metadata.content);
+    expect(mine).toHaveLength(1);
+  });
+
+  it("keeps each user's keys apart, and a new key creates a new card", async () => {
+    const key = `shared-${Date.now()}`;
+    const text = uniqueText();
+    const [a, b] = [await create(alice, key, text), await create(bob, key, text)];
+    expect(b.json.card_metadata.id).not.toBe(a.json.card_metadata.id);
+    const other = await create(alice, `${key}-2`, text);
+    expect(other.json.card_metadata.id).not.toBe(a.json.card_metadata.id);
+    expect(other.json.duplicate).toBe(true);
+  });
+
+  it('refuses a key that is not 1 to 255 visible ASCII characters', async () => {
+    for (const key of ['x'.repeat(256), 'two words', 'é']) {
+      const res = await alice.client.request('POST', '/api/card', { card_html: html(uniqueText()), link: '', private: false }, { 'idempotency-key': key });
+      expect(res.status).toBe(400);
+      expect(res.json.message).toMatch(/Idempotency-Key/);
+    }
+  });
+});
+
 describe('private cards', () => {
   it('are readable by their owner only; others and anonymous get 404', async () => {
     const { card_metadata: card } = await createCard(alice, { private: true });

@@ -2757,7 +2757,10 @@ export interface operations {
     createCard: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description 1 to 255 visible ASCII characters, chosen by the client per intended creation (e.g. a UUID). A request repeated with the same key by the same user (a retry after a lost answer, a second click) answers the card the first one created instead of creating another; the first request's body counts. */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };

@@ -49,7 +49,10 @@ describe('OpenAPI document', () => {
       expect(item.responses.default.content['application/json'].schema).toEqual({ $ref: '#/components/schemas/Error' });
       if (op.auth === 'required') expect(item.security).toEqual([{ cookieAuth: [] }]);
       const pathParams = [...op.path.matchAll(/:(\w+)/g)].map((m) => m[1]);
-      expect((item.parameters ?? []).map((p: { name: string }) => p.name).sort()).toEqual(pathParams.sort());
+      const named = (where: string) => (item.parameters ?? []).filter((p: { in: string }) => p.in === where).map((p: { name: string }) => p.name).sort();
+      expect(named('path')).toEqual(pathParams.sort());
+      expect(named('header')).toEqual(Object.keys(op.headers?.shape ?? {}).sort());
+      expect((item.parameters ?? []).filter((p: { in: string }) => p.in !== 'path' && p.in !== 'header')).toEqual([]);
     }
   });
 

@@ -33,7 +33,7 @@ export function corsForConfiguredOrigins({ allowedOrigins }: CrossOriginOptions)
     origin: (origin, callback) => callback(null, origin !== undefined && allowed.has(origin)),
     credentials: true,
     methods: ['GET', 'HEAD', 'POST', 'PUT', 'DELETE'],
-    allowedHeaders: ['content-type', 'x-request-id'],
+    allowedHeaders: ['content-type', 'x-request-id', 'idempotency-key'],
     exposedHeaders: ['location', 'x-request-id'],
     maxAge: 600,
   });

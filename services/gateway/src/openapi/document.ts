@@ -1,6 +1,7 @@
 import { OpenAPIRegistry, OpenApiGeneratorV31, extendZodWithOpenApi, type ResponseConfig, type RouteConfig } from '@asteasolutions/zod-to-openapi';
 import { z, type AnyZodObject, type ZodTypeAny } from 'zod';
 import { createCardBody, updateCardBody } from '../routes/card-routes';
+import { idempotencyKeyHeader } from '../http/idempotency-key';
 import { bookmarkBody, createCollectionBody, deleteCollectionBody, findBookmarksBody, updateCollectionBody } from '../routes/collection-routes';
 import { createFileBody, setPrivacyBody } from '../routes/file-routes';
 import { invitationBody, loginBody, passwordResetBody, passwordResetRequestBody, registerBody, updateUserBody } from '../routes/identity-routes';
@@ -28,6 +29,8 @@ export interface OperationSpec {
   tag: string;
   auth: Auth;
   params?: AnyZodObject;
+  /** Request headers the operation reads besides the cookie. */
+  headers?: AnyZodObject;
   body?: ZodTypeAny;
   /** The success status and its JSON body schema; no schema means no body. */
   success: { status: 200 | 204; schema?: ZodTypeAny; description?: string; contentType?: string; headers?: AnyZodObject };
@@ -98,7 +101,7 @@ export const OPERATIONS: OperationSpec[] = [
   { method: 'put', path: '/api/notifications', operationId: 'markNotificationRead', summary: 'Mark one notification read', tag: 'Notifications', auth: 'required', body: markReadBody, success: { status: 204 }, errors: [400, 401, 404] },
 
   // Cards
-  { method: 'post', path: '/api/card', operationId: 'createCard', summary: 'Create a card (more than 70 words); duplicates are stored as collisions', tag: 'Cards', auth: 'required', body: createCardBody, success: { status: 200, schema: r.createCardResponse }, errors: [400, 401] },
+  { method: 'post', path: '/api/card', operationId: 'createCard', summary: 'Create a card (more than 70 words); duplicates are stored as collisions', tag: 'Cards', auth: 'required', headers: idempotencyKeyHeader, body: createCardBody, success: { status: 200, schema: r.createCardResponse }, errors: [400, 401] },
   { method: 'get', path: '/api/card/count', operationId: 'countCards', summary: 'Number of all cards, collisions included', tag: 'Cards', auth: 'none', success: { status: 200, schema: r.cardCount }, errors: [] },
   { method: 'put', path: '/api/card/update', operationId: 'updateCard', summary: 'Update an own card\'s link, html or privacy', tag: 'Cards', auth: 'required', body: updateCardBody, success: { status: 204 }, errors: [400, 401, 403, 404] },
   { method: 'get', path: '/api/card/:card_id', operationId: 'getCard', summary: 'A card (private ones only to their author)', tag: 'Cards', auth: 'optional', params: params({ card_id: uuidParam }), success: { status: 200, schema: r.card }, errors: [400, 404] },
@@ -219,6 +222,7 @@ export function buildOpenApiDocument() {
       security: op.auth === 'required' ? [{ cookieAuth: [] }] : op.auth === 'optional' ? [{}, { cookieAuth: [] }] : [],
       request: {
         ...(op.params ? { params: op.params } : {}),
+        ...(op.headers ? { headers: op.headers } : {}),
         ...(op.body ? { body: { required: true, content: { 'application/json': { schema: op.body } } } } : {}),
       },
       responses,

@@ -1,6 +1,7 @@
 import type { Router } from 'express';
 import { z } from 'zod';
 import type { RouteDeps } from '../app';
+import { idempotencyKeyOf } from '../http/idempotency-key';
 import { requireUser } from '../http/session';
 import { looseBoolean, parseBody, tagList, uuidParam, uuidString } from '../http/validation';
 import { presentCards } from '../presenters/card-presenter';
@@ -37,6 +38,7 @@ export function registerCardRoutes(router: Router, { clients }: RouteDeps): void
       tags: body.tag_set ?? [],
       fileId: body.file_uuid ?? undefined,
       ocFilePath: body.oc_file_path ?? undefined,
+      idempotencyKey: idempotencyKeyOf(req),
     });
     const [presented] = await presentCards(clients, [card!], user.id);
     res.json({ card_metadata: { ...presented!, vector_point_id: null, author_id: card!.authorId }, duplicate });

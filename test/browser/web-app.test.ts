@@ -228,9 +228,21 @@ describeInBrowser('web app in headless Chromium', () => {
     await page.getByLabel('Card text').fill(CARD_TEXT);
     await page.getByLabel('Source link').fill(`http://127.0.0.1:${articlePort}/tides`);
     await page.getByLabel('Tags (comma-separated)').fill('astronomy, tides');
+    // The answer to the first sending is lost after the server stored the card; sending the same draft again must not
+    // store a second card (it would be a duplicate of the user's own): the form sends one Idempotency-Key per draft.
+    let storedBeforeTheLoss: string | undefined;
+    await page.route('**/api/card', async (route) => {
+      if (route.request().method() !== 'POST' || storedBeforeTheLoss !== undefined) return route.fallback();
+      storedBeforeTheLoss = ((await (await route.fetch()).json()) as { card_metadata: { id: string } }).card_metadata.id;
+      await route.abort('connectionreset');
+    });
+    await page.getByRole('button', { name: 'Create card' }).click();
+    await page.getByText('The server cannot be reached').waitFor();
+    await page.unroute('**/api/card');
     await page.getByRole('button', { name: 'Create card' }).click();
     await page.waitForURL(/\/card\/[0-9a-f-]{36}$/);
     cardId = /\/card\/([0-9a-f-]{36})$/.exec(page.url())![1]!;
+    expect(cardId).toBe(storedBeforeTheLoss);
     await page.locator('.card-body').getByText('Tidal locking explains').waitFor();
     expect(await page.getByRole('link', { name: `http://127.0.0.1:${articlePort}/tides` }).count()).toBe(1);
   });

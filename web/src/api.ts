@@ -34,8 +34,8 @@ export class ApiError extends Error {
   }
 }
 
-async function request<T>(method: string, path: string, body?: unknown): Promise<{ data: T; headers: Headers }> {
-  const init: RequestInit = { method, credentials: 'same-origin', headers: { accept: 'application/json' } };
+async function request<T>(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<{ data: T; headers: Headers }> {
+  const init: RequestInit = { method, credentials: 'same-origin', headers: { accept: 'application/json', ...headers } };
   if (body !== undefined) {
     init.headers = { ...init.headers, 'content-type': 'application/json' };
     init.body = JSON.stringify(body);
@@ -81,7 +81,9 @@ export const api = {
   updateProfile: (body: RequestBody<'updateUser'>) => put<'updateUser'>('/user', body),
 
   // Cards
-  createCard: (body: RequestBody<'createCard'>) => post<'createCard'>('/card', body),
+  /** `idempotencyKey`: the same for every sending of one draft, so a second click or a retry makes no second card. */
+  createCard: async (body: RequestBody<'createCard'>, idempotencyKey: string) =>
+    (await request<Answer<'createCard'>>('POST', '/card', body, { 'idempotency-key': idempotencyKey })).data,
   card: (id: string) => get<'getCard'>(`/card/${seg(id)}`),
   updateCard: (body: RequestBody<'updateCard'>) => put<'updateCard'>('/card/update', body),
   deleteCard: (id: string) => del<'deleteCard'>(`/card/${seg(id)}`),

@@ -1,5 +1,5 @@
 import { MAX_WORDS, MIN_WORDS_EXCLUSIVE, wordCount } from '@cards/card-rules';
-import { useState } from 'preact/hooks';
+import { useMemo, useState } from 'preact/hooks';
 import { api, type Card } from '../api';
 import { cardDraftProblems, htmlFromInput, tagsFromInput, textOfHtml } from '../card-rules';
 import { ErrorMessage, formatDate, Loading, Notice, PageTitle, Tags, useAction, useAsync, userName, VerificationBadge } from '../components';
@@ -182,6 +182,11 @@ export function CardPage({ cardId }: { cardId: string }) {
   );
 }
 
+/** 128 random bits as hex (crypto.randomUUID exists only on https and localhost pages). */
+function newIdempotencyKey(): string {
+  return Array.from(crypto.getRandomValues(new Uint8Array(16)), (b) => b.toString(16).padStart(2, '0')).join('');
+}
+
 /** Create (no card) or edit (card given) with the server's rules checked as you type. */
 function CardForm({ card }: { card?: Card }) {
   const { query } = useLocation();
@@ -191,6 +196,8 @@ function CardForm({ card }: { card?: Card }) {
   const [isPrivate, setPrivate] = useState(card?.private ?? false);
   const [touched, setTouched] = useState(false);
   const [duplicateOf, setDuplicateOf] = useState<Card | undefined>();
+  // One key per draft: sending the same draft again (a second click, a retry after a lost answer) makes no second card.
+  const draftKey = useMemo(newIdempotencyKey, [text, link, tags, isPrivate]);
   const action = useAction();
   const problems = cardDraftProblems({ text, link, tags });
   const words = wordCount(textOfHtml(htmlFromInput(text)));
@@ -212,7 +219,7 @@ function CardForm({ card }: { card?: Card }) {
       if (ok) navigate(`/card/${card.id}`, { replace: true });
       return;
     }
-    const created = await action.run(() => api.createCard({ card_html: html, link: link.trim(), private: isPrivate, tag_set: tagsFromInput(tags) }));
+    const created = await action.run(() => api.createCard({ card_html: html, link: link.trim(), private: isPrivate, tag_set: tagsFromInput(tags) }, draftKey));
     if (!created) return;
     if (created.duplicate) setDuplicateOf(created.card_metadata);
     else navigate(`/card/${created.card_metadata.id}`, { replace: true });

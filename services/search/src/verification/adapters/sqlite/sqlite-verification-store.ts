@@ -63,7 +63,7 @@ export class SqliteVerificationStore implements VerificationStore {
     // This file is one search process's (its DATA_DIR): a job still running when it opens was its predecessor's, which
     // died with it. It runs again now instead of when its lease ends (~100 s after a crash, measured by a kill -9 soak), and
     // that cut-off run counts as an attempt, as in requeueExpired.
-    this.db.prepare(`UPDATE verification_jobs SET status = 'pending', lease_until = NULL, claim_id = NULL, attempts = attempts + 1 WHERE status = 'running'`).run();
+    this.requeueRunning(null);
   }
 
   /** The outbox the relay drains to the event bus. */
@@ -150,12 +150,18 @@ export class SqliteVerificationStore implements VerificationStore {
   }
 
   async requeueExpired(now: Date): Promise<number> {
+    return this.requeueRunning(now);
+  }
+
+  /** Running jobs back to pending, each cut-off run counted as an attempt: those whose lease ended before `leaseEndedBefore`, or all (null). */
+  private requeueRunning(leaseEndedBefore: Date | null): number {
+    const before = leaseEndedBefore?.toISOString() ?? null;
     return this.db
       .prepare(
         `UPDATE verification_jobs SET status = 'pending', lease_until = NULL, claim_id = NULL, attempts = attempts + 1
-         WHERE status = 'running' AND (lease_until IS NULL OR lease_until < ?)`,
+         WHERE status = 'running' AND (? IS NULL OR lease_until IS NULL OR lease_until < ?)`,
       )
-      .run(now.toISOString()).changes;
+      .run(before, before).changes;
   }
 
   async find(jobId: string): Promise<VerificationJob | null> {

@@ -9,7 +9,7 @@ export const USAGE = `Usage: rebuild-search-index [options]
 
 Tells the search service every stored card and bookmark again, through the cards service's own outbox (its
 running relay publishes them), so a search index that was lost or damaged is built again. Harmless on a healthy
-index: search skips what it already holds, no page is verified again and nothing is notified.
+index: search rewrites each card as it is (embedding it again), no page is verified again and nothing is notified.
 
 Options:
   --batch-size <n>    cards (then bookmarks) read and queued at a time (default 500)
@@ -22,7 +22,6 @@ const EnvSchema = z.object({
   DATA_DIR: z.string().default('./data'),
   MONGO_URL: z.string().optional(),
 });
-
 
 const positiveInt = (name: string, value: string): number => {
   const n = Number(value);

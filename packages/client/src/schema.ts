@@ -1021,7 +1021,7 @@ export interface operations {
             };
             405: components["responses"]["MethodNotAllowed"];
             408: components["responses"]["RequestTimeout"];
-            /** @description Conflicts with existing data (e.g. e-mail or username taken) */
+            /** @description Conflicts with existing data (e.g. e-mail or username taken; an Idempotency-Key whose resource was deleted since) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -1361,7 +1361,7 @@ export interface operations {
             };
             405: components["responses"]["MethodNotAllowed"];
             408: components["responses"]["RequestTimeout"];
-            /** @description Conflicts with existing data (e.g. e-mail or username taken) */
+            /** @description Conflicts with existing data (e.g. e-mail or username taken; an Idempotency-Key whose resource was deleted since) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -1809,7 +1809,10 @@ export interface operations {
     createCollection: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description 1 to 255 visible ASCII characters, chosen by the client per intended creation (e.g. a UUID). A request repeated with the same key by the same user (a retry after a lost answer, a second click, both at once) answers what the first one created instead of creating another; the first request's body counts. Keys are per user and per kind of resource. A collection's key answers 409 once the collection is deleted. */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -1852,6 +1855,15 @@ export interface operations {
             };
             405: components["responses"]["MethodNotAllowed"];
             408: components["responses"]["RequestTimeout"];
+            /** @description Conflicts with existing data (e.g. e-mail or username taken; an Idempotency-Key whose resource was deleted since) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             431: components["responses"]["RequestHeadTooLarge"];
@@ -2758,7 +2770,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description 1 to 255 visible ASCII characters, chosen by the client per intended creation (e.g. a UUID). A request repeated with the same key by the same user (a retry after a lost answer, a second click) answers the card the first one created instead of creating another; the first request's body counts. */
+                /** @description 1 to 255 visible ASCII characters, chosen by the client per intended creation (e.g. a UUID). A request repeated with the same key by the same user (a retry after a lost answer, a second click, both at once) answers what the first one created instead of creating another; the first request's body counts. Keys are per user and per kind of resource. A collection's key answers 409 once the collection is deleted. */
                 "Idempotency-Key"?: string;
             };
             path?: never;

@@ -51,11 +51,12 @@ export function aCard() {
 /** Test collection builder. */
 export function aCollection() {
   const at = nextTime();
-  const c: Collection = { id: randomUUID(), authorId: randomUUID(), name: 'Reading list', description: 'things', isPublic: true, fileId: null, createdAt: at, updatedAt: at };
+  const c: Collection = { id: randomUUID(), authorId: randomUUID(), name: 'Reading list', description: 'things', isPublic: true, fileId: null, idempotencyKey: null, createdAt: at, updatedAt: at };
   const builder = {
     by: (authorId: string) => ((c.authorId = authorId), builder),
     private: () => ((c.isPublic = false), builder),
     forFile: (fileId: string) => ((c.fileId = fileId), builder),
+    withIdempotencyKey: (key: string) => ((c.idempotencyKey = key), builder),
     build: (): Collection => ({ ...c }),
   };
   return builder;

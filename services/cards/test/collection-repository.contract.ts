@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { Topics } from '@cards/platform';
+import { AlreadyExistsError, Topics } from '@cards/platform';
 import type { Collection } from '../src/domain/model';
 import { fingerprintOf } from '../src/domain/rules';
 import { aCard, aCollection, nextTime } from './builders';
@@ -67,6 +67,52 @@ export function describeCollectionRepositoryContract(name: string, factory: Card
       expect(await store.pendingEventTopics()).toEqual([Topics.collection]);
       expect(await store.collections.remove(c.id, [event(Topics.collection)])).toBe(false);
       expect(await store.pendingEventTopics()).toEqual([Topics.collection]);
+    });
+
+    it('refuses a second collection with the same author and idempotency key; keys are per author and apart from cards', async () => {
+      const author = randomUUID();
+      const first = aCollection().by(author).withIdempotencyKey('http:k1').build();
+      await store.collections.insert(first, [event(Topics.collection)]);
+      expect(await store.collections.findById(first.id)).toEqual(first);
+      const second = aCollection().by(author).withIdempotencyKey('http:k1').build();
+      await expect(store.collections.insert(second, [event(Topics.collection)])).rejects.toBeInstanceOf(AlreadyExistsError);
+      expect(await store.collections.findById(second.id)).toBeNull();
+      expect(await store.pendingEventTopics()).toEqual([Topics.collection]);
+      expect(await store.collections.findByIdempotencyKey(author, 'http:k1')).toEqual(first);
+      expect(await store.collections.findByIdempotencyKey(randomUUID(), 'http:k1')).toBeNull();
+      // Another author's key, and the same author's card with the same key, are other intents.
+      await store.collections.insert(aCollection().withIdempotencyKey('http:k1').build(), []);
+      await storedCard(aCard().by(author).withIdempotencyKey('http:k1'));
+      // Collections without a key never meet (the file collections, those stored before keys).
+      await store.collections.insert(aCollection().by(author).build(), []);
+      await store.collections.insert(aCollection().by(author).build(), []);
+    });
+
+    it('makes one collection of two inserts with one key at the same moment', async () => {
+      const author = randomUUID();
+      const both = [aCollection().by(author).withIdempotencyKey('http:same').build(), aCollection().by(author).withIdempotencyKey('http:same').build()];
+      const results = await Promise.allSettled(both.map((c) => store.collections.insert(c, [event(Topics.collection)])));
+      expect(results.map((r) => r.status).sort()).toEqual(['fulfilled', 'rejected']);
+      expect((results.find((r) => r.status === 'rejected') as PromiseRejectedResult).reason).toBeInstanceOf(AlreadyExistsError);
+      expect(await store.collections.listByAuthor(author, true)).toHaveLength(1);
+      expect(await store.pendingEventTopics()).toEqual([Topics.collection]);
+    });
+
+    it('keeps the idempotency key of a removed collection, for its author and kind only', async () => {
+      const author = randomUUID();
+      const keyed = aCollection().by(author).withIdempotencyKey('http:gone').build();
+      await store.collections.insert(keyed, []);
+      expect(await store.collections.findDeletedIdempotencyKey(author, 'http:gone')).toBeNull();
+      const before = Date.now();
+      expect(await store.collections.remove(keyed.id, [])).toBe(true);
+      expect(await store.collections.findByIdempotencyKey(author, 'http:gone')).toBeNull();
+      const kept = await store.collections.findDeletedIdempotencyKey(author, 'http:gone');
+      expect(kept?.deletedAt.getTime()).toBeGreaterThanOrEqual(before - 1000);
+      expect(await store.collections.findDeletedIdempotencyKey(randomUUID(), 'http:gone')).toBeNull();
+      // A removed card's key is no collection's.
+      const card = await storedCard(aCard().by(author).withIdempotencyKey('http:card-gone'));
+      await store.cards.remove(card.id, [], []);
+      expect(await store.collections.findDeletedIdempotencyKey(author, 'http:card-gone')).toBeNull();
     });
 
     it('adds a bookmark once (events only when something changed) and removes it', async () => {

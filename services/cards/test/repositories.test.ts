@@ -91,7 +91,7 @@ describe('SQLite cards store migration', () => {
     const dir = mkdtempSync(join(tmpdir(), 'cards-migration-'));
     try {
       const path = join(dir, 'cards.db');
-      const old = openSqlite(path, CARDS_MIGRATIONS.slice(0, -1));
+      const old = openSqlite(path, CARDS_MIGRATIONS.slice(0, CARDS_MIGRATIONS.findIndex((m) => m.includes('look_again_owed'))));
       const [root, collision] = [randomUUID(), randomUUID()];
       const insert = old.prepare(`INSERT INTO cards (id, author_id, content, card_html, link, private, tags, collision_of, content_hash, created_at, updated_at)
                                   VALUES (?, ?, 'text', '', '', 0, '[]', ?, 'h', '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z')`);
@@ -139,6 +139,28 @@ describe('SQLite cards store migration', () => {
       expect(await collections.collectionIdsHolding(root.id)).toEqual([newer, strangers].sort());
       expect(await collections.addBookmark(older, root.id, nextTime(), [])).toBe('added');
       expect(await collections.collectionsOfOwnerHolding(owner, [root.id])).toEqual([older, newer].map((collectionId) => ({ cardId: root.id, collectionId })));
+      db.close();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('reads the collections stored before idempotency keys as created without one', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cards-migration-'));
+    try {
+      const path = join(dir, 'cards.db');
+      const old = openSqlite(path, CARDS_MIGRATIONS.slice(0, CARDS_MIGRATIONS.findIndex((m) => m.includes('collections_idempotency'))));
+      const [owner, id] = [randomUUID(), randomUUID()];
+      old.prepare(`INSERT INTO collections (id, author_id, name, description, is_public, created_at, updated_at) VALUES (?, ?, 'n', '', 1, '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z')`).run(id, owner);
+      old.close();
+      const db = openCardsDatabase(path);
+      const collections = new SqliteCollectionRepository(db);
+      expect((await collections.findById(id))?.idempotencyKey).toBeNull();
+      const keyed = aCollection().by(owner).withIdempotencyKey('http:k').build();
+      await collections.insert(keyed, []);
+      expect(await collections.findByIdempotencyKey(owner, 'http:k')).toEqual(keyed);
+      expect(await collections.remove(id, [])).toBe(true);
+      expect(await collections.findDeletedIdempotencyKey(owner, 'http:k')).toBeNull();
       db.close();
     } finally {
       rmSync(dir, { recursive: true, force: true });

@@ -1,4 +1,4 @@
-import { GRPC_PART_BYTES, InvalidArgumentError, newId, NotFoundError, pageLimit, PermissionDeniedError, type Page } from '@cards/platform';
+import { AlreadyExistsError, GRPC_PART_BYTES, InvalidArgumentError, newId, NotFoundError, pageLimit, PermissionDeniedError, type Page } from '@cards/platform';
 import { isCollectionVisibleTo, isVisibleTo, PAGE_SIZE, totalPages, type Collection } from '../domain/model';
 import type { CardRepository, CollectionChange, CollectionRepository } from '../domain/ports';
 import { MAX_COLLECTION_NAME_CHARS, validCollectionDescription, validCollectionName } from '../domain/rules';
@@ -41,13 +41,41 @@ export interface CollectionCardsPage {
 export class CollectionService {
   constructor(private readonly deps: CollectionServiceDeps) {}
 
-  async create(callerId: string | undefined, name: string, description: string, isPublic: boolean): Promise<Collection> {
+  /**
+   * Creates the caller's collection. With an idempotency key, a create repeated by the caller (a retry after a lost
+   * answer, a second click, or both at once) answers the collection the first one made and makes none; AlreadyExistsError
+   * when that collection was deleted since (the repeat is late: making it again would bring back what the user deleted).
+   */
+  async create(callerId: string | undefined, name: string, description: string, isPublic: boolean, idempotencyKey?: string): Promise<Collection> {
     const authorId = requireCaller(callerId);
+    const fields = { name: validCollectionName(name), description: validCollectionDescription(description), isPublic };
+    if (idempotencyKey) {
+      const earlier = await this.earlierCreate(authorId, idempotencyKey);
+      if (earlier) return earlier;
+    }
     const now = new Date();
-    const collection: Collection = { id: newId(), authorId, name: validCollectionName(name), description: validCollectionDescription(description), isPublic, fileId: null, createdAt: now, updatedAt: now };
-    await this.deps.collections.insert(collection, [collectionCreated(collection)]);
+    const collection: Collection = { id: newId(), authorId, ...fields, fileId: null, idempotencyKey: idempotencyKey || null, createdAt: now, updatedAt: now };
+    try {
+      await this.deps.collections.insert(collection, [collectionCreated(collection)]);
+    } catch (err) {
+      // The same create at the same moment stored its collection first.
+      const earlier = err instanceof AlreadyExistsError && idempotencyKey ? await this.earlierCreate(authorId, idempotencyKey) : null;
+      if (earlier) return earlier;
+      throw err;
+    }
     this.deps.eventsWritten();
     return collection;
+  }
+
+  /** What an earlier create with the caller's key made: its collection, null for none, AlreadyExistsError when deleted. */
+  private async earlierCreate(authorId: string, idempotencyKey: string): Promise<Collection | null> {
+    const { collections } = this.deps;
+    const existing = await collections.findByIdempotencyKey(authorId, idempotencyKey);
+    if (existing) return existing;
+    if (await collections.findDeletedIdempotencyKey(authorId, idempotencyKey)) {
+      throw new AlreadyExistsError('Idempotency-Key: the collection this key created was deleted since; send a new key to create another');
+    }
+    return null;
   }
 
   async update(callerId: string | undefined, collectionId: string, patch: CollectionPatch): Promise<void> {
@@ -199,6 +227,7 @@ export class CollectionService {
       description: '',
       isPublic,
       fileId,
+      idempotencyKey: null,
       createdAt: now,
       updatedAt: now,
     };

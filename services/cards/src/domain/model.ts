@@ -63,8 +63,15 @@ export interface Collection {
   description: string;
   isPublic: boolean;
   fileId: string | null;
+  /** The client's key of the create that made it (per author): a repeat of that create answers this collection. */
+  idempotencyKey: string | null;
   createdAt: Date;
   updatedAt: Date;
+}
+
+/** What is kept of a resource's idempotency key after the resource was deleted, so a late repeat of its create makes no new one. */
+export interface DeletedIdempotencyKey {
+  deletedAt: Date;
 }
 
 /** A root card and the collisions a viewer may see. */

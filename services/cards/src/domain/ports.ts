@@ -1,5 +1,5 @@
 import type { OutgoingEvent, Page } from '@cards/platform';
-import type { AuthorScore, Card, CardFingerprint, Collection, CollisionMove, ReceivedVotes, Vote } from './model';
+import type { AuthorScore, Card, CardFingerprint, Collection, CollisionMove, DeletedIdempotencyKey, ReceivedVotes, Vote } from './model';
 
 /** Thrown by CardRepository.update when the stored card is no longer the one the caller read (`ifUpdatedAt`). */
 export class StaleCardError extends Error {
@@ -175,7 +175,12 @@ export interface HeldCard {
 }
 
 export interface CollectionRepository {
+  /** Throws AlreadyExistsError when (authorId, idempotencyKey) is already taken by a stored collection. */
   insert(collection: Collection, events: OutgoingEvent[]): Promise<void>;
+  /** The author's collection created with this key (keys of collections are apart from those of cards). */
+  findByIdempotencyKey(authorId: string, key: string): Promise<Collection | null>;
+  /** The key of the author's collection created with it and deleted since (remove keeps it), or null. */
+  findDeletedIdempotencyKey(authorId: string, key: string): Promise<DeletedIdempotencyKey | null>;
   /**
    * Stores a file's collection with all its bookmarks at once. When a collection for this file already exists,
    * nothing changes and the existing one is returned.
@@ -190,7 +195,10 @@ export interface CollectionRepository {
    * stays private while it is renamed).
    */
   update(collectionId: string, change: CollectionChange, events: OutgoingEvent[]): Promise<void>;
-  /** Deletes the collection and its bookmarks; the cards stay. False (no events stored) when it was already gone. */
+  /**
+   * Deletes the collection and its bookmarks; the cards stay. False (no events stored) when it was already gone. Its
+   * idempotency key, if any, is kept (findDeletedIdempotencyKey).
+   */
   remove(id: string, events: OutgoingEvent[]): Promise<boolean>;
   /**
    * Adds a bookmark with its events. Stores nothing (no events) when it was already there, or when the card or the

@@ -108,7 +108,7 @@ export function cardsHandlers(cardService: CardService, collectionService: Colle
       return {};
     },
     async createCollection(req) {
-      return collectionToProto(await collectionService.create(req.callerId, req.name, req.description, req.isPublic));
+      return collectionToProto(await collectionService.create(req.callerId, req.name, req.description, req.isPublic, req.idempotencyKey));
     },
     async updateCollection(req) {
       await collectionService.update(req.callerId, req.collectionId, { name: req.name, description: req.description, isPublic: req.isPublic });

@@ -52,7 +52,7 @@ const ERROR_DESCRIPTIONS: Record<number, string> = {
   401: 'Not logged in (no or an expired/revoked ai-editor cookie)',
   403: 'Changing someone else\'s visible resource, or a cross-site request carrying the cookie',
   404: 'No such resource, or a private resource of someone else',
-  409: 'Conflicts with existing data (e.g. e-mail or username taken)',
+  409: 'Conflicts with existing data (e.g. e-mail or username taken; an Idempotency-Key whose resource was deleted since)',
   413: 'Body or file above the size limit',
   429: 'Rate limit reached; retry later',
   503: 'A backing service is unavailable; retry later',
@@ -79,7 +79,7 @@ export const OPERATIONS: OperationSpec[] = [
   // Collections
   { method: 'get', path: '/api/user/collections/:user_id', operationId: 'listUserCollections', summary: 'A user\'s collections (private ones only to their owner)', tag: 'Collections', auth: 'optional', params: params({ user_id: uuidParam }), success: { status: 200, schema: z.array(r.listedCollection) }, errors: [400, 404] },
   { method: 'get', path: '/api/card_collection', operationId: 'listOwnCollections', summary: 'The caller\'s own collections', tag: 'Collections', auth: 'required', success: { status: 200, schema: z.array(r.listedCollection) }, errors: [401] },
-  { method: 'post', path: '/api/card_collection', operationId: 'createCollection', summary: 'Create a collection (Location header names it)', tag: 'Collections', auth: 'required', body: createCollectionBody, success: { status: 204, headers: z.object({ Location: z.string().describe('/api/card_collection/<id>') }) }, errors: [400, 401] },
+  { method: 'post', path: '/api/card_collection', operationId: 'createCollection', summary: 'Create a collection (Location header names it)', tag: 'Collections', auth: 'required', headers: idempotencyKeyHeader, body: createCollectionBody, success: { status: 204, headers: z.object({ Location: z.string().describe('/api/card_collection/<id>') }) }, errors: [400, 401, 409] },
   { method: 'put', path: '/api/card_collection', operationId: 'updateCollection', summary: 'Rename, describe or change the visibility of an own collection', tag: 'Collections', auth: 'required', body: updateCollectionBody, success: { status: 204 }, errors: [400, 401, 403, 404] },
   { method: 'delete', path: '/api/card_collection', operationId: 'deleteCollection', summary: 'Delete an own collection (its cards stay)', tag: 'Collections', auth: 'required', body: deleteCollectionBody, success: { status: 204 }, errors: [400, 401, 403, 404] },
   { method: 'post', path: '/api/card_collection/bookmark', operationId: 'findBookmarks', summary: 'For each listed card id, the caller\'s collections showing it (holding it, its root or a duplicate of either)', description: 'A collection page shows a card in its root\'s entry (the root, then the duplicates of it the caller may see), so a root and each of its duplicates count the same collections: the caller\'s collections holding any card of that group the caller may see, oldest collection first. Unknown ids, and cards the caller may not see, answer no collections.', tag: 'Collections', auth: 'required', body: findBookmarksBody, success: { status: 200, schema: z.array(r.bookmarkLookupEntry) }, errors: [400, 401] },

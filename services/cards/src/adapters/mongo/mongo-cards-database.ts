@@ -1,6 +1,6 @@
 import { withOptionalTransaction, type MongoConnection } from '@cards/platform';
 import type { ClientSession, Collection, Db } from 'mongodb';
-import type { Card, CardFingerprint, Collection as CardCollection } from '../../domain/model';
+import type { Card, CardFingerprint, Collection as CardCollection, DeletedIdempotencyKey } from '../../domain/model';
 import type { ContentLockDocument } from './mongo-content-lock';
 import { runStartMigrations, type MigrationDocument } from './mongo-start-migrations';
 
@@ -56,6 +56,9 @@ export interface CollectionDocument {
   isPublic: boolean;
   /** Present only when the collection belongs to a file (sparse unique index: one collection per file). */
   fileId?: string;
+  /** The client's key of its create, present only when there was one; `idempotency` as on cards (sparse unique). */
+  idempotencyKey?: string;
+  idempotency?: string;
   createdAt: Date;
   updatedAt: Date;
   /**
@@ -81,6 +84,12 @@ export interface BookmarkDocument {
   createdAt: Date;
 }
 
+/** The kept key of a deleted resource; `_id` = `<kind>\n<authorId>\n<key>` (kind: 'card' or 'collection'). */
+export interface DeletedIdempotencyKeyDocument {
+  _id: string;
+  deletedAt: Date;
+}
+
 /** The cards service's MongoDB database: its collections, and how to run a multi-document change. */
 export interface MongoCardsDatabase {
   connection: MongoConnection;
@@ -91,6 +100,7 @@ export interface MongoCardsDatabase {
   collections: Collection<CollectionDocument>;
   bookmarks: Collection<BookmarkDocument>;
   contentLocks: Collection<ContentLockDocument>;
+  deletedIdempotencyKeys: Collection<DeletedIdempotencyKeyDocument>;
   /** The start-time migrations of older documents this database no longer needs. */
   migrations: Collection<MigrationDocument>;
   /** A transaction on a replica set; otherwise `work` runs with no session (its steps are ordered to stay safe). */
@@ -110,6 +120,7 @@ export async function openMongoCardsDatabase(connection: MongoConnection): Promi
   const bookmarks = db.collection<BookmarkDocument>('bookmarks');
   const contentLocks = db.collection<ContentLockDocument>('content_locks');
   const migrations = db.collection<MigrationDocument>('migrations');
+  const deletedIdempotencyKeys = db.collection<DeletedIdempotencyKeyDocument>('deleted_idempotency_keys');
   await Promise.all([
     cards.createIndex({ idempotency: 1 }, { unique: true, sparse: true, name: 'cards_idempotency' }),
     cards.createIndex({ authorId: 1, updatedAt: -1, _id: 1 }, { name: 'cards_author_updated' }),
@@ -126,6 +137,7 @@ export async function openMongoCardsDatabase(connection: MongoConnection): Promi
     authorScores.createIndex({ publicVotes: 1 }, { name: 'author_scores_public_votes' }),
     collections.createIndex({ authorId: 1, createdAt: -1 }, { name: 'collections_author' }),
     collections.createIndex({ fileId: 1 }, { unique: true, sparse: true, name: 'collections_file' }),
+    collections.createIndex({ idempotency: 1 }, { unique: true, sparse: true, name: 'collections_idempotency' }),
     bookmarks.createIndex({ collectionId: 1, cardId: 1 }, { unique: true, name: 'bookmarks_collection_card' }),
     bookmarks.createIndex({ collectionId: 1, ord: 1 }, { name: 'bookmarks_order' }),
     bookmarks.createIndex({ cardId: 1, ownerId: 1 }, { name: 'bookmarks_card_owner' }),
@@ -147,6 +159,7 @@ export async function openMongoCardsDatabase(connection: MongoConnection): Promi
     collections,
     bookmarks,
     contentLocks,
+    deletedIdempotencyKeys,
     migrations,
     change: (work) => withOptionalTransaction(connection, work),
   };
@@ -201,6 +214,7 @@ export function toCollectionDocument(c: CardCollection): CollectionDocument {
     bookmarkSeq: 0,
   };
   if (c.fileId !== null) doc.fileId = c.fileId;
+  if (c.idempotencyKey !== null) Object.assign(doc, { idempotencyKey: c.idempotencyKey, idempotency: idempotencyOf(c.authorId, c.idempotencyKey) });
   return doc;
 }
 
@@ -212,9 +226,25 @@ export function fromCollectionDocument(d: CollectionDocument): CardCollection {
     description: d.description,
     isPublic: d.isPublic,
     fileId: d.fileId ?? null,
+    idempotencyKey: d.idempotencyKey ?? null,
     createdAt: d.createdAt,
     updatedAt: d.updatedAt,
   };
+}
+
+/** The kinds of resources whose keys are kept apart: a client's key on a card and on a collection are two intents. */
+export type IdempotentKind = 'card' | 'collection';
+
+const deletedKeyId = (kind: IdempotentKind, authorId: string, key: string) => `${kind}\n${idempotencyOf(authorId, key)}`;
+
+/** Keeps the key of a resource about to be deleted (written first: without a transaction, a cut delete leaves the resource and its kept key). */
+export async function keepDeletedIdempotencyKey(db: MongoCardsDatabase, kind: IdempotentKind, authorId: string, key: string, at: Date, session: ClientSession | undefined): Promise<void> {
+  await db.deletedIdempotencyKeys.updateOne({ _id: deletedKeyId(kind, authorId, key) }, { $set: { deletedAt: at } }, { upsert: true, session });
+}
+
+export async function findDeletedIdempotencyKey(db: MongoCardsDatabase, kind: IdempotentKind, authorId: string, key: string): Promise<DeletedIdempotencyKey | null> {
+  const doc = await db.deletedIdempotencyKeys.findOne({ _id: deletedKeyId(kind, authorId, key) });
+  return doc ? { deletedAt: doc.deletedAt } : null;
 }
 
 export const bookmarkId = (collectionId: string, cardId: string) => `${collectionId}:${cardId}`;

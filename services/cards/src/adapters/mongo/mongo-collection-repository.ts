@@ -1,8 +1,18 @@
-import { appendToMongoOutbox, appendToMongoOutboxOrUndo, creationCursor, isDuplicateKeyError, pageOfRows, type OutgoingEvent, type Page } from '@cards/platform';
+import { AlreadyExistsError, appendToMongoOutbox, appendToMongoOutboxOrUndo, creationCursor, isDuplicateKeyError, pageOfRows, type OutgoingEvent, type Page } from '@cards/platform';
 import type { ClientSession, Filter } from 'mongodb';
-import type { Collection } from '../../domain/model';
+import type { Collection, DeletedIdempotencyKey } from '../../domain/model';
 import type { BookmarkAddition, CollectionChange, CollectionRepository, HeldCard, StoredBookmark } from '../../domain/ports';
-import { bookmarkId, fromCollectionDocument, toCollectionDocument, type BookmarkDocument, type CollectionDocument, type MongoCardsDatabase } from './mongo-cards-database';
+import {
+  bookmarkId,
+  findDeletedIdempotencyKey,
+  fromCollectionDocument,
+  idempotencyOf,
+  keepDeletedIdempotencyKey,
+  toCollectionDocument,
+  type BookmarkDocument,
+  type CollectionDocument,
+  type MongoCardsDatabase,
+} from './mongo-cards-database';
 
 /**
  * The roots of the bookmarked cards the viewer may see (private cards only for their author), one row each (`_id` the
@@ -29,10 +39,24 @@ export class MongoCollectionRepository implements CollectionRepository {
   constructor(private readonly store: MongoCardsDatabase) {}
 
   async insert(collection: Collection, events: OutgoingEvent[]): Promise<void> {
-    await this.store.change(async (session) => {
-      await this.store.collections.insertOne(toCollectionDocument(collection), { session });
-      await appendToMongoOutboxOrUndo(this.store.db, events, session, () => this.store.collections.deleteOne({ _id: collection.id }));
-    });
+    try {
+      await this.store.change(async (session) => {
+        await this.store.collections.insertOne(toCollectionDocument(collection), { session });
+        await appendToMongoOutboxOrUndo(this.store.db, events, session, () => this.store.collections.deleteOne({ _id: collection.id }));
+      });
+    } catch (err) {
+      if (isDuplicateKeyError(err, 'idempotency')) throw new AlreadyExistsError('A collection with this idempotency key already exists');
+      throw err;
+    }
+  }
+
+  async findByIdempotencyKey(authorId: string, key: string): Promise<Collection | null> {
+    const doc = await this.store.collections.findOne({ idempotency: idempotencyOf(authorId, key) });
+    return doc ? fromCollectionDocument(doc) : null;
+  }
+
+  async findDeletedIdempotencyKey(authorId: string, key: string): Promise<DeletedIdempotencyKey | null> {
+    return findDeletedIdempotencyKey(this.store, 'collection', authorId, key);
   }
 
   async insertFileCollection(collection: Collection, cardIds: readonly string[], events: (stored: Collection) => OutgoingEvent[]): Promise<{ collection: Collection; created: boolean }> {
@@ -103,6 +127,8 @@ export class MongoCollectionRepository implements CollectionRepository {
 
   async remove(id: string, events: OutgoingEvent[]): Promise<boolean> {
     const removed = await this.store.change(async (session) => {
+      const keyed = await this.store.collections.findOne({ _id: id }, { session, projection: { authorId: 1, idempotencyKey: 1 } });
+      if (keyed?.idempotencyKey !== undefined) await keepDeletedIdempotencyKey(this.store, 'collection', keyed.authorId, keyed.idempotencyKey, new Date(), session);
       // The collection goes first, so no bookmark can be added to it afterwards; then its bookmarks. Only the removal
       // that deleted the document writes the events; a concurrent one reports the collection gone.
       const { deletedCount } = await this.store.collections.deleteOne({ _id: id }, { session });

@@ -56,6 +56,7 @@ export interface CollectionRow {
   description: string;
   is_public: number;
   file_id: string | null;
+  idempotency_key: string | null;
   created_at: string;
   updated_at: string;
 }
@@ -68,6 +69,7 @@ export function collectionFromRow(r: CollectionRow): Collection {
     description: r.description,
     isPublic: r.is_public === 1,
     fileId: r.file_id,
+    idempotencyKey: r.idempotency_key,
     createdAt: new Date(r.created_at),
     updatedAt: new Date(r.updated_at),
   };

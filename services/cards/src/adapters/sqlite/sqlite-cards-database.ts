@@ -56,6 +56,12 @@ export const CARDS_MIGRATIONS = [
   // A card whose create has not finished its look-again after the insert (CardService.lookAgain); cards stored before owe none.
   `ALTER TABLE cards ADD COLUMN look_again_owed INTEGER NOT NULL DEFAULT 0;
    CREATE INDEX cards_look_again_owed ON cards(created_at, id) WHERE look_again_owed = 1;`,
+  // A client's Idempotency-Key on a collection's create (per author, as on cards; collections stored before have none),
+  // and the keys of deleted resources (kind 'collection'), which a late repeat of their create finds instead of nothing.
+  `ALTER TABLE collections ADD COLUMN idempotency_key TEXT;
+   CREATE UNIQUE INDEX collections_idempotency ON collections(author_id, idempotency_key) WHERE idempotency_key IS NOT NULL;
+   CREATE TABLE deleted_idempotency_keys (kind TEXT NOT NULL, author_id TEXT NOT NULL, idempotency_key TEXT NOT NULL, deleted_at TEXT NOT NULL,
+     PRIMARY KEY (kind, author_id, idempotency_key)) WITHOUT ROWID;`,
 ];
 
 export function openCardsDatabase(path: string): SqliteDatabase {

@@ -1,6 +1,7 @@
-import { appendToSqliteOutbox, creationCursor, newestFirstRows, pageOfRows, type OutgoingEvent, type Page, type SqliteDatabase } from '@cards/platform';
-import type { Collection } from '../../domain/model';
+import { AlreadyExistsError, appendToSqliteOutbox, creationCursor, newestFirstRows, pageOfRows, type OutgoingEvent, type Page, type SqliteDatabase } from '@cards/platform';
+import type { Collection, DeletedIdempotencyKey } from '../../domain/model';
 import type { BookmarkAddition, CollectionChange, CollectionRepository, HeldCard, StoredBookmark } from '../../domain/ports';
+import { findDeletedIdempotencyKey, keepDeletedIdempotencyKey } from './deleted-idempotency-keys';
 import { chunks, collectionFromRow, placeholders, type CollectionRow } from './rows';
 
 const iso = (d: Date) => d.toISOString();
@@ -24,10 +25,28 @@ export class SqliteCollectionRepository implements CollectionRepository {
   constructor(private readonly db: SqliteDatabase) {}
 
   async insert(c: Collection, events: OutgoingEvent[]): Promise<void> {
-    this.db.transaction(() => {
-      this.insertRow(c);
-      appendToSqliteOutbox(this.db, events);
-    })();
+    try {
+      this.db.transaction(() => {
+        this.insertRow(c);
+        appendToSqliteOutbox(this.db, events);
+      })();
+    } catch (err) {
+      // Checked by code, not instanceof: the native module's error class may come from another realm (test sandboxes).
+      const unique = (err as { code?: unknown } | null)?.code === 'SQLITE_CONSTRAINT_UNIQUE';
+      if (unique && c.idempotencyKey !== null && (await this.findByIdempotencyKey(c.authorId, c.idempotencyKey))) {
+        throw new AlreadyExistsError('A collection with this idempotency key already exists');
+      }
+      throw err;
+    }
+  }
+
+  async findByIdempotencyKey(authorId: string, key: string): Promise<Collection | null> {
+    const row = this.db.prepare('SELECT * FROM collections WHERE author_id = ? AND idempotency_key = ?').get(authorId, key) as CollectionRow | undefined;
+    return row ? collectionFromRow(row) : null;
+  }
+
+  async findDeletedIdempotencyKey(authorId: string, key: string): Promise<DeletedIdempotencyKey | null> {
+    return findDeletedIdempotencyKey(this.db, 'collection', authorId, key);
   }
 
   async insertFileCollection(c: Collection, cardIds: readonly string[], events: (stored: Collection) => OutgoingEvent[]): Promise<{ collection: Collection; created: boolean }> {
@@ -67,9 +86,11 @@ export class SqliteCollectionRepository implements CollectionRepository {
   async remove(id: string, events: OutgoingEvent[]): Promise<boolean> {
     return this.db.transaction((): boolean => {
       this.db.prepare('DELETE FROM bookmarks WHERE collection_id = ?').run(id);
-      const removed = this.db.prepare('DELETE FROM collections WHERE id = ?').run(id).changes > 0;
-      if (removed) appendToSqliteOutbox(this.db, events);
-      return removed;
+      const removed = this.db.prepare('DELETE FROM collections WHERE id = ? RETURNING author_id, idempotency_key').get(id) as Pick<CollectionRow, 'author_id' | 'idempotency_key'> | undefined;
+      if (!removed) return false;
+      if (removed.idempotency_key !== null) keepDeletedIdempotencyKey(this.db, 'collection', removed.author_id, removed.idempotency_key, new Date());
+      appendToSqliteOutbox(this.db, events);
+      return true;
     })();
   }
 
@@ -154,7 +175,7 @@ export class SqliteCollectionRepository implements CollectionRepository {
   }
 
   private insertRow(c: Collection): void {
-    this.db.prepare('INSERT INTO collections (id, author_id, name, description, is_public, file_id, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)')
-      .run(c.id, c.authorId, c.name, c.description, c.isPublic ? 1 : 0, c.fileId, iso(c.createdAt), iso(c.updatedAt));
+    this.db.prepare('INSERT INTO collections (id, author_id, name, description, is_public, file_id, idempotency_key, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)')
+      .run(c.id, c.authorId, c.name, c.description, c.isPublic ? 1 : 0, c.fileId, c.idempotencyKey, iso(c.createdAt), iso(c.updatedAt));
   }
 }

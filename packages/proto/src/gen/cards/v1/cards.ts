@@ -198,6 +198,11 @@ export interface CreateCollectionRequest {
   name: string;
   description: string;
   isPublic: boolean;
+  /**
+   * The client's Idempotency-Key (the gateway's): a create repeated with the same key by the same caller answers the
+   * collection the first one made and makes none; ALREADY_EXISTS when that collection was deleted since.
+   */
+  idempotencyKey?: string | undefined;
 }
 
 export interface UpdateCollectionRequest {
@@ -3094,7 +3099,7 @@ export const Collection: MessageFns<Collection> = {
 };
 
 function createBaseCreateCollectionRequest(): CreateCollectionRequest {
-  return { callerId: "", name: "", description: "", isPublic: false };
+  return { callerId: "", name: "", description: "", isPublic: false, idempotencyKey: undefined };
 }
 
 export const CreateCollectionRequest: MessageFns<CreateCollectionRequest> = {
@@ -3110,6 +3115,9 @@ export const CreateCollectionRequest: MessageFns<CreateCollectionRequest> = {
     }
     if (message.isPublic !== false) {
       writer.uint32(32).bool(message.isPublic);
+    }
+    if (message.idempotencyKey !== undefined) {
+      writer.uint32(42).string(message.idempotencyKey);
     }
     return writer;
   },
@@ -3159,6 +3167,14 @@ export const CreateCollectionRequest: MessageFns<CreateCollectionRequest> = {
             message.isPublic = reader.bool();
             continue;
           }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.idempotencyKey = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -3185,6 +3201,11 @@ export const CreateCollectionRequest: MessageFns<CreateCollectionRequest> = {
         : isSet(object.is_public)
         ? globalThis.Boolean(object.is_public)
         : false,
+      idempotencyKey: isSet(object.idempotencyKey)
+        ? globalThis.String(object.idempotencyKey)
+        : isSet(object.idempotency_key)
+        ? globalThis.String(object.idempotency_key)
+        : undefined,
     };
   },
 
@@ -3202,6 +3223,9 @@ export const CreateCollectionRequest: MessageFns<CreateCollectionRequest> = {
     if (message.isPublic !== false) {
       obj.isPublic = message.isPublic;
     }
+    if (message.idempotencyKey !== undefined) {
+      obj.idempotencyKey = message.idempotencyKey;
+    }
     return obj;
   },
 
@@ -3214,6 +3238,7 @@ export const CreateCollectionRequest: MessageFns<CreateCollectionRequest> = {
     message.name = object.name ?? "";
     message.description = object.description ?? "";
     message.isPublic = object.isPublic ?? false;
+    message.idempotencyKey = object.idempotencyKey ?? undefined;
     return message;
   },
 };

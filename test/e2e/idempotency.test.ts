@@ -1,4 +1,7 @@
 import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { eventuallyDefined } from '../support/eventually';
 import { Mailbox } from '../support/mailbox';
 import { startSystem, type RunningSystem } from '../support/service';
 import { signUp, type TestUser } from '../support/accounts';
@@ -87,5 +90,83 @@ describe('POST /api/card_collection with an Idempotency-Key', () => {
       expect(res.json.message).toMatch(/^Idempotency-Key: /);
     }
     expect((await ownCollections(alice)).filter((c) => c.name === name)).toEqual([]);
+  });
+});
+
+describe('POST /api/file with an Idempotency-Key', () => {
+  const DOCX = 'application/vnd.openxmlformats-officedocument.wordprocessingml.document';
+  const energy = readFileSync(join(__dirname, '../fixtures/documents/energy.docx')).toString('base64url');
+  const upload = (user: TestUser, key: string | undefined, body: Record<string, unknown> = {}) =>
+    user.client.request('POST', '/api/file', { base64_docx_file: energy, file_name: 'energy.docx', file_mime_type: DOCX, private: false, tag_set: ['energy'], ...body }, key === undefined ? {} : { 'idempotency-key': key });
+  const filesNamed = async (user: TestUser, name: string) => ((await user.client.get(`/api/user/files/${user.id}`)).json as { id: string; file_name: string }[]).filter((f) => f.file_name === name);
+  const ingested = (user: TestUser, fileId: string) =>
+    eventuallyDefined(async () => {
+      const file = (await user.client.get(`/api/file/${fileId}`)).json;
+      return file?.ingestion_status === 'done' ? file : undefined;
+    }, `ingestion of ${fileId}`, 60_000);
+
+  it('answers a repeated upload with the file the first one stored, and stores, ingests and announces it once', async () => {
+    const key = newKey();
+    const name = `energy ${randomUUID()}.docx`;
+    const first = await upload(alice, key, { file_name: name });
+    expect(first.status).toBe(200);
+    const again = await upload(alice, key, { file_name: name });
+    expect(again.status).toBe(200);
+    expect(again.json.id).toBe(first.json.id);
+    const { ingestion_status: _a, updated_at: _b, ...shown } = first.json;
+    expect(again.json).toMatchObject(shown);
+    expect((await filesNamed(alice, name)).map((f) => f.id)).toEqual([first.json.id]);
+    await ingested(alice, first.json.id);
+    const collectionName = `Collection for file ${name}`;
+    const collection = await eventuallyDefined(async () => ((await alice.client.get('/api/card_collection')).json as { id: string; name: string }[]).find((c) => c.name === collectionName), 'the file collection');
+    // A repeat after the ingestion: still the same file, nothing ingested again.
+    expect((await upload(alice, key, { file_name: name })).json.id).toBe(first.json.id);
+    const mine = (await alice.client.get(`/api/user/${alice.id}/1`)).json.cards as { file_name: string | null; file_id: string | null }[];
+    const cards = mine.filter((c) => c.file_name === name);
+    expect(cards.length).toBeGreaterThan(0);
+    expect(cards.every((c) => c.file_id === first.json.id)).toBe(true);
+    expect(((await alice.client.get('/api/card_collection')).json as { name: string }[]).filter((c) => c.name === collectionName)).toHaveLength(1);
+    const announcements = async () => ((await alice.client.get('/api/notifications')).json as { collection_uuid: string | null }[]).filter((n) => n.collection_uuid === collection.id);
+    await eventuallyDefined(async () => ((await announcements()).length > 0 ? true : undefined), 'the collection notification');
+    expect(await announcements()).toHaveLength(1);
+    expect((await filesNamed(alice, name)).map((f) => f.id)).toEqual([first.json.id]);
+  });
+
+  it('stores one file of uploads with one key sent at the same moment, and answers each with it', async () => {
+    const key = newKey();
+    const name = `at once ${randomUUID()}.docx`;
+    const answers = await Promise.all(Array.from({ length: 3 }, () => upload(bob, key, { file_name: name })));
+    expect(answers.map((a) => a.status)).toEqual([200, 200, 200]);
+    expect(new Set(answers.map((a) => a.json.id)).size).toBe(1);
+    expect((await filesNamed(bob, name)).map((f) => f.id)).toEqual([answers[0]!.json.id]);
+  });
+
+  it("keeps each user's keys apart", async () => {
+    const key = newKey();
+    const name = `shared key ${randomUUID()}.docx`;
+    const [mine, theirs] = [await upload(alice, key, { file_name: name }), await upload(bob, key, { file_name: name })];
+    expect(theirs.json.id).not.toBe(mine.json.id);
+    expect((await filesNamed(bob, name)).map((f) => f.id)).toEqual([theirs.json.id]);
+  });
+
+  it('refuses a repeat after the file was deleted (409) instead of storing and ingesting it again', async () => {
+    const key = newKey();
+    const name = `deleted ${randomUUID()}.docx`;
+    const first = await upload(alice, key, { file_name: name });
+    expect((await alice.client.delete(`/api/file/${first.json.id}`)).status).toBe(204);
+    const late = await upload(alice, key, { file_name: name });
+    expect(late.status).toBe(409);
+    expect(late.json.message).toMatch(/^Idempotency-Key: .*deleted/);
+    expect(await filesNamed(alice, name)).toEqual([]);
+  });
+
+  it('refuses a key that is not 1 to 255 visible ASCII characters, storing nothing', async () => {
+    const name = `bad key ${randomUUID()}.docx`;
+    for (const key of ['', 'x'.repeat(256), 'two words']) {
+      const res = await upload(alice, key, { file_name: name });
+      expect(res.status).toBe(400);
+      expect(res.json.message).toMatch(/^Idempotency-Key: /);
+    }
+    expect(await filesNamed(alice, name)).toEqual([]);
   });
 });

@@ -112,7 +112,7 @@ beforeAll(async () => {
     const id = randomUUID();
     const tags = Array.from({ length: 100 }, (_, t) => `${i}-${t}-`.padEnd(200, 't'));
     await fileStore.create(
-      { id, userId: alice.id, fileName: `file ${i}.docx`, mimeType: 'application/vnd.openxmlformats-officedocument.wordprocessingml.document', format: 'docx', private: i % 3 === 1, size: 1000 + i, tags, ocFilePath: null, ingestionStatus: 'done', ingestionError: null, cardCount: 0, collectionId: null, createdAt: at, updatedAt: at },
+      { id, userId: alice.id, fileName: `file ${i}.docx`, mimeType: 'application/vnd.openxmlformats-officedocument.wordprocessingml.document', format: 'docx', private: i % 3 === 1, size: 1000 + i, tags, ocFilePath: null, ingestionStatus: 'done', ingestionError: null, cardCount: 0, collectionId: null, idempotencyKey: null, createdAt: at, updatedAt: at },
       [],
     );
     files.push({ id, isPrivate: i % 3 === 1, createdAt: at });

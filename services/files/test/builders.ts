@@ -17,6 +17,7 @@ export function aFile(overrides: Partial<FileRecord> = {}) {
     ingestionError: null,
     cardCount: 0,
     collectionId: null,
+    idempotencyKey: null,
     createdAt: new Date('2026-01-01T10:00:00.123Z'),
     updatedAt: new Date('2026-01-01T10:00:00.123Z'),
     ...overrides,
@@ -28,6 +29,10 @@ export function aFile(overrides: Partial<FileRecord> = {}) {
     },
     private() {
       record = { ...record, private: true };
+      return builder;
+    },
+    withIdempotencyKey(key: string) {
+      record = { ...record, idempotencyKey: key };
       return builder;
     },
     createdAt(date: Date) {

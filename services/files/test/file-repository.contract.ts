@@ -1,4 +1,4 @@
-import { newId, type OutgoingEvent } from '@cards/platform';
+import { AlreadyExistsError, newId, type OutgoingEvent } from '@cards/platform';
 import type { FileRecord } from '../src/domain/model';
 import type { FileRepository } from '../src/domain/ports';
 import { aFile } from './builders';
@@ -45,6 +45,49 @@ export function describeFileRepositoryContract(name: string, factory: () => Prom
       expect(outcome).toBe('refused');
       expect((await subject.repository.get(file.id))?.fileName).toBe('notes.docx');
       expect((await subject.pendingEvents()).map((e) => new TextDecoder().decode(e.payload))).toEqual(['first']);
+    });
+
+    it('refuses a second record with the same user and idempotency key, storing neither it nor its event; keys are per user', async () => {
+      const owner = newId();
+      const first = aFile().ownedBy(owner).withIdempotencyKey('http:k1').build();
+      await subject.repository.create(first, [event(first.id, 'first')]);
+      expect(await subject.repository.get(first.id)).toEqual(first);
+      const second = aFile().ownedBy(owner).withIdempotencyKey('http:k1').build();
+      await expect(subject.repository.create(second, [event(second.id, 'second')])).rejects.toBeInstanceOf(AlreadyExistsError);
+      expect(await subject.repository.get(second.id)).toBeNull();
+      expect((await subject.pendingEvents()).map((e) => new TextDecoder().decode(e.payload))).toEqual(['first']);
+      expect(await subject.repository.findByIdempotencyKey(owner, 'http:k1')).toEqual(first);
+      expect(await subject.repository.findByIdempotencyKey(newId(), 'http:k1')).toBeNull();
+      await subject.repository.create(aFile().withIdempotencyKey('http:k1').build(), []);
+      // Records without a key never meet.
+      await subject.repository.create(aFile().ownedBy(owner).build(), []);
+      await subject.repository.create(aFile().ownedBy(owner).build(), []);
+      expect(await subject.repository.listByUser(owner)).toHaveLength(3);
+    });
+
+    it('stores one record of two creates with one key at the same moment', async () => {
+      const owner = newId();
+      const both = [aFile().ownedBy(owner).withIdempotencyKey('http:same').build(), aFile().ownedBy(owner).withIdempotencyKey('http:same').build()];
+      const results = await Promise.allSettled(both.map((f) => subject.repository.create(f, [event(f.id, 'uploaded')])));
+      expect(results.map((r) => r.status).sort()).toEqual(['fulfilled', 'rejected']);
+      expect((results.find((r) => r.status === 'rejected') as PromiseRejectedResult).reason).toBeInstanceOf(AlreadyExistsError);
+      expect(await subject.repository.listByUser(owner)).toHaveLength(1);
+      expect(await subject.pendingEvents()).toHaveLength(1);
+    });
+
+    it('keeps the idempotency key of a deleted record, for its user only', async () => {
+      const owner = newId();
+      const keyed = aFile().ownedBy(owner).withIdempotencyKey('http:gone').build();
+      await subject.repository.create(keyed, []);
+      expect(await subject.repository.findDeletedIdempotencyKey(owner, 'http:gone')).toBeNull();
+      const before = Date.now();
+      expect(await subject.repository.delete(keyed.id, [])).toBe(true);
+      expect(await subject.repository.findByIdempotencyKey(owner, 'http:gone')).toBeNull();
+      expect((await subject.repository.findDeletedIdempotencyKey(owner, 'http:gone'))?.deletedAt.getTime()).toBeGreaterThanOrEqual(before - 1000);
+      expect(await subject.repository.findDeletedIdempotencyKey(newId(), 'http:gone')).toBeNull();
+      const unkeyed = aFile().ownedBy(owner).build();
+      await subject.repository.create(unkeyed, []);
+      expect(await subject.repository.delete(unkeyed.id, [])).toBe(true);
     });
 
     it('listByUser returns only that user\'s files, newest first', async () => {

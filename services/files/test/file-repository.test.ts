@@ -1,8 +1,9 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { SqliteOutboxStore } from '@cards/platform';
-import { SqliteFileRepository } from '../src/adapters/sqlite/sqlite-file-repository';
+import { newId, openSqlite, SqliteOutboxStore } from '@cards/platform';
+import { FILES_MIGRATIONS, SqliteFileRepository } from '../src/adapters/sqlite/sqlite-file-repository';
+import { aFile } from './builders';
 import { describeFileRepositoryContract } from './file-repository.contract';
 
 const dirs: string[] = [];
@@ -16,4 +17,24 @@ describeFileRepositoryContract('SqliteFileRepository', async () => {
   const repository = new SqliteFileRepository(join(dir, 'files.db'));
   const outbox = new SqliteOutboxStore(repository.db);
   return { repository, pendingEvents: () => outbox.pending(1000) };
+});
+
+describe('SQLite files store migration', () => {
+  it('reads the files stored before idempotency keys as uploaded without one', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'files-migration-'));
+    dirs.push(dir);
+    const path = join(dir, 'files.db');
+    const old = openSqlite(path, FILES_MIGRATIONS.slice(0, FILES_MIGRATIONS.findIndex((m) => m.includes('files_idempotency'))));
+    const [id, owner] = [newId(), newId()];
+    old.prepare(`INSERT INTO files (id, user_id, file_name, mime_type, format, private, size, tags, ingestion_status, created_at, updated_at)
+                 VALUES (?, ?, 'a.docx', 'application/msword', 'docx', 0, 10, '[]', 'done', '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z')`).run(id, owner);
+    old.close();
+    const repository = new SqliteFileRepository(path);
+    expect((await repository.get(id))?.idempotencyKey).toBeNull();
+    expect(await repository.delete(id, [])).toBe(true);
+    const keyed = aFile().ownedBy(owner).withIdempotencyKey('http:k').build();
+    await repository.create(keyed, []);
+    expect(await repository.findByIdempotencyKey(owner, 'http:k')).toEqual(keyed);
+    await repository.close();
+  });
 });

@@ -1,5 +1,5 @@
 import type { Readable } from 'node:stream';
-import { InvalidArgumentError, NotFoundError, pageLimit, PermissionDeniedError, refuseIfProblem, ResourceExhaustedError, Topics, UnauthenticatedError, isUuid, newId, type Logger, type Page } from '@cards/platform';
+import { AlreadyExistsError, InvalidArgumentError, NotFoundError, pageLimit, PermissionDeniedError, refuseIfProblem, ResourceExhaustedError, Topics, UnauthenticatedError, isUuid, newId, type Logger, type Page } from '@cards/platform';
 import { events } from '@cards/proto';
 import { splitTags, tagsProblem } from '@cards/card-rules';
 import { checkMagicBytes, checkMimeType, formatFromFileName } from '../domain/document-format';
@@ -16,6 +16,8 @@ export interface UploadInput {
   private: boolean;
   tags: string[];
   bytes: Buffer;
+  /** The client's key: an upload repeated with it answers the record the first one stored (see upload). */
+  idempotencyKey?: string;
 }
 
 export interface FilesServiceDeps {
@@ -39,8 +41,19 @@ export class FilesService {
     return this.deps.maxFileBytes;
   }
 
+  /**
+   * Stores an uploaded document; its ingestion follows from the FileUploaded event stored with the record. With an
+   * idempotency key, an upload repeated by the caller (a retry after a lost answer, a second click, or both at once)
+   * answers the record the first one stored and stores, reads and ingests nothing; AlreadyExistsError when that file
+   * was deleted since (storing it again would bring back what the user deleted).
+   */
   async upload(input: UploadInput): Promise<FileRecord> {
     if (!input.callerId) throw new UnauthenticatedError('You must be logged in');
+    const key = input.idempotencyKey || undefined;
+    if (key) {
+      const earlier = await this.earlierUpload(input.callerId, key);
+      if (earlier) return earlier;
+    }
     const format = formatFromFileName(input.fileName);
     const mimeType = checkMimeType(format, input.mimeType);
     if (input.bytes.length > this.deps.maxFileBytes) {
@@ -67,6 +80,7 @@ export class FilesService {
       ingestionError: null,
       cardCount: 0,
       collectionId: null,
+      idempotencyKey: key ?? null,
       createdAt: now,
       updatedAt: now,
     };
@@ -84,11 +98,25 @@ export class FilesService {
       await this.deps.repository.create(record, [{ topic: Topics.file, key: record.id, payload: uploaded }]);
     } catch (err) {
       await this.deps.objects.remove(record.id).catch(() => undefined);
+      // The same upload at the same moment stored its record first.
+      const earlier = err instanceof AlreadyExistsError && key ? await this.earlierUpload(input.callerId, key) : null;
+      if (earlier) return earlier;
       throw err;
     }
     this.deps.onEventsWritten();
     this.deps.logger.info({ fileId: record.id, format, size: record.size }, 'file uploaded');
     return record;
+  }
+
+  /** What an earlier upload with the caller's key stored: its record, null for none, AlreadyExistsError when deleted. */
+  private async earlierUpload(callerId: string, key: string): Promise<FileRecord | null> {
+    const { repository } = this.deps;
+    const existing = await repository.findByIdempotencyKey(callerId, key);
+    if (existing) return existing;
+    if (await repository.findDeletedIdempotencyKey(callerId, key)) {
+      throw new AlreadyExistsError('Idempotency-Key: the file this key uploaded was deleted since; send a new key to upload it again');
+    }
+    return null;
   }
 
   /** The record when the caller may see it: public, or the caller's own. NotFoundError otherwise. */

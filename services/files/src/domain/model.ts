@@ -20,8 +20,15 @@ export interface FileRecord {
   /** Cards made by the last successful ingestion. */
   cardCount: number;
   collectionId: string | null;
+  /** The client's key of the upload that stored it (per user): a repeat of that upload answers this record. */
+  idempotencyKey: string | null;
   createdAt: Date;
   updatedAt: Date;
+}
+
+/** What is kept of a file's idempotency key after the file was deleted, so a late repeat of its upload stores none. */
+export interface DeletedIdempotencyKey {
+  deletedAt: Date;
 }
 
 /** One paragraph-like unit of a document: a heading or a run of body text, with the links it holds. */

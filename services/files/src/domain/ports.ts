@@ -1,16 +1,23 @@
 import type { Readable } from 'node:stream';
 import type { OutgoingEvent, Page } from '@cards/platform';
-import type { DocumentFormat, FileRecord, IngestionStatus, ParsedDocument } from './model';
+import type { DeletedIdempotencyKey, DocumentFormat, FileRecord, IngestionStatus, ParsedDocument } from './model';
 
 /**
  * Where file records live. Every change that other parts must learn about is written together with
  * its events (transactional outbox), so a crash between the two loses nothing.
  */
 export interface FileRepository {
-  /** Stores a new record and its events atomically. */
+  /**
+   * Stores a new record and its events atomically. Throws AlreadyExistsError when (userId, idempotencyKey) is already
+   * taken by a stored record (nothing is stored then).
+   */
   create(record: FileRecord, events: OutgoingEvent[]): Promise<void>;
   /** The record, or null when there is none. */
   get(id: string): Promise<FileRecord | null>;
+  /** The user's record stored with this idempotency key, or null. */
+  findByIdempotencyKey(userId: string, key: string): Promise<FileRecord | null>;
+  /** The key of the user's record stored with it and deleted since (delete keeps it), or null. */
+  findDeletedIdempotencyKey(userId: string, key: string): Promise<DeletedIdempotencyKey | null>;
   /** All records of one user, newest first (equal creation times by id). */
   listByUser(userId: string): Promise<FileRecord[]>;
   /**
@@ -28,7 +35,7 @@ export interface FileRepository {
   setPrivacy(id: string, isPrivate: boolean, now: Date, events: OutgoingEvent[]): Promise<boolean>;
   /** Records the outcome of an ingestion attempt; false when the record is gone. */
   setIngestion(id: string, outcome: IngestionOutcome, now: Date): Promise<boolean>;
-  /** Removes the record and stores its events atomically; false when there was none. */
+  /** Removes the record and stores its events atomically, keeping its idempotency key (if any); false when there was none. */
   delete(id: string, events: OutgoingEvent[]): Promise<boolean>;
   close(): Promise<void>;
 }

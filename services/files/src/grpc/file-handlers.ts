@@ -53,6 +53,7 @@ export function fileHandlers(service: FilesService): files.FileServiceImplementa
         private: header.private,
         tags: header.tags,
         bytes: Buffer.concat(chunks, received),
+        idempotencyKey: header.idempotencyKey,
       });
       return toProto(record);
     },

@@ -11,7 +11,7 @@ export const idempotencyKeyHeader = z.object({
     .string()
     .regex(KEY)
     .optional()
-    .describe(`${RULE}, chosen by the client per intended creation (e.g. a UUID). A request repeated with the same key by the same user (a retry after a lost answer, a second click, both at once) answers what the first one created instead of creating another; the first request's body counts. Keys are per user and per kind of resource. A collection's key answers 409 once the collection is deleted.`),
+    .describe(`${RULE}, chosen by the client per intended creation (e.g. a UUID). A request repeated with the same key by the same user (a retry after a lost answer, a second click, both at once) answers what the first one created instead of creating another; the first request's body counts. Keys are per user and per kind of resource. The key of a collection or a file answers 409 once that is deleted.`),
 });
 
 /**

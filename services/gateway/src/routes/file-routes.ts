@@ -9,6 +9,7 @@ import type { files } from '@cards/proto';
 import type { RouteDeps } from '../app';
 import { HttpError, badRequest, serverBusy } from '../http/http-error';
 import { UPLOAD_RETRY_AFTER_SECONDS } from '../http/upload-admission';
+import { idempotencyKeyOf } from '../http/idempotency-key';
 import { pagesOf, sendJsonArrayInPages } from '../http/json-array-in-pages';
 import { sendJsonWithBase64UrlMember } from '../http/json-with-streamed-content';
 import { requireUser } from '../http/session';
@@ -130,6 +131,7 @@ export function registerFileRoutes(router: Router, { clients, filesHttpAddress, 
       private: body.private,
       tags: body.tag_set ?? [],
       size: bytes.length,
+      idempotencyKey: idempotencyKeyOf(req),
     };
     const file = await clients.files.uploadFile(uploadMessages(header, bytes)).catch((err: unknown) => {
       // The files service's own overload answer (its parser workers busy) says what to do; the generic 503 would not.

@@ -1,6 +1,6 @@
 import type { Collection, Filter } from 'mongodb';
-import { appendToMongoOutboxOrUndo, creationCursor, pageOfRows, withOptionalTransaction, type MongoConnection, type OutgoingEvent, type Page } from '@cards/platform';
-import type { DocumentFormat, FileRecord, IngestionStatus } from '../../domain/model';
+import { AlreadyExistsError, appendToMongoOutboxOrUndo, creationCursor, isDuplicateKeyError, pageOfRows, withOptionalTransaction, type MongoConnection, type OutgoingEvent, type Page } from '@cards/platform';
+import type { DeletedIdempotencyKey, DocumentFormat, FileRecord, IngestionStatus } from '../../domain/model';
 import type { FileRepository, IngestionOutcome } from '../../domain/ports';
 
 interface FileDocument {
@@ -17,13 +17,29 @@ interface FileDocument {
   ingestionError: string | null;
   cardCount: number;
   collectionId: string | null;
+  /**
+   * The client's key of the upload, and `<userId>\n<key>`, present only when there was one: the sparse unique index on
+   * `idempotency` makes (user, key) unique.
+   */
+  idempotencyKey?: string;
+  idempotency?: string;
   createdAt: Date;
   updatedAt: Date;
 }
 
+/** The kept key of a deleted file; `_id` = `<userId>\n<key>`. */
+interface DeletedIdempotencyKeyDocument {
+  _id: string;
+  deletedAt: Date;
+}
+
+const idempotencyOf = (userId: string, key: string) => `${userId}\n${key}`;
+
 function toPrimitives(r: FileRecord): FileDocument {
-  const { id, ...rest } = r;
-  return { _id: id, ...rest, tags: [...r.tags] };
+  const { id, idempotencyKey, ...rest } = r;
+  const doc: FileDocument = { _id: id, ...rest, tags: [...r.tags] };
+  if (idempotencyKey !== null) Object.assign(doc, { idempotencyKey, idempotency: idempotencyOf(r.userId, idempotencyKey) });
+  return doc;
 }
 
 function fromPrimitives(d: FileDocument): FileRecord {
@@ -41,6 +57,7 @@ function fromPrimitives(d: FileDocument): FileRecord {
     ingestionError: d.ingestionError,
     cardCount: d.cardCount,
     collectionId: d.collectionId,
+    idempotencyKey: d.idempotencyKey ?? null,
     createdAt: d.createdAt,
     updatedAt: d.updatedAt,
   };
@@ -56,25 +73,42 @@ export class MongoFileRepository implements FileRepository {
   private constructor(
     private readonly connection: MongoConnection,
     private readonly files: Collection<FileDocument>,
+    private readonly deletedKeys: Collection<DeletedIdempotencyKeyDocument>,
   ) {}
 
   static async open(connection: MongoConnection): Promise<MongoFileRepository> {
     const files = connection.db.collection<FileDocument>('files');
     await files.createIndex({ userId: 1, createdAt: -1 });
-    return new MongoFileRepository(connection, files);
+    await files.createIndex({ idempotency: 1 }, { unique: true, sparse: true, name: 'files_idempotency' });
+    return new MongoFileRepository(connection, files, connection.db.collection<DeletedIdempotencyKeyDocument>('deleted_idempotency_keys'));
   }
 
   async create(record: FileRecord, events: OutgoingEvent[]): Promise<void> {
     const doc = toPrimitives(record);
-    await withOptionalTransaction(this.connection, async (session) => {
-      await this.files.insertOne(doc, { session });
-      await appendToMongoOutboxOrUndo(this.connection.db, events, session, () => this.files.deleteOne({ _id: record.id }));
-    });
+    try {
+      await withOptionalTransaction(this.connection, async (session) => {
+        await this.files.insertOne(doc, { session });
+        await appendToMongoOutboxOrUndo(this.connection.db, events, session, () => this.files.deleteOne({ _id: record.id }));
+      });
+    } catch (err) {
+      if (isDuplicateKeyError(err, 'idempotency')) throw new AlreadyExistsError('A file with this idempotency key already exists');
+      throw err;
+    }
   }
 
   async get(id: string): Promise<FileRecord | null> {
     const doc = await this.files.findOne({ _id: id });
     return doc ? fromPrimitives(doc) : null;
+  }
+
+  async findByIdempotencyKey(userId: string, key: string): Promise<FileRecord | null> {
+    const doc = await this.files.findOne({ idempotency: idempotencyOf(userId, key) });
+    return doc ? fromPrimitives(doc) : null;
+  }
+
+  async findDeletedIdempotencyKey(userId: string, key: string): Promise<DeletedIdempotencyKey | null> {
+    const doc = await this.deletedKeys.findOne({ _id: idempotencyOf(userId, key) });
+    return doc ? { deletedAt: doc.deletedAt } : null;
   }
 
   async listByUser(userId: string): Promise<FileRecord[]> {
@@ -117,6 +151,11 @@ export class MongoFileRepository implements FileRepository {
 
   async delete(id: string, events: OutgoingEvent[]): Promise<boolean> {
     return withOptionalTransaction(this.connection, async (session) => {
+      // The key first: without a transaction, a delete cut after it leaves the record and its kept key (the record wins).
+      const keyed = await this.files.findOne({ _id: id }, { session, projection: { userId: 1, idempotencyKey: 1 } });
+      if (keyed?.idempotencyKey !== undefined) {
+        await this.deletedKeys.updateOne({ _id: idempotencyOf(keyed.userId, keyed.idempotencyKey) }, { $set: { deletedAt: new Date() } }, { upsert: true, session });
+      }
       // Without a transaction: take the record out, and put it back if its events cannot be written.
       const doc = await this.files.findOneAndDelete({ _id: id }, { session });
       if (!doc) return false;

@@ -1,8 +1,8 @@
-import { appendToSqliteOutbox, creationCursor, newestFirstRows, openSqlite, pageOfRows, SQLITE_OUTBOX_MIGRATION, type OutgoingEvent, type Page, type SqliteDatabase } from '@cards/platform';
-import type { DocumentFormat, FileRecord, IngestionStatus } from '../../domain/model';
+import { AlreadyExistsError, appendToSqliteOutbox, creationCursor, newestFirstRows, openSqlite, pageOfRows, SQLITE_OUTBOX_MIGRATION, type OutgoingEvent, type Page, type SqliteDatabase } from '@cards/platform';
+import type { DeletedIdempotencyKey, DocumentFormat, FileRecord, IngestionStatus } from '../../domain/model';
 import type { FileRepository, IngestionOutcome } from '../../domain/ports';
 
-const MIGRATIONS = [
+export const FILES_MIGRATIONS = [
   `CREATE TABLE files (
      id TEXT PRIMARY KEY,
      user_id TEXT NOT NULL,
@@ -22,6 +22,11 @@ const MIGRATIONS = [
    );
    CREATE INDEX files_user ON files(user_id, created_at);`,
   SQLITE_OUTBOX_MIGRATION,
+  // A client's Idempotency-Key on an upload (per user; files stored before have none), and the keys of deleted files.
+  `ALTER TABLE files ADD COLUMN idempotency_key TEXT;
+   CREATE UNIQUE INDEX files_idempotency ON files(user_id, idempotency_key) WHERE idempotency_key IS NOT NULL;
+   CREATE TABLE deleted_idempotency_keys (user_id TEXT NOT NULL, idempotency_key TEXT NOT NULL, deleted_at TEXT NOT NULL,
+     PRIMARY KEY (user_id, idempotency_key)) WITHOUT ROWID;`,
 ];
 
 interface FileRow {
@@ -38,6 +43,7 @@ interface FileRow {
   ingestion_error: string | null;
   card_count: number;
   collection_id: string | null;
+  idempotency_key: string | null;
   created_at: string;
   updated_at: string;
 }
@@ -57,6 +63,7 @@ function toPrimitives(r: FileRecord): FileRow {
     ingestion_error: r.ingestionError,
     card_count: r.cardCount,
     collection_id: r.collectionId,
+    idempotency_key: r.idempotencyKey,
     created_at: r.createdAt.toISOString(),
     updated_at: r.updatedAt.toISOString(),
   };
@@ -77,6 +84,7 @@ function fromPrimitives(row: FileRow): FileRecord {
     ingestionError: row.ingestion_error,
     cardCount: row.card_count,
     collectionId: row.collection_id,
+    idempotencyKey: row.idempotency_key,
     createdAt: new Date(row.created_at),
     updatedAt: new Date(row.updated_at),
   };
@@ -87,25 +95,44 @@ export class SqliteFileRepository implements FileRepository {
   readonly db: SqliteDatabase;
 
   constructor(path: string) {
-    this.db = openSqlite(path, MIGRATIONS);
+    this.db = openSqlite(path, FILES_MIGRATIONS);
   }
 
   async create(record: FileRecord, events: OutgoingEvent[]): Promise<void> {
     const row = toPrimitives(record);
-    this.db.transaction(() => {
-      this.db
-        .prepare(
-          `INSERT INTO files (id, user_id, file_name, mime_type, format, private, size, tags, oc_file_path, ingestion_status, ingestion_error, card_count, collection_id, created_at, updated_at)
-           VALUES (@id, @user_id, @file_name, @mime_type, @format, @private, @size, @tags, @oc_file_path, @ingestion_status, @ingestion_error, @card_count, @collection_id, @created_at, @updated_at)`,
-        )
-        .run(row);
-      appendToSqliteOutbox(this.db, events);
-    })();
+    try {
+      this.db.transaction(() => {
+        this.db
+          .prepare(
+            `INSERT INTO files (id, user_id, file_name, mime_type, format, private, size, tags, oc_file_path, ingestion_status, ingestion_error, card_count, collection_id, idempotency_key, created_at, updated_at)
+             VALUES (@id, @user_id, @file_name, @mime_type, @format, @private, @size, @tags, @oc_file_path, @ingestion_status, @ingestion_error, @card_count, @collection_id, @idempotency_key, @created_at, @updated_at)`,
+          )
+          .run(row);
+        appendToSqliteOutbox(this.db, events);
+      })();
+    } catch (err) {
+      // Checked by code, not instanceof: the native module's error class may come from another realm (test sandboxes).
+      const unique = (err as { code?: unknown } | null)?.code === 'SQLITE_CONSTRAINT_UNIQUE';
+      if (unique && record.idempotencyKey !== null && (await this.findByIdempotencyKey(record.userId, record.idempotencyKey))) {
+        throw new AlreadyExistsError('A file with this idempotency key already exists');
+      }
+      throw err;
+    }
   }
 
   async get(id: string): Promise<FileRecord | null> {
     const row = this.db.prepare('SELECT * FROM files WHERE id = ?').get(id) as FileRow | undefined;
     return row ? fromPrimitives(row) : null;
+  }
+
+  async findByIdempotencyKey(userId: string, key: string): Promise<FileRecord | null> {
+    const row = this.db.prepare('SELECT * FROM files WHERE user_id = ? AND idempotency_key = ?').get(userId, key) as FileRow | undefined;
+    return row ? fromPrimitives(row) : null;
+  }
+
+  async findDeletedIdempotencyKey(userId: string, key: string): Promise<DeletedIdempotencyKey | null> {
+    const row = this.db.prepare('SELECT deleted_at FROM deleted_idempotency_keys WHERE user_id = ? AND idempotency_key = ?').get(userId, key) as { deleted_at: string } | undefined;
+    return row ? { deletedAt: new Date(row.deleted_at) } : null;
   }
 
   async listByUser(userId: string): Promise<FileRecord[]> {
@@ -138,9 +165,13 @@ export class SqliteFileRepository implements FileRepository {
 
   async delete(id: string, events: OutgoingEvent[]): Promise<boolean> {
     return this.db.transaction(() => {
-      const removed = this.db.prepare('DELETE FROM files WHERE id = ?').run(id).changes > 0;
-      if (removed) appendToSqliteOutbox(this.db, events);
-      return removed;
+      const removed = this.db.prepare('DELETE FROM files WHERE id = ? RETURNING user_id, idempotency_key').get(id) as Pick<FileRow, 'user_id' | 'idempotency_key'> | undefined;
+      if (!removed) return false;
+      if (removed.idempotency_key !== null) {
+        this.db.prepare('INSERT OR REPLACE INTO deleted_idempotency_keys (user_id, idempotency_key, deleted_at) VALUES (?, ?, ?)').run(removed.user_id, removed.idempotency_key, new Date().toISOString());
+      }
+      appendToSqliteOutbox(this.db, events);
+      return true;
     })();
   }
 

@@ -37,6 +37,11 @@ export interface UploadFileHeader {
   private: boolean;
   tags: string[];
   size: number;
+  /**
+   * The client's Idempotency-Key (the gateway's): an upload repeated with the same key by the same caller answers the
+   * file the first one stored, stores, reads and ingests nothing; ALREADY_EXISTS when that file was deleted since.
+   */
+  idempotencyKey?: string | undefined;
 }
 
 export interface UploadFileRequest {
@@ -383,7 +388,7 @@ export const File: MessageFns<File> = {
 };
 
 function createBaseUploadFileHeader(): UploadFileHeader {
-  return { callerId: "", fileName: "", mimeType: "", private: false, tags: [], size: 0 };
+  return { callerId: "", fileName: "", mimeType: "", private: false, tags: [], size: 0, idempotencyKey: undefined };
 }
 
 export const UploadFileHeader: MessageFns<UploadFileHeader> = {
@@ -405,6 +410,9 @@ export const UploadFileHeader: MessageFns<UploadFileHeader> = {
     }
     if (message.size !== 0) {
       writer.uint32(48).int64(message.size);
+    }
+    if (message.idempotencyKey !== undefined) {
+      writer.uint32(58).string(message.idempotencyKey);
     }
     return writer;
   },
@@ -470,6 +478,14 @@ export const UploadFileHeader: MessageFns<UploadFileHeader> = {
             message.size = longToNumber(reader.int64());
             continue;
           }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.idempotencyKey = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -502,6 +518,11 @@ export const UploadFileHeader: MessageFns<UploadFileHeader> = {
       private: isSet(object.private) ? globalThis.Boolean(object.private) : false,
       tags: globalThis.Array.isArray(object?.tags) ? object.tags.map((e: any) => globalThis.String(e)) : [],
       size: isSet(object.size) ? globalThis.Number(object.size) : 0,
+      idempotencyKey: isSet(object.idempotencyKey)
+        ? globalThis.String(object.idempotencyKey)
+        : isSet(object.idempotency_key)
+        ? globalThis.String(object.idempotency_key)
+        : undefined,
     };
   },
 
@@ -525,6 +546,9 @@ export const UploadFileHeader: MessageFns<UploadFileHeader> = {
     if (message.size !== 0) {
       obj.size = Math.round(message.size);
     }
+    if (message.idempotencyKey !== undefined) {
+      obj.idempotencyKey = message.idempotencyKey;
+    }
     return obj;
   },
 
@@ -539,6 +563,7 @@ export const UploadFileHeader: MessageFns<UploadFileHeader> = {
     message.private = object.private ?? false;
     message.tags = object.tags?.map((e) => e) || [];
     message.size = object.size ?? 0;
+    message.idempotencyKey = object.idempotencyKey ?? undefined;
     return message;
   },
 };

@@ -18,6 +18,15 @@ describeIdentityRepositoryContract(
     const repository = await MongoIdentityRepository.open(connection);
     return {
       repository,
+      async storeAsPreviousVersion({ users = [], sessions = [], resets = [] }) {
+        // The documents the previous version wrote: no passwordVersion field.
+        const { db } = connection;
+        for (const { id, passwordVersion: _, ...u } of users) {
+          await db.collection('users').insertOne({ _id: id as never, ...u, ...(u.username === null ? {} : { usernameLower: u.username.toLowerCase() }) });
+        }
+        for (const { id, passwordVersion: _, ...s } of sessions) await db.collection('sessions').insertOne({ _id: id as never, ...s });
+        for (const { id, passwordVersion: _, ...r } of resets) await db.collection('password_resets').insertOne({ _id: id as never, ...r });
+      },
       async close() {
         await connection.db.dropDatabase().catch(() => undefined);
         await repository.close();

@@ -4,8 +4,17 @@ import type { Invitation, PasswordReset, Session, User } from '../src/domain/mod
 import type { IdentityRepository } from '../src/domain/ports';
 import { contractTests, describeOnEngine } from '../../../test/engines/suite';
 
+/** Records as the version before password versions stored them (no password version anywhere). */
+export interface PreviousVersionRecords {
+  users?: User[];
+  sessions?: Session[];
+  resets?: PasswordReset[];
+}
+
 export interface IdentityRepositoryHarness {
   repository: IdentityRepository;
+  /** Writes records the way the previous version of the adapter did, as a rolling upgrade or an old file leaves them. */
+  storeAsPreviousVersion(records: PreviousVersionRecords): Promise<void>;
   /** Closes the repository and deletes what the harness created. */
   close(): Promise<void>;
 }
@@ -22,6 +31,7 @@ function aUser(overrides: Partial<User> = {}): User {
     website: null,
     visibleEmail: true,
     passwordHash: 'scrypt$old',
+    passwordVersion: 0,
     createdAt: at('2026-01-02T03:04:05.678Z'),
     updatedAt: at('2026-01-02T03:04:05.678Z'),
     ...overrides,
@@ -41,11 +51,11 @@ function anInvitation(overrides: Partial<Invitation> = {}): Invitation {
 }
 
 function aSession(userId: string, overrides: Partial<Session> = {}): Session {
-  return { id: randomUUID(), userId, createdAt: at('2026-01-03T00:00:00.000Z'), expiresAt: at('2026-01-04T00:00:00.000Z'), revokedAt: null, ...overrides };
+  return { id: randomUUID(), userId, createdAt: at('2026-01-03T00:00:00.000Z'), expiresAt: at('2026-01-04T00:00:00.000Z'), revokedAt: null, passwordVersion: 0, ...overrides };
 }
 
 function aReset(userId: string, overrides: Partial<PasswordReset> = {}): PasswordReset {
-  return { id: randomUUID(), userId, createdAt: at('2026-01-03T00:00:00.000Z'), expiresAt: at('2026-01-03T01:00:00.000Z'), usedAt: null, ...overrides };
+  return { id: randomUUID(), userId, createdAt: at('2026-01-03T00:00:00.000Z'), expiresAt: at('2026-01-03T01:00:00.000Z'), usedAt: null, passwordVersion: 0, ...overrides };
 }
 
 /**
@@ -176,8 +186,9 @@ export function describeIdentityRepositoryContract(name: string, factory: () => 
       for (const r of [reset, second, bystanderReset]) await repo.createPasswordReset(r);
       expect(await repo.findPasswordReset(reset.id)).toEqual(reset);
       const when = at('2026-01-03T00:30:00.000Z');
-      expect(await repo.completePasswordReset(reset.id, user.id, 'scrypt$new', when)).toBe(true);
-      expect(await repo.findUserById(user.id)).toMatchObject({ passwordHash: 'scrypt$new', updatedAt: when });
+      expect(await repo.completePasswordReset(reset, 'scrypt$new', when)).toBe(true);
+      expect(await repo.findUserById(user.id)).toMatchObject({ passwordHash: 'scrypt$new', passwordVersion: 1, updatedAt: when });
+      expect(await repo.findSession(s1.id)).toMatchObject({ passwordVersion: 0 });
       expect((await repo.findSession(s1.id))?.revokedAt).toEqual(when);
       expect((await repo.findSession(s2.id))?.revokedAt).toEqual(when);
       expect((await repo.findSession(other.id))?.revokedAt).toBeNull();
@@ -185,15 +196,62 @@ export function describeIdentityRepositoryContract(name: string, factory: () => 
       expect((await repo.findPasswordReset(second.id))?.usedAt).toEqual(when);
       expect((await repo.findPasswordReset(bystanderReset.id))?.usedAt).toBeNull();
       expect((await repo.findUserById(bystander.id))?.passwordHash).toBe('scrypt$old');
-      expect(await repo.completePasswordReset(reset.id, user.id, 'scrypt$again', new Date())).toBe(false);
-      expect((await repo.findUserById(user.id))?.passwordHash).toBe('scrypt$new');
+      expect(await repo.completePasswordReset(reset, 'scrypt$again', new Date())).toBe(false);
+      expect(await repo.findUserById(user.id)).toMatchObject({ passwordHash: 'scrypt$new', passwordVersion: 1 });
+    });
+
+    test('of two reset links of one user used at once, exactly one replaces the password and the other changes nothing', async () => {
+      for (let round = 0; round < 5; round++) {
+        const user = await registered();
+        const links = [aReset(user.id), aReset(user.id)];
+        for (const r of links) await repo.createPasswordReset(r);
+        const results = await Promise.all(links.map((r, i) => repo.completePasswordReset(r, `scrypt$link${i}`, new Date())));
+        expect(results.filter(Boolean)).toHaveLength(1);
+        expect(await repo.findUserById(user.id)).toMatchObject({ passwordHash: `scrypt$link${results.indexOf(true)}`, passwordVersion: 1 });
+      }
+    });
+
+    test('a reset link sent under a password replaced since cannot replace it again', async () => {
+      const user = await registered();
+      const used = aReset(user.id);
+      await repo.createPasswordReset(used);
+      expect(await repo.completePasswordReset(used, 'scrypt$first', new Date())).toBe(true);
+      // Sent while the first link was being used: it records the version before.
+      const late = aReset(user.id, { passwordVersion: 0 });
+      await repo.createPasswordReset(late);
+      expect(await repo.completePasswordReset(late, 'scrypt$late', new Date())).toBe(false);
+      expect(await repo.findUserById(user.id)).toMatchObject({ passwordHash: 'scrypt$first', passwordVersion: 1 });
+      const current = aReset(user.id, { passwordVersion: 1 });
+      await repo.createPasswordReset(current);
+      expect(await repo.completePasswordReset(current, 'scrypt$second', new Date())).toBe(true);
+      expect(await repo.findUserById(user.id)).toMatchObject({ passwordHash: 'scrypt$second', passwordVersion: 2 });
+    });
+
+    test('users, sessions and reset links stored before password versions keep working', async () => {
+      const user = aUser();
+      const session = aSession(user.id);
+      const link = aReset(user.id);
+      await h.storeAsPreviousVersion({ users: [user], sessions: [session], resets: [link] });
+      expect(await repo.findUserById(user.id)).toEqual({ ...user, passwordVersion: 0 });
+      expect(await repo.findSession(session.id)).toEqual({ ...session, passwordVersion: null });
+      const stored = await repo.findPasswordReset(link.id);
+      expect(stored).toEqual({ ...link, passwordVersion: null });
+      const when = at('2026-01-03T00:30:00.000Z');
+      expect(await repo.completePasswordReset(stored!, 'scrypt$new', when)).toBe(true);
+      expect(await repo.findUserById(user.id)).toMatchObject({ passwordHash: 'scrypt$new', passwordVersion: 1 });
+      expect((await repo.findSession(session.id))?.revokedAt).toEqual(when);
+      // A link without a version sent later (by a replica of the previous version) is held to the current password.
+      const older = aReset(user.id);
+      await h.storeAsPreviousVersion({ resets: [older] });
+      expect(await repo.completePasswordReset((await repo.findPasswordReset(older.id))!, 'scrypt$newer', new Date())).toBe(true);
+      expect(await repo.findUserById(user.id)).toMatchObject({ passwordHash: 'scrypt$newer', passwordVersion: 2 });
     });
 
     test('of concurrent completions of one reset exactly one succeeds', async () => {
       const user = await registered();
       const reset = aReset(user.id);
       await repo.createPasswordReset(reset);
-      const results = await Promise.all(['a', 'b', 'c', 'd'].map((p) => repo.completePasswordReset(reset.id, user.id, `scrypt$${p}`, new Date())));
+      const results = await Promise.all(['a', 'b', 'c', 'd'].map((p) => repo.completePasswordReset(reset, `scrypt$${p}`, new Date())));
       expect(results.filter(Boolean)).toHaveLength(1);
       const winner = ['a', 'b', 'c', 'd'][results.indexOf(true)];
       expect((await repo.findUserById(user.id))?.passwordHash).toBe(`scrypt$${winner}`);

@@ -6,7 +6,7 @@ import { IdentityService } from '../src/application/identity-service';
 import { JwtTokenSigner } from '../src/adapters/crypto/jwt-token-signer';
 import { ScryptPasswordHasher } from '../src/adapters/crypto/scrypt-password-hasher';
 import { SqliteIdentityRepository } from '../src/adapters/sqlite/sqlite-identity-repository';
-import type { Mailer, OutgoingMail } from '../src/domain/ports';
+import type { IdentityRepository, Mailer, OutgoingMail } from '../src/domain/ports';
 
 // The mailer is not what these tests are about: a recorder stands in for it.
 class RecordingMailer implements Mailer {
@@ -37,10 +37,47 @@ class HeldMailer extends RecordingMailer {
   }
 }
 
-function setup(start = new Date('2026-01-01T00:00:00Z'), mailer = new RecordingMailer()) {
+/**
+ * The store with the next call of one method held until released, so a test puts one use case's store calls before or after
+ * another's in the order it wants (a race, without timing).
+ */
+class StoreGate {
+  private held: { method: string; reached: () => void; gate: Promise<void> } | null = null;
+
+  wrap(repository: IdentityRepository): IdentityRepository {
+    return new Proxy(repository, {
+      get: (target, name, receiver) => {
+        const value: unknown = Reflect.get(target, name, receiver);
+        if (typeof value !== 'function') return value;
+        return async (...args: unknown[]) => {
+          const held = this.held;
+          if (held && held.method === name) {
+            this.held = null;
+            held.reached();
+            await held.gate;
+          }
+          return (value as (...a: unknown[]) => unknown).apply(target, args);
+        };
+      },
+    });
+  }
+
+  /** Holds the next call of `method` before it reaches the store; `reached` settles once it is held. */
+  holdNext(method: keyof IdentityRepository): { reached: Promise<void>; release: () => void } {
+    let release = () => {};
+    let reached = () => {};
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const reachedPromise = new Promise<void>((resolve) => (reached = resolve));
+    this.held = { method, reached, gate };
+    return { reached: reachedPromise, release };
+  }
+}
+
+function setup(start = new Date('2026-01-01T00:00:00Z'), mailer = new RecordingMailer(), gate?: StoreGate) {
   let now = start;
+  const repository = new SqliteIdentityRepository(join(mkdtempSync(join(tmpdir(), 'identity-')), 'identity.db'));
   const service = new IdentityService({
-    repository: new SqliteIdentityRepository(join(mkdtempSync(join(tmpdir(), 'identity-')), 'identity.db')),
+    repository: gate ? gate.wrap(repository) : repository,
     mailer,
     hasher: new ScryptPasswordHasher(1024),
     tokens: new JwtTokenSigner('s'.repeat(40)),
@@ -176,5 +213,25 @@ describe('IdentityService', () => {
     await expect(service.updateProfile(user.id, { website: 'https://w.example/my\npage', username: 'wendy' })).rejects.toThrow(/website/);
     await expect(service.getUsers([user.id])).resolves.toMatchObject([{ website: 'https://w.example/me', username: null }]);
     await expect(service.updateProfile(user.id, { website: '   ' })).resolves.toMatchObject({ website: null });
+  });
+
+  it('a login with the old password that races a reset opens no session that outlives the new password', async () => {
+    const gate = new StoreGate();
+    const { service, mailer } = setup(new Date(), new RecordingMailer(), gate);
+    await service.register(await service.invite('race@example.com', []), 'old password', 'old password');
+    await service.requestPasswordReset('race@example.com');
+    await service.mailSent();
+    const resetId = /auth\/password\/([0-9a-f-]{36})/.exec(mailer.sent.at(-1)!.text)![1]!;
+    // The login has checked the old password and is about to store its session when the reset runs whole.
+    const held = gate.holdNext('createSession');
+    const login = service.login('race@example.com', 'old password');
+    await held.reached;
+    await service.resetPassword(resetId, 'new password', 'new password');
+    held.release();
+    const { token } = await login;
+    await expect(service.resolveSession(token)).rejects.toThrow(/Not logged in/);
+    await expect(service.resolveSessions([token])).resolves.toEqual([null]);
+    // The new password opens a session that works.
+    await expect(service.resolveSession((await service.login('race@example.com', 'new password')).token)).resolves.toMatchObject({ email: 'race@example.com' });
   });
 });

@@ -104,6 +104,7 @@ export class IdentityService {
       website: null,
       visibleEmail: true,
       passwordHash: await this.deps.hasher.hash(password),
+      passwordVersion: 0,
       createdAt: now,
       updatedAt: now,
     };
@@ -126,7 +127,8 @@ export class IdentityService {
     }
     if (!(await this.deps.hasher.verify(password, user.passwordHash))) throw new UnauthenticatedError(INCORRECT_LOGIN);
     const now = this.now();
-    const session = { id: randomUUID(), userId: user.id, createdAt: now, expiresAt: new Date(now.getTime() + SESSION_TTL_MS), revokedAt: null };
+    // The session is bound to the password just checked: a reset that replaces it meanwhile leaves this session dead.
+    const session = { id: randomUUID(), userId: user.id, createdAt: now, expiresAt: new Date(now.getTime() + SESSION_TTL_MS), revokedAt: null, passwordVersion: user.passwordVersion };
     await this.deps.repository.createSession(session);
     return { token: this.deps.tokens.sign(session.id, user.id, session.expiresAt), expiresAt: session.expiresAt, user };
   }
@@ -142,7 +144,7 @@ export class IdentityService {
     const session = await this.deps.repository.findSession(claims.sessionId);
     if (!session || session.revokedAt || session.expiresAt <= this.now() || session.userId !== claims.userId) throw new UnauthenticatedError('Not logged in');
     const user = await this.deps.repository.findUserById(session.userId);
-    if (!user) throw new UnauthenticatedError('Not logged in');
+    if (!user || (session.passwordVersion !== null && session.passwordVersion !== user.passwordVersion)) throw new UnauthenticatedError('Not logged in');
     return user;
   }
 
@@ -170,7 +172,14 @@ export class IdentityService {
     this.afterAnswer(async () => {
       const now = this.now();
       const id = randomUUID();
-      await this.deps.repository.createPasswordReset({ id, userId: user.id, createdAt: now, expiresAt: new Date(now.getTime() + PASSWORD_RESET_TTL_MS), usedAt: null });
+      await this.deps.repository.createPasswordReset({
+        id,
+        userId: user.id,
+        createdAt: now,
+        expiresAt: new Date(now.getTime() + PASSWORD_RESET_TTL_MS),
+        usedAt: null,
+        passwordVersion: user.passwordVersion,
+      });
       const link = `${this.deps.publicUrl}/auth/password/${id}`;
       await this.deps.mailer.send({
         to: user.email,
@@ -189,7 +198,7 @@ export class IdentityService {
     if (reset.usedAt) throw new FailedPreconditionError(RESET_LINK_SPENT);
     if (reset.expiresAt <= now) throw new FailedPreconditionError('This password reset link has expired');
     const hash = await this.deps.hasher.hash(password);
-    const done = await this.deps.repository.completePasswordReset(reset.id, reset.userId, hash, now);
+    const done = await this.deps.repository.completePasswordReset(reset, hash, now);
     if (!done) throw new FailedPreconditionError(RESET_LINK_SPENT);
   }
 

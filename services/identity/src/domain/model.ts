@@ -5,6 +5,11 @@ export interface User {
   website: string | null;
   visibleEmail: boolean;
   passwordHash: string;
+  /**
+   * How many times the password has been replaced (0 until the first reset). A session and a reset link carry the
+   * value they were made under, so neither outlives the password it was made with, whatever order racing requests run in.
+   */
+  passwordVersion: number;
   createdAt: Date;
   updatedAt: Date;
 }
@@ -24,6 +29,8 @@ export interface Session {
   createdAt: Date;
   expiresAt: Date;
   revokedAt: Date | null;
+  /** The user's passwordVersion at login; null for a session stored before sessions recorded it (revocation alone ends it). */
+  passwordVersion: number | null;
 }
 
 export interface PasswordReset {
@@ -32,6 +39,8 @@ export interface PasswordReset {
   createdAt: Date;
   expiresAt: Date;
   usedAt: Date | null;
+  /** The user's passwordVersion when the link was sent; null for a link stored before links recorded it. */
+  passwordVersion: number | null;
 }
 
 export const INVITATION_TTL_MS = 24 * 60 * 60 * 1000;

@@ -26,10 +26,12 @@ export interface IdentityRepository {
   createPasswordReset(reset: PasswordReset): Promise<void>;
   findPasswordReset(id: string): Promise<PasswordReset | null>;
   /**
-   * Sets the new password hash, marks the reset used and revokes every session of the user, atomically.
-   * Returns false when the reset was already used.
+   * Sets the new password hash and moves the user's passwordVersion on, marks the reset used, revokes every session of
+   * the user and spends their other reset links, atomically (without a transaction: see docs/engines.md). Returns false,
+   * leaving the password as it is, when the reset was already used or the password was replaced since the link was
+   * sent (of two links used at once, one wins). A link without passwordVersion is held to the user's current one.
    */
-  completePasswordReset(resetId: string, userId: string, passwordHash: string, at: Date): Promise<boolean>;
+  completePasswordReset(reset: PasswordReset, passwordHash: string, at: Date): Promise<boolean>;
 
   close(): Promise<void>;
 }

@@ -1,5 +1,5 @@
 import { AlreadyExistsError, isDuplicateKeyError, withOptionalTransaction, type MongoConnection } from '@cards/platform';
-import type { ClientSession, Collection } from 'mongodb';
+import type { ClientSession, Collection, Filter } from 'mongodb';
 import type { Invitation, PasswordReset, Session, User } from '../../domain/model';
 import type { IdentityRepository } from '../../domain/ports';
 
@@ -12,6 +12,8 @@ interface UserDocument {
   website: string | null;
   visibleEmail: boolean;
   passwordHash: string;
+  /** Absent on users stored before password versions: 0. */
+  passwordVersion?: number;
   createdAt: Date;
   updatedAt: Date;
 }
@@ -33,6 +35,8 @@ interface SessionDocument {
   createdAt: Date;
   expiresAt: Date;
   revokedAt: Date | null;
+  /** Absent on sessions stored before password versions. */
+  passwordVersion?: number | null;
 }
 
 interface PasswordResetDocument {
@@ -41,6 +45,8 @@ interface PasswordResetDocument {
   createdAt: Date;
   expiresAt: Date;
   usedAt: Date | null;
+  /** Absent on links stored before password versions. */
+  passwordVersion?: number | null;
 }
 
 function toUserDocument(u: User): UserDocument {
@@ -51,6 +57,7 @@ function toUserDocument(u: User): UserDocument {
     website: u.website,
     visibleEmail: u.visibleEmail,
     passwordHash: u.passwordHash,
+    passwordVersion: u.passwordVersion,
     createdAt: u.createdAt,
     updatedAt: u.updatedAt,
   };
@@ -66,10 +73,15 @@ function fromUserDocument(d: UserDocument): User {
     website: d.website,
     visibleEmail: d.visibleEmail,
     passwordHash: d.passwordHash,
+    passwordVersion: d.passwordVersion ?? 0,
     createdAt: d.createdAt,
     updatedAt: d.updatedAt,
   };
 }
+
+/** Matches a user whose passwordVersion is `version`; a user stored before versions has none, which is 0. */
+const passwordVersionIs = (version: number): Filter<UserDocument> =>
+  version === 0 ? { $or: [{ passwordVersion: 0 }, { passwordVersion: { $exists: false } }] } : { passwordVersion: version };
 
 const emailTaken = () => new AlreadyExistsError('An account with this email already exists');
 
@@ -165,12 +177,12 @@ export class MongoIdentityRepository implements IdentityRepository {
   }
 
   async createSession(s: Session): Promise<void> {
-    await this.sessions.insertOne({ _id: s.id, userId: s.userId, createdAt: s.createdAt, expiresAt: s.expiresAt, revokedAt: s.revokedAt });
+    await this.sessions.insertOne({ _id: s.id, userId: s.userId, createdAt: s.createdAt, expiresAt: s.expiresAt, revokedAt: s.revokedAt, passwordVersion: s.passwordVersion });
   }
 
   async findSession(id: string): Promise<Session | null> {
     const d = await this.sessions.findOne({ _id: id });
-    return d ? { id: d._id, userId: d.userId, createdAt: d.createdAt, expiresAt: d.expiresAt, revokedAt: d.revokedAt } : null;
+    return d ? { id: d._id, userId: d.userId, createdAt: d.createdAt, expiresAt: d.expiresAt, revokedAt: d.revokedAt, passwordVersion: d.passwordVersion ?? null } : null;
   }
 
   async revokeSession(id: string, at: Date): Promise<void> {
@@ -178,22 +190,32 @@ export class MongoIdentityRepository implements IdentityRepository {
   }
 
   async createPasswordReset(p: PasswordReset): Promise<void> {
-    await this.resets.insertOne({ _id: p.id, userId: p.userId, createdAt: p.createdAt, expiresAt: p.expiresAt, usedAt: p.usedAt });
+    await this.resets.insertOne({ _id: p.id, userId: p.userId, createdAt: p.createdAt, expiresAt: p.expiresAt, usedAt: p.usedAt, passwordVersion: p.passwordVersion });
   }
 
   async findPasswordReset(id: string): Promise<PasswordReset | null> {
     const d = await this.resets.findOne({ _id: id });
-    return d ? { id: d._id, userId: d.userId, createdAt: d.createdAt, expiresAt: d.expiresAt, usedAt: d.usedAt } : null;
+    return d ? { id: d._id, userId: d.userId, createdAt: d.createdAt, expiresAt: d.expiresAt, usedAt: d.usedAt, passwordVersion: d.passwordVersion ?? null } : null;
   }
 
-  async completePasswordReset(resetId: string, userId: string, passwordHash: string, at: Date): Promise<boolean> {
+  async completePasswordReset(reset: PasswordReset, passwordHash: string, at: Date): Promise<boolean> {
+    const { userId } = reset;
     return withOptionalTransaction(this.connection, async (session) => {
-      const claimed = await this.resets.updateOne({ _id: resetId, usedAt: null }, { $set: { usedAt: at } }, { session });
+      const claimed = await this.resets.updateOne({ _id: reset.id, usedAt: null }, { $set: { usedAt: at } }, { session });
       if (claimed.modifiedCount === 0) return false;
       // Without a transaction the order keeps a crash safe: sessions die before the password changes,
-      // and again after it, so no session opened with the old password survives the new one.
+      // and again after it, so no session opened with the old password survives the new one (sessions that
+      // record a password version die with it anyway; these two writes also end those stored before versions).
       await this.revokeSessionsOf(userId, at, session);
-      await this.users.updateOne({ _id: userId }, { $set: { passwordHash, updatedAt: at } }, { session });
+      const version = reset.passwordVersion ?? (await this.users.findOne({ _id: userId }, { session, projection: { passwordVersion: 1 } }))?.passwordVersion ?? 0;
+      // The user document decides between links used at once (each claimed its own link): the first replaces the
+      // password and moves the version on, and the others find the version moved.
+      const replaced = await this.users.updateOne(
+        { _id: userId, ...passwordVersionIs(version) },
+        { $set: { passwordHash, updatedAt: at }, $inc: { passwordVersion: 1 } },
+        { session },
+      );
+      if (replaced.matchedCount === 0) return false;
       if (!session) await this.revokeSessionsOf(userId, at, session);
       // Other outstanding reset links die with this one.
       await this.resets.updateMany({ userId, usedAt: null }, { $set: { usedAt: at } }, { session });

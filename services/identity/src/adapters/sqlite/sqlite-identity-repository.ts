@@ -11,6 +11,10 @@ const MIGRATIONS = [
    CREATE TABLE sessions (id TEXT PRIMARY KEY, user_id TEXT NOT NULL, created_at TEXT NOT NULL, expires_at TEXT NOT NULL, revoked_at TEXT);
    CREATE INDEX sessions_user ON sessions(user_id);
    CREATE TABLE password_resets (id TEXT PRIMARY KEY, user_id TEXT NOT NULL, created_at TEXT NOT NULL, expires_at TEXT NOT NULL, used_at TEXT);`,
+  // Sessions and reset links stored before keep NULL: they are held to revocation and to the current version.
+  `ALTER TABLE users ADD COLUMN password_version INTEGER NOT NULL DEFAULT 0;
+   ALTER TABLE sessions ADD COLUMN password_version INTEGER;
+   ALTER TABLE password_resets ADD COLUMN password_version INTEGER;`,
 ];
 
 interface UserRow {
@@ -20,8 +24,27 @@ interface UserRow {
   website: string | null;
   visible_email: number;
   password_hash: string;
+  password_version: number;
   created_at: string;
   updated_at: string;
+}
+
+interface SessionRow {
+  id: string;
+  user_id: string;
+  created_at: string;
+  expires_at: string;
+  revoked_at: string | null;
+  password_version: number | null;
+}
+
+interface PasswordResetRow {
+  id: string;
+  user_id: string;
+  created_at: string;
+  expires_at: string;
+  used_at: string | null;
+  password_version: number | null;
 }
 
 const date = (s: string) => new Date(s);
@@ -37,6 +60,7 @@ function userFromRow(r: UserRow): User {
     website: r.website,
     visibleEmail: r.visible_email === 1,
     passwordHash: r.password_hash,
+    passwordVersion: r.password_version,
     createdAt: date(r.created_at),
     updatedAt: date(r.updated_at),
   };
@@ -87,8 +111,8 @@ export class SqliteIdentityRepository implements IdentityRepository {
 
   private insertUser(u: User): void {
     this.db
-      .prepare('INSERT INTO users (id, email, username, website, visible_email, password_hash, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)')
-      .run(u.id, u.email, u.username, u.website, u.visibleEmail ? 1 : 0, u.passwordHash, iso(u.createdAt), iso(u.updatedAt));
+      .prepare('INSERT INTO users (id, email, username, website, visible_email, password_hash, password_version, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)')
+      .run(u.id, u.email, u.username, u.website, u.visibleEmail ? 1 : 0, u.passwordHash, u.passwordVersion, iso(u.createdAt), iso(u.updatedAt));
   }
 
   async findUserById(id: string): Promise<User | null> {
@@ -120,15 +144,15 @@ export class SqliteIdentityRepository implements IdentityRepository {
 
   async createSession(s: Session): Promise<void> {
     this.db
-      .prepare('INSERT INTO sessions (id, user_id, created_at, expires_at, revoked_at) VALUES (?, ?, ?, ?, ?)')
-      .run(s.id, s.userId, iso(s.createdAt), iso(s.expiresAt), maybeIso(s.revokedAt));
+      .prepare('INSERT INTO sessions (id, user_id, created_at, expires_at, revoked_at, password_version) VALUES (?, ?, ?, ?, ?, ?)')
+      .run(s.id, s.userId, iso(s.createdAt), iso(s.expiresAt), maybeIso(s.revokedAt), s.passwordVersion);
   }
 
   async findSession(id: string): Promise<Session | null> {
-    const r = this.db.prepare('SELECT * FROM sessions WHERE id = ?').get(id) as
-      | { id: string; user_id: string; created_at: string; expires_at: string; revoked_at: string | null }
-      | undefined;
-    return r ? { id: r.id, userId: r.user_id, createdAt: date(r.created_at), expiresAt: date(r.expires_at), revokedAt: maybeDate(r.revoked_at) } : null;
+    const r = this.db.prepare('SELECT * FROM sessions WHERE id = ?').get(id) as SessionRow | undefined;
+    return r
+      ? { id: r.id, userId: r.user_id, createdAt: date(r.created_at), expiresAt: date(r.expires_at), revokedAt: maybeDate(r.revoked_at), passwordVersion: r.password_version }
+      : null;
   }
 
   async revokeSession(id: string, at: Date): Promise<void> {
@@ -137,22 +161,26 @@ export class SqliteIdentityRepository implements IdentityRepository {
 
   async createPasswordReset(p: PasswordReset): Promise<void> {
     this.db
-      .prepare('INSERT INTO password_resets (id, user_id, created_at, expires_at, used_at) VALUES (?, ?, ?, ?, ?)')
-      .run(p.id, p.userId, iso(p.createdAt), iso(p.expiresAt), maybeIso(p.usedAt));
+      .prepare('INSERT INTO password_resets (id, user_id, created_at, expires_at, used_at, password_version) VALUES (?, ?, ?, ?, ?, ?)')
+      .run(p.id, p.userId, iso(p.createdAt), iso(p.expiresAt), maybeIso(p.usedAt), p.passwordVersion);
   }
 
   async findPasswordReset(id: string): Promise<PasswordReset | null> {
-    const r = this.db.prepare('SELECT * FROM password_resets WHERE id = ?').get(id) as
-      | { id: string; user_id: string; created_at: string; expires_at: string; used_at: string | null }
-      | undefined;
-    return r ? { id: r.id, userId: r.user_id, createdAt: date(r.created_at), expiresAt: date(r.expires_at), usedAt: maybeDate(r.used_at) } : null;
+    const r = this.db.prepare('SELECT * FROM password_resets WHERE id = ?').get(id) as PasswordResetRow | undefined;
+    return r
+      ? { id: r.id, userId: r.user_id, createdAt: date(r.created_at), expiresAt: date(r.expires_at), usedAt: maybeDate(r.used_at), passwordVersion: r.password_version }
+      : null;
   }
 
-  async completePasswordReset(resetId: string, userId: string, passwordHash: string, at: Date): Promise<boolean> {
+  async completePasswordReset(reset: PasswordReset, passwordHash: string, at: Date): Promise<boolean> {
+    const userId = reset.userId;
     return this.db.transaction(() => {
-      const marked = this.db.prepare('UPDATE password_resets SET used_at = ? WHERE id = ? AND used_at IS NULL').run(iso(at), resetId);
+      const marked = this.db.prepare('UPDATE password_resets SET used_at = ? WHERE id = ? AND used_at IS NULL').run(iso(at), reset.id);
       if (marked.changes === 0) return false;
-      this.db.prepare('UPDATE users SET password_hash = ?, updated_at = ? WHERE id = ?').run(passwordHash, iso(at), userId);
+      const replaced = this.db
+        .prepare('UPDATE users SET password_hash = ?, password_version = password_version + 1, updated_at = ? WHERE id = ? AND password_version = coalesce(?, password_version)')
+        .run(passwordHash, iso(at), userId, reset.passwordVersion);
+      if (replaced.changes === 0) return false;
       this.db.prepare('UPDATE sessions SET revoked_at = ? WHERE user_id = ? AND revoked_at IS NULL').run(iso(at), userId);
       // Other outstanding reset links die with this one.
       this.db.prepare('UPDATE password_resets SET used_at = ? WHERE user_id = ? AND used_at IS NULL').run(iso(at), userId);

@@ -148,17 +148,45 @@ export function describeIdentityRepositoryContract(name: string, factory: () => 
       const b = await registered();
       await registered();
       const later = at('2026-02-01T00:00:00.000Z');
-      await repo.updateProfile({ ...a, username: 'CardFan', website: 'https://a.example', visibleEmail: false, updatedAt: later });
+      await repo.updateProfile(a.id, { username: 'CardFan', website: 'https://a.example', visibleEmail: false }, 'none', later);
       expect(await repo.findUserById(a.id)).toMatchObject({ username: 'CardFan', website: 'https://a.example', visibleEmail: false, updatedAt: later });
-      await expect(repo.updateProfile({ ...b, username: 'cardfan', updatedAt: later })).rejects.toBeInstanceOf(AlreadyExistsError);
+      await expect(repo.updateProfile(b.id, { username: 'cardfan' }, 'none', later)).rejects.toBeInstanceOf(AlreadyExistsError);
       expect((await repo.findUserById(b.id))?.username).toBeNull();
-      await repo.updateProfile({ ...a, username: 'CARDFAN', updatedAt: later });
+      await repo.updateProfile(a.id, { username: 'CARDFAN' }, 'none', later);
       expect((await repo.findUserById(a.id))?.username).toBe('CARDFAN');
       // Giving a username up frees it for others.
-      await repo.updateProfile({ ...a, username: null, updatedAt: later });
-      await repo.updateProfile({ ...b, username: 'cardfan', updatedAt: later });
+      await repo.updateProfile(a.id, { username: null, visibleEmail: true }, 'none', later);
+      await repo.updateProfile(b.id, { username: 'cardfan' }, 'none', later);
       expect((await repo.findUserById(b.id))?.username).toBe('cardfan');
       expect((await repo.findUserById(a.id))?.username).toBeNull();
+    });
+
+    test('a profile change writes only the fields it names and answers the user as stored', async () => {
+      const user = await registered({ username: 'keeper', website: 'https://keep.example' });
+      const later = at('2026-02-01T00:00:00.000Z');
+      expect(await repo.updateProfile(user.id, { website: 'https://new.example' }, 'none', later)).toEqual({ ...user, website: 'https://new.example', updatedAt: later });
+      expect(await repo.updateProfile(user.id, { visibleEmail: false }, 'has-username', later)).toEqual({ ...user, website: 'https://new.example', visibleEmail: false, updatedAt: later });
+      expect(await repo.updateProfile(user.id, { website: null }, 'none', later)).toMatchObject({ username: 'keeper', website: null, visibleEmail: false });
+      expect(await repo.findUserById(user.id)).toEqual({ ...user, website: null, visibleEmail: false, updatedAt: later });
+      // Changes of different fields at once: each writes its own field only, so both stay.
+      await Promise.all([repo.updateProfile(user.id, { website: 'https://both.example' }, 'none', later), repo.updateProfile(user.id, { username: 'Both' }, 'none', later)]);
+      expect(await repo.findUserById(user.id)).toMatchObject({ username: 'Both', website: 'https://both.example', visibleEmail: false });
+      expect(await repo.updateProfile(randomUUID(), { website: null }, 'none', later)).toBeNull();
+    });
+
+    test('a profile change whose condition the stored profile does not meet writes nothing and answers null', async () => {
+      const user = await registered();
+      const later = at('2026-02-01T00:00:00.000Z');
+      expect(await repo.updateProfile(user.id, { visibleEmail: false }, 'has-username', later)).toBeNull();
+      expect(await repo.findUserById(user.id)).toEqual(user);
+      await repo.updateProfile(user.id, { username: 'hidden', visibleEmail: false }, 'none', later);
+      expect(await repo.updateProfile(user.id, { username: null }, 'email-visible', at('2026-03-01T00:00:00.000Z'))).toBeNull();
+      expect(await repo.findUserById(user.id)).toMatchObject({ username: 'hidden', visibleEmail: false, updatedAt: later });
+      await repo.updateProfile(user.id, { visibleEmail: true }, 'none', later);
+      expect(await repo.updateProfile(user.id, { username: null }, 'email-visible', later)).toMatchObject({ username: null, visibleEmail: true });
+      // The username given up is free again.
+      const other = await registered();
+      expect(await repo.updateProfile(other.id, { username: 'HIDDEN' }, 'none', later)).toMatchObject({ username: 'HIDDEN' });
     });
 
     test('sessions are stored, found and revoked once', async () => {

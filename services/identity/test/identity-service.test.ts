@@ -234,4 +234,32 @@ describe('IdentityService', () => {
     // The new password opens a session that works.
     await expect(service.resolveSession((await service.login('race@example.com', 'new password')).token)).resolves.toMatchObject({ email: 'race@example.com' });
   });
+
+  it('two profile changes of different fields at once both hold', async () => {
+    const gate = new StoreGate();
+    const { service } = setup(new Date(), new RecordingMailer(), gate);
+    const user = await service.register(await service.invite('both@example.com', []), 'password1', 'password1');
+    // The website change is about to write when the username change runs whole.
+    const held = gate.holdNext('updateProfile');
+    const website = service.updateProfile(user.id, { website: 'https://both.example' });
+    await held.reached;
+    await service.updateProfile(user.id, { username: 'both_fields' });
+    held.release();
+    await expect(website).resolves.toMatchObject({ website: 'https://both.example', username: 'both_fields' });
+    await expect(service.getUsers([user.id])).resolves.toMatchObject([{ website: 'https://both.example', username: 'both_fields', visibleEmail: true }]);
+  });
+
+  it('hiding the e-mail while another request clears the username is refused, so the e-mail is never hidden without a username', async () => {
+    const gate = new StoreGate();
+    const { service } = setup(new Date(), new RecordingMailer(), gate);
+    const user = await service.register(await service.invite('hide@example.com', []), 'password1', 'password1');
+    await service.updateProfile(user.id, { username: 'hider' });
+    const held = gate.holdNext('updateProfile');
+    const hide = service.updateProfile(user.id, { visibleEmail: false });
+    await held.reached;
+    await expect(service.updateProfile(user.id, { username: '' })).resolves.toMatchObject({ username: null, visibleEmail: true });
+    held.release();
+    await expect(hide).rejects.toThrow(/visible_email: can be false only when a username is set/);
+    await expect(service.getUsers([user.id])).resolves.toMatchObject([{ username: null, visibleEmail: true }]);
+  });
 });

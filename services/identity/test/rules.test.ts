@@ -1,4 +1,4 @@
-import { checkNewPassword, checkUsername, normalizeEmail, normalizeWebsite } from '../src/domain/rules';
+import { checkNewPassword, checkUsername, emailVisibilityCondition, normalizeEmail, normalizeWebsite } from '../src/domain/rules';
 
 describe('identity rules', () => {
   it.each(['plain', 'a@b', '@example.com', 'a b@example.com', `${'x'.repeat(250)}@example.com`])('refuses %s as an e-mail', (email) => {
@@ -31,5 +31,13 @@ describe('identity rules', () => {
   it('stores the website trimmed and otherwise as written', () => {
     expect(normalizeWebsite('  https://x.org \n')).toBe('https://x.org');
     expect(normalizeWebsite('HTTPS://X.org/Path?q=1')).toBe('HTTPS://X.org/Path?q=1');
+  });
+  it('says what the stored profile must hold for a change to keep the e-mail hidden only behind a username', () => {
+    expect(emailVisibilityCondition({ visibleEmail: false })).toBe('has-username');
+    expect(emailVisibilityCondition({ username: null })).toBe('email-visible');
+    expect(emailVisibilityCondition({ visibleEmail: false, username: 'pat' })).toBe('none');
+    expect(emailVisibilityCondition({ visibleEmail: true, username: null })).toBe('none');
+    expect(emailVisibilityCondition({ website: 'https://x.org' })).toBe('none');
+    expect(() => emailVisibilityCondition({ visibleEmail: false, username: null })).toThrow(/visible_email/);
   });
 });

@@ -8,9 +8,9 @@ import {
   UnavailableError,
   type Logger,
 } from '@cards/platform';
-import { INVITATION_TTL_MS, PASSWORD_RESET_TTL_MS, SESSION_TTL_MS, type User } from '../domain/model';
+import { INVITATION_TTL_MS, PASSWORD_RESET_TTL_MS, SESSION_TTL_MS, type ProfilePatch, type User } from '../domain/model';
 import type { IdentityRepository, Mailer, OutgoingMail, PasswordHasher, TokenSigner } from '../domain/ports';
-import { checkEmailVisibility, checkNewPassword, checkUsername, normalizeEmail, normalizeWebsite } from '../domain/rules';
+import { checkNewPassword, checkUsername, EMAIL_HIDDEN_WITHOUT_USERNAME, emailVisibilityCondition, normalizeEmail, normalizeWebsite } from '../domain/rules';
 
 export interface IdentityServiceDeps {
   repository: IdentityRepository;
@@ -202,22 +202,22 @@ export class IdentityService {
     if (!done) throw new FailedPreconditionError(RESET_LINK_SPENT);
   }
 
+  /** Writes only the fields the change names, so changes of other fields made meanwhile stay. */
   async updateProfile(userId: string, change: ProfileChange): Promise<User> {
-    const user = await this.deps.repository.findUserById(userId);
-    if (!user) throw new UnauthenticatedError('Not logged in');
-    const next: User = { ...user, updatedAt: this.now() };
+    const patch: ProfilePatch = {};
     if (change.username !== undefined) {
-      if (change.username === '') next.username = null;
+      if (change.username === '') patch.username = null;
       else {
         checkUsername(change.username);
-        next.username = change.username;
+        patch.username = change.username;
       }
     }
-    if (change.website !== undefined) next.website = change.website.trim() === '' ? null : normalizeWebsite(change.website);
-    if (change.visibleEmail !== undefined) next.visibleEmail = change.visibleEmail;
-    checkEmailVisibility(next);
-    await this.deps.repository.updateProfile(next);
-    return next;
+    if (change.website !== undefined) patch.website = change.website.trim() === '' ? null : normalizeWebsite(change.website);
+    if (change.visibleEmail !== undefined) patch.visibleEmail = change.visibleEmail;
+    const updated = await this.deps.repository.updateProfile(userId, patch, emailVisibilityCondition(patch), this.now());
+    if (updated) return updated;
+    if (!(await this.deps.repository.findUserById(userId))) throw new UnauthenticatedError('Not logged in');
+    throw new InvalidArgumentError(EMAIL_HIDDEN_WITHOUT_USERNAME);
   }
 
   async getUsers(ids: string[]): Promise<User[]> {

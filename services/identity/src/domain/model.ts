@@ -14,6 +14,21 @@ export interface User {
   updatedAt: Date;
 }
 
+/** A change of profile as the store writes it: only the fields named change; null clears a username or website. */
+export interface ProfilePatch {
+  username?: string | null;
+  website?: string | null;
+  visibleEmail?: boolean;
+}
+
+/**
+ * What the stored profile must hold, when a patch is written, for the profile after it to keep the rule that the
+ * e-mail is hidden only behind a username: the patch alone may not say (it hides the e-mail but leaves the username
+ * as stored, or clears the username but leaves the visibility as stored), and a request changing the other field
+ * may run in between.
+ */
+export type StoredProfileCondition = 'none' | 'has-username' | 'email-visible';
+
 export interface Invitation {
   id: string;
   email: string;

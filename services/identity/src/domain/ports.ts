@@ -1,4 +1,4 @@
-import type { Invitation, PasswordReset, Session, User } from './model';
+import type { Invitation, PasswordReset, ProfilePatch, Session, StoredProfileCondition, User } from './model';
 
 /**
  * Storage of users, invitations, sessions and password resets.
@@ -16,8 +16,12 @@ export interface IdentityRepository {
   findUserById(id: string): Promise<User | null>;
   findUserByEmail(email: string): Promise<User | null>;
   findUsersByIds(ids: readonly string[]): Promise<User[]>;
-  /** Throws AlreadyExistsError when the username is taken by someone else. */
-  updateProfile(user: User): Promise<void>;
+  /**
+   * Writes the fields the patch names and `updatedAt`, nothing else, in one conditional write: only when the stored
+   * profile meets `requires` at that moment. The user as stored afterwards, or null when there is no such user or it
+   * does not meet `requires` (nothing written). Throws AlreadyExistsError when the username is taken by someone else.
+   */
+  updateProfile(userId: string, patch: ProfilePatch, requires: StoredProfileCondition, updatedAt: Date): Promise<User | null>;
 
   createSession(session: Session): Promise<void>;
   findSession(id: string): Promise<Session | null>;

@@ -1,6 +1,6 @@
 import { characterCount, freeTextProblem } from '@cards/card-rules';
 import { InvalidArgumentError, refuseIfProblem } from '@cards/platform';
-import { MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH, type User } from './model';
+import { MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH, type ProfilePatch, type StoredProfileCondition } from './model';
 
 const EMAIL = /^[^\s@"<>()\[\],;:\\]+@[^\s@"<>()\[\],;:\\]+\.[^\s@"<>()\[\],;:\\]+$/;
 
@@ -45,7 +45,17 @@ export function normalizeWebsite(raw: string): string {
   return website;
 }
 
-/** The rule of the interface: the e-mail may be hidden only behind a username. */
-export function checkEmailVisibility(user: Pick<User, 'username' | 'visibleEmail'>): void {
-  if (!user.visibleEmail && !user.username) throw new InvalidArgumentError('visible_email: can be false only when a username is set');
+export const EMAIL_HIDDEN_WITHOUT_USERNAME = 'visible_email: can be false only when a username is set';
+
+/**
+ * The rule of the interface, the e-mail may be hidden only behind a username, for a patch: InvalidArgumentError when
+ * the patch breaks it by itself, else what the stored profile must hold when the patch is written.
+ */
+export function emailVisibilityCondition(patch: ProfilePatch): StoredProfileCondition {
+  if (patch.visibleEmail === true || (patch.username !== undefined && patch.username !== null)) return 'none';
+  if (patch.visibleEmail === false) {
+    if (patch.username === null) throw new InvalidArgumentError(EMAIL_HIDDEN_WITHOUT_USERNAME);
+    return 'has-username';
+  }
+  return patch.username === null ? 'email-visible' : 'none';
 }

@@ -1,6 +1,6 @@
 import { AlreadyExistsError, isDuplicateKeyError, withOptionalTransaction, type MongoConnection } from '@cards/platform';
 import type { ClientSession, Collection, Filter } from 'mongodb';
-import type { Invitation, PasswordReset, Session, User } from '../../domain/model';
+import type { Invitation, PasswordReset, ProfilePatch, Session, StoredProfileCondition, User } from '../../domain/model';
 import type { IdentityRepository } from '../../domain/ports';
 
 interface UserDocument {
@@ -83,6 +83,12 @@ function fromUserDocument(d: UserDocument): User {
 const passwordVersionIs = (version: number): Filter<UserDocument> =>
   version === 0 ? { $or: [{ passwordVersion: 0 }, { passwordVersion: { $exists: false } }] } : { passwordVersion: version };
 
+const STORED_PROFILE_FILTER: Record<StoredProfileCondition, Filter<UserDocument>> = {
+  none: {},
+  'has-username': { username: { $ne: null } },
+  'email-visible': { visibleEmail: true },
+};
+
 const emailTaken = () => new AlreadyExistsError('An account with this email already exists');
 
 /**
@@ -163,13 +169,19 @@ export class MongoIdentityRepository implements IdentityRepository {
     return docs.map(fromUserDocument);
   }
 
-  async updateProfile(u: User): Promise<void> {
-    const set = { username: u.username, website: u.website, visibleEmail: u.visibleEmail, updatedAt: u.updatedAt };
+  async updateProfile(userId: string, patch: ProfilePatch, requires: StoredProfileCondition, updatedAt: Date): Promise<User | null> {
+    const set: Partial<UserDocument> = { updatedAt };
+    if (patch.username !== undefined) set.username = patch.username;
+    if (patch.username) set.usernameLower = patch.username.toLowerCase();
+    if (patch.website !== undefined) set.website = patch.website;
+    if (patch.visibleEmail !== undefined) set.visibleEmail = patch.visibleEmail;
     try {
-      await this.users.updateOne(
-        { _id: u.id },
-        u.username === null ? { $set: set, $unset: { usernameLower: '' } } : { $set: { ...set, usernameLower: u.username.toLowerCase() } },
+      const stored = await this.users.findOneAndUpdate(
+        { _id: userId, ...STORED_PROFILE_FILTER[requires] },
+        patch.username === null ? { $set: set, $unset: { usernameLower: '' } } : { $set: set },
+        { returnDocument: 'after' },
       );
+      return stored ? fromUserDocument(stored) : null;
     } catch (err) {
       if (isDuplicateKeyError(err, 'usernameLower')) throw new AlreadyExistsError('username: already taken');
       throw err;

@@ -1,5 +1,5 @@
 import { AlreadyExistsError, openSqlite, type SqliteDatabase } from '@cards/platform';
-import type { Invitation, PasswordReset, Session, User } from '../../domain/model';
+import type { Invitation, PasswordReset, ProfilePatch, Session, StoredProfileCondition, User } from '../../domain/model';
 import type { IdentityRepository } from '../../domain/ports';
 
 const MIGRATIONS = [
@@ -66,6 +66,12 @@ function userFromRow(r: UserRow): User {
   };
 }
 
+const STORED_PROFILE_SQL: Record<StoredProfileCondition, string> = {
+  none: '',
+  'has-username': ' AND username IS NOT NULL',
+  'email-visible': ' AND visible_email = 1',
+};
+
 function isUniqueViolation(err: unknown, column: string): boolean {
   // Not `instanceof Error`: better-sqlite3's native addon is shared by every vm context (jest runs
   // each test file in one), so its errors can come from another realm's Error.
@@ -131,11 +137,20 @@ export class SqliteIdentityRepository implements IdentityRepository {
     return rows.map(userFromRow);
   }
 
-  async updateProfile(u: User): Promise<void> {
+  async updateProfile(userId: string, patch: ProfilePatch, requires: StoredProfileCondition, updatedAt: Date): Promise<User | null> {
+    const sets = ['updated_at = @updatedAt'];
+    if (patch.username !== undefined) sets.push('username = @username');
+    if (patch.website !== undefined) sets.push('website = @website');
+    if (patch.visibleEmail !== undefined) sets.push('visible_email = @visibleEmail');
     try {
-      this.db
-        .prepare('UPDATE users SET username = ?, website = ?, visible_email = ?, updated_at = ? WHERE id = ?')
-        .run(u.username, u.website, u.visibleEmail ? 1 : 0, iso(u.updatedAt), u.id);
+      const row = this.db.prepare(`UPDATE users SET ${sets.join(', ')} WHERE id = @id${STORED_PROFILE_SQL[requires]} RETURNING *`).get({
+        id: userId,
+        updatedAt: iso(updatedAt),
+        username: patch.username ?? null,
+        website: patch.website ?? null,
+        visibleEmail: patch.visibleEmail ? 1 : 0,
+      }) as UserRow | undefined;
+      return row ? userFromRow(row) : null;
     } catch (err) {
       if (isUniqueViolation(err, 'username')) throw new AlreadyExistsError('username: already taken');
       throw err;

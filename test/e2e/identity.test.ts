@@ -130,6 +130,24 @@ describe('accounts and sessions', () => {
     expect(res.status).toBe(200);
   });
 
+  it('one account per address however its accents are encoded (NFC or NFD): invitation, registration, login and reset agree', async () => {
+    const client = new ApiClient(system.baseUrl);
+    const composed = `J\u00d6rg-${Date.now()}@Ex\u00e4mple.com`;
+    const decomposed = composed.normalize('NFD');
+    const stored = composed.toLowerCase();
+    expect((await client.post('/api/invitation', { email: decomposed, referral_tokens: [] })).status).toBe(200);
+    const invitation = await mailbox.waitFor(stored, /auth\/register\//);
+    const registered = await client.post(`/api/register/${invitationIdFrom(invitation.text)}`, { password: 'password1', password_confirmation: 'password1' });
+    expect(registered.json.email).toBe(stored);
+    expect((await client.post('/api/auth', { email: composed, password: 'password1' })).status).toBe(204);
+    expect((await client.post('/api/auth', { email: decomposed, password: 'password1' })).status).toBe(204);
+    // The other spelling invites the same account: its holder is told they have one, no second account is offered.
+    expect((await client.post('/api/invitation', { email: composed, referral_tokens: [] })).status).toBe(200);
+    await mailbox.waitFor(stored, /already has an account/);
+    expect((await client.get(`/api/password/${encodeURIComponent(decomposed)}`)).status).toBe(204);
+    await mailbox.waitFor(stored, /auth\/password\//);
+  });
+
   it('login failure says "Incorrect email or password" for both unknown e-mail and wrong password', async () => {
     const user = await signUp(system.baseUrl, mailbox, 'login');
     const client = new ApiClient(system.baseUrl);
@@ -192,6 +210,15 @@ describe('accounts and sessions', () => {
     expect(statuses[10]).toBe(429);
     expect(limited!.json).toEqual({ message: expect.any(String) });
     expect((await client.get(`/api/password/other-${email}`)).status).toBe(204);
+  });
+
+  it('counts the NFC and NFD spellings of an address against one per-address limit', async () => {
+    const client = new ApiClient(system.baseUrl);
+    const email = `j\u00f6rg-limited-${Date.now()}@example.com`;
+    const statuses: number[] = [];
+    for (let i = 0; i < 11; i++) statuses.push((await client.get(`/api/password/${encodeURIComponent(i % 2 === 0 ? email : email.normalize('NFD'))}`)).status);
+    expect(statuses.slice(0, 10)).toEqual(Array(10).fill(204));
+    expect(statuses[10]).toBe(429);
   });
 
   it('counts reset requests by GET and by POST against one per-address limit', async () => {

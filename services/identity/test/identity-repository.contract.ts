@@ -143,6 +143,18 @@ export function describeIdentityRepositoryContract(name: string, factory: () => 
       expect(await repo.findUserByEmail('nobody@example.com')).toBeNull();
     });
 
+    test('finds an account stored under the NFD spelling of an address by its NFC form, the NFC one first when both exist', async () => {
+      const tag = randomUUID().slice(0, 8);
+      const nfc = `j\u00f6rg-${tag}@ex\u00e4mple.com`;
+      const older = await registered({ email: nfc.normalize('NFD') });
+      expect(await repo.findUserByEmail(nfc)).toEqual(older);
+      const both = `\u00e5sa-${tag}@example.com`;
+      await registered({ email: both.normalize('NFD') });
+      const current = await registered({ email: both });
+      expect(await repo.findUserByEmail(both)).toEqual(current);
+      expect(await repo.findUserByEmail(`jorg-${tag}@example.com`)).toBeNull();
+    });
+
     test('usernames are unique regardless of case; a user may re-case their own; many users may have none', async () => {
       const a = await registered();
       const b = await registered();

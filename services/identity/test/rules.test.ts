@@ -7,6 +7,15 @@ describe('identity rules', () => {
   it('normalizes e-mail case and spaces', () => {
     expect(normalizeEmail('  Ann.Lee+x@Example.ORG ')).toBe('ann.lee+x@example.org');
   });
+  it('gives every Unicode spelling of an address one form (NFC), lower-cased without a locale', () => {
+    const composed = 'j\u00f6rg@ex\u00e4mple.com';
+    expect(normalizeEmail('J\u00d6RG@EX\u00c4MPLE.COM')).toBe(composed);
+    expect(normalizeEmail('Jo\u0308rg@Exa\u0308mple.com')).toBe(composed);
+    expect(normalizeEmail('JO\u0308RG@EXA\u0308MPLE.COM')).toBe(composed);
+    // Turkish dotted capital I lower-cases to i and a combining dot (as UTS #46 maps it), not to a plain i.
+    expect(normalizeEmail('\u0130stanbul@example.com')).toBe('i\u0307stanbul@example.com');
+    expect(normalizeEmail('I\u0307stanbul@example.com')).toBe('i\u0307stanbul@example.com');
+  });
   it('requires 8+ characters and a matching confirmation', () => {
     expect(() => checkNewPassword('1234567', '1234567')).toThrow(/at least 8/);
     expect(() => checkNewPassword('12345678', '12345679')).toThrow(/password_confirmation/);

@@ -9,10 +9,13 @@ export interface RateLimitConfig {
   counter: AttemptCounter;
 }
 
-/** The e-mail a request is about: the path's `:email` (GET /password/:email) or the body's `email`. */
+/**
+ * The e-mail a request is about: the path's `:email` (GET /password/:email) or the body's `email`, in the one form
+ * identity gives every spelling of an address (trimmed, lower-cased, NFC), so spellings share one count.
+ */
 function emailOf(req: Request): string | undefined {
   const raw: unknown = typeof req.params.email === 'string' ? req.params.email : (req.body as Record<string, unknown> | undefined)?.email;
-  return typeof raw === 'string' ? raw.trim().toLowerCase().slice(0, 254) : undefined;
+  return typeof raw === 'string' ? raw.trim().toLowerCase().normalize('NFC').slice(0, 254) : undefined;
 }
 
 const tooMany = (message: string): RequestHandler => (_req, res) => {

@@ -96,10 +96,12 @@ export class IdentityService {
     const now = this.now();
     if (invitation.usedAt) throw new FailedPreconditionError('This invitation has already been used');
     if (invitation.expiresAt <= now) throw new FailedPreconditionError('This invitation has expired');
-    if (await this.deps.repository.findUserByEmail(invitation.email)) throw new AlreadyExistsError('An account with this email already exists');
+    // An invitation stored before addresses were normalised to NFC may spell it otherwise.
+    const email = normalizeEmail(invitation.email);
+    if (await this.deps.repository.findUserByEmail(email)) throw new AlreadyExistsError('An account with this email already exists');
     const user: User = {
       id: randomUUID(),
-      email: invitation.email,
+      email,
       username: null,
       website: null,
       visibleEmail: true,

@@ -14,6 +14,10 @@ export interface IdentityRepository {
   registerFromInvitation(invitationId: string, user: User, usedAt: Date): Promise<boolean>;
 
   findUserById(id: string): Promise<User | null>;
+  /**
+   * The account of an address as normalizeEmail gives it (NFC). Also finds one stored under the address's NFD spelling
+   * (addresses were only lower-cased before); when both exist, the one stored as given.
+   */
   findUserByEmail(email: string): Promise<User | null>;
   findUsersByIds(ids: readonly string[]): Promise<User[]>;
   /**

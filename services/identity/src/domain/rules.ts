@@ -4,9 +4,13 @@ import { MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH, type ProfilePatch, type Store
 
 const EMAIL = /^[^\s@"<>()\[\],;:\\]+@[^\s@"<>()\[\],;:\\]+\.[^\s@"<>()\[\],;:\\]+$/;
 
-/** Lower-cased, trimmed e-mail; InvalidArgumentError when it is not an address. */
+/**
+ * Trimmed, lower-cased and in Unicode NFC, so every spelling of one address (an "ä" typed as one character or as "a"
+ * and a combining mark) names one account; InvalidArgumentError when it is not an address. NFC after lower-casing:
+ * lower-casing can leave a letter and a combining mark that compose.
+ */
 export function normalizeEmail(raw: string): string {
-  const email = raw.trim().toLowerCase();
+  const email = raw.trim().toLowerCase().normalize('NFC');
   // The address pattern refuses whitespace, which leaves NUL, DEL and the C1 controls to this rule.
   refuseIfProblem('email', freeTextProblem(email, 'single-line'));
   if (email.length > 254 || !EMAIL.test(email)) throw new InvalidArgumentError('email: not a valid e-mail address');

@@ -159,7 +159,8 @@ export class MongoIdentityRepository implements IdentityRepository {
   }
 
   async findUserByEmail(email: string): Promise<User | null> {
-    const d = await this.users.findOne({ email });
+    const docs = await this.users.find({ email: { $in: [...new Set([email, email.normalize('NFD')])] } }).toArray();
+    const d = docs.find((doc) => doc.email === email) ?? docs[0];
     return d ? fromUserDocument(d) : null;
   }
 

@@ -127,7 +127,7 @@ export class SqliteIdentityRepository implements IdentityRepository {
   }
 
   async findUserByEmail(email: string): Promise<User | null> {
-    const r = this.db.prepare('SELECT * FROM users WHERE email = ?').get(email) as UserRow | undefined;
+    const r = this.db.prepare('SELECT * FROM users WHERE email IN (?, ?) ORDER BY email = ? DESC LIMIT 1').get(email, email.normalize('NFD'), email) as UserRow | undefined;
     return r ? userFromRow(r) : null;
   }
 

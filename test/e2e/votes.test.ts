@@ -29,7 +29,8 @@ describe('votes', () => {
     const up = await voter.client.post('/api/vote', { card_metadata_id: cardId, vote: true });
     expect(up.status).toBe(200);
     expect(up.json).toEqual({ id: expect.any(String), voted_user_id: voter.id, card_metadata_id: cardId, vote: true, created_at: expect.stringMatching(TIMESTAMP), updated_at: expect.stringMatching(TIMESTAMP), deleted: false });
-    expect((await voter.client.post('/api/vote', { card_metadata_id: cardId, vote: true })).json.id).toBe(up.json.id);
+    // A repeat changes nothing, its updated_at included.
+    expect((await voter.client.post('/api/vote', { card_metadata_id: cardId, vote: true })).json).toEqual(up.json);
     let card = (await voter.client.get(`/api/card/${cardId}`)).json;
     expect(card).toMatchObject({ total_upvotes: 1, total_downvotes: 0, vote_by_current_user: true });
     expect((await anonymous.get(`/api/card/${cardId}`)).json.vote_by_current_user).toBeNull();
@@ -56,6 +57,8 @@ describe('votes', () => {
       expect(res.status).toBe(400);
       expect(res.json.message).toEqual(expect.any(String));
     }
+    expect((await voter.client.post('/api/vote', { card_metadata_id: cardId })).json.message).toBe('vote: is required');
+    expect((await voter.client.post('/api/vote', { card_metadata_id: cardId, vote: 'maybe' })).json.message).toBe('vote: must be true or false');
     expect((await anonymous.post('/api/vote', { card_metadata_id: cardId, vote: true })).status).toBe(401);
     expect((await voter.client.post('/api/vote', { card_metadata_id: '00000000-0000-4000-8000-000000000000', vote: true })).status).toBe(404);
     expect((await voter.client.post('/api/vote', { card_metadata_id: privateId, vote: true })).status).toBe(404);

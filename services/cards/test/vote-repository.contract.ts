@@ -36,6 +36,17 @@ export function describeVoteRepositoryContract(name: string, factory: CardsStore
       expect(await store.votes.countCastBy(user)).toBe(1);
     });
 
+    it('a repeated vote changes nothing, its updatedAt included; a flip moves updatedAt', async () => {
+      const card = await storedCard();
+      const user = randomUUID();
+      const first = await store.votes.upsert(user, card.id, true, nextTime(), randomUUID());
+      const repeated = await store.votes.upsert(user, card.id, true, nextTime(), randomUUID());
+      expect(repeated).toEqual(first);
+      expect(await store.cards.findById(card.id)).toMatchObject({ totalUpvotes: 1, totalDownvotes: 0 });
+      const flipAt = nextTime();
+      expect(await store.votes.upsert(user, card.id, false, flipAt, randomUUID())).toEqual({ ...first, value: false, updatedAt: flipAt });
+    });
+
     it('answers null for a vote on a missing card', async () => {
       expect(await store.votes.upsert(randomUUID(), randomUUID(), true, nextTime(), randomUUID())).toBeNull();
     });

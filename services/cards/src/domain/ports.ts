@@ -137,7 +137,10 @@ export interface CardRepository {
  * atomic step as the vote, so they stay exact under concurrency; a card's privacy change moves its totals between them.
  */
 export interface VoteRepository {
-  /** Creates or flips the user's vote on the card (its author's counters follow); null when the card does not exist. */
+  /**
+   * Creates or flips the user's vote on the card (its author's counters follow); null when the card does not exist. A
+   * repeat of the vote as stored changes nothing, `updatedAt` included.
+   */
   upsert(userId: string, cardId: string, value: boolean, at: Date, newId: string): Promise<Vote | null>;
   /** Removes the user's vote on the card; false when there was none. */
   remove(userId: string, cardId: string): Promise<boolean>;

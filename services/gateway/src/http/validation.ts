@@ -96,7 +96,7 @@ export const uuidString = z
 
 /** A JSON boolean; the strings "true" and "false" are accepted too. */
 export const looseBoolean = z.union([z.boolean(), z.enum(['true', 'false']).transform((v) => v === 'true')], {
-  errorMap: () => ({ message: 'must be true or false' }),
+  errorMap: (_issue, ctx) => ({ message: ctx.data === undefined ? 'is required' : 'must be true or false' }),
 });
 
 /**

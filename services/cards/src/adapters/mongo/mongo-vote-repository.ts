@@ -45,6 +45,9 @@ export class MongoVoteRepository implements VoteRepository {
       await this.store.votes.insertOne(stored, { session });
       if (value) up = 1;
       else down = 1;
+    } else if (existing.value === value) {
+      // A repeat changes nothing, its date included: the vote as read is the answer.
+      stored = existing;
     } else {
       const changed = await this.store.votes.findOneAndUpdate(
         { _id: existing._id, value: existing.value },
@@ -53,10 +56,8 @@ export class MongoVoteRepository implements VoteRepository {
       );
       if (!changed) throw new VoteRaced();
       stored = changed;
-      if (existing.value !== value) {
-        up = value ? 1 : -1;
-        down = -up;
-      }
+      up = value ? 1 : -1;
+      down = -up;
     }
     await adjustVoteCounters(this.store, cardId, card.authorId, up, down, session);
     if (!session && (up !== 0 || down !== 0) && !(await this.store.cards.findOne({ _id: cardId }, { projection: { _id: 1 } }))) {

@@ -39,12 +39,10 @@ export class SqliteVoteRepository implements VoteRepository {
         this.db.prepare('INSERT INTO votes (id, user_id, card_id, value, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)').run(newId, userId, cardId, value ? 1 : 0, now, now);
         if (value) up = 1;
         else down = 1;
-      } else {
+      } else if ((existing.value === 1) !== value) {
         this.db.prepare('UPDATE votes SET value = ?, updated_at = ? WHERE id = ?').run(value ? 1 : 0, now, existing.id);
-        if ((existing.value === 1) !== value) {
-          up = value ? 1 : -1;
-          down = -up;
-        }
+        up = value ? 1 : -1;
+        down = -up;
       }
       if (up !== 0 || down !== 0) this.adjust(cardId, card, up, down);
       return voteFromRow(this.db.prepare('SELECT * FROM votes WHERE user_id = ? AND card_id = ?').get(userId, cardId) as VoteRow);

@@ -232,6 +232,52 @@ describe('accounts and sessions', () => {
     expect(statuses[10]).toBe(429);
   });
 
+  it('POST /api/password carrying a new password without its reset id is 400, not a reset mail request', async () => {
+    const user = await signUp(system.baseUrl, mailbox, 'reset-no-id');
+    const anon = new ApiClient(system.baseUrl);
+    for (const body of [
+      { email: user.email, password: 'changed password', password_confirmation: 'changed password' },
+      { email: user.email, password: 'changed password' },
+      { email: user.email, password_confirmation: 'changed password' },
+      { password: 'changed password', password_confirmation: 'changed password' },
+    ]) {
+      const res = await anon.post('/api/password', body);
+      expect({ body, status: res.status, message: res.json.message }).toEqual({ body, status: 400, message: expect.stringMatching(/^password_reset_id: is required/) });
+    }
+    expect((await anon.post('/api/auth', { email: user.email, password: user.password })).status).toBe(204);
+    // Only the e-mail (and fields of nothing else) still asks for the mail.
+    expect((await anon.post('/api/password', { email: user.email, from_the_future: 1 })).status).toBe(204);
+    await mailbox.waitFor(user.email, /auth\/password\//);
+  });
+
+  it('an address of 254 characters is invited with spaces around it, one of 255 is refused', async () => {
+    const client = new ApiClient(system.baseUrl);
+    // Within SMTP's limits too: a local part of at most 64 characters, domain labels of at most 63.
+    const address = (length: number) => {
+      const local = `pad-${Date.now()}`;
+      const labels = `${'a'.repeat(63)}.${'b'.repeat(63)}.${'c'.repeat(63)}.`;
+      return `${local}@${labels}${'d'.repeat(length - local.length - 1 - labels.length - 4)}.com`;
+    };
+    const longest = address(254);
+    expect(longest).toHaveLength(254);
+    expect((await client.post('/api/invitation', { email: `  ${longest}\t`, referral_tokens: [] })).status).toBe(200);
+    await mailbox.waitFor(longest, /auth\/register\//);
+    const tooLong = await client.post('/api/invitation', { email: ` ${address(255)} `, referral_tokens: [] });
+    expect(tooLong.status).toBe(400);
+    expect(tooLong.json.message).toMatch(/^email: /);
+  });
+
+  it('a username too long gets the one username message whatever its length', async () => {
+    const a = await signUp(system.baseUrl, mailbox, 'long-name');
+    const messages = new Set<string>();
+    for (const length of [2, 33, 64, 65, 500]) {
+      const res = await a.client.put('/api/user', { username: 'n'.repeat(length) });
+      expect(res.status).toBe(400);
+      messages.add(res.json.message);
+    }
+    expect([...messages]).toEqual(['username: 3 to 32 letters, digits, "_" or "-"']);
+  });
+
   it('PUT /api/user validates and updates the profile; username is unique; e-mail hidden only behind a username', async () => {
     const a = await signUp(system.baseUrl, mailbox, 'profile-a');
     const b = await signUp(system.baseUrl, mailbox, 'profile-b');

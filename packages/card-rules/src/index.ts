@@ -18,6 +18,17 @@ export const MAX_TAG_CHARS = 200;
 export const MAX_COLLECTION_NAME_CHARS = 255;
 export const MAX_COLLECTION_DESCRIPTION_CHARS = 2000;
 
+// Account rules the identity service enforces and the gateway's OpenAPI document states (from these same values).
+export const MIN_PASSWORD_CHARS = 8;
+export const MIN_USERNAME_CHARS = 3;
+export const MAX_USERNAME_CHARS = 32;
+/** A whole username: ASCII letters, digits, "_" and "-" only (JSON Schema `pattern` syntax, which RegExp reads too). */
+export const USERNAME_PATTERN = `^[A-Za-z0-9_-]{${MIN_USERNAME_CHARS},${MAX_USERNAME_CHARS}}$`;
+/** What a username refused by USERNAME_PATTERN is told. */
+export const USERNAME_RULE = `${MIN_USERNAME_CHARS} to ${MAX_USERNAME_CHARS} letters, digits, "_" or "-"`;
+/** Characters (characterCount) of a profile's website, trimmed. */
+export const MAX_WEBSITE_CHARS = 512;
+
 /** Elements (lower-case names) whose start and end break a card's derived text into lines. */
 export const BLOCK_TAGS: readonly string[] = ['p', 'br', 'li', 'ul', 'ol', 'blockquote', 'h1', 'h2', 'h3', 'h4', 'h5', 'h6'];
 

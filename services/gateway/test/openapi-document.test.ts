@@ -65,6 +65,21 @@ describe('OpenAPI document', () => {
     expect(vote.required).toEqual(['card_metadata_id', 'vote']);
   });
 
+  it('states the account rules identity enforces: username, website, new passwords, e-mail', () => {
+    const paths = document.paths as Record<string, Record<string, any>>;
+    const body = (path: string, method: string) => paths[path]![method].requestBody.content['application/json'].schema;
+    const user = body('/api/user', 'put').properties;
+    const username = user.username.anyOf?.find((s: { type?: string }) => s.type === 'string') ?? user.username;
+    expect(username.maxLength).toBe(32);
+    const pattern = new RegExp(username.pattern);
+    for (const ok of ['abc', 'A_b-9', 'x'.repeat(32), '']) expect(pattern.test(ok)).toBe(true);
+    for (const bad of ['ab', 'x'.repeat(33), 'with space', '\u00e9mile', 'a.b']) expect(pattern.test(bad)).toBe(false);
+    const website = user.website.anyOf?.find((s: { type?: string }) => s.type === 'string') ?? user.website;
+    expect(website.maxLength).toBe(512);
+    expect(body('/api/register/{invitation_id}', 'post').properties.password.minLength).toBe(8);
+    expect(body('/api/invitation', 'post').properties.email.maxLength).toBe(254);
+  });
+
   it('lists 405 (with Allow) on every operation and 415 on every operation behind the /api body check, written once under components.responses', () => {
     const paths = document.paths as Record<string, Record<string, any>>;
     const responses = (document.components as { responses: Record<string, any> }).responses;

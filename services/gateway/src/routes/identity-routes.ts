@@ -1,34 +1,52 @@
 import type { Response, Router } from 'express';
 import { z } from 'zod';
+import { MAX_USERNAME_CHARS, MAX_WEBSITE_CHARS, MIN_PASSWORD_CHARS, USERNAME_PATTERN, USERNAME_RULE } from '@cards/card-rules';
 import { SESSION_COOKIE, requireUser } from '../http/session';
 import { badRequest } from '../http/http-error';
-import { parseBody, uuidParam, uuidString } from '../http/validation';
+import { characterString, parseBody, uuidParam, uuidString } from '../http/validation';
 import { authRateLimits, type RateLimitConfig } from '../http/rate-limits';
 import { presentSlimUser } from '../presenters/user-presenter';
 import type { GatewayClients } from '../clients';
 
+/** The longest address identity accepts, trimmed and in NFC (its rule, which the document states). */
+const MAX_EMAIL_CHARS = 254;
+/**
+ * What the gateway lets through to identity: only a bound on size, since spaces around an address and a decomposed
+ * (NFD) spelling may be longer than the address identity stores and checks (NFD takes at most 4 units a character).
+ */
+const EMAIL_SIZE_BOUND = 4 * MAX_EMAIL_CHARS;
+const emailField = () => z.string().max(EMAIL_SIZE_BOUND, `must be at most ${MAX_EMAIL_CHARS} characters`).openapi({ maxLength: MAX_EMAIL_CHARS });
+/** A new password: identity counts its characters as code points, as the document's minLength does. */
+const newPassword = () => z.string().max(1024).openapi({ minLength: MIN_PASSWORD_CHARS });
+
 export const invitationBody = z.object({
-  email: z.string().max(254),
+  email: emailField(),
   referral_tokens: z.array(z.string().max(512)).max(100),
 });
 export const registerBody = z.object({
-  password: z.string().max(1024),
+  password: newPassword(),
   password_confirmation: z.string().max(1024),
 });
 export const loginBody = z.object({
-  email: z.string().max(254),
+  email: emailField(),
   password: z.string().max(1024),
 });
 export const passwordResetBody = z.object({
   password_reset_id: uuidString,
-  password: z.string().max(1024),
+  password: newPassword(),
   password_confirmation: z.string().max(1024),
 });
 /** The interface's example sends only the e-mail: that asks for the reset mail. */
-export const passwordResetRequestBody = z.object({ email: z.string().max(254) });
+export const passwordResetRequestBody = z.object({ email: emailField() });
 export const updateUserBody = z.object({
-  username: z.string().max(64).nullable().optional(),
-  website: z.string().max(2048).nullable().optional(),
+  // "" clears it, as null does.
+  username: z
+    .string()
+    .regex(new RegExp(`^(${USERNAME_PATTERN.slice(1, -1)})?$`), USERNAME_RULE)
+    .openapi({ maxLength: MAX_USERNAME_CHARS })
+    .nullable()
+    .optional(),
+  website: characterString(MAX_WEBSITE_CHARS, { trim: true }).nullable().optional(),
   visible_email: z.boolean().optional(),
 });
 
@@ -87,14 +105,17 @@ export function registerIdentityRoutes(router: Router, { clients, rateLimits, co
 
   router.get('/password/:email', ...resetLimits, async (req, res) => {
     const email = typeof req.params.email === 'string' ? req.params.email : '';
-    if (email.length > 254) throw badRequest('email: not a valid e-mail address');
+    if (email.length > EMAIL_SIZE_BOUND) throw badRequest(`email: must be at most ${MAX_EMAIL_CHARS} characters`);
     await identity.requestPasswordReset({ email });
     res.status(204).end();
   });
 
   router.post('/password', ...resetLimits, async (req, res) => {
     const raw = (req.body ?? {}) as Record<string, unknown>;
-    if (raw.password_reset_id === undefined && raw.email !== undefined) {
+    // Only a body with nothing of a reset in it asks for the mail: one carrying a new password without its reset id
+    // would otherwise answer 204 and leave the password as it was.
+    const asksForMail = raw.email !== undefined && raw.password_reset_id === undefined && raw.password === undefined && raw.password_confirmation === undefined;
+    if (asksForMail) {
       await identity.requestPasswordReset({ email: parseBody(passwordResetRequestBody, req).email });
     } else {
       const body = parseBody(passwordResetBody, req);

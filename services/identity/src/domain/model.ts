@@ -61,6 +61,5 @@ export interface PasswordReset {
 export const INVITATION_TTL_MS = 24 * 60 * 60 * 1000;
 export const SESSION_TTL_MS = 24 * 60 * 60 * 1000;
 export const PASSWORD_RESET_TTL_MS = 60 * 60 * 1000;
-export const MIN_PASSWORD_LENGTH = 8;
 /** scrypt cost grows with length; longer passwords are refused rather than hashed. */
 export const MAX_PASSWORD_LENGTH = 1024;

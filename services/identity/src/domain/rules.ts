@@ -1,6 +1,6 @@
-import { characterCount, freeTextProblem } from '@cards/card-rules';
+import { characterCount, fitsCharacters, freeTextProblem, MAX_WEBSITE_CHARS, MIN_PASSWORD_CHARS, USERNAME_PATTERN, USERNAME_RULE } from '@cards/card-rules';
 import { InvalidArgumentError, refuseIfProblem } from '@cards/platform';
-import { MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH, type ProfilePatch, type StoredProfileCondition } from './model';
+import { MAX_PASSWORD_LENGTH, type ProfilePatch, type StoredProfileCondition } from './model';
 
 const EMAIL = /^[^\s@"<>()\[\],;:\\]+@[^\s@"<>()\[\],;:\\]+\.[^\s@"<>()\[\],;:\\]+$/;
 
@@ -20,19 +20,19 @@ export function normalizeEmail(raw: string): string {
 /** A new password: any printable characters (spaces and emoji too), no control characters; logging in compares only. */
 export function checkNewPassword(password: string, confirmation: string): void {
   // Characters as people count them: a code point, not a UTF-16 unit (four emoji are four characters, not eight).
-  if (characterCount(password) < MIN_PASSWORD_LENGTH) throw new InvalidArgumentError(`password: must be at least ${MIN_PASSWORD_LENGTH} characters`);
+  if (characterCount(password) < MIN_PASSWORD_CHARS) throw new InvalidArgumentError(`password: must be at least ${MIN_PASSWORD_CHARS} characters`);
   if (password.length > MAX_PASSWORD_LENGTH) throw new InvalidArgumentError(`password: must be at most ${MAX_PASSWORD_LENGTH} characters`);
   refuseIfProblem('password', freeTextProblem(password, 'single-line'));
   if (password !== confirmation) throw new InvalidArgumentError('password_confirmation: does not match password');
 }
 
-const USERNAME = /^[A-Za-z0-9_-]{3,32}$/;
+const USERNAME = new RegExp(USERNAME_PATTERN);
 
 export function checkUsername(username: string): void {
-  if (!USERNAME.test(username)) throw new InvalidArgumentError('username: 3 to 32 letters, digits, "_" or "-"');
+  if (!USERNAME.test(username)) throw new InvalidArgumentError(`username: ${USERNAME_RULE}`);
 }
 
-/** The website as stored: trimmed, an http(s) URL of at most 512 characters; InvalidArgumentError otherwise. */
+/** The website as stored: trimmed, an http(s) URL of at most MAX_WEBSITE_CHARS characters; InvalidArgumentError otherwise. */
 export function normalizeWebsite(raw: string): string {
   const website = raw.trim();
   // URL parsing drops tabs and line breaks and encodes spaces and controls, so it would pass them through into the profile.
@@ -45,7 +45,7 @@ export function normalizeWebsite(raw: string): string {
     throw new InvalidArgumentError('website: not a valid URL');
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new InvalidArgumentError('website: must be an http or https URL');
-  if (website.length > 512) throw new InvalidArgumentError('website: at most 512 characters');
+  if (!fitsCharacters(website, MAX_WEBSITE_CHARS)) throw new InvalidArgumentError(`website: must be at most ${MAX_WEBSITE_CHARS} characters`);
   return website;
 }
 

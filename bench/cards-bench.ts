@@ -85,7 +85,7 @@ async function main() {
       const at = new Date();
       const card: Card = {
         id: randomUUID(), authorId: author.id, content, cardHtml, link: body.link, private: false, tags: body.tag_set, fileId: null, fileName: null, ocFilePath: null,
-        vectorPointId: null, verificationScore: null, verifiedAt: null, collisionOf: null, totalUpvotes: 0, totalDownvotes: 0, idempotencyKey: null, createdAt: at, updatedAt: at,
+        vectorPointId: null, verificationScore: null, verifiedAt: null, collisionOf: null, totalUpvotes: 0, totalDownvotes: 0, idempotencyKey: null, requestFingerprint: null, createdAt: at, updatedAt: at,
       };
       await scratchCards.insert(card, fp, []);
     }
@@ -101,7 +101,7 @@ async function main() {
       const at = new Date();
       const card: Card = {
         id: randomUUID(), authorId: author.id, content, cardHtml, link: body.link, private: false, tags: body.tag_set, fileId: null, fileName: null, ocFilePath: null,
-        vectorPointId: null, verificationScore: null, verifiedAt: null, collisionOf: null, totalUpvotes: 0, totalDownvotes: 0, idempotencyKey: null, createdAt: at, updatedAt: at,
+        vectorPointId: null, verificationScore: null, verifiedAt: null, collisionOf: null, totalUpvotes: 0, totalDownvotes: 0, idempotencyKey: null, requestFingerprint: null, createdAt: at, updatedAt: at,
       };
       await cards.insert(card, fingerprintOf(content), []);
       ids.push(card.id);

@@ -23,7 +23,7 @@ function aCard(authorId: string, i: number): Card {
   const at = new Date(Date.UTC(2026, 0, 1) + i * 1000);
   const content = text();
   return { id: randomUUID(), authorId, content, cardHtml: `<p>${content}</p>`, link: '', private: i % 5 === 0, tags: ['bench'], fileId: null, fileName: null, ocFilePath: null,
-    vectorPointId: null, verificationScore: null, verifiedAt: null, collisionOf: null, totalUpvotes: 0, totalDownvotes: 0, idempotencyKey: null, createdAt: at, updatedAt: at };
+    vectorPointId: null, verificationScore: null, verifiedAt: null, collisionOf: null, totalUpvotes: 0, totalDownvotes: 0, idempotencyKey: null, requestFingerprint: null, createdAt: at, updatedAt: at };
 }
 
 const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))]!;

@@ -28,7 +28,7 @@ function aCard(authorId: string, isPrivate = false): Card {
   const at = nextTime();
   const content = text();
   return { id: randomUUID(), authorId, content, cardHtml: `<p>${content}</p>`, link: '', private: isPrivate, tags: [], fileId: null, fileName: null, ocFilePath: null,
-    vectorPointId: null, verificationScore: null, verifiedAt: null, collisionOf: null, totalUpvotes: 0, totalDownvotes: 0, idempotencyKey: null, createdAt: at, updatedAt: at };
+    vectorPointId: null, verificationScore: null, verifiedAt: null, collisionOf: null, totalUpvotes: 0, totalDownvotes: 0, idempotencyKey: null, requestFingerprint: null, createdAt: at, updatedAt: at };
 }
 
 const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))]!;

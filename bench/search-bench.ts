@@ -148,7 +148,7 @@ async function storeCards(dataDir: string, cards: { id: string; text: string }[]
     const at = new Date();
     const card: Card = {
       id, authorId, content, cardHtml, link: '', private: false, tags: [], fileId: null, fileName: null, ocFilePath: null,
-      vectorPointId: null, verificationScore: null, verifiedAt: null, collisionOf: null, totalUpvotes: 0, totalDownvotes: 0, idempotencyKey: null, createdAt: at, updatedAt: at,
+      vectorPointId: null, verificationScore: null, verifiedAt: null, collisionOf: null, totalUpvotes: 0, totalDownvotes: 0, idempotencyKey: null, requestFingerprint: null, createdAt: at, updatedAt: at,
     };
     await repository.insert(card, fingerprintOf(content), []);
   }

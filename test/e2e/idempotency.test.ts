@@ -8,7 +8,8 @@ import { signUp, type TestUser } from '../support/accounts';
 import { html, uniqueText } from './cards-support';
 
 // Idempotency-Key on the creates other than a card's (cards.test.ts has the card's own): a create repeated with the
-// key (a retry after a lost answer, a second click, both at once) answers what the first one made and makes nothing.
+// key (a retry after a lost answer, a second click, both at once) answers what the first one made and makes nothing;
+// and, for all three, a key sent again with another request (draft-ietf-httpapi-idempotency-key-header: 422).
 
 let system: RunningSystem;
 const mailbox = new Mailbox();
@@ -168,5 +169,88 @@ describe('POST /api/file with an Idempotency-Key', () => {
       expect(res.json.message).toMatch(/^Idempotency-Key: /);
     }
     expect(await filesNamed(alice, name)).toEqual([]);
+  });
+});
+
+describe('an Idempotency-Key sent again with a different request', () => {
+  const DOCX = 'application/vnd.openxmlformats-officedocument.wordprocessingml.document';
+  const fixture = (name: string) => readFileSync(join(__dirname, `../fixtures/documents/${name}`)).toString('base64url');
+  const send = (user: TestUser, path: string, key: string, body: unknown) => user.client.request('POST', path, body, { 'idempotency-key': key });
+  const expectRefused = (res: { status: number; json: any }) => {
+    expect(res.status).toBe(422);
+    expect(res.json.message).toMatch(/^Idempotency-Key: this key was used for a different request/);
+  };
+
+  it('is refused with 422 for a card and creates nothing; the same request in another JSON form is the same', async () => {
+    const key = newKey();
+    const text = uniqueText();
+    const body = { card_html: html(text), link: 'https://example.com/a', private: false, tag_set: ['x', 'y'] };
+    const first = await send(alice, '/api/card', key, body);
+    expect(first.status).toBe(200);
+    const other = uniqueText();
+    expectRefused(await send(alice, '/api/card', key, { ...body, card_html: html(other) }));
+    expectRefused(await send(alice, '/api/card', key, { ...body, private: true }));
+    const mine = (await alice.client.get(`/api/user/${alice.id}/1`)).json.cards as { id: string; content: string }[];
+    expect(mine.filter((c) => c.content.startsWith(other.split(' ')[0]!))).toEqual([]);
+    expect(mine.filter((c) => c.content.startsWith(text.split(' ')[0]!)).map((c) => c.id)).toEqual([first.json.card_metadata.id]);
+    // Members reordered, a boolean as the string the API also takes, tags as a comma-separated string: the same request.
+    const same = await alice.client.request('POST', '/api/card', `{"tag_set":"x, y","private":"false","link":"https://example.com/a","card_html":${JSON.stringify(html(text))}}`, { 'idempotency-key': key });
+    expect(same.status).toBe(200);
+    expect(same.json.card_metadata.id).toBe(first.json.card_metadata.id);
+  });
+
+  it("is refused with 422 for a deleted card's key too, and the same request then 409, creating nothing", async () => {
+    const key = newKey();
+    const text = uniqueText();
+    const body = { card_html: html(text), link: '', private: false };
+    const first = await send(alice, '/api/card', key, body);
+    expect((await alice.client.delete(`/api/card/${first.json.card_metadata.id}`)).status).toBe(204);
+    expectRefused(await send(alice, '/api/card', key, { ...body, private: true }));
+    const late = await send(alice, '/api/card', key, body);
+    expect(late.status).toBe(409);
+    expect(late.json.message).toMatch(/^Idempotency-Key: .*deleted/);
+    const mine = (await alice.client.get(`/api/user/${alice.id}/1`)).json.cards as { content: string }[];
+    expect(mine.filter((c) => c.content.startsWith(text.split(' ')[0]!))).toEqual([]);
+  });
+
+  it('is refused with 422 for a collection, creating nothing', async () => {
+    const key = newKey();
+    const name = `first ${randomUUID()}`;
+    expect((await send(alice, '/api/card_collection', key, { name, is_public: true })).status).toBe(204);
+    const renamed = `second ${randomUUID()}`;
+    expectRefused(await send(alice, '/api/card_collection', key, { name: renamed, is_public: true }));
+    expectRefused(await send(alice, '/api/card_collection', key, { name, is_public: false }));
+    expectRefused(await send(alice, '/api/card_collection', key, { name, is_public: true, description: 'more' }));
+    const own = (await alice.client.get('/api/card_collection')).json as { name: string; is_public: boolean }[];
+    expect(own.filter((c) => c.name === renamed)).toEqual([]);
+    expect(own.filter((c) => c.name === name).map((c) => c.is_public)).toEqual([true]);
+    // After the delete a different request is still refused as one (422), the same one as late (409).
+    const id = /([0-9a-f-]{36})$/.exec((await send(alice, '/api/card_collection', key, { name, is_public: true })).headers.get('location')!)![1];
+    expect((await alice.client.delete('/api/card_collection', { collection_id: id })).status).toBe(204);
+    expectRefused(await send(alice, '/api/card_collection', key, { name: renamed, is_public: true }));
+    expect((await send(alice, '/api/card_collection', key, { name, is_public: true })).status).toBe(409);
+  });
+
+  it('is refused with 422 for an upload of other bytes or other fields, storing and ingesting nothing', async () => {
+    const key = newKey();
+    const name = `first ${randomUUID()}.docx`;
+    const body = { base64_docx_file: fixture('energy.docx'), file_name: name, file_mime_type: DOCX, private: false };
+    const first = await send(bob, '/api/file', key, body);
+    expect(first.status).toBe(200);
+    expectRefused(await send(bob, '/api/file', key, { ...body, base64_docx_file: fixture('heading.docx') }));
+    expectRefused(await send(bob, '/api/file', key, { ...body, private: true }));
+    expectRefused(await send(bob, '/api/file', key, { ...body, tag_set: ['extra'] }));
+    const files = (await bob.client.get(`/api/user/files/${bob.id}`)).json as { id: string; file_name: string }[];
+    expect(files.filter((f) => f.file_name === name).map((f) => f.id)).toEqual([first.json.id]);
+    expect((await send(bob, '/api/file', key, body)).json.id).toBe(first.json.id);
+  });
+
+  it('makes one collection of two different requests sent with one key at the same moment, and refuses the other', async () => {
+    const key = newKey();
+    const names = [`one ${randomUUID()}`, `two ${randomUUID()}`];
+    const answers = await Promise.all(names.map((name) => send(bob, '/api/card_collection', key, { name, is_public: true })));
+    expect(answers.map((a) => a.status).sort()).toEqual([204, 422]);
+    const own = (await bob.client.get('/api/card_collection')).json as { name: string }[];
+    expect(own.filter((c) => names.includes(c.name))).toHaveLength(1);
   });
 });

@@ -82,7 +82,7 @@ beforeAll(async () => {
   for (let i = 0; i < COLLECTIONS; i++) {
     // Triples share a creation time: those list by id.
     const at = new Date(start + Math.floor(i / 3) * 1000);
-    const collection = { id: randomUUID(), authorId: alice.id, name: `collection ${i}`, description: `${i} `.padEnd(2000, 'd'), isPublic: i % 3 !== 1, fileId: null, idempotencyKey: null, createdAt: at, updatedAt: at };
+    const collection = { id: randomUUID(), authorId: alice.id, name: `collection ${i}`, description: `${i} `.padEnd(2000, 'd'), isPublic: i % 3 !== 1, fileId: null, idempotencyKey: null, requestFingerprint: null, createdAt: at, updatedAt: at };
     await cardsStore.collections.insert(collection, []);
     collections.push(collection);
   }
@@ -97,7 +97,7 @@ beforeAll(async () => {
   groupCollections = [];
   for (let i = 0; i < GROUP_COLLECTIONS; i++) {
     const at = new Date(start + i * 1000);
-    const holder = { id: randomUUID(), authorId: bob.id, name: `holder ${i}`, description: '', isPublic: i % 2 === 0, fileId: null, idempotencyKey: null, createdAt: at, updatedAt: at };
+    const holder = { id: randomUUID(), authorId: bob.id, name: `holder ${i}`, description: '', isPublic: i % 2 === 0, fileId: null, idempotencyKey: null, requestFingerprint: null, createdAt: at, updatedAt: at };
     await cardsStore.collections.insert(holder, []);
     await cardsStore.collections.addBookmark(holder.id, groupCards[i % GROUP_CARDS]!, at, []);
     groupCollections.push(holder.id);
@@ -112,7 +112,7 @@ beforeAll(async () => {
     const id = randomUUID();
     const tags = Array.from({ length: 100 }, (_, t) => `${i}-${t}-`.padEnd(200, 't'));
     await fileStore.create(
-      { id, userId: alice.id, fileName: `file ${i}.docx`, mimeType: 'application/vnd.openxmlformats-officedocument.wordprocessingml.document', format: 'docx', private: i % 3 === 1, size: 1000 + i, tags, ocFilePath: null, ingestionStatus: 'done', ingestionError: null, cardCount: 0, collectionId: null, idempotencyKey: null, createdAt: at, updatedAt: at },
+      { id, userId: alice.id, fileName: `file ${i}.docx`, mimeType: 'application/vnd.openxmlformats-officedocument.wordprocessingml.document', format: 'docx', private: i % 3 === 1, size: 1000 + i, tags, ocFilePath: null, ingestionStatus: 'done', ingestionError: null, cardCount: 0, collectionId: null, idempotencyKey: null, requestFingerprint: null, createdAt: at, updatedAt: at },
       [],
     );
     files.push({ id, isPrivate: i % 3 === 1, createdAt: at });

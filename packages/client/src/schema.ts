@@ -1810,7 +1810,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description 1 to 255 visible ASCII characters, chosen by the client per intended creation (e.g. a UUID). A request repeated with the same key by the same user (a retry after a lost answer, a second click, both at once) answers what the first one created instead of creating another; the first request's body counts. Keys are per user and per kind of resource. The key of a collection or a file answers 409 once that is deleted. */
+                /** @description 1 to 255 visible ASCII characters, chosen by the client per intended creation (e.g. a UUID). A request repeated with the same key by the same user (a retry after a lost answer, a second click, both at once) answers what the first one created instead of creating another. The key names that one request: sent with a different body it is refused with 422. Keys are per user and per kind of resource; once what a key created is deleted, the key answers 409. */
                 "Idempotency-Key"?: string;
             };
             path?: never;
@@ -1866,6 +1866,15 @@ export interface operations {
             };
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            /** @description The Idempotency-Key was used before for a different request (another body); a new request needs a new key */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             431: components["responses"]["RequestHeadTooLarge"];
             503: components["responses"]["ServiceUnavailable"];
             /** @description Any other failure: a JSON {"message"} without internals */
@@ -2308,7 +2317,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description 1 to 255 visible ASCII characters, chosen by the client per intended creation (e.g. a UUID). A request repeated with the same key by the same user (a retry after a lost answer, a second click, both at once) answers what the first one created instead of creating another; the first request's body counts. Keys are per user and per kind of resource. The key of a collection or a file answers 409 once that is deleted. */
+                /** @description 1 to 255 visible ASCII characters, chosen by the client per intended creation (e.g. a UUID). A request repeated with the same key by the same user (a retry after a lost answer, a second click, both at once) answers what the first one created instead of creating another. The key names that one request: sent with a different body it is refused with 422. Keys are per user and per kind of resource; once what a key created is deleted, the key answers 409. */
                 "Idempotency-Key"?: string;
             };
             path?: never;
@@ -2374,6 +2383,15 @@ export interface operations {
                 };
             };
             415: components["responses"]["UnsupportedMediaType"];
+            /** @description The Idempotency-Key was used before for a different request (another body); a new request needs a new key */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             431: components["responses"]["RequestHeadTooLarge"];
             503: components["responses"]["ServiceUnavailable"];
             /** @description Any other failure: a JSON {"message"} without internals */
@@ -2782,7 +2800,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description 1 to 255 visible ASCII characters, chosen by the client per intended creation (e.g. a UUID). A request repeated with the same key by the same user (a retry after a lost answer, a second click, both at once) answers what the first one created instead of creating another; the first request's body counts. Keys are per user and per kind of resource. The key of a collection or a file answers 409 once that is deleted. */
+                /** @description 1 to 255 visible ASCII characters, chosen by the client per intended creation (e.g. a UUID). A request repeated with the same key by the same user (a retry after a lost answer, a second click, both at once) answers what the first one created instead of creating another. The key names that one request: sent with a different body it is refused with 422. Keys are per user and per kind of resource; once what a key created is deleted, the key answers 409. */
                 "Idempotency-Key"?: string;
             };
             path?: never;
@@ -2831,8 +2849,26 @@ export interface operations {
             };
             405: components["responses"]["MethodNotAllowed"];
             408: components["responses"]["RequestTimeout"];
+            /** @description Conflicts with existing data (e.g. e-mail or username taken; an Idempotency-Key whose resource was deleted since) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            /** @description The Idempotency-Key was used before for a different request (another body); a new request needs a new key */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             431: components["responses"]["RequestHeadTooLarge"];
             503: components["responses"]["ServiceUnavailable"];
             /** @description Any other failure: a JSON {"message"} without internals */

@@ -8,6 +8,8 @@ export function errorMessage(err: unknown): string {
 /** Base of the errors a use case throws; the gRPC middleware maps each to its status. */
 export abstract class DomainError extends Error {
   abstract readonly status: Status;
+  /** Why, when the status alone does not say it to a caller that must tell this error apart (sent as statusReasonOf gives it). */
+  readonly reason?: string;
   constructor(message: string) {
     super(message);
     this.name = new.target.name;

@@ -2,7 +2,7 @@ import { createChannel, createClientFactory, Metadata, ClientError, Status, type
 import { GRPC_MAX_MESSAGE_BYTES } from './grpc-limits';
 import { callInProcess, inProcessMethod, resultOfUnary, unaryMethodsOf, type TsProtoDefinition } from './in-process-calls';
 import { currentRequestContext, REQUEST_ID_METADATA_KEY } from './request-context';
-import { recordStatusOfService, trailerSaysStatusOfService } from './status-origin';
+import { recordStatusOfService, recordStatusReason, trailerSaysStatusOfService, trailerStatusReason } from './status-origin';
 
 export interface RetryOptions {
   /** Retry unary calls on UNAVAILABLE; only for idempotent methods. */
@@ -31,15 +31,18 @@ async function* callPolicyMiddleware<Request, Response>(
   }
   // Reset per attempt: a retry's status must not pass for the service's because an earlier attempt's was.
   let statusOfService = false;
+  let reason: string | undefined;
   const passed = {
     ...rest,
     onTrailer(trailer: Metadata) {
       statusOfService = trailerSaysStatusOfService(trailer);
+      reason = statusOfService ? trailerStatusReason(trailer) : undefined;
       onTrailer?.(trailer);
     },
   };
   const noteOrigin = (error: unknown) => {
     if (statusOfService && error instanceof ClientError) recordStatusOfService(error);
+    if (reason !== undefined && error instanceof ClientError) recordStatusReason(error, reason);
     return error;
   };
   if (deadline == null || callerSignal?.aborted) {
@@ -65,6 +68,7 @@ async function* callPolicyMiddleware<Request, Response>(
   try {
     for (let attempt = 0; ; attempt++) {
       statusOfService = false;
+      reason = undefined;
       try {
         return yield* call.next(call.request, attemptOptions);
       } catch (error) {

@@ -10,7 +10,7 @@ import { metricsMiddleware, startMetricsServer, type MetricsServerHandle } from 
 import { localAddresses, serveInProcess, type TsProtoDefinition } from './in-process-calls';
 import { isEngineUnavailableError, type EngineReadinessMonitor, type ReadinessStatus } from './readiness';
 import { REQUEST_ID_METADATA_KEY, requestIdFrom, runWithRequestContext } from './request-context';
-import { markStatusOfService } from './status-origin';
+import { markStatusOfService, markStatusReason } from './status-origin';
 
 /** Maps domain errors to gRPC statuses; anything unexpected becomes INTERNAL with a generic message and a logged stack. */
 export function errorMiddleware(logger: Logger) {
@@ -21,6 +21,7 @@ export function errorMiddleware(logger: Logger) {
       if (error instanceof ServerError || isAbortError(error)) throw error;
       if (error instanceof DomainError) {
         markStatusOfService(context.trailer);
+        if (error.reason !== undefined) markStatusReason(context.trailer, error.reason);
         throw new ServerError(error.status, error.message);
       }
       if (isEngineUnavailableError(error)) {

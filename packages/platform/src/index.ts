@@ -1,6 +1,7 @@
 export * from './config';
 export * from './bounded-admission';
 export * from './errors';
+export * from './idempotency';
 export * from './grpc-client';
 export * from './grpc-server';
 export * from './grpc-limits';

@@ -16,6 +16,27 @@ export function markStatusOfService(trailer: Metadata): void {
   trailer.set(STATUS_ORIGIN_TRAILER, SERVICE);
 }
 
+/** Trailer naming a DomainError's `reason`, for a caller that must tell it apart from other errors of its status. */
+export const STATUS_REASON_TRAILER = 'x-status-reason';
+const reasons = new WeakMap<ClientError, string>();
+
+export function markStatusReason(trailer: Metadata, reason: string): void {
+  trailer.set(STATUS_REASON_TRAILER, reason);
+}
+
+export function trailerStatusReason(trailer: Metadata): string | undefined {
+  return trailer.get(STATUS_REASON_TRAILER);
+}
+
+export function recordStatusReason(error: ClientError, reason: string): void {
+  reasons.set(error, reason);
+}
+
+/** The `reason` of the DomainError the called service ended the call with; undefined for none (see isStatusOfService). */
+export function statusReasonOf(error: ClientError): string | undefined {
+  return reasons.get(error);
+}
+
 /** Whether a call's trailer says its status came from the service's own code. */
 export function trailerSaysStatusOfService(trailer: Metadata): boolean {
   return trailer.get(STATUS_ORIGIN_TRAILER) === SERVICE;

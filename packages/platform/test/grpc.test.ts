@@ -6,6 +6,8 @@ import { startGrpcServer, type GrpcServerHandle } from '../src/grpc-server';
 import { createLogger } from '../src/logger';
 import { serviceWith } from './support/service-with';
 import { InvalidArgumentError, NotFoundError } from '../src/errors';
+import { IDEMPOTENCY_KEY_REUSED, IdempotencyKeyReusedError } from '../src/idempotency';
+import { statusReasonOf } from '../src/status-origin';
 import { currentRequestContext, runWithRequestContext } from '../src/request-context';
 
 let server: GrpcServerHandle;
@@ -31,6 +33,7 @@ beforeAll(async () => {
           seenRequestIds.push(currentRequestContext()?.requestId);
           if (req.token === 'bad') throw new InvalidArgumentError('token: malformed');
           if (req.token === 'missing') throw new NotFoundError('no such session');
+          if (req.token === 'reused') throw new IdempotencyKeyReusedError('Idempotency-Key: used for another request');
           if (req.token === 'boom') throw new Error('database password is hunter2');
           return { id: 'u1', email: 'a@b.co', visibleEmail: true };
         },
@@ -64,6 +67,14 @@ describe.each([
     const c = connect();
     await expect(c.resolveSession({ token: 'bad' })).rejects.toMatchObject({ code: Status.INVALID_ARGUMENT, details: 'token: malformed' });
     await expect(c.resolveSession({ token: 'missing' })).rejects.toMatchObject({ code: Status.NOT_FOUND });
+  });
+
+  it("hands the caller a domain error's reason beside its status, and none for errors without one", async () => {
+    const c = connect();
+    const reused = (await c.resolveSession({ token: 'reused' }).catch((e: unknown) => e)) as ClientError;
+    expect(reused).toMatchObject({ code: Status.FAILED_PRECONDITION, details: 'Idempotency-Key: used for another request' });
+    expect(statusReasonOf(reused)).toBe(IDEMPOTENCY_KEY_REUSED);
+    expect(statusReasonOf((await c.resolveSession({ token: 'bad' }).catch((e: unknown) => e)) as ClientError)).toBeUndefined();
   });
 
   it('hides unexpected errors behind INTERNAL with a generic message', async () => {

@@ -32,6 +32,7 @@ export function aCard() {
     totalUpvotes: 0,
     totalDownvotes: 0,
     idempotencyKey: null,
+    requestFingerprint: null,
     createdAt: at,
     updatedAt: at,
   };
@@ -42,7 +43,7 @@ export function aCard() {
     withContent: (content: string) => ((card.content = content), builder),
     collisionOf: (rootId: string) => ((card.collisionOf = rootId), builder),
     fromFile: (fileId: string, fileName: string) => ((card.fileId = fileId), (card.fileName = fileName), builder),
-    withIdempotencyKey: (key: string) => ((card.idempotencyKey = key), builder),
+    withIdempotencyKey: (key: string, requestFingerprint: string | null = null) => ((card.idempotencyKey = key), (card.requestFingerprint = requestFingerprint), builder),
     build: (): Card => ({ ...card, cardHtml: card.cardHtml || `<p>${card.content}</p>` }),
   };
   return builder;
@@ -51,12 +52,12 @@ export function aCard() {
 /** Test collection builder. */
 export function aCollection() {
   const at = nextTime();
-  const c: Collection = { id: randomUUID(), authorId: randomUUID(), name: 'Reading list', description: 'things', isPublic: true, fileId: null, idempotencyKey: null, createdAt: at, updatedAt: at };
+  const c: Collection = { id: randomUUID(), authorId: randomUUID(), name: 'Reading list', description: 'things', isPublic: true, fileId: null, idempotencyKey: null, requestFingerprint: null, createdAt: at, updatedAt: at };
   const builder = {
     by: (authorId: string) => ((c.authorId = authorId), builder),
     private: () => ((c.isPublic = false), builder),
     forFile: (fileId: string) => ((c.fileId = fileId), builder),
-    withIdempotencyKey: (key: string) => ((c.idempotencyKey = key), builder),
+    withIdempotencyKey: (key: string, requestFingerprint: string | null = null) => ((c.idempotencyKey = key), (c.requestFingerprint = requestFingerprint), builder),
     build: (): Collection => ({ ...c }),
   };
   return builder;

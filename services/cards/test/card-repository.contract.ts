@@ -40,6 +40,31 @@ export function describeCardRepositoryContract(name: string, factory: CardsStore
       await store.cards.insert(otherAuthor, fingerprintOf(otherAuthor.content), []);
     });
 
+    it("stores a key's request fingerprint with the card, and keeps both when the card is removed", async () => {
+      const author = randomUUID();
+      const card = aCard().by(author).withIdempotencyKey('http:k', 'fp-1').build();
+      await store.cards.insert(card, fingerprintOf(card.content), []);
+      expect(await store.cards.findByIdempotencyKey(author, 'http:k')).toEqual(card);
+      expect(await store.cards.findDeletedIdempotencyKey(author, 'http:k')).toBeNull();
+      const before = Date.now();
+      expect(await store.cards.remove(card.id, [], [])).toBe(true);
+      const kept = await store.cards.findDeletedIdempotencyKey(author, 'http:k');
+      expect(kept).toEqual({ requestFingerprint: 'fp-1', deletedAt: expect.any(Date) });
+      expect(kept!.deletedAt.getTime()).toBeGreaterThanOrEqual(before - 1000);
+      expect(await store.cards.findDeletedIdempotencyKey(randomUUID(), 'http:k')).toBeNull();
+      expect(await store.collections.findDeletedIdempotencyKey(author, 'http:k')).toBeNull();
+      // A key without a fingerprint (ingestion's) is kept too; a card without a key leaves nothing.
+      const ingested = aCard().by(author).withIdempotencyKey('file:0').build();
+      await store.cards.insert(ingested, fingerprintOf(ingested.content), []);
+      await store.cards.remove(ingested.id, [], []);
+      expect((await store.cards.findDeletedIdempotencyKey(author, 'file:0'))?.requestFingerprint).toBeNull();
+      // Made again with the same key after its removal (a retried ingestion), then removed again.
+      const again = aCard().by(author).withIdempotencyKey('file:0').build();
+      await store.cards.insert(again, fingerprintOf(again.content), []);
+      expect(await store.cards.remove(again.id, [], [])).toBe(true);
+      expect(await store.cards.findDeletedIdempotencyKey(author, 'file:0')).not.toBeNull();
+    });
+
     it('keeps nothing of a card or an edit whose event is larger than the event bus carries', async () => {
       const tooLarge = { topic: Topics.card, key: 'k', payload: new Uint8Array(MAX_EVENT_BYTES) };
       const refused = aCard().build();

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { createLogger, InvalidArgumentError, NotFoundError, PermissionDeniedError, SqliteOutboxStore } from '@cards/platform';
+import { AlreadyExistsError, createLogger, IdempotencyKeyReusedError, InvalidArgumentError, NotFoundError, PermissionDeniedError, SqliteOutboxStore } from '@cards/platform';
 import { openCardsDatabase } from '../src/adapters/sqlite/sqlite-cards-database';
 import { SqliteCardRepository } from '../src/adapters/sqlite/sqlite-card-repository';
 import { SqliteCollectionRepository } from '../src/adapters/sqlite/sqlite-collection-repository';
@@ -9,7 +9,7 @@ import { CardService } from '../src/application/card-service';
 import { isOlder } from '../src/application/card-service';
 import type { NearDuplicateCandidate, NearDuplicateFinder } from '../src/domain/ports';
 import { fingerprintOf, jaccard, NEAR_COPY_JACCARD, shinglesOf } from '../src/domain/rules';
-import { aCollection, someContent } from './builders';
+import { aCard, aCollection, someContent } from './builders';
 
 /** The service on a real SQLite store, with the peers it asks (search, files, identity) answering as told. */
 function setup(nearDuplicates?: NearDuplicateFinder) {
@@ -322,6 +322,32 @@ describe('CardService', () => {
     const again = await create(service, 'ingest-user', someContent(), { idempotencyKey: 'file-1#0' });
     expect(again.card.id).toBe(first.card.id);
     expect(await cards.count()).toBe(1);
+  });
+
+  it("refuses a client's key sent again with another request, and after its card was deleted; ingestion's keys as before", async () => {
+    const { service, cards } = setup();
+    const text = someContent();
+    const client = { idempotencyKey: 'http:k', requestFingerprint: 'fp-1' };
+    const first = await create(service, 'alice', text, client);
+    expect((await create(service, 'alice', text, client)).card.id).toBe(first.card.id);
+    await expect(create(service, 'alice', someContent(), { ...client, requestFingerprint: 'fp-2' })).rejects.toBeInstanceOf(IdempotencyKeyReusedError);
+    await service.deleteCard('alice', first.card.id);
+    await expect(create(service, 'alice', text, client)).rejects.toBeInstanceOf(AlreadyExistsError);
+    await expect(create(service, 'alice', text, { ...client, requestFingerprint: 'fp-2' })).rejects.toBeInstanceOf(IdempotencyKeyReusedError);
+    expect(await cards.count()).toBe(0);
+    // Ingestion sends no fingerprint: a retry after its card was deleted makes it again, whatever it sends.
+    const ingested = await create(service, 'alice', someContent(), { idempotencyKey: 'file-1:0' });
+    await service.deleteCard('alice', ingested.card.id);
+    const again = await create(service, 'alice', someContent(), { idempotencyKey: 'file-1:0' });
+    expect(again.card.id).not.toBe(ingested.card.id);
+    expect((await create(service, 'alice', someContent(), { idempotencyKey: 'file-1:0' })).card.id).toBe(again.card.id);
+  });
+
+  it('answers a key stored before request fingerprints whatever request comes with it', async () => {
+    const { service, cards } = setup();
+    const older = aCard().by('alice').withIdempotencyKey('http:old').build();
+    await cards.insert(older, fingerprintOf(older.content), []);
+    expect((await create(service, 'alice', someContent(), { idempotencyKey: 'http:old', requestFingerprint: 'any' })).card.id).toBe(older.id);
   });
 
   it('fills file_name for a visible file and refuses an unknown one', async () => {

@@ -107,12 +107,19 @@ export function describeCollectionRepositoryContract(name: string, factory: Card
       expect(await store.collections.remove(keyed.id, [])).toBe(true);
       expect(await store.collections.findByIdempotencyKey(author, 'http:gone')).toBeNull();
       const kept = await store.collections.findDeletedIdempotencyKey(author, 'http:gone');
-      expect(kept?.deletedAt.getTime()).toBeGreaterThanOrEqual(before - 1000);
+      expect(kept).toEqual({ requestFingerprint: null, deletedAt: expect.any(Date) });
+      expect(kept!.deletedAt.getTime()).toBeGreaterThanOrEqual(before - 1000);
       expect(await store.collections.findDeletedIdempotencyKey(randomUUID(), 'http:gone')).toBeNull();
       // A removed card's key is no collection's.
       const card = await storedCard(aCard().by(author).withIdempotencyKey('http:card-gone'));
       await store.cards.remove(card.id, [], []);
       expect(await store.collections.findDeletedIdempotencyKey(author, 'http:card-gone')).toBeNull();
+      // The fingerprint of the request that carried the key is stored with the collection and kept with its key.
+      const printed = aCollection().by(author).withIdempotencyKey('http:printed', 'fp-1').build();
+      await store.collections.insert(printed, []);
+      expect(await store.collections.findByIdempotencyKey(author, 'http:printed')).toEqual(printed);
+      await store.collections.remove(printed.id, []);
+      expect((await store.collections.findDeletedIdempotencyKey(author, 'http:printed'))?.requestFingerprint).toBe('fp-1');
     });
 
     it('adds a bookmark once (events only when something changed) and removes it', async () => {

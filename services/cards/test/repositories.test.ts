@@ -145,17 +145,21 @@ describe('SQLite cards store migration', () => {
     }
   });
 
-  it('reads the collections stored before idempotency keys as created without one', async () => {
+  it('reads the collections stored before idempotency keys as created without one, and keyed cards as keyed without a request fingerprint', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'cards-migration-'));
     try {
       const path = join(dir, 'cards.db');
       const old = openSqlite(path, CARDS_MIGRATIONS.slice(0, CARDS_MIGRATIONS.findIndex((m) => m.includes('collections_idempotency'))));
       const [owner, id] = [randomUUID(), randomUUID()];
       old.prepare(`INSERT INTO collections (id, author_id, name, description, is_public, created_at, updated_at) VALUES (?, ?, 'n', '', 1, '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z')`).run(id, owner);
+      const cardId = randomUUID();
+      old.prepare(`INSERT INTO cards (id, author_id, content, card_html, link, private, tags, idempotency_key, content_hash, created_at, updated_at)
+                   VALUES (?, ?, 'text', '', '', 0, '[]', 'http:card', 'h', '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z')`).run(cardId, owner);
       old.close();
       const db = openCardsDatabase(path);
       const collections = new SqliteCollectionRepository(db);
       expect((await collections.findById(id))?.idempotencyKey).toBeNull();
+      expect(await new SqliteCardRepository(db).findByIdempotencyKey(owner, 'http:card')).toMatchObject({ id: cardId, idempotencyKey: 'http:card', requestFingerprint: null });
       const keyed = aCollection().by(owner).withIdempotencyKey('http:k').build();
       await collections.insert(keyed, []);
       expect(await collections.findByIdempotencyKey(owner, 'http:k')).toEqual(keyed);

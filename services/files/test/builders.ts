@@ -18,6 +18,7 @@ export function aFile(overrides: Partial<FileRecord> = {}) {
     cardCount: 0,
     collectionId: null,
     idempotencyKey: null,
+    requestFingerprint: null,
     createdAt: new Date('2026-01-01T10:00:00.123Z'),
     updatedAt: new Date('2026-01-01T10:00:00.123Z'),
     ...overrides,
@@ -31,8 +32,8 @@ export function aFile(overrides: Partial<FileRecord> = {}) {
       record = { ...record, private: true };
       return builder;
     },
-    withIdempotencyKey(key: string) {
-      record = { ...record, idempotencyKey: key };
+    withIdempotencyKey(key: string, requestFingerprint: string | null = null) {
+      record = { ...record, idempotencyKey: key, requestFingerprint };
       return builder;
     },
     createdAt(date: Date) {

@@ -83,11 +83,19 @@ export function describeFileRepositoryContract(name: string, factory: () => Prom
       const before = Date.now();
       expect(await subject.repository.delete(keyed.id, [])).toBe(true);
       expect(await subject.repository.findByIdempotencyKey(owner, 'http:gone')).toBeNull();
-      expect((await subject.repository.findDeletedIdempotencyKey(owner, 'http:gone'))?.deletedAt.getTime()).toBeGreaterThanOrEqual(before - 1000);
+      const kept = await subject.repository.findDeletedIdempotencyKey(owner, 'http:gone');
+      expect(kept).toEqual({ requestFingerprint: null, deletedAt: expect.any(Date) });
+      expect(kept!.deletedAt.getTime()).toBeGreaterThanOrEqual(before - 1000);
       expect(await subject.repository.findDeletedIdempotencyKey(newId(), 'http:gone')).toBeNull();
       const unkeyed = aFile().ownedBy(owner).build();
       await subject.repository.create(unkeyed, []);
       expect(await subject.repository.delete(unkeyed.id, [])).toBe(true);
+      // The fingerprint of the request that carried the key is stored with the record and kept with its key.
+      const printed = aFile().ownedBy(owner).withIdempotencyKey('http:printed', 'fp-1').build();
+      await subject.repository.create(printed, []);
+      expect(await subject.repository.findByIdempotencyKey(owner, 'http:printed')).toEqual(printed);
+      await subject.repository.delete(printed.id, []);
+      expect((await subject.repository.findDeletedIdempotencyKey(owner, 'http:printed'))?.requestFingerprint).toBe('fp-1');
     });
 
     it('listByUser returns only that user\'s files, newest first', async () => {

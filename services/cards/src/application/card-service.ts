@@ -1,4 +1,4 @@
-import { AlreadyExistsError, InvalidArgumentError, newId, NotFoundError, PermissionDeniedError, UnauthenticatedError, UnavailableError, type Logger } from '@cards/platform';
+import { AlreadyExistsError, InvalidArgumentError, newId, NotFoundError, PermissionDeniedError, refuseOtherRequestForKey, UnauthenticatedError, UnavailableError, type Logger } from '@cards/platform';
 import { collisionMovesOnChange, isVisibleTo, leavesRoot, mayHoldCollision, rehomedCollisions, PAGE_SIZE, totalPages, type AuthorScore, type Card, type CardGroup, type CollisionMove, type Vote } from '../domain/model';
 import { StaleCardError, type CardRepository, type CollectionRepository, type ContentLock, type FileDirectory, type NearDuplicateFinder, type UserDirectory, type VoteRepository } from '../domain/ports';
 import { cardTextFromHtml, fingerprintOf, isNearCopy, jaccard, NEAR_COPY_JACCARD, shinglesOf, SKETCH_MIN_SHARED, validLink, validOcFilePath, validTags } from '../domain/rules';
@@ -17,6 +17,12 @@ export interface CreateCardInput {
   fileId?: string;
   ocFilePath?: string;
   idempotencyKey?: string;
+  /**
+   * With a client's key (never ingestion's): the fingerprint of its request. A key stored with another fingerprint is
+   * refused (IdempotencyKeyReusedError), and so is the key of a card deleted since (AlreadyExistsError); without it the
+   * key answers the card it made whatever else is sent, and a deleted card's key makes the card again.
+   */
+  requestFingerprint?: string;
   /** Private because its file is private (ingestion of a private file): the file made public makes it public. */
   hiddenByFile?: boolean;
 }
@@ -102,7 +108,7 @@ export class CardService {
     const callerId = requireCaller(input.callerId);
     const { cards } = this.deps;
     if (input.idempotencyKey) {
-      const existing = await cards.findByIdempotencyKey(callerId, input.idempotencyKey);
+      const existing = await this.earlierCreate(callerId, input.idempotencyKey, input.requestFingerprint);
       // A retry of a create cut off after its insert (file ingestion after a crash) finishes what that create owes.
       if (existing) return asCreated((await this.finishOwedLookAgain(existing.id)) ?? existing);
     }
@@ -139,6 +145,7 @@ export class CardService {
         totalUpvotes: 0,
         totalDownvotes: 0,
         idempotencyKey: input.idempotencyKey ?? null,
+        requestFingerprint: (input.idempotencyKey && input.requestFingerprint) || null,
         createdAt: now,
         updatedAt: now,
       };
@@ -146,7 +153,7 @@ export class CardService {
         await cards.insert(card, fingerprint, [cardCreated(card)]);
       } catch (err) {
         if (err instanceof AlreadyExistsError && input.idempotencyKey) {
-          const existing = await cards.findByIdempotencyKey(callerId, input.idempotencyKey);
+          const existing = await this.earlierCreate(callerId, input.idempotencyKey, input.requestFingerprint);
           if (existing) return asCreated(existing);
         }
         throw err;
@@ -154,6 +161,24 @@ export class CardService {
       this.deps.eventsWritten();
       return asCreated(await this.lookAgain(card, fingerprint, root, checked));
     });
+  }
+
+  /**
+   * The card an earlier create with the caller's key made, or null. A client's request (with a fingerprint) is refused
+   * when the key came with another request, or when its card was deleted since (a late repeat would bring it back).
+   */
+  private async earlierCreate(callerId: string, key: string, requestFingerprint: string | undefined): Promise<Card | null> {
+    const { cards } = this.deps;
+    const existing = await cards.findByIdempotencyKey(callerId, key);
+    if (existing) {
+      refuseOtherRequestForKey(existing.requestFingerprint, requestFingerprint, 'a card');
+      return existing;
+    }
+    if (!requestFingerprint) return null;
+    const deleted = await cards.findDeletedIdempotencyKey(callerId, key);
+    if (!deleted) return null;
+    refuseOtherRequestForKey(deleted.requestFingerprint, requestFingerprint, 'a card');
+    throw new AlreadyExistsError('Idempotency-Key: the card this key created was deleted since; send a new key to create another');
   }
 
   /**

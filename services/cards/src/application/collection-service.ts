@@ -1,4 +1,4 @@
-import { AlreadyExistsError, GRPC_PART_BYTES, InvalidArgumentError, newId, NotFoundError, pageLimit, PermissionDeniedError, type Page } from '@cards/platform';
+import { AlreadyExistsError, GRPC_PART_BYTES, InvalidArgumentError, newId, NotFoundError, pageLimit, PermissionDeniedError, refuseOtherRequestForKey, type Page } from '@cards/platform';
 import { isCollectionVisibleTo, isVisibleTo, PAGE_SIZE, totalPages, type Collection } from '../domain/model';
 import type { CardRepository, CollectionChange, CollectionRepository } from '../domain/ports';
 import { MAX_COLLECTION_NAME_CHARS, validCollectionDescription, validCollectionName } from '../domain/rules';
@@ -44,22 +44,25 @@ export class CollectionService {
   /**
    * Creates the caller's collection. With an idempotency key, a create repeated by the caller (a retry after a lost
    * answer, a second click, or both at once) answers the collection the first one made and makes none; AlreadyExistsError
-   * when that collection was deleted since (the repeat is late: making it again would bring back what the user deleted).
+   * when that collection was deleted since (the repeat is late: making it again would bring back what the user deleted),
+   * and IdempotencyKeyReusedError when the key came with a request of another fingerprint.
    */
-  async create(callerId: string | undefined, name: string, description: string, isPublic: boolean, idempotencyKey?: string): Promise<Collection> {
+  async create(callerId: string | undefined, name: string, description: string, isPublic: boolean, idempotency: { key?: string; requestFingerprint?: string } = {}): Promise<Collection> {
     const authorId = requireCaller(callerId);
     const fields = { name: validCollectionName(name), description: validCollectionDescription(description), isPublic };
-    if (idempotencyKey) {
-      const earlier = await this.earlierCreate(authorId, idempotencyKey);
+    const key = idempotency.key || undefined;
+    if (key) {
+      const earlier = await this.earlierCreate(authorId, key, idempotency.requestFingerprint);
       if (earlier) return earlier;
     }
     const now = new Date();
-    const collection: Collection = { id: newId(), authorId, ...fields, fileId: null, idempotencyKey: idempotencyKey || null, createdAt: now, updatedAt: now };
+    const requestFingerprint = (key && idempotency.requestFingerprint) || null;
+    const collection: Collection = { id: newId(), authorId, ...fields, fileId: null, idempotencyKey: key ?? null, requestFingerprint, createdAt: now, updatedAt: now };
     try {
       await this.deps.collections.insert(collection, [collectionCreated(collection)]);
     } catch (err) {
       // The same create at the same moment stored its collection first.
-      const earlier = err instanceof AlreadyExistsError && idempotencyKey ? await this.earlierCreate(authorId, idempotencyKey) : null;
+      const earlier = err instanceof AlreadyExistsError && key ? await this.earlierCreate(authorId, key, idempotency.requestFingerprint) : null;
       if (earlier) return earlier;
       throw err;
     }
@@ -67,15 +70,18 @@ export class CollectionService {
     return collection;
   }
 
-  /** What an earlier create with the caller's key made: its collection, null for none, AlreadyExistsError when deleted. */
-  private async earlierCreate(authorId: string, idempotencyKey: string): Promise<Collection | null> {
+  /** What an earlier create with the caller's key made: its collection, or null for none (see create for the refusals). */
+  private async earlierCreate(authorId: string, key: string, requestFingerprint: string | undefined): Promise<Collection | null> {
     const { collections } = this.deps;
-    const existing = await collections.findByIdempotencyKey(authorId, idempotencyKey);
-    if (existing) return existing;
-    if (await collections.findDeletedIdempotencyKey(authorId, idempotencyKey)) {
-      throw new AlreadyExistsError('Idempotency-Key: the collection this key created was deleted since; send a new key to create another');
+    const existing = await collections.findByIdempotencyKey(authorId, key);
+    if (existing) {
+      refuseOtherRequestForKey(existing.requestFingerprint, requestFingerprint, 'a collection');
+      return existing;
     }
-    return null;
+    const deleted = await collections.findDeletedIdempotencyKey(authorId, key);
+    if (!deleted) return null;
+    refuseOtherRequestForKey(deleted.requestFingerprint, requestFingerprint, 'a collection');
+    throw new AlreadyExistsError('Idempotency-Key: the collection this key created was deleted since; send a new key to create another');
   }
 
   async update(callerId: string | undefined, collectionId: string, patch: CollectionPatch): Promise<void> {
@@ -228,6 +234,7 @@ export class CollectionService {
       isPublic,
       fileId,
       idempotencyKey: null,
+      requestFingerprint: null,
       createdAt: now,
       updatedAt: now,
     };

@@ -24,6 +24,8 @@ export interface Card {
   totalUpvotes: number;
   totalDownvotes: number;
   idempotencyKey: string | null;
+  /** The fingerprint of the client's request that carried the key (null: none sent, or stored before fingerprints). */
+  requestFingerprint: string | null;
   createdAt: Date;
   updatedAt: Date;
 }
@@ -65,12 +67,15 @@ export interface Collection {
   fileId: string | null;
   /** The client's key of the create that made it (per author): a repeat of that create answers this collection. */
   idempotencyKey: string | null;
+  /** The fingerprint of the request that carried the key (null: stored before fingerprints). */
+  requestFingerprint: string | null;
   createdAt: Date;
   updatedAt: Date;
 }
 
 /** What is kept of a resource's idempotency key after the resource was deleted, so a late repeat of its create makes no new one. */
 export interface DeletedIdempotencyKey {
+  requestFingerprint: string | null;
   deletedAt: Date;
 }
 

@@ -34,6 +34,8 @@ export interface CardRepository {
   /** The cards that exist among ids, in no particular order. */
   findByIds(ids: readonly string[]): Promise<Card[]>;
   findByIdempotencyKey(authorId: string, key: string): Promise<Card | null>;
+  /** The key of the author's card created with it and deleted since (remove keeps it), or null. */
+  findDeletedIdempotencyKey(authorId: string, key: string): Promise<DeletedIdempotencyKey | null>;
   /** Cards whose normalized content has this hash, oldest first. */
   findByContentHash(contentHash: string, limit: number): Promise<Card[]>;
   /** Cards sharing at least minShared values of the sketch, most shared first. */
@@ -82,7 +84,7 @@ export interface CardRepository {
   /**
    * Deletes a card with its votes (taking them off its author's received totals, public ones too) and bookmarks.
    * `moves` re-home the card's collisions (see update). False (nothing changed, no events stored) when the card was
-   * already gone, e.g. taken by a concurrent removal.
+   * already gone, e.g. taken by a concurrent removal. Its idempotency key, if any, is kept (findDeletedIdempotencyKey).
    */
   remove(cardId: string, moves: readonly CollisionMove[], events: OutgoingEvent[]): Promise<boolean>;
 

@@ -54,6 +54,7 @@ export function cardsHandlers(cardService: CardService, collectionService: Colle
         fileId: req.fileId || undefined,
         ocFilePath: req.ocFilePath,
         idempotencyKey: req.idempotencyKey || undefined,
+        requestFingerprint: req.requestFingerprint || undefined,
         hiddenByFile: req.hiddenByFile,
       });
       return { card: cardToProto(card), duplicate };
@@ -108,7 +109,7 @@ export function cardsHandlers(cardService: CardService, collectionService: Colle
       return {};
     },
     async createCollection(req) {
-      return collectionToProto(await collectionService.create(req.callerId, req.name, req.description, req.isPublic, req.idempotencyKey));
+      return collectionToProto(await collectionService.create(req.callerId, req.name, req.description, req.isPublic, { key: req.idempotencyKey, requestFingerprint: req.requestFingerprint }));
     },
     async updateCollection(req) {
       await collectionService.update(req.callerId, req.collectionId, { name: req.name, description: req.description, isPublic: req.isPublic });

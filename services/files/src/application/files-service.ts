@@ -1,5 +1,5 @@
 import type { Readable } from 'node:stream';
-import { AlreadyExistsError, InvalidArgumentError, NotFoundError, pageLimit, PermissionDeniedError, refuseIfProblem, ResourceExhaustedError, Topics, UnauthenticatedError, isUuid, newId, type Logger, type Page } from '@cards/platform';
+import { AlreadyExistsError, InvalidArgumentError, NotFoundError, pageLimit, PermissionDeniedError, refuseIfProblem, refuseOtherRequestForKey, ResourceExhaustedError, Topics, UnauthenticatedError, isUuid, newId, type Logger, type Page } from '@cards/platform';
 import { events } from '@cards/proto';
 import { splitTags, tagsProblem } from '@cards/card-rules';
 import { checkMagicBytes, checkMimeType, formatFromFileName } from '../domain/document-format';
@@ -18,6 +18,8 @@ export interface UploadInput {
   bytes: Buffer;
   /** The client's key: an upload repeated with it answers the record the first one stored (see upload). */
   idempotencyKey?: string;
+  /** The fingerprint of the request that carried the key; a key stored with another one refuses the upload. */
+  requestFingerprint?: string;
 }
 
 export interface FilesServiceDeps {
@@ -45,13 +47,14 @@ export class FilesService {
    * Stores an uploaded document; its ingestion follows from the FileUploaded event stored with the record. With an
    * idempotency key, an upload repeated by the caller (a retry after a lost answer, a second click, or both at once)
    * answers the record the first one stored and stores, reads and ingests nothing; AlreadyExistsError when that file
-   * was deleted since (storing it again would bring back what the user deleted).
+   * was deleted since (storing it again would bring back what the user deleted), and IdempotencyKeyReusedError when the
+   * key came with a request of another fingerprint.
    */
   async upload(input: UploadInput): Promise<FileRecord> {
     if (!input.callerId) throw new UnauthenticatedError('You must be logged in');
     const key = input.idempotencyKey || undefined;
     if (key) {
-      const earlier = await this.earlierUpload(input.callerId, key);
+      const earlier = await this.earlierUpload(input.callerId, key, input.requestFingerprint);
       if (earlier) return earlier;
     }
     const format = formatFromFileName(input.fileName);
@@ -81,6 +84,7 @@ export class FilesService {
       cardCount: 0,
       collectionId: null,
       idempotencyKey: key ?? null,
+      requestFingerprint: (key && input.requestFingerprint) || null,
       createdAt: now,
       updatedAt: now,
     };
@@ -99,7 +103,7 @@ export class FilesService {
     } catch (err) {
       await this.deps.objects.remove(record.id).catch(() => undefined);
       // The same upload at the same moment stored its record first.
-      const earlier = err instanceof AlreadyExistsError && key ? await this.earlierUpload(input.callerId, key) : null;
+      const earlier = err instanceof AlreadyExistsError && key ? await this.earlierUpload(input.callerId, key, input.requestFingerprint) : null;
       if (earlier) return earlier;
       throw err;
     }
@@ -108,15 +112,18 @@ export class FilesService {
     return record;
   }
 
-  /** What an earlier upload with the caller's key stored: its record, null for none, AlreadyExistsError when deleted. */
-  private async earlierUpload(callerId: string, key: string): Promise<FileRecord | null> {
+  /** What an earlier upload with the caller's key stored: its record, or null for none (see upload for the refusals). */
+  private async earlierUpload(callerId: string, key: string, requestFingerprint: string | undefined): Promise<FileRecord | null> {
     const { repository } = this.deps;
     const existing = await repository.findByIdempotencyKey(callerId, key);
-    if (existing) return existing;
-    if (await repository.findDeletedIdempotencyKey(callerId, key)) {
-      throw new AlreadyExistsError('Idempotency-Key: the file this key uploaded was deleted since; send a new key to upload it again');
+    if (existing) {
+      refuseOtherRequestForKey(existing.requestFingerprint, requestFingerprint, 'a file');
+      return existing;
     }
-    return null;
+    const deleted = await repository.findDeletedIdempotencyKey(callerId, key);
+    if (!deleted) return null;
+    refuseOtherRequestForKey(deleted.requestFingerprint, requestFingerprint, 'a file');
+    throw new AlreadyExistsError('Idempotency-Key: the file this key uploaded was deleted since; send a new key to upload it again');
   }
 
   /** The record when the caller may see it: public, or the caller's own. NotFoundError otherwise. */

@@ -22,12 +22,15 @@ export interface FileRecord {
   collectionId: string | null;
   /** The client's key of the upload that stored it (per user): a repeat of that upload answers this record. */
   idempotencyKey: string | null;
+  /** The fingerprint of the request that carried the key (null: none sent). */
+  requestFingerprint: string | null;
   createdAt: Date;
   updatedAt: Date;
 }
 
 /** What is kept of a file's idempotency key after the file was deleted, so a late repeat of its upload stores none. */
 export interface DeletedIdempotencyKey {
+  requestFingerprint: string | null;
   deletedAt: Date;
 }
 

@@ -54,6 +54,7 @@ export function fileHandlers(service: FilesService): files.FileServiceImplementa
         tags: header.tags,
         bytes: Buffer.concat(chunks, received),
         idempotencyKey: header.idempotencyKey,
+        requestFingerprint: header.requestFingerprint,
       });
       return toProto(record);
     },

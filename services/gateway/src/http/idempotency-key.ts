@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { Request } from 'express';
 import { z } from 'zod';
 import { badRequest } from './http-error';
@@ -11,7 +12,7 @@ export const idempotencyKeyHeader = z.object({
     .string()
     .regex(KEY)
     .optional()
-    .describe(`${RULE}, chosen by the client per intended creation (e.g. a UUID). A request repeated with the same key by the same user (a retry after a lost answer, a second click, both at once) answers what the first one created instead of creating another; the first request's body counts. Keys are per user and per kind of resource. The key of a collection or a file answers 409 once that is deleted.`),
+    .describe(`${RULE}, chosen by the client per intended creation (e.g. a UUID). A request repeated with the same key by the same user (a retry after a lost answer, a second click, both at once) answers what the first one created instead of creating another. The key names that one request: sent with a different body it is refused with 422. Keys are per user and per kind of resource; once what a key created is deleted, the key answers 409.`),
 });
 
 /**
@@ -24,3 +25,18 @@ export function idempotencyKeyOf(req: Request): string | undefined {
   if (typeof key !== 'string' || !KEY.test(key)) throw badRequest(`Idempotency-Key: must be ${RULE}`);
   return `http:${key}`;
 }
+
+/**
+ * The caller's Idempotency-Key (idempotencyKeyOf) with the fingerprint of the request it comes with, for the service to
+ * store with the key and compare on a repeat; nothing without the header. `fields`: the fields of the request that
+ * matter, as parsed (so JSON spacing, member order or `"true"` for `true` make no other request), in a fixed order;
+ * asked for only when there is a key.
+ */
+export function idempotencyOf(req: Request, fields: () => Record<string, unknown>): { idempotencyKey?: string; requestFingerprint?: string } {
+  const idempotencyKey = idempotencyKeyOf(req);
+  if (idempotencyKey === undefined) return {};
+  return { idempotencyKey, requestFingerprint: createHash('sha256').update(JSON.stringify(fields())).digest('base64url') };
+}
+
+/** A digest standing for a request's bytes in its fingerprint (an upload's file). */
+export const digestOf = (bytes: Buffer) => createHash('sha256').update(bytes).digest('base64url');

@@ -1,7 +1,7 @@
 import type { Router } from 'express';
 import { z } from 'zod';
 import type { RouteDeps } from '../app';
-import { idempotencyKeyOf } from '../http/idempotency-key';
+import { idempotencyOf } from '../http/idempotency-key';
 import { requireUser } from '../http/session';
 import { looseBoolean, parseBody, tagList, uuidParam, uuidString } from '../http/validation';
 import { presentCards } from '../presenters/card-presenter';
@@ -30,16 +30,15 @@ export function registerCardRoutes(router: Router, { clients }: RouteDeps): void
   router.post('/card', async (req, res) => {
     const user = requireUser(req);
     const body = parseBody(createCardBody, req);
-    const { card, duplicate } = await clients.cards.createCard({
-      callerId: user.id,
+    const request = {
       cardHtml: body.card_html,
       link: body.link,
       private: body.private,
       tags: body.tag_set ?? [],
       fileId: body.file_uuid ?? undefined,
       ocFilePath: body.oc_file_path ?? undefined,
-      idempotencyKey: idempotencyKeyOf(req),
-    });
+    };
+    const { card, duplicate } = await clients.cards.createCard({ callerId: user.id, ...request, ...idempotencyOf(req, () => request) });
     const [presented] = await presentCards(clients, [card!], user.id);
     res.json({ card_metadata: { ...presented!, vector_point_id: null, author_id: card!.authorId }, duplicate });
   });

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { GRPC_PART_BYTES, isUuid } from '@cards/platform';
 import type { RouteDeps } from '../app';
 import { notFound } from '../http/http-error';
-import { idempotencyKeyOf } from '../http/idempotency-key';
+import { idempotencyOf } from '../http/idempotency-key';
 import { pagesOf, sendJsonArrayInPages } from '../http/json-array-in-pages';
 import { requireUser } from '../http/session';
 import { characterString, looseBoolean, nonBlankCharacterString, pageParam, parseBody, uuidParam, uuidString } from '../http/validation';
@@ -63,7 +63,8 @@ export function registerCollectionRoutes(router: Router, { clients }: RouteDeps)
   router.post('/card_collection', async (req, res) => {
     const user = requireUser(req);
     const body = parseBody(createCollectionBody, req);
-    const created = await clients.cards.createCollection({ callerId: user.id, name: body.name, description: body.description ?? '', isPublic: body.is_public, idempotencyKey: idempotencyKeyOf(req) });
+    const request = { name: body.name, description: body.description ?? '', isPublic: body.is_public };
+    const created = await clients.cards.createCollection({ callerId: user.id, ...request, ...idempotencyOf(req, () => request) });
     res.location(`/api/card_collection/${created.id}`).status(204).end();
   });
 

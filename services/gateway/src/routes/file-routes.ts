@@ -9,7 +9,7 @@ import type { files } from '@cards/proto';
 import type { RouteDeps } from '../app';
 import { HttpError, badRequest, serverBusy } from '../http/http-error';
 import { UPLOAD_RETRY_AFTER_SECONDS } from '../http/upload-admission';
-import { idempotencyKeyOf } from '../http/idempotency-key';
+import { digestOf, idempotencyOf } from '../http/idempotency-key';
 import { pagesOf, sendJsonArrayInPages } from '../http/json-array-in-pages';
 import { sendJsonWithBase64UrlMember } from '../http/json-with-streamed-content';
 import { requireUser } from '../http/session';
@@ -124,15 +124,8 @@ export function registerFileRoutes(router: Router, { clients, filesHttpAddress, 
     const bytes = decodeBase64Url(body.base64_docx_file);
     if (bytes.length > maxFileBytes) throw new HttpError(413, `base64_docx_file: the file is ${bytes.length} bytes, above the limit of ${maxFileBytes}`);
     if (bytes.length === 0) throw badRequest('base64_docx_file: the file is empty');
-    const header: files.UploadFileHeader = {
-      callerId: user.id,
-      fileName: body.file_name,
-      mimeType: body.file_mime_type,
-      private: body.private,
-      tags: body.tag_set ?? [],
-      size: bytes.length,
-      idempotencyKey: idempotencyKeyOf(req),
-    };
+    const request = { fileName: body.file_name, mimeType: body.file_mime_type, private: body.private, tags: body.tag_set ?? [], size: bytes.length };
+    const header: files.UploadFileHeader = { callerId: user.id, ...request, ...idempotencyOf(req, () => ({ ...request, bytes: digestOf(bytes) })) };
     const file = await clients.files.uploadFile(uploadMessages(header, bytes)).catch((err: unknown) => {
       // The files service's own overload answer (its parser workers busy) says what to do; the generic 503 would not.
       if (!(err instanceof ClientError && err.code === Status.UNAVAILABLE && isStatusOfService(err))) throw err;

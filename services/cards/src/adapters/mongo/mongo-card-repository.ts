@@ -1,8 +1,19 @@
 import { AlreadyExistsError, appendToMongoOutbox, appendToMongoOutboxOrUndo, creationCursor, isDuplicateKeyError, pageOfRows, type OutgoingEvent, type Page } from '@cards/platform';
 import type { ClientSession, Filter } from 'mongodb';
-import type { Card, CardFingerprint, CollisionMove } from '../../domain/model';
+import type { Card, CardFingerprint, CollisionMove, DeletedIdempotencyKey } from '../../domain/model';
 import { StaleCardError, type CardRepository, type CardUpdateOptions, type MovedCardEvents } from '../../domain/ports';
-import { CARD_PROJECTION, fromCardDocument, idempotencyOf, movePublicVotes, toCardDocument, type CardDocument, type MongoCardsDatabase } from './mongo-cards-database';
+import {
+  CARD_PROJECTION,
+  findDeletedIdempotencyKey,
+  fromCardDocument,
+  idempotencyOf,
+  keepDeletedIdempotencyKey,
+  KEY_PROJECTION,
+  movePublicVotes,
+  toCardDocument,
+  type CardDocument,
+  type MongoCardsDatabase,
+} from './mongo-cards-database';
 
 /**
  * Cards in the cards service's MongoDB database (collection `cards`; the fingerprint is stored in the card document,
@@ -28,6 +39,10 @@ export class MongoCardRepository implements CardRepository {
   async findByIdempotencyKey(authorId: string, key: string): Promise<Card | null> {
     const doc = await this.store.cards.findOne({ idempotency: idempotencyOf(authorId, key) }, { projection: CARD_PROJECTION });
     return doc ? fromCardDocument(doc) : null;
+  }
+
+  async findDeletedIdempotencyKey(authorId: string, key: string): Promise<DeletedIdempotencyKey | null> {
+    return findDeletedIdempotencyKey(this.store, 'card', authorId, key);
   }
 
   async findByContentHash(contentHash: string, limit: number): Promise<Card[]> {
@@ -165,6 +180,8 @@ export class MongoCardRepository implements CardRepository {
 
   async remove(cardId: string, moves: readonly CollisionMove[], events: OutgoingEvent[]): Promise<boolean> {
     const removed = await this.store.change(async (session) => {
+      const keyed = await this.store.cards.findOne({ _id: cardId }, { session, projection: KEY_PROJECTION });
+      if (keyed) await keepDeletedIdempotencyKey(this.store, 'card', keyed, new Date(), session);
       // The card goes first: votes cast from here on find no card (see MongoVoteRepository.upsert). Only the removal
       // that takes the document does the rest; a concurrent one finds nothing and reports the card gone.
       const card = await this.store.cards.findOneAndDelete({ _id: cardId }, { session, projection: { authorId: 1, private: 1, totalUpvotes: 1, totalDownvotes: 1 } });

@@ -59,6 +59,8 @@ export interface CollectionDocument {
   /** The client's key of its create, present only when there was one; `idempotency` as on cards (sparse unique). */
   idempotencyKey?: string;
   idempotency?: string;
+  /** The fingerprint of the request that carried the key, present only when there was one. */
+  requestFingerprint?: string;
   createdAt: Date;
   updatedAt: Date;
   /**
@@ -87,6 +89,7 @@ export interface BookmarkDocument {
 /** The kept key of a deleted resource; `_id` = `<kind>\n<authorId>\n<key>` (kind: 'card' or 'collection'). */
 export interface DeletedIdempotencyKeyDocument {
   _id: string;
+  requestFingerprint: string | null;
   deletedAt: Date;
 }
 
@@ -197,6 +200,7 @@ export function fromCardDocument(d: Omit<CardDocument, 'sketch' | 'contentHash'>
     totalUpvotes: d.totalUpvotes,
     totalDownvotes: d.totalDownvotes,
     idempotencyKey: d.idempotencyKey ?? null,
+    requestFingerprint: d.requestFingerprint ?? null,
     createdAt: d.createdAt,
     updatedAt: d.updatedAt,
   };
@@ -215,6 +219,7 @@ export function toCollectionDocument(c: CardCollection): CollectionDocument {
   };
   if (c.fileId !== null) doc.fileId = c.fileId;
   if (c.idempotencyKey !== null) Object.assign(doc, { idempotencyKey: c.idempotencyKey, idempotency: idempotencyOf(c.authorId, c.idempotencyKey) });
+  if (c.requestFingerprint !== null) doc.requestFingerprint = c.requestFingerprint;
   return doc;
 }
 
@@ -227,6 +232,7 @@ export function fromCollectionDocument(d: CollectionDocument): CardCollection {
     isPublic: d.isPublic,
     fileId: d.fileId ?? null,
     idempotencyKey: d.idempotencyKey ?? null,
+    requestFingerprint: d.requestFingerprint ?? null,
     createdAt: d.createdAt,
     updatedAt: d.updatedAt,
   };
@@ -237,14 +243,31 @@ export type IdempotentKind = 'card' | 'collection';
 
 const deletedKeyId = (kind: IdempotentKind, authorId: string, key: string) => `${kind}\n${idempotencyOf(authorId, key)}`;
 
-/** Keeps the key of a resource about to be deleted (written first: without a transaction, a cut delete leaves the resource and its kept key). */
-export async function keepDeletedIdempotencyKey(db: MongoCardsDatabase, kind: IdempotentKind, authorId: string, key: string, at: Date, session: ClientSession | undefined): Promise<void> {
-  await db.deletedIdempotencyKeys.updateOne({ _id: deletedKeyId(kind, authorId, key) }, { $set: { deletedAt: at } }, { upsert: true, session });
+/** The fields of a card or collection document that keepDeletedIdempotencyKey reads. */
+export const KEY_PROJECTION = { authorId: 1, idempotencyKey: 1, requestFingerprint: 1 } as const;
+
+/**
+ * Keeps the key of a resource about to be deleted, if it has one (read with KEY_PROJECTION). Written before the delete:
+ * without a transaction, a delete cut after it leaves the resource and its kept key, and the resource is found first.
+ */
+export async function keepDeletedIdempotencyKey(
+  db: MongoCardsDatabase,
+  kind: IdempotentKind,
+  deleted: { authorId: string; idempotencyKey?: string | null; requestFingerprint?: string | null },
+  at: Date,
+  session: ClientSession | undefined,
+): Promise<void> {
+  if (deleted.idempotencyKey == null) return;
+  await db.deletedIdempotencyKeys.updateOne(
+    { _id: deletedKeyId(kind, deleted.authorId, deleted.idempotencyKey) },
+    { $set: { requestFingerprint: deleted.requestFingerprint ?? null, deletedAt: at } },
+    { upsert: true, session },
+  );
 }
 
 export async function findDeletedIdempotencyKey(db: MongoCardsDatabase, kind: IdempotentKind, authorId: string, key: string): Promise<DeletedIdempotencyKey | null> {
   const doc = await db.deletedIdempotencyKeys.findOne({ _id: deletedKeyId(kind, authorId, key) });
-  return doc ? { deletedAt: doc.deletedAt } : null;
+  return doc ? { requestFingerprint: doc.requestFingerprint ?? null, deletedAt: doc.deletedAt } : null;
 }
 
 export const bookmarkId = (collectionId: string, cardId: string) => `${collectionId}:${cardId}`;

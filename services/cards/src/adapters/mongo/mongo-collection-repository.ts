@@ -8,6 +8,7 @@ import {
   fromCollectionDocument,
   idempotencyOf,
   keepDeletedIdempotencyKey,
+  KEY_PROJECTION,
   toCollectionDocument,
   type BookmarkDocument,
   type CollectionDocument,
@@ -127,8 +128,8 @@ export class MongoCollectionRepository implements CollectionRepository {
 
   async remove(id: string, events: OutgoingEvent[]): Promise<boolean> {
     const removed = await this.store.change(async (session) => {
-      const keyed = await this.store.collections.findOne({ _id: id }, { session, projection: { authorId: 1, idempotencyKey: 1 } });
-      if (keyed?.idempotencyKey !== undefined) await keepDeletedIdempotencyKey(this.store, 'collection', keyed.authorId, keyed.idempotencyKey, new Date(), session);
+      const keyed = await this.store.collections.findOne({ _id: id }, { session, projection: KEY_PROJECTION });
+      if (keyed) await keepDeletedIdempotencyKey(this.store, 'collection', keyed, new Date(), session);
       // The collection goes first, so no bookmark can be added to it afterwards; then its bookmarks. Only the removal
       // that deleted the document writes the events; a concurrent one reports the collection gone.
       const { deletedCount } = await this.store.collections.deleteOne({ _id: id }, { session });

@@ -19,6 +19,7 @@ export interface CardRow {
   total_upvotes: number;
   total_downvotes: number;
   idempotency_key: string | null;
+  request_fingerprint: string | null;
   content_hash: string;
   created_at: string;
   updated_at: string;
@@ -44,6 +45,7 @@ export function cardFromRow(r: CardRow): Card {
     totalUpvotes: r.total_upvotes,
     totalDownvotes: r.total_downvotes,
     idempotencyKey: r.idempotency_key,
+    requestFingerprint: r.request_fingerprint,
     createdAt: new Date(r.created_at),
     updatedAt: new Date(r.updated_at),
   };
@@ -57,6 +59,7 @@ export interface CollectionRow {
   is_public: number;
   file_id: string | null;
   idempotency_key: string | null;
+  request_fingerprint: string | null;
   created_at: string;
   updated_at: string;
 }
@@ -70,6 +73,7 @@ export function collectionFromRow(r: CollectionRow): Collection {
     isPublic: r.is_public === 1,
     fileId: r.file_id,
     idempotencyKey: r.idempotency_key,
+    requestFingerprint: r.request_fingerprint,
     createdAt: new Date(r.created_at),
     updatedAt: new Date(r.updated_at),
   };

@@ -1,6 +1,7 @@
 import { AlreadyExistsError, appendToSqliteOutbox, creationCursor, pageOfRows, type OutgoingEvent, type Page, type SqliteDatabase } from '@cards/platform';
-import type { Card, CardFingerprint, CollisionMove } from '../../domain/model';
+import type { Card, CardFingerprint, CollisionMove, DeletedIdempotencyKey } from '../../domain/model';
 import { StaleCardError, type CardRepository, type CardUpdateOptions, type MovedCardEvents } from '../../domain/ports';
+import { findDeletedIdempotencyKey, keepDeletedIdempotencyKey, type KeyOfDeleted } from './deleted-idempotency-keys';
 import { cardFromRow, chunks, IN_CHUNK, placeholders, type CardRow } from './rows';
 
 const iso = (d: Date) => d.toISOString();
@@ -22,6 +23,10 @@ export class SqliteCardRepository implements CardRepository {
   async findByIdempotencyKey(authorId: string, key: string): Promise<Card | null> {
     const row = this.db.prepare('SELECT * FROM cards WHERE author_id = ? AND idempotency_key = ?').get(authorId, key) as CardRow | undefined;
     return row ? cardFromRow(row) : null;
+  }
+
+  async findDeletedIdempotencyKey(authorId: string, key: string): Promise<DeletedIdempotencyKey | null> {
+    return findDeletedIdempotencyKey(this.db, 'card', authorId, key);
   }
 
   async findByContentHash(contentHash: string, limit: number): Promise<Card[]> {
@@ -88,8 +93,8 @@ export class SqliteCardRepository implements CardRepository {
       this.db.transaction(() => {
         this.db.prepare(
             `INSERT INTO cards (id, author_id, content, card_html, link, private, hidden_by_file, tags, file_id, file_name, oc_file_path, vector_point_id,
-               verification_score, verified_at, collision_of, total_upvotes, total_downvotes, idempotency_key, content_hash, created_at, updated_at, look_again_owed)
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1)`,
+               verification_score, verified_at, collision_of, total_upvotes, total_downvotes, idempotency_key, request_fingerprint, content_hash, created_at, updated_at, look_again_owed)
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1)`,
           )
           .run(
             card.id,
@@ -110,6 +115,7 @@ export class SqliteCardRepository implements CardRepository {
             card.totalUpvotes,
             card.totalDownvotes,
             card.idempotencyKey,
+            card.requestFingerprint,
             fingerprint.contentHash,
             iso(card.createdAt),
             iso(card.updatedAt),
@@ -169,8 +175,9 @@ export class SqliteCardRepository implements CardRepository {
 
   async remove(cardId: string, moves: readonly CollisionMove[], events: OutgoingEvent[]): Promise<boolean> {
     return this.db.transaction((): boolean => {
-      const card = this.db.prepare('SELECT author_id, private FROM cards WHERE id = ?').get(cardId) as { author_id: string; private: number } | undefined;
+      const card = this.db.prepare('SELECT author_id, private, idempotency_key, request_fingerprint FROM cards WHERE id = ?').get(cardId) as (KeyOfDeleted & { private: number }) | undefined;
       if (!card) return false;
+      keepDeletedIdempotencyKey(this.db, 'card', card, new Date());
       const totals = this.db.prepare('SELECT coalesce(sum(value), 0) AS up, coalesce(sum(1 - value), 0) AS down FROM votes WHERE card_id = ?').get(cardId) as { up: number; down: number };
       if (totals.up + totals.down > 0) {
         const shown = card.private === 1 ? 0 : 1;

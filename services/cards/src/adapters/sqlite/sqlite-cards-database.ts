@@ -62,6 +62,11 @@ export const CARDS_MIGRATIONS = [
    CREATE UNIQUE INDEX collections_idempotency ON collections(author_id, idempotency_key) WHERE idempotency_key IS NOT NULL;
    CREATE TABLE deleted_idempotency_keys (kind TEXT NOT NULL, author_id TEXT NOT NULL, idempotency_key TEXT NOT NULL, deleted_at TEXT NOT NULL,
      PRIMARY KEY (kind, author_id, idempotency_key)) WITHOUT ROWID;`,
+  // The fingerprint of the client's request that carried a key: a key sent again with another request is refused.
+  // Rows stored before have none and match any request.
+  `ALTER TABLE cards ADD COLUMN request_fingerprint TEXT;
+   ALTER TABLE collections ADD COLUMN request_fingerprint TEXT;
+   ALTER TABLE deleted_idempotency_keys ADD COLUMN request_fingerprint TEXT;`,
 ];
 
 export function openCardsDatabase(path: string): SqliteDatabase {

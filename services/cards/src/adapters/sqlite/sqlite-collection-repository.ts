@@ -1,7 +1,7 @@
 import { AlreadyExistsError, appendToSqliteOutbox, creationCursor, newestFirstRows, pageOfRows, type OutgoingEvent, type Page, type SqliteDatabase } from '@cards/platform';
 import type { Collection, DeletedIdempotencyKey } from '../../domain/model';
 import type { BookmarkAddition, CollectionChange, CollectionRepository, HeldCard, StoredBookmark } from '../../domain/ports';
-import { findDeletedIdempotencyKey, keepDeletedIdempotencyKey } from './deleted-idempotency-keys';
+import { findDeletedIdempotencyKey, keepDeletedIdempotencyKey, type KeyOfDeleted } from './deleted-idempotency-keys';
 import { chunks, collectionFromRow, placeholders, type CollectionRow } from './rows';
 
 const iso = (d: Date) => d.toISOString();
@@ -86,9 +86,9 @@ export class SqliteCollectionRepository implements CollectionRepository {
   async remove(id: string, events: OutgoingEvent[]): Promise<boolean> {
     return this.db.transaction((): boolean => {
       this.db.prepare('DELETE FROM bookmarks WHERE collection_id = ?').run(id);
-      const removed = this.db.prepare('DELETE FROM collections WHERE id = ? RETURNING author_id, idempotency_key').get(id) as Pick<CollectionRow, 'author_id' | 'idempotency_key'> | undefined;
+      const removed = this.db.prepare('DELETE FROM collections WHERE id = ? RETURNING author_id, idempotency_key, request_fingerprint').get(id) as KeyOfDeleted | undefined;
       if (!removed) return false;
-      if (removed.idempotency_key !== null) keepDeletedIdempotencyKey(this.db, 'collection', removed.author_id, removed.idempotency_key, new Date());
+      keepDeletedIdempotencyKey(this.db, 'collection', removed, new Date());
       appendToSqliteOutbox(this.db, events);
       return true;
     })();
@@ -175,7 +175,7 @@ export class SqliteCollectionRepository implements CollectionRepository {
   }
 
   private insertRow(c: Collection): void {
-    this.db.prepare('INSERT INTO collections (id, author_id, name, description, is_public, file_id, idempotency_key, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)')
-      .run(c.id, c.authorId, c.name, c.description, c.isPublic ? 1 : 0, c.fileId, c.idempotencyKey, iso(c.createdAt), iso(c.updatedAt));
+    this.db.prepare('INSERT INTO collections (id, author_id, name, description, is_public, file_id, idempotency_key, request_fingerprint, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)')
+      .run(c.id, c.authorId, c.name, c.description, c.isPublic ? 1 : 0, c.fileId, c.idempotencyKey, c.requestFingerprint, iso(c.createdAt), iso(c.updatedAt));
   }
 }

@@ -23,6 +23,8 @@ interface FileDocument {
    */
   idempotencyKey?: string;
   idempotency?: string;
+  /** The fingerprint of the request that carried the key, present only when there was one. */
+  requestFingerprint?: string;
   createdAt: Date;
   updatedAt: Date;
 }
@@ -30,15 +32,17 @@ interface FileDocument {
 /** The kept key of a deleted file; `_id` = `<userId>\n<key>`. */
 interface DeletedIdempotencyKeyDocument {
   _id: string;
+  requestFingerprint: string | null;
   deletedAt: Date;
 }
 
 const idempotencyOf = (userId: string, key: string) => `${userId}\n${key}`;
 
 function toPrimitives(r: FileRecord): FileDocument {
-  const { id, idempotencyKey, ...rest } = r;
+  const { id, idempotencyKey, requestFingerprint, ...rest } = r;
   const doc: FileDocument = { _id: id, ...rest, tags: [...r.tags] };
   if (idempotencyKey !== null) Object.assign(doc, { idempotencyKey, idempotency: idempotencyOf(r.userId, idempotencyKey) });
+  if (requestFingerprint !== null) doc.requestFingerprint = requestFingerprint;
   return doc;
 }
 
@@ -58,6 +62,7 @@ function fromPrimitives(d: FileDocument): FileRecord {
     cardCount: d.cardCount,
     collectionId: d.collectionId,
     idempotencyKey: d.idempotencyKey ?? null,
+    requestFingerprint: d.requestFingerprint ?? null,
     createdAt: d.createdAt,
     updatedAt: d.updatedAt,
   };
@@ -108,7 +113,7 @@ export class MongoFileRepository implements FileRepository {
 
   async findDeletedIdempotencyKey(userId: string, key: string): Promise<DeletedIdempotencyKey | null> {
     const doc = await this.deletedKeys.findOne({ _id: idempotencyOf(userId, key) });
-    return doc ? { deletedAt: doc.deletedAt } : null;
+    return doc ? { requestFingerprint: doc.requestFingerprint ?? null, deletedAt: doc.deletedAt } : null;
   }
 
   async listByUser(userId: string): Promise<FileRecord[]> {
@@ -152,9 +157,10 @@ export class MongoFileRepository implements FileRepository {
   async delete(id: string, events: OutgoingEvent[]): Promise<boolean> {
     return withOptionalTransaction(this.connection, async (session) => {
       // The key first: without a transaction, a delete cut after it leaves the record and its kept key (the record wins).
-      const keyed = await this.files.findOne({ _id: id }, { session, projection: { userId: 1, idempotencyKey: 1 } });
-      if (keyed?.idempotencyKey !== undefined) {
-        await this.deletedKeys.updateOne({ _id: idempotencyOf(keyed.userId, keyed.idempotencyKey) }, { $set: { deletedAt: new Date() } }, { upsert: true, session });
+      const keyed = await this.files.findOne({ _id: id }, { session, projection: { userId: 1, idempotencyKey: 1, requestFingerprint: 1 } });
+      if (keyed?.idempotencyKey != null) {
+        const kept = { requestFingerprint: keyed.requestFingerprint ?? null, deletedAt: new Date() };
+        await this.deletedKeys.updateOne({ _id: idempotencyOf(keyed.userId, keyed.idempotencyKey) }, { $set: kept }, { upsert: true, session });
       }
       // Without a transaction: take the record out, and put it back if its events cannot be written.
       const doc = await this.files.findOneAndDelete({ _id: id }, { session });

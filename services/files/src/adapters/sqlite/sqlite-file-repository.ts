@@ -27,6 +27,9 @@ export const FILES_MIGRATIONS = [
    CREATE UNIQUE INDEX files_idempotency ON files(user_id, idempotency_key) WHERE idempotency_key IS NOT NULL;
    CREATE TABLE deleted_idempotency_keys (user_id TEXT NOT NULL, idempotency_key TEXT NOT NULL, deleted_at TEXT NOT NULL,
      PRIMARY KEY (user_id, idempotency_key)) WITHOUT ROWID;`,
+  // The fingerprint of the request that carried a key: a key sent again with another request is refused.
+  `ALTER TABLE files ADD COLUMN request_fingerprint TEXT;
+   ALTER TABLE deleted_idempotency_keys ADD COLUMN request_fingerprint TEXT;`,
 ];
 
 interface FileRow {
@@ -44,6 +47,7 @@ interface FileRow {
   card_count: number;
   collection_id: string | null;
   idempotency_key: string | null;
+  request_fingerprint: string | null;
   created_at: string;
   updated_at: string;
 }
@@ -64,6 +68,7 @@ function toPrimitives(r: FileRecord): FileRow {
     card_count: r.cardCount,
     collection_id: r.collectionId,
     idempotency_key: r.idempotencyKey,
+    request_fingerprint: r.requestFingerprint,
     created_at: r.createdAt.toISOString(),
     updated_at: r.updatedAt.toISOString(),
   };
@@ -85,6 +90,7 @@ function fromPrimitives(row: FileRow): FileRecord {
     cardCount: row.card_count,
     collectionId: row.collection_id,
     idempotencyKey: row.idempotency_key,
+    requestFingerprint: row.request_fingerprint,
     createdAt: new Date(row.created_at),
     updatedAt: new Date(row.updated_at),
   };
@@ -104,8 +110,8 @@ export class SqliteFileRepository implements FileRepository {
       this.db.transaction(() => {
         this.db
           .prepare(
-            `INSERT INTO files (id, user_id, file_name, mime_type, format, private, size, tags, oc_file_path, ingestion_status, ingestion_error, card_count, collection_id, idempotency_key, created_at, updated_at)
-             VALUES (@id, @user_id, @file_name, @mime_type, @format, @private, @size, @tags, @oc_file_path, @ingestion_status, @ingestion_error, @card_count, @collection_id, @idempotency_key, @created_at, @updated_at)`,
+            `INSERT INTO files (id, user_id, file_name, mime_type, format, private, size, tags, oc_file_path, ingestion_status, ingestion_error, card_count, collection_id, idempotency_key, request_fingerprint, created_at, updated_at)
+             VALUES (@id, @user_id, @file_name, @mime_type, @format, @private, @size, @tags, @oc_file_path, @ingestion_status, @ingestion_error, @card_count, @collection_id, @idempotency_key, @request_fingerprint, @created_at, @updated_at)`,
           )
           .run(row);
         appendToSqliteOutbox(this.db, events);
@@ -131,8 +137,10 @@ export class SqliteFileRepository implements FileRepository {
   }
 
   async findDeletedIdempotencyKey(userId: string, key: string): Promise<DeletedIdempotencyKey | null> {
-    const row = this.db.prepare('SELECT deleted_at FROM deleted_idempotency_keys WHERE user_id = ? AND idempotency_key = ?').get(userId, key) as { deleted_at: string } | undefined;
-    return row ? { deletedAt: new Date(row.deleted_at) } : null;
+    const row = this.db.prepare('SELECT request_fingerprint, deleted_at FROM deleted_idempotency_keys WHERE user_id = ? AND idempotency_key = ?').get(userId, key) as
+      | Pick<FileRow, 'request_fingerprint'> & { deleted_at: string }
+      | undefined;
+    return row ? { requestFingerprint: row.request_fingerprint, deletedAt: new Date(row.deleted_at) } : null;
   }
 
   async listByUser(userId: string): Promise<FileRecord[]> {
@@ -165,10 +173,14 @@ export class SqliteFileRepository implements FileRepository {
 
   async delete(id: string, events: OutgoingEvent[]): Promise<boolean> {
     return this.db.transaction(() => {
-      const removed = this.db.prepare('DELETE FROM files WHERE id = ? RETURNING user_id, idempotency_key').get(id) as Pick<FileRow, 'user_id' | 'idempotency_key'> | undefined;
+      const removed = this.db.prepare('DELETE FROM files WHERE id = ? RETURNING user_id, idempotency_key, request_fingerprint').get(id) as
+        | Pick<FileRow, 'user_id' | 'idempotency_key' | 'request_fingerprint'>
+        | undefined;
       if (!removed) return false;
       if (removed.idempotency_key !== null) {
-        this.db.prepare('INSERT OR REPLACE INTO deleted_idempotency_keys (user_id, idempotency_key, deleted_at) VALUES (?, ?, ?)').run(removed.user_id, removed.idempotency_key, new Date().toISOString());
+        this.db
+          .prepare('INSERT OR REPLACE INTO deleted_idempotency_keys (user_id, idempotency_key, request_fingerprint, deleted_at) VALUES (?, ?, ?, ?)')
+          .run(removed.user_id, removed.idempotency_key, removed.request_fingerprint, new Date().toISOString());
       }
       appendToSqliteOutbox(this.db, events);
       return true;

@@ -64,6 +64,13 @@ export interface CreateCardRequest {
    * when the file is made public (a card private by its owner's choice stays private).
    */
   hiddenByFile: boolean;
+  /**
+   * With a client's idempotency key (the gateway's): the fingerprint of the request that carried it, stored with the
+   * key. A key stored with another fingerprint refuses the request (FAILED_PRECONDITION, reason IDEMPOTENCY_KEY_REUSED
+   * in the x-status-reason trailer), and the key of a card deleted since refuses it too (ALREADY_EXISTS). Ingestion
+   * sends none: its key answers the card it made whatever else comes, and makes the card again once it was deleted.
+   */
+  requestFingerprint?: string | undefined;
 }
 
 export interface CreateCardResponse {
@@ -202,7 +209,11 @@ export interface CreateCollectionRequest {
    * The client's Idempotency-Key (the gateway's): a create repeated with the same key by the same caller answers the
    * collection the first one made and makes none; ALREADY_EXISTS when that collection was deleted since.
    */
-  idempotencyKey?: string | undefined;
+  idempotencyKey?:
+    | string
+    | undefined;
+  /** The fingerprint of the request that carried the key: as CreateCardRequest.request_fingerprint. */
+  requestFingerprint?: string | undefined;
 }
 
 export interface UpdateCollectionRequest {
@@ -813,6 +824,7 @@ function createBaseCreateCardRequest(): CreateCardRequest {
     ocFilePath: undefined,
     idempotencyKey: undefined,
     hiddenByFile: false,
+    requestFingerprint: undefined,
   };
 }
 
@@ -844,6 +856,9 @@ export const CreateCardRequest: MessageFns<CreateCardRequest> = {
     }
     if (message.hiddenByFile !== false) {
       writer.uint32(72).bool(message.hiddenByFile);
+    }
+    if (message.requestFingerprint !== undefined) {
+      writer.uint32(82).string(message.requestFingerprint);
     }
     return writer;
   },
@@ -933,6 +948,14 @@ export const CreateCardRequest: MessageFns<CreateCardRequest> = {
             message.hiddenByFile = reader.bool();
             continue;
           }
+          case 10: {
+            if (tag !== 82) {
+              break;
+            }
+
+            message.requestFingerprint = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -980,6 +1003,11 @@ export const CreateCardRequest: MessageFns<CreateCardRequest> = {
         : isSet(object.hidden_by_file)
         ? globalThis.Boolean(object.hidden_by_file)
         : false,
+      requestFingerprint: isSet(object.requestFingerprint)
+        ? globalThis.String(object.requestFingerprint)
+        : isSet(object.request_fingerprint)
+        ? globalThis.String(object.request_fingerprint)
+        : undefined,
     };
   },
 
@@ -1012,6 +1040,9 @@ export const CreateCardRequest: MessageFns<CreateCardRequest> = {
     if (message.hiddenByFile !== false) {
       obj.hiddenByFile = message.hiddenByFile;
     }
+    if (message.requestFingerprint !== undefined) {
+      obj.requestFingerprint = message.requestFingerprint;
+    }
     return obj;
   },
 
@@ -1029,6 +1060,7 @@ export const CreateCardRequest: MessageFns<CreateCardRequest> = {
     message.ocFilePath = object.ocFilePath ?? undefined;
     message.idempotencyKey = object.idempotencyKey ?? undefined;
     message.hiddenByFile = object.hiddenByFile ?? false;
+    message.requestFingerprint = object.requestFingerprint ?? undefined;
     return message;
   },
 };
@@ -3099,7 +3131,14 @@ export const Collection: MessageFns<Collection> = {
 };
 
 function createBaseCreateCollectionRequest(): CreateCollectionRequest {
-  return { callerId: "", name: "", description: "", isPublic: false, idempotencyKey: undefined };
+  return {
+    callerId: "",
+    name: "",
+    description: "",
+    isPublic: false,
+    idempotencyKey: undefined,
+    requestFingerprint: undefined,
+  };
 }
 
 export const CreateCollectionRequest: MessageFns<CreateCollectionRequest> = {
@@ -3118,6 +3157,9 @@ export const CreateCollectionRequest: MessageFns<CreateCollectionRequest> = {
     }
     if (message.idempotencyKey !== undefined) {
       writer.uint32(42).string(message.idempotencyKey);
+    }
+    if (message.requestFingerprint !== undefined) {
+      writer.uint32(50).string(message.requestFingerprint);
     }
     return writer;
   },
@@ -3175,6 +3217,14 @@ export const CreateCollectionRequest: MessageFns<CreateCollectionRequest> = {
             message.idempotencyKey = reader.string();
             continue;
           }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.requestFingerprint = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -3206,6 +3256,11 @@ export const CreateCollectionRequest: MessageFns<CreateCollectionRequest> = {
         : isSet(object.idempotency_key)
         ? globalThis.String(object.idempotency_key)
         : undefined,
+      requestFingerprint: isSet(object.requestFingerprint)
+        ? globalThis.String(object.requestFingerprint)
+        : isSet(object.request_fingerprint)
+        ? globalThis.String(object.request_fingerprint)
+        : undefined,
     };
   },
 
@@ -3226,6 +3281,9 @@ export const CreateCollectionRequest: MessageFns<CreateCollectionRequest> = {
     if (message.idempotencyKey !== undefined) {
       obj.idempotencyKey = message.idempotencyKey;
     }
+    if (message.requestFingerprint !== undefined) {
+      obj.requestFingerprint = message.requestFingerprint;
+    }
     return obj;
   },
 
@@ -3239,6 +3297,7 @@ export const CreateCollectionRequest: MessageFns<CreateCollectionRequest> = {
     message.description = object.description ?? "";
     message.isPublic = object.isPublic ?? false;
     message.idempotencyKey = object.idempotencyKey ?? undefined;
+    message.requestFingerprint = object.requestFingerprint ?? undefined;
     return message;
   },
 };

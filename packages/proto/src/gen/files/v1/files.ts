@@ -41,7 +41,14 @@ export interface UploadFileHeader {
    * The client's Idempotency-Key (the gateway's): an upload repeated with the same key by the same caller answers the
    * file the first one stored, stores, reads and ingests nothing; ALREADY_EXISTS when that file was deleted since.
    */
-  idempotencyKey?: string | undefined;
+  idempotencyKey?:
+    | string
+    | undefined;
+  /**
+   * The fingerprint of the request that carried the key, stored with it: a key stored with another one refuses the
+   * upload (FAILED_PRECONDITION, reason IDEMPOTENCY_KEY_REUSED in the x-status-reason trailer).
+   */
+  requestFingerprint?: string | undefined;
 }
 
 export interface UploadFileRequest {
@@ -388,7 +395,16 @@ export const File: MessageFns<File> = {
 };
 
 function createBaseUploadFileHeader(): UploadFileHeader {
-  return { callerId: "", fileName: "", mimeType: "", private: false, tags: [], size: 0, idempotencyKey: undefined };
+  return {
+    callerId: "",
+    fileName: "",
+    mimeType: "",
+    private: false,
+    tags: [],
+    size: 0,
+    idempotencyKey: undefined,
+    requestFingerprint: undefined,
+  };
 }
 
 export const UploadFileHeader: MessageFns<UploadFileHeader> = {
@@ -413,6 +429,9 @@ export const UploadFileHeader: MessageFns<UploadFileHeader> = {
     }
     if (message.idempotencyKey !== undefined) {
       writer.uint32(58).string(message.idempotencyKey);
+    }
+    if (message.requestFingerprint !== undefined) {
+      writer.uint32(66).string(message.requestFingerprint);
     }
     return writer;
   },
@@ -486,6 +505,14 @@ export const UploadFileHeader: MessageFns<UploadFileHeader> = {
             message.idempotencyKey = reader.string();
             continue;
           }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.requestFingerprint = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -523,6 +550,11 @@ export const UploadFileHeader: MessageFns<UploadFileHeader> = {
         : isSet(object.idempotency_key)
         ? globalThis.String(object.idempotency_key)
         : undefined,
+      requestFingerprint: isSet(object.requestFingerprint)
+        ? globalThis.String(object.requestFingerprint)
+        : isSet(object.request_fingerprint)
+        ? globalThis.String(object.request_fingerprint)
+        : undefined,
     };
   },
 
@@ -549,6 +581,9 @@ export const UploadFileHeader: MessageFns<UploadFileHeader> = {
     if (message.idempotencyKey !== undefined) {
       obj.idempotencyKey = message.idempotencyKey;
     }
+    if (message.requestFingerprint !== undefined) {
+      obj.requestFingerprint = message.requestFingerprint;
+    }
     return obj;
   },
 
@@ -564,6 +599,7 @@ export const UploadFileHeader: MessageFns<UploadFileHeader> = {
     message.tags = object.tags?.map((e) => e) || [];
     message.size = object.size ?? 0;
     message.idempotencyKey = object.idempotencyKey ?? undefined;
+    message.requestFingerprint = object.requestFingerprint ?? undefined;
     return message;
   },
 };

@@ -97,6 +97,13 @@ describe('IdentityService', () => {
     expect(mailer.sent[0]!.text).toContain(`https://cards.example/auth/register/${id}?email=bob%40example.com`);
   });
 
+  it('refuses to invite an address no mail server would take, sending nothing', async () => {
+    const { service, mailer } = setup();
+    await expect(service.invite(`${'x'.repeat(65)}@example.com`, [])).rejects.toThrow(/before @ must be at most 64/);
+    await service.mailSent();
+    expect(mailer.sent).toHaveLength(0);
+  });
+
   it('an invitation expires after 24 hours', async () => {
     const { service, advance } = setup();
     const id = await service.invite('late@example.com', []);

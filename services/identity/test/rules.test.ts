@@ -1,4 +1,4 @@
-import { checkNewPassword, checkUsername, emailVisibilityCondition, normalizeEmail, normalizeWebsite } from '../src/domain/rules';
+import { checkDeliverableEmail, checkNewPassword, checkUsername, emailVisibilityCondition, normalizeEmail, normalizeWebsite } from '../src/domain/rules';
 
 describe('identity rules', () => {
   it.each(['plain', 'a@b', '@example.com', 'a b@example.com', `${'x'.repeat(250)}@example.com`])('refuses %s as an e-mail', (email) => {
@@ -15,6 +15,14 @@ describe('identity rules', () => {
     // Turkish dotted capital I lower-cases to i and a combining dot (as UTS #46 maps it), not to a plain i.
     expect(normalizeEmail('\u0130stanbul@example.com')).toBe('i\u0307stanbul@example.com');
     expect(normalizeEmail('I\u0307stanbul@example.com')).toBe('i\u0307stanbul@example.com');
+  });
+  it('invites only addresses mail servers accept: local part up to 64 octets, domain labels up to 63', () => {
+    expect(() => checkDeliverableEmail(`${'x'.repeat(64)}@example.com`)).not.toThrow();
+    expect(() => checkDeliverableEmail(`${'x'.repeat(65)}@example.com`)).toThrow(/before @ must be at most 64/);
+    // Octets, not characters: 33 two-octet letters are 66 octets.
+    expect(() => checkDeliverableEmail(`${'\u00e4'.repeat(33)}@example.com`)).toThrow(/before @/);
+    expect(() => checkDeliverableEmail(`a@${'d'.repeat(64)}.com`)).toThrow(/63 characters per label/);
+    expect(() => checkDeliverableEmail(`a@${'d'.repeat(63)}.com`)).not.toThrow();
   });
   it('requires 8+ characters and a matching confirmation', () => {
     expect(() => checkNewPassword('1234567', '1234567')).toThrow(/at least 8/);

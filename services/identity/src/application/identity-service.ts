@@ -10,7 +10,7 @@ import {
 } from '@cards/platform';
 import { INVITATION_TTL_MS, PASSWORD_RESET_TTL_MS, SESSION_TTL_MS, type ProfilePatch, type User } from '../domain/model';
 import type { IdentityRepository, Mailer, OutgoingMail, PasswordHasher, TokenSigner } from '../domain/ports';
-import { checkNewPassword, checkUsername, EMAIL_HIDDEN_WITHOUT_USERNAME, emailVisibilityCondition, normalizeEmail, normalizeWebsite } from '../domain/rules';
+import { checkDeliverableEmail, checkNewPassword, checkUsername, EMAIL_HIDDEN_WITHOUT_USERNAME, emailVisibilityCondition, normalizeEmail, normalizeWebsite } from '../domain/rules';
 
 export interface IdentityServiceDeps {
   repository: IdentityRepository;
@@ -54,6 +54,7 @@ export class IdentityService {
    */
   async invite(rawEmail: string, referralTokens: string[]): Promise<string> {
     const email = normalizeEmail(rawEmail);
+    checkDeliverableEmail(email);
     const account = await this.deps.repository.findUserByEmail(email);
     const now = this.now();
     const id = randomUUID();

@@ -17,6 +17,21 @@ export function normalizeEmail(raw: string): string {
   return email;
 }
 
+/**
+ * An address a mail can be sent to (RFC 5321 4.5.3.1: a local part of at most 64 octets, a domain of at most 255 and
+ * labels of at most 63): mail servers refuse longer ones, so an invitation to one could never arrive. Checked when
+ * inviting only; normalizeEmail alone decides who can log in, so nobody registered before is locked out.
+ */
+export function checkDeliverableEmail(email: string): void {
+  const at = email.lastIndexOf('@');
+  const local = email.slice(0, at);
+  const domain = email.slice(at + 1);
+  if (Buffer.byteLength(local, 'utf8') > 64) throw new InvalidArgumentError('email: the part before @ must be at most 64 characters (mail servers refuse longer ones)');
+  if (Buffer.byteLength(domain, 'utf8') > 255 || domain.split('.').some((label) => Buffer.byteLength(label, 'utf8') > 63)) {
+    throw new InvalidArgumentError('email: the domain has a part longer than mail servers accept (63 characters per label)');
+  }
+}
+
 /** A new password: any printable characters (spaces and emoji too), no control characters; logging in compares only. */
 export function checkNewPassword(password: string, confirmation: string): void {
   // Characters as people count them: a code point, not a UTF-16 unit (four emoji are four characters, not eight).

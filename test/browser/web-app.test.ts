@@ -348,8 +348,24 @@ describeInBrowser('web app in headless Chromium', () => {
       buffer: buildDocx(DOC_SECTIONS),
     });
     await page.getByLabel(/^Tags for the cards/).fill('climate');
+    // The answer to the first sending is lost after the server stored the file; sending it again must not store and
+    // ingest it twice (a second file, a second collection): the form sends one Idempotency-Key per draft.
+    let storedBeforeTheLoss: string | undefined;
+    await page.route('**/api/file', async (route) => {
+      if (route.request().method() !== 'POST' || storedBeforeTheLoss !== undefined) return route.fallback();
+      storedBeforeTheLoss = ((await (await route.fetch()).json()) as { id: string }).id;
+      await route.abort('connectionreset');
+    });
+    await page.getByRole('button', { name: 'Upload' }).click();
+    await page.getByText('The upload failed: the server cannot be reached.').waitFor();
+    await page.unroute('**/api/file');
     await page.getByRole('button', { name: 'Upload' }).click();
     await page.getByText('Uploaded climate-notes.docx').waitFor({ timeout: 30_000 });
+    const files = (await page.evaluate(async () => {
+      const me = (await (await fetch('/api/auth')).json()) as { id: string };
+      return (await fetch(`/api/user/files/${me.id}`)).json();
+    })) as { id: string; file_name: string }[];
+    expect(files.filter((f) => f.file_name === 'climate-notes.docx').map((f) => f.id)).toEqual([storedBeforeTheLoss]);
     expect(await page.locator('progress#upload-progress').getAttribute('value')).toBe('100');
     const collectionLink = page.getByRole('link', { name: 'Collection for file climate-notes.docx' });
     await collectionLink.waitFor({ timeout: 90_000 });
@@ -387,9 +403,20 @@ describeInBrowser('web app in headless Chromium', () => {
   it('keeps a user’s collection work: create, rename, make private, add and remove a card, search inside', async () => {
     await page.getByRole('link', { name: 'Collections' }).click();
     await page.getByLabel('Name').fill('Moon reading');
+    // The answer to the first sending is lost after the server stored the collection; the second click must land on it.
+    let storedBeforeTheLoss: string | undefined;
+    await page.route('**/api/card_collection', async (route) => {
+      if (route.request().method() !== 'POST' || storedBeforeTheLoss !== undefined) return route.fallback();
+      storedBeforeTheLoss = /([0-9a-f-]{36})$/.exec((await route.fetch()).headers()['location'] ?? '')?.[1];
+      await route.abort('connectionreset');
+    });
+    await page.getByRole('button', { name: 'Create collection' }).click();
+    await page.getByText('The server cannot be reached').waitFor();
+    await page.unroute('**/api/card_collection');
     await page.getByRole('button', { name: 'Create collection' }).click();
     await page.waitForURL(/\/collection\/[0-9a-f-]{36}/);
     const ownId = /\/collection\/([0-9a-f-]{36})/.exec(page.url())![1]!;
+    expect(ownId).toBe(storedBeforeTheLoss);
     await page.getByText('Rename, share or delete').click();
     await page.getByLabel('Name', { exact: true }).fill('Moon and tides');
     await page.getByRole('button', { name: 'Save', exact: true }).click();

@@ -34,6 +34,15 @@ export class ApiError extends Error {
   }
 }
 
+/**
+ * A new Idempotency-Key: 128 random bits as hex (crypto.randomUUID exists only on https and localhost pages). A create
+ * form keeps one per draft, so sending the same draft again (a second click, a retry after a lost answer) makes nothing
+ * twice, and a changed draft gets a new one (the server refuses a key sent with another request).
+ */
+export function newIdempotencyKey(): string {
+  return Array.from(crypto.getRandomValues(new Uint8Array(16)), (b) => b.toString(16).padStart(2, '0')).join('');
+}
+
 async function request<T>(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<{ data: T; headers: Headers }> {
   const init: RequestInit = { method, credentials: 'same-origin', headers: { accept: 'application/json', ...headers } };
   if (body !== undefined) {
@@ -107,8 +116,9 @@ export const api = {
   setFilePrivate: (fileId: string, isPrivate: boolean) => put<'setFilePrivacy'>('/file', { file_id: fileId, private: isPrivate }),
 
   // Collections
-  createCollection: async (body: RequestBody<'createCollection'>) => {
-    const { headers } = await request<void>('POST', '/card_collection', body);
+  /** `idempotencyKey`: the same for every sending of one draft, so a second click or a retry makes no second collection. */
+  createCollection: async (body: RequestBody<'createCollection'>, idempotencyKey: string) => {
+    const { headers } = await request<void>('POST', '/card_collection', body, { 'idempotency-key': idempotencyKey });
     const location = headers.get('location') ?? '';
     return location.split('/').filter(Boolean).pop() ?? null;
   },
@@ -143,14 +153,16 @@ export function toBase64Url(bytes: Uint8Array): string {
 
 /**
  * POST /api/file through XMLHttpRequest, the one browser API that reports upload progress.
- * `onProgress` receives a fraction in [0, 1].
+ * `onProgress` receives a fraction in [0, 1]. `idempotencyKey`: the same for every sending of one draft (file, tags,
+ * privacy), so a second click or a retry stores and ingests the document once.
  */
-export function uploadFile(body: RequestBody<'uploadFile'>, onProgress: (fraction: number) => void): Promise<Answer<'uploadFile'>> {
+export function uploadFile(body: RequestBody<'uploadFile'>, idempotencyKey: string, onProgress: (fraction: number) => void): Promise<Answer<'uploadFile'>> {
   return new Promise((resolve, reject) => {
     const xhr = new XMLHttpRequest();
     xhr.open('POST', '/api/file');
     xhr.setRequestHeader('content-type', 'application/json');
     xhr.setRequestHeader('accept', 'application/json');
+    xhr.setRequestHeader('idempotency-key', idempotencyKey);
     xhr.upload.onprogress = (e) => {
       if (e.lengthComputable) onProgress(e.loaded / e.total);
     };

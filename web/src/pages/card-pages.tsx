@@ -1,6 +1,6 @@
 import { MAX_WORDS, MIN_WORDS_EXCLUSIVE, wordCount } from '@cards/card-rules';
 import { useMemo, useState } from 'preact/hooks';
-import { api, type Card } from '../api';
+import { api, newIdempotencyKey, type Card } from '../api';
 import { cardDraftProblems, htmlFromInput, tagsFromInput, textOfHtml } from '../card-rules';
 import { ErrorMessage, formatDate, Loading, Notice, PageTitle, Tags, useAction, useAsync, userName, VerificationBadge } from '../components';
 import { Link, navigate, useLocation } from '../router';
@@ -180,11 +180,6 @@ export function CardPage({ cardId }: { cardId: string }) {
       {session.user ? <AddToCollection card={c} userId={session.user.id} /> : null}
     </article>
   );
-}
-
-/** 128 random bits as hex (crypto.randomUUID exists only on https and localhost pages). */
-function newIdempotencyKey(): string {
-  return Array.from(crypto.getRandomValues(new Uint8Array(16)), (b) => b.toString(16).padStart(2, '0')).join('');
 }
 
 /** Create (no card) or edit (card given) with the server's rules checked as you type. */

@@ -1,7 +1,7 @@
 import { characterCount, MAX_COLLECTION_DESCRIPTION_CHARS, MAX_COLLECTION_NAME_CHARS } from '@cards/card-rules';
 import { freeTextMessage } from '../free-text';
-import { useState } from 'preact/hooks';
-import { api, type Collection } from '../api';
+import { useMemo, useState } from 'preact/hooks';
+import { api, newIdempotencyKey, type Collection } from '../api';
 import { CardSummary, ErrorMessage, formatDate, Loading, Notice, PageTitle, Pager, useAction, useAsync } from '../components';
 import { Link, navigate, useLocation } from '../router';
 import { useSession } from '../session';
@@ -23,13 +23,15 @@ export function CollectionsPage() {
   const [name, setName] = useState('');
   const [description, setDescription] = useState('');
   const [isPublic, setPublic] = useState(true);
+  // One key per draft: sending the same draft again (a second click, a retry after a lost answer) makes no second collection.
+  const draftKey = useMemo(newIdempotencyKey, [name, description, isPublic]);
   const action = useAction();
   const create = async (e: Event) => {
     e.preventDefault();
     const trimmed = name.trim();
     const problem = collectionDraftProblem(trimmed, description);
     if (problem) return action.setError(problem);
-    const id = await action.run(() => api.createCollection({ name: trimmed, description, is_public: isPublic }));
+    const id = await action.run(() => api.createCollection({ name: trimmed, description, is_public: isPublic }, draftKey));
     if (id === undefined) return;
     setName('');
     setDescription('');

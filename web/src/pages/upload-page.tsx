@@ -1,5 +1,5 @@
-import { useEffect, useState } from 'preact/hooks';
-import { api, toBase64Url, uploadFile, type FileRecord, type ListedCollection } from '../api';
+import { useEffect, useMemo, useState } from 'preact/hooks';
+import { api, newIdempotencyKey, toBase64Url, uploadFile, type FileRecord, type ListedCollection } from '../api';
 import { tagsFromInput } from '../card-rules';
 import { ErrorMessage, formatDate, Notice, PageTitle, useAction, useAsync } from '../components';
 import { Link } from '../router';
@@ -69,6 +69,8 @@ export function UploadPage() {
   const [tags, setTags] = useState('');
   const [progress, setProgress] = useState<number | undefined>();
   const [uploaded, setUploaded] = useState<FileRecord | undefined>();
+  // One key per draft: sending the same document again (a second click, a retry after a lost answer) stores and ingests it once.
+  const draftKey = useMemo(newIdempotencyKey, [file, tags, isPrivate]);
   const action = useAction();
   const files = useAsync(() => api.userFiles(user.id), [user.id, uploaded?.id]);
   const { collection, gaveUp } = useFileCollection(user.id, uploaded?.id);
@@ -86,7 +88,7 @@ export function UploadPage() {
     const record = await action.run(async () => {
       const bytes = new Uint8Array(await file.arrayBuffer());
       const tagList = tagsFromInput(tags);
-      return uploadFile({ base64_docx_file: toBase64Url(bytes), file_name: file.name, file_mime_type: mime, private: isPrivate, ...(tagList.length ? { tag_set: tagList } : {}) }, setProgress);
+      return uploadFile({ base64_docx_file: toBase64Url(bytes), file_name: file.name, file_mime_type: mime, private: isPrivate, ...(tagList.length ? { tag_set: tagList } : {}) }, draftKey, setProgress);
     });
     if (record) setUploaded(record);
     else setProgress(undefined);

@@ -26,6 +26,7 @@ export const DISTRIBUTED_SUITES = [
   'test/e2e/cards.test.ts',
   'test/e2e/votes.test.ts',
   'test/e2e/collections.test.ts',
+  'test/e2e/idempotency.test.ts',
   'test/e2e/search.test.ts',
   'test/e2e/embedding-duplicates.test.ts',
   'test/e2e/files.test.ts',

@@ -30,8 +30,24 @@ describe('file type rules', () => {
     const emoji = '\u{1F600}';
     expect(formatFromFileName(` ${emoji.repeat(250)}.docx `)).toBe('docx');
     expect(() => formatFromFileName(`${emoji.repeat(251)}.docx`)).toThrow(/at most 255 characters/);
-    for (const bad of ['a\u007fb.docx', 'a\u0085b.docx', 'x\u202Efdp.docx', 'x\u2067y.docx']) expect(() => formatFromFileName(bad)).toThrow(/control characters/);
+    for (const bad of ['a\u007fb.docx', 'a\u0085b.docx']) expect(() => formatFromFileName(bad)).toThrow(/control characters/);
+    expect(() => formatFromFileName('x/y.docx')).toThrow('file_name: must not contain slashes');
     expect(formatFromFileName('Übersicht – 2024 «final» ☕.odt')).toBe('odt');
+  });
+
+  it('file names: no bidirectional embedding, override or isolate control, each named in the answer', () => {
+    const named = {
+      '\u202A': 'U+202A (left-to-right embedding)',
+      '\u202B': 'U+202B (right-to-left embedding)',
+      '\u202C': 'U+202C (pop directional formatting)',
+      '\u202D': 'U+202D (left-to-right override)',
+      '\u202E': 'U+202E (right-to-left override)',
+      '\u2066': 'U+2066 (left-to-right isolate)',
+      '\u2067': 'U+2067 (right-to-left isolate)',
+      '\u2068': 'U+2068 (first strong isolate)',
+      '\u2069': 'U+2069 (pop directional isolate)',
+    };
+    for (const [character, name] of Object.entries(named)) expect(() => formatFromFileName(`x${character}fdp.docx`)).toThrow(`file_name: must not contain ${name}`);
   });
 
   it('file names: no line or paragraph separator, direction mark or BOM inside, each named in the answer', () => {
@@ -99,6 +115,8 @@ describe('LibraryDocumentReader', () => {
     await expect(reader.inspect('docx', fixture('bomb.docx'))).rejects.toThrow(/decompression bomb/);
     await expect(reader.inspect('odt', fixture('energy.docx'))).rejects.toThrow(/OpenDocument/);
     await expect(reader.inspect('docx', fixture('marine.odt'))).rejects.toThrow(/not a Word/);
+    await expect(reader.inspect('docx', fixture('template.dotx'))).rejects.toThrow('base64_docx_file: the file is a Word template (.dotx), not a .docx document');
+    await expect(reader.inspect('odt', fixture('template.ott'))).rejects.toThrow('base64_docx_file: the file is an OpenDocument text template (.ott), not an .odt document');
     const docx = fixture('energy.docx');
     await expect(reader.inspect('docx', docx.subarray(0, docx.length - 100))).rejects.toThrow(/corrupt or truncated/);
   });

@@ -10,6 +10,16 @@ import { DEFAULT_PARSER_LIMITS, parseInWorker, ReadingTimedOutError, type Parser
 import { DEFAULT_ZIP_LIMITS, readZip, type ZipLimits } from './zip-archive';
 
 const ODT_MIME = 'application/vnd.oasis.opendocument.text';
+const ODT_TEMPLATE_MIME = 'application/vnd.oasis.opendocument.text-template';
+/**
+ * Word packages whose word/document.xml is another main part than a document's, by the part's content type (lower-cased,
+ * as MIME types compare): named in the refusal, since such a file often carries a .docx name and does hold the part.
+ */
+const OTHER_WORD_PACKAGES: readonly (readonly [string, string])[] = [
+  ['wordprocessingml.template.main', 'a Word template (.dotx)'],
+  ['ms-word.document.macroenabled.main', 'a macro-enabled Word document (.docm)'],
+  ['ms-word.template.macroenabledtemplate.main', 'a macro-enabled Word template (.dotm)'],
+];
 const WORD_STREAM_NAME = Buffer.from('WordDocument', 'utf16le');
 
 /**
@@ -47,6 +57,8 @@ export class LibraryDocumentReader implements DocumentReader {
         const types = zip.parts.get('[Content_Types].xml');
         const main = zip.parts.get('word/document.xml');
         if (!types || main === undefined || !types.includes('wordprocessingml.document.main')) {
+          const other = types && main !== undefined ? OTHER_WORD_PACKAGES.find(([mainType]) => types.toLowerCase().includes(mainType)) : undefined;
+          if (other) throw new InvalidArgumentError(`base64_docx_file: the file is ${other[1]}, not a .docx document: save it as a Word document (.docx) and upload that`);
           throw new InvalidArgumentError('base64_docx_file: the zip container is not a Word .docx document (no word/document.xml main part)');
         }
         return zip.parts;
@@ -54,7 +66,11 @@ export class LibraryDocumentReader implements DocumentReader {
       case 'odt': {
         const zip = await readZip(bytes, ['mimetype', 'content.xml'], this.zipLimits);
         const content = zip.parts.get('content.xml');
-        if (zip.parts.get('mimetype')?.trim() !== ODT_MIME || content === undefined) {
+        const mimetype = zip.parts.get('mimetype')?.trim();
+        if (mimetype === ODT_TEMPLATE_MIME && content !== undefined) {
+          throw new InvalidArgumentError('base64_docx_file: the file is an OpenDocument text template (.ott), not an .odt document: save it as an OpenDocument text (.odt) and upload that');
+        }
+        if (mimetype !== ODT_MIME || content === undefined) {
           throw new InvalidArgumentError('base64_docx_file: the zip container is not an OpenDocument text (.odt) document');
         }
         return zip.parts;

@@ -220,6 +220,8 @@ describe('an Idempotency-Key sent again with a different request', () => {
     const renamed = `second ${randomUUID()}`;
     expectRefused(await send(alice, '/api/card_collection', key, { name: renamed, is_public: true }));
     expectRefused(await send(alice, '/api/card_collection', key, { name, is_public: false }));
+    // The name as stored (trimmed), the visibility as the API reads it: the same request.
+    expect((await send(alice, '/api/card_collection', key, { is_public: 'true', name: `  ${name} ` })).status).toBe(204);
     expectRefused(await send(alice, '/api/card_collection', key, { name, is_public: true, description: 'more' }));
     const own = (await alice.client.get('/api/card_collection')).json as { name: string; is_public: boolean }[];
     expect(own.filter((c) => c.name === renamed)).toEqual([]);

@@ -64,7 +64,7 @@ export function registerCollectionRoutes(router: Router, { clients }: RouteDeps)
     const user = requireUser(req);
     const body = parseBody(createCollectionBody, req);
     const request = { name: body.name, description: body.description ?? '', isPublic: body.is_public };
-    const created = await clients.cards.createCollection({ callerId: user.id, ...request, ...idempotencyOf(req, () => request) });
+    const created = await clients.cards.createCollection({ callerId: user.id, ...request, ...idempotencyOf(req, () => ({ ...request, name: request.name.trim() })) });
     res.location(`/api/card_collection/${created.id}`).status(204).end();
   });
 

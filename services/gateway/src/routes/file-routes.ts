@@ -125,7 +125,7 @@ export function registerFileRoutes(router: Router, { clients, filesHttpAddress, 
     if (bytes.length > maxFileBytes) throw new HttpError(413, `base64_docx_file: the file is ${bytes.length} bytes, above the limit of ${maxFileBytes}`);
     if (bytes.length === 0) throw badRequest('base64_docx_file: the file is empty');
     const request = { fileName: body.file_name, mimeType: body.file_mime_type, private: body.private, tags: body.tag_set ?? [], size: bytes.length };
-    const header: files.UploadFileHeader = { callerId: user.id, ...request, ...idempotencyOf(req, () => ({ ...request, bytes: digestOf(bytes) })) };
+    const header: files.UploadFileHeader = { callerId: user.id, ...request, ...idempotencyOf(req, () => ({ ...request, fileName: request.fileName.trim(), bytes: digestOf(bytes) })) };
     const file = await clients.files.uploadFile(uploadMessages(header, bytes)).catch((err: unknown) => {
       // The files service's own overload answer (its parser workers busy) says what to do; the generic 503 would not.
       if (!(err instanceof ClientError && err.code === Status.UNAVAILABLE && isStatusOfService(err))) throw err;

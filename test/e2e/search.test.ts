@@ -122,7 +122,8 @@ describe('card search', () => {
     const id = await postCard(alice, { card_html: html(`${uniqueText(75)} ${marker}`), link });
     await indexed(alice, id);
     for (const path of ['/api/card/search/1', '/api/card/fulltextsearch/1']) {
-      const res = await anonymous.post(path, { content: marker, link: [` ${link.toUpperCase()} `] });
+      // Words the embedder knows beside the marker: a query of none means nothing and finds nothing.
+      const res = await anonymous.post(path, { content: `${marker} harbor lantern`, link: [` ${link.toUpperCase()} `] });
       expect([path, res.status, ids(res.json.score_cards ?? [])]).toEqual([path, 200, [id]]);
       const refused = await anonymous.post(path, { content: marker, link: [`${link}a`] });
       expect([path, refused.status, refused.json.message]).toEqual([path, 400, 'link: each link at most 2048 characters']);
@@ -148,6 +149,64 @@ describe('card search', () => {
     expect(ids(own.json.score_cards)).toEqual([secretId]);
     const ownSemantic = await bob.client.post('/api/card/search/1', { content: 'espresso', tag_set: ['coffee'], link: ['secret'] });
     expect(ids(ownSemantic.json.score_cards)).toEqual([secretId]);
+  });
+
+  it("words of someone else's private card change nothing anyone else finds by full text; its owner finds it, with a typo too", async () => {
+    const rare = `marmotglacier${run}`;
+    const typo = `marmotglacer${run}`;
+    const answers = async () => {
+      const out: unknown[] = [];
+      for (const [who, client] of [['anonymous', anonymous], ['alice', alice.client]] as const) {
+        for (const content of [rare, typo, `espresso ${rare}`, `sourdough starter ${typo}`]) {
+          const res = await client.post('/api/card/fulltextsearch/1', { content });
+          out.push({ who, content, status: res.status, found: (res.json.score_cards as Entry[]).map((e) => [e.metadata[0]!.id, e.score]), totalPages: res.json.total_pages });
+        }
+      }
+      return out;
+    };
+    const before = await answers();
+    const privateCard = await postCard(bob, { card_html: html(`${uniqueText(75)} ${rare} espresso sourdough starter`), private: true });
+    await indexed(bob, privateCard);
+    expect(await answers()).toEqual(before);
+    for (const content of [rare, typo]) {
+      const own = await bob.client.post('/api/card/fulltextsearch/1', { content });
+      expect([content, ids(own.json.score_cards)[0]]).toEqual([content, privateCard]);
+    }
+  });
+
+  it('full-text: a typo ranks the word one edit away above one two edits away; a short word no card holds finds no unrelated word', async () => {
+    const twoEdits = await postCard(alice, { card_html: html(`${uniqueText(75)} leaves photosynthesise all day`) });
+    await indexed(alice, twoEdits);
+    const res = await anonymous.post('/api/card/fulltextsearch/1', { content: 'photosynthsis' });
+    expect(ids(res.json.score_cards).slice(0, 2)).toEqual([idOf.get('photosynthesis'), twoEdits]);
+    expect(res.json.score_cards[0].score).toBeGreaterThan(res.json.score_cards[1].score);
+    // The TCP card holds "both" and "with", a coffee card "over"; none is what these words mean.
+    for (const content of ['moth', 'opera']) {
+      const found = ids((await anonymous.post('/api/card/fulltextsearch/1', { content })).json.score_cards);
+      expect([content, found.filter((id) => [idOf.get('tcp-handshake'), idOf.get('espresso')].includes(id))]).toEqual([content, []]);
+    }
+  });
+
+  it('semantic: a query without a word the model knows finds nothing, on every route; café reads as cafe', async () => {
+    const collection = await alice.client.post('/api/card_collection', { name: `meaningless ${run}`, is_public: true });
+    const collectionId = /([0-9a-f-]{36})$/.exec(collection.headers.get('location') ?? '')![1]!;
+    expect((await alice.client.post(`/api/card_collection/${collectionId}`, { card_metadata_id: idOf.get('espresso') })).status).toBe(204);
+    await eventuallyDefined(async () => {
+      const r = await anonymous.post('/api/card_collection/search/1', { content: 'espresso', collection_id: collectionId });
+      return r.json.bookmarks?.length === 1 ? r : undefined;
+    }, 'the bookmark to be searchable');
+    for (const content of ['!!!', '\u{1F41D}', 'Ελληνικά', '日本の茶道']) {
+      for (const client of [anonymous, alice.client]) {
+        const cards = await client.post('/api/card/search/1', { content });
+        expect([content, cards.status, cards.json]).toEqual([content, 200, { score_cards: [], total_pages: 0 }]);
+        const inCollection = await client.post('/api/card_collection/search/1', { content, collection_id: collectionId });
+        expect([content, inCollection.status, inCollection.json.bookmarks, inCollection.json.total_pages]).toEqual([content, 200, [], 0]);
+      }
+    }
+    const accented = await anonymous.post('/api/card/search/1', { content: 'café' });
+    const plain = await anonymous.post('/api/card/search/1', { content: 'cafe' });
+    expect(accented.json.score_cards.length).toBeGreaterThan(0);
+    expect(accented.json).toEqual(plain.json);
   });
 
   it('pages 25 cards at a time across 30+ matches, with the right total_pages', async () => {

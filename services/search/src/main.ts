@@ -49,6 +49,14 @@ export async function startSearch(env: Record<string, string | undefined> = proc
   if (index instanceof ElasticsearchCardIndex) {
     await index.ready();
     engines.push({ name: 'Elasticsearch (ELASTICSEARCH_URL)', healthName: 'engine:elasticsearch', check: () => index.ping() });
+    const unscoped = await index.unscopedWordCount();
+    if (unscoped > 0) {
+      logger.info({ words: unscoped }, 'vocabulary written before word scopes: rewriting it from the indexed cards in the background');
+      index
+        .scopeVocabulary()
+        .then((cards) => logger.info({ cards }, 'vocabulary rewritten with word scopes'))
+        .catch((err: unknown) => logger.error({ err }, 'rewriting the vocabulary failed; typos are corrected only to words indexed since, until the next start'));
+    }
   }
   const loadStarted = Date.now();
   index

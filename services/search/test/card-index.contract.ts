@@ -94,6 +94,21 @@ export function describeCardIndexContract(name: string, factory: () => Promise<C
       expect(page.hits[2]!.score).toBeCloseTo(-1, 4);
     });
 
+    test('a query vector of zeros (a text without a word the embedder knows) matches no card, in any scope', async () => {
+      const owner = randomUUID();
+      const collection = randomUUID();
+      const open = aCard().along(axis(1)).build();
+      const secret = aCard().by(owner).private().along(axis(2)).build();
+      const blank = aCard().saying('qqq zzz').along(new Float32Array(CONTRACT_DIMENSIONS)).build();
+      for (const card of [open, secret, blank]) await index.upsert(card);
+      await index.setBookmark(collection, open.cardId, true, new Date('2026-01-02T00:00:00Z'));
+      const zero = new Float32Array(CONTRACT_DIMENSIONS);
+      for (const scope of [everything(), everything(owner), { ...everything(owner), collectionId: collection }, { ...everything(), tags: ['x'] }]) {
+        expect(await index.nearest(zero, scope, firstPage)).toEqual({ hits: [], total: 0, reachable: 0 });
+      }
+      expect((await index.nearest(axis(1), everything(owner), firstPage)).total).toBe(3);
+    });
+
     test('stores what it is given and reads it back', async () => {
       const collection = randomUUID();
       const card = aCard().tagged('Physics', 'space').linking('https://example.org/a').private().build();
@@ -277,6 +292,70 @@ export function describeCardIndexContract(name: string, factory: () => Promise<C
       for (const hit of page.hits) expect(hit.score).toBeGreaterThan(0);
       for (const hit of page.hits) expect(hit.score).toBeLessThanOrEqual(1);
       expect((await index.matchText('zzzqqq', everything(), firstPage)).total).toBe(0);
+    });
+
+    test("words of another user's private card change nothing in anyone else's full-text answers; its owner finds it, typos included", async () => {
+      const carol = randomUUID();
+      const bob = randomUUID();
+      for (const text of ['the volcano erupted over zanzibar at dawn', 'a quokka smiled near the volcano', 'a glacier carved the valley', 'spice markets of zanzibar sell cloves']) {
+        await index.upsert(aCard().saying(text).build());
+      }
+      await index.upsert(aCard().by(bob).private().saying('my notes on the volcano and the quokka').build());
+      // Her rare word (known to her only), a typo of it, the rare word beside a common one (word weights), and a typo of
+      // a public word next to six closer spellings only her card holds (which variants a typo takes).
+      const queries = ['zanzibarquokka', 'zanzibarquoka', 'volcano zanzibarquokka', 'glaciar'];
+      const callers = [undefined, bob, randomUUID()];
+      const answers = async () => {
+        const out: unknown[] = [];
+        for (const caller of callers) for (const query of queries) out.push({ caller, query, page: await index.matchText(query, everything(caller), firstPage) });
+        return out;
+      };
+      const before = await answers();
+      const secret = aCard().by(carol).private().saying('the zanzibarquokka memo: glaciare glaciara glaciars glaciarz glaciarr glaciary near the volcano').build();
+      await index.upsert(secret);
+      expect(await answers()).toEqual(before);
+      for (const query of ['zanzibarquokka', 'zanzibarquoka', 'volcano zanzibarquokka']) {
+        expect({ query, first: (await index.matchText(query, everything(carol), firstPage)).hits[0]?.cardId }).toEqual({ query, first: secret.cardId });
+      }
+      // Made public, her card's words count for everyone; made private again, for her alone.
+      await index.upsert({ ...secret, private: false, updatedAt: new Date('2026-01-02T00:00:00Z') });
+      expect((await index.matchText('zanzibarquoka', everything(), firstPage)).hits[0]?.cardId).toBe(secret.cardId);
+      await index.upsert({ ...secret, private: true, content: 'the zanzibarquokka memo', updatedAt: new Date('2026-01-03T00:00:00Z') });
+      expect(await answers()).toEqual(before);
+    });
+
+    test('a misspelling ranks the word fewer edits away first: one edit above two, at about the same length', async () => {
+      const oneEdit = aCard().saying('photosynthesis feeds the plant').build();
+      const twoEdits = aCard().saying('leaves photosynthesise in daylight').build();
+      await index.upsert(twoEdits);
+      await index.upsert(oneEdit);
+      const page = await index.matchText('photosynthsis', everything(), firstPage);
+      expect(page.hits.map((h) => h.cardId)).toEqual([oneEdit.cardId, twoEdits.cardId]);
+      expect(page.hits[0]!.score).toBeGreaterThan(page.hits[1]!.score);
+    });
+
+    test('a short word no card holds takes no word two edits away, nor one with another first letter; typos of short words still match', async () => {
+      for (const text of ['both sides agree with the plan', 'the king was kind enough not to kill', 'we run by the river', 'over the hill at ten per day']) {
+        await index.upsert(aCard().saying(text).build());
+      }
+      for (const query of ['moth', 'kiwi', 'ruby', 'opera']) expect({ query, total: (await index.matchText(query, everything(), firstPage)).total }).toEqual({ query, total: 0 });
+      const typos: [string, string][] = [
+        ['recieve', 'you will receive a letter'],
+        ['wagle', 'bees waggle to show the way'],
+        ['bnod', 'a bond pays a coupon'],
+        ['slepe', 'deep sleep restores memory'],
+        ['fotosynthesis', 'photosynthesis in green leaves'],
+        ['fragmnets', 'okazaki fragments on the lagging strand'],
+      ];
+      const ids = new Map<string, string>();
+      for (const [query, text] of typos) {
+        const card = aCard().saying(text).build();
+        ids.set(query, card.cardId);
+        await index.upsert(card);
+      }
+      for (const [query] of typos) {
+        expect({ query, first: (await index.matchText(query, everything(), firstPage)).hits[0]?.cardId }).toEqual({ query, first: ids.get(query) });
+      }
     });
 
     test('a card holding the exact phrase ranks above one that merely shares its words', async () => {

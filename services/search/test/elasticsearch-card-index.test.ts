@@ -3,12 +3,14 @@ import { createLogger, Topics, type OutgoingEvent } from '@cards/platform';
 import { events } from '@cards/proto';
 import { createServer as createHttpServer, request as httpRequest } from 'node:http';
 import { createServer, type AddressInfo } from 'node:net';
+import { Client } from '@elastic/elasticsearch';
 import { ElasticsearchCardIndex, type ElasticsearchCardIndexOptions } from '../src/adapters/elasticsearch/elasticsearch-card-index';
 import { SqliteCardIndex } from '../src/adapters/sqlite/sqlite-card-index';
 import { IndexProjector } from '../src/application/index-projector';
 import { SearchService, type SearchQuery } from '../src/application/search-service';
 import type { IndexHit } from '../src/domain/model';
 import type { CardIndex, Embedder } from '../src/domain/ports';
+import { wordTrigrams } from '../src/domain/text';
 import { startElasticsearchSync } from '../../../test/engines/elasticsearch';
 import { contractTests, describeOnEngine, engineForSuite } from '../../../test/engines/suite';
 import { aCard, axis, CONTRACT_DIMENSIONS, describeCardIndexContract } from './card-index.contract';
@@ -189,11 +191,45 @@ describeOnEngine('CardIndex on ElasticsearchCardIndex', skipReason, () => {
       expect(page.hits.map((h) => h.cardId)).toEqual([near.cardId, zero.cardId, opposite.cardId]);
       expect(page.hits[1]!.score).toBe(0);
       expect(page.total).toBe(3);
-      // A query without a known word: every card at cosine 0, none refused.
-      const blank = await index.nearest(new Float32Array(CONTRACT_DIMENSIONS), everything, { offset: 1, limit: 25 });
-      expect(blank.total).toBe(3);
-      expect(blank.hits).toHaveLength(2);
-      for (const hit of blank.hits) expect(hit.score).toBe(0);
+    });
+
+    test("the vocabulary words a query reads (200 per word) hold none of someone else's private card: its 250 spellings closer to a typo crowd out no public word", async () => {
+      const index = openIndex();
+      const owner = randomUUID();
+      const open = aCard().saying('a glacier carved the valley').build();
+      await index.upsert(open);
+      const spellings = Array.from({ length: 250 }, (_, i) => `glaciar${String.fromCharCode(97 + Math.floor(i / 26), 97 + (i % 26))}`);
+      await index.upsert(aCard().by(owner).private().saying(spellings.join(' ')).build());
+      for (const caller of [undefined, randomUUID()]) {
+        expect((await index.matchText('glaciar', { callerId: caller, tags: [], links: [] }, firstPage)).hits.map((h) => h.cardId)).toEqual([open.cardId]);
+      }
+    });
+
+    test('a vocabulary written before word scopes is rewritten from the cards: typos find public words again, never words of private cards', async () => {
+      const prefix = `cards-test-${randomBytes(4).toString('hex')}`;
+      const owner = randomUUID();
+      const open = aCard().saying('a glacier carved the valley').build();
+      const secret = aCard().by(owner).private().saying('my glaciare notes').build();
+      const first = openIndex(prefix);
+      await first.upsert(open);
+      await first.upsert(secret);
+      // As an earlier release left it: one document per word of every card, private ones included, without a scope.
+      await first.close();
+      const client = new Client({ node: engine!.url });
+      const vocabulary = `${prefix}-vocabulary`;
+      await client.indices.delete({ index: vocabulary });
+      await client.indices.create({ index: vocabulary, mappings: { dynamic: 'strict', properties: { word: { type: 'keyword' }, trigrams: { type: 'keyword' } } } });
+      const legacy = ['a', 'glacier', 'carved', 'the', 'valley', 'my', 'glaciare', 'notes'];
+      await client.bulk({ refresh: true, operations: legacy.flatMap((word) => [{ index: { _index: vocabulary, _id: word } }, { word, trigrams: wordTrigrams(word) }]) });
+      await client.close();
+      const restarted = openIndex(prefix);
+      expect(await restarted.unscopedWordCount()).toBe(legacy.length);
+      expect((await restarted.matchText('glaciar', everything, firstPage)).total).toBe(0);
+      expect(await restarted.scopeVocabulary()).toBe(2);
+      expect(await restarted.unscopedWordCount()).toBe(0);
+      expect((await restarted.matchText('glaciar', everything, firstPage)).hits.map((h) => h.cardId)).toEqual([open.cardId]);
+      expect((await restarted.matchText('glaciar', { callerId: randomUUID(), tags: [], links: [] }, firstPage)).hits.map((h) => h.cardId)).toEqual([open.cardId]);
+      expect((await restarted.matchText('glaciar', { callerId: owner, tags: [], links: [] }, firstPage)).hits.map((h) => h.cardId)).toEqual([secret.cardId, open.cardId]);
     });
 
     test('a restarted adapter reuses its indices (mapping upgrade is a no-op) and finds what was stored', async () => {

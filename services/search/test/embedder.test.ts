@@ -29,6 +29,20 @@ describe('WinkGloveEmbedder', () => {
     expect(Array.from(v!).every((x) => x === 0)).toBe(true);
   });
 
+  test('a word with diacritics the vocabulary lacks is looked up without them: café reads as cafe, naïve résumé as naive resume', async () => {
+    const [accented, plain, decomposed, plainText, accentedText] = await sharedWinkEmbedder().embed([
+      'café',
+      'cafe',
+      'cafe\u0301',
+      'a naive resume from zurich on the facade of the strasse',
+      'a naïve résumé from Zürich on the façade of the Straße',
+    ]);
+    expect(Array.from(plain!).some((x) => x !== 0)).toBe(true);
+    expect(Array.from(accented!)).toEqual(Array.from(plain!));
+    expect(Array.from(decomposed!)).toEqual(Array.from(plain!));
+    expect(Array.from(accentedText!)).toEqual(Array.from(plainText!));
+  });
+
   test('removing the common component keeps unrelated texts far apart (plain averages put them near 0.9)', async () => {
     const [a, b] = await sharedWinkEmbedder().embed([
       'The committee approved the annual budget after a long debate about taxes and public spending.',

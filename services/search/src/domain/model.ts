@@ -68,3 +68,9 @@ export function totalPages(total: number, pageSize: number): number {
 export function isVisibleTo(card: Pick<IndexedCard, 'private' | 'authorId'>, callerId: string | undefined): boolean {
   return !card.private || (callerId !== undefined && card.authorId === callerId);
 }
+
+/** Whether a vector is all zeros: the embedding of a text without a word the embedder knows, which means nothing. */
+export function isZeroVector(vector: Float32Array): boolean {
+  for (let i = 0; i < vector.length; i++) if (vector[i] !== 0) return false;
+  return true;
+}

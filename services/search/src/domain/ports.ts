@@ -54,9 +54,16 @@ export interface CardIndex {
   vectorPointOf(cardId: string): Promise<StoredPoint | undefined>;
   /** The stored card's text, read without its vector or other fields; undefined when not stored. */
   contentOf(cardId: string): Promise<string | undefined>;
-  /** Cards in scope ranked by cosine to the unit-length query vector, best first; every card in scope matches. */
+  /**
+   * Cards in scope ranked by cosine to the unit-length query vector, best first; every card in scope matches. The zero
+   * vector (a text without a word the embedder knows) has no direction to rank by: it matches no card.
+   */
   nearest(query: Float32Array, scope: SearchScope, page: PageRequest): Promise<IndexPage>;
-  /** Cards in scope matching the query's words (typos tolerated), ranked by trigram similarity in [0, 1], best first. */
+  /**
+   * Cards in scope matching the query's words (typos tolerated), ranked by trigram similarity in [0, 1], best first.
+   * What a caller gets never depends on cards they may not see: whether a query word is known, its variants and its
+   * weight come from public cards and the caller's own private ones only.
+   */
   matchText(query: string, scope: SearchScope, page: PageRequest): Promise<IndexPage>;
   count(): Promise<number>;
   close(): Promise<void>;

@@ -90,9 +90,46 @@ export function editSimilarity(a: string, b: string, maxEdits = 2): number {
 }
 
 /**
- * How alike a misspelled word is to a vocabulary word: the better of pg_trgm similarity and an edit-distance
- * similarity (1 - edits / longer length), since trigrams punish typos in short words hard ("slepe" vs "sleep").
+ * Edits a misspelling of a word of this many letters may hold: none up to 3 letters, 1 up to 6, 2 from 7 ("recieve"
+ * is two edits from "received"). Two edits of a 4-letter word leave half of it ("moth" and "with"): another word, not
+ * a typo.
  */
-export function spellingSimilarity(a: string, b: string): number {
-  return Math.max(trigramSimilarity(a, b), editSimilarity(a, b));
+export function typoEdits(length: number): number {
+  return length <= 3 ? 0 : length <= 6 ? 1 : 2;
+}
+
+/** Least similarity of a close variant (plural, inflection) of a query word some visible card holds. */
+export const KNOWN_WORD_VARIANT_FLOOR = 0.6;
+/** Least similarity of a vocabulary word a query word no visible card holds is taken for (a typo). */
+export const UNKNOWN_WORD_VARIANT_FLOOR = 0.45;
+/** Vocabulary words a query word takes besides itself: a known word, a few close variants; an unknown one, more. */
+export const KNOWN_WORD_VARIANTS = 3;
+export const UNKNOWN_WORD_VARIANTS = 6;
+
+/**
+ * How alike a vocabulary word is to a query word, 0 when it is no variant of it; both full-text indexes use this rule.
+ * `shared` trigrams of the query word's `queryTrigrams` and the candidate's `candidateTrigrams` give the pg_trgm
+ * similarity. A known query word (some card the caller may see holds it) takes close variants by that alone. An
+ * unknown one is taken for a typo: the similarity is the better of pg_trgm's and 1 - edits / longer length, the
+ * latter within typoEdits(query length) edits and, below 2 edits, with the first letter kept (as Lucene's spell
+ * checker keeps a 1-letter prefix: "moth" is no typo of "both"). Within the allowed edits the edit similarity is
+ * always taken, so a word fewer edits away never loses to one more edits away of about the same length.
+ */
+export function variantSimilarity(query: string, candidate: string, shared: number, queryTrigrams: number, candidateTrigrams: number, known: boolean): number {
+  const trigram = shared / (queryTrigrams + candidateTrigrams - shared);
+  const floor = known ? KNOWN_WORD_VARIANT_FLOOR : UNKNOWN_WORD_VARIANT_FLOOR;
+  let similarity = trigram;
+  const edits = known ? 0 : typoEdits(query.length);
+  // Each edit breaks at most 4 of the query word's trigrams, so a word sharing fewer cannot be that close; and even
+  // one edit must beat what the word has already.
+  if (
+    edits > 0 &&
+    Math.abs(candidate.length - query.length) <= edits &&
+    shared >= queryTrigrams - 4 * edits &&
+    (edits >= 2 || candidate.charCodeAt(0) === query.charCodeAt(0)) &&
+    1 - 1 / Math.max(candidate.length, query.length) > Math.max(trigram, floor)
+  ) {
+    similarity = Math.max(trigram, editSimilarity(query, candidate, edits));
+  }
+  return similarity >= floor ? similarity : 0;
 }

@@ -1,6 +1,6 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { Client, errors, type estypes } from '@elastic/elasticsearch';
-import type { IndexedCard, IndexHit, IndexPage, PageRequest, SearchScope, StoredCard, StoredPoint } from '../../domain/model';
+import { isZeroVector, type IndexedCard, type IndexHit, type IndexPage, type PageRequest, type SearchScope, type StoredCard, type StoredPoint } from '../../domain/model';
 import type { CardIndex } from '../../domain/ports';
 import { normalizedText, words, wordTrigrams } from '../../domain/text';
 import { matchWord, wordWeight, type VocabularyCandidate, type WordMatch } from './word-matcher';
@@ -53,6 +53,8 @@ const CARDS_PER_PAGE = 1_000;
 const BOOKMARK_PAGE = 1_000;
 /** The id awaitRefresh() deletes to wait for a refresh: no card, word or bookmark id holds a '~', so it never exists. */
 const REFRESH_PROBE_ID = '~refresh-probe';
+/** Root cards read per request when the vocabulary is given its scopes (scopeVocabulary). */
+const VOCABULARY_SCOPING_PAGE = 500;
 
 interface CardSource {
   card_id: string;
@@ -76,6 +78,32 @@ interface CardSource {
   embedder: string;
 }
 
+/**
+ * A vocabulary document: a word, its trigrams, and whose cards brought it: `public`, or `private:<author id>` for a
+ * word some private card of that author held. Its id is `<scope>:<word>` (a word holds no colon); documents written
+ * before scopes existed have the bare word as id and no scope.
+ */
+interface VocabularySource {
+  word: string;
+  trigrams: string[];
+  scope: string;
+}
+
+const PUBLIC_SCOPE = 'public';
+
+/** The vocabulary scope of a card's words. */
+function scopeOf(card: { private: boolean; authorId: string }): string {
+  return card.private ? privateScope(card.authorId) : PUBLIC_SCOPE;
+}
+
+function privateScope(authorId: string): string {
+  return `private:${authorId}`;
+}
+
+function vocabularyId(scope: string, word: string): string {
+  return `${scope}:${word}`;
+}
+
 interface BookmarkSource {
   collection_id: string;
   card_id: string;
@@ -91,9 +119,11 @@ const stored = { type: 'keyword', index: false, doc_values: false } as const;
  * - cards: one document per card (collisions included, with `root: false`), a cosine `dense_vector` with HNSW
  *   for kNN, keyword fields that filter (author, privacy, lower-cased tags and link, collections), the card's
  *   distinct words, and its normalized text (whitespace-analysed) for exact-phrase matching;
- * - vocabulary: one document per word ever indexed, with its pg_trgm trigrams computed in TypeScript
- *   (domain/text.ts) so a misspelled query word is corrected exactly like the embedded lexicon does; no
- *   analyzer from analysis-common is needed;
+ * - vocabulary: one document per word ever indexed in a public card, and one per (author, word) ever indexed in
+ *   a private card, with its pg_trgm trigrams computed in TypeScript (domain/text.ts) so a misspelled query word is
+ *   corrected exactly like the embedded lexicon does; no analyzer from analysis-common is needed. A query looks
+ *   only at public words and the caller's own, and weighs words by the cards the caller may see, so what it finds
+ *   never depends on a word of someone else's private card;
  * - bookmarks: one document per (collection, card), externally versioned by the change time (latest wins);
  * - removed: tombstones, so a late snapshot of a removed card cannot bring it back.
  * Full-text scoring reproduces the embedded index's: idf-weighted best trigram similarity per query word plus a
@@ -117,7 +147,7 @@ export class ElasticsearchCardIndex implements CardIndex {
   private readonly window: number;
   private readonly names: { cards: string; vocabulary: string; bookmarks: string; removed: string };
   private readonly options: ElasticsearchCardIndexOptions;
-  /** Words known to be in the vocabulary index already (bounded), to skip re-sending them. */
+  /** Vocabulary document ids (scope and word) known to be in the vocabulary index already (bounded), to skip re-sending them. */
   private readonly knownWords = new Set<string>();
   /** Inside batch(): the indices written so far, waited for once when the batch ends. */
   private readonly pendingRefresh = new AsyncLocalStorage<Set<string>>();
@@ -176,7 +206,7 @@ export class ElasticsearchCardIndex implements CardIndex {
         embedder: keyword,
       },
     });
-    await this.ensureIndex(this.names.vocabulary, {}, { dynamic: 'strict', properties: { word: keyword, trigrams: keyword } });
+    await this.ensureIndex(this.names.vocabulary, {}, { dynamic: 'strict', properties: { word: keyword, trigrams: keyword, scope: keyword } });
     await this.ensureIndex(this.names.bookmarks, {}, { dynamic: 'strict', properties: { collection_id: keyword, card_id: keyword, added: { type: 'boolean' }, at: { type: 'long' } } });
     await this.ensureIndex(this.names.removed, {}, { dynamic: 'strict', properties: { removed_at: { type: 'long' } } });
   }
@@ -256,7 +286,8 @@ export class ElasticsearchCardIndex implements CardIndex {
     const cardWords = [...new Set(words(card.content))];
     const magnitude = Math.hypot(...card.vector);
     const vector = Array.from(card.vector);
-    const freshWords = card.collisionOf ? [] : cardWords.filter((w) => !this.knownWords.has(w));
+    const scope = scopeOf(card);
+    const freshWords = card.collisionOf ? [] : cardWords.filter((w) => !this.knownWords.has(vocabularyId(scope, w)));
     for (let attempt = 0; ; attempt++) {
       // One round trip reads the tombstone and, of the stored card, its sequence number and the fields the write keeps or compares.
       const read = await this.client.mget({
@@ -272,7 +303,7 @@ export class ElasticsearchCardIndex implements CardIndex {
         : undefined;
       if (existing && existing.source.updated_at > at) return false;
       const operations: unknown[] = [];
-      for (const word of freshWords) operations.push({ create: { _index: this.names.vocabulary, _id: word } }, { word, trigrams: wordTrigrams(word) });
+      for (const word of freshWords) operations.push(...this.vocabularyCreate(scope, word));
       const document: CardSource = {
         card_id: card.cardId,
         author_id: card.authorId,
@@ -310,7 +341,7 @@ export class ElasticsearchCardIndex implements CardIndex {
       const written = items[items.length - 1]!;
       if (written.status === 409 && attempt < 20) continue;
       if (written.error) throw new Error(`writing card ${card.cardId} failed: ${written.error.reason ?? written.error.type}`);
-      this.rememberWords(freshWords);
+      this.rememberWords(freshWords.map((w) => vocabularyId(scope, w)));
       // A removal that raced this write wins: it wrote its tombstone before deleting, so one of us sees the other.
       // A bookmark made while the card was absent was refreshed before its writer looked for the card: a search finds it.
       const [removed, early] = await Promise.all([this.isRemoved(card.cardId), existing ? Promise.resolve([]) : this.bookmarksOf(card.cardId)]);
@@ -334,7 +365,7 @@ export class ElasticsearchCardIndex implements CardIndex {
   async promote(cardId: string): Promise<boolean> {
     await this.ready();
     for (let attempt = 0; ; attempt++) {
-      const current = await this.cardFields(cardId, ['root', 'words']);
+      const current = await this.cardFields(cardId, ['root', 'words', 'private', 'author_id']);
       if (!current) return false;
       const promoting = !current.source.root;
       if (promoting) {
@@ -353,7 +384,7 @@ export class ElasticsearchCardIndex implements CardIndex {
           throw err;
         }
       }
-      const addedWords = await this.addToVocabulary(current.source.words);
+      const addedWords = await this.addToVocabulary(current.source.words, scopeOf({ private: current.source.private, authorId: current.source.author_id }));
       const written = [...(promoting ? [this.names.cards] : []), ...(addedWords > 0 ? [this.names.vocabulary] : [])];
       if (written.length > 0) await this.makeSearchable(...written);
       return true;
@@ -479,23 +510,12 @@ export class ElasticsearchCardIndex implements CardIndex {
   async nearest(query: Float32Array, scope: SearchScope, page: PageRequest): Promise<IndexPage> {
     await this.ready();
     if (query.length !== this.dimensions) throw new Error(`query has ${query.length} dimensions, the index ${this.dimensions}`);
+    if (isZeroVector(query)) return { hits: [], total: 0, reachable: 0 };
     const filter = await this.scopeFilter(scope);
     const total = (await this.client.count({ index: this.names.cards, query: { bool: { filter } } })).count;
     const reachable = Math.min(total, this.window);
     const wanted = Math.min(page.offset + page.limit, reachable);
     if (wanted <= page.offset) return { hits: [], total, reachable };
-    if (Math.hypot(...query) === 0) {
-      // A query without a known word has the zero vector: its cosine to every card is 0 (and kNN refuses it).
-      const result = await this.client.search<Pick<CardSource, 'card_id'>>({
-        index: this.names.cards,
-        query: { bool: { filter } },
-        sort: [{ card_id: { order: 'asc' } }],
-        from: page.offset,
-        size: wanted - page.offset,
-        _source: ['card_id'],
-      });
-      return { hits: result.hits.hits.map((h) => ({ cardId: h._source!.card_id, score: 0 })), total, reachable };
-    }
     const vectorFilter: estypes.QueryDslQueryContainer[] = [...filter, { term: { has_vector: true } }];
     const [withVector, withoutVector] = await Promise.all([
       this.client.search<Pick<CardSource, 'card_id'>>({
@@ -524,8 +544,9 @@ export class ElasticsearchCardIndex implements CardIndex {
     await this.ready();
     const queryWords = [...new Set(words(query))].slice(0, 32);
     if (queryWords.length === 0) return { hits: [], total: 0, reachable: 0 };
-    const candidates = await this.vocabularyCandidates(queryWords);
-    const { cards, frequency } = await this.documentFrequencies([...new Set([...queryWords, ...candidates.flat()])]);
+    // Corpus statistics (known words, their spellings, word weights) from the cards the caller may see only.
+    const candidates = await this.vocabularyCandidates(queryWords, scope.callerId);
+    const { cards, frequency } = await this.documentFrequencies([...new Set([...queryWords, ...candidates.flat()])], scope.callerId);
     if (cards === 0) return { hits: [], total: 0, reachable: 0 };
     const perWord: { matches: WordMatch[]; weight: number }[] = queryWords.map((word, i) => {
       const matches = matchWord(
@@ -570,31 +591,43 @@ export class ElasticsearchCardIndex implements CardIndex {
     return { hits: result.hits.hits.map((h) => ({ cardId: h._source!.card_id, score: Math.min(1, h._score ?? 0) })), total, reachable: Math.min(total, this.window) };
   }
 
-  /** Per query word, vocabulary words sharing the most trigrams with it (the word itself included when known). */
-  private async vocabularyCandidates(queryWords: string[]): Promise<string[][]> {
+  /**
+   * Per query word, the public vocabulary words and the caller's own private ones sharing the most trigrams with it
+   * (the word itself included when known), ties by spelling: never a word only someone else's private cards brought.
+   */
+  private async vocabularyCandidates(queryWords: string[], callerId: string | undefined): Promise<string[][]> {
+    const scopes = callerId === undefined ? [PUBLIC_SCOPE] : [PUBLIC_SCOPE, privateScope(callerId)];
     const searches: estypes.MsearchRequestItem[] = [];
     for (const word of queryWords) {
       searches.push({ index: this.names.vocabulary });
       searches.push({
         size: VOCABULARY_CANDIDATES,
-        _source: false,
-        query: { bool: { should: wordTrigrams(word).map((t) => ({ constant_score: { filter: { term: { trigrams: t } }, boost: 1 } })), minimum_should_match: 1 } },
+        _source: ['word'],
+        query: {
+          bool: {
+            filter: [{ terms: { scope: scopes } }],
+            should: wordTrigrams(word).map((t) => ({ constant_score: { filter: { term: { trigrams: t } }, boost: 1 } })),
+            minimum_should_match: 1,
+          },
+        },
+        sort: [{ _score: { order: 'desc' } }, { word: { order: 'asc' } }],
       });
     }
-    const response = await this.client.msearch({ searches });
+    const response = await this.client.msearch<VocabularySource>({ searches });
     return response.responses.map((r) => {
       if ('error' in r) throw new Error(`vocabulary lookup failed: ${JSON.stringify(r.error)}`);
-      return r.hits.hits.map((h) => h._id!);
+      // A word both public and the caller's own comes twice.
+      return [...new Set(r.hits.hits.map((h) => h._source!.word))];
     });
   }
 
-  /** How many searchable root cards there are, and how many of them hold each word. */
-  private async documentFrequencies(wordList: string[]): Promise<{ cards: number; frequency: Map<string, number> }> {
+  /** How many searchable root cards the caller may see, and how many of them hold each word. */
+  private async documentFrequencies(wordList: string[], callerId: string | undefined): Promise<{ cards: number; frequency: Map<string, number> }> {
     const result = await this.client.search({
       index: this.names.cards,
       size: 0,
       track_total_hits: true,
-      query: { bool: { filter: this.searchable() } },
+      query: { bool: { filter: [...this.searchable(), visibleTo(callerId)] } },
       aggs: { words: { filter: { terms: { words: wordList } }, aggs: { each: { terms: { field: 'words', include: wordList, size: wordList.length } } } } },
     });
     const total = typeof result.hits.total === 'number' ? result.hits.total : (result.hits.total?.value ?? 0);
@@ -602,19 +635,79 @@ export class ElasticsearchCardIndex implements CardIndex {
     return { cards: total, frequency: new Map(buckets.map((b) => [b.key, b.doc_count])) };
   }
 
-  /** Adds words to the vocabulary (not refreshed: the caller makes it searchable). */
-  /** Adds the words not known to be there already; answers how many it sent. */
-  private async addToVocabulary(cardWords: string[]): Promise<number> {
-    const fresh = [...new Set(cardWords)].filter((w) => !this.knownWords.has(w));
+  /**
+   * Adds the words of one scope not known to be there already (not refreshed: the caller makes them searchable);
+   * answers how many it sent.
+   */
+  private async addToVocabulary(cardWords: string[], scope: string): Promise<number> {
+    return this.addScopedWords([...new Set(cardWords)].map((word) => ({ scope, word })));
+  }
+
+  /** Adds these (scope, word) pairs not known to be there already; answers how many it sent. */
+  private async addScopedWords(pairs: readonly { scope: string; word: string }[]): Promise<number> {
+    const fresh = pairs.filter((p) => !this.knownWords.has(vocabularyId(p.scope, p.word)));
     if (fresh.length === 0) return 0;
-    const operations = fresh.flatMap((word) => [{ create: { _index: this.names.vocabulary, _id: word } }, { word, trigrams: wordTrigrams(word) }]);
-    const response = await this.client.bulk({ operations });
+    const operations = fresh.flatMap((p) => this.vocabularyCreate(p.scope, p.word));
+    const response = await this.client.bulk({ operations: operations as estypes.BulkOperationContainer[] });
     for (const item of response.items) {
       const outcome = item.create;
+      // 409: the word is in the vocabulary already.
       if (outcome?.error && outcome.status !== 409) throw new Error(`adding words to the vocabulary failed: ${outcome.error.reason ?? outcome.error.type}`);
     }
-    this.rememberWords(fresh);
+    this.rememberWords(fresh.map((p) => vocabularyId(p.scope, p.word)));
     return fresh.length;
+  }
+
+  /** The bulk operation that creates a word's vocabulary document in a scope, unless it is there. */
+  private vocabularyCreate(scope: string, word: string): [unknown, VocabularySource] {
+    return [{ create: { _index: this.names.vocabulary, _id: vocabularyId(scope, word) } }, { word, trigrams: wordTrigrams(word), scope }];
+  }
+
+  /**
+   * How many vocabulary documents have no scope: written before scopes existed (any card's words, private ones
+   * included). A query never looks at them; scopeVocabulary() replaces them.
+   */
+  async unscopedWordCount(): Promise<number> {
+    await this.ready();
+    return (await this.client.count({ index: this.names.vocabulary, query: { bool: { must_not: [{ exists: { field: 'scope' } }] } } })).count;
+  }
+
+  /**
+   * Gives the vocabulary its scopes after an upgrade: writes every root card's words in the card's scope (page by page,
+   * existing documents left as they are), then deletes the documents without a scope, and returns once that is
+   * searchable. Until then, a typo is corrected only to words written since the upgrade. Idempotent, and safe beside
+   * writes and other replicas doing the same. Answers how many root cards it read.
+   */
+  async scopeVocabulary(): Promise<number> {
+    await this.ready();
+    let read = 0;
+    const pages = this.searchPages<Pick<CardSource, 'words' | 'private' | 'author_id'>>(
+      { index: this.names.cards, query: { bool: { filter: [{ term: { root: true } }] } }, sort: [{ card_id: { order: 'asc' } }], _source: ['words', 'private', 'author_id'] },
+      VOCABULARY_SCOPING_PAGE,
+    );
+    for await (const hits of pages) {
+      const pairs = new Map<string, { scope: string; word: string }>();
+      for (const hit of hits) {
+        const scope = scopeOf({ private: hit._source!.private, authorId: hit._source!.author_id });
+        for (const word of hit._source!.words) pairs.set(vocabularyId(scope, word), { scope, word });
+      }
+      await this.addScopedWords([...pairs.values()]);
+      read += hits.length;
+    }
+    // Their ids are the bare words, so the word orders them; deleted page by page (no delete-by-query module needed).
+    const unscoped = this.searchPages<Pick<VocabularySource, 'word'>>(
+      { index: this.names.vocabulary, query: { bool: { must_not: [{ exists: { field: 'scope' } }] } }, sort: [{ word: { order: 'asc' } }], _source: false },
+      VOCABULARY_SCOPING_PAGE,
+    );
+    for await (const hits of unscoped) {
+      const response = await this.client.bulk({ operations: hits.map((h) => ({ delete: { _index: this.names.vocabulary, _id: h._id! } })) });
+      for (const item of response.items) {
+        const outcome = item.delete;
+        if (outcome?.error && outcome.status !== 404) throw new Error(`deleting unscoped vocabulary words failed: ${outcome.error.reason ?? outcome.error.type}`);
+      }
+    }
+    await this.awaitRefresh([this.names.vocabulary]);
+    return read;
   }
 
   private rememberWords(fresh: readonly string[]): void {

@@ -1,6 +1,6 @@
-import { editSimilarity, wordTrigrams } from '../../domain/text';
+import { KNOWN_WORD_VARIANTS, UNKNOWN_WORD_VARIANTS, variantSimilarity, wordTrigrams } from '../../domain/text';
 
-/** A vocabulary word found by trigram overlap with a query word, with how many indexed root cards hold it. */
+/** A vocabulary word found by trigram overlap with a query word, with how many root cards the caller may see hold it. */
 export interface VocabularyCandidate {
   word: string;
   documentFrequency: number;
@@ -12,15 +12,14 @@ export interface WordMatch {
 }
 
 /**
- * Vocabulary words matching a query word: the word itself when some card holds it, plus its closest spellings by
- * pg_trgm similarity. The same rule as the embedded index's lexicon (adapters/sqlite/lexicon.ts), so both indexes
- * rank alike: a known word takes only close variants (plural, inflection), an unknown one looser ones (typos), and
- * for an unknown word an edit-distance similarity (at most 2 edits) may beat the trigram one.
+ * Vocabulary words matching a query word: the word itself when some card the caller may see holds it, plus its
+ * closest spellings. The same rule as the embedded index's lexicon (adapters/sqlite/lexicon.ts, both through
+ * variantSimilarity), so both indexes rank alike: a known word takes only close variants (plural, inflection), an
+ * unknown one looser ones (typos). Frequencies count only cards the caller may see, so a word of someone else's
+ * private card is neither known nor a variant.
  */
 export function matchWord(word: string, exactFrequency: number, candidates: readonly VocabularyCandidate[]): WordMatch[] {
   const known = exactFrequency > 0;
-  const minSimilarity = known ? 0.6 : 0.45;
-  const maxVariants = known ? 3 : 6;
   const out: WordMatch[] = known ? [{ word, similarity: 1 }] : [];
   if (word.length < 3 && known) return out;
   const trigrams = wordTrigrams(word);
@@ -32,17 +31,11 @@ export function matchWord(word: string, exactFrequency: number, candidates: read
     let shared = 0;
     for (const t of theirs) if (own.has(t)) shared++;
     if (shared === 0) continue;
-    let similarity = shared / (trigrams.length + theirs.length - shared);
-    if (!known && similarity < 0.7 && shared >= trigrams.length - 8) {
-      const longer = Math.max(candidate.word.length, word.length);
-      if (Math.abs(candidate.word.length - word.length) <= 2 && 1 - 1 / longer > Math.max(similarity, minSimilarity)) {
-        similarity = Math.max(similarity, editSimilarity(word, candidate.word));
-      }
-    }
-    if (similarity >= minSimilarity) variants.push({ word: candidate.word, similarity });
+    const similarity = variantSimilarity(word, candidate.word, shared, trigrams.length, theirs.length, known);
+    if (similarity > 0) variants.push({ word: candidate.word, similarity });
   }
   variants.sort((a, b) => b.similarity - a.similarity || (a.word < b.word ? -1 : a.word > b.word ? 1 : 0));
-  return out.concat(variants.slice(0, maxVariants));
+  return out.concat(variants.slice(0, known ? KNOWN_WORD_VARIANTS : UNKNOWN_WORD_VARIANTS));
 }
 
 /** Rare words tell more than common ones (idf); a word found nowhere still counts against every card. */

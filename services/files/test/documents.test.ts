@@ -4,6 +4,7 @@ import { MAX_PARSER_DEPTH } from '@cards/html-parsing';
 import { InvalidArgumentError } from '@cards/platform';
 import { blocksFromHtml, blocksFromOdtContent } from '../src/adapters/documents/block-collector';
 import { LibraryDocumentReader, hyperlinksIn } from '../src/adapters/documents/library-document-reader';
+import { shortCause } from '../src/adapters/documents/reading-failure';
 import { docxTextScan, odtTextPresence } from '../src/adapters/documents/text-presence';
 import { splitIntoCards, textPresenceOf } from '../src/domain/card-splitter';
 import { checkMagicBytes, checkMimeType, formatFromFileName } from '../src/domain/document-format';
@@ -211,6 +212,14 @@ describe('LibraryDocumentReader', () => {
     const memory = await failure('pdf', fixture('coffee.pdf'), { ...DEFAULT_PARSER_LIMITS, maxHeapMb: 2 });
     expect(memory.message).toBe('the .pdf document could not be read within 2 MB, the memory allowed for one document. Split it into smaller documents and upload those');
     expect(String((memory.cause as Error).cause)).toMatch(/memory limit/);
+  });
+});
+
+describe('shortCause', () => {
+  it('cuts a long cause to 160 characters counted as code points, never between the halves of an emoji', () => {
+    const emoji = '\u{1F600}';
+    expect(shortCause(emoji.repeat(160))).toBe(emoji.repeat(160));
+    expect(shortCause(`a ${emoji.repeat(200)}`)).toBe(`a ${emoji.repeat(157)}…`);
   });
 });
 

@@ -236,4 +236,10 @@ describe('titleTag', () => {
     expect(titleTag('Harvest, Processing , and Storage')).toBe('Harvest; Processing; and Storage');
     expect(titleTag('x'.repeat(300))).toHaveLength(200);
   });
+
+  it('counts the 200 characters as code points: never cuts an emoji in half, and keeps a heading of 200 emoji whole', () => {
+    const emoji = '\u{1F600}';
+    expect(titleTag(emoji.repeat(200))).toBe(emoji.repeat(200));
+    expect(titleTag(`${'x'.repeat(199)}${emoji}${emoji}`)).toBe(`${'x'.repeat(199)}${emoji}`);
+  });
 });

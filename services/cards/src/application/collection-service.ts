@@ -1,3 +1,4 @@
+import { truncatedToCharacters } from '@cards/card-rules';
 import { AlreadyExistsError, GRPC_PART_BYTES, InvalidArgumentError, newId, NotFoundError, pageLimit, PermissionDeniedError, refuseOtherRequestForKey, type Page } from '@cards/platform';
 import { isCollectionVisibleTo, isVisibleTo, PAGE_SIZE, totalPages, type Collection } from '../domain/model';
 import type { CardRepository, CollectionChange, CollectionRepository } from '../domain/ports';
@@ -229,7 +230,7 @@ export class CollectionService {
     const collection: Collection = {
       id: newId(),
       authorId: ownerId,
-      name: `Collection for file ${fileName}`.slice(0, MAX_COLLECTION_NAME_CHARS),
+      name: truncatedToCharacters(`Collection for file ${fileName}`, MAX_COLLECTION_NAME_CHARS),
       description: '',
       isPublic,
       fileId,

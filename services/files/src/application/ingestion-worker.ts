@@ -1,3 +1,4 @@
+import { MAX_TAG_CHARS, truncatedToCharacters } from '@cards/card-rules';
 import { isEngineUnavailableError, NotFoundError, type DeliveredEvent, type Logger } from '@cards/platform';
 import { events } from '@cards/proto';
 import { splitIntoCards } from '../domain/card-splitter';
@@ -156,7 +157,7 @@ export const CARDS_NOT_STORED = 'the cards could not be stored: the card library
 
 /** A heading as one tag: tags are shown comma-joined, so a comma in a heading would split it in two. */
 export function titleTag(title: string): string {
-  return title.replace(/\s*,\s*/g, '; ').slice(0, 200).trim();
+  return truncatedToCharacters(title.replace(/\s*,\s*/g, '; '), MAX_TAG_CHARS).trim();
 }
 
 async function mapWithConcurrency<T, R>(items: readonly T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {

@@ -1,5 +1,6 @@
 import type { Router } from 'express';
 import { z } from 'zod';
+import { truncatedToCharacters } from '@cards/card-rules';
 import { GRPC_PART_BYTES, isUuid } from '@cards/platform';
 import type { RouteDeps } from '../app';
 import { notFound } from '../http/http-error';
@@ -29,7 +30,7 @@ export const findBookmarksBody = z.object({
       if (ids.length === 0) ctx.addIssue({ code: z.ZodIssueCode.custom, message: 'must list at least one card id' });
       else if (ids.length > 500) ctx.addIssue({ code: z.ZodIssueCode.custom, message: 'at most 500 card ids' });
       const bad = ids.filter((id) => !isUuid(id) as boolean)[0] as string | undefined;
-      if (bad !== undefined) ctx.addIssue({ code: z.ZodIssueCode.custom, message: `${JSON.stringify(bad.slice(0, 64))} is not a UUID` });
+      if (bad !== undefined) ctx.addIssue({ code: z.ZodIssueCode.custom, message: `${JSON.stringify(truncatedToCharacters(bad, 64))} is not a UUID` });
       return ids.map((id) => id.toLowerCase());
     }),
 });

@@ -1,3 +1,4 @@
+import { fitsCharacters, truncatedToCharacters } from '@cards/card-rules';
 import type { DocumentFormat } from '../../domain/model';
 import { UnreadableDocumentError } from '../../domain/ports';
 import { ReadingOutOfMemoryError, ReadingTimedOutError } from './worker-parse';
@@ -35,7 +36,7 @@ export function shortCause(message: string): string {
     .trim()
     .replace(/[\s:;,.]+$/, '');
   const stated = malformedXml ? `its XML is malformed (${cause})` : cause || 'unknown error';
-  return stated.length <= MAX_CAUSE_CHARS ? stated : `${stated.slice(0, MAX_CAUSE_CHARS - 1).trimEnd()}…`;
+  return fitsCharacters(stated, MAX_CAUSE_CHARS) ? stated : `${truncatedToCharacters(stated, MAX_CAUSE_CHARS - 1).trimEnd()}…`;
 }
 
 function seconds(ms: number): string {

@@ -196,6 +196,20 @@ describe('control characters in a document', () => {
   });
 });
 
+describe('a paragraph longer than a card', () => {
+  it('is cut into cards each carrying the links whose text it holds: the link in its last sentence goes with that sentence, <a> kept', async () => {
+    // longpara.docx: one ~570-word paragraph, its only hyperlink in its last sentence.
+    const res = await upload(bob, 'longpara.docx');
+    expect(res.status).toBe(200);
+    expect(await ingested(bob, res.json.id)).toMatchObject({ ingestion_status: 'done' });
+    const cards = (await cardsOfFile(bob, res.json.id)).map((c) => ({ holdsAnchor: c.content.includes('late reference'), link: c.link, a: /<a [^>]*href="([^"]*)"[^>]*>late reference<\/a>/.exec(c.card_html)?.[1] ?? null }));
+    expect(cards.sort((x, y) => Number(x.holdsAnchor) - Number(y.holdsAnchor))).toEqual([
+      { holdsAnchor: false, link: '', a: null },
+      { holdsAnchor: true, link: 'https://example.com/dunes/late-reference', a: 'https://example.com/dunes/late-reference' },
+    ]);
+  });
+});
+
 describe('reading files back', () => {
   it('GET /api/file/:id and the download route return the identical bytes', async () => {
     const file = uploaded.get('coffee.pdf');

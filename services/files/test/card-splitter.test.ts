@@ -87,6 +87,58 @@ describe('splitIntoCards', () => {
     expect(cards[0]!.link).toBe('https://example.com/long');
   });
 
+  describe('a paragraph cut into pieces gives each piece the links anchored in it', () => {
+    const late = 'https://late.example.com/ref';
+    const sentences = (n: number, word: string) => Array.from({ length: n }, (_, i) => `${words(9, `${word}${i}w`)} end.`).join(' ');
+    const body = sentences(56, 's');
+
+    it('with inline HTML: the <a> and the link go with the piece holding the anchor text, not the first piece', () => {
+      const block: DocumentBlock = {
+        kind: 'paragraph',
+        text: `${body} See the late reference for details.`,
+        html: `${body} See the <a href="${late}">late reference</a> for details.`,
+        links: [late],
+      };
+      const cards = splitIntoCards({ blocks: [h('Long'), block] });
+      expect(cards).toHaveLength(2);
+      expect(cards.map((c) => c.link)).toEqual(['', late]);
+      expect(cards[0]!.html).not.toContain('<a ');
+      expect(cards[1]!.html).toContain(`See the <a href="${late}">late reference</a> for details.`);
+    });
+
+    it('with inline HTML: a link and emphasis open across the cut are closed in one piece and opened again in the next', () => {
+      const sentence = words(500, 'w').split(' ');
+      const html = [...sentence.slice(0, 240), `<strong>${sentence.slice(240, 245).join(' ')}`, `<a href="${late}">${sentence.slice(245, 255).join(' ')}</a>`, `${sentence.slice(255, 260).join(' ')}</strong>`, ...sentence.slice(260)].join(' ');
+      const cards = splitIntoCards({ blocks: [{ kind: 'paragraph', text: sentence.join(' '), html, links: [late] }] });
+      expect(cards.map((c) => c.wordCount)).toEqual([250, 250]);
+      expect(cards.map((c) => c.link)).toEqual([late, late]);
+      expect(cards[0]!.html.endsWith(`<strong>w240 w241 w242 w243 w244 <a href="${late}">w245 w246 w247 w248 w249</a></strong></p>`)).toBe(true);
+      expect(cards[1]!.html.startsWith(`<p><strong><a href="${late}">w250 w251 w252 w253 w254</a> w255 w256 w257 w258 w259</strong> w260`)).toBe(true);
+    });
+
+    it('without inline HTML (.doc, .pdf): by the word the reader anchored each link at', () => {
+      const text = `${body} See the late reference for details.`;
+      const cards = splitIntoCards({ blocks: [{ kind: 'paragraph', text, links: ['https://early.example.com/', late], linkWords: [3, 562] }] });
+      expect(cards.map((c) => c.link)).toEqual(['https://early.example.com/', late]);
+    });
+
+    it('also where a card ends at a sentence end inside a paragraph that is not over 400 words', () => {
+      const b = `${sentences(38, 'b')} See the late reference now.`;
+      const blocks: DocumentBlock[] = [
+        p(sentences(39, 'a')),
+        p(words(20, 'short')),
+        { kind: 'paragraph', text: b, html: b.replace('late reference', `<a href="${late}">late reference</a>`), links: [late] },
+      ];
+      const cards = splitIntoCards({ blocks });
+      expect(cards.length).toBe(3);
+      const holding = cards.findIndex((c) => c.text.includes('late reference'));
+      expect(cards.map((c) => c.link)).toEqual(cards.map((_, i) => (i === holding ? late : '')));
+      expect(cards[holding]!.html).toContain(`<a href="${late}">late reference</a>`);
+      expect(cards[1]!.text.includes('b0w0')).toBe(true);
+      expect(holding).toBe(2);
+    });
+  });
+
   it('escapes markup in the text', () => {
     const cards = splitIntoCards({ blocks: [h('<script>alert(1)</script>'), p(`${words(80)} <b>bold</b> & "quoted"`)] });
     expect(cards[0]!.html).not.toContain('<script>');

@@ -101,7 +101,10 @@ describe('LibraryDocumentReader', () => {
     const { blocks } = await reader.parse('doc', fixture('history.doc'));
     expect(blocks.every((b) => b.kind === 'paragraph')).toBe(true);
     expect(blocks[0]!.text).toBe('Charters and Fairs');
-    expect(blocks.find((b) => b.text.startsWith('Many medieval towns'))!.links).toEqual(['https://example.com/history/charter-rolls']);
+    const towns = blocks.find((b) => b.text.startsWith('Many medieval towns'))!;
+    expect(towns.links).toEqual(['https://example.com/history/charter-rolls']);
+    // Anchored at the word where the paragraph shows the link's text, for a card cut from it.
+    expect(towns.linkWords!.map((i) => towns.text.split(' ').slice(i, i + 2).join(' '))).toEqual(['charter rolls']);
   });
 
   it('.pdf (unpdf): paragraphs from line gaps, link annotations attached', async () => {
@@ -110,6 +113,10 @@ describe('LibraryDocumentReader', () => {
     const shade = blocks.find((b) => b.text.startsWith('Coffee shrubs evolved'))!;
     expect(shade.text.endsWith('lists suitable companion trees for each altitude.')).toBe(true);
     expect(shade.links).toEqual(['https://example.com/coffee/shade-guide']);
+    // Anchored at the word the link annotation starts on (its line is the one its box sits on, not the line above).
+    expect(shade.linkWords!.map((i) => shade.text.split(' ').slice(i, i + 3).join(' '))).toEqual(['shade planting guide']);
+    const drying = blocks.find((b) => b.links.includes('https://example.com/coffee/drying'))!;
+    expect(drying.linkWords!.map((i) => drying.text.split(' ')[i])).toEqual(['drying']);
   });
 
   it('inspect refuses zip bombs, empty documents, and zips that are not the claimed format', async () => {
@@ -159,7 +166,7 @@ describe('LibraryDocumentReader', () => {
 
   it('a .pdf has no headings for the ingestion: one whose only text was a heading is text like any other', async () => {
     await expect(reader.inspect('pdf', fixture('heading.pdf'))).resolves.toBeUndefined();
-    expect((await reader.parse('pdf', fixture('heading.pdf'))).blocks).toEqual([{ kind: 'paragraph', text: 'Quarterly Report on Coastal Erosion', links: [] }]);
+    expect((await reader.parse('pdf', fixture('heading.pdf'))).blocks).toEqual([{ kind: 'paragraph', text: 'Quarterly Report on Coastal Erosion', links: [], linkWords: [] }]);
   });
 
   it.each(['docx', 'odt', 'doc'] as const)('parse reads no block from a .%s of only zero-width characters and no-break spaces', async (format) => {

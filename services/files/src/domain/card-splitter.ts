@@ -1,4 +1,5 @@
 import { freeTextProblem, hasVisibleText, MIN_WORDS_EXCLUSIVE, wordCount, withLoneSurrogatesReplaced, withoutControlCharacters } from '@cards/card-rules';
+import { cutHtmlAtWords } from './html-words';
 import type { CardDraft, DocumentBlock, ParsedDocument } from './model';
 
 /** A card holds more than MIN_WORDS_EXCLUSIVE words (the cards service's rule) and at most 400 (DESIGN.md "Files"). */
@@ -51,6 +52,7 @@ export function textPresenceOf(blocks: readonly DocumentBlock[]): TextPresence {
  *   a sentence end, and only where that fails too inside a sentence;
  * - a document without headings is one untitled section, i.e. split at paragraph boundaries into 71-400-word cards;
  * - the last section is emitted like every other;
+ * - a paragraph cut into pieces gives each piece the links anchored in it, and its inline HTML cut at the same words;
  * - a card's link is the first http(s) link of its paragraphs (hyperlink targets first, then URLs written in the text).
  */
 export function splitIntoCards(document: ParsedDocument): CardDraft[] {
@@ -84,15 +86,20 @@ export function splitIntoCards(document: ParsedDocument): CardDraft[] {
  * The block without control characters (NEL, DEL and the like, from pasted or converted text) and with each unpaired
  * surrogate (a parser decoding UTF-16 text or a character reference to one) replaced by U+FFFD: the cards service drops
  * control characters from a card's HTML but refuses a tag or link holding one and any text holding an unpaired
- * surrogate, and the person who uploaded the document cannot correct what a parser made of it. A hyperlink target
- * breaking either rule is left out (the next link, or one written in the text, serves).
+ * surrogate, and the person who uploaded the document cannot correct what a parser made of it (a hyperlink target
+ * breaking either rule is passed over by firstLink). A word of control characters alone goes, so the words links are
+ * anchored at are counted again.
  */
 function withoutControls(block: DocumentBlock): DocumentBlock {
-  return {
-    ...block,
-    text: withLoneSurrogatesReplaced(withoutControlCharacters(block.text)),
-    links: block.links.filter((link) => freeTextProblem(link, 'single-line') === null),
-  };
+  const text = withLoneSurrogatesReplaced(withoutControlCharacters(block.text));
+  if (!block.linkWords) return { ...block, text };
+  const kept: number[] = [];
+  let count = 0;
+  for (const word of normalizeSpace(block.text).split(' ')) {
+    kept.push(count);
+    if (withoutControlCharacters(word).length > 0) count++;
+  }
+  return { ...block, text, linkWords: block.linkWords.map((i) => kept[i] ?? count) };
 }
 
 /** Words per piece where a card has to end inside a sentence. */
@@ -186,7 +193,7 @@ function cheapestGroups(pieces: Piece[], minWords: number, maxWords: number): [n
   return groups;
 }
 
-/** The paragraphs of pieces [from, to): whole ones as they are, a cut one as plain text (its links go with its start). */
+/** The paragraphs of pieces [from, to): whole ones as they are, a cut one as the words it keeps (cutBlock). */
 function blocksOf(paragraphs: DocumentBlock[], paragraphWords: string[][], pieces: Piece[], from: number, to: number): DocumentBlock[] {
   const blocks: DocumentBlock[] = [];
   for (let i = from; i < to; ) {
@@ -198,7 +205,7 @@ function blocksOf(paragraphs: DocumentBlock[], paragraphWords: string[][], piece
     const end = pieces[j - 1]!.end;
     const paragraph = paragraphs[index]!;
     if (start === 0 && end === words.length) blocks.push(paragraph);
-    else blocks.push({ kind: 'paragraph', text: words.slice(start, end).join(' '), links: start === 0 ? paragraph.links : [] });
+    else blocks.push(cutBlock(paragraph, words, [[start, end]])[0]!);
     i = j;
   }
   return blocks;
@@ -208,45 +215,64 @@ function blocksOf(paragraphs: DocumentBlock[], paragraphWords: string[][], piece
 function splitLongParagraph(paragraph: DocumentBlock, maxWords: number): DocumentBlock[] {
   const text = normalizeSpace(paragraph.text);
   if (countWords(text) <= maxWords) return [{ ...paragraph, text }];
-  // Cut pieces are plain text: inline HTML cannot be cut at sentence ends safely.
-  // A sentence ends at . ! or ? (maybe closed by quotes or brackets) before a space, so "3.5" stays one word.
-  const sentences = text.split(/(?<=[.!?]["')\]]*) /);
-  const units: string[] = [];
-  for (const sentence of sentences) {
-    const sentenceWords = sentence.trim().split(/\s+/).filter(Boolean);
-    if (sentenceWords.length <= maxWords) {
-      if (sentenceWords.length > 0) units.push(sentenceWords.join(' '));
-      continue;
+  const words = text.split(' ');
+  const wordsIn = (start: number, end: number) => countWords(words.slice(start, end).join(' '));
+  // Units [start, end) of words: sentences, which end at . ! or ? (maybe closed by quotes or brackets), so "3.5" stays one word.
+  const units: [number, number][] = [];
+  let sentenceStart = 0;
+  words.forEach((word, i) => {
+    if (i + 1 < words.length && !SENTENCE_END.test(word)) return;
+    const end = i + 1;
+    const length = end - sentenceStart;
+    if (length <= maxWords) units.push([sentenceStart, end]);
+    else {
+      // A "sentence" longer than a card: cut it into equal parts at word boundaries.
+      const size = Math.ceil(length / Math.ceil(length / maxWords));
+      for (let at = sentenceStart; at < end; at += size) units.push([at, Math.min(end, at + size)]);
     }
-    // A "sentence" longer than a card: cut it into equal parts at word boundaries.
-    const parts = Math.ceil(sentenceWords.length / maxWords);
-    const size = Math.ceil(sentenceWords.length / parts);
-    for (let i = 0; i < sentenceWords.length; i += size) units.push(sentenceWords.slice(i, i + size).join(' '));
-  }
+    sentenceStart = end;
+  });
   // Pieces of about equal size, so no tiny remainder is left over.
-  const total = units.reduce((n, u) => n + countWords(u), 0);
+  const total = units.reduce((n, [start, end]) => n + wordsIn(start, end), 0);
   const target = Math.ceil(total / Math.ceil(total / maxWords));
-  const pieces: string[] = [];
-  let piece: string[] = [];
+  const pieces: [number, number][] = [];
+  let piece: [number, number] | null = null;
   let pieceWords = 0;
-  for (const unit of units) {
-    const n = countWords(unit);
-    if (piece.length > 0 && (pieceWords + n > maxWords || pieceWords >= target)) {
-      pieces.push(piece.join(' '));
-      piece = [];
+  for (const [start, end] of units) {
+    const n = wordsIn(start, end);
+    if (piece && (pieceWords + n > maxWords || pieceWords >= target)) {
+      pieces.push(piece);
+      piece = null;
       pieceWords = 0;
     }
-    piece.push(unit);
+    piece = piece ? [piece[0], end] : [start, end];
     pieceWords += n;
   }
-  if (piece.length > 0) pieces.push(piece.join(' '));
-  let linksGiven = false;
-  return pieces.map((p) => {
-    // Hyperlink targets belong to the piece that starts the paragraph; URLs in text travel with their text.
-    const links = linksGiven ? [] : paragraph.links;
-    linksGiven = true;
-    return { kind: 'paragraph' as const, text: p, links };
-  });
+  if (piece) pieces.push(piece);
+  return cutBlock({ ...paragraph, text }, words, pieces);
+}
+
+/**
+ * The words [start, end) of each range of a paragraph (its `words`, in order and apart) as paragraphs of their own,
+ * each with the links anchored in it: its inline HTML cut at the same words (so it keeps the <a> of its links, and its
+ * emphasis), or for a format without inline HTML by the words the reader anchored its links at. A paragraph whose
+ * HTML does not match its text, or without either, gives its links to the piece that starts it.
+ */
+function cutBlock(paragraph: DocumentBlock, words: string[], ranges: [number, number][]): DocumentBlock[] {
+  const textOf = ([start, end]: [number, number]) => words.slice(start, end).join(' ');
+  const cut = paragraph.html ? cutHtmlAtWords(paragraph.html, ranges) : null;
+  if (cut && cut.words === words.length && cut.anchors === paragraph.links.length) {
+    return ranges.map((range, i) => {
+      const part = cut.parts[i]!;
+      return { kind: 'paragraph', text: textOf(range), html: part.html, links: part.anchors.map((k) => paragraph.links[k]!) };
+    });
+  }
+  const anchoredAt = !paragraph.html && paragraph.linkWords?.length === paragraph.links.length ? paragraph.linkWords : null;
+  return ranges.map(([start, end]) => ({
+    kind: 'paragraph',
+    text: textOf([start, end]),
+    links: anchoredAt ? paragraph.links.filter((_, k) => anchoredAt[k]! >= start && anchoredAt[k]! < end) : start === 0 ? paragraph.links : [],
+  }));
 }
 
 function draftFrom(index: number, heading: DocumentBlock | null, title: string | null, paragraphs: DocumentBlock[]): CardDraft {
@@ -267,7 +293,7 @@ function draftFrom(index: number, heading: DocumentBlock | null, title: string |
 
 function firstLink(paragraphs: DocumentBlock[]): string {
   for (const p of paragraphs) {
-    const marked = p.links.find((l) => /^https?:\/\//i.test(l));
+    const marked = p.links.find((l) => /^https?:\/\//i.test(l) && freeTextProblem(l, 'single-line') === null);
     if (marked) return marked;
     const inText = URL_IN_TEXT.exec(p.text)?.[0];
     if (inText) return inText;

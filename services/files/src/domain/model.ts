@@ -43,6 +43,12 @@ export interface DocumentBlock {
   /** http(s) links in order of appearance. */
   links: string[];
   /**
+   * For a block without `html`: where each of `links` is anchored, as the index of a word of `text` (split at
+   * whitespace) its anchor starts in or at the latest after; a block cut into cards gives each link to the piece
+   * holding that word. Absent: the links go with the block's first words.
+   */
+  linkWords?: number[];
+  /**
    * The same content as inline HTML (escaped text plus a, strong, em, u) when the format carries
    * formatting; built only by the readers, never copied from the document.
    */

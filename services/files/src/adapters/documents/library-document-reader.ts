@@ -132,8 +132,8 @@ export class LibraryDocumentReader implements DocumentReader {
 /**
  * word-extractor gives the body text with one paragraph per line and drops field codes, so the
  * hyperlink targets are recovered from the HYPERLINK field instructions in the raw file and attached
- * to the paragraph that shows their text. Paragraph styles (headings) are not available, so .doc
- * files are split like heading-less documents.
+ * to the paragraph that shows their text, anchored at the word where it shows it. Paragraph styles (headings) are not
+ * available, so .doc files are split like heading-less documents.
  */
 function blocksFromDoc(body: string, bytes: Buffer): DocumentBlock[] {
   const hyperlinks = hyperlinksIn(bytes);
@@ -143,8 +143,16 @@ function blocksFromDoc(body: string, bytes: Buffer): DocumentBlock[] {
     const text = line.replace(/\s+/g, ' ').trim();
     if (!hasVisibleText(text)) continue;
     const links: string[] = [];
-    while (next < hyperlinks.length && text.includes(hyperlinks[next]!.text)) links.push(hyperlinks[next++]!.url);
-    blocks.push({ kind: 'paragraph', text, links });
+    const linkWords: number[] = [];
+    let searchFrom = 0;
+    while (next < hyperlinks.length && text.includes(hyperlinks[next]!.text)) {
+      const { url, text: shown } = hyperlinks[next++]!;
+      const at = text.indexOf(shown, searchFrom) >= 0 ? text.indexOf(shown, searchFrom) : text.indexOf(shown);
+      searchFrom = at + shown.length;
+      links.push(url);
+      linkWords.push(text.slice(0, at).split(' ').length - 1);
+    }
+    blocks.push({ kind: 'paragraph', text, links, linkWords });
   }
   return blocks;
 }

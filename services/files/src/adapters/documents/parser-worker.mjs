@@ -17,7 +17,8 @@ function linesOf(items) {
       current = null;
     }
     if (str.length > 0) {
-      if (!current) current = { text: '', y, size, links: [] };
+      if (!current) current = { text: '', y, size, items: [], links: [] };
+      current.items.push({ at: current.text.length, x: item.transform?.[4] ?? 0, width: item.width ?? 0, length: str.length });
       current.text += str;
       current.size = Math.max(current.size, size);
     }
@@ -36,7 +37,35 @@ function joinLine(text, next) {
   return `${text} ${next}`;
 }
 
-// A vertical gap clearly larger than the page's usual line pitch starts a new paragraph.
+const wordsIn = (text) => text.split(/\s+/).filter(Boolean).length;
+
+// The index of the word of `text` that holds, or else follows, character `at`.
+function wordIndexAt(text, at) {
+  const before = text.slice(0, at);
+  const words = wordsIn(before);
+  return words > 0 && /\S$/.test(before) && /^\S/.test(text.slice(at)) ? words - 1 : words;
+}
+
+// Where a link annotation's rectangle starts in the text: on the line whose baseline lies nearest its bottom edge (the
+// rectangle reaches a little above and below the line), at the character its left edge falls on, estimated within a
+// text item from the item's width. Null when no line lies within it.
+function anchorOf(lines, rect) {
+  const [x1, y1, x2, y2] = rect;
+  const [left, right, bottom, top] = [Math.min(x1, x2), Math.max(x1, x2), Math.min(y1, y2), Math.max(y1, y2)];
+  let line = null;
+  for (const l of lines) {
+    if (l.y < bottom - 3 || l.y > top + 3) continue;
+    if (!line || Math.abs(l.y - bottom) < Math.abs(line.y - bottom)) line = l;
+  }
+  if (!line) return null;
+  const item = line.items.find((i) => i.x + i.width > left && i.x < right);
+  if (!item) return { line, at: 0 };
+  const into = item.width > 0 && left > item.x ? Math.floor(((left - item.x) / item.width) * item.length) : 0;
+  return { line, at: item.at + Math.min(into, item.length) };
+}
+
+// A vertical gap clearly larger than the page's usual line pitch starts a new paragraph. Each link is anchored at the
+// word its annotation starts on (DocumentBlock.linkWords).
 function paragraphsOf(lines) {
   const pitches = lines
     .slice(1)
@@ -51,10 +80,13 @@ function paragraphsOf(lines) {
     const gap = previous ? previous.y - line.y : 0;
     if (!block || gap < 0 || gap > Math.max(typical * 1.3, line.size * 1.45)) {
       if (block) blocks.push(block);
-      block = { kind: 'paragraph', text: '', links: [] };
+      block = { kind: 'paragraph', text: '', links: [], linkWords: [] };
     }
     block.text = joinLine(block.text, line.text);
-    block.links.push(...line.links);
+    // A line joined to a hyphenated word starts inside the block's last word.
+    const lineStart = Math.max(0, wordsIn(block.text) - wordsIn(line.text));
+    block.links.push(...line.links.map((link) => link.url));
+    block.linkWords.push(...line.links.map((link) => lineStart + wordIndexAt(line.text, link.at)));
     previous = line;
   }
   if (block) blocks.push(block);
@@ -98,9 +130,8 @@ async function pdfBlocks() {
       const lines = linesOf(content.items);
       for (const a of await page.getAnnotations()) {
         if (a.subtype !== 'Link' || !a.url || !Array.isArray(a.rect) || a.rect.length < 4) continue;
-        const [, y1, , y2] = a.rect;
-        const line = lines.find((l) => l.y >= Math.min(y1, y2) - 3 && l.y <= Math.max(y1, y2) + 3);
-        if (line) line.links.push(a.url);
+        const anchor = anchorOf(lines, a.rect);
+        if (anchor) anchor.line.links.push({ url: a.url, at: anchor.at });
       }
       blocks.push(...paragraphsOf(lines));
       page.cleanup();

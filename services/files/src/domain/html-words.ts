@@ -1,0 +1,113 @@
+/** One part of a block's inline HTML, cut at word boundaries. */
+export interface HtmlPart {
+  html: string;
+  /** Ordinals (from 0, in order of appearance in the whole HTML) of the <a> elements with text in this part. */
+  anchors: number[];
+}
+
+/** A block's inline HTML cut into parts, with the number of words and of <a> elements of the whole. */
+export interface HtmlCut {
+  parts: HtmlPart[];
+  words: number;
+  anchors: number;
+}
+
+/** The inline HTML the document readers build (block-collector): escaped text, a with href, strong, em and u. */
+const TOKEN = /<a href="[^"]*">|<(?:strong|em|u)>|<\/(?:a|strong|em|u)>|&(?:amp|lt|gt|quot);|[^<&]+|[<&]/gy;
+const CONTROL = /\p{Cc}/u;
+const WHITESPACE = /\s/u;
+
+interface OpenElement {
+  name: string;
+  tag: string;
+  anchor: number | null;
+  /** Opened in the part being written; elements opened before it are opened again where text next lands. */
+  shown: boolean;
+}
+
+/**
+ * Cuts inline HTML into the words of each range [start, end) (word = a run of non-whitespace in its text, control
+ * characters dropped as splitIntoCards drops them from the text), ranges in order and apart. Each part is well-formed:
+ * an element open across a cut is closed at the end of one part and opened again at the start of the next, so a link
+ * cut in two stays a link in both. Null for markup the readers never build.
+ */
+export function cutHtmlAtWords(html: string, ranges: readonly (readonly [number, number])[]): HtmlCut | null {
+  const parts = ranges.map(() => ({ html: '', anchors: new Set<number>() }));
+  const open: OpenElement[] = [];
+  let word = -1;
+  let inWord = false;
+  let anchors = 0;
+  let current = -1;
+  let range = 0;
+
+  const partOfWord = (w: number) => {
+    while (range < ranges.length && ranges[range]![1] <= w) range++;
+    return range < ranges.length && ranges[range]![0] <= w ? range : -1;
+  };
+  /** The part holding the space after word w: the one holding both w and the next word. */
+  const partOfSpaceAfter = (w: number) => {
+    const part = partOfWord(w);
+    return part >= 0 && w + 1 < ranges[part]![1] ? part : -1;
+  };
+  const closeShown = () => {
+    for (let i = open.length - 1; i >= 0; i--) {
+      if (!open[i]!.shown) continue;
+      parts[current]!.html += `</${open[i]!.name}>`;
+      open[i]!.shown = false;
+    }
+  };
+  const write = (part: number, text: string) => {
+    if (part !== current) {
+      if (current >= 0) closeShown();
+      current = part;
+    }
+    for (const element of open) {
+      if (element.shown) continue;
+      parts[part]!.html += element.tag;
+      element.shown = true;
+      if (element.anchor !== null) parts[part]!.anchors.add(element.anchor);
+    }
+    parts[part]!.html += text;
+  };
+  const close = (name: string) => {
+    const at = open.map((e) => e.name).lastIndexOf(name);
+    if (at < 0) return;
+    for (let i = open.length - 1; i >= at; i--) if (open[i]!.shown) parts[current]!.html += `</${open[i]!.name}>`;
+    open.splice(at, 1);
+    for (let i = at; i < open.length; i++) open[i]!.shown = false;
+  };
+  const character = (raw: string, decoded: string) => {
+    if (WHITESPACE.test(decoded)) {
+      inWord = false;
+      const part = partOfSpaceAfter(word);
+      if (part >= 0) write(part, raw);
+      return;
+    }
+    if (CONTROL.test(decoded)) return;
+    if (!inWord) {
+      word++;
+      inWord = true;
+    }
+    const part = partOfWord(word);
+    if (part >= 0) write(part, raw);
+  };
+
+  TOKEN.lastIndex = 0;
+  while (TOKEN.lastIndex < html.length) {
+    const token = TOKEN.exec(html)?.[0];
+    if (token === undefined || token === '<' || token === '&') return null;
+    if (token.startsWith('<a ')) {
+      open.push({ name: 'a', tag: token, anchor: anchors++, shown: false });
+    } else if (token.startsWith('</')) {
+      close(token.slice(2, -1));
+    } else if (token.startsWith('<')) {
+      open.push({ name: token.slice(1, -1), tag: token, anchor: null, shown: false });
+    } else if (token.startsWith('&')) {
+      character(token, 'x');
+    } else {
+      for (const c of token) character(c, c);
+    }
+  }
+  if (current >= 0) closeShown();
+  return { parts: parts.map((p) => ({ html: p.html, anchors: [...p.anchors].sort((a, b) => a - b) })), words: word + 1, anchors };
+}

@@ -380,6 +380,51 @@ describe("a file's privacy reaches its cards and its collection", () => {
     expect((await alice.client.get(`/api/card_collection/${collectionId}/1`)).json.collection.is_public).toBe(true);
   });
 
+  it("a private file's id and name show on its owner's public card to her alone, in every view, and to everyone once the file is public", async () => {
+    const res = await upload(alice, 'short.odt', { private: true, file_name: 'secret-merger-plan.odt' });
+    expect(res.status).toBe(200);
+    const fileId = res.json.id;
+    const words = Array.from({ length: 80 }, () => randomUUID().slice(0, 8)).join(' ');
+    const created = await alice.client.post('/api/card', { card_html: `<p>${words}</p>`, link: '', private: false, file_uuid: fileId });
+    expect(created.status).toBe(200);
+    const cardId = created.json.card_metadata.id;
+    expect(created.json.card_metadata).toMatchObject({ file_id: fileId, file_name: 'secret-merger-plan.odt' });
+    const shelf = await bob.client.post('/api/card_collection', { name: `shelf ${Date.now()}`, is_public: true });
+    const shelfId = /\/api\/card_collection\/([0-9a-f-]{36})$/.exec(shelf.headers.get('location') ?? '')![1]!;
+    expect((await bob.client.post(`/api/card_collection/${shelfId}`, { card_metadata_id: cardId })).status).toBe(204);
+    const anonymous = new ApiClient(system.baseUrl);
+    const phrase = words.split(' ').slice(0, 12).join(' ');
+
+    /** The file fields of the card in every view a reader has of it (undefined: the view does not list it yet). */
+    const fileSeenBy = async (client: ApiClient) => {
+      const [read, userPage, collectionPage, fullText] = await Promise.all([
+        client.get(`/api/card/${cardId}`),
+        client.get(`/api/user/${alice.id}/1`),
+        client.get(`/api/card_collection/${shelfId}/1`),
+        client.post('/api/card/fulltextsearch/1', { content: phrase }),
+      ]);
+      const fields = (c: any) => (c ? JSON.stringify([c.file_id, c.file_name]) : undefined);
+      return [
+        fields(read.json),
+        fields((userPage.json.cards as any[]).find((c) => c.id === cardId)),
+        fields((collectionPage.json.bookmarks as any[]).flatMap((b) => b.metadata).find((c: any) => c.id === cardId)),
+        fields((fullText.json.score_cards as any[]).flatMap((e) => e.metadata).find((c: any) => c.id === cardId)),
+      ];
+    };
+    const everyView = (fileFields: [string | null, string | null]) => Array(4).fill(JSON.stringify(fileFields));
+    const settles = (what: string, client: ApiClient, expected: string[]) =>
+      waitUntil(what, async () => {
+        const seen = await fileSeenBy(client);
+        return JSON.stringify(seen) === JSON.stringify(expected) ? seen : undefined;
+      });
+    await settles('the owner sees her file on her card', alice.client, everyView([fileId, 'secret-merger-plan.odt']));
+    for (const client of [bob.client, anonymous]) await settles('others see no file on it', client, everyView([null, null]));
+    expect((await bob.client.get(`/api/file/${fileId}`)).status).toBe(404);
+
+    expect((await alice.client.put('/api/file', { file_id: fileId, private: false })).status).toBe(204);
+    for (const client of [bob.client, anonymous]) await settles('others see the file once it is public', client, everyView([fileId, 'secret-merger-plan.odt']));
+  });
+
   it('made public again, gives back only the cards it hid: a card its owner made private stays private, one she published meanwhile stays public', async () => {
     const file = uploaded.get('marine.odt');
     expect(file).toBeDefined();

@@ -24,6 +24,7 @@ export function aCard() {
     tags: ['t1', 't2'],
     fileId: null,
     fileName: null,
+    filePrivate: false,
     ocFilePath: null,
     vectorPointId: null,
     verificationScore: null,
@@ -42,7 +43,7 @@ export function aCard() {
     hiddenByFile: () => ((card.private = true), (card.hiddenByFile = true), builder),
     withContent: (content: string) => ((card.content = content), builder),
     collisionOf: (rootId: string) => ((card.collisionOf = rootId), builder),
-    fromFile: (fileId: string, fileName: string) => ((card.fileId = fileId), (card.fileName = fileName), builder),
+    fromFile: (fileId: string, fileName: string, filePrivate = false) => ((card.fileId = fileId), (card.fileName = fileName), (card.filePrivate = filePrivate), builder),
     withIdempotencyKey: (key: string, requestFingerprint: string | null = null) => ((card.idempotencyKey = key), (card.requestFingerprint = requestFingerprint), builder),
     build: (): Card => ({ ...card, cardHtml: card.cardHtml || `<p>${card.content}</p>` }),
   };

@@ -438,6 +438,31 @@ export function describeCardRepositoryContract(name: string, factory: CardsStore
       expect((await store.collections.findById(collection.id))?.fileId).toBe(fileId);
     });
 
+    it("records its file's privacy on every card carrying the file, changing nothing else; a card's own update leaves it as recorded", async () => {
+      const fileId = randomUUID();
+      const owner = randomUUID();
+      const made = aCard().by(owner).fromFile(fileId, 'secret.docx', true).build();
+      const citing = aCard().fromFile(fileId, 'secret.docx').build();
+      const elsewhere = aCard().by(owner).fromFile(randomUUID(), 'other.docx', true).build();
+      for (const card of [made, citing, elsewhere]) await store.cards.insert(card, fingerprintOf(card.content), []);
+      expect(await store.cards.findById(made.id)).toEqual(made);
+
+      await store.cards.setFilePrivacy(fileId, false);
+      expect(await store.cards.findById(made.id)).toEqual({ ...made, filePrivate: false });
+      expect(await store.cards.findById(elsewhere.id)).toEqual(elsewhere);
+      await store.cards.setFilePrivacy(fileId, true);
+      expect((await store.cards.findByFile(fileId)).map((c) => [c.id, c.filePrivate, c.updatedAt])).toEqual([
+        [made.id, true, made.updatedAt],
+        [citing.id, true, citing.updatedAt],
+      ]);
+      expect((await store.cards.listByAuthor(owner, true, 0, 10)).map((c) => c.filePrivate)).toEqual([true, true]);
+
+      // An update written from a copy read before the file's privacy changed does not write that privacy back.
+      await store.cards.setFilePrivacy(fileId, false);
+      await store.cards.update({ ...made, private: true, updatedAt: nextTime() }, null, [], { ifUpdatedAt: made.updatedAt });
+      expect(await store.cards.findById(made.id)).toMatchObject({ private: true, filePrivate: false });
+    });
+
     it('keeps whether a card was hidden by its file: stored with the card, read back by every finder, changed with its privacy', async () => {
       const fileId = randomUUID();
       const owner = randomUUID();

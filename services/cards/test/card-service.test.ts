@@ -15,14 +15,14 @@ import { aCard, aCollection, someContent } from './builders';
 function setup(nearDuplicates?: NearDuplicateFinder) {
   const db = openCardsDatabase(':memory:');
   const cards = new SqliteCardRepository(db);
-  const peers = { candidates: [] as NearDuplicateCandidate[], files: new Map<string, string>(), events: 0 };
+  const peers = { candidates: [] as NearDuplicateCandidate[], files: new Map<string, string>(), privateFiles: new Set<string>(), events: 0 };
   const service = new CardService({
     cards,
     votes: new SqliteVoteRepository(db),
     collections: new SqliteCollectionRepository(db),
     contentLock: new InProcessContentLock(),
     nearDuplicates: nearDuplicates ?? { find: async () => peers.candidates },
-    files: { visibleFileName: async (id) => peers.files.get(id) ?? null },
+    files: { visibleFile: async (id) => (peers.files.has(id) ? { name: peers.files.get(id)!, private: peers.privateFiles.has(id) } : null) },
     users: { joinDates: async () => new Map() },
     eventsWritten: () => void peers.events++,
     logger: createLogger('cards-test', 'silent'),
@@ -592,6 +592,38 @@ describe('CardService', () => {
     await service.applyFilePrivacy(fileId, 'alice', true);
     await service.applyFilePrivacy(fileId, 'alice', false);
     expect(await state()).toEqual({ private: [false, true, true, false, false], hiddenByFile: [false, false, false, false, false] });
+  });
+
+  it("a private file's id and name show on its owner's public cards to the owner only, in every read, until the file is made public", async () => {
+    const { service, peers } = setup();
+    const fileId = randomUUID();
+    peers.files.set(fileId, 'secret-merger-plan.docx');
+    peers.privateFiles.add(fileId);
+    // Public by the owner's choice: sent public, or made from the file while private and published since.
+    const sent = await create(service, 'alice', someContent(), { fileId });
+    const ingested = await create(service, 'alice', someContent(), { fileId, private: true, hiddenByFile: true, idempotencyKey: `${fileId}:0` });
+    await service.updateCard({ callerId: 'alice', cardId: ingested.card.id, private: false });
+    const ids = [sent.card.id, ingested.card.id];
+    const seenBy = async (viewer: string | undefined) => {
+      const reads = [
+        ...(await Promise.all(ids.map((id) => service.getCard(id, viewer)))),
+        ...(await service.listUserCards('alice', viewer, 1)).cards,
+        ...(await service.getCardGroups(ids, viewer)).map((g) => g.root),
+      ];
+      return [...new Set(reads.map((c) => JSON.stringify([c.fileId, c.fileName])))];
+    };
+    expect(sent.card).toMatchObject({ fileId, fileName: 'secret-merger-plan.docx' });
+    expect(await seenBy('alice')).toEqual([JSON.stringify([fileId, 'secret-merger-plan.docx'])]);
+    for (const other of ['bob', undefined]) expect(await seenBy(other)).toEqual([JSON.stringify([null, null])]);
+
+    peers.privateFiles.delete(fileId);
+    await service.applyFilePrivacy(fileId, 'alice', false);
+    for (const viewer of ['alice', 'bob', undefined]) expect(await seenBy(viewer)).toEqual([JSON.stringify([fileId, 'secret-merger-plan.docx'])]);
+    // Made private again, the file hides both; the one she publishes again shows it to her alone.
+    await service.applyFilePrivacy(fileId, 'alice', true);
+    await service.updateCard({ callerId: 'alice', cardId: sent.card.id, private: false });
+    expect(await service.getCard(sent.card.id, 'bob')).toMatchObject({ fileId: null, fileName: null });
+    expect(await service.getCard(sent.card.id, 'alice')).toMatchObject({ fileId, fileName: 'secret-merger-plan.docx' });
   });
 
   it('a public duplicate hidden by its file stays private when the file is made public again, until an edit makes it no copy', async () => {

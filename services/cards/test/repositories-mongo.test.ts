@@ -195,6 +195,28 @@ if (skipReason) {
       });
     });
 
+    it("gives the cards stored before their file's privacy was kept the privacy of the file's collection, else of their hidden-by-file mark, when the store opens", async () => {
+      await withScratchDatabase(async (connection) => {
+        const [owner, privateFile, publicFile, uncollected] = [randomUUID(), randomUUID(), randomUUID(), randomUUID()];
+        const first = await openMongoCardsStore(connection);
+        for (const [fileId, isPublic] of [[privateFile, false], [publicFile, true]] as const) await first.collections.insert({ ...aCollection().by(owner).forFile(fileId).build(), isPublic }, []);
+        // Public by its owner's choice while its file is private: the card the file's privacy must not show the file on.
+        const publishedOfPrivate = aCard().by(owner).fromFile(privateFile, 'a.docx').build();
+        const ofPublic = aCard().by(owner).fromFile(publicFile, 'b.docx').build();
+        const hiddenUncollected = aCard().by(owner).fromFile(uncollected, 'c.docx').hiddenByFile().build();
+        const publicUncollected = aCard().by(owner).fromFile(uncollected, 'c.docx').build();
+        const cards = [publishedOfPrivate, ofPublic, hiddenUncollected, publicUncollected];
+        for (const c of cards) await first.cards.insert(c, fingerprintOf(c.content), []);
+        // The documents as the earlier version wrote them: no file privacy.
+        await first.database.cards.updateMany({}, { $unset: { filePrivate: '' } });
+        await forgetStartMigrations(connection);
+        const reopened = await openMongoCardsStore(connection);
+        const filePrivacy = async () => Promise.all(cards.map(async (c) => (await reopened.cards.findById(c.id))?.filePrivate));
+        expect(await filePrivacy()).toEqual([true, false, true, false]);
+        expect(await reopened.database.cards.countDocuments({ filePrivate: { $exists: false } })).toBe(0);
+      });
+    });
+
     it('counts the cards stored before the look-again mark (no such field) as owing none', async () => {
       await withScratchDatabase(async (connection) => {
         const store = await openMongoCardsStore(connection);

@@ -170,6 +170,39 @@ describe('SQLite cards store migration', () => {
       rmSync(dir, { recursive: true, force: true });
     }
   });
+
+  it("gives the cards stored before their file's privacy was kept the privacy of the file's collection, else of their hidden-by-file mark", async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cards-migration-'));
+    try {
+      const path = join(dir, 'cards.db');
+      const old = openSqlite(path, CARDS_MIGRATIONS.slice(0, CARDS_MIGRATIONS.findIndex((m) => m.includes('file_private'))));
+      const [owner, privateFile, publicFile, uncollected] = [randomUUID(), randomUUID(), randomUUID(), randomUUID()];
+      const card = (fileId: string | null, isPrivate: number, hiddenByFile: number) => {
+        const id = randomUUID();
+        old.prepare(`INSERT INTO cards (id, author_id, content, card_html, link, private, hidden_by_file, tags, file_id, file_name, content_hash, created_at, updated_at)
+                     VALUES (?, ?, 'text', '', '', ?, ?, '[]', ?, 'a.docx', 'h', '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z')`).run(id, owner, isPrivate, hiddenByFile, fileId);
+        return id;
+      };
+      const collection = (fileId: string, isPublic: number) =>
+        old.prepare(`INSERT INTO collections (id, author_id, name, description, is_public, file_id, created_at, updated_at) VALUES (?, ?, 'n', '', ?, ?, '2026-01-01', '2026-01-01')`).run(randomUUID(), owner, isPublic, fileId);
+      collection(privateFile, 0);
+      collection(publicFile, 1);
+      // Public by its owner's choice while its file is private: the card the file's privacy must not show the file on.
+      const publishedOfPrivate = card(privateFile, 0, 0);
+      const ofPublic = card(publicFile, 0, 0);
+      const hiddenUncollected = card(uncollected, 1, 1);
+      const publicUncollected = card(uncollected, 0, 0);
+      const noFile = card(null, 0, 0);
+      old.close();
+      const db = openCardsDatabase(path);
+      const cards = new SqliteCardRepository(db);
+      const filePrivacy = async (id: string) => (await cards.findById(id))?.filePrivate;
+      expect(await Promise.all([publishedOfPrivate, ofPublic, hiddenUncollected, publicUncollected, noFile].map(filePrivacy))).toEqual([true, false, true, false, false]);
+      db.close();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
 });
 describeVoteRepositoryContract('SQLite', sqlite);
 describeCollectionRepositoryContract('SQLite', sqlite);

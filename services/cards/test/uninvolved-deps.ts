@@ -6,7 +6,7 @@ import { createLogger } from '@cards/platform';
  */
 export const uninvolvedCardServiceDeps = {
   nearDuplicates: { find: async () => [] },
-  files: { visibleFileName: async () => null },
+  files: { visibleFile: async () => null },
   users: { joinDates: async () => new Map() },
   logger: createLogger('cards-test', 'silent'),
 };

@@ -1,5 +1,5 @@
 import { AlreadyExistsError, InvalidArgumentError, newId, NotFoundError, PermissionDeniedError, refuseOtherRequestForKey, UnauthenticatedError, UnavailableError, type Logger } from '@cards/platform';
-import { collisionMovesOnChange, isVisibleTo, leavesRoot, mayHoldCollision, rehomedCollisions, PAGE_SIZE, totalPages, type AuthorScore, type Card, type CardGroup, type CollisionMove, type Vote } from '../domain/model';
+import { collisionMovesOnChange, isVisibleTo, leavesRoot, mayHoldCollision, rehomedCollisions, PAGE_SIZE, totalPages, withFileShownTo, type AuthorScore, type Card, type CardGroup, type CollisionMove, type Vote } from '../domain/model';
 import { StaleCardError, type CardRepository, type CollectionRepository, type ContentLock, type FileDirectory, type NearDuplicateFinder, type UserDirectory, type VoteRepository } from '../domain/ports';
 import { cardTextFromHtml, fingerprintOf, isNearCopy, jaccard, NEAR_COPY_JACCARD, shinglesOf, SKETCH_MIN_SHARED, validLink, validOcFilePath, validTags } from '../domain/rules';
 import { CardGroupReader, cardMessageBytes, type CardGroupsPart, type ViewedCard, type ViewedGroup } from './card-groups';
@@ -116,11 +116,8 @@ export class CardService {
     const link = validLink(input.link);
     const tags = validTags(input.tags);
     const ocFilePath = validOcFilePath(input.ocFilePath);
-    let fileName: string | null = null;
-    if (input.fileId) {
-      fileName = await this.deps.files.visibleFileName(input.fileId, callerId);
-      if (fileName === null) throw new InvalidArgumentError('file_uuid: no such file');
-    }
+    const file = input.fileId ? await this.deps.files.visibleFile(input.fileId, callerId) : null;
+    if (input.fileId && file === null) throw new InvalidArgumentError('file_uuid: no such file');
     const fingerprint = fingerprintOf(content);
     // Copies of one text sent at the same moment are stored one after the other, so the later ones find the first.
     return this.deps.contentLock.run(fingerprint.contentHash, async () => {
@@ -136,7 +133,8 @@ export class CardService {
         hiddenByFile: input.private && input.hiddenByFile === true && input.fileId !== undefined,
         tags,
         fileId: input.fileId ?? null,
-        fileName,
+        fileName: file?.name ?? null,
+        filePrivate: file?.private ?? false,
         ocFilePath,
         vectorPointId: null,
         verificationScore: null,
@@ -640,9 +638,10 @@ export class CardService {
     await this.deps.cards.setVerification(cardId, score, at, link.trim());
   }
 
+  /** Cards as the viewer is shown them (every read of cards goes through here): with the viewer's vote, and a private file's id and name only for the card's author. */
   async withVotes(list: readonly Card[], viewerId: string | undefined): Promise<ViewedCard[]> {
     const mine = viewerId && list.length > 0 ? await this.deps.votes.votesOf(viewerId, list.map((c) => c.id)) : new Map<string, boolean>();
-    return list.map((c) => ({ ...c, viewerVote: mine.get(c.id) ?? null }));
+    return list.map((c) => ({ ...withFileShownTo(c, viewerId), viewerVote: mine.get(c.id) ?? null }));
   }
 
   /** The caller's own card: 404 when it is invisible to them, 403 when it is someone else's visible card. */

@@ -15,7 +15,7 @@ export function privacyAfterChange(card: Card, requested: boolean, by: PrivacyCh
 }
 
 export interface FilePrivacyDeps {
-  cards: Pick<CardRepository, 'findByFile' | 'clearFileReferences'>;
+  cards: Pick<CardRepository, 'findByFile' | 'clearFileReferences' | 'setFilePrivacy'>;
   collections: Pick<CollectionRepository, 'findByFileId' | 'update'>;
   /** The card service's own update of one card's privacy, made by the file (PrivacyChangedBy 'file'). */
   changeCardPrivacy: (cardId: string) => Promise<void>;
@@ -29,9 +29,11 @@ export interface FilePrivacyDeps {
  * a card's own privacy change (collisions re-homed, vote counters moved, search told); a private duplicate stays
  * private. The file's collection is public exactly when the file is. Other users' cards citing a file made private
  * lose the reference, as they would lose it if the file were deleted: they may no longer see it, nor anyone else its
- * name. Running it again changes nothing.
+ * name. First of all every card carrying the file records its privacy, so a card public by its owner's choice shows a
+ * private file's id and name to its owner only (withFileShownTo). Running it again changes nothing.
  */
 export async function followFilePrivacy(deps: FilePrivacyDeps, fileId: string, ownerId: string, isPrivate: boolean): Promise<void> {
+  await deps.cards.setFilePrivacy(fileId, isPrivate);
   for (const card of await deps.cards.findByFile(fileId)) {
     const after = privacyAfterFileChange(card, isPrivate);
     if (card.authorId !== ownerId || (after.private === card.private && after.hiddenByFile === isHiddenByFile(card))) continue;

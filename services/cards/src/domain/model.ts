@@ -15,6 +15,11 @@ export interface Card {
   tags: string[];
   fileId: string | null;
   fileName: string | null;
+  /**
+   * The file it carries is private, as the cards service last learned it: from the files service when the card was made,
+   * then from each privacy change of the file (ApplyFilePrivacy). Absent means false (the stores always give it).
+   */
+  filePrivate?: boolean;
   ocFilePath: string | null;
   vectorPointId: string | null;
   verificationScore: number | null;
@@ -86,6 +91,14 @@ export interface CardGroup {
 }
 
 export const PAGE_SIZE = 25;
+
+/**
+ * The card as `viewerId` is shown it: the id and name of a private file only to the card's author, as the files service
+ * shows the file itself (anyone else reads null for both, as for a deleted file).
+ */
+export function withFileShownTo<T extends Pick<Card, 'authorId' | 'fileId' | 'fileName' | 'filePrivate'>>(card: T, viewerId: string | undefined | null): T {
+  return card.filePrivate === true && card.fileId !== null && card.authorId !== viewerId ? { ...card, fileId: null, fileName: null } : card;
+}
 
 export function isVisibleTo(card: Pick<Card, 'private' | 'authorId'>, viewerId: string | undefined | null): boolean {
   return !card.private || card.authorId === viewerId;

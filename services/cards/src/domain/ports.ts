@@ -131,6 +131,8 @@ export interface CardRepository {
    * `exceptAuthorId` only the cards of other authors lose the reference, and collections keep theirs.
    */
   clearFileReferences(fileId: string, exceptAuthorId?: string): Promise<void>;
+  /** The file's privacy changed: every card carrying it records it (Card.filePrivate); nothing else changes, `updatedAt` included. */
+  setFilePrivacy(fileId: string, isPrivate: boolean): Promise<void>;
 }
 
 /**
@@ -302,13 +304,19 @@ export interface NearDuplicateFinder {
   find(content: string, callerId: string, limit: number, unindexed?: readonly UnindexedRoot[]): Promise<NearDuplicateCandidate[]>;
 }
 
+/** A file as a card carrying it needs it. */
+export interface VisibleFile {
+  name: string;
+  private: boolean;
+}
+
 /** The files service's view of a file. */
 export interface FileDirectory {
   /**
-   * The file's name when it exists and the caller may see it, null otherwise.
+   * The file's name and privacy when it exists and the caller may see it, null otherwise.
    * Throws UnavailableError when the files service cannot answer.
    */
-  visibleFileName(fileId: string, callerId: string): Promise<string | null>;
+  visibleFile(fileId: string, callerId: string): Promise<VisibleFile | null>;
 }
 
 /** Join dates of users (from identity), the tie-break of the top-users ranking. */

@@ -282,6 +282,10 @@ export class MongoCardRepository implements CardRepository {
     return result.matchedCount > 0;
   }
 
+  async setFilePrivacy(fileId: string, isPrivate: boolean): Promise<void> {
+    await this.store.cards.updateMany({ fileId, filePrivate: { $ne: isPrivate } }, { $set: { filePrivate: isPrivate } });
+  }
+
   async clearFileReferences(fileId: string, exceptAuthorId?: string): Promise<void> {
     if (exceptAuthorId !== undefined) {
       await this.store.cards.updateMany({ fileId, authorId: { $ne: exceptAuthorId } }, { $set: { fileId: null, fileName: null } });

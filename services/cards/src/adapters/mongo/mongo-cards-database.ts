@@ -152,6 +152,7 @@ export async function openMongoCardsDatabase(connection: MongoConnection): Promi
     { name: 'author-public-votes', run: () => countPublicVotesOfOlderAuthors(cards, authorScores) },
     { name: 'cards-hidden-by-file', run: () => markCardsHiddenByTheirFileAtUpload(cards) },
     { name: 'bookmark-owners', run: () => giveOlderBookmarksTheirOwner(collections, bookmarks) },
+    { name: 'cards-file-privacy', run: () => giveOlderFileCardsTheirFilePrivacy(cards, collections) },
   ]);
   return {
     connection,
@@ -192,6 +193,7 @@ export function fromCardDocument(d: Omit<CardDocument, 'sketch' | 'contentHash'>
     tags: d.tags,
     fileId: d.fileId ?? null,
     fileName: d.fileName ?? null,
+    filePrivate: d.filePrivate ?? false,
     ocFilePath: d.ocFilePath ?? null,
     vectorPointId: d.vectorPointId ?? null,
     verificationScore: d.verificationScore ?? null,
@@ -329,6 +331,24 @@ async function giveOlderBookmarksTheirOwner(collections: Collection<CollectionDo
     const collection = await collections.findOne({ _id: collectionId }, { projection: { authorId: 1 } });
     if (collection) await bookmarks.updateMany({ collectionId, ownerId: { $exists: false } }, { $set: { ownerId: collection.authorId } });
     else await bookmarks.deleteMany({ collectionId, ownerId: { $exists: false } });
+  }
+  return older.length;
+}
+
+/**
+ * Cards carrying a file, stored before filePrivate existed, learn it from the file's collection, which follows the
+ * file's privacy, else from their hidden-by-file mark; the others read as public until the file's next privacy change.
+ */
+async function giveOlderFileCardsTheirFilePrivacy(cards: Collection<CardDocument>, collections: Collection<CollectionDocument>): Promise<number> {
+  const older = await cards.find({ fileId: { $type: 'string' }, filePrivate: { $exists: false } }, { projection: { fileId: 1 } }).toArray();
+  for (const fileId of new Set(older.map((c) => c.fileId!))) {
+    const collection = await collections.findOne({ fileId }, { projection: { isPublic: 1 } });
+    const unset = { fileId, filePrivate: { $exists: false } };
+    if (collection) await cards.updateMany(unset, { $set: { filePrivate: !collection.isPublic } });
+    else {
+      await cards.updateMany({ ...unset, hiddenByFile: true }, { $set: { filePrivate: true } });
+      await cards.updateMany(unset, { $set: { filePrivate: false } });
+    }
   }
   return older.length;
 }

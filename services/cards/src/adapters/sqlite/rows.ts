@@ -11,6 +11,7 @@ export interface CardRow {
   tags: string;
   file_id: string | null;
   file_name: string | null;
+  file_private: number;
   oc_file_path: string | null;
   vector_point_id: string | null;
   verification_score: number | null;
@@ -37,6 +38,7 @@ export function cardFromRow(r: CardRow): Card {
     tags: JSON.parse(r.tags) as string[],
     fileId: r.file_id,
     fileName: r.file_name,
+    filePrivate: r.file_private === 1,
     ocFilePath: r.oc_file_path,
     vectorPointId: r.vector_point_id,
     verificationScore: r.verification_score,

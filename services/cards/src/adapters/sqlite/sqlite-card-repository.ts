@@ -92,9 +92,9 @@ export class SqliteCardRepository implements CardRepository {
     try {
       this.db.transaction(() => {
         this.db.prepare(
-            `INSERT INTO cards (id, author_id, content, card_html, link, private, hidden_by_file, tags, file_id, file_name, oc_file_path, vector_point_id,
+            `INSERT INTO cards (id, author_id, content, card_html, link, private, hidden_by_file, tags, file_id, file_name, file_private, oc_file_path, vector_point_id,
                verification_score, verified_at, collision_of, total_upvotes, total_downvotes, idempotency_key, request_fingerprint, content_hash, created_at, updated_at, look_again_owed)
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1)`,
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1)`,
           )
           .run(
             card.id,
@@ -107,6 +107,7 @@ export class SqliteCardRepository implements CardRepository {
             JSON.stringify(card.tags),
             card.fileId,
             card.fileName,
+            card.filePrivate ? 1 : 0,
             card.ocFilePath,
             card.vectorPointId,
             card.verificationScore,
@@ -265,6 +266,10 @@ export class SqliteCardRepository implements CardRepository {
       this.db.prepare('UPDATE cards SET file_id = NULL, file_name = NULL WHERE file_id = ?').run(fileId);
       this.db.prepare('UPDATE collections SET file_id = NULL WHERE file_id = ?').run(fileId);
     })();
+  }
+
+  async setFilePrivacy(fileId: string, isPrivate: boolean): Promise<void> {
+    this.db.prepare('UPDATE cards SET file_private = ? WHERE file_id = ? AND file_private <> ?').run(isPrivate ? 1 : 0, fileId, isPrivate ? 1 : 0);
   }
 
   /** Collisions of `rootId` leave it: to another root, or (collisionOf null) as roots of their own. */

@@ -67,6 +67,11 @@ export const CARDS_MIGRATIONS = [
   `ALTER TABLE cards ADD COLUMN request_fingerprint TEXT;
    ALTER TABLE collections ADD COLUMN request_fingerprint TEXT;
    ALTER TABLE deleted_idempotency_keys ADD COLUMN request_fingerprint TEXT;`,
+  // Whether a card's file is private (Card.filePrivate). Cards stored before learn it from their file's collection, which
+  // follows the file's privacy, else from their hidden-by-file mark; the others read as public until the file's next change.
+  `ALTER TABLE cards ADD COLUMN file_private INTEGER NOT NULL DEFAULT 0;
+   UPDATE cards SET file_private = coalesce((SELECT 1 - is_public FROM collections WHERE collections.file_id = cards.file_id), hidden_by_file)
+     WHERE file_id IS NOT NULL;`,
 ];
 
 export function openCardsDatabase(path: string): SqliteDatabase {

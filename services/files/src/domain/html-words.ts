@@ -21,8 +21,6 @@ interface OpenElement {
   name: string;
   tag: string;
   anchor: number | null;
-  /** Opened in the part being written; elements opened before it are opened again where text next lands. */
-  shown: boolean;
 }
 
 /**
@@ -34,6 +32,8 @@ interface OpenElement {
 export function cutHtmlAtWords(html: string, ranges: readonly (readonly [number, number])[]): HtmlCut | null {
   const parts = ranges.map(() => ({ html: '', anchors: new Set<number>() }));
   const open: OpenElement[] = [];
+  // open[0, shown) are open in the part being written; the rest are opened there when text next lands in it.
+  let shown = 0;
   let word = -1;
   let inWord = false;
   let anchors = 0;
@@ -50,21 +50,17 @@ export function cutHtmlAtWords(html: string, ranges: readonly (readonly [number,
     return part >= 0 && w + 1 < ranges[part]![1] ? part : -1;
   };
   const closeShown = () => {
-    for (let i = open.length - 1; i >= 0; i--) {
-      if (!open[i]!.shown) continue;
-      parts[current]!.html += `</${open[i]!.name}>`;
-      open[i]!.shown = false;
-    }
+    for (let i = shown - 1; i >= 0; i--) parts[current]!.html += `</${open[i]!.name}>`;
+    shown = 0;
   };
   const write = (part: number, text: string) => {
     if (part !== current) {
       if (current >= 0) closeShown();
       current = part;
     }
-    for (const element of open) {
-      if (element.shown) continue;
+    for (; shown < open.length; shown++) {
+      const element = open[shown]!;
       parts[part]!.html += element.tag;
-      element.shown = true;
       if (element.anchor !== null) parts[part]!.anchors.add(element.anchor);
     }
     parts[part]!.html += text;
@@ -72,9 +68,9 @@ export function cutHtmlAtWords(html: string, ranges: readonly (readonly [number,
   const close = (name: string) => {
     const at = open.map((e) => e.name).lastIndexOf(name);
     if (at < 0) return;
-    for (let i = open.length - 1; i >= at; i--) if (open[i]!.shown) parts[current]!.html += `</${open[i]!.name}>`;
+    for (let i = shown - 1; i >= at; i--) parts[current]!.html += `</${open[i]!.name}>`;
     open.splice(at, 1);
-    for (let i = at; i < open.length; i++) open[i]!.shown = false;
+    shown = Math.min(shown, at);
   };
   const character = (raw: string, decoded: string) => {
     if (WHITESPACE.test(decoded)) {
@@ -97,11 +93,11 @@ export function cutHtmlAtWords(html: string, ranges: readonly (readonly [number,
     const token = TOKEN.exec(html)?.[0];
     if (token === undefined || token === '<' || token === '&') return null;
     if (token.startsWith('<a ')) {
-      open.push({ name: 'a', tag: token, anchor: anchors++, shown: false });
+      open.push({ name: 'a', tag: token, anchor: anchors++ });
     } else if (token.startsWith('</')) {
       close(token.slice(2, -1));
     } else if (token.startsWith('<')) {
-      open.push({ name: token.slice(1, -1), tag: token, anchor: null, shown: false });
+      open.push({ name: token.slice(1, -1), tag: token, anchor: null });
     } else if (token.startsWith('&')) {
       character(token, 'x');
     } else {

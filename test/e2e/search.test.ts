@@ -378,6 +378,48 @@ describe('collection search', () => {
     }
   });
 
+  it("tag and link filters match an entry through a collision the caller may see, on card and collection searches; someone else's private collision's tag never does", async () => {
+    const text = uniqueText(75);
+    const query = text.split(' ').slice(10, 20).join(' ');
+    const rootId = await postCard(alice, { card_html: html(text), link: `https://alpha${run}.example/x`, tag_set: [`alpha${run}`] });
+    const collide = async (body: Record<string, unknown>) => {
+      const res = await bob.client.post('/api/card', { card_html: html(text), private: false, ...body });
+      expect([res.status, res.json.duplicate]).toEqual([200, true]);
+      return res.json.card_metadata.id as string;
+    };
+    const copy = await collide({ link: `https://beta${run}.example/y`, tag_set: [`beta${run}`] });
+    const secretCopy = await collide({ link: `https://gamma${run}.example/z`, tag_set: [`gamma${run}`], private: true });
+    await indexed(alice, rootId);
+    // The collection holds bob's public collision only; a collection of his own holding the private one shows when
+    // the search index has that one too.
+    const collectionId = await createCollection(bob, true);
+    await bookmark(bob, collectionId, copy);
+    const secretCollectionId = await createCollection(bob, false);
+    await bookmark(bob, secretCollectionId, secretCopy);
+    for (const [client, id] of [[anonymous, collectionId], [bob.client, secretCollectionId]] as const) {
+      await eventuallyDefined(async () => {
+        const r = await client.post('/api/card_collection/fulltextsearch/1', { content: query, collection_id: id });
+        return r.json.bookmarks?.length === 1 ? r : undefined;
+      }, `collection ${id} to show the bookmarked collision's entry`);
+    }
+    const paths = ['/api/card/search/1', '/api/card/fulltextsearch/1', '/api/card_collection/search/1', '/api/card_collection/fulltextsearch/1'];
+    const found = async (client: ApiClient, path: string, filter: Record<string, unknown>) => {
+      const res = await client.post(path, { content: query, ...filter, ...(path.includes('collection') ? { collection_id: collectionId } : {}) });
+      expect([path, filter, res.status]).toEqual([path, filter, 200]);
+      const entries = (res.json.score_cards ?? res.json.bookmarks) as Entry[];
+      return { ids: ids(entries).filter((id) => id === rootId), pages: res.json.total_pages > 0 };
+    };
+    for (const path of paths) {
+      for (const filter of [{ tag_set: [`beta${run}`] }, { link: [`beta${run}.example`] }, { tag_set: [`ALPHA${run}`] }]) {
+        expect([path, filter, await found(anonymous, path, filter)]).toEqual([path, filter, { ids: [rootId], pages: true }]);
+      }
+      for (const filter of [{ tag_set: [`gamma${run}`] }, { link: [`gamma${run}.example`] }]) {
+        for (const client of [anonymous, alice.client]) expect([path, filter, await found(client, path, filter)]).toEqual([path, filter, { ids: [], pages: false }]);
+        expect([path, filter, await found(bob.client, path, filter)]).toEqual([path, filter, { ids: [rootId], pages: true }]);
+      }
+    }
+  });
+
   it('reads a tag_set item holding commas as the tags it lists', async () => {
     const collectionId = await createCollection(bob, true);
     await bookmark(bob, collectionId, idOf.get('sourdough')!);

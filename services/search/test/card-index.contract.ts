@@ -152,6 +152,40 @@ export function describeCardIndexContract(name: string, factory: () => Promise<C
       expect(await ids({ tags: ['geology'] })).toEqual([]);
     });
 
+    test("tag and link filters match a root through a collision the caller may see, never through someone else's private one", async () => {
+      const owner = randomUUID();
+      const root = aCard().saying('tides are caused by the moon').tagged('alpha').linking('https://alpha.example/x').along(axis(1)).build();
+      const open = aCard().saying('tides are caused by the moon').tagged('Beta').linking('https://Beta.example/y').along(axis(1)).collisionOf(root.cardId).build();
+      const hidden = aCard().by(owner).private().saying('tides are caused by the moon').tagged('gamma').linking('https://gamma.example/z').along(axis(1)).collisionOf(root.cardId).build();
+      const other = aCard().saying('tides rise twice a day').tagged('delta').along(axis(1)).build();
+      for (const card of [root, open, hidden, other]) await index.upsert(card);
+      const collection = randomUUID();
+      await index.setBookmark(collection, open.cardId, true, new Date('2026-01-02T00:00:00Z'));
+      const found = async (scope: Partial<SearchScope>) => {
+        const full = { ...everything(), ...scope };
+        const semantic = (await index.nearest(axis(1), full, firstPage)).hits.map((h) => h.cardId).sort();
+        const text = (await index.matchText('tides moon', full, firstPage)).hits.map((h) => h.cardId).sort();
+        expect(text).toEqual(semantic);
+        return semantic;
+      };
+      expect(await found({ tags: ['beta'] })).toEqual([root.cardId]);
+      expect(await found({ links: ['beta.example'] })).toEqual([root.cardId]);
+      expect(await found({ tags: ['alpha'] })).toEqual([root.cardId]);
+      expect(await found({ tags: ['beta'], collectionId: collection })).toEqual([root.cardId]);
+      expect(await found({ links: ['beta.example'], collectionId: collection })).toEqual([root.cardId]);
+      // Both filters hold for one card of the entry, not each for a different one.
+      expect(await found({ tags: ['beta'], links: ['alpha.example'] })).toEqual([]);
+      expect(await found({ tags: ['gamma'] })).toEqual([]);
+      expect(await found({ links: ['gamma.example'], callerId: randomUUID() })).toEqual([]);
+      expect(await found({ tags: ['gamma'], callerId: owner })).toEqual([root.cardId]);
+      expect(await found({ links: ['gamma.example'], callerId: owner })).toEqual([root.cardId]);
+      // Promoted when its root goes, a collision no longer lends the old root anything.
+      await index.remove(root.cardId, new Date('2026-02-01T00:00:00Z'));
+      await index.promote(open.cardId);
+      expect(await found({ tags: ['beta'] })).toEqual([open.cardId]);
+      expect(await found({ tags: ['alpha'] })).toEqual([]);
+    });
+
     test('link filter takes contained strings as long as a request may send (2,000 characters), runs of one character included', async () => {
       const long = aCard().linking(`https://example.org/${'a'.repeat(1500)}/End`).build();
       const short = aCard().linking(`https://example.org/${'a'.repeat(600)}/end`).build();

@@ -754,15 +754,42 @@ export class ElasticsearchCardIndex implements CardIndex {
     const visible: estypes.QueryDslQueryContainer[] = [...this.searchable(), visibleTo(scope.callerId)];
     const filter = [...visible];
     const tags = normalizeTags(scope.tags);
-    if (tags.length > 0) filter.push({ terms: { tags_lower: tags } });
     const links = scope.links.map((l) => l.trim().toLowerCase()).filter((l) => l.length > 0);
-    if (links.length > 0) filter.push(await this.linkFilter(links, visible));
+    if (tags.length > 0 || links.length > 0) filter.push(await this.tagAndLinkFilter(tags, links, scope.callerId, visible));
     if (scope.collectionId !== undefined) {
       const viaCollisions = await this.rootsOfBookmarkedCollisions(scope.collectionId, scope.callerId);
       const inCollection = { term: { collection_ids: scope.collectionId } };
       filter.push(viaCollisions.length === 0 ? inCollection : { bool: { should: [inCollection, { terms: { card_id: viaCollisions } }], minimum_should_match: 1 } });
     }
     return filter;
+  }
+
+  /**
+   * Roots holding any listed tag and a listed link part themselves, or through a collision the caller may see: a
+   * collision is shown inside its root's entry. Someone else's private collision never counts (its tags stay hidden).
+   */
+  private async tagAndLinkFilter(tags: string[], links: string[], callerId: string | undefined, visible: estypes.QueryDslQueryContainer[]): Promise<estypes.QueryDslQueryContainer> {
+    const matching: estypes.QueryDslQueryContainer[] = [];
+    if (tags.length > 0) matching.push({ terms: { tags_lower: tags } });
+    const visibleCollisions = [{ term: { root: false } }, visibleTo(callerId)];
+    const [ownLinks, collisionLinks] = links.length > 0 ? await Promise.all([this.linkFilter(links, visible), this.linkFilter(links, visibleCollisions)]) : [];
+    const own = { bool: { filter: [...matching, ...(ownLinks ? [ownLinks] : [])] } };
+    const roots = await this.rootsOfCollisionsMatching([...visibleCollisions, ...matching, ...(collisionLinks ? [collisionLinks] : [])]);
+    if (roots.length === 0) return own;
+    const should: estypes.QueryDslQueryContainer[] = [own];
+    for (let i = 0; i < roots.length; i += CARDS_PER_PAGE) should.push({ terms: { card_id: roots.slice(i, i + CARDS_PER_PAGE) } });
+    return { bool: { should, minimum_should_match: 1 } };
+  }
+
+  /** The roots of the collisions these filters select, read page by page. */
+  private async rootsOfCollisionsMatching(filter: estypes.QueryDslQueryContainer[]): Promise<string[]> {
+    const roots = new Set<string>();
+    const pages = this.searchPages<Pick<CardSource, 'collision_of'>>(
+      { index: this.names.cards, query: { bool: { filter } }, sort: [{ card_id: { order: 'asc' } }], _source: ['collision_of'] },
+      Math.min(CARDS_PER_PAGE, this.window),
+    );
+    for await (const hits of pages) for (const h of hits) if (h._source?.collision_of) roots.add(h._source.collision_of);
+    return [...roots];
   }
 
   /** Cards whose link contains any of the (lower-cased) strings. */

@@ -33,6 +33,8 @@ const MIGRATIONS = [
   `ALTER TABLE cards ADD COLUMN embedder TEXT NOT NULL DEFAULT '';`,
   // Phrases are matched in memory on each card's word sequence: the trigram table is no longer read.
   `DROP TABLE card_text;`,
+  // Tag and link filters read the collisions of the roots they test.
+  `CREATE INDEX cards_collisions ON cards (collision_of) WHERE collision_of IS NOT NULL;`,
 ];
 
 export interface SqliteCardIndexOptions {
@@ -489,15 +491,34 @@ export class SqliteCardIndex implements CardIndex {
       const { cardIds, privates, authors } = this;
       return (slot) => cardIds[slot] !== undefined && (privates[slot] !== 1 || authors[slot] === caller);
     }
+    const matches = (cardTags: readonly string[], link: string) =>
+      (tags.length === 0 || cardTags.some((t) => tags.includes(t))) && (links.length === 0 || links.some((l) => link.includes(l)));
+    const viaCollisions = tags.length > 0 || links.length > 0 ? this.rootsOfMatchingCollisions(scope.callerId, matches) : undefined;
     return (slot) => {
       const cardId = this.cardIds[slot];
       if (cardId === undefined) return false;
       if (this.privates[slot] === 1 && this.authors[slot] !== caller) return false;
-      if (tags.length > 0 && !this.tags[slot]!.some((t) => tags.includes(t))) return false;
-      if (links.length > 0 && !links.some((l) => this.links[slot]!.includes(l))) return false;
+      if (viaCollisions && !matches(this.tags[slot]!, this.links[slot]!) && !viaCollisions.has(cardId)) return false;
       if (members && !members.has(cardId)) return false;
       return true;
     };
+  }
+
+  /**
+   * Roots with a collision the caller may see that matches the tag and link filters: a collision is shown inside its
+   * root's entry, so the entry matches through it. Someone else's private collision never counts (its tags stay hidden).
+   */
+  private rootsOfMatchingCollisions(callerId: string | undefined, matches: (tags: readonly string[], link: string) => boolean): Set<string> {
+    const roots = new Set<string>();
+    const rows = this.db
+      .prepare('SELECT collision_of, tags, link FROM cards WHERE collision_of IS NOT NULL AND (private = 0 OR author_id = ?)')
+      .iterate(callerId ?? null) as Iterable<{ collision_of: string; tags: string; link: string }>;
+    for (const row of rows) {
+      if (roots.has(row.collision_of)) continue;
+      const tags = (JSON.parse(row.tags) as string[]).map((t) => t.trim().toLowerCase());
+      if (matches(tags, row.link.toLowerCase())) roots.add(row.collision_of);
+    }
+    return roots;
   }
 
   /**

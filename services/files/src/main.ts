@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { connectMongo, createEventBus, createLogger, EngineReadinessMonitor, eventBusEngineChecks, grpcServerSettingsFrom, loadConfig, refuseEmbeddedStores, mongoEngineCheck, MongoOutboxStore, OutboxRelay, readinessSettingsFrom, SqliteOutboxStore, startGrpcServer, stopOnSignals, Topics, type EngineCheck, type Logger, type OutboxStore, type RunningService } from '@cards/platform';
+import { connectMongo, createEventBus, createLogger, EngineReadinessMonitor, eventBusEngineChecks, grpcServerSettingsFrom, loadConfig, refuseEmbeddedStores, mongoEngineCheck, MongoOutboxStore, OutboxRelay, readinessSettingsFrom, SqliteOutboxStore, startGrpcServer, stopOnSignals, type EngineCheck, type Logger, type OutboxStore, type RunningService } from '@cards/platform';
 import { files } from '@cards/proto';
 import { DiskObjectStore } from './adapters/disk/disk-object-store';
 import { BoundedDocumentReader } from './adapters/documents/bounded-document-reader';
@@ -9,13 +9,14 @@ import { MinioObjectStore } from './adapters/minio/minio-object-store';
 import { MongoFileRepository } from './adapters/mongo/mongo-file-repository';
 import { SqliteFileRepository } from './adapters/sqlite/sqlite-file-repository';
 import { FilesService } from './application/files-service';
+import { subscribeToFileEvents } from './application/file-event-subscriptions';
 import { IngestionWorker } from './application/ingestion-worker';
 import { acceptedInternalTokens, filesConfigSchema, type FilesConfig } from './config';
 import type { FileRepository, ObjectStore } from './domain/ports';
 import { fileHandlers } from './grpc/file-handlers';
 import { startInternalDownloadServer } from './http/internal-download-server';
 
-export const INGESTION_GROUP = 'files-ingestion';
+export { FILE_CHANGES_GROUP, INGESTION_GROUP } from './application/file-event-subscriptions';
 
 function objectStoreFrom(config: FilesConfig, logger: Logger): ObjectStore {
   if (config.S3_ENDPOINT) {
@@ -73,12 +74,7 @@ export async function startFiles(env: Record<string, string | undefined> = proce
   const worker = new IngestionWorker({ repository, objects, reader, cards, logger, maxAttempts: config.INGESTION_MAX_ATTEMPTS, concurrency: config.INGESTION_CONCURRENCY });
 
   relay.start();
-  const subscription = await bus.subscribe({
-    group: INGESTION_GROUP,
-    topics: [Topics.file],
-    maxAttempts: config.INGESTION_MAX_ATTEMPTS,
-    handler: (event) => worker.handle(event),
-  });
+  const subscription = await subscribeToFileEvents(bus, worker, config.INGESTION_MAX_ATTEMPTS);
   const grpc = await startGrpcServer({
     name: 'files.v1.FileService',
     host: config.FILES_GRPC_HOST,

@@ -9,6 +9,7 @@ import { freePortsSync } from '../../../test/engines/engine-support';
 import { startKafkaSync } from '../../../test/engines/kafka';
 import { healthOf, kafkaRetriesRanOut, sigtermWhileKafkaRetries, startServiceProcess, waitFor, type ServiceProcess } from '../../../test/engines/service-process';
 import { describeOnEngine, engineForSuite } from '../../../test/engines/suite';
+import { FILE_CHANGES_GROUP } from '../src/application/file-event-subscriptions';
 
 const { engine: kafka, skipReason } = engineForSuite('kafka', startKafkaSync);
 
@@ -70,9 +71,9 @@ describeOnEngine('files service stopped while its consumer dead-letters an event
       halted = true;
       // SIGTERM once kafkajs is retrying toward the dead letter: it has logged a refused attempt since the broker went away.
       const first = files;
-      expect(await sigtermWhileKafkaRetries(first, 'files-ingestion', 'kafkajs retrying the dead letter', () => cardsService.release())).toBe('exited 0');
+      expect(await sigtermWhileKafkaRetries(first, FILE_CHANGES_GROUP, 'kafkajs retrying the dead letter', () => cardsService.release())).toBe('exited 0');
       // The dead letter was cut by the bus's close, not failed by kafkajs once its retries ran out.
-      expect(kafkaRetriesRanOut(first.output(), 'files-ingestion')).toBe(false);
+      expect(kafkaRetriesRanOut(first.output(), FILE_CHANGES_GROUP)).toBe(false);
       files = undefined;
       await first.stop();
 

@@ -7,8 +7,9 @@ import { events } from '@cards/proto';
 import { DiskObjectStore } from '../src/adapters/disk/disk-object-store';
 import { LibraryDocumentReader } from '../src/adapters/documents/library-document-reader';
 import { SqliteFileRepository } from '../src/adapters/sqlite/sqlite-file-repository';
+import { FILE_CHANGES_GROUP, subscribeToFileEvents } from '../src/application/file-event-subscriptions';
 import { CARDS_NOT_STORED, IngestionWorker, titleTag } from '../src/application/ingestion-worker';
-import { CardRejectedError, type CardsPort, type NewCard } from '../src/domain/ports';
+import { CardRejectedError, type CardsPort, type DocumentReader, type NewCard } from '../src/domain/ports';
 import { aFile } from './builders';
 
 const FIXTURES = join(__dirname, '../../../test/fixtures/documents');
@@ -45,11 +46,17 @@ class RecordingCards implements CardsPort {
   }
   async clearFileReferences(fileId: string): Promise<void> {
     this.cleared.push(fileId);
+    this.onChange();
   }
   failPrivacy = false;
+  /** How many cards existed when each privacy application arrived. */
+  readonly cardsAtPrivacy: number[] = [];
+  onChange: () => void = () => undefined;
   async applyFilePrivacy(input: { fileId: string; ownerId: string; private: boolean }): Promise<void> {
     if (this.failPrivacy) throw new Error('INTERNAL: Internal error');
     this.privacyApplied.push(input);
+    this.cardsAtPrivacy.push(this.cards.size);
+    this.onChange();
   }
 }
 
@@ -79,6 +86,34 @@ async function stored(fixture: string, overrides: Parameters<typeof aFile>[0] = 
   await objects.put(record.id, bytes);
   await repository.create(record, []);
   return record;
+}
+
+/** Reads documents as the library does, except that while held, each parse waits until released. */
+class HeldReader implements DocumentReader {
+  private readonly library = new LibraryDocumentReader();
+  private held: { started: () => void; release: Promise<void> } | undefined;
+  inspect: DocumentReader['inspect'] = (format, bytes) => this.library.inspect(format, bytes);
+  async parse(format: Parameters<DocumentReader['parse']>[0], bytes: Buffer) {
+    const held = this.held;
+    if (held) {
+      held.started();
+      await held.release;
+    }
+    return this.library.parse(format, bytes);
+  }
+  /** Holds the next parses; resolves `started` when one begins. */
+  hold(): { started: Promise<void>; release: () => void } {
+    let started!: () => void;
+    let release!: () => void;
+    const startedPromise = new Promise<void>((r) => (started = r));
+    this.held = { started, release: new Promise<void>((r) => (release = r)) };
+    return { started: startedPromise, release: () => { this.held = undefined; release(); } };
+  }
+}
+
+function changeEvent(kind: 'deleted' | 'privacyChanged', record: { id: string; userId: string }): Uint8Array {
+  const value = { fileId: record.id, userId: record.userId, private: true };
+  return events.FileEvent.encode({ eventId: newId(), occurredAt: new Date(), kind: kind === 'deleted' ? { $case: 'deleted', value } : { $case: 'privacyChanged', value } }).finish();
 }
 
 function uploadedEvent(fileId: string, attempt: number): DeliveredEvent {
@@ -208,13 +243,13 @@ describe('IngestionWorker', () => {
     const failing = new IngestionWorker({ repository, objects, reader: new LibraryDocumentReader(), cards, logger: errorLog, maxAttempts: 3, concurrency: 1 });
     const path = join(dir, 'events.db');
     const bus = new SqliteEventLog({ path, logger, retryBaseMs: 1 });
-    const subscription = await bus.subscribe({ group: 'files-ingestion', topics: [Topics.file], maxAttempts: 3, handler: (e) => failing.handle(e) });
+    const subscription = await subscribeToFileEvents(bus, failing, 3);
     const payload = events.FileEvent.encode({ eventId: newId(), occurredAt: new Date(), kind: { $case: 'privacyChanged', value: { fileId: record.id, userId: record.userId, private: true } } }).finish();
     await bus.publish([{ topic: Topics.file, key: record.id, payload }]);
     const deadLetters = () => {
       const db = new Database(path, { readonly: true });
       try {
-        return db.prepare('SELECT e.key FROM dead_letters d JOIN events e ON e.seq = d.seq WHERE d.group_id = ?').all('files-ingestion') as { key: string }[];
+        return db.prepare('SELECT e.key FROM dead_letters d JOIN events e ON e.seq = d.seq WHERE d.group_id = ?').all(FILE_CHANGES_GROUP) as { key: string }[];
       } finally {
         db.close();
       }
@@ -228,6 +263,65 @@ describe('IngestionWorker', () => {
       await subscription.close();
       await bus.close();
     }
+  });
+});
+
+describe('file events on the bus', () => {
+  it("applies a file's privacy change and another file's deletion while a third file's ingestion is under way", async () => {
+    const reader = new HeldReader();
+    const onBus = new IngestionWorker({ repository, objects, reader, cards, logger, maxAttempts: 3, concurrency: 1 });
+    const small = await stored('energy.docx');
+    const gone = await stored('energy.docx');
+    await onBus.ingest(small.id);
+    await onBus.ingest(gone.id);
+    const long = await stored('energy.docx');
+    const bus = new SqliteEventLog({ path: join(dir, 'events.db'), logger, retryBaseMs: 1 });
+    const subscription = await subscribeToFileEvents(bus, onBus, 3);
+    try {
+      const held = reader.hold();
+      await bus.publish([{ topic: Topics.file, key: long.id, payload: uploadedEvent(long.id, 0).payload }]);
+      await held.started;
+      const bothApplied = new Promise<void>((resolve) => (cards.onChange = () => cards.privacyApplied.length === 1 && cards.cleared.length === 1 && resolve()));
+      await repository.setPrivacy(small.id, true, new Date(), []);
+      await repository.delete(gone.id, []);
+      await bus.publish([
+        { topic: Topics.file, key: small.id, payload: changeEvent('privacyChanged', small) },
+        { topic: Topics.file, key: gone.id, payload: changeEvent('deleted', gone) },
+      ]);
+      await bothApplied;
+      expect(cards.privacyApplied).toEqual([{ fileId: small.id, ownerId: small.userId, private: true }]);
+      expect(cards.cleared).toEqual([gone.id]);
+      expect(await objects.stat(gone.id)).toBeNull();
+      expect((await repository.get(long.id))?.ingestionStatus).toBe('pending');
+      held.release();
+      while ((await repository.get(long.id))?.ingestionStatus === 'pending') await new Promise((r) => setTimeout(r, 10));
+      expect((await repository.get(long.id))?.ingestionStatus).toBe('done');
+    } finally {
+      await subscription.close();
+      await bus.close();
+    }
+  });
+
+  it("a file's privacy change that arrives during that file's own ingestion is applied at once and again after it, to every card it made", async () => {
+    const reader = new HeldReader();
+    const onBus = new IngestionWorker({ repository, objects, reader, cards, logger, maxAttempts: 3, concurrency: 1 });
+    const record = await stored('energy.docx', { private: false });
+    const held = reader.hold();
+    const ingestion = onBus.ingest(record.id);
+    await held.started;
+    await repository.setPrivacy(record.id, true, new Date(), []);
+    const firstApplied = new Promise<void>((resolve) => (cards.onChange = resolve));
+    const applied = onBus.handleChanges({ topic: Topics.file, key: record.id, payload: changeEvent('privacyChanged', record), offset: '2', attempt: 0 });
+    // Applied at once to the cards made so far (none yet), without waiting for the ingestion...
+    await firstApplied;
+    expect(cards.cardsAtPrivacy).toEqual([0]);
+    held.release();
+    const result = await ingestion;
+    await applied;
+    // ...and again once it ended, to every card it made.
+    expect(result.cardIds.length).toBeGreaterThan(0);
+    expect(cards.privacyApplied).toEqual([1, 2].map(() => ({ fileId: record.id, ownerId: record.userId, private: true })));
+    expect(cards.cardsAtPrivacy).toEqual([0, result.cardIds.length]);
   });
 });
 

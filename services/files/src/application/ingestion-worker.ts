@@ -31,10 +31,25 @@ export interface IngestionResult {
  * clear the file references on cards and collection. FilePrivacyChanged: the file's cards and collection
  * take its privacy. Failures of peers are thrown so the bus retries; for an upload, the last attempt and
  * any unreadable document record `failed` with the reason; a privacy change failing on its last attempt
- * is logged as an error naming the file, and the bus moves it to its dead letters, to be replayed.
+ * is logged as an error naming the file, and the bus moves it to its dead letters, to be replayed. Uploads and changes
+ * come through two subscriptions (file-event-subscriptions.ts); a change of a file waits only for that file's
+ * ingestion attempt under way in this process.
  */
 export class IngestionWorker {
+  /** The attempt under way of each file this process is ingesting. */
+  private readonly ingesting = new Map<string, Promise<IngestionResult>>();
+
   constructor(private readonly deps: IngestionWorkerDeps) {}
+
+  /** Handler of the ingestion subscription: FileUploaded only (a whole ingestion each). */
+  async handleUploads(delivered: DeliveredEvent): Promise<void> {
+    if (events.FileEvent.decode(delivered.payload).kind?.$case === 'uploaded') await this.handle(delivered);
+  }
+
+  /** Handler of the file changes subscription: FileDeleted and FilePrivacyChanged, never behind other files' ingestions. */
+  async handleChanges(delivered: DeliveredEvent): Promise<void> {
+    if (events.FileEvent.decode(delivered.payload).kind?.$case !== 'uploaded') await this.handle(delivered);
+  }
 
   async handle(delivered: DeliveredEvent): Promise<void> {
     const event = events.FileEvent.decode(delivered.payload);
@@ -44,6 +59,7 @@ export class IngestionWorker {
         await this.ingest(event.kind.value.fileId, finalAttempt);
         return;
       case 'deleted':
+        await this.afterIngestionUnderWay(event.kind.value.fileId);
         await this.deps.objects.remove(event.kind.value.fileId);
         await this.deps.cards.clearFileReferences(event.kind.value.fileId);
         return;
@@ -55,7 +71,23 @@ export class IngestionWorker {
     }
   }
 
+  /**
+   * A change of a file whose ingestion attempt is under way here is applied after it, as when one consumer took both:
+   * cards the attempt makes after an earlier application would keep the privacy it read at its start, and a failing
+   * attempt does not clear the references of the cards it made for a deleted file.
+   */
+  private async afterIngestionUnderWay(fileId: string): Promise<void> {
+    await this.ingesting.get(fileId)?.catch(() => undefined);
+  }
+
   private async applyFilePrivacy(change: events.FilePrivacyChanged, finalAttempt: boolean): Promise<void> {
+    // Applied at once to the cards made so far, and again to all of them once the attempt under way has ended.
+    if (this.ingesting.has(change.fileId)) await this.applyStoredPrivacy(change, finalAttempt);
+    await this.afterIngestionUnderWay(change.fileId);
+    await this.applyStoredPrivacy(change, finalAttempt);
+  }
+
+  private async applyStoredPrivacy(change: events.FilePrivacyChanged, finalAttempt: boolean): Promise<void> {
     const { fileId, userId: ownerId } = change;
     // The file's privacy as stored now, not as the event says: replicas' outboxes may publish two quick changes out of
     // order, and a dead letter is replayed late, so the event only says the privacy changed. A deleted file has none.
@@ -75,6 +107,16 @@ export class IngestionWorker {
   }
 
   async ingest(fileId: string, finalAttempt = true): Promise<IngestionResult> {
+    const attempt = this.attemptIngestion(fileId, finalAttempt);
+    this.ingesting.set(fileId, attempt);
+    try {
+      return await attempt;
+    } finally {
+      if (this.ingesting.get(fileId) === attempt) this.ingesting.delete(fileId);
+    }
+  }
+
+  private async attemptIngestion(fileId: string, finalAttempt: boolean): Promise<IngestionResult> {
     const { logger, repository } = this.deps;
     const record = await repository.get(fileId);
     if (!record) return { status: 'skipped', cardIds: [], collectionId: null };

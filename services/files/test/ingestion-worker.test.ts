@@ -323,6 +323,26 @@ describe('file events on the bus', () => {
     expect(cards.privacyApplied).toEqual([1, 2].map(() => ({ fileId: record.id, ownerId: record.userId, private: true })));
     expect(cards.cardsAtPrivacy).toEqual([0, result.cardIds.length]);
   });
+
+  it("a privacy change applied by another replica while this one ingests the file still reaches every card it made", async () => {
+    const reader = new HeldReader();
+    const ingesting = new IngestionWorker({ repository, objects, reader, cards, logger, maxAttempts: 3, concurrency: 1 });
+    const otherReplica = new IngestionWorker({ repository, objects, reader: new LibraryDocumentReader(), cards, logger, maxAttempts: 3, concurrency: 1 });
+    const record = await stored('energy.docx', { private: false });
+    const held = reader.hold();
+    const ingestion = ingesting.ingest(record.id);
+    await held.started;
+    await repository.setPrivacy(record.id, true, new Date(), []);
+    // The other replica knows of no ingestion under way: it applies the change to the cards made so far (none).
+    await otherReplica.handleChanges({ topic: Topics.file, key: record.id, payload: changeEvent('privacyChanged', record), offset: '2', attempt: 0 });
+    expect(cards.cardsAtPrivacy).toEqual([0]);
+    held.release();
+    const result = await ingestion;
+    expect(result.cardIds.length).toBeGreaterThan(0);
+    // The cards were made public (as the file was at the start); the stored privacy is applied to all of them after.
+    expect(cards.privacyApplied.at(-1)).toEqual({ fileId: record.id, ownerId: record.userId, private: true });
+    expect(cards.cardsAtPrivacy.at(-1)).toBe(result.cardIds.length);
+  });
 });
 
 describe('titleTag', () => {

@@ -72,22 +72,18 @@ export class IngestionWorker {
   }
 
   /**
-   * A change of a file whose ingestion attempt is under way here is applied after it, as when one consumer took both:
-   * cards the attempt makes after an earlier application would keep the privacy it read at its start, and a failing
-   * attempt does not clear the references of the cards it made for a deleted file.
+   * A deletion of a file whose ingestion attempt is under way here is applied after it, as when one consumer took
+   * both, so the references of every card the attempt made are cleared.
    */
   private async afterIngestionUnderWay(fileId: string): Promise<void> {
     await this.ingesting.get(fileId)?.catch(() => undefined);
   }
 
+  /**
+   * Applied at once to the cards made so far, even while the file's ingestion is under way (here or on another
+   * replica): the attempt applies the privacy stored at its end to every card it made (catchUpWithPrivacy).
+   */
   private async applyFilePrivacy(change: events.FilePrivacyChanged, finalAttempt: boolean): Promise<void> {
-    // Applied at once to the cards made so far, and again to all of them once the attempt under way has ended.
-    if (this.ingesting.has(change.fileId)) await this.applyStoredPrivacy(change, finalAttempt);
-    await this.afterIngestionUnderWay(change.fileId);
-    await this.applyStoredPrivacy(change, finalAttempt);
-  }
-
-  private async applyStoredPrivacy(change: events.FilePrivacyChanged, finalAttempt: boolean): Promise<void> {
     const { fileId, userId: ownerId } = change;
     // The file's privacy as stored now, not as the event says: replicas' outboxes may publish two quick changes out of
     // order, and a dead letter is replayed late, so the event only says the privacy changed. A deleted file has none.
@@ -159,11 +155,28 @@ export class IngestionWorker {
       isPublic: !record.private,
       cardIds,
     });
+    await this.catchUpWithPrivacy(record);
     const stillThere = await repository.setIngestion(record.id, { status: 'done', error: null, cardCount: cardIds.length, collectionId }, new Date());
     // Deleted while we worked: the delete's cleanup may have run before our cards existed.
     if (!stillThere) await cards.clearFileReferences(record.id);
     logger.info({ fileId: record.id, cards: cardIds.length, collectionId, ms: Date.now() - started }, 'file ingested');
     return { status: 'done', cardIds, collectionId };
+  }
+
+  /**
+   * The cards were made with the privacy the attempt read at its start. A change stored since may have been applied by
+   * another replica's changes consumer before every card existed (the wait in applyFilePrivacy holds in this process
+   * only), so the file's privacy as stored now is applied once more, until it stops changing: a change stored after
+   * the last read is applied by its own event, to cards that all exist by then.
+   */
+  private async catchUpWithPrivacy(record: FileRecord): Promise<void> {
+    let applied = record.private;
+    for (let round = 0; round < 5; round++) {
+      const now = await this.deps.repository.get(record.id);
+      if (!now || now.private === applied) return;
+      await this.deps.cards.applyFilePrivacy({ fileId: record.id, ownerId: record.userId, private: now.private });
+      applied = now.private;
+    }
   }
 
   private async createCard(record: FileRecord, draft: CardDraft): Promise<string | null> {

@@ -12,7 +12,7 @@ export function openSqlite(path: string, migrations: readonly string[] = []): Sq
   cachePreparedStatements(db);
   // First, so that switching a new file to WAL and the migrations below wait for another process instead of failing.
   db.pragma('busy_timeout = 5000');
-  db.pragma('journal_mode = WAL');
+  switchToWal(db);
   db.pragma('synchronous = NORMAL');
   db.pragma('foreign_keys = ON');
   // Reads through the OS page cache instead of a read() per page, and a larger page cache than the 2 MB
@@ -21,6 +21,23 @@ export function openSqlite(path: string, migrations: readonly string[] = []): Sq
   db.pragma('cache_size = -32768');
   migrate(db, migrations);
   return db;
+}
+
+/**
+ * Switching a new file to WAL needs the file to itself, and SQLite answers SQLITE_BUSY for it without always calling
+ * the busy handler while another process opens the same new file; such opens retry for up to ~5 s.
+ */
+function switchToWal(db: SqliteDatabase): void {
+  const pause = new Int32Array(new SharedArrayBuffer(4));
+  for (let attempt = 0; ; attempt++) {
+    try {
+      db.pragma('journal_mode = WAL');
+      return;
+    } catch (err) {
+      if ((err as { code?: string }).code !== 'SQLITE_BUSY' || attempt >= 250) throw err;
+      Atomics.wait(pause, 0, 0, 10 + Math.floor(Math.random() * 10));
+    }
+  }
 }
 
 /**

@@ -171,3 +171,43 @@ describe('a slow reader while the services end gRPC connections at their max age
     expect(contentOf(await read.body).equals(bytes)).toBe(true);
   }, 60_000);
 });
+
+describe('reads one client has under way: at most 2 of the 4 reads at once', () => {
+  let system: RunningSystem;
+  let alice: TestUser;
+
+  beforeAll(async () => {
+    system = await startSystem({ env: { SMTP_URL: mailbox.url, FILE_READS_AT_ONCE: '4', FILE_READS_PER_CLIENT: '2' } });
+    alice = await signUp(system.baseUrl, mailbox, 'alice');
+  }, 120_000);
+  afterAll(() => system?.stop());
+
+  it('answers a client\'s read beyond its share 429 JSON with Retry-After while others still read, and admits it again once one of its reads ends', async () => {
+    const id = await upload(alice, false);
+    let releaseHolders!: () => void;
+    const holdersPaused = new Promise<void>((resolve) => (releaseHolders = resolve));
+    // Two anonymous reads from this address that stop taking the answer.
+    const holding = [
+      await slowGet(system.baseUrl, `/api/file/${id}`, { bytesPerSecond: BYTES_PER_SECOND, pauseAt: 1, duringPause: () => holdersPaused }),
+      await slowGet(system.baseUrl, `/api/file/${id}`, { bytesPerSecond: BYTES_PER_SECOND, pauseAt: 1, duringPause: () => holdersPaused }),
+    ];
+    expect(holding.map((r) => r.status)).toEqual([200, 200]);
+
+    const anonymous = new ApiClient(system.baseUrl);
+    const refused = await anonymous.get(`/api/file/${id}`);
+    expect({ status: refused.status, json: refused.json, retryAfter: refused.headers.get('retry-after') }).toEqual({
+      status: 429,
+      json: { message: 'You have too many file reads under way; read the file again when one has finished' },
+      retryAfter: '5',
+    });
+    // Another client (a signed-in user, same address) still reads.
+    const other = await alice.client.get(`/api/file/${id}`);
+    expect(other.status).toBe(200);
+    expect(Buffer.from(other.json.base64url_content, 'base64url').equals(bytes)).toBe(true);
+
+    releaseHolders();
+    for (const read of holding) expect(contentOf(await read.body).equals(bytes)).toBe(true);
+    const again = await anonymous.get(`/api/file/${id}`);
+    expect(again.status).toBe(200);
+  }, 60_000);
+});

@@ -69,6 +69,8 @@ export const gatewayConfigSchema = z.object({
   UPLOAD_QUEUE_WAIT_MS: envInt(15_000),
   /** GET /api/file/:id reads (content streamed) under way at most (~4 MB each for a slow reader, docs/files.md); one more is answered 503 with Retry-After. */
   FILE_READS_AT_ONCE: envInt(16).pipe(z.number().min(1, 'must be at least 1')),
+  /** File reads one client (user, else client address) has under way at most; one more is answered 429. */
+  FILE_READS_PER_CLIENT: envInt(4).pipe(z.number().min(1, 'must be at least 1')),
   /**
    * Deadline of each ReadFile call behind such a read; a longer read goes on in a new call from the byte it reached.
    * Keep it below the services' GRPC_MAX_CONNECTION_AGE_GRACE_MS (60 s).

@@ -59,7 +59,7 @@ export async function startGateway(env: Record<string, string | undefined> = pro
     cookieSecure: cookieSecureFrom(config),
     jsonBodyLimit: config.JSON_BODY_LIMIT,
     uploads: { uploadsAtOnce: config.UPLOADS_AT_ONCE, maxQueued: config.UPLOAD_QUEUE, maxWaitMs: config.UPLOAD_QUEUE_WAIT_MS },
-    fileReads: { atOnce: config.FILE_READS_AT_ONCE, callMs: config.FILE_READ_CALL_MS, idleMs: config.FILE_READ_IDLE_MS },
+    fileReads: { atOnce: config.FILE_READS_AT_ONCE, perClient: config.FILE_READS_PER_CLIENT, callMs: config.FILE_READ_CALL_MS, idleMs: config.FILE_READ_IDLE_MS },
     trustProxy: config.TRUST_PROXY,
     corsOrigins: config.CORS_ORIGINS,
     publicUrl: config.PUBLIC_URL,

@@ -9,6 +9,7 @@ import type { files } from '@cards/proto';
 import type { RouteDeps } from '../app';
 import { HttpError, badRequest, serverBusy } from '../http/http-error';
 import { UPLOAD_RETRY_AFTER_SECONDS } from '../http/upload-admission';
+import { ClientShares } from '../http/client-shares';
 import { digestOf, idempotencyOf } from '../http/idempotency-key';
 import { pagesOf, sendJsonArrayInPages } from '../http/json-array-in-pages';
 import { sendJsonWithBase64UrlMember } from '../http/json-with-streamed-content';
@@ -27,11 +28,17 @@ const CALLER_HEADER = 'x-caller-id';
 /** Seconds a reader refused for too many reads under way is asked to wait (Retry-After). */
 export const FILE_READ_RETRY_AFTER_SECONDS = 5;
 export const FILE_READS_BUSY_MESSAGE = 'Too many file reads are under way; read the file again in a few seconds';
+export const OWN_FILE_READS_BUSY_MESSAGE = 'You have too many file reads under way; read the file again when one has finished';
 
 /** Reads with content (GET /api/file/:id) under way at once, and how long each ReadFile call behind one may take. */
 export interface FileReadLimits {
   /** Reads under way at most (FILE_READS_AT_ONCE); one more is answered 503 with Retry-After before any byte. */
   atOnce: number;
+  /**
+   * Reads one client has under way at most (FILE_READS_PER_CLIENT; the user when signed in, else the client address as
+   * for rate limits); one more is answered 429 with Retry-After, so one client cannot take every read from the others.
+   */
+  perClient: number;
   /**
    * One ReadFile call's deadline (FILE_READ_CALL_MS): a read lasting longer goes on in a new call from the byte it
    * reached. Below the services' GRPC_MAX_CONNECTION_AGE_GRACE_MS, so a call is seldom cut at a connection's age.
@@ -41,7 +48,7 @@ export interface FileReadLimits {
   idleMs: number;
 }
 
-export const DEFAULT_FILE_READS: FileReadLimits = { atOnce: 16, callMs: 50_000, idleMs: 60_000 };
+export const DEFAULT_FILE_READS: FileReadLimits = { atOnce: 16, perClient: 4, callMs: 50_000, idleMs: 60_000 };
 /**
  * Bytes per write of the answer (16 KiB of base64, whole 3-byte groups): the connection's idle timer restarts when a
  * write completes, so small writes let a slow client that still takes bytes count as taking them.
@@ -117,6 +124,7 @@ export function registerFileRoutes(router: Router, { clients, filesHttpAddress, 
   // A reader that stopped reading holds ~4 MB (socket and HTTP/2 buffers, measured); no waiting line: reads may last
   // minutes, so a refused reader is told to ask again.
   const reads = new BoundedAdmission({ capacity: fileReads.atOnce, maxWaiting: 0, maxWaitMs: 0 });
+  const readsPerClient = new ClientShares();
 
   router.post('/file', async (req, res) => {
     const user = requireUser(req);
@@ -205,7 +213,10 @@ export function registerFileRoutes(router: Router, { clients, filesHttpAddress, 
 
   router.get('/file/:file_id', async (req, res) => {
     const fileId = uuidParam(req, 'file_id');
+    const releaseShare = readsPerClient.take(req.user ? `user:${req.user.id}` : `address:${req.ip}`, 1, fileReads.perClient);
+    if (!releaseShare) throw new HttpError(429, OWN_FILE_READS_BUSY_MESSAGE, { 'retry-after': String(FILE_READ_RETRY_AFTER_SECONDS) });
     const release = await reads.acquire().catch((err: unknown) => {
+      releaseShare();
       if (!(err instanceof AdmissionRefusedError)) throw err;
       throw serverBusy(FILE_READS_BUSY_MESSAGE, FILE_READ_RETRY_AFTER_SECONDS);
     });
@@ -224,6 +235,7 @@ export function registerFileRoutes(router: Router, { clients, filesHttpAddress, 
       }
     } finally {
       release();
+      releaseShare();
     }
   });
 

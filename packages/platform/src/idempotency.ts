@@ -1,5 +1,5 @@
 import { Status } from 'nice-grpc-common';
-import { DomainError } from './errors';
+import { AlreadyExistsError, DomainError } from './errors';
 
 /** The `reason` of IdempotencyKeyReusedError, by which the gateway answers it 422. */
 export const IDEMPOTENCY_KEY_REUSED = 'IDEMPOTENCY_KEY_REUSED';
@@ -22,4 +22,35 @@ export function refuseOtherRequestForKey(storedFingerprint: string | null, sentF
   if (storedFingerprint && sentFingerprint && storedFingerprint !== sentFingerprint) {
     throw new IdempotencyKeyReusedError(`Idempotency-Key: this key was used for a different request (it created ${what} with another body); send a new key for a new request`);
   }
+}
+
+/** Where a service keeps its resources' keys: the live resource holding one, and the kept key of a deleted one. */
+export interface KeyedResources<T extends { requestFingerprint: string | null }> {
+  live(): Promise<T | null>;
+  deleted(): Promise<{ requestFingerprint: string | null } | null>;
+}
+
+/**
+ * What an earlier create with the caller's key made, or null for none: the live resource when the request matches
+ * the one that used the key first (IdempotencyKeyReusedError otherwise); a deleted resource's kept key refuses a
+ * repeat (AlreadyExistsError with `deletedMessage`), since a late repeat would bring back what the user deleted.
+ * `checkDeleted` false: a request without a fingerprint (a service's own key, not a client's) may create again.
+ */
+export async function earlierCreateForKey<T extends { requestFingerprint: string | null }>(
+  resources: KeyedResources<T>,
+  requestFingerprint: string | undefined,
+  what: string,
+  deletedMessage: string,
+  checkDeleted = true,
+): Promise<T | null> {
+  const existing = await resources.live();
+  if (existing) {
+    refuseOtherRequestForKey(existing.requestFingerprint, requestFingerprint, what);
+    return existing;
+  }
+  if (!checkDeleted) return null;
+  const deleted = await resources.deleted();
+  if (!deleted) return null;
+  refuseOtherRequestForKey(deleted.requestFingerprint, requestFingerprint, what);
+  throw new AlreadyExistsError(deletedMessage);
 }

@@ -1,4 +1,4 @@
-import { AlreadyExistsError, InvalidArgumentError, newId, NotFoundError, PermissionDeniedError, refuseOtherRequestForKey, UnauthenticatedError, UnavailableError, type Logger } from '@cards/platform';
+import { AlreadyExistsError, InvalidArgumentError, newId, NotFoundError, PermissionDeniedError, earlierCreateForKey, UnauthenticatedError, UnavailableError, type Logger } from '@cards/platform';
 import { collisionMovesOnChange, isVisibleTo, leavesRoot, mayHoldCollision, rehomedCollisions, PAGE_SIZE, totalPages, withFileShownTo, type AuthorScore, type Card, type CardGroup, type CollisionMove, type Vote } from '../domain/model';
 import { StaleCardError, type CardRepository, type CollectionRepository, type ContentLock, type FileDirectory, type NearDuplicateFinder, type UserDirectory, type VoteRepository } from '../domain/ports';
 import { cardTextFromHtml, fingerprintOf, isNearCopy, jaccard, NEAR_COPY_JACCARD, shinglesOf, SKETCH_MIN_SHARED, validLink, validOcFilePath, validTags } from '../domain/rules';
@@ -167,16 +167,13 @@ export class CardService {
    */
   private async earlierCreate(callerId: string, key: string, requestFingerprint: string | undefined): Promise<Card | null> {
     const { cards } = this.deps;
-    const existing = await cards.findByIdempotencyKey(callerId, key);
-    if (existing) {
-      refuseOtherRequestForKey(existing.requestFingerprint, requestFingerprint, 'a card');
-      return existing;
-    }
-    if (!requestFingerprint) return null;
-    const deleted = await cards.findDeletedIdempotencyKey(callerId, key);
-    if (!deleted) return null;
-    refuseOtherRequestForKey(deleted.requestFingerprint, requestFingerprint, 'a card');
-    throw new AlreadyExistsError('Idempotency-Key: the card this key created was deleted since; send a new key to create another');
+    return earlierCreateForKey(
+      { live: () => cards.findByIdempotencyKey(callerId, key), deleted: () => cards.findDeletedIdempotencyKey(callerId, key) },
+      requestFingerprint,
+      'a card',
+      'Idempotency-Key: the card this key created was deleted since; send a new key to create another',
+      requestFingerprint !== undefined,
+    );
   }
 
   /**

@@ -1,5 +1,5 @@
 import { truncatedToCharacters } from '@cards/card-rules';
-import { AlreadyExistsError, GRPC_PART_BYTES, InvalidArgumentError, newId, NotFoundError, pageLimit, PermissionDeniedError, refuseOtherRequestForKey, type Page } from '@cards/platform';
+import { AlreadyExistsError, GRPC_PART_BYTES, InvalidArgumentError, newId, NotFoundError, pageLimit, PermissionDeniedError, earlierCreateForKey, type Page } from '@cards/platform';
 import { isCollectionVisibleTo, isVisibleTo, PAGE_SIZE, totalPages, type Collection } from '../domain/model';
 import type { CardRepository, CollectionChange, CollectionRepository } from '../domain/ports';
 import { MAX_COLLECTION_NAME_CHARS, validCollectionDescription, validCollectionName } from '../domain/rules';
@@ -74,15 +74,12 @@ export class CollectionService {
   /** What an earlier create with the caller's key made: its collection, or null for none (see create for the refusals). */
   private async earlierCreate(authorId: string, key: string, requestFingerprint: string | undefined): Promise<Collection | null> {
     const { collections } = this.deps;
-    const existing = await collections.findByIdempotencyKey(authorId, key);
-    if (existing) {
-      refuseOtherRequestForKey(existing.requestFingerprint, requestFingerprint, 'a collection');
-      return existing;
-    }
-    const deleted = await collections.findDeletedIdempotencyKey(authorId, key);
-    if (!deleted) return null;
-    refuseOtherRequestForKey(deleted.requestFingerprint, requestFingerprint, 'a collection');
-    throw new AlreadyExistsError('Idempotency-Key: the collection this key created was deleted since; send a new key to create another');
+    return earlierCreateForKey(
+      { live: () => collections.findByIdempotencyKey(authorId, key), deleted: () => collections.findDeletedIdempotencyKey(authorId, key) },
+      requestFingerprint,
+      'a collection',
+      'Idempotency-Key: the collection this key created was deleted since; send a new key to create another',
+    );
   }
 
   async update(callerId: string | undefined, collectionId: string, patch: CollectionPatch): Promise<void> {

@@ -1,5 +1,5 @@
 import type { Readable } from 'node:stream';
-import { AlreadyExistsError, InvalidArgumentError, NotFoundError, pageLimit, PermissionDeniedError, refuseIfProblem, refuseOtherRequestForKey, ResourceExhaustedError, Topics, UnauthenticatedError, isUuid, newId, type Logger, type Page } from '@cards/platform';
+import { AlreadyExistsError, InvalidArgumentError, NotFoundError, pageLimit, PermissionDeniedError, refuseIfProblem, earlierCreateForKey, ResourceExhaustedError, Topics, UnauthenticatedError, isUuid, newId, type Logger, type Page } from '@cards/platform';
 import { events } from '@cards/proto';
 import { splitTags, tagsProblem } from '@cards/card-rules';
 import { checkMagicBytes, checkMimeType, formatFromFileName } from '../domain/document-format';
@@ -115,15 +115,12 @@ export class FilesService {
   /** What an earlier upload with the caller's key stored: its record, or null for none (see upload for the refusals). */
   private async earlierUpload(callerId: string, key: string, requestFingerprint: string | undefined): Promise<FileRecord | null> {
     const { repository } = this.deps;
-    const existing = await repository.findByIdempotencyKey(callerId, key);
-    if (existing) {
-      refuseOtherRequestForKey(existing.requestFingerprint, requestFingerprint, 'a file');
-      return existing;
-    }
-    const deleted = await repository.findDeletedIdempotencyKey(callerId, key);
-    if (!deleted) return null;
-    refuseOtherRequestForKey(deleted.requestFingerprint, requestFingerprint, 'a file');
-    throw new AlreadyExistsError('Idempotency-Key: the file this key uploaded was deleted since; send a new key to upload it again');
+    return earlierCreateForKey(
+      { live: () => repository.findByIdempotencyKey(callerId, key), deleted: () => repository.findDeletedIdempotencyKey(callerId, key) },
+      requestFingerprint,
+      'a file',
+      'Idempotency-Key: the file this key uploaded was deleted since; send a new key to upload it again',
+    );
   }
 
   /** The record when the caller may see it: public, or the caller's own. NotFoundError otherwise. */

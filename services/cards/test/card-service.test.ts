@@ -594,6 +594,25 @@ describe('CardService', () => {
     expect(await state()).toEqual({ private: [false, true, true, false, false], hiddenByFile: [false, false, false, false, false] });
   });
 
+  it("an ingested card takes its file's privacy as the file directory answers it when the card is made, not as the ingestion read it at its start", async () => {
+    const { service, cards, peers } = setup();
+    const fileId = randomUUID();
+    peers.files.set(fileId, 'plan.docx');
+    // The ingestion started while the file was public; the owner made it private since: the next card is hidden by it.
+    peers.privateFiles.add(fileId);
+    const afterPrivate = await create(service, 'alice', someContent(), { fileId, private: false, hiddenByFile: false, privacyFromFile: true, idempotencyKey: `${fileId}:0` });
+    expect(await cards.findById(afterPrivate.card.id)).toMatchObject({ private: true, hiddenByFile: true, filePrivate: true });
+    await expect(service.getCard(afterPrivate.card.id, 'bob')).rejects.toBeInstanceOf(NotFoundError);
+    await expect(service.getCard(afterPrivate.card.id, undefined)).rejects.toBeInstanceOf(NotFoundError);
+    // And the other way: started private, made public since.
+    peers.privateFiles.delete(fileId);
+    const afterPublic = await create(service, 'alice', someContent(), { fileId, private: true, hiddenByFile: true, privacyFromFile: true, idempotencyKey: `${fileId}:1` });
+    expect(await cards.findById(afterPublic.card.id)).toMatchObject({ private: false, hiddenByFile: false, filePrivate: false });
+    await expect(service.getCard(afterPublic.card.id, 'bob')).resolves.toMatchObject({ fileId, fileName: 'plan.docx' });
+    // A card sent by its owner keeps the privacy she chose.
+    expect(await cards.findById((await create(service, 'alice', someContent(), { fileId, private: true })).card.id)).toMatchObject({ private: true, hiddenByFile: false });
+  });
+
   it("a private file's id and name show on its owner's public cards to the owner only, in every read, until the file is made public", async () => {
     const { service, peers } = setup();
     const fileId = randomUUID();

@@ -339,9 +339,13 @@ describe('file events on the bus', () => {
     held.release();
     const result = await ingestion;
     expect(result.cardIds.length).toBeGreaterThan(0);
-    // The cards were made public (as the file was at the start); the stored privacy is applied to all of them after.
+    // Each card takes the file's privacy as the cards service reads it when making the card (privacyFromFile); the
+    // stored privacy is applied to all of them after, should a card have been made as the change was stored.
+    expect([...cards.cards.values()].every((c) => c.privacyFromFile)).toBe(true);
     expect(cards.privacyApplied.at(-1)).toEqual({ fileId: record.id, ownerId: record.userId, private: true });
     expect(cards.cardsAtPrivacy.at(-1)).toBe(result.cardIds.length);
+    // The collection is made with the file's privacy of after the cards, never public for a moment.
+    expect(cards.collections.get(record.id)?.isPublic).toBe(false);
   });
 });
 

@@ -25,6 +25,11 @@ export interface CreateCardInput {
   requestFingerprint?: string;
   /** Private because its file is private (ingestion of a private file): the file made public makes it public. */
   hiddenByFile?: boolean;
+  /**
+   * Ingestion: the card takes its file's privacy as the file directory answers it now (private then hidden by the file),
+   * instead of `private` and `hiddenByFile`, so a file made private mid-ingestion gets no public card made after that.
+   */
+  privacyFromFile?: boolean;
 }
 
 export interface UpdateCardInput {
@@ -118,10 +123,13 @@ export class CardService {
     const ocFilePath = validOcFilePath(input.ocFilePath);
     const file = input.fileId ? await this.deps.files.visibleFile(input.fileId, callerId) : null;
     if (input.fileId && file === null) throw new InvalidArgumentError('file_uuid: no such file');
+    const fromFile = input.privacyFromFile === true && file !== null;
+    const isPrivate = fromFile ? file.private : input.private;
+    const hiddenByFile = fromFile ? file.private : input.private && input.hiddenByFile === true && input.fileId !== undefined;
     const fingerprint = fingerprintOf(content);
     // Copies of one text sent at the same moment are stored one after the other, so the later ones find the first.
     return this.deps.contentLock.run(fingerprint.contentHash, async () => {
-      const { root, checked } = await this.findRoot(content, fingerprint, callerId, input.private);
+      const { root, checked } = await this.findRoot(content, fingerprint, callerId, isPrivate);
       const now = this.now();
       const card: Card = {
         id: newId(),
@@ -129,8 +137,8 @@ export class CardService {
         content,
         cardHtml,
         link,
-        private: input.private,
-        hiddenByFile: input.private && input.hiddenByFile === true && input.fileId !== undefined,
+        private: isPrivate,
+        hiddenByFile,
         tags,
         fileId: input.fileId ?? null,
         fileName: file?.name ?? null,

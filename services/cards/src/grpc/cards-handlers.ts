@@ -56,6 +56,7 @@ export function cardsHandlers(cardService: CardService, collectionService: Colle
         idempotencyKey: req.idempotencyKey || undefined,
         requestFingerprint: req.requestFingerprint || undefined,
         hiddenByFile: req.hiddenByFile,
+        privacyFromFile: req.privacyFromFile,
       });
       return { card: cardToProto(card), duplicate };
     },

@@ -148,11 +148,13 @@ export class IngestionWorker {
     const cardIds = ids.filter((id): id is string => id !== null);
     if (cardIds.length === 0) return this.fail(record, 'the cards service refused every passage of the document');
 
+    // Public exactly when the file is now, as its cards were made (privacyFromFile).
+    const current = await repository.get(record.id);
     const collectionId = await cards.createFileCollection({
       ownerId: record.userId,
       fileId: record.id,
       fileName: record.fileName,
-      isPublic: !record.private,
+      isPublic: !(current ?? record).private,
       cardIds,
     });
     await this.catchUpWithPrivacy(record);
@@ -164,10 +166,11 @@ export class IngestionWorker {
   }
 
   /**
-   * The cards were made with the privacy the attempt read at its start. A change stored since may have been applied by
-   * another replica's changes consumer before every card existed (the wait in applyFilePrivacy holds in this process
-   * only), so the file's privacy as stored now is applied once more, until it stops changing: a change stored after
-   * the last read is applied by its own event, to cards that all exist by then.
+   * Each card took the file's privacy as the cards service read it when making the card (privacyFromFile), but a change
+   * stored while a card was being made may have been applied by a changes consumer (here or on another replica) before
+   * that card existed, so when the privacy differs from the one the attempt read at its start, the file's privacy as
+   * stored now is applied once more, until it stops changing: a change stored after the last read is applied by its own
+   * event, to cards that all exist by then.
    */
   private async catchUpWithPrivacy(record: FileRecord): Promise<void> {
     let applied = record.private;
@@ -188,6 +191,9 @@ export class IngestionWorker {
         link: draft.link,
         private: record.private,
         hiddenByFile: record.private,
+        // The file's privacy when each card is made, so a change stored mid-ingestion reaches the cards made after it
+        // at once; catchUpWithPrivacy covers the ones made while the change was being stored.
+        privacyFromFile: true,
         tags,
         fileId: record.id,
         idempotencyKey: `${record.id}:${draft.index}`,

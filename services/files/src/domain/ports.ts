@@ -99,6 +99,11 @@ export interface NewCard {
   private: boolean;
   /** Private because the file is (not by the owner's choice): making the file public makes the card public. */
   hiddenByFile: boolean;
+  /**
+   * The card takes the file's privacy as the cards service reads it from the files service when it makes the card,
+   * instead of `private`/`hiddenByFile` (the privacy the ingestion read at its start).
+   */
+  privacyFromFile: boolean;
   tags: string[];
   fileId: string;
   /** The same key always yields the same card, so a retried ingestion makes no second copy. */

@@ -27,6 +27,7 @@ export class GrpcCardsClient implements CardsPort {
           fileId: card.fileId,
           idempotencyKey: card.idempotencyKey,
           hiddenByFile: card.hiddenByFile,
+          privacyFromFile: card.privacyFromFile,
         },
         { idempotent: true },
       );

@@ -70,7 +70,16 @@ export interface CreateCardRequest {
    * in the x-status-reason trailer), and the key of a card deleted since refuses it too (ALREADY_EXISTS). Ingestion
    * sends none: its key answers the card it made whatever else comes, and makes the card again once it was deleted.
    */
-  requestFingerprint?: string | undefined;
+  requestFingerprint?:
+    | string
+    | undefined;
+  /**
+   * Set by ingestion: the card takes its file's privacy as the files service answers it when the card is made (the
+   * GetFile call that gives the file's name), not `private` and `hidden_by_file`, which say the privacy the ingestion
+   * read at its start: a file made private while it is ingested has no public card made after the change (a card
+   * made private so is hidden by the file).
+   */
+  privacyFromFile: boolean;
 }
 
 export interface CreateCardResponse {
@@ -825,6 +834,7 @@ function createBaseCreateCardRequest(): CreateCardRequest {
     idempotencyKey: undefined,
     hiddenByFile: false,
     requestFingerprint: undefined,
+    privacyFromFile: false,
   };
 }
 
@@ -859,6 +869,9 @@ export const CreateCardRequest: MessageFns<CreateCardRequest> = {
     }
     if (message.requestFingerprint !== undefined) {
       writer.uint32(82).string(message.requestFingerprint);
+    }
+    if (message.privacyFromFile !== false) {
+      writer.uint32(88).bool(message.privacyFromFile);
     }
     return writer;
   },
@@ -956,6 +969,14 @@ export const CreateCardRequest: MessageFns<CreateCardRequest> = {
             message.requestFingerprint = reader.string();
             continue;
           }
+          case 11: {
+            if (tag !== 88) {
+              break;
+            }
+
+            message.privacyFromFile = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1008,6 +1029,11 @@ export const CreateCardRequest: MessageFns<CreateCardRequest> = {
         : isSet(object.request_fingerprint)
         ? globalThis.String(object.request_fingerprint)
         : undefined,
+      privacyFromFile: isSet(object.privacyFromFile)
+        ? globalThis.Boolean(object.privacyFromFile)
+        : isSet(object.privacy_from_file)
+        ? globalThis.Boolean(object.privacy_from_file)
+        : false,
     };
   },
 
@@ -1043,6 +1069,9 @@ export const CreateCardRequest: MessageFns<CreateCardRequest> = {
     if (message.requestFingerprint !== undefined) {
       obj.requestFingerprint = message.requestFingerprint;
     }
+    if (message.privacyFromFile !== false) {
+      obj.privacyFromFile = message.privacyFromFile;
+    }
     return obj;
   },
 
@@ -1061,6 +1090,7 @@ export const CreateCardRequest: MessageFns<CreateCardRequest> = {
     message.idempotencyKey = object.idempotencyKey ?? undefined;
     message.hiddenByFile = object.hiddenByFile ?? false;
     message.requestFingerprint = object.requestFingerprint ?? undefined;
+    message.privacyFromFile = object.privacyFromFile ?? false;
     return message;
   },
 };

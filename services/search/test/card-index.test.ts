@@ -120,6 +120,43 @@ describe('SqliteCardIndex', () => {
     await unpruned.close();
   });
 
+  test('tag and link filters through collisions read no row per query, and hold after a restart and for later changes', async () => {
+    const path = tempFile();
+    const owner = randomUUID();
+    const root = aCard().saying('tides are caused by the moon').tagged('alpha').along(axis(1)).build();
+    const open = aCard().saying('tides are caused by the moon').tagged(' Beta ').linking('https://Beta.example/y').along(axis(1)).collisionOf(root.cardId).build();
+    const hidden = aCard().by(owner).private().saying('tides are caused by the moon').tagged('gamma').along(axis(1)).collisionOf(root.cardId).build();
+    const first = new SqliteCardIndex({ path, dimensions: CONTRACT_DIMENSIONS });
+    for (const card of [root, open, hidden]) await first.upsert(card);
+    await first.close();
+    const index = new SqliteCardIndex({ path, dimensions: CONTRACT_DIMENSIONS });
+    await index.ready();
+    const found = async (scope: { tags?: string[]; links?: string[]; callerId?: string }) => {
+      const full = { tags: [], links: [], ...scope };
+      const semantic = (await index.nearest(axis(1), full, { offset: 0, limit: 25 })).hits.map((h) => h.cardId);
+      const text = (await index.matchText('tides moon', full, { offset: 0, limit: 25 })).hits.map((h) => h.cardId);
+      expect(text).toEqual(semantic);
+      return semantic;
+    };
+    // Queries are answered from memory: not one statement is prepared (read) while they run.
+    const db = (index as unknown as { db: { prepare: (sql: string) => unknown } }).db;
+    const prepare = jest.spyOn(db, 'prepare');
+    expect(await found({ tags: ['beta'] })).toEqual([root.cardId]);
+    expect(await found({ links: ['beta.example'] })).toEqual([root.cardId]);
+    expect(await found({ tags: ['gamma'] })).toEqual([]);
+    expect(await found({ tags: ['gamma'], callerId: owner })).toEqual([root.cardId]);
+    expect(prepare).not.toHaveBeenCalled();
+    prepare.mockRestore();
+    // A newer snapshot of the collision (private now, another tag) replaces what was kept of it; a removal forgets it.
+    await index.upsert({ ...open, private: true, tags: ['delta'], updatedAt: new Date('2026-01-02T00:00:00Z') });
+    expect(await found({ tags: ['beta'] })).toEqual([]);
+    expect(await found({ tags: ['delta'] })).toEqual([]);
+    expect(await found({ tags: ['delta'], callerId: open.authorId })).toEqual([root.cardId]);
+    await index.remove(hidden.cardId, new Date('2026-01-03T00:00:00Z'));
+    expect(await found({ tags: ['gamma'], callerId: owner })).toEqual([]);
+    await index.close();
+  });
+
   test('rejects a vector of the wrong dimension instead of storing it', async () => {
     const index = new SqliteCardIndex({ path: ':memory:', dimensions: CONTRACT_DIMENSIONS });
     await expect(index.upsert(aCard().along(new Float32Array(3)).build())).rejects.toThrow(/dimensions/);

@@ -78,6 +78,21 @@ interface TextTerm {
   exactId: number | undefined;
 }
 
+/**
+ * A collision (a card stored under the root it duplicates) as the tag and link filters read it: it is shown inside its
+ * root's entry, so the entry matches through it when the caller may see it.
+ */
+interface Collision {
+  /** The root's card id (the root's own string when the root is in memory, so it is not held twice). */
+  root: string;
+  author: number;
+  private: boolean;
+  /** Lower-cased and trimmed, each tag string shared with every other collision holding it. */
+  tags: string[];
+  /** Lower-cased. */
+  link: string;
+}
+
 /** Share of the full-text score given to holding the query's words in a row (its phrase). */
 const PHRASE_WEIGHT = 0.15;
 
@@ -110,6 +125,10 @@ export class SqliteCardIndex implements CardIndex {
   private readonly slotOf = new Map<string, number>();
   private readonly authorIds = new Map<string, number>();
   private readonly collections = new Map<string, Set<string>>();
+  /** Collisions by rowid: what tag and link filters need of them, so a filtered query reads no row. */
+  private readonly collisions = new Map<number, Collision>();
+  /** One string per distinct collision tag. */
+  private readonly collisionTags = new Map<string, string>();
   private scratchBest = new Float32Array(1024);
   private scratchTotal = new Float32Array(1024);
   private scratchExact = new Uint8Array(1024);
@@ -130,7 +149,7 @@ export class SqliteCardIndex implements CardIndex {
     await this.loaded;
     if (card.vector.length !== this.vectors.dimensions) throw new Error(`vector has ${card.vector.length} dimensions, the index ${this.vectors.dimensions}`);
     const at = card.updatedAt.getTime();
-    const applied = this.db.transaction(() => {
+    const applied = this.db.transaction((): number | false => {
       if (this.isRemoved(card.cardId)) return false;
       const existing = this.db.prepare('SELECT rowid, updated_at FROM cards WHERE card_id = ?').get(card.cardId) as { rowid: number; updated_at: number } | undefined;
       if (existing && existing.updated_at > at) return false;
@@ -139,15 +158,17 @@ export class SqliteCardIndex implements CardIndex {
       if (existing) {
         this.db.prepare('UPDATE cards SET author_id = ?, content = ?, tags = ?, link = ?, private = ?, collision_of = ?, vector = ?, vector_point_id = ?, updated_at = ?, embedder = ? WHERE rowid = ?')
           .run(...values, existing.rowid);
-      } else {
-        this.db.prepare('INSERT INTO cards (card_id, author_id, content, tags, link, private, collision_of, vector, vector_point_id, updated_at, embedder) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)')
-          .run(card.cardId, ...values);
+        return existing.rowid;
       }
-      return true;
+      const inserted = this.db.prepare('INSERT INTO cards (card_id, author_id, content, tags, link, private, collision_of, vector, vector_point_id, updated_at, embedder) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)')
+        .run(card.cardId, ...values);
+      return Number(inserted.lastInsertRowid);
     })();
-    if (!applied) return false;
+    if (applied === false) return false;
     this.unslot(card.cardId);
+    this.collisions.delete(applied);
     if (!card.collisionOf) this.slot(card);
+    else this.keepCollision(applied, card.collisionOf, card);
     return true;
   }
 
@@ -157,18 +178,21 @@ export class SqliteCardIndex implements CardIndex {
     if (!row) return false;
     if (row.collision_of === null) return true;
     this.db.prepare('UPDATE cards SET collision_of = NULL WHERE rowid = ?').run(row.rowid);
+    this.collisions.delete(row.rowid);
     this.slot(fromRow({ ...row, collision_of: null }));
     return true;
   }
 
   async remove(cardId: string, removedAt: Date): Promise<void> {
     await this.loaded;
-    this.db.transaction(() => {
+    const rowid = this.db.transaction(() => {
       const row = this.db.prepare('SELECT rowid FROM cards WHERE card_id = ?').get(cardId) as { rowid: number } | undefined;
       if (row) this.db.prepare('DELETE FROM cards WHERE rowid = ?').run(row.rowid);
       this.db.prepare('INSERT OR IGNORE INTO removed_cards (card_id, removed_at) VALUES (?, ?)').run(cardId, removedAt.getTime());
       this.db.prepare('DELETE FROM bookmarks WHERE card_id = ?').run(cardId);
+      return row?.rowid;
     })();
+    if (rowid !== undefined) this.collisions.delete(rowid);
     this.unslot(cardId);
     for (const members of this.collections.values()) members.delete(cardId);
   }
@@ -493,7 +517,7 @@ export class SqliteCardIndex implements CardIndex {
     }
     const matches = (cardTags: readonly string[], link: string) =>
       (tags.length === 0 || cardTags.some((t) => tags.includes(t))) && (links.length === 0 || links.some((l) => link.includes(l)));
-    const viaCollisions = tags.length > 0 || links.length > 0 ? this.rootsOfMatchingCollisions(scope.callerId, matches) : undefined;
+    const viaCollisions = tags.length > 0 || links.length > 0 ? this.rootsOfMatchingCollisions(caller, matches) : undefined;
     return (slot) => {
       const cardId = this.cardIds[slot];
       if (cardId === undefined) return false;
@@ -508,17 +532,40 @@ export class SqliteCardIndex implements CardIndex {
    * Roots with a collision the caller may see that matches the tag and link filters: a collision is shown inside its
    * root's entry, so the entry matches through it. Someone else's private collision never counts (its tags stay hidden).
    */
-  private rootsOfMatchingCollisions(callerId: string | undefined, matches: (tags: readonly string[], link: string) => boolean): Set<string> {
+  private rootsOfMatchingCollisions(caller: number, matches: (tags: readonly string[], link: string) => boolean): Set<string> {
     const roots = new Set<string>();
-    const rows = this.db
-      .prepare('SELECT collision_of, tags, link FROM cards WHERE collision_of IS NOT NULL AND (private = 0 OR author_id = ?)')
-      .iterate(callerId ?? null) as Iterable<{ collision_of: string; tags: string; link: string }>;
-    for (const row of rows) {
-      if (roots.has(row.collision_of)) continue;
-      const tags = (JSON.parse(row.tags) as string[]).map((t) => t.trim().toLowerCase());
-      if (matches(tags, row.link.toLowerCase())) roots.add(row.collision_of);
+    for (const collision of this.collisions.values()) {
+      if (collision.private && collision.author !== caller) continue;
+      if (!roots.has(collision.root) && matches(collision.tags, collision.link)) roots.add(collision.root);
     }
     return roots;
+  }
+
+  /** Keeps what the tag and link filters need of a collision stored at `rowid` (replacing what was kept of it). */
+  private keepCollision(rowid: number, root: string, card: { authorId: string; private: boolean; tags: readonly string[]; link: string }): void {
+    const rootSlot = this.slotOf.get(root);
+    this.collisions.set(rowid, {
+      root: rootSlot === undefined ? root : this.cardIds[rootSlot]!,
+      author: this.authorNumber(card.authorId),
+      private: card.private,
+      tags: card.tags.map((t) => {
+        const tag = t.trim().toLowerCase();
+        let shared = this.collisionTags.get(tag);
+        if (shared === undefined) this.collisionTags.set(tag, (shared = tag));
+        return shared;
+      }),
+      link: card.link.toLowerCase(),
+    });
+  }
+
+  /** The number the index gives an author (visibility checks compare numbers, not ids). */
+  private authorNumber(authorId: string): number {
+    let author = this.authorIds.get(authorId);
+    if (author === undefined) {
+      author = this.authorIds.size;
+      this.authorIds.set(authorId, author);
+    }
+    return author;
   }
 
   /**
@@ -543,11 +590,7 @@ export class SqliteCardIndex implements CardIndex {
     this.ensureSlotCapacity(slot + 1);
     this.vectors.set(slot, card.vector);
     this.cardIds[slot] = card.cardId;
-    let author = this.authorIds.get(card.authorId);
-    if (author === undefined) {
-      author = this.authorIds.size;
-      this.authorIds.set(card.authorId, author);
-    }
+    const author = this.authorNumber(card.authorId);
     this.authors[slot] = author;
     this.privates[slot] = card.private ? 1 : 0;
     this.tags[slot] = card.tags.map((t) => t.trim().toLowerCase());
@@ -626,6 +669,18 @@ export class SqliteCardIndex implements CardIndex {
       const rows = this.db.prepare('SELECT * FROM cards WHERE collision_of IS NULL AND embedder = ? AND rowid > ? ORDER BY rowid LIMIT 2000').all(this.embedderId, after) as CardRow[];
       if (rows.length === 0) break;
       for (const row of rows) if (row.vector.byteLength === this.vectors.dimensions * 4) this.slot(fromRow(row));
+      after = rows[rows.length - 1]!.rowid;
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    after = 0;
+    while (this.db.open) {
+      const rows = this.db
+        .prepare('SELECT rowid, collision_of, author_id, private, tags, link FROM cards WHERE collision_of IS NOT NULL AND rowid > ? ORDER BY rowid LIMIT 2000')
+        .all(after) as Pick<CardRow, 'rowid' | 'collision_of' | 'author_id' | 'private' | 'tags' | 'link'>[];
+      if (rows.length === 0) break;
+      for (const row of rows) {
+        this.keepCollision(row.rowid, row.collision_of!, { authorId: row.author_id, private: row.private === 1, tags: JSON.parse(row.tags) as string[], link: row.link });
+      }
       after = rows[rows.length - 1]!.rowid;
       await new Promise((resolve) => setImmediate(resolve));
     }

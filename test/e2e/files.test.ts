@@ -614,3 +614,75 @@ describe('bad input', () => {
     expect((await alice.client.get(`/api/file/${file.id}`)).status).toBe(200);
   });
 });
+
+describe("a file's collection is public exactly when the file is", () => {
+  let carol: TestUser;
+
+  beforeAll(async () => {
+    carol = await signUp(system.baseUrl, mailbox, 'carol');
+  }, 60_000);
+
+  it("cannot be made public while its file is private (400 naming the rule); others never see the private file's id or name in a collection view, whichever way the file's and the collection's privacy change", async () => {
+    const fileName = `secret-roadmap-${randomUUID().slice(0, 8)}.docx`;
+    const res = await upload(carol, 'energy.docx', { private: true, file_name: fileName });
+    expect(res.status).toBe(200);
+    const fileId = res.json.id;
+    expect((await ingested(carol, fileId)).ingestion_status).toBe('done');
+    const ownListing = await carol.client.get(`/api/user/collections/${carol.id}`);
+    const collectionId = (ownListing.json as any[]).find((c) => c.file_id === fileId)?.id;
+    expect(collectionId).toBeDefined();
+    const anonymous = new ApiClient(system.baseUrl);
+
+    /** What a reader gets of the collection: the listing, its page and both collection searches, and whether any names the file. */
+    const seenBy = async (client: ApiClient) => {
+      const query = { content: 'solar panels on village rooftops', collection_id: collectionId };
+      const [listing, page, semantic, fullText] = await Promise.all([
+        client.get(`/api/user/collections/${carol.id}`),
+        client.get(`/api/card_collection/${collectionId}/1`),
+        client.post('/api/card_collection/search/1', query),
+        client.post('/api/card_collection/fulltextsearch/1', query),
+      ]);
+      const everything = [listing, page, semantic, fullText].map((r) => r.text).join('\n');
+      return {
+        listed: (listing.json as any[]).some((c) => c.id === collectionId),
+        views: [page.status, semantic.status, fullText.status],
+        namesFile: everything.includes(fileId) || everything.includes(fileName),
+      };
+    };
+    const hidden = { listed: false, views: [404, 404, 404], namesFile: false };
+    const shown = { listed: true, views: [200, 200, 200], namesFile: true };
+    const settles = (what: string, expected: object) =>
+      waitUntil(what, async () => {
+        const views = await Promise.all([seenBy(bob.client), seenBy(anonymous)]);
+        return views.every((v) => JSON.stringify(v) === JSON.stringify(expected)) ? views : undefined;
+      });
+    const publish = (isPublic: boolean, extra: object = {}) => carol.client.put('/api/card_collection', { collection_id: collectionId, is_public: isPublic, ...extra });
+    const refusedWhilePrivate = async () => {
+      for (const extra of [{}, { name: 'Roadmap' }]) {
+        const refused = await publish(true, extra);
+        expect(refused.status).toBe(400);
+        expect(refused.json.message).toMatch(/^is_public: the collection of a file is public exactly when the file is, and this collection's file is private/);
+      }
+      expect((await carol.client.get(`/api/card_collection/${collectionId}/1`)).json.collection).toMatchObject({ is_public: false, name: `Collection for file ${fileName}` });
+      expect(await seenBy(bob.client)).toEqual(hidden);
+      expect(await seenBy(anonymous)).toEqual(hidden);
+    };
+
+    // Private file: its collection cannot be published, and nobody else learns of it.
+    await refusedWhilePrivate();
+    // Public file: the collection is public with it, and its owner may hide it and publish it again by hand.
+    expect((await carol.client.put('/api/file', { file_id: fileId, private: false })).status).toBe(204);
+    await settles('the collection public with its file', shown);
+    expect((await publish(false)).status).toBe(204);
+    await settles('the collection hidden by its owner', hidden);
+    expect((await publish(true)).status).toBe(204);
+    await settles('the collection published by its owner', shown);
+    // The file made private while the collection was public by hand: the collection goes private with it.
+    expect((await carol.client.put('/api/file', { file_id: fileId, private: true })).status).toBe(204);
+    await settles('the collection private with its file', hidden);
+    await refusedWhilePrivate();
+    // Public again: the collection with it.
+    expect((await carol.client.put('/api/file', { file_id: fileId, private: false })).status).toBe(204);
+    await settles('the collection public again with its file', shown);
+  });
+});

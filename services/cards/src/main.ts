@@ -39,7 +39,7 @@ export async function startCards(env: Record<string, string | undefined> = proce
     eventsWritten: () => relay.kick(),
     logger,
   });
-  const collectionService = new CollectionService({ collections: collectionRepository, cards: cardRepository, cardService, eventsWritten: () => relay.kick() });
+  const collectionService = new CollectionService({ collections: collectionRepository, cards: cardRepository, cardService, files: new GrpcFileDirectory(peers.files.client), eventsWritten: () => relay.kick() });
   relay.start();
   const subscription = await subscribeToSearchEvents(bus, cardService);
   const grpc = await startGrpcServer({

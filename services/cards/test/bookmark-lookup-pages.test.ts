@@ -23,7 +23,7 @@ function setup(lookupPageBytes?: number) {
     contentLock: new InProcessContentLock(),
     eventsWritten: () => undefined,
   });
-  return { cards, collections, service: new CollectionService({ collections, cards, cardService, eventsWritten: () => undefined, lookupPageBytes }) };
+  return { cards, collections, service: new CollectionService({ collections, cards, cardService, files: uninvolvedCardServiceDeps.files, eventsWritten: () => undefined, lookupPageBytes }) };
 }
 
 describe('the bookmark lookup in pages (FindCardCollections page_size / page_token)', () => {

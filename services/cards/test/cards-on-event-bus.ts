@@ -27,6 +27,6 @@ export function cardsOnEventBus(dataDir: string, bus: EventBus, logger: Logger) 
     eventsWritten: () => relay.kick(),
     logger,
   });
-  const collectionService = new CollectionService({ collections, cards, cardService, eventsWritten: () => relay.kick() });
+  const collectionService = new CollectionService({ collections, cards, cardService, files: uninvolvedCardServiceDeps.files, eventsWritten: () => relay.kick() });
   return { db, cards, collections, cardService, collectionService, relay };
 }

@@ -1,7 +1,7 @@
 import { truncatedToCharacters } from '@cards/card-rules';
-import { AlreadyExistsError, GRPC_PART_BYTES, InvalidArgumentError, newId, NotFoundError, pageLimit, PermissionDeniedError, earlierCreateForKey, type Page } from '@cards/platform';
+import { AlreadyExistsError, GRPC_PART_BYTES, InvalidArgumentError, newId, NotFoundError, pageLimit, PermissionDeniedError, earlierCreateForKey, UnavailableError, type Page } from '@cards/platform';
 import { isCollectionVisibleTo, isVisibleTo, PAGE_SIZE, totalPages, type Collection } from '../domain/model';
-import type { CardRepository, CollectionChange, CollectionRepository } from '../domain/ports';
+import type { CardRepository, CollectionChange, CollectionRepository, FileDirectory } from '../domain/ports';
 import { MAX_COLLECTION_NAME_CHARS, validCollectionDescription, validCollectionName } from '../domain/rules';
 import { requireCaller, validPage, type CardService, type ViewedGroup } from './card-service';
 import { bookmarkChanged, collectionCreated, collectionDeleted } from './events';
@@ -10,6 +10,8 @@ export interface CollectionServiceDeps {
   collections: CollectionRepository;
   cards: CardRepository;
   cardService: CardService;
+  /** The files service: whether a file's collection may be made public (only while its file is public). */
+  files: FileDirectory;
   eventsWritten: () => void;
   /** Where a bookmark lookup page ends; GRPC_PART_BYTES unless a test sets less. */
   lookupPageBytes?: number;
@@ -20,6 +22,10 @@ export interface CollectionPatch {
   description?: string;
   isPublic?: boolean;
 }
+
+/** Why a file's collection cannot be made public now. */
+export const PRIVATE_FILE_COLLECTION =
+  "is_public: the collection of a file is public exactly when the file is, and this collection's file is private; make the file public (PUT /api/file with private false) and its collection is made public with it";
 
 /** The most card ids one bookmark lookup may list. */
 const MAX_LOOKUP_CARDS = 500;
@@ -82,6 +88,12 @@ export class CollectionService {
     );
   }
 
+  /**
+   * Changes the caller's collection. A file's collection is public exactly when its file is (docs/files.md), so making it
+   * public while the file is private is refused (InvalidArgumentError naming the rule): it would show the file's name
+   * (in the collection's name) and id to everyone while the file is private. The file's privacy is read again after the
+   * write, so a file made private meanwhile, whose change may have found the collection still private, leaves it private.
+   */
   async update(callerId: string | undefined, collectionId: string, patch: CollectionPatch): Promise<void> {
     const collection = await this.ownCollection(collectionId, requireCaller(callerId));
     // Only the fields asked for: a concurrent change of another field (a privacy flip) must not be written back.
@@ -89,7 +101,23 @@ export class CollectionService {
     if (patch.name !== undefined) change.name = validCollectionName(patch.name);
     if (patch.description !== undefined) change.description = validCollectionDescription(patch.description);
     if (patch.isPublic !== undefined) change.isPublic = patch.isPublic;
+    const publishesFileCollection = patch.isPublic === true && collection.fileId !== null;
+    if (publishesFileCollection && (await this.fileIsPrivate(collection))) throw new InvalidArgumentError(PRIVATE_FILE_COLLECTION);
     await this.deps.collections.update(collection.id, change, []);
+    if (publishesFileCollection && (await this.fileIsPrivate(collection))) {
+      await this.deps.collections.update(collection.id, { isPublic: false, updatedAt: new Date() }, []);
+      throw new InvalidArgumentError(PRIVATE_FILE_COLLECTION);
+    }
+  }
+
+  /** Whether the file of the owner's file collection is private now (a deleted file is not: its collection keeps no file). */
+  private async fileIsPrivate(collection: Collection): Promise<boolean> {
+    try {
+      return (await this.deps.files.visibleFile(collection.fileId!, collection.authorId))?.private === true;
+    } catch (err) {
+      if (err instanceof UnavailableError) throw new UnavailableError("The files service cannot tell whether this collection's file is private right now, try again");
+      throw err;
+    }
   }
 
   /** Deletes the collection and its bookmarks; the cards stay. */

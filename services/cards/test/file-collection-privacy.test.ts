@@ -1,0 +1,98 @@
+import { randomUUID } from 'node:crypto';
+import { InvalidArgumentError, NotFoundError, UnavailableError } from '@cards/platform';
+import { InProcessContentLock } from '../src/adapters/in-process/in-process-content-lock';
+import { openCardsDatabase } from '../src/adapters/sqlite/sqlite-cards-database';
+import { SqliteCardRepository } from '../src/adapters/sqlite/sqlite-card-repository';
+import { SqliteCollectionRepository } from '../src/adapters/sqlite/sqlite-collection-repository';
+import { SqliteVoteRepository } from '../src/adapters/sqlite/sqlite-vote-repository';
+import { CardService } from '../src/application/card-service';
+import { CollectionService, PRIVATE_FILE_COLLECTION } from '../src/application/collection-service';
+import type { VisibleFile } from '../src/domain/ports';
+import { uninvolvedCardServiceDeps } from './uninvolved-deps';
+
+/** The collection use cases on a real SQLite store, with a files service whose answers the test sets. */
+function setup() {
+  const db = openCardsDatabase(':memory:');
+  const cards = new SqliteCardRepository(db);
+  const collections = new SqliteCollectionRepository(db);
+  const cardService = new CardService({ ...uninvolvedCardServiceDeps, cards, votes: new SqliteVoteRepository(db), collections, contentLock: new InProcessContentLock(), eventsWritten: () => undefined });
+  const files = { answers: [] as (VisibleFile | null | Error)[], asked: 0 };
+  const visibleFile = async (): Promise<VisibleFile | null> => {
+    const answer = files.answers[Math.min(files.asked++, files.answers.length - 1)];
+    if (answer instanceof Error) throw answer;
+    return answer ?? null;
+  };
+  const service = new CollectionService({ collections, cards, cardService, files: { visibleFile }, eventsWritten: () => undefined });
+  return { service, cardService, collections, files };
+}
+
+const privateFile = { name: 'secret-merger-plan.docx', private: true };
+const publicFile = { name: 'secret-merger-plan.docx', private: false };
+
+describe("a file's collection is public exactly when its file is", () => {
+  it('refuses to make it public while the file is private, naming the rule; other changes go through', async () => {
+    const { service, files } = setup();
+    const fileId = randomUUID();
+    const collection = await service.createFileCollection('alice', fileId, 'secret-merger-plan.docx', false, []);
+    files.answers = [privateFile];
+    const refused = service.update('alice', collection.id, { isPublic: true });
+    await expect(refused).rejects.toBeInstanceOf(InvalidArgumentError);
+    await expect(refused).rejects.toThrow(PRIVATE_FILE_COLLECTION);
+    await expect(service.update('alice', collection.id, { name: 'Plans', isPublic: true })).rejects.toThrow(PRIVATE_FILE_COLLECTION);
+    for (const viewer of ['bob', undefined]) await expect(service.get(collection.id, viewer)).rejects.toBeInstanceOf(NotFoundError);
+    expect((await service.listUserCollections('alice', undefined)).items).toEqual([]);
+    expect(await service.get(collection.id, 'alice')).toMatchObject({ isPublic: false, name: 'Collection for file secret-merger-plan.docx' });
+
+    await service.update('alice', collection.id, { name: 'Plans', isPublic: false });
+    expect(await service.get(collection.id, 'alice')).toMatchObject({ isPublic: false, name: 'Plans' });
+    // Her other collections do not ask the files service.
+    const own = await service.create('alice', 'Reading', '', false);
+    const asked = files.asked;
+    await service.update('alice', own.id, { isPublic: true });
+    expect(files.asked).toBe(asked);
+  });
+
+  it('makes it public while the file is public, and a deleted file (no answer) no longer holds it back', async () => {
+    const { service, files } = setup();
+    const collection = await service.createFileCollection('alice', randomUUID(), 'plan.docx', true, []);
+    await service.update('alice', collection.id, { isPublic: false });
+    files.answers = [publicFile];
+    await service.update('alice', collection.id, { isPublic: true });
+    expect(await service.get(collection.id, 'bob')).toMatchObject({ isPublic: true });
+    await service.update('alice', collection.id, { isPublic: false });
+    files.answers = [null];
+    await service.update('alice', collection.id, { isPublic: true });
+    expect(await service.get(collection.id, undefined)).toMatchObject({ isPublic: true });
+  });
+
+  it('leaves it private when the file is made private while the collection is being made public', async () => {
+    const { service, files } = setup();
+    const collection = await service.createFileCollection('alice', randomUUID(), 'plan.docx', false, []);
+    // Public when the update reads it, private (its change already applied to the still private collection) after.
+    files.answers = [publicFile, privateFile];
+    await expect(service.update('alice', collection.id, { isPublic: true })).rejects.toThrow(PRIVATE_FILE_COLLECTION);
+    await expect(service.get(collection.id, 'bob')).rejects.toBeInstanceOf(NotFoundError);
+  });
+
+  it('answers unavailable, changing nothing, when the files service cannot tell', async () => {
+    const { service, files } = setup();
+    const collection = await service.createFileCollection('alice', randomUUID(), 'plan.docx', false, []);
+    files.answers = [new UnavailableError('The files service cannot check file_uuid right now, try again')];
+    await expect(service.update('alice', collection.id, { isPublic: true })).rejects.toThrow("The files service cannot tell whether this collection's file is private right now, try again");
+    await expect(service.get(collection.id, 'bob')).rejects.toBeInstanceOf(NotFoundError);
+  });
+
+  it('a file made private makes its collection private even when its owner had made it public; made public again, public', async () => {
+    const { service, cardService, files } = setup();
+    const fileId = randomUUID();
+    const collection = await service.createFileCollection('alice', fileId, 'plan.docx', false, []);
+    files.answers = [publicFile];
+    await cardService.applyFilePrivacy(fileId, 'alice', false);
+    await service.update('alice', collection.id, { isPublic: false });
+    await service.update('alice', collection.id, { isPublic: true });
+    await cardService.applyFilePrivacy(fileId, 'alice', true);
+    await expect(service.get(collection.id, 'bob')).rejects.toBeInstanceOf(NotFoundError);
+    await cardService.applyFilePrivacy(fileId, 'alice', false);
+    expect(await service.get(collection.id, 'bob')).toMatchObject({ isPublic: true });
+  });
+});

@@ -57,6 +57,14 @@ export async function startSearch(env: Record<string, string | undefined> = proc
         .then((cards) => logger.info({ cards }, 'vocabulary rewritten with word scopes'))
         .catch((err: unknown) => logger.error({ err }, 'rewriting the vocabulary failed; typos are corrected only to words indexed since, until the next start'));
     }
+    const unentered = await index.unenteredCollisionCount();
+    if (unentered > 0) {
+      logger.info({ collisions: unentered }, 'collisions stored before roots held their entries: entering them on their roots in the background');
+      index
+        .denormalizeCollisions()
+        .then((collisions) => logger.info({ collisions }, 'collisions entered on their roots'))
+        .catch((err: unknown) => logger.error({ err }, 'entering collisions on their roots failed; tag and link filters look those left up per query, until the next start'));
+    }
   }
   const loadStarted = Date.now();
   index

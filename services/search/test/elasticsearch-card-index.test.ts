@@ -8,7 +8,7 @@ import { ElasticsearchCardIndex, type ElasticsearchCardIndexOptions } from '../s
 import { SqliteCardIndex } from '../src/adapters/sqlite/sqlite-card-index';
 import { IndexProjector } from '../src/application/index-projector';
 import { SearchService, type SearchQuery } from '../src/application/search-service';
-import type { IndexHit } from '../src/domain/model';
+import type { IndexHit, SearchScope } from '../src/domain/model';
 import type { CardIndex, Embedder } from '../src/domain/ports';
 import { wordTrigrams } from '../src/domain/text';
 import { startElasticsearchSync } from '../../../test/engines/elasticsearch';
@@ -230,6 +230,70 @@ describeOnEngine('CardIndex on ElasticsearchCardIndex', skipReason, () => {
       expect((await restarted.matchText('glaciar', everything, firstPage)).hits.map((h) => h.cardId)).toEqual([open.cardId]);
       expect((await restarted.matchText('glaciar', { callerId: randomUUID(), tags: [], links: [] }, firstPage)).hits.map((h) => h.cardId)).toEqual([open.cardId]);
       expect((await restarted.matchText('glaciar', { callerId: owner, tags: [], links: [] }, firstPage)).hits.map((h) => h.cardId)).toEqual([secret.cardId, open.cardId]);
+    });
+
+    test('tag and link filters through collisions send queries of one size however many collisions match: the roots hold their entries', () =>
+      throughRecordingProxy(async (proxy) => {
+        // Written directly (hundreds of requests at once), searched through the recording proxy.
+        const prefix = `cards-test-${randomBytes(4).toString('hex')}`;
+        const writer = openIndex(prefix);
+        const index = openIndex(prefix, undefined, undefined, { url: proxy.url });
+        const roots = Array.from({ length: 400 }, (_, i) => aCard().saying(`tides are caused by the moon ${i}`).tagged('alpha').along(axis(1)).build());
+        const owner = randomUUID();
+        await writer.batch(() => Promise.all(roots.map((root) => writer.upsert(root))));
+        // Each root has a public collision with the tag and link looked for, and a private one of `owner` with another.
+        await writer.batch(() =>
+          Promise.all(
+            roots.flatMap((root) => [
+              writer.upsert(aCard().saying(root.content).tagged('Shared').linking('https://Shared.example/p').along(axis(1)).collisionOf(root.cardId).build()),
+              writer.upsert(aCard().by(owner).private().saying(root.content).tagged('mine').along(axis(1)).collisionOf(root.cardId).build()),
+            ]),
+          ),
+        );
+        const query = async (scope: Partial<SearchScope>) => {
+          proxy.exchanges.length = 0;
+          const page = await index.nearest(axis(1), { ...everything, ...scope }, firstPage);
+          const sent = proxy.exchanges.reduce((sum, e) => sum + e.sent.length, 0);
+          return { total: page.total, bounded: sent < 8_000 };
+        };
+        expect(await query({ tags: ['shared'] })).toEqual({ total: 400, bounded: true });
+        expect(await query({ tags: ['shared'], links: ['shared.example'] })).toEqual({ total: 400, bounded: true });
+        expect(await query({ links: ['shared.example'] })).toEqual({ total: 400, bounded: true });
+        expect(await query({ tags: ['mine'] })).toEqual({ total: 0, bounded: true });
+        expect(await query({ tags: ['mine'], callerId: owner })).toEqual({ total: 400, bounded: true });
+        expect(await query({ tags: ['mine'], links: ['shared.example'], callerId: owner })).toEqual({ total: 0, bounded: true });
+      }),
+      180_000,
+    );
+
+    test('collisions stored before roots held their entries are found through their roots at once, and entered by denormalizeCollisions()', async () => {
+      const prefix = `cards-test-${randomBytes(4).toString('hex')}`;
+      const first = openIndex(prefix);
+      const owner = randomUUID();
+      const root = aCard().saying('tides are caused by the moon').tagged('alpha').along(axis(1)).build();
+      const open = aCard().saying('tides are caused by the moon').tagged('beta').linking('https://beta.example/y').along(axis(1)).collisionOf(root.cardId).build();
+      const hidden = aCard().by(owner).private().saying('tides are caused by the moon').tagged('gamma').along(axis(1)).collisionOf(root.cardId).build();
+      for (const card of [root, open, hidden]) await first.upsert(card);
+      // As an index written before: no entries on the root, collisions not marked entered.
+      const client = new Client({ node: engine!.url });
+      await client.update({ index: `${prefix}-cards`, id: root.cardId, doc: { collisions: [] }, refresh: true });
+      for (const card of [open, hidden]) await client.update({ index: `${prefix}-cards`, id: card.cardId, doc: { entered: null }, refresh: true });
+      await client.close();
+      const restarted = openIndex(prefix);
+      const found = async (scope: Partial<SearchScope>) =>
+        (await restarted.nearest(axis(1), { ...everything, ...scope }, firstPage)).hits.map((h) => h.cardId);
+      const expectations = async () => {
+        expect(await found({ tags: ['beta'] })).toEqual([root.cardId]);
+        expect(await found({ links: ['beta.example'] })).toEqual([root.cardId]);
+        expect(await found({ tags: ['gamma'] })).toEqual([]);
+        expect(await found({ tags: ['gamma'], callerId: owner })).toEqual([root.cardId]);
+      };
+      expect(await restarted.unenteredCollisionCount()).toBe(2);
+      await expectations();
+      expect(await restarted.denormalizeCollisions()).toBe(2);
+      expect(await restarted.unenteredCollisionCount()).toBe(0);
+      await expectations();
+      expect(await restarted.denormalizeCollisions()).toBe(0);
     });
 
     test('a restarted adapter reuses its indices (mapping upgrade is a no-op) and finds what was stored', async () => {

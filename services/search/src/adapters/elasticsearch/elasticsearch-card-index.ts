@@ -53,6 +53,11 @@ const CARDS_PER_PAGE = 1_000;
 const BOOKMARK_PAGE = 1_000;
 /** The id awaitRefresh() deletes to wait for a refresh: no card, word or bookmark id holds a '~', so it never exists. */
 const REFRESH_PROBE_ID = '~refresh-probe';
+/**
+ * Nested objects a document may hold (index.mapping.nested_objects.limit, default 10,000): one per collision of a
+ * root, so a root's collisions fit however many cards duplicate it (request size bounds it first).
+ */
+const NESTED_OBJECTS_LIMIT = 1_000_000;
 /** Root cards read per request when the vocabulary is given its scopes (scopeVocabulary). */
 const VOCABULARY_SCOPING_PAGE = 500;
 
@@ -76,6 +81,23 @@ interface CardSource {
   vector_point_id: string;
   updated_at: number;
   embedder: string;
+  /**
+   * On a root: what the tag and link filters need of each card stored as its collision (absent on documents written
+   * before, until denormalizeCollisions()). A collision is shown inside its root's entry, so the root matches through it.
+   */
+  collisions?: CollisionEntry[];
+  /** On a collision: its entry is on its root (set by every write since entries exist; older ones lack it). */
+  entered?: boolean;
+}
+
+/** A collision as its root's document holds it (a nested object: each one's tags and link are matched together). */
+interface CollisionEntry {
+  card_id: string;
+  author_id: string;
+  private: boolean;
+  tags_lower: string[];
+  link_lower: string;
+  updated_at: number;
 }
 
 /**
@@ -183,7 +205,7 @@ export class ElasticsearchCardIndex implements CardIndex {
 
   private async initialize(): Promise<void> {
     await this.waitForCluster();
-    await this.ensureIndex(this.names.cards, { max_result_window: this.window }, {
+    await this.ensureIndex(this.names.cards, { max_result_window: this.window, mapping: { nested_objects: { limit: NESTED_OBJECTS_LIMIT } } }, {
       dynamic: 'strict',
       properties: {
         card_id: keyword,
@@ -204,6 +226,11 @@ export class ElasticsearchCardIndex implements CardIndex {
         vector_point_id: stored,
         updated_at: { type: 'long' },
         embedder: keyword,
+        collisions: {
+          type: 'nested',
+          properties: { card_id: keyword, author_id: keyword, private: { type: 'boolean' }, tags_lower: keyword, link_lower: keyword, updated_at: { type: 'long' } },
+        },
+        entered: { type: 'boolean' },
       },
     });
     await this.ensureIndex(this.names.vocabulary, {}, { dynamic: 'strict', properties: { word: keyword, trigrams: keyword, scope: keyword } });
@@ -293,13 +320,13 @@ export class ElasticsearchCardIndex implements CardIndex {
       const read = await this.client.mget({
         docs: [
           { _index: this.names.removed, _id: card.cardId, _source: false },
-          { _index: this.names.cards, _id: card.cardId, _source: ['updated_at', 'collection_ids'] },
+          { _index: this.names.cards, _id: card.cardId, _source: ['updated_at', 'collection_ids', 'collision_of', 'collisions'] },
         ],
       });
       const [tombstone, stored] = read.docs;
       if (foundDoc(tombstone)) return false;
       const existing = foundDoc(stored)
-        ? { source: stored._source as Pick<CardSource, 'updated_at' | 'collection_ids'>, seqNo: stored._seq_no!, primaryTerm: stored._primary_term! }
+        ? { source: stored._source as Pick<CardSource, 'updated_at' | 'collection_ids' | 'collision_of' | 'collisions'>, seqNo: stored._seq_no!, primaryTerm: stored._primary_term! }
         : undefined;
       if (existing && existing.source.updated_at > at) return false;
       const operations: unknown[] = [];
@@ -323,6 +350,8 @@ export class ElasticsearchCardIndex implements CardIndex {
         vector_point_id: card.vectorPointId,
         updated_at: at,
         embedder: this.embedderId,
+        collisions: existing?.source.collisions ?? [],
+        ...(card.collisionOf ? { entered: true } : {}),
       };
       // The card is written only if nobody wrote it since it was read (sequence number), or created only if still absent.
       operations.push(
@@ -342,16 +371,29 @@ export class ElasticsearchCardIndex implements CardIndex {
       if (written.status === 409 && attempt < 20) continue;
       if (written.error) throw new Error(`writing card ${card.cardId} failed: ${written.error.reason ?? written.error.type}`);
       this.rememberWords(freshWords.map((w) => vocabularyId(scope, w)));
+      // The collision's entry goes on its root (and off a root it no longer collides with) before the tombstone is
+      // checked, so a removal racing this write either finds the entry to take off or is seen here.
+      const formerRoot = existing?.source.collision_of ?? undefined;
+      if (formerRoot && formerRoot !== card.collisionOf) await this.takeCollisionEntry(formerRoot, card.cardId);
+      if (card.collisionOf) await this.enterCollision(card.collisionOf, collisionEntry(document));
       // A removal that raced this write wins: it wrote its tombstone before deleting, so one of us sees the other.
-      // A bookmark made while the card was absent was refreshed before its writer looked for the card: a search finds it.
-      const [removed, early] = await Promise.all([this.isRemoved(card.cardId), existing ? Promise.resolve([]) : this.bookmarksOf(card.cardId)]);
+      // A bookmark made while the card was absent was refreshed before its writer looked for the card: a search finds
+      // it; the same for collisions of a new root whose writers found no root to enter.
+      const [removed, early, earlyCollisions] = await Promise.all([
+        this.isRemoved(card.cardId),
+        existing ? Promise.resolve([]) : this.bookmarksOf(card.cardId),
+        existing ? Promise.resolve([]) : this.collisionsOf(card.cardId),
+      ]);
       if (removed) {
         await this.deleteCard(card.cardId);
+        if (card.collisionOf) await this.takeCollisionEntry(card.collisionOf, card.cardId);
         await this.makeSearchable(this.names.cards);
         return false;
       }
+      if (card.collisionOf) await this.checkCollisionEntry(card.collisionOf, card.cardId);
       const missing = early.filter((b) => b.added).map((b) => b.collection_id);
       if (missing.length > 0) await this.syncCollections(card.cardId, missing);
+      if (earlyCollisions.length > 0) await this.changeCollisionEntries(card.cardId, earlyCollisions.map((entry) => ({ cardId: entry.card_id, entry })));
       await this.makeSearchable(this.names.cards, ...(freshWords.length > 0 ? [this.names.vocabulary] : []));
       return true;
     }
@@ -365,7 +407,7 @@ export class ElasticsearchCardIndex implements CardIndex {
   async promote(cardId: string): Promise<boolean> {
     await this.ready();
     for (let attempt = 0; ; attempt++) {
-      const current = await this.cardFields(cardId, ['root', 'words', 'private', 'author_id']);
+      const current = await this.cardFields(cardId, ['root', 'words', 'private', 'author_id', 'collision_of']);
       if (!current) return false;
       const promoting = !current.source.root;
       if (promoting) {
@@ -384,8 +426,10 @@ export class ElasticsearchCardIndex implements CardIndex {
           throw err;
         }
       }
+      // No longer a collision: it lends its former root nothing (a replay finds nothing to take off).
+      const tookEntry = promoting && current.source.collision_of ? await this.takeCollisionEntry(current.source.collision_of, cardId) : false;
       const addedWords = await this.addToVocabulary(current.source.words, scopeOf({ private: current.source.private, authorId: current.source.author_id }));
-      const written = [...(promoting ? [this.names.cards] : []), ...(addedWords > 0 ? [this.names.vocabulary] : [])];
+      const written = [...(promoting || tookEntry ? [this.names.cards] : []), ...(addedWords > 0 ? [this.names.vocabulary] : [])];
       if (written.length > 0) await this.makeSearchable(...written);
       return true;
     }
@@ -395,7 +439,10 @@ export class ElasticsearchCardIndex implements CardIndex {
     await this.ready();
     // Tombstones are read in real time (GET), so they need no refresh.
     await this.client.index({ index: this.names.removed, id: cardId, document: { removed_at: removedAt.getTime() } });
+    // A collision's entry comes off its root after the card is gone (an upsert racing this checks the tombstone after entering it).
+    const root = (await this.cardFields(cardId, ['collision_of']))?.source.collision_of ?? undefined;
     const [deleted, bookmarks] = await Promise.all([this.deleteCard(cardId), this.bookmarksOf(cardId)]);
+    if (root && (await this.takeCollisionEntry(root, cardId)) && !deleted) await this.makeSearchable(this.names.cards);
     for (let i = 0; i < bookmarks.length; i += BOOKMARK_PAGE) {
       const page = bookmarks.slice(i, i + BOOKMARK_PAGE);
       await this.client.bulk({ operations: page.map((b) => ({ delete: { _index: this.names.bookmarks, _id: bookmarkId(b.collection_id, cardId) } })) });
@@ -772,11 +819,19 @@ export class ElasticsearchCardIndex implements CardIndex {
     const matching: estypes.QueryDslQueryContainer[] = [];
     if (tags.length > 0) matching.push({ terms: { tags_lower: tags } });
     const visibleCollisions = [{ term: { root: false } }, visibleTo(callerId)];
-    const [ownLinks, collisionLinks] = links.length > 0 ? await Promise.all([this.linkFilter(links, visible), this.linkFilter(links, visibleCollisions)]) : [];
+    // Collisions written before entries existed, until denormalizeCollisions() has entered them (then none).
+    const unentered = [...visibleCollisions, { bool: { must_not: [{ term: { entered: true } }] } }];
+    const [ownLinks, entryLinks, unenteredLinks] =
+      links.length > 0
+        ? await Promise.all([this.linkFilter(links, visible), this.linkFilter(links, visibleCollisions, ENTRY_LINK), this.linkFilter(links, unentered)])
+        : [];
     const own = { bool: { filter: [...matching, ...(ownLinks ? [ownLinks] : [])] } };
-    const roots = await this.rootsOfCollisionsMatching([...visibleCollisions, ...matching, ...(collisionLinks ? [collisionLinks] : [])]);
-    if (roots.length === 0) return own;
-    const should: estypes.QueryDslQueryContainer[] = [own];
+    // The root's entries of collisions the caller may see: each one matched against the whole filter (nested).
+    const entryFilter: estypes.QueryDslQueryContainer[] = [visibleEntry(callerId)];
+    if (tags.length > 0) entryFilter.push({ terms: { 'collisions.tags_lower': tags } });
+    if (entryLinks) entryFilter.push(entryLinks);
+    const should: estypes.QueryDslQueryContainer[] = [own, { nested: { path: 'collisions', query: { bool: { filter: entryFilter } } } }];
+    const roots = await this.rootsOfCollisionsMatching([...unentered, ...matching, ...(unenteredLinks ? [unenteredLinks] : [])]);
     for (let i = 0; i < roots.length; i += CARDS_PER_PAGE) should.push({ terms: { card_id: roots.slice(i, i + CARDS_PER_PAGE) } });
     return { bool: { should, minimum_should_match: 1 } };
   }
@@ -792,17 +847,20 @@ export class ElasticsearchCardIndex implements CardIndex {
     return [...roots];
   }
 
-  /** Cards whose link contains any of the (lower-cased) strings. */
-  private async linkFilter(links: string[], base: estypes.QueryDslQueryContainer[]): Promise<estypes.QueryDslQueryContainer> {
+  /**
+   * Cards (within `base`) whose link contains any of the (lower-cased) strings; with `fields` of the collision entries,
+   * the entries of such collisions, inside a nested query on them.
+   */
+  private async linkFilter(links: string[], base: estypes.QueryDslQueryContainer[], fields: LinkFields = CARD_LINK): Promise<estypes.QueryDslQueryContainer> {
     const should: estypes.QueryDslQueryContainer[] = [];
     const long: string[] = [];
     for (const link of links) {
-      if ([...link].length <= MAX_WILDCARD_CHARS) should.push(linkContaining(link));
+      if ([...link].length <= MAX_WILDCARD_CHARS) should.push(linkContaining(link, fields.link));
       else long.push(link);
     }
     if (long.length > 0) {
       const found = await this.cardsWithLinkContaining(long, base);
-      for (let i = 0; i < found.length; i += CARDS_PER_PAGE) should.push({ terms: { card_id: found.slice(i, i + CARDS_PER_PAGE) } });
+      for (let i = 0; i < found.length; i += CARDS_PER_PAGE) should.push({ terms: { [fields.id]: found.slice(i, i + CARDS_PER_PAGE) } });
     }
     return should.length === 0 ? { match_none: {} } : { bool: { should, minimum_should_match: 1 } };
   }
@@ -810,7 +868,7 @@ export class ElasticsearchCardIndex implements CardIndex {
   /** Cards (within `base`) whose link contains one of these long strings: those holding a string's start, checked whole here. */
   private async cardsWithLinkContaining(long: string[], base: estypes.QueryDslQueryContainer[]): Promise<string[]> {
     const starts = [...new Set(long.map((link) => [...link].slice(0, MAX_WILDCARD_CHARS).join('')))];
-    const query = { bool: { filter: [...base, { bool: { should: starts.map(linkContaining), minimum_should_match: 1 } }] } };
+    const query = { bool: { filter: [...base, { bool: { should: starts.map((start) => linkContaining(start)), minimum_should_match: 1 } }] } };
     const found: string[] = [];
     const pages = this.searchPages<Pick<CardSource, 'card_id' | 'link_lower'>>(
       { index: this.names.cards, query, sort: [{ card_id: { order: 'asc' } }], _source: ['card_id', 'link_lower'] },
@@ -818,6 +876,141 @@ export class ElasticsearchCardIndex implements CardIndex {
     );
     for await (const hits of pages) for (const h of hits) if (long.some((link) => h._source!.link_lower.includes(link))) found.push(h._source!.card_id);
     return found;
+  }
+
+  /**
+   * Puts a collision's entry on its root. When the root is not stored (yet), waits for the collision's document to be
+   * searchable and looks again: either this look finds the root, or the root's writer, which looks for its collisions
+   * after creating it (collisionsOf), finds this one. A removed root never comes back: nothing to wait for.
+   */
+  private async enterCollision(rootId: string, entry: CollisionEntry): Promise<void> {
+    if ((await this.changeCollisionEntries(rootId, [{ cardId: entry.card_id, entry }])) !== 'absent') return;
+    if (await this.isRemoved(rootId)) return;
+    await this.awaitRefresh([this.names.cards]);
+    await this.changeCollisionEntries(rootId, [{ cardId: entry.card_id, entry }]);
+  }
+
+  /** Takes a card's entry off a root; true when one was there. */
+  private async takeCollisionEntry(rootId: string, cardId: string): Promise<boolean> {
+    return (await this.changeCollisionEntries(rootId, [{ cardId }])) === 'written';
+  }
+
+  /**
+   * After entering a collision on its root: if the card has since been removed or rewritten under another root (a
+   * concurrent write that may have taken the entry off before this one put it on), takes the entry off again.
+   */
+  private async checkCollisionEntry(rootId: string, cardId: string): Promise<void> {
+    const now = await this.cardFields(cardId, ['collision_of']);
+    if (!now || now.source.collision_of !== rootId) await this.takeCollisionEntry(rootId, cardId);
+  }
+
+  /**
+   * Applies entry changes to a root's document (an entry, or none to take the card's off) by a partial update of its
+   * `collisions` under its sequence number, retried on conflict: its text and vector never travel. An entry older than
+   * the one stored (updated_at) is not applied. Not refreshed: the caller makes it searchable.
+   */
+  private async changeCollisionEntries(rootId: string, changes: readonly { cardId: string; entry?: CollisionEntry }[]): Promise<'absent' | 'unchanged' | 'written'> {
+    for (let attempt = 0; ; attempt++) {
+      const current = await this.cardFields(rootId, ['collisions']);
+      if (!current) return 'absent';
+      const entries = [...(current.source.collisions ?? [])];
+      let changed = false;
+      for (const { cardId, entry } of changes) {
+        const at = entries.findIndex((e) => e.card_id === cardId);
+        if (!entry) {
+          if (at >= 0) {
+            entries.splice(at, 1);
+            changed = true;
+          }
+        } else if (at < 0) {
+          entries.push(entry);
+          changed = true;
+        } else if (entries[at]!.updated_at <= entry.updated_at && JSON.stringify(entries[at]) !== JSON.stringify(entry)) {
+          entries[at] = entry;
+          changed = true;
+        }
+      }
+      if (!changed) return 'unchanged';
+      try {
+        await this.client.update({
+          index: this.names.cards,
+          id: rootId,
+          doc: { collisions: entries } satisfies Partial<CardSource>,
+          if_seq_no: current.seqNo,
+          if_primary_term: current.primaryTerm,
+        });
+        return 'written';
+      } catch (err) {
+        if (err instanceof errors.ResponseError && err.statusCode === 409 && attempt < 50) continue;
+        if (err instanceof errors.ResponseError && err.statusCode === 404) return 'absent';
+        throw err;
+      }
+    }
+  }
+
+  /** The entries of the stored collisions of a root (as last refreshed), read page by page. */
+  private async collisionsOf(rootId: string): Promise<CollisionEntry[]> {
+    const found: CollisionEntry[] = [];
+    const pages = this.searchPages<CardSource>(
+      {
+        index: this.names.cards,
+        query: { bool: { filter: [{ term: { root: false } }, { term: { collision_of: rootId } }] } },
+        sort: [{ card_id: { order: 'asc' } }],
+        _source: ['card_id', 'author_id', 'private', 'tags_lower', 'link_lower', 'updated_at'],
+      },
+      Math.min(CARDS_PER_PAGE, this.window),
+    );
+    for await (const hits of pages) for (const h of hits) found.push(collisionEntry(h._source!));
+    return found;
+  }
+
+  /** How many collisions were written before roots held their entries (not yet entered by denormalizeCollisions()). */
+  async unenteredCollisionCount(): Promise<number> {
+    await this.ready();
+    return (await this.client.count({ index: this.names.cards, query: { bool: { filter: [{ term: { root: false } }], must_not: [{ term: { entered: true } }] } } })).count;
+  }
+
+  /**
+   * Puts the entries of collisions written before entries existed on their roots, page by page, and marks them entered;
+   * until then, filters find roots through such collisions by looking them up per query, as before. Idempotent, and
+   * safe beside writes and other replicas doing the same. Answers how many collisions it read.
+   */
+  async denormalizeCollisions(): Promise<number> {
+    await this.ready();
+    let read = 0;
+    const pages = this.searchPages<CardSource>(
+      {
+        index: this.names.cards,
+        query: { bool: { filter: [{ term: { root: false } }], must_not: [{ term: { entered: true } }] } },
+        sort: [{ card_id: { order: 'asc' } }],
+        _source: ['card_id', 'author_id', 'private', 'tags_lower', 'link_lower', 'updated_at', 'collision_of'],
+        seq_no_primary_term: true,
+      },
+      VOCABULARY_SCOPING_PAGE,
+    );
+    for await (const hits of pages) {
+      const byRoot = new Map<string, { cardId: string; entry: CollisionEntry }[]>();
+      for (const h of hits) {
+        const root = h._source!.collision_of;
+        if (!root) continue;
+        let list = byRoot.get(root);
+        if (!list) byRoot.set(root, (list = []));
+        list.push({ cardId: h._source!.card_id, entry: collisionEntry(h._source!) });
+      }
+      // An absent root is removed, or not stored yet: its writer then looks for its collisions (collisionsOf).
+      for (const [root, changes] of byRoot) await this.changeCollisionEntries(root, changes);
+      for (const h of hits) {
+        try {
+          await this.client.update({ index: this.names.cards, id: h._id!, doc: { entered: true } satisfies Partial<CardSource>, if_seq_no: h._seq_no!, if_primary_term: h._primary_term! });
+        } catch (err) {
+          // Rewritten or removed meanwhile: a write since entries exist enters it itself.
+          if (!(err instanceof errors.ResponseError && (err.statusCode === 409 || err.statusCode === 404))) throw err;
+        }
+      }
+      read += hits.length;
+    }
+    await this.awaitRefresh([this.names.cards]);
+    return read;
   }
 
   /** Roots of the collection's bookmarked collisions the caller may see: a collision is searched through its root and shown inside the root's entry. */
@@ -1003,8 +1196,35 @@ function escapeWildcard(value: string): string {
   return value.replace(/[\\*?]/g, (c) => `\\${c}`);
 }
 
-function linkContaining(text: string): estypes.QueryDslQueryContainer {
-  return { wildcard: { link_lower: { value: `*${escapeWildcard(text)}*` } } };
+function linkContaining(text: string, field = 'link_lower'): estypes.QueryDslQueryContainer {
+  return { wildcard: { [field]: { value: `*${escapeWildcard(text)}*` } } };
+}
+
+/** Where a link filter looks: a card's own link, or its collisions' entries on a root (inside a nested query). */
+interface LinkFields {
+  link: string;
+  id: string;
+}
+const CARD_LINK: LinkFields = { link: 'link_lower', id: 'card_id' };
+const ENTRY_LINK: LinkFields = { link: 'collisions.link_lower', id: 'collisions.card_id' };
+
+/** A root's entries of public collisions, and of the caller's own private ones (inside a nested query). */
+function visibleEntry(callerId: string | undefined): estypes.QueryDslQueryContainer {
+  return callerId === undefined
+    ? { term: { 'collisions.private': false } }
+    : { bool: { should: [{ term: { 'collisions.private': false } }, { term: { 'collisions.author_id': callerId } }], minimum_should_match: 1 } };
+}
+
+/** The entry of a collision's document on its root. */
+function collisionEntry(source: Pick<CardSource, 'card_id' | 'author_id' | 'private' | 'tags_lower' | 'link_lower' | 'updated_at'>): CollisionEntry {
+  return {
+    card_id: source.card_id,
+    author_id: source.author_id,
+    private: source.private,
+    tags_lower: source.tags_lower,
+    link_lower: source.link_lower,
+    updated_at: source.updated_at,
+  };
 }
 
 /** The URL with its password masked, for logs and errors. */

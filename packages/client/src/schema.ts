@@ -861,7 +861,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description The request line and headers did not arrive within 60 s, or the whole request within 300 s; the connection is closed */
+        /** @description The request line and headers did not arrive within 60 s, or the whole request within 300 s; for a file upload (POST /api/file) also a body that, once admitted, arrived below the minimum rate (UPLOAD_MIN_BYTES_PER_SECOND, 16 KiB/s by default, averaged over 10 s after a 10 s grace) or stopped arriving; the connection is closed */
         RequestTimeout: {
             headers: {
                 [name: string]: unknown;

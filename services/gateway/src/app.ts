@@ -17,6 +17,7 @@ import type { RateLimitConfig } from './http/rate-limits';
 import { batchingSessionResolver, SESSION_COOKIE, sessionMiddleware } from './http/session';
 import { serveWebApp } from './http/web-app';
 import { refuseUploadUnread, uploadAdmission, type UploadAdmissionLimits } from './http/upload-admission';
+import type { UploadBodyRate } from './http/upload-body-rate';
 import { routeMethodIndex, serverWideOptions, unmatchedApiRequest, unmatchedRequest } from './http/unmatched';
 import { registerIdentityRoutes } from './routes/identity-routes';
 import { registerCardRoutes } from './routes/card-routes';
@@ -54,6 +55,8 @@ export interface GatewayAppOptions extends RouteDeps {
   accessLogLevel?: AccessLogLevel;
   /** Upload bodies held at once (UPLOADS_AT_ONCE, UPLOAD_QUEUE, UPLOAD_QUEUE_WAIT_MS); 1, 16, 15 s when unset. */
   uploads?: Omit<UploadAdmissionLimits, 'bodyLimitBytes'>;
+  /** The slowest an admitted upload's body may arrive (UPLOAD_BODY_GRACE_MS, UPLOAD_MIN_BYTES_PER_SECOND, UPLOAD_BODY_RATE_WINDOW_MS); 10 s, 16 KiB/s over 10 s when unset. */
+  uploadBodyRate?: UploadBodyRate;
   /** File reads with content: under way at once, each ReadFile call's deadline, a client's idle time (FILE_READS_AT_ONCE, FILE_READ_CALL_MS, FILE_READ_IDLE_MS); 16, 50 s, 60 s when unset. */
   fileReads?: FileReadLimits;
   /** Reports whether the peers answer; /healthz is 200 only when it resolves true. */
@@ -61,6 +64,7 @@ export interface GatewayAppOptions extends RouteDeps {
 }
 
 const DEFAULT_UPLOADS = { uploadsAtOnce: 1, maxQueued: 16, maxWaitMs: 15_000 };
+const DEFAULT_UPLOAD_BODY_RATE: UploadBodyRate = { graceMs: 10_000, minBytesPerSecond: 16 * 1024, windowMs: 10_000 };
 
 /** The HTTP face of the system: /api routes, /healthz, /metrics; every error as {"message"}. */
 export function createGatewayApp(options: GatewayAppOptions): Express {
@@ -110,7 +114,15 @@ export function createGatewayApp(options: GatewayAppOptions): Express {
   app.use('/api', sessionMiddleware(batchingSessionResolver(options.clients.identity)));
   // Uploads carry the document base64-encoded in JSON: a larger limit for that one route only.
   const fileBodyLimit = Math.ceil((options.maxFileBytes * 4) / 3) + 256 * 1024;
-  app.post('/api/file', refuseUploadUnread(fileBodyLimit), uploadAdmission({ bodyLimitBytes: fileBodyLimit, ...(options.uploads ?? DEFAULT_UPLOADS) }), jsonBodyParser(fileBodyLimit));
+  // The admitted upload's body is read within the admission, which cuts it when it arrives below the minimum rate.
+  app.post(
+    '/api/file',
+    refuseUploadUnread(fileBodyLimit),
+    uploadAdmission(
+      { bodyLimitBytes: fileBodyLimit, ...(options.uploads ?? DEFAULT_UPLOADS) },
+      { parse: jsonBodyParser(fileBodyLimit), minRate: options.uploadBodyRate ?? DEFAULT_UPLOAD_BODY_RATE, logger: options.logger },
+    ),
+  );
   app.use('/api', jsonBodyParser(options.jsonBodyLimit));
 
   const api = Router();

@@ -67,6 +67,14 @@ export const gatewayConfigSchema = z.object({
   UPLOAD_QUEUE: envInt(16),
   /** How long an upload waits at most before it is answered 503. */
   UPLOAD_QUEUE_WAIT_MS: envInt(15_000),
+  /**
+   * The slowest an admitted upload's body may arrive: after UPLOAD_BODY_GRACE_MS from admission, one that averages fewer
+   * than UPLOAD_MIN_BYTES_PER_SECOND over the last UPLOAD_BODY_RATE_WINDOW_MS (or sends nothing) is answered 408 and its
+   * slot freed, so a trickling client cannot hold the upload bound until the request timeout. 0 bytes/s: no minimum.
+   */
+  UPLOAD_BODY_GRACE_MS: envInt(10_000).pipe(z.number().max(300_000, 'must be at most 300000 (the request timeout)')),
+  UPLOAD_MIN_BYTES_PER_SECOND: envInt(16 * 1024),
+  UPLOAD_BODY_RATE_WINDOW_MS: envInt(10_000).pipe(z.number().min(100, 'must be at least 100').max(300_000, 'must be at most 300000 (the request timeout)')),
   /** GET /api/file/:id reads (content streamed) under way at most (~4 MB each for a slow reader, docs/files.md); one more is answered 503 with Retry-After. */
   FILE_READS_AT_ONCE: envInt(16).pipe(z.number().min(1, 'must be at least 1')),
   /** File reads one client (user, else client address) has under way at most; one more is answered 429. */

@@ -59,6 +59,7 @@ export async function startGateway(env: Record<string, string | undefined> = pro
     cookieSecure: cookieSecureFrom(config),
     jsonBodyLimit: config.JSON_BODY_LIMIT,
     uploads: { uploadsAtOnce: config.UPLOADS_AT_ONCE, maxQueued: config.UPLOAD_QUEUE, maxWaitMs: config.UPLOAD_QUEUE_WAIT_MS },
+    uploadBodyRate: { graceMs: config.UPLOAD_BODY_GRACE_MS, minBytesPerSecond: config.UPLOAD_MIN_BYTES_PER_SECOND, windowMs: config.UPLOAD_BODY_RATE_WINDOW_MS },
     fileReads: { atOnce: config.FILE_READS_AT_ONCE, perClient: config.FILE_READS_PER_CLIENT, callMs: config.FILE_READ_CALL_MS, idleMs: config.FILE_READ_IDLE_MS },
     trustProxy: config.TRUST_PROXY,
     corsOrigins: config.CORS_ORIGINS,

@@ -39,3 +39,28 @@ describe('gateway config: SHUTDOWN_DRAIN_MS', () => {
     for (const bad of ['600001', '4294967296', '-1', 'soon']) expect(() => drain(bad)).toThrow(/SHUTDOWN_DRAIN_MS/);
   });
 });
+
+describe('gateway config: the minimum upload body rate', () => {
+  const rate = (env: Record<string, string>) => {
+    const config = loadConfig(gatewayConfigSchema, env);
+    return [config.UPLOAD_BODY_GRACE_MS, config.UPLOAD_MIN_BYTES_PER_SECOND, config.UPLOAD_BODY_RATE_WINDOW_MS];
+  };
+
+  it('defaults to 16 KiB/s averaged over 10 s, checked from 10 s after admission; 0 bytes/s turns it off', () => {
+    expect(rate({})).toEqual([10_000, 16_384, 10_000]);
+    expect(rate({ UPLOAD_BODY_GRACE_MS: '0', UPLOAD_MIN_BYTES_PER_SECOND: '0', UPLOAD_BODY_RATE_WINDOW_MS: '100' })).toEqual([0, 0, 100]);
+  });
+
+  it('stops the start naming the variable for a value it cannot use', () => {
+    for (const [name, bad] of [
+      ['UPLOAD_MIN_BYTES_PER_SECOND', '-1'],
+      ['UPLOAD_MIN_BYTES_PER_SECOND', '16k'],
+      ['UPLOAD_BODY_GRACE_MS', '300001'],
+      ['UPLOAD_BODY_RATE_WINDOW_MS', '99'],
+      ['UPLOAD_BODY_RATE_WINDOW_MS', '300001'],
+    ] as const) {
+      expect(() => rate({ [name]: bad })).toThrow(ConfigError);
+      expect(() => rate({ [name]: bad })).toThrow(new RegExp(name));
+    }
+  });
+});

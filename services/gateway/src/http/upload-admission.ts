@@ -1,7 +1,8 @@
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
-import { AdmissionRefusedError, BoundedAdmission, type Release } from '@cards/platform';
+import { AdmissionRefusedError, BoundedAdmission, type Logger, type Release } from '@cards/platform';
 import { ClientShares } from './client-shares';
 import { HttpError, serverBusy, unauthorized } from './http-error';
+import { watchBodyRate, type SlowBody, type UploadBodyRate } from './upload-body-rate';
 
 export interface UploadAdmissionLimits {
   /** Largest upload body (the upload route's JSON limit): one such body weighs one unit. */
@@ -13,6 +14,23 @@ export interface UploadAdmissionLimits {
   /** How long an upload waits at most before it is answered 503. */
   maxWaitMs: number;
 }
+
+/** How an admitted upload's body is read, and how slowly it may arrive. */
+export interface UploadBodyReading {
+  /** Reads the body (the route's JSON parser); run once the upload is admitted, its slot held meanwhile. */
+  parse: RequestHandler;
+  /** Below this rate the upload is cut (408) and its slot given back; none: only the request timeout ends it. */
+  minRate?: UploadBodyRate;
+  logger: Logger;
+}
+
+/** The 408's message, naming the minimum rate (in KiB/s from 1 KiB/s up). */
+export function uploadTooSlowMessage(minBytesPerSecond: number): string {
+  const rate = minBytesPerSecond >= 1024 ? `${Number((minBytesPerSecond / 1024).toFixed(1))} KiB/s` : `${minBytesPerSecond} bytes/s`;
+  return `The upload arrived too slowly (below ${rate}) and was stopped; upload the file again over a faster connection`;
+}
+/** After the 408, how long a cut upload's connection may stay before it is closed whatever the client does. */
+const CUT_CONNECTION_CLOSE_MS = 5_000;
 
 export const UPLOADS_BUSY_MESSAGE = 'Too many uploads are under way; upload the file again in a few seconds';
 /** Seconds a refused uploader is asked to wait (Retry-After). */
@@ -28,8 +46,15 @@ export const OWN_UPLOADS_BUSY_MESSAGE = 'You have too many uploads under way; up
  *
  * One user's uploads, held or waiting, weigh at most half the bound beyond their first: a further one is answered 429
  * with Retry-After at once, so one user's slow uploads cannot fill the bound and the waiting line for everyone else.
+ *
+ * With `body`, the admitted upload's body is read here (`body.parse`) and must arrive at `body.minRate` at least: after
+ * the grace, an upload averaging less over the window (or sending nothing) is cut. Its slot and share are given back at
+ * once, it is answered 408 {"message"} with Connection: close (when no answer has begun), its body is never parsed nor
+ * the route run, so nothing is stored, and one warn line says so. Without it a single upload trickling a few bytes a
+ * second held the whole default bound (UPLOADS_AT_ONCE=1) until the 300 s request timeout, and every other user's
+ * upload waited and was answered 503.
  */
-export function uploadAdmission(limits: UploadAdmissionLimits): RequestHandler {
+export function uploadAdmission(limits: UploadAdmissionLimits, body?: UploadBodyReading): RequestHandler {
   const capacity = limits.uploadsAtOnce * limits.bodyLimitBytes;
   const admission = new BoundedAdmission({ capacity, maxWaiting: limits.maxQueued, maxWaitMs: limits.maxWaitMs });
   const perUser = new ClientShares();
@@ -42,8 +67,10 @@ export function uploadAdmission(limits: UploadAdmissionLimits): RequestHandler {
     const clientGone = new AbortController();
     let release: Release | undefined;
     let closed = false;
+    let stopWatch = () => undefined as void;
     res.once('close', () => {
       closed = true;
+      stopWatch();
       releaseShare();
       if (release) release();
       else clientGone.abort(new Error('the client went away while its upload waited'));
@@ -52,7 +79,22 @@ export function uploadAdmission(limits: UploadAdmissionLimits): RequestHandler {
       (granted) => {
         if (closed) return granted();
         release = granted;
-        next();
+        if (!body) return next();
+        let cut = false;
+        let parsed = false;
+        body.parse(req, res, (err?: unknown) => {
+          parsed = true;
+          stopWatch();
+          // A cut upload's body is never passed on, whatever arrives after the cut.
+          if (!cut) next(err);
+        });
+        if (parsed || !body.minRate) return;
+        stopWatch = watchBodyRate(req, body.minRate, (slow) => {
+          cut = true;
+          releaseShare();
+          granted();
+          cutSlowUpload(req, res, slow, body, Number.isFinite(declared) ? declared : undefined);
+        });
       },
       (err: unknown) => {
         releaseShare();
@@ -62,6 +104,32 @@ export function uploadAdmission(limits: UploadAdmissionLimits): RequestHandler {
       },
     );
   };
+}
+
+/** The 408 (or, when an answer has begun, the connection's end) for an upload whose body came too slowly. */
+function cutSlowUpload(req: Request, res: Response, slow: SlowBody, body: UploadBodyReading, declaredBytes: number | undefined): void {
+  const rate = body.minRate!;
+  body.logger.warn(
+    {
+      method: req.method,
+      path: req.path,
+      userId: req.user?.id,
+      declaredBytes,
+      ...slow,
+      minBytesPerSecond: rate.minBytesPerSecond,
+      windowMs: rate.windowMs,
+      graceMs: rate.graceMs,
+    },
+    'upload cut: its body arrived below the minimum rate (UPLOAD_MIN_BYTES_PER_SECOND); its slot is free',
+  );
+  // Connection: close makes Node end the connection once the answer is written (what the parser read meanwhile is
+  // dropped); the timer ends it should the answer not get out.
+  setTimeout(() => req.socket?.destroy(), CUT_CONNECTION_CLOSE_MS).unref();
+  if (res.headersSent) {
+    res.destroy();
+    return;
+  }
+  res.set('connection', 'close').status(408).json({ message: uploadTooSlowMessage(rate.minBytesPerSecond) });
 }
 
 /**

@@ -161,7 +161,10 @@ const TRANSPORT_RESPONSES = {
   408: {
     name: 'RequestTimeout',
     appliesTo: (_op: OperationSpec) => true,
-    response: errorAnswer(`The request line and headers did not arrive within ${SERVER_TIMEOUTS.headers / 1000} s, or the whole request within ${SERVER_TIMEOUTS.request / 1000} s; the connection is closed`),
+    response: errorAnswer(
+      `The request line and headers did not arrive within ${SERVER_TIMEOUTS.headers / 1000} s, or the whole request within ${SERVER_TIMEOUTS.request / 1000} s; ` +
+        'for a file upload (POST /api/file) also a body that, once admitted, arrived below the minimum rate (UPLOAD_MIN_BYTES_PER_SECOND, 16 KiB/s by default, averaged over 10 s after a 10 s grace) or stopped arriving; the connection is closed',
+    ),
   },
   503: {
     name: 'ServiceUnavailable',

@@ -7,9 +7,10 @@ import { openCardsDatabase } from './adapters/sqlite/sqlite-cards-database';
 import { SqliteCardRepository } from './adapters/sqlite/sqlite-card-repository';
 import { SqliteCollectionRepository } from './adapters/sqlite/sqlite-collection-repository';
 import { SqliteEventOutbox } from './adapters/sqlite/sqlite-event-outbox';
+import { SqliteOneTimeTasks } from './adapters/sqlite/sqlite-one-time-tasks';
 import { SqliteVoteRepository } from './adapters/sqlite/sqlite-vote-repository';
 import type { CardsConfig } from './config';
-import type { CardRepository, CollectionRepository, ContentLock, EventOutbox, VoteRepository } from './domain/ports';
+import type { CardRepository, CollectionRepository, ContentLock, EventOutbox, OneTimeTasks, VoteRepository } from './domain/ports';
 
 /** Where the cards service's SQLite file lives under DATA_DIR. */
 export const sqliteCardsPath = (dataDir: string) => join(dataDir, 'cards', 'cards.db');
@@ -20,6 +21,8 @@ export interface CardsStore {
   collections: CollectionRepository;
   /** Serialises cards of one text: across processes on MongoDB; in process on SQLite, whose file one process owns. */
   contentLock: ContentLock;
+  /** Work done once per store after the service reaches its peers. */
+  oneTimeTasks: OneTimeTasks;
   outbox: OutboxStore;
   /** The same outbox, for writers outside a change of state (operators' republishing). */
   eventOutbox: EventOutbox;
@@ -47,6 +50,7 @@ export async function openCardsStore(config: Pick<CardsConfig, 'DATA_DIR' | 'MON
     votes: new SqliteVoteRepository(db),
     collections: new SqliteCollectionRepository(db),
     contentLock: new InProcessContentLock(),
+    oneTimeTasks: new SqliteOneTimeTasks(db),
     outbox: new SqliteOutboxStore(db),
     eventOutbox: new SqliteEventOutbox(db),
     engines: [],

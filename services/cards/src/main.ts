@@ -1,4 +1,4 @@
-import { createEventBus, createGrpcClient, createLogger, EngineReadinessMonitor, eventBusEngineChecks, grpcServerSettingsFrom, loadConfig, refuseEmbeddedStores, OutboxRelay, readinessSettingsFrom, startGrpcServer, stopOnSignals, type RunningService } from '@cards/platform';
+import { createEventBus, createGrpcClient, createLogger, EngineReadinessMonitor, eventBusEngineChecks, grpcServerSettingsFrom, loadConfig, refuseEmbeddedStores, OutboxRelay, readinessSettingsFrom, startGrpcServer, stopOnSignals, UnavailableError, type Logger, type RunningService } from '@cards/platform';
 import { cards, files, identity, search } from '@cards/proto';
 import { GrpcFileDirectory } from './adapters/grpc/grpc-file-directory';
 import { GrpcNearDuplicateFinder } from './adapters/grpc/grpc-near-duplicate-finder';
@@ -6,6 +6,7 @@ import { GrpcUserDirectory } from './adapters/grpc/grpc-user-directory';
 import { CardService } from './application/card-service';
 import { CollectionService } from './application/collection-service';
 import { subscribeToSearchEvents } from './application/event-consumers';
+import { backfillFilePrivacy } from './application/file-privacy-backfill';
 import { openCardsStore } from './cards-store';
 import { cardsConfigSchema } from './config';
 import { cardsHandlers } from './grpc/cards-handlers';
@@ -27,6 +28,7 @@ export async function startCards(env: Record<string, string | undefined> = proce
     files: createGrpcClient(files.FileServiceDefinition, config.FILES_SERVICE_ADDR, { deadlineMs: config.GRPC_DEADLINE_MS }),
   };
   const cardRepository = store.cards;
+  const fileDirectory = new GrpcFileDirectory(peers.files.client);
   const collectionRepository = store.collections;
   const cardService = new CardService({
     cards: cardRepository,
@@ -34,12 +36,12 @@ export async function startCards(env: Record<string, string | undefined> = proce
     collections: collectionRepository,
     contentLock: store.contentLock,
     nearDuplicates: new GrpcNearDuplicateFinder(peers.search.client, logger, config.NEAR_DUPLICATE_DEADLINE_MS),
-    files: new GrpcFileDirectory(peers.files.client),
+    files: fileDirectory,
     users: new GrpcUserDirectory(peers.identity.client, logger),
     eventsWritten: () => relay.kick(),
     logger,
   });
-  const collectionService = new CollectionService({ collections: collectionRepository, cards: cardRepository, cardService, files: new GrpcFileDirectory(peers.files.client), eventsWritten: () => relay.kick() });
+  const collectionService = new CollectionService({ collections: collectionRepository, cards: cardRepository, cardService, files: fileDirectory, eventsWritten: () => relay.kick() });
   relay.start();
   const subscription = await subscribeToSearchEvents(bus, cardService);
   const grpc = await startGrpcServer({
@@ -55,6 +57,14 @@ export async function startCards(env: Record<string, string | undefined> = proce
     .recheckCutOffCollisions()
     .then((checked) => checked > 0 && logger.info({ checked }, 'checked the roots of collisions whose create was cut off'))
     .catch((err: unknown) => logger.error({ err }, 'checking the roots of collisions whose create was cut off failed; the next start tries again'));
+  const backfill = untilDone(
+    async () => {
+      const files = await backfillFilePrivacy({ cards: cardRepository, collections: collectionRepository, files: fileDirectory, tasks: store.oneTimeTasks, now: () => new Date() });
+      if (files > 0) logger.info({ files }, 'recorded the privacy of every file carried by cards and collections, as the files service has it');
+    },
+    logger,
+    'recording the privacy of the files carried by cards and collections',
+  );
   return {
     name: 'cards',
     address: grpc.address,
@@ -63,11 +73,48 @@ export async function startCards(env: Record<string, string | undefined> = proce
       for (const peer of Object.values(peers)) peer.channel.close();
       await store.closeIfUnreachable();
       await recheck;
+      await backfill.stop();
       // Together: closing the bus abandons a publish stuck connecting to brokers that are down, the relay's or a dead
       // letter the subscription is sending, which relay.stop() and subscription.close() would wait out; the relay's
       // entries stay in the outbox and the event is not committed (delivered again after the next start).
       await Promise.all([subscription.close(), relay.stop(), bus.close()]);
       await store.close();
+    },
+  };
+}
+
+/**
+ * Runs `task` in the background until it succeeds, again after a growing pause (1 s to 1 min) while it fails (a peer not
+ * up yet answers unavailable: logged at debug level; anything else as a warning). `stop` ends the retries and waits for
+ * a run under way.
+ */
+function untilDone(task: () => Promise<void>, logger: Logger, what: string): { stop(): Promise<void> } {
+  let stopped = false;
+  let wake = () => undefined as void;
+  const run = (async () => {
+    for (let pauseMs = 1_000; !stopped; pauseMs = Math.min(pauseMs * 2, 60_000)) {
+      try {
+        await task();
+        return;
+      } catch (err) {
+        if (stopped) return;
+        if (err instanceof UnavailableError) logger.debug({ err }, `${what}: a peer cannot answer yet; trying again`);
+        else logger.warn({ err }, `${what} failed; trying again`);
+      }
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, pauseMs);
+        wake = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+    }
+  })();
+  return {
+    async stop() {
+      stopped = true;
+      wake();
+      await run;
     },
   };
 }

@@ -213,6 +213,26 @@ export function describeCollectionRepositoryContract(name: string, factory: Card
       for (const c of doomedCollections) expect(await store.collections.bookmarkedCardIds(c.id)).toEqual([]);
     });
 
+    it("pages the collections made for a file, every one once, and no other", async () => {
+      const made: Collection[] = [];
+      for (let i = 0; i < 5; i++) {
+        const c = aCollection().forFile(randomUUID()).build();
+        await store.collections.insert(c, []);
+        made.push(c);
+      }
+      await store.collections.insert(aCollection().build(), []);
+      const seen: Collection[] = [];
+      let after: string | undefined;
+      do {
+        const page = await store.collections.pageFileCollections(2, after);
+        expect(page.items.length).toBeLessThanOrEqual(2);
+        seen.push(...page.items);
+        after = page.next;
+      } while (after !== undefined);
+      expect(seen.map((c) => c.id)).toEqual(made.map((c) => c.id).sort());
+      expect(seen.find((c) => c.id === made[0]!.id)).toEqual(made[0]);
+    });
+
     it('pages the bookmarked cards a viewer may see by root, in bookmark order: a bookmarked collision stands for its root, once', async () => {
       const owner = randomUUID();
       const c = aCollection().by(owner).build();

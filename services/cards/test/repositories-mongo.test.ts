@@ -5,6 +5,7 @@ import { engineForSuite } from '../../../test/engines/suite';
 import { startMongoSync } from '../../../test/engines/mongo';
 import { describeCardRepositoryContract } from './card-repository.contract';
 import { describeCollectionRepositoryContract } from './collection-repository.contract';
+import { describeFilePrivacyBackfillContract } from './file-privacy-backfill.contract';
 import { describeContentLockContract } from './content-lock.contract';
 import { describeVoteRepositoryContract } from './vote-repository.contract';
 import type { CardsStoreFactory, CardsStoreFixture } from './fixture';
@@ -28,6 +29,7 @@ const mongo: CardsStoreFactory = async () => {
     cards: store.cards,
     votes: store.votes,
     collections: store.collections,
+    oneTimeTasks: store.oneTimeTasks,
     pendingEventTopics: async () => (await outbox.pending(1000)).map((e) => e.topic),
     close: async () => {
       await connection.db.dropDatabase().catch(() => undefined);
@@ -57,6 +59,7 @@ if (skipReason) {
   describeCardRepositoryContract(name, mongo);
   describeVoteRepositoryContract(name, mongo);
   describeCollectionRepositoryContract(name, mongo);
+  describeFilePrivacyBackfillContract(name, mongo);
 
   /** A fresh database opened by two connections, as two cards processes open it; dropped by close. */
   async function sharedDatabase(): Promise<{ databases: [MongoCardsDatabase, MongoCardsDatabase]; close(): Promise<void> }> {

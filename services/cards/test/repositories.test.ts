@@ -10,6 +10,8 @@ import { SqliteVoteRepository } from '../src/adapters/sqlite/sqlite-vote-reposit
 import { describeCardRepositoryContract } from './card-repository.contract';
 import { InProcessContentLock } from '../src/adapters/in-process/in-process-content-lock';
 import { describeCollectionRepositoryContract } from './collection-repository.contract';
+import { describeFilePrivacyBackfillContract } from './file-privacy-backfill.contract';
+import { SqliteOneTimeTasks } from '../src/adapters/sqlite/sqlite-one-time-tasks';
 import { describeContentLockContract } from './content-lock.contract';
 import { describeVoteRepositoryContract } from './vote-repository.contract';
 import type { CardsStoreFactory } from './fixture';
@@ -23,6 +25,7 @@ const sqlite: CardsStoreFactory = async () => {
     cards: new SqliteCardRepository(db),
     votes: new SqliteVoteRepository(db),
     collections: new SqliteCollectionRepository(db),
+    oneTimeTasks: new SqliteOneTimeTasks(db),
     pendingEventTopics: async () => (await outbox.pending(1000)).map((e) => e.topic),
     close: async () => {
       db.close();
@@ -206,6 +209,7 @@ describe('SQLite cards store migration', () => {
 });
 describeVoteRepositoryContract('SQLite', sqlite);
 describeCollectionRepositoryContract('SQLite', sqlite);
+describeFilePrivacyBackfillContract('SQLite', sqlite);
 
 describe('SQLite bookmark lookup', () => {
   it("reads only the owner's bookmarks of the cards asked about, whatever the owner's collection count and however many others hold them", async () => {

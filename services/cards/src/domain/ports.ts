@@ -249,10 +249,26 @@ export interface CollectionRepository {
   /** Every collection holding the card. */
   collectionIdsHolding(cardId: string): Promise<string[]>;
   /**
+   * The collections made for a file, at most `limit` at a time in id order, starting after `after` (a `next` this
+   * repository gave; omitted: the first), so all of them are read in parts whatever their number.
+   */
+  pageFileCollections(limit: number, after?: string): Promise<Page<Collection>>;
+  /**
    * Every bookmark of every collection, at most `limit` at a time in an order of the adapter's own, starting after
    * `after` (a `next` this repository gave; omitted: the first), so all of them are read in parts whatever their number.
    */
   pageBookmarks(limit: number, after?: string): Promise<Page<StoredBookmark>>;
+}
+
+/**
+ * Work done once per store after the service can reach its peers (a backfill asking another service), unlike a
+ * migration, run when the store opens. Replicas starting together may each run a task before one records it, so a
+ * task must be idempotent.
+ */
+export interface OneTimeTasks {
+  isDone(name: string): Promise<boolean>;
+  /** Records the task as done; recording it again changes nothing. */
+  markDone(name: string, at: Date): Promise<void>;
 }
 
 /** A bookmark as stored: the card, the collection, and when it was added. */

@@ -3,9 +3,10 @@ import { MongoCardRepository } from './mongo-card-repository';
 import { openMongoCardsDatabase, type MongoCardsDatabase } from './mongo-cards-database';
 import { MongoCollectionRepository } from './mongo-collection-repository';
 import { MongoContentLock } from './mongo-content-lock';
+import { MongoOneTimeTasks, type OneTimeTaskDocument } from './mongo-one-time-tasks';
 import { MongoVoteRepository } from './mongo-vote-repository';
 
-export { MongoCardRepository, MongoCollectionRepository, MongoContentLock, MongoVoteRepository, openMongoCardsDatabase, type MongoCardsDatabase };
+export { MongoCardRepository, MongoCollectionRepository, MongoContentLock, MongoOneTimeTasks, MongoVoteRepository, openMongoCardsDatabase, type MongoCardsDatabase };
 
 /** Every repository of the cards service on one MongoDB database (indexes created on open). */
 export async function openMongoCardsStore(connection: MongoConnection) {
@@ -16,5 +17,6 @@ export async function openMongoCardsStore(connection: MongoConnection) {
     votes: new MongoVoteRepository(database),
     collections: new MongoCollectionRepository(database),
     contentLock: new MongoContentLock(database.contentLocks),
+    oneTimeTasks: new MongoOneTimeTasks(database.db.collection<OneTimeTaskDocument>('one_time_tasks')),
   };
 }

@@ -264,6 +264,12 @@ export class MongoCollectionRepository implements CollectionRepository {
   }
 
   /** In `_id` order (collection id, then card id); the cursor is the last bookmark's `_id`. */
+  async pageFileCollections(limit: number, after?: string): Promise<Page<Collection>> {
+    const filter: Filter<CollectionDocument> = after === undefined ? { fileId: { $type: 'string' } } : { fileId: { $type: 'string' }, _id: { $gt: after } };
+    const docs = await this.store.collections.find(filter).sort({ _id: 1 }).limit(limit + 1).toArray();
+    return pageOfRows(docs.map(fromCollectionDocument), limit, (last) => last.id);
+  }
+
   async pageBookmarks(limit: number, after?: string): Promise<Page<StoredBookmark>> {
     const docs = await this.store.bookmarks
       .find(after === undefined ? {} : { _id: { $gt: after } }, { projection: { collectionId: 1, cardId: 1, createdAt: 1 } })

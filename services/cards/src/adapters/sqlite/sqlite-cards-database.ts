@@ -72,6 +72,8 @@ export const CARDS_MIGRATIONS = [
   `ALTER TABLE cards ADD COLUMN file_private INTEGER NOT NULL DEFAULT 0;
    UPDATE cards SET file_private = coalesce((SELECT 1 - is_public FROM collections WHERE collections.file_id = cards.file_id), hidden_by_file)
      WHERE file_id IS NOT NULL;`,
+  // Work done once after the service reaches its peers (OneTimeTasks): the name of each task done.
+  `CREATE TABLE one_time_tasks (name TEXT PRIMARY KEY, done_at TEXT NOT NULL);`,
 ];
 
 export function openCardsDatabase(path: string): SqliteDatabase {

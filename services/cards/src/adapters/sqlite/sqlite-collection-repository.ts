@@ -164,6 +164,13 @@ export class SqliteCollectionRepository implements CollectionRepository {
   }
 
   /** In primary-key order; the cursor is the last bookmark's collection id and card id. */
+  async pageFileCollections(limit: number, after?: string): Promise<Page<Collection>> {
+    const rows = (after === undefined
+      ? this.db.prepare('SELECT * FROM collections WHERE file_id IS NOT NULL ORDER BY id LIMIT ?').all(limit + 1)
+      : this.db.prepare('SELECT * FROM collections WHERE file_id IS NOT NULL AND id > ? ORDER BY id LIMIT ?').all(after, limit + 1)) as CollectionRow[];
+    return pageOfRows(rows.map(collectionFromRow), limit, (last) => last.id);
+  }
+
   async pageBookmarks(limit: number, after?: string): Promise<Page<StoredBookmark>> {
     const select = 'SELECT collection_id, card_id, created_at FROM bookmarks';
     const [collectionId, cardId] = after?.split(' ') ?? [];

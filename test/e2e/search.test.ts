@@ -187,6 +187,18 @@ describe('card search', () => {
     }
   });
 
+  it('full-text: accents are folded both ways (cafe finds Café, Zürich finds Zurich), the card keeps its text', async () => {
+    const accented = await postCard(alice, { card_html: html(`${uniqueText(75)} the Café crème near Zürich serves résumé readers`) });
+    const plain = await postCard(alice, { card_html: html(`${uniqueText(75)} zurich trams; please resume the download; take care of the mass`) });
+    for (const id of [accented, plain]) await indexed(alice, id);
+    const found = async (content: string) => ids((await anonymous.post('/api/card/fulltextsearch/1', { content })).json.score_cards);
+    expect(await found('cafe creme')).toContain(accented);
+    expect(await found('CAFÉ')).toContain(accented);
+    for (const content of ['Zürich', 'zurich', 'resume', 'résumé']) expect([content, (await found(content)).filter((id) => id === accented || id === plain).sort()]).toEqual([content, [accented, plain].sort()]);
+    const card = (await anonymous.get(`/api/card/${accented}`)).json;
+    expect(card.card_html).toContain('Café crème near Zürich serves résumé');
+  });
+
   it('semantic: a query without a word the model knows finds nothing, on every route; café reads as cafe', async () => {
     const collection = await alice.client.post('/api/card_collection', { name: `meaningless ${run}`, is_public: true });
     const collectionId = /([0-9a-f-]{36})$/.exec(collection.headers.get('location') ?? '')![1]!;

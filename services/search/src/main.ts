@@ -57,6 +57,14 @@ export async function startSearch(env: Record<string, string | undefined> = proc
         .then((cards) => logger.info({ cards }, 'vocabulary rewritten with word scopes'))
         .catch((err: unknown) => logger.error({ err }, 'rewriting the vocabulary failed; typos are corrected only to words indexed since, until the next start'));
     }
+    const unfolded = await index.unfoldedCardCount();
+    if (unfolded > 0) {
+      logger.info({ cards: unfolded }, 'cards indexed before diacritics were folded: folding their words in the background');
+      index
+        .foldStoredWords()
+        .then((cards) => logger.info({ cards }, 'indexed words folded'))
+        .catch((err: unknown) => logger.error({ err }, 'folding indexed words failed; cards left are found by their words as spelled, until the next start'));
+    }
     const unentered = await index.unenteredCollisionCount();
     if (unentered > 0) {
       logger.info({ collisions: unentered }, 'collisions stored before roots held their entries: entering them on their roots in the background');

@@ -186,6 +186,16 @@ export function describeCardIndexContract(name: string, factory: () => Promise<C
       expect(await found({ tags: ['alpha'] })).toEqual([]);
     });
 
+    test('a collision indexed before its root lends the root its tags once the root arrives', async () => {
+      const root = aCard().saying('tides are caused by the moon').tagged('alpha').along(axis(1)).build();
+      const early = aCard().saying('tides are caused by the moon').tagged('beta').along(axis(1)).collisionOf(root.cardId).build();
+      await index.upsert(early);
+      await index.upsert(root);
+      const scope = { ...everything(), tags: ['beta'] };
+      expect((await index.nearest(axis(1), scope, firstPage)).hits.map((h) => h.cardId)).toEqual([root.cardId]);
+      expect((await index.matchText('tides moon', scope, firstPage)).hits.map((h) => h.cardId)).toEqual([root.cardId]);
+    });
+
     test('link filter takes contained strings as long as a request may send (2,000 characters), runs of one character included', async () => {
       const long = aCard().linking(`https://example.org/${'a'.repeat(1500)}/End`).build();
       const short = aCard().linking(`https://example.org/${'a'.repeat(600)}/end`).build();
@@ -390,6 +400,25 @@ export function describeCardIndexContract(name: string, factory: () => Promise<C
       for (const [query] of typos) {
         expect({ query, first: (await index.matchText(query, everything(), firstPage)).hits[0]?.cardId }).toEqual({ query, first: ids.get(query) });
       }
+    });
+
+    test('full-text search folds diacritics in both directions, words and phrases; the stored text keeps them', async () => {
+      const cafe = aCard().saying('Meet me at the Café on Zürich lake').build();
+      const resume = aCard().saying('send your resume to the Strasse office').build();
+      const naive = aCard().saying('a naïve ﬁrst attempt').build();
+      for (const card of [cafe, resume, naive]) await index.upsert(card);
+      const first = async (query: string) => ({ query, found: (await index.matchText(query, everything(), firstPage)).hits.map((h) => h.cardId) });
+      expect(await first('cafe')).toEqual({ query: 'cafe', found: [cafe.cardId] });
+      expect(await first('CAFÉ')).toEqual({ query: 'CAFÉ', found: [cafe.cardId] });
+      expect(await first('zurich')).toEqual({ query: 'zurich', found: [cafe.cardId] });
+      expect(await first('résumé')).toEqual({ query: 'résumé', found: [resume.cardId] });
+      expect(await first('Straße')).toEqual({ query: 'Straße', found: [resume.cardId] });
+      expect(await first('naive first')).toEqual({ query: 'naive first', found: [naive.cardId] });
+      // The phrase bonus too: the whole query held in a row, whatever its accents.
+      const phrase = await index.matchText('cafe on zurich', everything(), firstPage);
+      const scattered = await index.matchText('zurich on cafe', everything(), firstPage);
+      expect(phrase.hits[0]!.score).toBeGreaterThan(scattered.hits[0]!.score);
+      expect((await index.get(cafe.cardId))!.content).toBe('Meet me at the Café on Zürich lake');
     });
 
     test('a card holding the exact phrase ranks above one that merely shares its words', async () => {

@@ -296,6 +296,39 @@ describeOnEngine('CardIndex on ElasticsearchCardIndex', skipReason, () => {
       expect(await restarted.denormalizeCollisions()).toBe(0);
     });
 
+    test('cards indexed before diacritics were folded are found by their folded words once foldStoredWords() has run', async () => {
+      const prefix = `cards-test-${randomBytes(4).toString('hex')}`;
+      const first = openIndex(prefix);
+      const owner = randomUUID();
+      const open = aCard().saying('Meet me at the Café in Zürich').build();
+      const secret = aCard().by(owner).private().saying('my résumé draft').build();
+      const plain = aCard().saying('plain ascii words only').build();
+      for (const card of [open, secret, plain]) await first.upsert(card);
+      // As written before folding: words and phrase text as spelled, no mark.
+      const client = new Client({ node: engine!.url });
+      const asSpelled = (text: string) => text.toLowerCase().match(/[\p{L}\p{N}]+/gu)!;
+      for (const card of [open, secret]) {
+        await client.update({ index: `${prefix}-cards`, id: card.cardId, doc: { words: [...new Set(asSpelled(card.content))], text: asSpelled(card.content).join(' '), folded: null }, refresh: true });
+      }
+      await client.update({ index: `${prefix}-cards`, id: plain.cardId, doc: { folded: null }, refresh: true });
+      await client.close();
+      const restarted = openIndex(prefix);
+      const found = async (query: string, callerId?: string) => (await restarted.matchText(query, { ...everything, callerId }, firstPage)).hits.map((h) => h.cardId);
+      expect(await restarted.unfoldedCardCount()).toBe(2);
+      expect(await found('zurich')).toEqual([]);
+      expect(await restarted.foldStoredWords()).toBe(2);
+      expect(await restarted.unfoldedCardCount()).toBe(0);
+      expect(await found('zurich')).toEqual([open.cardId]);
+      expect(await found('Café')).toEqual([open.cardId]);
+      expect(await found('cafe in zurich')).toEqual([open.cardId]);
+      expect(await found('resume', owner)).toEqual([secret.cardId]);
+      expect(await found('resume')).toEqual([]);
+      // A typo of a folded word: its folded spelling is in the vocabulary (the owner's scope for a private card).
+      expect(await found('resumme', owner)).toEqual([secret.cardId]);
+      expect(await found('plain ascii')).toEqual([plain.cardId]);
+      expect((await restarted.get(open.cardId))!.content).toBe('Meet me at the Café in Zürich');
+    });
+
     test('a restarted adapter reuses its indices (mapping upgrade is a no-op) and finds what was stored', async () => {
       const prefix = `cards-test-${randomBytes(4).toString('hex')}`;
       const first = openIndex(prefix);

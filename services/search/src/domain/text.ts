@@ -12,9 +12,36 @@ export function words(text: string): string[] {
   return out;
 }
 
-/** The text as its words joined by single spaces: what phrase matching compares. */
+const ASCII = /^[\x00-\x7f]*$/;
+/** Combining diacritical marks (accents, umlauts, cedillas, ...): the blocks folding drops after decomposition. */
+const DIACRITICS = /[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f]/g;
+/** Lower-case letters that decomposition leaves whole, spelled out as their plain Latin letters. */
+const LETTERS_WITHOUT_DECOMPOSITION: Record<string, string> = { ß: 'ss', æ: 'ae', œ: 'oe', ø: 'o', đ: 'd', ð: 'd', ł: 'l', þ: 'th', ı: 'i' };
+
+/**
+ * The text lower-cased with its diacritics folded, as full-text search compares words: compatibility decomposition
+ * (NFKD: ligatures and full-width forms spelled out too), combining diacritical marks dropped, the few letters that do
+ * not decompose spelled out (Straße -> strasse), then recomposed (NFC: Hangul and other marks stay as they were).
+ * So "café", "Cafe" and "CAFÉ" are one word; "Zürich" is "zurich". ASCII text is returned lower-cased only.
+ */
+export function foldedText(text: string): string {
+  const lower = text.toLowerCase();
+  if (ASCII.test(lower)) return lower;
+  return lower
+    .normalize('NFKD')
+    .replace(DIACRITICS, '')
+    .replace(/[ßæœøđðłþı]/g, (c) => LETTERS_WITHOUT_DECOMPOSITION[c]!)
+    .normalize('NFC');
+}
+
+/** The words full-text search indexes and looks for: words() of the text with its diacritics folded (foldedText). */
+export function searchWords(text: string): string[] {
+  return words(foldedText(text));
+}
+
+/** The text as its search words joined by single spaces: what phrase matching compares. */
 export function normalizedText(text: string): string {
-  return words(text).join(' ');
+  return searchWords(text).join(' ');
 }
 
 /** Trigrams of one word as pg_trgm makes them: padded with two spaces in front and one behind. */

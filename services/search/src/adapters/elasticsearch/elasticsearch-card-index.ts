@@ -2,7 +2,7 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import { Client, errors, type estypes } from '@elastic/elasticsearch';
 import { isZeroVector, type IndexedCard, type IndexHit, type IndexPage, type PageRequest, type SearchScope, type StoredCard, type StoredPoint } from '../../domain/model';
 import type { CardIndex } from '../../domain/ports';
-import { normalizedText, words, wordTrigrams } from '../../domain/text';
+import { normalizedText, searchWords, wordTrigrams } from '../../domain/text';
 import { matchWord, wordWeight, type VocabularyCandidate, type WordMatch } from './word-matcher';
 
 export interface ElasticsearchCardIndexOptions {
@@ -88,6 +88,8 @@ interface CardSource {
   collisions?: CollisionEntry[];
   /** On a collision: its entry is on its root (set by every write since entries exist; older ones lack it). */
   entered?: boolean;
+  /** `words` and `text` have their diacritics folded (set by every write since folding; older ones lack it). */
+  folded?: boolean;
 }
 
 /** A collision as its root's document holds it (a nested object: each one's tags and link are matched together). */
@@ -231,6 +233,7 @@ export class ElasticsearchCardIndex implements CardIndex {
           properties: { card_id: keyword, author_id: keyword, private: { type: 'boolean' }, tags_lower: keyword, link_lower: keyword, updated_at: { type: 'long' } },
         },
         entered: { type: 'boolean' },
+        folded: { type: 'boolean' },
       },
     });
     await this.ensureIndex(this.names.vocabulary, {}, { dynamic: 'strict', properties: { word: keyword, trigrams: keyword, scope: keyword } });
@@ -310,7 +313,7 @@ export class ElasticsearchCardIndex implements CardIndex {
     await this.ready();
     if (card.vector.length !== this.dimensions) throw new Error(`vector has ${card.vector.length} dimensions, the index ${this.dimensions}`);
     const at = card.updatedAt.getTime();
-    const cardWords = [...new Set(words(card.content))];
+    const cardWords = [...new Set(searchWords(card.content))];
     const magnitude = Math.hypot(...card.vector);
     const vector = Array.from(card.vector);
     const scope = scopeOf(card);
@@ -352,6 +355,7 @@ export class ElasticsearchCardIndex implements CardIndex {
         embedder: this.embedderId,
         collisions: existing?.source.collisions ?? [],
         ...(card.collisionOf ? { entered: true } : {}),
+        folded: true,
       };
       // The card is written only if nobody wrote it since it was read (sequence number), or created only if still absent.
       operations.push(
@@ -589,7 +593,7 @@ export class ElasticsearchCardIndex implements CardIndex {
 
   async matchText(query: string, scope: SearchScope, page: PageRequest): Promise<IndexPage> {
     await this.ready();
-    const queryWords = [...new Set(words(query))].slice(0, 32);
+    const queryWords = [...new Set(searchWords(query))].slice(0, 32);
     if (queryWords.length === 0) return { hits: [], total: 0, reachable: 0 };
     // Corpus statistics (known words, their spellings, word weights) from the cards the caller may see only.
     const candidates = await this.vocabularyCandidates(queryWords, scope.callerId);
@@ -754,6 +758,63 @@ export class ElasticsearchCardIndex implements CardIndex {
       }
     }
     await this.awaitRefresh([this.names.vocabulary]);
+    return read;
+  }
+
+  /**
+   * Cards stored before full-text words were folded whose words folding may change: one holds a character other than
+   * a-z, 0-9 and the apostrophe (the only characters of a word ASCII text gives), and no write since marked it folded.
+   */
+  private unfoldedCards(): estypes.QueryDslQueryContainer {
+    return { bool: { filter: [{ regexp: { words: { value: ".*[^a-z0-9'].*" } } }], must_not: [{ term: { folded: true } }] } };
+  }
+
+  /** How many cards hold words indexed before diacritics were folded (foldStoredWords() rewrites them). */
+  async unfoldedCardCount(): Promise<number> {
+    await this.ready();
+    return (await this.client.count({ index: this.names.cards, query: this.unfoldedCards() })).count;
+  }
+
+  /**
+   * Rewrites the words and phrase text of cards stored before diacritics were folded, from their stored text, page by
+   * page (partial updates under each card's sequence number; a card written meanwhile is folded by its writer), and
+   * adds a root's folded words to the vocabulary in its scope; returns once that is searchable. Until then such a card
+   * is found by its words as they were spelled. Idempotent, safe beside writes and other replicas doing the same.
+   * Answers how many cards it read.
+   */
+  async foldStoredWords(): Promise<number> {
+    await this.ready();
+    let read = 0;
+    const pages = this.searchPages<Pick<CardSource, 'content' | 'root' | 'private' | 'author_id'>>(
+      { index: this.names.cards, query: this.unfoldedCards(), sort: [{ card_id: { order: 'asc' } }], _source: ['content', 'root', 'private', 'author_id'], seq_no_primary_term: true },
+      VOCABULARY_SCOPING_PAGE,
+    );
+    for await (const hits of pages) {
+      const pairs = new Map<string, { scope: string; word: string }>();
+      for (const hit of hits) {
+        const source = hit._source!;
+        const cardWords = [...new Set(searchWords(source.content))];
+        try {
+          await this.client.update({
+            index: this.names.cards,
+            id: hit._id!,
+            doc: { words: cardWords, text: normalizedText(source.content), folded: true } satisfies Partial<CardSource>,
+            if_seq_no: hit._seq_no!,
+            if_primary_term: hit._primary_term!,
+          });
+        } catch (err) {
+          // Rewritten or removed meanwhile: a write since folding folds it itself.
+          if (err instanceof errors.ResponseError && (err.statusCode === 409 || err.statusCode === 404)) continue;
+          throw err;
+        }
+        if (!source.root) continue;
+        const scope = scopeOf({ private: source.private, authorId: source.author_id });
+        for (const word of cardWords) pairs.set(vocabularyId(scope, word), { scope, word });
+      }
+      await this.addScopedWords([...pairs.values()]);
+      read += hits.length;
+    }
+    await this.awaitRefresh([this.names.cards, this.names.vocabulary]);
     return read;
   }
 

@@ -1,7 +1,7 @@
 import { openSqlite, type SqliteDatabase } from '@cards/platform';
 import { isZeroVector, type IndexedCard, type IndexHit, type IndexPage, type PageRequest, type SearchScope, type StoredCard, type StoredPoint } from '../../domain/model';
 import type { CardIndex } from '../../domain/ports';
-import { words } from '../../domain/text';
+import { searchWords } from '../../domain/text';
 import { Lexicon, PUBLIC, type Reader, type WordMatch } from './lexicon';
 import { WordSequences, type Phrase } from './phrase';
 import { TopK, VectorMatrix } from './vector-matrix';
@@ -292,7 +292,7 @@ export class SqliteCardIndex implements CardIndex {
 
   async matchText(query: string, scope: SearchScope, page: PageRequest): Promise<IndexPage> {
     await this.loaded;
-    const tokens = words(query);
+    const tokens = searchWords(query);
     const queryWords = [...new Set(tokens)].slice(0, 32);
     if (queryWords.length === 0) return { hits: [], total: 0, reachable: 0 };
     this.ensureScratch();
@@ -595,7 +595,7 @@ export class SqliteCardIndex implements CardIndex {
     this.privates[slot] = card.private ? 1 : 0;
     this.tags[slot] = card.tags.map((t) => t.trim().toLowerCase());
     this.links[slot] = card.link.toLowerCase();
-    const wordIds = this.lexicon.intern(words(card.content));
+    const wordIds = this.lexicon.intern(searchWords(card.content));
     this.slotWords.set(slot, wordIds);
     this.lexicon.addPostings(slot, wordIds, card.private ? author : PUBLIC);
     this.slotOf.set(card.cardId, slot);

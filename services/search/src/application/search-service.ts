@@ -51,9 +51,15 @@ export class SearchService {
     private readonly embedder: Embedder,
   ) {}
 
+  /**
+   * Cards nearest in meaning to the query. A query of which the embedder knows no word (a product name, a rare term)
+   * has no meaning to it: its vector is zero and would match nothing, so it is answered by the words themselves, as
+   * a full-text search with the same scope and filters.
+   */
   async semanticSearch(query: SearchQuery): Promise<SearchResult> {
     const { scope, offset, pageSize } = validate(query);
     const [vector] = await this.embedder.embed([query.query]);
+    if (vector!.every((v) => v === 0)) return this.fullTextSearch(query);
     const page = await this.index.nearest(vector!, scope, { offset, limit: pageSize });
     return { hits: page.hits, totalHits: page.total, totalPages: totalPages(page.reachable, pageSize) };
   }

@@ -194,6 +194,10 @@ export function describeCardIndexContract(name: string, factory: () => Promise<C
       const scope = { ...everything(), tags: ['beta'] };
       expect((await index.nearest(axis(1), scope, firstPage)).hits.map((h) => h.cardId)).toEqual([root.cardId]);
       expect((await index.matchText('tides moon', scope, firstPage)).hits.map((h) => h.cardId)).toEqual([root.cardId]);
+      // Promoted while its root stays, it is found as a root of its own and lends the old root nothing.
+      await index.promote(early.cardId);
+      expect((await index.nearest(axis(1), scope, firstPage)).hits.map((h) => h.cardId)).toEqual([early.cardId]);
+      expect((await index.matchText('tides moon', scope, firstPage)).hits.map((h) => h.cardId)).toEqual([early.cardId]);
     });
 
     test('link filter takes contained strings as long as a request may send (2,000 characters), runs of one character included', async () => {
@@ -379,10 +383,13 @@ export function describeCardIndexContract(name: string, factory: () => Promise<C
     });
 
     test('a short word no card holds takes no word two edits away, nor one with another first letter; typos of short words still match', async () => {
-      for (const text of ['both sides agree with the plan', 'the king was kind enough not to kill', 'we run by the river', 'over the hill at ten per day']) {
+      for (const text of ['both sides agree with the plan', 'the king was kind enough not to kill', 'we run by the river', 'over the hill at ten per day', 'take care of the mass of the card']) {
         await index.upsert(aCard().saying(text).build());
       }
-      for (const query of ['moth', 'kiwi', 'ruby', 'opera']) expect({ query, total: (await index.matchText(query, everything(), firstPage)).total }).toEqual({ query, total: 0 });
+      // Four letters: one letter changed is another word (cafe/care, mars/mass, cart/card), not a typo; two swapped is one.
+      for (const query of ['moth', 'kiwi', 'ruby', 'opera', 'cafe', 'mars', 'cart']) {
+        expect({ query, total: (await index.matchText(query, everything(), firstPage)).total }).toEqual({ query, total: 0 });
+      }
       const typos: [string, string][] = [
         ['recieve', 'you will receive a letter'],
         ['wagle', 'bees waggle to show the way'],

@@ -119,10 +119,28 @@ export function editSimilarity(a: string, b: string, maxEdits = 2): number {
 /**
  * Edits a misspelling of a word of this many letters may hold: none up to 3 letters, 1 up to 6, 2 from 7 ("recieve"
  * is two edits from "received"). Two edits of a 4-letter word leave half of it ("moth" and "with"): another word, not
- * a typo.
+ * a typo. At 4 letters the one edit must be two neighbours swapped (onlyTransposition).
  */
 export function typoEdits(length: number): number {
   return length <= 3 ? 0 : length <= 6 ? 1 : 2;
+}
+
+/**
+ * Whether a typo of a word this long may only swap two neighbouring letters ("bnod" for "bond"): at 4 letters, one
+ * letter changed, added or dropped is as often another word ("cafe" and "care", "mars" and "mass", "card" and "cart")
+ * as a typo, while a swap of neighbours rarely makes one.
+ */
+export function onlyTransposition(length: number): boolean {
+  return length === 4;
+}
+
+/** Whether b is a with exactly two neighbouring letters swapped. */
+export function isTransposition(a: string, b: string): boolean {
+  if (a.length !== b.length) return false;
+  let i = 0;
+  while (i < a.length && a.charCodeAt(i) === b.charCodeAt(i)) i++;
+  if (i + 1 >= a.length || a[i] !== b[i + 1] || a[i + 1] !== b[i] || a[i] === a[i + 1]) return false;
+  return a.slice(i + 2) === b.slice(i + 2);
 }
 
 /** Least similarity of a close variant (plural, inflection) of a query word some visible card holds. */
@@ -139,7 +157,8 @@ export const UNKNOWN_WORD_VARIANTS = 6;
  * similarity. A known query word (some card the caller may see holds it) takes close variants by that alone. An
  * unknown one is taken for a typo: the similarity is the better of pg_trgm's and 1 - edits / longer length, the
  * latter within typoEdits(query length) edits and, below 2 edits, with the first letter kept (as Lucene's spell
- * checker keeps a 1-letter prefix: "moth" is no typo of "both"). Within the allowed edits the edit similarity is
+ * checker keeps a 1-letter prefix: "moth" is no typo of "both"); a 4-letter word's one edit must swap two neighbours
+ * (onlyTransposition: "cafe" is no typo of "care"). Within the allowed edits the edit similarity is
  * always taken, so a word fewer edits away never loses to one more edits away of about the same length.
  */
 export function variantSimilarity(query: string, candidate: string, shared: number, queryTrigrams: number, candidateTrigrams: number, known: boolean): number {
@@ -154,6 +173,7 @@ export function variantSimilarity(query: string, candidate: string, shared: numb
     Math.abs(candidate.length - query.length) <= edits &&
     shared >= queryTrigrams - 4 * edits &&
     (edits >= 2 || candidate.charCodeAt(0) === query.charCodeAt(0)) &&
+    (!onlyTransposition(query.length) || isTransposition(query, candidate)) &&
     1 - 1 / Math.max(candidate.length, query.length) > Math.max(trigram, floor)
   ) {
     similarity = Math.max(trigram, editSimilarity(query, candidate, edits));

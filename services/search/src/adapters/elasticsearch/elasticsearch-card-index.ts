@@ -414,6 +414,9 @@ export class ElasticsearchCardIndex implements CardIndex {
       const current = await this.cardFields(cardId, ['root', 'words', 'private', 'author_id', 'collision_of']);
       if (!current) return false;
       const promoting = !current.source.root;
+      // No longer a collision: it lends its former root nothing. Taken off first, so a promotion cut short between
+      // the two writes and replayed still finds the former root (a replay after both finds nothing to take off).
+      const tookEntry = promoting && current.source.collision_of ? await this.takeCollisionEntry(current.source.collision_of, cardId) : false;
       if (promoting) {
         try {
           await this.client.update({
@@ -430,8 +433,6 @@ export class ElasticsearchCardIndex implements CardIndex {
           throw err;
         }
       }
-      // No longer a collision: it lends its former root nothing (a replay finds nothing to take off).
-      const tookEntry = promoting && current.source.collision_of ? await this.takeCollisionEntry(current.source.collision_of, cardId) : false;
       const addedWords = await this.addToVocabulary(current.source.words, scopeOf({ private: current.source.private, authorId: current.source.author_id }));
       const written = [...(promoting || tookEntry ? [this.names.cards] : []), ...(addedWords > 0 ? [this.names.vocabulary] : [])];
       if (written.length > 0) await this.makeSearchable(...written);

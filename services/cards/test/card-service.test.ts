@@ -645,13 +645,20 @@ describe('CardService', () => {
     expect(await service.getCard(sent.card.id, 'alice')).toMatchObject({ fileId, fileName: 'secret-merger-plan.docx' });
   });
 
-  it('a public duplicate hidden by its file stays private when the file is made public again, until an edit makes it no copy', async () => {
+  it('a public duplicate hidden by its file comes back public under its root when the file is made public again; one made private by hand stays so until an edit makes it no copy', async () => {
     const { service, cards, peers } = setup();
     const fileId = randomUUID();
     peers.files.set(fileId, 'notes.odt');
     const bobs = await create(service, 'bob');
     const copy = await create(service, 'alice', bobs.card.content, { fileId });
     expect(copy.duplicate).toBe(true);
+    await service.applyFilePrivacy(fileId, 'alice', true);
+    expect(await cards.findById(copy.card.id)).toMatchObject({ private: true, hiddenByFile: true, collisionOf: bobs.card.id });
+    await expect(service.updateCard({ callerId: 'alice', cardId: copy.card.id, private: false })).rejects.toThrow('private: a private duplicate cannot be made public');
+    await service.applyFilePrivacy(fileId, 'alice', false);
+    expect(await cards.findById(copy.card.id)).toMatchObject({ private: false, hiddenByFile: false, collisionOf: bobs.card.id });
+    expect((await service.getCardGroups([bobs.card.id], undefined))[0]!.collisions.map((c) => c.id)).toEqual([copy.card.id]);
+    await service.updateCard({ callerId: 'alice', cardId: copy.card.id, private: true });
     await service.applyFilePrivacy(fileId, 'alice', true);
     await service.applyFilePrivacy(fileId, 'alice', false);
     expect(await cards.findById(copy.card.id)).toMatchObject({ private: true, collisionOf: bobs.card.id });

@@ -6,6 +6,7 @@ import { startMongoSync } from '../../../test/engines/mongo';
 import { describeCardRepositoryContract } from './card-repository.contract';
 import { describeCollectionRepositoryContract } from './collection-repository.contract';
 import { describeFilePrivacyBackfillContract } from './file-privacy-backfill.contract';
+import { describeFilePrivacyRoundTripContract } from './file-privacy-round-trip.contract';
 import { describeContentLockContract } from './content-lock.contract';
 import { describeVoteRepositoryContract } from './vote-repository.contract';
 import type { CardsStoreFactory, CardsStoreFixture } from './fixture';
@@ -60,6 +61,7 @@ if (skipReason) {
   describeVoteRepositoryContract(name, mongo);
   describeCollectionRepositoryContract(name, mongo);
   describeFilePrivacyBackfillContract(name, mongo);
+  describeFilePrivacyRoundTripContract(name, mongo);
 
   /** A fresh database opened by two connections, as two cards processes open it; dropped by close. */
   async function sharedDatabase(): Promise<{ databases: [MongoCardsDatabase, MongoCardsDatabase]; close(): Promise<void> }> {

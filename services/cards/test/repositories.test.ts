@@ -11,6 +11,7 @@ import { describeCardRepositoryContract } from './card-repository.contract';
 import { InProcessContentLock } from '../src/adapters/in-process/in-process-content-lock';
 import { describeCollectionRepositoryContract } from './collection-repository.contract';
 import { describeFilePrivacyBackfillContract } from './file-privacy-backfill.contract';
+import { describeFilePrivacyRoundTripContract } from './file-privacy-round-trip.contract';
 import { SqliteOneTimeTasks } from '../src/adapters/sqlite/sqlite-one-time-tasks';
 import { describeContentLockContract } from './content-lock.contract';
 import { describeVoteRepositoryContract } from './vote-repository.contract';
@@ -210,6 +211,7 @@ describe('SQLite cards store migration', () => {
 describeVoteRepositoryContract('SQLite', sqlite);
 describeCollectionRepositoryContract('SQLite', sqlite);
 describeFilePrivacyBackfillContract('SQLite', sqlite);
+describeFilePrivacyRoundTripContract('SQLite', sqlite);
 
 describe('SQLite bookmark lookup', () => {
   it("reads only the owner's bookmarks of the cards asked about, whatever the owner's collection count and however many others hold them", async () => {

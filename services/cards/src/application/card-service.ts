@@ -462,14 +462,29 @@ export class CardService {
     if (input.link !== undefined) next.link = validLink(input.link);
     // A collision edited into text that no longer copies its root's is a root of its own (else search could never find it).
     const textChanged = next.content !== card.content;
-    const becomesRoot = card.collisionOf !== null && textChanged && !(await this.isCopyOfCard(card.collisionOf, next.content));
+    let becomesRoot = card.collisionOf !== null && textChanged && !(await this.isCopyOfCard(card.collisionOf, next.content));
     if (becomesRoot) {
       next.collisionOf = null;
       next.vectorPointId = null;
     }
+    /** The root a collision its file hid is given back under, public (checked again after the write). */
+    let givenBackUnder: Card | null = null;
     if (input.private !== undefined) {
       const privacy = privacyAfterChange(card, input.private, privacyBy);
-      if (card.private && !privacy.private && next.collisionOf) throw new InvalidArgumentError('private: a private duplicate cannot be made public');
+      if (card.private && !privacy.private && next.collisionOf) {
+        // The owner may not publish a private duplicate (DESIGN: 400). A file made public gives back the card it hid
+        // (the file's change only ever publishes those), in its place among its copies: under its root when the root
+        // may hold it public, else (root gone or private) it leaves it as a collision leaves a root made private, a root
+        // of its own.
+        if (privacyBy !== 'file') throw new InvalidArgumentError('private: a private duplicate cannot be made public');
+        const root = await this.deps.cards.findById(next.collisionOf);
+        if (root && !leavesRoot(root, { ...next, ...privacy })) givenBackUnder = root;
+        else {
+          becomesRoot = true;
+          next.collisionOf = null;
+          next.vectorPointId = null;
+        }
+      }
       Object.assign(next, privacy);
     }
     const changes = { contentChanged: next.content !== card.content || next.cardHtml !== card.cardHtml, linkChanged: next.link !== card.link, privacyChanged: next.private !== card.private };
@@ -492,6 +507,8 @@ export class CardService {
     await this.deps.cards.update(next, fingerprint, events, { moves, ifUpdatedAt: card.updatedAt, becomesRoot, clearVerification });
     this.deps.eventsWritten();
     if (reviewsCollisions) await this.detachLateCollisions(next, card.id, textChanged);
+    // As for a new collision: the root may have been made private, deleted or joined under another meanwhile.
+    if (givenBackUnder) await this.recheckRoot(next, givenBackUnder);
   }
 
   private async isCopyOfCard(cardId: string, content: string): Promise<boolean> {

@@ -26,8 +26,9 @@ export interface FilePrivacyDeps {
  * The owner changed a file's privacy. Cards made from a file say what it holds, so a file made private hides the
  * owner's public cards carrying it, marking each as hidden by the file; made public, it gives back only the cards it
  * hid (privacyAfterFileChange), so a card its owner made private stays private. Each goes through the same update as
- * a card's own privacy change (collisions re-homed, vote counters moved, search told); a private duplicate stays
- * private. The file's collection is public exactly when the file is. Other users' cards citing a file made private
+ * a card's own privacy change (collisions re-homed, vote counters moved, search told). A duplicate it hid comes back
+ * too, under its root when the root may hold it public, else as a root of its own (the owner alone may not publish a
+ * private duplicate). The file's collection is public exactly when the file is. Other users' cards citing a file made private
  * lose the reference, as they would lose it if the file were deleted: they may no longer see it, nor anyone else its
  * name. First of all every card carrying the file records its privacy, so a card public by its owner's choice shows a
  * private file's id and name to its owner only (withFileShownTo). Running it again changes nothing.

@@ -4850,8 +4850,8 @@ export const CardServiceDefinition = {
     },
     /**
      * Called by the files service when a file's privacy changed: made private, it hides the owner's public cards carrying
-     * the file; made public, it gives back only the cards it hid (a card its owner made private, or a private duplicate,
-     * stays private). The file's collection is public exactly when the file is, and a file made private is no longer
+     * the file; made public, it gives back only the cards it hid (a card its owner made private stays private), a
+     * duplicate under its root when the root may hold it public, else as a root of its own. The file's collection is public exactly when the file is, and a file made private is no longer
      * named on other users' cards.
      */
     applyFilePrivacy: {
@@ -4984,8 +4984,8 @@ export interface CardServiceImplementation<CallContextExt = {}> {
   ): Promise<DeepPartial<Empty>>;
   /**
    * Called by the files service when a file's privacy changed: made private, it hides the owner's public cards carrying
-   * the file; made public, it gives back only the cards it hid (a card its owner made private, or a private duplicate,
-   * stays private). The file's collection is public exactly when the file is, and a file made private is no longer
+   * the file; made public, it gives back only the cards it hid (a card its owner made private stays private), a
+   * duplicate under its root when the root may hold it public, else as a root of its own. The file's collection is public exactly when the file is, and a file made private is no longer
    * named on other users' cards.
    */
   applyFilePrivacy(
@@ -5064,8 +5064,8 @@ export interface CardServiceClient<CallOptionsExt = {}> {
   ): Promise<Empty>;
   /**
    * Called by the files service when a file's privacy changed: made private, it hides the owner's public cards carrying
-   * the file; made public, it gives back only the cards it hid (a card its owner made private, or a private duplicate,
-   * stays private). The file's collection is public exactly when the file is, and a file made private is no longer
+   * the file; made public, it gives back only the cards it hid (a card its owner made private stays private), a
+   * duplicate under its root when the root may hold it public, else as a root of its own. The file's collection is public exactly when the file is, and a file made private is no longer
    * named on other users' cards.
    */
   applyFilePrivacy(

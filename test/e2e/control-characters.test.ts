@@ -159,3 +159,75 @@ describe('unpaired surrogates in free text', () => {
     expectIllFormed(res, 'file_name', '\udbff');
   });
 });
+
+// A JSON body is UTF-8: bytes that are not (a client sending Latin-1 by mistake) were decoded to U+FFFD and stored.
+describe('a request body whose bytes are not UTF-8', () => {
+  /** POSTs/PUTs raw bytes as JSON with alice's cookie (or none). */
+  async function sendBytes(method: string, path: string, parts: Array<string | number[]>, cookie = alice.client.cookie): Promise<{ status: number; message: unknown }> {
+    const body = Buffer.concat(parts.map((p) => (typeof p === 'string' ? Buffer.from(p, 'utf8') : Buffer.from(p))));
+    const res = await fetch(`${system.baseUrl}${path}`, { method, headers: { 'content-type': 'application/json', ...(cookie ? { cookie } : {}) }, body });
+    const text = await res.text();
+    return { status: res.status, message: text ? (JSON.parse(text) as { message?: unknown }).message : undefined };
+  }
+  const notUtf8 = (offset: number, seen = '0xE9, then 0x20') => ({
+    status: 400,
+    message: `The request body is not valid UTF-8: an incomplete sequence (${seen}) at byte ${offset}; JSON must be sent encoded as UTF-8`,
+  });
+
+  it('is refused 400 naming the bad byte, for a collection, a card and an upload, storing nothing', async () => {
+    const before = await collectionNames(alice);
+    expect(await sendBytes('POST', '/api/card_collection', ['{"name":"Caf', [0xe9], ' notes","is_public":false}'])).toEqual(notUtf8(12));
+    expect(await collectionNames(alice)).toEqual(before);
+    const text = uniqueText();
+    expect(await sendBytes('POST', '/api/card', ['{"card_html":"<p>', [0xe9], ` ${text}</p>","link":"","private":true}`])).toEqual(notUtf8(17));
+    const found = await alice.client.post('/api/card/fulltextsearch/1', { content: text.split(' ')[0] });
+    expect(found.json.score_cards ?? []).toEqual([]);
+    expect(
+      await sendBytes('POST', '/api/file', [`{"base64_docx_file":"${Buffer.from('not read').toString('base64url')}","file_name":"r`, [0xe9, 0x73], 'um\\u00e9.docx","file_mime_type":"application/vnd.openxmlformats-officedocument.wordprocessingml.document","private":true}']),
+    ).toEqual(notUtf8(48, '0xE9, then 0x73'));
+    const id = /([0-9a-f-]{36})$/.exec((await alice.client.post('/api/card_collection', { name: 'Kept', is_public: false })).headers.get('location') ?? '')![1]!;
+    expect(await sendBytes('PUT', '/api/card_collection', [`{"collection_id":"${id}","description":"`, [0xff], '"}'])).toEqual({
+      status: 400,
+      message: 'The request body is not valid UTF-8: a byte that never appears in UTF-8 (0xFF) at byte 71; JSON must be sent encoded as UTF-8',
+    });
+    // The same text sent as UTF-8 is stored as sent.
+    expect((await sendBytes('POST', '/api/card_collection', ['{"name":"Café notes","is_public":false}'])).status).toBe(204);
+    expect(await collectionNames(alice)).toContain('Café notes');
+  });
+
+  it('logging in only compares: a password sent in Latin-1 is a wrong password, as before', async () => {
+    expect(await sendBytes('POST', '/api/auth', [`{"email":"${alice.email}","password":"${alice.password}`, [0xe9], '"}'], undefined)).toEqual({ status: 401, message: 'Incorrect email or password' });
+  });
+});
+
+// A card link is a well-formed absolute http(s) URL as written; before, URL parsing took "https:/example.com" and
+// invisible characters (stored and shown as sent).
+describe('a card link not written in full, or holding an invisible character', () => {
+  const problem = (res: ApiResponse) => ({ status: res.status, message: res.json?.message });
+  const fullUrl = { status: 400, message: 'link: must be an http or https URL written in full, "http://" or "https://" then a host, such as https://example.com/page' };
+  const invisible = (code: string) => ({ status: 400, message: `link: must be an http or https URL without invisible characters (found U+${code})` });
+
+  it('is refused on creation and on update, the stored link kept', async () => {
+    const create = (link: string) => alice.client.post('/api/card', { card_html: html(uniqueText()), link, private: true });
+    expect(problem(await create('https:/example.com'))).toEqual(fullUrl);
+    expect(problem(await create('https:///example.com'))).toEqual(fullUrl);
+    expect(problem(await create('https://example.com/\u200b'))).toEqual(invisible('200B'));
+    expect(problem(await create('https://example.com/\ufeff'))).toEqual(invisible('FEFF'));
+    expect(problem(await create('https://exa\u200emple.com/'))).toEqual(invisible('200E'));
+    expect(problem(await create('https://example.com/\u202egnp.exe'))).toEqual(invisible('202E'));
+    expect(problem(await create('https://example.com\\evil'))).toEqual({ status: 400, message: 'link: must be an http or https URL without backslashes' });
+    expect(problem(await create('https://exa mple.com'))).toEqual({ status: 400, message: 'link: must be an http or https URL without spaces' });
+
+    const cardId = await postCard(alice, { link: ' HTTPS://Bücher.example/straße?q=1#x ' });
+    expect((await alice.client.get(`/api/card/${cardId}`)).json.link).toBe('HTTPS://Bücher.example/straße?q=1#x');
+    expect(problem(await alice.client.put('/api/card/update', { card_uuid: cardId, link: 'http:/example.com/x' }))).toEqual(fullUrl);
+    expect(problem(await alice.client.put('/api/card/update', { card_uuid: cardId, link: 'https://example.com/\u200f' }))).toEqual(invisible('200F'));
+    expect((await alice.client.get(`/api/card/${cardId}`)).json.link).toBe('HTTPS://Bücher.example/straße?q=1#x');
+  });
+
+  it('is refused as a website too; a search filter may still be part of a link', async () => {
+    expect(problem(await alice.client.put('/api/user', { website: 'https:/example.com' }))).toEqual({ ...fullUrl, message: fullUrl.message.replace('link:', 'website:') });
+    expect(problem(await alice.client.put('/api/user', { website: 'https://example.com/\u200b' }))).toEqual({ ...invisible('200B'), message: invisible('200B').message.replace('link:', 'website:') });
+    for (const link of ['example.com', 'https:/', 'example.com/\u200b']) expect((await anonymous.post('/api/card/fulltextsearch/1', { content: 'river', link })).status).toBe(200);
+  });
+});

@@ -65,6 +65,7 @@ export function cardDraftProblems(draft: CardDraft): Partial<Record<keyof CardDr
   if (linkText) problems.link = linkText;
   else if (link === 'too-long') problems.link = `The link may be at most ${MAX_LINK_CHARS} characters.`;
   else if (link === 'not-http') problems.link = 'The link must be an http:// or https:// address.';
+  else if (link) problems.link = 'The link must be a full http:// or https:// address (such as https://example.com/page), without spaces, backslashes or invisible characters.';
   const tags = tagsFromInput(draft.tags);
   const tagText = tags.map((t) => freeTextMessage(t, 'single-line')).find((message) => message !== null);
   if (tagText) problems.tags = tagText;

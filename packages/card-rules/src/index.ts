@@ -178,17 +178,69 @@ export function tagsProblem(tags: readonly string[], maxTags = MAX_TAGS): string
 declare const URL: new (input: string) => { readonly protocol: string };
 
 /** What can be wrong with a card link. */
-export type LinkProblem = 'too-long' | 'not-http';
+export type LinkProblem = 'too-long' | 'not-http' | 'invisible-character' | 'space' | 'backslash' | 'not-full-url';
 
-/** What is wrong with a card link, or null when it is fine: empty (no link) or an http(s) URL of at most MAX_LINK_CHARS. */
+// Format characters (Cf: zero-width space and joiners, LRM/RLM, bidi embeddings and isolates, BOM, soft hyphen): a
+// reader sees none of them, and a URL parser percent-encodes them into the address that is opened.
+const FORMAT_CHARACTER = /\p{Cf}/u;
+// "http://" or "https://" (any case), then the authority up to the path, query or fragment.
+const FULL_HTTP_URL = /^https?:\/\/([^/?#]*)/i;
+
+/** The host of an authority as written ("user@host:port", "[::1]:80"): empty when none is written. */
+function hostOf(authority: string): string {
+  const hostAndPort = authority.slice(authority.lastIndexOf('@') + 1);
+  if (hostAndPort.startsWith('[')) return hostAndPort.slice(0, hostAndPort.indexOf(']') + 1);
+  const colon = hostAndPort.indexOf(':');
+  return colon === -1 ? hostAndPort : hostAndPort.slice(0, colon);
+}
+
+/**
+ * What is wrong with a card link, or null when it is fine: empty (no link), or a well-formed absolute http(s) URL as
+ * written, of at most MAX_LINK_CHARS, with whitespace around it trimmed. As written: "http://" or "https://" then a
+ * host (the URL parser would also take "https:/example.com", "https:///example.com" or "https:\\example.com" and
+ * open https://example.com/), no space, backslash (read as "/") or invisible format character anywhere (one would be
+ * percent-encoded into the address opened, and a trailing BOM, which trimming removes, is refused too).
+ */
 export function linkProblem(link: string): LinkProblem | null {
   const trimmed = link.trim();
-  if (trimmed.length === 0) return null;
+  if (trimmed.length === 0 && !FORMAT_CHARACTER.test(link)) return null;
   if (trimmed.length > MAX_LINK_CHARS) return 'too-long';
+  if (FORMAT_CHARACTER.test(link)) return 'invisible-character';
+  if (/\s/u.test(trimmed)) return 'space';
   try {
     const { protocol } = new URL(trimmed);
-    return protocol === 'http:' || protocol === 'https:' ? null : 'not-http';
+    if (protocol !== 'http:' && protocol !== 'https:') return 'not-http';
   } catch {
     return 'not-http';
+  }
+  if (trimmed.includes('\\')) return 'backslash';
+  const written = FULL_HTTP_URL.exec(trimmed);
+  if (!written || hostOf(written[1]!).length === 0) return 'not-full-url';
+  return null;
+}
+
+/**
+ * What is wrong with a card link (linkProblem) as the text that follows "link: " in an answer, or null when it is
+ * fine. Names an invisible character as U+XXXX.
+ */
+export function linkProblemText(link: string): string | null {
+  const problem = linkProblem(link);
+  switch (problem) {
+    case null:
+      return null;
+    case 'too-long':
+      return `must be at most ${MAX_LINK_CHARS} characters`;
+    case 'not-http':
+      return 'must be an http or https URL';
+    case 'invisible-character': {
+      const code = FORMAT_CHARACTER.exec(link)![0].codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0');
+      return `must be an http or https URL without invisible characters (found U+${code})`;
+    }
+    case 'space':
+      return 'must be an http or https URL without spaces';
+    case 'backslash':
+      return 'must be an http or https URL without backslashes';
+    case 'not-full-url':
+      return 'must be an http or https URL written in full, "http://" or "https://" then a host, such as https://example.com/page';
   }
 }

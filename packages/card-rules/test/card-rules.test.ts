@@ -1,6 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import { join, resolve } from 'node:path';
-import { BLOCK_TAGS, characterCount, collapseTextLines, controlCharacterProblem, fitsCharacters, freeTextProblem, linkProblem, MAX_LINK_CHARS, splitTags, tagsProblem, truncatedToCharacters, wellFormedProblem, withLoneSurrogatesReplaced, wordCount } from '../src';
+import { BLOCK_TAGS, characterCount, collapseTextLines, controlCharacterProblem, fitsCharacters, freeTextProblem, linkProblem, linkProblemText, MAX_LINK_CHARS, splitTags, tagsProblem, truncatedToCharacters, wellFormedProblem, withLoneSurrogatesReplaced, wordCount } from '../src';
 
 const PACKAGE = resolve(__dirname, '..');
 
@@ -102,6 +102,39 @@ describe('@cards/card-rules', () => {
     expect(linkProblem('ftp://example.com/file')).toBe('not-http');
     expect(linkProblem('example.com')).toBe('not-http');
     expect(linkProblem(`https://example.com/${'a'.repeat(MAX_LINK_CHARS)}`)).toBe('too-long');
+  });
+
+  it('accepts only a link written in full: "http(s)://", a host, no space, backslash or invisible character', () => {
+    for (const fine of ['HTTPS://Example.com', 'https://user:pw@example.com:8443/a/b?c=d#e', 'http://[::1]:8080/x', 'https://bücher.example/straße', 'https://example.com/%E2%80%8B', '\thttps://example.com/x\n', '\u00a0https://example.com\u3000']) {
+      expect([fine, linkProblem(fine)]).toEqual([fine, null]);
+    }
+    const refused: Array<[string, string]> = [
+      ['https:/example.com', 'not-full-url'],
+      ['https:///example.com', 'not-full-url'],
+      ['http:example.com', 'not-full-url'],
+      ['https://:443/x', 'not-http'],
+      ['https:\\\\example.com', 'backslash'],
+      ['https://example.com\\path', 'backslash'],
+      ['https://exa mple.com', 'space'],
+      ['https://example.com/a\u00a0b', 'space'],
+      ['//example.com', 'not-http'],
+      ['https://example.com/\u200b', 'invisible-character'],
+      ['\u200bhttps://example.com/', 'invisible-character'],
+      ['https://example.com/\ufeff', 'invisible-character'],
+      ['\ufeff', 'invisible-character'],
+      ['https://exa\u200emple.com', 'invisible-character'],
+      ['https://example.com/\u200f', 'invisible-character'],
+      ['https://example.com/\u202e/moc.evil', 'invisible-character'],
+      ['https://example.com/\u2066x\u2069', 'invisible-character'],
+      ['https://exam\u00adple.com', 'invisible-character'],
+    ];
+    for (const [link, problem] of refused) expect([link, linkProblem(link)]).toEqual([link, problem]);
+    expect(linkProblemText('https://example.com/\u200b')).toBe('must be an http or https URL without invisible characters (found U+200B)');
+    expect(linkProblemText('https:/example.com')).toBe('must be an http or https URL written in full, "http://" or "https://" then a host, such as https://example.com/page');
+    expect(linkProblemText('https://exa mple.com')).toBe('must be an http or https URL without spaces');
+    expect(linkProblemText('https://example.com\\x')).toBe('must be an http or https URL without backslashes');
+    expect(linkProblemText('ftp://example.com')).toBe('must be an http or https URL');
+    expect(linkProblemText(' https://example.com ')).toBeNull();
   });
 
   it('type-checks without the Node and DOM libraries', () => {

@@ -45,6 +45,13 @@ describe('card rules', () => {
     expect(validLink('')).toBe('');
     expect(() => validLink('javascript:alert(1)')).toThrow(/link/);
     expect(() => validLink('nope')).toThrow(/link/);
+    // As written: a URL parser would open https://example.com/ for the first two and encode the invisible characters.
+    expect(() => validLink('https:/example.com')).toThrow(/^link: must be an http or https URL written in full, "http:\/\/" or "https:\/\/" then a host/);
+    expect(() => validLink('https:///example.com')).toThrow(/^link: must be an http or https URL written in full/);
+    expect(() => validLink('https://example.com/\u200b')).toThrow(/^link: must be an http or https URL without invisible characters \(found U\+200B\)$/);
+    expect(() => validLink('https://example.com/\ufeff')).toThrow(/found U\+FEFF/);
+    expect(() => validLink('https://example.com/\u202e')).toThrow(/found U\+202E/);
+    expect(() => validLink('https://exa mple.com')).toThrow(/^link: must be an http or https URL without spaces$/);
     expect(validTags([' a ', 'b,c', '', 'a'])).toEqual(['a', 'b', 'c']);
     expect(() => validTags(['x'.repeat(201)])).toThrow(/tag_set/);
     // Tag characters are code points: 200 emoji are one tag of 200 characters.

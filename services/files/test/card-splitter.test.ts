@@ -48,6 +48,18 @@ describe('splitIntoCards', () => {
     expect(cards.map((c) => c.text).join('')).not.toMatch(/\p{Cc}(?<![\n])/u);
   });
 
+  it('passes over a hyperlink target the cards service would refuse as a link, and ends a URL in the text at an invisible character', () => {
+    const cards = splitIntoCards({
+      blocks: [
+        h('Coral'),
+        p(words(80), ['https:/one-slash.example', 'https://zero.example/\u200b', 'https://exa mple.com', 'https:\\\\back.example', `https://long.example/${'a'.repeat(2100)}`, 'https://target.example/ok']),
+        h('Kelp'),
+        p(`${words(80)} see https://text.example/a\u200b\u200bthen`),
+      ],
+    });
+    expect(cards.map((c) => c.link)).toEqual(['https://target.example/ok', 'https://text.example/a']);
+  });
+
   it('replaces an unpaired surrogate a parser left in titles and text with U+FFFD, and passes over a hyperlink target holding one', () => {
     const cards = splitIntoCards({
       blocks: [h('Coral\ud800 Reef'), p(`${words(80)} half\udc00 \u{1F600}`, ['https://target.example/\ud83dx', 'https://target.example/ok'])],

@@ -26,6 +26,12 @@ describe('the link filter of a card search', () => {
   });
 });
 
+describe('the link filter of a card search (a part of a link, matched as a substring of stored links)', () => {
+  it('is not held to the card link rule: a host, a path part or a link stored before that rule are all looked for as sent', () => {
+    for (const part of ['example.com', 'https:/', '/docs/', ['https://example.com/\u200b', 'EXAMPLE.org']]) expect([part, answer(part)]).toEqual([part, 'ok']);
+  });
+});
+
 describe('the tag filter of a card search', () => {
   /** 100 distinct tags of exactly 200 code points, `unit` repeated. */
   const longestTags = (unit: string) => Array.from({ length: 100 }, (_, i) => `${String(i).padStart(3, '0')}${unit.repeat(197)}`);

@@ -45,6 +45,16 @@ describe('identity rules', () => {
       expect(() => normalizeWebsite(w)).toThrow(/website/);
     },
   );
+  it.each([
+    ['https:/x.org', /^website: must be an http or https URL written in full/],
+    ['https:///x.org', /^website: must be an http or https URL written in full/],
+    ['https:\\\\x.org', /^website: must be an http or https URL without backslashes$/],
+    ['https://x.org/\u200b', /^website: must be an http or https URL without invisible characters \(found U\+200B\)$/],
+    ['https://x.org\ufeff', /found U\+FEFF/],
+    ['https://x.org/\u202e', /found U\+202E/],
+  ])('refuses website %j, not written in full or holding an invisible character', (w, message) => {
+    expect(() => normalizeWebsite(w)).toThrow(message);
+  });
   it('stores the website trimmed and otherwise as written', () => {
     expect(normalizeWebsite('  https://x.org \n')).toBe('https://x.org');
     expect(normalizeWebsite('HTTPS://X.org/Path?q=1')).toBe('HTTPS://X.org/Path?q=1');

@@ -8,7 +8,7 @@ import {
   collapseTextLines,
   freeTextProblem,
   hasVisibleText,
-  linkProblem,
+  linkProblemText,
   splitTags,
   tagsProblem,
   withoutControlCharacters,
@@ -111,9 +111,9 @@ export function cardTextFromHtml(rawHtml: string): { cardHtml: string; content: 
 export function validLink(link: string): string {
   // URL parsing drops tabs and line breaks and percent-encodes other controls, so it would let them into the stored link.
   refuseIfProblem('link', freeTextProblem(link.trim(), 'single-line'));
-  const problem = linkProblem(link);
-  if (problem === 'too-long') throw new InvalidArgumentError(`link: must be at most ${MAX_LINK_CHARS} characters`);
-  if (problem === 'not-http') throw new InvalidArgumentError('link: must be an http or https URL');
+  // A well-formed absolute http(s) URL as written: "https:/example.com", a space, a backslash or a zero-width or bidi
+  // character are refused, where URL parsing alone would take them (decisions.md "A card link is an http(s) URL as written").
+  refuseIfProblem('link', linkProblemText(link));
   return link.trim();
 }
 

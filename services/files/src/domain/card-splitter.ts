@@ -1,4 +1,4 @@
-import { freeTextProblem, hasVisibleText, MIN_WORDS_EXCLUSIVE, wordCount, withLoneSurrogatesReplaced, withoutControlCharacters } from '@cards/card-rules';
+import { freeTextProblem, hasVisibleText, linkProblem, MIN_WORDS_EXCLUSIVE, wordCount, withLoneSurrogatesReplaced, withoutControlCharacters } from '@cards/card-rules';
 import { cutHtmlAtWords } from './html-words';
 import type { CardDraft, DocumentBlock, ParsedDocument } from './model';
 
@@ -6,7 +6,9 @@ import type { CardDraft, DocumentBlock, ParsedDocument } from './model';
 export const MIN_CARD_WORDS = MIN_WORDS_EXCLUSIVE + 1;
 export const MAX_CARD_WORDS = 400;
 
-const URL_IN_TEXT = /\bhttps?:\/\/[^\s<>"'()[\]{}]+[^\s<>"'()[\]{}.,;:!?]/i;
+// Ends at whitespace, an invisible format character (a zero-width space after it) or a backslash too: the cards service
+// refuses a link holding one.
+const URL_IN_TEXT = /\bhttps?:\/\/[^\s\p{Cf}\\<>"'()[\]{}]+[^\s\p{Cf}\\<>"'()[\]{}.,;:!?]/iu;
 
 /** Words as the cards service counts them. */
 export const countWords = wordCount;
@@ -293,12 +295,18 @@ function draftFrom(index: number, heading: DocumentBlock | null, title: string |
 
 function firstLink(paragraphs: DocumentBlock[]): string {
   for (const p of paragraphs) {
-    const marked = p.links.find((l) => /^https?:\/\//i.test(l) && freeTextProblem(l, 'single-line') === null);
+    // A target the cards service would refuse as a link (control character, not written in full, invisible character,
+    // too long) is passed over: the passage keeps its card, with the next link that is fine.
+    const marked = p.links.find(acceptedLink);
     if (marked) return marked;
     const inText = URL_IN_TEXT.exec(p.text)?.[0];
-    if (inText) return inText;
+    if (inText && acceptedLink(inText)) return inText;
   }
   return '';
+}
+
+function acceptedLink(link: string): boolean {
+  return /^https?:\/\//i.test(link) && freeTextProblem(link, 'single-line') === null && linkProblem(link) === null;
 }
 
 export function normalizeSpace(text: string): string {

@@ -1,3 +1,5 @@
+import { isUtf8 } from 'node:buffer';
+import type { IncomingMessage } from 'node:http';
 import express, { type NextFunction, type Request, type RequestHandler, type Response } from 'express';
 import { HttpError } from './http-error';
 
@@ -9,17 +11,97 @@ function carriesBody(req: Request): boolean {
   return req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
 }
 
+/** The charset parameter of a Content-Type header, lower-cased, or undefined when none is given. */
+function charsetOf(contentType: string | undefined): string | undefined {
+  const found = /;\s*charset\s*=\s*(?:"([^"]*)"|([^;\s]*))/i.exec(contentType ?? '');
+  return found ? (found[1] ?? found[2] ?? '').toLowerCase() : undefined;
+}
+
 /**
  * Refuses a body that is not declared as JSON (form, multipart, text/plain, no Content-Type) with 415,
  * instead of ignoring it and reporting every field as missing. It also keeps text/plain, which a
- * cross-site page may send without a CORS preflight, from ever being read as a request.
+ * cross-site page may send without a CORS preflight, from ever being read as a request. A JSON body is
+ * UTF-8 (RFC 8259 8.1): another declared charset is 415 too, since the parser would read UTF-16 with an odd byte
+ * dropped, UTF-32 with U+FFFD and UTF-7 with characters spelled in base64, none of which a client means.
  */
 export function requireJsonBodies(req: Request, _res: Response, next: NextFunction): void {
-  if (!carriesBody(req) || req.is(JSON_TYPES)) return next();
-  next(new HttpError(415, 'The request body must be JSON, sent with Content-Type: application/json'));
+  if (!carriesBody(req)) return next();
+  if (!req.is(JSON_TYPES)) return next(new HttpError(415, 'The request body must be JSON, sent with Content-Type: application/json'));
+  const charset = charsetOf(req.headers['content-type']);
+  if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') {
+    return next(new HttpError(415, `The request body must be JSON encoded as UTF-8 (charset "${charset.slice(0, 40)}" is not accepted)`));
+  }
+  next();
 }
 
-/** Parses JSON bodies up to `limit`. */
+/** Why each byte can not start a UTF-8 character, or what it must be followed by: [lowest, highest] second byte. */
+function secondByteRange(lead: number): [number, number] | string {
+  if (lead >= 0x80 && lead <= 0xbf) return 'a continuation byte with no lead byte';
+  if (lead === 0xc0 || lead === 0xc1 || lead >= 0xf5) return 'a byte that never appears in UTF-8';
+  if (lead === 0xe0) return [0xa0, 0xbf]; // lower: an overlong encoding
+  if (lead === 0xed) return [0x80, 0x9f]; // higher: a surrogate U+D800-U+DFFF
+  if (lead === 0xf0) return [0x90, 0xbf]; // lower: an overlong encoding
+  if (lead === 0xf4) return [0x80, 0x8f]; // higher: above U+10FFFF
+  return [0x80, 0xbf];
+}
+
+const hex = (byte: number) => `0x${byte.toString(16).toUpperCase().padStart(2, '0')}`;
+
+/**
+ * What is wrong with bytes that are not UTF-8 (the first ill-formed sequence, its bytes in hex and its offset), or
+ * null when they are UTF-8. Node's isUtf8 (simdutf) answers the common case; only a body that fails it is walked.
+ */
+export function utf8Problem(bytes: Uint8Array): string | null {
+  if (isUtf8(bytes)) return null;
+  let i = 0;
+  while (i < bytes.length) {
+    const lead = bytes[i]!;
+    if (lead < 0x80) {
+      i++;
+      continue;
+    }
+    const range = secondByteRange(lead);
+    if (typeof range === 'string') return `${range} (${hex(lead)}) at byte ${i}`;
+    const length = lead >= 0xf0 ? 4 : lead >= 0xe0 ? 3 : 2;
+    for (let k = 1; k < length; k++) {
+      const byte = bytes[i + k];
+      const [low, high] = k === 1 ? range : [0x80, 0xbf];
+      if (byte === undefined || byte < 0x80 || byte > 0xbf) {
+        const seen = Array.from(bytes.subarray(i, i + k), hex).join(' ');
+        return `an incomplete sequence (${seen}${byte === undefined ? ', then the end of the body' : `, then ${hex(byte)}`}) at byte ${i}`;
+      }
+      if (byte < low || byte > high) {
+        const what = lead === 0xed ? 'an encoded surrogate, which UTF-8 cannot hold' : lead === 0xf4 ? 'a code point above U+10FFFF' : 'an overlong encoding';
+        return `${what} (${hex(lead)} ${hex(byte)}) at byte ${i}`;
+      }
+    }
+    i += length;
+  }
+  // isUtf8 and this walk follow the same standard; should they ever differ, the body is still refused.
+  return 'an ill-formed sequence';
+}
+
+// Bodies whose bytes were not UTF-8, with what is wrong: parseBody refuses them (logging in only compares, as before).
+const notUtf8 = new WeakMap<object, string>();
+
+/** What is wrong with the bytes of the request's JSON body when they were not UTF-8, else undefined. */
+export function bodyEncodingProblem(req: Request): string | undefined {
+  return notUtf8.get(req);
+}
+
+/**
+ * Parses JSON bodies up to `limit`. The bytes (after any Content-Encoding) are checked to be UTF-8 before they are
+ * decoded: a decoder replaces each ill-formed sequence with U+FFFD, so a body sent in Latin-1 by mistake ("Caf\xe9")
+ * would be stored as "Caf\ufffd". The body is still parsed (its syntax errors answer as before); parseBody then
+ * refuses it 400 naming the first bad sequence (bodyEncodingProblem).
+ */
 export function jsonBodyParser(limit: string | number): RequestHandler {
-  return express.json({ limit, type: JSON_TYPES });
+  return express.json({
+    limit,
+    type: JSON_TYPES,
+    verify: (req: IncomingMessage, _res, bytes: Buffer) => {
+      const problem = utf8Problem(bytes);
+      if (problem) notUtf8.set(req, `The request body is not valid UTF-8: ${problem}; JSON must be sent encoded as UTF-8`);
+    },
+  });
 }

@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { fitsCharacters, MAX_TAG_CHARS, MAX_TAGS, wellFormedProblem } from '@cards/card-rules';
 import { isUuid } from '@cards/platform';
 import { badRequest } from './http-error';
+import { bodyEncodingProblem } from './json-body';
 
 /** "field: problem" for the first few issues, so the client learns which field to fix. */
 export function describeZodError(error: z.ZodError): string {
@@ -29,12 +30,17 @@ function illFormedText(value: unknown, field = ''): string | null {
 }
 
 /**
- * Parses a JSON body with the route's schema; unknown fields are dropped (tolerant reader); 400 otherwise, and for a
+ * Parses a JSON body with the route's schema; unknown fields are dropped (tolerant reader); 400 otherwise, for a body
+ * whose bytes were not UTF-8 (naming the first bad sequence), and for a
  * kept string that is not well-formed Unicode: JSON can spell an unpaired surrogate ("\ud800") but the protobuf strings
  * that carry it to the services are UTF-8, which would turn it into U+FFFD unseen, so the services' own free-text rule
- * never sees it. `comparedOnly`: the body's text is only compared (logging in), so it passes as it always did.
+ * never sees it. `comparedOnly`: the body's text is only compared (logging in), so it passes as it always did, bytes
+ * that are not UTF-8 included (a password set through a Latin-1 client was stored with U+FFFD and still matches).
  */
 export function parseBody<S extends z.ZodTypeAny>(schema: S, req: Request, { comparedOnly = false }: { comparedOnly?: boolean } = {}): z.infer<S> {
+  // Bytes that are not UTF-8 were decoded to U+FFFD: refused before anything is read from the body (json-body.ts).
+  const notUtf8 = comparedOnly ? undefined : bodyEncodingProblem(req);
+  if (notUtf8) throw badRequest(notUtf8);
   const body: unknown = req.body ?? {};
   if (typeof body !== 'object' || body === null || Array.isArray(body)) throw badRequest('The request body must be a JSON object');
   const result = schema.safeParse(body);

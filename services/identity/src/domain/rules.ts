@@ -1,4 +1,4 @@
-import { characterCount, fitsCharacters, freeTextProblem, MAX_WEBSITE_CHARS, MIN_PASSWORD_CHARS, USERNAME_PATTERN, USERNAME_RULE } from '@cards/card-rules';
+import { characterCount, fitsCharacters, freeTextProblem, linkProblem, linkProblemText, MAX_WEBSITE_CHARS, MIN_PASSWORD_CHARS, USERNAME_PATTERN, USERNAME_RULE } from '@cards/card-rules';
 import { InvalidArgumentError, refuseIfProblem } from '@cards/platform';
 import { MAX_PASSWORD_LENGTH, type ProfilePatch, type StoredProfileCondition } from './model';
 
@@ -60,6 +60,9 @@ export function normalizeWebsite(raw: string): string {
     throw new InvalidArgumentError('website: not a valid URL');
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new InvalidArgumentError('website: must be an http or https URL');
+  // Written in full and nothing invisible, as a card's link (the URL parser would open https://x.org/ for "https:/x.org").
+  const asWritten = linkProblem(raw);
+  if (asWritten === 'not-full-url' || asWritten === 'backslash' || asWritten === 'invisible-character') refuseIfProblem('website', linkProblemText(raw));
   if (!fitsCharacters(website, MAX_WEBSITE_CHARS)) throw new InvalidArgumentError(`website: must be at most ${MAX_WEBSITE_CHARS} characters`);
   return website;
 }

@@ -841,6 +841,17 @@ export interface components {
         };
     };
     responses: {
+        /** @description Too many requests from this client; try again after Retry-After seconds. Logging in, invitations and password resets: over the attempts allowed per minute from one address (RATE_LIMIT_AUTH_PER_IP) or for one e-mail (RATE_LIMIT_AUTH_PER_EMAIL). POST /api/file: the caller's uploads under way (admitted or waiting) would weigh more than half the upload bound beyond their first. GET /api/file/{file_id}: the client (the user, else the client address) already has FILE_READS_PER_CLIENT reads under way (4 by default). Other clients are still served. */
+        TooManyRequests: {
+            headers: {
+                /** @description Seconds to wait before trying again */
+                "Retry-After": string;
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
         /** @description A request body that is not valid JSON */
         MalformedBody: {
             headers: {
@@ -952,15 +963,7 @@ export interface operations {
             408: components["responses"]["RequestTimeout"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
-            /** @description Rate limit reached; retry later */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            429: components["responses"]["TooManyRequests"];
             431: components["responses"]["RequestHeadTooLarge"];
             503: components["responses"]["ServiceUnavailable"];
             /** @description Any other failure: a JSON {"message"} without internals */
@@ -1135,15 +1138,7 @@ export interface operations {
             408: components["responses"]["RequestTimeout"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
-            /** @description Rate limit reached; retry later */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            429: components["responses"]["TooManyRequests"];
             431: components["responses"]["RequestHeadTooLarge"];
             503: components["responses"]["ServiceUnavailable"];
             /** @description Any other failure: a JSON {"message"} without internals */
@@ -1222,15 +1217,7 @@ export interface operations {
             408: components["responses"]["RequestTimeout"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
-            /** @description Rate limit reached; retry later */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            429: components["responses"]["TooManyRequests"];
             431: components["responses"]["RequestHeadTooLarge"];
             503: components["responses"]["ServiceUnavailable"];
             /** @description Any other failure: a JSON {"message"} without internals */
@@ -1293,15 +1280,7 @@ export interface operations {
             408: components["responses"]["RequestTimeout"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
-            /** @description Rate limit reached; retry later */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            429: components["responses"]["TooManyRequests"];
             431: components["responses"]["RequestHeadTooLarge"];
             503: components["responses"]["ServiceUnavailable"];
             /** @description Any other failure: a JSON {"message"} without internals */
@@ -2392,6 +2371,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            429: components["responses"]["TooManyRequests"];
             431: components["responses"]["RequestHeadTooLarge"];
             503: components["responses"]["ServiceUnavailable"];
             /** @description Any other failure: a JSON {"message"} without internals */
@@ -2557,6 +2537,7 @@ export interface operations {
             408: components["responses"]["RequestTimeout"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
             431: components["responses"]["RequestHeadTooLarge"];
             503: components["responses"]["ServiceUnavailable"];
             /** @description Any other failure: a JSON {"message"} without internals */

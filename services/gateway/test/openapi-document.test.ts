@@ -1,6 +1,7 @@
 import type { Express } from 'express';
 import { OPERATIONS, buildOpenApiDocument, toOpenApiPath } from '../src/openapi/document';
 import { appWithoutServices } from './app-without-services';
+import { MemoryAttemptCounter } from '../src/adapters/memory/memory-attempt-counter';
 
 interface Layer {
   route?: { path: string; methods: Record<string, boolean> };
@@ -113,6 +114,40 @@ describe('OpenAPI document', () => {
         431: { $ref: '#/components/responses/RequestHeadTooLarge' },
         503: { $ref: '#/components/responses/ServiceUnavailable' },
       });
+    }
+  });
+
+  it('lists 429 with Retry-After exactly where the gateway answers it: the auth rate limits, the upload share and the file-read share', () => {
+    const paths = document.paths as Record<string, Record<string, any>>;
+    const responses = (document.components as { responses: Record<string, any> }).responses;
+    expect(responses.TooManyRequests.content['application/json'].schema).toEqual({ $ref: '#/components/schemas/Error' });
+    expect(responses.TooManyRequests.headers['Retry-After']).toEqual(expect.objectContaining({ required: true }));
+    expect(responses.TooManyRequests.description).toMatch(/FILE_READS_PER_CLIENT/);
+    // authRateLimits (identity-routes.ts), uploadAdmission's per-user share, the per-client file-read share (file-routes.ts).
+    const answering429 = ['createInvitation', 'login', 'requestPasswordReset', 'resetPassword', 'uploadFile', 'getFile'];
+    for (const op of OPERATIONS) {
+      const listed = paths[toOpenApiPath(op.path)]![op.method]!.responses['429'];
+      expect({ operation: op.operationId, 429: listed }).toEqual({ operation: op.operationId, 429: answering429.includes(op.operationId) ? { $ref: '#/components/responses/TooManyRequests' } : undefined });
+    }
+  });
+
+  it('the auth rate limits answer their 429 with Retry-After, as the document says', async () => {
+    const { createServer } = await import('node:http');
+    const server = createServer(appWithoutServices({ rateLimits: { perIpPerMinute: 2, perEmailPerMinute: 100, counter: new MemoryAttemptCounter() } }));
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const url = `http://127.0.0.1:${(server.address() as { port: number }).port}/api/invitation`;
+      const statuses: number[] = [];
+      let last: Response | undefined;
+      for (let i = 0; i < 3; i++) {
+        last = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+        statuses.push(last.status);
+      }
+      expect(statuses).toEqual([400, 400, 429]);
+      expect(last!.headers.get('retry-after')).toMatch(/^\d+$/);
+      expect(await last!.json()).toEqual({ message: expect.any(String) });
+    } finally {
+      server.close();
     }
   });
 });

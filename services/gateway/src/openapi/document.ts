@@ -55,7 +55,6 @@ const ERROR_DESCRIPTIONS: Record<number, string> = {
   409: 'Conflicts with existing data (e.g. e-mail or username taken; an Idempotency-Key whose resource was deleted since)',
   413: 'Body or file above the size limit',
   422: 'The Idempotency-Key was used before for a different request (another body); a new request needs a new key',
-  429: 'Rate limit reached; retry later',
   503: 'A backing service is unavailable; retry later',
 };
 
@@ -89,11 +88,11 @@ export const OPERATIONS: OperationSpec[] = [
   { method: 'delete', path: '/api/card_collection/:collection_id', operationId: 'removeBookmark', summary: 'Remove a card from an own collection (a root: its whole entry)', description: 'A root\'s id removes the entry the collection page lists under it: the root\'s bookmark and the bookmarks of all its duplicates in the collection. A duplicate\'s id removes only its own bookmark. 404 when the collection holds neither the card nor, for a root, a duplicate of it the caller may see; a bookmark of a card the caller can no longer see (made private by its author) is removed all the same.', tag: 'Collections', auth: 'required', params: params({ collection_id: uuidParam }), body: bookmarkBody, success: { status: 204 }, errors: [400, 401, 403, 404] },
 
   // Files
-  { method: 'post', path: '/api/file', operationId: 'uploadFile', summary: 'Upload a .docx, .doc, .odt or .pdf document (base64url); cards are made from it asynchronously', tag: 'Files', auth: 'required', headers: idempotencyKeyHeader, body: createFileBody, success: { status: 200, schema: r.fileWithContent }, errors: [400, 401, 409, 413, 422] },
+  { method: 'post', path: '/api/file', operationId: 'uploadFile', summary: 'Upload a .docx, .doc, .odt or .pdf document (base64url); cards are made from it asynchronously', tag: 'Files', auth: 'required', headers: idempotencyKeyHeader, body: createFileBody, success: { status: 200, schema: r.fileWithContent }, errors: [400, 401, 409, 413, 422, 429] },
   { method: 'put', path: '/api/file', operationId: 'setFilePrivacy', summary: 'Make an own file public or private', tag: 'Files', auth: 'required', body: setPrivacyBody, success: { status: 204 }, errors: [400, 401, 403, 404] },
   { method: 'get', path: '/api/user/files/:user_id', operationId: 'listUserFiles', summary: 'A user\'s files (private ones only to their owner)', tag: 'Files', auth: 'optional', params: params({ user_id: uuidParam }), success: { status: 200, schema: z.array(r.fileRecord) }, errors: [400, 404] },
   { method: 'get', path: '/api/file/:file_id/download', operationId: 'downloadFile', summary: 'The raw file bytes', tag: 'Files', auth: 'optional', params: params({ file_id: uuidParam }), success: { status: 200, contentType: 'application/octet-stream', schema: z.string().describe('binary') }, errors: [400, 404], raw: true },
-  { method: 'get', path: '/api/file/:file_id', operationId: 'getFile', summary: 'A file with its content (base64url)', tag: 'Files', auth: 'optional', params: params({ file_id: uuidParam }), success: { status: 200, schema: r.fileWithContent }, errors: [400, 404] },
+  { method: 'get', path: '/api/file/:file_id', operationId: 'getFile', summary: 'A file with its content (base64url)', tag: 'Files', auth: 'optional', params: params({ file_id: uuidParam }), success: { status: 200, schema: r.fileWithContent }, errors: [400, 404, 429] },
   { method: 'delete', path: '/api/file/:file_id', operationId: 'deleteFile', summary: 'Delete an own file (its cards and collection stay)', tag: 'Files', auth: 'required', params: params({ file_id: uuidParam }), success: { status: 204 }, errors: [400, 401, 403, 404] },
 
   // Notifications
@@ -181,6 +180,22 @@ const TRANSPORT_RESPONSES = {
   },
 };
 
+/**
+ * 429, on the operations that list it: every 429 the gateway sends carries Retry-After (express-rate-limit sets it for
+ * the auth limits, rate-limits.ts; the upload and file-read shares send 5 s, upload-admission.ts and file-routes.ts).
+ */
+const TOO_MANY_REQUESTS = {
+  name: 'TooManyRequests',
+  response: errorAnswer(
+    'Too many requests from this client; try again after Retry-After seconds. Logging in, invitations and password resets: ' +
+      'over the attempts allowed per minute from one address (RATE_LIMIT_AUTH_PER_IP) or for one e-mail (RATE_LIMIT_AUTH_PER_EMAIL). ' +
+      'POST /api/file: the caller\'s uploads under way (admitted or waiting) would weigh more than half the upload bound beyond their first. ' +
+      'GET /api/file/{file_id}: the client (the user, else the client address) already has FILE_READS_PER_CLIENT reads under way (4 by default). ' +
+      'Other clients are still served.',
+    { 'Retry-After': { required: true, description: 'Seconds to wait before trying again', schema: { type: 'string' } } },
+  ),
+};
+
 /** `/api/card/:card_id` -> `/api/card/{card_id}`. */
 export function toOpenApiPath(expressPath: string): string {
   return expressPath.replace(/:([A-Za-z_][A-Za-z0-9_]*)/g, '{$1}');
@@ -203,6 +218,7 @@ export function buildOpenApiDocument() {
     description: 'Session cookie set by POST /api/auth (HttpOnly, SameSite=Lax). State-changing requests that carry it must come from the same origin or a configured CORS origin (Origin/Referer check).',
   });
   const errorSchema = r.errorResponse;
+  const tooManyRequests = registry.registerComponent('responses', TOO_MANY_REQUESTS.name, TOO_MANY_REQUESTS.response).ref;
   const transportRefs = Object.fromEntries(
     Object.entries(TRANSPORT_RESPONSES).map(([status, t]) => [status, { appliesTo: t.appliesTo, ref: registry.registerComponent('responses', t.name, t.response).ref }]),
   );
@@ -213,7 +229,7 @@ export function buildOpenApiDocument() {
     if (success.schema) responses[success.status] = jsonResponse(description, success.schema, success.contentType);
     else responses[success.status] = { description, ...(success.headers ? { headers: success.headers } : {}) };
     if (success.headers && success.schema) (responses[success.status] as ResponseConfig).headers = success.headers;
-    for (const status of op.errors) responses[status] = jsonResponse(ERROR_DESCRIPTIONS[status] ?? 'Error', errorSchema);
+    for (const status of op.errors) responses[status] = status === 429 ? tooManyRequests : jsonResponse(ERROR_DESCRIPTIONS[status] ?? 'Error', errorSchema);
     for (const [status, transport] of Object.entries(transportRefs)) if (transport.appliesTo(op)) responses[status] = transport.ref;
     responses.default = jsonResponse('Any other failure: a JSON {"message"} without internals', errorSchema);
     const route: RouteConfig = {

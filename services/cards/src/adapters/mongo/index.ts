@@ -3,7 +3,8 @@ import { MongoCardRepository } from './mongo-card-repository';
 import { openMongoCardsDatabase, type MongoCardsDatabase } from './mongo-cards-database';
 import { MongoCollectionRepository } from './mongo-collection-repository';
 import { MongoContentLock } from './mongo-content-lock';
-import { MongoOneTimeTasks, type OneTimeTaskDocument } from './mongo-one-time-tasks';
+import { MongoOneTimeTasks } from './mongo-one-time-tasks';
+import type { MigrationDocument } from './mongo-start-migrations';
 import { MongoVoteRepository } from './mongo-vote-repository';
 
 export { MongoCardRepository, MongoCollectionRepository, MongoContentLock, MongoOneTimeTasks, MongoVoteRepository, openMongoCardsDatabase, type MongoCardsDatabase };
@@ -17,6 +18,6 @@ export async function openMongoCardsStore(connection: MongoConnection) {
     votes: new MongoVoteRepository(database),
     collections: new MongoCollectionRepository(database),
     contentLock: new MongoContentLock(database.contentLocks),
-    oneTimeTasks: new MongoOneTimeTasks(database.db.collection<OneTimeTaskDocument>('one_time_tasks')),
+    oneTimeTasks: new MongoOneTimeTasks(database.db.collection<MigrationDocument>('migrations')),
   };
 }

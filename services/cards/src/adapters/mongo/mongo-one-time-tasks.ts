@@ -1,16 +1,14 @@
 import { isDuplicateKeyError } from '@cards/platform';
 import type { Collection } from 'mongodb';
 import type { OneTimeTasks } from '../../domain/ports';
+import type { MigrationDocument } from './mongo-start-migrations';
 
-/** A one-time task done (`_id` = its name). */
-export interface OneTimeTaskDocument {
-  _id: string;
-  doneAt: Date;
-}
-
-/** One-time tasks done, in the cards database's `one_time_tasks` collection. */
+/**
+ * One-time tasks done, recorded beside the start migrations in the cards database's `migrations` collection (`_id` =
+ * the task's name): both are work done once per database, and their names do not overlap.
+ */
 export class MongoOneTimeTasks implements OneTimeTasks {
-  constructor(private readonly done: Collection<OneTimeTaskDocument>) {}
+  constructor(private readonly done: Collection<MigrationDocument>) {}
 
   async isDone(name: string): Promise<boolean> {
     return (await this.done.countDocuments({ _id: name }, { limit: 1 })) > 0;

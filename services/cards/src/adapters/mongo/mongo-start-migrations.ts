@@ -1,5 +1,5 @@
-import { isDuplicateKeyError } from '@cards/platform';
 import type { Collection } from 'mongodb';
+import { MongoOneTimeTasks } from './mongo-one-time-tasks';
 
 /** A start-time migration this database no longer needs (`_id` = its name). */
 export interface MigrationDocument {
@@ -27,10 +27,6 @@ export async function runStartMigrations(done: Collection<MigrationDocument>, mi
   const recorded = new Set((await done.find({ _id: { $in: names } }, { projection: { _id: 1 } }).toArray()).map((m) => m._id));
   for (const migration of migrations) {
     if (recorded.has(migration.name) || (await migration.run()) > 0) continue;
-    try {
-      await done.insertOne({ _id: migration.name, doneAt: new Date() });
-    } catch (err) {
-      if (!isDuplicateKeyError(err)) throw err;
-    }
+    await new MongoOneTimeTasks(done).markDone(migration.name, new Date());
   }
 }

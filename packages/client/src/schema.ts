@@ -852,7 +852,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description A request body that is not valid JSON */
+        /** @description A request body that is not valid JSON, or whose bytes are not UTF-8 */
         MalformedBody: {
             headers: {
                 [name: string]: unknown;
@@ -919,6 +919,15 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
+        /** @description A backing service did not answer within the call deadline (GRPC_DEADLINE_MS); the change may or may not have been made: read before repeating it, or repeat it with the same Idempotency-Key */
+        GatewayTimeout: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
     };
     parameters: never;
     requestBodies: never;
@@ -966,6 +975,7 @@ export interface operations {
             429: components["responses"]["TooManyRequests"];
             431: components["responses"]["RequestHeadTooLarge"];
             503: components["responses"]["ServiceUnavailable"];
+            504: components["responses"]["GatewayTimeout"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -1037,6 +1047,7 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             431: components["responses"]["RequestHeadTooLarge"];
             503: components["responses"]["ServiceUnavailable"];
+            504: components["responses"]["GatewayTimeout"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -1082,6 +1093,7 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             431: components["responses"]["RequestHeadTooLarge"];
             503: components["responses"]["ServiceUnavailable"];
+            504: components["responses"]["GatewayTimeout"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -1141,6 +1153,7 @@ export interface operations {
             429: components["responses"]["TooManyRequests"];
             431: components["responses"]["RequestHeadTooLarge"];
             503: components["responses"]["ServiceUnavailable"];
+            504: components["responses"]["GatewayTimeout"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -1175,6 +1188,7 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             431: components["responses"]["RequestHeadTooLarge"];
             503: components["responses"]["ServiceUnavailable"];
+            504: components["responses"]["GatewayTimeout"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -1220,6 +1234,7 @@ export interface operations {
             429: components["responses"]["TooManyRequests"];
             431: components["responses"]["RequestHeadTooLarge"];
             503: components["responses"]["ServiceUnavailable"];
+            504: components["responses"]["GatewayTimeout"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -1283,6 +1298,7 @@ export interface operations {
             429: components["responses"]["TooManyRequests"];
             431: components["responses"]["RequestHeadTooLarge"];
             503: components["responses"]["ServiceUnavailable"];
+            504: components["responses"]["GatewayTimeout"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -1353,6 +1369,7 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             431: components["responses"]["RequestHeadTooLarge"];
             503: components["responses"]["ServiceUnavailable"];
+            504: components["responses"]["GatewayTimeout"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -1408,6 +1425,7 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             431: components["responses"]["RequestHeadTooLarge"];
             503: components["responses"]["ServiceUnavailable"];
+            504: components["responses"]["GatewayTimeout"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -1463,6 +1481,7 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             431: components["responses"]["RequestHeadTooLarge"];
             503: components["responses"]["ServiceUnavailable"];
+            504: components["responses"]["GatewayTimeout"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -1529,6 +1548,7 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             431: components["responses"]["RequestHeadTooLarge"];
             503: components["responses"]["ServiceUnavailable"];
+            504: components["responses"]["GatewayTimeout"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -1595,6 +1615,7 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             431: components["responses"]["RequestHeadTooLarge"];
             503: components["responses"]["ServiceUnavailable"];
+            504: components["responses"]["GatewayTimeout"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -1650,6 +1671,7 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             431: components["responses"]["RequestHeadTooLarge"];
             503: components["responses"]["ServiceUnavailable"];
+            504: components["responses"]["GatewayTimeout"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -1695,6 +1717,7 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             431: components["responses"]["RequestHeadTooLarge"];
             503: components["responses"]["ServiceUnavailable"];
+            504: components["responses"]["GatewayTimeout"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -1774,6 +1797,7 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             431: components["responses"]["RequestHeadTooLarge"];
             503: components["responses"]["ServiceUnavailable"];
+            504: components["responses"]["GatewayTimeout"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -1856,6 +1880,7 @@ export interface operations {
             };
             431: components["responses"]["RequestHeadTooLarge"];
             503: components["responses"]["ServiceUnavailable"];
+            504: components["responses"]["GatewayTimeout"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -1932,6 +1957,7 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             431: components["responses"]["RequestHeadTooLarge"];
             503: components["responses"]["ServiceUnavailable"];
+            504: components["responses"]["GatewayTimeout"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -1991,6 +2017,7 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             431: components["responses"]["RequestHeadTooLarge"];
             503: components["responses"]["ServiceUnavailable"];
+            504: components["responses"]["GatewayTimeout"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -2048,6 +2075,7 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             431: components["responses"]["RequestHeadTooLarge"];
             503: components["responses"]["ServiceUnavailable"];
+            504: components["responses"]["GatewayTimeout"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -2126,6 +2154,7 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             431: components["responses"]["RequestHeadTooLarge"];
             503: components["responses"]["ServiceUnavailable"];
+            504: components["responses"]["GatewayTimeout"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -2204,6 +2233,7 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             431: components["responses"]["RequestHeadTooLarge"];
             503: components["responses"]["ServiceUnavailable"];
+            504: components["responses"]["GatewayTimeout"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -2281,6 +2311,7 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             431: components["responses"]["RequestHeadTooLarge"];
             503: components["responses"]["ServiceUnavailable"];
+            504: components["responses"]["GatewayTimeout"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -2374,6 +2405,7 @@ export interface operations {
             429: components["responses"]["TooManyRequests"];
             431: components["responses"]["RequestHeadTooLarge"];
             503: components["responses"]["ServiceUnavailable"];
+            504: components["responses"]["GatewayTimeout"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -2429,6 +2461,7 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             431: components["responses"]["RequestHeadTooLarge"];
             503: components["responses"]["ServiceUnavailable"];
+            504: components["responses"]["GatewayTimeout"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -2483,7 +2516,17 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             431: components["responses"]["RequestHeadTooLarge"];
+            /** @description The files service answered the gateway wrongly (refused its internal token, or sent no file header); try again later */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             503: components["responses"]["ServiceUnavailable"];
+            504: components["responses"]["GatewayTimeout"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -2539,7 +2582,17 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             431: components["responses"]["RequestHeadTooLarge"];
+            /** @description The files service answered the gateway wrongly (refused its internal token, or sent no file header); try again later */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             503: components["responses"]["ServiceUnavailable"];
+            504: components["responses"]["GatewayTimeout"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -2611,6 +2664,7 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             431: components["responses"]["RequestHeadTooLarge"];
             503: components["responses"]["ServiceUnavailable"];
+            504: components["responses"]["GatewayTimeout"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -2656,6 +2710,7 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             431: components["responses"]["RequestHeadTooLarge"];
             503: components["responses"]["ServiceUnavailable"];
+            504: components["responses"]["GatewayTimeout"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -2723,6 +2778,7 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             431: components["responses"]["RequestHeadTooLarge"];
             503: components["responses"]["ServiceUnavailable"];
+            504: components["responses"]["GatewayTimeout"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -2766,6 +2822,7 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             431: components["responses"]["RequestHeadTooLarge"];
             503: components["responses"]["ServiceUnavailable"];
+            504: components["responses"]["GatewayTimeout"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -2852,6 +2909,7 @@ export interface operations {
             };
             431: components["responses"]["RequestHeadTooLarge"];
             503: components["responses"]["ServiceUnavailable"];
+            504: components["responses"]["GatewayTimeout"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -2888,6 +2946,7 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             431: components["responses"]["RequestHeadTooLarge"];
             503: components["responses"]["ServiceUnavailable"];
+            504: components["responses"]["GatewayTimeout"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -2967,6 +3026,7 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             431: components["responses"]["RequestHeadTooLarge"];
             503: components["responses"]["ServiceUnavailable"];
+            504: components["responses"]["GatewayTimeout"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -3022,6 +3082,7 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             431: components["responses"]["RequestHeadTooLarge"];
             503: components["responses"]["ServiceUnavailable"];
+            504: components["responses"]["GatewayTimeout"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -3093,6 +3154,7 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             431: components["responses"]["RequestHeadTooLarge"];
             503: components["responses"]["ServiceUnavailable"];
+            504: components["responses"]["GatewayTimeout"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -3163,6 +3225,7 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             431: components["responses"]["RequestHeadTooLarge"];
             503: components["responses"]["ServiceUnavailable"];
+            504: components["responses"]["GatewayTimeout"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -3225,6 +3288,7 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             431: components["responses"]["RequestHeadTooLarge"];
             503: components["responses"]["ServiceUnavailable"];
+            504: components["responses"]["GatewayTimeout"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -3282,6 +3346,7 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             431: components["responses"]["RequestHeadTooLarge"];
             503: components["responses"]["ServiceUnavailable"];
+            504: components["responses"]["GatewayTimeout"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {
@@ -3329,6 +3394,7 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             431: components["responses"]["RequestHeadTooLarge"];
             503: components["responses"]["ServiceUnavailable"];
+            504: components["responses"]["GatewayTimeout"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {
                 headers: {

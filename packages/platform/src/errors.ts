@@ -54,6 +54,12 @@ export class FailedPreconditionError extends DomainError {
 export class ResourceExhaustedError extends DomainError {
   readonly status = Status.RESOURCE_EXHAUSTED;
 }
+/** The reason a TooLargeError carries, so a caller tells a thing too large (HTTP 413) from a quota (429). */
+export const TOO_LARGE = 'TOO_LARGE';
+/** Thrown when what the caller sent is larger than the service takes (a document over MAX_FILE_BYTES). */
+export class TooLargeError extends ResourceExhaustedError {
+  override readonly reason = TOO_LARGE;
+}
 /**
  * Thrown when a change would write an event larger than the event bus carries (MAX_EVENT_BYTES): the change is
  * refused with it, since a stored event the bus refuses would hold back every event written after it.

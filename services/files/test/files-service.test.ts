@@ -1,7 +1,7 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createLogger, InvalidArgumentError, newId, NotFoundError, PermissionDeniedError, ResourceExhaustedError, SqliteOutboxStore, UnauthenticatedError } from '@cards/platform';
+import { createLogger, InvalidArgumentError, newId, NotFoundError, PermissionDeniedError, SqliteOutboxStore, TooLargeError, UnauthenticatedError } from '@cards/platform';
 import { events } from '@cards/proto';
 import { DiskObjectStore } from '../src/adapters/disk/disk-object-store';
 import { LibraryDocumentReader } from '../src/adapters/documents/library-document-reader';
@@ -51,7 +51,7 @@ describe('FilesService', () => {
 
   it('refuses without a caller, over the size limit, with too many tags; stores nothing then', async () => {
     await expect(upload({ callerId: '' })).rejects.toBeInstanceOf(UnauthenticatedError);
-    await expect(upload({ bytes: Buffer.concat([docx, Buffer.alloc(100_000)]) })).rejects.toBeInstanceOf(ResourceExhaustedError);
+    await expect(upload({ bytes: Buffer.concat([docx, Buffer.alloc(100_000)]) })).rejects.toBeInstanceOf(TooLargeError);
     await expect(upload({ tags: Array.from({ length: 100 }, (_, i) => `t${i}`) })).rejects.toThrow(/at most 99 tags/);
     await expect(upload({ fileName: 'energy.pdf', mimeType: 'application/pdf' })).rejects.toBeInstanceOf(InvalidArgumentError);
     expect(await new SqliteOutboxStore(repository.db).pending(10)).toEqual([]);

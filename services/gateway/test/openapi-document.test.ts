@@ -131,6 +131,16 @@ describe('OpenAPI document', () => {
     }
   });
 
+  it('lists 504 on every /api operation that calls a backing service, and 502 on the two file reads the files service answers', () => {
+    const paths = document.paths as Record<string, Record<string, any>>;
+    for (const op of OPERATIONS) {
+      const responses = paths[toOpenApiPath(op.path)]![op.method]!.responses;
+      const callsServices = op.path.startsWith('/api/') && op.tag !== 'Meta';
+      expect({ operation: op.operationId, 504: responses['504'] }).toEqual({ operation: op.operationId, 504: callsServices ? { $ref: '#/components/responses/GatewayTimeout' } : undefined });
+      expect({ operation: op.operationId, 502: responses['502'] !== undefined }).toEqual({ operation: op.operationId, 502: ['getFile', 'downloadFile'].includes(op.operationId) });
+    }
+  });
+
   it('the auth rate limits answer their 429 with Retry-After, as the document says', async () => {
     const { createServer } = await import('node:http');
     const server = createServer(appWithoutServices({ rateLimits: { perIpPerMinute: 2, perEmailPerMinute: 100, counter: new MemoryAttemptCounter() } }));

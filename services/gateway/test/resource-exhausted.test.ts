@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
-import { createLogger, enableInProcessCalls, ResourceExhaustedError, startGrpcServer, type GrpcServerHandle } from '@cards/platform';
+import { createLogger, enableInProcessCalls, ResourceExhaustedError, startGrpcServer, TooLargeError, type GrpcServerHandle } from '@cards/platform';
 import { cards, identity } from '@cards/proto';
 import type { Channel } from 'nice-grpc';
 import { createGatewayClients } from '../src/clients';
@@ -11,6 +11,7 @@ import { appWithoutServices } from './app-without-services';
 /** Users whose collection listing the stub cards service answers in a way the test names. */
 const overQuota = randomUUID();
 const tooLarge = randomUUID();
+const sentTooMuch = randomUUID();
 
 /** Every method of a definition refusing, but the ones given. */
 function stub<T extends object>(definition: { methods: Record<string, unknown> }, methods: Partial<T>): T {
@@ -41,6 +42,8 @@ beforeAll(async () => {
           async listUserCollections(req) {
             // A service's own quota: the client's doing.
             if (req.userId === overQuota) throw new ResourceExhaustedError('collections: more than this user may list at once');
+            // A service's size limit (as the files service's MAX_FILE_BYTES under a larger gateway limit).
+            if (req.userId === sentTooMuch) throw new TooLargeError('base64_docx_file: the file is 30 bytes, above the limit of 20');
             // An answer over gRPC's 8 MiB message limit, as an unpaged list of 4,500 long collections was.
             const at = new Date('2026-01-01T00:00:00.000Z');
             const collection = { authorId: req.userId, name: 'long', description: 'd'.repeat(2000), isPublic: true, createdAt: at, updatedAt: at };
@@ -86,6 +89,11 @@ describe.each([
   it("is 429 with the service's message when the service's own code refused (a quota or limit)", async () => {
     const res = await fetch(`${base}/api/user/collections/${overQuota}`);
     expect({ status: res.status, body: await res.json() }).toEqual({ status: 429, body: { message: 'collections: more than this user may list at once' } });
+  });
+
+  it("is 413 with the service's message when the service found what was sent too large (no quota: no retry helps)", async () => {
+    const res = await fetch(`${base}/api/user/collections/${sentTooMuch}`);
+    expect({ status: res.status, body: await res.json() }).toEqual({ status: 413, body: { message: 'base64_docx_file: the file is 30 bytes, above the limit of 20' } });
   });
 
   if (!inProcess) {

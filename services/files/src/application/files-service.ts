@@ -1,5 +1,5 @@
 import type { Readable } from 'node:stream';
-import { AlreadyExistsError, InvalidArgumentError, NotFoundError, pageLimit, PermissionDeniedError, refuseIfProblem, earlierCreateForKey, ResourceExhaustedError, Topics, UnauthenticatedError, isUuid, newId, type Logger, type Page } from '@cards/platform';
+import { AlreadyExistsError, InvalidArgumentError, NotFoundError, pageLimit, PermissionDeniedError, refuseIfProblem, earlierCreateForKey, TooLargeError, Topics, UnauthenticatedError, isUuid, newId, type Logger, type Page } from '@cards/platform';
 import { events } from '@cards/proto';
 import { splitTags, tagsProblem } from '@cards/card-rules';
 import { checkMagicBytes, checkMimeType, formatFromFileName } from '../domain/document-format';
@@ -60,7 +60,7 @@ export class FilesService {
     const format = formatFromFileName(input.fileName);
     const mimeType = checkMimeType(format, input.mimeType);
     if (input.bytes.length > this.deps.maxFileBytes) {
-      throw new ResourceExhaustedError(`base64_docx_file: the file is ${input.bytes.length} bytes, above the limit of ${this.deps.maxFileBytes}`);
+      throw new TooLargeError(`base64_docx_file: the file is ${input.bytes.length} bytes, above the limit of ${this.deps.maxFileBytes}`);
     }
     // Split at commas like the cards service does (tags are shown comma-joined).
     const tags = splitTags(input.tags);

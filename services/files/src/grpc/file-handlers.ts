@@ -1,4 +1,4 @@
-import { InvalidArgumentError, ResourceExhaustedError } from '@cards/platform';
+import { InvalidArgumentError, TooLargeError } from '@cards/platform';
 import type { files } from '@cards/proto';
 import type { FilesService } from '../application/files-service';
 import type { FileRecord } from '../domain/model';
@@ -36,12 +36,12 @@ export function fileHandlers(service: FilesService): files.FileServiceImplementa
         if (part.$case === 'header') {
           if (header) throw new InvalidArgumentError('upload: the header must be sent once, first');
           header = part.value;
-          if (header.size > service.maxFileBytes) throw new ResourceExhaustedError(`base64_docx_file: the file is ${header.size} bytes, above the limit of ${service.maxFileBytes}`);
+          if (header.size > service.maxFileBytes) throw new TooLargeError(`base64_docx_file: the file is ${header.size} bytes, above the limit of ${service.maxFileBytes}`);
           continue;
         }
         if (!header) throw new InvalidArgumentError('upload: the header must come before the bytes');
         received += part.value.length;
-        if (received > service.maxFileBytes) throw new ResourceExhaustedError(`base64_docx_file: the file is above the limit of ${service.maxFileBytes} bytes`);
+        if (received > service.maxFileBytes) throw new TooLargeError(`base64_docx_file: the file is above the limit of ${service.maxFileBytes} bytes`);
         chunks.push(part.value);
       }
       if (!header) throw new InvalidArgumentError('upload: no header was sent');

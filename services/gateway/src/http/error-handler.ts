@@ -1,6 +1,6 @@
 import type { NextFunction, Request, Response } from 'express';
 import { ClientError, Status } from 'nice-grpc';
-import { httpStatusFromGrpc, IDEMPOTENCY_KEY_REUSED, isStatusOfService, statusReasonOf, type Logger } from '@cards/platform';
+import { httpStatusFromGrpc, IDEMPOTENCY_KEY_REUSED, isStatusOfService, statusReasonOf, TOO_LARGE, type Logger } from '@cards/platform';
 import { HttpError } from './http-error';
 
 interface BodyParserError {
@@ -35,6 +35,8 @@ function describe(err: unknown): { status: number; message: string } {
     if (err.code === Status.RESOURCE_EXHAUSTED && !isStatusOfService(err)) return { status: 500, message: 'Internal error' };
     // gRPC has no status of its own for it (draft-ietf-httpapi-idempotency-key-header: 422).
     if (statusReasonOf(err) === IDEMPOTENCY_KEY_REUSED) return { status: 422, message: err.details };
+    // A service's size limit (the files service's MAX_FILE_BYTES, lower than the gateway's) is not a quota to retry.
+    if (statusReasonOf(err) === TOO_LARGE) return { status: 413, message: err.details };
     const status = httpStatusFromGrpc(err.code);
     if (status >= 500) {
       if (err.code === Status.UNAVAILABLE) return { status, message: 'A backing service is unavailable, try again' };

@@ -55,6 +55,7 @@ const ERROR_DESCRIPTIONS: Record<number, string> = {
   409: 'Conflicts with existing data (e.g. e-mail or username taken; an Idempotency-Key whose resource was deleted since)',
   413: 'Body or file above the size limit',
   422: 'The Idempotency-Key was used before for a different request (another body); a new request needs a new key',
+  502: 'The files service answered the gateway wrongly (refused its internal token, or sent no file header); try again later',
   503: 'A backing service is unavailable; retry later',
 };
 
@@ -91,8 +92,8 @@ export const OPERATIONS: OperationSpec[] = [
   { method: 'post', path: '/api/file', operationId: 'uploadFile', summary: 'Upload a .docx, .doc, .odt or .pdf document (base64url); cards are made from it asynchronously', tag: 'Files', auth: 'required', headers: idempotencyKeyHeader, body: createFileBody, success: { status: 200, schema: r.fileWithContent }, errors: [400, 401, 409, 413, 422, 429] },
   { method: 'put', path: '/api/file', operationId: 'setFilePrivacy', summary: 'Make an own file public or private', tag: 'Files', auth: 'required', body: setPrivacyBody, success: { status: 204 }, errors: [400, 401, 403, 404] },
   { method: 'get', path: '/api/user/files/:user_id', operationId: 'listUserFiles', summary: 'A user\'s files (private ones only to their owner)', tag: 'Files', auth: 'optional', params: params({ user_id: uuidParam }), success: { status: 200, schema: z.array(r.fileRecord) }, errors: [400, 404] },
-  { method: 'get', path: '/api/file/:file_id/download', operationId: 'downloadFile', summary: 'The raw file bytes', tag: 'Files', auth: 'optional', params: params({ file_id: uuidParam }), success: { status: 200, contentType: 'application/octet-stream', schema: z.string().describe('binary') }, errors: [400, 404], raw: true },
-  { method: 'get', path: '/api/file/:file_id', operationId: 'getFile', summary: 'A file with its content (base64url)', tag: 'Files', auth: 'optional', params: params({ file_id: uuidParam }), success: { status: 200, schema: r.fileWithContent }, errors: [400, 404, 429] },
+  { method: 'get', path: '/api/file/:file_id/download', operationId: 'downloadFile', summary: 'The raw file bytes', tag: 'Files', auth: 'optional', params: params({ file_id: uuidParam }), success: { status: 200, contentType: 'application/octet-stream', schema: z.string().describe('binary') }, errors: [400, 404, 502], raw: true },
+  { method: 'get', path: '/api/file/:file_id', operationId: 'getFile', summary: 'A file with its content (base64url)', tag: 'Files', auth: 'optional', params: params({ file_id: uuidParam }), success: { status: 200, schema: r.fileWithContent }, errors: [400, 404, 429, 502] },
   { method: 'delete', path: '/api/file/:file_id', operationId: 'deleteFile', summary: 'Delete an own file (its cards and collection stay)', tag: 'Files', auth: 'required', params: params({ file_id: uuidParam }), success: { status: 204 }, errors: [400, 401, 403, 404] },
 
   // Notifications
@@ -139,11 +140,11 @@ const errorAnswer = (description: string, headers?: Record<string, { required: b
  * another method on the path (OpenAPI has no place for a path's other methods, so each of its operations
  * lists it), 408, 431 and 503 that node-server.ts answers before any route (a request too slow, a request head over
  * Node's limit, a connection over the cap; 503 also for a backing service that does not answer) and, behind
- * the /api body check, 415, plus 400 (a body that is not valid JSON) and 413 (a body over the limit) where the
- * operation does not list them itself.
+ * the /api body check, 415 and 504 (a backing service past its deadline), plus 400 (a body that is not valid JSON or
+ * not UTF-8) and 413 (a body over the limit) where the operation does not list them itself.
  */
 const TRANSPORT_RESPONSES = {
-  400: { name: 'MalformedBody', appliesTo: readsApiBodyUnlessListed(400), response: errorAnswer('A request body that is not valid JSON') },
+  400: { name: 'MalformedBody', appliesTo: readsApiBodyUnlessListed(400), response: errorAnswer('A request body that is not valid JSON, or whose bytes are not UTF-8') },
   413: { name: 'PayloadTooLarge', appliesTo: readsApiBodyUnlessListed(413), response: errorAnswer('A request body above the size limit') },
   405: {
     name: 'MethodNotAllowed',
@@ -172,6 +173,11 @@ const TRANSPORT_RESPONSES = {
       'Try again later: the server has too many open connections (answered before the request is read, with Retry-After), a file upload or file read found every slot taken (uploads: after waiting in line; with Retry-After), or a backing service does not answer (on /healthz: not ready)',
       { 'Retry-After': { required: false, description: 'Seconds to wait before trying again; sent when the connection cap, the upload bound or the file-read bound refused the request', schema: { type: 'string' } } },
     ),
+  },
+  504: {
+    name: 'GatewayTimeout',
+    appliesTo: readsApiBody,
+    response: errorAnswer('A backing service did not answer within the call deadline (GRPC_DEADLINE_MS); the change may or may not have been made: read before repeating it, or repeat it with the same Idempotency-Key'),
   },
   415: {
     name: 'UnsupportedMediaType',

@@ -157,6 +157,64 @@ describe('SqliteCardIndex', () => {
     await index.close();
   });
 
+  test('a collection scope reads no row per query, and holds after a restart and for later changes', async () => {
+    const path = tempFile();
+    const owner = randomUUID();
+    const collection = randomUUID();
+    const words = 'tides are caused by the moon';
+    const root = aCard().saying(words).along(axis(1)).build();
+    const other = aCard().saying(words).along(axis(2)).build();
+    const bookmarkedRoot = aCard().saying(words).along(axis(3)).build();
+    // Bookmarked collisions: one public (its root is in the scope for everyone), one private (for its author only).
+    const open = aCard().saying(words).along(axis(1)).collisionOf(root.cardId).build();
+    const hidden = aCard().by(owner).private().saying(words).along(axis(2)).collisionOf(other.cardId).build();
+    const first = new SqliteCardIndex({ path, dimensions: CONTRACT_DIMENSIONS });
+    for (const card of [root, other, bookmarkedRoot, open, hidden]) await first.upsert(card);
+    for (const card of [open, hidden, bookmarkedRoot]) await first.setBookmark(collection, card.cardId, true, new Date('2026-01-02T00:00:00Z'));
+    await first.close();
+    const index = new SqliteCardIndex({ path, dimensions: CONTRACT_DIMENSIONS });
+    await index.ready();
+    const db = (index as unknown as { db: { prepare: (sql: string) => unknown } }).db;
+    const found = async (callerId?: string) => {
+      const scope = { tags: [], links: [], collectionId: collection, ...(callerId ? { callerId } : {}) };
+      // Queries are answered from memory: not one statement is prepared (read) while they run.
+      const prepare = jest.spyOn(db, 'prepare');
+      try {
+        const semantic = (await index.nearest(axis(1), scope, { offset: 0, limit: 25 })).hits.map((h) => h.cardId).sort();
+        const text = (await index.matchText('tides moon', scope, { offset: 0, limit: 25 })).hits.map((h) => h.cardId).sort();
+        expect(prepare).not.toHaveBeenCalled();
+        expect(text).toEqual(semantic);
+        return semantic;
+      } finally {
+        prepare.mockRestore();
+      }
+    };
+    const ids = (...cards: { cardId: string }[]) => cards.map((c) => c.cardId).sort();
+    expect(await found()).toEqual(ids(root, bookmarkedRoot));
+    expect(await found(owner)).toEqual(ids(root, other, bookmarkedRoot));
+    // A newer snapshot of the public collision (private now) hides its root from everyone but its author.
+    await index.upsert({ ...open, private: true, updatedAt: new Date('2026-01-03T00:00:00Z') });
+    expect(await found()).toEqual(ids(bookmarkedRoot));
+    expect(await found(open.authorId)).toEqual(ids(root, bookmarkedRoot));
+    // The private collision promoted: the collection holds it, a root now, not its former root.
+    await index.promote(hidden.cardId);
+    expect(await found(owner)).toEqual(ids(hidden, bookmarkedRoot));
+    expect(await found()).toEqual(ids(bookmarkedRoot));
+    // A collision bookmarked later puts its root in; the bookmark taken back, or the collision removed, takes it out.
+    const late = aCard().saying(words).along(axis(2)).collisionOf(other.cardId).build();
+    await index.upsert(late);
+    await index.setBookmark(collection, late.cardId, true, new Date('2026-01-04T00:00:00Z'));
+    expect(await found()).toEqual(ids(other, bookmarkedRoot));
+    await index.setBookmark(collection, late.cardId, false, new Date('2026-01-05T00:00:00Z'));
+    expect(await found()).toEqual(ids(bookmarkedRoot));
+    await index.setBookmark(collection, late.cardId, true, new Date('2026-01-06T00:00:00Z'));
+    expect(await found()).toEqual(ids(other, bookmarkedRoot));
+    await index.remove(late.cardId, new Date('2026-01-07T00:00:00Z'));
+    expect(await found()).toEqual(ids(bookmarkedRoot));
+    expect(await found(open.authorId)).toEqual(ids(root, bookmarkedRoot));
+    await index.close();
+  });
+
   test('rejects a vector of the wrong dimension instead of storing it', async () => {
     const index = new SqliteCardIndex({ path: ':memory:', dimensions: CONTRACT_DIMENSIONS });
     await expect(index.upsert(aCard().along(new Float32Array(3)).build())).rejects.toThrow(/dimensions/);

@@ -79,8 +79,9 @@ interface TextTerm {
 }
 
 /**
- * A collision (a card stored under the root it duplicates) as the tag and link filters read it: it is shown inside its
- * root's entry, so the entry matches through it when the caller may see it.
+ * A collision (a card stored under the root it duplicates) as the tag and link filters and collection scopes read it:
+ * it is shown inside its root's entry, so the entry matches through it, and a collection bookmarking it holds its
+ * root, when the caller may see it.
  */
 interface Collision {
   /** The root's card id (the root's own string when the root is in memory, so it is not held twice). */
@@ -125,8 +126,8 @@ export class SqliteCardIndex implements CardIndex {
   private readonly slotOf = new Map<string, number>();
   private readonly authorIds = new Map<string, number>();
   private readonly collections = new Map<string, Set<string>>();
-  /** Collisions by rowid: what tag and link filters need of them, so a filtered query reads no row. */
-  private readonly collisions = new Map<number, Collision>();
+  /** Collisions by card id: what tag and link filters and collection scopes need of them, so a query reads no row. */
+  private readonly collisions = new Map<string, Collision>();
   /** One string per distinct collision tag. */
   private readonly collisionTags = new Map<string, string>();
   private scratchBest = new Float32Array(1024);
@@ -166,9 +167,9 @@ export class SqliteCardIndex implements CardIndex {
     })();
     if (applied === false) return false;
     this.unslot(card.cardId);
-    this.collisions.delete(applied);
+    this.collisions.delete(card.cardId);
     if (!card.collisionOf) this.slot(card);
-    else this.keepCollision(applied, card.collisionOf, card);
+    else this.keepCollision(card.cardId, card.collisionOf, card);
     return true;
   }
 
@@ -178,21 +179,19 @@ export class SqliteCardIndex implements CardIndex {
     if (!row) return false;
     if (row.collision_of === null) return true;
     this.db.prepare('UPDATE cards SET collision_of = NULL WHERE rowid = ?').run(row.rowid);
-    this.collisions.delete(row.rowid);
+    this.collisions.delete(cardId);
     this.slot(fromRow({ ...row, collision_of: null }));
     return true;
   }
 
   async remove(cardId: string, removedAt: Date): Promise<void> {
     await this.loaded;
-    const rowid = this.db.transaction(() => {
-      const row = this.db.prepare('SELECT rowid FROM cards WHERE card_id = ?').get(cardId) as { rowid: number } | undefined;
-      if (row) this.db.prepare('DELETE FROM cards WHERE rowid = ?').run(row.rowid);
+    this.db.transaction(() => {
+      this.db.prepare('DELETE FROM cards WHERE card_id = ?').run(cardId);
       this.db.prepare('INSERT OR IGNORE INTO removed_cards (card_id, removed_at) VALUES (?, ?)').run(cardId, removedAt.getTime());
       this.db.prepare('DELETE FROM bookmarks WHERE card_id = ?').run(cardId);
-      return row?.rowid;
     })();
-    if (rowid !== undefined) this.collisions.delete(rowid);
+    this.collisions.delete(cardId);
     this.unslot(cardId);
     for (const members of this.collections.values()) members.delete(cardId);
   }
@@ -541,10 +540,10 @@ export class SqliteCardIndex implements CardIndex {
     return roots;
   }
 
-  /** Keeps what the tag and link filters need of a collision stored at `rowid` (replacing what was kept of it). */
-  private keepCollision(rowid: number, root: string, card: { authorId: string; private: boolean; tags: readonly string[]; link: string }): void {
+  /** Keeps what the tag and link filters and collection scopes need of a collision (replacing what was kept of it). */
+  private keepCollision(cardId: string, root: string, card: { authorId: string; private: boolean; tags: readonly string[]; link: string }): void {
     const rootSlot = this.slotOf.get(root);
-    this.collisions.set(rowid, {
+    this.collisions.set(cardId, {
       root: rootSlot === undefined ? root : this.cardIds[rootSlot]!,
       author: this.authorNumber(card.authorId),
       private: card.private,
@@ -570,18 +569,18 @@ export class SqliteCardIndex implements CardIndex {
 
   /**
    * The root cards a collection scope holds: its bookmarked roots, and the root of each bookmarked collision the
-   * caller may see, since a collision is searched through its root and shown inside the root's entry.
+   * caller may see, since a collision is searched through its root and shown inside the root's entry. Read from
+   * memory (the bookmarks and the collisions kept), so a collection-scoped query reads no row.
    */
   private collectionRoots(collectionId: string, callerId: string | undefined): Set<string> {
-    const roots = new Set(this.collections.get(collectionId));
-    if (roots.size === 0) return roots;
-    const collisions = this.db
-      .prepare(
-        `SELECT c.collision_of FROM bookmarks b JOIN cards c ON c.card_id = b.card_id
-         WHERE b.collection_id = ? AND b.added = 1 AND c.collision_of IS NOT NULL AND (c.private = 0 OR c.author_id = ?)`,
-      )
-      .all(collectionId, callerId ?? null) as { collision_of: string }[];
-    for (const c of collisions) roots.add(c.collision_of);
+    const members = this.collections.get(collectionId);
+    const roots = new Set(members);
+    if (!members || roots.size === 0) return roots;
+    const caller = callerId === undefined ? -1 : (this.authorIds.get(callerId) ?? -2);
+    for (const cardId of members) {
+      const collision = this.collisions.get(cardId);
+      if (collision !== undefined && (!collision.private || collision.author === caller)) roots.add(collision.root);
+    }
     return roots;
   }
 
@@ -675,11 +674,11 @@ export class SqliteCardIndex implements CardIndex {
     after = 0;
     while (this.db.open) {
       const rows = this.db
-        .prepare('SELECT rowid, collision_of, author_id, private, tags, link FROM cards WHERE collision_of IS NOT NULL AND rowid > ? ORDER BY rowid LIMIT 2000')
-        .all(after) as Pick<CardRow, 'rowid' | 'collision_of' | 'author_id' | 'private' | 'tags' | 'link'>[];
+        .prepare('SELECT rowid, card_id, collision_of, author_id, private, tags, link FROM cards WHERE collision_of IS NOT NULL AND rowid > ? ORDER BY rowid LIMIT 2000')
+        .all(after) as Pick<CardRow, 'rowid' | 'card_id' | 'collision_of' | 'author_id' | 'private' | 'tags' | 'link'>[];
       if (rows.length === 0) break;
       for (const row of rows) {
-        this.keepCollision(row.rowid, row.collision_of!, { authorId: row.author_id, private: row.private === 1, tags: JSON.parse(row.tags) as string[], link: row.link });
+        this.keepCollision(row.card_id, row.collision_of!, { authorId: row.author_id, private: row.private === 1, tags: JSON.parse(row.tags) as string[], link: row.link });
       }
       after = rows[rows.length - 1]!.rowid;
       await new Promise((resolve) => setImmediate(resolve));

@@ -138,6 +138,9 @@ export async function openMongoCardsDatabase(connection: MongoConnection): Promi
     votes.createIndex({ cardId: 1 }, { name: 'votes_card' }),
     authorScores.createIndex({ publicScore: -1, joinUnknown: 1, joinedAt: 1, _id: 1 }, { name: 'author_scores_public_rank' }),
     authorScores.createIndex({ publicVotes: 1 }, { name: 'author_scores_public_votes' }),
+    // The ranked authors still waiting for their join date, looked for on every top-users request: without it, each
+    // request fetched every ranked author's document by publicVotes to test joinUnknown.
+    authorScores.createIndex({ joinUnknown: 1, publicVotes: 1 }, { name: 'author_scores_join_unknown' }),
     collections.createIndex({ authorId: 1, createdAt: -1 }, { name: 'collections_author' }),
     collections.createIndex({ fileId: 1 }, { unique: true, sparse: true, name: 'collections_file' }),
     collections.createIndex({ idempotency: 1 }, { unique: true, sparse: true, name: 'collections_idempotency' }),

@@ -74,6 +74,14 @@ export const CARDS_MIGRATIONS = [
      WHERE file_id IS NOT NULL;`,
   // Work done once after the service reaches its peers (OneTimeTasks): the name of each task done.
   `CREATE TABLE one_time_tasks (name TEXT PRIMARY KEY, done_at TEXT NOT NULL);`,
+  // Top users (RANKED_AUTHORS_SQL), ranked authors only: a page is read in ranking order from the index (the older one
+  // lacked the `joined_at IS NULL` term, so every page sorted all authors of each score down to it), and the authors
+  // still waiting for their join date, looked for on every request, come from an index that holds only them (it was a
+  // scan of all authors).
+  `CREATE INDEX author_scores_ranking ON author_scores((public_upvotes - public_downvotes) DESC, joined_at IS NULL, joined_at, user_id)
+     WHERE public_upvotes + public_downvotes > 0;
+   CREATE INDEX author_scores_join_unknown ON author_scores(user_id) WHERE joined_at IS NULL AND public_upvotes + public_downvotes > 0;
+   DROP INDEX author_scores_public_rank;`,
 ];
 
 export function openCardsDatabase(path: string): SqliteDatabase {

@@ -17,6 +17,18 @@ interface VotedCard {
   private: number;
 }
 
+/**
+ * The top users' reads of author_scores, each served by an index over ranked authors alone (author_scores_ranking,
+ * author_scores_join_unknown): their WHERE repeats those indexes' own conditions word for word, as SQLite requires to
+ * use a partial index.
+ */
+export const RANKED_AUTHORS_SQL = {
+  page: `SELECT user_id, public_upvotes - public_downvotes AS score FROM author_scores WHERE public_upvotes + public_downvotes > 0
+         ORDER BY public_upvotes - public_downvotes DESC, joined_at IS NULL, joined_at, user_id LIMIT ? OFFSET ?`,
+  count: 'SELECT count(*) AS n FROM author_scores WHERE public_upvotes + public_downvotes > 0',
+  withoutJoinDate: 'SELECT user_id FROM author_scores WHERE joined_at IS NULL AND public_upvotes + public_downvotes > 0 LIMIT ?',
+};
+
 const voteFromRow = (r: VoteRow): Vote => ({ id: r.id, userId: r.user_id, cardId: r.card_id, value: r.value === 1, createdAt: new Date(r.created_at), updatedAt: new Date(r.updated_at) });
 
 /**
@@ -87,20 +99,16 @@ export class SqliteVoteRepository implements VoteRepository {
   }
 
   async topAuthors(offset: number, limit: number): Promise<AuthorScore[]> {
-    const rows = this.db.prepare(
-        `SELECT user_id, public_upvotes - public_downvotes AS score FROM author_scores WHERE public_upvotes + public_downvotes > 0
-         ORDER BY public_upvotes - public_downvotes DESC, joined_at IS NULL, joined_at, user_id LIMIT ? OFFSET ?`,
-      )
-      .all(limit, offset) as { user_id: string; score: number }[];
+    const rows = this.db.prepare(RANKED_AUTHORS_SQL.page).all(limit, offset) as { user_id: string; score: number }[];
     return rows.map((r) => ({ userId: r.user_id, score: r.score }));
   }
 
   async countRankedAuthors(): Promise<number> {
-    return (this.db.prepare('SELECT count(*) AS n FROM author_scores WHERE public_upvotes + public_downvotes > 0').get() as { n: number }).n;
+    return (this.db.prepare(RANKED_AUTHORS_SQL.count).get() as { n: number }).n;
   }
 
   async authorsWithoutJoinDate(limit: number): Promise<string[]> {
-    return (this.db.prepare('SELECT user_id FROM author_scores WHERE joined_at IS NULL AND public_upvotes + public_downvotes > 0 LIMIT ?').all(limit) as { user_id: string }[]).map((r) => r.user_id);
+    return (this.db.prepare(RANKED_AUTHORS_SQL.withoutJoinDate).all(limit) as { user_id: string }[]).map((r) => r.user_id);
   }
 
   async recordJoinDates(dates: ReadonlyMap<string, Date>): Promise<void> {

@@ -22,9 +22,10 @@ RUN pnpm fetch
 COPY . .
 RUN pnpm install --frozen-lockfile --offline
 RUN pnpm build:web
-# `pnpm deploy`: the package, its production dependencies and its workspace dependencies, nothing else.
+# `pnpm deploy`: the package, its production dependencies and its workspace dependencies, nothing else. It resolves
+# them again and needs the registry's metadata, which `pnpm fetch` does not cache: --prefer-offline, not --offline.
 RUN for pkg in gateway identity cards search files notifications all-in-one; do \
-      pnpm --filter "@cards/${pkg}" deploy --prod --offline "/out/${pkg}" || exit 1; \
+      pnpm --filter "@cards/${pkg}" deploy --prod --prefer-offline "/out/${pkg}" || exit 1; \
     done
 # better-sqlite3 was compiled from source: keep the addon, drop sources and intermediates (~30 MB an image).
 RUN for d in /out/*/node_modules/.pnpm/better-sqlite3@*/node_modules/better-sqlite3; do \

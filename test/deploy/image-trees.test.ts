@@ -84,7 +84,14 @@ describeIfPnpm('image trees (`pnpm deploy --prod`, as the Dockerfile builds them
 
   beforeAll(() => {
     for (const target of TARGETS) {
-      execFileSync(pnpm![0]!, [...pnpm!.slice(1), '--filter', `@cards/${target}`, 'deploy', '--prod', '--offline', join(out, target)], { cwd: ROOT, stdio: 'pipe', env: { ...process.env, CI: 'true' } });
+      // --prefer-offline, not --offline: pnpm 9's deploy resolves the package's dependencies again, which needs the
+      // registry's metadata; an install from the lockfile (as CI's and the image's) leaves none in the cache.
+      try {
+        execFileSync(pnpm![0]!, [...pnpm!.slice(1), '--filter', `@cards/${target}`, 'deploy', '--prod', '--prefer-offline', join(out, target)], { cwd: ROOT, stdio: 'pipe', env: { ...process.env, CI: 'true' } });
+      } catch (err) {
+        const { stdout, stderr } = err as { stdout?: Buffer; stderr?: Buffer };
+        throw new Error(`pnpm deploy of ${target} failed:\n${String(stdout ?? '').slice(-2000)}\n${String(stderr ?? '').slice(-2000)}`);
+      }
     }
   }, 240_000);
 

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { resolve } from 'node:path';
 import { createLogger, enableInProcessCalls, loopbackTopologyEnv, stopOnSignals, type RunningService } from '@cards/platform';
 import { startGateway } from '@cards/gateway';
@@ -38,6 +39,9 @@ async function startOnce(baseEnv: Record<string, string | undefined>): Promise<A
     // One process: the gateway's /metrics already shows its metrics and every service's gRPC calls, and five
     // services cannot share one metrics port.
     METRICS_PORT: undefined,
+    // The files service's download endpoint listens on loopback, where any local process could otherwise fetch any
+    // private file by naming its owner (x-caller-id): one process holds both ends, so a fresh secret per start.
+    FILES_INTERNAL_TOKEN: baseEnv.FILES_INTERNAL_TOKEN || randomBytes(32).toString('base64url'),
   };
   enableInProcessCalls(env.GRPC_IN_PROCESS !== 'false');
   const started: RunningService[] = [];

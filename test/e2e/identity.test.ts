@@ -294,5 +294,8 @@ describe('accounts and sessions', () => {
     const taken = await b.client.put('/api/user', { username: name.toUpperCase() });
     expect(taken.status).toBe(409);
     expect((await a.client.get('/api/auth')).json.username).toBe(name);
+    // The strings "true" and "false" pass, as for every other boolean of the interface (is_public, private, vote).
+    expect((await a.client.put('/api/user', { visible_email: 'true' })).json.visible_email).toBe(true);
+    expect((await a.client.put('/api/user', { visible_email: 'false' })).json.visible_email).toBe(false);
   });
 });

@@ -50,7 +50,7 @@ describe('a JSON body whose bytes are not UTF-8', () => {
   });
 
   it('leaves a UTF-8 body as it was, with or without a BOM', async () => {
-    const missing = { status: 400, body: { message: 'password_confirmation: Required' } };
+    const missing = { status: 400, body: { message: 'password_confirmation: is required' } };
     expect(await answer(await register(bytes('{"password":"Café notes 😀"}')))).toEqual(missing);
     expect(await answer(await register(bytes([0xef, 0xbb, 0xbf], '{"password":"Café notes"}')))).toEqual(missing);
   });

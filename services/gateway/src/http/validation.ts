@@ -6,6 +6,70 @@ import { isUuid } from '@cards/platform';
 import { badRequest } from './http-error';
 import { bodyEncodingProblem } from './json-body';
 
+/** "must be ..." for the type zod expected. */
+const EXPECTED_WORDING: Partial<Record<string, string>> = {
+  string: 'must be a string',
+  boolean: 'must be true or false',
+  number: 'must be a number',
+  integer: 'must be an integer',
+  array: 'must be an array',
+  object: 'must be an object',
+};
+
+function wordingOfExpected(expected: string): string {
+  return EXPECTED_WORDING[expected] ?? `must be ${expected}`;
+}
+
+/** The project's wording for one zod issue (a code zod would answer in its own words). */
+function projectWording(issue: z.ZodIssueOptionalMessage, data: unknown): string {
+  switch (issue.code) {
+    case z.ZodIssueCode.invalid_type:
+      if (data === undefined || issue.received === 'undefined') return 'is required';
+      return wordingOfExpected(issue.expected);
+    case z.ZodIssueCode.too_big: {
+      const max = Number(issue.maximum);
+      if (issue.type === 'string') return `must be at most ${max} characters`;
+      if (issue.type === 'array' || issue.type === 'set') return `must hold at most ${max} items`;
+      return `must be at most ${max}`;
+    }
+    case z.ZodIssueCode.too_small: {
+      const min = Number(issue.minimum);
+      if (issue.type === 'string') return min <= 1 ? 'must not be empty' : `must be at least ${min} characters`;
+      if (issue.type === 'array' || issue.type === 'set') return min <= 1 ? 'must not be empty' : `must hold at least ${min} items`;
+      return `must be at least ${min}`;
+    }
+    case z.ZodIssueCode.invalid_string:
+      return issue.validation === 'uuid' ? 'must be a UUID' : issue.validation === 'regex' ? 'is not in the expected form' : `must be a valid ${String(issue.validation)}`;
+    case z.ZodIssueCode.invalid_enum_value:
+      return `must be one of ${issue.options.map((o) => JSON.stringify(o)).join(', ')}`;
+    case z.ZodIssueCode.invalid_literal:
+      return `must be ${JSON.stringify(issue.expected)}`;
+    case z.ZodIssueCode.invalid_union: {
+      // Every option refused the value's type: name the types they take ("must be an array or a string").
+      const alternatives = issue.unionErrors.map((e) => e.issues.find((i) => i.path.length === issue.path.length));
+      if (data !== undefined && alternatives.every((i) => i?.code === z.ZodIssueCode.invalid_type)) {
+        const types = [...new Set(alternatives.map((i) => (i as z.ZodInvalidTypeIssue).expected))];
+        return `must be ${types.map((t) => wordingOfExpected(t).replace(/^must be /, '')).join(' or ')}`;
+      }
+      return data === undefined ? 'is required' : 'is not valid';
+    }
+    default:
+      return data === undefined ? 'is required' : 'is not valid';
+  }
+}
+
+/**
+ * The zod error map parseBody uses: every issue a schema left in zod's own wording ("Required", "Expected string,
+ * received number", "String must contain at most 1024 character(s)") gets the project's instead ("is required",
+ * "must be a string", "must be at most 1024 characters"), so no route can answer in zod's words. A
+ * message a schema chose (required_error, invalid_type_error, an errorMap, a check's message) is kept.
+ */
+export const projectErrorMap: z.ZodErrorMap = (issue, ctx) => {
+  const zodWording = z.defaultErrorMap(issue, { data: ctx.data, defaultError: '' }).message;
+  if (ctx.defaultError !== zodWording && ctx.defaultError !== '') return { message: ctx.defaultError };
+  return { message: projectWording(issue, ctx.data) };
+};
+
 /** "field: problem" for the first few issues, so the client learns which field to fix. */
 export function describeZodError(error: z.ZodError): string {
   return error.issues
@@ -43,7 +107,7 @@ export function parseBody<S extends z.ZodTypeAny>(schema: S, req: Request, { com
   if (notUtf8) throw badRequest(notUtf8);
   const body: unknown = req.body ?? {};
   if (typeof body !== 'object' || body === null || Array.isArray(body)) throw badRequest('The request body must be a JSON object');
-  const result = schema.safeParse(body);
+  const result = schema.safeParse(body, { errorMap: projectErrorMap });
   if (!result.success) throw badRequest(describeZodError(result.error));
   const illFormed = comparedOnly ? null : illFormedText(result.data);
   if (illFormed) throw badRequest(illFormed);

@@ -32,6 +32,7 @@ export const TEST_ENV: Record<string, string> = {
   PASSWORD_HASH_COST: '1024',
   RATE_LIMIT_AUTH_PER_IP: '100000',
   RATE_LIMIT_AUTH_PER_EMAIL: '1000',
+  RATE_LIMIT_MAIL_PER_IP: '100000',
   LOG_LEVEL: 'warn',
 };
 

@@ -127,7 +127,7 @@ export function createGatewayApp(options: GatewayAppOptions): Express {
 
   const api = Router();
   api.use(recordMountPath('/api'));
-  registerIdentityRoutes(api, { clients: options.clients, rateLimits: options.rateLimits, cookieSecure: options.cookieSecure });
+  registerIdentityRoutes(api, { clients: options.clients, rateLimits: options.rateLimits, cookieSecure: options.cookieSecure, crossOrigin });
   // Order matters where paths overlap: the specific /user/collections, /user/files and
   // /card_collection/search routes come before /user/:user_id/:page and /card_collection/:id.
   registerSearchRoutes(api, options);

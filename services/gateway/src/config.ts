@@ -88,6 +88,12 @@ export const gatewayConfigSchema = z.object({
   FILE_READ_IDLE_MS: envInt(60_000).pipe(z.number().min(100, 'must be at least 100')),
   RATE_LIMIT_AUTH_PER_IP: envInt(600),
   RATE_LIMIT_AUTH_PER_EMAIL: envInt(10),
+  /**
+   * Requests that send e-mail to an address the caller names (invitations, reset mails), together, from one client address
+   * (IPv6: its /64) per RATE_LIMIT_MAIL_WINDOW_MS; besides the per-minute limits above, which allow far more.
+   */
+  RATE_LIMIT_MAIL_PER_IP: envInt(20).pipe(z.number().min(1, 'must be at least 1')),
+  RATE_LIMIT_MAIL_WINDOW_MS: envInt(10 * 60_000).pipe(z.number().min(1000, 'must be at least 1000')),
   /** MongoDB (its own database "gateway") where every gateway replica counts the auth rate limits; unset: this process's memory. */
   MONGO_URL: z
     .string()

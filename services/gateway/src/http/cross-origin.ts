@@ -47,25 +47,55 @@ export function corsForConfiguredOrigins({ allowedOrigins }: CrossOriginOptions)
 }
 
 /**
+ * Whether an origin a request claims (undefined: none, `null`, or not http(s)) may act on the gateway: its own origin
+ * (scheme + Host of the request, honouring trust proxy), the origin of its public URL, or a configured one.
+ */
+function allowedOriginJudge({ allowedOrigins, publicUrl }: CrossOriginOptions): (req: Request, claimed: string | undefined) => boolean {
+  const allowed = new Set(allowedOrigins);
+  const publicOrigin = publicUrl ? originOf(publicUrl) : undefined;
+  if (publicOrigin) allowed.add(publicOrigin);
+  return (req, claimed) => claimed !== undefined && (claimed === `${req.protocol}://${req.get('host') ?? ''}` || allowed.has(claimed));
+}
+
+/** The origin an `Origin` header names; `null` (sandboxed frames, redirects across sites) names none. */
+const claimedOrigin = (origin: string): string | undefined => (origin === 'null' ? undefined : originOf(origin));
+
+/**
  * CSRF defence for cookie sessions: a state-changing request that carries the session cookie must come
  * from the gateway's own origin (or a configured one), judged by Origin, else by Referer. A request with
  * neither header is not from a browser page (browsers send Origin on every cross-site POST/PUT/DELETE),
  * so API clients such as curl keep working. SameSite=Lax on the cookie is the first line; this is the second.
  */
-export function originCheck({ allowedOrigins, publicUrl, cookieName }: CrossOriginOptions): RequestHandler {
-  const allowed = new Set(allowedOrigins);
-  const publicOrigin = publicUrl ? originOf(publicUrl) : undefined;
-  if (publicOrigin) allowed.add(publicOrigin);
+export function originCheck(options: CrossOriginOptions): RequestHandler {
+  const isAllowed = allowedOriginJudge(options);
   return (req: Request, _res: Response, next: NextFunction) => {
     if (SAFE_METHODS.has(req.method)) return next();
     const cookies = req.cookies as Record<string, unknown> | undefined;
-    if (typeof cookies?.[cookieName] !== 'string') return next();
+    if (typeof cookies?.[options.cookieName] !== 'string') return next();
     const origin = req.get('origin');
     const referer = req.get('referer');
     if (origin === undefined && referer === undefined) return next();
-    const claimed = origin !== undefined ? (origin === 'null' ? undefined : originOf(origin)) : originOf(referer!);
-    const own = `${req.protocol}://${req.get('host') ?? ''}`;
-    if (claimed !== undefined && (claimed === own || allowed.has(claimed))) return next();
+    if (isAllowed(req, origin !== undefined ? claimedOrigin(origin) : originOf(referer!))) return next();
     next(new HttpError(403, 'Cross-site request refused: the page this request comes from is not allowed to use your session'));
+  };
+}
+
+/**
+ * For a GET that does something (GET /api/password/:email sends mail), which originCheck lets through as every GET and
+ * which any page can make a visitor's browser send (`<img src>`), with or without a cookie: refused when the browser
+ * says it comes from another site. A foreign `Origin` (or `null`) is refused by originCheck's rule; without Origin,
+ * `Sec-Fetch-Site: cross-site` is refused (an `<img>` sends no Origin), and a browser that sends neither is judged by
+ * its Referer. Requests without any of these headers come from no browser page (curl, SDKs) and pass.
+ */
+export function refuseCrossSite(options: CrossOriginOptions): RequestHandler {
+  const isAllowed = allowedOriginJudge(options);
+  const refuse = () => new HttpError(403, 'Cross-site request refused: this request sends e-mail and is taken only from this site\'s own pages');
+  return (req: Request, _res: Response, next: NextFunction) => {
+    const origin = req.get('origin');
+    if (origin !== undefined) return next(isAllowed(req, claimedOrigin(origin)) ? undefined : refuse());
+    const site = req.get('sec-fetch-site');
+    if (site !== undefined) return next(site === 'cross-site' ? refuse() : undefined);
+    const referer = req.get('referer');
+    next(referer === undefined || isAllowed(req, originOf(referer)) ? undefined : refuse());
   };
 }

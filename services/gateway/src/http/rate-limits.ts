@@ -1,3 +1,4 @@
+import { isIPv4, isIPv6 } from 'node:net';
 import type { Request, RequestHandler } from 'express';
 import { rateLimit, type IncrementResponse, type Options, type Store } from 'express-rate-limit';
 import type { AttemptCounter } from '../domain/attempt-counter';
@@ -5,6 +6,13 @@ import type { AttemptCounter } from '../domain/attempt-counter';
 export interface RateLimitConfig {
   perIpPerMinute: number;
   perEmailPerMinute: number;
+  /**
+   * Requests that send e-mail (invitations, reset mails) from one client address per `mailWindowMs`, counted together
+   * over those routes and besides the per-minute limits (RATE_LIMIT_MAIL_PER_IP, RATE_LIMIT_MAIL_WINDOW_MS); 20 per
+   * 10 minutes when unset.
+   */
+  mailPerIp?: number;
+  mailWindowMs?: number;
   /** Where attempts are counted: this process's memory, or a store every gateway replica shares. */
   counter: AttemptCounter;
 }
@@ -16,6 +24,40 @@ export interface RateLimitConfig {
 function emailOf(req: Request): string | undefined {
   const raw: unknown = typeof req.params.email === 'string' ? req.params.email : (req.body as Record<string, unknown> | undefined)?.email;
   return typeof raw === 'string' ? raw.trim().toLowerCase().normalize('NFC').slice(0, 254) : undefined;
+}
+
+export const DEFAULT_MAIL_PER_IP = 20;
+export const DEFAULT_MAIL_WINDOW_MS = 10 * 60_000;
+
+/** The 8 16-bit groups of a valid IPv6 address (`::` expanded, a dotted IPv4 tail as two groups). */
+function ipv6Groups(address: string): number[] {
+  let text = address;
+  const lastColon = text.lastIndexOf(':');
+  const tail = text.slice(lastColon + 1);
+  if (tail.includes('.')) {
+    const [a = 0, b = 0, c = 0, d = 0] = tail.split('.').map(Number);
+    text = `${text.slice(0, lastColon + 1)}${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
+  }
+  const [head = '', rest] = text.split('::');
+  const parse = (part: string) => (part === '' ? [] : part.split(':').map((g) => parseInt(g, 16)));
+  const left = parse(head);
+  if (rest === undefined) return left;
+  const right = parse(rest);
+  return [...left, ...new Array<number>(8 - left.length - right.length).fill(0), ...right];
+}
+
+/**
+ * The client a per-address limit counts: an IPv4 address as it is (also when written IPv4-mapped, `::ffff:1.2.3.4`),
+ * an IPv6 address by its /64, which one subscriber gets whole and can rotate through without end.
+ */
+export function clientAddressKey(ip: string | undefined): string {
+  if (ip === undefined || ip === '') return 'unknown';
+  const address = ip.split('%')[0]!;
+  if (isIPv4(address) || !isIPv6(address)) return address;
+  const groups = ipv6Groups(address);
+  const [g0, g1, g2, g3, g4, g5, g6 = 0, g7 = 0] = groups;
+  if (g0 === 0 && g1 === 0 && g2 === 0 && g3 === 0 && g4 === 0 && g5 === 0xffff) return `${g6 >> 8}.${g6 & 255}.${g7 >> 8}.${g7 & 255}`;
+  return `${groups.slice(0, 4).map((g) => g.toString(16)).join(':')}::/64`;
 }
 
 const tooMany = (message: string): RequestHandler => (_req, res) => {
@@ -56,7 +98,7 @@ export function authRateLimits(name: string, config: RateLimitConfig): RequestHa
   const message = 'Too many attempts, try again in a minute';
   const common = { windowMs: 60_000, standardHeaders: 'draft-7', legacyHeaders: false, handler: tooMany(message) } as const;
   return [
-    rateLimit({ ...common, limit: config.perIpPerMinute, store: new AttemptCounterStore(config.counter), keyGenerator: (req) => `${name}:ip:${req.ip}` }),
+    rateLimit({ ...common, limit: config.perIpPerMinute, store: new AttemptCounterStore(config.counter), keyGenerator: (req) => `${name}:ip:${clientAddressKey(req.ip)}` }),
     rateLimit({
       ...common,
       limit: config.perEmailPerMinute,
@@ -65,4 +107,21 @@ export function authRateLimits(name: string, config: RateLimitConfig): RequestHa
       keyGenerator: (req) => `${name}:email:${emailOf(req) ?? ''}`,
     }),
   ];
+}
+
+/**
+ * The per-address limit of the routes that send e-mail to an address the caller names (POST /invitation, GET /password/:email,
+ * POST /password asking for the mail): create it once and put the same handler on each, so they share one count. Without it
+ * one client could have the service mail RATE_LIMIT_AUTH_PER_IP strangers a minute.
+ */
+export function mailRateLimit(config: RateLimitConfig): RequestHandler {
+  return rateLimit({
+    windowMs: config.mailWindowMs ?? DEFAULT_MAIL_WINDOW_MS,
+    limit: config.mailPerIp ?? DEFAULT_MAIL_PER_IP,
+    standardHeaders: 'draft-7',
+    legacyHeaders: false,
+    handler: tooMany('Too many e-mails asked for from this address, try again later'),
+    store: new AttemptCounterStore(config.counter),
+    keyGenerator: (req) => `mail:ip:${clientAddressKey(req.ip)}`,
+  });
 }

@@ -1,10 +1,11 @@
-import type { Response, Router } from 'express';
+import type { RequestHandler, Response, Router } from 'express';
 import { z } from 'zod';
 import { MAX_USERNAME_CHARS, MAX_WEBSITE_CHARS, MIN_PASSWORD_CHARS, USERNAME_PATTERN, USERNAME_RULE } from '@cards/card-rules';
 import { SESSION_COOKIE, requireUser } from '../http/session';
 import { badRequest } from '../http/http-error';
 import { characterString, looseBoolean, parseBody, uuidParam, uuidString } from '../http/validation';
-import { authRateLimits, type RateLimitConfig } from '../http/rate-limits';
+import { authRateLimits, mailRateLimit, type RateLimitConfig } from '../http/rate-limits';
+import { refuseCrossSite, type CrossOriginOptions } from '../http/cross-origin';
 import { presentSlimUser } from '../presenters/user-presenter';
 import type { GatewayClients } from '../clients';
 
@@ -54,6 +55,14 @@ export interface IdentityRouteOptions {
   clients: GatewayClients;
   rateLimits: RateLimitConfig;
   cookieSecure: boolean;
+  /** The origins the CSRF check allows: GET /password/:email, which sends mail, is refused from other sites. */
+  crossOrigin: CrossOriginOptions;
+}
+
+/** Only a POST /password body with nothing of a reset in it asks for the mail. */
+function asksForMail(body: unknown): boolean {
+  const raw = (body ?? {}) as Record<string, unknown>;
+  return raw.email !== undefined && raw.password_reset_id === undefined && raw.password === undefined && raw.password_confirmation === undefined;
 }
 
 function clearSessionCookie(res: Response, secure: boolean) {
@@ -61,12 +70,14 @@ function clearSessionCookie(res: Response, secure: boolean) {
 }
 
 /** Accounts and sessions: invitation, registration, login, logout, password reset, profile. */
-export function registerIdentityRoutes(router: Router, { clients, rateLimits, cookieSecure }: IdentityRouteOptions): void {
+export function registerIdentityRoutes(router: Router, { clients, rateLimits, cookieSecure, crossOrigin }: IdentityRouteOptions): void {
   const { identity } = clients;
   // GET /password/:email and POST /password ask for the same mail: one count per address for both.
   const resetLimits = authRateLimits('reset', rateLimits);
+  // Every request that mails someone, one count per client address over all of them.
+  const mailLimit = mailRateLimit(rateLimits);
 
-  router.post('/invitation', ...authRateLimits('invitation', rateLimits), async (req, res) => {
+  router.post('/invitation', ...authRateLimits('invitation', rateLimits), mailLimit, async (req, res) => {
     const body = parseBody(invitationBody, req);
     await identity.createInvitation({ email: body.email, referralTokens: body.referral_tokens });
     res.status(200).end();
@@ -103,19 +114,18 @@ export function registerIdentityRoutes(router: Router, { clients, rateLimits, co
     res.json(presentSlimUser(requireUser(req)));
   });
 
-  router.get('/password/:email', ...resetLimits, async (req, res) => {
+  router.get('/password/:email', refuseCrossSite(crossOrigin), ...resetLimits, mailLimit, async (req, res) => {
     const email = typeof req.params.email === 'string' ? req.params.email : '';
     if (email.length > EMAIL_SIZE_BOUND) throw badRequest(`email: must be at most ${MAX_EMAIL_CHARS} characters`);
     await identity.requestPasswordReset({ email });
     res.status(204).end();
   });
 
-  router.post('/password', ...resetLimits, async (req, res) => {
-    const raw = (req.body ?? {}) as Record<string, unknown>;
+  const mailLimitWhenAsked: RequestHandler = (req, res, next) => (asksForMail(req.body) ? mailLimit(req, res, next) : next());
+  router.post('/password', ...resetLimits, mailLimitWhenAsked, async (req, res) => {
     // Only a body with nothing of a reset in it asks for the mail: one carrying a new password without its reset id
     // would otherwise answer 204 and leave the password as it was.
-    const asksForMail = raw.email !== undefined && raw.password_reset_id === undefined && raw.password === undefined && raw.password_confirmation === undefined;
-    if (asksForMail) {
+    if (asksForMail(req.body)) {
       await identity.requestPasswordReset({ email: parseBody(passwordResetRequestBody, req).email });
     } else {
       const body = parseBody(passwordResetBody, req);

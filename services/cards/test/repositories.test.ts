@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { openSqlite, SqliteOutboxStore } from '@cards/platform';
 import { CARDS_MIGRATIONS, openCardsDatabase } from '../src/adapters/sqlite/sqlite-cards-database';
-import { SqliteCardRepository } from '../src/adapters/sqlite/sqlite-card-repository';
+import { RECENT_ROOTS_SQL, SqliteCardRepository } from '../src/adapters/sqlite/sqlite-card-repository';
 import { ownerBookmarksOfCardsQuery, SqliteCollectionRepository } from '../src/adapters/sqlite/sqlite-collection-repository';
 import { SqliteVoteRepository } from '../src/adapters/sqlite/sqlite-vote-repository';
 import { describeCardRepositoryContract } from './card-repository.contract';
@@ -18,6 +18,7 @@ import { describeVoteRepositoryContract } from './vote-repository.contract';
 import type { CardsStoreFactory } from './fixture';
 import { aCard, aCollection, nextTime } from './builders';
 import { fingerprintOf } from '../src/domain/rules';
+import type { Card } from '../src/domain/model';
 
 const sqlite: CardsStoreFactory = async () => {
   const db = openCardsDatabase(':memory:');
@@ -212,6 +213,54 @@ describeVoteRepositoryContract('SQLite', sqlite);
 describeCollectionRepositoryContract('SQLite', sqlite);
 describeFilePrivacyBackfillContract('SQLite', sqlite);
 describeFilePrivacyRoundTripContract('SQLite', sqlite);
+
+describe('SQLite roots created since a time', () => {
+  it('walk the recent roots index between both bounds in its order, with or without an end and statistics, and stop at the limit', async () => {
+    const db = openCardsDatabase(':memory:');
+    const cards = new SqliteCardRepository(db);
+    const stored: Card[] = [];
+    for (let i = 0; i < 300; i++) {
+      const card = i % 3 === 2 ? aCard().collisionOf(stored[i - 1]!.id).build() : aCard().build();
+      await cards.insert(card, fingerprintOf(card.content), []);
+      stored.push(card);
+    }
+    const roots = stored.filter((c) => c.collisionOf === null);
+    const [since, until] = [roots[20]!.createdAt, roots[40]!.createdAt];
+    const plan = (sql: string, ...args: unknown[]) => (db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...args) as { detail: string }[]).map((s) => s.detail);
+    const expectBounded = () => {
+      // Before, with an end ('(? IS NULL OR created_at <= ?)'): 'SEARCH cards USING INDEX cards_recent_roots (created_at>?)',
+      // 'USE TEMP B-TREE FOR LAST TERM OF ORDER BY': every root newer than the start, down from the newest.
+      expect(plan(RECENT_ROOTS_SQL.within, since.toISOString(), until.toISOString(), null, null, 10)).toEqual([
+        expect.stringMatching(/^SEARCH cards USING INDEX cards_recent_roots_order \(created_at>\? AND created_at<\?\)$/),
+      ]);
+      expect(plan(RECENT_ROOTS_SQL.since, since.toISOString(), 'viewer', 'viewer', 10)).toEqual([
+        expect.stringMatching(/^SEARCH cards USING INDEX cards_recent_roots_order \(created_at>\?\)$/),
+      ]);
+    };
+    expectBounded();
+    db.exec('ANALYZE');
+    expectBounded();
+    const ids = (found: Card[]) => found.map((c) => c.id);
+    expect(ids(await cards.findRootsCreatedSince(null, since, 100, until))).toEqual(ids(roots.slice(20, 41).reverse()));
+    expect(ids(await cards.findRootsCreatedSince(null, since, 5, until))).toEqual(ids(roots.slice(36, 41).reverse()));
+    expect(ids(await cards.findRootsCreatedSince(null, since, 5))).toEqual(ids(roots.slice(-5).reverse()));
+    db.close();
+  });
+
+  it('replaces the older recent roots index when a store made before opens', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cards-migration-'));
+    try {
+      const path = join(dir, 'cards.db');
+      openSqlite(path, CARDS_MIGRATIONS.slice(0, CARDS_MIGRATIONS.findIndex((m) => m.includes('cards_recent_roots_order')))).close();
+      const db = openCardsDatabase(path);
+      const indexes = (db.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND name LIKE 'cards_recent_roots%'").all() as { name: string }[]).map((r) => r.name);
+      expect(indexes).toEqual(['cards_recent_roots_order']);
+      db.close();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
 
 describe('SQLite bookmark lookup', () => {
   it("reads only the owner's bookmarks of the cards asked about, whatever the owner's collection count and however many others hold them", async () => {

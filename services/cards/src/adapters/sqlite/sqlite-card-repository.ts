@@ -6,6 +6,19 @@ import { cardFromRow, chunks, IN_CHUNK, placeholders, type CardRow } from './row
 
 const iso = (d: Date) => d.toISOString();
 
+/**
+ * The roots created since a time that a viewer may see, newest first (findRootsCreatedSince); `within` also bounds them
+ * by an end. Each walks cards_recent_roots_order between its bounds and in its order, then stops at the limit. One
+ * statement with `(? IS NULL OR created_at <= ?)` bounded nothing from above: a look-again resumed after a cut-off
+ * create walked every root newer than its card, and sorted them by id.
+ */
+export const RECENT_ROOTS_SQL = {
+  since: `SELECT * FROM cards WHERE collision_of IS NULL AND created_at >= ? AND (? IS NULL OR private = 0 OR author_id = ?)
+            ORDER BY created_at DESC, id LIMIT ?`,
+  within: `SELECT * FROM cards WHERE collision_of IS NULL AND created_at >= ? AND created_at <= ? AND (? IS NULL OR private = 0 OR author_id = ?)
+             ORDER BY created_at DESC, id LIMIT ?`,
+};
+
 /** Cards in the cards service's SQLite file (see openCardsDatabase). */
 export class SqliteCardRepository implements CardRepository {
   constructor(private readonly db: SqliteDatabase) {}
@@ -54,12 +67,11 @@ export class SqliteCardRepository implements CardRepository {
   }
 
   async findRootsCreatedSince(viewerId: string | null, since: Date, limit: number, until?: Date): Promise<Card[]> {
-    const rows = this.db
-      .prepare(
-        `SELECT * FROM cards WHERE collision_of IS NULL AND created_at >= ? AND (? IS NULL OR created_at <= ?) AND (? IS NULL OR private = 0 OR author_id = ?)
-           ORDER BY created_at DESC, id LIMIT ?`,
-      )
-      .all(since.toISOString(), until?.toISOString() ?? null, until?.toISOString() ?? null, viewerId, viewerId, limit) as CardRow[];
+    const rows = (
+      until === undefined
+        ? this.db.prepare(RECENT_ROOTS_SQL.since).all(iso(since), viewerId, viewerId, limit)
+        : this.db.prepare(RECENT_ROOTS_SQL.within).all(iso(since), iso(until), viewerId, viewerId, limit)
+    ) as CardRow[];
     return rows.map(cardFromRow);
   }
 

@@ -82,6 +82,10 @@ export const CARDS_MIGRATIONS = [
      WHERE public_upvotes + public_downvotes > 0;
    CREATE INDEX author_scores_join_unknown ON author_scores(user_id) WHERE joined_at IS NULL AND public_upvotes + public_downvotes > 0;
    DROP INDEX author_scores_public_rank;`,
+  // Roots newest first, then by id (RECENT_ROOTS_SQL): the id tiebreak is read from the index, not sorted apart. It
+  // serves every read cards_recent_roots served.
+  `CREATE INDEX cards_recent_roots_order ON cards(created_at DESC, id) WHERE collision_of IS NULL;
+   DROP INDEX cards_recent_roots;`,
 ];
 
 export function openCardsDatabase(path: string): SqliteDatabase {

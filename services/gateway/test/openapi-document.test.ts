@@ -2,6 +2,7 @@ import type { Express } from 'express';
 import { OPERATIONS, buildOpenApiDocument, toOpenApiPath } from '../src/openapi/document';
 import { appWithoutServices } from './app-without-services';
 import { MemoryAttemptCounter } from '../src/adapters/memory/memory-attempt-counter';
+import { originCheckJudges } from '../src/http/cross-origin';
 
 interface Layer {
   route?: { path: string; methods: Record<string, boolean> };
@@ -138,6 +139,38 @@ describe('OpenAPI document', () => {
       const callsServices = op.path.startsWith('/api/') && op.tag !== 'Meta';
       expect({ operation: op.operationId, 504: responses['504'] }).toEqual({ operation: op.operationId, 504: callsServices ? { $ref: '#/components/responses/GatewayTimeout' } : undefined });
       expect({ operation: op.operationId, 502: responses['502'] !== undefined }).toEqual({ operation: op.operationId, 502: ['getFile', 'downloadFile'].includes(op.operationId) });
+    }
+  });
+
+  it('lists 403 on every operation the cross-site origin check refuses (a foreign Origin with the cookie), as the app answers', async () => {
+    const paths = document.paths as Record<string, Record<string, any>>;
+    const responses = (document.components as { responses: Record<string, any> }).responses;
+    const described = (listed: any): string | undefined => (listed?.$ref ? responses[listed.$ref.replace('#/components/responses/', '')] : listed)?.description;
+    const { createServer } = await import('node:http');
+    const server = createServer(appWithoutServices());
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const base = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+      for (const op of OPERATIONS) {
+        const path = op.path.replace(/:page\b/g, '1').replace(/:email\b/g, 'someone%40example.com').replace(/:\w+/g, '00000000-0000-4000-8000-000000000000');
+        const res = await fetch(`${base}${path}`, {
+          method: op.method.toUpperCase(),
+          headers: { cookie: 'ai-editor=some-session', origin: 'https://evil.example', 'content-type': 'application/json' },
+          ...(op.method === 'get' ? {} : { body: '{}' }),
+        });
+        const body = (await res.json().catch(() => undefined)) as { message?: string } | undefined;
+        const refused = res.status === 403 && /^Cross-site request refused/.test(body?.message ?? '');
+        // The document follows originCheck's own rule; the answers show the rule is the middleware's.
+        const judged = op.path.startsWith('/api/') && originCheckJudges(op.method);
+        const listed = described(paths[toOpenApiPath(op.path)]![op.method]!.responses['403']);
+        expect({ operation: op.operationId, refused, listed: refused ? /cross-site/i.test(listed ?? '') : 'not refused' }).toEqual({
+          operation: op.operationId,
+          refused: judged || refused,
+          listed: judged || refused ? true : 'not refused',
+        });
+      }
+    } finally {
+      server.close();
     }
   });
 

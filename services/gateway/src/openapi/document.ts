@@ -9,6 +9,7 @@ import { markReadBody } from '../routes/notification-routes';
 import { cardSearchBody, collectionSearchBody } from '../routes/search-routes';
 import { voteBody } from '../routes/vote-routes';
 import { SERVER_TIMEOUTS } from '../http/node-server';
+import { originCheckJudges } from '../http/cross-origin';
 import * as r from './response-schemas';
 
 // Adds .openapi() to zod's prototypes, which the registry uses to name schemas ($ref).
@@ -119,7 +120,8 @@ export const OPERATIONS: OperationSpec[] = [
   // The contract itself and operations
   { method: 'get', path: '/api/openapi.json', operationId: 'getOpenApiDocument', summary: 'This document', tag: 'Meta', auth: 'none', success: { status: 200, schema: z.object({}).passthrough() }, errors: [] },
   { method: 'get', path: '/api/docs', operationId: 'getApiDocs', summary: 'Interactive documentation of this API (HTML)', tag: 'Meta', auth: 'none', success: { status: 200, contentType: 'text/html', schema: z.string() }, errors: [], raw: true },
-  { method: 'get', path: '/healthz', operationId: 'health', summary: 'Readiness: 200 when every backing service answers', tag: 'Meta', auth: 'none', success: { status: 200, schema: r.health }, errors: [] },
+  { method: 'get', path: '/livez', operationId: 'liveness', summary: 'Liveness: 200 while the gateway process answers, whatever its backing services do', tag: 'Meta', auth: 'none', success: { status: 200, schema: r.health }, errors: [] },
+  { method: 'get', path: '/healthz', operationId: 'health', summary: 'Readiness: 200 when every backing service answers (503 names those that do not)', tag: 'Meta', auth: 'none', success: { status: 200, schema: r.health }, errors: [] },
   { method: 'get', path: '/metrics', operationId: 'metrics', summary: 'Prometheus metrics', tag: 'Meta', auth: 'none', success: { status: 200, contentType: 'text/plain', schema: z.string() }, errors: [], raw: true },
 ];
 
@@ -127,6 +129,8 @@ const ERROR_REF = { $ref: '#/components/schemas/Error' };
 
 /** Operations behind the /api body check and JSON parser; the Meta routes are answered before them (app.ts). */
 const readsApiBody = (op: OperationSpec) => op.path.startsWith('/api/') && op.tag !== 'Meta';
+/** Behind originCheck (mounted at /api, app.ts): a state-changing request that carries the cookie from another site is refused 403. */
+const judgedByOriginCheck = (op: OperationSpec) => op.path.startsWith('/api/') && originCheckJudges(op.method);
 /** Behind the body check, where the operation does not list `status` itself (with its own description). */
 const readsApiBodyUnlessListed = (status: number) => (op: OperationSpec) => readsApiBody(op) && !op.errors.includes(status);
 const errorAnswer = (description: string, headers?: Record<string, { required: boolean; description: string; schema: { type: 'string' } }>) => ({
@@ -141,11 +145,20 @@ const errorAnswer = (description: string, headers?: Record<string, { required: b
  * lists it), 408, 431 and 503 that node-server.ts answers before any route (a request too slow, a request head over
  * Node's limit, a connection over the cap; 503 also for a backing service that does not answer) and, behind
  * the /api body check, 415 and 504 (a backing service past its deadline), plus 400 (a body that is not valid JSON or
- * not UTF-8) and 413 (a body over the limit) where the operation does not list them itself.
+ * not UTF-8) and 413 (a body over the limit) where the operation does not list them itself; and 403 on every
+ * state-changing /api operation, which originCheck refuses cross-site with the cookie, where the operation does not
+ * list 403 itself (its own 403 description names the cross-site refusal too).
  */
 const TRANSPORT_RESPONSES = {
   400: { name: 'MalformedBody', appliesTo: readsApiBodyUnlessListed(400), response: errorAnswer('A request body that is not valid JSON, or whose bytes are not UTF-8') },
   413: { name: 'PayloadTooLarge', appliesTo: readsApiBodyUnlessListed(413), response: errorAnswer('A request body above the size limit') },
+  403: {
+    name: 'CrossSiteRequestRefused',
+    appliesTo: (op: OperationSpec) => judgedByOriginCheck(op) && !op.errors.includes(403),
+    response: errorAnswer(
+      'A cross-site request carrying the ai-editor cookie: its Origin (else Referer) is neither the gateway\'s own origin nor a configured CORS origin (CSRF defence)',
+    ),
+  },
   405: {
     name: 'MethodNotAllowed',
     appliesTo: (_op: OperationSpec) => true,

@@ -1322,7 +1322,7 @@ export interface operations {
                 "application/json": {
                     username?: string | null;
                     website?: string | null;
-                    visible_email?: boolean;
+                    visible_email?: boolean | ("true" | "false");
                 };
             };
         };

@@ -25,8 +25,8 @@ import { Mailbox } from '../test/support/mailbox';
 import { startSystem, type RunningSystem } from '../test/support/service';
 import { signUp, type TestUser } from '../test/support/accounts';
 import { SqliteCardIndex, WinkGloveEmbedder } from '../services/search/src';
+import { storeFinishedCards } from './support/stored-cards';
 import { syntheticCorpus } from './support/synthetic-corpus';
-import { cardTextFromHtml, fingerprintOf, openCardsDatabase, SqliteCardRepository, type Card } from '@cards/cards';
 
 const sizes = (process.argv[2] ?? '10000,100000').split(',').map(Number);
 const queryCount = Number(process.argv[3] ?? 300);
@@ -136,25 +136,6 @@ async function measureRaw(index: SqliteCardIndex, embedder: WinkGloveEmbedder) {
   return { rawNearest, rawEmbedPlusNearest, rawExactScan, rawMatchText, rawMatchTextCorrect, rawMatchTextWithStopword, signCodeRecallAt25: Number((agree / (100 * 25)).toFixed(3)) };
 }
 
-/**
- * The same cards written straight into the cards service's store, so the gateway presents every hit it gets
- * (getCardGroups drops ids the cards service does not know): responses carry 25 full cards like real ones.
- */
-async function storeCards(dataDir: string, cards: { id: string; text: string }[], authorId: string): Promise<void> {
-  const db = openCardsDatabase(join(dataDir, 'cards', 'cards.db'));
-  const repository = new SqliteCardRepository(db);
-  for (const { id, text } of cards) {
-    const { cardHtml, content } = cardTextFromHtml(`<p>${text}</p>`);
-    const at = new Date();
-    const card: Card = {
-      id, authorId, content, cardHtml, link: '', private: false, tags: [], fileId: null, fileName: null, ocFilePath: null,
-      vectorPointId: null, verificationScore: null, verifiedAt: null, collisionOf: null, totalUpvotes: 0, totalDownvotes: 0, idempotencyKey: null, requestFingerprint: null, createdAt: at, updatedAt: at,
-    };
-    await repository.insert(card, fingerprintOf(content), []);
-  }
-  db.close();
-}
-
 async function indexInProcess(index: SqliteCardIndex, embedder: WinkGloveEmbedder, texts: string[], authorId: string, ids: string[] = texts.map(() => randomUUID())): Promise<number> {
   const started = Date.now();
   for (let i = 0; i < texts.length; i += 256) {
@@ -260,7 +241,7 @@ async function main() {
         const gatewayCreateSeconds = (Date.now() - startedCreating) / 1000;
         const bus = openSharedSqliteEventLog({ path: join(dataDir, 'events', 'events.db'), logger: createLogger('bench', 'warn') });
         const injected = texts.slice(viaGateway).map((text) => ({ id: randomUUID(), text }));
-        await storeCards(dataDir, injected, user.id);
+        await storeFinishedCards(dataDir, injected, user.id);
         const startedInjecting = Date.now();
         for (let i = 0; i < injected.length; i += 500) {
           const batch = injected.slice(i, i + 500).map(({ id, text }) => {
@@ -287,7 +268,7 @@ async function main() {
         await direct.ready();
         const ids = texts.map(() => randomUUID());
         const rawIndexPerSecond = await indexInProcess(direct, embedder, texts, user.id, ids);
-        await storeCards(dataDir, texts.map((text, i) => ({ id: ids[i]!, text })), user.id);
+        await storeFinishedCards(dataDir, texts.map((text, i) => ({ id: ids[i]!, text })), user.id);
         created = size;
         const rawOps = await measureRaw(direct, embedder);
         await direct.close();

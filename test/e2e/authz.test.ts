@@ -150,6 +150,7 @@ describe('authorization matrix', () => {
 
     r('GET /api/openapi.json', 'document', all(200), (c) => c.GET('/api/openapi.json'));
     r('GET /api/docs', 'docs page', all(200), (c) => c.GET('/api/docs', { parseAs: 'text' }));
+    r('GET /livez', 'liveness', all(200), (c) => c.GET('/livez'));
     r('GET /healthz', 'health', all(200), (c) => c.GET('/healthz'));
     r('GET /metrics', 'metrics', all(200), (c) => c.GET('/metrics', { parseAs: 'text' }));
     // Last: it ends the sessions.

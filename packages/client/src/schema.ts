@@ -544,6 +544,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/livez": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Liveness: 200 while the gateway process answers, whatever its backing services do */
+        get: operations["liveness"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/healthz": {
         parameters: {
             query?: never;
@@ -551,7 +568,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Readiness: 200 when every backing service answers */
+        /** Readiness: 200 when every backing service answers (503 names those that do not) */
         get: operations["health"];
         put?: never;
         post?: never;
@@ -3455,6 +3472,39 @@ export interface operations {
                 };
                 content: {
                     "text/html": string;
+                };
+            };
+            405: components["responses"]["MethodNotAllowed"];
+            408: components["responses"]["RequestTimeout"];
+            431: components["responses"]["RequestHeadTooLarge"];
+            503: components["responses"]["ServiceUnavailable"];
+            /** @description Any other failure: a JSON {"message"} without internals */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    liveness: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Health"];
                 };
             };
             405: components["responses"]["MethodNotAllowed"];

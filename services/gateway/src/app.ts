@@ -59,14 +59,29 @@ export interface GatewayAppOptions extends RouteDeps {
   uploadBodyRate?: UploadBodyRate;
   /** File reads with content: under way at once, each ReadFile call's deadline, a client's idle time (FILE_READS_AT_ONCE, FILE_READ_CALL_MS, FILE_READ_IDLE_MS); 16, 50 s, 60 s when unset. */
   fileReads?: FileReadLimits;
-  /** Reports whether the peers answer; /healthz is 200 only when it resolves true. */
-  checkPeers(): Promise<boolean>;
+  /** Names the peers that do not answer SERVING; /healthz is 200 only when it resolves to none. */
+  checkPeers(): Promise<readonly string[]>;
 }
 
 const DEFAULT_UPLOADS = { uploadsAtOnce: 1, maxQueued: 16, maxWaitMs: 15_000 };
 const DEFAULT_UPLOAD_BODY_RATE: UploadBodyRate = { graceMs: 10_000, minBytesPerSecond: 16 * 1024, windowMs: 10_000 };
 
-/** The HTTP face of the system: /api routes, /healthz, /metrics; every error as {"message"}. */
+/**
+ * Logs the peers /healthz finds not answering once per change (a warning naming them, an info line when all answer
+ * again), not at every probe.
+ */
+function peerHealthLog(logger: Logger): (down: readonly string[]) => void {
+  let last = '';
+  return (down) => {
+    const now = [...down].sort().join(', ');
+    if (now === last) return;
+    if (now) logger.warn({ notAnswering: [...down].sort(), previously: last || undefined }, `peers not answering: ${now}`);
+    else logger.info({ previously: last }, 'every peer answers again');
+    last = now;
+  };
+}
+
+/** The HTTP face of the system: /api routes, /livez, /healthz, /metrics; every error as {"message"}. */
 export function createGatewayApp(options: GatewayAppOptions): Express {
   const app = express();
   app.disable('x-powered-by');
@@ -88,11 +103,22 @@ export function createGatewayApp(options: GatewayAppOptions): Express {
   app.use(serverWideOptions(routes));
   app.use(refuseNonNormalGatewayPaths);
 
+  // Liveness: this process answers HTTP at all (its event loop turns). Nothing else is asked, so a peer or engine
+  // outage never restarts the gateway; a wedged process (a TCP connect still succeeds) fails it.
+  app.get('/livez', (_req, res) => {
+    res.json({ status: 'ok' });
+  });
+  const peerHealth = peerHealthLog(options.logger);
+  // Readiness: every peer answers SERVING over the calls' own channels.
   app.get('/healthz', async (_req, res) => {
-    const ok = await options.checkPeers().catch(() => false);
-    if (ok) res.json({ status: 'ok' });
+    const down = await options.checkPeers().catch((err: unknown) => {
+      options.logger.error({ err }, 'checking the peers failed');
+      return ['(the check failed)'];
+    });
+    peerHealth(down);
+    if (down.length === 0) res.json({ status: 'ok' });
     // As every error answer (DESIGN.md): probes read the status code, people the message.
-    else res.status(503).json({ message: 'A service behind the gateway is not answering' });
+    else res.status(503).json({ message: `A service behind the gateway is not answering: ${down.join(', ')}` });
   });
   app.get('/metrics', async (_req, res) => {
     res.type(metrics.registry.contentType).send(await metrics.registry.metrics());

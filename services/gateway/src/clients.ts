@@ -19,7 +19,8 @@ export interface PeerAddresses {
   notifications: string;
 }
 
-export function createGatewayClients(addresses: PeerAddresses, deadlineMs: number): { clients: GatewayClients; channels: Channel[] } {
+/** `channels` by peer name: the calls' own channels, which /healthz asks too and stop() closes. */
+export function createGatewayClients(addresses: PeerAddresses, deadlineMs: number): { clients: GatewayClients; channels: Record<keyof PeerAddresses, Channel> } {
   const made = {
     identity: createGrpcClient(identity.IdentityServiceDefinition, addresses.identity, { deadlineMs }),
     cards: createGrpcClient(cards.CardServiceDefinition, addresses.cards, { deadlineMs }),
@@ -35,6 +36,12 @@ export function createGatewayClients(addresses: PeerAddresses, deadlineMs: numbe
       files: made.files.client,
       notifications: made.notifications.client,
     },
-    channels: Object.values(made).map((m) => m.channel),
+    channels: {
+      identity: made.identity.channel,
+      cards: made.cards.channel,
+      search: made.search.channel,
+      files: made.files.channel,
+      notifications: made.notifications.channel,
+    },
   };
 }

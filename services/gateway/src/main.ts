@@ -48,7 +48,7 @@ export async function startGateway(env: Record<string, string | undefined> = pro
   const { clients, channels } = createGatewayClients(peers, config.GRPC_DEADLINE_MS);
   // Over the very channels the calls use: a channel of its own reconnected to a restarted peer while the calls' channel
   // still waited out its reconnect backoff, so /healthz said 200 while every call to that peer was answered 503.
-  const healthClients = channels.map((channel) => createClient(health.HealthDefinition, channel));
+  const healthClients = Object.entries(channels).map(([name, channel]) => ({ name, client: createClient(health.HealthDefinition, channel) }));
   const app = createGatewayApp({
     clients,
     logger,
@@ -74,14 +74,14 @@ export async function startGateway(env: Record<string, string | undefined> = pro
     accessLogLevel: config.ACCESS_LOG_LEVEL,
     async checkPeers() {
       const answers = await Promise.all(
-        healthClients.map((c) =>
-          c
+        healthClients.map(({ name, client }) =>
+          client
             .check({ service: '' }, { signal: AbortSignal.timeout(1000) })
-            .then((r) => r.status === health.HealthCheckResponse_ServingStatus.SERVING)
-            .catch(() => false),
+            .then((r) => (r.status === health.HealthCheckResponse_ServingStatus.SERVING ? undefined : name))
+            .catch(() => name),
         ),
       );
-      return answers.every(Boolean);
+      return answers.filter((name): name is string => name !== undefined);
     },
   });
   const server: Server = createGatewayServer(app, { maxConnections: config.HTTP_MAX_CONNECTIONS, logger, serverMethods: routeMethodIndex(app.router).serverMethods });
@@ -107,7 +107,7 @@ export async function startGateway(env: Record<string, string | undefined> = pro
     port,
     async stop() {
       await closeGracefully(config.SHUTDOWN_DRAIN_MS);
-      for (const channel of channels) channel.close();
+      for (const channel of Object.values(channels)) channel.close();
       await connection?.close();
     },
   };

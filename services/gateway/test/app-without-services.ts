@@ -15,7 +15,7 @@ export function appWithoutServices(overrides: Partial<GatewayAppOptions> = {}): 
     cookieSecure: false,
     jsonBodyLimit: '1mb',
     trustProxy: false,
-    checkPeers: async () => true,
+    checkPeers: async () => [],
     ...overrides,
   });
 }

@@ -69,7 +69,7 @@ describe.each([
     enableInProcessCalls(inProcess);
     const address = server.address;
     const made = createGatewayClients({ identity: address, cards: address, search: address, files: address, notifications: address }, 10_000);
-    channels = made.channels;
+    channels = Object.values(made.channels);
     const logSink = new Writable({
       write(chunk, _encoding, done) {
         logged.push(String(chunk));

@@ -2,7 +2,7 @@ import type { NextFunction, Request, Response } from 'express';
 import { notFound } from './http-error';
 
 /** First path segments the gateway answers itself; the web app's page is never served under them. */
-const GATEWAY_ROOTS = ['api', 'healthz', 'metrics'] as const;
+const GATEWAY_ROOTS = ['api', 'livez', 'healthz', 'metrics'] as const;
 
 /**
  * A path in normal form under one of those roots, as the routes match it: the root spelled out (any case),

@@ -120,7 +120,8 @@ export const OPERATIONS: OperationSpec[] = [
   // The contract itself and operations
   { method: 'get', path: '/api/openapi.json', operationId: 'getOpenApiDocument', summary: 'This document', tag: 'Meta', auth: 'none', success: { status: 200, schema: z.object({}).passthrough() }, errors: [] },
   { method: 'get', path: '/api/docs', operationId: 'getApiDocs', summary: 'Interactive documentation of this API (HTML)', tag: 'Meta', auth: 'none', success: { status: 200, contentType: 'text/html', schema: z.string() }, errors: [], raw: true },
-  { method: 'get', path: '/healthz', operationId: 'health', summary: 'Readiness: 200 when every backing service answers', tag: 'Meta', auth: 'none', success: { status: 200, schema: r.health }, errors: [] },
+  { method: 'get', path: '/livez', operationId: 'liveness', summary: 'Liveness: 200 while the gateway process answers, whatever its backing services do', tag: 'Meta', auth: 'none', success: { status: 200, schema: r.health }, errors: [] },
+  { method: 'get', path: '/healthz', operationId: 'health', summary: 'Readiness: 200 when every backing service answers (503 names those that do not)', tag: 'Meta', auth: 'none', success: { status: 200, schema: r.health }, errors: [] },
   { method: 'get', path: '/metrics', operationId: 'metrics', summary: 'Prometheus metrics', tag: 'Meta', auth: 'none', success: { status: 200, contentType: 'text/plain', schema: z.string() }, errors: [], raw: true },
 ];
 

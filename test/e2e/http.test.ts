@@ -145,6 +145,26 @@ describe('methods and paths', () => {
     }
   });
 
+  it('never takes a fixed path segment for a neighbouring route\'s UUID parameter: Allow and 405 list what the fixed path serves', async () => {
+    // /api/card/:card_id would also match /api/card/count, /api/card_collection/:collection_id/:page .../search/1 (contract audit).
+    for (const [method, path, allow] of [
+      ['DELETE', '/api/card/count', 'GET, HEAD, OPTIONS'],
+      ['POST', '/api/card/count', 'GET, HEAD, OPTIONS'],
+      ['DELETE', '/api/card_collection/bookmark', 'POST, OPTIONS'],
+      ['GET', '/api/card_collection/search/1', 'POST, OPTIONS'],
+      ['GET', '/api/card_collection/fulltextsearch/1', 'POST, OPTIONS'],
+    ] as const) {
+      const res = await call(method, path, { cookie: true });
+      expect({ method, path, status: res.status, allow: res.headers.get('allow'), json: res.json }).toEqual({ method, path, status: 405, allow, json: { message: `${method} is not allowed here; allowed: ${allow}` } });
+    }
+    const options = await call('OPTIONS', '/api/card/count');
+    expect({ status: options.status, allow: options.headers.get('allow') }).toEqual({ status: 204, allow: 'GET, HEAD, OPTIONS' });
+    for (const path of ['/api/card/search', '/api/card_collection/bookmark/2']) {
+      const res = await call('GET', path, { cookie: true });
+      expect({ path, status: res.status, json: res.json }).toEqual({ path, status: 404, json: { message: 'No such route' } });
+    }
+  });
+
   it('answers other methods on /healthz, /metrics, the document and the docs page 405 with Allow, as on API paths', async () => {
     for (const [method, path] of [['POST', '/healthz'], ['PUT', '/metrics'], ['POST', '/api/openapi.json'], ['DELETE', '/api/docs']] as const) {
       const res = await call(method, path);

@@ -19,6 +19,7 @@ import { serveWebApp } from './http/web-app';
 import { refuseUploadUnread, uploadAdmission, type UploadAdmissionLimits } from './http/upload-admission';
 import type { UploadBodyRate } from './http/upload-body-rate';
 import { routeMethodIndex, serverWideOptions, unmatchedApiRequest, unmatchedRequest } from './http/unmatched';
+import { keepFixedSegmentsOutOfParams } from './http/fixed-segments';
 import { registerIdentityRoutes } from './routes/identity-routes';
 import { registerCardRoutes } from './routes/card-routes';
 import { registerVoteRoutes } from './routes/vote-routes';
@@ -163,6 +164,8 @@ export function createGatewayApp(options: GatewayAppOptions): Express {
   registerCardRoutes(api, options);
   registerVoteRoutes(api, options);
   registerUserRoutes(api, options);
+  // /card/count, /card_collection/search/1: a fixed segment is never taken for /card/:card_id's or /card_collection/:collection_id's parameter.
+  keepFixedSegmentsOutOfParams(api);
   api.use(unmatchedApiRequest(routes));
   app.use('/api', api);
   if (options.webDistDir) serveWebApp(app, options.webDistDir, options.logger);

@@ -878,6 +878,15 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
+        /** @description A cross-site request carrying the ai-editor cookie: its Origin (else Referer) is neither the gateway's own origin nor a configured CORS origin (CSRF defence) */
+        CrossSiteRequestRefused: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
         /** @description A method this path does not answer (e.g. PATCH, or POST where only GET is served); the Allow header lists the ones it does */
         MethodNotAllowed: {
             headers: {
@@ -985,6 +994,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            403: components["responses"]["CrossSiteRequestRefused"];
             405: components["responses"]["MethodNotAllowed"];
             408: components["responses"]["RequestTimeout"];
             413: components["responses"]["PayloadTooLarge"];
@@ -1040,6 +1050,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            403: components["responses"]["CrossSiteRequestRefused"];
             /** @description No such resource, or a private resource of someone else */
             404: {
                 headers: {
@@ -1163,6 +1174,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            403: components["responses"]["CrossSiteRequestRefused"];
             405: components["responses"]["MethodNotAllowed"];
             408: components["responses"]["RequestTimeout"];
             413: components["responses"]["PayloadTooLarge"];
@@ -1199,6 +1211,7 @@ export interface operations {
                 content?: never;
             };
             400: components["responses"]["MalformedBody"];
+            403: components["responses"]["CrossSiteRequestRefused"];
             405: components["responses"]["MethodNotAllowed"];
             408: components["responses"]["RequestTimeout"];
             413: components["responses"]["PayloadTooLarge"];
@@ -1299,6 +1312,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            403: components["responses"]["CrossSiteRequestRefused"];
             /** @description No such resource, or a private resource of someone else */
             404: {
                 headers: {
@@ -1371,6 +1385,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            403: components["responses"]["CrossSiteRequestRefused"];
             405: components["responses"]["MethodNotAllowed"];
             408: components["responses"]["RequestTimeout"];
             /** @description Conflicts with existing data (e.g. e-mail or username taken; an Idempotency-Key whose resource was deleted since) */
@@ -1436,6 +1451,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            403: components["responses"]["CrossSiteRequestRefused"];
             405: components["responses"]["MethodNotAllowed"];
             408: components["responses"]["RequestTimeout"];
             413: components["responses"]["PayloadTooLarge"];
@@ -1492,6 +1508,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            403: components["responses"]["CrossSiteRequestRefused"];
             405: components["responses"]["MethodNotAllowed"];
             408: components["responses"]["RequestTimeout"];
             413: components["responses"]["PayloadTooLarge"];
@@ -1550,6 +1567,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            403: components["responses"]["CrossSiteRequestRefused"];
             /** @description No such resource, or a private resource of someone else */
             404: {
                 headers: {
@@ -1617,6 +1635,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            403: components["responses"]["CrossSiteRequestRefused"];
             /** @description No such resource, or a private resource of someone else */
             404: {
                 headers: {
@@ -1873,6 +1892,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            403: components["responses"]["CrossSiteRequestRefused"];
             405: components["responses"]["MethodNotAllowed"];
             408: components["responses"]["RequestTimeout"];
             /** @description Conflicts with existing data (e.g. e-mail or username taken; an Idempotency-Key whose resource was deleted since) */
@@ -2028,6 +2048,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            403: components["responses"]["CrossSiteRequestRefused"];
             405: components["responses"]["MethodNotAllowed"];
             408: components["responses"]["RequestTimeout"];
             413: components["responses"]["PayloadTooLarge"];
@@ -2389,6 +2410,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            403: components["responses"]["CrossSiteRequestRefused"];
             405: components["responses"]["MethodNotAllowed"];
             408: components["responses"]["RequestTimeout"];
             /** @description Conflicts with existing data (e.g. e-mail or username taken; an Idempotency-Key whose resource was deleted since) */
@@ -2780,6 +2802,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            403: components["responses"]["CrossSiteRequestRefused"];
             /** @description No such resource, or a private resource of someone else */
             404: {
                 headers: {
@@ -2833,6 +2856,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            403: components["responses"]["CrossSiteRequestRefused"];
             405: components["responses"]["MethodNotAllowed"];
             408: components["responses"]["RequestTimeout"];
             413: components["responses"]["PayloadTooLarge"];
@@ -2902,6 +2926,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            403: components["responses"]["CrossSiteRequestRefused"];
             405: components["responses"]["MethodNotAllowed"];
             408: components["responses"]["RequestTimeout"];
             /** @description Conflicts with existing data (e.g. e-mail or username taken; an Idempotency-Key whose resource was deleted since) */
@@ -3227,6 +3252,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            403: components["responses"]["CrossSiteRequestRefused"];
             /** @description No such resource, or a private resource of someone else */
             404: {
                 headers: {
@@ -3290,6 +3316,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            403: components["responses"]["CrossSiteRequestRefused"];
             /** @description No such resource, or a private resource of someone else */
             404: {
                 headers: {

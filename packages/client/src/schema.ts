@@ -61,7 +61,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Send a password reset e-mail (204 whether or not the account exists) */
+        /**
+         * Send a password reset e-mail (204 whether or not the account exists)
+         * @description Refused 403 when the browser says the request comes from another site (an Origin other than this site's or a CORS origin, else Sec-Fetch-Site: cross-site, else a foreign Referer), so no page can make its visitors' browsers send reset mails; clients that send none of these headers are served. Counts toward the per-address mail limit (RATE_LIMIT_MAIL_PER_IP).
+         */
         get: operations["requestPasswordReset"];
         put?: never;
         post?: never;
@@ -858,7 +861,7 @@ export interface components {
         };
     };
     responses: {
-        /** @description Too many requests from this client; try again after Retry-After seconds. Logging in, invitations and password resets: over the attempts allowed per minute from one address (RATE_LIMIT_AUTH_PER_IP) or for one e-mail (RATE_LIMIT_AUTH_PER_EMAIL). POST /api/file: the caller's uploads under way (admitted or waiting) would weigh more than half the upload bound beyond their first. GET /api/file/{file_id}: the client (the user, else the client address) already has FILE_READS_PER_CLIENT reads under way (4 by default). Other clients are still served. */
+        /** @description Too many requests from this client; try again after Retry-After seconds. Logging in, invitations and password resets: over the attempts allowed per minute from one address (RATE_LIMIT_AUTH_PER_IP) or for one e-mail (RATE_LIMIT_AUTH_PER_EMAIL); invitations and reset mails together: over RATE_LIMIT_MAIL_PER_IP per RATE_LIMIT_MAIL_WINDOW_MS from one address (20 per 10 minutes by default; an IPv6 client counts by its /64). POST /api/file: the caller's uploads under way (admitted or waiting) would weigh more than half the upload bound beyond their first. GET /api/file/{file_id}: the client (the user, else the client address) already has FILE_READS_PER_CLIENT reads under way (4 by default). Other clients are still served. */
         TooManyRequests: {
             headers: {
                 /** @description Seconds to wait before trying again */
@@ -1250,6 +1253,15 @@ export interface operations {
             };
             /** @description Invalid input; the message names the offending field */
             400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Changing someone else's visible resource, or a cross-site request carrying the cookie (GET /api/password/{email}, which sends mail: any request the browser marks cross-site) */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1809,7 +1821,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Changing someone else's visible resource, or a cross-site request carrying the cookie */
+            /** @description Changing someone else's visible resource, or a cross-site request carrying the cookie (GET /api/password/{email}, which sends mail: any request the browser marks cross-site) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -1970,7 +1982,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Changing someone else's visible resource, or a cross-site request carrying the cookie */
+            /** @description Changing someone else's visible resource, or a cross-site request carrying the cookie (GET /api/password/{email}, which sends mail: any request the browser marks cross-site) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2168,7 +2180,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Changing someone else's visible resource, or a cross-site request carrying the cookie */
+            /** @description Changing someone else's visible resource, or a cross-site request carrying the cookie (GET /api/password/{email}, which sends mail: any request the browser marks cross-site) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2247,7 +2259,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Changing someone else's visible resource, or a cross-site request carrying the cookie */
+            /** @description Changing someone else's visible resource, or a cross-site request carrying the cookie (GET /api/password/{email}, which sends mail: any request the browser marks cross-site) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2325,7 +2337,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Changing someone else's visible resource, or a cross-site request carrying the cookie */
+            /** @description Changing someone else's visible resource, or a cross-site request carrying the cookie (GET /api/password/{email}, which sends mail: any request the browser marks cross-site) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2679,7 +2691,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Changing someone else's visible resource, or a cross-site request carrying the cookie */
+            /** @description Changing someone else's visible resource, or a cross-site request carrying the cookie (GET /api/password/{email}, which sends mail: any request the browser marks cross-site) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3044,7 +3056,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Changing someone else's visible resource, or a cross-site request carrying the cookie */
+            /** @description Changing someone else's visible resource, or a cross-site request carrying the cookie (GET /api/password/{email}, which sends mail: any request the browser marks cross-site) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3172,7 +3184,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Changing someone else's visible resource, or a cross-site request carrying the cookie */
+            /** @description Changing someone else's visible resource, or a cross-site request carrying the cookie (GET /api/password/{email}, which sends mail: any request the browser marks cross-site) */
             403: {
                 headers: {
                     [name: string]: unknown;

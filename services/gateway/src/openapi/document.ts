@@ -51,7 +51,7 @@ const pageOnly = params({ page: pageParam });
 const ERROR_DESCRIPTIONS: Record<number, string> = {
   400: 'Invalid input; the message names the offending field',
   401: 'Not logged in (no or an expired/revoked ai-editor cookie)',
-  403: 'Changing someone else\'s visible resource, or a cross-site request carrying the cookie',
+  403: 'Changing someone else\'s visible resource, or a cross-site request carrying the cookie (GET /api/password/{email}, which sends mail: any request the browser marks cross-site)',
   404: 'No such resource, or a private resource of someone else',
   409: 'Conflicts with existing data (e.g. e-mail or username taken; an Idempotency-Key whose resource was deleted since)',
   413: 'Body or file above the size limit',
@@ -68,7 +68,7 @@ export const OPERATIONS: OperationSpec[] = [
   { method: 'post', path: '/api/auth', operationId: 'login', summary: 'Log in; sets the ai-editor cookie', tag: 'Accounts', auth: 'none', body: loginBody, success: { status: 204, description: 'Logged in; Set-Cookie: ai-editor=...; HttpOnly; SameSite=Lax' }, errors: [400, 401, 429] },
   { method: 'delete', path: '/api/auth', operationId: 'logout', summary: 'Log out; revokes the session and clears the cookie', tag: 'Accounts', auth: 'optional', success: { status: 204 }, errors: [] },
   { method: 'get', path: '/api/auth', operationId: 'currentUser', summary: 'The logged-in user', tag: 'Accounts', auth: 'required', success: { status: 200, schema: r.slimUser }, errors: [401] },
-  { method: 'get', path: '/api/password/:email', operationId: 'requestPasswordReset', summary: 'Send a password reset e-mail (204 whether or not the account exists)', tag: 'Accounts', auth: 'none', params: params({ email: z.string().max(254) }), success: { status: 204 }, errors: [400, 429] },
+  { method: 'get', path: '/api/password/:email', operationId: 'requestPasswordReset', summary: 'Send a password reset e-mail (204 whether or not the account exists)', description: 'Refused 403 when the browser says the request comes from another site (an Origin other than this site\'s or a CORS origin, else Sec-Fetch-Site: cross-site, else a foreign Referer), so no page can make its visitors\' browsers send reset mails; clients that send none of these headers are served. Counts toward the per-address mail limit (RATE_LIMIT_MAIL_PER_IP).', tag: 'Accounts', auth: 'none', params: params({ email: z.string().max(254) }), success: { status: 204 }, errors: [400, 403, 429] },
   { method: 'post', path: '/api/password', operationId: 'resetPassword', summary: 'Reset the password with a reset id (or, with only `email`, ask for the reset e-mail)', tag: 'Accounts', auth: 'none', body: z.union([passwordResetBody, passwordResetRequestBody]), success: { status: 204 }, errors: [400, 404, 429] },
   { method: 'put', path: '/api/user', operationId: 'updateUser', summary: 'Update the caller\'s username, website, e-mail visibility', tag: 'Users', auth: 'required', body: updateUserBody, success: { status: 200, schema: r.slimUser }, errors: [400, 401, 409] },
 
@@ -207,7 +207,8 @@ const TOO_MANY_REQUESTS = {
   name: 'TooManyRequests',
   response: errorAnswer(
     'Too many requests from this client; try again after Retry-After seconds. Logging in, invitations and password resets: ' +
-      'over the attempts allowed per minute from one address (RATE_LIMIT_AUTH_PER_IP) or for one e-mail (RATE_LIMIT_AUTH_PER_EMAIL). ' +
+      'over the attempts allowed per minute from one address (RATE_LIMIT_AUTH_PER_IP) or for one e-mail (RATE_LIMIT_AUTH_PER_EMAIL); ' +
+      'invitations and reset mails together: over RATE_LIMIT_MAIL_PER_IP per RATE_LIMIT_MAIL_WINDOW_MS from one address (20 per 10 minutes by default; an IPv6 client counts by its /64). ' +
       'POST /api/file: the caller\'s uploads under way (admitted or waiting) would weigh more than half the upload bound beyond their first. ' +
       'GET /api/file/{file_id}: the client (the user, else the client address) already has FILE_READS_PER_CLIENT reads under way (4 by default). ' +
       'Other clients are still served.',

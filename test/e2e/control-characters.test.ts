@@ -55,6 +55,19 @@ describe('control characters in free text', () => {
     expect(listed).toMatchObject({ name: 'Lines', description: 'first line\r\nsecond\tline' });
   });
 
+  it('holds a collection name to the rule of a file name: no bidi override or other hiding character, on creation and rename', async () => {
+    const before = await collectionNames(alice);
+    const refused = { status: 400, message: 'name: must not contain U+202E (right-to-left override)' };
+    const answer = (res: ApiResponse) => ({ status: res.status, message: res.json?.message });
+    expect(answer(await alice.client.post('/api/card_collection', { name: 'Notes\u202Efdp.exe', is_public: true }))).toEqual(refused);
+    expect(await collectionNames(alice)).toEqual(before);
+    const created = await alice.client.post('/api/card_collection', { name: 'Plain', is_public: true });
+    const id = /([0-9a-f-]{36})$/.exec(created.headers.get('location') ?? '')![1]!;
+    expect(answer(await alice.client.put('/api/card_collection', { collection_id: id, name: 'Plain\u202E' }))).toEqual(refused);
+    expect(answer(await alice.client.put('/api/card_collection', { collection_id: id, name: 'Plain\u2067x' }))).toEqual({ status: 400, message: 'name: must not contain U+2067 (right-to-left isolate)' });
+    expect(await collectionNames(alice)).toContain('Plain');
+  });
+
   it('refuses them in a card\'s link, tags and oc_file_path, on creation and on update of the link', async () => {
     for (const c of CONTROLS) {
       expectRefused(await alice.client.post('/api/card', { card_html: html(uniqueText()), link: `https://example.com/a${c}b`, private: false }), 'link', c);

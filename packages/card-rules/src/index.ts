@@ -124,6 +124,46 @@ export function freeTextProblem(text: string, shape: TextShape): string | null {
 }
 
 /**
+ * Invisible characters that do harm in a name shown to other people (besides the control characters
+ * controlCharacterProblem refuses): the bidirectional embedding, override and isolate controls (an override can make
+ * "x\u202Efdp.docx" look like "xxcod.pdf", or a collection name read backwards), separators that break the line it is
+ * shown on, direction marks that reorder its neighbours (an RLM beside digits or an extension), and the BOM, which
+ * shows as nothing. Named in the answer, since none of them can be seen.
+ */
+const INVISIBLE_IN_NAME: ReadonlyMap<string, string> = new Map([
+  ['\u202a', 'U+202A (left-to-right embedding)'],
+  ['\u202b', 'U+202B (right-to-left embedding)'],
+  ['\u202c', 'U+202C (pop directional formatting)'],
+  ['\u202d', 'U+202D (left-to-right override)'],
+  ['\u202e', 'U+202E (right-to-left override)'],
+  ['\u2066', 'U+2066 (left-to-right isolate)'],
+  ['\u2067', 'U+2067 (right-to-left isolate)'],
+  ['\u2068', 'U+2068 (first strong isolate)'],
+  ['\u2069', 'U+2069 (pop directional isolate)'],
+  ['\u2028', 'U+2028 (line separator)'],
+  ['\u2029', 'U+2029 (paragraph separator)'],
+  ['\u200e', 'U+200E (left-to-right mark)'],
+  ['\u200f', 'U+200F (right-to-left mark)'],
+  ['\u061c', 'U+061C (Arabic letter mark)'],
+  ['\ufeff', 'U+FEFF (byte order mark, zero-width no-break space)'],
+]);
+
+/**
+ * The rule of every name shown to other people (a collection's name, a file's name): the single-line free-text rule
+ * (freeTextProblem), then none of the invisible characters that reorder, break or hide what is shown (INVISIBLE_IN_NAME).
+ * Null when the name passes; else the text that follows "<field>: " in an answer, naming the character as U+XXXX.
+ */
+export function nameProblem(name: string): string | null {
+  const problem = freeTextProblem(name, 'single-line');
+  if (problem) return problem;
+  for (const character of name) {
+    const invisible = INVISIBLE_IN_NAME.get(character);
+    if (invisible) return `must not contain ${invisible}`;
+  }
+  return null;
+}
+
+/**
  * Text with each unpaired surrogate replaced by U+FFFD (String.prototype.toWellFormed): for text a parser produced,
  * which the person who sent the document cannot correct.
  */

@@ -1,6 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import { join, resolve } from 'node:path';
-import { BLOCK_TAGS, characterCount, collapseTextLines, controlCharacterProblem, fitsCharacters, freeTextProblem, linkProblem, linkProblemText, MAX_LINK_CHARS, splitTags, tagsProblem, truncatedToCharacters, wellFormedProblem, withLoneSurrogatesReplaced, wordCount } from '../src';
+import { BLOCK_TAGS, characterCount, collapseTextLines, controlCharacterProblem, fitsCharacters, freeTextProblem, linkProblem, linkProblemText, MAX_LINK_CHARS, nameProblem, splitTags, tagsProblem, truncatedToCharacters, wellFormedProblem, withLoneSurrogatesReplaced, wordCount } from '../src';
 
 const PACKAGE = resolve(__dirname, '..');
 
@@ -71,6 +71,19 @@ describe('@cards/card-rules', () => {
     }
     expect(freeTextProblem('one\ttwo', 'multi-line')).toBeNull();
     expect(tagsProblem(['fine', 'half \udbff'])).toBe('must be well-formed Unicode (found an unpaired surrogate U+DBFF)');
+  });
+
+  it('holds a name shown to others to the free-text rule and refuses the invisible characters that reorder, break or hide it', () => {
+    expect(nameProblem('Reading list \u{1F4DA}')).toBeNull();
+    expect(nameProblem('\u0645\u06CC\u200C\u062E\u0648\u0627\u0647\u0645 \u{1F469}\u200D\u{1F4BB}')).toBeNull();
+    expect(nameProblem('x\u202Efdp.docx')).toBe('must not contain U+202E (right-to-left override)');
+    expect(nameProblem('a\u2069b')).toBe('must not contain U+2069 (pop directional isolate)');
+    expect(nameProblem('a\u2029b')).toBe('must not contain U+2029 (paragraph separator)');
+    expect(nameProblem('a\u061Cb')).toBe('must not contain U+061C (Arabic letter mark)');
+    expect(nameProblem('a\ufeffb')).toBe('must not contain U+FEFF (byte order mark, zero-width no-break space)');
+    // The free-text rule first: a control character or an unpaired surrogate is named as it is in every other field.
+    expect(nameProblem('a\u0007\u202Eb')).toBe(freeTextProblem('a\u0007', 'single-line'));
+    expect(nameProblem('a\ud800')).toBe(wellFormedProblem('a\ud800'));
   });
 
   it('replaces unpaired surrogates with U+FFFD in parsed text and leaves pairs alone', () => {

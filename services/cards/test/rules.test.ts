@@ -83,7 +83,17 @@ describe('card rules', () => {
     for (const invisible of ['\u200b\u200b', '\u00ad', '\u202e', '\u2060 \u200d', '\u0000\u0007']) {
       expect(() => validCollectionName(invisible)).toThrow(/name: must not be empty/);
     }
-    expect(validCollectionName('\u202eabc')).toBe('\u202eabc');
+  });
+
+  it('holds collection names to the rule of every name shown to others, as file names: no bidi override, isolate, direction mark, separator or BOM', () => {
+    expect(() => validCollectionName('\u202eabc')).toThrow('name: must not contain U+202E (right-to-left override)');
+    expect(() => validCollectionName('Notes\u202Efdp.exe')).toThrow('name: must not contain U+202E (right-to-left override)');
+    expect(() => validCollectionName('a\u2066b')).toThrow('name: must not contain U+2066 (left-to-right isolate)');
+    expect(() => validCollectionName('2024\u200Freport')).toThrow('name: must not contain U+200F (right-to-left mark)');
+    expect(() => validCollectionName('line\u2028break')).toThrow('name: must not contain U+2028 (line separator)');
+    expect(() => validCollectionName('in\ufeffside')).toThrow(/name: must not contain U\+FEFF/);
+    // Joiners stay allowed: emoji sequences and Persian words need them.
+    expect(validCollectionName('\u0645\u06CC\u200C\u062E\u0648\u0627\u0647\u0645 \u{1F469}\u200D\u{1F4BB}')).toBe('\u0645\u06CC\u200C\u062E\u0648\u0627\u0647\u0645 \u{1F469}\u200D\u{1F4BB}');
   });
 
   it('normalizes case, punctuation and spacing; near copies share most of their sketch', () => {

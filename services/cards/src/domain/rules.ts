@@ -9,6 +9,7 @@ import {
   freeTextProblem,
   hasVisibleText,
   linkProblemText,
+  nameProblem,
   splitTags,
   tagsProblem,
   withoutControlCharacters,
@@ -133,13 +134,15 @@ export function validOcFilePath(path: string | undefined): string | null {
 
 /**
  * The name trimmed, of 1 to MAX_COLLECTION_NAME_CHARS characters (code points, as characterCount counts them),
- * holding something visible: a name of only zero-width or control characters lists as blank.
+ * holding something visible: a name of only zero-width or control characters lists as blank; and following the rule
+ * of names shown to others (nameProblem).
  */
 export function validCollectionName(name: string): string {
   const trimmed = name.trim();
   if (!hasVisibleText(trimmed)) throw new InvalidArgumentError('name: must not be empty');
   if (characterCount(trimmed) > MAX_COLLECTION_NAME_CHARS) throw new InvalidArgumentError(`name: must be at most ${MAX_COLLECTION_NAME_CHARS} characters`);
-  refuseIfProblem('name', freeTextProblem(trimmed, 'single-line'));
+  // The rule of every name shown to others (@cards/card-rules), as file names follow: no bidi override, among others.
+  refuseIfProblem('name', nameProblem(trimmed));
   return trimmed;
 }
 

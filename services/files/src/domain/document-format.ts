@@ -1,5 +1,5 @@
 import { InvalidArgumentError, refuseIfProblem } from '@cards/platform';
-import { characterCount, freeTextProblem } from '@cards/card-rules';
+import { characterCount, nameProblem } from '@cards/card-rules';
 import type { DocumentFormat } from './model';
 
 /** Canonical MIME type of each accepted format, plus aliases clients commonly send. */
@@ -17,40 +17,14 @@ export const MAX_FILE_NAME_LENGTH = 255;
 
 const PATH_SEPARATORS = /[/\\]/;
 
-/**
- * Invisible characters that do harm in a name shown to others and sent in a download header (besides the control
- * characters @cards/card-rules refuses): the bidirectional embedding, override and isolate controls (an override can
- * make "x\u202Efdp.docx" look like "xxcod.pdf"), separators that break the line it is shown on, direction marks that
- * reorder its neighbours (an RLM beside digits or an extension), and the BOM, which shows as nothing. Named in the
- * answer, since none of them can be seen.
- */
-const INVISIBLE_IN_FILE_NAME: ReadonlyMap<string, string> = new Map([
-  ['\u202a', 'U+202A (left-to-right embedding)'],
-  ['\u202b', 'U+202B (right-to-left embedding)'],
-  ['\u202c', 'U+202C (pop directional formatting)'],
-  ['\u202d', 'U+202D (left-to-right override)'],
-  ['\u202e', 'U+202E (right-to-left override)'],
-  ['\u2066', 'U+2066 (left-to-right isolate)'],
-  ['\u2067', 'U+2067 (right-to-left isolate)'],
-  ['\u2068', 'U+2068 (first strong isolate)'],
-  ['\u2069', 'U+2069 (pop directional isolate)'],
-  ['\u2028', 'U+2028 (line separator)'],
-  ['\u2029', 'U+2029 (paragraph separator)'],
-  ['\u200e', 'U+200E (left-to-right mark)'],
-  ['\u200f', 'U+200F (right-to-left mark)'],
-  ['\u061c', 'U+061C (Arabic letter mark)'],
-  ['\ufeff', 'U+FEFF (byte order mark, zero-width no-break space)'],
-]);
-
 /** The format named by the file name's extension; 400 when it is not one we accept. Characters count as code points. */
 export function formatFromFileName(fileName: string): DocumentFormat {
   const name = fileName.trim();
   if (name.length === 0) throw new InvalidArgumentError('file_name: is required');
   if (characterCount(name) > MAX_FILE_NAME_LENGTH) throw new InvalidArgumentError(`file_name: at most ${MAX_FILE_NAME_LENGTH} characters`);
-  refuseIfProblem('file_name', freeTextProblem(name, 'single-line'));
+  // The rule of every name shown to others (@cards/card-rules): no control, bidi-override or other hiding character.
+  refuseIfProblem('file_name', nameProblem(name));
   if (PATH_SEPARATORS.test(name)) throw new InvalidArgumentError('file_name: must not contain slashes');
-  const invisible = [...name].find((c) => INVISIBLE_IN_FILE_NAME.has(c));
-  if (invisible) throw new InvalidArgumentError(`file_name: must not contain ${INVISIBLE_IN_FILE_NAME.get(invisible)}`);
   const ext = /\.([A-Za-z0-9]+)$/.exec(name)?.[1]?.toLowerCase();
   if (ext === 'docx' || ext === 'doc' || ext === 'odt' || ext === 'pdf') return ext;
   throw new InvalidArgumentError(`file_name: the extension must be .docx, .doc, .odt or .pdf (got ${ext ? `.${ext}` : 'none'})`);

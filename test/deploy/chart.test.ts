@@ -157,7 +157,7 @@ describeWithHelm('Helm chart deploy/k8s (offline)', () => {
     expect(ci.filter((o) => o.kind === 'Deployment')).toHaveLength(COMPONENTS.length);
   });
 
-  it('probes gRPC services with native grpc probes on their port (liveness on a name engines do not affect) and the gateway on its own port', () => {
+  it('probes gRPC services with native grpc probes on their port (liveness on a name engines do not affect) and the gateway over HTTP, its own GET /livez', () => {
     for (const component of GRPC_SERVICES) {
       const container = containerOf(find(ci, 'Deployment', componentName(component))!);
       const port = container.ports![0]!.containerPort;
@@ -170,9 +170,12 @@ describeWithHelm('Helm chart deploy/k8s (offline)', () => {
     }
     const gatewayDeployment = find(ci, 'Deployment', componentName('gateway'))!;
     const gateway = containerOf(gatewayDeployment);
-    // Its own port: a peer that is not ready (an engine outage) must not take the whole API out of rotation.
-    expect(gateway.readinessProbe?.tcpSocket?.port).toBe('http');
-    expect(gateway.livenessProbe?.tcpSocket?.port).toBe('http');
+    // Over HTTP, of the process alone (/livez): a wedged gateway (a TCP connect still succeeds) fails liveness and is
+    // restarted, while a peer that is not ready (an engine outage) neither restarts it nor takes the API out of rotation.
+    for (const probe of [gateway.startupProbe, gateway.readinessProbe, gateway.livenessProbe]) {
+      expect(probe?.httpGet).toMatchObject({ path: '/livez', port: 'http' });
+      expect(probe?.tcpSocket).toBeUndefined();
+    }
     expect(gateway.ports![0]!.containerPort).toBe(8090);
   });
 
@@ -477,6 +480,9 @@ describeWithHelm('Helm chart deploy/k8s (offline)', () => {
     const gateway = containerOf(find(rendered.objects, 'Deployment', componentName('gateway'))!);
     expect(gateway.readinessProbe?.httpGet).toMatchObject({ path: '/healthz', port: 'http' });
     expect(gateway.readinessProbe?.tcpSocket).toBeUndefined();
+    // A peer outage still never restarts it: startup and liveness stay on /livez.
+    expect(gateway.startupProbe?.httpGet).toMatchObject({ path: '/livez', port: 'http' });
+    expect(gateway.livenessProbe?.httpGet).toMatchObject({ path: '/livez', port: 'http' });
   });
 
   it('releases each component on its own: a new chart version rolls no pod whose settings it leaves alone, a new tag only its own', () => {
@@ -505,6 +511,11 @@ describeWithHelm('Helm chart deploy/k8s (offline)', () => {
     const gateway = after.get(componentName('gateway'))!;
     expect(gateway.spec!.containers[0]!.image).toBe('registry.ci.example/cards/card-library-gateway:0.2.0');
     expect(gateway.metadata!.labels!['app.kubernetes.io/version']).toBe('0.2.0');
+    // The Deployment (and the component's other objects) say the version it runs too, not the chart's appVersion.
+    for (const kind of ['Deployment', 'Service', 'HorizontalPodAutoscaler', 'PodDisruptionBudget', 'NetworkPolicy']) {
+      expect({ kind, version: find(gatewayRelease.objects, kind, componentName('gateway'))?.metadata.labels?.['app.kubernetes.io/version'] }).toEqual({ kind, version: '0.2.0' });
+      expect({ kind, version: find(gatewayRelease.objects, kind, componentName('cards'))?.metadata.labels?.['app.kubernetes.io/version'] }).toEqual({ kind, version: 'ci' });
+    }
     expect(before.get(componentName('cards'))!.metadata!.labels!['app.kubernetes.io/version']).toBe('ci');
     const digest = `sha256:${'a'.repeat(64)}`;
     const pinned = template([...args, '--set', `components.search.image.tag=0.4.2@${digest}`]);
@@ -742,6 +753,85 @@ describeWithHelm('Helm chart deploy/k8s (offline)', () => {
     expect(nginxBytes(bodyLimit(larger.objects))).toBeGreaterThanOrEqual(uploadBodyBytes(52428800));
     const byHand = template(['-f', CI_VALUES, '--set', 'ingress.annotations.nginx\\.ingress\\.kubernetes\\.io/proxy-body-size=100m']);
     expect(bodyLimit(byHand.objects)).toBe('100m');
+  });
+
+  it('installs each service as a release of its own as docs/deploy.md says (Releasing one service): peers found in their releases, NetworkPolicies across them', () => {
+    const docs = readFileSync(join(ROOT, 'docs/deploy.md'), 'utf8');
+    const section = docs.slice(docs.indexOf('### Releasing one service'));
+    const script = section.slice(section.indexOf('```sh\n'), section.indexOf('\n```\n', section.indexOf('```sh\n')));
+    const values = /cat > system-values\.yaml <<'EOF'\n([\s\S]*?)\nEOF/.exec(script)?.[1];
+    expect(values).toBeDefined();
+    // Each team's command: its own release, named after its component, the shared values and its component enabled.
+    for (const component of COMPONENTS) expect(script).toMatch(new RegExp(`helm upgrade --install ${component} deploy/k8s .*-f system-values\\.yaml .*components\\.${component}\\.enabled=true`));
+    expect(script).toMatch(/^helm -n cards rollback search \d+$/m);
+    const dir = mkdtempSync(join(tmpdir(), 'card-library-releases-'));
+    try {
+      writeFileSync(join(dir, 'system-values.yaml'), values!);
+      const render = (release: string, extra: string[] = []) => {
+        const result = runHelm(helmPath, ['template', release, chart.dir, '--namespace', 'cards', '--kube-version', KUBE_VERSION, '-f', CI_VALUES, '-f', join(dir, 'system-values.yaml'), ...extra]);
+        if (result.status !== 0) throw new Error(result.stderr);
+        return parseAllDocuments(result.stdout).map((d) => d.toJS() as K8sObject).filter(Boolean);
+      };
+      const name = (component: string) => `${component}-card-library-${component}`;
+      const releases = Object.fromEntries(COMPONENTS.map((c) => [c, render(c, ['--set', `components.${c}.enabled=true`])]));
+      const all = Object.values(releases).flat();
+      for (const component of COMPONENTS) {
+        const objects = releases[component]!;
+        expect(objects.filter((o) => o.kind === 'Deployment').map((o) => o.metadata.name)).toEqual([name(component)]);
+        // One Secret for all of them (secrets.existingSecret): the gateway and files share FILES_INTERNAL_TOKEN.
+        expect(objects.filter((o) => o.kind === 'Secret')).toEqual([]);
+        expect(objects.filter((o) => o.kind === 'Ingress')).toHaveLength(component === 'gateway' ? 1 : 0);
+      }
+      // Every caller's address names the callee's headless Service, rendered by the callee's release, on its port.
+      const services = new Map(all.filter((o) => o.kind === 'Service').flatMap((svc) => ((svc as unknown as IService).spec!.ports ?? []).map((p) => [`${svc.metadata.name}:${p.port}`, svc.metadata.name])));
+      const grpcTarget = /^dns:\/\/\/([a-z0-9-]+)\.cards\.svc\.cluster\.local:(\d+)$/;
+      for (const [callee, callers] of Object.entries(CALLERS)) {
+        for (const caller of callers) {
+          const address = envValue(find(releases[caller]!, 'Deployment', name(caller))!, `${callee.toUpperCase()}_SERVICE_ADDR`)?.value ?? '';
+          const [, service, port] = grpcTarget.exec(address) ?? [];
+          expect({ caller, callee, service: services.get(`${service}:${port}`) }).toEqual({ caller, callee, service: `${name(callee)}-grpc` });
+        }
+      }
+      expect(services.get(envValue(find(releases.gateway!, 'Deployment', name('gateway'))!, 'FILES_HTTP_ADDR')?.value ?? '')).toBe(name('files'));
+      // The NetworkPolicies let each caller in and each component out to its peers in the other releases: their
+      // selectors match the peer's pods there (by part-of and component, not by the release).
+      const podLabels = (component: string) => (find(releases[component]!, 'Deployment', name(component)) as unknown as IDeployment).spec!.template.metadata!.labels!;
+      const selects = (selector: Record<string, string> | undefined, component: string) => Object.entries(selector ?? {}).every(([k, v]) => podLabels(component)[k] === v);
+      for (const component of COMPONENTS) {
+        const policy = find(releases[component]!, 'NetworkPolicy', name(component)) as unknown as INetworkPolicy;
+        const from = (policy.spec!.ingress ?? []).flatMap((rule) => (rule.from ?? []).map((peer) => peer.podSelector?.matchLabels));
+        expect(from.map((labels) => labels?.['app.kubernetes.io/component']).sort()).toEqual(CALLERS[component]);
+        for (const labels of from) expect({ component, selectsCallerPods: selects(labels, labels!['app.kubernetes.io/component']!), instance: labels!['app.kubernetes.io/instance'] }).toEqual({ component, selectsCallerPods: true, instance: undefined });
+        const to = (policy.spec!.egress ?? []).flatMap((rule) => (rule.to ?? []).map((peer) => peer.podSelector?.matchLabels)).filter((l) => l?.['app.kubernetes.io/component']);
+        expect(to.map((labels) => labels!['app.kubernetes.io/component']).sort()).toEqual(Object.entries(CALLERS).filter(([, by]) => by.includes(component)).map(([callee]) => callee).sort());
+        for (const labels of to) expect(selects(labels, labels!['app.kubernetes.io/component']!)).toBe(true);
+      }
+      // A peer in another namespace: its cluster DNS name there, and the NetworkPolicy selects that namespace.
+      const elsewhere = render('gateway', ['--set', 'components.gateway.enabled=true,components.files.namespace=team-files']);
+      const gateway = find(elsewhere, 'Deployment', name('gateway'))!;
+      expect(envValue(gateway, 'FILES_SERVICE_ADDR')?.value).toBe(`dns:///${name('files')}-grpc.team-files.svc.cluster.local:50054`);
+      expect(envValue(gateway, 'FILES_HTTP_ADDR')?.value).toBe(`${name('files')}.team-files.svc.cluster.local:50064`);
+      const toFiles = (find(elsewhere, 'NetworkPolicy', name('gateway')) as unknown as INetworkPolicy).spec!.egress!.flatMap((r) => r.to ?? []).find((peer) => peer.podSelector?.matchLabels?.['app.kubernetes.io/component'] === 'files');
+      expect(toFiles?.namespaceSelector?.matchLabels).toEqual({ 'kubernetes.io/metadata.name': 'team-files' });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+    // Separate releases would each generate a FILES_INTERNAL_TOKEN of their own: refused unless they share one.
+    const split = ['-f', CI_VALUES, '--set', 'default.enabled=false,components.gateway.enabled=true,components.files.release=files'];
+    const refused = template(split);
+    expect(refused.status).not.toBe(0);
+    expect(refused.stderr).toMatch(/FILES_INTERNAL_TOKEN.*secrets\.existingSecret/);
+    expect(template([...split, '--set', 'secrets.filesInternalToken=ci-only-files-token-0123456789']).status).toBe(0);
+    // The single release: its NetworkPolicies select its peers the same way, and its pods carry those labels.
+    for (const policy of ci.filter((o) => o.kind === 'NetworkPolicy') as unknown as INetworkPolicy[]) {
+      for (const peer of [...(policy.spec!.ingress ?? []).flatMap((r) => r.from ?? []), ...(policy.spec!.egress ?? []).flatMap((r) => r.to ?? [])]) {
+        const labels = peer.podSelector?.matchLabels;
+        if (!labels?.['app.kubernetes.io/component']) continue;
+        const pod = (find(ci, 'Deployment', componentName(labels['app.kubernetes.io/component'])) as unknown as IDeployment).spec!.template.metadata!.labels!;
+        expect(Object.entries(labels).every(([k, v]) => pod[k] === v)).toBe(true);
+        expect(peer.namespaceSelector).toBeUndefined();
+      }
+    }
   });
 
   it('leaves a disabled component out entirely, and points nobody at it', () => {

@@ -1,15 +1,59 @@
-{{/* Release-wide name, at most 63 characters. */}}
-{{- define "card-library.fullname" -}}
-{{- if contains .Chart.Name .Release.Name -}}
-{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{/* <release>-<chart> (the release alone when it contains the chart's name), at most 63 characters. Args: (dict "chart" "card-library" "release" "cards") */}}
+{{- define "card-library.fullnameFor" -}}
+{{- if contains .chart .release -}}
+{{- .release | trunc 63 | trimSuffix "-" -}}
 {{- else -}}
-{{- printf "%s-%s" .Release.Name .Chart.Name | trunc 63 | trimSuffix "-" -}}
+{{- printf "%s-%s" .release .chart | trunc 63 | trimSuffix "-" -}}
 {{- end -}}
 {{- end -}}
 
-{{/* Name of a component's Deployment and Service. Args: (dict "root" $ "name" "cards") */}}
+{{/* Release-wide name, at most 63 characters. */}}
+{{- define "card-library.fullname" -}}
+{{- include "card-library.fullnameFor" (dict "chart" .Chart.Name "release" .Release.Name) -}}
+{{- end -}}
+
+{{/*
+Name of a component's Deployment and Service, in this release or, with "release", in the release that installs it
+(components.<name>.release). Args: (dict "root" $ "name" "cards" ["release" "cards-team"])
+*/}}
 {{- define "card-library.componentName" -}}
-{{- printf "%s-%s" (include "card-library.fullname" .root) .name | trunc 63 | trimSuffix "-" -}}
+{{- printf "%s-%s" (include "card-library.fullnameFor" (dict "chart" .root.Chart.Name "release" (.release | default .root.Release.Name))) .name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/*
+Where a peer runs, as YAML: {release, namespace} of this release when it is enabled here, of components.<name>.release
+(and .namespace) when another release installs it, {} when it runs nowhere. Args: (dict "root" $ "p" $peerSettings)
+*/}}
+{{- define "card-library.peerLocation" -}}
+{{- if .p.enabled -}}
+{{- toYaml (dict "release" .root.Release.Name "namespace" .root.Release.Namespace) -}}
+{{- else if .p.release -}}
+{{- toYaml (dict "release" .p.release "namespace" (.p.namespace | default .root.Release.Namespace)) -}}
+{{- else -}}
+{{- "{}" -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+Pod selector of a component's pods in whichever release runs them (NetworkPolicy peers): by app.kubernetes.io/part-of,
+not the release, so components of one system installed as separate releases reach each other. Args: (dict "root" $ "name" "cards")
+*/}}
+{{- define "card-library.peerSelectorLabels" -}}
+app.kubernetes.io/name: {{ .root.Chart.Name }}
+app.kubernetes.io/part-of: {{ .root.Values.partOf | default "card-library" }}
+app.kubernetes.io/component: {{ .name }}
+{{- end -}}
+
+{{/* A NetworkPolicy peer for component "name" at "location" (from peerLocation). Args: (dict "root" $ "name" "cards" "location" $loc) */}}
+{{- define "card-library.networkPeer" -}}
+- podSelector:
+    matchLabels:
+      {{- include "card-library.peerSelectorLabels" . | nindent 6 }}
+  {{- if ne .location.namespace .root.Release.Namespace }}
+  namespaceSelector:
+    matchLabels:
+      kubernetes.io/metadata.name: {{ .location.namespace }}
+  {{- end }}
 {{- end -}}
 
 {{/*
@@ -81,7 +125,26 @@ app.kubernetes.io/name: {{ .Chart.Name }}
 app.kubernetes.io/instance: {{ .Release.Name }}
 app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}
-app.kubernetes.io/part-of: card-library
+app.kubernetes.io/part-of: {{ .Values.partOf | default "card-library" }}
+{{- end -}}
+
+{{/* A label value of an image tag: a tag pinned by digest (0.4.2@sha256:…) by its name; a label allows [A-Za-z0-9._-] only. */}}
+{{- define "card-library.versionLabel" -}}
+{{- regexReplaceAll "[^A-Za-z0-9._-]" (splitList "@" (toString .) | first) "_" | trunc 63 | trimAll "._-" | quote -}}
+{{- end -}}
+
+{{/*
+Labels of a component's objects (Deployment, Services, HPA, PDB, ...): the release-wide ones, but the version the
+component runs (its image tag, components.<name>.image.tag, else the chart's appVersion). Args: (dict "root" $ "name" "cards" "version" "0.2.0")
+*/}}
+{{- define "card-library.componentLabels" -}}
+helm.sh/chart: {{ printf "%s-%s" .root.Chart.Name .root.Chart.Version | replace "+" "_" }}
+app.kubernetes.io/name: {{ .root.Chart.Name }}
+app.kubernetes.io/instance: {{ .root.Release.Name }}
+app.kubernetes.io/version: {{ include "card-library.versionLabel" .version }}
+app.kubernetes.io/managed-by: {{ .root.Release.Service }}
+app.kubernetes.io/part-of: {{ .root.Values.partOf | default "card-library" }}
+app.kubernetes.io/component: {{ .name }}
 {{- end -}}
 
 {{/* Args: (dict "root" $ "name" "cards") */}}
@@ -98,9 +161,8 @@ component's release) does not roll its pods. Args: (dict "root" $ "name" "cards"
 */}}
 {{- define "card-library.podLabels" -}}
 {{ include "card-library.selectorLabels" . }}
-{{- /* A tag pinned by digest (0.4.2@sha256:…) is labelled by its name; a label value allows [A-Za-z0-9._-] only. */}}
-app.kubernetes.io/version: {{ regexReplaceAll "[^A-Za-z0-9._-]" (splitList "@" .version | first) "_" | trunc 63 | trimAll "._-" | quote }}
-app.kubernetes.io/part-of: card-library
+app.kubernetes.io/version: {{ include "card-library.versionLabel" .version }}
+app.kubernetes.io/part-of: {{ .root.Values.partOf | default "card-library" }}
 {{- end -}}
 
 {{/* Component settings: `default` deep-merged with the component's entry. Args: (dict "root" $ "name" "cards"); returns YAML. */}}
@@ -171,6 +233,22 @@ MAIL_TO_FILES "true" (or "1", "yes": what the service reads as true). An existin
 {{- end -}}
 {{- end -}}
 
+{{/*
+Refuses a gateway or files whose partner on the files download port runs in another release while this release would
+generate FILES_INTERNAL_TOKEN: each release generates its own, so the gateway's downloads would be refused. Args:
+(dict "root" $ "name" "files" "c" $settings)
+*/}}
+{{- define "card-library.requireSharedToken" -}}
+{{- $v := .root.Values -}}
+{{- if and (has .name (list "gateway" "files")) (not (or $v.secrets.existingSecret $v.secrets.filesInternalToken)) -}}
+{{- $other := ternary "files" "gateway" (eq .name "gateway") -}}
+{{- $o := include "card-library.component" (dict "root" .root "name" $other) | fromYaml -}}
+{{- if and (not $o.enabled) $o.release -}}
+{{- fail (printf "components.%s.release: %s runs in release %s, which has a FILES_INTERNAL_TOKEN of its own unless both releases read one: set secrets.existingSecret (one Secret for every release) or the same secrets.filesInternalToken in both (docs/deploy.md, Releasing one service)" $other $other $o.release) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
 {{/* Environment of one component. Args: (dict "root" $ "name" "cards" "c" $settings) */}}
 {{- define "card-library.env" -}}
 {{- $root := .root -}}
@@ -234,12 +312,14 @@ MAIL_TO_FILES "true" (or "1", "yes": what the service reads as true). An existin
 {{- end }}
 {{- range $peer := $c.calls }}
 {{- $p := include "card-library.component" (dict "root" $root "name" $peer) | fromYaml }}
-{{- if $p.enabled }}
+{{- $at := include "card-library.peerLocation" (dict "root" $root "p" $p) | fromYaml }}
+{{- if $at.release }}
+{{- $where := dict "root" $root "name" $peer "release" $at.release }}
 - name: {{ upper $peer }}_SERVICE_ADDR
-  value: {{ printf "dns:///%s.%s.svc.%s:%v" (include "card-library.grpcServiceName" (dict "root" $root "name" $peer)) $root.Release.Namespace $v.clusterDomain $p.port | quote }}
+  value: {{ printf "dns:///%s.%s.svc.%s:%v" (include "card-library.grpcServiceName" $where) $at.namespace $v.clusterDomain $p.port | quote }}
 {{- if and $p.httpPort (eq $c.protocol "http") }}
 - name: {{ upper $peer }}_HTTP_ADDR
-  value: {{ printf "%s:%v" (include "card-library.componentName" (dict "root" $root "name" $peer)) $p.httpPort | quote }}
+  value: {{ printf "%s%s:%v" (include "card-library.componentName" $where) (ternary "" (printf ".%s.svc.%s" $at.namespace $v.clusterDomain) (eq $at.namespace $root.Release.Namespace)) $p.httpPort | quote }}
 - name: {{ upper $peer }}_INTERNAL_TOKEN
   valueFrom:
     secretKeyRef:

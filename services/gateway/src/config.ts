@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { envAddress, envInt, MAX_SHUTDOWN_DRAIN_MS } from '@cards/platform';
 import { ACCESS_LOG_LEVELS } from './http/access-log';
 import { DEFAULT_WEB_DIST_DIR } from './http/web-app';
+import { DEFAULT_MAIL_PER_IP } from './http/rate-limits';
 
 const PROXY_PRESETS = ['loopback', 'linklocal', 'uniquelocal'];
 
@@ -92,7 +93,7 @@ export const gatewayConfigSchema = z.object({
    * Requests that send e-mail to an address the caller names (invitations, reset mails), together, from one client address
    * (IPv6: its /64) per RATE_LIMIT_MAIL_WINDOW_MS; besides the per-minute limits above, which allow far more.
    */
-  RATE_LIMIT_MAIL_PER_IP: envInt(20).pipe(z.number().min(1, 'must be at least 1')),
+  RATE_LIMIT_MAIL_PER_IP: envInt(DEFAULT_MAIL_PER_IP).pipe(z.number().min(1, 'must be at least 1')),
   RATE_LIMIT_MAIL_WINDOW_MS: envInt(10 * 60_000).pipe(z.number().min(1000, 'must be at least 1000')),
   /** MongoDB (its own database "gateway") where every gateway replica counts the auth rate limits; unset: this process's memory. */
   MONGO_URL: z

@@ -8,7 +8,7 @@ export interface RateLimitConfig {
   perEmailPerMinute: number;
   /**
    * Requests that send e-mail (invitations, reset mails) from one client address per `mailWindowMs`, counted together
-   * over those routes and besides the per-minute limits (RATE_LIMIT_MAIL_PER_IP, RATE_LIMIT_MAIL_WINDOW_MS); 20 per
+   * over those routes and besides the per-minute limits (RATE_LIMIT_MAIL_PER_IP, RATE_LIMIT_MAIL_WINDOW_MS); 200 per
    * 10 minutes when unset.
    */
   mailPerIp?: number;
@@ -26,7 +26,7 @@ function emailOf(req: Request): string | undefined {
   return typeof raw === 'string' ? raw.trim().toLowerCase().normalize('NFC').slice(0, 254) : undefined;
 }
 
-export const DEFAULT_MAIL_PER_IP = 20;
+export const DEFAULT_MAIL_PER_IP = 200;
 export const DEFAULT_MAIL_WINDOW_MS = 10 * 60_000;
 
 /** The 8 16-bit groups of a valid IPv6 address (`::` expanded, a dotted IPv4 tail as two groups). */

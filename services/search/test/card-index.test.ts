@@ -215,6 +215,79 @@ describe('SqliteCardIndex', () => {
     await index.close();
   });
 
+  test("removing a card takes it out of each collection holding it, visiting those collections only, after a restart too", async () => {
+    const path = tempFile();
+    const words = 'tides are caused by the moon';
+    const gone = aCard().saying(words).along(axis(1)).build();
+    const kept = aCard().saying(words).along(axis(2)).build();
+    const first = new SqliteCardIndex({ path, dimensions: CONTRACT_DIMENSIONS });
+    await first.upsert(gone);
+    await first.upsert(kept);
+    // Many collections hold the card kept; two hold the card removed (one of them the kept card too).
+    const others = Array.from({ length: 200 }, () => randomUUID());
+    const holding = [randomUUID(), others[0]!];
+    const at = new Date('2026-01-02T00:00:00Z');
+    for (const collectionId of others) await first.setBookmark(collectionId, kept.cardId, true, at);
+    for (const collectionId of holding) await first.setBookmark(collectionId, gone.cardId, true, at);
+    // A bookmark taken back still has its row: the card is in no scope of that collection, before or after.
+    const takenBack = others[1]!;
+    await first.setBookmark(takenBack, gone.cardId, true, at);
+    await first.setBookmark(takenBack, gone.cardId, false, new Date('2026-01-03T00:00:00Z'));
+    await first.close();
+    const index = new SqliteCardIndex({ path, dimensions: CONTRACT_DIMENSIONS });
+    await index.ready();
+    const inScope = async (collectionId: string) =>
+      (await index.nearest(axis(1), { tags: [], links: [], collectionId }, { offset: 0, limit: 25 })).hits.map((h) => h.cardId).sort();
+    expect(await inScope(holding[0]!)).toEqual([gone.cardId]);
+    expect(await inScope(holding[1]!)).toEqual([gone.cardId, kept.cardId].sort());
+    expect(await inScope(takenBack)).toEqual([kept.cardId]);
+
+    // The removal reads the card's bookmarks through an index and touches the memberships of its own collections only.
+    const internals = index as unknown as { db: { prepare: (sql: string) => unknown }; collections: Map<string, Set<string>> };
+    const memberships = internals.collections;
+    const touched = new Set<string>();
+    for (const [collectionId, members] of memberships) {
+      for (const method of ['delete', 'has'] as const) {
+        const original = members[method].bind(members);
+        jest.spyOn(members, method).mockImplementation((cardId: string) => {
+          touched.add(collectionId);
+          return original(cardId) as never;
+        });
+      }
+    }
+    const walks = (['values', 'entries', 'keys', 'forEach', Symbol.iterator] as const).map((method) => jest.spyOn(memberships, method as 'values'));
+    const prepare = jest.spyOn(internals.db, 'prepare');
+    await index.remove(gone.cardId, new Date('2026-01-04T00:00:00Z'));
+    for (const walk of walks) expect(walk).not.toHaveBeenCalled();
+    expect([...touched].sort()).toEqual([...holding].sort());
+    const statements = prepare.mock.calls.map(([sql]) => sql);
+    expect(statements.some((sql) => /FROM bookmarks/.test(sql))).toBe(true);
+    prepare.mockRestore();
+    jest.restoreAllMocks();
+    const raw = internals.db as unknown as { prepare: (sql: string) => { all: (...args: unknown[]) => { detail: string }[] } };
+    for (const sql of statements) {
+      const plan = raw.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...sql.split('?').slice(1).map(() => 'x'));
+      expect({ sql, scans: plan.map((step) => step.detail).filter((detail) => /^SCAN /.test(detail)) }).toEqual({ sql, scans: [] });
+    }
+
+    for (const collectionId of [...holding, takenBack]) expect(await inScope(collectionId)).not.toContain(gone.cardId);
+    expect(await inScope(holding[1]!)).toEqual([kept.cardId]);
+    expect(await inScope(others[2]!)).toEqual([kept.cardId]);
+    expect((await index.get(kept.cardId))!.collectionIds).toEqual([...others].sort());
+    // A collection left empty holds nothing, and a late bookmark of the removed card is refused.
+    expect(await inScope(holding[0]!)).toEqual([]);
+    await index.setBookmark(holding[0]!, gone.cardId, true, new Date('2026-01-05T00:00:00Z'));
+    expect(await inScope(holding[0]!)).toEqual([]);
+    await index.close();
+    const reopened = new SqliteCardIndex({ path, dimensions: CONTRACT_DIMENSIONS });
+    await reopened.ready();
+    for (const collectionId of [...holding, takenBack]) {
+      const hits = (await reopened.nearest(axis(1), { tags: [], links: [], collectionId }, { offset: 0, limit: 25 })).hits.map((h) => h.cardId);
+      expect(hits).not.toContain(gone.cardId);
+    }
+    await reopened.close();
+  });
+
   test('rejects a vector of the wrong dimension instead of storing it', async () => {
     const index = new SqliteCardIndex({ path: ':memory:', dimensions: CONTRACT_DIMENSIONS });
     await expect(index.upsert(aCard().along(new Float32Array(3)).build())).rejects.toThrow(/dimensions/);

@@ -186,14 +186,17 @@ export class SqliteCardIndex implements CardIndex {
 
   async remove(cardId: string, removedAt: Date): Promise<void> {
     await this.loaded;
-    this.db.transaction(() => {
+    // The collections holding the card, read through bookmarks_by_card: removal touches those only, not every collection.
+    const holding = this.db.transaction(() => {
       this.db.prepare('DELETE FROM cards WHERE card_id = ?').run(cardId);
       this.db.prepare('INSERT OR IGNORE INTO removed_cards (card_id, removed_at) VALUES (?, ?)').run(cardId, removedAt.getTime());
+      const rows = this.db.prepare('SELECT collection_id FROM bookmarks WHERE card_id = ? AND added = 1').all(cardId) as { collection_id: string }[];
       this.db.prepare('DELETE FROM bookmarks WHERE card_id = ?').run(cardId);
+      return rows;
     })();
     this.collisions.delete(cardId);
     this.unslot(cardId);
-    for (const members of this.collections.values()) members.delete(cardId);
+    for (const { collection_id } of holding) this.applyBookmarkInMemory(collection_id, cardId, false);
   }
 
   /** Writes are searchable as soon as they return here: a batch is just its writes. */
@@ -651,7 +654,7 @@ export class SqliteCardIndex implements CardIndex {
     if (added) {
       if (!members) this.collections.set(collectionId, (members = new Set()));
       members.add(cardId);
-    } else members?.delete(cardId);
+    } else if (members?.delete(cardId) && members.size === 0) this.collections.delete(collectionId);
   }
 
   private collectionIdsOf(cardId: string): string[] {

@@ -299,6 +299,39 @@ export function describeCardRepositoryContract(name: string, factory: CardsStore
       expect(await store.cards.count()).toBe(2);
     });
 
+    it('counts every card, private ones and collisions included, through inserts, refusals, edits, detaching and removals', async () => {
+      expect(await store.cards.count()).toBe(0);
+      const author = randomUUID();
+      const root = aCard().by(author).withIdempotencyKey('doc-1#1').build();
+      const hidden = aCard().by(author).private().build();
+      const c1 = aCard().collisionOf(root.id).withContent(root.content).build();
+      const c2 = aCard().private().collisionOf(root.id).withContent(root.content).build();
+      for (const c of [root, hidden, c1, c2]) await store.cards.insert(c, fingerprintOf(c.content), [event()]);
+      expect(await store.cards.count()).toBe(4);
+      // Refused inserts (a taken idempotency key, an event too large) leave nothing to count.
+      const again = aCard().by(author).withIdempotencyKey('doc-1#1').build();
+      await expect(store.cards.insert(again, fingerprintOf(again.content), [event()])).rejects.toBeInstanceOf(AlreadyExistsError);
+      const refused = aCard().build();
+      await expect(store.cards.insert(refused, fingerprintOf(refused.content), [{ topic: Topics.card, key: 'k', payload: new Uint8Array(MAX_EVENT_BYTES) }])).rejects.toBeInstanceOf(
+        EventTooLargeError,
+      );
+      expect(await store.cards.count()).toBe(4);
+      // An edit and a collision made a root change what cards are, not how many.
+      const content = someContent();
+      await store.cards.update({ ...hidden, content, cardHtml: `<p>${content}</p>`, private: false, updatedAt: nextTime() }, fingerprintOf(content), [event()]);
+      expect(await store.cards.detachCollision(c1.id, root.id, [event()])).toBe(true);
+      expect(await store.cards.count()).toBe(4);
+      // The root removed (its remaining collision promoted), then again: one card fewer, once.
+      expect(await store.cards.remove(root.id, [{ cardId: c2.id, collisionOf: null }], [event()])).toBe(true);
+      expect(await store.cards.remove(root.id, [], [event()])).toBe(false);
+      expect(await store.cards.count()).toBe(3);
+      for (const c of [hidden, c1, c2]) await store.cards.remove(c.id, [], []);
+      expect(await store.cards.count()).toBe(0);
+      const later = aCard().build();
+      await store.cards.insert(later, fingerprintOf(later.content), []);
+      expect(await store.cards.count()).toBe(1);
+    });
+
     it('removes a card once when two removals race: one answers true, the other false, with one set of effects', async () => {
       const author = randomUUID();
       const card = aCard().by(author).build();

@@ -112,6 +112,25 @@ if (skipReason) {
     });
   });
 
+  it(`counts the cards on ${name} from the collection's metadata, reading no document`, async () => {
+    await withScratchDatabase(async (connection) => {
+      const store = await openMongoCardsStore(connection);
+      for (const c of [aCard().build(), aCard().private().build()]) await store.cards.insert(c, fingerprintOf(c.content), []);
+      // countDocuments({}) is an aggregation over every document ($match, $group): a collection scan on a big store.
+      // estimatedDocumentCount() sends the count command without a query, answered from the collection's metadata.
+      const cards = store.database.cards;
+      const reads = (['countDocuments', 'aggregate', 'find', 'findOne'] as const).map((method) => jest.spyOn(cards, method));
+      const metadata = jest.spyOn(cards, 'estimatedDocumentCount');
+      try {
+        expect(await store.cards.count()).toBe(2);
+        for (const read of reads) expect(read).not.toHaveBeenCalled();
+        expect(metadata).toHaveBeenCalledTimes(1);
+      } finally {
+        jest.restoreAllMocks();
+      }
+    });
+  });
+
   // Races the adapter must survive without transactions (mongo-java-server and standalone MongoDB have none).
   describe(`cards store on ${name}: races without transactions`, () => {
     let store: CardsStoreFixture;

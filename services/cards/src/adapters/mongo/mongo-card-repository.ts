@@ -260,8 +260,13 @@ export class MongoCardRepository implements CardRepository {
     return this.store.cards.countDocuments(includePrivate ? { authorId } : { authorId, private: false });
   }
 
+  /**
+   * Every card, private ones and collisions included (the spec's total_count): every document of the collection, since
+   * a removed card's document is deleted. Read from the collection's metadata (the count command without a filter),
+   * not by walking every document as countDocuments({}) does.
+   */
   async count(): Promise<number> {
-    return this.store.cards.countDocuments({});
+    return this.store.cards.estimatedDocumentCount();
   }
 
   async pageAll(limit: number, after?: string): Promise<Page<Card>> {

@@ -9,7 +9,7 @@ import { LibraryDocumentReader } from '../src/adapters/documents/library-documen
 import { SqliteFileRepository } from '../src/adapters/sqlite/sqlite-file-repository';
 import { FILE_CHANGES_GROUP, subscribeToFileEvents } from '../src/application/file-event-subscriptions';
 import { CARDS_NOT_STORED, IngestionWorker, titleTag } from '../src/application/ingestion-worker';
-import { CardRejectedError, type CardsPort, type DocumentReader, type NewCard } from '../src/domain/ports';
+import { CardRejectedError, type CardsPort, type DocumentReader, type FileRepository, type NewCard } from '../src/domain/ports';
 import { aFile } from './builders';
 
 const FIXTURES = join(__dirname, '../../../test/fixtures/documents');
@@ -26,6 +26,10 @@ class RecordingCards implements CardsPort {
   createCalls = 0;
   failAfter = Infinity;
   reject: (card: NewCard) => boolean = () => false;
+  /** Where the cards service looks the file up (GetFile) when set: a card of a file that is gone is refused. */
+  files: FileRepository | undefined;
+  /** Called after each card made, with the number made so far. */
+  afterCreate: (made: number) => Promise<void> = async () => undefined;
 
   async createCard(card: NewCard): Promise<string> {
     this.createCalls++;
@@ -33,8 +37,10 @@ class RecordingCards implements CardsPort {
     if (this.reject(card)) throw new CardRejectedError('card_html: too long');
     const existing = this.cards.get(card.idempotencyKey);
     if (existing) return existing.id;
+    if (this.files && !(await this.files.get(card.fileId))) throw new CardRejectedError('file_uuid: no such file');
     const id = newId();
     this.cards.set(card.idempotencyKey, { ...card, id });
+    await this.afterCreate(this.cards.size);
     return id;
   }
   async createFileCollection(input: { ownerId: string; fileId: string; fileName: string; isPublic: boolean; cardIds: string[] }): Promise<string> {
@@ -204,6 +210,41 @@ describe('IngestionWorker', () => {
     expect((await worker.ingest(newId())).status).toBe('skipped');
   });
 
+  it('a file deleted mid-ingestion (on another replica) stops the cards: those made stay without the reference, no collection, one info line', async () => {
+    const lines: Array<{ level: number; msg: string; cards?: number }> = [];
+    const logged = new IngestionWorker({ repository, objects, reader: new LibraryDocumentReader(), cards, logger: createLogger('files-test', 'info', { write: (line: string) => lines.push(JSON.parse(line)) }), maxAttempts: 3, concurrency: 4 });
+    const record = await stored('bench/book-100-pages.docx');
+    cards.files = repository;
+    // The deletion as another replica stores it: the record goes, the ingestion here hears of it from no event.
+    cards.afterCreate = async (made) => {
+      if (made === 10) await repository.delete(record.id, []);
+    };
+    const result = await logged.ingest(record.id);
+    expect(result.status).toBe('skipped');
+    // The book makes 250 cards: after the deletion only the passages already under way (4 at once) were made, and each
+    // of the 4 workers sent at most one more, refused, which told it the file was gone.
+    expect(cards.cards.size).toBeGreaterThanOrEqual(10);
+    expect(cards.cards.size).toBeLessThanOrEqual(10 + 3);
+    expect(cards.createCalls).toBeLessThanOrEqual(cards.cards.size + 4);
+    expect(cards.collections.size).toBe(0);
+    // The cards made keep no reference to the deleted file, even if the deletion's cleanup ran before the last of them.
+    expect(cards.cleared).toEqual([record.id]);
+    expect(lines.filter((l) => l.level >= 40)).toEqual([]);
+    expect(lines.filter((l) => /deleted during its ingestion/.test(l.msg))).toEqual([expect.objectContaining({ level: 30, cards: cards.cards.size })]);
+  }, 30_000);
+
+  it('a file deleted before its collection was made gets none, and its cards lose the reference', async () => {
+    const record = await stored('energy.docx');
+    cards.afterCreate = async (made) => {
+      if (made === 3) await repository.delete(record.id, []);
+    };
+    const result = await worker.ingest(record.id);
+    expect(result.status).toBe('skipped');
+    expect(cards.cards.size).toBe(3);
+    expect(cards.collections.size).toBe(0);
+    expect(cards.cleared).toEqual([record.id]);
+  });
+
   it('a FileDeleted event removes the bytes and clears the references', async () => {
     const record = await stored('energy.docx');
     const payload = events.FileEvent.encode({ eventId: newId(), occurredAt: new Date(), kind: { $case: 'deleted', value: { fileId: record.id, userId: record.userId } } }).finish();
@@ -322,6 +363,28 @@ describe('file events on the bus', () => {
     expect(result.cardIds.length).toBeGreaterThan(0);
     expect(cards.privacyApplied).toEqual([1, 2].map(() => ({ fileId: record.id, ownerId: record.userId, private: true })));
     expect(cards.cardsAtPrivacy).toEqual([0, result.cardIds.length]);
+  });
+
+  it("a file's deletion that arrives while its document is read here makes no card and no collection; the references are cleared after the attempt", async () => {
+    const reader = new HeldReader();
+    const lines: Array<{ level: number; msg: string }> = [];
+    const onBus = new IngestionWorker({ repository, objects, reader, cards, logger: createLogger('files-test', 'info', { write: (line: string) => lines.push(JSON.parse(line)) }), maxAttempts: 3, concurrency: 1 });
+    const record = await stored('energy.docx');
+    cards.files = repository;
+    const held = reader.hold();
+    const ingestion = onBus.ingest(record.id);
+    await held.started;
+    await repository.delete(record.id, []);
+    const deleted = onBus.handleChanges({ topic: Topics.file, key: record.id, payload: changeEvent('deleted', record), offset: '2', attempt: 0 });
+    held.release();
+    expect((await ingestion).status).toBe('skipped');
+    await deleted;
+    expect(cards.createCalls).toBe(0);
+    expect(cards.collections.size).toBe(0);
+    expect(cards.cleared).toEqual([record.id]);
+    expect(await objects.stat(record.id)).toBeNull();
+    expect(lines.filter((l) => l.level >= 40)).toEqual([]);
+    expect(lines.filter((l) => /deleted during its ingestion/.test(l.msg))).toHaveLength(1);
   });
 
   it("a privacy change applied by another replica while this one ingests the file still reaches every card it made", async () => {

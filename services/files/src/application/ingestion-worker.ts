@@ -143,26 +143,52 @@ export class IngestionWorker {
     const document = await reader.parse(record.format, bytes);
     const drafts = splitIntoCards(document);
     if (drafts.length === 0) return this.fail(record, 'the document holds no passage of more than 70 words, so no card was made');
+    // The parse may take a while: a file deleted meanwhile gets no cards.
+    if (!(await repository.get(record.id))) return this.stopForDeletion(record, 0);
 
-    const ids = await mapWithConcurrency(drafts, this.deps.concurrency ?? 4, (draft) => this.createCard(record, draft));
+    let made = 0;
+    let ids: (string | null)[];
+    try {
+      ids = await mapWithConcurrency(drafts, this.deps.concurrency ?? 4, async (draft) => {
+        const id = await this.createCard(record, draft);
+        if (id !== null) made++;
+        return id;
+      });
+    } catch (err) {
+      if (err instanceof FileDeletedMeanwhile) return this.stopForDeletion(record, made);
+      throw err;
+    }
     const cardIds = ids.filter((id): id is string => id !== null);
     if (cardIds.length === 0) return this.fail(record, 'the cards service refused every passage of the document');
 
-    // Public exactly when the file is now, as its cards were made (privacyFromFile).
+    // Public exactly when the file is now, as its cards were made (privacyFromFile). A file deleted meanwhile gets no
+    // collection: its owner would be told of a collection for a file she deleted.
     const current = await repository.get(record.id);
+    if (!current) return this.stopForDeletion(record, cardIds.length);
     const collectionId = await cards.createFileCollection({
       ownerId: record.userId,
       fileId: record.id,
       fileName: record.fileName,
-      isPublic: !(current ?? record).private,
+      isPublic: !current.private,
       cardIds,
     });
     await this.catchUpWithPrivacy(record);
     const stillThere = await repository.setIngestion(record.id, { status: 'done', error: null, cardCount: cardIds.length, collectionId }, new Date());
-    // Deleted while we worked: the delete's cleanup may have run before our cards existed.
+    // Deleted between the last look and the collection: the delete's cleanup may have run before the collection existed.
     if (!stillThere) await cards.clearFileReferences(record.id);
     logger.info({ fileId: record.id, cards: cardIds.length, collectionId, ms: Date.now() - started }, 'file ingested');
     return { status: 'done', cardIds, collectionId };
+  }
+
+  /**
+   * The file was deleted while its ingestion was under way (the deletion stored here or on another replica): the cards
+   * made so far stay, as a deleted file's cards do, and no more are made, nor its collection. The deletion's cleanup
+   * (ClearFileReferences) may have run on another replica before the last of them existed, so it is done once more.
+   */
+  private async stopForDeletion(record: FileRecord, cardsMade: number): Promise<IngestionResult> {
+    if (cardsMade > 0) await this.deps.cards.clearFileReferences(record.id);
+    this.deps.logger.info({ fileId: record.id, fileName: record.fileName, cards: cardsMade }, 'the file was deleted during its ingestion; ingestion stopped, no collection made');
+    return { status: 'skipped', cardIds: [], collectionId: null };
   }
 
   /**
@@ -200,6 +226,9 @@ export class IngestionWorker {
       });
     } catch (err) {
       if (!(err instanceof CardRejectedError)) throw err;
+      // The cards service refuses a passage of a file it cannot find (`file_uuid: no such file`): deleted meanwhile,
+      // maybe on another replica. The record says which it is; the ingestion then stops instead of refusing every passage.
+      if (!(await this.deps.repository.get(record.id))) throw new FileDeletedMeanwhile(record.id);
       this.deps.logger.warn({ fileId: record.id, block: draft.index, reason: err.message }, 'the cards service refused a passage; skipped');
       return null;
     }
@@ -221,15 +250,33 @@ export function titleTag(title: string): string {
   return truncatedToCharacters(title.replace(/\s*,\s*/g, '; '), MAX_TAG_CHARS).trim();
 }
 
+/** Thrown by createCard when the cards service refused a passage because the file is gone. */
+class FileDeletedMeanwhile extends Error {
+  constructor(fileId: string) {
+    super(`file ${fileId} was deleted during its ingestion`);
+    this.name = 'FileDeletedMeanwhile';
+  }
+}
+
+/**
+ * `fn` on every item, at most `limit` at once. The first failure stops the taking of further items; the calls under way
+ * are waited for (so none goes on after the answer), then that failure is thrown.
+ */
 async function mapWithConcurrency<T, R>(items: readonly T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
   const results: R[] = new Array(items.length);
   let next = 0;
+  let failure: { err: unknown } | undefined;
   const workers = Array.from({ length: Math.max(1, Math.min(limit, items.length)) }, async () => {
-    while (next < items.length) {
+    while (next < items.length && !failure) {
       const i = next++;
-      results[i] = await fn(items[i]!);
+      try {
+        results[i] = await fn(items[i]!);
+      } catch (err) {
+        failure ??= { err };
+      }
     }
   });
   await Promise.all(workers);
+  if (failure) throw failure.err;
   return results;
 }

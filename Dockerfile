@@ -83,10 +83,10 @@ COPY --from=build /out/gateway /app
 COPY --from=build /src/web/dist /app/web/dist
 ENV HOST=0.0.0.0 PORT=8090 WEB_DIST_DIR=/app/web/dist
 EXPOSE 8090
-# Alive while it answers HTTP: /healthz is 503 whenever a peer is not ready (an engine outage), which a restart
-# of the gateway does not cure.
+# Alive while the process itself answers: /livez asks no peer (/healthz is 503 whenever a peer is not ready, an
+# engine outage that a restart of the gateway does not cure).
 HEALTHCHECK --interval=10s --timeout=3s --start-period=20s --retries=3 \
-  CMD node -e "fetch('http://127.0.0.1:'+(process.env.PORT||8090)+'/healthz').then(()=>process.exit(0),()=>process.exit(1))"
+  CMD node -e "fetch('http://127.0.0.1:'+(process.env.PORT||8090)+'/livez').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"
 
 FROM runtime AS identity
 COPY --from=build /out/identity /app

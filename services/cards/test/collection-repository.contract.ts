@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { AlreadyExistsError, Topics } from '@cards/platform';
-import type { Collection } from '../src/domain/model';
+import type { Card, Collection } from '../src/domain/model';
 import { fingerprintOf } from '../src/domain/rules';
 import { aCard, aCollection, nextTime } from './builders';
 import type { CardsStoreFactory, CardsStoreFixture } from './fixture';
@@ -264,6 +264,72 @@ export function describeCollectionRepositoryContract(name: string, factory: Card
       expect(await store.collections.listVisibleBookmarkedRoots(onlyCopy.id, owner, 0, 10)).toEqual([others[1]!.id]);
       expect(await store.collections.listVisibleBookmarkedRoots(onlyCopy.id, null, 0, 10)).toEqual([]);
       expect(await store.collections.countVisibleBookmarkedRoots(onlyCopy.id, null)).toBe(0);
+    });
+
+    it('pages many bookmarks by root with groups spread over pages, and counts stay right through every change of a bookmarked card', async () => {
+      const owner = randomUUID();
+      const c = aCollection().by(owner).build();
+      await store.collections.insert(c, []);
+      const roots: Card[] = [];
+      const marked: Card[] = [];
+      for (let i = 0; i < 60; i++) {
+        const root = await storedCard(i % 7 === 3 ? aCard().private() : i % 5 === 1 ? aCard().by(owner).private() : aCard());
+        roots.push(root);
+        marked.push(root);
+        // A collision bookmarked before its root, and one after it, some pages apart.
+        if (i % 4 === 0) marked.splice(Math.max(0, marked.length - 9), 0, await storedCard(aCard().collisionOf(root.id)));
+        if (i % 6 === 0) marked.push(await storedCard(aCard().by(owner).private().collisionOf(root.id)));
+      }
+      for (const card of marked) await store.collections.addBookmark(c.id, card.id, nextTime(), []);
+      /** The roots in the order of their group's first bookmark the viewer may see, as the contract defines them. */
+      const expected = (viewer: string | null, cards: Card[]) => [...new Set(cards.filter((k) => !k.private || k.authorId === viewer).map((k) => k.collisionOf ?? k.id))];
+      const allPages = async (viewer: string | null, size: number) => {
+        const seen: string[] = [];
+        for (let offset = 0; ; offset += size) {
+          const page = await store.collections.listVisibleBookmarkedRoots(c.id, viewer, offset, size);
+          seen.push(...page);
+          if (page.length < size) return seen;
+        }
+      };
+      const check = async (cards: Card[]) => {
+        for (const viewer of [null, owner, randomUUID()]) {
+          const want = expected(viewer, cards);
+          expect(await allPages(viewer, 7)).toEqual(want);
+          expect(await store.collections.listVisibleBookmarkedRoots(c.id, viewer, want.length, 5)).toEqual([]);
+          expect(await store.collections.countVisibleBookmarkedRoots(c.id, viewer)).toBe(want.length);
+          // Asked again, as a page's count is, with nothing changed.
+          expect(await store.collections.countVisibleBookmarkedRoots(c.id, viewer)).toBe(want.length);
+        }
+      };
+      await check(marked);
+
+      // A bookmarked root made private by its author, one made public.
+      const hidden = { ...roots[2]!, private: true, updatedAt: nextTime() };
+      await store.cards.update(hidden, null, []);
+      const shown = { ...roots[3]!, private: false, updatedAt: nextTime() };
+      await store.cards.update(shown, null, []);
+      let now = marked.map((k) => (k.id === hidden.id ? hidden : k.id === shown.id ? shown : k));
+      await check(now);
+
+      // A collision leaves its root (a root of its own), one joins another root.
+      const leaving = marked.find((k) => k.collisionOf !== null && !k.private)!;
+      expect(await store.cards.detachCollision(leaving.id, leaving.collisionOf!, [])).toBe(true);
+      now = now.map((k) => (k.id === leaving.id ? { ...k, collisionOf: null } : k));
+      const joining = roots[11]!;
+      const stored = (await store.cards.findById(joining.id))!;
+      expect(await store.cards.joinRoot(joining.id, roots[50]!.id, stored.updatedAt, nextTime(), () => [])).toBe(true);
+      now = now.map((k) => (k.id === joining.id ? { ...k, collisionOf: roots[50]!.id } : k));
+      await check(now);
+
+      // A bookmarked card deleted, an entry removed, a bookmark added.
+      expect(await store.cards.remove(roots[21]!.id, [], [])).toBe(true);
+      now = now.filter((k) => k.id !== roots[21]!.id);
+      await store.collections.removeEntry(c.id, roots[0]!.id, () => []);
+      now = now.filter((k) => k.id !== roots[0]!.id && k.collisionOf !== roots[0]!.id);
+      const late = await storedCard();
+      await store.collections.addBookmark(c.id, late.id, nextTime(), []);
+      now.push(late);
+      await check(now);
     });
 
     /** Every page of an author's collections from the newest on, following `next` until there is none. */

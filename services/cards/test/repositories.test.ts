@@ -300,3 +300,64 @@ describeContentLockContract('in process (SQLite)', async () => {
 });
 
 // The MongoDB adapters run the same four suites in repositories-mongo.test.ts.
+
+describe('SQLite collection page', () => {
+  /** The query plan of every statement `run` made the repository run, each with the arguments it was given. */
+  async function plansOf(db: ReturnType<typeof openCardsDatabase>, run: () => Promise<unknown>): Promise<string[][]> {
+    const ran: { sql: string; args: unknown[] }[] = [];
+    const prepare = db.prepare.bind(db);
+    const spy = jest.spyOn(db, 'prepare').mockImplementation(((sql: string) => {
+      const statement = prepare(sql);
+      return new Proxy(statement, {
+        get: (target, key) => {
+          const value = Reflect.get(target, key, target) as unknown;
+          if (typeof value !== 'function' || !['all', 'get', 'run', 'iterate'].includes(String(key))) return typeof value === 'function' ? value.bind(target) : value;
+          return (...args: unknown[]) => {
+            ran.push({ sql, args });
+            return (value as (...a: unknown[]) => unknown).apply(target, args);
+          };
+        },
+      });
+    }) as typeof db.prepare);
+    try {
+      await run();
+    } finally {
+      spy.mockRestore();
+    }
+    return ran.filter((r) => /^\s*SELECT/i.test(r.sql)).map((r) => (prepare(`EXPLAIN QUERY PLAN ${r.sql}`).all(...r.args) as { detail: string }[]).map((s) => s.detail));
+  }
+
+  it('reads a page of roots from the bookmark order and stops at it, and counts a collection once until it changes', async () => {
+    const db = openCardsDatabase(':memory:');
+    const [cards, collections] = [new SqliteCardRepository(db), new SqliteCollectionRepository(db)];
+    const owner = randomUUID();
+    const c = aCollection().by(owner).build();
+    await collections.insert(c, []);
+    let root: Card | undefined;
+    for (let i = 0; i < 300; i++) {
+      const card = i % 3 === 2 ? aCard().collisionOf(root!.id).build() : i % 5 === 0 ? aCard().by(owner).private().build() : aCard().build();
+      await cards.insert(card, fingerprintOf(card.content), []);
+      if (card.collisionOf === null) root = card;
+      await collections.addBookmark(c.id, card.id, nextTime(), []);
+    }
+    const expectPageAndCount = async () => {
+      for (const viewer of [null, owner]) {
+        // Before: 'SCAN b USING INDEX bookmarks_order', 'USE TEMP B-TREE FOR GROUP BY', 'USE TEMP B-TREE FOR ORDER BY':
+        // every bookmark of the collection grouped and sorted for each page.
+        const [listing, ...more] = await plansOf(db, () => collections.listVisibleBookmarkedRoots(c.id, viewer, 40, 20));
+        expect(more).toEqual([]);
+        expect(listing![0]).toMatch(/^SEARCH b USING (COVERING )?INDEX bookmarks_order \(collection_id=\?\)$/);
+        expect(listing!.filter((step) => /TEMP B-TREE|^SCAN/.test(step))).toEqual([]);
+        await collections.countVisibleBookmarkedRoots(c.id, viewer);
+        // Before: count(DISTINCT ...) over every bookmark again on each page.
+        const counting = await plansOf(db, () => collections.countVisibleBookmarkedRoots(c.id, viewer));
+        expect(counting.flat().filter((step) => !/bookmark_root_counts/.test(step))).toEqual([]);
+      }
+    };
+    await expectPageAndCount();
+    db.exec('ANALYZE');
+    await expectPageAndCount();
+    expect(await collections.countVisibleBookmarkedRoots(c.id, null)).toBe(new Set((await collections.listVisibleBookmarkedRoots(c.id, null, 0, 1000))).size);
+    db.close();
+  });
+});

@@ -172,10 +172,10 @@ export class CollectionService {
     validPage(page);
     const collection = await this.get(collectionId, callerId);
     const viewer = callerId ?? null;
-    const [rootIds, total] = await Promise.all([
-      this.deps.collections.listVisibleBookmarkedRoots(collection.id, viewer, (page - 1) * PAGE_SIZE, PAGE_SIZE),
-      this.deps.collections.countVisibleBookmarkedRoots(collection.id, viewer),
-    ]);
+    // The count first: a page past the end reads no bookmark.
+    const total = await this.deps.collections.countVisibleBookmarkedRoots(collection.id, viewer);
+    const offset = (page - 1) * PAGE_SIZE;
+    const rootIds = offset < total ? await this.deps.collections.listVisibleBookmarkedRoots(collection.id, viewer, offset, PAGE_SIZE) : [];
     const part = await this.deps.cardService.getCardGroupsPart(rootIds, callerId, maxGroupBytes, '');
     const more = part.next === undefined ? {} : { more: { rootIds, pageToken: part.next } };
     return { collection, bookmarks: part.groups, totalPages: totalPages(total), ...more };

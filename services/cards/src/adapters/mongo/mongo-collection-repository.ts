@@ -202,12 +202,43 @@ export class MongoCollectionRepository implements CollectionRepository {
     });
   }
 
+  /**
+   * Reads the bookmarks in their order from bookmarks_order, a batch at a time with their cards, and keeps the first
+   * visible bookmark of each group, so it stops once offset + limit roots are found. Grouping all bookmarks first
+   * ($group, then $sort on the group's first order) read and sorted the whole collection on every page.
+   */
   async listVisibleBookmarkedRoots(collectionId: string, viewerId: string | null, offset: number, limit: number): Promise<string[]> {
     if (limit <= 0) return [];
-    const rows = await this.store.bookmarks
-      .aggregate<{ _id: string }>([...visibleBookmarkedRootsPipeline(collectionId, viewerId), { $sort: { first: 1, _id: 1 } }, { $skip: offset }, { $limit: limit }])
-      .toArray();
-    return rows.map((r) => r._id);
+    const roots: string[] = [];
+    const seen = new Set<string>();
+    const batch = Math.min(Math.max(offset + limit, 50), 1000);
+    let after: { ord: number; cardId: string } | undefined;
+    while (roots.length < offset + limit) {
+      const position: Filter<BookmarkDocument> = after === undefined ? {} : { $or: [{ ord: { $gt: after.ord } }, { ord: after.ord, cardId: { $gt: after.cardId } }] };
+      const marks = await this.store.bookmarks
+        .find({ collectionId, ...position }, { projection: { cardId: 1, ord: 1 } })
+        .sort({ ord: 1, cardId: 1 })
+        .limit(batch)
+        .toArray();
+      if (marks.length === 0) break;
+      const cards = await this.store.cards
+        .find({ _id: { $in: marks.map((m) => m.cardId) } }, { projection: { private: 1, authorId: 1, collisionOf: 1 } })
+        .toArray();
+      const byId = new Map(cards.map((c) => [c._id, c]));
+      for (const mark of marks) {
+        const card = byId.get(mark.cardId);
+        if (!card || (card.private && card.authorId !== viewerId)) continue;
+        const root = card.collisionOf ?? card._id;
+        if (seen.has(root)) continue;
+        seen.add(root);
+        roots.push(root);
+        if (roots.length === offset + limit) break;
+      }
+      if (marks.length < batch) break;
+      const last = marks[marks.length - 1]!;
+      after = { ord: last.ord, cardId: last.cardId };
+    }
+    return roots.slice(offset);
   }
 
   async countVisibleBookmarkedRoots(collectionId: string, viewerId: string | null): Promise<number> {

@@ -86,6 +86,33 @@ export const CARDS_MIGRATIONS = [
   // serves every read cards_recent_roots served.
   `CREATE INDEX cards_recent_roots_order ON cards(created_at DESC, id) WHERE collision_of IS NULL;
    DROP INDEX cards_recent_roots;`,
+  // How many roots a viewer may see in a collection (countVisibleBookmarkedRoots; viewer_id '' for anyone), kept once
+  // counted. Any change that can alter a count forgets the collection's counts: a bookmark added, moved or removed, a
+  // bookmarked card's privacy, author or root changed or the card deleted, the collection deleted. Before, every
+  // collection page counted the distinct roots of all its bookmarks again. cards_visibility covers the card columns the
+  // collection page reads per bookmark (VISIBLE_BOOKMARKED_ROOTS_SQL), without reading the card's row.
+  `CREATE INDEX cards_visibility ON cards(id, collision_of, private, author_id);
+   CREATE TABLE bookmark_root_counts (collection_id TEXT NOT NULL, viewer_id TEXT NOT NULL, n INTEGER NOT NULL,
+     PRIMARY KEY (collection_id, viewer_id)) WITHOUT ROWID;
+   CREATE TRIGGER bookmark_root_counts_added AFTER INSERT ON bookmarks BEGIN
+     DELETE FROM bookmark_root_counts WHERE collection_id = NEW.collection_id;
+   END;
+   CREATE TRIGGER bookmark_root_counts_removed AFTER DELETE ON bookmarks BEGIN
+     DELETE FROM bookmark_root_counts WHERE collection_id = OLD.collection_id;
+   END;
+   CREATE TRIGGER bookmark_root_counts_moved AFTER UPDATE OF collection_id, card_id ON bookmarks BEGIN
+     DELETE FROM bookmark_root_counts WHERE collection_id IN (OLD.collection_id, NEW.collection_id);
+   END;
+   CREATE TRIGGER bookmark_root_counts_card_changed AFTER UPDATE OF id, private, author_id, collision_of ON cards
+     WHEN OLD.id IS NOT NEW.id OR OLD.private IS NOT NEW.private OR OLD.author_id IS NOT NEW.author_id OR OLD.collision_of IS NOT NEW.collision_of BEGIN
+     DELETE FROM bookmark_root_counts WHERE collection_id IN (SELECT collection_id FROM bookmarks WHERE card_id IN (OLD.id, NEW.id));
+   END;
+   CREATE TRIGGER bookmark_root_counts_card_deleted AFTER DELETE ON cards BEGIN
+     DELETE FROM bookmark_root_counts WHERE collection_id IN (SELECT collection_id FROM bookmarks WHERE card_id = OLD.id);
+   END;
+   CREATE TRIGGER bookmark_root_counts_collection_deleted AFTER DELETE ON collections BEGIN
+     DELETE FROM bookmark_root_counts WHERE collection_id = OLD.id;
+   END;`,
 ];
 
 export function openCardsDatabase(path: string): SqliteDatabase {

@@ -8,6 +8,26 @@ const iso = (d: Date) => d.toISOString();
 const VISIBLE_CARD = '(c.private = 0 OR c.author_id = ?)';
 
 /**
+ * A page of the roots of a collection's bookmarked cards the viewer may see (listVisibleBookmarkedRoots; named
+ * parameters collectionId, viewerId, limit, offset). The bookmarks are read in their order from bookmarks_order, and a
+ * bookmark is kept when it is the first visible one of its group (its root, or a collision of it) in the collection, so
+ * the read stops once offset + limit roots are found. Grouping all bookmarks first (GROUP BY root, ORDER BY min(ord))
+ * sorted the whole collection in two temporary B-trees on every page.
+ */
+export const VISIBLE_BOOKMARKED_ROOTS_SQL = `
+  SELECT coalesce(c.collision_of, c.id) AS root_id FROM bookmarks b CROSS JOIN cards c INDEXED BY cards_visibility ON c.id = b.card_id
+  WHERE b.collection_id = @collectionId AND (c.private = 0 OR c.author_id = @viewerId)
+    AND NOT (c.collision_of IS NOT NULL AND EXISTS (
+      SELECT 1 FROM bookmarks e CROSS JOIN cards g INDEXED BY cards_visibility ON g.id = e.card_id
+      WHERE e.collection_id = b.collection_id AND e.card_id = c.collision_of AND (e.ord < b.ord OR (e.ord = b.ord AND e.card_id < b.card_id))
+        AND (g.private = 0 OR g.author_id = @viewerId)))
+    AND NOT EXISTS (
+      SELECT 1 FROM cards g CROSS JOIN bookmarks e ON e.collection_id = b.collection_id AND e.card_id = g.id
+      WHERE g.collision_of = coalesce(c.collision_of, c.id) AND (e.ord < b.ord OR (e.ord = b.ord AND e.card_id < b.card_id))
+        AND (g.private = 0 OR g.author_id = @viewerId))
+  ORDER BY b.ord, b.card_id LIMIT @limit OFFSET @offset`;
+
+/**
  * The owner's bookmarks of `cardCount` cards (parameters: the card ids, then the owner), oldest collection first.
  * Each bookmark carries its collection's owner, so bookmarks_card_owner finds only the owner's bookmarks of each card
  * (never the bookmarks of all users), and each one's collection is then read by its key for the order. CROSS JOIN
@@ -123,17 +143,21 @@ export class SqliteCollectionRepository implements CollectionRepository {
   }
 
   async listVisibleBookmarkedRoots(collectionId: string, viewerId: string | null, offset: number, limit: number): Promise<string[]> {
-    const rows = this.db.prepare(
-        `SELECT coalesce(c.collision_of, c.id) AS root_id, min(b.ord) AS first FROM bookmarks b JOIN cards c ON c.id = b.card_id
-         WHERE b.collection_id = ? AND ${VISIBLE_CARD} GROUP BY root_id ORDER BY first, root_id LIMIT ? OFFSET ?`,
-      )
-      .all(collectionId, viewerId, limit, offset) as { root_id: string }[];
+    const rows = this.db.prepare(VISIBLE_BOOKMARKED_ROOTS_SQL).all({ collectionId, viewerId, limit, offset }) as { root_id: string }[];
     return rows.map((r) => r.root_id);
   }
 
+  /** Counted once per collection and viewer, then kept until a change forgets it (bookmark_root_counts' triggers). */
   async countVisibleBookmarkedRoots(collectionId: string, viewerId: string | null): Promise<number> {
-    return (this.db.prepare(`SELECT count(DISTINCT coalesce(c.collision_of, c.id)) AS n FROM bookmarks b JOIN cards c ON c.id = b.card_id WHERE b.collection_id = ? AND ${VISIBLE_CARD}`)
-      .get(collectionId, viewerId) as { n: number }).n;
+    const viewer = viewerId ?? '';
+    return this.db.transaction((): number => {
+      const kept = this.db.prepare('SELECT n FROM bookmark_root_counts WHERE collection_id = ? AND viewer_id = ?').get(collectionId, viewer) as { n: number } | undefined;
+      if (kept) return kept.n;
+      const n = (this.db.prepare(`SELECT count(DISTINCT coalesce(c.collision_of, c.id)) AS n FROM bookmarks b JOIN cards c ON c.id = b.card_id WHERE b.collection_id = ? AND ${VISIBLE_CARD}`)
+        .get(collectionId, viewerId) as { n: number }).n;
+      this.db.prepare('INSERT OR REPLACE INTO bookmark_root_counts (collection_id, viewer_id, n) VALUES (?, ?, ?)').run(collectionId, viewer, n);
+      return n;
+    })();
   }
 
   async bookmarkedCardIds(collectionId: string): Promise<string[]> {

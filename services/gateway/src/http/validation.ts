@@ -94,9 +94,34 @@ function illFormedText(value: unknown, field = ''): string | null {
 }
 
 /**
- * Parses a JSON body with the route's schema; unknown fields are dropped (tolerant reader); 400 otherwise, for a body
- * whose bytes were not UTF-8 (naming the first bad sequence), and for a
- * kept string that is not well-formed Unicode: JSON can spell an unpaired surrogate ("\ud800") but the protobuf strings
+ * Body fields whose strings are kept as sent, not put in NFC (nfcText). Passwords: identity hashes the raw string and
+ * every stored hash was made from the bytes as sent, so a password set in NFD (macOS input) would no longer match once
+ * normalized; normalizing them is a decision for identity together with its stored hashes, not the gateway.
+ * base64_docx_file and referral_tokens are opaque (ASCII or compared as given): normalizing them would change nothing
+ * a user sees and only walk megabytes of base64.
+ */
+export const KEPT_AS_SENT = new Set(['password', 'password_confirmation', 'base64_docx_file', 'referral_tokens']);
+
+/**
+ * The body with every string put in Unicode NFC, except the fields of KEPT_AS_SENT (any depth; an array item counts
+ * as its field). Text that looks the same arrives composed ("é", U+00E9) or decomposed ("e" + U+0301, macOS input,
+ * copy-paste); services compare tags, links, names and e-mails as strings, so two spellings would be two values. One
+ * form at the boundary makes them one: tags and links match their filters in either form, names look and compare
+ * equal. Lengths are then checked on the NFC form, the one stored. Keys are kept as sent (none is user text).
+ */
+export function nfcText(value: unknown, key?: string): unknown {
+  if (key !== undefined && KEPT_AS_SENT.has(key)) return value;
+  if (typeof value === 'string') return value.normalize('NFC');
+  if (Array.isArray(value)) return value.map((item) => nfcText(item));
+  if (typeof value !== 'object' || value === null) return value;
+  // fromEntries defines each key as an own property, so a "__proto__" key of the JSON stays a key (assigning it would set the prototype).
+  return Object.fromEntries(Object.entries(value).map(([k, item]) => [k, nfcText(item, k)]));
+}
+
+/**
+ * Parses a JSON body with the route's schema, its text put in NFC first (nfcText; passwords and opaque fields aside);
+ * unknown fields are dropped (tolerant reader); 400 otherwise, for a body whose bytes were not UTF-8 (naming the first
+ * bad sequence), and for a kept string that is not well-formed Unicode: JSON can spell an unpaired surrogate ("\ud800") but the protobuf strings
  * that carry it to the services are UTF-8, which would turn it into U+FFFD unseen, so the services' own free-text rule
  * never sees it. `comparedOnly`: the body's text is only compared (logging in), so it passes as it always did, bytes
  * that are not UTF-8 included (a password set through a Latin-1 client was stored with U+FFFD and still matches).
@@ -105,8 +130,9 @@ export function parseBody<S extends z.ZodTypeAny>(schema: S, req: Request, { com
   // Bytes that are not UTF-8 were decoded to U+FFFD: refused before anything is read from the body (json-body.ts).
   const notUtf8 = comparedOnly ? undefined : bodyEncodingProblem(req);
   if (notUtf8) throw badRequest(notUtf8);
-  const body: unknown = req.body ?? {};
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw badRequest('The request body must be a JSON object');
+  const raw: unknown = req.body ?? {};
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw badRequest('The request body must be a JSON object');
+  const body = nfcText(raw);
   const result = schema.safeParse(body, { errorMap: projectErrorMap });
   if (!result.success) throw badRequest(describeZodError(result.error));
   const illFormed = comparedOnly ? null : illFormedText(result.data);

@@ -115,7 +115,8 @@ export function registerIdentityRoutes(router: Router, { clients, rateLimits, co
   });
 
   router.get('/password/:email', refuseCrossSite(crossOrigin), ...resetLimits, mailLimit, async (req, res) => {
-    const email = typeof req.params.email === 'string' ? req.params.email : '';
+    // In NFC as a body's text is (parseBody); identity puts it in NFC too, this keeps the size bound on that form.
+    const email = typeof req.params.email === 'string' ? req.params.email.normalize('NFC') : '';
     if (email.length > EMAIL_SIZE_BOUND) throw badRequest(`email: must be at most ${MAX_EMAIL_CHARS} characters`);
     await identity.requestPasswordReset({ email });
     res.status(204).end();

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { FindCursor, Collection as MongoCollection } from 'mongodb';
 import { connectMongo, createLogger, MongoOutboxStore, UnavailableError, type MongoConnection } from '@cards/platform';
 import { MongoContentLock, openMongoCardsDatabase, openMongoCardsStore, type MongoCardsDatabase } from '../src/adapters/mongo';
 import { engineForSuite } from '../../../test/engines/suite';
@@ -10,6 +11,7 @@ import { describeFilePrivacyRoundTripContract } from './file-privacy-round-trip.
 import { describeContentLockContract } from './content-lock.contract';
 import { describeVoteRepositoryContract } from './vote-repository.contract';
 import type { CardsStoreFactory, CardsStoreFixture } from './fixture';
+import type { Card } from '../src/domain/model';
 import { randomUUID } from 'node:crypto';
 import { Topics } from '@cards/platform';
 import { fingerprintOf } from '../src/domain/rules';
@@ -363,6 +365,55 @@ if (skipReason) {
       expect(new Set(results.map((r) => r.collection.id)).size).toBe(1);
       expect(await store.collections.bookmarkedCardIds(results[0]!.collection.id)).toEqual([card.id]);
       expect(await store.pendingEventTopics()).toEqual([Topics.collection]);
+    });
+  });
+
+  describe(`collection page on ${name}`, () => {
+    let store: CardsStoreFixture;
+    beforeEach(async () => {
+      store = await mongo();
+    });
+    afterEach(async () => {
+      jest.restoreAllMocks();
+      await store.close();
+    });
+
+    it('reads a page of roots from the bookmark order in batches and stops at it, and counts a collection once until it changes', async () => {
+      const owner = randomUUID();
+      const c = aCollection().by(owner).build();
+      await store.collections.insert(c, []);
+      let root: Card | undefined;
+      for (let i = 0; i < 300; i++) {
+        const card = i % 3 === 2 ? aCard().collisionOf(root!.id).build() : i % 5 === 0 ? aCard().by(owner).private().build() : aCard().build();
+        await store.cards.insert(card, fingerprintOf(card.content), []);
+        if (card.collisionOf === null) root = card;
+        await store.collections.addBookmark(c.id, card.id, nextTime(), []);
+      }
+      const aggregate = jest.spyOn(MongoCollection.prototype, 'aggregate');
+      const find = jest.spyOn(MongoCollection.prototype, 'find');
+      const limits = jest.spyOn(FindCursor.prototype, 'limit');
+      const page = await store.collections.listVisibleBookmarkedRoots(c.id, owner, 40, 20);
+      expect(page).toHaveLength(20);
+      // Before: $lookup, $group and $sort over every bookmark of the collection for each page.
+      expect(aggregate).not.toHaveBeenCalled();
+      const bookmarkReads = find.mock.calls.filter((_, i) => (find.mock.contexts[i] as MongoCollection).collectionName === 'bookmarks');
+      expect(bookmarkReads).toHaveLength(1);
+      expect(limits.mock.calls.map(([n]) => n)).toEqual([expect.any(Number)]);
+      expect(limits.mock.calls[0]![0]).toBeLessThan(150);
+      const all = await store.collections.listVisibleBookmarkedRoots(c.id, owner, 0, 1000);
+      expect(page).toEqual(all.slice(40, 60));
+
+      const total = await store.collections.countVisibleBookmarkedRoots(c.id, owner);
+      expect(total).toBe(all.length);
+      aggregate.mockClear();
+      // Before: the count aggregated every bookmark again on each page.
+      expect(await store.collections.countVisibleBookmarkedRoots(c.id, owner)).toBe(total);
+      expect(aggregate).not.toHaveBeenCalled();
+      const late = aCard().build();
+      await store.cards.insert(late, fingerprintOf(late.content), []);
+      await store.collections.addBookmark(c.id, late.id, nextTime(), []);
+      expect(await store.collections.countVisibleBookmarkedRoots(c.id, owner)).toBe(total + 1);
+      expect(aggregate).toHaveBeenCalledTimes(1);
     });
   });
 }

@@ -2,6 +2,7 @@ import { AlreadyExistsError, appendToMongoOutbox, appendToMongoOutboxOrUndo, cre
 import type { ClientSession, Filter } from 'mongodb';
 import type { Card, CardFingerprint, CollisionMove, DeletedIdempotencyKey } from '../../domain/model';
 import { StaleCardError, type CardRepository, type CardUpdateOptions, type MovedCardEvents } from '../../domain/ports';
+import { collectionsHolding, forgetRootCounts, forgetRootCountsOfCards } from './mongo-bookmark-root-counts';
 import {
   CARD_PROJECTION,
   findDeletedIdempotencyKey,
@@ -138,7 +139,7 @@ export class MongoCardRepository implements CardRepository {
   }
 
   async update(card: Card, fingerprint: CardFingerprint | null, events: OutgoingEvent[], { moves = [], ifUpdatedAt, becomesRoot = false, clearVerification = false }: CardUpdateOptions = {}): Promise<void> {
-    await this.store.change(async (session) => {
+    await this.changingCards(() => [card.id, ...moves.map((m) => m.cardId)], () => this.store.change(async (session) => {
       const set: Partial<CardDocument> = {
         content: card.content,
         cardHtml: card.cardHtml,
@@ -175,10 +176,20 @@ export class MongoCardRepository implements CardRepository {
         const undone = await this.store.cards.findOneAndUpdate({ _id: card.id, updatedAt: card.updatedAt }, { $set: undo }, { returnDocument: 'before' });
         if (undone) await movePublicVotes(this.store, undone, previous.private, undefined);
       });
-    });
+    }));
   }
 
   async remove(cardId: string, moves: readonly CollisionMove[], events: OutgoingEvent[]): Promise<boolean> {
+    // The card's bookmarks go with it: the collections holding it are read before.
+    const held = await collectionsHolding(this.store, [cardId]);
+    try {
+      return await this.removeNow(cardId, moves, events);
+    } finally {
+      await forgetRootCounts(this.store, [...held, ...(await collectionsHolding(this.store, [cardId, ...moves.map((m) => m.cardId)]))]);
+    }
+  }
+
+  private async removeNow(cardId: string, moves: readonly CollisionMove[], events: OutgoingEvent[]): Promise<boolean> {
     const removed = await this.store.change(async (session) => {
       const keyed = await this.store.cards.findOne({ _id: cardId }, { session, projection: KEY_PROJECTION });
       if (keyed) await keepDeletedIdempotencyKey(this.store, 'card', keyed, new Date(), session);
@@ -212,17 +223,17 @@ export class MongoCardRepository implements CardRepository {
   }
 
   async detachCollision(cardId: string, rootId: string, events: OutgoingEvent[]): Promise<boolean> {
-    return this.store.change(async (session) => {
+    return this.changingCards(() => [cardId], () => this.store.change(async (session) => {
       const changed = await this.store.cards.updateOne({ _id: cardId, collisionOf: rootId }, { $set: { collisionOf: null, vectorPointId: null } }, { session });
       if (changed.modifiedCount === 0) return false;
       await appendToMongoOutboxOrUndo(this.store.db, events, session, () => this.store.cards.updateOne({ _id: cardId, collisionOf: null }, { $set: { collisionOf: rootId } }));
       return true;
-    });
+    }));
   }
 
   async joinRoot(cardId: string, rootId: string, ifUpdatedAt: Date, at: Date, eventsOf: MovedCardEvents): Promise<boolean> {
     if (cardId === rootId) return false;
-    return this.store.change(async (session) => {
+    return this.changingCards(() => this.withCollisions([cardId, rootId]), () => this.store.change(async (session) => {
       if (!(await this.store.cards.findOne({ _id: rootId, collisionOf: null }, { session, projection: { _id: 1 } }))) return false;
       const joined = await this.store.cards.findOneAndUpdate(
         { _id: cardId, collisionOf: null, updatedAt: ifUpdatedAt },
@@ -239,15 +250,15 @@ export class MongoCardRepository implements CardRepository {
         await this.store.cards.updateOne({ _id: cardId, collisionOf: rootId, updatedAt: at }, { $set: { collisionOf: null, updatedAt: ifUpdatedAt } });
       });
       return true;
-    });
+    }));
   }
 
   async moveCollisions(fromRootId: string, toRootId: string, eventsOf: MovedCardEvents): Promise<number> {
-    return this.store.change(async (session) => {
+    return this.changingCards(() => this.withCollisions([fromRootId, toRootId]), () => this.store.change(async (session) => {
       const moved = await this.moveCollisionsNow(fromRootId, toRootId, session);
       await appendToMongoOutbox(this.store.db, await this.eventsOfMoved(moved, eventsOf, session), session);
       return moved.length;
-    });
+    }));
   }
 
   async listByAuthor(authorId: string, includePrivate: boolean, offset: number, limit: number): Promise<Card[]> {
@@ -300,6 +311,24 @@ export class MongoCardRepository implements CardRepository {
       await this.store.cards.updateMany({ fileId }, { $set: { fileId: null, fileName: null } }, { session });
       await this.store.collections.updateMany({ fileId }, { $unset: { fileId: '' } }, { session });
     });
+  }
+
+  /**
+   * Runs a change that may alter these cards' privacy or roots, then forgets the kept collection counts of the
+   * collections holding them (mongo-bookmark-root-counts); also when it failed, as it may have been undone halfway.
+   */
+  private async changingCards<T>(cardIds: () => string[] | Promise<string[]>, work: () => Promise<T>): Promise<T> {
+    try {
+      return await work();
+    } finally {
+      await forgetRootCountsOfCards(this.store, await cardIds());
+    }
+  }
+
+  /** These cards and their collisions. */
+  private async withCollisions(rootIds: string[]): Promise<string[]> {
+    const collisions = await this.store.cards.find({ collisionOf: { $in: rootIds } }, { projection: { _id: 1 } }).toArray();
+    return [...rootIds, ...collisions.map((c) => c._id)];
   }
 
   /** The collisions of fromRootId go under toRootId, each by a step that moves it only if it still is one; answers the cards moved. */

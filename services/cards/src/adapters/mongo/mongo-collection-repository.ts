@@ -14,6 +14,7 @@ import {
   type CollectionDocument,
   type MongoCardsDatabase,
 } from './mongo-cards-database';
+import { dropRootCounts, forgetRootCounts, keptRootCount } from './mongo-bookmark-root-counts';
 
 /**
  * The roots of the bookmarked cards the viewer may see (private cards only for their author), one row each (`_id` the
@@ -140,6 +141,7 @@ export class MongoCollectionRepository implements CollectionRepository {
     });
     // Once the removal is visible (committed, in a transaction), sweep again: see addBookmark's look after its write.
     await this.store.bookmarks.deleteMany({ collectionId: id });
+    await dropRootCounts(this.store, id);
     return removed;
   }
 
@@ -161,9 +163,13 @@ export class MongoCollectionRepository implements CollectionRepository {
       });
     } catch (err) {
       if (isDuplicateKeyError(err)) return 'already-there'; // added by a concurrent call: no events of ours
+      // The bookmark may have been written and taken back: a count made meanwhile is not kept.
+      await forgetRootCounts(this.store, [collectionId]);
       throw err;
     }
-    return outcome === 'added' ? this.takenBackIfOrphaned(collectionId, cardId) : outcome;
+    if (outcome !== 'added') return outcome;
+    await forgetRootCounts(this.store, [collectionId]);
+    return this.takenBackIfOrphaned(collectionId, cardId);
   }
 
   /**
@@ -180,26 +186,32 @@ export class MongoCollectionRepository implements CollectionRepository {
     ]);
     if (collection && card) return 'added';
     await this.store.bookmarks.deleteOne({ _id: bookmarkId(collectionId, cardId) });
+    await forgetRootCounts(this.store, [collectionId]);
     return collection ? 'card-gone' : 'collection-gone';
   }
 
   async removeEntry(collectionId: string, cardId: string, eventsOf: (cardId: string) => OutgoingEvent[]): Promise<string[]> {
-    return this.store.change(async (session) => {
-      const collisions = await this.store.cards.find({ collisionOf: cardId }, { session, projection: { _id: 1 } }).toArray();
-      const held = await this.store.bookmarks
-        .find({ collectionId, cardId: { $in: [cardId, ...collisions.map((c) => c._id)] } }, { session, projection: { cardId: 1 } })
-        .sort({ ord: 1 })
-        .toArray();
-      const removed: string[] = [];
-      for (const { _id, cardId: heldId } of held) {
-        // Only the call that deleted a bookmark stores its events; a concurrent removal may have taken it since the find.
-        const gone = await this.store.bookmarks.findOneAndDelete({ _id }, { session });
-        if (!gone) continue;
-        await appendToMongoOutboxOrUndo(this.store.db, eventsOf(heldId), session, () => this.store.bookmarks.insertOne(gone));
-        removed.push(heldId);
-      }
-      return removed;
-    });
+    try {
+      return await this.store.change(async (session) => {
+        const collisions = await this.store.cards.find({ collisionOf: cardId }, { session, projection: { _id: 1 } }).toArray();
+        const held = await this.store.bookmarks
+          .find({ collectionId, cardId: { $in: [cardId, ...collisions.map((c) => c._id)] } }, { session, projection: { cardId: 1 } })
+          .sort({ ord: 1 })
+          .toArray();
+        const removed: string[] = [];
+        for (const { _id, cardId: heldId } of held) {
+          // Only the call that deleted a bookmark stores its events; a concurrent removal may have taken it since the find.
+          const gone = await this.store.bookmarks.findOneAndDelete({ _id }, { session });
+          if (!gone) continue;
+          await appendToMongoOutboxOrUndo(this.store.db, eventsOf(heldId), session, () => this.store.bookmarks.insertOne(gone));
+          removed.push(heldId);
+        }
+        return removed;
+      });
+    } finally {
+      // Also when it failed: bookmarks taken out may have been put back.
+      await forgetRootCounts(this.store, [collectionId]);
+    }
   }
 
   /**
@@ -211,7 +223,8 @@ export class MongoCollectionRepository implements CollectionRepository {
     if (limit <= 0) return [];
     const roots: string[] = [];
     const seen = new Set<string>();
-    const batch = Math.min(Math.max(offset + limit, 50), 1000);
+    // Some to spare for collisions and cards the viewer may not see, so a page usually takes one read.
+    const batch = Math.min(Math.ceil((offset + limit) * 1.5) + 10, 1000);
     let after: { ord: number; cardId: string } | undefined;
     while (roots.length < offset + limit) {
       const position: Filter<BookmarkDocument> = after === undefined ? {} : { $or: [{ ord: { $gt: after.ord } }, { ord: after.ord, cardId: { $gt: after.cardId } }] };
@@ -242,8 +255,10 @@ export class MongoCollectionRepository implements CollectionRepository {
   }
 
   async countVisibleBookmarkedRoots(collectionId: string, viewerId: string | null): Promise<number> {
-    const [row] = await this.store.bookmarks.aggregate<{ n: number }>([...visibleBookmarkedRootsPipeline(collectionId, viewerId), { $count: 'n' }]).toArray();
-    return row?.n ?? 0;
+    return keptRootCount(this.store, collectionId, viewerId, async () => {
+      const [row] = await this.store.bookmarks.aggregate<{ n: number }>([...visibleBookmarkedRootsPipeline(collectionId, viewerId), { $count: 'n' }]).toArray();
+      return row?.n ?? 0;
+    });
   }
 
   async bookmarkedCardIds(collectionId: string): Promise<string[]> {

@@ -152,6 +152,22 @@ export function describeCardIndexContract(name: string, factory: () => Promise<C
       expect(await ids({ tags: ['geology'] })).toEqual([]);
     });
 
+    test('tag and link filters match across Unicode forms: a card indexed with NFD tags and link (stored before the gateway sent NFC) is found by NFC filters, and the other way round', async () => {
+      const tag = 'Cr\u00e8me Br\u00fbl\u00e9e';
+      const link = 'https://example.org/caf\u00e9';
+      const decomposed = aCard().tagged(tag.normalize('NFD')).linking(`${link.normalize('NFD')}/1`).build();
+      const composed = aCard().tagged(tag).linking(`${link}/2`).build();
+      for (const card of [decomposed, composed]) await index.upsert(card);
+      const ids = async (scope: Partial<SearchScope>) =>
+        (await index.nearest(axis(0), { ...everything(), ...scope }, firstPage)).hits.map((h) => h.cardId).sort();
+      const both = [decomposed.cardId, composed.cardId].sort();
+      for (const form of ['NFC', 'NFD'] as const) {
+        expect([form, await ids({ tags: [tag.normalize(form)] })]).toEqual([form, both]);
+        expect([form, await ids({ tags: [tag.toLowerCase().normalize(form)] })]).toEqual([form, both]);
+        expect([form, await ids({ links: [link.normalize(form)] })]).toEqual([form, both]);
+      }
+    });
+
     test("tag and link filters match a root through a collision the caller may see, never through someone else's private one", async () => {
       const owner = randomUUID();
       const root = aCard().saying('tides are caused by the moon').tagged('alpha').linking('https://alpha.example/x').along(axis(1)).build();

@@ -13,6 +13,16 @@ export function words(text: string): string[] {
 }
 
 const ASCII = /^[\x00-\x7f]*$/;
+
+/**
+ * How tag and link filters compare a tag or link, stored or asked for: lower-cased and in Unicode NFC, so "café" typed
+ * composed or decomposed is one tag. The gateway sends text in NFC; this also covers tags and links stored decomposed
+ * before it did (the embedded index builds its lists at start; Elasticsearch holds them as written, see decisions.md).
+ */
+export function filterForm(text: string): string {
+  const lower = text.toLowerCase();
+  return ASCII.test(lower) ? lower : lower.normalize('NFC');
+}
 /** Combining diacritical marks (accents, umlauts, cedillas, ...): the blocks folding drops after decomposition. */
 const DIACRITICS = /[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f]/g;
 /** Lower-case letters that decomposition leaves whole, spelled out as their plain Latin letters. */

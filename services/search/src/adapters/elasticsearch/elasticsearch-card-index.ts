@@ -2,7 +2,7 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import { Client, errors, type estypes } from '@elastic/elasticsearch';
 import { isZeroVector, type IndexedCard, type IndexHit, type IndexPage, type PageRequest, type SearchScope, type StoredCard, type StoredPoint } from '../../domain/model';
 import type { CardIndex } from '../../domain/ports';
-import { normalizedText, searchWords, wordTrigrams } from '../../domain/text';
+import { filterForm, normalizedText, searchWords, wordTrigrams } from '../../domain/text';
 import { matchWord, wordWeight, type VocabularyCandidate, type WordMatch } from './word-matcher';
 
 export interface ElasticsearchCardIndexOptions {
@@ -343,7 +343,7 @@ export class ElasticsearchCardIndex implements CardIndex {
         tags: card.tags,
         tags_lower: normalizeTags(card.tags),
         link: card.link,
-        link_lower: card.link.toLowerCase(),
+        link_lower: filterForm(card.link),
         private: card.private,
         root: !card.collisionOf,
         collision_of: card.collisionOf ?? null,
@@ -863,7 +863,7 @@ export class ElasticsearchCardIndex implements CardIndex {
     const visible: estypes.QueryDslQueryContainer[] = [...this.searchable(), visibleTo(scope.callerId)];
     const filter = [...visible];
     const tags = normalizeTags(scope.tags);
-    const links = scope.links.map((l) => l.trim().toLowerCase()).filter((l) => l.length > 0);
+    const links = scope.links.map((l) => filterForm(l.trim())).filter((l) => l.length > 0);
     if (tags.length > 0 || links.length > 0) filter.push(await this.tagAndLinkFilter(tags, links, scope.callerId, visible));
     if (scope.collectionId !== undefined) {
       const viaCollisions = await this.rootsOfBookmarkedCollisions(scope.collectionId, scope.callerId);
@@ -1240,7 +1240,7 @@ function cardFromSource(source: CardSource, dimensions: number): StoredCard {
 }
 
 function normalizeTags(tags: readonly string[]): string[] {
-  return tags.map((t) => t.trim().toLowerCase()).filter((t) => t.length > 0);
+  return tags.map((t) => filterForm(t.trim())).filter((t) => t.length > 0);
 }
 
 /** Public cards, and the caller's own private ones. */

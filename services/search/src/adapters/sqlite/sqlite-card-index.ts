@@ -1,7 +1,7 @@
 import { openSqlite, type SqliteDatabase } from '@cards/platform';
 import { isZeroVector, type IndexedCard, type IndexHit, type IndexPage, type PageRequest, type SearchScope, type StoredCard, type StoredPoint } from '../../domain/model';
 import type { CardIndex } from '../../domain/ports';
-import { searchWords } from '../../domain/text';
+import { filterForm, searchWords } from '../../domain/text';
 import { Lexicon, PUBLIC, type Reader, type WordMatch } from './lexicon';
 import { WordSequences, type Phrase } from './phrase';
 import { TopK, VectorMatrix } from './vector-matrix';
@@ -510,8 +510,9 @@ export class SqliteCardIndex implements CardIndex {
     members = scope.collectionId === undefined ? undefined : this.collectionRoots(scope.collectionId, scope.callerId),
   ): (slot: number) => boolean {
     const caller = scope.callerId === undefined ? -1 : (this.authorIds.get(scope.callerId) ?? -2);
-    const tags = scope.tags.map((t) => t.trim().toLowerCase()).filter((t) => t.length > 0);
-    const links = scope.links.map((l) => l.trim().toLowerCase()).filter((l) => l.length > 0);
+    // Compared in NFC on both sides (filterForm), so a tag or link stored decomposed before the gateway put text in NFC still matches.
+    const tags = scope.tags.map((t) => filterForm(t.trim())).filter((t) => t.length > 0);
+    const links = scope.links.map((l) => filterForm(l.trim())).filter((l) => l.length > 0);
     if (tags.length === 0 && links.length === 0 && !members) {
       // Visibility only, the common case: no closure over the other checks, on the current typed arrays.
       const { cardIds, privates, authors } = this;
@@ -551,12 +552,12 @@ export class SqliteCardIndex implements CardIndex {
       author: this.authorNumber(card.authorId),
       private: card.private,
       tags: card.tags.map((t) => {
-        const tag = t.trim().toLowerCase();
+        const tag = filterForm(t.trim());
         let shared = this.collisionTags.get(tag);
         if (shared === undefined) this.collisionTags.set(tag, (shared = tag));
         return shared;
       }),
-      link: card.link.toLowerCase(),
+      link: filterForm(card.link),
     });
   }
 
@@ -595,8 +596,8 @@ export class SqliteCardIndex implements CardIndex {
     const author = this.authorNumber(card.authorId);
     this.authors[slot] = author;
     this.privates[slot] = card.private ? 1 : 0;
-    this.tags[slot] = card.tags.map((t) => t.trim().toLowerCase());
-    this.links[slot] = card.link.toLowerCase();
+    this.tags[slot] = card.tags.map((t) => filterForm(t.trim()));
+    this.links[slot] = filterForm(card.link);
     const wordIds = this.lexicon.intern(searchWords(card.content));
     this.slotWords.set(slot, wordIds);
     this.lexicon.addPostings(slot, wordIds, card.private ? author : PUBLIC);

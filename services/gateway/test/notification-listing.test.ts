@@ -1,0 +1,121 @@
+// GET /api/notifications answers the whole list (the interface defines no paging), read from the notifications
+// service a page at a time. A user with thousands of cards has thousands of notifications (every linked card makes
+// one), and the listing must not hold the event loop while it reads and writes them: other requests are answered
+// between its pages.
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { notifications } from '@cards/proto';
+import type { GatewayClients } from '../src/clients';
+import { presentNotification } from '../src/routes/notification-routes';
+import { appWithoutServices } from './app-without-services';
+
+const USER_ID = '0b3c6a52-2f1e-4c61-9a8e-3f7a9d8e1c01';
+const user = (token: string) => ({ id: USER_ID, email: `${token}@example.com`, visibleEmail: false });
+
+function notification(i: number): notifications.Notification {
+  const at = new Date(Date.UTC(2026, 0, 1) - i * 1000);
+  const id = `6f1c2b1e-0000-4000-8000-${String(i).padStart(12, '0')}`;
+  return i % 10 === 0
+    ? { id, userId: USER_ID, type: notifications.NotificationType.NOTIFICATION_TYPE_COLLECTION_CREATED, collectionId: id, userRead: false, createdAt: at, updatedAt: at }
+    : { id, userId: USER_ID, type: notifications.NotificationType.NOTIFICATION_TYPE_VERIFICATION, cardId: id, verificationId: `v${i}`, similarityScore: i % 101, userRead: i % 3 === 0, createdAt: at, updatedAt: at };
+}
+
+/**
+ * Identity knows every cookie; the notifications service holds `total` notifications and answers pages of `pageSize`
+ * at once (already resolved: the gateway's own work is all there is between pages); `seen` records each page read and
+ * each card count asked, in order; `onFirstPage` runs when the listing reads its first page.
+ */
+function fakeClients(total: number, pageSize: number, seen: string[], onFirstPage: () => void = () => undefined): GatewayClients {
+  const all = Array.from({ length: total }, (_, i) => notification(i));
+  return {
+    identity: {
+      resolveSession: async ({ token }: { token: string }) => user(token),
+      resolveSessions: async ({ tokens }: { tokens: string[] }) => ({ resolutions: tokens.map((token) => ({ user: user(token) })) }),
+    },
+    notifications: {
+      listNotifications: ({ pageToken }: { pageToken: string }) => {
+        const start = pageToken === '' ? 0 : Number(pageToken);
+        seen.push(`page ${start / pageSize}`);
+        if (start === 0) onFirstPage();
+        const end = Math.min(start + pageSize, total);
+        return Promise.resolve({ notifications: all.slice(start, end), nextPageToken: end < total ? String(end) : '' });
+      },
+    },
+    cards: {
+      countCards: () => {
+        seen.push('count');
+        return Promise.resolve({ totalCount: 7 });
+      },
+    },
+  } as unknown as GatewayClients;
+}
+
+async function serve(clients: GatewayClients): Promise<{ server: Server; base: string }> {
+  const server = createServer(appWithoutServices({ clients, accessLogLevel: 'silent' }));
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return { server, base: `http://127.0.0.1:${(server.address() as AddressInfo).port}` };
+}
+
+const close = (server: Server) =>
+  new Promise<void>((resolve) => {
+    server.closeAllConnections();
+    server.close(() => resolve());
+  });
+
+const list = (base: string) => fetch(`${base}/api/notifications`, { headers: { cookie: 'ai-editor=token-a' } });
+
+describe('GET /api/notifications', () => {
+  let running: { server: Server; base: string } | undefined;
+  afterEach(async () => {
+    if (running) await close(running.server);
+    running = undefined;
+  });
+
+  it('answers every notification of every page, newest first, as the interface names them', async () => {
+    const seen: string[] = [];
+    running = await serve(fakeClients(2500, 1000, seen));
+    const res = await list(running.base);
+    expect(res.status).toBe(200);
+    const body = (await res.json()) as Array<Record<string, unknown>>;
+    expect(body).toHaveLength(2500);
+    expect(body).toEqual(Array.from({ length: 2500 }, (_, i) => JSON.parse(JSON.stringify(presentNotification(notification(i))))));
+    expect(body[0]).toEqual({ type: 'collection_created', id: notification(0).id, user_uuid: USER_ID, collection_uuid: notification(0).id, user_read: false, created_at: '2026-01-01T00:00:00.000', updated_at: '2026-01-01T00:00:00.000' });
+    expect(body[1]).toEqual({
+      type: 'verification',
+      id: notification(1).id,
+      user_uuid: USER_ID,
+      card_uuid: notification(1).id,
+      verification_uuid: 'v1',
+      similarity_score: 1,
+      user_read: false,
+      created_at: '2025-12-31T23:59:59.000',
+      updated_at: '2025-12-31T23:59:59.000',
+    });
+    expect(seen).toEqual(['page 0', 'page 1', 'page 2']);
+  });
+
+  it('answers an empty list as []', async () => {
+    running = await serve(fakeClients(0, 1000, []));
+    const res = await list(running.base);
+    expect(res.status).toBe(200);
+    expect(await res.text()).toBe('[]');
+  });
+
+  it('lets a request that arrives during a 4,000-item listing be answered before the listing has read its last page', async () => {
+    const seen: string[] = [];
+    let count: Promise<Response> | undefined;
+    // Pages of 100: the service may answer fewer than the 1000 asked, and 40 pages leave the event loop 39 chances to turn.
+    running = await serve(
+      fakeClients(4000, 100, seen, () => {
+        count = fetch(`${running!.base}/api/card/count`);
+      }),
+    );
+    const listing = list(running.base);
+    const res = await listing;
+    expect((await res.json()) as unknown[]).toHaveLength(4000);
+    expect(await (await count!).json()).toEqual({ total_count: 7 });
+    // Before, every page was read and written in one turn of the event loop: the count was asked after page 39.
+    expect(seen.indexOf('count')).toBeGreaterThan(0);
+    expect(seen.indexOf('count')).toBeLessThan(seen.indexOf('page 39'));
+  });
+});

@@ -10,11 +10,15 @@ import { parseBody, uuidString } from '../http/validation';
 
 export const markReadBody = z.object({ notification_id: uuidString });
 
-/** A notification as the interface names its fields, plus `type` telling the two kinds apart. */
+/**
+ * A notification as the interface names its fields, plus `type` telling the two kinds apart. One object literal (no
+ * spread), and the timestamp formatted once when both are the same (unread notifications): a listing presents thousands.
+ */
 export function presentNotification(n: notifications.Notification) {
-  const times = { user_read: n.userRead, created_at: toApiTimestamp(n.createdAt), updated_at: toApiTimestamp(n.updatedAt) };
+  const createdAt = toApiTimestamp(n.createdAt);
+  const updatedAt = n.updatedAt !== undefined && n.createdAt !== undefined && n.updatedAt.getTime() === n.createdAt.getTime() ? createdAt : toApiTimestamp(n.updatedAt);
   if (n.type === notifications.NotificationType.NOTIFICATION_TYPE_COLLECTION_CREATED) {
-    return { type: 'collection_created' as const, id: n.id, user_uuid: n.userId, collection_uuid: n.collectionId ?? null, ...times };
+    return { type: 'collection_created' as const, id: n.id, user_uuid: n.userId, collection_uuid: n.collectionId ?? null, user_read: n.userRead, created_at: createdAt, updated_at: updatedAt };
   }
   return {
     type: 'verification' as const,
@@ -23,7 +27,9 @@ export function presentNotification(n: notifications.Notification) {
     card_uuid: n.cardId ?? null,
     verification_uuid: n.verificationId ?? null,
     similarity_score: n.similarityScore ?? 0,
-    ...times,
+    user_read: n.userRead,
+    created_at: createdAt,
+    updated_at: updatedAt,
   };
 }
 

@@ -2,12 +2,30 @@ import { notifications } from '@cards/proto';
 import type { NotificationService } from '../application/notification-service';
 import type { Notification } from '../domain/model';
 
+/** One object literal per notification (no spread): a listing converts thousands. */
 function toProto(n: Notification): notifications.Notification {
-  const common = { id: n.id, userId: n.userId, userRead: n.read, createdAt: n.createdAt, updatedAt: n.updatedAt };
   if (n.kind === 'verification') {
-    return { ...common, type: notifications.NotificationType.NOTIFICATION_TYPE_VERIFICATION, cardId: n.cardId, verificationId: n.verificationId, similarityScore: n.similarityScore };
+    return {
+      id: n.id,
+      userId: n.userId,
+      type: notifications.NotificationType.NOTIFICATION_TYPE_VERIFICATION,
+      cardId: n.cardId,
+      verificationId: n.verificationId,
+      similarityScore: n.similarityScore,
+      userRead: n.read,
+      createdAt: n.createdAt,
+      updatedAt: n.updatedAt,
+    };
   }
-  return { ...common, type: notifications.NotificationType.NOTIFICATION_TYPE_COLLECTION_CREATED, collectionId: n.collectionId };
+  return {
+    id: n.id,
+    userId: n.userId,
+    type: notifications.NotificationType.NOTIFICATION_TYPE_COLLECTION_CREATED,
+    collectionId: n.collectionId,
+    userRead: n.read,
+    createdAt: n.createdAt,
+    updatedAt: n.updatedAt,
+  };
 }
 
 /** gRPC face of the notification use cases; no rules here. */

@@ -38,12 +38,23 @@ function toPrimitives(n: Notification): NotificationDocument {
   };
 }
 
+/** A listing reads thousands of documents: each is built as one object literal (no spread). */
 function fromPrimitives(d: NotificationDocument): Notification {
-  const base = { id: d.id, userId: d.userId, read: d.userRead, createdAt: d.createdAt, updatedAt: d.updatedAt, sourceEventId: d.sourceEventId };
   if (d.kind === 'verification') {
-    return { ...base, kind: 'verification', cardId: d.cardId ?? '', verificationId: d.verificationId ?? '', similarityScore: d.similarityScore ?? 0 };
+    return {
+      kind: 'verification',
+      id: d.id,
+      userId: d.userId,
+      read: d.userRead,
+      createdAt: d.createdAt,
+      updatedAt: d.updatedAt,
+      sourceEventId: d.sourceEventId,
+      cardId: d.cardId ?? '',
+      verificationId: d.verificationId ?? '',
+      similarityScore: d.similarityScore ?? 0,
+    };
   }
-  return { ...base, kind: 'collection_created', collectionId: d.collectionId ?? '' };
+  return { kind: 'collection_created', id: d.id, userId: d.userId, read: d.userRead, createdAt: d.createdAt, updatedAt: d.updatedAt, sourceEventId: d.sourceEventId, collectionId: d.collectionId ?? '' };
 }
 
 /** A page cursor: the last listed document's createdAt (epoch ms) and _id, the two keys of the list's order. */

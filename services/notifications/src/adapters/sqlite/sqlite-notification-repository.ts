@@ -48,13 +48,30 @@ function toPrimitives(n: Notification) {
   };
 }
 
+/** A listing reads thousands of rows: each is built as one object literal, and a timestamp read once when both are equal. */
 function fromPrimitives(r: NotificationRow): Notification {
-  const base = { id: r.id, userId: r.user_id, read: r.user_read === 1, createdAt: new Date(r.created_at), updatedAt: new Date(r.updated_at), sourceEventId: r.source_event_id };
+  const createdAt = new Date(r.created_at);
+  const updatedAt = r.updated_at === r.created_at ? new Date(createdAt.getTime()) : new Date(r.updated_at);
+  const read = r.user_read === 1;
   if (r.kind === 'verification') {
-    return { ...base, kind: 'verification', cardId: r.card_id ?? '', verificationId: r.verification_id ?? '', similarityScore: r.similarity_score ?? 0 };
+    return {
+      kind: 'verification',
+      id: r.id,
+      userId: r.user_id,
+      read,
+      createdAt,
+      updatedAt,
+      sourceEventId: r.source_event_id,
+      cardId: r.card_id ?? '',
+      verificationId: r.verification_id ?? '',
+      similarityScore: r.similarity_score ?? 0,
+    };
   }
-  return { ...base, kind: 'collection_created', collectionId: r.collection_id ?? '' };
+  return { kind: 'collection_created', id: r.id, userId: r.user_id, read, createdAt, updatedAt, sourceEventId: r.source_event_id, collectionId: r.collection_id ?? '' };
 }
+
+/** The columns a notification is read from (not subject_key, which only guards uniqueness). */
+const COLUMNS = 'seq, id, user_id, kind, card_id, verification_id, similarity_score, collection_id, user_read, created_at, updated_at, source_event_id';
 
 /** A page cursor: the last listed row's created_at and seq, the two keys of the list's order. */
 const CURSOR = /^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z)_(\d{1,15})$/;
@@ -89,16 +106,16 @@ export class SqliteNotificationRepository implements NotificationRepository {
   }
 
   async listForUser(userId: string): Promise<Notification[]> {
-    const rows = this.db.prepare('SELECT * FROM notifications WHERE user_id = ? ORDER BY created_at DESC, seq DESC').all(userId) as NotificationRow[];
+    const rows = this.db.prepare(`SELECT ${COLUMNS} FROM notifications WHERE user_id = ? ORDER BY created_at DESC, seq DESC`).all(userId) as NotificationRow[];
     return rows.map(fromPrimitives);
   }
 
   async listPageForUser(userId: string, limit: number, after?: string): Promise<NotificationPage> {
     const rows = (
       after === undefined
-        ? this.db.prepare('SELECT * FROM notifications WHERE user_id = ? ORDER BY created_at DESC, seq DESC LIMIT ?').all(userId, limit + 1)
+        ? this.db.prepare(`SELECT ${COLUMNS} FROM notifications WHERE user_id = ? ORDER BY created_at DESC, seq DESC LIMIT ?`).all(userId, limit + 1)
         : this.db
-            .prepare('SELECT * FROM notifications WHERE user_id = @userId AND (created_at, seq) < (@createdAt, @seq) ORDER BY created_at DESC, seq DESC LIMIT @take')
+            .prepare(`SELECT ${COLUMNS} FROM notifications WHERE user_id = @userId AND (created_at, seq) < (@createdAt, @seq) ORDER BY created_at DESC, seq DESC LIMIT @take`)
             .all({ userId, ...parseCursor(after), take: limit + 1 })
     ) as NotificationRow[];
     const page = pageOfRows(rows, limit, cursorAfter);

@@ -344,10 +344,15 @@ describe('SQLite collection page', () => {
       for (const viewer of [null, owner]) {
         // Before: 'SCAN b USING INDEX bookmarks_order', 'USE TEMP B-TREE FOR GROUP BY', 'USE TEMP B-TREE FOR ORDER BY':
         // every bookmark of the collection grouped and sorted for each page.
-        const [listing, ...more] = await plansOf(db, () => collections.listVisibleBookmarkedRoots(c.id, viewer, 40, 20));
-        expect(more).toEqual([]);
-        expect(listing![0]).toMatch(/^SEARCH b USING (COVERING )?INDEX bookmarks_order \(collection_id=\?\)$/);
-        expect(listing!.filter((step) => /TEMP B-TREE|^SCAN/.test(step))).toEqual([]);
+        // Now, once counted: the kept page starts, then the bookmarks from the start nearest before the page on.
+        await collections.countVisibleBookmarkedRoots(c.id, viewer);
+        for (const offset of [0, 40, 160]) {
+          const [kept, listing, ...more] = await plansOf(db, () => collections.listVisibleBookmarkedRoots(c.id, viewer, offset, 20));
+          expect(more).toEqual([]);
+          expect(kept).toEqual([expect.stringMatching(/^SEARCH bookmark_root_counts USING PRIMARY KEY \(collection_id=\? AND viewer_id=\?\)$/)]);
+          expect(listing![0]).toMatch(/^SEARCH b USING (COVERING )?INDEX bookmarks_order \(collection_id=\? AND ord>\?\)$/);
+          expect(listing!.filter((step) => /TEMP B-TREE|^SCAN/.test(step))).toEqual([]);
+        }
         await collections.countVisibleBookmarkedRoots(c.id, viewer);
         // Before: count(DISTINCT ...) over every bookmark again on each page.
         const counting = await plansOf(db, () => collections.countVisibleBookmarkedRoots(c.id, viewer));
@@ -358,6 +363,9 @@ describe('SQLite collection page', () => {
     db.exec('ANALYZE');
     await expectPageAndCount();
     expect(await collections.countVisibleBookmarkedRoots(c.id, null)).toBe(new Set((await collections.listVisibleBookmarkedRoots(c.id, null, 0, 1000))).size);
+    const all = await collections.listVisibleBookmarkedRoots(c.id, owner, 0, 1000);
+    for (const offset of [49, 50, 51, 160, 199]) expect(await collections.listVisibleBookmarkedRoots(c.id, owner, offset, 20)).toEqual(all.slice(offset, offset + 20));
+    expect(await collections.listVisibleBookmarkedRoots(c.id, owner, all.length, 20)).toEqual([]);
     db.close();
   });
 });

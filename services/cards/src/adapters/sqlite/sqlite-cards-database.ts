@@ -113,6 +113,9 @@ export const CARDS_MIGRATIONS = [
    CREATE TRIGGER bookmark_root_counts_collection_deleted AFTER DELETE ON collections BEGIN
      DELETE FROM bookmark_root_counts WHERE collection_id = OLD.id;
    END;`,
+  // With the count, where every 50th root's first bookmark is (JSON [ord, card_id] pairs), so a collection page
+  // starts near its place instead of walking all the roots before it. Rows without it are counted again.
+  `ALTER TABLE bookmark_root_counts ADD COLUMN starts TEXT;`,
 ];
 
 export function openCardsDatabase(path: string): SqliteDatabase {

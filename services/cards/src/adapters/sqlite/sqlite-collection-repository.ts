@@ -5,18 +5,20 @@ import { findDeletedIdempotencyKey, keepDeletedIdempotencyKey, type KeyOfDeleted
 import { chunks, collectionFromRow, placeholders, type CollectionRow } from './rows';
 
 const iso = (d: Date) => d.toISOString();
-const VISIBLE_CARD = '(c.private = 0 OR c.author_id = ?)';
 
 /**
  * A page of the roots of a collection's bookmarked cards the viewer may see (listVisibleBookmarkedRoots; named
- * parameters collectionId, viewerId, limit, offset). The bookmarks are read in their order from bookmarks_order, and a
- * bookmark is kept when it is the first visible one of its group (its root, or a collision of it) in the collection, so
- * the read stops once offset + limit roots are found. Grouping all bookmarks first (GROUP BY root, ORDER BY min(ord))
- * sorted the whole collection in two temporary B-trees on every page.
+ * parameters collectionId, viewerId, fromOrd, fromCard, limit, offset), with the order (ord, card_id) of each root's
+ * first visible bookmark. The bookmarks are read in their order from bookmarks_order, from (fromOrd, fromCard) on, and
+ * a bookmark is kept when it is the first visible one of its group (its root, or a collision of it) in the whole
+ * collection, so the read stops once offset + limit roots are found. Grouping all bookmarks first (GROUP BY root,
+ * ORDER BY min(ord)) sorted the whole collection in two temporary B-trees on every page.
  */
 export const VISIBLE_BOOKMARKED_ROOTS_SQL = `
-  SELECT coalesce(c.collision_of, c.id) AS root_id FROM bookmarks b CROSS JOIN cards c INDEXED BY cards_visibility ON c.id = b.card_id
-  WHERE b.collection_id = @collectionId AND (c.private = 0 OR c.author_id = @viewerId)
+  SELECT coalesce(c.collision_of, c.id) AS root_id, b.ord AS ord, b.card_id AS card_id
+  FROM bookmarks b CROSS JOIN cards c INDEXED BY cards_visibility ON c.id = b.card_id
+  WHERE b.collection_id = @collectionId AND b.ord >= @fromOrd AND (b.ord > @fromOrd OR b.card_id >= @fromCard)
+    AND (c.private = 0 OR c.author_id = @viewerId)
     AND NOT (c.collision_of IS NOT NULL AND EXISTS (
       SELECT 1 FROM bookmarks e CROSS JOIN cards g INDEXED BY cards_visibility ON g.id = e.card_id
       WHERE e.collection_id = b.collection_id AND e.card_id = c.collision_of AND (e.ord < b.ord OR (e.ord = b.ord AND e.card_id < b.card_id))
@@ -26,6 +28,25 @@ export const VISIBLE_BOOKMARKED_ROOTS_SQL = `
       WHERE g.collision_of = coalesce(c.collision_of, c.id) AND (e.ord < b.ord OR (e.ord = b.ord AND e.card_id < b.card_id))
         AND (g.private = 0 OR g.author_id = @viewerId))
   ORDER BY b.ord, b.card_id LIMIT @limit OFFSET @offset`;
+
+/**
+ * Every root the viewer may see in a collection with its first visible bookmark, in order: the same roots as
+ * VISIBLE_BOOKMARKED_ROOTS_SQL. card_id is the one of the row min() chose (SQLite's bare column of a min() aggregate).
+ */
+const GROUPED_ROOTS_SQL = `
+  SELECT coalesce(c.collision_of, c.id) AS root_id, min(b.ord) AS ord, b.card_id AS card_id
+  FROM bookmarks b CROSS JOIN cards c INDEXED BY cards_visibility ON c.id = b.card_id
+  WHERE b.collection_id = @collectionId AND (c.private = 0 OR c.author_id = @viewerId)
+  GROUP BY root_id ORDER BY ord, card_id`;
+
+/** Every ROOT_STRIDE-th root's first bookmark is kept (bookmark_root_counts.starts), so a page starts near its place. */
+export const ROOT_STRIDE = 50;
+
+interface KeptRoots {
+  n: number;
+  /** The (ord, card_id) of the first visible bookmark of roots 0, ROOT_STRIDE, 2 * ROOT_STRIDE, ... */
+  starts: [number, string][];
+}
 
 /**
  * The owner's bookmarks of `cardCount` cards (parameters: the card ids, then the owner), oldest collection first.
@@ -142,22 +163,44 @@ export class SqliteCollectionRepository implements CollectionRepository {
     })();
   }
 
+  /**
+   * Starts at the kept first bookmark of the root nearest before `offset` (see keptRoots), so a page reads at most
+   * ROOT_STRIDE + limit of the viewer's roots wherever it is in the collection, and a page past the end none.
+   */
   async listVisibleBookmarkedRoots(collectionId: string, viewerId: string | null, offset: number, limit: number): Promise<string[]> {
-    const rows = this.db.prepare(VISIBLE_BOOKMARKED_ROOTS_SQL).all({ collectionId, viewerId, limit, offset }) as { root_id: string }[];
-    return rows.map((r) => r.root_id);
+    if (limit <= 0) return [];
+    return this.db.transaction((): string[] => {
+      const { starts } = this.keptRoots(collectionId, viewerId);
+      const stride = Math.floor(offset / ROOT_STRIDE);
+      const start = starts[stride];
+      if (start === undefined) return [];
+      const [fromOrd, fromCard] = start;
+      const rows = this.db.prepare(VISIBLE_BOOKMARKED_ROOTS_SQL)
+        .all({ collectionId, viewerId, fromOrd, fromCard, limit, offset: offset - stride * ROOT_STRIDE }) as { root_id: string }[];
+      return rows.map((r) => r.root_id);
+    })();
   }
 
-  /** Counted once per collection and viewer, then kept until a change forgets it (bookmark_root_counts' triggers). */
   async countVisibleBookmarkedRoots(collectionId: string, viewerId: string | null): Promise<number> {
+    return this.db.transaction(() => this.keptRoots(collectionId, viewerId).n)();
+  }
+
+  /**
+   * The viewer's root count and page starts in the collection, read once (one walk of its bookmarks) and then kept
+   * until a change forgets them (bookmark_root_counts' triggers). Call within a transaction.
+   */
+  private keptRoots(collectionId: string, viewerId: string | null): KeptRoots {
     const viewer = viewerId ?? '';
-    return this.db.transaction((): number => {
-      const kept = this.db.prepare('SELECT n FROM bookmark_root_counts WHERE collection_id = ? AND viewer_id = ?').get(collectionId, viewer) as { n: number } | undefined;
-      if (kept) return kept.n;
-      const n = (this.db.prepare(`SELECT count(DISTINCT coalesce(c.collision_of, c.id)) AS n FROM bookmarks b JOIN cards c ON c.id = b.card_id WHERE b.collection_id = ? AND ${VISIBLE_CARD}`)
-        .get(collectionId, viewerId) as { n: number }).n;
-      this.db.prepare('INSERT OR REPLACE INTO bookmark_root_counts (collection_id, viewer_id, n) VALUES (?, ?, ?)').run(collectionId, viewer, n);
-      return n;
-    })();
+    const kept = this.db.prepare('SELECT n, starts FROM bookmark_root_counts WHERE collection_id = ? AND viewer_id = ?').get(collectionId, viewer) as
+      | { n: number; starts: string | null }
+      | undefined;
+    if (kept && kept.starts !== null) return { n: kept.n, starts: JSON.parse(kept.starts) as [number, string][] };
+    // All the roots at once, grouped (a sort of the collection, as every page did before), once per change.
+    const rows = this.db.prepare(GROUPED_ROOTS_SQL).all({ collectionId, viewerId }) as { ord: number; card_id: string }[];
+    const starts = rows.filter((_, i) => i % ROOT_STRIDE === 0).map((r): [number, string] => [r.ord, r.card_id]);
+    this.db.prepare('INSERT OR REPLACE INTO bookmark_root_counts (collection_id, viewer_id, n, starts) VALUES (?, ?, ?, ?)')
+      .run(collectionId, viewer, rows.length, JSON.stringify(starts));
+    return { n: rows.length, starts };
   }
 
   async bookmarkedCardIds(collectionId: string): Promise<string[]> {

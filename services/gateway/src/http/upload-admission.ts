@@ -40,9 +40,9 @@ export const OWN_UPLOADS_BUSY_MESSAGE = 'You have too many uploads under way; up
 /**
  * Bounds the upload bodies the gateway holds at once. A base64 JSON upload of MAX_FILE_BYTES costs ~170 MB of memory
  * while it is parsed, decoded, sent on and echoed back (docs/files.md), so a few at once would take a pod past its
- * limit. Each request weighs its declared body length (a chunked one the limit) and is admitted before its body is
- * read; one beyond the bound waits, its body left in the socket, and is answered 503 with Retry-After when the line is
- * full or its wait runs out. The weight is given back when the answer is sent or the client goes away.
+ * limit. Each request weighs its declared body length (a chunked or a compressed one the limit: gzip inflates a few KB
+ * to the whole limit) and is admitted before its body is read; one beyond the bound waits, its body left in the socket,
+ * and is answered 503 with Retry-After when the line is full or its wait runs out. The weight is given back when the answer is sent or the client goes away.
  *
  * One user's uploads, held or waiting, weigh at most half the bound beyond their first: a further one is answered 429
  * with Retry-After at once, so one user's slow uploads cannot fill the bound and the waiting line for everyone else.
@@ -60,7 +60,7 @@ export function uploadAdmission(limits: UploadAdmissionLimits, body?: UploadBody
   const perUser = new ClientShares();
   return (req: Request, res: Response, next: NextFunction) => {
     const declared = Number(req.headers['content-length']);
-    const weight = req.headers['transfer-encoding'] === undefined && Number.isFinite(declared) ? Math.min(declared, limits.bodyLimitBytes) : limits.bodyLimitBytes;
+    const weight = req.headers['transfer-encoding'] === undefined && !isCompressed(req) && Number.isFinite(declared) ? Math.min(declared, limits.bodyLimitBytes) : limits.bodyLimitBytes;
     // refuseUploadUnread runs first: there is a user.
     const releaseShare = perUser.take(req.user!.id, weight, capacity / 2);
     if (!releaseShare) return next(new HttpError(429, OWN_UPLOADS_BUSY_MESSAGE, { 'retry-after': String(UPLOAD_RETRY_AFTER_SECONDS) }));
@@ -104,6 +104,15 @@ export function uploadAdmission(limits: UploadAdmissionLimits, body?: UploadBody
       },
     );
   };
+}
+
+/**
+ * Whether the body is sent compressed (a Content-Encoding other than identity): its declared length says nothing of
+ * what the parser holds, since 17.5 KB of gzip inflate to the route's whole limit, so it weighs the limit.
+ */
+function isCompressed(req: Request): boolean {
+  const encoding = req.headers['content-encoding'];
+  return encoding !== undefined && encoding.trim().toLowerCase() !== 'identity' && encoding.trim() !== '';
 }
 
 /** The 408 (or, when an answer has begun, the connection's end) for an upload whose body came too slowly. */

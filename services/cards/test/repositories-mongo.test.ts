@@ -389,19 +389,25 @@ if (skipReason) {
         if (card.collisionOf === null) root = card;
         await store.collections.addBookmark(c.id, card.id, nextTime(), []);
       }
+      await store.collections.countVisibleBookmarkedRoots(c.id, owner);
       const aggregate = jest.spyOn(MongoCollection.prototype, 'aggregate');
       const find = jest.spyOn(MongoCollection.prototype, 'find');
       const limits = jest.spyOn(FindCursor.prototype, 'limit');
-      const page = await store.collections.listVisibleBookmarkedRoots(c.id, owner, 40, 20);
+      const page = await store.collections.listVisibleBookmarkedRoots(c.id, owner, 160, 20);
       expect(page).toHaveLength(20);
       // Before: $lookup, $group and $sort over every bookmark of the collection for each page.
       expect(aggregate).not.toHaveBeenCalled();
+      // Now: the bookmarks from the kept start of root 150 on, one batch, and the earlier bookmarks of the groups found.
       const bookmarkReads = find.mock.calls.filter((_, i) => (find.mock.contexts[i] as MongoCollection).collectionName === 'bookmarks');
-      expect(bookmarkReads).toHaveLength(1);
-      expect(limits.mock.calls.map(([n]) => n)).toEqual([expect.any(Number)]);
-      expect(limits.mock.calls[0]![0]).toBeLessThan(150);
+      expect(bookmarkReads).toHaveLength(2);
+      expect(bookmarkReads[0]![0]).toEqual({ collectionId: c.id, ord: { $gte: expect.any(Number) } });
+      const batches = limits.mock.calls.map(([n]) => n).filter((n) => Math.abs(n) > 1); // findOne's own limit aside
+      expect(batches).toEqual([expect.any(Number)]);
+      expect(batches[0]).toBeLessThan(100);
       const all = await store.collections.listVisibleBookmarkedRoots(c.id, owner, 0, 1000);
-      expect(page).toEqual(all.slice(40, 60));
+      expect(page).toEqual(all.slice(160, 180));
+      for (const offset of [49, 50, 51, 199]) expect(await store.collections.listVisibleBookmarkedRoots(c.id, owner, offset, 20)).toEqual(all.slice(offset, offset + 20));
+      expect(await store.collections.listVisibleBookmarkedRoots(c.id, owner, all.length, 20)).toEqual([]);
 
       const total = await store.collections.countVisibleBookmarkedRoots(c.id, owner);
       expect(total).toBe(all.length);

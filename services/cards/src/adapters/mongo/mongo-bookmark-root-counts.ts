@@ -2,17 +2,17 @@ import { isDuplicateKeyError } from '@cards/platform';
 import type { MongoCardsDatabase } from './mongo-cards-database';
 
 /**
- * How many roots each viewer may see in a collection (countVisibleBookmarkedRoots), kept once counted, one document
- * per collection in `bookmark_root_counts`: `gen` goes up after every change that can alter a count (a bookmark added
- * or removed, a bookmarked card's privacy or root changed or the card deleted), and `counts` (by viewer) hold only for
- * the `countsGen` they were counted at. A count is stored only if `gen` did not move while it was counted, so a count
- * made during a change is never kept past it.
+ * What a collection page needs of each viewer's roots in a collection (countVisibleBookmarkedRoots and where pages
+ * start), kept once read, one document per collection in `bookmark_root_counts`: `gen` goes up after every change that
+ * can alter them (a bookmark added or removed, a bookmarked card's privacy or root changed or the card deleted), and
+ * `roots` (by viewer) hold only for the `rootsGen` they were read at. They are stored only if `gen` did not move while
+ * they were read, so what was read during a change is never kept past it.
  */
 interface RootCountsDocument {
   _id: string;
   gen: number;
-  countsGen?: number;
-  counts?: Record<string, number>;
+  rootsGen?: number;
+  roots?: Record<string, unknown>;
 }
 
 const rootCounts = (store: MongoCardsDatabase) => store.db.collection<RootCountsDocument>('bookmark_root_counts');
@@ -41,8 +41,8 @@ export async function dropRootCounts(store: MongoCardsDatabase, collectionId: st
   await rootCounts(store).deleteOne({ _id: collectionId });
 }
 
-/** The viewer's count as kept, else `count()`'s, kept unless the collection changed meanwhile. */
-export async function keptRootCount(store: MongoCardsDatabase, collectionId: string, viewerId: string | null, count: () => Promise<number>): Promise<number> {
+/** The viewer's roots as kept, else `read()`'s, kept unless the collection changed meanwhile. */
+export async function keptRoots<T>(store: MongoCardsDatabase, collectionId: string, viewerId: string | null, read: () => Promise<T>): Promise<T> {
   const key = viewerId === null ? 'anyone' : `v${viewerId}`;
   const counts = rootCounts(store);
   let doc = await counts.findOne({ _id: collectionId });
@@ -51,13 +51,13 @@ export async function keptRootCount(store: MongoCardsDatabase, collectionId: str
       if (!isDuplicateKeyError(err)) throw err;
     });
     doc = await counts.findOne({ _id: collectionId });
-    if (!doc) return count();
+    if (!doc) return read();
   }
   const { gen } = doc;
-  const kept = doc.countsGen === gen ? doc.counts?.[key] : undefined;
-  if (kept !== undefined) return kept;
-  const n = await count();
-  if (doc.countsGen === gen) await counts.updateOne({ _id: collectionId, gen, countsGen: gen }, { $set: { [`counts.${key}`]: n } });
-  else await counts.updateOne({ _id: collectionId, gen }, { $set: { countsGen: gen, counts: { [key]: n } } });
-  return n;
+  const kept = doc.rootsGen === gen ? doc.roots?.[key] : undefined;
+  if (kept !== undefined) return kept as T;
+  const value = await read();
+  if (doc.rootsGen === gen) await counts.updateOne({ _id: collectionId, gen, rootsGen: gen }, { $set: { [`roots.${key}`]: value } });
+  else await counts.updateOne({ _id: collectionId, gen }, { $set: { rootsGen: gen, roots: { [key]: value } } });
+  return value;
 }

@@ -14,7 +14,7 @@ import {
   type CollectionDocument,
   type MongoCardsDatabase,
 } from './mongo-cards-database';
-import { dropRootCounts, forgetRootCounts, keptRootCount } from './mongo-bookmark-root-counts';
+import { dropRootCounts, forgetRootCounts, keptRoots } from './mongo-bookmark-root-counts';
 
 /**
  * The roots of the bookmarked cards the viewer may see (private cards only for their author), one row each (`_id` the
@@ -29,6 +29,15 @@ function visibleBookmarkedRootsPipeline(collectionId: string, viewerId: string |
     { $match: visible },
     { $group: { _id: { $ifNull: ['$card.collisionOf', '$card._id'] }, first: { $min: '$ord' } } },
   ];
+}
+
+/** Every ROOT_STRIDE-th root's first bookmark is kept (KeptRoots.starts), so a page starts near its place. */
+export const ROOT_STRIDE = 50;
+
+/** A viewer's roots in a collection: how many, and the order of the first bookmark of roots 0, ROOT_STRIDE, ... */
+interface KeptRoots {
+  n: number;
+  starts: number[];
 }
 
 /**
@@ -219,45 +228,70 @@ export class MongoCollectionRepository implements CollectionRepository {
    * visible bookmark of each group, so it stops once offset + limit roots are found. Grouping all bookmarks first
    * ($group, then $sort on the group's first order) read and sorted the whole collection on every page.
    */
+  /**
+   * Starts at the kept first bookmark of the root nearest before `offset` (keptRoots) and reads the bookmarks in their
+   * order from there (bookmarks_order), a batch at a time with their cards, keeping the first visible bookmark of each
+   * group: a group seen before the start (an earlier visible bookmark of it) is left out. So a page reads at most about
+   * ROOT_STRIDE + limit roots wherever it is, and a page past the end none. (Grouping every bookmark, then sorting the
+   * groups, read and sorted the whole collection for each page.) Orders are distinct in a collection (a counter).
+   */
   async listVisibleBookmarkedRoots(collectionId: string, viewerId: string | null, offset: number, limit: number): Promise<string[]> {
     if (limit <= 0) return [];
+    const { starts } = await this.keptRoots(collectionId, viewerId);
+    const stride = Math.floor(offset / ROOT_STRIDE);
+    const fromOrd = starts[stride];
+    if (fromOrd === undefined) return [];
+    const wanted = offset - stride * ROOT_STRIDE + limit;
+    const visible = (card: { private: boolean; authorId: string }) => !card.private || card.authorId === viewerId;
     const roots: string[] = [];
     const seen = new Set<string>();
     // Some to spare for collisions and cards the viewer may not see, so a page usually takes one read.
-    const batch = Math.min(Math.ceil((offset + limit) * 1.5) + 10, 1000);
-    let after: { ord: number; cardId: string } | undefined;
-    while (roots.length < offset + limit) {
-      const position: Filter<BookmarkDocument> = after === undefined ? {} : { $or: [{ ord: { $gt: after.ord } }, { ord: after.ord, cardId: { $gt: after.cardId } }] };
-      const marks = await this.store.bookmarks
-        .find({ collectionId, ...position }, { projection: { cardId: 1, ord: 1 } })
-        .sort({ ord: 1, cardId: 1 })
-        .limit(batch)
-        .toArray();
+    const batch = Math.min(Math.ceil(wanted * 1.5) + 10, 1000);
+    let position: Filter<BookmarkDocument> = { ord: { $gte: fromOrd } };
+    while (roots.length < wanted) {
+      const marks = await this.store.bookmarks.find({ collectionId, ...position }, { projection: { cardId: 1, ord: 1 } }).sort({ ord: 1 }).limit(batch).toArray();
       if (marks.length === 0) break;
-      const cards = await this.store.cards
-        .find({ _id: { $in: marks.map((m) => m.cardId) } }, { projection: { private: 1, authorId: 1, collisionOf: 1 } })
-        .toArray();
-      const byId = new Map(cards.map((c) => [c._id, c]));
+      const cards = await this.store.cards.find({ _id: { $in: marks.map((m) => m.cardId) } }, { projection: { private: 1, authorId: 1, collisionOf: 1 } }).toArray();
+      const rootOf = new Map(cards.filter(visible).map((c) => [c._id, c.collisionOf ?? c._id]));
+      const fresh = [...new Set([...rootOf.values()].filter((root) => !seen.has(root)))];
+      const before = stride === 0 ? new Set<string>() : await this.rootsBookmarkedBefore(collectionId, fresh, fromOrd, visible);
       for (const mark of marks) {
-        const card = byId.get(mark.cardId);
-        if (!card || (card.private && card.authorId !== viewerId)) continue;
-        const root = card.collisionOf ?? card._id;
-        if (seen.has(root)) continue;
+        const root = rootOf.get(mark.cardId);
+        if (root === undefined || seen.has(root)) continue;
         seen.add(root);
+        if (before.has(root)) continue;
         roots.push(root);
-        if (roots.length === offset + limit) break;
+        if (roots.length === wanted) break;
       }
       if (marks.length < batch) break;
-      const last = marks[marks.length - 1]!;
-      after = { ord: last.ord, cardId: last.cardId };
+      position = { ord: { $gt: marks[marks.length - 1]!.ord } };
     }
-    return roots.slice(offset);
+    return roots.slice(wanted - limit);
   }
 
   async countVisibleBookmarkedRoots(collectionId: string, viewerId: string | null): Promise<number> {
-    return keptRootCount(this.store, collectionId, viewerId, async () => {
-      const [row] = await this.store.bookmarks.aggregate<{ n: number }>([...visibleBookmarkedRootsPipeline(collectionId, viewerId), { $count: 'n' }]).toArray();
-      return row?.n ?? 0;
+    return (await this.keptRoots(collectionId, viewerId)).n;
+  }
+
+  /** Of these roots, those whose group (the root, or a collision of it) has a bookmark the viewer may see before `ord`. */
+  private async rootsBookmarkedBefore(collectionId: string, roots: string[], ord: number, visible: (card: { private: boolean; authorId: string }) => boolean): Promise<Set<string>> {
+    if (roots.length === 0) return new Set();
+    const members = await this.store.cards
+      .find({ $or: [{ _id: { $in: roots } }, { collisionOf: { $in: roots } }] }, { projection: { private: 1, authorId: 1, collisionOf: 1 } })
+      .toArray();
+    const rootOf = new Map(members.filter(visible).map((c) => [c._id, c.collisionOf ?? c._id]));
+    if (rootOf.size === 0) return new Set();
+    const earlier = await this.store.bookmarks.find({ collectionId, cardId: { $in: [...rootOf.keys()] }, ord: { $lt: ord } }, { projection: { cardId: 1 } }).toArray();
+    return new Set(earlier.map((b) => rootOf.get(b.cardId)!));
+  }
+
+  /** The viewer's count and page starts, read by one grouping of the collection once per change, then kept. */
+  private keptRoots(collectionId: string, viewerId: string | null): Promise<KeptRoots> {
+    return keptRoots(this.store, collectionId, viewerId, async (): Promise<KeptRoots> => {
+      const firsts = await this.store.bookmarks
+        .aggregate<{ first: number }>([...visibleBookmarkedRootsPipeline(collectionId, viewerId), { $sort: { first: 1, _id: 1 } }, { $project: { _id: 0, first: 1 } }])
+        .toArray();
+      return { n: firsts.length, starts: firsts.filter((_, i) => i % ROOT_STRIDE === 0).map((r) => r.first) };
     });
   }
 

@@ -152,6 +152,29 @@ describe('notifications', () => {
     expect(all.filter((n) => n.collection_uuid === collectionId)).toHaveLength(1);
   });
 
+  it('answers a poll naming the list\'s ETag with 304 until a notification is added or marked read', async () => {
+    const created = await alice.client.post('/api/card_collection', { name: `Tagged ${randomUUID()}`, is_public: false });
+    const collectionId = /([0-9a-f-]{36})$/.exec(created.headers.get('location') ?? '')![1]!;
+    await waitFor(alice.client, (ns) => ns.some((n) => n.collection_uuid === collectionId));
+    const first = await alice.client.get('/api/notifications');
+    const tag = first.headers.get('etag')!;
+    expect(tag).toBeTruthy();
+    const unchanged = await alice.client.request('GET', '/api/notifications', undefined, { 'if-none-match': tag });
+    expect(unchanged.status).toBe(304);
+    expect(unchanged.text).toBe('');
+
+    const target = (first.json as any[]).find((n) => n.collection_uuid === collectionId);
+    expect((await alice.client.put('/api/notifications', { notification_id: target.id })).status).toBe(204);
+    const afterRead = await alice.client.request('GET', '/api/notifications', undefined, { 'if-none-match': tag });
+    expect(afterRead.status).toBe(200);
+    expect((afterRead.json as any[]).find((n) => n.id === target.id).user_read).toBe(true);
+    const readTag = afterRead.headers.get('etag')!;
+    expect(readTag).not.toBe(tag);
+    expect((await alice.client.request('GET', '/api/notifications', undefined, { 'if-none-match': readTag })).status).toBe(304);
+    // Another user's list never matches this one's tag.
+    expect((await bob.client.request('GET', '/api/notifications', undefined, { 'if-none-match': readTag })).status).toBe(200);
+  });
+
   it('marks one read (owner only: 404 for others and unknown ids, 400 for a bad id), then all', async () => {
     const first = await cardWithNotification(bob);
     const second = await cardWithNotification(bob);

@@ -34,6 +34,9 @@ function startServer(settings: Partial<StartGrpcServerOptions> = {}): Promise<Gr
         async markAllRead() {
           return {};
         },
+        async getListVersion() {
+          return { version: '' };
+        },
       }),
   });
 }

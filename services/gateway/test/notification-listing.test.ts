@@ -4,6 +4,7 @@
 // between its pages.
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { ClientError, Status } from 'nice-grpc';
 import { notifications } from '@cards/proto';
 import type { GatewayClients } from '../src/clients';
 import { presentNotification } from '../src/routes/notification-routes';
@@ -25,7 +26,7 @@ function notification(i: number): notifications.Notification {
  * at once (already resolved: the gateway's own work is all there is between pages); `seen` records each page read and
  * each card count asked, in order; `onFirstPage` runs when the listing reads its first page.
  */
-function fakeClients(total: number, pageSize: number, seen: string[], onFirstPage: () => void = () => undefined): GatewayClients {
+function fakeClients(total: number, pageSize: number, seen: string[], onFirstPage: () => void = () => undefined, version: () => Promise<string> = async () => ''): GatewayClients {
   const all = Array.from({ length: total }, (_, i) => notification(i));
   return {
     identity: {
@@ -39,6 +40,10 @@ function fakeClients(total: number, pageSize: number, seen: string[], onFirstPag
         if (start === 0) onFirstPage();
         const end = Math.min(start + pageSize, total);
         return Promise.resolve({ notifications: all.slice(start, end), nextPageToken: end < total ? String(end) : '' });
+      },
+      getListVersion: async () => {
+        seen.push('version');
+        return { version: await version() };
       },
     },
     cards: {
@@ -62,7 +67,7 @@ const close = (server: Server) =>
     server.close(() => resolve());
   });
 
-const list = (base: string) => fetch(`${base}/api/notifications`, { headers: { cookie: 'ai-editor=token-a' } });
+const list = (base: string, headers: Record<string, string> = {}) => fetch(`${base}/api/notifications`, { headers: { cookie: 'ai-editor=token-a', ...headers } });
 
 describe('GET /api/notifications', () => {
   let running: { server: Server; base: string } | undefined;
@@ -91,7 +96,7 @@ describe('GET /api/notifications', () => {
       created_at: '2025-12-31T23:59:59.000',
       updated_at: '2025-12-31T23:59:59.000',
     });
-    expect(seen).toEqual(['page 0', 'page 1', 'page 2']);
+    expect(seen).toEqual(['version', 'page 0', 'page 1', 'page 2']);
   });
 
   it('answers an empty list as []', async () => {
@@ -117,5 +122,48 @@ describe('GET /api/notifications', () => {
     // Before, every page was read and written in one turn of the event loop: the count was asked after page 39.
     expect(seen.indexOf('count')).toBeGreaterThan(0);
     expect(seen.indexOf('count')).toBeLessThan(seen.indexOf('page 39'));
+  });
+
+  it('tags the list with its version (read before the list) and answers 304, without listing, to a poll naming an unchanged one', async () => {
+    const seen: string[] = [];
+    let version = '3.1';
+    running = await serve(fakeClients(3, 1000, seen, undefined, async () => version));
+    const first = await list(running.base);
+    expect(first.status).toBe(200);
+    const tag = first.headers.get('etag');
+    expect(tag).toMatch(/^"[^"]+"$/);
+    expect(tag).toContain(USER_ID);
+    expect((await first.json()) as unknown[]).toHaveLength(3);
+    expect(seen).toEqual(['version', 'page 0']);
+
+    seen.length = 0;
+    for (const ifNoneMatch of [tag!, `W/${tag}`, `"other", ${tag}`, '*']) {
+      const again = await list(running.base, { 'if-none-match': ifNoneMatch });
+      expect(again.status).toBe(304);
+      expect(again.headers.get('etag')).toBe(tag);
+      expect(await again.text()).toBe('');
+    }
+    expect(seen).toEqual(['version', 'version', 'version', 'version']);
+
+    // Marked read (or a notification added): another version, so the old tag gets the whole list again.
+    version = '3.2';
+    const changed = await list(running.base, { 'if-none-match': tag! });
+    expect(changed.status).toBe(200);
+    expect(changed.headers.get('etag')).not.toBe(tag);
+    expect((await changed.json()) as unknown[]).toHaveLength(3);
+    expect((await list(running.base, { 'if-none-match': '"n1.someone-else.3.2"' })).status).toBe(200);
+  });
+
+  it('lists without a tag when the notifications service has no list versions yet (UNIMPLEMENTED)', async () => {
+    const seen: string[] = [];
+    running = await serve(
+      fakeClients(2, 1000, seen, undefined, async () => {
+        throw new ClientError('/notifications.v1.NotificationService/GetListVersion', Status.UNIMPLEMENTED, 'no');
+      }),
+    );
+    const res = await list(running.base, { 'if-none-match': '*' });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('etag')).toBeNull();
+    expect((await res.json()) as unknown[]).toHaveLength(2);
   });
 });

@@ -190,5 +190,28 @@ export function describeNotificationRepositoryContract(
       expect((await repository.listForUser(other))[0]!.read).toBe(false);
       expect(await repository.markAllRead(owner, new Date())).toBe(0);
     });
+
+    it('gives a list version that changes whenever the list does, and only then', async () => {
+      const owner = randomUUID();
+      const versions = [await repository.listVersionForUser(owner)];
+      const first = aVerification().of(owner).build();
+      await repository.add(first);
+      versions.push(await repository.listVersionForUser(owner));
+      await repository.add(aCollectionCreated().of(owner).build());
+      versions.push(await repository.listVersionForUser(owner));
+      // Nothing changes: neither a replayed event, another user's notification nor a notification read again.
+      await repository.add({ ...first, id: randomUUID() });
+      await repository.add(aVerification().build());
+      expect(await repository.listVersionForUser(owner)).toBe(versions[2]);
+      await repository.markRead(owner, first.id, new Date());
+      versions.push(await repository.listVersionForUser(owner));
+      await repository.markRead(owner, first.id, new Date());
+      expect(await repository.listVersionForUser(owner)).toBe(versions[3]);
+      await repository.markAllRead(owner, new Date());
+      versions.push(await repository.listVersionForUser(owner));
+      await repository.markAllRead(owner, new Date());
+      expect(await repository.listVersionForUser(owner)).toBe(versions[4]);
+      expect(new Set(versions).size).toBe(versions.length);
+    });
   });
 }

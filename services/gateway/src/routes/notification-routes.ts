@@ -1,4 +1,5 @@
 import type { Router } from 'express';
+import { ClientError, Status } from 'nice-grpc';
 import { z } from 'zod';
 import { toApiTimestamp } from '@cards/platform';
 import { notifications } from '@cards/proto';
@@ -44,10 +45,48 @@ function presentedNotificationPages(client: GatewayClients['notifications'], use
   });
 }
 
-/** The caller's notifications: list (newest first), mark one read, mark all read. */
+/** Bumped when the presentation of the list changes, so a tag given before names a different answer after. */
+const LIST_PRESENTATION = 'n1';
+
+/**
+ * The entity tag of the caller's list: its owner and the notifications service's list version (which changes with
+ * every notification added or marked read), or none from a service that has no versions yet (UNIMPLEMENTED).
+ */
+async function listTag(client: GatewayClients['notifications'], userId: string): Promise<string | undefined> {
+  try {
+    const { version } = await client.getListVersion({ callerId: userId }, { idempotent: true });
+    return version === '' ? undefined : `"${LIST_PRESENTATION}.${userId}.${version}"`;
+  } catch (err) {
+    if (err instanceof ClientError && err.code === Status.UNIMPLEMENTED) return undefined;
+    throw err;
+  }
+}
+
+/** Whether an If-None-Match header names the tag (weak comparison, as RFC 9110 asks for If-None-Match), or is `*`. */
+function noneMatchNames(header: string | undefined, tag: string): boolean {
+  if (header === undefined) return false;
+  return header.split(',').some((entry) => {
+    const candidate = entry.trim();
+    return candidate === '*' || candidate === tag || candidate === `W/${tag}`;
+  });
+}
+
+/**
+ * The caller's notifications: list (newest first), mark one read, mark all read. The list carries an ETag, read
+ * before the list itself (so the list is never older than its tag); a poll naming it in If-None-Match while the list
+ * is unchanged gets 304 with no body and no listing (docs/decisions.md, "Conditional GET of the notification list").
+ */
 export function registerNotificationRoutes(router: Router, { clients }: RouteDeps): void {
   router.get('/notifications', async (req, res) => {
     const user = requireUser(req);
+    const tag = await listTag(clients.notifications, user.id);
+    if (tag !== undefined) {
+      res.setHeader('etag', tag);
+      if (noneMatchNames(req.get('if-none-match'), tag)) {
+        res.status(304).end();
+        return;
+      }
+    }
     await sendJsonArrayInPages(res, presentedNotificationPages(clients.notifications, user.id));
   });
 

@@ -53,6 +53,11 @@ export class NotificationService {
     await this.repository.markAllRead(requireUuid(callerId, 'caller_id'), this.clock());
   }
 
+  /** Changes whenever the caller's list does (see NotificationRepository.listVersionForUser); opaque to callers. */
+  async listVersion(callerId: string): Promise<string> {
+    return this.repository.listVersionForUser(requireUuid(callerId, 'caller_id'));
+  }
+
   /** Idempotent: a replayed event (same event id or same verification id) adds nothing. Returns whether one was added. */
   async recordVerification(facts: CardVerifiedFacts): Promise<boolean> {
     if (!isUuid(facts.authorId) || !isUuid(facts.cardId) || !facts.verificationId || !facts.eventId) {

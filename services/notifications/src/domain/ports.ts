@@ -32,5 +32,11 @@ export interface NotificationRepository {
   markRead(userId: string, notificationId: string, at: Date): Promise<boolean>;
   /** Marks every unread notification of the user read; returns how many changed. */
   markAllRead(userId: string, at: Date): Promise<number>;
+  /**
+   * A marker of the user's list: how many notifications they have and how many of those are read. Notifications
+   * are never removed and only go from unread to read, so every change of the list (one added, one or all marked
+   * read) changes it, and an unchanged marker means an unchanged list.
+   */
+  listVersionForUser(userId: string): Promise<string>;
   close(): Promise<void>;
 }

@@ -43,5 +43,8 @@ export function notificationHandlers(service: NotificationService): notification
       await service.markAllRead(req.callerId);
       return {};
     },
+    async getListVersion(req) {
+      return { version: await service.listVersion(req.callerId) };
+    },
   };
 }

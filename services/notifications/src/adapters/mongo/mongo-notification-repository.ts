@@ -132,6 +132,13 @@ export class MongoNotificationRepository implements NotificationRepository {
     return result.modifiedCount;
   }
 
+  /** The total is counted before the read ones: a version never shows reads of notifications it does not count. */
+  async listVersionForUser(userId: string): Promise<string> {
+    const total = await this.notifications.countDocuments({ userId });
+    const read = await this.notifications.countDocuments({ userId, userRead: true });
+    return `${total}.${read}`;
+  }
+
   async close(): Promise<void> {
     await this.connection.close();
   }

@@ -133,6 +133,11 @@ export class SqliteNotificationRepository implements NotificationRepository {
     return this.db.prepare('UPDATE notifications SET user_read = 1, updated_at = ? WHERE user_id = ? AND user_read = 0').run(at.toISOString(), userId).changes;
   }
 
+  async listVersionForUser(userId: string): Promise<string> {
+    const row = this.db.prepare('SELECT count(*) AS total, coalesce(sum(user_read), 0) AS read FROM notifications WHERE user_id = ?').get(userId) as { total: number; read: number };
+    return `${row.total}.${row.read}`;
+  }
+
   async close(): Promise<void> {
     if (this.db.open) this.db.close();
   }

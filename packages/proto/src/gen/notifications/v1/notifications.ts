@@ -92,6 +92,15 @@ export interface MarkAllReadRequest {
   callerId: string;
 }
 
+export interface GetListVersionRequest {
+  callerId: string;
+}
+
+export interface ListVersion {
+  /** Opaque; equal versions mean the same list (same notifications, same read states). */
+  version: string;
+}
+
 function createBaseNotification(): Notification {
   return {
     id: "",
@@ -718,6 +727,146 @@ export const MarkAllReadRequest: MessageFns<MarkAllReadRequest> = {
   },
 };
 
+function createBaseGetListVersionRequest(): GetListVersionRequest {
+  return { callerId: "" };
+}
+
+export const GetListVersionRequest: MessageFns<GetListVersionRequest> = {
+  encode(message: GetListVersionRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.callerId !== "") {
+      writer.uint32(10).string(message.callerId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetListVersionRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetListVersionRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.callerId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): GetListVersionRequest {
+    return {
+      callerId: isSet(object.callerId)
+        ? globalThis.String(object.callerId)
+        : isSet(object.caller_id)
+        ? globalThis.String(object.caller_id)
+        : "",
+    };
+  },
+
+  toJSON(message: GetListVersionRequest): unknown {
+    const obj: any = {};
+    if (message.callerId !== "") {
+      obj.callerId = message.callerId;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<GetListVersionRequest>): GetListVersionRequest {
+    return GetListVersionRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<GetListVersionRequest>): GetListVersionRequest {
+    const message = createBaseGetListVersionRequest();
+    message.callerId = object.callerId ?? "";
+    return message;
+  },
+};
+
+function createBaseListVersion(): ListVersion {
+  return { version: "" };
+}
+
+export const ListVersion: MessageFns<ListVersion> = {
+  encode(message: ListVersion, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.version !== "") {
+      writer.uint32(10).string(message.version);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListVersion {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListVersion();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.version = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ListVersion {
+    return { version: isSet(object.version) ? globalThis.String(object.version) : "" };
+  },
+
+  toJSON(message: ListVersion): unknown {
+    const obj: any = {};
+    if (message.version !== "") {
+      obj.version = message.version;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<ListVersion>): ListVersion {
+    return ListVersion.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<ListVersion>): ListVersion {
+    const message = createBaseListVersion();
+    message.version = object.version ?? "";
+    return message;
+  },
+};
+
 /** Notifications built from completion events. */
 export type NotificationServiceDefinition = typeof NotificationServiceDefinition;
 export const NotificationServiceDefinition = {
@@ -753,6 +902,18 @@ export const NotificationServiceDefinition = {
       responseStream: false,
       options: {},
     },
+    /**
+     * A marker of the caller's list that changes whenever the list does (a notification added, one marked read),
+     * cheap to read: the gateway answers a poll whose list is unchanged with 304 without listing.
+     */
+    getListVersion: {
+      name: "GetListVersion",
+      requestType: GetListVersionRequest as typeof GetListVersionRequest,
+      requestStream: false,
+      responseType: ListVersion as typeof ListVersion,
+      responseStream: false,
+      options: {},
+    },
   },
 } as const;
 
@@ -768,6 +929,14 @@ export interface NotificationServiceImplementation<CallContextExt = {}> {
   /** NOT_FOUND when missing or someone else's. */
   markRead(request: MarkReadRequest, context: CallContext & CallContextExt): Promise<DeepPartial<Empty>>;
   markAllRead(request: MarkAllReadRequest, context: CallContext & CallContextExt): Promise<DeepPartial<Empty>>;
+  /**
+   * A marker of the caller's list that changes whenever the list does (a notification added, one marked read),
+   * cheap to read: the gateway answers a poll whose list is unchanged with 304 without listing.
+   */
+  getListVersion(
+    request: GetListVersionRequest,
+    context: CallContext & CallContextExt,
+  ): Promise<DeepPartial<ListVersion>>;
 }
 
 export interface NotificationServiceClient<CallOptionsExt = {}> {
@@ -782,6 +951,14 @@ export interface NotificationServiceClient<CallOptionsExt = {}> {
   /** NOT_FOUND when missing or someone else's. */
   markRead(request: DeepPartial<MarkReadRequest>, options?: CallOptions & CallOptionsExt): Promise<Empty>;
   markAllRead(request: DeepPartial<MarkAllReadRequest>, options?: CallOptions & CallOptionsExt): Promise<Empty>;
+  /**
+   * A marker of the caller's list that changes whenever the list does (a notification added, one marked read),
+   * cheap to read: the gateway answers a poll whose list is unchanged with 304 without listing.
+   */
+  getListVersion(
+    request: DeepPartial<GetListVersionRequest>,
+    options?: CallOptions & CallOptionsExt,
+  ): Promise<ListVersion>;
 }
 
 type Builtin = Date | Function | Uint8Array | string | number | boolean | undefined;

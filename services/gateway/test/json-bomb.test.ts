@@ -3,7 +3,6 @@
 // and four at once from one user were all admitted (each weighed its 17.5 KB Content-Length).
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { performance } from 'node:perf_hooks';
 import zlib from 'node:zlib';
 import type { GatewayClients } from '../src/clients';
 import { API_JSON_SHAPE, jsonShapeProblem } from '../src/http/json-shape';
@@ -81,22 +80,13 @@ describe('jsonShapeProblem', () => {
 });
 
 describe('a gzipped body of millions of JSON values', () => {
-  let parseMs: number;
-  beforeAll(() => {
-    // What the gateway spent on it before, measured here: the yardstick for "quickly" below (~2.7 s on the audit host).
-    const started = performance.now();
-    JSON.parse(BOMB_TEXT);
-    parseMs = performance.now() - started;
-  });
   afterEach(() => jest.restoreAllMocks());
 
-  it('is refused 400 without being parsed, and a small GET sent meanwhile is not held behind it', async () => {
+  it('is refused 400 without being parsed, while the gateway goes on answering', async () => {
     // The moment the gateway has the whole inflated body (just before it would parse it), a GET /livez is sent.
-    let probe: Promise<{ status: number; atMs: number }> | undefined;
-    let inflatedAt = 0;
+    let probe: Promise<{ status: number }> | undefined;
     const { server, base } = await serve(fakeClients([]), {}, () => {
-      inflatedAt = performance.now();
-      probe = fetch(`${base}/livez`).then(async (res) => ({ status: res.status, atMs: (await res.text(), performance.now()) }));
+      probe = fetch(`${base}/livez`).then(async (res) => ({ status: (await res.text(), res.status) }));
     });
     const parsedLengths: number[] = [];
     const parse = JSON.parse.bind(JSON);
@@ -106,7 +96,6 @@ describe('a gzipped body of millions of JSON values', () => {
     });
     try {
       const res = await upload(base, 'token-a', BOMB, { 'content-encoding': 'gzip' });
-      const answeredAt = performance.now();
       expect(res.status).toBe(400);
       expect(await res.json()).toEqual(REFUSED);
       expect(probe).toBeDefined();
@@ -114,10 +103,8 @@ describe('a gzipped body of millions of JSON values', () => {
       expect(livez.status).toBe(200);
       // Never handed to JSON.parse: the refusal is a byte scan, not 6 million objects.
       expect(parsedLengths.filter((length) => length >= BOMB_TEXT.length)).toEqual([]);
-      // Compared with what parsing it costs on this host, not a fixed threshold: before, the answer and the GET both
-      // came after the whole parse (the event loop was blocked); now well before a third of it.
-      expect(answeredAt - inflatedAt).toBeLessThan(parseMs / 3);
-      expect(livez.atMs - inflatedAt).toBeLessThan(parseMs / 3);
+      // Not timed here (no timed assertions in tests): parsing it held the event loop ~2.7 s on the audit host, and
+      // the GET sent meanwhile waited behind it; the assertion above is what removes that wait.
     } finally {
       await close(server);
     }

@@ -16,6 +16,7 @@ import { randomUUID } from 'node:crypto';
 import { Topics } from '@cards/platform';
 import { fingerprintOf } from '../src/domain/rules';
 import { aCard, aCollection, nextTime } from './builders';
+import { forgetRootCounts, KEPT_ROOTS_MS, keptRoots } from '../src/adapters/mongo/mongo-bookmark-root-counts';
 
 const logger = createLogger('cards-repo-test', process.env.LOG_LEVEL ?? 'fatal');
 // TEST_MONGO_URL points the suites at a real MongoDB; otherwise the MongoDB wire-protocol test server from test/engines.
@@ -420,6 +421,31 @@ if (skipReason) {
       await store.collections.addBookmark(c.id, late.id, nextTime(), []);
       expect(await store.collections.countVisibleBookmarkedRoots(c.id, owner)).toBe(total + 1);
       expect(aggregate).toHaveBeenCalledTimes(1);
+    });
+
+    it('reads kept roots again after KEPT_ROOTS_MS, so a change whose forgetting was cut off is stale only that long', async () => {
+      const connection = await connectMongo({ url: engine!.url, database: `cards_test_${randomBytes(4).toString('hex')}`, logger });
+      try {
+        const db = await openMongoCardsDatabase(connection);
+        const t0 = new Date('2026-11-23T20:00:00Z');
+        const at = (ms: number) => new Date(t0.getTime() + ms);
+        let reads = 0;
+        const read = async () => ++reads;
+        expect(await keptRoots(db, 'c1', null, read, t0)).toBe(1);
+        // Kept: no change was forgotten, and it is younger than KEPT_ROOTS_MS.
+        expect(await keptRoots(db, 'c1', null, read, at(KEPT_ROOTS_MS - 1))).toBe(1);
+        expect(await keptRoots(db, 'c1', 'viewer', read, at(1000))).toBe(2);
+        // A change written but never forgotten (the process cut off before raising gen): read again once old.
+        expect(await keptRoots(db, 'c1', null, read, at(KEPT_ROOTS_MS))).toBe(3);
+        expect(await keptRoots(db, 'c1', 'viewer', read, at(KEPT_ROOTS_MS + 1))).toBe(4);
+        expect(await keptRoots(db, 'c1', null, read, at(KEPT_ROOTS_MS + 2))).toBe(3);
+        // A forgotten change still drops them at once.
+        await forgetRootCounts(db, ['c1']);
+        expect(await keptRoots(db, 'c1', null, read, at(KEPT_ROOTS_MS + 3))).toBe(5);
+      } finally {
+        await connection.db.dropDatabase().catch(() => undefined);
+        await connection.close();
+      }
     });
   });
 }

@@ -6,14 +6,20 @@ import type { MongoCardsDatabase } from './mongo-cards-database';
  * start), kept once read, one document per collection in `bookmark_root_counts`: `gen` goes up after every change that
  * can alter them (a bookmark added or removed, a bookmarked card's privacy or root changed or the card deleted), and
  * `roots` (by viewer) hold only for the `rootsGen` they were read at. They are stored only if `gen` did not move while
- * they were read, so what was read during a change is never kept past it.
+ * they were read, so what was read during a change is never kept past it. Kept values are also read again after
+ * KEPT_ROOTS_MS: a process cut off between writing a change and raising `gen` leaves them stale at most that long.
  */
 interface RootCountsDocument {
   _id: string;
   gen: number;
   rootsGen?: number;
+  /** When the roots of `rootsGen` began to be kept. */
+  rootsAt?: Date;
   roots?: Record<string, unknown>;
 }
+
+/** How long kept roots answer before they are read again, changed or not. */
+export const KEPT_ROOTS_MS = 10 * 60_000;
 
 const rootCounts = (store: MongoCardsDatabase) => store.db.collection<RootCountsDocument>('bookmark_root_counts');
 
@@ -42,7 +48,7 @@ export async function dropRootCounts(store: MongoCardsDatabase, collectionId: st
 }
 
 /** The viewer's roots as kept, else `read()`'s, kept unless the collection changed meanwhile. */
-export async function keptRoots<T>(store: MongoCardsDatabase, collectionId: string, viewerId: string | null, read: () => Promise<T>): Promise<T> {
+export async function keptRoots<T>(store: MongoCardsDatabase, collectionId: string, viewerId: string | null, read: () => Promise<T>, now = new Date()): Promise<T> {
   const key = viewerId === null ? 'anyone' : `v${viewerId}`;
   const counts = rootCounts(store);
   let doc = await counts.findOne({ _id: collectionId });
@@ -54,10 +60,11 @@ export async function keptRoots<T>(store: MongoCardsDatabase, collectionId: stri
     if (!doc) return read();
   }
   const { gen } = doc;
-  const kept = doc.rootsGen === gen ? doc.roots?.[key] : undefined;
+  const current = doc.rootsGen === gen && doc.rootsAt !== undefined && now.getTime() - doc.rootsAt.getTime() < KEPT_ROOTS_MS;
+  const kept = current ? doc.roots?.[key] : undefined;
   if (kept !== undefined) return kept as T;
   const value = await read();
-  if (doc.rootsGen === gen) await counts.updateOne({ _id: collectionId, gen, rootsGen: gen }, { $set: { [`roots.${key}`]: value } });
-  else await counts.updateOne({ _id: collectionId, gen }, { $set: { rootsGen: gen, roots: { [key]: value } } });
+  if (current) await counts.updateOne({ _id: collectionId, gen, rootsGen: gen, rootsAt: doc.rootsAt }, { $set: { [`roots.${key}`]: value } });
+  else await counts.updateOne({ _id: collectionId, gen }, { $set: { rootsGen: gen, rootsAt: now, roots: { [key]: value } } });
   return value;
 }

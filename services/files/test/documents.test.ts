@@ -119,6 +119,17 @@ describe('LibraryDocumentReader', () => {
     expect(drying.linkWords!.map((i) => drying.text.split(' ')[i])).toEqual(['drying']);
   });
 
+  it('.pdf in two columns: the left column is read top to bottom, then the right, not row by row across both', async () => {
+    // twocol.pdf (from the ingestion audit): 30 rows, each a sentence of six words "wN" in each column, the left column
+    // holding w1246-w1251, w1258-w1263, ... and the right w1252-w1257, w1264-w1269, ...
+    const { blocks } = await reader.parse('pdf', fixture('twocol.pdf'));
+    const words = blocks.flatMap((b) => b.text.split(' ')).map((w) => Number(w.replace(/\D/g, '')));
+    const column = (first: number) => Array.from({ length: 30 }, (_, row) => Array.from({ length: 6 }, (_, i) => first + row * 12 + i)).flat();
+    expect(words).toEqual([...column(1246), ...column(1252)]);
+    // The right column starts a new paragraph: its first line lies above the left column's last.
+    expect(blocks.map((b) => b.text.split(' ')[0])).toEqual(['w1246', 'w1252']);
+  });
+
   it('inspect refuses zip bombs, empty documents, and zips that are not the claimed format', async () => {
     await expect(reader.inspect('docx', fixture('bomb.docx'))).rejects.toThrow(/decompression bomb/);
     await expect(reader.inspect('odt', fixture('energy.docx'))).rejects.toThrow(/OpenDocument/);

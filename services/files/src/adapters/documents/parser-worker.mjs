@@ -31,6 +31,73 @@ function linesOf(items) {
   return lines.filter((l) => l.text.trim().length > 0);
 }
 
+// Two-column pages: pdf.js gives a page's text items in drawing order, which for two columns set side by side is often
+// row by row across both ("left 1, right 1, left 2, ..."). A page has two columns when a vertical gap near its middle is
+// crossed by (almost) no text while at least MIN_COLUMN_ROWS rows have text on each side of it, and the text on each side
+// fills its column (so a table of short cells, a single column of short lines or a centered heading is not taken for
+// one). Its items are then read left column first, then the right; a line crossing the gap (a title over both columns)
+// stays where it is, between what is above it and what is below it.
+const MIN_COLUMN_ROWS = 5;
+
+function inReadingOrder(items) {
+  const boxes = items.map((item) => {
+    const x = item.transform?.[4] ?? 0;
+    return { item, x, right: x + Math.max(0, item.width ?? 0), y: item.transform?.[5] ?? 0, visible: VISIBLE_CHARACTER.test(item.str ?? '') };
+  });
+  const visible = boxes.filter((b) => b.visible);
+  if (visible.length < 2 * MIN_COLUMN_ROWS) return items;
+  let left = Infinity;
+  let right = -Infinity;
+  for (const b of visible) {
+    left = Math.min(left, b.x);
+    right = Math.max(right, b.right);
+  }
+  const width = right - left;
+  if (!(width > 0)) return items;
+  const rowOf = (b) => Math.round(b.y);
+  const rows = new Set(visible.map(rowOf)).size;
+  // The x in the middle band crossed by the fewest rows.
+  let split = null;
+  let fewest = Infinity;
+  for (let x = left + width * 0.3; x <= left + width * 0.7; x += 1) {
+    const crossing = new Set();
+    for (const b of visible) if (b.x < x && b.right > x) crossing.add(rowOf(b));
+    if (crossing.size < fewest) {
+      fewest = crossing.size;
+      split = x;
+    }
+  }
+  if (split === null || fewest > rows * 0.15) return items;
+  const sides = { left: new Map(), right: new Map() };
+  for (const b of visible) {
+    if (b.x < split && b.right > split) continue;
+    const side = b.right <= split ? sides.left : sides.right;
+    const row = side.get(rowOf(b)) ?? { from: Infinity, to: -Infinity };
+    side.set(rowOf(b), { from: Math.min(row.from, b.x), to: Math.max(row.to, b.right) });
+  }
+  if (sides.left.size < MIN_COLUMN_ROWS || sides.right.size < MIN_COLUMN_ROWS) return items;
+  const leftRows = [...sides.left.values()];
+  const rightRows = [...sides.right.values()];
+  const gapFrom = Math.max(...leftRows.map((r) => r.to));
+  const gapTo = Math.min(...rightRows.map((r) => r.from));
+  const leftWidth = gapFrom - left;
+  const rightWidth = right - gapTo;
+  if (gapTo - gapFrom <= 0 || leftWidth < width * 0.25 || rightWidth < width * 0.25) return items;
+  const median = (values) => values.sort((a, b) => a - b)[Math.floor(values.length / 2)];
+  if (median(leftRows.map((r) => r.to - r.from)) < leftWidth * 0.6 || median(rightRows.map((r) => r.to - r.from)) < rightWidth * 0.6) return items;
+  // Lines crossing the gap cut the page into bands, read top to bottom, each left column first.
+  const spanning = boxes.filter((b) => b.visible && b.x < split && b.right > split);
+  const bandTops = [...new Set(spanning.map(rowOf))].sort((a, b) => b - a);
+  const bandOf = (b) => bandTops.filter((top) => top > rowOf(b)).length;
+  const ordered = [];
+  for (let band = 0; band <= bandTops.length; band++) {
+    const inBand = boxes.filter((b) => !spanning.includes(b) && bandOf(b) === band);
+    ordered.push(...inBand.filter((b) => b.x < split), ...inBand.filter((b) => b.x >= split));
+    if (band < bandTops.length) ordered.push(...spanning.filter((b) => rowOf(b) === bandTops[band]));
+  }
+  return ordered.map((b) => b.item);
+}
+
 function joinLine(text, next) {
   if (!text) return next;
   if (/[A-Za-z]-$/.test(text) && /^[a-z]/.test(next)) return text.slice(0, -1) + next;
@@ -127,7 +194,7 @@ async function pdfBlocks() {
     for (let p = 1; p <= pages; p++) {
       const page = await pdf.getPage(p);
       const content = await page.getTextContent();
-      const lines = linesOf(content.items);
+      const lines = linesOf(inReadingOrder(content.items));
       for (const a of await page.getAnnotations()) {
         if (a.subtype !== 'Link' || !a.url || !Array.isArray(a.rect) || a.rect.length < 4) continue;
         const anchor = anchorOf(lines, a.rect);

@@ -444,6 +444,32 @@ export function describeCardIndexContract(name: string, factory: () => Promise<C
       expect((await index.get(cafe.cardId))!.content).toBe('Meet me at the Café on Zürich lake');
     });
 
+    test('full-text search finds a word inside unspaced Chinese, Japanese and Thai text, words and phrases, and corrects no CJK "typo"', async () => {
+      const park = aCard().saying('我们今天去公园散步').build();
+      const library = aCard().saying('图书馆里有很多书').build();
+      const tower = aCard().saying('昨日、東京タワーに行きました。').build();
+      const weather = aCard().saying('สวัสดีครับวันนี้อากาศดี').build();
+      const english = aCard().saying('a walk in the park today').build();
+      for (const card of [park, library, tower, weather, english]) await index.upsert(card);
+      const found = async (query: string) => ({ query, found: (await index.matchText(query, everything(), firstPage)).hits.map((h) => h.cardId) });
+      expect(await found('公园')).toEqual({ query: '公园', found: [park.cardId] });
+      expect(await found('去公园散步')).toEqual({ query: '去公园散步', found: [park.cardId] });
+      expect(await found('图书馆')).toEqual({ query: '图书馆', found: [library.cardId] });
+      expect(await found('タワー')).toEqual({ query: 'タワー', found: [tower.cardId] });
+      expect(await found('東京タワー')).toEqual({ query: '東京タワー', found: [tower.cardId] });
+      expect(await found('ﾀﾜｰ')).toEqual({ query: 'ﾀﾜｰ', found: [tower.cardId] });
+      expect(await found('อากาศ')).toEqual({ query: 'อากาศ', found: [weather.cardId] });
+      expect(await found('park 公园')).toEqual({ query: 'park 公园', found: expect.arrayContaining([park.cardId, english.cardId]) });
+      // One character changed is another word, not a typo: 公司 (company) and 花园 (garden) are no 公园 (park).
+      expect(await found('公司')).toEqual({ query: '公司', found: [] });
+      expect(await found('花园')).toEqual({ query: '花园', found: [] });
+      // The characters in a row rank above the same characters scattered.
+      const scattered = aCard().saying('园 散步 公 去').build();
+      await index.upsert(scattered);
+      const page = await index.matchText('公园散步', everything(), firstPage);
+      expect(page.hits[0]!.cardId).toBe(park.cardId);
+    });
+
     test('a card holding the exact phrase ranks above one that merely shares its words', async () => {
       const scattered = aCard().saying('the index was large and the search was fast but nothing else').build();
       const phrase = aCard().saying('we measured that a large search index is fast enough for us').build();

@@ -44,9 +44,59 @@ export function foldedText(text: string): string {
     .normalize('NFC');
 }
 
-/** The words full-text search indexes and looks for: words() of the text with its diacritics folded (foldedText). */
+/** A letter or digit of a script written without spaces between words that is split into character bigrams. */
+const BIGRAM_CHAR = String.raw`(?:(?=[\p{L}\p{N}])[\p{scx=Han}\p{scx=Hiragana}\p{scx=Katakana}])`;
+/** A character of a script written without spaces that a dictionary segments (Intl.Segmenter): Thai, Lao, Khmer, Myanmar. */
+const SEGMENTED_CHAR = String.raw`[\p{scx=Thai}\p{scx=Lao}\p{scx=Khmer}\p{scx=Myanmar}]`;
+/** Whether a (folded) text holds any character of an unspaced script: only then is it tokenized by unspacedWords(). */
+const UNSPACED = new RegExp(`${BIGRAM_CHAR}|${SEGMENTED_CHAR}`, 'u');
+/** A run of one unspaced script, or a word of other letters and digits (an inner apostrophe kept), as WORD. */
+const UNSPACED_TOKEN = new RegExp(
+  `(${BIGRAM_CHAR}+)|(${SEGMENTED_CHAR}+)|(?:(?!${BIGRAM_CHAR}|${SEGMENTED_CHAR})[\\p{L}\\p{N}])+(?:'(?:(?!${BIGRAM_CHAR}|${SEGMENTED_CHAR})\\p{L})+)?`,
+  'gu',
+);
+const CJK_WORD = new RegExp(`^${BIGRAM_CHAR}`, 'u');
+let segmenter: Intl.Segmenter | undefined;
+
+/**
+ * Words of a folded text holding unspaced scripts (see decisions.md, "Full-text search of Chinese and Japanese"): each
+ * run of Han, Hiragana and Katakana becomes its overlapping character bigrams (a run of one character stays whole),
+ * as Lucene's CJKAnalyzer does, so any two or more characters of a passage are found as the phrase of their bigrams;
+ * a run of Thai, Lao, Khmer or Myanmar is split into words by ICU's dictionary (Intl.Segmenter); other words as words().
+ */
+function unspacedWords(text: string): string[] {
+  const out: string[] = [];
+  for (const match of text.matchAll(UNSPACED_TOKEN)) {
+    if (match[1] !== undefined) {
+      const chars = Array.from(match[1]);
+      if (chars.length === 1) out.push(chars[0]!);
+      for (let i = 1; i < chars.length; i++) out.push(chars[i - 1]! + chars[i]!);
+    } else if (match[2] !== undefined) {
+      segmenter ??= new Intl.Segmenter('und', { granularity: 'word' });
+      for (const part of segmenter.segment(match[2])) if (part.isWordLike && part.segment.length <= 40) out.push(part.segment);
+    } else if (match[0].length <= 40) out.push(match[0]);
+  }
+  return out;
+}
+
+/**
+ * Whether a search word is a Han, Hiragana or Katakana bigram (or single character): no typo tolerance applies to it,
+ * since one character changed, added or dropped makes another word, not a misspelling.
+ */
+export function isCjkWord(word: string): boolean {
+  return CJK_WORD.test(word);
+}
+
+/**
+ * The words full-text search indexes and looks for: words() of the text with its diacritics folded (foldedText), except
+ * that runs of unspaced scripts are split (unspacedWords: Chinese and Japanese into character bigrams, Thai and its
+ * neighbours by dictionary). ASCII text is never scanned for them.
+ */
 export function searchWords(text: string): string[] {
-  return words(foldedText(text));
+  const lower = text.toLowerCase();
+  if (ASCII.test(lower)) return words(lower);
+  const folded = foldedText(lower);
+  return UNSPACED.test(folded) ? unspacedWords(folded) : words(folded);
 }
 
 /** The text as its search words joined by single spaces: what phrase matching compares. */
@@ -169,9 +219,12 @@ export const UNKNOWN_WORD_VARIANTS = 6;
  * latter within typoEdits(query length) edits and, below 2 edits, with the first letter kept (as Lucene's spell
  * checker keeps a 1-letter prefix: "moth" is no typo of "both"); a 4-letter word's one edit must swap two neighbours
  * (onlyTransposition: "cafe" is no typo of "care"). Within the allowed edits the edit similarity is
- * always taken, so a word fewer edits away never loses to one more edits away of about the same length.
+ * always taken, so a word fewer edits away never loses to one more edits away of about the same length. Chinese and
+ * Japanese words (isCjkWord: bigrams) have no variants.
  */
 export function variantSimilarity(query: string, candidate: string, shared: number, queryTrigrams: number, candidateTrigrams: number, known: boolean): number {
+  // A Chinese or Japanese bigram is no misspelling of another: edits and shared trigrams of them mean nothing.
+  if (isCjkWord(query) || isCjkWord(candidate)) return 0;
   const trigram = shared / (queryTrigrams + candidateTrigrams - shared);
   const floor = known ? KNOWN_WORD_VARIANT_FLOOR : UNKNOWN_WORD_VARIANT_FLOOR;
   let similarity = trigram;

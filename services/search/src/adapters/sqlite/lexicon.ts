@@ -1,4 +1,4 @@
-import { KNOWN_WORD_VARIANTS, UNKNOWN_WORD_VARIANTS, variantSimilarity, wordTrigrams } from '../../domain/text';
+import { isCjkWord, KNOWN_WORD_VARIANTS, UNKNOWN_WORD_VARIANTS, variantSimilarity, wordTrigrams } from '../../domain/text';
 
 /** A growable list of int32 slots. */
 class SlotList {
@@ -152,7 +152,8 @@ export class Lexicon {
     const exact = this.ids.get(word);
     const known = exact !== undefined && this.visibleFrequency(exact, reader) > 0;
     const out: WordMatch[] = known ? [{ wordId: exact, similarity: 1 }] : [];
-    if (word.length < 3 && known) return out;
+    // A Chinese or Japanese bigram has no variants (variantSimilarity): no trigram walk.
+    if ((word.length < 3 && known) || isCjkWord(word)) return out;
     if (this.shared.length < this.words.length) this.shared = new Uint16Array(this.words.length * 2);
     const shared = this.shared;
     const touched: number[] = [];

@@ -31,6 +31,17 @@ export async function startAllInOne(baseEnv: Record<string, string | undefined> 
   }
 }
 
+/**
+ * Where the e-mail links (register, reset) point: PUBLIC_URL when set, else this gateway on localhost at PORT. The
+ * services' own default names port 8090, which left the links of an all-in-one started with only PORT=4141 dead.
+ * PORT=0 (a port chosen at bind) is not known yet: the services' default then stands.
+ */
+export function publicUrlOf(env: Record<string, string | undefined>): string | undefined {
+  if (env.PUBLIC_URL) return env.PUBLIC_URL;
+  const port = Number(env.PORT || 8090);
+  return Number.isInteger(port) && port > 0 && port < 65536 ? `http://localhost:${port}` : undefined;
+}
+
 async function startOnce(baseEnv: Record<string, string | undefined>): Promise<AllInOne> {
   const env: Record<string, string | undefined> = {
     ...baseEnv,
@@ -42,6 +53,7 @@ async function startOnce(baseEnv: Record<string, string | undefined>): Promise<A
     // The files service's download endpoint listens on loopback, where any local process could otherwise fetch any
     // private file by naming its owner (x-caller-id): one process holds both ends, so a fresh secret per start.
     FILES_INTERNAL_TOKEN: baseEnv.FILES_INTERNAL_TOKEN || randomBytes(32).toString('base64url'),
+    PUBLIC_URL: publicUrlOf(baseEnv),
   };
   enableInProcessCalls(env.GRPC_IN_PROCESS !== 'false');
   const started: RunningService[] = [];

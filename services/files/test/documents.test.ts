@@ -250,6 +250,56 @@ describe('inline HTML of blocks', () => {
   });
 });
 
+describe('lists, tables and notes', () => {
+  const texts = (blocks: { text: string }[]) => blocks.map((b) => b.text.replace(/w(\d+)(?: w\d+)+\./g, 'w$1…'));
+
+  it('.odt: a list item is a paragraph with its marker, a table row one paragraph of its cells, a note at its citation in brackets', async () => {
+    // structure.odt (from the ingestion audit): a text:list of three items, a table of one row of two cells, a footnote.
+    const { blocks } = await reader.parse('odt', fixture('structure.odt'));
+    const list = blocks.slice(blocks.findIndex((b) => b.text === 'ODT list') + 1, blocks.findIndex((b) => b.text === 'ODT table'));
+    expect(texts(list)).toEqual(['\u2022 w2146… w2158… w2170…', '\u2022 w2176… w2188… w2200…', '\u2022 w2206… w2218… w2230…']);
+    const row = blocks[blocks.findIndex((b) => b.text === 'ODT table') + 1]!;
+    expect(texts([row])).toEqual(['w2236… w2248… w2260… w2272… | w2276… w2288… w2300… w2312…']);
+    const noted = blocks.find((b) => b.text.includes('ODTNOTE'))!;
+    expect(noted.text).toContain('w2435. [1: ODTNOTE body.] w2436');
+    expect(noted.html).toContain('w2435. [1: ODTNOTE body.] w2436');
+    // Its words reach a card.
+    expect(splitIntoCards({ blocks }).some((card) => card.text.includes('[1: ODTNOTE body.]'))).toBe(true);
+  });
+
+  it('.odt: a list numbered by its automatic list style gets numbers, per level; a list header no marker', () => {
+    const xml =
+      '<office:document-content><office:automatic-styles><text:list-style style:name="L1"><text:list-level-style-number text:level="1"/>' +
+      '<text:list-level-style-bullet text:level="2"/></text:list-style></office:automatic-styles><office:body><office:text>' +
+      '<text:list text:style-name="L1"><text:list-header><text:p>Steps</text:p></text:list-header><text:list-item><text:p>Grind</text:p></text:list-item>' +
+      '<text:list-item><text:p>Brew</text:p><text:list><text:list-item><text:p>hot</text:p></text:list-item></text:list></text:list-item></text:list>' +
+      '<text:list><text:list-item><text:p>Plain</text:p></text:list-item></text:list></office:text></office:body></office:document-content>';
+    expect(blocksFromOdtContent(xml).map((b) => b.text)).toEqual(['Steps', '1. Grind', '2. Brew', '\u2022 hot', '\u2022 Plain']);
+  });
+
+  it('.docx (mammoth HTML): list items with their markers, nested lists, a paragraph inside an item, a table row per paragraph', () => {
+    const html =
+      '<ul><li>One</li><li><p><strong>Two</strong> too</p></li></ul><ol><li>First</li><li>Second<ol><li>Inner</li></ol></li></ol>' +
+      '<table><tr><th><p>Name</p></th><th><p>Value</p></th></tr><tr><td><p>a</p><p>b</p></td><td></td><td><p>c</p></td></tr></table><p>After</p>';
+    const blocks = blocksFromHtml(html);
+    expect(blocks.map((b) => b.text)).toEqual(['\u2022 One', '\u2022 Two too', '1. First', '2. Second', '1. Inner', 'Name | Value', 'a b | c', 'After']);
+    expect(blocks[1]!.html).toBe('\u2022 <strong>Two</strong> too');
+  });
+
+  it('.docx: a footnote is put at its reference in brackets and not left over at the end', async () => {
+    // blocks.docx (from the ingestion audit): a footnote "FOOTNOTETEXT here." referenced after w1855, and a 2x2 table.
+    const { blocks } = await reader.parse('docx', fixture('blocks.docx'));
+    const noted = blocks.filter((b) => b.text.includes('FOOTNOTETEXT'));
+    expect(noted).toHaveLength(1);
+    expect(noted[0]!.text).toContain('w1855. [1: FOOTNOTETEXT here.] w1856');
+    expect(noted[0]!.html).toContain('w1855. [1: FOOTNOTETEXT here.] w1856');
+    expect(blocks.some((b) => b.text.includes('\u2191'))).toBe(false);
+    const table = blocks.slice(blocks.findIndex((b) => b.text === 'Table section') + 1, blocks.findIndex((b) => b.text === 'Footnote section'));
+    expect(texts(table)).toEqual(['w1716… w1728…', 'w1736… w1748… | w1751… w1763…', 'w1766… w1778… | w1781… w1793…', 'w1796… w1808…']);
+    expect(splitIntoCards({ blocks }).some((card) => card.text.includes('[1: FOOTNOTETEXT here.]'))).toBe(true);
+  });
+});
+
 describe('deeply nested markup', () => {
   const words = (prefix: string) => Array.from({ length: 80 }, (_, i) => `${prefix}${i}`).join(' ');
 

@@ -12,10 +12,28 @@ class BlockCollector {
 
   private openLink = false;
   private open: string[] = [];
+  /** Written before the block's next visible text: a list item's marker, or the separator before a table cell's text. */
+  private pending = '';
+  /** Where in the block's HTML the pending text goes: before any element opened since, so "\u2022 " is not set in bold. */
+  private pendingAt = 0;
 
-  start(kind: DocumentBlock['kind'], level?: number): void {
+  start(kind: DocumentBlock['kind'], level?: number, marker = ''): void {
     this.end();
     this.current = { kind, text: '', links: [], html: '', ...(kind === 'heading' ? { level } : {}) };
+    this.pending = marker;
+    this.pendingAt = 0;
+  }
+
+  /** Whether the open block has no visible text yet (a list item's paragraph continues it rather than starting anew). */
+  get isBlank(): boolean {
+    return this.current !== null && !hasVisibleText(this.current.text);
+  }
+
+  /** The separator written before the next visible text of the open block, when it already holds some (a table row's next cell). */
+  separate(separator: string): void {
+    if (this.pending || !this.current || !hasVisibleText(this.current.text)) return;
+    this.pending = separator;
+    this.pendingAt = this.current.html?.length ?? 0;
   }
 
   private ensure(): DocumentBlock {
@@ -48,6 +66,7 @@ class BlockCollector {
   end(): void {
     this.closeLink();
     for (const t of this.open.splice(0).reverse()) if (this.current) this.current.html += `</${t}>`;
+    this.pending = '';
     const block = this.current;
     this.current = null;
     if (!block) return;
@@ -58,6 +77,12 @@ class BlockCollector {
 
   text(value: string): void {
     const block = this.ensure();
+    if (this.pending && hasVisibleText(value)) {
+      const html = block.html ?? '';
+      block.text += this.pending;
+      block.html = html.slice(0, this.pendingAt) + escapeHtml(this.pending) + html.slice(this.pendingAt);
+      this.pending = '';
+    }
     block.text += value;
     block.html += escapeHtml(value);
   }
@@ -74,24 +99,124 @@ class BlockCollector {
 
 const HTML_BLOCKS = new Set(['p', 'li', 'td', 'th', 'blockquote', 'pre', 'dd', 'dt', 'caption']);
 
-/** Blocks from HTML such as mammoth's rendering of a .docx: h1-h6 are headings, other block elements paragraphs. */
-export function blocksFromHtml(html: string): DocumentBlock[] {
-  const collector = new BlockCollector();
+/** A list being read: whether its items are numbered, and how many it has had. */
+interface OpenList {
+  ordered: boolean;
+  items: number;
+}
+
+/** The marker a list item's paragraph starts with: "1." in a numbered list, a bullet otherwise. */
+function itemMarker(lists: OpenList[]): string {
+  const list = lists[lists.length - 1];
+  if (!list) return '';
+  list.items++;
+  return list.ordered ? `${list.items}. ` : '\u2022 ';
+}
+
+/** Between a table row's cells, in the row's one paragraph. */
+const CELL_SEPARATOR = ' | ';
+
+const NOTE_ID = /^(?:footnote|endnote)-(\d+)$/;
+const NOTE_REFERENCE = /^#((?:footnote|endnote)-\d+)$/;
+
+/** The text of mammoth's footnotes and endnotes (li id="footnote-1" at the end), by id, without their back-links. */
+function notesInHtml(html: string): Map<string, string> {
+  const notes = new Map<string, string>();
+  let note: string | null = null;
+  let depth = 0;
+  let skip = 0;
   const parser = new DepthLimitedParser(
     {
       onopentag(name, attrs) {
+        if (note === null) {
+          if (name === 'li' && attrs.id && NOTE_ID.test(attrs.id)) {
+            note = attrs.id;
+            depth = 1;
+            notes.set(note, '');
+          }
+          return;
+        }
+        depth++;
+        if (skip > 0 || (name === 'a' && attrs.href?.startsWith('#'))) skip++;
+        else if (name === 'p' || name === 'br') notes.set(note, `${notes.get(note)} `);
+      },
+      ontext(text) {
+        if (note !== null && skip === 0) notes.set(note, notes.get(note) + text);
+      },
+      onclosetag() {
+        if (note === null) return;
+        if (skip > 0) skip--;
+        if (--depth === 0) note = null;
+      },
+    },
+    { decodeEntities: true },
+  );
+  parser.write(html);
+  parser.end();
+  for (const [id, text] of notes) notes.set(id, text.replace(/\s+/g, ' ').trim());
+  return notes;
+}
+
+/** A footnote or note as the text at its reference shows it: its number and text in brackets. */
+function inlineNote(citation: string, text: string): string {
+  const body = text.replace(/\s+/g, ' ').trim();
+  const mark = citation.replace(/\s+/g, ' ').trim();
+  return body ? ` [${mark ? `${mark}: ` : ''}${body}]` : '';
+}
+
+/**
+ * Blocks from HTML such as mammoth's rendering of a .docx: h1-h6 are headings, other block elements paragraphs. A list
+ * item is a paragraph starting with its marker ("\u2022 ", or "1. " in a numbered list), a table row one paragraph of its
+ * cells separated by " | " (the card HTML keeps no tables); a footnote or endnote is put at its reference in brackets,
+ * "[1: its text]", and not again at the end.
+ */
+export function blocksFromHtml(html: string): DocumentBlock[] {
+  const notes = html.includes('footnote-') || html.includes('endnote-') ? notesInHtml(html) : new Map<string, string>();
+  const collector = new BlockCollector();
+  const lists: OpenList[] = [];
+  let rows = 0;
+  let skip = 0;
+  const parser = new DepthLimitedParser(
+    {
+      onopentag(name, attrs) {
+        if (skip > 0) {
+          skip++;
+          return;
+        }
         const heading = /^h([1-6])$/.exec(name);
-        if (heading) collector.start('heading', Number(heading[1]));
-        else if (HTML_BLOCKS.has(name)) collector.start('paragraph');
-        else if (name === 'br') collector.text(' ');
+        if (name === 'li' && attrs.id && NOTE_ID.test(attrs.id)) skip = 1;
+        else if (name === 'a' && notes.has(NOTE_REFERENCE.exec(attrs.href ?? '')?.[1] ?? '')) {
+          const id = NOTE_REFERENCE.exec(attrs.href!)![1]!;
+          collector.text(inlineNote(NOTE_ID.exec(id)![1]!, notes.get(id)!));
+          skip = 1;
+        } else if (heading) collector.start('heading', Number(heading[1]));
+        else if (name === 'ul' || name === 'ol') lists.push({ ordered: name === 'ol', items: 0 });
+        else if (name === 'tr') {
+          rows++;
+          collector.start('paragraph');
+        } else if (rows > 0 && (name === 'td' || name === 'th')) collector.separate(CELL_SEPARATOR);
+        else if (rows > 0 && HTML_BLOCKS.has(name)) collector.separate(' ');
+        else if (name === 'li') collector.start('paragraph', undefined, itemMarker(lists));
+        else if (HTML_BLOCKS.has(name)) {
+          if (!collector.isBlank) collector.start('paragraph');
+        } else if (name === 'br') collector.text(' ');
         else if (name === 'a') collector.link(attrs.href);
         else collector.inline(name);
       },
       ontext(text) {
-        collector.text(text);
+        if (skip === 0) collector.text(text);
       },
       onclosetag(name) {
-        if (/^h[1-6]$/.test(name) || HTML_BLOCKS.has(name)) collector.end();
+        if (skip > 0) {
+          skip--;
+          return;
+        }
+        if (name === 'ul' || name === 'ol') lists.pop();
+        else if (name === 'tr') {
+          rows = Math.max(0, rows - 1);
+          collector.end();
+        } else if (rows > 0 && HTML_BLOCKS.has(name)) return;
+        else if (/^h[1-6]$/.test(name) || HTML_BLOCKS.has(name)) collector.end();
         else if (name === 'a') collector.closeLink();
         else collector.closeInline(name);
       },
@@ -119,36 +244,87 @@ export interface IncrementalBlockReader {
   end(): void;
 }
 
-/** The reader behind blocksFromOdtContent, for callers that may stop at the first block (the upload's text check). */
+/**
+ * The reader behind blocksFromOdtContent, for callers that may stop at the first block (the upload's text check). List
+ * items and table rows are read as blocksFromHtml reads them (a list is numbered when its automatic list style numbers
+ * its level); a note (footnote or endnote) is put at its citation in brackets, "[1: its text]".
+ */
 export function odtContentReader(): IncrementalBlockReader {
   const collector = new BlockCollector();
   let inBody = 0;
   let skipDepth = 0;
+  /** Automatic list styles: the levels each one numbers. */
+  const numbered = new Map<string, Set<number>>();
+  let listStyle: string | null = null;
+  const lists: (OpenList & { style: string | null })[] = [];
+  let rows = 0;
+  let note: { depth: number; part: 'citation' | 'body' | null; citation: string; body: string } | null = null;
   const parser = new DepthLimitedParser(
     {
       onopentag(name, attrs) {
+        if (name === 'text:list-style') listStyle = attrs['style:name'] ?? null;
+        else if (name === 'text:list-level-style-number' && listStyle !== null) {
+          const levels = numbered.get(listStyle) ?? new Set<number>();
+          numbered.set(listStyle, levels.add(Number(attrs['text:level'] ?? '1')));
+        }
         if (name === 'office:text') inBody++;
         if (!inBody) return;
-        if (skipDepth > 0 || name === 'office:annotation' || name === 'text:note' || name === 'text:tracked-changes') {
+        if (skipDepth > 0 || name === 'office:annotation' || name === 'text:tracked-changes') {
           skipDepth++;
           return;
         }
-        if (name === 'text:h') collector.start('heading', Number(attrs['text:outline-level'] ?? '1') || 1);
-        else if (name === 'text:p') collector.start('paragraph');
-        else if (name === 'text:s') collector.text(' '.repeat(Math.min(100, Number(attrs['text:c'] ?? '1') || 1)));
+        if (note) {
+          note.depth++;
+          if (name === 'text:note-citation') note.part = 'citation';
+          else if (name === 'text:note-body') note.part = 'body';
+          else if (note.part === 'body' && (name === 'text:p' || name === 'text:h' || name === 'text:s' || name === 'text:tab' || name === 'text:line-break')) note.body += ' ';
+          return;
+        }
+        if (name === 'text:note') note = { depth: 1, part: null, citation: '', body: '' };
+        else if (name === 'text:list') {
+          const style = attrs['text:style-name'] ?? lists[lists.length - 1]?.style ?? null;
+          lists.push({ ordered: style !== null && (numbered.get(style)?.has(lists.length + 1) ?? false), items: 0, style });
+        } else if (name === 'table:table-row') {
+          rows++;
+          collector.start('paragraph');
+        } else if (rows > 0 && name === 'table:table-cell') collector.separate(CELL_SEPARATOR);
+        else if (rows > 0 && (name === 'text:p' || name === 'text:h')) collector.separate(' ');
+        else if (name === 'text:list-item') collector.start('paragraph', undefined, itemMarker(lists));
+        else if (name === 'text:list-header') collector.start('paragraph');
+        else if (name === 'text:h') collector.start('heading', Number(attrs['text:outline-level'] ?? '1') || 1);
+        else if (name === 'text:p') {
+          if (!collector.isBlank) collector.start('paragraph');
+        } else if (name === 'text:s') collector.text(' '.repeat(Math.min(100, Number(attrs['text:c'] ?? '1') || 1)));
         else if (name === 'text:tab' || name === 'text:line-break') collector.text(' ');
         else if (name === 'text:a') collector.link(attrs['xlink:href']);
       },
       ontext(text) {
-        if (inBody && skipDepth === 0) collector.text(text);
+        if (!inBody || skipDepth > 0) return;
+        if (note) {
+          if (note.part === 'citation') note.citation += text;
+          else if (note.part === 'body') note.body += text;
+        } else collector.text(text);
       },
       onclosetag(name) {
+        if (name === 'text:list-style') listStyle = null;
         if (skipDepth > 0) {
           skipDepth--;
           return;
         }
+        if (note) {
+          if (--note.depth === 0) {
+            collector.text(inlineNote(note.citation, note.body));
+            note = null;
+          } else if (name === 'text:note-citation' || name === 'text:note-body') note.part = null;
+          return;
+        }
         if (name === 'office:text') inBody--;
-        if (name === 'text:h' || name === 'text:p') collector.end();
+        if (name === 'text:list') lists.pop();
+        else if (name === 'table:table-row') {
+          rows = Math.max(0, rows - 1);
+          collector.end();
+        } else if (rows > 0 && (name === 'text:p' || name === 'text:h')) return;
+        else if (name === 'text:h' || name === 'text:p') collector.end();
         else if (name === 'text:a') collector.closeLink();
       },
     },

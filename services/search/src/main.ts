@@ -59,7 +59,7 @@ export async function startSearch(env: Record<string, string | undefined> = proc
     }
     const unfolded = await index.unfoldedCardCount();
     if (unfolded > 0) {
-      logger.info({ cards: unfolded }, 'cards indexed before diacritics were folded: folding their words in the background');
+      logger.info({ cards: unfolded }, 'cards indexed before diacritics were folded or unspaced scripts (Chinese, Japanese, Thai) split: rewriting their words in the background');
       index
         .foldStoredWords()
         .then((cards) => logger.info({ cards }, 'indexed words folded'))

@@ -329,6 +329,32 @@ describeOnEngine('CardIndex on ElasticsearchCardIndex', skipReason, () => {
       expect((await restarted.get(open.cardId))!.content).toBe('Meet me at the Café in Zürich');
     });
 
+    test('cards indexed before Chinese and Japanese runs were split are found by a word inside them once foldStoredWords() has run', async () => {
+      const prefix = `cards-test-${randomBytes(4).toString('hex')}`;
+      const first = openIndex(prefix);
+      const park = aCard().saying('我们今天去公园散步').build();
+      const tower = aCard().saying('東京タワーに行きました').build();
+      const plain = aCard().saying('plain ascii words only').build();
+      for (const card of [park, tower, plain]) await first.upsert(card);
+      // As written before the split, already folded: each run one word, no segmented mark.
+      const client = new Client({ node: engine!.url });
+      const asRuns = (text: string) => text.toLowerCase().match(/[\p{L}\p{N}]+/gu)!;
+      for (const card of [park, tower]) {
+        await client.update({ index: `${prefix}-cards`, id: card.cardId, doc: { words: [...new Set(asRuns(card.content))], text: asRuns(card.content).join(' '), folded: true, segmented: null }, refresh: true });
+      }
+      await client.update({ index: `${prefix}-cards`, id: plain.cardId, doc: { segmented: null }, refresh: true });
+      await client.close();
+      const restarted = openIndex(prefix);
+      const found = async (query: string) => (await restarted.matchText(query, everything, firstPage)).hits.map((h) => h.cardId);
+      expect(await restarted.unfoldedCardCount()).toBe(2);
+      expect(await found('公园')).toEqual([]);
+      expect(await restarted.foldStoredWords()).toBe(2);
+      expect(await restarted.unfoldedCardCount()).toBe(0);
+      expect(await found('公园')).toEqual([park.cardId]);
+      expect(await found('タワー')).toEqual([tower.cardId]);
+      expect(await found('plain ascii')).toEqual([plain.cardId]);
+    });
+
     test('a restarted adapter reuses its indices (mapping upgrade is a no-op) and finds what was stored', async () => {
       const prefix = `cards-test-${randomBytes(4).toString('hex')}`;
       const first = openIndex(prefix);

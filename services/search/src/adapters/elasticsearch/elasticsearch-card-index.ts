@@ -90,6 +90,11 @@ interface CardSource {
   entered?: boolean;
   /** `words` and `text` have their diacritics folded (set by every write since folding; older ones lack it). */
   folded?: boolean;
+  /**
+   * `words` and `text` have runs of unspaced scripts split (Chinese and Japanese into bigrams, searchWords), set by
+   * every write since; older ones lack it.
+   */
+  segmented?: boolean;
 }
 
 /** A collision as its root's document holds it (a nested object: each one's tags and link are matched together). */
@@ -137,6 +142,12 @@ interface BookmarkSource {
 
 const keyword = { type: 'keyword' } as const;
 const stored = { type: 'keyword', index: false, doc_values: false } as const;
+
+/**
+ * Characters of the scripts searchWords splits (Han, Hiragana, Katakana, Thai, Lao, Myanmar, Khmer; the BMP blocks),
+ * as a character class of a Lucene regexp: a word holding one was stored before the split if no write marked it.
+ */
+const UNSPACED_SCRIPT_CLASS = '[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff]';
 
 /**
  * The search index on Elasticsearch 8 (the production adapter of DESIGN.md §2). Four indices:
@@ -234,6 +245,7 @@ export class ElasticsearchCardIndex implements CardIndex {
         },
         entered: { type: 'boolean' },
         folded: { type: 'boolean' },
+        segmented: { type: 'boolean' },
       },
     });
     await this.ensureIndex(this.names.vocabulary, {}, { dynamic: 'strict', properties: { word: keyword, trigrams: keyword, scope: keyword } });
@@ -356,6 +368,7 @@ export class ElasticsearchCardIndex implements CardIndex {
         collisions: existing?.source.collisions ?? [],
         ...(card.collisionOf ? { entered: true } : {}),
         folded: true,
+        segmented: true,
       };
       // The card is written only if nobody wrote it since it was read (sequence number), or created only if still absent.
       operations.push(
@@ -764,10 +777,21 @@ export class ElasticsearchCardIndex implements CardIndex {
 
   /**
    * Cards stored before full-text words were folded whose words folding may change: one holds a character other than
-   * a-z, 0-9 and the apostrophe (the only characters of a word ASCII text gives), and no write since marked it folded.
+   * a-z, 0-9 and the apostrophe (the only characters of a word ASCII text gives), and no write since marked it folded;
+   * or stored before runs of Chinese, Japanese, Thai, Lao, Khmer or Myanmar were split (searchWords): one holds such a
+   * character, and no write since marked it segmented.
    */
   private unfoldedCards(): estypes.QueryDslQueryContainer {
-    return { bool: { filter: [{ regexp: { words: { value: ".*[^a-z0-9'].*" } } }], must_not: [{ term: { folded: true } }] } };
+    return {
+      bool: {
+        should: [
+          { bool: { filter: [{ regexp: { words: { value: ".*[^a-z0-9'].*" } } }], must_not: [{ term: { folded: true } }] } },
+          // Or stored before runs of unspaced scripts were split: a word holds such a character, no write since marked it.
+          { bool: { filter: [{ regexp: { words: { value: `.*${UNSPACED_SCRIPT_CLASS}.*` } } }], must_not: [{ term: { segmented: true } }] } },
+        ],
+        minimum_should_match: 1,
+      },
+    };
   }
 
   /** How many cards hold words indexed before diacritics were folded (foldStoredWords() rewrites them). */
@@ -777,7 +801,8 @@ export class ElasticsearchCardIndex implements CardIndex {
   }
 
   /**
-   * Rewrites the words and phrase text of cards stored before diacritics were folded, from their stored text, page by
+   * Rewrites the words and phrase text of cards stored before diacritics were folded or unspaced scripts split
+   * (unfoldedCards), from their stored text, page by
    * page (partial updates under each card's sequence number; a card written meanwhile is folded by its writer), and
    * adds a root's folded words to the vocabulary in its scope; returns once that is searchable. Until then such a card
    * is found by its words as they were spelled. Idempotent, safe beside writes and other replicas doing the same.
@@ -799,7 +824,7 @@ export class ElasticsearchCardIndex implements CardIndex {
           await this.client.update({
             index: this.names.cards,
             id: hit._id!,
-            doc: { words: cardWords, text: normalizedText(source.content), folded: true } satisfies Partial<CardSource>,
+            doc: { words: cardWords, text: normalizedText(source.content), folded: true, segmented: true } satisfies Partial<CardSource>,
             if_seq_no: hit._seq_no!,
             if_primary_term: hit._primary_term!,
           });

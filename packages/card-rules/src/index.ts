@@ -182,13 +182,44 @@ export function withoutControlCharacters(text: string): string {
   return text.replace(CONTROL_CHARACTERS_BUT_HTML_WHITESPACE, '');
 }
 
+/** A character of a script written without spaces between its words (Chinese, Japanese, Thai, Lao, Khmer, Burmese). */
+const UNSPACED_SCRIPT = /[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Thai}\p{Script=Lao}\p{Script=Khmer}\p{Script=Myanmar}]/u;
+/** Dictionary word segmentation (full ICU in Node; every current browser). Without it a run is one word. */
+const WORD_SEGMENTER = typeof Intl === 'object' && typeof Intl.Segmenter === 'function' ? new Intl.Segmenter('und', { granularity: 'word' }) : null;
+
 /**
- * Words = runs of non-whitespace holding something visible: a run of only invisible format or control characters
- * (zero-width space, joiners, soft hyphen, BOM) is no word, or 71 of them would make any text long enough.
+ * Where the words of one run of non-whitespace start (code-unit offsets, the first 0): a run of a spaced script is one
+ * word; a run holding characters of a script written without spaces is cut where its readers see words end
+ * (Intl.Segmenter's word segments that are word-like), each word keeping the punctuation after it (the first also the
+ * punctuation before it), so "我们今天去图书馆。" is 6 words and "Node.js的框架" 3.
+ */
+export function wordStartsInRun(run: string): number[] {
+  if (!WORD_SEGMENTER || !UNSPACED_SCRIPT.test(run)) return [0];
+  const starts = [0];
+  let seenWord = false;
+  for (const segment of WORD_SEGMENTER.segment(run)) {
+    if (!segment.isWordLike) continue;
+    if (seenWord) starts.push(segment.index);
+    seenWord = true;
+  }
+  return starts;
+}
+
+/** Whether the text holds a character of a script written without spaces (its runs are cut by wordStartsInRun). */
+export function hasUnspacedScript(text: string): boolean {
+  return UNSPACED_SCRIPT.test(text);
+}
+
+/**
+ * Words as readers count them: runs of non-whitespace holding something visible, a run of a script written without
+ * spaces (Chinese, Japanese, Thai ...) counting the words its readers see in it (wordStartsInRun). A run of only
+ * invisible format or control characters (zero-width space, joiners, soft hyphen, BOM) is no word, or 71 of them would
+ * make any text long enough.
  */
 export function wordCount(text: string): number {
+  const unspaced = hasUnspacedScript(text);
   let words = 0;
-  for (const run of text.split(/\s+/u)) if (hasVisibleText(run)) words++;
+  for (const run of text.split(/\s+/u)) if (hasVisibleText(run)) words += unspaced ? wordStartsInRun(run).length : 1;
   return words;
 }
 

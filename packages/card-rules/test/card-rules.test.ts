@@ -1,6 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import { join, resolve } from 'node:path';
-import { BLOCK_TAGS, characterCount, collapseTextLines, controlCharacterProblem, fitsCharacters, freeTextProblem, linkProblem, linkProblemText, MAX_LINK_CHARS, nameProblem, splitTags, tagsProblem, truncatedToCharacters, wellFormedProblem, withLoneSurrogatesReplaced, wordCount } from '../src';
+import { BLOCK_TAGS, characterCount, collapseTextLines, controlCharacterProblem, fitsCharacters, freeTextProblem, linkProblem, linkProblemText, MAX_LINK_CHARS, nameProblem, splitTags, tagsProblem, truncatedToCharacters, wellFormedProblem, withLoneSurrogatesReplaced, wordCount, wordStartsInRun } from '../src';
 
 const PACKAGE = resolve(__dirname, '..');
 
@@ -16,6 +16,21 @@ describe('@cards/card-rules', () => {
     expect(wordCount('\u200b \u200c\u200d \u2060 \u00ad \ufeff')).toBe(0);
     expect(wordCount(`seventy ${'\u200b '.repeat(80)}words`)).toBe(2);
     expect(wordCount('zero\u200bwidth joined\u200dword')).toBe(2);
+  });
+
+  it('counts the words of a script written without spaces as its readers see them, and spaced runs as before', () => {
+    expect(wordCount('我们今天去图书馆看书。然后回家。')).toBe(8);
+    expect(wordCount('東京都に住んでいます')).toBe(7);
+    expect(wordCount('「你好」，世界！')).toBe(2);
+    expect(wordCount('Node.js的框架 well-known e-mail 3.5 —')).toBe(7);
+    expect(wordCount('中文 one two')).toBe(3);
+    // A long Chinese passage (about 270 characters) is far more than 70 words, not one.
+    expect(wordCount('我们今天去图书馆看书，然后回家吃饭。'.repeat(15))).toBeGreaterThan(70);
+  });
+
+  it('cuts a run of an unspaced script at word starts, a spaced run not at all', () => {
+    expect(wordStartsInRun('「你好」，世界！')).toEqual([0, 5]);
+    expect(wordStartsInRun('well-known')).toEqual([0]);
   });
 
   it('counts code points as characters (an emoji or a CJK extension character is one)', () => {

@@ -196,6 +196,70 @@ describe('splitIntoCards', () => {
     expect(cards.map((c) => c.text).join(' ')).toBe(text);
   });
 
+  describe('text of a script written without spaces (Chinese, Japanese) counts the words its readers see', () => {
+    const zh = ['我们今天去图书馆看书。', '然后在公园里散步，天气非常好。', '老师说学习语言需要每天练习。', '这个城市的历史很长，有很多古老的建筑。', '他喜欢喝茶，也喜欢和朋友聊天。'];
+    const chinese = (sentences: number) => Array.from({ length: sentences }, (_, i) => zh[i % zh.length]!).join('');
+    const segmenter = new Intl.Segmenter('zh', { granularity: 'word' });
+    const boundaries = (text: string) => new Set([...segmenter.segment(text)].map((s) => s.index).concat(text.length));
+
+    it('a Chinese section of about 270 characters makes a card, as an English one of as many words does', () => {
+      const text = chinese(18);
+      expect(countWords(text)).toBeGreaterThan(MIN_CARD_WORDS);
+      const cards = splitIntoCards({ blocks: [h('English'), p(words(80)), h('中文部分'), p(text)] });
+      expect(cards.map((c) => c.title)).toEqual(['English', '中文部分']);
+      expect(cards[1]!.text).toBe(`中文部分\n${text}`);
+    });
+
+    it('an all-Chinese document is cut into 71-400-word cards at sentence ends, with nothing lost or added', () => {
+      const text = chinese(120);
+      const cards = splitIntoCards({ blocks: [p(text)] });
+      expect(cards.length).toBeGreaterThan(1);
+      for (const c of cards) {
+        expect(c.wordCount).toBeGreaterThanOrEqual(MIN_CARD_WORDS);
+        expect(c.wordCount).toBeLessThanOrEqual(MAX_CARD_WORDS);
+        expect(c.text.endsWith('。')).toBe(true);
+      }
+      expect(cards.map((c) => c.text).join('')).toBe(text);
+      expect(cards.reduce((n, c) => n + c.wordCount, 0)).toBe(countWords(text));
+    });
+
+    it('a Chinese "sentence" longer than a card is cut between words, never inside one, in its text and its HTML', () => {
+      const text = chinese(60).replace(/[。，]/g, '');
+      const html = `<strong>${text.slice(0, 30)}</strong>${text.slice(30)}`;
+      const cards = splitIntoCards({ blocks: [{ kind: 'paragraph', text, html, links: [] }] });
+      expect(cards.length).toBeGreaterThan(1);
+      const at = boundaries(text);
+      let offset = 0;
+      for (const c of cards) {
+        expect(c.wordCount).toBeLessThanOrEqual(MAX_CARD_WORDS);
+        expect(at.has(offset)).toBe(true);
+        expect(c.html.replace(/<[^>]+>/g, '').replace(/\n/g, '')).toBe(c.text);
+        offset += c.text.length;
+      }
+      expect(cards.map((c) => c.text).join('')).toBe(text);
+      expect(cards[0]!.html.startsWith(`<p><strong>${text.slice(0, 30)}</strong>`)).toBe(true);
+    });
+
+    it('without inline HTML: a link anchored at a word after a Chinese run goes with the piece holding it', () => {
+      const late = 'https://late.example.com/zh';
+      const text = `${chinese(60)} see the reference`;
+      const runs = text.split(' ');
+      const cards = splitIntoCards({ blocks: [{ kind: 'paragraph', text, links: ['https://early.example.com/', late], linkWords: [0, runs.length - 1] }] });
+      expect(cards.length).toBeGreaterThan(1);
+      expect(cards.map((c) => c.link)).toEqual(['https://early.example.com/', ...cards.slice(2).map(() => ''), late]);
+    });
+  });
+
+  it('drops soft hyphens (U+00AD) from titles, text and HTML, so the word is the one shown', () => {
+    const text = `A soft\u00adhyphen\u00adated word and \u00ad alone ${words(75)}`;
+    const cards = splitIntoCards({ blocks: [h('Hyphen\u00adation'), { kind: 'paragraph', text, html: text.replace('word', '<em>word</em>'), links: [] }] });
+    expect(cards).toHaveLength(1);
+    expect(cards[0]!.title).toBe('Hyphenation');
+    expect(cards[0]!.text).toBe(`Hyphenation\nA softhyphenated word and alone ${words(75)}`);
+    expect(cards[0]!.html).not.toContain('\u00ad');
+    expect(cards[0]!.html).toContain('<p>A softhyphenated <em>word</em> and');
+  });
+
   it('property: every card holds 71-400 words, and no text is invented or lost from sections long enough for a card', () => {
     const paragraph = fc.integer({ min: 1, max: 500 }).map((n) => p(words(n)));
     const heading = fc.string({ minLength: 1, maxLength: 30 }).filter((s) => s.trim().length > 0).map((s) => h(s));

@@ -1,4 +1,4 @@
-import { freeTextProblem, hasVisibleText, linkProblem, MIN_WORDS_EXCLUSIVE, wordCount, withLoneSurrogatesReplaced, withoutControlCharacters } from '@cards/card-rules';
+import { freeTextProblem, hasUnspacedScript, hasVisibleText, linkProblem, MIN_WORDS_EXCLUSIVE, wordCount, wordStartsInRun, withLoneSurrogatesReplaced, withoutControlCharacters } from '@cards/card-rules';
 import { cutHtmlAtWords } from './html-words';
 import type { CardDraft, DocumentBlock, ParsedDocument } from './model';
 
@@ -10,8 +10,39 @@ export const MAX_CARD_WORDS = 400;
 // refuses a link holding one.
 const URL_IN_TEXT = /\bhttps?:\/\/[^\s\p{Cf}\\<>"'()[\]{}]+[^\s\p{Cf}\\<>"'()[\]{}.,;:!?]/iu;
 
-/** Words as the cards service counts them. */
+/** Words as the cards service counts them (a script written without spaces by the words its readers see). */
 export const countWords = wordCount;
+
+/**
+ * The words of normalized text (normalizeSpace) as countWords tells them apart, each with the space that follows it, so
+ * a range of them joined is its text (joinWords): a run of a script written without spaces is cut into its words, with
+ * nothing between them.
+ */
+export function wordsOf(text: string): string[] {
+  const runs = text.split(' ');
+  if (!hasUnspacedScript(text)) return runs.map((run, i) => (i + 1 < runs.length ? `${run} ` : run));
+  const words: string[] = [];
+  runs.forEach((run, i) => {
+    const starts = wordStartsInRun(run);
+    starts.forEach((start, k) => words.push(run.slice(start, starts[k + 1]) + (k + 1 === starts.length && i + 1 < runs.length ? ' ' : '')));
+  });
+  return words;
+}
+
+/** The text of words [start, end) of wordsOf. */
+function joinWords(words: readonly string[], start: number, end: number): string {
+  return words.slice(start, end).join('').trimEnd();
+}
+
+const SOFT_HYPHEN = /\u00ad/g;
+
+/**
+ * Parsed text as cards take it: control characters dropped, unpaired surrogates replaced (see withoutControls), and
+ * soft hyphens (U+00AD, a hyphenation hint) dropped, so "soft\u00adhyphen" is the word it shows and is found as.
+ */
+function cleaned(text: string): string {
+  return withLoneSurrogatesReplaced(withoutControlCharacters(text)).replace(SOFT_HYPHEN, '');
+}
 
 export function escapeHtml(text: string): string {
   return text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
@@ -93,22 +124,26 @@ export function splitIntoCards(document: ParsedDocument): CardDraft[] {
  * anchored at are counted again.
  */
 function withoutControls(block: DocumentBlock): DocumentBlock {
-  const text = withLoneSurrogatesReplaced(withoutControlCharacters(block.text));
-  if (!block.linkWords) return { ...block, text };
+  const text = cleaned(block.text);
+  const html = block.html?.replace(SOFT_HYPHEN, '');
+  const withText = html === undefined ? { ...block, text } : { ...block, text, html };
+  if (!block.linkWords) return withText;
+  // The reader anchored links at runs of non-whitespace; a run may now be no word, or (unspaced script) several.
   const kept: number[] = [];
   let count = 0;
-  for (const word of normalizeSpace(block.text).split(' ')) {
+  for (const run of normalizeSpace(block.text).split(' ')) {
     kept.push(count);
-    if (withoutControlCharacters(word).length > 0) count++;
+    const left = cleaned(run);
+    if (left.length > 0) count += wordStartsInRun(left).length;
   }
-  return { ...block, text, linkWords: block.linkWords.map((i) => kept[i] ?? count) };
+  return { ...withText, linkWords: block.linkWords.map((i) => kept[i] ?? count) };
 }
 
 /** Words per piece where a card has to end inside a sentence. */
 const PIECE_WORDS = 10;
 /** What ending a card after a piece costs: a paragraph end nothing, a sentence end less than a cut inside one. */
 const CUT_COST = { paragraph: 0, sentence: 1, inside: 2 } as const;
-const SENTENCE_END = /[.!?]["')\]]*$/;
+const SENTENCE_END = /[.!?。！？]["')\]」』”’）]* ?$/;
 
 /** Words [start, end) of one paragraph, placed in a card as a unit. */
 interface Piece {
@@ -146,7 +181,7 @@ function piecesOf(paragraphWords: string[][], fine: boolean): Piece[] {
  * Empty when there are fewer than minWords words.
  */
 function packParagraphs(paragraphs: DocumentBlock[], minWords: number, maxWords: number): DocumentBlock[][] {
-  const paragraphWords = paragraphs.map((p) => normalizeSpace(p.text).split(' '));
+  const paragraphWords = paragraphs.map((p) => wordsOf(normalizeSpace(p.text)));
   for (const fine of [false, true]) {
     const pieces = piecesOf(paragraphWords, fine);
     const groups = cheapestGroups(pieces, minWords, maxWords);
@@ -216,9 +251,14 @@ function blocksOf(paragraphs: DocumentBlock[], paragraphWords: string[][], piece
 /** A paragraph longer than a card is cut at sentence ends, or at word boundaries when a sentence is that long. */
 function splitLongParagraph(paragraph: DocumentBlock, maxWords: number): DocumentBlock[] {
   const text = normalizeSpace(paragraph.text);
-  if (countWords(text) <= maxWords) return [{ ...paragraph, text }];
-  const words = text.split(' ');
-  const wordsIn = (start: number, end: number) => countWords(words.slice(start, end).join(' '));
+  const words = wordsOf(text);
+  // Each of wordsOf's words is one word for countWords, or none when it holds nothing visible (segmenting once is enough).
+  const wordsIn = (start: number, end: number) => {
+    let n = 0;
+    for (let i = start; i < end; i++) if (hasVisibleText(words[i]!)) n++;
+    return n;
+  };
+  if (wordsIn(0, words.length) <= maxWords) return [{ ...paragraph, text }];
   // Units [start, end) of words: sentences, which end at . ! or ? (maybe closed by quotes or brackets), so "3.5" stays one word.
   const units: [number, number][] = [];
   let sentenceStart = 0;
@@ -261,7 +301,7 @@ function splitLongParagraph(paragraph: DocumentBlock, maxWords: number): Documen
  * HTML does not match its text, or without either, gives its links to the piece that starts it.
  */
 function cutBlock(paragraph: DocumentBlock, words: string[], ranges: [number, number][]): DocumentBlock[] {
-  const textOf = ([start, end]: [number, number]) => words.slice(start, end).join(' ');
+  const textOf = ([start, end]: [number, number]) => joinWords(words, start, end);
   const cut = paragraph.html ? cutHtmlAtWords(paragraph.html, ranges) : null;
   if (cut && cut.words === words.length && cut.anchors === paragraph.links.length) {
     return ranges.map((range, i) => {

@@ -1,3 +1,5 @@
+import { hasUnspacedScript, wordStartsInRun } from '@cards/card-rules';
+
 /** One part of a block's inline HTML, cut at word boundaries. */
 export interface HtmlPart {
   html: string;
@@ -16,6 +18,7 @@ export interface HtmlCut {
 const TOKEN = /<a href="[^"]*">|<(?:strong|em|u)>|<\/(?:a|strong|em|u)>|&(?:amp|lt|gt|quot);|[^<&]+|[<&]/gy;
 const CONTROL = /\p{Cc}/u;
 const WHITESPACE = /\s/u;
+const ENTITIES: Record<string, string> = { '&amp;': '&', '&lt;': '<', '&gt;': '>', '&quot;': '"' };
 
 interface OpenElement {
   name: string;
@@ -25,11 +28,16 @@ interface OpenElement {
 
 /**
  * Cuts inline HTML into the words of each range [start, end) (word = a run of non-whitespace in its text, control
- * characters dropped as splitIntoCards drops them from the text), ranges in order and apart. Each part is well-formed:
+ * characters dropped as splitIntoCards drops them from the text, a run of a script written without spaces cut into its
+ * words as wordsOf cuts it), ranges in order and apart. Each part is well-formed:
  * an element open across a cut is closed at the end of one part and opened again at the start of the next, so a link
  * cut in two stays a link in both. Null for markup the readers never build.
  */
 export function cutHtmlAtWords(html: string, ranges: readonly (readonly [number, number])[]): HtmlCut | null {
+  const starts = wordStartsInside(html);
+  if (starts === undefined) return null;
+  // Offset (code units) in the text of the next character that is whitespace or not a control character.
+  let at = 0;
   const parts = ranges.map(() => ({ html: '', anchors: new Set<number>() }));
   const open: OpenElement[] = [];
   // open[0, shown) are open in the part being written; the rest are opened there when text next lands in it.
@@ -74,13 +82,16 @@ export function cutHtmlAtWords(html: string, ranges: readonly (readonly [number,
   };
   const character = (raw: string, decoded: string) => {
     if (WHITESPACE.test(decoded)) {
+      at += decoded.length;
       inWord = false;
       const part = partOfSpaceAfter(word);
       if (part >= 0) write(part, raw);
       return;
     }
     if (CONTROL.test(decoded)) return;
-    if (!inWord) {
+    const startsWord = starts?.has(at) === true;
+    at += decoded.length;
+    if (!inWord || startsWord) {
       word++;
       inWord = true;
     }
@@ -99,11 +110,34 @@ export function cutHtmlAtWords(html: string, ranges: readonly (readonly [number,
     } else if (token.startsWith('<')) {
       open.push({ name: token.slice(1, -1), tag: token, anchor: null });
     } else if (token.startsWith('&')) {
-      character(token, 'x');
+      character(token, ENTITIES[token]!);
     } else {
       for (const c of token) character(c, c);
     }
   }
   if (current >= 0) closeShown();
   return { parts: parts.map((p) => ({ html: p.html, anchors: [...p.anchors].sort((a, b) => a - b) })), words: word + 1, anchors };
+}
+
+/**
+ * Offsets in the HTML's text (whitespace and every character but control characters, entities decoded) where a word
+ * starts inside a run of non-whitespace (wordStartsInRun); null when its text has no script written without spaces,
+ * undefined for markup the readers never build.
+ */
+function wordStartsInside(html: string): Set<number> | null | undefined {
+  let text = '';
+  TOKEN.lastIndex = 0;
+  while (TOKEN.lastIndex < html.length) {
+    const token = TOKEN.exec(html)?.[0];
+    if (token === undefined || token === '<' || token === '&') return undefined;
+    if (token.startsWith('&')) text += ENTITIES[token]!;
+    else if (!token.startsWith('<')) for (const c of token) if (WHITESPACE.test(c) || !CONTROL.test(c)) text += c;
+  }
+  if (!hasUnspacedScript(text)) return null;
+  const starts = new Set<number>();
+  const run = /\S+/gu;
+  for (let match = run.exec(text); match; match = run.exec(text)) {
+    for (const start of wordStartsInRun(match[0]).slice(1)) starts.add(match.index + start);
+  }
+  return starts;
 }

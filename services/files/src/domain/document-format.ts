@@ -15,6 +15,17 @@ const ZIP_SIGNATURE = Buffer.from([0x50, 0x4b, 0x03, 0x04]);
 
 export const MAX_FILE_NAME_LENGTH = 255;
 
+/** What an uploader of a document that needs a password to open is told (upload check and ingestion alike). */
+export const PASSWORD_PROTECTED = 'the document is password-protected; remove the password and upload it again';
+
+/**
+ * The streams Office writes into the OLE compound file that holds a password-protected .docx/.xlsx/.pptx instead of its
+ * zip ([MS-OFFCRYPTO] 2.3.4.1): the encrypted zip and the key's description.
+ */
+const ENCRYPTION_STREAMS = ['EncryptedPackage', 'EncryptionInfo'].map((name) => Buffer.from(`${name}\0`, 'utf16le'));
+const DIRECTORY_ENTRY_BYTES = 128;
+const STREAM_ENTRY = 2;
+
 const PATH_SEPARATORS = /[/\\]/;
 
 /** The format named by the file name's extension; 400 when it is not one we accept. Characters count as code points. */
@@ -47,7 +58,12 @@ export function checkMagicBytes(format: DocumentFormat, bytes: Buffer): void {
   switch (format) {
     case 'docx':
     case 'odt':
-      if (!bytes.subarray(0, 4).equals(ZIP_SIGNATURE)) throw new InvalidArgumentError(`base64_docx_file: the content is not a .${format} document (no zip container)`);
+      if (bytes.subarray(0, 4).equals(ZIP_SIGNATURE)) return;
+      if (isEncryptedOfficeDocument(bytes)) throw new InvalidArgumentError(`base64_docx_file: ${PASSWORD_PROTECTED}`);
+      if (bytes.subarray(0, 8).equals(OLE_SIGNATURE)) {
+        throw new InvalidArgumentError(`base64_docx_file: the content is not a .${format} document (no zip container: it is an OLE compound file, as a .doc is)`);
+      }
+      throw new InvalidArgumentError(`base64_docx_file: the content is not a .${format} document (no zip container)`);
       return;
     case 'doc':
       if (!bytes.subarray(0, 8).equals(OLE_SIGNATURE)) throw new InvalidArgumentError('base64_docx_file: the content is not a .doc document (no OLE header)');
@@ -61,6 +77,21 @@ export function checkMagicBytes(format: DocumentFormat, bytes: Buffer): void {
       return;
     }
   }
+}
+
+/**
+ * An OLE compound file holding a stream named EncryptedPackage or EncryptionInfo: a directory entry (128 bytes, at a
+ * multiple of 128 past the 512- or 4096-byte header) with that name, its length in bytes and the stream type.
+ */
+function isEncryptedOfficeDocument(bytes: Buffer): boolean {
+  if (!bytes.subarray(0, 8).equals(OLE_SIGNATURE)) return false;
+  for (const name of ENCRYPTION_STREAMS) {
+    for (let at = bytes.indexOf(name, 512); at >= 0; at = bytes.indexOf(name, at + 1)) {
+      if (at % DIRECTORY_ENTRY_BYTES !== 0 || at + DIRECTORY_ENTRY_BYTES > bytes.length) continue;
+      if (bytes.readUInt16LE(at + 64) === name.length && bytes[at + 66] === STREAM_ENTRY) return true;
+    }
+  }
+  return false;
 }
 
 /** An OLE compound file is a header plus whole sectors; a cut-off file is not. */

@@ -1,11 +1,12 @@
 import { InvalidArgumentError } from '@cards/platform';
 import type { DocumentBlock, DocumentFormat, ParsedDocument } from '../../domain/model';
+import { PASSWORD_PROTECTED } from '../../domain/document-format';
 import { hasVisibleText } from '@cards/card-rules';
 import { UnreadableDocumentError, type DocumentReader } from '../../domain/ports';
 import { textPresenceOf, type TextPresence } from '../../domain/card-splitter';
 import { blocksFromHtml, blocksFromOdtContent } from './block-collector';
 import { docxTextScan, odtTextPresence } from './text-presence';
-import { readingFailure, shortCause } from './reading-failure';
+import { isPasswordError, readingFailure, shortCause } from './reading-failure';
 import { DEFAULT_PARSER_LIMITS, parseInWorker, ReadingTimedOutError, type ParserLimits } from './worker-parse';
 import { DEFAULT_ZIP_LIMITS, readZip, type ZipLimits } from './zip-archive';
 
@@ -108,6 +109,7 @@ export class LibraryDocumentReader implements DocumentReader {
       }
     } catch (err) {
       if (err instanceof ReadingTimedOutError) return 'body';
+      if (err instanceof UnreadableDocumentError && isPasswordError(err)) throw new InvalidArgumentError(`base64_docx_file: ${PASSWORD_PROTECTED}`);
       if (err instanceof UnreadableDocumentError) throw new InvalidArgumentError(`base64_docx_file: the .${format} document could not be read (${shortCause(err.message)})`);
       throw err;
     }

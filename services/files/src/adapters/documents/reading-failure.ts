@@ -1,4 +1,5 @@
 import { fitsCharacters, truncatedToCharacters } from '@cards/card-rules';
+import { PASSWORD_PROTECTED } from '../../domain/document-format';
 import type { DocumentFormat } from '../../domain/model';
 import { UnreadableDocumentError } from '../../domain/ports';
 import { ReadingOutOfMemoryError, ReadingTimedOutError } from './worker-parse';
@@ -14,10 +15,17 @@ const SPLIT_ADVICE = 'Split it into smaller documents and upload those';
 export function readingFailure(format: DocumentFormat, err: unknown): UnreadableDocumentError {
   const what = `the .${format} document`;
   let reason: string;
-  if (err instanceof ReadingTimedOutError) reason = `${what} could not be read within ${seconds(err.timeoutMs)}, the time allowed for one document. ${SPLIT_ADVICE}`;
+  if (isPasswordError(err)) reason = PASSWORD_PROTECTED;
+  else if (err instanceof ReadingTimedOutError) reason = `${what} could not be read within ${seconds(err.timeoutMs)}, the time allowed for one document. ${SPLIT_ADVICE}`;
   else if (err instanceof ReadingOutOfMemoryError) reason = `${what} could not be read within ${err.maxHeapMb} MB, the memory allowed for one document. ${SPLIT_ADVICE}`;
   else reason = `${what} could not be read: ${shortCause(err instanceof Error ? err.message : String(err))}. ${ADVICE}`;
   return new UnreadableDocumentError(reason, { cause: err });
+}
+
+/** The PDF library's refusal of a document that needs a password to open (pdf.js PasswordException's messages). */
+export function isPasswordError(err: unknown): boolean {
+  const message = err instanceof Error ? err.message : String(err);
+  return /^(?:PasswordException: )?(?:No password given|Incorrect Password)$/i.test(message.trim());
 }
 
 /** A library's message as one short line: no stack frames, parser positions or tags, whitespace collapsed. */

@@ -190,6 +190,23 @@ describe('IngestionWorker', () => {
     expect(cards.collections.size).toBe(0);
   });
 
+  it('logs a failure the document caused (too little text, unreadable) below error, and one of the system (cards not stored) at error', async () => {
+    const lines: Array<{ level: number; msg: string; fileId?: string; reason?: string }> = [];
+    const logged = new IngestionWorker({ repository, objects, reader: new LibraryDocumentReader(), cards, logger: createLogger('files-test', 'info', { write: (line: string) => lines.push(JSON.parse(line)) }), maxAttempts: 3, concurrency: 1 });
+    const failures = () => lines.filter((l) => l.msg === 'file ingestion failed');
+    const short = await stored('short.odt');
+    await logged.ingest(short.id);
+    expect(failures()).toEqual([expect.objectContaining({ level: 30, fileId: short.id, reason: expect.stringMatching(/more than 70 words/) })]);
+    const corrupt = await stored('corrupt.docx');
+    await logged.ingest(corrupt.id);
+    expect(failures()[1]).toEqual(expect.objectContaining({ level: 40, fileId: corrupt.id, reason: expect.stringMatching(/could not be read/) }));
+    const good = await stored('marine.odt');
+    cards.failAfter = 0;
+    await logged.handle(uploadedEvent(good.id, 2));
+    expect(failures()[2]).toEqual(expect.objectContaining({ level: 50, fileId: good.id, reason: CARDS_NOT_STORED }));
+    expect(lines.filter((l) => l.level >= 50)).toHaveLength(1);
+  });
+
   it('passages the cards service refuses are skipped; the rest still make a collection', async () => {
     const record = await stored('energy.docx');
     cards.reject = (c) => c.tags.includes('Wind Turbines and Gearboxes');

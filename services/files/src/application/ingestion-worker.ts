@@ -120,7 +120,7 @@ export class IngestionWorker {
     try {
       return await this.ingestRecord(record);
     } catch (err) {
-      if (err instanceof UnreadableDocumentError) return this.fail(record, err.message, err.cause);
+      if (err instanceof UnreadableDocumentError) return this.fail(record, err.message, err.cause, 'warn');
       if (!finalAttempt) throw err;
       // The error is the cards service's or its transport's (a gRPC path and status): the log keeps it, the uploader
       // reads what happened and what to do.
@@ -142,7 +142,7 @@ export class IngestionWorker {
     const started = Date.now();
     const document = await reader.parse(record.format, bytes);
     const drafts = splitIntoCards(document);
-    if (drafts.length === 0) return this.fail(record, 'the document holds no passage of more than 70 words, so no card was made');
+    if (drafts.length === 0) return this.fail(record, 'the document holds no passage of more than 70 words, so no card was made', undefined, 'info');
     // The parse may take a while: a file deleted meanwhile gets no cards.
     if (!(await repository.get(record.id))) return this.stopForDeletion(record, 0);
 
@@ -159,7 +159,7 @@ export class IngestionWorker {
       throw err;
     }
     const cardIds = ids.filter((id): id is string => id !== null);
-    if (cardIds.length === 0) return this.fail(record, 'the cards service refused every passage of the document');
+    if (cardIds.length === 0) return this.fail(record, 'the cards service refused every passage of the document', undefined, 'warn');
 
     // Public exactly when the file is now, as its cards were made (privacyFromFile). A file deleted meanwhile gets no
     // collection: its owner would be told of a collection for a file she deleted.
@@ -234,9 +234,13 @@ export class IngestionWorker {
     }
   }
 
-  /** `detail`: what the reason sums up (a library's own error), for the log only. */
-  private async fail(record: FileRecord, reason: string, detail?: unknown): Promise<IngestionResult> {
-    this.deps.logger.error({ fileId: record.id, fileName: record.fileName, reason, ...(detail === undefined ? {} : { err: detail }) }, 'file ingestion failed');
+  /**
+   * `detail`: what the reason sums up (a library's own error), for the log only. `level`: error for what the system
+   * failed at (bytes missing, cards not stored); what the uploaded document caused (too little text, unreadable,
+   * password-protected, every passage refused) is the uploader's to fix and is told to them, so it is logged lower.
+   */
+  private async fail(record: FileRecord, reason: string, detail?: unknown, level: 'error' | 'warn' | 'info' = 'error'): Promise<IngestionResult> {
+    this.deps.logger[level]({ fileId: record.id, fileName: record.fileName, reason, ...(detail === undefined ? {} : { err: detail }) }, 'file ingestion failed');
     await this.deps.repository.setIngestion(record.id, { status: 'failed', error: reason, cardCount: 0, collectionId: null }, new Date());
     return { status: 'failed', cardIds: [], collectionId: null, error: reason };
   }

@@ -12,7 +12,8 @@ const mailbox = new Mailbox();
 
 beforeAll(async () => {
   await mailbox.start();
-  system = await startSystem({ env: { SMTP_URL: mailbox.url, PUBLIC_URL: undefined } });
+  // No PUBLIC_URL: the system takes process.env, where none is set in the test command.
+  system = await startSystem({ env: { SMTP_URL: mailbox.url } });
 });
 afterAll(async () => {
   await system?.stop();

@@ -31,6 +31,10 @@ describe('card rules', () => {
     expect(noisy.content).not.toMatch(/\p{Cc}/u);
     expect(noisy.content.endsWith('abcde f g h')).toBe(true);
     expect(cardTextFromHtml(`<p>${words(71)}</p>`).content).toBe(words(71));
+    // Soft hyphens (a hint where a line may break) stay in the HTML and leave the text, so the word is the one found.
+    const hyphenated = cardTextFromHtml(`<p>${words(71)} soft\u00adhyphen&shy;ated \u00ad</p>`);
+    expect(hyphenated.cardHtml).toContain('soft\u00adhyphen\u00adated');
+    expect(hyphenated.content).toBe(`${words(71)} softhyphenated`);
     expect(() => cardTextFromHtml(`<p>${words(5001)}</p>`)).toThrow(/at most 5000 words/);
     expect(() => cardTextFromHtml(`<p>${Array.from({ length: 80 }, () => 'y'.repeat(400)).join(' ')}</p>`)).toThrow(/29000 characters/);
     expect(() => cardTextFromHtml(`<script>${words(100)}</script>`)).toThrow(/found 0/);

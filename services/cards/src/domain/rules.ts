@@ -68,7 +68,13 @@ export function sanitizeCardHtml(html: string): string {
   return sanitizeHtml(wellFormedHtml(html, CARD_WELL_FORMED_OPTIONS), CARD_SANITIZE_OPTIONS);
 }
 
-/** The plain text of (sanitized) HTML: entities decoded, one line per block, whitespace collapsed. */
+const SOFT_HYPHEN = /\u00ad/g;
+
+/**
+ * The plain text of (sanitized) HTML: entities decoded, one line per block, whitespace collapsed, soft hyphens (U+00AD,
+ * where a line may break: the HTML keeps them) dropped, so "hyphen&shy;ated" is the word "hyphenated" to search and
+ * to copy detection.
+ */
 export function textOfHtml(html: string): string {
   let text = '';
   const parser = new Parser(
@@ -87,7 +93,7 @@ export function textOfHtml(html: string): string {
   );
   parser.write(html);
   parser.end();
-  return collapseTextLines(text);
+  return collapseTextLines(text.replace(SOFT_HYPHEN, ''));
 }
 
 /** Sanitizes card HTML and derives its content, enforcing the word and length limits (400 otherwise). */

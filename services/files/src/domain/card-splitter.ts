@@ -29,6 +29,25 @@ export function wordsOf(text: string): string[] {
   return words;
 }
 
+/**
+ * The words (wordsOf) of each block splitLongParagraph returns, as its paragraph's were cut: packParagraphs takes them
+ * rather than segment the text again (a run of an unspaced script costs a dictionary segmentation each time, and a
+ * piece of a run might be segmented a little differently at its edges than the run was).
+ */
+const WORDS_OF_PIECE = new WeakMap<DocumentBlock, string[]>();
+
+function withWords(block: DocumentBlock, words: string[]): DocumentBlock {
+  WORDS_OF_PIECE.set(block, words);
+  return block;
+}
+
+/** Words [start, end) of wordsOf, as wordsOf gives those of their text. */
+function sliceWords(words: readonly string[], start: number, end: number): string[] {
+  const slice = words.slice(start, end);
+  if (slice.length > 0) slice[slice.length - 1] = slice[slice.length - 1]!.trimEnd();
+  return slice;
+}
+
 /** The text of words [start, end) of wordsOf. */
 function joinWords(words: readonly string[], start: number, end: number): string {
   return words.slice(start, end).join('').trimEnd();
@@ -181,7 +200,7 @@ function piecesOf(paragraphWords: string[][], fine: boolean): Piece[] {
  * Empty when there are fewer than minWords words.
  */
 function packParagraphs(paragraphs: DocumentBlock[], minWords: number, maxWords: number): DocumentBlock[][] {
-  const paragraphWords = paragraphs.map((p) => wordsOf(normalizeSpace(p.text)));
+  const paragraphWords = paragraphs.map((p) => WORDS_OF_PIECE.get(p) ?? wordsOf(normalizeSpace(p.text)));
   for (const fine of [false, true]) {
     const pieces = piecesOf(paragraphWords, fine);
     const groups = cheapestGroups(pieces, minWords, maxWords);
@@ -258,7 +277,7 @@ function splitLongParagraph(paragraph: DocumentBlock, maxWords: number): Documen
     for (let i = start; i < end; i++) if (hasVisibleText(words[i]!)) n++;
     return n;
   };
-  if (wordsIn(0, words.length) <= maxWords) return [{ ...paragraph, text }];
+  if (wordsIn(0, words.length) <= maxWords) return [withWords({ ...paragraph, text }, words)];
   // Units [start, end) of words: sentences, which end at . ! or ? (maybe closed by quotes or brackets), so "3.5" stays one word.
   const units: [number, number][] = [];
   let sentenceStart = 0;
@@ -306,15 +325,20 @@ function cutBlock(paragraph: DocumentBlock, words: string[], ranges: [number, nu
   if (cut && cut.words === words.length && cut.anchors === paragraph.links.length) {
     return ranges.map((range, i) => {
       const part = cut.parts[i]!;
-      return { kind: 'paragraph', text: textOf(range), html: part.html, links: part.anchors.map((k) => paragraph.links[k]!) };
+      return withWords({ kind: 'paragraph', text: textOf(range), html: part.html, links: part.anchors.map((k) => paragraph.links[k]!) }, sliceWords(words, ...range));
     });
   }
   const anchoredAt = !paragraph.html && paragraph.linkWords?.length === paragraph.links.length ? paragraph.linkWords : null;
-  return ranges.map(([start, end]) => ({
-    kind: 'paragraph',
-    text: textOf([start, end]),
-    links: anchoredAt ? paragraph.links.filter((_, k) => anchoredAt[k]! >= start && anchoredAt[k]! < end) : start === 0 ? paragraph.links : [],
-  }));
+  return ranges.map(([start, end]) =>
+    withWords(
+      {
+        kind: 'paragraph',
+        text: textOf([start, end]),
+        links: anchoredAt ? paragraph.links.filter((_, k) => anchoredAt[k]! >= start && anchoredAt[k]! < end) : start === 0 ? paragraph.links : [],
+      },
+      sliceWords(words, start, end),
+    ),
+  );
 }
 
 function draftFrom(index: number, heading: DocumentBlock | null, title: string | null, paragraphs: DocumentBlock[]): CardDraft {

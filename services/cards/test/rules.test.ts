@@ -116,4 +116,23 @@ describe('card rules', () => {
     expect(isNearCopy('A b, C!', 'a B c')).toBe(true);
     expect(isNearCopy(text, someContent(300))).toBe(false);
   });
+
+  it('finds near copies in scripts written without spaces, character by character', () => {
+    // Six sentences of Chinese: split at spaces and punctuation they were 19 clause-long "words", so one changed
+    // character changed three of their 17 shingles (Jaccard 0.70, no near copy).
+    const text =
+      '我们今天去公园散步，天气很好，孩子们在草地上玩耍，老人们坐在长椅上聊天。湖边的柳树随风摇摆，几只白鹅在水里游来游去，远处传来悠扬的笛声。' +
+      '中午我们在附近的小餐馆吃了午饭，菜的味道很地道，价格也不贵。下午我们去了博物馆，看到了很多古代的瓷器和书画，讲解员的介绍非常生动。' +
+      '傍晚时分，夕阳把整个城市染成了金色，街上的行人渐渐多了起来。回家的路上，我们买了一些新鲜的水果，准备明天带给朋友们。';
+    const near = text.replace('草地', '草坪');
+    expect(jaccard(shinglesOf(text), shinglesOf(near))).toBeGreaterThanOrEqual(0.9);
+    expect(isNearCopy(text, near)).toBe(true);
+    const shared = fingerprintOf(text).sketch.filter((h) => fingerprintOf(near).sketch.includes(h)).length;
+    expect(shared).toBeGreaterThanOrEqual(4);
+    // Different text in the same script stays different.
+    const other = '图书馆里的学生正在安静地读书，窗外下着小雨，管理员在整理新到的杂志。走廊尽头的咖啡机发出轻轻的声音，几个研究生在讨论论文的结构。';
+    expect(isNearCopy(text, other)).toBe(false);
+    // Spaced scripts keep their word shingles.
+    expect(shinglesOf('alpha beta gamma delta')).toEqual(new Set(['alpha beta gamma', 'beta gamma delta']));
+  });
 });

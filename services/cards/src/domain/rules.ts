@@ -7,6 +7,7 @@ import {
   characterCount,
   collapseTextLines,
   freeTextProblem,
+  hasUnspacedScript,
   hasVisibleText,
   linkProblemText,
   nameProblem,
@@ -163,9 +164,19 @@ export function normalizeContent(content: string): string {
   return content.normalize('NFKC').toLowerCase().replace(/[^\p{L}\p{N}]+/gu, ' ').trim();
 }
 
-/** Word shingles of the normalized content (the words themselves when there are fewer than a shingle's worth). */
+/** A character of a script written without spaces, or a run of other word characters. */
+const SHINGLE_TOKEN = /[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Thai}\p{Script=Lao}\p{Script=Khmer}\p{Script=Myanmar}]|[^\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Thai}\p{Script=Lao}\p{Script=Khmer}\p{Script=Myanmar}]+/gu;
+
+/**
+ * Word shingles of the normalized content (the words themselves when there are fewer than a shingle's worth). In a
+ * script written without spaces (Chinese, Japanese, Thai ...) each character is a token, so its shingles are character
+ * trigrams: split at spaces, a whole passage was one word, and a card differing from another by one character shared
+ * no shingle with it.
+ */
 export function shinglesOf(content: string): Set<string> {
-  const words = normalizeContent(content).split(' ').filter((w) => w.length > 0);
+  const words = normalizeContent(content)
+    .split(' ')
+    .flatMap((w) => (hasUnspacedScript(w) ? (w.match(SHINGLE_TOKEN) ?? []) : w.length > 0 ? [w] : []));
   const out = new Set<string>();
   if (words.length < SHINGLE_WORDS) {
     for (const w of words) out.add(w);

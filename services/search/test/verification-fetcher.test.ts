@@ -1,6 +1,8 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { createServer as createTlsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib';
 import { buildConnector } from 'undici';
 import { UndiciPageFetcher } from '../src/verification/adapters/undici/undici-page-fetcher';
@@ -44,6 +46,21 @@ beforeAll(async () => {
     if (url === '/unavailable') return res.writeHead(503, { 'content-type': 'text/html' }).end('busy');
     if (url === '/missing') return res.writeHead(404, { 'content-type': 'text/html' }).end('no');
     if (url === '/hang') return; // never answers
+    if (url === '/trickle') {
+      // One byte every 50 ms for 4 s: undici's bodyTimeout (gaps between chunks) never fires.
+      res.writeHead(200, { 'content-type': 'text/html' });
+      let sent = 0;
+      const timer = setInterval(() => {
+        if (res.destroyed || ++sent > 80) {
+          clearInterval(timer);
+          if (!res.destroyed) res.end('</p>');
+          return;
+        }
+        res.write('a');
+      }, 50);
+      res.on('close', () => clearInterval(timer));
+      return;
+    }
     if (url === '/to-page') return res.writeHead(302, { location: '/page' }).end();
     if (url === '/to-victim') return res.writeHead(302, { location: `http://127.0.0.1:${victimPort}/secret` }).end();
     if (url === '/to-victim-by-name') return res.writeHead(301, { location: `http://localhost:${victimPort}/secret` }).end();
@@ -173,6 +190,22 @@ describe('UndiciPageFetcher', () => {
     const g = fetcherWith({ allowPrivate: true });
     await expect(g.fetchPage(`http://127.0.0.1:${closedPort}/`)).resolves.toMatchObject({ ok: false, transient: true, failure: 'fetch failed: ECONNREFUSED' });
     await g.close();
+  });
+
+  it('times a trickled body out at the budget even when the garbage collector runs during the read', async () => {
+    // On Node 20 an AbortSignal.any() over AbortSignal.timeout() could lose its timer to GC and read the page to its end.
+    setFlagsFromString('--expose-gc');
+    const gc = runInNewContext('gc') as () => void;
+    const collecting = setInterval(gc, 20);
+    const f = fetcherWith({ timeoutMs: 500 });
+    try {
+      const started = Date.now();
+      await expect(f.fetchPage(`http://127.0.0.1:${pagesPort}/trickle`)).resolves.toEqual({ ok: false, transient: true, failure: 'timed out' });
+      expect(Date.now() - started).toBeLessThan(2500);
+    } finally {
+      clearInterval(collecting);
+      await f.close();
+    }
   });
 });
 

@@ -20,6 +20,12 @@ export interface UndiciPageFetcherOptions {
 const REDIRECTS = new Set([301, 302, 303, 307, 308]);
 const TRANSIENT_CODES = new Set(['ECONNRESET', 'ECONNREFUSED', 'ETIMEDOUT', 'EPIPE', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'UND_ERR_SOCKET', 'UND_ERR_CLOSED']);
 
+/** Drops an unread body: undici then emits RequestAbortedError on it, which nobody else listens for. */
+const discard = (body: { on(event: 'error', listener: () => void): unknown; destroy(): unknown }) => {
+  body.on('error', () => undefined);
+  body.destroy();
+};
+
 const fail = (failure: string, transient = false): PageFetchResult => ({ ok: false, failure, transient });
 
 function errorChain(err: unknown): unknown[] {
@@ -34,7 +40,7 @@ function describeError(err: unknown): PageFetchResult {
   if (refused) return fail((refused as RefusedAddressError).message);
   const unresolvable = chain.find((e) => e instanceof UnresolvableHostError);
   if (unresolvable) return fail((unresolvable as UnresolvableHostError).message);
-  // DOMException (AbortSignal.timeout) is checked by name: it is not always an Error of this realm.
+  // DOMException (the fetch timer's TimeoutError) is checked by name: it is not always an Error of this realm.
   if (chain.some((e) => ['TimeoutError', 'AbortError'].includes(String((e as { name?: unknown }).name)))) return fail('timed out', true);
   const code = chain.map((e) => (e as { code?: unknown }).code).find((c): c is string => typeof c === 'string');
   const message = err instanceof Error ? err.message : String(err);
@@ -80,7 +86,14 @@ export class UndiciPageFetcher implements PageFetcher {
       return fail('the link is not a valid URL');
     }
     if (this.closing.signal.aborted) return fail('interrupted: the fetcher is closed', true);
-    const signal = AbortSignal.any([AbortSignal.timeout(this.options.timeoutMs), this.closing.signal]);
+    // Not AbortSignal.any([AbortSignal.timeout(), closing]): on Node 20 the combined signal can lose its timer to GC
+    // and never fire, so a trickled body (bodyTimeout only bounds gaps between chunks) was read to its end. The
+    // timer kept here holds the controller until it fires or the fetch ends.
+    const aborter = new AbortController();
+    const timer = setTimeout(() => aborter.abort(new DOMException('The operation was aborted due to timeout', 'TimeoutError')), this.options.timeoutMs);
+    const onClosing = () => aborter.abort(this.closing.signal.reason);
+    this.closing.signal.addEventListener('abort', onClosing, { once: true });
+    const signal = aborter.signal;
     try {
       for (let hop = 0; ; hop++) {
         if (url.protocol !== 'http:' && url.protocol !== 'https:') return fail(`unsupported scheme ${url.protocol.replace(':', '')}: only http and https are fetched`);
@@ -115,12 +128,12 @@ export class UndiciPageFetcher implements PageFetcher {
         }
         const declared = Number(headers['content-length']);
         if (Number.isFinite(declared) && declared > this.options.maxBytes) {
-          body.destroy();
+          discard(body);
           return fail(`page larger than ${this.options.maxBytes} bytes`);
         }
         const content = decodedBody(body, headers['content-encoding']);
         if (!content) {
-          body.destroy();
+          discard(body);
           return fail(`unsupported content-encoding ${String(headers['content-encoding'])}`);
         }
         const chunks: Buffer[] = [];
@@ -129,7 +142,7 @@ export class UndiciPageFetcher implements PageFetcher {
           size += (chunk as Buffer).length;
           if (size > this.options.maxBytes) {
             content.destroy();
-            body.destroy();
+            discard(body);
             return fail(`page larger than ${this.options.maxBytes} bytes`);
           }
           chunks.push(chunk as Buffer);
@@ -141,6 +154,9 @@ export class UndiciPageFetcher implements PageFetcher {
     } catch (err) {
       if (this.closing.signal.aborted) return fail('interrupted: the fetcher is closed', true);
       return describeError(err);
+    } finally {
+      clearTimeout(timer);
+      this.closing.signal.removeEventListener('abort', onClosing);
     }
   }
 

@@ -697,4 +697,18 @@ describe('CardService', () => {
     expect(peers.events).toBe(eventsBefore + 1);
     expect(await new SqliteOutboxStore(db).pending(1000)).toHaveLength(2); // CardCreated and one CardDeleted
   });
+
+  it('a changed link clears the score of the old one (as a removed link does); other edits and a result for the old link leave it as it is', async () => {
+    const { service, cards } = setup();
+    const { card } = await create(service, 'alice', someContent(), { link: 'https://example.org/old' });
+    await service.recordVerification(card.id, 80, new Date(), 'https://example.org/old');
+    await service.updateCard({ callerId: 'alice', cardId: card.id, private: true });
+    expect(await cards.findById(card.id)).toMatchObject({ verificationScore: 80 });
+    await service.updateCard({ callerId: 'alice', cardId: card.id, link: 'https://example.org/new' });
+    expect(await cards.findById(card.id)).toMatchObject({ link: 'https://example.org/new', verificationScore: null, verifiedAt: null });
+    await service.recordVerification(card.id, 90, new Date(), 'https://example.org/old');
+    expect((await cards.findById(card.id))?.verificationScore).toBeNull();
+    await service.recordVerification(card.id, 40, new Date(), 'https://example.org/new');
+    expect((await cards.findById(card.id))?.verificationScore).toBe(40);
+  });
 });

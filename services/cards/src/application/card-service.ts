@@ -489,8 +489,9 @@ export class CardService {
     }
     const changes = { contentChanged: next.content !== card.content || next.cardHtml !== card.cardHtml, linkChanged: next.link !== card.link, privacyChanged: next.private !== card.private };
     if (!changes.contentChanged && !changes.linkChanged && !changes.privacyChanged && isHiddenByFile(next) === isHiddenByFile(card)) return;
-    // A score says how well the card matches the page it cites; without a link there is no such page.
-    const clearVerification = changes.linkChanged && next.link === '' && card.verificationScore !== null;
+    // A score says how well the card matches the page it cites: without a link there is no such page, and a changed
+    // link cites another one (its own result, when it comes, is stored then).
+    const clearVerification = changes.linkChanged && (card.verificationScore !== null || card.verifiedAt !== null);
     if (clearVerification) Object.assign(next, { verificationScore: null, verifiedAt: null });
     next.updatedAt = this.now();
     const collectionIds = await this.deps.collections.collectionIdsHolding(card.id);

@@ -99,6 +99,28 @@ describe('VerificationService', () => {
     expect(await store.find(job.id)).toMatchObject({ status: 'done', score: 100 });
   });
 
+  it('a result for a link the card changed while it was checked is recorded but not announced; the new link\'s is', async () => {
+    const fetcher = new ScriptedFetcher([html('the moon pulls the tides of the sea'), html('nothing alike'), html('the moon pulls the tides of the sea')]);
+    const service = serviceWith(fetcher);
+    const c = card('https://example.org/old');
+    await service.onCardEvent(created(c));
+    const old = (await claimOne())!;
+    const moved = { ...c, link: 'https://example.org/new' };
+    expect(await service.onCardEvent(updated(moved, { linkChanged: true }))).toBe('enqueued');
+    expect(await service.run(old)).toBe('done');
+    expect(await store.find(old.id)).toMatchObject({ status: 'done', score: 100 });
+    expect(await announced()).toEqual([]); // cards drops it, so the author is not told of it either
+    const current = (await claimOne())!;
+    expect(await service.run(current)).toBe('done');
+    expect(await announced()).toEqual([expect.objectContaining({ verificationId: current.id, link: 'https://example.org/new' })]);
+    // Only the content changed while the page was checked: the link is the card's, so that result is announced too.
+    await service.onCardEvent(updated({ ...moved, content: 'the sea' }, { contentChanged: true }));
+    const same = (await claimOne())!;
+    await service.onCardEvent(updated({ ...moved, content: 'the moon pulls the tides of the sea' }, { contentChanged: true }));
+    expect(await service.run(same)).toBe('done');
+    expect(await announced()).toHaveLength(2);
+  });
+
   it('retries transient failures with doubling delays, then scores 0 with the reason', async () => {
     const timeout: PageFetchResult = { ok: false, failure: 'timed out', transient: true };
     const service = serviceWith(new ScriptedFetcher([timeout, timeout, timeout]));

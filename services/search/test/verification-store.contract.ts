@@ -94,6 +94,20 @@ export function describeVerificationStoreContract(name: string, factory: () => P
       expect((await store.find(older.id))?.status).toBe('superseded');
     });
 
+    it('latestLink is the link of the card\'s most recent job, whatever became of it', async () => {
+      const card = randomUUID();
+      expect(await store.latestLink(card)).toBeNull();
+      const first = { ...aJob().forCard(card).build(), link: 'https://example.org/first' };
+      await store.enqueue(first);
+      const [running] = await store.claim(1, later(), lease());
+      expect(running?.id).toBe(first.id);
+      await store.enqueue({ ...aJob().forCard(card).build(), link: 'https://example.org/second' });
+      expect(await store.latestLink(card)).toBe('https://example.org/second');
+      expect(await store.complete(running!, outcome(50), [])).toBe(true);
+      expect(await store.latestLink(card)).toBe('https://example.org/second');
+      expect(await store.latestLink(randomUUID())).toBeNull();
+    });
+
     it('retryLater puts a job back until its due time', async () => {
       const job = aJob().build();
       await store.enqueue(job);

@@ -126,12 +126,16 @@ export class VerificationService {
       link: job.link,
       failure,
     }).finish();
-    const recorded = await this.deps.store.complete(job, { ...result, eventId, completedAt }, [{ topic: Topics.verification, key: job.cardId, payload }]);
+    // The card's link changed while this one was checked (a later job asks for another): cards keeps no result for an
+    // old link, so none is announced (the author would be told of a score the card never shows). Recorded all the same.
+    const stale = (await this.deps.store.latestLink(job.cardId)) !== job.link;
+    const recorded = await this.deps.store.complete(job, { ...result, eventId, completedAt }, stale ? [] : [{ topic: Topics.verification, key: job.cardId, payload }]);
     if (!recorded) {
       await this.explainDiscarded(job, { score, failure: failure || undefined });
       return 'discarded';
     }
-    this.deps.logger.info({ cardId: job.cardId, verificationId: job.id, score, failure: failure || undefined }, 'card verified');
+    if (stale) this.deps.logger.info({ cardId: job.cardId, verificationId: job.id, link: job.link, score }, 'verification of a link the card no longer has: recorded, not announced');
+    else this.deps.logger.info({ cardId: job.cardId, verificationId: job.id, score, failure: failure || undefined }, 'card verified');
     return 'done';
   }
 

@@ -47,6 +47,11 @@ export interface VerificationStore {
    * (and perhaps claimed again or finished by another run).
    */
   complete(claim: JobClaim, outcome: VerificationOutcome, events: OutgoingEvent[]): Promise<boolean>;
+  /**
+   * The link the card's most recent job asks for (its latest created or changed link), null when it has none. A result
+   * for another link is one the card no longer cites: cards drops it, so it is not announced either.
+   */
+  latestLink(cardId: string): Promise<string | null>;
   /** Drops pending jobs of a deleted card; a running one is discarded when it completes. */
   cancelCard(cardId: string): Promise<number>;
   /**

@@ -159,6 +159,11 @@ export class MongoVerificationStore implements VerificationStore {
     return result.modifiedCount === 1;
   }
 
+  async latestLink(cardId: string): Promise<string | null> {
+    const latest = await this.collection.findOne({ cardId }, { sort: { seq: -1 }, projection: { link: 1 } });
+    return latest?.link ?? null;
+  }
+
   async cancelCard(cardId: string): Promise<number> {
     return (await this.collection.updateMany({ cardId, status: { $in: ['pending', 'running'] } }, { $set: { status: 'cancelled' } })).modifiedCount;
   }

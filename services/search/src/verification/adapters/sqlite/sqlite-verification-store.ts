@@ -138,6 +138,11 @@ export class SqliteVerificationStore implements VerificationStore {
     })();
   }
 
+  async latestLink(cardId: string): Promise<string | null> {
+    const row = this.db.prepare(`SELECT link FROM verification_jobs WHERE card_id = ? ORDER BY seq DESC LIMIT 1`).get(cardId) as { link: string } | undefined;
+    return row?.link ?? null;
+  }
+
   async cancelCard(cardId: string): Promise<number> {
     return this.db.prepare(`UPDATE verification_jobs SET status = 'cancelled' WHERE card_id = ? AND status IN ('pending', 'running')`).run(cardId).changes;
   }

@@ -11,6 +11,12 @@ describe('card rules', () => {
     expect(clean).toBe('<p>Hi <b>bold</b> <mark>m</mark> <a>j</a> <a href="https://ok/">ok</a> <a>pr</a></p>cell');
   });
 
+  it('keeps where a numbered list starts (ol start, a number only), no other list attribute', () => {
+    expect(sanitizeCardHtml('<ol start="3" type="a"><li>c</li></ol><ol start="x"><li>a</li></ol><ul start="2"><li>b</li></ul>')).toBe(
+      '<ol start="3"><li>c</li></ol><ol><li>a</li></ol><ul><li>b</li></ul>',
+    );
+  });
+
   it('unwraps elements nested deeper than MAX_NESTING_DEPTH, keeping their text', () => {
     const text = words(80);
     const { cardHtml, content } = cardTextFromHtml(`${'<b>'.repeat(20_000)}${text}`);

@@ -45,7 +45,9 @@ const NON_TEXT_TAGS = ['script', 'style', 'textarea', 'option'];
 /** sanitize-html options for card HTML (DESIGN.md's allow-list). */
 export const CARD_SANITIZE_OPTIONS: sanitizeHtml.IOptions = {
   allowedTags: ['p', 'br', 'b', 'strong', 'i', 'em', 'u', 'mark', 'span', 'ul', 'ol', 'li', 'blockquote', ...HEADINGS, 'a'],
-  allowedAttributes: { a: ['href'] },
+  // ol start="n": a numbered list a card made from a document continues from the card before it (Files splitter).
+  allowedAttributes: { a: ['href'], ol: ['start'] },
+  transformTags: { ol: (tagName, attribs) => ({ tagName, attribs: /^\d{1,9}$/.test(attribs.start ?? '') ? { start: attribs.start! } : {} }) },
   allowedSchemes: ['http', 'https'],
   allowedSchemesByTag: {},
   allowedSchemesAppliedToAttributes: ['href'],

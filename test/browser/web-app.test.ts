@@ -396,7 +396,7 @@ describeInBrowser('web app in headless Chromium', () => {
     await page.getByRole('button', { name: 'Mark all as read' }).click();
     await page.getByTestId('unread-count').getByText('0 unread').waitFor();
     await page.getByTestId('unread-badge').getByText('0', { exact: true }).waitFor();
-    await created.getByRole('link', { name: 'open the collection' }).click();
+    await created.getByRole('link', { name: 'Collection for file climate-notes.docx' }).click();
     await page.waitForURL(new RegExp(`/collection/${collectionId}`));
   });
 

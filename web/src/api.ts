@@ -34,6 +34,21 @@ export class ApiError extends Error {
   }
 }
 
+const unauthorizedListeners = new Set<() => void>();
+
+/**
+ * Calls `listener` whenever the server answers 401 (no session, or it ended: the cookie expired or was dropped), so the
+ * session can drop its signed-in state. Returns the unsubscribe function.
+ */
+export function onUnauthorized(listener: () => void): () => void {
+  unauthorizedListeners.add(listener);
+  return () => void unauthorizedListeners.delete(listener);
+}
+
+function reportUnauthorized(): void {
+  for (const l of unauthorizedListeners) l();
+}
+
 /**
  * A new Idempotency-Key: 128 random bits as hex (crypto.randomUUID exists only on https and localhost pages). A create
  * form keeps one per draft, so sending the same draft again (a second click, a retry after a lost answer) makes nothing
@@ -63,6 +78,9 @@ async function request<T>(method: string, path: string, body?: unknown, headers:
     json = undefined;
   }
   if (!res.ok) {
+    // /auth itself (who am I, sign in, sign out) answers 401 as its plain answer for "not signed in" or a wrong
+    // password: the session code reads those directly.
+    if (res.status === 401 && path !== '/auth') reportUnauthorized();
     const message = (json as { message?: unknown } | undefined)?.message;
     throw new ApiError(res.status, typeof message === 'string' && message ? message : `Request failed (${res.status})`);
   }
@@ -177,7 +195,10 @@ export function uploadFile(body: RequestBody<'uploadFile'>, idempotencyKey: stri
       if (xhr.status >= 200 && xhr.status < 300) {
         onProgress(1);
         resolve(json);
-      } else reject(new ApiError(xhr.status, typeof json?.message === 'string' ? json.message : `Upload failed (${xhr.status})`));
+      } else {
+        if (xhr.status === 401) reportUnauthorized();
+        reject(new ApiError(xhr.status, typeof json?.message === 'string' ? json.message : `Upload failed (${xhr.status})`));
+      }
     };
     xhr.send(JSON.stringify(body));
   });

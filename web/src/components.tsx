@@ -61,6 +61,19 @@ export function Notice({ children }: { children: ComponentChildren }) {
   );
 }
 
+/**
+ * The body of a "not found" page under its title: a 404 is said by the title alone (its message would repeat it), any
+ * other failure (no connection, not signed in…) is shown as the error it is.
+ */
+export function NotFoundHint({ error }: { error: ApiError | undefined }) {
+  if (error && error.status !== 404) return <ErrorMessage error={error} />;
+  return (
+    <p>
+      It may have been deleted, or the address is wrong. <Link href="/">Go to the search</Link>.
+    </p>
+  );
+}
+
 export function Loading() {
   return (
     <p class="muted" role="status" aria-live="polite">
@@ -76,10 +89,13 @@ export function Loading() {
 export function PageTitle({ children }: { children: ComponentChildren }) {
   const ref = useRef<HTMLHeadingElement>(null);
   useEffect(() => {
-    const text = ref.current?.textContent;
-    if (text) document.title = `${text} · Card Library`;
     if (hasNavigated()) ref.current?.focus({ preventScroll: true });
   }, []);
+  // After every render, not only the first: a renamed collection keeps its heading element but changes its text.
+  useEffect(() => {
+    const text = ref.current?.textContent;
+    if (text && document.title !== `${text} · Card Library`) document.title = `${text} · Card Library`;
+  });
   return (
     <h1 tabIndex={-1} ref={ref}>
       {children}
@@ -169,16 +185,44 @@ export function firstWords(text: string, n: number): string {
 
 /** Previous/next paging; pages are 1-based. */
 export function Pager({ page, totalPages, onPage }: { page: number; totalPages: number; onPage(page: number): void }) {
+  const nav = useRef<HTMLElement>(null);
+  const moved = useRef(false);
+  // A keyboard user who pressed Next on the next-to-last page would lose focus to <body> when the button turns
+  // disabled: keep it in the pager (the other button, else the page label).
+  useEffect(() => {
+    if (!moved.current || !nav.current) return;
+    moved.current = false;
+    const active = document.activeElement as HTMLButtonElement | null;
+    if (active && active !== document.body && nav.current.contains(active) && !active.disabled) return;
+    if (active && active !== document.body && !nav.current.contains(active)) return;
+    const target = nav.current.querySelector<HTMLElement>('button:not([disabled])') ?? nav.current.querySelector<HTMLElement>('[data-pager-label]');
+    target?.focus({ preventScroll: true });
+  }, [page, totalPages]);
+  const go = (to: number) => {
+    moved.current = true;
+    onPage(to);
+  };
   if (totalPages <= 1 && page <= 1) return null;
+  if (page > Math.max(totalPages, 1))
+    return (
+      <nav class="pager" aria-label="Pages" ref={nav}>
+        <span tabIndex={-1} data-pager-label>
+          There are no results on page {page}.
+        </span>
+        <button type="button" onClick={() => go(Math.max(totalPages, 1))}>
+          Go to the last page ({Math.max(totalPages, 1)})
+        </button>
+      </nav>
+    );
   return (
-    <nav class="pager" aria-label="Pages">
-      <button type="button" disabled={page <= 1} onClick={() => onPage(page - 1)}>
+    <nav class="pager" aria-label="Pages" ref={nav}>
+      <button type="button" disabled={page <= 1} onClick={() => go(page - 1)}>
         ← Previous
       </button>
-      <span>
+      <span tabIndex={-1} data-pager-label>
         Page {page} of {Math.max(totalPages, 1)}
       </span>
-      <button type="button" disabled={page >= totalPages} onClick={() => onPage(page + 1)}>
+      <button type="button" disabled={page >= totalPages} onClick={() => go(page + 1)}>
         Next →
       </button>
     </nav>

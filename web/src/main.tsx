@@ -132,6 +132,19 @@ function Routes() {
   );
 }
 
+/** After a 401 while signed in (the session ended with the page open): say so and offer to sign in again, back to here. */
+function SessionEnded() {
+  const { user, expired } = useSession();
+  const { path, query } = useLocation();
+  if (!expired || user || path === '/auth/login') return null;
+  const here = path + (query.toString() ? `?${query.toString()}` : '');
+  return (
+    <p class="error" role="alert">
+      Your session has ended. <Link href={`/auth/login?next=${encodeURIComponent(here)}`}>Sign in again</Link> to go on.
+    </p>
+  );
+}
+
 function App() {
   const session = useSessionState();
   const { path, query } = useLocation();
@@ -139,6 +152,7 @@ function App() {
     <SessionContext.Provider value={session}>
       <Header />
       <main id="main" key={path + (path.startsWith('/collection/') || path === '/' ? '' : query.toString())}>
+        <SessionEnded />
         <Routes />
       </main>
       <footer class="muted">

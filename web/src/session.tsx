@@ -1,16 +1,18 @@
 import { createContext } from 'preact';
-import { useCallback, useContext, useEffect, useState } from 'preact/hooks';
-import { api, ApiError, type SlimUser } from './api';
+import { useCallback, useContext, useEffect, useRef, useState } from 'preact/hooks';
+import { api, ApiError, onUnauthorized, type SlimUser } from './api';
 
 export interface Session {
   /** undefined while loading, null when signed out. */
   user: SlimUser | null | undefined;
   unread: number;
+  /** True when the server answered 401 while signed in: the session ended (expired cookie) with the page open. */
+  expired: boolean;
   refresh(): Promise<void>;
   refreshUnread(): Promise<void>;
 }
 
-export const SessionContext = createContext<Session>({ user: undefined, unread: 0, refresh: async () => {}, refreshUnread: async () => {} });
+export const SessionContext = createContext<Session>({ user: undefined, unread: 0, expired: false, refresh: async () => {}, refreshUnread: async () => {} });
 
 export function useSession(): Session {
   return useContext(SessionContext);
@@ -20,6 +22,25 @@ export function useSession(): Session {
 export function useSessionState(): Session {
   const [user, setUser] = useState<SlimUser | null | undefined>(undefined);
   const [unread, setUnread] = useState(0);
+  const [expired, setExpired] = useState(false);
+
+  // Any 401 means the server no longer knows this browser: drop the signed-in state (the header offers to sign in),
+  // and say so when it was signed in. A later sign-in clears the notice.
+  const signedIn = useRef(false);
+  signedIn.current = Boolean(user);
+  useEffect(
+    () =>
+      onUnauthorized(() => {
+        if (!signedIn.current) return;
+        signedIn.current = false;
+        setExpired(true);
+        setUser(null);
+      }),
+    [],
+  );
+  useEffect(() => {
+    if (user) setExpired(false);
+  }, [user]);
 
   const refresh = useCallback(async () => {
     try {
@@ -53,5 +74,5 @@ export function useSessionState(): Session {
     return () => clearInterval(timer);
   }, [user, refreshUnread]);
 
-  return { user, unread, refresh, refreshUnread };
+  return { user, unread, expired, refresh, refreshUnread };
 }

@@ -213,6 +213,13 @@ export function ProfilePage() {
   const [website, setWebsite] = useState(user.website ?? '');
   const [visibleEmail, setVisibleEmail] = useState(user.visible_email);
   const [saved, setSaved] = useState(false);
+  const [welcome, setWelcome] = useState(Boolean(query.get('welcome')));
+  // The welcome is said once: dismissing it or saving the profile takes it out of the address too (replaceState
+  // without a navigation, so the page and its "Saved." stay).
+  const dropWelcome = () => {
+    setWelcome(false);
+    if (new URLSearchParams(location.search).has('welcome')) history.replaceState(history.state, '', location.pathname);
+  };
   const action = useAction();
   const submit = async (e: Event) => {
     e.preventDefault();
@@ -225,6 +232,7 @@ export function ProfilePage() {
     const updated = await action.run(() => api.updateProfile({ username: name || null, website: website.trim() || null, visible_email: visibleEmail }));
     if (updated) {
       setSaved(true);
+      dropWelcome();
       await session.refresh();
     }
   };
@@ -236,7 +244,14 @@ export function ProfilePage() {
   return (
     <section class="narrow">
       <PageTitle>Your profile</PageTitle>
-      {query.get('welcome') ? <Notice>Welcome! Your account is ready and you are signed in.</Notice> : null}
+      {welcome ? (
+        <p class="notice row" role="status">
+          <span>Welcome! Your account is ready and you are signed in.</span>
+          <button type="button" class="small" onClick={dropWelcome}>
+            Dismiss
+          </button>
+        </p>
+      ) : null}
       <p>
         Signed in as <strong>{user.email}</strong>. <Link href={`/user/${user.id}`}>Your public page</Link>
       </p>

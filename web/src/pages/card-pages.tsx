@@ -2,7 +2,7 @@ import { MAX_WORDS, MIN_WORDS_EXCLUSIVE, wordCount } from '@cards/card-rules';
 import { useMemo, useState } from 'preact/hooks';
 import { api, newIdempotencyKey, type Card } from '../api';
 import { cardDraftProblems, htmlFromInput, tagsFromInput, textOfHtml } from '../card-rules';
-import { ErrorMessage, formatDate, Loading, Notice, PageTitle, Tags, useAction, useAsync, userName, VerificationBadge } from '../components';
+import { ErrorMessage, formatDate, Loading, Notice, NotFoundHint, PageTitle, Tags, useAction, useAsync, userName, VerificationBadge } from '../components';
 import { Link, navigate, useLocation } from '../router';
 import { useSession } from '../session';
 
@@ -102,7 +102,7 @@ export function CardPage({ cardId }: { cardId: string }) {
     return (
       <section>
         <PageTitle>Card not found</PageTitle>
-        <ErrorMessage error={card.error} />
+        <NotFoundHint error={card.error} />
         {card.error?.status === 401 ? (
           <p>
             <Link href={`/auth/login?next=/card/${cardId}`}>Sign in</Link> to read this card.

@@ -2,7 +2,7 @@ import { characterCount, MAX_COLLECTION_DESCRIPTION_CHARS, MAX_COLLECTION_NAME_C
 import { freeTextMessage } from '../free-text';
 import { useMemo, useState } from 'preact/hooks';
 import { api, newIdempotencyKey, type Collection } from '../api';
-import { CardSummary, ErrorMessage, formatDate, Loading, Notice, PageTitle, Pager, useAction, useAsync } from '../components';
+import { CardSummary, ErrorMessage, formatDate, Loading, Notice, NotFoundHint, PageTitle, Pager, useAction, useAsync } from '../components';
 import { Link, navigate, useLocation } from '../router';
 import { useSession } from '../session';
 import { SearchForm, SearchResults, searchBody, searchParamsFrom, searchUrl } from './search-page';
@@ -48,7 +48,7 @@ export function CollectionsPage() {
         {(list.data ?? []).map((c) => (
           <li key={c.id}>
             <Link href={`/collection/${c.id}`}>{c.name}</Link> <span class="badge">{c.is_public ? 'public' : 'private'}</span>
-            {c.file_id ? <span class="badge">from a file</span> : null}
+            {c.file_id ? <> <span class="badge">from a file</span></> : null}
             <span class="muted"> · {formatDate(c.created_at)}</span>
           </li>
         ))}
@@ -151,7 +151,7 @@ export function CollectionPage({ collectionId }: { collectionId: string }) {
     return (
       <section>
         <PageTitle>Collection not found</PageTitle>
-        <ErrorMessage error={data.error} />
+        <NotFoundHint error={data.error} />
       </section>
     );
   const d = data.data;

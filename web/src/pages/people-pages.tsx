@@ -1,6 +1,6 @@
-import { useEffect, useState } from 'preact/hooks';
-import { api, type Notification } from '../api';
-import { CardSummary, ErrorMessage, firstWords, formatDate, Loading, PageTitle, Pager, useAction, useAsync, userName } from '../components';
+import { useEffect, useRef, useState } from 'preact/hooks';
+import { api, ApiError, type Notification } from '../api';
+import { CardSummary, ErrorMessage, firstWords, formatDate, Loading, NotFoundHint, PageTitle, Pager, useAction, useAsync, userName } from '../components';
 import { Link, navigate, useLocation } from '../router';
 import { useSession } from '../session';
 
@@ -20,7 +20,7 @@ export function UserPage({ userId }: { userId: string }) {
     return (
       <section>
         <PageTitle>User not found</PageTitle>
-        <ErrorMessage error={data.error} />
+        <NotFoundHint error={data.error} />
       </section>
     );
   const u = data.data;
@@ -130,40 +130,71 @@ export function TopUsersPage() {
   );
 }
 
-/** The opening words of the cards the notifications name, fetched once per card (missing ones stay unnamed). */
-function useCardTitles(items: Notification[]): Map<string, string> {
-  const [titles, setTitles] = useState(new Map<string, string>());
-  const ids = [...new Set(items.map((n) => (n.type === 'verification' ? n.card_uuid : null)).filter((id): id is string => Boolean(id)))].slice(0, 50);
-  const key = ids.join(',');
+/** What a notification's card or collection is called: its name, or `gone` when it was deleted since. */
+type Named = { name: string } | { gone: true };
+
+/** How many notifications, from the top of the list, get their card's or collection's name looked up. */
+const NAMED_NOTIFICATIONS = 20;
+
+/**
+ * The names of the cards (opening words) and collections the first notifications name: one request per card or
+ * collection, de-duplicated, and kept for the page's life (a Refresh asks only about new ones). A card or collection
+ * that answers 404 is marked gone; any other failure leaves it unnamed (asked again on the next change of the list).
+ */
+function useNotificationNames(items: Notification[]): Map<string, Named> {
+  const known = useRef(new Map<string, Named>());
+  const [names, setNames] = useState(known.current);
+  const wanted: { key: string; load: () => Promise<string> }[] = [];
+  for (const n of items.slice(0, NAMED_NOTIFICATIONS)) {
+    if (n.type === 'collection_created' && n.collection_uuid) {
+      const id = n.collection_uuid;
+      wanted.push({ key: `collection:${id}`, load: async () => (await api.collection(id, 1)).collection.name });
+    } else if (n.type === 'verification' && n.card_uuid) {
+      const id = n.card_uuid;
+      wanted.push({ key: `card:${id}`, load: async () => firstWords((await api.card(id)).content, 8) });
+    }
+  }
+  const missing = [...new Map(wanted.filter((w) => !known.current.has(w.key)).map((w) => [w.key, w])).values()];
+  const key = missing.map((w) => w.key).join(',');
   useEffect(() => {
+    if (missing.length === 0) return;
     let live = true;
-    void Promise.allSettled(ids.map((id) => api.card(id))).then((results) => {
-      if (!live) return;
-      const next = new Map<string, string>();
+    void Promise.allSettled(missing.map((w) => w.load())).then((results) => {
       results.forEach((r, i) => {
-        if (r.status === 'fulfilled') next.set(ids[i]!, firstWords(r.value.content, 8));
+        const k = missing[i]!.key;
+        if (r.status === 'fulfilled') known.current.set(k, { name: r.value });
+        else if (r.reason instanceof ApiError && r.reason.status === 404) known.current.set(k, { gone: true });
       });
-      setTitles(next);
+      if (live) setNames(new Map(known.current));
     });
     return () => {
       live = false;
     };
     // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [key]);
-  return titles;
+  return names;
 }
 
-function NotificationText({ n, titles }: { n: Notification; titles: Map<string, string> }) {
-  if (n.type === 'collection_created')
+function NotificationText({ n, names }: { n: Notification; names: Map<string, Named> }) {
+  if (n.type === 'collection_created') {
+    const named = names.get(`collection:${n.collection_uuid}`);
+    if (named && 'gone' in named) return <>A collection was created (since deleted).</>;
     return (
       <>
-        A collection was created: <Link href={`/collection/${n.collection_uuid}`}>open the collection</Link>.
+        A collection was created: <Link href={`/collection/${n.collection_uuid}`}>{named ? named.name : 'open the collection'}</Link>.
       </>
     );
-  const title = n.card_uuid ? titles.get(n.card_uuid) : undefined;
+  }
+  const named = names.get(`card:${n.card_uuid}`);
+  const score = (
+    <>
+      was checked against its source page: similarity <strong>{n.similarity_score}</strong>/100.
+    </>
+  );
+  if (named && 'gone' in named) return <>Your card (since deleted) {score}</>;
   return (
     <>
-      Your <Link href={`/card/${n.card_uuid}`}>{title ? `card “${title}”` : 'card'}</Link> was checked against its source page: similarity <strong>{n.similarity_score}</strong>/100.
+      Your <Link href={`/card/${n.card_uuid}`}>{named ? `card “${named.name}”` : 'card'}</Link> {score}
     </>
   );
 }
@@ -183,7 +214,7 @@ export function NotificationsPage() {
     }
   };
   const items = list.data ?? [];
-  const titles = useCardTitles(items);
+  const names = useNotificationNames(items);
   const unread = items.filter((n) => !n.user_read).length;
   return (
     <section>
@@ -206,7 +237,7 @@ export function NotificationsPage() {
         {items.map((n) => (
           <li key={n.id} class={n.user_read ? 'read' : 'unread'}>
             <p>
-              {n.user_read ? null : <span class="badge new">new</span>} <NotificationText n={n} titles={titles} />
+              {n.user_read ? null : <span class="badge new">new</span>} <NotificationText n={n} names={names} />
             </p>
             <p class="meta">
               {formatDate(n.created_at)}

@@ -130,7 +130,9 @@ export function SearchPage() {
         {result.data ? (
           <>
             <h2 class="visually-hidden">Results</h2>
-            <SearchResults entries={result.data.score_cards} emptyText="No card matches. Try other words or the other kind of search." />
+            {params.page > 1 && params.page > result.data.total_pages && result.data.total_pages >= 1 ? null : (
+              <SearchResults entries={result.data.score_cards} emptyText="No card matches. Try other words or the other kind of search." />
+            )}
             <Pager page={params.page} totalPages={result.data.total_pages} onPage={(page) => go({ ...params, page })} />
           </>
         ) : null}

@@ -1,0 +1,185 @@
+/**
+ * Findings of the web app audit as a user, in headless Chromium against the all-in-one system (the same setup as
+ * web-app.test.ts): a session lost while a page is open, a renamed collection's tab title, not-found pages, keyboard
+ * paging, the sign-up welcome notice and the notifications page's names.
+ */
+import { spawnSync } from 'node:child_process';
+import { join, resolve } from 'node:path';
+import { tmpdir } from 'node:os';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { chromium } from 'playwright-core';
+import { Mailbox } from '../support/mailbox';
+import { signUp, type TestUser } from '../support/accounts';
+import { freePort, startSystem, type RunningSystem } from '../support/service';
+import { buildDocx } from './support/docx';
+import { CHROMIUM_ARGS, findOrInstallChromium } from './support/chromium';
+
+const ROOT = resolve(__dirname, '../..');
+const browserFound = findOrInstallChromium();
+const describeInBrowser = 'path' in browserFound ? describe : describe.skip;
+if ('reason' in browserFound) console.warn(`SKIPPED browser tests: ${browserFound.reason}`);
+
+jest.setTimeout(120_000);
+
+const CARD_TEXT = Array.from({ length: 8 }, (_, i) => `Sentence ${i} about the tides of the sea, the pull of the Moon and the slow lengthening of our days.`).join(' ');
+
+let system: RunningSystem;
+let browser: Browser;
+let context: BrowserContext;
+let page: Page;
+let user: TestUser;
+const mailbox = new Mailbox();
+
+/** Signs the browser in with the user's session (a fresh login, so another test's sign-out does not matter). */
+async function signIn(): Promise<void> {
+  const login = await fetch(`${system.baseUrl}/api/auth`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: user.email, password: user.password }) });
+  const pair = login.headers.getSetCookie().map((c) => c.split(';')[0]!).find((c) => c.startsWith('ai-editor='))!;
+  await context.clearCookies();
+  await context.addCookies([{ name: 'ai-editor', value: pair.slice('ai-editor='.length), url: system.baseUrl }]);
+}
+
+async function eventually(attempt: () => Promise<boolean>, timeoutMs = 60_000, what = 'condition'): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (await attempt()) return;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 750));
+  }
+}
+
+describeInBrowser('web app audit findings in headless Chromium', () => {
+  beforeAll(async () => {
+    const build = spawnSync(process.execPath, [join(ROOT, 'web/scripts/ensure-build.mjs')], { stdio: 'inherit' });
+    if (build.status !== 0) throw new Error('web app build failed');
+    await mailbox.start();
+    const port = await freePort();
+    system = await startSystem({
+      env: { PORT: String(port), PUBLIC_URL: `http://127.0.0.1:${port}`, COOKIE_SECURE: 'false', SMTP_URL: mailbox.url, DATA_DIR: join(tmpdir(), `cards-web-audit-${Date.now()}`) },
+    });
+    user = await signUp(system.baseUrl, mailbox, 'web-audit');
+    browser = await chromium.launch({ executablePath: (browserFound as { path: string }).path, args: CHROMIUM_ARGS });
+    context = await browser.newContext({ baseURL: system.baseUrl, viewport: { width: 1200, height: 900 } });
+    page = await context.newPage();
+  }, 240_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    await system?.stop();
+    await mailbox.stop();
+  });
+
+  it('drops the signed-in state when an action answers 401 (session lost) and offers to sign in again', async () => {
+    await signIn();
+    await page.goto('/collections');
+    await page.getByRole('heading', { name: 'Your collections' }).waitFor();
+    await page.getByRole('link', { name: 'My cards' }).waitFor();
+    await context.clearCookies();
+    await page.getByLabel('Name').fill('Lost session');
+    await page.getByRole('button', { name: 'Create collection' }).click();
+    await page.getByRole('link', { name: 'Sign in' }).first().waitFor();
+    expect(await page.getByRole('link', { name: 'My cards' }).count()).toBe(0);
+    await page.getByText('Your session has ended').waitFor();
+    // The offer keeps the page to come back to.
+    expect(await page.locator('main a[href^="/auth/login?next="]').first().getAttribute('href')).toBe(`/auth/login?next=${encodeURIComponent('/collections')}`);
+  });
+
+  it('does not call a deliberate sign-out an ended session', async () => {
+    await signIn();
+    await page.goto('/profile');
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.getByRole('link', { name: 'Sign in', exact: true }).waitFor();
+    expect(await page.getByText('Your session has ended').count()).toBe(0);
+  });
+
+  it('names a renamed collection in the tab title', async () => {
+    await signIn();
+    const id = /([0-9a-f-]{36})$/.exec((await user.client.post('/api/card_collection', { name: 'Old name', description: '', is_public: true })).headers.get('location') ?? '')![1]!;
+    await page.goto(`/collection/${id}`);
+    await page.getByRole('heading', { name: 'Old name' }).waitFor();
+    expect(await page.title()).toBe('Old name · Card Library');
+    await page.getByText('Rename, share or delete').click();
+    await page.getByLabel('Name', { exact: true }).fill('New name');
+    await page.getByRole('button', { name: 'Save', exact: true }).click();
+    await page.getByRole('heading', { name: 'New name' }).waitFor();
+    await eventually(async () => (await page.title()) === 'New name · Card Library', 5_000, 'the new tab title');
+  });
+
+  it('says "not found" once on a missing card or collection', async () => {
+    const missing = '00000000-0000-4000-8000-000000000000';
+    await page.goto(`/card/${missing}`);
+    await page.getByRole('heading', { name: 'Card not found' }).waitFor();
+    expect(await page.locator('main').getByText(/card not found/i).count()).toBe(1);
+    await page.goto(`/collection/${missing}`);
+    await page.getByRole('heading', { name: 'Collection not found' }).waitFor();
+    expect(await page.locator('main').getByText(/collection not found/i).count()).toBe(1);
+  });
+
+  it('keeps the keyboard on the search pager: Next onto the last page does not drop focus to the body', async () => {
+    await signIn();
+    const words = ['amber', 'basalt', 'cobalt', 'dune', 'ember', 'fjord', 'granite', 'harbor', 'iris', 'jasper', 'kelp', 'lagoon', 'marble'];
+    for (let i = 0; i < 26; i++) {
+      const text = `Zanzibarite note ${words[i % words.length]} ${words[(i * 5) % words.length]} number ${i}. ${CARD_TEXT}`.replace(/Sentence/g, `Item${i}`);
+      const res = await user.client.post('/api/card', { card_html: `<p>${text}</p>`, link: '', private: false, tag_set: ['paging'] });
+      expect(res.status).toBe(200);
+    }
+    let last = 0;
+    await eventually(async () => {
+      await page.goto('/?q=zanzibarite&mode=fulltext');
+      await page.locator('.results, p.muted:has-text("No card matches")').first().waitFor();
+      const label = await page.locator('.pager [data-pager-label], .pager span').first().textContent().catch(() => null);
+      last = Number(/of (\d+)/.exec(label ?? '')?.[1] ?? 0);
+      return last >= 2;
+    }, 60_000, 'two pages of results');
+    await page.goto(`/?q=zanzibarite&mode=fulltext&page=${last - 1}`);
+    await page.getByText(`Page ${last - 1} of ${last}`).waitFor();
+    await page.getByRole('button', { name: 'Next →' }).focus();
+    await page.keyboard.press('Enter');
+    await page.getByText(`Page ${last} of ${last}`).waitFor();
+    expect(await page.getByRole('button', { name: 'Next →' }).isDisabled()).toBe(true);
+    expect(await page.evaluate<string>('document.activeElement?.tagName ?? ""')).not.toBe('BODY');
+  });
+
+  it('drops the sign-up welcome from the address once the profile is saved', async () => {
+    await signIn();
+    await page.goto('/profile?welcome=1');
+    await page.getByText('Welcome! Your account is ready').waitFor();
+    await page.getByLabel('Username').fill(`audit_${Date.now() % 100000}`);
+    await page.getByRole('button', { name: 'Save profile' }).click();
+    await page.getByText('Saved.').waitFor();
+    expect(new URL(page.url()).search).toBe('');
+    expect(await page.getByText('Welcome! Your account is ready').count()).toBe(0);
+  });
+
+  it('names the collection a notification is about, and a deleted one is not a link', async () => {
+    await signIn();
+    const upload = await user.client.post('/api/file', {
+      base64_docx_file: Buffer.from(buildDocx([{ heading: 'Rivers', paragraphs: [CARD_TEXT] }])).toString('base64url'),
+      file_name: 'rivers.docx',
+      file_mime_type: 'application/vnd.openxmlformats-officedocument.wordprocessingml.document',
+      tag_set: [],
+      private: false,
+    });
+    expect(upload.status).toBe(200);
+    let collectionId = '';
+    await eventually(async () => {
+      const collections = (await user.client.get(`/api/user/collections/${user.id}`)).json as { id: string; file_id?: string | null }[];
+      collectionId = collections.find((c) => c.file_id)?.id ?? '';
+      if (!collectionId) return false;
+      const list = (await user.client.get('/api/notifications')).json as { type: string; collection_uuid?: string }[];
+      return list.some((n) => n.type === 'collection_created' && n.collection_uuid === collectionId);
+    }, 90_000, 'the Collection Created notification');
+    const requests: string[] = [];
+    page.on('request', (r) => void (r.url().includes('/api/') && requests.push(`${r.method()} ${new URL(r.url()).pathname}`)));
+    await page.goto('/notifications');
+    await page.locator('.notifications li').filter({ hasText: 'A collection was created' }).getByRole('link', { name: 'Collection for file rivers.docx' }).waitFor();
+    // One request per collection named, none for cards the page does not name.
+    expect(requests.filter((r) => r === `GET /api/card_collection/${collectionId}/1`)).toHaveLength(1);
+    expect(requests.filter((r) => r.startsWith('GET /api/card_collection/')).length).toBeLessThanOrEqual(2);
+
+    expect((await user.client.delete('/api/card_collection', { collection_id: collectionId })).status).toBe(204);
+    // Opened again (the names are kept while the page is open): the deleted collection is said, not linked.
+    await page.reload();
+    await page.locator('.notifications li').filter({ hasText: 'A collection was created (since deleted).' }).waitFor();
+    expect(await page.locator(`.notifications a[href="/collection/${collectionId}"]`).count()).toBe(0);
+  });
+});

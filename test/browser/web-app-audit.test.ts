@@ -137,6 +137,12 @@ describeInBrowser('web app audit findings in headless Chromium', () => {
     await page.getByText(`Page ${last} of ${last}`).waitFor();
     expect(await page.getByRole('button', { name: 'Next →' }).isDisabled()).toBe(true);
     expect(await page.evaluate<string>('document.activeElement?.tagName ?? ""')).not.toBe('BODY');
+    // Past the end: no "Page 99 of 2", but a way to the last page.
+    await page.goto('/?q=zanzibarite&mode=fulltext&page=99');
+    await page.getByText('There are no results on page 99.').waitFor();
+    expect(await page.getByText('Page 99 of').count()).toBe(0);
+    await page.getByRole('button', { name: `Go to the last page (${last})` }).click();
+    await page.getByText(`Page ${last} of ${last}`).waitFor();
   });
 
   it('drops the sign-up welcome from the address once the profile is saved', async () => {

@@ -47,7 +47,7 @@ export const CARD_SANITIZE_OPTIONS: sanitizeHtml.IOptions = {
   allowedTags: ['p', 'br', 'b', 'strong', 'i', 'em', 'u', 'mark', 'span', 'ul', 'ol', 'li', 'blockquote', ...HEADINGS, 'a'],
   // ol start="n": a numbered list a card made from a document continues from the card before it (Files splitter).
   allowedAttributes: { a: ['href'], ol: ['start'] },
-  transformTags: { ol: (tagName, attribs) => ({ tagName, attribs: /^\d{1,9}$/.test(attribs.start ?? '') ? { start: attribs.start! } : {} }) },
+  transformTags: { ol: (tagName, attribs): sanitizeHtml.Tag => ({ tagName, attribs: /^\d{1,9}$/.test(attribs.start ?? '') ? { start: attribs.start! } : {} }) },
   allowedSchemes: ['http', 'https'],
   allowedSchemesByTag: {},
   allowedSchemesAppliedToAttributes: ['href'],

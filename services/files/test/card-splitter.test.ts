@@ -15,6 +15,39 @@ describe('splitIntoCards', () => {
     expect(cards.map((c) => c.index)).toEqual([0, 1]);
   });
 
+  describe('list items', () => {
+    const li = (text: string, ordered: boolean, number: number, level = 1): DocumentBlock => ({ ...p(text), list: { ordered, level, number } });
+
+    it('are set in one ul or ol per list, a deeper level inside its item, the text one line per item as the card HTML reads', () => {
+      const blocks = [h('Steps'), p(words(62)), li('Grind', true, 1), li('Brew', true, 2), li('hot', false, 1, 2), li('cool', false, 2, 2), li('Pour', true, 3), li('Enjoy', false, 1), li('Again', false, 1), p('After')];
+      const [card] = splitIntoCards({ blocks });
+      expect(card!.html).toBe(
+        `<h2>Steps</h2>\n<p>${words(62)}</p>\n<ol><li>Grind</li><li>Brew<ul><li>hot</li><li>cool</li></ul></li><li>Pour</li></ol>` +
+          '<ul><li>Enjoy</li></ul><ul><li>Again</li></ul>\n<p>After</p>',
+      );
+      // No markers: the words of the items, as the cards service derives a card's text from its li elements.
+      expect(card!.text).toBe(`Steps\n${words(62)}\nGrind\nBrew\nhot\ncool\nPour\nEnjoy\nAgain\nAfter`);
+      expect(card!.wordCount).toBe(71);
+    });
+
+    it('a numbered list cut between two cards continues its numbering in the next (ol start)', () => {
+      const items = Array.from({ length: 20 }, (_, i) => li(words(30, `i${i}w`), true, i + 1));
+      const cards = splitIntoCards({ blocks: [h('List'), ...items] });
+      expect(cards.length).toBeGreaterThan(1);
+      expect(cards[0]!.html).toMatch(/^<h2>List<\/h2>\n<ol><li>i0w0 /);
+      const first = Number(/^<h2>List<\/h2>\n<ol start="(\d+)"><li>i(\d+)w0 /.exec(cards[1]!.html)?.[1]);
+      expect(cards[1]!.html).toMatch(new RegExp(`<ol start="${first}"><li>i${first - 1}w0 `));
+      expect(cards[1]!.html.match(/<ol/g)).toHaveLength(1);
+    });
+
+    it('an item cut into pieces is an item where it starts; its rest starts the next card as a paragraph', () => {
+      const cards = splitIntoCards({ blocks: [h('Long'), li(words(150, 'x'), true, 4), li(words(500, 'y'), true, 5), li(words(100, 'z'), true, 6)] });
+      const html = cards.map((c) => c.html.replace(/(<li>|<p>)(\w)\d+[^<]*/g, '$1$2…'));
+      expect(html).toEqual(['<h2>Long</h2>\n<ol start="4"><li>x…</li></ol>', '<h2>Long</h2>\n<ol start="5"><li>y…</li></ol>', '<h2>Long</h2>\n<p>y…</p>\n<ol start="6"><li>z…</li></ol>']);
+      expect(cards.every((c) => c.wordCount >= MIN_CARD_WORDS && c.wordCount <= MAX_CARD_WORDS)).toBe(true);
+    });
+  });
+
   it('emits the last block too', () => {
     const cards = splitIntoCards({ blocks: [h('Only'), p(words(75))] });
     expect(cards).toHaveLength(1);

@@ -253,11 +253,15 @@ describe('inline HTML of blocks', () => {
 describe('lists, tables and notes', () => {
   const texts = (blocks: { text: string }[]) => blocks.map((b) => b.text.replace(/w(\d+)(?: w\d+)+\./g, 'w$1…'));
 
-  it('.odt: a list item is a paragraph with its marker, a table row one paragraph of its cells, a note at its citation in brackets', async () => {
+  it('.odt: a list item is a paragraph with its place in its list, a table row one paragraph of its cells, a note at its citation in brackets', async () => {
     // structure.odt (from the ingestion audit): a text:list of three items, a table of one row of two cells, a footnote.
     const { blocks } = await reader.parse('odt', fixture('structure.odt'));
     const list = blocks.slice(blocks.findIndex((b) => b.text === 'ODT list') + 1, blocks.findIndex((b) => b.text === 'ODT table'));
-    expect(texts(list)).toEqual(['\u2022 w2146… w2158… w2170…', '\u2022 w2176… w2188… w2200…', '\u2022 w2206… w2218… w2230…']);
+    expect(texts(list)).toEqual(['w2146… w2158… w2170…', 'w2176… w2188… w2200…', 'w2206… w2218… w2230…']);
+    expect(list.map((b) => b.list)).toEqual([1, 2, 3].map((number) => ({ ordered: false, level: 1, number })));
+    // The cards hold it as one real list.
+    const listCard = splitIntoCards({ blocks }).find((card) => card.text.includes('w2146'))!;
+    expect(listCard.html).toMatch(/<ul><li>w2146 [^<]*<\/li><li>w2176 [^<]*<\/li><li>w2206 [^<]*<\/li><\/ul>/);
     const row = blocks[blocks.findIndex((b) => b.text === 'ODT table') + 1]!;
     expect(texts([row])).toEqual(['w2236… w2248… w2260… w2272… | w2276… w2288… w2300… w2312…']);
     const noted = blocks.find((b) => b.text.includes('ODTNOTE'))!;
@@ -267,23 +271,34 @@ describe('lists, tables and notes', () => {
     expect(splitIntoCards({ blocks }).some((card) => card.text.includes('[1: ODTNOTE body.]'))).toBe(true);
   });
 
-  it('.odt: a list numbered by its automatic list style gets numbers, per level; a list header no marker', () => {
+  it('.odt: a list numbered by its automatic list style is numbered, per level; a list header is no item', () => {
     const xml =
       '<office:document-content><office:automatic-styles><text:list-style style:name="L1"><text:list-level-style-number text:level="1"/>' +
       '<text:list-level-style-bullet text:level="2"/></text:list-style></office:automatic-styles><office:body><office:text>' +
       '<text:list text:style-name="L1"><text:list-header><text:p>Steps</text:p></text:list-header><text:list-item><text:p>Grind</text:p></text:list-item>' +
       '<text:list-item><text:p>Brew</text:p><text:list><text:list-item><text:p>hot</text:p></text:list-item></text:list></text:list-item></text:list>' +
       '<text:list><text:list-item><text:p>Plain</text:p></text:list-item></text:list></office:text></office:body></office:document-content>';
-    expect(blocksFromOdtContent(xml).map((b) => b.text)).toEqual(['Steps', '1. Grind', '2. Brew', '\u2022 hot', '\u2022 Plain']);
+    const blocks = blocksFromOdtContent(xml);
+    expect(blocks.map((b) => b.text)).toEqual(['Steps', 'Grind', 'Brew', 'hot', 'Plain']);
+    expect(blocks.map((b) => b.list)).toEqual([
+      undefined,
+      { ordered: true, level: 1, number: 1 },
+      { ordered: true, level: 1, number: 2 },
+      { ordered: false, level: 2, number: 1 },
+      { ordered: false, level: 1, number: 1 },
+    ]);
   });
 
-  it('.docx (mammoth HTML): list items with their markers, nested lists, a paragraph inside an item, a table row per paragraph', () => {
+  it('.docx (mammoth HTML): list items with their places, nested lists, a paragraph inside an item, a table row per paragraph', () => {
     const html =
       '<ul><li>One</li><li><p><strong>Two</strong> too</p></li></ul><ol><li>First</li><li>Second<ol><li>Inner</li></ol></li></ol>' +
       '<table><tr><th><p>Name</p></th><th><p>Value</p></th></tr><tr><td><p>a</p><p>b</p></td><td></td><td><p>c</p></td></tr></table><p>After</p>';
     const blocks = blocksFromHtml(html);
-    expect(blocks.map((b) => b.text)).toEqual(['\u2022 One', '\u2022 Two too', '1. First', '2. Second', '1. Inner', 'Name | Value', 'a b | c', 'After']);
-    expect(blocks[1]!.html).toBe('\u2022 <strong>Two</strong> too');
+    expect(blocks.map((b) => b.text)).toEqual(['One', 'Two too', 'First', 'Second', 'Inner', 'Name | Value', 'a b | c', 'After']);
+    expect(blocks[1]!.html).toBe('<strong>Two</strong> too');
+    expect(blocks.map((b) => b.list && `${b.list.ordered ? 'ol' : 'ul'} ${b.list.level}.${b.list.number}`)).toEqual(
+      ['ul 1.1', 'ul 1.2', 'ol 1.1', 'ol 1.2', 'ol 2.1', undefined, undefined, undefined],
+    );
   });
 
   it('.docx: a footnote is put at its reference in brackets and not left over at the end', async () => {

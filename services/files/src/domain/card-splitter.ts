@@ -1,6 +1,6 @@
 import { freeTextProblem, hasUnspacedScript, hasVisibleText, linkProblem, MIN_WORDS_EXCLUSIVE, wordCount, wordStartsInRun, withLoneSurrogatesReplaced, withoutControlCharacters } from '@cards/card-rules';
 import { cutHtmlAtWords } from './html-words';
-import type { CardDraft, DocumentBlock, ParsedDocument } from './model';
+import type { CardDraft, DocumentBlock, ListPlace, ParsedDocument } from './model';
 
 /** A card holds more than MIN_WORDS_EXCLUSIVE words (the cards service's rule) and at most 400 (DESIGN.md "Files"). */
 export const MIN_CARD_WORDS = MIN_WORDS_EXCLUSIVE + 1;
@@ -321,11 +321,13 @@ function splitLongParagraph(paragraph: DocumentBlock, maxWords: number): Documen
  */
 function cutBlock(paragraph: DocumentBlock, words: string[], ranges: [number, number][]): DocumentBlock[] {
   const textOf = ([start, end]: [number, number]) => joinWords(words, start, end);
+  // A list item cut into pieces: the piece that starts it is the item; the rest follow as paragraphs.
+  const listOf = ([start]: [number, number]) => (paragraph.list && start === 0 ? { list: paragraph.list } : {});
   const cut = paragraph.html ? cutHtmlAtWords(paragraph.html, ranges) : null;
   if (cut && cut.words === words.length && cut.anchors === paragraph.links.length) {
     return ranges.map((range, i) => {
       const part = cut.parts[i]!;
-      return withWords({ kind: 'paragraph', text: textOf(range), html: part.html, links: part.anchors.map((k) => paragraph.links[k]!) }, sliceWords(words, ...range));
+      return withWords({ kind: 'paragraph', text: textOf(range), html: part.html, links: part.anchors.map((k) => paragraph.links[k]!), ...listOf(range) }, sliceWords(words, ...range));
     });
   }
   const anchoredAt = !paragraph.html && paragraph.linkWords?.length === paragraph.links.length ? paragraph.linkWords : null;
@@ -335,6 +337,7 @@ function cutBlock(paragraph: DocumentBlock, words: string[], ranges: [number, nu
         kind: 'paragraph',
         text: textOf([start, end]),
         links: anchoredAt ? paragraph.links.filter((_, k) => anchoredAt[k]! >= start && anchoredAt[k]! < end) : start === 0 ? paragraph.links : [],
+        ...listOf([start, end]),
       },
       sliceWords(words, start, end),
     ),
@@ -349,12 +352,59 @@ function draftFrom(index: number, heading: DocumentBlock | null, title: string |
     parts.push(`<h${level}>${escapeHtml(title)}</h${level}>`);
     texts.push(title);
   }
+  const lists = new ListWriter(parts);
   for (const p of paragraphs) {
-    parts.push(`<p>${p.html || escapeHtml(p.text)}</p>`);
+    const html = p.html || escapeHtml(p.text);
+    if (p.list) lists.item(p.list, html);
+    else {
+      lists.closeAll();
+      parts.push(`<p>${html}</p>`);
+    }
     texts.push(p.text);
   }
+  lists.closeAll();
   const text = texts.join('\n');
   return { index, title, html: parts.join('\n'), text, link: firstLink(paragraphs), wordCount: countWords(text) };
+}
+
+/**
+ * Writes list items into a card's HTML parts as ul/ol and li: consecutive items of one list (same kind and level, numbers
+ * following on) share one list element, an item of a deeper level opens a list inside the open item, and a numbered list
+ * that does not start at 1 (the rest of a list the previous card began) says where it starts (ol start="n").
+ */
+class ListWriter {
+  private readonly open: { ordered: boolean; level: number; next: number; item: boolean }[] = [];
+  private html = '';
+
+  constructor(private readonly parts: string[]) {}
+
+  item(place: ListPlace, html: string): void {
+    let top = this.open[this.open.length - 1];
+    while (top && (top.level > place.level || (top.level === place.level && (top.ordered !== place.ordered || top.next !== place.number)))) {
+      this.closeTop();
+      top = this.open[this.open.length - 1];
+    }
+    if (!top || top.level < place.level) {
+      const start = place.ordered && place.number !== 1 ? ` start="${place.number}"` : '';
+      this.html += place.ordered ? `<ol${start}>` : '<ul>';
+      top = { ordered: place.ordered, level: place.level, next: place.number, item: false };
+      this.open.push(top);
+    } else if (top.item) this.html += '</li>';
+    this.html += `<li>${html}`;
+    top.item = true;
+    top.next = place.number + 1;
+  }
+
+  closeAll(): void {
+    while (this.open.length > 0) this.closeTop();
+    if (this.html) this.parts.push(this.html);
+    this.html = '';
+  }
+
+  private closeTop(): void {
+    const list = this.open.pop()!;
+    this.html += `${list.item ? '</li>' : ''}${list.ordered ? '</ol>' : '</ul>'}`;
+  }
 }
 
 function firstLink(paragraphs: DocumentBlock[]): string {

@@ -53,6 +53,15 @@ export interface DocumentBlock {
    * formatting; built only by the readers, never copied from the document.
    */
   html?: string;
+  /** Set on a list item's paragraph (its text and HTML carry no marker): the splitter sets it in a ul or ol. */
+  list?: ListPlace;
+}
+
+/** Where a list item stands: in a numbered or bulleted list, at a nesting level (1 outermost), its number there (1 first). */
+export interface ListPlace {
+  ordered: boolean;
+  level: number;
+  number: number;
 }
 
 /** What a parser makes of a document: its blocks in reading order. */

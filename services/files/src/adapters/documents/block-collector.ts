@@ -1,6 +1,6 @@
 import { DepthLimitedParser } from '@cards/html-parsing';
 import { escapeHtml } from '../../domain/card-splitter';
-import type { DocumentBlock } from '../../domain/model';
+import type { DocumentBlock, ListPlace } from '../../domain/model';
 import { hasVisibleText } from '@cards/card-rules';
 
 const INLINE_TAGS: Record<string, string> = { strong: 'strong', b: 'strong', em: 'em', i: 'em', u: 'u' };
@@ -12,15 +12,15 @@ class BlockCollector {
 
   private openLink = false;
   private open: string[] = [];
-  /** Written before the block's next visible text: a list item's marker, or the separator before a table cell's text. */
+  /** Written before the block's next visible text: the separator before a table cell's text. */
   private pending = '';
-  /** Where in the block's HTML the pending text goes: before any element opened since, so "\u2022 " is not set in bold. */
+  /** Where in the block's HTML the pending text goes: before any element opened since. */
   private pendingAt = 0;
 
-  start(kind: DocumentBlock['kind'], level?: number, marker = ''): void {
+  start(kind: DocumentBlock['kind'], level?: number, list?: ListPlace): void {
     this.end();
-    this.current = { kind, text: '', links: [], html: '', ...(kind === 'heading' ? { level } : {}) };
-    this.pending = marker;
+    this.current = { kind, text: '', links: [], html: '', ...(kind === 'heading' ? { level } : {}), ...(list ? { list } : {}) };
+    this.pending = '';
     this.pendingAt = 0;
   }
 
@@ -105,12 +105,12 @@ interface OpenList {
   items: number;
 }
 
-/** The marker a list item's paragraph starts with: "1." in a numbered list, a bullet otherwise. */
-function itemMarker(lists: OpenList[]): string {
+/** The place of a list's next item: numbered or not, its level (how many lists are open), its number in the innermost. */
+function nextItem(lists: OpenList[]): ListPlace | undefined {
   const list = lists[lists.length - 1];
-  if (!list) return '';
+  if (!list) return undefined;
   list.items++;
-  return list.ordered ? `${list.items}. ` : '\u2022 ';
+  return { ordered: list.ordered, level: lists.length, number: list.items };
 }
 
 /** Between a table row's cells, in the row's one paragraph. */
@@ -166,8 +166,8 @@ function inlineNote(citation: string, text: string): string {
 
 /**
  * Blocks from HTML such as mammoth's rendering of a .docx: h1-h6 are headings, other block elements paragraphs. A list
- * item is a paragraph starting with its marker ("\u2022 ", or "1. " in a numbered list), a table row one paragraph of its
- * cells separated by " | " (the card HTML keeps no tables); a footnote or endnote is put at its reference in brackets,
+ * item is a paragraph with its place in its list (`list`: numbered or not, level, number; the splitter sets it in a ul or
+ * ol), a table row one paragraph of its cells separated by " | " (the card HTML keeps no tables); a footnote or endnote is put at its reference in brackets,
  * "[1: its text]", and not again at the end.
  */
 export function blocksFromHtml(html: string): DocumentBlock[] {
@@ -196,7 +196,7 @@ export function blocksFromHtml(html: string): DocumentBlock[] {
           collector.start('paragraph');
         } else if (rows > 0 && (name === 'td' || name === 'th')) collector.separate(CELL_SEPARATOR);
         else if (rows > 0 && HTML_BLOCKS.has(name)) collector.separate(' ');
-        else if (name === 'li') collector.start('paragraph', undefined, itemMarker(lists));
+        else if (name === 'li') collector.start('paragraph', undefined, nextItem(lists));
         else if (HTML_BLOCKS.has(name)) {
           if (!collector.isBlank) collector.start('paragraph');
         } else if (name === 'br') collector.text(' ');
@@ -289,7 +289,7 @@ export function odtContentReader(): IncrementalBlockReader {
           collector.start('paragraph');
         } else if (rows > 0 && name === 'table:table-cell') collector.separate(CELL_SEPARATOR);
         else if (rows > 0 && (name === 'text:p' || name === 'text:h')) collector.separate(' ');
-        else if (name === 'text:list-item') collector.start('paragraph', undefined, itemMarker(lists));
+        else if (name === 'text:list-item') collector.start('paragraph', undefined, nextItem(lists));
         else if (name === 'text:list-header') collector.start('paragraph');
         else if (name === 'text:h') collector.start('heading', Number(attrs['text:outline-level'] ?? '1') || 1);
         else if (name === 'text:p') {

@@ -35,9 +35,9 @@ interface SlowRead {
  * GET of `path` read at `bytesPerSecond`; `pauseAt` (bytes) stops reading for `pauseMs` once that much has arrived,
  * calling `duringPause` meanwhile.
  */
-function slowGet(baseUrl: string, path: string, options: { cookie?: string; bytesPerSecond: number; pauseAt?: number; pauseMs?: number; duringPause?: () => Promise<void> }): Promise<SlowRead> {
+function slowGet(baseUrl: string, path: string, options: { cookie?: string; headers?: Record<string, string>; bytesPerSecond: number; pauseAt?: number; pauseMs?: number; duringPause?: () => Promise<void> }): Promise<SlowRead> {
   return new Promise((resolve, reject) => {
-    const req = request(`${baseUrl}${path}`, { headers: options.cookie ? { cookie: options.cookie } : {} }, (res) => {
+    const req = request(`${baseUrl}${path}`, { headers: { ...options.headers, ...(options.cookie ? { cookie: options.cookie } : {}) } }, (res) => {
       const body = (async () => {
         const chunks: Buffer[] = [];
         let received = 0;
@@ -209,5 +209,37 @@ describe('reads one client has under way: at most 2 of the 4 reads at once', () 
     for (const read of holding) expect(contentOf(await read.body).equals(bytes)).toBe(true);
     const again = await anonymous.get(`/api/file/${id}`);
     expect(again.status).toBe(200);
+  }, 60_000);
+});
+
+describe('reads one client has under way, behind a proxy: an IPv6 client is its /64', () => {
+  let system: RunningSystem;
+  let alice: TestUser;
+
+  beforeAll(async () => {
+    system = await startSystem({ env: { SMTP_URL: mailbox.url, FILE_READS_AT_ONCE: '4', FILE_READS_PER_CLIENT: '2', TRUST_PROXY: '1' } });
+    alice = await signUp(system.baseUrl, mailbox, 'alice');
+  }, 120_000);
+  afterAll(() => system?.stop());
+
+  it('counts anonymous reads from addresses of one /64 together, and another /64 apart', async () => {
+    const id = await upload(alice, false);
+    let releaseHolders!: () => void;
+    const holdersPaused = new Promise<void>((resolve) => (releaseHolders = resolve));
+    const from = (address: string) => ({ 'x-forwarded-for': address });
+    // One subscriber's /64 holds every address it rotates through: two held reads from two of them.
+    const holding = [
+      await slowGet(system.baseUrl, `/api/file/${id}`, { headers: from('2001:db8:1:2::1'), bytesPerSecond: BYTES_PER_SECOND, pauseAt: 1, duringPause: () => holdersPaused }),
+      await slowGet(system.baseUrl, `/api/file/${id}`, { headers: from('2001:db8:1:2::2'), bytesPerSecond: BYTES_PER_SECOND, pauseAt: 1, duringPause: () => holdersPaused }),
+    ];
+    expect(holding.map((r) => r.status)).toEqual([200, 200]);
+    const third = await fetch(`${system.baseUrl}/api/file/${id}`, { headers: from('2001:db8:1:2::3') });
+    expect(third.status).toBe(429);
+    await third.body?.cancel();
+    const elsewhere = await fetch(`${system.baseUrl}/api/file/${id}`, { headers: from('2001:db8:1:3::1') });
+    expect(elsewhere.status).toBe(200);
+    await elsewhere.arrayBuffer();
+    releaseHolders();
+    for (const read of holding) await read.body;
   }, 60_000);
 });

@@ -10,6 +10,7 @@ import type { RouteDeps } from '../app';
 import { HttpError, badRequest, serverBusy } from '../http/http-error';
 import { UPLOAD_RETRY_AFTER_SECONDS } from '../http/upload-admission';
 import { ClientShares } from '../http/client-shares';
+import { clientAddressKey } from '../http/rate-limits';
 import { digestOf, idempotencyOf } from '../http/idempotency-key';
 import { pagesOf, sendJsonArrayInPages } from '../http/json-array-in-pages';
 import { sendJsonWithBase64UrlMember } from '../http/json-with-streamed-content';
@@ -213,7 +214,7 @@ export function registerFileRoutes(router: Router, { clients, filesHttpAddress, 
 
   router.get('/file/:file_id', async (req, res) => {
     const fileId = uuidParam(req, 'file_id');
-    const releaseShare = readsPerClient.take(req.user ? `user:${req.user.id}` : `address:${req.ip}`, 1, fileReads.perClient);
+    const releaseShare = readsPerClient.take(req.user ? `user:${req.user.id}` : `address:${clientAddressKey(req.ip)}`, 1, fileReads.perClient);
     if (!releaseShare) throw new HttpError(429, OWN_FILE_READS_BUSY_MESSAGE, { 'retry-after': String(FILE_READ_RETRY_AFTER_SECONDS) });
     const release = await reads.acquire().catch((err: unknown) => {
       releaseShare();

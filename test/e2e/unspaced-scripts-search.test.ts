@@ -52,6 +52,17 @@ describe('search in unspaced scripts (Chinese, Japanese)', () => {
     }
   });
 
+  // One character is often a whole word (书 book, 人 person): it stands for the indexed bigrams holding it.
+  it.each([
+    ['书', 'chinese'],
+    ['京', 'japanese'],
+  ])('full-text and semantic search find the one-character word %s inside the %s card, and only it', async (query, which) => {
+    const card = which === 'chinese' ? chinese : japanese;
+    for (const path of ['/api/card/fulltextsearch/1', '/api/card/search/1']) {
+      expect([path, query, ids(await anonymous.post(path, { content: query }))]).toEqual([path, query, [card]]);
+    }
+  });
+
   it('one character changed is another word, not a typo: 公司 (company) finds nothing', async () => {
     for (const path of ['/api/card/fulltextsearch/1', '/api/card/search/1']) {
       expect([path, ids(await anonymous.post(path, { content: '公司' }))]).toEqual([path, []]);

@@ -470,6 +470,38 @@ export function describeCardIndexContract(name: string, factory: () => Promise<C
       expect(page.hits[0]!.cardId).toBe(park.cardId);
     });
 
+    test('a one-character Chinese or Japanese query finds the cards holding that character (alone or inside a passage); a card holding two such characters ranks first', async () => {
+      const history = aCard().saying('一本关于中国历史的书').build();
+      const library = aCard().saying('图书馆里有很多人').build();
+      const books = aCard().saying('日本の本を読みました').build();
+      const water = aCard().saying('我喜欢喝水').build();
+      const lone = aCard().saying('书 and a few English words').build();
+      const english = aCard().saying('a book about the history of China').build();
+      for (const card of [history, library, books, water, lone, english]) await index.upsert(card);
+      const found = async (query: string) => ({ query, found: (await index.matchText(query, everything(), firstPage)).hits.map((h) => h.cardId).sort() });
+      expect(await found('书')).toEqual({ query: '书', found: [history.cardId, library.cardId, lone.cardId].sort() });
+      expect(await found('人')).toEqual({ query: '人', found: [library.cardId] });
+      expect(await found('水')).toEqual({ query: '水', found: [water.cardId] });
+      expect(await found('本')).toEqual({ query: '本', found: [history.cardId, books.cardId].sort() });
+      expect(await found('猫')).toEqual({ query: '猫', found: [] });
+      // Two one-character words: a card holding both ranks first.
+      const both = (await index.matchText('书 人', everything(), firstPage)).hits.map((h) => h.cardId);
+      expect(both[0]).toBe(library.cardId);
+      expect(both).toEqual(expect.arrayContaining([history.cardId, lone.cardId]));
+    });
+
+    test('a soft hyphen inside a word breaks it neither in a query nor in a card', async () => {
+      const stored = aCard().saying('an old card with a soft\u00ADhyphen kept in its text').build();
+      const plain = aCard().saying('a card about the hyphenation of words').build();
+      const german = aCard().saying('Die Silben\u00ADtrennung im Wörter\u00ADbuch').build();
+      for (const card of [stored, plain, german]) await index.upsert(card);
+      const found = async (query: string) => ({ query, found: (await index.matchText(query, everything(), firstPage)).hits.map((h) => h.cardId) });
+      expect(await found('soft\u00ADhyphen')).toEqual({ query: 'soft\u00ADhyphen', found: [stored.cardId] });
+      expect(await found('softhyphen')).toEqual({ query: 'softhyphen', found: [stored.cardId] });
+      expect(await found('Wörterbuch')).toEqual({ query: 'Wörterbuch', found: [german.cardId] });
+      expect(await found('silben\u00ADtrennung')).toEqual({ query: 'silben\u00ADtrennung', found: [german.cardId] });
+    });
+
     test('a card holding the exact phrase ranks above one that merely shares its words', async () => {
       const scattered = aCard().saying('the index was large and the search was fast but nothing else').build();
       const phrase = aCard().saying('we measured that a large search index is fast enough for us').build();

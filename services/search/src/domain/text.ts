@@ -87,6 +87,38 @@ export function isCjkWord(word: string): boolean {
   return CJK_WORD.test(word);
 }
 
+const SOFT_HYPHEN = '\u00ad';
+
+/** Whether a search word is one Han, Hiragana or Katakana character (a one-character query or run). */
+export function isCjkCharacter(word: string): boolean {
+  return word.length <= 2 && word.charCodeAt(0) > 0x7f && isCjkWord(word) && Array.from(word).length === 1;
+}
+
+/** Whether a search word is a Han, Hiragana or Katakana bigram (as unspacedWords() makes them). */
+export function isCjkBigram(word: string): boolean {
+  return word.length <= 4 && word.charCodeAt(0) > 0x7f && isCjkWord(word) && Array.from(word).length === 2;
+}
+
+/**
+ * Most bigrams a one-character Chinese or Japanese query word stands for. Text is indexed as bigrams (a character
+ * alone only as a run of one), so a query of one character (书 "book", 人, 水: whole words) matches the vocabulary
+ * bigrams holding it (的书, 书馆, ...), the ones the most cards the reader may see hold, as well as itself: the
+ * bound keeps a common character (的, 是) from making the query hundreds of words. A card holding only a rarer bigram
+ * of a very common character is then not found by that character alone (decisions.md).
+ */
+export const CJK_CHARACTER_BIGRAMS = 64;
+
+/**
+ * The bigrams a one-character query word stands for (see CJK_CHARACTER_BIGRAMS): of the given ones, those holding the
+ * character that some card the reader may see holds, the most frequent first (ties by spelling), at most
+ * CJK_CHARACTER_BIGRAMS. Both full-text indexes use this rule.
+ */
+export function characterBigrams<T extends { word: string; frequency: number }>(character: string, candidates: readonly T[]): T[] {
+  const holding = candidates.filter((c) => c.frequency > 0 && c.word !== character && c.word.includes(character) && isCjkBigram(c.word));
+  holding.sort((a, b) => b.frequency - a.frequency || (a.word < b.word ? -1 : a.word > b.word ? 1 : 0));
+  return holding.slice(0, CJK_CHARACTER_BIGRAMS);
+}
+
 /**
  * The words full-text search indexes and looks for: words() of the text with its diacritics folded (foldedText), except
  * that runs of unspaced scripts are split (unspacedWords: Chinese and Japanese into character bigrams, Thai and its
@@ -95,7 +127,9 @@ export function isCjkWord(word: string): boolean {
 export function searchWords(text: string): string[] {
   const lower = text.toLowerCase();
   if (ASCII.test(lower)) return words(lower);
-  const folded = foldedText(lower);
+  // A soft hyphen (U+00AD) only marks where a word may break: "soft\u00ADhyphen" is the word "softhyphen", in a query
+  // as in a card (cards drop it from their content, but ones stored before may hold it).
+  const folded = foldedText(lower.includes(SOFT_HYPHEN) ? lower.replaceAll(SOFT_HYPHEN, '') : lower);
   return UNSPACED.test(folded) ? unspacedWords(folded) : words(folded);
 }
 

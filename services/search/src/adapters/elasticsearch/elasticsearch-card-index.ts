@@ -2,7 +2,7 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import { Client, errors, type estypes } from '@elastic/elasticsearch';
 import { isZeroVector, type IndexedCard, type IndexHit, type IndexPage, type PageRequest, type SearchScope, type StoredCard, type StoredPoint } from '../../domain/model';
 import type { CardIndex } from '../../domain/ports';
-import { filterForm, normalizedText, searchWords, wordTrigrams } from '../../domain/text';
+import { CJK_CHARACTER_BIGRAMS, filterForm, isCjkCharacter, normalizedText, searchWords, wordTrigrams } from '../../domain/text';
 import { matchWord, wordWeight, type VocabularyCandidate, type WordMatch } from './word-matcher';
 
 export interface ElasticsearchCardIndexOptions {
@@ -664,6 +664,17 @@ export class ElasticsearchCardIndex implements CardIndex {
     const scopes = callerId === undefined ? [PUBLIC_SCOPE] : [PUBLIC_SCOPE, privateScope(callerId)];
     const searches: estypes.MsearchRequestItem[] = [];
     for (const word of queryWords) {
+      if (isCjkCharacter(word)) {
+        // One Chinese or Japanese character: the bigrams holding it that the most cards the caller may see hold
+        // (characterBigrams), read from the cards' words (the vocabulary has no frequencies).
+        searches.push({ index: this.names.cards });
+        searches.push({
+          size: 0,
+          query: { bool: { filter: [...this.searchable(), visibleTo(callerId)] } },
+          aggs: { bigrams: { terms: { field: 'words', include: `.${word}|${word}.`, size: CJK_CHARACTER_BIGRAMS } } },
+        });
+        continue;
+      }
       searches.push({ index: this.names.vocabulary });
       searches.push({
         size: VOCABULARY_CANDIDATES,
@@ -681,6 +692,8 @@ export class ElasticsearchCardIndex implements CardIndex {
     const response = await this.client.msearch<VocabularySource>({ searches });
     return response.responses.map((r) => {
       if ('error' in r) throw new Error(`vocabulary lookup failed: ${JSON.stringify(r.error)}`);
+      const bigrams = (r.aggregations?.bigrams as { buckets: { key: string }[] } | undefined)?.buckets;
+      if (bigrams) return bigrams.map((b) => b.key);
       // A word both public and the caller's own comes twice.
       return [...new Set(r.hits.hits.map((h) => h._source!.word))];
     });

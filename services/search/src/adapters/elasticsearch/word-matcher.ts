@@ -1,4 +1,4 @@
-import { KNOWN_WORD_VARIANTS, UNKNOWN_WORD_VARIANTS, variantSimilarity, wordTrigrams } from '../../domain/text';
+import { characterBigrams, isCjkCharacter, KNOWN_WORD_VARIANTS, UNKNOWN_WORD_VARIANTS, variantSimilarity, wordTrigrams } from '../../domain/text';
 
 /** A vocabulary word found by trigram overlap with a query word, with how many root cards the caller may see hold it. */
 export interface VocabularyCandidate {
@@ -21,6 +21,11 @@ export interface WordMatch {
 export function matchWord(word: string, exactFrequency: number, candidates: readonly VocabularyCandidate[]): WordMatch[] {
   const known = exactFrequency > 0;
   const out: WordMatch[] = known ? [{ word, similarity: 1 }] : [];
+  // One Chinese or Japanese character (书 "book") stands for the most frequent bigrams holding it, as the lexicon's.
+  if (isCjkCharacter(word)) {
+    const bigrams = characterBigrams(word, candidates.map((c) => ({ word: c.word, frequency: c.documentFrequency })));
+    return out.concat(bigrams.map((b) => ({ word: b.word, similarity: 1 })));
+  }
   if (word.length < 3 && known) return out;
   const trigrams = wordTrigrams(word);
   const own = new Set(trigrams);

@@ -1,4 +1,4 @@
-import { isCjkWord, KNOWN_WORD_VARIANTS, UNKNOWN_WORD_VARIANTS, variantSimilarity, wordTrigrams } from '../../domain/text';
+import { characterBigrams, isCjkBigram, isCjkCharacter, isCjkWord, KNOWN_WORD_VARIANTS, UNKNOWN_WORD_VARIANTS, variantSimilarity, wordTrigrams } from '../../domain/text';
 
 /** A growable list of int32 slots. */
 class SlotList {
@@ -48,6 +48,8 @@ export class Lexicon {
   private readonly trigramCounts: number[] = [];
   private readonly postings: SlotList[] = [];
   private readonly byTrigram = new Map<string, number[]>();
+  /** Han, Hiragana or Katakana character -> the vocabulary's bigrams holding it (a one-character query matches them). */
+  private readonly bigramsByCharacter = new Map<string, number[]>();
   private shared = new Uint16Array(1024);
   /** Per word: how many public cards hold it. */
   private publicFrequency = new Int32Array(1024);
@@ -77,6 +79,13 @@ export class Lexicon {
           const list = this.byTrigram.get(t);
           if (list) list.push(id);
           else this.byTrigram.set(t, [id]);
+        }
+        if (isCjkBigram(token)) {
+          for (const c of new Set(token)) {
+            const list = this.bigramsByCharacter.get(c);
+            if (list) list.push(id);
+            else this.bigramsByCharacter.set(c, [id]);
+          }
         }
       }
       ids[i] = id;
@@ -152,6 +161,12 @@ export class Lexicon {
     const exact = this.ids.get(word);
     const known = exact !== undefined && this.visibleFrequency(exact, reader) > 0;
     const out: WordMatch[] = known ? [{ wordId: exact, similarity: 1 }] : [];
+    // One Chinese or Japanese character (书 "book") stands for the most frequent bigrams holding it, as found as itself.
+    if (isCjkCharacter(word)) {
+      const bigrams = (this.bigramsByCharacter.get(word) ?? []).map((id) => ({ id, word: this.words[id]!, frequency: this.visibleFrequency(id, reader) }));
+      for (const b of characterBigrams(word, bigrams)) out.push({ wordId: b.id, similarity: 1 });
+      return out;
+    }
     // A Chinese or Japanese bigram has no variants (variantSimilarity): no trigram walk.
     if ((word.length < 3 && known) || isCjkWord(word)) return out;
     if (this.shared.length < this.words.length) this.shared = new Uint16Array(this.words.length * 2);

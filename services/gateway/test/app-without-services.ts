@@ -1,4 +1,6 @@
 import type { Express } from 'express';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { createLogger } from '@cards/platform';
 import type { GatewayClients } from '../src/clients';
 import { createGatewayApp, type GatewayAppOptions } from '../src/app';
@@ -17,5 +19,19 @@ export function appWithoutServices(overrides: Partial<GatewayAppOptions> = {}): 
     trustProxy: false,
     checkPeers: async () => [],
     ...overrides,
+  });
+}
+
+/** The server listening on a free loopback port, and its base URL. */
+export async function listening(server: Server): Promise<{ server: Server; base: string }> {
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return { server, base: `http://127.0.0.1:${(server.address() as AddressInfo).port}` };
+}
+
+/** Closes the server with its kept-alive connections. */
+export function closed(server: Server): Promise<void> {
+  return new Promise<void>((resolve) => {
+    server.closeAllConnections();
+    server.close(() => resolve());
   });
 }

@@ -2,11 +2,10 @@
 // must not stall the gateway: JSON.parse of it blocked the event loop ~2.7 s, so every request of the process waited,
 // and four at once from one user were all admitted (each weighed its 17.5 KB Content-Length).
 import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import zlib from 'node:zlib';
 import type { GatewayClients } from '../src/clients';
 import { API_JSON_SHAPE, jsonShapeProblem } from '../src/http/json-shape';
-import { appWithoutServices } from './app-without-services';
+import { appWithoutServices, closed, listening } from './app-without-services';
 
 const MAX_FILE_BYTES = 20 * 1024 * 1024;
 const user = (token: string) => ({ id: token.replace(/^token-/, 'user-'), email: `${token}@example.com`, visibleEmail: false });
@@ -43,15 +42,10 @@ async function serve(clients: GatewayClients, overrides: Parameters<typeof appWi
     };
     void app(req, res);
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return { server, base: `http://127.0.0.1:${(server.address() as AddressInfo).port}` };
+  return listening(server);
 }
 
-const close = (server: Server) =>
-  new Promise<void>((resolve) => {
-    server.closeAllConnections();
-    server.close(() => resolve());
-  });
+const close = closed;
 
 const upload = (base: string, token: string, body: Buffer, headers: Record<string, string> = {}) =>
   fetch(`${base}/api/file`, { method: 'POST', headers: { 'content-type': 'application/json', cookie: `ai-editor=${token}`, ...headers }, body });

@@ -3,12 +3,11 @@
 // one), and the listing must not hold the event loop while it reads and writes them: other requests are answered
 // between its pages.
 import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { ClientError, Status } from 'nice-grpc';
 import { notifications } from '@cards/proto';
 import type { GatewayClients } from '../src/clients';
 import { presentNotification } from '../src/routes/notification-routes';
-import { appWithoutServices } from './app-without-services';
+import { appWithoutServices, closed, listening } from './app-without-services';
 
 const USER_ID = '0b3c6a52-2f1e-4c61-9a8e-3f7a9d8e1c01';
 const user = (token: string) => ({ id: USER_ID, email: `${token}@example.com`, visibleEmail: false });
@@ -57,15 +56,10 @@ function fakeClients(total: number, pageSize: number, seen: string[], onFirstPag
 
 async function serve(clients: GatewayClients): Promise<{ server: Server; base: string }> {
   const server = createServer(appWithoutServices({ clients, accessLogLevel: 'silent' }));
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return { server, base: `http://127.0.0.1:${(server.address() as AddressInfo).port}` };
+  return listening(server);
 }
 
-const close = (server: Server) =>
-  new Promise<void>((resolve) => {
-    server.closeAllConnections();
-    server.close(() => resolve());
-  });
+const close = closed;
 
 const list = (base: string, headers: Record<string, string> = {}) => fetch(`${base}/api/notifications`, { headers: { cookie: 'ai-editor=token-a', ...headers } });
 

@@ -188,4 +188,62 @@ describeInBrowser('web app audit findings in headless Chromium', () => {
     await page.locator('.notifications li').filter({ hasText: 'A collection was created (since deleted).' }).waitFor();
     expect(await page.locator(`.notifications a[href="/collection/${collectionId}"]`).count()).toBe(0);
   });
+  it('polls the notifications with the last ETag: 304 keeps the list, a new notification still shows up, a sign-out drops the tag', async () => {
+    await signIn();
+    // A page of its own with a fake clock, so the 20-second poll runs when the test says.
+    const polled = await context.newPage();
+    try {
+      await polled.clock.install();
+      const answers: { status: number; ifNoneMatch: string | undefined }[] = [];
+      polled.on('response', (r) => {
+        if (r.request().method() === 'GET' && new URL(r.url()).pathname === '/api/notifications') answers.push({ status: r.status(), ifNoneMatch: r.request().headers()['if-none-match'] });
+      });
+      const badge = polled.getByTestId('unread-badge');
+      await polled.goto('/collections');
+      await eventually(async () => answers.length >= 1, 10_000, 'the first poll');
+      await badge.waitFor();
+      const before = Number(await badge.textContent());
+      expect(answers[0]).toEqual({ status: 200, ifNoneMatch: undefined });
+
+      await polled.clock.runFor(20_000);
+      await eventually(async () => answers.length >= 2, 10_000, 'the second poll');
+      expect(answers[1]!.status).toBe(304);
+      expect(answers[1]!.ifNoneMatch).toMatch(/^"n1\./);
+      expect(Number(await badge.textContent())).toBe(before);
+
+      const beforeNew = answers.length;
+      const name = `Polled ${Date.now()}`;
+      expect((await user.client.post('/api/card_collection', { name, description: '', is_public: false })).status).toBe(204);
+      await eventually(async () => {
+        await polled.clock.runFor(20_000);
+        return Number(await badge.textContent()) === before + 1;
+      }, 30_000, 'the new notification on the badge');
+      // The tag sent was the old one: the server answered the new list.
+      expect(answers.slice(beforeNew).some((a) => a.status === 200 && a.ifNoneMatch)).toBe(true);
+
+      // The notifications page (reached in the page, not reloaded) and its Refresh send the tag too and show the kept list.
+      const seen = answers.length;
+      await polled.getByRole('link', { name: /^Notifications/ }).click();
+      await polled.getByTestId('unread-count').waitFor();
+      await polled.getByRole('button', { name: 'Refresh' }).click();
+      await eventually(async () => answers.length >= seen + 2, 10_000, 'the page read and its refresh');
+      expect(answers.slice(seen).every((a) => a.status === 304 && a.ifNoneMatch)).toBe(true);
+      await polled.locator('.notifications li').filter({ hasText: 'A collection was created' }).first().waitFor();
+      expect(await polled.getByTestId('unread-count').textContent()).toBe(`${before + 1} unread`);
+
+      // Signed out and in again: the first read sends no tag.
+      await polled.locator('header a[href="/profile"]').first().click();
+      await polled.getByRole('button', { name: 'Sign out' }).click();
+      await polled.getByRole('link', { name: 'Sign in', exact: true }).waitFor();
+      const afterSignOut = answers.length;
+      await polled.getByRole('link', { name: 'Sign in', exact: true }).first().click();
+      await polled.getByLabel('E-mail').fill(user.email);
+      await polled.getByLabel('Password').fill(user.password);
+      await polled.getByRole('button', { name: 'Sign in' }).click();
+      await eventually(async () => answers.length > afterSignOut, 10_000, 'the poll after signing in');
+      expect(answers[afterSignOut]).toEqual({ status: 200, ifNoneMatch: undefined });
+    } finally {
+      await polled.close();
+    }
+  });
 });

@@ -58,7 +58,35 @@ export function newIdempotencyKey(): string {
   return Array.from(crypto.getRandomValues(new Uint8Array(16)), (b) => b.toString(16).padStart(2, '0')).join('');
 }
 
-async function request<T>(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<{ data: T; headers: Headers }> {
+/**
+ * The last notification list read and its ETag: a poll (the header's unread badge, the notifications page's refresh)
+ * sends the tag as If-None-Match and keeps this list when the server answers 304 Not Modified. The browser does not do
+ * this itself (the answer is Cache-Control: no-store). Dropped on sign-in, sign-out and an ended session, so one user's
+ * list is never shown to another.
+ */
+let keptNotifications: { etag: string; list: Notification[] } | null = null;
+/** Counts the drops: an answer to a request sent before a drop is not kept. */
+let notificationsGeneration = 0;
+
+/** Drops the kept notification list and its tag (sign-in, sign-out, another user, an ended session). */
+export function forgetNotifications(): void {
+  keptNotifications = null;
+  notificationsGeneration++;
+}
+
+async function listNotifications(): Promise<Notification[]> {
+  const generation = notificationsGeneration;
+  const kept = keptNotifications;
+  const { data, headers, status } = await request<Notification[]>('GET', '/notifications', undefined, kept ? { 'if-none-match': kept.etag } : {});
+  // 304: the server found the tag (which names the user) still current for this session, so the kept list is its list.
+  if (status === 304 && kept) return kept.list;
+  if (status === 304) throw new ApiError(304, 'The notifications could not be read. Try again.');
+  const etag = headers.get('etag');
+  if (generation === notificationsGeneration) keptNotifications = etag && Array.isArray(data) ? { etag, list: data } : null;
+  return data;
+}
+
+async function request<T>(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<{ data: T; headers: Headers; status: number }> {
   const init: RequestInit = { method, credentials: 'same-origin', headers: { accept: 'application/json', ...headers } };
   if (body !== undefined) {
     init.headers = { ...init.headers, 'content-type': 'application/json' };
@@ -77,14 +105,16 @@ async function request<T>(method: string, path: string, body?: unknown, headers:
   } catch {
     json = undefined;
   }
-  if (!res.ok) {
+  // 304 Not Modified answers only a request that sent If-None-Match (listNotifications), which handles it.
+  if (!res.ok && !(res.status === 304 && 'if-none-match' in headers)) {
     // /auth itself (who am I, sign in, sign out) answers 401 as its plain answer for "not signed in" or a wrong
     // password: the session code reads those directly.
+    if (res.status === 401) forgetNotifications();
     if (res.status === 401 && path !== '/auth') reportUnauthorized();
     const message = (json as { message?: unknown } | undefined)?.message;
     throw new ApiError(res.status, typeof message === 'string' && message ? message : `Request failed (${res.status})`);
   }
-  return { data: json as T, headers: res.headers };
+  return { data: json as T, headers: res.headers, status: res.status };
 }
 
 // Each call names its operation (`get<'getCard'>(...)`): the body it sends and the answer it types come from the contract.
@@ -99,8 +129,18 @@ export const api = {
   invite: (email: string) => post<'createInvitation'>('/invitation', { email, referral_tokens: [] }),
   register: (invitationId: string, password: string, passwordConfirmation: string) =>
     post<'register'>(`/register/${seg(invitationId)}`, { password, password_confirmation: passwordConfirmation }),
-  login: (email: string, password: string) => post<'login'>('/auth', { email, password }),
-  logout: () => del<'logout'>('/auth'),
+  login: (email: string, password: string) => {
+    forgetNotifications();
+    return post<'login'>('/auth', { email, password });
+  },
+  logout: async () => {
+    forgetNotifications();
+    try {
+      return await del<'logout'>('/auth');
+    } finally {
+      forgetNotifications();
+    }
+  },
   me: () => get<'currentUser'>('/auth'),
   requestPasswordReset: (email: string) => get<'requestPasswordReset'>(`/password/${seg(email)}`),
   resetPassword: (passwordResetId: string, password: string, passwordConfirmation: string) =>
@@ -154,7 +194,8 @@ export const api = {
   },
 
   // Notifications
-  notifications: () => get<'listNotifications'>('/notifications'),
+  /** Sends the last list's ETag and answers the kept list on 304 (see keptNotifications). */
+  notifications: (): Promise<Answer<'listNotifications'>> => listNotifications(),
   markRead: (notificationId: string) => put<'markNotificationRead'>('/notifications', { notification_id: notificationId }),
   markAllRead: () => put<'markAllNotificationsRead'>('/notifications/all'),
 };
@@ -186,6 +227,7 @@ export function uploadFile(body: RequestBody<'uploadFile'>, idempotencyKey: stri
     };
     xhr.onerror = () => reject(new ApiError(0, 'The upload failed: the server cannot be reached.'));
     xhr.onload = () => {
+      if (xhr.status === 401) forgetNotifications();
       let json: any;
       try {
         json = xhr.responseText ? JSON.parse(xhr.responseText) : undefined;

@@ -1,6 +1,6 @@
 import { createContext } from 'preact';
 import { useCallback, useContext, useEffect, useRef, useState } from 'preact/hooks';
-import { api, ApiError, onUnauthorized, type SlimUser } from './api';
+import { api, ApiError, forgetNotifications, onUnauthorized, type SlimUser } from './api';
 
 export interface Session {
   /** undefined while loading, null when signed out. */
@@ -63,6 +63,10 @@ export function useSessionState(): Session {
   useEffect(() => {
     void refresh();
   }, [refresh]);
+
+  // Another user (or none): the kept notification list and its tag are not theirs. Runs before the poll below.
+  const userId = user?.id;
+  useEffect(() => forgetNotifications(), [userId]);
 
   useEffect(() => {
     if (!user) {

@@ -11,7 +11,8 @@ import { uninvolvedCardServiceDeps } from './uninvolved-deps';
 
 /**
  * The cards and collections services on SQLite (`<dataDir>/cards.db`), their outbox relayed to `bus` as a cards
- * process relays it, with no near-duplicate lookup, file names or join dates. The relay is not started.
+ * process relays it, with no near-duplicate lookup, file names or join dates (the collections' files service finds every
+ * file, public and its caller's own). The relay is not started.
  */
 export function cardsOnEventBus(dataDir: string, bus: EventBus, logger: Logger) {
   const db = openCardsDatabase(join(dataDir, 'cards.db'));
@@ -27,6 +28,8 @@ export function cardsOnEventBus(dataDir: string, bus: EventBus, logger: Logger) 
     eventsWritten: () => relay.kick(),
     logger,
   });
-  const collectionService = new CollectionService({ collections, cards, cardService, files: uninvolvedCardServiceDeps.files, eventsWritten: () => relay.kick() });
+  // Every file is its caller's own public one, so a file's collection can be made.
+  const files = { visibleFile: async (_fileId: string, callerId: string) => ({ name: 'file', private: false, ownerId: callerId }) };
+  const collectionService = new CollectionService({ collections, cards, cardService, files, eventsWritten: () => relay.kick() });
   return { db, cards, collections, cardService, collectionService, relay };
 }

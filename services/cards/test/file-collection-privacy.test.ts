@@ -17,7 +17,9 @@ function setup() {
   const collections = new SqliteCollectionRepository(db);
   const cardService = new CardService({ ...uninvolvedCardServiceDeps, cards, votes: new SqliteVoteRepository(db), collections, contentLock: new InProcessContentLock(), eventsWritten: () => undefined });
   const files = { answers: [] as (VisibleFile | null | Error)[], asked: 0 };
-  const visibleFile = async (): Promise<VisibleFile | null> => {
+  // Until the test sets answers, every file is its caller's own public one (so its collection can be made).
+  const visibleFile = async (_fileId: string, callerId: string): Promise<VisibleFile | null> => {
+    if (files.answers.length === 0) return { name: 'plan.docx', private: false, ownerId: callerId };
     const answer = files.answers[Math.min(files.asked++, files.answers.length - 1)];
     if (answer instanceof Error) throw answer;
     return answer ?? null;
@@ -94,5 +96,44 @@ describe("a file's collection is public exactly when its file is", () => {
     await expect(service.get(collection.id, 'bob')).rejects.toBeInstanceOf(NotFoundError);
     await cardService.applyFilePrivacy(fileId, 'alice', false);
     expect(await service.get(collection.id, 'bob')).toMatchObject({ isPublic: true });
+  });
+});
+
+describe("a file's collection is made only for a file that is still there and its owner's", () => {
+  it('refuses it for a file deleted before the call (file_id: no such file), making none', async () => {
+    const { service, collections, files } = setup();
+    const fileId = randomUUID();
+    files.answers = [null];
+    const refused = service.createFileCollection('alice', fileId, 'plan.docx', true, []);
+    await expect(refused).rejects.toBeInstanceOf(InvalidArgumentError);
+    await expect(refused).rejects.toThrow('file_id: no such file');
+    expect(await collections.findByFileId(fileId)).toBeNull();
+    expect((await service.listUserCollections('alice', 'alice')).items).toEqual([]);
+  });
+
+  it("refuses it for another user's file", async () => {
+    const { service, collections, files } = setup();
+    const fileId = randomUUID();
+    files.answers = [{ ...publicFile, ownerId: 'bob' }];
+    await expect(service.createFileCollection('alice', fileId, 'plan.docx', true, [])).rejects.toThrow('file_id: no such file');
+    expect(await collections.findByFileId(fileId)).toBeNull();
+  });
+
+  it('answers a retry with the collection already made, even when the file was deleted since', async () => {
+    const { service, files } = setup();
+    const fileId = randomUUID();
+    const made = await service.createFileCollection('alice', fileId, 'plan.docx', true, []);
+    files.answers = [null];
+    const asked = files.asked;
+    expect(await service.createFileCollection('alice', fileId, 'plan.docx', true, [])).toMatchObject({ id: made.id, fileId });
+    expect(files.asked).toBe(asked);
+  });
+
+  it('answers unavailable when the files service cannot tell, making none', async () => {
+    const { service, collections, files } = setup();
+    const fileId = randomUUID();
+    files.answers = [new UnavailableError('The files service cannot check file_uuid right now, try again')];
+    await expect(service.createFileCollection('alice', fileId, 'plan.docx', true, [])).rejects.toBeInstanceOf(UnavailableError);
+    expect(await collections.findByFileId(fileId)).toBeNull();
   });
 });

@@ -26,7 +26,7 @@ class RecordingCards implements CardsPort {
   createCalls = 0;
   failAfter = Infinity;
   reject: (card: NewCard) => boolean = () => false;
-  /** Where the cards service looks the file up (GetFile) when set: a card of a file that is gone is refused. */
+  /** Where the cards service looks the file up (GetFile) when set: a card or collection of a file that is gone is refused. */
   files: FileRepository | undefined;
   /** Called after each card made, with the number made so far. */
   afterCreate: (made: number) => Promise<void> = async () => undefined;
@@ -46,6 +46,8 @@ class RecordingCards implements CardsPort {
   async createFileCollection(input: { ownerId: string; fileId: string; fileName: string; isPublic: boolean; cardIds: string[] }): Promise<string> {
     const existing = this.collections.get(input.fileId);
     if (existing) return existing.id;
+    const file = this.files ? await this.files.get(input.fileId) : undefined;
+    if (this.files && (!file || file.userId !== input.ownerId)) throw new CardRejectedError('file_id: no such file');
     const made = { id: newId(), cardIds: input.cardIds, isPublic: input.isPublic, fileName: input.fileName };
     this.collections.set(input.fileId, made);
     return made.id;
@@ -260,6 +262,25 @@ describe('IngestionWorker', () => {
     expect(cards.cards.size).toBe(3);
     expect(cards.collections.size).toBe(0);
     expect(cards.cleared).toEqual([record.id]);
+  });
+
+  it('a file deleted after the last look, just before the cards service makes its collection, gets none: one info line, its cards lose the reference', async () => {
+    const lines: Array<{ level: number; msg: string; cards?: number }> = [];
+    const logged = new IngestionWorker({ repository, objects, reader: new LibraryDocumentReader(), cards, logger: createLogger('files-test', 'info', { write: (line: string) => lines.push(JSON.parse(line)) }), maxAttempts: 3 });
+    const record = await stored('energy.docx');
+    cards.files = repository;
+    const original = cards.createFileCollection.bind(cards);
+    cards.createFileCollection = async (input) => {
+      await repository.delete(record.id, []);
+      return original(input);
+    };
+    const result = await logged.ingest(record.id);
+    expect(result).toEqual({ status: 'skipped', cardIds: [], collectionId: null });
+    expect(cards.cards.size).toBe(3);
+    expect(cards.collections.size).toBe(0);
+    expect(cards.cleared).toEqual([record.id]);
+    expect(lines.filter((l) => l.level >= 40)).toEqual([]);
+    expect(lines.filter((l) => /deleted during its ingestion/.test(l.msg))).toEqual([expect.objectContaining({ level: 30, cards: 3 })]);
   });
 
   it('a FileDeleted event removes the bytes and clears the references', async () => {

@@ -245,10 +245,20 @@ export class CollectionService {
     });
   }
 
-  /** The collection of an ingested file, all its cards bookmarked; idempotent per file id. */
+  /**
+   * The collection of an ingested file, all its cards bookmarked; idempotent per file id. A file that no longer exists
+   * (deleted during its ingestion, after the ingestion's last look) or is not the owner's gets none: InvalidArgumentError
+   * `file_id: no such file`, as a card naming a missing file is refused. A repeat for a file whose collection exists
+   * answers it even when the file was deleted since (a deleted file's collection stays).
+   */
   async createFileCollection(ownerId: string, fileId: string, fileName: string, isPublic: boolean, cardIds: readonly string[]): Promise<Collection> {
     requireCaller(ownerId);
     if (!fileId) throw new InvalidArgumentError('file_id: is required');
+    const made = await this.deps.collections.findByFileId(fileId);
+    if (made) return made;
+    // Throws UnavailableError when the files service cannot answer, so the ingestion tries again.
+    const file = await this.deps.files.visibleFile(fileId, ownerId);
+    if (file === null || file.ownerId !== ownerId) throw new InvalidArgumentError('file_id: no such file');
     const existingCards = new Set((await this.deps.cards.findByIds(cardIds)).map((c) => c.id));
     const kept = [...new Set(cardIds)].filter((id) => existingCards.has(id));
     const now = new Date();

@@ -324,6 +324,8 @@ export interface NearDuplicateFinder {
 export interface VisibleFile {
   name: string;
   private: boolean;
+  /** The file's owner (the files service always tells it); CreateFileCollection makes a collection only for its owner. */
+  ownerId?: string;
 }
 
 /** The files service's view of a file. */

@@ -165,13 +165,21 @@ export class IngestionWorker {
     // collection: its owner would be told of a collection for a file she deleted.
     const current = await repository.get(record.id);
     if (!current) return this.stopForDeletion(record, cardIds.length);
-    const collectionId = await cards.createFileCollection({
-      ownerId: record.userId,
-      fileId: record.id,
-      fileName: record.fileName,
-      isPublic: !current.private,
-      cardIds,
-    });
+    let collectionId: string;
+    try {
+      collectionId = await cards.createFileCollection({
+        ownerId: record.userId,
+        fileId: record.id,
+        fileName: record.fileName,
+        isPublic: !current.private,
+        cardIds,
+      });
+    } catch (err) {
+      // The cards service refuses the collection of a file it cannot find (`file_id: no such file`): deleted after the
+      // look above, maybe on another replica. The record says which it is, as for a refused passage.
+      if (err instanceof CardRejectedError && !(await repository.get(record.id))) return this.stopForDeletion(record, cardIds.length);
+      throw err;
+    }
     await this.catchUpWithPrivacy(record);
     const stillThere = await repository.setIngestion(record.id, { status: 'done', error: null, cardCount: cardIds.length, collectionId }, new Date());
     // Deleted between the last look and the collection: the delete's cleanup may have run before the collection existed.

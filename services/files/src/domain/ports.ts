@@ -114,7 +114,10 @@ export interface NewCard {
 export interface CardsPort {
   /** The id of the created (or previously created, for the same key) card. */
   createCard(card: NewCard): Promise<string>;
-  /** Creates the file's collection holding the cards, once per file; returns its id. */
+  /**
+   * Creates the file's collection holding the cards, once per file; returns its id (the one made, even for a file
+   * deleted since). CardRejectedError (`file_id: no such file`) when there is none yet and the file is gone.
+   */
   createFileCollection(input: { ownerId: string; fileId: string; fileName: string; isPublic: boolean; cardIds: string[] }): Promise<string>;
   /** Clears file_id/file_name on the cards and collection made from the file. */
   clearFileReferences(fileId: string): Promise<void>;
@@ -125,7 +128,7 @@ export interface CardsPort {
   applyFilePrivacy(input: { fileId: string; ownerId: string; private: boolean }): Promise<void>;
 }
 
-/** Thrown by CardsPort when the cards service refuses one card's content (too short, too long ...). */
+/** Thrown by CardsPort when the cards service refuses one card's content (too short, too long ...) or a file's collection. */
 export class CardRejectedError extends Error {
   constructor(message: string) {
     super(message);

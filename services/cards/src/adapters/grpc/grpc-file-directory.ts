@@ -13,7 +13,7 @@ export class GrpcFileDirectory implements FileDirectory {
     try {
       const file = await this.client.getFile({ fileId, callerId }, { idempotent: true });
       if (file.private && file.userId !== callerId) return null;
-      return { name: file.fileName, private: file.private };
+      return { name: file.fileName, private: file.private, ownerId: file.userId };
     } catch (err) {
       if (err instanceof ClientError && HIDDEN.has(err.code)) return null;
       throw new UnavailableError('The files service cannot check file_uuid right now, try again');

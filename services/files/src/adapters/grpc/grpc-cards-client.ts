@@ -40,11 +40,17 @@ export class GrpcCardsClient implements CardsPort {
   }
 
   async createFileCollection(input: { ownerId: string; fileId: string; fileName: string; isPublic: boolean; cardIds: string[] }): Promise<string> {
-    const collection = await this.client.createFileCollection(
-      { ownerId: input.ownerId, fileId: input.fileId, fileName: input.fileName, isPublic: input.isPublic, cardIds: input.cardIds },
-      { idempotent: true },
-    );
-    return collection.id;
+    try {
+      const collection = await this.client.createFileCollection(
+        { ownerId: input.ownerId, fileId: input.fileId, fileName: input.fileName, isPublic: input.isPublic, cardIds: input.cardIds },
+        { idempotent: true },
+      );
+      return collection.id;
+    } catch (err) {
+      // `file_id: no such file`: the file is gone (or not the owner's).
+      if (err instanceof ClientError && err.code === Status.INVALID_ARGUMENT) throw new CardRejectedError(err.details);
+      throw err;
+    }
   }
 
   async clearFileReferences(fileId: string): Promise<void> {

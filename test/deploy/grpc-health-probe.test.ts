@@ -114,8 +114,12 @@ describe('container health checks (compose and images): alive, not ready', () =>
     const logger = createLogger('probe-test', 'silent');
     const readiness = new EngineReadinessMonitor({ checks: [{ name: 'MongoDB (MONGO_URL)', healthName: 'engine:mongodb', check: () => Promise.reject(new Error('connection refused')) }], logger, intervalMs: 100, failureThreshold: 1 });
     engineDown = await startGrpcServer({ name: 'probe.v1.ProbeService', host: '127.0.0.1', port: 0, logger, readiness, register: () => undefined });
-    // The gateway while a peer is not ready: /healthz answers 503.
-    stub = createServer((_req, res) => res.writeHead(503, { 'content-type': 'application/json' }).end('{"status":"unavailable"}'));
+    // The gateway while a peer is not ready: /healthz answers 503, /livez (the process alone) 200.
+    stub = createServer((req, res) =>
+      req.url === '/livez'
+        ? res.writeHead(200, { 'content-type': 'application/json' }).end('{"status":"ok"}')
+        : res.writeHead(503, { 'content-type': 'application/json' }).end('{"status":"unavailable"}'),
+    );
     await new Promise<void>((resolve) => stub.listen(0, '127.0.0.1', resolve));
     stubPort = (stub.address() as AddressInfo).port;
   });

@@ -1,4 +1,5 @@
 import { isIPv4, isIPv6 } from 'node:net';
+import ipaddr from 'ipaddr.js';
 import type { Request, RequestHandler } from 'express';
 import { rateLimit, type IncrementResponse, type Options, type Store } from 'express-rate-limit';
 import type { AttemptCounter } from '../domain/attempt-counter';
@@ -29,23 +30,6 @@ function emailOf(req: Request): string | undefined {
 export const DEFAULT_MAIL_PER_IP = 200;
 export const DEFAULT_MAIL_WINDOW_MS = 10 * 60_000;
 
-/** The 8 16-bit groups of a valid IPv6 address (`::` expanded, a dotted IPv4 tail as two groups). */
-function ipv6Groups(address: string): number[] {
-  let text = address;
-  const lastColon = text.lastIndexOf(':');
-  const tail = text.slice(lastColon + 1);
-  if (tail.includes('.')) {
-    const [a = 0, b = 0, c = 0, d = 0] = tail.split('.').map(Number);
-    text = `${text.slice(0, lastColon + 1)}${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
-  }
-  const [head = '', rest] = text.split('::');
-  const parse = (part: string) => (part === '' ? [] : part.split(':').map((g) => parseInt(g, 16)));
-  const left = parse(head);
-  if (rest === undefined) return left;
-  const right = parse(rest);
-  return [...left, ...new Array<number>(8 - left.length - right.length).fill(0), ...right];
-}
-
 /**
  * The client a per-address limit counts: an IPv4 address as it is (also when written IPv4-mapped, `::ffff:1.2.3.4`),
  * an IPv6 address by its /64, which one subscriber gets whole and can rotate through without end.
@@ -54,10 +38,9 @@ export function clientAddressKey(ip: string | undefined): string {
   if (ip === undefined || ip === '') return 'unknown';
   const address = ip.split('%')[0]!;
   if (isIPv4(address) || !isIPv6(address)) return address;
-  const groups = ipv6Groups(address);
-  const [g0, g1, g2, g3, g4, g5, g6 = 0, g7 = 0] = groups;
-  if (g0 === 0 && g1 === 0 && g2 === 0 && g3 === 0 && g4 === 0 && g5 === 0xffff) return `${g6 >> 8}.${g6 & 255}.${g7 >> 8}.${g7 & 255}`;
-  return `${groups.slice(0, 4).map((g) => g.toString(16)).join(':')}::/64`;
+  const parsed = ipaddr.IPv6.parse(address);
+  if (parsed.isIPv4MappedAddress()) return parsed.toIPv4Address().toString();
+  return `${parsed.parts.slice(0, 4).map((g) => g.toString(16)).join(':')}::/64`;
 }
 
 const tooMany = (message: string): RequestHandler => (_req, res) => {

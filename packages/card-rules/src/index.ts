@@ -182,8 +182,10 @@ export function withoutControlCharacters(text: string): string {
   return text.replace(CONTROL_CHARACTERS_BUT_HTML_WHITESPACE, '');
 }
 
-/** A character of a script written without spaces between its words (Chinese, Japanese, Thai, Lao, Khmer, Burmese). */
-const UNSPACED_SCRIPT = /[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Thai}\p{Script=Lao}\p{Script=Khmer}\p{Script=Myanmar}]/u;
+/** The scripts written without spaces between their words (Chinese, Japanese, Thai, Lao, Khmer, Burmese), as a regex class body. */
+export const UNSPACED_SCRIPT_CLASS = String.raw`\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Thai}\p{Script=Lao}\p{Script=Khmer}\p{Script=Myanmar}`;
+/** A character of a script written without spaces between its words. */
+const UNSPACED_SCRIPT = new RegExp(`[${UNSPACED_SCRIPT_CLASS}]`, 'u');
 /** Dictionary word segmentation (full ICU in Node; every current browser). Without it a run is one word. */
 const WORD_SEGMENTER = typeof Intl === 'object' && typeof Intl.Segmenter === 'function' ? new Intl.Segmenter('und', { granularity: 'word' }) : null;
 

@@ -8,6 +8,7 @@ import {
   collapseTextLines,
   freeTextProblem,
   hasUnspacedScript,
+  UNSPACED_SCRIPT_CLASS,
   hasVisibleText,
   linkProblemText,
   nameProblem,
@@ -167,7 +168,7 @@ export function normalizeContent(content: string): string {
 }
 
 /** A character of a script written without spaces, or a run of other word characters. */
-const SHINGLE_TOKEN = /[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Thai}\p{Script=Lao}\p{Script=Khmer}\p{Script=Myanmar}]|[^\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Thai}\p{Script=Lao}\p{Script=Khmer}\p{Script=Myanmar}]+/gu;
+const SHINGLE_TOKEN = new RegExp(`[${UNSPACED_SCRIPT_CLASS}]|[^${UNSPACED_SCRIPT_CLASS}]+`, 'gu');
 
 /**
  * Word shingles of the normalized content (the words themselves when there are fewer than a shingle's worth). In a

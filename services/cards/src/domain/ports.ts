@@ -181,6 +181,12 @@ export interface HeldCard {
   collectionId: string;
 }
 
+/**
+ * Adapters keep where every ROOT_STRIDE-th root of a viewer's collection page order begins, with the count, so a page
+ * starts reading near its place instead of walking every root before it.
+ */
+export const ROOT_STRIDE = 50;
+
 export interface CollectionRepository {
   /** Throws AlreadyExistsError when (authorId, idempotencyKey) is already taken by a stored collection. */
   insert(collection: Collection, events: OutgoingEvent[]): Promise<void>;

@@ -1,7 +1,7 @@
 import { AlreadyExistsError, appendToMongoOutbox, appendToMongoOutboxOrUndo, creationCursor, isDuplicateKeyError, pageOfRows, type OutgoingEvent, type Page } from '@cards/platform';
 import type { ClientSession, Filter } from 'mongodb';
 import type { Collection, DeletedIdempotencyKey } from '../../domain/model';
-import type { BookmarkAddition, CollectionChange, CollectionRepository, HeldCard, StoredBookmark } from '../../domain/ports';
+import { ROOT_STRIDE, type BookmarkAddition, type CollectionChange, type CollectionRepository, type HeldCard, type StoredBookmark } from '../../domain/ports';
 import {
   bookmarkId,
   findDeletedIdempotencyKey,
@@ -30,9 +30,6 @@ function visibleBookmarkedRootsPipeline(collectionId: string, viewerId: string |
     { $group: { _id: { $ifNull: ['$card.collisionOf', '$card._id'] }, first: { $min: '$ord' } } },
   ];
 }
-
-/** Every ROOT_STRIDE-th root's first bookmark is kept (KeptRoots.starts), so a page starts near its place. */
-export const ROOT_STRIDE = 50;
 
 /** A viewer's roots in a collection: how many, and the order of the first bookmark of roots 0, ROOT_STRIDE, ... */
 interface KeptRoots {
@@ -223,11 +220,6 @@ export class MongoCollectionRepository implements CollectionRepository {
     }
   }
 
-  /**
-   * Reads the bookmarks in their order from bookmarks_order, a batch at a time with their cards, and keeps the first
-   * visible bookmark of each group, so it stops once offset + limit roots are found. Grouping all bookmarks first
-   * ($group, then $sort on the group's first order) read and sorted the whole collection on every page.
-   */
   /**
    * Starts at the kept first bookmark of the root nearest before `offset` (keptRoots) and reads the bookmarks in their
    * order from there (bookmarks_order), a batch at a time with their cards, keeping the first visible bookmark of each

@@ -1,6 +1,6 @@
 import { AlreadyExistsError, appendToSqliteOutbox, creationCursor, newestFirstRows, pageOfRows, type OutgoingEvent, type Page, type SqliteDatabase } from '@cards/platform';
 import type { Collection, DeletedIdempotencyKey } from '../../domain/model';
-import type { BookmarkAddition, CollectionChange, CollectionRepository, HeldCard, StoredBookmark } from '../../domain/ports';
+import { ROOT_STRIDE, type BookmarkAddition, type CollectionChange, type CollectionRepository, type HeldCard, type StoredBookmark } from '../../domain/ports';
 import { findDeletedIdempotencyKey, keepDeletedIdempotencyKey, type KeyOfDeleted } from './deleted-idempotency-keys';
 import { chunks, collectionFromRow, placeholders, type CollectionRow } from './rows';
 
@@ -38,9 +38,6 @@ const GROUPED_ROOTS_SQL = `
   FROM bookmarks b CROSS JOIN cards c INDEXED BY cards_visibility ON c.id = b.card_id
   WHERE b.collection_id = @collectionId AND (c.private = 0 OR c.author_id = @viewerId)
   GROUP BY root_id ORDER BY ord, card_id`;
-
-/** Every ROOT_STRIDE-th root's first bookmark is kept (bookmark_root_counts.starts), so a page starts near its place. */
-export const ROOT_STRIDE = 50;
 
 interface KeptRoots {
   n: number;

@@ -81,7 +81,7 @@ CMD ["tsx", "src/main.ts"]
 FROM runtime AS gateway
 COPY --from=build /out/gateway /app
 COPY --from=build /src/web/dist /app/web/dist
-ENV HOST=0.0.0.0 PORT=8090 WEB_DIST_DIR=/app/web/dist
+ENV HOST=0.0.0.0 PORT=8090 WEB_DIST_DIR=/app/web/dist METRICS_HOST=0.0.0.0
 EXPOSE 8090
 # Alive while the process itself answers: /livez asks no peer (/healthz is 503 whenever a peer is not ready, an
 # engine outage that a restart of the gateway does not cure).

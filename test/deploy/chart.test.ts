@@ -694,12 +694,8 @@ describeWithHelm('Helm chart deploy/k8s (offline)', () => {
       expect(annotations).toMatchObject({ 'prometheus.io/scrape': 'true', 'prometheus.io/path': '/metrics' });
       const ports = new Map(deployment.spec!.template.spec!.containers[0]!.ports!.map((p) => [String(p.containerPort), p.name]));
       const portName = ports.get(annotations['prometheus.io/port']!);
-      if (component === 'gateway') {
-        expect(portName).toBe('http');
-        expect(envValue(deployment as unknown as K8sObject, 'METRICS_PORT')).toBeUndefined();
-        continue;
-      }
-      // A listener of its own: METRICS_PORT on all interfaces, beside the gRPC port.
+      // A listener of its own: METRICS_PORT on all interfaces, beside the gRPC port (the gateway's HTTP port, which
+      // the Ingress routes, has no /metrics then).
       expect(portName).toBe('metrics');
       expect(envValue(deployment as unknown as K8sObject, 'METRICS_PORT')?.value).toBe(annotations['prometheus.io/port']);
       expect(envValue(deployment as unknown as K8sObject, 'METRICS_HOST')?.value).toBe('0.0.0.0');
@@ -723,14 +719,12 @@ describeWithHelm('Helm chart deploy/k8s (offline)', () => {
       const servicePort = service.spec!.ports!.find((p) => p.name === monitor.spec.endpoints[0]!.port);
       expect(monitor.spec.endpoints).toEqual([expect.objectContaining({ path: '/metrics' })]);
       expect({ component, port: servicePort?.port }).toEqual({ component, port: metricsPort });
-      // Only the scraper comes in on the metrics port (callers reach the gRPC port alone).
+      // Only the scraper comes in on the metrics port (callers reach the gRPC or HTTP port alone).
       const policy = find(rendered.objects, 'NetworkPolicy', componentName(component)) as unknown as INetworkPolicy;
       const scrape = policy.spec!.ingress!.find((rule) => JSON.stringify(rule.from) === JSON.stringify([monitoring]));
       expect({ component, ports: scrape?.ports }).toEqual({ component, ports: [{ port: metricsPort, protocol: 'TCP' }] });
-      if (component !== 'gateway') {
-        const others = policy.spec!.ingress!.filter((rule) => rule !== scrape);
-        expect(others.flatMap((rule) => rule.ports ?? []).map((p) => p.port)).not.toContain(metricsPort);
-      }
+      const others = policy.spec!.ingress!.filter((rule) => rule !== scrape);
+      expect(others.flatMap((rule) => rule.ports ?? []).map((p) => p.port)).not.toContain(metricsPort);
     }
 
     // metricsPath "" turns a service's listener off: no port, no variable, no annotations.

@@ -282,12 +282,12 @@ generate FILES_INTERNAL_TOKEN: each release generates its own, so the gateway's 
   value: "0.0.0.0"
 - name: {{ $upper }}_GRPC_PORT
   value: {{ $c.port | quote }}
+{{- end }}
 {{- if $c.metricsPath }}
 - name: METRICS_HOST
   value: "0.0.0.0"
 - name: METRICS_PORT
   value: {{ $c.metricsPort | quote }}
-{{- end }}
 {{- end }}
 {{- /* Requests and calls under way get what the grace period leaves after the preStop pause, less 5 s to close the rest. */}}
 - name: SHUTDOWN_DRAIN_MS

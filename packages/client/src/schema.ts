@@ -588,7 +588,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Prometheus metrics */
+        /** Prometheus metrics (a 404 here when the gateway serves them on a port of its own, METRICS_PORT) */
         get: operations["metrics"];
         put?: never;
         post?: never;
@@ -3610,6 +3610,15 @@ export interface operations {
                 };
                 content: {
                     "text/plain": string;
+                };
+            };
+            /** @description No such resource, or a private resource of someone else */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             405: components["responses"]["MethodNotAllowed"];

@@ -56,16 +56,23 @@ export function metricsMiddleware() {
   };
 }
 
+function defaultServiceRegistry(): Registry {
+  const processMetrics = new Registry();
+  collectDefaultMetrics({ register: processMetrics });
+  return Registry.merge([processMetrics, grpcServerMetrics, eventPipelineMetrics]);
+}
+
 export interface MetricsServerHandle {
   port: number;
   close(): Promise<void>;
 }
 
-/** Prometheus text on GET /metrics: the process's default metrics, the gRPC calls it served and its event pipeline. */
-export async function startMetricsServer(options: { host: string; port: number; logger: Logger }): Promise<MetricsServerHandle> {
-  const processMetrics = new Registry();
-  collectDefaultMetrics({ register: processMetrics });
-  const registry = Registry.merge([processMetrics, grpcServerMetrics, eventPipelineMetrics]);
+/**
+ * Prometheus text on GET /metrics of a listener of its own: `registry`, or by default the process's default metrics, the
+ * gRPC calls it served and its event pipeline.
+ */
+export async function startMetricsServer(options: { host: string; port: number; logger: Logger; registry?: Registry }): Promise<MetricsServerHandle> {
+  const registry = options.registry ?? defaultServiceRegistry();
   const server: Server = createServer((req, res) => {
     const answer = (status: number, body: string, type = 'application/json') => res.writeHead(status, { 'content-type': type }).end(body);
     const path = (req.url ?? '').split('?')[0];

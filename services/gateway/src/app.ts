@@ -3,8 +3,9 @@ import cookieParser from 'cookie-parser';
 import { requestIdFrom, runWithRequestContext, type Logger } from '@cards/platform';
 import type { GatewayClients } from './clients';
 import { errorHandler } from './http/error-handler';
+import { notFound } from './http/http-error';
 import { jsonBodyParser, requireJsonBodies } from './http/json-body';
-import { createMetrics } from './http/metrics';
+import { createMetrics, type GatewayMetrics } from './http/metrics';
 import { accessLog, type AccessLogLevel } from './http/access-log';
 import { observeRequestEnds } from './http/request-end';
 import { refuseNonNormalGatewayPaths } from './http/api-paths';
@@ -62,6 +63,10 @@ export interface GatewayAppOptions extends RouteDeps {
   fileReads?: FileReadLimits;
   /** Names the peers that do not answer SERVING; /healthz is 200 only when it resolves to none. */
   checkPeers(): Promise<readonly string[]>;
+  /** The registry the requests are counted in; served at /metrics on this app unless `metricsElsewhere`. Default: a new one. */
+  metrics?: GatewayMetrics;
+  /** /metrics is served on a listener of its own (METRICS_PORT): here it is an unknown path. */
+  metricsElsewhere?: boolean;
 }
 
 const DEFAULT_UPLOADS = { uploadsAtOnce: 1, maxQueued: 16, maxWaitMs: 15_000 };
@@ -82,7 +87,7 @@ function peerHealthLog(logger: Logger): (down: readonly string[]) => void {
   };
 }
 
-/** The HTTP face of the system: /api routes, /livez, /healthz, /metrics; every error as {"message"}. */
+/** The HTTP face of the system: /api routes, /livez, /healthz, /metrics (unless served elsewhere); every error as {"message"}. */
 export function createGatewayApp(options: GatewayAppOptions): Express {
   const app = express();
   app.disable('x-powered-by');
@@ -90,7 +95,7 @@ export function createGatewayApp(options: GatewayAppOptions): Express {
   app.set('query parser', 'simple');
   // API answers depend on the caller's cookie and are not revalidated; hashing every body for an ETag is waste.
   app.set('etag', false);
-  const metrics = createMetrics();
+  const metrics = options.metrics ?? createMetrics();
   const routes = routeMethodIndex(app.router);
 
   app.use((req, res, next) => {
@@ -122,6 +127,7 @@ export function createGatewayApp(options: GatewayAppOptions): Express {
     else res.status(503).json({ message: `A service behind the gateway is not answering: ${down.join(', ')}` });
   });
   app.get('/metrics', async (_req, res) => {
+    if (options.metricsElsewhere) throw notFound("Not served here: this gateway's metrics are on its metrics port (METRICS_PORT)");
     res.type(metrics.registry.contentType).send(await metrics.registry.metrics());
   });
 

@@ -1,6 +1,6 @@
 import { isIP } from 'node:net';
 import { z } from 'zod';
-import { envAddress, envInt, MAX_SHUTDOWN_DRAIN_MS } from '@cards/platform';
+import { envAddress, envInt, grpcServerConfigSchema, MAX_SHUTDOWN_DRAIN_MS } from '@cards/platform';
 import { ACCESS_LOG_LEVELS } from './http/access-log';
 import { DEFAULT_WEB_DIST_DIR } from './http/web-app';
 import { DEFAULT_MAIL_PER_IP } from './http/rate-limits';
@@ -111,6 +111,12 @@ export const gatewayConfigSchema = z.object({
   HTTP_MAX_CONNECTIONS: envInt(10_000),
   /** Level of the one-line-per-request access log; `silent` turns it off whatever LOG_LEVEL says. */
   ACCESS_LOG_LEVEL: z.preprocess((v) => (v === '' ? undefined : v), z.enum(ACCESS_LOG_LEVELS).default('info')),
+  /**
+   * Serve /metrics on a listener of its own on this port, and not on PORT: an ingress that routes `/` to the gateway
+   * then cannot expose it (the chart sets it). Unset: /metrics on PORT, as the all-in-one serves it.
+   */
+  METRICS_PORT: z.preprocess((v) => (v === '' ? undefined : v), grpcServerConfigSchema.shape.METRICS_PORT),
+  METRICS_HOST: z.preprocess((v) => (v === '' ? undefined : v), grpcServerConfigSchema.shape.METRICS_HOST),
   /** The built web app served at `/`; an empty value serves none. */
   WEB_DIST_DIR: z.string().default(DEFAULT_WEB_DIST_DIR),
 });

@@ -1,5 +1,5 @@
 import type { Server } from 'node:http';
-import { connectMongo, createLogger, loadConfig, stopOnSignals, type Logger, type MongoConnection, type RunningService } from '@cards/platform';
+import { connectMongo, createLogger, loadConfig, startMetricsServer, stopOnSignals, type Logger, type MetricsServerHandle, type MongoConnection, type RunningService } from '@cards/platform';
 import { health } from '@cards/proto';
 import { createClient } from 'nice-grpc';
 import { createGatewayApp } from './app';
@@ -10,6 +10,7 @@ import { MongoAttemptCounter } from './adapters/mongo/mongo-attempt-counter';
 import { FailoverAttemptCounter } from './application/failover-attempt-counter';
 import type { AttemptCounter } from './domain/attempt-counter';
 import { gracefulCloser } from './http/graceful-close';
+import { createMetrics } from './http/metrics';
 import { createGatewayServer } from './http/node-server';
 import { routeMethodIndex } from './http/unmatched';
 
@@ -49,8 +50,11 @@ export async function startGateway(env: Record<string, string | undefined> = pro
   // Over the very channels the calls use: a channel of its own reconnected to a restarted peer while the calls' channel
   // still waited out its reconnect backoff, so /healthz said 200 while every call to that peer was answered 503.
   const healthClients = Object.entries(channels).map(([name, channel]) => ({ name, client: createClient(health.HealthDefinition, channel) }));
+  const metrics = createMetrics();
   const app = createGatewayApp({
     clients,
+    metrics,
+    metricsElsewhere: config.METRICS_PORT !== undefined,
     logger,
     filesHttpAddress: config.FILES_HTTP_ADDR,
     filesInternalToken: config.FILES_INTERNAL_TOKEN,
@@ -100,13 +104,22 @@ export async function startGateway(env: Record<string, string | undefined> = pro
   // Listening has just begun: no request has been read yet.
   const closeGracefully = gracefulCloser(server);
   const port = (server.address() as { port: number }).port;
-  logger.info({ port }, 'gateway listening');
+  let metricsServer: MetricsServerHandle | undefined;
+  if (config.METRICS_PORT !== undefined) {
+    metricsServer = await startMetricsServer({ host: config.METRICS_HOST, port: config.METRICS_PORT, logger, registry: metrics.registry }).catch(async (err: unknown) => {
+      await closeGracefully(0);
+      await connection?.close().catch(() => undefined);
+      throw err;
+    });
+  }
+  logger.info({ port, metricsPort: metricsServer?.port }, 'gateway listening');
   return {
     name: 'gateway',
     address: `${config.HOST}:${port}`,
     port,
     async stop() {
       await closeGracefully(config.SHUTDOWN_DRAIN_MS);
+      await metricsServer?.close();
       for (const channel of Object.values(channels)) channel.close();
       await connection?.close();
     },

@@ -6,7 +6,12 @@ import type { RequestEndObserver } from './request-end';
  * Prometheus registry with process metrics and one request-duration histogram labelled by route pattern, plus
  * the gRPC calls served and the event pipeline of this process: the all-in-one's services (none in a gateway process of its own).
  */
-export function createMetrics(): { registry: Registry; observe: RequestEndObserver } {
+export interface GatewayMetrics {
+  registry: Registry;
+  observe: RequestEndObserver;
+}
+
+export function createMetrics(): GatewayMetrics {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
   const duration = new Histogram({

@@ -122,7 +122,7 @@ export const OPERATIONS: OperationSpec[] = [
   { method: 'get', path: '/api/docs', operationId: 'getApiDocs', summary: 'Interactive documentation of this API (HTML)', tag: 'Meta', auth: 'none', success: { status: 200, contentType: 'text/html', schema: z.string() }, errors: [], raw: true },
   { method: 'get', path: '/livez', operationId: 'liveness', summary: 'Liveness: 200 while the gateway process answers, whatever its backing services do', tag: 'Meta', auth: 'none', success: { status: 200, schema: r.health }, errors: [] },
   { method: 'get', path: '/healthz', operationId: 'health', summary: 'Readiness: 200 when every backing service answers (503 names those that do not)', tag: 'Meta', auth: 'none', success: { status: 200, schema: r.health }, errors: [] },
-  { method: 'get', path: '/metrics', operationId: 'metrics', summary: 'Prometheus metrics', tag: 'Meta', auth: 'none', success: { status: 200, contentType: 'text/plain', schema: z.string() }, errors: [], raw: true },
+  { method: 'get', path: '/metrics', operationId: 'metrics', summary: 'Prometheus metrics (a 404 here when the gateway serves them on a port of its own, METRICS_PORT)', tag: 'Meta', auth: 'none', success: { status: 200, contentType: 'text/plain', schema: z.string() }, errors: [404], raw: true },
 ];
 
 const ERROR_REF = { $ref: '#/components/schemas/Error' };

@@ -40,6 +40,16 @@ describe('splitIntoCards', () => {
       expect(cards[1]!.html.match(/<ol/g)).toHaveLength(1);
     });
 
+    it("a further paragraph of an item is a p in the item's li, and the list goes on; one whose item the card before holds is a paragraph", () => {
+      const more = (text: string, ordered: boolean, number: number, level = 1): DocumentBlock => ({ ...p(text), list: { ordered, level, number, continues: true } });
+      const shape = (html: string) => html.replace(/(\w)\d+(?: \w\d+)+/g, '$1…');
+      const [card] = splitIntoCards({ blocks: [h('Steps'), li(words(10, 'a'), true, 1), more(words(50, 'b'), true, 1), li(words(5, 'c'), false, 1, 2), more(words(5, 'd'), true, 1), li(words(5, 'e'), true, 2)] });
+      expect(shape(card!.html)).toBe('<h2>Steps</h2>\n<ol><li>a…<p>b…</p><ul><li>c…</li></ul><p>d…</p></li><li>e…</li></ol>');
+      expect(shape(card!.text)).toBe('Steps\na…\nb…\nc…\nd…\ne…');
+      const cards = splitIntoCards({ blocks: [h('Long'), li(words(380, 'x'), true, 1), more(words(80, 'y'), true, 1), li(words(10, 'z'), true, 2)] });
+      expect(cards.map((c) => shape(c.html))).toEqual(['<h2>Long</h2>\n<ol><li>x…</li></ol>', '<h2>Long</h2>\n<p>y…</p>\n<ol start="2"><li>z…</li></ol>']);
+    });
+
     it('an item cut into pieces is an item where it starts; its rest starts the next card as a paragraph', () => {
       const cards = splitIntoCards({ blocks: [h('Long'), li(words(150, 'x'), true, 4), li(words(500, 'y'), true, 5), li(words(100, 'z'), true, 6)] });
       const html = cards.map((c) => c.html.replace(/(<li>|<p>)(\w)\d+[^<]*/g, '$1$2…'));

@@ -11,6 +11,7 @@ import { checkMagicBytes, checkMimeType, formatFromFileName } from '../src/domai
 import { UnreadableDocumentError } from '../src/domain/ports';
 import { DEFAULT_PARSER_LIMITS } from '../src/adapters/documents/worker-parse';
 import { deepestParserStack } from '../../../packages/html-parsing/test/parser-depth';
+import { docxPackage, numbered, numberingOf, wp } from './office-packages';
 
 const FIXTURES = join(__dirname, '../../../test/fixtures/documents');
 const fixture = (name: string) => readFileSync(join(FIXTURES, name));
@@ -299,6 +300,60 @@ describe('lists, tables and notes', () => {
     expect(blocks.map((b) => b.list && `${b.list.ordered ? 'ol' : 'ul'} ${b.list.level}.${b.list.number}`)).toEqual(
       ['ul 1.1', 'ul 1.2', 'ol 1.1', 'ol 1.2', 'ol 2.1', undefined, undefined, undefined],
     );
+  });
+
+  describe('a list item of several paragraphs is one item, and its list goes on after it', () => {
+    const words = (n: number, word: string) => Array.from({ length: n }, (_, i) => `${word}${i}`).join(' ');
+    const shape = (html: string) => html.replace(/([a-z])\d+(?: [a-z]\d+)+/g, '$1…');
+    const places = (blocks: { list?: { ordered: boolean; level: number; number: number; continues?: true } }[]) =>
+      blocks.map((b) => b.list && `${b.list.ordered ? 'ol' : 'ul'} ${b.list.level}.${b.list.number}${b.list.continues ? '+' : ''}`);
+
+    it('.docx: the paragraphs after an item without numbering, indented or in a list paragraph style, go in its li', async () => {
+      // As Word writes it: Enter then Backspace over the number leaves the item's indentation (or its "List Paragraph"
+      // style) on a paragraph without numbering; mammoth alone ends the list there and numbers the next item 1 again.
+      const docx = docxPackage({
+        numbering: numberingOf(1, ['decimal', 'bullet']),
+        body:
+          wp('Steps', '<w:pStyle w:val="Heading1"/>') +
+          wp(words(30, 'a'), numbered(1)) +
+          wp(words(20, 'b'), numbered(1)) +
+          wp(words(10, 'c'), '<w:pStyle w:val="ListParagraph"/><w:ind w:left="720"/>') +
+          wp(words(10, 'd'), '<w:ind w:left="720"/>') +
+          wp(words(5, 'e'), numbered(1)) +
+          wp(words(5, 'f'), numbered(1, 1)) +
+          wp(words(5, 'g'), '<w:pStyle w:val="ListParagraph"/>') +
+          wp(words(5, 'h'), numbered(1)) +
+          wp(words(5, 'i')),
+      });
+      const { blocks } = await reader.parse('docx', docx);
+      expect(places(blocks)).toEqual([undefined, 'ol 1.1', 'ol 1.2', 'ol 1.2+', 'ol 1.2+', 'ol 1.3', 'ul 2.1', 'ul 2.1+', 'ol 1.4', undefined]);
+      const [card] = splitIntoCards({ blocks });
+      expect(shape(card!.html)).toBe('<h1>Steps</h1>\n<ol><li>a…</li><li>b…<p>c…</p><p>d…</p></li><li>e…<ul><li>f…<p>g…</p></li></ul></li><li>h…</li></ol>\n<p>i…</p>');
+      // The text one line per paragraph, as the cards service reads li and p.
+      expect(shape(card!.text)).toBe('Steps\na…\nb…\nc…\nd…\ne…\nf…\ng…\nh…\ni…');
+    });
+
+    it("mammoth's HTML: a p after an item's first one, or text after a list inside the item, is more of that item", () => {
+      const blocks = blocksFromHtml('<ol><li><p>One</p><p>One more</p></li><li>Two<ul><li>Inner</li></ul>Two again</li><li>Three</li></ol><p>After</p>');
+      expect(blocks.map((b) => b.text)).toEqual(['One', 'One more', 'Two', 'Inner', 'Two again', 'Three', 'After']);
+      expect(places(blocks)).toEqual(['ol 1.1', 'ol 1.1+', 'ol 1.2', 'ul 2.1', 'ol 1.2+', 'ol 1.3', undefined]);
+    });
+
+    it('.odt: a list item of two text:p, a list header after an item, and a list continuing the numbering of the one before', () => {
+      const xml =
+        '<office:document-content><office:automatic-styles><text:list-style style:name="L1"><text:list-level-style-number text:level="1"/>' +
+        '</text:list-style></office:automatic-styles><office:body><office:text><text:h text:outline-level="2">Steps</text:h>' +
+        `<text:list xml:id="list1" text:style-name="L1"><text:list-item><text:p>${words(30, 'a')}</text:p><text:p>${words(20, 'b')}</text:p></text:list-item>` +
+        `<text:list-header><text:p>${words(10, 'c')}</text:p></text:list-header><text:list-item><text:p>${words(5, 'd')}</text:p></text:list-item></text:list>` +
+        `<text:p>${words(5, 'e')}</text:p>` +
+        `<text:list text:continue-numbering="true" text:style-name="L1"><text:list-item><text:p>${words(5, 'f')}</text:p></text:list-item></text:list>` +
+        `<text:list text:continue-list="list1" text:style-name="L1"><text:list-item><text:p>${words(5, 'g')}</text:p></text:list-item></text:list>` +
+        '</office:text></office:body></office:document-content>';
+      const blocks = blocksFromOdtContent(xml);
+      expect(places(blocks)).toEqual([undefined, 'ol 1.1', 'ol 1.1+', 'ol 1.1+', 'ol 1.2', undefined, 'ol 1.3', 'ol 1.4']);
+      const [card] = splitIntoCards({ blocks });
+      expect(shape(card!.html)).toBe('<h2>Steps</h2>\n<ol><li>a…<p>b…</p><p>c…</p></li><li>d…</li></ol>\n<p>e…</p>\n<ol start="3"><li>f…</li><li>g…</li></ol>');
+    });
   });
 
   it('.docx: a footnote is put at its reference in brackets and not left over at the end', async () => {

@@ -321,8 +321,8 @@ function splitLongParagraph(paragraph: DocumentBlock, maxWords: number): Documen
  */
 function cutBlock(paragraph: DocumentBlock, words: string[], ranges: [number, number][]): DocumentBlock[] {
   const textOf = ([start, end]: [number, number]) => joinWords(words, start, end);
-  // A list item cut into pieces: the piece that starts it is the item; the rest follow as paragraphs.
-  const listOf = ([start]: [number, number]) => (paragraph.list && start === 0 ? { list: paragraph.list } : {});
+  // A list item cut into pieces: the piece that starts it is the item; the rest are further paragraphs of it.
+  const listOf = ([start]: [number, number]) => (paragraph.list ? { list: start === 0 ? paragraph.list : { ...paragraph.list, continues: true as const } } : {});
   const cut = paragraph.html ? cutHtmlAtWords(paragraph.html, ranges) : null;
   if (cut && cut.words === words.length && cut.anchors === paragraph.links.length) {
     return ranges.map((range, i) => {
@@ -369,8 +369,10 @@ function draftFrom(index: number, heading: DocumentBlock | null, title: string |
 
 /**
  * Writes list items into a card's HTML parts as ul/ol and li: consecutive items of one list (same kind and level, numbers
- * following on) share one list element, an item of a deeper level opens a list inside the open item, and a numbered list
- * that does not start at 1 (the rest of a list the previous card began) says where it starts (ol start="n").
+ * following on) share one list element, an item of a deeper level opens a list inside the open item, a further paragraph
+ * of an item (ListPlace.continues) is a p inside its li, and a numbered list that does not start at 1 (the rest of a list
+ * the previous card began) says where it starts (ol start="n"). A further paragraph whose item the card does not hold
+ * (the previous card did) is a paragraph of its own.
  */
 class ListWriter {
   private readonly open: { ordered: boolean; level: number; next: number; item: boolean }[] = [];
@@ -379,6 +381,10 @@ class ListWriter {
   constructor(private readonly parts: string[]) {}
 
   item(place: ListPlace, html: string): void {
+    if (place.continues) {
+      this.continueItem(place, html);
+      return;
+    }
     let top = this.open[this.open.length - 1];
     while (top && (top.level > place.level || (top.level === place.level && (top.ordered !== place.ordered || top.next !== place.number)))) {
       this.closeTop();
@@ -393,6 +399,19 @@ class ListWriter {
     this.html += `<li>${html}`;
     top.item = true;
     top.next = place.number + 1;
+  }
+
+  private continueItem(place: ListPlace, html: string): void {
+    const holds = (list: (typeof this.open)[number]) => list.level === place.level && list.ordered === place.ordered && list.item && list.next === place.number + 1;
+    const at = this.open.findIndex(holds);
+    if (at < 0) {
+      this.closeAll();
+      this.parts.push(`<p>${html}</p>`);
+      return;
+    }
+    // Lists inside the item (a deeper level) end before its next paragraph.
+    while (this.open.length > at + 1) this.closeTop();
+    this.html += `<p>${html}</p>`;
   }
 
   closeAll(): void {

@@ -62,6 +62,11 @@ export interface ListPlace {
   ordered: boolean;
   level: number;
   number: number;
+  /**
+   * Set on a further paragraph of item `number` (an item of several paragraphs, or the rest of an item cut into pieces):
+   * it goes in that item's li after what the item holds so far, and starts no item of its own.
+   */
+  continues?: true;
 }
 
 /** What a parser makes of a document: its blocks in reading order. */

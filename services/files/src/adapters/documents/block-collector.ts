@@ -29,6 +29,11 @@ class BlockCollector {
     return this.current !== null && !hasVisibleText(this.current.text);
   }
 
+  /** Whether a block is open (text now goes into it rather than into a new paragraph). */
+  get isOpen(): boolean {
+    return this.current !== null;
+  }
+
   /** The separator written before the next visible text of the open block, when it already holds some (a table row's next cell). */
   separate(separator: string): void {
     if (this.pending || !this.current || !hasVisibleText(this.current.text)) return;
@@ -113,6 +118,33 @@ function nextItem(lists: OpenList[]): ListPlace | undefined {
   return { ordered: list.ordered, level: lists.length, number: list.items };
 }
 
+/**
+ * The list items being read, innermost last (undefined for an element read as an item that is in no list): a paragraph
+ * that starts inside an item after the item's first one is a further paragraph of that item (ListPlace.continues), so
+ * the list goes on around it, numbering included, instead of ending before it and starting again after.
+ */
+class OpenItems {
+  private readonly places: (ListPlace | undefined)[] = [];
+
+  open(place: ListPlace | undefined): ListPlace | undefined {
+    this.places.push(place);
+    return place;
+  }
+
+  close(): void {
+    this.places.pop();
+  }
+
+  /** The place of a further paragraph of the innermost open item; undefined outside items. */
+  get continuation(): ListPlace | undefined {
+    return furtherParagraphOf(this.places[this.places.length - 1]);
+  }
+}
+
+function furtherParagraphOf(place: ListPlace | undefined): ListPlace | undefined {
+  return place && { ...place, continues: true };
+}
+
 /** Between a table row's cells, in the row's one paragraph. */
 const CELL_SEPARATOR = ' | ';
 
@@ -174,6 +206,9 @@ export function blocksFromHtml(html: string): DocumentBlock[] {
   const notes = html.includes('footnote-') || html.includes('endnote-') ? notesInHtml(html) : new Map<string, string>();
   const collector = new BlockCollector();
   const lists: OpenList[] = [];
+  const items = new OpenItems();
+  /** For each open li: whether it was read as a list item (not a table cell's block), so its end closes one in `items`. */
+  const itemElements: boolean[] = [];
   let rows = 0;
   let skip = 0;
   const parser = new DepthLimitedParser(
@@ -183,6 +218,7 @@ export function blocksFromHtml(html: string): DocumentBlock[] {
           skip++;
           return;
         }
+        if (name === 'li' && !(attrs.id && NOTE_ID.test(attrs.id))) itemElements.push(rows === 0);
         const heading = /^h([1-6])$/.exec(name);
         if (name === 'li' && attrs.id && NOTE_ID.test(attrs.id)) skip = 1;
         else if (name === 'a' && notes.has(NOTE_REFERENCE.exec(attrs.href ?? '')?.[1] ?? '')) {
@@ -196,21 +232,25 @@ export function blocksFromHtml(html: string): DocumentBlock[] {
           collector.start('paragraph');
         } else if (rows > 0 && (name === 'td' || name === 'th')) collector.separate(CELL_SEPARATOR);
         else if (rows > 0 && HTML_BLOCKS.has(name)) collector.separate(' ');
-        else if (name === 'li') collector.start('paragraph', undefined, nextItem(lists));
+        else if (name === 'li') collector.start('paragraph', undefined, items.open(nextItem(lists)));
         else if (HTML_BLOCKS.has(name)) {
-          if (!collector.isBlank) collector.start('paragraph');
+          if (!collector.isBlank) collector.start('paragraph', undefined, items.continuation);
         } else if (name === 'br') collector.text(' ');
         else if (name === 'a') collector.link(attrs.href);
         else collector.inline(name);
       },
       ontext(text) {
-        if (skip === 0) collector.text(text);
+        if (skip > 0) return;
+        // Text of an item after a list inside it.
+        if (!collector.isOpen && rows === 0 && hasVisibleText(text)) collector.start('paragraph', undefined, items.continuation);
+        collector.text(text);
       },
       onclosetag(name) {
         if (skip > 0) {
           skip--;
           return;
         }
+        if (name === 'li' && itemElements.pop()) items.close();
         if (name === 'ul' || name === 'ol') lists.pop();
         else if (name === 'tr') {
           rows = Math.max(0, rows - 1);
@@ -256,7 +296,16 @@ export function odtContentReader(): IncrementalBlockReader {
   /** Automatic list styles: the levels each one numbers. */
   const numbered = new Map<string, Set<number>>();
   let listStyle: string | null = null;
-  const lists: (OpenList & { style: string | null })[] = [];
+  /** `first`: the first list of those whose numbering this one continues. */
+  type ReadList = OpenList & { first?: ReadList };
+  const lists: (ReadList & { style: string | null; last?: ListPlace })[] = [];
+  const items = new OpenItems();
+  /**
+   * Outermost lists read so far, the last one and those with an xml:id: a list may continue one's numbering. A list that
+   * continues another gives the first of their chain its count when it ends, so a later list continuing that one counts on.
+   */
+  let lastList: ReadList | undefined;
+  const listsById = new Map<string, ReadList>();
   let rows = 0;
   let note: { depth: number; part: 'citation' | 'body' | null; citation: string; body: string } | null = null;
   const parser = new DepthLimitedParser(
@@ -283,17 +332,29 @@ export function odtContentReader(): IncrementalBlockReader {
         if (name === 'text:note') note = { depth: 1, part: null, citation: '', body: '' };
         else if (name === 'text:list') {
           const style = attrs['text:style-name'] ?? lists[lists.length - 1]?.style ?? null;
-          lists.push({ ordered: style !== null && (numbered.get(style)?.has(lists.length + 1) ?? false), items: 0, style });
+          // A list after an interruption (a paragraph between its items) that continues the numbering of the one before
+          // it (text:continue-numbering) or of the one named (text:continue-list), as LibreOffice writes it.
+          const continued = lists.length > 0 ? undefined : attrs['text:continue-list'] !== undefined ? listsById.get(attrs['text:continue-list']) : attrs['text:continue-numbering'] === 'true' ? lastList : undefined;
+          const list = { ordered: style !== null && (numbered.get(style)?.has(lists.length + 1) ?? false), items: continued?.items ?? 0, style, first: continued?.first ?? continued };
+          if (lists.length === 0 && attrs['xml:id'] !== undefined) listsById.set(attrs['xml:id'], list);
+          lists.push(list);
         } else if (name === 'table:table-row') {
           rows++;
           collector.start('paragraph');
         } else if (rows > 0 && name === 'table:table-cell') collector.separate(CELL_SEPARATOR);
         else if (rows > 0 && (name === 'text:p' || name === 'text:h')) collector.separate(' ');
-        else if (name === 'text:list-item') collector.start('paragraph', undefined, nextItem(lists));
-        else if (name === 'text:list-header') collector.start('paragraph');
-        else if (name === 'text:h') collector.start('heading', Number(attrs['text:outline-level'] ?? '1') || 1);
+        else if (name === 'text:list-item') {
+          const place = nextItem(lists);
+          if (lists.length > 0) lists[lists.length - 1]!.last = place;
+          collector.start('paragraph', undefined, items.open(place));
+        } else if (name === 'text:list-header') {
+          // Unnumbered: after an item of its list, a further paragraph of that item; first in a list inside an item, one of
+          // that item; first in an outermost list, a paragraph before the list.
+          const list = lists[lists.length - 1];
+          collector.start('paragraph', undefined, items.open(list?.last ? furtherParagraphOf(list.last) : items.continuation));
+        } else if (name === 'text:h') collector.start('heading', Number(attrs['text:outline-level'] ?? '1') || 1);
         else if (name === 'text:p') {
-          if (!collector.isBlank) collector.start('paragraph');
+          if (!collector.isBlank) collector.start('paragraph', undefined, items.continuation);
         } else if (name === 'text:s') collector.text(' '.repeat(Math.min(100, Number(attrs['text:c'] ?? '1') || 1)));
         else if (name === 'text:tab' || name === 'text:line-break') collector.text(' ');
         else if (name === 'text:a') collector.link(attrs['xlink:href']);
@@ -319,7 +380,14 @@ export function odtContentReader(): IncrementalBlockReader {
           return;
         }
         if (name === 'office:text') inBody--;
-        if (name === 'text:list') lists.pop();
+        if (name === 'text:list-item' || name === 'text:list-header') items.close();
+        if (name === 'text:list') {
+          const list = lists.pop();
+          if (lists.length === 0 && list) {
+            if (list.first) list.first.items = list.items;
+            lastList = list;
+          }
+        }
         else if (name === 'table:table-row') {
           rows = Math.max(0, rows - 1);
           collector.end();

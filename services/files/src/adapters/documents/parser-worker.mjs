@@ -209,12 +209,46 @@ async function pdfBlocks() {
   return blocks;
 }
 
+// A Word list item of several paragraphs: the item's first paragraph carries the numbering, the others (Enter, then
+// Backspace over the number) none, only the item's indentation or a list paragraph style. mammoth makes each of those a
+// paragraph after the list and starts a new list (numbered from 1 again) for the next item; marked here as a further
+// paragraph of the item before them, the style map below puts them in a p inside that item's li, and the list goes on.
+const FURTHER_PARAGRAPH = 'cards further paragraph of item';
+const LIST_PARAGRAPH_STYLE = /^list (paragraph|continue)/i;
+
+function furtherParagraphsMarked(element) {
+  if (!Array.isArray(element.children) || element.type === 'paragraph') return element;
+  let item = null;
+  const children = element.children.map((child) => {
+    if (child.type !== 'paragraph') {
+      item = null;
+      return furtherParagraphsMarked(child);
+    }
+    if (child.numbering) {
+      item = child.numbering;
+      return child;
+    }
+    const indented = Number(child.indent?.start ?? 0) > 0;
+    if (item && (indented || LIST_PARAGRAPH_STYLE.test(child.styleName ?? ''))) {
+      return { ...child, styleId: null, styleName: `${FURTHER_PARAGRAPH} ${item.isOrdered ? 'ol' : 'ul'} ${Number(item.level) + 1}` };
+    }
+    item = null;
+    return child;
+  });
+  return { ...element, children };
+}
+
+// As mammoth's own list mapping ("p:ordered-list(2) => ul|ol > li > ol > li:fresh", levels 1-5), one level deeper into the open li.
+const FURTHER_PARAGRAPH_STYLES = [1, 2, 3, 4, 5].flatMap((level) =>
+  ['ol', 'ul'].map((kind) => `p[style-name='${FURTHER_PARAGRAPH} ${kind} ${level}'] => ${'ul|ol > li > '.repeat(level - 1)}${kind} > li > p:fresh`),
+);
+
 async function run() {
   const bytes = Buffer.from(workerData.bytes.buffer, workerData.bytes.byteOffset, workerData.bytes.byteLength);
   switch (workerData.op) {
     case 'docx-html': {
       const { default: mammoth } = await import('mammoth');
-      return (await mammoth.convertToHtml({ buffer: bytes })).value;
+      return (await mammoth.convertToHtml({ buffer: bytes }, { transformDocument: furtherParagraphsMarked, styleMap: FURTHER_PARAGRAPH_STYLES })).value;
     }
     case 'doc-text': {
       const { default: WordExtractor } = await import('word-extractor');

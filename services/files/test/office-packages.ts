@@ -1,0 +1,143 @@
+import { crc32 } from 'node:zlib';
+
+/**
+ * Small .docx and .odt packages built in the test from their XML parts (stored, uncompressed zip entries), for the shapes
+ * of document the committed fixtures lack: what mammoth and the .odt reader make of them is what a real file gives.
+ */
+export function zip(entries: readonly { name: string; data: string | Buffer }[]): Buffer {
+  const locals: Buffer[] = [];
+  const centrals: Buffer[] = [];
+  let offset = 0;
+  for (const entry of entries) {
+    const name = Buffer.from(entry.name, 'utf8');
+    const data = Buffer.isBuffer(entry.data) ? entry.data : Buffer.from(entry.data, 'utf8');
+    const crc = crc32(data);
+    const local = Buffer.alloc(30);
+    local.writeUInt32LE(0x04034b50, 0);
+    local.writeUInt16LE(20, 4);
+    local.writeUInt16LE(0x0800, 6);
+    local.writeUInt32LE(crc, 14);
+    local.writeUInt32LE(data.length, 18);
+    local.writeUInt32LE(data.length, 22);
+    local.writeUInt16LE(name.length, 26);
+    locals.push(local, name, data);
+    const central = Buffer.alloc(46);
+    central.writeUInt32LE(0x02014b50, 0);
+    central.writeUInt16LE(20, 4);
+    central.writeUInt16LE(20, 6);
+    central.writeUInt16LE(0x0800, 8);
+    central.writeUInt32LE(crc, 16);
+    central.writeUInt32LE(data.length, 20);
+    central.writeUInt32LE(data.length, 24);
+    central.writeUInt16LE(name.length, 28);
+    central.writeUInt32LE(offset, 42);
+    centrals.push(central, name);
+    offset += 30 + name.length + data.length;
+  }
+  const centralSize = centrals.reduce((n, b) => n + b.length, 0);
+  const end = Buffer.alloc(22);
+  end.writeUInt32LE(0x06054b50, 0);
+  end.writeUInt16LE(entries.length, 8);
+  end.writeUInt16LE(entries.length, 10);
+  end.writeUInt32LE(centralSize, 12);
+  end.writeUInt32LE(offset, 16);
+  return Buffer.concat([...locals, ...centrals, end]);
+}
+
+const W = 'http://schemas.openxmlformats.org/wordprocessingml/2006/main';
+const R = 'http://schemas.openxmlformats.org/officeDocument/2006/relationships';
+const XML = '<?xml version="1.0" encoding="UTF-8" standalone="yes"?>';
+const RELS = 'http://schemas.openxmlformats.org/package/2006/relationships';
+const REL = 'http://schemas.openxmlformats.org/officeDocument/2006/relationships';
+
+export interface DocxParts {
+  /** The inside of w:body. */
+  body: string;
+  /** The inside of w:numbering (w:abstractNum and w:num elements), when the document numbers lists. */
+  numbering?: string;
+  /** The footnotes' w:footnote elements (ids from 1; the separators are added). */
+  footnotes?: string;
+  /** Extra w:style elements. */
+  styles?: string;
+}
+
+/** A .docx (WordprocessingML package) of the given parts, with "heading 1" (Heading1) and "List Paragraph" styles. */
+export function docxPackage(parts: DocxParts): Buffer {
+  const overrides = [
+    ['/word/document.xml', 'document.main'],
+    ['/word/styles.xml', 'styles'],
+    ...(parts.numbering !== undefined ? [['/word/numbering.xml', 'numbering']] : []),
+    ...(parts.footnotes !== undefined ? [['/word/footnotes.xml', 'footnotes']] : []),
+  ];
+  const relations = [
+    ['styles', 'styles.xml'],
+    ...(parts.numbering !== undefined ? [['numbering', 'numbering.xml']] : []),
+    ...(parts.footnotes !== undefined ? [['footnotes', 'footnotes.xml']] : []),
+  ];
+  const entries: { name: string; data: string }[] = [
+    {
+      name: '[Content_Types].xml',
+      data:
+        `${XML}<Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types">` +
+        '<Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/><Default Extension="xml" ContentType="application/xml"/>' +
+        overrides.map(([part, type]) => `<Override PartName="${part}" ContentType="application/vnd.openxmlformats-officedocument.wordprocessingml.${type}+xml"/>`).join('') +
+        '</Types>',
+    },
+    { name: '_rels/.rels', data: `${XML}<Relationships xmlns="${RELS}"><Relationship Id="rId1" Type="${REL}/officeDocument" Target="word/document.xml"/></Relationships>` },
+    {
+      name: 'word/_rels/document.xml.rels',
+      data: `${XML}<Relationships xmlns="${RELS}">${relations.map(([type, target], i) => `<Relationship Id="rId${i + 1}" Type="${REL}/${type}" Target="${target}"/>`).join('')}</Relationships>`,
+    },
+    {
+      name: 'word/styles.xml',
+      data:
+        `${XML}<w:styles xmlns:w="${W}"><w:style w:type="paragraph" w:default="1" w:styleId="Normal"><w:name w:val="Normal"/></w:style>` +
+        '<w:style w:type="paragraph" w:styleId="Heading1"><w:name w:val="heading 1"/><w:basedOn w:val="Normal"/></w:style>' +
+        '<w:style w:type="paragraph" w:styleId="ListParagraph"><w:name w:val="List Paragraph"/><w:basedOn w:val="Normal"/></w:style>' +
+        `${parts.styles ?? ''}</w:styles>`,
+    },
+    { name: 'word/document.xml', data: `${XML}<w:document xmlns:w="${W}" xmlns:r="${R}"><w:body>${parts.body}</w:body></w:document>` },
+  ];
+  if (parts.numbering !== undefined) entries.push({ name: 'word/numbering.xml', data: `${XML}<w:numbering xmlns:w="${W}">${parts.numbering}</w:numbering>` });
+  if (parts.footnotes !== undefined) {
+    entries.push({
+      name: 'word/footnotes.xml',
+      data:
+        `${XML}<w:footnotes xmlns:w="${W}"><w:footnote w:type="separator" w:id="-1"><w:p><w:r><w:separator/></w:r></w:p></w:footnote>` +
+        `<w:footnote w:type="continuationSeparator" w:id="0"><w:p><w:r><w:continuationSeparator/></w:r></w:p></w:footnote>${parts.footnotes}</w:footnotes>`,
+    });
+  }
+  return zip(entries);
+}
+
+/** A w:p of text runs, with optional paragraph properties (the inside of w:pPr). */
+export function wp(text: string, properties = ''): string {
+  return `<w:p>${properties ? `<w:pPr>${properties}</w:pPr>` : ''}<w:r><w:t xml:space="preserve">${text}</w:t></w:r></w:p>`;
+}
+
+/** Paragraph properties of a list item: numbering instance numId at level ilvl, in the "List Paragraph" style. */
+export function numbered(numId: number, ilvl = 0): string {
+  return `<w:pStyle w:val="ListParagraph"/><w:numPr><w:ilvl w:val="${ilvl}"/><w:numId w:val="${numId}"/></w:numPr>`;
+}
+
+/** A numbering definition: abstract list abstractId numbering its levels with the given formats ('decimal', 'bullet'), as instance numId. */
+export function numberingOf(numId: number, formats: readonly string[], abstractId = numId): string {
+  const levels = formats.map((format, ilvl) => `<w:lvl w:ilvl="${ilvl}"><w:start w:val="1"/><w:numFmt w:val="${format}"/><w:lvlText w:val="${format === 'bullet' ? '\u2022' : `%${ilvl + 1}.`}"/><w:pPr><w:ind w:left="${720 * (ilvl + 1)}" w:hanging="360"/></w:pPr></w:lvl>`).join('');
+  return `<w:abstractNum w:abstractNumId="${abstractId}">${levels}</w:abstractNum><w:num w:numId="${numId}"><w:abstractNumId w:val="${abstractId}"/></w:num>`;
+}
+
+/** An .odt package of the given content.xml body (the inside of office:text) and automatic styles. */
+export function odtPackage(text: string, automaticStyles = ''): Buffer {
+  const content =
+    `${XML}<office:document-content xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0" xmlns:text="urn:oasis:names:tc:opendocument:xmlns:text:1.0" ` +
+    'xmlns:style="urn:oasis:names:tc:opendocument:xmlns:style:1.0" xmlns:xlink="http://www.w3.org/1999/xlink" office:version="1.3">' +
+    `<office:automatic-styles>${automaticStyles}</office:automatic-styles><office:body><office:text>${text}</office:text></office:body></office:document-content>`;
+  return zip([
+    { name: 'mimetype', data: 'application/vnd.oasis.opendocument.text' },
+    { name: 'content.xml', data: content },
+    {
+      name: 'META-INF/manifest.xml',
+      data: `${XML}<manifest:manifest xmlns:manifest="urn:oasis:names:tc:opendocument:xmlns:manifest:1.0" manifest:version="1.3"><manifest:file-entry manifest:full-path="/" manifest:media-type="application/vnd.oasis.opendocument.text"/><manifest:file-entry manifest:full-path="content.xml" manifest:media-type="text/xml"/></manifest:manifest>`,
+    },
+  ]);
+}

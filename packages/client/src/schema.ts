@@ -1861,7 +1861,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description 1 to 255 visible ASCII characters, chosen by the client per intended creation (e.g. a UUID). A request repeated with the same key by the same user (a retry after a lost answer, a second click, both at once) answers what the first one created instead of creating another. The key names that one request: sent with a different body it is refused with 422. Keys are per user and per kind of resource; once what a key created is deleted, the key answers 409. */
+                /** @description 1 to 255 visible ASCII characters, chosen by the client per intended creation (e.g. a UUID). A request repeated with the same key by the same user (a retry after a lost answer, a second click, both at once) answers what the first one created instead of creating another. The key names that one request: sent with a different body it is refused with 422. Keys are per user and per kind of resource; once what a key created is deleted, the key answers 409 for IDEMPOTENCY_KEY_TTL_HOURS (24 hours unless the deployment sets otherwise) after the deletion, and is then forgotten: a repeat after that creates anew. The key of a resource that still exists never expires. */
                 "Idempotency-Key"?: string;
             };
             path?: never;
@@ -2377,7 +2377,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description 1 to 255 visible ASCII characters, chosen by the client per intended creation (e.g. a UUID). A request repeated with the same key by the same user (a retry after a lost answer, a second click, both at once) answers what the first one created instead of creating another. The key names that one request: sent with a different body it is refused with 422. Keys are per user and per kind of resource; once what a key created is deleted, the key answers 409. */
+                /** @description 1 to 255 visible ASCII characters, chosen by the client per intended creation (e.g. a UUID). A request repeated with the same key by the same user (a retry after a lost answer, a second click, both at once) answers what the first one created instead of creating another. The key names that one request: sent with a different body it is refused with 422. Keys are per user and per kind of resource; once what a key created is deleted, the key answers 409 for IDEMPOTENCY_KEY_TTL_HOURS (24 hours unless the deployment sets otherwise) after the deletion, and is then forgotten: a repeat after that creates anew. The key of a resource that still exists never expires. */
                 "Idempotency-Key"?: string;
             };
             path?: never;
@@ -2891,7 +2891,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description 1 to 255 visible ASCII characters, chosen by the client per intended creation (e.g. a UUID). A request repeated with the same key by the same user (a retry after a lost answer, a second click, both at once) answers what the first one created instead of creating another. The key names that one request: sent with a different body it is refused with 422. Keys are per user and per kind of resource; once what a key created is deleted, the key answers 409. */
+                /** @description 1 to 255 visible ASCII characters, chosen by the client per intended creation (e.g. a UUID). A request repeated with the same key by the same user (a retry after a lost answer, a second click, both at once) answers what the first one created instead of creating another. The key names that one request: sent with a different body it is refused with 422. Keys are per user and per kind of resource; once what a key created is deleted, the key answers 409 for IDEMPOTENCY_KEY_TTL_HOURS (24 hours unless the deployment sets otherwise) after the deletion, and is then forgotten: a repeat after that creates anew. The key of a resource that still exists never expires. */
                 "Idempotency-Key"?: string;
             };
             path?: never;

@@ -1,4 +1,6 @@
 import { Status } from 'nice-grpc-common';
+import { z } from 'zod';
+import { envInt } from './config';
 import { AlreadyExistsError, DomainError } from './errors';
 
 /** The `reason` of IdempotencyKeyReusedError, by which the gateway answers it 422. */
@@ -54,3 +56,32 @@ export async function earlierCreateForKey<T extends { requestFingerprint: string
   refuseOtherRequestForKey(deleted.requestFingerprint, requestFingerprint, what);
   throw new AlreadyExistsError(deletedMessage);
 }
+
+/** How long a deleted resource's key keeps refusing a repeat of its create when IDEMPOTENCY_KEY_TTL_HOURS is unset. */
+export const DEFAULT_IDEMPOTENCY_KEY_TTL_HOURS = 24;
+
+/** IDEMPOTENCY_KEY_TTL_HOURS in a service's config: whole hours, 1 to 87600 (ten years). */
+export const envIdempotencyKeyTtlHours = () =>
+  envInt(DEFAULT_IDEMPOTENCY_KEY_TTL_HOURS).pipe(z.number().min(1, 'must be at least 1 (hour)').max(87_600, 'must be at most 87600 (ten years)'));
+
+/**
+ * How long the kept key of a deleted resource lasts, and the clock it is read by (tests pass their own). Once expired,
+ * the key is as unknown: a repeat with it creates anew. A live resource keeps its key as long as it exists.
+ */
+export interface KeptKeyExpiry {
+  ttlMs: number;
+  now: () => Date;
+}
+
+export function keptKeyExpiry(ttlHours: number = DEFAULT_IDEMPOTENCY_KEY_TTL_HOURS, now: () => Date = () => new Date()): KeptKeyExpiry {
+  return { ttlMs: ttlHours * 3_600_000, now };
+}
+
+/** Kept keys of resources deleted at or before this moment have expired. */
+export const keptKeysExpiredAt = (expiry: KeptKeyExpiry): Date => new Date(expiry.now().getTime() - expiry.ttlMs);
+
+/**
+ * Expired kept keys removed, at most, by each deletion that keeps a key (in its transaction, oldest first): more than
+ * the one key it adds, so they never pile up, and a bounded amount of work per deletion. No timer runs for them.
+ */
+export const EXPIRED_KEYS_PER_SWEEP = 100;

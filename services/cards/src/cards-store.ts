@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { connectMongo, mongoEngineCheck, MongoOutboxStore, SqliteOutboxStore, type EngineCheck, type Logger, type OutboxStore } from '@cards/platform';
+import { connectMongo, keptKeyExpiry, mongoEngineCheck, MongoOutboxStore, SqliteOutboxStore, type EngineCheck, type Logger, type OutboxStore } from '@cards/platform';
 import { InProcessContentLock } from './adapters/in-process/in-process-content-lock';
 import { openMongoCardsStore } from './adapters/mongo';
 import { MongoEventOutbox } from './adapters/mongo/mongo-event-outbox';
@@ -33,11 +33,15 @@ export interface CardsStore {
   close(): Promise<void>;
 }
 
-/** MongoDB when MONGO_URL is set (its own database "cards"), else SQLite under DATA_DIR; the outbox lives beside the data. */
-export async function openCardsStore(config: Pick<CardsConfig, 'DATA_DIR' | 'MONGO_URL'>, logger: Logger): Promise<CardsStore> {
+/**
+ * MongoDB when MONGO_URL is set (its own database "cards"), else SQLite under DATA_DIR; the outbox lives beside the data.
+ * Keys of deleted cards and collections are kept IDEMPOTENCY_KEY_TTL_HOURS (the default when not given).
+ */
+export async function openCardsStore(config: Pick<CardsConfig, 'DATA_DIR' | 'MONGO_URL'> & Partial<Pick<CardsConfig, 'IDEMPOTENCY_KEY_TTL_HOURS'>>, logger: Logger): Promise<CardsStore> {
+  const keyExpiry = keptKeyExpiry(config.IDEMPOTENCY_KEY_TTL_HOURS);
   if (config.MONGO_URL) {
     const connection = await connectMongo({ url: config.MONGO_URL, database: 'cards', logger });
-    const store = await openMongoCardsStore(connection).catch(async (err: unknown) => {
+    const store = await openMongoCardsStore(connection, keyExpiry).catch(async (err: unknown) => {
       await connection.close().catch(() => undefined);
       throw err;
     });
@@ -46,9 +50,9 @@ export async function openCardsStore(config: Pick<CardsConfig, 'DATA_DIR' | 'MON
   logger.info('MONGO_URL not set: using the embedded SQLite store');
   const db = openCardsDatabase(sqliteCardsPath(config.DATA_DIR));
   return {
-    cards: new SqliteCardRepository(db),
+    cards: new SqliteCardRepository(db, keyExpiry),
     votes: new SqliteVoteRepository(db),
-    collections: new SqliteCollectionRepository(db),
+    collections: new SqliteCollectionRepository(db, keyExpiry),
     contentLock: new InProcessContentLock(),
     oneTimeTasks: new SqliteOneTimeTasks(db),
     outbox: new SqliteOutboxStore(db),

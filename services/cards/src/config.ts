@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { envAddress, envInt } from '@cards/platform';
+import { envAddress, envIdempotencyKeyTtlHours, envInt } from '@cards/platform';
 
 export const cardsConfigSchema = z.object({
   DATA_DIR: z.string().default('./data'),
@@ -11,6 +11,8 @@ export const cardsConfigSchema = z.object({
   GRPC_DEADLINE_MS: envInt(10_000),
   /** How long card creation waits for the search service's near-duplicate verdict. */
   NEAR_DUPLICATE_DEADLINE_MS: envInt(3000),
+  /** How long the Idempotency-Key of a deleted card or collection keeps refusing a repeat of its create (409); then it creates anew. */
+  IDEMPOTENCY_KEY_TTL_HOURS: envIdempotencyKeyTtlHours(),
   KAFKA_BROKERS: z.string().optional(),
   MONGO_URL: z.string().optional(),
 });

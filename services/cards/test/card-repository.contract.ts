@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { AlreadyExistsError, EventTooLargeError, MAX_EVENT_BYTES, Topics } from '@cards/platform';
+import { AlreadyExistsError, EventTooLargeError, EXPIRED_KEYS_PER_SWEEP, keptKeyExpiry, MAX_EVENT_BYTES, Topics } from '@cards/platform';
 import { StaleCardError } from '../src/domain/ports';
 import { fingerprintOf } from '../src/domain/rules';
 import { aCard, aCollection, nextTime, someContent } from './builders';
@@ -63,6 +63,78 @@ export function describeCardRepositoryContract(name: string, factory: CardsStore
       await store.cards.insert(again, fingerprintOf(again.content), []);
       expect(await store.cards.remove(again.id, [], [])).toBe(true);
       expect(await store.cards.findDeletedIdempotencyKey(author, 'file:0')).not.toBeNull();
+    });
+
+    it("forgets a removed card's key once IDEMPOTENCY_KEY_TTL_HOURS have passed; a later removal takes the expired key out, a live card's key lasts", async () => {
+      const hour = 3_600_000;
+      const start = Date.parse('2026-03-01T00:00:00.000Z');
+      let now = start;
+      const clocked = await factory({ keyExpiry: keptKeyExpiry(24, () => new Date(now)) });
+      try {
+        const author = randomUUID();
+        const keyed = async (key: string) => {
+          const card = aCard().by(author).withIdempotencyKey(key, `fp-${key}`).build();
+          await clocked.cards.insert(card, fingerprintOf(card.content), []);
+          return card;
+        };
+        const gone = await keyed('http:gone');
+        const live = await keyed('http:live');
+        expect(await clocked.cards.remove(gone.id, [], [])).toBe(true);
+        now = start + 24 * hour - 1;
+        expect(await clocked.cards.findDeletedIdempotencyKey(author, 'http:gone')).toEqual({ requestFingerprint: 'fp-http:gone', deletedAt: new Date(start) });
+        now = start + 24 * hour;
+        expect(await clocked.cards.findDeletedIdempotencyKey(author, 'http:gone')).toBeNull();
+        // A key kept later (a collection's) outlasts the removal below, which takes out the expired one.
+        now = start + 23 * hour;
+        const collection = aCollection().by(author).withIdempotencyKey('http:gone').build();
+        await clocked.collections.insert(collection, []);
+        await clocked.collections.remove(collection.id, []);
+        now = start + 24 * hour;
+        await clocked.cards.remove((await keyed('http:later')).id, [], []);
+        now = start + hour;
+        expect(await clocked.cards.findDeletedIdempotencyKey(author, 'http:gone')).toBeNull();
+        expect(await clocked.collections.findDeletedIdempotencyKey(author, 'http:gone')).not.toBeNull();
+        expect(await clocked.cards.findDeletedIdempotencyKey(author, 'http:later')).not.toBeNull();
+        // The expired key is free: a card made with it is found by it, and its removal keeps it again.
+        now = start + 48 * hour;
+        const again = await keyed('http:gone');
+        expect((await clocked.cards.findByIdempotencyKey(author, 'http:gone'))?.id).toBe(again.id);
+        await clocked.cards.remove(again.id, [], []);
+        expect((await clocked.cards.findDeletedIdempotencyKey(author, 'http:gone'))?.deletedAt).toEqual(new Date(now));
+        // A live card keeps its key however long it lives.
+        now = start + 1000 * hour;
+        expect((await clocked.cards.findByIdempotencyKey(author, 'http:live'))?.id).toBe(live.id);
+      } finally {
+        await clocked.close();
+      }
+    });
+
+    it('takes out at most EXPIRED_KEYS_PER_SWEEP expired keys per removal, the oldest first', async () => {
+      const hour = 3_600_000;
+      const start = Date.parse('2026-03-01T00:00:00.000Z');
+      let now = start;
+      const clocked = await factory({ keyExpiry: keptKeyExpiry(1, () => new Date(now)) });
+      try {
+        const author = randomUUID();
+        const removeKeyed = async (key: string) => {
+          const card = aCard().by(author).withIdempotencyKey(key).build();
+          await clocked.cards.insert(card, fingerprintOf(card.content), []);
+          await clocked.cards.remove(card.id, [], []);
+        };
+        for (let i = 0; i <= EXPIRED_KEYS_PER_SWEEP; i++) {
+          now = start + i;
+          await removeKeyed(`http:${i}`);
+        }
+        now = start + 2 * hour;
+        await removeKeyed('http:sweeper');
+        // Read back as of a time when none had expired: only the newest of the expired ones is left.
+        now = start + EXPIRED_KEYS_PER_SWEEP;
+        const left = [];
+        for (let i = 0; i <= EXPIRED_KEYS_PER_SWEEP; i++) if (await clocked.cards.findDeletedIdempotencyKey(author, `http:${i}`)) left.push(i);
+        expect(left).toEqual([EXPIRED_KEYS_PER_SWEEP]);
+      } finally {
+        await clocked.close();
+      }
     });
 
     it('keeps nothing of a card or an edit whose event is larger than the event bus carries', async () => {

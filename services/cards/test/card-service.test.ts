@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { AlreadyExistsError, createLogger, IdempotencyKeyReusedError, InvalidArgumentError, NotFoundError, PermissionDeniedError, SqliteOutboxStore } from '@cards/platform';
+import { AlreadyExistsError, createLogger, IdempotencyKeyReusedError, InvalidArgumentError, keptKeyExpiry, NotFoundError, PermissionDeniedError, SqliteOutboxStore, type KeptKeyExpiry } from '@cards/platform';
 import { openCardsDatabase } from '../src/adapters/sqlite/sqlite-cards-database';
 import { SqliteCardRepository } from '../src/adapters/sqlite/sqlite-card-repository';
 import { SqliteCollectionRepository } from '../src/adapters/sqlite/sqlite-collection-repository';
@@ -12,14 +12,14 @@ import { fingerprintOf, jaccard, NEAR_COPY_JACCARD, shinglesOf } from '../src/do
 import { aCard, aCollection, someContent } from './builders';
 
 /** The service on a real SQLite store, with the peers it asks (search, files, identity) answering as told. */
-function setup(nearDuplicates?: NearDuplicateFinder) {
+function setup(nearDuplicates?: NearDuplicateFinder, keyExpiry?: KeptKeyExpiry) {
   const db = openCardsDatabase(':memory:');
-  const cards = new SqliteCardRepository(db);
+  const cards = new SqliteCardRepository(db, keyExpiry);
   const peers = { candidates: [] as NearDuplicateCandidate[], files: new Map<string, string>(), privateFiles: new Set<string>(), events: 0 };
   const service = new CardService({
     cards,
     votes: new SqliteVoteRepository(db),
-    collections: new SqliteCollectionRepository(db),
+    collections: new SqliteCollectionRepository(db, keyExpiry),
     contentLock: new InProcessContentLock(),
     nearDuplicates: nearDuplicates ?? { find: async () => peers.candidates },
     files: { visibleFile: async (id) => (peers.files.has(id) ? { name: peers.files.get(id)!, private: peers.privateFiles.has(id) } : null) },
@@ -341,6 +341,21 @@ describe('CardService', () => {
     const again = await create(service, 'alice', someContent(), { idempotencyKey: 'file-1:0' });
     expect(again.card.id).not.toBe(ingested.card.id);
     expect((await create(service, 'alice', someContent(), { idempotencyKey: 'file-1:0' })).card.id).toBe(again.card.id);
+  });
+
+  it("makes the card again for a deleted card's key once IDEMPOTENCY_KEY_TTL_HOURS have passed since the deletion", async () => {
+    let now = Date.now();
+    const { service } = setup(undefined, keptKeyExpiry(24, () => new Date(now)));
+    const text = someContent();
+    const client = { idempotencyKey: 'http:k', requestFingerprint: 'fp-1' };
+    const first = await create(service, 'alice', text, client);
+    await service.deleteCard('alice', first.card.id);
+    now += 24 * 3_600_000 - 1;
+    await expect(create(service, 'alice', text, client)).rejects.toBeInstanceOf(AlreadyExistsError);
+    now += 1;
+    const again = await create(service, 'alice', text, client);
+    expect(again.card.id).not.toBe(first.card.id);
+    expect((await create(service, 'alice', text, client)).card.id).toBe(again.card.id);
   });
 
   it('answers a key stored before request fingerprints whatever request comes with it', async () => {

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { AlreadyExistsError, Topics } from '@cards/platform';
+import { AlreadyExistsError, keptKeyExpiry, Topics } from '@cards/platform';
 import type { Card, Collection } from '../src/domain/model';
 import { fingerprintOf } from '../src/domain/rules';
 import { aCard, aCollection, nextTime } from './builders';
@@ -120,6 +120,32 @@ export function describeCollectionRepositoryContract(name: string, factory: Card
       expect(await store.collections.findByIdempotencyKey(author, 'http:printed')).toEqual(printed);
       await store.collections.remove(printed.id, []);
       expect((await store.collections.findDeletedIdempotencyKey(author, 'http:printed'))?.requestFingerprint).toBe('fp-1');
+    });
+
+    it("forgets a removed collection's key once IDEMPOTENCY_KEY_TTL_HOURS have passed, and a later removal takes it out", async () => {
+      const hour = 3_600_000;
+      const start = Date.parse('2026-03-01T00:00:00.000Z');
+      let now = start;
+      const clocked = await factory({ keyExpiry: keptKeyExpiry(2, () => new Date(now)) });
+      try {
+        const author = randomUUID();
+        const removeKeyed = async (key: string) => {
+          const keyed = aCollection().by(author).withIdempotencyKey(key, 'fp-1').build();
+          await clocked.collections.insert(keyed, []);
+          await clocked.collections.remove(keyed.id, []);
+        };
+        await removeKeyed('http:gone');
+        now = start + 2 * hour - 1;
+        expect(await clocked.collections.findDeletedIdempotencyKey(author, 'http:gone')).toEqual({ requestFingerprint: 'fp-1', deletedAt: new Date(start) });
+        now = start + 2 * hour;
+        expect(await clocked.collections.findDeletedIdempotencyKey(author, 'http:gone')).toBeNull();
+        await removeKeyed('http:later');
+        now = start;
+        expect(await clocked.collections.findDeletedIdempotencyKey(author, 'http:gone')).toBeNull();
+        expect(await clocked.collections.findDeletedIdempotencyKey(author, 'http:later')).not.toBeNull();
+      } finally {
+        await clocked.close();
+      }
     });
 
     it('adds a bookmark once (events only when something changed) and removes it', async () => {

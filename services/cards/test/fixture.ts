@@ -1,3 +1,4 @@
+import type { KeptKeyExpiry } from '@cards/platform';
 import type { CardRepository, CollectionRepository, OneTimeTasks, VoteRepository } from '../src/domain/ports';
 
 /** One store (all three ports on the same data) for the contract suites; fresh and empty for every test. */
@@ -11,4 +12,5 @@ export interface CardsStoreFixture {
   close(): Promise<void>;
 }
 
-export type CardsStoreFactory = () => Promise<CardsStoreFixture>;
+/** `keyExpiry`: how long the store keeps the keys of deleted resources, and its clock (24 h by the real one when not given). */
+export type CardsStoreFactory = (options?: { keyExpiry?: KeptKeyExpiry }) => Promise<CardsStoreFixture>;

@@ -25,9 +25,9 @@ const { engine, skipReason } = external ? { engine: { url: external }, skipReaso
 const name = external ? 'MongoDB (TEST_MONGO_URL)' : 'MongoDB (mongo-java-server)';
 
 /** A fresh database per test, dropped afterwards. */
-const mongo: CardsStoreFactory = async () => {
+const mongo: CardsStoreFactory = async (options) => {
   const connection = await connectMongo({ url: engine!.url, database: `cards_test_${randomBytes(4).toString('hex')}`, logger });
-  const store = await openMongoCardsStore(connection);
+  const store = await openMongoCardsStore(connection, options?.keyExpiry);
   const outbox = new MongoOutboxStore(connection.db);
   return {
     cards: store.cards,

@@ -20,13 +20,13 @@ import { aCard, aCollection, nextTime } from './builders';
 import { fingerprintOf } from '../src/domain/rules';
 import type { Card } from '../src/domain/model';
 
-const sqlite: CardsStoreFactory = async () => {
+const sqlite: CardsStoreFactory = async (options) => {
   const db = openCardsDatabase(':memory:');
   const outbox = new SqliteOutboxStore(db);
   return {
-    cards: new SqliteCardRepository(db),
+    cards: new SqliteCardRepository(db, options?.keyExpiry),
     votes: new SqliteVoteRepository(db),
-    collections: new SqliteCollectionRepository(db),
+    collections: new SqliteCollectionRepository(db, options?.keyExpiry),
     oneTimeTasks: new SqliteOneTimeTasks(db),
     pendingEventTopics: async () => (await outbox.pending(1000)).map((e) => e.topic),
     close: async () => {

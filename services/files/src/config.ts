@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { envAddress, envInt, envUrl } from '@cards/platform';
+import { envAddress, envIdempotencyKeyTtlHours, envInt, envUrl } from '@cards/platform';
 
 const LOOPBACK = new Set(['127.0.0.1', '::1', 'localhost']);
 
@@ -40,6 +40,8 @@ export const filesConfigSchema = z
     S3_REGION: z.string().default('us-east-1'),
     KAFKA_BROKERS: z.string().optional(),
     MONGO_URL: z.string().optional(),
+    /** How long the Idempotency-Key of a deleted file keeps refusing a repeat of its upload (409); then it uploads anew. */
+    IDEMPOTENCY_KEY_TTL_HOURS: envIdempotencyKeyTtlHours(),
     INGESTION_MAX_ATTEMPTS: envInt(8),
     INGESTION_CONCURRENCY: envInt(4),
     /**

@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { connectMongo, createEventBus, createLogger, EngineReadinessMonitor, eventBusEngineChecks, grpcServerSettingsFrom, loadConfig, refuseEmbeddedStores, mongoEngineCheck, MongoOutboxStore, OutboxRelay, readinessSettingsFrom, SqliteOutboxStore, startGrpcServer, stopOnSignals, type EngineCheck, type Logger, type OutboxStore, type RunningService } from '@cards/platform';
+import { connectMongo, createEventBus, createLogger, EngineReadinessMonitor, eventBusEngineChecks, grpcServerSettingsFrom, keptKeyExpiry, loadConfig, refuseEmbeddedStores, mongoEngineCheck, MongoOutboxStore, OutboxRelay, readinessSettingsFrom, SqliteOutboxStore, startGrpcServer, stopOnSignals, type EngineCheck, type Logger, type OutboxStore, type RunningService } from '@cards/platform';
 import { files } from '@cards/proto';
 import { DiskObjectStore } from './adapters/disk/disk-object-store';
 import { BoundedDocumentReader } from './adapters/documents/bounded-document-reader';
@@ -40,13 +40,14 @@ async function repositoryFrom(
   logger: Logger,
   engines: EngineCheck[],
 ): Promise<{ repository: FileRepository; outbox: OutboxStore; closeIfUnreachable: () => Promise<boolean> }> {
+  const keyExpiry = keptKeyExpiry(config.IDEMPOTENCY_KEY_TTL_HOURS);
   if (config.MONGO_URL) {
     const connection = await connectMongo({ url: config.MONGO_URL, database: 'files', logger });
     engines.push(mongoEngineCheck(connection));
-    return { repository: await MongoFileRepository.open(connection), outbox: new MongoOutboxStore(connection.db), closeIfUnreachable: () => connection.closeIfUnreachable() };
+    return { repository: await MongoFileRepository.open(connection, keyExpiry), outbox: new MongoOutboxStore(connection.db), closeIfUnreachable: () => connection.closeIfUnreachable() };
   }
   logger.info('MONGO_URL not set: using the embedded SQLite store');
-  const repository = new SqliteFileRepository(join(config.DATA_DIR, 'files', 'files.db'));
+  const repository = new SqliteFileRepository(join(config.DATA_DIR, 'files', 'files.db'), keyExpiry);
   return { repository, outbox: new SqliteOutboxStore(repository.db), closeIfUnreachable: async () => false };
 }
 

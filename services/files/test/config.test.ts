@@ -34,6 +34,14 @@ describe('files config', () => {
     expect(() => loadConfig(filesConfigSchema, { FILES_INTERNAL_TOKEN_ALSO_ACCEPTED: 'the-old-shared-secret-0123456789' })).toThrow(/FILES_INTERNAL_TOKEN_ALSO_ACCEPTED: is only read with FILES_INTERNAL_TOKEN/);
   });
 
+  it('keeps the keys of deleted files IDEMPOTENCY_KEY_TTL_HOURS (24 by default), whole hours from 1 to 87600', () => {
+    expect(loadConfig(filesConfigSchema, {}).IDEMPOTENCY_KEY_TTL_HOURS).toBe(24);
+    expect(loadConfig(filesConfigSchema, { IDEMPOTENCY_KEY_TTL_HOURS: '168' }).IDEMPOTENCY_KEY_TTL_HOURS).toBe(168);
+    expect(() => loadConfig(filesConfigSchema, { IDEMPOTENCY_KEY_TTL_HOURS: '0' })).toThrow(/IDEMPOTENCY_KEY_TTL_HOURS: must be at least 1/);
+    expect(() => loadConfig(filesConfigSchema, { IDEMPOTENCY_KEY_TTL_HOURS: '1.5' })).toThrow(/IDEMPOTENCY_KEY_TTL_HOURS: expected a non-negative integer/);
+    expect(() => loadConfig(filesConfigSchema, { IDEMPOTENCY_KEY_TTL_HOURS: '87601' })).toThrow(/IDEMPOTENCY_KEY_TTL_HOURS: must be at most 87600/);
+  });
+
   it('names every bad variable at once', () => {
     try {
       loadConfig(filesConfigSchema, { MAX_FILE_BYTES: 'big', S3_ENDPOINT: 'not a url', CARDS_SERVICE_ADDR: 'nohost' });

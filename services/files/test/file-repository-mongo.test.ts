@@ -14,9 +14,9 @@ if (skipReason) {
   console.warn(`SKIPPED FileRepository contract on MongoDB: ${skipReason}`);
   it.skip(`FileRepository contract: MongoFileRepository (${skipReason.split('\n')[0]})`, () => undefined);
 } else {
-  describeFileRepositoryContract(external ? 'MongoFileRepository (TEST_MONGO_URL)' : 'MongoFileRepository (mongo-java-server)', async () => {
+  describeFileRepositoryContract(external ? 'MongoFileRepository (TEST_MONGO_URL)' : 'MongoFileRepository (mongo-java-server)', async (options) => {
     const connection = await connectMongo({ url: engine!.url, database: `files_test_${randomBytes(4).toString('hex')}`, logger });
-    const repository = await MongoFileRepository.open(connection);
+    const repository = await MongoFileRepository.open(connection, options?.keyExpiry);
     const outbox = new MongoOutboxStore(connection.db);
     const closeConnection = repository.close.bind(repository);
     repository.close = async () => {

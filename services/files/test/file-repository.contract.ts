@@ -1,4 +1,4 @@
-import { AlreadyExistsError, newId, type OutgoingEvent } from '@cards/platform';
+import { AlreadyExistsError, EXPIRED_KEYS_PER_SWEEP, keptKeyExpiry, newId, type KeptKeyExpiry, type OutgoingEvent } from '@cards/platform';
 import type { FileRecord } from '../src/domain/model';
 import type { FileRepository } from '../src/domain/ports';
 import { aFile } from './builders';
@@ -11,8 +11,11 @@ export interface RepositoryUnderTest {
 
 const event = (key: string, text: string): OutgoingEvent => ({ topic: 'files.file.v1', key, payload: new TextEncoder().encode(text) });
 
-/** The FileRepository port's contract; every adapter runs it with a fresh, empty store per test. */
-export function describeFileRepositoryContract(name: string, factory: () => Promise<RepositoryUnderTest>): void {
+/**
+ * The FileRepository port's contract; every adapter runs it with a fresh, empty store per test. `keyExpiry`: how long
+ * the store keeps the keys of deleted files, and its clock (24 h by the real one when not given).
+ */
+export function describeFileRepositoryContract(name: string, factory: (options?: { keyExpiry?: KeptKeyExpiry }) => Promise<RepositoryUnderTest>): void {
   describe(`FileRepository contract: ${name}`, () => {
     let subject: RepositoryUnderTest;
     beforeEach(async () => {
@@ -96,6 +99,48 @@ export function describeFileRepositoryContract(name: string, factory: () => Prom
       expect(await subject.repository.findByIdempotencyKey(owner, 'http:printed')).toEqual(printed);
       await subject.repository.delete(printed.id, []);
       expect((await subject.repository.findDeletedIdempotencyKey(owner, 'http:printed'))?.requestFingerprint).toBe('fp-1');
+    });
+
+    it("forgets a deleted record's key once IDEMPOTENCY_KEY_TTL_HOURS have passed; later deletions take out expired keys, at most EXPIRED_KEYS_PER_SWEEP each, oldest first", async () => {
+      const hour = 3_600_000;
+      const start = Date.parse('2026-03-01T00:00:00.000Z');
+      let now = start;
+      const clocked = await factory({ keyExpiry: keptKeyExpiry(24, () => new Date(now)) });
+      try {
+        const owner = newId();
+        const deleteKeyed = async (key: string) => {
+          const keyed = aFile().ownedBy(owner).withIdempotencyKey(key, `fp-${key}`).build();
+          await clocked.repository.create(keyed, []);
+          expect(await clocked.repository.delete(keyed.id, [])).toBe(true);
+        };
+        const live = aFile().ownedBy(owner).withIdempotencyKey('http:live').build();
+        await clocked.repository.create(live, []);
+        await deleteKeyed('http:gone');
+        now = start + 24 * hour - 1;
+        expect(await clocked.repository.findDeletedIdempotencyKey(owner, 'http:gone')).toEqual({ requestFingerprint: 'fp-http:gone', deletedAt: new Date(start) });
+        now = start + 24 * hour;
+        expect(await clocked.repository.findDeletedIdempotencyKey(owner, 'http:gone')).toBeNull();
+        // More expired keys than one deletion takes out: the oldest EXPIRED_KEYS_PER_SWEEP go, the newest stays.
+        for (let i = 1; i <= EXPIRED_KEYS_PER_SWEEP; i++) {
+          now = start + i;
+          await deleteKeyed(`http:${i}`);
+        }
+        now = start + 48 * hour;
+        await deleteKeyed('http:later');
+        now = start + EXPIRED_KEYS_PER_SWEEP;
+        expect(await clocked.repository.findDeletedIdempotencyKey(owner, 'http:gone')).toBeNull();
+        const left = [];
+        for (let i = 1; i <= EXPIRED_KEYS_PER_SWEEP; i++) if (await clocked.repository.findDeletedIdempotencyKey(owner, `http:${i}`)) left.push(i);
+        expect(left).toEqual([EXPIRED_KEYS_PER_SWEEP]);
+        expect(await clocked.repository.findDeletedIdempotencyKey(owner, 'http:later')).not.toBeNull();
+        // The expired key is free for a new record; a live record keeps its key however long it lives.
+        now = start + 48 * hour;
+        await deleteKeyed('http:gone');
+        expect((await clocked.repository.findDeletedIdempotencyKey(owner, 'http:gone'))?.deletedAt).toEqual(new Date(now));
+        expect((await clocked.repository.findByIdempotencyKey(owner, 'http:live'))?.id).toBe(live.id);
+      } finally {
+        await clocked.repository.close();
+      }
     });
 
     it('listByUser returns only that user\'s files, newest first', async () => {

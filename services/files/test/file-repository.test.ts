@@ -11,10 +11,10 @@ afterAll(() => {
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
 });
 
-describeFileRepositoryContract('SqliteFileRepository', async () => {
+describeFileRepositoryContract('SqliteFileRepository', async (options) => {
   const dir = mkdtempSync(join(tmpdir(), 'files-repo-'));
   dirs.push(dir);
-  const repository = new SqliteFileRepository(join(dir, 'files.db'));
+  const repository = new SqliteFileRepository(join(dir, 'files.db'), options?.keyExpiry);
   const outbox = new SqliteOutboxStore(repository.db);
   return { repository, pendingEvents: () => outbox.pending(1000) };
 });

@@ -12,7 +12,7 @@ export const idempotencyKeyHeader = z.object({
     .string()
     .regex(KEY)
     .optional()
-    .describe(`${RULE}, chosen by the client per intended creation (e.g. a UUID). A request repeated with the same key by the same user (a retry after a lost answer, a second click, both at once) answers what the first one created instead of creating another. The key names that one request: sent with a different body it is refused with 422. Keys are per user and per kind of resource; once what a key created is deleted, the key answers 409.`),
+    .describe(`${RULE}, chosen by the client per intended creation (e.g. a UUID). A request repeated with the same key by the same user (a retry after a lost answer, a second click, both at once) answers what the first one created instead of creating another. The key names that one request: sent with a different body it is refused with 422. Keys are per user and per kind of resource; once what a key created is deleted, the key answers 409 for IDEMPOTENCY_KEY_TTL_HOURS (24 hours unless the deployment sets otherwise) after the deletion, and is then forgotten: a repeat after that creates anew. The key of a resource that still exists never expires.`),
 });
 
 /**

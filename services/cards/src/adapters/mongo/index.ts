@@ -1,4 +1,4 @@
-import type { MongoConnection } from '@cards/platform';
+import type { KeptKeyExpiry, MongoConnection } from '@cards/platform';
 import { MongoCardRepository } from './mongo-card-repository';
 import { openMongoCardsDatabase, type MongoCardsDatabase } from './mongo-cards-database';
 import { MongoCollectionRepository } from './mongo-collection-repository';
@@ -9,9 +9,12 @@ import { MongoVoteRepository } from './mongo-vote-repository';
 
 export { MongoCardRepository, MongoCollectionRepository, MongoContentLock, MongoOneTimeTasks, MongoVoteRepository, openMongoCardsDatabase, type MongoCardsDatabase };
 
-/** Every repository of the cards service on one MongoDB database (indexes created on open). */
-export async function openMongoCardsStore(connection: MongoConnection) {
-  const database = await openMongoCardsDatabase(connection);
+/**
+ * Every repository of the cards service on one MongoDB database (indexes created on open). `keyExpiry`: how long the
+ * keys of deleted resources are kept (IDEMPOTENCY_KEY_TTL_HOURS; 24 h by the real clock when not given).
+ */
+export async function openMongoCardsStore(connection: MongoConnection, keyExpiry?: KeptKeyExpiry) {
+  const database = await openMongoCardsDatabase(connection, keyExpiry);
   return {
     database,
     cards: new MongoCardRepository(database),

@@ -192,7 +192,7 @@ export class MongoCardRepository implements CardRepository {
   private async removeNow(cardId: string, moves: readonly CollisionMove[], events: OutgoingEvent[]): Promise<boolean> {
     const removed = await this.store.change(async (session) => {
       const keyed = await this.store.cards.findOne({ _id: cardId }, { session, projection: KEY_PROJECTION });
-      if (keyed) await keepDeletedIdempotencyKey(this.store, 'card', keyed, new Date(), session);
+      if (keyed) await keepDeletedIdempotencyKey(this.store, 'card', keyed, session);
       // The card goes first: votes cast from here on find no card (see MongoVoteRepository.upsert). Only the removal
       // that takes the document does the rest; a concurrent one finds nothing and reports the card gone.
       const card = await this.store.cards.findOneAndDelete({ _id: cardId }, { session, projection: { authorId: 1, private: 1, totalUpvotes: 1, totalDownvotes: 1 } });

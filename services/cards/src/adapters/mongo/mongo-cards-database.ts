@@ -1,4 +1,4 @@
-import { withOptionalTransaction, type MongoConnection } from '@cards/platform';
+import { keptKeyExpiry, keptKeysExpiredAt, removeExpiredKeptKeys, withOptionalTransaction, type KeptKeyExpiry, type MongoConnection } from '@cards/platform';
 import type { ClientSession, Collection, Db } from 'mongodb';
 import type { Card, CardFingerprint, Collection as CardCollection, DeletedIdempotencyKey } from '../../domain/model';
 import type { ContentLockDocument } from './mongo-content-lock';
@@ -104,6 +104,8 @@ export interface MongoCardsDatabase {
   bookmarks: Collection<BookmarkDocument>;
   contentLocks: Collection<ContentLockDocument>;
   deletedIdempotencyKeys: Collection<DeletedIdempotencyKeyDocument>;
+  /** How long the keys of deleted resources are kept (IDEMPOTENCY_KEY_TTL_HOURS), and by which clock. */
+  keyExpiry: KeptKeyExpiry;
   /** The start-time migrations of older documents this database no longer needs. */
   migrations: Collection<MigrationDocument>;
   /** A transaction on a replica set; otherwise `work` runs with no session (its steps are ordered to stay safe). */
@@ -114,7 +116,7 @@ export interface MongoCardsDatabase {
  * Opens the collections, creates the indexes that enforce the store's rules and serve its reads, drops those it no
  * longer uses, and migrates older documents until that is recorded as done (idempotent; replicas may open at once).
  */
-export async function openMongoCardsDatabase(connection: MongoConnection): Promise<MongoCardsDatabase> {
+export async function openMongoCardsDatabase(connection: MongoConnection, keyExpiry: KeptKeyExpiry = keptKeyExpiry()): Promise<MongoCardsDatabase> {
   const { db } = connection;
   const cards = db.collection<CardDocument>('cards');
   const votes = db.collection<VoteDocument>('votes');
@@ -148,6 +150,8 @@ export async function openMongoCardsDatabase(connection: MongoConnection): Promi
     bookmarks.createIndex({ collectionId: 1, ord: 1 }, { name: 'bookmarks_order' }),
     bookmarks.createIndex({ cardId: 1, ownerId: 1 }, { name: 'bookmarks_card_owner' }),
     contentLocks.createIndex({ expiresAt: 1 }, { expireAfterSeconds: 0, name: 'content_locks_expiry' }),
+    // Expired kept keys, oldest first, for the deletions that remove them (removeExpiredKeptKeys: not a TTL index).
+    deletedIdempotencyKeys.createIndex({ deletedAt: 1 }, { name: 'deleted_idempotency_keys_deleted_at' }),
   ]);
   // bookmarks_card_owner (cardId first) serves every read by card alone: the older index only cost writes and memory.
   await dropIndexIfPresent(bookmarks, 'bookmarks_card');
@@ -167,6 +171,7 @@ export async function openMongoCardsDatabase(connection: MongoConnection): Promi
     bookmarks,
     contentLocks,
     deletedIdempotencyKeys,
+    keyExpiry,
     migrations,
     change: (work) => withOptionalTransaction(connection, work),
   };
@@ -252,26 +257,28 @@ const deletedKeyId = (kind: IdempotentKind, authorId: string, key: string) => `$
 export const KEY_PROJECTION = { authorId: 1, idempotencyKey: 1, requestFingerprint: 1 } as const;
 
 /**
- * Keeps the key of a resource about to be deleted, if it has one (read with KEY_PROJECTION). Written before the delete:
- * without a transaction, a delete cut after it leaves the resource and its kept key, and the resource is found first.
+ * Keeps the key of a resource about to be deleted, if it has one (read with KEY_PROJECTION), and removes up to
+ * EXPIRED_KEYS_PER_SWEEP expired kept keys, oldest first. Written before the delete: without a transaction, a delete
+ * cut after it leaves the resource and its kept key, and the resource is found first.
  */
 export async function keepDeletedIdempotencyKey(
   db: MongoCardsDatabase,
   kind: IdempotentKind,
   deleted: { authorId: string; idempotencyKey?: string | null; requestFingerprint?: string | null },
-  at: Date,
   session: ClientSession | undefined,
 ): Promise<void> {
   if (deleted.idempotencyKey == null) return;
   await db.deletedIdempotencyKeys.updateOne(
     { _id: deletedKeyId(kind, deleted.authorId, deleted.idempotencyKey) },
-    { $set: { requestFingerprint: deleted.requestFingerprint ?? null, deletedAt: at } },
+    { $set: { requestFingerprint: deleted.requestFingerprint ?? null, deletedAt: db.keyExpiry.now() } },
     { upsert: true, session },
   );
+  await removeExpiredKeptKeys(db.deletedIdempotencyKeys, keptKeysExpiredAt(db.keyExpiry), session);
 }
 
+/** The kept key of a deleted resource, or null for none or an expired one (not yet removed). */
 export async function findDeletedIdempotencyKey(db: MongoCardsDatabase, kind: IdempotentKind, authorId: string, key: string): Promise<DeletedIdempotencyKey | null> {
-  const doc = await db.deletedIdempotencyKeys.findOne({ _id: deletedKeyId(kind, authorId, key) });
+  const doc = await db.deletedIdempotencyKeys.findOne({ _id: deletedKeyId(kind, authorId, key), deletedAt: { $gt: keptKeysExpiredAt(db.keyExpiry) } });
   return doc ? { requestFingerprint: doc.requestFingerprint ?? null, deletedAt: doc.deletedAt } : null;
 }
 

@@ -136,7 +136,7 @@ export class MongoCollectionRepository implements CollectionRepository {
   async remove(id: string, events: OutgoingEvent[]): Promise<boolean> {
     const removed = await this.store.change(async (session) => {
       const keyed = await this.store.collections.findOne({ _id: id }, { session, projection: KEY_PROJECTION });
-      if (keyed) await keepDeletedIdempotencyKey(this.store, 'collection', keyed, new Date(), session);
+      if (keyed) await keepDeletedIdempotencyKey(this.store, 'collection', keyed, session);
       // The collection goes first, so no bookmark can be added to it afterwards; then its bookmarks. Only the removal
       // that deleted the document writes the events; a concurrent one reports the collection gone.
       const { deletedCount } = await this.store.collections.deleteOne({ _id: id }, { session });

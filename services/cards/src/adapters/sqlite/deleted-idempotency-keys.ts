@@ -1,4 +1,4 @@
-import type { SqliteDatabase } from '@cards/platform';
+import { EXPIRED_KEYS_PER_SWEEP, keptKeysExpiredAt, type KeptKeyExpiry, type SqliteDatabase } from '@cards/platform';
 import type { DeletedIdempotencyKey } from '../../domain/model';
 
 /** The kinds of resources whose keys are kept apart: a client's key on a card and on a collection are two intents. */
@@ -11,16 +11,24 @@ export interface KeyOfDeleted {
   request_fingerprint: string | null;
 }
 
-/** Keeps the key of a resource being deleted, if it has one (call inside the deleting transaction). */
-export function keepDeletedIdempotencyKey(db: SqliteDatabase, kind: IdempotentKind, deleted: KeyOfDeleted, at: Date): void {
+/**
+ * Keeps the key of a resource being deleted, if it has one, and removes up to EXPIRED_KEYS_PER_SWEEP expired kept
+ * keys, oldest first (call inside the deleting transaction).
+ */
+export function keepDeletedIdempotencyKey(db: SqliteDatabase, kind: IdempotentKind, deleted: KeyOfDeleted, expiry: KeptKeyExpiry): void {
   if (deleted.idempotency_key === null) return;
   db.prepare('INSERT OR REPLACE INTO deleted_idempotency_keys (kind, author_id, idempotency_key, request_fingerprint, deleted_at) VALUES (?, ?, ?, ?, ?)')
-    .run(kind, deleted.author_id, deleted.idempotency_key, deleted.request_fingerprint, at.toISOString());
+    .run(kind, deleted.author_id, deleted.idempotency_key, deleted.request_fingerprint, expiry.now().toISOString());
+  db.prepare(
+    `DELETE FROM deleted_idempotency_keys WHERE (kind, author_id, idempotency_key) IN (
+       SELECT kind, author_id, idempotency_key FROM deleted_idempotency_keys WHERE deleted_at <= ? ORDER BY deleted_at LIMIT ?)`,
+  ).run(keptKeysExpiredAt(expiry).toISOString(), EXPIRED_KEYS_PER_SWEEP);
 }
 
-export function findDeletedIdempotencyKey(db: SqliteDatabase, kind: IdempotentKind, authorId: string, key: string): DeletedIdempotencyKey | null {
-  const row = db.prepare('SELECT request_fingerprint, deleted_at FROM deleted_idempotency_keys WHERE kind = ? AND author_id = ? AND idempotency_key = ?').get(kind, authorId, key) as
-    | { request_fingerprint: string | null; deleted_at: string }
-    | undefined;
+/** The kept key of a deleted resource, or null for none or an expired one (not yet swept). */
+export function findDeletedIdempotencyKey(db: SqliteDatabase, kind: IdempotentKind, authorId: string, key: string, expiry: KeptKeyExpiry): DeletedIdempotencyKey | null {
+  const row = db
+    .prepare('SELECT request_fingerprint, deleted_at FROM deleted_idempotency_keys WHERE kind = ? AND author_id = ? AND idempotency_key = ? AND deleted_at > ?')
+    .get(kind, authorId, key, keptKeysExpiredAt(expiry).toISOString()) as { request_fingerprint: string | null; deleted_at: string } | undefined;
   return row ? { requestFingerprint: row.request_fingerprint, deletedAt: new Date(row.deleted_at) } : null;
 }

@@ -1,4 +1,4 @@
-import { AlreadyExistsError, appendToSqliteOutbox, creationCursor, pageOfRows, type OutgoingEvent, type Page, type SqliteDatabase } from '@cards/platform';
+import { AlreadyExistsError, appendToSqliteOutbox, creationCursor, keptKeyExpiry, pageOfRows, type KeptKeyExpiry, type OutgoingEvent, type Page, type SqliteDatabase } from '@cards/platform';
 import type { Card, CardFingerprint, CollisionMove, DeletedIdempotencyKey } from '../../domain/model';
 import { StaleCardError, type CardRepository, type CardUpdateOptions, type MovedCardEvents } from '../../domain/ports';
 import { findDeletedIdempotencyKey, keepDeletedIdempotencyKey, type KeyOfDeleted } from './deleted-idempotency-keys';
@@ -21,7 +21,11 @@ export const RECENT_ROOTS_SQL = {
 
 /** Cards in the cards service's SQLite file (see openCardsDatabase). */
 export class SqliteCardRepository implements CardRepository {
-  constructor(private readonly db: SqliteDatabase) {}
+  /** `keyExpiry`: how long the keys of deleted resources are kept (IDEMPOTENCY_KEY_TTL_HOURS), and by which clock. */
+  constructor(
+    private readonly db: SqliteDatabase,
+    private readonly keyExpiry: KeptKeyExpiry = keptKeyExpiry(),
+  ) {}
 
   async findById(id: string): Promise<Card | null> {
     const row = this.db.prepare('SELECT * FROM cards WHERE id = ?').get(id) as CardRow | undefined;
@@ -39,7 +43,7 @@ export class SqliteCardRepository implements CardRepository {
   }
 
   async findDeletedIdempotencyKey(authorId: string, key: string): Promise<DeletedIdempotencyKey | null> {
-    return findDeletedIdempotencyKey(this.db, 'card', authorId, key);
+    return findDeletedIdempotencyKey(this.db, 'card', authorId, key, this.keyExpiry);
   }
 
   async findByContentHash(contentHash: string, limit: number): Promise<Card[]> {
@@ -190,7 +194,7 @@ export class SqliteCardRepository implements CardRepository {
     return this.db.transaction((): boolean => {
       const card = this.db.prepare('SELECT author_id, private, idempotency_key, request_fingerprint FROM cards WHERE id = ?').get(cardId) as (KeyOfDeleted & { private: number }) | undefined;
       if (!card) return false;
-      keepDeletedIdempotencyKey(this.db, 'card', card, new Date());
+      keepDeletedIdempotencyKey(this.db, 'card', card, this.keyExpiry);
       const totals = this.db.prepare('SELECT coalesce(sum(value), 0) AS up, coalesce(sum(1 - value), 0) AS down FROM votes WHERE card_id = ?').get(cardId) as { up: number; down: number };
       if (totals.up + totals.down > 0) {
         const shown = card.private === 1 ? 0 : 1;

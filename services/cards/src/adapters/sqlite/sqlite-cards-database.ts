@@ -116,6 +116,9 @@ export const CARDS_MIGRATIONS = [
   // With the count, where every 50th root's first bookmark is (JSON [ord, card_id] pairs), so a collection page
   // starts near its place instead of walking all the roots before it. Rows without it are counted again.
   `ALTER TABLE bookmark_root_counts ADD COLUMN starts TEXT;`,
+  // Kept keys of deleted resources expire (IDEMPOTENCY_KEY_TTL_HOURS): each deletion that keeps one removes the oldest
+  // expired ones, found by their time.
+  `CREATE INDEX deleted_idempotency_keys_deleted_at ON deleted_idempotency_keys(deleted_at);`,
 ];
 
 export function openCardsDatabase(path: string): SqliteDatabase {

@@ -1,4 +1,4 @@
-import { AlreadyExistsError, appendToSqliteOutbox, creationCursor, newestFirstRows, pageOfRows, type OutgoingEvent, type Page, type SqliteDatabase } from '@cards/platform';
+import { AlreadyExistsError, appendToSqliteOutbox, creationCursor, keptKeyExpiry, newestFirstRows, pageOfRows, type KeptKeyExpiry, type OutgoingEvent, type Page, type SqliteDatabase } from '@cards/platform';
 import type { Collection, DeletedIdempotencyKey } from '../../domain/model';
 import { ROOT_STRIDE, type BookmarkAddition, type CollectionChange, type CollectionRepository, type HeldCard, type StoredBookmark } from '../../domain/ports';
 import { findDeletedIdempotencyKey, keepDeletedIdempotencyKey, type KeyOfDeleted } from './deleted-idempotency-keys';
@@ -60,7 +60,11 @@ export function ownerBookmarksOfCardsQuery(cardCount: number): string {
 
 /** Collections and bookmarks in the cards service's SQLite file. */
 export class SqliteCollectionRepository implements CollectionRepository {
-  constructor(private readonly db: SqliteDatabase) {}
+  /** `keyExpiry`: how long the keys of deleted resources are kept (IDEMPOTENCY_KEY_TTL_HOURS), and by which clock. */
+  constructor(
+    private readonly db: SqliteDatabase,
+    private readonly keyExpiry: KeptKeyExpiry = keptKeyExpiry(),
+  ) {}
 
   async insert(c: Collection, events: OutgoingEvent[]): Promise<void> {
     try {
@@ -84,7 +88,7 @@ export class SqliteCollectionRepository implements CollectionRepository {
   }
 
   async findDeletedIdempotencyKey(authorId: string, key: string): Promise<DeletedIdempotencyKey | null> {
-    return findDeletedIdempotencyKey(this.db, 'collection', authorId, key);
+    return findDeletedIdempotencyKey(this.db, 'collection', authorId, key, this.keyExpiry);
   }
 
   async insertFileCollection(c: Collection, cardIds: readonly string[], events: (stored: Collection) => OutgoingEvent[]): Promise<{ collection: Collection; created: boolean }> {
@@ -126,7 +130,7 @@ export class SqliteCollectionRepository implements CollectionRepository {
       this.db.prepare('DELETE FROM bookmarks WHERE collection_id = ?').run(id);
       const removed = this.db.prepare('DELETE FROM collections WHERE id = ? RETURNING author_id, idempotency_key, request_fingerprint').get(id) as KeyOfDeleted | undefined;
       if (!removed) return false;
-      keepDeletedIdempotencyKey(this.db, 'collection', removed, new Date());
+      keepDeletedIdempotencyKey(this.db, 'collection', removed, this.keyExpiry);
       appendToSqliteOutbox(this.db, events);
       return true;
     })();

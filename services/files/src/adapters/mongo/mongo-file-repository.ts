@@ -1,5 +1,5 @@
 import type { Collection, Filter } from 'mongodb';
-import { AlreadyExistsError, appendToMongoOutboxOrUndo, creationCursor, isDuplicateKeyError, pageOfRows, withOptionalTransaction, type MongoConnection, type OutgoingEvent, type Page } from '@cards/platform';
+import { AlreadyExistsError, appendToMongoOutboxOrUndo, creationCursor, isDuplicateKeyError, keptKeyExpiry, keptKeysExpiredAt, pageOfRows, removeExpiredKeptKeys, withOptionalTransaction, type KeptKeyExpiry, type MongoConnection, type OutgoingEvent, type Page } from '@cards/platform';
 import type { DeletedIdempotencyKey, DocumentFormat, FileRecord, IngestionStatus } from '../../domain/model';
 import type { FileRepository, IngestionOutcome } from '../../domain/ports';
 
@@ -79,13 +79,18 @@ export class MongoFileRepository implements FileRepository {
     private readonly connection: MongoConnection,
     private readonly files: Collection<FileDocument>,
     private readonly deletedKeys: Collection<DeletedIdempotencyKeyDocument>,
+    private readonly keyExpiry: KeptKeyExpiry,
   ) {}
 
-  static async open(connection: MongoConnection): Promise<MongoFileRepository> {
+  /** `keyExpiry`: how long the keys of deleted files are kept (IDEMPOTENCY_KEY_TTL_HOURS; 24 h by the real clock when not given). */
+  static async open(connection: MongoConnection, keyExpiry: KeptKeyExpiry = keptKeyExpiry()): Promise<MongoFileRepository> {
     const files = connection.db.collection<FileDocument>('files');
+    const deletedKeys = connection.db.collection<DeletedIdempotencyKeyDocument>('deleted_idempotency_keys');
     await files.createIndex({ userId: 1, createdAt: -1 });
     await files.createIndex({ idempotency: 1 }, { unique: true, sparse: true, name: 'files_idempotency' });
-    return new MongoFileRepository(connection, files, connection.db.collection<DeletedIdempotencyKeyDocument>('deleted_idempotency_keys'));
+    // Expired kept keys, oldest first, for the deletions that remove them (removeExpiredKeptKeys: not a TTL index).
+    await deletedKeys.createIndex({ deletedAt: 1 }, { name: 'deleted_idempotency_keys_deleted_at' });
+    return new MongoFileRepository(connection, files, deletedKeys, keyExpiry);
   }
 
   async create(record: FileRecord, events: OutgoingEvent[]): Promise<void> {
@@ -111,8 +116,9 @@ export class MongoFileRepository implements FileRepository {
     return doc ? fromPrimitives(doc) : null;
   }
 
+  /** The kept key of a deleted file, or null for none or an expired one (not yet removed). */
   async findDeletedIdempotencyKey(userId: string, key: string): Promise<DeletedIdempotencyKey | null> {
-    const doc = await this.deletedKeys.findOne({ _id: idempotencyOf(userId, key) });
+    const doc = await this.deletedKeys.findOne({ _id: idempotencyOf(userId, key), deletedAt: { $gt: keptKeysExpiredAt(this.keyExpiry) } });
     return doc ? { requestFingerprint: doc.requestFingerprint ?? null, deletedAt: doc.deletedAt } : null;
   }
 
@@ -159,8 +165,9 @@ export class MongoFileRepository implements FileRepository {
       // The key first: without a transaction, a delete cut after it leaves the record and its kept key (the record wins).
       const keyed = await this.files.findOne({ _id: id }, { session, projection: { userId: 1, idempotencyKey: 1, requestFingerprint: 1 } });
       if (keyed?.idempotencyKey != null) {
-        const kept = { requestFingerprint: keyed.requestFingerprint ?? null, deletedAt: new Date() };
+        const kept = { requestFingerprint: keyed.requestFingerprint ?? null, deletedAt: this.keyExpiry.now() };
         await this.deletedKeys.updateOne({ _id: idempotencyOf(keyed.userId, keyed.idempotencyKey) }, { $set: kept }, { upsert: true, session });
+        await removeExpiredKeptKeys(this.deletedKeys, keptKeysExpiredAt(this.keyExpiry), session);
       }
       // Without a transaction: take the record out, and put it back if its events cannot be written.
       const doc = await this.files.findOneAndDelete({ _id: id }, { session });

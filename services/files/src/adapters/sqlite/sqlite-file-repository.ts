@@ -1,4 +1,4 @@
-import { AlreadyExistsError, appendToSqliteOutbox, creationCursor, newestFirstRows, openSqlite, pageOfRows, SQLITE_OUTBOX_MIGRATION, type OutgoingEvent, type Page, type SqliteDatabase } from '@cards/platform';
+import { AlreadyExistsError, appendToSqliteOutbox, creationCursor, EXPIRED_KEYS_PER_SWEEP, keptKeyExpiry, keptKeysExpiredAt, newestFirstRows, openSqlite, pageOfRows, SQLITE_OUTBOX_MIGRATION, type KeptKeyExpiry, type OutgoingEvent, type Page, type SqliteDatabase } from '@cards/platform';
 import type { DeletedIdempotencyKey, DocumentFormat, FileRecord, IngestionStatus } from '../../domain/model';
 import type { FileRepository, IngestionOutcome } from '../../domain/ports';
 
@@ -30,6 +30,9 @@ export const FILES_MIGRATIONS = [
   // The fingerprint of the request that carried a key: a key sent again with another request is refused.
   `ALTER TABLE files ADD COLUMN request_fingerprint TEXT;
    ALTER TABLE deleted_idempotency_keys ADD COLUMN request_fingerprint TEXT;`,
+  // Kept keys of deleted files expire (IDEMPOTENCY_KEY_TTL_HOURS): each deletion that keeps one removes the oldest
+  // expired ones, found by their time.
+  `CREATE INDEX deleted_idempotency_keys_deleted_at ON deleted_idempotency_keys(deleted_at);`,
 ];
 
 interface FileRow {
@@ -100,7 +103,11 @@ function fromPrimitives(row: FileRow): FileRecord {
 export class SqliteFileRepository implements FileRepository {
   readonly db: SqliteDatabase;
 
-  constructor(path: string) {
+  /** `keyExpiry`: how long the keys of deleted files are kept (IDEMPOTENCY_KEY_TTL_HOURS), and by which clock. */
+  constructor(
+    path: string,
+    private readonly keyExpiry: KeptKeyExpiry = keptKeyExpiry(),
+  ) {
     this.db = openSqlite(path, FILES_MIGRATIONS);
   }
 
@@ -136,8 +143,11 @@ export class SqliteFileRepository implements FileRepository {
     return row ? fromPrimitives(row) : null;
   }
 
+  /** The kept key of a deleted file, or null for none or an expired one (not yet removed). */
   async findDeletedIdempotencyKey(userId: string, key: string): Promise<DeletedIdempotencyKey | null> {
-    const row = this.db.prepare('SELECT request_fingerprint, deleted_at FROM deleted_idempotency_keys WHERE user_id = ? AND idempotency_key = ?').get(userId, key) as
+    const row = this.db
+      .prepare('SELECT request_fingerprint, deleted_at FROM deleted_idempotency_keys WHERE user_id = ? AND idempotency_key = ? AND deleted_at > ?')
+      .get(userId, key, keptKeysExpiredAt(this.keyExpiry).toISOString()) as
       | Pick<FileRow, 'request_fingerprint'> & { deleted_at: string }
       | undefined;
     return row ? { requestFingerprint: row.request_fingerprint, deletedAt: new Date(row.deleted_at) } : null;
@@ -180,7 +190,14 @@ export class SqliteFileRepository implements FileRepository {
       if (removed.idempotency_key !== null) {
         this.db
           .prepare('INSERT OR REPLACE INTO deleted_idempotency_keys (user_id, idempotency_key, request_fingerprint, deleted_at) VALUES (?, ?, ?, ?)')
-          .run(removed.user_id, removed.idempotency_key, removed.request_fingerprint, new Date().toISOString());
+          .run(removed.user_id, removed.idempotency_key, removed.request_fingerprint, this.keyExpiry.now().toISOString());
+        // Up to EXPIRED_KEYS_PER_SWEEP expired kept keys go with it, oldest first.
+        this.db
+          .prepare(
+            `DELETE FROM deleted_idempotency_keys WHERE (user_id, idempotency_key) IN (
+               SELECT user_id, idempotency_key FROM deleted_idempotency_keys WHERE deleted_at <= ? ORDER BY deleted_at LIMIT ?)`,
+          )
+          .run(keptKeysExpiredAt(this.keyExpiry).toISOString(), EXPIRED_KEYS_PER_SWEEP);
       }
       appendToSqliteOutbox(this.db, events);
       return true;

@@ -11,7 +11,7 @@ import { checkMagicBytes, checkMimeType, formatFromFileName } from '../src/domai
 import { UnreadableDocumentError } from '../src/domain/ports';
 import { DEFAULT_PARSER_LIMITS } from '../src/adapters/documents/worker-parse';
 import { deepestParserStack } from '../../../packages/html-parsing/test/parser-depth';
-import { docxPackage, numbered, numberingOf, wp } from './office-packages';
+import { docxPackage, note, noteReference, numbered, numberingOf, wp } from './office-packages';
 
 const FIXTURES = join(__dirname, '../../../test/fixtures/documents');
 const fixture = (name: string) => readFileSync(join(FIXTURES, name));
@@ -356,6 +356,38 @@ describe('lists, tables and notes', () => {
     });
   });
 
+  describe("notes are the document's text", () => {
+    const words = (n: number, word: string) => Array.from({ length: n }, (_, i) => `${word}${i}`).join(' ');
+
+    it('inspect accepts a .docx whose only text is in footnotes or endnotes, which the ingestion puts at their references', async () => {
+      const footnotes = docxPackage({ body: `<w:p>${noteReference(1)}</w:p>`, footnotes: note(1, words(80, 'f')) });
+      const endnotes = docxPackage({ body: `<w:p>${noteReference(1, 'endnote')}</w:p>`, endnotes: note(1, words(80, 'e'), 'endnote') });
+      for (const docx of [footnotes, endnotes]) {
+        await expect(reader.inspect('docx', docx)).resolves.toBeUndefined();
+        expect(splitIntoCards(await reader.parse('docx', docx))).toHaveLength(1);
+      }
+      // Notes of no text leave a document of no text.
+      const blank = docxPackage({ body: `<w:p>${noteReference(1)}</w:p>`, footnotes: note(1, '') });
+      await expect(reader.inspect('docx', blank)).rejects.toThrow('base64_docx_file: the document is empty (no text)');
+    });
+
+    it('a note referenced in a heading is the paragraph after it: the heading stays a title, the note is text (.docx, .odt)', async () => {
+      const docx = docxPackage({ body: `<w:p><w:pPr><w:pStyle w:val="Heading1"/></w:pPr><w:r><w:t>Title</w:t></w:r>${noteReference(1)}</w:p>`, footnotes: note(1, words(80, 'f')) });
+      await expect(reader.inspect('docx', docx)).resolves.toBeUndefined();
+      const odt = blocksFromOdtContent(
+        '<office:text><text:h text:outline-level="1">Title<text:note text:note-class="footnote"><text:note-citation>1</text:note-citation>' +
+          `<text:note-body><text:p>${words(80, 'f')}</text:p></text:note-body></text:note></text:h><text:p>After</text:p></office:text>`,
+      );
+      for (const blocks of [(await reader.parse('docx', docx)).blocks, odt]) {
+        expect(blocks.slice(0, 2).map((b) => [b.kind, b.text])).toEqual([
+          ['heading', 'Title'],
+          ['paragraph', `[1: ${words(80, 'f')}]`],
+        ]);
+        expect(splitIntoCards({ blocks })[0]!.title).toBe('Title');
+      }
+    });
+  });
+
   it('.docx: a footnote is put at its reference in brackets and not left over at the end', async () => {
     // blocks.docx (from the ingestion audit): a footnote "FOOTNOTETEXT here." referenced after w1855, and a 2x2 table.
     const { blocks } = await reader.parse('docx', fixture('blocks.docx'));
@@ -441,6 +473,9 @@ describe('text checks on parts an uploader controls', () => {
     expect(docxTextScan(body('<w:p><w:pPr><w:rPr><w:del w:id="1"/></w:rPr></w:pPr><w:r><w:t>Joined</w:t></w:r></w:p>', paragraph('Heading1')))).toBe('unsure');
     expect(docxTextScan(body(paragraph(null, '<mc:AlternateContent><mc:Choice><w:r><w:t>x</w:t></w:r></mc:Choice></mc:AlternateContent>')))).toBe('unsure');
     expect(docxTextScan(body(paragraph('Heading1', '<w:r><w:t>\u200B</w:t></w:r>')))).toBe('none');
+    // A note's text lives in its own part: referenced, mammoth's reading tells whether it holds any.
+    expect(docxTextScan(body(paragraph(null, noteReference(1))))).toBe('unsure');
+    expect(docxTextScan(body(paragraph(null, noteReference(2, 'endnote'))))).toBe('unsure');
   });
 
   it('headings alone make no card, whatever the format reads them from; a heading too long to be a title is text', () => {

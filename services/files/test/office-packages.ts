@@ -55,8 +55,10 @@ export interface DocxParts {
   body: string;
   /** The inside of w:numbering (w:abstractNum and w:num elements), when the document numbers lists. */
   numbering?: string;
-  /** The footnotes' w:footnote elements (ids from 1; the separators are added). */
+  /** The footnotes' w:footnote elements (ids from 1; the separators are added): footnote(). */
   footnotes?: string;
+  /** The endnotes' w:endnote elements, as footnotes. */
+  endnotes?: string;
   /** Extra w:style elements. */
   styles?: string;
 }
@@ -68,11 +70,13 @@ export function docxPackage(parts: DocxParts): Buffer {
     ['/word/styles.xml', 'styles'],
     ...(parts.numbering !== undefined ? [['/word/numbering.xml', 'numbering']] : []),
     ...(parts.footnotes !== undefined ? [['/word/footnotes.xml', 'footnotes']] : []),
+    ...(parts.endnotes !== undefined ? [['/word/endnotes.xml', 'endnotes']] : []),
   ];
   const relations = [
     ['styles', 'styles.xml'],
     ...(parts.numbering !== undefined ? [['numbering', 'numbering.xml']] : []),
     ...(parts.footnotes !== undefined ? [['footnotes', 'footnotes.xml']] : []),
+    ...(parts.endnotes !== undefined ? [['endnotes', 'endnotes.xml']] : []),
   ];
   const entries: { name: string; data: string }[] = [
     {
@@ -99,15 +103,28 @@ export function docxPackage(parts: DocxParts): Buffer {
     { name: 'word/document.xml', data: `${XML}<w:document xmlns:w="${W}" xmlns:r="${R}"><w:body>${parts.body}</w:body></w:document>` },
   ];
   if (parts.numbering !== undefined) entries.push({ name: 'word/numbering.xml', data: `${XML}<w:numbering xmlns:w="${W}">${parts.numbering}</w:numbering>` });
-  if (parts.footnotes !== undefined) {
+  for (const kind of ['footnote', 'endnote'] as const) {
+    const notes = parts[`${kind}s`];
+    if (notes === undefined) continue;
     entries.push({
-      name: 'word/footnotes.xml',
+      name: `word/${kind}s.xml`,
       data:
-        `${XML}<w:footnotes xmlns:w="${W}"><w:footnote w:type="separator" w:id="-1"><w:p><w:r><w:separator/></w:r></w:p></w:footnote>` +
-        `<w:footnote w:type="continuationSeparator" w:id="0"><w:p><w:r><w:continuationSeparator/></w:r></w:p></w:footnote>${parts.footnotes}</w:footnotes>`,
+        `${XML}<w:${kind}s xmlns:w="${W}"><w:${kind} w:type="separator" w:id="-1"><w:p><w:r><w:separator/></w:r></w:p></w:${kind}>` +
+        `<w:${kind} w:type="continuationSeparator" w:id="0"><w:p><w:r><w:continuationSeparator/></w:r></w:p></w:${kind}>${notes}</w:${kind}s>`,
     });
   }
   return zip(entries);
+}
+
+/** A footnote's or endnote's reference mark, a run of a paragraph. */
+export function noteReference(id: number, kind: 'footnote' | 'endnote' = 'footnote'): string {
+  return `<w:r><w:rPr><w:vertAlign w:val="superscript"/></w:rPr><w:${kind}Reference w:id="${id}"/></w:r>`;
+}
+
+/** A footnote or endnote of one paragraph of text (empty: only its number). */
+export function note(id: number, text: string, kind: 'footnote' | 'endnote' = 'footnote'): string {
+  const run = text ? `<w:r><w:t xml:space="preserve"> ${text}</w:t></w:r>` : '';
+  return `<w:${kind} w:id="${id}"><w:p><w:r><w:${kind}Ref/></w:r>${run}</w:p></w:${kind}>`;
 }
 
 /** A w:p of text runs, with optional paragraph properties (the inside of w:pPr). */

@@ -34,6 +34,19 @@ class BlockCollector {
     return this.current !== null;
   }
 
+  /**
+   * Puts a footnote or endnote (inlineNote) at its reference; one referenced in a heading is the paragraph after the
+   * heading, so the heading stays a title (and the cards' tag) and the note's text is body text.
+   */
+  note(text: string): void {
+    if (!text) return;
+    if (this.current?.kind === 'heading') this.headingNotes.push(text.trim());
+    else this.text(text);
+  }
+
+  /** Notes referenced in the open heading. */
+  private headingNotes: string[] = [];
+
   /** The separator written before the next visible text of the open block, when it already holds some (a table row's next cell). */
   separate(separator: string): void {
     if (this.pending || !this.current || !hasVisibleText(this.current.text)) return;
@@ -78,6 +91,8 @@ class BlockCollector {
     block.text = block.text.replace(/\s+/g, ' ').trim();
     block.html = (block.html ?? '').replace(/\s+/g, ' ').trim();
     if (hasVisibleText(block.text)) this.blocks.push(block);
+    const notes = this.headingNotes.splice(0).join(' ');
+    if (hasVisibleText(notes)) this.blocks.push({ kind: 'paragraph', text: notes, links: [], html: escapeHtml(notes) });
   }
 
   text(value: string): void {
@@ -223,7 +238,7 @@ export function blocksFromHtml(html: string): DocumentBlock[] {
         if (name === 'li' && attrs.id && NOTE_ID.test(attrs.id)) skip = 1;
         else if (name === 'a' && notes.has(NOTE_REFERENCE.exec(attrs.href ?? '')?.[1] ?? '')) {
           const id = NOTE_REFERENCE.exec(attrs.href!)![1]!;
-          collector.text(inlineNote(NOTE_ID.exec(id)![1]!, notes.get(id)!));
+          collector.note(inlineNote(NOTE_ID.exec(id)![1]!, notes.get(id)!));
           skip = 1;
         } else if (heading) collector.start('heading', Number(heading[1]));
         else if (name === 'ul' || name === 'ol') lists.push({ ordered: name === 'ol', items: 0 });
@@ -374,7 +389,7 @@ export function odtContentReader(): IncrementalBlockReader {
         }
         if (note) {
           if (--note.depth === 0) {
-            collector.text(inlineNote(note.citation, note.body));
+            collector.note(inlineNote(note.citation, note.body));
             note = null;
           } else if (name === 'text:note-citation' || name === 'text:note-body') note.part = null;
           return;

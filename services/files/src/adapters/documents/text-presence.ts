@@ -21,9 +21,10 @@ function scan(markup: string, reader: TextScan): void {
 
 /**
  * What a .docx's word/document.xml shows at a glance: 'none' when no text run (<w:t>) holds a visible character (entities
- * decoded: &#160; is a space too), 'body' when one sits plainly in a paragraph that mammoth cannot read as a heading,
- * 'unsure' otherwise (text only in heading-styled paragraphs, text boxes, tracked changes and the like), where only
- * mammoth's own reading can tell whether anything but headings is there.
+ * decoded: &#160; is a space too) and no footnote or endnote is referenced, 'body' when one sits plainly in a paragraph
+ * that mammoth cannot read as a heading, 'unsure' otherwise (text only in heading-styled paragraphs, text boxes, tracked
+ * changes and the like, or in notes: their text lives in another part, and the ingestion puts it at the reference), where
+ * only mammoth's own reading can tell whether anything but headings is there.
  */
 export type DocxTextScan = 'none' | 'body' | 'unsure';
 
@@ -87,6 +88,7 @@ export function docxTextScan(documentXml: string, stylesXml?: string): DocxTextS
         else if (name === 'w:tr') rows.push(frames.length - 1);
         else if (name === 'w:t') inRun++;
         else if (name === 'w:pPr' || name === 'w:trPr') propertiesOpen++;
+        else if (name === 'w:footnoteReference' || name === 'w:endnoteReference') text = true;
         else if (name === 'w:pStyle' && mayBeHeading(attrs['w:val'] ?? '')) markUnsure(paragraphs.at(-1));
         else if ((name === 'w:del' || name === 'w:moveFrom') && propertiesOpen > 0) {
           markUnsure(paragraphs.at(-1));

@@ -68,6 +68,23 @@ describe('control characters in free text', () => {
     expect(await collectionNames(alice)).toContain('Plain');
   });
 
+  it('holds tags to the rule of names: no override or other hiding character, not invisible characters alone', async () => {
+    const answer = (res: ApiResponse) => ({ status: res.status, message: res.json?.message });
+    const text = uniqueText();
+    expect(answer(await alice.client.post('/api/card', { card_html: html(text), link: '', private: false, tag_set: ['fine', 't\u202Eag'] }))).toEqual({ status: 400, message: 'tag_set: must not contain U+202E (right-to-left override)' });
+    expect(answer(await alice.client.post('/api/card', { card_html: html(text), link: '', private: false, tag_set: ['\u200B'] }))).toEqual({ status: 400, message: 'tag_set: must contain a visible character (found only spaces and invisible characters)' });
+    // Joiners beside letters stay: Persian's ZWNJ, an emoji sequence's ZWJ.
+    expect((await alice.client.post('/api/card', { card_html: html(text), link: '', private: false, tag_set: ['\u0645\u06CC\u200C\u062E\u0648\u0627\u0647\u0645', '\u{1F469}\u200D\u{1F4BB}'] })).status).toBe(200);
+  });
+
+  it('refuses an invitation to an e-mail address hiding an invisible character, which would show as someone else\'s', async () => {
+    for (const [email, found] of [[`ad\u200Bmin-${randomUUID()}@example.com`, 'U+200B'], [`admin-${randomUUID()}@exam\u202Eple.com`, 'U+202E (right-to-left override)']]) {
+      const res = await anonymous.post('/api/invitation', { email, referral_tokens: [] });
+      expect({ status: res.status, message: res.json?.message }).toEqual({ status: 400, message: `email: must not contain invisible characters (found ${found})` });
+    }
+    expect(mailbox.messages.filter((m) => JSON.stringify(m.to).includes('admin-'))).toEqual([]);
+  });
+
   it('refuses them in a card\'s link, tags and oc_file_path, on creation and on update of the link', async () => {
     for (const c of CONTROLS) {
       expectRefused(await alice.client.post('/api/card', { card_html: html(uniqueText()), link: `https://example.com/a${c}b`, private: false }), 'link', c);

@@ -96,9 +96,11 @@ const CONTROL_CHARACTER_BUT_LINE_BREAK_OR_TAB = /(?![\t\n\r])\p{Cc}/u;
 export function controlCharacterProblem(text: string, shape: TextShape): string | null {
   const found = (shape === 'multi-line' ? CONTROL_CHARACTER_BUT_LINE_BREAK_OR_TAB : CONTROL_CHARACTER).exec(text);
   if (!found) return null;
-  const code = found[0].charCodeAt(0).toString(16).toUpperCase().padStart(4, '0');
-  return `must not contain control characters (found U+${code})`;
+  return `must not contain control characters (found ${codePointName(found[0])})`;
 }
+
+/** A character's code point as U+XXXX (at least four hex digits), the way answers name what cannot be seen. */
+const codePointName = (character: string) => `U+${character.codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')}`;
 
 // With the u flag a surrogate half matches only when unpaired (a pair is read as the one code point it encodes).
 const LONE_SURROGATE = /\p{Cs}/u;
@@ -159,6 +161,29 @@ export function nameProblem(name: string): string | null {
   for (const character of name) {
     const invisible = INVISIBLE_IN_NAME.get(character);
     if (invisible) return `must not contain ${invisible}`;
+  }
+  // A name of zero-width spaces and joiners alone shows as nothing (they stay allowed beside letters: ZWNJ in Persian, ZWJ in emoji).
+  if (name.length > 0 && !VISIBLE.test(name)) return 'must contain a visible character (found only spaces and invisible characters)';
+  return null;
+}
+
+const VISIBLE = /[^\s\p{Cf}]/u;
+
+/** The invisible characters INVISIBLE_IN_NAME refuses in a name, dropped: for names and tags a parser took from a document. */
+export function withoutInvisibleInName(text: string): string {
+  let out = '';
+  for (const character of text) if (!INVISIBLE_IN_NAME.has(character)) out += character;
+  return out;
+}
+
+/**
+ * The first character of an e-mail address that no address holds but that hides in it: a format character (Cf: zero-width
+ * spaces and joiners, direction marks and overrides, the BOM, the soft hyphen), which makes the address shown to other
+ * users differ from the one mail is sent to. Null when none; else the text that follows "email: ".
+ */
+export function emailCharacterProblem(email: string): string | null {
+  for (const character of email) {
+    if (/\p{Cf}/u.test(character)) return `must not contain invisible characters (found ${INVISIBLE_IN_NAME.get(character) ?? codePointName(character)})`;
   }
   return null;
 }
@@ -237,8 +262,9 @@ export function splitTags(values: readonly string[]): string[] {
 export function tagsProblem(tags: readonly string[], maxTags = MAX_TAGS): string | null {
   if (tags.length > maxTags) return `at most ${maxTags} tags`;
   if (tags.some((t) => characterCount(t) > MAX_TAG_CHARS)) return `each tag at most ${MAX_TAG_CHARS} characters`;
+  // Tags are shown to other people beside the card, and filter searches: the rule of names.
   for (const tag of tags) {
-    const problem = freeTextProblem(tag, 'single-line');
+    const problem = nameProblem(tag);
     if (problem) return problem;
   }
   return null;
@@ -305,10 +331,8 @@ export function linkProblemText(link: string): string | null {
       return `must be at most ${MAX_LINK_CHARS} characters`;
     case 'not-http':
       return 'must be an http or https URL';
-    case 'invisible-character': {
-      const code = FORMAT_CHARACTER.exec(link)![0].codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0');
-      return `must be an http or https URL without invisible characters (found U+${code})`;
-    }
+    case 'invisible-character':
+      return `must be an http or https URL without invisible characters (found ${codePointName(FORMAT_CHARACTER.exec(link)![0])})`;
     case 'space':
       return 'must be an http or https URL without spaces';
     case 'backslash':

@@ -1,6 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import { join, resolve } from 'node:path';
-import { BLOCK_TAGS, characterCount, collapseTextLines, controlCharacterProblem, fitsCharacters, freeTextProblem, linkProblem, linkProblemText, MAX_LINK_CHARS, nameProblem, splitTags, tagsProblem, truncatedToCharacters, wellFormedProblem, withLoneSurrogatesReplaced, wordCount, wordStartsInRun } from '../src';
+import { BLOCK_TAGS, characterCount, collapseTextLines, controlCharacterProblem, fitsCharacters, freeTextProblem, linkProblem, emailCharacterProblem, linkProblemText, MAX_LINK_CHARS, nameProblem, splitTags, tagsProblem, truncatedToCharacters, wellFormedProblem, withLoneSurrogatesReplaced, withoutInvisibleInName, wordCount, wordStartsInRun } from '../src';
 
 const PACKAGE = resolve(__dirname, '..');
 
@@ -99,6 +99,23 @@ describe('@cards/card-rules', () => {
     // The free-text rule first: a control character or an unpaired surrogate is named as it is in every other field.
     expect(nameProblem('a\u0007\u202Eb')).toBe(freeTextProblem('a\u0007', 'single-line'));
     expect(nameProblem('a\ud800')).toBe(wellFormedProblem('a\ud800'));
+  });
+
+  it('refuses a name or tag of invisible characters alone, and tags with the characters that reorder or hide them', () => {
+    expect(nameProblem('\u200B\u200B')).toBe('must contain a visible character (found only spaces and invisible characters)');
+    expect(nameProblem('\u200D \u200C')).toMatch(/visible character/);
+    expect(nameProblem('')).toBeNull();
+    expect(tagsProblem(['fine', 't\u202Eag'])).toBe('must not contain U+202E (right-to-left override)');
+    expect(tagsProblem(['\u200B'])).toMatch(/visible character/);
+    expect(tagsProblem(['\u0645\u06CC\u200C\u062E\u0648\u0627\u0647\u0645', '\u{1F469}\u200D\u{1F4BB}'])).toBeNull();
+    expect(withoutInvisibleInName('Intro\u202E\u200F to \u2066x\u2069')).toBe('Intro to x');
+  });
+
+  it('names the invisible character hidden in an e-mail address', () => {
+    expect(emailCharacterProblem('someone@example.com')).toBeNull();
+    expect(emailCharacterProblem('ad\u200Bmin@example.com')).toBe('must not contain invisible characters (found U+200B)');
+    expect(emailCharacterProblem('admin@exa\u202Emple.com')).toBe('must not contain invisible characters (found U+202E (right-to-left override))');
+    expect(emailCharacterProblem('jos\u00E9@example.com')).toBeNull();
   });
 
   it('replaces unpaired surrogates with U+FFFD in parsed text and leaves pairs alone', () => {

@@ -1,4 +1,4 @@
-import { characterCount, fitsCharacters, freeTextProblem, linkProblem, linkProblemText, MAX_WEBSITE_CHARS, MIN_PASSWORD_CHARS, USERNAME_PATTERN, USERNAME_RULE } from '@cards/card-rules';
+import { characterCount, emailCharacterProblem, fitsCharacters, freeTextProblem, linkProblem, linkProblemText, MAX_WEBSITE_CHARS, MIN_PASSWORD_CHARS, USERNAME_PATTERN, USERNAME_RULE } from '@cards/card-rules';
 import { InvalidArgumentError, refuseIfProblem } from '@cards/platform';
 import { MAX_PASSWORD_LENGTH, type ProfilePatch, type StoredProfileCondition } from './model';
 
@@ -19,10 +19,13 @@ export function normalizeEmail(raw: string): string {
 
 /**
  * An address a mail can be sent to (RFC 5321 4.5.3.1: a local part of at most 64 octets, a domain of at most 255 and
- * labels of at most 63): mail servers refuse longer ones, so an invitation to one could never arrive. Checked when
- * inviting only; normalizeEmail alone decides who can log in, so nobody registered before is locked out.
+ * labels of at most 63): mail servers refuse longer ones, so an invitation to one could never arrive; and no invisible
+ * characters (emailCharacterProblem). Checked when inviting only; normalizeEmail alone decides who can log in, so
+ * nobody registered before is locked out.
  */
 export function checkDeliverableEmail(email: string): void {
+  // An address is shown to other users as its cards' author: one hiding a zero-width space or an override is someone else's look-alike.
+  refuseIfProblem('email', emailCharacterProblem(email));
   const at = email.lastIndexOf('@');
   const local = email.slice(0, at);
   const domain = email.slice(at + 1);

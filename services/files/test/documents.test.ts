@@ -11,7 +11,7 @@ import { checkMagicBytes, checkMimeType, formatFromFileName } from '../src/domai
 import { UnreadableDocumentError } from '../src/domain/ports';
 import { DEFAULT_PARSER_LIMITS } from '../src/adapters/documents/worker-parse';
 import { deepestParserStack } from '../../../packages/html-parsing/test/parser-depth';
-import { docxPackage, note, noteReference, numbered, numberingOf, wp } from './office-packages';
+import { docxPackage, note, noteReference, numbered, numberingOf, pdfDocument, wp, type PdfLine } from './office-packages';
 
 const FIXTURES = join(__dirname, '../../../test/fixtures/documents');
 const fixture = (name: string) => readFileSync(join(FIXTURES, name));
@@ -129,6 +129,49 @@ describe('LibraryDocumentReader', () => {
     expect(words).toEqual([...column(1246), ...column(1252)]);
     // The right column starts a new paragraph: its first line lies above the left column's last.
     expect(blocks.map((b) => b.text.split(' ')[0])).toEqual(['w1246', 'w1252']);
+  });
+
+  describe('.pdf pages', () => {
+    // Words without digits (a running head's digits are its page number): "kpaa kpab ...".
+    const line = (word: string, n = 8) => Array.from({ length: n }, (_, i) => `${word}${String.fromCharCode(97 + Math.floor(i / 26), 97 + (i % 26))}`).join(' ');
+    const body = (page: number, first: string, last: string): PdfLine[] => [
+      { y: 700, text: first },
+      ...Array.from({ length: 8 }, (_, i) => ({ y: 686 - i * 14, text: line(`p${'abc'[page]}l${'abcdefgh'[i]}`) })),
+      { y: 574, text: last },
+    ];
+    const pageOf = (page: number, first: string, last: string) => ({
+      lines: [{ y: 760, text: 'Annual Report of the Coastal Trust', size: 9 }, ...body(page, first, last), { y: 40, text: `Page ${page + 1} of 3`, size: 9 }],
+    });
+
+    it("running heads and feet (a title, the page number) are no text; a paragraph runs on over a page break, its hyphenated word whole", async () => {
+      const pdf = pdfDocument([
+        pageOf(0, 'Tides carry the sediment along the shore.', 'and the dunes behind them need the Begrün-'),
+        { ...pageOf(1, 'dung with marram grass, which binds the sand.', 'The survey ends here.'), links: [{ rect: [72, 696, 110, 710], url: 'https://example.com/marram' }] },
+        pageOf(2, 'Next season we count the nests.', 'Thanks to every volunteer.'),
+      ]);
+      const { blocks } = await reader.parse('pdf', pdf);
+      expect(blocks.some((b) => /Annual Report|Page \d/.test(b.text))).toBe(false);
+      expect(blocks.map((b) => b.text.replace(/ p[abc]l[a-h]\w+/g, ''))).toEqual([
+        'Tides carry the sediment along the shore. and the dunes behind them need the Begründung with marram grass, which binds the sand. The survey ends here.',
+        'Next season we count the nests. Thanks to every volunteer.',
+      ]);
+      // The link on the next page's first line is anchored at its word in the joined paragraph.
+      const [joined] = blocks;
+      expect(joined!.links).toEqual(['https://example.com/marram']);
+      expect(joined!.linkWords!.map((i) => joined!.text.split(' ')[i])).toEqual(['Begründung']);
+    });
+
+    it('a line at the top of some pages only, or a long one, is text; a single page keeps its head', async () => {
+      const pdf = pdfDocument([
+        { lines: [{ y: 760, text: 'Field Notes', size: 9 }, ...body(0, 'First page text.', 'Its end.')] },
+        { lines: [{ y: 760, text: 'Appendix', size: 9 }, ...body(1, 'Second page text.', 'Its end.')] },
+        { lines: [{ y: 760, text: 'Tables', size: 9 }, ...body(2, 'Third page text.', 'Its end.')] },
+      ]);
+      const heads = (await reader.parse('pdf', pdf)).blocks.map((b) => b.text.split(' ')[0]);
+      expect(heads).toEqual(['Field', 'First', 'Appendix', 'Second', 'Tables', 'Third']);
+      const single = pdfDocument([pageOf(0, 'Only page.', 'Its end.')]);
+      expect((await reader.parse('pdf', single)).blocks.map((b) => b.text.split(' ')[0])).toEqual(['Annual', 'Only', 'Page']);
+    });
   });
 
   it('inspect refuses zip bombs, empty documents, and zips that are not the claimed format', async () => {

@@ -158,3 +158,47 @@ export function odtPackage(text: string, automaticStyles = ''): Buffer {
     },
   ]);
 }
+
+/** A line of PDF text: where its baseline starts (points from the page's bottom left), its text, its font size. */
+export interface PdfLine {
+  x?: number;
+  y: number;
+  text: string;
+  size?: number;
+}
+
+/** A link annotation: its rectangle [x1, y1, x2, y2] and target. */
+export interface PdfLink {
+  rect: [number, number, number, number];
+  url: string;
+}
+
+/**
+ * A PDF of US-letter pages of Helvetica text lines (WinAnsi: Latin-1 characters), each page with its link annotations,
+ * written object by object with its cross-reference table, as a PDF producer writes one.
+ */
+export function pdfDocument(pages: readonly { lines: readonly PdfLine[]; links?: readonly PdfLink[] }[]): Buffer {
+  const pdfString = (text: string) => `(${text.replace(/[\\()]/g, (c) => `\\${c}`).replace(/[^\x20-\x7e]/g, (c) => `\\${c.charCodeAt(0).toString(8).padStart(3, '0')}`)})`;
+  const objects: string[] = [];
+  const add = (body: string) => objects.push(body);
+  add('<< /Type /Catalog /Pages 2 0 R >>');
+  const pageIds = pages.map((_, i) => 4 + i * 2);
+  add(`<< /Type /Pages /Kids [${pageIds.map((id) => `${id} 0 R`).join(' ')}] /Count ${pages.length} >>`);
+  add('<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding /WinAnsiEncoding >>');
+  for (const [i, page] of pages.entries()) {
+    const annots = (page.links ?? []).map((l) => `<< /Type /Annot /Subtype /Link /Rect [${l.rect.join(' ')}] /Border [0 0 0] /A << /S /URI /URI ${pdfString(l.url)} >> >>`);
+    add(`<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 3 0 R >> >> /Contents ${pageIds[i]! + 1} 0 R${annots.length ? ` /Annots [${annots.join(' ')}]` : ''} >>`);
+    const stream = page.lines.map((l) => `BT /F1 ${l.size ?? 11} Tf ${l.x ?? 72} ${l.y} Td ${pdfString(l.text)} Tj ET`).join('\n');
+    add(`<< /Length ${Buffer.byteLength(stream, 'latin1')} >>\nstream\n${stream}\nendstream`);
+  }
+  let out = '%PDF-1.4\n';
+  const offsets: number[] = [];
+  objects.forEach((body, i) => {
+    offsets.push(Buffer.byteLength(out, 'latin1'));
+    out += `${i + 1} 0 obj\n${body}\nendobj\n`;
+  });
+  const xref = Buffer.byteLength(out, 'latin1');
+  out += `xref\n0 ${objects.length + 1}\n0000000000 65535 f \n${offsets.map((o) => `${String(o).padStart(10, '0')} 00000 n \n`).join('')}`;
+  out += `trailer\n<< /Size ${objects.length + 1} /Root 1 0 R >>\nstartxref\n${xref}\n%%EOF\n`;
+  return Buffer.from(out, 'latin1');
+}

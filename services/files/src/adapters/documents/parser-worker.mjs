@@ -98,9 +98,16 @@ function inReadingOrder(items) {
   return ordered.map((b) => b.item);
 }
 
+// A word hyphenated at a line's end (a letter, then a hyphen, a soft hyphen or U+2010) and continued in lower case on the
+// next line is joined without its hyphen, in any script with cases ("Begrün-" "dung").
+const HYPHENATED_END = /\p{L}[-\u00ad\u2010]$/u;
+const CONTINUED_WORD = /^\p{Ll}/u;
+
 function joinLine(text, next) {
   if (!text) return next;
-  if (/[A-Za-z]-$/.test(text) && /^[a-z]/.test(next)) return text.slice(0, -1) + next;
+  const before = text.trimEnd();
+  const after = next.trimStart();
+  if (HYPHENATED_END.test(before) && CONTINUED_WORD.test(after)) return before.slice(0, -1) + after;
   return `${text} ${next}`;
 }
 
@@ -186,12 +193,68 @@ async function pdfHasText() {
   }
 }
 
+// Running heads and feet: a line of at most RUNNING_LINE_WORDS words among a page's RUNNING_LINE_CANDIDATES topmost or
+// bottommost, within the outer RUNNING_LINE_ZONE of the page's height, whose text (digits aside: page numbers) recurs at the same height (within
+// RUNNING_LINE_SLACK points) on at least RUNNING_LINE_SHARE of the pages, and on two at least, is the page's furniture
+// (a title, a chapter name, "Page 3 of 10"), not text: it is dropped, on every page it is on. Alternating heads of left
+// and right pages are each on half the pages.
+const RUNNING_LINE_CANDIDATES = 2;
+const RUNNING_LINE_WORDS = 12;
+const RUNNING_LINE_ZONE = 0.2;
+const RUNNING_LINE_SLACK = 4;
+const RUNNING_LINE_SHARE = 0.4;
+
+const runningKey = (text) => text.replace(/\d+/g, '#').replace(/\s+/g, ' ').trim().toLowerCase();
+
+function withoutRunningLines(pages) {
+  if (pages.length < 2) return;
+  const candidates = pages.map((page) => {
+    const height = page.top - page.bottom;
+    const byHeight = [...page.lines].sort((a, b) => b.y - a.y);
+    const top = byHeight.slice(0, RUNNING_LINE_CANDIDATES).filter((l) => l.y >= page.top - height * RUNNING_LINE_ZONE);
+    const bottom = byHeight.slice(-RUNNING_LINE_CANDIDATES).filter((l) => l.y <= page.bottom + height * RUNNING_LINE_ZONE);
+    return [...new Set([...top, ...bottom])].filter((l) => wordsIn(l.text) <= RUNNING_LINE_WORDS);
+  });
+  // For each text: the heights it is at, each with the pages it is there on.
+  const seen = new Map();
+  candidates.forEach((lines, p) => {
+    for (const line of lines) {
+      const key = runningKey(line.text);
+      const places = seen.get(key) ?? [];
+      let place = places.find((at) => Math.abs(at.y - line.y) <= RUNNING_LINE_SLACK);
+      if (!place) places.push((place = { y: line.y, pages: new Set() }));
+      place.pages.add(p);
+      seen.set(key, places);
+    }
+  });
+  const needed = Math.max(2, Math.ceil(pages.length * RUNNING_LINE_SHARE));
+  const running = (line) => seen.get(runningKey(line.text)).some((at) => at.pages.size >= needed && Math.abs(at.y - line.y) <= RUNNING_LINE_SLACK);
+  pages.forEach((page, p) => {
+    const dropped = new Set(candidates[p].filter(running));
+    if (dropped.size > 0) page.lines = page.lines.filter((l) => !dropped.has(l));
+  });
+}
+
+// A paragraph that runs on over a page break: the page's last paragraph ends without a sentence's end, and the next
+// page's first starts in lower case (or finishes the word hyphenated at the break).
+const OPEN_END = /[^.!?:;"'”’)\]…。！？]$/u;
+
+function continuesOnNextPage(last, first) {
+  return OPEN_END.test(last.text) && CONTINUED_WORD.test(first.text);
+}
+
+function joinedParagraphs(last, first) {
+  const text = joinLine(last.text, first.text);
+  const firstStart = wordsIn(text) - wordsIn(first.text);
+  return { ...last, text, links: [...last.links, ...first.links], linkWords: [...last.linkWords, ...first.linkWords.map((i) => firstStart + i)] };
+}
+
 async function pdfBlocks() {
   const pdf = await openPdf();
-  const blocks = [];
+  const pages = [];
   try {
-    const pages = Math.min(pdf.numPages, workerData.maxPages);
-    for (let p = 1; p <= pages; p++) {
+    const count = Math.min(pdf.numPages, workerData.maxPages);
+    for (let p = 1; p <= count; p++) {
       const page = await pdf.getPage(p);
       const content = await page.getTextContent();
       const lines = linesOf(inReadingOrder(content.items));
@@ -200,11 +263,21 @@ async function pdfBlocks() {
         const anchor = anchorOf(lines, a.rect);
         if (anchor) anchor.line.links.push({ url: a.url, at: anchor.at });
       }
-      blocks.push(...paragraphsOf(lines));
+      for (const line of lines) delete line.items;
+      const [, bottom, , top] = page.view;
+      pages.push({ lines, bottom: Math.min(bottom, top), top: Math.max(bottom, top) });
       page.cleanup();
     }
   } finally {
     await pdf.destroy();
+  }
+  withoutRunningLines(pages);
+  const blocks = [];
+  for (const page of pages) {
+    const paragraphs = paragraphsOf(page.lines);
+    const last = blocks[blocks.length - 1];
+    if (last && paragraphs.length > 0 && continuesOnNextPage(last, paragraphs[0])) blocks[blocks.length - 1] = joinedParagraphs(last, paragraphs.shift());
+    blocks.push(...paragraphs);
   }
   return blocks;
 }

@@ -41,7 +41,9 @@ interface Operations {
   /**
    * Paragraphs of a PDF via unpdf (pdf.js): text items are joined into lines, and a vertical gap
    * clearly larger than the usual line pitch starts a new paragraph (PDFs carry no paragraph markup).
-   * Link annotations are attached to the line they sit on.
+   * Link annotations are attached to the line they sit on. Running heads and feet (short lines at a page's top or bottom
+   * that recur at the same height on many pages, page numbers aside) are dropped, and a paragraph that runs on over a
+   * page break (no sentence end before it, lower case after it) is one.
    */
   'pdf-blocks': DocumentBlock[];
   /** Whether any page up to the page limit has a text item that is not whitespace (a scan without OCR has none). */

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createLogger, newId, SqliteEventLog, Topics, type DeliveredEvent } from '@cards/platform';
 import Database from 'better-sqlite3';
+import { tagsProblem } from '@cards/card-rules';
 import { events } from '@cards/proto';
 import { DiskObjectStore } from '../src/adapters/disk/disk-object-store';
 import { LibraryDocumentReader } from '../src/adapters/documents/library-document-reader';
@@ -460,5 +461,11 @@ describe('titleTag', () => {
     const emoji = '\u{1F600}';
     expect(titleTag(emoji.repeat(200))).toBe(emoji.repeat(200));
     expect(titleTag(`${'x'.repeat(199)}${emoji}${emoji}`)).toBe(`${'x'.repeat(199)}${emoji}`);
+  });
+
+  it('drops the direction marks and overrides a tag may not hold, so a right-to-left heading still tags its card', () => {
+    const heading = '\u200F\u05DE\u05D1\u05D5\u05D0 \u202B2024\u202C';
+    expect(titleTag(heading)).toBe('\u05DE\u05D1\u05D5\u05D0 2024');
+    expect(tagsProblem([titleTag(heading)])).toBeNull();
   });
 });

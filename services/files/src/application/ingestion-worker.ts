@@ -1,4 +1,4 @@
-import { MAX_TAG_CHARS, truncatedToCharacters } from '@cards/card-rules';
+import { MAX_TAG_CHARS, truncatedToCharacters, withoutInvisibleInName } from '@cards/card-rules';
 import { isEngineUnavailableError, NotFoundError, type DeliveredEvent, type Logger } from '@cards/platform';
 import { events } from '@cards/proto';
 import { splitIntoCards } from '../domain/card-splitter';
@@ -257,9 +257,12 @@ export class IngestionWorker {
 /** The reason a file's last ingestion attempt records when its cards could not be stored (the detail is logged). */
 export const CARDS_NOT_STORED = 'the cards could not be stored: the card library did not answer after several attempts. Upload the document again later';
 
-/** A heading as one tag: tags are shown comma-joined, so a comma in a heading would split it in two. */
+/**
+ * A heading as one tag: tags are shown comma-joined, so a comma in a heading would split it in two; the direction marks
+ * and overrides a tag may not hold (common in right-to-left documents) are dropped rather than have the passage refused.
+ */
 export function titleTag(title: string): string {
-  return truncatedToCharacters(title.replace(/\s*,\s*/g, '; '), MAX_TAG_CHARS).trim();
+  return truncatedToCharacters(withoutInvisibleInName(title).replace(/\s*,\s*/g, '; '), MAX_TAG_CHARS).trim();
 }
 
 /** Thrown by createCard when the cards service refused a passage because the file is gone. */

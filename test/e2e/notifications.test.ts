@@ -152,6 +152,25 @@ describe('notifications', () => {
     expect(all.filter((n) => n.collection_uuid === collectionId)).toHaveLength(1);
   });
 
+  it('a result for a link the card no longer has does not notify, even when search announced it before the edit reached it', async () => {
+    const { cardId } = await cardWithNotification(alice);
+    const oldLink = 'http://127.0.0.1:9/never-fetched';
+    const newLink = 'http://127.0.0.1:9/changed-link';
+    expect((await alice.client.put('/api/card/update', { card_uuid: cardId, link: newLink })).status).toBe(204);
+    await waitFor(alice.client, (ns) => ns.filter((n) => n.card_uuid === cardId).length === 2);
+    // What search announces when the old link's check finished before the edit's event reached it: search did not know
+    // the card had moved on, so it announced the old link's result (score 93, which no check of these links gives).
+    const verified = (link: string, score: number) =>
+      events.CardVerified.encode({ eventId: randomUUID(), occurredAt: new Date(), verificationId: randomUUID(), cardId, authorId: alice.id, score, link, failure: '' }).finish();
+    await log.publish([{ topic: Topics.verification, key: cardId, payload: verified(oldLink, 93) }]);
+    // Events of one card are handled in order: once a later result for the current link notifies, the stale one was handled.
+    await log.publish([{ topic: Topics.verification, key: cardId, payload: verified(newLink, 61) }]);
+    const all = await waitFor(alice.client, (ns) => ns.some((n) => n.card_uuid === cardId && n.similarity_score === 61));
+    const ofCard = all.filter((n) => n.card_uuid === cardId);
+    expect(ofCard.map((n) => n.similarity_score).sort()).toEqual([0, 0, 61]);
+    expect((await alice.client.get(`/api/card/${cardId}`)).json.verification_score).toBe(61);
+  });
+
   it('answers a poll naming the list\'s ETag with 304 until a notification is added or marked read', async () => {
     const created = await alice.client.post('/api/card_collection', { name: `Tagged ${randomUUID()}`, is_public: false });
     const collectionId = /([0-9a-f-]{36})$/.exec(created.headers.get('location') ?? '')![1]!;

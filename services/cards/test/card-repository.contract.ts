@@ -514,6 +514,19 @@ export function describeCardRepositoryContract(name: string, factory: CardsStore
       expect((await store.cards.findById(card.id))?.verificationScore).toBeNull();
     });
 
+    it('stores the events of a verification with it, and none for one it does not keep', async () => {
+      const card = aCard().build();
+      await store.cards.insert(card, fingerprintOf(card.content), []);
+      const at = nextTime();
+      expect(await store.cards.setVerification(card.id, 40, at, 'https://example.com/elsewhere', [event(Topics.keptVerification)])).toBe(false);
+      expect(await store.cards.setVerification(card.id, 12, new Date(at.getTime() - 5000), card.link, [event(Topics.keptVerification)])).toBe(true);
+      expect(await store.cards.setVerification(card.id, 55, at, card.link, [event(Topics.keptVerification)])).toBe(true);
+      expect(await store.cards.setVerification(card.id, 30, new Date(at.getTime() - 1000), card.link, [event(Topics.keptVerification)])).toBe(false);
+      expect(await store.cards.setVerification(randomUUID(), 55, nextTime(), card.link, [event(Topics.keptVerification)])).toBe(false);
+      expect(await store.pendingEventTopics()).toEqual([Topics.keptVerification, Topics.keptVerification]);
+      expect((await store.cards.findById(card.id))?.verificationScore).toBe(55);
+    });
+
     it('clears file references from cards and collections', async () => {
       const fileId = randomUUID();
       const card = aCard().fromFile(fileId, 'report.pdf').build();

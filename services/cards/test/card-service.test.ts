@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { AlreadyExistsError, createLogger, IdempotencyKeyReusedError, InvalidArgumentError, keptKeyExpiry, NotFoundError, PermissionDeniedError, SqliteOutboxStore, type KeptKeyExpiry } from '@cards/platform';
+import { events } from '@cards/proto';
+import { AlreadyExistsError, createLogger, Topics, IdempotencyKeyReusedError, InvalidArgumentError, keptKeyExpiry, NotFoundError, PermissionDeniedError, SqliteOutboxStore, type KeptKeyExpiry } from '@cards/platform';
 import { openCardsDatabase } from '../src/adapters/sqlite/sqlite-cards-database';
 import { SqliteCardRepository } from '../src/adapters/sqlite/sqlite-card-repository';
 import { SqliteCollectionRepository } from '../src/adapters/sqlite/sqlite-collection-repository';
@@ -28,6 +29,24 @@ function setup(nearDuplicates?: NearDuplicateFinder, keyExpiry?: KeptKeyExpiry) 
     logger: createLogger('cards-test', 'silent'),
   });
   return { service, cards, peers, db };
+}
+
+/** Search's announcement of a verification of the card's page at `link`. */
+const verifiedEvent = (cardId: string, score: number, link: string, at = new Date()): events.CardVerified => ({
+  eventId: randomUUID(),
+  occurredAt: at,
+  verificationId: randomUUID(),
+  cardId,
+  authorId: 'alice',
+  score,
+  link,
+  failure: '',
+});
+
+/** The results cards kept and announced on cards.verification.v1 (what notifications turns into notices), oldest first. */
+async function keptVerifications(db: ReturnType<typeof openCardsDatabase>): Promise<events.CardVerified[]> {
+  const pending = await new SqliteOutboxStore(db).pending(1000);
+  return pending.filter((e) => e.topic === Topics.keptVerification).map((e) => events.CardVerified.decode(e.payload));
 }
 
 const create = (service: CardService, callerId: string, content = someContent(), extra: object = {}) =>
@@ -716,14 +735,35 @@ describe('CardService', () => {
   it('a changed link clears the score of the old one (as a removed link does); other edits and a result for the old link leave it as it is', async () => {
     const { service, cards } = setup();
     const { card } = await create(service, 'alice', someContent(), { link: 'https://example.org/old' });
-    await service.recordVerification(card.id, 80, new Date(), 'https://example.org/old');
+    await service.recordVerification(verifiedEvent(card.id, 80, 'https://example.org/old'));
     await service.updateCard({ callerId: 'alice', cardId: card.id, private: true });
     expect(await cards.findById(card.id)).toMatchObject({ verificationScore: 80 });
     await service.updateCard({ callerId: 'alice', cardId: card.id, link: 'https://example.org/new' });
     expect(await cards.findById(card.id)).toMatchObject({ link: 'https://example.org/new', verificationScore: null, verifiedAt: null });
-    await service.recordVerification(card.id, 90, new Date(), 'https://example.org/old');
+    await service.recordVerification(verifiedEvent(card.id, 90, 'https://example.org/old'));
     expect((await cards.findById(card.id))?.verificationScore).toBeNull();
-    await service.recordVerification(card.id, 40, new Date(), 'https://example.org/new');
+    await service.recordVerification(verifiedEvent(card.id, 40, 'https://example.org/new'));
     expect((await cards.findById(card.id))?.verificationScore).toBe(40);
+  });
+
+  it('announces for notifications only the results it keeps: none for a link the card no longer has, or older than the one it holds', async () => {
+    const { service, db } = setup();
+    const { card } = await create(service, 'alice', someContent(), { link: 'https://example.org/old' });
+    const first = verifiedEvent(card.id, 80, 'https://example.org/old');
+    expect(await service.recordVerification(first)).toBe(true);
+    // The link changed while its page was checked again, and search announced that check before it saw the edit.
+    await service.updateCard({ callerId: 'alice', cardId: card.id, link: 'https://example.org/new' });
+    expect(await service.recordVerification(verifiedEvent(card.id, 90, 'https://example.org/old'))).toBe(false);
+    const current = verifiedEvent(card.id, 40, 'https://example.org/new');
+    expect(await service.recordVerification(current)).toBe(true);
+    expect(await service.recordVerification(verifiedEvent(card.id, 10, 'https://example.org/new', new Date(Date.now() - 60_000)))).toBe(false);
+    const kept = await keptVerifications(db);
+    expect(kept.map((v) => [v.verificationId, v.score, v.link])).toEqual([
+      [first.verificationId, 80, 'https://example.org/old'],
+      [current.verificationId, 40, 'https://example.org/new'],
+    ]);
+    // Announced anew (its own event id), as search announced it otherwise.
+    expect(kept[1]).toMatchObject({ cardId: card.id, authorId: 'alice', failure: '' });
+    expect(kept[1]!.eventId).not.toBe(current.eventId);
   });
 });

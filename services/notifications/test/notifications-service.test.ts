@@ -62,7 +62,7 @@ describe('notifications service (gRPC + events)', () => {
     const cardId = randomUUID();
     const collectionId = randomUUID();
     const verified = verifiedEvent(author, cardId, 83);
-    await bus.publish([{ topic: Topics.verification, key: cardId, payload: verified }]);
+    await bus.publish([{ topic: Topics.keptVerification, key: cardId, payload: verified }]);
     await listEventually(author, 1);
     await bus.publish([{ topic: Topics.collection, key: collectionId, payload: collectionCreatedEvent(author, collectionId) }]);
     const list = await listEventually(author, 2);
@@ -86,14 +86,14 @@ describe('notifications service (gRPC + events)', () => {
     const verified = verifiedEvent(author, cardId, 12);
     const created = collectionCreatedEvent(author, collectionId);
     const batch = [
-      { topic: Topics.verification, key: cardId, payload: verified },
+      { topic: Topics.keptVerification, key: cardId, payload: verified },
       { topic: Topics.collection, key: collectionId, payload: created },
     ];
     await bus.publish(batch);
     await bus.publish(batch);
     // A marker event published after the replays: once it is visible, the replays have been consumed.
     const marker = randomUUID();
-    await bus.publish([{ topic: Topics.verification, key: marker, payload: verifiedEvent(author, marker, 1) }]);
+    await bus.publish([{ topic: Topics.keptVerification, key: marker, payload: verifiedEvent(author, marker, 1) }]);
     const list = await listEventually(author, 3);
     await new Promise((r) => setTimeout(r, 200));
     const again = (await client.client.listNotifications({ callerId: author })).notifications;
@@ -106,8 +106,8 @@ describe('notifications service (gRPC + events)', () => {
     const author = randomUUID();
     const cardId = randomUUID();
     await bus.publish([
-      { topic: Topics.verification, key: cardId, payload: new Uint8Array([0xff, 0xff, 0xff, 0xff]) },
-      { topic: Topics.verification, key: cardId, payload: verifiedEvent(author, cardId, 40) },
+      { topic: Topics.keptVerification, key: cardId, payload: new Uint8Array([0xff, 0xff, 0xff, 0xff]) },
+      { topic: Topics.keptVerification, key: cardId, payload: verifiedEvent(author, cardId, 40) },
     ]);
     expect(await listEventually(author, 1)).toHaveLength(1);
   });
@@ -115,7 +115,7 @@ describe('notifications service (gRPC + events)', () => {
   it('lists in pages that follow next_page_token; a bad page_size or page_token is INVALID_ARGUMENT', async () => {
     const author = randomUUID();
     const cards = [randomUUID(), randomUUID(), randomUUID()];
-    await bus.publish(cards.map((cardId) => ({ topic: Topics.verification, key: cardId, payload: verifiedEvent(author, cardId, 50) })));
+    await bus.publish(cards.map((cardId) => ({ topic: Topics.keptVerification, key: cardId, payload: verifiedEvent(author, cardId, 50) })));
     const all = await listEventually(author, 3);
 
     const first = await client.client.listNotifications({ callerId: author, pageSize: 2 });
@@ -135,8 +135,8 @@ describe('notifications service (gRPC + events)', () => {
     const first = randomUUID();
     const second = randomUUID();
     await bus.publish([
-      { topic: Topics.verification, key: first, payload: verifiedEvent(author, first, 70) },
-      { topic: Topics.verification, key: second, payload: verifiedEvent(author, second, 10) },
+      { topic: Topics.keptVerification, key: first, payload: verifiedEvent(author, first, 70) },
+      { topic: Topics.keptVerification, key: second, payload: verifiedEvent(author, second, 10) },
     ]);
     const list = await listEventually(author, 2);
     const target = list[0]!;

@@ -88,6 +88,8 @@ export const Topics = {
   bookmark: 'cards.bookmark.v1',
   collection: 'cards.collection.v1',
   verification: 'search.verification.v1',
+  /** A verification result cards kept (CardVerified as search announced it, for the link the card still has). */
+  keptVerification: 'cards.verification.v1',
   index: 'search.index.v1',
   file: 'files.file.v1',
 } as const;

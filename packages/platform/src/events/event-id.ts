@@ -6,6 +6,7 @@ const MESSAGE_OF_TOPIC: Record<string, { decode(payload: Uint8Array): { eventId:
   [Topics.bookmark]: events.BookmarkEvent,
   [Topics.collection]: events.CollectionEvent,
   [Topics.verification]: events.CardVerified,
+  [Topics.keptVerification]: events.CardVerified,
   [Topics.index]: events.CardIndexed,
   [Topics.file]: events.FileEvent,
 };

@@ -1,9 +1,10 @@
+import { events } from '@cards/proto';
 import { AlreadyExistsError, InvalidArgumentError, newId, NotFoundError, PermissionDeniedError, earlierCreateForKey, UnauthenticatedError, UnavailableError, type Logger } from '@cards/platform';
 import { collisionMovesOnChange, isVisibleTo, leavesRoot, mayHoldCollision, rehomedCollisions, PAGE_SIZE, totalPages, withFileShownTo, type AuthorScore, type Card, type CardGroup, type CollisionMove, type Vote } from '../domain/model';
 import { StaleCardError, type CardRepository, type CollectionRepository, type ContentLock, type FileDirectory, type NearDuplicateFinder, type UserDirectory, type VoteRepository } from '../domain/ports';
 import { cardTextFromHtml, fingerprintOf, isNearCopy, jaccard, NEAR_COPY_JACCARD, shinglesOf, SKETCH_MIN_SHARED, validLink, validOcFilePath, validTags } from '../domain/rules';
 import { CardGroupReader, cardMessageBytes, type CardGroupsPart, type ViewedCard, type ViewedGroup } from './card-groups';
-import { bookmarkChanged, cardCreated, cardDeleted, cardRehomed, cardUpdated } from './events';
+import { bookmarkChanged, cardCreated, cardDeleted, cardRehomed, cardUpdated, verificationKept } from './events';
 import { followFilePrivacy, isHiddenByFile, privacyAfterChange, type PrivacyChangedBy } from './file-privacy';
 
 export type { CardGroupsPart, ViewedCard, ViewedGroup } from './card-groups';
@@ -656,9 +657,17 @@ export class CardService {
     await this.finishOwedLookAgain(cardId);
   }
 
-  /** The search service verified a card against `link`; a result for a link the card no longer has is dropped. */
-  async recordVerification(cardId: string, score: number, at: Date, link: string): Promise<void> {
-    await this.deps.cards.setVerification(cardId, score, at, link.trim());
+  /**
+   * The search service verified a card against its link (CardVerified). A result for a link the card no longer has, or
+   * older than the one it holds, is dropped; a kept one is announced on cards.verification.v1 in the same write, and
+   * only that announcement notifies the author. Search drops a result whose card it already knows to link elsewhere,
+   * but an edit can reach search after the result was announced: cards, where the edit was made, decides. Returns
+   * whether it was kept.
+   */
+  async recordVerification(verified: events.CardVerified): Promise<boolean> {
+    if (!verified.cardId) return false;
+    const link = verified.link.trim();
+    return this.deps.cards.setVerification(verified.cardId, verified.score, verified.occurredAt ?? new Date(), link, [verificationKept({ ...verified, link })]);
   }
 
   /** Cards as the viewer is shown them (every read of cards goes through here): with the viewer's vote, and a private file's id and name only for the card's author. */

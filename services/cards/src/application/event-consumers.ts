@@ -4,7 +4,8 @@ import type { CardService } from './card-service';
 
 /**
  * What cards learns from search: the index id of a root card (search.index.v1) and its verification score
- * (search.verification.v1). Both writes are idempotent, so redeliveries change nothing.
+ * (search.verification.v1; a kept one is announced again on cards.verification.v1 for notifications). Both writes are
+ * idempotent, so redeliveries change nothing (a re-announced result notifies once: one notification per verification id).
  */
 export async function subscribeToSearchEvents(bus: EventBus, cardService: CardService): Promise<Subscription> {
   return bus.subscribe({
@@ -16,7 +17,7 @@ export async function subscribeToSearchEvents(bus: EventBus, cardService: CardSe
         if (indexed.cardId && indexed.vectorPointId) await cardService.recordIndexed(indexed.cardId, indexed.vectorPointId);
       } else if (event.topic === Topics.verification) {
         const verified = events.CardVerified.decode(event.payload);
-        if (verified.cardId) await cardService.recordVerification(verified.cardId, verified.score, verified.occurredAt ?? new Date(), verified.link);
+        if (verified.cardId) await cardService.recordVerification(verified);
       }
     },
   });

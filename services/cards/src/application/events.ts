@@ -98,3 +98,13 @@ export const collectionDeleted = (c: Collection): OutgoingEvent => ({
   key: c.id,
   payload: events.CollectionEvent.encode(events.CollectionEvent.fromPartial({ eventId: newId(), occurredAt: new Date(), kind: { $case: 'deleted', value: { collectionId: c.id, authorId: c.authorId } } })).finish(),
 });
+
+/**
+ * A verification result from search that cards kept (the card still links to the page verified and holds no newer
+ * result), announced again under a new event id on cards.verification.v1: what notifications tells the author.
+ */
+export const verificationKept = (verified: events.CardVerified): OutgoingEvent => ({
+  topic: Topics.keptVerification,
+  key: verified.cardId,
+  payload: events.CardVerified.encode({ ...verified, eventId: newId(), occurredAt: new Date() }).finish(),
+});

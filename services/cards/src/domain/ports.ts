@@ -123,9 +123,10 @@ export interface CardRepository {
   setVectorPointId(cardId: string, vectorPointId: string): Promise<boolean>;
   /**
    * Verification result, unless a newer one is already stored or the card no longer links to `link` (the page
-   * verified; '' from a search service that did not say, which is not checked). Returns whether it changed.
+   * verified; '' from a search service that did not say, which is not checked). Returns whether it was kept; only then
+   * are `events` stored (with it, atomically).
    */
-  setVerification(cardId: string, score: number, at: Date, link: string): Promise<boolean>;
+  setVerification(cardId: string, score: number, at: Date, link: string, events?: readonly OutgoingEvent[]): Promise<boolean>;
   /**
    * The file was deleted: its cards keep living without file_id/file_name, its collection without file_id. With
    * `exceptAuthorId` only the cards of other authors lose the reference, and collections keep theirs.

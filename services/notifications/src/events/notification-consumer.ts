@@ -17,13 +17,16 @@ function decode<T>(decoder: { decode(bytes: Uint8Array): T }, payload: Uint8Arra
 /**
  * Turns card-verified and collection-created events into notifications. Delivery is at-least-once;
  * the service's store makes a redelivery a no-op. Store failures throw, so the bus retries.
+ * Verifications are taken from cards.verification.v1 (the results cards kept), not from search's announcement: a
+ * result for a link the card no longer has (changed while its page was checked) must not notify, and only cards, where
+ * the link is changed, knows that whatever order the events arrive in.
  */
 export function subscribeNotificationConsumers(bus: EventBus, service: NotificationService, logger: Logger): Promise<Subscription> {
   return bus.subscribe({
     group: NOTIFICATIONS_CONSUMER_GROUP,
-    topics: [Topics.verification, Topics.collection],
+    topics: [Topics.keptVerification, Topics.collection],
     handler: async (event) => {
-      if (event.topic === Topics.verification) {
+      if (event.topic === Topics.keptVerification) {
         const verified = decode(events.CardVerified, event.payload, logger, event.topic);
         if (!verified) return;
         await service.recordVerification({

@@ -290,12 +290,20 @@ export class MongoCardRepository implements CardRepository {
     return result.modifiedCount > 0;
   }
 
-  async setVerification(cardId: string, score: number, at: Date, link: string): Promise<boolean> {
-    const result = await this.store.cards.updateOne(
-      { _id: cardId, $or: [{ verifiedAt: null }, { verifiedAt: { $lte: at } }], ...(link ? { link } : {}) },
-      { $set: { verificationScore: score, verifiedAt: at } },
-    );
-    return result.matchedCount > 0;
+  async setVerification(cardId: string, score: number, at: Date, link: string, events: readonly OutgoingEvent[] = []): Promise<boolean> {
+    return this.store.change(async (session) => {
+      const before = await this.store.cards.findOneAndUpdate(
+        { _id: cardId, $or: [{ verifiedAt: null }, { verifiedAt: { $lte: at } }], ...(link ? { link } : {}) },
+        { $set: { verificationScore: score, verifiedAt: at } },
+        { session, returnDocument: 'before', projection: { verificationScore: 1, verifiedAt: 1 } },
+      );
+      if (!before) return false;
+      // Without a transaction, a result whose announcement could not be stored is taken back (unless a newer one came).
+      await appendToMongoOutboxOrUndo(this.store.db, events, session, () =>
+        this.store.cards.updateOne({ _id: cardId, verifiedAt: at, verificationScore: score }, { $set: { verificationScore: before.verificationScore ?? null, verifiedAt: before.verifiedAt ?? null } }),
+      );
+      return true;
+    });
   }
 
   async setFilePrivacy(fileId: string, isPrivate: boolean): Promise<void> {

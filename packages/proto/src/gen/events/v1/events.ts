@@ -95,7 +95,10 @@ export interface CollectionDeleted {
   authorId: string;
 }
 
-/** Topic search.verification.v1 */
+/**
+ * Topic search.verification.v1 (search's results), and cards.verification.v1: the results the cards service kept
+ * (the card still links to the page verified), announced again under a new event_id; notifications reads these.
+ */
 export interface CardVerified {
   eventId: string;
   occurredAt?: Date | undefined;

@@ -470,6 +470,31 @@ export function describeCardIndexContract(name: string, factory: () => Promise<C
       expect(page.hits[0]!.cardId).toBe(park.cardId);
     });
 
+    test('full-text search finds a Korean noun bare, with another particle or misspelled, whatever particle the card wrote after it', async () => {
+      const school = aCard().saying('학교에서 공부를 했다').build();
+      const library = aCard().saying('어제 도서관에 갔다').build();
+      const apple = aCard().saying('사과를 먹었다').build();
+      const english = aCard().saying('went to school and then the library').build();
+      for (const card of [school, library, apple, english]) await index.upsert(card);
+      const found = async (query: string) => ({ query, found: (await index.matchText(query, everything(), firstPage)).hits.map((h) => h.cardId) });
+      expect(await found('학교')).toEqual({ query: '학교', found: [school.cardId] });
+      expect(await found('학교를')).toEqual({ query: '학교를', found: [school.cardId] });
+      expect(await found('공부')).toEqual({ query: '공부', found: [school.cardId] });
+      expect(await found('도서관')).toEqual({ query: '도서관', found: [library.cardId] });
+      expect(await found('도서관에서')).toEqual({ query: '도서관에서', found: [library.cardId] });
+      expect(await found('사과')).toEqual({ query: '사과', found: [apple.cardId] });
+      // A letter (jamo) off: 도서곽 for 도서관, 학꾜 for 학교.
+      expect(await found('도서곽')).toEqual({ query: '도서곽', found: [library.cardId] });
+      expect(await found('학꾜')).toEqual({ query: '학꾜', found: [school.cardId] });
+      expect(await found('컴퓨터')).toEqual({ query: '컴퓨터', found: [] });
+      // The phrase bonus whatever the particles: the nouns in a row rank above the same nouns scattered.
+      const scattered = aCard().saying('공부 그리고 학교').build();
+      await index.upsert(scattered);
+      const page = await index.matchText('학교의 공부', everything(), firstPage);
+      expect(page.hits.map((h) => h.cardId)).toEqual([school.cardId, scattered.cardId]);
+      expect((await index.get(school.cardId))!.content).toBe('학교에서 공부를 했다');
+    });
+
     test('a one-character Chinese or Japanese query finds the cards holding that character (alone or inside a passage); a card holding two such characters ranks first', async () => {
       const history = aCard().saying('一本关于中国历史的书').build();
       const library = aCard().saying('图书馆里有很多人').build();

@@ -355,6 +355,28 @@ describeOnEngine('CardIndex on ElasticsearchCardIndex', skipReason, () => {
       expect(await found('plain ascii')).toEqual([plain.cardId]);
     });
 
+    test('cards indexed before Korean words lost their particles are found by the bare noun once foldStoredWords() has run', async () => {
+      const prefix = `cards-test-${randomBytes(4).toString('hex')}`;
+      const first = openIndex(prefix);
+      const school = aCard().saying('학교에서 공부를 했다').build();
+      const plain = aCard().saying('plain ascii words only').build();
+      for (const card of [school, plain]) await first.upsert(card);
+      // As written before: each Korean word as written, particles and all, folded and segmented.
+      const client = new Client({ node: engine!.url });
+      const asWritten = (text: string) => text.toLowerCase().match(/[\p{L}\p{N}]+/gu)!;
+      await client.update({ index: `${prefix}-cards`, id: school.cardId, doc: { words: asWritten(school.content), text: asWritten(school.content).join(' '), folded: true, segmented: true }, refresh: true });
+      await client.close();
+      const restarted = openIndex(prefix);
+      const found = async (query: string) => (await restarted.matchText(query, everything, firstPage)).hits.map((h) => h.cardId);
+      expect(await restarted.unfoldedCardCount()).toBe(1);
+      expect(await found('학교')).toEqual([]);
+      expect(await restarted.foldStoredWords()).toBe(1);
+      expect(await restarted.unfoldedCardCount()).toBe(0);
+      expect(await found('학교')).toEqual([school.cardId]);
+      expect(await found('학교를')).toEqual([school.cardId]);
+      expect(await found('plain ascii')).toEqual([plain.cardId]);
+    });
+
     test('a restarted adapter reuses its indices (mapping upgrade is a no-op) and finds what was stored', async () => {
       const prefix = `cards-test-${randomBytes(4).toString('hex')}`;
       const first = openIndex(prefix);

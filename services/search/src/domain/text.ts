@@ -119,10 +119,48 @@ export function characterBigrams<T extends { word: string; frequency: number }>(
   return holding.slice(0, CJK_CHARACTER_BIGRAMS);
 }
 
+/** A Hangul syllable (precomposed, U+AC00-U+D7A3): what Korean text is written in, and what foldedText() leaves. */
+const HANGUL_SYLLABLE = /[\uac00-\ud7a3]/;
+const HANGUL_SYLLABLES = /[\uac00-\ud7a3]/g;
+
+/**
+ * Korean particles (josa) and the commonest pairs of them, written after a noun without a space: 학교에서 is 학교 + 에서,
+ * 학교를 is 학교 + 를. Those of one syllable other than 을 and 를 also end many nouns and verb forms (사과 "apple", 나이,
+ * 회의, 먹는), so they are taken only after two syllables at least (학교가, not 나이 or 먹는).
+ */
+const KOREAN_PARTICLES = [
+  '에서부터', '으로부터', '에게서는', '한테서는',
+  '에서는', '에서도', '에서만', '에게서', '에게는', '에게도', '한테서', '한테는', '으로는', '으로도', '으로써', '으로서', '께서는', '까지는', '까지도', '부터는', '이라도', '이라고', '이라는',
+  '에서', '에게', '한테', '께서', '으로', '로써', '로서', '로는', '에는', '에도', '에만', '까지', '부터', '처럼', '보다', '마저', '조차', '이랑', '하고', '와는', '과는', '이나', '이며', '밖에', '라도', '라고', '라는',
+  '을', '를',
+];
+const KOREAN_SHORT_PARTICLES = ['은', '는', '이', '가', '의', '에', '도', '만', '로', '와', '과', '랑', '나', '께'];
+/**
+ * A word ending in a particle, with at least one letter before it (two before a short one). The match starting first
+ * is the longest particle: 학교에서 loses 에서.
+ */
+const KOREAN_PARTICLE_ENDING = new RegExp(`(?:(?<=[\\p{L}\\p{N}])(?:${KOREAN_PARTICLES.join('|')})|(?<=[\\p{L}\\p{N}]{2})(?:${KOREAN_SHORT_PARTICLES.join('|')}))$`, 'u');
+
+/**
+ * A word holding Korean as full-text search compares it: its trailing particles dropped (학교에서, 학교를 and 학교 are
+ * all 학교; iPhone을 is iphone), then each Hangul syllable spelled out in its letters (jamo, Unicode NFD: 학교 is ㅎㅏㄱㄱㅛ
+ * as conjoining jamo), so a misspelling is a letter or two away as in an alphabet (학꾜 for 학교, 도서곽 for 도서관), not a
+ * whole syllable. Particles are dropped repeatedly, so a noun that ends like one is cut the same way with a particle
+ * after it as without (마을 "village" and 마을에 are both 마); a one-syllable word keeps its syllable (가, 이). Words
+ * without Hangul are returned as they are. See decisions.md, "Full-text search of Korean".
+ */
+export function koreanSearchWord(word: string): string {
+  if (!HANGUL_SYLLABLE.test(word)) return word;
+  let stem = word;
+  for (let cut = stem.replace(KOREAN_PARTICLE_ENDING, ''); cut !== stem; cut = stem.replace(KOREAN_PARTICLE_ENDING, '')) stem = cut;
+  return stem.replace(HANGUL_SYLLABLES, (syllable) => syllable.normalize('NFD'));
+}
+
 /**
  * The words full-text search indexes and looks for: words() of the text with its diacritics folded (foldedText), except
  * that runs of unspaced scripts are split (unspacedWords: Chinese and Japanese into character bigrams, Thai and its
- * neighbours by dictionary). ASCII text is never scanned for them.
+ * neighbours by dictionary) and Korean words lose their particles and are spelled in jamo (koreanSearchWord). ASCII
+ * text is never scanned for them.
  */
 export function searchWords(text: string): string[] {
   const lower = text.toLowerCase();
@@ -130,7 +168,8 @@ export function searchWords(text: string): string[] {
   // A soft hyphen (U+00AD) only marks where a word may break: "soft\u00ADhyphen" is the word "softhyphen", in a query
   // as in a card (cards drop it from their content, but ones stored before may hold it).
   const folded = foldedText(lower.includes(SOFT_HYPHEN) ? lower.replaceAll(SOFT_HYPHEN, '') : lower);
-  return UNSPACED.test(folded) ? unspacedWords(folded) : words(folded);
+  const split = UNSPACED.test(folded) ? unspacedWords(folded) : words(folded);
+  return HANGUL_SYLLABLE.test(folded) ? split.map(koreanSearchWord) : split;
 }
 
 /** The text as its search words joined by single spaces: what phrase matching compares. */

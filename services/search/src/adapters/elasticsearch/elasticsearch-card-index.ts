@@ -150,6 +150,12 @@ const stored = { type: 'keyword', index: false, doc_values: false } as const;
 const UNSPACED_SCRIPT_CLASS = '[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff]';
 
 /**
+ * Hangul syllables, as a character class of a Lucene regexp: searchWords spells Korean words in jamo (koreanSearchWord),
+ * so a word holding a syllable was stored before, with its particles (학교에서), and is rewritten by foldStoredWords.
+ */
+const HANGUL_SYLLABLE_CLASS = '[\uac00-\ud7a3]';
+
+/**
  * The search index on Elasticsearch 8 (the production adapter of DESIGN.md §2). Four indices:
  * - cards: one document per card (collisions included, with `root: false`), a cosine `dense_vector` with HNSW
  *   for kNN, keyword fields that filter (author, privacy, lower-cased tags and link, collections), the card's
@@ -792,7 +798,8 @@ export class ElasticsearchCardIndex implements CardIndex {
    * Cards stored before full-text words were folded whose words folding may change: one holds a character other than
    * a-z, 0-9 and the apostrophe (the only characters of a word ASCII text gives), and no write since marked it folded;
    * or stored before runs of Chinese, Japanese, Thai, Lao, Khmer or Myanmar were split (searchWords): one holds such a
-   * character, and no write since marked it segmented.
+   * character, and no write since marked it segmented; or holding a Korean word as it was written (a Hangul syllable),
+   * before searchWords spelled Korean words in jamo without their particles.
    */
   private unfoldedCards(): estypes.QueryDslQueryContainer {
     return {
@@ -801,6 +808,8 @@ export class ElasticsearchCardIndex implements CardIndex {
           { bool: { filter: [{ regexp: { words: { value: ".*[^a-z0-9'].*" } } }], must_not: [{ term: { folded: true } }] } },
           // Or stored before runs of unspaced scripts were split: a word holds such a character, no write since marked it.
           { bool: { filter: [{ regexp: { words: { value: `.*${UNSPACED_SCRIPT_CLASS}.*` } } }], must_not: [{ term: { segmented: true } }] } },
+          // Or Korean stored before its words lost their particles and were spelled in jamo: no write since leaves a syllable.
+          { regexp: { words: { value: `.*${HANGUL_SYLLABLE_CLASS}.*` } } },
         ],
         minimum_should_match: 1,
       },

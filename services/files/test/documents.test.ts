@@ -431,6 +431,53 @@ describe('lists, tables and notes', () => {
     });
   });
 
+  describe("what only repeats or describes the document is not its text", () => {
+    it('.odt: a table of contents (its template too), an image\'s title and description, ruby annotations are left out', () => {
+      const blocks = blocksFromOdtContent(
+        '<office:text><text:table-of-content text:name="TOC"><text:table-of-content-source><text:index-title-template>Contents</text:index-title-template>' +
+          '</text:table-of-content-source><text:index-body><text:index-title><text:p>Contents</text:p></text:index-title><text:p><text:a xlink:href="#__RefHeading___Toc1">' +
+          'Introduction<text:tab/>1</text:a></text:p></text:index-body></text:table-of-content><text:h text:outline-level="1">Introduction</text:h>' +
+          '<text:p>Reef photo <draw:frame><draw:image xlink:href="Pictures/1.png"/><svg:title>A reef</svg:title><svg:desc>Coral heads in shallow water</svg:desc></draw:frame>' +
+          'shows bleaching of <text:ruby><text:ruby-base>漢字</text:ruby-base><text:ruby-text>かんじ</text:ruby-text></text:ruby>.</text:p>' +
+          '<text:bibliography><text:index-body><text:p>Smith, Reefs, 2020.</text:p></text:index-body></text:bibliography></office:text>',
+      );
+      expect(blocks.map((b) => [b.kind, b.text])).toEqual([
+        ['heading', 'Introduction'],
+        ['paragraph', 'Reef photo shows bleaching of 漢字.'],
+        ['paragraph', 'Smith, Reefs, 2020.'],
+      ]);
+    });
+
+    it('.odt: a text box inside a paragraph follows the paragraph, which stays whole (as mammoth places a Word text box)', () => {
+      const blocks = blocksFromOdtContent(
+        '<office:text><text:p>Before <text:span><draw:frame><draw:text-box><text:p>Boxed <text:a xlink:href="https://example.com/box">aside</text:a></text:p>' +
+          '<text:list><text:list-item><text:p>point</text:p></text:list-item></text:list></draw:text-box></draw:frame></text:span>and <text:a xlink:href="https://example.com/after">after</text:a>.</text:p>' +
+          '<text:p>Next.</text:p></office:text>',
+      );
+      expect(blocks.map((b) => [b.text, b.html, b.links])).toEqual([
+        ['Before and after.', 'Before and <a href="https://example.com/after">after</a>.', ['https://example.com/after']],
+        ['Boxed aside', 'Boxed <a href="https://example.com/box">aside</a>', ['https://example.com/box']],
+        ['point', 'point', []],
+        ['Next.', 'Next.', []],
+      ]);
+      expect(blocks[2]!.list).toEqual({ ordered: false, level: 1, number: 1 });
+    });
+
+    it('.docx: a table of contents (Word\'s "TOC Heading" and "toc n" paragraphs) is left out; headings and a contents table alone are only headings', async () => {
+      const styles = '<w:style w:type="paragraph" w:styleId="TOC1"><w:name w:val="toc 1"/></w:style><w:style w:type="paragraph" w:styleId="TOCHeading"><w:name w:val="TOC Heading"/></w:style>';
+      const toc =
+        `<w:sdt><w:sdtContent>${wp('Contents', '<w:pStyle w:val="TOCHeading"/>')}<w:p><w:pPr><w:pStyle w:val="TOC1"/></w:pPr><w:hyperlink w:anchor="_Toc1">` +
+        '<w:r><w:t>Introduction</w:t></w:r><w:r><w:tab/></w:r><w:r><w:t>3</w:t></w:r></w:hyperlink></w:p></w:sdtContent></w:sdt>';
+      const heading = wp('Introduction', '<w:pStyle w:val="Heading1"/>');
+      const { blocks } = await reader.parse('docx', docxPackage({ styles, body: toc + heading + wp('Body text.') }));
+      expect(blocks.map((b) => [b.kind, b.text])).toEqual([
+        ['heading', 'Introduction'],
+        ['paragraph', 'Body text.'],
+      ]);
+      await expect(reader.inspect('docx', docxPackage({ styles, body: toc + heading }))).rejects.toThrow('base64_docx_file: the document has only headings, no text under them to make cards from');
+    });
+  });
+
   it('.docx: a footnote is put at its reference in brackets and not left over at the end', async () => {
     // blocks.docx (from the ingestion audit): a footnote "FOOTNOTETEXT here." referenced after w1855, and a 2x2 table.
     const { blocks } = await reader.parse('docx', fixture('blocks.docx'));
@@ -519,6 +566,8 @@ describe('text checks on parts an uploader controls', () => {
     // A note's text lives in its own part: referenced, mammoth's reading tells whether it holds any.
     expect(docxTextScan(body(paragraph(null, noteReference(1))))).toBe('unsure');
     expect(docxTextScan(body(paragraph(null, noteReference(2, 'endnote'))))).toBe('unsure');
+    // So does a paragraph of a table of contents, which the ingestion leaves out.
+    expect(docxTextScan(body(paragraph('TOC1')))).toBe('unsure');
   });
 
   it('headings alone make no card, whatever the format reads them from; a heading too long to be a title is text', () => {

@@ -46,6 +46,36 @@ class BlockCollector {
 
   /** Notes referenced in the open heading. */
   private headingNotes: string[] = [];
+  /** Blocks of text boxes met inside the open block, which follow it. */
+  private boxBlocks: DocumentBlock[] = [];
+  /** For each text box being read: the state of the block it sits in, and where its own blocks start. */
+  private readonly boxes: { current: DocumentBlock | null; openLink: boolean; open: string[]; pending: string; pendingAt: number; headingNotes: string[]; boxBlocks: DocumentBlock[]; from: number }[] = [];
+
+  /**
+   * A text box (a frame's text) starts inside the open paragraph: its paragraphs are read as blocks of their own and
+   * follow that paragraph (as mammoth places a Word text box's), which goes on whole after the box.
+   */
+  enterBox(): void {
+    const { current, openLink, open, pending, pendingAt, headingNotes, boxBlocks } = this;
+    this.boxes.push({ current, openLink, open, pending, pendingAt, headingNotes, boxBlocks, from: this.blocks.length });
+    this.current = null;
+    this.openLink = false;
+    this.open = [];
+    this.pending = '';
+    this.pendingAt = 0;
+    this.headingNotes = [];
+    this.boxBlocks = [];
+  }
+
+  leaveBox(): void {
+    const outer = this.boxes.pop();
+    if (!outer) return;
+    this.end();
+    const read = this.blocks.splice(outer.from);
+    ({ current: this.current, openLink: this.openLink, open: this.open, pending: this.pending, pendingAt: this.pendingAt, headingNotes: this.headingNotes, boxBlocks: this.boxBlocks } = outer);
+    if (this.current) this.boxBlocks.push(...read);
+    else this.blocks.push(...read);
+  }
 
   /** The separator written before the next visible text of the open block, when it already holds some (a table row's next cell). */
   separate(separator: string): void {
@@ -93,6 +123,7 @@ class BlockCollector {
     if (hasVisibleText(block.text)) this.blocks.push(block);
     const notes = this.headingNotes.splice(0).join(' ');
     if (hasVisibleText(notes)) this.blocks.push({ kind: 'paragraph', text: notes, links: [], html: escapeHtml(notes) });
+    this.blocks.push(...this.boxBlocks.splice(0));
   }
 
   text(value: string): void {
@@ -284,6 +315,27 @@ export function blocksFromHtml(html: string): DocumentBlock[] {
   return collector.blocks;
 }
 
+/**
+ * Elements of an .odt's body whose text is not the document's text, skipped with all they hold: comments, tracked changes
+ * (deleted text), an image's title and description (alt text, which a .docx's reading drops too), ruby annotations over
+ * the base text, and generated indexes (a table of contents, "Introduction 1" with its page number, and its template's
+ * "Contents"; lists of figures, tables and objects; an alphabetical index), which only repeat the headings and words of the
+ * document with page numbers. A bibliography is the document's own text and stays.
+ */
+const ODT_NOT_TEXT = new Set([
+  'office:annotation',
+  'text:tracked-changes',
+  'svg:title',
+  'svg:desc',
+  'text:ruby-text',
+  'text:table-of-content',
+  'text:illustration-index',
+  'text:table-index',
+  'text:object-index',
+  'text:user-index',
+  'text:alphabetical-index',
+]);
+
 /** Blocks from an OpenDocument content.xml: text:h (with its outline level) and text:p inside office:text. */
 export function blocksFromOdtContent(xml: string): DocumentBlock[] {
   const reader = odtContentReader();
@@ -333,7 +385,7 @@ export function odtContentReader(): IncrementalBlockReader {
         }
         if (name === 'office:text') inBody++;
         if (!inBody) return;
-        if (skipDepth > 0 || name === 'office:annotation' || name === 'text:tracked-changes') {
+        if (skipDepth > 0 || ODT_NOT_TEXT.has(name)) {
           skipDepth++;
           return;
         }
@@ -353,7 +405,8 @@ export function odtContentReader(): IncrementalBlockReader {
           const list = { ordered: style !== null && (numbered.get(style)?.has(lists.length + 1) ?? false), items: continued?.items ?? 0, style, first: continued?.first ?? continued };
           if (lists.length === 0 && attrs['xml:id'] !== undefined) listsById.set(attrs['xml:id'], list);
           lists.push(list);
-        } else if (name === 'table:table-row') {
+        } else if (name === 'draw:text-box') collector.enterBox();
+        else if (name === 'table:table-row') {
           rows++;
           collector.start('paragraph');
         } else if (rows > 0 && name === 'table:table-cell') collector.separate(CELL_SEPARATOR);
@@ -396,6 +449,7 @@ export function odtContentReader(): IncrementalBlockReader {
         }
         if (name === 'office:text') inBody--;
         if (name === 'text:list-item' || name === 'text:list-header') items.close();
+        if (name === 'draw:text-box') collector.leaveBox();
         if (name === 'text:list') {
           const list = lists.pop();
           if (lists.length === 0 && list) {

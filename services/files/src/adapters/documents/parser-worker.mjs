@@ -286,16 +286,22 @@ async function pdfBlocks() {
 // Backspace over the number) none, only the item's indentation or a list paragraph style. mammoth makes each of those a
 // paragraph after the list and starts a new list (numbered from 1 again) for the next item; marked here as a further
 // paragraph of the item before them, the style map below puts them in a p inside that item's li, and the list goes on.
+//
+// Generated tables (a table of contents, "Introduction 3" per heading, a table of figures, an index) only repeat the
+// document's headings and words with page numbers: their paragraphs, by Word's built-in style names (LibreOffice's
+// "Contents n" too), are left out, as the .odt reader leaves out its generated indexes.
 const FURTHER_PARAGRAPH = 'cards further paragraph of item';
 const LIST_PARAGRAPH_STYLE = /^list (paragraph|continue)/i;
+const GENERATED_TABLE_STYLE = /^(toc \d+|toc heading|contents \d+|contents heading|table of figures|index \d+|index heading)$/i;
 
-function furtherParagraphsMarked(element) {
+function readableDocument(element) {
   if (!Array.isArray(element.children) || element.type === 'paragraph') return element;
   let item = null;
-  const children = element.children.map((child) => {
+  const children = element.children.flatMap((child) => {
+    if (child.type === 'paragraph' && GENERATED_TABLE_STYLE.test(child.styleName ?? '')) return [];
     if (child.type !== 'paragraph') {
       item = null;
-      return furtherParagraphsMarked(child);
+      return readableDocument(child);
     }
     if (child.numbering) {
       item = child.numbering;
@@ -321,7 +327,7 @@ async function run() {
   switch (workerData.op) {
     case 'docx-html': {
       const { default: mammoth } = await import('mammoth');
-      return (await mammoth.convertToHtml({ buffer: bytes }, { transformDocument: furtherParagraphsMarked, styleMap: FURTHER_PARAGRAPH_STYLES })).value;
+      return (await mammoth.convertToHtml({ buffer: bytes }, { transformDocument: readableDocument, styleMap: FURTHER_PARAGRAPH_STYLES })).value;
     }
     case 'doc-text': {
       const { default: WordExtractor } = await import('word-extractor');

@@ -35,8 +35,17 @@ const PLAIN_CONTAINERS = new Set(['w:document', 'w:body', 'w:p', 'w:r', 'w:t', '
 const MAX_STYLES_CHARS = 2 * 1024 * 1024;
 
 /**
- * Ids of the paragraph styles whose name starts with "heading" in any case: mammoth makes h1-h6 of styles named
- * "heading 1" to "heading 6" (and "Heading"), and of the ids Heading1-Heading6. Null when the styles are too large to read.
+ * Names of paragraph styles whose text may not be body text for the ingestion: headings, and the generated tables it
+ * leaves out (a table of contents or of figures, an index: parser-worker.mjs GENERATED_TABLE_STYLE).
+ */
+const NOT_BODY_STYLE_NAME = /^(heading|toc |contents |table of figures|index )/i;
+/** Ids of such styles as Word writes them (Heading1, TOC1, TOCHeading, TableofFigures, Index1), read without their names. */
+const NOT_BODY_STYLE_ID = /^(heading|toc|tableoffigures|index\d)/i;
+
+/**
+ * Ids of the paragraph styles named as NOT_BODY_STYLE_NAME says, in any case: mammoth makes h1-h6 of styles named
+ * "heading 1" to "heading 6" (and "Heading"), and of the ids Heading1-Heading6; the ingestion leaves generated tables
+ * out. Null when the styles are too large to read.
  */
 function headingStyleIds(stylesXml: string | undefined): Set<string> | null {
   const ids = new Set<string>();
@@ -47,7 +56,7 @@ function headingStyleIds(stylesXml: string | undefined): Set<string> | null {
     {
       onopentag(name, attrs) {
         if (name === 'w:style') styleId = attrs['w:type'] === 'paragraph' ? (attrs['w:styleId'] ?? null) : null;
-        else if (name === 'w:name' && styleId !== null && /^heading/i.test(attrs['w:val'] ?? '')) ids.add(styleId);
+        else if (name === 'w:name' && styleId !== null && NOT_BODY_STYLE_NAME.test(attrs['w:val'] ?? '')) ids.add(styleId);
       },
       onclosetag(name) {
         if (name === 'w:style') styleId = null;
@@ -62,7 +71,7 @@ function headingStyleIds(stylesXml: string | undefined): Set<string> | null {
 
 export function docxTextScan(documentXml: string, stylesXml?: string): DocxTextScan {
   const headingIds = headingStyleIds(stylesXml);
-  const mayBeHeading = (styleId: string) => headingIds === null || /^heading/i.test(styleId) || headingIds.has(styleId);
+  const mayBeHeading = (styleId: string) => headingIds === null || NOT_BODY_STYLE_ID.test(styleId) || headingIds.has(styleId);
   // Open elements; a frame is unsure when it is not a plain container, or is a paragraph or row mammoth may not read as
   // plain body text (a heading style, a deleted paragraph mark or row). unsureOpen counts the unsure open frames.
   const frames: { unsure: boolean }[] = [];

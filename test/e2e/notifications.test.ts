@@ -161,7 +161,7 @@ describe('notifications', () => {
     // What search announces when the old link's check finished before the edit's event reached it: search did not know
     // the card had moved on, so it announced the old link's result (score 93, which no check of these links gives).
     const verified = (link: string, score: number) =>
-      events.CardVerified.encode({ eventId: randomUUID(), occurredAt: new Date(), verificationId: randomUUID(), cardId, authorId: alice.id, score, link, failure: '' }).finish();
+      events.CardVerified.encode({ eventId: randomUUID(), occurredAt: new Date(), verificationId: randomUUID(), cardId, authorId: alice.id, score, link, failure: '', contentSha256: '' }).finish();
     await log.publish([{ topic: Topics.verification, key: cardId, payload: verified(oldLink, 93) }]);
     // Events of one card are handled in order: once a later result for the current link notifies, the stale one was handled.
     await log.publish([{ topic: Topics.verification, key: cardId, payload: verified(newLink, 61) }]);

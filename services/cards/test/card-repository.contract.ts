@@ -527,6 +527,17 @@ export function describeCardRepositoryContract(name: string, factory: CardsStore
       expect((await store.cards.findById(card.id))?.verificationScore).toBe(55);
     });
 
+    it('keeps a verification naming the content compared only while the card holds that content', async () => {
+      const card = aCard().build();
+      await store.cards.insert(card, fingerprintOf(card.content), []);
+      expect(await store.cards.setVerification(card.id, 40, nextTime(), card.link, [event(Topics.keptVerification)], `${card.content} before the edit`)).toBe(false);
+      expect((await store.cards.findById(card.id))?.verificationScore).toBeNull();
+      expect(await store.pendingEventTopics()).toEqual([]);
+      expect(await store.cards.setVerification(card.id, 55, nextTime(), card.link, [event(Topics.keptVerification)], card.content)).toBe(true);
+      expect((await store.cards.findById(card.id))?.verificationScore).toBe(55);
+      expect(await store.pendingEventTopics()).toEqual([Topics.keptVerification]);
+    });
+
     it('clears file references from cards and collections', async () => {
       const fileId = randomUUID();
       const card = aCard().fromFile(fileId, 'report.pdf').build();

@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { events } from '@cards/proto';
 import { AlreadyExistsError, createLogger, Topics, IdempotencyKeyReusedError, InvalidArgumentError, keptKeyExpiry, NotFoundError, PermissionDeniedError, SqliteOutboxStore, type KeptKeyExpiry } from '@cards/platform';
 import { openCardsDatabase } from '../src/adapters/sqlite/sqlite-cards-database';
@@ -31,8 +31,8 @@ function setup(nearDuplicates?: NearDuplicateFinder, keyExpiry?: KeptKeyExpiry) 
   return { service, cards, peers, db };
 }
 
-/** Search's announcement of a verification of the card's page at `link`. */
-const verifiedEvent = (cardId: string, score: number, link: string, at = new Date()): events.CardVerified => ({
+/** Search's announcement of a verification of the card's page at `link` (against `content`, when named). */
+const verifiedEvent = (cardId: string, score: number, link: string, at = new Date(), content?: string): events.CardVerified => ({
   eventId: randomUUID(),
   occurredAt: at,
   verificationId: randomUUID(),
@@ -41,6 +41,7 @@ const verifiedEvent = (cardId: string, score: number, link: string, at = new Dat
   score,
   link,
   failure: '',
+  contentSha256: content === undefined ? '' : createHash('sha256').update(content).digest('hex'),
 });
 
 /** The results cards kept and announced on cards.verification.v1 (what notifications turns into notices), oldest first. */
@@ -765,5 +766,24 @@ describe('CardService', () => {
     // Announced anew (its own event id), as search announced it otherwise.
     expect(kept[1]).toMatchObject({ cardId: card.id, authorId: 'alice', failure: '' });
     expect(kept[1]!.eventId).not.toBe(current.eventId);
+  });
+
+  it('keeps and announces no result for content the card no longer holds (its html changed, the link not)', async () => {
+    const { service, cards, db } = setup();
+    const before = someContent();
+    const { card } = await create(service, 'alice', before, { link: 'https://example.org/page' });
+    const stored = (await cards.findById(card.id))!;
+    // The html changed while the page was checked against the content before, and search announced that check first.
+    const after = someContent();
+    await service.updateCard({ callerId: 'alice', cardId: card.id, cardHtml: `<p>${after}</p>` });
+    const edited = (await cards.findById(card.id))!;
+    expect(edited.content).not.toBe(stored.content);
+    expect(await service.recordVerification(verifiedEvent(card.id, 90, card.link, new Date(), stored.content))).toBe(false);
+    expect((await cards.findById(card.id))?.verificationScore).toBeNull();
+    expect(await keptVerifications(db)).toEqual([]);
+    const current = verifiedEvent(card.id, 40, card.link, new Date(), edited.content);
+    expect(await service.recordVerification(current)).toBe(true);
+    expect((await cards.findById(card.id))?.verificationScore).toBe(40);
+    expect((await keptVerifications(db)).map((v) => v.verificationId)).toEqual([current.verificationId]);
   });
 });

@@ -118,8 +118,8 @@ describe('cards events', () => {
     const { card } = await sys.cardService.createCard({ callerId: 'alice', cardHtml: `<p>${someContent()}</p>`, link: '', private: false, tags: [] });
     const indexed = events.CardIndexed.encode({ eventId: newId(), occurredAt: new Date(), cardId: card.id, vectorPointId: 'vp-42' }).finish();
     const verifiedAt = new Date();
-    const verified = events.CardVerified.encode({ eventId: newId(), occurredAt: verifiedAt, verificationId: newId(), cardId: card.id, authorId: 'alice', score: 77, link: '', failure: '' }).finish();
-    const stale = events.CardVerified.encode({ eventId: newId(), occurredAt: new Date(verifiedAt.getTime() - 60_000), verificationId: newId(), cardId: card.id, authorId: 'alice', score: 5, link: '', failure: '' }).finish();
+    const verified = events.CardVerified.encode({ eventId: newId(), occurredAt: verifiedAt, verificationId: newId(), cardId: card.id, authorId: 'alice', score: 77, link: '', failure: '', contentSha256: '' }).finish();
+    const stale = events.CardVerified.encode({ eventId: newId(), occurredAt: new Date(verifiedAt.getTime() - 60_000), verificationId: newId(), cardId: card.id, authorId: 'alice', score: 5, link: '', failure: '', contentSha256: '' }).finish();
     await bus.publish([
       { topic: Topics.index, key: card.id, payload: indexed },
       { topic: Topics.verification, key: card.id, payload: verified },

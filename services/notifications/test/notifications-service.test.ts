@@ -18,7 +18,7 @@ async function freePort(): Promise<number> {
 }
 
 const verifiedEvent = (authorId: string, cardId: string, score: number) =>
-  events.CardVerified.encode({ eventId: randomUUID(), occurredAt: new Date(), verificationId: randomUUID(), cardId, authorId, score, link: 'https://example.org/a', failure: '' }).finish();
+  events.CardVerified.encode({ eventId: randomUUID(), occurredAt: new Date(), verificationId: randomUUID(), cardId, authorId, score, link: 'https://example.org/a', failure: '', contentSha256: '' }).finish();
 
 const collectionCreatedEvent = (authorId: string, collectionId: string) =>
   events.CollectionEvent.encode({

@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -86,7 +86,7 @@ describe('VerificationService', () => {
     expect(await claimOne()).toBeUndefined();
   });
 
-  it('scores the page text and announces the result with the job id as verification id', async () => {
+  it('scores the page text and announces the result with the job id as verification id, naming the content compared', async () => {
     const fetcher = new ScriptedFetcher([html('Long ago the moon pulls the tides of the sea, sailors said.')]);
     const service = serviceWith(fetcher);
     const c = card('https://example.org/a');
@@ -96,6 +96,8 @@ describe('VerificationService', () => {
     expect(fetcher.asked).toEqual(['https://example.org/a']);
     const [verified] = await announced();
     expect(verified).toMatchObject({ verificationId: job.id, cardId: c.id, authorId: c.authorId, link: c.link, score: 100, failure: '' });
+    // Cards keeps it only while the card holds that content.
+    expect(verified!.contentSha256).toBe(createHash('sha256').update(c.content).digest('hex'));
     expect(await store.find(job.id)).toMatchObject({ status: 'done', score: 100 });
   });
 

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { events } from '@cards/proto';
 import { AlreadyExistsError, InvalidArgumentError, newId, NotFoundError, PermissionDeniedError, earlierCreateForKey, UnauthenticatedError, UnavailableError, type Logger } from '@cards/platform';
 import { collisionMovesOnChange, isVisibleTo, leavesRoot, mayHoldCollision, rehomedCollisions, PAGE_SIZE, totalPages, withFileShownTo, type AuthorScore, type Card, type CardGroup, type CollisionMove, type Vote } from '../domain/model';
@@ -658,16 +659,24 @@ export class CardService {
   }
 
   /**
-   * The search service verified a card against its link (CardVerified). A result for a link the card no longer has, or
-   * older than the one it holds, is dropped; a kept one is announced on cards.verification.v1 in the same write, and
-   * only that announcement notifies the author. Search drops a result whose card it already knows to link elsewhere,
-   * but an edit can reach search after the result was announced: cards, where the edit was made, decides. Returns
-   * whether it was kept.
+   * The search service verified a card against its link (CardVerified). A result for a link the card no longer has, for
+   * content it no longer holds (its html changed while the page was checked), or older than the one it holds, is
+   * dropped; a kept one is announced on cards.verification.v1 in the same write, and only that announcement notifies the
+   * author. Search drops a result whose card it already knows to link elsewhere, but an edit can reach search after the
+   * result was announced: cards, where the edit was made, decides. Returns whether it was kept.
    */
   async recordVerification(verified: events.CardVerified): Promise<boolean> {
     if (!verified.cardId) return false;
     const link = verified.link.trim();
-    return this.deps.cards.setVerification(verified.cardId, verified.score, verified.occurredAt ?? new Date(), link, [verificationKept({ ...verified, link })]);
+    let content: string | undefined;
+    // From a search service of an earlier release the content is not named, and not checked.
+    if (verified.contentSha256) {
+      const card = await this.deps.cards.findById(verified.cardId);
+      if (!card || createHash('sha256').update(card.content).digest('hex') !== verified.contentSha256) return false;
+      // Written only if the card still holds it then (an edit may come between this read and the write).
+      content = card.content;
+    }
+    return this.deps.cards.setVerification(verified.cardId, verified.score, verified.occurredAt ?? new Date(), link, [verificationKept({ ...verified, link })], content);
   }
 
   /** Cards as the viewer is shown them (every read of cards goes through here): with the viewer's vote, and a private file's id and name only for the card's author. */

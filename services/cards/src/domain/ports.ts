@@ -123,10 +123,11 @@ export interface CardRepository {
   setVectorPointId(cardId: string, vectorPointId: string): Promise<boolean>;
   /**
    * Verification result, unless a newer one is already stored or the card no longer links to `link` (the page
-   * verified; '' from a search service that did not say, which is not checked). Returns whether it was kept; only then
-   * are `events` stored (with it, atomically).
+   * verified; '' from a search service that did not say, which is not checked) or, when `content` is given, no longer
+   * holds that content (the text the page was compared with). Returns whether it was kept; only then are `events`
+   * stored (with it, atomically).
    */
-  setVerification(cardId: string, score: number, at: Date, link: string, events?: readonly OutgoingEvent[]): Promise<boolean>;
+  setVerification(cardId: string, score: number, at: Date, link: string, events?: readonly OutgoingEvent[], content?: string): Promise<boolean>;
   /**
    * The file was deleted: its cards keep living without file_id/file_name, its collection without file_id. With
    * `exceptAuthorId` only the cards of other authors lose the reference, and collections keep theirs.

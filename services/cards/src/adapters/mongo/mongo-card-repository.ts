@@ -290,10 +290,10 @@ export class MongoCardRepository implements CardRepository {
     return result.modifiedCount > 0;
   }
 
-  async setVerification(cardId: string, score: number, at: Date, link: string, events: readonly OutgoingEvent[] = []): Promise<boolean> {
+  async setVerification(cardId: string, score: number, at: Date, link: string, events: readonly OutgoingEvent[] = [], content?: string): Promise<boolean> {
     return this.store.change(async (session) => {
       const before = await this.store.cards.findOneAndUpdate(
-        { _id: cardId, $or: [{ verifiedAt: null }, { verifiedAt: { $lte: at } }], ...(link ? { link } : {}) },
+        { _id: cardId, $or: [{ verifiedAt: null }, { verifiedAt: { $lte: at } }], ...(link ? { link } : {}), ...(content !== undefined ? { content } : {}) },
         { $set: { verificationScore: score, verifiedAt: at } },
         { session, returnDocument: 'before', projection: { verificationScore: 1, verifiedAt: 1 } },
       );

@@ -265,12 +265,12 @@ export class SqliteCardRepository implements CardRepository {
     return this.db.prepare('UPDATE cards SET vector_point_id = ? WHERE id = ? AND collision_of IS NULL AND vector_point_id IS NOT ?').run(vectorPointId, cardId, vectorPointId).changes > 0;
   }
 
-  async setVerification(cardId: string, score: number, at: Date, link: string, events: readonly OutgoingEvent[] = []): Promise<boolean> {
+  async setVerification(cardId: string, score: number, at: Date, link: string, events: readonly OutgoingEvent[] = [], content?: string): Promise<boolean> {
     return this.db.transaction((): boolean => {
       const kept =
         this.db
-          .prepare("UPDATE cards SET verification_score = ?, verified_at = ? WHERE id = ? AND (verified_at IS NULL OR verified_at <= ?) AND (? = '' OR link = ?)")
-          .run(score, iso(at), cardId, iso(at), link, link).changes > 0;
+          .prepare("UPDATE cards SET verification_score = ?, verified_at = ? WHERE id = ? AND (verified_at IS NULL OR verified_at <= ?) AND (? = '' OR link = ?) AND (? IS NULL OR content = ?)")
+          .run(score, iso(at), cardId, iso(at), link, link, content ?? null, content ?? null).changes > 0;
       if (kept) appendToSqliteOutbox(this.db, events);
       return kept;
     })();

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { Topics, newId, type Logger } from '@cards/platform';
 import { events } from '@cards/proto';
 import type { ClaimedJob, VerificationJob } from '../domain/model';
@@ -125,6 +126,8 @@ export class VerificationService {
       score,
       link: job.link,
       failure,
+      // What was compared with the page: cards keeps the result only while the card holds this content.
+      contentSha256: createHash('sha256').update(job.content).digest('hex'),
     }).finish();
     // The card's link changed while this one was checked (a later job asks for another): cards keeps no result for an
     // old link, so none is announced (the author would be told of a score the card never shows). Recorded all the same.

@@ -110,6 +110,11 @@ export interface CardVerified {
   link: string;
   /** Empty on success; why the page could not be used otherwise. */
   failure: string;
+  /**
+   * SHA-256 (hex, of its UTF-8) of the card content the page was compared with, as the card event gave it: cards keeps
+   * the result only while the card holds that content. Empty from search services of earlier releases (not checked).
+   */
+  contentSha256: string;
 }
 
 /** Topic search.index.v1 */
@@ -1413,6 +1418,7 @@ function createBaseCardVerified(): CardVerified {
     score: 0,
     link: "",
     failure: "",
+    contentSha256: "",
   };
 }
 
@@ -1441,6 +1447,9 @@ export const CardVerified: MessageFns<CardVerified> = {
     }
     if (message.failure !== "") {
       writer.uint32(66).string(message.failure);
+    }
+    if (message.contentSha256 !== "") {
+      writer.uint32(74).string(message.contentSha256);
     }
     return writer;
   },
@@ -1522,6 +1531,14 @@ export const CardVerified: MessageFns<CardVerified> = {
             message.failure = reader.string();
             continue;
           }
+          case 9: {
+            if (tag !== 74) {
+              break;
+            }
+
+            message.contentSha256 = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1564,6 +1581,11 @@ export const CardVerified: MessageFns<CardVerified> = {
       score: isSet(object.score) ? globalThis.Number(object.score) : 0,
       link: isSet(object.link) ? globalThis.String(object.link) : "",
       failure: isSet(object.failure) ? globalThis.String(object.failure) : "",
+      contentSha256: isSet(object.contentSha256)
+        ? globalThis.String(object.contentSha256)
+        : isSet(object.content_sha256)
+        ? globalThis.String(object.content_sha256)
+        : "",
     };
   },
 
@@ -1593,6 +1615,9 @@ export const CardVerified: MessageFns<CardVerified> = {
     if (message.failure !== "") {
       obj.failure = message.failure;
     }
+    if (message.contentSha256 !== "") {
+      obj.contentSha256 = message.contentSha256;
+    }
     return obj;
   },
 
@@ -1609,6 +1634,7 @@ export const CardVerified: MessageFns<CardVerified> = {
     message.score = object.score ?? 0;
     message.link = object.link ?? "";
     message.failure = object.failure ?? "";
+    message.contentSha256 = object.contentSha256 ?? "";
     return message;
   },
 };

@@ -161,6 +161,21 @@ describe('LibraryDocumentReader', () => {
       expect(joined!.linkWords!.map((i) => joined!.text.split(' ')[i])).toEqual(['Begründung']);
     });
 
+    it('a footnote mark (raised, set smaller) stays in its line and paragraph', async () => {
+      const pdf = pdfDocument([
+        {
+          lines: [
+            { y: 700, text: 'Tides carry the sediment along the shore.' },
+            { x: 290, y: 704, text: '1', size: 7 },
+            { y: 686, text: 'and the dunes behind them need marram grass,' },
+            { y: 672, text: 'which binds the sand.' },
+          ],
+        },
+      ]);
+      const { blocks } = await reader.parse('pdf', pdf);
+      expect(blocks.map((b) => b.text.replace(/shore\. ?1 /, 'shore.[1] '))).toEqual(['Tides carry the sediment along the shore.[1] and the dunes behind them need marram grass, which binds the sand.']);
+    });
+
     it('a line at the top of some pages only, or a long one, is text; a single page keeps its head', async () => {
       const pdf = pdfDocument([
         { lines: [{ y: 760, text: 'Field Notes', size: 9 }, ...body(0, 'First page text.', 'Its end.')] },
@@ -412,6 +427,14 @@ describe('lists, tables and notes', () => {
       // Notes of no text leave a document of no text.
       const blank = docxPackage({ body: `<w:p>${noteReference(1)}</w:p>`, footnotes: note(1, '') });
       await expect(reader.inspect('docx', blank)).rejects.toThrow('base64_docx_file: the document is empty (no text)');
+    });
+
+    it("inspect accepts a .doc whose only text is a footnote and a text box, which follow the body's text", async () => {
+      // notes.doc (make-fixtures.sh, src/notes.fodt): an empty body but for a footnote's reference and a text box.
+      await expect(reader.inspect('doc', fixture('notes.doc'))).resolves.toBeUndefined();
+      const { blocks } = await reader.parse('doc', fixture('notes.doc'));
+      expect(blocks.map((b) => b.text.split(' ').slice(0, 2).join(' '))).toEqual(['Boxed tbaa', 'Footnote fnaa']);
+      expect(splitIntoCards({ blocks })).toHaveLength(1);
     });
 
     it('a note referenced in a heading is the paragraph after it: the heading stays a title, the note is text (.docx, .odt)', async () => {

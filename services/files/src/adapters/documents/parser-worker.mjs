@@ -12,7 +12,9 @@ function linesOf(items) {
     const y = item.transform?.[5] ?? 0;
     const size = Math.abs(item.transform?.[3] ?? item.height ?? 0) || 10;
     const str = item.str ?? '';
-    if (current && Math.abs(current.y - y) > size * 0.5 && str.trim()) {
+    // Measured against the larger of the line's and the item's size, so a superscript (a footnote mark, raised and set
+    // smaller) stays in its line rather than becoming a line, and a paragraph, of its own.
+    if (current && Math.abs(current.y - y) > Math.max(current.size, size) * 0.5 && str.trim()) {
       lines.push(current);
       current = null;
     }
@@ -331,7 +333,10 @@ async function run() {
     }
     case 'doc-text': {
       const { default: WordExtractor } = await import('word-extractor');
-      return (await new WordExtractor().extract(bytes)).getBody();
+      const doc = await new WordExtractor().extract(bytes);
+      // The body's text boxes and the footnotes and endnotes are the document's text too (the .docx and .odt readers keep
+      // them); word-extractor gives them apart from the body, without where they stand in it, so they follow it.
+      return [doc.getBody(), doc.getTextboxes({ includeHeadersAndFooters: false }), doc.getFootnotes(), doc.getEndnotes()].join('\n');
     }
     case 'pdf-blocks':
       return pdfBlocks();

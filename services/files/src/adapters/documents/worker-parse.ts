@@ -36,7 +36,7 @@ export class ReadingOutOfMemoryError extends UnreadableDocumentError {
 interface Operations {
   /** mammoth's HTML rendering of a .docx. */
   'docx-html': string;
-  /** word-extractor's body text of a .doc, one paragraph per line. */
+  /** word-extractor's text of a .doc, one paragraph per line: the body, then its text boxes, footnotes and endnotes. */
   'doc-text': string;
   /**
    * Paragraphs of a PDF via unpdf (pdf.js): text items are joined into lines, and a vertical gap

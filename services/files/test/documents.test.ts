@@ -176,6 +176,18 @@ describe('LibraryDocumentReader', () => {
       expect(blocks.map((b) => b.text.replace(/shore\. ?1 /, 'shore.[1] '))).toEqual(['Tides carry the sediment along the shore.[1] and the dunes behind them need marram grass, which binds the sand.']);
     });
 
+    it("a paragraph runs on over a page break past the page's footnotes (set smaller), which follow it", async () => {
+      const pdf = pdfDocument([
+        { lines: [...body(0, 'Tides carry the sediment along the shore,', 'and the dunes behind them need'), { y: 80, text: '1 Measured in the spring survey.', size: 8 }] },
+        { lines: body(1, 'marram grass, which binds the sand.', 'The survey ends here.') },
+      ]);
+      const { blocks } = await reader.parse('pdf', pdf);
+      expect(blocks.map((b) => b.text.replace(/ p[abc]l[a-h]\w+/g, ''))).toEqual([
+        'Tides carry the sediment along the shore, and the dunes behind them need marram grass, which binds the sand. The survey ends here.',
+        '1 Measured in the spring survey.',
+      ]);
+    });
+
     it('a line at the top of some pages only, or a long one, is text; a single page keeps its head', async () => {
       const pdf = pdfDocument([
         { lines: [{ y: 760, text: 'Field Notes', size: 9 }, ...body(0, 'First page text.', 'Its end.')] },

@@ -156,8 +156,9 @@ function paragraphsOf(lines) {
     const gap = previous ? previous.y - line.y : 0;
     if (!block || gap < 0 || gap > Math.max(typical * 1.3, line.size * 1.45)) {
       if (block) blocks.push(block);
-      block = { kind: 'paragraph', text: '', links: [], linkWords: [] };
+      block = { kind: 'paragraph', text: '', links: [], linkWords: [], size: 0 };
     }
+    block.size = Math.max(block.size, line.size);
     block.text = joinLine(block.text, line.text);
     // A line joined to a hyphenated word starts inside the block's last word.
     const lineStart = Math.max(0, wordsIn(block.text) - wordsIn(line.text));
@@ -166,7 +167,17 @@ function paragraphsOf(lines) {
     previous = line;
   }
   if (block) blocks.push(block);
-  return blocks.map((b) => ({ ...b, text: b.text.replace(/\s+/g, ' ').trim() })).filter((b) => b.text.length > 0);
+  return blocks
+    .map(({ size, ...b }) => sized({ ...b, text: b.text.replace(/\s+/g, ' ').trim() }, size))
+    .filter((b) => b.text.length > 0);
+}
+
+// The largest font size in each paragraph of paragraphsOf, kept beside it (a block carries no size).
+const SIZES = new WeakMap();
+
+function sized(block, size) {
+  SIZES.set(block, size);
+  return block;
 }
 
 async function openPdf() {
@@ -248,7 +259,16 @@ function continuesOnNextPage(last, first) {
 function joinedParagraphs(last, first) {
   const text = joinLine(last.text, first.text);
   const firstStart = wordsIn(text) - wordsIn(first.text);
-  return { ...last, text, links: [...last.links, ...first.links], linkWords: [...last.linkWords, ...first.linkWords.map((i) => firstStart + i)] };
+  return sized({ ...last, text, links: [...last.links, ...first.links], linkWords: [...last.linkWords, ...first.linkWords.map((i) => firstStart + i)] }, SIZES.get(last));
+}
+
+// A page's footnotes are set smaller than its body text (the median size of its lines): paragraphs at its end in a size
+// below NOTE_SIZE times the body's are notes, and the paragraph running on over the break is the one before them.
+const NOTE_SIZE = 0.95;
+
+function bodySizeOf(lines) {
+  const sizes = lines.map((l) => l.size).sort((a, b) => a - b);
+  return sizes[Math.floor(sizes.length / 2)] ?? 0;
 }
 
 async function pdfBlocks() {
@@ -275,10 +295,15 @@ async function pdfBlocks() {
   }
   withoutRunningLines(pages);
   const blocks = [];
+  let pageStart = 0;
+  let bodySize = 0;
   for (const page of pages) {
     const paragraphs = paragraphsOf(page.lines);
-    const last = blocks[blocks.length - 1];
-    if (last && paragraphs.length > 0 && continuesOnNextPage(last, paragraphs[0])) blocks[blocks.length - 1] = joinedParagraphs(last, paragraphs.shift());
+    let last = blocks.length - 1;
+    while (last >= pageStart && SIZES.get(blocks[last]) < bodySize * NOTE_SIZE) last--;
+    if (last >= pageStart && paragraphs.length > 0 && continuesOnNextPage(blocks[last], paragraphs[0])) blocks[last] = joinedParagraphs(blocks[last], paragraphs.shift());
+    pageStart = blocks.length;
+    bodySize = bodySizeOf(page.lines);
     blocks.push(...paragraphs);
   }
   return blocks;

@@ -188,6 +188,27 @@ describe('LibraryDocumentReader', () => {
       ]);
     });
 
+    it('paragraphs set without space between them end at a short line that ends a sentence, or where the size changes', async () => {
+      const at = (y: number, text: string) => ({ y, text });
+      const pdf = pdfDocument([
+        {
+          lines: [
+            { y: 715, text: 'Dune Survey', size: 15 },
+            at(700, `${line('Pa', 10)} which`),
+            at(686, 'ends here.'),
+            at(672, `${line('Pb', 10)} and`),
+            at(658, 'goes on, e.g.'),
+            at(644, `stays one ${line('Pc', 9)}`),
+            at(630, `${line('Pd', 10)} with`),
+            at(616, 'no period'),
+            at(602, `Still the same ${line('Pe', 8)}`),
+          ],
+        },
+      ]);
+      const { blocks } = await reader.parse('pdf', pdf);
+      expect(blocks.map((b) => b.text.replace(/ ?P[a-e][a-z]{2}/g, '').trim())).toEqual(['Dune Survey', 'which ends here.', 'and goes on, e.g. stays one with no period Still the same']);
+    });
+
     it('a line at the top of some pages only, or a long one, is text; a single page keeps its head', async () => {
       const pdf = pdfDocument([
         { lines: [{ y: 760, text: 'Field Notes', size: 9 }, ...body(0, 'First page text.', 'Its end.')] },

@@ -19,10 +19,15 @@ function linesOf(items) {
       current = null;
     }
     if (str.length > 0) {
-      if (!current) current = { text: '', y, size, items: [], links: [] };
-      current.items.push({ at: current.text.length, x: item.transform?.[4] ?? 0, width: item.width ?? 0, length: str.length });
+      if (!current) current = { text: '', y, size, items: [], links: [], left: Infinity, right: -Infinity };
+      const x = item.transform?.[4] ?? 0;
+      current.items.push({ at: current.text.length, x, width: item.width ?? 0, length: str.length });
       current.text += str;
       current.size = Math.max(current.size, size);
+      if (VISIBLE_CHARACTER.test(str)) {
+        current.left = Math.min(current.left, x);
+        current.right = Math.max(current.right, x + Math.max(0, item.width ?? 0));
+      }
     }
     if (item.hasEOL && current) {
       lines.push(current);
@@ -140,8 +145,23 @@ function anchorOf(lines, rect) {
   return { line, at: item.at + Math.min(into, item.length) };
 }
 
-// A vertical gap clearly larger than the page's usual line pitch starts a new paragraph. Each link is anchored at the
-// word its annotation starts on (DocumentBlock.linkWords).
+// A paragraph set without space after it ends at a line that ends a sentence and stops short: before the right edge of
+// its paragraph's lines and the next line by more than SHORT_LINE of their width, the next line not starting in lower
+// case; or where the size of the text changes by more than SIZE_CHANGE.
+const SHORT_LINE = 0.2;
+const SIZE_CHANGE = 0.15;
+const SENTENCE_ENDS_LINE = /[.!?:…。！？]["'”’)\]]*$/u;
+
+function endsParagraph(line, next, blockRight) {
+  // A change of size (a heading over its text, text over footnotes) ends one too.
+  if (Math.abs(line.size - next.size) > Math.min(line.size, next.size) * SIZE_CHANGE) return true;
+  const right = Math.max(next.right, blockRight);
+  const width = right - Math.min(line.left, next.left);
+  return width > 0 && line.right < right - width * SHORT_LINE && SENTENCE_ENDS_LINE.test(line.text.trimEnd()) && !CONTINUED_WORD.test(next.text.trimStart());
+}
+
+// A vertical gap clearly larger than the page's usual line pitch starts a new paragraph, and so does a short line
+// ending a sentence (endsParagraph). Each link is anchored at the word its annotation starts on (DocumentBlock.linkWords).
 function paragraphsOf(lines) {
   const pitches = lines
     .slice(1)
@@ -152,13 +172,16 @@ function paragraphsOf(lines) {
   const blocks = [];
   let block = null;
   let previous = null;
+  let blockRight = -Infinity;
   for (const line of lines) {
     const gap = previous ? previous.y - line.y : 0;
-    if (!block || gap < 0 || gap > Math.max(typical * 1.3, line.size * 1.45)) {
+    if (!block || gap < 0 || gap > Math.max(typical * 1.3, line.size * 1.45) || endsParagraph(previous, line, blockRight)) {
       if (block) blocks.push(block);
       block = { kind: 'paragraph', text: '', links: [], linkWords: [], size: 0 };
+      blockRight = -Infinity;
     }
     block.size = Math.max(block.size, line.size);
+    blockRight = Math.max(blockRight, line.right);
     block.text = joinLine(block.text, line.text);
     // A line joined to a hyphenated word starts inside the block's last word.
     const lineStart = Math.max(0, wordsIn(block.text) - wordsIn(line.text));

@@ -424,6 +424,31 @@ describe('lists, tables and notes', () => {
       expect(shape(card!.text)).toBe('Steps\na…\nb…\nc…\nd…\ne…\nf…\ng…\nh…\ni…');
     });
 
+    it('.docx: numbered items count on as Word numbers them: past a paragraph between them, a restarting instance from its start', async () => {
+      // Word counts per numbering definition and level: numId 3 uses definition 1 but overrides its start (Word's
+      // "Restart numbering"); an item of level 1 restarts level 2. mammoth numbers each list it writes from 1.
+      const numbering = `${numberingOf(1, ['decimal', 'decimal'])}<w:num w:numId="3"><w:abstractNumId w:val="1"/><w:lvlOverride w:ilvl="0"><w:startOverride w:val="1"/></w:lvlOverride></w:num>`;
+      const docx = docxPackage({
+        numbering,
+        body:
+          wp('Steps', '<w:pStyle w:val="Heading1"/>') +
+          wp(words(30, 'a'), numbered(1)) +
+          wp(words(5, 'b'), numbered(1, 1)) +
+          wp(words(5, 'c'), numbered(1)) +
+          wp(words(5, 'd'), numbered(1, 1)) +
+          wp(words(10, 'e')) +
+          wp(words(5, 'f'), numbered(1)) +
+          wp(words(10, 'g')) +
+          wp(words(5, 'h'), numbered(3)) +
+          wp(words(5, 'i'), numbered(3)),
+      });
+      const { blocks } = await reader.parse('docx', docx);
+      expect(places(blocks)).toEqual([undefined, 'ol 1.1', 'ol 2.1', 'ol 1.2', 'ol 2.1', undefined, 'ol 1.3', undefined, 'ol 1.1', 'ol 1.2']);
+      expect(blocks.some((b) => b.text.includes('\ue000') || b.html?.includes('\ue000'))).toBe(false);
+      const [card] = splitIntoCards({ blocks });
+      expect(shape(card!.html)).toBe('<h1>Steps</h1>\n<ol><li>a…<ol><li>b…</li></ol></li><li>c…<ol><li>d…</li></ol></li></ol>\n<p>e…</p>\n<ol start="3"><li>f…</li></ol>\n<p>g…</p>\n<ol><li>h…</li><li>i…</li></ol>');
+    });
+
     it("mammoth's HTML: a p after an item's first one, or text after a list inside the item, is more of that item", () => {
       const blocks = blocksFromHtml('<ol><li><p>One</p><p>One more</p></li><li>Two<ul><li>Inner</li></ul>Two again</li><li>Three</li></ol><p>After</p>');
       expect(blocks.map((b) => b.text)).toEqual(['One', 'One more', 'Two', 'Inner', 'Two again', 'Three', 'After']);

@@ -181,6 +181,14 @@ class OpenItems {
     this.places.pop();
   }
 
+  /** The innermost open item is number `number` of `list` (Word's number for it, parser-worker.mjs LIST_NUMBER). */
+  renumber(number: number, list: OpenList | undefined): void {
+    const place = this.places[this.places.length - 1];
+    if (!place || !list || place.continues || !place.ordered) return;
+    place.number = number;
+    list.items = number;
+  }
+
   /** The place of a further paragraph of the innermost open item; undefined outside items. */
   get continuation(): ListPlace | undefined {
     return furtherParagraphOf(this.places[this.places.length - 1]);
@@ -195,6 +203,10 @@ function furtherParagraphOf(place: ListPlace | undefined): ListPlace | undefined
 const CELL_SEPARATOR = ' | ';
 
 const NOTE_ID = /^(?:footnote|endnote)-(\d+)$/;
+/** The worker's mark of Word's number for a numbered item, before the item's text (parser-worker.mjs LIST_NUMBER). */
+const ITEM_NUMBER_MARK = '\ue000cards-item-number:';
+const ITEM_NUMBER = /\ue000cards-item-number:(\d{1,9})\ue001/g;
+const withoutItemNumbers = (text: string) => (text.includes(ITEM_NUMBER_MARK) ? text.replace(ITEM_NUMBER, '') : text);
 const NOTE_REFERENCE = /^#((?:footnote|endnote)-\d+)$/;
 
 /** The text of mammoth's footnotes and endnotes (li id="footnote-1" at the end), by id, without their back-links. */
@@ -219,7 +231,7 @@ function notesInHtml(html: string): Map<string, string> {
         else if (name === 'p' || name === 'br') notes.set(note, `${notes.get(note)} `);
       },
       ontext(text) {
-        if (note !== null && skip === 0) notes.set(note, notes.get(note) + text);
+        if (note !== null && skip === 0) notes.set(note, notes.get(note) + withoutItemNumbers(text));
       },
       onclosetag() {
         if (note === null) return;
@@ -287,6 +299,10 @@ export function blocksFromHtml(html: string): DocumentBlock[] {
       },
       ontext(text) {
         if (skip > 0) return;
+        if (text.includes(ITEM_NUMBER_MARK)) {
+          for (const [, number] of text.matchAll(ITEM_NUMBER)) items.renumber(Number(number), lists[lists.length - 1]);
+          text = withoutItemNumbers(text);
+        }
         // Text of an item after a list inside it.
         if (!collector.isOpen && rows === 0 && hasVisibleText(text)) collector.start('paragraph', undefined, items.continuation);
         collector.text(text);

@@ -3,6 +3,7 @@
 // contain hostile documents.
 // Input (workerData): { op: 'docx-html' | 'doc-text' | 'pdf-blocks' | 'pdf-has-text', bytes: Uint8Array, maxPages: number }.
 // Output: { result } (HTML string, body text, paragraph blocks, or whether the PDF has text) or { error }.
+import { createRequire } from 'node:module';
 import { parentPort, workerData } from 'node:worker_threads';
 
 function linesOf(items) {
@@ -344,18 +345,105 @@ const FURTHER_PARAGRAPH = 'cards further paragraph of item';
 const LIST_PARAGRAPH_STYLE = /^list (paragraph|continue)/i;
 const GENERATED_TABLE_STYLE = /^(toc \d+|toc heading|contents \d+|contents heading|table of figures|index \d+|index heading)$/i;
 
-function readableDocument(element) {
+// Word numbers a list's items on across paragraphs between them: items of one numbering definition (w:abstractNum) at
+// one level count on from its start value, wherever they are, until an item of a higher level restarts the level or a
+// numbering instance (w:num) overriding the level's start is first used. mammoth starts every list it writes at 1 and
+// reads no numbering instance; the numbering reader is wrapped here so each item's level says its instance, and each
+// numbered item's text starts with LIST_NUMBER's mark of Word's number for it, which blocksFromHtml takes as the item's
+// number (and removes).
+const LIST_NUMBER = { open: '\ue000cards-item-number:', close: '\ue001' };
+const require = createRequire(import.meta.url);
+
+function numberedByInstance() {
+  const numberingXml = require('mammoth/lib/docx/numbering-xml.js');
+  if (numberingXml.readNumberingXml.numberedByInstance) return;
+  const read = numberingXml.readNumberingXml;
+  numberingXml.readNumberingXml = (root, options) => {
+    const numbering = read(root, options);
+    const starts = new Map();
+    for (const abstract of root.getElementsByTagName('w:abstractNum')) {
+      for (const level of abstract.getElementsByTagName('w:lvl')) {
+        starts.set(`${abstract.attributes['w:abstractNumId']}:${level.attributes['w:ilvl']}`, Number(level.firstOrEmpty('w:start').attributes['w:val'] ?? 1));
+      }
+    }
+    const instances = new Map();
+    for (const num of root.getElementsByTagName('w:num')) {
+      const overrides = new Map();
+      for (const override of num.getElementsByTagName('w:lvlOverride')) {
+        const start = override.firstOrEmpty('w:startOverride').attributes['w:val'];
+        if (start !== undefined) overrides.set(String(override.attributes['w:ilvl']), Number(start));
+      }
+      instances.set(String(num.attributes['w:numId']), { abstract: num.firstOrEmpty('w:abstractNumId').attributes['w:val'], overrides });
+    }
+    const levels = new Map();
+    return {
+      ...numbering,
+      findLevel(numId, level) {
+        const found = numbering.findLevel(numId, level);
+        const instance = instances.get(String(numId));
+        if (!found || !instance) return found;
+        const key = `${numId}:${level}`;
+        if (!levels.has(key)) {
+          const abstractKey = `${instance.abstract}:${found.level}`;
+          levels.set(key, { ...found, instance: `n${key}`, counter: `a${abstractKey}`, start: instance.overrides.get(String(level)) ?? starts.get(abstractKey) ?? 1, restarts: instance.overrides.has(String(level)) });
+        }
+        return levels.get(key);
+      },
+    };
+  };
+  numberingXml.readNumberingXml.numberedByInstance = true;
+}
+
+/** Word's number for a numbered item (its level from numberedByInstance), counting on per definition and level. */
+function wordNumber(level, counts) {
+  if (level.counter === undefined || !level.isOrdered) return null;
+  const [abstract, depth] = level.counter.split(':');
+  // An item of a level restarts the deeper levels of its definition.
+  for (const key of [...counts.keys()]) {
+    const [otherAbstract, otherDepth] = key.split(':');
+    if (otherAbstract === abstract && Number(otherDepth) > Number(depth)) counts.delete(key);
+  }
+  // (Counters are keyed "a<definition>:<level>", first uses of an instance "n<instance>:<level>".)
+  if (level.restarts && !counts.has(level.instance)) {
+    counts.set(level.instance, true);
+    counts.set(level.counter, level.start - 1);
+  }
+  const number = (counts.get(level.counter) ?? level.start - 1) + 1;
+  counts.set(level.counter, number);
+  return number;
+}
+
+/** The paragraph with `mark` before its first text. */
+function markedParagraph(paragraph, mark) {
+  let marked = false;
+  const into = (element) => {
+    if (marked) return element;
+    if (element.type === 'text') {
+      marked = true;
+      return { ...element, value: mark + element.value };
+    }
+    return Array.isArray(element.children) ? { ...element, children: element.children.map(into) } : element;
+  };
+  return into(paragraph);
+}
+
+function readableDocument(document) {
+  return readable(document, new Map());
+}
+
+function readable(element, counts) {
   if (!Array.isArray(element.children) || element.type === 'paragraph') return element;
   let item = null;
   const children = element.children.flatMap((child) => {
     if (child.type === 'paragraph' && GENERATED_TABLE_STYLE.test(child.styleName ?? '')) return [];
     if (child.type !== 'paragraph') {
       item = null;
-      return readableDocument(child);
+      return readable(child, counts);
     }
     if (child.numbering) {
       item = child.numbering;
-      return child;
+      const number = wordNumber(child.numbering, counts);
+      return number === null ? child : markedParagraph(child, `${LIST_NUMBER.open}${number}${LIST_NUMBER.close}`);
     }
     const indented = Number(child.indent?.start ?? 0) > 0;
     if (item && (indented || LIST_PARAGRAPH_STYLE.test(child.styleName ?? ''))) {
@@ -377,6 +465,7 @@ async function run() {
   switch (workerData.op) {
     case 'docx-html': {
       const { default: mammoth } = await import('mammoth');
+      numberedByInstance();
       return (await mammoth.convertToHtml({ buffer: bytes }, { transformDocument: readableDocument, styleMap: FURTHER_PARAGRAPH_STYLES })).value;
     }
     case 'doc-text': {

@@ -685,3 +685,80 @@ describe('text checks on parts an uploader controls', () => {
     expect(hyperlinksIn(Buffer.from(`${unfinished}\x13 HYPERLINK "https://b.example/" \\o "tip"\x14shown text\x15`, 'latin1'))).toEqual([{ url: 'https://b.example/', text: 'shown text' }]);
   });
 });
+
+describe('document titles, hyphens at line ends, text boxes', () => {
+  const words = (n: number, word: string) => Array.from({ length: n }, (_, i) => `${word}${i}`).join(' ');
+
+  it('.docx: a title in the "Title" style (by name or id) is a heading like Heading 1, the cards\' title tag; "Subtitle" stays text', async () => {
+    const styles = '<w:style w:type="paragraph" w:styleId="Titel"><w:name w:val="Title"/></w:style><w:style w:type="paragraph" w:styleId="Subtitle"><w:name w:val="Subtitle"/></w:style>';
+    const docx = docxPackage({ styles, body: wp('Dune Survey', '<w:pStyle w:val="Titel"/>') + wp('Spring counts', '<w:pStyle w:val="Subtitle"/>') + wp(words(80, 't')) });
+    const { blocks } = await reader.parse('docx', docx);
+    expect(blocks.map((b) => [b.kind, b.level, b.text.slice(0, 13)])).toEqual([
+      ['heading', 1, 'Dune Survey'],
+      ['paragraph', undefined, 'Spring counts'],
+      ['paragraph', undefined, 't0 t1 t2 t3 t'],
+    ]);
+    const [card] = splitIntoCards({ blocks });
+    expect(card!.title).toBe('Dune Survey');
+    expect(card!.html.startsWith('<h1>Dune Survey</h1>\n<p>Spring counts</p>')).toBe(true);
+    // By id alone (no styles part naming it), as Word's built-in "Title" is written.
+    const byId = await reader.parse('docx', docxPackage({ body: wp('Dune Survey', '<w:pStyle w:val="Title"/>') + wp(words(80, 't')) }));
+    expect(byId.blocks[0]).toMatchObject({ kind: 'heading', level: 1, text: 'Dune Survey' });
+    // A title alone is only a heading: refused at upload, as headings alone are.
+    await expect(reader.inspect('docx', docxPackage({ styles, body: wp('Dune Survey', '<w:pStyle w:val="Titel"/>') }))).rejects.toThrow('the document has only headings');
+    expect(docxTextScan(`<w:document><w:body>${wp('Dune Survey', '<w:pStyle w:val="Title"/>')}</w:body></w:document>`)).toBe('unsure');
+  });
+
+  it('.odt: a paragraph in the "Title" style, or an automatic style derived from it, is a heading of level 1; "Subtitle" stays text', () => {
+    const xml =
+      '<office:document-content><office:automatic-styles><style:style style:name="P1" style:family="paragraph" style:parent-style-name="Title"/></office:automatic-styles>' +
+      '<office:body><office:text><text:p text:style-name="Title">Dune Survey</text:p><text:p text:style-name="Subtitle">Spring counts</text:p><text:p>Body.</text:p>' +
+      '<text:p text:style-name="P1">Second Title</text:p><text:p>More.</text:p></office:text></office:body></office:document-content>';
+    expect(blocksFromOdtContent(xml).map((b) => [b.kind, b.level, b.text])).toEqual([
+      ['heading', 1, 'Dune Survey'],
+      ['paragraph', undefined, 'Spring counts'],
+      ['paragraph', undefined, 'Body.'],
+      ['heading', 1, 'Second Title'],
+      ['paragraph', undefined, 'More.'],
+    ]);
+    expect(odtTextPresence('<office:text><text:p text:style-name="Title">Dune Survey</text:p></office:text>')).toBe('headings');
+  });
+
+  it(".pdf: a hyphen at a line's end stays when it is the word's own: the compound written so elsewhere (never joined), one letter, a hyphenated word", async () => {
+    const at = (y: number, text: string) => ({ y, text });
+    const pdf = pdfDocument([
+      {
+        lines: [
+          at(700, 'Terns nest on the well-known dunes of the coast every spring, and'),
+          at(686, 'the counts of their nests are well-'),
+          at(672, 'known to the wardens, who note the n-'),
+          at(658, 'tridecanal smell, the mother-in-'),
+          at(644, 'law of every sur-'),
+          at(630, 'vey, and the co-'),
+          at(616, 'operation of the co-operation and cooperation office.'),
+        ],
+      },
+    ]);
+    const { blocks } = await reader.parse('pdf', pdf);
+    expect(blocks.map((b) => b.text)).toEqual([
+      'Terns nest on the well-known dunes of the coast every spring, and the counts of their nests are well-known to the wardens, who note the ' +
+        'n-tridecanal smell, the mother-in-law of every survey, and the cooperation of the co-operation and cooperation office.',
+    ]);
+  });
+
+  it('.docx: a text box written only as DrawingML (no VML fallback) follows the paragraph holding it, as one with the fallback does', async () => {
+    const MC = 'xmlns:mc="http://schemas.openxmlformats.org/markup-compatibility/2006"';
+    const DRAWING = 'xmlns:wp="http://schemas.openxmlformats.org/drawingml/2006/wordprocessingDrawing" xmlns:a="http://schemas.openxmlformats.org/drawingml/2006/main" xmlns:wps="http://schemas.microsoft.com/office/word/2010/wordprocessingShape"';
+    const content = (text: string) => `<w:txbxContent><w:p><w:r><w:t>${text}</w:t></w:r></w:p></w:txbxContent>`;
+    const choice = (text: string) =>
+      `<mc:Choice Requires="wps"><w:drawing><wp:anchor ${DRAWING}><wp:extent cx="1" cy="1"/><a:graphic><a:graphicData uri="http://schemas.microsoft.com/office/word/2010/wordprocessingShape">` +
+      `<wps:wsp><wps:txbx>${content(text)}</wps:txbx></wps:wsp></a:graphicData></a:graphic></wp:anchor></w:drawing></mc:Choice>`;
+    const fallback = (text: string) => `<mc:Fallback><w:pict><v:shape xmlns:v="urn:schemas-microsoft-com:vml"><v:textbox>${content(text)}</v:textbox></v:shape></w:pict></mc:Fallback>`;
+    const holding = (box: string) => `<w:p><w:r><w:t xml:space="preserve">Before </w:t></w:r><w:r><mc:AlternateContent ${MC}>${box}</mc:AlternateContent></w:r><w:r><w:t>after.</w:t></w:r></w:p>`;
+    const docx = docxPackage({ body: holding(choice(`Boxed ${words(80, 'b')}`)) + wp('Next.') + holding(choice('Both ways') + fallback('Both ways')) });
+    const { blocks } = await reader.parse('docx', docx);
+    expect(blocks.map((b) => b.text.slice(0, 13))).toEqual(['Before after.', 'Boxed b0 b1 b', 'Next.', 'Before after.', 'Both ways']);
+    // Its text counts at upload: a document whose only text is in such a box is not empty.
+    await expect(reader.inspect('docx', docxPackage({ body: holding(choice(`Boxed ${words(80, 'b')}`)) }))).resolves.toBeUndefined();
+  });
+});

@@ -352,6 +352,13 @@ const ODT_NOT_TEXT = new Set([
   'text:alphabetical-index',
 ]);
 
+/**
+ * The document's title: a paragraph in LibreOffice's "Title" style is a heading of level 1, as Word's "Title" is (and as
+ * text:h of outline level 1), so it titles the text under it; "Subtitle" stays text. Matched on the style's name or on an
+ * automatic style derived from it (the one LibreOffice writes for a title with direct formatting).
+ */
+const ODT_TITLE_STYLE = 'Title';
+
 /** Blocks from an OpenDocument content.xml: text:h (with its outline level) and text:p inside office:text. */
 export function blocksFromOdtContent(xml: string): DocumentBlock[] {
   const reader = odtContentReader();
@@ -378,6 +385,8 @@ export function odtContentReader(): IncrementalBlockReader {
   let skipDepth = 0;
   /** Automatic list styles: the levels each one numbers. */
   const numbered = new Map<string, Set<number>>();
+  /** Automatic paragraph styles derived from the Title style (ODT_TITLE_STYLE). */
+  const titleStyles = new Set([ODT_TITLE_STYLE]);
   let listStyle: string | null = null;
   /** `first`: the first list of those whose numbering this one continues. */
   type ReadList = OpenList & { first?: ReadList };
@@ -395,6 +404,7 @@ export function odtContentReader(): IncrementalBlockReader {
     {
       onopentag(name, attrs) {
         if (name === 'text:list-style') listStyle = attrs['style:name'] ?? null;
+        else if (name === 'style:style' && attrs['style:family'] === 'paragraph' && attrs['style:name'] !== undefined && titleStyles.has(attrs['style:parent-style-name'] ?? '')) titleStyles.add(attrs['style:name']);
         else if (name === 'text:list-level-style-number' && listStyle !== null) {
           const levels = numbered.get(listStyle) ?? new Set<number>();
           numbered.set(listStyle, levels.add(Number(attrs['text:level'] ?? '1')));
@@ -438,7 +448,8 @@ export function odtContentReader(): IncrementalBlockReader {
           collector.start('paragraph', undefined, items.open(list?.last ? furtherParagraphOf(list.last) : items.continuation));
         } else if (name === 'text:h') collector.start('heading', Number(attrs['text:outline-level'] ?? '1') || 1);
         else if (name === 'text:p') {
-          if (!collector.isBlank) collector.start('paragraph', undefined, items.continuation);
+          if (lists.length === 0 && titleStyles.has(attrs['text:style-name'] ?? '')) collector.start('heading', 1);
+          else if (!collector.isBlank) collector.start('paragraph', undefined, items.continuation);
         } else if (name === 'text:s') collector.text(' '.repeat(Math.min(100, Number(attrs['text:c'] ?? '1') || 1)));
         else if (name === 'text:tab' || name === 'text:line-break') collector.text(' ');
         else if (name === 'text:a') collector.link(attrs['xlink:href']);

@@ -107,15 +107,76 @@ function inReadingOrder(items) {
 }
 
 // A word hyphenated at a line's end (a letter, then a hyphen, a soft hyphen or U+2010) and continued in lower case on the
-// next line is joined without its hyphen, in any script with cases ("Begrün-" "dung").
+// next line is joined without its hyphen, in any script with cases ("Begrün-" "dung"), unless the hyphen is more likely
+// the word's own (keepsHyphen).
 const HYPHENATED_END = /\p{L}[-\u00ad\u2010]$/u;
 const CONTINUED_WORD = /^\p{Ll}/u;
+
+// Evidence the document gives on its own hyphens (hyphenEvidenceOf, read before its paragraphs are built): the pairs of
+// words a hyphen joins inside a line ("state-of-the-art": "state-of", "of-the", "the-art"), and the words it writes
+// (runs of letters), lower-cased.
+let hyphenEvidence = { compounds: new Set(), words: new Set() };
+const LETTER = /^[\p{L}\p{M}]$/u;
+const HYPHEN = /[-\u2010]/;
+/** Words longer than this are no words: the scans below look no further (a hostile PDF may hold a line of one token). */
+const LONGEST_WORD = 64;
+
+/** The letters that end `text`, up to LONGEST_WORD of them. */
+function lettersAtEnd(text) {
+  const chars = Array.from(text.slice(-2 * LONGEST_WORD));
+  let from = chars.length;
+  while (from > 0 && chars.length - from < LONGEST_WORD && LETTER.test(chars[from - 1])) from--;
+  return chars.slice(from).join('');
+}
+
+/** The letters that start `text` (lower-cased), up to LONGEST_WORD of them. */
+function lettersAtStart(text) {
+  const chars = Array.from(text.slice(0, 2 * LONGEST_WORD));
+  let to = 0;
+  while (to < chars.length && to < LONGEST_WORD && LETTER.test(chars[to])) to++;
+  return chars.slice(0, to).join('').toLowerCase();
+}
+
+function hyphenEvidenceOf(texts) {
+  const compounds = new Set();
+  const words = new Set();
+  for (const text of texts) {
+    for (const token of text.split(/\s+/)) {
+      if (token.length > 4 * LONGEST_WORD) continue;
+      const parts = token.split(HYPHEN);
+      for (let i = 1; i < parts.length; i++) {
+        const head = lettersAtEnd(parts[i - 1]).toLowerCase();
+        const tail = lettersAtStart(parts[i]);
+        if (head && tail) compounds.add(`${head}-${tail}`);
+      }
+      for (const part of token.split(/[^\p{L}\p{M}]+/u)) if (part) words.add(part.toLowerCase());
+    }
+  }
+  return { compounds, words };
+}
+
+/**
+ * Whether a hyphen (not a soft hyphen) at the end of `before`, with `after` continuing in lower case, is the word's own
+ * hyphen rather than a typesetter's break: the word before it already holds a hyphen ("state-of-the-", "mother-in-": TeX
+ * breaks such a word only at its own hyphens), it is one letter ("n-" "tridecanal": no typesetter leaves one letter at a
+ * line end), or the document writes the same compound with its hyphen inside a line ("well-known") and never the joined
+ * word ("wellknown").
+ */
+function keepsHyphen(before, after) {
+  if (before.endsWith('\u00ad')) return false;
+  const letters = lettersAtEnd(before.slice(0, -1));
+  if (/[\p{L}\p{M}][-\u2010]$/u.test(before.slice(0, -1 - letters.length).slice(-3))) return true;
+  if (Array.from(letters).length === 1) return true;
+  const head = letters.toLowerCase();
+  const tail = lettersAtStart(after);
+  return hyphenEvidence.compounds.has(`${head}-${tail}`) && !hyphenEvidence.words.has(head + tail);
+}
 
 function joinLine(text, next) {
   if (!text) return next;
   const before = text.trimEnd();
   const after = next.trimStart();
-  if (HYPHENATED_END.test(before) && CONTINUED_WORD.test(after)) return before.slice(0, -1) + after;
+  if (HYPHENATED_END.test(before) && CONTINUED_WORD.test(after)) return keepsHyphen(before, after) ? before + after : before.slice(0, -1) + after;
   return `${text} ${next}`;
 }
 
@@ -318,6 +379,7 @@ async function pdfBlocks() {
     await pdf.destroy();
   }
   withoutRunningLines(pages);
+  hyphenEvidence = hyphenEvidenceOf(pages.flatMap((page) => page.lines.map((line) => line.text)));
   const blocks = [];
   let pageStart = 0;
   let bodySize = 0;
@@ -460,13 +522,58 @@ const FURTHER_PARAGRAPH_STYLES = [1, 2, 3, 4, 5].flatMap((level) =>
   ['ol', 'ul'].map((kind) => `p[style-name='${FURTHER_PARAGRAPH} ${kind} ${level}'] => ${'ul|ol > li > '.repeat(level - 1)}${kind} > li > p:fresh`),
 );
 
+// The document's title (Word's "Title" style, by name or id) is its first heading, as "Heading 1" is: a user who sets
+// the title in Title above the first section expects it to title the text under it. "Subtitle" stays text: a line under
+// the title, not a section's name. mammoth's own style map has no mapping for either (a warning, then a plain p).
+const TITLE_STYLES = ["p[style-name='Title'] => h1:fresh", 'p.Title => h1:fresh'];
+
+// A Word text box written only as DrawingML: Word writes a shape as mc:AlternateContent, its DrawingML in mc:Choice
+// (wps:wsp > wps:txbx > w:txbxContent) and a VML copy in mc:Fallback (w:pict > v:shape > v:textbox > w:txbxContent).
+// mammoth reads only the fallback, so a text box saved without it (LibreOffice, newer Word, other writers) lost its text.
+// Each XML part mammoth reads is given such a fallback made of the choice's w:txbxContent, which mammoth then reads as
+// it reads a VML text box: its paragraphs follow the paragraph holding it.
+function textBoxesWithoutFallbackRead() {
+  const xml = require('mammoth/lib/xml/index.js');
+  if (xml.readString.textBoxesWithoutFallback) return;
+  const readString = xml.readString;
+  xml.readString = (...args) => readString(...args).then(withTextBoxFallbacks);
+  xml.readString.textBoxesWithoutFallback = true;
+
+  function withTextBoxFallbacks(root) {
+    const pending = [root];
+    while (pending.length > 0) {
+      const element = pending.pop();
+      if (!Array.isArray(element?.children)) continue;
+      if (element.name === 'mc:AlternateContent' && !element.children.some((child) => child.name === 'mc:Fallback')) {
+        const boxes = element.children.filter((child) => child.name === 'mc:Choice').flatMap(textBoxContentsIn).slice(0, 1000);
+        if (boxes.length > 0) element.children.push(xml.element('mc:Fallback', {}, [xml.element('w:pict', {}, [xml.element('v:textbox', {}, boxes)])]));
+      }
+      for (const child of element.children) pending.push(child);
+    }
+    return root;
+  }
+
+  /** The outermost w:txbxContent elements under `element` (a text box inside a text box is read with its outer one). */
+  function textBoxContentsIn(element) {
+    const found = [];
+    const pending = [element];
+    while (pending.length > 0) {
+      const next = pending.pop();
+      if (next.name === 'w:txbxContent') found.push(next);
+      else if (Array.isArray(next.children)) for (let i = next.children.length - 1; i >= 0; i--) pending.push(next.children[i]);
+    }
+    return found;
+  }
+}
+
 async function run() {
   const bytes = Buffer.from(workerData.bytes.buffer, workerData.bytes.byteOffset, workerData.bytes.byteLength);
   switch (workerData.op) {
     case 'docx-html': {
       const { default: mammoth } = await import('mammoth');
       numberedByInstance();
-      return (await mammoth.convertToHtml({ buffer: bytes }, { transformDocument: readableDocument, styleMap: FURTHER_PARAGRAPH_STYLES })).value;
+      textBoxesWithoutFallbackRead();
+      return (await mammoth.convertToHtml({ buffer: bytes }, { transformDocument: readableDocument, styleMap: [...TITLE_STYLES, ...FURTHER_PARAGRAPH_STYLES] })).value;
     }
     case 'doc-text': {
       const { default: WordExtractor } = await import('word-extractor');

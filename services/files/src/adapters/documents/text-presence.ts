@@ -35,12 +35,13 @@ const PLAIN_CONTAINERS = new Set(['w:document', 'w:body', 'w:p', 'w:r', 'w:t', '
 const MAX_STYLES_CHARS = 2 * 1024 * 1024;
 
 /**
- * Names of paragraph styles whose text may not be body text for the ingestion: headings, and the generated tables it
- * leaves out (a table of contents or of figures, an index: parser-worker.mjs GENERATED_TABLE_STYLE).
+ * Names of paragraph styles whose text may not be body text for the ingestion: headings (the "Title" style too:
+ * parser-worker.mjs TITLE_STYLES), and the generated tables it leaves out (a table of contents or of figures, an index:
+ * parser-worker.mjs GENERATED_TABLE_STYLE).
  */
-const NOT_BODY_STYLE_NAME = /^(heading|toc |contents |table of figures|index )/i;
-/** Ids of such styles as Word writes them (Heading1, TOC1, TOCHeading, TableofFigures, Index1), read without their names. */
-const NOT_BODY_STYLE_ID = /^(heading|toc|tableoffigures|index\d)/i;
+const NOT_BODY_STYLE_NAME = /^(heading|title$|toc |contents |table of figures|index )/i;
+/** Ids of such styles as Word writes them (Heading1, Title, TOC1, TOCHeading, TableofFigures, Index1), read without their names. */
+const NOT_BODY_STYLE_ID = /^(heading|title$|toc|tableoffigures|index\d)/i;
 
 /**
  * Ids of the paragraph styles named as NOT_BODY_STYLE_NAME says, in any case: mammoth makes h1-h6 of styles named

@@ -45,6 +45,11 @@ export const filesConfigSchema = z
     INGESTION_MAX_ATTEMPTS: envInt(8),
     INGESTION_CONCURRENCY: envInt(4),
     /**
+     * How long a replica's claim of the file it ingests lasts unless renewed (every third of it while the attempt runs):
+     * a file whose replica died is ingested by another after at most this (docs/files.md#fair-ingestion).
+     */
+    INGESTION_CLAIM_MS: envInt(30_000).pipe(z.number().min(1_000, 'must be at least 1000')),
+    /**
      * Documents read at once (upload checks and ingestions together): each may run a parser worker of up to 512 MB of
      * heap (~650 MB of RSS measured at its cap), so this times that must fit the memory limit (docs/files.md).
      */

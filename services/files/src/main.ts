@@ -10,6 +10,7 @@ import { MongoFileRepository } from './adapters/mongo/mongo-file-repository';
 import { SqliteFileRepository } from './adapters/sqlite/sqlite-file-repository';
 import { FilesService } from './application/files-service';
 import { subscribeToFileEvents } from './application/file-event-subscriptions';
+import { IngestionScheduler } from './application/ingestion-scheduler';
 import { IngestionWorker } from './application/ingestion-worker';
 import { acceptedInternalTokens, filesConfigSchema, type FilesConfig } from './config';
 import type { FileRepository, ObjectStore } from './domain/ports';
@@ -39,7 +40,7 @@ async function repositoryFrom(
   config: FilesConfig,
   logger: Logger,
   engines: EngineCheck[],
-): Promise<{ repository: FileRepository; outbox: OutboxStore; closeIfUnreachable: () => Promise<boolean> }> {
+): Promise<{ repository: FileRepository; outbox: OutboxStore; closeIfUnreachable: () => Promise<boolean>; claimHolder?: string }> {
   const keyExpiry = keptKeyExpiry(config.IDEMPOTENCY_KEY_TTL_HOURS);
   if (config.MONGO_URL) {
     const connection = await connectMongo({ url: config.MONGO_URL, database: 'files', logger });
@@ -48,7 +49,9 @@ async function repositoryFrom(
   }
   logger.info('MONGO_URL not set: using the embedded SQLite store');
   const repository = new SqliteFileRepository(join(config.DATA_DIR, 'files', 'files.db'), keyExpiry);
-  return { repository, outbox: new SqliteOutboxStore(repository.db), closeIfUnreachable: async () => false };
+  // One process opens the embedded store: its ingestion claims keep one name, so a restart takes back at once the files
+  // it was ingesting when it stopped (with MongoDB each process claims under a new id; a dead one's claims run out).
+  return { repository, outbox: new SqliteOutboxStore(repository.db), closeIfUnreachable: async () => false, claimHolder: 'embedded' };
 }
 
 /** Composition root of the files service. */
@@ -58,7 +61,7 @@ export async function startFiles(env: Record<string, string | undefined> = proce
   const serverSettings = grpcServerSettingsFrom(env);
   const logger = createLogger('files');
   const engines: EngineCheck[] = [];
-  const { repository, outbox, closeIfUnreachable } = await repositoryFrom(config, logger, engines);
+  const { repository, outbox, closeIfUnreachable, claimHolder } = await repositoryFrom(config, logger, engines);
   const objects = objectStoreFrom(config, logger);
   if (objects instanceof MinioObjectStore) {
     // An unreachable S3 server fails the start with a message naming S3_ENDPOINT. Only uploads and
@@ -74,8 +77,11 @@ export async function startFiles(env: Record<string, string | undefined> = proce
   const service = new FilesService({ repository, objects, reader, maxFileBytes: config.MAX_FILE_BYTES, logger, onEventsWritten: () => relay.kick() });
   const worker = new IngestionWorker({ repository, objects, reader, cards, logger, maxAttempts: config.INGESTION_MAX_ATTEMPTS, concurrency: config.INGESTION_CONCURRENCY });
 
+  const scheduler = new IngestionScheduler({ repository, worker, logger, maxAttempts: config.INGESTION_MAX_ATTEMPTS, holder: claimHolder, claimMs: config.INGESTION_CLAIM_MS });
+
   relay.start();
-  const subscription = await subscribeToFileEvents(bus, worker, config.INGESTION_MAX_ATTEMPTS);
+  await scheduler.start();
+  const subscription = await subscribeToFileEvents(bus, worker, scheduler, config.INGESTION_MAX_ATTEMPTS);
   const grpc = await startGrpcServer({
     name: 'files.v1.FileService',
     host: config.FILES_GRPC_HOST,
@@ -97,7 +103,8 @@ export async function startFiles(env: Record<string, string | undefined> = proce
       // Together: closing the bus abandons a publish stuck connecting to brokers that are down, the relay's or a dead
       // letter the ingestion subscription is sending, which relay.stop() and subscription.close() would wait out; the
       // relay's entries stay in the outbox and the event is not committed (dead-lettered again after the next start).
-      await Promise.all([subscription.close(), relay.stop(), bus.close()]);
+      // The scheduler takes no more files and waits for the ingestion under way, as the bus's close waited for its handler.
+      await Promise.all([scheduler.stop(), subscription.close(), relay.stop(), bus.close()]);
       cards.close();
       await objects.close();
       await repository.close();

@@ -252,5 +252,77 @@ export function describeFileRepositoryContract(name: string, factory: (options?:
       expect(await subject.repository.get(file.id)).toBeNull();
       expect((await subject.pendingEvents()).map((e) => new TextDecoder().decode(e.payload))).toEqual([results[0] ? 'first' : 'second']);
     });
+
+    describe('ingestion queue', () => {
+      const at = (seconds: number) => new Date(Date.UTC(2026, 2, 1, 0, 0, seconds));
+      const pendingOf = (owner: string, day: number) => aFile().ownedBy(owner).createdAt(new Date(Date.UTC(2026, 0, day))).build();
+      const claimIds = async (holder: string, from: number, count: number) => {
+        const ids: (string | undefined)[] = [];
+        for (let i = 0; i < count; i++) ids.push((await subject.repository.claimNextIngestion(holder, at(from + i), 60_000))?.file.id);
+        return ids;
+      };
+
+      it("claims pending files in turns across owners (the last one to start longest ago, never first), each owner's oldest first", async () => {
+        const [a, b, c] = [newId(), newId(), newId()];
+        // a's oldest is the oldest of all; b and c upload later; a done and a failed file are not claimed.
+        const files = [pendingOf(a, 1), pendingOf(a, 2), pendingOf(a, 3), pendingOf(b, 5), pendingOf(b, 4), pendingOf(c, 6)];
+        for (const f of files) await subject.repository.create(f, []);
+        for (const status of ['done', 'failed'] as const) await subject.repository.create(aFile({ ingestionStatus: status }).ownedBy(c).createdAt(new Date(Date.UTC(2025, 0, 1))).build(), []);
+        const ids = await claimIds('worker', 0, 7);
+        const [a1, a2, a3, b5, b4, c6] = files.map((f) => f.id);
+        expect(ids).toEqual([a1, b4, c6, a2, b5, a3, undefined]);
+        // Claimed files are not claimed again while their claims last.
+        expect(await subject.repository.claimNextIngestion('worker', at(30), 60_000)).toBeNull();
+      });
+
+      it('a claimed file is claimed again only once its claim runs out, renewed or not; two claims at once never get one file', async () => {
+        const file = pendingOf(newId(), 1);
+        await subject.repository.create(file, []);
+        const first = await subject.repository.claimNextIngestion('one', at(0), 10_000);
+        expect(first).toEqual({ file, attempt: 1 });
+        expect(await subject.repository.claimNextIngestion('two', at(9), 10_000)).toBeNull();
+        expect(await subject.repository.renewIngestionClaim(file.id, 'one', at(20))).toBe(true);
+        expect(await subject.repository.renewIngestionClaim(file.id, 'two', at(40))).toBe(false);
+        expect(await subject.repository.claimNextIngestion('two', at(15), 10_000)).toBeNull();
+        // Past the renewed claim: its holder died; another takes it, and the first can renew it no more.
+        expect(await subject.repository.claimNextIngestion('two', at(20), 10_000)).toEqual({ file, attempt: 2 });
+        expect(await subject.repository.renewIngestionClaim(file.id, 'one', at(60))).toBe(false);
+
+        const others = [pendingOf(newId(), 2), pendingOf(newId(), 3), pendingOf(newId(), 4)];
+        for (const f of others) await subject.repository.create(f, []);
+        const claims = await Promise.all(['x', 'y', 'z', 'w'].map((holder) => subject.repository.claimNextIngestion(holder, at(21), 10_000)));
+        const got = claims.map((c) => c?.file.id).filter((id) => id !== undefined);
+        expect(got.sort()).toEqual(others.map((f) => f.id).sort());
+      });
+
+      it('a released file is due again at its retry time; an attempt given back uncounted is not counted; the outcome frees the claim', async () => {
+        const file = pendingOf(newId(), 1);
+        await subject.repository.create(file, []);
+        expect((await subject.repository.claimNextIngestion('one', at(0), 60_000))?.attempt).toBe(1);
+        await subject.repository.releaseIngestionClaim(file.id, 'someone else', at(1), true);
+        expect(await subject.repository.claimNextIngestion('one', at(2), 60_000)).toBeNull();
+        await subject.repository.releaseIngestionClaim(file.id, 'one', at(10), true);
+        expect(await subject.repository.claimNextIngestion('one', at(9), 60_000)).toBeNull();
+        expect((await subject.repository.claimNextIngestion('one', at(10), 60_000))?.attempt).toBe(2);
+        // An engine was unreachable: the attempt does not count.
+        await subject.repository.releaseIngestionClaim(file.id, 'one', at(11), false);
+        expect((await subject.repository.claimNextIngestion('one', at(11), 60_000))?.attempt).toBe(2);
+        expect(await subject.repository.setIngestion(file.id, { status: 'done', error: null, cardCount: 1, collectionId: null }, at(12))).toBe(true);
+        expect(await subject.repository.renewIngestionClaim(file.id, 'one', at(100))).toBe(false);
+        expect(await subject.repository.claimNextIngestion('one', at(200), 60_000)).toBeNull();
+        expect(await subject.repository.get(file.id)).toMatchObject({ ingestionStatus: 'done', cardCount: 1 });
+      });
+
+      it("frees a holder's claims (a restarted process of a fixed name), no other's; a deleted file is not claimed", async () => {
+        const [mine, theirs, gone] = [pendingOf(newId(), 1), pendingOf(newId(), 2), pendingOf(newId(), 3)];
+        for (const f of [mine, theirs, gone]) await subject.repository.create(f, []);
+        expect(await claimIds('embedded', 0, 1)).toEqual([mine.id]);
+        expect(await claimIds('replica', 1, 1)).toEqual([theirs.id]);
+        expect(await subject.repository.delete(gone.id, [])).toBe(true);
+        expect(await subject.repository.releaseIngestionClaimsOf('embedded')).toBe(1);
+        expect(await subject.repository.releaseIngestionClaimsOf('nobody')).toBe(0);
+        expect(await claimIds('embedded', 2, 2)).toEqual([mine.id, undefined]);
+      });
+    });
   });
 }

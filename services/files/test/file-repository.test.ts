@@ -37,4 +37,24 @@ describe('SQLite files store migration', () => {
     expect(await repository.findByIdempotencyKey(owner, 'http:k')).toEqual(keyed);
     await repository.close();
   });
+
+  it('keeps the uploads pending before the ingestion queue existed: they are claimed, in turns, after the upgrade', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'files-migration-'));
+    dirs.push(dir);
+    const path = join(dir, 'files.db');
+    const old = openSqlite(path, FILES_MIGRATIONS.slice(0, FILES_MIGRATIONS.findIndex((m) => m.includes('ingestion_turns'))));
+    const [a1, a2, b1, done] = [newId(), newId(), newId(), newId()];
+    const [alice, bob] = [newId(), newId()];
+    const insert = old.prepare(`INSERT INTO files (id, user_id, file_name, mime_type, format, private, size, tags, ingestion_status, created_at, updated_at)
+                                VALUES (?, ?, 'a.docx', 'application/msword', 'docx', 0, 10, '[]', ?, ?, ?)`);
+    for (const [id, owner, status, at] of [[a1, alice, 'pending', '2026-01-01'], [a2, alice, 'pending', '2026-01-02'], [b1, bob, 'pending', '2026-01-03'], [done, bob, 'done', '2025-01-01']]) {
+      insert.run(id, owner, status, `${at}T00:00:00.000Z`, `${at}T00:00:00.000Z`);
+    }
+    old.close();
+    const repository = new SqliteFileRepository(path);
+    const claimed: (string | undefined)[] = [];
+    for (let i = 0; i < 4; i++) claimed.push((await repository.claimNextIngestion('embedded', new Date(Date.UTC(2026, 2, 1, 0, 0, i)), 60_000))?.file.id);
+    expect(claimed).toEqual([a1, b1, a2, undefined]);
+    await repository.close();
+  });
 });

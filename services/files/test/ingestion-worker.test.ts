@@ -1,14 +1,15 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createLogger, newId, SqliteEventLog, Topics, type DeliveredEvent } from '@cards/platform';
-import Database from 'better-sqlite3';
+import { createLogger, newId, SqliteEventLog, Topics } from '@cards/platform';
 import { tagsProblem } from '@cards/card-rules';
+import Database from 'better-sqlite3';
 import { events } from '@cards/proto';
 import { DiskObjectStore } from '../src/adapters/disk/disk-object-store';
 import { LibraryDocumentReader } from '../src/adapters/documents/library-document-reader';
 import { SqliteFileRepository } from '../src/adapters/sqlite/sqlite-file-repository';
 import { FILE_CHANGES_GROUP, subscribeToFileEvents } from '../src/application/file-event-subscriptions';
+import { IngestionScheduler } from '../src/application/ingestion-scheduler';
 import { CARDS_NOT_STORED, IngestionWorker, titleTag } from '../src/application/ingestion-worker';
 import { CardRejectedError, type CardsPort, type DocumentReader, type FileRepository, type NewCard } from '../src/domain/ports';
 import { aFile } from './builders';
@@ -125,9 +126,8 @@ function changeEvent(kind: 'deleted' | 'privacyChanged', record: { id: string; u
   return events.FileEvent.encode({ eventId: newId(), occurredAt: new Date(), kind: kind === 'deleted' ? { $case: 'deleted', value } : { $case: 'privacyChanged', value } }).finish();
 }
 
-function uploadedEvent(fileId: string, attempt: number): DeliveredEvent {
-  const payload = events.FileEvent.encode({ eventId: newId(), occurredAt: new Date(), kind: { $case: 'uploaded', value: { fileId, userId: '', fileName: '', mimeType: '', private: false, tags: [], size: 0 } } }).finish();
-  return { topic: Topics.file, key: fileId, payload, offset: '1', attempt };
+function uploadedPayload(fileId: string): Uint8Array {
+  return events.FileEvent.encode({ eventId: newId(), occurredAt: new Date(), kind: { $case: 'uploaded', value: { fileId, userId: '', fileName: '', mimeType: '', private: false, tags: [], size: 0 } } }).finish();
 }
 
 describe('IngestionWorker', () => {
@@ -150,13 +150,13 @@ describe('IngestionWorker', () => {
   it('a crash mid-document leaves the file pending, and the redelivery creates no second copy of any card', async () => {
     const record = await stored('marine.odt');
     cards.failAfter = 2;
-    await expect(worker.handle(uploadedEvent(record.id, 0))).rejects.toThrow(/went away/);
+    await expect(worker.ingest(record.id, false)).rejects.toThrow(/went away/);
     expect(cards.cards.size).toBe(2);
     expect(await repository.get(record.id)).toMatchObject({ ingestionStatus: 'pending' });
     expect(cards.collections.size).toBe(0);
 
     cards.failAfter = Infinity;
-    await worker.handle(uploadedEvent(record.id, 1));
+    await worker.ingest(record.id, false);
     expect(cards.cards.size).toBe(3);
     expect(cards.collections.get(record.id)!.cardIds).toHaveLength(3);
     expect(new Set(cards.collections.get(record.id)!.cardIds).size).toBe(3);
@@ -164,14 +164,14 @@ describe('IngestionWorker', () => {
 
     // A late duplicate delivery of a finished file does nothing.
     const calls = cards.createCalls;
-    await worker.handle(uploadedEvent(record.id, 0));
+    await worker.ingest(record.id, false);
     expect(cards.createCalls).toBe(calls);
   });
 
   it('the last attempt records the failure instead of throwing', async () => {
     const record = await stored('marine.odt');
     cards.failAfter = 0;
-    await worker.handle(uploadedEvent(record.id, 2));
+    await worker.ingest(record.id, true);
     // One line for the uploader, not the cards service's or gRPC's own words (those are logged).
     const failed = await repository.get(record.id);
     expect(failed).toMatchObject({ ingestionStatus: 'failed', ingestionError: CARDS_NOT_STORED });
@@ -180,7 +180,7 @@ describe('IngestionWorker', () => {
 
   it('a corrupt document fails at once with the reason, no cards and no collection', async () => {
     const record = await stored('corrupt.docx');
-    await worker.handle(uploadedEvent(record.id, 0));
+    await worker.ingest(record.id, false);
     expect(await repository.get(record.id)).toMatchObject({ ingestionStatus: 'failed', ingestionError: expect.stringMatching(/could not be read/) });
     expect(cards.createCalls).toBe(0);
     expect(cards.collections.size).toBe(0);
@@ -205,7 +205,7 @@ describe('IngestionWorker', () => {
     expect(failures()[1]).toEqual(expect.objectContaining({ level: 40, fileId: corrupt.id, reason: expect.stringMatching(/could not be read/) }));
     const good = await stored('marine.odt');
     cards.failAfter = 0;
-    await logged.handle(uploadedEvent(good.id, 2));
+    await logged.ingest(good.id, true);
     expect(failures()[2]).toEqual(expect.objectContaining({ level: 50, fileId: good.id, reason: CARDS_NOT_STORED }));
     expect(lines.filter((l) => l.level >= 50)).toHaveLength(1);
   });
@@ -323,7 +323,7 @@ describe('IngestionWorker', () => {
     const failing = new IngestionWorker({ repository, objects, reader: new LibraryDocumentReader(), cards, logger: errorLog, maxAttempts: 3, concurrency: 1 });
     const path = join(dir, 'events.db');
     const bus = new SqliteEventLog({ path, logger, retryBaseMs: 1 });
-    const subscription = await subscribeToFileEvents(bus, failing, 3);
+    const subscription = await subscribeToFileEvents(bus, failing, { wake: () => undefined }, 3);
     const payload = events.FileEvent.encode({ eventId: newId(), occurredAt: new Date(), kind: { $case: 'privacyChanged', value: { fileId: record.id, userId: record.userId, private: true } } }).finish();
     await bus.publish([{ topic: Topics.file, key: record.id, payload }]);
     const deadLetters = () => {
@@ -356,10 +356,12 @@ describe('file events on the bus', () => {
     await onBus.ingest(gone.id);
     const long = await stored('energy.docx');
     const bus = new SqliteEventLog({ path: join(dir, 'events.db'), logger, retryBaseMs: 1 });
-    const subscription = await subscribeToFileEvents(bus, onBus, 3);
+    const scheduler = new IngestionScheduler({ repository, worker: onBus, logger, maxAttempts: 3 });
+    const subscription = await subscribeToFileEvents(bus, onBus, scheduler, 3);
     try {
       const held = reader.hold();
-      await bus.publish([{ topic: Topics.file, key: long.id, payload: uploadedEvent(long.id, 0).payload }]);
+      await scheduler.start();
+      await bus.publish([{ topic: Topics.file, key: long.id, payload: uploadedPayload(long.id) }]);
       await held.started;
       const bothApplied = new Promise<void>((resolve) => (cards.onChange = () => cards.privacyApplied.length === 1 && cards.cleared.length === 1 && resolve()));
       await repository.setPrivacy(small.id, true, new Date(), []);
@@ -377,6 +379,7 @@ describe('file events on the bus', () => {
       while ((await repository.get(long.id))?.ingestionStatus === 'pending') await new Promise((r) => setTimeout(r, 10));
       expect((await repository.get(long.id))?.ingestionStatus).toBe('done');
     } finally {
+      await scheduler.stop();
       await subscription.close();
       await bus.close();
     }
@@ -448,6 +451,174 @@ describe('file events on the bus', () => {
     expect(cards.cardsAtPrivacy.at(-1)).toBe(result.cardIds.length);
     // The collection is made with the file's privacy of after the cards, never public for a moment.
     expect(cards.collections.get(record.id)?.isPublic).toBe(false);
+  });
+});
+
+describe('fair ingestion across users (IngestionScheduler)', () => {
+  /** Each file's record, stored at a distinct creation time (the queue takes an owner's oldest first). */
+  let clock = Date.parse('2026-01-01T10:00:00.000Z');
+  const storedBy = (userId: string) => stored('energy.docx', { userId, createdAt: new Date(clock++), updatedAt: new Date(clock) });
+  const settled = async (ids: string[]) => {
+    while ((await Promise.all(ids.map((id) => repository.get(id)))).some((r) => r?.ingestionStatus === 'pending')) await new Promise((r) => setTimeout(r, 10));
+  };
+  /** The files in the order their ingestions ended (one at a time: the order they started). */
+  const ingestedOrder = () => [...cards.collections.keys()];
+
+  it("a user's upload waits behind one document of another user who queued six, not behind all six", async () => {
+    const reader = new HeldReader();
+    const onBus = new IngestionWorker({ repository, objects, reader, cards, logger, maxAttempts: 3, concurrency: 1 });
+    const bus = new SqliteEventLog({ path: join(dir, 'events.db'), logger, retryBaseMs: 1 });
+    const scheduler = new IngestionScheduler({ repository, worker: onBus, logger, maxAttempts: 3 });
+    await scheduler.start();
+    const subscription = await subscribeToFileEvents(bus, onBus, scheduler, 3);
+    try {
+      const [alice, bob] = [newId(), newId()];
+      const held = reader.hold();
+      const alices = [];
+      for (let i = 0; i < 6; i++) alices.push(await storedBy(alice));
+      await bus.publish(alices.map((f) => ({ topic: Topics.file, key: f.id, payload: uploadedPayload(f.id) })));
+      await held.started;
+      // Bob uploads while Alice's first document is being ingested and her five others wait.
+      const bobs = await storedBy(bob);
+      await bus.publish([{ topic: Topics.file, key: bobs.id, payload: uploadedPayload(bobs.id) }]);
+      held.release();
+      await settled([...alices, bobs].map((f) => f.id));
+      expect(ingestedOrder()).toEqual([alices[0]!.id, bobs.id, ...alices.slice(1).map((f) => f.id)]);
+    } finally {
+      await scheduler.stop();
+      await subscription.close();
+      await bus.close();
+    }
+  });
+
+  it('takes owners in turns, the one whose last ingestion started longest ago (or never) first, each oldest first', async () => {
+    const [a, b, c] = [newId(), newId(), newId()];
+    const files = { a: [] as string[], b: [] as string[], c: [] as string[] };
+    for (let i = 0; i < 4; i++) files.a.push((await storedBy(a)).id);
+    for (let i = 0; i < 2; i++) files.b.push((await storedBy(b)).id);
+    files.c.push((await storedBy(c)).id);
+    const scheduler = new IngestionScheduler({ repository, worker, logger, maxAttempts: 3 });
+    await scheduler.start();
+    try {
+      await settled([...files.a, ...files.b, ...files.c]);
+    } finally {
+      await scheduler.stop();
+    }
+    expect(ingestedOrder()).toEqual([files.a[0], files.b[0], files.c[0], files.a[1], files.b[1], files.a[2], files.a[3]]);
+  });
+
+  it('retries a failed attempt with backoff up to maxAttempts, then records the failure; other files are ingested meanwhile', async () => {
+    const failing = await storedBy(newId());
+    const other = await storedBy(newId());
+    const failed = new Set<string>();
+    const original = cards.createCard.bind(cards);
+    cards.createCard = async (card) => {
+      if (card.fileId === failing.id) {
+        failed.add(`${failed.size}`);
+        throw new Error('UNAVAILABLE: cards service went away');
+      }
+      return original(card);
+    };
+    const scheduler = new IngestionScheduler({ repository, worker, logger, maxAttempts: 3, retryBaseMs: 1, pollMs: 10 });
+    await scheduler.start();
+    try {
+      await settled([failing.id, other.id]);
+    } finally {
+      await scheduler.stop();
+    }
+    expect(failed.size).toBe(3);
+    expect(await repository.get(failing.id)).toMatchObject({ ingestionStatus: 'failed', ingestionError: CARDS_NOT_STORED });
+    expect(await repository.get(other.id)).toMatchObject({ ingestionStatus: 'done' });
+  });
+
+  it('a restarted process takes back at once the file it was ingesting when it stopped', async () => {
+    const record = await storedBy(newId());
+    // Claimed, its attempt never finished: the process was killed mid-ingestion.
+    expect((await repository.claimNextIngestion('embedded', new Date(), 3_600_000))?.file.id).toBe(record.id);
+    const restarted = new IngestionScheduler({ repository, worker, logger, maxAttempts: 3, holder: 'embedded' });
+    await restarted.start();
+    try {
+      await settled([record.id]);
+    } finally {
+      await restarted.stop();
+    }
+    expect(await repository.get(record.id)).toMatchObject({ ingestionStatus: 'done', cardCount: 3 });
+  });
+
+  it('a file claimed by a replica that died is ingested by another once the claim runs out', async () => {
+    const record = await storedBy(newId());
+    expect((await repository.claimNextIngestion('dead-replica', new Date(), 50))?.file.id).toBe(record.id);
+    const survivor = new IngestionScheduler({ repository, worker, logger, maxAttempts: 3, pollMs: 10 });
+    await survivor.start();
+    try {
+      await settled([record.id]);
+    } finally {
+      await survivor.stop();
+    }
+    expect(await repository.get(record.id)).toMatchObject({ ingestionStatus: 'done', cardCount: 3 });
+  });
+
+  it('two workers on one repository never ingest one file at once, nor one file twice, even past the claim time', async () => {
+    const reader = new HeldReader();
+    const active = new Set<string>();
+    const calls: string[] = [];
+    let overlaps = 0;
+    const tracked = (inner: IngestionWorker): Pick<IngestionWorker, 'ingest'> => ({
+      async ingest(fileId, finalAttempt) {
+        if (active.has(fileId)) overlaps++;
+        active.add(fileId);
+        calls.push(fileId);
+        try {
+          return await inner.ingest(fileId, finalAttempt);
+        } finally {
+          active.delete(fileId);
+        }
+      },
+    });
+    const ids: string[] = [];
+    for (const owner of [newId(), newId(), newId()]) for (let i = 0; i < 2; i++) ids.push((await storedBy(owner)).id);
+    // The first replica's first document is held for several times its claim time, which it renews meanwhile (a claim
+    // time well above what a parse blocks this one event loop for, so a renewal is never late here).
+    const held = reader.hold();
+    const first = new IngestionScheduler({ repository, worker: tracked(new IngestionWorker({ repository, objects, reader, cards, logger, maxAttempts: 3, concurrency: 1 })), logger, maxAttempts: 3, claimMs: 300, pollMs: 10 });
+    const second = new IngestionScheduler({ repository, worker: tracked(new IngestionWorker({ repository, objects, reader: new LibraryDocumentReader(), cards, logger, maxAttempts: 3, concurrency: 1 })), logger, maxAttempts: 3, claimMs: 300, pollMs: 10 });
+    await first.start();
+    await held.started;
+    await second.start();
+    try {
+      // The second replica ingests the five others meanwhile, then keeps looking while the held one is still claimed.
+      await settled(ids.slice(1));
+      await new Promise((r) => setTimeout(r, 1_000));
+      expect((await repository.get(ids[0]!))?.ingestionStatus).toBe('pending');
+      held.release();
+      await settled(ids);
+    } finally {
+      await Promise.all([first.stop(), second.stop()]);
+    }
+    expect(overlaps).toBe(0);
+    expect([...calls].sort()).toEqual([...ids].sort());
+    expect(cards.collections.size).toBe(6);
+    expect(cards.createCalls).toBe(cards.cards.size);
+  });
+
+  it('stop waits for the attempt under way and takes no further file', async () => {
+    const reader = new HeldReader();
+    const held = reader.hold();
+    const scheduler = new IngestionScheduler({ repository, worker: new IngestionWorker({ repository, objects, reader, cards, logger, maxAttempts: 3, concurrency: 1 }), logger, maxAttempts: 3 });
+    const [under, next] = [await storedBy(newId()), await storedBy(newId())];
+    await scheduler.start();
+    await held.started;
+    let stopped = false;
+    const stopping = scheduler.stop().then(() => (stopped = true));
+    await new Promise((r) => setTimeout(r, 20));
+    expect(stopped).toBe(false);
+    held.release();
+    await stopping;
+    expect(await repository.get(under.id)).toMatchObject({ ingestionStatus: 'done' });
+    expect(await repository.get(next.id)).toMatchObject({ ingestionStatus: 'pending' });
+    scheduler.wake();
+    await new Promise((r) => setTimeout(r, 20));
+    expect(await repository.get(next.id)).toMatchObject({ ingestionStatus: 'pending' });
   });
 });
 

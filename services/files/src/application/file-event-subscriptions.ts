@@ -1,18 +1,29 @@
 import { Topics, type EventBus, type Subscription } from '@cards/platform';
+import { events } from '@cards/proto';
+import type { IngestionScheduler } from './ingestion-scheduler';
 import type { IngestionWorker } from './ingestion-worker';
 
-/** Consumer group that ingests uploaded documents, one event at a time. */
+/** Consumer group that hears of uploaded documents: each FileUploaded event wakes the ingestion scheduler. */
 export const INGESTION_GROUP = 'files-ingestion';
 /** Consumer group that applies deletions and privacy changes, so they never wait behind ingestions of other files. */
 export const FILE_CHANGES_GROUP = 'files-file-changes';
 
 /**
- * The files topic read by two consumer groups on one bus: an ingestion may take minutes, and a deletion or a privacy
- * change queued behind it would leave cards public (or naming a deleted file) that long. Each group reads every event
- * and handles only its kinds; within a group one file's events stay in order (one key, one partition).
+ * The files topic read by two consumer groups on one bus. Uploads: the pending record, stored with its event, is the
+ * ingestion queue, which the IngestionScheduler takes in fair order across owners; the event only wakes it, at once
+ * (a wake never fails, so the group never holds an event). Changes: an ingestion may take minutes, and a deletion or a
+ * privacy change queued behind it would leave cards public (or naming a deleted file) that long. Each group reads every
+ * event and handles only its kinds; within a group one file's events stay in order (one key, one partition).
  */
-export async function subscribeToFileEvents(bus: EventBus, worker: IngestionWorker, maxAttempts: number): Promise<Subscription> {
-  const ingestion = await bus.subscribe({ group: INGESTION_GROUP, topics: [Topics.file], maxAttempts, handler: (event) => worker.handleUploads(event) });
+export async function subscribeToFileEvents(bus: EventBus, worker: IngestionWorker, scheduler: Pick<IngestionScheduler, 'wake'>, maxAttempts: number): Promise<Subscription> {
+  const ingestion = await bus.subscribe({
+    group: INGESTION_GROUP,
+    topics: [Topics.file],
+    maxAttempts,
+    handler: async (event) => {
+      if (events.FileEvent.decode(event.payload).kind?.$case === 'uploaded') scheduler.wake();
+    },
+  });
   const changes = await bus.subscribe({ group: FILE_CHANGES_GROUP, topics: [Topics.file], maxAttempts, handler: (event) => worker.handleChanges(event) }).catch(async (err: unknown) => {
     await ingestion.close();
     throw err;

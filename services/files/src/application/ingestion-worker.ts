@@ -11,7 +11,7 @@ export interface IngestionWorkerDeps {
   reader: DocumentReader;
   cards: CardsPort;
   logger: Logger;
-  /** Deliveries of one event before the bus gives up; the last one records the failure. */
+  /** Deliveries of a change event before the bus gives up; the last one logs the failure. */
   maxAttempts: number;
   /** Cards created at the same time for one document. */
   concurrency?: number;
@@ -25,15 +25,16 @@ export interface IngestionResult {
 }
 
 /**
- * Consumer of the files topic. FileUploaded: parse the document, create its cards (each with an
+ * Ingests documents and applies file changes. An ingestion (ingest, one attempt, run by the IngestionScheduler in fair
+ * order across owners): parse the document, create its cards (each with an
  * idempotency key `${fileId}:${index}`, so a redelivery after a crash makes no second copy), then the
  * file's collection (idempotent per file), then record the outcome. FileDeleted: remove the bytes and
  * clear the file references on cards and collection. FilePrivacyChanged: the file's cards and collection
- * take its privacy. Failures of peers are thrown so the bus retries; for an upload, the last attempt and
- * any unreadable document record `failed` with the reason; a privacy change failing on its last attempt
- * is logged as an error naming the file, and the bus moves it to its dead letters, to be replayed. Uploads and changes
- * come through two subscriptions (file-event-subscriptions.ts); a change of a file waits only for that file's
- * ingestion attempt under way in this process.
+ * take its privacy. Failures of peers are thrown so the scheduler (an ingestion) or the bus (a change) retries; for an
+ * upload, the last attempt and any unreadable document record `failed` with the reason; a privacy change failing on its last attempt
+ * is logged as an error naming the file, and the bus moves it to its dead letters, to be replayed. An upload's event only
+ * wakes the scheduler; changes come through their own subscription (file-event-subscriptions.ts); a change of a file
+ * waits only for that file's ingestion attempt under way in this process.
  */
 export class IngestionWorker {
   /** The attempt under way of each file this process is ingesting. */
@@ -41,22 +42,17 @@ export class IngestionWorker {
 
   constructor(private readonly deps: IngestionWorkerDeps) {}
 
-  /** Handler of the ingestion subscription: FileUploaded only (a whole ingestion each). */
-  async handleUploads(delivered: DeliveredEvent): Promise<void> {
-    if (events.FileEvent.decode(delivered.payload).kind?.$case === 'uploaded') await this.handle(delivered);
-  }
-
   /** Handler of the file changes subscription: FileDeleted and FilePrivacyChanged, never behind other files' ingestions. */
   async handleChanges(delivered: DeliveredEvent): Promise<void> {
     if (events.FileEvent.decode(delivered.payload).kind?.$case !== 'uploaded') await this.handle(delivered);
   }
 
+  /** A FileDeleted or FilePrivacyChanged event (FileUploaded only wakes the IngestionScheduler, which calls ingest). */
   async handle(delivered: DeliveredEvent): Promise<void> {
     const event = events.FileEvent.decode(delivered.payload);
     const finalAttempt = delivered.attempt + 1 >= this.deps.maxAttempts;
     switch (event.kind?.$case) {
       case 'uploaded':
-        await this.ingest(event.kind.value.fileId, finalAttempt);
         return;
       case 'deleted':
         await this.afterIngestionUnderWay(event.kind.value.fileId);

@@ -33,8 +33,25 @@ export interface FileRepository {
    * is no such record.
    */
   setPrivacy(id: string, isPrivate: boolean, now: Date, events: OutgoingEvent[]): Promise<boolean>;
-  /** Records the outcome of an ingestion attempt; false when the record is gone. */
+  /** Records the outcome of an ingestion attempt (and frees the file's ingestion claim); false when the record is gone. */
   setIngestion(id: string, outcome: IngestionOutcome, now: Date): Promise<boolean>;
+  /**
+   * The ingestion queue (docs/files.md#fair-ingestion): claims the next pending file to ingest for `holder` until
+   * `now + leaseMs`, or null when none is due. Due: pending, not claimed (or its claim ran out), its retry time reached.
+   * Fair across owners: the owner whose last claimed ingestion started longest ago (never: first) goes first, then that
+   * owner's oldest file (creation time, then id). Atomic: two claims at once never get one file. The claim counts an
+   * attempt (returned, 1 the first) and makes `now` the owner's last start.
+   */
+  claimNextIngestion(holder: string, now: Date, leaseMs: number): Promise<IngestionClaim | null>;
+  /** Extends the holder's claim of the file to `until`; false when it holds it no more (ran out and was taken, ingested, gone). */
+  renewIngestionClaim(id: string, holder: string, until: Date): Promise<boolean>;
+  /**
+   * The holder gives the file back after a failed attempt, due again at `retryAt`; `attemptCounted` false takes back the
+   * attempt its claim counted (an engine was unreachable: an outage must not use up the attempts). No-op if not held.
+   */
+  releaseIngestionClaim(id: string, holder: string, retryAt: Date, attemptCounted: boolean): Promise<void>;
+  /** Frees every claim `holder` has (a restarted process of a stable holder name takes its files back at once); how many. */
+  releaseIngestionClaimsOf(holder: string): Promise<number>;
   /** Removes the record and stores its events atomically, keeping its idempotency key (if any); false when there was none. */
   delete(id: string, events: OutgoingEvent[]): Promise<boolean>;
   close(): Promise<void>;
@@ -45,6 +62,12 @@ export interface IngestionOutcome {
   error: string | null;
   cardCount: number;
   collectionId: string | null;
+}
+
+/** A pending file claimed for ingestion, and which attempt this is (1 the first; crashed attempts count). */
+export interface IngestionClaim {
+  file: FileRecord;
+  attempt: number;
 }
 
 /** Facts about a stored object. */

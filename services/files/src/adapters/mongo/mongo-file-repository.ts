@@ -1,7 +1,7 @@
 import type { Collection, Filter } from 'mongodb';
 import { AlreadyExistsError, appendToMongoOutboxOrUndo, creationCursor, isDuplicateKeyError, keptKeyExpiry, keptKeysExpiredAt, pageOfRows, removeExpiredKeptKeys, withOptionalTransaction, type KeptKeyExpiry, type MongoConnection, type OutgoingEvent, type Page } from '@cards/platform';
 import type { DeletedIdempotencyKey, DocumentFormat, FileRecord, IngestionStatus } from '../../domain/model';
-import type { FileRepository, IngestionOutcome } from '../../domain/ports';
+import type { FileRepository, IngestionClaim, IngestionOutcome } from '../../domain/ports';
 
 interface FileDocument {
   _id: string;
@@ -27,6 +27,20 @@ interface FileDocument {
   requestFingerprint?: string;
   createdAt: Date;
   updatedAt: Date;
+  /**
+   * The ingestion queue (docs/files.md#fair-ingestion), absent on records stored before it (read as none / 0): attempts
+   * started, the claim's holder and end, when a failed attempt is retried.
+   */
+  ingestionAttempts?: number;
+  claimHolder?: string | null;
+  claimedUntil?: Date | null;
+  retryAt?: Date | null;
+}
+
+/** Each owner's last claimed ingestion start (`_id` = user id), the order of the ingestion queue's turns. */
+interface IngestionTurnDocument {
+  _id: string;
+  lastStartedAt: Date;
 }
 
 /** The kept key of a deleted file; `_id` = `<userId>\n<key>`. */
@@ -80,6 +94,7 @@ export class MongoFileRepository implements FileRepository {
     private readonly files: Collection<FileDocument>,
     private readonly deletedKeys: Collection<DeletedIdempotencyKeyDocument>,
     private readonly keyExpiry: KeptKeyExpiry,
+    private readonly turns: Collection<IngestionTurnDocument>,
   ) {}
 
   /** `keyExpiry`: how long the keys of deleted files are kept (IDEMPOTENCY_KEY_TTL_HOURS; 24 h by the real clock when not given). */
@@ -90,7 +105,9 @@ export class MongoFileRepository implements FileRepository {
     await files.createIndex({ idempotency: 1 }, { unique: true, sparse: true, name: 'files_idempotency' });
     // Expired kept keys, oldest first, for the deletions that remove them (removeExpiredKeptKeys: not a TTL index).
     await deletedKeys.createIndex({ deletedAt: 1 }, { name: 'deleted_idempotency_keys_deleted_at' });
-    return new MongoFileRepository(connection, files, deletedKeys, keyExpiry);
+    // The ingestion queue: pending files, oldest first (claimNextIngestion).
+    await files.createIndex({ ingestionStatus: 1, createdAt: 1, _id: 1 }, { name: 'files_ingestion_queue' });
+    return new MongoFileRepository(connection, files, deletedKeys, keyExpiry, connection.db.collection<IngestionTurnDocument>('ingestion_turns'));
   }
 
   async create(record: FileRecord, events: OutgoingEvent[]): Promise<void> {
@@ -155,9 +172,65 @@ export class MongoFileRepository implements FileRepository {
   async setIngestion(id: string, outcome: IngestionOutcome, now: Date): Promise<boolean> {
     const result = await this.files.updateOne(
       { _id: id },
-      { $set: { ingestionStatus: outcome.status, ingestionError: outcome.error, cardCount: outcome.cardCount, collectionId: outcome.collectionId, updatedAt: now } },
+      {
+        $set: {
+          ingestionStatus: outcome.status,
+          ingestionError: outcome.error,
+          cardCount: outcome.cardCount,
+          collectionId: outcome.collectionId,
+          updatedAt: now,
+          claimHolder: null,
+          claimedUntil: null,
+          retryAt: null,
+        },
+      },
     );
     return result.matchedCount > 0;
+  }
+
+  async claimNextIngestion(holder: string, now: Date, leaseMs: number): Promise<IngestionClaim | null> {
+    // Pending, unclaimed or its claim ran out, retry time reached (a missing field matches null).
+    const due: Filter<FileDocument> = {
+      ingestionStatus: 'pending',
+      $and: [{ $or: [{ claimedUntil: null }, { claimedUntil: { $lte: now } }] }, { $or: [{ retryAt: null }, { retryAt: { $lte: now } }] }],
+    };
+    // A claim taken by another replica between the look and the update is looked for again.
+    for (let round = 0; round < 10; round++) {
+      const owners = (await this.files.distinct('userId', due)) as string[];
+      if (owners.length === 0) return null;
+      const last = new Map((await this.turns.find({ _id: { $in: owners } }).toArray()).map((t) => [t._id, t.lastStartedAt.getTime()]));
+      const turnOf = (owner: string) => last.get(owner) ?? -Infinity;
+      const first = Math.min(...owners.map(turnOf));
+      const nextOwners = owners.filter((owner) => turnOf(owner) === first);
+      const [candidate] = await this.files.find({ ...due, userId: { $in: nextOwners } }).sort({ createdAt: 1, _id: 1 }).limit(1).toArray();
+      if (!candidate) continue;
+      const claimed = await this.files.findOneAndUpdate(
+        { ...due, _id: candidate._id },
+        { $set: { claimHolder: holder, claimedUntil: new Date(now.getTime() + leaseMs), retryAt: null }, $inc: { ingestionAttempts: 1 } },
+        { returnDocument: 'after' },
+      );
+      if (!claimed) continue;
+      await this.turns.updateOne({ _id: claimed.userId }, { $max: { lastStartedAt: now } }, { upsert: true });
+      return { file: fromPrimitives(claimed), attempt: claimed.ingestionAttempts ?? 1 };
+    }
+    return null;
+  }
+
+  async renewIngestionClaim(id: string, holder: string, until: Date): Promise<boolean> {
+    const result = await this.files.updateOne({ _id: id, claimHolder: holder, ingestionStatus: 'pending' }, { $set: { claimedUntil: until } });
+    return result.matchedCount > 0;
+  }
+
+  async releaseIngestionClaim(id: string, holder: string, retryAt: Date, attemptCounted: boolean): Promise<void> {
+    await this.files.updateOne(
+      { _id: id, claimHolder: holder, ingestionStatus: 'pending' },
+      { $set: { claimHolder: null, claimedUntil: null, retryAt }, ...(attemptCounted ? {} : { $inc: { ingestionAttempts: -1 } }) },
+    );
+  }
+
+  async releaseIngestionClaimsOf(holder: string): Promise<number> {
+    const result = await this.files.updateMany({ claimHolder: holder }, { $set: { claimHolder: null, claimedUntil: null } });
+    return result.modifiedCount;
   }
 
   async delete(id: string, events: OutgoingEvent[]): Promise<boolean> {

@@ -1,6 +1,6 @@
 import { AlreadyExistsError, appendToSqliteOutbox, creationCursor, EXPIRED_KEYS_PER_SWEEP, keptKeyExpiry, keptKeysExpiredAt, newestFirstRows, openSqlite, pageOfRows, SQLITE_OUTBOX_MIGRATION, type KeptKeyExpiry, type OutgoingEvent, type Page, type SqliteDatabase } from '@cards/platform';
 import type { DeletedIdempotencyKey, DocumentFormat, FileRecord, IngestionStatus } from '../../domain/model';
-import type { FileRepository, IngestionOutcome } from '../../domain/ports';
+import type { FileRepository, IngestionClaim, IngestionOutcome } from '../../domain/ports';
 
 export const FILES_MIGRATIONS = [
   `CREATE TABLE files (
@@ -33,6 +33,15 @@ export const FILES_MIGRATIONS = [
   // Kept keys of deleted files expire (IDEMPOTENCY_KEY_TTL_HOURS): each deletion that keeps one removes the oldest
   // expired ones, found by their time.
   `CREATE INDEX deleted_idempotency_keys_deleted_at ON deleted_idempotency_keys(deleted_at);`,
+  // The ingestion queue (fair across owners, docs/files.md#fair-ingestion): a pending file's claim (holder and until
+  // when), attempts started, when a failed attempt is retried; each owner's last claimed start. Pending files stored
+  // before are unclaimed, so they are ingested after the upgrade.
+  `ALTER TABLE files ADD COLUMN ingestion_attempts INTEGER NOT NULL DEFAULT 0;
+   ALTER TABLE files ADD COLUMN claim_holder TEXT;
+   ALTER TABLE files ADD COLUMN claimed_until TEXT;
+   ALTER TABLE files ADD COLUMN retry_at TEXT;
+   CREATE INDEX files_pending ON files(created_at, id) WHERE ingestion_status = 'pending';
+   CREATE TABLE ingestion_turns (user_id TEXT PRIMARY KEY, last_started_at TEXT NOT NULL) WITHOUT ROWID;`,
 ];
 
 interface FileRow {
@@ -176,9 +185,53 @@ export class SqliteFileRepository implements FileRepository {
   async setIngestion(id: string, outcome: IngestionOutcome, now: Date): Promise<boolean> {
     return (
       this.db
-        .prepare('UPDATE files SET ingestion_status = ?, ingestion_error = ?, card_count = ?, collection_id = ?, updated_at = ? WHERE id = ?')
+        .prepare(
+          'UPDATE files SET ingestion_status = ?, ingestion_error = ?, card_count = ?, collection_id = ?, updated_at = ?, claim_holder = NULL, claimed_until = NULL, retry_at = NULL WHERE id = ?',
+        )
         .run(outcome.status, outcome.error, outcome.cardCount, outcome.collectionId, now.toISOString(), id).changes > 0
     );
+  }
+
+  async claimNextIngestion(holder: string, now: Date, leaseMs: number): Promise<IngestionClaim | null> {
+    const at = now.toISOString();
+    // IMMEDIATE: the write lock is taken before the read, so another process's claim cannot pick the same row between.
+    return this.db
+      .transaction(() => {
+        const row = this.db
+          .prepare(
+            `SELECT f.* FROM files f LEFT JOIN ingestion_turns t ON t.user_id = f.user_id
+             WHERE f.ingestion_status = 'pending' AND (f.claimed_until IS NULL OR f.claimed_until <= @at) AND (f.retry_at IS NULL OR f.retry_at <= @at)
+             ORDER BY t.last_started_at IS NOT NULL, t.last_started_at, f.created_at, f.id LIMIT 1`,
+          )
+          .get({ at }) as (FileRow & { ingestion_attempts: number }) | undefined;
+        if (!row) return null;
+        const until = new Date(now.getTime() + leaseMs).toISOString();
+        this.db.prepare('UPDATE files SET claim_holder = ?, claimed_until = ?, retry_at = NULL, ingestion_attempts = ingestion_attempts + 1 WHERE id = ?').run(holder, until, row.id);
+        this.db
+          .prepare('INSERT INTO ingestion_turns (user_id, last_started_at) VALUES (?, ?) ON CONFLICT (user_id) DO UPDATE SET last_started_at = max(last_started_at, excluded.last_started_at)')
+          .run(row.user_id, at);
+        return { file: fromPrimitives(row), attempt: row.ingestion_attempts + 1 };
+      })
+      .immediate();
+  }
+
+  async renewIngestionClaim(id: string, holder: string, until: Date): Promise<boolean> {
+    return (
+      this.db.prepare(`UPDATE files SET claimed_until = ? WHERE id = ? AND claim_holder = ? AND ingestion_status = 'pending'`).run(until.toISOString(), id, holder).changes > 0
+    );
+  }
+
+  async releaseIngestionClaim(id: string, holder: string, retryAt: Date, attemptCounted: boolean): Promise<void> {
+    this.db
+      .prepare(
+        `UPDATE files SET claim_holder = NULL, claimed_until = NULL, retry_at = ?, ingestion_attempts = max(0, ingestion_attempts - ?)
+         WHERE id = ? AND claim_holder = ? AND ingestion_status = 'pending'`,
+      )
+      .run(retryAt.toISOString(), attemptCounted ? 0 : 1, id, holder);
+  }
+
+  async releaseIngestionClaimsOf(holder: string): Promise<number> {
+    return this.db.prepare('UPDATE files SET claim_holder = NULL, claimed_until = NULL WHERE claim_holder = ?').run(holder).changes;
   }
 
   async delete(id: string, events: OutgoingEvent[]): Promise<boolean> {

@@ -28,6 +28,7 @@ describe('serving the built web app (serveWebApp)', () => {
     mkdirSync(join(dir, 'assets'));
     writeFileSync(join(dir, 'index.html'), '<!doctype html><div id="app"></div>');
     writeFileSync(join(dir, 'assets', 'index-abc123.js'), 'console.log(1)');
+    writeFileSync(join(dir, 'logo.svg'), '<svg xmlns="http://www.w3.org/2000/svg"><script>alert(1)</script></svg>');
     app = await serve(dir);
   });
   afterAll(async () => {
@@ -45,6 +46,14 @@ describe('serving the built web app (serveWebApp)', () => {
       expect(WEB_APP_CSP).toContain("script-src 'self'");
       expect(await res.text()).toContain('<div id="app">');
     }
+  });
+
+  it('gives every file it serves the page policy: index.html asked for by name, an SVG opened on its own', async () => {
+    for (const path of ['/index.html', '/logo.svg', '/assets/index-abc123.js']) {
+      const res = await fetch(app.url + path);
+      expect({ path, status: res.status, csp: res.headers.get('content-security-policy') }).toEqual({ path, status: 200, csp: WEB_APP_CSP });
+    }
+    expect((await fetch(`${app.url}/index.html`)).headers.get('cache-control')).toBe('no-cache');
   });
 
   it('serves hashed assets as immutable for a year', async () => {

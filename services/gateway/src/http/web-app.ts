@@ -1,4 +1,5 @@
 import { existsSync } from 'node:fs';
+import type { ServerResponse } from 'node:http';
 import { join, resolve } from 'node:path';
 import express, { type Express } from 'express';
 import type { Logger } from '@cards/platform';
@@ -34,8 +35,14 @@ export function serveWebApp(app: Express, dir: string, logger: Logger): void {
     return;
   }
   logger.info({ dir }, 'serving the web app at /');
-  app.use('/assets', express.static(join(dir, 'assets'), { immutable: true, maxAge: '365d', index: false }));
-  app.use(express.static(dir, { index: false, maxAge: 0 }));
+  // Every file carries the page's policy: index.html asked for by name is the page, and an SVG opened on its own is a
+  // document that could run script. (For scripts and styles the header is inert.)
+  const withPolicy = (res: ServerResponse, path: string) => {
+    res.setHeader('content-security-policy', WEB_APP_CSP);
+    if (path.endsWith('.html')) res.setHeader('cache-control', 'no-cache');
+  };
+  app.use('/assets', express.static(join(dir, 'assets'), { immutable: true, maxAge: '365d', index: false, setHeaders: withPolicy }));
+  app.use(express.static(dir, { index: false, maxAge: 0, setHeaders: withPolicy }));
   app.use((req, res, next) => {
     if ((req.method !== 'GET' && req.method !== 'HEAD') || req.path === '/api' || req.path.startsWith('/api/')) return next();
     // A client that asks for JSON only (an API call missing its /api prefix) gets the JSON 404, not a page.

@@ -167,7 +167,10 @@ export function nameProblem(name: string): string | null {
   return null;
 }
 
-const VISIBLE = /[^\s\p{Cf}]/u;
+// Shows as something: not whitespace, a format character, another default-ignorable one (Hangul fillers, the combining
+// grapheme joiner, variation selectors) or the blank Braille pattern.
+const VISIBLE = /[^\s\p{Cf}\p{Default_Ignorable_Code_Point}\u2800]/u;
+const INVISIBLE_CHARACTER = /[\p{Cf}\p{Default_Ignorable_Code_Point}]/u;
 
 /** The invisible characters INVISIBLE_IN_NAME refuses in a name, dropped: for names and tags a parser took from a document. */
 export function withoutInvisibleInName(text: string): string {
@@ -178,12 +181,13 @@ export function withoutInvisibleInName(text: string): string {
 
 /**
  * The first character of an e-mail address that no address holds but that hides in it: a format character (Cf: zero-width
- * spaces and joiners, direction marks and overrides, the BOM, the soft hyphen), which makes the address shown to other
- * users differ from the one mail is sent to. Null when none; else the text that follows "email: ".
+ * spaces and joiners, direction marks and overrides, the BOM, the soft hyphen) or another default-ignorable one (Hangul
+ * fillers, the combining grapheme joiner, variation selectors), which makes the address shown to other users differ
+ * from the one mail is sent to. Null when none; else the text that follows "email: ".
  */
 export function emailCharacterProblem(email: string): string | null {
   for (const character of email) {
-    if (/\p{Cf}/u.test(character)) return `must not contain invisible characters (found ${INVISIBLE_IN_NAME.get(character) ?? codePointName(character)})`;
+    if (INVISIBLE_CHARACTER.test(character)) return `must not contain invisible characters (found ${INVISIBLE_IN_NAME.get(character) ?? codePointName(character)})`;
   }
   return null;
 }

@@ -105,6 +105,8 @@ describe('@cards/card-rules', () => {
     expect(nameProblem('\u200B\u200B')).toBe('must contain a visible character (found only spaces and invisible characters)');
     expect(nameProblem('\u200D \u200C')).toMatch(/visible character/);
     expect(nameProblem('')).toBeNull();
+    for (const blank of ['\u3164', '\uFFA0', '\u115F\u1160', '\u034F', '\u2800', '\uFE0F ']) expect(nameProblem(blank)).toMatch(/visible character/);
+    expect(nameProblem('\u2764\uFE0F')).toBeNull();
     expect(tagsProblem(['fine', 't\u202Eag'])).toBe('must not contain U+202E (right-to-left override)');
     expect(tagsProblem(['\u200B'])).toMatch(/visible character/);
     expect(tagsProblem(['\u0645\u06CC\u200C\u062E\u0648\u0627\u0647\u0645', '\u{1F469}\u200D\u{1F4BB}'])).toBeNull();
@@ -116,6 +118,8 @@ describe('@cards/card-rules', () => {
     expect(emailCharacterProblem('ad\u200Bmin@example.com')).toBe('must not contain invisible characters (found U+200B)');
     expect(emailCharacterProblem('admin@exa\u202Emple.com')).toBe('must not contain invisible characters (found U+202E (right-to-left override))');
     expect(emailCharacterProblem('jos\u00E9@example.com')).toBeNull();
+    expect(emailCharacterProblem('\u3164@example.com')).toBe('must not contain invisible characters (found U+3164)');
+    expect(emailCharacterProblem('x\u034Fy@example.com')).toBe('must not contain invisible characters (found U+034F)');
   });
 
   it('replaces unpaired surrogates with U+FFFD in parsed text and leaves pairs alone', () => {

@@ -48,7 +48,7 @@ export const filesConfigSchema = z
      * How long a replica's claim of the file it ingests lasts unless renewed (every third of it while the attempt runs):
      * a file whose replica died is ingested by another after at most this (docs/files.md#fair-ingestion).
      */
-    INGESTION_CLAIM_MS: envInt(30_000).pipe(z.number().min(1_000, 'must be at least 1000')),
+    INGESTION_CLAIM_MS: envInt(30_000).pipe(z.number().min(1_000, 'must be at least 1000').max(3_600_000, 'must be at most 3600000 (an hour)')),
     /**
      * Documents read at once (upload checks and ingestions together): each may run a parser worker of up to 512 MB of
      * heap (~650 MB of RSS measured at its cap), so this times that must fit the memory limit (docs/files.md).

@@ -42,6 +42,13 @@ describe('files config', () => {
     expect(() => loadConfig(filesConfigSchema, { IDEMPOTENCY_KEY_TTL_HOURS: '87601' })).toThrow(/IDEMPOTENCY_KEY_TTL_HOURS: must be at most 87600/);
   });
 
+  it('takes INGESTION_CLAIM_MS from a second to an hour (a claim past the timers\' range would break every claim)', () => {
+    expect(loadConfig(filesConfigSchema, {}).INGESTION_CLAIM_MS).toBe(30_000);
+    expect(loadConfig(filesConfigSchema, { INGESTION_CLAIM_MS: '3600000' }).INGESTION_CLAIM_MS).toBe(3_600_000);
+    expect(() => loadConfig(filesConfigSchema, { INGESTION_CLAIM_MS: '999' })).toThrow(/INGESTION_CLAIM_MS: must be at least 1000/);
+    expect(() => loadConfig(filesConfigSchema, { INGESTION_CLAIM_MS: '99999999999999999' })).toThrow(/INGESTION_CLAIM_MS: must be at most 3600000/);
+  });
+
   it('names every bad variable at once', () => {
     try {
       loadConfig(filesConfigSchema, { MAX_FILE_BYTES: 'big', S3_ENDPOINT: 'not a url', CARDS_SERVICE_ADDR: 'nohost' });

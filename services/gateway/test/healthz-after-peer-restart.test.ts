@@ -1,31 +1,9 @@
 // /healthz and the calls after a peer restarts on its address (kill -9 of a service, restarted by its supervisor).
 import { freePort } from '@cards/platform';
-import { cards, health } from '@cards/proto';
-import { createServer, ServerError, Status, type Server } from 'nice-grpc';
 import { startGateway } from '../src/main';
+import { startFakePeer } from './fake-peer';
 
-/** One process standing in for every peer: SERVING health and CountCards; any other method is UNIMPLEMENTED. */
-async function startPeer(address: string): Promise<Server> {
-  const server = createServer();
-  server.add(health.HealthDefinition, {
-    async check() {
-      return { status: health.HealthCheckResponse_ServingStatus.SERVING };
-    },
-    async *watch() {
-      yield { status: health.HealthCheckResponse_ServingStatus.SERVING };
-    },
-  });
-  const countOnly = new Proxy({ countCards: async () => ({ totalCount: 7 }) } as Record<string, unknown>, {
-    get: (target, key) =>
-      target[key as string] ??
-      (async () => {
-        throw new ServerError(Status.UNIMPLEMENTED, 'not used');
-      }),
-  });
-  server.add(cards.CardServiceDefinition, countOnly as never);
-  await server.listen(address);
-  return server;
-}
+const startPeer = (address: string) => startFakePeer(address, 7);
 
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
 

@@ -1,32 +1,10 @@
 // METRICS_PORT moves the gateway's /metrics off its HTTP port (which an ingress routing `/` would expose) to a
 // listener of its own, as the gRPC services serve theirs.
 import { freePort } from '@cards/platform';
-import { cards, health } from '@cards/proto';
-import { createServer, ServerError, Status, type Server } from 'nice-grpc';
 import { startGateway } from '../src/main';
+import { startFakePeer } from './fake-peer';
 
-/** One process standing in for every peer: SERVING health and CountCards; any other method is UNIMPLEMENTED. */
-async function startPeer(address: string): Promise<Server> {
-  const server = createServer();
-  server.add(health.HealthDefinition, {
-    async check() {
-      return { status: health.HealthCheckResponse_ServingStatus.SERVING };
-    },
-    async *watch() {
-      yield { status: health.HealthCheckResponse_ServingStatus.SERVING };
-    },
-  });
-  const countOnly = new Proxy({ countCards: async () => ({ totalCount: 3 }) } as Record<string, unknown>, {
-    get: (target, key) =>
-      target[key as string] ??
-      (async () => {
-        throw new ServerError(Status.UNIMPLEMENTED, 'not used');
-      }),
-  });
-  server.add(cards.CardServiceDefinition, countOnly as never);
-  await server.listen(address);
-  return server;
-}
+const startPeer = (address: string) => startFakePeer(address, 3);
 
 async function startWithPeer(extraEnv: Record<string, string>) {
   const address = `127.0.0.1:${await freePort()}`;

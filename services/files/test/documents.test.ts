@@ -11,7 +11,7 @@ import { checkMagicBytes, checkMimeType, formatFromFileName } from '../src/domai
 import { UnreadableDocumentError } from '../src/domain/ports';
 import { DEFAULT_PARSER_LIMITS } from '../src/adapters/documents/worker-parse';
 import { deepestParserStack } from '../../../packages/html-parsing/test/parser-depth';
-import { docxPackage, note, noteReference, numbered, numberingOf, pdfDocument, wp, type PdfLine } from './office-packages';
+import { DRAWING_NAMESPACES, docxPackage, drawingTextBox, note, noteReference, numbered, numberingOf, pdfDocument, wp, type PdfLine } from './office-packages';
 
 const FIXTURES = join(__dirname, '../../../test/fixtures/documents');
 const fixture = (name: string) => readFileSync(join(FIXTURES, name));
@@ -470,6 +470,35 @@ describe('lists, tables and notes', () => {
       const [card] = splitIntoCards({ blocks });
       expect(shape(card!.html)).toBe('<h2>Steps</h2>\n<ol><li>a…<p>b…</p><p>c…</p></li><li>d…</li></ol>\n<p>e…</p>\n<ol start="3"><li>f…</li><li>g…</li></ol>');
     });
+
+    it('.docx: a start or restart of 10^9 or more, below 1 or not a number leaves no mark in the text; the list counts on by itself', async () => {
+      // The worker marks an item with Word's number only when an <ol start> can carry it (1 to 999,999,999).
+      const numberingStarting = (start: string, override: string | null) =>
+        `<w:abstractNum w:abstractNumId="1"><w:lvl w:ilvl="0"><w:start w:val="${start}"/><w:numFmt w:val="decimal"/><w:lvlText w:val="%1."/></w:lvl></w:abstractNum>` +
+        `<w:num w:numId="2"><w:abstractNumId w:val="1"/>${override === null ? '' : `<w:lvlOverride w:ilvl="0"><w:startOverride w:val="${override}"/></w:lvlOverride>`}</w:num>`;
+      const cases: [string, string | null, string[]][] = [
+        ['999999999', null, ['ol 1.999999999', 'ol 1.1000000000']],
+        ['1', '999999999', ['ol 1.999999999', 'ol 1.1000000000']],
+        ['100000000000000000000', null, ['ol 1.1', 'ol 1.2']],
+        ['1', '100000000000000000000', ['ol 1.1', 'ol 1.2']],
+        ['-5', null, ['ol 1.1', 'ol 1.2']],
+        ['1', '-5', ['ol 1.1', 'ol 1.2']],
+        ['seven', null, ['ol 1.1', 'ol 1.2']],
+        ['1', 'seven', ['ol 1.1', 'ol 1.2']],
+      ];
+      for (const [start, override, expected] of cases) {
+        const docx = docxPackage({ numbering: numberingStarting(start, override), body: wp(words(50, 'a'), numbered(2)) + wp(words(50, 'b'), numbered(2)) });
+        const { blocks } = await reader.parse('docx', docx);
+        expect([start, override, blocks.map((b) => b.text.slice(0, 5))]).toEqual([start, override, ['a0 a1', 'b0 b1']]);
+        expect([start, override, places(blocks)]).toEqual([start, override, expected]);
+        const [card] = splitIntoCards({ blocks });
+        expect(`${card!.text}${card!.html}`).not.toContain('\ue000');
+      }
+      // Whatever a mark holds, it is removed; only a number of 1 to 9 digits numbers its item.
+      const blocks = blocksFromHtml('<ol><li>\ue000cards-item-number:100000000000000000000\ue001One</li><li>\ue000cards-item-number:-3\ue001Two</li><li>\ue000cards-item-number:7\ue001Three</li></ol>');
+      expect(blocks.map((b) => b.text)).toEqual(['One', 'Two', 'Three']);
+      expect(places(blocks)).toEqual(['ol 1.1', 'ol 1.2', 'ol 1.7']);
+    });
   });
 
   describe("notes are the document's text", () => {
@@ -760,5 +789,42 @@ describe('document titles, hyphens at line ends, text boxes', () => {
     expect(blocks.map((b) => b.text.slice(0, 13))).toEqual(['Before after.', 'Boxed b0 b1 b', 'Next.', 'Before after.', 'Both ways']);
     // Its text counts at upload: a document whose only text is in such a box is not empty.
     await expect(reader.inspect('docx', docxPackage({ body: holding(choice(`Boxed ${words(80, 'b')}`)) }))).resolves.toBeUndefined();
+  });
+
+  it('.docx: text boxes written only as DrawingML nested 40 deep: each level read once, each node of the document walked at most twice', async () => {
+    // Each level: a paragraph whose box holds the next level. The fallback built for a box holds the box's content still
+    // inside its choice; walking into it too walked each level twice (2^depth times the innermost: 26 levels took 17 s).
+    const nested = (depth: number) => {
+      let body = wp(`innermost ${words(80, 'n')}`);
+      for (let level = depth - 1; level >= 0; level--) body = `<w:p><w:r><w:t xml:space="preserve">level${level} </w:t></w:r>${drawingTextBox(body)}</w:p>`;
+      return body;
+    };
+    const { blocks } = await reader.parse('docx', docxPackage({ body: nested(40) }));
+    expect(blocks.map((b) => b.text.split(' ')[0])).toEqual([...Array.from({ length: 40 }, (_, level) => `level${level}`), 'innermost']);
+    expect(blocks[40]!.text).toBe(`innermost ${words(80, 'n')}`);
+
+    // Shapes nested in a shape's DrawingML outside any text box, the innermost holding one: its text is read too.
+    const MC = `xmlns:mc="${DRAWING_NAMESPACES.mc}"`;
+    const shapes = (depth: number) => {
+      let run = drawingTextBox(wp(`boxed ${words(80, 'b')}`));
+      for (let level = 0; level < depth; level++) run = `<w:r><mc:AlternateContent ${MC}><mc:Choice Requires="wps"><w:drawing>${run}</w:drawing></mc:Choice></mc:AlternateContent></w:r>`;
+      return `<w:p><w:r><w:t>Shapes</w:t></w:r>${run}</w:p>`;
+    };
+    const grouped = await reader.parse('docx', docxPackage({ body: shapes(40) }));
+    expect(grouped.blocks.map((b) => b.text.slice(0, 8))).toEqual(['Shapes', 'boxed b0']);
+
+    // The walk that builds the fallbacks (in the worker, over mammoth's XML elements) and its searches for a shape's
+    // boxes visit each node at most twice: once walking, at most once searching the one shape around it.
+    type Node = { children?: Node[] };
+    const xml = require('mammoth/lib/xml/index.js') as { readString(text: string, namespaces: Record<string, string>): Promise<Node>; element: unknown };
+    const { addTextBoxFallbacks } = require('../src/adapters/documents/text-box-fallbacks.cjs') as { addTextBoxFallbacks(root: Node, element: unknown): number };
+    const W = 'http://schemas.openxmlformats.org/wordprocessingml/2006/main';
+    const namespaces = Object.fromEntries([['w', W], ...Object.entries(DRAWING_NAMESPACES)].map(([prefix, uri]) => [uri, prefix]));
+    const nodes = (node: Node): number => 1 + (node.children ?? []).reduce((sum, child) => sum + nodes(child), 0);
+    for (const body of [nested(16), shapes(200)]) {
+      const root = await xml.readString(`<w:document xmlns:w="${W}"><w:body>${body}</w:body></w:document>`, namespaces);
+      const before = nodes(root);
+      expect(addTextBoxFallbacks(root, xml.element)).toBeLessThanOrEqual(2 * before);
+    }
   });
 });

@@ -132,6 +132,20 @@ export function wp(text: string, properties = ''): string {
   return `<w:p>${properties ? `<w:pPr>${properties}</w:pPr>` : ''}<w:r><w:t xml:space="preserve">${text}</w:t></w:r></w:p>`;
 }
 
+const MC = 'http://schemas.openxmlformats.org/markup-compatibility/2006';
+const WPS = 'http://schemas.microsoft.com/office/word/2010/wordprocessingShape';
+/** The namespaces of drawingTextBox, by the prefixes it writes (mc, wp, a, wps). */
+export const DRAWING_NAMESPACES = { mc: MC, wp: 'http://schemas.openxmlformats.org/drawingml/2006/wordprocessingDrawing', a: 'http://schemas.openxmlformats.org/drawingml/2006/main', wps: WPS };
+
+/** A run holding a text box written only as DrawingML (mc:Choice, no VML mc:Fallback) whose content is `paragraphs` (w:p elements). */
+export function drawingTextBox(paragraphs: string): string {
+  const declarations = Object.entries(DRAWING_NAMESPACES).map(([prefix, uri]) => `xmlns:${prefix}="${uri}"`).join(' ');
+  return (
+    `<w:r><mc:AlternateContent ${declarations}><mc:Choice Requires="wps"><w:drawing><wp:anchor><wp:extent cx="1" cy="1"/><a:graphic><a:graphicData uri="${WPS}">` +
+    `<wps:wsp><wps:txbx><w:txbxContent>${paragraphs}</w:txbxContent></wps:txbx></wps:wsp></a:graphicData></a:graphic></wp:anchor></w:drawing></mc:Choice></mc:AlternateContent></w:r>`
+  );
+}
+
 /** Paragraph properties of a list item: numbering instance numId at level ilvl, in the "List Paragraph" style. */
 export function numbered(numId: number, ilvl = 0): string {
   return `<w:pStyle w:val="ListParagraph"/><w:numPr><w:ilvl w:val="${ilvl}"/><w:numId w:val="${numId}"/></w:numPr>`;

@@ -205,7 +205,9 @@ const CELL_SEPARATOR = ' | ';
 const NOTE_ID = /^(?:footnote|endnote)-(\d+)$/;
 /** The worker's mark of Word's number for a numbered item, before the item's text (parser-worker.mjs LIST_NUMBER). */
 const ITEM_NUMBER_MARK = '\ue000cards-item-number:';
-const ITEM_NUMBER = /\ue000cards-item-number:(\d{1,9})\ue001/g;
+/** Any such mark, removed whatever it holds; only one of 1 to 9 digits renumbers its item. */
+const ITEM_NUMBER = /\ue000cards-item-number:([^\ue001]*)\ue001/g;
+const ITEM_NUMBER_VALUE = /^[1-9]\d{0,8}$/;
 const withoutItemNumbers = (text: string) => (text.includes(ITEM_NUMBER_MARK) ? text.replace(ITEM_NUMBER, '') : text);
 const NOTE_REFERENCE = /^#((?:footnote|endnote)-\d+)$/;
 
@@ -300,7 +302,7 @@ export function blocksFromHtml(html: string): DocumentBlock[] {
       ontext(text) {
         if (skip > 0) return;
         if (text.includes(ITEM_NUMBER_MARK)) {
-          for (const [, number] of text.matchAll(ITEM_NUMBER)) items.renumber(Number(number), lists[lists.length - 1]);
+          for (const [, number] of text.matchAll(ITEM_NUMBER)) if (ITEM_NUMBER_VALUE.test(number!)) items.renumber(Number(number), lists[lists.length - 1]);
           text = withoutItemNumbers(text);
         }
         // Text of an item after a list inside it.

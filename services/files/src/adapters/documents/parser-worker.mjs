@@ -414,6 +414,8 @@ const GENERATED_TABLE_STYLE = /^(toc \d+|toc heading|contents \d+|contents headi
 // numbered item's text starts with LIST_NUMBER's mark of Word's number for it, which blocksFromHtml takes as the item's
 // number (and removes).
 const LIST_NUMBER = { open: '\ue000cards-item-number:', close: '\ue001' };
+/** The largest number LIST_NUMBER marks (block-collector.ts reads at most nine digits). */
+const MAX_LIST_NUMBER = 999_999_999;
 const require = createRequire(import.meta.url);
 
 function numberedByInstance() {
@@ -472,7 +474,9 @@ function wordNumber(level, counts) {
   }
   const number = (counts.get(level.counter) ?? level.start - 1) + 1;
   counts.set(level.counter, number);
-  return number;
+  // Only a number the item's <ol start> can carry (a start or restart override of 10^9 or more, below 1 or not a number
+  // gives none): the item keeps the list's own count instead.
+  return Number.isInteger(number) && number >= 1 && number <= MAX_LIST_NUMBER ? number : null;
 }
 
 /** The paragraph with `mark` before its first text. */
@@ -531,39 +535,19 @@ const TITLE_STYLES = ["p[style-name='Title'] => h1:fresh", 'p.Title => h1:fresh'
 // (wps:wsp > wps:txbx > w:txbxContent) and a VML copy in mc:Fallback (w:pict > v:shape > v:textbox > w:txbxContent).
 // mammoth reads only the fallback, so a text box saved without it (LibreOffice, newer Word, other writers) lost its text.
 // Each XML part mammoth reads is given such a fallback made of the choice's w:txbxContent, which mammoth then reads as
-// it reads a VML text box: its paragraphs follow the paragraph holding it.
+// it reads a VML text box: its paragraphs follow the paragraph holding it (text-box-fallbacks.cjs; each box read once,
+// so nested boxes take time linear in the document).
 function textBoxesWithoutFallbackRead() {
   const xml = require('mammoth/lib/xml/index.js');
   if (xml.readString.textBoxesWithoutFallback) return;
+  const { addTextBoxFallbacks } = require('./text-box-fallbacks.cjs');
   const readString = xml.readString;
-  xml.readString = (...args) => readString(...args).then(withTextBoxFallbacks);
+  xml.readString = (...args) =>
+    readString(...args).then((root) => {
+      addTextBoxFallbacks(root, xml.element);
+      return root;
+    });
   xml.readString.textBoxesWithoutFallback = true;
-
-  function withTextBoxFallbacks(root) {
-    const pending = [root];
-    while (pending.length > 0) {
-      const element = pending.pop();
-      if (!Array.isArray(element?.children)) continue;
-      if (element.name === 'mc:AlternateContent' && !element.children.some((child) => child.name === 'mc:Fallback')) {
-        const boxes = element.children.filter((child) => child.name === 'mc:Choice').flatMap(textBoxContentsIn).slice(0, 1000);
-        if (boxes.length > 0) element.children.push(xml.element('mc:Fallback', {}, [xml.element('w:pict', {}, [xml.element('v:textbox', {}, boxes)])]));
-      }
-      for (const child of element.children) pending.push(child);
-    }
-    return root;
-  }
-
-  /** The outermost w:txbxContent elements under `element` (a text box inside a text box is read with its outer one). */
-  function textBoxContentsIn(element) {
-    const found = [];
-    const pending = [element];
-    while (pending.length > 0) {
-      const next = pending.pop();
-      if (next.name === 'w:txbxContent') found.push(next);
-      else if (Array.isArray(next.children)) for (let i = next.children.length - 1; i >= 0; i--) pending.push(next.children[i]);
-    }
-    return found;
-  }
 }
 
 async function run() {

@@ -181,7 +181,7 @@ class OpenItems {
     this.places.pop();
   }
 
-  /** The innermost open item is number `number` of `list` (Word's number for it, parser-worker.mjs LIST_NUMBER). */
+  /** The innermost open item is number `number` of `list` (Word's number for it, word-documents.mjs LIST_NUMBER). */
   renumber(number: number, list: OpenList | undefined): void {
     const place = this.places[this.places.length - 1];
     if (!place || !list || place.continues || !place.ordered) return;
@@ -203,7 +203,7 @@ function furtherParagraphOf(place: ListPlace | undefined): ListPlace | undefined
 const CELL_SEPARATOR = ' | ';
 
 const NOTE_ID = /^(?:footnote|endnote)-(\d+)$/;
-/** The worker's mark of Word's number for a numbered item, before the item's text (parser-worker.mjs LIST_NUMBER). */
+/** The worker's mark of Word's number for a numbered item, before the item's text (word-documents.mjs LIST_NUMBER). */
 const ITEM_NUMBER_MARK = '\ue000cards-item-number:';
 /** Any such mark, removed whatever it holds; only one of 1 to 9 digits renumbers its item. */
 const ITEM_NUMBER = /\ue000cards-item-number:([^\ue001]*)\ue001/g;

@@ -1,5 +1,5 @@
-// CommonJS, beside parser-worker.mjs (which requires it), so the worker needs no TypeScript loader and the tests can
-// require it too.
+// CommonJS, beside word-documents.mjs (the parser worker's Word reading, which requires it), so the worker needs no
+// TypeScript loader and the tests can require it too.
 'use strict';
 
 /** At most this many text boxes are copied into one built fallback. */

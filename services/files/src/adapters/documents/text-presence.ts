@@ -36,8 +36,8 @@ const MAX_STYLES_CHARS = 2 * 1024 * 1024;
 
 /**
  * Names of paragraph styles whose text may not be body text for the ingestion: headings (the "Title" style too:
- * parser-worker.mjs TITLE_STYLES), and the generated tables it leaves out (a table of contents or of figures, an index:
- * parser-worker.mjs GENERATED_TABLE_STYLE).
+ * word-documents.mjs TITLE_STYLES), and the generated tables it leaves out (a table of contents or of figures, an index:
+ * word-documents.mjs GENERATED_TABLE_STYLE).
  */
 const NOT_BODY_STYLE_NAME = /^(heading|title$|toc |contents |table of figures|index )/i;
 /** Ids of such styles as Word writes them (Heading1, Title, TOC1, TOCHeading, TableofFigures, Index1), read without their names. */

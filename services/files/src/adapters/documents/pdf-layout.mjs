@@ -1,0 +1,397 @@
+// The PDF reading of the parser worker (parser-worker.mjs): a PDF's text layer (pdf.js through unpdf) read as paragraph
+// blocks. A page's text items are put in reading order (two columns read one after the other) and gathered into lines;
+// running heads and feet are dropped; lines are joined into paragraphs (by line pitch, short lines ending a sentence and
+// changes of size), words hyphenated at a line's end are joined unless the document's own hyphens say otherwise, link
+// annotations are anchored at their words, and a paragraph running on over a page break is joined across it.
+// Plain ESM, as the worker, so it needs no TypeScript loader.
+// pdfBlocks(bytes, maxPages): the paragraph blocks of the first maxPages pages; pdfHasText(bytes, maxPages): whether
+// any of them has text.
+
+function linesOf(items) {
+  const lines = [];
+  let current = null;
+  for (const item of items) {
+    const y = item.transform?.[5] ?? 0;
+    const size = Math.abs(item.transform?.[3] ?? item.height ?? 0) || 10;
+    const str = item.str ?? '';
+    // Measured against the larger of the line's and the item's size, so a superscript (a footnote mark, raised and set
+    // smaller) stays in its line rather than becoming a line, and a paragraph, of its own.
+    if (current && Math.abs(current.y - y) > Math.max(current.size, size) * 0.5 && str.trim()) {
+      lines.push(current);
+      current = null;
+    }
+    if (str.length > 0) {
+      if (!current) current = { text: '', y, size, items: [], links: [], left: Infinity, right: -Infinity };
+      const x = item.transform?.[4] ?? 0;
+      current.items.push({ at: current.text.length, x, width: item.width ?? 0, length: str.length });
+      current.text += str;
+      current.size = Math.max(current.size, size);
+      if (VISIBLE_CHARACTER.test(str)) {
+        current.left = Math.min(current.left, x);
+        current.right = Math.max(current.right, x + Math.max(0, item.width ?? 0));
+      }
+    }
+    if (item.hasEOL && current) {
+      lines.push(current);
+      current = null;
+    }
+  }
+  if (current) lines.push(current);
+  return lines.filter((l) => l.text.trim().length > 0);
+}
+
+// Two-column pages: pdf.js gives a page's text items in drawing order, which for two columns set side by side is often
+// row by row across both ("left 1, right 1, left 2, ..."). A page has two columns when a vertical gap near its middle is
+// crossed by (almost) no text while at least MIN_COLUMN_ROWS rows have text on each side of it, and the text on each side
+// fills its column (so a table of short cells, a single column of short lines or a centered heading is not taken for
+// one). Its items are then read left column first, then the right; a line crossing the gap (a title over both columns)
+// stays where it is, between what is above it and what is below it.
+const MIN_COLUMN_ROWS = 5;
+
+function inReadingOrder(items) {
+  const boxes = items.map((item) => {
+    const x = item.transform?.[4] ?? 0;
+    return { item, x, right: x + Math.max(0, item.width ?? 0), y: item.transform?.[5] ?? 0, visible: VISIBLE_CHARACTER.test(item.str ?? '') };
+  });
+  const visible = boxes.filter((b) => b.visible);
+  if (visible.length < 2 * MIN_COLUMN_ROWS) return items;
+  let left = Infinity;
+  let right = -Infinity;
+  for (const b of visible) {
+    left = Math.min(left, b.x);
+    right = Math.max(right, b.right);
+  }
+  const width = right - left;
+  if (!(width > 0)) return items;
+  const rowOf = (b) => Math.round(b.y);
+  const rows = new Set(visible.map(rowOf)).size;
+  // The x in the middle band crossed by the fewest rows.
+  let split = null;
+  let fewest = Infinity;
+  for (let x = left + width * 0.3; x <= left + width * 0.7; x += 1) {
+    const crossing = new Set();
+    for (const b of visible) if (b.x < x && b.right > x) crossing.add(rowOf(b));
+    if (crossing.size < fewest) {
+      fewest = crossing.size;
+      split = x;
+    }
+  }
+  if (split === null || fewest > rows * 0.15) return items;
+  const sides = { left: new Map(), right: new Map() };
+  for (const b of visible) {
+    if (b.x < split && b.right > split) continue;
+    const side = b.right <= split ? sides.left : sides.right;
+    const row = side.get(rowOf(b)) ?? { from: Infinity, to: -Infinity };
+    side.set(rowOf(b), { from: Math.min(row.from, b.x), to: Math.max(row.to, b.right) });
+  }
+  if (sides.left.size < MIN_COLUMN_ROWS || sides.right.size < MIN_COLUMN_ROWS) return items;
+  const leftRows = [...sides.left.values()];
+  const rightRows = [...sides.right.values()];
+  const gapFrom = Math.max(...leftRows.map((r) => r.to));
+  const gapTo = Math.min(...rightRows.map((r) => r.from));
+  const leftWidth = gapFrom - left;
+  const rightWidth = right - gapTo;
+  if (gapTo - gapFrom <= 0 || leftWidth < width * 0.25 || rightWidth < width * 0.25) return items;
+  const median = (values) => values.sort((a, b) => a - b)[Math.floor(values.length / 2)];
+  if (median(leftRows.map((r) => r.to - r.from)) < leftWidth * 0.6 || median(rightRows.map((r) => r.to - r.from)) < rightWidth * 0.6) return items;
+  // Lines crossing the gap cut the page into bands, read top to bottom, each left column first.
+  const spanning = boxes.filter((b) => b.visible && b.x < split && b.right > split);
+  const bandTops = [...new Set(spanning.map(rowOf))].sort((a, b) => b - a);
+  const bandOf = (b) => bandTops.filter((top) => top > rowOf(b)).length;
+  const ordered = [];
+  for (let band = 0; band <= bandTops.length; band++) {
+    const inBand = boxes.filter((b) => !spanning.includes(b) && bandOf(b) === band);
+    ordered.push(...inBand.filter((b) => b.x < split), ...inBand.filter((b) => b.x >= split));
+    if (band < bandTops.length) ordered.push(...spanning.filter((b) => rowOf(b) === bandTops[band]));
+  }
+  return ordered.map((b) => b.item);
+}
+
+// A word hyphenated at a line's end (a letter, then a hyphen, a soft hyphen or U+2010) and continued in lower case on the
+// next line is joined without its hyphen, in any script with cases ("Begrün-" "dung"), unless the hyphen is more likely
+// the word's own (keepsHyphen).
+const HYPHENATED_END = /\p{L}[-\u00ad\u2010]$/u;
+const CONTINUED_WORD = /^\p{Ll}/u;
+
+// Evidence the document gives on its own hyphens (hyphenEvidenceOf, read before its paragraphs are built): the pairs of
+// words a hyphen joins inside a line ("state-of-the-art": "state-of", "of-the", "the-art"), and the words it writes
+// (runs of letters), lower-cased.
+let hyphenEvidence = { compounds: new Set(), words: new Set() };
+const LETTER = /^[\p{L}\p{M}]$/u;
+const HYPHEN = /[-\u2010]/;
+/** Words longer than this are no words: the scans below look no further (a hostile PDF may hold a line of one token). */
+const LONGEST_WORD = 64;
+
+/** The letters that end `text`, up to LONGEST_WORD of them. */
+function lettersAtEnd(text) {
+  const chars = Array.from(text.slice(-2 * LONGEST_WORD));
+  let from = chars.length;
+  while (from > 0 && chars.length - from < LONGEST_WORD && LETTER.test(chars[from - 1])) from--;
+  return chars.slice(from).join('');
+}
+
+/** The letters that start `text` (lower-cased), up to LONGEST_WORD of them. */
+function lettersAtStart(text) {
+  const chars = Array.from(text.slice(0, 2 * LONGEST_WORD));
+  let to = 0;
+  while (to < chars.length && to < LONGEST_WORD && LETTER.test(chars[to])) to++;
+  return chars.slice(0, to).join('').toLowerCase();
+}
+
+function hyphenEvidenceOf(texts) {
+  const compounds = new Set();
+  const words = new Set();
+  for (const text of texts) {
+    for (const token of text.split(/\s+/)) {
+      if (token.length > 4 * LONGEST_WORD) continue;
+      const parts = token.split(HYPHEN);
+      for (let i = 1; i < parts.length; i++) {
+        const head = lettersAtEnd(parts[i - 1]).toLowerCase();
+        const tail = lettersAtStart(parts[i]);
+        if (head && tail) compounds.add(`${head}-${tail}`);
+      }
+      for (const part of token.split(/[^\p{L}\p{M}]+/u)) if (part) words.add(part.toLowerCase());
+    }
+  }
+  return { compounds, words };
+}
+
+/**
+ * Whether a hyphen (not a soft hyphen) at the end of `before`, with `after` continuing in lower case, is the word's own
+ * hyphen rather than a typesetter's break: the word before it already holds a hyphen ("state-of-the-", "mother-in-": TeX
+ * breaks such a word only at its own hyphens), it is one letter ("n-" "tridecanal": no typesetter leaves one letter at a
+ * line end), or the document writes the same compound with its hyphen inside a line ("well-known") and never the joined
+ * word ("wellknown").
+ */
+function keepsHyphen(before, after) {
+  if (before.endsWith('\u00ad')) return false;
+  const letters = lettersAtEnd(before.slice(0, -1));
+  if (/[\p{L}\p{M}][-\u2010]$/u.test(before.slice(0, -1 - letters.length).slice(-3))) return true;
+  if (Array.from(letters).length === 1) return true;
+  const head = letters.toLowerCase();
+  const tail = lettersAtStart(after);
+  return hyphenEvidence.compounds.has(`${head}-${tail}`) && !hyphenEvidence.words.has(head + tail);
+}
+
+function joinLine(text, next) {
+  if (!text) return next;
+  const before = text.trimEnd();
+  const after = next.trimStart();
+  if (HYPHENATED_END.test(before) && CONTINUED_WORD.test(after)) return keepsHyphen(before, after) ? before + after : before.slice(0, -1) + after;
+  return `${text} ${next}`;
+}
+
+const wordsIn = (text) => text.split(/\s+/).filter(Boolean).length;
+
+// The index of the word of `text` that holds, or else follows, character `at`.
+function wordIndexAt(text, at) {
+  const before = text.slice(0, at);
+  const words = wordsIn(before);
+  return words > 0 && /\S$/.test(before) && /^\S/.test(text.slice(at)) ? words - 1 : words;
+}
+
+// Where a link annotation's rectangle starts in the text: on the line whose baseline lies nearest its bottom edge (the
+// rectangle reaches a little above and below the line), at the character its left edge falls on, estimated within a
+// text item from the item's width. Null when no line lies within it.
+function anchorOf(lines, rect) {
+  const [x1, y1, x2, y2] = rect;
+  const [left, right, bottom, top] = [Math.min(x1, x2), Math.max(x1, x2), Math.min(y1, y2), Math.max(y1, y2)];
+  let line = null;
+  for (const l of lines) {
+    if (l.y < bottom - 3 || l.y > top + 3) continue;
+    if (!line || Math.abs(l.y - bottom) < Math.abs(line.y - bottom)) line = l;
+  }
+  if (!line) return null;
+  const item = line.items.find((i) => i.x + i.width > left && i.x < right);
+  if (!item) return { line, at: 0 };
+  const into = item.width > 0 && left > item.x ? Math.floor(((left - item.x) / item.width) * item.length) : 0;
+  return { line, at: item.at + Math.min(into, item.length) };
+}
+
+// A paragraph set without space after it ends at a line that ends a sentence and stops short: before the right edge of
+// its paragraph's lines and the next line by more than SHORT_LINE of their width, the next line not starting in lower
+// case; or where the size of the text changes by more than SIZE_CHANGE.
+const SHORT_LINE = 0.2;
+const SIZE_CHANGE = 0.15;
+const SENTENCE_ENDS_LINE = /[.!?:…。！？]["'”’)\]]*$/u;
+
+function endsParagraph(line, next, blockRight) {
+  // A change of size (a heading over its text, text over footnotes) ends one too.
+  if (Math.abs(line.size - next.size) > Math.min(line.size, next.size) * SIZE_CHANGE) return true;
+  const right = Math.max(next.right, blockRight);
+  const width = right - Math.min(line.left, next.left);
+  return width > 0 && line.right < right - width * SHORT_LINE && SENTENCE_ENDS_LINE.test(line.text.trimEnd()) && !CONTINUED_WORD.test(next.text.trimStart());
+}
+
+// A vertical gap clearly larger than the page's usual line pitch starts a new paragraph, and so does a short line
+// ending a sentence (endsParagraph). Each link is anchored at the word its annotation starts on (DocumentBlock.linkWords).
+function paragraphsOf(lines) {
+  const pitches = lines
+    .slice(1)
+    .map((l, i) => lines[i].y - l.y)
+    .filter((d) => d > 0)
+    .sort((a, b) => a - b);
+  const typical = pitches[Math.floor(pitches.length / 2)] ?? 0;
+  const blocks = [];
+  let block = null;
+  let previous = null;
+  let blockRight = -Infinity;
+  for (const line of lines) {
+    const gap = previous ? previous.y - line.y : 0;
+    if (!block || gap < 0 || gap > Math.max(typical * 1.3, line.size * 1.45) || endsParagraph(previous, line, blockRight)) {
+      if (block) blocks.push(block);
+      block = { kind: 'paragraph', text: '', links: [], linkWords: [], size: 0 };
+      blockRight = -Infinity;
+    }
+    block.size = Math.max(block.size, line.size);
+    blockRight = Math.max(blockRight, line.right);
+    block.text = joinLine(block.text, line.text);
+    // A line joined to a hyphenated word starts inside the block's last word.
+    const lineStart = Math.max(0, wordsIn(block.text) - wordsIn(line.text));
+    block.links.push(...line.links.map((link) => link.url));
+    block.linkWords.push(...line.links.map((link) => lineStart + wordIndexAt(line.text, link.at)));
+    previous = line;
+  }
+  if (block) blocks.push(block);
+  return blocks
+    .map(({ size, ...b }) => sized({ ...b, text: b.text.replace(/\s+/g, ' ').trim() }, size))
+    .filter((b) => b.text.length > 0);
+}
+
+// The largest font size in each paragraph of paragraphsOf, kept beside it (a block carries no size).
+const SIZES = new WeakMap();
+
+function sized(block, size) {
+  SIZES.set(block, size);
+  return block;
+}
+
+async function openPdf(bytes) {
+  const { getDocumentProxy } = await import('unpdf');
+  return getDocumentProxy(new Uint8Array(bytes), { isEvalSupported: false, stopAtErrors: true });
+}
+
+// As @cards/card-rules' hasVisibleText (this plain ESM worker cannot import it): whitespace, format and control characters
+// are no text.
+const VISIBLE_CHARACTER = /[^\s\p{Cf}\p{Cc}]/u;
+
+// Stops at the first page with text, so a PDF with a text layer costs one page.
+export async function pdfHasText(bytes, maxPages) {
+  const pdf = await openPdf(bytes);
+  try {
+    const pages = Math.min(pdf.numPages, maxPages);
+    for (let p = 1; p <= pages; p++) {
+      const page = await pdf.getPage(p);
+      const content = await page.getTextContent();
+      page.cleanup();
+      if (content.items.some((item) => VISIBLE_CHARACTER.test(item.str ?? ''))) return true;
+    }
+    return false;
+  } finally {
+    await pdf.destroy();
+  }
+}
+
+// Running heads and feet: a line of at most RUNNING_LINE_WORDS words among a page's RUNNING_LINE_CANDIDATES topmost or
+// bottommost, within the outer RUNNING_LINE_ZONE of the page's height, whose text (digits aside: page numbers) recurs at the same height (within
+// RUNNING_LINE_SLACK points) on at least RUNNING_LINE_SHARE of the pages, and on two at least, is the page's furniture
+// (a title, a chapter name, "Page 3 of 10"), not text: it is dropped, on every page it is on. Alternating heads of left
+// and right pages are each on half the pages.
+const RUNNING_LINE_CANDIDATES = 2;
+const RUNNING_LINE_WORDS = 12;
+const RUNNING_LINE_ZONE = 0.2;
+const RUNNING_LINE_SLACK = 4;
+const RUNNING_LINE_SHARE = 0.4;
+
+const runningKey = (text) => text.replace(/\d+/g, '#').replace(/\s+/g, ' ').trim().toLowerCase();
+
+function withoutRunningLines(pages) {
+  if (pages.length < 2) return;
+  const candidates = pages.map((page) => {
+    const height = page.top - page.bottom;
+    const byHeight = [...page.lines].sort((a, b) => b.y - a.y);
+    const top = byHeight.slice(0, RUNNING_LINE_CANDIDATES).filter((l) => l.y >= page.top - height * RUNNING_LINE_ZONE);
+    const bottom = byHeight.slice(-RUNNING_LINE_CANDIDATES).filter((l) => l.y <= page.bottom + height * RUNNING_LINE_ZONE);
+    return [...new Set([...top, ...bottom])].filter((l) => wordsIn(l.text) <= RUNNING_LINE_WORDS);
+  });
+  // For each text: the heights it is at, each with the pages it is there on.
+  const seen = new Map();
+  candidates.forEach((lines, p) => {
+    for (const line of lines) {
+      const key = runningKey(line.text);
+      const places = seen.get(key) ?? [];
+      let place = places.find((at) => Math.abs(at.y - line.y) <= RUNNING_LINE_SLACK);
+      if (!place) places.push((place = { y: line.y, pages: new Set() }));
+      place.pages.add(p);
+      seen.set(key, places);
+    }
+  });
+  const needed = Math.max(2, Math.ceil(pages.length * RUNNING_LINE_SHARE));
+  const running = (line) => seen.get(runningKey(line.text)).some((at) => at.pages.size >= needed && Math.abs(at.y - line.y) <= RUNNING_LINE_SLACK);
+  pages.forEach((page, p) => {
+    const dropped = new Set(candidates[p].filter(running));
+    if (dropped.size > 0) page.lines = page.lines.filter((l) => !dropped.has(l));
+  });
+}
+
+// A paragraph that runs on over a page break: the page's last paragraph ends without a sentence's end, and the next
+// page's first starts in lower case (or finishes the word hyphenated at the break).
+const OPEN_END = /[^.!?:;"'”’)\]…。！？]$/u;
+
+function continuesOnNextPage(last, first) {
+  return OPEN_END.test(last.text) && CONTINUED_WORD.test(first.text);
+}
+
+function joinedParagraphs(last, first) {
+  const text = joinLine(last.text, first.text);
+  const firstStart = wordsIn(text) - wordsIn(first.text);
+  return sized({ ...last, text, links: [...last.links, ...first.links], linkWords: [...last.linkWords, ...first.linkWords.map((i) => firstStart + i)] }, SIZES.get(last));
+}
+
+// A page's footnotes are set smaller than its body text (the median size of its lines): paragraphs at its end in a size
+// below NOTE_SIZE times the body's are notes, and the paragraph running on over the break is the one before them.
+const NOTE_SIZE = 0.95;
+
+function bodySizeOf(lines) {
+  const sizes = lines.map((l) => l.size).sort((a, b) => a - b);
+  return sizes[Math.floor(sizes.length / 2)] ?? 0;
+}
+
+export async function pdfBlocks(bytes, maxPages) {
+  const pdf = await openPdf(bytes);
+  const pages = [];
+  try {
+    const count = Math.min(pdf.numPages, maxPages);
+    for (let p = 1; p <= count; p++) {
+      const page = await pdf.getPage(p);
+      const content = await page.getTextContent();
+      const lines = linesOf(inReadingOrder(content.items));
+      for (const a of await page.getAnnotations()) {
+        if (a.subtype !== 'Link' || !a.url || !Array.isArray(a.rect) || a.rect.length < 4) continue;
+        const anchor = anchorOf(lines, a.rect);
+        if (anchor) anchor.line.links.push({ url: a.url, at: anchor.at });
+      }
+      for (const line of lines) delete line.items;
+      const [, bottom, , top] = page.view;
+      pages.push({ lines, bottom: Math.min(bottom, top), top: Math.max(bottom, top) });
+      page.cleanup();
+    }
+  } finally {
+    await pdf.destroy();
+  }
+  withoutRunningLines(pages);
+  hyphenEvidence = hyphenEvidenceOf(pages.flatMap((page) => page.lines.map((line) => line.text)));
+  const blocks = [];
+  let pageStart = 0;
+  let bodySize = 0;
+  for (const page of pages) {
+    const paragraphs = paragraphsOf(page.lines);
+    let last = blocks.length - 1;
+    while (last >= pageStart && SIZES.get(blocks[last]) < bodySize * NOTE_SIZE) last--;
+    if (last >= pageStart && paragraphs.length > 0 && continuesOnNextPage(blocks[last], paragraphs[0])) blocks[last] = joinedParagraphs(blocks[last], paragraphs.shift());
+    pageStart = blocks.length;
+    bodySize = bodySizeOf(page.lines);
+    blocks.push(...paragraphs);
+  }
+  return blocks;
+}

@@ -1,0 +1,178 @@
+// The Word reading of the parser worker (parser-worker.mjs): .docx to HTML through mammoth, with mammoth adapted so it
+// reads what Word means (list items numbered as Word numbers them, marked for block-collector.ts; further paragraphs of a
+// list item kept in the item; generated tables left out; the Title style as the first heading; DrawingML-only text boxes
+// read through text-box-fallbacks.cjs), and .doc to text through word-extractor.
+// Plain ESM, as the worker, so it needs no TypeScript loader.
+// docxHtml(bytes): the document's HTML; docText(bytes): its text.
+import { createRequire } from 'node:module';
+
+const require = createRequire(import.meta.url);
+
+// A Word list item of several paragraphs: the item's first paragraph carries the numbering, the others (Enter, then
+// Backspace over the number) none, only the item's indentation or a list paragraph style. mammoth makes each of those a
+// paragraph after the list and starts a new list (numbered from 1 again) for the next item; marked here as a further
+// paragraph of the item before them, the style map below puts them in a p inside that item's li, and the list goes on.
+//
+// Generated tables (a table of contents, "Introduction 3" per heading, a table of figures, an index) only repeat the
+// document's headings and words with page numbers: their paragraphs, by Word's built-in style names (LibreOffice's
+// "Contents n" too), are left out, as the .odt reader leaves out its generated indexes.
+const FURTHER_PARAGRAPH = 'cards further paragraph of item';
+const LIST_PARAGRAPH_STYLE = /^list (paragraph|continue)/i;
+const GENERATED_TABLE_STYLE = /^(toc \d+|toc heading|contents \d+|contents heading|table of figures|index \d+|index heading)$/i;
+
+// Word numbers a list's items on across paragraphs between them: items of one numbering definition (w:abstractNum) at
+// one level count on from its start value, wherever they are, until an item of a higher level restarts the level or a
+// numbering instance (w:num) overriding the level's start is first used. mammoth starts every list it writes at 1 and
+// reads no numbering instance; the numbering reader is wrapped here so each item's level says its instance, and each
+// numbered item's text starts with LIST_NUMBER's mark of Word's number for it, which blocksFromHtml takes as the item's
+// number (and removes).
+const LIST_NUMBER = { open: '\ue000cards-item-number:', close: '\ue001' };
+/** The largest number LIST_NUMBER marks (block-collector.ts reads at most nine digits). */
+const MAX_LIST_NUMBER = 999_999_999;
+
+function numberedByInstance() {
+  const numberingXml = require('mammoth/lib/docx/numbering-xml.js');
+  if (numberingXml.readNumberingXml.numberedByInstance) return;
+  const read = numberingXml.readNumberingXml;
+  numberingXml.readNumberingXml = (root, options) => {
+    const numbering = read(root, options);
+    const starts = new Map();
+    for (const abstract of root.getElementsByTagName('w:abstractNum')) {
+      for (const level of abstract.getElementsByTagName('w:lvl')) {
+        starts.set(`${abstract.attributes['w:abstractNumId']}:${level.attributes['w:ilvl']}`, Number(level.firstOrEmpty('w:start').attributes['w:val'] ?? 1));
+      }
+    }
+    const instances = new Map();
+    for (const num of root.getElementsByTagName('w:num')) {
+      const overrides = new Map();
+      for (const override of num.getElementsByTagName('w:lvlOverride')) {
+        const start = override.firstOrEmpty('w:startOverride').attributes['w:val'];
+        if (start !== undefined) overrides.set(String(override.attributes['w:ilvl']), Number(start));
+      }
+      instances.set(String(num.attributes['w:numId']), { abstract: num.firstOrEmpty('w:abstractNumId').attributes['w:val'], overrides });
+    }
+    const levels = new Map();
+    return {
+      ...numbering,
+      findLevel(numId, level) {
+        const found = numbering.findLevel(numId, level);
+        const instance = instances.get(String(numId));
+        if (!found || !instance) return found;
+        const key = `${numId}:${level}`;
+        if (!levels.has(key)) {
+          const abstractKey = `${instance.abstract}:${found.level}`;
+          levels.set(key, { ...found, instance: `n${key}`, counter: `a${abstractKey}`, start: instance.overrides.get(String(level)) ?? starts.get(abstractKey) ?? 1, restarts: instance.overrides.has(String(level)) });
+        }
+        return levels.get(key);
+      },
+    };
+  };
+  numberingXml.readNumberingXml.numberedByInstance = true;
+}
+
+/** Word's number for a numbered item (its level from numberedByInstance), counting on per definition and level. */
+function wordNumber(level, counts) {
+  if (level.counter === undefined || !level.isOrdered) return null;
+  const [abstract, depth] = level.counter.split(':');
+  // An item of a level restarts the deeper levels of its definition.
+  for (const key of [...counts.keys()]) {
+    const [otherAbstract, otherDepth] = key.split(':');
+    if (otherAbstract === abstract && Number(otherDepth) > Number(depth)) counts.delete(key);
+  }
+  // (Counters are keyed "a<definition>:<level>", first uses of an instance "n<instance>:<level>".)
+  if (level.restarts && !counts.has(level.instance)) {
+    counts.set(level.instance, true);
+    counts.set(level.counter, level.start - 1);
+  }
+  const number = (counts.get(level.counter) ?? level.start - 1) + 1;
+  counts.set(level.counter, number);
+  // Only a number the item's <ol start> can carry (a start or restart override of 10^9 or more, below 1 or not a number
+  // gives none): the item keeps the list's own count instead.
+  return Number.isInteger(number) && number >= 1 && number <= MAX_LIST_NUMBER ? number : null;
+}
+
+/** The paragraph with `mark` before its first text. */
+function markedParagraph(paragraph, mark) {
+  let marked = false;
+  const into = (element) => {
+    if (marked) return element;
+    if (element.type === 'text') {
+      marked = true;
+      return { ...element, value: mark + element.value };
+    }
+    return Array.isArray(element.children) ? { ...element, children: element.children.map(into) } : element;
+  };
+  return into(paragraph);
+}
+
+function readableDocument(document) {
+  return readable(document, new Map());
+}
+
+function readable(element, counts) {
+  if (!Array.isArray(element.children) || element.type === 'paragraph') return element;
+  let item = null;
+  const children = element.children.flatMap((child) => {
+    if (child.type === 'paragraph' && GENERATED_TABLE_STYLE.test(child.styleName ?? '')) return [];
+    if (child.type !== 'paragraph') {
+      item = null;
+      return readable(child, counts);
+    }
+    if (child.numbering) {
+      item = child.numbering;
+      const number = wordNumber(child.numbering, counts);
+      return number === null ? child : markedParagraph(child, `${LIST_NUMBER.open}${number}${LIST_NUMBER.close}`);
+    }
+    const indented = Number(child.indent?.start ?? 0) > 0;
+    if (item && (indented || LIST_PARAGRAPH_STYLE.test(child.styleName ?? ''))) {
+      return { ...child, styleId: null, styleName: `${FURTHER_PARAGRAPH} ${item.isOrdered ? 'ol' : 'ul'} ${Number(item.level) + 1}` };
+    }
+    item = null;
+    return child;
+  });
+  return { ...element, children };
+}
+
+// As mammoth's own list mapping ("p:ordered-list(2) => ul|ol > li > ol > li:fresh", levels 1-5), one level deeper into the open li.
+const FURTHER_PARAGRAPH_STYLES = [1, 2, 3, 4, 5].flatMap((level) =>
+  ['ol', 'ul'].map((kind) => `p[style-name='${FURTHER_PARAGRAPH} ${kind} ${level}'] => ${'ul|ol > li > '.repeat(level - 1)}${kind} > li > p:fresh`),
+);
+
+// The document's title (Word's "Title" style, by name or id) is its first heading, as "Heading 1" is: a user who sets
+// the title in Title above the first section expects it to title the text under it. "Subtitle" stays text: a line under
+// the title, not a section's name. mammoth's own style map has no mapping for either (a warning, then a plain p).
+const TITLE_STYLES = ["p[style-name='Title'] => h1:fresh", 'p.Title => h1:fresh'];
+
+// A Word text box written only as DrawingML: Word writes a shape as mc:AlternateContent, its DrawingML in mc:Choice
+// (wps:wsp > wps:txbx > w:txbxContent) and a VML copy in mc:Fallback (w:pict > v:shape > v:textbox > w:txbxContent).
+// mammoth reads only the fallback, so a text box saved without it (LibreOffice, newer Word, other writers) lost its text.
+// Each XML part mammoth reads is given such a fallback made of the choice's w:txbxContent, which mammoth then reads as
+// it reads a VML text box: its paragraphs follow the paragraph holding it (text-box-fallbacks.cjs; each box read once,
+// so nested boxes take time linear in the document).
+function textBoxesWithoutFallbackRead() {
+  const xml = require('mammoth/lib/xml/index.js');
+  if (xml.readString.textBoxesWithoutFallback) return;
+  const { addTextBoxFallbacks } = require('./text-box-fallbacks.cjs');
+  const readString = xml.readString;
+  xml.readString = (...args) =>
+    readString(...args).then((root) => {
+      addTextBoxFallbacks(root, xml.element);
+      return root;
+    });
+  xml.readString.textBoxesWithoutFallback = true;
+}
+
+export async function docxHtml(bytes) {
+  const { default: mammoth } = await import('mammoth');
+  numberedByInstance();
+  textBoxesWithoutFallbackRead();
+  return (await mammoth.convertToHtml({ buffer: bytes }, { transformDocument: readableDocument, styleMap: [...TITLE_STYLES, ...FURTHER_PARAGRAPH_STYLES] })).value;
+}
+
+export async function docText(bytes) {
+  const { default: WordExtractor } = await import('word-extractor');
+  const doc = await new WordExtractor().extract(bytes);
+  // The body's text boxes and the footnotes and endnotes are the document's text too (the .docx and .odt readers keep
+  // them); word-extractor gives them apart from the body, without where they stand in it, so they follow it.
+  return [doc.getBody(), doc.getTextboxes({ includeHeadersAndFooters: false }), doc.getFootnotes(), doc.getEndnotes()].join('\n');
+}

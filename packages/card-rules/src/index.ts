@@ -72,11 +72,14 @@ export function truncatedToCharacters(text: string, max: number): string {
   return text.slice(0, units);
 }
 
-// Zero-width spaces and joiners, the word joiner, soft hyphen and BOM (Unicode category Cf) are not whitespace to
-// JavaScript's \s, yet a reader sees nothing.
-const VISIBLE_CHARACTER = /[^\s\p{Cf}\p{Cc}]/u;
+// What a reader does not see, though JavaScript's \s is not it: format characters (Cf: zero-width spaces and joiners,
+// the word joiner, direction marks and overrides, the soft hyphen, the BOM), the other default-ignorable ones (Hangul
+// fillers, the combining grapheme joiner, variation selectors) and the blank Braille pattern.
+const INVISIBLE = '\\p{Cf}\\p{Default_Ignorable_Code_Point}\\u2800';
+const INVISIBLE_CHARACTER = new RegExp(`[${INVISIBLE}]`, 'u');
+const VISIBLE_CHARACTER = new RegExp(`[^\\s\\p{Cc}${INVISIBLE}]`, 'u');
 
-/** Whether `text` holds a character a reader sees: anything but whitespace, format (Cf) and control (Cc) characters. */
+/** Whether `text` holds a character a reader sees: anything but whitespace, control (Cc) and invisible characters. */
 export function hasVisibleText(text: string): boolean {
   return VISIBLE_CHARACTER.test(text);
 }
@@ -163,14 +166,10 @@ export function nameProblem(name: string): string | null {
     if (invisible) return `must not contain ${invisible}`;
   }
   // A name of zero-width spaces and joiners alone shows as nothing (they stay allowed beside letters: ZWNJ in Persian, ZWJ in emoji).
-  if (name.length > 0 && !VISIBLE.test(name)) return 'must contain a visible character (found only spaces and invisible characters)';
+  if (name.length > 0 && !VISIBLE_CHARACTER.test(name)) return 'must contain a visible character (found only spaces and invisible characters)';
   return null;
 }
 
-// Shows as something: not whitespace, a format character, another default-ignorable one (Hangul fillers, the combining
-// grapheme joiner, variation selectors) or the blank Braille pattern.
-const VISIBLE = /[^\s\p{Cf}\p{Default_Ignorable_Code_Point}\u2800]/u;
-const INVISIBLE_CHARACTER = /[\p{Cf}\p{Default_Ignorable_Code_Point}]/u;
 
 /** The invisible characters INVISIBLE_IN_NAME refuses in a name, dropped: for names and tags a parser took from a document. */
 export function withoutInvisibleInName(text: string): string {
@@ -283,9 +282,6 @@ declare const URL: new (input: string) => { readonly protocol: string };
 /** What can be wrong with a card link. */
 export type LinkProblem = 'too-long' | 'not-http' | 'invisible-character' | 'space' | 'backslash' | 'not-full-url';
 
-// Format characters (Cf: zero-width space and joiners, LRM/RLM, bidi embeddings and isolates, BOM, soft hyphen): a
-// reader sees none of them, and a URL parser percent-encodes them into the address that is opened.
-const FORMAT_CHARACTER = /\p{Cf}/u;
 // "http://" or "https://" (any case), then the authority up to the path, query or fragment.
 const FULL_HTTP_URL = /^https?:\/\/([^/?#]*)/i;
 
@@ -301,14 +297,14 @@ function hostOf(authority: string): string {
  * What is wrong with a card link, or null when it is fine: empty (no link), or a well-formed absolute http(s) URL as
  * written, of at most MAX_LINK_CHARS, with whitespace around it trimmed. As written: "http://" or "https://" then a
  * host (the URL parser would also take "https:/example.com", "https:///example.com" or "https:\\example.com" and
- * open https://example.com/), no space, backslash (read as "/") or invisible format character anywhere (one would be
- * percent-encoded into the address opened, and a trailing BOM, which trimming removes, is refused too).
+ * open https://example.com/), no space, backslash (read as "/") or invisible character anywhere (a reader sees none, a
+ * URL parser percent-encodes one into the address opened, and a trailing BOM, which trimming removes, is refused too).
  */
 export function linkProblem(link: string): LinkProblem | null {
   const trimmed = link.trim();
-  if (trimmed.length === 0 && !FORMAT_CHARACTER.test(link)) return null;
+  if (trimmed.length === 0 && !INVISIBLE_CHARACTER.test(link)) return null;
   if (trimmed.length > MAX_LINK_CHARS) return 'too-long';
-  if (FORMAT_CHARACTER.test(link)) return 'invisible-character';
+  if (INVISIBLE_CHARACTER.test(link)) return 'invisible-character';
   if (/\s/u.test(trimmed)) return 'space';
   try {
     const { protocol } = new URL(trimmed);
@@ -336,7 +332,7 @@ export function linkProblemText(link: string): string | null {
     case 'not-http':
       return 'must be an http or https URL';
     case 'invisible-character':
-      return `must be an http or https URL without invisible characters (found ${codePointName(FORMAT_CHARACTER.exec(link)![0])})`;
+      return `must be an http or https URL without invisible characters (found ${codePointName(INVISIBLE_CHARACTER.exec(link)![0])})`;
     case 'space':
       return 'must be an http or https URL without spaces';
     case 'backslash':

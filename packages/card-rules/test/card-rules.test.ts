@@ -1,6 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import { join, resolve } from 'node:path';
-import { BLOCK_TAGS, characterCount, collapseTextLines, controlCharacterProblem, fitsCharacters, freeTextProblem, linkProblem, emailCharacterProblem, linkProblemText, MAX_LINK_CHARS, nameProblem, splitTags, tagsProblem, truncatedToCharacters, wellFormedProblem, withLoneSurrogatesReplaced, withoutInvisibleInName, wordCount, wordStartsInRun } from '../src';
+import { BLOCK_TAGS, characterCount, hasVisibleText, collapseTextLines, controlCharacterProblem, fitsCharacters, freeTextProblem, linkProblem, emailCharacterProblem, linkProblemText, MAX_LINK_CHARS, nameProblem, splitTags, tagsProblem, truncatedToCharacters, wellFormedProblem, withLoneSurrogatesReplaced, withoutInvisibleInName, wordCount, wordStartsInRun } from '../src';
 
 const PACKAGE = resolve(__dirname, '..');
 
@@ -120,6 +120,13 @@ describe('@cards/card-rules', () => {
     expect(emailCharacterProblem('jos\u00E9@example.com')).toBeNull();
     expect(emailCharacterProblem('\u3164@example.com')).toBe('must not contain invisible characters (found U+3164)');
     expect(emailCharacterProblem('x\u034Fy@example.com')).toBe('must not contain invisible characters (found U+034F)');
+    expect(emailCharacterProblem('a\u2800b@example.com')).toBe('must not contain invisible characters (found U+2800)');
+  });
+
+  it('sees no text in Hangul fillers, the combining grapheme joiner or the blank Braille pattern, so they count as no word', () => {
+    expect(hasVisibleText('\u3164 \u034F \u2800\u200B')).toBe(false);
+    expect(wordCount('one \u3164 two \u2800 three')).toBe(3);
+    expect(hasVisibleText('\u2764\uFE0F')).toBe(true);
   });
 
   it('replaces unpaired surrogates with U+FFFD in parsed text and leaves pairs alone', () => {
@@ -172,6 +179,10 @@ describe('@cards/card-rules', () => {
       ['https://example.com/\ufeff', 'invisible-character'],
       ['\ufeff', 'invisible-character'],
       ['https://exa\u200emple.com', 'invisible-character'],
+      ['https://paypal.com\u3164@evil.example/', 'invisible-character'],
+      ['https://pay\u034Fpal.com/', 'invisible-character'],
+      ['https://pay\u2800pal.com/', 'invisible-character'],
+      ['https://example.com/x\uFE0F', 'invisible-character'],
       ['https://example.com/\u200f', 'invisible-character'],
       ['https://example.com/\u202e/moc.evil', 'invisible-character'],
       ['https://example.com/\u2066x\u2069', 'invisible-character'],

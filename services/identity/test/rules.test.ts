@@ -52,6 +52,8 @@ describe('identity rules', () => {
     ['https://x.org/\u200b', /^website: must be an http or https URL without invisible characters \(found U\+200B\)$/],
     ['https://x.org\ufeff', /found U\+FEFF/],
     ['https://x.org/\u202e', /found U\+202E/],
+    ['https://ex\u034F.com', /found U\+034F/],
+    ['https://x.org\u3164@evil.example/', /found U\+3164/],
   ])('refuses website %j, not written in full or holding an invisible character', (w, message) => {
     expect(() => normalizeWebsite(w)).toThrow(message);
   });

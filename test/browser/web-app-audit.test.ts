@@ -246,4 +246,75 @@ describeInBrowser('web app audit findings in headless Chromium', () => {
       await polled.close();
     }
   });
+
+  it('says when an uploaded document could not be turned into cards, on the upload page and in the file list', async () => {
+    await signIn();
+    await page.goto('/upload');
+    // Every passage is under the 70 words a card needs: the upload is stored, and its ingestion fails.
+    await page.getByLabel(/^Document/).setInputFiles({
+      name: 'short-notes.docx',
+      mimeType: 'application/vnd.openxmlformats-officedocument.wordprocessingml.document',
+      buffer: buildDocx([
+        { heading: 'Short one', paragraphs: ['Only a few words about the tides.'] },
+        { heading: 'Short two', paragraphs: ['And a few more about the Moon.'] },
+      ]),
+    });
+    await page.getByRole('button', { name: 'Upload' }).click();
+    await page.getByText('Uploaded short-notes.docx').waitFor({ timeout: 30_000 });
+    const alert = page.getByRole('alert').filter({ hasText: 'The document could not be turned into cards' });
+    await alert.waitFor({ timeout: 60_000 });
+    expect(await alert.textContent()).toContain('no passage of more than 70 words');
+    expect(await page.getByText('Turning the document into cards…').count()).toBe(0);
+    const row = page.locator('.plain-list li').filter({ hasText: 'short-notes.docx' });
+    await row.getByText(/turning into cards failed: the document holds no passage of more than 70 words/).waitFor();
+
+    // A document that works ends with its collection's link, and its row says its cards were made.
+    await page.getByLabel(/^Document/).setInputFiles({
+      name: 'long-notes.docx',
+      mimeType: 'application/vnd.openxmlformats-officedocument.wordprocessingml.document',
+      buffer: buildDocx([{ heading: 'Tides', paragraphs: [CARD_TEXT] }]),
+    });
+    await page.getByRole('button', { name: 'Upload' }).click();
+    await page.getByRole('link', { name: 'Collection for file long-notes.docx' }).waitFor({ timeout: 90_000 });
+    await page.locator('.plain-list li').filter({ hasText: 'long-notes.docx' }).getByText('cards made').waitFor();
+  });
+
+  it('checks the tags as the server does before sending, naming the tag and writing out its hidden characters', async () => {
+    await signIn();
+    const sent: string[] = [];
+    const onRequest = (r: { method(): string; url(): string }) => void (r.method() === 'POST' && r.url().includes('/api/') && sent.push(new URL(r.url()).pathname));
+    page.on('request', onRequest);
+    try {
+      await page.goto('/card/new');
+      await page.getByLabel('Card text').fill(CARD_TEXT);
+      await page.getByLabel('Source link').fill('https://example.com/tides');
+      const tags = page.getByLabel('Tags (comma-separated)');
+      await tags.fill('tides, moon\u202Egpj.exe');
+      await page.getByText('Tags: the 2nd tag ("moon<U+202E>gpj.exe") must not contain U+202E (right-to-left override).').waitFor();
+      expect(await tags.getAttribute('aria-invalid')).toBe('true');
+      await tags.fill('tides, \u200B');
+      await page.getByText('Tags: the 2nd tag ("<U+200B>") must contain a visible character (found only spaces and invisible characters).').waitFor();
+      await page.getByRole('button', { name: 'Create card' }).click();
+      await page.getByText('Please fix the marked fields.').waitFor();
+      await tags.fill('tides, moon');
+      expect(await tags.getAttribute('aria-invalid')).toBe('false');
+
+      // The upload form checks its tags the same way (the files service applies the same rule).
+      await page.goto('/upload');
+      await page.getByLabel(/^Document/).setInputFiles({
+        name: 'tagged.docx',
+        mimeType: 'application/vnd.openxmlformats-officedocument.wordprocessingml.document',
+        buffer: buildDocx([{ heading: 'Tides', paragraphs: [CARD_TEXT] }]),
+      });
+      const fileTags = page.getByLabel(/^Tags for the cards/);
+      await fileTags.fill('\u202Eclimate');
+      await page.getByText('Tags: the 1st tag ("<U+202E>climate") must not contain U+202E (right-to-left override).').waitFor();
+      expect(await fileTags.getAttribute('aria-invalid')).toBe('true');
+      await page.getByRole('button', { name: 'Upload' }).click();
+      await page.getByText('Please fix the tags.').waitFor();
+      expect(sent).toEqual([]);
+    } finally {
+      page.off('request', onRequest);
+    }
+  });
 });

@@ -473,6 +473,38 @@ describeInBrowser('web app in headless Chromium', () => {
     expect(overflow).toBeLessThanOrEqual(0);
     await shot('card-phone', phone);
     expect(await accessibilityProblems(phone)).toEqual([]);
+    // A long tag without a space (165 characters; up to 200 are allowed) wraps on the card and in the search results.
+    const longTag = `glacier${'retreat'.repeat(22)}`.slice(0, 165);
+    const articlePort = (article.address() as { port: number }).port;
+    const longTagged = (await phone.evaluate(
+      async ([tag, link]) =>
+        (
+          await fetch('/api/card', {
+            method: 'POST',
+            headers: { 'content-type': 'application/json' },
+            body: JSON.stringify({
+              card_html: `<p>${Array.from({ length: 6 }, (_, i) => `Sentence ${i} on how valley glaciers retreat uphill as the summers warm, leaving moraines and lakes behind them.`).join(' ')}</p>`,
+              link,
+              private: false,
+              tag_set: [tag],
+            }),
+          })
+        ).json(),
+      [longTag, `http://127.0.0.1:${articlePort}/glaciers`],
+    )) as { card_metadata: { id: string } };
+    for (const path of [`/card/${longTagged.card_metadata.id}`, `/?q=${encodeURIComponent('valley glaciers retreat uphill')}&mode=fulltext`]) {
+      await eventually(async () => {
+        await phone.goto(path);
+        await phone.getByRole('heading', { level: 1 }).waitFor();
+        return phone
+          .locator('.tags li')
+          .filter({ hasText: longTag })
+          .first()
+          .waitFor({ timeout: 3_000 })
+          .then(() => true, () => false);
+      }, 30_000, `the long tag on ${path}`);
+      expect(await phone.evaluate<number>('document.documentElement.scrollWidth - document.documentElement.clientWidth')).toBeLessThanOrEqual(0);
+    }
     await phone.goto('/');
     await phone.keyboard.press('Tab');
     expect(await phone.evaluate<string | undefined>('document.activeElement?.textContent')).toBe('Skip to content');

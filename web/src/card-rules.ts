@@ -3,7 +3,7 @@
  * cards service enforces), applied in the form so a person learns what is wrong before sending. The
  * server stays the authority and re-checks everything.
  */
-import { BLOCK_TAGS, characterCount, collapseTextLines, linkProblem, MAX_CONTENT_CHARS, MAX_HTML_CHARS, MAX_LINK_CHARS, MAX_TAG_CHARS, MAX_TAGS, MAX_WORDS, MIN_WORDS_EXCLUSIVE, splitTags, wellFormedProblem, wordCount } from '@cards/card-rules';
+import { BLOCK_TAGS, characterCount, collapseTextLines, linkProblem, MAX_CONTENT_CHARS, MAX_HTML_CHARS, MAX_LINK_CHARS, MAX_TAG_CHARS, MAX_TAGS, MAX_WORDS, MIN_WORDS_EXCLUSIVE, nameProblem, splitTags, tagsProblem, wellFormedProblem, wordCount } from '@cards/card-rules';
 import { BROKEN_CHARACTER, freeTextMessage } from './free-text';
 
 const BLOCKS = new Set(BLOCK_TAGS);
@@ -66,12 +66,42 @@ export function cardDraftProblems(draft: CardDraft): Partial<Record<keyof CardDr
   else if (link === 'too-long') problems.link = `The link may be at most ${MAX_LINK_CHARS} characters.`;
   else if (link === 'not-http') problems.link = 'The link must be an http:// or https:// address.';
   else if (link) problems.link = 'The link must be a full http:// or https:// address (such as https://example.com/page), without spaces, backslashes or invisible characters.';
-  const tags = tagsFromInput(draft.tags);
-  const tagText = tags.map((t) => freeTextMessage(t, 'single-line')).find((message) => message !== null);
-  if (tagText) problems.tags = tagText;
-  else if (tags.length > MAX_TAGS) problems.tags = `At most ${MAX_TAGS} tags.`;
-  else if (tags.some((t) => characterCount(t) > MAX_TAG_CHARS)) problems.tags = `Each tag may be at most ${MAX_TAG_CHARS} characters.`;
+  const tags = tagsMessage(tagsFromInput(draft.tags));
+  if (tags) problems.tags = tags;
   return problems;
+}
+
+/** "1st", "2nd", "3rd", "4th", "11th", "21st"… */
+function ordinal(n: number): string {
+  const tens = n % 100;
+  const suffix = tens >= 11 && tens <= 13 ? 'th' : (['th', 'st', 'nd', 'rd'][n % 10] ?? 'th');
+  return `${n}${suffix}`;
+}
+
+// Characters that cannot be seen (format, control and other default-ignorable ones): written out as U+XXXX when a tag is quoted.
+const HIDDEN_CHARACTER = /[\p{Cc}\p{Cf}\p{Default_Ignorable_Code_Point}\u2028\u2029]/gu;
+
+/** A tag with its hidden characters written out ("ab<U+202E>cd"), so a bidi override in it cannot reorder the message. */
+export function visibleTag(tag: string): string {
+  return tag.replace(HIDDEN_CHARACTER, (c) => `<U+${c.codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')}>`);
+}
+
+/**
+ * The form's message for tags (as tagsFromInput leaves them) the server refuses (@cards/card-rules tagsProblem, which
+ * both the cards and the files services apply), naming the tag by its position and quoting it with its hidden
+ * characters written out; null when the server accepts them. `maxTags`: the service's limit (the files service's is lower).
+ */
+export function tagsMessage(tags: readonly string[], maxTags = MAX_TAGS): string | null {
+  const text = tags.map((t) => freeTextMessage(t, 'single-line')).find((message) => message !== null);
+  if (text) return text;
+  if (tags.length > maxTags) return `At most ${maxTags} tags.`;
+  if (tags.some((t) => characterCount(t) > MAX_TAG_CHARS)) return `Each tag may be at most ${MAX_TAG_CHARS} characters.`;
+  if (!tagsProblem(tags, maxTags)) return null;
+  for (const [i, tag] of tags.entries()) {
+    const problem = nameProblem(tag);
+    if (problem) return `Tags: the ${ordinal(i + 1)} tag ("${visibleTag(tag)}") ${problem}.`;
+  }
+  return `Tags: ${tagsProblem(tags, maxTags)}.`;
 }
 
 /** "a, b,,c" -> ["a", "b", "c"]: trimmed, empty ones and repeats dropped. */

@@ -1,6 +1,6 @@
 import { useEffect, useMemo, useState } from 'preact/hooks';
 import { api, newIdempotencyKey, toBase64Url, uploadFile, type FileRecord, type ListedCollection } from '../api';
-import { tagsFromInput } from '../card-rules';
+import { tagsFromInput, tagsMessage } from '../card-rules';
 import { ErrorMessage, formatDate, Notice, PageTitle, useAction, useAsync } from '../components';
 import { Link } from '../router';
 import { useSession } from '../session';
@@ -11,6 +11,8 @@ const MIME_TYPES: Record<string, string> = {
   odt: 'application/vnd.oasis.opendocument.text',
   pdf: 'application/pdf',
 };
+/** The files service's limit on the tags given with a document (one below the cards service's). */
+const MAX_FILE_TAGS = 99;
 /** The gateway's default MAX_FILE_BYTES; the server answers 413 for anything larger. */
 const MAX_BYTES = 20 * 1024 * 1024;
 
@@ -25,29 +27,49 @@ function formatBytes(n: number): string {
   return `${(n / 1024 / 1024).toFixed(1)} MiB`;
 }
 
-/** Watches the uploader's collections until the one made from this file appears (ingestion is asynchronous). */
-function useFileCollection(userId: string, fileId: string | undefined): { collection: ListedCollection | undefined; gaveUp: boolean } {
-  const [collection, setCollection] = useState<ListedCollection | undefined>();
-  const [gaveUp, setGaveUp] = useState(false);
+/** Where the ingestion of an uploaded file stands: still running, done (with its collection once listed), or failed with the server's reason. */
+type Ingestion = { state: 'pending' } | { state: 'done'; collection: ListedCollection | undefined } | { state: 'failed'; reason: string } | { state: 'gave-up' };
+
+/**
+ * Watches an uploaded file's ingestion (it is asynchronous): its `ingestion_status` in the uploader's file listing
+ * (`pending`, `done`, `failed` with `ingestion_error`), then, once done, the collection made from it. `onSettled` runs
+ * when the status leaves `pending`, so the file list can show it.
+ */
+function useFileIngestion(userId: string, fileId: string | undefined, onSettled: () => void): Ingestion {
+  const [ingestion, setIngestion] = useState<Ingestion>({ state: 'pending' });
   useEffect(() => {
     if (!fileId) return;
-    setCollection(undefined);
-    setGaveUp(false);
+    setIngestion({ state: 'pending' });
     let live = true;
     const started = Date.now();
     const poll = async () => {
+      let settled = false;
       while (live) {
         try {
-          const found = (await api.userCollections(userId)).find((c) => c.file_id === fileId);
-          if (found) {
-            if (live) setCollection(found);
-            return;
+          if (!settled) {
+            const file = (await api.userFiles(userId)).find((f) => f.id === fileId);
+            if (file && file.ingestion_status !== 'pending') {
+              settled = true;
+              if (live) onSettled();
+              if (file.ingestion_status === 'failed') {
+                if (live) setIngestion({ state: 'failed', reason: file.ingestion_error || 'no reason was given' });
+                return;
+              }
+              if (live) setIngestion({ state: 'done', collection: undefined });
+            }
+          }
+          if (settled) {
+            const found = (await api.userCollections(userId)).find((c) => c.file_id === fileId);
+            if (found) {
+              if (live) setIngestion({ state: 'done', collection: found });
+              return;
+            }
           }
         } catch {
           // keep polling: a transient error is not the end of ingestion
         }
         if (Date.now() - started > 120_000) {
-          if (live) setGaveUp(true);
+          if (live) setIngestion((now) => (now.state === 'pending' || (now.state === 'done' && !now.collection) ? { state: 'gave-up' } : now));
           return;
         }
         await new Promise((r) => setTimeout(r, 1000));
@@ -57,8 +79,16 @@ function useFileCollection(userId: string, fileId: string | undefined): { collec
     return () => {
       live = false;
     };
+    // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [userId, fileId]);
-  return { collection, gaveUp };
+  return ingestion;
+}
+
+/** A file's ingestion as the file list shows it. */
+function IngestionStatus({ file }: { file: FileRecord }) {
+  if (file.ingestion_status === 'failed') return <span class="ingestion-failed">turning into cards failed: {file.ingestion_error || 'no reason was given'}</span>;
+  if (file.ingestion_status === 'done') return <span>cards made</span>;
+  return <span>turning into cards…</span>;
 }
 
 export function UploadPage() {
@@ -72,8 +102,9 @@ export function UploadPage() {
   // One key per draft: sending the same document again (a second click, a retry after a lost answer) stores and ingests it once.
   const draftKey = useMemo(newIdempotencyKey, [file, tags, isPrivate]);
   const action = useAction();
+  const tagProblem = tagsMessage(tagsFromInput(tags), MAX_FILE_TAGS);
   const files = useAsync(() => api.userFiles(user.id), [user.id, uploaded?.id]);
-  const { collection, gaveUp } = useFileCollection(user.id, uploaded?.id);
+  const ingestion = useFileIngestion(user.id, uploaded?.id, files.reload);
 
   const submit = async (e: Event) => {
     e.preventDefault();
@@ -83,6 +114,7 @@ export function UploadPage() {
     if (!mime) return action.setError('Only .docx, .doc, .odt and .pdf files can be uploaded.');
     if (file.size > MAX_BYTES) return action.setError(`The file is ${formatBytes(file.size)}; at most ${formatBytes(MAX_BYTES)} is accepted.`);
     if (file.size === 0) return action.setError('The file is empty.');
+    if (tagProblem) return action.setError('Please fix the tags.');
     setUploaded(undefined);
     setProgress(0);
     const record = await action.run(async () => {
@@ -107,7 +139,10 @@ export function UploadPage() {
           onChange={(e) => setFile(e.currentTarget.files?.[0])}
         />
         <label for="upload-tags">Tags for the cards (comma-separated, optional)</label>
-        <input id="upload-tags" value={tags} onInput={(e) => setTags(e.currentTarget.value)} />
+        <input id="upload-tags" value={tags} onInput={(e) => setTags(e.currentTarget.value)} aria-invalid={Boolean(tagProblem)} aria-describedby="upload-tags-problem" />
+        <p id="upload-tags-problem" class="field-problem" aria-live="polite">
+          {tagProblem ?? ''}
+        </p>
         <label class="check">
           <input type="checkbox" checked={isPrivate} onChange={(e) => setPrivate(e.currentTarget.checked)} /> Private file (its collection is private too)
         </label>
@@ -130,12 +165,20 @@ export function UploadPage() {
           <Notice>
             Uploaded <strong>{uploaded.file_name}</strong> ({formatBytes(uploaded.size)}).
           </Notice>
-          {collection ? (
-            <p>
-              Its cards are in the collection <Link href={`/collection/${collection.id}`}>{collection.name}</Link>.
+          {ingestion.state === 'failed' ? (
+            <p class="error" role="alert">
+              The document could not be turned into cards: {ingestion.reason}.
             </p>
-          ) : gaveUp ? (
+          ) : ingestion.state === 'done' && ingestion.collection ? (
+            <p>
+              Its cards are in the collection <Link href={`/collection/${ingestion.collection.id}`}>{ingestion.collection.name}</Link>.
+            </p>
+          ) : ingestion.state === 'gave-up' ? (
             <p class="muted">The collection has not appeared yet; you will get a notification when it does.</p>
+          ) : ingestion.state === 'done' ? (
+            <p class="muted" role="status">
+              Cards made; looking for their collection…
+            </p>
           ) : (
             <p class="muted" role="status">
               Turning the document into cards…
@@ -174,7 +217,7 @@ function FileRow({ file, onChanged }: { file: FileRecord; onChanged(): void }) {
       <strong>{file.file_name}</strong> <span class="badge">{file.private ? 'private' : 'public'}</span>
       <span class="muted">
         {' '}
-        · {formatBytes(file.size)} · {formatDate(file.created_at)}
+        · {formatBytes(file.size)} · {formatDate(file.created_at)} · <IngestionStatus file={file} />
       </span>{' '}
       <button type="button" class="small" onClick={() => void toggle()} disabled={action.busy}>
         {file.private ? 'Make public' : 'Make private'}

@@ -33,17 +33,24 @@ interface Waiter {
  * of a process killed for its memory.
  *
  * Patient callers (background work that must never be lost, such as an ingestion) wait as long as it takes and are
- * never refused; they are admitted only while no impatient caller waits, and hold at most `capacity - 1` units together
- * (when capacity > 1), so an impatient caller never waits behind long background work alone.
+ * never refused; they are admitted when no impatient caller waits, and hold at most `capacity - 1` units together
+ * (when capacity > 1), so an impatient caller never waits behind long background work alone. They are not starved by a
+ * steady stream of impatient callers either: once as many impatient callers as the capacity (at most 8) were
+ * admitted while the first patient caller waited, it goes next, ahead of the impatient line, as soon as a unit is free
+ * within its share. Before, one user's upload flood kept every ingestion pending until the flood stopped.
  */
 export class BoundedAdmission {
   private held = 0;
   private heldPatiently = 0;
   private readonly line: Waiter[] = [];
   private readonly patientLine: Waiter[] = [];
+  /** Impatient callers admitted while the first patient caller waited (since the last patient admission). */
+  private admittedPastPatient = 0;
+  private readonly patientTurnAfter: number;
 
   constructor(private readonly limits: AdmissionLimits) {
     if (!(limits.capacity >= 1)) throw new RangeError('BoundedAdmission: capacity must be at least 1');
+    this.patientTurnAfter = Math.max(1, Math.min(Math.floor(limits.capacity), 8));
   }
 
   /** Units held now. */
@@ -130,9 +137,17 @@ export class BoundedAdmission {
     return this.fits(1) && this.heldPatiently < patientCap;
   }
 
+  /** Whether the first patient caller has waited long enough (see the class) and fits now: it goes next. */
+  private patientsTurn(): boolean {
+    return this.patientLine.length > 0 && this.admittedPastPatient >= this.patientTurnAfter && this.patientFits();
+  }
+
   private take(units: number, patient: boolean): Release {
     this.held += units;
-    if (patient) this.heldPatiently += units;
+    if (patient) {
+      this.heldPatiently += units;
+      this.admittedPastPatient = 0;
+    } else if (this.patientLine.length > 0) this.admittedPastPatient += 1;
     let released = false;
     return () => {
       if (released) return;
@@ -143,9 +158,16 @@ export class BoundedAdmission {
     };
   }
 
-  /** In order of arrival: the first waiter that does not fit holds back those behind it, so a large one is not starved. */
+  /**
+   * In order of arrival: the first waiter that does not fit holds back those behind it, so a large one is not starved;
+   * a patient caller whose turn it is (patientsTurn) goes before them.
+   */
   private admitWaiting(): void {
-    while (this.line.length > 0 && this.fits(this.line[0]!.weight)) this.line.shift()!.admit();
+    for (;;) {
+      if (this.patientsTurn()) this.patientLine.shift()!.admit();
+      else if (this.line.length > 0 && this.fits(this.line[0]!.weight)) this.line.shift()!.admit();
+      else break;
+    }
     if (this.line.length > 0) return;
     while (this.patientLine.length > 0 && this.patientFits()) this.patientLine.shift()!.admit();
   }

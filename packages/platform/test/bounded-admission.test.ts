@@ -88,6 +88,44 @@ describe('BoundedAdmission', () => {
     await Promise.all([...background, thirdRun]);
   });
 
+  it('does not starve patient work under a steady stream of impatient callers: it goes next once `capacity` of them were admitted past it', async () => {
+    const admission = new BoundedAdmission({ capacity: 2, maxWaiting: 4, maxWaitMs: 60_000 });
+    const running = [work(), work()];
+    const runs = running.map((w) => admission.run(w.run));
+    // An impatient caller always waits (a flood of upload checks), so patient work is never admitted "while none waits".
+    let waitingUpload = work();
+    runs.push(admission.run(waitingUpload.run));
+    const ingestion = work();
+    const ingesting = admission.runPatiently(ingestion.run);
+    await settle();
+    expect(ingestion.started).toBe(false);
+
+    // Two impatient callers (the capacity) are admitted past it; each time one more joins the line.
+    for (let round = 0; round < 2; round++) {
+      running.shift()!.finish();
+      await settle();
+      expect(waitingUpload.started).toBe(true);
+      running.push(waitingUpload);
+      waitingUpload = work();
+      runs.push(admission.run(waitingUpload.run));
+      await settle();
+      expect(ingestion.started).toBe(false);
+    }
+    // The next free unit is the patient caller's, though an impatient one waits.
+    running.shift()!.finish();
+    await settle();
+    expect([ingestion.started, waitingUpload.started]).toEqual([true, false]);
+    // It holds at most capacity - 1: the next free unit goes to the waiting impatient caller.
+    running.shift()!.finish();
+    await settle();
+    expect(waitingUpload.started).toBe(true);
+
+    ingestion.finish();
+    waitingUpload.finish();
+    await Promise.all([...runs, ingesting]);
+    expect(admission.inUse).toBe(0);
+  });
+
   it('counts weights: small requests share what one large one would hold, a large one waits for room', async () => {
     const admission = new BoundedAdmission({ capacity: 100, maxWaiting: 4, maxWaitMs: 60_000 });
     const [small1, small2, large] = [work(), work(), work()];

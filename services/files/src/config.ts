@@ -58,6 +58,11 @@ export const filesConfigSchema = z
     PARSER_QUEUE: envInt(4),
     /** How long an upload waits for a parser worker at most (within the gateway's GRPC_DEADLINE_MS with the 5 s check). */
     PARSER_QUEUE_WAIT_MS: envInt(4_000),
+    /**
+     * Upload checks one user has running or waiting for a parser worker at once at most; one more is answered
+     * RESOURCE_EXHAUSTED (HTTP 429) at once, so one user's flood of uploads leaves the workers and the line to others.
+     */
+    PARSER_CHECKS_PER_USER: envInt(2).pipe(z.number().min(1, 'must be at least 1')),
   })
   .superRefine((c, ctx) => {
     if (!LOOPBACK.has(c.FILES_HTTP_HOST) && !c.FILES_INTERNAL_TOKEN) {

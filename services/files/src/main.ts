@@ -69,7 +69,7 @@ export async function startFiles(env: Record<string, string | undefined> = proce
     await objects.ready();
     engines.push({ name: 'S3 (S3_ENDPOINT)', healthName: 'engine:s3', check: () => objects.ready(), gatesRequests: false });
   }
-  const reader = new BoundedDocumentReader(new LibraryDocumentReader(), { workers: config.PARSER_WORKERS, maxQueued: config.PARSER_QUEUE, maxWaitMs: config.PARSER_QUEUE_WAIT_MS });
+  const reader = new BoundedDocumentReader(new LibraryDocumentReader(), { workers: config.PARSER_WORKERS, maxQueued: config.PARSER_QUEUE, maxWaitMs: config.PARSER_QUEUE_WAIT_MS, perUser: config.PARSER_CHECKS_PER_USER });
   const cards = new GrpcCardsClient(config.CARDS_SERVICE_ADDR);
   const bus = createEventBus({ DATA_DIR: config.DATA_DIR, KAFKA_BROKERS: config.KAFKA_BROKERS }, logger);
   await bus.ready();

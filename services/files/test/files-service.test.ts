@@ -1,9 +1,10 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createLogger, InvalidArgumentError, newId, NotFoundError, PermissionDeniedError, SqliteOutboxStore, TooLargeError, UnauthenticatedError } from '@cards/platform';
+import { createLogger, InvalidArgumentError, newId, NotFoundError, PermissionDeniedError, ResourceExhaustedError, SqliteOutboxStore, TooLargeError, UnauthenticatedError } from '@cards/platform';
 import { events } from '@cards/proto';
 import { DiskObjectStore } from '../src/adapters/disk/disk-object-store';
+import { OWN_CHECKS_BUSY_MESSAGE } from '../src/adapters/documents/bounded-document-reader';
 import { LibraryDocumentReader } from '../src/adapters/documents/library-document-reader';
 import { SqliteFileRepository } from '../src/adapters/sqlite/sqlite-file-repository';
 import { FilesService, type UploadInput } from '../src/application/files-service';
@@ -41,6 +42,28 @@ describe('FilesService', () => {
     const event = events.FileEvent.decode(pending[0]!.payload);
     expect(event.kind?.$case === 'uploaded' && event.kind.value.fileId).toBe(record.id);
     expect(kicks).toBe(1);
+  });
+
+  it('upload checks the document as its uploader\'s (the bounded reader\'s per-user share), storing nothing when refused', async () => {
+    const uploaders: Array<string | undefined> = [];
+    const sharing = new FilesService({
+      repository,
+      objects,
+      reader: {
+        inspect: async (_format, _bytes, uploader) => {
+          uploaders.push(uploader);
+          throw new ResourceExhaustedError(OWN_CHECKS_BUSY_MESSAGE);
+        },
+        parse: async () => ({ blocks: [] }),
+      },
+      maxFileBytes: 100_000,
+      logger: createLogger('t', 'silent'),
+      onEventsWritten: () => undefined,
+    });
+    const callerId = newId();
+    await expect(sharing.upload({ callerId, fileName: 'energy.docx', mimeType: DOCX_MIME, private: false, tags: [], bytes: docx })).rejects.toThrow(OWN_CHECKS_BUSY_MESSAGE);
+    expect(uploaders).toEqual([callerId]);
+    expect(await new SqliteOutboxStore(repository.db).pending(10)).toEqual([]);
   });
 
   it('counts tag characters as code points: a tag of 200 emoji is stored, 201 refused', async () => {

@@ -3,10 +3,13 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
 import { createLogger, enableInProcessCalls, ResourceExhaustedError, startGrpcServer, TooLargeError, type GrpcServerHandle } from '@cards/platform';
-import { cards, identity } from '@cards/proto';
+import { cards, files, identity } from '@cards/proto';
 import type { Channel } from 'nice-grpc';
 import { createGatewayClients } from '../src/clients';
 import { appWithoutServices } from './app-without-services';
+
+/** The files service's refusal of an upload beyond the user's share of its document checks (PARSER_CHECKS_PER_USER). */
+const OWN_CHECKS_BUSY = 'You have too many uploads being checked at once; upload the file again when one of them has finished';
 
 /** Users whose collection listing the stub cards service answers in a way the test names. */
 const overQuota = randomUUID();
@@ -33,6 +36,18 @@ beforeAll(async () => {
         stub<identity.IdentityServiceImplementation>(identity.IdentityServiceDefinition, {
           async getUsers(req) {
             return { users: req.ids.map((id) => ({ id, email: `${id}@example.com` })) };
+          },
+          async resolveSession(req) {
+            return { id: req.token, email: `${req.token}@example.com`, visibleEmail: false };
+          },
+        }),
+      );
+      s.add(
+        files.FileServiceDefinition,
+        stub<files.FileServiceImplementation>(files.FileServiceDefinition, {
+          async uploadFile(messages) {
+            for await (const _message of messages);
+            throw new ResourceExhaustedError(OWN_CHECKS_BUSY);
           },
         }),
       );
@@ -94,6 +109,15 @@ describe.each([
   it("is 413 with the service's message when the service found what was sent too large (no quota: no retry helps)", async () => {
     const res = await fetch(`${base}/api/user/collections/${sentTooMuch}`);
     expect({ status: res.status, body: await res.json() }).toEqual({ status: 413, body: { message: 'base64_docx_file: the file is 30 bytes, above the limit of 20' } });
+  });
+
+  it("is 429 with Retry-After and the files service's message when an upload finds the user's share of its document checks taken", async () => {
+    const res = await fetch(`${base}/api/file`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', cookie: `ai-editor=${randomUUID()}` },
+      body: JSON.stringify({ base64_docx_file: Buffer.from('PK').toString('base64url'), file_name: 'a.docx', file_mime_type: 'application/vnd.openxmlformats-officedocument.wordprocessingml.document', private: false }),
+    });
+    expect({ status: res.status, body: await res.json(), retryAfter: res.headers.get('retry-after') }).toEqual({ status: 429, body: { message: OWN_CHECKS_BUSY }, retryAfter: '5' });
   });
 
   if (!inProcess) {

@@ -66,7 +66,7 @@ export class FilesService {
     const tags = splitTags(input.tags);
     refuseIfProblem('tag_set', tagsProblem(tags, MAX_TAGS));
     checkMagicBytes(format, input.bytes);
-    await this.deps.reader.inspect(format, input.bytes);
+    await this.deps.reader.inspect(format, input.bytes, input.callerId);
 
     const now = new Date();
     const record: FileRecord = {

@@ -108,9 +108,10 @@ export class UnreadableDocumentError extends Error {
 export interface DocumentReader {
   /**
    * Check at upload time: the container is the format's (zip parts present, no decompression bomb) and the document
-   * has text that is not whitespace; throws InvalidArgumentError naming the problem.
+   * has text that is not whitespace; throws InvalidArgumentError naming the problem. `uploader` (the user id) lets a
+   * bounded reader give each user a share of the checks.
    */
-  inspect(format: DocumentFormat, bytes: Buffer): Promise<void>;
+  inspect(format: DocumentFormat, bytes: Buffer, uploader?: string): Promise<void>;
   /** Headings and paragraphs in reading order; UnreadableDocumentError when the bytes are corrupt. */
   parse(format: DocumentFormat, bytes: Buffer): Promise<ParsedDocument>;
 }

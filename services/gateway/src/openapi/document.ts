@@ -209,7 +209,8 @@ const TOO_MANY_REQUESTS = {
     'Too many requests from this client; try again after Retry-After seconds. Logging in, invitations and password resets: ' +
       'over the attempts allowed per minute from one address (RATE_LIMIT_AUTH_PER_IP) or for one e-mail (RATE_LIMIT_AUTH_PER_EMAIL); ' +
       'invitations and reset mails together: over RATE_LIMIT_MAIL_PER_IP per RATE_LIMIT_MAIL_WINDOW_MS from one address (200 per 10 minutes by default; an IPv6 client counts by its /64). ' +
-      'POST /api/file: the caller\'s uploads under way (admitted or waiting) would weigh more than half the upload bound beyond their first. ' +
+      'POST /api/file: the caller\'s uploads under way (admitted or waiting) would weigh more than half the upload bound beyond their first, ' +
+      'or the files service already checks PARSER_CHECKS_PER_USER of the caller\'s uploads (2 by default). ' +
       'GET /api/file/{file_id}: the client (the user, else the client address) already has FILE_READS_PER_CLIENT reads under way (4 by default). ' +
       'Other clients are still served.',
     { 'Retry-After': { required: true, description: 'Seconds to wait before trying again', schema: { type: 'string' } } },

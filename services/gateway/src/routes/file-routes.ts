@@ -4,7 +4,7 @@ import type { Socket } from 'node:net';
 import { createProxyMiddleware } from 'http-proxy-middleware';
 import { ClientError, Status } from 'nice-grpc';
 import { z } from 'zod';
-import { AdmissionRefusedError, BoundedAdmission, isStatusOfService, toApiTimestamp } from '@cards/platform';
+import { AdmissionRefusedError, BoundedAdmission, isStatusOfService, statusReasonOf, toApiTimestamp, TOO_LARGE } from '@cards/platform';
 import type { files } from '@cards/proto';
 import type { RouteDeps } from '../app';
 import { HttpError, badRequest, serverBusy } from '../http/http-error';
@@ -136,9 +136,12 @@ export function registerFileRoutes(router: Router, { clients, filesHttpAddress, 
     const request = { fileName: body.file_name, mimeType: body.file_mime_type, private: body.private, tags: body.tag_set ?? [], size: bytes.length };
     const header: files.UploadFileHeader = { callerId: user.id, ...request, ...idempotencyOf(req, () => ({ ...request, fileName: request.fileName.trim(), bytes: digestOf(bytes) })) };
     const file = await clients.files.uploadFile(uploadMessages(header, bytes)).catch((err: unknown) => {
+      if (!(err instanceof ClientError && isStatusOfService(err))) throw err;
       // The files service's own overload answer (its parser workers busy) says what to do; the generic 503 would not.
-      if (!(err instanceof ClientError && err.code === Status.UNAVAILABLE && isStatusOfService(err))) throw err;
-      throw serverBusy(err.details, UPLOAD_RETRY_AFTER_SECONDS);
+      if (err.code === Status.UNAVAILABLE) throw serverBusy(err.details, UPLOAD_RETRY_AFTER_SECONDS);
+      // The user's share of its upload checks (PARSER_CHECKS_PER_USER) taken: 429, with Retry-After like every 429.
+      if (err.code === Status.RESOURCE_EXHAUSTED && statusReasonOf(err) !== TOO_LARGE) throw new HttpError(429, err.details, { 'retry-after': String(UPLOAD_RETRY_AFTER_SECONDS) });
+      throw err;
     });
     res.json(presentFile(file, bytes));
   });

@@ -62,7 +62,7 @@ export const filesConfigSchema = z
      * Upload checks one user has running or waiting for a parser worker at once at most; one more is answered
      * RESOURCE_EXHAUSTED (HTTP 429) at once, so one user's flood of uploads leaves the workers and the line to others.
      */
-    PARSER_CHECKS_PER_USER: envInt(2).pipe(z.number().min(1, 'must be at least 1')),
+    PARSER_CHECKS_PER_USER: envInt(4).pipe(z.number().min(1, 'must be at least 1')),
   })
   .superRefine((c, ctx) => {
     if (!LOOPBACK.has(c.FILES_HTTP_HOST) && !c.FILES_INTERNAL_TOKEN) {

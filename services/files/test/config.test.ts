@@ -49,8 +49,8 @@ describe('files config', () => {
     expect(() => loadConfig(filesConfigSchema, { INGESTION_CLAIM_MS: '99999999999999999' })).toThrow(/INGESTION_CLAIM_MS: must be at most 3600000/);
   });
 
-  it('gives each user PARSER_CHECKS_PER_USER upload checks at once (2 by default), at least 1', () => {
-    expect(loadConfig(filesConfigSchema, {}).PARSER_CHECKS_PER_USER).toBe(2);
+  it('gives each user PARSER_CHECKS_PER_USER upload checks at once (4 by default), at least 1', () => {
+    expect(loadConfig(filesConfigSchema, {}).PARSER_CHECKS_PER_USER).toBe(4);
     expect(loadConfig(filesConfigSchema, { PARSER_CHECKS_PER_USER: '5' }).PARSER_CHECKS_PER_USER).toBe(5);
     expect(() => loadConfig(filesConfigSchema, { PARSER_CHECKS_PER_USER: '0' })).toThrow(/PARSER_CHECKS_PER_USER: must be at least 1/);
     expect(() => loadConfig(filesConfigSchema, { PARSER_CHECKS_PER_USER: 'two' })).toThrow(/PARSER_CHECKS_PER_USER/);

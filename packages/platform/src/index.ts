@@ -1,5 +1,6 @@
 export * from './config';
 export * from './bounded-admission';
+export * from './client-shares';
 export * from './errors';
 export * from './idempotency';
 export * from './grpc-client';

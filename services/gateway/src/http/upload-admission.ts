@@ -1,6 +1,5 @@
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
-import { AdmissionRefusedError, BoundedAdmission, type Logger, type Release } from '@cards/platform';
-import { ClientShares } from './client-shares';
+import { AdmissionRefusedError, BoundedAdmission, ClientShares, type Logger, type Release } from '@cards/platform';
 import { HttpError, serverBusy, unauthorized } from './http-error';
 import { watchBodyRate, type SlowBody, type UploadBodyRate } from './upload-body-rate';
 

@@ -1,4 +1,4 @@
-import { AdmissionRefusedError, BoundedAdmission, ResourceExhaustedError, UnavailableError } from '@cards/platform';
+import { AdmissionRefusedError, BoundedAdmission, ClientShares, ResourceExhaustedError, UnavailableError } from '@cards/platform';
 import type { DocumentFormat, ParsedDocument } from '../../domain/model';
 import type { DocumentReader } from '../../domain/ports';
 
@@ -30,7 +30,7 @@ export const OWN_CHECKS_BUSY_MESSAGE = 'You have too many uploads being checked 
 export class BoundedDocumentReader implements DocumentReader {
   private readonly admission: BoundedAdmission;
   /** Upload checks running or waiting, by user. */
-  private readonly checksOf = new Map<string, number>();
+  private readonly checksOf = new ClientShares();
 
   constructor(
     private readonly inner: DocumentReader,
@@ -40,20 +40,15 @@ export class BoundedDocumentReader implements DocumentReader {
   }
 
   async inspect(format: DocumentFormat, bytes: Buffer, uploader?: string): Promise<void> {
-    const mine = uploader === undefined ? 0 : (this.checksOf.get(uploader) ?? 0);
-    if (uploader !== undefined && mine >= this.limits.perUser) throw new ResourceExhaustedError(OWN_CHECKS_BUSY_MESSAGE);
-    if (uploader !== undefined) this.checksOf.set(uploader, mine + 1);
+    const releaseShare = uploader === undefined ? () => undefined : this.checksOf.take(uploader, 1, this.limits.perUser);
+    if (!releaseShare) throw new ResourceExhaustedError(OWN_CHECKS_BUSY_MESSAGE);
     try {
       await this.admission.run(() => this.inner.inspect(format, bytes, uploader));
     } catch (err) {
       if (err instanceof AdmissionRefusedError) throw new UnavailableError(BUSY_MESSAGE);
       throw err;
     } finally {
-      if (uploader !== undefined) {
-        const left = (this.checksOf.get(uploader) ?? 1) - 1;
-        if (left > 0) this.checksOf.set(uploader, left);
-        else this.checksOf.delete(uploader);
-      }
+      releaseShare();
     }
   }
 

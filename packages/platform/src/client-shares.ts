@@ -2,8 +2,8 @@
 export type ShareRelease = () => void;
 
 /**
- * Counts the units of a shared bound (upload bytes, file-read slots) each client holds or waits for, so that one
- * client cannot take the whole bound from the others.
+ * Counts the units of a shared bound (the gateway's upload bytes and file-read slots, the files service's document
+ * checks) each client holds or waits for, so that one client cannot take the whole bound from the others.
  */
 export class ClientShares {
   private readonly held = new Map<string, number>();

@@ -394,7 +394,7 @@ describe('file events on the bus', () => {
     await held.started;
     await repository.setPrivacy(record.id, true, new Date(), []);
     const firstApplied = new Promise<void>((resolve) => (cards.onChange = resolve));
-    const applied = onBus.handleChanges({ topic: Topics.file, key: record.id, payload: changeEvent('privacyChanged', record), offset: '2', attempt: 0 });
+    const applied = onBus.handle({ topic: Topics.file, key: record.id, payload: changeEvent('privacyChanged', record), offset: '2', attempt: 0 });
     // Applied at once to the cards made so far (none yet), without waiting for the ingestion...
     await firstApplied;
     expect(cards.cardsAtPrivacy).toEqual([0]);
@@ -417,7 +417,7 @@ describe('file events on the bus', () => {
     const ingestion = onBus.ingest(record.id);
     await held.started;
     await repository.delete(record.id, []);
-    const deleted = onBus.handleChanges({ topic: Topics.file, key: record.id, payload: changeEvent('deleted', record), offset: '2', attempt: 0 });
+    const deleted = onBus.handle({ topic: Topics.file, key: record.id, payload: changeEvent('deleted', record), offset: '2', attempt: 0 });
     held.release();
     expect((await ingestion).status).toBe('skipped');
     await deleted;
@@ -439,7 +439,7 @@ describe('file events on the bus', () => {
     await held.started;
     await repository.setPrivacy(record.id, true, new Date(), []);
     // The other replica knows of no ingestion under way: it applies the change to the cards made so far (none).
-    await otherReplica.handleChanges({ topic: Topics.file, key: record.id, payload: changeEvent('privacyChanged', record), offset: '2', attempt: 0 });
+    await otherReplica.handle({ topic: Topics.file, key: record.id, payload: changeEvent('privacyChanged', record), offset: '2', attempt: 0 });
     expect(cards.cardsAtPrivacy).toEqual([0]);
     held.release();
     const result = await ingestion;

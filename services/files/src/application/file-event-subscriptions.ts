@@ -24,7 +24,7 @@ export async function subscribeToFileEvents(bus: EventBus, worker: IngestionWork
       if (events.FileEvent.decode(event.payload).kind?.$case === 'uploaded') scheduler.wake();
     },
   });
-  const changes = await bus.subscribe({ group: FILE_CHANGES_GROUP, topics: [Topics.file], maxAttempts, handler: (event) => worker.handleChanges(event) }).catch(async (err: unknown) => {
+  const changes = await bus.subscribe({ group: FILE_CHANGES_GROUP, topics: [Topics.file], maxAttempts, handler: (event) => worker.handle(event) }).catch(async (err: unknown) => {
     await ingestion.close();
     throw err;
   });

@@ -42,12 +42,10 @@ export class IngestionWorker {
 
   constructor(private readonly deps: IngestionWorkerDeps) {}
 
-  /** Handler of the file changes subscription: FileDeleted and FilePrivacyChanged, never behind other files' ingestions. */
-  async handleChanges(delivered: DeliveredEvent): Promise<void> {
-    if (events.FileEvent.decode(delivered.payload).kind?.$case !== 'uploaded') await this.handle(delivered);
-  }
-
-  /** A FileDeleted or FilePrivacyChanged event (FileUploaded only wakes the IngestionScheduler, which calls ingest). */
+  /**
+   * Handler of the file changes subscription: FileDeleted and FilePrivacyChanged, never behind other files' ingestions
+   * (FileUploaded only wakes the IngestionScheduler, which calls ingest, so it is passed over here).
+   */
   async handle(delivered: DeliveredEvent): Promise<void> {
     const event = events.FileEvent.decode(delivered.payload);
     const finalAttempt = delivered.attempt + 1 >= this.deps.maxAttempts;

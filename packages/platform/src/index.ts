@@ -16,6 +16,7 @@ export * from './request-context';
 export * from './shutdown';
 export * from './status-origin';
 export * from './sqlite';
+export * from './sqlite-kept-keys';
 export * from './events/event-bus';
 export * from './events/outbox';
 export * from './events/event-metrics';

@@ -1,4 +1,4 @@
-import { EXPIRED_KEYS_PER_SWEEP, keptKeysExpiredAt, type KeptKeyExpiry, type SqliteDatabase } from '@cards/platform';
+import { keptKeysExpiredAt, removeExpiredSqliteKeptKeys, type KeptKeyExpiry, type SqliteDatabase } from '@cards/platform';
 import type { DeletedIdempotencyKey } from '../../domain/model';
 
 /** The kinds of resources whose keys are kept apart: a client's key on a card and on a collection are two intents. */
@@ -19,10 +19,7 @@ export function keepDeletedIdempotencyKey(db: SqliteDatabase, kind: IdempotentKi
   if (deleted.idempotency_key === null) return;
   db.prepare('INSERT OR REPLACE INTO deleted_idempotency_keys (kind, author_id, idempotency_key, request_fingerprint, deleted_at) VALUES (?, ?, ?, ?, ?)')
     .run(kind, deleted.author_id, deleted.idempotency_key, deleted.request_fingerprint, expiry.now().toISOString());
-  db.prepare(
-    `DELETE FROM deleted_idempotency_keys WHERE (kind, author_id, idempotency_key) IN (
-       SELECT kind, author_id, idempotency_key FROM deleted_idempotency_keys WHERE deleted_at <= ? ORDER BY deleted_at LIMIT ?)`,
-  ).run(keptKeysExpiredAt(expiry).toISOString(), EXPIRED_KEYS_PER_SWEEP);
+  removeExpiredSqliteKeptKeys(db, ['kind', 'author_id', 'idempotency_key'], keptKeysExpiredAt(expiry));
 }
 
 /** The kept key of a deleted resource, or null for none or an expired one (not yet swept). */

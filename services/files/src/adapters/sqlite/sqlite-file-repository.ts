@@ -1,4 +1,4 @@
-import { AlreadyExistsError, appendToSqliteOutbox, creationCursor, EXPIRED_KEYS_PER_SWEEP, keptKeyExpiry, keptKeysExpiredAt, newestFirstRows, openSqlite, pageOfRows, SQLITE_OUTBOX_MIGRATION, type KeptKeyExpiry, type OutgoingEvent, type Page, type SqliteDatabase } from '@cards/platform';
+import { AlreadyExistsError, appendToSqliteOutbox, creationCursor, keptKeyExpiry, keptKeysExpiredAt, newestFirstRows, openSqlite, pageOfRows, removeExpiredSqliteKeptKeys, SQLITE_OUTBOX_MIGRATION, type KeptKeyExpiry, type OutgoingEvent, type Page, type SqliteDatabase } from '@cards/platform';
 import type { DeletedIdempotencyKey, DocumentFormat, FileRecord, IngestionStatus } from '../../domain/model';
 import type { FileRepository, IngestionClaim, IngestionOutcome } from '../../domain/ports';
 
@@ -245,12 +245,7 @@ export class SqliteFileRepository implements FileRepository {
           .prepare('INSERT OR REPLACE INTO deleted_idempotency_keys (user_id, idempotency_key, request_fingerprint, deleted_at) VALUES (?, ?, ?, ?)')
           .run(removed.user_id, removed.idempotency_key, removed.request_fingerprint, this.keyExpiry.now().toISOString());
         // Up to EXPIRED_KEYS_PER_SWEEP expired kept keys go with it, oldest first.
-        this.db
-          .prepare(
-            `DELETE FROM deleted_idempotency_keys WHERE (user_id, idempotency_key) IN (
-               SELECT user_id, idempotency_key FROM deleted_idempotency_keys WHERE deleted_at <= ? ORDER BY deleted_at LIMIT ?)`,
-          )
-          .run(keptKeysExpiredAt(this.keyExpiry).toISOString(), EXPIRED_KEYS_PER_SWEEP);
+        removeExpiredSqliteKeptKeys(this.db, ['user_id', 'idempotency_key'], keptKeysExpiredAt(this.keyExpiry));
       }
       appendToSqliteOutbox(this.db, events);
       return true;

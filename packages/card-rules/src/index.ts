@@ -14,6 +14,8 @@ export const MAX_CONTENT_CHARS = 29_000;
 export const MAX_HTML_CHARS = 500_000;
 export const MAX_LINK_CHARS = 2048;
 export const MAX_TAGS = 100;
+/** Tags given with an uploaded document at most: one below MAX_TAGS, kept free for a heading's title tag on each card. */
+export const MAX_FILE_TAGS = MAX_TAGS - 1;
 export const MAX_TAG_CHARS = 200;
 export const MAX_COLLECTION_NAME_CHARS = 255;
 export const MAX_COLLECTION_DESCRIPTION_CHARS = 2000;

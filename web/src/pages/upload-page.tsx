@@ -1,3 +1,4 @@
+import { MAX_FILE_TAGS } from '@cards/card-rules';
 import { useEffect, useMemo, useState } from 'preact/hooks';
 import { api, newIdempotencyKey, toBase64Url, uploadFile, type FileRecord, type ListedCollection } from '../api';
 import { tagsFromInput, tagsMessage } from '../card-rules';
@@ -11,8 +12,6 @@ const MIME_TYPES: Record<string, string> = {
   odt: 'application/vnd.oasis.opendocument.text',
   pdf: 'application/pdf',
 };
-/** The files service's limit on the tags given with a document (one below the cards service's). */
-const MAX_FILE_TAGS = 99;
 /** The gateway's default MAX_FILE_BYTES; the server answers 413 for anything larger. */
 const MAX_BYTES = 20 * 1024 * 1024;
 

@@ -1,7 +1,7 @@
 import type { Readable } from 'node:stream';
 import { AlreadyExistsError, InvalidArgumentError, NotFoundError, pageLimit, PermissionDeniedError, refuseIfProblem, earlierCreateForKey, TooLargeError, Topics, UnauthenticatedError, isUuid, newId, type Logger, type Page } from '@cards/platform';
 import { events } from '@cards/proto';
-import { splitTags, tagsProblem } from '@cards/card-rules';
+import { MAX_FILE_TAGS, splitTags, tagsProblem } from '@cards/card-rules';
 import { checkMagicBytes, checkMimeType, formatFromFileName } from '../domain/document-format';
 import type { FileRecord } from '../domain/model';
 import type { DocumentReader, FileRepository, ObjectStore } from '../domain/ports';
@@ -32,8 +32,6 @@ export interface FilesServiceDeps {
   onEventsWritten(): void;
 }
 
-/** The cards service allows 100 tags; one is kept free for the heading's title tag. */
-const MAX_TAGS = 99;
 
 /** Use cases of the files service: upload, read, list, change privacy, delete. */
 export class FilesService {
@@ -64,7 +62,7 @@ export class FilesService {
     }
     // Split at commas like the cards service does (tags are shown comma-joined).
     const tags = splitTags(input.tags);
-    refuseIfProblem('tag_set', tagsProblem(tags, MAX_TAGS));
+    refuseIfProblem('tag_set', tagsProblem(tags, MAX_FILE_TAGS));
     checkMagicBytes(format, input.bytes);
     await this.deps.reader.inspect(format, input.bytes, input.callerId);
 

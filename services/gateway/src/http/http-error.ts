@@ -15,3 +15,5 @@ export const unauthorized = (message = 'You must be logged in') => new HttpError
 export const notFound = (message = 'Not found') => new HttpError(404, message);
 /** Overload answered as designed (a bound on uploads or reads is full): 503 with Retry-After. */
 export const serverBusy = (message: string, retryAfterSeconds: number) => new HttpError(503, message, { 'retry-after': String(retryAfterSeconds) });
+/** The client's own share of a bound is taken (its uploads, its file reads, its document checks), others still served: 429 with Retry-After. */
+export const ownShareTaken = (message: string, retryAfterSeconds: number) => new HttpError(429, message, { 'retry-after': String(retryAfterSeconds) });

@@ -1,6 +1,6 @@
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { AdmissionRefusedError, BoundedAdmission, ClientShares, type Logger, type Release } from '@cards/platform';
-import { HttpError, serverBusy, unauthorized } from './http-error';
+import { HttpError, ownShareTaken, serverBusy, unauthorized } from './http-error';
 import { watchBodyRate, type SlowBody, type UploadBodyRate } from './upload-body-rate';
 
 export interface UploadAdmissionLimits {
@@ -62,7 +62,7 @@ export function uploadAdmission(limits: UploadAdmissionLimits, body?: UploadBody
     const weight = req.headers['transfer-encoding'] === undefined && !isCompressed(req) && Number.isFinite(declared) ? Math.min(declared, limits.bodyLimitBytes) : limits.bodyLimitBytes;
     // refuseUploadUnread runs first: there is a user.
     const releaseShare = perUser.take(req.user!.id, weight, capacity / 2);
-    if (!releaseShare) return next(new HttpError(429, OWN_UPLOADS_BUSY_MESSAGE, { 'retry-after': String(UPLOAD_RETRY_AFTER_SECONDS) }));
+    if (!releaseShare) return next(ownShareTaken(OWN_UPLOADS_BUSY_MESSAGE, UPLOAD_RETRY_AFTER_SECONDS));
     const clientGone = new AbortController();
     let release: Release | undefined;
     let closed = false;

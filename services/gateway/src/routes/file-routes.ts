@@ -7,7 +7,7 @@ import { z } from 'zod';
 import { AdmissionRefusedError, BoundedAdmission, ClientShares, isStatusOfService, statusReasonOf, toApiTimestamp, TOO_LARGE } from '@cards/platform';
 import type { files } from '@cards/proto';
 import type { RouteDeps } from '../app';
-import { HttpError, badRequest, serverBusy } from '../http/http-error';
+import { HttpError, badRequest, ownShareTaken, serverBusy } from '../http/http-error';
 import { UPLOAD_RETRY_AFTER_SECONDS } from '../http/upload-admission';
 import { clientAddressKey } from '../http/rate-limits';
 import { digestOf, idempotencyOf } from '../http/idempotency-key';
@@ -139,7 +139,7 @@ export function registerFileRoutes(router: Router, { clients, filesHttpAddress, 
       // The files service's own overload answer (its parser workers busy) says what to do; the generic 503 would not.
       if (err.code === Status.UNAVAILABLE) throw serverBusy(err.details, UPLOAD_RETRY_AFTER_SECONDS);
       // The user's share of its upload checks (PARSER_CHECKS_PER_USER) taken: 429, with Retry-After like every 429.
-      if (err.code === Status.RESOURCE_EXHAUSTED && statusReasonOf(err) !== TOO_LARGE) throw new HttpError(429, err.details, { 'retry-after': String(UPLOAD_RETRY_AFTER_SECONDS) });
+      if (err.code === Status.RESOURCE_EXHAUSTED && statusReasonOf(err) !== TOO_LARGE) throw ownShareTaken(err.details, UPLOAD_RETRY_AFTER_SECONDS);
       throw err;
     });
     res.json(presentFile(file, bytes));
@@ -217,7 +217,7 @@ export function registerFileRoutes(router: Router, { clients, filesHttpAddress, 
   router.get('/file/:file_id', async (req, res) => {
     const fileId = uuidParam(req, 'file_id');
     const releaseShare = readsPerClient.take(req.user ? `user:${req.user.id}` : `address:${clientAddressKey(req.ip)}`, 1, fileReads.perClient);
-    if (!releaseShare) throw new HttpError(429, OWN_FILE_READS_BUSY_MESSAGE, { 'retry-after': String(FILE_READ_RETRY_AFTER_SECONDS) });
+    if (!releaseShare) throw ownShareTaken(OWN_FILE_READS_BUSY_MESSAGE, FILE_READ_RETRY_AFTER_SECONDS);
     const release = await reads.acquire().catch((err: unknown) => {
       releaseShare();
       if (!(err instanceof AdmissionRefusedError)) throw err;

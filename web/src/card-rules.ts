@@ -3,7 +3,7 @@
  * cards service enforces), applied in the form so a person learns what is wrong before sending. The
  * server stays the authority and re-checks everything.
  */
-import { BLOCK_TAGS, characterCount, collapseTextLines, linkProblem, MAX_CONTENT_CHARS, MAX_HTML_CHARS, MAX_LINK_CHARS, MAX_TAG_CHARS, MAX_TAGS, MAX_WORDS, MIN_WORDS_EXCLUSIVE, nameProblem, splitTags, tagsProblem, wellFormedProblem, wordCount } from '@cards/card-rules';
+import { BLOCK_TAGS, characterCount, codePointName, collapseTextLines, linkProblem, MAX_CONTENT_CHARS, MAX_HTML_CHARS, MAX_LINK_CHARS, MAX_TAG_CHARS, MAX_TAGS, MAX_WORDS, MIN_WORDS_EXCLUSIVE, nameProblem, splitTags, tagsProblem, wellFormedProblem, wordCount } from '@cards/card-rules';
 import { BROKEN_CHARACTER, freeTextMessage } from './free-text';
 
 const BLOCKS = new Set(BLOCK_TAGS);
@@ -83,7 +83,7 @@ const HIDDEN_CHARACTER = /[\p{Cc}\p{Cf}\p{Default_Ignorable_Code_Point}\u2028\u2
 
 /** A tag with its hidden characters written out ("ab<U+202E>cd"), so a bidi override in it cannot reorder the message. */
 export function visibleTag(tag: string): string {
-  return tag.replace(HIDDEN_CHARACTER, (c) => `<U+${c.codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')}>`);
+  return tag.replace(HIDDEN_CHARACTER, (c) => `<${codePointName(c)}>`);
 }
 
 /**

@@ -105,7 +105,7 @@ export function controlCharacterProblem(text: string, shape: TextShape): string 
 }
 
 /** A character's code point as U+XXXX (at least four hex digits), the way answers name what cannot be seen. */
-const codePointName = (character: string) => `U+${character.codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')}`;
+export const codePointName = (character: string): string => `U+${character.codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')}`;
 
 // With the u flag a surrogate half matches only when unpaired (a pair is read as the one code point it encodes).
 const LONE_SURROGATE = /\p{Cs}/u;

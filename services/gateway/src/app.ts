@@ -8,7 +8,7 @@ import { jsonBodyParser, requireJsonBodies } from './http/json-body';
 import { createMetrics, type GatewayMetrics } from './http/metrics';
 import { accessLog, type AccessLogLevel } from './http/access-log';
 import { observeRequestEnds } from './http/request-end';
-import { refuseNonNormalGatewayPaths } from './http/api-paths';
+import { decodeUnreservedEscapes, refuseNonNormalGatewayPaths } from './http/api-paths';
 import { requireOneHost } from './http/host-header';
 import { recordMountPath } from './http/route-label';
 import { securityHeaders } from './http/security-headers';
@@ -108,6 +108,8 @@ export function createGatewayApp(options: GatewayAppOptions): Express {
   app.use(requireOneHost);
   app.use(serverWideOptions(routes));
   app.use(refuseNonNormalGatewayPaths);
+  // /api/card/%63ount is /api/card/count: escaped letters, digits and -._~ are routed as the characters.
+  app.use(decodeUnreservedEscapes);
 
   // Liveness: this process answers HTTP at all (its event loop turns). Nothing else is asked, so a peer or engine
   // outage never restarts the gateway; a wedged process (a TCP connect still succeeds) fails it.

@@ -47,3 +47,37 @@ export function refuseNonNormalGatewayPaths(req: Request, _res: Response, next: 
   if (normal === undefined) return next();
   next(notFound(`No such route: the path is not in normal form (no empty, "." or ".." segments, encoded or back slashes); did you mean ${req.method} ${normal}?`));
 }
+
+/** RFC 3986 §2.3: the characters a URI may hold as they are, whose escapes are the same URI (§6.2.2.2). */
+const UNRESERVED = /^[A-Za-z0-9\-._~]$/;
+const ESCAPE = /%([0-9A-Fa-f]{2})/g;
+/** A `%` that does not start an escape (`%zz`, a lone `%`). */
+const BROKEN_ESCAPE = /%(?![0-9A-Fa-f]{2})/;
+/** The scheme and authority of an absolute-form request target (`http://host:port`), before its path. */
+const ABSOLUTE_FORM_PREFIX = /^[A-Za-z][A-Za-z0-9+.-]*:\/\/[^/?#]*/;
+
+/**
+ * `/api/card/%63ount` is `/api/card/count` (RFC 3986 §6.2.2.2: an escaped unreserved character, a letter, digit,
+ * `-`, `.`, `_` or `~`, is the character), so a path under the gateway's roots is routed with those escapes decoded:
+ * a fixed segment then matches its route and a parameter holds what it held before (the router decodes it).
+ * Every other escape stays as sent for the route to decode into its parameter: `%2F` is never a separator, `%25`
+ * never starts a second escape, `%00` reaches the parameter's own check. A path with a broken escape (`%zz`) is left
+ * alone: decoding around it could make one (`%%34%31` would become `%41`); a parameter holding it is 400.
+ * Runs after refuseNonNormalGatewayPaths, which has refused `.`/`..` segments, escaped ones included, and the
+ * escaped root (`/%61pi`): decoding makes no dot segment and no new root. req.originalUrl keeps the path as sent.
+ */
+export function decodeUnreservedEscapes(req: Request, _res: Response, next: NextFunction): void {
+  const url = req.url;
+  const start = url.startsWith('/') ? 0 : (ABSOLUTE_FORM_PREFIX.exec(url)?.[0].length ?? -1);
+  if (start < 0) return next();
+  const queryAt = url.indexOf('?', start);
+  const end = queryAt < 0 ? url.length : queryAt;
+  const path = url.slice(start, end);
+  if (!path.includes('%') || BROKEN_ESCAPE.test(path) || !NORMAL_GATEWAY_PATH.test(path)) return next();
+  const decoded = path.replace(ESCAPE, (escape, hex: string) => {
+    const char = String.fromCharCode(parseInt(hex, 16));
+    return UNRESERVED.test(char) ? char : escape;
+  });
+  if (decoded !== path) req.url = url.slice(0, start) + decoded + url.slice(end);
+  next();
+}

@@ -83,6 +83,12 @@ describe('percent-encoded unreserved characters in API paths', () => {
     }
   });
 
+  it('tells a call without the /api prefix where it is whatever its escapes, as the API routes it', async () => {
+    for (const path of ['/card/search/1', '/card/%73earch/1', '/card/search/%31']) {
+      expect(await call('POST', path)).toEqual({ path, status: 404, allow: null, body: { message: 'No such route: the HTTP interface is served under /api (POST /api/card/search/1)' } });
+    }
+  });
+
   it('makes no dot segment and no root from escapes: those paths stay the documented 404 naming the normal path', async () => {
     for (const [path, normal] of [
       ['/api/card/%2e%2e/card/count', 'GET /api/card/count'],

@@ -73,11 +73,17 @@ export function decodeUnreservedEscapes(req: Request, _res: Response, next: Next
   const queryAt = url.indexOf('?', start);
   const end = queryAt < 0 ? url.length : queryAt;
   const path = url.slice(start, end);
-  if (!path.includes('%') || BROKEN_ESCAPE.test(path) || !NORMAL_GATEWAY_PATH.test(path)) return next();
-  const decoded = path.replace(ESCAPE, (escape, hex: string) => {
+  if (!path.includes('%') || !NORMAL_GATEWAY_PATH.test(path)) return next();
+  const decoded = unreservedDecoded(path);
+  if (decoded !== path) req.url = url.slice(0, start) + decoded + url.slice(end);
+  next();
+}
+
+/** `path` with its escaped unreserved characters decoded; as it is when it holds a broken escape (see above). */
+export function unreservedDecoded(path: string): string {
+  if (!path.includes('%') || BROKEN_ESCAPE.test(path)) return path;
+  return path.replace(ESCAPE, (escape, hex: string) => {
     const char = String.fromCharCode(parseInt(hex, 16));
     return UNRESERVED.test(char) ? char : escape;
   });
-  if (decoded !== path) req.url = url.slice(0, start) + decoded + url.slice(end);
-  next();
 }

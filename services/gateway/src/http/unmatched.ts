@@ -1,4 +1,5 @@
 import type { NextFunction, Request, Response, Router } from 'express';
+import { unreservedDecoded } from './api-paths';
 import { HttpError, notFound } from './http-error';
 
 /** What the router keeps per `use` or route; `match` is its own matching (path-to-regexp), with no state kept. */
@@ -128,8 +129,10 @@ export function unmatchedRequest(index: RouteMethodIndex) {
   return (req: Request, res: Response, next: NextFunction) => {
     const allowed = index.methodsFor(req.path);
     if (allowed.length > 0) return answerOtherMethod(allowed, req, res, next);
-    if (index.methodsFor(`/api${req.path}`).includes(req.method)) {
-      return next(notFound(`No such route: the HTTP interface is served under /api (${req.method} /api${req.path})`));
+    // As the API routes it (/card/%73earch/1 is /card/search/1).
+    const apiPath = `/api${unreservedDecoded(req.path)}`;
+    if (index.methodsFor(apiPath).includes(req.method)) {
+      return next(notFound(`No such route: the HTTP interface is served under /api (${req.method} ${apiPath})`));
     }
     next(notFound('No such route'));
   };

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { events } from '@cards/proto';
-import { AlreadyExistsError, InvalidArgumentError, newId, NotFoundError, PermissionDeniedError, earlierCreateForKey, UnauthenticatedError, UnavailableError, type Logger } from '@cards/platform';
+import { AlreadyExistsError, InvalidArgumentError, newId, NotFoundError, PermissionDeniedError, earlierCreateForKey, RetryableUnavailableError, UnauthenticatedError, UnavailableError, type Logger } from '@cards/platform';
 import { collisionMovesOnChange, isVisibleTo, leavesRoot, mayHoldCollision, rehomedCollisions, PAGE_SIZE, totalPages, withFileShownTo, type AuthorScore, type Card, type CardGroup, type CollisionMove, type Vote } from '../domain/model';
 import { StaleCardError, type CardRepository, type CollectionRepository, type ContentLock, type FileDirectory, type NearDuplicateFinder, type UserDirectory, type VoteRepository } from '../domain/ports';
 import { cardTextFromHtml, fingerprintOf, isNearCopy, jaccard, NEAR_COPY_JACCARD, shinglesOf, SKETCH_MIN_SHARED, validLink, validOcFilePath, validTags } from '../domain/rules';
@@ -84,6 +84,11 @@ const CONCURRENT_ROOTS_LOOKBACK_MS = 5_000;
 const CONCURRENT_ROOTS_LIMIT = 50;
 /** Cut-off collisions read at a time by recheckCutOffCollisions. */
 const CUT_OFF_BATCH = 100;
+/**
+ * Deliveries of search's announcement of a card whose near-duplicate lookup search still cannot answer (recordIndexed):
+ * retried by the bus (at most 5 s apart, so about 5 minutes), then the card stays as it is, logged.
+ */
+export const OWED_LOOKUP_DELIVERIES = 60;
 
 export function requireCaller(callerId: string | undefined): string {
   if (!callerId) throw new UnauthenticatedError('You must be logged in');
@@ -117,7 +122,7 @@ export class CardService {
     if (input.idempotencyKey) {
       const existing = await this.earlierCreate(callerId, input.idempotencyKey, input.requestFingerprint);
       // A retry of a create cut off after its insert (file ingestion after a crash) finishes what that create owes.
-      if (existing) return asCreated((await this.finishOwedLookAgain(existing.id)) ?? existing);
+      if (existing) return asCreated((await this.finishOwedLookAgain(existing.id))?.card ?? existing);
     }
     const { cardHtml, content } = cardTextFromHtml(input.cardHtml);
     const link = validLink(input.link);
@@ -131,7 +136,7 @@ export class CardService {
     const fingerprint = fingerprintOf(content);
     // Copies of one text sent at the same moment are stored one after the other, so the later ones find the first.
     return this.deps.contentLock.run(fingerprint.contentHash, async () => {
-      const { root, checked } = await this.findRoot(content, fingerprint, callerId, isPrivate);
+      const { root, checked, lookupOwed } = await this.findRoot(content, fingerprint, callerId, isPrivate);
       const now = this.now();
       const card: Card = {
         id: newId(),
@@ -167,7 +172,7 @@ export class CardService {
         throw err;
       }
       this.deps.eventsWritten();
-      return asCreated(await this.lookAgain(card, fingerprint, root, checked));
+      return asCreated((await this.lookAgain(card, fingerprint, root, checked, lookupOwed)).card);
     });
   }
 
@@ -192,25 +197,37 @@ export class CardService {
    * settles with near copies stored at the same moment (settleNearCopyRoots). The request runs it; a create cut off
    * before the end (process killed, an error) leaves the mark, and finishOwedLookAgain runs it later. `found` and
    * `checked`: the root the duplicate check chose and the roots it noted; null when the look-again resumes after a cut.
-   * Answers the card as it ends up.
+   * `lookupOwed`: search could not answer the duplicate check. Answers the card as it ends up and whether it still owes
+   * the lookup: search could not answer and it is still a root unchanged since its creation. The mark then stays, and
+   * search's announcement of the card (recordIndexed, once search is back and has indexed it) runs the look-again again,
+   * asking the whole index (embeddingCopyRoots) as the create's check would have.
    */
-  private async lookAgain(card: Card, fingerprint: ReturnType<typeof fingerprintOf>, found: Card | null, checked: CheckedRoots | null): Promise<Card> {
+  private async lookAgain(card: Card, fingerprint: ReturnType<typeof fingerprintOf>, found: Card | null, checked: CheckedRoots | null, lookupOwed = false): Promise<{ card: Card; owed: boolean }> {
     let placed = card;
+    let owed = lookupOwed;
     if (placed.collisionOf) placed = await this.recheckRoot(placed, found);
     // A root changed since its creation is left as its change made it: an edited card never becomes a collision.
-    if (!placed.collisionOf && placed.updatedAt.getTime() === placed.createdAt.getTime()) placed = await this.settleNearCopyRoots(placed, fingerprint, checked);
+    if (!placed.collisionOf && placed.updatedAt.getTime() === placed.createdAt.getTime()) {
+      // Search did not answer the check a moment ago: not asked again here (the owed look-again asks it).
+      const settled = await this.settleNearCopyRoots(placed, fingerprint, checked, !lookupOwed);
+      placed = settled.card;
+      if (settled.owed) owed = true;
+      if (owed && !placed.collisionOf) return { card: placed, owed: true };
+    }
     await this.deps.cards.clearLookAgainOwed(card.id);
-    return placed;
+    return { card: placed, owed: false };
   }
 
   /**
    * A create cut off after its insert (process killed, an error) left the card owing its look-again: it is run now,
    * by the announcement of the card by search, by a retry of the create with its idempotency key, or (a collision's
    * root check, as search announces roots only) by recheckCutOffCollisions at start. Under the content lock of the
-   * card's text, so it waits for a request still finishing it, and only while the mark is set. Answers the card as it
-   * ends up; null when it owed nothing (then nothing but the mark is read).
+   * card's text, so it waits for a request still finishing it, and only while the mark is set. A create whose
+   * near-duplicate lookup search could not answer owes its look-again the same way (lookAgain). Answers the card as it
+   * ends up and whether it still owes the lookup (search still cannot answer); null when it owed nothing (then nothing
+   * but the mark is read).
    */
-  private async finishOwedLookAgain(cardId: string): Promise<Card | null> {
+  private async finishOwedLookAgain(cardId: string): Promise<{ card: Card; owed: boolean } | null> {
     const owed = await this.deps.cards.findWithLookAgainOwed(cardId);
     if (!owed) return null;
     return this.deps.contentLock.run(fingerprintOf(owed.content).contentHash, async () => {
@@ -269,12 +286,12 @@ export class CardService {
    * later joins it with its collisions, when the earlier may hold it. Of two such inserts at least the later reader sees
    * the other, and a join whose card is no longer a root does nothing, so whichever request sees both settles them, once.
    * The embedding verdict is asked again only about roots stored while this card's check ran that could join it or take
-   * it (embeddingCopyRoots). Answers the card as it ends up.
+   * it (embeddingCopyRoots). Answers the card as it ends up, and whether search could not answer (the lookup is owed).
    */
-  private async settleNearCopyRoots(card: Card, fingerprint: ReturnType<typeof fingerprintOf>, checked: CheckedRoots | null): Promise<Card> {
+  private async settleNearCopyRoots(card: Card, fingerprint: ReturnType<typeof fingerprintOf>, checked: CheckedRoots | null, askSearch = true): Promise<{ card: Card; owed: boolean }> {
     const byContent = await this.nearCopyRoots(card, fingerprint);
-    const byEmbedding = await this.embeddingCopyRoots(card, checked, new Set(byContent.map((r) => r.id)));
-    return this.settleWith(card, [...byContent, ...byEmbedding]);
+    const byEmbedding = askSearch ? await this.embeddingCopyRoots(card, checked, new Set(byContent.map((r) => r.id))) : null;
+    return { card: await this.settleWith(card, [...byContent, ...(byEmbedding ?? [])]), owed: byEmbedding === null };
   }
 
   /** `card`, a root, joins the earliest of `found` that may hold it, or else takes the later ones it may hold. */
@@ -308,9 +325,11 @@ export class CardService {
    * (not among the roots it noted before asking search), so neither check compared the two: the index holds neither
    * yet, or got the other after it was asked. Only roots that could settle with it by the creation rule go (an earlier one
    * that may hold it, a later one it may hold), so search is asked a second time only when such a root was stored during
-   * this create's check; it embeds them as not indexed.
+   * this create's check; it embeds them as not indexed. A look-again resumed (after a cut, or owed because search could
+   * not answer the create's check) asks about the indexed roots as well, as the create's check would have. Null when
+   * search could not answer.
    */
-  private async embeddingCopyRoots(card: Card, checked: CheckedRoots | null, known: ReadonlySet<string>): Promise<Card[]> {
+  private async embeddingCopyRoots(card: Card, checked: CheckedRoots | null, known: ReadonlySet<string>): Promise<Card[] | null> {
     // Without the check's note (a collision that left its root, a look-again resumed after a cut): the roots created within
     // the look-back either side of the card's creation, as later ones found it stored when they looked.
     const since = checked?.since ?? new Date(card.createdAt.getTime() - CONCURRENT_ROOTS_LOOKBACK_MS);
@@ -318,10 +337,29 @@ export class CardService {
     const recent = await this.deps.cards.findRootsCreatedSince(settlingViewer(card), since, CONCURRENT_ROOTS_LIMIT, until);
     const settlesWith = (r: Card) => (isOlder(r, card) && mayHoldCollision(r, card)) || (isOlder(card, r) && mayHoldCollision(card, r));
     const fresh = recent.filter((r) => r.id !== card.id && !checked?.known.has(r.id) && !known.has(r.id) && settlesWith(r));
-    if (fresh.length === 0) return [];
+    if (fresh.length === 0 && checked) return [];
     const verdicts = await this.deps.nearDuplicates.find(card.content, card.authorId, NEAR_DUPLICATE_CANDIDATES + fresh.length, fresh.map((r) => ({ cardId: r.id, content: r.content })));
+    if (verdicts === null) return null;
     const copies = new Set(verdicts.filter((v) => v.duplicate).map((v) => v.cardId));
-    return fresh.filter((r) => copies.has(r.id));
+    const freshCopies = fresh.filter((r) => copies.has(r.id));
+    if (checked) return freshCopies;
+    const freshIds = new Set(fresh.map((r) => r.id));
+    const hitIds = verdicts.map((v) => v.cardId).filter((id) => id !== card.id && !freshIds.has(id) && !known.has(id));
+    return [...freshCopies, ...(await this.indexedCopyRoots(card, hitIds, copies, settlesWith))];
+  }
+
+  /**
+   * The roots of the index's hits `hitIds` that copy `card` by the embedding verdict (`copies`) or by shingles, as
+   * findRoot takes them (a hit made a collision since counts by its root), that could settle with it.
+   */
+  private async indexedCopyRoots(card: Card, hitIds: readonly string[], copies: ReadonlySet<string>, settlesWith: (r: Card) => boolean): Promise<Card[]> {
+    if (hitIds.length === 0) return [];
+    const shingles = shinglesOf(card.content);
+    const hits = (await this.deps.cards.findByIds(hitIds)).filter((c) => copies.has(c.id) || jaccard(shingles, shinglesOf(c.content)) >= NEAR_COPY_JACCARD);
+    const rootIds = new Set(hits.map((c) => c.collisionOf ?? c.id));
+    rootIds.delete(card.id);
+    if (rootIds.size === 0) return [];
+    return (await this.deps.cards.findByIds([...rootIds])).filter((r) => r.collisionOf === null && settlesWith(r));
   }
 
   /** `later`, a root, joins `earlier` with its collisions (settleNearCopyRoots); false when either is no longer a root. */
@@ -363,11 +401,12 @@ export class CardService {
    * The root a new card duplicates, or null. Exact normalized content first, then a near copy by word shingles,
    * then the search index's embedding verdict over the indexed roots and those not indexed yet. A root qualifies when it may hold the new card (mayHoldCollision: the
    * author may see it, and it is at least as visible as the card); otherwise the new card is a root of its own.
-   * `checked`: the roots stored when search was asked (null when it was not asked).
+   * `checked`: the roots stored when search was asked (null when it was not asked). `lookupOwed`: search could not
+   * answer, so the card is a root by the exact and shingle rules for now and owes the lookup (lookAgain).
    */
-  private async findRoot(content: string, fingerprint: ReturnType<typeof fingerprintOf>, callerId: string, isPrivate: boolean): Promise<{ root: Card | null; checked: CheckedRoots | null }> {
+  private async findRoot(content: string, fingerprint: ReturnType<typeof fingerprintOf>, callerId: string, isPrivate: boolean): Promise<{ root: Card | null; checked: CheckedRoots | null; lookupOwed: boolean }> {
     let checked: CheckedRoots | null = null;
-    const found = (root: Card | null) => ({ root, checked });
+    const found = (root: Card | null, lookupOwed = false) => ({ root, checked, lookupOwed });
     const { cards } = this.deps;
     const rootCache = new Map<string, Card | null>();
     const qualifyingRoot = async (c: Card): Promise<Card | null> => {
@@ -405,6 +444,7 @@ export class CardService {
     const unindexed = (await cards.findUnindexedRoots(callerId, new Date(Date.now() - UNINDEXED_LOOKBACK_MS), UNINDEXED_CANDIDATES)).filter((r) => mayHoldCollision(r, { authorId: callerId, private: isPrivate }));
     checked = { since, known: new Set([...storedBefore, ...unindexed].map((r) => r.id)) };
     const candidates = await this.deps.nearDuplicates.find(content, callerId, NEAR_DUPLICATE_CANDIDATES, unindexed.map((r) => ({ cardId: r.id, content: r.content })));
+    if (candidates === null) return found(null, true);
     if (candidates.length === 0) return found(null);
     const stored = new Map((await cards.findByIds(candidates.map((c) => c.cardId))).map((c) => [c.id, c]));
     const byIndexShingles = await nearCopy([...stored.values()]);
@@ -650,12 +690,20 @@ export class CardService {
   /**
    * The search service indexed a root card. A card whose create was cut off before it finished its look-again (the
    * process killed after the insert) still owes it, and this announcement, durable like every event and delivered again
-   * when its handling was cut, reaches it after the restart: the whole look-again runs then (finishOwedLookAgain). A card
-   * whose create finished it reads nothing more.
+   * when its handling was cut, reaches it after the restart: the whole look-again runs then (finishOwedLookAgain). So does
+   * a card made while search could not answer its near-duplicate lookup (restarting, loading its index, down): search
+   * announces it once it is back and has indexed it. A card whose create finished it reads nothing more. `delivery`: how
+   * many times the announcement was delivered before (the bus's attempt).
    */
-  async recordIndexed(cardId: string, vectorPointId: string): Promise<void> {
+  async recordIndexed(cardId: string, vectorPointId: string, delivery = 0): Promise<void> {
     await this.deps.cards.setVectorPointId(cardId, vectorPointId);
-    await this.finishOwedLookAgain(cardId);
+    const after = await this.finishOwedLookAgain(cardId);
+    if (!after?.owed) return;
+    // Search announced the card but could not answer its lookup (overloaded, restarting again): the bus delivers the
+    // announcement again a while later, never dead-lettered; not forever: then the card stays a root, as it was made.
+    if (delivery + 1 < OWED_LOOKUP_DELIVERIES) throw new RetryableUnavailableError('The search service did not answer the near-duplicate lookup of a card it indexed; trying again');
+    await this.deps.cards.clearLookAgainOwed(cardId);
+    this.deps.logger.warn({ cardId, deliveries: delivery + 1 }, 'search did not answer the near-duplicate lookup of a card it indexed, again and again: the card stays a root by the exact and shingle rules');
   }
 
   /**

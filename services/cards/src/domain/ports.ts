@@ -322,10 +322,13 @@ export interface UnindexedRoot {
   content: string;
 }
 
-/** Asks the search index for cards semantically close to new content. Never throws: an absent index answers []. */
+/**
+ * Asks the search index for cards semantically close to new content. Never throws: an index without the lookup answers
+ * [], and null means the lookup could not run now (search unreachable, still loading, too slow): the caller owes it.
+ */
 export interface NearDuplicateFinder {
   /** Candidates among the indexed roots the caller may see and `unindexed` (roots the caller may see, not indexed yet). */
-  find(content: string, callerId: string, limit: number, unindexed?: readonly UnindexedRoot[]): Promise<NearDuplicateCandidate[]>;
+  find(content: string, callerId: string, limit: number, unindexed?: readonly UnindexedRoot[]): Promise<NearDuplicateCandidate[] | null>;
 }
 
 /** A file as a card carrying it needs it. */

@@ -516,12 +516,49 @@ describe('lists, tables and notes', () => {
       await expect(reader.inspect('docx', blank)).rejects.toThrow('base64_docx_file: the document is empty (no text)');
     });
 
-    it("inspect accepts a .doc whose only text is a footnote and a text box, which follow the body's text", async () => {
+    it("inspect accepts a .doc whose only text is a footnote and a text box: the note at its reference, the box after the body's text", async () => {
       // notes.doc (make-fixtures.sh, src/notes.fodt): an empty body but for a footnote's reference and a text box.
       await expect(reader.inspect('doc', fixture('notes.doc'))).resolves.toBeUndefined();
       const { blocks } = await reader.parse('doc', fixture('notes.doc'));
-      expect(blocks.map((b) => b.text.split(' ').slice(0, 2).join(' '))).toEqual(['Boxed tbaa', 'Footnote fnaa']);
+      expect(blocks.map((b) => b.text.split(' ').slice(0, 2).join(' '))).toEqual(['[1: Footnote', 'Boxed tbaa']);
       expect(splitIntoCards({ blocks })).toHaveLength(1);
+    });
+
+    it('.doc: footnotes and endnotes are put at their references, "[1: text]" as in a .docx, not after the body', async () => {
+      // placed-notes.doc (make-fixtures.sh, src/placed-notes.fodt): a footnote of two paragraphs, one with a custom mark
+      // ("*") and an endnote, each referenced inside a paragraph. Footnotes and endnotes are numbered as Word shows them,
+      // each from 1; a custom mark is the note's mark.
+      const { blocks } = await reader.parse('doc', fixture('placed-notes.doc'));
+      expect(blocks.map((b) => b.text)).toEqual([
+        'Dune grasses bind the sand of the foredune. [1: Marram grass, counted in May. Its roots reach two metres.] Storms still cut the dune face each winter.',
+        'Wardens fence the paths [*: Chestnut paling, renewed yearly.] and plant new grass [1: Planting notes are kept at the visitor centre.] in spring.',
+        'Visitors keep to the boardwalk.',
+      ]);
+      // As the .docx reading puts a note: the same text at the reference (a Word .docx numbers its notes from 1).
+      const docx = blocksFromHtml(
+        '<p>Dune grasses bind the sand of the foredune.<sup><a href="#footnote-1" id="footnote-ref-1">[1]</a></sup> Storms still cut the dune face each winter.</p>' +
+          '<ol><li id="footnote-1"><p>Marram grass, counted in May.</p><p>Its roots reach two metres. <a href="#footnote-ref-1">↑</a></p></li></ol>',
+      );
+      expect(docx.map((b) => b.text)).toEqual([blocks[0]!.text]);
+    });
+
+    it('.doc: a document whose note tables cannot be read keeps its notes after the body, as word-extractor gives them', async () => {
+      const bytes = Buffer.from(fixture('placed-notes.doc'));
+      // The WordDocument stream's FIB (magic 0xA5EC at a sector's start); its footnote reference table made to reach past
+      // the table stream (lcbPlcffndRef, MS-DOC FibRgFcLcb97).
+      let fib = 0;
+      while (bytes.readUInt16LE(fib) !== 0xa5ec) fib += 512;
+      bytes.writeUInt32LE(0x7ffffff0, fib + 0xae);
+      const { blocks } = await reader.parse('doc', bytes);
+      expect(blocks.map((b) => b.text)).toEqual([
+        'Dune grasses bind the sand of the foredune. Storms still cut the dune face each winter.',
+        'Wardens fence the paths* and plant new grass in spring.',
+        'Visitors keep to the boardwalk.',
+        'Marram grass, counted in May.',
+        'Its roots reach two metres.',
+        '* Chestnut paling, renewed yearly.',
+        'Planting notes are kept at the visitor centre.',
+      ]);
     });
 
     it('a note referenced in a heading is the paragraph after it: the heading stays a title, the note is text (.docx, .odt)', async () => {
@@ -772,6 +809,37 @@ describe('document titles, hyphens at line ends, text boxes', () => {
     expect(blocks.map((b) => b.text)).toEqual([
       'Terns nest on the well-known dunes of the coast every spring, and the counts of their nests are well-known to the wardens, who note the ' +
         'n-tridecanal smell, the mother-in-law of every survey, and the cooperation of the co-operation and cooperation office.',
+    ]);
+  });
+
+  it(".pdf: a hyphen at a line's end stays before a word that goes on with a hyphen ('in-law') and between two English words whose joining is none", async () => {
+    // Against the word-list package's English words: "moth-" "er-in-law" and "decision-mak-" "ing" (Writer breaks inside a
+    // compound's parts) join, as "in-" "formation" and "man-" "age" do; a capitalized part is no dictionary word
+    // ("Washing-" "ton"), nor is a German one ("Begrün-" "dung"); a joined word the document writes ("datasets") joins.
+    const at = (y: number, text: string) => ({ y, text });
+    const pdf = pdfDocument([
+      {
+        lines: [
+          at(700, 'Terns nest where the mother-'),
+          at(686, 'in-law of the warden once lived; her moth-'),
+          at(672, 'er-in-law kept the well-'),
+          at(658, 'known long-'),
+          at(644, 'term self-'),
+          at(630, 'esteem of the in-'),
+          at(616, 'formation office, which they man-'),
+          at(602, 'age from Washing-'),
+          at(588, 'ton and Begr\u00fcn-'),
+          at(574, 'dung with a co-'),
+          at(560, 'operation and more data-'),
+          at(546, 'sets than datasets for the decision-mak-'),
+          at(532, 'ing board.'),
+        ],
+      },
+    ]);
+    const { blocks } = await reader.parse('pdf', pdf);
+    expect(blocks.map((b) => b.text)).toEqual([
+      'Terns nest where the mother-in-law of the warden once lived; her mother-in-law kept the well-known long-term self-esteem of the ' +
+        'information office, which they manage from Washington and Begr\u00fcndung with a cooperation and more datasets than datasets for the decision-making board.',
     ]);
   });
 

@@ -1,7 +1,8 @@
 // The PDF reading of the parser worker (parser-worker.mjs): a PDF's text layer (pdf.js through unpdf) read as paragraph
 // blocks. A page's text items are put in reading order (two columns read one after the other) and gathered into lines;
 // running heads and feet are dropped; lines are joined into paragraphs (by line pitch, short lines ending a sentence and
-// changes of size), words hyphenated at a line's end are joined unless the document's own hyphens say otherwise, link
+// changes of size), words hyphenated at a line's end are joined unless the document's own hyphens or an English word
+// list say otherwise, link
 // annotations are anchored at their words, and a paragraph running on over a page break is joined across it.
 // Plain ESM, as the worker, so it needs no TypeScript loader.
 // pdfBlocks(bytes, maxPages): the paragraph blocks of the first maxPages pages; pdfHasText(bytes, maxPages): whether
@@ -156,21 +157,48 @@ function hyphenEvidenceOf(texts) {
   return { compounds, words };
 }
 
+// English words (the word-list package: ~274,000 lower-case words, MIT), read once per worker, and only for a document
+// with a hyphen at a line's end (loadWordsFor): a hyphen between two words whose joining is no word is the compound's own
+// ("well-" "known": "wellknown" is no word), one inside a syllable is a typesetter's ("in-" "formation"). About 0.1 s
+// and 35 MB for a worker that needs it. Other languages find no words in it, and their breaks are judged without it.
+let englishWords = null;
+const LINE_END_HYPHEN = /\p{L}[-\u2010]\s*$/u;
+
+async function loadWordsFor(texts) {
+  if (englishWords || !texts.some((text) => LINE_END_HYPHEN.test(text))) return;
+  const [{ default: wordListPath }, { readFile }] = await Promise.all([import('word-list'), import('node:fs/promises')]);
+  englishWords = new Set((await readFile(wordListPath, 'utf8')).split('\n'));
+}
+
+const isWord = (word) => word.length > 1 && englishWords !== null && englishWords.has(word);
+
+/** The continuation goes on as a hyphenated compound ("in-law"): its first letters are followed by a hyphen and a letter. */
+const COMPOUND_CONTINUES = /^[\p{L}\p{M}]{1,64}[-\u2010][\p{L}\p{M}]/u;
+
 /**
  * Whether a hyphen (not a soft hyphen) at the end of `before`, with `after` continuing in lower case, is the word's own
- * hyphen rather than a typesetter's break: the word before it already holds a hyphen ("state-of-the-", "mother-in-": TeX
- * breaks such a word only at its own hyphens), it is one letter ("n-" "tridecanal": no typesetter leaves one letter at a
- * line end), or the document writes the same compound with its hyphen inside a line ("well-known") and never the joined
- * word ("wellknown").
+ * hyphen rather than a typesetter's break. The word before it already holds a hyphen ("state-of-the-", "mother-in-": TeX
+ * breaks such a word only at its own hyphens) unless the part after that hyphen joined to the continuation is an English
+ * word or one the document writes ("decision-mak-" "ing", "well-be-" "ing": Writer and Word break inside a compound's parts too); it is one letter
+ * ("n-" "tridecanal": no typesetter leaves one letter at a line end); or the document writes the same compound with its hyphen inside a line
+ * ("well-known") and never the joined word ("wellknown"); a document that writes the joined word ("cooperation") has it
+ * joined. Then: the word after it goes on with a hyphen of its own ("mother-" "in-law": such a word is broken at its own
+ * hyphens), unless the joined part is an English word ("moth-" "er-in-law"); or both parts are English words and their
+ * joining is none ("well-" "known", "self-" "esteem", "long-" "term"; "in-" "formation" and "man-" "age" join), the part
+ * before it written in lower case (a name is no dictionary word: "Washing-" "ton").
  */
 function keepsHyphen(before, after) {
   if (before.endsWith('\u00ad')) return false;
   const letters = lettersAtEnd(before.slice(0, -1));
-  if (/[\p{L}\p{M}][-\u2010]$/u.test(before.slice(0, -1 - letters.length).slice(-3))) return true;
-  if (Array.from(letters).length === 1) return true;
   const head = letters.toLowerCase();
   const tail = lettersAtStart(after);
-  return hyphenEvidence.compounds.has(`${head}-${tail}`) && !hyphenEvidence.words.has(head + tail);
+  const joined = head + tail;
+  if (/[\p{L}\p{M}][-\u2010]$/u.test(before.slice(0, -1 - letters.length).slice(-3))) return !isWord(joined) && !hyphenEvidence.words.has(joined);
+  if (Array.from(letters).length === 1) return true;
+  if (hyphenEvidence.compounds.has(`${head}-${tail}`)) return !hyphenEvidence.words.has(joined);
+  if (hyphenEvidence.words.has(joined)) return false;
+  if (COMPOUND_CONTINUES.test(after)) return !isWord(joined);
+  return letters === head && isWord(head) && isWord(tail) && !isWord(joined);
 }
 
 function joinLine(text, next) {
@@ -380,7 +408,9 @@ export async function pdfBlocks(bytes, maxPages) {
     await pdf.destroy();
   }
   withoutRunningLines(pages);
-  hyphenEvidence = hyphenEvidenceOf(pages.flatMap((page) => page.lines.map((line) => line.text)));
+  const texts = pages.flatMap((page) => page.lines.map((line) => line.text));
+  hyphenEvidence = hyphenEvidenceOf(texts);
+  await loadWordsFor(texts);
   const blocks = [];
   let pageStart = 0;
   let bodySize = 0;

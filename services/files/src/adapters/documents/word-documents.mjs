@@ -1,7 +1,8 @@
 // The Word reading of the parser worker (parser-worker.mjs): .docx to HTML through mammoth, with mammoth adapted so it
 // reads what Word means (list items numbered as Word numbers them, marked for block-collector.ts; further paragraphs of a
 // list item kept in the item; generated tables left out; the Title style as the first heading; DrawingML-only text boxes
-// read through text-box-fallbacks.cjs), and .doc to text through word-extractor.
+// read through text-box-fallbacks.cjs), and .doc to text through word-extractor (with its footnotes and endnotes put at
+// their references, as the .docx reading puts them).
 // Plain ESM, as the worker, so it needs no TypeScript loader.
 // docxHtml(bytes): the document's HTML; docText(bytes): its text.
 import { createRequire } from 'node:module';
@@ -169,10 +170,123 @@ export async function docxHtml(bytes) {
   return (await mammoth.convertToHtml({ buffer: bytes }, { transformDocument: readableDocument, styleMap: [...TITLE_STYLES, ...FURTHER_PARAGRAPH_STYLES] })).value;
 }
 
+// A .doc's footnotes and endnotes at their references, as block-collector.ts puts a .docx's: "... as measured.[1] Next"
+// reads "... as measured. [1: The note's text.] Next", so a note lands in the card holding its reference. word-extractor
+// (1.0.4, pinned) gives the body and the notes apart and removes the reference marks (character 2), so the reading is
+// wrapped: its piece table is kept, and the body is read again with each note at the place Word's reference tables
+// give it (PlcffndRef/PlcffndTxt for footnotes, PlcfendRef/PlcfendTxt for endnotes, in the table stream, located by the
+// FIB of the WordDocument stream: MS-DOC's FibRgFcLcb97). An automatically numbered note carries its number in the order
+// of the references (footnotes and endnotes each counted from 1, in digits whatever Word's number format), a custom mark
+// ("*") carries the mark. A document whose tables cannot be read so keeps word-extractor's reading, its notes after the
+// body.
+const NOTE_TABLES = [
+  { kind: 'footnote', ref: 0x00aa, text: 0x00b2 },
+  { kind: 'endnote', ref: 0x020a, text: 0x0212 },
+];
+
+function notesPlacedAtReferences() {
+  const Extractor = require('word-extractor/lib/word-ole-extractor.js');
+  if (Extractor.prototype.buildDocument.notesPlacedAtReferences) return;
+  const { clean } = require('word-extractor/lib/filters.js');
+  const writePieces = Extractor.prototype.writePieces;
+  Extractor.prototype.writePieces = function (fib, table) {
+    this.cardsStreams = { fib, table };
+    return writePieces.call(this, fib, table);
+  };
+  const buildDocument = Extractor.prototype.buildDocument;
+  Extractor.prototype.buildDocument = function () {
+    const document = buildDocument.call(this);
+    try {
+      document.cardsBodyWithNotes = bodyWithNotes(this._pieces, this._boundaries, this.cardsStreams, clean);
+    } catch {
+      // Tables out of their stream's bounds: the notes follow the body, as word-extractor gives them.
+    }
+    return document;
+  };
+  Extractor.prototype.buildDocument.notesPlacedAtReferences = true;
+}
+
+/** The text of character positions [start, end) of the document's piece table (word-extractor's pieces, in order). */
+function textOfRange(pieces, start, end) {
+  // The first piece ending after start, found by halving: a document may hold many notes and many pieces.
+  let low = 0;
+  let high = pieces.length;
+  while (low < high) {
+    const middle = (low + high) >> 1;
+    if (pieces[middle].endCp <= start) low = middle + 1;
+    else high = middle;
+  }
+  let text = '';
+  for (let i = low; i < pieces.length && pieces[i].startCp < end; i++) {
+    const piece = pieces[i];
+    text += piece.text.slice(Math.max(start, piece.startCp) - piece.startCp, Math.min(end, piece.endCp) - piece.startCp);
+  }
+  return text;
+}
+
+/** A PLC of the table stream (MS-DOC 2.2.2): its n + 1 character positions and n data elements of `size` bytes. */
+function plcAt(fib, table, at, size) {
+  const fc = fib.readUInt32LE(at);
+  const lcb = fib.readUInt32LE(at + 4);
+  if (lcb === 0) return { positions: [], data: [] };
+  const n = (lcb - 4) / (4 + size);
+  if (!Number.isInteger(n) || n < 0 || fc + lcb > table.length) throw new Error('a note table lies outside its stream');
+  const positions = Array.from({ length: n + 1 }, (_, i) => table.readUInt32LE(fc + 4 * i));
+  const data = size === 2 ? Array.from({ length: n }, (_, i) => table.readInt16LE(fc + 4 * (n + 1) + 2 * i)) : [];
+  return { positions, data };
+}
+
+/** The body (raw, before word-extractor's clean) with each note put at its reference; null when it has no notes. */
+function bodyWithNotes(pieces, boundaries, streams, clean) {
+  if (!streams) return null;
+  const { fib, table } = streams;
+  const text = boundaries.ccpText;
+  // Where each story starts (its character positions follow one another): the body, the footnotes, the headers, the
+  // comments, the endnotes.
+  const storyStart = { footnote: text, endnote: text + boundaries.ccpFtn + (boundaries.ccpHdd || 0) + (boundaries.ccpAtn || 0) };
+  const references = [];
+  for (const { kind, ref, text: textTable } of NOTE_TABLES) {
+    const refs = plcAt(fib, table, ref, 2);
+    const texts = plcAt(fib, table, textTable, 0);
+    const count = refs.data.length;
+    if (count === 0) continue;
+    if (texts.positions.length < count + 1) throw new Error('a note table has fewer texts than references');
+    let number = 0;
+    for (let i = 0; i < count; i++) {
+      const at = refs.positions[i];
+      if (at >= text) throw new Error('a note reference lies outside the body');
+      const automatic = refs.data[i] !== 0;
+      const raw = textOfRange(pieces, storyStart[kind] + texts.positions[i], storyStart[kind] + texts.positions[i + 1]);
+      const mark = automatic ? String(++number) : clean(textOfRange(pieces, at, at + 1)).trim();
+      // The note's text starts with its mark again (automatic, or the custom mark) and often a tab after it.
+      let body = clean(raw).replace(/\s+/g, ' ').trim();
+      if (!automatic && mark && body.startsWith(mark)) body = body.slice(mark.length).trim();
+      references.push({ at, note: body ? ` [${mark ? `${mark}: ` : ''}${body}]` : '' });
+    }
+  }
+  if (references.length === 0) return null;
+  references.sort((a, b) => a.at - b.at);
+  let body = '';
+  let from = 0;
+  for (const { at, note } of references) {
+    if (at < from) continue;
+    body += textOfRange(pieces, from, at) + note;
+    from = at + 1;
+  }
+  return clean(body + textOfRange(pieces, from, text));
+}
+
 export async function docText(bytes) {
   const { default: WordExtractor } = await import('word-extractor');
+  notesPlacedAtReferences();
   const doc = await new WordExtractor().extract(bytes);
-  // The body's text boxes and the footnotes and endnotes are the document's text too (the .docx and .odt readers keep
-  // them); word-extractor gives them apart from the body, without where they stand in it, so they follow it.
-  return [doc.getBody(), doc.getTextboxes({ includeHeadersAndFooters: false }), doc.getFootnotes(), doc.getEndnotes()].join('\n');
+  const textBoxes = doc.getTextboxes({ includeHeadersAndFooters: false });
+  // The body's text boxes are the document's text too (the .docx and .odt readers keep them); word-extractor gives them
+  // apart from the body, without where they stand in it, so they follow it. The notes are at their references
+  // (notesPlacedAtReferences), or else follow the body too.
+  if (typeof doc.cardsBodyWithNotes === 'string') {
+    const { filter } = require('word-extractor/lib/filters.js');
+    return [filter(doc.cardsBodyWithNotes), textBoxes].join('\n');
+  }
+  return [doc.getBody(), textBoxes, doc.getFootnotes(), doc.getEndnotes()].join('\n');
 }

@@ -193,9 +193,15 @@ describeInBrowser('web app in headless Chromium', () => {
     await page.getByRole('button', { name: 'Save profile' }).click();
     await page.getByText('Remove the invisible control characters (they were probably pasted in).').waitFor();
     await website.fill('');
-    await page.getByLabel('Username').fill(`web_${Date.now() % 100000}`);
+    // A name in one's own script is taken; a look-alike mixing scripts ("pаypal" with a Cyrillic а) is refused in the form.
+    await page.getByLabel('Username').fill('p\u0430ypal');
+    await page.getByRole('button', { name: 'Save profile' }).click();
+    await page.getByText('The username must be written in one script (Han may go with Hiragana, Katakana or Hangul): found Latin "p" (U+0070) and Cyrillic "\u0430" (U+0430).').waitFor();
+    const username = `\uae40\ucca0\uc218_${Date.now() % 100000}`; // 김철수_…
+    await page.getByLabel('Username').fill(username);
     await page.getByRole('button', { name: 'Save profile' }).click();
     await page.getByText('Saved.').waitFor();
+    await page.getByRole('link', { name: username }).waitFor();
     await shot('profile');
   });
 

@@ -275,7 +275,7 @@ describe('accounts and sessions', () => {
       expect(res.status).toBe(400);
       messages.add(res.json.message);
     }
-    expect([...messages]).toEqual(['username: 3 to 32 letters, digits, "_" or "-"']);
+    expect([...messages]).toEqual(['username: must be 3 to 32 letters or digits of one script (Han may go with Hiragana, Katakana or Hangul), "_" or "-"']);
   });
 
   it('PUT /api/user validates and updates the profile; username is unique; e-mail hidden only behind a username', async () => {
@@ -297,5 +297,37 @@ describe('accounts and sessions', () => {
     // The strings "true" and "false" pass, as for every other boolean of the interface (is_public, private, vote).
     expect((await a.client.put('/api/user', { visible_email: 'true' })).json.visible_email).toBe(true);
     expect((await a.client.put('/api/user', { visible_email: 'false' })).json.visible_email).toBe(false);
+  });
+
+  it('usernames in any one script: stored in NFC, unique under Unicode case folding, look-alikes refused with a 400', async () => {
+    const a = await signUp(system.baseUrl, mailbox, 'unicode-a');
+    const b = await signUp(system.baseUrl, mailbox, 'unicode-b');
+    const tag = String(Date.now() % 100000);
+    const korean = `\uae40\ucca0\uc218${tag}`; // 김철수
+    expect((await a.client.put('/api/user', { username: korean })).json).toMatchObject({ username: korean });
+    expect((await b.client.put('/api/user', { username: korean })).status).toBe(409);
+    // "Zoë" sent decomposed is stored composed; "ZOË" is the same name.
+    const zoe = `Zo\u00eb${tag}`;
+    expect((await a.client.put('/api/user', { username: zoe.normalize('NFD') })).json).toMatchObject({ username: zoe });
+    expect((await a.client.get('/api/auth')).json.username).toBe(zoe);
+    const taken = await b.client.put('/api/user', { username: `ZO\u00cb${tag}` });
+    expect(taken.status).toBe(409);
+    expect(taken.json.message).toBe('username: already taken');
+    const strasse = `Stra\u00dfe${tag}`;
+    expect((await b.client.put('/api/user', { username: strasse })).json).toMatchObject({ username: strasse });
+    expect((await a.client.put('/api/user', { username: `STRASSE${tag}` })).status).toBe(409);
+    // "pаypal" with a Cyrillic а, a zero-width joiner, fullwidth letters: refused, each with its reason.
+    const refused: Array<[unknown, RegExp]> = [
+      ['p\u0430ypal', /^username: must be written in one script .*Latin "p" \(U\+0070\) and Cyrillic "\u0430" \(U\+0430\)$/],
+      ['ad\u200dmin', /^username: must not contain invisible characters \(found U\+200D\)$/],
+      ['\uff41\uff44\uff4d\uff49\uff4e', /^username: must not contain compatibility characters/],
+      ['12\u0663', /^username: must not mix digits of different systems/],
+      [42, /^username: must be a string$/],
+    ];
+    for (const [username, message] of refused) {
+      const res = await b.client.put('/api/user', { username });
+      expect([username, res.status, res.json.message]).toEqual([username, 400, expect.stringMatching(message)]);
+    }
+    expect((await b.client.get('/api/auth')).json.username).toBe(strasse);
   });
 });

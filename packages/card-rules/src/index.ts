@@ -24,10 +24,15 @@ export const MAX_COLLECTION_DESCRIPTION_CHARS = 2000;
 export const MIN_PASSWORD_CHARS = 8;
 export const MIN_USERNAME_CHARS = 3;
 export const MAX_USERNAME_CHARS = 32;
-/** A whole username: ASCII letters, digits, "_" and "-" only (JSON Schema `pattern` syntax, which RegExp reads too). */
-export const USERNAME_PATTERN = `^[A-Za-z0-9_-]{${MIN_USERNAME_CHARS},${MAX_USERNAME_CHARS}}$`;
-/** What a username refused by USERNAME_PATTERN is told. */
-export const USERNAME_RULE = `${MIN_USERNAME_CHARS} to ${MAX_USERNAME_CHARS} letters, digits, "_" or "-"`;
+/**
+ * The characters a username may hold and its length in code points, as a JSON Schema `pattern` (ECMA-262 read with the
+ * u flag, as JSON Schema 2020-12 asks; `new RegExp(USERNAME_PATTERN, 'u')`): letters, combining marks and decimal digits
+ * of any script, "_" and "-". Only part of the rule: usernameProblem also holds a name to one script, one digit
+ * system, marks after a letter and no compatibility characters.
+ */
+export const USERNAME_PATTERN = `^[\\p{L}\\p{M}\\p{Nd}_-]{${MIN_USERNAME_CHARS},${MAX_USERNAME_CHARS}}$`;
+/** The rule a refused username is told (usernameProblem says what broke it). */
+export const USERNAME_RULE = `${MIN_USERNAME_CHARS} to ${MAX_USERNAME_CHARS} letters or digits of one script (Han may go with Hiragana, Katakana or Hangul), "_" or "-"`;
 /** Characters (characterCount) of a profile's website, trimmed. */
 export const MAX_WEBSITE_CHARS = 512;
 
@@ -342,4 +347,143 @@ export function linkProblemText(link: string): string | null {
     case 'not-full-url':
       return 'must be an http or https URL written in full, "http://" or "https://" then a host, such as https://example.com/page';
   }
+}
+
+// ---- Usernames -------------------------------------------------------------------------------------------------
+
+/** Combining marks after one letter at most: enough for Indic, Thai, Hebrew points and Tibetan stacks, not for "Zalgo". */
+export const MAX_USERNAME_MARKS_IN_A_ROW = 4;
+
+const USERNAME_CHARACTER = /^[\p{L}\p{M}\p{Nd}_-]$/u;
+const LETTER = /^\p{L}$/u;
+const MARK = /^\p{M}$/u;
+const DECIMAL_DIGIT = /^\p{Nd}$/u;
+// Hangul compatibility jamo (ㄱ, ㅋ, ㅏ...) are how Korean keyboards type lone jamo ("ㅋㅋ"): NFKC maps them to the
+// conjoining jamo, which do not stand alone, so they are the one compatibility form a username keeps.
+const HANGUL_COMPATIBILITY_JAMO = /^[\u3131-\u318e]$/u;
+// Script_Extensions Common or Inherited only: goes with any script (ASCII digits, modifier letters, most combining marks).
+const ANY_SCRIPT = /^[\p{scx=Zyyy}\p{scx=Zinh}]$/u;
+
+// Every script of Unicode 17 by its property value name. A browser whose engine predates one does not know its name
+// (new RegExp throws): that script is left out there and its letters count as one script of their own; the identity
+// service, on Node, knows them all and decides.
+const SCRIPT_NAMES = `Latin Han Hiragana Katakana Hangul Cyrillic Greek Arabic Hebrew Devanagari Thai Bengali Tamil Telugu Kannada
+  Malayalam Gujarati Gurmukhi Oriya Sinhala Armenian Georgian Ethiopic Lao Khmer Myanmar Tibetan Mongolian Bopomofo Syriac
+  Thaana Nko Cherokee Canadian_Aboriginal Tifinagh Yi Vai Adlam Ahom Anatolian_Hieroglyphs Avestan Balinese Bamum Bassa_Vah
+  Batak Bhaiksuki Brahmi Braille Buginese Buhid Carian Caucasian_Albanian Chakma Cham Chorasmian Coptic Cuneiform Cypriot
+  Cypro_Minoan Deseret Dives_Akuru Dogra Duployan Egyptian_Hieroglyphs Elbasan Elymaic Glagolitic Gothic Grantha Gunjala_Gondi
+  Hanifi_Rohingya Hanunoo Hatran Imperial_Aramaic Inscriptional_Pahlavi Inscriptional_Parthian Javanese Kaithi Kawi Kayah_Li
+  Kharoshthi Khitan_Small_Script Khojki Khudawadi Lepcha Limbu Linear_A Linear_B Lisu Lycian Lydian Mahajani Makasar Mandaic
+  Manichaean Marchen Masaram_Gondi Medefaidrin Meetei_Mayek Mende_Kikakui Meroitic_Cursive Meroitic_Hieroglyphs Miao Modi Mro
+  Multani Nabataean Nag_Mundari Nandinagari New_Tai_Lue Newa Nushu Nyiakeng_Puachue_Hmong Ogham Ol_Chiki Old_Hungarian
+  Old_Italic Old_North_Arabian Old_Permic Old_Persian Old_Sogdian Old_South_Arabian Old_Turkic Old_Uyghur Osage Osmanya
+  Pahawh_Hmong Palmyrene Pau_Cin_Hau Phags_Pa Phoenician Psalter_Pahlavi Rejang Runic Samaritan Saurashtra Sharada Shavian
+  Siddham SignWriting Sogdian Sora_Sompeng Soyombo Sundanese Syloti_Nagri Tagalog Tagbanwa Tai_Le Tai_Tham Tai_Viet Takri
+  Tangsa Tangut Tirhuta Toto Ugaritic Vithkuqi Wancho Warang_Citi Yezidi Zanabazar_Square Garay Gurung_Khema Kirat_Rai Ol_Onal
+  Sunuwar Todhri Tulu_Tigalari Beria_Erfe Sidetic Tai_Yo Tolong_Siki`
+  .split(/\s+/)
+  .filter((name) => name.length > 0);
+
+const SCRIPTS: ReadonlyArray<{ name: string; test: RegExp }> = SCRIPT_NAMES.flatMap((name) => {
+  try {
+    return [{ name, test: new RegExp(`^\\p{scx=${name}}$`, 'u') }];
+  } catch {
+    return [];
+  }
+});
+
+/**
+ * The scripts a character is written in (its Script_Extensions, so the Japanese long-vowel mark "ー" is Hiragana and
+ * Katakana, not Common), each with the writing systems it belongs to (UTS #39's augmented script sets: Han belongs to
+ * Japanese, Korean and Chinese with Bopomofo; Hiragana and Katakana to Japanese; Hangul to Korean); null for Common and
+ * Inherited characters, which go with any script.
+ */
+function scriptsOf(character: string): { names: string[]; systems: Set<string> } | null {
+  if (ANY_SCRIPT.test(character)) return null;
+  const names = SCRIPTS.filter((script) => script.test.test(character)).map((script) => script.name);
+  if (names.length === 0) names.push('Unknown');
+  const systems = new Set<string>(names);
+  for (const name of names) {
+    if (name === 'Han') ['Japanese', 'Korean', 'Han_with_Bopomofo'].forEach((s) => systems.add(s));
+    if (name === 'Hiragana' || name === 'Katakana') systems.add('Japanese');
+    if (name === 'Hangul') systems.add('Korean');
+    if (name === 'Bopomofo') systems.add('Han_with_Bopomofo');
+  }
+  return { names, systems };
+}
+
+/** The zero of a decimal digit's system: digits (Nd) come in runs of ten, 0 to 9, one run after another. */
+function digitZero(digit: string): number {
+  const code = digit.codePointAt(0)!;
+  let start = code;
+  while (start > 0 && DECIMAL_DIGIT.test(String.fromCodePoint(start - 1))) start--;
+  return start + Math.floor((code - start) / 10) * 10;
+}
+
+const shown = (character: string): string => `"${character}" (${codePointName(character)})`;
+
+/**
+ * What is wrong with a username (in NFC: callers normalize first), or null when it may be one; meant to follow
+ * "username: " in an answer. The rule, in the spirit of Unicode's identifier security (UTS #39):
+ * - 3 to 32 characters, counted in code points of the NFC form (as characterCount: "김철수" is 3, "Zoë" is 3);
+ * - letters (L), decimal digits (Nd), "_" and "-", and combining marks (M) after a letter, at most
+ *   MAX_USERNAME_MARKS_IN_A_ROW in a row;
+ * - nothing invisible (format characters, default-ignorables such as joiners and variation selectors);
+ * - no compatibility characters (those NFKC changes: fullwidth "ａ", ligatures, mathematical "𝐚", circled or
+ *   superscript letters), which copy an ordinary letter; Hangul compatibility jamo excepted;
+ * - one script (characters of Common and Inherited go with any), except that Han may be written with Hiragana and
+ *   Katakana (Japanese), with Hangul (Korean) or with Bopomofo: "pаypal" with a Cyrillic "а" is refused;
+ * - digits of one system: "12" and "١٢" but not "1٢".
+ */
+export function usernameProblem(name: string): string | null {
+  // fitsCharacters first: a huge value is refused by its size, never spread into characters.
+  if (!fitsCharacters(name, MAX_USERNAME_CHARS)) return `must be ${USERNAME_RULE}`;
+  const characters = [...name];
+  if (characters.length < MIN_USERNAME_CHARS) return `must be ${USERNAME_RULE}`;
+  let marksInARow = 0;
+  let afterLetter = false;
+  // The character that last narrowed the scripts the name may be in: the one to name beside a character that fits none.
+  let narrowedBy: { character: string; names: string[] } | null = null;
+  let systems: Set<string> | null = null;
+  let firstDigit: { character: string; zero: number } | null = null;
+  for (const character of characters) {
+    if (INVISIBLE_CHARACTER.test(character)) return `must not contain invisible characters (found ${codePointName(character)})`;
+    if (!USERNAME_CHARACTER.test(character)) return `must be ${USERNAME_RULE}; ${shown(character)} is not one of them`;
+    if (character.normalize('NFKC') !== character && !HANGUL_COMPATIBILITY_JAMO.test(character)) {
+      return `must not contain compatibility characters such as fullwidth, styled or circled letters (found ${shown(character)}, write "${character.normalize('NFKC')}" instead)`;
+    }
+    if (MARK.test(character)) {
+      if (!afterLetter) return `a combining mark must follow a letter (found ${shown(character)})`;
+      if (++marksInARow > MAX_USERNAME_MARKS_IN_A_ROW) return `must not stack more than ${MAX_USERNAME_MARKS_IN_A_ROW} combining marks on one letter`;
+    } else {
+      marksInARow = 0;
+      afterLetter = LETTER.test(character);
+    }
+    if (DECIMAL_DIGIT.test(character)) {
+      const zero = digitZero(character);
+      if (!firstDigit) firstDigit = { character, zero };
+      else if (firstDigit.zero !== zero) return `must not mix digits of different systems (found ${shown(firstDigit.character)} and ${shown(character)})`;
+    }
+    const scripts = scriptsOf(character);
+    if (!scripts) continue;
+    const common: Set<string> = systems === null ? scripts.systems : new Set([...systems].filter((s) => scripts.systems.has(s)));
+    if (common.size === 0) {
+      const earlier = narrowedBy!;
+      return `must be written in one script (Han may go with Hiragana, Katakana or Hangul): found ${earlier.names.join('/')} ${shown(earlier.character)} and ${scripts.names.join('/')} ${shown(character)}`;
+    }
+    if (systems === null || common.size < systems.size) narrowedBy = { character, names: scripts.names };
+    systems = common;
+  }
+  return null;
+}
+
+/**
+ * The key under which a username is unique, so that no two names differ only in case: the NFC form case-folded the
+ * way Unicode's full case folding does ("Zoë" and "ZOË", "Straße" and "STRASSE", "ΣΊΣΥΦΟΣ" and "σίσυφος" each share
+ * one). Lower, upper, then lower again: upper-casing folds what lower-casing keeps apart ("ß" and "ss", the final and
+ * the other sigma), the first lower-casing brings the capital "ẞ" to "ß" first. For ASCII it is plain lower case, the
+ * key usernames had before. Only for comparing: the name is stored as written.
+ */
+export function usernameKey(name: string): string {
+  return name.normalize('NFC').toLowerCase().toUpperCase().toLowerCase().normalize('NFC');
 }

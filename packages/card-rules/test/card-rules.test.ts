@@ -1,6 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import { join, resolve } from 'node:path';
-import { BLOCK_TAGS, characterCount, hasVisibleText, collapseTextLines, controlCharacterProblem, fitsCharacters, freeTextProblem, linkProblem, emailCharacterProblem, linkProblemText, MAX_LINK_CHARS, nameProblem, splitTags, tagsProblem, truncatedToCharacters, wellFormedProblem, withLoneSurrogatesReplaced, withoutInvisibleInName, wordCount, wordStartsInRun } from '../src';
+import { BLOCK_TAGS, characterCount, hasVisibleText, collapseTextLines, controlCharacterProblem, fitsCharacters, freeTextProblem, linkProblem, emailCharacterProblem, linkProblemText, MAX_LINK_CHARS, nameProblem, splitTags, tagsProblem, truncatedToCharacters, USERNAME_PATTERN, usernameKey, usernameProblem, wellFormedProblem, withLoneSurrogatesReplaced, withoutInvisibleInName, wordCount, wordStartsInRun } from '../src';
 
 const PACKAGE = resolve(__dirname, '..');
 
@@ -195,6 +195,61 @@ describe('@cards/card-rules', () => {
     expect(linkProblemText('https://example.com\\x')).toBe('must be an http or https URL without backslashes');
     expect(linkProblemText('ftp://example.com')).toBe('must be an http or https URL');
     expect(linkProblemText(' https://example.com ')).toBeNull();
+  });
+
+  it('takes usernames of letters and digits of any one script, "_" and "-", 3 to 32 code points', () => {
+    const accepted = [
+      'abc', 'A_b-9', 'x'.repeat(32), '\u00e9mile', 'Zo\u00eb', // émile, Zoë
+      '\uae40\ucca0\uc218', // 김철수
+      '\u5c71\u7530\u592a\u90ce', '\u6771\u4eac\u30bf\u30ef\u30fc', // 山田太郎, 東京タワー (Han with Katakana and its long-vowel mark)
+      '\ud64d\uae38\ub3d9\u6f22', '\u3131\u3131\ub9e8', // 홍길동漢 (Hangul with Han), ㄱㄱ맨 (compatibility jamo as Korean keyboards type them)
+      '\u0414\u043c\u0438\u0442\u0440\u0438\u0439', '\u03a3\u03c9\u03ba\u03c1\u03ac\u03c4\u03b7\u03c2', // Дмитрий, Σωκράτης
+      '\u0939\u093f\u0928\u094d\u0926\u0940', '\u0e44\u0e17\u0e22', // हिन्दी (marks after letters), ไทย
+      '\u0645\u0631\u062d\u0628\u0627\u0661\u0662', 'user_42', // مرحبا١٢: Arabic letters and Arabic-Indic digits
+      '\u00e9'.repeat(32), // 32 code points in NFC
+    ];
+    for (const name of accepted) expect([name, usernameProblem(name)]).toEqual([name, null]);
+    const pattern = new RegExp(USERNAME_PATTERN, 'u');
+    for (const name of accepted) expect([name, pattern.test(name)]).toEqual([name, true]);
+    const lengthRule = 'must be 3 to 32 letters or digits of one script (Han may go with Hiragana, Katakana or Hangul), "_" or "-"';
+    for (const name of ['ab', '\u00e9\u00e9', 'x'.repeat(33), '\u5c71'.repeat(33), 'x'.repeat(1_000_000)]) expect(usernameProblem(name)).toBe(lengthRule);
+    expect(usernameProblem('a b')).toMatch(/; " " \(U\+0020\) is not one of them$/);
+    expect(usernameProblem('a.b')).toMatch(/"\." \(U\+002E\) is not one of them$/);
+  });
+
+  it('refuses look-alike usernames (UTS #39): mixed scripts, invisible and compatibility characters, stray marks, mixed digits', () => {
+    // "pаypal" with a Cyrillic а.
+    expect(usernameProblem('p\u0430ypal')).toBe('must be written in one script (Han may go with Hiragana, Katakana or Hangul): found Latin "p" (U+0070) and Cyrillic "\u0430" (U+0430)');
+    expect(usernameProblem('\u0441ard')).toMatch(/found Cyrillic "\u0441" \(U\+0441\) and Latin "a"/);
+    expect(usernameProblem('abc\u03b1')).toMatch(/Latin .* and Greek/);
+    expect(usernameProblem('\u5c71\u3072\ud55c')).toMatch(/found Hiragana "\u3072" \(U\+3072\) and Hangul "\ud55c"/); // Japanese and Korean
+    expect(usernameProblem('abc\u5c71')).toMatch(/found Latin "a" .* and Han "\u5c71"/);
+    for (const invisible of ['\u200b', '\u200d', '\u00ad', '\u2060', '\ufeff', '\u202e', '\u034f', '\ufe0f', '\u3164', '\u115f']) {
+      expect(usernameProblem(`ad${invisible}min`)).toBe(`must not contain invisible characters (found U+${invisible.codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')})`);
+    }
+    expect(usernameProblem('\uff41\uff44\uff4d\uff49\uff4e')).toBe('must not contain compatibility characters such as fullwidth, styled or circled letters (found "\uff41" (U+FF41), write "a" instead)');
+    expect(usernameProblem('\ud835\udc1a\ud835\udc1b\ud835\udc1c')).toMatch(/compatibility characters .*U\+1D41A/); // mathematical bold abc
+    expect(usernameProblem('o\ufb00ice')).toMatch(/compatibility/); // the ff ligature
+    expect(usernameProblem('\u0301abc')).toBe('a combining mark must follow a letter (found "\u0301" (U+0301))');
+    expect(usernameProblem('1\u20e3ab')).toMatch(/combining mark must follow a letter/); // keycap on a digit
+    expect(usernameProblem(`a${'\u0301'.repeat(5)}b`)).toBe('must not stack more than 4 combining marks on one letter');
+    expect(usernameProblem('12\u0663')).toBe('must not mix digits of different systems (found "1" (U+0031) and "\u0663" (U+0663))');
+    expect(usernameProblem('\u0966\u0967\u0662')).toMatch(/mix digits/); // Devanagari and Arabic-Indic
+    expect(usernameProblem('a\ud800b')).toMatch(/U\+D800/);
+  });
+
+  it('keys a username for uniqueness by Unicode case folding of its NFC form', () => {
+    const same = [
+      ['Zo\u00eb', 'ZO\u00cb', 'zoe\u0308'],
+      ['Stra\u00dfe', 'STRASSE', 'strasse', 'STRA\u1e9eE'],
+      ['\u03a3\u038a\u03a3\u03a5\u03a6\u039f\u03a3', '\u03c3\u03af\u03c3\u03c5\u03c6\u03bf\u03c2', '\u03c3\u03af\u03c3\u03c5\u03c6\u03bf\u03c3'],
+      ['\u0414\u043c\u0438\u0442\u0440\u0438\u0439', '\u0414\u041c\u0418\u0422\u0420\u0418\u0419'],
+      ['CardFan', 'cardfan', 'CARDFAN'],
+    ];
+    for (const names of same) expect(new Set(names.map(usernameKey)).size).toBe(1);
+    expect(usernameKey('CardFan')).toBe('cardfan');
+    expect(usernameKey('\uae40\ucca0\uc218')).toBe('\uae40\ucca0\uc218');
+    expect(usernameKey('Zoe')).not.toBe(usernameKey('Zo\u00eb'));
   });
 
   it('type-checks without the Node and DOM libraries', () => {

@@ -1,8 +1,8 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { openSqlite } from '@cards/platform';
-import { SqliteIdentityRepository } from '../src/adapters/sqlite/sqlite-identity-repository';
+import { AlreadyExistsError, openSqlite } from '@cards/platform';
+import { MIGRATIONS, SqliteIdentityRepository } from '../src/adapters/sqlite/sqlite-identity-repository';
 import { describeIdentityRepositoryContract } from './identity-repository.contract';
 
 describeIdentityRepositoryContract('sqlite', async () => {
@@ -19,6 +19,8 @@ describeIdentityRepositoryContract('sqlite', async () => {
           db.prepare('INSERT INTO users (id, email, username, website, visible_email, password_hash, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)')
             .run(u.id, u.email, u.username, u.website, u.visibleEmail ? 1 : 0, u.passwordHash, u.createdAt.toISOString(), u.updatedAt.toISOString());
         }
+        // The username key the migration gives the names stored before it (the test below runs it on an older file).
+        db.prepare('UPDATE users SET username_key = lower(username) WHERE username IS NOT NULL AND username_key IS NULL').run();
         for (const s of sessions) {
           db.prepare('INSERT INTO sessions (id, user_id, created_at, expires_at, revoked_at) VALUES (?, ?, ?, ?, ?)')
             .run(s.id, s.userId, s.createdAt.toISOString(), s.expiresAt.toISOString(), s.revokedAt?.toISOString() ?? null);
@@ -36,4 +38,30 @@ describeIdentityRepositoryContract('sqlite', async () => {
       rmSync(dir, { recursive: true, force: true });
     },
   };
+});
+
+describe('SqliteIdentityRepository on a file of the version before Unicode usernames', () => {
+  it('gives the usernames stored there their key, so each still holds against its other casings', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cards-identity-repo-'));
+    const path = join(dir, 'identity.db');
+    const at = new Date('2026-01-02T03:04:05.678Z').toISOString();
+    // The schema before username_key: usernames unique under SQLite's ASCII lower().
+    const old = openSqlite(path, MIGRATIONS.slice(0, 2));
+    const insert = old.prepare('INSERT INTO users (id, email, username, website, visible_email, password_hash, created_at, updated_at) VALUES (?, ?, ?, NULL, 1, ?, ?, ?)');
+    insert.run('u-old', 'old@example.com', 'CardFan', 'scrypt$x', at, at);
+    insert.run('u-new', 'new@example.com', null, 'scrypt$x', at, at);
+    old.close();
+    const repository = new SqliteIdentityRepository(path);
+    try {
+      const later = new Date('2026-02-01T00:00:00.000Z');
+      await expect(repository.updateProfile('u-new', { username: 'cardfan' }, 'none', later)).rejects.toBeInstanceOf(AlreadyExistsError);
+      await expect(repository.updateProfile('u-new', { username: 'CARDFAN' }, 'none', later)).rejects.toBeInstanceOf(AlreadyExistsError);
+      expect(await repository.updateProfile('u-old', { username: 'cardFan' }, 'none', later)).toMatchObject({ username: 'cardFan' });
+      expect(await repository.updateProfile('u-new', { username: 'Zo\u00eb' }, 'none', later)).toMatchObject({ username: 'Zo\u00eb' });
+      await expect(repository.updateProfile('u-old', { username: 'ZO\u00cb' }, 'none', later)).rejects.toBeInstanceOf(AlreadyExistsError);
+    } finally {
+      await repository.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
 });

@@ -173,6 +173,43 @@ export function describeIdentityRepositoryContract(name: string, factory: () => 
       expect((await repo.findUserById(a.id))?.username).toBeNull();
     });
 
+    test('usernames of any script are unique under Unicode case folding, and stored as written', async () => {
+      const later = at('2026-02-01T00:00:00.000Z');
+      const [owner, other] = [await registered(), await registered()];
+      for (const [taken, clash] of [
+        ['Zo\u00eb', 'ZO\u00cb'],
+        ['Stra\u00dfe', 'STRASSE'],
+        ['\u03a3\u038a\u03a3\u03a5\u03a6\u039f\u03a3', '\u03c3\u03af\u03c3\u03c5\u03c6\u03bf\u03c2'], // ΣΊΣΥΦΟΣ, σίσυφος
+        ['\u0414\u043c\u0438\u0442\u0440\u0438\u0439', '\u0434\u043c\u0438\u0442\u0440\u0438\u0439'], // Дмитрий, дмитрий
+      ]) {
+        expect(await repo.updateProfile(owner.id, { username: taken }, 'none', later)).toMatchObject({ username: taken });
+        await expect(repo.updateProfile(other.id, { username: clash }, 'none', later)).rejects.toBeInstanceOf(AlreadyExistsError);
+        // Another spelling of the same name is the owner's to take.
+        expect(await repo.updateProfile(owner.id, { username: clash }, 'none', later)).toMatchObject({ username: clash });
+      }
+      // Names that only look alike to ASCII lower-casing are different names: "김철수" and "김철수2" both, "Zoë" and "Zoe".
+      expect(await repo.updateProfile(owner.id, { username: '\uae40\ucca0\uc218' }, 'none', later)).toMatchObject({ username: '\uae40\ucca0\uc218' });
+      expect(await repo.updateProfile(other.id, { username: '\uae40\ucca0\uc2182' }, 'none', later)).toMatchObject({ username: '\uae40\ucca0\uc2182' });
+      await expect(repo.updateProfile(other.id, { username: '\uae40\ucca0\uc218' }, 'none', later)).rejects.toBeInstanceOf(AlreadyExistsError);
+      const third = await registered({ username: 'Zo\u00eb' });
+      await expect(repo.updateProfile(other.id, { username: 'zo\u00cb' }, 'none', later)).rejects.toBeInstanceOf(AlreadyExistsError);
+      expect(await repo.updateProfile(other.id, { username: 'Zoe' }, 'none', later)).toMatchObject({ username: 'Zoe' });
+      expect(await repo.findUserById(third.id)).toMatchObject({ username: 'Zo\u00eb' });
+    });
+
+    test('a username stored by the previous version still holds against its other casings', async () => {
+      const later = at('2026-02-01T00:00:00.000Z');
+      const older = aUser({ username: 'OldTimer' });
+      await h.storeAsPreviousVersion({ users: [older] });
+      const newer = await registered();
+      await expect(repo.updateProfile(newer.id, { username: 'oldtimer' }, 'none', later)).rejects.toBeInstanceOf(AlreadyExistsError);
+      await expect(repo.updateProfile(newer.id, { username: 'OLDTIMER' }, 'none', later)).rejects.toBeInstanceOf(AlreadyExistsError);
+      expect(await repo.updateProfile(older.id, { username: 'oldTimer' }, 'none', later)).toMatchObject({ username: 'oldTimer' });
+      // Given up, it is free for others.
+      await repo.updateProfile(older.id, { username: null }, 'none', later);
+      expect(await repo.updateProfile(newer.id, { username: 'OLDTIMER' }, 'none', later)).toMatchObject({ username: 'OLDTIMER' });
+    });
+
     test('a profile change writes only the fields it names and answers the user as stored', async () => {
       const user = await registered({ username: 'keeper', website: 'https://keep.example' });
       const later = at('2026-02-01T00:00:00.000Z');

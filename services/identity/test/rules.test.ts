@@ -1,4 +1,4 @@
-import { checkDeliverableEmail, checkNewPassword, checkUsername, emailVisibilityCondition, normalizeEmail, normalizeWebsite } from '../src/domain/rules';
+import { checkDeliverableEmail, checkNewPassword, emailVisibilityCondition, normalizeEmail, normalizeUsername, normalizeWebsite } from '../src/domain/rules';
 
 describe('identity rules', () => {
   it.each(['plain', 'a@b', '@example.com', 'a b@example.com', `${'x'.repeat(250)}@example.com`])('refuses %s as an e-mail', (email) => {
@@ -33,11 +33,28 @@ describe('identity rules', () => {
     expect(() => checkNewPassword('😀😀😀😀', '😀😀😀😀')).toThrow(/at least 8/);
     expect(() => checkNewPassword('😀😀😀😀😀😀😀😀', '😀😀😀😀😀😀😀😀')).not.toThrow();
   });
-  it.each(['ab', 'x'.repeat(33), 'with space', 'émile', 'semi;colon'])('refuses username %s', (u) => {
-    expect(() => checkUsername(u)).toThrow(/username/);
+  it.each(['ab', 'x'.repeat(33), 'with space', 'semi;colon', 'a.b', '\u00e9'.repeat(33), '\u0301ab'])('refuses username %j', (u) => {
+    expect(() => normalizeUsername(u)).toThrow(/^username: /);
   });
-  it.each(['abc', 'A_b-9', 'x'.repeat(32)])('accepts username %s', (u) => {
-    expect(() => checkUsername(u)).not.toThrow();
+  it.each(['abc', 'A_b-9', 'x'.repeat(32), '\u00e9mile', '\uae40\ucca0\uc218', 'Zo\u00eb', '\u5c71\u7530\u592a\u90ce', '\u6771\u4eac\u30bf\u30ef\u30fc', '\u0414\u043c\u0438\u0442\u0440\u0438\u0439', '\u03a3\u03c9\u03ba\u03c1\u03ac\u03c4\u03b7\u03c2', '\u0939\u093f\u0928\u094d\u0926\u0940', '\u0661\u0662\u0663'])(
+    'accepts username %j as it is in NFC',
+    (u) => {
+      expect(normalizeUsername(u)).toBe(u);
+    },
+  );
+  it('stores a username in NFC: "Zoë" typed as "e" and a combining diaeresis is "Zoë"; 32 letters with marks fit', () => {
+    expect(normalizeUsername('Zoe\u0308')).toBe('Zo\u00eb');
+    // 32 "é" are 64 code points in NFD and 32 in NFC: the length is counted on the NFC form.
+    expect(normalizeUsername('\u00e9'.repeat(32).normalize('NFD'))).toBe('\u00e9'.repeat(32));
+  });
+  it('refuses look-alikes: mixed scripts, invisible characters, compatibility letters, digits of two systems', () => {
+    // "pаypal" with a Cyrillic а (U+0430).
+    expect(() => normalizeUsername('p\u0430ypal')).toThrow('username: must be written in one script (Han may go with Hiragana, Katakana or Hangul): found Latin "p" (U+0070) and Cyrillic "\u0430" (U+0430)');
+    expect(() => normalizeUsername('\u5c71\u7530\ud55c')).not.toThrow(); // Han with Hangul
+    expect(() => normalizeUsername('\u3072\ud55c\u5c71')).toThrow(/one script.*Hiragana.*Hangul/); // Hiragana with Hangul
+    expect(() => normalizeUsername('ad\u200bmin')).toThrow('username: must not contain invisible characters (found U+200B)');
+    expect(() => normalizeUsername('\uff41\uff44\uff4d\uff49\uff4e')).toThrow(/username: must not contain compatibility characters.*U\+FF41/);
+    expect(() => normalizeUsername('12\u0663')).toThrow('username: must not mix digits of different systems (found "1" (U+0031) and "\u0663" (U+0663))');
   });
   it.each(['javascript:alert(1)', 'ftp://x.org', 'not a url', `https://x.org/${'a'.repeat(520)}`, 'https://x.org/a b', 'https://x.\norg', 'https://x.org/\ta'])(
     'refuses website %j',

@@ -1,4 +1,4 @@
-import { characterCount } from '@cards/card-rules';
+import { characterCount, MAX_USERNAME_CHARS, MIN_USERNAME_CHARS, usernameProblem } from '@cards/card-rules';
 import { useState } from 'preact/hooks';
 import { api } from '../api';
 import { ErrorMessage, Notice, PageTitle, useAction } from '../components';
@@ -224,8 +224,10 @@ export function ProfilePage() {
   const submit = async (e: Event) => {
     e.preventDefault();
     setSaved(false);
-    const name = username.trim();
-    if (name && !/^[A-Za-z0-9_-]{3,32}$/.test(name)) return action.setError('A username has 3–32 letters, digits, "_" or "-".');
+    // In NFC, as the server stores it: "Zoë" typed as "e" and a combining mark is the one name "Zoë".
+    const name = username.trim().normalize('NFC');
+    const nameProblem = name ? usernameProblem(name) : null;
+    if (nameProblem) return action.setError(`The username ${nameProblem}.`);
     if (!visibleEmail && !name) return action.setError('Hiding your e-mail needs a username, so others can tell who you are.');
     const pasted = freeTextMessage(website.trim(), 'single-line');
     if (pasted) return action.setError(pasted);
@@ -258,7 +260,9 @@ export function ProfilePage() {
       <form onSubmit={submit}>
         <label for="profile-username">Username</label>
         <input id="profile-username" autocomplete="nickname" value={username} onInput={(e) => setUsername(e.currentTarget.value)} aria-describedby="profile-username-hint" />
-        <small id="profile-username-hint">3–32 letters, digits, "_" or "-".</small>
+        <small id="profile-username-hint">
+          {MIN_USERNAME_CHARS}–{MAX_USERNAME_CHARS} letters or digits in your own script (one script per name; Han may go with kana or Hangul), "_" or "-".
+        </small>
         <label for="profile-website">Website</label>
         <input id="profile-website" type="url" autocomplete="url" placeholder="https://" value={website} onInput={(e) => setWebsite(e.currentTarget.value)} />
         <label class="check">

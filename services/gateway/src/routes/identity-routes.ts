@@ -1,6 +1,6 @@
 import type { RequestHandler, Response, Router } from 'express';
 import { z } from 'zod';
-import { MAX_USERNAME_CHARS, MAX_WEBSITE_CHARS, MIN_PASSWORD_CHARS, USERNAME_PATTERN, USERNAME_RULE } from '@cards/card-rules';
+import { MAX_USERNAME_CHARS, MAX_WEBSITE_CHARS, MIN_PASSWORD_CHARS, USERNAME_PATTERN, usernameProblem } from '@cards/card-rules';
 import { SESSION_COOKIE, requireUser } from '../http/session';
 import { badRequest } from '../http/http-error';
 import { characterString, looseBoolean, parseBody, uuidParam, uuidString } from '../http/validation';
@@ -41,10 +41,15 @@ export const passwordResetBody = z.object({
 export const passwordResetRequestBody = z.object({ email: emailField() });
 export const updateUserBody = z.object({
   // "" clears it, as null does.
+  // Identity's whole rule (usernameProblem: one script, nothing invisible...) on the NFC form parseBody gives; the
+  // document states the characters and the length (USERNAME_PATTERN, read with the u flag as JSON Schema does).
   username: z
-    .string()
-    .regex(new RegExp(`^(${USERNAME_PATTERN.slice(1, -1)})?$`), USERNAME_RULE)
-    .openapi({ maxLength: MAX_USERNAME_CHARS })
+    .string({ invalid_type_error: 'must be a string' })
+    .superRefine((value, ctx) => {
+      const problem = value === '' ? null : usernameProblem(value);
+      if (problem) ctx.addIssue({ code: z.ZodIssueCode.custom, message: problem });
+    })
+    .openapi({ maxLength: MAX_USERNAME_CHARS, pattern: `^(${USERNAME_PATTERN.slice(1, -1)})?$` })
     .nullable()
     .optional(),
   website: characterString(MAX_WEBSITE_CHARS, { trim: true }).nullable().optional(),

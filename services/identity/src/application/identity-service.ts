@@ -10,7 +10,7 @@ import {
 } from '@cards/platform';
 import { INVITATION_TTL_MS, PASSWORD_RESET_TTL_MS, SESSION_TTL_MS, type ProfilePatch, type User } from '../domain/model';
 import type { IdentityRepository, Mailer, OutgoingMail, PasswordHasher, TokenSigner } from '../domain/ports';
-import { checkDeliverableEmail, checkNewPassword, checkUsername, EMAIL_HIDDEN_WITHOUT_USERNAME, emailVisibilityCondition, normalizeEmail, normalizeWebsite } from '../domain/rules';
+import { checkDeliverableEmail, checkNewPassword, EMAIL_HIDDEN_WITHOUT_USERNAME, emailVisibilityCondition, normalizeEmail, normalizeUsername, normalizeWebsite } from '../domain/rules';
 
 export interface IdentityServiceDeps {
   repository: IdentityRepository;
@@ -210,10 +210,7 @@ export class IdentityService {
     const patch: ProfilePatch = {};
     if (change.username !== undefined) {
       if (change.username === '') patch.username = null;
-      else {
-        checkUsername(change.username);
-        patch.username = change.username;
-      }
+      else patch.username = normalizeUsername(change.username);
     }
     if (change.website !== undefined) patch.website = change.website.trim() === '' ? null : normalizeWebsite(change.website);
     if (change.visibleEmail !== undefined) patch.visibleEmail = change.visibleEmail;

@@ -1,4 +1,4 @@
-import { characterCount, emailCharacterProblem, fitsCharacters, freeTextProblem, linkProblem, linkProblemText, MAX_WEBSITE_CHARS, MIN_PASSWORD_CHARS, USERNAME_PATTERN, USERNAME_RULE } from '@cards/card-rules';
+import { characterCount, emailCharacterProblem, fitsCharacters, freeTextProblem, linkProblem, linkProblemText, MAX_WEBSITE_CHARS, MIN_PASSWORD_CHARS, usernameProblem } from '@cards/card-rules';
 import { InvalidArgumentError, refuseIfProblem } from '@cards/platform';
 import { MAX_PASSWORD_LENGTH, type ProfilePatch, type StoredProfileCondition } from './model';
 
@@ -44,10 +44,15 @@ export function checkNewPassword(password: string, confirmation: string): void {
   if (password !== confirmation) throw new InvalidArgumentError('password_confirmation: does not match password');
 }
 
-const USERNAME = new RegExp(USERNAME_PATTERN);
-
-export function checkUsername(username: string): void {
-  if (!USERNAME.test(username)) throw new InvalidArgumentError(`username: ${USERNAME_RULE}`);
+/**
+ * A username as stored: in Unicode NFC, so every spelling of "Zoë" (an "ë" typed as one character or as "e" and a
+ * combining mark) is one name; InvalidArgumentError when it breaks the username rule (usernameProblem: letters and
+ * digits of one script, "_" and "-", nothing invisible). Uniqueness is the store's, under usernameKey.
+ */
+export function normalizeUsername(raw: string): string {
+  const username = raw.normalize('NFC');
+  refuseIfProblem('username', usernameProblem(username));
+  return username;
 }
 
 /** The website as stored: trimmed, an http(s) URL of at most MAX_WEBSITE_CHARS characters; InvalidArgumentError otherwise. */

@@ -1,3 +1,4 @@
+import { usernameKey } from '@cards/card-rules';
 import { AlreadyExistsError, isDuplicateKeyError, withOptionalTransaction, type MongoConnection } from '@cards/platform';
 import type { ClientSession, Collection, Filter } from 'mongodb';
 import type { Invitation, PasswordReset, ProfilePatch, Session, StoredProfileCondition, User } from '../../domain/model';
@@ -7,7 +8,10 @@ interface UserDocument {
   _id: string;
   email: string;
   username: string | null;
-  /** Present only when username is set: the sparse unique index makes usernames unique case-insensitively. */
+  /**
+   * Present only when username is set: its usernameKey (Unicode case folding of the NFC form; for the ASCII names of
+   * earlier versions their lower case, which those versions stored here), unique under a sparse index.
+   */
   usernameLower?: string;
   website: string | null;
   visibleEmail: boolean;
@@ -61,7 +65,7 @@ function toUserDocument(u: User): UserDocument {
     createdAt: u.createdAt,
     updatedAt: u.updatedAt,
   };
-  if (u.username !== null) doc.usernameLower = u.username.toLowerCase();
+  if (u.username !== null) doc.usernameLower = usernameKey(u.username);
   return doc;
 }
 
@@ -93,7 +97,7 @@ const emailTaken = () => new AlreadyExistsError('An account with this email alre
 
 /**
  * Identity data in the service's MongoDB database (collections users, invitations, sessions,
- * password_resets). Unique e-mail and lower-cased username are unique indexes. Registration and
+ * password_resets). Unique e-mail and username key (usernameKey) are unique indexes. Registration and
  * password reset run in a transaction on a replica set; on a standalone server they are ordered
  * single-document steps that claim first and compensate on failure (see docs/engines.md).
  */
@@ -173,7 +177,7 @@ export class MongoIdentityRepository implements IdentityRepository {
   async updateProfile(userId: string, patch: ProfilePatch, requires: StoredProfileCondition, updatedAt: Date): Promise<User | null> {
     const set: Partial<UserDocument> = { updatedAt };
     if (patch.username !== undefined) set.username = patch.username;
-    if (patch.username) set.usernameLower = patch.username.toLowerCase();
+    if (patch.username) set.usernameLower = usernameKey(patch.username);
     if (patch.website !== undefined) set.website = patch.website;
     if (patch.visibleEmail !== undefined) set.visibleEmail = patch.visibleEmail;
     try {

@@ -1,8 +1,9 @@
+import { usernameKey } from '@cards/card-rules';
 import { AlreadyExistsError, openSqlite, type SqliteDatabase } from '@cards/platform';
 import type { Invitation, PasswordReset, ProfilePatch, Session, StoredProfileCondition, User } from '../../domain/model';
 import type { IdentityRepository } from '../../domain/ports';
 
-const MIGRATIONS = [
+export const MIGRATIONS = [
   `CREATE TABLE users (
      id TEXT PRIMARY KEY, email TEXT NOT NULL UNIQUE, username TEXT, website TEXT, visible_email INTEGER NOT NULL,
      password_hash TEXT NOT NULL, created_at TEXT NOT NULL, updated_at TEXT NOT NULL);
@@ -15,6 +16,12 @@ const MIGRATIONS = [
   `ALTER TABLE users ADD COLUMN password_version INTEGER NOT NULL DEFAULT 0;
    ALTER TABLE sessions ADD COLUMN password_version INTEGER;
    ALTER TABLE password_resets ADD COLUMN password_version INTEGER;`,
+  // Usernames unique under usernameKey (Unicode case folding of the NFC form), which SQLite's ASCII-only lower() cannot
+  // compute: the adapter writes it beside the name. Names stored before were ASCII only, whose key is lower().
+  `ALTER TABLE users ADD COLUMN username_key TEXT;
+   UPDATE users SET username_key = lower(username) WHERE username IS NOT NULL;
+   DROP INDEX IF EXISTS users_username;
+   CREATE UNIQUE INDEX users_username_key ON users(username_key) WHERE username_key IS NOT NULL;`,
 ];
 
 interface UserRow {
@@ -117,8 +124,8 @@ export class SqliteIdentityRepository implements IdentityRepository {
 
   private insertUser(u: User): void {
     this.db
-      .prepare('INSERT INTO users (id, email, username, website, visible_email, password_hash, password_version, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)')
-      .run(u.id, u.email, u.username, u.website, u.visibleEmail ? 1 : 0, u.passwordHash, u.passwordVersion, iso(u.createdAt), iso(u.updatedAt));
+      .prepare('INSERT INTO users (id, email, username, username_key, website, visible_email, password_hash, password_version, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)')
+      .run(u.id, u.email, u.username, u.username === null ? null : usernameKey(u.username), u.website, u.visibleEmail ? 1 : 0, u.passwordHash, u.passwordVersion, iso(u.createdAt), iso(u.updatedAt));
   }
 
   async findUserById(id: string): Promise<User | null> {
@@ -139,7 +146,7 @@ export class SqliteIdentityRepository implements IdentityRepository {
 
   async updateProfile(userId: string, patch: ProfilePatch, requires: StoredProfileCondition, updatedAt: Date): Promise<User | null> {
     const sets = ['updated_at = @updatedAt'];
-    if (patch.username !== undefined) sets.push('username = @username');
+    if (patch.username !== undefined) sets.push('username = @username', 'username_key = @usernameKey');
     if (patch.website !== undefined) sets.push('website = @website');
     if (patch.visibleEmail !== undefined) sets.push('visible_email = @visibleEmail');
     try {
@@ -147,12 +154,13 @@ export class SqliteIdentityRepository implements IdentityRepository {
         id: userId,
         updatedAt: iso(updatedAt),
         username: patch.username ?? null,
+        usernameKey: patch.username ? usernameKey(patch.username) : null,
         website: patch.website ?? null,
         visibleEmail: patch.visibleEmail ? 1 : 0,
       }) as UserRow | undefined;
       return row ? userFromRow(row) : null;
     } catch (err) {
-      if (isUniqueViolation(err, 'username')) throw new AlreadyExistsError('username: already taken');
+      if (isUniqueViolation(err, 'username_key')) throw new AlreadyExistsError('username: already taken');
       throw err;
     }
   }

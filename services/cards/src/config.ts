@@ -13,6 +13,13 @@ export const cardsConfigSchema = z.object({
   NEAR_DUPLICATE_DEADLINE_MS: envInt(3000),
   /** How long the Idempotency-Key of a deleted card or collection keeps refusing a repeat of its create (409); then it creates anew. */
   IDEMPOTENCY_KEY_TTL_HOURS: envIdempotencyKeyTtlHours(),
+  /** Card HTML of at least this many characters is cleaned on a worker thread (~4 ms of markup on the service's thread below it). */
+  CARD_HTML_WORKER_MIN_CHARS: envInt(16_384),
+  /** Worker threads cleaning large card HTML at once at most. */
+  CARD_HTML_WORKERS: envInt(2).pipe(z.number().min(1, 'must be at least 1')),
+  /** Large cards waiting for a worker at most, and how long; beyond: UNAVAILABLE (HTTP 503). */
+  CARD_HTML_QUEUE: envInt(16),
+  CARD_HTML_QUEUE_WAIT_MS: envInt(5_000),
   KAFKA_BROKERS: z.string().optional(),
   MONGO_URL: z.string().optional(),
 });

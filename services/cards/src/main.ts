@@ -3,6 +3,7 @@ import { cards, files, identity, search } from '@cards/proto';
 import { GrpcFileDirectory } from './adapters/grpc/grpc-file-directory';
 import { GrpcNearDuplicateFinder } from './adapters/grpc/grpc-near-duplicate-finder';
 import { GrpcUserDirectory } from './adapters/grpc/grpc-user-directory';
+import { WorkerCardHtmlCleaner } from './adapters/worker-threads/worker-card-html-cleaner';
 import { CardService } from './application/card-service';
 import { CollectionService } from './application/collection-service';
 import { subscribeToSearchEvents } from './application/event-consumers';
@@ -30,6 +31,10 @@ export async function startCards(env: Record<string, string | undefined> = proce
   const cardRepository = store.cards;
   const fileDirectory = new GrpcFileDirectory(peers.files.client);
   const collectionRepository = store.collections;
+  const htmlCleaner = new WorkerCardHtmlCleaner(
+    { minWorkerChars: config.CARD_HTML_WORKER_MIN_CHARS, workers: config.CARD_HTML_WORKERS, maxQueued: config.CARD_HTML_QUEUE, maxWaitMs: config.CARD_HTML_QUEUE_WAIT_MS },
+    logger,
+  );
   const cardService = new CardService({
     cards: cardRepository,
     votes: store.votes,
@@ -40,6 +45,7 @@ export async function startCards(env: Record<string, string | undefined> = proce
     users: new GrpcUserDirectory(peers.identity.client, logger),
     eventsWritten: () => relay.kick(),
     logger,
+    htmlCleaner,
   });
   const collectionService = new CollectionService({ collections: collectionRepository, cards: cardRepository, cardService, files: fileDirectory, eventsWritten: () => relay.kick() });
   relay.start();
@@ -70,6 +76,7 @@ export async function startCards(env: Record<string, string | undefined> = proce
     address: grpc.address,
     async stop() {
       await grpc.shutdown();
+      await htmlCleaner.close();
       for (const peer of Object.values(peers)) peer.channel.close();
       await store.closeIfUnreachable();
       await recheck;

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { events } from '@cards/proto';
 import { AlreadyExistsError, InvalidArgumentError, newId, NotFoundError, PermissionDeniedError, earlierCreateForKey, RetryableUnavailableError, UnauthenticatedError, UnavailableError, type Logger } from '@cards/platform';
 import { collisionMovesOnChange, isVisibleTo, leavesRoot, mayHoldCollision, rehomedCollisions, PAGE_SIZE, totalPages, withFileShownTo, type AuthorScore, type Card, type CardGroup, type CollisionMove, type Vote } from '../domain/model';
-import { StaleCardError, type CardRepository, type CollectionRepository, type ContentLock, type FileDirectory, type NearDuplicateFinder, type UserDirectory, type VoteRepository } from '../domain/ports';
+import { StaleCardError, type CardHtmlCleaner, type CardRepository, type CollectionRepository, type ContentLock, type FileDirectory, type NearDuplicateFinder, type UserDirectory, type VoteRepository } from '../domain/ports';
 import { cardTextFromHtml, fingerprintOf, isNearCopy, jaccard, NEAR_COPY_JACCARD, shinglesOf, SKETCH_MIN_SHARED, validLink, validOcFilePath, validTags } from '../domain/rules';
 import { CardGroupReader, cardMessageBytes, type CardGroupsPart, type ViewedCard, type ViewedGroup } from './card-groups';
 import { bookmarkChanged, cardCreated, cardDeleted, cardRehomed, cardUpdated, verificationKept } from './events';
@@ -65,7 +65,11 @@ export interface CardServiceDeps {
   /** Called after every commit that wrote events (kicks the outbox relay). */
   eventsWritten: () => void;
   logger: Logger;
+  /** Cleans card HTML (the service's thread when not given: rules.ts cardTextFromHtml). */
+  htmlCleaner?: CardHtmlCleaner;
 }
+
+const INLINE_CLEANER: CardHtmlCleaner = { clean: async (rawHtml) => cardTextFromHtml(rawHtml) };
 
 const NEAR_DUPLICATE_CANDIDATES = 10;
 /**
@@ -106,7 +110,10 @@ export class CardService {
 
   private readonly groupReader: CardGroupReader;
 
+  private readonly htmlCleaner: CardHtmlCleaner;
+
   constructor(private readonly deps: CardServiceDeps) {
+    this.htmlCleaner = deps.htmlCleaner ?? INLINE_CLEANER;
     this.groupReader = new CardGroupReader({ cards: deps.cards, withVotes: (list, viewerId) => this.withVotes(list, viewerId) });
   }
 
@@ -124,7 +131,8 @@ export class CardService {
       // A retry of a create cut off after its insert (file ingestion after a crash) finishes what that create owes.
       if (existing) return asCreated((await this.finishOwedLookAgain(existing.id))?.card ?? existing);
     }
-    const { cardHtml, content } = cardTextFromHtml(input.cardHtml);
+    // A file's ingestion (the only caller taking the file's privacy) waits for a busy cleaner instead of being refused.
+    const { cardHtml, content } = await this.htmlCleaner.clean(input.cardHtml, { patient: input.privacyFromFile === true });
     const link = validLink(input.link);
     const tags = validTags(input.tags);
     const ocFilePath = validOcFilePath(input.ocFilePath);
@@ -496,7 +504,7 @@ export class CardService {
     const next: Card = { ...card };
     let fingerprint = null;
     if (input.cardHtml !== undefined) {
-      const derived = cardTextFromHtml(input.cardHtml);
+      const derived = await this.htmlCleaner.clean(input.cardHtml);
       next.cardHtml = derived.cardHtml;
       next.content = derived.content;
       if (next.content !== card.content) fingerprint = fingerprintOf(next.content);

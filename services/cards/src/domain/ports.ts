@@ -353,3 +353,12 @@ export interface UserDirectory {
   /** Join dates of the users that exist; an unreachable directory answers an empty map. */
   joinDates(userIds: readonly string[]): Promise<Map<string, Date>>;
 }
+
+/**
+ * Cleans card HTML: rules.ts's cardTextFromHtml (the HTML reduced to the allow-list and its text, the limits enforced:
+ * InvalidArgumentError otherwise), perhaps off the service's thread. An adapter bounding the work it takes at once may
+ * refuse with UnavailableError when it is busy, but never a patient caller (a file's ingestion), which waits its turn.
+ */
+export interface CardHtmlCleaner {
+  clean(rawHtml: string, options?: { patient?: boolean }): Promise<{ cardHtml: string; content: string }>;
+}

@@ -21,6 +21,26 @@ async function* exactly(byteCount: number, chunks: AsyncIterable<Uint8Array>): A
   if (received !== byteCount) throw new ContentSizeMismatchError(byteCount, String(received));
 }
 
+/** The two ends of the answer around the base64url text, and its head: status 200, type, Content-Length. */
+function writeHead(res: Response, fields: Record<string, unknown>, name: string, byteCount: number): { opening: string; closing: string } {
+  const members = JSON.stringify(fields);
+  const opening = `${members === '{}' ? '{' : `${members.slice(0, -1)},`}${JSON.stringify(name)}:"`;
+  const closing = '"}';
+  res.status(200);
+  res.setHeader('content-type', 'application/json; charset=utf-8');
+  res.setHeader('content-length', String(Buffer.byteLength(opening) + base64UrlLength(byteCount) + closing.length));
+  return { opening, closing };
+}
+
+/**
+ * Answers a HEAD with the head sendJsonWithBase64UrlMember gives the GET (200, its type and Content-Length), from
+ * the content's size alone: nothing of the content is needed, so none is asked for.
+ */
+export function sendHeadOfJsonWithBase64UrlMember(res: Response, fields: Record<string, unknown>, name: string, byteCount: number): void {
+  writeHead(res, fields, name, byteCount);
+  res.end();
+}
+
 /**
  * Answers 200 with `fields` as a JSON object ending in the member `name` holding the base64url text of `content`,
  * written as the bytes arrive: the same bytes `res.json({ ...fields, [name]: bytes.toString('base64url') })` sends,
@@ -30,12 +50,7 @@ async function* exactly(byteCount: number, chunks: AsyncIterable<Uint8Array>): A
  * sees a broken answer, never valid JSON with other content. A HEAD request gets the head only.
  */
 export async function sendJsonWithBase64UrlMember(res: Response, fields: Record<string, unknown>, name: string, byteCount: number, content: AsyncIterable<Uint8Array>): Promise<void> {
-  const members = JSON.stringify(fields);
-  const opening = `${members === '{}' ? '{' : `${members.slice(0, -1)},`}${JSON.stringify(name)}:"`;
-  const closing = '"}';
-  res.status(200);
-  res.setHeader('content-type', 'application/json; charset=utf-8');
-  res.setHeader('content-length', String(Buffer.byteLength(opening) + base64UrlLength(byteCount) + closing.length));
+  const { opening, closing } = writeHead(res, fields, name, byteCount);
   if (res.req.method === 'HEAD') {
     res.end();
     return;

@@ -1,12 +1,32 @@
-import type { NextFunction, Request, Response, Router } from 'express';
+import type { NextFunction, Request, RequestHandler, Response, Router } from 'express';
 import { unreservedDecoded } from './api-paths';
 import { HttpError, notFound } from './http-error';
 
 /** What the router keeps per `use` or route; `match` is its own matching (path-to-regexp), with no state kept. */
 interface Layer {
-  route?: { methods: Record<string, boolean | undefined> };
+  route?: { methods: Record<string, boolean | undefined>; stack?: Array<{ handle: unknown }> };
   handle: unknown;
   match(path: string): { path: string } | false;
+}
+
+/** The handlers `noHead` made: a route holding one answers GET only. */
+const headRefusers = new WeakSet<object>();
+
+/**
+ * The first handler of a GET route whose GET does something besides reading (GET /api/password/:email sends a mail
+ * and counts toward the mail limits): express hands HEAD to GET's handlers, and a HEAD is what link checkers,
+ * prefetchers and monitors send freely. A HEAD leaves the route before any of its handlers (limits, CSRF check, the
+ * call) runs and reaches the API's last handler, which answers 405 with `Allow` as for any method the path does not
+ * answer; the route index leaves HEAD out of that path's methods (`Allow`, OPTIONS).
+ */
+export function noHead(): RequestHandler {
+  const handler: RequestHandler = (req, _res, next) => (req.method === 'HEAD' ? next('route') : next());
+  headRefusers.add(handler);
+  return handler;
+}
+
+function refusesHead(layer: Layer): boolean {
+  return (layer.route!.stack ?? []).some((inner) => typeof inner.handle === 'function' && headRefusers.has(inner.handle));
 }
 
 function stackOf(handle: unknown): Layer[] | undefined {
@@ -20,13 +40,22 @@ function methodsOf(layer: Layer): string[] {
     .map(([method]) => method.toUpperCase());
 }
 
+/** The methods of the routes a path has, and whether the route its GET reaches refuses HEAD (`noHead`). */
+interface PathMethods {
+  methods: Set<string>;
+  headRefused?: boolean;
+}
+
 /** The methods of every route under `stack` that answers `path`, mounted routers searched as the router descends into them. */
-function collectMethods(stack: Layer[], path: string, into: Set<string>): void {
+function collectMethods(stack: Layer[], path: string, into: PathMethods): void {
   for (const layer of stack) {
     const matched = layer.match(path);
     if (!matched) continue;
     if (layer.route) {
-      for (const method of methodsOf(layer)) into.add(method);
+      const methods = methodsOf(layer);
+      for (const method of methods) into.methods.add(method);
+      // The router hands HEAD to the first route with GET, as it routes.
+      if (into.headRefused === undefined && methods.includes('GET')) into.headRefused = refusesHead(layer);
       continue;
     }
     const mounted = stackOf(layer.handle);
@@ -45,10 +74,10 @@ function collectAllMethods(stack: Layer[], into: Set<string>): void {
   }
 }
 
-/** What a path (or the whole server) answers besides its routes' own methods. */
-function withImplied(methods: Set<string>): string[] {
+/** What a path (or the whole server) answers besides its routes' own methods: HEAD with GET unless refused, OPTIONS. */
+function withImplied(methods: Set<string>, headRefused = false): string[] {
   if (methods.size === 0) return [];
-  if (methods.has('GET')) methods.add('HEAD');
+  if (methods.has('GET') && !headRefused) methods.add('HEAD');
   methods.add('OPTIONS');
   return [...methods];
 }
@@ -70,9 +99,9 @@ export function routeMethodIndex(appRouter: Router): RouteMethodIndex {
   let serverMethods: string[] | undefined;
   return {
     methodsFor(path) {
-      const methods = new Set<string>();
-      collectMethods(stack(), path, methods);
-      return withImplied(methods);
+      const found: PathMethods = { methods: new Set<string>() };
+      collectMethods(stack(), path, found);
+      return withImplied(found.methods, found.headRefused);
     },
     serverMethods() {
       if (!serverMethods) {
@@ -92,7 +121,9 @@ function answerOtherMethod(allowed: string[], req: Request, res: Response, next:
     res.status(204).end();
     return;
   }
-  next(new HttpError(405, `${req.method} is not allowed here; allowed: ${allowed.join(', ')}`));
+  // A HEAD where GET is allowed reaches here only from a `noHead` route (the answer's head carries the message's size only).
+  const why = req.method === 'HEAD' && allowed.includes('GET') ? ': GET here does more than read (a mail, a count), which a HEAD must not' : '';
+  next(new HttpError(405, `${req.method} is not allowed here${why}; allowed: ${allowed.join(', ')}`));
 }
 
 /**

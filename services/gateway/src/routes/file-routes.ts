@@ -12,7 +12,7 @@ import { UPLOAD_RETRY_AFTER_SECONDS } from '../http/upload-admission';
 import { clientAddressKey } from '../http/rate-limits';
 import { digestOf, idempotencyOf } from '../http/idempotency-key';
 import { pagesOf, sendJsonArrayInPages } from '../http/json-array-in-pages';
-import { sendJsonWithBase64UrlMember } from '../http/json-with-streamed-content';
+import { sendHeadOfJsonWithBase64UrlMember, sendJsonWithBase64UrlMember } from '../http/json-with-streamed-content';
 import { requireUser } from '../http/session';
 import { looseBoolean, nonBlankCharacterString, parseBody, tagList, uuidParam, uuidString } from '../http/validation';
 import { forKnownUser } from './known-user';
@@ -216,6 +216,13 @@ export function registerFileRoutes(router: Router, { clients, filesHttpAddress, 
 
   router.get('/file/:file_id', async (req, res) => {
     const fileId = uuidParam(req, 'file_id');
+    if (req.method === 'HEAD') {
+      // The GET's head from the file's record (GetFile: the same visibility check, 404 alike), with no ReadFile call:
+      // the content is not asked for, so no read slot is taken and no byte leaves the files service.
+      const file = await clients.files.getFile({ fileId, callerId: req.user?.id }, { idempotent: true });
+      sendHeadOfJsonWithBase64UrlMember(res, presentFile(file), 'base64url_content', Number(file.size));
+      return;
+    }
     const releaseShare = readsPerClient.take(req.user ? `user:${req.user.id}` : `address:${clientAddressKey(req.ip)}`, 1, fileReads.perClient);
     if (!releaseShare) throw ownShareTaken(OWN_FILE_READS_BUSY_MESSAGE, FILE_READ_RETRY_AFTER_SECONDS);
     const release = await reads.acquire().catch((err: unknown) => {

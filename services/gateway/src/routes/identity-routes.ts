@@ -6,6 +6,7 @@ import { badRequest } from '../http/http-error';
 import { characterString, looseBoolean, parseBody, uuidParam, uuidString } from '../http/validation';
 import { authRateLimits, mailRateLimit, type RateLimitConfig } from '../http/rate-limits';
 import { refuseCrossSite, type CrossOriginOptions } from '../http/cross-origin';
+import { noHead } from '../http/unmatched';
 import { presentSlimUser } from '../presenters/user-presenter';
 import type { GatewayClients } from '../clients';
 
@@ -119,7 +120,8 @@ export function registerIdentityRoutes(router: Router, { clients, rateLimits, co
     res.json(presentSlimUser(requireUser(req)));
   });
 
-  router.get('/password/:email', refuseCrossSite(crossOrigin), ...resetLimits, mailLimit, async (req, res) => {
+  // GET only: a HEAD (a link checker, a prefetch) is 405 before the CSRF check, the limits' counts and the mail.
+  router.get('/password/:email', noHead(), refuseCrossSite(crossOrigin), ...resetLimits, mailLimit, async (req, res) => {
     // In NFC as a body's text is (parseBody); identity puts it in NFC too, this keeps the size bound on that form.
     const email = typeof req.params.email === 'string' ? req.params.email.normalize('NFC') : '';
     if (email.length > EMAIL_SIZE_BOUND) throw badRequest(`email: must be at most ${MAX_EMAIL_CHARS} characters`);

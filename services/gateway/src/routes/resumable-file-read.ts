@@ -103,7 +103,7 @@ export async function openResumableFileRead(client: GatewayClients['files'], req
     content: bytes,
     async close() {
       await bytes.return(undefined);
-      // Never started (a HEAD request, an answer refused before its body): the first call is still open.
+      // Never started (an answer that failed before its body): the first call is still open.
       if (current) await closeQuietly(current);
       current = undefined;
     },

@@ -217,21 +217,25 @@ describeInBrowser('web app in headless Chromium', () => {
     await page.getByLabel('Source link').fill('https://example.com/a\u0007b');
     await page.getByText('Remove the invisible control characters (they were probably pasted in).').waitFor();
     await page.getByLabel('Source link').fill('ftp://example.com/x');
-    // Half a surrogate pair in the text, which the server refuses (it only drops control characters there), is named too.
-    await page.getByLabel('Card text').evaluate((area: PageTextField) => {
+    expect(await accessibilityProblems()).toEqual([]);
+    // The HTML view takes the card's HTML as typed. Half a surrogate pair in it, which the server refuses (it only
+    // drops control characters there), is named too.
+    const editAsHtml = page.getByRole('button', { name: 'Edit as HTML' });
+    await editAsHtml.click();
+    await page.getByLabel('Card text (HTML)').evaluate((area: PageTextField) => {
       area.value = `Far too short${String.fromCharCode(0xdc00)}`;
       area.dispatchEvent(new Event('input', { bubbles: true }));
     });
     await page.getByText('Remove the broken character, half of an emoji or symbol (it was probably pasted in).').waitFor();
-    await page.getByLabel('Card text').fill('Far too short for a card.');
-    expect(await accessibilityProblems()).toEqual([]);
     // The counter derives the text as the server does (@cards/card-rules' block tags): a <div> is
     // discarded by the server's sanitizer, so it does not split words.
-    await page.getByLabel('Card text').fill('<div>one</div><div>two</div><p>three</p>');
+    await page.getByLabel('Card text (HTML)').fill('<div>one</div><div>two</div><p>three</p>');
     await page.getByTestId('word-count').getByText('2', { exact: true }).waitFor();
+    expect(await accessibilityProblems()).toEqual([]);
+    await editAsHtml.click();
 
     const articlePort = (article.address() as { port: number }).port;
-    await page.getByLabel('Card text').fill(CARD_TEXT);
+    await page.getByLabel('Card text', { exact: true }).fill(CARD_TEXT);
     await page.getByLabel('Source link').fill(`http://127.0.0.1:${articlePort}/tides`);
     await page.getByLabel('Tags (comma-separated)').fill('astronomy, tides');
     // The answer to the first sending is lost after the server stored the card; sending the same draft again must not
@@ -533,8 +537,14 @@ describeInBrowser('web app in headless Chromium', () => {
     await page.goto(`/card/${cardId}`);
     await page.getByRole('link', { name: 'Edit card' }).click();
     await page.waitForURL(new RegExp(`/card/${cardId}/edit$`));
-    const text = page.getByLabel('Card text');
-    await text.fill(`${await text.inputValue()}<p>Edited in the browser: the Moon is slowly receding.</p>`);
+    // The formatted text is edited, not its HTML: a new paragraph at the end.
+    const text = page.getByLabel('Card text', { exact: true });
+    await text.click();
+    // ProseMirror settles the selection of a click just after the mouse is released.
+    await page.waitForTimeout(100);
+    await page.keyboard.press('Control+End');
+    await page.keyboard.press('Enter');
+    await page.keyboard.type('Edited in the browser: the Moon is slowly receding.');
     await page.getByRole('button', { name: 'Save changes' }).click();
     await page.waitForURL(new RegExp(`/card/${cardId}$`));
     await page.locator('.card-body').getByText('Edited in the browser: the Moon is slowly receding.').waitFor();

@@ -3,6 +3,7 @@ import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
 import { ApiError, type Card, type User } from './api';
 import { hasNavigated, Link } from './router';
 import { splitTags } from '@cards/card-rules';
+import { verificationReading } from './verification';
 
 /** Loads data for a page; `reload` runs the loader again. */
 export function useAsync<T>(load: () => Promise<T>, deps: unknown[]): { data: T | undefined; error: ApiError | undefined; loading: boolean; reload(): void } {
@@ -127,12 +128,13 @@ export function Tags({ tagSet }: { tagSet: string | null }) {
   );
 }
 
-export function VerificationBadge({ score }: { score: number | null }) {
-  if (score === null || score === undefined) return null;
-  const level = score >= 70 ? 'good' : score >= 40 ? 'fair' : 'poor';
+/** The card's verification as a badge: nothing when there is no link and no score (see ./verification). */
+export function VerificationBadge({ score, hasLink }: { score: number | null; hasLink: boolean }) {
+  const reading = verificationReading(score, hasLink);
+  if (!reading) return null;
   return (
-    <span class={`badge verify-${level}`} title="How closely the card matches the page it links to (0–100)">
-      Verified {Math.round(score)}/100
+    <span class={`badge verify-${reading.level}`} title={`${reading.label}: ${reading.explanation}`} data-testid="verification">
+      {reading.label}
     </span>
   );
 }
@@ -156,7 +158,7 @@ export function CardSummary({ card, collisions = [], score, actions }: { card: C
           ▲ {card.total_upvotes} ▼ {card.total_downvotes}
         </span>
         {score !== undefined ? <> · score {score.toFixed(2)}</> : null}
-        {card.private ? <> · <span class="badge">private</span></> : null} <VerificationBadge score={card.verification_score} />
+        {card.private ? <> · <span class="badge">private</span></> : null} <VerificationBadge score={card.verification_score} hasLink={Boolean(card.link)} />
       </p>
       <Tags tagSet={card.tag_set} />
       {collisions.length > 0 ? (

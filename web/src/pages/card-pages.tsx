@@ -4,6 +4,9 @@ import { api, newIdempotencyKey, type Card } from '../api';
 import { cardDraftProblems, htmlFromInput, tagsFromInput, textOfHtml } from '../card-rules';
 import { ErrorMessage, formatDate, Loading, Notice, NotFoundHint, PageTitle, Tags, useAction, useAsync, userName, VerificationBadge } from '../components';
 import { Link, navigate, useLocation } from '../router';
+import { verificationReading } from '../verification';
+import { LazyCardTextEditor } from '../lazy-card-text-editor';
+import { shortcut } from '../shortcut';
 import { useSession } from '../session';
 
 function VoteButtons({ card, onChanged, signedIn }: { card: Card; onChanged(): void; signedIn: boolean }) {
@@ -154,14 +157,13 @@ export function CardPage({ cardId }: { cardId: string }) {
         </dd>
         <dt>Verification</dt>
         <dd>
-          {c.verification_score !== null ? (
+          {c.link || c.verification_score !== null ? (
             <>
-              <VerificationBadge score={c.verification_score} /> <span class="muted">similarity of the card to its source page</span>
+              <VerificationBadge score={c.verification_score} hasLink={Boolean(c.link)} />{' '}
+              <span class="muted">{verificationReading(c.verification_score, Boolean(c.link))?.explanation}</span>
             </>
-          ) : c.link ? (
-            <span class="muted">pending: the source page is being checked</span>
           ) : (
-            <span class="muted">not verified (no link)</span>
+            <span class="muted">Not verified: the card has no source link.</span>
           )}
         </dd>
       </dl>
@@ -186,6 +188,14 @@ export function CardPage({ cardId }: { cardId: string }) {
 function CardForm({ card }: { card?: Card }) {
   const { query } = useLocation();
   const [text, setText] = useState(card?.card_html ?? '');
+  // Formatted text (the rich-text editor) or the HTML itself; the editor reads the HTML view's text when switched back.
+  const [htmlView, setHtmlView] = useState(false);
+  // Whether the person changed the text (an edit sends card_html only then: the editor writes the stored HTML anew).
+  const [textChanged, setTextChanged] = useState(false);
+  const changeText = (value: string) => {
+    setText(value);
+    setTextChanged(true);
+  };
   const [link, setLink] = useState(card?.link ?? '');
   const [tags, setTags] = useState(card?.tag_set ?? query.get('tags') ?? '');
   const [isPrivate, setPrivate] = useState(card?.private ?? false);
@@ -205,7 +215,7 @@ function CardForm({ card }: { card?: Card }) {
       const ok = await action.run(async () => {
         await api.updateCard({
           card_uuid: card.id,
-          ...(html !== card.card_html ? { card_html: html } : {}),
+          ...(textChanged && html !== card.card_html ? { card_html: html } : {}),
           ...(link.trim() !== card.link ? { link: link.trim() } : {}),
           ...(isPrivate !== card.private ? { private: isPrivate } : {}),
         });
@@ -229,18 +239,43 @@ function CardForm({ card }: { card?: Card }) {
     );
   return (
     <form onSubmit={submit} class="card-form" noValidate>
-      <label for="card-text">Card text</label>
-      <textarea
-        id="card-text"
-        rows={12}
-        value={text}
-        onInput={(e) => setText(e.currentTarget.value)}
-        onBlur={() => setTouched(true)}
-        aria-invalid={Boolean(show('text'))}
-        aria-describedby="card-text-hint card-text-problem"
-      />
+      <div class="label-row">
+        {/* A label names a contenteditable through aria-labelledby but does not focus it: a click on it does. */}
+        <label id="card-text-label" for="card-text" onClick={() => document.getElementById('card-text')?.focus()}>
+          {htmlView ? 'Card text (HTML)' : 'Card text'}
+        </label>
+        <button type="button" class="link-button" aria-pressed={htmlView} onClick={() => setHtmlView(!htmlView)}>
+          Edit as HTML
+        </button>
+      </div>
+      {htmlView ? (
+        <textarea
+          id="card-text"
+          rows={12}
+          value={text}
+          onInput={(e) => changeText(e.currentTarget.value)}
+          onBlur={() => setTouched(true)}
+          aria-invalid={Boolean(show('text'))}
+          aria-describedby="card-text-hint card-text-problem"
+        />
+      ) : (
+        <LazyCardTextEditor
+          id="card-text"
+          html={htmlFromInput(text)}
+          describedBy="card-text-hint card-text-problem"
+          invalid={Boolean(show('text'))}
+          onChange={changeText}
+          onLoad={setText}
+          onLeave={() => setTouched(true)}
+          onUnavailable={() => setHtmlView(true)}
+        />
+      )}
       <small id="card-text-hint">
-        More than {MIN_WORDS_EXCLUSIVE} and at most {MAX_WORDS} words. Plain text (blank lines start paragraphs) or HTML with p, b, i, u, em, strong, mark, lists, headings, blockquote and links. Words: <span data-testid="word-count">{words}</span>
+        More than {MIN_WORDS_EXCLUSIVE} and at most {MAX_WORDS} words.{' '}
+        {htmlView
+          ? 'Plain text (blank lines start paragraphs) or HTML with p, b, i, u, em, strong, mark, lists, headings, blockquote and links; anything else is removed when the card is saved.'
+          : `Format with the toolbar or the keyboard (${shortcut('Mod+B')} bold, ${shortcut('Mod+I')} italic, ${shortcut('Mod+K')} link, Shift+Enter new line); pasted text keeps only the formatting a card can hold.`}{' '}
+        Words: <span data-testid="word-count">{words}</span>
       </small>
       <FieldProblem id="card-text-problem" text={show('text')} />
       <label for="card-link">Source link</label>

@@ -2,6 +2,7 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 import { api, ApiError, type Notification } from '../api';
 import { CardSummary, ErrorMessage, firstWords, formatDate, Loading, NotFoundHint, PageTitle, Pager, useAction, useAsync, userName } from '../components';
 import { Link, navigate, useLocation } from '../router';
+import { verificationReading } from '../verification';
 import { useSession } from '../session';
 
 function pageFrom(query: URLSearchParams): number {
@@ -186,11 +187,17 @@ function NotificationText({ n, names }: { n: Notification; names: Map<string, Na
     );
   }
   const named = names.get(`card:${n.card_uuid}`);
-  const score = (
-    <>
-      was checked against its source page: similarity <strong>{n.similarity_score}</strong>/100.
-    </>
-  );
+  const reading = verificationReading(n.similarity_score, true);
+  const score =
+    reading?.level === 'unreadable' ? (
+      <>
+        was checked, but its source page could not be read or shares no text with it (score <strong>0</strong>/100).
+      </>
+    ) : (
+      <>
+        was checked against its source page: {reading?.match ? `${reading.match}, ` : ''}score <strong>{n.similarity_score}</strong>/100.
+      </>
+    );
   if (named && 'gone' in named) return <>Your card (since deleted) {score}</>;
   return (
     <>

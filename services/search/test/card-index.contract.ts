@@ -495,6 +495,44 @@ export function describeCardIndexContract(name: string, factory: () => Promise<C
       expect((await index.get(school.cardId))!.content).toBe('학교에서 공부를 했다');
     });
 
+    test('full-text search finds a one-syllable Korean noun with or without its particle, cuts no noun that ends like a particle, and ranks the word as written first', async () => {
+      const village = aCard().saying('마을 사람들이 모두 광장에 모였다').build(); // The village people all gathered in the square.
+      const yam = aCard().saying('시장에서 마 한 뿌리를 샀다').build(); // I bought a yam (마) at the market.
+      const home = aCard().saying('비가 와서 집에 일찍 돌아왔다').build(); // It rained, so I came home (집에) early.
+      const house = aCard().saying('우리 집 앞에 큰 나무가 있다').build(); // A big tree stands in front of our house (집).
+      const cat = aCard().saying('고양이가 소파에서 잔다').build(); // The cat (고양이) sleeps on the sofa.
+      const goyang = aCard().saying('친구는 고양에 산다').build(); // My friend lives in Goyang (고양).
+      const person = aCard().saying('그 사람은 정말 친절하다').build(); // That person (사람) is really kind.
+      for (const card of [village, yam, home, house, cat, goyang, person]) await index.upsert(card);
+      const ranked = async (query: string) => {
+        const hits = (await index.matchText(query, everything(), firstPage)).hits;
+        return { query, found: hits.map((h) => h.cardId), strictlyRanked: hits.every((h, i) => i === 0 || hits[i - 1]!.score > h.score) };
+      };
+      // A one-syllable noun and its particle: found both ways, the word as the query writes it first.
+      expect(await ranked('집')).toEqual({ query: '집', found: [house.cardId, home.cardId], strictlyRanked: true });
+      expect(await ranked('집에')).toEqual({ query: '집에', found: [home.cardId, house.cardId], strictlyRanked: true });
+      // 마을 ("village") is no 마 ("yam") with the particle 을: each finds its own card first, the other one only below.
+      expect(await ranked('마을')).toEqual({ query: '마을', found: [village.cardId, yam.cardId], strictlyRanked: true });
+      expect(await ranked('마')).toEqual({ query: '마', found: [yam.cardId, village.cardId], strictlyRanked: true });
+      expect((await ranked('마을에서')).found[0]).toBe(village.cardId);
+      // 고양이 ("cat") ends like 이: the cat above the city of Goyang, which a particle after 고양 would also give.
+      expect(await ranked('고양이')).toEqual({ query: '고양이', found: [cat.cardId, goyang.cardId], strictlyRanked: true });
+      expect((await ranked('고양')).found.sort()).toEqual([cat.cardId, goyang.cardId].sort());
+      // The plural 들 and a particle after it: 사람들이 holds 사람 ("person"), and 사람들 ranks the card saying it first.
+      expect((await ranked('사람')).found.sort()).toEqual([village.cardId, person.cardId].sort());
+      expect(await ranked('사람들')).toEqual({ query: '사람들', found: [village.cardId, person.cardId], strictlyRanked: true });
+      // Cards holding every query word score alike no more (as written, or the stem only): each is ranked, the phrase
+      // first; 친구는 고양에 holds one of the words, by its stem.
+      const met = aCard().saying('학교에서 친구를 만났다').build(); // I met a friend at school.
+      const reversed = aCard().saying('친구를 학교에서 다시 만났다').build(); // I met the friend at school again.
+      const other = aCard().saying('학교를 마치고 친구를 만났다').build(); // After school I met a friend.
+      for (const card of [other, reversed, met]) await index.upsert(card);
+      expect(await ranked('학교에서 친구를')).toEqual({ query: '학교에서 친구를', found: [met.cardId, reversed.cardId, other.cardId, goyang.cardId], strictlyRanked: true });
+      // An edited card is listed under its new words only, the forms of its Korean words included.
+      await index.upsert({ ...home, content: '비가 와서 일찍 돌아왔다', updatedAt: new Date('2026-01-02T00:00:00Z') });
+      expect(await ranked('집')).toEqual({ query: '집', found: [house.cardId], strictlyRanked: true });
+    });
+
     test('a one-character Chinese or Japanese query finds the cards holding that character (alone or inside a passage); a card holding two such characters ranks first', async () => {
       const history = aCard().saying('一本关于中国历史的书').build();
       const library = aCard().saying('图书馆里有很多人').build();

@@ -377,6 +377,37 @@ describeOnEngine('CardIndex on ElasticsearchCardIndex', skipReason, () => {
       expect(await found('plain ascii')).toEqual([plain.cardId]);
     });
 
+    test('cards indexed by the stems of their Korean words alone are found by a one-syllable noun and rank the word as written first once foldStoredWords() has run', async () => {
+      const prefix = `cards-test-${randomBytes(4).toString('hex')}`;
+      const first = openIndex(prefix);
+      const home = aCard().saying('비가 와서 집에 일찍 돌아왔다').build();
+      const cat = aCard().saying('고양이가 소파에서 잔다').build();
+      const goyang = aCard().saying('친구는 고양에 산다').build();
+      for (const card of [home, cat, goyang]) await first.upsert(card);
+      // As written before: each Korean word by its stem alone, in jamo (집에 kept whole, 고양이가 and 고양에 both 고양), no korean_forms mark.
+      const client = new Client({ node: engine!.url });
+      const before: [{ cardId: string }, string[]][] = [
+        [home, ['비가', '와서', '집에', '일찍', '돌아왔다']],
+        [cat, ['고양', '소파', '잔다']],
+        [goyang, ['친구', '고양', '산다']],
+      ];
+      for (const [card, stems] of before) {
+        const words = stems.map((w) => w.normalize('NFD'));
+        await client.update({ index: `${prefix}-cards`, id: card.cardId, doc: { words, text: words.join(' '), folded: true, segmented: true, korean_forms: null }, refresh: true });
+      }
+      await client.close();
+      const restarted = openIndex(prefix);
+      const found = async (query: string) => (await restarted.matchText(query, everything, firstPage)).hits;
+      expect(await restarted.unfoldedCardCount()).toBe(3);
+      expect(await found('집')).toEqual([]);
+      expect(await restarted.foldStoredWords()).toBe(3);
+      expect(await restarted.unfoldedCardCount()).toBe(0);
+      expect((await found('집')).map((h) => h.cardId)).toEqual([home.cardId]);
+      const cats = await found('고양이');
+      expect(cats.map((h) => h.cardId)).toEqual([cat.cardId, goyang.cardId]);
+      expect(cats[0]!.score).toBeGreaterThan(cats[1]!.score);
+    });
+
     test('a restarted adapter reuses its indices (mapping upgrade is a no-op) and finds what was stored', async () => {
       const prefix = `cards-test-${randomBytes(4).toString('hex')}`;
       const first = openIndex(prefix);

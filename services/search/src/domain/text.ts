@@ -124,52 +124,209 @@ const HANGUL_SYLLABLE = /[\uac00-\ud7a3]/;
 const HANGUL_SYLLABLES = /[\uac00-\ud7a3]/g;
 
 /**
- * Korean particles (josa) and the commonest pairs of them, written after a noun without a space: 학교에서 is 학교 + 에서,
- * 학교를 is 학교 + 를. Those of one syllable other than 을 and 를 also end many nouns and verb forms (사과 "apple", 나이,
- * 회의, 먹는), so they are taken only after two syllables at least (학교가, not 나이 or 먹는).
+ * Korean particles (josa), the commonest pairs of them and the plural 들, written after a noun without a space:
+ * 학교에서 is 학교 + 에서, 학교를 is 학교 + 를, 사람들이 is 사람 + 들 + 이.
  */
 const KOREAN_PARTICLES = [
   '에서부터', '으로부터', '에게서는', '한테서는',
   '에서는', '에서도', '에서만', '에게서', '에게는', '에게도', '한테서', '한테는', '으로는', '으로도', '으로써', '으로서', '께서는', '까지는', '까지도', '부터는', '이라도', '이라고', '이라는',
   '에서', '에게', '한테', '께서', '으로', '로써', '로서', '로는', '에는', '에도', '에만', '까지', '부터', '처럼', '보다', '마저', '조차', '이랑', '하고', '와는', '과는', '이나', '이며', '밖에', '라도', '라고', '라는',
-  '을', '를',
+  '을', '를', '은', '는', '이', '가', '의', '에', '도', '만', '로', '와', '과', '랑', '나', '께', '들',
 ];
-const KOREAN_SHORT_PARTICLES = ['은', '는', '이', '가', '의', '에', '도', '만', '로', '와', '과', '랑', '나', '께'];
-/**
- * A word ending in a particle, with at least one letter before it (two before a short one). The match starting first
- * is the longest particle: 학교에서 loses 에서.
- */
-const KOREAN_PARTICLE_ENDING = new RegExp(`(?:(?<=[\\p{L}\\p{N}])(?:${KOREAN_PARTICLES.join('|')})|(?<=[\\p{L}\\p{N}]{2})(?:${KOREAN_SHORT_PARTICLES.join('|')}))$`, 'u');
+/** A word ending in a particle, with a letter before it. The match starting first is the longest particle: 학교에서 loses 에서. */
+const KOREAN_PARTICLE_ENDING = new RegExp(`(?<=[\\p{L}\\p{N}])(?:${KOREAN_PARTICLES.join('|')})$`, 'u');
 
 /**
- * A word holding Korean as full-text search compares it: its trailing particles dropped (학교에서, 학교를 and 학교 are
- * all 학교; iPhone을 is iphone), then each Hangul syllable spelled out in its letters (jamo, Unicode NFD: 학교 is ㅎㅏㄱㄱㅛ
- * as conjoining jamo), so a misspelling is a letter or two away as in an alphabet (학꾜 for 학교, 도서곽 for 도서관), not a
- * whole syllable. Particles are dropped repeatedly, so a noun that ends like one is cut the same way with a particle
- * after it as without (마을 "village" and 마을에 are both 마); a one-syllable word keeps its syllable (가, 이). Words
- * without Hangul are returned as they are. See decisions.md, "Full-text search of Korean".
+ * What a one-syllable stem is indexed and looked for as: the stem behind this mark, a word no text gives (a word is
+ * letters and digits), so a one-syllable query word meets a one-syllable stem only at KOREAN_SYLLABLE_STEM_MATCH.
  */
-export function koreanSearchWord(word: string): string {
-  if (!HANGUL_SYLLABLE.test(word)) return word;
+const SYLLABLE_STEM_MARK = '~';
+
+/** Conjoining Hangul jamo: what Korean words are indexed in. */
+const JAMO = /[\u1100-\u11ff]/;
+
+/**
+ * Whether an indexed word is one of indexWords' extra forms (a Korean word as written or a shorter form of it, a marked
+ * one-syllable stem), never a search word: such a word is matched only as itself, and misspellings are corrected to
+ * search words only (the vocabulary holds no extra form). A form as written always loses a further particle, which a
+ * stem never does.
+ */
+export function isExtraIndexWord(word: string): boolean {
+  if (word.startsWith(SYLLABLE_STEM_MARK)) return true;
+  if (!JAMO.test(word)) return false;
+  const composed = word.normalize('NFC');
+  const particle = KOREAN_PARTICLE_ENDING.exec(composed);
+  return particle !== null && Array.from(composed.slice(0, particle.index)).length >= 2;
+}
+
+/** How alike a Korean word and its stem are (학교를 and 학교, 고양이 and 고양): less than the word as written. */
+export const KOREAN_STEM_MATCH = 0.9;
+/**
+ * How alike a Korean word and a one-syllable stem of it are (집에 and 집, 마을 and 마): a two-syllable word ending like a
+ * particle may be a noun (마을 "village", 사과 "apple"), so it is found by the syllable well below the syllable itself.
+ */
+export const KOREAN_SYLLABLE_STEM_MATCH = 0.6;
+
+const spelledInJamo = (word: string) => word.replace(HANGUL_SYLLABLES, (syllable) => syllable.normalize('NFD'));
+
+/**
+ * A word holding Korean as full-text search reads it, each form spelled out in its letters (jamo, Unicode NFD: 학교 is
+ * ㅎㅏㄱㄱㅛ as conjoining jamo), so a misspelling is a letter or two away as in an alphabet (학꾜 for 학교, 도서곽 for
+ * 도서관), not a whole syllable: `stem`, the word without its trailing particles (dropped repeatedly, the longest first,
+ * while two letters at least stay: 학교에서, 학교를 and 학교 are 학교, 사람들이 is 사람, iPhone을 is iphone, 마을 stays
+ * 마을); `written`, the word as written and each shorter form on the way to the stem (고양이가, 고양이 for the stem 고양:
+ * a noun ending like a particle is cut, so its whole form is kept too); `syllable`, the one letter a further particle
+ * would leave (집에 and 마을 give 집 and 마), a guess that a word ending like a particle may be wrong about, so it is
+ * kept apart.
+ */
+function koreanForms(word: string): { written: string[]; stem: string; syllable: string | undefined } {
   let stem = word;
-  for (let cut = stem.replace(KOREAN_PARTICLE_ENDING, ''); cut !== stem; cut = stem.replace(KOREAN_PARTICLE_ENDING, '')) stem = cut;
-  return stem.replace(HANGUL_SYLLABLES, (syllable) => syllable.normalize('NFD'));
+  const written: string[] = [];
+  let syllable: string | undefined;
+  for (let particle = KOREAN_PARTICLE_ENDING.exec(stem); particle; particle = KOREAN_PARTICLE_ENDING.exec(stem)) {
+    const rest = stem.slice(0, particle.index);
+    if (Array.from(rest).length < 2) {
+      syllable = rest;
+      break;
+    }
+    written.push(spelledInJamo(stem));
+    stem = rest;
+  }
+  return { written, stem: spelledInJamo(stem), syllable: syllable === undefined ? undefined : spelledInJamo(syllable) };
 }
 
 /**
- * The words full-text search indexes and looks for: words() of the text with its diacritics folded (foldedText), except
- * that runs of unspaced scripts are split (unspacedWords: Chinese and Japanese into character bigrams, Thai and its
- * neighbours by dictionary) and Korean words lose their particles and are spelled in jamo (koreanSearchWord). ASCII
- * text is never scanned for them.
+ * A word holding Korean as the word sequence (phrases) and the query's terms name it: without its trailing particles,
+ * in jamo (koreanForms' stem). Words without Hangul are returned as they are. See decisions.md, "Full-text search of
+ * Korean".
  */
-export function searchWords(text: string): string[] {
+export function koreanSearchWord(word: string): string {
+  return HANGUL_SYLLABLE.test(word) ? koreanForms(word).stem : word;
+}
+
+/** The words of a text before Korean words are read: folded, unspaced scripts split. */
+function foldedWords(text: string): { words: string[]; korean: boolean } {
   const lower = text.toLowerCase();
-  if (ASCII.test(lower)) return words(lower);
+  if (ASCII.test(lower)) return { words: words(lower), korean: false };
   // A soft hyphen (U+00AD) only marks where a word may break: "soft\u00ADhyphen" is the word "softhyphen", in a query
   // as in a card (cards drop it from their content, but ones stored before may hold it).
   const folded = foldedText(lower.includes(SOFT_HYPHEN) ? lower.replaceAll(SOFT_HYPHEN, '') : lower);
-  const split = UNSPACED.test(folded) ? unspacedWords(folded) : words(folded);
-  return HANGUL_SYLLABLE.test(folded) ? split.map(koreanSearchWord) : split;
+  return { words: UNSPACED.test(folded) ? unspacedWords(folded) : words(folded), korean: HANGUL_SYLLABLE.test(folded) };
+}
+
+/**
+ * The words full-text search reads a text as, in order (what phrases compare): words() of the text with its diacritics
+ * folded (foldedText), except that runs of unspaced scripts are split (unspacedWords: Chinese and Japanese into
+ * character bigrams, Thai and its neighbours by dictionary) and Korean words lose their particles and are spelled in
+ * jamo (koreanSearchWord). ASCII text is never scanned for them.
+ */
+export function searchWords(text: string): string[] {
+  const { words: split, korean } = foldedWords(text);
+  return korean ? split.map(koreanSearchWord) : split;
+}
+
+/**
+ * The words a card is indexed under: `sequence`, its searchWords in order (phrases), and `extra`, distinct further
+ * forms of its Korean words: the word as written and its shorter forms where they differ from the stem (고양이가 and
+ * 고양이 of 고양, 학교에서), and the one-syllable stem a further particle would leave, marked (집 of 집에,
+ * 마 of 마을). Both indexes list a card under all.
+ */
+export function indexWords(text: string): { sequence: string[]; extra: string[] } {
+  const { words: split, korean } = foldedWords(text);
+  if (!korean) return { sequence: split, extra: [] };
+  const extra = new Set<string>();
+  const sequence = split.map((word) => {
+    if (!HANGUL_SYLLABLE.test(word)) return word;
+    const { written, stem, syllable } = koreanForms(word);
+    for (const form of written) extra.add(form);
+    if (syllable !== undefined) extra.add(SYLLABLE_STEM_MARK + syllable);
+    return stem;
+  });
+  return { sequence, extra: [...extra] };
+}
+
+/** An indexed word a query term looks for: its similarity is the match's times `factor`; misspellings of it when `variants`. */
+export interface TermForm {
+  word: string;
+  factor: number;
+  variants: boolean;
+}
+
+/** A query word as full-text search looks for it: `word` as searchWords gives it (phrases), and the indexed words it matches. */
+export interface QueryTerm {
+  word: string;
+  forms: TermForm[];
+}
+
+/** Most distinct words of a query full-text search looks for. */
+export const MAX_QUERY_TERMS = 32;
+
+/**
+ * A query's words as full-text search looks for them: `sequence`, its searchWords (phrases), and `terms`, its
+ * distinct words (at most MAX_QUERY_TERMS), each with the indexed forms it matches. A word without Hangul matches
+ * itself and its misspellings. A Korean word (see indexWords): as written, exactly (1); its shorter forms exactly, and
+ * its stem and the stem's misspellings, at KOREAN_STEM_MATCH, so 학교를 finds 학교에서 and 학교, the word as written
+ * first, and 고양이 finds 고양이가 above 고양에 (Goyang); its one-syllable stem,
+ * marked or bare, at KOREAN_SYLLABLE_STEM_MATCH (마을 finds 마 and 마가 low); a one-syllable word the one-syllable stems of
+ * other words at KOREAN_SYLLABLE_STEM_MATCH (집 finds 집에, 마 finds 마을, below the cards saying 집 or 마). Both indexes
+ * use these terms, through bestFormMatches.
+ */
+export function queryTerms(text: string): { sequence: string[]; terms: QueryTerm[] } {
+  const { words: split, korean } = foldedWords(text);
+  if (!korean) {
+    const sequence = split;
+    return { sequence, terms: [...new Set(sequence)].slice(0, MAX_QUERY_TERMS).map((word) => ({ word, forms: [{ word, factor: 1, variants: true }] })) };
+  }
+  const sequence: string[] = [];
+  const terms = new Map<string, Map<string, TermForm>>();
+  for (const written of split) {
+    const forms: TermForm[] = [];
+    let word = written;
+    if (HANGUL_SYLLABLE.test(written)) {
+      const { written: shorter, stem, syllable } = koreanForms(written);
+      word = stem;
+      shorter.forEach((form, i) => forms.push({ word: form, factor: i === 0 ? 1 : KOREAN_STEM_MATCH, variants: false }));
+      forms.push({ word: stem, factor: shorter.length === 0 ? 1 : KOREAN_STEM_MATCH, variants: true });
+      if (syllable !== undefined) {
+        forms.push({ word: SYLLABLE_STEM_MARK + syllable, factor: KOREAN_SYLLABLE_STEM_MATCH, variants: false });
+        forms.push({ word: syllable, factor: KOREAN_SYLLABLE_STEM_MATCH, variants: false });
+      } else if (Array.from(written).length === 1) {
+        forms.push({ word: SYLLABLE_STEM_MARK + stem, factor: KOREAN_SYLLABLE_STEM_MATCH, variants: false });
+      }
+    } else {
+      forms.push({ word, factor: 1, variants: true });
+    }
+    sequence.push(word);
+    let term = terms.get(word);
+    if (term === undefined) {
+      if (terms.size === MAX_QUERY_TERMS) continue;
+      terms.set(word, (term = new Map()));
+    }
+    // The same stem written twice (학교 학교에서): each form at the better of its factors.
+    for (const form of forms) {
+      const had = term.get(form.word);
+      term.set(form.word, had === undefined ? form : { word: form.word, factor: Math.max(had.factor, form.factor), variants: had.variants || form.variants });
+    }
+  }
+  return { sequence, terms: [...terms].map(([word, forms]) => ({ word, forms: [...forms.values()] })) };
+}
+
+/**
+ * A query term's matches over its forms: each form's matches (`matchesOf`: the word itself when some card holds it,
+ * and, when the form takes variants, its misspellings) at their similarity times the form's factor, the best one of each
+ * indexed word (`keyOf`), best first. Both indexes combine a term's forms this way.
+ */
+export function bestFormMatches<M extends { similarity: number }>(forms: readonly TermForm[], matchesOf: (form: TermForm) => M[], keyOf: (match: M) => string | number): M[] {
+  if (forms.length === 1 && forms[0]!.factor === 1) return matchesOf(forms[0]!);
+  const best = new Map<string | number, M>();
+  for (const form of forms) {
+    for (const match of matchesOf(form)) {
+      const similarity = match.similarity * form.factor;
+      const key = keyOf(match);
+      if ((best.get(key)?.similarity ?? 0) < similarity) best.set(key, { ...match, similarity });
+    }
+  }
+  return [...best.values()].sort((a, b) => b.similarity - a.similarity);
 }
 
 /** The text as its search words joined by single spaces: what phrase matching compares. */

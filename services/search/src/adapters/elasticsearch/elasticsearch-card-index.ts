@@ -2,7 +2,7 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import { Client, errors, type estypes } from '@elastic/elasticsearch';
 import { isZeroVector, type IndexedCard, type IndexHit, type IndexPage, type PageRequest, type SearchScope, type StoredCard, type StoredPoint } from '../../domain/model';
 import type { CardIndex } from '../../domain/ports';
-import { CJK_CHARACTER_BIGRAMS, filterForm, isCjkCharacter, normalizedText, searchWords, wordTrigrams } from '../../domain/text';
+import { bestFormMatches, CJK_CHARACTER_BIGRAMS, filterForm, indexWords, isCjkCharacter, isExtraIndexWord, queryTerms, wordTrigrams } from '../../domain/text';
 import { matchWord, wordWeight, type VocabularyCandidate, type WordMatch } from './word-matcher';
 
 export interface ElasticsearchCardIndexOptions {
@@ -95,6 +95,11 @@ interface CardSource {
    * every write since; older ones lack it.
    */
   segmented?: boolean;
+  /**
+   * `words` list Korean words also as written and by their one-syllable stems (indexWords), set by every write since;
+   * older ones lack it.
+   */
+  korean_forms?: boolean;
 }
 
 /** A collision as its root's document holds it (a nested object: each one's tags and link are matched together). */
@@ -154,6 +159,23 @@ const UNSPACED_SCRIPT_CLASS = '[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\u
  * so a word holding a syllable was stored before, with its particles (학교에서), and is rewritten by foldStoredWords.
  */
 const HANGUL_SYLLABLE_CLASS = '[\uac00-\ud7a3]';
+
+/** Conjoining Hangul jamo, as a character class of a Lucene regexp: what koreanForms spells Korean words in. */
+const JAMO_CLASS = '[\u1100-\u11ff]';
+
+/**
+ * A card's `words` (its distinct indexed words: indexWords' sequence and extra forms) and its phrase `text` (the
+ * sequence), as both indexes read a card.
+ */
+function cardText(content: string): { words: string[]; text: string } {
+  const { sequence, extra } = indexWords(content);
+  return { words: [...new Set([...sequence, ...extra])], text: sequence.join(' ') };
+}
+
+/** The words of a card that go to the vocabulary (misspellings are corrected to them): its search words, not the extra forms. */
+function vocabularyWords(cardWords: readonly string[]): string[] {
+  return cardWords.filter((word) => !isExtraIndexWord(word));
+}
 
 /**
  * The search index on Elasticsearch 8 (the production adapter of DESIGN.md §2). Four indices:
@@ -252,6 +274,7 @@ export class ElasticsearchCardIndex implements CardIndex {
         entered: { type: 'boolean' },
         folded: { type: 'boolean' },
         segmented: { type: 'boolean' },
+        korean_forms: { type: 'boolean' },
       },
     });
     await this.ensureIndex(this.names.vocabulary, {}, { dynamic: 'strict', properties: { word: keyword, trigrams: keyword, scope: keyword } });
@@ -331,11 +354,11 @@ export class ElasticsearchCardIndex implements CardIndex {
     await this.ready();
     if (card.vector.length !== this.dimensions) throw new Error(`vector has ${card.vector.length} dimensions, the index ${this.dimensions}`);
     const at = card.updatedAt.getTime();
-    const cardWords = [...new Set(searchWords(card.content))];
+    const { words: cardWords, text } = cardText(card.content);
     const magnitude = Math.hypot(...card.vector);
     const vector = Array.from(card.vector);
     const scope = scopeOf(card);
-    const freshWords = card.collisionOf ? [] : cardWords.filter((w) => !this.knownWords.has(vocabularyId(scope, w)));
+    const freshWords = card.collisionOf ? [] : vocabularyWords(cardWords).filter((w) => !this.knownWords.has(vocabularyId(scope, w)));
     for (let attempt = 0; ; attempt++) {
       // One round trip reads the tombstone and, of the stored card, its sequence number and the fields the write keeps or compares.
       const read = await this.client.mget({
@@ -356,7 +379,7 @@ export class ElasticsearchCardIndex implements CardIndex {
         card_id: card.cardId,
         author_id: card.authorId,
         content: card.content,
-        text: normalizedText(card.content),
+        text,
         words: cardWords,
         tags: card.tags,
         tags_lower: normalizeTags(card.tags),
@@ -375,6 +398,7 @@ export class ElasticsearchCardIndex implements CardIndex {
         ...(card.collisionOf ? { entered: true } : {}),
         folded: true,
         segmented: true,
+        korean_forms: true,
       };
       // The card is written only if nobody wrote it since it was read (sequence number), or created only if still absent.
       operations.push(
@@ -613,17 +637,27 @@ export class ElasticsearchCardIndex implements CardIndex {
 
   async matchText(query: string, scope: SearchScope, page: PageRequest): Promise<IndexPage> {
     await this.ready();
-    const queryWords = [...new Set(searchWords(query))].slice(0, 32);
+    const { sequence, terms } = queryTerms(query);
+    const queryWords = terms.map((term) => term.word);
     if (queryWords.length === 0) return { hits: [], total: 0, reachable: 0 };
+    // The forms whose misspellings count (a query word, a Korean word's stem); the others are matched only as they are.
+    const spelled = [...new Set(terms.flatMap((term) => term.forms.filter((f) => f.variants).map((f) => f.word)))];
+    const formWords = [...new Set(terms.flatMap((term) => term.forms.map((f) => f.word)))];
     // Corpus statistics (known words, their spellings, word weights) from the cards the caller may see only.
-    const candidates = await this.vocabularyCandidates(queryWords, scope.callerId);
-    const { cards, frequency } = await this.documentFrequencies([...new Set([...queryWords, ...candidates.flat()])], scope.callerId);
+    const candidateLists = await this.vocabularyCandidates(spelled, scope.callerId);
+    const candidates = new Map(spelled.map((word, i) => [word, candidateLists[i]!]));
+    const { cards, frequency } = await this.documentFrequencies([...new Set([...formWords, ...candidateLists.flat()])], scope.callerId);
     if (cards === 0) return { hits: [], total: 0, reachable: 0 };
-    const perWord: { matches: WordMatch[]; weight: number }[] = queryWords.map((word, i) => {
-      const matches = matchWord(
-        word,
-        frequency.get(word) ?? 0,
-        candidates[i]!.map((w): VocabularyCandidate => ({ word: w, documentFrequency: frequency.get(w) ?? 0 })),
+    const perWord: { matches: WordMatch[]; weight: number }[] = terms.map(({ forms }) => {
+      // A Korean word's forms (the word as written, its stem, a one-syllable stem), each at its factor, the best per word.
+      const matches = bestFormMatches(
+        forms,
+        (form) => {
+          const exactFrequency = frequency.get(form.word) ?? 0;
+          if (!form.variants) return exactFrequency > 0 ? [{ word: form.word, similarity: 1 }] : [];
+          return matchWord(form.word, exactFrequency, candidates.get(form.word)!.map((w): VocabularyCandidate => ({ word: w, documentFrequency: frequency.get(w) ?? 0 })));
+        },
+        (m) => m.word,
       );
       const matched = matches.reduce((sum, m) => sum + (frequency.get(m.word) ?? 0), 0);
       return { matches, weight: wordWeight(cards, matched) };
@@ -631,7 +665,7 @@ export class ElasticsearchCardIndex implements CardIndex {
     const weightSum = perWord.reduce((sum, w) => sum + w.weight, 0);
     if (perWord.every((w) => w.matches.length === 0)) return { hits: [], total: 0, reachable: 0 };
     // Only cards holding every query word can hold the phrase: all of the query's words in a row, as the embedded index.
-    const phrase = normalizedText(query);
+    const phrase = sequence.join(' ');
     const phrasePossible = queryWords.length >= 2 && phrase.length >= 3 && queryWords.every((w) => (frequency.get(w) ?? 0) > 0);
     const phraseWeight = queryWords.length >= 2 ? PHRASE_WEIGHT : 0;
     // score = (1 - phraseWeight) * sum over words of weight * best similarity / weightSum + phraseWeight if the phrase is held.
@@ -773,7 +807,7 @@ export class ElasticsearchCardIndex implements CardIndex {
       const pairs = new Map<string, { scope: string; word: string }>();
       for (const hit of hits) {
         const scope = scopeOf({ private: hit._source!.private, authorId: hit._source!.author_id });
-        for (const word of hit._source!.words) pairs.set(vocabularyId(scope, word), { scope, word });
+        for (const word of vocabularyWords(hit._source!.words)) pairs.set(vocabularyId(scope, word), { scope, word });
       }
       await this.addScopedWords([...pairs.values()]);
       read += hits.length;
@@ -799,7 +833,8 @@ export class ElasticsearchCardIndex implements CardIndex {
    * a-z, 0-9 and the apostrophe (the only characters of a word ASCII text gives), and no write since marked it folded;
    * or stored before runs of Chinese, Japanese, Thai, Lao, Khmer or Myanmar were split (searchWords): one holds such a
    * character, and no write since marked it segmented; or holding a Korean word as it was written (a Hangul syllable),
-   * before searchWords spelled Korean words in jamo without their particles.
+   * before searchWords spelled Korean words in jamo without their particles; or holding Korean words (jamo) listed only
+   * by their stems, before indexWords listed them as written and by their one-syllable stems too.
    */
   private unfoldedCards(): estypes.QueryDslQueryContainer {
     return {
@@ -810,6 +845,8 @@ export class ElasticsearchCardIndex implements CardIndex {
           { bool: { filter: [{ regexp: { words: { value: `.*${UNSPACED_SCRIPT_CLASS}.*` } } }], must_not: [{ term: { segmented: true } }] } },
           // Or Korean stored before its words lost their particles and were spelled in jamo: no write since leaves a syllable.
           { regexp: { words: { value: `.*${HANGUL_SYLLABLE_CLASS}.*` } } },
+          // Or Korean indexed by its stems alone, before its words as written and one-syllable stems were listed too.
+          { bool: { filter: [{ regexp: { words: { value: `.*${JAMO_CLASS}.*` } } }], must_not: [{ term: { korean_forms: true } }] } },
         ],
         minimum_should_match: 1,
       },
@@ -841,12 +878,12 @@ export class ElasticsearchCardIndex implements CardIndex {
       const pairs = new Map<string, { scope: string; word: string }>();
       for (const hit of hits) {
         const source = hit._source!;
-        const cardWords = [...new Set(searchWords(source.content))];
+        const { words: cardWords, text } = cardText(source.content);
         try {
           await this.client.update({
             index: this.names.cards,
             id: hit._id!,
-            doc: { words: cardWords, text: normalizedText(source.content), folded: true, segmented: true } satisfies Partial<CardSource>,
+            doc: { words: cardWords, text, folded: true, segmented: true, korean_forms: true } satisfies Partial<CardSource>,
             if_seq_no: hit._seq_no!,
             if_primary_term: hit._primary_term!,
           });
@@ -857,7 +894,7 @@ export class ElasticsearchCardIndex implements CardIndex {
         }
         if (!source.root) continue;
         const scope = scopeOf({ private: source.private, authorId: source.author_id });
-        for (const word of cardWords) pairs.set(vocabularyId(scope, word), { scope, word });
+        for (const word of vocabularyWords(cardWords)) pairs.set(vocabularyId(scope, word), { scope, word });
       }
       await this.addScopedWords([...pairs.values()]);
       read += hits.length;

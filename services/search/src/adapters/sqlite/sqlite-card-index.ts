@@ -1,7 +1,7 @@
 import { openSqlite, type SqliteDatabase } from '@cards/platform';
 import { isZeroVector, type IndexedCard, type IndexHit, type IndexPage, type PageRequest, type SearchScope, type StoredCard, type StoredPoint } from '../../domain/model';
 import type { CardIndex } from '../../domain/ports';
-import { filterForm, searchWords } from '../../domain/text';
+import { bestFormMatches, filterForm, indexWords, queryTerms } from '../../domain/text';
 import { Lexicon, PUBLIC, type Reader, type WordMatch } from './lexicon';
 import { WordSequences, type Phrase } from './phrase';
 import { TopK, VectorMatrix } from './vector-matrix';
@@ -123,6 +123,8 @@ export class SqliteCardIndex implements CardIndex {
   private tags: (string[] | undefined)[] = [];
   private links: string[] = [];
   private readonly slotWords = new WordSequences();
+  /** Per slot of a card with Korean words: the ids of their other forms (indexWords' extra), listed beside slotWords. */
+  private readonly slotExtraWords = new Map<number, Int32Array>();
   private readonly slotOf = new Map<string, number>();
   private readonly authorIds = new Map<string, number>();
   private readonly collections = new Map<string, Set<string>>();
@@ -294,8 +296,8 @@ export class SqliteCardIndex implements CardIndex {
 
   async matchText(query: string, scope: SearchScope, page: PageRequest): Promise<IndexPage> {
     await this.loaded;
-    const tokens = searchWords(query);
-    const queryWords = [...new Set(tokens)].slice(0, 32);
+    const { sequence: tokens, terms: searched } = queryTerms(query);
+    const queryWords = searched.map((term) => term.word);
     if (queryWords.length === 0) return { hits: [], total: 0, reachable: 0 };
     this.ensureScratch();
     const total = this.scratchTotal;
@@ -304,8 +306,17 @@ export class SqliteCardIndex implements CardIndex {
     const reader = this.readerOf(scope.callerId);
     const phrase = queryWords.length >= 2 ? this.phraseOf(tokens, reader) : undefined;
     const cards = this.lexicon.visibleCards(reader);
-    const terms: TextTerm[] = queryWords.map((word) => {
-      const matches = this.lexicon.matches(word, reader);
+    const terms: TextTerm[] = searched.map(({ word, forms }) => {
+      // A Korean word's forms (the word as written, its stem, a one-syllable stem), each at its factor, the best per word.
+      const matches = bestFormMatches(
+        forms,
+        (form) => {
+          if (form.variants) return this.lexicon.matches(form.word, reader);
+          const wordId = this.lexicon.idOf(form.word, reader);
+          return wordId === undefined ? [] : [{ wordId, similarity: 1 }];
+        },
+        (m) => m.wordId,
+      );
       let frequency = 0;
       for (const m of matches) frequency += this.lexicon.visibleFrequency(m.wordId, reader);
       // Rare words tell more than common ones (idf); a word found nowhere still counts against every card.
@@ -334,9 +345,12 @@ export class SqliteCardIndex implements CardIndex {
     const wanted = Math.min(page.offset + page.limit, candidates.length);
     const top = new TopK(wanted);
     // Only a card holding every query word can hold the phrase; all such cards have the same word score (1 per
-    // word, summed in the same order).
+    // word, summed in the same order), unless a Korean query word was written with a particle: a card holding it as
+    // written scores 1 for it, one holding only its stem less (KOREAN_STEM_MATCH).
     const holdingEveryWord: number[] = [];
+    const holderScores: number[] = [];
     let everyWordScore = 0;
+    let oneScore = true;
     let matching = 0;
     for (const slot of candidates) {
       const wordScore = weightSum > 0 ? total[slot]! / weightSum : 0;
@@ -346,7 +360,9 @@ export class SqliteCardIndex implements CardIndex {
       if (!filter(slot)) continue;
       const score = (1 - phraseWeight) * wordScore;
       if (holdsEveryWord) {
+        if (holdingEveryWord.length > 0 && score !== everyWordScore) oneScore = false;
         holdingEveryWord.push(slot);
+        holderScores.push(score);
         everyWordScore = score;
         continue;
       }
@@ -354,7 +370,8 @@ export class SqliteCardIndex implements CardIndex {
       matching++;
       top.push(score, slot);
     }
-    if (phrase) matching += this.rankByPhrase(phrase, holdingEveryWord, everyWordScore, phraseWeight, top, wanted);
+    if (phrase && oneScore) matching += this.rankByPhrase(phrase, holdingEveryWord, everyWordScore, phraseWeight, top, wanted);
+    else if (phrase) matching += this.rankEachByPhrase(phrase, holdingEveryWord, holderScores, phraseWeight, top);
     return { hits: this.toHits(top, page.offset), total: matching, reachable: matching };
   }
 
@@ -429,6 +446,21 @@ export class SqliteCardIndex implements CardIndex {
       } else if (!onlyHoldersMatch) top.push(score, slot);
     }
     return onlyHoldersMatch ? holders : slots.length;
+  }
+
+  /**
+   * Ranks cards holding every query word whose word scores differ (rankByPhrase's case otherwise), each with `bonus`
+   * added when it holds the phrase; answers how many of them match. Every card is checked.
+   */
+  private rankEachByPhrase(phrase: Phrase, slots: number[], scores: number[], bonus: number, top: TopK): number {
+    let matching = 0;
+    slots.forEach((slot, i) => {
+      const score = scores[i]! + (this.slotWords.holds(slot, phrase) ? bonus : 0);
+      if (score < this.minTextScore) return;
+      matching++;
+      top.push(score, slot);
+    });
+    return matching;
   }
 
   /** Distinct slots in ascending order: sorted when few, else read off a bitmap (sorting 100,000 costs ~5x more). */
@@ -598,22 +630,37 @@ export class SqliteCardIndex implements CardIndex {
     this.privates[slot] = card.private ? 1 : 0;
     this.tags[slot] = card.tags.map((t) => filterForm(t.trim()));
     this.links[slot] = filterForm(card.link);
-    const wordIds = this.lexicon.intern(searchWords(card.content));
+    const { sequence, extra } = indexWords(card.content);
+    const wordIds = this.lexicon.intern(sequence);
     this.slotWords.set(slot, wordIds);
-    this.lexicon.addPostings(slot, wordIds, card.private ? author : PUBLIC);
+    // A card with Korean words is also listed under their other forms (as written, one-syllable stems): kept per slot.
+    if (extra.length > 0) this.slotExtraWords.set(slot, this.lexicon.intern(extra));
+    this.lexicon.addPostings(slot, this.postedWords(slot), card.private ? author : PUBLIC);
     this.slotOf.set(card.cardId, slot);
   }
 
   private unslot(cardId: string): void {
     const slot = this.slotOf.get(cardId);
     if (slot === undefined) return;
-    this.lexicon.removePostings(slot, this.slotWords.get(slot)!, this.privates[slot] === 1 ? this.authors[slot]! : PUBLIC);
+    this.lexicon.removePostings(slot, this.postedWords(slot), this.privates[slot] === 1 ? this.authors[slot]! : PUBLIC);
     this.slotOf.delete(cardId);
     this.cardIds[slot] = undefined;
     this.slotWords.delete(slot);
+    this.slotExtraWords.delete(slot);
     this.tags[slot] = undefined;
     this.links[slot] = '';
     this.freeSlots.push(slot);
+  }
+
+  /** The word ids a slot is listed under: its word sequence, and the other forms of its Korean words. */
+  private postedWords(slot: number): Int32Array {
+    const sequence = this.slotWords.get(slot)!;
+    const extra = this.slotExtraWords.get(slot);
+    if (extra === undefined) return sequence;
+    const all = new Int32Array(sequence.length + extra.length);
+    all.set(sequence);
+    all.set(extra, sequence.length);
+    return all;
   }
 
   private ensureSlotCapacity(slots: number): void {

@@ -182,6 +182,8 @@ describeInBrowser('the card form’s rich-text editor and the verification displ
     await page.waitForTimeout(100);
     await page.keyboard.type('Why the Moon keeps one face');
     await page.getByLabel('Text style').selectOption({ label: 'Heading' });
+    await text.click();
+    await page.waitForTimeout(100);
     await page.keyboard.press('Control+End');
     await page.keyboard.press('Enter');
     await page.keyboard.type(FORM_TEXT.slice(0, 60));
@@ -230,9 +232,15 @@ describeInBrowser('the card form’s rich-text editor and the verification displ
   it('keeps the toolbar to one tab stop, moves in it with the arrow keys, and Tab leaves the text', async () => {
     await page.goto('/card/new');
     await page.getByRole('textbox', { name: 'Card text', exact: true }).waitFor();
-    await page.getByLabel('Text style').focus();
-    await page.keyboard.press('Tab');
     const focused = () => page.evaluate<string>('document.activeElement.getAttribute("aria-label") || document.activeElement.id');
+    // The text style changes with the arrow keys, one option at a time: focus stays on the select.
+    const style = page.getByLabel('Text style');
+    await style.focus();
+    await page.keyboard.press('ArrowDown');
+    await page.keyboard.press('ArrowDown');
+    expect(await style.inputValue()).toBe('h3');
+    expect(await focused()).toBe('card-text-block');
+    await page.keyboard.press('Tab');
     expect(await focused()).toBe('Bold');
     await page.keyboard.press('ArrowRight');
     expect(await focused()).toBe('Italic');
@@ -241,6 +249,7 @@ describeInBrowser('the card form’s rich-text editor and the verification displ
     await page.keyboard.press('Tab');
     expect(await focused()).toBe('card-text');
     await page.keyboard.type('Typed by keyboard alone.');
+    expect(await page.locator('#card-text h3').textContent()).toBe('Typed by keyboard alone.');
     await page.keyboard.press('Tab');
     expect(await focused()).toBe('card-link');
     // Back into the toolbar: the button used last is its tab stop.

@@ -126,7 +126,8 @@ export function CardTextEditor(props: CardTextEditorProps) {
           onChange={(e) => {
             const v = view.current;
             const mod = lib.current;
-            if (v && mod && e.currentTarget.value) mod.run(v, mod.setBlock(e.currentTarget.value as Exclude<BlockKind, 'mixed'>));
+            // Focus stays on the select: arrow keys change a closed select one option at a time.
+            if (v && mod && e.currentTarget.value) mod.run(v, mod.setBlock(e.currentTarget.value as Exclude<BlockKind, 'mixed'>), { focus: false });
           }}
         >
           {block === 'mixed' ? <option value="">Mixed</option> : null}

@@ -345,9 +345,9 @@ export function editorAttributes(attributes: Record<string, string>): Record<str
   return { ...attributes, role: 'textbox', 'aria-multiline': 'true', class: 'rich-text' };
 }
 
-/** Runs a toolbar command on the view and gives the editor focus back. */
-export function run(view: EditorView, command: Command): boolean {
+/** Runs a toolbar command on the view and, unless told not to, gives the editor focus back. */
+export function run(view: EditorView, command: Command, { focus = true } = {}): boolean {
   const done = command(view.state, view.dispatch, view);
-  view.focus();
+  if (focus) view.focus();
   return done;
 }

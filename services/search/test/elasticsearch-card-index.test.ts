@@ -296,6 +296,73 @@ describeOnEngine('CardIndex on ElasticsearchCardIndex', skipReason, () => {
       expect(await restarted.denormalizeCollisions()).toBe(0);
     });
 
+    test('a collection scope finds roots through more bookmarked collisions than the result window, in one search of one size', () =>
+      throughRecordingProxy(async (proxy) => {
+        // 120 roots found only through a bookmarked collision each, behind a window of 50 (production: 10,000).
+        const prefix = `cards-test-${randomBytes(4).toString('hex')}`;
+        const writer = openIndex(prefix, undefined, undefined, { maxResultWindow: 50 });
+        const index = openIndex(prefix, undefined, undefined, { maxResultWindow: 50, url: proxy.url });
+        const owner = randomUUID();
+        const collection = randomUUID();
+        const roots = Array.from({ length: 120 }, (_, i) => aCard().saying(`harbour seals resting on rocks ${i}`).along(axis(2)).build());
+        await writer.batch(() => Promise.all(roots.map((root) => writer.upsert(root))));
+        const collisions = roots.map((root, i) => (i % 4 === 3 ? aCard().by(owner).private() : aCard()).saying(root.content).along(axis(2)).collisionOf(root.cardId).build());
+        await writer.batch(() => Promise.all(collisions.map((c) => writer.upsert(c))));
+        const at = new Date('2026-04-01T00:00:00Z');
+        await writer.batch(() => Promise.all(collisions.map((c) => writer.setBookmark(collection, c.cardId, true, at))));
+        const found = async (callerId?: string) => {
+          proxy.exchanges.length = 0;
+          const [semantic, text] = [
+            await index.nearest(axis(2), { ...everything, callerId, collectionId: collection }, { offset: 0, limit: 200 }),
+            await index.matchText('harbour seals', { ...everything, callerId, collectionId: collection }, { offset: 0, limit: 200 }),
+          ];
+          const searches = proxy.exchanges.filter((e) => /_search\b/.test(e.path));
+          return { semantic: semantic.total, text: text.total, bounded: searches.every((e) => e.sent.length < 8_000) };
+        };
+        // Before: the first 50 collisions' roots only (a window of collisions read per query, their roots as terms).
+        expect(await found()).toEqual({ semantic: 90, text: 90, bounded: true });
+        expect(await found(owner)).toEqual({ semantic: 120, text: 120, bounded: true });
+        // A collision's bookmark removed (its root goes), one added back; a collision made private by someone else hides its root.
+        await writer.setBookmark(collection, collisions[0]!.cardId, false, new Date('2026-04-02T00:00:00Z'));
+        await writer.upsert({ ...collisions[1]!, private: true, authorId: randomUUID(), updatedAt: new Date(collisions[1]!.updatedAt.getTime() + 1000) });
+        expect(await found()).toEqual({ semantic: 88, text: 88, bounded: true });
+        await writer.setBookmark(collection, collisions[0]!.cardId, true, new Date('2026-04-03T00:00:00Z'));
+        expect(await found()).toEqual({ semantic: 89, text: 89, bounded: true });
+        expect((await index.nearest(axis(2), { ...everything, collectionId: randomUUID() }, firstPage)).total).toBe(0);
+      }),
+      180_000,
+    );
+
+    test('collisions whose entries were written before entries held collections are found through their roots at once, and entered by denormalizeCollisions()', async () => {
+      const prefix = `cards-test-${randomBytes(4).toString('hex')}`;
+      const first = openIndex(prefix);
+      const owner = randomUUID();
+      const collection = randomUUID();
+      const root = aCard().saying('tides are caused by the moon').along(axis(1)).build();
+      const open = aCard().saying('tides are caused by the moon').along(axis(1)).collisionOf(root.cardId).build();
+      const hidden = aCard().by(owner).private().saying('tides are caused by the moon').along(axis(1)).collisionOf(root.cardId).build();
+      for (const card of [root, open, hidden]) await first.upsert(card);
+      await first.setBookmark(collection, hidden.cardId, true, new Date('2026-04-01T00:00:00Z'));
+      // As an index written before: entries without collections, collisions not marked as entered with them.
+      const client = new Client({ node: engine!.url });
+      const stored = (await client.get<{ collisions: Record<string, unknown>[] }>({ index: `${prefix}-cards`, id: root.cardId }))._source!;
+      await client.update({ index: `${prefix}-cards`, id: root.cardId, doc: { collisions: stored.collisions.map(({ collection_ids: _, ...entry }) => entry) }, refresh: true });
+      for (const card of [open, hidden]) await client.update({ index: `${prefix}-cards`, id: card.cardId, doc: { entered_collections: null }, refresh: true });
+      await client.close();
+      const restarted = openIndex(prefix);
+      const found = async (callerId?: string) => (await restarted.nearest(axis(1), { ...everything, callerId, collectionId: collection }, firstPage)).hits.map((h) => h.cardId);
+      expect(await restarted.unenteredCollisionCount()).toBe(2);
+      expect(await found(owner)).toEqual([root.cardId]);
+      expect(await found()).toEqual([]);
+      expect(await restarted.denormalizeCollisions()).toBe(2);
+      expect(await restarted.unenteredCollisionCount()).toBe(0);
+      expect(await found(owner)).toEqual([root.cardId]);
+      expect(await found()).toEqual([]);
+      // Entered now: a bookmark of the public collision reaches its root's entry.
+      await restarted.setBookmark(collection, open.cardId, true, new Date('2026-04-02T00:00:00Z'));
+      expect(await found()).toEqual([root.cardId]);
+    });
+
     test('cards indexed before diacritics were folded are found by their folded words once foldStoredWords() has run', async () => {
       const prefix = `cards-test-${randomBytes(4).toString('hex')}`;
       const first = openIndex(prefix);

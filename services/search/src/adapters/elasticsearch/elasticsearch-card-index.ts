@@ -82,12 +82,15 @@ interface CardSource {
   updated_at: number;
   embedder: string;
   /**
-   * On a root: what the tag and link filters need of each card stored as its collision (absent on documents written
-   * before, until denormalizeCollisions()). A collision is shown inside its root's entry, so the root matches through it.
+   * On a root: what the tag and link filters and collection scopes need of each card stored as its collision (absent on
+   * documents written before, until denormalizeCollisions()). A collision is shown inside its root's entry, so the root
+   * matches through it.
    */
   collisions?: CollisionEntry[];
   /** On a collision: its entry is on its root (set by every write since entries exist; older ones lack it). */
   entered?: boolean;
+  /** On a collision: its entry on its root holds its collections (set by every write since; older ones lack it). */
+  entered_collections?: boolean;
   /** `words` and `text` have their diacritics folded (set by every write since folding; older ones lack it). */
   folded?: boolean;
   /**
@@ -110,6 +113,8 @@ interface CollisionEntry {
   tags_lower: string[];
   link_lower: string;
   updated_at: number;
+  /** The collections bookmarking the collision (absent on entries written before, until denormalizeCollisions()). */
+  collection_ids?: string[];
 }
 
 /**
@@ -269,9 +274,10 @@ export class ElasticsearchCardIndex implements CardIndex {
         embedder: keyword,
         collisions: {
           type: 'nested',
-          properties: { card_id: keyword, author_id: keyword, private: { type: 'boolean' }, tags_lower: keyword, link_lower: keyword, updated_at: { type: 'long' } },
+          properties: { card_id: keyword, author_id: keyword, private: { type: 'boolean' }, tags_lower: keyword, link_lower: keyword, updated_at: { type: 'long' }, collection_ids: keyword },
         },
         entered: { type: 'boolean' },
+        entered_collections: { type: 'boolean' },
         folded: { type: 'boolean' },
         segmented: { type: 'boolean' },
         korean_forms: { type: 'boolean' },
@@ -395,7 +401,7 @@ export class ElasticsearchCardIndex implements CardIndex {
         updated_at: at,
         embedder: this.embedderId,
         collisions: existing?.source.collisions ?? [],
-        ...(card.collisionOf ? { entered: true } : {}),
+        ...(card.collisionOf ? { entered: true, entered_collections: true } : {}),
         folded: true,
         segmented: true,
         korean_forms: true,
@@ -437,7 +443,11 @@ export class ElasticsearchCardIndex implements CardIndex {
         await this.makeSearchable(this.names.cards);
         return false;
       }
-      if (card.collisionOf) await this.checkCollisionEntry(card.collisionOf, card.cardId);
+      if (card.collisionOf) {
+        await this.checkCollisionEntry(card.collisionOf, card.cardId);
+        // A bookmark synced between this write and the entry's found no entry to copy its collections into.
+        await this.copyEntryCollections(card.collisionOf, card.cardId);
+      }
       const missing = early.filter((b) => b.added).map((b) => b.collection_id);
       if (missing.length > 0) await this.syncCollections(card.cardId, missing);
       if (earlyCollisions.length > 0) await this.changeCollisionEntries(card.cardId, earlyCollisions.map((entry) => ({ cardId: entry.card_id, entry })));
@@ -950,9 +960,14 @@ export class ElasticsearchCardIndex implements CardIndex {
     const links = scope.links.map((l) => filterForm(l.trim())).filter((l) => l.length > 0);
     if (tags.length > 0 || links.length > 0) filter.push(await this.tagAndLinkFilter(tags, links, scope.callerId, visible));
     if (scope.collectionId !== undefined) {
-      const viaCollisions = await this.rootsOfBookmarkedCollisions(scope.collectionId, scope.callerId);
-      const inCollection = { term: { collection_ids: scope.collectionId } };
-      filter.push(viaCollisions.length === 0 ? inCollection : { bool: { should: [inCollection, { terms: { card_id: viaCollisions } }], minimum_should_match: 1 } });
+      // The root bookmarked itself, or through the entry of a bookmarked collision the caller may see (nested).
+      const should: estypes.QueryDslQueryContainer[] = [
+        { term: { collection_ids: scope.collectionId } },
+        { nested: { path: 'collisions', query: { bool: { filter: [visibleEntry(scope.callerId), { term: { 'collisions.collection_ids': scope.collectionId } }] } } } },
+      ];
+      const viaUnentered = await this.rootsOfBookmarkedCollisions(scope.collectionId, scope.callerId);
+      for (let i = 0; i < viaUnentered.length; i += CARDS_PER_PAGE) should.push({ terms: { card_id: viaUnentered.slice(i, i + CARDS_PER_PAGE) } });
+      filter.push({ bool: { should, minimum_should_match: 1 } });
     }
     return filter;
   }
@@ -1102,7 +1117,7 @@ export class ElasticsearchCardIndex implements CardIndex {
         index: this.names.cards,
         query: { bool: { filter: [{ term: { root: false } }, { term: { collision_of: rootId } }] } },
         sort: [{ card_id: { order: 'asc' } }],
-        _source: ['card_id', 'author_id', 'private', 'tags_lower', 'link_lower', 'updated_at'],
+        _source: ['card_id', 'author_id', 'private', 'tags_lower', 'link_lower', 'updated_at', 'collection_ids'],
       },
       Math.min(CARDS_PER_PAGE, this.window),
     );
@@ -1113,7 +1128,7 @@ export class ElasticsearchCardIndex implements CardIndex {
   /** How many collisions were written before roots held their entries (not yet entered by denormalizeCollisions()). */
   async unenteredCollisionCount(): Promise<number> {
     await this.ready();
-    return (await this.client.count({ index: this.names.cards, query: { bool: { filter: [{ term: { root: false } }], must_not: [{ term: { entered: true } }] } } })).count;
+    return (await this.client.count({ index: this.names.cards, query: UNENTERED_COLLISIONS })).count;
   }
 
   /**
@@ -1127,9 +1142,9 @@ export class ElasticsearchCardIndex implements CardIndex {
     const pages = this.searchPages<CardSource>(
       {
         index: this.names.cards,
-        query: { bool: { filter: [{ term: { root: false } }], must_not: [{ term: { entered: true } }] } },
+        query: UNENTERED_COLLISIONS,
         sort: [{ card_id: { order: 'asc' } }],
-        _source: ['card_id', 'author_id', 'private', 'tags_lower', 'link_lower', 'updated_at', 'collision_of'],
+        _source: ['card_id', 'author_id', 'private', 'tags_lower', 'link_lower', 'updated_at', 'collision_of', 'collection_ids'],
         seq_no_primary_term: true,
       },
       VOCABULARY_SCOPING_PAGE,
@@ -1147,38 +1162,32 @@ export class ElasticsearchCardIndex implements CardIndex {
       for (const [root, changes] of byRoot) await this.changeCollisionEntries(root, changes);
       for (const h of hits) {
         try {
-          await this.client.update({ index: this.names.cards, id: h._id!, doc: { entered: true } satisfies Partial<CardSource>, if_seq_no: h._seq_no!, if_primary_term: h._primary_term! });
+          await this.client.update({ index: this.names.cards, id: h._id!, doc: { entered: true, entered_collections: true } satisfies Partial<CardSource>, if_seq_no: h._seq_no!, if_primary_term: h._primary_term! });
         } catch (err) {
           // Rewritten or removed meanwhile: a write since entries exist enters it itself.
           if (!(err instanceof errors.ResponseError && (err.statusCode === 409 || err.statusCode === 404))) throw err;
         }
       }
+      // A bookmark synced while the hits were read (an entry copies its collections read in real time).
+      for (const h of hits) if (h._source!.collision_of) await this.copyEntryCollections(h._source!.collision_of, h._source!.card_id);
       read += hits.length;
     }
     await this.awaitRefresh([this.names.cards]);
     return read;
   }
 
-  /** Roots of the collection's bookmarked collisions the caller may see: a collision is searched through its root and shown inside the root's entry. */
+  /**
+   * Roots of the collection's bookmarked collisions the caller may see whose entries do not hold their collections yet
+   * (written before entries did, until denormalizeCollisions() has entered them; then none): a collision is searched
+   * through its root and shown inside the root's entry.
+   */
   private async rootsOfBookmarkedCollisions(collectionId: string, callerId: string | undefined): Promise<string[]> {
-    const roots = new Set<string>();
-    let read = 0;
-    const pages = this.searchPages<Pick<CardSource, 'collision_of'>>(
-      {
-        index: this.names.cards,
-        query: { bool: { filter: [{ term: { root: false } }, { term: { collection_ids: collectionId } }, visibleTo(callerId)] } },
-        sort: [{ card_id: { order: 'asc' } }],
-        _source: ['collision_of'],
-      },
-      Math.min(CARDS_PER_PAGE, this.window),
-    );
-    // At most a result window of collisions: their roots become one `terms` filter.
-    for await (const hits of pages) {
-      for (const h of hits.slice(0, this.window - read)) if (h._source?.collision_of) roots.add(h._source.collision_of);
-      read += hits.length;
-      if (read >= this.window) break;
-    }
-    return [...roots];
+    return this.rootsOfCollisionsMatching([
+      { term: { root: false } },
+      { term: { collection_ids: collectionId } },
+      visibleTo(callerId),
+      { bool: { must_not: [{ term: { entered_collections: true } }] } },
+    ]);
   }
 
   private async isRemoved(cardId: string): Promise<boolean> {
@@ -1258,6 +1267,49 @@ export class ElasticsearchCardIndex implements CardIndex {
    * number): the card's text and vector never travel for a bookmark. Not refreshed: the caller makes it searchable.
    */
   private async syncCollections(cardId: string, collectionIds: readonly string[]): Promise<'absent' | 'unchanged' | 'written'> {
+    const outcome = await this.syncCardCollections(cardId, collectionIds);
+    if (outcome !== 'written') return outcome;
+    // A collision's collections also go into its entry on its root, which a collection scope reads.
+    const root = (await this.cardFields(cardId, ['collision_of']))?.source.collision_of;
+    if (root) await this.copyEntryCollections(root, cardId);
+    return outcome;
+  }
+
+  /**
+   * Copies a collision's collections, read in real time after its root's entry, into that entry (a partial update of
+   * the root's `collisions` under its sequence number, retried on conflict). Whoever changes the collision's collections
+   * copies them after its write, so the last copy reads the last change. Not refreshed: the caller makes it searchable.
+   */
+  private async copyEntryCollections(rootId: string, cardId: string): Promise<boolean> {
+    for (let attempt = 0; ; attempt++) {
+      const root = await this.cardFields(rootId, ['collisions']);
+      if (!root) return false;
+      const entries = [...(root.source.collisions ?? [])];
+      const at = entries.findIndex((e) => e.card_id === cardId);
+      if (at < 0) return false;
+      const card = await this.cardFields(cardId, ['collection_ids', 'collision_of']);
+      if (!card || card.source.collision_of !== rootId) return false;
+      const collections = [...(card.source.collection_ids ?? [])].sort();
+      if (entries[at]!.collection_ids !== undefined && entries[at]!.collection_ids.join(',') === collections.join(',')) return false;
+      entries[at] = { ...entries[at]!, collection_ids: collections };
+      try {
+        await this.client.update({
+          index: this.names.cards,
+          id: rootId,
+          doc: { collisions: entries } satisfies Partial<CardSource>,
+          if_seq_no: root.seqNo,
+          if_primary_term: root.primaryTerm,
+        });
+        return true;
+      } catch (err) {
+        if (err instanceof errors.ResponseError && err.statusCode === 409 && attempt < 50) continue;
+        if (err instanceof errors.ResponseError && err.statusCode === 404) return false;
+        throw err;
+      }
+    }
+  }
+
+  private async syncCardCollections(cardId: string, collectionIds: readonly string[]): Promise<'absent' | 'unchanged' | 'written'> {
     const synced = new Set(collectionIds);
     let wrote = false;
     for (let attempt = 0; ; attempt++) {
@@ -1362,7 +1414,7 @@ function visibleEntry(callerId: string | undefined): estypes.QueryDslQueryContai
 }
 
 /** The entry of a collision's document on its root. */
-function collisionEntry(source: Pick<CardSource, 'card_id' | 'author_id' | 'private' | 'tags_lower' | 'link_lower' | 'updated_at'>): CollisionEntry {
+function collisionEntry(source: Pick<CardSource, 'card_id' | 'author_id' | 'private' | 'tags_lower' | 'link_lower' | 'updated_at' | 'collection_ids'>): CollisionEntry {
   return {
     card_id: source.card_id,
     author_id: source.author_id,
@@ -1370,8 +1422,18 @@ function collisionEntry(source: Pick<CardSource, 'card_id' | 'author_id' | 'priv
     tags_lower: source.tags_lower,
     link_lower: source.link_lower,
     updated_at: source.updated_at,
+    collection_ids: [...(source.collection_ids ?? [])].sort(),
   };
 }
+
+/** Collisions whose entries on their roots are missing, or lack their collections (written before those existed). */
+const UNENTERED_COLLISIONS: estypes.QueryDslQueryContainer = {
+  bool: {
+    filter: [{ term: { root: false } }],
+    should: [{ bool: { must_not: [{ term: { entered: true } }] } }, { bool: { must_not: [{ term: { entered_collections: true } }] } }],
+    minimum_should_match: 1,
+  },
+};
 
 /** The URL with its password masked, for logs and errors. */
 export function redactUrl(url: string): string {

@@ -261,3 +261,56 @@ describe('a card link not written in full, or holding an invisible character', (
     for (const link of ['example.com', 'https:/', 'example.com/\u200b']) expect((await anonymous.post('/api/card/fulltextsearch/1', { content: 'river', link })).status).toBe(200);
   });
 });
+
+// The rule of names (@cards/card-rules nameProblem) refuses every invisible character between visible ones, except
+// where real text needs one (emoji sequences, VS16 after an emoji, ZWJ/ZWNJ by IDNA's ContextJ), in collection names,
+// tags, file names and a card's oc_file_path; card bodies keep theirs.
+describe('invisible characters inside names, tags, file names and oc_file_path', () => {
+  const answer = (res: ApiResponse) => ({ status: res.status, message: res.json?.message });
+  const refused = (field: string, found: string) => ({ status: 400, message: `${field}: must not contain the invisible character ${found}` });
+
+  it('are refused, named, where an audit found them accepted, and nothing is stored', async () => {
+    const before = await collectionNames(alice);
+    expect(answer(await alice.client.post('/api/card_collection', { name: 'Zw\u200Bsp name', is_public: true }))).toEqual(refused('name', 'U+200B (zero width space)'));
+    for (const [c, found] of [['\u2060', 'U+2060 (word joiner)'], ['\u00AD', 'U+00AD (soft hyphen)'], ['\u3164', 'U+3164 (Hangul filler)'], ['\u{E0041}', 'U+E0041 (tag character)']]) {
+      expect(answer(await alice.client.post('/api/card_collection', { name: `a${c}b`, is_public: true }))).toEqual(refused('name', found!));
+    }
+    expect(await collectionNames(alice)).toEqual(before);
+    const card = (body: Record<string, unknown>) => alice.client.post('/api/card', { card_html: html(uniqueText()), link: '', private: false, ...body });
+    expect(answer(await card({ tag_set: ['pay\u3164pal'] }))).toEqual(refused('tag_set', 'U+3164 (Hangul filler)'));
+    expect(answer(await card({ oc_file_path: '/docs/\u202Egnp.exe' }))).toEqual({ status: 400, message: 'oc_file_path: must not contain U+202E (right-to-left override)' });
+    expect(answer(await card({ oc_file_path: '/docs/re\u200Bport.pdf' }))).toEqual(refused('oc_file_path', 'U+200B (zero width space)'));
+    const upload = await alice.client.post('/api/file', {
+      base64_docx_file: Buffer.from('not read').toString('base64url'),
+      file_name: 'report\u3164final\u200B.pdf',
+      file_mime_type: 'application/pdf',
+      private: false,
+    });
+    expect(answer(upload)).toEqual(refused('file_name', 'U+3164 (Hangul filler)'));
+  });
+
+  it('stay where real text needs them: emoji sequences, VS16 after an emoji, Persian ZWNJ, a virama\'s ZWJ; card bodies keep theirs', async () => {
+    const name = 'Family \u{1F468}\u200D\u{1F469}\u200D\u{1F467} \u2764\uFE0F';
+    expect((await alice.client.post('/api/card_collection', { name, is_public: true })).status).toBe(204);
+    expect(await collectionNames(alice)).toContain(name);
+    const tags = ['\u0645\u06CC\u200C\u062E\u0648\u0627\u0647\u0645', '\u0915\u094D\u200D\u0937', '\u{1F3F3}\uFE0F\u200D\u{1F308}'];
+    const text = uniqueText();
+    const res = await alice.client.post('/api/card', { card_html: html(`${text} zero\u200Bwidth`), link: '', private: false, tag_set: tags, oc_file_path: '/docs/\u{1F469}\u200D\u{1F4BB}.docx' });
+    expect(res.status).toBe(200);
+    const stored = (await alice.client.get(`/api/card/${res.json.card_metadata.id as string}`)).json as { tag_set: string; oc_file_path: string; content: string };
+    expect(stored.tag_set).toBe(tags.join(','));
+    expect(stored.oc_file_path).toBe('/docs/\u{1F469}\u200D\u{1F4BB}.docx');
+    expect(stored.content).toContain('zero\u200Bwidth');
+  });
+});
+
+describe('a body sent to a route that reads none', () => {
+  it('is refused 400 when it is not a JSON object, as on every route that reads one; an object is ignored', async () => {
+    const answer = (res: ApiResponse) => ({ status: res.status, message: res.json?.message });
+    const notObject = { status: 400, message: 'The request body must be a JSON object' };
+    expect(answer(await alice.client.put('/api/notifications/all', [1, 2]))).toEqual(notObject);
+    expect(answer(await alice.client.delete('/api/auth', [1, 2]))).toEqual(notObject);
+    expect((await alice.client.get('/api/auth')).status).toBe(200);
+    expect((await alice.client.put('/api/notifications/all', {})).status).toBe(204);
+  });
+});

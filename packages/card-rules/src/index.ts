@@ -160,9 +160,152 @@ const INVISIBLE_IN_NAME: ReadonlyMap<string, string> = new Map([
   ['\ufeff', 'U+FEFF (byte order mark, zero-width no-break space)'],
 ]);
 
+// Names of the invisible characters a name is most often found holding, for the answer (others are named U+XXXX alone).
+const INVISIBLE_NAMES: ReadonlyMap<string, string> = new Map([
+  ['\u200b', 'zero width space'],
+  ['\u200c', 'zero width non-joiner'],
+  ['\u200d', 'zero width joiner'],
+  ['\u2060', 'word joiner'],
+  ['\u00ad', 'soft hyphen'],
+  ['\u034f', 'combining grapheme joiner'],
+  ['\u180e', 'Mongolian vowel separator'],
+  ['\u3164', 'Hangul filler'],
+  ['\u115f', 'Hangul choseong filler'],
+  ['\u1160', 'Hangul jungseong filler'],
+  ['\uffa0', 'halfwidth Hangul filler'],
+  ['\u2800', 'Braille pattern blank'],
+  ['\ufe0e', 'variation selector-15'],
+  ['\ufe0f', 'variation selector-16'],
+]);
+
+/** An invisible character as an answer names it: "U+200B (zero width space)", or "U+XXXX" for one without a name here. */
+function invisibleName(character: string): string {
+  const name = INVISIBLE_IN_NAME.get(character);
+  if (name) return name;
+  const known = INVISIBLE_NAMES.get(character) ?? (/^[\u{e0000}-\u{e007f}]$/u.test(character) ? 'tag character' : undefined);
+  return known ? `${codePointName(character)} (${known})` : codePointName(character);
+}
+
+const ZWNJ = '\u200c';
+const ZWJ = '\u200d';
+const EMOJI = /^\p{Emoji}$/u;
+const PICTOGRAPHIC = /^\p{Extended_Pictographic}$/u;
+const EMOJI_MODIFIER = /^\p{Emoji_Modifier}$/u;
+const KEYCAP_BASE = /^[0-9#*]$/u;
+const TEXT_OR_EMOJI_SELECTOR = /^[\ufe0e\ufe0f]$/u;
+const NONSPACING_MARK = /^[\p{Mn}\p{Me}]$/u;
+const HAN = /^\p{Ideographic}$/u;
+const IDEOGRAPHIC_VARIATION_SELECTOR = /^[\u{e0100}-\u{e01ef}]$/u;
+const MONGOLIAN_LETTER = /^(?=\p{L})\p{scx=Mongolian}$/u;
+const MONGOLIAN_VARIATION_SELECTOR = /^[\u180b-\u180d\u180f]$/u;
+const MONGOLIAN_VOWEL_SEPARATOR = '\u180e';
+const BLACK_FLAG = '\u{1f3f4}';
+// The tag characters of an emoji tag sequence (a subdivision flag, 🏴 then "gbeng" in tag letters): lower-case letters and
+// digits, then CANCEL TAG. A subdivision id is at most 7 of them (a region code, then 1 to 4 characters).
+const TAG_SPEC = /^[\u{e0030}-\u{e0039}\u{e0061}-\u{e007a}]$/u;
+const CANCEL_TAG = '\u{e007f}';
+const MAX_TAG_SPEC = 7;
+
+/** Whether a combining mark is a virama (canonical combining class 9), read from how NFD orders it between marks of class 8 and 10. */
+function isVirama(mark: string): boolean {
+  if (!NONSPACING_MARK.test(mark) || mark.normalize('NFD') !== mark) return false;
+  const afterClass8 = `a${mark}\u3099`;
+  const beforeClass10 = `a\u05b0${mark}`;
+  return afterClass8.normalize('NFD') !== afterClass8 && beforeClass10.normalize('NFD') !== beforeClass10;
+}
+
+// Letters of the scripts whose letters join (cursive), where ZWNJ keeps two letters from joining (Persian "می‌خواهم").
+// JavaScript has no Joining_Type property: every letter of these scripts counts as joining on both sides, except the
+// Arabic block's right-joining letters (alef, dal, reh, waw...: nothing joins them on their left, so a ZWNJ after one
+// changes nothing) and its non-joining hamza, from Unicode's ArabicShaping.txt.
+const JOINING_SCRIPT_NAMES = ['Arabic', 'Syriac', 'Nko', 'Mongolian', 'Mandaic', 'Manichaean', 'Psalter_Pahlavi', 'Adlam', 'Hanifi_Rohingya', 'Sogdian', 'Old_Uyghur', 'Phags_Pa', 'Chorasmian'];
+const JOINING_LETTER = ((): RegExp => {
+  const known = JOINING_SCRIPT_NAMES.filter((name) => {
+    try {
+      return new RegExp(`\\p{scx=${name}}`, 'u') !== null;
+    } catch {
+      return false;
+    }
+  });
+  return new RegExp(`^(?=[\\p{L}\\u0640])[${known.map((name) => `\\p{scx=${name}}`).join('')}]$`, 'u');
+})();
+const ARABIC_RIGHT_JOINING = /^[\u0622-\u0625\u0627\u0629\u062f-\u0632\u0648\u0671-\u0673\u0675-\u0677\u0688-\u0699\u06c0\u06c3-\u06cb\u06cd\u06cf\u06d2\u06d3\u06d5\u06ee\u06ef]$/u;
+const ARABIC_NON_JOINING = /^[\u0621\u0674]$/u;
+
+/** The last of the first `count` characters of `before` that is not a combining mark (transparent to joining), or undefined. */
+function letterBefore(before: readonly string[], count: number): string | undefined {
+  for (let i = count - 1; i >= 0; i--) if (!NONSPACING_MARK.test(before[i]!)) return before[i];
+  return undefined;
+}
+
+/** The first character of `characters` from `from` on that is not a combining mark, or undefined. */
+function letterAfter(characters: readonly string[], from: number): string | undefined {
+  for (let i = from; i < characters.length; i++) if (!NONSPACING_MARK.test(characters[i]!)) return characters[i];
+  return undefined;
+}
+
+/** Whether the tag characters around `characters[at]` make a well-formed emoji tag sequence after 🏴. */
+function inEmojiTagSequence(characters: readonly string[], at: number): boolean {
+  let start = at;
+  while (start > 0 && (TAG_SPEC.test(characters[start - 1]!) || characters[start - 1] === CANCEL_TAG)) start--;
+  if (characters[start - 1] !== BLACK_FLAG) return false;
+  let end = start;
+  while (end < characters.length && TAG_SPEC.test(characters[end]!)) end++;
+  return end > start && end - start <= MAX_TAG_SPEC && characters[end] === CANCEL_TAG && at <= end;
+}
+
 /**
- * The rule of every name shown to other people (a collection's name, a file's name): the single-line free-text rule
- * (freeTextProblem), then none of the invisible characters that reorder, break or hide what is shown (INVISIBLE_IN_NAME).
+ * Why the invisible character `characters[at]` may not stand where it is in a name, or null when real text needs it
+ * there. The first `count` of `before`: the characters kept before it (what a reader sees to its left). What is kept:
+ * - ZWJ inside an emoji sequence (between two pictographs, the first maybe with a skin tone or VS16: 👨‍👩‍👧, 🏳️‍🌈), after a
+ *   virama (IDNA ContextJ: Devanagari half forms, Sinhala "ශ්‍රී") or between a letter and a virama (Bengali "র‍্য");
+ * - ZWNJ after a virama, or between letters of a joining script, the one before joining on its left (ContextJ:
+ *   Persian "می‌خواهم");
+ * - VS15/VS16 once after an emoji (❤️; a keycap's digit, #, * only before U+20E3: 1️⃣);
+ * - an ideographic variation selector after a Han ideograph (variants of Japanese names), Mongolian free variation
+ *   selectors after a Mongolian letter and its vowel separator between Mongolian letters;
+ * - tag characters in an emoji tag sequence (the flag of Scotland: 🏴 then "gbsct" in tags and CANCEL TAG).
+ * Everything else of the invisible class (zero-width space, word joiner, soft hyphen, Hangul fillers, the combining
+ * grapheme joiner, the blank Braille pattern, other variation selectors...) is refused anywhere.
+ */
+function invisibleInNameProblem(before: readonly string[], count: number, characters: readonly string[], at: number): string | null {
+  const character = characters[at]!;
+  const previous = count > 0 ? before[count - 1] : undefined;
+  const next = characters[at + 1];
+  if (character === ZWJ) {
+    let base = count - 1;
+    while (base >= 0 && (EMOJI_MODIFIER.test(before[base]!) || before[base] === '\ufe0f')) base--;
+    if (base >= 0 && PICTOGRAPHIC.test(before[base]!) && next !== undefined && PICTOGRAPHIC.test(next)) return null;
+    if (previous !== undefined && isVirama(previous)) return null;
+    if (previous !== undefined && /^\p{L}$/u.test(previous) && next !== undefined && isVirama(next)) return null;
+    return `must not contain the invisible character ${invisibleName(character)} except inside an emoji sequence or beside a virama`;
+  }
+  if (character === ZWNJ) {
+    if (previous !== undefined && isVirama(previous)) return null;
+    const left = letterBefore(before, count);
+    const right = letterAfter(characters, at + 1);
+    if (left !== undefined && right !== undefined && JOINING_LETTER.test(left) && JOINING_LETTER.test(right)) {
+      if (!ARABIC_RIGHT_JOINING.test(left) && !ARABIC_NON_JOINING.test(left) && !ARABIC_NON_JOINING.test(right)) return null;
+    }
+    return `must not contain the invisible character ${invisibleName(character)} except after a virama or between joining letters (Arabic, Persian...)`;
+  }
+  if (TEXT_OR_EMOJI_SELECTOR.test(character)) {
+    if (previous !== undefined && EMOJI.test(previous) && (!KEYCAP_BASE.test(previous) || next === '\u20e3')) return null;
+    return `must not contain the invisible character ${invisibleName(character)} except once after an emoji`;
+  }
+  if (IDEOGRAPHIC_VARIATION_SELECTOR.test(character) && previous !== undefined && HAN.test(previous)) return null;
+  if (MONGOLIAN_VARIATION_SELECTOR.test(character) && previous !== undefined && MONGOLIAN_LETTER.test(previous)) return null;
+  if (character === MONGOLIAN_VOWEL_SEPARATOR && previous !== undefined && MONGOLIAN_LETTER.test(previous) && next !== undefined && MONGOLIAN_LETTER.test(next)) return null;
+  if ((TAG_SPEC.test(character) || character === CANCEL_TAG) && inEmojiTagSequence(characters, at)) return null;
+  return `must not contain the invisible character ${invisibleName(character)}`;
+}
+
+/**
+ * The rule of every name shown to other people (a collection's name, a file's name, a tag, a card's oc_file_path): the
+ * single-line free-text rule (freeTextProblem), none of the characters that reorder, break or hide what is shown
+ * (INVISIBLE_IN_NAME), something visible, and no other invisible character (format characters, default-ignorables, the
+ * blank Braille pattern: a zero-width space or a Hangul filler makes a look-alike of another name) except where real
+ * text needs one (invisibleInNameProblem: ZWJ in emoji sequences, VS16 after an emoji, ZWJ/ZWNJ by IDNA's ContextJ).
  * Null when the name passes; else the text that follows "<field>: " in an answer, naming the character as U+XXXX.
  */
 export function nameProblem(name: string): string | null {
@@ -172,17 +315,32 @@ export function nameProblem(name: string): string | null {
     const invisible = INVISIBLE_IN_NAME.get(character);
     if (invisible) return `must not contain ${invisible}`;
   }
-  // A name of zero-width spaces and joiners alone shows as nothing (they stay allowed beside letters: ZWNJ in Persian, ZWJ in emoji).
+  // A name of zero-width spaces and joiners alone shows as nothing.
   if (name.length > 0 && !VISIBLE_CHARACTER.test(name)) return 'must contain a visible character (found only spaces and invisible characters)';
+  if (!INVISIBLE_CHARACTER.test(name)) return null;
+  const characters = [...name];
+  for (let at = 0; at < characters.length; at++) {
+    if (!INVISIBLE_CHARACTER.test(characters[at]!)) continue;
+    const invisible = invisibleInNameProblem(characters, at, characters, at);
+    if (invisible) return invisible;
+  }
   return null;
 }
 
-
-/** The invisible characters INVISIBLE_IN_NAME refuses in a name, dropped: for names and tags a parser took from a document. */
+/**
+ * The invisible characters nameProblem refuses in a name, dropped (each judged among the characters kept before it):
+ * for names and tags a parser took from a document, which the person who sent it cannot correct.
+ */
 export function withoutInvisibleInName(text: string): string {
-  let out = '';
-  for (const character of text) if (!INVISIBLE_IN_NAME.has(character)) out += character;
-  return out;
+  if (!INVISIBLE_CHARACTER.test(text)) return text;
+  const characters = [...text];
+  const kept: string[] = [];
+  for (let at = 0; at < characters.length; at++) {
+    const character = characters[at]!;
+    if (INVISIBLE_CHARACTER.test(character) && (INVISIBLE_IN_NAME.has(character) || invisibleInNameProblem(kept, kept.length, characters, at) !== null)) continue;
+    kept.push(character);
+  }
+  return kept.join('');
 }
 
 /**

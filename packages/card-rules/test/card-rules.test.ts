@@ -113,6 +113,63 @@ describe('@cards/card-rules', () => {
     expect(withoutInvisibleInName('Intro\u202E\u200F to \u2066x\u2069')).toBe('Intro to x');
   });
 
+  it('refuses an invisible character between visible ones in a name or tag, naming it (look-alikes: "pay\u3164pal")', () => {
+    const refused: Array<[string, string]> = [
+      ['Zw\u200Bsp name', 'U+200B (zero width space)'],
+      ['a\u200Cb', 'U+200C (zero width non-joiner)'],
+      ['a\u200Db', 'U+200D (zero width joiner)'],
+      ['a\u2060b', 'U+2060 (word joiner)'],
+      ['a\u00ADb', 'U+00AD (soft hyphen)'],
+      ['a\u034Fb', 'U+034F (combining grapheme joiner)'],
+      ['a\u180Eb', 'U+180E (Mongolian vowel separator)'],
+      ['pay\u3164pal', 'U+3164 (Hangul filler)'],
+      ['a\u115Fb', 'U+115F (Hangul choseong filler)'],
+      ['a\u2800b', 'U+2800 (Braille pattern blank)'],
+      ['a\uFE0Fb', 'U+FE0F (variation selector-16)'],
+      ['a\u{E0041}b', 'U+E0041 (tag character)'],
+      ['report\u3164final\u200B.pdf', 'U+3164 (Hangul filler)'],
+      ['1\uFE0Fa', 'U+FE0F'], // a keycap's VS16 only before U+20E3
+      ['\u2764\uFE0F\uFE0F', 'U+FE0F'], // one selector, not two
+      ['\u{1F469}\u200D', 'U+200D'], // a joiner with no emoji after it
+      ['\u0648\u200C\u0628', 'U+200C'], // ZWNJ after waw, which joins nothing on its left: changes nothing shown
+      ['\u{1F3F4}\u{E0067}\u{E0062}', 'U+E0067'], // a tag sequence without CANCEL TAG
+      ['a\u{E0100}', 'U+E0100'], // an ideographic variation selector after a Latin letter
+    ];
+    for (const [name, found] of refused) {
+      expect([name, nameProblem(name)]).toEqual([name, expect.stringContaining(`must not contain the invisible character ${found}`)]);
+      expect([name, tagsProblem(['fine', name])]).toEqual([name, nameProblem(name)]);
+    }
+    expect(nameProblem('a\u200Db')).toBe('must not contain the invisible character U+200D (zero width joiner) except inside an emoji sequence or beside a virama');
+  });
+
+  it('keeps the invisible characters real text needs: emoji sequences, VS16 after an emoji, ZWJ/ZWNJ by IDNA ContextJ', () => {
+    const kept = [
+      '\u{1F468}\u200D\u{1F469}\u200D\u{1F467}', // 👨‍👩‍👧
+      '\u{1F3F3}\uFE0F\u200D\u{1F308}', // 🏳️‍🌈
+      '\u{1F469}\u{1F3FD}\u200D\u{1F4BB} Dev', // 👩🏽‍💻, a skin tone before the joiner
+      '\u2764\uFE0F books', '1\uFE0F\u20E3 first', // ❤️, keycap 1️⃣
+      '\u{1F3F4}\u{E0067}\u{E0062}\u{E0073}\u{E0063}\u{E0074}\u{E007F} Scotland', // the flag of Scotland (a tag sequence)
+      '\u0645\u06CC\u200C\u062E\u0648\u0627\u0647\u0645', // Persian میخواهم: ZWNJ between joining letters
+      '\u06A9\u062A\u0627\u0628\u200C\u0647\u0627', // کتاب‌ها
+      '\u0915\u094D\u200D\u0937', '\u0915\u094D\u200C\u0937', // Devanagari: ZWJ and ZWNJ after a virama
+      '\u0DC1\u0DCA\u200D\u0DBB\u0DD3', // Sinhala ශ්‍රී
+      '\u09B0\u200D\u09CD\u09AF', // Bengali র‍্য (ya-phala after ra)
+      '\u845B\u{E0100}\u57CE', // 葛󠄀城: an ideographic variation selector after a Han ideograph
+      '\u1822\u180B\u1823', // Mongolian with a free variation selector
+    ];
+    for (const name of kept) {
+      expect([name, nameProblem(name)]).toEqual([name, null]);
+      expect(withoutInvisibleInName(name)).toBe(name);
+    }
+    expect(tagsProblem(kept)).toBeNull();
+  });
+
+  it('drops from parsed text the invisible characters a name may not hold there, keeping those it needs', () => {
+    expect(withoutInvisibleInName('pay\u3164pal \u200Breport\u00AD')).toBe('paypal report');
+    expect(withoutInvisibleInName('\u{1F469}\u200D\u{1F4BB}\u200D x\uFE0F \u0915\u094D\u200D\u0937')).toBe('\u{1F469}\u200D\u{1F4BB} x \u0915\u094D\u200D\u0937');
+    for (const text of ['a\u200D\u200Db', '\u2764\uFE0F\uFE0F\u200D', '\u{1F3F4}\u{E0067}x', 'x\u202E\u200C\u0628']) expect(nameProblem(withoutInvisibleInName(text))).toBeNull();
+  });
+
   it('names the invisible character hidden in an e-mail address', () => {
     expect(emailCharacterProblem('someone@example.com')).toBeNull();
     expect(emailCharacterProblem('ad\u200Bmin@example.com')).toBe('must not contain invisible characters (found U+200B)');

@@ -872,7 +872,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description A request body that is not valid JSON, or whose bytes are not UTF-8 */
+        /** @description A request body that is not valid JSON, is not a JSON object, or whose bytes are not UTF-8 (an operation that reads no body ignores the fields of an object sent anyway) */
         MalformedBody: {
             headers: {
                 [name: string]: unknown;
@@ -3024,7 +3024,7 @@ export interface operations {
                 "application/json": {
                     /** Format: uuid */
                     card_uuid: string;
-                    link?: string;
+                    link?: string | null;
                     card_html?: string;
                     private?: boolean | ("true" | "false");
                 };

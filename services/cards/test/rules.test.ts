@@ -1,4 +1,4 @@
-import { cardTextFromHtml, fingerprintOf, isNearCopy, jaccard, MAX_NESTING_DEPTH, normalizeContent, sanitizeCardHtml, shinglesOf, textOfHtml, validCollectionDescription, validCollectionName, validLink, validTags } from '../src/domain/rules';
+import { cardTextFromHtml, fingerprintOf, isNearCopy, jaccard, MAX_NESTING_DEPTH, normalizeContent, sanitizeCardHtml, shinglesOf, textOfHtml, validCollectionDescription, validCollectionName, validLink, validOcFilePath, validTags } from '../src/domain/rules';
 import { someContent } from './builders';
 
 const words = (n: number) => Array.from({ length: n }, (_, i) => `w${i}`).join(' ');
@@ -104,6 +104,28 @@ describe('card rules', () => {
     expect(() => validCollectionName('in\ufeffside')).toThrow(/name: must not contain U\+FEFF/);
     // Joiners stay allowed: emoji sequences and Persian words need them.
     expect(validCollectionName('\u0645\u06CC\u200C\u062E\u0648\u0627\u0647\u0645 \u{1F469}\u200D\u{1F4BB}')).toBe('\u0645\u06CC\u200C\u062E\u0648\u0627\u0647\u0645 \u{1F469}\u200D\u{1F4BB}');
+  });
+
+  it('refuses an invisible character between visible ones in a collection name, a tag or an oc_file_path, naming it; keeps what real text needs', () => {
+    expect(() => validCollectionName('Zw\u200Bsp name')).toThrow('name: must not contain the invisible character U+200B (zero width space)');
+    expect(() => validTags(['pay\u3164pal'])).toThrow('tag_set: must not contain the invisible character U+3164 (Hangul filler)');
+    expect(() => validCollectionName('a\u2060b')).toThrow(/^name: must not contain the invisible character U\+2060 \(word joiner\)$/);
+    expect(() => validTags(['a\u200Db'])).toThrow(/^tag_set: must not contain the invisible character U\+200D \(zero width joiner\) except/);
+    for (const kept of ['Family \u{1F468}\u200D\u{1F469}\u200D\u{1F467}', '\u2764\uFE0F', '\u0915\u094D\u200D\u0937']) {
+      expect(validCollectionName(kept)).toBe(kept);
+      expect(validTags([kept])).toEqual([kept]);
+      expect(validOcFilePath(`/docs/${kept}.docx`)).toBe(`/docs/${kept}.docx`);
+    }
+  });
+
+  it('holds oc_file_path to the rule of names: no bidi control reversing what others see, no invisible character', () => {
+    expect(() => validOcFilePath('/docs/\u202Egnp.exe')).toThrow('oc_file_path: must not contain U+202E (right-to-left override)');
+    expect(() => validOcFilePath('/docs/a\u2067b')).toThrow('oc_file_path: must not contain U+2067 (right-to-left isolate)');
+    expect(() => validOcFilePath('/docs/re\u200Bport.pdf')).toThrow('oc_file_path: must not contain the invisible character U+200B (zero width space)');
+    expect(() => validOcFilePath('/a\u0000b')).toThrow('oc_file_path: must not contain control characters (found U+0000)');
+    expect(validOcFilePath('/docs/\u05D3\u05D5\u05D7.pdf')).toBe('/docs/\u05D3\u05D5\u05D7.pdf');
+    expect(validOcFilePath('')).toBeNull();
+    expect(validOcFilePath(undefined)).toBeNull();
   });
 
   it('normalizes case, punctuation and spacing; near copies share most of their sketch', () => {

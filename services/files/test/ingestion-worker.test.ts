@@ -639,4 +639,11 @@ describe('titleTag', () => {
     expect(titleTag(heading)).toBe('\u05DE\u05D1\u05D5\u05D0 2024');
     expect(tagsProblem([titleTag(heading)])).toBeNull();
   });
+
+  it('drops the zero-width and other invisible characters a tag may not hold, also a joiner the 200-character cut leaves last', () => {
+    expect(titleTag('Intro\u200Bduction to pay\u3164ments \u{1F469}\u200D\u{1F4BB}')).toBe('Introduction to payments \u{1F469}\u200D\u{1F4BB}');
+    const cut = titleTag(`${'x'.repeat(198)}\u{1F469}\u200D\u{1F4BB}`);
+    expect(cut).toBe(`${'x'.repeat(198)}\u{1F469}`);
+    expect(tagsProblem([cut])).toBeNull();
+  });
 });

@@ -62,6 +62,36 @@ describe('400 messages of request bodies are in the project\'s wording, never zo
   });
 });
 
+describe('null in a request body', () => {
+  // Where null is taken: optional fields whose value may be empty (null is that empty value: "", no tags, no file).
+  const TAKES_NULL = new Set([
+    'POST /api/card_collection description',
+    'PUT /api/card_collection description',
+    'PUT /api/user username',
+    'PUT /api/user website',
+    'POST /api/card tag_set',
+    'POST /api/card file_uuid',
+    'POST /api/card oc_file_path',
+    'PUT /api/card/update link',
+    'POST /api/file tag_set',
+    ...['/api/card/search/:page', '/api/card/fulltextsearch/:page', '/api/card_collection/search/:page', '/api/card_collection/fulltextsearch/:page'].flatMap((path) => [`POST ${path} tag_set`, `POST ${path} link`]),
+  ]);
+
+  it('is the empty value of an optional field that may be empty, and refused for every other field (required, or never empty)', () => {
+    const taken: string[] = [];
+    for (const { name, schema } of BODIES) {
+      for (const object of objectsOf(schema)) {
+        for (const field of Object.keys(object.shape as Record<string, unknown>)) {
+          const refused = answer(object, { [field]: null }).split('; ').find((part) => part.startsWith(`${field}: `));
+          if (refused === undefined) taken.push(`${name} ${field}`);
+          else expect([name, refused]).toEqual([name, expect.stringMatching(new RegExp(`^${field}: must be `))]);
+        }
+      }
+    }
+    expect(new Set(taken)).toEqual(TAKES_NULL);
+  });
+});
+
 describe('visible_email', () => {
   it('accepts the strings "true" and "false" as every other boolean of the interface does', () => {
     expect(updateUserBody.parse({ visible_email: 'false' })).toEqual({ visible_email: false });

@@ -138,7 +138,9 @@ export function validTags(tags: readonly string[]): string[] {
 export function validOcFilePath(path: string | undefined): string | null {
   if (path === undefined || path.length === 0) return null;
   if (path.length > MAX_OC_FILE_PATH_CHARS) throw new InvalidArgumentError(`oc_file_path: must be at most ${MAX_OC_FILE_PATH_CHARS} characters`);
-  refuseIfProblem('oc_file_path', freeTextProblem(path, 'single-line'));
+  // Shown to others beside the card, as a file name is: the rule of names (no bidi override making "/docs/\u202Egnp.exe"
+  // read "/docs/exe.png", no zero-width or other invisible character but those real text needs).
+  refuseIfProblem('oc_file_path', nameProblem(path));
   return path;
 }
 

@@ -252,11 +252,13 @@ export class IngestionWorker {
 export const CARDS_NOT_STORED = 'the cards could not be stored: the card library did not answer after several attempts. Upload the document again later';
 
 /**
- * A heading as one tag: tags are shown comma-joined, so a comma in a heading would split it in two; the direction marks
- * and overrides a tag may not hold (common in right-to-left documents) are dropped rather than have the passage refused.
+ * A heading as one tag: tags are shown comma-joined, so a comma in a heading would split it in two; the invisible
+ * characters a tag may not hold (direction marks and overrides, common in right-to-left documents, zero-width spaces)
+ * are dropped rather than have the passage refused, once more after the cut, which can leave a joiner with nothing
+ * after it.
  */
 export function titleTag(title: string): string {
-  return truncatedToCharacters(withoutInvisibleInName(title).replace(/\s*,\s*/g, '; '), MAX_TAG_CHARS).trim();
+  return withoutInvisibleInName(truncatedToCharacters(withoutInvisibleInName(title).replace(/\s*,\s*/g, '; '), MAX_TAG_CHARS)).trim();
 }
 
 /** Thrown by createCard when the cards service refused a passage because the file is gone. */

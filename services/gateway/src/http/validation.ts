@@ -140,6 +140,17 @@ export function parseBody<S extends z.ZodTypeAny>(schema: S, req: Request, { com
   return result.data;
 }
 
+const NO_FIELDS = z.object({});
+
+/**
+ * For a route that reads no body (a logout, a deletion, marking every notification read): a body sent anyway is held
+ * to what every route takes, as parseBody holds it (a JSON object, its bytes UTF-8; its fields are ignored), so `[1,2]`
+ * or Latin-1 bytes are 400 here as they are everywhere else, not 204 while "{oops" was 400. No body at all is fine.
+ */
+export function refuseUnreadableBody(req: Request): void {
+  parseBody(NO_FIELDS, req);
+}
+
 /** A UUID path parameter; 400 when it is not one. */
 export function uuidParam(req: Request, name: string): string {
   const value = req.params[name];

@@ -150,7 +150,7 @@ const errorAnswer = (description: string, headers?: Record<string, { required: b
  * list 403 itself (its own 403 description names the cross-site refusal too).
  */
 const TRANSPORT_RESPONSES = {
-  400: { name: 'MalformedBody', appliesTo: readsApiBodyUnlessListed(400), response: errorAnswer('A request body that is not valid JSON, or whose bytes are not UTF-8') },
+  400: { name: 'MalformedBody', appliesTo: readsApiBodyUnlessListed(400), response: errorAnswer('A request body that is not valid JSON, is not a JSON object, or whose bytes are not UTF-8 (an operation that reads no body ignores the fields of an object sent anyway)') },
   413: { name: 'PayloadTooLarge', appliesTo: readsApiBodyUnlessListed(413), response: errorAnswer('A request body above the size limit') },
   403: {
     name: 'CrossSiteRequestRefused',

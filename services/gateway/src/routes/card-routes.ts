@@ -3,7 +3,7 @@ import { z } from 'zod';
 import type { RouteDeps } from '../app';
 import { idempotencyOf } from '../http/idempotency-key';
 import { requireUser } from '../http/session';
-import { looseBoolean, parseBody, tagList, uuidParam, uuidString } from '../http/validation';
+import { looseBoolean, parseBody, refuseUnreadableBody, tagList, uuidParam, uuidString } from '../http/validation';
 import { presentCards } from '../presenters/card-presenter';
 
 const requiredString = (max: number) =>
@@ -20,7 +20,8 @@ export const createCardBody = z.object({
 
 export const updateCardBody = z.object({
   card_uuid: uuidString,
-  link: requiredString(2048).optional(),
+  // null is the empty link, "" (decisions.md "null is a field's empty value"), as a collection's description takes it.
+  link: requiredString(2048).nullish(),
   card_html: requiredString(500_000).optional(),
   private: looseBoolean.optional(),
 });
@@ -51,7 +52,7 @@ export function registerCardRoutes(router: Router, { clients }: RouteDeps): void
   router.put('/card/update', async (req, res) => {
     const user = requireUser(req);
     const body = parseBody(updateCardBody, req);
-    await clients.cards.updateCard({ callerId: user.id, cardId: body.card_uuid, link: body.link, cardHtml: body.card_html, private: body.private });
+    await clients.cards.updateCard({ callerId: user.id, cardId: body.card_uuid, link: body.link === null ? '' : body.link, cardHtml: body.card_html, private: body.private });
     res.status(204).end();
   });
 
@@ -65,6 +66,7 @@ export function registerCardRoutes(router: Router, { clients }: RouteDeps): void
   router.delete('/card/:card_id', async (req, res) => {
     const user = requireUser(req);
     const cardId = uuidParam(req, 'card_id');
+    refuseUnreadableBody(req);
     await clients.cards.deleteCard({ callerId: user.id, cardId });
     res.status(204).end();
   });

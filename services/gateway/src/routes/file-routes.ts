@@ -14,7 +14,7 @@ import { digestOf, idempotencyOf } from '../http/idempotency-key';
 import { pagesOf, sendJsonArrayInPages } from '../http/json-array-in-pages';
 import { sendHeadOfJsonWithBase64UrlMember, sendJsonWithBase64UrlMember } from '../http/json-with-streamed-content';
 import { requireUser } from '../http/session';
-import { looseBoolean, nonBlankCharacterString, parseBody, tagList, uuidParam, uuidString } from '../http/validation';
+import { looseBoolean, nonBlankCharacterString, parseBody, refuseUnreadableBody, tagList, uuidParam, uuidString } from '../http/validation';
 import { forKnownUser } from './known-user';
 import { openResumableFileRead } from './resumable-file-read';
 
@@ -252,6 +252,7 @@ export function registerFileRoutes(router: Router, { clients, filesHttpAddress, 
   router.delete('/file/:file_id', async (req, res) => {
     const user = requireUser(req);
     const fileId = uuidParam(req, 'file_id');
+    refuseUnreadableBody(req);
     await clients.files.deleteFile({ callerId: user.id, fileId });
     res.status(204).end();
   });

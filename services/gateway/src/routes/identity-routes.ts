@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { MAX_USERNAME_CHARS, MAX_WEBSITE_CHARS, MIN_PASSWORD_CHARS, USERNAME_PATTERN, usernameProblem } from '@cards/card-rules';
 import { SESSION_COOKIE, requireUser } from '../http/session';
 import { badRequest } from '../http/http-error';
-import { characterString, looseBoolean, parseBody, uuidParam, uuidString } from '../http/validation';
+import { characterString, looseBoolean, parseBody, refuseUnreadableBody, uuidParam, uuidString } from '../http/validation';
 import { authRateLimits, mailRateLimit, type RateLimitConfig } from '../http/rate-limits';
 import { refuseCrossSite, type CrossOriginOptions } from '../http/cross-origin';
 import { noHead } from '../http/unmatched';
@@ -111,6 +111,7 @@ export function registerIdentityRoutes(router: Router, { clients, rateLimits, co
   });
 
   router.delete('/auth', async (req, res) => {
+    refuseUnreadableBody(req);
     if (req.sessionToken) await identity.logout({ token: req.sessionToken });
     clearSessionCookie(res, cookieSecure);
     res.status(204).end();

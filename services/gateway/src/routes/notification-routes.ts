@@ -7,7 +7,7 @@ import type { RouteDeps } from '../app';
 import type { GatewayClients } from '../clients';
 import { pagesOf, sendJsonArrayInPages } from '../http/json-array-in-pages';
 import { requireUser } from '../http/session';
-import { parseBody, uuidString } from '../http/validation';
+import { parseBody, refuseUnreadableBody, uuidString } from '../http/validation';
 
 export const markReadBody = z.object({ notification_id: uuidString });
 
@@ -93,6 +93,7 @@ export function registerNotificationRoutes(router: Router, { clients }: RouteDep
   // Registered before PUT /notifications so "all" is never mistaken for anything else.
   router.put('/notifications/all', async (req, res) => {
     const user = requireUser(req);
+    refuseUnreadableBody(req);
     await clients.notifications.markAllRead({ callerId: user.id }, { idempotent: true });
     res.status(204).end();
   });

@@ -4,7 +4,7 @@ import { toApiTimestamp } from '@cards/platform';
 import type { cards } from '@cards/proto';
 import type { RouteDeps } from '../app';
 import { requireUser } from '../http/session';
-import { looseBoolean, parseBody, uuidParam, uuidString } from '../http/validation';
+import { looseBoolean, parseBody, refuseUnreadableBody, uuidParam, uuidString } from '../http/validation';
 
 export const voteBody = z.object({ card_metadata_id: uuidString, vote: looseBoolean });
 
@@ -31,6 +31,7 @@ export function registerVoteRoutes(router: Router, { clients }: RouteDeps): void
   router.delete('/vote/:card_id', async (req, res) => {
     const user = requireUser(req);
     const cardId = uuidParam(req, 'card_id');
+    refuseUnreadableBody(req);
     await clients.cards.deleteVote({ callerId: user.id, cardId });
     res.status(204).end();
   });

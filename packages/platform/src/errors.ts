@@ -74,3 +74,13 @@ export class UnavailableError extends DomainError {
  * an event whose handler fails with it is retried until it succeeds, never dead-lettered.
  */
 export class RetryableUnavailableError extends UnavailableError {}
+/** The reason a ServiceBusyError carries, so a caller tells a service momentarily full from one that cannot answer. */
+export const SERVICE_BUSY = 'SERVICE_BUSY';
+/**
+ * Thrown when a service refuses work because a bound of its own is full right now (the cards service's large-HTML
+ * cleaners and their line): nothing is broken and the same request succeeds in a few seconds (the gateway: 503 with
+ * the message and Retry-After).
+ */
+export class ServiceBusyError extends UnavailableError {
+  override readonly reason = SERVICE_BUSY;
+}

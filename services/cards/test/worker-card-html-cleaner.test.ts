@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { createLogger, InvalidArgumentError, UnavailableError } from '@cards/platform';
+import { createLogger, InvalidArgumentError, SERVICE_BUSY, ServiceBusyError, UnavailableError } from '@cards/platform';
 import { InProcessContentLock } from '../src/adapters/in-process/in-process-content-lock';
 import { openCardsDatabase } from '../src/adapters/sqlite/sqlite-cards-database';
 import { SqliteCardRepository } from '../src/adapters/sqlite/sqlite-card-repository';
@@ -109,7 +109,7 @@ describe('WorkerCardHtmlCleaner', () => {
     db.close();
   });
 
-  it('cleans at most `workers` large cards at once and refuses one more than the line holds with 503, at once', async () => {
+  it('cleans at most `workers` large cards at once and refuses one more than the line holds with 503 (busy), at once', async () => {
     cleaner = new WorkerCardHtmlCleaner({ minWorkerChars: 16_384, workers: 1, maxQueued: 1, maxWaitMs: 30_000 });
     const html = largeNestedHtml('w');
     const first = cleaner.clean(html);
@@ -117,6 +117,9 @@ describe('WorkerCardHtmlCleaner', () => {
     const third = cleaner.clean(html);
     await expect(third).rejects.toThrow(new UnavailableError(CARD_HTML_BUSY_MESSAGE));
     await expect(third).rejects.toBeInstanceOf(UnavailableError);
+    // Told apart from a service that cannot answer, so the gateway answers it 503 with its message and Retry-After.
+    await expect(third).rejects.toBeInstanceOf(ServiceBusyError);
+    await expect(third).rejects.toMatchObject({ reason: SERVICE_BUSY });
     // A small card is not in the line at all.
     await expect(cleaner.clean(`<p>${words(80)}</p>`)).resolves.toEqual(cardTextFromHtml(`<p>${words(80)}</p>`));
     expect(cleaner.workerCount).toBe(1);

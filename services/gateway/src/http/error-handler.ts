@@ -1,7 +1,7 @@
 import type { NextFunction, Request, Response } from 'express';
 import { ClientError, Status } from 'nice-grpc';
-import { httpStatusFromGrpc, IDEMPOTENCY_KEY_REUSED, isStatusOfService, statusReasonOf, TOO_LARGE, type Logger } from '@cards/platform';
-import { HttpError } from './http-error';
+import { httpStatusFromGrpc, IDEMPOTENCY_KEY_REUSED, isStatusOfService, SERVICE_BUSY, statusReasonOf, TOO_LARGE, type Logger } from '@cards/platform';
+import { HttpError, serverBusy } from './http-error';
 
 interface BodyParserError {
   type?: string;
@@ -13,9 +13,10 @@ interface BodyParserError {
 /** The one place that turns any error into an HTTP status and {"message"}; never leaks internals. */
 export function errorHandler(logger: Logger) {
   // Express recognises error handlers by their four parameters.
-  return (err: unknown, req: Request, res: Response, _next: NextFunction) => {
+  return (thrown: unknown, req: Request, res: Response, _next: NextFunction) => {
+    const err = asServerBusy(thrown);
     const { status, message } = describe(err);
-    // The gateway's own 503 (uploads or file reads over their bound, a busy files service passed on) is overload answered
+    // The gateway's own 503 (uploads or file reads over their bound, a busy files or cards service passed on) is overload answered
     // as designed, not a failure: one warn line, no stack, so a busy hour does not fill the error log.
     if (err instanceof HttpError && status === 503) logger.warn({ method: req.method, path: req.path, status, message }, 'request refused: server busy');
     else if (status >= 500) logger.error({ err, method: req.method, path: req.path }, 'request failed');
@@ -26,6 +27,21 @@ export function errorHandler(logger: Logger) {
     if (err instanceof HttpError) res.set(err.headers);
     res.status(status).json({ message });
   };
+}
+
+/** Retry-After of a service's busy refusal: its line waits a few seconds (the cards service's CARD_HTML_QUEUE_WAIT_MS, 5 s). */
+export const SERVICE_BUSY_RETRY_AFTER_SECONDS = 5;
+
+/**
+ * A service's own refusal because a bound of its own is full right now (ServiceBusyError, reason SERVICE_BUSY: the cards
+ * service's large-HTML cleaners on card create and update) is the overload the gateway answers for itself: 503 with the
+ * service's message and Retry-After, not the generic "unavailable" 503 of a service that cannot answer.
+ */
+function asServerBusy(err: unknown): unknown {
+  if (err instanceof ClientError && err.code === Status.UNAVAILABLE && isStatusOfService(err) && statusReasonOf(err) === SERVICE_BUSY) {
+    return serverBusy(err.details, SERVICE_BUSY_RETRY_AFTER_SECONDS);
+  }
+  return err;
 }
 
 function describe(err: unknown): { status: number; message: string } {

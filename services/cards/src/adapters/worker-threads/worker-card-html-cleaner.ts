@@ -3,7 +3,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { Status } from 'nice-grpc';
-import { AdmissionRefusedError, BoundedAdmission, InvalidArgumentError, UnavailableError, type Logger } from '@cards/platform';
+import { AdmissionRefusedError, BoundedAdmission, InvalidArgumentError, ServiceBusyError, UnavailableError, type Logger } from '@cards/platform';
 import type { CardHtmlCleaner } from '../../domain/ports';
 import { cardTextFromHtml, MAX_HTML_CHARS } from '../../domain/rules';
 
@@ -12,7 +12,7 @@ export interface CardHtmlCleaningLimits {
   minWorkerChars: number;
   /** Worker threads at most, each cleaning one card at a time. */
   workers: number;
-  /** Large cards waiting for a worker at most; one more is refused UnavailableError (HTTP 503) at once. */
+  /** Large cards waiting for a worker at most; one more is refused ServiceBusyError (HTTP 503 with Retry-After) at once. */
   maxQueued: number;
   /** How long a large card waits for a worker at most before it is refused. */
   maxWaitMs: number;
@@ -101,7 +101,7 @@ export class WorkerCardHtmlCleaner implements CardHtmlCleaner {
       // A patient caller (ingestion, a few at a time per files process) waits behind the line, never refused nor starved.
       release = await (options.patient ? this.admission.acquirePatiently() : this.admission.acquire());
     } catch (err) {
-      if (err instanceof AdmissionRefusedError) throw new UnavailableError(CARD_HTML_BUSY_MESSAGE);
+      if (err instanceof AdmissionRefusedError) throw new ServiceBusyError(CARD_HTML_BUSY_MESSAGE);
       throw err;
     }
     try {

@@ -1,0 +1,108 @@
+import { randomUUID } from 'node:crypto';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Writable } from 'node:stream';
+import { createLogger, enableInProcessCalls, ServiceBusyError, startGrpcServer, UnavailableError, type GrpcServerHandle } from '@cards/platform';
+import { cards, identity } from '@cards/proto';
+import type { Channel } from 'nice-grpc';
+import { createGatewayClients } from '../src/clients';
+import { appWithoutServices } from './app-without-services';
+
+/** The cards service's refusal when its large-HTML cleaners and their line are full (WorkerCardHtmlCleaner). */
+const CLEANERS_BUSY = 'The service is busy cleaning other large cards; send the card again in a few seconds';
+
+/** A link whose card the stub cards service cannot store: its store is unreachable (no bound of its own is full). */
+const storeDownLink = 'https://example.com/store-down';
+
+/** Every method of a definition refusing, but the ones given. */
+function stub<T extends object>(definition: { methods: Record<string, unknown> }, methods: Partial<T>): T {
+  const unimplemented = async () => {
+    throw new Error('not used');
+  };
+  return { ...Object.fromEntries(Object.keys(definition.methods).map((key) => [key, unimplemented])), ...methods } as T;
+}
+
+let server: GrpcServerHandle;
+
+beforeAll(async () => {
+  server = await startGrpcServer({
+    name: 'stub',
+    logger: createLogger('stub', 'silent'),
+    register(s) {
+      s.add(
+        identity.IdentityServiceDefinition,
+        stub<identity.IdentityServiceImplementation>(identity.IdentityServiceDefinition, {
+          async resolveSession(req) {
+            return { id: req.token, email: `${req.token}@example.com`, visibleEmail: false };
+          },
+        }),
+      );
+      s.add(
+        cards.CardServiceDefinition,
+        stub<cards.CardServiceImplementation>(cards.CardServiceDefinition, {
+          async createCard(req) {
+            if (req.link === storeDownLink) throw new UnavailableError('the card store cannot be reached');
+            throw new ServiceBusyError(CLEANERS_BUSY);
+          },
+          async updateCard() {
+            throw new ServiceBusyError(CLEANERS_BUSY);
+          },
+        }),
+      );
+    },
+  });
+});
+afterAll(() => server.shutdown());
+
+describe.each([
+  ['over the network', false],
+  ['in process', true],
+])("the cards service's busy refusal behind the gateway, %s", (_transport, inProcess) => {
+  let http: Server;
+  let base: string;
+  let channels: Channel[];
+  const logged: { level: number; msg: string; err?: unknown; status?: number }[] = [];
+  const cookie = `ai-editor=${randomUUID()}`;
+  const largeCard = `<p>${'word '.repeat(80)}</p>`.padEnd(20_000, ' ');
+
+  beforeAll(async () => {
+    enableInProcessCalls(inProcess);
+    const address = server.address;
+    const made = createGatewayClients({ identity: address, cards: address, search: address, files: address, notifications: address }, 10_000);
+    channels = Object.values(made.channels);
+    const logSink = new Writable({
+      write(chunk, _encoding, done) {
+        logged.push(JSON.parse(String(chunk)));
+        done();
+      },
+    });
+    http = createServer(appWithoutServices({ clients: made.clients, logger: createLogger('gateway-test', 'info', logSink), accessLogLevel: 'silent' }));
+    await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
+    base = `http://127.0.0.1:${(http.address() as AddressInfo).port}`;
+  });
+  afterAll(() => {
+    enableInProcessCalls(false);
+    http.close();
+    channels.forEach((c) => c.close());
+  });
+  beforeEach(() => (logged.length = 0));
+
+  const send = (method: string, path: string, body: object) =>
+    fetch(`${base}/api${path}`, { method, headers: { 'content-type': 'application/json', cookie }, body: JSON.stringify(body) });
+  const logLines = () => logged.filter((line) => line.level >= 40).map((line) => ({ level: line.level, msg: line.msg, hasErr: line.err !== undefined, status: line.status }));
+
+  it.each([
+    ['POST /api/card', () => send('POST', '/card', { card_html: largeCard, link: 'https://example.com/a', private: false })],
+    ['PUT /api/card/update', () => send('PUT', '/card/update', { card_uuid: randomUUID(), card_html: largeCard })],
+  ])("%s is 503 with the service's message and Retry-After, logged as one warn line without a stack", async (_route, request) => {
+    const res = await request();
+    expect({ status: res.status, body: await res.json(), retryAfter: res.headers.get('retry-after') }).toEqual({ status: 503, body: { message: CLEANERS_BUSY }, retryAfter: '5' });
+    expect(logLines()).toEqual([{ level: 40, msg: 'request refused: server busy', hasErr: false, status: 503 }]);
+  });
+
+  it('keeps the generic 503, without Retry-After, for a cards service that cannot answer (no bound of its own full)', async () => {
+    const res = await send('POST', '/card', { card_html: largeCard, link: storeDownLink, private: false });
+    expect({ status: res.status, body: await res.json(), retryAfter: res.headers.get('retry-after') }).toEqual({ status: 503, body: { message: 'A backing service is unavailable, try again' }, retryAfter: null });
+    expect(logLines()).toEqual([{ level: 50, msg: 'request failed', hasErr: true, status: undefined }]);
+  });
+});

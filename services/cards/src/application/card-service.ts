@@ -3,7 +3,7 @@ import { events } from '@cards/proto';
 import { AlreadyExistsError, InvalidArgumentError, newId, NotFoundError, PermissionDeniedError, earlierCreateForKey, RetryableUnavailableError, UnauthenticatedError, UnavailableError, type Logger } from '@cards/platform';
 import { collisionMovesOnChange, isVisibleTo, leavesRoot, mayHoldCollision, rehomedCollisions, PAGE_SIZE, totalPages, withFileShownTo, type AuthorScore, type Card, type CardGroup, type CollisionMove, type Vote } from '../domain/model';
 import { StaleCardError, type CardHtmlCleaner, type CardRepository, type CollectionRepository, type ContentLock, type FileDirectory, type NearDuplicateFinder, type UserDirectory, type VoteRepository } from '../domain/ports';
-import { cardTextFromHtml, fingerprintOf, isNearCopy, jaccard, NEAR_COPY_JACCARD, shinglesOf, SKETCH_MIN_SHARED, validLink, validOcFilePath, validTags } from '../domain/rules';
+import { cardTextFromHtml, fingerprintOf, isNearCopy, NEAR_COPY_JACCARD, ShingleComparison, SKETCH_MIN_SHARED, validLink, validOcFilePath, validTags } from '../domain/rules';
 import { CardGroupReader, cardMessageBytes, type CardGroupsPart, type ViewedCard, type ViewedGroup } from './card-groups';
 import { bookmarkChanged, cardCreated, cardDeleted, cardRehomed, cardUpdated, verificationKept } from './events';
 import { followFilePrivacy, isHiddenByFile, privacyAfterChange, type PrivacyChangedBy } from './file-privacy';
@@ -104,6 +104,31 @@ export function validPage(page: number): number {
   return page;
 }
 
+/**
+ * How long a large card's shingle comparisons run on the service's thread at most before other requests get a turn:
+ * one candidate of 29,000 characters takes ~1 ms, and a card's checks compare with up to 50 (docs/benchmarks.md).
+ */
+const COMPARISON_SLICE_MS = 4;
+
+/**
+ * The candidates whose text is a near copy of the compared one by shingles (Jaccard >= NEAR_COPY_JACCARD), with their
+ * similarity, in their order. Between two candidates, once COMPARISON_SLICE_MS have passed, the thread is let go
+ * (setImmediate) so other requests are served meanwhile; the candidates and the verdicts are the same.
+ */
+async function nearCopiesAmong<T extends { content: string }>(comparison: ShingleComparison, candidates: readonly T[]): Promise<{ c: T; j: number }[]> {
+  const out: { c: T; j: number }[] = [];
+  let sliceStart = performance.now();
+  for (const c of candidates) {
+    if (performance.now() - sliceStart >= COMPARISON_SLICE_MS) {
+      await new Promise((resolve) => setImmediate(resolve));
+      sliceStart = performance.now();
+    }
+    const j = comparison.similarity(c.content);
+    if (j >= NEAR_COPY_JACCARD) out.push({ c, j });
+  }
+  return out;
+}
+
 /** Use cases of cards, duplicates, votes, user pages and top users. */
 export class CardService {
   private lastTick = 0;
@@ -141,10 +166,12 @@ export class CardService {
     const fromFile = input.privacyFromFile === true && file !== null;
     const isPrivate = fromFile ? file.private : input.private;
     const hiddenByFile = fromFile ? file.private : input.private && input.hiddenByFile === true && input.fileId !== undefined;
-    const fingerprint = fingerprintOf(content);
+    // The text is shingled once for its sketch and every comparison of this create (findRoot, then the look-again).
+    const comparison = new ShingleComparison(content);
+    const fingerprint = fingerprintOf(content, comparison.shingles);
     // Copies of one text sent at the same moment are stored one after the other, so the later ones find the first.
     return this.deps.contentLock.run(fingerprint.contentHash, async () => {
-      const { root, checked, lookupOwed } = await this.findRoot(content, fingerprint, callerId, isPrivate);
+      const { root, checked, lookupOwed } = await this.findRoot(comparison, fingerprint, callerId, isPrivate);
       const now = this.now();
       const card: Card = {
         id: newId(),
@@ -180,7 +207,7 @@ export class CardService {
         throw err;
       }
       this.deps.eventsWritten();
-      return asCreated((await this.lookAgain(card, fingerprint, root, checked, lookupOwed)).card);
+      return asCreated((await this.lookAgain(card, fingerprint, root, checked, lookupOwed, comparison)).card);
     });
   }
 
@@ -210,14 +237,21 @@ export class CardService {
    * search's announcement of the card (recordIndexed, once search is back and has indexed it) runs the look-again again,
    * asking the whole index (embeddingCopyRoots) as the create's check would have.
    */
-  private async lookAgain(card: Card, fingerprint: ReturnType<typeof fingerprintOf>, found: Card | null, checked: CheckedRoots | null, lookupOwed = false): Promise<{ card: Card; owed: boolean }> {
+  private async lookAgain(
+    card: Card,
+    fingerprint: ReturnType<typeof fingerprintOf>,
+    found: Card | null,
+    checked: CheckedRoots | null,
+    lookupOwed = false,
+    comparison = new ShingleComparison(card.content),
+  ): Promise<{ card: Card; owed: boolean }> {
     let placed = card;
     let owed = lookupOwed;
     if (placed.collisionOf) placed = await this.recheckRoot(placed, found);
     // A root changed since its creation is left as its change made it: an edited card never becomes a collision.
     if (!placed.collisionOf && placed.updatedAt.getTime() === placed.createdAt.getTime()) {
       // Search did not answer the check a moment ago: not asked again here (the owed look-again asks it).
-      const settled = await this.settleNearCopyRoots(placed, fingerprint, checked, !lookupOwed);
+      const settled = await this.settleNearCopyRoots(placed, fingerprint, checked, !lookupOwed, comparison);
       placed = settled.card;
       if (settled.owed) owed = true;
       if (owed && !placed.collisionOf) return { card: placed, owed: true };
@@ -296,9 +330,15 @@ export class CardService {
    * The embedding verdict is asked again only about roots stored while this card's check ran that could join it or take
    * it (embeddingCopyRoots). Answers the card as it ends up, and whether search could not answer (the lookup is owed).
    */
-  private async settleNearCopyRoots(card: Card, fingerprint: ReturnType<typeof fingerprintOf>, checked: CheckedRoots | null, askSearch = true): Promise<{ card: Card; owed: boolean }> {
-    const byContent = await this.nearCopyRoots(card, fingerprint);
-    const byEmbedding = askSearch ? await this.embeddingCopyRoots(card, checked, new Set(byContent.map((r) => r.id))) : null;
+  private async settleNearCopyRoots(
+    card: Card,
+    fingerprint: ReturnType<typeof fingerprintOf>,
+    checked: CheckedRoots | null,
+    askSearch = true,
+    comparison = new ShingleComparison(card.content),
+  ): Promise<{ card: Card; owed: boolean }> {
+    const byContent = await this.nearCopyRoots(card, fingerprint, comparison);
+    const byEmbedding = askSearch ? await this.embeddingCopyRoots(card, checked, new Set(byContent.map((r) => r.id)), comparison) : null;
     return { card: await this.settleWith(card, [...byContent, ...(byEmbedding ?? [])]), owed: byEmbedding === null };
   }
 
@@ -316,11 +356,10 @@ export class CardService {
   }
 
   /** The roots other than `card` whose text or whose collision's text is the same as its text or a near copy of it, oldest first. */
-  private async nearCopyRoots(card: Card, fingerprint: ReturnType<typeof fingerprintOf>): Promise<Card[]> {
+  private async nearCopyRoots(card: Card, fingerprint: ReturnType<typeof fingerprintOf>, comparison: ShingleComparison): Promise<Card[]> {
     const { cards } = this.deps;
-    const shingles = shinglesOf(card.content);
     const sameText = await cards.findByContentHash(fingerprint.contentHash, SETTLE_CANDIDATES);
-    const nearText = (await cards.findBySketch(fingerprint.sketch, SKETCH_MIN_SHARED, SETTLE_CANDIDATES)).filter((c) => jaccard(shingles, shinglesOf(c.content)) >= NEAR_COPY_JACCARD);
+    const nearText = (await nearCopiesAmong(comparison, await cards.findBySketch(fingerprint.sketch, SKETCH_MIN_SHARED, SETTLE_CANDIDATES))).map((s) => s.c);
     const matched = [...sameText, ...nearText];
     const rootIds = new Set(matched.map((c) => c.collisionOf ?? c.id));
     rootIds.delete(card.id);
@@ -337,7 +376,7 @@ export class CardService {
    * not answer the create's check) asks about the indexed roots as well, as the create's check would have. Null when
    * search could not answer.
    */
-  private async embeddingCopyRoots(card: Card, checked: CheckedRoots | null, known: ReadonlySet<string>): Promise<Card[] | null> {
+  private async embeddingCopyRoots(card: Card, checked: CheckedRoots | null, known: ReadonlySet<string>, comparison: ShingleComparison): Promise<Card[] | null> {
     // Without the check's note (a collision that left its root, a look-again resumed after a cut): the roots created within
     // the look-back either side of the card's creation, as later ones found it stored when they looked.
     const since = checked?.since ?? new Date(card.createdAt.getTime() - CONCURRENT_ROOTS_LOOKBACK_MS);
@@ -353,17 +392,19 @@ export class CardService {
     if (checked) return freshCopies;
     const freshIds = new Set(fresh.map((r) => r.id));
     const hitIds = verdicts.map((v) => v.cardId).filter((id) => id !== card.id && !freshIds.has(id) && !known.has(id));
-    return [...freshCopies, ...(await this.indexedCopyRoots(card, hitIds, copies, settlesWith))];
+    return [...freshCopies, ...(await this.indexedCopyRoots(card, hitIds, copies, settlesWith, comparison))];
   }
 
   /**
    * The roots of the index's hits `hitIds` that copy `card` by the embedding verdict (`copies`) or by shingles, as
    * findRoot takes them (a hit made a collision since counts by its root), that could settle with it.
    */
-  private async indexedCopyRoots(card: Card, hitIds: readonly string[], copies: ReadonlySet<string>, settlesWith: (r: Card) => boolean): Promise<Card[]> {
+  private async indexedCopyRoots(card: Card, hitIds: readonly string[], copies: ReadonlySet<string>, settlesWith: (r: Card) => boolean, comparison: ShingleComparison): Promise<Card[]> {
     if (hitIds.length === 0) return [];
-    const shingles = shinglesOf(card.content);
-    const hits = (await this.deps.cards.findByIds(hitIds)).filter((c) => copies.has(c.id) || jaccard(shingles, shinglesOf(c.content)) >= NEAR_COPY_JACCARD);
+    const found = await this.deps.cards.findByIds(hitIds);
+    // A copy by the embedding verdict needs no comparison.
+    const nearText = new Set((await nearCopiesAmong(comparison, found.filter((c) => !copies.has(c.id)))).map((s) => s.c));
+    const hits = found.filter((c) => copies.has(c.id) || nearText.has(c));
     const rootIds = new Set(hits.map((c) => c.collisionOf ?? c.id));
     rootIds.delete(card.id);
     if (rootIds.size === 0) return [];
@@ -412,7 +453,8 @@ export class CardService {
    * `checked`: the roots stored when search was asked (null when it was not asked). `lookupOwed`: search could not
    * answer, so the card is a root by the exact and shingle rules for now and owes the lookup (lookAgain).
    */
-  private async findRoot(content: string, fingerprint: ReturnType<typeof fingerprintOf>, callerId: string, isPrivate: boolean): Promise<{ root: Card | null; checked: CheckedRoots | null; lookupOwed: boolean }> {
+  private async findRoot(comparison: ShingleComparison, fingerprint: ReturnType<typeof fingerprintOf>, callerId: string, isPrivate: boolean): Promise<{ root: Card | null; checked: CheckedRoots | null; lookupOwed: boolean }> {
+    const content = comparison.text;
     let checked: CheckedRoots | null = null;
     const found = (root: Card | null, lookupOwed = false) => ({ root, checked, lookupOwed });
     const { cards } = this.deps;
@@ -437,9 +479,8 @@ export class CardService {
     const exact = await firstQualifying(await cards.findByContentHash(fingerprint.contentHash, 20));
     if (exact) return found(exact);
 
-    const shingles = shinglesOf(content);
     const nearCopy = async (candidates: readonly Card[]) => {
-      const scored = candidates.map((c) => ({ c, j: jaccard(shingles, shinglesOf(c.content)) })).filter((s) => s.j >= NEAR_COPY_JACCARD);
+      const scored = await nearCopiesAmong(comparison, candidates);
       scored.sort((a, b) => b.j - a.j);
       return firstQualifying(scored.map((s) => s.c));
     };

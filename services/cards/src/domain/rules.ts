@@ -176,13 +176,30 @@ const SHINGLE_TOKEN = new RegExp(`[${UNSPACED_SCRIPT_CLASS}]|[^${UNSPACED_SCRIPT
  * Word shingles of the normalized content (the words themselves when there are fewer than a shingle's worth). In a
  * script written without spaces (Chinese, Japanese, Thai ...) each character is a token, so its shingles are character
  * trigrams: split at spaces, a whole passage was one word, and a card differing from another by one character shared
- * no shingle with it.
+ * no shingle with it. A shingle is its words joined by one space.
  */
 export function shinglesOf(content: string): Set<string> {
-  const words = normalizeContent(content)
-    .split(' ')
-    .flatMap((w) => (hasUnspacedScript(w) ? (w.match(SHINGLE_TOKEN) ?? []) : w.length > 0 ? [w] : []));
+  const normalized = normalizeContent(content);
   const out = new Set<string>();
+  if (normalized === '') return out;
+  if (hasUnspacedScript(normalized)) return tokenShingles(normalized.split(' ').flatMap((w) => (hasUnspacedScript(w) ? (w.match(SHINGLE_TOKEN) ?? []) : [w])), out);
+  // Words of a spaced script only: normalizeContent leaves them separated by single spaces, so a shingle is the span of
+  // the text from its first word to its third (a slice, no joining), as a large card's duplicate checks shingle it and up
+  // to 50 candidates on the service's thread. The same strings as joining the words (shingle-comparisons.test.ts).
+  const starts = [0];
+  for (let at = normalized.indexOf(' '); at !== -1; at = normalized.indexOf(' ', at + 1)) starts.push(at + 1);
+  const words = starts.length;
+  const endOf = (word: number) => (word + 1 < words ? starts[word + 1]! - 1 : normalized.length);
+  if (words < SHINGLE_WORDS) {
+    for (let i = 0; i < words; i++) out.add(normalized.slice(starts[i], endOf(i)));
+    return out;
+  }
+  for (let i = 0; i + SHINGLE_WORDS <= words; i++) out.add(normalized.slice(starts[i], endOf(i + SHINGLE_WORDS - 1)));
+  return out;
+}
+
+/** Shingles of tokens (SHINGLE_WORDS of them joined by a space), or the tokens themselves when there are fewer. */
+function tokenShingles(words: readonly string[], out: Set<string>): Set<string> {
   if (words.length < SHINGLE_WORDS) {
     for (const w of words) out.add(w);
     return out;
@@ -197,6 +214,29 @@ export function jaccard(a: ReadonlySet<string>, b: ReadonlySet<string>): number 
   let shared = 0;
   for (const s of small) if (large.has(s)) shared++;
   return shared / (a.size + b.size - shared);
+}
+
+/**
+ * One text compared with many by shingles (a card's duplicate checks: up to 50 candidates of up to 29,000 characters
+ * each): the text is shingled once, and each other text once however often it comes back (the checks before and after
+ * a card's insert find the same candidates by sketch). `similarity(other)` is jaccard(shinglesOf(text), shinglesOf(other)).
+ */
+export class ShingleComparison {
+  readonly shingles: Set<string>;
+  private readonly known = new Map<string, number>();
+
+  constructor(readonly text: string) {
+    this.shingles = shinglesOf(text);
+  }
+
+  similarity(other: string): number {
+    let j = this.known.get(other);
+    if (j === undefined) {
+      j = jaccard(this.shingles, shinglesOf(other));
+      this.known.set(other, j);
+    }
+    return j;
+  }
 }
 
 /** Whether two card texts are copies by content alone: the same normalized text, or word-shingle Jaccard >= NEAR_COPY_JACCARD. */
@@ -215,12 +255,13 @@ function fnv1a(s: string): number {
 }
 
 /**
- * The hash of the normalized content (exact duplicates) and a bottom-k MinHash sketch of its shingles:
- * two cards with Jaccard >= 0.9 share most of their sketch, unrelated cards almost none.
+ * The hash of the normalized content (exact duplicates) and a bottom-k MinHash sketch of its shingles (`shingles`:
+ * shinglesOf(content), when the caller has them already): two cards with Jaccard >= 0.9 share most of their sketch,
+ * unrelated cards almost none.
  */
-export function fingerprintOf(content: string): CardFingerprint {
+export function fingerprintOf(content: string, shingles: ReadonlySet<string> = shinglesOf(content)): CardFingerprint {
   const contentHash = createHash('sha256').update(normalizeContent(content)).digest('hex');
-  const hashes = [...new Set([...shinglesOf(content)].map(fnv1a))].sort((a, b) => a - b);
+  const hashes = [...new Set([...shingles].map(fnv1a))].sort((a, b) => a - b);
   return { contentHash, sketch: hashes.slice(0, SKETCH_SIZE) };
 }
 

@@ -161,6 +161,22 @@ describe('LibraryDocumentReader', () => {
       expect(joined!.linkWords!.map((i) => joined!.text.split(' ')[i])).toEqual(['Begründung']);
     });
 
+    it('a paragraph that fills a whole page runs on over both its page breaks, past the first page\'s footnotes', async () => {
+      // The middle page holds only the paragraph's middle: it was joined to the first page's paragraph, and the third page's
+      // first line was then left a paragraph of its own (the middle page seemed to hold no paragraph to continue).
+      const pdf = pdfDocument([
+        { lines: [...body(0, 'Tides carry the sediment along the shore,', 'and the dunes behind them need'), { y: 80, text: '1 Measured in the spring survey.', size: 8 }] },
+        { lines: body(1, 'marram grass, which binds the sand', 'along the whole of the coast, and') },
+        { lines: body(2, 'the wardens plant more of it each year.', 'The survey ends here.') },
+      ]);
+      const { blocks } = await reader.parse('pdf', pdf);
+      expect(blocks.map((b) => b.text.replace(/ p[abc]l[a-h]\w+/g, ''))).toEqual([
+        'Tides carry the sediment along the shore, and the dunes behind them need marram grass, which binds the sand along the whole of the coast, and ' +
+          'the wardens plant more of it each year. The survey ends here.',
+        '1 Measured in the spring survey.',
+      ]);
+    });
+
     it('a footnote mark (raised, set smaller) stays in its line and paragraph', async () => {
       const pdf = pdfDocument([
         {
@@ -542,6 +558,39 @@ describe('lists, tables and notes', () => {
       expect(docx.map((b) => b.text)).toEqual([blocks[0]!.text]);
     });
 
+    it('.docx: notes are labelled as the document shows them (footnotes and endnotes each from 1, a custom mark once), as the .doc reading reads the same document', async () => {
+      // placed-notes.docx (make-fixtures.sh, from src/placed-notes.fodt as placed-notes.doc): LibreOffice writes its notes
+      // from id 2 (after the two separators), and the custom mark "*" after the reference (w:customMarkFollows) and again
+      // at the start of the note. mammoth's ids made "[2: ...]" of the first footnote and "[3: * Chestnut ...]*" of the mark.
+      const docx = await reader.parse('docx', fixture('placed-notes.docx'));
+      const doc = await reader.parse('doc', fixture('placed-notes.doc'));
+      expect(docx.blocks.map((b) => b.text)).toEqual([
+        'Dune grasses bind the sand of the foredune. [1: Marram grass, counted in May. Its roots reach two metres.] Storms still cut the dune face each winter.',
+        'Wardens fence the paths [*: Chestnut paling, renewed yearly.] and plant new grass [1: Planting notes are kept at the visitor centre.] in spring.',
+        'Visitors keep to the boardwalk.',
+      ]);
+      expect(docx.blocks.map((b) => b.text)).toEqual(doc.blocks.map((b) => b.text));
+      expect(docx.blocks[1]!.html).toBe('Wardens fence the paths [*: Chestnut paling, renewed yearly.] and plant new grass [1: Planting notes are kept at the visitor centre.] in spring.');
+    });
+
+    it('.docx: notes are numbered in the order of their references whatever their ids; a custom mark in its run is the label, not body text', async () => {
+      const customReference = (id: number, mark: string) =>
+        `<w:r><w:rPr><w:vertAlign w:val="superscript"/></w:rPr><w:footnoteReference w:customMarkFollows="true" w:id="${id}"/><w:t>${mark}</w:t></w:r>`;
+      const customNote = (id: number, mark: string, text: string) => `<w:footnote w:id="${id}"><w:p><w:r><w:t>${mark}</w:t></w:r><w:r><w:t xml:space="preserve"> ${text}</w:t></w:r></w:p></w:footnote>`;
+      const docx = docxPackage({
+        body:
+          `<w:p><w:r><w:t>Gulls</w:t></w:r>${noteReference(7)}<w:r><w:t xml:space="preserve"> and terns</w:t></w:r>${noteReference(4, 'endnote')}` +
+          `<w:r><w:t xml:space="preserve"> and skuas</w:t></w:r>${customReference(5, '\u2020')}<w:r><w:t xml:space="preserve"> and auks</w:t></w:r>${noteReference(3)}<w:r><w:t>.</w:t></w:r></w:p>`,
+        footnotes: note(3, 'Auks dive.') + note(7, 'Gulls scavenge.') + customNote(5, '\u2020', 'Skuas steal.'),
+        endnotes: note(4, 'Terns migrate.', 'endnote'),
+      });
+      const { blocks } = await reader.parse('docx', docx);
+      expect(blocks.map((b) => b.text)).toEqual(['Gulls [1: Gulls scavenge.] and terns [1: Terns migrate.] and skuas [\u2020: Skuas steal.] and auks [2: Auks dive.].']);
+      // The note's own text is not shortened where it does not start with its mark.
+      const plain = docxPackage({ body: `<w:p><w:r><w:t>Gulls</w:t></w:r>${customReference(2, '*')}</w:p>`, footnotes: customNote(2, '', '*Gulls* scavenge.') });
+      expect((await reader.parse('docx', plain)).blocks.map((b) => b.text)).toEqual(['Gulls [*: Gulls* scavenge.]']);
+    });
+
     it('.doc: a document whose note tables cannot be read keeps its notes after the body, as word-extractor gives them', async () => {
       const bytes = Buffer.from(fixture('placed-notes.doc'));
       // The WordDocument stream's FIB (magic 0xA5EC at a sector's start); its footnote reference table made to reach past
@@ -840,6 +889,52 @@ describe('document titles, hyphens at line ends, text boxes', () => {
     expect(blocks.map((b) => b.text)).toEqual([
       'Terns nest where the mother-in-law of the warden once lived; her mother-in-law kept the well-known long-term self-esteem of the ' +
         'information office, which they manage from Washington and Begr\u00fcndung with a cooperation and more datasets than datasets for the decision-making board.',
+    ]);
+  });
+
+  it('.pdf: a URL or an e-mail address Writer broke at a line end goes on without a space (urls.pdf)', async () => {
+    // urls.pdf (make-fixtures.sh, src/urls.fodt): a justified, hyphenated column 5 cm wide. Writer broke the URLs after
+    // "//" and "/" ("https://" "data.example.com/api/v2/sta-", "wiki/" "Marram_grass"), inside their words with a hyphen
+    // ("exam-" "ple.net", "example-" "org": the slug's own), and the addresses after a dot or "@" with a hyphen of its own
+    // ("j.smith@example.-" "com", "third@-" "mail"). Each gained a space at the break, or the hyphen stayed.
+    const { blocks } = await reader.parse('pdf', fixture('urls.pdf'));
+    expect(blocks.map((b) => b.text)).toEqual([
+      'The wardens publish their counts of terns at https://example.net/marine/plankton-sheet every spring, and the station data at http://data.example.com/api/v2/stations?id=4471&format=csv for each colony along the coast.',
+      'Write to j.smith@example.com or to dune-survey@coastal-trust.example.net with your findings, and read https://en.wikipedia.org/wiki/Marram_grass before the walk.',
+      'Send all to j.smith@example.com or first.second.third@mail.example.co.uk, and count and/or note.',
+      'Volunteers may count and/or photograph the nests; the guide at https://github.com/example-org/dune-survey/blob/main/README.md explains how.',
+    ]);
+  });
+
+  it(".pdf: a line that ends inside a URL or an address is joined without a space, over a page break too; ordinary words, a sentence's '?' and a URL before 'for' keep it", async () => {
+    const at = (y: number, text: string) => ({ y, text });
+    const pdf = pdfDocument([
+      {
+        lines: [
+          at(700, 'Counts are at https://'),
+          at(686, 'example.net/terns/colonies/'),
+          at(672, 'north-sea?year=2024&'),
+          at(658, 'site=7 every spring.'),
+          at(610, 'Mail j.-'),
+          at(596, 'smith@example.org or counts@'),
+          at(582, 'example.org, or read (www.example.org/'),
+          at(568, 'README.md'),
+          at(554, '). Wardens count and/'),
+          at(540, 'or photograph the nests.'),
+          at(492, 'Read https://example.com/'),
+          at(478, 'for details, and ask what changed at https://example.com/faq?'),
+          at(464, 'Nothing did, so the wardens wrote to info@example.org.'),
+          at(450, 'Colonies are counted in May and the archive is at https://doi.org/'),
+        ],
+      },
+      { lines: [at(700, '10.1000/182 for everyone.')] },
+    ]);
+    const { blocks } = await reader.parse('pdf', pdf);
+    expect(blocks.map((b) => b.text)).toEqual([
+      'Counts are at https://example.net/terns/colonies/north-sea?year=2024&site=7 every spring.',
+      'Mail j.smith@example.org or counts@example.org, or read (www.example.org/README.md). Wardens count and/ or photograph the nests.',
+      'Read https://example.com/ for details, and ask what changed at https://example.com/faq? Nothing did, so the wardens wrote to info@example.org. ' +
+        'Colonies are counted in May and the archive is at https://doi.org/10.1000/182 for everyone.',
     ]);
   });
 

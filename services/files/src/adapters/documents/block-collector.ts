@@ -210,9 +210,21 @@ const ITEM_NUMBER = /\ue000cards-item-number:([^\ue001]*)\ue001/g;
 const ITEM_NUMBER_VALUE = /^[1-9]\d{0,8}$/;
 const withoutItemNumbers = (text: string) => (text.includes(ITEM_NUMBER_MARK) ? text.replace(ITEM_NUMBER, '') : text);
 const NOTE_REFERENCE = /^#((?:footnote|endnote)-\d+)$/;
+/**
+ * The worker's mark of the label Word shows for a note (its number among the notes of its kind, or its custom mark), at
+ * the start of the note's text (word-documents.mjs NOTE_LABEL); any such mark is removed, the first is the note's label.
+ */
+const NOTE_LABEL = /\ue000cards-note-label:([^\ue001]*)\ue001/;
+const NOTE_LABELS = new RegExp(NOTE_LABEL.source, 'g');
+
+/** A note of mammoth's HTML: its text and the label the worker marked (null: none, the note's id is its number). */
+interface HtmlNote {
+  text: string;
+  label: string | null;
+}
 
 /** The text of mammoth's footnotes and endnotes (li id="footnote-1" at the end), by id, without their back-links. */
-function notesInHtml(html: string): Map<string, string> {
+function notesInHtml(html: string): Map<string, HtmlNote> {
   const notes = new Map<string, string>();
   let note: string | null = null;
   let depth = 0;
@@ -245,8 +257,12 @@ function notesInHtml(html: string): Map<string, string> {
   );
   parser.write(html);
   parser.end();
-  for (const [id, text] of notes) notes.set(id, text.replace(/\s+/g, ' ').trim());
-  return notes;
+  const read = new Map<string, HtmlNote>();
+  for (const [id, text] of notes) {
+    const label = NOTE_LABEL.exec(text);
+    read.set(id, { text: (label ? text.replace(NOTE_LABELS, '') : text).replace(/\s+/g, ' ').trim(), label: label ? label[1]! : null });
+  }
+  return read;
 }
 
 /** A footnote or note as the text at its reference shows it: its number and text in brackets. */
@@ -259,11 +275,12 @@ function inlineNote(citation: string, text: string): string {
 /**
  * Blocks from HTML such as mammoth's rendering of a .docx: h1-h6 are headings, other block elements paragraphs. A list
  * item is a paragraph with its place in its list (`list`: numbered or not, level, number; the splitter sets it in a ul or
- * ol), a table row one paragraph of its cells separated by " | " (the card HTML keeps no tables); a footnote or endnote is put at its reference in brackets,
- * "[1: its text]", and not again at the end.
+ * ol), a table row one paragraph of its cells separated by " | " (the card HTML keeps no tables); a footnote or endnote
+ * is put at its reference in brackets, "[1: its text]", with the label the worker marked (NOTE_LABEL; else its id), and
+ * not again at the end.
  */
 export function blocksFromHtml(html: string): DocumentBlock[] {
-  const notes = html.includes('footnote-') || html.includes('endnote-') ? notesInHtml(html) : new Map<string, string>();
+  const notes = html.includes('footnote-') || html.includes('endnote-') ? notesInHtml(html) : new Map<string, HtmlNote>();
   const collector = new BlockCollector();
   const lists: OpenList[] = [];
   const items = new OpenItems();
@@ -283,7 +300,8 @@ export function blocksFromHtml(html: string): DocumentBlock[] {
         if (name === 'li' && attrs.id && NOTE_ID.test(attrs.id)) skip = 1;
         else if (name === 'a' && notes.has(NOTE_REFERENCE.exec(attrs.href ?? '')?.[1] ?? '')) {
           const id = NOTE_REFERENCE.exec(attrs.href!)![1]!;
-          collector.note(inlineNote(NOTE_ID.exec(id)![1]!, notes.get(id)!));
+          const { text, label } = notes.get(id)!;
+          collector.note(inlineNote(label ?? NOTE_ID.exec(id)![1]!, text));
           skip = 1;
         } else if (heading) collector.start('heading', Number(heading[1]));
         else if (name === 'ul' || name === 'ol') lists.push({ ordered: name === 'ol', items: 0 });

@@ -201,10 +201,85 @@ function keepsHyphen(before, after) {
   return letters === head && isWord(head) && isWord(tail) && !isWord(joined);
 }
 
+// A URL or an e-mail address broken at a line's end goes on without a space: Writer and Word break a URL after "/"
+// ("https://" "example.net/", "example.net/coffee/" "rust-alerts"), before a query ("stations?" "id=4471", "&" "lang=en")
+// and put the sentence's "." or "," after a URL alone at the next line's start; Writer's hyphenation also breaks after a
+// dot or "@" with a hyphen of its own ("example.-" "com", "j.-" "smith@example.com", "survey@-" "coastal.example.net").
+// Only a line whose last word is a URL (a scheme, "www." or a domain and a slash) or an address (the joining is one) is
+// joined so; "and/" "or", a sentence's "?" and a URL ending in "/" before a word such as "for" (ENDS_A_URL) keep their
+// space. Writer hyphenates a URL's words too ("exam-" "ple.net"): a hyphen after a letter inside a URL is joined where
+// the joining is a word, and kept where it is none (a slug's hyphen: "example-" "org").
+// A URL's last word is looked for in the last URL_SCAN characters of the paragraph (a longer URL is joined as words are).
+const URL_SCAN = 2048;
+const URL_START = /^(?:[a-z][a-z\d+.-]{0,15}:\/\/|www\.|(?:[\p{L}\d-]+\.)+\p{L}{2,}\/)/iu;
+const EMAIL = /^[\p{L}\p{M}\d._%+-]+@[\p{L}\p{M}\d-]+(?:\.[\p{L}\p{M}\d-]+)+$/u;
+/** Opening punctuation before a URL ("(https://..."), and a sentence's punctuation after one ("....pdf."). */
+const OPENING = /^[(\[<"'“‘«]+/u;
+const CLOSING = /^[.,;:!?)\]>"'”’»]$/u;
+const SPACE = /^\s$/;
+/**
+ * Words that go on a sentence after a URL ending in "/" ("https://example.com/" "for details"), not its path: such a URL
+ * is joined to the next line's first word unless it is one of these.
+ */
+const ENDS_A_URL = new Set(
+  'a an and are as at be been but by can could for from had has have if in into is it its may might must not of on or our shall should so than that the their then there these they this those to under was we were when where which while who will with would you your'.split(' '),
+);
+/** A line that starts with a sentence's punctuation alone (",", "." or "),"): set after the URL ending the line before. */
+const PUNCTUATION_START = /^[.,;:!?)\]”’»]+(?:\s|$)/u;
+
+/** The joining of `before` and `after` (trimmed lines) when `before` ends inside a URL or an e-mail address, else null. */
+function urlJoin(before, after) {
+  // The last word and the next line's first, found by scanning (a regular expression anchored at the end would try
+  // each position of a long word: quadratic in it).
+  const tail = before.slice(-URL_SCAN);
+  let space = tail.length;
+  while (space > 0 && !SPACE.test(tail[space - 1])) space--;
+  if (space === 0 && before.length > URL_SCAN) return null;
+  const last = tail.slice(space).replace(OPENING, '');
+  const head = after.slice(0, URL_SCAN);
+  let firstEnd = 0;
+  while (firstEnd < head.length && !SPACE.test(head[firstEnd])) firstEnd++;
+  const first = head.slice(0, firstEnd);
+  const url = URL_START.test(last);
+  if (url || last.includes('@')) {
+    // A URL or an address that ends the line whole, the sentence's punctuation on the next line.
+    if (PUNCTUATION_START.test(after) && (url || EMAIL.test(last))) return before + after;
+  }
+  let wordEnd = first.length;
+  while (wordEnd > 0 && CLOSING.test(first[wordEnd - 1])) wordEnd--;
+  const word = first.slice(0, wordEnd);
+  if (!word) return null;
+  const hyphen = /[-\u2010]$/.test(last);
+  const end = hyphen ? last.slice(0, -1) : last;
+  if (url) {
+    // A hyphen after a dot, "/", "@" and the like is the typesetter's. One after a letter is the typesetter's where the
+    // joining is a word, English or the document's ("exam-" "ple.net", "sta-" "tions?id=1"), else the URL's own
+    // ("example-" "org/dune-survey", a slug's hyphen), and the URL goes on after it whatever follows ("v-" "2/").
+    if (hyphen) {
+      if (/[./@?&=#_~%+:]$/.test(end)) return before.slice(0, -1) + after;
+      if (!/[\p{L}\p{M}\d]$/u.test(end)) return null;
+      if (!CONTINUED_WORD.test(after)) return before + after;
+      const joined = lettersAtEnd(end).toLowerCase() + lettersAtStart(after);
+      return keepsHyphen(before, after) || (!isWord(joined) && !hyphenEvidence.words.has(joined)) ? before + after : before.slice(0, -1) + after;
+    }
+    if (/[&=#_~%+@]$/.test(end) || (end.endsWith('?') && word.includes('=')) || (end.endsWith(':') && word.startsWith('//')) || word.startsWith('/')) return before + after;
+    if (end.endsWith('/') && !ENDS_A_URL.has(word.toLowerCase())) return before + after;
+    return null;
+  }
+  // An address broken after a dot or its "@" (with or without a hyphen): the joining is one, and goes on in lower case
+  // after a dot ("info@example.org." "Colony" ends a sentence).
+  if (/[.@]$/.test(end) && EMAIL.test(end + word) && (end.includes('@') || word.includes('@')) && (hyphen || end.endsWith('@') || /^[\p{Ll}\d]/u.test(word))) {
+    return (hyphen ? before.slice(0, -1) : before) + after;
+  }
+  return null;
+}
+
 function joinLine(text, next) {
   if (!text) return next;
   const before = text.trimEnd();
   const after = next.trimStart();
+  const joined = urlJoin(before, after);
+  if (joined !== null) return joined;
   if (HYPHENATED_END.test(before) && CONTINUED_WORD.test(after)) return keepsHyphen(before, after) ? before + after : before.slice(0, -1) + after;
   return `${text} ${next}`;
 }
@@ -367,7 +442,7 @@ function withoutRunningLines(pages) {
 const OPEN_END = /[^.!?:;"'”’)\]…。！？]$/u;
 
 function continuesOnNextPage(last, first) {
-  return OPEN_END.test(last.text) && CONTINUED_WORD.test(first.text);
+  return OPEN_END.test(last.text) && (CONTINUED_WORD.test(first.text) || urlJoin(last.text, first.text) !== null);
 }
 
 function joinedParagraphs(last, first) {
@@ -418,8 +493,10 @@ export async function pdfBlocks(bytes, maxPages) {
     const paragraphs = paragraphsOf(page.lines);
     let last = blocks.length - 1;
     while (last >= pageStart && SIZES.get(blocks[last]) < bodySize * NOTE_SIZE) last--;
-    if (last >= pageStart && paragraphs.length > 0 && continuesOnNextPage(blocks[last], paragraphs[0])) blocks[last] = joinedParagraphs(blocks[last], paragraphs.shift());
-    pageStart = blocks.length;
+    const runsOn = last >= pageStart && paragraphs.length > 0 && continuesOnNextPage(blocks[last], paragraphs[0]);
+    if (runsOn) blocks[last] = joinedParagraphs(blocks[last], paragraphs.shift());
+    // The page's text starts in the paragraph it continued, which may hold all of it and run on over the next break too.
+    pageStart = runsOn ? last : blocks.length;
     bodySize = bodySizeOf(page.lines);
     blocks.push(...paragraphs);
   }

@@ -107,7 +107,130 @@ function markedParagraph(paragraph, mark) {
 }
 
 function readableDocument(document) {
-  return readable(document, new Map());
+  return withNoteLabels(readable(document, new Map()));
+}
+
+// A footnote or endnote is labelled as the document shows it, not by its id in the notes part (mammoth's "footnote-3",
+// which block-collector.ts took for the note's number: LibreOffice writes its notes from id 2, after the two separators,
+// and ids need not follow the order of the references). Automatic notes are numbered in the order of their references,
+// footnotes and endnotes each from 1, in digits whatever the number format (as the .doc reading numbers them); a note with
+// a custom mark (w:customMarkFollows: the mark is the text after the reference in its run) is labelled with the mark,
+// which is taken out of the body's text and off the start of the note's own text, where Word writes it again (mammoth
+// kept it in both: "paths [3: * Chestnut paling.]* and"). Each referenced note's text starts with NOTE_LABEL's mark of
+// its label, which blocksFromHtml takes as the note's label (and removes); the custom mark reaches the transform as
+// CUSTOM_NOTE_MARK's mark of its text, made from the XML by markCustomNoteMarks.
+const NOTE_LABEL = { open: '\ue000cards-note-label:', close: '\ue001' };
+const CUSTOM_NOTE_MARK = { open: '\ue000cards-note-custom-mark:', close: '\ue001' };
+const CUSTOM_NOTE_MARK_TEXT = /\ue000cards-note-custom-mark:([^\ue001]*)\ue001/g;
+/** At most this many characters of a custom mark are kept (Word allows ten). */
+const MAX_CUSTOM_MARK = 10;
+
+function withNoteLabels(document) {
+  const counts = { footnote: 0, endnote: 0 };
+  const labels = new Map();
+  const labelled = (element) => {
+    if (!Array.isArray(element.children)) return element;
+    const children = [];
+    for (let i = 0; i < element.children.length; i++) {
+      const child = element.children[i];
+      if (child.type === 'noteReference') {
+        const next = element.children[i + 1];
+        const custom = next?.type === 'text' ? /^\ue000cards-note-custom-mark:([^\ue001]*)\ue001$/.exec(next.value) : null;
+        const key = `${child.noteType}-${child.noteId}`;
+        if (!labels.has(key)) labels.set(key, { reference: child, label: custom ? custom[1] : String(++counts[child.noteType]), custom: custom !== null });
+        if (custom) i++;
+        children.push(child);
+      } else if (child.type === 'text' && child.value.includes(CUSTOM_NOTE_MARK.open)) {
+        const value = child.value.replace(CUSTOM_NOTE_MARK_TEXT, '');
+        if (value) children.push({ ...child, value });
+      } else children.push(labelled(child));
+    }
+    return { ...element, children };
+  };
+  const result = labelled(document);
+  if (labels.size === 0 || !document.notes) return result;
+  const { Notes } = require('mammoth/lib/documents.js');
+  const notes = [];
+  for (const { reference, label, custom } of labels.values()) {
+    const note = document.notes.resolve(reference);
+    if (!note) continue;
+    const body = withoutCustomNoteMarks(custom && label ? withoutLeadingMark(note.body, label) : note.body);
+    notes.push({ ...note, body: markedFirstText(body, `${NOTE_LABEL.open}${label}${NOTE_LABEL.close}`) });
+  }
+  return { ...result, notes: new Notes(notes) };
+}
+
+/** The note's paragraphs without CUSTOM_NOTE_MARK's marks (a custom reference inside a note: no label of its own). */
+function withoutCustomNoteMarks(body) {
+  const visit = (element) => {
+    if (element.type === 'text') return element.value.includes(CUSTOM_NOTE_MARK.open) ? { ...element, value: element.value.replace(CUSTOM_NOTE_MARK_TEXT, '') } : element;
+    return Array.isArray(element.children) ? { ...element, children: element.children.map(visit) } : element;
+  };
+  return body.map(visit);
+}
+
+/** The note's paragraphs with `mark` taken off the start of their first text (Word writes a custom mark there again). */
+function withoutLeadingMark(body, mark) {
+  let done = false;
+  const visit = (element) => {
+    if (done) return element;
+    if (element.type === 'text') {
+      const value = element.value.trimStart();
+      if (!value) return element;
+      done = true;
+      return value.startsWith(mark) ? { ...element, value: value.slice(mark.length) } : element;
+    }
+    return Array.isArray(element.children) ? { ...element, children: element.children.map(visit) } : element;
+  };
+  return body.map(visit);
+}
+
+/** The note's paragraphs with `mark` before their first text (before the first paragraph when none has text). */
+function markedFirstText(body, mark) {
+  let marked = false;
+  const visit = (element) => {
+    if (marked) return element;
+    if (element.type === 'text') {
+      marked = true;
+      return { ...element, value: mark + element.value };
+    }
+    return Array.isArray(element.children) ? { ...element, children: element.children.map(visit) } : element;
+  };
+  return body.map(visit);
+}
+
+/** Whether a w:customMarkFollows attribute (ST_OnOff) is on. */
+const isOn = (value) => value === '1' || value === 'true' || value === 'on';
+
+/**
+ * The text after a footnote or endnote reference with w:customMarkFollows in its run (the mark: "*") made one w:t of
+ * CUSTOM_NOTE_MARK's mark, which withNoteLabels takes as the note's label: mammoth reads no customMarkFollows and
+ * would keep the mark as body text. `root` is a part's XML as mammoth's reader gives it; each node is visited once.
+ */
+function markCustomNoteMarks(root, xml) {
+  const pending = [root];
+  while (pending.length > 0) {
+    const node = pending.pop();
+    if (!Array.isArray(node?.children)) continue;
+    if (node.name === 'w:r') {
+      const at = node.children.findIndex(
+        (child) => (child.name === 'w:footnoteReference' || child.name === 'w:endnoteReference') && isOn(child.attributes?.['w:customMarkFollows']),
+      );
+      if (at >= 0) {
+        const after = node.children.slice(at + 1);
+        const mark = after
+          .filter((child) => child.name === 'w:t')
+          .map((child) => child.children.map((text) => (text.type === 'text' ? text.value : '')).join(''))
+          .join('')
+          .replace(/[\ue000\ue001]/g, '')
+          .trim();
+        const markText = xml.element('w:t', {}, [xml.text(`${CUSTOM_NOTE_MARK.open}${Array.from(mark).slice(0, MAX_CUSTOM_MARK).join('')}${CUSTOM_NOTE_MARK.close}`)]);
+        node.children = [...node.children.slice(0, at + 1), markText, ...after.filter((child) => child.name !== 'w:t')];
+        continue;
+      }
+    }
+    for (const child of node.children) pending.push(child);
+  }
 }
 
 function readable(element, counts) {
@@ -150,6 +273,9 @@ const TITLE_STYLES = ["p[style-name='Title'] => h1:fresh", 'p.Title => h1:fresh'
 // Each XML part mammoth reads is given such a fallback made of the choice's w:txbxContent, which mammoth then reads as
 // it reads a VML text box: its paragraphs follow the paragraph holding it (text-box-fallbacks.cjs; each box read once,
 // so nested boxes take time linear in the document).
+//
+// The same wrapping marks the custom marks of notes (markCustomNoteMarks, before the fallbacks are made: the walk would
+// otherwise go into each built fallback as well as its choice, which hold the same elements).
 function textBoxesWithoutFallbackRead() {
   const xml = require('mammoth/lib/xml/index.js');
   if (xml.readString.textBoxesWithoutFallback) return;
@@ -157,6 +283,7 @@ function textBoxesWithoutFallbackRead() {
   const readString = xml.readString;
   xml.readString = (...args) =>
     readString(...args).then((root) => {
+      markCustomNoteMarks(root, xml);
       addTextBoxFallbacks(root, xml.element);
       return root;
     });

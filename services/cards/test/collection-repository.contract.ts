@@ -358,6 +358,72 @@ export function describeCollectionRepositoryContract(name: string, factory: Card
       await check(now);
     });
 
+    it('keeps pages and counts right across many blocks of bookmarks, read before and after each change, for every viewer', async () => {
+      const owner = randomUUID();
+      const stranger = randomUUID();
+      const c = aCollection().by(owner).build();
+      await store.collections.insert(c, []);
+      const roots: Card[] = [];
+      const marked: Card[] = [];
+      for (let i = 0; i < 200; i++) {
+        const root = await storedCard(i % 9 === 4 ? aCard().private() : i % 6 === 1 ? aCard().by(owner).private() : aCard());
+        roots.push(root);
+        marked.push(root);
+        // Collisions bookmarked a block or more before their root, and after it.
+        if (i % 5 === 0) marked.splice(Math.max(0, marked.length - 70), 0, await storedCard(i % 10 === 0 ? aCard().collisionOf(root.id) : aCard().by(owner).private().collisionOf(root.id)));
+        if (i % 8 === 0) marked.push(await storedCard(aCard().collisionOf(root.id)));
+      }
+      for (const card of marked) await store.collections.addBookmark(c.id, card.id, nextTime(), []);
+      const expected = (viewer: string | null, cards: Card[]) => [...new Set(cards.filter((k) => !k.private || k.authorId === viewer).map((k) => k.collisionOf ?? k.id))];
+      let now = marked;
+      const check = async () => {
+        for (const viewer of [null, owner, stranger]) {
+          const want = expected(viewer, now);
+          expect(await store.collections.countVisibleBookmarkedRoots(c.id, viewer)).toBe(want.length);
+          const seen: string[] = [];
+          for (let offset = 0; offset < want.length + 25; offset += 25) seen.push(...(await store.collections.listVisibleBookmarkedRoots(c.id, viewer, offset, 25)));
+          expect(seen).toEqual(want);
+          for (const offset of [49, 50, 51, 99, 100, want.length - 1]) expect(await store.collections.listVisibleBookmarkedRoots(c.id, viewer, offset, 3)).toEqual(want.slice(offset, offset + 3));
+        }
+      };
+      const swap = (card: Card) => (now = now.map((k) => (k.id === card.id ? card : k)));
+      await check();
+
+      // A root whose collision comes a block earlier made private, and back: its group's first bookmark moves.
+      const spread = roots[150]!;
+      const hide = { ...spread, private: true, updatedAt: nextTime() };
+      await store.cards.update(hide, null, []);
+      swap(hide);
+      await check();
+      const show = { ...hide, private: false, updatedAt: nextTime() };
+      await store.cards.update(show, null, []);
+      swap(show);
+      await check();
+      // A collision's own bookmark removed (its group stays by its root), then its root's entry with every collision.
+      const collision = now.find((k) => k.collisionOf === roots[100]!.id)!;
+      await store.collections.removeEntry(c.id, collision.id, () => []);
+      now = now.filter((k) => k.id !== collision.id);
+      await check();
+      await store.collections.removeEntry(c.id, roots[40]!.id, () => []);
+      now = now.filter((k) => k.id !== roots[40]!.id && k.collisionOf !== roots[40]!.id);
+      await check();
+      // A root deleted, one of its collisions promoted to its place, the other moved under it.
+      const [first, second] = now.filter((k) => k.collisionOf === roots[120]!.id);
+      expect(second).toBeDefined();
+      expect(await store.cards.remove(roots[120]!.id, [{ cardId: first!.id, collisionOf: null }, { cardId: second!.id, collisionOf: first!.id }], [])).toBe(true);
+      now = now.filter((k) => k.id !== roots[120]!.id).map((k) => (k.id === first!.id ? { ...k, collisionOf: null } : k.id === second!.id ? { ...k, collisionOf: first!.id } : k));
+      await check();
+      // A root joining another root far away in the order; a bookmark added at the end, one of a collision of an early root.
+      const stored = (await store.cards.findById(roots[10]!.id))!;
+      expect(await store.cards.joinRoot(roots[10]!.id, roots[190]!.id, stored.updatedAt, nextTime(), () => [])).toBe(true);
+      now = now.map((k) => (k.id === roots[10]!.id || k.collisionOf === roots[10]!.id ? { ...k, collisionOf: roots[190]!.id } : k));
+      await check();
+      const late = await storedCard(aCard().collisionOf(roots[3]!.id));
+      await store.collections.addBookmark(c.id, late.id, nextTime(), []);
+      now.push(late);
+      await check();
+    });
+
     /** Every page of an author's collections from the newest on, following `next` until there is none. */
     async function allPages(authorId: string, includePrivate: boolean, limit: number) {
       const pages: Collection[][] = [];

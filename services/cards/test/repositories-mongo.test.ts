@@ -16,7 +16,7 @@ import { randomUUID } from 'node:crypto';
 import { Topics } from '@cards/platform';
 import { fingerprintOf } from '../src/domain/rules';
 import { aCard, aCollection, nextTime } from './builders';
-import { forgetRootCounts, KEPT_ROOTS_MS, keptRoots } from '../src/adapters/mongo/mongo-bookmark-root-counts';
+import { forgetRootCounts, KEPT_ROOTS_MS, keptRoots, markBlocks } from '../src/adapters/mongo/mongo-bookmark-root-counts';
 
 const logger = createLogger('cards-repo-test', process.env.LOG_LEVEL ?? 'fatal');
 // TEST_MONGO_URL points the suites at a real MongoDB; otherwise the MongoDB wire-protocol test server from test/engines.
@@ -420,28 +420,51 @@ if (skipReason) {
       await store.cards.insert(late, fingerprintOf(late.content), []);
       await store.collections.addBookmark(c.id, late.id, nextTime(), []);
       expect(await store.collections.countVisibleBookmarkedRoots(c.id, owner)).toBe(total + 1);
-      expect(aggregate).toHaveBeenCalledTimes(1);
+      // Before: the first count after any change aggregated the whole collection again. Now: the changed block only.
+      expect(aggregate).not.toHaveBeenCalled();
+      const shown = (await store.cards.findById(all[100]!))!;
+      await store.cards.update({ ...shown, private: true, updatedAt: nextTime() }, null, []);
+      await store.cards.remove(late.id, [], []);
+      await store.cards.update({ ...shown, private: false, updatedAt: nextTime() }, null, []);
+      const after = await store.collections.listVisibleBookmarkedRoots(c.id, owner, 0, 1000);
+      expect(await store.collections.countVisibleBookmarkedRoots(c.id, owner)).toBe(after.length);
+      expect(after).toEqual(all);
+      expect(aggregate).not.toHaveBeenCalled();
     });
 
-    it('reads kept roots again after KEPT_ROOTS_MS, so a change whose forgetting was cut off is stale only that long', async () => {
+    it('reads kept roots whole again after KEPT_ROOTS_MS, so a change whose marking was cut off is stale only that long', async () => {
       const connection = await connectMongo({ url: engine!.url, database: `cards_test_${randomBytes(4).toString('hex')}`, logger });
       try {
         const db = await openMongoCardsDatabase(connection);
         const t0 = new Date('2026-11-23T20:00:00Z');
         const at = (ms: number) => new Date(t0.getTime() + ms);
         let reads = 0;
-        const read = async () => ++reads;
-        expect(await keptRoots(db, 'c1', null, read, t0)).toBe(1);
-        // Kept: no change was forgotten, and it is younger than KEPT_ROOTS_MS.
-        expect(await keptRoots(db, 'c1', null, read, at(KEPT_ROOTS_MS - 1))).toBe(1);
-        expect(await keptRoots(db, 'c1', 'viewer', read, at(1000))).toBe(2);
-        // A change written but never forgotten (the process cut off before raising gen): read again once old.
-        expect(await keptRoots(db, 'c1', null, read, at(KEPT_ROOTS_MS))).toBe(3);
-        expect(await keptRoots(db, 'c1', 'viewer', read, at(KEPT_ROOTS_MS + 1))).toBe(4);
-        expect(await keptRoots(db, 'c1', null, read, at(KEPT_ROOTS_MS + 2))).toBe(3);
-        // A forgotten change still drops them at once.
+        /** Every read whole finds one more root, in block 0. */
+        const read = async () => Array.from({ length: ++reads }, (_, i) => i + 1);
+        const counted: number[] = [];
+        const countBlock = async (block: number) => {
+          counted.push(block);
+          return 7;
+        };
+        const n = async (viewer: string | null, when: Date) => (await keptRoots(db, 'c1', viewer, read, countBlock, when)).n;
+        expect(await n(null, t0)).toBe(1);
+        // Kept: nothing was marked, and it is younger than KEPT_ROOTS_MS.
+        expect(await n(null, at(KEPT_ROOTS_MS - 1))).toBe(1);
+        expect(await n('viewer', at(1000))).toBe(2);
+        // A change written but never marked (the process cut off before raising its blocks): read whole again once old.
+        expect(await n(null, at(KEPT_ROOTS_MS))).toBe(3);
+        expect(await n('viewer', at(KEPT_ROOTS_MS + 999))).toBe(2); // each viewer's counts by their own age
+        expect(await n('viewer', at(KEPT_ROOTS_MS + 1000))).toBe(4);
+        expect(await n(null, at(KEPT_ROOTS_MS + 2))).toBe(3);
+        expect(counted).toEqual([]);
+        // A marked block is counted again, and only it: 3 roots in block 0, then 7 in block 3.
+        await markBlocks(db, new Map([['c1', new Set([3])]]));
+        expect(await keptRoots(db, 'c1', null, read, countBlock, at(KEPT_ROOTS_MS + 3))).toEqual({ n: 10, blocks: [3, 0, 0, 7] });
+        expect(await n(null, at(KEPT_ROOTS_MS + 4))).toBe(10);
+        expect(counted).toEqual([3]);
+        // A change whose blocks are not known makes them read whole at once.
         await forgetRootCounts(db, ['c1']);
-        expect(await keptRoots(db, 'c1', null, read, at(KEPT_ROOTS_MS + 3))).toBe(5);
+        expect(await n(null, at(KEPT_ROOTS_MS + 5))).toBe(5);
       } finally {
         await connection.db.dropDatabase().catch(() => undefined);
         await connection.close();

@@ -347,8 +347,9 @@ describe('SQLite collection page', () => {
         // Now, once counted: the kept page starts, then the bookmarks from the start nearest before the page on.
         await collections.countVisibleBookmarkedRoots(c.id, viewer);
         for (const offset of [0, 40, 160]) {
-          const [kept, listing, ...more] = await plansOf(db, () => collections.listVisibleBookmarkedRoots(c.id, viewer, offset, 20));
+          const [latest, kept, listing, ...more] = await plansOf(db, () => collections.listVisibleBookmarkedRoots(c.id, viewer, offset, 20));
           expect(more).toEqual([]);
+          expect(latest).toEqual([expect.stringMatching(/^SEARCH bookmark_block_changes USING COVERING INDEX bookmark_block_changes_seq \(collection_id=\?\)$/)]);
           expect(kept).toEqual([expect.stringMatching(/^SEARCH bookmark_root_counts USING PRIMARY KEY \(collection_id=\? AND viewer_id=\?\)$/)]);
           expect(listing![0]).toMatch(/^SEARCH b USING (COVERING )?INDEX bookmarks_order \(collection_id=\? AND ord>\?\)$/);
           expect(listing!.filter((step) => /TEMP B-TREE|^SCAN/.test(step))).toEqual([]);
@@ -356,7 +357,7 @@ describe('SQLite collection page', () => {
         await collections.countVisibleBookmarkedRoots(c.id, viewer);
         // Before: count(DISTINCT ...) over every bookmark again on each page.
         const counting = await plansOf(db, () => collections.countVisibleBookmarkedRoots(c.id, viewer));
-        expect(counting.flat().filter((step) => !/bookmark_root_counts/.test(step))).toEqual([]);
+        expect(counting.flat().filter((step) => !/bookmark_root_counts|bookmark_block_changes/.test(step))).toEqual([]);
       }
     };
     await expectPageAndCount();
@@ -366,6 +367,71 @@ describe('SQLite collection page', () => {
     const all = await collections.listVisibleBookmarkedRoots(c.id, owner, 0, 1000);
     for (const offset of [49, 50, 51, 160, 199]) expect(await collections.listVisibleBookmarkedRoots(c.id, owner, offset, 20)).toEqual(all.slice(offset, offset + 20));
     expect(await collections.listVisibleBookmarkedRoots(c.id, owner, all.length, 20)).toEqual([]);
+    db.close();
+  });
+
+  it('counts again, after a change, only the blocks of bookmark orders holding a bookmark of a card group it touched', async () => {
+    const db = openCardsDatabase(':memory:');
+    const [cards, collections] = [new SqliteCardRepository(db), new SqliteCollectionRepository(db)];
+    const owner = randomUUID();
+    const c = aCollection().by(owner).build();
+    await collections.insert(c, []);
+    const marked: Card[] = [];
+    let root: Card | undefined;
+    for (let i = 0; i < 1000; i++) {
+      const card = (i % 3 === 2 ? aCard().collisionOf(root!.id) : i % 5 === 0 ? aCard().by(owner).private() : aCard()).build();
+      await cards.insert(card, fingerprintOf(card.content), []);
+      if (card.collisionOf === null) root = card;
+      await collections.addBookmark(c.id, card.id, nextTime(), []);
+      marked.push(card);
+    }
+    /** The statements the repository ran for a count and a first page, and the count. */
+    const firstPage = async (viewer: string | null) => {
+      const ran: string[] = [];
+      const prepare = db.prepare.bind(db);
+      const spy = jest.spyOn(db, 'prepare').mockImplementation(((sql: string) => {
+        ran.push(sql);
+        return prepare(sql);
+      }) as typeof db.prepare);
+      try {
+        const n = await collections.countVisibleBookmarkedRoots(c.id, viewer);
+        const page = await collections.listVisibleBookmarkedRoots(c.id, viewer, 0, 25);
+        return { n, page, grouped: ran.filter((sql) => /GROUP BY/.test(sql)).length, blocks: ran.filter((sql) => /count\(\*\)/.test(sql)).length };
+      } finally {
+        spy.mockRestore();
+      }
+    };
+    /** What a count read whole says, kept counts forgotten. */
+    const truth = async (viewer: string | null) => {
+      db.prepare('DELETE FROM bookmark_root_counts WHERE viewer_id = ?').run(viewer ?? '');
+      return { n: await collections.countVisibleBookmarkedRoots(c.id, viewer), all: await collections.listVisibleBookmarkedRoots(c.id, viewer, 0, 10_000) };
+    };
+    const viewers = [null, owner];
+    for (const viewer of viewers) await collections.countVisibleBookmarkedRoots(c.id, viewer);
+    const changes: [string, () => Promise<unknown>][] = [
+      ['a bookmark added', async () => {
+        const late = aCard().build();
+        await cards.insert(late, fingerprintOf(late.content), []);
+        await collections.addBookmark(c.id, late.id, nextTime(), []);
+      }],
+      ['an entry removed', () => collections.removeEntry(c.id, marked[301]!.id, () => [])],
+      ['a privacy change', () => cards.update({ ...marked[600]!, private: !marked[600]!.private, updatedAt: nextTime() }, null, [])],
+      ['a card deleted', () => cards.remove(marked[450]!.id, [], [])],
+    ];
+    for (const [, change] of changes) {
+      await change();
+      for (const viewer of viewers) {
+        const first = await firstPage(viewer);
+        // Before: any change made the next count group the whole collection again (one GROUP BY over 1000 bookmarks).
+        expect(first.grouped).toBe(0);
+        expect(first.blocks).toBeGreaterThan(0);
+        expect(first.blocks).toBeLessThanOrEqual(3);
+        const whole = await truth(viewer);
+        expect(first.n).toBe(whole.n);
+        expect(first.page).toEqual(whole.all.slice(0, 25));
+        for (const offset of [0, 49, 50, 301, whole.n - 3]) expect(await collections.listVisibleBookmarkedRoots(c.id, viewer, offset, 25)).toEqual(whole.all.slice(offset, offset + 25));
+      }
+    }
     db.close();
   });
 });

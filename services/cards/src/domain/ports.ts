@@ -184,10 +184,22 @@ export interface HeldCard {
 }
 
 /**
- * Adapters keep where every ROOT_STRIDE-th root of a viewer's collection page order begins, with the count, so a page
- * starts reading near its place instead of walking every root before it.
+ * Adapters keep, per viewer, how many roots have their first visible bookmark in each block of BOOKMARK_BLOCK bookmark
+ * orders (ord / BOOKMARK_BLOCK) of a collection, so a page starts reading at the block holding its first root instead
+ * of walking every root before it, and a change counts again only the blocks holding a bookmark of a card group it
+ * touched. (A stored SQLite migration uses the value: changing it needs a migration that drops what is kept.)
  */
-export const ROOT_STRIDE = 50;
+export const BOOKMARK_BLOCK = 50;
+
+/** The block holding root `offset` of a viewer's kept counts, and how many roots come before it (offset < the count). */
+export function blockHolding(blocks: readonly number[], offset: number): { block: number; before: number } {
+  let before = 0;
+  for (let block = 0; block < blocks.length; block++) {
+    if (before + blocks[block]! > offset) return { block, before };
+    before += blocks[block]!;
+  }
+  return { block: blocks.length, before };
+}
 
 export interface CollectionRepository {
   /** Throws AlreadyExistsError when (authorId, idempotencyKey) is already taken by a stored collection. */

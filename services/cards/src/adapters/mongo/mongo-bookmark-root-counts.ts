@@ -1,70 +1,154 @@
 import { isDuplicateKeyError } from '@cards/platform';
-import type { MongoCardsDatabase } from './mongo-cards-database';
+import { BOOKMARK_BLOCK } from '../../domain/ports';
+import { bookmarkId, type MongoCardsDatabase } from './mongo-cards-database';
 
 /**
- * What a collection page needs of each viewer's roots in a collection (countVisibleBookmarkedRoots and where pages
- * start), kept once read, one document per collection in `bookmark_root_counts`: `gen` goes up after every change that
- * can alter them (a bookmark added or removed, a bookmarked card's privacy or root changed or the card deleted), and
- * `roots` (by viewer) hold only for the `rootsGen` they were read at. They are stored only if `gen` did not move while
- * they were read, so what was read during a change is never kept past it. Kept values are also read again after
- * KEPT_ROOTS_MS: a process cut off between writing a change and raising `gen` leaves them stale at most that long.
+ * What a collection page needs of a viewer's roots in a collection, kept once read and mended after changes instead of
+ * read again: how many roots have their first visible bookmark in each block of BOOKMARK_BLOCK bookmark orders.
+ *
+ * `bookmark_block_changes` holds one document per collection: a counter per block, raised (`$inc`, one atomic update)
+ * after every change that can alter the count of that block for some viewer (a bookmark of a card group added or
+ * removed, a bookmarked card's privacy, author or root changed, the card deleted; the blocks are those of every
+ * bookmark of the groups touched), and an `epoch` raised when the changed blocks are not known (a failed bookmark add).
+ * `bookmark_viewer_roots` holds one document per (collection, viewer): the counts per block, and the counters and epoch
+ * read before they were counted. A viewer's counts are mended by counting again only the blocks whose counter moved
+ * since, so the page after a change costs in proportion to the change; a change is always counted after its counter
+ * was read or before it was raised, so nothing read during a change is kept past it. Kept counts are also read whole
+ * again after KEPT_ROOTS_MS: a process cut off between writing a change and raising its counters leaves them stale at
+ * most that long.
  */
-interface RootCountsDocument {
+interface BlockChangesDocument {
   _id: string;
-  gen: number;
-  rootsGen?: number;
-  /** When the roots of `rootsGen` began to be kept. */
-  rootsAt?: Date;
-  roots?: Record<string, unknown>;
+  epoch?: number;
+  changes?: Record<string, number>;
 }
 
-/** How long kept roots answer before they are read again, changed or not. */
+interface ViewerRootsDocument {
+  _id: string;
+  n: number;
+  blocks: number[];
+  epoch: number;
+  marks: Record<string, number>;
+  /** When these counts were last read whole. */
+  at: Date;
+}
+
+/** A viewer's roots in a collection: how many, and how many have their first visible bookmark in block 0, 1, ... */
+export interface KeptRoots {
+  n: number;
+  blocks: number[];
+}
+
+/** How long kept roots answer before they are read whole again, changed or not. */
 export const KEPT_ROOTS_MS = 10 * 60_000;
 
-const rootCounts = (store: MongoCardsDatabase) => store.db.collection<RootCountsDocument>('bookmark_root_counts');
+const blockChanges = (store: MongoCardsDatabase) => store.db.collection<BlockChangesDocument>('bookmark_block_changes');
+const viewerRoots = (store: MongoCardsDatabase) => store.db.collection<ViewerRootsDocument>('bookmark_viewer_roots');
+const viewerKey = (collectionId: string, viewerId: string | null) => `${collectionId} ${viewerId === null ? 'anyone' : `v${viewerId}`}`;
 
-/** Forgets the kept counts of these collections; called once a change to their bookmarks or cards is written. */
+/** The blocks of bookmark orders, by collection, holding a bookmark of these cards' groups (each card, its root, the root's collisions). */
+export async function blocksOfGroups(store: MongoCardsDatabase, cardIds: readonly string[], collectionId?: string): Promise<Map<string, Set<number>>> {
+  const blocks = new Map<string, Set<number>>();
+  if (cardIds.length === 0) return blocks;
+  const cards = await store.cards.find({ _id: { $in: [...new Set(cardIds)] } }, { projection: { collisionOf: 1 } }).toArray();
+  const roots = [...new Set([...cardIds, ...cards.map((c) => c.collisionOf ?? c._id)])];
+  const collisions = await store.cards.find({ collisionOf: { $in: roots } }, { projection: { _id: 1 } }).toArray();
+  const members = [...new Set([...roots, ...collisions.map((c) => c._id)])];
+  // In one collection, by their keys; else by card (bookmarks_card_owner).
+  const marks = await store.bookmarks
+    .find(collectionId === undefined ? { cardId: { $in: members } } : { _id: { $in: members.map((m) => bookmarkId(collectionId, m)) } }, { projection: { collectionId: 1, ord: 1 } })
+    .toArray();
+  for (const { collectionId: id, ord } of marks) addBlock(blocks, id, ord);
+  return blocks;
+}
+
+export function addBlock(blocks: Map<string, Set<number>>, collectionId: string, ord: number): void {
+  let set = blocks.get(collectionId);
+  if (!set) blocks.set(collectionId, (set = new Set()));
+  set.add(Math.floor(ord / BOOKMARK_BLOCK));
+}
+
+/** Raises the counters of these blocks, once their change is written. */
+export async function markBlocks(store: MongoCardsDatabase, ...changed: Map<string, Set<number>>[]): Promise<void> {
+  const all = new Map<string, Set<number>>();
+  for (const map of changed) for (const [id, set] of map) for (const block of set) addBlock(all, id, block * BOOKMARK_BLOCK);
+  if (all.size === 0) return;
+  await blockChanges(store).bulkWrite(
+    [...all].map(([_id, set]) => ({ updateOne: { filter: { _id }, update: { $inc: Object.fromEntries([...set].map((b) => [`changes.${b}`, 1])) }, upsert: true } })),
+    { ordered: false },
+  );
+}
+
+/**
+ * Runs a change that may alter the groups of these cards in some collections (in `collectionId` only, when given), then
+ * raises the counters of the blocks of their bookmarks before and after it; also when it failed, as it may have been
+ * undone halfway.
+ */
+export async function changingGroups<T>(store: MongoCardsDatabase, cardIds: () => string[] | Promise<string[]>, work: () => Promise<T>, collectionId?: string): Promise<T> {
+  const before = await blocksOfGroups(store, await cardIds(), collectionId);
+  try {
+    return await work();
+  } finally {
+    await markBlocks(store, before, await blocksOfGroups(store, await cardIds(), collectionId));
+  }
+}
+
+/** Makes every kept count of these collections be read whole again (a change whose blocks are not known). */
 export async function forgetRootCounts(store: MongoCardsDatabase, collectionIds: Iterable<string>): Promise<void> {
   const ids = [...new Set(collectionIds)];
   if (ids.length === 0) return;
-  await rootCounts(store).bulkWrite(ids.map((_id) => ({ updateOne: { filter: { _id }, update: { $inc: { gen: 1 } }, upsert: true } })), { ordered: false });
-}
-
-/** The collections holding any of these cards (bookmarks_card_owner serves it). */
-export async function collectionsHolding(store: MongoCardsDatabase, cardIds: readonly string[]): Promise<string[]> {
-  if (cardIds.length === 0) return [];
-  const docs = await store.bookmarks.find({ cardId: { $in: [...new Set(cardIds)] } }, { projection: { collectionId: 1 } }).toArray();
-  return docs.map((d) => d.collectionId);
-}
-
-/** Forgets the kept counts of every collection holding one of these cards, whose privacy or root changed. */
-export async function forgetRootCountsOfCards(store: MongoCardsDatabase, cardIds: readonly string[]): Promise<void> {
-  await forgetRootCounts(store, await collectionsHolding(store, cardIds));
+  await blockChanges(store).bulkWrite(ids.map((_id) => ({ updateOne: { filter: { _id }, update: { $inc: { epoch: 1 } }, upsert: true } })), { ordered: false });
 }
 
 /** Drops a deleted collection's counts. */
 export async function dropRootCounts(store: MongoCardsDatabase, collectionId: string): Promise<void> {
-  await rootCounts(store).deleteOne({ _id: collectionId });
+  await blockChanges(store).deleteOne({ _id: collectionId });
+  await viewerRoots(store).deleteMany({ _id: { $gte: `${collectionId} `, $lt: `${collectionId}!` } });
 }
 
-/** The viewer's roots as kept, else `read()`'s, kept unless the collection changed meanwhile. */
-export async function keptRoots<T>(store: MongoCardsDatabase, collectionId: string, viewerId: string | null, read: () => Promise<T>, now = new Date()): Promise<T> {
-  const key = viewerId === null ? 'anyone' : `v${viewerId}`;
-  const counts = rootCounts(store);
-  let doc = await counts.findOne({ _id: collectionId });
-  if (!doc) {
-    await counts.updateOne({ _id: collectionId }, { $setOnInsert: { gen: 0 } }, { upsert: true }).catch((err: unknown) => {
-      if (!isDuplicateKeyError(err)) throw err;
-    });
-    doc = await counts.findOne({ _id: collectionId });
-    if (!doc) return read();
+/**
+ * The viewer's kept counts, mended by `countBlock` for the blocks changed since they were kept, else `readAll()`'s
+ * (every root's first visible bookmark order), read whole once per viewer and KEPT_ROOTS_MS.
+ */
+export async function keptRoots(
+  store: MongoCardsDatabase,
+  collectionId: string,
+  viewerId: string | null,
+  readAll: () => Promise<number[]>,
+  countBlock: (block: number) => Promise<number>,
+  now = new Date(),
+): Promise<KeptRoots> {
+  const _id = viewerKey(collectionId, viewerId);
+  // The counters first: whatever is counted below comes after them.
+  const [changes, kept] = await Promise.all([blockChanges(store).findOne({ _id: collectionId }), viewerRoots(store).findOne({ _id })]);
+  const epoch = changes?.epoch ?? 0;
+  const marks = changes?.changes ?? {};
+  let roots: KeptRoots;
+  let at = now;
+  if (kept && kept.epoch === epoch && now.getTime() - kept.at.getTime() < KEPT_ROOTS_MS) {
+    const changed = Object.keys(marks).filter((b) => marks[b] !== kept.marks[b]);
+    roots = { n: kept.n, blocks: kept.blocks };
+    if (changed.length === 0) return roots;
+    for (const key of changed) {
+      const block = Number(key);
+      const count = await countBlock(block);
+      roots.n += count - (roots.blocks[block] ?? 0);
+      while (roots.blocks.length <= block) roots.blocks.push(0);
+      roots.blocks[block] = count;
+    }
+    at = kept.at;
+  } else {
+    const firsts = await readAll();
+    roots = { n: firsts.length, blocks: [] };
+    for (const first of firsts) {
+      const block = Math.floor(first / BOOKMARK_BLOCK);
+      while (roots.blocks.length <= block) roots.blocks.push(0);
+      roots.blocks[block]!++;
+    }
   }
-  const { gen } = doc;
-  const current = doc.rootsGen === gen && doc.rootsAt !== undefined && now.getTime() - doc.rootsAt.getTime() < KEPT_ROOTS_MS;
-  const kept = current ? doc.roots?.[key] : undefined;
-  if (kept !== undefined) return kept as T;
-  const value = await read();
-  if (current) await counts.updateOne({ _id: collectionId, gen, rootsGen: gen, rootsAt: doc.rootsAt }, { $set: { [`roots.${key}`]: value } });
-  else await counts.updateOne({ _id: collectionId, gen }, { $set: { rootsGen: gen, rootsAt: now, roots: { [key]: value } } });
-  return value;
+  while (roots.blocks.length > 0 && roots.blocks[roots.blocks.length - 1] === 0) roots.blocks.pop();
+  await viewerRoots(store).replaceOne({ _id }, { n: roots.n, blocks: roots.blocks, epoch, marks, at }, { upsert: true }).catch((err: unknown) => {
+    if (!isDuplicateKeyError(err)) throw err; // stored by a concurrent read of the same viewer's counts
+  });
+  return roots;
 }

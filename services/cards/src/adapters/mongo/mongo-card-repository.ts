@@ -2,7 +2,7 @@ import { AlreadyExistsError, appendToMongoOutbox, appendToMongoOutboxOrUndo, cre
 import type { ClientSession, Filter } from 'mongodb';
 import type { Card, CardFingerprint, CollisionMove, DeletedIdempotencyKey } from '../../domain/model';
 import { StaleCardError, type CardRepository, type CardUpdateOptions, type MovedCardEvents } from '../../domain/ports';
-import { collectionsHolding, forgetRootCounts, forgetRootCountsOfCards } from './mongo-bookmark-root-counts';
+import { changingGroups } from './mongo-bookmark-root-counts';
 import {
   CARD_PROJECTION,
   findDeletedIdempotencyKey,
@@ -180,13 +180,8 @@ export class MongoCardRepository implements CardRepository {
   }
 
   async remove(cardId: string, moves: readonly CollisionMove[], events: OutgoingEvent[]): Promise<boolean> {
-    // The card's bookmarks go with it: the collections holding it are read before.
-    const held = await collectionsHolding(this.store, [cardId]);
-    try {
-      return await this.removeNow(cardId, moves, events);
-    } finally {
-      await forgetRootCounts(this.store, [...held, ...(await collectionsHolding(this.store, [cardId, ...moves.map((m) => m.cardId)]))]);
-    }
+    // The card's bookmarks go with it: the blocks of its group's bookmarks are read before.
+    return changingGroups(this.store, () => [cardId, ...moves.map((m) => m.cardId)], () => this.removeNow(cardId, moves, events));
   }
 
   private async removeNow(cardId: string, moves: readonly CollisionMove[], events: OutgoingEvent[]): Promise<boolean> {
@@ -322,15 +317,12 @@ export class MongoCardRepository implements CardRepository {
   }
 
   /**
-   * Runs a change that may alter these cards' privacy or roots, then forgets the kept collection counts of the
-   * collections holding them (mongo-bookmark-root-counts); also when it failed, as it may have been undone halfway.
+   * Runs a change that may alter these cards' privacy or roots, then marks the blocks of the bookmarks of their groups,
+   * read before and after it, as changed in the kept collection counts (mongo-bookmark-root-counts); also when it
+   * failed, as it may have been undone halfway.
    */
-  private async changingCards<T>(cardIds: () => string[] | Promise<string[]>, work: () => Promise<T>): Promise<T> {
-    try {
-      return await work();
-    } finally {
-      await forgetRootCountsOfCards(this.store, await cardIds());
-    }
+  private changingCards<T>(cardIds: () => string[] | Promise<string[]>, work: () => Promise<T>): Promise<T> {
+    return changingGroups(this.store, cardIds, work);
   }
 
   /** These cards and their collisions. */

@@ -1,7 +1,7 @@
 import { AlreadyExistsError, appendToMongoOutbox, appendToMongoOutboxOrUndo, creationCursor, isDuplicateKeyError, pageOfRows, type OutgoingEvent, type Page } from '@cards/platform';
 import type { ClientSession, Filter } from 'mongodb';
 import type { Collection, DeletedIdempotencyKey } from '../../domain/model';
-import { ROOT_STRIDE, type BookmarkAddition, type CollectionChange, type CollectionRepository, type HeldCard, type StoredBookmark } from '../../domain/ports';
+import { BOOKMARK_BLOCK, blockHolding, type BookmarkAddition, type CollectionChange, type CollectionRepository, type HeldCard, type StoredBookmark } from '../../domain/ports';
 import {
   bookmarkId,
   findDeletedIdempotencyKey,
@@ -14,7 +14,7 @@ import {
   type CollectionDocument,
   type MongoCardsDatabase,
 } from './mongo-cards-database';
-import { dropRootCounts, forgetRootCounts, keptRoots } from './mongo-bookmark-root-counts';
+import { addBlock, blocksOfGroups, changingGroups, dropRootCounts, forgetRootCounts, keptRoots, markBlocks, type KeptRoots } from './mongo-bookmark-root-counts';
 
 /**
  * The roots of the bookmarked cards the viewer may see (private cards only for their author), one row each (`_id` the
@@ -29,12 +29,6 @@ function visibleBookmarkedRootsPipeline(collectionId: string, viewerId: string |
     { $match: visible },
     { $group: { _id: { $ifNull: ['$card.collisionOf', '$card._id'] }, first: { $min: '$ord' } } },
   ];
-}
-
-/** A viewer's roots in a collection: how many, and the order of the first bookmark of roots 0, ROOT_STRIDE, ... */
-interface KeptRoots {
-  n: number;
-  starts: number[];
 }
 
 /**
@@ -154,6 +148,7 @@ export class MongoCollectionRepository implements CollectionRepository {
   async addBookmark(collectionId: string, cardId: string, at: Date, events: OutgoingEvent[]): Promise<BookmarkAddition> {
     const _id = bookmarkId(collectionId, cardId);
     let outcome: BookmarkAddition;
+    let ord = 0;
     try {
       outcome = await this.store.change(async (session): Promise<BookmarkAddition> => {
         if (await this.store.bookmarks.findOne({ _id }, { session, projection: { _id: 1 } })) return 'already-there';
@@ -163,18 +158,25 @@ export class MongoCollectionRepository implements CollectionRepository {
         const counter = await this.store.collections.findOneAndUpdate({ _id: collectionId }, { $inc: { bookmarkSeq: 1 } }, { session, returnDocument: 'after', projection: { bookmarkSeq: 1, authorId: 1 } });
         if (!counter) return 'collection-gone';
         if (!(await this.store.cards.findOne({ _id: cardId }, { session, projection: { _id: 1 } }))) return 'card-gone';
-        await this.store.bookmarks.insertOne({ _id, collectionId, cardId, ownerId: counter.authorId, ord: counter.bookmarkSeq, createdAt: at }, { session });
+        ord = counter.bookmarkSeq;
+        await this.store.bookmarks.insertOne({ _id, collectionId, cardId, ownerId: counter.authorId, ord, createdAt: at }, { session });
         await appendToMongoOutboxOrUndo(this.store.db, events, session, () => this.store.bookmarks.deleteOne({ _id }));
         return 'added';
       });
     } catch (err) {
       if (isDuplicateKeyError(err)) return 'already-there'; // added by a concurrent call: no events of ours
-      // The bookmark may have been written and taken back: a count made meanwhile is not kept.
+      // The bookmark may have been written and taken back, at an order not known here: counts are read whole again.
       await forgetRootCounts(this.store, [collectionId]);
       throw err;
     }
     if (outcome !== 'added') return outcome;
-    await forgetRootCounts(this.store, [collectionId]);
+    // The group's first visible bookmark, for any viewer, is now this one or where it was. It was before only if it is
+    // a later bookmark of an add that took its order after this one's and was stored first: between this order and the
+    // counter as it is now (normally the same block).
+    const now = (await this.store.collections.findOne({ _id: collectionId }, { projection: { bookmarkSeq: 1 } }))?.bookmarkSeq ?? ord;
+    const blocks = new Map<string, Set<number>>();
+    for (let block = Math.floor(ord / BOOKMARK_BLOCK); block <= Math.floor(now / BOOKMARK_BLOCK); block++) addBlock(blocks, collectionId, block * BOOKMARK_BLOCK);
+    await markBlocks(this.store, blocks);
     return this.takenBackIfOrphaned(collectionId, cardId);
   }
 
@@ -191,14 +193,16 @@ export class MongoCollectionRepository implements CollectionRepository {
       this.store.cards.findOne({ _id: cardId }, { projection: { _id: 1 } }),
     ]);
     if (collection && card) return 'added';
-    await this.store.bookmarks.deleteOne({ _id: bookmarkId(collectionId, cardId) });
-    await forgetRootCounts(this.store, [collectionId]);
+    const gone = await this.store.bookmarks.findOneAndDelete({ _id: bookmarkId(collectionId, cardId) }, { projection: { ord: 1 } });
+    const blocks = await blocksOfGroups(this.store, [cardId], collectionId);
+    if (gone) addBlock(blocks, collectionId, gone.ord);
+    await markBlocks(this.store, blocks);
     return collection ? 'card-gone' : 'collection-gone';
   }
 
   async removeEntry(collectionId: string, cardId: string, eventsOf: (cardId: string) => OutgoingEvent[]): Promise<string[]> {
-    try {
-      return await this.store.change(async (session) => {
+    // The blocks of the entry's bookmarks, read before and after (also when it failed: some may have been put back).
+    return changingGroups(this.store, () => [cardId], () => this.store.change(async (session) => {
         const collisions = await this.store.cards.find({ collisionOf: cardId }, { session, projection: { _id: 1 } }).toArray();
         const held = await this.store.bookmarks
           .find({ collectionId, cardId: { $in: [cardId, ...collisions.map((c) => c._id)] } }, { session, projection: { cardId: 1 } })
@@ -213,40 +217,42 @@ export class MongoCollectionRepository implements CollectionRepository {
           removed.push(heldId);
         }
         return removed;
-      });
-    } finally {
-      // Also when it failed: bookmarks taken out may have been put back.
-      await forgetRootCounts(this.store, [collectionId]);
-    }
+      }), collectionId);
   }
 
   /**
-   * Starts at the kept first bookmark of the root nearest before `offset` (keptRoots) and reads the bookmarks in their
-   * order from there (bookmarks_order), a batch at a time with their cards, keeping the first visible bookmark of each
-   * group: a group seen before the start (an earlier visible bookmark of it) is left out. So a page reads at most about
-   * ROOT_STRIDE + limit roots wherever it is, and a page past the end none. (Grouping every bookmark, then sorting the
-   * groups, read and sorted the whole collection for each page.) Orders are distinct in a collection (a counter).
+   * Starts at the block (of bookmark orders) holding the first visible bookmark of root `offset` (keptRoots) and reads
+   * the bookmarks in their order from there (bookmarks_order), a batch at a time with their cards, keeping the first
+   * visible bookmark of each group: a group seen before the start (an earlier visible bookmark of it) is left out. So a
+   * page reads at most about BOOKMARK_BLOCK + limit roots wherever it is, and a page past the end none. (Grouping every
+   * bookmark, then sorting the groups, read and sorted the whole collection for each page.) Orders are distinct in a
+   * collection (a counter).
    */
   async listVisibleBookmarkedRoots(collectionId: string, viewerId: string | null, offset: number, limit: number): Promise<string[]> {
     if (limit <= 0) return [];
-    const { starts } = await this.keptRoots(collectionId, viewerId);
-    const stride = Math.floor(offset / ROOT_STRIDE);
-    const fromOrd = starts[stride];
-    if (fromOrd === undefined) return [];
-    const wanted = offset - stride * ROOT_STRIDE + limit;
+    const { n, blocks } = await this.keptRoots(collectionId, viewerId);
+    if (offset >= n) return [];
+    const { block, before } = blockHolding(blocks, offset);
+    const wanted = offset - before + limit;
+    return (await this.rootsFrom(collectionId, viewerId, block * BOOKMARK_BLOCK, Infinity, wanted)).slice(wanted - limit);
+  }
+
+  /** Up to `wanted` roots whose first visible bookmark has an order in [fromOrd, toOrd), in that order. */
+  private async rootsFrom(collectionId: string, viewerId: string | null, fromOrd: number, toOrd: number, wanted: number): Promise<string[]> {
     const visible = (card: { private: boolean; authorId: string }) => !card.private || card.authorId === viewerId;
     const roots: string[] = [];
     const seen = new Set<string>();
     // Some to spare for collisions and cards the viewer may not see, so a page usually takes one read.
     const batch = Math.min(Math.ceil(wanted * 1.5) + 10, 1000);
-    let position: Filter<BookmarkDocument> = { ord: { $gte: fromOrd } };
+    const below = toOrd === Infinity ? {} : { $lt: toOrd };
+    let position: Filter<BookmarkDocument> = { ord: { $gte: fromOrd, ...below } };
     while (roots.length < wanted) {
       const marks = await this.store.bookmarks.find({ collectionId, ...position }, { projection: { cardId: 1, ord: 1 } }).sort({ ord: 1 }).limit(batch).toArray();
       if (marks.length === 0) break;
       const cards = await this.store.cards.find({ _id: { $in: marks.map((m) => m.cardId) } }, { projection: { private: 1, authorId: 1, collisionOf: 1 } }).toArray();
       const rootOf = new Map(cards.filter(visible).map((c) => [c._id, c.collisionOf ?? c._id]));
       const fresh = [...new Set([...rootOf.values()].filter((root) => !seen.has(root)))];
-      const before = stride === 0 ? new Set<string>() : await this.rootsBookmarkedBefore(collectionId, fresh, fromOrd, visible);
+      const before = fromOrd < BOOKMARK_BLOCK ? new Set<string>() : await this.rootsBookmarkedBefore(collectionId, fresh, fromOrd, visible);
       for (const mark of marks) {
         const root = rootOf.get(mark.cardId);
         if (root === undefined || seen.has(root)) continue;
@@ -256,9 +262,9 @@ export class MongoCollectionRepository implements CollectionRepository {
         if (roots.length === wanted) break;
       }
       if (marks.length < batch) break;
-      position = { ord: { $gt: marks[marks.length - 1]!.ord } };
+      position = { ord: { $gt: marks[marks.length - 1]!.ord, ...below } };
     }
-    return roots.slice(wanted - limit);
+    return roots;
   }
 
   async countVisibleBookmarkedRoots(collectionId: string, viewerId: string | null): Promise<number> {
@@ -277,14 +283,23 @@ export class MongoCollectionRepository implements CollectionRepository {
     return new Set(earlier.map((b) => rootOf.get(b.cardId)!));
   }
 
-  /** The viewer's count and page starts, read by one grouping of the collection once per change, then kept. */
+  /**
+   * The viewer's count per block of bookmark orders: read by one grouping of the collection once per viewer, then
+   * kept and mended after a change by counting again the blocks it marked (mongo-bookmark-root-counts).
+   */
   private keptRoots(collectionId: string, viewerId: string | null): Promise<KeptRoots> {
-    return keptRoots(this.store, collectionId, viewerId, async (): Promise<KeptRoots> => {
-      const firsts = await this.store.bookmarks
-        .aggregate<{ first: number }>([...visibleBookmarkedRootsPipeline(collectionId, viewerId), { $sort: { first: 1, _id: 1 } }, { $project: { _id: 0, first: 1 } }])
-        .toArray();
-      return { n: firsts.length, starts: firsts.filter((_, i) => i % ROOT_STRIDE === 0).map((r) => r.first) };
-    });
+    return keptRoots(
+      this.store,
+      collectionId,
+      viewerId,
+      async () => {
+        const firsts = await this.store.bookmarks
+          .aggregate<{ first: number }>([...visibleBookmarkedRootsPipeline(collectionId, viewerId), { $project: { _id: 0, first: 1 } }])
+          .toArray();
+        return firsts.map((r) => r.first);
+      },
+      async (block) => (await this.rootsFrom(collectionId, viewerId, block * BOOKMARK_BLOCK, (block + 1) * BOOKMARK_BLOCK, Infinity)).length,
+    );
   }
 
   async bookmarkedCardIds(collectionId: string): Promise<string[]> {

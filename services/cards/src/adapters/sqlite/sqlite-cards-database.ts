@@ -1,4 +1,26 @@
 import { openSqlite, SQLITE_OUTBOX_MIGRATION, type SqliteDatabase } from '@cards/platform';
+import { BOOKMARK_BLOCK } from '../../domain/ports';
+
+/** The next change number of a collection's kept counts (bookmark_block_changes), as an SQL expression. */
+const nextSeq = (collection: string) => `(SELECT coalesce(max(seq), 0) + 1 FROM bookmark_block_changes WHERE collection_id = ${collection})`;
+
+/** Marks the block of one bookmark order as changed (trigger body statement). */
+function markBlock(collection: string, ord: string): string {
+  return `INSERT INTO bookmark_block_changes (collection_id, block, seq) VALUES (${collection}, ${ord} / ${BOOKMARK_BLOCK}, ${nextSeq(collection)})
+     ON CONFLICT (collection_id, block) DO UPDATE SET seq = excluded.seq;`;
+}
+
+/**
+ * Marks as changed the blocks of every bookmark of the group of `root` (the root and its collisions) and of `card`,
+ * in `collection` or in every collection (trigger body statement): a change of one card can move the first visible
+ * bookmark of its group anywhere among them, and nowhere else.
+ */
+function markGroupBlocks(root: string, card: string, collection?: string): string {
+  return `INSERT INTO bookmark_block_changes (collection_id, block, seq)
+       SELECT b.collection_id, b.ord / ${BOOKMARK_BLOCK}, ${nextSeq('b.collection_id')} FROM bookmarks b
+       WHERE b.card_id IN (SELECT ${root} UNION SELECT ${card} UNION SELECT id FROM cards WHERE collision_of = ${root})${collection ? ` AND b.collection_id = ${collection}` : ''}
+     ON CONFLICT (collection_id, block) DO UPDATE SET seq = excluded.seq;`;
+}
 
 /** The cards service's own SQLite schema: cards, duplicate sketches, votes, author counters, collections, bookmarks, outbox. */
 export const CARDS_MIGRATIONS = [
@@ -119,6 +141,46 @@ export const CARDS_MIGRATIONS = [
   // Kept keys of deleted resources expire (IDEMPOTENCY_KEY_TTL_HOURS): each deletion that keeps one removes the oldest
   // expired ones, found by their time.
   `CREATE INDEX deleted_idempotency_keys_deleted_at ON deleted_idempotency_keys(deleted_at);`,
+  // Kept collection counts are mended, not forgotten: a change marks the blocks of BOOKMARK_BLOCK bookmark orders that
+  // hold a bookmark of any card group it touched (bookmark_block_changes, with a sequence number per collection), and
+  // a viewer's kept count per block (bookmark_root_counts.blocks) is counted again only for the blocks marked since it
+  // was kept (seq). Before, any change forgot every viewer's count, and the next page read the whole collection.
+  `DROP TRIGGER bookmark_root_counts_added;
+   DROP TRIGGER bookmark_root_counts_removed;
+   DROP TRIGGER bookmark_root_counts_moved;
+   DROP TRIGGER bookmark_root_counts_card_changed;
+   DROP TRIGGER bookmark_root_counts_card_deleted;
+   DROP TRIGGER bookmark_root_counts_collection_deleted;
+   DROP TABLE bookmark_root_counts;
+   CREATE TABLE bookmark_root_counts (collection_id TEXT NOT NULL, viewer_id TEXT NOT NULL, n INTEGER NOT NULL, blocks TEXT NOT NULL,
+     seq INTEGER NOT NULL, PRIMARY KEY (collection_id, viewer_id)) WITHOUT ROWID;
+   CREATE TABLE bookmark_block_changes (collection_id TEXT NOT NULL, block INTEGER NOT NULL, seq INTEGER NOT NULL,
+     PRIMARY KEY (collection_id, block)) WITHOUT ROWID;
+   CREATE INDEX bookmark_block_changes_seq ON bookmark_block_changes(collection_id, seq);
+   CREATE TRIGGER bookmark_blocks_added AFTER INSERT ON bookmarks BEGIN
+     ${markGroupBlocks('(SELECT coalesce(collision_of, id) FROM cards WHERE id = NEW.card_id)', 'NEW.card_id', 'NEW.collection_id')}
+   END;
+   CREATE TRIGGER bookmark_blocks_removed AFTER DELETE ON bookmarks BEGIN
+     ${markBlock('OLD.collection_id', 'OLD.ord')}
+     ${markGroupBlocks('(SELECT coalesce(collision_of, id) FROM cards WHERE id = OLD.card_id)', 'OLD.card_id', 'OLD.collection_id')}
+   END;
+   CREATE TRIGGER bookmark_blocks_moved AFTER UPDATE OF collection_id, card_id, ord ON bookmarks BEGIN
+     ${markBlock('OLD.collection_id', 'OLD.ord')}
+     ${markGroupBlocks('(SELECT coalesce(collision_of, id) FROM cards WHERE id = OLD.card_id)', 'OLD.card_id', 'OLD.collection_id')}
+     ${markGroupBlocks('(SELECT coalesce(collision_of, id) FROM cards WHERE id = NEW.card_id)', 'NEW.card_id', 'NEW.collection_id')}
+   END;
+   CREATE TRIGGER bookmark_blocks_card_changed AFTER UPDATE OF id, private, author_id, collision_of ON cards
+     WHEN OLD.id IS NOT NEW.id OR OLD.private IS NOT NEW.private OR OLD.author_id IS NOT NEW.author_id OR OLD.collision_of IS NOT NEW.collision_of BEGIN
+     ${markGroupBlocks('coalesce(OLD.collision_of, OLD.id)', 'OLD.id')}
+     ${markGroupBlocks('coalesce(NEW.collision_of, NEW.id)', 'NEW.id')}
+   END;
+   CREATE TRIGGER bookmark_blocks_card_deleted AFTER DELETE ON cards BEGIN
+     ${markGroupBlocks('coalesce(OLD.collision_of, OLD.id)', 'OLD.id')}
+   END;
+   CREATE TRIGGER bookmark_blocks_collection_deleted AFTER DELETE ON collections BEGIN
+     DELETE FROM bookmark_root_counts WHERE collection_id = OLD.id;
+     DELETE FROM bookmark_block_changes WHERE collection_id = OLD.id;
+   END;`,
 ];
 
 export function openCardsDatabase(path: string): SqliteDatabase {

@@ -1,6 +1,6 @@
 import { AlreadyExistsError, appendToSqliteOutbox, creationCursor, keptKeyExpiry, newestFirstRows, pageOfRows, type KeptKeyExpiry, type OutgoingEvent, type Page, type SqliteDatabase } from '@cards/platform';
 import type { Collection, DeletedIdempotencyKey } from '../../domain/model';
-import { ROOT_STRIDE, type BookmarkAddition, type CollectionChange, type CollectionRepository, type HeldCard, type StoredBookmark } from '../../domain/ports';
+import { BOOKMARK_BLOCK, blockHolding, type BookmarkAddition, type CollectionChange, type CollectionRepository, type HeldCard, type StoredBookmark } from '../../domain/ports';
 import { findDeletedIdempotencyKey, keepDeletedIdempotencyKey, type KeyOfDeleted } from './deleted-idempotency-keys';
 import { chunks, collectionFromRow, placeholders, type CollectionRow } from './rows';
 
@@ -14,10 +14,20 @@ const iso = (d: Date) => d.toISOString();
  * collection, so the read stops once offset + limit roots are found. Grouping all bookmarks first (GROUP BY root,
  * ORDER BY min(ord)) sorted the whole collection in two temporary B-trees on every page.
  */
-export const VISIBLE_BOOKMARKED_ROOTS_SQL = `
+export const VISIBLE_BOOKMARKED_ROOTS_SQL = visibleBookmarkedRootsSql('');
+
+/**
+ * How many roots of the viewer have their first visible bookmark in one block of bookmark orders (named parameters
+ * collectionId, viewerId, fromOrd, fromCard '', toOrd): the rows VISIBLE_BOOKMARKED_ROOTS_SQL gives from the block's
+ * start, up to its end.
+ */
+const ROOTS_IN_BLOCK_SQL = `SELECT count(*) AS n FROM (${visibleBookmarkedRootsSql('AND b.ord < @toOrd').replace('ORDER BY b.ord, b.card_id LIMIT @limit OFFSET @offset', '')})`;
+
+function visibleBookmarkedRootsSql(bound: string): string {
+  return `
   SELECT coalesce(c.collision_of, c.id) AS root_id, b.ord AS ord, b.card_id AS card_id
   FROM bookmarks b CROSS JOIN cards c INDEXED BY cards_visibility ON c.id = b.card_id
-  WHERE b.collection_id = @collectionId AND b.ord >= @fromOrd AND (b.ord > @fromOrd OR b.card_id >= @fromCard)
+  WHERE b.collection_id = @collectionId AND b.ord >= @fromOrd AND (b.ord > @fromOrd OR b.card_id >= @fromCard) ${bound}
     AND (c.private = 0 OR c.author_id = @viewerId)
     AND NOT (c.collision_of IS NOT NULL AND EXISTS (
       SELECT 1 FROM bookmarks e CROSS JOIN cards g INDEXED BY cards_visibility ON g.id = e.card_id
@@ -28,6 +38,7 @@ export const VISIBLE_BOOKMARKED_ROOTS_SQL = `
       WHERE g.collision_of = coalesce(c.collision_of, c.id) AND (e.ord < b.ord OR (e.ord = b.ord AND e.card_id < b.card_id))
         AND (g.private = 0 OR g.author_id = @viewerId))
   ORDER BY b.ord, b.card_id LIMIT @limit OFFSET @offset`;
+}
 
 /**
  * Every root the viewer may see in a collection with its first visible bookmark, in order: the same roots as
@@ -41,8 +52,8 @@ const GROUPED_ROOTS_SQL = `
 
 interface KeptRoots {
   n: number;
-  /** The (ord, card_id) of the first visible bookmark of roots 0, ROOT_STRIDE, 2 * ROOT_STRIDE, ... */
-  starts: [number, string][];
+  /** How many of the viewer's roots have their first visible bookmark in block 0, 1, ... (ord / BOOKMARK_BLOCK). */
+  blocks: number[];
 }
 
 /**
@@ -165,19 +176,18 @@ export class SqliteCollectionRepository implements CollectionRepository {
   }
 
   /**
-   * Starts at the kept first bookmark of the root nearest before `offset` (see keptRoots), so a page reads at most
-   * ROOT_STRIDE + limit of the viewer's roots wherever it is in the collection, and a page past the end none.
+   * Starts at the block (of bookmark orders) holding the first visible bookmark of root `offset` (see keptRoots), so a
+   * page reads at most BOOKMARK_BLOCK + limit of the viewer's roots wherever it is in the collection, and a page past
+   * the end none.
    */
   async listVisibleBookmarkedRoots(collectionId: string, viewerId: string | null, offset: number, limit: number): Promise<string[]> {
     if (limit <= 0) return [];
     return this.db.transaction((): string[] => {
-      const { starts } = this.keptRoots(collectionId, viewerId);
-      const stride = Math.floor(offset / ROOT_STRIDE);
-      const start = starts[stride];
-      if (start === undefined) return [];
-      const [fromOrd, fromCard] = start;
+      const { n, blocks } = this.keptRoots(collectionId, viewerId);
+      if (offset >= n) return [];
+      const { block, before } = blockHolding(blocks, offset);
       const rows = this.db.prepare(VISIBLE_BOOKMARKED_ROOTS_SQL)
-        .all({ collectionId, viewerId, fromOrd, fromCard, limit, offset: offset - stride * ROOT_STRIDE }) as { root_id: string }[];
+        .all({ collectionId, viewerId, fromOrd: block * BOOKMARK_BLOCK, fromCard: '', limit, offset: offset - before }) as { root_id: string }[];
       return rows.map((r) => r.root_id);
     })();
   }
@@ -187,21 +197,43 @@ export class SqliteCollectionRepository implements CollectionRepository {
   }
 
   /**
-   * The viewer's root count and page starts in the collection, read once (one walk of its bookmarks) and then kept
-   * until a change forgets them (bookmark_root_counts' triggers). Call within a transaction.
+   * The viewer's root count per block of bookmark orders, read once (one walk of the collection's bookmarks) and then
+   * kept; a change marks the blocks it may alter (bookmark_block_changes, by triggers), and only those are counted
+   * again, so the page after a change costs in proportion to the change. Call within a transaction.
    */
   private keptRoots(collectionId: string, viewerId: string | null): KeptRoots {
     const viewer = viewerId ?? '';
-    const kept = this.db.prepare('SELECT n, starts FROM bookmark_root_counts WHERE collection_id = ? AND viewer_id = ?').get(collectionId, viewer) as
-      | { n: number; starts: string | null }
+    const latest = (this.db.prepare('SELECT coalesce(max(seq), 0) AS seq FROM bookmark_block_changes WHERE collection_id = ?').get(collectionId) as { seq: number }).seq;
+    const kept = this.db.prepare('SELECT n, blocks, seq FROM bookmark_root_counts WHERE collection_id = ? AND viewer_id = ?').get(collectionId, viewer) as
+      | { n: number; blocks: string; seq: number }
       | undefined;
-    if (kept && kept.starts !== null) return { n: kept.n, starts: JSON.parse(kept.starts) as [number, string][] };
-    // All the roots at once, grouped (a sort of the collection, as every page did before), once per change.
-    const rows = this.db.prepare(GROUPED_ROOTS_SQL).all({ collectionId, viewerId }) as { ord: number; card_id: string }[];
-    const starts = rows.filter((_, i) => i % ROOT_STRIDE === 0).map((r): [number, string] => [r.ord, r.card_id]);
-    this.db.prepare('INSERT OR REPLACE INTO bookmark_root_counts (collection_id, viewer_id, n, starts) VALUES (?, ?, ?, ?)')
-      .run(collectionId, viewer, rows.length, JSON.stringify(starts));
-    return { n: rows.length, starts };
+    let roots: KeptRoots;
+    if (kept) {
+      roots = { n: kept.n, blocks: JSON.parse(kept.blocks) as number[] };
+      if (kept.seq === latest) return roots;
+      const changed = this.db.prepare('SELECT block FROM bookmark_block_changes WHERE collection_id = ? AND seq > ?').all(collectionId, kept.seq) as { block: number }[];
+      const count = this.db.prepare(ROOTS_IN_BLOCK_SQL);
+      for (const { block } of changed) {
+        const fromOrd = block * BOOKMARK_BLOCK;
+        const now = (count.get({ collectionId, viewerId, fromOrd, fromCard: '', toOrd: fromOrd + BOOKMARK_BLOCK }) as { n: number }).n;
+        roots.n += now - (roots.blocks[block] ?? 0);
+        while (roots.blocks.length <= block) roots.blocks.push(0);
+        roots.blocks[block] = now;
+      }
+    } else {
+      // All the roots at once, grouped (a sort of the collection), once per viewer.
+      const rows = this.db.prepare(GROUPED_ROOTS_SQL).all({ collectionId, viewerId }) as { ord: number }[];
+      roots = { n: rows.length, blocks: [] };
+      for (const { ord } of rows) {
+        const block = Math.floor(ord / BOOKMARK_BLOCK);
+        while (roots.blocks.length <= block) roots.blocks.push(0);
+        roots.blocks[block]!++;
+      }
+    }
+    while (roots.blocks.length > 0 && roots.blocks[roots.blocks.length - 1] === 0) roots.blocks.pop();
+    this.db.prepare('INSERT OR REPLACE INTO bookmark_root_counts (collection_id, viewer_id, n, blocks, seq) VALUES (?, ?, ?, ?, ?)')
+      .run(collectionId, viewer, roots.n, JSON.stringify(roots.blocks), latest);
+    return roots;
   }
 
   async bookmarkedCardIds(collectionId: string): Promise<string[]> {

@@ -87,6 +87,27 @@ async function editorHtml(): Promise<string> {
   return html;
 }
 
+/** Pastes into the focused editor as a browser does (a ClipboardEvent with the clipboard's kinds of data). */
+async function paste(html: string | null, text: string): Promise<void> {
+  // A string, as the other page scripts here: the tests type-check without the DOM library.
+  await page.evaluate(`(() => {
+    const data = new DataTransfer();
+    const html = ${JSON.stringify(html)};
+    if (html !== null) data.setData('text/html', html);
+    data.setData('text/plain', ${JSON.stringify(text)});
+    document.activeElement.dispatchEvent(new ClipboardEvent('paste', { clipboardData: data, bubbles: true, cancelable: true }));
+  })()`);
+  await page.waitForTimeout(200);
+}
+
+/** A new card's empty editor, focused. */
+async function freshEditor(): Promise<void> {
+  await page.goto('/card/new');
+  const text = page.getByRole('textbox', { name: 'Card text', exact: true });
+  await text.click();
+  await page.waitForTimeout(100);
+}
+
 describeInBrowser('the card form’s rich-text editor and the verification display', () => {
   beforeAll(async () => {
     const build = spawnSync(process.execPath, [join(ROOT, 'web/scripts/ensure-build.mjs')], { stdio: 'inherit' });
@@ -235,17 +256,28 @@ describeInBrowser('the card form’s rich-text editor and the verification displ
     const focused = () => page.evaluate<string>('document.activeElement.getAttribute("aria-label") || document.activeElement.id');
     // The text style changes with the arrow keys, one option at a time: focus stays on the select.
     const style = page.getByLabel('Text style');
+    // One tab stop for the whole toolbar, the Text style select included (the WAI-ARIA toolbar pattern).
+    expect(await page.locator('[role="toolbar"] :is(select, button):not([tabindex="-1"])').count()).toBe(1);
     await style.focus();
     await page.keyboard.press('ArrowDown');
     await page.keyboard.press('ArrowDown');
     expect(await style.inputValue()).toBe('h3');
     expect(await focused()).toBe('card-text-block');
-    await page.keyboard.press('Tab');
+    await page.keyboard.press('ArrowRight');
     expect(await focused()).toBe('Bold');
     await page.keyboard.press('ArrowRight');
     expect(await focused()).toBe('Italic');
+    await page.keyboard.press('Home');
+    expect(await focused()).toBe('card-text-block');
+    await page.keyboard.press('ArrowLeft');
+    expect(await focused()).toBe('Redo');
+    await page.keyboard.press('Home');
+    expect(await focused()).toBe('card-text-block');
+    await page.keyboard.press('ArrowRight');
     await page.keyboard.press('End');
     expect(await focused()).toBe('Redo');
+    expect(await style.inputValue()).toBe('h3');
+    expect(await page.locator('[role="toolbar"] :is(select, button):not([tabindex="-1"])').count()).toBe(1);
     await page.keyboard.press('Tab');
     expect(await focused()).toBe('card-text');
     await page.keyboard.type('Typed by keyboard alone.');
@@ -320,5 +352,170 @@ describeInBrowser('the card form’s rich-text editor and the verification displ
       page.off('request', onRequest);
     }
     expect(pageProblems).toEqual([]);
+  });
+  it('keeps a pasted table’s cells and rows apart: a row per paragraph, its cells separated by " | " (Google Sheets, Word, the HTML view)', async () => {
+    await freshEditor();
+    await paste(
+      '<meta charset="utf-8"><google-sheets-html-origin><style type="text/css"><!--td {border: 1px solid #cccccc;}--></style><table xmlns="http://www.w3.org/1999/xhtml" cellspacing="0" cellpadding="0" dir="ltr" border="1" style="table-layout:fixed;font-size:10pt"><tbody><tr style="height:21px;"><td style="overflow:hidden;padding:2px 3px">Year</td><td style="padding:2px 3px">Rate</td></tr><tr style="height:21px;"><td>2019</td><td>4.5%</td></tr><tr><td>2020</td><td>7.9%</td></tr></tbody></table>',
+      'Year\tRate\n2019\t4.5%\n2020\t7.9%',
+    );
+    expect(await editorHtml()).toBe('<p>Year | Rate</p><p>2019 | 4.5%</p><p>2020 | 7.9%</p>');
+
+    // Word: paragraphs in the cells become lines of the row, their formatting kept; an empty row is left out.
+    await freshEditor();
+    await paste(
+      "<html xmlns:o=\"urn:schemas-microsoft-com:office:office\"><head><style>p.MsoNormal {margin:0cm}</style></head><body lang=EN-US><!--StartFragment--><table class=MsoTableGrid border=1 cellspacing=0 style='border-collapse:collapse'><tr><td width=100 valign=top style='border:solid windowtext 1.0pt'><p class=MsoNormal>Name<o:p></o:p></p></td><td><p class=MsoNormal><b>Value</b><o:p></o:p></p><p class=MsoNormal>second line</p></td></tr><tr><td><p class=MsoNormal><o:p>&nbsp;</o:p></p></td><td></td></tr></table><!--EndFragment--></body></html>",
+      'Name\tValue\nsecond line',
+    );
+    expect(await editorHtml()).toBe('<p>Name | <strong>Value</strong><br>second line</p>');
+
+    // A table written in the HTML view reads the same when the formatted view comes back.
+    await page.goto('/card/new');
+    await page.getByRole('textbox', { name: 'Card text', exact: true }).waitFor();
+    await page.getByRole('button', { name: 'Edit as HTML' }).click();
+    await page.getByLabel('Card text (HTML)').fill('<table><caption>Rates</caption><tr><th>A</th><th>B</th></tr><tr><td>1</td><td>2</td></tr></table>');
+    await page.getByRole('button', { name: 'Edit as HTML' }).click();
+    expect(await editorHtml()).toBe('<p>Rates</p><p>A | B</p><p>1 | 2</p>');
+    expect(pageProblems).toEqual([]);
+  });
+
+  it('opens a list item holding a heading and a paragraph as it is stored, and a list item can be made a heading', async () => {
+    const listCard = await cardWithLink(`<ul><li><h3>heading in li</h3><p>para in li</p></li></ul><p>${CARD_TEXT} A list with a heading.</p>`, '');
+    await page.goto(`/card/${listCard}/edit`);
+    const text = page.getByRole('textbox', { name: 'Card text', exact: true });
+    await text.locator('li h3').getByText('heading in li').waitFor();
+    expect(await editorHtml()).toBe(`<ul><li><h3>heading in li</h3><p>para in li</p></li></ul><p>${CARD_TEXT} A list with a heading.</p>`);
+
+    await freshEditor();
+    await page.keyboard.press('Control+Shift+8');
+    await page.keyboard.type('list item text');
+    const style = page.getByLabel('Text style');
+    await style.selectOption('h2');
+    expect(await page.locator('#card-text li h2').textContent()).toBe('list item text');
+    expect(await style.inputValue()).toBe('h2');
+    // The select shows the text's real style: no option is offered that cannot apply (here each can).
+    expect(await style.locator('option[disabled]').count()).toBe(0);
+  });
+
+  it('pastes plain text as the HTML view reads it: a blank line starts a paragraph, a single line break is a line break', async () => {
+    await freshEditor();
+    await paste(null, 'Line one\nLine two\r\n\r\nSecond paragraph\n\n\nThird');
+    expect(await editorHtml()).toBe('<p>Line one<br>Line two</p><p>Second paragraph</p><p>Third</p>');
+    // Inside a paragraph, one line goes in where the cursor is.
+    await page.getByRole('textbox', { name: 'Card text', exact: true }).click();
+    await page.keyboard.press('Control+End');
+    await paste(null, ' and more');
+    expect(await editorHtml()).toBe('<p>Line one<br>Line two</p><p>Second paragraph</p><p>Third and more</p>');
+  });
+
+  it('switching to the HTML view and back keeps the undo history and a space at a paragraph’s end; a change there can be undone', async () => {
+    await freshEditor();
+    await page.keyboard.type('First line');
+    await page.keyboard.press('Enter');
+    await page.keyboard.type('Some words ');
+    const toggle = page.getByRole('button', { name: 'Edit as HTML' });
+    await toggle.click();
+    expect(await page.getByLabel('Card text (HTML)').inputValue()).toBe('<p>First line</p><p>Some words </p>');
+    await toggle.click();
+    const undoButton = page.getByRole('button', { name: 'Undo' });
+    expect(await undoButton.getAttribute('aria-disabled')).toBeNull();
+    const text = page.getByRole('textbox', { name: 'Card text', exact: true });
+    await text.click();
+    await page.keyboard.press('Control+End');
+    await page.keyboard.type('again');
+    expect(await page.locator('#card-text').innerHTML()).toBe('<p>First line</p><p>Some words again</p>');
+
+    // A change made in the HTML view is one more step to undo.
+    await toggle.click();
+    await page.getByLabel('Card text (HTML)').fill('<p>Replaced</p>');
+    await toggle.click();
+    expect(await page.locator('#card-text').innerHTML()).toBe('<p>Replaced</p>');
+    await undoButton.click();
+    expect(await page.locator('#card-text').innerHTML()).toBe('<p>First line</p><p>Some words again</p>');
+  });
+
+  it('reads pasted and typed HTML without a CSP refusal: a quoted ">" or a "/" before a style attribute, handlers in the HTML view', async () => {
+    const before = pageProblems.length;
+    await freshEditor();
+    await page.evaluate('window.pastedScriptRan = false');
+    await paste('<p><span title="a>b" style="color:red">tricky attr</span> <span/style="color:red">slash</span> <span\nonclick="window.pastedScriptRan = true" style="font-weight:bold">bold</span></p>', 'x');
+    expect(await editorHtml()).toBe('<p>tricky attr slash <strong>bold</strong></p>');
+    // The HTML view's word count and checks read what is typed there as it is typed.
+    await page.getByRole('button', { name: 'Edit as HTML' }).click();
+    await page.getByLabel('Card text (HTML)').fill('<p style="color:red" onclick="x()">styled <img src="/nothing.png" onerror="window.pastedScriptRan = true"> words</p>');
+    await page.waitForFunction(`document.querySelector('[data-testid="word-count"]')?.textContent === '2'`);
+    await page.getByRole('button', { name: 'Edit as HTML' }).click();
+    expect(await editorHtml()).toBe('<p>styled words</p>');
+    await page.waitForTimeout(300);
+    expect(await page.evaluate('window.pastedScriptRan')).toBe(false);
+    expect(pageProblems.slice(before)).toEqual([]);
+  });
+
+  it('reads a Word paste: bullet paragraphs as a list, a yellow highlight as highlight, note and relative links as their text', async () => {
+    await freshEditor();
+    const bullet = (text: string, last = false) =>
+      `<p class=${last ? 'MsoListParagraphCxSpLast' : 'MsoListParagraphCxSpFirst'} style='text-indent:-18.0pt;mso-list:l0 level1 lfo1'><![if !supportLists]><span style='font-family:Symbol'>·<span style='font:7.0pt "Times New Roman"'>&nbsp;&nbsp;&nbsp;&nbsp;&nbsp;&nbsp; </span></span><![endif]>${text}<o:p></o:p></p>\n`;
+    await paste(
+      "<html xmlns:o=\"urn:schemas-microsoft-com:office:office\"><head><style>p.MsoListParagraph {margin-left:36pt}</style></head><body lang=EN-US><!--StartFragment-->" +
+        bullet('First bullet') +
+        bullet('Second bullet', true) +
+        "<p class=MsoNormal><span style='background:yellow;mso-highlight:yellow'>highlighted</span> text with a note<a href=\"#_ftn1\" name=\"_ftnref1\"><span class=MsoFootnoteReference>[1]</span></a>, <a href=\"other.docx\">a relative link</a> and <a href=\"https://example.com/kept\">a web link</a>.</p><!--EndFragment--></body></html>",
+      'First bullet\nSecond bullet',
+    );
+    expect(await editorHtml()).toBe(
+      '<ul><li><p>First bullet</p></li><li><p>Second bullet</p></li></ul><p><mark>highlighted</mark> text with a note[1], a relative link and <a href="https://example.com/kept">a web link</a>.</p>',
+    );
+
+    // A stored card's relative links (the server keeps them) open as their text too.
+    const linked = await cardWithLink(`<p>${CARD_TEXT} See <a href="/relative/page">the page</a> and <a href="#frag">the note</a>.</p>`, '');
+    await page.goto(`/card/${linked}/edit`);
+    await page.getByRole('textbox', { name: 'Card text', exact: true }).getByText('the note', { exact: false }).waitFor();
+    expect(await page.locator('#card-text a').count()).toBe(0);
+    expect(pageProblems).toEqual([]);
+  });
+
+  it('says what is wrong with an address in the link field', async () => {
+    await freshEditor();
+    await page.keyboard.type('linked words');
+    await page.keyboard.press('Shift+Home');
+    await page.keyboard.press('Control+k');
+    const address = page.getByLabel('Link address');
+    await address.fill('https://example.com/a b');
+    await address.press('Enter');
+    await page.getByText('The address has a space in it (after "https://example.com/a"): write it without spaces, or a space as %20.').waitFor();
+    await address.fill('https:\\\\example.com\\page');
+    await address.press('Enter');
+    await page.getByText('The address has a backslash (\\) in it: web addresses use / instead.').waitFor();
+    await address.fill('https://example.com/\u200bpage');
+    await address.press('Enter');
+    await page.getByText('The address holds an invisible character (U+200B), probably pasted in: type the address again or remove it.').waitFor();
+    expect(await address.getAttribute('aria-invalid')).toBe('true');
+  });
+
+  it('an edit whose text ends as it began sends no card_html (a letter typed and deleted again)', async () => {
+    const cardId = await cardWithLink(`<h2>Unchanged</h2><p>${CARD_TEXT} <b>Bold ending again.</b></p>`, '');
+    const sent: Record<string, unknown>[] = [];
+    const onRequest = (r: { method(): string; url(): string; postData(): string | null }) => {
+      if (r.method() === 'PUT' && r.url().endsWith('/api/card/update')) sent.push(JSON.parse(r.postData() ?? '{}') as Record<string, unknown>);
+    };
+    page.on('request', onRequest);
+    try {
+      await page.goto(`/card/${cardId}/edit`);
+      const text = page.getByRole('textbox', { name: 'Card text', exact: true });
+      await text.locator('strong').getByText('Bold ending again.').click();
+      await page.waitForTimeout(100);
+      await page.keyboard.press('Control+End');
+      await page.keyboard.type('x');
+      await page.keyboard.press('Backspace');
+      // The HTML view and back, unchanged, is no change either.
+      await page.getByRole('button', { name: 'Edit as HTML' }).click();
+      await page.getByRole('button', { name: 'Edit as HTML' }).click();
+      await page.getByLabel('Private (only you can see it)').check();
+      await page.getByRole('button', { name: 'Save changes' }).click();
+      await page.waitForURL(new RegExp(`/card/${cardId}$`));
+      expect(sent).toEqual([{ card_uuid: cardId, private: true }]);
+    } finally {
+      page.off('request', onRequest);
+    }
   });
 });

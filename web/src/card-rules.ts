@@ -3,15 +3,16 @@
  * cards service enforces), applied in the form so a person learns what is wrong before sending. The
  * server stays the authority and re-checks everything.
  */
-import { BLOCK_TAGS, characterCount, codePointName, collapseTextLines, linkProblem, MAX_CONTENT_CHARS, MAX_HTML_CHARS, MAX_LINK_CHARS, MAX_TAG_CHARS, MAX_TAGS, MAX_WORDS, MIN_WORDS_EXCLUSIVE, nameProblem, splitTags, tagsProblem, wellFormedProblem, wordCount } from '@cards/card-rules';
+import { BLOCK_TAGS, characterCount, codePointName, collapseTextLines, linkProblem, type LinkProblem, MAX_CONTENT_CHARS, MAX_HTML_CHARS, MAX_LINK_CHARS, MAX_TAG_CHARS, MAX_TAGS, MAX_WORDS, MIN_WORDS_EXCLUSIVE, nameProblem, splitTags, tagsProblem, wellFormedProblem, wordCount } from '@cards/card-rules';
 import { BROKEN_CHARACTER, freeTextMessage } from './free-text';
+import { parseInertHtml } from './inert-html';
 
 const BLOCKS = new Set(BLOCK_TAGS);
 
 /** The plain text the server derives from card HTML: one line per block, whitespace collapsed. */
 export function textOfHtml(html: string): string {
-  // DOMParser documents are inert: no scripts run and no images load.
-  const doc = new DOMParser().parseFromString(html, 'text/html');
+  // Read inertly: nothing runs or loads, and no style attribute or handler reaches the parser (the CSP would log it).
+  const body = parseInertHtml(html);
   let text = '';
   const walk = (node: Node) => {
     if (node.nodeType === Node.TEXT_NODE) text += node.textContent ?? '';
@@ -23,7 +24,7 @@ export function textOfHtml(html: string): string {
       if (BLOCKS.has(tag)) text += '\n';
     }
   };
-  walk(doc.body);
+  walk(body);
   return collapseTextLines(text);
 }
 
@@ -34,10 +35,19 @@ function escapeHtml(s: string): string {
 /** Plain text typed by a person becomes paragraphs; text that already holds HTML tags is sent as it is. */
 export function htmlFromInput(input: string): string {
   if (/<[a-z][^>]*>/i.test(input)) return input;
+  return htmlOfPlainText(input);
+}
+
+/**
+ * Plain text as card HTML: a blank line starts a paragraph, a single line break is a <br> (the HTML view and a paste).
+ * `trim: false` keeps the spaces at a paragraph's ends (a paste), not its line breaks.
+ */
+export function htmlOfPlainText(input: string, { trim = true } = {}): string {
   return input
-    .split(/\n\s*\n/)
-    .map((p) => p.trim())
-    .filter((p) => p.length > 0)
+    .replace(/\r\n?/g, '\n')
+    .split(/\n[^\S\n]*\n\s*/)
+    .map((p) => (trim ? p.trim() : p.replace(/^\n+|\n+$/g, '')))
+    .filter((p) => p.trim().length > 0)
     .map((p) => `<p>${escapeHtml(p).replace(/\n/g, '<br>')}</p>`)
     .join('');
 }
@@ -65,10 +75,38 @@ export function cardDraftProblems(draft: CardDraft): Partial<Record<keyof CardDr
   if (linkText) problems.link = linkText;
   else if (link === 'too-long') problems.link = `The link may be at most ${MAX_LINK_CHARS} characters.`;
   else if (link === 'not-http') problems.link = 'The link must be an http:// or https:// address.';
-  else if (link) problems.link = 'The link must be a full http:// or https:// address (such as https://example.com/page), without spaces, backslashes or invisible characters.';
+  else if (link) problems.link = `The link ${linkFaultText(draft.link, link)}.`;
   const tags = tagsMessage(tagsFromInput(draft.tags));
   if (tags) problems.tags = tags;
   return problems;
+}
+
+/** What is wrong with a link besides its length and scheme, said so that a person sees where to look. */
+function linkFaultText(link: string, problem: Exclude<LinkProblem, 'too-long' | 'not-http'>): string {
+  switch (problem) {
+    case 'space': {
+      const at = link.trim().search(/\s/u);
+      return `has a space in it (after "${link.trim().slice(Math.max(0, at - 30), at)}"): write it without spaces, or a space as %20`;
+    }
+    case 'backslash':
+      return 'has a backslash (\\) in it: web addresses use / instead';
+    case 'invisible-character': {
+      const hidden = [...link].find((c) => linkProblem(`https://example.com/${c}`) === 'invisible-character' || (c.trim() === '' && c !== ' '));
+      return `holds an invisible character${hidden ? ` (${codePointName(hidden)})` : ''}, probably pasted in: type the address again or remove it`;
+    }
+    case 'not-full-url':
+      return 'must be written in full: http:// or https://, then the site’s name, such as https://example.com/page';
+  }
+}
+
+/** The link field's message for an address it cannot take, naming what is wrong; null when it is a full http(s) address. */
+export function linkFieldMessage(href: string): string | null {
+  const value = href.trim();
+  const problem = value === '' ? 'not-http' : linkProblem(value);
+  if (problem === null) return null;
+  if (problem === 'too-long') return `A link may be at most ${MAX_LINK_CHARS} characters.`;
+  if (problem === 'not-http') return 'Enter a full http:// or https:// address, such as https://example.com/page.';
+  return `The address ${linkFaultText(href, problem)}.`;
 }
 
 /** "1st", "2nd", "3rd", "4th", "11th", "21st"… */

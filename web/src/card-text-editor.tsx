@@ -1,5 +1,5 @@
-import { useEffect, useRef, useState } from 'preact/hooks';
-import { linkProblem, MAX_LINK_CHARS } from '@cards/card-rules';
+import { useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
+import { linkFieldMessage } from './card-rules';
 import type { EditorView } from 'prosemirror-view';
 import * as richText from './rich-text';
 import type { BlockKind, FormatState } from './rich-text';
@@ -50,6 +50,13 @@ export interface CardTextEditorProps {
   onLoad(html: string): void;
   /** Focus left the editor and its toolbar. */
   onLeave(): void;
+  /**
+   * Hidden while the form shows the HTML view: the editor stays (with its undo history) and, shown again, reads `html`
+   * only when it differs from what it holds, as one more undoable change.
+   */
+  hidden?: boolean;
+  /** Given once loaded: card HTML read through the editor's allow-list (what saving from the HTML view sends). */
+  onCleaner?(clean: (html: string) => string): void;
 }
 
 /**
@@ -66,26 +73,42 @@ export function CardTextEditor(props: CardTextEditorProps) {
   const [format, setFormat] = useState<FormatState | null>(null);
   const [linkOpen, setLinkOpen] = useState(false);
   const [active, setActive] = useState(0);
+  /** The HTML the editor's document makes (what it last told the form). */
+  const held = useRef('');
 
   useEffect(() => {
     if (!place.current) return;
     lib.current = richText;
     view.current = richText.createCardEditor(place.current, latest.current.html, {
       attributes: attributesOf(latest.current),
-      onChange: (html) => latest.current.onChange(html),
+      onChange: (html) => {
+        held.current = html;
+        latest.current.onChange(html);
+      },
       onState: setFormat,
       onLinkRequest: () => setLinkOpen(true),
     });
-    latest.current.onLoad(richText.htmlOfDocument(view.current.state.doc));
+    held.current = richText.htmlOfDocument(view.current.state.doc);
+    latest.current.onLoad(held.current);
+    latest.current.onCleaner?.(richText.cleanHtml);
     return () => {
       view.current?.destroy();
       view.current = null;
     };
   }, []);
 
-  useEffect(() => {
+  // Shown again after the HTML view: the HTML read only when it was changed there (an unchanged one keeps the
+  // document as it is, its undo history and a space typed at a paragraph's end included).
+  // Layout effects: the editor gives up (and takes back) the field's id and label in the same commit as the textarea.
+  useLayoutEffect(() => {
+    const v = view.current;
+    if (props.hidden || !v || props.html === held.current) return;
+    richText.replaceDocument(v, props.html);
+  }, [props.hidden]);
+
+  useLayoutEffect(() => {
     view.current?.setProps({ attributes: richText.editorAttributes(attributesOf(props)) });
-  }, [props.invalid, props.describedBy]);
+  }, [props.hidden, props.invalid, props.describedBy]);
 
   const runCommand = (key: ToolbarButton['key']) => {
     const v = view.current;
@@ -96,13 +119,19 @@ export function CardTextEditor(props: CardTextEditorProps) {
     mod.run(v, mod.commands[key]);
   };
 
+  // The toolbar is one tab stop (the WAI-ARIA toolbar pattern): the Text style select (item 0) and the buttons take
+  // tabindex 0 in turn, the one used last; ArrowLeft/ArrowRight move between them, Home/End from a button to either end
+  // (on the select, Up/Down/Home/End keep choosing its options).
+  const controls = 1 + BUTTONS.length;
   const onToolbarKey = (e: KeyboardEvent) => {
-    const next = { ArrowRight: active + 1, ArrowLeft: active - 1, Home: 0, End: BUTTONS.length - 1 }[e.key];
-    if (next === undefined || !(e.target instanceof HTMLButtonElement)) return;
+    const onSelect = e.target instanceof HTMLSelectElement;
+    const moves: Record<string, number> = onSelect ? { ArrowRight: active + 1, ArrowLeft: active - 1 } : { ArrowRight: active + 1, ArrowLeft: active - 1, Home: 0, End: controls - 1 };
+    const next = moves[e.key];
+    if (next === undefined || !(onSelect || e.target instanceof HTMLButtonElement)) return;
     e.preventDefault();
-    const index = (next + BUTTONS.length) % BUTTONS.length;
+    const index = (next + controls) % controls;
     setActive(index);
-    (e.currentTarget as HTMLElement).querySelectorAll<HTMLButtonElement>('button')[index]?.focus();
+    (e.currentTarget as HTMLElement).querySelectorAll<HTMLElement>('select, button')[index]?.focus();
   };
 
   const block = format?.block ?? 'paragraph';
@@ -110,12 +139,13 @@ export function CardTextEditor(props: CardTextEditorProps) {
   return (
     <div
       class="rich-editor"
+      hidden={props.hidden}
       onFocusOut={(e) => {
         const to = (e as FocusEvent).relatedTarget;
         if (!(to instanceof Node) || !(e.currentTarget as HTMLElement).contains(to)) props.onLeave();
       }}
     >
-      <div class="toolbar" role="toolbar" aria-label="Formatting" aria-controls={props.id}>
+      <div class="toolbar" role="toolbar" aria-label="Formatting" aria-controls={props.id} onKeyDown={onToolbarKey}>
         <label for={`${props.id}-block`} class="visually-hidden">
           Text style
         </label>
@@ -123,22 +153,29 @@ export function CardTextEditor(props: CardTextEditorProps) {
           id={`${props.id}-block`}
           value={block === 'mixed' ? '' : block}
           disabled={!format}
+          tabIndex={active === 0 ? 0 : -1}
+          onFocus={() => setActive(0)}
           onChange={(e) => {
             const v = view.current;
             const mod = lib.current;
+            const select = e.currentTarget;
             // Focus stays on the select: arrow keys change a closed select one option at a time.
-            if (v && mod && e.currentTarget.value) mod.run(v, mod.setBlock(e.currentTarget.value as Exclude<BlockKind, 'mixed'>), { focus: false });
+            const done = v && mod && select.value ? mod.run(v, mod.setBlock(select.value as Exclude<BlockKind, 'mixed'>), { focus: false }) : false;
+            // A style that could not apply leaves the select showing the text's real style.
+            if (!done) select.value = block === 'mixed' ? '' : block;
           }}
         >
           {block === 'mixed' ? <option value="">Mixed</option> : null}
           {blockOptions.map((b) => (
-            <option key={b.value} value={b.value}>
+            // A style that cannot apply to the selection is offered but disabled.
+            <option key={b.value} value={b.value} disabled={Boolean(format && b.value !== block && format.blocks[b.value] === false)}>
               {b.label}
             </option>
           ))}
         </select>
-        <span class="toolbar-buttons" onKeyDown={onToolbarKey}>
-          {BUTTONS.map((b, i) => {
+        <span class="toolbar-buttons">
+          {BUTTONS.map((b, index) => {
+            const i = index + 1;
             const title = b.keys ? `${b.name} (${shortcut(b.keys)})` : b.name;
             return (
               <button
@@ -188,6 +225,8 @@ export function CardTextEditor(props: CardTextEditorProps) {
 }
 
 function attributesOf(props: CardTextEditorProps): Record<string, string> {
+  // Hidden behind the HTML view, the textarea is the field: it takes the id and the label.
+  if (props.hidden) return {};
   return { id: props.id, 'aria-labelledby': `${props.id}-label`, 'aria-describedby': props.describedBy, 'aria-invalid': String(props.invalid) };
 }
 
@@ -201,11 +240,10 @@ function LinkField({ id, current, onApply, onRemove, onClose }: { id: string; cu
     input.current?.select();
   }, []);
   const apply = () => {
-    const value = href.trim();
-    const wrong = value === '' ? 'not-http' : linkProblem(value);
-    if (wrong === 'too-long') return setProblem(`A link may be at most ${MAX_LINK_CHARS} characters.`);
-    if (wrong) return setProblem('Enter a full http:// or https:// address, such as https://example.com/page.');
-    onApply(value);
+    // The field checks the address untrimmed of invisible characters: trimming would hide a pasted BOM.
+    const wrong = linkFieldMessage(href);
+    if (wrong) return setProblem(wrong);
+    onApply(href.trim());
   };
   return (
     <div class="link-field" role="group" aria-label="Link of the selected text">

@@ -20,6 +20,6 @@ export function LazyCardTextEditor(props: CardTextEditorProps & { onUnavailable(
       live = false;
     };
   }, []);
-  if (!Editor) return <p class="muted">Loading the editor…</p>;
+  if (!Editor) return props.hidden ? null : <p class="muted">Loading the editor…</p>;
   return <Editor.component {...props} />;
 }

@@ -9,35 +9,30 @@
  * Loaded on demand (dynamic import) by the card form only, so the rest of the app does not carry it.
  */
 import { baseKeymap, lift, setBlockType, toggleMark, wrapIn } from 'prosemirror-commands';
-import { history, redo, undo } from 'prosemirror-history';
+import { closeHistory, history, redo, undo } from 'prosemirror-history';
 import { keymap } from 'prosemirror-keymap';
-import { DOMParser as PMDOMParser, DOMSerializer, Schema, type Attrs, type MarkType, type Node as PMNode, type NodeType } from 'prosemirror-model';
+import { DOMParser as PMDOMParser, DOMSerializer, Schema, Slice, type Attrs, type MarkType, type Node as PMNode, type NodeType, type ResolvedPos } from 'prosemirror-model';
 import { liftListItem, sinkListItem, splitListItem, wrapInList } from 'prosemirror-schema-list';
 import { EditorState, TextSelection, type Command, type Transaction } from 'prosemirror-state';
 import { EditorView } from 'prosemirror-view';
+import { htmlOfPlainText } from './card-rules';
+import { inertHtml, parseInertHtml } from './inert-html';
 import 'prosemirror-view/style/prosemirror.css';
 
-/** An href the server keeps: http(s), or relative but not protocol-relative (sanitize-html's allowedSchemes). */
+/**
+ * An href the editor keeps: an absolute http(s) address. The server would keep a relative one too, but on a card page
+ * it points into this app, and word processors write their notes and bookmarks as such links (#_ftn1): their text stays.
+ */
 export function keptHref(href: string | null): string | null {
   if (href === null) return null;
   const value = href.trim();
-  if (value === '' || value.startsWith('//')) return null;
-  const scheme = /^([a-z][a-z0-9+.-]*):/i.exec(value);
-  if (scheme && !/^https?$/i.test(scheme[1]!)) return null;
+  if (!/^https?:\/\/[^/\\\s]/i.test(value)) return null;
+  try {
+    new URL(value);
+  } catch {
+    return null;
+  }
   return value;
-}
-
-/**
- * Pasted HTML (from a word processor or a web page) carries style attributes and event handlers. The page's CSP
- * (style-src 'self', no inline script) refuses them in any document the page parses, inert ones too, and logs a
- * refusal for each; so before parsing, they are renamed to data-pasted-* attributes, which nothing applies or runs,
- * and style sheets (<style>, <link>) are left out.
- * The renamed style is still read for bold, italic and underline (Google Docs and Word write them as styles).
- */
-export function withInertAttributes(html: string): string {
-  return html
-    .replace(/<style\b[^>]*>[\s\S]*?<\/style\s*>/gi, '')
-    .replace(/<link\b[^>]*>/gi, '').replace(/<[a-z][^>]*>/gi, (tag) => tag.replace(/(\s)(style|on[a-z]+)(?=\s*=)/gi, (_, space: string, name: string) => `${space}data-pasted-${name.toLowerCase()}`));
 }
 
 /** One CSS property of an element's (renamed) style attribute, lower-cased; '' when absent. */
@@ -50,6 +45,7 @@ function styleOf(dom: HTMLElement, property: string): string {
   return '';
 }
 
+const YELLOW = /(^|\s)(yellow|#ff0|#ffff00|rgb\(255,\s*255,\s*0\))(\s|!|$)/;
 const BOLD_WEIGHT = /^(bold(er)?|[6-9]\d\d)$/;
 /** A styled element of a paste that means a mark: matched without consuming it, so one span can be bold and italic. */
 const styled = (test: (dom: HTMLElement) => boolean) => ({ tag: '[data-pasted-style]', consuming: false, getAttrs: (dom: HTMLElement) => test(dom) && null });
@@ -75,7 +71,8 @@ export const cardSchema = new Schema({
       parseDOM: [{ tag: 'ol', getAttrs: (dom) => ({ order: /^\d{1,9}$/.test(dom.getAttribute('start') ?? '') ? Number(dom.getAttribute('start')) : 1 }) }],
       toDOM: (node) => (node.attrs.order === 1 ? ['ol', 0] : ['ol', { start: String(node.attrs.order) }, 0]),
     },
-    list_item: { content: 'paragraph block*', defining: true, parseDOM: [{ tag: 'li' }], toDOM: () => ['li', 0] },
+    // Any block, as the server keeps it (<li><h3>...</h3><p>...</p></li>); a list item's text is wrapped in a paragraph.
+    list_item: { content: 'block+', defining: true, parseDOM: [{ tag: 'li' }], toDOM: () => ['li', 0] },
     text: { group: 'inline' },
     hard_break: { inline: true, group: 'inline', selectable: false, parseDOM: [{ tag: 'br' }], toDOM: () => ['br'] },
   },
@@ -97,17 +94,127 @@ export const cardSchema = new Schema({
     },
     em: { parseDOM: [{ tag: 'em' }, { tag: 'i' }, styled((dom) => styleOf(dom, 'font-style') === 'italic')], toDOM: () => ['em', 0] },
     underline: { parseDOM: [{ tag: 'u' }, styled((dom) => /underline/.test(styleOf(dom, 'text-decoration') || styleOf(dom, 'text-decoration-line')))], toDOM: () => ['u', 0] },
-    mark: { parseDOM: [{ tag: 'mark' }], toDOM: () => ['mark', 0] },
+    // Word writes a highlight as background:yellow (mso-highlight), Google Docs as background-color:#ffff00.
+    mark: { parseDOM: [{ tag: 'mark' }, styled((dom) => YELLOW.test(`${styleOf(dom, 'background')} ${styleOf(dom, 'background-color')} ${styleOf(dom, 'mso-highlight')}`))], toDOM: () => ['mark', 0] },
   },
 });
 
 const { nodes, marks } = cardSchema;
 
+/** Elements that end a line inside a table cell (a row becomes one paragraph, so a cell's blocks become lines in it). */
+const CELL_BLOCKS = new Set(['P', 'DIV', 'H1', 'H2', 'H3', 'H4', 'H5', 'H6', 'LI', 'UL', 'OL', 'BLOCKQUOTE', 'PRE', 'DL', 'DT', 'DD', 'SECTION', 'ARTICLE', 'HEADER', 'FOOTER', 'ADDRESS', 'FIGURE', 'FIGCAPTION']);
+
+/** A cell's content as inline nodes: its blocks' content one after another, a line break between two. */
+function inlineContent(node: Node, out: Node[]): Node[] {
+  for (const child of [...node.childNodes]) {
+    if (child instanceof Element && CELL_BLOCKS.has(child.tagName)) {
+      if (out.length > 0 && out[out.length - 1]!.nodeName !== 'BR') out.push(child.ownerDocument.createElement('br'));
+      inlineContent(child, out);
+    } else out.push(child);
+  }
+  while (out.length > 0 && out[out.length - 1]!.nodeName === 'BR') out.pop();
+  return out;
+}
+
+/**
+ * Tables (a card holds none) as text rows: each row one paragraph, its cells' text separated by ' | ', a caption a
+ * paragraph of its own; rows without text are left out. Reading the cells' text one after another glued them together
+ * ("YearRate20194.5%", Google Sheets, Word).
+ */
+function tablesAsRows(body: HTMLElement): void {
+  const doc = body.ownerDocument;
+  // The innermost first: a table in a cell becomes rows (then lines) of that cell.
+  for (const table of [...body.querySelectorAll('table')].reverse()) {
+    const paragraphs: Node[] = [];
+    const caption = (table as HTMLTableElement).caption;
+    if (caption && caption.textContent?.trim()) {
+      const p = doc.createElement('p');
+      p.append(...inlineContent(caption, []));
+      paragraphs.push(p);
+    }
+    for (const row of [...(table as HTMLTableElement).rows]) {
+      const cells = [...row.cells];
+      if (cells.every((cell) => !cell.textContent?.trim())) continue;
+      const p = doc.createElement('p');
+      cells.forEach((cell, i) => {
+        if (i > 0) p.append(' | ');
+        p.append(...inlineContent(cell, []));
+      });
+      paragraphs.push(p);
+    }
+    table.replaceWith(...paragraphs);
+  }
+}
+
+/** The bullet or number Word writes as text before a list paragraph's text ("·&nbsp;&nbsp;", "o ", "1.", "a)", "iv."). */
+const WORD_LIST_MARKER = /^[\s\u00a0]*([·•▪■●◦§o\-–]|\(?\d{1,3}[.)]|\(?[a-zA-Z][.)]|\(?[ivxlcdmIVXLCDM]{1,7}[.)])[\s\u00a0]+/;
+
+/** Removes the first `count` characters of an element's text. */
+function dropLeadingText(element: Element, count: number): void {
+  const walker = element.ownerDocument.createTreeWalker(element, NodeFilter.SHOW_TEXT);
+  for (let node = walker.nextNode(); node && count > 0; node = walker.nextNode()) {
+    const text = node.textContent ?? '';
+    node.textContent = text.slice(count);
+    count -= Math.min(count, text.length);
+  }
+}
+
+/**
+ * Word's list paragraphs (<p class=MsoListParagraph style="mso-list:l0 level1 lfo1">, the bullet written as text:
+ * "·&nbsp;&nbsp;&nbsp;") as list items, nested by their level; numbered ones (1., a), iv.) as a numbered list.
+ */
+function wordListsAsLists(body: HTMLElement): void {
+  const doc = body.ownerDocument;
+  let stack: { list: HTMLElement; level: number }[] = [];
+  let previous: Element | null = null;
+  for (const p of [...body.querySelectorAll('p')]) {
+    const style = p.getAttribute('data-pasted-style') ?? '';
+    const level = /mso-list:\s*l\d+\s+level(\d)/i.exec(style);
+    const marker = WORD_LIST_MARKER.exec(p.textContent ?? '');
+    const listParagraph = level !== null || /MsoListParagraph/i.test(p.getAttribute('data-pasted-class') ?? '') || /^[\s\u00a0]*·\u00a0/.test(p.textContent ?? '');
+    if (!listParagraph || !marker) continue;
+    dropLeadingText(p, marker[0].length);
+    let before = p.previousSibling;
+    while (before && before.nodeType === Node.TEXT_NODE && !before.textContent?.trim()) before = before.previousSibling;
+    if (before !== previous) stack = [];
+    const depth = level ? Number(level[1]) : 1;
+    const kind = marker[1] !== 'o' && /[0-9a-zA-Z]/.test(marker[1]!) ? 'ol' : 'ul';
+    while (stack.length > 0 && stack[stack.length - 1]!.level > depth) stack.pop();
+    if (stack.length === 0 || stack[stack.length - 1]!.level < depth) {
+      const list = doc.createElement(kind);
+      if (stack.length === 0) p.before(list);
+      else (stack[stack.length - 1]!.list.lastElementChild ?? stack[stack.length - 1]!.list).append(list);
+      stack.push({ list, level: depth });
+    }
+    const item = doc.createElement('li');
+    stack[stack.length - 1]!.list.append(item);
+    // The paragraph goes into the item; the list stands where the run of paragraphs began.
+    item.append(p);
+    previous = stack[0]!.list;
+  }
+}
+
+/** HTML from outside read inertly (./inert-html), with tables and Word's list paragraphs rewritten to what a card holds. */
+function domOfHtml(html: string): HTMLElement {
+  const body = parseInertHtml(html);
+  tablesAsRows(body);
+  wordListsAsLists(body);
+  return body;
+}
+
 /** Card HTML (the stored card's, or typed in the HTML view) as an editor document, through the schema. */
 export function documentOfHtml(html: string): PMNode {
-  // An inert document: nothing in the HTML runs or loads.
-  const body = new DOMParser().parseFromString(withInertAttributes(html), 'text/html').body;
-  return PMDOMParser.fromSchema(cardSchema).parse(body);
+  return PMDOMParser.fromSchema(cardSchema).parse(domOfHtml(html));
+}
+
+/**
+ * Pasted plain text as the HTML view reads it (./card-rules htmlOfPlainText): a blank line starts a paragraph, a single
+ * line break is a line break.
+ */
+export function sliceOfPlainText(text: string, $context: ResolvedPos): Slice {
+  // The spaces around the text stay: a word pasted after another keeps the space between them.
+  const parsed = PMDOMParser.fromSchema(cardSchema).parseSlice(parseInertHtml(htmlOfPlainText(text, { trim: false })), { preserveWhitespace: true, context: $context });
+  return Slice.maxOpen(parsed.content, true);
 }
 
 /** The document as card HTML: only allow-listed elements; '' when it holds no text. */
@@ -136,6 +243,8 @@ export interface FormatState {
   orderedList: boolean;
   blockquote: boolean;
   block: BlockKind;
+  /** Whether each text style can apply to the selection (false for one it already has, too). */
+  blocks: Record<Exclude<BlockKind, 'mixed'>, boolean>;
   canUndo: boolean;
   canRedo: boolean;
 }
@@ -189,6 +298,7 @@ export function formatState(state: EditorState): FormatState {
     orderedList: list === nodes.ordered_list,
     blockquote: insideNode(state, nodes.blockquote),
     block,
+    blocks: { paragraph: setBlock('paragraph')(state), h1: setBlock('h1')(state), h2: setBlock('h2')(state), h3: setBlock('h3')(state), h4: setBlock('h4')(state), h5: setBlock('h5')(state), h6: setBlock('h6')(state) },
     canUndo: undo(state),
     canRedo: redo(state),
   };
@@ -326,9 +436,11 @@ export function createCardEditor(place: HTMLElement, html: string, options: Card
   const view: EditorView = new EditorView(place, {
     state,
     attributes: editorAttributes(options.attributes),
-    // A paste from elsewhere is cleaned to the allow-list before ProseMirror reads it (so no style or handler reaches
-    // a parser); one copied inside the editor (ProseMirror marks it data-pm-slice) is already clean and keeps its shape.
-    transformPastedHTML: (html) => (html.includes('data-pm-slice') ? html : cleanHtml(html)),
+    // A paste from elsewhere is cleaned to the allow-list before ProseMirror reads it; one copied inside the editor
+    // (ProseMirror marks it data-pm-slice) is already clean and keeps its shape.
+    // Either way it is read inertly first (./inert-html), so no style or handler reaches a parser.
+    transformPastedHTML: (html) => (html.includes('data-pm-slice') ? inertHtml(html) : cleanHtml(html)),
+    clipboardTextParser: (text, $context) => sliceOfPlainText(text, $context),
     dispatchTransaction(tr: Transaction) {
       const next = view.state.apply(tr);
       view.updateState(next);
@@ -338,6 +450,13 @@ export function createCardEditor(place: HTMLElement, html: string, options: Card
   });
   options.onState(formatState(view.state));
   return view;
+}
+
+/** Replaces the view's document with `html` read through the schema, as one undoable change. */
+export function replaceDocument(view: EditorView, html: string): void {
+  const doc = documentOfHtml(html);
+  // Its own step in the history, not joined to the typing just before it.
+  view.dispatch(closeHistory(view.state.tr).replaceWith(0, view.state.doc.content.size, doc.content));
 }
 
 /** The editable element's attributes: the page's (id, label, description, invalid) and the editor's own. */

@@ -190,12 +190,16 @@ function CardForm({ card }: { card?: Card }) {
   const [text, setText] = useState(card?.card_html ?? '');
   // Formatted text (the rich-text editor) or the HTML itself; the editor reads the HTML view's text when switched back.
   const [htmlView, setHtmlView] = useState(false);
-  // Whether the person changed the text (an edit sends card_html only then: the editor writes the stored HTML anew).
-  const [textChanged, setTextChanged] = useState(false);
-  const changeText = (value: string) => {
+  const [editorUnavailable, setEditorUnavailable] = useState(false);
+  // The text as the editor first read it: an edit sends card_html only when the text differs from it (the editor writes
+  // the stored HTML anew, and a letter typed and deleted again is no change), so an unchanged card is not re-verified.
+  const [loadedText, setLoadedText] = useState<string | null>(null);
+  const loadText = (value: string) => {
     setText(value);
-    setTextChanged(true);
+    setLoadedText((before) => before ?? value);
   };
+  // The editor's allow-list reading, once loaded: what is sent from the HTML view (tables as rows, as a paste).
+  const [cleaner, setCleaner] = useState<{ clean(html: string): string } | null>(null);
   const [link, setLink] = useState(card?.link ?? '');
   const [tags, setTags] = useState(card?.tag_set ?? query.get('tags') ?? '');
   const [isPrivate, setPrivate] = useState(card?.private ?? false);
@@ -204,18 +208,18 @@ function CardForm({ card }: { card?: Card }) {
   // One key per draft: sending the same draft again (a second click, a retry after a lost answer) makes no second card.
   const draftKey = useMemo(newIdempotencyKey, [text, link, tags, isPrivate]);
   const action = useAction();
-  const problems = cardDraftProblems({ text, link, tags });
-  const words = wordCount(textOfHtml(htmlFromInput(text)));
+  const html = htmlView && cleaner ? cleaner.clean(htmlFromInput(text)) : htmlFromInput(text);
+  const problems = cardDraftProblems({ text: html, link, tags });
+  const words = wordCount(textOfHtml(html));
   const submit = async (e: Event) => {
     e.preventDefault();
     setTouched(true);
     if (Object.keys(problems).length > 0) return action.setError('Please fix the marked fields.');
-    const html = htmlFromInput(text);
     if (card) {
       const ok = await action.run(async () => {
         await api.updateCard({
           card_uuid: card.id,
-          ...(textChanged && html !== card.card_html ? { card_html: html } : {}),
+          ...(html !== (loadedText ?? card.card_html) && html !== card.card_html ? { card_html: html } : {}),
           ...(link.trim() !== card.link ? { link: link.trim() } : {}),
           ...(isPrivate !== card.private ? { private: isPrivate } : {}),
         });
@@ -253,21 +257,28 @@ function CardForm({ card }: { card?: Card }) {
           id="card-text"
           rows={12}
           value={text}
-          onInput={(e) => changeText(e.currentTarget.value)}
+          onInput={(e) => setText(e.currentTarget.value)}
           onBlur={() => setTouched(true)}
           aria-invalid={Boolean(show('text'))}
           aria-describedby="card-text-hint card-text-problem"
         />
-      ) : (
+      ) : null}
+      {/* Kept while the HTML view is shown, so switching back without a change keeps the text and its undo history. */}
+      {editorUnavailable ? null : (
         <LazyCardTextEditor
           id="card-text"
           html={htmlFromInput(text)}
+          hidden={htmlView}
           describedBy="card-text-hint card-text-problem"
           invalid={Boolean(show('text'))}
-          onChange={changeText}
-          onLoad={setText}
+          onChange={setText}
+          onLoad={loadText}
+          onCleaner={(clean) => setCleaner({ clean })}
           onLeave={() => setTouched(true)}
-          onUnavailable={() => setHtmlView(true)}
+          onUnavailable={() => {
+            setEditorUnavailable(true);
+            setHtmlView(true);
+          }}
         />
       )}
       <small id="card-text-hint">

@@ -1,0 +1,139 @@
+/**
+ * HTML from outside (a paste, the HTML view, a stored card) read without a Content-Security-Policy refusal.
+ *
+ * The page's CSP (style-src 'self', no inline script) refuses style attributes and event handlers in every document
+ * the page parses, inert ones too (a DOMParser document, a template, document.implementation's documents), and logs a
+ * refusal for each. So the HTML is first read by the small tokenizer below, which follows the HTML standard's tag and
+ * attribute states (quoted values holding '>', '<span/style=...>', comments, raw-text elements), and written out again
+ * with only the attributes the card editor reads: href, start, and style and class renamed to data-pasted-*, which
+ * nothing applies or runs. Every tag the browser's parser then sees is one this writer wrote, every other '<' is
+ * written as '&lt;', so no attribute reaches the parser that was not chosen here, whatever the tokenizer made of it.
+ */
+
+/** Elements whose content is not text to keep (the cards service's sanitizer removes the first four with their text). */
+const DROPPED_WITH_CONTENT = new Set(['script', 'style', 'textarea', 'title', 'xmp', 'iframe', 'noembed', 'noframes']);
+/** Elements whose start and end tags are not written (their content is): they would change how the rest parses. */
+const NOT_WRITTEN = new Set(['html', 'head', 'body', 'meta', 'link', 'base', 'svg', 'math', 'template', 'img', 'image', 'object', 'embed', 'frameset', 'frame', 'plaintext', 'input', 'select', 'button', 'form', 'option', 'optgroup', 'datalist', 'video', 'audio', 'source', 'track', 'picture', 'canvas', 'noscript']);
+const KEPT_ATTRIBUTES: Record<string, string> = { href: 'href', start: 'start', style: 'data-pasted-style', class: 'data-pasted-class', 'data-pm-slice': 'data-pm-slice' };
+const TAG_NAME = /^[a-z][a-z0-9:_-]*$/;
+
+const isSpace = (c: string | undefined) => c === ' ' || c === '\t' || c === '\n' || c === '\r' || c === '\f';
+const isLetter = (c: string | undefined) => c !== undefined && ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'));
+
+interface Tag {
+  name: string;
+  end: boolean;
+  attributes: [string, string][];
+  /** Index just past the tag's '>'; -1 when the input ends inside the tag (the standard then drops it). */
+  next: number;
+}
+
+/** Reads the tag starting at html[at] ('<' then a letter, or '</' then a letter). */
+function readTag(html: string, at: number): Tag {
+  const end = html[at + 1] === '/';
+  let i = at + (end ? 2 : 1);
+  let name = '';
+  while (i < html.length && !isSpace(html[i]) && html[i] !== '/' && html[i] !== '>') name += html[i++];
+  const attributes: [string, string][] = [];
+  for (;;) {
+    while (isSpace(html[i]) || html[i] === '/') i++;
+    if (i >= html.length) return { name: name.toLowerCase(), end, attributes, next: -1 };
+    if (html[i] === '>') return { name: name.toLowerCase(), end, attributes, next: i + 1 };
+    // Attribute name: a first '=' belongs to it.
+    let attribute = html[i++]!;
+    while (i < html.length && !isSpace(html[i]) && html[i] !== '/' && html[i] !== '>' && html[i] !== '=') attribute += html[i++];
+    while (isSpace(html[i])) i++;
+    let value = '';
+    if (html[i] === '=') {
+      i++;
+      while (isSpace(html[i])) i++;
+      const quote = html[i];
+      if (quote === '"' || quote === "'") {
+        const close = html.indexOf(quote, i + 1);
+        if (close < 0) return { name: name.toLowerCase(), end, attributes, next: -1 };
+        value = html.slice(i + 1, close);
+        i = close + 1;
+      } else {
+        while (i < html.length && !isSpace(html[i]) && html[i] !== '>') value += html[i++];
+      }
+    }
+    attributes.push([attribute.toLowerCase(), value]);
+  }
+}
+
+/** Where the raw text of a <name> element ends: its '</name' followed by a space, '/' or '>' (or the input's end). */
+function rawTextEnd(html: string, from: number, name: string): number {
+  const lower = html.toLowerCase();
+  for (let i = lower.indexOf(`</${name}`, from); i >= 0; i = lower.indexOf(`</${name}`, i + 1)) {
+    const after = lower[i + 2 + name.length];
+    if (after === undefined || isSpace(after) || after === '/' || after === '>') return i;
+  }
+  return html.length;
+}
+
+const escapeText = (text: string) => text.replace(/</g, '&lt;').replace(/>/g, '&gt;');
+const escapeAttribute = (value: string) => value.replace(/"/g, '&quot;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+
+/**
+ * The HTML written out again with only the kept attributes (style and class renamed), without comments, scripts, style
+ * sheets and the other elements in DROPPED_WITH_CONTENT (with their content), and without the tags of NOT_WRITTEN.
+ */
+export function inertHtml(html: string): string {
+  let out = '';
+  let i = 0;
+  while (i < html.length) {
+    const lt = html.indexOf('<', i);
+    if (lt < 0) {
+      out += escapeText(html.slice(i));
+      break;
+    }
+    out += escapeText(html.slice(i, lt));
+    const next = html[lt + 1];
+    if (isLetter(next) || (next === '/' && isLetter(html[lt + 2]))) {
+      const tag = readTag(html, lt);
+      if (tag.next < 0) break;
+      i = tag.next;
+      if (!tag.end && DROPPED_WITH_CONTENT.has(tag.name)) {
+        const close = rawTextEnd(html, i, tag.name);
+        const after = close < html.length ? readTag(html, close).next : -1;
+        i = after < 0 ? html.length : after;
+        continue;
+      }
+      if (NOT_WRITTEN.has(tag.name) || !TAG_NAME.test(tag.name)) continue;
+      if (tag.end) {
+        out += `</${tag.name}>`;
+        continue;
+      }
+      out += `<${tag.name}`;
+      const written = new Set<string>();
+      for (const [attribute, value] of tag.attributes) {
+        const kept = KEPT_ATTRIBUTES[attribute];
+        // The first of repeated attributes counts, as in the browser.
+        if (kept && !written.has(kept)) out += ` ${kept}="${escapeAttribute(value)}"`;
+        if (kept) written.add(kept);
+      }
+      out += '>';
+    } else if (html.startsWith('<!--', lt)) {
+      // A comment ends at '-->' (or abruptly at '<!-->' and '<!--->').
+      if (html.startsWith('<!-->', lt)) i = lt + 5;
+      else if (html.startsWith('<!--->', lt)) i = lt + 6;
+      else {
+        const close = html.indexOf('-->', lt + 4);
+        i = close < 0 ? html.length : close + 3;
+      }
+    } else if (next === '!' || next === '?' || next === '/') {
+      // A doctype, CDATA, a Word's conditional (<![if ...]>) or a stray '</...': a bogus comment up to the next '>'.
+      const close = html.indexOf('>', lt);
+      i = close < 0 ? html.length : close + 1;
+    } else {
+      out += '&lt;';
+      i = lt + 1;
+    }
+  }
+  return out;
+}
+
+/** The body of an inert document (nothing in it runs or loads) holding the HTML as inertHtml writes it. */
+export function parseInertHtml(html: string): HTMLElement {
+  return new DOMParser().parseFromString(inertHtml(html), 'text/html').body;
+}

@@ -156,6 +156,30 @@ describeInBrowser('web app audit findings in headless Chromium', () => {
     expect(await page.getByText('Welcome! Your account is ready').count()).toBe(0);
   });
 
+  it('ties a username problem to the field (aria-invalid, aria-describedby, focus) and says in words that a name is taken', async () => {
+    const other = await signUp(system.baseUrl, mailbox, 'web-audit-name');
+    const taken = `Taken_${Date.now() % 100000}`;
+    expect((await other.client.put('/api/user', { username: taken, website: null, visible_email: true })).status).toBeLessThan(300);
+    await signIn();
+    await page.goto('/profile');
+    const name = page.getByLabel('Username');
+    await name.fill('ab');
+    await page.getByRole('button', { name: 'Save profile' }).click();
+    const problem = page.locator('#profile-username-problem');
+    await problem.getByText(/^The username /).waitFor();
+    expect(await name.getAttribute('aria-invalid')).toBe('true');
+    expect((await name.getAttribute('aria-describedby'))?.split(' ')).toContain('profile-username-problem');
+    expect(await page.evaluate('document.activeElement.id')).toBe('profile-username');
+    // Typing again clears it.
+    await name.fill(taken.toLowerCase());
+    expect(await name.getAttribute('aria-invalid')).toBe('false');
+    // The server's 409 ("username: already taken"), at the field and in words.
+    await page.getByRole('button', { name: 'Save profile' }).click();
+    await problem.getByText(`The username “${taken.toLowerCase()}” is already taken by someone else`, { exact: false }).waitFor();
+    expect(await name.getAttribute('aria-invalid')).toBe('true');
+    expect(await page.getByText('username: already taken').count()).toBe(0);
+  });
+
   it('names the collection a notification is about, and a deleted one is not a link', async () => {
     await signIn();
     const upload = await user.client.post('/api/file', {

@@ -1,6 +1,6 @@
 import { characterCount, MAX_USERNAME_CHARS, MIN_USERNAME_CHARS, usernameProblem } from '@cards/card-rules';
-import { useState } from 'preact/hooks';
-import { api } from '../api';
+import { useRef, useState } from 'preact/hooks';
+import { api, ApiError } from '../api';
 import { ErrorMessage, Notice, PageTitle, useAction } from '../components';
 import { freeTextMessage } from '../free-text';
 import { Link, navigate, useLocation } from '../router';
@@ -213,6 +213,13 @@ export function ProfilePage() {
   const [website, setWebsite] = useState(user.website ?? '');
   const [visibleEmail, setVisibleEmail] = useState(user.visible_email);
   const [saved, setSaved] = useState(false);
+  // What is wrong with the username, shown at the field (aria-invalid, aria-describedby) and given focus.
+  const [nameError, setNameError] = useState<string | null>(null);
+  const usernameField = useRef<HTMLInputElement>(null);
+  const refuseName = (message: string) => {
+    setNameError(message);
+    usernameField.current?.focus();
+  };
   const [welcome, setWelcome] = useState(Boolean(query.get('welcome')));
   // The welcome is said once: dismissing it or saving the profile takes it out of the address too (replaceState
   // without a navigation, so the page and its "Saved." stay).
@@ -227,11 +234,23 @@ export function ProfilePage() {
     // In NFC, as the server stores it: "Zoë" typed as "e" and a combining mark is the one name "Zoë".
     const name = username.trim().normalize('NFC');
     const nameProblem = name ? usernameProblem(name) : null;
-    if (nameProblem) return action.setError(`The username ${nameProblem}.`);
-    if (!visibleEmail && !name) return action.setError('Hiding your e-mail needs a username, so others can tell who you are.');
+    setNameError(null);
+    action.setError(undefined);
+    if (nameProblem) return refuseName(`The username ${nameProblem}.`);
+    if (!visibleEmail && !name) return refuseName('Hiding your e-mail needs a username, so others can tell who you are.');
     const pasted = freeTextMessage(website.trim(), 'single-line');
     if (pasted) return action.setError(pasted);
-    const updated = await action.run(() => api.updateProfile({ username: name || null, website: website.trim() || null, visible_email: visibleEmail }));
+    const updated = await action.run(async () => {
+      try {
+        return await api.updateProfile({ username: name || null, website: website.trim() || null, visible_email: visibleEmail });
+      } catch (err) {
+        // The server's refusals of the name belong to the field too; "username: already taken" said in words.
+        if (err instanceof ApiError && err.status === 409) refuseName(`The username “${name}” is already taken by someone else (names are compared without regard to capitals, as “${name.toLowerCase()}”): choose another.`);
+        else if (err instanceof ApiError && err.message.startsWith('username: ')) refuseName(`The username ${err.message.slice('username: '.length)}.`);
+        else throw err;
+        return undefined;
+      }
+    });
     if (updated) {
       setSaved(true);
       dropWelcome();
@@ -259,10 +278,24 @@ export function ProfilePage() {
       </p>
       <form onSubmit={submit}>
         <label for="profile-username">Username</label>
-        <input id="profile-username" autocomplete="nickname" value={username} onInput={(e) => setUsername(e.currentTarget.value)} aria-describedby="profile-username-hint" />
+        <input
+          ref={usernameField}
+          id="profile-username"
+          autocomplete="nickname"
+          value={username}
+          onInput={(e) => {
+            setUsername(e.currentTarget.value);
+            setNameError(null);
+          }}
+          aria-invalid={nameError !== null}
+          aria-describedby="profile-username-hint profile-username-problem"
+        />
         <small id="profile-username-hint">
           {MIN_USERNAME_CHARS}–{MAX_USERNAME_CHARS} letters or digits in your own script (one script per name; Han may go with kana or Hangul), "_" or "-".
         </small>
+        <p id="profile-username-problem" class="field-problem" role="alert">
+          {nameError ?? ''}
+        </p>
         <label for="profile-website">Website</label>
         <input id="profile-website" type="url" autocomplete="url" placeholder="https://" value={website} onInput={(e) => setWebsite(e.currentTarget.value)} />
         <label class="check">

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { MAX_PARSER_DEPTH } from '@cards/html-parsing';
 import { InvalidArgumentError } from '@cards/platform';
-import { blocksFromHtml, blocksFromOdtContent } from '../src/adapters/documents/block-collector';
+import { blocksFromHtml, blocksFromOdtContent, takeMarks } from '../src/adapters/documents/block-collector';
 import { LibraryDocumentReader, hyperlinksIn } from '../src/adapters/documents/library-document-reader';
 import { shortCause } from '../src/adapters/documents/reading-failure';
 import { docxTextScan, odtTextPresence } from '../src/adapters/documents/text-presence';
@@ -798,6 +798,101 @@ describe('text checks on parts an uploader controls', () => {
   it('.doc: hyperlink fields, however many unfinished ones come first', () => {
     const unfinished = '\x13 HYPERLINK "https://a.example/x" '.repeat(50_000);
     expect(hyperlinksIn(Buffer.from(`${unfinished}\x13 HYPERLINK "https://b.example/" \\o "tip"\x14shown text\x15`, 'latin1'))).toEqual([{ url: 'https://b.example/', text: 'shown text' }]);
+  });
+});
+
+describe("the readers' marks (U+E000 name value U+E001) and the document's own text", () => {
+  // The .docx reading marks Word's list numbers and note labels in the text it hands the service (word-documents.mjs);
+  // a document's text may hold the marks' characters (private-use U+E000 and U+E001) too.
+  const words = (n: number, word: string) => Array.from({ length: n }, (_, i) => `${word}${i}`).join(' ');
+  const places = (blocks: { list?: { ordered: boolean; level: number; number: number } }[]) => blocks.map((b) => b.list && `${b.list.ordered ? 'ol' : 'ul'} ${b.list.level}.${b.list.number}`);
+  const noMarkCharacters = (blocks: { text: string; html?: string }[]) => blocks.every((b) => !/[\ue000\ue001]/.test(`${b.text}${b.html ?? ''}`));
+  /** The text with each run of copies of `cards-<name>:` written "<name> ×count", so a failure shows what differs. */
+  const runs = (text: string) => text.replace(/(?:cards-([a-z-]+):){2,}/g, (run, name: string) => `<${name} ×${run.length / `cards-${name}:`.length}>`);
+
+  it("mammoth's HTML: marks are found in time linear in the text, however many starts of a mark without an end it holds", () => {
+    // The former patterns (/\ue000cards-note-label:([^\ue001]*)\ue001/ and the item number's) scanned to the text's end
+    // from every start without an end, on the service's thread: these 100,000 starts took many minutes with them (20,000
+    // in a footnote of 7 KB of .docx held the thread 7 s). A mark before them still counts; one ended after them (in the
+    // item) is removed whole, as the patterns removed it; stray characters are removed.
+    const starts = (name: string) => `\ue000cards-${name}:`.repeat(100_000);
+    const html =
+      `<ol><li>\ue000cards-item-number:3\ue001Item ${starts('item-number')}\ue001<sup><a href="#footnote-1" id="footnote-ref-1">[1]</a></sup></li></ol>` +
+      `<ol><li id="footnote-1"><p>\ue000cards-note-label:7\ue001Note ${starts('note-label')} ${starts('item-number')} end <a href="#footnote-ref-1">↑</a></p></li></ol>`;
+    const blocks = blocksFromHtml(html);
+    expect(places(blocks)).toEqual(['ol 1.3']);
+    expect(blocks.map((b) => runs(b.text))).toEqual(['Item [7: Note <note-label ×100000> <item-number ×100000> end]']);
+    expect(noMarkCharacters(blocks)).toBe(true);
+    // takeMarks itself: every whole mark taken, in order, whatever comes between.
+    expect(takeMarks(`a\ue000m:1\ue001b\ue000m:\ue001c\ue000m:2`, '\ue000m:')).toEqual({ values: ['1', ''], text: 'abc\ue000m:2' });
+    const [value, ...others] = takeMarks(`${'\ue000m:'.repeat(200_000)}\ue001x`, '\ue000m:').values;
+    expect([value === '\ue000m:'.repeat(199_999), others]).toEqual([true, []]);
+  });
+
+  it(".docx: the document's own U+E000 and U+E001 are taken out in the worker, so none numbers an item, labels a note or stays in a card", async () => {
+    const customReference = `<w:r><w:footnoteReference w:customMarkFollows="true" w:id="2"/><w:t>\u2020</w:t></w:r>`;
+    const docx = docxPackage({
+      numbering: numberingOf(1, ['decimal']),
+      body:
+        wp(`\ue000cards-item-number:7\ue001${words(40, 'a')}`, numbered(1)) +
+        `<w:p><w:r><w:t>Gulls\ue001</w:t></w:r>${noteReference(1)}<w:r><w:t xml:space="preserve"> and terns</w:t></w:r>` +
+        `<w:r><w:footnoteReference w:id="3"/><w:t>\ue000cards-note-custom-mark:*\ue001</w:t></w:r><w:r><w:t xml:space="preserve"> and skuas</w:t></w:r>${customReference}</w:p>`,
+      footnotes:
+        note(1, `\ue000cards-note-label:X\ue001Gulls ${'\ue000cards-note-label:'.repeat(20_000)}scavenge.`) +
+        note(3, 'Terns migrate.') +
+        `<w:footnote w:id="2"><w:p><w:r><w:t>\u2020 Skuas steal.</w:t></w:r></w:p></w:footnote>`,
+    });
+    const { blocks } = await reader.parse('docx', docx);
+    expect(places(blocks)).toEqual(['ol 1.1', undefined]);
+    expect(blocks.map((b) => runs(b.text))).toEqual([
+      `cards-item-number:7${words(40, 'a')}`,
+      'Gulls [1: cards-note-label:XGulls <note-label ×20000>scavenge.] and terns [2: Terns migrate.]cards-note-custom-mark:* and skuas [\u2020: Skuas steal.]',
+    ]);
+    expect(noMarkCharacters(blocks)).toBe(true);
+  });
+
+  it('.odt, .doc and .pdf: their text holds no U+E000 or U+E001 either, as the .docx reading gives its text (marks.doc, marks.pdf)', async () => {
+    // marks.doc and marks.pdf (make-fixtures.sh, src/marks.fodt): text and footnotes holding both characters.
+    const doc = (await reader.parse('doc', fixture('marks.doc'))).blocks;
+    expect(doc.map((b) => b.text)).toEqual([
+      'Tidecards-item-number:7 pools hold anemones. [1: Beadlet anemones close at low tide.] Crabs hide under the weed.',
+      'Limpetscards-note-label:X clamp to the rock. [2: cards-note-label:YLimpets return to one scar.] Barnacles feed with their legs. [3: Acorn barnacles.]',
+      'Gulls take what the tide leaves. [4: Herring gulls mostly.]',
+    ]);
+    const pdf = (await reader.parse('pdf', fixture('marks.pdf'))).blocks;
+    expect(pdf[0]!.text).toMatch(/^Tidecards-item-number:7 pools hold anemones\. 1 Crabs hide under the weed\. Limpetscards-note-label:X clamp/);
+    const odt = blocksFromOdtContent('<office:text><text:p>Tide\ue000cards-item-number:7\ue001 pools<text:note><text:note-citation>1</text:note-citation><text:note-body><text:p>Beadlet\ue001 anemones.</text:p></text:note-body></text:note></text:p></office:text>');
+    expect(odt.map((b) => b.text)).toEqual(['Tidecards-item-number:7 pools [1: Beadlet anemones.]']);
+    for (const blocks of [doc, pdf, odt]) expect(noMarkCharacters(blocks)).toBe(true);
+  });
+
+  it(".doc: note tables whose notes overlap or whose references are out of order are not read so: each note's text once, after the body", async () => {
+    // marks.doc's footnote text positions (PlcffndTxt, MS-DOC: where each note's text starts in the footnotes' story) are
+    // 0, 39, 89, 108, 132 and 133; rewritten to 0, 132, 0, 132, 0, 133, notes 1 and 3 each span every note's text. Read
+    // so, a .doc of a few KB with many references made references × story length of text, returned to the service's
+    // thread whole. Its references (PlcffndRef: 46, 121, 154, 188, 324) out of order are refused too.
+    const afterTheBody = [
+      'Tidecards-item-number:7 pools hold anemones. Crabs hide under the weed.',
+      'Limpetscards-note-label:X clamp to the rock. Barnacles feed with their legs.',
+      'Gulls take what the tide leaves.',
+      'Beadlet anemones close at low tide.',
+      'cards-note-label:YLimpets return to one scar.',
+      'Acorn barnacles.',
+      'Herring gulls mostly.',
+    ];
+    const rewritten = (from: readonly number[], to: readonly number[]) => {
+      const bytes = Buffer.from(fixture('marks.doc'));
+      const table = (values: readonly number[]) => Buffer.concat(values.map((v) => Buffer.from(Uint32Array.of(v).buffer)));
+      const at = bytes.indexOf(table(from));
+      expect(at).toBeGreaterThan(0);
+      table(to).copy(bytes, at);
+      return bytes;
+    };
+    const overlapping = rewritten([0, 39, 89, 108, 132, 133], [0, 132, 0, 132, 0, 133]);
+    const { blocks } = await reader.parse('doc', overlapping);
+    expect(blocks.map((b) => b.text)).toEqual(afterTheBody);
+    const unordered = rewritten([46, 121, 154, 188, 324], [121, 46, 154, 188, 324]);
+    expect((await reader.parse('doc', unordered)).blocks.map((b) => b.text)).toEqual(afterTheBody);
   });
 });
 

@@ -39,6 +39,7 @@ class BlockCollector {
    * heading, so the heading stays a title (and the cards' tag) and the note's text is body text.
    */
   note(text: string): void {
+    text = withoutMarkCharacters(text);
     if (!text) return;
     if (this.current?.kind === 'heading') this.headingNotes.push(text.trim());
     else this.text(text);
@@ -127,6 +128,7 @@ class BlockCollector {
   }
 
   text(value: string): void {
+    value = withoutMarkCharacters(value);
     const block = this.ensure();
     if (this.pending && hasVisibleText(value)) {
       const html = block.html ?? '';
@@ -203,19 +205,47 @@ function furtherParagraphOf(place: ListPlace | undefined): ListPlace | undefined
 const CELL_SEPARATOR = ' | ';
 
 const NOTE_ID = /^(?:footnote|endnote)-(\d+)$/;
+/**
+ * The worker's marks (word-documents.mjs): U+E000, the mark's name, its value, U+E001. The worker takes both characters
+ * out of the document's own text before it marks anything, so every mark here is the worker's; any other copy of either
+ * character is removed too (withoutMarkCharacters), so none reaches a card.
+ */
+const MARK_END = '\ue001';
+const MARK_CHARACTERS = /[\ue000\ue001]/g;
+const withoutMarkCharacters = (text: string) => (text.includes('\ue000') || text.includes(MARK_END) ? text.replace(MARK_CHARACTERS, '') : text);
+
+/**
+ * The values of the marks that start with `start` in `text`, and the text without them. Found with indexOf: each mark's
+ * end is looked for once, from its start, and a start with no end after it ends the search (no later one has one), so
+ * the time is linear in the text. (The former pattern, /start([^\ue001]*)\ue001/, scanned to the end of the text from
+ * every start that had no end: 20,000 such starts in a footnote, 7 KB of .docx, held the thread for 7 s.) A value is
+ * what the pattern took: the text up to the next U+E001.
+ */
+export function takeMarks(text: string, start: string): { values: string[]; text: string } {
+  const values: string[] = [];
+  let rest = '';
+  let from = 0;
+  for (let at = text.indexOf(start); at >= 0; at = text.indexOf(start, from)) {
+    const end = text.indexOf(MARK_END, at + start.length);
+    if (end < 0) break;
+    values.push(text.slice(at + start.length, end));
+    rest += text.slice(from, at);
+    from = end + MARK_END.length;
+  }
+  return { values, text: from === 0 ? text : rest + text.slice(from) };
+}
+
 /** The worker's mark of Word's number for a numbered item, before the item's text (word-documents.mjs LIST_NUMBER). */
 const ITEM_NUMBER_MARK = '\ue000cards-item-number:';
-/** Any such mark, removed whatever it holds; only one of 1 to 9 digits renumbers its item. */
-const ITEM_NUMBER = /\ue000cards-item-number:([^\ue001]*)\ue001/g;
+/** Any such mark is removed whatever it holds; only one of 1 to 9 digits renumbers its item. */
 const ITEM_NUMBER_VALUE = /^[1-9]\d{0,8}$/;
-const withoutItemNumbers = (text: string) => (text.includes(ITEM_NUMBER_MARK) ? text.replace(ITEM_NUMBER, '') : text);
+const withoutItemNumbers = (text: string) => (text.includes(ITEM_NUMBER_MARK) ? takeMarks(text, ITEM_NUMBER_MARK).text : text);
 const NOTE_REFERENCE = /^#((?:footnote|endnote)-\d+)$/;
 /**
  * The worker's mark of the label Word shows for a note (its number among the notes of its kind, or its custom mark), at
  * the start of the note's text (word-documents.mjs NOTE_LABEL); any such mark is removed, the first is the note's label.
  */
-const NOTE_LABEL = /\ue000cards-note-label:([^\ue001]*)\ue001/;
-const NOTE_LABELS = new RegExp(NOTE_LABEL.source, 'g');
+const NOTE_LABEL_MARK = '\ue000cards-note-label:';
 
 /** A note of mammoth's HTML: its text and the label the worker marked (null: none, the note's id is its number). */
 interface HtmlNote {
@@ -259,8 +289,8 @@ function notesInHtml(html: string): Map<string, HtmlNote> {
   parser.end();
   const read = new Map<string, HtmlNote>();
   for (const [id, text] of notes) {
-    const label = NOTE_LABEL.exec(text);
-    read.set(id, { text: (label ? text.replace(NOTE_LABELS, '') : text).replace(/\s+/g, ' ').trim(), label: label ? label[1]! : null });
+    const { values, text: rest } = takeMarks(text, NOTE_LABEL_MARK);
+    read.set(id, { text: withoutMarkCharacters(rest).replace(/\s+/g, ' ').trim(), label: values.length > 0 ? withoutMarkCharacters(values[0]!) : null });
   }
   return read;
 }
@@ -320,9 +350,11 @@ export function blocksFromHtml(html: string): DocumentBlock[] {
       ontext(text) {
         if (skip > 0) return;
         if (text.includes(ITEM_NUMBER_MARK)) {
-          for (const [, number] of text.matchAll(ITEM_NUMBER)) if (ITEM_NUMBER_VALUE.test(number!)) items.renumber(Number(number), lists[lists.length - 1]);
-          text = withoutItemNumbers(text);
+          const marked = takeMarks(text, ITEM_NUMBER_MARK);
+          for (const number of marked.values) if (ITEM_NUMBER_VALUE.test(number)) items.renumber(Number(number), lists[lists.length - 1]);
+          text = marked.text;
         }
+        text = withoutMarkCharacters(text);
         // Text of an item after a list inside it.
         if (!collector.isOpen && rows === 0 && hasVisibleText(text)) collector.start('paragraph', undefined, items.continuation);
         collector.text(text);

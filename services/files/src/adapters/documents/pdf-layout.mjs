@@ -8,13 +8,17 @@
 // pdfBlocks(bytes, maxPages): the paragraph blocks of the first maxPages pages; pdfHasText(bytes, maxPages): whether
 // any of them has text.
 
+const MARK_CHARACTERS = /[\ue000\ue001]/g;
+
 function linesOf(items) {
   const lines = [];
   let current = null;
   for (const item of items) {
     const y = item.transform?.[5] ?? 0;
     const size = Math.abs(item.transform?.[3] ?? item.height ?? 0) || 10;
-    const str = item.str ?? '';
+    // Without the two characters the .docx reading makes its marks of (word-documents.mjs MARK_CHARACTERS), as every
+    // reading gives its text.
+    const str = (item.str ?? '').replace(MARK_CHARACTERS, '');
     // Measured against the larger of the line's and the item's size, so a superscript (a footnote mark, raised and set
     // smaller) stays in its line rather than becoming a line, and a paragraph, of its own.
     if (current && Math.abs(current.y - y) > Math.max(current.size, size) * 0.5 && str.trim()) {

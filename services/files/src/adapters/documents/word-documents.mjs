@@ -28,6 +28,15 @@ const GENERATED_TABLE_STYLE = /^(toc \d+|toc heading|contents \d+|contents headi
 // numbered item's text starts with LIST_NUMBER's mark of Word's number for it, which blocksFromHtml takes as the item's
 // number (and removes).
 const LIST_NUMBER = { open: '\ue000cards-item-number:', close: '\ue001' };
+/**
+ * The two characters the worker's marks are made of (LIST_NUMBER, NOTE_LABEL, CUSTOM_NOTE_MARK: U+E000, a name, a value,
+ * U+E001): taken out of the document's own text before any mark is added (withoutMarkCharacters), so every mark the
+ * readers find is one the worker made. A document's text may hold them (they are private-use characters): copies of a
+ * mark's start with no end made the mark patterns scan to the end of the text from each copy, seconds to minutes of a
+ * thread for a few KB of .docx.
+ */
+const MARK_CHARACTERS = /[\ue000\ue001]/g;
+
 /** The largest number LIST_NUMBER marks (block-collector.ts reads at most nine digits). */
 const MAX_LIST_NUMBER = 999_999_999;
 
@@ -121,7 +130,8 @@ function readableDocument(document) {
 // CUSTOM_NOTE_MARK's mark of its text, made from the XML by markCustomNoteMarks.
 const NOTE_LABEL = { open: '\ue000cards-note-label:', close: '\ue001' };
 const CUSTOM_NOTE_MARK = { open: '\ue000cards-note-custom-mark:', close: '\ue001' };
-const CUSTOM_NOTE_MARK_TEXT = /\ue000cards-note-custom-mark:([^\ue001]*)\ue001/g;
+// (A mark's value holds neither mark character, so no match runs on past the next mark's start: linear.)
+const CUSTOM_NOTE_MARK_TEXT = /\ue000cards-note-custom-mark:([^\ue000\ue001]*)\ue001/g;
 /** At most this many characters of a custom mark are kept (Word allows ten). */
 const MAX_CUSTOM_MARK = 10;
 
@@ -135,7 +145,7 @@ function withNoteLabels(document) {
       const child = element.children[i];
       if (child.type === 'noteReference') {
         const next = element.children[i + 1];
-        const custom = next?.type === 'text' ? /^\ue000cards-note-custom-mark:([^\ue001]*)\ue001$/.exec(next.value) : null;
+        const custom = next?.type === 'text' ? /^\ue000cards-note-custom-mark:([^\ue000\ue001]*)\ue001$/.exec(next.value) : null;
         const key = `${child.noteType}-${child.noteId}`;
         if (!labels.has(key)) labels.set(key, { reference: child, label: custom ? custom[1] : String(++counts[child.noteType]), custom: custom !== null });
         if (custom) i++;
@@ -199,6 +209,21 @@ function markedFirstText(body, mark) {
   return body.map(visit);
 }
 
+/**
+ * The part's text nodes without MARK_CHARACTERS: the document's own text, before the worker marks anything (the custom
+ * marks just after, in the same wrapping; the list numbers and note labels in the transform). mammoth's text all comes
+ * from text nodes (w:t; a w:sym symbol maps to no such character), so no mark character of the document reaches the HTML.
+ */
+function withoutMarkCharacters(root) {
+  const pending = [root];
+  while (pending.length > 0) {
+    const node = pending.pop();
+    if (node?.type === 'text' && typeof node.value === 'string') {
+      if (node.value.includes('\ue000') || node.value.includes('\ue001')) node.value = node.value.replace(MARK_CHARACTERS, '');
+    } else if (Array.isArray(node?.children)) for (const child of node.children) pending.push(child);
+  }
+}
+
 /** Whether a w:customMarkFollows attribute (ST_OnOff) is on. */
 const isOn = (value) => value === '1' || value === 'true' || value === 'on';
 
@@ -222,7 +247,7 @@ function markCustomNoteMarks(root, xml) {
           .filter((child) => child.name === 'w:t')
           .map((child) => child.children.map((text) => (text.type === 'text' ? text.value : '')).join(''))
           .join('')
-          .replace(/[\ue000\ue001]/g, '')
+          .replace(MARK_CHARACTERS, '')
           .trim();
         const markText = xml.element('w:t', {}, [xml.text(`${CUSTOM_NOTE_MARK.open}${Array.from(mark).slice(0, MAX_CUSTOM_MARK).join('')}${CUSTOM_NOTE_MARK.close}`)]);
         node.children = [...node.children.slice(0, at + 1), markText, ...after.filter((child) => child.name !== 'w:t')];
@@ -274,8 +299,9 @@ const TITLE_STYLES = ["p[style-name='Title'] => h1:fresh", 'p.Title => h1:fresh'
 // it reads a VML text box: its paragraphs follow the paragraph holding it (text-box-fallbacks.cjs; each box read once,
 // so nested boxes take time linear in the document).
 //
-// The same wrapping marks the custom marks of notes (markCustomNoteMarks, before the fallbacks are made: the walk would
-// otherwise go into each built fallback as well as its choice, which hold the same elements).
+// The same wrapping first takes the mark characters out of the part's text (withoutMarkCharacters), then marks the
+// custom marks of notes (markCustomNoteMarks, before the fallbacks are made: the walk would otherwise go into each built
+// fallback as well as its choice, which hold the same elements).
 function textBoxesWithoutFallbackRead() {
   const xml = require('mammoth/lib/xml/index.js');
   if (xml.readString.textBoxesWithoutFallback) return;
@@ -283,6 +309,7 @@ function textBoxesWithoutFallbackRead() {
   const readString = xml.readString;
   xml.readString = (...args) =>
     readString(...args).then((root) => {
+      withoutMarkCharacters(root);
       markCustomNoteMarks(root, xml);
       addTextBoxFallbacks(root, xml.element);
       return root;
@@ -371,13 +398,26 @@ function bodyWithNotes(pieces, boundaries, streams, clean) {
   // Where each story starts (its character positions follow one another): the body, the footnotes, the headers, the
   // comments, the endnotes.
   const storyStart = { footnote: text, endnote: text + boundaries.ccpFtn + (boundaries.ccpHdd || 0) + (boundaries.ccpAtn || 0) };
+  const storyLength = { footnote: boundaries.ccpFtn || 0, endnote: boundaries.ccpEdn || 0 };
   const references = [];
+  /** Characters of note text placed: each character of the note stories at most once (see below). */
+  let placed = 0;
   for (const { kind, ref, text: textTable } of NOTE_TABLES) {
     const refs = plcAt(fib, table, ref, 2);
     const texts = plcAt(fib, table, textTable, 0);
     const count = refs.data.length;
     if (count === 0) continue;
     if (texts.positions.length < count + 1) throw new Error('a note table has fewer texts than references');
+    // As Word writes them, references follow one another through the body and each note's text follows the one before in
+    // its story. Tables that say otherwise (references at one place or out of order, notes overlapping or past their story)
+    // could put the same text at every reference: a few KB of .doc read as references × story length of text, which the
+    // worker copies to the service's thread. They are not read so: the notes follow the body (the catch in
+    // notesPlacedAtReferences), each once.
+    for (let i = 0; i < count; i++) {
+      if (i > 0 && refs.positions[i] <= refs.positions[i - 1]) throw new Error('note references out of order');
+      if (texts.positions[i + 1] < texts.positions[i]) throw new Error("notes' texts out of order");
+    }
+    if (texts.positions[count] > storyLength[kind]) throw new Error("a note's text lies outside its story");
     let number = 0;
     for (let i = 0; i < count; i++) {
       const at = refs.positions[i];
@@ -388,9 +428,12 @@ function bodyWithNotes(pieces, boundaries, streams, clean) {
       // The note's text starts with its mark again (automatic, or the custom mark) and often a tab after it.
       let body = clean(raw).replace(/\s+/g, ' ').trim();
       if (!automatic && mark && body.startsWith(mark)) body = body.slice(mark.length).trim();
+      placed += body.length;
       references.push({ at, note: body ? ` [${mark ? `${mark}: ` : ''}${body}]` : '' });
     }
   }
+  // The checks above keep each note's text within its own range of its story; this bound holds whatever clean() does.
+  if (placed > storyLength.footnote + storyLength.endnote) throw new Error('the notes hold more text than their stories');
   if (references.length === 0) return null;
   references.sort((a, b) => a.at - b.at);
   let body = '';
@@ -411,9 +454,10 @@ export async function docText(bytes) {
   // The body's text boxes are the document's text too (the .docx and .odt readers keep them); word-extractor gives them
   // apart from the body, without where they stand in it, so they follow it. The notes are at their references
   // (notesPlacedAtReferences), or else follow the body too.
+  // Without the mark characters, as every reading gives its text (the .docx reading's marks are made of them).
   if (typeof doc.cardsBodyWithNotes === 'string') {
     const { filter } = require('word-extractor/lib/filters.js');
-    return [filter(doc.cardsBodyWithNotes), textBoxes].join('\n');
+    return [filter(doc.cardsBodyWithNotes), textBoxes].join('\n').replace(MARK_CHARACTERS, '');
   }
-  return [doc.getBody(), textBoxes, doc.getFootnotes(), doc.getEndnotes()].join('\n');
+  return [doc.getBody(), textBoxes, doc.getFootnotes(), doc.getEndnotes()].join('\n').replace(MARK_CHARACTERS, '');
 }

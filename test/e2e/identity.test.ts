@@ -316,12 +316,17 @@ describe('accounts and sessions', () => {
     const strasse = `Stra\u00dfe${tag}`;
     expect((await b.client.put('/api/user', { username: strasse })).json).toMatchObject({ username: strasse });
     expect((await a.client.put('/api/user', { username: `STRASSE${tag}` })).status).toBe(409);
+    // A name wholly in another script that looks like a taken one is the same name (UTS #39 confusable skeleton).
+    expect((await a.client.put('/api/user', { username: `coco${tag}` })).json).toMatchObject({ username: `coco${tag}` });
+    const cyrillic = await b.client.put('/api/user', { username: `\u0441\u043e\u0441\u043e${tag}` }); // сосо
+    expect([cyrillic.status, cyrillic.json.message]).toEqual([409, 'username: already taken']);
     // "pаypal" with a Cyrillic а, a zero-width joiner, fullwidth letters: refused, each with its reason.
     const refused: Array<[unknown, RegExp]> = [
       ['p\u0430ypal', /^username: must be written in one script .*Latin "p" \(U\+0070\) and Cyrillic "\u0430" \(U\+0430\)$/],
       ['ad\u200dmin', /^username: must not contain invisible characters \(found U\+200D\)$/],
       ['\uff41\uff44\uff4d\uff49\uff4e', /^username: must not contain compatibility characters/],
       ['12\u0663', /^username: must not mix digits of different systems/],
+      ['\u0645\u0640\u062d\u0645\u062f', /^username: must not contain the Arabic tatweel "\u0640" \(U\+0640\)/], // مـحمد
       [42, /^username: must be a string$/],
     ];
     for (const [username, message] of refused) {

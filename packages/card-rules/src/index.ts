@@ -516,6 +516,9 @@ const USERNAME_CHARACTER = /^[\p{L}\p{M}\p{Nd}_-]$/u;
 const LETTER = /^\p{L}$/u;
 const MARK = /^\p{M}$/u;
 const DECIMAL_DIGIT = /^\p{Nd}$/u;
+// The Arabic tatweel (kashida) is a letter (Lm) that only stretches the joining between two letters, so "مـحمد",
+// "مـــحمد" and "محمد" are one name to a reader, and repeating it makes any number of look-alikes: refused.
+const TATWEEL = '\u0640';
 // Hangul compatibility jamo (ㄱ, ㅋ, ㅏ...) are how Korean keyboards type lone jamo ("ㅋㅋ"): NFKC maps them to the
 // conjoining jamo, which do not stand alone, so they are the one compatibility form a username keeps.
 const HANGUL_COMPATIBILITY_JAMO = /^[\u3131-\u318e]$/u;
@@ -591,7 +594,8 @@ const shown = (character: string): string => `"${character}" (${codePointName(ch
  *   superscript letters), which copy an ordinary letter; Hangul compatibility jamo excepted;
  * - one script (characters of Common and Inherited go with any), except that Han may be written with Hiragana and
  *   Katakana (Japanese), with Hangul (Korean) or with Bopomofo: "pаypal" with a Cyrillic "а" is refused;
- * - digits of one system: "12" and "١٢" but not "1٢".
+ * - digits of one system: "12" and "١٢" but not "1٢";
+ * - no Arabic tatweel (U+0640), which only stretches a joining.
  */
 export function usernameProblem(name: string): string | null {
   // fitsCharacters first: a huge value is refused by its size, never spread into characters.
@@ -607,6 +611,7 @@ export function usernameProblem(name: string): string | null {
   for (const character of characters) {
     if (INVISIBLE_CHARACTER.test(character)) return `must not contain invisible characters (found ${codePointName(character)})`;
     if (!USERNAME_CHARACTER.test(character)) return `must be ${USERNAME_RULE}; ${shown(character)} is not one of them`;
+    if (character === TATWEEL) return `must not contain the Arabic tatweel ${shown(character)}, which only stretches the joining of two letters: write the name without it`;
     if (character.normalize('NFKC') !== character && !HANGUL_COMPATIBILITY_JAMO.test(character)) {
       return `must not contain compatibility characters such as fullwidth, styled or circled letters (found ${shown(character)}, write "${character.normalize('NFKC')}" instead)`;
     }
@@ -636,12 +641,13 @@ export function usernameProblem(name: string): string | null {
 }
 
 /**
- * The key under which a username is unique, so that no two names differ only in case: the NFC form case-folded the
- * way Unicode's full case folding does ("Zoë" and "ZOË", "Straße" and "STRASSE", "ΣΊΣΥΦΟΣ" and "σίσυφος" each share
- * one). Lower, upper, then lower again: upper-casing folds what lower-casing keeps apart ("ß" and "ss", the final and
- * the other sigma), the first lower-casing brings the capital "ẞ" to "ß" first. For ASCII it is plain lower case, the
- * key usernames had before. Only for comparing: the name is stored as written.
+ * A username's case fold, so that no two names differ only in case: the NFC form case-folded the way Unicode's full
+ * case folding does ("Zoë" and "ZOË", "Straße" and "STRASSE", "ΣΊΣΥΦΟΣ" and "σίσυφος" each share one). Lower, upper,
+ * then lower again: upper-casing folds what lower-casing keeps apart ("ß" and "ss", the final and the other sigma), the
+ * first lower-casing brings the capital "ẞ" to "ß" first. For ASCII it is plain lower case. Only for comparing: the
+ * name is stored as written. Identity's usernameKey, the key a username is unique under, folds, takes the confusable
+ * skeleton (UTS #39), and folds again.
  */
-export function usernameKey(name: string): string {
+export function usernameCaseFold(name: string): string {
   return name.normalize('NFC').toLowerCase().toUpperCase().toLowerCase().normalize('NFC');
 }

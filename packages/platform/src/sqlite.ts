@@ -5,8 +5,14 @@ import { creationCursor } from './paging';
 
 export type SqliteDatabase = Database.Database;
 
+/**
+ * One step of a file's schema: SQL text, or a function for a step SQL cannot say (one that computes a value in
+ * JavaScript for each row). Either runs inside the step's IMMEDIATE transaction.
+ */
+export type SqliteMigration = string | ((db: SqliteDatabase) => void);
+
 /** Opens (creating if needed) a SQLite file in WAL mode, then applies the migrations not applied yet, in order. */
-export function openSqlite(path: string, migrations: readonly string[] = []): SqliteDatabase {
+export function openSqlite(path: string, migrations: readonly SqliteMigration[] = []): SqliteDatabase {
   if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
   const db = new Database(path);
   cachePreparedStatements(db);
@@ -44,13 +50,15 @@ function switchToWal(db: SqliteDatabase): void {
  * Several processes may open a new file at once (services sharing the embedded event log), so each step reads the
  * version inside an IMMEDIATE transaction: a second process waits for the first one's step, then sees it applied.
  */
-function migrate(db: SqliteDatabase, migrations: readonly string[]): void {
+function migrate(db: SqliteDatabase, migrations: readonly SqliteMigration[]): void {
   const version = () => db.pragma('user_version', { simple: true }) as number;
   if (version() >= migrations.length) return;
   const applyNextStep = db.transaction((): boolean => {
     const current = version();
     if (current >= migrations.length) return false;
-    db.exec(migrations[current]!);
+    const step = migrations[current]!;
+    if (typeof step === 'string') db.exec(step);
+    else step(db);
     db.pragma(`user_version = ${current + 1}`);
     return true;
   });

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { AlreadyExistsError, openSqlite } from '@cards/platform';
-import { MIGRATIONS, SqliteIdentityRepository } from '../src/adapters/sqlite/sqlite-identity-repository';
+import { MIGRATIONS, rekeyUsernames, SqliteIdentityRepository } from '../src/adapters/sqlite/sqlite-identity-repository';
 import { describeIdentityRepositoryContract } from './identity-repository.contract';
 
 describeIdentityRepositoryContract('sqlite', async () => {
@@ -19,8 +19,8 @@ describeIdentityRepositoryContract('sqlite', async () => {
           db.prepare('INSERT INTO users (id, email, username, website, visible_email, password_hash, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)')
             .run(u.id, u.email, u.username, u.website, u.visibleEmail ? 1 : 0, u.passwordHash, u.createdAt.toISOString(), u.updatedAt.toISOString());
         }
-        // The username key the migration gives the names stored before it (the test below runs it on an older file).
-        db.prepare('UPDATE users SET username_key = lower(username) WHERE username IS NOT NULL AND username_key IS NULL').run();
+        // The username keys the migrations give the names stored before them (the tests below run them on older files).
+        db.transaction(() => rekeyUsernames(db))();
         for (const s of sessions) {
           db.prepare('INSERT INTO sessions (id, user_id, created_at, expires_at, revoked_at) VALUES (?, ?, ?, ?, ?)')
             .run(s.id, s.userId, s.createdAt.toISOString(), s.expiresAt.toISOString(), s.revokedAt?.toISOString() ?? null);
@@ -59,6 +59,37 @@ describe('SqliteIdentityRepository on a file of the version before Unicode usern
       expect(await repository.updateProfile('u-old', { username: 'cardFan' }, 'none', later)).toMatchObject({ username: 'cardFan' });
       expect(await repository.updateProfile('u-new', { username: 'Zo\u00eb' }, 'none', later)).toMatchObject({ username: 'Zo\u00eb' });
       await expect(repository.updateProfile('u-old', { username: 'ZO\u00cb' }, 'none', later)).rejects.toBeInstanceOf(AlreadyExistsError);
+    } finally {
+      await repository.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('SqliteIdentityRepository on a file of the version before the confusable skeleton key', () => {
+  it('keys the usernames stored there again: look-alikes of them are taken, and two look-alikes both stored are both kept', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cards-identity-repo-'));
+    const path = join(dir, 'identity.db');
+    const at = (iso: string) => new Date(iso).toISOString();
+    // The schema with username_key as the case fold only (migration 3).
+    const old = openSqlite(path, MIGRATIONS.slice(0, 3));
+    const insert = old.prepare('INSERT INTO users (id, email, username, username_key, website, visible_email, password_hash, created_at, updated_at) VALUES (?, ?, ?, ?, NULL, 1, ?, ?, ?)');
+    insert.run('u-paypal', 'paypal@example.com', 'PayPal', 'paypal', 'scrypt$x', at('2026-01-01T00:00:00.000Z'), at('2026-01-01T00:00:00.000Z'));
+    insert.run('u-cyrillic', 'cyrillic@example.com', '\u0441\u043e\u0441\u043e', '\u0441\u043e\u0441\u043e', 'scrypt$x', at('2026-01-02T00:00:00.000Z'), at('2026-01-02T00:00:00.000Z'));
+    insert.run('u-latin', 'latin@example.com', 'coco', 'coco', 'scrypt$x', at('2026-01-03T00:00:00.000Z'), at('2026-01-03T00:00:00.000Z'));
+    insert.run('u-new', 'new@example.com', null, null, 'scrypt$x', at('2026-01-04T00:00:00.000Z'), at('2026-01-04T00:00:00.000Z'));
+    old.close();
+    const repository = new SqliteIdentityRepository(path);
+    try {
+      const later = new Date('2026-02-01T00:00:00.000Z');
+      await expect(repository.updateProfile('u-new', { username: '\u0440\u0430\u0443\u0440\u0430l' }, 'none', later)).rejects.toBeInstanceOf(AlreadyExistsError);
+      await expect(repository.updateProfile('u-new', { username: 'COCO' }, 'none', later)).rejects.toBeInstanceOf(AlreadyExistsError);
+      await expect(repository.updateProfile('u-new', { username: '\u0441\u043e\u0441\u043e' }, 'none', later)).rejects.toBeInstanceOf(AlreadyExistsError);
+      // Both look-alikes kept as written; the older holds the key itself.
+      expect(await repository.findUserById('u-latin')).toMatchObject({ username: 'coco' });
+      expect(await repository.updateProfile('u-latin', { username: 'coco', website: 'https://coco.example' }, 'none', later)).toMatchObject({ username: 'coco' });
+      await expect(repository.updateProfile('u-latin', { username: 'Coco' }, 'none', later)).rejects.toBeInstanceOf(AlreadyExistsError);
+      expect(await repository.updateProfile('u-cyrillic', { username: 'Coco' }, 'none', later)).toMatchObject({ username: 'Coco' });
     } finally {
       await repository.close();
       rmSync(dir, { recursive: true, force: true });

@@ -197,6 +197,50 @@ export function describeIdentityRepositoryContract(name: string, factory: () => 
       expect(await repo.findUserById(third.id)).toMatchObject({ username: 'Zo\u00eb' });
     });
 
+    test('usernames that look alike across scripts are one name: unique under the confusable skeleton of their case fold (UTS #39)', async () => {
+      const later = at('2026-02-01T00:00:00.000Z');
+      const [owner, other] = [await registered(), await registered()];
+      for (const [taken, lookAlike] of [
+        ['coco', '\u0441\u043e\u0441\u043e'], // сосо, all Cyrillic
+        ['\u0421\u041e\u0421\u041e', 'coco'], // СОСО in Cyrillic capitals, then the Latin name
+        ['paypal', '\u0440\u0430\u0443\u0440\u0430l'], // раураl: Cyrillic р, а, у, then a Latin l
+        ['admin', '\u0430dmin'], // аdmin with a Cyrillic а
+        ['ADMIN', 'adrnin'], // "rn" is "m"
+        ['b0b', 'BOB'], // the digit 0 is the letter O
+      ]) {
+        expect(await repo.updateProfile(owner.id, { username: taken }, 'none', later)).toMatchObject({ username: taken });
+        await expect(repo.updateProfile(other.id, { username: lookAlike }, 'none', later)).rejects.toBeInstanceOf(AlreadyExistsError);
+        expect((await repo.findUserById(other.id))?.username).toBeNull();
+        // The look-alike is the owner's to take.
+        expect(await repo.updateProfile(owner.id, { username: lookAlike }, 'none', later)).toMatchObject({ username: lookAlike });
+        await repo.updateProfile(owner.id, { username: null }, 'none', later);
+      }
+      // The case-folding equivalences stay: "Straße" and "STRASSE" are one name.
+      expect(await repo.updateProfile(owner.id, { username: 'Stra\u00dfe' }, 'none', later)).toMatchObject({ username: 'Stra\u00dfe' });
+      await expect(repo.updateProfile(other.id, { username: 'STRASSE' }, 'none', later)).rejects.toBeInstanceOf(AlreadyExistsError);
+      // Different letters stay different names.
+      expect(await repo.updateProfile(other.id, { username: 'cocoa' }, 'none', later)).toMatchObject({ username: 'cocoa' });
+    });
+
+    test('look-alike usernames both taken before the skeleton key are kept, and no one else can take either', async () => {
+      const later = at('2026-02-01T00:00:00.000Z');
+      const first = aUser({ username: 'coco', createdAt: at('2026-01-01T00:00:00.000Z') });
+      const second = aUser({ username: '\u0441\u043e\u0441\u043e', createdAt: at('2026-01-02T00:00:00.000Z') });
+      await h.storeAsPreviousVersion({ users: [second, first] });
+      expect(await repo.findUserById(first.id)).toMatchObject({ username: 'coco' });
+      expect(await repo.findUserById(second.id)).toMatchObject({ username: '\u0441\u043e\u0441\u043e' });
+      const newer = await registered();
+      for (const name of ['coco', 'COCO', '\u0441\u043e\u0441\u043e', '\u0421\u041e\u0421\u041e']) {
+        await expect(repo.updateProfile(newer.id, { username: name }, 'none', later)).rejects.toBeInstanceOf(AlreadyExistsError);
+      }
+      // Each holder may send their own name again (a profile form does, with any other change).
+      expect(await repo.updateProfile(second.id, { username: '\u0441\u043e\u0441\u043e', website: 'https://second.example' }, 'none', later)).toMatchObject({ username: '\u0441\u043e\u0441\u043e', website: 'https://second.example' });
+      expect(await repo.updateProfile(first.id, { username: 'coco' }, 'none', later)).toMatchObject({ username: 'coco' });
+      // The older name holds the key: the younger holder cannot move onto another spelling of it.
+      await expect(repo.updateProfile(second.id, { username: 'Coco' }, 'none', later)).rejects.toBeInstanceOf(AlreadyExistsError);
+      expect(await repo.updateProfile(first.id, { username: 'Coco' }, 'none', later)).toMatchObject({ username: 'Coco' });
+    });
+
     test('a username stored by the previous version still holds against its other casings', async () => {
       const later = at('2026-02-01T00:00:00.000Z');
       const older = aUser({ username: 'OldTimer' });

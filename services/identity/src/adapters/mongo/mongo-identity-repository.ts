@@ -1,17 +1,19 @@
-import { usernameKey } from '@cards/card-rules';
 import { AlreadyExistsError, isDuplicateKeyError, withOptionalTransaction, type MongoConnection } from '@cards/platform';
 import type { ClientSession, Collection, Filter } from 'mongodb';
 import type { Invitation, PasswordReset, ProfilePatch, Session, StoredProfileCondition, User } from '../../domain/model';
 import type { IdentityRepository } from '../../domain/ports';
+import { usernameKey } from '../../domain/username-key';
 
 interface UserDocument {
   _id: string;
   email: string;
   username: string | null;
   /**
-   * Present only when username is set: its usernameKey (Unicode case folding of the NFC form; for the ASCII names of
-   * earlier versions their lower case, which those versions stored here), unique under a sparse index.
+   * Present only when username is set: its usernameKey (case fold and confusable skeleton), unique under a sparse
+   * index; a look-alike name kept from before that key holds its key, a space and its user id (rekeyUsernames).
    */
+  usernameKey?: string;
+  /** Earlier versions' key (the case fold only), rewritten as usernameKey when the repository opens. */
   usernameLower?: string;
   website: string | null;
   visibleEmail: boolean;
@@ -65,7 +67,7 @@ function toUserDocument(u: User): UserDocument {
     createdAt: u.createdAt,
     updatedAt: u.updatedAt,
   };
-  if (u.username !== null) doc.usernameLower = usernameKey(u.username);
+  if (u.username !== null) doc.usernameKey = usernameKey(u.username);
   return doc;
 }
 
@@ -120,11 +122,40 @@ export class MongoIdentityRepository implements IdentityRepository {
     const repository = new MongoIdentityRepository(connection);
     await Promise.all([
       repository.users.createIndex({ email: 1 }, { unique: true, name: 'users_email' }),
-      repository.users.createIndex({ usernameLower: 1 }, { unique: true, sparse: true, name: 'users_username_lower' }),
+      repository.users.createIndex({ usernameKey: 1 }, { unique: true, sparse: true, name: 'users_username_key' }),
       repository.sessions.createIndex({ userId: 1 }, { name: 'sessions_user' }),
       repository.resets.createIndex({ userId: 1 }, { name: 'password_resets_user' }),
     ]);
+    await repository.rekeyUsernames();
     return repository;
+  }
+
+  /**
+   * Gives the usernames of earlier versions, which hold usernameLower (their case fold), their usernameKey, oldest
+   * first (createdAt, then id), and drops the earlier index once none is left. A name whose key an older name already
+   * holds (two look-alikes taken before the key joined them) stays as its holder wrote it, under its key, a space and
+   * its user id: the older name keeps the key itself. Idempotent, and safe for two instances opening at once.
+   */
+  private async rekeyUsernames(): Promise<void> {
+    const earlier = this.users.find({ usernameLower: { $exists: true } }, { projection: { _id: 1, username: 1 } }).sort({ createdAt: 1, _id: 1 });
+    for await (const doc of earlier) {
+      const unkeyed = { _id: doc._id, usernameLower: { $exists: true } };
+      if (doc.username === null) {
+        await this.users.updateOne(unkeyed, { $unset: { usernameLower: '' } });
+        continue;
+      }
+      const key = usernameKey(doc.username);
+      try {
+        await this.users.updateOne(unkeyed, { $set: { usernameKey: key }, $unset: { usernameLower: '' } });
+      } catch (err) {
+        if (!isDuplicateKeyError(err, 'usernameKey')) throw err;
+        await this.users.updateOne(unkeyed, { $set: { usernameKey: `${key} ${doc._id}` }, $unset: { usernameLower: '' } });
+      }
+    }
+    await this.users.dropIndex('users_username_lower').catch((err: unknown) => {
+      // Absent: a database created by this version, or another instance dropped it first.
+      if ((err as { codeName?: string; code?: number }).codeName !== 'IndexNotFound' && (err as { code?: number }).code !== 27) throw err;
+    });
   }
 
   async createInvitation(i: Invitation): Promise<void> {
@@ -177,18 +208,23 @@ export class MongoIdentityRepository implements IdentityRepository {
   async updateProfile(userId: string, patch: ProfilePatch, requires: StoredProfileCondition, updatedAt: Date): Promise<User | null> {
     const set: Partial<UserDocument> = { updatedAt };
     if (patch.username !== undefined) set.username = patch.username;
-    if (patch.username) set.usernameLower = usernameKey(patch.username);
+    if (patch.username) set.usernameKey = usernameKey(patch.username);
     if (patch.website !== undefined) set.website = patch.website;
     if (patch.visibleEmail !== undefined) set.visibleEmail = patch.visibleEmail;
+    const update = async (filter: Filter<UserDocument>, $set: Partial<UserDocument>) =>
+      this.users.findOneAndUpdate({ $and: [{ _id: userId }, STORED_PROFILE_FILTER[requires], filter] }, patch.username === null ? { $set, $unset: { usernameKey: '' } } : { $set }, { returnDocument: 'after' });
     try {
-      const stored = await this.users.findOneAndUpdate(
-        { _id: userId, ...STORED_PROFILE_FILTER[requires] },
-        patch.username === null ? { $set: set, $unset: { usernameLower: '' } } : { $set: set },
-        { returnDocument: 'after' },
-      );
+      let stored: UserDocument | null;
+      if (patch.username) {
+        // Sending one's own name again as stored keeps its key: a look-alike kept from before the key holds one of its own.
+        const { usernameKey: _, ...keepingKey } = set;
+        stored = (await update({ username: patch.username }, keepingKey)) ?? (await update({ username: { $ne: patch.username } }, set));
+      } else {
+        stored = await update({}, set);
+      }
       return stored ? fromUserDocument(stored) : null;
     } catch (err) {
-      if (isDuplicateKeyError(err, 'usernameLower')) throw new AlreadyExistsError('username: already taken');
+      if (isDuplicateKeyError(err, 'usernameKey')) throw new AlreadyExistsError('username: already taken');
       throw err;
     }
   }

@@ -1,9 +1,28 @@
-import { usernameKey } from '@cards/card-rules';
-import { AlreadyExistsError, openSqlite, type SqliteDatabase } from '@cards/platform';
+import { AlreadyExistsError, openSqlite, type SqliteDatabase, type SqliteMigration } from '@cards/platform';
 import type { Invitation, PasswordReset, ProfilePatch, Session, StoredProfileCondition, User } from '../../domain/model';
 import type { IdentityRepository } from '../../domain/ports';
+import { usernameKey } from '../../domain/username-key';
 
-export const MIGRATIONS = [
+/**
+ * Gives every stored username its usernameKey again, oldest first (created_at, then id), under a unique index made
+ * anew. A name whose key an older name already holds (two look-alikes taken before the key joined them) stays as its
+ * holder wrote it, under its key, a space and its user id, which no other name's key can be: the older name keeps the
+ * key itself, so no one else can take a look-alike of either; the younger holder keeps theirs until they rename.
+ */
+export function rekeyUsernames(db: SqliteDatabase): void {
+  db.exec('DROP INDEX IF EXISTS users_username_key');
+  const rows = db.prepare('SELECT id, username FROM users WHERE username IS NOT NULL ORDER BY created_at, id').all() as Array<{ id: string; username: string }>;
+  const setKey = db.prepare('UPDATE users SET username_key = ? WHERE id = ?');
+  const held = new Set<string>();
+  for (const row of rows) {
+    const key = usernameKey(row.username);
+    setKey.run(held.has(key) ? `${key} ${row.id}` : key, row.id);
+    held.add(key);
+  }
+  db.exec('CREATE UNIQUE INDEX users_username_key ON users(username_key) WHERE username_key IS NOT NULL');
+}
+
+export const MIGRATIONS: readonly SqliteMigration[] = [
   `CREATE TABLE users (
      id TEXT PRIMARY KEY, email TEXT NOT NULL UNIQUE, username TEXT, website TEXT, visible_email INTEGER NOT NULL,
      password_hash TEXT NOT NULL, created_at TEXT NOT NULL, updated_at TEXT NOT NULL);
@@ -22,6 +41,8 @@ export const MIGRATIONS = [
    UPDATE users SET username_key = lower(username) WHERE username IS NOT NULL;
    DROP INDEX IF EXISTS users_username;
    CREATE UNIQUE INDEX users_username_key ON users(username_key) WHERE username_key IS NOT NULL;`,
+  // Usernames unique under the confusable skeleton too (usernameKey: "coco" and Cyrillic "сосо" are one name).
+  rekeyUsernames,
 ];
 
 interface UserRow {
@@ -146,7 +167,8 @@ export class SqliteIdentityRepository implements IdentityRepository {
 
   async updateProfile(userId: string, patch: ProfilePatch, requires: StoredProfileCondition, updatedAt: Date): Promise<User | null> {
     const sets = ['updated_at = @updatedAt'];
-    if (patch.username !== undefined) sets.push('username = @username', 'username_key = @usernameKey');
+    // Sending one's own name again as stored keeps its key: a look-alike kept from before the key holds one of its own.
+    if (patch.username !== undefined) sets.push('username_key = CASE WHEN username IS @username THEN username_key ELSE @usernameKey END', 'username = @username');
     if (patch.website !== undefined) sets.push('website = @website');
     if (patch.visibleEmail !== undefined) sets.push('visible_email = @visibleEmail');
     try {

@@ -1,0 +1,39 @@
+import { confusableSkeleton, usernameKey } from '../src/domain/username-key';
+
+describe('usernameKey', () => {
+  it('makes names that look alike across scripts one key (UTS #39 skeleton of the case fold)', () => {
+    const same = [
+      ['coco', '\u0441\u043e\u0441\u043e', 'COCO', '\u0421\u041e\u0421\u041e'], // Latin and Cyrillic
+      ['paypal', '\u0440\u0430\u0443\u0440\u0430l', 'PayPal'],
+      ['admin', '\u0430dmin', 'adrnin', 'ADMIN'],
+      ['b0b', 'bob', 'BOB'],
+      ['user_1', 'user_l'],
+      ['\u0645\u062d\u0645\u062f', '\u0645\u0640\u062d\u0645\u062f', '\u0645\u0640\u0640\u0640\u062d\u0645\u062f'], // tatweel, stored before it was refused
+      // The case-folding equivalences stay.
+      ['Zo\u00eb', 'ZO\u00cb', 'zoe\u0308'],
+      ['Stra\u00dfe', 'STRASSE', 'strasse', 'STRA\u1e9eE'],
+      ['\u03a3\u038a\u03a3\u03a5\u03a6\u039f\u03a3', '\u03c3\u03af\u03c3\u03c5\u03c6\u03bf\u03c2', '\u03c3\u03af\u03c3\u03c5\u03c6\u03bf\u03c3'],
+      ['\u0414\u043c\u0438\u0442\u0440\u0438\u0439', '\u0414\u041c\u0418\u0422\u0420\u0418\u0419'],
+      ['CardFan', 'cardfan', 'CARDFAN'],
+    ];
+    for (const names of same) expect(new Set(names.map(usernameKey))).toEqual(new Set([usernameKey(names[0]!)]));
+    const different = [
+      ['Zoe', 'Zo\u00eb'],
+      ['Zo\u00e9', 'Zoe'],
+      ['\uae40\ucca0\uc218', '\uae40\ucca0\uc2182'],
+      ['coco', 'cocoa'],
+      ['a-b', 'a_b'],
+    ];
+    for (const [a, b] of different) expect(usernameKey(a!)).not.toBe(usernameKey(b!));
+  });
+
+  it('is the stored key: these values may only change with a migration that keys every stored name again', () => {
+    expect(usernameKey('CardFan')).toBe('cardfan');
+    expect(usernameKey('\u0441\u043e\u0441\u043e')).toBe('coco');
+    expect(usernameKey('admin')).toBe('adrnin');
+    expect(usernameKey('Stra\u00dfe')).toBe('strasse');
+    expect(usernameKey('\uae40\ucca0\uc218')).toBe('\u1100\u4e28\u1106\ucc98\u1105\uc218');
+    expect(confusableSkeleton('\u0441\u043e\u0441\u043e')).toBe('coco');
+    expect(confusableSkeleton('0')).toBe('O');
+  });
+});

@@ -861,7 +861,7 @@ export interface components {
         };
     };
     responses: {
-        /** @description Too many requests from this client; try again after Retry-After seconds. Logging in, invitations and password resets: over the attempts allowed per minute from one address (RATE_LIMIT_AUTH_PER_IP) or for one e-mail (RATE_LIMIT_AUTH_PER_EMAIL); invitations and reset mails together: over RATE_LIMIT_MAIL_PER_IP per RATE_LIMIT_MAIL_WINDOW_MS from one address (200 per 10 minutes by default; an IPv6 client counts by its /64). POST /api/file: the caller's uploads under way (admitted or waiting) would weigh more than half the upload bound beyond their first, or the files service already checks PARSER_CHECKS_PER_USER of the caller's uploads (2 by default). GET /api/file/{file_id}: the client (the user, else the client address) already has FILE_READS_PER_CLIENT reads under way (4 by default). Other clients are still served. */
+        /** @description Too many requests from this client; try again after Retry-After seconds. Logging in, invitations and password resets: over the attempts allowed per minute from one address (RATE_LIMIT_AUTH_PER_IP) or for one e-mail (RATE_LIMIT_AUTH_PER_EMAIL); invitations and reset mails together: over RATE_LIMIT_MAIL_PER_IP per RATE_LIMIT_MAIL_WINDOW_MS from one address (200 per 10 minutes by default; an IPv6 client counts by its /64). POST /api/file: the caller's uploads under way (admitted or waiting) would weigh more than half the upload bound beyond their first, or the files service already checks PARSER_CHECKS_PER_USER of the caller's uploads (4 by default). GET /api/file/{file_id}: the client (the user, else the client address) already has FILE_READS_PER_CLIENT reads under way (4 by default). POST /api/card and PUT /api/card/update with card_html of 16,384 characters or more (CARD_HTML_WORKER_MIN_CHARS): the cards service already cleans or has waiting CARD_HTML_PER_USER of the caller's large cards (2 by default). Other clients are still served. */
         TooManyRequests: {
             headers: {
                 /** @description Seconds to wait before trying again */
@@ -2961,6 +2961,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            429: components["responses"]["TooManyRequests"];
             431: components["responses"]["RequestHeadTooLarge"];
             503: components["responses"]["ServiceUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -3078,6 +3079,7 @@ export interface operations {
             408: components["responses"]["RequestTimeout"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
             431: components["responses"]["RequestHeadTooLarge"];
             503: components["responses"]["ServiceUnavailable"];
             504: components["responses"]["GatewayTimeout"];

@@ -20,6 +20,8 @@ export const cardsConfigSchema = z.object({
   /** Large cards waiting for a worker at most, and how long; beyond: UNAVAILABLE (HTTP 503). */
   CARD_HTML_QUEUE: envInt(16),
   CARD_HTML_QUEUE_WAIT_MS: envInt(5_000),
+  /** Large cards one user has being cleaned or waiting at once at most; one more: RESOURCE_EXHAUSTED (HTTP 429). */
+  CARD_HTML_PER_USER: envInt(2).pipe(z.number().min(1, 'must be at least 1')),
   KAFKA_BROKERS: z.string().optional(),
   MONGO_URL: z.string().optional(),
 });

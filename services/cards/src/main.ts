@@ -32,7 +32,7 @@ export async function startCards(env: Record<string, string | undefined> = proce
   const fileDirectory = new GrpcFileDirectory(peers.files.client);
   const collectionRepository = store.collections;
   const htmlCleaner = new WorkerCardHtmlCleaner(
-    { minWorkerChars: config.CARD_HTML_WORKER_MIN_CHARS, workers: config.CARD_HTML_WORKERS, maxQueued: config.CARD_HTML_QUEUE, maxWaitMs: config.CARD_HTML_QUEUE_WAIT_MS },
+    { minWorkerChars: config.CARD_HTML_WORKER_MIN_CHARS, workers: config.CARD_HTML_WORKERS, maxQueued: config.CARD_HTML_QUEUE, maxWaitMs: config.CARD_HTML_QUEUE_WAIT_MS, perUser: config.CARD_HTML_PER_USER },
     logger,
   );
   const cardService = new CardService({

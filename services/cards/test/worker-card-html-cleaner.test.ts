@@ -1,11 +1,11 @@
 import fc from 'fast-check';
-import { createLogger, InvalidArgumentError, SERVICE_BUSY, ServiceBusyError, UnavailableError } from '@cards/platform';
+import { createLogger, InvalidArgumentError, ResourceExhaustedError, SERVICE_BUSY, ServiceBusyError, UnavailableError } from '@cards/platform';
 import { InProcessContentLock } from '../src/adapters/in-process/in-process-content-lock';
 import { openCardsDatabase } from '../src/adapters/sqlite/sqlite-cards-database';
 import { SqliteCardRepository } from '../src/adapters/sqlite/sqlite-card-repository';
 import { SqliteCollectionRepository } from '../src/adapters/sqlite/sqlite-collection-repository';
 import { SqliteVoteRepository } from '../src/adapters/sqlite/sqlite-vote-repository';
-import { CARD_HTML_BUSY_MESSAGE, DEFAULT_CARD_HTML_CLEANING_LIMITS, tsxCjsApiPath, WorkerCardHtmlCleaner } from '../src/adapters/worker-threads/worker-card-html-cleaner';
+import { CARD_HTML_BUSY_MESSAGE, DEFAULT_CARD_HTML_CLEANING_LIMITS, OWN_CARD_HTML_BUSY_MESSAGE, tsxCjsApiPath, WorkerCardHtmlCleaner } from '../src/adapters/worker-threads/worker-card-html-cleaner';
 import { CardService } from '../src/application/card-service';
 import { cardTextFromHtml } from '../src/domain/rules';
 import { uninvolvedCardServiceDeps } from './uninvolved-deps';
@@ -110,7 +110,7 @@ describe('WorkerCardHtmlCleaner', () => {
   });
 
   it('cleans at most `workers` large cards at once and refuses one more than the line holds with 503 (busy), at once', async () => {
-    cleaner = new WorkerCardHtmlCleaner({ minWorkerChars: 16_384, workers: 1, maxQueued: 1, maxWaitMs: 30_000 });
+    cleaner = new WorkerCardHtmlCleaner({ minWorkerChars: 16_384, workers: 1, maxQueued: 1, maxWaitMs: 30_000, perUser: 1 });
     const html = largeNestedHtml('w');
     const first = cleaner.clean(html);
     const second = cleaner.clean(html);
@@ -128,7 +128,7 @@ describe('WorkerCardHtmlCleaner', () => {
   });
 
   it("waits its turn for a file's ingestion instead of refusing it", async () => {
-    cleaner = new WorkerCardHtmlCleaner({ minWorkerChars: 16_384, workers: 1, maxQueued: 0, maxWaitMs: 30_000 });
+    cleaner = new WorkerCardHtmlCleaner({ minWorkerChars: 16_384, workers: 1, maxQueued: 0, maxWaitMs: 30_000, perUser: 1 });
     const html = largeNestedHtml('w');
     const first = cleaner.clean(html);
     await expect(cleaner.clean(html)).rejects.toThrow(new UnavailableError(CARD_HTML_BUSY_MESSAGE));
@@ -149,8 +149,54 @@ describe('WorkerCardHtmlCleaner', () => {
     const card = (extra: object) => service.createCard({ callerId: 'alice', cardHtml: `<p>${words(80, `c${asked.length}x`)}</p>`, link: '', private: false, tags: [], ...extra });
     await card({});
     await card({ privacyFromFile: true });
-    expect(asked).toEqual([{ patient: false }, { patient: true }]);
+    expect(asked).toEqual([{ patient: false, caller: 'alice' }, { patient: true, caller: 'alice' }]);
     db.close();
+  });
+
+  it("cleans another user's large card while one user floods the cleaner: the flooder's cards beyond their share are refused 429 at once", async () => {
+    // One worker and a line of two: three of one user's cards at once would take every place (security review, starve.mjs).
+    cleaner = new WorkerCardHtmlCleaner({ minWorkerChars: 16_384, workers: 1, maxQueued: 2, maxWaitMs: 30_000, perUser: 1 });
+    const db = openCardsDatabase(':memory:');
+    const service = new CardService({
+      ...uninvolvedCardServiceDeps,
+      cards: new SqliteCardRepository(db),
+      votes: new SqliteVoteRepository(db),
+      collections: new SqliteCollectionRepository(db),
+      contentLock: new InProcessContentLock(),
+      eventsWritten: () => undefined,
+      logger: createLogger('cards-test', 'silent'),
+      htmlCleaner: cleaner,
+    });
+    const outcome = (answer: Promise<unknown>) =>
+      answer.then(
+        () => 'created',
+        (err: Error) => `${err.name}: ${err.message}`,
+      );
+    // Mallory's large cards, sent at once, as a client keeping many connections does; then Bob's.
+    const mallory = Array.from({ length: 6 }, (_, i) => outcome(service.createCard({ callerId: 'mallory', cardHtml: largeNestedHtml(`m${i}x`), link: '', private: true, tags: [] })));
+    const bob = service.createCard({ callerId: 'bob', cardHtml: largeNestedHtml('bob'), link: '', private: true, tags: [] });
+    const bobsCard = (await bob).card;
+    expect(bobsCard.cardHtml).toBe(cardTextFromHtml(largeNestedHtml('bob')).cardHtml);
+    const refused = `ResourceExhaustedError: ${OWN_CARD_HTML_BUSY_MESSAGE}`;
+    expect(await Promise.all(mallory)).toEqual(['created', refused, refused, refused, refused, refused]);
+
+    // An update counts toward its author's share as a create does; once Mallory's card is done, her next one is cleaned.
+    const first = service.updateCard({ callerId: 'bob', cardId: bobsCard.id, cardHtml: largeNestedHtml('bob2') });
+    await expect(service.updateCard({ callerId: 'bob', cardId: bobsCard.id, cardHtml: largeNestedHtml('bob3') })).rejects.toThrow(new ResourceExhaustedError(OWN_CARD_HTML_BUSY_MESSAGE));
+    await expect(outcome(service.createCard({ callerId: 'mallory', cardHtml: largeNestedHtml('m9x'), link: '', private: true, tags: [] }))).resolves.toBe('created');
+    await first;
+    db.close();
+  });
+
+  it("takes no share for a file's ingestion, nor counts it against its owner's own cards", async () => {
+    cleaner = new WorkerCardHtmlCleaner({ minWorkerChars: 16_384, workers: 1, maxQueued: 4, maxWaitMs: 30_000, perUser: 1 });
+    const html = largeNestedHtml('w');
+    const ingested = [cleaner.clean(html, { patient: true, caller: 'alice' }), cleaner.clean(html, { patient: true, caller: 'alice' })];
+    const own = cleaner.clean(html, { caller: 'alice' });
+    await expect(cleaner.clean(html, { caller: 'alice' })).rejects.toBeInstanceOf(ResourceExhaustedError);
+    await expect(Promise.all([...ingested, own])).resolves.toEqual([cardTextFromHtml(html), cardTextFromHtml(html), cardTextFromHtml(html)]);
+    // The share is given back after each card, refused or not.
+    await expect(cleaner.clean(html, { caller: 'alice' })).resolves.toEqual(cardTextFromHtml(html));
   });
 
   it('finds tsx beside the one the process was started with when the workspace has none (the images run a global tsx)', () => {

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
-import { createLogger, enableInProcessCalls, ServiceBusyError, startGrpcServer, UnavailableError, type GrpcServerHandle } from '@cards/platform';
+import { createLogger, enableInProcessCalls, ResourceExhaustedError, ServiceBusyError, startGrpcServer, UnavailableError, type GrpcServerHandle } from '@cards/platform';
 import { cards, identity } from '@cards/proto';
 import type { Channel } from 'nice-grpc';
 import { createGatewayClients } from '../src/clients';
@@ -10,6 +10,13 @@ import { appWithoutServices } from './app-without-services';
 
 /** The cards service's refusal when its large-HTML cleaners and their line are full (WorkerCardHtmlCleaner). */
 const CLEANERS_BUSY = 'The service is busy cleaning other large cards; send the card again in a few seconds';
+
+/** The cards service's refusal when the user already has their share of the large-HTML cleaners (CARD_HTML_PER_USER). */
+const OWN_CLEANS_BUSY = 'You have too many large cards being cleaned at once; send the card again when one of them has finished';
+
+/** A link, and a card id, whose large card the stub cards service finds beyond its author's share of the cleaners. */
+const ownShareLink = 'https://example.com/own-share';
+const ownShareCard = randomUUID();
 
 /** A link whose card the stub cards service cannot store: its store is unreachable (no bound of its own is full). */
 const storeDownLink = 'https://example.com/store-down';
@@ -42,9 +49,11 @@ beforeAll(async () => {
         stub<cards.CardServiceImplementation>(cards.CardServiceDefinition, {
           async createCard(req) {
             if (req.link === storeDownLink) throw new UnavailableError('the card store cannot be reached');
+            if (req.link === ownShareLink) throw new ResourceExhaustedError(OWN_CLEANS_BUSY);
             throw new ServiceBusyError(CLEANERS_BUSY);
           },
-          async updateCard() {
+          async updateCard(req) {
+            if (req.cardId === ownShareCard) throw new ResourceExhaustedError(OWN_CLEANS_BUSY);
             throw new ServiceBusyError(CLEANERS_BUSY);
           },
         }),
@@ -98,6 +107,15 @@ describe.each([
     const res = await request();
     expect({ status: res.status, body: await res.json(), retryAfter: res.headers.get('retry-after') }).toEqual({ status: 503, body: { message: CLEANERS_BUSY }, retryAfter: '5' });
     expect(logLines()).toEqual([{ level: 40, msg: 'request refused: server busy', hasErr: false, status: 503 }]);
+  });
+
+  it.each([
+    ['POST /api/card', () => send('POST', '/card', { card_html: largeCard, link: ownShareLink, private: false })],
+    ['PUT /api/card/update', () => send('PUT', '/card/update', { card_uuid: ownShareCard, card_html: largeCard })],
+  ])("%s is 429 with the service's message and Retry-After when the user's own share of the cleaners is taken, nothing logged", async (_route, request) => {
+    const res = await request();
+    expect({ status: res.status, body: await res.json(), retryAfter: res.headers.get('retry-after') }).toEqual({ status: 429, body: { message: OWN_CLEANS_BUSY }, retryAfter: '5' });
+    expect(logLines()).toEqual([]);
   });
 
   it('keeps the generic 503, without Retry-After, for a cards service that cannot answer (no bound of its own full)', async () => {

@@ -119,14 +119,16 @@ describe('OpenAPI document', () => {
     }
   });
 
-  it('lists 429 with Retry-After exactly where the gateway answers it: the auth rate limits, the upload share and the file-read share', () => {
+  it('lists 429 with Retry-After exactly where the gateway answers it: the auth rate limits, the upload share, the file-read share and the large-card share', () => {
     const paths = document.paths as Record<string, Record<string, any>>;
     const responses = (document.components as { responses: Record<string, any> }).responses;
     expect(responses.TooManyRequests.content['application/json'].schema).toEqual({ $ref: '#/components/schemas/Error' });
     expect(responses.TooManyRequests.headers['Retry-After']).toEqual(expect.objectContaining({ required: true }));
     expect(responses.TooManyRequests.description).toMatch(/FILE_READS_PER_CLIENT/);
-    // authRateLimits (identity-routes.ts), uploadAdmission's per-user share, the per-client file-read share (file-routes.ts).
-    const answering429 = ['createInvitation', 'login', 'requestPasswordReset', 'resetPassword', 'uploadFile', 'getFile'];
+    expect(responses.TooManyRequests.description).toMatch(/CARD_HTML_PER_USER/);
+    // authRateLimits (identity-routes.ts), uploadAdmission's per-user share, the per-client file-read share (file-routes.ts),
+    // the cards service's per-user share of its large-HTML cleaners (error-handler.ts).
+    const answering429 = ['createInvitation', 'login', 'requestPasswordReset', 'resetPassword', 'uploadFile', 'getFile', 'createCard', 'updateCard'];
     for (const op of OPERATIONS) {
       const listed = paths[toOpenApiPath(op.path)]![op.method]!.responses['429'];
       expect({ operation: op.operationId, 429: listed }).toEqual({ operation: op.operationId, 429: answering429.includes(op.operationId) ? { $ref: '#/components/responses/TooManyRequests' } : undefined });

@@ -156,8 +156,9 @@ export class CardService {
       // A retry of a create cut off after its insert (file ingestion after a crash) finishes what that create owes.
       if (existing) return asCreated((await this.finishOwedLookAgain(existing.id))?.card ?? existing);
     }
-    // A file's ingestion (the only caller taking the file's privacy) waits for a busy cleaner instead of being refused.
-    const { cardHtml, content } = await this.htmlCleaner.clean(input.cardHtml, { patient: input.privacyFromFile === true });
+    // A file's ingestion (the only caller taking the file's privacy) waits for a busy cleaner instead of being refused;
+    // a client's create counts toward its author's share of the cleaner.
+    const { cardHtml, content } = await this.htmlCleaner.clean(input.cardHtml, { patient: input.privacyFromFile === true, caller: callerId });
     const link = validLink(input.link);
     const tags = validTags(input.tags);
     const ocFilePath = validOcFilePath(input.ocFilePath);
@@ -545,7 +546,7 @@ export class CardService {
     const next: Card = { ...card };
     let fingerprint = null;
     if (input.cardHtml !== undefined) {
-      const derived = await this.htmlCleaner.clean(input.cardHtml);
+      const derived = await this.htmlCleaner.clean(input.cardHtml, { caller: callerId });
       next.cardHtml = derived.cardHtml;
       next.content = derived.content;
       if (next.content !== card.content) fingerprint = fingerprintOf(next.content);

@@ -369,8 +369,9 @@ export interface UserDirectory {
 /**
  * Cleans card HTML: rules.ts's cardTextFromHtml (the HTML reduced to the allow-list and its text, the limits enforced:
  * InvalidArgumentError otherwise), perhaps off the service's thread. An adapter bounding the work it takes at once may
- * refuse with UnavailableError when it is busy, but never a patient caller (a file's ingestion), which waits its turn.
+ * refuse with UnavailableError when it is busy, but never a patient caller (a file's ingestion), which waits its turn;
+ * and ResourceExhaustedError when `caller` (the user a create or update is for) already has their share of that work.
  */
 export interface CardHtmlCleaner {
-  clean(rawHtml: string, options?: { patient?: boolean }): Promise<{ cardHtml: string; content: string }>;
+  clean(rawHtml: string, options?: { patient?: boolean; caller?: string }): Promise<{ cardHtml: string; content: string }>;
 }

@@ -1,7 +1,7 @@
 import type { NextFunction, Request, Response } from 'express';
 import { ClientError, Status } from 'nice-grpc';
 import { httpStatusFromGrpc, IDEMPOTENCY_KEY_REUSED, isStatusOfService, SERVICE_BUSY, statusReasonOf, TOO_LARGE, type Logger } from '@cards/platform';
-import { HttpError, serverBusy } from './http-error';
+import { HttpError, ownShareTaken, serverBusy } from './http-error';
 
 interface BodyParserError {
   type?: string;
@@ -14,7 +14,7 @@ interface BodyParserError {
 export function errorHandler(logger: Logger) {
   // Express recognises error handlers by their four parameters.
   return (thrown: unknown, req: Request, res: Response, _next: NextFunction) => {
-    const err = asServerBusy(thrown);
+    const err = asOwnShareTaken(asServerBusy(thrown));
     const { status, message } = describe(err);
     // The gateway's own 503 (uploads or file reads over their bound, a busy files or cards service passed on) is overload answered
     // as designed, not a failure: one warn line, no stack, so a busy hour does not fill the error log.
@@ -40,6 +40,18 @@ export const SERVICE_BUSY_RETRY_AFTER_SECONDS = 5;
 function asServerBusy(err: unknown): unknown {
   if (err instanceof ClientError && err.code === Status.UNAVAILABLE && isStatusOfService(err) && statusReasonOf(err) === SERVICE_BUSY) {
     return serverBusy(err.details, SERVICE_BUSY_RETRY_AFTER_SECONDS);
+  }
+  return err;
+}
+
+/**
+ * A service's own quota refusal (RESOURCE_EXHAUSTED it sent, not a size limit: the cards service's share of its
+ * large-HTML cleaners per user, on card create and update) is the caller's own share taken: 429 with the service's
+ * message and Retry-After, as every 429 the gateway sends (the upload route answers the files service's so too).
+ */
+function asOwnShareTaken(err: unknown): unknown {
+  if (err instanceof ClientError && err.code === Status.RESOURCE_EXHAUSTED && isStatusOfService(err) && statusReasonOf(err) !== TOO_LARGE) {
+    return ownShareTaken(err.details, SERVICE_BUSY_RETRY_AFTER_SECONDS);
   }
   return err;
 }

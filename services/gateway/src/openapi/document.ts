@@ -103,9 +103,9 @@ export const OPERATIONS: OperationSpec[] = [
   { method: 'put', path: '/api/notifications', operationId: 'markNotificationRead', summary: 'Mark one notification read', tag: 'Notifications', auth: 'required', body: markReadBody, success: { status: 204 }, errors: [400, 401, 404] },
 
   // Cards
-  { method: 'post', path: '/api/card', operationId: 'createCard', summary: 'Create a card (more than 70 words); duplicates are stored as collisions', tag: 'Cards', auth: 'required', headers: idempotencyKeyHeader, body: createCardBody, success: { status: 200, schema: r.createCardResponse }, errors: [400, 401, 409, 422] },
+  { method: 'post', path: '/api/card', operationId: 'createCard', summary: 'Create a card (more than 70 words); duplicates are stored as collisions', tag: 'Cards', auth: 'required', headers: idempotencyKeyHeader, body: createCardBody, success: { status: 200, schema: r.createCardResponse }, errors: [400, 401, 409, 422, 429] },
   { method: 'get', path: '/api/card/count', operationId: 'countCards', summary: 'Number of all cards, collisions included', tag: 'Cards', auth: 'none', success: { status: 200, schema: r.cardCount }, errors: [] },
-  { method: 'put', path: '/api/card/update', operationId: 'updateCard', summary: 'Update an own card\'s link, html or privacy', tag: 'Cards', auth: 'required', body: updateCardBody, success: { status: 204 }, errors: [400, 401, 403, 404] },
+  { method: 'put', path: '/api/card/update', operationId: 'updateCard', summary: 'Update an own card\'s link, html or privacy', tag: 'Cards', auth: 'required', body: updateCardBody, success: { status: 204 }, errors: [400, 401, 403, 404, 429] },
   { method: 'get', path: '/api/card/:card_id', operationId: 'getCard', summary: 'A card (private ones only to their author)', tag: 'Cards', auth: 'optional', params: params({ card_id: uuidParam }), success: { status: 200, schema: r.card }, errors: [400, 404] },
   { method: 'delete', path: '/api/card/:card_id', operationId: 'deleteCard', summary: 'Delete an own card', tag: 'Cards', auth: 'required', params: params({ card_id: uuidParam }), success: { status: 204 }, errors: [400, 401, 403, 404] },
 
@@ -201,7 +201,8 @@ const TRANSPORT_RESPONSES = {
 
 /**
  * 429, on the operations that list it: every 429 the gateway sends carries Retry-After (express-rate-limit sets it for
- * the auth limits, rate-limits.ts; the upload and file-read shares send 5 s, upload-admission.ts and file-routes.ts).
+ * the auth limits, rate-limits.ts; the upload and file-read shares send 5 s, upload-admission.ts and file-routes.ts; a
+ * service's own share refusal, as the cards service's per-user share of its large-HTML cleaners, 5 s, error-handler.ts).
  */
 const TOO_MANY_REQUESTS = {
   name: 'TooManyRequests',
@@ -210,8 +211,9 @@ const TOO_MANY_REQUESTS = {
       'over the attempts allowed per minute from one address (RATE_LIMIT_AUTH_PER_IP) or for one e-mail (RATE_LIMIT_AUTH_PER_EMAIL); ' +
       'invitations and reset mails together: over RATE_LIMIT_MAIL_PER_IP per RATE_LIMIT_MAIL_WINDOW_MS from one address (200 per 10 minutes by default; an IPv6 client counts by its /64). ' +
       'POST /api/file: the caller\'s uploads under way (admitted or waiting) would weigh more than half the upload bound beyond their first, ' +
-      'or the files service already checks PARSER_CHECKS_PER_USER of the caller\'s uploads (2 by default). ' +
+      'or the files service already checks PARSER_CHECKS_PER_USER of the caller\'s uploads (4 by default). ' +
       'GET /api/file/{file_id}: the client (the user, else the client address) already has FILE_READS_PER_CLIENT reads under way (4 by default). ' +
+      'POST /api/card and PUT /api/card/update with card_html of 16,384 characters or more (CARD_HTML_WORKER_MIN_CHARS): the cards service already cleans or has waiting CARD_HTML_PER_USER of the caller\'s large cards (2 by default). ' +
       'Other clients are still served.',
     { 'Retry-After': { required: true, description: 'Seconds to wait before trying again', schema: { type: 'string' } } },
   ),

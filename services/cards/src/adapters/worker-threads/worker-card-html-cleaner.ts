@@ -3,7 +3,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { Status } from 'nice-grpc';
-import { AdmissionRefusedError, BoundedAdmission, InvalidArgumentError, ServiceBusyError, UnavailableError, type Logger } from '@cards/platform';
+import { AdmissionRefusedError, BoundedAdmission, ClientShares, InvalidArgumentError, ResourceExhaustedError, ServiceBusyError, UnavailableError, type Logger } from '@cards/platform';
 import type { CardHtmlCleaner } from '../../domain/ports';
 import { cardTextFromHtml, MAX_HTML_CHARS } from '../../domain/rules';
 
@@ -16,11 +16,19 @@ export interface CardHtmlCleaningLimits {
   maxQueued: number;
   /** How long a large card waits for a worker at most before it is refused. */
   maxWaitMs: number;
+  /**
+   * Large cards one user has being cleaned or waiting at once at most (a client's create or update; a file's ingestion
+   * is not counted); one more is refused ResourceExhaustedError (HTTP 429 with Retry-After) at once, before it takes a
+   * place, so one user's flood leaves the other workers and the line to the others.
+   */
+  perUser: number;
 }
 
-export const DEFAULT_CARD_HTML_CLEANING_LIMITS: CardHtmlCleaningLimits = { minWorkerChars: 16_384, workers: 2, maxQueued: 16, maxWaitMs: 5_000 };
+export const DEFAULT_CARD_HTML_CLEANING_LIMITS: CardHtmlCleaningLimits = { minWorkerChars: 16_384, workers: 2, maxQueued: 16, maxWaitMs: 5_000, perUser: 2 };
 
 export const CARD_HTML_BUSY_MESSAGE = 'The service is busy cleaning other large cards; send the card again in a few seconds';
+
+export const OWN_CARD_HTML_BUSY_MESSAGE = 'You have too many large cards being cleaned at once; send the card again when one of them has finished';
 
 /** A worker's heap cap: cleaning the largest card takes a few MB; the modules it loads, some tens. */
 const WORKER_HEAP_MB = 256;
@@ -71,11 +79,17 @@ export function tsxCjsApiPath(execArgv: readonly string[] = process.execArgv, fr
  * once; the next ones wait in a line of at most `maxQueued` for at most `maxWaitMs`, beyond which they are refused
  * UnavailableError (BoundedAdmission), so a flood of large cards neither spawns workers nor queues without bound.
  * Patient callers (a file's ingestion) wait as long as it takes, as BoundedAdmission lets them.
+ * One user (the caller a create or update names) has at most `perUser` large cards being cleaned or waiting at once;
+ * one more is refused ResourceExhaustedError at once, before it takes a place (ClientShares, as the files service's
+ * document checks): without it, one user's parallel loop of slow large cards held both workers and the whole line,
+ * and every other user's large card was refused busy. A patient caller takes no share (it is never refused).
  * Workers start on first use and stay; one that fails is replaced on next use. Without tsx to load the rules in a
  * worker, every card is cleaned inline (logged at the start).
  */
 export class WorkerCardHtmlCleaner implements CardHtmlCleaner {
   private readonly admission: BoundedAdmission;
+  /** Large cards being cleaned or waiting, by user. */
+  private readonly cleansOf = new ClientShares();
   private readonly idle: PooledWorker[] = [];
   private readonly all = new Set<PooledWorker>();
   private nextId = 1;
@@ -92,14 +106,24 @@ export class WorkerCardHtmlCleaner implements CardHtmlCleaner {
     if (!this.workerData) logger?.warn('tsx/cjs/api not found: large card HTML is cleaned on the service thread');
   }
 
-  async clean(rawHtml: string, options: { patient?: boolean } = {}): Promise<{ cardHtml: string; content: string }> {
+  async clean(rawHtml: string, options: { patient?: boolean; caller?: string } = {}): Promise<{ cardHtml: string; content: string }> {
     // HTML over the limit is refused at once, before it waits or is copied to a worker.
     if (!this.workerData || rawHtml.length < this.limits.minWorkerChars || rawHtml.length > MAX_HTML_CHARS) return cardTextFromHtml(rawHtml);
     if (this.closed) throw new UnavailableError('The cards service is stopping');
+    const releaseShare = options.patient || options.caller === undefined ? () => undefined : this.cleansOf.take(options.caller, 1, this.limits.perUser);
+    if (!releaseShare) throw new ResourceExhaustedError(OWN_CARD_HTML_BUSY_MESSAGE);
+    try {
+      return await this.admitted(rawHtml, options.patient === true);
+    } finally {
+      releaseShare();
+    }
+  }
+
+  private async admitted(rawHtml: string, patient: boolean): Promise<{ cardHtml: string; content: string }> {
     let release: () => void;
     try {
       // A patient caller (ingestion, a few at a time per files process) waits behind the line, never refused nor starved.
-      release = await (options.patient ? this.admission.acquirePatiently() : this.admission.acquire());
+      release = await (patient ? this.admission.acquirePatiently() : this.admission.acquire());
     } catch (err) {
       if (err instanceof AdmissionRefusedError) throw new ServiceBusyError(CARD_HTML_BUSY_MESSAGE);
       throw err;

@@ -55,8 +55,6 @@ export interface CardTextEditorProps {
    * only when it differs from what it holds, as one more undoable change.
    */
   hidden?: boolean;
-  /** Given once loaded: card HTML read through the editor's allow-list (what saving from the HTML view sends). */
-  onCleaner?(clean: (html: string) => string): void;
 }
 
 /**
@@ -90,7 +88,6 @@ export function CardTextEditor(props: CardTextEditorProps) {
     });
     held.current = richText.htmlOfDocument(view.current.state.doc);
     latest.current.onLoad(held.current);
-    latest.current.onCleaner?.(richText.cleanHtml);
     return () => {
       view.current?.destroy();
       view.current = null;

@@ -198,8 +198,6 @@ function CardForm({ card }: { card?: Card }) {
     setText(value);
     setLoadedText((before) => before ?? value);
   };
-  // The editor's allow-list reading, once loaded: what is sent from the HTML view (tables as rows, as a paste).
-  const [cleaner, setCleaner] = useState<{ clean(html: string): string } | null>(null);
   const [link, setLink] = useState(card?.link ?? '');
   const [tags, setTags] = useState(card?.tag_set ?? query.get('tags') ?? '');
   const [isPrivate, setPrivate] = useState(card?.private ?? false);
@@ -208,8 +206,9 @@ function CardForm({ card }: { card?: Card }) {
   // One key per draft: sending the same draft again (a second click, a retry after a lost answer) makes no second card.
   const draftKey = useMemo(newIdempotencyKey, [text, link, tags, isPrivate]);
   const action = useAction();
-  const html = htmlView && cleaner ? cleaner.clean(htmlFromInput(text)) : htmlFromInput(text);
-  const problems = cardDraftProblems({ text: html, link, tags });
+  // The HTML view's text is sent as it is (the server sanitizes it); the formatted view sends the editor's HTML.
+  const html = htmlFromInput(text);
+  const problems = cardDraftProblems({ text, link, tags });
   const words = wordCount(textOfHtml(html));
   const submit = async (e: Event) => {
     e.preventDefault();
@@ -273,7 +272,6 @@ function CardForm({ card }: { card?: Card }) {
           invalid={Boolean(show('text'))}
           onChange={setText}
           onLoad={loadText}
-          onCleaner={(clean) => setCleaner({ clean })}
           onLeave={() => setTouched(true)}
           onUnavailable={() => {
             setEditorUnavailable(true);

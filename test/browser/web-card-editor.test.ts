@@ -376,6 +376,11 @@ describeInBrowser('the card form’s rich-text editor and the verification displ
     await page.getByLabel('Card text (HTML)').fill('<table><caption>Rates</caption><tr><th>A</th><th>B</th></tr><tr><td>1</td><td>2</td></tr></table>');
     await page.getByRole('button', { name: 'Edit as HTML' }).click();
     expect(await editorHtml()).toBe('<p>Rates</p><p>A | B</p><p>1 | 2</p>');
+    // Text after a block in a cell, and a rule, start a line of the row (the cards service's sanitizer makes the same rows).
+    await page.getByRole('button', { name: 'Edit as HTML' }).click();
+    await page.getByLabel('Card text (HTML)').fill('<table><tr><td>\n<p>one</p>after\n</td><td>x<hr>y</td></tr></table>');
+    await page.getByRole('button', { name: 'Edit as HTML' }).click();
+    expect(await editorHtml()).toBe('<p>one<br>after | x<br>y</p>');
     expect(pageProblems).toEqual([]);
   });
 

@@ -208,6 +208,20 @@ describe('PUT /api/card/update', () => {
     expect((await bob.client.get(`/api/card/${card.id}`)).status).toBe(404);
   });
 
+  it('keeps the cells and rows of a table and the text of other dropped blocks apart, on create and update (they were glued: "YearRate20194.5%")', async () => {
+    const text = uniqueText();
+    const table = '<table><caption>Rates</caption><tr><th>Year</th><th>Rate</th></tr><tr><td>2019</td><td>4.5%</td></tr><tr><td></td><td> </td></tr></table>';
+    const created = await alice.client.post('/api/card', { card_html: `<p>${text}</p>${table}`, link: '', private: false });
+    expect(created.status).toBe(200);
+    expect(created.json.card_metadata).toMatchObject({ card_html: `<p>${text}</p><p>Rates</p><p>Year | Rate</p><p>2019 | 4.5%</p>`, content: `${text}\nRates\nYear | Rate\n2019 | 4.5%` });
+    const id = created.json.card_metadata.id as string;
+    const other = uniqueText();
+    const blocks = `<div>${other}</div><div>next</div><dl><dt>Term</dt><dd>Definition</dd></dl>x<hr>y`;
+    expect((await alice.client.put('/api/card/update', { card_uuid: id, card_html: blocks })).status).toBe(204);
+    const read = await alice.client.get(`/api/card/${id}`);
+    expect(read.json).toMatchObject({ card_html: `${other}<br />next<br />Term<br />Definition<br />x<br />y`, content: `${other}\nnext\nTerm\nDefinition\nx\ny` });
+  });
+
   it("is 403 on someone else's visible card, and changes nothing", async () => {
     const { card_metadata: card } = await createCard(alice);
     const res = await bob.client.put('/api/card/update', { card_uuid: card.id, link: 'https://bob.example' });

@@ -15,6 +15,7 @@ import { DOMParser as PMDOMParser, DOMSerializer, Schema, Slice, type Attrs, typ
 import { liftListItem, sinkListItem, splitListItem, wrapInList } from 'prosemirror-schema-list';
 import { EditorState, TextSelection, type Command, type Transaction } from 'prosemirror-state';
 import { EditorView } from 'prosemirror-view';
+import { CELL_LINE_TAGS, TABLE_CELL_SEPARATOR } from '@cards/card-rules';
 import { htmlOfPlainText } from './card-rules';
 import { inertHtml, parseInertHtml } from './inert-html';
 import 'prosemirror-view/style/prosemirror.css';
@@ -101,16 +102,38 @@ export const cardSchema = new Schema({
 
 const { nodes, marks } = cardSchema;
 
-/** Elements that end a line inside a table cell (a row becomes one paragraph, so a cell's blocks become lines in it). */
-const CELL_BLOCKS = new Set(['P', 'DIV', 'H1', 'H2', 'H3', 'H4', 'H5', 'H6', 'LI', 'UL', 'OL', 'BLOCKQUOTE', 'PRE', 'DL', 'DT', 'DD', 'SECTION', 'ARTICLE', 'HEADER', 'FOOTER', 'ADDRESS', 'FIGURE', 'FIGCAPTION']);
+/**
+ * Elements that end a line inside a table cell (a row becomes one paragraph, so a cell's blocks become lines in it):
+ * @cards/card-rules CELL_LINE_TAGS, the list the cards service's sanitizer makes a table's rows by too.
+ */
+const CELL_BLOCKS = new Set(CELL_LINE_TAGS.map((tag) => tag.toUpperCase()));
 
-/** A cell's content as inline nodes: its blocks' content one after another, a line break between two. */
-function inlineContent(node: Node, out: Node[]): Node[] {
+/**
+ * A cell's content as inline nodes: its blocks' content one after another, a line break between a block and the text
+ * before or after it (whitespace alone is no text), none at the end.
+ */
+function inlineContent(node: Node, out: Node[], after = { block: false }): Node[] {
+  // A line break after text since the last one (whitespace between blocks, as Word writes it, starts no line).
+  const lineBreak = (doc: Document) => {
+    for (let i = out.length - 1; i >= 0 && out[i]!.nodeName !== 'BR'; i--) {
+      if (out[i]!.textContent?.trim()) {
+        out.push(doc.createElement('br'));
+        return;
+      }
+    }
+  };
   for (const child of [...node.childNodes]) {
     if (child instanceof Element && CELL_BLOCKS.has(child.tagName)) {
-      if (out.length > 0 && out[out.length - 1]!.nodeName !== 'BR') out.push(child.ownerDocument.createElement('br'));
-      inlineContent(child, out);
-    } else out.push(child);
+      lineBreak(child.ownerDocument);
+      inlineContent(child, out, after);
+      after.block = true;
+    } else {
+      if (after.block && child.textContent?.trim()) {
+        lineBreak(child.ownerDocument!);
+        after.block = false;
+      }
+      out.push(child);
+    }
   }
   while (out.length > 0 && out[out.length - 1]!.nodeName === 'BR') out.pop();
   return out;
@@ -137,7 +160,7 @@ function tablesAsRows(body: HTMLElement): void {
       if (cells.every((cell) => !cell.textContent?.trim())) continue;
       const p = doc.createElement('p');
       cells.forEach((cell, i) => {
-        if (i > 0) p.append(' | ');
+        if (i > 0) p.append(TABLE_CELL_SEPARATOR);
         p.append(...inlineContent(cell, []));
       });
       paragraphs.push(p);

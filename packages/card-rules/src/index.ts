@@ -39,6 +39,25 @@ export const MAX_WEBSITE_CHARS = 512;
 /** Elements (lower-case names) whose start and end break a card's derived text into lines. */
 export const BLOCK_TAGS: readonly string[] = ['p', 'br', 'li', 'ul', 'ol', 'blockquote', 'h1', 'h2', 'h3', 'h4', 'h5', 'h6'];
 
+/**
+ * Elements the card allow-list drops, keeping their text, whose content is a block of its own: the cards service keeps
+ * their text apart from the text around them (a line break where the two would otherwise run together: "<div>a</div>
+ * <div>b</div>" is "a" and "b", not "ab"), as a browser shows them. Lower-case names.
+ */
+export const SEPARATED_BLOCK_TAGS: readonly string[] = [
+  'div', 'section', 'article', 'aside', 'header', 'footer', 'nav', 'main', 'address', 'hgroup', 'search', 'center',
+  'figure', 'figcaption', 'dl', 'dt', 'dd', 'details', 'summary', 'dialog', 'menu', 'dir', 'form', 'fieldset', 'legend',
+  'pre', 'listing', 'xmp', 'plaintext', 'hr', 'noscript', 'caption', 'thead', 'tbody', 'tfoot', 'tr', 'td', 'th', 'frameset', 'frame',
+];
+/**
+ * A table (a card holds none) becomes text rows, in the web editor and the cards service alike: each row a paragraph of
+ * its cells separated by TABLE_CELL_SEPARATOR, a caption a paragraph of its own, rows without text left out, and a
+ * cell's blocks (CELL_LINE_TAGS) lines of the row.
+ */
+export const TABLE_CELL_SEPARATOR = ' | ';
+/** Elements that end a line inside a table cell (lower-case names): the allow-list's blocks and the separated ones. */
+export const CELL_LINE_TAGS: readonly string[] = [...BLOCK_TAGS.filter((tag) => tag !== 'br'), ...SEPARATED_BLOCK_TAGS];
+
 /** A card's text from the raw text of its HTML (blocks already broken by '\n'): whitespace collapsed within each line, empty lines dropped. */
 export function collapseTextLines(raw: string): string {
   return raw

@@ -1,4 +1,6 @@
-import { cardTextFromHtml, fingerprintOf, isNearCopy, jaccard, MAX_NESTING_DEPTH, normalizeContent, sanitizeCardHtml, shinglesOf, textOfHtml, validCollectionDescription, validCollectionName, validLink, validOcFilePath, validTags } from '../src/domain/rules';
+import sanitizeHtml from 'sanitize-html';
+import { CARD_SANITIZE_OPTIONS, CARD_WELL_FORMED_OPTIONS, cardTextFromHtml, fingerprintOf, isNearCopy, jaccard, MAX_NESTING_DEPTH, normalizeContent, sanitizeCardHtml, shinglesOf, textOfHtml, validCollectionDescription, validCollectionName, validLink, validOcFilePath, validTags } from '../src/domain/rules';
+import { wellFormedHtml } from '../src/domain/well-formed-html';
 import { someContent } from './builders';
 
 const words = (n: number) => Array.from({ length: n }, (_, i) => `w${i}`).join(' ');
@@ -8,7 +10,65 @@ describe('card rules', () => {
     const clean = sanitizeCardHtml(
       '<div><p class="x" onclick="a()">Hi <b>bold</b> <mark>m</mark> <a href="javascript:x()" onclick="y">j</a> <a href="https://ok/">ok</a> <a href="//evil/">pr</a></p><script>bad()</script><style>p{}</style><img src=x onerror=alert(1)><table><tr><td>cell</td></tr></table></div>',
     );
-    expect(clean).toBe('<p>Hi <b>bold</b> <mark>m</mark> <a>j</a> <a href="https://ok/">ok</a> <a>pr</a></p>cell');
+    expect(clean).toBe('<p>Hi <b>bold</b> <mark>m</mark> <a>j</a> <a href="https://ok/">ok</a> <a>pr</a></p><p>cell</p>');
+  });
+
+  it('makes a table text rows, as the web editor does: a paragraph per row, cells separated by " | " (the cells were glued: "YearRate20194.5%")', () => {
+    expect(sanitizeCardHtml('<table><tr><td>Year</td><td>Rate</td></tr><tr><td>2019</td><td>4.5%</td></tr></table>')).toBe('<p>Year | Rate</p><p>2019 | 4.5%</p>');
+    // Word: a cell's paragraphs are lines of the row, its formatting kept; a row without text is left out.
+    expect(
+      sanitizeCardHtml(
+        "<html><body><table class=MsoTableGrid border=1><tr><td width=100><p class=MsoNormal>Name<o:p></o:p></p></td><td><p class=MsoNormal><b>Value</b><o:p></o:p></p><p class=MsoNormal>second line</p></td></tr><tr><td><p class=MsoNormal><o:p>&nbsp;</o:p></p></td><td> </td></tr></table></body></html>",
+      ),
+    ).toBe('<p>Name | <b>Value</b><br />second line</p>');
+    // The caption first, head rows before the body's and foot rows after, as a browser's table.rows; text outside the cells before the table.
+    expect(sanitizeCardHtml('<table>stray<tfoot><tr><td>sum</td><td>3</td></tr></tfoot><caption>Rates</caption><tr><th>A</th><th>B</th></tr><thead><tr><th>h</th></tr></thead><tbody><tr><td>1</td><td>2</td></tr></tbody></table>')).toBe(
+      'stray<p>Rates</p><p>h</p><p>A | B</p><p>1 | 2</p><p>sum | 3</p>',
+    );
+    // A table in a cell becomes lines of that cell; a cell's lists, line breaks and other blocks are lines too (none at its end).
+    expect(sanitizeCardHtml('<table><tr><td>a<table><tr><td>x</td><td>y</td></tr><tr><td>z</td></tr></table>b</td><td><ul><li>one</li><li>two<br></li></ul></td><td><div>c</div>d<hr>e</td></tr></table>')).toBe(
+      '<p>a<br />x | y<br />z<br />b | one<br />two | c<br />d<br />e</p>',
+    );
+    // Rows are paragraphs where a paragraph can stand (a list item), lines inside text (bold, a paragraph).
+    expect(sanitizeCardHtml('<ul><li><table><tr><td>in</td><td>item</td></tr></table></li></ul><b>bold<table><tr><td>r1</td></tr><tr><td>r2</td></tr></table>after</b>')).toBe(
+      '<ul><li><p>in | item</p></li></ul><b>bold<br />r1<br />r2<br />after</b>',
+    );
+    const table = `<table><tr><td>${words(40)}</td><td>2019</td></tr><tr><td>${words(40)}</td><td>4.5%</td></tr></table>`;
+    const { content } = cardTextFromHtml(table);
+    expect(content).toBe(`${words(40)} | 2019\n${words(40)} | 4.5%`);
+  });
+
+  it('keeps the text of every other block the allow-list drops apart from the text around it (a line break where they met)', () => {
+    const cases: Array<[string, string, string]> = [
+      ['<div>a</div><div>b</div>', 'a<br />b', 'a\nb'],
+      ['<dl><dt>Term</dt><dd>Definition</dd><dt>T2<dd>D2</dl>', 'Term<br />Definition<br />T2<br />D2', 'Term\nDefinition\nT2\nD2'],
+      ['<figure>Image<figcaption>Caption</figcaption></figure>after', 'Image<br />Caption<br />after', 'Image\nCaption\nafter'],
+      ['<section>s</section><article>t</article><aside>u</aside><header>h</header><footer>f</footer><nav>v</nav><main>w</main>', 's<br />t<br />u<br />h<br />f<br />v<br />w', 's\nt\nu\nh\nf\nv\nw'],
+      ['<details><summary>Summary</summary>Body</details>', 'Summary<br />Body', 'Summary\nBody'],
+      ['<address>Street 1</address>City', 'Street 1<br />City', 'Street 1\nCity'],
+      ['<pre>\nline one\nline two\n</pre>after', '\nline one\n<br />line two\n<br />after', 'line one\nline two\nafter'],
+      ['x<hr>y', 'x<br />y', 'x\ny'],
+      ['<td>cell</td><td>without table</td><tr><th>row</th></tr>', 'cell<br />without table<br />row', 'cell\nwithout table\nrow'],
+      ['<li>item</li>without list', '<li>item</li>without list', 'item\nwithout list'],
+      ['<ruby>漢<rp>(</rp><rt>kan</rt><rp>)</rp>字<rt>ji</rt></ruby>', '漢(kan)字(ji)', '漢(kan)字(ji)'],
+      // No second break where one is (a line break, a kept block); whitespace between them is none (it shows as a space).
+      ['<div>a<br></div><div><p>b</p></div><div>c</div>\n<span>d</span>', 'a<br /><p>b</p>c\n<span><br />d</span>', 'a\nb\nc\nd'],
+      ['<div>a &amp;</div><div>&nbsp;</div><div>b</div>', 'a &amp;\u00a0<br />b', 'a &\nb'],
+    ];
+    for (const [input, cardHtml, text] of cases) {
+      expect({ input, cardHtml: sanitizeCardHtml(input), text: textOfHtml(sanitizeCardHtml(input)) }).toEqual({ input, cardHtml, text });
+    }
+  });
+
+  it('cleans HTML without tables or other dropped blocks as before', () => {
+    const before = (html: string) => sanitizeHtml(wellFormedHtml(html, CARD_WELL_FORMED_OPTIONS), CARD_SANITIZE_OPTIONS);
+    for (const html of [
+      '<p>a</p>b<b>c<i>d</i></b><ul><li>x<li>y</ul>',
+      '<p class="x">a &amp; b &lt;c&gt; "q" &#1;</p><span title="t>">s</span><a href="https://x/?a=1&amp;b=2">l</a>',
+      '<h2>t<p>u</h2><blockquote>q<br>r</blockquote><ol start="3"><li>n</ol><font>f<br>g</font><rb>base</rb>',
+      `<p>${words(80)}</p><script>x</script><style>p{}</style><textarea>t<br></textarea>&#x`,
+      '<b>'.repeat(600) + 'deep',
+    ]) expect(sanitizeCardHtml(html)).toBe(before(html));
   });
 
   it('keeps where a numbered list starts (ol start, a number only), no other list attribute', () => {

@@ -28,6 +28,7 @@ import {
   wordCount,
 } from '@cards/card-rules';
 import type { CardFingerprint } from './model';
+import { blocksKeptApart } from './blocks-apart';
 import { wellFormedHtml, type WellFormedHtmlOptions } from './well-formed-html';
 
 // The limits and word counting shared with the web app's card form live in @cards/card-rules.
@@ -69,7 +70,9 @@ export function sanitizeCardHtml(html: string): string {
   // sanitize-html's parser (htmlparser2 8) searches all open elements for every end tag that closes none of them,
   // so 20,000 unclosed tags followed by 20,000 stray end tags held the service's thread for seconds. It reads
   // the same document written out well-formed, no deeper than the nesting limit, in linear time.
-  return sanitizeHtml(wellFormedHtml(html, CARD_WELL_FORMED_OPTIONS), CARD_SANITIZE_OPTIONS);
+  // The allow-list unwraps tables and other blocks (div, dl, pre ...), which glued their texts ("YearRate20194.5%"):
+  // their rows become paragraphs and their texts are kept apart first (blocks-apart.ts, as the web editor does).
+  return sanitizeHtml(blocksKeptApart(wellFormedHtml(html, CARD_WELL_FORMED_OPTIONS)), CARD_SANITIZE_OPTIONS);
 }
 
 const SOFT_HYPHEN = /\u00ad/g;

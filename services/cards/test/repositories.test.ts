@@ -209,6 +209,76 @@ describe('SQLite cards store migration', () => {
     }
   });
 });
+describe('SQLite kept counts', () => {
+  /** The query plan of every SELECT prepared while `run` runs. */
+  async function plansOf(db: ReturnType<typeof openCardsDatabase>, run: () => Promise<unknown>): Promise<string[][]> {
+    const prepared: string[] = [];
+    const prepare = db.prepare.bind(db);
+    const spy = jest.spyOn(db, 'prepare').mockImplementation(((sql: string) => (prepared.push(sql), prepare(sql))) as typeof db.prepare);
+    try {
+      await run();
+    } finally {
+      spy.mockRestore();
+    }
+    return prepared.filter((sql) => /^\s*SELECT/i.test(sql)).map((sql) => (prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...(sql.includes('?') ? ['cards'] : [])) as { detail: string }[]).map((r) => r.detail));
+  }
+
+  it('answers the count of cards and of ranked authors from one kept row each, not by counting the library', async () => {
+    const db = openCardsDatabase(':memory:');
+    const [cards, votes] = [new SqliteCardRepository(db), new SqliteVoteRepository(db)];
+    for (let i = 0; i < 30; i++) {
+      const card = aCard().build();
+      await cards.insert(card, fingerprintOf(card.content), []);
+      if (i % 3 === 0) await votes.upsert(randomUUID(), card.id, i % 2 === 0, nextTime(), randomUUID());
+    }
+    expect(await cards.count()).toBe(30);
+    expect(await votes.countRankedAuthors()).toBe(10);
+    // Before: 'SCAN cards USING COVERING INDEX cards_content_hash' (all cards, every GET /api/card/count) and
+    // 'SCAN author_scores USING COVERING INDEX author_scores_ranking' (all ranked authors, every GET /api/top_users/:page).
+    expect(await plansOf(db, () => cards.count())).toEqual([['SEARCH kept_counts USING PRIMARY KEY (name=?)']]);
+    expect(await plansOf(db, () => votes.countRankedAuthors())).toEqual([['SEARCH kept_counts USING PRIMARY KEY (name=?)']]);
+    db.close();
+  });
+
+  it('counts the cards and ranked authors of a store made before the kept counts, then keeps them through changes', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cards-migration-'));
+    try {
+      const path = join(dir, 'cards.db');
+      const before = openSqlite(path, CARDS_MIGRATIONS.slice(0, -1));
+      const [oldCards, oldVotes] = [new SqliteCardRepository(before), new SqliteVoteRepository(before)];
+      const stored: Card[] = [];
+      for (let i = 0; i < 12; i++) {
+        const card = i === 11 ? aCard().private().build() : aCard().build();
+        await oldCards.insert(card, fingerprintOf(card.content), []);
+        stored.push(card);
+      }
+      for (const card of stored.slice(0, 4)) await oldVotes.upsert(randomUUID(), card.id, true, nextTime(), randomUUID());
+      await oldVotes.upsert(randomUUID(), stored[11]!.id, true, nextTime(), randomUUID());
+      before.close();
+
+      const db = openCardsDatabase(path);
+      const [cards, votes] = [new SqliteCardRepository(db), new SqliteVoteRepository(db)];
+      const recount = () => [
+        (db.prepare('SELECT count(*) AS n FROM cards').get() as { n: number }).n,
+        (db.prepare('SELECT count(*) AS n FROM author_scores WHERE public_upvotes + public_downvotes > 0').get() as { n: number }).n,
+      ];
+      expect([await cards.count(), await votes.countRankedAuthors()]).toEqual([12, 4]);
+      expect(recount()).toEqual([12, 4]);
+      await cards.remove(stored[0]!.id, [], []);
+      await cards.update({ ...stored[11]!, private: false, updatedAt: nextTime() }, null, []);
+      await votes.remove('nobody', stored[1]!.id);
+      const later = aCard().build();
+      await cards.insert(later, fingerprintOf(later.content), []);
+      await votes.upsert(randomUUID(), later.id, false, nextTime(), randomUUID());
+      expect([await cards.count(), await votes.countRankedAuthors()]).toEqual(recount());
+      expect(recount()).toEqual([12, 5]);
+      db.close();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
 describeVoteRepositoryContract('SQLite', sqlite);
 describeCollectionRepositoryContract('SQLite', sqlite);
 describeFilePrivacyBackfillContract('SQLite', sqlite);

@@ -148,6 +148,44 @@ export function describeVoteRepositoryContract(name: string, factory: CardsStore
       expect(await store.votes.authorsWithoutJoinDate(10)).toEqual([]);
     });
 
+    it('counts the ranked authors as they enter and leave the ranking: first votes, a flip, removals, privacy both ways, a card removed', async () => {
+      const [alice, bob] = [randomUUID(), randomUUID()];
+      const [a1, a2, b1] = [await storedCard(alice), await storedCard(alice), await storedCard(bob)];
+      const ranked = async () => [await store.votes.countRankedAuthors(), (await store.votes.topAuthors(0, 10)).length];
+      expect(await ranked()).toEqual([0, 0]);
+      await store.votes.upsert('v1', a1.id, true, nextTime(), randomUUID());
+      await store.votes.upsert('v2', a1.id, false, nextTime(), randomUUID());
+      await store.votes.upsert('v1', a2.id, true, nextTime(), randomUUID());
+      expect(await ranked()).toEqual([1, 1]);
+      await store.votes.upsert('v1', b1.id, false, nextTime(), randomUUID());
+      expect(await ranked()).toEqual([2, 2]);
+      // A flip and a repeat keep bob ranked (a score below 0 is still a score); his only vote taken back unranks him.
+      await store.votes.upsert('v1', b1.id, true, nextTime(), randomUUID());
+      await store.votes.upsert('v1', b1.id, true, nextTime(), randomUUID());
+      expect(await ranked()).toEqual([2, 2]);
+      expect(await store.votes.remove('v1', b1.id)).toBe(true);
+      expect(await store.votes.remove('v1', b1.id)).toBe(false);
+      expect(await ranked()).toEqual([1, 1]);
+      // Bob's card voted on while private ranks him only once it is public.
+      const b1Now = await madePrivate(b1, true);
+      await store.votes.upsert('v3', b1.id, true, nextTime(), randomUUID());
+      expect(await ranked()).toEqual([1, 1]);
+      await madePrivate(b1Now, false);
+      expect(await ranked()).toEqual([2, 2]);
+      // Alice's cards made private one by one: ranked until the last public vote leaves.
+      const a1Now = await madePrivate(a1, true);
+      expect(await ranked()).toEqual([2, 2]);
+      await madePrivate(a2, true);
+      expect(await ranked()).toEqual([1, 1]);
+      await madePrivate(a1Now, false);
+      expect(await ranked()).toEqual([2, 2]);
+      // Her voted public card removed takes its votes with it.
+      await store.cards.remove(a1.id, [], []);
+      expect(await ranked()).toEqual([1, 1]);
+      await store.cards.remove(b1.id, [], []);
+      expect(await ranked()).toEqual([0, 0]);
+    });
+
     it('keeps public and own totals exact when votes, flips and removals race privacy changes', async () => {
       const author = randomUUID();
       const card = await storedCard(author);

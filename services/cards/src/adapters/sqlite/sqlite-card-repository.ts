@@ -3,6 +3,7 @@ import type { Card, CardFingerprint, CollisionMove, DeletedIdempotencyKey } from
 import { StaleCardError, type CardRepository, type CardUpdateOptions, type MovedCardEvents } from '../../domain/ports';
 import { findDeletedIdempotencyKey, keepDeletedIdempotencyKey, type KeyOfDeleted } from './deleted-idempotency-keys';
 import { cardFromRow, chunks, IN_CHUNK, placeholders, type CardRow } from './rows';
+import { KEPT_COUNT_SQL } from './sqlite-cards-database';
 
 const iso = (d: Date) => d.toISOString();
 
@@ -251,7 +252,7 @@ export class SqliteCardRepository implements CardRepository {
   }
 
   async count(): Promise<number> {
-    return (this.db.prepare('SELECT count(*) AS n FROM cards').get() as { n: number }).n;
+    return (this.db.prepare(KEPT_COUNT_SQL).get('cards') as { n: number }).n;
   }
 
   async pageAll(limit: number, after?: string): Promise<Page<Card>> {

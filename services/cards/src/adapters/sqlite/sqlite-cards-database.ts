@@ -181,7 +181,33 @@ export const CARDS_MIGRATIONS = [
      DELETE FROM bookmark_root_counts WHERE collection_id = OLD.id;
      DELETE FROM bookmark_block_changes WHERE collection_id = OLD.id;
    END;`,
+  // Kept counts (KEPT_COUNT_SQL): all cards (GET /api/card/count) and the ranked authors (total_user_pages of every
+  // GET /api/top_users/:page), counted once here and then kept by triggers in each change's own transaction. Before,
+  // each request counted them again: a walk of a whole index, linear in the library (docs/benchmarks.md, "Read routes
+  // and the size of the library").
+  `CREATE TABLE kept_counts (name TEXT PRIMARY KEY, n INTEGER NOT NULL) WITHOUT ROWID;
+   INSERT INTO kept_counts (name, n) VALUES ('cards', (SELECT count(*) FROM cards)),
+     ('ranked_authors', (SELECT count(*) FROM author_scores WHERE public_upvotes + public_downvotes > 0));
+   CREATE TRIGGER kept_counts_card_added AFTER INSERT ON cards BEGIN
+     UPDATE kept_counts SET n = n + 1 WHERE name = 'cards';
+   END;
+   CREATE TRIGGER kept_counts_card_removed AFTER DELETE ON cards BEGIN
+     UPDATE kept_counts SET n = n - 1 WHERE name = 'cards';
+   END;
+   CREATE TRIGGER kept_counts_author_added AFTER INSERT ON author_scores WHEN NEW.public_upvotes + NEW.public_downvotes > 0 BEGIN
+     UPDATE kept_counts SET n = n + 1 WHERE name = 'ranked_authors';
+   END;
+   CREATE TRIGGER kept_counts_author_changed AFTER UPDATE OF public_upvotes, public_downvotes ON author_scores
+     WHEN (OLD.public_upvotes + OLD.public_downvotes > 0) <> (NEW.public_upvotes + NEW.public_downvotes > 0) BEGIN
+     UPDATE kept_counts SET n = n + (CASE WHEN NEW.public_upvotes + NEW.public_downvotes > 0 THEN 1 ELSE -1 END) WHERE name = 'ranked_authors';
+   END;
+   CREATE TRIGGER kept_counts_author_removed AFTER DELETE ON author_scores WHEN OLD.public_upvotes + OLD.public_downvotes > 0 BEGIN
+     UPDATE kept_counts SET n = n - 1 WHERE name = 'ranked_authors';
+   END;`,
 ];
+
+/** A kept count (kept_counts): 'cards' or 'ranked_authors'. One row read by its key, whatever the library's size. */
+export const KEPT_COUNT_SQL = 'SELECT n FROM kept_counts WHERE name = ?';
 
 export function openCardsDatabase(path: string): SqliteDatabase {
   return openSqlite(path, CARDS_MIGRATIONS);

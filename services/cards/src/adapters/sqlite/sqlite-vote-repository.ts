@@ -20,12 +20,13 @@ interface VotedCard {
 /**
  * The top users' reads of author_scores, each served by an index over ranked authors alone (author_scores_ranking,
  * author_scores_join_unknown): their WHERE repeats those indexes' own conditions word for word, as SQLite requires to
- * use a partial index.
+ * use a partial index. The count of ranked authors is kept (kept_counts, by triggers on author_scores in each change's
+ * transaction), so no request counts them again.
  */
 export const RANKED_AUTHORS_SQL = {
   page: `SELECT user_id, public_upvotes - public_downvotes AS score FROM author_scores WHERE public_upvotes + public_downvotes > 0
          ORDER BY public_upvotes - public_downvotes DESC, joined_at IS NULL, joined_at, user_id LIMIT ? OFFSET ?`,
-  count: 'SELECT count(*) AS n FROM author_scores WHERE public_upvotes + public_downvotes > 0',
+  count: "SELECT n FROM kept_counts WHERE name = 'ranked_authors'",
   withoutJoinDate: 'SELECT user_id FROM author_scores WHERE joined_at IS NULL AND public_upvotes + public_downvotes > 0 LIMIT ?',
 };
 

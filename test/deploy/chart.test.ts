@@ -217,6 +217,25 @@ describeWithHelm('Helm chart deploy/k8s (offline)', () => {
     }
   });
 
+  it("keeps each per-user share below its service's workers plus their line, and requests for cards the memory its cleaner workers hold, as docs/deploy.md says", () => {
+    // The service's own defaults (config.ts) where the chart sets nothing.
+    const shares = [
+      { component: 'files', share: ['PARSER_CHECKS_PER_USER', 4], workers: ['PARSER_WORKERS', 2], line: ['PARSER_QUEUE', 4] },
+      { component: 'cards', share: ['CARD_HTML_PER_USER', 2], workers: ['CARD_HTML_WORKERS', 2], line: ['CARD_HTML_QUEUE', 16] },
+    ] as const;
+    for (const { component, share, workers, line } of shares) {
+      const deployment = find(ci, 'Deployment', componentName(component))!;
+      const value = ([name, fallback]: readonly [string, number]) => Number(envValue(deployment, name)?.value ?? fallback);
+      // One user holding every worker and place would leave the others only 503s.
+      expect({ component, share: value(share), belowPlaces: value(share) < value(workers) + value(line) }).toEqual({ component, share: value(share), belowPlaces: true });
+    }
+    // cards: ~100 MB idle, ~250 MB once its two cleaner workers have run (they stay), ~300 MB at the peak: above 256Mi.
+    const cards = containerOf(find(ci, 'Deployment', componentName('cards'))!);
+    expect({ request: cards.resources?.requests?.memory, limit: cards.resources?.limits?.memory }).toEqual({ request: '384Mi', limit: '512Mi' });
+    const docs = readFileSync(join(ROOT, 'docs/deploy.md'), 'utf8');
+    expect(docs).toMatch(/\| `….resources` \| [^|]*cards 384Mi\/512Mi[^|]*\|/);
+  });
+
   it('scales with HPAs that target rendered Deployments (which leave replicas to them) and guards each with a PDB', () => {
     const hpas = ci.filter((o) => o.kind === 'HorizontalPodAutoscaler') as unknown as Array<{ spec: { scaleTargetRef: { kind: string; name: string }; minReplicas: number; maxReplicas: number } }>;
     expect(hpas.map((h) => h.spec.scaleTargetRef.name).sort()).toEqual(['cards', 'files', 'gateway', 'identity', 'search'].map(componentName));

@@ -32,4 +32,25 @@ describe('docs/deploy.md', () => {
     expect(reads.size).toBeGreaterThan(0);
     expect([...reads].filter((name) => !text.includes(`\`${name}\``))).toEqual([]);
   });
+
+});
+
+/** GitHub's anchor of a heading: lower case, punctuation other than "-" and "_" dropped, spaces to "-". */
+const anchorOf = (heading: string) => heading.trim().toLowerCase().replace(/[^\p{L}\p{N}\s_-]/gu, '').replace(/\s/g, '-');
+
+describe("README.md's environment table", () => {
+  const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+
+  it('links each row that points into docs/ to a heading of that doc (an anchor that exists), not to the whole file', () => {
+    const rows = readme.split('\n').filter((line) => line.startsWith('| `'));
+    expect(rows.length).toBeGreaterThan(20);
+    const links = rows.flatMap((row) => [...row.matchAll(/\]\(docs\/([a-z-]+\.md)(#[^)]*)?\)/g)].map((m) => ({ row: row.slice(0, 60), file: m[1]!, anchor: m[2]?.slice(1) })));
+    const bad = links.filter(({ file, anchor }) => {
+      if (anchor === undefined) return true;
+      const headings = readFileSync(join(ROOT, 'docs', file), 'utf8').split('\n').filter((line) => /^#{1,6} /.test(line));
+      return !headings.some((heading) => anchorOf(heading.replace(/^#+ /, '')) === anchor);
+    });
+    // GRPC_IN_PROCESS's entry sits before the first heading of decisions.md: the file is the place.
+    expect(bad.filter(({ row }) => !row.includes('`GRPC_IN_PROCESS`'))).toEqual([]);
+  });
 });

@@ -63,7 +63,7 @@ export interface paths {
         };
         /**
          * Send a password reset e-mail (204 whether or not the account exists)
-         * @description Refused 403 when the browser says the request comes from another site (an Origin other than this site's or a CORS origin, else Sec-Fetch-Site: cross-site, else a foreign Referer), so no page can make its visitors' browsers send reset mails; clients that send none of these headers are served. Counts toward the per-address mail limit (RATE_LIMIT_MAIL_PER_IP).
+         * @description Refused 403 when the browser says the request comes from another site (an Origin other than this site's or a CORS origin, else Sec-Fetch-Site: cross-site, else a foreign Referer), so no page can make its visitors' browsers send reset mails; clients that send none of these headers are served. Counts toward the per-address mail limit (RATE_LIMIT_MAIL_PER_IP). HEAD is 405 (Allow: GET, OPTIONS) before any check, count or mail.
          */
         get: operations["requestPasswordReset"];
         put?: never;
@@ -937,10 +937,10 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description Try again later: the server has too many open connections (answered before the request is read, with Retry-After), a file upload or file read found every slot taken (uploads: after waiting in line; with Retry-After), or a backing service does not answer (on /healthz: not ready) */
+        /** @description Try again later: the server has too many open connections (answered before the request is read, with Retry-After), a file upload or file read found every slot taken (uploads: after waiting in line; with Retry-After), the cards service's large-card HTML cleaners and their line are full (POST /api/card, PUT /api/card/update; the service's message, with Retry-After), or a backing service does not answer (on /healthz: not ready) */
         ServiceUnavailable: {
             headers: {
-                /** @description Seconds to wait before trying again; sent when the connection cap, the upload bound or the file-read bound refused the request */
+                /** @description Seconds to wait before trying again; sent when the connection cap, the upload bound, the file-read bound or the cards service's large-card cleaners (5) refused the request */
                 "Retry-After"?: string;
                 [name: string]: unknown;
             };
@@ -1065,7 +1065,7 @@ export interface operations {
             };
             405: components["responses"]["MethodNotAllowed"];
             408: components["responses"]["RequestTimeout"];
-            /** @description Conflicts with existing data (e.g. e-mail or username taken; an Idempotency-Key whose resource was deleted since) */
+            /** @description Conflicts with existing data (e.g. e-mail taken, or a username taken ignoring case and look-alike letters: "username: already taken"; an Idempotency-Key whose resource was deleted since) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -1363,6 +1363,7 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
+                    /** @description Letters/digits of one script (Han with kana or Hangul), _, -, 3–32 code points in NFC; no invisible or compatibility characters, no tatweel; "" or null clears it. Unique ignoring case and look-alike letters (the confusable skeleton: Cyrillic "сосо" is "coco", "adrnin" is "admin"): 409 'username: already taken'. */
                     username?: string | null;
                     website?: string | null;
                     visible_email?: boolean | ("true" | "false");
@@ -1400,7 +1401,7 @@ export interface operations {
             403: components["responses"]["CrossSiteRequestRefused"];
             405: components["responses"]["MethodNotAllowed"];
             408: components["responses"]["RequestTimeout"];
-            /** @description Conflicts with existing data (e.g. e-mail or username taken; an Idempotency-Key whose resource was deleted since) */
+            /** @description Conflicts with existing data (e.g. e-mail taken, or a username taken ignoring case and look-alike letters: "username: already taken"; an Idempotency-Key whose resource was deleted since) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -1907,7 +1908,7 @@ export interface operations {
             403: components["responses"]["CrossSiteRequestRefused"];
             405: components["responses"]["MethodNotAllowed"];
             408: components["responses"]["RequestTimeout"];
-            /** @description Conflicts with existing data (e.g. e-mail or username taken; an Idempotency-Key whose resource was deleted since) */
+            /** @description Conflicts with existing data (e.g. e-mail taken, or a username taken ignoring case and look-alike letters: "username: already taken"; an Idempotency-Key whose resource was deleted since) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -2425,7 +2426,7 @@ export interface operations {
             403: components["responses"]["CrossSiteRequestRefused"];
             405: components["responses"]["MethodNotAllowed"];
             408: components["responses"]["RequestTimeout"];
-            /** @description Conflicts with existing data (e.g. e-mail or username taken; an Idempotency-Key whose resource was deleted since) */
+            /** @description Conflicts with existing data (e.g. e-mail taken, or a username taken ignoring case and look-alike letters: "username: already taken"; an Idempotency-Key whose resource was deleted since) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -2941,7 +2942,7 @@ export interface operations {
             403: components["responses"]["CrossSiteRequestRefused"];
             405: components["responses"]["MethodNotAllowed"];
             408: components["responses"]["RequestTimeout"];
-            /** @description Conflicts with existing data (e.g. e-mail or username taken; an Idempotency-Key whose resource was deleted since) */
+            /** @description Conflicts with existing data (e.g. e-mail taken, or a username taken ignoring case and look-alike letters: "username: already taken"; an Idempotency-Key whose resource was deleted since) */
             409: {
                 headers: {
                     [name: string]: unknown;

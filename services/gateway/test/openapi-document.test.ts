@@ -77,6 +77,10 @@ describe('OpenAPI document', () => {
     const pattern = new RegExp(username.pattern, 'u');
     for (const ok of ['abc', 'A_b-9', 'x'.repeat(32), '', '\u00e9mile', '\uae40\ucca0\uc218', 'Zo\u00eb', '\u5c71\u7530'.repeat(16)]) expect([ok, pattern.test(ok)]).toEqual([ok, true]);
     for (const bad of ['ab', 'x'.repeat(33), 'with space', 'a.b', 'a\u200bb']) expect([bad, pattern.test(bad)]).toEqual([bad, false]);
+    // What the pattern cannot say: one script, nothing invisible, and uniqueness by case and look-alike letters (the 409).
+    expect(username.description).toMatch(/one script/);
+    expect(username.description).toMatch(/no invisible or compatibility characters, no tatweel/);
+    expect(username.description).toMatch(/look-alike letters \(the confusable skeleton.*\): 409 'username: already taken'/);
     const website = user.website.anyOf?.find((s: { type?: string }) => s.type === 'string') ?? user.website;
     expect(website.maxLength).toBe(512);
     expect(body('/api/register/{invitation_id}', 'post').properties.password.minLength).toBe(8);
@@ -108,6 +112,9 @@ describe('OpenAPI document', () => {
       expect({ name, schema: responses[name]?.content['application/json'].schema }).toEqual({ name, schema: { $ref: '#/components/schemas/Error' } });
     }
     expect(responses.ServiceUnavailable.headers['Retry-After']).toEqual(expect.objectContaining({ required: false }));
+    // The cards service's busy refusal (error-handler.ts serviceBusy, cards-busy.test.ts) is a 503 with Retry-After too.
+    expect(responses.ServiceUnavailable.description).toMatch(/cards service's large-card HTML cleaners .*\(POST \/api\/card, PUT \/api\/card\/update; .*with Retry-After\)/);
+    expect(responses.ServiceUnavailable.headers['Retry-After'].description).toMatch(/the cards service's large-card cleaners/);
     for (const op of OPERATIONS) {
       const item = paths[toOpenApiPath(op.path)]![op.method]!;
       expect({ operation: op.operationId, 408: item.responses['408'], 431: item.responses['431'], 503: item.responses['503'] }).toEqual({
@@ -175,6 +182,12 @@ describe('OpenAPI document', () => {
     } finally {
       server.close();
     }
+  });
+
+  it('says that HEAD /api/password/{email} is 405 (head-requests.test.ts), so no HEAD sends a mail', () => {
+    const reset = OPERATIONS.find((op) => op.operationId === 'requestPasswordReset')!;
+    const item = (document.paths as Record<string, Record<string, any>>)[toOpenApiPath(reset.path)]!.get;
+    expect(item.description).toMatch(/HEAD is 405 \(Allow: GET, OPTIONS\) before any check, count or mail/);
   });
 
   it('the auth rate limits answer their 429 with Retry-After, as the document says', async () => {

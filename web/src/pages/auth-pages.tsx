@@ -245,7 +245,7 @@ export function ProfilePage() {
         return await api.updateProfile({ username: name || null, website: website.trim() || null, visible_email: visibleEmail });
       } catch (err) {
         // The server's refusals of the name belong to the field too; "username: already taken" said in words.
-        if (err instanceof ApiError && err.status === 409) refuseName(`The username “${name}” is already taken by someone else (names that differ only in capitals, or in ß and ss, count as one): choose another.`);
+        if (err instanceof ApiError && err.status === 409) refuseName(`The username “${name}” is already taken by someone else (names that look alike count as one: capitals, ß and ss, letters of another script that look the same, “rn” and “m”, “0” and “O”): choose another.`);
         else if (err instanceof ApiError && err.message.startsWith('username: ')) refuseName(`The username ${err.message.slice('username: '.length)}.`);
         else throw err;
         return undefined;

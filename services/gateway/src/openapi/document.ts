@@ -53,7 +53,7 @@ const ERROR_DESCRIPTIONS: Record<number, string> = {
   401: 'Not logged in (no or an expired/revoked ai-editor cookie)',
   403: 'Changing someone else\'s visible resource, or a cross-site request carrying the cookie (GET /api/password/{email}, which sends mail: any request the browser marks cross-site)',
   404: 'No such resource, or a private resource of someone else',
-  409: 'Conflicts with existing data (e.g. e-mail or username taken; an Idempotency-Key whose resource was deleted since)',
+  409: 'Conflicts with existing data (e.g. e-mail taken, or a username taken ignoring case and look-alike letters: "username: already taken"; an Idempotency-Key whose resource was deleted since)',
   413: 'Body or file above the size limit',
   422: 'The Idempotency-Key was used before for a different request (another body); a new request needs a new key',
   502: 'The files service answered the gateway wrongly (refused its internal token, or sent no file header); try again later',
@@ -68,7 +68,7 @@ export const OPERATIONS: OperationSpec[] = [
   { method: 'post', path: '/api/auth', operationId: 'login', summary: 'Log in; sets the ai-editor cookie', tag: 'Accounts', auth: 'none', body: loginBody, success: { status: 204, description: 'Logged in; Set-Cookie: ai-editor=...; HttpOnly; SameSite=Lax' }, errors: [400, 401, 429] },
   { method: 'delete', path: '/api/auth', operationId: 'logout', summary: 'Log out; revokes the session and clears the cookie', tag: 'Accounts', auth: 'optional', success: { status: 204 }, errors: [] },
   { method: 'get', path: '/api/auth', operationId: 'currentUser', summary: 'The logged-in user', tag: 'Accounts', auth: 'required', success: { status: 200, schema: r.slimUser }, errors: [401] },
-  { method: 'get', path: '/api/password/:email', operationId: 'requestPasswordReset', summary: 'Send a password reset e-mail (204 whether or not the account exists)', description: 'Refused 403 when the browser says the request comes from another site (an Origin other than this site\'s or a CORS origin, else Sec-Fetch-Site: cross-site, else a foreign Referer), so no page can make its visitors\' browsers send reset mails; clients that send none of these headers are served. Counts toward the per-address mail limit (RATE_LIMIT_MAIL_PER_IP).', tag: 'Accounts', auth: 'none', params: params({ email: z.string().max(254) }), success: { status: 204 }, errors: [400, 403, 429] },
+  { method: 'get', path: '/api/password/:email', operationId: 'requestPasswordReset', summary: 'Send a password reset e-mail (204 whether or not the account exists)', description: 'Refused 403 when the browser says the request comes from another site (an Origin other than this site\'s or a CORS origin, else Sec-Fetch-Site: cross-site, else a foreign Referer), so no page can make its visitors\' browsers send reset mails; clients that send none of these headers are served. Counts toward the per-address mail limit (RATE_LIMIT_MAIL_PER_IP). HEAD is 405 (Allow: GET, OPTIONS) before any check, count or mail.', tag: 'Accounts', auth: 'none', params: params({ email: z.string().max(254) }), success: { status: 204 }, errors: [400, 403, 429] },
   { method: 'post', path: '/api/password', operationId: 'resetPassword', summary: 'Reset the password with a reset id (or, with only `email`, ask for the reset e-mail)', tag: 'Accounts', auth: 'none', body: z.union([passwordResetBody, passwordResetRequestBody]), success: { status: 204 }, errors: [400, 404, 429] },
   { method: 'put', path: '/api/user', operationId: 'updateUser', summary: 'Update the caller\'s username, website, e-mail visibility', tag: 'Users', auth: 'required', body: updateUserBody, success: { status: 200, schema: r.slimUser }, errors: [400, 401, 409] },
 
@@ -183,8 +183,8 @@ const TRANSPORT_RESPONSES = {
     name: 'ServiceUnavailable',
     appliesTo: (_op: OperationSpec) => true,
     response: errorAnswer(
-      'Try again later: the server has too many open connections (answered before the request is read, with Retry-After), a file upload or file read found every slot taken (uploads: after waiting in line; with Retry-After), or a backing service does not answer (on /healthz: not ready)',
-      { 'Retry-After': { required: false, description: 'Seconds to wait before trying again; sent when the connection cap, the upload bound or the file-read bound refused the request', schema: { type: 'string' } } },
+      'Try again later: the server has too many open connections (answered before the request is read, with Retry-After), a file upload or file read found every slot taken (uploads: after waiting in line; with Retry-After), the cards service\'s large-card HTML cleaners and their line are full (POST /api/card, PUT /api/card/update; the service\'s message, with Retry-After), or a backing service does not answer (on /healthz: not ready)',
+      { 'Retry-After': { required: false, description: 'Seconds to wait before trying again; sent when the connection cap, the upload bound, the file-read bound or the cards service\'s large-card cleaners (5) refused the request', schema: { type: 'string' } } },
     ),
   },
   504: {

@@ -1,6 +1,6 @@
 import type { RequestHandler, Response, Router } from 'express';
 import { z } from 'zod';
-import { MAX_USERNAME_CHARS, MAX_WEBSITE_CHARS, MIN_PASSWORD_CHARS, USERNAME_PATTERN, usernameProblem } from '@cards/card-rules';
+import { MAX_USERNAME_CHARS, MAX_WEBSITE_CHARS, MIN_USERNAME_CHARS, MIN_PASSWORD_CHARS, USERNAME_PATTERN, usernameProblem } from '@cards/card-rules';
 import { SESSION_COOKIE, requireUser } from '../http/session';
 import { badRequest } from '../http/http-error';
 import { characterString, looseBoolean, parseBody, refuseUnreadableBody, uuidParam, uuidString } from '../http/validation';
@@ -40,6 +40,11 @@ export const passwordResetBody = z.object({
 });
 /** The interface's example sends only the e-mail: that asks for the reset mail. */
 export const passwordResetRequestBody = z.object({ email: emailField() });
+/** What usernameProblem and identity's usernameKey hold a username to, beyond what the pattern can say. */
+export const USERNAME_DESCRIPTION =
+  `Letters/digits of one script (Han with kana or Hangul), _, -, ${MIN_USERNAME_CHARS}–${MAX_USERNAME_CHARS} code points in NFC; ` +
+  'no invisible or compatibility characters, no tatweel; "" or null clears it. ' +
+  'Unique ignoring case and look-alike letters (the confusable skeleton: Cyrillic "сосо" is "coco", "adrnin" is "admin"): 409 \'username: already taken\'.';
 export const updateUserBody = z.object({
   // "" clears it, as null does.
   // Identity's whole rule (usernameProblem: one script, nothing invisible...) on the NFC form parseBody gives; the
@@ -50,7 +55,11 @@ export const updateUserBody = z.object({
       const problem = value === '' ? null : usernameProblem(value);
       if (problem) ctx.addIssue({ code: z.ZodIssueCode.custom, message: problem });
     })
-    .openapi({ maxLength: MAX_USERNAME_CHARS, pattern: `^(${USERNAME_PATTERN.slice(1, -1)})?$` })
+    .openapi({
+      maxLength: MAX_USERNAME_CHARS,
+      pattern: `^(${USERNAME_PATTERN.slice(1, -1)})?$`,
+      description: USERNAME_DESCRIPTION,
+    })
     .nullable()
     .optional(),
   website: characterString(MAX_WEBSITE_CHARS, { trim: true }).nullable().optional(),

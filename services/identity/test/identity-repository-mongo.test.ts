@@ -70,6 +70,46 @@ describeOnEngine('MongoIdentityRepository on a database of the version before th
       // Opening again changes nothing.
       await MongoIdentityRepository.open(connection);
       expect(await users.findOne({ _id: 'u-latin' })).toMatchObject({ usernameKey: 'coco u-latin' });
+      // The younger may change its capitals, keeping its key.
+      expect(await repository.updateProfile('u-latin', { username: 'Coco' }, 'none', later)).toMatchObject({ username: 'Coco' });
+      expect(await users.findOne({ _id: 'u-latin' })).toMatchObject({ usernameKey: 'coco u-latin' });
+      // The older one renames away: the younger is given the key itself; the name stays taken.
+      expect(await repository.updateProfile('u-cyrillic', { username: 'robert_x' }, 'none', later)).toMatchObject({ username: 'robert_x' });
+      expect(await users.find({ usernameKey: { $regex: '^coco' } }).project({ usernameKey: 1 }).toArray()).toEqual([{ _id: 'u-latin', usernameKey: 'coco' }]);
+      for (const name of ['coco', 'c0c0', '\u0441\u043e\u0441\u043e']) {
+        await expect(repository.updateProfile('u-new', { username: name }, 'none', later)).rejects.toBeInstanceOf(AlreadyExistsError);
+      }
+    } finally {
+      await connection.db.dropDatabase().catch(() => undefined);
+      await connection.close();
+    }
+  });
+});
+
+describeOnEngine('MongoIdentityRepository on a database keyed before look-alikes were promoted', skipReason, () => {
+  it('refuses a name whose look-alike is held only under "key id", and gives that holder the key', async () => {
+    const connection = await connectMongo({ url: engine!.url, database: `identity_test_${randomBytes(4).toString('hex')}`, logger });
+    try {
+      const repository = await MongoIdentityRepository.open(connection);
+      const users = connection.db.collection<{ _id: string }>('users');
+      const user = (id: string, username: string | null, key: string | null) => ({
+        _id: id,
+        email: `${id}@example.com`,
+        username,
+        ...(key === null ? {} : { usernameKey: key }),
+        website: null,
+        visibleEmail: true,
+        passwordHash: 'scrypt$x',
+        createdAt: new Date(Date.UTC(2026, 0, 2)),
+        updatedAt: new Date(Date.UTC(2026, 0, 2)),
+      });
+      // "bob" renamed away and no one was given the key: "b0b" still held "bob u-b0b" alone.
+      await users.insertMany([user('u-bob', 'robert_x', 'robert_x'), user('u-b0b', 'b0b', 'bob u-b0b'), user('u-new', null, null)]);
+      const later = new Date('2026-02-01T00:00:00.000Z');
+      await expect(repository.updateProfile('u-new', { username: 'b0b' }, 'none', later)).rejects.toBeInstanceOf(AlreadyExistsError);
+      await expect(repository.updateProfile('u-new', { username: 'bob' }, 'none', later)).rejects.toBeInstanceOf(AlreadyExistsError);
+      expect(await users.findOne({ _id: 'u-b0b' })).toMatchObject({ usernameKey: 'bob' });
+      expect(await repository.updateProfile('u-b0b', { username: 'Bob' }, 'none', later)).toMatchObject({ username: 'Bob' });
     } finally {
       await connection.db.dropDatabase().catch(() => undefined);
       await connection.close();

@@ -88,8 +88,54 @@ describe('SqliteIdentityRepository on a file of the version before the confusabl
       // Both look-alikes kept as written; the older holds the key itself.
       expect(await repository.findUserById('u-latin')).toMatchObject({ username: 'coco' });
       expect(await repository.updateProfile('u-latin', { username: 'coco', website: 'https://coco.example' }, 'none', later)).toMatchObject({ username: 'coco' });
-      await expect(repository.updateProfile('u-latin', { username: 'Coco' }, 'none', later)).rejects.toBeInstanceOf(AlreadyExistsError);
-      expect(await repository.updateProfile('u-cyrillic', { username: 'Coco' }, 'none', later)).toMatchObject({ username: 'Coco' });
+      // The younger may change its capitals, keeping its key.
+      expect(await repository.updateProfile('u-latin', { username: 'Coco' }, 'none', later)).toMatchObject({ username: 'Coco' });
+      expect(await repository.updateProfile('u-cyrillic', { username: '\u0421\u041e\u0421\u041e' }, 'none', later)).toMatchObject({ username: '\u0421\u041e\u0421\u041e' });
+      // Neither may take the other's name, in any capitals.
+      await expect(repository.updateProfile('u-cyrillic', { username: 'COCO' }, 'none', later)).rejects.toBeInstanceOf(AlreadyExistsError);
+      await expect(repository.updateProfile('u-latin', { username: '\u0441\u043e\u0441\u043e' }, 'none', later)).rejects.toBeInstanceOf(AlreadyExistsError);
+      // The older one renames away: the younger is given the key itself, in the same transaction; the name stays taken.
+      expect(await repository.updateProfile('u-cyrillic', { username: 'robert_x' }, 'none', later)).toMatchObject({ username: 'robert_x' });
+      const db = openSqlite(path);
+      try {
+        expect(db.prepare("SELECT id, username_key FROM users WHERE username_key LIKE 'coco%'").all()).toEqual([{ id: 'u-latin', username_key: 'coco' }]);
+      } finally {
+        db.close();
+      }
+      for (const name of ['coco', 'c0c0', '\u0441\u043e\u0441\u043e']) {
+        await expect(repository.updateProfile('u-new', { username: name }, 'none', later)).rejects.toBeInstanceOf(AlreadyExistsError);
+      }
+    } finally {
+      await repository.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('SqliteIdentityRepository on a file keyed by migration 4 before look-alikes were promoted', () => {
+  it('refuses a name whose look-alike is held only under "key id", and gives that holder the key', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cards-identity-repo-'));
+    const path = join(dir, 'identity.db');
+    const at = new Date('2026-01-02T03:04:05.678Z').toISOString();
+    // "bob" renamed away after the upgrade and no one was given the key: "b0b" still held "bob u-b0b" alone.
+    const file = openSqlite(path, MIGRATIONS);
+    const insert = file.prepare('INSERT INTO users (id, email, username, username_key, website, visible_email, password_hash, created_at, updated_at) VALUES (?, ?, ?, ?, NULL, 1, ?, ?, ?)');
+    insert.run('u-bob', 'bob@example.com', 'robert_x', 'robert_x', 'scrypt$x', at, at);
+    insert.run('u-b0b', 'b0b@example.com', 'b0b', 'bob u-b0b', 'scrypt$x', at, at);
+    insert.run('u-new', 'new@example.com', null, null, 'scrypt$x', at, at);
+    file.close();
+    const repository = new SqliteIdentityRepository(path);
+    try {
+      const later = new Date('2026-02-01T00:00:00.000Z');
+      await expect(repository.updateProfile('u-new', { username: 'b0b' }, 'none', later)).rejects.toBeInstanceOf(AlreadyExistsError);
+      await expect(repository.updateProfile('u-new', { username: 'bob' }, 'none', later)).rejects.toBeInstanceOf(AlreadyExistsError);
+      const db = openSqlite(path);
+      try {
+        expect(db.prepare("SELECT username_key FROM users WHERE id = 'u-b0b'").get()).toEqual({ username_key: 'bob' });
+      } finally {
+        db.close();
+      }
+      expect(await repository.updateProfile('u-b0b', { username: 'Bob' }, 'none', later)).toMatchObject({ username: 'Bob' });
     } finally {
       await repository.close();
       rmSync(dir, { recursive: true, force: true });

@@ -236,9 +236,48 @@ export function describeIdentityRepositoryContract(name: string, factory: () => 
       // Each holder may send their own name again (a profile form does, with any other change).
       expect(await repo.updateProfile(second.id, { username: '\u0441\u043e\u0441\u043e', website: 'https://second.example' }, 'none', later)).toMatchObject({ username: '\u0441\u043e\u0441\u043e', website: 'https://second.example' });
       expect(await repo.updateProfile(first.id, { username: 'coco' }, 'none', later)).toMatchObject({ username: 'coco' });
-      // The older name holds the key: the younger holder cannot move onto another spelling of it.
-      await expect(repo.updateProfile(second.id, { username: 'Coco' }, 'none', later)).rejects.toBeInstanceOf(AlreadyExistsError);
+      // Each may change its capitals, keeping the key it holds (the younger one's "key id" too).
+      expect(await repo.updateProfile(second.id, { username: '\u0421\u041e\u0421\u041e' }, 'none', later)).toMatchObject({ username: '\u0421\u041e\u0421\u041e' });
       expect(await repo.updateProfile(first.id, { username: 'Coco' }, 'none', later)).toMatchObject({ username: 'Coco' });
+      await expect(repo.updateProfile(newer.id, { username: 'coco' }, 'none', later)).rejects.toBeInstanceOf(AlreadyExistsError);
+    });
+
+    test('a look-alike kept from before takes the key when its holder leaves it: while anyone holds a look-alike, no one else takes one', async () => {
+      const later = at('2026-02-01T00:00:00.000Z');
+      const first = aUser({ username: 'coco', createdAt: at('2026-01-01T00:00:00.000Z') });
+      const second = aUser({ username: '\u0441\u043e\u0441\u043e', createdAt: at('2026-01-02T00:00:00.000Z') }); // сосо
+      const third = aUser({ username: 'c0c0', createdAt: at('2026-01-03T00:00:00.000Z') });
+      await h.storeAsPreviousVersion({ users: [third, second, first] });
+      const newer = await registered();
+      const lookAlikes = ['coco', 'COCO', 'c0c0', 'C0C0', '\u0441\u043e\u0441\u043e'];
+      const refusedToNewer = async () => {
+        for (const name of lookAlikes) await expect(repo.updateProfile(newer.id, { username: name }, 'none', later)).rejects.toBeInstanceOf(AlreadyExistsError);
+        expect((await repo.findUserById(newer.id))?.username).toBeNull();
+      };
+      // Two users never show one name, up to capitals: a look-alike under "key id" may change only its capitals, the
+      // holder of the key may not take a look-alike's name.
+      for (const name of ['coco', 'Coco', 'c0c0']) await expect(repo.updateProfile(second.id, { username: name }, 'none', later)).rejects.toBeInstanceOf(AlreadyExistsError);
+      for (const name of ['\u0421\u041e\u0421\u041e', 'C0C0', 'c0c0']) await expect(repo.updateProfile(first.id, { username: name }, 'none', later)).rejects.toBeInstanceOf(AlreadyExistsError);
+      expect((await repo.findUsersByIds([first.id, second.id, third.id])).map((u) => u.username).sort()).toEqual(['c0c0', 'coco', '\u0441\u043e\u0441\u043e']);
+      // The holder of the key renames away: the two look-alikes left still hold it.
+      expect(await repo.updateProfile(first.id, { username: 'robert_x' }, 'none', later)).toMatchObject({ username: 'robert_x' });
+      await refusedToNewer();
+      // Coming back is taking a name someone holds.
+      await expect(repo.updateProfile(first.id, { username: 'coco' }, 'none', later)).rejects.toBeInstanceOf(AlreadyExistsError);
+      // The oldest look-alike left holds the key itself now: the younger one still cannot move onto another spelling.
+      expect(await repo.updateProfile(second.id, { username: 'Coco' }, 'none', later)).toMatchObject({ username: 'Coco' });
+      expect(await repo.updateProfile(third.id, { username: 'C0C0', website: 'https://third.example' }, 'none', later)).toMatchObject({ username: 'C0C0' });
+      // Clearing the name leaves the key too.
+      expect(await repo.updateProfile(second.id, { username: null }, 'none', later)).toMatchObject({ username: null });
+      await refusedToNewer();
+      expect(await repo.updateProfile(third.id, { username: 'c0c0' }, 'none', later)).toMatchObject({ username: 'c0c0' });
+      // The last holder leaves: the name is free.
+      expect(await repo.updateProfile(third.id, { username: 'third_one' }, 'none', later)).toMatchObject({ username: 'third_one' });
+      expect(await repo.updateProfile(newer.id, { username: 'c0c0' }, 'none', later)).toMatchObject({ username: 'c0c0' });
+      await expect(repo.updateProfile(second.id, { username: 'coco' }, 'none', later)).rejects.toBeInstanceOf(AlreadyExistsError);
+      // No two users show one name.
+      const names = (await repo.findUsersByIds([first.id, second.id, third.id, newer.id])).map((u) => u.username);
+      expect(names.filter((name) => name !== null && lookAlikes.includes(name))).toEqual(['c0c0']);
     });
 
     test('a username stored by the previous version still holds against its other casings', async () => {

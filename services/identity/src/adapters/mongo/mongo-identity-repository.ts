@@ -1,5 +1,6 @@
+import { usernameCaseFold } from '@cards/card-rules';
 import { AlreadyExistsError, isDuplicateKeyError, withOptionalTransaction, type MongoConnection } from '@cards/platform';
-import type { ClientSession, Collection, Filter } from 'mongodb';
+import type { ClientSession, Collection, Filter, UpdateFilter } from 'mongodb';
 import type { Invitation, PasswordReset, ProfilePatch, Session, StoredProfileCondition, User } from '../../domain/model';
 import type { IdentityRepository } from '../../domain/ports';
 import { usernameKey } from '../../domain/username-key';
@@ -10,7 +11,8 @@ interface UserDocument {
   username: string | null;
   /**
    * Present only when username is set: its usernameKey (case fold and confusable skeleton), unique under a sparse
-   * index; a look-alike name kept from before that key holds its key, a space and its user id (rekeyUsernames).
+   * index; a look-alike name kept from before that key holds its key, a space and its user id (rekeyUsernames) until
+   * the holder of the key itself leaves it (updateProfile promotes the oldest).
    */
   usernameKey?: string;
   /** Earlier versions' key (the case fold only), rewritten as usernameKey when the repository opens. */
@@ -94,6 +96,14 @@ const STORED_PROFILE_FILTER: Record<StoredProfileCondition, Filter<UserDocument>
   'has-username': { username: { $ne: null } },
   'email-visible': { visibleEmail: true },
 };
+
+/**
+ * A look-alike kept from before holds its key, a space and its id. No name's own key has a space: names hold none, and
+ * confusables.txt maps only spaces to one.
+ */
+const isLookAlikeKey = (key: string) => key.includes(' ');
+/** The keys "key id", as a range of the index: from "key " up to "key!" (" " is U+0020, "!" the next code point). */
+const lookAlikeKeyRange = (key: string): [string, string] => [`${key} `, `${key}!`];
 
 const emailTaken = () => new AlreadyExistsError('An account with this email already exists');
 
@@ -207,26 +217,98 @@ export class MongoIdentityRepository implements IdentityRepository {
 
   async updateProfile(userId: string, patch: ProfilePatch, requires: StoredProfileCondition, updatedAt: Date): Promise<User | null> {
     const set: Partial<UserDocument> = { updatedAt };
-    if (patch.username !== undefined) set.username = patch.username;
-    if (patch.username) set.usernameKey = usernameKey(patch.username);
     if (patch.website !== undefined) set.website = patch.website;
     if (patch.visibleEmail !== undefined) set.visibleEmail = patch.visibleEmail;
-    const update = async (filter: Filter<UserDocument>, $set: Partial<UserDocument>) =>
-      this.users.findOneAndUpdate({ $and: [{ _id: userId }, STORED_PROFILE_FILTER[requires], filter] }, patch.username === null ? { $set, $unset: { usernameKey: '' } } : { $set }, { returnDocument: 'after' });
+    const update = (filter: Filter<UserDocument>, change: UpdateFilter<UserDocument>) =>
+      this.users.findOneAndUpdate({ $and: [{ _id: userId }, STORED_PROFILE_FILTER[requires], filter] }, change, { returnDocument: 'after' });
     try {
-      let stored: UserDocument | null;
-      if (patch.username) {
-        // Sending one's own name again as stored keeps its key: a look-alike kept from before the key holds one of its own.
-        const { usernameKey: _, ...keepingKey } = set;
-        stored = (await update({ username: patch.username }, keepingKey)) ?? (await update({ username: { $ne: patch.username } }, set));
-      } else {
-        stored = await update({}, set);
+      if (patch.username === undefined) {
+        const stored = await update({}, { $set: set });
+        return stored ? fromUserDocument(stored) : null;
       }
-      return stored ? fromUserDocument(stored) : null;
+      // The name and key read below are the condition of the write: a concurrent change of them (another request of the
+      // same user, or a look-alike's promotion) is read again.
+      for (let attempt = 0; attempt < 20; attempt++) {
+        const current = await this.users.findOne({ _id: userId }, { projection: { username: 1, usernameKey: 1 } });
+        if (!current) return null;
+        const held = current.username === null ? undefined : current.usernameKey;
+        let key: string | undefined;
+        if (patch.username !== null) {
+          const wanted = usernameKey(patch.username);
+          if (held === wanted) {
+            // Another spelling of the key one holds: not the name of a look-alike kept from before under "key id".
+            await this.refuseIfLookAlikeNamed(wanted, patch.username, userId);
+            key = held;
+          } else if (held !== undefined && usernameCaseFold(patch.username) === usernameCaseFold(current.username!)) {
+            // A look-alike kept from before ("key id") may change its capitals or send its name again, keeping its key.
+            key = held;
+          } else {
+            await this.refuseIfTaken(wanted, userId);
+            key = wanted;
+          }
+        }
+        const unchanged: Filter<UserDocument> = { username: current.username, usernameKey: current.usernameKey ?? { $exists: false } };
+        const stored = await update(
+          unchanged,
+          key === undefined ? { $set: { ...set, username: null }, $unset: { usernameKey: '' } } : { $set: { ...set, username: patch.username, usernameKey: key } },
+        );
+        if (stored) {
+          // Leaving a key one held itself hands it to the oldest look-alike kept from before under "key id".
+          if (held !== undefined && key !== held && !isLookAlikeKey(held)) await this.promoteLookAlike(held);
+          return fromUserDocument(stored);
+        }
+        const now = await this.users.findOne({ _id: userId }, { projection: { username: 1, usernameKey: 1 } });
+        // Unchanged: the stored profile condition is not met.
+        if (!now || (now.username === current.username && now.usernameKey === current.usernameKey)) return null;
+      }
+      throw new Error(`username of user ${userId} changed concurrently on every attempt`);
     } catch (err) {
       if (isDuplicateKeyError(err, 'usernameKey')) throw new AlreadyExistsError('username: already taken');
       throw err;
     }
+  }
+
+  /**
+   * AlreadyExistsError when another user holds the key, itself or as a look-alike kept from before ("key id"). Such a
+   * look-alike without a holder of the key itself (its holder left it and the promotion did not run, the process having
+   * stopped between the two writes, or a version that did not promote) is promoted first.
+   *
+   * With the key's unique index this keeps one holder per key: "key id" keys are only made by rekeyUsernames, for a
+   * name whose key another document holds at that moment, and only ever become the key itself; so between this check
+   * and the write, a key found free can only be taken as the key itself, which the index refuses to a second writer.
+   */
+  private async refuseIfTaken(key: string, userId: string): Promise<void> {
+    const [from, to] = lookAlikeKeyRange(key);
+    const holders = await this.users
+      .find({ _id: { $ne: userId }, $or: [{ usernameKey: key }, { usernameKey: { $gte: from, $lt: to } }] }, { projection: { usernameKey: 1 } })
+      .limit(2)
+      .toArray();
+    if (holders.length === 0) return;
+    if (!holders.some((holder) => holder.usernameKey === key)) await this.promoteLookAlike(key);
+    throw new AlreadyExistsError('username: already taken');
+  }
+
+  /**
+   * AlreadyExistsError when a look-alike kept from before under "key id" has the name, up to case (usernameCaseFold,
+   * unique among them as it was the key when they were taken): the holder of the key itself may take any spelling of
+   * it but theirs. Their names cannot move meanwhile to this one: under "key id" a name changes only its capitals.
+   */
+  private async refuseIfLookAlikeNamed(key: string, name: string, userId: string): Promise<void> {
+    const [from, to] = lookAlikeKeyRange(key);
+    const lookAlikes = await this.users.find({ _id: { $ne: userId }, usernameKey: { $gte: from, $lt: to } }, { projection: { username: 1 } }).toArray();
+    const folded = usernameCaseFold(name);
+    if (lookAlikes.some((doc) => doc.username !== null && usernameCaseFold(doc.username) === folded)) throw new AlreadyExistsError('username: already taken');
+  }
+
+  /**
+   * Gives the key itself to the oldest user holding it as "key id" (createdAt, then id). One atomic write: when
+   * someone holds the key itself already, the unique index refuses it and nothing changes.
+   */
+  private async promoteLookAlike(key: string): Promise<void> {
+    const [from, to] = lookAlikeKeyRange(key);
+    await this.users.findOneAndUpdate({ usernameKey: { $gte: from, $lt: to } }, { $set: { usernameKey: key } }, { sort: { createdAt: 1, _id: 1 } }).catch((err: unknown) => {
+      if (!isDuplicateKeyError(err, 'usernameKey')) throw err;
+    });
   }
 
   async createSession(s: Session): Promise<void> {

@@ -1,3 +1,4 @@
+import { usernameCaseFold } from '@cards/card-rules';
 import { AlreadyExistsError, openSqlite, type SqliteDatabase, type SqliteMigration } from '@cards/platform';
 import type { Invitation, PasswordReset, ProfilePatch, Session, StoredProfileCondition, User } from '../../domain/model';
 import type { IdentityRepository } from '../../domain/ports';
@@ -7,7 +8,9 @@ import { usernameKey } from '../../domain/username-key';
  * Gives every stored username its usernameKey again, oldest first (created_at, then id), under a unique index made
  * anew. A name whose key an older name already holds (two look-alikes taken before the key joined them) stays as its
  * holder wrote it, under its key, a space and its user id, which no other name's key can be: the older name keeps the
- * key itself, so no one else can take a look-alike of either; the younger holder keeps theirs until they rename.
+ * key itself. No one else can take a look-alike of either: a name is taken while anyone holds its key or "key id"
+ * (updateProfile), and when the holder of the key itself leaves it, the oldest "key id" holder is given the key in
+ * the same transaction. The younger holder keeps theirs, capitals changed too, until they take a name of another key.
  */
 export function rekeyUsernames(db: SqliteDatabase): void {
   db.exec('DROP INDEX IF EXISTS users_username_key');
@@ -20,6 +23,21 @@ export function rekeyUsernames(db: SqliteDatabase): void {
     held.add(key);
   }
   db.exec('CREATE UNIQUE INDEX users_username_key ON users(username_key) WHERE username_key IS NOT NULL');
+}
+
+/**
+ * A look-alike kept from before holds its key, a space and its id. No name's own key has a space: names hold none, and
+ * confusables.txt maps only spaces to one.
+ */
+const isLookAlikeKey = (key: string) => key.includes(' ');
+/** The keys "key id", as a range of the index: from "key " up to "key!" (" " is U+0020, "!" the next code point). */
+const lookAlikeKeyRange = (key: string): [string, string] => [`${key} `, `${key}!`];
+
+/** refuseIfTaken's refusal; keyToPromote: a key held only under "key id", to be given to the oldest such holder. */
+class UsernameTaken extends Error {
+  constructor(readonly keyToPromote: string | null) {
+    super('username: already taken');
+  }
 }
 
 export const MIGRATIONS: readonly SqliteMigration[] = [
@@ -167,24 +185,83 @@ export class SqliteIdentityRepository implements IdentityRepository {
 
   async updateProfile(userId: string, patch: ProfilePatch, requires: StoredProfileCondition, updatedAt: Date): Promise<User | null> {
     const sets = ['updated_at = @updatedAt'];
-    // Sending one's own name again as stored keeps its key: a look-alike kept from before the key holds one of its own.
-    if (patch.username !== undefined) sets.push('username_key = CASE WHEN username IS @username THEN username_key ELSE @usernameKey END', 'username = @username');
+    if (patch.username !== undefined) sets.push('username = @username', 'username_key = @usernameKey');
     if (patch.website !== undefined) sets.push('website = @website');
     if (patch.visibleEmail !== undefined) sets.push('visible_email = @visibleEmail');
     try {
-      const row = this.db.prepare(`UPDATE users SET ${sets.join(', ')} WHERE id = @id${STORED_PROFILE_SQL[requires]} RETURNING *`).get({
-        id: userId,
-        updatedAt: iso(updatedAt),
-        username: patch.username ?? null,
-        usernameKey: patch.username ? usernameKey(patch.username) : null,
-        website: patch.website ?? null,
-        visibleEmail: patch.visibleEmail ? 1 : 0,
-      }) as UserRow | undefined;
+      // One IMMEDIATE transaction: the check of the look-alikes kept from before, the change and the promotion below.
+      const row = this.db.transaction((): UserRow | undefined => {
+        const current = this.db.prepare('SELECT username, username_key FROM users WHERE id = ?').get(userId) as Pick<UserRow, 'username'> & { username_key: string | null } | undefined;
+        if (!current) return undefined;
+        const held = current.username === null ? null : current.username_key;
+        let key: string | null = null;
+        if (patch.username) {
+          const wanted = usernameKey(patch.username);
+          if (held === wanted) {
+            // Another spelling of the key one holds: not the name of a look-alike kept from before under "key id".
+            this.refuseIfLookAlikeNamed(wanted, patch.username, userId);
+            key = held;
+          } else if (held !== null && usernameCaseFold(patch.username) === usernameCaseFold(current.username!)) {
+            // A look-alike kept from before ("key id") may change its capitals or send its name again, keeping its key.
+            key = held;
+          } else {
+            this.refuseIfTaken(wanted, userId);
+            key = wanted;
+          }
+        }
+        const changed = this.db.prepare(`UPDATE users SET ${sets.join(', ')} WHERE id = @id${STORED_PROFILE_SQL[requires]} RETURNING *`).get({
+          id: userId,
+          updatedAt: iso(updatedAt),
+          username: patch.username ?? null,
+          usernameKey: key,
+          website: patch.website ?? null,
+          visibleEmail: patch.visibleEmail ? 1 : 0,
+        }) as UserRow | undefined;
+        // Leaving a key one held itself hands it to the oldest look-alike kept from before under "key id".
+        if (changed && patch.username !== undefined && held !== null && key !== held && !isLookAlikeKey(held)) this.promoteLookAlike(held);
+        return changed;
+      }).immediate();
       return row ? userFromRow(row) : null;
     } catch (err) {
+      if (err instanceof UsernameTaken) {
+        const key = err.keyToPromote;
+        if (key !== null) this.db.transaction(() => this.promoteLookAlike(key)).immediate();
+        throw new AlreadyExistsError(err.message);
+      }
       if (isUniqueViolation(err, 'username_key')) throw new AlreadyExistsError('username: already taken');
       throw err;
     }
+  }
+
+  /**
+   * AlreadyExistsError when another user holds the key, itself or as a look-alike kept from before ("key id"). Such a
+   * look-alike without a holder of the key itself (left by a version that did not promote it) is promoted first.
+   */
+  private refuseIfTaken(key: string, userId: string): void {
+    const [from, to] = lookAlikeKeyRange(key);
+    const holder = this.db.prepare('SELECT username_key FROM users WHERE id != ? AND (username_key = ? OR (username_key >= ? AND username_key < ?)) ORDER BY username_key = ? DESC LIMIT 1').get(userId, key, from, to, key) as { username_key: string } | undefined;
+    if (!holder) return;
+    // The refusal rolls the transaction back: the promotion runs in one of its own (updateProfile).
+    throw new UsernameTaken(holder.username_key === key ? null : key);
+  }
+
+  /**
+   * AlreadyExistsError when a look-alike kept from before under "key id" has the name, up to case (usernameCaseFold,
+   * unique among them as it was the key when they were taken): the holder of the key itself may take any spelling of
+   * it but theirs.
+   */
+  private refuseIfLookAlikeNamed(key: string, name: string, userId: string): void {
+    const [from, to] = lookAlikeKeyRange(key);
+    const lookAlikes = this.db.prepare('SELECT username FROM users WHERE id != ? AND username_key >= ? AND username_key < ?').all(userId, from, to) as Array<{ username: string }>;
+    const folded = usernameCaseFold(name);
+    if (lookAlikes.some((row) => usernameCaseFold(row.username) === folded)) throw new AlreadyExistsError('username: already taken');
+  }
+
+  /** Gives the key itself to the oldest user holding it as "key id", when no one holds the key itself. */
+  private promoteLookAlike(key: string): void {
+    if (this.db.prepare('SELECT 1 FROM users WHERE username_key = ?').get(key)) return;
+    const [from, to] = lookAlikeKeyRange(key);
+    this.db.prepare('UPDATE users SET username_key = ? WHERE id = (SELECT id FROM users WHERE username_key >= ? AND username_key < ? ORDER BY created_at, id LIMIT 1)').run(key, from, to);
   }
 
   async createSession(s: Session): Promise<void> {

@@ -98,7 +98,11 @@ export class CollectionService {
     const collection = await this.ownCollection(collectionId, requireCaller(callerId));
     // Only the fields asked for: a concurrent change of another field (a privacy flip) must not be written back.
     const change: CollectionChange = { updatedAt: new Date() };
-    if (patch.name !== undefined) change.name = validCollectionName(patch.name);
+    // The name sent back exactly as stored (trimmed, as it is stored) is kept, not judged again: a name stored before the
+    // rule of names refused invisible characters (70b168a: "Reading\u200Blist") would otherwise make every save of the
+    // edit form, which always sends the name, fail until the user retypes a character they cannot see. Usernames sent
+    // back unchanged are kept the same way. Any other name follows today's rule.
+    if (patch.name !== undefined && patch.name.trim() !== collection.name) change.name = validCollectionName(patch.name);
     if (patch.description !== undefined) change.description = validCollectionDescription(patch.description);
     if (patch.isPublic !== undefined) change.isPublic = patch.isPublic;
     const publishesFileCollection = patch.isPublic === true && collection.fileId !== null;

@@ -73,4 +73,17 @@ describe('a body sent to a route that reads none', () => {
     }
     expect(calls).toEqual(['logout', 'markAllRead', 'deleteCard', 'deleteVote', 'deleteFile'].flatMap((call) => [call, call, call]));
   });
+
+  it('is no body when it is JSON null or only whitespace (the strict JSON parser refused both as malformed)', async () => {
+    calls.length = 0;
+    const bodies = ['null', ' null\n', '  ', '\r\n\t'];
+    for (const [method, path] of ROUTES) {
+      for (const body of bodies) expect([path, JSON.stringify(body), await send(method, path, body)]).toEqual([path, JSON.stringify(body), { status: 204 }]);
+    }
+    expect(calls).toEqual(['logout', 'markAllRead', 'deleteCard', 'deleteVote', 'deleteFile'].flatMap((call) => bodies.map(() => call)));
+    // A route that reads a body answers them as it answers an empty one: naming what is missing, not "Malformed JSON body".
+    const empty = await send('POST', '/api/card', '');
+    expect(empty.status).toBe(400);
+    for (const body of bodies) expect([JSON.stringify(body), await send('POST', '/api/card', body)]).toEqual([JSON.stringify(body), empty]);
+  });
 });

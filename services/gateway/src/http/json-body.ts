@@ -101,7 +101,7 @@ export function bodyEncodingProblem(req: Request): string | undefined {
  * limit from a few KB on the wire.
  */
 export function jsonBodyParser(limit: string | number, shape: JsonShapeBounds = API_JSON_SHAPE): RequestHandler {
-  return express.json({
+  const parse = express.json({
     limit,
     type: JSON_TYPES,
     verify: (req: IncomingMessage, _res, bytes: Buffer) => {
@@ -110,4 +110,24 @@ export function jsonBodyParser(limit: string | number, shape: JsonShapeBounds = 
       if (problem) notUtf8.set(req, `The request body is not valid UTF-8: ${problem}; JSON must be sent encoded as UTF-8`);
     },
   });
+  // The parser (strict: an object or an array) refuses `null` and a body of only whitespace as malformed, though
+  // `null` is JSON and both say "nothing", as an empty body does, which it reads as none. They are no body too: a route
+  // that reads none ignores them (DELETE /api/card/:id, PUT /api/notifications/all, DELETE /api/auth ...), one that
+  // reads a body names the fields it misses, as for an empty body.
+  return (req, res, next) =>
+    parse(req, res, (err?: unknown) => {
+      if (err !== undefined && isNothingSent(err)) {
+        req.body = undefined;
+        return next();
+      }
+      next(err);
+    });
+}
+
+/** Whether a parse failure is of a body holding only JSON `null` or only whitespace (RFC 8259's ws). */
+function isNothingSent(err: unknown): boolean {
+  const failure = err as { type?: unknown; body?: unknown } | null;
+  if (failure?.type !== 'entity.parse.failed' || typeof failure.body !== 'string') return false;
+  const text = failure.body.replace(/^[ \t\n\r]+|[ \t\n\r]+$/g, '');
+  return text === '' || text === 'null';
 }

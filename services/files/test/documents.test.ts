@@ -409,6 +409,30 @@ describe('lists, tables and notes', () => {
     );
   });
 
+  it("a table cell's paragraphs, headings and line breaks are lines of its row (as the web editor and the cards service write a table), .docx and .odt", () => {
+    // Before, a cell's paragraphs were joined with a space ("a b | c"), a heading in a cell broke its row in two, and a
+    // cell ending in an empty paragraph lost the " | " after it.
+    const docx = blocksFromHtml(
+      '<table><tr><td><p>a</p><p><strong>b</strong></p></td><td><p>c</p>after<br />line</td><td><h3>Head</h3><p>text</p></td></tr>' +
+        '<tr><td><p>x</p><p></p></td><td>y</td></tr></table><p>one<br />line</p>',
+    );
+    expect(docx.map((b) => b.html)).toEqual(['a<br><strong>b</strong> | c<br>after<br>line | Head<br>text', 'x | y', 'one line']);
+    // The text: a line break is a space between words.
+    expect(docx.map((b) => b.text)).toEqual(['a b | c after line | Head text', 'x | y', 'one line']);
+    const odt = blocksFromOdtContent(
+      '<office:text><table:table><table:table-row><table:table-cell><text:p>a</text:p><text:p>b<text:line-break/>c</text:p></table:table-cell>' +
+        '<table:table-cell><text:h text:outline-level="2">d</text:h></table:table-cell></table:table-row></table:table><text:p>e<text:line-break/>f</text:p></office:text>',
+    );
+    expect(odt.map((b) => [b.kind, b.html])).toEqual([
+      ['paragraph', 'a<br>b<br>c | d'],
+      ['paragraph', 'e f'],
+    ]);
+    // A card keeps the lines; a row cut between cards loses the line break at the cut.
+    const words = (prefix: string, n: number) => Array.from({ length: n }, (_, i) => `${prefix}${i}`).join(' ');
+    const [card] = splitIntoCards({ blocks: blocksFromHtml(`<table><tr><td><p>${words('a', 60)}</p><p>${words('b', 30)}</p></td><td>c</td></tr></table>`) });
+    expect(card!.html).toBe(`<p>${words('a', 60)}<br>${words('b', 30)} | c</p>`);
+  });
+
   describe('a list item of several paragraphs is one item, and its list goes on after it', () => {
     const words = (n: number, word: string) => Array.from({ length: n }, (_, i) => `${word}${i}`).join(' ');
     const shape = (html: string) => html.replace(/([a-z])\d+(?: [a-z]\d+)+/g, '$1…');
@@ -1030,6 +1054,38 @@ describe('document titles, hyphens at line ends, text boxes', () => {
       'Mail j.smith@example.org or counts@example.org, or read (www.example.org/README.md). Wardens count and/ or photograph the nests.',
       'Read https://example.com/ for details, and ask what changed at https://example.com/faq? Nothing did, so the wardens wrote to info@example.org. ' +
         'Colonies are counted in May and the archive is at https://doi.org/10.1000/182 for everyone.',
+    ]);
+  });
+
+  it(".pdf: a URL ending in '/' at a line end goes on only with a word that looks like a path or that the document writes in the URL; a plain word keeps its space", async () => {
+    // Before, any next word but ~60 common ones was glued into the URL: "https://www.example.org/Volunteers count",
+    // ".../hosts", ".../today." (regression audit of 5aa292e).
+    const at = (y: number, text: string) => ({ y, text });
+    const pdf = pdfDocument([
+      {
+        lines: [
+          at(700, 'Details are on https://www.example.org/'),
+          at(686, 'Volunteers count the nests. Mirrors of https://example.com/'),
+          at(672, 'hosts the archive, as https://example.com/'),
+          at(658, 'today.'),
+          at(610, 'Maps at https://example.net/coffee/'),
+          at(596, 'rust-alerts and https://example.org/api/'),
+          at(582, 'v2/stations and https://example.com/'),
+          at(568, 'search?'),
+          at(554, 'q=dune+grass&lang=en for all.'),
+          at(506, 'The bridges are at https://example.net/history/'),
+          at(492, 'bridges today; the same page, https://example.net/history/bridges, lists the'),
+          at(478, 'ferries at https://'),
+          at(464, 'example.net/history/'),
+          at(450, 'ferries too.'),
+        ],
+      },
+    ]);
+    const { blocks } = await reader.parse('pdf', pdf);
+    expect(blocks.map((b) => b.text)).toEqual([
+      'Details are on https://www.example.org/ Volunteers count the nests. Mirrors of https://example.com/ hosts the archive, as https://example.com/ today.',
+      'Maps at https://example.net/coffee/rust-alerts and https://example.org/api/v2/stations and https://example.com/search?q=dune+grass&lang=en for all.',
+      'The bridges are at https://example.net/history/bridges today; the same page, https://example.net/history/bridges, lists the ferries at https://example.net/history/ ferries too.',
     ]);
   });
 

@@ -161,6 +161,46 @@ function hyphenEvidenceOf(texts) {
   return { compounds, words };
 }
 
+// Evidence the document gives on its own URLs (urlEvidenceOf): each URL written whole on one line (its scheme may be on
+// the line before), or a link's target, and its beginnings up to each "/", "?", "#", "&" or "." in it, so that a URL broken after a "/" before a plain word
+// ("https://example.net/history/" "bridges") goes on where the document writes that URL elsewhere.
+let urlEvidence = new Set();
+/**
+ * Longer URLs are no evidence, and the beginnings stop at URL_EVIDENCE_CHARS characters in all (a hostile PDF may hold
+ * lines of nothing else: the work stays linear in the document).
+ */
+const LONGEST_URL_EVIDENCE = 512;
+const URL_EVIDENCE_CHARS = 4_000_000;
+
+/** A URL as the evidence keeps it: without its scheme, which Writer often sets alone on the line before ("https://"). */
+const urlKey = (url) => url.replace(/^[a-z][a-z\d+.-]{0,15}:\/\//i, '');
+
+function urlEvidenceOf(texts, links) {
+  const found = new Set();
+  let budget = URL_EVIDENCE_CHARS;
+  const add = (written) => {
+    if (written.length > LONGEST_URL_EVIDENCE || budget <= 0 || !URL_START.test(written)) return;
+    const url = urlKey(written);
+    if (found.has(url)) return;
+    for (let i = 0; i < url.length && budget > 0; i++) {
+      if (!'/?#&.'.includes(url[i])) continue;
+      budget -= i;
+      found.add(url.slice(0, i));
+    }
+    budget -= url.length;
+    found.add(url);
+  };
+  for (const text of texts) {
+    for (const token of text.split(/\s+/)) {
+      let end = token.length;
+      while (end > 0 && CLOSING.test(token[end - 1])) end--;
+      if (end > 0) add(token.slice(0, end).replace(OPENING, ''));
+    }
+  }
+  for (const url of links) add(url);
+  return found;
+}
+
 // English words (the word-list package: ~274,000 lower-case words, MIT), read once per worker, and only for a document
 // with a hyphen at a line's end (loadWordsFor): a hyphen between two words whose joining is no word is the compound's own
 // ("well-" "known": "wellknown" is no word), one inside a syllable is a typesetter's ("in-" "formation"). About 0.1 s
@@ -222,12 +262,20 @@ const OPENING = /^[(\[<"'“‘«]+/u;
 const CLOSING = /^[.,;:!?)\]>"'”’»]$/u;
 const SPACE = /^\s$/;
 /**
- * Words that go on a sentence after a URL ending in "/" ("https://example.com/" "for details"), not its path: such a URL
- * is joined to the next line's first word unless it is one of these.
+ * Words that go on a sentence after a URL ending in "/" ("https://example.com/" "for details"), not its path, even where
+ * they look like one (PATH_LIKE).
  */
 const ENDS_A_URL = new Set(
   'a an and are as at be been but by can could for from had has have if in into is it its may might must not of on or our shall should so than that the their then there these they this those to under was we were when where which while who will with would you your'.split(' '),
 );
+/**
+ * A URL ending in "/" at a line's end goes on with the next line's first word only when that word looks like a path
+ * (a "/", ".", "-", "_", "=", "?", "&", "#", "%" or a digit in it: "plankton-sheet", "README.md", "10.1000/182",
+ * "v2"), or when the URL has no host yet ("https://" "example.net/"). A plain word ("https://www.example.org/"
+ * "Volunteers count", "example.com/" "hosts") keeps its space: a path word wrongly kept apart ("/history/ bridges") is
+ * less harmful than a sentence's word glued into the URL, and any word could be either.
+ */
+const PATH_LIKE = /[/.\-_=?&#%\d]/u;
 /** A line that starts with a sentence's punctuation alone (",", "." or "),"): set after the URL ending the line before. */
 const PUNCTUATION_START = /^[.,;:!?)\]”’»]+(?:\s|$)/u;
 
@@ -267,8 +315,19 @@ function urlJoin(before, after) {
       return keepsHyphen(before, after) || (!isWord(joined) && !hyphenEvidence.words.has(joined)) ? before + after : before.slice(0, -1) + after;
     }
     if (/[&=#_~%+@]$/.test(end) || (end.endsWith('?') && word.includes('=')) || (end.endsWith(':') && word.startsWith('//')) || word.startsWith('/')) return before + after;
-    if (end.endsWith('/') && !ENDS_A_URL.has(word.toLowerCase())) return before + after;
+    if (end.endsWith('/') && !ENDS_A_URL.has(word.toLowerCase()) && (PATH_LIKE.test(word) || end.endsWith('//') || urlEvidence.has(urlKey(end + word)))) return before + after;
     return null;
+  }
+  // A URL ending in "/" kept apart from a plain word that turns out to go on as the URL's query ("https://example.com/"
+  // "search?" "q=dune"): the three are one URL.
+  if (end.endsWith('?') && word.includes('=') && space > 1 && /^[^\s?]+\?$/.test(end)) {
+    let from = space - 1;
+    while (from > 0 && !SPACE.test(tail[from - 1])) from--;
+    const path = tail.slice(from, space - 1).replace(OPENING, '');
+    if (path.endsWith('/') && URL_START.test(path)) {
+      const at = before.length - tail.length + space;
+      return before.slice(0, at - 1) + before.slice(at) + after;
+    }
   }
   // An address broken after a dot or its "@" (with or without a hyphen): the joining is one, and goes on in lower case
   // after a dot ("info@example.org." "Colony" ends a sentence).
@@ -489,6 +548,7 @@ export async function pdfBlocks(bytes, maxPages) {
   withoutRunningLines(pages);
   const texts = pages.flatMap((page) => page.lines.map((line) => line.text));
   hyphenEvidence = hyphenEvidenceOf(texts);
+  urlEvidence = urlEvidenceOf(texts, pages.flatMap((page) => page.lines.flatMap((line) => line.links.map((link) => link.url))));
   await loadWordsFor(texts);
   const blocks = [];
   let pageStart = 0;

@@ -384,6 +384,28 @@ describeInBrowser('the card form’s rich-text editor and the verification displ
     expect(pageProblems).toEqual([]);
   });
 
+  it('keeps the text of the other blocks a card drops apart, as the cards service does: details/summary, nav, main, dt, form (a paragraph each; in a heading or paragraph a line), a pre’s lines', async () => {
+    // ProseMirror reads these as inline: "HomeSummaryHidden textTermMeaning", where the server keeps lines.
+    const dropped = '<nav>Home</nav><main><details><summary>Summary</summary>Hidden text</details><dl><dt>Term</dt><dd>Meaning</dd></dl></main><form>Form text</form>';
+    await freshEditor();
+    await paste(dropped, 'Home Summary Hidden text Term Meaning Form text');
+    expect(await editorHtml()).toBe('<p>Home</p><p>Summary</p><p>Hidden text</p><p>Term</p><p>Meaning</p><p>Form text</p>');
+    // The cards service's text of the same HTML has the same lines.
+    const words = Array.from({ length: 8 }, (_, i) => `Clause ${i}: glaciers carve deep valleys as they creep downhill under their own great weight each winter.`).join(' ');
+    const created = await user.client.post('/api/card', { card_html: `${dropped}<p>${words}</p>`, link: '', private: true, tag_set: [] });
+    expect(created.status).toBe(200);
+    expect((created.json as { card_metadata: { content: string } }).card_metadata.content).toBe(`Home\nSummary\nHidden text\nTerm\nMeaning\nForm text\n${words}`);
+
+    // Typed in the HTML view: a dt in a heading is a line of it (the parser leaves it there), a pre's lines stay lines.
+    await page.goto('/card/new');
+    await page.getByRole('textbox', { name: 'Card text', exact: true }).waitFor();
+    await page.getByRole('button', { name: 'Edit as HTML' }).click();
+    await page.getByLabel('Card text (HTML)').fill('<h2>Title<dt>term</dt>more<summary> </summary></h2><pre>line one\nline two\n</pre>');
+    await page.getByRole('button', { name: 'Edit as HTML' }).click();
+    expect(await editorHtml()).toBe('<h2>Title<br>term<br>more</h2><p>line one<br>line two</p>');
+    expect(pageProblems).toEqual([]);
+  });
+
   it('opens a list item holding a heading and a paragraph as it is stored, and a list item can be made a heading', async () => {
     const listCard = await cardWithLink(`<ul><li><h3>heading in li</h3><p>para in li</p></li></ul><p>${CARD_TEXT} A list with a heading.</p>`, '');
     await page.goto(`/card/${listCard}/edit`);

@@ -13,7 +13,12 @@
 /** Elements whose content is not text to keep (the cards service's sanitizer removes the first four with their text). */
 const DROPPED_WITH_CONTENT = new Set(['script', 'style', 'textarea', 'title', 'xmp', 'iframe', 'noembed', 'noframes']);
 /** Elements whose start and end tags are not written (their content is): they would change how the rest parses. */
-const NOT_WRITTEN = new Set(['html', 'head', 'body', 'meta', 'link', 'base', 'svg', 'math', 'template', 'img', 'image', 'object', 'embed', 'frameset', 'frame', 'plaintext', 'input', 'select', 'button', 'form', 'option', 'optgroup', 'datalist', 'video', 'audio', 'source', 'track', 'picture', 'canvas', 'noscript']);
+const NOT_WRITTEN = new Set(['html', 'head', 'body', 'meta', 'link', 'base', 'svg', 'math', 'template', 'img', 'image', 'object', 'embed', 'frameset', 'frame', 'plaintext', 'input', 'select', 'button', 'option', 'optgroup', 'datalist', 'video', 'audio', 'source', 'track', 'picture', 'canvas']);
+/**
+ * Elements written as a <div>: blocks whose own tags would change how the rest parses (a form in a form is dropped) or
+ * hide their text from the editor (ProseMirror skips a <noscript>), whose text still stands apart from its neighbours'.
+ */
+const WRITTEN_AS_DIV = new Set(['form', 'noscript']);
 const KEPT_ATTRIBUTES: Record<string, string> = { href: 'href', start: 'start', style: 'data-pasted-style', class: 'data-pasted-class', 'data-pm-slice': 'data-pm-slice' };
 const TAG_NAME = /^[a-z][a-z0-9:_-]*$/;
 
@@ -76,7 +81,8 @@ const escapeAttribute = (value: string) => value.replace(/"/g, '&quot;').replace
 
 /**
  * The HTML written out again with only the kept attributes (style and class renamed), without comments, scripts, style
- * sheets and the other elements in DROPPED_WITH_CONTENT (with their content), and without the tags of NOT_WRITTEN.
+ * sheets and the other elements in DROPPED_WITH_CONTENT (with their content), without the tags of NOT_WRITTEN, and with
+ * those of WRITTEN_AS_DIV written as <div>.
  */
 export function inertHtml(html: string): string {
   let out = '';
@@ -100,11 +106,12 @@ export function inertHtml(html: string): string {
         continue;
       }
       if (NOT_WRITTEN.has(tag.name) || !TAG_NAME.test(tag.name)) continue;
+      const name = WRITTEN_AS_DIV.has(tag.name) ? 'div' : tag.name;
       if (tag.end) {
-        out += `</${tag.name}>`;
+        out += `</${name}>`;
         continue;
       }
-      out += `<${tag.name}`;
+      out += `<${name}`;
       const written = new Set<string>();
       for (const [attribute, value] of tag.attributes) {
         const kept = KEPT_ATTRIBUTES[attribute];

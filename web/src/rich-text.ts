@@ -15,7 +15,7 @@ import { DOMParser as PMDOMParser, DOMSerializer, Schema, Slice, type Attrs, typ
 import { liftListItem, sinkListItem, splitListItem, wrapInList } from 'prosemirror-schema-list';
 import { EditorState, TextSelection, type Command, type Transaction } from 'prosemirror-state';
 import { EditorView } from 'prosemirror-view';
-import { CELL_LINE_TAGS, TABLE_CELL_SEPARATOR } from '@cards/card-rules';
+import { CELL_LINE_TAGS, SEPARATED_BLOCK_TAGS, TABLE_CELL_SEPARATOR } from '@cards/card-rules';
 import { htmlOfPlainText } from './card-rules';
 import { inertHtml, parseInertHtml } from './inert-html';
 import 'prosemirror-view/style/prosemirror.css';
@@ -169,6 +169,109 @@ function tablesAsRows(body: HTMLElement): void {
   }
 }
 
+/**
+ * Elements the allow-list drops whose content is a block of its own (@cards/card-rules SEPARATED_BLOCK_TAGS, the list
+ * the cards service keeps texts apart by), other than the ones ProseMirror's parser already reads as blocks (div, pre,
+ * hr, dl, dd, figure, section...: renaming those changes nothing) and a table's parts (tablesAsRows reads them).
+ */
+const SEPARATED = new Set(SEPARATED_BLOCK_TAGS.filter((tag) => !['div', 'pre', 'hr', 'caption', 'thead', 'tbody', 'tfoot', 'tr', 'td', 'th'].includes(tag)).map((tag) => tag.toUpperCase()));
+/** Where text is one block's (a line break keeps texts apart there); LINE_ROOTS with pre, whose lines are kept. */
+const INLINE_ROOTS = new Set(['P', 'H1', 'H2', 'H3', 'H4', 'H5', 'H6']);
+const LINE_ROOTS = new Set([...INLINE_ROOTS, 'PRE']);
+/** Where a block may stand (a dropped block read as one there). */
+const BLOCK_ROOTS = new Set(['BODY', 'DIV', 'LI', 'UL', 'OL', 'BLOCKQUOTE']);
+/** Marks a line break this pass put in, left out again where no text stands on one side of it. */
+const SEPARATING = 'data-separating';
+
+/** Whether `element` stands in a paragraph or heading (its nearest enclosing block is one), not where blocks stand. */
+function inParagraph(element: Element): boolean {
+  for (let up = element.parentElement; up; up = up.parentElement) {
+    if (INLINE_ROOTS.has(up.tagName)) return true;
+    if (BLOCK_ROOTS.has(up.tagName) || up.tagName === 'PRE') return false;
+  }
+  return false;
+}
+
+function separatingBreak(doc: Document): HTMLElement {
+  const br = doc.createElement('br');
+  br.setAttribute(SEPARATING, '');
+  return br;
+}
+
+/** `element` replaced by a new `tagName` element holding its children and its (kept, inert) attributes. */
+function renamed(element: Element, tagName: string): HTMLElement {
+  const replacement = element.ownerDocument.createElement(tagName);
+  for (const { name, value } of [...element.attributes]) replacement.setAttribute(name, value);
+  replacement.append(...element.childNodes);
+  element.replaceWith(replacement);
+  return replacement;
+}
+
+/**
+ * The other dropped blocks keep their text apart, as the cards service's sanitizer keeps them (blocks-apart.ts):
+ * ProseMirror reads <details>, <summary>, <nav>, <main>, <dt>, <search>, <center>, <menu>, <legend>... as inline, so
+ * "<details><summary>Sum</summary>Body</details>" was "SumBody". Where blocks stand, each is read as a <div> (a
+ * paragraph of its own); in a paragraph or heading it is a line of it (a line break where its text and its neighbour's
+ * would run together). A <pre>'s lines stay lines (ProseMirror joins them with a space).
+ */
+function separatedBlocksApart(body: HTMLElement): void {
+  const doc = body.ownerDocument;
+  for (const element of [...body.querySelectorAll('*')]) {
+    const tag = element.tagName;
+    const pre = tag === 'PRE';
+    if (pre) {
+      const walker = doc.createTreeWalker(element, NodeFilter.SHOW_TEXT);
+      const texts: Text[] = [];
+      for (let node = walker.nextNode(); node; node = walker.nextNode()) if (node.textContent?.includes('\n')) texts.push(node as Text);
+      for (const text of texts) {
+        const lines = (text.textContent ?? '').split(/\r\n?|\n/);
+        text.replaceWith(...lines.flatMap((line, i) => (i === 0 ? [line] : [separatingBreak(doc), line])));
+      }
+    }
+    if (!(pre || tag === 'HR' || SEPARATED.has(tag))) continue;
+    if (inParagraph(element)) {
+      if (tag === 'HR') element.replaceWith(separatingBreak(doc));
+      else {
+        const span = renamed(element, 'span');
+        span.before(separatingBreak(doc));
+        span.after(separatingBreak(doc));
+      }
+    } else if (!pre && tag !== 'HR') {
+      renamed(element, 'div');
+    }
+  }
+  for (const root of body.querySelectorAll('p, h1, h2, h3, h4, h5, h6, pre')) {
+    if (root.parentElement?.closest('p, h1, h2, h3, h4, h5, h6, pre')) continue;
+    separatingBreaksKeptBetweenText(root);
+  }
+}
+
+/** The line breaks separatedBlocksApart put in `root` kept only between text (whitespace alone is no text): none at its start or end, no two in a row. */
+function separatingBreaksKeptBetweenText(root: Element): void {
+  const walker = root.ownerDocument.createTreeWalker(root, NodeFilter.SHOW_ELEMENT | NodeFilter.SHOW_TEXT);
+  const nodes: Node[] = [];
+  for (let node = walker.nextNode(); node; node = walker.nextNode()) if (node.nodeType === Node.TEXT_NODE || node.nodeName === 'BR') nodes.push(node);
+  const isText = (node: Node) => node.nodeType === Node.TEXT_NODE && Boolean(node.textContent?.trim());
+  let textBefore = false;
+  nodes.forEach((node, i) => {
+    if (node.nodeType === Node.TEXT_NODE) {
+      textBefore ||= isText(node);
+      return;
+    }
+    const br = node as Element;
+    if (br.hasAttribute(SEPARATING)) {
+      let textAfter = false;
+      for (let j = i + 1; j < nodes.length && nodes[j]!.nodeName !== 'BR' && !textAfter; j++) textAfter = isText(nodes[j]!);
+      br.removeAttribute(SEPARATING);
+      if (!textBefore || !textAfter) {
+        br.remove();
+        return;
+      }
+    }
+    textBefore = false;
+  });
+}
+
 /** The bullet or number Word writes as text before a list paragraph's text ("·&nbsp;&nbsp;", "o ", "1.", "a)", "iv."). */
 const WORD_LIST_MARKER = /^[\s\u00a0]*([·•▪■●◦§o\-–]|\(?\d{1,3}[.)]|\(?[a-zA-Z][.)]|\(?[ivxlcdmIVXLCDM]{1,7}[.)])[\s\u00a0]+/;
 
@@ -217,10 +320,11 @@ function wordListsAsLists(body: HTMLElement): void {
   }
 }
 
-/** HTML from outside read inertly (./inert-html), with tables and Word's list paragraphs rewritten to what a card holds. */
+/** HTML from outside read inertly (./inert-html), with tables, the other dropped blocks and Word's list paragraphs rewritten to what a card holds. */
 function domOfHtml(html: string): HTMLElement {
   const body = parseInertHtml(html);
   tablesAsRows(body);
+  separatedBlocksApart(body);
   wordListsAsLists(body);
   return body;
 }

@@ -37,6 +37,15 @@ describe('cutHtmlAtWords', () => {
     expect(cutHtmlAtWords(html, [[1, 3]])!.parts[0]!.html).toBe('x&lt;y z');
   });
 
+  it("a table cell's line break (<br>) parts two words as a space does, and is left out where the cut falls on it", () => {
+    const html = 'one<br>two <strong>three<br>four</strong>';
+    expect(cutHtmlAtWords(html, [[0, 4]])).toEqual({ words: 4, anchors: 0, parts: [{ html, anchors: [] }] });
+    expect(cutHtmlAtWords(html, [
+      [0, 3],
+      [3, 4],
+    ])!.parts.map((p) => p.html)).toEqual(['one<br>two <strong>three</strong>', '<strong>four</strong>']);
+  });
+
   it('refuses markup the document readers never build', () => {
     expect(cutHtmlAtWords('a <span>b</span>', [[0, 2]])).toBeNull();
     expect(cutHtmlAtWords('a & b', [[0, 3]])).toBeNull();

@@ -14,8 +14,12 @@ export interface HtmlCut {
   anchors: number;
 }
 
-/** The inline HTML the document readers build (block-collector): escaped text, a with href, strong, em and u. */
-const TOKEN = /<a href="[^"]*">|<(?:strong|em|u)>|<\/(?:a|strong|em|u)>|&(?:amp|lt|gt|quot);|[^<&]+|[<&]/gy;
+/**
+ * The inline HTML the document readers build (block-collector): escaped text, a with href, strong, em and u, and <br>
+ * (a table cell's line break: whitespace between words, dropped where a cut falls on it).
+ */
+const TOKEN = /<a href="[^"]*">|<(?:strong|em|u)>|<\/(?:a|strong|em|u)>|<br>|&(?:amp|lt|gt|quot);|[^<&]+|[<&]/gy;
+const LINE_BREAK = '<br>';
 const CONTROL = /\p{Cc}/u;
 const WHITESPACE = /\s/u;
 const ENTITIES: Record<string, string> = { '&amp;': '&', '&lt;': '<', '&gt;': '>', '&quot;': '"' };
@@ -103,7 +107,9 @@ export function cutHtmlAtWords(html: string, ranges: readonly (readonly [number,
   while (TOKEN.lastIndex < html.length) {
     const token = TOKEN.exec(html)?.[0];
     if (token === undefined || token === '<' || token === '&') return null;
-    if (token.startsWith('<a ')) {
+    if (token === LINE_BREAK) {
+      character(token, ' ');
+    } else if (token.startsWith('<a ')) {
       open.push({ name: 'a', tag: token, anchor: anchors++ });
     } else if (token.startsWith('</')) {
       close(token.slice(2, -1));
@@ -131,6 +137,7 @@ function wordStartsInside(html: string): Set<number> | null | undefined {
     const token = TOKEN.exec(html)?.[0];
     if (token === undefined || token === '<' || token === '&') return undefined;
     if (token.startsWith('&')) text += ENTITIES[token]!;
+    else if (token === LINE_BREAK) text += ' ';
     else if (!token.startsWith('<')) for (const c of token) if (WHITESPACE.test(c) || !CONTROL.test(c)) text += c;
   }
   if (!hasUnspacedScript(text)) return null;

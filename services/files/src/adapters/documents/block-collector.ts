@@ -1,7 +1,7 @@
 import { DepthLimitedParser } from '@cards/html-parsing';
 import { escapeHtml } from '../../domain/card-splitter';
 import type { DocumentBlock, ListPlace } from '../../domain/model';
-import { hasVisibleText } from '@cards/card-rules';
+import { CELL_LINE_TAGS, hasVisibleText, TABLE_CELL_SEPARATOR } from '@cards/card-rules';
 
 const INLINE_TAGS: Record<string, string> = { strong: 'strong', b: 'strong', em: 'em', i: 'em', u: 'u' };
 
@@ -12,15 +12,15 @@ class BlockCollector {
 
   private openLink = false;
   private open: string[] = [];
-  /** Written before the block's next visible text: the separator before a table cell's text. */
-  private pending = '';
+  /** Written before the block's next visible text: the separator before a table cell's text, or a cell's line break. */
+  private pending: Separator | null = null;
   /** Where in the block's HTML the pending text goes: before any element opened since. */
   private pendingAt = 0;
 
   start(kind: DocumentBlock['kind'], level?: number, list?: ListPlace): void {
     this.end();
     this.current = { kind, text: '', links: [], html: '', ...(kind === 'heading' ? { level } : {}), ...(list ? { list } : {}) };
-    this.pending = '';
+    this.pending = null;
     this.pendingAt = 0;
   }
 
@@ -50,7 +50,7 @@ class BlockCollector {
   /** Blocks of text boxes met inside the open block, which follow it. */
   private boxBlocks: DocumentBlock[] = [];
   /** For each text box being read: the state of the block it sits in, and where its own blocks start. */
-  private readonly boxes: { current: DocumentBlock | null; openLink: boolean; open: string[]; pending: string; pendingAt: number; headingNotes: string[]; boxBlocks: DocumentBlock[]; from: number }[] = [];
+  private readonly boxes: { current: DocumentBlock | null; openLink: boolean; open: string[]; pending: Separator | null; pendingAt: number; headingNotes: string[]; boxBlocks: DocumentBlock[]; from: number }[] = [];
 
   /**
    * A text box (a frame's text) starts inside the open paragraph: its paragraphs are read as blocks of their own and
@@ -62,7 +62,7 @@ class BlockCollector {
     this.current = null;
     this.openLink = false;
     this.open = [];
-    this.pending = '';
+    this.pending = null;
     this.pendingAt = 0;
     this.headingNotes = [];
     this.boxBlocks = [];
@@ -78,9 +78,16 @@ class BlockCollector {
     else this.blocks.push(...read);
   }
 
-  /** The separator written before the next visible text of the open block, when it already holds some (a table row's next cell). */
-  separate(separator: string): void {
-    if (this.pending || !this.current || !hasVisibleText(this.current.text)) return;
+  /**
+   * The separator written before the next visible text of the open block, when it already holds some (a table row's next
+   * cell, a cell's next line); a cell's separator takes the place of a line break still waiting (the line had no text).
+   */
+  separate(separator: Separator): void {
+    if ((this.pending && !(this.pending === CELL_LINE && separator === CELL_SEPARATOR)) || !this.current || !hasVisibleText(this.current.text)) return;
+    if (this.pending) {
+      this.pending = separator;
+      return;
+    }
     this.pending = separator;
     this.pendingAt = this.current.html?.length ?? 0;
   }
@@ -115,7 +122,7 @@ class BlockCollector {
   end(): void {
     this.closeLink();
     for (const t of this.open.splice(0).reverse()) if (this.current) this.current.html += `</${t}>`;
-    this.pending = '';
+    this.pending = null;
     const block = this.current;
     this.current = null;
     if (!block) return;
@@ -132,9 +139,9 @@ class BlockCollector {
     const block = this.ensure();
     if (this.pending && hasVisibleText(value)) {
       const html = block.html ?? '';
-      block.text += this.pending;
-      block.html = html.slice(0, this.pendingAt) + escapeHtml(this.pending) + html.slice(this.pendingAt);
-      this.pending = '';
+      block.text += this.pending.text;
+      block.html = html.slice(0, this.pendingAt) + this.pending.html + html.slice(this.pendingAt);
+      this.pending = null;
     }
     block.text += value;
     block.html += escapeHtml(value);
@@ -151,6 +158,8 @@ class BlockCollector {
 }
 
 const HTML_BLOCKS = new Set(['p', 'li', 'td', 'th', 'blockquote', 'pre', 'dd', 'dt', 'caption']);
+/** Elements that end a line inside a table cell (@cards/card-rules, as the web editor and the cards service read a table). */
+const CELL_LINES = new Set(CELL_LINE_TAGS);
 
 /** A list being read: whether its items are numbered, and how many it has had. */
 interface OpenList {
@@ -201,8 +210,18 @@ function furtherParagraphOf(place: ListPlace | undefined): ListPlace | undefined
   return place && { ...place, continues: true };
 }
 
-/** Between a table row's cells, in the row's one paragraph. */
-const CELL_SEPARATOR = ' | ';
+/** What a separator adds to a block's text and to its HTML. */
+interface Separator {
+  text: string;
+  html: string;
+}
+/**
+ * Between a table row's cells, in the row's one paragraph (@cards/card-rules TABLE_CELL_SEPARATOR, as the web editor and
+ * the cards service write a table).
+ */
+const CELL_SEPARATOR: Separator = { text: TABLE_CELL_SEPARATOR, html: escapeHtml(TABLE_CELL_SEPARATOR) };
+/** Between a cell's paragraphs and at its line breaks: a line of the row (a space in the block's text, where words part). */
+const CELL_LINE: Separator = { text: ' ', html: '<br>' };
 
 const NOTE_ID = /^(?:footnote|endnote)-(\d+)$/;
 /**
@@ -333,13 +352,13 @@ export function blocksFromHtml(html: string): DocumentBlock[] {
           const { text, label } = notes.get(id)!;
           collector.note(inlineNote(label ?? NOTE_ID.exec(id)![1]!, text));
           skip = 1;
-        } else if (heading) collector.start('heading', Number(heading[1]));
-        else if (name === 'ul' || name === 'ol') lists.push({ ordered: name === 'ol', items: 0 });
+        } else if (name === 'ul' || name === 'ol') lists.push({ ordered: name === 'ol', items: 0 });
         else if (name === 'tr') {
           rows++;
           collector.start('paragraph');
         } else if (rows > 0 && (name === 'td' || name === 'th')) collector.separate(CELL_SEPARATOR);
-        else if (rows > 0 && HTML_BLOCKS.has(name)) collector.separate(' ');
+        else if (rows > 0 && (CELL_LINES.has(name) || name === 'br')) collector.separate(CELL_LINE);
+        else if (heading) collector.start('heading', Number(heading[1]));
         else if (name === 'li') collector.start('paragraph', undefined, items.open(nextItem(lists)));
         else if (HTML_BLOCKS.has(name)) {
           if (!collector.isBlank) collector.start('paragraph', undefined, items.continuation);
@@ -369,8 +388,10 @@ export function blocksFromHtml(html: string): DocumentBlock[] {
         else if (name === 'tr') {
           rows = Math.max(0, rows - 1);
           collector.end();
-        } else if (rows > 0 && HTML_BLOCKS.has(name)) return;
-        else if (/^h[1-6]$/.test(name) || HTML_BLOCKS.has(name)) collector.end();
+        } else if (rows > 0 && (CELL_LINES.has(name) || HTML_BLOCKS.has(name))) {
+          // A cell's block ends a line of the row: text after it in the cell starts the next one.
+          if (CELL_LINES.has(name)) collector.separate(CELL_LINE);
+        } else if (/^h[1-6]$/.test(name) || HTML_BLOCKS.has(name)) collector.end();
         else if (name === 'a') collector.closeLink();
         else collector.closeInline(name);
       },
@@ -488,7 +509,7 @@ export function odtContentReader(): IncrementalBlockReader {
           rows++;
           collector.start('paragraph');
         } else if (rows > 0 && name === 'table:table-cell') collector.separate(CELL_SEPARATOR);
-        else if (rows > 0 && (name === 'text:p' || name === 'text:h')) collector.separate(' ');
+        else if (rows > 0 && (name === 'text:p' || name === 'text:h' || name === 'text:line-break')) collector.separate(CELL_LINE);
         else if (name === 'text:list-item') {
           const place = nextItem(lists);
           if (lists.length > 0) lists[lists.length - 1]!.last = place;
@@ -539,7 +560,7 @@ export function odtContentReader(): IncrementalBlockReader {
         else if (name === 'table:table-row') {
           rows = Math.max(0, rows - 1);
           collector.end();
-        } else if (rows > 0 && (name === 'text:p' || name === 'text:h')) return;
+        } else if (rows > 0 && (name === 'text:p' || name === 'text:h')) collector.separate(CELL_LINE);
         else if (name === 'text:h' || name === 'text:p') collector.end();
         else if (name === 'text:a') collector.closeLink();
       },

@@ -244,7 +244,7 @@ describe('SQLite kept counts', () => {
     const dir = mkdtempSync(join(tmpdir(), 'cards-migration-'));
     try {
       const path = join(dir, 'cards.db');
-      const before = openSqlite(path, CARDS_MIGRATIONS.slice(0, -1));
+      const before = openSqlite(path, CARDS_MIGRATIONS.slice(0, CARDS_MIGRATIONS.findIndex((m) => m.includes('CREATE TABLE kept_counts'))));
       const [oldCards, oldVotes] = [new SqliteCardRepository(before), new SqliteVoteRepository(before)];
       const stored: Card[] = [];
       for (let i = 0; i < 12; i++) {

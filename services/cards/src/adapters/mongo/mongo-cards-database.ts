@@ -1,5 +1,5 @@
 import { keptKeyExpiry, keptKeysExpiredAt, removeExpiredKeptKeys, withOptionalTransaction, type KeptKeyExpiry, type MongoConnection } from '@cards/platform';
-import type { ClientSession, Collection, Db } from 'mongodb';
+import type { ClientSession, Collection, Db, Document } from 'mongodb';
 import type { Card, CardFingerprint, Collection as CardCollection, DeletedIdempotencyKey } from '../../domain/model';
 import type { ContentLockDocument } from './mongo-content-lock';
 import { runStartMigrations, type MigrationDocument } from './mongo-start-migrations';
@@ -130,7 +130,10 @@ export async function openMongoCardsDatabase(connection: MongoConnection, keyExp
     cards.createIndex({ idempotency: 1 }, { unique: true, sparse: true, name: 'cards_idempotency' }),
     cards.createIndex({ authorId: 1, updatedAt: -1, _id: 1 }, { name: 'cards_author_updated' }),
     cards.createIndex({ contentHash: 1, createdAt: 1 }, { name: 'cards_content_hash' }),
-    cards.createIndex({ collisionOf: 1 }, { name: 'cards_collision_of' }),
+    // A root's collisions in their order (findCollisions, findCollisionsPage sort by createdAt then _id): a page of a
+    // card's collisions is read from the index in order, not all of them sorted in memory. It serves every read by
+    // collisionOf that cards_collision_of served (dropped below).
+    cards.createIndex({ collisionOf: 1, createdAt: 1, _id: 1 }, { name: 'cards_collisions_order' }),
     cards.createIndex({ fileId: 1 }, { name: 'cards_file' }),
     cards.createIndex({ sketch: 1 }, { name: 'cards_sketch' }),
     cards.createIndex({ vectorPointId: 1, collisionOf: 1, updatedAt: -1 }, { name: 'cards_unindexed_roots' }),
@@ -155,6 +158,7 @@ export async function openMongoCardsDatabase(connection: MongoConnection, keyExp
   ]);
   // bookmarks_card_owner (cardId first) serves every read by card alone: the older index only cost writes and memory.
   await dropIndexIfPresent(bookmarks, 'bookmarks_card');
+  await dropIndexIfPresent(cards, 'cards_collision_of');
   await runStartMigrations(migrations, [
     { name: 'author-public-votes', run: () => countPublicVotesOfOlderAuthors(cards, authorScores) },
     { name: 'cards-hidden-by-file', run: () => markCardsHiddenByTheirFileAtUpload(cards) },
@@ -285,7 +289,7 @@ export async function findDeletedIdempotencyKey(db: MongoCardsDatabase, kind: Id
 export const bookmarkId = (collectionId: string, cardId: string) => `${collectionId}:${cardId}`;
 
 /** An earlier version created it; a database that never had it, or a replica that dropped it first, is fine. */
-async function dropIndexIfPresent(collection: Collection<BookmarkDocument>, name: string): Promise<void> {
+async function dropIndexIfPresent<T extends Document>(collection: Collection<T>, name: string): Promise<void> {
   try {
     await collection.dropIndex(name);
   } catch (err) {

@@ -20,6 +20,18 @@ export const RECENT_ROOTS_SQL = {
              ORDER BY created_at DESC, id LIMIT ?`,
 };
 
+/**
+ * The collisions of `roots` roots in their order, created_at then id (findCollisions, findCollisionsPage). For one root
+ * (reading a card's collisions) they are read from cards_collisions_order in that order, a page from its position
+ * (`after`: a row value, a range of the index; `created_at > ? OR (created_at = ? AND id > ?)` walked the root's
+ * collisions before it) up to the limit; several roots' are merged by a sort.
+ */
+export const COLLISIONS_SQL = {
+  all: (roots: number) => `SELECT * FROM cards WHERE collision_of IN (${placeholders(roots)}) ORDER BY created_at, id`,
+  page: (roots: number, after: boolean) =>
+    `SELECT * FROM cards WHERE collision_of IN (${placeholders(roots)}) ${after ? 'AND (created_at, id) > (?, ?)' : ''} ORDER BY created_at, id LIMIT ?`,
+};
+
 /** Cards in the cards service's SQLite file (see openCardsDatabase). */
 export class SqliteCardRepository implements CardRepository {
   /** `keyExpiry`: how long the keys of deleted resources are kept (IDEMPOTENCY_KEY_TTL_HOURS), and by which clock. */
@@ -83,18 +95,16 @@ export class SqliteCardRepository implements CardRepository {
   async findCollisions(rootIds: readonly string[]): Promise<Card[]> {
     const unique = [...new Set(rootIds)];
     const rows = chunks(unique).flatMap(
-      (slice) => this.db.prepare(`SELECT * FROM cards WHERE collision_of IN (${placeholders(slice.length)}) ORDER BY created_at, id`).all(...slice) as CardRow[],
+      (slice) => this.db.prepare(COLLISIONS_SQL.all(slice.length)).all(...slice) as CardRow[],
     );
     return rows.map(cardFromRow);
   }
 
   async findCollisionsPage(rootIds: readonly string[], limit: number, after?: string): Promise<Page<Card>> {
     const cursor = after === undefined ? undefined : creationCursor.parse(after);
-    const position = cursor === undefined ? '' : 'AND (created_at > ? OR (created_at = ? AND id > ?))';
-    const positionArgs = cursor === undefined ? [] : [cursor.createdAt.toISOString(), cursor.createdAt.toISOString(), cursor.id];
+    const positionArgs = cursor === undefined ? [] : [cursor.createdAt.toISOString(), cursor.id];
     const rows = chunks([...new Set(rootIds)]).flatMap(
-      (slice) =>
-        this.db.prepare(`SELECT * FROM cards WHERE collision_of IN (${placeholders(slice.length)}) ${position} ORDER BY created_at, id LIMIT ?`).all(...slice, ...positionArgs, limit + 1) as CardRow[],
+      (slice) => this.db.prepare(COLLISIONS_SQL.page(slice.length, cursor !== undefined)).all(...slice, ...positionArgs, limit + 1) as CardRow[],
     );
     // More roots than one statement takes come back slice by slice, each in order.
     if (rootIds.length > IN_CHUNK) rows.sort((a, b) => (a.created_at < b.created_at ? -1 : a.created_at > b.created_at ? 1 : a.id < b.id ? -1 : 1));

@@ -204,6 +204,11 @@ export const CARDS_MIGRATIONS = [
    CREATE TRIGGER kept_counts_author_removed AFTER DELETE ON author_scores WHEN OLD.public_upvotes + OLD.public_downvotes > 0 BEGIN
      UPDATE kept_counts SET n = n - 1 WHERE name = 'ranked_authors';
    END;`,
+  // A root's collisions in their order (COLLISIONS_SQL: created_at, then id), read from the index a page at a time, and
+  // a later page from its position. Before, reading a card's collisions sorted all of them (USE TEMP B-TREE FOR ORDER
+  // BY) for every page. It serves every read by collision_of that cards_collision_of served.
+  `CREATE INDEX cards_collisions_order ON cards(collision_of, created_at, id) WHERE collision_of IS NOT NULL;
+   DROP INDEX cards_collision_of;`,
 ];
 
 /** A kept count (kept_counts): 'cards' or 'ranked_authors'. One row read by its key, whatever the library's size. */

@@ -6,7 +6,6 @@
 // author's card, which none of them may hold (all private: a root, so settleNearCopyRoots compares up to 50 more).
 // The HTML is cleaned before (not measured here: bench/card-html-hold.ts), search answers no candidates, SQLite in
 // memory. Usage: pnpm exec tsx bench/card-duplicate-hold.ts
-import { performance } from 'node:perf_hooks';
 import { createLogger } from '@cards/platform';
 import { InProcessContentLock } from '../services/cards/src/adapters/in-process/in-process-content-lock';
 import { openCardsDatabase } from '../services/cards/src/adapters/sqlite/sqlite-cards-database';
@@ -15,6 +14,7 @@ import { SqliteCollectionRepository } from '../services/cards/src/adapters/sqlit
 import { SqliteVoteRepository } from '../services/cards/src/adapters/sqlite/sqlite-vote-repository';
 import { CardService } from '../services/cards/src/application/card-service';
 import { cardTextFromHtml } from '../services/cards/src/domain/rules';
+import { longestEventLoopGap } from './support/event-loop-gap';
 
 const STORED = 50;
 const WORDS = 3_200;
@@ -51,24 +51,11 @@ async function main(): Promise<void> {
     const gaps: number[] = [];
     const took: number[] = [];
     for (const [r, html] of htmls.entries()) {
-      let last = performance.now();
-      let longest = 0;
-      const ticker = setInterval(() => {
-        const now = performance.now();
-        longest = Math.max(longest, now - last);
-        last = now;
-      }, 1);
-      await new Promise((resolve) => setTimeout(resolve, 5));
-      last = performance.now();
-      const started = performance.now();
-      const created = await create(html, duplicate ? callerId : `${callerId}${r}`);
-      const ended = performance.now();
-      await new Promise((resolve) => setTimeout(resolve, 5));
-      clearInterval(ticker);
+      const { gap: longest, took: createTook, result: created } = await longestEventLoopGap(() => create(html, duplicate ? callerId : `${callerId}${r}`));
       if (created.duplicate !== duplicate) throw new Error(`${label}: duplicate ${created.duplicate}`);
       if (r >= 5) {
         gaps.push(longest);
-        took.push(ended - started);
+        took.push(createTook);
       }
     }
     console.log(`${label} (text ${cleaned.get(htmls[0]!)!.content.length} characters, ${STORED} near copies stored): longest event-loop gap median ${median(gaps).toFixed(1)} ms, max ${Math.max(...gaps).toFixed(1)} ms; a create takes median ${median(took).toFixed(1)} ms`);

@@ -5,6 +5,7 @@
 import { performance } from 'node:perf_hooks';
 import { WorkerCardHtmlCleaner } from '../services/cards/src/adapters/worker-threads/worker-card-html-cleaner';
 import { cardTextFromHtml } from '../services/cards/src/domain/rules';
+import { longestEventLoopGap } from './support/event-loop-gap';
 
 /** ~300 KB: 3,400 paragraphs of eight nested inline elements around one word (a valid card). */
 function nestedCard(): string {
@@ -15,21 +16,7 @@ function nestedCard(): string {
 
 async function longestGaps(run: () => Promise<unknown>, rounds: number): Promise<number[]> {
   const gaps: number[] = [];
-  for (let r = 0; r < rounds; r++) {
-    let last = performance.now();
-    let longest = 0;
-    const ticker = setInterval(() => {
-      const now = performance.now();
-      longest = Math.max(longest, now - last);
-      last = now;
-    }, 1);
-    await new Promise((resolve) => setTimeout(resolve, 5));
-    last = performance.now();
-    await run();
-    await new Promise((resolve) => setTimeout(resolve, 5));
-    clearInterval(ticker);
-    gaps.push(longest);
-  }
+  for (let r = 0; r < rounds; r++) gaps.push((await longestEventLoopGap(run)).gap);
   return gaps.sort((a, b) => a - b);
 }
 

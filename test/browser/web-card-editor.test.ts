@@ -90,6 +90,9 @@ async function editorHtml(): Promise<string> {
 /** Pastes into the focused editor as a browser does (a ClipboardEvent with the clipboard's kinds of data). */
 async function paste(html: string | null, text: string): Promise<void> {
   // A string, as the other page scripts here: the tests type-check without the DOM library.
+  // The editor learns of a selection moved by a key (Control+End) from the page's selectionchange event, a task of its own:
+  // let it run first, or the paste goes where the selection was before the key on a busy machine.
+  await page.evaluate('new Promise((resolve) => requestAnimationFrame(() => setTimeout(resolve, 0)))');
   await page.evaluate(`(() => {
     const data = new DataTransfer();
     const html = ${JSON.stringify(html)};

@@ -402,7 +402,7 @@ describe('lists, tables and notes', () => {
       '<ul><li>One</li><li><p><strong>Two</strong> too</p></li></ul><ol><li>First</li><li>Second<ol><li>Inner</li></ol></li></ol>' +
       '<table><tr><th><p>Name</p></th><th><p>Value</p></th></tr><tr><td><p>a</p><p>b</p></td><td></td><td><p>c</p></td></tr></table><p>After</p>';
     const blocks = blocksFromHtml(html);
-    expect(blocks.map((b) => b.text)).toEqual(['One', 'Two too', 'First', 'Second', 'Inner', 'Name | Value', 'a b | c', 'After']);
+    expect(blocks.map((b) => b.text)).toEqual(['One', 'Two too', 'First', 'Second', 'Inner', 'Name | Value', 'a b | | c', 'After']);
     expect(blocks[1]!.html).toBe('<strong>Two</strong> too');
     expect(blocks.map((b) => b.list && `${b.list.ordered ? 'ol' : 'ul'} ${b.list.level}.${b.list.number}`)).toEqual(
       ['ul 1.1', 'ul 1.2', 'ol 1.1', 'ol 1.2', 'ol 2.1', undefined, undefined, undefined],
@@ -431,6 +431,29 @@ describe('lists, tables and notes', () => {
     const words = (prefix: string, n: number) => Array.from({ length: n }, (_, i) => `${prefix}${i}`).join(' ');
     const [card] = splitIntoCards({ blocks: blocksFromHtml(`<table><tr><td><p>${words('a', 60)}</p><p>${words('b', 30)}</p></td><td>c</td></tr></table>`) });
     expect(card!.html).toBe(`<p>${words('a', 60)}<br>${words('b', 30)} | c</p>`);
+  });
+
+  it("a table's empty cells keep their place in the row (as the cards service writes a table); a row without text is still left out, .docx and .odt", async () => {
+    // Before, an empty cell was dropped with its separator, so the columns after it moved left ('Name | Rate', 'b | c').
+    const tc = (text: string) => `<w:tc>${text ? wp(text) : '<w:p/>'}</w:tc>`;
+    const tr = (...cells: string[]) => `<w:tr>${cells.map(tc).join('')}</w:tr>`;
+    const docx = docxPackage({ body: `<w:tbl>${tr('Name', '', 'Rate')}${tr('', 'b', 'c')}${tr('', '', '')}${tr('x', '', '')}</w:tbl>${wp('After')}` });
+    const { blocks } = await reader.parse('docx', docx);
+    expect(blocks.map((b) => b.text)).toEqual(['Name | | Rate', '| b | c', 'x | |', 'After']);
+    // The cards service's HTML for the same rows, whitespace collapsed: 'Name |  | Rate', ' | b | c', 'x |  | '.
+    expect(blocks.map((b) => b.html)).toEqual(['Name | | Rate', '| b | c', 'x | |', 'After']);
+    // Empty cells after a cell's line break take its place; ones with an empty paragraph or only a line break are empty.
+    expect(blocksFromHtml('<table><tr><td><p>a</p><p></p></td><td><p></p></td><td><br></td><th>d</th></tr></table>').map((b) => b.html)).toEqual(['a | | | d']);
+    const odt = blocksFromOdtContent(
+      '<office:text><table:table><table:table-row><table:table-cell><text:p>Name</text:p></table:table-cell><table:table-cell><text:p/></table:table-cell>' +
+        '<table:table-cell><text:p>Rate</text:p></table:table-cell></table:table-row><table:table-row><table:table-cell table:number-columns-repeated="2"/>' +
+        '<table:table-cell><text:p>c</text:p></table:table-cell></table:table-row><table:table-row><table:table-cell table:number-columns-repeated="3"><text:p/></table:table-cell>' +
+        '</table:table-row></table:table><text:p>After</text:p></office:text>',
+    );
+    expect(odt.map((b) => b.html)).toEqual(['Name | | Rate', '| | c', 'After']);
+    // A repeated cell counts as at most 64 cells.
+    const repeated = blocksFromOdtContent('<office:text><table:table><table:table-row><table:table-cell table:number-columns-repeated="100000"/><table:table-cell><text:p>z</text:p></table:table-cell></table:table-row></table:table></office:text>');
+    expect(repeated.map((b) => b.text)).toEqual([`${'| '.repeat(64)}z`]);
   });
 
   describe('a list item of several paragraphs is one item, and its list goes on after it', () => {

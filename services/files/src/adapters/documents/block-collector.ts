@@ -16,12 +16,15 @@ class BlockCollector {
   private pending: Separator | null = null;
   /** Where in the block's HTML the pending text goes: before any element opened since. */
   private pendingAt = 0;
+  /** The cells the open table row has had (start() opens a row). */
+  private cellsInRow = 0;
 
   start(kind: DocumentBlock['kind'], level?: number, list?: ListPlace): void {
     this.end();
     this.current = { kind, text: '', links: [], html: '', ...(kind === 'heading' ? { level } : {}), ...(list ? { list } : {}) };
     this.pending = null;
     this.pendingAt = 0;
+    this.cellsInRow = 0;
   }
 
   /** Whether the open block has no visible text yet (a list item's paragraph continues it rather than starting anew). */
@@ -50,15 +53,15 @@ class BlockCollector {
   /** Blocks of text boxes met inside the open block, which follow it. */
   private boxBlocks: DocumentBlock[] = [];
   /** For each text box being read: the state of the block it sits in, and where its own blocks start. */
-  private readonly boxes: { current: DocumentBlock | null; openLink: boolean; open: string[]; pending: Separator | null; pendingAt: number; headingNotes: string[]; boxBlocks: DocumentBlock[]; from: number }[] = [];
+  private readonly boxes: { current: DocumentBlock | null; openLink: boolean; open: string[]; pending: Separator | null; pendingAt: number; cellsInRow: number; headingNotes: string[]; boxBlocks: DocumentBlock[]; from: number }[] = [];
 
   /**
    * A text box (a frame's text) starts inside the open paragraph: its paragraphs are read as blocks of their own and
    * follow that paragraph (as mammoth places a Word text box's), which goes on whole after the box.
    */
   enterBox(): void {
-    const { current, openLink, open, pending, pendingAt, headingNotes, boxBlocks } = this;
-    this.boxes.push({ current, openLink, open, pending, pendingAt, headingNotes, boxBlocks, from: this.blocks.length });
+    const { current, openLink, open, pending, pendingAt, cellsInRow, headingNotes, boxBlocks } = this;
+    this.boxes.push({ current, openLink, open, pending, pendingAt, cellsInRow, headingNotes, boxBlocks, from: this.blocks.length });
     this.current = null;
     this.openLink = false;
     this.open = [];
@@ -73,23 +76,44 @@ class BlockCollector {
     if (!outer) return;
     this.end();
     const read = this.blocks.splice(outer.from);
-    ({ current: this.current, openLink: this.openLink, open: this.open, pending: this.pending, pendingAt: this.pendingAt, headingNotes: this.headingNotes, boxBlocks: this.boxBlocks } = outer);
+    ({ current: this.current, openLink: this.openLink, open: this.open, pending: this.pending, pendingAt: this.pendingAt, cellsInRow: this.cellsInRow, headingNotes: this.headingNotes, boxBlocks: this.boxBlocks } = outer);
     if (this.current) this.boxBlocks.push(...read);
     else this.blocks.push(...read);
   }
 
   /**
-   * The separator written before the next visible text of the open block, when it already holds some (a table row's next
-   * cell, a cell's next line); a cell's separator takes the place of a line break still waiting (the line had no text).
+   * The separator written before the next visible text of the open block, when it already holds some (a cell's next
+   * line); a line break waiting is not doubled.
    */
   separate(separator: Separator): void {
-    if ((this.pending && !(this.pending === CELL_LINE && separator === CELL_SEPARATOR)) || !this.current || !hasVisibleText(this.current.text)) return;
-    if (this.pending) {
-      this.pending = separator;
-      return;
-    }
+    if (this.pending || !this.current || !hasVisibleText(this.current.text)) return;
     this.pending = separator;
     this.pendingAt = this.current.html?.length ?? 0;
+  }
+
+  /**
+   * A table row's cell starts (`count` of them: an .odt's repeated cells): after the row's first, each owes a cell
+   * separator, an empty cell's too, so the row's columns stay in place ('Name |  | Rate', ' | b | c'), as the cards
+   * service writes a table's rows. The separators are written before the row's next visible text, or at the row's end
+   * (endRow) when it has some; they take the place of a line break still waiting (the line had no text).
+   */
+  cell(count = 1): void {
+    const block = this.ensure();
+    const owed = Math.min(count, this.cellsInRow === 0 ? count - 1 : count);
+    this.cellsInRow += count;
+    if (owed <= 0) return;
+    const cells = (this.pending?.cells ?? 0) + owed;
+    if (!this.pending) this.pendingAt = block.html?.length ?? 0;
+    this.pending = { text: TABLE_CELL_SEPARATOR.repeat(cells), html: escapeHtml(TABLE_CELL_SEPARATOR).repeat(cells), cells };
+  }
+
+  /** A table row ends: the separators of its last empty cells are written when it has text, as the cards service keeps them. */
+  endRow(): void {
+    if (this.pending?.cells && this.current && hasVisibleText(this.current.text)) {
+      this.current.text += this.pending.text;
+      this.current.html += this.pending.html;
+    }
+    this.end();
   }
 
   private ensure(): DocumentBlock {
@@ -214,12 +238,9 @@ function furtherParagraphOf(place: ListPlace | undefined): ListPlace | undefined
 interface Separator {
   text: string;
   html: string;
+  /** How many table cell separators it is (none: a cell's line break). */
+  cells?: number;
 }
-/**
- * Between a table row's cells, in the row's one paragraph (@cards/card-rules TABLE_CELL_SEPARATOR, as the web editor and
- * the cards service write a table).
- */
-const CELL_SEPARATOR: Separator = { text: TABLE_CELL_SEPARATOR, html: escapeHtml(TABLE_CELL_SEPARATOR) };
 /** Between a cell's paragraphs and at its line breaks: a line of the row (a space in the block's text, where words part). */
 const CELL_LINE: Separator = { text: ' ', html: '<br>' };
 
@@ -356,7 +377,7 @@ export function blocksFromHtml(html: string): DocumentBlock[] {
         else if (name === 'tr') {
           rows++;
           collector.start('paragraph');
-        } else if (rows > 0 && (name === 'td' || name === 'th')) collector.separate(CELL_SEPARATOR);
+        } else if (rows > 0 && (name === 'td' || name === 'th')) collector.cell();
         else if (rows > 0 && (CELL_LINES.has(name) || name === 'br')) collector.separate(CELL_LINE);
         else if (heading) collector.start('heading', Number(heading[1]));
         else if (name === 'li') collector.start('paragraph', undefined, items.open(nextItem(lists)));
@@ -387,7 +408,7 @@ export function blocksFromHtml(html: string): DocumentBlock[] {
         if (name === 'ul' || name === 'ol') lists.pop();
         else if (name === 'tr') {
           rows = Math.max(0, rows - 1);
-          collector.end();
+          collector.endRow();
         } else if (rows > 0 && (CELL_LINES.has(name) || HTML_BLOCKS.has(name))) {
           // A cell's block ends a line of the row: text after it in the cell starts the next one.
           if (CELL_LINES.has(name)) collector.separate(CELL_LINE);
@@ -431,6 +452,16 @@ const ODT_NOT_TEXT = new Set([
  * automatic style derived from it (the one LibreOffice writes for a title with direct formatting).
  */
 const ODT_TITLE_STYLE = 'Title';
+
+/**
+ * How many cells an .odt table cell stands for (table:number-columns-repeated: LibreOffice writes a run of like cells,
+ * empty ones mostly, as one), at most ODT_MAX_REPEATED_CELLS, so a few bytes cannot make a row of thousands of separators.
+ */
+const ODT_MAX_REPEATED_CELLS = 64;
+function odtRepeatedCells(repeated: string | undefined): number {
+  const n = Number(repeated ?? '1');
+  return Number.isInteger(n) && n >= 1 ? Math.min(n, ODT_MAX_REPEATED_CELLS) : 1;
+}
 
 /** Blocks from an OpenDocument content.xml: text:h (with its outline level) and text:p inside office:text. */
 export function blocksFromOdtContent(xml: string): DocumentBlock[] {
@@ -508,7 +539,7 @@ export function odtContentReader(): IncrementalBlockReader {
         else if (name === 'table:table-row') {
           rows++;
           collector.start('paragraph');
-        } else if (rows > 0 && name === 'table:table-cell') collector.separate(CELL_SEPARATOR);
+        } else if (rows > 0 && name === 'table:table-cell') collector.cell(odtRepeatedCells(attrs['table:number-columns-repeated']));
         else if (rows > 0 && (name === 'text:p' || name === 'text:h' || name === 'text:line-break')) collector.separate(CELL_LINE);
         else if (name === 'text:list-item') {
           const place = nextItem(lists);
@@ -559,7 +590,7 @@ export function odtContentReader(): IncrementalBlockReader {
         }
         else if (name === 'table:table-row') {
           rows = Math.max(0, rows - 1);
-          collector.end();
+          collector.endRow();
         } else if (rows > 0 && (name === 'text:p' || name === 'text:h')) collector.separate(CELL_LINE);
         else if (name === 'text:h' || name === 'text:p') collector.end();
         else if (name === 'text:a') collector.closeLink();

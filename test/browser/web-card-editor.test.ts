@@ -399,13 +399,14 @@ describeInBrowser('the card form’s rich-text editor and the verification displ
     expect(created.status).toBe(200);
     expect((created.json as { card_metadata: { content: string } }).card_metadata.content).toBe(`Home\nSummary\nHidden text\nTerm\nMeaning\nForm text\n${words}`);
 
-    // Typed in the HTML view: a dt in a heading is a line of it (the parser leaves it there), a pre's lines stay lines.
+    // Typed in the HTML view: a dt in a heading is a line of it (the parser leaves it there), a pre's lines stay lines, its empty lines
+    // between lines of text too (two line breaks, as the cards service keeps them; before, one).
     await page.goto('/card/new');
     await page.getByRole('textbox', { name: 'Card text', exact: true }).waitFor();
     await page.getByRole('button', { name: 'Edit as HTML' }).click();
-    await page.getByLabel('Card text (HTML)').fill('<h2>Title<dt>term</dt>more<summary> </summary></h2><pre>line one\nline two\n</pre>');
+    await page.getByLabel('Card text (HTML)').fill('<h2>Title<dt>term</dt>more<summary> </summary></h2><pre>line one\nline two\n\nline three\n\n</pre>');
     await page.getByRole('button', { name: 'Edit as HTML' }).click();
-    expect(await editorHtml()).toBe('<h2>Title<br>term<br>more</h2><p>line one<br>line two</p>');
+    expect(await editorHtml()).toBe('<h2>Title<br>term<br>more</h2><p>line one<br>line two<br><br>line three</p>');
     expect(pageProblems).toEqual([]);
   });
 

@@ -182,6 +182,8 @@ const LINE_ROOTS = new Set([...INLINE_ROOTS, 'PRE']);
 const BLOCK_ROOTS = new Set(['BODY', 'DIV', 'LI', 'UL', 'OL', 'BLOCKQUOTE']);
 /** Marks a line break this pass put in, left out again where no text stands on one side of it. */
 const SEPARATING = 'data-separating';
+/** SEPARATING's value on a pre's line ends: kept between the pre's lines of text, an empty line's too (a second <br>). */
+const PRE_LINE = 'pre-line';
 
 /** Whether `element` stands in a paragraph or heading (its nearest enclosing block is one), not where blocks stand. */
 function inParagraph(element: Element): boolean {
@@ -192,9 +194,9 @@ function inParagraph(element: Element): boolean {
   return false;
 }
 
-function separatingBreak(doc: Document): HTMLElement {
+function separatingBreak(doc: Document, kind = ''): HTMLElement {
   const br = doc.createElement('br');
-  br.setAttribute(SEPARATING, '');
+  br.setAttribute(SEPARATING, kind);
   return br;
 }
 
@@ -212,7 +214,8 @@ function renamed(element: Element, tagName: string): HTMLElement {
  * ProseMirror reads <details>, <summary>, <nav>, <main>, <dt>, <search>, <center>, <menu>, <legend>... as inline, so
  * "<details><summary>Sum</summary>Body</details>" was "SumBody". Where blocks stand, each is read as a <div> (a
  * paragraph of its own); in a paragraph or heading it is a line of it (a line break where its text and its neighbour's
- * would run together). A <pre>'s lines stay lines (ProseMirror joins them with a space).
+ * would run together). A <pre>'s lines stay lines (ProseMirror joins them with a space), its empty lines between lines
+ * of text too (two line breaks), as the cards service keeps them (blocks-apart.ts Sink.preLineEnd).
  */
 function separatedBlocksApart(body: HTMLElement): void {
   const doc = body.ownerDocument;
@@ -225,7 +228,7 @@ function separatedBlocksApart(body: HTMLElement): void {
       for (let node = walker.nextNode(); node; node = walker.nextNode()) if (node.textContent?.includes('\n')) texts.push(node as Text);
       for (const text of texts) {
         const lines = (text.textContent ?? '').split(/\r\n?|\n/);
-        text.replaceWith(...lines.flatMap((line, i) => (i === 0 ? [line] : [separatingBreak(doc), line])));
+        text.replaceWith(...lines.flatMap((line, i) => (i === 0 ? [line] : [separatingBreak(doc, PRE_LINE), line])));
       }
     }
     if (!(pre || tag === 'HR' || SEPARATED.has(tag))) continue;
@@ -246,24 +249,30 @@ function separatedBlocksApart(body: HTMLElement): void {
   }
 }
 
-/** The line breaks separatedBlocksApart put in `root` kept only between text (whitespace alone is no text): none at its start or end, no two in a row. */
+/**
+ * The line breaks separatedBlocksApart put in `root` kept only between text (whitespace alone is no text): none at its
+ * start or end, no two in a row, but for a pre's line ends (PRE_LINE), each kept between text of the root: an empty line.
+ */
 function separatingBreaksKeptBetweenText(root: Element): void {
   const walker = root.ownerDocument.createTreeWalker(root, NodeFilter.SHOW_ELEMENT | NodeFilter.SHOW_TEXT);
   const nodes: Node[] = [];
   for (let node = walker.nextNode(); node; node = walker.nextNode()) if (node.nodeType === Node.TEXT_NODE || node.nodeName === 'BR') nodes.push(node);
   const isText = (node: Node) => node.nodeType === Node.TEXT_NODE && Boolean(node.textContent?.trim());
   let textBefore = false;
+  let anyTextBefore = false;
   nodes.forEach((node, i) => {
     if (node.nodeType === Node.TEXT_NODE) {
       textBefore ||= isText(node);
+      anyTextBefore ||= textBefore;
       return;
     }
     const br = node as Element;
     if (br.hasAttribute(SEPARATING)) {
+      const preLine = br.getAttribute(SEPARATING) === PRE_LINE;
       let textAfter = false;
-      for (let j = i + 1; j < nodes.length && nodes[j]!.nodeName !== 'BR' && !textAfter; j++) textAfter = isText(nodes[j]!);
+      for (let j = i + 1; j < nodes.length && (preLine || nodes[j]!.nodeName !== 'BR') && !textAfter; j++) textAfter = isText(nodes[j]!);
       br.removeAttribute(SEPARATING);
-      if (!textBefore || !textAfter) {
+      if (!(preLine ? anyTextBefore : textBefore) || !textAfter) {
         br.remove();
         return;
       }

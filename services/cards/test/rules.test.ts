@@ -60,6 +60,23 @@ describe('card rules', () => {
     }
   });
 
+  it("keeps a pre's empty lines as empty lines (two line breaks), not merged with the lines around them", () => {
+    // Before, '<pre>l1\nl2\n\nl3</pre>' was stored 'l1\n<br />l2\n\n<br />l3': the empty line was gone.
+    const cases: Array<[string, string, string]> = [
+      // The card's text has no empty lines (collapseTextLines), as before; its HTML shows them.
+      ['<pre>l1\nl2\n\nl3</pre>', 'l1\n<br />l2\n\n<br /><br />l3', 'l1\nl2\nl3'],
+      ['<pre>a\n\n\nb</pre>', 'a\n\n\n<br /><br /><br />b', 'a\nb'],
+      // Over elements in the pre; a line of spaces is an empty line.
+      ['<pre>a\n<b>\n</b>  \nb</pre>', 'a\n<b>\n</b>  \n<br /><br /><br />b', 'a\nb'],
+      // Empty lines at the pre's start or end are none (as before), as in the web editor's lines of a pre.
+      ['x<pre>\n\n\nl1\n\n\n</pre>y', 'x\n\n\n<br />l1\n\n\n<br />y', 'x\nl1\ny'],
+      ['<p>p</p><pre>\n\nl1\n\nl2\n\n</pre>', '<p>p</p>\n\nl1\n\n<br /><br />l2\n\n', 'p\nl1\nl2'],
+    ];
+    for (const [input, cardHtml, text] of cases) {
+      expect({ input, cardHtml: sanitizeCardHtml(input), text: textOfHtml(sanitizeCardHtml(input)) }).toEqual({ input, cardHtml, text });
+    }
+  });
+
   it('cleans HTML without tables or other dropped blocks as before', () => {
     const before = (html: string) => sanitizeHtml(wellFormedHtml(html, CARD_WELL_FORMED_OPTIONS), CARD_SANITIZE_OPTIONS);
     for (const html of [

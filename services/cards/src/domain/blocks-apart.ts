@@ -55,7 +55,13 @@ class Sink {
   readonly parts: Part[] = [];
   /** Visible text since the last line start. */
   private inLine = false;
-  private breakOwed = false;
+  /** Line breaks owed before the next visible content: one, or more for a pre's empty lines. */
+  private breaksOwed = 0;
+  /**
+   * A pre's line ended here and no visible content has come since: another end of line makes an empty line (null: no
+   * text since the pre started, where an end of line makes none).
+   */
+  private preLineEnded: boolean | null = null;
   hasText = false;
   /** Open elements (in this sink) that hold only phrasing content: a paragraph cannot stand in them. */
   phrasing = 0;
@@ -69,22 +75,42 @@ class Sink {
 
   /** Visible content follows: the line break owed first. */
   content(): void {
-    if (this.breakOwed) this.parts.push('<br>');
-    this.breakOwed = false;
+    if (this.breaksOwed > 0) this.parts.push('<br>'.repeat(this.breaksOwed));
+    this.breaksOwed = 0;
+    this.preLineEnded = false;
     this.inLine = true;
     this.hasText = true;
   }
 
   /** A block's start or end dropped: the text before it and the text after it are on separate lines. */
   boundary(): void {
-    if (this.inLine) this.breakOwed = true;
+    if (this.inLine) this.breaksOwed = Math.max(this.breaksOwed, 1);
+  }
+
+  /**
+   * A pre's line ends (its newline already written): the next text is on the next line; a line with nothing visible on
+   * it between two of the pre's lines of text is an empty line, kept as one (a further <br>). Empty lines at the pre's
+   * start or end are none (the web editor's lines of a pre: rich-text.ts separatedBlocksApart).
+   */
+  preLineEnd(): void {
+    if (this.preLineEnded === true && this.breaksOwed > 0) this.breaksOwed++;
+    else this.boundary();
+    if (this.preLineEnded !== null) this.preLineEnded = true;
+  }
+
+  /** A pre starts or ends: the text before it and after it are on lines of their own; empty lines at its end are none. */
+  preEdge(): void {
+    this.breaksOwed = Math.min(this.breaksOwed, 1);
+    this.boundary();
+    this.preLineEnded = null;
   }
 
   /** A kept block's tag or a line break: the line ends here already. */
   lineEnd(tag: string): void {
     this.parts.push(tag);
     this.inLine = false;
-    this.breakOwed = false;
+    this.breaksOwed = 0;
+    this.preLineEnded = false;
   }
 
   tag(tag: string): void {
@@ -206,7 +232,8 @@ export function blocksKeptApart(html: string): string {
           sink().boundary();
           frame = { kind: 'line' };
         } else if (SEPARATED.has(name)) {
-          sink().boundary();
+          if (name === 'pre') sink().preEdge();
+          else sink().boundary();
           if (name === 'pre') pre++;
           frame = { kind: name === 'pre' ? 'pre' : 'separated' };
         } else {
@@ -239,7 +266,7 @@ export function blocksKeptApart(html: string): string {
           lines.forEach((line, i) => {
             if (i > 0) {
               into.text('\n');
-              into.boundary();
+              into.preLineEnd();
             }
             if (line !== '') into.text(line);
           });
@@ -291,7 +318,7 @@ export function blocksKeptApart(html: string): string {
         return;
       case 'pre':
         pre--;
-        sink().boundary();
+        sink().preEdge();
         return;
       case 'transparent':
         return;

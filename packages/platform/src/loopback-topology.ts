@@ -1,16 +1,67 @@
+import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 
-/** A port that was free a moment ago on loopback (another process may still take it before it is bound). */
-export function freePort(): Promise<number> {
-  return new Promise((resolvePort, reject) => {
+/** Ports handed out by this process a moment ago, not handed out again while their services start. */
+const handedOut = new Map<number, number>();
+const HANDED_OUT_MS = 120_000;
+/** The lowest port freePort picks from when the ephemeral range lies above it. */
+const LOWEST_PICKED = 10_000;
+
+/**
+ * The first port of the kernel's ephemeral range (Linux: ip_local_port_range), from which every outgoing connection takes
+ * its local port; undefined when it cannot be read (another system: the kernel's own choice is used then).
+ */
+function ephemeralRangeStart(): number | undefined {
+  try {
+    const low = Number(readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0]);
+    return Number.isInteger(low) && low > LOWEST_PICKED + 1_000 ? low : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+const EPHEMERAL_START = ephemeralRangeStart();
+
+function listenOnce(port: number): Promise<number | undefined> {
+  return new Promise((resolvePort) => {
     const server = createServer();
     server.unref();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolvePort(port));
+    server.once('error', () => resolvePort(undefined));
+    server.listen(port, '127.0.0.1', () => {
+      const bound = (server.address() as { port: number }).port;
+      server.close(() => resolvePort(bound));
     });
   });
+}
+
+/**
+ * A port that was free a moment ago on loopback (another process may still take it before it is bound). Picked below
+ * the kernel's ephemeral range where there is room: a port the kernel hands out (listen on 0) is one that any outgoing
+ * connection on the machine may take as its local port before the service binds it (EADDRINUSE at start; seen in CI
+ * while other tests held many connections), which a port outside the range never is.
+ */
+export async function freePort(): Promise<number> {
+  const now = Date.now();
+  for (const [port, at] of handedOut) if (now - at > HANDED_OUT_MS) handedOut.delete(port);
+  if (EPHEMERAL_START !== undefined) {
+    for (let attempt = 0; attempt < 50; attempt++) {
+      const candidate = LOWEST_PICKED + Math.floor(Math.random() * (EPHEMERAL_START - LOWEST_PICKED));
+      if (handedOut.has(candidate)) continue;
+      const port = await listenOnce(candidate);
+      if (port !== undefined && !handedOut.has(port)) {
+        handedOut.set(port, now);
+        return port;
+      }
+    }
+  }
+  for (;;) {
+    const port = await listenOnce(0);
+    if (port === undefined) throw new Error('no free port on 127.0.0.1');
+    if (!handedOut.has(port)) {
+      handedOut.set(port, now);
+      return port;
+    }
+  }
 }
 
 /**

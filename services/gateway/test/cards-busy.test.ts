@@ -7,6 +7,7 @@ import { cards, identity } from '@cards/proto';
 import type { Channel } from 'nice-grpc';
 import { createGatewayClients } from '../src/clients';
 import { appWithoutServices } from './app-without-services';
+import { stub } from './fake-peer';
 
 /** The cards service's refusal when its large-HTML cleaners and their line are full (WorkerCardHtmlCleaner). */
 const CLEANERS_BUSY = 'The service is busy cleaning other large cards; send the card again in a few seconds';
@@ -20,14 +21,6 @@ const ownShareCard = randomUUID();
 
 /** A link whose card the stub cards service cannot store: its store is unreachable (no bound of its own is full). */
 const storeDownLink = 'https://example.com/store-down';
-
-/** Every method of a definition refusing, but the ones given. */
-function stub<T extends object>(definition: { methods: Record<string, unknown> }, methods: Partial<T>): T {
-  const unimplemented = async () => {
-    throw new Error('not used');
-  };
-  return { ...Object.fromEntries(Object.keys(definition.methods).map((key) => [key, unimplemented])), ...methods } as T;
-}
 
 let server: GrpcServerHandle;
 

@@ -23,3 +23,11 @@ export async function startFakePeer(address: string, totalCount: number): Promis
   await server.listen(address);
   return server;
 }
+
+/** Every method of a definition refusing ("not used"), but the ones given: a gRPC service stub for a test's own server. */
+export function stub<T extends object>(definition: { methods: Record<string, unknown> }, methods: Partial<T>): T {
+  const unimplemented = async () => {
+    throw new Error('not used');
+  };
+  return { ...Object.fromEntries(Object.keys(definition.methods).map((key) => [key, unimplemented])), ...methods } as T;
+}

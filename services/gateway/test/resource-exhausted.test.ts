@@ -7,6 +7,7 @@ import { cards, files, identity } from '@cards/proto';
 import type { Channel } from 'nice-grpc';
 import { createGatewayClients } from '../src/clients';
 import { appWithoutServices } from './app-without-services';
+import { stub } from './fake-peer';
 
 /** The files service's refusal of an upload beyond the user's share of its document checks (PARSER_CHECKS_PER_USER). */
 const OWN_CHECKS_BUSY = 'You have too many uploads being checked at once; upload the file again when one of them has finished';
@@ -15,14 +16,6 @@ const OWN_CHECKS_BUSY = 'You have too many uploads being checked at once; upload
 const overQuota = randomUUID();
 const tooLarge = randomUUID();
 const sentTooMuch = randomUUID();
-
-/** Every method of a definition refusing, but the ones given. */
-function stub<T extends object>(definition: { methods: Record<string, unknown> }, methods: Partial<T>): T {
-  const unimplemented = async () => {
-    throw new Error('not used');
-  };
-  return { ...Object.fromEntries(Object.keys(definition.methods).map((key) => [key, unimplemented])), ...methods } as T;
-}
 
 let server: GrpcServerHandle;
 

@@ -1,15 +1,10 @@
 import { createHash } from 'node:crypto';
 import fc from 'fast-check';
 import { hasUnspacedScript, UNSPACED_SCRIPT_CLASS } from '@cards/card-rules';
-import { createLogger } from '@cards/platform';
-import { InProcessContentLock } from '../src/adapters/in-process/in-process-content-lock';
 import { openCardsDatabase } from '../src/adapters/sqlite/sqlite-cards-database';
-import { SqliteCardRepository } from '../src/adapters/sqlite/sqlite-card-repository';
-import { SqliteCollectionRepository } from '../src/adapters/sqlite/sqlite-collection-repository';
-import { SqliteVoteRepository } from '../src/adapters/sqlite/sqlite-vote-repository';
 import { CardService } from '../src/application/card-service';
 import { fingerprintOf, isNearCopy, jaccard, NEAR_COPY_JACCARD, normalizeContent, ShingleComparison, shinglesOf, SKETCH_SIZE } from '../src/domain/rules';
-import { uninvolvedCardServiceDeps } from './uninvolved-deps';
+import { sqliteCardServiceDeps } from './uninvolved-deps';
 
 // The shingles and sketch as they were computed before shinglesOf took the spans of the normalized text (kept here
 // verbatim): every duplicate decision and every stored sketch rests on them, so the faster one must give the same sets.
@@ -94,13 +89,7 @@ describe("a large card's duplicate checks", () => {
   it('let other work run between candidates, and still find the near copy', async () => {
     const db = openCardsDatabase(':memory:');
     const service = new CardService({
-      ...uninvolvedCardServiceDeps,
-      cards: new SqliteCardRepository(db),
-      votes: new SqliteVoteRepository(db),
-      collections: new SqliteCollectionRepository(db),
-      contentLock: new InProcessContentLock(),
-      eventsWritten: () => undefined,
-      logger: createLogger('cards-test', 'silent'),
+      ...sqliteCardServiceDeps(db),
     });
     const create = (content: string, callerId: string) => service.createCard({ callerId, cardHtml: `<p>${content}</p>`, link: '', private: true, tags: [] });
     for (let v = 0; v < 20; v++) await create(largeText(v), 'alice');

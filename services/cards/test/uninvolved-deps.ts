@@ -1,4 +1,9 @@
 import { createLogger } from '@cards/platform';
+import { InProcessContentLock } from '../src/adapters/in-process/in-process-content-lock';
+import type { openCardsDatabase } from '../src/adapters/sqlite/sqlite-cards-database';
+import { SqliteCardRepository } from '../src/adapters/sqlite/sqlite-card-repository';
+import { SqliteCollectionRepository } from '../src/adapters/sqlite/sqlite-collection-repository';
+import { SqliteVoteRepository } from '../src/adapters/sqlite/sqlite-vote-repository';
 
 /**
  * The CardService collaborators a test is not about: search finds no near duplicates, no file names, no join dates,
@@ -10,3 +15,15 @@ export const uninvolvedCardServiceDeps = {
   users: { joinDates: async () => new Map() },
   logger: createLogger('cards-test', 'silent'),
 };
+
+/** Every CardService dependency on one SQLite database, with an in-process content lock and no events: name the rest. */
+export function sqliteCardServiceDeps(db: ReturnType<typeof openCardsDatabase>) {
+  return {
+    ...uninvolvedCardServiceDeps,
+    cards: new SqliteCardRepository(db),
+    votes: new SqliteVoteRepository(db),
+    collections: new SqliteCollectionRepository(db),
+    contentLock: new InProcessContentLock(),
+    eventsWritten: () => undefined,
+  };
+}

@@ -1,14 +1,10 @@
 import fc from 'fast-check';
-import { createLogger, InvalidArgumentError, ResourceExhaustedError, SERVICE_BUSY, ServiceBusyError, UnavailableError } from '@cards/platform';
-import { InProcessContentLock } from '../src/adapters/in-process/in-process-content-lock';
+import { InvalidArgumentError, ResourceExhaustedError, SERVICE_BUSY, ServiceBusyError, UnavailableError } from '@cards/platform';
 import { openCardsDatabase } from '../src/adapters/sqlite/sqlite-cards-database';
-import { SqliteCardRepository } from '../src/adapters/sqlite/sqlite-card-repository';
-import { SqliteCollectionRepository } from '../src/adapters/sqlite/sqlite-collection-repository';
-import { SqliteVoteRepository } from '../src/adapters/sqlite/sqlite-vote-repository';
 import { CARD_HTML_BUSY_MESSAGE, DEFAULT_CARD_HTML_CLEANING_LIMITS, OWN_CARD_HTML_BUSY_MESSAGE, tsxCjsApiPath, WorkerCardHtmlCleaner } from '../src/adapters/worker-threads/worker-card-html-cleaner';
 import { CardService } from '../src/application/card-service';
 import { cardTextFromHtml } from '../src/domain/rules';
-import { uninvolvedCardServiceDeps } from './uninvolved-deps';
+import { sqliteCardServiceDeps } from './uninvolved-deps';
 
 /** ~300 KB of nested inline markup around 3,400 words (a valid card): ~60 ms of cleaning on the calling thread. */
 function largeNestedHtml(tag: string): string {
@@ -85,13 +81,7 @@ describe('WorkerCardHtmlCleaner', () => {
     await cleaner.clean(largeNestedHtml('warm')); // the worker started
     const db = openCardsDatabase(':memory:');
     const service = new CardService({
-      ...uninvolvedCardServiceDeps,
-      cards: new SqliteCardRepository(db),
-      votes: new SqliteVoteRepository(db),
-      collections: new SqliteCollectionRepository(db),
-      contentLock: new InProcessContentLock(),
-      eventsWritten: () => undefined,
-      logger: createLogger('cards-test', 'silent'),
+      ...sqliteCardServiceDeps(db),
       htmlCleaner: cleaner,
     });
     const answered: string[] = [];
@@ -138,12 +128,7 @@ describe('WorkerCardHtmlCleaner', () => {
     const asked: unknown[] = [];
     const db = openCardsDatabase(':memory:');
     const service = new CardService({
-      ...uninvolvedCardServiceDeps,
-      cards: new SqliteCardRepository(db),
-      votes: new SqliteVoteRepository(db),
-      collections: new SqliteCollectionRepository(db),
-      contentLock: new InProcessContentLock(),
-      eventsWritten: () => undefined,
+      ...sqliteCardServiceDeps(db),
       htmlCleaner: { clean: async (rawHtml, options) => (asked.push(options), cardTextFromHtml(rawHtml)) },
     });
     const card = (extra: object) => service.createCard({ callerId: 'alice', cardHtml: `<p>${words(80, `c${asked.length}x`)}</p>`, link: '', private: false, tags: [], ...extra });
@@ -158,13 +143,7 @@ describe('WorkerCardHtmlCleaner', () => {
     cleaner = new WorkerCardHtmlCleaner({ minWorkerChars: 16_384, workers: 1, maxQueued: 2, maxWaitMs: 30_000, perUser: 1 });
     const db = openCardsDatabase(':memory:');
     const service = new CardService({
-      ...uninvolvedCardServiceDeps,
-      cards: new SqliteCardRepository(db),
-      votes: new SqliteVoteRepository(db),
-      collections: new SqliteCollectionRepository(db),
-      contentLock: new InProcessContentLock(),
-      eventsWritten: () => undefined,
-      logger: createLogger('cards-test', 'silent'),
+      ...sqliteCardServiceDeps(db),
       htmlCleaner: cleaner,
     });
     const outcome = (answer: Promise<unknown>) =>

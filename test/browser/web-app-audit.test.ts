@@ -12,12 +12,10 @@ import { Mailbox } from '../support/mailbox';
 import { signUp, type TestUser } from '../support/accounts';
 import { freePort, startSystem, type RunningSystem } from '../support/service';
 import { buildDocx } from './support/docx';
-import { CHROMIUM_ARGS, findOrInstallChromium } from './support/chromium';
+import { CHROMIUM_ARGS, chromiumForSuite } from './support/chromium';
 
 const ROOT = resolve(__dirname, '../..');
-const browserFound = findOrInstallChromium();
-const describeInBrowser = 'path' in browserFound ? describe : describe.skip;
-if ('reason' in browserFound) console.warn(`SKIPPED browser tests: ${browserFound.reason}`);
+const { describeInBrowser, executablePath } = chromiumForSuite();
 
 jest.setTimeout(120_000);
 
@@ -57,7 +55,7 @@ describeInBrowser('web app audit findings in headless Chromium', () => {
       env: { PORT: String(port), PUBLIC_URL: `http://127.0.0.1:${port}`, COOKIE_SECURE: 'false', SMTP_URL: mailbox.url, DATA_DIR: join(tmpdir(), `cards-web-audit-${Date.now()}`) },
     });
     user = await signUp(system.baseUrl, mailbox, 'web-audit');
-    browser = await chromium.launch({ executablePath: (browserFound as { path: string }).path, args: CHROMIUM_ARGS });
+    browser = await chromium.launch({ executablePath, args: CHROMIUM_ARGS });
     context = await browser.newContext({ baseURL: system.baseUrl, viewport: { width: 1200, height: 900 } });
     page = await context.newPage();
   }, 240_000);

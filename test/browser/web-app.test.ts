@@ -18,13 +18,11 @@ import { ApiClient } from '../support/http';
 import { Mailbox } from '../support/mailbox';
 import { freePort, startSystem, type RunningSystem } from '../support/service';
 import { buildDocx } from './support/docx';
-import { CHROMIUM_ARGS, findOrInstallChromium } from './support/chromium';
+import { CHROMIUM_ARGS, chromiumForSuite } from './support/chromium';
 
 const ROOT = resolve(__dirname, '../..');
 const SHOTS = join(ROOT, 'test-artifacts/screenshots');
-const browserFound = findOrInstallChromium();
-const describeInBrowser = 'path' in browserFound ? describe : describe.skip;
-if ('reason' in browserFound) console.warn(`SKIPPED browser tests: ${browserFound.reason}`);
+const { describeInBrowser, executablePath } = chromiumForSuite();
 
 jest.setTimeout(120_000);
 
@@ -117,7 +115,7 @@ describeInBrowser('web app in headless Chromium', () => {
         DATA_DIR: join(tmpdir(), `cards-web-${Date.now()}`),
       },
     });
-    browser = await chromium.launch({ executablePath: (browserFound as { path: string }).path, args: CHROMIUM_ARGS });
+    browser = await chromium.launch({ executablePath, args: CHROMIUM_ARGS });
     context = await browser.newContext({ baseURL: system.baseUrl, viewport: { width: 1200, height: 900 } });
     page = await context.newPage();
     page.on('pageerror', (err) => pageProblems.push(`script error: ${err.message}`));

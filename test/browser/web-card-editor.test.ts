@@ -15,12 +15,10 @@ import { chromium } from 'playwright-core';
 import { Mailbox } from '../support/mailbox';
 import { signUp, type TestUser } from '../support/accounts';
 import { freePort, startSystem, type RunningSystem } from '../support/service';
-import { CHROMIUM_ARGS, findOrInstallChromium } from './support/chromium';
+import { CHROMIUM_ARGS, chromiumForSuite } from './support/chromium';
 
 const ROOT = resolve(__dirname, '../..');
-const browserFound = findOrInstallChromium();
-const describeInBrowser = 'path' in browserFound ? describe : describe.skip;
-if ('reason' in browserFound) console.warn(`SKIPPED browser tests: ${browserFound.reason}`);
+const { describeInBrowser, executablePath } = chromiumForSuite();
 
 jest.setTimeout(120_000);
 
@@ -141,7 +139,7 @@ describeInBrowser('the card form’s rich-text editor and the verification displ
       },
     });
     user = await signUp(system.baseUrl, mailbox, 'web-editor');
-    browser = await chromium.launch({ executablePath: (browserFound as { path: string }).path, args: CHROMIUM_ARGS });
+    browser = await chromium.launch({ executablePath, args: CHROMIUM_ARGS });
     context = await browser.newContext({ baseURL: system.baseUrl, viewport: { width: 1200, height: 900 } });
     page = await context.newPage();
     page.on('pageerror', (err) => pageProblems.push(`script error: ${err.message}`));

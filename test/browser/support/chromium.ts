@@ -26,3 +26,16 @@ export function findOrInstallChromium(): { path: string } | { reason: string } {
   if (path) return { path };
   return { reason: `apt-get install chromium failed (exit ${installed.status ?? installed.signal})` };
 }
+
+/**
+ * A browser test file's start: `describe` when chromium is here (with its path to launch), else `describe.skip` and the
+ * reason printed, so a skipped browser suite always says why.
+ */
+export function chromiumForSuite(): { describeInBrowser: typeof describe; executablePath: string } {
+  const found = findOrInstallChromium();
+  if ('reason' in found) {
+    console.warn(`SKIPPED browser tests: ${found.reason}`);
+    return { describeInBrowser: describe.skip, executablePath: '' };
+  }
+  return { describeInBrowser: describe, executablePath: found.path };
+}

@@ -2,12 +2,14 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createLogger, InvalidArgumentError, newId, NotFoundError, PermissionDeniedError, ResourceExhaustedError, SqliteOutboxStore, TooLargeError, UnauthenticatedError } from '@cards/platform';
+import type { CallContext } from 'nice-grpc';
 import { events } from '@cards/proto';
 import { DiskObjectStore } from '../src/adapters/disk/disk-object-store';
 import { OWN_CHECKS_BUSY_MESSAGE } from '../src/adapters/documents/bounded-document-reader';
 import { LibraryDocumentReader } from '../src/adapters/documents/library-document-reader';
 import { SqliteFileRepository } from '../src/adapters/sqlite/sqlite-file-repository';
 import { FilesService, type UploadInput } from '../src/application/files-service';
+import { fileHandlers } from '../src/grpc/file-handlers';
 
 const docx = readFileSync(join(__dirname, '../../../test/fixtures/documents/energy.docx'));
 const DOCX_MIME = 'application/vnd.openxmlformats-officedocument.wordprocessingml.document';
@@ -92,6 +94,21 @@ describe('FilesService', () => {
     expect((await rest(docx.length)).length).toBe(0);
     await expect(service.open(record.id, newId(), 1000)).rejects.toBeInstanceOf(NotFoundError);
     for (const offset of [-1, docx.length + 1, 0.5]) await expect(service.open(record.id, owner, offset)).rejects.toBeInstanceOf(InvalidArgumentError);
+  });
+
+  it('a record whose stored bytes are missing: open is NotFound, and so is GetFile asked to check the content (a stat, no read)', async () => {
+    const owner = newId();
+    const record = await upload({ callerId: owner, private: true });
+    const handlers = fileHandlers(service);
+    const getFile = (checkContent: boolean) => handlers.getFile({ fileId: record.id, callerId: owner, offset: 0, checkContent }, {} as CallContext);
+    expect((await getFile(true)).size).toBe(docx.length);
+    await objects.remove(record.id);
+    await expect(service.open(record.id, owner)).rejects.toThrow(new NotFoundError('File not found'));
+    await expect(getFile(true)).rejects.toThrow(new NotFoundError('File not found'));
+    // Without the check GetFile reads the record only (the listing's and the download's visibility check).
+    expect((await getFile(false)).id).toBe(record.id);
+    // Someone else's private file is NotFound before its bytes are looked for.
+    await expect(service.get(record.id, newId(), { checkContent: true })).rejects.toThrow(new NotFoundError('File not found'));
   });
 
   it('visibility: private files are the owner\'s alone; others may read public ones but not change them', async () => {

@@ -101,11 +101,15 @@ describe('HEAD /api/file/:id (GET streams the file\'s content)', () => {
     tags: ['a'],
     ingestionStatus: 'done',
   } as unknown as files.File;
+  /** A public record whose stored bytes are missing (a broken store): ReadFile is NOT_FOUND, GetFile only when asked to check. */
+  const BROKEN_ID = '5c1d2e3f-4a5b-4c6d-8e7f-9a0b1c2d3e4f';
+  const broken = { ...record, id: BROKEN_ID, private: false } as files.File;
   const calls: string[] = [];
   /** A files port that checks visibility as the service does (private: the owner only) and records every call. */
   const filesPort = {
-    async getFile({ fileId, callerId }: files.GetFileRequest) {
-      calls.push(`getFile:${callerId ?? 'anonymous'}`);
+    async getFile({ fileId, callerId, checkContent }: files.GetFileRequest) {
+      calls.push(`getFile:${callerId ?? 'anonymous'}${checkContent ? ':checkContent' : ''}`);
+      if (fileId === BROKEN_ID && !checkContent) return broken;
       if (fileId !== FILE_ID || callerId !== OWNER) throw new ClientError('/files.v1.FileService/GetFile', Status.NOT_FOUND, 'File not found');
       return record;
     },
@@ -149,7 +153,7 @@ describe('HEAD /api/file/:id (GET streams the file\'s content)', () => {
     expect(head(answer)).toEqual(head(get));
     expect(head(answer)).toEqual({ status: 200, type: 'application/json; charset=utf-8', length: String(Buffer.byteLength(get.text)), cache: 'no-store' });
     expect(answer.text).toBe('');
-    expect(calls).toEqual([`getFile:${OWNER}`]);
+    expect(calls).toEqual([`getFile:${OWNER}:checkContent`]);
   });
 
   it('is 404 where the GET is (someone else\'s private file, anonymous or signed in as another), and 400 for an id that is no UUID', async () => {
@@ -160,6 +164,67 @@ describe('HEAD /api/file/:id (GET streams the file\'s content)', () => {
     const [get, answer] = [await send(port, 'GET', '/api/file/not-a-uuid', owner), await send(port, 'HEAD', '/api/file/not-a-uuid', owner)];
     expect([get.status, answer.status]).toEqual([400, 400]);
     // The GETs' reads only (the 400s call nothing); the HEADs asked GetFile as the caller they were.
-    expect(calls).toEqual(['readFile:anonymous', 'getFile:anonymous', `readFile:${OTHER}`, `getFile:${OTHER}`]);
+    expect(calls).toEqual(['readFile:anonymous', 'getFile:anonymous:checkContent', `readFile:${OTHER}`, `getFile:${OTHER}:checkContent`]);
+  });
+
+  it('is 404 where the GET is for a record whose stored bytes are missing (GetFile checks the content, nothing is read)', async () => {
+    for (const headers of [{}, owner] as Array<Record<string, string>>) {
+      const [get, answer] = [await send(port, 'GET', `/api/file/${BROKEN_ID}`, headers), await send(port, 'HEAD', `/api/file/${BROKEN_ID}`, headers)];
+      expect({ headers, get: get.status, getJson: JSON.parse(get.text) as unknown, head: head(answer), body: answer.text }).toEqual({
+        headers,
+        get: 404,
+        getJson: { message: 'File not found' },
+        head: head(get),
+        body: '',
+      });
+    }
+    // The GETs' reads, the HEADs' GetFile asking for the content's check.
+    expect(calls).toEqual(['readFile:anonymous', 'getFile:anonymous:checkContent', `readFile:${OWNER}`, `getFile:${OWNER}:checkContent`]);
+  });
+
+  it('takes no read slot: answered while the client\'s reads (FILE_READS_PER_CLIENT) and all reads are taken, when the GET is refused', async () => {
+    let letGo!: () => void;
+    const held = new Promise<void>((resolve) => (letGo = resolve));
+    // A read that sends its header and then waits: it holds the one read slot and the owner's one share.
+    const holding = {
+      ...filesPort,
+      readFile: () =>
+        (async function* () {
+          yield { part: { $case: 'file', value: record } };
+          await held;
+          yield { part: { $case: 'chunk', value: bytes } };
+        })(),
+    };
+    const limited = await serve({ clients: { files: holding, identity } as unknown as GatewayClients, fileReads: { atOnce: 1, perClient: 1, callMs: 50_000, idleMs: 60_000 } });
+    try {
+      let started!: () => void;
+      const answering = new Promise<void>((resolve) => (started = resolve));
+      const reading = new Promise<Answer>((resolve, reject) => {
+        const req = request({ host: '127.0.0.1', port: limited.port, path: `/api/file/${FILE_ID}`, headers: owner }, (res) => {
+          started();
+          const chunks: Buffer[] = [];
+          res.on('data', (c: Buffer) => chunks.push(c));
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, text: Buffer.concat(chunks).toString() }));
+        });
+        req.on('error', reject);
+        req.end();
+      });
+      // The first read has begun its answer and holds its slot and share until its bytes come.
+      await answering;
+      const [ownGet, otherGet] = [await send(limited.port, 'GET', `/api/file/${FILE_ID}`, owner), await send(limited.port, 'GET', `/api/file/${FILE_ID}`)];
+      expect([ownGet.status, otherGet.status]).toEqual([429, 503]);
+      const answer = await send(limited.port, 'HEAD', `/api/file/${FILE_ID}`, owner);
+      letGo();
+      const read = await reading;
+      expect({ status: answer.status, retryAfter: answer.headers['retry-after'], length: answer.headers['content-length'] }).toEqual({
+        status: 200,
+        retryAfter: undefined,
+        length: String(Buffer.byteLength(read.text)),
+      });
+      expect(read.status).toBe(200);
+    } finally {
+      letGo();
+      await closed(limited.server);
+    }
   });
 });

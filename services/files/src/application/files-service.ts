@@ -121,11 +121,16 @@ export class FilesService {
     );
   }
 
-  /** The record when the caller may see it: public, or the caller's own. NotFoundError otherwise. */
-  async get(fileId: string, callerId: string | undefined): Promise<FileRecord> {
+  /**
+   * The record when the caller may see it: public, or the caller's own. NotFoundError otherwise, and with `checkContent`
+   * also when the record's stored bytes are missing (the object's size asked of the store, nothing read), as open
+   * answers: what a HEAD of the file asks, so that it answers what the read would.
+   */
+  async get(fileId: string, callerId: string | undefined, { checkContent = false } = {}): Promise<FileRecord> {
     if (!isUuid(fileId)) throw new InvalidArgumentError('file_id: must be a UUID');
     const record = await this.deps.repository.get(fileId.toLowerCase());
     if (!record || (record.private && record.userId !== callerId)) throw new NotFoundError('File not found');
+    if (checkContent && !(await this.deps.objects.stat(record.id))) throw new NotFoundError('File not found');
     return record;
   }
 

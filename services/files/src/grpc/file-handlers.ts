@@ -59,7 +59,7 @@ export function fileHandlers(service: FilesService): files.FileServiceImplementa
       return toProto(record);
     },
     async getFile(req) {
-      return toProto(await service.get(req.fileId, req.callerId));
+      return toProto(await service.get(req.fileId, req.callerId, { checkContent: req.checkContent }));
     },
     async *readFile(req) {
       const { record, content } = await service.open(req.fileId, req.callerId, req.offset);

@@ -217,9 +217,11 @@ export function registerFileRoutes(router: Router, { clients, filesHttpAddress, 
   router.get('/file/:file_id', async (req, res) => {
     const fileId = uuidParam(req, 'file_id');
     if (req.method === 'HEAD') {
-      // The GET's head from the file's record (GetFile: the same visibility check, 404 alike), with no ReadFile call:
-      // the content is not asked for, so no read slot is taken and no byte leaves the files service.
-      const file = await clients.files.getFile({ fileId, callerId: req.user?.id }, { idempotent: true });
+      // The GET's head from the file's record (GetFile: the same visibility check, 404 alike, and with checkContent
+      // 404 too when the stored bytes are missing, as ReadFile answers), with no ReadFile call: the content is not
+      // asked for, no byte leaves the files service, and nothing is held while the client takes the answer, so no read
+      // slot (nor the client's share of them) is taken (docs/decisions.md, "HEAD").
+      const file = await clients.files.getFile({ fileId, callerId: req.user?.id, checkContent: true }, { idempotent: true });
       sendHeadOfJsonWithBase64UrlMember(res, presentFile(file), 'base64url_content', Number(file.size));
       return;
     }

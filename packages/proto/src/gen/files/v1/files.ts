@@ -65,6 +65,11 @@ export interface GetFileRequest {
    * from the start; the header still comes first). INVALID_ARGUMENT when negative or past the file's size.
    */
   offset: number;
+  /**
+   * GetFile only: also check that the file's stored bytes are there (the object's size asked of the store, nothing read),
+   * NOT_FOUND without them as ReadFile answers; so a HEAD of the file answers what its read would.
+   */
+  checkContent: boolean;
 }
 
 export interface ReadFileResponse {
@@ -706,7 +711,7 @@ export const UploadFileRequest: MessageFns<UploadFileRequest> = {
 };
 
 function createBaseGetFileRequest(): GetFileRequest {
-  return { fileId: "", callerId: undefined, offset: 0 };
+  return { fileId: "", callerId: undefined, offset: 0, checkContent: false };
 }
 
 export const GetFileRequest: MessageFns<GetFileRequest> = {
@@ -719,6 +724,9 @@ export const GetFileRequest: MessageFns<GetFileRequest> = {
     }
     if (message.offset !== 0) {
       writer.uint32(24).int64(message.offset);
+    }
+    if (message.checkContent !== false) {
+      writer.uint32(32).bool(message.checkContent);
     }
     return writer;
   },
@@ -760,6 +768,14 @@ export const GetFileRequest: MessageFns<GetFileRequest> = {
             message.offset = longToNumber(reader.int64());
             continue;
           }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.checkContent = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -785,6 +801,11 @@ export const GetFileRequest: MessageFns<GetFileRequest> = {
         ? globalThis.String(object.caller_id)
         : undefined,
       offset: isSet(object.offset) ? globalThis.Number(object.offset) : 0,
+      checkContent: isSet(object.checkContent)
+        ? globalThis.Boolean(object.checkContent)
+        : isSet(object.check_content)
+        ? globalThis.Boolean(object.check_content)
+        : false,
     };
   },
 
@@ -799,6 +820,9 @@ export const GetFileRequest: MessageFns<GetFileRequest> = {
     if (message.offset !== 0) {
       obj.offset = Math.round(message.offset);
     }
+    if (message.checkContent !== false) {
+      obj.checkContent = message.checkContent;
+    }
     return obj;
   },
 
@@ -810,6 +834,7 @@ export const GetFileRequest: MessageFns<GetFileRequest> = {
     message.fileId = object.fileId ?? "";
     message.callerId = object.callerId ?? undefined;
     message.offset = object.offset ?? 0;
+    message.checkContent = object.checkContent ?? false;
     return message;
   },
 };

@@ -408,6 +408,26 @@ describeInBrowser('the card form’s rich-text editor and the verification displ
     expect(pageProblems).toEqual([]);
   });
 
+  it('keeps td/tr/caption outside a table and an xmp apart as the cards service does (the browser’s parser drops those tags and glued the text; an xmp was dropped)', async () => {
+    // Outside a table the browser's parser ignores td, tr and caption tags ("YearRate20194.5%"); it reads an xmp's content
+    // as raw text, which the editor dropped. The cards service keeps each a block of its own and reads the xmp's HTML.
+    const outside = '<td>Year</td><td>Rate</td><tr><td>2019</td><td>4.5%</td></tr><caption>Rates</caption>Text<xmp>Raw <b>bold</b></xmp>After';
+    await freshEditor();
+    await paste(outside, 'Year Rate 2019 4.5% Rates Text Raw bold After');
+    expect(await editorHtml()).toBe('<p>Year</p><p>Rate</p><p>2019</p><p>4.5%</p><p>Rates</p><p>Text</p><p>Raw <strong>bold</strong></p><p>After</p>');
+    // In a paragraph, each is a line of it (the HTML view), as the service makes it.
+    await page.getByRole('button', { name: 'Edit as HTML' }).click();
+    await page.getByLabel('Card text (HTML)').fill('<p>Intro<td>cell</td>more<xmp>x</xmp>end</p>');
+    await page.getByRole('button', { name: 'Edit as HTML' }).click();
+    expect(await editorHtml()).toBe('<p>Intro<br>cell<br>more<br>x<br>end</p>');
+    // The cards service's text of the same HTML has the same lines.
+    const words = Array.from({ length: 8 }, (_, i) => `Remark ${i}: rivers carry silt down to the delta where it settles into wide fans of fertile new land.`).join(' ');
+    const created = await user.client.post('/api/card', { card_html: `${outside}<p>Intro<td>cell</td>more<xmp>x</xmp>end</p><p>${words}</p>`, link: '', private: true, tag_set: [] });
+    expect(created.status).toBe(200);
+    expect((created.json as { card_metadata: { content: string } }).card_metadata.content).toBe(`Year\nRate\n2019\n4.5%\nRates\nText\nRaw bold\nAfter\nIntro\ncell\nmore\nx\nend\n${words}`);
+    expect(pageProblems).toEqual([]);
+  });
+
   it('opens a list item holding a heading and a paragraph as it is stored, and a list item can be made a heading', async () => {
     const listCard = await cardWithLink(`<ul><li><h3>heading in li</h3><p>para in li</p></li></ul><p>${CARD_TEXT} A list with a heading.</p>`, '');
     await page.goto(`/card/${listCard}/edit`);

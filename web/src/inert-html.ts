@@ -11,14 +11,27 @@
  */
 
 /** Elements whose content is not text to keep (the cards service's sanitizer removes the first four with their text). */
-const DROPPED_WITH_CONTENT = new Set(['script', 'style', 'textarea', 'title', 'xmp', 'iframe', 'noembed', 'noframes']);
+const DROPPED_WITH_CONTENT = new Set(['script', 'style', 'textarea', 'title', 'iframe', 'noembed', 'noframes']);
 /** Elements whose start and end tags are not written (their content is): they would change how the rest parses. */
-const NOT_WRITTEN = new Set(['html', 'head', 'body', 'meta', 'link', 'base', 'svg', 'math', 'template', 'img', 'image', 'object', 'embed', 'frameset', 'frame', 'plaintext', 'input', 'select', 'button', 'option', 'optgroup', 'datalist', 'video', 'audio', 'source', 'track', 'picture', 'canvas']);
+const NOT_WRITTEN = new Set(['html', 'head', 'body', 'meta', 'link', 'base', 'svg', 'math', 'template', 'img', 'image', 'object', 'embed', 'input', 'select', 'button', 'option', 'optgroup', 'datalist', 'video', 'audio', 'source', 'track', 'picture', 'canvas']);
 /**
  * Elements written as a <div>: blocks whose own tags would change how the rest parses (a form in a form is dropped) or
  * hide their text from the editor (ProseMirror skips a <noscript>), whose text still stands apart from its neighbours'.
  */
 const WRITTEN_AS_DIV = new Set(['form', 'noscript']);
+/**
+ * The attribute of a <span> written for a block the browser's parser would not keep where the cards service does
+ * (blocks-apart.ts, @cards/card-rules SEPARATED_BLOCK_TAGS), its value the element's name: an xmp or a plaintext (the
+ * browser reads the rest as raw text; the service reads it as HTML), a frameset or frame (ignored in a body), and a
+ * table's parts outside a table (caption, thead, tbody, tfoot, tr, td, th: the browser drops their tags, which glued
+ * "<td>Year</td><td>Rate</td>" into "YearRate"). A span, not a div, so it stays in a paragraph as the service keeps it
+ * (a line of it). No attribute from the input is written under this name (KEPT_ATTRIBUTES), so only this writer sets it.
+ */
+export const SEPARATED_BLOCK = 'data-separated-block';
+const WRITTEN_AS_SEPARATED_SPAN = new Set(['xmp', 'plaintext', 'frameset', 'frame']);
+const TABLE_PARTS = new Set(['caption', 'thead', 'tbody', 'tfoot', 'tr', 'td', 'th']);
+/** Void elements among those written as a span: the span is closed at once. */
+const VOID_SEPARATED = new Set(['frame']);
 const KEPT_ATTRIBUTES: Record<string, string> = { href: 'href', start: 'start', style: 'data-pasted-style', class: 'data-pasted-class', 'data-pm-slice': 'data-pm-slice' };
 const TAG_NAME = /^[a-z][a-z0-9:_-]*$/;
 
@@ -81,12 +94,14 @@ const escapeAttribute = (value: string) => value.replace(/"/g, '&quot;').replace
 
 /**
  * The HTML written out again with only the kept attributes (style and class renamed), without comments, scripts, style
- * sheets and the other elements in DROPPED_WITH_CONTENT (with their content), without the tags of NOT_WRITTEN, and with
- * those of WRITTEN_AS_DIV written as <div>.
+ * sheets and the other elements in DROPPED_WITH_CONTENT (with their content), without the tags of NOT_WRITTEN, with
+ * those of WRITTEN_AS_DIV written as <div>, and the blocks the browser would not keep (SEPARATED_BLOCK) as marked spans.
  */
 export function inertHtml(html: string): string {
   let out = '';
   let i = 0;
+  // Tables open (by their tags): a table's part is written as itself only in one.
+  let tables = 0;
   while (i < html.length) {
     const lt = html.indexOf('<', i);
     if (lt < 0) {
@@ -106,6 +121,12 @@ export function inertHtml(html: string): string {
         continue;
       }
       if (NOT_WRITTEN.has(tag.name) || !TAG_NAME.test(tag.name)) continue;
+      if (tag.name === 'table') tables = tag.end ? Math.max(0, tables - 1) : tables + 1;
+      if (WRITTEN_AS_SEPARATED_SPAN.has(tag.name) || (tables === 0 && TABLE_PARTS.has(tag.name))) {
+        if (tag.end) out += VOID_SEPARATED.has(tag.name) ? '' : '</span>';
+        else out += `<span ${SEPARATED_BLOCK}="${tag.name}">${VOID_SEPARATED.has(tag.name) ? '</span>' : ''}`;
+        continue;
+      }
       const name = WRITTEN_AS_DIV.has(tag.name) ? 'div' : tag.name;
       if (tag.end) {
         out += `</${name}>`;

@@ -17,7 +17,7 @@ import { EditorState, TextSelection, type Command, type Transaction } from 'pros
 import { EditorView } from 'prosemirror-view';
 import { CELL_LINE_TAGS, SEPARATED_BLOCK_TAGS, TABLE_CELL_SEPARATOR } from '@cards/card-rules';
 import { htmlOfPlainText } from './card-rules';
-import { inertHtml, parseInertHtml } from './inert-html';
+import { inertHtml, parseInertHtml, SEPARATED_BLOCK } from './inert-html';
 import 'prosemirror-view/style/prosemirror.css';
 
 /**
@@ -231,7 +231,8 @@ function separatedBlocksApart(body: HTMLElement): void {
         text.replaceWith(...lines.flatMap((line, i) => (i === 0 ? [line] : [separatingBreak(doc, PRE_LINE), line])));
       }
     }
-    if (!(pre || tag === 'HR' || SEPARATED.has(tag))) continue;
+    // A block the inert reader wrote as a marked span (an xmp, a table's part outside a table) is one of them too.
+    if (!(pre || tag === 'HR' || SEPARATED.has(tag) || element.hasAttribute(SEPARATED_BLOCK))) continue;
     if (inParagraph(element)) {
       if (tag === 'HR') element.replaceWith(separatingBreak(doc));
       else {

@@ -2,6 +2,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { FREE_PORT_HANDED_OUT_MS } from '@cards/platform';
 
 /** Root of the engines layer; downloaded jars and compiled launchers live in CACHE_DIR (gitignored). */
 export const ENGINES_DIR = resolve(__dirname);
@@ -117,23 +118,28 @@ export function prepareJavaEngine(build: JavaEngineBuild): string {
   return `${join(dir, 'classes')}:${join(dir, 'libs')}/*`;
 }
 
-/** Loopback ports that were free a moment ago (found in a child process so callers can stay synchronous). */
+/** The platform's port picker (freePort's), loaded alone by the child process freePortsSync runs. */
+const PORT_PICKER = resolve(__dirname, '../../packages/platform/src/loopback-topology.ts');
+/** Ports freePortsSync handed out in this process lately, which its next child must not pick again. */
+const handedOutSync = new Map<number, number>();
+
+/**
+ * Loopback ports that were free a moment ago, picked as the platform's freePort picks them: below the kernel's
+ * ephemeral range, since a port the kernel hands out (listen on 0) can be taken as the local port of an outgoing
+ * connection before the engine binds it. Found in a child process so callers can stay synchronous; the ports this
+ * process had from it within FREE_PORT_HANDED_OUT_MS are not given again.
+ */
 export function freePortsSync(count: number): number[] {
-  const script = `
-    const net = require('node:net');
-    (async () => {
-      const servers = [];
-      for (let i = 0; i < ${count}; i++) {
-        const s = net.createServer();
-        await new Promise((r, j) => { s.once('error', j); s.listen(0, '127.0.0.1', r); });
-        servers.push(s);
-      }
-      console.log(servers.map((s) => s.address().port).join(','));
-      for (const s of servers) s.close();
-    })();`;
-  const result = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8' });
-  if (result.status !== 0) throw new Error(`could not find free ports: ${result.stderr}`);
-  return result.stdout.trim().split(',').map(Number);
+  const now = Date.now();
+  for (const [port, at] of handedOutSync) if (now - at > FREE_PORT_HANDED_OUT_MS) handedOutSync.delete(port);
+  const script = `require(${JSON.stringify(PORT_PICKER)}).freePorts(${count}, ${JSON.stringify([...handedOutSync.keys()])})
+    .then((ports) => console.log(ports.join(',')), (err) => { console.error(err); process.exit(1); });`;
+  const result = spawnSync(process.execPath, ['--import', 'tsx', '-e', script], { encoding: 'utf8', cwd: resolve(__dirname, '../..') });
+  if (result.status !== 0) throw new Error(`could not find free ports: ${result.error?.message ?? result.stderr}`);
+  const ports = result.stdout.trim().split(',').map(Number);
+  if (ports.length !== count || !ports.every((port) => Number.isInteger(port) && port > 0)) throw new Error(`could not find free ports: the picker printed ${JSON.stringify(result.stdout)}`);
+  for (const port of ports) handedOutSync.set(port, now);
+  return ports;
 }
 
 /** Blocks until something accepts TCP connections on 127.0.0.1:port, the process dies, or the timeout passes. */

@@ -3,7 +3,8 @@ import { createServer } from 'node:net';
 
 /** Ports handed out by this process a moment ago, not handed out again while their services start. */
 const handedOut = new Map<number, number>();
-const HANDED_OUT_MS = 120_000;
+/** How long a port handed out is not handed out again (also by freePorts' callers for the ports they name to avoid). */
+export const FREE_PORT_HANDED_OUT_MS = 120_000;
 /** The lowest port freePort picks from when the ephemeral range lies above it. */
 const LOWEST_PICKED = 10_000;
 
@@ -34,21 +35,20 @@ function listenOnce(port: number): Promise<number | undefined> {
   });
 }
 
-/**
- * A port that was free a moment ago on loopback (another process may still take it before it is bound). Picked below
- * the kernel's ephemeral range where there is room: a port the kernel hands out (listen on 0) is one that any outgoing
- * connection on the machine may take as its local port before the service binds it (EADDRINUSE at start; seen in CI
- * while other tests held many connections), which a port outside the range never is.
- */
-export async function freePort(): Promise<number> {
+/** Ports handed out by this process lately or named to avoid (another process's), not to be handed out now. */
+function pickable(port: number, avoid: ReadonlySet<number>): boolean {
+  return !handedOut.has(port) && !avoid.has(port);
+}
+
+async function pickPort(avoid: ReadonlySet<number>): Promise<number> {
   const now = Date.now();
-  for (const [port, at] of handedOut) if (now - at > HANDED_OUT_MS) handedOut.delete(port);
+  for (const [port, at] of handedOut) if (now - at > FREE_PORT_HANDED_OUT_MS) handedOut.delete(port);
   if (EPHEMERAL_START !== undefined) {
     for (let attempt = 0; attempt < 50; attempt++) {
       const candidate = LOWEST_PICKED + Math.floor(Math.random() * (EPHEMERAL_START - LOWEST_PICKED));
-      if (handedOut.has(candidate)) continue;
+      if (!pickable(candidate, avoid)) continue;
       const port = await listenOnce(candidate);
-      if (port !== undefined && !handedOut.has(port)) {
+      if (port !== undefined && pickable(port, avoid)) {
         handedOut.set(port, now);
         return port;
       }
@@ -57,11 +57,32 @@ export async function freePort(): Promise<number> {
   for (;;) {
     const port = await listenOnce(0);
     if (port === undefined) throw new Error('no free port on 127.0.0.1');
-    if (!handedOut.has(port)) {
+    if (pickable(port, avoid)) {
       handedOut.set(port, now);
       return port;
     }
   }
+}
+
+/**
+ * A port that was free a moment ago on loopback (another process may still take it before it is bound). Picked below
+ * the kernel's ephemeral range where there is room: a port the kernel hands out (listen on 0) is one that any outgoing
+ * connection on the machine may take as its local port before the service binds it (EADDRINUSE at start; seen in CI
+ * while other tests held many connections), which a port outside the range never is.
+ */
+export function freePort(): Promise<number> {
+  return pickPort(new Set());
+}
+
+/**
+ * `count` distinct ports as freePort picks them, none of them in `avoid`: for a caller that picks its ports in a
+ * short-lived process of its own (the engines harness's freePortsSync) and so must name the ones it handed out lately.
+ */
+export async function freePorts(count: number, avoid: Iterable<number> = []): Promise<number[]> {
+  const avoided = new Set(avoid);
+  const ports: number[] = [];
+  for (let i = 0; i < count; i++) ports.push(await pickPort(avoided));
+  return ports;
 }
 
 /**

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
-import { freePort, loopbackTopologyEnv } from '../src/loopback-topology';
+import { freePort, freePorts, loopbackTopologyEnv } from '../src/loopback-topology';
 
 function ephemeralStart(): number | undefined {
   try {
@@ -23,6 +23,24 @@ describe('freePort', () => {
         server.once('error', reject);
         server.listen(port, '127.0.0.1', () => server.close(() => resolve()));
       });
+    }
+  });
+
+  it('freePorts never gives a port named to avoid, as another process handed out, though it is free again', async () => {
+    // Two processes' pickers (two module instances, nothing handed out in the second), trying the same port first.
+    let other!: typeof import('../src/loopback-topology');
+    jest.isolateModules(() => {
+      other = require('../src/loopback-topology');
+    });
+    const random = jest.spyOn(Math, 'random');
+    try {
+      random.mockReturnValueOnce(0.5);
+      const [first] = await freePorts(1);
+      random.mockReturnValueOnce(0.5);
+      const ports = await other.freePorts(3, [first!]);
+      expect(new Set([first, ...ports]).size).toBe(4);
+    } finally {
+      random.mockRestore();
     }
   });
 

@@ -225,10 +225,10 @@ describeInBrowser('web app in headless Chromium', () => {
       area.dispatchEvent(new Event('input', { bubbles: true }));
     });
     await page.getByText('Remove the broken character, half of an emoji or symbol (it was probably pasted in).').waitFor();
-    // The counter derives the text as the server does (@cards/card-rules' block tags): a <div> is
-    // discarded by the server's sanitizer, so it does not split words.
+    // The counter derives the text as the server does (@cards/card-rules' block tags): the server's sanitizer drops a
+    // <div> but keeps its text apart (blocks-apart.ts), so it splits words.
     await page.getByLabel('Card text (HTML)').fill('<div>one</div><div>two</div><p>three</p>');
-    await page.getByTestId('word-count').getByText('2', { exact: true }).waitFor();
+    await page.getByTestId('word-count').getByText('3', { exact: true }).waitFor();
     expect(await accessibilityProblems()).toEqual([]);
     await editAsHtml.click();
 

@@ -15,6 +15,7 @@ import { chromium } from 'playwright-core';
 import { Mailbox } from '../support/mailbox';
 import { signUp, type TestUser } from '../support/accounts';
 import { freePort, startSystem, type RunningSystem } from '../support/service';
+import { wordCount } from '../../packages/card-rules/src';
 import { CHROMIUM_ARGS, chromiumForSuite } from './support/chromium';
 
 const ROOT = resolve(__dirname, '../..');
@@ -425,6 +426,32 @@ describeInBrowser('the card form’s rich-text editor and the verification displ
     const created = await user.client.post('/api/card', { card_html: `${outside}<p>Intro<td>cell</td>more<xmp>x</xmp>end</p><p>${words}</p>`, link: '', private: true, tag_set: [] });
     expect(created.status).toBe(200);
     expect((created.json as { card_metadata: { content: string } }).card_metadata.content).toBe(`Year\nRate\n2019\n4.5%\nRates\nText\nRaw bold\nAfter\nIntro\ncell\nmore\nx\nend\n${words}`);
+    expect(pageProblems).toEqual([]);
+  });
+
+  it('counts in the HTML view the words the cards service will count: split at dropped blocks, a table’s " | " separators, a ruby’s annotation', async () => {
+    const words = Array.from({ length: 8 }, (_, i) => `Note ${i}: dunes wander across the desert as the steady wind lifts sand grains over their crests.`).join(' ');
+    const samples = [
+      '<div>one</div><div>two</div><p>three</p>',
+      '<p>a<dt>b</dt>c<hr>d</p><details><summary>Sum</summary>Body</details>',
+      '<table><caption>Cap</caption><tr><td>Year</td><td>Rate<p>low</p>high</td></tr><tr><td> </td></tr></table>',
+      '<td>Year</td><td>Rate</td><tr><td>2019</td></tr>text<xmp>Raw <b>bold</b></xmp>after',
+      '<pre>line one\nline two</pre>x<ruby>漢字<rp>(</rp><rt>kanji</rt><rp>)</rp></ruby>',
+    ];
+    await page.goto('/card/new');
+    await page.getByRole('textbox', { name: 'Card text', exact: true }).waitFor();
+    await page.getByRole('button', { name: 'Edit as HTML' }).click();
+    const shown: number[] = [];
+    const counted: number[] = [];
+    for (const sample of samples) {
+      const html = `${sample}<p>${words}</p>`;
+      await page.getByLabel('Card text (HTML)').fill(html);
+      shown.push(Number(await page.getByTestId('word-count').textContent()));
+      const created = await user.client.post('/api/card', { card_html: html, link: '', private: true, tag_set: [] });
+      expect(created.status).toBe(200);
+      counted.push(wordCount((created.json as { card_metadata: { content: string } }).card_metadata.content));
+    }
+    expect(shown).toEqual(counted);
     expect(pageProblems).toEqual([]);
   });
 

@@ -3,13 +3,22 @@
  * cards service enforces), applied in the form so a person learns what is wrong before sending. The
  * server stays the authority and re-checks everything.
  */
-import { BLOCK_TAGS, characterCount, codePointName, collapseTextLines, linkProblem, type LinkProblem, MAX_CONTENT_CHARS, MAX_HTML_CHARS, MAX_LINK_CHARS, MAX_TAG_CHARS, MAX_TAGS, MAX_WORDS, MIN_WORDS_EXCLUSIVE, nameProblem, splitTags, tagsProblem, wellFormedProblem, wordCount } from '@cards/card-rules';
+import { CELL_LINE_TAGS, characterCount, codePointName, collapseTextLines, linkProblem, type LinkProblem, MAX_CONTENT_CHARS, MAX_HTML_CHARS, MAX_LINK_CHARS, MAX_TAG_CHARS, MAX_TAGS, MAX_WORDS, MIN_WORDS_EXCLUSIVE, nameProblem, splitTags, TABLE_CELL_SEPARATOR, tagsProblem, wellFormedProblem, wordCount } from '@cards/card-rules';
 import { BROKEN_CHARACTER, freeTextMessage } from './free-text';
-import { parseInertHtml } from './inert-html';
+import { parseInertHtml, SEPARATED_BLOCK } from './inert-html';
 
-const BLOCKS = new Set(BLOCK_TAGS);
+/**
+ * Elements whose start and end break the text into lines, as the cards service keeps them: the allow-list's blocks and
+ * the dropped ones whose text it keeps apart (SEPARATED_BLOCK_TAGS, blocks-apart.ts; CELL_LINE_TAGS is both lists).
+ */
+const LINE_BREAKING = new Set(CELL_LINE_TAGS);
 
-/** The plain text the server derives from card HTML: one line per block, whitespace collapsed. */
+/**
+ * The plain text the server derives from card HTML: one line per block, whitespace collapsed. As the cards service
+ * reads it (blocks-apart.ts, then the allow-list): the dropped blocks (div, dt, pre, xmp, a table's parts outside a
+ * table ...) keep their text apart, a table is a line per row with text (its caption first), its cells separated by
+ * TABLE_CELL_SEPARATOR, and a ruby's annotation (rt) follows its base in parentheses, rp dropped.
+ */
 export function textOfHtml(html: string): string {
   // Read inertly: nothing runs or loads, and no style attribute or handler reaches the parser (the CSP would log it).
   const body = parseInertHtml(html);
@@ -17,11 +26,29 @@ export function textOfHtml(html: string): string {
   const walk = (node: Node) => {
     if (node.nodeType === Node.TEXT_NODE) text += node.textContent ?? '';
     else if (node.nodeType === Node.ELEMENT_NODE) {
-      const tag = (node as Element).tagName.toLowerCase();
-      if (tag === 'script' || tag === 'style') return;
-      if (BLOCKS.has(tag)) text += '\n';
+      const element = node as Element;
+      const tag = element.tagName.toLowerCase();
+      if (tag === 'script' || tag === 'style' || tag === 'rp') return;
+      if (tag === 'table') return tableText(element as HTMLTableElement);
+      if (tag === 'rt') text += '(';
+      const breaks = LINE_BREAKING.has(tag) || tag === 'br' || element.hasAttribute(SEPARATED_BLOCK);
+      if (breaks) text += '\n';
       node.childNodes.forEach(walk);
-      if (BLOCKS.has(tag)) text += '\n';
+      if (breaks) text += '\n';
+      if (tag === 'rt') text += ')';
+    }
+  };
+  const tableText = (table: HTMLTableElement) => {
+    const hasText = (cell: Element) => /\S/u.test(cell.textContent ?? '');
+    const lines: Element[][] = [...table.querySelectorAll(':scope > caption')].filter(hasText).map((caption) => [caption]);
+    for (const row of table.rows) if ([...row.cells].some(hasText)) lines.push([...row.cells]);
+    for (const cells of lines) {
+      text += '\n';
+      cells.forEach((cell, i) => {
+        if (i > 0) text += TABLE_CELL_SEPARATOR;
+        cell.childNodes.forEach(walk);
+      });
+      text += '\n';
     }
   };
   walk(body);

@@ -510,6 +510,30 @@ describeInBrowser('the card form’s rich-text editor and the verification displ
     expect(await page.locator('#card-text').innerHTML()).toBe('<p>First line</p><p>Some words again</p>');
   });
 
+  it('keeps a space at a paragraph’s or heading’s end when the HTML view really changed', async () => {
+    await freshEditor();
+    await page.keyboard.type('First line');
+    await page.keyboard.press('Enter');
+    await page.keyboard.type('Some words ');
+    const toggle = page.getByRole('button', { name: 'Edit as HTML' });
+    await toggle.click();
+    const area = page.getByLabel('Card text (HTML)');
+    expect(await area.inputValue()).toBe('<p>First line</p><p>Some words </p>');
+    // A change elsewhere: the document is read again from the HTML, and the space typed last stays.
+    await area.fill('<h2>Changed title </h2><p>Some words </p>');
+    await toggle.click();
+    const text = page.getByRole('textbox', { name: 'Card text', exact: true });
+    await text.click();
+    await page.keyboard.press('Control+End');
+    await page.keyboard.type('again');
+    expect(await page.locator('#card-text').innerHTML()).toBe('<h2>Changed title </h2><p>Some words again</p>');
+    // Whitespace written to lay out the HTML (a line break before an end tag) is no space typed: it goes, as before.
+    await toggle.click();
+    await area.fill('<p>\n  Laid out\n</p>\n<p>Two  spaces  </p>');
+    await toggle.click();
+    expect(await page.locator('#card-text').innerHTML()).toBe('<p>Laid out</p><p>Two spaces </p>');
+  });
+
   it('reads pasted and typed HTML without a CSP refusal: a quoted ">" or a "/" before a style attribute, handlers in the HTML view', async () => {
     const before = pageProblems.length;
     await freshEditor();

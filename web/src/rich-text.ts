@@ -11,7 +11,7 @@
 import { baseKeymap, lift, setBlockType, toggleMark, wrapIn } from 'prosemirror-commands';
 import { closeHistory, history, redo, undo } from 'prosemirror-history';
 import { keymap } from 'prosemirror-keymap';
-import { DOMParser as PMDOMParser, DOMSerializer, Schema, Slice, type Attrs, type MarkType, type Node as PMNode, type NodeType, type ResolvedPos } from 'prosemirror-model';
+import { DOMParser as PMDOMParser, DOMSerializer, Fragment, Schema, Slice, type Attrs, type MarkType, type Node as PMNode, type NodeType, type ResolvedPos } from 'prosemirror-model';
 import { liftListItem, sinkListItem, splitListItem, wrapInList } from 'prosemirror-schema-list';
 import { EditorState, TextSelection, type Command, type Transaction } from 'prosemirror-state';
 import { EditorView } from 'prosemirror-view';
@@ -330,18 +330,68 @@ function wordListsAsLists(body: HTMLElement): void {
   }
 }
 
-/** HTML from outside read inertly (./inert-html), with tables, the other dropped blocks and Word's list paragraphs rewritten to what a card holds. */
-function domOfHtml(html: string): HTMLElement {
+/**
+ * Stands for the spaces that end a paragraph's or heading's text while ProseMirror's parser reads it (it drops
+ * whitespace at a block's end, as HTML shows it): a noncharacter, which no text holds (one that does has it read as a
+ * space).
+ */
+const KEPT_SPACE = '\ufdd0';
+
+/** Elements whose text is a block of its own (a line where they stand in a paragraph): a space ending it ends no text typed. */
+const OWN_BLOCKS = new Set(CELL_LINE_TAGS.map((tag) => tag.toUpperCase()));
+
+/**
+ * The spaces (U+0020 only) that end the text of each paragraph and heading after some text, kept as KEPT_SPACE: the
+ * space a person typed last ("Some words ", then the HTML view and back) stays. Whitespace holding a line break or a tab
+ * lays out the HTML and goes, as before; so do spaces ending a dropped block's text in the paragraph (a line of it) and
+ * a table's (its rows are made of its cells' text). Read before those are rewritten. Whether any was kept.
+ */
+function endSpacesKept(body: HTMLElement): boolean {
+  let kept = false;
+  for (const block of body.querySelectorAll('p, h1, h2, h3, h4, h5, h6')) {
+    if (block.closest('table')) continue;
+    const walker = block.ownerDocument.createTreeWalker(block, NodeFilter.SHOW_TEXT);
+    let last: Node | null = null;
+    for (let node = walker.nextNode(); node; node = walker.nextNode()) last = node;
+    const value = last?.textContent ?? '';
+    const spaces = / +$/.exec(value);
+    if (!last || !spaces || !/\S/.test(spaces.index > 0 ? value.slice(0, spaces.index) : (block.textContent ?? ''))) continue;
+    let inOwnBlock = false;
+    for (let up = last.parentElement; up && up !== block && !inOwnBlock; up = up.parentElement) inOwnBlock = OWN_BLOCKS.has(up.tagName) || up.hasAttribute(SEPARATED_BLOCK);
+    if (inOwnBlock) continue;
+    last.textContent = value.slice(0, spaces.index) + KEPT_SPACE;
+    kept = true;
+  }
+  return kept;
+}
+
+/** The node with each KEPT_SPACE in its text back as a space. */
+function keptSpacesRestored(node: PMNode): PMNode {
+  if (node.isText) return node.text!.includes(KEPT_SPACE) ? cardSchema.text(node.text!.split(KEPT_SPACE).join(' '), node.marks) : node;
+  if (node.childCount === 0) return node;
+  const children: PMNode[] = [];
+  node.forEach((child) => children.push(keptSpacesRestored(child)));
+  return node.copy(Fragment.fromArray(children));
+}
+
+/**
+ * HTML from outside read inertly (./inert-html), with tables, the other dropped blocks and Word's list paragraphs
+ * rewritten to what a card holds; the spaces ending a paragraph's or heading's text kept (endSpacesKept: whether any).
+ */
+function domOfHtml(html: string): { body: HTMLElement; endSpaces: boolean } {
   const body = parseInertHtml(html);
+  const endSpaces = endSpacesKept(body);
   tablesAsRows(body);
   separatedBlocksApart(body);
   wordListsAsLists(body);
-  return body;
+  return { body, endSpaces };
 }
 
-/** Card HTML (the stored card's, or typed in the HTML view) as an editor document, through the schema. */
+/** Card HTML (the stored card's, or typed in the HTML view) as an editor document, through the schema; a space ending a paragraph's or heading's text kept. */
 export function documentOfHtml(html: string): PMNode {
-  return PMDOMParser.fromSchema(cardSchema).parse(domOfHtml(html));
+  const { body, endSpaces } = domOfHtml(html);
+  const doc = PMDOMParser.fromSchema(cardSchema).parse(body);
+  return endSpaces ? keptSpacesRestored(doc) : doc;
 }
 
 /**

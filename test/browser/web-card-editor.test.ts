@@ -484,6 +484,32 @@ describeInBrowser('the card form’s rich-text editor and the verification displ
     expect(await editorHtml()).toBe('<p>Line one<br>Line two</p><p>Second paragraph</p><p>Third and more</p>');
   });
 
+  it('pastes several blocks inside a paragraph as blocks: a heading, list or quote stays whole, a paragraph at either end joins the text at the cursor', async () => {
+    const text = page.getByRole('textbox', { name: 'Card text', exact: true });
+    /** A paragraph "LeftRight" with the cursor between the two words, then the paste. */
+    const pasteInto = async (html: string, plain: string) => {
+      await freshEditor();
+      await page.keyboard.type('LeftRight');
+      for (let i = 0; i < 'Right'.length; i++) await page.keyboard.press('ArrowLeft');
+      await paste(html, plain);
+      return editorHtml();
+    };
+    // A heading and a list: they stay a heading and a list, the paragraph split around them (before, "LeftTitle" and "twoRight").
+    expect(await pasteInto('<h2>Title</h2><ul><li>one</li><li>two</li></ul>', 'Title\none\ntwo')).toBe('<p>Left</p><h2>Title</h2><ul><li><p>one</p></li><li><p>two</p></li></ul><p>Right</p>');
+    expect(await pasteInto('<blockquote><p>Quoted</p></blockquote><p>Plain</p>', 'Quoted\nPlain')).toBe('<p>Left</p><blockquote><p>Quoted</p></blockquote><p>PlainRight</p>');
+    // Paragraphs: the first one's text joins the text before the cursor, the last one's the text after it (as word processors do).
+    expect(await pasteInto('<p>One</p><p>Two</p>', 'One\n\nTwo')).toBe('<p>LeftOne</p><p>TwoRight</p>');
+    expect(await pasteInto('<p>One</p><h3>Sub</h3>', 'One\nSub')).toBe('<p>LeftOne</p><h3>Sub</h3><p>Right</p>');
+    // At the paragraph's end the list follows it; part of one list item copied in the editor is inline text and goes in at the cursor.
+    await freshEditor();
+    await page.keyboard.type('Intro');
+    await paste('<ul><li>one</li><li>two</li></ul>', 'one\ntwo');
+    expect(await editorHtml()).toBe('<p>Intro</p><ul><li><p>one</p></li><li><p>two</p></li></ul>');
+    expect(await pasteInto('<ul data-pm-slice="3 3 []"><li><p>inner</p></li></ul>', 'inner')).toBe('<p>LeftinnerRight</p>');
+    expect(await text.count()).toBe(1);
+    expect(pageProblems).toEqual([]);
+  });
+
   it('switching to the HTML view and back keeps the undo history and a space at a paragraph’s end; a change there can be undone', async () => {
     await freshEditor();
     await page.keyboard.type('First line');

@@ -404,6 +404,31 @@ export function sliceOfPlainText(text: string, $context: ResolvedPos): Slice {
   return Slice.maxOpen(parsed.content, true);
 }
 
+/**
+ * A paste of several blocks keeps them blocks (docs/web.md): ProseMirror joins the first pasted block's text to the
+ * paragraph at the cursor and the last one's to the text after it whatever they are, so a pasted heading became part
+ * of the paragraph ("LeftTitle") and a list's last item took the paragraph's rest. Here a pasted paragraph at either end
+ * still joins the text at the cursor, as word processors join it, but a heading, list or quote there stays whole: the
+ * slice is closed at that end and the paragraph is split around it. Part of one block (text, part of one list item
+ * copied in the editor) is inline text and goes in at the cursor, as before.
+ */
+export function blocksKeptWhole(slice: Slice): Slice {
+  const first = slice.content.firstChild;
+  if (!first || first.isInline) return slice;
+  // One block open down to one textblock at both ends: inline text.
+  let node: PMNode = first;
+  let depth = 1;
+  while (!node.isTextblock && node.childCount === 1) {
+    node = node.firstChild!;
+    depth++;
+  }
+  if (slice.content.childCount === 1 && node.isTextblock && depth <= slice.openStart && depth <= slice.openEnd) return slice;
+  const joins = (edge: PMNode, open: number) => open === 1 && edge.type === nodes.paragraph;
+  const openStart = joins(first, slice.openStart) ? slice.openStart : 0;
+  const openEnd = joins(slice.content.lastChild!, slice.openEnd) ? slice.openEnd : 0;
+  return openStart === slice.openStart && openEnd === slice.openEnd ? slice : new Slice(slice.content, openStart, openEnd);
+}
+
 /** The document as card HTML: only allow-listed elements; '' when it holds no text. */
 export function htmlOfDocument(doc: PMNode): string {
   if (doc.textContent.trim() === '' && doc.childCount <= 1) return '';
@@ -628,6 +653,7 @@ export function createCardEditor(place: HTMLElement, html: string, options: Card
     // Either way it is read inertly first (./inert-html), so no style or handler reaches a parser.
     transformPastedHTML: (html) => (html.includes('data-pm-slice') ? inertHtml(html) : cleanHtml(html)),
     clipboardTextParser: (text, $context) => sliceOfPlainText(text, $context),
+    transformPasted: (slice) => blocksKeptWhole(slice),
     dispatchTransaction(tr: Transaction) {
       const next = view.state.apply(tr);
       view.updateState(next);

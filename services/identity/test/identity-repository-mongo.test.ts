@@ -116,3 +116,49 @@ describeOnEngine('MongoIdentityRepository on a database keyed before look-alikes
     }
   });
 });
+
+describeOnEngine('MongoIdentityRepository on a database of the version before the second username key', skipReason, () => {
+  it('keeps "will" and "wiII" as two users with their names, keys them at start, oldest first, and no one else can take either', async () => {
+    const connection = await connectMongo({ url: engine!.url, database: `identity_test_${randomBytes(4).toString('hex')}`, logger });
+    try {
+      const users = connection.db.collection<{ _id: string }>('users');
+      // The documents as that version wrote them: "will" and "wiII" (capital i's) had two keys then, "will" and "wiii".
+      await users.createIndex({ usernameKey: 1 }, { unique: true, sparse: true, name: 'users_username_key' });
+      const user = (id: string, username: string | null, key: string | null, day: number) => ({
+        _id: id,
+        email: `${id}@example.com`,
+        username,
+        ...(key === null ? {} : { usernameKey: key }),
+        website: null,
+        visibleEmail: true,
+        passwordHash: `scrypt$${id}`,
+        passwordVersion: 0,
+        createdAt: new Date(Date.UTC(2026, 0, day)),
+        updatedAt: new Date(Date.UTC(2026, 0, day)),
+      });
+      await users.insertMany([user('u-wiii', 'wiII', 'wiii', 2), user('u-will', 'will', 'will', 1), user('u-new', null, null, 3)]);
+      const repository = await MongoIdentityRepository.open(connection);
+      // Both still found by their address (what a login reads), with their passwords and names.
+      expect(await repository.findUserByEmail('u-will@example.com')).toMatchObject({ id: 'u-will', username: 'will', passwordHash: 'scrypt$u-will' });
+      expect(await repository.findUserByEmail('u-wiii@example.com')).toMatchObject({ id: 'u-wiii', username: 'wiII', passwordHash: 'scrypt$u-wiii' });
+      expect(await users.findOne({ _id: 'u-will' })).toMatchObject({ usernameKey: 'will', usernameKeyAsWritten: 'will' });
+      expect(await users.findOne({ _id: 'u-wiii' })).toMatchObject({ usernameKey: 'wiii', usernameKeyAsWritten: 'will u-wiii' });
+      expect(await users.findOne({ _id: 'u-new' })).not.toHaveProperty('usernameKeyAsWritten');
+      // Opening again changes nothing.
+      await MongoIdentityRepository.open(connection);
+      expect(await users.findOne({ _id: 'u-wiii' })).toMatchObject({ usernameKeyAsWritten: 'will u-wiii' });
+      const later = new Date('2026-02-01T00:00:00.000Z');
+      for (const name of ['will', 'Will', 'WILL', 'wiII', 'wi11']) {
+        await expect(repository.updateProfile('u-new', { username: name }, 'none', later)).rejects.toBeInstanceOf(AlreadyExistsError);
+      }
+      expect(await repository.updateProfile('u-wiii', { username: 'wiII', website: 'https://wiii.example' }, 'none', later)).toMatchObject({ username: 'wiII' });
+      // The older one renames away: the younger is given the second key itself; the name stays taken.
+      expect(await repository.updateProfile('u-will', { username: 'robert_x' }, 'none', later)).toMatchObject({ username: 'robert_x' });
+      expect(await users.findOne({ _id: 'u-wiii' })).toMatchObject({ usernameKey: 'wiii', usernameKeyAsWritten: 'will' });
+      await expect(repository.updateProfile('u-new', { username: 'will' }, 'none', later)).rejects.toBeInstanceOf(AlreadyExistsError);
+    } finally {
+      await connection.db.dropDatabase().catch(() => undefined);
+      await connection.close();
+    }
+  });
+});

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { AlreadyExistsError, openSqlite } from '@cards/platform';
-import { MIGRATIONS, rekeyUsernames, SqliteIdentityRepository } from '../src/adapters/sqlite/sqlite-identity-repository';
+import { keyUsernamesAsWritten, MIGRATIONS, rekeyUsernames, SqliteIdentityRepository } from '../src/adapters/sqlite/sqlite-identity-repository';
 import { describeIdentityRepositoryContract } from './identity-repository.contract';
 
 describeIdentityRepositoryContract('sqlite', async () => {
@@ -20,7 +20,10 @@ describeIdentityRepositoryContract('sqlite', async () => {
             .run(u.id, u.email, u.username, u.website, u.visibleEmail ? 1 : 0, u.passwordHash, u.createdAt.toISOString(), u.updatedAt.toISOString());
         }
         // The username keys the migrations give the names stored before them (the tests below run them on older files).
-        db.transaction(() => rekeyUsernames(db))();
+        db.transaction(() => {
+          rekeyUsernames(db);
+          keyUsernamesAsWritten(db);
+        })();
         for (const s of sessions) {
           db.prepare('INSERT INTO sessions (id, user_id, created_at, expires_at, revoked_at) VALUES (?, ?, ?, ?, ?)')
             .run(s.id, s.userId, s.createdAt.toISOString(), s.expiresAt.toISOString(), s.revokedAt?.toISOString() ?? null);
@@ -136,6 +139,47 @@ describe('SqliteIdentityRepository on a file keyed by migration 4 before look-al
         db.close();
       }
       expect(await repository.updateProfile('u-b0b', { username: 'Bob' }, 'none', later)).toMatchObject({ username: 'Bob' });
+    } finally {
+      await repository.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('SqliteIdentityRepository on a file of the version before the second username key (migration 4)', () => {
+  it('keeps "will" and "wiII" as two users with their names, keys them again, and no one else can take either', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cards-identity-repo-'));
+    const path = join(dir, 'identity.db');
+    const at = (iso: string) => new Date(iso).toISOString();
+    // The file as that version wrote it: "will" and "wiII" (capital i's) had two keys then, "will" and "wiii".
+    const old = openSqlite(path, MIGRATIONS.slice(0, 4));
+    const insert = old.prepare('INSERT INTO users (id, email, username, username_key, website, visible_email, password_hash, created_at, updated_at) VALUES (?, ?, ?, ?, NULL, 1, ?, ?, ?)');
+    insert.run('u-will', 'will@example.com', 'will', 'will', 'scrypt$will', at('2026-01-01T00:00:00.000Z'), at('2026-01-01T00:00:00.000Z'));
+    insert.run('u-wiii', 'wiii@example.com', 'wiII', 'wiii', 'scrypt$wiii', at('2026-01-02T00:00:00.000Z'), at('2026-01-02T00:00:00.000Z'));
+    insert.run('u-new', 'new@example.com', null, null, 'scrypt$x', at('2026-01-03T00:00:00.000Z'), at('2026-01-03T00:00:00.000Z'));
+    old.close();
+    const repository = new SqliteIdentityRepository(path);
+    try {
+      // Both still found by their address (what a login reads), with their passwords and names.
+      expect(await repository.findUserByEmail('will@example.com')).toMatchObject({ id: 'u-will', username: 'will', passwordHash: 'scrypt$will' });
+      expect(await repository.findUserByEmail('wiii@example.com')).toMatchObject({ id: 'u-wiii', username: 'wiII', passwordHash: 'scrypt$wiii' });
+      const db = openSqlite(path);
+      try {
+        // The older holds the second key itself, the younger its key, a space and its id.
+        expect(db.prepare('SELECT id, username_key, username_key_as_written FROM users WHERE username IS NOT NULL ORDER BY id').all()).toEqual([
+          { id: 'u-wiii', username_key: 'wiii', username_key_as_written: 'will u-wiii' },
+          { id: 'u-will', username_key: 'will', username_key_as_written: 'will' },
+        ]);
+      } finally {
+        db.close();
+      }
+      const later = new Date('2026-02-01T00:00:00.000Z');
+      for (const name of ['will', 'Will', 'WILL', 'wiII', 'wi11']) {
+        await expect(repository.updateProfile('u-new', { username: name }, 'none', later)).rejects.toBeInstanceOf(AlreadyExistsError);
+      }
+      // Each may send its name again.
+      expect(await repository.updateProfile('u-wiii', { username: 'wiII', website: 'https://wiii.example' }, 'none', later)).toMatchObject({ username: 'wiII' });
+      expect(await repository.updateProfile('u-will', { username: 'will' }, 'none', later)).toMatchObject({ username: 'will' });
     } finally {
       await repository.close();
       rmSync(dir, { recursive: true, force: true });

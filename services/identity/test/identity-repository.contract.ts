@@ -222,6 +222,82 @@ export function describeIdentityRepositoryContract(name: string, factory: () => 
       expect(await repo.updateProfile(other.id, { username: 'cocoa' }, 'none', later)).toMatchObject({ username: 'cocoa' });
     });
 
+    test('usernames that read alike only as written are one name too: "wiII" with capital i\'s is "will" (the skeleton before folding)', async () => {
+      const later = at('2026-02-01T00:00:00.000Z');
+      const [owner, other] = [await registered(), await registered()];
+      for (const [taken, lookAlike] of [
+        ['will', 'wiII'], // capital i's
+        ['wiII', 'will'],
+        ['wiII', 'Will'],
+        ['BiII', 'bill'],
+        ['Ian', 'lan'],
+        ['lan', 'IAN'],
+        ['xIx', 'x1x'],
+        // One name's first key is the other's second: "WILL" is "will" up to case, which "wiII" reads as.
+        ['WILL', 'wiII'],
+        ['wiII', 'WILL'],
+      ]) {
+        expect(await repo.updateProfile(owner.id, { username: taken }, 'none', later)).toMatchObject({ username: taken });
+        await expect(repo.updateProfile(other.id, { username: lookAlike }, 'none', later)).rejects.toBeInstanceOf(AlreadyExistsError);
+        expect((await repo.findUserById(other.id))?.username).toBeNull();
+        // The look-alike is the owner's to take.
+        expect(await repo.updateProfile(owner.id, { username: lookAlike }, 'none', later)).toMatchObject({ username: lookAlike });
+        await repo.updateProfile(owner.id, { username: null }, 'none', later);
+      }
+      // What only folding first joins stays one name ("ΣΊΣΥΦΟΣ" and "σίσυφος"), and different letters stay two names.
+      expect(await repo.updateProfile(owner.id, { username: '\u03a3\u038a\u03a3\u03a5\u03a6\u039f\u03a3' }, 'none', later)).toMatchObject({ username: '\u03a3\u038a\u03a3\u03a5\u03a6\u039f\u03a3' });
+      await expect(repo.updateProfile(other.id, { username: '\u03c3\u03af\u03c3\u03c5\u03c6\u03bf\u03c2' }, 'none', later)).rejects.toBeInstanceOf(AlreadyExistsError);
+      expect(await repo.updateProfile(owner.id, { username: 'will' }, 'none', later)).toMatchObject({ username: 'will' });
+      expect(await repo.updateProfile(other.id, { username: 'wiii' }, 'none', later)).toMatchObject({ username: 'wiii' });
+      // Given up, the name is free under both keys.
+      await repo.updateProfile(owner.id, { username: null }, 'none', later);
+      expect(await repo.updateProfile(other.id, { username: 'wiII' }, 'none', later)).toMatchObject({ username: 'wiII' });
+    });
+
+    test('"will" and "wiII" both taken before the second key are both kept, and no one else can take either', async () => {
+      const later = at('2026-02-01T00:00:00.000Z');
+      const first = aUser({ username: 'will', createdAt: at('2026-01-01T00:00:00.000Z') });
+      const second = aUser({ username: 'wiII', createdAt: at('2026-01-02T00:00:00.000Z') }); // capital i's
+      await h.storeAsPreviousVersion({ users: [second, first] });
+      expect(await repo.findUserById(first.id)).toMatchObject({ username: 'will' });
+      expect(await repo.findUserById(second.id)).toMatchObject({ username: 'wiII' });
+      const newer = await registered();
+      const lookAlikes = ['will', 'WILL', 'Will', 'wiII', 'WiII', 'wi11'];
+      const refusedToNewer = async () => {
+        for (const name of lookAlikes) await expect(repo.updateProfile(newer.id, { username: name }, 'none', later)).rejects.toBeInstanceOf(AlreadyExistsError);
+        expect((await repo.findUserById(newer.id))?.username).toBeNull();
+      };
+      await refusedToNewer();
+      // Each holder may send their own name again, and change its capitals; neither may take the other's name.
+      expect(await repo.updateProfile(second.id, { username: 'wiII', website: 'https://second.example' }, 'none', later)).toMatchObject({ username: 'wiII', website: 'https://second.example' });
+      expect(await repo.updateProfile(first.id, { username: 'will' }, 'none', later)).toMatchObject({ username: 'will' });
+      expect(await repo.updateProfile(second.id, { username: 'WiII' }, 'none', later)).toMatchObject({ username: 'WiII' });
+      expect(await repo.updateProfile(first.id, { username: 'Will' }, 'none', later)).toMatchObject({ username: 'Will' });
+      await expect(repo.updateProfile(second.id, { username: 'will' }, 'none', later)).rejects.toBeInstanceOf(AlreadyExistsError);
+      await expect(repo.updateProfile(first.id, { username: 'wiII' }, 'none', later)).rejects.toBeInstanceOf(AlreadyExistsError);
+      // The older renames away: the younger is given the second key itself; the name stays taken.
+      expect(await repo.updateProfile(first.id, { username: 'robert_x' }, 'none', later)).toMatchObject({ username: 'robert_x' });
+      await refusedToNewer();
+      await expect(repo.updateProfile(first.id, { username: 'will' }, 'none', later)).rejects.toBeInstanceOf(AlreadyExistsError);
+      // The last holder leaves: the name is free.
+      expect(await repo.updateProfile(second.id, { username: null }, 'none', later)).toMatchObject({ username: null });
+      expect(await repo.updateProfile(newer.id, { username: 'will' }, 'none', later)).toMatchObject({ username: 'will' });
+      await expect(repo.updateProfile(second.id, { username: 'wiII' }, 'none', later)).rejects.toBeInstanceOf(AlreadyExistsError);
+    });
+
+    test('"WILL" and "wiII" both taken before, which meet only across the two keys, are kept and refused to others and to each other', async () => {
+      const later = at('2026-02-01T00:00:00.000Z');
+      const first = aUser({ username: 'WILL', createdAt: at('2026-01-01T00:00:00.000Z') });
+      const second = aUser({ username: 'wiII', createdAt: at('2026-01-02T00:00:00.000Z') });
+      await h.storeAsPreviousVersion({ users: [first, second] });
+      const newer = await registered();
+      for (const name of ['will', 'WILL', 'wiII']) await expect(repo.updateProfile(newer.id, { username: name }, 'none', later)).rejects.toBeInstanceOf(AlreadyExistsError);
+      await expect(repo.updateProfile(first.id, { username: 'wiII' }, 'none', later)).rejects.toBeInstanceOf(AlreadyExistsError);
+      await expect(repo.updateProfile(second.id, { username: 'WILL' }, 'none', later)).rejects.toBeInstanceOf(AlreadyExistsError);
+      expect(await repo.updateProfile(first.id, { username: 'WILL', website: 'https://first.example' }, 'none', later)).toMatchObject({ username: 'WILL' });
+      expect(await repo.updateProfile(second.id, { username: 'wiII' }, 'none', later)).toMatchObject({ username: 'wiII' });
+    });
+
     test('look-alike usernames both taken before the skeleton key are kept, and no one else can take either', async () => {
       const later = at('2026-02-01T00:00:00.000Z');
       const first = aUser({ username: 'coco', createdAt: at('2026-01-01T00:00:00.000Z') });

@@ -1,11 +1,12 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createLogger, UnavailableError } from '@cards/platform';
+import { createLogger, openSqlite, UnavailableError } from '@cards/platform';
 import { IdentityService } from '../src/application/identity-service';
 import { JwtTokenSigner } from '../src/adapters/crypto/jwt-token-signer';
 import { ScryptPasswordHasher } from '../src/adapters/crypto/scrypt-password-hasher';
-import { SqliteIdentityRepository } from '../src/adapters/sqlite/sqlite-identity-repository';
+import { MIGRATIONS, SqliteIdentityRepository } from '../src/adapters/sqlite/sqlite-identity-repository';
+import { usernameKey } from '../src/domain/username-key';
 import type { IdentityRepository, Mailer, OutgoingMail } from '../src/domain/ports';
 
 // The mailer is not what these tests are about: a recorder stands in for it.
@@ -268,5 +269,45 @@ describe('IdentityService', () => {
     held.release();
     await expect(hide).rejects.toThrow(/visible_email: can be false only when a username is set/);
     await expect(service.getUsers([user.id])).resolves.toMatchObject([{ username: null, visibleEmail: true }]);
+  });
+});
+
+describe('IdentityService on an identity file of the version before the second username key', () => {
+  it('"will" and "wiII" (capital i\'s), two users there, both still log in and keep their names; no one else takes either', async () => {
+    const path = join(mkdtempSync(join(tmpdir(), 'identity-')), 'identity.db');
+    const hasher = new ScryptPasswordHasher(1024);
+    // The file as that version (migration 4) wrote it: each name under its usernameKey, "will" and "wiii".
+    const old = openSqlite(path, MIGRATIONS.slice(0, 4));
+    const insert = old.prepare('INSERT INTO users (id, email, username, username_key, website, visible_email, password_hash, created_at, updated_at) VALUES (?, ?, ?, ?, NULL, 1, ?, ?, ?)');
+    const holders = [
+      { id: '00000000-0000-4000-8000-000000000001', email: 'will@example.com', username: 'will', day: '01' },
+      { id: '00000000-0000-4000-8000-000000000002', email: 'capital-i@example.com', username: 'wiII', day: '02' },
+    ];
+    for (const { id, email, username, day } of holders) {
+      const when = `2026-01-${day}T00:00:00.000Z`;
+      insert.run(id, email, username, usernameKey(username), await hasher.hash(`${username} password`), when, when);
+    }
+    old.close();
+    const service = new IdentityService({
+      repository: new SqliteIdentityRepository(path),
+      mailer: new RecordingMailer(),
+      hasher,
+      tokens: new JwtTokenSigner('s'.repeat(40)),
+      publicUrl: 'https://cards.example',
+      logger: createLogger('test', 'silent'),
+      now: () => new Date(),
+    });
+    for (const { email, username } of holders) {
+      const { token, user } = await service.login(email, `${username} password`);
+      expect(user.username).toBe(username);
+      await expect(service.resolveSession(token)).resolves.toMatchObject({ email, username });
+    }
+    const newer = await service.register(await service.invite('newer@example.com', []), 'password1', 'password1');
+    for (const username of ['will', 'Will', 'wiII', 'WILL']) await expect(service.updateProfile(newer.id, { username })).rejects.toThrow(/username: already taken/);
+    await expect(service.updateProfile(newer.id, { username: 'wiii' })).rejects.toThrow(/username: already taken/);
+    // "will" renames away: "wiII" still reads as "will", so the name stays taken.
+    await expect(service.updateProfile(holders[0]!.id, { username: 'william' })).resolves.toMatchObject({ username: 'william' });
+    for (const username of ['will', 'Will']) await expect(service.updateProfile(newer.id, { username })).rejects.toThrow(/username: already taken/);
+    await expect(service.updateProfile(newer.id, { username: 'willow' })).resolves.toMatchObject({ username: 'willow' });
   });
 });

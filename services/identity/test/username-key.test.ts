@@ -1,4 +1,4 @@
-import { confusableSkeleton, usernameKey } from '../src/domain/username-key';
+import { confusableSkeleton, usernameKey, usernameKeyAsWritten } from '../src/domain/username-key';
 
 describe('usernameKey', () => {
   it('makes names that look alike across scripts one key (UTS #39 skeleton of the case fold)', () => {
@@ -27,6 +27,10 @@ describe('usernameKey', () => {
     for (const [a, b] of different) expect(usernameKey(a!)).not.toBe(usernameKey(b!));
   });
 
+  it('leaves names apart that only read alike before case folding: a capital I folds to i, not l', () => {
+    for (const [a, b] of [['wiII', 'will'], ['BiII', 'Bill'], ['Ian', 'lan'], ['xIx', 'x1x']]) expect(usernameKey(a!)).not.toBe(usernameKey(b!));
+  });
+
   it('is the stored key: these values may only change with a migration that keys every stored name again', () => {
     expect(usernameKey('CardFan')).toBe('cardfan');
     expect(usernameKey('\u0441\u043e\u0441\u043e')).toBe('coco');
@@ -35,5 +39,30 @@ describe('usernameKey', () => {
     expect(usernameKey('\uae40\ucca0\uc218')).toBe('\u1100\u4e28\u1106\ucc98\u1105\uc218');
     expect(confusableSkeleton('\u0441\u043e\u0441\u043e')).toBe('coco');
     expect(confusableSkeleton('0')).toBe('O');
+  });
+});
+
+describe('usernameKeyAsWritten', () => {
+  it('makes names that read alike as written one key: the skeleton of the name, then the case fold', () => {
+    const same = [
+      ['wiII', 'will', 'Will', 'wi11'], // capital i's, small l's, digits one
+      ['BiII', 'Bill', 'bill'],
+      ['Ian', 'lan', '1an'],
+      ['IAN', 'lan'],
+      ['coco', '\u0441\u043e\u0441\u043e', 'COCO', '\u0421\u041e\u0421\u041e'],
+      ['b0b', 'bob', 'BOB'],
+    ];
+    for (const names of same) expect(new Set(names.map(usernameKeyAsWritten))).toEqual(new Set([usernameKeyAsWritten(names[0]!)]));
+    // Different letters stay different; what only folding first joins is usernameKey's to join.
+    for (const [a, b] of [['wiii', 'will'], ['coco', 'cocoa'], ['Zoe', 'Zo\u00eb']]) expect(usernameKeyAsWritten(a!)).not.toBe(usernameKeyAsWritten(b!));
+    expect(usernameKeyAsWritten('\u03a3\u038a\u03a3\u03a5\u03a6\u039f\u03a3')).not.toBe(usernameKeyAsWritten('\u03c3\u03af\u03c3\u03c5\u03c6\u03bf\u03c2'));
+    expect(usernameKey('\u03a3\u038a\u03a3\u03a5\u03a6\u039f\u03a3')).toBe(usernameKey('\u03c3\u03af\u03c3\u03c5\u03c6\u03bf\u03c2'));
+  });
+
+  it('is a stored key: these values may only change with a migration that keys every stored name again', () => {
+    expect(usernameKeyAsWritten('wiII')).toBe('will');
+    expect(usernameKeyAsWritten('CardFan')).toBe('cardfan');
+    expect(usernameKeyAsWritten('ADMIN')).toBe('admln');
+    expect(usernameKeyAsWritten('\u0441\u043e\u0441\u043e')).toBe('coco');
   });
 });

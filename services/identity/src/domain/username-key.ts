@@ -32,3 +32,16 @@ export function confusableSkeleton(text: string): string {
 export function usernameKey(name: string): string {
   return usernameCaseFold(confusableSkeleton(usernameCaseFold(name)));
 }
+
+/**
+ * The second key under which a username is unique: the case fold of the skeleton of the name as written
+ * (confusableSkeleton, then usernameCaseFold). usernameKey folds first, so a capital "I" is an "i" there and "wiII"
+ * (capital i's) is "wiii", another name than "will" though the two read alike in most sans-serif faces;
+ * confusables.txt maps the capital "I" to "l", so here both are "will" ("BiII"/"Bill", "Ian"/"lan", "xIx"/"x1x" too).
+ * It cannot replace usernameKey, which keeps what only folding first joins ("ΣΊΣΥΦΟΣ"/"σίσυφος", whose capitals
+ * confusables.txt maps to other prototypes than their small letters): a name is taken when either key is held.
+ * Stored under its own unique index: stable for a given table, as usernameKey.
+ */
+export function usernameKeyAsWritten(name: string): string {
+  return usernameCaseFold(confusableSkeleton(name));
+}

@@ -3,7 +3,7 @@ import { AlreadyExistsError, isDuplicateKeyError, withOptionalTransaction, type 
 import type { ClientSession, Collection, Filter, UpdateFilter } from 'mongodb';
 import type { Invitation, PasswordReset, ProfilePatch, Session, StoredProfileCondition, User } from '../../domain/model';
 import type { IdentityRepository } from '../../domain/ports';
-import { usernameKey } from '../../domain/username-key';
+import { usernameKey, usernameKeyAsWritten } from '../../domain/username-key';
 
 interface UserDocument {
   _id: string;
@@ -15,6 +15,12 @@ interface UserDocument {
    * the holder of the key itself leaves it (updateProfile promotes the oldest).
    */
   usernameKey?: string;
+  /**
+   * Present only when username is set: its usernameKeyAsWritten (the skeleton of the name as written, case-folded:
+   * "wiII" with capital i's is "will"), unique under a sparse index of its own, with the same rules for look-alikes
+   * kept from before. Absent on documents of earlier versions until the repository opens (rekeyUsernames).
+   */
+  usernameKeyAsWritten?: string;
   /** Earlier versions' key (the case fold only), rewritten as usernameKey when the repository opens. */
   usernameLower?: string;
   website: string | null;
@@ -69,7 +75,10 @@ function toUserDocument(u: User): UserDocument {
     createdAt: u.createdAt,
     updatedAt: u.updatedAt,
   };
-  if (u.username !== null) doc.usernameKey = usernameKey(u.username);
+  if (u.username !== null) {
+    doc.usernameKey = usernameKey(u.username);
+    doc.usernameKeyAsWritten = usernameKeyAsWritten(u.username);
+  }
   return doc;
 }
 
@@ -105,6 +114,14 @@ const isLookAlikeKey = (key: string) => key.includes(' ');
 /** The keys "key id", as a range of the index: from "key " up to "key!" (" " is U+0020, "!" the next code point). */
 const lookAlikeKeyRange = (key: string): [string, string] => [`${key} `, `${key}!`];
 
+/** The two keys a username is unique under, each a field with its own unique sparse index (see UserDocument). */
+type UsernameKeyField = 'usernameKey' | 'usernameKeyAsWritten';
+const USERNAME_KEYS: ReadonlyArray<{ field: UsernameKeyField; of: (name: string) => string }> = [
+  { field: 'usernameKey', of: usernameKey },
+  { field: 'usernameKeyAsWritten', of: usernameKeyAsWritten },
+];
+const isUsernameKeyDuplicate = (err: unknown) => USERNAME_KEYS.some(({ field }) => isDuplicateKeyError(err, field));
+
 const emailTaken = () => new AlreadyExistsError('An account with this email already exists');
 
 /**
@@ -133,6 +150,7 @@ export class MongoIdentityRepository implements IdentityRepository {
     await Promise.all([
       repository.users.createIndex({ email: 1 }, { unique: true, name: 'users_email' }),
       repository.users.createIndex({ usernameKey: 1 }, { unique: true, sparse: true, name: 'users_username_key' }),
+      repository.users.createIndex({ usernameKeyAsWritten: 1 }, { unique: true, sparse: true, name: 'users_username_key_as_written' }),
       repository.sessions.createIndex({ userId: 1 }, { name: 'sessions_user' }),
       repository.resets.createIndex({ userId: 1 }, { name: 'password_resets_user' }),
     ]);
@@ -166,6 +184,18 @@ export class MongoIdentityRepository implements IdentityRepository {
       // Absent: a database created by this version, or another instance dropped it first.
       if ((err as { codeName?: string; code?: number }).codeName !== 'IndexNotFound' && (err as { code?: number }).code !== 27) throw err;
     });
+    // The second key, for names stored by versions before it (or by one of them during a rolling upgrade), the same way.
+    const unkeyed = this.users.find({ username: { $ne: null }, usernameKeyAsWritten: { $exists: false } }, { projection: { _id: 1, username: 1 } }).sort({ createdAt: 1, _id: 1 });
+    for await (const doc of unkeyed) {
+      const key = usernameKeyAsWritten(doc.username!);
+      const unchanged = { _id: doc._id, username: doc.username, usernameKeyAsWritten: { $exists: false } };
+      try {
+        await this.users.updateOne(unchanged, { $set: { usernameKeyAsWritten: key } });
+      } catch (err) {
+        if (!isDuplicateKeyError(err, 'usernameKeyAsWritten')) throw err;
+        await this.users.updateOne(unchanged, { $set: { usernameKeyAsWritten: `${key} ${doc._id}` } });
+      }
+    }
   }
 
   async createInvitation(i: Invitation): Promise<void> {
@@ -226,88 +256,109 @@ export class MongoIdentityRepository implements IdentityRepository {
         const stored = await update({}, { $set: set });
         return stored ? fromUserDocument(stored) : null;
       }
-      // The name and key read below are the condition of the write: a concurrent change of them (another request of the
+      // The name and keys read below are the condition of the write: a concurrent change of them (another request of the
       // same user, or a look-alike's promotion) is read again.
+      const projection = { username: 1, usernameKey: 1, usernameKeyAsWritten: 1 };
       for (let attempt = 0; attempt < 20; attempt++) {
-        const current = await this.users.findOne({ _id: userId }, { projection: { username: 1, usernameKey: 1 } });
+        const current = await this.users.findOne({ _id: userId }, { projection });
         if (!current) return null;
-        const held = current.username === null ? undefined : current.usernameKey;
-        let key: string | undefined;
-        if (patch.username !== null) {
-          const wanted = usernameKey(patch.username);
-          if (held === wanted) {
-            // Another spelling of the key one holds: not the name of a look-alike kept from before under "key id".
-            await this.refuseIfLookAlikeNamed(wanted, patch.username, userId);
-            key = held;
-          } else if (held !== undefined && usernameCaseFold(patch.username) === usernameCaseFold(current.username!)) {
-            // A look-alike kept from before ("key id") may change its capitals or send its name again, keeping its key.
-            key = held;
-          } else {
-            await this.refuseIfTaken(wanted, userId);
-            key = wanted;
+        const keys: Partial<Record<UsernameKeyField, string>> = {};
+        const left: Array<[UsernameKeyField, string]> = [];
+        for (const { field, of } of USERNAME_KEYS) {
+          const held = current.username === null ? undefined : current[field];
+          let key: string | undefined;
+          if (patch.username !== null) {
+            const wanted = of(patch.username);
+            if (held === wanted) {
+              // Another spelling of the key one holds: not the name of a look-alike kept from before under "key id".
+              await this.refuseIfLookAlikeNamed(field, wanted, patch.username, userId);
+              key = held;
+            } else if (held !== undefined && held.startsWith(`${wanted} `) && usernameCaseFold(patch.username) === usernameCaseFold(current.username!)) {
+              // A look-alike kept from before ("key id") may change its capitals or send its name again, keeping its key.
+              key = held;
+            } else {
+              await this.refuseIfTaken(wanted, userId);
+              key = wanted;
+            }
           }
+          if (key !== undefined) keys[field] = key;
+          if (held !== undefined && key !== held && !isLookAlikeKey(held)) left.push([field, held]);
         }
-        const unchanged: Filter<UserDocument> = { username: current.username, usernameKey: current.usernameKey ?? { $exists: false } };
+        const unchanged: Filter<UserDocument> = {
+          username: current.username,
+          usernameKey: current.usernameKey ?? { $exists: false },
+          usernameKeyAsWritten: current.usernameKeyAsWritten ?? { $exists: false },
+        };
         const stored = await update(
           unchanged,
-          key === undefined ? { $set: { ...set, username: null }, $unset: { usernameKey: '' } } : { $set: { ...set, username: patch.username, usernameKey: key } },
+          patch.username === null
+            ? { $set: { ...set, username: null }, $unset: { usernameKey: '', usernameKeyAsWritten: '' } }
+            : { $set: { ...set, username: patch.username, ...keys } },
         );
         if (stored) {
           // Leaving a key one held itself hands it to the oldest look-alike kept from before under "key id".
-          if (held !== undefined && key !== held && !isLookAlikeKey(held)) await this.promoteLookAlike(held);
+          for (const [field, held] of left) await this.promoteLookAlike(field, held);
           return fromUserDocument(stored);
         }
-        const now = await this.users.findOne({ _id: userId }, { projection: { username: 1, usernameKey: 1 } });
+        const now = await this.users.findOne({ _id: userId }, { projection });
         // Unchanged: the stored profile condition is not met.
-        if (!now || (now.username === current.username && now.usernameKey === current.usernameKey)) return null;
+        if (!now || (now.username === current.username && now.usernameKey === current.usernameKey && now.usernameKeyAsWritten === current.usernameKeyAsWritten)) return null;
       }
       throw new Error(`username of user ${userId} changed concurrently on every attempt`);
     } catch (err) {
-      if (isDuplicateKeyError(err, 'usernameKey')) throw new AlreadyExistsError('username: already taken');
+      if (isUsernameKeyDuplicate(err)) throw new AlreadyExistsError('username: already taken');
       throw err;
     }
   }
 
   /**
-   * AlreadyExistsError when another user holds the key, itself or as a look-alike kept from before ("key id"). Such a
-   * look-alike without a holder of the key itself (its holder left it and the promotion did not run, the process having
-   * stopped between the two writes, or a version that did not promote) is promoted first.
+   * AlreadyExistsError when another user holds the key, itself or as a look-alike kept from before ("key id"), in
+   * either key field: both keys are a case fold of a skeleton, and usernameKey(x) is usernameKeyAsWritten of x's case
+   * fold, so one name's first key matching another's second is one name too ("WILL" is "will", which "wiII" reads as).
+   * A look-alike without a holder of the key itself in its field (its holder left it and the promotion did not run,
+   * the process having stopped between the two writes, or a version that did not promote) is promoted first.
    *
-   * With the key's unique index this keeps one holder per key: "key id" keys are only made by rekeyUsernames, for a
-   * name whose key another document holds at that moment, and only ever become the key itself; so between this check
-   * and the write, a key found free can only be taken as the key itself, which the index refuses to a second writer.
+   * With each key's unique index this keeps one holder per key and field: "key id" keys are only made by
+   * rekeyUsernames, for a name whose key another document holds at that moment, and only ever become the key itself;
+   * so between this check and the write, a key found free can only be taken as the key itself, which the index
+   * refuses to a second writer. Not across the two fields: two writers at once, one taking a key as its first and the
+   * other as its second, are not refused by an index (no transaction here; see the decision).
    */
   private async refuseIfTaken(key: string, userId: string): Promise<void> {
     const [from, to] = lookAlikeKeyRange(key);
-    const holders = await this.users
-      .find({ _id: { $ne: userId }, $or: [{ usernameKey: key }, { usernameKey: { $gte: from, $lt: to } }] }, { projection: { usernameKey: 1 } })
-      .limit(2)
-      .toArray();
-    if (holders.length === 0) return;
-    if (!holders.some((holder) => holder.usernameKey === key)) await this.promoteLookAlike(key);
-    throw new AlreadyExistsError('username: already taken');
+    let taken = false;
+    for (const { field } of USERNAME_KEYS) {
+      const holders = await this.users
+        .find({ _id: { $ne: userId }, $or: [{ [field]: key }, { [field]: { $gte: from, $lt: to } }] } as Filter<UserDocument>, { projection: { [field]: 1 } })
+        .limit(2)
+        .toArray();
+      if (holders.length === 0) continue;
+      taken = true;
+      if (!holders.some((holder) => holder[field] === key)) await this.promoteLookAlike(field, key);
+    }
+    if (taken) throw new AlreadyExistsError('username: already taken');
   }
 
   /**
-   * AlreadyExistsError when a look-alike kept from before under "key id" has the name, up to case (usernameCaseFold,
-   * unique among them as it was the key when they were taken): the holder of the key itself may take any spelling of
-   * it but theirs. Their names cannot move meanwhile to this one: under "key id" a name changes only its capitals.
+   * AlreadyExistsError when a look-alike kept from before under "key id" in the key's field has the name, up to case
+   * (usernameCaseFold): the holder of the key itself may take any spelling of it but theirs. Their names cannot move
+   * meanwhile to this one: under "key id" a name changes only its capitals.
    */
-  private async refuseIfLookAlikeNamed(key: string, name: string, userId: string): Promise<void> {
+  private async refuseIfLookAlikeNamed(field: UsernameKeyField, key: string, name: string, userId: string): Promise<void> {
     const [from, to] = lookAlikeKeyRange(key);
-    const lookAlikes = await this.users.find({ _id: { $ne: userId }, usernameKey: { $gte: from, $lt: to } }, { projection: { username: 1 } }).toArray();
+    const lookAlikes = await this.users.find({ _id: { $ne: userId }, [field]: { $gte: from, $lt: to } } as Filter<UserDocument>, { projection: { username: 1 } }).toArray();
     const folded = usernameCaseFold(name);
     if (lookAlikes.some((doc) => doc.username !== null && usernameCaseFold(doc.username) === folded)) throw new AlreadyExistsError('username: already taken');
   }
 
   /**
-   * Gives the key itself to the oldest user holding it as "key id" (createdAt, then id). One atomic write: when
-   * someone holds the key itself already, the unique index refuses it and nothing changes.
+   * Gives the key itself to the oldest user holding it as "key id" in its field (createdAt, then id). One atomic write:
+   * when someone holds the key itself already, the unique index refuses it and nothing changes.
    */
-  private async promoteLookAlike(key: string): Promise<void> {
+  private async promoteLookAlike(field: UsernameKeyField, key: string): Promise<void> {
     const [from, to] = lookAlikeKeyRange(key);
-    await this.users.findOneAndUpdate({ usernameKey: { $gte: from, $lt: to } }, { $set: { usernameKey: key } }, { sort: { createdAt: 1, _id: 1 } }).catch((err: unknown) => {
-      if (!isDuplicateKeyError(err, 'usernameKey')) throw err;
+    await this.users.findOneAndUpdate({ [field]: { $gte: from, $lt: to } } as Filter<UserDocument>, { $set: { [field]: key } }, { sort: { createdAt: 1, _id: 1 } }).catch((err: unknown) => {
+      if (!isDuplicateKeyError(err, field)) throw err;
     });
   }
 

@@ -2,7 +2,7 @@ import { usernameCaseFold } from '@cards/card-rules';
 import { AlreadyExistsError, openSqlite, type SqliteDatabase, type SqliteMigration } from '@cards/platform';
 import type { Invitation, PasswordReset, ProfilePatch, Session, StoredProfileCondition, User } from '../../domain/model';
 import type { IdentityRepository } from '../../domain/ports';
-import { usernameKey } from '../../domain/username-key';
+import { usernameKey, usernameKeyAsWritten } from '../../domain/username-key';
 
 /**
  * Gives every stored username its usernameKey again, oldest first (created_at, then id), under a unique index made
@@ -13,17 +13,44 @@ import { usernameKey } from '../../domain/username-key';
  * the same transaction. The younger holder keeps theirs, capitals changed too, until they take a name of another key.
  */
 export function rekeyUsernames(db: SqliteDatabase): void {
-  db.exec('DROP INDEX IF EXISTS users_username_key');
+  keyUsernames(db, USERNAME_KEYS[0]);
+}
+
+/**
+ * Gives every stored username its usernameKeyAsWritten (migration 5), as rekeyUsernames does its usernameKey: oldest
+ * first, a name whose key an older name already holds ("wiII" beside an older "will") under its key, a space and its
+ * user id, promoted by the same rules.
+ */
+export function keyUsernamesAsWritten(db: SqliteDatabase): void {
+  keyUsernames(db, USERNAME_KEYS[1]);
+}
+
+function keyUsernames(db: SqliteDatabase, { column, of, index }: UsernameKeyColumn): void {
+  db.exec(`DROP INDEX IF EXISTS ${index}`);
   const rows = db.prepare('SELECT id, username FROM users WHERE username IS NOT NULL ORDER BY created_at, id').all() as Array<{ id: string; username: string }>;
-  const setKey = db.prepare('UPDATE users SET username_key = ? WHERE id = ?');
+  const setKey = db.prepare(`UPDATE users SET ${column} = ? WHERE id = ?`);
   const held = new Set<string>();
   for (const row of rows) {
-    const key = usernameKey(row.username);
+    const key = of(row.username);
     setKey.run(held.has(key) ? `${key} ${row.id}` : key, row.id);
     held.add(key);
   }
-  db.exec('CREATE UNIQUE INDEX users_username_key ON users(username_key) WHERE username_key IS NOT NULL');
+  db.exec(`CREATE UNIQUE INDEX ${index} ON users(${column}) WHERE ${column} IS NOT NULL`);
 }
+
+/**
+ * The two keys a username is unique under, each a column with its own unique index: a name is taken when another
+ * user holds either of its keys. Each follows the same rules for look-alikes kept from before ("key id", promotion).
+ */
+interface UsernameKeyColumn {
+  column: 'username_key' | 'username_key_as_written';
+  of: (name: string) => string;
+  index: string;
+}
+const USERNAME_KEYS: readonly [UsernameKeyColumn, UsernameKeyColumn] = [
+  { column: 'username_key', of: usernameKey, index: 'users_username_key' },
+  { column: 'username_key_as_written', of: usernameKeyAsWritten, index: 'users_username_key_as_written' },
+];
 
 /**
  * A look-alike kept from before holds its key, a space and its id. No name's own key has a space: names hold none, and
@@ -33,9 +60,9 @@ const isLookAlikeKey = (key: string) => key.includes(' ');
 /** The keys "key id", as a range of the index: from "key " up to "key!" (" " is U+0020, "!" the next code point). */
 const lookAlikeKeyRange = (key: string): [string, string] => [`${key} `, `${key}!`];
 
-/** refuseIfTaken's refusal; keyToPromote: a key held only under "key id", to be given to the oldest such holder. */
+/** refuseIfTaken's refusal; toPromote: keys held in a column only under "key id", each to be given to its oldest such holder. */
 class UsernameTaken extends Error {
-  constructor(readonly keyToPromote: string | null) {
+  constructor(readonly toPromote: ReadonlyArray<readonly [UsernameKeyColumn, string]>) {
     super('username: already taken');
   }
 }
@@ -61,6 +88,11 @@ export const MIGRATIONS: readonly SqliteMigration[] = [
    CREATE UNIQUE INDEX users_username_key ON users(username_key) WHERE username_key IS NOT NULL;`,
   // Usernames unique under the confusable skeleton too (usernameKey: "coco" and Cyrillic "сосо" are one name).
   rekeyUsernames,
+  // And under the skeleton of the name as written (usernameKeyAsWritten: "wiII" with capital i's and "will").
+  (db) => {
+    db.exec('ALTER TABLE users ADD COLUMN username_key_as_written TEXT');
+    keyUsernamesAsWritten(db);
+  },
 ];
 
 interface UserRow {
@@ -163,8 +195,8 @@ export class SqliteIdentityRepository implements IdentityRepository {
 
   private insertUser(u: User): void {
     this.db
-      .prepare('INSERT INTO users (id, email, username, username_key, website, visible_email, password_hash, password_version, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)')
-      .run(u.id, u.email, u.username, u.username === null ? null : usernameKey(u.username), u.website, u.visibleEmail ? 1 : 0, u.passwordHash, u.passwordVersion, iso(u.createdAt), iso(u.updatedAt));
+      .prepare('INSERT INTO users (id, email, username, username_key, username_key_as_written, website, visible_email, password_hash, password_version, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)')
+      .run(u.id, u.email, u.username, u.username === null ? null : usernameKey(u.username), u.username === null ? null : usernameKeyAsWritten(u.username), u.website, u.visibleEmail ? 1 : 0, u.passwordHash, u.passwordVersion, iso(u.createdAt), iso(u.updatedAt));
   }
 
   async findUserById(id: string): Promise<User | null> {
@@ -185,47 +217,55 @@ export class SqliteIdentityRepository implements IdentityRepository {
 
   async updateProfile(userId: string, patch: ProfilePatch, requires: StoredProfileCondition, updatedAt: Date): Promise<User | null> {
     const sets = ['updated_at = @updatedAt'];
-    if (patch.username !== undefined) sets.push('username = @username', 'username_key = @usernameKey');
+    if (patch.username !== undefined) sets.push('username = @username', 'username_key = @username_key', 'username_key_as_written = @username_key_as_written');
     if (patch.website !== undefined) sets.push('website = @website');
     if (patch.visibleEmail !== undefined) sets.push('visible_email = @visibleEmail');
     try {
       // One IMMEDIATE transaction: the check of the look-alikes kept from before, the change and the promotion below.
       const row = this.db.transaction((): UserRow | undefined => {
-        const current = this.db.prepare('SELECT username, username_key FROM users WHERE id = ?').get(userId) as Pick<UserRow, 'username'> & { username_key: string | null } | undefined;
+        const current = this.db.prepare('SELECT username, username_key, username_key_as_written FROM users WHERE id = ?').get(userId) as
+          | (Pick<UserRow, 'username'> & Record<UsernameKeyColumn['column'], string | null>)
+          | undefined;
         if (!current) return undefined;
-        const held = current.username === null ? null : current.username_key;
-        let key: string | null = null;
-        if (patch.username) {
-          const wanted = usernameKey(patch.username);
-          if (held === wanted) {
-            // Another spelling of the key one holds: not the name of a look-alike kept from before under "key id".
-            this.refuseIfLookAlikeNamed(wanted, patch.username, userId);
-            key = held;
-          } else if (held !== null && usernameCaseFold(patch.username) === usernameCaseFold(current.username!)) {
-            // A look-alike kept from before ("key id") may change its capitals or send its name again, keeping its key.
-            key = held;
-          } else {
-            this.refuseIfTaken(wanted, userId);
-            key = wanted;
+        const keys = { username_key: null as string | null, username_key_as_written: null as string | null };
+        const left: Array<[UsernameKeyColumn, string]> = [];
+        for (const keyColumn of USERNAME_KEYS) {
+          const held = current.username === null ? null : current[keyColumn.column];
+          let key: string | null = null;
+          if (patch.username) {
+            const wanted = keyColumn.of(patch.username);
+            if (held === wanted) {
+              // Another spelling of the key one holds: not the name of a look-alike kept from before under "key id".
+              this.refuseIfLookAlikeNamed(keyColumn, wanted, patch.username, userId);
+              key = held;
+            } else if (held !== null && held.startsWith(`${wanted} `) && usernameCaseFold(patch.username) === usernameCaseFold(current.username!)) {
+              // A look-alike kept from before ("key id") may change its capitals or send its name again, keeping its key.
+              key = held;
+            } else {
+              this.refuseIfTaken(wanted, userId);
+              key = wanted;
+            }
           }
+          keys[keyColumn.column] = key;
+          if (patch.username !== undefined && held !== null && key !== held && !isLookAlikeKey(held)) left.push([keyColumn, held]);
         }
         const changed = this.db.prepare(`UPDATE users SET ${sets.join(', ')} WHERE id = @id${STORED_PROFILE_SQL[requires]} RETURNING *`).get({
           id: userId,
           updatedAt: iso(updatedAt),
           username: patch.username ?? null,
-          usernameKey: key,
+          ...keys,
           website: patch.website ?? null,
           visibleEmail: patch.visibleEmail ? 1 : 0,
         }) as UserRow | undefined;
         // Leaving a key one held itself hands it to the oldest look-alike kept from before under "key id".
-        if (changed && patch.username !== undefined && held !== null && key !== held && !isLookAlikeKey(held)) this.promoteLookAlike(held);
+        if (changed) for (const [keyColumn, held] of left) this.promoteLookAlike(keyColumn, held);
         return changed;
       }).immediate();
       return row ? userFromRow(row) : null;
     } catch (err) {
       if (err instanceof UsernameTaken) {
-        const key = err.keyToPromote;
-        if (key !== null) this.db.transaction(() => this.promoteLookAlike(key)).immediate();
+        const { toPromote } = err;
+        if (toPromote.length > 0) this.db.transaction(() => toPromote.forEach(([keyColumn, key]) => this.promoteLookAlike(keyColumn, key))).immediate();
         throw new AlreadyExistsError(err.message);
       }
       if (isUniqueViolation(err, 'username_key')) throw new AlreadyExistsError('username: already taken');
@@ -234,34 +274,45 @@ export class SqliteIdentityRepository implements IdentityRepository {
   }
 
   /**
-   * AlreadyExistsError when another user holds the key, itself or as a look-alike kept from before ("key id"). Such a
-   * look-alike without a holder of the key itself (left by a version that did not promote it) is promoted first.
+   * AlreadyExistsError when another user holds the key, itself or as a look-alike kept from before ("key id"), in
+   * either key column: both keys are a case fold of a skeleton, and usernameKey(x) is usernameKeyAsWritten of x's case
+   * fold, so one name's first key matching another's second is one name too ("WILL" is "will", which "wiII" reads as).
+   * A look-alike without a holder of the key itself in its column (left by a version that did not promote it) is
+   * promoted first.
    */
   private refuseIfTaken(key: string, userId: string): void {
     const [from, to] = lookAlikeKeyRange(key);
-    const holder = this.db.prepare('SELECT username_key FROM users WHERE id != ? AND (username_key = ? OR (username_key >= ? AND username_key < ?)) ORDER BY username_key = ? DESC LIMIT 1').get(userId, key, from, to, key) as { username_key: string } | undefined;
-    if (!holder) return;
+    let taken = false;
+    const toPromote: Array<[UsernameKeyColumn, string]> = [];
+    for (const keyColumn of USERNAME_KEYS) {
+      const { column } = keyColumn;
+      const holder = this.db
+        .prepare(`SELECT ${column} AS key FROM users WHERE id != ? AND (${column} = ? OR (${column} >= ? AND ${column} < ?)) ORDER BY ${column} = ? DESC LIMIT 1`)
+        .get(userId, key, from, to, key) as { key: string } | undefined;
+      if (!holder) continue;
+      taken = true;
+      if (holder.key !== key) toPromote.push([keyColumn, key]);
+    }
     // The refusal rolls the transaction back: the promotion runs in one of its own (updateProfile).
-    throw new UsernameTaken(holder.username_key === key ? null : key);
+    if (taken) throw new UsernameTaken(toPromote);
   }
 
   /**
-   * AlreadyExistsError when a look-alike kept from before under "key id" has the name, up to case (usernameCaseFold,
-   * unique among them as it was the key when they were taken): the holder of the key itself may take any spelling of
-   * it but theirs.
+   * AlreadyExistsError when a look-alike kept from before under "key id" in the key's column has the name, up to case
+   * (usernameCaseFold): the holder of the key itself may take any spelling of it but theirs.
    */
-  private refuseIfLookAlikeNamed(key: string, name: string, userId: string): void {
+  private refuseIfLookAlikeNamed({ column }: UsernameKeyColumn, key: string, name: string, userId: string): void {
     const [from, to] = lookAlikeKeyRange(key);
-    const lookAlikes = this.db.prepare('SELECT username FROM users WHERE id != ? AND username_key >= ? AND username_key < ?').all(userId, from, to) as Array<{ username: string }>;
+    const lookAlikes = this.db.prepare(`SELECT username FROM users WHERE id != ? AND ${column} >= ? AND ${column} < ?`).all(userId, from, to) as Array<{ username: string }>;
     const folded = usernameCaseFold(name);
     if (lookAlikes.some((row) => usernameCaseFold(row.username) === folded)) throw new AlreadyExistsError('username: already taken');
   }
 
-  /** Gives the key itself to the oldest user holding it as "key id", when no one holds the key itself. */
-  private promoteLookAlike(key: string): void {
-    if (this.db.prepare('SELECT 1 FROM users WHERE username_key = ?').get(key)) return;
+  /** Gives the key itself to the oldest user holding it as "key id" in its column, when no one holds the key itself. */
+  private promoteLookAlike({ column }: UsernameKeyColumn, key: string): void {
+    if (this.db.prepare(`SELECT 1 FROM users WHERE ${column} = ?`).get(key)) return;
     const [from, to] = lookAlikeKeyRange(key);
-    this.db.prepare('UPDATE users SET username_key = ? WHERE id = (SELECT id FROM users WHERE username_key >= ? AND username_key < ? ORDER BY created_at, id LIMIT 1)').run(key, from, to);
+    this.db.prepare(`UPDATE users SET ${column} = ? WHERE id = (SELECT id FROM users WHERE ${column} >= ? AND ${column} < ? ORDER BY created_at, id LIMIT 1)`).run(key, from, to);
   }
 
   async createSession(s: Session): Promise<void> {

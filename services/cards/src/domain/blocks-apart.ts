@@ -65,12 +65,57 @@ class Sink {
   hasText = false;
   /** Open elements (in this sink) that hold only phrasing content: a paragraph cannot stand in them. */
   phrasing = 0;
+  /** In a cell: whitespace met after the line's text, written as one space before the line's next text. */
+  private spaceOwed = false;
+  /** In a cell: where the line's last text is in `parts` (its trailing whitespace goes when the line ends); -1: none. */
+  private lastText = -1;
+  /** In a cell: the last part written is text ending in a space, which the next text's leading whitespace would double. */
+  private endsInSpace = false;
 
   constructor(readonly inCell: boolean) {}
 
   text(raw: string): void {
+    if (this.inCell) {
+      this.cellText(raw);
+      return;
+    }
     if (visible(raw)) this.content();
     this.parts.push(raw);
+  }
+
+  /**
+   * A cell's (or caption's) text is a row's, whose paragraph reads as text: its whitespace is collapsed as the files
+   * service collapses a document's (one space for a run; none at a line's start or end, around the cell's line breaks and
+   * separators), so an empty cell or one of spaces only is nothing between its separators. Whitespace written as a
+   * character reference (&nbsp;) inside text is kept.
+   */
+  private cellText(raw: string): void {
+    if (!visible(raw)) {
+      if (this.inLine && this.breaksOwed === 0) this.spaceOwed = true;
+      return;
+    }
+    const lineStart = !this.inLine || this.breaksOwed > 0;
+    let text = raw.replace(/\s+/gu, ' ');
+    if (lineStart || this.endsInSpace) text = text.trimStart();
+    else if (this.spaceOwed && !text.startsWith(' ')) text = ` ${text}`;
+    this.content();
+    this.spaceOwed = false;
+    this.lastText = this.parts.length;
+    this.parts.push(text);
+    this.endsInSpace = text.endsWith(' ');
+  }
+
+  /** In a cell, the line ends: no whitespace after its text. */
+  private endLineText(): void {
+    if (this.lastText >= 0) this.parts[this.lastText] = (this.parts[this.lastText] as string).trimEnd();
+    this.lastText = -1;
+    this.spaceOwed = false;
+    this.endsInSpace = false;
+  }
+
+  /** The cell or caption ends: its last line's text ends there. */
+  end(): void {
+    if (this.inCell) this.endLineText();
   }
 
   /** Visible content follows: the line break owed first. */
@@ -84,7 +129,9 @@ class Sink {
 
   /** A block's start or end dropped: the text before it and the text after it are on separate lines. */
   boundary(): void {
-    if (this.inLine) this.breaksOwed = Math.max(this.breaksOwed, 1);
+    if (!this.inLine) return;
+    this.breaksOwed = Math.max(this.breaksOwed, 1);
+    if (this.inCell) this.endLineText();
   }
 
   /**
@@ -115,6 +162,7 @@ class Sink {
 
   tag(tag: string): void {
     this.parts.push(tag);
+    this.endsInSpace = false;
   }
 
   /** Paragraphs (a table's rows): paragraphs where one may stand, otherwise lines. */
@@ -139,6 +187,32 @@ class Sink {
 
 interface Row {
   cells: Sink[];
+}
+
+/** The separator after an empty cell or at a row's start: no whitespace doubled or leading. */
+const SEPARATOR_AFTER_SPACE = TABLE_CELL_SEPARATOR.trimStart();
+
+/**
+ * A table row's paragraph: its cells apart by TABLE_CELL_SEPARATOR, an empty cell keeping its place (its separator) with
+ * no whitespace doubled around it or left at the row's ends ("Name | | Rate", "| b |"), as the row's text reads and as
+ * the files service writes the row of a document's table.
+ */
+function rowParagraph(cells: readonly Sink[]): Part[] {
+  const row: Part[] = [];
+  /** Nothing with text yet, or a separator after the last: a separator now leaves out its leading whitespace. */
+  let spaced = true;
+  let lastSeparator = -1;
+  cells.forEach((cell, i) => {
+    if (i > 0) {
+      lastSeparator = row.length;
+      row.push(spaced ? SEPARATOR_AFTER_SPACE : TABLE_CELL_SEPARATOR);
+      spaced = true;
+    }
+    row.push(cell.parts);
+    if (cell.hasText) spaced = false;
+  });
+  if (spaced && lastSeparator >= 0) row[lastSeparator] = (row[lastSeparator] as string).trimEnd();
+  return row;
 }
 
 interface Table {
@@ -293,7 +367,7 @@ export function blocksKeptApart(html: string): string {
         const rows = [...t.head, ...t.body, ...t.foot];
         const paragraphs: Part[] = [
           ...t.captions.filter((c) => c.hasText).map((c) => c.parts),
-          ...rows.filter((r) => r.cells.some((c) => c.hasText)).map((r) => r.cells.flatMap((c, i) => (i === 0 ? [c.parts] : [TABLE_CELL_SEPARATOR, c.parts]))),
+          ...rows.filter((r) => r.cells.some((c) => c.hasText)).map((r) => rowParagraph(r.cells)),
         ];
         sink().paragraphs(paragraphs);
         return;
@@ -307,7 +381,7 @@ export function blocksKeptApart(html: string): string {
         return;
       case 'cell':
       case 'caption':
-        sinks.pop();
+        sinks.pop()!.end();
         return;
       case 'rt':
         sink().text(')');

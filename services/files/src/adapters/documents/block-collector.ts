@@ -93,9 +93,10 @@ class BlockCollector {
 
   /**
    * A table row's cell starts (`count` of them: an .odt's repeated cells): after the row's first, each owes a cell
-   * separator, an empty cell's too, so the row's columns stay in place ('Name |  | Rate', ' | b | c'), as the cards
-   * service writes a table's rows. The separators are written before the row's next visible text, or at the row's end
-   * (endRow) when it has some; they take the place of a line break still waiting (the line had no text).
+   * separator, an empty cell's too, so the row's columns stay in place ('Name | | Rate', '| b | c' once the block's
+   * whitespace is collapsed), as the cards service writes a table's rows. The separators are written before the row's
+   * next visible text, or at the row's end (endRow) when it has some; they take the place of a line break still waiting
+   * (the line had no text).
    */
   cell(count = 1): void {
     const block = this.ensure();
@@ -151,7 +152,9 @@ class BlockCollector {
     this.current = null;
     if (!block) return;
     block.text = block.text.replace(/\s+/g, ' ').trim();
-    block.html = (block.html ?? '').replace(/\s+/g, ' ').trim();
+    // A cell's line break (the collector's only <br>: text is escaped) has no whitespace beside it, as a line has none
+    // at its start or end (the cards service writes a table's rows so: blocks-apart.ts).
+    block.html = (block.html ?? '').replace(/\s+/g, ' ').replace(/ ?<br> ?/g, '<br>').trim();
     if (hasVisibleText(block.text)) this.blocks.push(block);
     const notes = this.headingNotes.splice(0).join(' ');
     if (hasVisibleText(notes)) this.blocks.push({ kind: 'paragraph', text: notes, links: [], html: escapeHtml(notes) });

@@ -16,7 +16,7 @@ import type { IEnvVar } from 'kubernetes-models/v1/EnvVar';
 import type { IDeployment } from 'kubernetes-models/apps/v1/Deployment';
 import type { IService } from 'kubernetes-models/v1/Service';
 import type { INetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1/NetworkPolicy';
-import { CHART_DIR, chartCopyWithPlaceholderDependencies, chartDependencies, helmBinary, ROOT, runHelm } from './helm';
+import { CHART_DIR, chartCopyWithPlaceholderDependencies, chartDependencies, helmBinary, ROOT, runHelm, TRIAL_CHART_DIR } from './helm';
 import { COMPONENTS, wiringProblems } from './service-config';
 
 const GRPC_SERVICES = COMPONENTS.filter((c) => c !== 'gateway');
@@ -91,27 +91,27 @@ describeWithHelm('Helm chart deploy/k8s (offline)', () => {
     expect(lint.status).toBe(0);
   });
 
-  it('installs as docs/deploy.md says: the production install fetches the declared charts before helm installs, and its values render', () => {
+  it('installs as docs/deploy.md says: the production install needs nothing from outside the repository, and its values render', () => {
     const docs = readFileSync(join(ROOT, 'docs/deploy.md'), 'utf8');
     const section = docs.slice(docs.indexOf('### Production install with external engines'));
     const start = section.indexOf('```sh\n') + '```sh\n'.length;
     const script = section.slice(start, section.indexOf('\n```', start));
     const commands = script.split('\n');
-    const install = commands.findIndex((line) => /^helm (upgrade --install|install) /.test(line));
-    const fetch = commands.findIndex((line) => /^helm dependency (update|build) deploy\/k8s/.test(line));
+    const install = commands.findIndex((line) => /^helm (upgrade --install|install) cards deploy\/k8s /.test(line));
     expect(install).toBeGreaterThan(-1);
-    // Helm refuses a chart whose declared dependencies are not under charts/, whatever their conditions say.
-    const withoutDependencies = runHelm(helmPath, ['template', RELEASE, CHART_DIR, '-f', CI_VALUES, '--kube-version', KUBE_VERSION]);
-    expect(withoutDependencies.status).not.toBe(0);
-    expect(withoutDependencies.stderr).toContain('missing in charts/ directory');
-    expect({ fetchesBeforeInstalling: (fetch >= 0 && fetch < install) || commands[install]!.includes('--dependency-update') }).toEqual({ fetchesBeforeInstalling: true });
+    // No chart to fetch (docker.io, an air-gapped cluster): the service chart declares no dependency, so helm renders
+    // the repository's directory itself, as it is, with no charts/ beside it.
+    expect(chartDependencies()).toEqual([]);
+    expect(commands.filter((line) => /helm dependency|--dependency-update/.test(line))).toEqual([]);
+    const asIs = runHelm(helmPath, ['template', RELEASE, CHART_DIR, '-f', CI_VALUES, '--kube-version', KUBE_VERSION]);
+    expect({ status: asIs.status, stderr: asIs.stderr }).toEqual({ status: 0, stderr: '' });
 
     const values = /cat > cards-values\.yaml <<'EOF'\n([\s\S]*?)\nEOF/.exec(script)?.[1];
     expect(values).toBeDefined();
     const dir = mkdtempSync(join(tmpdir(), 'card-library-docs-values-'));
     try {
       writeFileSync(join(dir, 'cards-values.yaml'), values!);
-      const rendered = template(['-f', join(dir, 'cards-values.yaml')]);
+      const rendered = template(['-f', join(dir, 'cards-values.yaml')], CHART_DIR);
       if (rendered.status !== 0) throw new Error(rendered.stderr);
       expect(containerOf(find(rendered.objects, 'Deployment', componentName('gateway'))!).image).toBe('ghcr.io/your-org/card-library-gateway:0.1.0');
     } finally {
@@ -119,18 +119,29 @@ describeWithHelm('Helm chart deploy/k8s (offline)', () => {
     }
   });
 
-  it('declares MongoDB, Elasticsearch, Kafka and MinIO as condition-gated dependencies, none vendored, all off in CI values', () => {
-    const dependencies = chartDependencies();
+  it('bundles MongoDB, Elasticsearch, Kafka and MinIO only in the trial chart deploy/k8s-trial: exact versions, condition-gated, beside this chart', () => {
+    const dependencies = chartDependencies(TRIAL_CHART_DIR);
     expect(dependencies.map((d) => [d.name, d.condition]).sort()).toEqual([
+      ['card-library', undefined],
       ['elasticsearch', 'elasticsearch.enabled'],
       ['kafka', 'kafka.enabled'],
       ['minio', 'minio.enabled'],
       ['mongodb', 'mongodb.enabled'],
     ]);
-    for (const d of dependencies) expect(d.repository).toMatch(/^(oci|https):\/\//);
-    expect(existsSync(join(CHART_DIR, 'charts'))).toBe(false);
+    const service = parse(readFileSync(join(CHART_DIR, 'Chart.yaml'), 'utf8')) as { version: string };
+    for (const d of dependencies) {
+      // An exact version (no range such as 16.x.x): every build of the trial chart fetches the same charts.
+      expect({ name: d.name, version: d.version }).toEqual({ name: d.name, version: expect.stringMatching(/^\d+\.\d+\.\d+$/) });
+      if (d.name === 'card-library') expect({ repository: d.repository, version: d.version }).toEqual({ repository: 'file://../k8s', version: service.version });
+      else expect(d.repository).toMatch(/^(oci|https):\/\//);
+    }
+    expect(existsSync(join(TRIAL_CHART_DIR, 'charts'))).toBe(false);
+    // The trial switches each engine on twice, the same way: its chart, and the services' wiring to it.
+    const trial = parse(readFileSync(join(TRIAL_CHART_DIR, 'values.yaml'), 'utf8')) as Record<string, { enabled?: boolean; replicaSetName?: string; replicaCount?: number }> & { 'card-library': Record<string, { enabled?: boolean; replicaSetName?: string; replicaCount?: number }> };
+    for (const engine of ['mongodb', 'elasticsearch', 'kafka', 'minio']) expect({ engine, chart: trial[engine]?.enabled, wired: trial['card-library'][engine]?.enabled }).toEqual({ engine, chart: true, wired: true });
+    expect(trial['card-library'].mongodb).toMatchObject({ replicaSetName: trial.mongodb!.replicaSetName, replicaCount: trial.mongodb!.replicaCount });
     const ciValues = parse(readFileSync(CI_VALUES, 'utf8')) as Record<string, { enabled?: boolean }>;
-    for (const d of dependencies) expect(ciValues[d.name]?.enabled).toBe(false);
+    for (const engine of ['mongodb', 'elasticsearch', 'kafka', 'minio']) expect(ciValues[engine]?.enabled).toBe(false);
   });
 
   it('renders only objects that are valid against the Kubernetes schemas', () => {
@@ -205,7 +216,8 @@ describeWithHelm('Helm chart deploy/k8s (offline)', () => {
       expect(container.resources?.requests).toMatchObject({ cpu: expect.anything(), memory: expect.anything() });
       expect(container.resources?.limits?.memory).toBeDefined();
       expect(pod.securityContext?.runAsNonRoot).toBe(true);
-      expect(pod.securityContext?.runAsUser).not.toBe(0);
+      // Numeric, the image's node user: the kubelet can only verify runAsNonRoot against a uid (the image says USER node).
+      expect({ runAsUser: pod.securityContext?.runAsUser, runAsGroup: pod.securityContext?.runAsGroup }).toEqual({ runAsUser: 1000, runAsGroup: 1000 });
       expect(container.securityContext).toMatchObject({ readOnlyRootFilesystem: true, allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } });
       const dataDir = envValue(deployment as unknown as K8sObject, 'DATA_DIR')?.value;
       const mounts = new Map((container.volumeMounts ?? []).map((m) => [m.mountPath, m.name]));
@@ -404,8 +416,16 @@ describeWithHelm('Helm chart deploy/k8s (offline)', () => {
     expect(new Set(refs)).toEqual(new Set(['card-library-credentials']));
   });
 
-  it('wires the bundled engines when enabled: their Services, their Secrets, and egress to their pods only', () => {
-    const rendered = template(['--set', 'mongodb.enabled=true,elasticsearch.enabled=true,kafka.enabled=true,minio.enabled=true,secrets.smtpUrl=smtp://mailer:587']);
+  it('wires the bundled engines of the trial chart: their Services, their Secrets, and egress to their pods only', () => {
+    const trial = chartCopyWithPlaceholderDependencies(TRIAL_CHART_DIR);
+    let rendered: ReturnType<typeof template>;
+    let otherDomain: ReturnType<typeof template>;
+    try {
+      rendered = template(['--set', 'card-library.secrets.smtpUrl=smtp://mailer:587'], trial.dir);
+      otherDomain = template(['--set', 'card-library.secrets.smtpUrl=smtp://mailer:587,card-library.clusterDomain=k8s.example'], trial.dir);
+    } finally {
+      trial.remove();
+    }
     if (rendered.status !== 0) throw new Error(rendered.stderr);
     const cards = find(rendered.objects, 'Deployment', componentName('cards'))!;
     const env = envOf(cards);
@@ -425,6 +445,12 @@ describeWithHelm('Helm chart deploy/k8s (offline)', () => {
     const policy = find(rendered.objects, 'NetworkPolicy', componentName('files')) as unknown as INetworkPolicy;
     const toMinio = policy.spec!.egress!.find((rule) => rule.to?.some((peer) => peer.podSelector?.matchLabels?.['app.kubernetes.io/name'] === 'minio'));
     expect(toMinio?.to?.[0]?.podSelector?.matchLabels).toEqual({ 'app.kubernetes.io/instance': RELEASE, 'app.kubernetes.io/name': 'minio' });
+    const searchPolicy = find(rendered.objects, 'NetworkPolicy', componentName('search')) as unknown as INetworkPolicy;
+    const toElasticsearch = searchPolicy.spec!.egress!.find((rule) => rule.to?.some((peer) => peer.podSelector?.matchLabels?.['app.kubernetes.io/name'] === 'elasticsearch'));
+    expect(toElasticsearch?.ports).toEqual([{ port: 9200, protocol: 'TCP' }]);
+    // The replica set's members under the cluster's own DNS domain.
+    if (otherDomain.status !== 0) throw new Error(otherDomain.stderr);
+    expect(envValue(find(otherDomain.objects, 'Deployment', componentName('cards'))!, 'MONGO_URL')?.value).toBe(`mongodb://root:$(MONGODB_ROOT_PASSWORD)@${RELEASE}-mongodb-0.${RELEASE}-mongodb-headless.cards.svc.k8s.example:27017/?replicaSet=rs0&authSource=admin`);
   });
 
   it('refuses to render without the engines a multi-pod deployment needs, naming the missing one', () => {
@@ -589,7 +615,9 @@ describeWithHelm('Helm chart deploy/k8s (offline)', () => {
     const NEW = 'files-token-after-rotation-45678';
     const steps = lines.filter((line) => line.startsWith('helm upgrade ')).map((line) => /--set (\S*)/.exec(line)![1]!.replaceAll('"$NEW"', NEW).replaceAll('"$OLD"', OLD));
     expect(steps).toHaveLength(3);
-    // What each side's pods read when they start, in each state of the release (--reuse-values: the sets add up).
+    // --reuse-values would keep the values of the chart version installed, dropping a newer chart's defaults (helm#9000).
+    for (const line of lines.filter((l) => l.startsWith('helm upgrade '))) expect(line).toContain('--reset-then-reuse-values');
+    // What each side's pods read when they start, in each state of the release (--reset-then-reuse-values: the sets add up).
     const states = [['--set', `secrets.filesInternalToken=${OLD}`]];
     for (const step of steps) states.push([...states.at(-1)!, '--set', step]);
     const rendered = states.map((args) => {
@@ -853,5 +881,221 @@ describeWithHelm('Helm chart deploy/k8s (offline)', () => {
     expect(rendered.objects.filter((o) => o.metadata.name === componentName('notifications'))).toHaveLength(0);
     expect(rendered.objects.filter((o) => o.kind === 'Deployment')).toHaveLength(COMPONENTS.length - 1);
     expect(JSON.stringify(rendered.objects)).not.toContain(componentName('notifications'));
+  });
+
+  it("never advises --reuse-values, which keeps an older chart version's defaults on upgrade", () => {
+    const docs = readFileSync(join(ROOT, 'docs/deploy.md'), 'utf8');
+    // Helm >= 3.14's --reset-then-reuse-values takes the new chart's defaults and the release's overrides.
+    expect(docs.split('\n').filter((line) => /(^|\s)--reuse-values/.test(line) && !/not `--reuse-values`/.test(line))).toEqual([]);
+    expect(docs).toContain('--reset-then-reuse-values');
+  });
+
+  it("opens search's embeddings egress only for a configured endpoint: its port, public addresses only unless `to` says otherwise", () => {
+    const portsOf = (objects: K8sObject[]) => (find(objects, 'NetworkPolicy', componentName('search')) as unknown as INetworkPolicy).spec!.egress!.map((rule) => ({ ports: (rule.ports ?? []).map((p) => p.port), to: rule.to }));
+    // The bundled word vectors: no endpoint, no rule (before: 443 to every address, the cluster's own included). The
+    // rules without `to` are the external engines' own ports alone.
+    expect(portsOf(ci).filter((rule) => !rule.to)).toEqual([
+      { ports: [27017], to: undefined },
+      { ports: [9200], to: undefined },
+      { ports: [9092], to: undefined },
+    ]);
+    expect(portsOf(ci).filter((rule) => rule.ports.includes(443) && !rule.ports.includes(80))).toEqual([]);
+    const withEndpoint = template(['-f', CI_VALUES, '--set', 'engines.embeddings.url=https://embeddings.example.com:8443/v1']);
+    if (withEndpoint.status !== 0) throw new Error(withEndpoint.stderr);
+    const rule = portsOf(withEndpoint.objects).find((r) => r.ports.includes(8443));
+    expect(rule?.ports).toEqual([8443]);
+    expect(rule?.to).toEqual([{ ipBlock: { cidr: '0.0.0.0/0', except: ['10.0.0.0/8', '172.16.0.0/12', '192.168.0.0/16', '169.254.0.0/16', '100.64.0.0/10', '127.0.0.0/8'] } }]);
+    // No port in the URL: the scheme's. An endpoint inside the cluster: the peers given.
+    const https = portsOf(template(['-f', CI_VALUES, '--set', 'engines.embeddings.url=https://api.openai.com/v1']).objects);
+    expect(https.filter((r) => r.ports.length === 1 && r.ports[0] === 443 && r.to?.[0]?.ipBlock?.except?.includes('10.0.0.0/8'))).toHaveLength(1);
+    const inCluster = { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'ml' } } };
+    const given = portsOf(template(['-f', CI_VALUES, '--set', 'engines.embeddings.url=http://embeddings.ml.svc:8080', '--set-json', `networkPolicy.engines.embeddings.to=[${JSON.stringify(inCluster)}]`]).objects);
+    expect(given.find((r) => r.ports.includes(8080))?.to).toEqual([inCluster]);
+  });
+
+  it("reaches Elasticsearch on its URL's port (Elastic Cloud: 443 or 9243), and DNS through the peers and ports given", () => {
+    const elasticsearchPorts = (args: string[]) => {
+      const rendered = template(['-f', CI_VALUES, ...args]);
+      if (rendered.status !== 0) throw new Error(rendered.stderr);
+      const policy = find(rendered.objects, 'NetworkPolicy', componentName('search')) as unknown as INetworkPolicy;
+      const index = policy.spec!.egress!.findIndex((rule) => rule.ports?.[0]?.port === 9092);
+      // The engines' rules follow search's `uses` order: mongodb, elasticsearch, kafka.
+      return policy.spec!.egress![index - 1]!.ports!.map((p) => p.port);
+    };
+    expect(elasticsearchPorts([])).toEqual([9200]);
+    expect(elasticsearchPorts(['--set', 'engines.elasticsearch.url=https://elastic:pw@cards.es.eu-west-1.aws.found.io:9243'])).toEqual([9243]);
+    expect(elasticsearchPorts(['--set', 'engines.elasticsearch.url=https://elastic:pw@cards.es.example.com'])).toEqual([443]);
+    // An existingSecret's URL cannot be read: 9200 unless the ports are given.
+    expect(elasticsearchPorts(['--set', 'engines.elasticsearch.url=,secrets.existingSecret=card-library-credentials'])).toEqual([9200]);
+    expect(elasticsearchPorts(['--set', 'engines.elasticsearch.url=,secrets.existingSecret=card-library-credentials', '--set-json', 'networkPolicy.engines.elasticsearch.ports=[443]'])).toEqual([443]);
+
+    // OpenShift's DNS pods (port 5353 behind the Service's 53), NodeLocal DNSCache's link-local address: as docs/deploy.md gives them.
+    const docs = readFileSync(join(ROOT, 'docs/deploy.md'), 'utf8');
+    const section = docs.slice(docs.indexOf('#### DNS egress') + 1);
+    const examples = [...section.slice(0, section.search(/\n#{2,4} /)).matchAll(/```yaml\n([\s\S]*?)\n```/g)].map((m) => m[1]!);
+    expect(examples.length).toBeGreaterThanOrEqual(2);
+    const dir = mkdtempSync(join(tmpdir(), 'card-library-dns-'));
+    try {
+      const dnsRules = examples.map((example, at) => {
+        writeFileSync(join(dir, `dns-${at}.yaml`), example);
+        const rendered = template(['-f', CI_VALUES, '-f', join(dir, `dns-${at}.yaml`)]);
+        if (rendered.status !== 0) throw new Error(rendered.stderr);
+        const expected = (parse(example) as { networkPolicy: { dns: { ports?: number[]; to: unknown[] } } }).networkPolicy.dns;
+        const policy = find(rendered.objects, 'NetworkPolicy', componentName('cards')) as unknown as INetworkPolicy;
+        return { rule: policy.spec!.egress![0]!, expected };
+      });
+      for (const { rule, expected } of dnsRules) {
+        expect(rule.to).toEqual(expected.to);
+        expect(rule.ports!.map((p) => `${p.port}/${p.protocol}`).sort()).toEqual((expected.ports ?? [53]).flatMap((port) => [`${port}/TCP`, `${port}/UDP`]).sort());
+      }
+      expect(JSON.stringify(dnsRules.map((r) => r.rule))).toContain('5353');
+      expect(JSON.stringify(dnsRules.map((r) => r.rule))).toContain('169.254.20.10/32');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('spreads each component over nodes by default (soft), which a component may harden, replace or turn off', () => {
+    for (const component of COMPONENTS) {
+      const deployment = find(ci, 'Deployment', componentName(component)) as unknown as IDeployment;
+      const constraints = deployment.spec!.template.spec!.topologySpreadConstraints;
+      // The PDB keeps a pod up through a drain only if it is on another node.
+      expect({ component, constraints }).toEqual({
+        component,
+        constraints: [{ maxSkew: 1, topologyKey: 'kubernetes.io/hostname', whenUnsatisfiable: 'ScheduleAnyway', labelSelector: { matchLabels: deployment.spec!.selector.matchLabels } }],
+      });
+    }
+    const spreadOf = (args: string[], component = 'cards') => {
+      const rendered = template(['-f', CI_VALUES, ...args]);
+      if (rendered.status !== 0) throw new Error(rendered.stderr);
+      return (find(rendered.objects, 'Deployment', componentName(component)) as unknown as IDeployment).spec!.template.spec!.topologySpreadConstraints;
+    };
+    expect(spreadOf(['--set', 'components.cards.spreadOverNodes=DoNotSchedule'])?.map((c) => c.whenUnsatisfiable)).toEqual(['DoNotSchedule']);
+    expect(spreadOf(['--set', 'components.cards.spreadOverNodes='])).toBeUndefined();
+    expect(spreadOf(['--set', 'components.cards.spreadOverNodes='], 'search')).toHaveLength(1);
+    // Another key is added beside it (and gets the component's selector); a hostname constraint of one's own replaces it.
+    const zones = spreadOf(['--set-json', 'components.cards.topologySpreadConstraints=[{"maxSkew":1,"topologyKey":"topology.kubernetes.io/zone","whenUnsatisfiable":"DoNotSchedule"}]']);
+    expect(zones?.map((c) => [c.topologyKey, c.labelSelector?.matchLabels?.['app.kubernetes.io/component']])).toEqual([
+      ['kubernetes.io/hostname', 'cards'],
+      ['topology.kubernetes.io/zone', 'cards'],
+    ]);
+    const own = spreadOf(['--set-json', 'components.cards.topologySpreadConstraints=[{"maxSkew":2,"topologyKey":"kubernetes.io/hostname","whenUnsatisfiable":"DoNotSchedule"}]']);
+    expect(own?.map((c) => [c.topologyKey, c.maxSkew])).toEqual([['kubernetes.io/hostname', 2]]);
+    const docs = readFileSync(join(ROOT, 'docs/deploy.md'), 'utf8');
+    expect(docs).toMatch(/\| `….spreadOverNodes` \| `ScheduleAnyway` \|/);
+  });
+
+  it('adds volumes, mounts and variables (every component and one), pod labels and a priority class: a private CA through NODE_EXTRA_CA_CERTS as docs/deploy.md shows', () => {
+    const docs = readFileSync(join(ROOT, 'docs/deploy.md'), 'utf8');
+    const section = docs.slice(docs.indexOf('#### A private CA'));
+    const example = /```yaml\n([\s\S]*?)\n```/.exec(section)?.[1];
+    expect(example).toBeDefined();
+    const dir = mkdtempSync(join(tmpdir(), 'card-library-ca-'));
+    try {
+      writeFileSync(join(dir, 'ca.yaml'), example!);
+      const rendered = template(['-f', CI_VALUES, '-f', join(dir, 'ca.yaml'), '--set', 'components.search.priorityClassName=card-library-high,components.search.podLabels.team=search', '--set-json', 'components.files.extraVolumes=[{"name":"scratch","emptyDir":{}}],components.files.extraVolumeMounts=[{"name":"scratch","mountPath":"/scratch"}],components.files.extraEnv=[{"name":"FILES_EXTRA","value":"1"}]']);
+      if (rendered.status !== 0) throw new Error(rendered.stderr);
+      for (const object of rendered.objects) expect(() => new MODELS[`${object.apiVersion}/${object.kind}`]!(object as never).validate()).not.toThrow();
+      for (const component of COMPONENTS) {
+        const deployment = find(rendered.objects, 'Deployment', componentName(component)) as unknown as IDeployment;
+        const pod = deployment.spec!.template.spec!;
+        const container = pod.containers[0]!;
+        const caFile = envValue(deployment as unknown as K8sObject, 'NODE_EXTRA_CA_CERTS')?.value;
+        expect(caFile).toBeDefined();
+        // The file the variable names lies in a mounted volume, which holds the CA from a ConfigMap or Secret.
+        const mount = container.volumeMounts!.find((m) => caFile!.startsWith(`${m.mountPath}/`));
+        const volume = pod.volumes!.find((v) => v.name === mount?.name);
+        expect({ component, readOnly: mount?.readOnly, source: Boolean(volume?.configMap ?? volume?.secret) }).toEqual({ component, readOnly: true, source: true });
+        expect(container.volumeMounts!.map((m) => m.name)).toEqual(expect.arrayContaining(['tmp', 'data']));
+      }
+      const search = find(rendered.objects, 'Deployment', componentName('search')) as unknown as IDeployment;
+      expect(search.spec!.template.spec!.priorityClassName).toBe('card-library-high');
+      expect(search.spec!.template.metadata!.labels!.team).toBe('search');
+      // Pod labels stay out of the selector (immutable on a Deployment).
+      expect(search.spec!.selector.matchLabels!.team).toBeUndefined();
+      const files = find(rendered.objects, 'Deployment', componentName('files')) as unknown as IDeployment;
+      expect(files.spec!.template.spec!.volumes!.map((v) => v.name)).toEqual(expect.arrayContaining(['tmp', 'data', 'scratch']));
+      expect(files.spec!.template.spec!.containers[0]!.volumeMounts!.map((m) => m.mountPath)).toContain('/scratch');
+      expect(envValue(files as unknown as K8sObject, 'FILES_EXTRA')?.value).toBe('1');
+      // The top-level list comes on top of a component's own.
+      expect(envValue(files as unknown as K8sObject, 'NODE_EXTRA_CA_CERTS')).toBeDefined();
+      // Names the chart uses itself are refused.
+      const clash = template(['-f', CI_VALUES, '--set-json', 'extraVolumes=[{"name":"tmp","emptyDir":{}}]']);
+      expect(clash.status).not.toBe(0);
+      expect(clash.stderr).toContain('/extraVolumes/0/name');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("gives files and the gateway memory limits above the figures they need (files.md's sizing, the gateway's measured peak), as docs/deploy.md's table says", () => {
+    const bytes = (quantity: string) => {
+      const [, number, unit] = /^([0-9.]+)([KMGT]i?)?$/.exec(quantity)!;
+      const scales: Record<string, number> = { Ki: 2 ** 10, Mi: 2 ** 20, Gi: 2 ** 30, K: 1e3, M: 1e6, G: 1e9 };
+      return Number(number) * (scales[unit ?? ''] ?? 1);
+    };
+    const MB = 1e6;
+    const files = find(ci, 'Deployment', componentName('files'))!;
+    const setting = (name: string, fallback: number) => Number(envValue(files, name)?.value ?? fallback);
+    // docs/files.md: ~300 MB the service + ~650 MB per parser worker + ~40 MB per upload held (workers + queue).
+    const filesNeeds = 300 * MB + setting('PARSER_WORKERS', 2) * 650 * MB + (setting('PARSER_WORKERS', 2) + setting('PARSER_QUEUE', 4)) * 40 * MB;
+    const filesLimit = bytes(containerOf(files).resources!.limits!.memory as string);
+    expect(filesLimit).toBeGreaterThanOrEqual(filesNeeds * 1.2);
+    // The gateway's measured peak: 413 MB with 8 concurrent 20 MiB uploads (UPLOADS_AT_ONCE 1), plus room for another body (~170 MB).
+    const gateway = containerOf(find(ci, 'Deployment', componentName('gateway'))!);
+    expect(bytes(gateway.resources!.limits!.memory as string)).toBeGreaterThanOrEqual(413 * MB + 170 * MB);
+    for (const container of [gateway, containerOf(files)]) expect(bytes(container.resources!.requests!.memory as string)).toBeLessThan(bytes(container.resources!.limits!.memory as string));
+    const docs = readFileSync(join(ROOT, 'docs/deploy.md'), 'utf8');
+    const row = docs.split('\n').find((line) => line.startsWith('| `….resources` |'))!;
+    expect(row).toContain(`gateway ${gateway.resources!.requests!.memory}/${gateway.resources!.limits!.memory}`);
+    expect(row).toContain(`files ${containerOf(files).resources!.requests!.memory}/${containerOf(files).resources!.limits!.memory}`);
+    expect(readFileSync(join(ROOT, 'docs/files.md'), 'utf8')).toContain(`gives the files pod ${containerOf(files).resources!.limits!.memory}`);
+  });
+
+  it('refuses values that would fail at apply or at run time, naming the value', () => {
+    const refusals: Array<[string[], RegExp]> = [
+      [['--set', 'components.cards.resources.limits.memory=512MB'], /\/components\/cards\/resources\/limits\/memory/],
+      [['--set', 'default.resources.requests.cpu=lots'], /\/default\/resources\/requests\/cpu/],
+      [['--set', 'components.search.dataSizeLimit=2GB'], /\/components\/search\/dataSizeLimit/],
+      [['--set', 'components.notifications.pdb.minAvailable=2'], /components\.notifications\.pdb\.minAvailable \(2\) must be below the component's pod count \(2: replicas\)/],
+      [['--set', 'components.cards.pdb.minAvailable=3'], /components\.cards\.pdb\.minAvailable \(3\) must be below the component's pod count \(2: autoscaling\.minReplicas\)/],
+      [['--set', 'components.cards.autoscaling.minReplicas=8'], /components\.cards\.autoscaling\.minReplicas \(8\) is above components\.cards\.autoscaling\.maxReplicas \(6\)/],
+      [['--set', 'components.cards.terminationGracePeriodSeconds=5'], /components\.cards\.terminationGracePeriodSeconds \(5\) must be at least preStopSleepSeconds \(5\) \+ 6/],
+      [['--set', 'components.gateway.metricsPort=8090'], /components\.gateway\.metricsPort \(8090\) must differ from components\.gateway\.port \(8090\)/],
+      [['--set', 'components.files.metricsPort=50064'], /components\.files\.metricsPort \(50064\) must differ/],
+      [['--set', 'networkPolicy.dns.namespace=kube-system'], /\/networkPolicy\/dns'?: additional properties 'namespace' not allowed/],
+      [['--set-string', 'engines.kafka.partitions=0'], /\/engines\/kafka\/partitions/],
+      [['--set', 'engines.kafka.partitions=0'], /\/engines\/kafka\/partitions/],
+      [['--set', 'components.cards.spreadOverNodes=Always'], /\/components\/cards\/spreadOverNodes/],
+    ];
+    for (const [args, message] of refusals) {
+      const rendered = template(['-f', CI_VALUES, ...args]);
+      expect({ args, refused: rendered.status !== 0 }).toEqual({ args, refused: true });
+      expect({ args, stderr: rendered.stderr }).toEqual({ args, stderr: expect.stringMatching(message) });
+    }
+    const accepted: string[][] = [
+      ['--set', 'components.cards.resources.limits.memory=1.5Gi,components.cards.resources.requests.cpu=0.5,components.cards.resources.requests.memory=400M'],
+      ['--set', 'components.notifications.pdb.minAvailable=1'],
+      ['--set-string', 'components.cards.pdb.minAvailable=50%'],
+      ['--set', 'components.cards.terminationGracePeriodSeconds=11'],
+      ['--set', 'engines.kafka.partitions=12'],
+      ['--set-string', 'engines.kafka.partitions=12'],
+    ];
+    for (const args of accepted) {
+      const rendered = template(['-f', CI_VALUES, ...args]);
+      expect({ args, stderr: rendered.stderr }).toEqual({ args, stderr: '' });
+    }
+  });
+
+  it("lists every top-level value and every component setting in docs/deploy.md's values table, and the metrics port as the chart serves it", () => {
+    const docs = readFileSync(join(ROOT, 'docs/deploy.md'), 'utf8');
+    const table = docs.slice(docs.indexOf('### Values'), docs.indexOf('### Validating the chart offline'));
+    const keys = new Set([...table.matchAll(/`(?:….|default\.|components\.<name>\.|components\.gateway\.)?([a-zA-Z]+)[^`]*`/g)].map((m) => m[1]!));
+    const values = parse(readFileSync(join(CHART_DIR, 'values.yaml'), 'utf8')) as Record<string, unknown> & { default: Record<string, unknown> };
+    const missing = [...Object.keys(values), ...Object.keys(values.default)].filter((key) => !keys.has(key));
+    expect(missing).toEqual([]);
+    const metricsRow = table.split('\n').find((line) => line.startsWith('| `….metricsPath`'))!;
+    expect(metricsRow).not.toMatch(/on `port` for the gateway/);
+    expect(metricsRow).toMatch(/gateway/);
   });
 });

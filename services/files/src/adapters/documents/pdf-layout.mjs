@@ -432,6 +432,79 @@ function sized(block, size) {
   return block;
 }
 
+// Right-to-left ligatures: pdf.js reverses a right-to-left text item's characters from drawing (visual) order, glyph
+// text included, so a glyph that stands for several characters (Arabic's lam-alef "لا", which every Arabic font draws as
+// one glyph, mapped to U+0644 U+0627 or to U+FEFB) comes out reversed: "لاستقبال" read "الستقبال". Its characters are put
+// back in order from the page's glyphs (pdf.js's operator list, read only for a page with right-to-left text): the
+// right-to-left characters of an item are those of a run of glyphs in drawing order, reversed, and where a glyph among
+// them gives several, they are written in the glyph's own order.
+const RTL_CHARACTER = /[\u0590-\u08ff\ufb1d-\ufdff\ufe70-\ufefc]/u;
+
+// pdf.js writes its fonts' data with ArrayBuffer.prototype.transferToFixedLength (Node 21): without it, Node 20 gives no
+// operator list. The worker thread has its own globals, so this reaches nothing else.
+if (typeof ArrayBuffer.prototype.transferToFixedLength !== 'function') {
+  Object.defineProperty(ArrayBuffer.prototype, 'transferToFixedLength', {
+    configurable: true,
+    writable: true,
+    value(length = this.byteLength) {
+      const copy = new ArrayBuffer(length);
+      new Uint8Array(copy).set(new Uint8Array(this, 0, Math.min(length, this.byteLength)));
+      return copy;
+    },
+  });
+}
+
+async function withRtlLigaturesInOrder(page, items) {
+  if (!items.some((item) => item.dir === 'rtl' && RTL_CHARACTER.test(item.str ?? ''))) return items;
+  const { getResolvedPDFJS } = await import('unpdf');
+  const { OPS, normalizeUnicode } = await getResolvedPDFJS();
+  let operators;
+  try {
+    operators = await page.getOperatorList();
+  } catch {
+    return items;
+  }
+  // The page's right-to-left characters in drawing order, and the glyphs among them that give several: [start, length].
+  let drawn = '';
+  const groups = [];
+  operators.fnArray.forEach((fn, i) => {
+    if (fn !== OPS.showText) return;
+    for (const glyph of operators.argsArray[i]?.[0] ?? []) {
+      if (typeof glyph?.unicode !== 'string' || glyph.unicode.length === 0) continue;
+      const characters = Array.from(normalizeUnicode(glyph.unicode)).filter((c) => RTL_CHARACTER.test(c));
+      if (characters.length > 1) groups.push([drawn.length, characters.length]);
+      drawn += characters.join('');
+    }
+  });
+  if (groups.length === 0) return items;
+  let from = 0;
+  return items.map((item) => {
+    const str = item.str ?? '';
+    if (item.dir !== 'rtl' || !RTL_CHARACTER.test(str)) return item;
+    const chars = Array.from(str);
+    const places = [];
+    chars.forEach((c, i) => {
+      if (RTL_CHARACTER.test(c)) places.push(i);
+    });
+    const run = places.map((i) => chars[i]).reverse().join('');
+    let at = drawn.indexOf(run, from);
+    if (at < 0) at = drawn.indexOf(run);
+    if (at < 0) return item;
+    from = at + run.length;
+    let changed = false;
+    for (const [start, length] of groups) {
+      if (start < at || start + length > at + run.length) continue;
+      // The group's characters sit in the item at these places, last first.
+      const inItem = Array.from({ length }, (_, k) => places[places.length - 1 - (start - at + k)]).sort((a, b) => a - b);
+      inItem.forEach((place, k) => {
+        chars[place] = drawn[start + k];
+      });
+      changed = true;
+    }
+    return changed ? { ...item, str: chars.join('') } : item;
+  });
+}
+
 async function openPdf(bytes) {
   const { getDocumentProxy } = await import('unpdf');
   return getDocumentProxy(new Uint8Array(bytes), { isEvalSupported: false, stopAtErrors: true });
@@ -531,7 +604,7 @@ export async function pdfBlocks(bytes, maxPages) {
     for (let p = 1; p <= count; p++) {
       const page = await pdf.getPage(p);
       const content = await page.getTextContent();
-      const lines = linesOf(inReadingOrder(content.items));
+      const lines = linesOf(inReadingOrder(await withRtlLigaturesInOrder(page, content.items)));
       for (const a of await page.getAnnotations()) {
         if (a.subtype !== 'Link' || !a.url || !Array.isArray(a.rect) || a.rect.length < 4) continue;
         const anchor = anchorOf(lines, a.rect);

@@ -1,7 +1,8 @@
 import { InvalidArgumentError } from '@cards/platform';
 import type { DocumentBlock, DocumentFormat, ParsedDocument } from '../../domain/model';
 import { PASSWORD_PROTECTED } from '../../domain/document-format';
-import { hasVisibleText } from '@cards/card-rules';
+import { hasVisibleText, TABLE_CELL_SEPARATOR } from '@cards/card-rules';
+import { escapeHtml } from '../../domain/card-splitter';
 import { UnreadableDocumentError, type DocumentReader } from '../../domain/ports';
 import { textPresenceOf, type TextPresence } from '../../domain/card-splitter';
 import { blocksFromHtml, blocksFromOdtContent } from './block-collector';
@@ -135,14 +136,26 @@ export class LibraryDocumentReader implements DocumentReader {
  * word-extractor gives the body text with one paragraph per line and drops field codes, so the
  * hyperlink targets are recovered from the HYPERLINK field instructions in the raw file and attached
  * to the paragraph that shows their text, anchored at the word where it shows it. Paragraph styles (headings) are not
- * available, so .doc files are split like heading-less documents.
+ * available, so .doc files are split like heading-less documents. The worker's text (word-documents.mjs wordText) keeps
+ * two of Word's marks: a table cell's end (0x07; a row is one line, its cells ending so) and a line break (0x0B: Shift+
+ * Enter, or a paragraph's end inside a cell). A row is one paragraph of its cells separated by TABLE_CELL_SEPARATOR, an
+ * empty cell's too, as the other readers write a row (block-collector.ts); a line break is a <br> in the block's HTML (a
+ * space in its text), as a cell's lines are, except in a paragraph holding a hyperlink, whose place in the text is
+ * anchored by word (linkWords) and not in HTML: there it stays a space.
  */
 function blocksFromDoc(body: string, bytes: Buffer): DocumentBlock[] {
   const hyperlinks = hyperlinksIn(bytes);
   const blocks: DocumentBlock[] = [];
   let next = 0;
-  for (const line of body.split(/\r?\n/)) {
-    const text = line.replace(/\s+/g, ' ').trim();
+  for (const raw of body.split(/\r?\n/)) {
+    const cells = raw.includes(DOC_CELL_END) ? raw.split(DOC_CELL_END) : null;
+    // A row's line ends with its last cell's mark.
+    if (cells && !hasVisibleText(cells[cells.length - 1]!)) cells.pop();
+    const lines = (cells ? cells.map((cell) => collapsed(cell.replaceAll(DOC_LINE_BREAK, ' '))).join(TABLE_CELL_SEPARATOR) : raw)
+      .split(DOC_LINE_BREAK)
+      .map(collapsed)
+      .filter(hasVisibleText);
+    const text = collapsed(lines.join(' '));
     if (!hasVisibleText(text)) continue;
     const links: string[] = [];
     const linkWords: number[] = [];
@@ -154,10 +167,23 @@ function blocksFromDoc(body: string, bytes: Buffer): DocumentBlock[] {
       links.push(url);
       linkWords.push(text.slice(0, at).split(' ').length - 1);
     }
-    blocks.push({ kind: 'paragraph', text, links, linkWords });
+    // A row's cells' lines: their <br>s too.
+    const cellLines = cells?.some((cell) => cell.includes(DOC_LINE_BREAK)) ?? false;
+    const html =
+      links.length > 0 || (lines.length < 2 && !cellLines)
+        ? undefined
+        : cells
+          ? cells.map((cell) => cell.split(DOC_LINE_BREAK).map(collapsed).filter(hasVisibleText).map(escapeHtml).join('<br>')).join(escapeHtml(TABLE_CELL_SEPARATOR)).replace(/\s+/g, ' ').trim()
+          : lines.map(escapeHtml).join('<br>');
+    blocks.push({ kind: 'paragraph', text, links, linkWords, ...(html === undefined ? {} : { html }) });
   }
   return blocks;
 }
+
+/** word-documents.mjs's marks in a .doc's text: a table cell's end, a line break. */
+const DOC_CELL_END = '\x07';
+const DOC_LINE_BREAK = '\x0b';
+const collapsed = (text: string) => text.replace(/\s+/g, ' ').trim();
 
 /** Hyperlink fields in a .doc's raw bytes; an instruction ends at the next field start, so each scan stops there. */
 export function hyperlinksIn(bytes: Buffer): { url: string; text: string }[] {

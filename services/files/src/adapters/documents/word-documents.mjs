@@ -341,7 +341,6 @@ const NOTE_TABLES = [
 function notesPlacedAtReferences() {
   const Extractor = require('word-extractor/lib/word-ole-extractor.js');
   if (Extractor.prototype.buildDocument.notesPlacedAtReferences) return;
-  const { clean } = require('word-extractor/lib/filters.js');
   const writePieces = Extractor.prototype.writePieces;
   Extractor.prototype.writePieces = function (fib, table) {
     this.cardsStreams = { fib, table };
@@ -351,13 +350,209 @@ function notesPlacedAtReferences() {
   Extractor.prototype.buildDocument = function () {
     const document = buildDocument.call(this);
     try {
-      document.cardsBodyWithNotes = bodyWithNotes(this._pieces, this._boundaries, this.cardsStreams, clean);
+      markTableParagraphs(this._pieces, this.cardsStreams);
     } catch {
-      // Tables out of their stream's bounds: the notes follow the body, as word-extractor gives them.
+      // Paragraph properties out of their stream's bounds: a cell's paragraphs stay paragraphs.
     }
+    try {
+      markSymbolRuns(this._pieces, this.cardsStreams);
+    } catch {
+      // Character properties or fonts out of their stream's bounds: symbols stay private-use characters.
+    }
+    const pieces = this._pieces;
+    const boundaries = this._boundaries;
+    try {
+      document.cardsBodyWithNotes = bodyWithNotes(pieces, boundaries, this.cardsStreams);
+    } catch {
+      // Tables out of their stream's bounds: the notes follow the body (below).
+    }
+    document.cardsBody = wordText(textOfRange(pieces, 0, boundaries.ccpText));
+    document.cardsNotes = [storyRange(boundaries, 'footnote'), storyRange(boundaries, 'endnote')].map(([from, to]) => wordText(textOfRange(pieces, from, to)));
+    document.cardsTextBoxes = wordText(textOfRange(pieces, ...storyRange(boundaries, 'textbox')));
     return document;
   };
   Extractor.prototype.buildDocument.notesPlacedAtReferences = true;
+}
+
+/**
+ * The character positions [from, to) of a story (MS-DOC: the stories follow one another, the body, the footnotes, the
+ * headers, the comments, the endnotes, the text boxes; each story but the body ends with a mark of its own, left out).
+ */
+function storyRange(boundaries, story) {
+  const lengths = [boundaries.ccpText, boundaries.ccpFtn, boundaries.ccpHdd, boundaries.ccpAtn, boundaries.ccpEdn, boundaries.ccpTxbx].map((n) => n || 0);
+  const index = { footnote: 1, endnote: 4, textbox: 5 }[story];
+  const from = lengths.slice(0, index).reduce((a, b) => a + b, 0);
+  return [from, from + Math.max(0, lengths[index] - 1)];
+}
+
+/**
+ * A .doc's text as Word shows it, from the piece table's characters (MS-DOC 2.8.25's special characters). word-extractor's
+ * clean() has no entry for 0x1F (the optional hyphen: "Begr\x1fündung" read "Begrundefinedündung") and its filter() (on by
+ * default) flattens curly quotes, dashes and em/en spaces to ASCII; neither is used. Kept for blocksFromDoc: 0x07 (a
+ * table cell's end; a row ends with a line end, where word-extractor writes the row's mark) and 0x0B (a line break,
+ * Shift+Enter, also a paragraph's end inside a table cell: markTableParagraphs). A field shows its result (the
+ * instruction dropped: "HYPERLINK ..."), a field without one nothing; the non-breaking hyphen 0x1E is U+2011 (as mammoth
+ * reads a .docx's w:noBreakHyphen), the optional hyphen 0x1F nothing (a .docx's soft hyphen is dropped by the splitter);
+ * page, column and section breaks end the paragraph; every other C0 control (note and comment references, pictures,
+ * separators, deleted text written as 0x00 by word-extractor) is dropped. (Symbol font characters: markSymbolRuns.)
+ */
+function wordText(raw) {
+  let text = raw;
+  // Fields nest: the innermost first, until none is left; a field's marks without their partners go after.
+  for (let before = null; before !== text; ) {
+    before = text;
+    text = text.replace(/\x13[^\x13\x14\x15]*(?:\x14([^\x13\x14\x15]*))?\x15/g, (_, result) => result ?? '');
+  }
+  return text
+    .replace(/[\x0a\x0c\x0d\x0e]/g, '\n')
+    .replace(/\x1e/g, '\u2011')
+    .replace(/\t/g, ' ')
+    .replace(/[\x00-\x06\x08\x0f-\x1f]/g, '');
+}
+
+/**
+ * The paragraphs Word marks as in a table (sprmPFInTable, 0x2416, in their PAPX: MS-DOC 2.6.2) end with a cell line
+ * (0x0B) rather than a paragraph mark, so a cell of several paragraphs stays in its row; a cell's last paragraph ends
+ * with the cell's mark (0x07). The PAPX pages are read as word-extractor reads them for the row marks (sprmPFTtp, which
+ * it writes as a line end). The pieces' text is changed in place, after word-extractor built its document.
+ */
+function markTableParagraphs(pieces, streams) {
+  if (!streams) return;
+  const { fib, table } = streams;
+  const fc = fib.readUInt32LE(0x0102);
+  const lcb = fib.readUInt32LE(0x0106);
+  const count = (lcb - 4) / 8;
+  if (!Number.isInteger(count) || count <= 0 || fc + lcb > table.length) return;
+  for (let i = 0; i < count; i++) {
+    const page = table.readUInt32LE(fc + (count + 1) * 4 + i * 4);
+    if ((page + 1) * 512 > fib.length) throw new Error('a PAPX page lies outside its stream');
+    const fkp = fib.subarray(page * 512, (page + 1) * 512);
+    const runs = fkp.readUInt8(511);
+    for (let j = 0; j < runs; j++) {
+      const start = fkp.readUInt32LE(j * 4);
+      const end = fkp.readUInt32LE((j + 1) * 4);
+      const at = fkp.readUInt8((runs + 1) * 4 + j * 13) * 2;
+      if (at === 0 || at >= 511) continue;
+      let cb = fkp.readUInt8(at);
+      let from = at + 1;
+      if (cb === 0) {
+        cb = fkp.readUInt8(at + 1);
+        from = at + 2;
+      }
+      const grpprl = fkp.subarray(from, Math.min(511, from + 2 * cb));
+      if (inTable(grpprl)) markCellLines(pieces, start, end);
+    }
+  }
+}
+
+/** The sprms of a grpprl from `offset`, each with the offset of its operand; a truncated last one ends the walk. */
+function* sprmsOf(grpprl, offset) {
+  while (offset + 2 <= grpprl.length) {
+    const sprm = grpprl.readUInt16LE(offset);
+    offset += 2;
+    yield { sprm, at: offset };
+    const spra = sprm >> 13;
+    if (spra === 6) offset += (offset < grpprl.length ? grpprl[offset] : 0) + 1;
+    else offset += [1, 1, 2, 4, 2, 2, 0, 3][spra];
+  }
+}
+
+/** The dingbat fonts whose characters dingbat-to-unicode maps (mammoth reads a .docx's w:sym with it). */
+const DINGBAT_FONT = /^(symbol|wingdings( 2| 3)?|webdings)$/i;
+
+/** The names of the .doc's fonts (SttbfFfn, MS-DOC 2.9.87's FFN: the name after 39 bytes of metrics), by index. */
+function fontNames(fib, table) {
+  const fc = fib.readUInt32LE(0x0112);
+  const lcb = fib.readUInt32LE(0x0116);
+  if (lcb < 4 || fc + lcb > table.length) return [];
+  const sttb = table.subarray(fc, fc + lcb);
+  const count = sttb.readUInt16LE(0);
+  const names = [];
+  let offset = 4;
+  for (let i = 0; i < count && offset < sttb.length; i++) {
+    const size = sttb[offset] + 1;
+    const ffn = sttb.subarray(offset + 1 + 39, Math.min(sttb.length, offset + size));
+    let name = '';
+    for (let k = 0; k + 1 < ffn.length; k += 2) {
+      const unit = ffn.readUInt16LE(k);
+      if (unit === 0) break;
+      name += String.fromCharCode(unit);
+    }
+    names.push(name);
+    offset += size;
+  }
+  return names;
+}
+
+/**
+ * A character of a Symbol or Wingdings font run stored in the private-use area (U+F020-U+F0FF, as Word and LibreOffice
+ * write them: "≥" of Symbol is U+F0B3) is the Unicode character it shows (dingbat-to-unicode, as mammoth maps a .docx's
+ * w:sym), where there is one in the Basic Multilingual Plane (a character position is one UTF-16 unit); else it stays.
+ * The run's font is its sprmCRgFtc0 (0x4A4F) in the CHPX pages (MS-DOC 2.6.1), read as word-extractor reads them for
+ * deleted text; a symbol inserted with sprmCSymbol (0x6A09: font and character) is that character.
+ */
+function markSymbolRuns(pieces, streams) {
+  if (!streams) return;
+  const { fib, table } = streams;
+  const fonts = fontNames(fib, table);
+  if (!fonts.some((name) => DINGBAT_FONT.test(name))) return;
+  const dingbats = createRequire(require.resolve('mammoth'))('dingbat-to-unicode');
+  const fc = fib.readUInt32LE(0x00fa);
+  const lcb = fib.readUInt32LE(0x00fe);
+  const count = (lcb - 4) / 8;
+  if (!Number.isInteger(count) || count <= 0 || fc + lcb > table.length) return;
+  for (let i = 0; i < count; i++) {
+    const page = table.readUInt32LE(fc + (count + 1) * 4 + i * 4);
+    if ((page + 1) * 512 > fib.length) throw new Error('a CHPX page lies outside its stream');
+    const fkp = fib.subarray(page * 512, (page + 1) * 512);
+    const runs = fkp.readUInt8(511);
+    for (let j = 0; j < runs; j++) {
+      const at = fkp.readUInt8((runs + 1) * 4 + j) * 2;
+      if (at === 0) continue;
+      const grpprl = fkp.subarray(at + 1, Math.min(511, at + 1 + fkp.readUInt8(at)));
+      let font = null;
+      let symbol = null;
+      for (const { sprm, at: operand } of sprmsOf(grpprl, 0)) {
+        if (sprm === 0x4a4f && operand + 2 <= grpprl.length) font = fonts[grpprl.readUInt16LE(operand)] ?? null;
+        else if (sprm === 0x6a09 && operand + 4 <= grpprl.length) symbol = { font: fonts[grpprl.readUInt16LE(operand)] ?? null, code: grpprl.readUInt16LE(operand + 2) };
+      }
+      const start = fkp.readUInt32LE(j * 4);
+      const end = fkp.readUInt32LE((j + 1) * 4);
+      const mapped = (fontName, code) => {
+        const found = fontName && DINGBAT_FONT.test(fontName) ? dingbats.hex(fontName, (code & 0xff).toString(16).toUpperCase().padStart(2, '0')) : undefined;
+        return found && found.codePoint <= 0xffff ? found.string : null;
+      };
+      if (symbol) {
+        const character = mapped(symbol.font, symbol.code);
+        if (character) replaceInRange(pieces, start, end, (text) => text.replace(/[^\r\x07\x0b]/g, character));
+      } else if (font && DINGBAT_FONT.test(font)) {
+        replaceInRange(pieces, start, end, (text) => text.replace(/[\uf020-\uf0ff]/g, (c) => mapped(font, c.charCodeAt(0)) ?? c));
+      }
+    }
+  }
+}
+
+/** The text of file positions [start, end) changed by `change` (which keeps its length), in every piece holding them. */
+function replaceInRange(pieces, start, end, change) {
+  for (const piece of pieces) {
+    if (piece.endFilePos <= start || piece.startFilePos >= end) continue;
+    const from = Math.max(0, (start - piece.startFilePos) / piece.bpc);
+    const to = Math.min(piece.text.length, (end - piece.startFilePos) / piece.bpc);
+    const part = piece.text.slice(from, to);
+    const changed = change(part);
+    if (changed !== part && changed.length === part.length) piece.text = piece.text.slice(0, from) + changed + piece.text.slice(to);
+  }
+}
+
+/** Whether a paragraph's properties (istd, then its sprms) set sprmPFInTable. */
+function inTable(grpprl) {
+  for (const { sprm, at } of sprmsOf(grpprl, 2)) if (sprm === 0x2416) return at < grpprl.length && grpprl[at] !== 0;
+  return false;
+}
+
+/** The paragraph marks of file positions [start, end) made cell lines (0x0B), in every piece holding them. */
+function markCellLines(pieces, start, end) {
+  replaceInRange(pieces, start, end, (text) => text.replace(/\r/g, '\x0b'));
 }
 
 /** The text of character positions [start, end) of the document's piece table (word-extractor's pieces, in order). */
@@ -390,8 +585,8 @@ function plcAt(fib, table, at, size) {
   return { positions, data };
 }
 
-/** The body (raw, before word-extractor's clean) with each note put at its reference; null when it has no notes. */
-function bodyWithNotes(pieces, boundaries, streams, clean) {
+/** The body (wordText) with each note put at its reference; null when it has no notes. */
+function bodyWithNotes(pieces, boundaries, streams) {
   if (!streams) return null;
   const { fib, table } = streams;
   const text = boundaries.ccpText;
@@ -424,9 +619,9 @@ function bodyWithNotes(pieces, boundaries, streams, clean) {
       if (at >= text) throw new Error('a note reference lies outside the body');
       const automatic = refs.data[i] !== 0;
       const raw = textOfRange(pieces, storyStart[kind] + texts.positions[i], storyStart[kind] + texts.positions[i + 1]);
-      const mark = automatic ? String(++number) : clean(textOfRange(pieces, at, at + 1)).trim();
+      const mark = automatic ? String(++number) : wordText(textOfRange(pieces, at, at + 1)).trim();
       // The note's text starts with its mark again (automatic, or the custom mark) and often a tab after it.
-      let body = clean(raw).replace(/\s+/g, ' ').trim();
+      let body = wordText(raw).replace(/\s+/g, ' ').trim();
       if (!automatic && mark && body.startsWith(mark)) body = body.slice(mark.length).trim();
       placed += body.length;
       references.push({ at, note: body ? ` [${mark ? `${mark}: ` : ''}${body}]` : '' });
@@ -443,21 +638,18 @@ function bodyWithNotes(pieces, boundaries, streams, clean) {
     body += textOfRange(pieces, from, at) + note;
     from = at + 1;
   }
-  return clean(body + textOfRange(pieces, from, text));
+  return wordText(body + textOfRange(pieces, from, text));
 }
 
 export async function docText(bytes) {
   const { default: WordExtractor } = await import('word-extractor');
   notesPlacedAtReferences();
   const doc = await new WordExtractor().extract(bytes);
-  const textBoxes = doc.getTextboxes({ includeHeadersAndFooters: false });
   // The body's text boxes are the document's text too (the .docx and .odt readers keep them); word-extractor gives them
   // apart from the body, without where they stand in it, so they follow it. The notes are at their references
-  // (notesPlacedAtReferences), or else follow the body too.
+  // (notesPlacedAtReferences), or else follow the body too. All read from the pieces by wordText, not by word-extractor's
+  // getters (its clean() and filter()).
   // Without the mark characters, as every reading gives its text (the .docx reading's marks are made of them).
-  if (typeof doc.cardsBodyWithNotes === 'string') {
-    const { filter } = require('word-extractor/lib/filters.js');
-    return [filter(doc.cardsBodyWithNotes), textBoxes].join('\n').replace(MARK_CHARACTERS, '');
-  }
-  return [doc.getBody(), textBoxes, doc.getFootnotes(), doc.getEndnotes()].join('\n').replace(MARK_CHARACTERS, '');
+  const parts = typeof doc.cardsBodyWithNotes === 'string' ? [doc.cardsBodyWithNotes, doc.cardsTextBoxes] : [doc.cardsBody, doc.cardsTextBoxes, ...doc.cardsNotes];
+  return parts.join('\n').replace(MARK_CHARACTERS, '');
 }

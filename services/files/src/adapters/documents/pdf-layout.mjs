@@ -10,6 +10,8 @@
 
 const MARK_CHARACTERS = /[\ue000\ue001]/g;
 
+const ITEM_GAP = 0.15;
+
 function linesOf(items) {
   const lines = [];
   let current = null;
@@ -28,6 +30,14 @@ function linesOf(items) {
     if (str.length > 0) {
       if (!current) current = { text: '', y, size, items: [], links: [], left: Infinity, right: -Infinity };
       const x = item.transform?.[4] ?? 0;
+      // Items set apart on the line (by more than ITEM_GAP of the text's size) are words apart, whichever way the line
+      // runs: pdf.js writes the spaces inside an item, not between two, and a right-to-left line's English words or
+      // digits are items of their own ("والتجارة." "The English", "מספר" "42").
+      const last = current.items[current.items.length - 1];
+      if (last && last.width > 0 && (item.width ?? 0) > 0 && !/\s$/.test(current.text) && !/^\s/.test(str)) {
+        const gap = Math.max(x - (last.x + last.width), last.x - (x + item.width));
+        if (gap > Math.max(current.size, size) * ITEM_GAP) current.text += ' ';
+      }
       current.items.push({ at: current.text.length, x, width: item.width ?? 0, length: str.length });
       current.text += str;
       current.size = Math.max(current.size, size);
@@ -337,6 +347,11 @@ function urlJoin(before, after) {
   return null;
 }
 
+// Han, kana and their punctuation (CJK symbols, full-width forms); Korean is written with spaces and keeps them.
+const CJK = '\\p{Script=Han}\\p{Script=Hiragana}\\p{Script=Katakana}\\u3000-\\u303f\\u30fc\\uff00-\\uffef';
+const CJK_END = new RegExp(`[${CJK}]$`, 'u');
+const CJK_START = new RegExp(`^[${CJK}]`, 'u');
+
 function joinLine(text, next) {
   if (!text) return next;
   const before = text.trimEnd();
@@ -344,6 +359,8 @@ function joinLine(text, next) {
   const joined = urlJoin(before, after);
   if (joined !== null) return joined;
   if (HYPHENATED_END.test(before) && CONTINUED_WORD.test(after)) return keepsHyphen(before, after) ? before + after : before.slice(0, -1) + after;
+  // Chinese and Japanese are written without spaces: a line ending in one of their characters goes on without one.
+  if (CJK_END.test(before) && CJK_START.test(after)) return before + after;
   return `${text} ${next}`;
 }
 
@@ -578,7 +595,7 @@ function withoutRunningLines(pages) {
 const OPEN_END = /[^.!?:;"'”’)\]…。！？]$/u;
 
 function continuesOnNextPage(last, first) {
-  return OPEN_END.test(last.text) && (CONTINUED_WORD.test(first.text) || urlJoin(last.text, first.text) !== null);
+  return OPEN_END.test(last.text) && (CONTINUED_WORD.test(first.text) || (CJK_END.test(last.text) && CJK_START.test(first.text)) || urlJoin(last.text, first.text) !== null);
 }
 
 function joinedParagraphs(last, first) {

@@ -2,6 +2,8 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { DocumentBlock } from '../src/domain/model';
 import { LibraryDocumentReader } from '../src/adapters/documents/library-document-reader';
+import { UnreadableDocumentError } from '../src/domain/ports';
+import { zip } from './office-packages';
 
 // The Word and OpenDocument readers on what ordinary documents hold (word-features.doc/.docx/.odt: make-fixtures.sh, from
 // src/word-features.fodt, one document saved by Writer in each format).
@@ -44,5 +46,47 @@ describe('.doc (word-extractor): the text as Word shows it', () => {
 
   it("a Symbol or Wingdings character (stored in the private-use area) is the character it shows, as mammoth maps a .docx's w:sym", async () => {
     expect(texts(await blocksOf('word-features.doc'))).toContain('The threshold is \u2265 5 mg and the angle \u03B1 is small; done \u2713.');
+  });
+});
+
+describe('password-protected .odt and .doc', () => {
+  const PROTECTED = 'the document is password-protected; remove the password and upload it again';
+
+  /** An .odt saved with a password: the manifest gives each part's encryption data, content.xml is ciphertext. */
+  function encryptedOdt(): Buffer {
+    const entry = (path: string) =>
+      `<manifest:file-entry manifest:full-path="${path}" manifest:media-type="text/xml" manifest:size="2800"><manifest:encryption-data manifest:checksum-type="urn:oasis:names:tc:opendocument:xmlns:manifest:1.0#sha256-1k" manifest:checksum="AAAA"><manifest:algorithm manifest:algorithm-name="http://www.w3.org/2001/04/xmlenc#aes256-cbc" manifest:initialisation-vector="AAAA"/><manifest:start-key-generation manifest:start-key-generation-name="http://www.w3.org/2000/09/xmldsig#sha256" manifest:key-size="32"/><manifest:key-derivation manifest:key-derivation-name="PBKDF2" manifest:key-size="32" manifest:iteration-count="100000" manifest:salt="AAAA"/></manifest:encryption-data></manifest:file-entry>`;
+    const manifest = `<?xml version="1.0" encoding="UTF-8"?><manifest:manifest xmlns:manifest="urn:oasis:names:tc:opendocument:xmlns:manifest:1.0" manifest:version="1.3"><manifest:file-entry manifest:full-path="/" manifest:version="1.3" manifest:media-type="application/vnd.oasis.opendocument.text"/>${entry('content.xml')}${entry('styles.xml')}</manifest:manifest>`;
+    return zip([
+      { name: 'mimetype', data: 'application/vnd.oasis.opendocument.text' },
+      { name: 'content.xml', data: Buffer.from(Array.from({ length: 2800 }, (_, i) => (i * 131 + 7) % 256)) },
+      { name: 'META-INF/manifest.xml', data: manifest },
+    ]);
+  }
+
+  /** word-features.doc with the FIB's fEncrypted bit set (as Word writes a .doc saved with a password to open). */
+  function encryptedDoc(): Buffer {
+    const bytes = Buffer.from(fixture('word-features.doc'));
+    let at = 512;
+    while (at < bytes.length && bytes.readUInt16LE(at) !== 0xa5ec) at += 512;
+    expect(at).toBeLessThan(bytes.length);
+    bytes.writeUInt16LE(bytes.readUInt16LE(at + 0x0a) | 0x0100, at + 0x0a);
+    return bytes;
+  }
+
+  it('are refused at upload as password-protected (an .odt read "the document is empty", a .doc "could not be read (Attempt to access memory outside buffer bounds)")', async () => {
+    await expect(reader.inspect('odt', encryptedOdt())).rejects.toThrow(`base64_docx_file: ${PROTECTED}`);
+    await expect(reader.inspect('doc', encryptedDoc())).rejects.toThrow(`base64_docx_file: ${PROTECTED}`);
+  });
+
+  it('their ingestion records the same reason', async () => {
+    for (const [format, bytes] of [['odt', encryptedOdt()], ['doc', encryptedDoc()]] as const) {
+      const err = await reader.parse(format, bytes).then(
+        () => null,
+        (e: unknown) => e,
+      );
+      expect(err).toBeInstanceOf(UnreadableDocumentError);
+      expect((err as Error).message).toBe(PROTECTED);
+    }
   });
 });

@@ -23,6 +23,8 @@ const OTHER_WORD_PACKAGES: readonly (readonly [string, string])[] = [
   ['ms-word.template.macroenabledtemplate.main', 'a macro-enabled Word template (.dotm)'],
 ];
 const WORD_STREAM_NAME = Buffer.from('WordDocument', 'utf16le');
+/** A manifest entry's encryption data (manifest:encryption-data, with any namespace prefix). */
+const ODT_ENCRYPTION_DATA = /<(?:[\w.-]+:)?encryption-data[\s/>]/;
 
 /**
  * Reads documents with well-kept libraries: mammoth (.docx), word-extractor (.doc), yauzl +
@@ -66,9 +68,12 @@ export class LibraryDocumentReader implements DocumentReader {
         return zip.parts;
       }
       case 'odt': {
-        const zip = await readZip(bytes, ['mimetype', 'content.xml'], this.zipLimits);
+        const zip = await readZip(bytes, ['mimetype', 'content.xml', 'META-INF/manifest.xml'], this.zipLimits);
         const content = zip.parts.get('content.xml');
         const mimetype = zip.parts.get('mimetype')?.trim();
+        // An encrypted package (ODF 1.2 part 3, 3.8: a password on saving) lists each encrypted part's cipher in the
+        // manifest; its content.xml is no XML (it read "the document is empty (no text)").
+        if (ODT_ENCRYPTION_DATA.test(zip.parts.get('META-INF/manifest.xml') ?? '')) throw new InvalidArgumentError(`base64_docx_file: ${PASSWORD_PROTECTED}`);
         if (mimetype === ODT_TEMPLATE_MIME && content !== undefined) {
           throw new InvalidArgumentError('base64_docx_file: the file is an OpenDocument text template (.ott), not an .odt document: save it as an OpenDocument text (.odt) and upload that');
         }

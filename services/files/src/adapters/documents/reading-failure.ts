@@ -22,11 +22,17 @@ export function readingFailure(format: DocumentFormat, err: unknown): Unreadable
   return new UnreadableDocumentError(reason, { cause: err });
 }
 
-/** The PDF library's refusal of a document that needs a password to open (pdf.js PasswordException's messages). */
+/**
+ * A refusal of a document that needs a password to open: pdf.js PasswordException's messages, the .doc reading's
+ * (word-documents.mjs WORD_ENCRYPTED: the FIB's fEncrypted) and the container check's (an encrypted .odt).
+ */
 export function isPasswordError(err: unknown): boolean {
-  const message = err instanceof Error ? err.message : String(err);
-  return /^(?:PasswordException: )?(?:No password given|Incorrect Password)$/i.test(message.trim());
+  const message = (err instanceof Error ? err.message : String(err)).trim();
+  return /^(?:PasswordException: )?(?:No password given|Incorrect Password)$/i.test(message) || message === WORD_ENCRYPTED || message === `base64_docx_file: ${PASSWORD_PROTECTED}`;
 }
+
+/** The parser worker's message for a .doc whose FIB says it is encrypted or obfuscated (word-documents.mjs). */
+export const WORD_ENCRYPTED = 'WordEncrypted: the .doc document is encrypted';
 
 /** A library's message as one short line: no stack frames, parser positions or tags, whitespace collapsed. */
 export function shortCause(message: string): string {

@@ -333,6 +333,9 @@ export async function docxHtml(bytes) {
 // of the references (footnotes and endnotes each counted from 1, in digits whatever Word's number format), a custom mark
 // ("*") carries the mark. A document whose tables cannot be read so keeps word-extractor's reading, its notes after the
 // body.
+/** As reading-failure.ts WORD_ENCRYPTED. */
+const WORD_ENCRYPTED = 'WordEncrypted: the .doc document is encrypted';
+
 const NOTE_TABLES = [
   { kind: 'footnote', ref: 0x00aa, text: 0x00b2 },
   { kind: 'endnote', ref: 0x020a, text: 0x0212 },
@@ -345,6 +348,14 @@ function notesPlacedAtReferences() {
   Extractor.prototype.writePieces = function (fib, table) {
     this.cardsStreams = { fib, table };
     return writePieces.call(this, fib, table);
+  };
+  // A password-protected .doc (MS-DOC FibBase: fEncrypted 0x0100, or fObfuscated 0x8000 with it) holds its text
+  // encrypted: word-extractor read it as text and failed ("Attempt to access memory outside buffer bounds"). Refused
+  // with WORD_ENCRYPTED, which reading-failure.ts (isPasswordError) takes for a password.
+  const extractWordDocument = Extractor.prototype.extractWordDocument;
+  Extractor.prototype.extractWordDocument = function (document, buffer) {
+    if (buffer.length >= 0x0c && buffer.readUInt16LE(0) === 0xa5ec && (buffer.readUInt16LE(0x0a) & 0x0100) !== 0) return Promise.reject(new Error(WORD_ENCRYPTED));
+    return extractWordDocument.call(this, document, buffer);
   };
   const buildDocument = Extractor.prototype.buildDocument;
   Extractor.prototype.buildDocument = function () {

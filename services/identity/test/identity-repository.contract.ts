@@ -436,6 +436,21 @@ export function describeIdentityRepositoryContract(name: string, factory: () => 
       expect(await repo.findUserById(user.id)).toMatchObject({ passwordHash: 'scrypt$new', passwordVersion: 1 });
     });
 
+    test('a rehash replaces the hash only while it is the one read, keeping the password version, sessions and reset links', async () => {
+      const user = await registered({ passwordHash: 'scrypt$typed' });
+      const session = aSession(user.id);
+      await repo.createSession(session);
+      const link = aReset(user.id);
+      await repo.createPasswordReset(link);
+      expect(await repo.rehashPassword(user.id, 'scrypt$typed', 'scrypt$nfc')).toBe(true);
+      expect(await repo.findUserById(user.id)).toEqual({ ...user, passwordHash: 'scrypt$nfc' });
+      expect((await repo.findSession(session.id))?.revokedAt).toBeNull();
+      expect((await repo.findPasswordReset(link.id))?.usedAt).toBeNull();
+      // A reset (or another rehash) came first: the hash read before is gone, nothing is written.
+      expect(await repo.rehashPassword(user.id, 'scrypt$typed', 'scrypt$late')).toBe(false);
+      expect((await repo.findUserById(user.id))?.passwordHash).toBe('scrypt$nfc');
+    });
+
     test('of two reset links of one user used at once, exactly one replaces the password and the other changes nothing', async () => {
       for (let round = 0; round < 5; round++) {
         const user = await registered();

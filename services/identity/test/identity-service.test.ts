@@ -141,6 +141,46 @@ describe('IdentityService', () => {
     expect(users.map((u) => u?.email ?? null)).toEqual(['b@example.com', null, 'a@example.com', null, 'b@example.com']);
   });
 
+  it('a password is one password in NFC: set composed, it logs in typed decomposed, and the other way round', async () => {
+    const { service, mailer } = setup(new Date());
+    const composed = 'passw\u00f6rd1';
+    const decomposed = 'passwo\u0308rd1';
+    await service.register(await service.invite('c@example.com', []), composed, decomposed);
+    await expect(service.login('c@example.com', decomposed)).resolves.toMatchObject({ user: { email: 'c@example.com' } });
+    await expect(service.login('c@example.com', composed)).resolves.toMatchObject({ user: { email: 'c@example.com' } });
+    await service.register(await service.invite('d@example.com', []), decomposed, decomposed);
+    await expect(service.login('d@example.com', composed)).resolves.toMatchObject({ user: { email: 'd@example.com' } });
+    await service.requestPasswordReset('d@example.com');
+    await service.mailSent();
+    const resetId = /auth\/password\/([0-9a-f-]{36})/.exec(mailer.sent.at(-1)!.text)![1]!;
+    await service.resetPassword(resetId, 'n\u00e9wpassword', 'ne\u0301wpassword');
+    await expect(service.login('d@example.com', 'ne\u0301wpassword')).resolves.toMatchObject({ user: { email: 'd@example.com' } });
+    await expect(service.login('d@example.com', 'newpassword')).rejects.toThrow(/Incorrect email or password/);
+  });
+
+  it('an account whose hash was made from a decomposed password logs in with what was typed, and is rehashed in NFC on success', async () => {
+    const repository = new SqliteIdentityRepository(join(mkdtempSync(join(tmpdir(), 'identity-')), 'identity.db'));
+    const hasher = new ScryptPasswordHasher(1024);
+    const service = new IdentityService({ repository, mailer: new RecordingMailer(), hasher, tokens: new JwtTokenSigner('s'.repeat(40)), publicUrl: 'https://cards.example', logger: createLogger('test', 'silent') });
+    const decomposed = 'passwo\u0308rd1';
+    const now = new Date();
+    // As the version before stored it: the hash of the password as typed, decomposed.
+    const typedHash = await hasher.hash(decomposed);
+    await repository.createInvitation({ id: 'i-old', email: 'old@example.com', referralTokens: [], createdAt: now, expiresAt: new Date(now.getTime() + 60_000), usedAt: null });
+    await repository.registerFromInvitation('i-old', { id: 'u-old', email: 'old@example.com', username: null, website: null, visibleEmail: true, passwordHash: typedHash, passwordVersion: 0, createdAt: now, updatedAt: now }, now);
+    await expect(service.login('old@example.com', 'passw\u00f6rd1x')).rejects.toThrow(/Incorrect email or password/);
+    expect((await repository.findUserById('u-old'))?.passwordHash).toBe(typedHash);
+    const { token } = await service.login('old@example.com', decomposed);
+    const rehashed = (await repository.findUserById('u-old'))!;
+    expect(rehashed.passwordHash).not.toBe(typedHash);
+    expect(await hasher.verify('passw\u00f6rd1', rehashed.passwordHash)).toBe(true);
+    expect(rehashed.passwordVersion).toBe(0);
+    // The session just opened stays: the password is the same one.
+    await expect(service.resolveSession(token)).resolves.toMatchObject({ id: 'u-old' });
+    await expect(service.login('old@example.com', 'passw\u00f6rd1')).resolves.toMatchObject({ user: { id: 'u-old' } });
+    await expect(service.login('old@example.com', decomposed)).resolves.toMatchObject({ user: { id: 'u-old' } });
+  });
+
   it('password reset links expire after one hour', async () => {
     const { service, mailer, advance } = setup(new Date());
     const id = await service.invite('r@example.com', []);

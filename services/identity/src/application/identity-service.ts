@@ -10,7 +10,7 @@ import {
 } from '@cards/platform';
 import { INVITATION_TTL_MS, PASSWORD_RESET_TTL_MS, SESSION_TTL_MS, type ProfilePatch, type User } from '../domain/model';
 import type { IdentityRepository, Mailer, OutgoingMail, PasswordHasher, TokenSigner } from '../domain/ports';
-import { checkDeliverableEmail, checkNewPassword, EMAIL_HIDDEN_WITHOUT_USERNAME, emailVisibilityCondition, normalizeEmail, normalizeUsername, normalizeWebsite } from '../domain/rules';
+import { checkDeliverableEmail, checkNewPassword, EMAIL_HIDDEN_WITHOUT_USERNAME, emailVisibilityCondition, normalizeEmail, normalizePassword, normalizeUsername, normalizeWebsite } from '../domain/rules';
 
 export interface IdentityServiceDeps {
   repository: IdentityRepository;
@@ -90,8 +90,9 @@ export class IdentityService {
     }
   }
 
-  async register(invitationId: string, password: string, confirmation: string): Promise<User> {
-    checkNewPassword(password, confirmation);
+  async register(invitationId: string, typedPassword: string, typedConfirmation: string): Promise<User> {
+    const password = normalizePassword(typedPassword);
+    checkNewPassword(password, normalizePassword(typedConfirmation));
     const invitation = await this.deps.repository.findInvitation(invitationId);
     if (!invitation) throw new NotFoundError('Invitation not found');
     const now = this.now();
@@ -125,10 +126,12 @@ export class IdentityService {
     }
     const user = await this.deps.repository.findUserByEmail(email);
     if (!user) {
-      await this.deps.hasher.verify(password, await this.getDummyHash());
+      await this.passwordMatches(password, await this.getDummyHash());
       throw new UnauthenticatedError(INCORRECT_LOGIN);
     }
-    if (!(await this.deps.hasher.verify(password, user.passwordHash))) throw new UnauthenticatedError(INCORRECT_LOGIN);
+    const matched = await this.passwordMatches(password, user.passwordHash);
+    if (!matched) throw new UnauthenticatedError(INCORRECT_LOGIN);
+    if (matched === 'as-typed') await this.rehashInNfc(user, password);
     const now = this.now();
     // The session is bound to the password just checked: a reset that replaces it meanwhile leaves this session dead.
     const session = { id: randomUUID(), userId: user.id, createdAt: now, expiresAt: new Date(now.getTime() + SESSION_TTL_MS), revokedAt: null, passwordVersion: user.passwordVersion };
@@ -193,8 +196,9 @@ export class IdentityService {
     }, 'password reset mail');
   }
 
-  async resetPassword(resetId: string, password: string, confirmation: string): Promise<void> {
-    checkNewPassword(password, confirmation);
+  async resetPassword(resetId: string, typedPassword: string, typedConfirmation: string): Promise<void> {
+    const password = normalizePassword(typedPassword);
+    checkNewPassword(password, normalizePassword(typedConfirmation));
     const reset = await this.deps.repository.findPasswordReset(resetId);
     if (!reset) throw new NotFoundError('Password reset not found');
     const now = this.now();
@@ -240,6 +244,28 @@ export class IdentityService {
       .catch((err: unknown) => this.deps.logger.error({ err }, `${what} could not be sent`))
       .finally(() => this.afterAnswerWork.delete(running));
     this.afterAnswerWork.add(running);
+  }
+
+  /**
+   * Whether the password typed matches the hash: its NFC form first (every hash made since passwords are normalized),
+   * then, when it differs, the password as typed (a hash made before from a password set decomposed); the same
+   * checks against the dummy hash for an unknown address, so timing tells nothing more.
+   */
+  private async passwordMatches(typed: string, hash: string): Promise<'nfc' | 'as-typed' | false> {
+    const nfc = normalizePassword(typed);
+    if (await this.deps.hasher.verify(nfc, hash)) return 'nfc';
+    if (nfc !== typed && (await this.deps.hasher.verify(typed, hash))) return 'as-typed';
+    return false;
+  }
+
+  /** A hash made from a password as typed (not NFC) is replaced by one of its NFC form, so every spelling logs in from now on. */
+  private async rehashInNfc(user: User, typed: string): Promise<void> {
+    try {
+      await this.deps.repository.rehashPassword(user.id, user.passwordHash, await this.deps.hasher.hash(normalizePassword(typed)));
+    } catch (err) {
+      // The login stands: the old hash still matches what was typed, and the next login tries again.
+      this.deps.logger.error({ err }, 'password could not be rehashed in NFC');
+    }
   }
 
   private getDummyHash(): Promise<string> {

@@ -40,6 +40,12 @@ export interface IdentityRepository {
    * sent (of two links used at once, one wins). A link without passwordVersion is held to the user's current one.
    */
   completePasswordReset(reset: PasswordReset, passwordHash: string, at: Date): Promise<boolean>;
+  /**
+   * Replaces the hash of the user's password by another hash of the same password (a rehash at login), only while the
+   * stored hash is still `previousHash`: a reset meanwhile wins. The password version, sessions and reset links stay.
+   * False when nothing was written.
+   */
+  rehashPassword(userId: string, previousHash: string, passwordHash: string): Promise<boolean>;
 
   close(): Promise<void>;
 }

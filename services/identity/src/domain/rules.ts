@@ -35,7 +35,18 @@ export function checkDeliverableEmail(email: string): void {
   }
 }
 
-/** A new password: any printable characters (spaces and emoji too), no control characters; logging in compares only. */
+/**
+ * A password as hashed and checked: in Unicode NFC, so "passwörd1" typed with a composed "ö" or with "o" and a combining
+ * mark (macOS input, another keyboard) is one password. Not NFKC: it would join characters people tell apart.
+ */
+export function normalizePassword(password: string): string {
+  return password.normalize('NFC');
+}
+
+/**
+ * A new password as normalizePassword gives it (and its confirmation): any printable characters (spaces and emoji
+ * too), no control characters; logging in compares only.
+ */
 export function checkNewPassword(password: string, confirmation: string): void {
   // Characters as people count them: a code point, not a UTF-16 unit (four emoji are four characters, not eight).
   if (characterCount(password) < MIN_PASSWORD_CHARS) throw new InvalidArgumentError(`password: must be at least ${MIN_PASSWORD_CHARS} characters`);

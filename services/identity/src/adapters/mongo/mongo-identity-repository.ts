@@ -413,6 +413,10 @@ export class MongoIdentityRepository implements IdentityRepository {
     await this.sessions.updateMany({ userId, revokedAt: null }, { $set: { revokedAt: at } }, { session });
   }
 
+  async rehashPassword(userId: string, previousHash: string, passwordHash: string): Promise<boolean> {
+    return (await this.users.updateOne({ _id: userId, passwordHash: previousHash }, { $set: { passwordHash } })).modifiedCount > 0;
+  }
+
   async close(): Promise<void> {
     await this.connection.close();
   }

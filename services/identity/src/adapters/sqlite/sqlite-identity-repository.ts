@@ -361,6 +361,10 @@ export class SqliteIdentityRepository implements IdentityRepository {
     })();
   }
 
+  async rehashPassword(userId: string, previousHash: string, passwordHash: string): Promise<boolean> {
+    return this.db.prepare('UPDATE users SET password_hash = ? WHERE id = ? AND password_hash = ?').run(passwordHash, userId, previousHash).changes > 0;
+  }
+
   async close(): Promise<void> {
     this.db.close();
   }

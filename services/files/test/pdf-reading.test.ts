@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { LibraryDocumentReader } from '../src/adapters/documents/library-document-reader';
+import { pdfDocument, type PdfLine } from './office-packages';
 
 // The PDF reading (src/adapters/documents/pdf-layout.mjs) on documents as Writer sets them: the fixtures are made by
 // test/fixtures/documents/make-fixtures.sh from their sources in src/.
@@ -32,5 +33,32 @@ describe('.pdf Chinese and Japanese (cjk.pdf, src/cjk.fodt)', () => {
       '北部海岸的沙丘在过去十年中不断后退，当地居民和研究人员一起记录了每一次风暴之后的变化。',
       '北の海岸の砂丘は過去十年間で後退を続けており、地元の住民と研究者は嵐のたびに変化を記録してきました。',
     ]);
+  });
+});
+
+describe('.pdf columns', () => {
+  // Two columns of Helvetica lines (pdfDocument): each about 230 points wide at 11 points, the right column from x 320.
+  const words = (tag: string, n: number) => Array.from({ length: n }, (_, i) => `${tag}${String.fromCharCode(97 + i)}`).join(' ');
+  const column = (x: number, lines: readonly string[]): PdfLine[] => lines.map((text, i) => ({ x, y: 700 - i * 14, text }));
+
+  it('a paragraph goes on at the top of the next column, its word hyphenated at the column end joined', async () => {
+    const left = [`Tides carry ${words('la', 8)}`, words('lb', 10), words('lc', 10), words('ld', 10), words('le', 10), `${words('lf', 8)} the characteri-`];
+    const right = [`sation of ${words('ra', 9)}`, words('rb', 10), `${words('rc', 4)} ends here.`, `Next one ${words('rd', 8)}`, words('re', 10), `${words('rf', 5)} done.`];
+    const pdf = pdfDocument([{ lines: [...column(72, left), ...column(320, right)] }]);
+    const blocks = (await reader.parse('pdf', pdf)).blocks.map((b) => b.text.replace(/ ?[lr][a-f][a-j]\b/g, ''));
+    expect(blocks).toEqual(['Tides carry the characterisation of ends here.', 'Next one done.']);
+  });
+
+  it('a column ending a sentence or a short line, or a next column starting indented, ends the paragraph', async () => {
+    const read = async (lastLeft: string, rightX = 320) => {
+      const left = [`Tides carry ${words('la', 8)}`, words('lb', 10), words('lc', 10), words('ld', 10), words('le', 10), lastLeft];
+      const right = [`Dunes ${words('ra', 9)}`, words('rb', 10), words('rc', 10), words('rd', 10), words('re', 10), `${words('rf', 5)} done.`];
+      const pdf = pdfDocument([{ lines: [...column(72, left), ...column(320, right).map((l, i) => (i === 0 ? { ...l, x: rightX } : l))] }]);
+      return (await reader.parse('pdf', pdf)).blocks.map((b) => b.text.replace(/ ?[lr][a-f][a-j]\b/g, ''));
+    };
+    expect(await read(`${words('lf', 8)} the end.`)).toEqual(['Tides carry the end.', 'Dunes done.']);
+    expect(await read(`${words('lf', 3)} the`)).toEqual(['Tides carry the', 'Dunes done.']);
+    expect(await read(`${words('lf', 9)} the`, 340)).toEqual(['Tides carry the', 'Dunes done.']);
+    expect(await read(`${words('lf', 9)} the`)).toEqual(['Tides carry the Dunes done.']);
   });
 });

@@ -406,6 +406,17 @@ function endsParagraph(line, next, blockRight) {
   return width > 0 && line.right < right - width * SHORT_LINE && SENTENCE_ENDS_LINE.test(line.text.trimEnd()) && !CONTINUED_WORD.test(next.text.trimStart());
 }
 
+// A paragraph goes on at the top of the next column (a line above the one before it: the reading order put a column's
+// lines after the previous column's) when the column's last line fills its width (that of most of the page's lines)
+// without ending a sentence, and the next column's first line, in a like size, is not indented from the line below it.
+// A table's cells drawn column by column are short lines, and stay apart.
+function continuesInNextColumn(previous, line, below, typicalWidth) {
+  if (!OPEN_END.test(previous.text.trimEnd()) || SENTENCE_ENDS_LINE.test(previous.text.trimEnd())) return false;
+  if (Math.abs(line.size - previous.size) > Math.min(line.size, previous.size) * SIZE_CHANGE) return false;
+  if (!(typicalWidth > 0) || previous.right - previous.left < typicalWidth * (1 - SHORT_LINE)) return false;
+  return !below || below.y >= line.y || line.left <= below.left + line.size * 0.5;
+}
+
 // A vertical gap clearly larger than the page's usual line pitch starts a new paragraph, and so does a short line
 // ending a sentence (endsParagraph). Each link is anchored at the word its annotation starts on (DocumentBlock.linkWords).
 function paragraphsOf(lines) {
@@ -419,9 +430,12 @@ function paragraphsOf(lines) {
   let block = null;
   let previous = null;
   let blockRight = -Infinity;
-  for (const line of lines) {
+  const widths = lines.map((l) => l.right - l.left).filter((w) => w > 0).sort((a, b) => a - b);
+  const typicalWidth = widths[Math.floor(widths.length / 2)] ?? 0;
+  lines.forEach((line, i) => {
     const gap = previous ? previous.y - line.y : 0;
-    if (!block || gap < 0 || gap > Math.max(typical * 1.3, line.size * 1.45) || endsParagraph(previous, line, blockRight)) {
+    const columnGoesOn = gap < 0 && continuesInNextColumn(previous, line, lines[i + 1], typicalWidth);
+    if (!block || (gap < 0 && !columnGoesOn) || gap > Math.max(typical * 1.3, line.size * 1.45) || endsParagraph(previous, line, blockRight)) {
       if (block) blocks.push(block);
       block = { kind: 'paragraph', text: '', links: [], linkWords: [], size: 0 };
       blockRight = -Infinity;
@@ -434,7 +448,7 @@ function paragraphsOf(lines) {
     block.links.push(...line.links.map((link) => link.url));
     block.linkWords.push(...line.links.map((link) => lineStart + wordIndexAt(line.text, link.at)));
     previous = line;
-  }
+  });
   if (block) blocks.push(block);
   return blocks
     .map(({ size, ...b }) => sized({ ...b, text: b.text.replace(/\s+/g, ' ').trim() }, size))

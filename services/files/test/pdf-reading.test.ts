@@ -62,3 +62,11 @@ describe('.pdf columns', () => {
     expect(await read(`${words('lf', 9)} the`)).toEqual(['Tides carry the Dunes done.']);
   });
 });
+
+describe('.pdf without text', () => {
+  it('a scan (no text layer) is refused as empty, saying it has no text layer and that OCR is not done', async () => {
+    await expect(reader.inspect('pdf', fixture('scan.pdf'))).rejects.toThrow(
+      'base64_docx_file: the document is empty (no text): the PDF has no text layer, as a scanned document has none (its text is an image, and text recognition, OCR, is not done)',
+    );
+  });
+});

@@ -27,6 +27,13 @@ const WORD_STREAM_NAME = Buffer.from('WordDocument', 'utf16le');
 const ODT_ENCRYPTION_DATA = /<(?:[\w.-]+:)?encryption-data[\s/>]/;
 
 /**
+ * A PDF without text has no text layer: a scan's text is an image, and the service does no text recognition (OCR). Said
+ * so, as an uploader of a scan sees text in it and "empty" alone reads as a fault.
+ */
+const NO_TEXT_LAYER =
+  ': the PDF has no text layer, as a scanned document has none (its text is an image, and text recognition, OCR, is not done). Upload a PDF with text, such as one saved from the document it was made from';
+
+/**
  * Reads documents with well-kept libraries: mammoth (.docx), word-extractor (.doc), yauzl +
  * htmlparser2 (.odt content.xml), unpdf/pdf.js (.pdf); the libraries run in a worker thread with time
  * and memory limits. Zip containers pass the bomb-checking reader before any library inflates them.
@@ -40,7 +47,7 @@ export class LibraryDocumentReader implements DocumentReader {
   async inspect(format: DocumentFormat, bytes: Buffer): Promise<void> {
     const parts = await this.checkContainer(format, bytes);
     const presence = await this.textPresence(format, bytes, parts);
-    if (presence === 'none') throw new InvalidArgumentError('base64_docx_file: the document is empty (no text)');
+    if (presence === 'none') throw new InvalidArgumentError(`base64_docx_file: the document is empty (no text)${format === 'pdf' ? NO_TEXT_LAYER : ''}`);
     if (presence === 'headings') throw new InvalidArgumentError('base64_docx_file: the document has only headings, no text under them to make cards from');
   }
 

@@ -82,6 +82,10 @@ describe('POST /api/card', () => {
   it('rejects invalid input with 400 and a message naming the field', async () => {
     const cases: [Record<string, unknown>, RegExp][] = [
       [{ card_html: html(uniqueText(70)), link: '', private: false }, /card_html.*more than 70 words/],
+      // Runs of punctuation, symbols or emoji alone are no words.
+      [{ card_html: html(`${uniqueText(60)} ${'\u2014 '.repeat(71)}`), link: '', private: false }, /card_html: must contain more than 70 words of text \(found 60; a word holds a letter or a digit/],
+      [{ card_html: html(`${uniqueText(60)} ${'&amp; '.repeat(71)}`), link: '', private: false }, /card_html.*more than 70 words of text \(found 60;/],
+      [{ card_html: html(`${uniqueText(60)} ${'\u{1f600} '.repeat(71)}`), link: '', private: false }, /card_html.*more than 70 words of text \(found 60;/],
       [{ card_html: `<p>${uniqueText(30)}</p><script>${uniqueText(60)}</script>`, link: '', private: false }, /card_html/],
       [{ card_html: html(uniqueText(5001)), link: '', private: false }, /card_html.*at most 5000 words/],
       [{ card_html: html(Array.from({ length: 100 }, () => 'x'.repeat(300)).join(' ')), link: '', private: false }, /card_html.*29000 characters/],

@@ -424,18 +424,33 @@ export function hasUnspacedScript(text: string): boolean {
   return UNSPACED_SCRIPT.test(text);
 }
 
+// A letter or a number (any script: "3.5", "١٢", "漢"), not one of the invisible ones (the Hangul fillers are letters).
+const WORD_CHARACTER = new RegExp(`(?![${INVISIBLE}])[\\p{L}\\p{N}]`, 'u');
+
 /**
- * Words as readers count them: runs of non-whitespace holding something visible, a run of a script written without
- * spaces (Chinese, Japanese, Thai ...) counting the words its readers see in it (wordStartsInRun). A run of only
- * invisible format or control characters (zero-width space, joiners, soft hyphen, BOM) is no word, or 71 of them would
- * make any text long enough.
+ * Whether a run of non-whitespace is a word: it holds a letter or a number (marks count with the letter they sit on).
+ * Punctuation, symbols and emoji alone ("—", "&", "|", "…", "😀") are no word, nor are invisible characters.
+ */
+export function holdsWord(run: string): boolean {
+  return WORD_CHARACTER.test(run);
+}
+
+/**
+ * Words as readers count them: runs of non-whitespace holding a letter or a number (holdsWord), a run of a script
+ * written without spaces (Chinese, Japanese, Thai ...) counting the words its readers see in it (wordStartsInRun). A
+ * run of only punctuation, symbols or emoji (71 "—", "&" or "😀") or of invisible format or control characters
+ * (zero-width space, joiners, soft hyphen, BOM) is no word, or 71 of them would make any text long enough; so is a
+ * table row's " | " separator.
  */
 export function wordCount(text: string): number {
   const unspaced = hasUnspacedScript(text);
   let words = 0;
-  for (const run of text.split(/\s+/u)) if (hasVisibleText(run)) words += unspaced ? wordStartsInRun(run).length : 1;
+  for (const run of text.split(/\s+/u)) if (holdsWord(run)) words += unspaced ? wordStartsInRun(run).length : 1;
   return words;
 }
+
+/** What a card's word count counts, to follow "(found N" in an answer about the number of words. */
+export const WORDS_COUNTED = 'a word holds a letter or a digit; punctuation, symbols and emoji alone are not counted';
 
 /** Tags as stored: each value split at commas (tags are shown comma-joined), trimmed, empty ones and repeats dropped. */
 export function splitTags(values: readonly string[]): string[] {

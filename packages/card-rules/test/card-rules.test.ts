@@ -18,11 +18,21 @@ describe('@cards/card-rules', () => {
     expect(wordCount('zero\u200bwidth joined\u200dword')).toBe(2);
   });
 
+  it('counts no word for a run of punctuation, symbols or emoji only: a word holds a letter or a number', () => {
+    expect(wordCount('\u2014 '.repeat(71))).toBe(0);
+    expect(wordCount('& '.repeat(71))).toBe(0);
+    expect(wordCount('\u{1f600} \u{1f44d}\u{1f3fd} \u2026 | - * # \u00a7 \u20ac 100%')).toBe(1);
+    // A table row's separators are no words; the cells' words are.
+    expect(wordCount('Year | Rate\n2019 | 4.5%')).toBe(4);
+    // Letters and digits of any script, marks with the letter they sit on; a mark alone, or a Hangul filler, is none.
+    expect(wordCount('caf\u00e9 cafe\u0301 \u0915\u093f \u0661\u0662 \u00bd \u2167 (a) \u2014word\u2014 \u0301 \u3164')).toBe(8);
+  });
+
   it('counts the words of a script written without spaces as its readers see them, and spaced runs as before', () => {
     expect(wordCount('我们今天去图书馆看书。然后回家。')).toBe(8);
     expect(wordCount('東京都に住んでいます')).toBe(7);
     expect(wordCount('「你好」，世界！')).toBe(2);
-    expect(wordCount('Node.js的框架 well-known e-mail 3.5 —')).toBe(7);
+    expect(wordCount('Node.js的框架 well-known e-mail 3.5 —')).toBe(6);
     expect(wordCount('中文 one two')).toBe(3);
     // A long Chinese passage (about 270 characters) is far more than 70 words, not one.
     expect(wordCount('我们今天去图书馆看书，然后回家吃饭。'.repeat(15))).toBeGreaterThan(70);

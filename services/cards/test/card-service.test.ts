@@ -702,6 +702,24 @@ describe('CardService', () => {
     expect(await cards.findById(copy.card.id)).toMatchObject({ private: false, collisionOf: null });
   });
 
+  it('a card stored when punctuation counted as words opens, lists, changes link and privacy and deletes; an edit of its HTML is judged by the count of now', async () => {
+    const { service, cards } = setup();
+    // 40 words and 40 dashes: 80 words by the count before (any visible run), 40 by the count of now (a letter or a number).
+    const content = Array.from({ length: 40 }, (_, i) => `word${i} \u2014`).join(' ') + ` ${randomUUID()}`;
+    const old = aCard().by('alice').withContent(content).build();
+    await cards.insert(old, fingerprintOf(old.content), []);
+    expect(await service.getCard(old.id, 'alice')).toMatchObject({ id: old.id, content });
+    expect((await service.listUserCards('alice', undefined, 1)).cards.map((c) => c.id)).toEqual([old.id]);
+    await service.updateCard({ callerId: 'alice', cardId: old.id, link: 'https://example.org/elsewhere', private: true });
+    expect(await service.getCard(old.id, 'alice')).toMatchObject({ link: 'https://example.org/elsewhere', private: true, content });
+    await expect(service.updateCard({ callerId: 'alice', cardId: old.id, cardHtml: old.cardHtml })).rejects.toThrow(
+      new InvalidArgumentError('card_html: must contain more than 70 words of text (found 41; a word holds a letter or a digit; punctuation, symbols and emoji alone are not counted)'),
+    );
+    expect((await service.getCard(old.id, 'alice')).cardHtml).toBe(old.cardHtml);
+    await service.deleteCard('alice', old.id);
+    await expect(service.getCard(old.id, 'alice')).rejects.toThrow(NotFoundError);
+  });
+
   it('hides private cards (404) and protects others\' cards (403)', async () => {
     const { service } = setup();
     const hidden = await create(service, 'alice', someContent(), { private: true });

@@ -72,7 +72,7 @@ describe('WorkerCardHtmlCleaner', () => {
 
   it('refuses bad HTML with the 400 the rules give, not a failure of the service', async () => {
     cleaner = new WorkerCardHtmlCleaner({ ...DEFAULT_CARD_HTML_CLEANING_LIMITS, minWorkerChars: 0 });
-    await expect(cleaner.clean(`<p>${words(70)}</p>`)).rejects.toThrow(new InvalidArgumentError('card_html: must contain more than 70 words of text (found 70)'));
+    await expect(cleaner.clean(`<p>${words(70)}</p>`)).rejects.toThrow(new InvalidArgumentError('card_html: must contain more than 70 words of text (found 70; a word holds a letter or a digit; punctuation, symbols and emoji alone are not counted)'));
     await expect(cleaner.clean(`<p>${words(70)}</p>`)).rejects.toBeInstanceOf(InvalidArgumentError);
   });
 

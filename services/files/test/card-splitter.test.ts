@@ -58,6 +58,20 @@ describe('splitIntoCards', () => {
     });
   });
 
+  it('counts no word for a run of punctuation or symbols, as the cards service does: each card still holds more than 70 words', () => {
+    // 66 words and 40 dashes: 106 runs, 66 words; with 10 more words, one card of 76 (with its heading).
+    const dashed = Array.from({ length: 66 }, (_, i) => (i < 40 ? `w${i} \u2014` : `w${i}`)).join(' ');
+    expect(countWords(dashed)).toBe(66);
+    expect(splitIntoCards({ blocks: [h('Dashes'), p(dashed)] })).toEqual([]);
+    const cards = splitIntoCards({ blocks: [h('Dashes'), p(dashed), p(words(10, 'x')), p(words(300, 'y')), p(`${'& '.repeat(60)}${words(80, 'z')}`)] });
+    expect(cards.length).toBeGreaterThan(1);
+    for (const card of cards) {
+      expect(card.wordCount).toBe(countWords(card.text));
+      expect(card.wordCount).toBeGreaterThanOrEqual(MIN_CARD_WORDS);
+      expect(card.wordCount).toBeLessThanOrEqual(MAX_CARD_WORDS);
+    }
+  });
+
   it('emits the last block too', () => {
     const cards = splitIntoCards({ blocks: [h('Only'), p(words(75))] });
     expect(cards).toHaveLength(1);

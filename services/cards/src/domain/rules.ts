@@ -26,6 +26,7 @@ import {
   MIN_WORDS_EXCLUSIVE,
   wellFormedProblem,
   wordCount,
+  WORDS_COUNTED,
 } from '@cards/card-rules';
 import type { CardFingerprint } from './model';
 import { blocksKeptApart } from './blocks-apart';
@@ -114,7 +115,9 @@ export function cardTextFromHtml(rawHtml: string): { cardHtml: string; content: 
   const cardHtml = withoutControlCharacters(sanitizeCardHtml(rawHtml));
   const content = textOfHtml(cardHtml);
   const words = wordCount(content);
-  if (words <= MIN_WORDS_EXCLUSIVE) throw new InvalidArgumentError(`card_html: must contain more than ${MIN_WORDS_EXCLUSIVE} words of text (found ${words})`);
+  // Also when an existing card's HTML is sent again: a card stored under the count before (punctuation and symbols
+  // counted) opens, lists and deletes as before, but an edit of its HTML is judged by this count.
+  if (words <= MIN_WORDS_EXCLUSIVE) throw new InvalidArgumentError(`card_html: must contain more than ${MIN_WORDS_EXCLUSIVE} words of text (found ${words}; ${WORDS_COUNTED})`);
   if (words > MAX_WORDS) throw new InvalidArgumentError(`card_html: must contain at most ${MAX_WORDS} words of text (found ${words})`);
   const characters = characterCount(content);
   if (characters > MAX_CONTENT_CHARS) throw new InvalidArgumentError(`card_html: its text must be at most ${MAX_CONTENT_CHARS} characters (found ${characters})`);

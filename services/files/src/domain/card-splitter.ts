@@ -1,4 +1,4 @@
-import { freeTextProblem, hasUnspacedScript, hasVisibleText, linkProblem, MIN_WORDS_EXCLUSIVE, wordCount, wordStartsInRun, withLoneSurrogatesReplaced, withoutControlCharacters } from '@cards/card-rules';
+import { freeTextProblem, hasUnspacedScript, hasVisibleText, holdsWord, linkProblem, MIN_WORDS_EXCLUSIVE, wordCount, wordStartsInRun, withLoneSurrogatesReplaced, withoutControlCharacters } from '@cards/card-rules';
 import { cutHtmlAtWords } from './html-words';
 import type { CardDraft, DocumentBlock, ListPlace, ParsedDocument } from './model';
 
@@ -169,8 +169,17 @@ interface Piece {
   paragraph: number;
   start: number;
   end: number;
+  /** The words of [start, end) that countWords counts (a run of punctuation or symbols alone is none). */
+  words: number;
   /** Cost of ending a card right after this piece. */
   cut: number;
+}
+
+/** How many of words [start, end) of wordsOf countWords counts: each is one word, or none when it holds no letter or number. */
+function countedWords(words: readonly string[], start: number, end: number): number {
+  let n = 0;
+  for (let i = start; i < end; i++) if (holdsWord(words[i]!)) n++;
+  return n;
 }
 
 /** Whole paragraphs, or (fine) pieces of at most PIECE_WORDS words that end at the latest where a sentence ends. */
@@ -178,7 +187,7 @@ function piecesOf(paragraphWords: string[][], fine: boolean): Piece[] {
   const pieces: Piece[] = [];
   paragraphWords.forEach((words, paragraph) => {
     if (!fine) {
-      pieces.push({ paragraph, start: 0, end: words.length, cut: CUT_COST.paragraph });
+      pieces.push({ paragraph, start: 0, end: words.length, words: countedWords(words, 0, words.length), cut: CUT_COST.paragraph });
       return;
     }
     let start = 0;
@@ -186,7 +195,7 @@ function piecesOf(paragraphWords: string[][], fine: boolean): Piece[] {
       const end = i + 1;
       const sentenceEnd = SENTENCE_END.test(word);
       if (end === words.length || sentenceEnd || end - start === PIECE_WORDS) {
-        pieces.push({ paragraph, start, end, cut: end === words.length ? CUT_COST.paragraph : sentenceEnd ? CUT_COST.sentence : CUT_COST.inside });
+        pieces.push({ paragraph, start, end, words: countedWords(words, start, end), cut: end === words.length ? CUT_COST.paragraph : sentenceEnd ? CUT_COST.sentence : CUT_COST.inside });
         start = end;
       }
     });
@@ -218,7 +227,7 @@ function packParagraphs(paragraphs: DocumentBlock[], minWords: number, maxWords:
 function cheapestGroups(pieces: Piece[], minWords: number, maxWords: number): [number, number][] | null {
   const n = pieces.length;
   const prefix = [0];
-  for (const piece of pieces) prefix.push(prefix[prefix.length - 1]! + piece.end - piece.start);
+  for (const piece of pieces) prefix.push(prefix[prefix.length - 1]! + piece.words);
   const words = (from: number, to: number) => prefix[to]! - prefix[from]!;
   // cost[i]: least total cost of grouping pieces i..; end[i]: where the first of those groups ends.
   const cost = new Array<number>(n + 1).fill(Infinity);
@@ -271,12 +280,8 @@ function blocksOf(paragraphs: DocumentBlock[], paragraphWords: string[][], piece
 function splitLongParagraph(paragraph: DocumentBlock, maxWords: number): DocumentBlock[] {
   const text = normalizeSpace(paragraph.text);
   const words = wordsOf(text);
-  // Each of wordsOf's words is one word for countWords, or none when it holds nothing visible (segmenting once is enough).
-  const wordsIn = (start: number, end: number) => {
-    let n = 0;
-    for (let i = start; i < end; i++) if (hasVisibleText(words[i]!)) n++;
-    return n;
-  };
+  // Each of wordsOf's words is one word for countWords, or none when it holds no letter or number (segmenting once is enough).
+  const wordsIn = (start: number, end: number) => countedWords(words, start, end);
   if (wordsIn(0, words.length) <= maxWords) return [withWords({ ...paragraph, text }, words)];
   // Units [start, end) of words: sentences, which end at . ! or ? (maybe closed by quotes or brackets), so "3.5" stays one word.
   const units: [number, number][] = [];

@@ -7,6 +7,8 @@ import { awaitEngineListening, ENGINES_DIR, EngineUnavailableError, freePortsSyn
 export interface KafkaEngine {
   /** `host:port` list for KAFKA_BROKERS. */
   brokers: string;
+  /** With the `sasl` option: `host:port` of a SASL_PLAINTEXT listener (mechanism PLAIN) that takes only those credentials. */
+  saslBrokers?: string;
   /** Stops the broker and deletes its log directory. */
   stop(): Promise<void>;
   /** Stops the broker but keeps its log directory (what it stored survives), for tests of engine loss. */
@@ -22,16 +24,35 @@ export function prepareKafka(): string {
   return prepareJavaEngine({ name: 'kafka', sourceDir: 'kafka' });
 }
 
-function serverProperties(dataDir: string, port: number, controllerPort: number): string {
+export interface KafkaSaslUser {
+  username: string;
+  password: string;
+}
+
+/** A JAAS string value, quoted (Kafka's JAAS parser takes no escapes: no quotes or backslashes in it). */
+function jaasQuoted(value: string): string {
+  if (/["\\]/.test(value)) throw new Error('a JAAS value here cannot hold a quote or a backslash');
+  return `"${value}"`;
+}
+
+function serverProperties(dataDir: string, port: number, controllerPort: number, sasl?: { port: number; user: KafkaSaslUser }): string {
+  const saslListener = sasl ? `,SASL_PLAINTEXT://127.0.0.1:${sasl.port}` : '';
   return [
     'process.roles=broker,controller',
     'node.id=1',
     `controller.quorum.voters=1@127.0.0.1:${controllerPort}`,
-    `listeners=PLAINTEXT://127.0.0.1:${port},CONTROLLER://127.0.0.1:${controllerPort}`,
-    `advertised.listeners=PLAINTEXT://127.0.0.1:${port}`,
+    `listeners=PLAINTEXT://127.0.0.1:${port},CONTROLLER://127.0.0.1:${controllerPort}${saslListener}`,
+    `advertised.listeners=PLAINTEXT://127.0.0.1:${port}${saslListener}`,
     'controller.listener.names=CONTROLLER',
     'inter.broker.listener.name=PLAINTEXT',
-    'listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT',
+    `listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT${sasl ? ',SASL_PLAINTEXT:SASL_PLAINTEXT' : ''}`,
+    // SASL/PLAIN on its own listener, the one user it knows defined inline (JAAS), as a managed cluster's user.
+    ...(sasl
+      ? [
+          'sasl.enabled.mechanisms=PLAIN',
+          `listener.name.sasl_plaintext.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required user_${sasl.user.username}=${jaasQuoted(sasl.user.password)};`,
+        ]
+      : []),
     `log.dirs=${join(dataDir, 'log')}`,
     // One node: internal topics cannot have more replicas than that.
     'offsets.topic.replication.factor=1',
@@ -53,13 +74,13 @@ function serverProperties(dataDir: string, port: number, controllerPort: number)
  * Kafka suites run or print why they are skipped. Throws EngineUnavailableError when Java, Maven or
  * Maven Central is missing, or when ENGINES=off.
  */
-export function startKafkaSync(): KafkaEngine {
+export function startKafkaSync(options: { sasl?: KafkaSaslUser } = {}): KafkaEngine {
   const classpath = prepareKafka();
   const dataDir = mkdtempSync(join(tmpdir(), 'cards-kafka-'));
   mkdirSync(join(dataDir, 'log'));
-  const [port, controllerPort] = freePortsSync(2) as [number, number];
+  const [port, controllerPort, saslPort] = freePortsSync(options.sasl ? 3 : 2) as [number, number, number | undefined];
   const properties = join(dataDir, 'server.properties');
-  writeFileSync(properties, serverProperties(dataDir, port, controllerPort));
+  writeFileSync(properties, serverProperties(dataDir, port, controllerPort, options.sasl && { port: saslPort!, user: options.sasl }));
   // A leading '-' would make kafka-storage's argument parser take the id for an option (1 start in 64 failed).
   const clusterId = randomBytes(16).toString('base64url').replace(/^-/, 'A');
   // The launcher formats with --ignore-formatted, so a second spawn on the same directory resumes the same cluster.
@@ -75,6 +96,7 @@ export function startKafkaSync(): KafkaEngine {
   let engine = spawnBroker();
   return {
     brokers: `127.0.0.1:${port}`,
+    ...(options.sasl ? { saslBrokers: `127.0.0.1:${saslPort}` } : {}),
     async stop() {
       await engine.stop();
       rmSync(dataDir, { recursive: true, force: true });

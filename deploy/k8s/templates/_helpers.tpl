@@ -381,6 +381,31 @@ generate FILES_INTERNAL_TOKEN: each release generates its own, so the gateway's 
 - name: KAFKA_PARTITIONS
   value: {{ . | toString | quote }}
 {{- end }}
+{{- if not $v.kafka.enabled }}
+{{- if $v.engines.kafka.tls }}
+- name: KAFKA_SSL
+  value: "true"
+{{- end }}
+{{- with $v.engines.kafka.sasl }}
+{{- if .mechanism }}
+{{- if not .existingSecret }}
+{{- fail (printf "Kafka: engines.kafka.sasl.mechanism is %s: set engines.kafka.sasl.existingSecret, the Secret holding the username (key %s) and password (key %s)" .mechanism .usernameKey .passwordKey) }}
+{{- end }}
+- name: KAFKA_SASL_MECHANISM
+  value: {{ .mechanism | quote }}
+- name: KAFKA_SASL_USERNAME
+  valueFrom:
+    secretKeyRef:
+      name: {{ .existingSecret }}
+      key: {{ .usernameKey }}
+- name: KAFKA_SASL_PASSWORD
+  valueFrom:
+    secretKeyRef:
+      name: {{ .existingSecret }}
+      key: {{ .passwordKey }}
+{{- end }}
+{{- end }}
+{{- end }}
 {{- else if eq $engine "s3" }}
 {{- $minio := include "card-library.subchartName" (dict "root" $root "chart" "minio") }}
 - name: S3_ENDPOINT

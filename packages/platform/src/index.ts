@@ -23,6 +23,7 @@ export * from './events/event-metrics';
 export * from './events/sqlite-event-log';
 export * from './events/kafka-event-bus';
 export * from './events/create-event-bus';
+export * from './events/kafka-security';
 export * from './events/dead-letters';
 export * from './events/sqlite-dead-letters';
 export * from './events/kafka-dead-letters';

@@ -2,6 +2,7 @@ import { join } from 'node:path';
 import type { Logger } from 'pino';
 import type { EventBus } from './event-bus';
 import { KafkaEventBus } from './kafka-event-bus';
+import { describeKafkaSecurity, kafkaSecurityOf } from './kafka-security';
 import { openSharedSqliteEventLog } from './sqlite-event-log';
 
 export interface EventBusConfig {
@@ -34,14 +35,19 @@ export function kafkaNamespaceOf(config: Pick<EventBusConfig, 'KAFKA_NAMESPACE'>
   return config.KAFKA_NAMESPACE ?? (process.env.KAFKA_NAMESPACE || undefined);
 }
 
-/** Kafka when KAFKA_BROKERS is set, else the durable local log under DATA_DIR; the choice is logged once. */
+/**
+ * Kafka when KAFKA_BROKERS is set, else the durable local log under DATA_DIR; the choice is logged once. The Kafka bus
+ * secures its connections as the KAFKA_SSL and KAFKA_SASL_* variables say (kafkaSecurityOf: a ConfigError when they
+ * are set halfway).
+ */
 export function createEventBus(config: EventBusConfig, logger: Logger): EventBus {
   if (config.KAFKA_BROKERS) {
     const brokers = kafkaBrokersOf(config.KAFKA_BROKERS);
     const partitions = kafkaPartitions(config.KAFKA_PARTITIONS);
     const namespace = kafkaNamespaceOf(config);
-    logger.info({ brokers, partitions, namespace }, 'KAFKA_BROKERS set: using the Kafka event bus');
-    return new KafkaEventBus({ brokers, partitions, logger, clientId: config.KAFKA_CLIENT_ID, namespace });
+    const security = kafkaSecurityOf();
+    logger.info({ brokers, partitions, namespace, ...describeKafkaSecurity(security) }, 'KAFKA_BROKERS set: using the Kafka event bus');
+    return new KafkaEventBus({ brokers, security, partitions, logger, clientId: config.KAFKA_CLIENT_ID, namespace });
   }
   logger.info('KAFKA_BROKERS not set: using the embedded SQLite event log');
   return openSharedSqliteEventLog({ path: join(config.DATA_DIR, 'events', 'events.db'), logger });

@@ -3,10 +3,13 @@ import { Kafka, logLevel, type Admin, type IHeaders } from 'kafkajs';
 import type { Logger } from 'pino';
 import { isSelected, type DeadLetter, type DeadLetters, type DeadLetterSelection } from './dead-letters';
 import { eventIdOf } from './event-id';
+import type { KafkaSecurity } from './kafka-security';
 import { DEAD_LETTER_SUFFIX, DeadLetterHeaders, KafkaEventBus, kafkaUnreachableError, ReplayHeaders, replayTopicOf } from './kafka-event-bus';
 
 export interface KafkaDeadLettersOptions {
   brokers: string[];
+  /** TLS and SASL on the broker connections (kafkaSecurityOf); plaintext without. */
+  security?: KafkaSecurity;
   logger: Logger;
   /** KAFKA_NAMESPACE of the deployment whose dead letters these are. */
   namespace?: string;
@@ -48,9 +51,9 @@ export class KafkaDeadLetters implements DeadLetters {
   private connected: Promise<void> | undefined;
 
   constructor(private readonly options: KafkaDeadLettersOptions) {
-    this.kafka = new Kafka({ clientId: 'dead-letters', brokers: options.brokers, connectionTimeout: 3000, logLevel: logLevel.NOTHING });
+    this.kafka = new Kafka({ clientId: 'dead-letters', brokers: options.brokers, ...options.security, connectionTimeout: 3000, logLevel: logLevel.NOTHING });
     this.admin = this.kafka.admin();
-    this.bus = new KafkaEventBus({ brokers: options.brokers, logger: options.logger, clientId: 'dead-letters', namespace: options.namespace, partitions: options.partitions });
+    this.bus = new KafkaEventBus({ brokers: options.brokers, security: options.security, logger: options.logger, clientId: 'dead-letters', namespace: options.namespace, partitions: options.partitions });
   }
 
   async list(selection: DeadLetterSelection): Promise<DeadLetter[]> {

@@ -7,11 +7,14 @@ import { settledWithin } from '../shutdown';
 import { RETAIN_FOREVER_MS, retainForever } from './kafka-topic-retention';
 import { deliverInHalves } from './deliver-in-halves';
 import { consumerMetrics, countPublishedEvents, secondsSince, type ConsumerMetrics } from './event-metrics';
+import type { KafkaSecurity } from './kafka-security';
 import { busClosedError, CUT_BY_CLOSE, StoppableKafkaClient } from './stoppable-kafka-client';
 
 export interface KafkaEventBusOptions {
   /** host:port of one or more brokers. */
   brokers: string[];
+  /** TLS and SASL on the broker connections (kafkaSecurityOf); plaintext without. */
+  security?: KafkaSecurity;
   logger: Logger;
   /** Client id shown in broker logs and metrics; the service name. */
   clientId?: string;
@@ -97,8 +100,13 @@ function kafkaLogCreator(logger: Logger): KafkaConfig['logCreator'] {
     };
 }
 
-/** Brokers that did not answer, named with the variable that set them. */
+/** Brokers that did not answer, or refused the credentials, named with the variables that set them. */
 export function kafkaUnreachableError(brokers: readonly string[], err: unknown): Error {
+  for (let cause = err; cause instanceof Error; cause = cause.cause) {
+    if (cause.name === 'KafkaJSSASLAuthenticationError') {
+      return new Error(`Kafka brokers ${brokers.join(',')} refused the SASL credentials (KAFKA_SASL_MECHANISM, KAFKA_SASL_USERNAME, KAFKA_SASL_PASSWORD): ${errorMessage(cause)}`);
+    }
+  }
   return new Error(`Kafka brokers ${brokers.join(',')} are unreachable (KAFKA_BROKERS): ${errorMessage(err)}`);
 }
 
@@ -160,6 +168,7 @@ export class KafkaEventBus implements EventBus {
     this.clientConfig = {
       clientId: options.clientId ?? 'cards',
       brokers: options.brokers,
+      ...options.security,
       connectionTimeout: 3000,
       logLevel: logLevel.WARN,
       logCreator: kafkaLogCreator(options.logger.child({ component: 'kafka' })),

@@ -1,4 +1,5 @@
-import { connect, type Socket } from 'node:net';
+import { connect, isIP, type Socket } from 'node:net';
+import { connect as connectTls } from 'node:tls';
 import { Kafka, type KafkaConfig } from 'kafkajs';
 
 /** What requests under way on a connection cut by stop() fail with. */
@@ -38,8 +39,9 @@ export class StoppableKafkaClient {
     this.kafka = new Kafka({
       ...config,
       brokers: () => (this.stopped ? [] : config.brokers),
-      socketFactory: ({ host, port, onConnect }) => {
-        const socket = connect({ host, port }, onConnect);
+      // kafkajs' own factory, plus keep-alive and the record of open sockets: TLS when the config has ssl (KAFKA_SSL).
+      socketFactory: ({ host, port, ssl, onConnect }) => {
+        const socket = ssl ? connectTls({ host, port, ...(isIP(host) ? {} : { servername: host }), ...ssl }, onConnect) : connect({ host, port }, onConnect);
         socket.setKeepAlive(true, KEEP_ALIVE_DELAY_MS);
         this.sockets.add(socket);
         socket.once('close', () => this.sockets.delete(socket));

@@ -1,4 +1,4 @@
-import { Status } from 'nice-grpc-common';
+import { ClientError, Status } from 'nice-grpc-common';
 
 /** The message of anything thrown: an Error's message, or the value as a string. */
 export function errorMessage(err: unknown): string {
@@ -74,6 +74,20 @@ export class UnavailableError extends DomainError {
  * an event whose handler fails with it is retried until it succeeds, never dead-lettered.
  */
 export class RetryableUnavailableError extends UnavailableError {}
+
+/**
+ * A peer's UNAVAILABLE (down, restarting, draining, busy) or UNIMPLEMENTED (it runs a release without the method yet:
+ * per-team releases upgraded the caller first, docs/deploy.md#upgrade-order) as a RetryableUnavailableError, which the
+ * event buses retry with backoff without counting it against maxAttempts: an event consumer that calls the peer waits
+ * for it instead of dead-lettering the event. Any other error is returned as it is.
+ */
+export function retryableWhenPeerNotReady(err: unknown): unknown {
+  if (!(err instanceof ClientError) || (err.code !== Status.UNAVAILABLE && err.code !== Status.UNIMPLEMENTED)) return err;
+  const why = err.code === Status.UNIMPLEMENTED ? 'does not have this method yet (release the callee first)' : 'is unavailable';
+  const retryable = new RetryableUnavailableError(`${err.path}: the peer ${why}: ${err.details}`);
+  Object.defineProperty(retryable, 'cause', { value: err, enumerable: false, writable: true, configurable: true });
+  return retryable;
+}
 /** The reason a ServiceBusyError carries, so a caller tells a service momentarily full from one that cannot answer. */
 export const SERVICE_BUSY = 'SERVICE_BUSY';
 /**

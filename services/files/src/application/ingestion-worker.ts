@@ -1,5 +1,5 @@
 import { MAX_TAG_CHARS, truncatedToCharacters, withoutInvisibleInName } from '@cards/card-rules';
-import { isEngineUnavailableError, NotFoundError, type DeliveredEvent, type Logger } from '@cards/platform';
+import { isEngineUnavailableError, NotFoundError, retryableWhenPeerNotReady, type DeliveredEvent, type Logger } from '@cards/platform';
 import { events } from '@cards/proto';
 import { splitIntoCards } from '../domain/card-splitter';
 import type { CardDraft, FileRecord } from '../domain/model';
@@ -55,7 +55,9 @@ export class IngestionWorker {
       case 'deleted':
         await this.afterIngestionUnderWay(event.kind.value.fileId);
         await this.deps.objects.remove(event.kind.value.fileId);
-        await this.deps.cards.clearFileReferences(event.kind.value.fileId);
+        await this.deps.cards.clearFileReferences(event.kind.value.fileId).catch((err: unknown) => {
+          throw retryableWhenPeerNotReady(err);
+        });
         return;
       case 'privacyChanged':
         await this.applyFilePrivacy(event.kind.value, finalAttempt);
@@ -86,9 +88,12 @@ export class IngestionWorker {
     const isPrivate = file.private;
     try {
       await this.deps.cards.applyFilePrivacy({ fileId, ownerId, private: isPrivate });
-    } catch (err) {
-      // The bus dead-letters the event after this (an unreachable engine is retried without end instead); until it is
-      // replayed, the file's cards and collection keep their former privacy, so a private file may leave them public.
+    } catch (thrown) {
+      // A cards service that is down or runs a release without ApplyFilePrivacy yet (files released first) is waited
+      // for: the bus retries it with backoff without end, as an unreachable engine.
+      const err = retryableWhenPeerNotReady(thrown);
+      // Else the bus dead-letters the event after this; until it is replayed, the file's cards and collection keep
+      // their former privacy, so a private file may leave them public.
       if (finalAttempt && !isEngineUnavailableError(err)) {
         this.deps.logger.error({ err, fileId, ownerId, private: isPrivate }, "the file's privacy could not be applied to its cards and collection; its event goes to the dead letters");
       }

@@ -14,11 +14,13 @@ interface BodyParserError {
 export function errorHandler(logger: Logger) {
   // Express recognises error handlers by their four parameters.
   return (thrown: unknown, req: Request, res: Response, _next: NextFunction) => {
-    const err = asOwnShareTaken(asServerBusy(thrown));
+    const err = asNotYetReleased(asOwnShareTaken(asServerBusy(thrown)));
     const { status, message } = describe(err);
+    // A peer without the method: one warn line naming it, for the operator whose releases came in the wrong order.
+    if (err instanceof NotYetReleased) logger.warn({ method: req.method, path: req.path, status, grpcMethod: err.grpcMethod }, 'request refused: a peer service does not have this method yet (a caller released before its callee?)');
     // The gateway's own 503 (uploads or file reads over their bound, a busy files or cards service passed on) is overload answered
     // as designed, not a failure: one warn line, no stack, so a busy hour does not fill the error log.
-    if (err instanceof HttpError && status === 503) logger.warn({ method: req.method, path: req.path, status, message }, 'request refused: server busy');
+    else if (err instanceof HttpError && status === 503) logger.warn({ method: req.method, path: req.path, status, message }, 'request refused: server busy');
     else if (status >= 500) logger.error({ err, method: req.method, path: req.path }, 'request failed');
     if (res.headersSent) {
       res.destroy();
@@ -53,6 +55,28 @@ function asOwnShareTaken(err: unknown): unknown {
   if (err instanceof ClientError && err.code === Status.RESOURCE_EXHAUSTED && isStatusOfService(err) && statusReasonOf(err) !== TOO_LARGE) {
     return ownShareTaken(err.details, SERVICE_BUSY_RETRY_AFTER_SECONDS);
   }
+  return err;
+}
+
+/** Retry-After when a peer does not have a method yet: a rollout of its new release takes a minute or so. */
+export const NOT_YET_RELEASED_RETRY_AFTER_SECONDS = 30;
+
+export const NOT_YET_RELEASED_MESSAGE = 'This operation is not available yet: a service is being upgraded. Try again in a minute';
+
+/** A peer's UNIMPLEMENTED: the method is missing there, not broken. */
+class NotYetReleased extends HttpError {
+  constructor(readonly grpcMethod: string) {
+    super(503, NOT_YET_RELEASED_MESSAGE, { 'retry-after': String(NOT_YET_RELEASED_RETRY_AFTER_SECONDS) });
+  }
+}
+
+/**
+ * UNIMPLEMENTED from a peer: it runs a release without this method, which its caller's release already uses (per-team
+ * releases upgraded caller first, or a callee rolled back; docs/deploy.md#upgrade-order). A passing state of a rollout,
+ * not a bug in the request: 503 with Retry-After, not 500 (which grpc-gateway's table gives it).
+ */
+function asNotYetReleased(err: unknown): unknown {
+  if (err instanceof ClientError && err.code === Status.UNIMPLEMENTED) return new NotYetReleased(err.path);
   return err;
 }
 

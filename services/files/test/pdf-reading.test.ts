@@ -70,3 +70,20 @@ describe('.pdf without text', () => {
     );
   });
 });
+
+describe('.pdf paragraphs of one short line', () => {
+  const at = (pitch: number, texts: readonly string[]): PdfLine[] => texts.map((text, i) => ({ y: 700 - i * pitch, text }));
+
+  it('short lines ending sentences, set apart by paragraph spacing, are paragraphs each', async () => {
+    const minutes = ['Motion carried, seven votes to two.', 'Yes.', 'Action: Sam to write to the council.', 'Agreed.', 'Deferred to April.', 'The chair thanked everyone.'];
+    const { blocks } = await reader.parse('pdf', pdfDocument([{ lines: at(18.3, minutes) }]));
+    expect(blocks.map((b) => b.text)).toEqual(minutes);
+  });
+
+  it('prose set with 1.5 line spacing stays one paragraph where a line ends a sentence', async () => {
+    const full = (tag: string, end = '') => `${Array.from({ length: 12 }, (_, i) => `${tag}${String.fromCharCode(97 + i)}`).join(' ')}${end}`;
+    const lines = [full('pa'), full('pb', '.'), `And ${full('pc')}`, full('pd', '.'), `Then ${full('pe')}`, 'the end.'];
+    const { blocks } = await reader.parse('pdf', pdfDocument([{ lines: at(18.3, lines) }]));
+    expect(blocks).toHaveLength(1);
+  });
+});

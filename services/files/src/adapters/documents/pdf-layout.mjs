@@ -406,6 +406,33 @@ function endsParagraph(line, next, blockRight) {
   return width > 0 && line.right < right - width * SHORT_LINE && SENTENCE_ENDS_LINE.test(line.text.trimEnd()) && !CONTINUED_WORD.test(next.text.trimStart());
 }
 
+// Paragraphs of one short line each, set apart by paragraph spacing ("Motion carried, seven votes to two." "Yes."), have
+// that spacing for the page's usual pitch, so the pitch alone parts none of them. A page whose lines mostly stop short
+// of their column's right edge (fewer than RAGGED_SHARE of them, half, reach it: not prose set in full lines) has a
+// paragraph end at a line ending a sentence, the next not going on in lower case, where the pitch is over LOOSE_PITCH
+// times the text's size (more than a line's own height: space between paragraphs).
+const LOOSE_PITCH = 1.45;
+const RAGGED_SHARE = 0.5;
+
+function raggedLines(lines) {
+  if (lines.length < 3) return false;
+  // The rightmost end of the lines starting at each left edge (in 4-point steps), then of those within a line's size
+  // of its own left edge: its column's right edge (linear in the lines, whatever their number).
+  const rightAt = new Map();
+  for (const l of lines) {
+    const at = Math.round(l.left / 4);
+    rightAt.set(at, Math.max(rightAt.get(at) ?? -Infinity, l.right));
+  }
+  const full = lines.filter((line) => {
+    let right = line.right;
+    const at = Math.round(line.left / 4);
+    const reach = Math.min(8, Math.ceil(line.size / 4));
+    for (let k = at - reach; k <= at + reach; k++) right = Math.max(right, rightAt.get(k) ?? -Infinity);
+    return line.right >= right - (right - line.left) * 0.15;
+  });
+  return full.length < lines.length * RAGGED_SHARE;
+}
+
 // A paragraph goes on at the top of the next column (a line above the one before it: the reading order put a column's
 // lines after the previous column's) when the column's last line fills its width (that of most of the page's lines)
 // without ending a sentence, and the next column's first line, in a like size, is not indented from the line below it.
@@ -432,10 +459,17 @@ function paragraphsOf(lines) {
   let blockRight = -Infinity;
   const widths = lines.map((l) => l.right - l.left).filter((w) => w > 0).sort((a, b) => a - b);
   const typicalWidth = widths[Math.floor(widths.length / 2)] ?? 0;
+  const ragged = raggedLines(lines);
   lines.forEach((line, i) => {
     const gap = previous ? previous.y - line.y : 0;
     const columnGoesOn = gap < 0 && continuesInNextColumn(previous, line, lines[i + 1], typicalWidth);
-    if (!block || (gap < 0 && !columnGoesOn) || gap > Math.max(typical * 1.3, line.size * 1.45) || endsParagraph(previous, line, blockRight)) {
+    if (
+      !block ||
+      (gap < 0 && !columnGoesOn) ||
+      gap > Math.max(typical * 1.3, line.size * 1.45) ||
+      endsParagraph(previous, line, blockRight) ||
+      (ragged && gap > line.size * LOOSE_PITCH && SENTENCE_ENDS_LINE.test(previous.text.trimEnd()) && !CONTINUED_WORD.test(line.text.trimStart()))
+    ) {
       if (block) blocks.push(block);
       block = { kind: 'paragraph', text: '', links: [], linkWords: [], size: 0 };
       blockRight = -Infinity;

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { DocumentBlock } from '../src/domain/model';
+import { blocksFromOdtContent, odtStyles } from '../src/adapters/documents/block-collector';
 import { LibraryDocumentReader } from '../src/adapters/documents/library-document-reader';
 import { UnreadableDocumentError } from '../src/domain/ports';
 import { zip } from './office-packages';
@@ -87,6 +88,59 @@ describe('password-protected .odt and .doc', () => {
       );
       expect(err).toBeInstanceOf(UnreadableDocumentError);
       expect((err as Error).message).toBe(PROTECTED);
+    }
+  });
+});
+
+describe('.docx and .odt: what the document shows', () => {
+  it('.odt: a list numbered by a named list style in styles.xml (Writer\'s "Numbering 123", Word\'s WWNum) is numbered, not bulleted', async () => {
+    const items = (await blocksOf('word-features.odt')).filter((b) => b.list);
+    expect(items.map((b) => [b.text, b.list])).toEqual([
+      ['Walk the transect.', { ordered: true, level: 1, number: 1 }],
+      ['Photograph each post.', { ordered: true, level: 1, number: 2 }],
+    ]);
+    // A number style that shows no number (style:num-format="", Word's "No List") numbers nothing.
+    const styles = odtStyles(
+      '<office:document-styles><office:styles><text:list-style style:name="WWNum5"><text:list-level-style-number text:level="1" style:num-format="1"/></text:list-style>' +
+        '<text:list-style style:name="No_20_List"><text:list-level-style-number text:level="1" style:num-format=""/></text:list-style></office:styles></office:document-styles>',
+    );
+    const content = '<office:text><text:list text:style-name="WWNum5"><text:list-item><text:p>a</text:p></text:list-item></text:list><text:list text:style-name="No_20_List"><text:list-item><text:p>b</text:p></text:list-item></text:list></office:text>';
+    expect(blocksFromOdtContent(content, styles).map((b) => b.list?.ordered)).toEqual([true, false]);
+    expect(blocksFromOdtContent(content).map((b) => b.list?.ordered)).toEqual([false, false]);
+  });
+
+  it('a line break inside a paragraph (a .docx w:br, an .odt text:line-break) is a <br> in its HTML, a space in its text, as in .doc', async () => {
+    for (const name of ['word-features.docx', 'word-features.odt']) {
+      const block = (await blocksOf(name)).find((b) => b.text.startsWith('Harbour Master'));
+      expect(block).toMatchObject({ text: 'Harbour Master Old Customs House Portsmouth', html: 'Harbour Master<br>Old Customs House<br>Portsmouth' });
+    }
+    // None starts or ends a paragraph, two in a row are one; in a heading it is a space.
+    expect(blocksFromOdtContent('<office:text><text:p><text:line-break/>a<text:line-break/><text:line-break/>b<text:line-break/></text:p><text:h text:outline-level="1">c<text:line-break/>d</text:h></office:text>').map((b) => b.html)).toEqual(['a<br>b', 'c d']);
+  });
+
+  it('a numbered heading keeps the number it shows ("1.1 Sites"): the .docx numbering of its style, the .odt outline style', async () => {
+    for (const name of ['word-features.docx', 'word-features.odt']) {
+      expect((await blocksOf(name)).filter((b) => b.kind === 'heading').map((b) => b.text)).toEqual(['1 Scope', '1.1 Sites', '1.2 Measures']);
+    }
+    // Each level in its own format, a heading of a higher level restarting the lower ones; an unnumbered level shows none.
+    const styles = odtStyles(
+      '<office:document-styles><office:styles><text:outline-style style:name="Outline"><text:outline-level-style text:level="1" style:num-format="I" style:num-suffix="."/>' +
+        '<text:outline-level-style text:level="2" style:num-format="a" style:num-suffix=")" text:display-levels="2"/><text:outline-level-style text:level="3" style:num-format=""/></text:outline-style></office:styles></office:document-styles>',
+    );
+    const h = (level: number, text: string) => `<text:h text:outline-level="${level}">${text}</text:h>`;
+    const blocks = blocksFromOdtContent(`<office:text>${h(1, 'A')}${h(2, 'B')}${h(2, 'C')}${h(3, 'D')}${h(1, 'E')}${h(2, 'F')}<text:p>x</text:p></office:text>`, styles);
+    expect(blocks.filter((b) => b.kind === 'heading').map((b) => b.text)).toEqual(['I. A', 'I.a) B', 'I.b) C', 'D', 'II. E', 'II.a) F']);
+  });
+
+  it('a Symbol or Wingdings character stored in the private-use area is the character it shows (.docx w:rFonts, .odt span font)', async () => {
+    for (const name of ['word-features.docx', 'word-features.odt']) {
+      expect(texts(await blocksOf(name))).toContain('The threshold is \u2265 5 mg and the angle \u03B1 is small; done \u2713.');
+    }
+  });
+
+  it("a superscript or subscript run whose every character has a Unicode form is written so (10⁻³, H₂O); another keeps its characters (.docx, .odt, .doc)", async () => {
+    for (const name of ['word-features.docx', 'word-features.odt', 'word-features.doc']) {
+      expect(texts(await blocksOf(name))).toContain('Salt at 10\u207B\u00B3 mol/L in H\u2082O, see notea.');
     }
   });
 });

@@ -1,3 +1,4 @@
+import { createRequire } from 'node:module';
 import { DepthLimitedParser } from '@cards/html-parsing';
 import { escapeHtml } from '../../domain/card-splitter';
 import type { DocumentBlock, ListPlace } from '../../domain/model';
@@ -126,6 +127,7 @@ class BlockCollector {
   inline(tag: string): void {
     const name = INLINE_TAGS[tag];
     if (!name) return;
+    this.releaseScripts();
     this.ensure().html += `<${name}>`;
     this.open.push(name);
   }
@@ -133,6 +135,7 @@ class BlockCollector {
   closeInline(tag: string): void {
     const name = INLINE_TAGS[tag];
     if (!name || !this.current) return;
+    this.releaseScripts();
     const at = this.open.lastIndexOf(name);
     if (at < 0) return;
     // Close in nesting order so the HTML stays well-formed.
@@ -140,11 +143,13 @@ class BlockCollector {
   }
 
   closeLink(): void {
+    if (this.openLink) this.releaseScripts();
     if (this.openLink && this.current) this.current.html += '</a>';
     this.openLink = false;
   }
 
   end(): void {
+    while (this.scripts.length > 0) this.endScript();
     this.closeLink();
     for (const t of this.open.splice(0).reverse()) if (this.current) this.current.html += `</${t}>`;
     this.pending = null;
@@ -161,8 +166,58 @@ class BlockCollector {
     this.blocks.push(...this.boxBlocks.splice(0));
   }
 
+  /**
+   * A line break inside a paragraph (Shift+Enter: a .docx's w:br, an .odt's text:line-break): a <br> in the block's HTML
+   * (the card allow-list has it) and a space in its text, written before the block's next visible text, so none starts
+   * or ends a block and two in a row are one; in a heading (a title, the cards' tag) a space.
+   */
+  lineBreak(): void {
+    if (this.current?.kind === 'heading' || this.scripts.length > 0) this.text(' ');
+    else this.separate(CELL_LINE);
+  }
+
+  /**
+   * Open superscript or subscript runs, innermost last: their text, written when the run ends (endScript); a released
+   * run (markup met inside it) passes its text on as it comes.
+   */
+  private readonly scripts: { kind: 'sup' | 'sub'; text: string; released: boolean }[] = [];
+
+  /** A superscript or subscript run starts (.docx <sup>/<sub>, an .odt span raised or lowered). */
+  beginScript(kind: 'sup' | 'sub'): void {
+    this.scripts.push({ kind, text: '', released: false });
+  }
+
+  /** Markup (a link, emphasis) inside a superscript or subscript run: the runs' text so far is written as it is, before it. */
+  private releaseScripts(): void {
+    if (!this.scripts.some((script) => !script.released)) return;
+    const held = this.scripts.map((script) => script.text).join('');
+    for (const script of this.scripts) {
+      script.text = '';
+      script.released = true;
+    }
+    this.text(held);
+  }
+
+  /**
+   * The run ends: its text in Unicode's superscript or subscript characters when every character has one ("10⁻³",
+   * "H₂O"), else as it is (the card allow-list has no sup or sub: DESIGN.md).
+   */
+  endScript(): void {
+    const script = this.scripts.pop();
+    if (!script || script.released) return;
+    const forms = script.kind === 'sup' ? SUPERSCRIPTS : SUBSCRIPTS;
+    const characters = Array.from(script.text);
+    const raised = hasVisibleText(script.text) && characters.every((c) => forms.has(c)) ? characters.map((c) => forms.get(c)).join('') : script.text;
+    this.text(raised);
+  }
+
   text(value: string): void {
     value = withoutMarkCharacters(value);
+    const script = this.scripts[this.scripts.length - 1];
+    if (script && !script.released) {
+      script.text += value;
+      return;
+    }
     const block = this.ensure();
     if (this.pending && hasVisibleText(value)) {
       const html = block.html ?? '';
@@ -176,6 +231,7 @@ class BlockCollector {
 
   link(href: string | undefined): void {
     if (!href || !/^https?:\/\//i.test(href.trim())) return;
+    this.releaseScripts();
     const block = this.ensure();
     block.links.push(href.trim());
     this.closeLink();
@@ -183,6 +239,10 @@ class BlockCollector {
     this.openLink = true;
   }
 }
+
+/** Unicode's superscript and subscript forms (digits, signs, parentheses, the letters that have one). */
+const SUPERSCRIPTS = new Map(Array.from('0123456789+-\u2212=()ni').map((c, i) => [c, Array.from('\u2070\u00b9\u00b2\u00b3\u2074\u2075\u2076\u2077\u2078\u2079\u207a\u207b\u207b\u207c\u207d\u207e\u207f\u2071')[i]!]));
+const SUBSCRIPTS = new Map(Array.from('0123456789+-\u2212=()aeoxhklmnpst').map((c, i) => [c, Array.from('\u2080\u2081\u2082\u2083\u2084\u2085\u2086\u2087\u2088\u2089\u208a\u208b\u208b\u208c\u208d\u208e\u2090\u2091\u2092\u2093\u2095\u2096\u2097\u2098\u2099\u209a\u209b\u209c')[i]!]));
 
 const HTML_BLOCKS = new Set(['p', 'li', 'td', 'th', 'blockquote', 'pre', 'dd', 'dt', 'caption']);
 /** Elements that end a line inside a table cell (@cards/card-rules, as the web editor and the cards service read a table). */
@@ -386,8 +446,9 @@ export function blocksFromHtml(html: string): DocumentBlock[] {
         else if (name === 'li') collector.start('paragraph', undefined, items.open(nextItem(lists)));
         else if (HTML_BLOCKS.has(name)) {
           if (!collector.isBlank) collector.start('paragraph', undefined, items.continuation);
-        } else if (name === 'br') collector.text(' ');
+        } else if (name === 'br') collector.lineBreak();
         else if (name === 'a') collector.link(attrs.href);
+        else if (name === 'sup' || name === 'sub') collector.beginScript(name);
         else collector.inline(name);
       },
       ontext(text) {
@@ -417,6 +478,7 @@ export function blocksFromHtml(html: string): DocumentBlock[] {
           if (CELL_LINES.has(name)) collector.separate(CELL_LINE);
         } else if (/^h[1-6]$/.test(name) || HTML_BLOCKS.has(name)) collector.end();
         else if (name === 'a') collector.closeLink();
+        else if (name === 'sup' || name === 'sub') collector.endScript();
         else collector.closeInline(name);
       },
     },
@@ -466,9 +528,129 @@ function odtRepeatedCells(repeated: string | undefined): number {
   return Number.isInteger(n) && n >= 1 ? Math.min(n, ODT_MAX_REPEATED_CELLS) : 1;
 }
 
-/** Blocks from an OpenDocument content.xml: text:h (with its outline level) and text:p inside office:text. */
-export function blocksFromOdtContent(xml: string): DocumentBlock[] {
-  const reader = odtContentReader();
+/**
+ * What an .odt's styles say that its reading needs, from styles.xml (named styles: Writer's "Numbering 123", Word's
+ * WWNum lists, the outline numbering of headings) and from content.xml's automatic styles: which levels of each list
+ * style are numbered, how headings are numbered, and which text styles are raised or lowered or set in a symbol font.
+ */
+class OdtStyles {
+  /** List styles: the levels each one numbers (a number style with a format: "" shows none). */
+  readonly numbered = new Map<string, Set<number>>();
+  /** The outline style (text:outline-style): how each heading level is numbered. */
+  readonly outline = new Map<number, OutlineLevel>();
+  /** Text styles: their parent, font and position (super- or subscript). */
+  private readonly textStyles = new Map<string, { parent?: string; font?: string; script?: 'sup' | 'sub' }>();
+  /** Font faces: their family. */
+  private readonly fonts = new Map<string, string>();
+  private listStyle: string | null = null;
+  private inOutline = false;
+  private textStyle: string | null = null;
+
+  /** Reads a style element (the parsers of styles.xml and content.xml call it for every element). */
+  open(name: string, attrs: Record<string, string>): void {
+    if (name === 'text:list-style') this.listStyle = attrs['style:name'] ?? null;
+    else if (name === 'text:outline-style') this.inOutline = true;
+    else if (name === 'text:list-level-style-number' && this.listStyle !== null && attrs['style:num-format'] !== '') {
+      const levels = this.numbered.get(this.listStyle) ?? new Set<number>();
+      this.numbered.set(this.listStyle, levels.add(Number(attrs['text:level'] ?? '1')));
+    } else if (name === 'text:outline-level-style' && this.inOutline) {
+      const level = Number(attrs['text:level'] ?? '1');
+      this.outline.set(level, {
+        format: attrs['style:num-format'] ?? '',
+        prefix: attrs['style:num-prefix'] ?? '',
+        suffix: attrs['style:num-suffix'] ?? '',
+        display: Math.max(1, Math.min(level, Number(attrs['text:display-levels'] ?? '1') || 1)),
+        start: Number(attrs['text:start-value'] ?? '1') || 1,
+      });
+    } else if (name === 'style:style' && attrs['style:family'] === 'text' && attrs['style:name'] !== undefined) {
+      this.textStyle = attrs['style:name'];
+      this.textStyles.set(this.textStyle, { ...(attrs['style:parent-style-name'] ? { parent: attrs['style:parent-style-name'] } : {}) });
+    } else if (name === 'style:text-properties' && this.textStyle !== null) {
+      const style = this.textStyles.get(this.textStyle)!;
+      if (attrs['style:font-name']) style.font = attrs['style:font-name'];
+      const position = attrs['style:text-position']?.trim().split(/\s+/)[0];
+      if (position === 'super' || (position !== undefined && parseFloat(position) > 0)) style.script = 'sup';
+      else if (position === 'sub' || (position !== undefined && parseFloat(position) < 0)) style.script = 'sub';
+    } else if (name === 'style:font-face' && attrs['style:name'] !== undefined) {
+      this.fonts.set(attrs['style:name'], (attrs['svg:font-family'] ?? attrs['style:name']).replace(/^['"]|['"]$/g, ''));
+    }
+  }
+
+  close(name: string): void {
+    if (name === 'text:list-style') this.listStyle = null;
+    else if (name === 'text:outline-style') this.inOutline = false;
+    else if (name === 'style:style') this.textStyle = null;
+  }
+
+  /** A text style's position and the family of its font (its own, else its parent's). */
+  text(styleName: string | undefined): { font?: string; script?: 'sup' | 'sub' } {
+    let style = styleName === undefined ? undefined : this.textStyles.get(styleName);
+    let font: string | undefined;
+    let script: 'sup' | 'sub' | undefined;
+    for (let depth = 0; style && depth < 8; depth++, style = style.parent === undefined ? undefined : this.textStyles.get(style.parent)) {
+      font ??= style.font;
+      script ??= style.script;
+    }
+    return { ...(font !== undefined ? { font: this.fonts.get(font) ?? font } : {}), ...(script ? { script } : {}) };
+  }
+}
+
+/** A heading level's numbering in the outline style. */
+interface OutlineLevel {
+  format: string;
+  prefix: string;
+  suffix: string;
+  /** How many levels its number shows ("1.2": 2). */
+  display: number;
+  start: number;
+}
+
+/** An .odt's styles.xml read (the named styles; automatic ones come with content.xml). */
+export function odtStyles(stylesXml: string): OdtStyles {
+  const styles = new OdtStyles();
+  const parser = new DepthLimitedParser({ onopentag: (name, attrs) => styles.open(name, attrs), onclosetag: (name) => styles.close(name) }, { xmlMode: true, decodeEntities: true });
+  parser.write(stylesXml);
+  parser.end();
+  return styles;
+}
+
+/** A number as a list or outline level formats it (ODF style:num-format: 1, a, A, i, I; other formats in digits). */
+export function formattedNumber(n: number, format: string): string {
+  if (format === 'a' || format === 'A') {
+    let letters = '';
+    for (let k = n; k > 0; k = Math.floor((k - 1) / 26)) letters = String.fromCharCode(97 + ((k - 1) % 26)) + letters;
+    return format === 'A' ? letters.toUpperCase() : letters || String(n);
+  }
+  if ((format === 'i' || format === 'I') && n > 0 && n < 4000) {
+    const numerals: [number, string][] = [[1000, 'm'], [900, 'cm'], [500, 'd'], [400, 'cd'], [100, 'c'], [90, 'xc'], [50, 'l'], [40, 'xl'], [10, 'x'], [9, 'ix'], [5, 'v'], [4, 'iv'], [1, 'i']];
+    let roman = '';
+    let rest = n;
+    for (const [value, numeral] of numerals) for (; rest >= value; rest -= value) roman += numeral;
+    return format === 'I' ? roman.toUpperCase() : roman;
+  }
+  return String(n);
+}
+
+/** The family of a symbol font whose private-use characters dingbat-to-unicode maps (mammoth's table for w:sym). */
+const DINGBAT_FONT = /^(symbol|wingdings( 2| 3)?|webdings)$/i;
+type Dingbats = { hex(font: string, code: string): { codePoint: number; string: string } | undefined };
+let dingbats: Dingbats | null = null;
+/**
+ * A Symbol or Wingdings font's text with its private-use characters (U+F020-U+F0FF, as Writer and Word store them: "≥"
+ * of Symbol is U+F0B3) the Unicode characters they show, where dingbat-to-unicode (mammoth's dependency) has one.
+ */
+export function symbolFontText(text: string, font: string | undefined): string {
+  if (font === undefined || !DINGBAT_FONT.test(font) || !/[\uf020-\uf0ff]/.test(text)) return text;
+  dingbats ??= createRequire(require.resolve('mammoth'))('dingbat-to-unicode') as Dingbats;
+  return text.replace(/[\uf020-\uf0ff]/g, (c) => dingbats!.hex(font, (c.charCodeAt(0) & 0xff).toString(16).toUpperCase().padStart(2, '0'))?.string ?? c);
+}
+
+/**
+ * Blocks from an OpenDocument content.xml: text:h (with its outline level) and text:p inside office:text; `styles` from
+ * its styles.xml (odtStyles), without which only content.xml's automatic styles are known.
+ */
+export function blocksFromOdtContent(xml: string, styles?: OdtStyles): DocumentBlock[] {
+  const reader = odtContentReader(styles);
   reader.write(xml);
   reader.end();
   return reader.blocks;
@@ -486,15 +668,20 @@ export interface IncrementalBlockReader {
  * items and table rows are read as blocksFromHtml reads them (a list is numbered when its automatic list style numbers
  * its level); a note (footnote or endnote) is put at its citation in brackets, "[1: its text]".
  */
-export function odtContentReader(): IncrementalBlockReader {
+export function odtContentReader(styles: OdtStyles = new OdtStyles()): IncrementalBlockReader {
   const collector = new BlockCollector();
   let inBody = 0;
   let skipDepth = 0;
-  /** Automatic list styles: the levels each one numbers. */
-  const numbered = new Map<string, Set<number>>();
+  /** List styles (named ones from styles.xml, automatic ones here): the levels each one numbers. */
+  const numbered = styles.numbered;
   /** Automatic paragraph styles derived from the Title style (ODT_TITLE_STYLE). */
   const titleStyles = new Set([ODT_TITLE_STYLE]);
-  let listStyle: string | null = null;
+  /** The open text:span elements: each one's font family, and whether it began a raised or lowered run. */
+  const spans: { font?: string; script: boolean }[] = [];
+  /** Each outline level's count of numbered headings so far (a heading restarts the levels below it). */
+  const headingCounts: number[] = [];
+  /** The number of the open heading as the outline style shows it, written before its first text. */
+  let headingNumber: string | null = null;
   /** `first`: the first list of those whose numbering this one continues. */
   type ReadList = OpenList & { first?: ReadList };
   const lists: (ReadList & { style: string | null; last?: ListPlace })[] = [];
@@ -510,18 +697,16 @@ export function odtContentReader(): IncrementalBlockReader {
   const parser = new DepthLimitedParser(
     {
       onopentag(name, attrs) {
-        if (name === 'text:list-style') listStyle = attrs['style:name'] ?? null;
-        else if (name === 'style:style' && attrs['style:family'] === 'paragraph' && attrs['style:name'] !== undefined && titleStyles.has(attrs['style:parent-style-name'] ?? '')) titleStyles.add(attrs['style:name']);
-        else if (name === 'text:list-level-style-number' && listStyle !== null) {
-          const levels = numbered.get(listStyle) ?? new Set<number>();
-          numbered.set(listStyle, levels.add(Number(attrs['text:level'] ?? '1')));
-        }
+        if (!inBody) styles.open(name, attrs);
+        if (name === 'style:style' && attrs['style:family'] === 'paragraph' && attrs['style:name'] !== undefined && titleStyles.has(attrs['style:parent-style-name'] ?? '')) titleStyles.add(attrs['style:name']);
         if (name === 'office:text') inBody++;
         if (!inBody) return;
         if (skipDepth > 0 || ODT_NOT_TEXT.has(name)) {
           skipDepth++;
           return;
         }
+        // A heading's own number (text:number, as some writers cache it) is its number: none is added.
+        if (name === 'text:number') headingNumber = null;
         if (note) {
           note.depth++;
           if (name === 'text:note-citation') note.part = 'citation';
@@ -553,23 +738,40 @@ export function odtContentReader(): IncrementalBlockReader {
           // that item; first in an outermost list, a paragraph before the list.
           const list = lists[lists.length - 1];
           collector.start('paragraph', undefined, items.open(list?.last ? furtherParagraphOf(list.last) : items.continuation));
-        } else if (name === 'text:h') collector.start('heading', Number(attrs['text:outline-level'] ?? '1') || 1);
+        } else if (name === 'text:h') {
+          const level = Number(attrs['text:outline-level'] ?? '1') || 1;
+          collector.start('heading', level);
+          headingNumber = attrs['text:is-list-header'] === 'true' ? null : outlineNumber(level, attrs);
+        }
         else if (name === 'text:p') {
           if (lists.length === 0 && titleStyles.has(attrs['text:style-name'] ?? '')) collector.start('heading', 1);
           else if (!collector.isBlank) collector.start('paragraph', undefined, items.continuation);
         } else if (name === 'text:s') collector.text(' '.repeat(Math.min(100, Number(attrs['text:c'] ?? '1') || 1)));
-        else if (name === 'text:tab' || name === 'text:line-break') collector.text(' ');
+        else if (name === 'text:tab') collector.text(' ');
+        else if (name === 'text:line-break') collector.lineBreak();
         else if (name === 'text:a') collector.link(attrs['xlink:href']);
+        else if (name === 'text:span') {
+          const { font, script } = styles.text(attrs['text:style-name']);
+          if (script) collector.beginScript(script);
+          spans.push({ ...(font !== undefined ? { font } : {}), script: script !== undefined });
+        }
       },
       ontext(text) {
         if (!inBody || skipDepth > 0) return;
+        text = symbolFontText(text, spans.findLast((span) => span.font !== undefined)?.font);
         if (note) {
           if (note.part === 'citation') note.citation += text;
           else if (note.part === 'body') note.body += text;
-        } else collector.text(text);
+        } else {
+          if (headingNumber !== null && hasVisibleText(text)) {
+            collector.text(`${headingNumber} `);
+            headingNumber = null;
+          }
+          collector.text(text);
+        }
       },
       onclosetag(name) {
-        if (name === 'text:list-style') listStyle = null;
+        if (!inBody) styles.close(name);
         if (skipDepth > 0) {
           skipDepth--;
           return;
@@ -582,6 +784,8 @@ export function odtContentReader(): IncrementalBlockReader {
           return;
         }
         if (name === 'office:text') inBody--;
+        if (name === 'text:span' && spans.pop()?.script) collector.endScript();
+        if (name === 'text:h') headingNumber = null;
         if (name === 'text:list-item' || name === 'text:list-header') items.close();
         if (name === 'draw:text-box') collector.leaveBox();
         if (name === 'text:list') {
@@ -601,6 +805,26 @@ export function odtContentReader(): IncrementalBlockReader {
     },
     { xmlMode: true, decodeEntities: true },
   );
+  /**
+   * The number the outline style shows for a heading of `level` (counted on from the headings before it: "1.2 " for the
+   * second of level 2 under the first of level 1, its prefix and suffix, each level in its format), or null when the
+   * level is not numbered.
+   */
+  function outlineNumber(level: number, attrs: Record<string, string>): string | null {
+    const style = styles.outline.get(level);
+    headingCounts.length = Math.min(headingCounts.length, level);
+    if (attrs['text:restart-numbering'] === 'true' && attrs['text:start-value'] !== undefined) headingCounts[level - 1] = (Number(attrs['text:start-value']) || 1) - 1;
+    headingCounts[level - 1] = (headingCounts[level - 1] ?? (style?.start ?? 1) - 1) + 1;
+    if (!style || !style.format) return null;
+    const shown: string[] = [];
+    for (let l = level - style.display + 1; l <= level; l++) {
+      const format = styles.outline.get(l)?.format;
+      if (format) shown.push(formattedNumber(headingCounts[l - 1] ?? 0, format));
+    }
+    const number = `${style.prefix}${shown.join('.')}${style.suffix}`.trim();
+    return hasVisibleText(number) ? number : null;
+  }
+
   return {
     blocks: collector.blocks,
     write: (chunk) => parser.write(chunk),

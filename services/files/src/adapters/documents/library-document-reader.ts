@@ -5,7 +5,7 @@ import { hasVisibleText, TABLE_CELL_SEPARATOR } from '@cards/card-rules';
 import { escapeHtml } from '../../domain/card-splitter';
 import { UnreadableDocumentError, type DocumentReader } from '../../domain/ports';
 import { textPresenceOf, type TextPresence } from '../../domain/card-splitter';
-import { blocksFromHtml, blocksFromOdtContent } from './block-collector';
+import { blocksFromHtml, blocksFromOdtContent, odtStyles } from './block-collector';
 import { docxTextScan, odtTextPresence } from './text-presence';
 import { isPasswordError, readingFailure, shortCause } from './reading-failure';
 import { DEFAULT_PARSER_LIMITS, parseInWorker, ReadingTimedOutError, type ParserLimits } from './worker-parse';
@@ -133,8 +133,8 @@ export class LibraryDocumentReader implements DocumentReader {
       case 'docx':
         return blocksFromHtml(await parseInWorker('docx-html', bytes, this.parserLimits));
       case 'odt': {
-        const zip = await readZip(bytes, ['content.xml'], this.zipLimits);
-        return blocksFromOdtContent(zip.parts.get('content.xml') ?? '');
+        const zip = await readZip(bytes, ['content.xml', 'styles.xml'], this.zipLimits);
+        return blocksFromOdtContent(zip.parts.get('content.xml') ?? '', odtStyles(zip.parts.get('styles.xml') ?? ''));
       }
       case 'doc':
         return blocksFromDoc(await parseInWorker('doc-text', bytes, this.parserLimits), bytes);

@@ -52,6 +52,19 @@ function numberedByInstance() {
         starts.set(`${abstract.attributes['w:abstractNumId']}:${level.attributes['w:ilvl']}`, Number(level.firstOrEmpty('w:start').attributes['w:val'] ?? 1));
       }
     }
+    // Each level's format and text ("%1.%2"), for the number a heading shows (headingNumberText), and the level a
+    // paragraph style is linked to (w:pStyle in the level: Word's numbered headings).
+    const formats = new Map();
+    const styleLevels = new Map();
+    for (const abstract of root.getElementsByTagName('w:abstractNum')) {
+      const abstractId = abstract.attributes['w:abstractNumId'];
+      for (const level of abstract.getElementsByTagName('w:lvl')) {
+        const ilvl = level.attributes['w:ilvl'] ?? '0';
+        formats.set(`${abstractId}:${ilvl}`, { format: level.firstOrEmpty('w:numFmt').attributes['w:val'] ?? 'decimal', text: level.firstOrEmpty('w:lvlText').attributes['w:val'] ?? '' });
+        const style = level.firstOrEmpty('w:pStyle').attributes['w:val'];
+        if (style !== undefined && !styleLevels.has(style)) styleLevels.set(style, { abstract: abstractId, ilvl });
+      }
+    }
     const instances = new Map();
     for (const num of root.getElementsByTagName('w:num')) {
       const overrides = new Map();
@@ -71,7 +84,20 @@ function numberedByInstance() {
         const key = `${numId}:${level}`;
         if (!levels.has(key)) {
           const abstractKey = `${instance.abstract}:${found.level}`;
-          levels.set(key, { ...found, instance: `n${key}`, counter: `a${abstractKey}`, start: instance.overrides.get(String(level)) ?? starts.get(abstractKey) ?? 1, restarts: instance.overrides.has(String(level)) });
+          levels.set(key, { ...found, instance: `n${key}`, counter: `a${abstractKey}`, start: instance.overrides.get(String(level)) ?? starts.get(abstractKey) ?? 1, restarts: instance.overrides.has(String(level)), abstract: instance.abstract, formats });
+        }
+        return levels.get(key);
+      },
+      // A paragraph numbered through its style (the style named in a level: Word's numbered headings) counts on in that
+      // level of that definition, as Word counts it.
+      findLevelByParagraphStyleId(styleId) {
+        const found = numbering.findLevelByParagraphStyleId(styleId);
+        const linked = styleLevels.get(styleId);
+        if (!found || !linked) return found;
+        const key = `s${styleId}`;
+        if (!levels.has(key)) {
+          const abstractKey = `${linked.abstract}:${found.level}`;
+          levels.set(key, { ...found, instance: key, counter: `a${abstractKey}`, start: starts.get(abstractKey) ?? 1, restarts: false, abstract: linked.abstract, formats });
         }
         return levels.get(key);
       },
@@ -99,6 +125,56 @@ function wordNumber(level, counts) {
   // Only a number the item's <ol start> can carry (a start or restart override of 10^9 or more, below 1 or not a number
   // gives none): the item keeps the list's own count instead.
   return Number.isInteger(number) && number >= 1 && number <= MAX_LIST_NUMBER ? number : null;
+}
+
+/** A heading's style (Word's built-in "Heading n", by name). */
+const HEADING_STYLE = /^heading [1-9]$/i;
+
+/** A number in a Word number format (w:numFmt): digits, letters or Roman numerals; null for none or a bullet. */
+function formattedWordNumber(n, format) {
+  switch (format) {
+    case 'none':
+    case 'bullet':
+      return null;
+    case 'lowerLetter':
+    case 'upperLetter': {
+      // Word repeats the letter past z: aa, bb.
+      const letter = String.fromCharCode(97 + ((n - 1) % 26)).repeat(Math.floor((n - 1) / 26) + 1);
+      return n >= 1 ? (format === 'upperLetter' ? letter.toUpperCase() : letter) : String(n);
+    }
+    case 'lowerRoman':
+    case 'upperRoman': {
+      if (n < 1 || n >= 4000) return String(n);
+      const numerals = [[1000, 'm'], [900, 'cm'], [500, 'd'], [400, 'cd'], [100, 'c'], [90, 'xc'], [50, 'l'], [40, 'xl'], [10, 'x'], [9, 'ix'], [5, 'v'], [4, 'iv'], [1, 'i']];
+      let roman = '';
+      let rest = n;
+      for (const [value, numeral] of numerals) for (; rest >= value; rest -= value) roman += numeral;
+      return format === 'upperRoman' ? roman.toUpperCase() : roman;
+    }
+    case 'decimalZero':
+      return String(n).padStart(2, '0');
+    default:
+      return String(n);
+  }
+}
+
+/**
+ * The number a numbered heading shows (its level's text, "%1.%2 ", with each level's count in that level's format:
+ * "1.2"), after wordNumber counted it; null when the level shows none.
+ */
+function headingNumberText(level, counts) {
+  if (level.abstract === undefined || !level.formats) return null;
+  const own = level.formats.get(`${level.abstract}:${level.level}`);
+  if (!own || own.format === 'none' || own.format === 'bullet') return null;
+  let missing = false;
+  const text = own.text.replace(/%([1-9])/g, (_, k) => {
+    const depth = Number(k) - 1;
+    const shown = formattedWordNumber(counts.get(`a${level.abstract}:${depth}`) ?? 0, level.formats.get(`${level.abstract}:${depth}`)?.format ?? 'decimal');
+    if (shown === null) missing = true;
+    return shown ?? '';
+  });
+  const number = text.replace(/\s+/g, ' ').trim();
+  return missing || !number ? null : number;
 }
 
 /** The paragraph with `mark` before its first text. */
@@ -224,6 +300,40 @@ function withoutMarkCharacters(root) {
   }
 }
 
+/** The fonts whose characters dingbat-to-unicode maps, as mammoth maps a w:sym of them. */
+const DINGBAT_FONT = /^(symbol|wingdings( 2| 3)?|webdings)$/i;
+/** mammoth's dependency dingbat-to-unicode (its table for w:sym), resolved from mammoth. */
+const requireDingbats = () => createRequire(require.resolve('mammoth'))('dingbat-to-unicode');
+
+/**
+ * The private-use characters (U+F020-U+F0FF) of a run set in a Symbol or Wingdings font (w:rFonts; Writer writes a
+ * symbol so, where Word writes a w:sym, which mammoth maps) made the Unicode characters they show, by mammoth's own
+ * table (dingbat-to-unicode); mammoth kept them as they are, characters no font shows.
+ */
+function symbolRunsMapped(root) {
+  let dingbats = null;
+  const pending = [root];
+  while (pending.length > 0) {
+    const node = pending.pop();
+    if (!Array.isArray(node?.children)) continue;
+    if (node.name === 'w:r') {
+      const fonts = node.children.find((child) => child.name === 'w:rPr')?.children?.find((child) => child.name === 'w:rFonts')?.attributes ?? {};
+      const font = [fonts['w:ascii'], fonts['w:hAnsi'], fonts['w:cs']].find((name) => name !== undefined && DINGBAT_FONT.test(name));
+      if (font === undefined) continue;
+      for (const t of node.children) {
+        if (t.name !== 'w:t' || !Array.isArray(t.children)) continue;
+        for (const text of t.children) {
+          if (text.type !== 'text' || !/[\uf020-\uf0ff]/.test(text.value)) continue;
+          dingbats ??= requireDingbats();
+          text.value = text.value.replace(/[\uf020-\uf0ff]/g, (c) => dingbats.hex(font, (c.charCodeAt(0) & 0xff).toString(16).toUpperCase().padStart(2, '0'))?.string ?? c);
+        }
+      }
+      continue;
+    }
+    for (const child of node.children) pending.push(child);
+  }
+}
+
 /** Whether a w:customMarkFollows attribute (ST_OnOff) is on. */
 const isOn = (value) => value === '1' || value === 'true' || value === 'on';
 
@@ -266,6 +376,13 @@ function readable(element, counts) {
     if (child.type !== 'paragraph') {
       item = null;
       return readable(child, counts);
+    }
+    if (child.numbering && HEADING_STYLE.test(child.styleName ?? '')) {
+      // A numbered heading keeps the number it shows ("1.1 Sites"), as text: mammoth writes no number for a heading.
+      item = null;
+      if (wordNumber(child.numbering, counts) === null) return child;
+      const shown = headingNumberText(child.numbering, counts);
+      return shown === null ? child : markedParagraph(child, `${shown} `);
     }
     if (child.numbering) {
       item = child.numbering;
@@ -310,6 +427,7 @@ function textBoxesWithoutFallbackRead() {
   xml.readString = (...args) =>
     readString(...args).then((root) => {
       withoutMarkCharacters(root);
+      symbolRunsMapped(root);
       markCustomNoteMarks(root, xml);
       addTextBoxFallbacks(root, xml.element);
       return root;
@@ -366,9 +484,9 @@ function notesPlacedAtReferences() {
       // Paragraph properties out of their stream's bounds: a cell's paragraphs stay paragraphs.
     }
     try {
-      markSymbolRuns(this._pieces, this.cardsStreams);
+      markRunCharacters(this._pieces, this.cardsStreams);
     } catch {
-      // Character properties or fonts out of their stream's bounds: symbols stay private-use characters.
+      // Character properties or fonts out of their stream's bounds: symbols and raised runs stay as stored.
     }
     const pieces = this._pieces;
     const boundaries = this._boundaries;
@@ -405,7 +523,7 @@ function storyRange(boundaries, story) {
  * instruction dropped: "HYPERLINK ..."), a field without one nothing; the non-breaking hyphen 0x1E is U+2011 (as mammoth
  * reads a .docx's w:noBreakHyphen), the optional hyphen 0x1F nothing (a .docx's soft hyphen is dropped by the splitter);
  * page, column and section breaks end the paragraph; every other C0 control (note and comment references, pictures,
- * separators, deleted text written as 0x00 by word-extractor) is dropped. (Symbol font characters: markSymbolRuns.)
+ * separators, deleted text written as 0x00 by word-extractor) is dropped. (Symbol font characters: markRunCharacters.)
  */
 function wordText(raw) {
   let text = raw;
@@ -468,9 +586,6 @@ function* sprmsOf(grpprl, offset) {
   }
 }
 
-/** The dingbat fonts whose characters dingbat-to-unicode maps (mammoth reads a .docx's w:sym with it). */
-const DINGBAT_FONT = /^(symbol|wingdings( 2| 3)?|webdings)$/i;
-
 /** The names of the .doc's fonts (SttbfFfn, MS-DOC 2.9.87's FFN: the name after 39 bytes of metrics), by index. */
 function fontNames(fib, table) {
   const fc = fib.readUInt32LE(0x0112);
@@ -496,18 +611,19 @@ function fontNames(fib, table) {
 }
 
 /**
- * A character of a Symbol or Wingdings font run stored in the private-use area (U+F020-U+F0FF, as Word and LibreOffice
+ * Runs of characters whose properties change what they show. A superscript or subscript run (sprmCIss) whose every
+ * character has a Unicode superscript or subscript form is written in those forms ("10⁻³", "H₂O"), as the .docx and .odt
+ * readers write one. A character of a Symbol or Wingdings font run stored in the private-use area (U+F020-U+F0FF, as Word and LibreOffice
  * write them: "≥" of Symbol is U+F0B3) is the Unicode character it shows (dingbat-to-unicode, as mammoth maps a .docx's
  * w:sym), where there is one in the Basic Multilingual Plane (a character position is one UTF-16 unit); else it stays.
  * The run's font is its sprmCRgFtc0 (0x4A4F) in the CHPX pages (MS-DOC 2.6.1), read as word-extractor reads them for
  * deleted text; a symbol inserted with sprmCSymbol (0x6A09: font and character) is that character.
  */
-function markSymbolRuns(pieces, streams) {
+function markRunCharacters(pieces, streams) {
   if (!streams) return;
   const { fib, table } = streams;
   const fonts = fontNames(fib, table);
-  if (!fonts.some((name) => DINGBAT_FONT.test(name))) return;
-  const dingbats = createRequire(require.resolve('mammoth'))('dingbat-to-unicode');
+  const dingbats = fonts.some((name) => DINGBAT_FONT.test(name)) ? requireDingbats() : null;
   const fc = fib.readUInt32LE(0x00fa);
   const lcb = fib.readUInt32LE(0x00fe);
   const count = (lcb - 4) / 8;
@@ -523,12 +639,20 @@ function markSymbolRuns(pieces, streams) {
       const grpprl = fkp.subarray(at + 1, Math.min(511, at + 1 + fkp.readUInt8(at)));
       let font = null;
       let symbol = null;
+      let position = 0;
       for (const { sprm, at: operand } of sprmsOf(grpprl, 0)) {
-        if (sprm === 0x4a4f && operand + 2 <= grpprl.length) font = fonts[grpprl.readUInt16LE(operand)] ?? null;
+        if (sprm === 0x2a48 && operand < grpprl.length) position = grpprl[operand];
+        else if (sprm === 0x4a4f && operand + 2 <= grpprl.length) font = fonts[grpprl.readUInt16LE(operand)] ?? null;
         else if (sprm === 0x6a09 && operand + 4 <= grpprl.length) symbol = { font: fonts[grpprl.readUInt16LE(operand)] ?? null, code: grpprl.readUInt16LE(operand + 2) };
       }
       const start = fkp.readUInt32LE(j * 4);
       const end = fkp.readUInt32LE((j + 1) * 4);
+      // A superscript or subscript run (sprmCIss: 1 raised, 2 lowered) in Unicode's forms when every character has one.
+      if (position === 1 || position === 2) {
+        const forms = position === 1 ? SUPERSCRIPTS : SUBSCRIPTS;
+        replaceInRange(pieces, start, end, (text) => (/\S/.test(text) && Array.from(text).every((c) => forms.has(c)) ? Array.from(text, (c) => forms.get(c)).join('') : text));
+      }
+      if (!dingbats) continue;
       const mapped = (fontName, code) => {
         const found = fontName && DINGBAT_FONT.test(fontName) ? dingbats.hex(fontName, (code & 0xff).toString(16).toUpperCase().padStart(2, '0')) : undefined;
         return found && found.codePoint <= 0xffff ? found.string : null;
@@ -542,6 +666,10 @@ function markSymbolRuns(pieces, streams) {
     }
   }
 }
+
+/** Unicode's superscript and subscript forms, as block-collector.ts writes a .docx's or .odt's raised and lowered runs. */
+const SUPERSCRIPTS = new Map(Array.from('0123456789+-\u2212=()ni').map((c, i) => [c, Array.from('\u2070\u00b9\u00b2\u00b3\u2074\u2075\u2076\u2077\u2078\u2079\u207a\u207b\u207b\u207c\u207d\u207e\u207f\u2071')[i]]));
+const SUBSCRIPTS = new Map(Array.from('0123456789+-\u2212=()aeoxhklmnpst').map((c, i) => [c, Array.from('\u2080\u2081\u2082\u2083\u2084\u2085\u2086\u2087\u2088\u2089\u208a\u208b\u208b\u208c\u208d\u208e\u2090\u2091\u2092\u2093\u2095\u2096\u2097\u2098\u2099\u209a\u209b\u209c')[i]]));
 
 /** The text of file positions [start, end) changed by `change` (which keeps its length), in every piece holding them. */
 function replaceInRange(pieces, start, end, change) {

@@ -123,6 +123,10 @@ function linkFaultText(link: string, problem: Exclude<LinkProblem, 'too-long' | 
     }
     case 'not-full-url':
       return 'must be written in full: http:// or https://, then the site’s name, such as https://example.com/page';
+    case 'credentials':
+      return 'has a user name or password in it (“user:password@” before the site’s name): leave it out, everyone would see it';
+    case 'host':
+      return 'has a site name that cannot exist (an empty part as in “x..com”, a hyphen at a part’s start or end, or a part longer than 63 characters)';
   }
 }
 

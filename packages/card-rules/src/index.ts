@@ -476,10 +476,27 @@ export function tagsProblem(tags: readonly string[], maxTags = MAX_TAGS): string
  * The WHATWG URL parser that Node and every browser provide; declared here because this package type-checks
  * without the Node and DOM libraries.
  */
-declare const URL: new (input: string) => { readonly protocol: string };
+declare const URL: new (input: string) => { readonly protocol: string; readonly hostname: string };
 
 /** What can be wrong with a card link. */
-export type LinkProblem = 'too-long' | 'not-http' | 'invisible-character' | 'space' | 'backslash' | 'not-full-url';
+export type LinkProblem = 'too-long' | 'not-http' | 'invisible-character' | 'space' | 'backslash' | 'not-full-url' | 'credentials' | 'host';
+
+// A DNS label as IDNA leaves it (RFC 1123): 1-63 letters, digits or hyphens, no hyphen at either end.
+const DNS_LABEL = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
+// An IPv4 address as the URL parser writes every spelling it takes ("127.1", "0x7f.0.0.1"), and an IPv6 literal.
+const IPV4 = /^\d{1,3}(?:\.\d{1,3}){3}$/;
+
+/**
+ * Whether a URL's host, as the URL parser gives it (`hostname`: IDNA applied, lower case, an IP address rewritten),
+ * is a DNS name a resolver can look up or an IP literal: labels of 1-63 letters, digits or hyphens, no hyphen at
+ * either end, at most 253 characters (one dot may end it). The parser alone takes "x..com", "-x-.com", labels of 64
+ * characters and "_" or "!".
+ */
+export function isValidUrlHost(hostname: string): boolean {
+  if (hostname.startsWith('[') || IPV4.test(hostname)) return true;
+  const name = hostname.endsWith('.') ? hostname.slice(0, -1) : hostname;
+  return name.length > 0 && name.length <= 253 && name.split('.').every((label) => DNS_LABEL.test(label));
+}
 
 // "http://" or "https://" (any case), then the authority up to the path, query or fragment.
 const FULL_HTTP_URL = /^https?:\/\/([^/?#]*)/i;
@@ -497,7 +514,9 @@ function hostOf(authority: string): string {
  * written, of at most MAX_LINK_CHARS, with whitespace around it trimmed. As written: "http://" or "https://" then a
  * host (the URL parser would also take "https:/example.com", "https:///example.com" or "https:\\example.com" and
  * open https://example.com/), no space, backslash (read as "/") or invisible character anywhere (a reader sees none, a
- * URL parser percent-encodes one into the address opened, and a trailing BOM, which trimming removes, is refused too).
+ * URL parser percent-encodes one into the address opened, and a trailing BOM, which trimming removes, is refused too);
+ * no user name or password before the host; a host that is a DNS name or an IP literal (isValidUrlHost). The profile's
+ * website takes the same rule (identity's normalizeWebsite).
  */
 export function linkProblem(link: string): LinkProblem | null {
   const trimmed = link.trim();
@@ -505,15 +524,20 @@ export function linkProblem(link: string): LinkProblem | null {
   if (trimmed.length > MAX_LINK_CHARS) return 'too-long';
   if (INVISIBLE_CHARACTER.test(link)) return 'invisible-character';
   if (/\s/u.test(trimmed)) return 'space';
+  let hostname: string;
   try {
-    const { protocol } = new URL(trimmed);
-    if (protocol !== 'http:' && protocol !== 'https:') return 'not-http';
+    const url = new URL(trimmed);
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') return 'not-http';
+    hostname = url.hostname;
   } catch {
     return 'not-http';
   }
   if (trimmed.includes('\\')) return 'backslash';
   const written = FULL_HTTP_URL.exec(trimmed);
   if (!written || hostOf(written[1]!).length === 0) return 'not-full-url';
+  // "https://user:secret@host/", even "https://@host/": a secret shown to everyone, and a host readers misread.
+  if (written[1]!.includes('@')) return 'credentials';
+  if (!isValidUrlHost(hostname)) return 'host';
   return null;
 }
 
@@ -538,6 +562,10 @@ export function linkProblemText(link: string): string | null {
       return 'must be an http or https URL without backslashes';
     case 'not-full-url':
       return 'must be an http or https URL written in full, "http://" or "https://" then a host, such as https://example.com/page';
+    case 'credentials':
+      return 'must be an http or https URL without a user name or password ("user:password@" before the host)';
+    case 'host':
+      return `must be an http or https URL whose host is a domain name (labels of 1 to 63 letters, digits or hyphens, no hyphen at either end, no empty label, at most 253 characters) or an IP address (found "${new URL(link.trim()).hostname}")`;
   }
 }
 

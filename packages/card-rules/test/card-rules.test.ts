@@ -227,8 +227,43 @@ describe('@cards/card-rules', () => {
     expect(linkProblem(`https://example.com/${'a'.repeat(MAX_LINK_CHARS)}`)).toBe('too-long');
   });
 
+  it('refuses a link with a user name or password, or a host that is no DNS name nor IP address; the website takes the same rule', () => {
+    const label63 = 'a'.repeat(63);
+    const fine = [
+      'https://example.com./x',
+      `https://${label63}.example/`,
+      `https://${Array.from({ length: 4 }, () => 'b'.repeat(61)).join('.')}.ex/`,
+      'https://xn--bcher-kva.example/',
+      'https://bücher.example/',
+      'http://127.0.0.1:8080/',
+      'http://[2001:db8::1]/',
+      'https://a-b--c.example/',
+      'https://localhost/',
+      'https://example.com/a@b?c=d@e#f@g',
+    ];
+    for (const link of fine) expect([link, linkProblem(link)]).toEqual([link, null]);
+    const refused: Array<[string, string]> = [
+      ['https://u:p@x.com/', 'credentials'],
+      ['http://user@host.example/', 'credentials'],
+      ['https://:p@x.com/', 'credentials'],
+      ['https://@x.com/', 'credentials'],
+      ['https://x..com/', 'host'],
+      ['https://-x-.com/', 'host'],
+      ['https://x-.com/', 'host'],
+      ['https://.x.com/', 'host'],
+      [`https://${'a'.repeat(64)}.com/`, 'host'],
+      [`https://${Array.from({ length: 4 }, () => 'b'.repeat(62)).join('.')}.ex/`, 'host'],
+      ['https://a_b.example/', 'host'],
+      ['https://a!b.example/', 'host'],
+      ['https://x.com../', 'host'],
+    ];
+    for (const [link, problem] of refused) expect([link, linkProblem(link)]).toEqual([link, problem]);
+    expect(linkProblemText('https://u:p@x.com')).toBe('must be an http or https URL without a user name or password ("user:password@" before the host)');
+    expect(linkProblemText('https://X..com/')).toMatch(/^must be an http or https URL whose host is a domain name \(labels of 1 to 63 .* or an IP address \(found "x\.\.com"\)$/);
+  });
+
   it('accepts only a link written in full: "http(s)://", a host, no space, backslash or invisible character', () => {
-    for (const fine of ['HTTPS://Example.com', 'https://user:pw@example.com:8443/a/b?c=d#e', 'http://[::1]:8080/x', 'https://bücher.example/straße', 'https://example.com/%E2%80%8B', '\thttps://example.com/x\n', '\u00a0https://example.com\u3000']) {
+    for (const fine of ['HTTPS://Example.com', 'https://example.com:8443/a/b?c=d#e', 'http://[::1]:8080/x', 'https://bücher.example/straße', 'https://example.com/%E2%80%8B', '\thttps://example.com/x\n', '\u00a0https://example.com\u3000']) {
       expect([fine, linkProblem(fine)]).toEqual([fine, null]);
     }
     const refused: Array<[string, string]> = [

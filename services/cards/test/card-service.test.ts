@@ -720,6 +720,19 @@ describe('CardService', () => {
     await expect(service.getCard(old.id, 'alice')).rejects.toThrow(NotFoundError);
   });
 
+  it('a link stored under an earlier rule (credentials, an invalid host) may be sent back unchanged; any other such link is refused', async () => {
+    const { service, cards } = setup();
+    const old = { ...aCard().by('alice').build(), link: 'https://u:p@x..com/a' };
+    await cards.insert(old, fingerprintOf(old.content), []);
+    await service.updateCard({ callerId: 'alice', cardId: old.id, link: ' https://u:p@x..com/a ', private: true });
+    expect(await service.getCard(old.id, 'alice')).toMatchObject({ link: 'https://u:p@x..com/a', private: true });
+    await expect(service.updateCard({ callerId: 'alice', cardId: old.id, link: 'https://u:p@x..com/b' })).rejects.toThrow(/^link: must be an http or https URL without a user name or password/);
+    await expect(service.updateCard({ callerId: 'alice', cardId: old.id, link: 'https://x..com/a' })).rejects.toThrow(/^link: .*whose host is a domain name/);
+    await expect(create(service, 'alice', someContent(), { link: 'https://u:p@x..com/a' })).rejects.toThrow(/^link: /);
+    await service.updateCard({ callerId: 'alice', cardId: old.id, link: 'https://x.com/a' });
+    expect((await service.getCard(old.id, 'alice')).link).toBe('https://x.com/a');
+  });
+
   it('hides private cards (404) and protects others\' cards (403)', async () => {
     const { service } = setup();
     const hidden = await create(service, 'alice', someContent(), { private: true });

@@ -181,6 +181,20 @@ describe('IdentityService', () => {
     await expect(service.login('old@example.com', decomposed)).resolves.toMatchObject({ user: { id: 'u-old' } });
   });
 
+  it('a website stored under an earlier rule (credentials, an invalid host) may be sent back unchanged; any other such value is refused', async () => {
+    const repository = new SqliteIdentityRepository(join(mkdtempSync(join(tmpdir(), 'identity-')), 'identity.db'));
+    const service = new IdentityService({ repository, mailer: new RecordingMailer(), hasher: new ScryptPasswordHasher(1024), tokens: new JwtTokenSigner('s'.repeat(40)), publicUrl: 'https://cards.example', logger: createLogger('test', 'silent') });
+    const user = await service.register(await service.invite('web@example.com', []), 'password1', 'password1');
+    // As the version before stored it.
+    await repository.updateProfile(user.id, { website: 'https://u:p@x..com/' }, 'none', new Date());
+    await expect(service.updateProfile(user.id, { website: ' https://u:p@x..com/ ', username: 'webber' })).resolves.toMatchObject({ website: 'https://u:p@x..com/', username: 'webber' });
+    await expect(service.updateProfile(user.id, { website: 'https://u:p@x..com/other' })).rejects.toThrow(/^website: must be an http or https URL without a user name or password/);
+    await expect(service.updateProfile(user.id, { website: 'https://x..com/' })).rejects.toThrow(/^website: .*whose host is a domain name/);
+    await expect(service.updateProfile(user.id, { website: 'https://x.com/' })).resolves.toMatchObject({ website: 'https://x.com/' });
+    // Once changed, the earlier value is no longer stored, so it follows the rule.
+    await expect(service.updateProfile(user.id, { website: 'https://u:p@x..com/' })).rejects.toThrow(/^website: /);
+  });
+
   it('password reset links expire after one hour', async () => {
     const { service, mailer, advance } = setup(new Date());
     const id = await service.invite('r@example.com', []);

@@ -71,7 +71,11 @@ describe('identity rules', () => {
     ['https://x.org/\u202e', /found U\+202E/],
     ['https://ex\u034F.com', /found U\+034F/],
     ['https://x.org\u3164@evil.example/', /found U\+3164/],
-  ])('refuses website %j, not written in full or holding an invisible character', (w, message) => {
+    ['https://u:p@x.com', /^website: must be an http or https URL without a user name or password/],
+    ['https://x..com', /^website: must be an http or https URL whose host is a domain name .*\(found "x\.\.com"\)$/],
+    ['https://-x-.com', /^website: .*whose host is a domain name/],
+    [`https://${'a'.repeat(64)}.com`, /^website: .*whose host is a domain name/],
+  ])('refuses website %j, not written in full, holding an invisible character or credentials, or with an invalid host', (w, message) => {
     expect(() => normalizeWebsite(w)).toThrow(message);
   });
   it('stores the website trimmed and otherwise as written', () => {

@@ -209,6 +209,8 @@ function CardForm({ card }: { card?: Card }) {
   // The HTML view's text is sent as it is (the server sanitizes it); the formatted view sends the editor's HTML.
   const html = htmlFromInput(text);
   const problems = cardDraftProblems({ text, link, tags });
+  // A link stored under an earlier rule is sent back only when changed, and the server keeps it unchanged.
+  if (card && link.trim() === card.link) delete problems.link;
   const words = wordCount(textOfHtml(html));
   const submit = async (e: Event) => {
     e.preventDefault();

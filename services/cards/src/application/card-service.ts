@@ -551,7 +551,8 @@ export class CardService {
       next.content = derived.content;
       if (next.content !== card.content) fingerprint = fingerprintOf(next.content);
     }
-    if (input.link !== undefined) next.link = validLink(input.link);
+    // A link stored under an earlier rule (credentials, a host like "x..com") sent back unchanged is kept without being judged again.
+    if (input.link !== undefined) next.link = input.link.trim() === card.link && card.link !== '' ? card.link : validLink(input.link);
     // A collision edited into text that no longer copies its root's is a root of its own (else search could never find it).
     const textChanged = next.content !== card.content;
     let becomesRoot = card.collisionOf !== null && textChanged && !(await this.isCopyOfCard(card.collisionOf, next.content));

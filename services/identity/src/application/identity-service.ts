@@ -216,7 +216,16 @@ export class IdentityService {
       if (change.username === '') patch.username = null;
       else patch.username = normalizeUsername(change.username);
     }
-    if (change.website !== undefined) patch.website = change.website.trim() === '' ? null : normalizeWebsite(change.website);
+    if (change.website !== undefined && change.website.trim() === '') patch.website = null;
+    else if (change.website !== undefined) {
+      try {
+        patch.website = normalizeWebsite(change.website);
+      } catch (err) {
+        // A website stored under an earlier rule (credentials, a host like "x..com") may be sent back unchanged: the
+        // profile form always sends it. It is kept without being judged again; any other value follows the rule.
+        if (!(err instanceof InvalidArgumentError) || (await this.deps.repository.findUserById(userId))?.website !== change.website.trim()) throw err;
+      }
+    }
     if (change.visibleEmail !== undefined) patch.visibleEmail = change.visibleEmail;
     const updated = await this.deps.repository.updateProfile(userId, patch, emailVisibilityCondition(patch), this.now());
     if (updated) return updated;

@@ -81,7 +81,10 @@ export function normalizeWebsite(raw: string): string {
   if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new InvalidArgumentError('website: must be an http or https URL');
   // Written in full and nothing invisible, as a card's link (the URL parser would open https://x.org/ for "https:/x.org").
   const asWritten = linkProblem(raw);
-  if (asWritten === 'not-full-url' || asWritten === 'backslash' || asWritten === 'invisible-character') refuseIfProblem('website', linkProblemText(raw));
+  // No "user:password@" (shown to everyone) and a host that is a DNS name or an IP literal, as a card's link.
+  if (asWritten === 'not-full-url' || asWritten === 'backslash' || asWritten === 'invisible-character' || asWritten === 'credentials' || asWritten === 'host') {
+    refuseIfProblem('website', linkProblemText(raw));
+  }
   if (!fitsCharacters(website, MAX_WEBSITE_CHARS)) throw new InvalidArgumentError(`website: must be at most ${MAX_WEBSITE_CHARS} characters`);
   return website;
 }

@@ -146,8 +146,9 @@ describe('Dockerfile (offline)', () => {
       const base = ancestry.at(-1)!.from;
       expect(base === '${NODE_IMAGE}' ? /ARG NODE_IMAGE=node:20[\w.-]*-slim/.test(readFileSync(join(ROOT, 'Dockerfile'), 'utf8')) : /^node:20[\w.-]*-slim$/.test(base)).toBe(true);
       const lines = ancestry.flatMap((s) => s.lines);
+      // By number (uid:gid), not name: Kubernetes' runAsNonRoot can verify only a numeric user.
       const user = lines.filter((l) => /^USER\s/.test(l)).at(0);
-      expect(user).toMatch(/^USER\s+(node|[1-9]\d*)/);
+      expect(user).toMatch(/^USER\s+[1-9]\d*:[1-9]\d*$/);
       expect(lines.some((l) => /^CMD\s/.test(l))).toBe(true);
     }
   });
@@ -169,6 +170,16 @@ describe('Dockerfile (offline)', () => {
       for (const ancestor of chain(target)) expect(build.map((b) => b.name)).not.toContain(ancestor.name);
     }
     expect(stages.flatMap((s) => s.lines).some((l) => /pnpm install --frozen-lockfile/.test(l))).toBe(true);
+  });
+
+  it('keeps the word-vector cache of the images that build it on the /data volume, which the non-root user owns', () => {
+    for (const target of ['search', 'all-in-one']) {
+      const envLine = chain(target).flatMap((s) => s.lines).filter((l) => l.startsWith('ENV ')).join(' ');
+      expect({ target, cache: / WORD_VECTORS_CACHE_DIR=(\S+)/.exec(envLine)?.[1] }).toEqual({ target, cache: '/data/word-vectors' });
+      expect(envLine).toMatch(/ DATA_DIR=\/data\b/);
+    }
+    const user = /^USER\s+(\S+)$/m.exec(byName.get('runtime')!.lines.join('\n'))![1];
+    expect(byName.get('runtime')!.lines.join('\n')).toContain(`chown ${user} /data`);
   });
 
   it('copies each service its own pruned tree and listens on all interfaces', () => {

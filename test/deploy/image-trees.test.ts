@@ -1,8 +1,8 @@
 // What each container image would run, built without a container runtime: the Dockerfile's build stage makes one
-// pruned tree per target with `pnpm --filter @cards/<target> deploy --prod` and the runtime stage starts
-// `tsx src/main.ts` in it. This suite makes the same trees, checks they carry no development tooling, then starts
-// every service from its own tree as a separate process (peers on loopback, the embedded engines) and drives the
-// gateway: a tree missing a production dependency, or relying on the workspace around it, fails here.
+// pruned tree per target with `pnpm --filter @cards/<target> deploy --prod` and the runtime stage starts its CMD,
+// `node --import <tsx's loader> src/main.ts`, in it. This suite makes the same trees, checks they carry no development
+// tooling, then starts every service from its own tree as a separate process (peers on loopback, the embedded engines)
+// and drives the gateway: a tree missing a production dependency, or relying on the workspace around it, fails here.
 import { execFileSync, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -12,6 +12,7 @@ import { freePort, loopbackTopologyEnv } from '@cards/platform';
 import { openCardsDatabase } from '../../services/cards/src/adapters/sqlite/sqlite-cards-database';
 import { ROOT } from './helm';
 import { spawnNodeEntry, type NodeProcess } from '../support/node-process';
+import { imageCommand, localCommand } from './image-command';
 
 const SERVICES = ['identity', 'cards', 'search', 'files', 'notifications'] as const;
 const TARGETS = [...SERVICES, 'gateway', 'all-in-one'] as const;
@@ -36,10 +37,12 @@ const pnpm = pnpmCommand();
 if (!pnpm) process.stdout.write('[image-trees] skipped: no pnpm to run `pnpm deploy` with (run the suite through `pnpm test`)\n');
 const describeIfPnpm = pnpm ? describe : describe.skip;
 
-/** `node --import tsx src/main.ts` inside a tree, as the image's `CMD ["tsx", "src/main.ts"]` does. */
+/** The image's `CMD ["node", "--import", <tsx's loader>, "src/main.ts"]` inside a tree (tsx's loader: the workspace's). */
 function startFromTree(tree: string, env: Record<string, string | undefined>): NodeProcess {
-  const tsxLoader = pathToFileURL(join(ROOT, 'node_modules/tsx/dist/loader.mjs')).href;
-  return spawnNodeEntry('src/main.ts', { cwd: tree, env: { ...env, NODE_ENV: 'production' }, loader: tsxLoader });
+  const { file, args } = localCommand(imageCommand());
+  const [flag, loader, entry, ...more] = args;
+  expect({ file, flag, entry, more }).toEqual({ file: process.execPath, flag: '--import', entry: 'src/main.ts', more: [] });
+  return spawnNodeEntry(entry!, { cwd: tree, env: { ...env, NODE_ENV: 'production' }, loader });
 }
 
 /** This process's environment on the embedded engines (no engine or SMTP URLs from the caller's shell), on loopback. */

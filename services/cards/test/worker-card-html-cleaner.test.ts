@@ -1,3 +1,4 @@
+import { dirname, join } from 'node:path';
 import fc from 'fast-check';
 import { InvalidArgumentError, ResourceExhaustedError, SERVICE_BUSY, ServiceBusyError, UnavailableError } from '@cards/platform';
 import { openCardsDatabase } from '../src/adapters/sqlite/sqlite-cards-database';
@@ -182,5 +183,8 @@ describe('WorkerCardHtmlCleaner', () => {
     const preflight = require.resolve('tsx/preflight');
     expect(tsxCjsApiPath(['--require', preflight, '--import', 'file:///nowhere/tsx/dist/loader.mjs'], ['/'])).toBe(require.resolve('tsx/cjs/api'));
     expect(tsxCjsApiPath([], ['/'])).toBeUndefined();
+    // The images' start: node with an --import of the loader's absolute path, no preflight.
+    const loader = join(dirname(require.resolve('tsx/package.json')), 'dist/loader.mjs');
+    expect(tsxCjsApiPath(['--import', loader], ['/'])).toBe(require.resolve('tsx/cjs/api'));
   });
 });

@@ -57,7 +57,8 @@ interface PooledWorker {
 
 /**
  * Where tsx's CommonJS API (`tsx/cjs/api`) is: beside the workspace (development, tests), or beside the tsx the
- * process was started with (the images run `tsx src/main.ts` from a global install: its preflight is in execArgv).
+ * process was started with (the images run `node --import /usr/local/lib/node_modules/tsx/dist/loader.mjs`, a global
+ * install that no require from /app finds: the loader's path is in execArgv).
  */
 export function tsxCjsApiPath(execArgv: readonly string[] = process.execArgv, from: readonly string[] = [process.cwd(), __dirname]): string | undefined {
   const started = execArgv.filter((arg) => /[\\/]tsx[\\/]/.test(arg)).map((arg) => dirname(arg.startsWith('file:') ? fileURLToPath(arg) : arg));

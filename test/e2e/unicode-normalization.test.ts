@@ -7,7 +7,7 @@ import { eventuallyDefined } from '../support/eventually';
 import { html, postCard, uniqueText } from './cards-support';
 
 // Text that looks the same arrives composed (NFC: "é" is U+00E9) or decomposed (NFD: "e" + U+0301, macOS input,
-// copy-paste). The gateway puts user text in NFC (parseBody), so both spellings are one value; passwords are kept as sent.
+// copy-paste). The gateway puts user text in NFC (parseBody), so both spellings are one value; identity puts passwords in NFC.
 
 let system: RunningSystem;
 const mailbox = new Mailbox();
@@ -87,7 +87,7 @@ describe('one Unicode normalization form (NFC) for user text', () => {
     expect(updated.json.website).toBe(website);
   });
 
-  it('an account registered with an NFD e-mail logs in with the NFC one; its password is compared as sent', async () => {
+  it('an account registered with an NFD e-mail logs in with the NFC one; its password is compared in NFC, so either spelling logs in', async () => {
     const email = `ren\u00e9e-${run}@caf\u00e9.example`;
     const password = `m\u00f6tley-cr\u00fce-${run}`.normalize('NFD');
     const client = new ApiClient(system.baseUrl);
@@ -98,8 +98,9 @@ describe('one Unicode normalization form (NFC) for user text', () => {
     expect([registered.status, registered.json.email]).toEqual([200, email]);
     expect((await client.post('/api/auth', { email, password })).status).toBe(204);
     expect((await client.post('/api/auth', { email: email.normalize('NFD'), password })).status).toBe(204);
-    // Passwords are not normalized: stored hashes were made from the string as sent.
-    const other = await client.post('/api/auth', { email, password: password.normalize('NFC') });
+    // Passwords are hashed and checked in NFC: set decomposed, typed composed, the same password.
+    expect((await client.post('/api/auth', { email, password: password.normalize('NFC') })).status).toBe(204);
+    const other = await client.post('/api/auth', { email, password: `${password}x` });
     expect([other.status, other.json.message]).toEqual([401, 'Incorrect email or password']);
   });
 });

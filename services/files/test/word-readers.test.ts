@@ -4,7 +4,8 @@ import type { DocumentBlock } from '../src/domain/model';
 import { blocksFromOdtContent, odtStyles } from '../src/adapters/documents/block-collector';
 import { LibraryDocumentReader } from '../src/adapters/documents/library-document-reader';
 import { UnreadableDocumentError } from '../src/domain/ports';
-import { zip } from './office-packages';
+import { docxPackage, wp, zip } from './office-packages';
+import { noCardReason, splitIntoCards } from '../src/domain/card-splitter';
 
 // The Word and OpenDocument readers on what ordinary documents hold (word-features.doc/.docx/.odt: make-fixtures.sh, from
 // src/word-features.fodt, one document saved by Writer in each format).
@@ -142,5 +143,20 @@ describe('.docx and .odt: what the document shows', () => {
     for (const name of ['word-features.docx', 'word-features.odt', 'word-features.doc']) {
       expect(texts(await blocksOf(name))).toContain('Salt at 10\u207B\u00B3 mol/L in H\u2082O, see notea.');
     }
+  });
+});
+
+describe('a document of short sections', () => {
+  it("makes no card, and the reason says why: each section (a heading and its text) has 70 words or fewer, however long the whole", async () => {
+    const words = (n: number, prefix: string) => Array.from({ length: n }, (_, i) => `${prefix}${i}`).join(' ');
+    const body = Array.from({ length: 8 }, (_, i) => wp(`Question ${i + 1}?`, '<w:pStyle w:val="Heading1"/>') + wp(`${words(30, 'a')}.`)).join('');
+    const document = await reader.parse('docx', docxPackage({ body }));
+    expect(splitIntoCards(document)).toEqual([]);
+    expect(noCardReason(document)).toBe(
+      'the document holds no passage of more than 70 words, so no card was made: its 256 words are in 8 sections (a heading and the text under it), the longest of 32 words, ' +
+        'and a card holds more than 70 words of one section; put short sections under one heading to make a card of them',
+    );
+    // Without headings: its words.
+    expect(noCardReason({ blocks: [{ kind: 'paragraph', text: words(12, 'b'), links: [] }] })).toBe('the document holds no passage of more than 70 words, so no card was made: its text has 12 words');
   });
 });

@@ -1,7 +1,7 @@
 import { MAX_TAG_CHARS, truncatedToCharacters, withoutInvisibleInName } from '@cards/card-rules';
 import { isEngineUnavailableError, NotFoundError, retryableWhenPeerNotReady, type DeliveredEvent, type Logger } from '@cards/platform';
 import { events } from '@cards/proto';
-import { splitIntoCards } from '../domain/card-splitter';
+import { noCardReason, splitIntoCards } from '../domain/card-splitter';
 import type { CardDraft, FileRecord } from '../domain/model';
 import { CardRejectedError, UnreadableDocumentError, type CardsPort, type DocumentReader, type FileRepository, type ObjectStore } from '../domain/ports';
 
@@ -141,7 +141,7 @@ export class IngestionWorker {
     const started = Date.now();
     const document = await reader.parse(record.format, bytes);
     const drafts = splitIntoCards(document);
-    if (drafts.length === 0) return this.fail(record, 'the document holds no passage of more than 70 words, so no card was made', undefined, 'info');
+    if (drafts.length === 0) return this.fail(record, noCardReason(document), undefined, 'info');
     // The parse may take a while: a file deleted meanwhile gets no cards.
     if (!(await repository.get(record.id))) return this.stopForDeletion(record, 0);
 

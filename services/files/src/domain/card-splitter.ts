@@ -135,6 +135,36 @@ export function splitIntoCards(document: ParsedDocument): CardDraft[] {
 }
 
 /**
+ * Why splitIntoCards made no card of the document, for its uploader: no passage of more than 70 words, and how its text
+ * falls into sections. A card holds the text of one section (a heading and what follows it up to the next heading; the
+ * heading's words count) and a section of 70 words or fewer makes none (DESIGN.md "Files": short blocks merge into the
+ * next block of the same heading, never across a heading), so a document of many short sections (a Q&A of one heading
+ * per question) makes no card even when its whole text is long; the same text without headings (its PDF) makes one.
+ */
+export function noCardReason(document: ParsedDocument): string {
+  const reason = `the document holds no passage of more than ${MIN_WORDS_EXCLUSIVE} words, so no card was made`;
+  const sizes: number[] = [];
+  let current: number | null = null;
+  let headed = false;
+  for (const block of document.blocks.map(withoutControls)) {
+    if (!hasVisibleText(block.text)) continue;
+    if (isSectionHeading(block)) {
+      if (current !== null) sizes.push(current);
+      current = countWords(normalizeSpace(block.text));
+      headed = true;
+    } else current = (current ?? 0) + countWords(normalizeSpace(block.text));
+  }
+  if (current !== null) sizes.push(current);
+  const total = sizes.reduce((a, b) => a + b, 0);
+  if (!headed || sizes.length === 1) return `${reason}: its text has ${total} words`;
+  const longest = Math.max(...sizes);
+  return (
+    `${reason}: its ${total} words are in ${sizes.length} sections (a heading and the text under it), the longest of ${longest} words, ` +
+    `and a card holds more than ${MIN_WORDS_EXCLUSIVE} words of one section; put short sections under one heading to make a card of them`
+  );
+}
+
+/**
  * The block without control characters (NEL, DEL and the like, from pasted or converted text) and with each unpaired
  * surrogate (a parser decoding UTF-16 text or a character reference to one) replaced by U+FFFD: the cards service drops
  * control characters from a card's HTML but refuses a tag or link holding one and any text holding an unpaired

@@ -87,3 +87,35 @@ describe('.pdf paragraphs of one short line', () => {
     expect(blocks).toHaveLength(1);
   });
 });
+
+describe('.pdf notes (footnotes.pdf, src/footnotes.fodt)', () => {
+  it("reference marks (raised, set smaller) are superscript digits; each of a page's notes is a paragraph", async () => {
+    // The marks were read glued to the word before them ("school.1"), the notes as one paragraph.
+    expect(await texts('footnotes.pdf')).toEqual([
+      'The wardens counted the terns along the shingle bank with help from the primary school.¹ Local fishermen mapped the condition of the wooden jetty during the long dry summer.² The survey ends here.³',
+      '1 Counted on the morning of the spring tide.',
+      '2 Ibid., p. 10',
+      '3 Measured again in 2026.',
+    ]);
+  });
+
+  it('a note label set against its text is set apart from it', async () => {
+    // pdf.js merges a label and its text drawn in one run ("1Measured"); here the label is drawn apart, as Writer does.
+    const pdf = pdfDocument([
+      {
+        lines: [
+          { y: 700, text: 'Tides carry the sediment along the shore, and the dunes behind them need marram grass.' },
+          { y: 120, text: '1', size: 9 },
+          { x: 77, y: 120, text: 'Measured in the spring survey.', size: 8.99 },
+          { y: 108, text: '2', size: 9 },
+          { x: 77, y: 108, text: 'Ibid., p. 10', size: 8.99 },
+        ],
+      },
+    ]);
+    expect((await reader.parse('pdf', pdf)).blocks.map((b) => b.text)).toEqual([
+      'Tides carry the sediment along the shore, and the dunes behind them need marram grass.',
+      '1 Measured in the spring survey.',
+      '2 Ibid., p. 10',
+    ]);
+  });
+});

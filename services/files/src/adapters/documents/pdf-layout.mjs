@@ -38,7 +38,7 @@ function linesOf(items) {
         const gap = Math.max(x - (last.x + last.width), last.x - (x + item.width));
         if (gap > Math.max(current.size, size) * ITEM_GAP) current.text += ' ';
       }
-      current.items.push({ at: current.text.length, x, width: item.width ?? 0, length: str.length });
+      current.items.push({ at: current.text.length, x, width: item.width ?? 0, length: str.length, y, size, str });
       current.text += str;
       current.size = Math.max(current.size, size);
       if (VISIBLE_CHARACTER.test(str)) {
@@ -52,7 +52,46 @@ function linesOf(items) {
     }
   }
   if (current) lines.push(current);
-  return lines.filter((l) => l.text.trim().length > 0);
+  return lines.filter((l) => l.text.trim().length > 0).map(withMarksAndLabels);
+}
+
+// Note marks and labels. A reference mark (digits raised above the line's baseline by more than RAISED of its size, set
+// smaller than MARK_SIZE of it) is written in Unicode superscript digits, so it is not read as part of the word before
+// it ("school.1" reads "school.¹"); the baseline is that of the line's largest text. A line that starts with a note's
+// label (a number, a small roman numeral or a note symbol, as an item of its own) set against its text, which starts
+// in upper case or with a digit, starts a note: a paragraph of its own, its label set apart ("1Footnote text" reads
+// "1 Footnote text").
+const RAISED = 0.15;
+const MARK_SIZE = 0.8;
+const SUPERSCRIPT_DIGITS = '⁰¹²³⁴⁵⁶⁷⁸⁹';
+const NOTE_LABEL = /^(?:\d{1,3}|[⁰¹²³⁴⁵⁶⁷⁸⁹]{1,3}|[ivxlc]{1,7}|[*†‡§¶]{1,3})$/u;
+const NOTE_TEXT_START = /^[\p{Lu}\d]/u;
+
+function withMarksAndLabels(line) {
+  const items = line.items;
+  if (!items || items.length < 2) return line;
+  const base = items.reduce((a, b) => (b.size > a.size ? b : a));
+  let text = line.text;
+  for (const item of items) {
+    if (item.size < base.size * MARK_SIZE && item.y > base.y + base.size * RAISED && /^\d{1,3}$/.test(item.str.trim())) {
+      text = text.slice(0, item.at) + text.slice(item.at, item.at + item.length).replace(/\d/g, (d) => SUPERSCRIPT_DIGITS[Number(d)]) + text.slice(item.at + item.length);
+    }
+  }
+  line.text = text;
+  line.y = base.y;
+  const [label, next] = items;
+  if (NOTE_LABEL.test(label.str) && label.at === 0 && next.at === label.at + label.length) {
+    // Set against its text, or apart from it by a space of its own.
+    const spaced = next.str.trim() === '' && items.length > 2;
+    if (NOTE_TEXT_START.test(spaced ? items[2].str : next.str)) {
+      line.note = true;
+      if (!spaced) {
+        line.text = `${text.slice(0, next.at)} ${text.slice(next.at)}`;
+        for (const item of items.slice(1)) item.at += 1;
+      }
+    }
+  }
+  return line;
 }
 
 // Two-column pages: pdf.js gives a page's text items in drawing order, which for two columns set side by side is often
@@ -466,6 +505,7 @@ function paragraphsOf(lines) {
     if (
       !block ||
       (gap < 0 && !columnGoesOn) ||
+      line.note ||
       gap > Math.max(typical * 1.3, line.size * 1.45) ||
       endsParagraph(previous, line, blockRight) ||
       (ragged && gap > line.size * LOOSE_PITCH && SENTENCE_ENDS_LINE.test(previous.text.trimEnd()) && !CONTINUED_WORD.test(line.text.trimStart()))
@@ -616,7 +656,8 @@ function withoutRunningLines(pages) {
     const byHeight = [...page.lines].sort((a, b) => b.y - a.y);
     const top = byHeight.slice(0, RUNNING_LINE_CANDIDATES).filter((l) => l.y >= page.top - height * RUNNING_LINE_ZONE);
     const bottom = byHeight.slice(-RUNNING_LINE_CANDIDATES).filter((l) => l.y <= page.bottom + height * RUNNING_LINE_ZONE);
-    return [...new Set([...top, ...bottom])].filter((l) => wordsIn(l.text) <= RUNNING_LINE_WORDS);
+    // A note ("10 Ibid., p. 11") recurs as its like notes do, and is text.
+    return [...new Set([...top, ...bottom])].filter((l) => wordsIn(l.text) <= RUNNING_LINE_WORDS && !l.note);
   });
   // For each text: the heights it is at, each with the pages it is there on.
   const seen = new Map();

@@ -17,10 +17,13 @@ import { VerificationRunner } from '../src/verification/worker';
  */
 export class HeldFetcher implements PageFetcher {
   private readonly waiting: ((result: PageFetchResult) => void)[] = [];
+  /** The link of every fetch asked for, in order. */
+  readonly links: string[] = [];
   get fetches(): number {
     return this.waiting.length;
   }
-  fetchPage(): Promise<PageFetchResult> {
+  fetchPage(link: string): Promise<PageFetchResult> {
+    this.links.push(link);
     return new Promise((resolve) => this.waiting.push(resolve));
   }
   answer(fetch: number, result: PageFetchResult): void {
@@ -58,18 +61,19 @@ export function storePerTest(): () => SqliteVerificationStore {
  * Services and runners over one store and fetcher, as processes started one after another would have them, with the
  * log lines they wrote and the CardVerified events waiting in the store's outbox.
  */
-export function runnerKit(store: SqliteVerificationStore, fetcher: PageFetcher, settings: { maxAttempts: number; retryBaseMs: number; leaseMs: number }) {
+export function runnerKit(store: SqliteVerificationStore, fetcher: PageFetcher, settings: { maxAttempts: number; retryBaseMs: number; leaseMs: number; clock?: () => Date }) {
   const lines: string[] = [];
   const logger = createLogger('verification-test', 'info', { write: (line: string) => void lines.push(line) });
-  const newService = () => new VerificationService({ store, fetcher, scorer: new InlineFuzzballScorer(), logger, maxAttempts: settings.maxAttempts, retryBaseMs: settings.retryBaseMs });
+  const newService = () => new VerificationService({ store, fetcher, scorer: new InlineFuzzballScorer(), logger, maxAttempts: settings.maxAttempts, retryBaseMs: settings.retryBaseMs, clock: settings.clock });
   return {
     newService,
-    newRunner: (service: VerificationService) => new VerificationRunner(store, service, 1, logger, () => undefined, settings.leaseMs),
+    newRunner: (service: VerificationService, slots: { concurrency: number; maxPerAuthor?: number } = { concurrency: 1 }) =>
+      new VerificationRunner(store, service, slots.concurrency, logger, () => undefined, settings.leaseMs, slots.maxPerAuthor),
     announced: async () => (await store.outbox().pending(100)).map((e) => events.CardVerified.decode(e.payload)),
     logged: (level: number) => lines.map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => l.level === level),
-    /** Enqueues a check of a new card with `content` and `link`. */
-    async enqueue(content: string, link: string) {
-      const card = { id: randomUUID(), authorId: randomUUID(), content, tags: [], link, private: false, collectionIds: [] };
+    /** Enqueues a check of a new card with `content` and `link` (by a new author unless one is given). */
+    async enqueue(content: string, link: string, authorId: string = randomUUID()) {
+      const card = { id: randomUUID(), authorId, content, tags: [], link, private: false, collectionIds: [] };
       expect(await newService().onCardEvent({ eventId: randomUUID(), kind: { $case: 'created', value: { card } } })).toBe('enqueued');
       return card;
     },

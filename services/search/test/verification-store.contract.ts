@@ -18,6 +18,7 @@ export function aJob() {
   };
   const builder = {
     forCard: (cardId: string) => ((job.cardId = cardId), builder),
+    byAuthor: (authorId: string) => ((job.authorId = authorId), builder),
     fromEvent: (eventId: string) => ((job.sourceEventId = eventId), builder),
     build: () => ({ ...job }),
   };
@@ -82,6 +83,53 @@ export function describeVerificationStoreContract(name: string, factory: () => P
       expect(await store.claim(5, later(), lease())).toEqual([]);
       expect(await store.complete(firstClaims[0]!, outcome(10), [event(card)])).toBe(true);
       expect((await store.claim(5, later(), lease())).map((j) => j.id)).toEqual([second.id]);
+    });
+
+    describe('fair across authors', () => {
+      const ids = (jobs: { id: string }[]) => jobs.map((j) => j.id);
+      async function jobsOf(author: string, n: number) {
+        const jobs = Array.from({ length: n }, () => aJob().byAuthor(author).build());
+        for (const j of jobs) await store.enqueue(j);
+        return jobs;
+      }
+
+      it('each next job is the oldest of the author with the fewest running, not the oldest of all', async () => {
+        const x = await jobsOf('author-x', 5);
+        const [y] = await jobsOf('author-y', 1);
+        const [z] = await jobsOf('author-z', 1);
+        expect(ids(await store.claim(3, later(), lease()))).toEqual([x[0]!.id, y!.id, z!.id]);
+        expect(ids(await store.claim(3, later(), lease()))).toEqual([x[1]!.id, x[2]!.id, x[3]!.id]);
+      });
+
+      it('an author with jobs running goes after one with none, whoever claimed them', async () => {
+        const [first] = await jobsOf('author-x', 1);
+        expect(ids(await store.claim(1, later(), lease()))).toEqual([first!.id]);
+        const x = await jobsOf('author-x', 20);
+        const [y] = await jobsOf('author-y', 1);
+        expect(ids(await store.claim(2, later(), lease()))).toEqual([y!.id, x[0]!.id]);
+      });
+
+      it('an author at maxPerAuthor running gets no more until one of theirs ends; others still do', async () => {
+        const x = await jobsOf('author-x', 4);
+        const running = await store.claim(4, later(), lease(), 2);
+        expect(ids(running)).toEqual([x[0]!.id, x[1]!.id]);
+        expect(await store.claim(4, later(), lease(), 2)).toEqual([]);
+        const [y] = await jobsOf('author-y', 1);
+        expect(ids(await store.claim(4, later(), lease(), 2))).toEqual([y!.id]);
+        expect(await store.complete(running[0]!, outcome(50), [event(x[0]!.cardId)])).toBe(true);
+        expect(ids(await store.claim(4, later(), lease(), 2))).toEqual([x[2]!.id]);
+        expect(await store.retryLater(running[1]!, 1, later(), 'timed out')).toBe(true);
+        expect(ids(await store.claim(4, later(), lease(), 2))).toEqual([x[3]!.id]);
+      });
+
+      it('a job put back for a retry waits behind the jobs of others waiting meanwhile', async () => {
+        const [x] = await jobsOf('author-x', 1);
+        const [running] = await store.claim(1, later(), lease());
+        const [y] = await jobsOf('author-y', 1);
+        const [z] = await jobsOf('author-z', 1);
+        expect(await store.retryLater(running!, 1, later(), 'timed out')).toBe(true);
+        expect(ids(await store.claim(3, later(), lease()))).toEqual([y!.id, z!.id, x!.id]);
+      });
     });
 
     it('a newer request for a card supersedes its pending one', async () => {

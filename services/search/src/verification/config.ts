@@ -19,6 +19,11 @@ export const verificationConfigFields = {
   /** Verifications fetched and scored at once. */
   VERIFY_CONCURRENCY: envInt(4),
   /**
+   * Most verifications of one author running at once, counted over the whole queue (with MongoDB: every replica's);
+   * 0 or unset: half of VERIFY_CONCURRENCY, rounded up. Jobs are claimed fairly across authors whatever it is.
+   */
+  VERIFY_MAX_PER_AUTHOR: envInt(0),
+  /**
    * Attempts per page: transient fetch failures (timeouts, resets, 5xx, 429) and runs cut off before finishing (the
    * process died) both count; then the page scores 0 (cut off: unfetched, so a page that crashes the process ends).
    */

@@ -9,6 +9,7 @@ import { UndiciPageFetcher } from './adapters/undici/undici-page-fetcher';
 import { VerificationService } from './application/verification-service';
 import { parseAllowedHosts } from './domain/address-policy';
 import { AddressGuard } from './domain/address-guard';
+import { defaultMaxPerAuthor } from './domain/fair-share';
 import type { HostResolver, VerificationStore } from './domain/ports';
 import type { VerificationConfig } from './config';
 
@@ -18,8 +19,8 @@ export const VERIFICATION_CONSUMER_GROUP = 'search-verification';
 const FINAL_FLUSH_MS = 2000;
 
 /**
- * Runs claimed jobs with at most `concurrency` in flight. Woken when a job is enqueued or finishes,
- * and by a timer for retries that come due.
+ * Runs claimed jobs with at most `concurrency` in flight, shared fairly across authors (the store's claim). Woken when a
+ * job is enqueued or finishes, and by a timer for retries that come due.
  */
 export class VerificationRunner {
   private active = 0;
@@ -37,6 +38,8 @@ export class VerificationRunner {
     private readonly afterJob: () => void,
     /** How long a claimed job may run before another runner may take it over (its runner is presumed dead). */
     private readonly leaseMs: number,
+    /** Most jobs of one author running at once, counted over the whole queue (every runner's); see claim(). */
+    private readonly maxPerAuthor = defaultMaxPerAuthor(concurrency),
     private readonly pollMs = 500,
   ) {}
 
@@ -83,7 +86,7 @@ export class VerificationRunner {
     const free = this.concurrency - this.active;
     if (free <= 0) return;
     const now = new Date();
-    const jobs = await this.store.claim(free, now, new Date(now.getTime() + this.leaseMs));
+    const jobs = await this.store.claim(free, now, new Date(now.getTime() + this.leaseMs), this.maxPerAuthor);
     for (const job of jobs) {
       this.active++;
       const task = this.service
@@ -165,7 +168,9 @@ export async function startVerificationWorker(deps: VerificationWorkerDeps): Pro
   const relay = new OutboxRelay(store.outbox(), bus, logger, { name: 'verification' });
   // Longest a job can legitimately take: the fetch budget, scoring, a retry's bookkeeping.
   const leaseMs = config.VERIFY_TIMEOUT_MS + config.VERIFY_SCORE_TIMEOUT_MS + 30_000;
-  const runner = new VerificationRunner(store, service, Math.max(1, config.VERIFY_CONCURRENCY), logger, () => relay.kick(), leaseMs);
+  const concurrency = Math.max(1, config.VERIFY_CONCURRENCY);
+  const maxPerAuthor = config.VERIFY_MAX_PER_AUTHOR > 0 ? config.VERIFY_MAX_PER_AUTHOR : defaultMaxPerAuthor(concurrency);
+  const runner = new VerificationRunner(store, service, concurrency, logger, () => relay.kick(), leaseMs, maxPerAuthor);
 
   relay.start();
   runner.start();

@@ -33,9 +33,12 @@ export interface VerificationStore {
   enqueue(job: NewVerificationJob): Promise<boolean>;
   /**
    * Takes up to `limit` pending jobs whose time has come and marks them running until `leaseUntil`, each under a fresh
-   * claim id, oldest first, never two of one card at once (so results of one card are published in order).
+   * claim id, never two of one card at once (so results of one card are published in order). Fair across authors: each
+   * next job is the oldest waiting one of the author with the fewest jobs running (in the whole queue, every runner's),
+   * and an author with `maxPerAuthor` running gets none (default: no cap). Queue order is due time, then insertion: a
+   * job put back for a retry waits behind the jobs already waiting when its retry came due.
    */
-  claim(limit: number, now: Date, leaseUntil: Date): Promise<ClaimedJob[]>;
+  claim(limit: number, now: Date, leaseUntil: Date, maxPerAuthor?: number): Promise<ClaimedJob[]>;
   /**
    * Puts a job still running under this claim back to pending after a transient failure, to run again at `dueAt`.
    * Returns false (changing nothing) when it is not: its lease ran out and it was requeued, claimed again or finished.

@@ -1,5 +1,6 @@
 import { isDuplicateKeyError, MongoOutboxDrainLease, newId, type MongoConnection, type OutboxEntry, type OutboxStore, type OutgoingEvent } from '@cards/platform';
 import type { ClaimedJob, JobClaim, NewVerificationJob, VerificationJob, VerificationOutcome, VerificationStatus } from '../../domain/model';
+import { nextFairCandidate } from '../../domain/fair-share';
 import type { VerificationStore } from '../../domain/ports';
 
 /** A stored outbox entry; MongoDB hands the payload back as a BSON Binary. */
@@ -42,12 +43,22 @@ function fromPrimitives(d: JobDocument): VerificationJob {
   };
 }
 
+/** A runnable job as fair claiming weighs it. */
+interface Candidate {
+  id: string;
+  cardId: string;
+  authorId: string;
+  dueAt: Date;
+  seq: number;
+}
+
 const bytesOf = (p: StoredEvent['payload']) => (p instanceof Uint8Array ? new Uint8Array(p) : new Uint8Array(p.buffer));
 
 /**
  * Verification jobs in MongoDB (the search service's database), shared by every search replica.
  * Claims are per-document atomic (findOneAndUpdate on status); keeping two jobs of one card from
- * running at once is best-effort across replicas (a check before the claim).
+ * running at once is best-effort across replicas (a check before the claim). The per-author cap holds across replicas:
+ * a claim that took its author over it is handed back at once (a check after the claim).
  */
 export class MongoVerificationStore implements VerificationStore {
   private constructor(private readonly connection: MongoConnection) {}
@@ -63,6 +74,8 @@ export class MongoVerificationStore implements VerificationStore {
       { key: { sourceEventId: 1 }, name: 'source_event', unique: true },
       { key: { status: 1, dueAt: 1, seq: 1 }, name: 'runnable' },
       { key: { cardId: 1, status: 1 }, name: 'card' },
+      // Fair claiming counts each author's running jobs.
+      { key: { authorId: 1, status: 1 }, name: 'author' },
       { key: { completedAt: 1, seq: 1 }, name: 'outbox_order' },
     ]);
     return new MongoVerificationStore(connection);
@@ -113,20 +126,43 @@ export class MongoVerificationStore implements VerificationStore {
     return true;
   }
 
-  async claim(limit: number, now: Date, leaseUntil: Date): Promise<ClaimedJob[]> {
+  async claim(limit: number, now: Date, leaseUntil: Date, maxPerAuthor = Infinity): Promise<ClaimedJob[]> {
     if (limit <= 0) return [];
-    const candidates = await this.collection.find({ status: 'pending', dueAt: { $lte: now } }).sort({ dueAt: 1, seq: 1 }).limit(limit * 4).toArray();
+    const counts = await this.collection.aggregate<{ _id: string; n: number }>([{ $match: { status: 'running' } }, { $group: { _id: '$authorId', n: { $sum: 1 } } }]).toArray();
+    const running = new Map(counts.map((c) => [c._id, c.n]));
+    // Each author's oldest runnable jobs, as many as one claim could take of one author and a few more (for jobs of a
+    // card already running), so one author's thousands of waiting jobs do not hide the others'.
+    const perAuthor = Math.min(limit, maxPerAuthor) + 4;
+    const heads = await this.collection
+      .aggregate<{ _id: string; jobs: Candidate[] }>([
+        { $match: { status: 'pending', dueAt: { $lte: now } } },
+        { $sort: { dueAt: 1, seq: 1 } },
+        { $group: { _id: '$authorId', jobs: { $push: { id: '$id', cardId: '$cardId', authorId: '$authorId', dueAt: '$dueAt', seq: '$seq' } } } },
+        { $project: { jobs: { $slice: ['$jobs', perAuthor] } } },
+      ])
+      .toArray();
+    const candidates = heads.flatMap((h) => h.jobs).sort((a, b) => a.dueAt.getTime() - b.dueAt.getTime() || a.seq - b.seq);
     const claimed: ClaimedJob[] = [];
     const cards = new Set<string>();
-    for (const candidate of candidates) {
-      if (claimed.length >= limit || cards.has(candidate.cardId)) continue;
+    while (claimed.length < limit) {
+      const next = nextFairCandidate(candidates, running, maxPerAuthor, cards);
+      if (next < 0) break;
+      const [candidate] = candidates.splice(next, 1) as [Candidate];
+      cards.add(candidate.cardId);
       if (await this.collection.findOne({ cardId: candidate.cardId, status: 'running' }, { projection: { id: 1 } })) continue;
       const claimId = newId();
       const taken = await this.collection.findOneAndUpdate({ id: candidate.id, status: 'pending' }, { $set: { status: 'running', leaseUntil, claimId } }, { returnDocument: 'after' });
-      if (taken) {
-        cards.add(taken.cardId);
-        claimed.push({ ...fromPrimitives(taken), claimId });
+      if (!taken) continue;
+      // Replicas claim at once: counted again with this claim in, an author over the cap (another replica took one of
+      // theirs meanwhile) gets this job handed back at once, untouched, so the cap holds across replicas.
+      const authorRunning = Number.isFinite(maxPerAuthor) ? await this.collection.countDocuments({ authorId: taken.authorId, status: 'running' }) : (running.get(taken.authorId) ?? 0) + 1;
+      if (authorRunning > maxPerAuthor) {
+        await this.collection.updateOne({ id: taken.id, status: 'running', claimId }, { $set: { status: 'pending', leaseUntil: null, claimId: null } });
+        running.set(taken.authorId, maxPerAuthor);
+        continue;
       }
+      running.set(taken.authorId, authorRunning);
+      claimed.push({ ...fromPrimitives(taken), claimId });
     }
     return claimed;
   }

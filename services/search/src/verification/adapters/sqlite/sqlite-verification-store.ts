@@ -1,5 +1,6 @@
 import { SQLITE_OUTBOX_MIGRATION, SqliteOutboxStore, appendToSqliteOutbox, newId, openSqlite, type OutboxStore, type OutgoingEvent, type SqliteDatabase } from '@cards/platform';
 import type { ClaimedJob, JobClaim, NewVerificationJob, VerificationJob, VerificationOutcome, VerificationStatus } from '../../domain/model';
+import { nextFairCandidate } from '../../domain/fair-share';
 import type { VerificationStore } from '../../domain/ports';
 
 const MIGRATIONS = [
@@ -17,9 +18,12 @@ const MIGRATIONS = [
   `ALTER TABLE verification_jobs ADD COLUMN lease_until TEXT;`,
   // The claim a running job is held by (NULL otherwise); rows running when this is applied are requeued at open.
   `ALTER TABLE verification_jobs ADD COLUMN claim_id TEXT;`,
+  // Fair claiming counts each author's running jobs and picks each author's oldest waiting ones.
+  `CREATE INDEX verification_jobs_author ON verification_jobs(status, author_id, due_at, seq);`,
 ];
 
 interface JobRow {
+  seq: number;
   id: string;
   source_event_id: string;
   card_id: string;
@@ -87,25 +91,48 @@ export class SqliteVerificationStore implements VerificationStore {
     })();
   }
 
-  async claim(limit: number, now: Date, leaseUntil: Date): Promise<ClaimedJob[]> {
+  async claim(limit: number, now: Date, leaseUntil: Date, maxPerAuthor = Infinity): Promise<ClaimedJob[]> {
     if (limit <= 0) return [];
+    // Each author's oldest runnable jobs, as many as one claim could take of one author (and a few more, for jobs of a
+    // card taken earlier in this claim), so one author's thousands of waiting jobs neither hide others nor get read.
+    const perAuthor = Math.min(limit, maxPerAuthor) + 4;
     return this.db.transaction(() => {
-      const rows = this.db
+      const running = new Map<string, number>();
+      const counts = this.db.prepare(`SELECT author_id, COUNT(*) AS n FROM verification_jobs WHERE status = 'running' GROUP BY author_id`).all() as { author_id: string; n: number }[];
+      for (const { author_id, n } of counts) running.set(author_id, n);
+      // The authors with waiting jobs, one index seek each (a skip scan), then each one's oldest runnable jobs: no read of
+      // the whole queue, which one author may have filled.
+      const authors = this.db
         .prepare(
-          `SELECT * FROM verification_jobs j
-           WHERE j.status = 'pending' AND j.due_at <= ?
-             AND NOT EXISTS (SELECT 1 FROM verification_jobs r WHERE r.card_id = j.card_id AND r.status = 'running')
-           ORDER BY j.due_at, j.seq LIMIT ?`,
+          `WITH RECURSIVE waiting(author_id) AS (
+             SELECT MIN(author_id) FROM verification_jobs WHERE status = 'pending'
+             UNION ALL
+             SELECT (SELECT MIN(author_id) FROM verification_jobs WHERE status = 'pending' AND author_id > waiting.author_id)
+             FROM waiting WHERE waiting.author_id IS NOT NULL)
+           SELECT author_id FROM waiting WHERE author_id IS NOT NULL`,
         )
-        .all(now.toISOString(), limit * 4) as JobRow[];
+        .all() as { author_id: string }[];
+      const oldestOf = this.db.prepare(
+        `SELECT * FROM verification_jobs j
+         WHERE j.status = 'pending' AND j.author_id = ? AND j.due_at <= ?
+           AND NOT EXISTS (SELECT 1 FROM verification_jobs r WHERE r.card_id = j.card_id AND r.status = 'running')
+         ORDER BY j.due_at, j.seq LIMIT ?`,
+      );
+      const rows = authors
+        .flatMap(({ author_id }) => oldestOf.all(author_id, now.toISOString(), perAuthor) as JobRow[])
+        .sort((a, b) => (a.due_at < b.due_at ? -1 : a.due_at > b.due_at ? 1 : a.seq - b.seq));
+      const candidates = rows.map((row) => ({ row, authorId: row.author_id, cardId: row.card_id }));
       const claimed: ClaimedJob[] = [];
       const cards = new Set<string>();
       const mark = this.db.prepare(`UPDATE verification_jobs SET status = 'running', lease_until = ?, claim_id = ? WHERE id = ? AND status = 'pending'`);
-      for (const row of rows) {
-        if (claimed.length >= limit || cards.has(row.card_id)) continue;
+      while (claimed.length < limit) {
+        const next = nextFairCandidate(candidates, running, maxPerAuthor, cards);
+        if (next < 0) break;
+        const [{ row }] = candidates.splice(next, 1) as [(typeof candidates)[number]];
         const claimId = newId();
         if (mark.run(leaseUntil.toISOString(), claimId, row.id).changes === 1) {
           cards.add(row.card_id);
+          running.set(row.author_id, (running.get(row.author_id) ?? 0) + 1);
           claimed.push({ ...fromPrimitives({ ...row, status: 'running' }), claimId });
         }
       }

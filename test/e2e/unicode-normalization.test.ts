@@ -87,6 +87,27 @@ describe('one Unicode normalization form (NFC) for user text', () => {
     expect(updated.json.website).toBe(website);
   });
 
+  it("an address with a Unicode domain and its punycode spelling are one account, mailed at the punycode address", async () => {
+    const local = `idn-${run}`;
+    const client = new ApiClient(system.baseUrl);
+    expect((await client.post('/api/invitation', { email: `${local}@ex\u00e4mple.com`, referral_tokens: [] })).status).toBe(200);
+    const mail = await mailbox.waitFor(`${local}@`, /auth\/register\//);
+    // The mail parser shows a punycode domain in Unicode; the registration link carries the address as stored.
+    expect(mail.text).toContain(`?email=${local}%40xn--exmple-cua.com`);
+    const invitationId = /auth\/register\/([0-9a-f-]{36})/.exec(mail.text ?? '')![1]!;
+    expect((await client.post('/api/invitation', { email: `${local}@XN--EXMPLE-CUA.COM`, referral_tokens: [] })).status).toBe(200);
+    const password = `pw-${run}-idn`;
+    const registered = await client.post(`/api/register/${invitationId}`, { password, password_confirmation: password });
+    expect([registered.status, registered.json.email]).toEqual([200, `${local}@xn--exmple-cua.com`]);
+    const second = (await mailbox.waitFor(`${local}@`, new RegExp(`auth/register/(?!${invitationId})`))).text ?? '';
+    const secondId = /auth\/register\/([0-9a-f-]{36})/.exec(second)![1]!;
+    const again = await client.post(`/api/register/${secondId}`, { password, password_confirmation: password });
+    expect([again.status, again.json.message]).toEqual([409, 'An account with this email already exists']);
+    for (const email of [`${local}@ex\u00e4mple.com`, `${local}@xn--exmple-cua.com`, `${local}@exa\u0308mple.com`.normalize('NFD')]) {
+      expect((await client.post('/api/auth', { email, password })).status).toBe(204);
+    }
+  });
+
   it('an account registered with an NFD e-mail logs in with the NFC one; its password is compared in NFC, so either spelling logs in', async () => {
     const email = `ren\u00e9e-${run}@caf\u00e9.example`;
     const password = `m\u00f6tley-cr\u00fce-${run}`.normalize('NFD');
@@ -95,7 +116,8 @@ describe('one Unicode normalization form (NFC) for user text', () => {
     const mail = await mailbox.waitFor(email, /auth\/register\//);
     const invitationId = /auth\/register\/([0-9a-f-]{36})/.exec(mail.text ?? '')![1]!;
     const registered = await client.post(`/api/register/${invitationId}`, { password, password_confirmation: password });
-    expect([registered.status, registered.json.email]).toEqual([200, email]);
+    // Stored with the domain in IDNA's ASCII form (café.example is xn--caf-dma.example), the address its mail went to.
+    expect([registered.status, registered.json.email]).toEqual([200, `ren\u00e9e-${run}@xn--caf-dma.example`]);
     expect((await client.post('/api/auth', { email, password })).status).toBe(204);
     expect((await client.post('/api/auth', { email: email.normalize('NFD'), password })).status).toBe(204);
     // Passwords are hashed and checked in NFC: set decomposed, typed composed, the same password.

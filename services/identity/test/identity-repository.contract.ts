@@ -155,6 +155,19 @@ export function describeIdentityRepositoryContract(name: string, factory: () => 
       expect(await repo.findUserByEmail(`jorg-${tag}@example.com`)).toBeNull();
     });
 
+    test('finds the account of the first of several spellings that has one, each spelling before its NFD form', async () => {
+      const tag = randomUUID().slice(0, 8);
+      const unicode = `x-${tag}@ex\u00e4mple.com`;
+      const ascii = `x-${tag}@xn--exmple-cua.com`;
+      const decomposed = await registered({ email: unicode.normalize('NFD') });
+      expect(await repo.findUserByEmail([ascii, unicode])).toEqual(decomposed);
+      const stored = await registered({ email: ascii });
+      expect(await repo.findUserByEmail([ascii, unicode])).toEqual(stored);
+      expect(await repo.findUserByEmail([unicode, ascii])).toEqual(decomposed);
+      expect(await repo.findUserByEmail([`y-${tag}@example.com`, ascii])).toEqual(stored);
+      expect(await repo.findUserByEmail([`y-${tag}@example.com`])).toBeNull();
+    });
+
     test('usernames are unique regardless of case; a user may re-case their own; many users may have none', async () => {
       const a = await registered();
       const b = await registered();

@@ -195,6 +195,58 @@ describe('IdentityService', () => {
     await expect(service.updateProfile(user.id, { website: 'https://u:p@x..com/' })).rejects.toThrow(/^website: /);
   });
 
+  it('an address spelled with a Unicode domain and in punycode is one account, mailed at the punycode address', async () => {
+    const { service, mailer } = setup(new Date());
+    const first = await service.invite('x@ex\u00e4mple.com', []);
+    await service.mailSent();
+    expect(mailer.sent.at(-1)!.to).toBe('x@xn--exmple-cua.com');
+    expect(mailer.sent.at(-1)!.text).toContain(`/auth/register/${first}?email=x%40xn--exmple-cua.com`);
+    const second = await service.invite('X@XN--EXMPLE-CUA.COM', []);
+    const user = await service.register(first, 'password1', 'password1');
+    expect(user.email).toBe('x@xn--exmple-cua.com');
+    await expect(service.register(second, 'password1', 'password1')).rejects.toThrow(/already exists/);
+    await service.invite('x@xn--exmple-cua.com', []);
+    await service.mailSent();
+    expect(mailer.sent.at(-1)!.subject).toBe('You already have a Card Library account');
+    for (const email of ['x@ex\u00e4mple.com', 'x@exa\u0308mple.com', 'x@xn--exmple-cua.com']) {
+      await expect(service.login(email, 'password1')).resolves.toMatchObject({ user: { id: user.id } });
+    }
+  });
+
+  it('accounts stored before under a Unicode domain keep working; two stored under both spellings each keep their own', async () => {
+    const repository = new SqliteIdentityRepository(join(mkdtempSync(join(tmpdir(), 'identity-')), 'identity.db'));
+    const hasher = new ScryptPasswordHasher(1024);
+    const mailer = new RecordingMailer();
+    const service = new IdentityService({ repository, mailer, hasher, tokens: new JwtTokenSigner('s'.repeat(40)), publicUrl: 'https://cards.example', logger: createLogger('test', 'silent') });
+    const now = new Date();
+    // As the version before stored them: the address lower-cased and in NFC, the domain as typed.
+    const stored = async (id: string, email: string, password: string) => {
+      await repository.createInvitation({ id: `i-${id}`, email, referralTokens: [], createdAt: now, expiresAt: new Date(now.getTime() + 60_000), usedAt: null });
+      await repository.registerFromInvitation(`i-${id}`, { id, email, username: null, website: null, visibleEmail: true, passwordHash: await hasher.hash(password), passwordVersion: 0, createdAt: now, updatedAt: now }, now);
+    };
+    await stored('u-alone', 'solo@b\u00fccher.example', 'password-solo');
+    await stored('u-unicode', 'x@ex\u00e4mple.com', 'password-unicode');
+    await stored('u-ascii', 'x@xn--exmple-cua.com', 'password-ascii');
+    // One account under a Unicode domain: found by every spelling.
+    for (const email of ['solo@b\u00fccher.example', 'SOLO@BU\u0308CHER.EXAMPLE', 'solo@xn--bcher-kva.example']) {
+      await expect(service.login(email, 'password-solo')).resolves.toMatchObject({ user: { id: 'u-alone', email: 'solo@b\u00fccher.example' } });
+    }
+    // Two accounts stored under the two spellings of one address: each spelling logs into its own.
+    await expect(service.login('x@ex\u00e4mple.com', 'password-unicode')).resolves.toMatchObject({ user: { id: 'u-unicode' } });
+    await expect(service.login('x@xn--exmple-cua.com', 'password-ascii')).resolves.toMatchObject({ user: { id: 'u-ascii' } });
+    // Nobody registers either spelling again; the reset mail goes where mail for the address goes.
+    const invited = await service.invite('solo@xn--bcher-kva.example', []);
+    await service.mailSent();
+    expect(mailer.sent.at(-1)!.subject).toBe('You already have a Card Library account');
+    await expect(service.register(invited, 'password1', 'password1')).rejects.toThrow(/already exists/);
+    await service.requestPasswordReset('SOLO@B\u00dcCHER.EXAMPLE');
+    await service.mailSent();
+    expect(mailer.sent.at(-1)).toMatchObject({ to: 'solo@xn--bcher-kva.example', subject: 'Reset your Card Library password' });
+    // An invitation stored before under the Unicode spelling registers the address in ASCII.
+    await repository.createInvitation({ id: 'i-new', email: 'new@ex\u00e4mple.com', referralTokens: [], createdAt: now, expiresAt: new Date(now.getTime() + 60_000), usedAt: null });
+    await expect(service.register('i-new', 'password1', 'password1')).resolves.toMatchObject({ email: 'new@xn--exmple-cua.com' });
+  });
+
   it('password reset links expire after one hour', async () => {
     const { service, mailer, advance } = setup(new Date());
     const id = await service.invite('r@example.com', []);

@@ -1,4 +1,4 @@
-import { checkDeliverableEmail, checkNewPassword, emailVisibilityCondition, normalizeEmail, normalizeUsername, normalizeWebsite } from '../src/domain/rules';
+import { checkDeliverableEmail, checkNewPassword, emailSpellings, emailVisibilityCondition, normalizeEmail, normalizeUsername, normalizeWebsite } from '../src/domain/rules';
 
 describe('identity rules', () => {
   it.each(['plain', 'a@b', '@example.com', 'a b@example.com', `${'x'.repeat(250)}@example.com`])('refuses %s as an e-mail', (email) => {
@@ -7,14 +7,31 @@ describe('identity rules', () => {
   it('normalizes e-mail case and spaces', () => {
     expect(normalizeEmail('  Ann.Lee+x@Example.ORG ')).toBe('ann.lee+x@example.org');
   });
-  it('gives every Unicode spelling of an address one form (NFC), lower-cased without a locale', () => {
-    const composed = 'j\u00f6rg@ex\u00e4mple.com';
+  it('gives every Unicode spelling of an address one form (NFC, the domain in ASCII), lower-cased without a locale', () => {
+    const composed = 'j\u00f6rg@xn--exmple-cua.com';
     expect(normalizeEmail('J\u00d6RG@EX\u00c4MPLE.COM')).toBe(composed);
     expect(normalizeEmail('Jo\u0308rg@Exa\u0308mple.com')).toBe(composed);
     expect(normalizeEmail('JO\u0308RG@EXA\u0308MPLE.COM')).toBe(composed);
+    expect(normalizeEmail('J\u00d6RG@XN--EXMPLE-CUA.COM')).toBe(composed);
     // Turkish dotted capital I lower-cases to i and a combining dot (as UTS #46 maps it), not to a plain i.
     expect(normalizeEmail('\u0130stanbul@example.com')).toBe('i\u0307stanbul@example.com');
     expect(normalizeEmail('I\u0307stanbul@example.com')).toBe('i\u0307stanbul@example.com');
+  });
+  it("puts an address's domain in IDNA's ASCII form: one address for its Unicode and punycode spellings", () => {
+    expect(normalizeEmail('x@ex\u00e4mple.com')).toBe('x@xn--exmple-cua.com');
+    expect(normalizeEmail('x@xn--exmple-cua.com')).toBe('x@xn--exmple-cua.com');
+    // UTS #46 mapping: full-width letters are the ASCII ones; ß stays (non-transitional).
+    expect(normalizeEmail('x@\uff45\uff58\uff41\uff4d\uff50\uff4c\uff45.com')).toBe('x@example.com');
+    expect(normalizeEmail('x@stra\u00dfe.de')).toBe('x@xn--strae-oqa.de');
+    expect(normalizeEmail('\u00e4@b\u00fccher.example')).toBe('\u00e4@xn--bcher-kva.example');
+    // A domain IDNA refuses stays as written (nobody registered before is locked out).
+    expect(normalizeEmail('x@xn--a.com')).toBe('x@xn--a.com');
+  });
+  it('looks an address up as stored before (as typed), as stored now, then with its domain in Unicode', () => {
+    expect(emailSpellings(' X@Ex\u00e4mple.com ')).toEqual(['x@ex\u00e4mple.com', 'x@xn--exmple-cua.com']);
+    expect(emailSpellings('x@XN--exmple-cua.com')).toEqual(['x@xn--exmple-cua.com', 'x@ex\u00e4mple.com']);
+    expect(emailSpellings('ann@example.org')).toEqual(['ann@example.org']);
+    expect(() => emailSpellings('not an address')).toThrow(/email/);
   });
   it('invites only addresses mail servers accept: local part up to 64 octets, domain labels up to 63', () => {
     expect(() => checkDeliverableEmail(`${'x'.repeat(64)}@example.com`)).not.toThrow();

@@ -1,3 +1,4 @@
+import { domainToASCII } from 'node:url';
 import { isIPv4, isIPv6 } from 'node:net';
 import ipaddr from 'ipaddr.js';
 import type { Request, RequestHandler } from 'express';
@@ -20,11 +21,16 @@ export interface RateLimitConfig {
 
 /**
  * The e-mail a request is about: the path's `:email` (GET /password/:email) or the body's `email`, in the one form
- * identity gives every spelling of an address (trimmed, lower-cased, NFC), so spellings share one count.
+ * identity gives every spelling of an address (trimmed, lower-cased, NFC, the domain in IDNA's ASCII form: "exämple.com"
+ * is "xn--exmple-cua.com"), so spellings share one count.
  */
 function emailOf(req: Request): string | undefined {
   const raw: unknown = typeof req.params.email === 'string' ? req.params.email : (req.body as Record<string, unknown> | undefined)?.email;
-  return typeof raw === 'string' ? raw.trim().toLowerCase().normalize('NFC').slice(0, 254) : undefined;
+  if (typeof raw !== 'string') return undefined;
+  const email = raw.trim().toLowerCase().normalize('NFC').slice(0, 254);
+  const at = email.lastIndexOf('@');
+  const ascii = at === -1 ? '' : domainToASCII(email.slice(at + 1));
+  return ascii === '' ? email : `${email.slice(0, at + 1)}${ascii}`;
 }
 
 export const DEFAULT_MAIL_PER_IP = 200;

@@ -10,7 +10,7 @@ import {
 } from '@cards/platform';
 import { INVITATION_TTL_MS, PASSWORD_RESET_TTL_MS, SESSION_TTL_MS, type ProfilePatch, type User } from '../domain/model';
 import type { IdentityRepository, Mailer, OutgoingMail, PasswordHasher, TokenSigner } from '../domain/ports';
-import { checkDeliverableEmail, checkNewPassword, EMAIL_HIDDEN_WITHOUT_USERNAME, emailVisibilityCondition, normalizeEmail, normalizePassword, normalizeUsername, normalizeWebsite } from '../domain/rules';
+import { checkDeliverableEmail, checkNewPassword, EMAIL_HIDDEN_WITHOUT_USERNAME, emailSpellings, emailVisibilityCondition, normalizeEmail, normalizePassword, normalizeUsername, normalizeWebsite, withAsciiDomain } from '../domain/rules';
 
 export interface IdentityServiceDeps {
   repository: IdentityRepository;
@@ -55,7 +55,7 @@ export class IdentityService {
   async invite(rawEmail: string, referralTokens: string[]): Promise<string> {
     const email = normalizeEmail(rawEmail);
     checkDeliverableEmail(email);
-    const account = await this.deps.repository.findUserByEmail(email);
+    const account = await this.deps.repository.findUserByEmail(emailSpellings(rawEmail));
     const now = this.now();
     const id = randomUUID();
     await this.deps.repository.createInvitation({ id, email, referralTokens, createdAt: now, expiresAt: new Date(now.getTime() + INVITATION_TTL_MS), usedAt: null });
@@ -98,9 +98,9 @@ export class IdentityService {
     const now = this.now();
     if (invitation.usedAt) throw new FailedPreconditionError('This invitation has already been used');
     if (invitation.expiresAt <= now) throw new FailedPreconditionError('This invitation has expired');
-    // An invitation stored before addresses were normalised to NFC may spell it otherwise.
+    // An invitation stored before addresses were normalised (NFC, the domain in ASCII) may spell it otherwise.
     const email = normalizeEmail(invitation.email);
-    if (await this.deps.repository.findUserByEmail(email)) throw new AlreadyExistsError('An account with this email already exists');
+    if (await this.deps.repository.findUserByEmail(emailSpellings(invitation.email))) throw new AlreadyExistsError('An account with this email already exists');
     const user: User = {
       id: randomUUID(),
       email,
@@ -118,13 +118,13 @@ export class IdentityService {
   }
 
   async login(rawEmail: string, password: string): Promise<{ token: string; expiresAt: Date; user: User }> {
-    let email: string;
+    let spellings: string[];
     try {
-      email = normalizeEmail(rawEmail);
+      spellings = emailSpellings(rawEmail);
     } catch {
       throw new UnauthenticatedError(INCORRECT_LOGIN);
     }
-    const user = await this.deps.repository.findUserByEmail(email);
+    const user = await this.deps.repository.findUserByEmail(spellings);
     if (!user) {
       await this.passwordMatches(password, await this.getDummyHash());
       throw new UnauthenticatedError(INCORRECT_LOGIN);
@@ -168,8 +168,7 @@ export class IdentityService {
 
   /** Sends a reset mail when the account exists; says nothing either way, and answers before any mail goes out. */
   async requestPasswordReset(rawEmail: string): Promise<void> {
-    const email = normalizeEmail(rawEmail);
-    const user = await this.deps.repository.findUserByEmail(email);
+    const user = await this.deps.repository.findUserByEmail(emailSpellings(rawEmail));
     if (!user) {
       this.deps.logger.info('password reset requested for an unknown address');
       return;
@@ -188,7 +187,8 @@ export class IdentityService {
       });
       const link = `${this.deps.publicUrl}/auth/password/${id}`;
       await this.deps.mailer.send({
-        to: user.email,
+        // An address stored before domains were kept in ASCII: sent where its mail goes, as every new one is.
+        to: withAsciiDomain(user.email),
         subject: 'Reset your Card Library password',
         text: `Someone asked to reset the password of your Card Library account.\n\nChoose a new password here (the link is valid for 1 hour):\n${link}\n\nIf it was not you, ignore this mail.\n`,
         html: `<p>Someone asked to reset the password of your Card Library account.</p><p><a href="${link}">Choose a new password</a> (the link is valid for 1 hour).</p><p>If it was not you, ignore this mail.</p>`,

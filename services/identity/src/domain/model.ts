@@ -63,3 +63,11 @@ export const SESSION_TTL_MS = 24 * 60 * 60 * 1000;
 export const PASSWORD_RESET_TTL_MS = 60 * 60 * 1000;
 /** scrypt cost grows with length; longer passwords are refused rather than hashed. */
 export const MAX_PASSWORD_LENGTH = 1024;
+
+/**
+ * The stored e-mails findUserByEmail looks for, most preferred first: each spelling, then its NFD form (addresses
+ * stored before NFC was the rule), without repeats.
+ */
+export function emailLookupOrder(spellings: string | readonly string[]): string[] {
+  return [...new Set((typeof spellings === 'string' ? [spellings] : spellings).flatMap((email) => [email, email.normalize('NFD')]))];
+}

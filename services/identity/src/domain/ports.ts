@@ -15,10 +15,11 @@ export interface IdentityRepository {
 
   findUserById(id: string): Promise<User | null>;
   /**
-   * The account of an address as normalizeEmail gives it (NFC). Also finds one stored under the address's NFD spelling
-   * (addresses were only lower-cased before); when both exist, the one stored as given.
+   * The account of an address as normalizeEmail gives it (NFC), or of the first of several spellings of it that has
+   * one (emailSpellings, most preferred first). Also finds one stored under a spelling's NFD form (addresses were only
+   * lower-cased before); a spelling as given is preferred to its NFD form.
    */
-  findUserByEmail(email: string): Promise<User | null>;
+  findUserByEmail(spellings: string | readonly string[]): Promise<User | null>;
   findUsersByIds(ids: readonly string[]): Promise<User[]>;
   /**
    * Writes the fields the patch names and `updatedAt`, nothing else, in one conditional write: only when the stored

@@ -1,3 +1,4 @@
+import { domainToASCII, domainToUnicode } from 'node:url';
 import { characterCount, emailCharacterProblem, fitsCharacters, freeTextProblem, linkProblem, linkProblemText, MAX_WEBSITE_CHARS, MIN_PASSWORD_CHARS, usernameProblem } from '@cards/card-rules';
 import { InvalidArgumentError, refuseIfProblem } from '@cards/platform';
 import { MAX_PASSWORD_LENGTH, type ProfilePatch, type StoredProfileCondition } from './model';
@@ -5,16 +6,44 @@ import { MAX_PASSWORD_LENGTH, type ProfilePatch, type StoredProfileCondition } f
 const EMAIL = /^[^\s@"<>()\[\],;:\\]+@[^\s@"<>()\[\],;:\\]+\.[^\s@"<>()\[\],;:\\]+$/;
 
 /**
- * Trimmed, lower-cased and in Unicode NFC, so every spelling of one address (an "ä" typed as one character or as "a"
- * and a combining mark) names one account; InvalidArgumentError when it is not an address. NFC after lower-casing:
- * lower-casing can leave a letter and a combining mark that compose.
+ * Trimmed, lower-cased and in Unicode NFC, its domain in the ASCII form of IDNA (UTS #46, as node's
+ * url.domainToASCII and every browser write it: "x@exämple.com" is "x@xn--exmple-cua.com", the address its mail goes
+ * to), so every spelling of one address (an "ä" typed as one character, as "a" and a combining mark, or in punycode)
+ * names one account; InvalidArgumentError when it is not an address. NFC after lower-casing: lower-casing can leave a
+ * letter and a combining mark that compose. A domain IDNA refuses is kept as written (as before this rule).
  */
 export function normalizeEmail(raw: string): string {
-  const email = raw.trim().toLowerCase().normalize('NFC');
+  const email = lowerCasedNfc(raw);
   // The address pattern refuses whitespace, which leaves NUL, DEL and the C1 controls to this rule.
   refuseIfProblem('email', freeTextProblem(email, 'single-line'));
   if (email.length > 254 || !EMAIL.test(email)) throw new InvalidArgumentError('email: not a valid e-mail address');
-  return email;
+  return withAsciiDomain(email);
+}
+
+/** What normalizeEmail gave before domains were put in their ASCII form: the key of addresses stored before. */
+function lowerCasedNfc(raw: string): string {
+  return raw.trim().toLowerCase().normalize('NFC');
+}
+
+/** The address with its domain in IDNA's ASCII form; as it is when IDNA refuses the domain. */
+export function withAsciiDomain(email: string): string {
+  const at = email.lastIndexOf('@');
+  const ascii = domainToASCII(email.slice(at + 1));
+  return ascii === '' ? email : `${email.slice(0, at + 1)}${ascii}`;
+}
+
+/**
+ * The spellings an account of the address `raw` may be stored under, the one to prefer first: the address as the
+ * rule before this one stored it (lower-cased NFC, as typed), so of two accounts stored before under two spellings
+ * that are now one address (x@exämple.com and x@xn--exmple-cua.com) each keeps logging in as it did; then the
+ * address as stored from now on (normalizeEmail); then with its domain in Unicode (an account stored before from the
+ * other spelling). The store also looks each up in NFD. InvalidArgumentError when it is not an address.
+ */
+export function emailSpellings(raw: string): string[] {
+  const email = normalizeEmail(raw);
+  const at = email.lastIndexOf('@');
+  const unicode = `${email.slice(0, at + 1)}${domainToUnicode(email.slice(at + 1)).normalize('NFC')}`;
+  return [...new Set([lowerCasedNfc(raw), email, unicode])];
 }
 
 /**

@@ -2,6 +2,7 @@ import { usernameCaseFold } from '@cards/card-rules';
 import { AlreadyExistsError, isDuplicateKeyError, withOptionalTransaction, type MongoConnection } from '@cards/platform';
 import type { ClientSession, Collection, Filter, UpdateFilter } from 'mongodb';
 import type { Invitation, PasswordReset, ProfilePatch, Session, StoredProfileCondition, User } from '../../domain/model';
+import { emailLookupOrder } from '../../domain/model';
 import type { IdentityRepository } from '../../domain/ports';
 import { usernameKey, usernameKeyAsWritten } from '../../domain/username-key';
 
@@ -233,9 +234,10 @@ export class MongoIdentityRepository implements IdentityRepository {
     return d ? fromUserDocument(d) : null;
   }
 
-  async findUserByEmail(email: string): Promise<User | null> {
-    const docs = await this.users.find({ email: { $in: [...new Set([email, email.normalize('NFD')])] } }).toArray();
-    const d = docs.find((doc) => doc.email === email) ?? docs[0];
+  async findUserByEmail(spellings: string | readonly string[]): Promise<User | null> {
+    const order = emailLookupOrder(spellings);
+    const docs = await this.users.find({ email: { $in: order } }).toArray();
+    const d = docs.sort((a, b) => order.indexOf(a.email) - order.indexOf(b.email))[0];
     return d ? fromUserDocument(d) : null;
   }
 

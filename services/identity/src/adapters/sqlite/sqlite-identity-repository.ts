@@ -1,6 +1,7 @@
 import { usernameCaseFold } from '@cards/card-rules';
 import { AlreadyExistsError, openSqlite, type SqliteDatabase, type SqliteMigration } from '@cards/platform';
 import type { Invitation, PasswordReset, ProfilePatch, Session, StoredProfileCondition, User } from '../../domain/model';
+import { emailLookupOrder } from '../../domain/model';
 import type { IdentityRepository } from '../../domain/ports';
 import { usernameKey, usernameKeyAsWritten } from '../../domain/username-key';
 
@@ -204,8 +205,10 @@ export class SqliteIdentityRepository implements IdentityRepository {
     return r ? userFromRow(r) : null;
   }
 
-  async findUserByEmail(email: string): Promise<User | null> {
-    const r = this.db.prepare('SELECT * FROM users WHERE email IN (?, ?) ORDER BY email = ? DESC LIMIT 1').get(email, email.normalize('NFD'), email) as UserRow | undefined;
+  async findUserByEmail(spellings: string | readonly string[]): Promise<User | null> {
+    const order = emailLookupOrder(spellings);
+    const rows = this.db.prepare(`SELECT * FROM users WHERE email IN (${order.map(() => '?').join(', ')})`).all(...order) as UserRow[];
+    const r = rows.sort((a, b) => order.indexOf(a.email) - order.indexOf(b.email))[0];
     return r ? userFromRow(r) : null;
   }
 

@@ -119,3 +119,26 @@ describe('.pdf notes (footnotes.pdf, src/footnotes.fodt)', () => {
     ]);
   });
 });
+
+describe('.pdf lists (lists.pdf, src/lists.fodt)', () => {
+  it('a line starting with a list marker starts a list item, nested by its indent; the marker is no text', async () => {
+    // They were run-on text: "Helpers came from two places. • Volunteers from the village • Students from the college ...".
+    const { blocks } = await reader.parse('pdf', fixture('lists.pdf'));
+    const item = (text: string, ordered: boolean, level: number, number: number) => ({ text, list: { ordered, level, number } });
+    expect(blocks.map((b) => (b.list ? { text: b.text, list: b.list } : b.text))).toEqual([
+      'The wardens walk the transect each month.',
+      item('Walk the transect at low tide and record the dune toe position with the receiver.', true, 1, 1),
+      item('Photograph each marker post.', true, 1, 2),
+      item('Use the wide lens.', true, 2, 1),
+      item('Check the focus.', true, 3, 1),
+      item('Note the time.', true, 3, 2),
+      item('Use the long lens.', true, 2, 2),
+      item('Enter the readings.', true, 1, 3),
+      'Helpers came from two places.',
+      item('Volunteers from the village', false, 1, 1),
+      item('Students from the college', false, 1, 1),
+      item('first-year geography', false, 2, 1),
+      'The data were checked after the walk.',
+    ]);
+  });
+});

@@ -91,7 +91,30 @@ function withMarksAndLabels(line) {
       }
     }
   }
+  if (!line.note) listMarkerOf(line);
   return line;
+}
+
+// List items: a line whose first item is a list marker alone (a bullet, "–", or a number, letter or small roman numeral
+// with "." or ")", maybe in brackets), a space or a gap after it, starts a list item; the marker is taken out of its
+// text (a bullet is no word) and kept beside it (line.list: the marker and where it and the item's text start).
+const LIST_BULLET = /^[•◦▪▫●○■□‣⁃∙·–—-]$/u;
+const LIST_NUMBER = /^\(?(\d{1,3}|[a-z]|[ivxlc]{2,7})[.)]$/;
+
+function listMarkerOf(line) {
+  const items = line.items;
+  if (items.length < 2 || items[0].at !== 0) return;
+  const marker = items[0].str.trim();
+  if (!LIST_BULLET.test(marker) && !LIST_NUMBER.test(marker)) return;
+  let next = 1;
+  while (next < items.length && items[next].str.trim() === '') next++;
+  if (next >= items.length) return;
+  const spaced = next > 1 || /\s$/.test(items[0].str) || items[next].x - (items[0].x + items[0].width) > items[0].size * ITEM_GAP;
+  if (!spaced) return;
+  const cut = items[next].at;
+  line.text = line.text.slice(cut);
+  for (const item of items) item.at = Math.max(0, item.at - cut);
+  line.list = { marker, x: items[0].x, textX: items[next].x };
 }
 
 // Two-column pages: pdf.js gives a page's text items in drawing order, which for two columns set side by side is often
@@ -506,12 +529,15 @@ function paragraphsOf(lines) {
       !block ||
       (gap < 0 && !columnGoesOn) ||
       line.note ||
+      line.list ||
+      // A line set at the left of the list item's text ends the item.
+      (block.list && line.left < block.list.textX - line.size * 0.5) ||
       gap > Math.max(typical * 1.3, line.size * 1.45) ||
       endsParagraph(previous, line, blockRight) ||
       (ragged && gap > line.size * LOOSE_PITCH && SENTENCE_ENDS_LINE.test(previous.text.trimEnd()) && !CONTINUED_WORD.test(line.text.trimStart()))
     ) {
       if (block) blocks.push(block);
-      block = { kind: 'paragraph', text: '', links: [], linkWords: [], size: 0 };
+      block = { kind: 'paragraph', text: '', links: [], linkWords: [], size: 0, ...(line.list ? { list: line.list } : {}) };
       blockRight = -Infinity;
     }
     block.size = Math.max(block.size, line.size);
@@ -524,9 +550,62 @@ function paragraphsOf(lines) {
     previous = line;
   });
   if (block) blocks.push(block);
+  const places = listPlaces(blocks.map((b) => b.list));
   return blocks
-    .map(({ size, ...b }) => sized({ ...b, text: b.text.replace(/\s+/g, ' ').trim() }, size))
+    .map(({ size, list, ...b }, i) => sized({ ...b, text: b.text.replace(/\s+/g, ' ').trim(), ...(places[i] ? { list: places[i] } : {}) }, size))
     .filter((b) => b.text.length > 0);
+}
+
+// The list places (DocumentBlock.list) of a page's list items (their markers, in order; null for other paragraphs): a run
+// of items is one list, its levels by the markers' indents (the leftmost level 1), a bullet or dash unnumbered, a number
+// read from its marker: digits, a letter (a = 1) or a small roman numeral ("i" is one after "h" only; "ii" is 2).
+function listPlaces(markers) {
+  const places = markers.map(() => null);
+  let run = [];
+  const close = () => {
+    const indents = [];
+    for (const i of run) if (!indents.some((x) => Math.abs(x - markers[i].x) < 3)) indents.push(markers[i].x);
+    indents.sort((a, b) => a - b);
+    const last = new Map();
+    for (const i of run) {
+      const { marker, x } = markers[i];
+      const level = Math.min(6, indents.findIndex((at) => Math.abs(at - x) < 3) + 1);
+      const numbered = LIST_NUMBER.exec(marker);
+      if (!numbered) {
+        places[i] = { ordered: false, level, number: 1 };
+        last.set(level, { kind: 'bullet' });
+        continue;
+      }
+      const label = numbered[1];
+      const before = last.get(level);
+      let kind;
+      let number;
+      if (/^\d+$/.test(label)) [kind, number] = ['digits', Number(label)];
+      else if (/^[ivxlc]+$/.test(label) && (label.length > 1 || (label === 'i' && before?.kind !== 'letter') || before?.kind === 'roman')) [kind, number] = ['roman', romanValue(label)];
+      else [kind, number] = ['letter', label.charCodeAt(0) - 96];
+      places[i] = { ordered: true, level, number };
+      // A deeper level's numbers start again under each item.
+      for (const deeper of [...last.keys()]) if (deeper > level) last.delete(deeper);
+      last.set(level, { kind });
+    }
+    run = [];
+  };
+  markers.forEach((marker, i) => {
+    if (marker) run.push(i);
+    else if (run.length) close();
+  });
+  if (run.length) close();
+  return places;
+}
+
+function romanValue(label) {
+  const values = { i: 1, v: 5, x: 10, l: 50, c: 100 };
+  let total = 0;
+  for (let k = 0; k < label.length; k++) {
+    const value = values[label[k]];
+    total += value < (values[label[k + 1]] ?? 0) ? -value : value;
+  }
+  return total;
 }
 
 // The largest font size in each paragraph of paragraphsOf, kept beside it (a block carries no size).

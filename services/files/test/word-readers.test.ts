@@ -4,7 +4,7 @@ import type { DocumentBlock } from '../src/domain/model';
 import { blocksFromOdtContent, odtStyles } from '../src/adapters/documents/block-collector';
 import { LibraryDocumentReader } from '../src/adapters/documents/library-document-reader';
 import { UnreadableDocumentError } from '../src/domain/ports';
-import { docxPackage, wp, zip } from './office-packages';
+import { docxPackage, note, noteReference, wp, zip } from './office-packages';
 import { noCardReason, splitIntoCards } from '../src/domain/card-splitter';
 
 // The Word and OpenDocument readers on what ordinary documents hold (word-features.doc/.docx/.odt: make-fixtures.sh, from
@@ -158,5 +158,23 @@ describe('a document of short sections', () => {
     );
     // Without headings: its words.
     expect(noCardReason({ blocks: [{ kind: 'paragraph', text: words(12, 'b'), links: [] }] })).toBe('the document holds no passage of more than 70 words, so no card was made: its text has 12 words');
+  });
+});
+
+describe('notes are labelled as the document shows them', () => {
+  it('an endnote Writer or Word shows as "i" reads "[i: ...]" in every format (the .odt citation, the .docx and .doc number formats)', async () => {
+    for (const name of ['word-features.docx', 'word-features.odt', 'word-features.doc']) {
+      expect(texts(await blocksOf(name))).toContain('Planting is done in spring [i: Notes are kept at the visitor centre.] each year.');
+    }
+  });
+
+  it(".docx: the body's section gives the formats (w:footnotePr, w:endnotePr), over Word's defaults (footnotes 1, endnotes i)", async () => {
+    const body = `<w:p><w:r><w:t>Gulls</w:t></w:r>${noteReference(1)}<w:r><w:t xml:space="preserve"> and terns</w:t></w:r>${noteReference(2, 'endnote')}</w:p>`;
+    const notes = { footnotes: note(1, 'Gulls scavenge.'), endnotes: note(2, 'Terns migrate.', 'endnote') };
+    const read = async (section: string) => texts((await reader.parse('docx', docxPackage({ body: body + section, ...notes }))).blocks);
+    expect(await read('')).toEqual(['Gulls [1: Gulls scavenge.] and terns [i: Terns migrate.]']);
+    expect(await read('<w:sectPr><w:footnotePr><w:numFmt w:val="upperLetter"/></w:footnotePr><w:endnotePr><w:numFmt w:val="decimal"/></w:endnotePr></w:sectPr>')).toEqual([
+      'Gulls [A: Gulls scavenge.] and terns [1: Terns migrate.]',
+    ]);
   });
 });

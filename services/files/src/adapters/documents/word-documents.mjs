@@ -192,7 +192,47 @@ function markedParagraph(paragraph, mark) {
 }
 
 function readableDocument(document) {
-  return withNoteLabels(readable(document, new Map()));
+  return withNoteLabels(readable(document, new Map()), noteFormats);
+}
+
+/**
+ * The number formats of the document's automatic footnotes and endnotes (w:footnotePr / w:endnotePr w:numFmt): the
+ * body's last section's (w:sectPr, found as mammoth reads document.xml: sectionNoteFormats), else settings.xml's
+ * (documentNoteFormats), else Word's defaults: footnotes in digits, endnotes in lower-case Roman numerals (what Word and
+ * Writer show: "i", as an .odt's citation reads). Set for the conversion under way (a worker converts one document).
+ */
+let noteFormats = { footnote: 'decimal', endnote: 'lowerRoman' };
+
+/** The formats of w:footnotePr and w:endnotePr elements among `element`'s children, over `formats`. */
+function noteFormatsIn(element, formats) {
+  const found = { ...formats };
+  for (const child of element?.children ?? []) {
+    const kind = child.name === 'w:footnotePr' ? 'footnote' : child.name === 'w:endnotePr' ? 'endnote' : null;
+    const format = kind && child.children?.find((c) => c.name === 'w:numFmt')?.attributes?.['w:val'];
+    if (format) found[kind] = format;
+  }
+  return found;
+}
+
+/** document.xml's body's own section properties (its last child w:sectPr), when `root` is document.xml. */
+function sectionNoteFormats(root) {
+  const body = root?.children?.find((child) => child.name === 'w:body');
+  const section = body?.children?.findLast((child) => child.name === 'w:sectPr');
+  if (section) noteFormats = noteFormatsIn(section, noteFormats);
+}
+
+/** The note formats settings.xml gives (read through mammoth's zip reader, before mammoth converts). */
+async function documentNoteFormats(bytes) {
+  const formats = { footnote: 'decimal', endnote: 'lowerRoman' };
+  try {
+    const zip = await require('mammoth/lib/zipfile.js').openArrayBuffer(bytes);
+    if (!zip.exists('word/settings.xml')) return formats;
+    const { readString } = require('mammoth/lib/xml/index.js');
+    const settings = await readString(await zip.read('word/settings.xml', 'utf-8'), {});
+    return noteFormatsIn(settings.children?.find((child) => child.name === 'w:settings') ?? settings, formats);
+  } catch {
+    return formats;
+  }
 }
 
 // A footnote or endnote is labelled as the document shows it, not by its id in the notes part (mammoth's "footnote-3",
@@ -211,7 +251,7 @@ const CUSTOM_NOTE_MARK_TEXT = /\ue000cards-note-custom-mark:([^\ue000\ue001]*)\u
 /** At most this many characters of a custom mark are kept (Word allows ten). */
 const MAX_CUSTOM_MARK = 10;
 
-function withNoteLabels(document) {
+function withNoteLabels(document, formats) {
   const counts = { footnote: 0, endnote: 0 };
   const labels = new Map();
   const labelled = (element) => {
@@ -223,7 +263,7 @@ function withNoteLabels(document) {
         const next = element.children[i + 1];
         const custom = next?.type === 'text' ? /^\ue000cards-note-custom-mark:([^\ue000\ue001]*)\ue001$/.exec(next.value) : null;
         const key = `${child.noteType}-${child.noteId}`;
-        if (!labels.has(key)) labels.set(key, { reference: child, label: custom ? custom[1] : String(++counts[child.noteType]), custom: custom !== null });
+        if (!labels.has(key)) labels.set(key, { reference: child, label: custom ? custom[1] : noteLabel(++counts[child.noteType], formats[child.noteType]), custom: custom !== null });
         if (custom) i++;
         children.push(child);
       } else if (child.type === 'text' && child.value.includes(CUSTOM_NOTE_MARK.open)) {
@@ -244,6 +284,11 @@ function withNoteLabels(document) {
     notes.push({ ...note, body: markedFirstText(body, `${NOTE_LABEL.open}${label}${NOTE_LABEL.close}`) });
   }
   return { ...result, notes: new Notes(notes) };
+}
+
+/** An automatic note's label: its number in its format (a bullet or no format: digits). */
+function noteLabel(number, format) {
+  return formattedWordNumber(number, format) ?? String(number);
 }
 
 /** The note's paragraphs without CUSTOM_NOTE_MARK's marks (a custom reference inside a note: no label of its own). */
@@ -427,6 +472,7 @@ function textBoxesWithoutFallbackRead() {
   xml.readString = (...args) =>
     readString(...args).then((root) => {
       withoutMarkCharacters(root);
+      if (root?.name === 'w:document') sectionNoteFormats(root);
       symbolRunsMapped(root);
       markCustomNoteMarks(root, xml);
       addTextBoxFallbacks(root, xml.element);
@@ -439,6 +485,7 @@ export async function docxHtml(bytes) {
   const { default: mammoth } = await import('mammoth');
   numberedByInstance();
   textBoxesWithoutFallbackRead();
+  noteFormats = await documentNoteFormats(bytes);
   return (await mammoth.convertToHtml({ buffer: bytes }, { transformDocument: readableDocument, styleMap: [...TITLE_STYLES, ...FURTHER_PARAGRAPH_STYLES] })).value;
 }
 
@@ -724,6 +771,22 @@ function plcAt(fib, table, at, size) {
   return { positions, data };
 }
 
+/** Word's number formats (MS-DOC MSONFC) of the first values, by the .docx names formattedWordNumber reads. */
+const NFC_FORMATS = ['decimal', 'upperRoman', 'lowerRoman', 'upperLetter', 'lowerLetter'];
+
+/**
+ * The number formats of automatic footnotes and endnotes: the DOP's nfcFtnRef and nfcEdnRef (DopBase, the 16 bits at
+ * offset 0x36: epc 2 bits, nfcFtnRef 4, nfcEdnRef 4); digits for another format or a DOP that cannot be read.
+ */
+function docNoteFormats(fib, table) {
+  const formats = { footnote: 'decimal', endnote: 'decimal' };
+  const fc = fib.readUInt32LE(0x0192);
+  const lcb = fib.readUInt32LE(0x0196);
+  if (lcb < 0x38 || fc + lcb > table.length) return formats;
+  const bits = table.readUInt16LE(fc + 0x36);
+  return { footnote: NFC_FORMATS[(bits >> 2) & 0x0f] ?? 'decimal', endnote: NFC_FORMATS[(bits >> 6) & 0x0f] ?? 'decimal' };
+}
+
 /** The body (wordText) with each note put at its reference; null when it has no notes. */
 function bodyWithNotes(pieces, boundaries, streams) {
   if (!streams) return null;
@@ -733,6 +796,7 @@ function bodyWithNotes(pieces, boundaries, streams) {
   // comments, the endnotes.
   const storyStart = { footnote: text, endnote: text + boundaries.ccpFtn + (boundaries.ccpHdd || 0) + (boundaries.ccpAtn || 0) };
   const storyLength = { footnote: boundaries.ccpFtn || 0, endnote: boundaries.ccpEdn || 0 };
+  const formats = docNoteFormats(fib, table);
   const references = [];
   /** Characters of note text placed: each character of the note stories at most once (see below). */
   let placed = 0;
@@ -758,7 +822,7 @@ function bodyWithNotes(pieces, boundaries, streams) {
       if (at >= text) throw new Error('a note reference lies outside the body');
       const automatic = refs.data[i] !== 0;
       const raw = textOfRange(pieces, storyStart[kind] + texts.positions[i], storyStart[kind] + texts.positions[i + 1]);
-      const mark = automatic ? String(++number) : wordText(textOfRange(pieces, at, at + 1)).trim();
+      const mark = automatic ? noteLabel(++number, formats[kind]) : wordText(textOfRange(pieces, at, at + 1)).trim();
       // The note's text starts with its mark again (automatic, or the custom mark) and often a tab after it.
       let body = wordText(raw).replace(/\s+/g, ' ').trim();
       if (!automatic && mark && body.startsWith(mark)) body = body.slice(mark.length).trim();

@@ -340,3 +340,22 @@ describe('splitIntoCards', () => {
     );
   });
 });
+
+describe("a PDF's heading-like paragraphs (keepWithNext)", () => {
+  const hd = (text: string): DocumentBlock => ({ ...p(text), keepWithNext: true });
+  const sentences = (n: number, word: string) => Array.from({ length: n }, (_, i) => `${words(9, `${word}${i}w`)} end.`).join(' ');
+
+  it('no card ends with one while its text starts the next card', () => {
+    // Both groupings fit 71-400 words; each card taking as much as it can ended the first card with the heading.
+    const cards = splitIntoCards({ blocks: [p(words(300, 'a')), hd('Field measurements'), p(words(300, 'b'))] });
+    expect(cards.map((c) => c.html.split('\n')[0]!.slice(0, 26))).toEqual(['<p>a0 a1 a2 a3 a4 a5 a6 a7', '<p>Field measurements</p>']);
+  });
+
+  it('a card is cut inside a paragraph rather than after one, where cuts at paragraph ends alone cannot avoid it', () => {
+    // The heading and the 399 words under it are more than a card; at paragraph ends only the first card can end with it.
+    const cards = splitIntoCards({ blocks: [p(words(100, 'a')), hd('Field measurements'), p(sentences(40, 'b'))] });
+    expect(cards.some((c) => c.html.endsWith('<p>Field measurements</p>'))).toBe(false);
+    expect(cards[0]!.html).toContain('<p>Field measurements</p>\n<p>b0w0 ');
+    expect(cards.every((c) => c.wordCount > MIN_CARD_WORDS - 1 && c.wordCount <= MAX_CARD_WORDS)).toBe(true);
+  });
+});

@@ -142,3 +142,27 @@ describe('.pdf lists (lists.pdf, src/lists.fodt)', () => {
     ]);
   });
 });
+
+describe('.pdf heading-like paragraphs', () => {
+  it('one short line set larger than the text, without a sentence end, is marked to keep with the next paragraph', async () => {
+    const body = (y: number, text: string): PdfLine => ({ y, text });
+    const pdf = pdfDocument([
+      {
+        lines: [
+          { y: 715, text: 'Field measurements', size: 15 },
+          body(700, 'Measurements followed a fixed protocol, and the wardens walked the transect each month.'),
+          body(686, 'They ended at the jetty.'),
+          { y: 660, text: 'Results were clear.', size: 15 },
+          body(645, 'The dunes moved.'),
+        ],
+      },
+    ]);
+    const { blocks } = await reader.parse('pdf', pdf);
+    expect(blocks.map((b) => [b.text, b.keepWithNext ?? false])).toEqual([
+      ['Field measurements', true],
+      ['Measurements followed a fixed protocol, and the wardens walked the transect each month. They ended at the jetty.', false],
+      ['Results were clear.', false],
+      ['The dunes moved.', false],
+    ]);
+  });
+});

@@ -191,7 +191,7 @@ function withoutControls(block: DocumentBlock): DocumentBlock {
 /** Words per piece where a card has to end inside a sentence. */
 const PIECE_WORDS = 10;
 /** What ending a card after a piece costs: a paragraph end nothing, a sentence end less than a cut inside one. */
-const CUT_COST = { paragraph: 0, sentence: 1, inside: 2 } as const;
+const CUT_COST = { paragraph: 0, sentence: 1, inside: 2, afterHeading: 1000 } as const;
 const SENTENCE_END = /[.!?。！？]["')\]」』”’）]* ?$/;
 
 /** Words [start, end) of one paragraph, placed in a card as a unit. */
@@ -213,11 +213,14 @@ function countedWords(words: readonly string[], start: number, end: number): num
 }
 
 /** Whole paragraphs, or (fine) pieces of at most PIECE_WORDS words that end at the latest where a sentence ends. */
-function piecesOf(paragraphWords: string[][], fine: boolean): Piece[] {
+function piecesOf(paragraphs: readonly DocumentBlock[], paragraphWords: string[][], fine: boolean): Piece[] {
   const pieces: Piece[] = [];
+  // After a PDF's heading-like paragraph (DocumentBlock.keepWithNext) a cut costs more than any other: a card ending with
+  // it leaves its text to the next card.
+  const endCost = (paragraph: number) => (paragraphs[paragraph]!.keepWithNext ? CUT_COST.afterHeading : CUT_COST.paragraph);
   paragraphWords.forEach((words, paragraph) => {
     if (!fine) {
-      pieces.push({ paragraph, start: 0, end: words.length, words: countedWords(words, 0, words.length), cut: CUT_COST.paragraph });
+      pieces.push({ paragraph, start: 0, end: words.length, words: countedWords(words, 0, words.length), cut: endCost(paragraph) });
       return;
     }
     let start = 0;
@@ -225,7 +228,7 @@ function piecesOf(paragraphWords: string[][], fine: boolean): Piece[] {
       const end = i + 1;
       const sentenceEnd = SENTENCE_END.test(word);
       if (end === words.length || sentenceEnd || end - start === PIECE_WORDS) {
-        pieces.push({ paragraph, start, end, words: countedWords(words, start, end), cut: end === words.length ? CUT_COST.paragraph : sentenceEnd ? CUT_COST.sentence : CUT_COST.inside });
+        pieces.push({ paragraph, start, end, words: countedWords(words, start, end), cut: end === words.length ? endCost(paragraph) : sentenceEnd ? CUT_COST.sentence : CUT_COST.inside });
         start = end;
       }
     });
@@ -235,26 +238,31 @@ function piecesOf(paragraphWords: string[][], fine: boolean): Piece[] {
 
 /**
  * Groups of minWords..maxWords words. Cards end at paragraph ends when that works for the whole section
- * (the usual case, decided on whole paragraphs); otherwise on pieces, where it costs least in total.
+ * (the usual case, decided on whole paragraphs); otherwise on pieces, where it costs least in total. A card ends
+ * after a PDF's heading-like paragraph (keepWithNext) only where nothing else works, even cutting inside paragraphs.
  * Empty when there are fewer than minWords words.
  */
 function packParagraphs(paragraphs: DocumentBlock[], minWords: number, maxWords: number): DocumentBlock[][] {
   const paragraphWords = paragraphs.map((p) => WORDS_OF_PIECE.get(p) ?? wordsOf(normalizeSpace(p.text)));
+  let best: { pieces: Piece[]; groups: [number, number][]; cost: number } | null = null;
   for (const fine of [false, true]) {
-    const pieces = piecesOf(paragraphWords, fine);
-    const groups = cheapestGroups(pieces, minWords, maxWords);
-    if (groups) return groups.map(([from, to]) => blocksOf(paragraphs, paragraphWords, pieces, from, to));
+    const pieces = piecesOf(paragraphs, paragraphWords, fine);
+    const found = cheapestGroups(pieces, minWords, maxWords);
+    if (found && (!best || found.cost < best.cost)) best = { pieces, ...found };
+    // Cuts at paragraph ends only, unless one of them is after a heading-like paragraph: cuts inside paragraphs may
+    // avoid that.
+    if (best && best.cost < CUT_COST.afterHeading) break;
   }
-  return [];
+  return best ? best.groups.map(([from, to]) => blocksOf(paragraphs, paragraphWords, best.pieces, from, to)) : [];
 }
 
 /**
  * Consecutive pieces [from, to) of minWords..maxWords words each, with the least total cut cost; among
  * equally good cuts each group takes as much as it can, so a short run of paragraphs merges into the next
- * block and a short tail into the previous one. Null when there is no such grouping. Linear: the possible
+ * block and a short tail into the previous one; with that total cost. Null when there is no such grouping. Linear: the possible
  * ends of a group starting at i form a window that only moves left as i does.
  */
-function cheapestGroups(pieces: Piece[], minWords: number, maxWords: number): [number, number][] | null {
+function cheapestGroups(pieces: Piece[], minWords: number, maxWords: number): { groups: [number, number][]; cost: number } | null {
   const n = pieces.length;
   const prefix = [0];
   for (const piece of pieces) prefix.push(prefix[prefix.length - 1]! + piece.words);
@@ -285,7 +293,7 @@ function cheapestGroups(pieces: Piece[], minWords: number, maxWords: number): [n
   if (n === 0 || cost[0] === Infinity) return null;
   const groups: [number, number][] = [];
   for (let i = 0; i < n; i = end[i]!) groups.push([i, end[i]!]);
-  return groups;
+  return { groups, cost: cost[0]! };
 }
 
 /** The paragraphs of pieces [from, to): whole ones as they are, a cut one as the words it keeps (cutBlock). */

@@ -55,6 +55,12 @@ export interface DocumentBlock {
   html?: string;
   /** Set on a list item's paragraph (its text and HTML carry no marker): the splitter sets it in a ul or ol. */
   list?: ListPlace;
+  /**
+   * Set by the PDF reading on a paragraph that looks like a heading (one short line set larger than the page's text, no
+   * sentence end): a PDF has no headings for the splitter, but a card should not end with one while its text starts the
+   * next card, so the splitter ends a card after it only where no other cut keeps the cards within their bounds.
+   */
+  keepWithNext?: true;
 }
 
 /** Where a list item stands: in a numbered or bulleted list, at a nesting level (1 outermost), its number there (1 first). */

@@ -537,10 +537,11 @@ function paragraphsOf(lines) {
       (ragged && gap > line.size * LOOSE_PITCH && SENTENCE_ENDS_LINE.test(previous.text.trimEnd()) && !CONTINUED_WORD.test(line.text.trimStart()))
     ) {
       if (block) blocks.push(block);
-      block = { kind: 'paragraph', text: '', links: [], linkWords: [], size: 0, ...(line.list ? { list: line.list } : {}) };
+      block = { kind: 'paragraph', text: '', links: [], linkWords: [], size: 0, lines: 0, ...(line.list ? { list: line.list } : {}) };
       blockRight = -Infinity;
     }
     block.size = Math.max(block.size, line.size);
+    block.lines += 1;
     blockRight = Math.max(blockRight, line.right);
     block.text = joinLine(block.text, line.text);
     // A line joined to a hyphenated word starts inside the block's last word.
@@ -551,10 +552,20 @@ function paragraphsOf(lines) {
   });
   if (block) blocks.push(block);
   const places = listPlaces(blocks.map((b) => b.list));
+  const bodySize = bodySizeOf(lines);
   return blocks
-    .map(({ size, list, ...b }, i) => sized({ ...b, text: b.text.replace(/\s+/g, ' ').trim(), ...(places[i] ? { list: places[i] } : {}) }, size))
+    .map(({ size, list, lines: count, ...b }, i) => {
+      const text = b.text.replace(/\s+/g, ' ').trim();
+      const heading = !places[i] && count === 1 && size > bodySize * (1 + SIZE_CHANGE) && wordsIn(text) <= HEADING_WORDS && !/[.!?…。！？]$/u.test(text);
+      return sized({ ...b, text, ...(places[i] ? { list: places[i] } : {}), ...(heading ? { keepWithNext: true } : {}) }, size);
+    })
     .filter((b) => b.text.length > 0);
 }
+
+// A heading-like paragraph: one line of at most HEADING_WORDS words set larger than the page's text (by more than
+// SIZE_CHANGE), without a sentence's end. It stays a paragraph (a PDF has no headings for the ingestion) but is marked
+// so that no card ends with it while its text starts the next (DocumentBlock.keepWithNext).
+const HEADING_WORDS = 12;
 
 // The list places (DocumentBlock.list) of a page's list items (their markers, in order; null for other paragraphs): a run
 // of items is one list, its levels by the markers' indents (the leftmost level 1), a bullet or dash unnumbered, a number

@@ -110,6 +110,9 @@ describe('POST /api/card', () => {
     }
     const malformed = await alice.client.request('POST', '/api/card', '{"card_html": ', { 'content-type': 'application/json' });
     expect(malformed.status).toBe(400);
+    // A key given twice is ambiguous (the parser kept the last: "private":true,"private":false made a public card).
+    const twice = await alice.client.request('POST', '/api/card', `{"card_html":${JSON.stringify(html(uniqueText()))},"link":"","private":true,"private":false}`, { 'content-type': 'application/json' });
+    expect([twice.status, twice.json.message]).toEqual([400, expect.stringMatching(/^The request body is ambiguous: duplicate key "private" in one object/)]);
     expect((await alice.client.post('/api/card', [1, 2])).status).toBe(400);
     expect((await anonymous.get('/api/card/count')).json.total_count).toBe(before);
   });

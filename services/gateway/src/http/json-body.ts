@@ -2,7 +2,7 @@ import { isUtf8 } from 'node:buffer';
 import type { IncomingMessage } from 'node:http';
 import express, { type NextFunction, type Request, type RequestHandler, type Response } from 'express';
 import { HttpError } from './http-error';
-import { API_JSON_SHAPE, refuseOversizedJsonShape, type JsonShapeBounds } from './json-shape';
+import { API_JSON_SHAPE, refuseUnacceptedJson, type JsonShapeBounds } from './json-shape';
 
 /** Media types read as JSON: application/json and structured-syntax JSON such as application/merge-patch+json. */
 const JSON_TYPES = ['application/json', 'application/*+json'];
@@ -98,14 +98,15 @@ export function bodyEncodingProblem(req: Request): string | undefined {
  *
  * First, a body holding more values or nesting than `shape` allows is refused 400 after a byte scan (json-shape.ts),
  * never parsed: the parse of a few million values blocks the event loop for seconds, and a gzipped body reaches the
- * limit from a few KB on the wire.
+ * limit from a few KB on the wire. The same scan refuses an object holding one key twice (ambiguous: the parser would
+ * keep the last value).
  */
 export function jsonBodyParser(limit: string | number, shape: JsonShapeBounds = API_JSON_SHAPE): RequestHandler {
   const parse = express.json({
     limit,
     type: JSON_TYPES,
     verify: (req: IncomingMessage, _res, bytes: Buffer) => {
-      refuseOversizedJsonShape(bytes, shape);
+      refuseUnacceptedJson(bytes, shape);
       const problem = utf8Problem(bytes);
       if (problem) notUtf8.set(req, `The request body is not valid UTF-8: ${problem}; JSON must be sent encoded as UTF-8`);
     },

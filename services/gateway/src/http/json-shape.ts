@@ -25,15 +25,45 @@ const OPEN_BRACKET = 0x5b;
 const CLOSE_BRACE = 0x7d;
 const CLOSE_BRACKET = 0x5d;
 
+/** What the scan of a JSON body found wrong: too many values or levels (`shape`), or a key given twice in one object. */
+export type JsonScanProblem = { shape: string } | { duplicateKey: string };
+
+/** An object open during the scan: the keys met in it, and whether the next string is a key. */
+interface OpenObject {
+  keys: Set<string>;
+  expectsKey: boolean;
+}
+
+const COLON = 0x3a;
+
 /**
- * What makes `bytes` exceed `bounds`, or null when they do not. One pass over the bytes outside strings; a string
- * is skipped with Buffer.indexOf (native) to its closing quote, so a 27 MB upload (one base64 string) costs a few
- * milliseconds, and a body of millions of values is refused after reading about `maxValues` of them. It checks no
- * syntax: JSON.parse still does (an unterminated string simply ends the scan).
+ * The text of a key (the bytes between its quotes): escapes decoded, so "a" and "\u0061" are one key as JSON.parse
+ * reads them; as written when it is not valid JSON (JSON.parse refuses the body afterwards).
  */
-export function jsonShapeProblem(bytes: Buffer, bounds: JsonShapeBounds): string | null {
+function keyText(bytes: Buffer, open: number, close: number): string {
+  // Searched in the key's bytes only (a view): the body after it may be megabytes.
+  if (!bytes.subarray(open + 1, close).includes(BACKSLASH)) return bytes.toString('utf8', open + 1, close);
+  try {
+    return JSON.parse(bytes.toString('utf8', open, close + 1)) as string;
+  } catch {
+    return bytes.toString('utf8', open + 1, close);
+  }
+}
+
+/**
+ * What is wrong with `bytes` before they are parsed, or null: more values or levels than `bounds`, or an object
+ * holding one key twice (`{"private":true,"private":false}`, which JSON.parse reads as its last value; RFC 8259 calls
+ * such an object's meaning unpredictable, I-JSON (RFC 7493) forbids it, and parsers differ on which value counts).
+ * One pass over the bytes outside strings; a string is skipped with Buffer.indexOf (native) to its closing quote, so
+ * a 20 MiB upload (one base64 string) costs a few milliseconds, and a body of millions of values is refused after
+ * reading about `maxValues` of them. A key's text is read only for strings in key position (after `{` or `,` in an
+ * object), each looked up in its object's set: linear in the body's size. It checks no syntax: JSON.parse still does
+ * (an unterminated string simply ends the scan).
+ */
+export function jsonScanProblem(bytes: Buffer, bounds: JsonShapeBounds): JsonScanProblem | null {
   let values = 0;
-  let depth = 0;
+  // One entry per open container: the object's keys, or null for an array.
+  const open: (OpenObject | null)[] = [];
   const length = bytes.length;
   for (let i = 0; i < length; i++) {
     const byte = bytes[i]!;
@@ -47,21 +77,46 @@ export function jsonShapeProblem(bytes: Buffer, bounds: JsonShapeBounds): string
         end = bytes.indexOf(QUOTE, end + 1);
       }
       if (end === -1) return null;
+      const object = open[open.length - 1];
+      if (object?.expectsKey) {
+        const key = keyText(bytes, i, end);
+        if (object.keys.has(key)) return { duplicateKey: key };
+        object.keys.add(key);
+        object.expectsKey = false;
+      }
       i = end;
     } else if (byte === OPEN_BRACE || byte === OPEN_BRACKET) {
-      if (++depth > bounds.maxDepth) return `it nests more than ${bounds.maxDepth} levels of objects and arrays`;
-      if (++values > bounds.maxValues) return `it holds more than ${bounds.maxValues} values`;
+      open.push(byte === OPEN_BRACE ? { keys: new Set(), expectsKey: true } : null);
+      if (open.length > bounds.maxDepth) return { shape: `it nests more than ${bounds.maxDepth} levels of objects and arrays` };
+      if (++values > bounds.maxValues) return { shape: `it holds more than ${bounds.maxValues} values` };
     } else if (byte === COMMA) {
-      if (++values > bounds.maxValues) return `it holds more than ${bounds.maxValues} values`;
+      if (++values > bounds.maxValues) return { shape: `it holds more than ${bounds.maxValues} values` };
+      const object = open[open.length - 1];
+      if (object) object.expectsKey = true;
+    } else if (byte === COLON) {
+      const object = open[open.length - 1];
+      if (object) object.expectsKey = false;
     } else if (byte === CLOSE_BRACE || byte === CLOSE_BRACKET) {
-      depth--;
+      open.pop();
     }
   }
   return null;
 }
 
-/** Throws the 400 for a body past `bounds` (run in the JSON parser's verify step, before JSON.parse). */
-export function refuseOversizedJsonShape(bytes: Buffer, bounds: JsonShapeBounds): void {
-  const problem = jsonShapeProblem(bytes, bounds);
-  if (problem) throw new HttpError(400, `The request body is not accepted: ${problem}, far more than any request of this API needs`);
+/** What makes `bytes` exceed `bounds`, or null when they do not (jsonScanProblem's `shape`). */
+export function jsonShapeProblem(bytes: Buffer, bounds: JsonShapeBounds): string | null {
+  const problem = jsonScanProblem(bytes, bounds);
+  return problem && 'shape' in problem ? problem.shape : null;
+}
+
+/**
+ * Throws the 400 for a body past `bounds` or holding a key twice in one object (run in the JSON parser's verify
+ * step, before JSON.parse).
+ */
+export function refuseUnacceptedJson(bytes: Buffer, bounds: JsonShapeBounds): void {
+  const problem = jsonScanProblem(bytes, bounds);
+  if (problem === null) return;
+  if ('shape' in problem) throw new HttpError(400, `The request body is not accepted: ${problem.shape}, far more than any request of this API needs`);
+  const key = JSON.stringify(problem.duplicateKey.length > 100 ? `${problem.duplicateKey.slice(0, 100)}…` : problem.duplicateKey);
+  throw new HttpError(400, `The request body is ambiguous: duplicate key ${key} in one object (JSON readers differ on which value counts); send each key once`);
 }

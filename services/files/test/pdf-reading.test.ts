@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { TABLE_CELL_SEPARATOR } from '@cards/card-rules';
 import { LibraryDocumentReader } from '../src/adapters/documents/library-document-reader';
 import { pdfDocument, type PdfLine } from './office-packages';
 
@@ -163,6 +164,20 @@ describe('.pdf heading-like paragraphs', () => {
       ['Measurements followed a fixed protocol, and the wardens walked the transect each month. They ended at the jetty.', false],
       ['Results were clear.', false],
       ['The dunes moved.', false],
+    ]);
+  });
+});
+
+describe('.pdf tables (table.pdf, src/table.fodt)', () => {
+  it("a table's rows are paragraphs apart from those around them, each row's cells separated by TABLE_CELL_SEPARATOR", async () => {
+    // The head row glued to the paragraph before, a cell's lines interleaved with the next column's, the last row to the
+    // paragraph after.
+    expect(await texts('table.pdf')).toEqual([
+      'The log below lists the observations of the spring.',
+      ['Date', 'Station', 'Observation', 'Observer'].join(TABLE_CELL_SEPARATOR),
+      ['2025-01-10', 'Jetty', 'A visiting researcher compared the cost of repairing the sea wall.', 'B. Smith'].join(TABLE_CELL_SEPARATOR),
+      '2025-02-11 | | Terns nested. | C. Okafor',
+      'The wardens checked the log after the walk.',
     ]);
   });
 });

@@ -92,13 +92,106 @@ function withMarksAndLabels(line) {
     }
   }
   if (!line.note) listMarkerOf(line);
+  if (!line.note && !line.list) cellsOf(line);
   return line;
+}
+
+// Table cells: a line whose items stand apart by more than CELL_GAP times the text's size (a gap, or a space item that
+// wide, as pdf.js writes the space between two cells) holds cells (line.cells: where each starts and its text).
+const CELL_GAP = 1;
+/** As @cards/card-rules' TABLE_CELL_SEPARATOR (this plain ESM worker cannot import it). */
+const TABLE_CELL_SEPARATOR = ' | ';
+
+function cellsOf(line) {
+  if (RTL_CHARACTER.test(line.text)) return;
+  const cells = [];
+  let cell = null;
+  let right = -Infinity;
+  for (const item of line.items) {
+    const blank = item.str.trim() === '';
+    const wide = item.size * CELL_GAP;
+    if (blank) {
+      if (item.width > wide) cell = null;
+      continue;
+    }
+    if (cell && item.x - right > wide) cell = null;
+    if (!cell) cells.push((cell = { x: item.x, text: '' }));
+    cell.text += line.text.slice(item.at, item.at + item.length);
+    right = item.x + item.width;
+  }
+  if (cells.length >= 2) line.cells = cells.map((c) => ({ x: c.x, text: c.text.replace(/\s+/g, ' ').trim() }));
+}
+
+// A table's rows: a line of cells starts a row, and the lines after it that start where one of the table's columns
+// does (the columns of its rows so far), at the row's height (a cell drawn after the others) or just below it (a cell's
+// next line), add to that column's cell. A row is one line, its cells in column order separated by
+// TABLE_CELL_SEPARATOR (an empty one's too), which is a paragraph of its own.
+const COLUMN_SLACK = 1.5;
+const ROW_REACH = 12;
+
+function withTableRows(pageLines) {
+  // Cells count where a line near it (within ROW_REACH times its size above or below) has cells starting where each of its own, or it where
+  // each of the other's, do: a table's columns line up, the words of justified lines set apart do not.
+  const aligned = (a, b) => {
+    const [fewer, more] = a.length <= b.length ? [a, b] : [b, a];
+    return fewer.every((cell) => more.some((other) => Math.abs(other.x - cell.x) <= COLUMN_SLACK));
+  };
+  const lines = pageLines.map((line, i) => {
+    if (!line.cells) return line;
+    for (let k = Math.max(0, i - 4 * ROW_REACH); k <= Math.min(pageLines.length - 1, i + 4 * ROW_REACH); k++) {
+      const other = pageLines[k];
+      if (k !== i && other.cells && Math.abs(other.y - line.y) <= line.size * ROW_REACH && aligned(line.cells, other.cells)) return line;
+    }
+    const { cells, ...plain } = line;
+    return plain;
+  });
+  const out = [];
+  let columns = [];
+  let row = null;
+  const close = () => {
+    if (!row) return;
+    const texts = columns.map((x) => row.cells.filter((c) => Math.abs(c.x - x) <= COLUMN_SLACK).map((c) => c.text).join(' '));
+    out.push({ ...row.line, text: texts.join(TABLE_CELL_SEPARATOR).replace(/\s+/g, ' ').trim(), links: row.links, row: true, right: row.right, left: row.left, y: row.bottom });
+    row = null;
+  };
+  for (const line of lines) {
+    let column = row && columns.find((x) => Math.abs(x - line.left) <= COLUMN_SLACK);
+    // A cell drawn after the others on the row's baseline, right of them, in a column not seen yet (the table's head,
+    // repeated on each page, is dropped as a running head).
+    if (row && column === undefined && !line.cells && Math.abs(line.y - row.line.y) <= line.size * 0.2 && line.left > Math.max(...row.cells.map((c) => c.x))) {
+      column = line.left;
+      columns = [...columns, column].sort((a, b) => a - b);
+    }
+    // A line reaching into the next column is no cell's (a paragraph after the table at its left edge).
+    const nextColumn = column === undefined ? undefined : columns.find((x) => x > column + COLUMN_SLACK);
+    const inColumn = column !== undefined && (nextColumn === undefined || line.right <= nextColumn + COLUMN_SLACK);
+    if (row && !line.cells && inColumn && line.y <= row.line.y + line.size * 0.5 && row.bottom - line.y <= line.size * 1.6) {
+      row.cells.push({ x: column, text: line.text.trim() });
+      row.bottom = Math.min(row.bottom, line.y);
+      row.links.push(...line.links.map((link) => ({ ...link, at: 0 })));
+      row.left = Math.min(row.left, line.left);
+      row.right = Math.max(row.right, line.right);
+      continue;
+    }
+    close();
+    if (line.cells) {
+      if (!out.length || !out[out.length - 1].row) columns = [];
+      for (const cell of line.cells) if (!columns.some((x) => Math.abs(x - cell.x) <= COLUMN_SLACK)) columns.push(cell.x);
+      columns.sort((a, b) => a - b);
+      row = { line, cells: [...line.cells], bottom: line.y, links: line.links.map((link) => ({ ...link, at: 0 })), left: line.left, right: line.right };
+      continue;
+    }
+    out.push(line);
+  }
+  close();
+  return out;
 }
 
 // List items: a line whose first item is a list marker alone (a bullet, "–", or a number, letter or small roman numeral
 // with "." or ")", maybe in brackets), a space or a gap after it, starts a list item; the marker is taken out of its
 // text (a bullet is no word) and kept beside it (line.list: the marker and where it and the item's text start).
-const LIST_BULLET = /^[•◦▪▫●○■□‣⁃∙·–—-]$/u;
+// A Symbol or Wingdings bullet (Word's) is a private-use character.
+const LIST_BULLET = /^[•◦▪▫●○■□‣⁃∙·–—\-\ue002-\uf8ff]$/u;
 const LIST_NUMBER = /^\(?(\d{1,3}|[a-z]|[ivxlc]{2,7})[.)]$/;
 
 function listMarkerOf(line) {
@@ -508,7 +601,8 @@ function continuesInNextColumn(previous, line, below, typicalWidth) {
 
 // A vertical gap clearly larger than the page's usual line pitch starts a new paragraph, and so does a short line
 // ending a sentence (endsParagraph). Each link is anchored at the word its annotation starts on (DocumentBlock.linkWords).
-function paragraphsOf(lines) {
+function paragraphsOf(pageLines) {
+  const lines = withTableRows(pageLines);
   const pitches = lines
     .slice(1)
     .map((l, i) => lines[i].y - l.y)
@@ -530,6 +624,8 @@ function paragraphsOf(lines) {
       (gap < 0 && !columnGoesOn) ||
       line.note ||
       line.list ||
+      line.row ||
+      previous.row ||
       // A line set at the left of the list item's text ends the item.
       (block.list && line.left < block.list.textX - line.size * 0.5) ||
       gap > Math.max(typical * 1.3, line.size * 1.45) ||
@@ -537,7 +633,7 @@ function paragraphsOf(lines) {
       (ragged && gap > line.size * LOOSE_PITCH && SENTENCE_ENDS_LINE.test(previous.text.trimEnd()) && !CONTINUED_WORD.test(line.text.trimStart()))
     ) {
       if (block) blocks.push(block);
-      block = { kind: 'paragraph', text: '', links: [], linkWords: [], size: 0, lines: 0, ...(line.list ? { list: line.list } : {}) };
+      block = { kind: 'paragraph', text: '', links: [], linkWords: [], size: 0, lines: 0, ...(line.list ? { list: line.list } : {}), ...(line.row ? { row: true } : {}) };
       blockRight = -Infinity;
     }
     block.size = Math.max(block.size, line.size);
@@ -554,8 +650,9 @@ function paragraphsOf(lines) {
   const places = listPlaces(blocks.map((b) => b.list));
   const bodySize = bodySizeOf(lines);
   return blocks
-    .map(({ size, list, lines: count, ...b }, i) => {
+    .map(({ size, list, lines: count, row, ...b }, i) => {
       const text = b.text.replace(/\s+/g, ' ').trim();
+      if (row) return tableRow(sized({ ...b, text }, size));
       const heading = !places[i] && count === 1 && size > bodySize * (1 + SIZE_CHANGE) && wordsIn(text) <= HEADING_WORDS && !/[.!?…。！？]$/u.test(text);
       return sized({ ...b, text, ...(places[i] ? { list: places[i] } : {}), ...(heading ? { keepWithNext: true } : {}) }, size);
     })
@@ -621,6 +718,13 @@ function romanValue(label) {
 
 // The largest font size in each paragraph of paragraphsOf, kept beside it (a block carries no size).
 const SIZES = new WeakMap();
+// The paragraphs that are a table's rows: no paragraph runs on over a page break from or into one.
+const ROWS = new WeakSet();
+
+function tableRow(block) {
+  ROWS.add(block);
+  return block;
+}
 
 function sized(block, size) {
   SIZES.set(block, size);
@@ -774,6 +878,7 @@ function withoutRunningLines(pages) {
 const OPEN_END = /[^.!?:;"'”’)\]…。！？]$/u;
 
 function continuesOnNextPage(last, first) {
+  if (ROWS.has(last) || ROWS.has(first)) return false;
   return OPEN_END.test(last.text) && (CONTINUED_WORD.test(first.text) || (CJK_END.test(last.text) && CJK_START.test(first.text)) || urlJoin(last.text, first.text) !== null);
 }
 

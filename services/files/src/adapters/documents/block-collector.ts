@@ -181,6 +181,8 @@ class BlockCollector {
    * run (markup met inside it) passes its text on as it comes.
    */
   private readonly scripts: { kind: 'sup' | 'sub'; text: string; released: boolean }[] = [];
+  /** The runs from this index on are not released (released ones are always the outermost): each is released once. */
+  private firstHeld = 0;
 
   /** A superscript or subscript run starts (.docx <sup>/<sub>, an .odt span raised or lowered). */
   beginScript(kind: 'sup' | 'sub'): void {
@@ -189,12 +191,15 @@ class BlockCollector {
 
   /** Markup (a link, emphasis) inside a superscript or subscript run: the runs' text so far is written as it is, before it. */
   private releaseScripts(): void {
-    if (!this.scripts.some((script) => !script.released)) return;
-    const held = this.scripts.map((script) => script.text).join('');
-    for (const script of this.scripts) {
+    if (this.firstHeld >= this.scripts.length) return;
+    let held = '';
+    for (let i = this.firstHeld; i < this.scripts.length; i++) {
+      const script = this.scripts[i]!;
+      held += script.text;
       script.text = '';
       script.released = true;
     }
+    this.firstHeld = this.scripts.length;
     this.text(held);
   }
 
@@ -204,6 +209,7 @@ class BlockCollector {
    */
   endScript(): void {
     const script = this.scripts.pop();
+    this.firstHeld = Math.min(this.firstHeld, this.scripts.length);
     if (!script || script.released) return;
     const forms = script.kind === 'sup' ? SUPERSCRIPTS : SUBSCRIPTS;
     const characters = Array.from(script.text);
@@ -676,8 +682,8 @@ export function odtContentReader(styles: OdtStyles = new OdtStyles()): Increment
   const numbered = styles.numbered;
   /** Automatic paragraph styles derived from the Title style (ODT_TITLE_STYLE). */
   const titleStyles = new Set([ODT_TITLE_STYLE]);
-  /** The open text:span elements: each one's font family, and whether it began a raised or lowered run. */
-  const spans: { font?: string; script: boolean }[] = [];
+  /** The open text:span elements: the font family their text is in (their own or an enclosing span's), and whether each began a raised or lowered run. */
+  const spans: { font: string | undefined; script: boolean }[] = [];
   /** Each outline level's count of numbered headings so far (a heading restarts the levels below it). */
   const headingCounts: number[] = [];
   /** The number of the open heading as the outline style shows it, written before its first text. */
@@ -753,12 +759,12 @@ export function odtContentReader(styles: OdtStyles = new OdtStyles()): Increment
         else if (name === 'text:span') {
           const { font, script } = styles.text(attrs['text:style-name']);
           if (script) collector.beginScript(script);
-          spans.push({ ...(font !== undefined ? { font } : {}), script: script !== undefined });
+          spans.push({ font: font ?? spans[spans.length - 1]?.font, script: script !== undefined });
         }
       },
       ontext(text) {
         if (!inBody || skipDepth > 0) return;
-        text = symbolFontText(text, spans.findLast((span) => span.font !== undefined)?.font);
+        text = symbolFontText(text, spans[spans.length - 1]?.font);
         if (note) {
           if (note.part === 'citation') note.citation += text;
           else if (note.part === 'body') note.body += text;

@@ -599,9 +599,12 @@ function markTableParagraphs(pieces, streams) {
   const lcb = fib.readUInt32LE(0x0106);
   const count = (lcb - 4) / 8;
   if (!Number.isInteger(count) || count <= 0 || fc + lcb > table.length) return;
+  const seen = new Set();
   for (let i = 0; i < count; i++) {
     const page = table.readUInt32LE(fc + (count + 1) * 4 + i * 4);
     if ((page + 1) * 512 > fib.length) throw new Error('a PAPX page lies outside its stream');
+    if (seen.has(page)) continue;
+    seen.add(page);
     const fkp = fib.subarray(page * 512, (page + 1) * 512);
     const runs = fkp.readUInt8(511);
     for (let j = 0; j < runs; j++) {
@@ -675,9 +678,12 @@ function markRunCharacters(pieces, streams) {
   const lcb = fib.readUInt32LE(0x00fe);
   const count = (lcb - 4) / 8;
   if (!Number.isInteger(count) || count <= 0 || fc + lcb > table.length) return;
+  const seen = new Set();
   for (let i = 0; i < count; i++) {
     const page = table.readUInt32LE(fc + (count + 1) * 4 + i * 4);
     if ((page + 1) * 512 > fib.length) throw new Error('a CHPX page lies outside its stream');
+    if (seen.has(page)) continue;
+    seen.add(page);
     const fkp = fib.subarray(page * 512, (page + 1) * 512);
     const runs = fkp.readUInt8(511);
     for (let j = 0; j < runs; j++) {
@@ -714,14 +720,42 @@ function markRunCharacters(pieces, streams) {
   }
 }
 
+/** The pieces ordered by file position (they do not overlap in a document Word wrote), and the visits left to them. */
+const PIECE_INDEX = new WeakMap();
+function byFilePosition(pieces) {
+  let index = PIECE_INDEX.get(pieces);
+  if (!index) {
+    // A document Word wrote visits one or two pieces per run: at most 255 runs per 512-byte page of the stream.
+    const stream = pieces.reduce((most, piece) => Math.max(most, piece.endFilePos), 0);
+    index = { sorted: [...pieces].sort((a, b) => a.startFilePos - b.startFilePos), budget: 4 * (pieces.length + 255 * Math.ceil(stream / 512)) + 4096 };
+    PIECE_INDEX.set(pieces, index);
+  }
+  return index;
+}
+
 /** Unicode's superscript and subscript forms, as block-collector.ts writes a .docx's or .odt's raised and lowered runs. */
 const SUPERSCRIPTS = new Map(Array.from('0123456789+-\u2212=()ni').map((c, i) => [c, Array.from('\u2070\u00b9\u00b2\u00b3\u2074\u2075\u2076\u2077\u2078\u2079\u207a\u207b\u207b\u207c\u207d\u207e\u207f\u2071')[i]]));
 const SUBSCRIPTS = new Map(Array.from('0123456789+-\u2212=()aeoxhklmnpst').map((c, i) => [c, Array.from('\u2080\u2081\u2082\u2083\u2084\u2085\u2086\u2087\u2088\u2089\u208a\u208b\u208b\u208c\u208d\u208e\u2090\u2091\u2092\u2093\u2095\u2096\u2097\u2098\u2099\u209a\u209b\u209c')[i]]));
 
-/** The text of file positions [start, end) changed by `change` (which keeps its length), in every piece holding them. */
+/**
+ * The text of file positions [start, end) changed by `change` (which keeps its length), in every piece holding them.
+ * The pieces are looked up by file position (byFilePosition), and a file whose property pages make the runs visit far
+ * more pieces than a document has (runs over the whole file, pages listed again and again) is refused: the caller
+ * leaves its text as stored.
+ */
 function replaceInRange(pieces, start, end, change) {
-  for (const piece of pieces) {
-    if (piece.endFilePos <= start || piece.startFilePos >= end) continue;
+  const index = byFilePosition(pieces);
+  let low = 0;
+  let high = index.sorted.length;
+  while (low < high) {
+    const middle = (low + high) >> 1;
+    if (index.sorted[middle].endFilePos <= start) low = middle + 1;
+    else high = middle;
+  }
+  for (let i = low; i < index.sorted.length && index.sorted[i].startFilePos < end; i++) {
+    const piece = index.sorted[i];
+    if (--index.budget < 0) throw new Error('property runs visit too many pieces');
+    if (piece.endFilePos <= start) continue;
     const from = Math.max(0, (start - piece.startFilePos) / piece.bpc);
     const to = Math.min(piece.text.length, (end - piece.startFilePos) / piece.bpc);
     const part = piece.text.slice(from, to);

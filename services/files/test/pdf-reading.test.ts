@@ -181,3 +181,20 @@ describe('.pdf tables (table.pdf, src/table.fodt)', () => {
     ]);
   });
 });
+
+describe('.pdf running lines and notes', () => {
+  const body = (tag: string): PdfLine[] => Array.from({ length: 6 }, (_, i) => ({ y: 700 - i * 14, text: `${tag}${i} carries the sediment along the shore of the bay.` }));
+  const label = (y: number, number: string, text: string): PdfLine[] => [
+    { y, text: number, size: 9 },
+    { x: 72 + number.length * 5.004 + 0.5, y, text, size: 8.99 },
+  ];
+
+  it("a page's notes recurring at the page's foot are text; a page number before a running title is not", async () => {
+    const pages = [1, 2, 3].map((n) => ({
+      lines: [...label(760, String(n + 10), 'Annual Report'), ...body(`Tide${n}`), ...label(100, String(n), 'Counted in spring.'), ...label(88, String(n + 3), 'Ibid., p. 10')],
+    }));
+    const texts = (await reader.parse('pdf', pdfDocument(pages))).blocks.map((b) => b.text);
+    expect(texts.some((t) => t.includes('Annual Report'))).toBe(false);
+    expect(texts.filter((t) => /^\d Ibid\., p\. 10$/.test(t))).toEqual(['4 Ibid., p. 10', '5 Ibid., p. 10', '6 Ibid., p. 10']);
+  });
+});

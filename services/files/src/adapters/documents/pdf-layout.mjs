@@ -840,6 +840,7 @@ const RUNNING_LINE_WORDS = 12;
 const RUNNING_LINE_ZONE = 0.2;
 const RUNNING_LINE_SLACK = 4;
 const RUNNING_LINE_SHARE = 0.4;
+const NOTE_REACH = 6;
 
 const runningKey = (text) => text.replace(/\d+/g, '#').replace(/\s+/g, ' ').trim().toLowerCase();
 
@@ -850,8 +851,11 @@ function withoutRunningLines(pages) {
     const byHeight = [...page.lines].sort((a, b) => b.y - a.y);
     const top = byHeight.slice(0, RUNNING_LINE_CANDIDATES).filter((l) => l.y >= page.top - height * RUNNING_LINE_ZONE);
     const bottom = byHeight.slice(-RUNNING_LINE_CANDIDATES).filter((l) => l.y <= page.bottom + height * RUNNING_LINE_ZONE);
-    // A note ("10 Ibid., p. 11") recurs as its like notes do, and is text.
-    return [...new Set([...top, ...bottom])].filter((l) => wordsIn(l.text) <= RUNNING_LINE_WORDS && !l.note);
+    // A note ("10 Ibid., p. 11") beside another of the page's notes (within NOTE_REACH of its size) recurs as its like
+    // notes do, and is text; a line of the same shape alone ("12 Annual Report": a page number before a running title)
+    // is a running line's.
+    const amongNotes = (l) => l.note && page.lines.some((o) => o !== l && o.note && Math.abs(o.y - l.y) <= l.size * NOTE_REACH);
+    return [...new Set([...top, ...bottom])].filter((l) => wordsIn(l.text) <= RUNNING_LINE_WORDS && !amongNotes(l));
   });
   // For each text: the heights it is at, each with the pages it is there on.
   const seen = new Map();

@@ -138,8 +138,8 @@ describe('accounts and sessions', () => {
     expect((await client.post('/api/invitation', { email: decomposed, referral_tokens: [] })).status).toBe(200);
     const invitation = await mailbox.waitFor(stored, /auth\/register\//);
     const registered = await client.post(`/api/register/${invitationIdFrom(invitation.text)}`, { password: 'password1', password_confirmation: 'password1' });
-    // Stored with its domain in IDNA's ASCII form, the address its mail goes to.
-    expect(registered.json.email).toBe(stored.replace('ex\u00e4mple.com', 'xn--exmple-cua.com'));
+    // Stored with its domain in IDNA's ASCII form (the address its mail goes to), shown as typed: in Unicode.
+    expect(registered.json.email).toBe(stored);
     expect((await client.post('/api/auth', { email: composed, password: 'password1' })).status).toBe(204);
     expect((await client.post('/api/auth', { email: decomposed, password: 'password1' })).status).toBe(204);
     // The other spelling invites the same account: its holder is told they have one, no second account is offered.
@@ -147,6 +147,27 @@ describe('accounts and sessions', () => {
     await mailbox.waitFor(stored, /already has an account/);
     expect((await client.get(`/api/password/${encodeURIComponent(decomposed)}`)).status).toBe(204);
     await mailbox.waitFor(stored, /auth\/password\//);
+  });
+
+  it("shows an address's domain in Unicode, however it was typed, where the address is shown; mails the ASCII form", async () => {
+    const local = `idn-shown-${Date.now()}`;
+    const shown = `${local}@b\u00fccher.example`;
+    for (const [typed, expected] of [
+      [`${local}@B\u00dcCHER.example`, shown],
+      [`${local}-p@XN--BCHER-KVA.example`, `${local}-p@b\u00fccher.example`],
+    ] as const) {
+      const client = new ApiClient(system.baseUrl);
+      expect((await client.post('/api/invitation', { email: typed, referral_tokens: [] })).status).toBe(200);
+      const mail = await mailbox.waitFor(`${expected.split('@')[0]}@`, /auth\/register\//);
+      // Sent to the ASCII form; the registration page shows the address the link carries.
+      expect(mail.headerLines.find((h) => h.key === 'to')?.line).toBe(`To: ${expected.replace('b\u00fccher.example', 'xn--bcher-kva.example')}`);
+      expect(mail.text).toContain(`?email=${encodeURIComponent(expected)}`);
+      const registered = await client.post(`/api/register/${invitationIdFrom(mail.text)}`, { password: 'password1', password_confirmation: 'password1' });
+      expect([registered.status, registered.json.email]).toEqual([200, expected]);
+      expect((await client.post('/api/auth', { email: expected.replace('b\u00fccher', 'xn--bcher-kva'), password: 'password1' })).status).toBe(204);
+      expect((await client.get('/api/auth')).json.email).toBe(expected);
+      expect((await new ApiClient(system.baseUrl).get(`/api/user/${registered.json.id}/1`)).json.email).toBe(expected);
+    }
   });
 
   it('login failure says "Incorrect email or password" for both unknown e-mail and wrong password', async () => {

@@ -2,9 +2,11 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { createGrpcClient } from '@cards/platform';
+import { connectMongo, createGrpcClient, createLogger } from '@cards/platform';
 import { identity } from '@cards/proto';
 import { startIdentity } from '../src/main';
+import { MongoIdentityRepository } from '../src/adapters/mongo/mongo-identity-repository';
+import { ScryptPasswordHasher } from '../src/adapters/crypto/scrypt-password-hasher';
 import { engineForSuite } from '../../../test/engines/suite';
 import { startMongoSync } from '../../../test/engines/mongo';
 
@@ -46,6 +48,35 @@ const { engine, skipReason } = engineForSuite('mongo-java-server', startMongoSyn
       channel.close();
     } finally {
       await second.stop();
+    }
+  });
+
+  it("shows an e-mail's domain in Unicode for accounts stored as typed (before the ASCII rule), in ASCII (since) and new; every spelling finds them", async () => {
+    const tag = randomBytes(4).toString('hex');
+    const connection = await connectMongo({ url: engine!.url, database: 'identity', logger: createLogger('identity-test', 'fatal') });
+    const repository = await MongoIdentityRepository.open(connection);
+    const passwordHash = await new ScryptPasswordHasher(1024).hash('password1');
+    const now = new Date();
+    for (const [id, email] of [[`typed-${tag}`, `typed-${tag}@b\u00fccher.example`], [`ascii-${tag}`, `ascii-${tag}@xn--bcher-kva.example`]] as const) {
+      await repository.createInvitation({ id: `i-${id}`, email, referralTokens: [], createdAt: now, expiresAt: new Date(now.getTime() + 60_000), usedAt: null });
+      await repository.registerFromInvitation(`i-${id}`, { id, email, username: null, website: null, visibleEmail: true, passwordHash, passwordVersion: 0, createdAt: now, updatedAt: now }, now);
+    }
+    const service = await startIdentity(env(mkdtempSync(join(tmpdir(), 'identity-mongo-'))));
+    try {
+      const { client, channel } = createGrpcClient(identity.IdentityServiceDefinition, service.address);
+      for (const local of [`typed-${tag}`, `ascii-${tag}`]) {
+        for (const email of [`${local}@b\u00fccher.example`, `${local}@bu\u0308cher.example`, `${local}@XN--BCHER-KVA.example`]) {
+          expect((await client.login({ email, password: 'password1' })).user?.email).toBe(`${local}@b\u00fccher.example`);
+        }
+      }
+      const { invitationId } = await client.createInvitation({ email: `new-${tag}@xn--bcher-kva.example`, referralTokens: [] });
+      const user = await client.register({ invitationId, password: 'password1', passwordConfirmation: 'password1' });
+      expect(user.email).toBe(`new-${tag}@b\u00fccher.example`);
+      expect((await repository.findUserById(user.id))?.email).toBe(`new-${tag}@xn--bcher-kva.example`);
+      channel.close();
+    } finally {
+      await service.stop();
+      await repository.close();
     }
   });
 

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createLogger, openSqlite, UnavailableError } from '@cards/platform';
 import { IdentityService } from '../src/application/identity-service';
+import { identityHandlers } from '../src/grpc/identity-handlers';
 import { JwtTokenSigner } from '../src/adapters/crypto/jwt-token-signer';
 import { ScryptPasswordHasher } from '../src/adapters/crypto/scrypt-password-hasher';
 import { MIGRATIONS, SqliteIdentityRepository } from '../src/adapters/sqlite/sqlite-identity-repository';
@@ -200,7 +201,8 @@ describe('IdentityService', () => {
     const first = await service.invite('x@ex\u00e4mple.com', []);
     await service.mailSent();
     expect(mailer.sent.at(-1)!.to).toBe('x@xn--exmple-cua.com');
-    expect(mailer.sent.at(-1)!.text).toContain(`/auth/register/${first}?email=x%40xn--exmple-cua.com`);
+    // The registration page shows the address the link carries: as its owner typed it.
+    expect(mailer.sent.at(-1)!.text).toContain(`/auth/register/${first}?email=${encodeURIComponent('x@ex\u00e4mple.com')}`);
     const second = await service.invite('X@XN--EXMPLE-CUA.COM', []);
     const user = await service.register(first, 'password1', 'password1');
     expect(user.email).toBe('x@xn--exmple-cua.com');
@@ -245,6 +247,41 @@ describe('IdentityService', () => {
     // An invitation stored before under the Unicode spelling registers the address in ASCII.
     await repository.createInvitation({ id: 'i-new', email: 'new@ex\u00e4mple.com', referralTokens: [], createdAt: now, expiresAt: new Date(now.getTime() + 60_000), usedAt: null });
     await expect(service.register('i-new', 'password1', 'password1')).resolves.toMatchObject({ email: 'new@xn--exmple-cua.com' });
+  });
+
+  it("the service's face shows an address's domain in Unicode, whichever form it is stored in; spellings still find it", async () => {
+    const repository = new SqliteIdentityRepository(join(mkdtempSync(join(tmpdir(), 'identity-')), 'identity.db'));
+    const hasher = new ScryptPasswordHasher(1024);
+    const mailer = new RecordingMailer();
+    const service = new IdentityService({ repository, mailer, hasher, tokens: new JwtTokenSigner('s'.repeat(40)), publicUrl: 'https://cards.example', logger: createLogger('test', 'silent') });
+    const handlers = identityHandlers(service);
+    const call = {} as never;
+    const now = new Date();
+    // Stored as typed (before the ASCII rule) and in ASCII (since): the same stored forms a store holds after an upgrade.
+    for (const [id, email] of [['u-typed', 'typed@b\u00fccher.example'], ['u-ascii', 'ascii@xn--bcher-kva.example']] as const) {
+      await repository.createInvitation({ id: `i-${id}`, email, referralTokens: [], createdAt: now, expiresAt: new Date(now.getTime() + 60_000), usedAt: null });
+      await repository.registerFromInvitation(`i-${id}`, { id, email, username: null, website: null, visibleEmail: true, passwordHash: await hasher.hash('password1'), passwordVersion: 0, createdAt: now, updatedAt: now }, now);
+    }
+    for (const local of ['typed', 'ascii']) {
+      for (const email of [`${local}@b\u00fccher.example`, `${local.toUpperCase()}@BU\u0308CHER.EXAMPLE`, `${local}@xn--bcher-kva.example`]) {
+        const { token, user } = await handlers.login({ email, password: 'password1' }, call);
+        expect(user!.email).toBe(`${local}@b\u00fccher.example`);
+        expect((await handlers.resolveSession({ token: token! }, call)).email).toBe(`${local}@b\u00fccher.example`);
+      }
+    }
+    expect((await handlers.getUsers({ ids: ['u-typed', 'u-ascii'] }, call)).users!.map((u) => u.email).sort()).toEqual(['ascii@b\u00fccher.example', 'typed@b\u00fccher.example']);
+    // A new account typed in punycode: stored and mailed in ASCII, shown in Unicode.
+    const invitationId = (await handlers.createInvitation({ email: 'new@XN--BCHER-KVA.example', referralTokens: [] }, call)).invitationId!;
+    await service.mailSent();
+    expect(mailer.sent.at(-1)!.to).toBe('new@xn--bcher-kva.example');
+    const user = await handlers.register({ invitationId, password: 'password1', passwordConfirmation: 'password1' }, call);
+    expect(user.email).toBe('new@b\u00fccher.example');
+    expect((await repository.findUserById(user.id!))!.email).toBe('new@xn--bcher-kva.example');
+    expect((await handlers.updateUser({ userId: user.id!, username: 'newcomer' }, call)).email).toBe('new@b\u00fccher.example');
+    // A domain IDNA takes with an invisible character (Braille blank; a joiner after a virama) would show it: refused as before the ASCII rule.
+    for (const email of ['x@a\u2800b.example', 'x@\u0915\u094d\u200c\u0937.example']) {
+      await expect(handlers.createInvitation({ email, referralTokens: [] }, call)).rejects.toThrow(/^email: must not contain invisible characters/);
+    }
   });
 
   it('password reset links expire after one hour', async () => {

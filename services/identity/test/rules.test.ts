@@ -1,4 +1,4 @@
-import { checkDeliverableEmail, checkNewPassword, emailSpellings, emailVisibilityCondition, normalizeEmail, normalizeUsername, normalizeWebsite } from '../src/domain/rules';
+import { checkDeliverableEmail, checkNewPassword, emailSpellings, emailVisibilityCondition, normalizeEmail, normalizeUsername, normalizeWebsite, shownEmail } from '../src/domain/rules';
 
 describe('identity rules', () => {
   it.each(['plain', 'a@b', '@example.com', 'a b@example.com', `${'x'.repeat(250)}@example.com`])('refuses %s as an e-mail', (email) => {
@@ -26,6 +26,17 @@ describe('identity rules', () => {
     expect(normalizeEmail('\u00e4@b\u00fccher.example')).toBe('\u00e4@xn--bcher-kva.example');
     // A domain IDNA refuses stays as written (nobody registered before is locked out).
     expect(normalizeEmail('x@xn--a.com')).toBe('x@xn--a.com');
+  });
+  it("shows an address with its domain in Unicode, one form for every stored spelling; the local part as stored", () => {
+    expect(shownEmail('j\u00f6rg@xn--exmple-cua.com')).toBe('j\u00f6rg@ex\u00e4mple.com');
+    // Stored before the ASCII rule, as typed (lower-cased NFC): shown as the ASCII form of today is.
+    expect(shownEmail('x@ex\u00e4mple.com')).toBe('x@ex\u00e4mple.com');
+    expect(shownEmail('x@\uff45\uff58\uff41\uff4d\uff50\uff4c\uff45.com')).toBe('x@example.com');
+    expect(shownEmail('x@xn--strae-oqa.de')).toBe('x@stra\u00dfe.de');
+    expect(shownEmail('ann@example.org')).toBe('ann@example.org');
+    for (const typed of ['X@EX\u00c4MPLE.COM', 'x@exa\u0308mple.com', 'x@XN--EXMPLE-CUA.COM']) expect(shownEmail(normalizeEmail(typed))).toBe('x@ex\u00e4mple.com');
+    // A domain IDNA refuses is shown as stored.
+    expect(shownEmail('x@xn--a.com')).toBe('x@xn--a.com');
   });
   it('looks an address up as stored before (as typed), as stored now, then with its domain in Unicode', () => {
     expect(emailSpellings(' X@Ex\u00e4mple.com ')).toEqual(['x@ex\u00e4mple.com', 'x@xn--exmple-cua.com']);

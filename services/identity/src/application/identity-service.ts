@@ -10,7 +10,7 @@ import {
 } from '@cards/platform';
 import { INVITATION_TTL_MS, PASSWORD_RESET_TTL_MS, SESSION_TTL_MS, type ProfilePatch, type User } from '../domain/model';
 import type { IdentityRepository, Mailer, OutgoingMail, PasswordHasher, TokenSigner } from '../domain/ports';
-import { checkDeliverableEmail, checkNewPassword, EMAIL_HIDDEN_WITHOUT_USERNAME, emailSpellings, emailVisibilityCondition, normalizeEmail, normalizePassword, normalizeUsername, normalizeWebsite, withAsciiDomain } from '../domain/rules';
+import { checkDeliverableEmail, checkNewPassword, EMAIL_HIDDEN_WITHOUT_USERNAME, emailSpellings, emailVisibilityCondition, normalizeEmail, normalizePassword, normalizeUsername, normalizeWebsite, shownEmail, withAsciiDomain } from '../domain/rules';
 
 export interface IdentityServiceDeps {
   repository: IdentityRepository;
@@ -70,7 +70,8 @@ export class IdentityService {
       });
       return id;
     }
-    const link = `${this.deps.publicUrl}/auth/register/${id}?email=${encodeURIComponent(email)}`;
+    // The registration page shows this address: as its owner knows it; the mail goes to the ASCII form.
+    const link = `${this.deps.publicUrl}/auth/register/${id}?email=${encodeURIComponent(shownEmail(email))}`;
     await this.sendInvitationMail({
       to: email,
       subject: 'You are invited to the Card Library',

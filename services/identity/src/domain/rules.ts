@@ -33,6 +33,19 @@ export function withAsciiDomain(email: string): string {
 }
 
 /**
+ * An address as people see it (GET /api/auth, a public user page, the registration link's address): its domain in
+ * Unicode (url.domainToUnicode), "x@xn--exmple-cua.com" shown as "x@exämple.com", the spelling its owner knows. Stored
+ * addresses keep their domain in ASCII (normalizeEmail: one key for every spelling, the address mailed); this is for
+ * showing only, and shows the same for every stored form of one address (ASCII since the rule, as typed before it). A
+ * domain IDNA refuses is shown as stored.
+ */
+export function shownEmail(stored: string): string {
+  const at = stored.lastIndexOf('@');
+  const unicode = at === -1 ? '' : domainToUnicode(stored.slice(at + 1));
+  return unicode === '' ? stored : `${stored.slice(0, at + 1)}${unicode}`;
+}
+
+/**
  * The spellings an account of the address `raw` may be stored under, the one to prefer first: the address as the
  * rule before this one stored it (lower-cased NFC, as typed), so of two accounts stored before under two spellings
  * that are now one address (x@exämple.com and x@xn--exmple-cua.com) each keeps logging in as it did; then the
@@ -54,7 +67,7 @@ export function emailSpellings(raw: string): string[] {
  */
 export function checkDeliverableEmail(email: string): void {
   // An address is shown to other users as its cards' author: one hiding a zero-width space or an override is someone else's look-alike.
-  refuseIfProblem('email', emailCharacterProblem(email));
+  refuseIfProblem('email', emailCharacterProblem(email) ?? emailCharacterProblem(shownEmail(email)));
   const at = email.lastIndexOf('@');
   const local = email.slice(0, at);
   const domain = email.slice(at + 1);

@@ -2,11 +2,13 @@ import type { identity } from '@cards/proto';
 import type { IdentityService } from '../application/identity-service';
 import { InvalidArgumentError } from '@cards/platform';
 import type { User } from '../domain/model';
+import { shownEmail } from '../domain/rules';
 
 const MAX_TOKENS_PER_CALL = 500;
 
+/** A user as the other services and the API see it: the e-mail's domain in Unicode, as its owner knows it (shownEmail). */
 function toProto(u: User): identity.User {
-  return { id: u.id, email: u.email, username: u.username ?? undefined, website: u.website ?? undefined, visibleEmail: u.visibleEmail, createdAt: u.createdAt };
+  return { id: u.id, email: shownEmail(u.email), username: u.username ?? undefined, website: u.website ?? undefined, visibleEmail: u.visibleEmail, createdAt: u.createdAt };
 }
 
 /** gRPC face of the identity use cases; no rules here. */

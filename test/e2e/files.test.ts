@@ -106,7 +106,7 @@ const EXPECTED: Expected[] = [
     tags: 'coffee',
     cards: [
       { title: null, link: 'https://example.com/coffee/shade-guide', starts: 'Shade Grown Plantations Coffee shrubs evolved' },
-      { title: null, link: 'https://example.net/coffee/rust-alerts', starts: 'Coffee leaf rust is a fungus' },
+      { title: null, link: 'https://example.net/coffee/rust-alerts', starts: 'Leaf Rust Coffee leaf rust is a fungus' },
     ],
   },
 ];

@@ -1,6 +1,7 @@
 /** The public HTTP interface (/api, same origin, `ai-editor` cookie) as typed functions. */
 
 import type { operations, Schemas, SuccessBody } from '@cards/client';
+import { dropAllDrafts } from './drafts';
 
 // Every shape below comes from the gateway's OpenAPI document (@cards/client, type-only: nothing is
 // bundled), so a change of the contract shows up here as a type error.
@@ -86,6 +87,64 @@ async function listNotifications(): Promise<Notification[]> {
   return data;
 }
 
+/**
+ * The API's field names as the forms call them: the server says "website: must be an http or https URL", a person reads
+ * "Website must be an http or https URL". `username` is left to the profile form, which ties it to its field.
+ */
+const FIELD_WORDING: Record<string, string> = {
+  card_id: 'The card address',
+  card_uuid: 'The card address',
+  card_metadata_id: 'The card address',
+  collection_id: 'The collection address',
+  file_id: 'The file address',
+  notification_id: 'The notification',
+  content: 'The search text',
+  card_html: 'The card text',
+  link: 'The source link',
+  tag_set: 'The tags',
+  base64_docx_file: 'The document',
+  file_name: 'The document’s name',
+  file_mime_type: 'The document’s type',
+  website: 'The website',
+  name: 'The name',
+  description: 'The description',
+  email: 'The e-mail address',
+  password: 'The password',
+  password_confirmation: 'The repeated password',
+};
+
+/** Seconds to wait from a Retry-After header (seconds or an HTTP date), or undefined. */
+export function retryAfterSeconds(header: string | null, now = Date.now()): number | undefined {
+  if (!header) return undefined;
+  const trimmed = header.trim();
+  if (/^\d+$/.test(trimmed)) return Number(trimmed);
+  const date = Date.parse(trimmed);
+  return Number.isNaN(date) ? undefined : Math.max(0, Math.ceil((date - now) / 1000));
+}
+
+/** The server's message as the app shows it: API field names in the forms' words, a 429's wait as Retry-After says it. */
+export function readableMessage(status: number, message: string, retryAfter: string | null = null): string {
+  if (status === 429) {
+    const seconds = retryAfterSeconds(retryAfter);
+    if (seconds !== undefined) {
+      const wait = seconds <= 1 ? 'a second' : seconds < 120 ? `${seconds} seconds` : `${Math.ceil(seconds / 60)} minutes`;
+      return `${message.replace(/[,:;]?\s*try again in [^.]*\.?$/i, '').replace(/\.$/, '') || 'Too many attempts'}: try again in ${wait}.`;
+    }
+  }
+  // Several problems come joined by "; ", each led by its field.
+  return message
+    .split(/; (?=[a-z][a-z0-9_]*: )/)
+    .map((part) => {
+      const field = /^([a-z][a-z0-9_]*): (.+)$/s.exec(part);
+      const wording = field ? FIELD_WORDING[field[1]!] : undefined;
+      if (!field || !wording) return part;
+      const rest = field[2]!;
+      if (/^at (most|least)\b/.test(rest)) return `${wording} may have ${rest}`;
+      return /^(must|is|are|has|have|was|cannot|should)\b/.test(rest) ? `${wording} ${rest}` : `${wording}: ${rest}`;
+    })
+    .join('; ');
+}
+
 async function request<T>(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<{ data: T; headers: Headers; status: number }> {
   const init: RequestInit = { method, credentials: 'same-origin', headers: { accept: 'application/json', ...headers } };
   if (body !== undefined) {
@@ -112,7 +171,7 @@ async function request<T>(method: string, path: string, body?: unknown, headers:
     if (res.status === 401) forgetNotifications();
     if (res.status === 401 && path !== '/auth') reportUnauthorized();
     const message = (json as { message?: unknown } | undefined)?.message;
-    throw new ApiError(res.status, typeof message === 'string' && message ? message : `Request failed (${res.status})`);
+    throw new ApiError(res.status, readableMessage(res.status, typeof message === 'string' && message ? message : `Request failed (${res.status})`, res.headers.get('retry-after')));
   }
   return { data: json as T, headers: res.headers, status: res.status };
 }
@@ -134,6 +193,8 @@ export const api = {
     return post<'login'>('/auth', { email, password });
   },
   logout: async () => {
+    // A deliberate sign-out takes this tab's unsent drafts with it (a draft of a private card is private data).
+    dropAllDrafts();
     forgetNotifications();
     try {
       return await del<'logout'>('/auth');
@@ -239,7 +300,7 @@ export function uploadFile(body: RequestBody<'uploadFile'>, idempotencyKey: stri
         resolve(json);
       } else {
         if (xhr.status === 401) reportUnauthorized();
-        reject(new ApiError(xhr.status, typeof json?.message === 'string' ? json.message : `Upload failed (${xhr.status})`));
+        reject(new ApiError(xhr.status, typeof json?.message === 'string' ? readableMessage(xhr.status, json.message, xhr.getResponseHeader('retry-after')) : `Upload failed (${xhr.status})`));
       }
     };
     xhr.send(JSON.stringify(body));

@@ -29,7 +29,12 @@ export function useAsync<T>(load: () => Promise<T>, deps: unknown[]): { data: T 
 export function useAction(): { busy: boolean; error: string | undefined; run<T>(action: () => Promise<T>): Promise<T | undefined>; setError(e: string | undefined): void } {
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<string | undefined>();
+  // A second run while one is under way does nothing: the buttons say busy with aria-disabled rather than disabled (a
+  // disabled button drops the keyboard focus to <body>), so they can still be pressed.
+  const inFlight = useRef(false);
   const run = useCallback(async <T,>(action: () => Promise<T>) => {
+    if (inFlight.current) return undefined;
+    inFlight.current = true;
     setBusy(true);
     setError(undefined);
     try {
@@ -38,6 +43,7 @@ export function useAction(): { busy: boolean; error: string | undefined; run<T>(
       setError(err instanceof Error ? err.message : String(err));
       return undefined;
     } finally {
+      inFlight.current = false;
       setBusy(false);
     }
   }, []);
@@ -231,13 +237,17 @@ export function Pager({ page, totalPages, onPage }: { page: number; totalPages: 
   );
 }
 
-export function RequireSignIn({ children, signedIn }: { children: ComponentChildren; signedIn: boolean | undefined }) {
+/** `title`: the page's heading, kept when the page asks to sign in first (a deep link opened signed out). */
+export function RequireSignIn({ children, signedIn, title }: { children: ComponentChildren; signedIn: boolean | undefined; title: string }) {
   if (signedIn === undefined) return <Loading />;
   if (!signedIn)
     return (
-      <Notice>
-        Please <Link href={`/auth/login?next=${encodeURIComponent(location.pathname + location.search)}`}>sign in</Link> to use this page.
-      </Notice>
+      <section>
+        <PageTitle>{title}</PageTitle>
+        <Notice>
+          Please <Link href={`/auth/login?next=${encodeURIComponent(location.pathname + location.search)}`}>sign in</Link> to use this page.
+        </Notice>
+      </section>
     );
   return <>{children}</>;
 }

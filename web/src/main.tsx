@@ -98,9 +98,13 @@ function Header() {
   );
 }
 
-function Private({ children }: { children: ComponentChildren }) {
+function Private({ children, title }: { children: ComponentChildren; title: string }) {
   const { user } = useSession();
-  return <RequireSignIn signedIn={user === undefined ? undefined : user !== null}>{children}</RequireSignIn>;
+  return (
+    <RequireSignIn signedIn={user === undefined ? undefined : user !== null} title={title}>
+      {children}
+    </RequireSignIn>
+  );
 }
 
 function Routes() {
@@ -112,14 +116,14 @@ function Routes() {
   if (path === '/auth/forgot') return <ForgotPasswordPage />;
   if ((m = match('/auth/register/:id', path))) return <RegisterPage invitationId={m.id!} />;
   if ((m = match('/auth/password/:id', path))) return <ResetPasswordPage resetId={m.id!} />;
-  if (path === '/profile') return <Private>{<ProfilePage />}</Private>;
-  if (path === '/card/new') return <Private>{<NewCardPage />}</Private>;
-  if ((m = match('/card/:id/edit', path))) return <Private>{<EditCardPage cardId={m.id!} />}</Private>;
+  if (path === '/profile') return <Private title="Your profile">{<ProfilePage />}</Private>;
+  if (path === '/card/new') return <Private title="New card">{<NewCardPage />}</Private>;
+  if ((m = match('/card/:id/edit', path))) return <Private title="Edit card">{<EditCardPage cardId={m.id!} />}</Private>;
   if ((m = match('/card/:id', path))) return <CardPage cardId={m.id!} />;
-  if (path === '/upload') return <Private>{<UploadPage />}</Private>;
-  if (path === '/collections') return <Private>{<CollectionsPage />}</Private>;
+  if (path === '/upload') return <Private title="Upload a document">{<UploadPage />}</Private>;
+  if (path === '/collections') return <Private title="Your collections">{<CollectionsPage />}</Private>;
   if ((m = match('/collection/:id', path))) return <CollectionPage collectionId={m.id!} />;
-  if (path === '/notifications') return <Private>{<NotificationsPage />}</Private>;
+  if (path === '/notifications') return <Private title="Notifications">{<NotificationsPage />}</Private>;
   if ((m = match('/user/:id', path))) return <UserPage userId={m.id!} />;
   if (path === '/top') return <TopUsersPage />;
   return (

@@ -19,7 +19,41 @@ function current(): Location {
   return { path: window.location.pathname, query: new URLSearchParams(window.location.search) };
 }
 
-export function navigate(to: string, { replace = false } = {}): void {
+/**
+ * A page with unsaved changes (the card form) asks before the app leaves it: `question` answers the confirmation to
+ * show, or null when there is nothing to lose. One guard at a time; returns its removal.
+ */
+interface LeaveGuard {
+  question(): string | null;
+  /** Called when the person confirmed leaving: the changes are discarded. */
+  discard(): void;
+}
+let leaveGuard: LeaveGuard | null = null;
+
+export function guardLeaving(guard: LeaveGuard): () => void {
+  leaveGuard = guard;
+  return () => {
+    if (leaveGuard === guard) leaveGuard = null;
+  };
+}
+
+/** True when the page may be left: no guard, nothing to lose, or the person confirms (and the changes go). */
+function mayLeave(): boolean {
+  const guard = leaveGuard;
+  const question = guard?.question();
+  if (!guard || !question) return true;
+  if (!window.confirm(question)) return false;
+  leaveGuard = null;
+  guard.discard();
+  return true;
+}
+
+// The address shown, to go back to when a Back press is refused.
+let shownUrl = window.location.pathname + window.location.search + window.location.hash;
+
+export function navigate(to: string, { replace = false, force = false } = {}): void {
+  if (!force && !mayLeave()) return;
+  shownUrl = to;
   if (replace) history.replaceState(null, '', to);
   else history.pushState(null, '', to);
   navigated = true;
@@ -28,6 +62,12 @@ export function navigate(to: string, { replace = false } = {}): void {
 }
 
 window.addEventListener('popstate', () => {
+  if (!mayLeave()) {
+    // The browser has already moved: put the page's address back (the page itself never changed).
+    history.pushState(null, '', shownUrl);
+    return;
+  }
+  shownUrl = window.location.pathname + window.location.search + window.location.hash;
   navigated = true;
   for (const l of listeners) l();
 });

@@ -10,9 +10,11 @@ export interface Session {
   expired: boolean;
   refresh(): Promise<void>;
   refreshUnread(): Promise<void>;
+  /** The unread count as a page that has just read the whole list (the notifications page) found it. */
+  setUnread(count: number): void;
 }
 
-export const SessionContext = createContext<Session>({ user: undefined, unread: 0, expired: false, refresh: async () => {}, refreshUnread: async () => {} });
+export const SessionContext = createContext<Session>({ user: undefined, unread: 0, expired: false, refresh: async () => {}, refreshUnread: async () => {}, setUnread: () => {} });
 
 export function useSession(): Session {
   return useContext(SessionContext);
@@ -78,5 +80,5 @@ export function useSessionState(): Session {
     return () => clearInterval(timer);
   }, [user, refreshUnread]);
 
-  return { user, unread, expired, refresh, refreshUnread };
+  return { user, unread, expired, refresh, refreshUnread, setUnread };
 }

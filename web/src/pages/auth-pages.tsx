@@ -17,6 +17,8 @@ export function LoginPage() {
   const [email, setEmail] = useState(query.get('email') ?? '');
   const [password, setPassword] = useState('');
   const action = useAction();
+  // Set once this form's sign-in succeeded: the form stays until the page moves on to `next`.
+  const signingIn = useRef(false);
   const submit = async (e: Event) => {
     e.preventDefault();
     const ok = await action.run(async () => {
@@ -24,25 +26,44 @@ export function LoginPage() {
       return true;
     });
     if (ok) {
+      signingIn.current = true;
       await session.refresh();
       navigate(safeNext(query.get('next')), { replace: true });
     }
   };
+  const signOut = async () => {
+    await action.run(() => api.logout());
+    await session.refresh();
+  };
+  // Signed in already (and not this page's own sign-in on its way to `next`): no form, but who it is and a way out.
+  if (session.user && !signingIn.current)
+    return (
+      <section class="narrow">
+        <PageTitle>You are signed in</PageTitle>
+        <p>
+          You are signed in as <strong>{session.user.email}</strong>. To use another account, sign out first.
+        </p>
+        <ErrorMessage error={action.error} />
+        <p class="row">
+          <button type="button" class="primary" onClick={() => void signOut()} aria-disabled={action.busy}>
+            Sign out
+          </button>
+          <Link href={safeNext(query.get('next'))} class="button">
+            Go on
+          </Link>
+        </p>
+      </section>
+    );
   return (
     <section class="narrow">
       <PageTitle>Sign in</PageTitle>
-      {session.user ? (
-        <Notice>
-          You are signed in as {session.user.email}. <Link href="/profile">Sign out</Link> first to use another account.
-        </Notice>
-      ) : null}
       <form onSubmit={submit}>
         <label for="login-email">E-mail</label>
         <input id="login-email" type="email" autocomplete="username" required value={email} onInput={(e) => setEmail(e.currentTarget.value)} />
         <label for="login-password">Password</label>
         <input id="login-password" type="password" autocomplete="current-password" required value={password} onInput={(e) => setPassword(e.currentTarget.value)} />
         <ErrorMessage error={action.error} />
-        <button type="submit" class="primary" disabled={action.busy}>
+        <button type="submit" class="primary" aria-disabled={action.busy}>
           {action.busy ? 'Signing in…' : 'Sign in'}
         </button>
       </form>
@@ -76,7 +97,7 @@ export function InvitePage() {
         <label for="invite-email">E-mail</label>
         <input id="invite-email" type="email" autocomplete="email" required value={email} onInput={(e) => setEmail(e.currentTarget.value)} />
         <ErrorMessage error={action.error} />
-        <button type="submit" class="primary" disabled={action.busy}>
+        <button type="submit" class="primary" aria-disabled={action.busy}>
           Send invitation
         </button>
       </form>
@@ -126,7 +147,7 @@ export function RegisterPage({ invitationId }: { invitationId: string }) {
         <label for="register-confirmation">Repeat the password</label>
         <input id="register-confirmation" type="password" autocomplete="new-password" minLength={8} required value={confirmation} onInput={(e) => setConfirmation(e.currentTarget.value)} />
         <ErrorMessage error={action.error} />
-        <button type="submit" class="primary" disabled={action.busy}>
+        <button type="submit" class="primary" aria-disabled={action.busy}>
           Create account
         </button>
       </form>
@@ -155,7 +176,7 @@ export function ForgotPasswordPage() {
         <label for="forgot-email">E-mail</label>
         <input id="forgot-email" type="email" autocomplete="email" required value={email} onInput={(e) => setEmail(e.currentTarget.value)} />
         <ErrorMessage error={action.error} />
-        <button type="submit" class="primary" disabled={action.busy}>
+        <button type="submit" class="primary" aria-disabled={action.busy}>
           Send reset link
         </button>
       </form>
@@ -196,7 +217,7 @@ export function ResetPasswordPage({ resetId }: { resetId: string }) {
           <label for="reset-confirmation">Repeat the new password</label>
           <input id="reset-confirmation" type="password" autocomplete="new-password" minLength={8} required value={confirmation} onInput={(e) => setConfirmation(e.currentTarget.value)} />
           <ErrorMessage error={action.error} />
-          <button type="submit" class="primary" disabled={action.busy}>
+          <button type="submit" class="primary" aria-disabled={action.busy}>
             Change password
           </button>
         </form>
@@ -303,7 +324,7 @@ export function ProfilePage() {
         </label>
         <ErrorMessage error={action.error} />
         {saved ? <Notice>Saved.</Notice> : null}
-        <button type="submit" class="primary" disabled={action.busy}>
+        <button type="submit" class="primary" aria-disabled={action.busy}>
           Save profile
         </button>
       </form>

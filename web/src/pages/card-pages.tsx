@@ -1,9 +1,10 @@
 import { MAX_WORDS, MIN_WORDS_EXCLUSIVE, wordCount } from '@cards/card-rules';
-import { useMemo, useState } from 'preact/hooks';
-import { api, newIdempotencyKey, type Card } from '../api';
+import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
+import { api, newIdempotencyKey, onUnauthorized, type Card } from '../api';
 import { cardDraftProblems, htmlFromInput, tagsFromInput, textOfHtml } from '../card-rules';
 import { ErrorMessage, formatDate, Loading, Notice, NotFoundHint, PageTitle, Tags, useAction, useAsync, userName, VerificationBadge } from '../components';
-import { Link, navigate, useLocation } from '../router';
+import { guardLeaving, Link, navigate, useLocation } from '../router';
+import { dropDraft, readDraft, saveDraft } from '../drafts';
 import { verificationReading } from '../verification';
 import { LazyCardTextEditor } from '../lazy-card-text-editor';
 import { shortcut } from '../shortcut';
@@ -20,10 +21,10 @@ function VoteButtons({ card, onChanged, signedIn }: { card: Card; onChanged(): v
     });
   return (
     <div class="votes" role="group" aria-label="Votes">
-      <button type="button" class="vote" aria-pressed={mine === true} disabled={!signedIn || action.busy || card.private} onClick={() => void cast(true)} title={mine === true ? 'Remove your upvote' : 'Upvote'}>
+      <button type="button" class="vote" aria-pressed={mine === true} disabled={!signedIn || card.private} aria-disabled={action.busy} onClick={() => void cast(true)} title={mine === true ? 'Remove your upvote' : 'Upvote'}>
         ▲ Upvote <span class="count">{card.total_upvotes}</span>
       </button>
-      <button type="button" class="vote" aria-pressed={mine === false} disabled={!signedIn || action.busy || card.private} onClick={() => void cast(false)} title={mine === false ? 'Remove your downvote' : 'Downvote'}>
+      <button type="button" class="vote" aria-pressed={mine === false} disabled={!signedIn || card.private} aria-disabled={action.busy} onClick={() => void cast(false)} title={mine === false ? 'Remove your downvote' : 'Downvote'}>
         ▼ Downvote <span class="count">{card.total_downvotes}</span>
       </button>
       {!signedIn ? <span class="muted">Sign in to vote.</span> : card.private ? <span class="muted">Private cards take no votes.</span> : null}
@@ -85,7 +86,7 @@ function AddToCollection({ card, userId }: { card: Card; userId: string }) {
               </option>
             ))}
           </select>
-          <button type="submit" disabled={action.busy}>
+          <button type="submit" aria-disabled={action.busy}>
             Add to collection
           </button>
         </form>
@@ -173,7 +174,7 @@ export function CardPage({ cardId }: { cardId: string }) {
           <Link class="button" href={`/card/${c.id}/edit`}>
             Edit card
           </Link>
-          <button type="button" class="danger" onClick={remove} disabled={action.busy}>
+          <button type="button" class="danger" onClick={remove} aria-disabled={action.busy}>
             Delete card
           </button>
         </p>
@@ -184,23 +185,41 @@ export function CardPage({ cardId }: { cardId: string }) {
   );
 }
 
+/** What the card form keeps of an unsent draft (see ../drafts): the fields, and for an edit the editor's first reading. */
+interface CardDraft {
+  text: string;
+  link: string;
+  tags: string;
+  private: boolean;
+  base: string | null;
+}
+
 /** Create (no card) or edit (card given) with the server's rules checked as you type. */
 function CardForm({ card }: { card?: Card }) {
   const { query } = useLocation();
-  const [text, setText] = useState(card?.card_html ?? '');
+  const userId = useSession().user?.id ?? '';
+  const formKey = card ? `card:${card.id}` : 'card:new';
+  // A draft this user's ended session left unsent in this tab comes back once (it is kept again if the session ends again).
+  const [draft] = useState(() => {
+    const kept = userId ? readDraft<CardDraft>(userId, formKey) : undefined;
+    if (kept) dropDraft(userId, formKey);
+    return kept;
+  });
+  const [text, setText] = useState(draft?.text ?? card?.card_html ?? '');
   // Formatted text (the rich-text editor) or the HTML itself; the editor reads the HTML view's text when switched back.
   const [htmlView, setHtmlView] = useState(false);
   const [editorUnavailable, setEditorUnavailable] = useState(false);
   // The text as the editor first read it: an edit sends card_html only when the text differs from it (the editor writes
   // the stored HTML anew, and a letter typed and deleted again is no change), so an unchanged card is not re-verified.
-  const [loadedText, setLoadedText] = useState<string | null>(null);
+  const [loadedText, setLoadedText] = useState<string | null>(card ? (draft?.base ?? null) : null);
   const loadText = (value: string) => {
     setText(value);
     setLoadedText((before) => before ?? value);
   };
-  const [link, setLink] = useState(card?.link ?? '');
-  const [tags, setTags] = useState(card?.tag_set ?? query.get('tags') ?? '');
-  const [isPrivate, setPrivate] = useState(card?.private ?? false);
+  const [link, setLink] = useState(draft?.link ?? card?.link ?? '');
+  const [initialTags] = useState(card?.tag_set ?? query.get('tags') ?? '');
+  const [tags, setTags] = useState(draft?.tags ?? initialTags);
+  const [isPrivate, setPrivate] = useState(draft?.private ?? card?.private ?? false);
   const [touched, setTouched] = useState(false);
   const [duplicateOf, setDuplicateOf] = useState<Card | undefined>();
   // One key per draft: sending the same draft again (a second click, a retry after a lost answer) makes no second card.
@@ -212,6 +231,47 @@ function CardForm({ card }: { card?: Card }) {
   // A link stored under an earlier rule is sent back only when changed, and the server keeps it unchanged.
   if (card && link.trim() === card.link) delete problems.link;
   const words = wordCount(textOfHtml(html));
+  // Unsaved changes: what a sign-out, a reload or leaving the page would lose.
+  const textChanged = card ? loadedText !== null && html !== loadedText && html !== card.card_html : words > 0;
+  const dirty = textChanged || link.trim() !== (card?.link ?? '') || tags.trim() !== initialTags.trim() || isPrivate !== (card?.private ?? false);
+  const sent = useRef(false);
+  const dirtyNow = useRef(dirty);
+  dirtyNow.current = dirty && !sent.current;
+  // The session ends (a 401: a sign-out in another tab, an expired or dropped cookie) and the form goes with the
+  // signed-in state: its unsaved changes are kept for this user's next sign-in in this tab.
+  const fields = useRef<CardDraft>({ text, link, tags, private: isPrivate, base: loadedText });
+  fields.current = { text, link, tags, private: isPrivate, base: loadedText };
+  useEffect(
+    () =>
+      onUnauthorized(() => {
+        if (userId && dirtyNow.current) saveDraft(userId, formKey, fields.current);
+      }),
+    [userId, formKey],
+  );
+  // In-app navigation (a link, Back) asks before the changes go; closing or reloading the tab gets the browser's prompt.
+  useEffect(
+    () =>
+      guardLeaving({
+        question: () => (dirtyNow.current ? (card ? 'Discard your changes to this card?' : 'Discard this card? What you wrote is not saved.') : null),
+        discard: () => userId && dropDraft(userId, formKey),
+      }),
+    [userId, formKey, card],
+  );
+  useEffect(() => {
+    if (!dirty) return;
+    const warn = (e: BeforeUnloadEvent) => {
+      if (!dirtyNow.current) return;
+      e.preventDefault();
+      e.returnValue = '';
+    };
+    window.addEventListener('beforeunload', warn);
+    return () => window.removeEventListener('beforeunload', warn);
+  }, [dirty]);
+  const done = () => {
+    sent.current = true;
+    dirtyNow.current = false;
+    if (userId) dropDraft(userId, formKey);
+  };
   const submit = async (e: Event) => {
     e.preventDefault();
     setTouched(true);
@@ -226,13 +286,17 @@ function CardForm({ card }: { card?: Card }) {
         });
         return true;
       });
-      if (ok) navigate(`/card/${card.id}`, { replace: true });
+      if (ok) {
+        done();
+        navigate(`/card/${card.id}`, { replace: true, force: true });
+      }
       return;
     }
     const created = await action.run(() => api.createCard({ card_html: html, link: link.trim(), private: isPrivate, tag_set: tagsFromInput(tags) }, draftKey));
     if (!created) return;
+    done();
     if (created.duplicate) setDuplicateOf(created.card_metadata);
-    else navigate(`/card/${created.card_metadata.id}`, { replace: true });
+    else navigate(`/card/${created.card_metadata.id}`, { replace: true, force: true });
   };
   const show = (field: 'text' | 'link' | 'tags') => (touched || field !== 'text' ? problems[field] : undefined);
   if (duplicateOf)
@@ -304,7 +368,7 @@ function CardForm({ card }: { card?: Card }) {
       </label>
       <ErrorMessage error={action.error} />
       <div class="row">
-        <button type="submit" class="primary" disabled={action.busy}>
+        <button type="submit" class="primary" aria-disabled={action.busy}>
           {card ? 'Save changes' : 'Create card'}
         </button>
         <Link href={card ? `/card/${card.id}` : '/'} class="button">

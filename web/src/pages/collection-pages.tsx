@@ -63,7 +63,7 @@ export function CollectionsPage() {
           <input type="checkbox" checked={isPublic} onChange={(e) => setPublic(e.currentTarget.checked)} /> Public (anyone can see it)
         </label>
         <ErrorMessage error={action.error} />
-        <button type="submit" class="primary" disabled={action.busy}>
+        <button type="submit" class="primary" aria-disabled={action.busy}>
           Create collection
         </button>
       </form>
@@ -113,15 +113,15 @@ function CollectionSettings({ collection: c, onChanged }: { collection: Collecti
         <input id="collection-rename" value={name} onInput={(e) => setName(e.currentTarget.value)} />
         <label for="collection-edit-description">Description</label>
         <textarea id="collection-edit-description" rows={3} value={description} onInput={(e) => setDescription(e.currentTarget.value)} />
-        <button type="submit" disabled={action.busy}>
+        <button type="submit" aria-disabled={action.busy}>
           Save
         </button>
       </form>
       <p class="row">
-        <button type="button" onClick={toggle} disabled={action.busy}>
+        <button type="button" onClick={toggle} aria-disabled={action.busy}>
           {c.is_public ? 'Make private' : 'Make public'}
         </button>
-        <button type="button" class="danger" onClick={remove} disabled={action.busy}>
+        <button type="button" class="danger" onClick={remove} aria-disabled={action.busy}>
           Delete collection
         </button>
       </p>
@@ -196,7 +196,7 @@ export function CollectionPage({ collectionId }: { collectionId: string }) {
                   collisions={collisions}
                   actions={
                     isOwner ? (
-                      <button type="button" onClick={() => void removeEntry(root.id)} disabled={action.busy}>
+                      <button type="button" onClick={() => void removeEntry(root.id)} aria-disabled={action.busy}>
                         Remove from collection
                       </button>
                     ) : null

@@ -102,7 +102,8 @@ export function TopUsersPage() {
       <p class="muted">Score = upvotes received − downvotes received.</p>
       {data.loading ? <Loading /> : null}
       <ErrorMessage error={data.error} />
-      {data.data && data.data.users.length === 0 ? <p class="muted">Nobody has received a vote yet.</p> : null}
+      {/* Past the last page the pager says so: "nobody" only when there is no one on any page. */}
+      {data.data && data.data.users.length === 0 && (page === 1 || data.data.total_user_pages < 1) ? <p class="muted">Nobody has received a vote yet.</p> : null}
       {data.data && data.data.users.length > 0 ? (
         <table class="ranking">
           <caption class="visually-hidden">Users by score</caption>
@@ -134,6 +135,34 @@ export function TopUsersPage() {
 /** What a notification's card or collection is called: its name, or `gone` when it was deleted since. */
 type Named = { name: string } | { gone: true };
 
+/**
+ * The cards and collections found deleted (404), per user, for this tab's life (sessionStorage): a deleted one stays
+ * deleted, so a later visit of the page, a reload too, shows "since deleted" without asking (and logging a 404) again.
+ */
+const GONE_KEY = 'notification-names-gone:';
+
+function goneFor(userId: string | undefined): Map<string, Named> {
+  const known = new Map<string, Named>();
+  if (!userId) return known;
+  try {
+    const stored: unknown = JSON.parse(sessionStorage.getItem(GONE_KEY + userId) ?? '[]');
+    if (Array.isArray(stored)) for (const k of stored) if (typeof k === 'string') known.set(k, { gone: true });
+  } catch {
+    // storage unavailable or unreadable: ask again
+  }
+  return known;
+}
+
+function rememberGone(userId: string | undefined, key: string): void {
+  if (!userId) return;
+  try {
+    const keys = new Set([...goneFor(userId).keys(), key]);
+    sessionStorage.setItem(GONE_KEY + userId, JSON.stringify([...keys].slice(-200)));
+  } catch {
+    // storage full or unavailable: only this visit remembers
+  }
+}
+
 /** How many notifications, from the top of the list, get their card's or collection's name looked up. */
 const NAMED_NOTIFICATIONS = 20;
 
@@ -142,8 +171,8 @@ const NAMED_NOTIFICATIONS = 20;
  * collection, de-duplicated, and kept for the page's life (a Refresh asks only about new ones). A card or collection
  * that answers 404 is marked gone; any other failure leaves it unnamed (asked again on the next change of the list).
  */
-function useNotificationNames(items: Notification[]): Map<string, Named> {
-  const known = useRef(new Map<string, Named>());
+function useNotificationNames(items: Notification[], userId: string | undefined): Map<string, Named> {
+  const known = useRef(goneFor(userId));
   const [names, setNames] = useState(known.current);
   const wanted: { key: string; load: () => Promise<string> }[] = [];
   for (const n of items.slice(0, NAMED_NOTIFICATIONS)) {
@@ -164,7 +193,10 @@ function useNotificationNames(items: Notification[]): Map<string, Named> {
       results.forEach((r, i) => {
         const k = missing[i]!.key;
         if (r.status === 'fulfilled') known.current.set(k, { name: r.value });
-        else if (r.reason instanceof ApiError && r.reason.status === 404) known.current.set(k, { gone: true });
+        else if (r.reason instanceof ApiError && r.reason.status === 404) {
+          known.current.set(k, { gone: true });
+          rememberGone(userId, k);
+        }
       });
       if (live) setNames(new Map(known.current));
     });
@@ -210,19 +242,37 @@ export function NotificationsPage() {
   const session = useSession();
   const list = useAsync(() => api.notifications(), []);
   const action = useAction();
-  const after = async (work: () => Promise<void>) => {
+  const listRef = useRef<HTMLUListElement>(null);
+  const countRef = useRef<HTMLSpanElement>(null);
+  // Where the keyboard goes once a pressed "Mark as read" button is gone with its notification's unread state.
+  const focusAfter = useRef<string | null>(null);
+  const after = async (work: () => Promise<void>, thenFocusAfter?: string) => {
     const ok = await action.run(async () => {
       await work();
       return true;
     });
-    if (ok) {
-      list.reload();
-      void session.refreshUnread();
-    }
+    if (!ok) return;
+    if (thenFocusAfter) focusAfter.current = thenFocusAfter;
+    list.reload();
   };
   const items = list.data ?? [];
-  const names = useNotificationNames(items);
+  const names = useNotificationNames(items, session.user?.id);
   const unread = items.filter((n) => !n.user_read).length;
+  // One count: the header's badge says what this page says, on opening it, after Refresh and after marking read.
+  const { setUnread } = session;
+  useEffect(() => {
+    if (list.data) setUnread(unread);
+  }, [list.data, unread, setUnread]);
+  useEffect(() => {
+    if (!focusAfter.current || list.loading) return;
+    const id = focusAfter.current;
+    focusAfter.current = null;
+    const others = (from: Notification[]) => from.find((n) => !n.user_read && n.id !== id);
+    const next = others(items.slice(items.findIndex((n) => n.id === id) + 1)) ?? others(items);
+    const button = next ? listRef.current?.querySelector<HTMLElement>(`[data-mark-read="${next.id}"]`) : null;
+    (button ?? countRef.current)?.focus();
+  });
+  const markOne = (id: string) => void after(() => api.markRead(id), id);
   return (
     <section>
       <PageTitle>Notifications</PageTitle>
@@ -230,8 +280,11 @@ export function NotificationsPage() {
       <ErrorMessage error={list.error || action.error} />
       {list.data ? (
         <p class="row">
-          <span data-testid="unread-count">{unread} unread</span>
-          <button type="button" onClick={() => void after(() => api.markAllRead())} disabled={unread === 0 || action.busy}>
+          <span data-testid="unread-count" tabIndex={-1} ref={countRef}>
+            {unread} unread
+          </span>
+          {/* aria-disabled, not disabled: with nothing left unread the button keeps the focus it was pressed with. */}
+          <button type="button" onClick={() => unread > 0 && void after(() => api.markAllRead())} aria-disabled={unread === 0 || action.busy}>
             Mark all as read
           </button>
           <button type="button" onClick={list.reload}>
@@ -240,10 +293,10 @@ export function NotificationsPage() {
         </p>
       ) : null}
       {list.data && items.length === 0 ? <p class="muted">No notifications yet.</p> : null}
-      <ul class="notifications">
+      <ul class="notifications" ref={listRef}>
         {items.map((n) => (
           <li key={n.id} class={n.user_read ? 'read' : 'unread'}>
-            <p>
+            <p id={`notification-${n.id}`}>
               {n.user_read ? null : <span class="badge new">new</span>} <NotificationText n={n} names={names} />
             </p>
             <p class="meta">
@@ -251,7 +304,8 @@ export function NotificationsPage() {
               {n.user_read ? null : (
                 <>
                   {' '}
-                  <button type="button" class="small" onClick={() => void after(() => api.markRead(n.id))} disabled={action.busy}>
+                  {/* Named with its notification: a list of "Mark as read" buttons alone says not which is which. */}
+                  <button type="button" class="small" data-mark-read={n.id} aria-describedby={`notification-${n.id}`} onClick={() => markOne(n.id)} aria-disabled={action.busy}>
                     Mark as read
                   </button>
                 </>

@@ -4,6 +4,12 @@ import { tagsFromInput } from '../card-rules';
 import { CardSummary, ErrorMessage, Loading, PageTitle, Pager, useAsync } from '../components';
 import { navigate, useLocation } from '../router';
 
+/**
+ * The longest query the search service takes (MAX_QUERY_LENGTH, services/search: characters as code points; maxLength
+ * counts UTF-16 units, so it never lets a longer one through).
+ */
+export const MAX_SEARCH_CHARS = 2000;
+
 export interface SearchParams {
   q: string;
   mode: SearchMode;
@@ -65,7 +71,7 @@ export function SearchForm({ initial, onSearch, idPrefix, label = 'Search cards'
     >
       <label for={`${idPrefix}-q`}>{label}</label>
       <div class="row">
-        <input id={`${idPrefix}-q`} type="search" required value={q} onInput={(e) => setQ(e.currentTarget.value)} placeholder="What are you looking for?" />
+        <input id={`${idPrefix}-q`} type="search" required maxLength={MAX_SEARCH_CHARS} value={q} onInput={(e) => setQ(e.currentTarget.value)} placeholder="What are you looking for?" />
         <button type="submit" class="primary">
           Search
         </button>

@@ -107,6 +107,7 @@ export function UploadPage() {
 
   const submit = async (e: Event) => {
     e.preventDefault();
+    if (action.busy) return;
     if (!file) return action.setError('Choose a file first.');
     const ext = extensionOf(file.name);
     const mime = MIME_TYPES[ext];
@@ -146,7 +147,7 @@ export function UploadPage() {
           <input type="checkbox" checked={isPrivate} onChange={(e) => setPrivate(e.currentTarget.checked)} /> Private file (its collection is private too)
         </label>
         <ErrorMessage error={action.error} />
-        <button type="submit" class="primary" disabled={action.busy}>
+        <button type="submit" class="primary" aria-disabled={action.busy}>
           {action.busy ? 'Uploading…' : 'Upload'}
         </button>
       </form>
@@ -218,10 +219,10 @@ function FileRow({ file, onChanged }: { file: FileRecord; onChanged(): void }) {
         {' '}
         · {formatBytes(file.size)} · {formatDate(file.created_at)} · <IngestionStatus file={file} />
       </span>{' '}
-      <button type="button" class="small" onClick={() => void toggle()} disabled={action.busy}>
+      <button type="button" class="small" onClick={() => void toggle()} aria-disabled={action.busy}>
         {file.private ? 'Make public' : 'Make private'}
       </button>{' '}
-      <button type="button" class="small danger" onClick={remove} disabled={action.busy}>
+      <button type="button" class="small danger" onClick={remove} aria-disabled={action.busy}>
         Delete
       </button>
       <ErrorMessage error={action.error} />

@@ -11,13 +11,23 @@ export type SqliteDatabase = Database.Database;
  */
 export type SqliteMigration = string | ((db: SqliteDatabase) => void);
 
+export interface SqliteOpenOptions {
+  /**
+   * auto_vacuum of a file this call creates (`incremental`: freed pages can be handed back with PRAGMA
+   * incremental_vacuum). SQLite fixes the mode when the file's first page is written, which switching to WAL does, so
+   * it is set before; an existing file keeps its mode (changing it needs a VACUUM).
+   */
+  autoVacuum?: 'incremental';
+}
+
 /** Opens (creating if needed) a SQLite file in WAL mode, then applies the migrations not applied yet, in order. */
-export function openSqlite(path: string, migrations: readonly SqliteMigration[] = []): SqliteDatabase {
+export function openSqlite(path: string, migrations: readonly SqliteMigration[] = [], options: SqliteOpenOptions = {}): SqliteDatabase {
   if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
   const db = new Database(path);
   cachePreparedStatements(db);
   // First, so that switching a new file to WAL and the migrations below wait for another process instead of failing.
   db.pragma('busy_timeout = 5000');
+  if (options.autoVacuum === 'incremental') db.pragma('auto_vacuum = INCREMENTAL');
   switchToWal(db);
   db.pragma('synchronous = NORMAL');
   db.pragma('foreign_keys = ON');

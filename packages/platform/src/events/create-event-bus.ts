@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import type { EventBus } from './event-bus';
 import { KafkaEventBus } from './kafka-event-bus';
 import { describeKafkaSecurity, kafkaSecurityOf } from './kafka-security';
-import { openSharedSqliteEventLog } from './sqlite-event-log';
+import { eventLogRetentionOf, openSharedSqliteEventLog } from './sqlite-event-log';
 
 export interface EventBusConfig {
   DATA_DIR: string;
@@ -49,6 +49,12 @@ export function createEventBus(config: EventBusConfig, logger: Logger): EventBus
     logger.info({ brokers, partitions, namespace, ...describeKafkaSecurity(security) }, 'KAFKA_BROKERS set: using the Kafka event bus');
     return new KafkaEventBus({ brokers, security, partitions, logger, clientId: config.KAFKA_CLIENT_ID, namespace });
   }
-  logger.info('KAFKA_BROKERS not set: using the embedded SQLite event log');
-  return openSharedSqliteEventLog({ path: join(config.DATA_DIR, 'events', 'events.db'), logger });
+  // EVENT_LOG_RETENTION_HOURS, EVENT_LOG_UNCONSUMED_RETENTION_HOURS: a ConfigError when malformed.
+  const retention = eventLogRetentionOf();
+  logger.info({ retentionHours: hoursOf(retention.retentionMs), unconsumedRetentionHours: hoursOf(retention.unconsumedMs) }, 'KAFKA_BROKERS not set: using the embedded SQLite event log');
+  return openSharedSqliteEventLog({ path: join(config.DATA_DIR, 'events', 'events.db'), logger, retention });
+}
+
+function hoursOf(ms: number | null): number | 'forever' {
+  return ms === null ? 'forever' : ms / 3_600_000;
 }

@@ -4,6 +4,7 @@ import { openSqlite, type SqliteDatabase } from '../sqlite';
 import { batchLength, type DeliveredEvent, type EventBus, type OutgoingEvent, type SubscribeOptions, type Subscription } from './event-bus';
 import { isEngineUnavailableError } from '../readiness';
 import { errorMessage } from '../errors';
+import { ConfigError } from '../config';
 import { deliverInHalves } from './deliver-in-halves';
 import { consumerMetrics, countPublishedEvents, secondsSince, type ConsumerMetrics } from './event-metrics';
 
@@ -18,11 +19,69 @@ const MIGRATIONS = [
    ALTER TABLE dead_letters ADD COLUMN replay_requested_at TEXT;
    ALTER TABLE dead_letters ADD COLUMN replayed_at TEXT;
    CREATE INDEX dead_letters_replay_requested ON dead_letters(group_id, replay_requested_at) WHERE replay_requested_at IS NOT NULL;`,
+  // Retention keeps every event a dead letter points at: found by (topic, seq), whichever group failed it.
+  `CREATE INDEX dead_letters_event ON dead_letters(topic, seq);`,
 ];
 
 /** Opens the embedded event log's SQLite file with its schema up to date (for tools beside the bus, such as SqliteDeadLetters). */
 export function openEventLogDatabase(path: string): SqliteDatabase {
-  return openSqlite(path, MIGRATIONS);
+  // A new file can hand pages freed by retention back (incremental_vacuum); one made before keeps auto_vacuum=NONE,
+  // where freed pages are reused by new events but the file never shrinks (docs/decisions.md, event log retention).
+  return openSqlite(path, MIGRATIONS, { autoVacuum: 'incremental' });
+}
+
+/**
+ * What the embedded log keeps (EVENT_LOG_RETENTION_HOURS, EVENT_LOG_UNCONSUMED_RETENTION_HOURS): like Kafka's
+ * retention.ms, but an event is deleted only once every consumer group registered on its topic has committed past
+ * it, up to `unconsumedMs`, past which it goes anyway (a warning names the groups that never got it). null: kept.
+ */
+export interface EventLogRetention {
+  /** Age after which an event every group of its topic has committed is deleted; null keeps every event. */
+  retentionMs: number | null;
+  /** Age after which an event is deleted even if a group has not committed it; null: a group pins events for ever. */
+  unconsumedMs: number | null;
+  /** Pause between two pruning passes (default 60 s). */
+  intervalMs?: number;
+  /** Events deleted per transaction (default 1000); the pass yields to other work between two. */
+  batchSize?: number;
+}
+
+/** What one pruning pass did. */
+export interface PruneResult {
+  /** Events deleted because every group of their topic had committed them. */
+  deleted: number;
+  /** Events deleted past EVENT_LOG_UNCONSUMED_RETENTION_HOURS although a group had not committed them. */
+  deletedUnconsumed: number;
+  /** Free pages handed back to the file system (auto_vacuum=INCREMENTAL files only). */
+  releasedPages: number;
+}
+
+const HOUR_MS = 3_600_000;
+
+/**
+ * EVENT_LOG_RETENTION_HOURS (default 168, 7 days) and EVENT_LOG_UNCONSUMED_RETENTION_HOURS (default 720, 30 days, or
+ * the retention if longer): a positive number of hours, or -1 to keep events for ever. The second must not be below
+ * the first (a ConfigError).
+ */
+export function eventLogRetentionOf(env: Record<string, string | undefined> = process.env): EventLogRetention {
+  const hours = (name: string, raw: string | undefined, fallback: number): number | null => {
+    if (raw === undefined || raw.trim() === '') return fallback;
+    const n = Number(raw);
+    if (n === -1) return null;
+    // Up to 100 years, so that now minus it is still a date.
+    if (!Number.isFinite(n) || n <= 0 || n > 876_000) throw new ConfigError([`${name} must be a positive number of hours (at most 876000) or -1 (keep for ever), got "${raw}"`]);
+    return n;
+  };
+  const retention = hours('EVENT_LOG_RETENTION_HOURS', env.EVENT_LOG_RETENTION_HOURS, 168);
+  // Unset, it is 30 days, or the retention when that is longer.
+  const unconsumed = hours('EVENT_LOG_UNCONSUMED_RETENTION_HOURS', env.EVENT_LOG_UNCONSUMED_RETENTION_HOURS, Math.max(720, retention ?? 0));
+  if (retention === null && env.EVENT_LOG_UNCONSUMED_RETENTION_HOURS?.trim() && unconsumed !== null) {
+    throw new ConfigError(['EVENT_LOG_UNCONSUMED_RETENTION_HOURS is set while EVENT_LOG_RETENTION_HOURS is -1 (every event kept): unset it, or give EVENT_LOG_RETENTION_HOURS a number of hours']);
+  }
+  if (retention !== null && unconsumed !== null && unconsumed < retention) {
+    throw new ConfigError([`EVENT_LOG_UNCONSUMED_RETENTION_HOURS (${unconsumed}) must not be below EVENT_LOG_RETENTION_HOURS (${retention})`]);
+  }
+  return { retentionMs: retention === null ? null : retention * HOUR_MS, unconsumedMs: retention === null || unconsumed === null ? null : unconsumed * HOUR_MS };
 }
 
 interface EventRow {
@@ -39,6 +98,8 @@ export interface SqliteEventLogOptions {
   pollIntervalMs?: number;
   /** First retry delay; doubles per attempt, capped at 5 s. */
   retryBaseMs?: number;
+  /** Deletes old events in the background (createEventBus: eventLogRetentionOf()); unset, the log keeps everything. */
+  retention?: EventLogRetention;
 }
 
 /**
@@ -50,10 +111,28 @@ export class SqliteEventLog implements EventBus {
   private readonly wakeups = new EventEmitter();
   private readonly subscriptions = new Set<SqliteSubscription>();
   private closed = false;
+  private pruneTimer: NodeJS.Timeout | undefined;
+  private pruning: Promise<PruneResult> | undefined;
 
   constructor(private readonly options: SqliteEventLogOptions) {
     this.db = openEventLogDatabase(options.path);
     this.wakeups.setMaxListeners(100);
+    const retention = options.retention;
+    if (retention && retention.retentionMs !== null) {
+      if (this.db.pragma('auto_vacuum', { simple: true }) !== 2) {
+        options.logger.info(
+          { path: options.path },
+          'the event log file was made without auto_vacuum: space freed by retention is reused for new events, but the file does not shrink (to shrink it once, with the services stopped: sqlite3 events.db "PRAGMA auto_vacuum = INCREMENTAL; VACUUM;")',
+        );
+      }
+      this.pruneTimer = setInterval(() => {
+        if (this.pruning) return;
+        this.prune().catch((err: unknown) => {
+          if (!this.closed) options.logger.error({ err }, 'event log retention failed; trying again later');
+        });
+      }, retention.intervalMs ?? 60_000);
+      this.pruneTimer.unref();
+    }
   }
 
   async publish(events: OutgoingEvent[]): Promise<void> {
@@ -69,6 +148,12 @@ export class SqliteEventLog implements EventBus {
   }
 
   async subscribe(options: SubscribeOptions): Promise<Subscription> {
+    // The group is registered on its topics before it reads anything, so retention keeps what it has not committed,
+    // from the first event on, until it commits (or the events pass EVENT_LOG_UNCONSUMED_RETENTION_HOURS).
+    const register = this.db.prepare('INSERT OR IGNORE INTO consumer_offsets (group_id, topic, seq) VALUES (?, ?, 0)');
+    this.db.transaction(() => {
+      for (const topic of options.topics) register.run(options.group, topic);
+    })();
     const subscription = new SqliteSubscription(this.db, this.wakeups, options, this.options);
     this.subscriptions.add(subscription);
     subscription.start();
@@ -92,8 +177,113 @@ export class SqliteEventLog implements EventBus {
     return row.n;
   }
 
+  /**
+   * One retention pass (the background timer runs one every `retention.intervalMs`; tests call it with a clock of their
+   * own). Per topic, deletes the events published before now - retentionMs up to the lowest offset committed by the
+   * groups registered on the topic; then, past now - unconsumedMs, the ones those groups did not commit either (a
+   * warning per group). An event a dead letter points at is kept, so it can still be listed and replayed, as Kafka's
+   * `<topic>.dlq` keeps it (retention.ms=-1). Batches of `batchSize` in their own transactions, yielding between
+   * them; afterwards an auto_vacuum=INCREMENTAL file hands its free pages back, also in batches.
+   */
+  async prune(now: number = Date.now()): Promise<PruneResult> {
+    if (this.pruning) return this.pruning;
+    this.pruning = this.pruneOnce(now).finally(() => {
+      this.pruning = undefined;
+    });
+    return this.pruning;
+  }
+
+  private async pruneOnce(now: number): Promise<PruneResult> {
+    const result: PruneResult = { deleted: 0, deletedUnconsumed: 0, releasedPages: 0 };
+    const retention = this.options.retention;
+    if (!retention || retention.retentionMs === null || this.closed) return result;
+    const batchSize = retention.batchSize ?? 1000;
+    const yieldToOthers = () => new Promise<void>((resolve) => setImmediate(resolve));
+    // seq grows with publication, so "older than the cutoff" is "before the first event published at or after it",
+    // found by a binary search on seq (index seeks, whatever the size of the log or of what is kept).
+    const atOrAfter = this.db.prepare('SELECT seq, published_at FROM events WHERE seq >= ? ORDER BY seq LIMIT 1');
+    const firstSeqSince = (cutoff: number): number => {
+      const since = new Date(cutoff).toISOString();
+      const range = this.db.prepare('SELECT MIN(seq) AS lo, MAX(seq) AS hi FROM events').get() as { lo: number | null; hi: number | null };
+      if (range.lo === null || range.hi === null) return 0;
+      let lo = range.lo;
+      let hi = range.hi + 1;
+      while (lo < hi) {
+        const mid = Math.floor((lo + hi) / 2);
+        const row = atOrAfter.get(mid) as { seq: number; published_at: string } | undefined;
+        if (!row || row.seq >= hi) hi = mid;
+        else if (row.published_at >= since) hi = row.seq;
+        else lo = row.seq + 1;
+      }
+      return lo;
+    };
+    // Distinct topics through the (topic, seq) index, one seek per topic.
+    const topics = (
+      this.db
+        .prepare(
+          `WITH RECURSIVE t(topic) AS (SELECT MIN(topic) FROM events UNION ALL SELECT (SELECT MIN(topic) FROM events WHERE topic > t.topic) FROM t WHERE t.topic IS NOT NULL)
+           SELECT topic FROM t WHERE topic IS NOT NULL`,
+        )
+        .all() as { topic: string }[]
+    ).map((r) => r.topic);
+    const groupsOf = this.db.prepare('SELECT group_id, seq FROM consumer_offsets WHERE topic = ?');
+    const deleteBatch = this.db.prepare(
+      `DELETE FROM events WHERE seq IN (
+         SELECT e.seq FROM events e WHERE e.topic = ? AND e.seq < ?
+         AND NOT EXISTS (SELECT 1 FROM dead_letters d WHERE d.topic = e.topic AND d.seq = e.seq) ORDER BY e.seq LIMIT ?)`,
+    );
+    const countKept = this.db.prepare(
+      `SELECT COUNT(*) AS n FROM events e WHERE e.topic = ? AND e.seq > ? AND e.seq < ?
+       AND NOT EXISTS (SELECT 1 FROM dead_letters d WHERE d.topic = e.topic AND d.seq = e.seq)`,
+    );
+    /** Deletes the topic's events with seq below `end` (dead letters' aside), batch by batch. */
+    const deleteBelow = async (topic: string, end: number): Promise<number> => {
+      let total = 0;
+      for (;;) {
+        if (this.closed) return total;
+        const n = deleteBatch.run(topic, end, batchSize).changes;
+        total += n;
+        if (n < batchSize) return total;
+        await yieldToOthers();
+      }
+    };
+    const retainedFrom = firstSeqSince(now - retention.retentionMs);
+    const unconsumedFrom = retention.unconsumedMs === null ? null : firstSeqSince(now - retention.unconsumedMs);
+    for (const topic of topics) {
+      if (this.closed) return result;
+      const groups = groupsOf.all(topic) as { group_id: string; seq: number }[];
+      const committedByAll = groups.length === 0 ? Infinity : Math.min(...groups.map((g) => g.seq));
+      result.deleted += await deleteBelow(topic, Math.min(retainedFrom, committedByAll + 1));
+      if (unconsumedFrom === null || committedByAll + 1 >= unconsumedFrom) continue;
+      for (const g of groups) {
+        if (g.seq + 1 >= unconsumedFrom) continue;
+        const lost = (countKept.get(topic, g.seq, unconsumedFrom) as { n: number }).n;
+        if (lost === 0) continue;
+        this.options.logger.warn(
+          { group: g.group_id, topic, events: lost, committedSeq: g.seq, unconsumedRetentionHours: retention.unconsumedMs! / HOUR_MS },
+          'event log retention: deleting events a consumer group has not committed (older than EVENT_LOG_UNCONSUMED_RETENTION_HOURS); that group never gets them. Is the group still running, or gone for good?',
+        );
+      }
+      result.deletedUnconsumed += await deleteBelow(topic, unconsumedFrom);
+    }
+    if (result.deleted + result.deletedUnconsumed > 0 && this.db.pragma('auto_vacuum', { simple: true }) === 2) {
+      while (!this.closed && (this.db.pragma('freelist_count', { simple: true }) as number) > 0) {
+        const before = this.db.pragma('page_count', { simple: true }) as number;
+        this.db.pragma(`incremental_vacuum(${batchSize})`);
+        const released = before - (this.db.pragma('page_count', { simple: true }) as number);
+        result.releasedPages += released;
+        if (released === 0) break;
+        await yieldToOthers();
+      }
+    }
+    if (result.deleted + result.deletedUnconsumed > 0) this.options.logger.info({ ...result }, 'event log retention: old events deleted');
+    return result;
+  }
+
   async close(): Promise<void> {
     this.closed = true;
+    if (this.pruneTimer) clearInterval(this.pruneTimer);
+    await this.pruning?.catch(() => undefined);
     await Promise.all([...this.subscriptions].map((s) => s.close()));
     this.subscriptions.clear();
     this.db.close();

@@ -298,6 +298,27 @@ export function describeIdentityRepositoryContract(name: string, factory: () => 
       await expect(repo.updateProfile(second.id, { username: 'wiII' }, 'none', later)).rejects.toBeInstanceOf(AlreadyExistsError);
     });
 
+    test('the holder of "will" changing only its capitals keeps the name: a look-alike "wiII" kept from before is not given the key "will" still holds', async () => {
+      const later = at('2026-02-01T00:00:00.000Z');
+      const first = aUser({ username: 'will', createdAt: at('2026-01-01T00:00:00.000Z') });
+      const second = aUser({ username: 'wiII', createdAt: at('2026-01-02T00:00:00.000Z') }); // capital i's
+      await h.storeAsPreviousVersion({ users: [second, first] });
+      const newer = await registered();
+      // "WILL" leaves "will" as the second key (its own is "wlll": confusables.txt maps a capital I to "l"), not as the first.
+      expect(await repo.updateProfile(first.id, { username: 'WILL' }, 'none', later)).toMatchObject({ username: 'WILL' });
+      expect(await repo.updateProfile(first.id, { username: 'will' }, 'none', later)).toMatchObject({ username: 'will' });
+      expect(await repo.updateProfile(first.id, { username: 'WILL' }, 'none', later)).toMatchObject({ username: 'WILL' });
+      expect(await repo.updateProfile(first.id, { username: 'Will' }, 'none', later)).toMatchObject({ username: 'Will' });
+      // Nothing moved to the look-alike: it keeps its name, takes none of will's, and no one else takes either.
+      await expect(repo.updateProfile(second.id, { username: 'will' }, 'none', later)).rejects.toBeInstanceOf(AlreadyExistsError);
+      await expect(repo.updateProfile(second.id, { username: 'WILL' }, 'none', later)).rejects.toBeInstanceOf(AlreadyExistsError);
+      expect(await repo.updateProfile(second.id, { username: 'wiII' }, 'none', later)).toMatchObject({ username: 'wiII' });
+      for (const name of ['will', 'WILL', 'wiII', 'wi11']) await expect(repo.updateProfile(newer.id, { username: name }, 'none', later)).rejects.toBeInstanceOf(AlreadyExistsError);
+      // The holder may not take the look-alike's own name on the way.
+      await expect(repo.updateProfile(first.id, { username: 'wiII' }, 'none', later)).rejects.toBeInstanceOf(AlreadyExistsError);
+      expect(await repo.updateProfile(first.id, { username: 'will' }, 'none', later)).toMatchObject({ username: 'will' });
+    });
+
     test('"WILL" and "wiII" both taken before, which meet only across the two keys, are kept and refused to others and to each other', async () => {
       const later = at('2026-02-01T00:00:00.000Z');
       const first = aUser({ username: 'WILL', createdAt: at('2026-01-01T00:00:00.000Z') });

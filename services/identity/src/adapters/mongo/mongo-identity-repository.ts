@@ -266,15 +266,18 @@ export class MongoIdentityRepository implements IdentityRepository {
         if (!current) return null;
         const keys: Partial<Record<UsernameKeyField, string>> = {};
         const left: Array<[UsernameKeyField, string]> = [];
-        for (const { field, of } of USERNAME_KEYS) {
+        const wantedKeys = patch.username === null ? [] : USERNAME_KEYS.map(({ of }) => of(patch.username!));
+        for (const [slot, { field }] of USERNAME_KEYS.entries()) {
           const held = current.username === null ? undefined : current[field];
           let key: string | undefined;
           if (patch.username !== null) {
-            const wanted = of(patch.username);
-            if (held === wanted) {
+            const wanted = wantedKeys[slot]!;
+            // The key itself, held in the other field and kept there: this user is its holder in both ("WILL" back to "will").
+            const heldInOtherSlot = USERNAME_KEYS.some((other, i) => i !== slot && current.username !== null && current[other.field] === wanted && wantedKeys[i] === wanted);
+            if (held === wanted || heldInOtherSlot) {
               // Another spelling of the key one holds: not the name of a look-alike kept from before under "key id".
               await this.refuseIfLookAlikeNamed(field, wanted, patch.username, userId);
-              key = held;
+              key = wanted;
             } else if (held !== undefined && held.startsWith(`${wanted} `) && usernameCaseFold(patch.username) === usernameCaseFold(current.username!)) {
               // A look-alike kept from before ("key id") may change its capitals or send its name again, keeping its key.
               key = held;
@@ -298,8 +301,9 @@ export class MongoIdentityRepository implements IdentityRepository {
             : { $set: { ...set, username: patch.username, ...keys } },
         );
         if (stored) {
-          // Leaving a key one held itself hands it to the oldest look-alike kept from before under "key id".
-          for (const [field, held] of left) await this.promoteLookAlike(field, held);
+          // Leaving a key one held itself hands it to the oldest look-alike kept from before under "key id", in either
+          // field, when no one holds it itself in either (promoteLookAlike).
+          for (const [, held] of left) for (const { field } of USERNAME_KEYS) await this.promoteLookAlike(field, held);
           return fromUserDocument(stored);
         }
         const now = await this.users.findOne({ _id: userId }, { projection });
@@ -354,12 +358,20 @@ export class MongoIdentityRepository implements IdentityRepository {
   }
 
   /**
-   * Gives the key itself to the oldest user holding it as "key id" in its field (createdAt, then id). One atomic write:
-   * when someone holds the key itself already, the unique index refuses it and nothing changes.
+   * Gives the key itself to the oldest user holding it as "key id" in its field (createdAt, then id), when no one else
+   * holds the key itself in either field: the rule of taking a name (refuseIfTaken). "will" changing to "WILL" leaves
+   * "will" as its second key but still holds it as its first, so a look-alike "wiII" under "will id" is not given it.
+   * The write is conditional on the holder's "key id"; when someone holds the key itself in its field already, the
+   * unique index refuses it and nothing changes.
    */
   private async promoteLookAlike(field: UsernameKeyField, key: string): Promise<void> {
     const [from, to] = lookAlikeKeyRange(key);
-    await this.users.findOneAndUpdate({ [field]: { $gte: from, $lt: to } } as Filter<UserDocument>, { $set: { [field]: key } }, { sort: { createdAt: 1, _id: 1 } }).catch((err: unknown) => {
+    const candidate = await this.users.findOne({ [field]: { $gte: from, $lt: to } } as Filter<UserDocument>, { sort: { createdAt: 1, _id: 1 }, projection: { [field]: 1 } });
+    if (!candidate) return;
+    for (const other of USERNAME_KEYS) {
+      if (await this.users.findOne({ _id: { $ne: candidate._id }, [other.field]: key } as Filter<UserDocument>, { projection: { _id: 1 } })) return;
+    }
+    await this.users.updateOne({ _id: candidate._id, [field]: candidate[field] } as Filter<UserDocument>, { $set: { [field]: key } }).catch((err: unknown) => {
       if (!isDuplicateKeyError(err, field)) throw err;
     });
   }

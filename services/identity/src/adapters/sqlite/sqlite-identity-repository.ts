@@ -232,15 +232,18 @@ export class SqliteIdentityRepository implements IdentityRepository {
         if (!current) return undefined;
         const keys = { username_key: null as string | null, username_key_as_written: null as string | null };
         const left: Array<[UsernameKeyColumn, string]> = [];
-        for (const keyColumn of USERNAME_KEYS) {
+        const wantedKeys = patch.username ? USERNAME_KEYS.map(({ of }) => of(patch.username!)) : [];
+        for (const [slot, keyColumn] of USERNAME_KEYS.entries()) {
           const held = current.username === null ? null : current[keyColumn.column];
           let key: string | null = null;
           if (patch.username) {
-            const wanted = keyColumn.of(patch.username);
-            if (held === wanted) {
+            const wanted = wantedKeys[slot]!;
+            // The key itself, held in the other column and kept there: this user is its holder in both ("WILL" back to "will").
+            const heldInOtherSlot = USERNAME_KEYS.some(({ column }, other) => other !== slot && current.username !== null && current[column] === wanted && wantedKeys[other] === wanted);
+            if (held === wanted || heldInOtherSlot) {
               // Another spelling of the key one holds: not the name of a look-alike kept from before under "key id".
               this.refuseIfLookAlikeNamed(keyColumn, wanted, patch.username, userId);
-              key = held;
+              key = wanted;
             } else if (held !== null && held.startsWith(`${wanted} `) && usernameCaseFold(patch.username) === usernameCaseFold(current.username!)) {
               // A look-alike kept from before ("key id") may change its capitals or send its name again, keeping its key.
               key = held;
@@ -260,8 +263,9 @@ export class SqliteIdentityRepository implements IdentityRepository {
           website: patch.website ?? null,
           visibleEmail: patch.visibleEmail ? 1 : 0,
         }) as UserRow | undefined;
-        // Leaving a key one held itself hands it to the oldest look-alike kept from before under "key id".
-        if (changed) for (const [keyColumn, held] of left) this.promoteLookAlike(keyColumn, held);
+        // Leaving a key one held itself hands it to the oldest look-alike kept from before under "key id", in either
+        // column, when no one holds it itself in either (promoteLookAlike).
+        if (changed) for (const [, held] of left) for (const keyColumn of USERNAME_KEYS) this.promoteLookAlike(keyColumn, held);
         return changed;
       }).immediate();
       return row ? userFromRow(row) : null;
@@ -311,11 +315,17 @@ export class SqliteIdentityRepository implements IdentityRepository {
     if (lookAlikes.some((row) => usernameCaseFold(row.username) === folded)) throw new AlreadyExistsError('username: already taken');
   }
 
-  /** Gives the key itself to the oldest user holding it as "key id" in its column, when no one holds the key itself. */
+  /**
+   * Gives the key itself to the oldest user holding it as "key id" in its column, when no one else holds the key itself
+   * in either column: the rule of taking a name (refuseIfTaken). "will" changing to "WILL" leaves "will" as its second
+   * key but still holds it as its first, so a look-alike "wiII" under "will id" is not given it.
+   */
   private promoteLookAlike({ column }: UsernameKeyColumn, key: string): void {
-    if (this.db.prepare(`SELECT 1 FROM users WHERE ${column} = ?`).get(key)) return;
     const [from, to] = lookAlikeKeyRange(key);
-    this.db.prepare(`UPDATE users SET ${column} = ? WHERE id = (SELECT id FROM users WHERE ${column} >= ? AND ${column} < ? ORDER BY created_at, id LIMIT 1)`).run(key, from, to);
+    const candidate = this.db.prepare(`SELECT id FROM users WHERE ${column} >= ? AND ${column} < ? ORDER BY created_at, id LIMIT 1`).get(from, to) as { id: string } | undefined;
+    if (!candidate) return;
+    if (USERNAME_KEYS.some((other) => this.db.prepare(`SELECT 1 FROM users WHERE ${other.column} = ? AND id != ?`).get(key, candidate.id))) return;
+    this.db.prepare(`UPDATE users SET ${column} = ? WHERE id = ?`).run(key, candidate.id);
   }
 
   async createSession(s: Session): Promise<void> {

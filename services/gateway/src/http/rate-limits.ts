@@ -49,8 +49,18 @@ export function clientAddressKey(ip: string | undefined): string {
   return `${parsed.parts.slice(0, 4).map((g) => g.toString(16)).join(':')}::/64`;
 }
 
-const tooMany = (message: string): RequestHandler => (_req, res) => {
-  res.status(429).json({ message });
+/** "in 1 second", "in 42 seconds", "in 2 minutes": the wait Retry-After gives, in words. */
+export function waitInWords(seconds: number): string {
+  const s = Math.max(1, Math.ceil(seconds));
+  if (s < 120) return `in ${s} second${s === 1 ? '' : 's'}`;
+  return `in ${Math.ceil(s / 60)} minutes`;
+}
+
+// The message names the wait the limiter's window still has (what Retry-After says), not a fixed "a minute".
+const tooMany = (message: string): RequestHandler => (req, res) => {
+  const resetTime = (req as { rateLimit?: { resetTime?: Date } }).rateLimit?.resetTime;
+  const wait = resetTime ? waitInWords((resetTime.getTime() - Date.now()) / 1000) : 'later';
+  res.status(429).json({ message: `${message}, try again ${wait}` });
 };
 
 /** express-rate-limit's view of an AttemptCounter; one per limiter, as express-rate-limit wants. */
@@ -84,7 +94,7 @@ class AttemptCounterStore implements Store {
  * put the same handlers on every route of that action, so that the routes share one count.
  */
 export function authRateLimits(name: string, config: RateLimitConfig): RequestHandler[] {
-  const message = 'Too many attempts, try again in a minute';
+  const message = 'Too many attempts';
   const common = { windowMs: 60_000, standardHeaders: 'draft-7', legacyHeaders: false, handler: tooMany(message) } as const;
   return [
     rateLimit({ ...common, limit: config.perIpPerMinute, store: new AttemptCounterStore(config.counter), keyGenerator: (req) => `${name}:ip:${clientAddressKey(req.ip)}` }),
@@ -109,7 +119,7 @@ export function mailRateLimit(config: RateLimitConfig): RequestHandler {
     limit: config.mailPerIp ?? DEFAULT_MAIL_PER_IP,
     standardHeaders: 'draft-7',
     legacyHeaders: false,
-    handler: tooMany('Too many e-mails asked for from this address, try again later'),
+    handler: tooMany('Too many e-mails asked for from this address'),
     store: new AttemptCounterStore(config.counter),
     keyGenerator: (req) => `mail:ip:${clientAddressKey(req.ip)}`,
   });

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { usernameCaseFold } from '@cards/card-rules';
 import { AlreadyExistsError, connectMongo, createLogger } from '@cards/platform';
 import { MongoIdentityRepository } from '../src/adapters/mongo/mongo-identity-repository';
+import { usernameKey, usernameKeyAsWritten } from '../src/domain/username-key';
 import { describeOnEngine, engineForSuite } from '../../../test/engines/suite';
 import { startMongoSync } from '../../../test/engines/mongo';
 import { describeIdentityRepositoryContract } from './identity-repository.contract';
@@ -156,6 +157,54 @@ describeOnEngine('MongoIdentityRepository on a database of the version before th
       expect(await repository.updateProfile('u-will', { username: 'robert_x' }, 'none', later)).toMatchObject({ username: 'robert_x' });
       expect(await users.findOne({ _id: 'u-wiii' })).toMatchObject({ usernameKey: 'wiii', usernameKeyAsWritten: 'will' });
       await expect(repository.updateProfile('u-new', { username: 'will' }, 'none', later)).rejects.toBeInstanceOf(AlreadyExistsError);
+    } finally {
+      await connection.db.dropDatabase().catch(() => undefined);
+      await connection.close();
+    }
+  });
+});
+
+describeOnEngine('MongoIdentityRepository after a rollback to the version before the second username key and an upgrade again', skipReason, () => {
+  it('keys the names changed while rolled back again at start: an unchanged save is accepted, a name left is free, a look-alike of a new name is taken', async () => {
+    const connection = await connectMongo({ url: engine!.url, database: `identity_test_${randomBytes(4).toString('hex')}`, logger });
+    try {
+      const users = connection.db.collection<{ _id: string }>('users');
+      const day = (n: number) => new Date(Date.UTC(2026, 0, n));
+      // Documents as this version writes them: both keys.
+      const user = (id: string, username: string | null, createdDay: number) => ({
+        _id: id,
+        email: `${id}@example.com`,
+        username,
+        ...(username === null ? {} : { usernameKey: usernameKey(username), usernameKeyAsWritten: usernameKeyAsWritten(username) }),
+        website: null,
+        visibleEmail: true,
+        passwordHash: `scrypt$${id}`,
+        passwordVersion: 0,
+        createdAt: day(createdDay),
+        updatedAt: day(createdDay),
+      });
+      await users.insertMany([user('u-a', 'Neuer', 1), user('u-b', 'xyz', 2), user('u-c', 'abc', 3), user('u-d', null, 4), user('u-e', 'gone', 5)]);
+      // This version starts once (the check time is recorded), then the previous version renames: username, usernameKey
+      // and updatedAt (its clock) only; a name given up unsets usernameKey only.
+      await MongoIdentityRepository.open(connection);
+      const renameAsBefore = (id: string, username: string | null) =>
+        users.updateOne({ _id: id }, username === null ? { $set: { username: null, updatedAt: new Date() }, $unset: { usernameKey: '' } } : { $set: { username, usernameKey: usernameKey(username), updatedAt: new Date() } });
+      await renameAsBefore('u-a', 'Bob'); // leaves "neuer"
+      await renameAsBefore('u-b', 'Neuer'); // takes it as its first key only
+      await renameAsBefore('u-c', 'Iab'); // capital i: its second key is "lab"
+      await renameAsBefore('u-e', null); // gives its name up
+      const secondKeys = async () => Object.fromEntries((await users.find({}, { sort: { _id: 1 } }).toArray()).map((d) => [d._id, (d as { usernameKeyAsWritten?: string }).usernameKeyAsWritten ?? null]));
+      expect(await secondKeys()).toMatchObject({ 'u-a': 'neuer', 'u-b': 'xyz', 'u-c': 'abc', 'u-e': 'gone' });
+      const repository = await MongoIdentityRepository.open(connection);
+      expect(await secondKeys()).toEqual({ 'u-a': 'bob', 'u-b': 'neuer', 'u-c': 'lab', 'u-d': null, 'u-e': null });
+      const later = new Date('2026-02-01T00:00:00.000Z');
+      // The owner's unchanged save of the name set while rolled back.
+      expect(await repository.updateProfile('u-b', { username: 'Neuer', website: 'https://b.example' }, 'none', later)).toMatchObject({ username: 'Neuer' });
+      expect(await repository.updateProfile('u-a', { username: 'Bob' }, 'none', later)).toMatchObject({ username: 'Bob' });
+      // A look-alike of a name set while rolled back is taken; names left then are free.
+      await expect(repository.updateProfile('u-d', { username: 'lab' }, 'none', later)).rejects.toBeInstanceOf(AlreadyExistsError);
+      expect(await repository.updateProfile('u-d', { username: 'gone' }, 'none', later)).toMatchObject({ username: 'gone' });
+      expect(await repository.updateProfile('u-d', { username: 'xyz' }, 'none', later)).toMatchObject({ username: 'xyz' });
     } finally {
       await connection.db.dropDatabase().catch(() => undefined);
       await connection.close();

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { AlreadyExistsError, openSqlite } from '@cards/platform';
 import { keyUsernamesAsWritten, MIGRATIONS, rekeyUsernames, SqliteIdentityRepository } from '../src/adapters/sqlite/sqlite-identity-repository';
+import { usernameKey, usernameKeyAsWritten } from '../src/domain/username-key';
 import { describeIdentityRepositoryContract } from './identity-repository.contract';
 
 describeIdentityRepositoryContract('sqlite', async () => {
@@ -182,6 +183,88 @@ describe('SqliteIdentityRepository on a file of the version before the second us
       expect(await repository.updateProfile('u-will', { username: 'will' }, 'none', later)).toMatchObject({ username: 'will' });
     } finally {
       await repository.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('SqliteIdentityRepository after a rollback to the version before the second username key and an upgrade again', () => {
+  const day = (n: number) => new Date(Date.UTC(2026, 0, n)).toISOString();
+  /** A user as this version writes one: both keys. */
+  const insertNow = (db: ReturnType<typeof openSqlite>, id: string, username: string | null, createdDay: number) =>
+    db
+      .prepare('INSERT INTO users (id, email, username, username_key, username_key_as_written, website, visible_email, password_hash, created_at, updated_at) VALUES (?, ?, ?, ?, ?, NULL, 1, ?, ?, ?)')
+      .run(id, `${id}@example.com`, username, username === null ? null : usernameKey(username), username === null ? null : usernameKeyAsWritten(username), 'scrypt$x', day(createdDay), day(createdDay));
+  /** A rename as the version before writes it: username, the first key and updated_at (its clock), no second key. */
+  const renameAsBefore = (db: ReturnType<typeof openSqlite>, id: string, username: string | null) =>
+    db.prepare('UPDATE users SET username = ?, username_key = ?, updated_at = ? WHERE id = ?').run(username, username === null ? null : usernameKey(username), new Date().toISOString(), id);
+  const secondKeys = (path: string) => {
+    const db = openSqlite(path);
+    try {
+      return Object.fromEntries((db.prepare('SELECT id, username_key_as_written FROM users ORDER BY id').all() as Array<{ id: string; username_key_as_written: string | null }>).map((r) => [r.id, r.username_key_as_written]));
+    } finally {
+      db.close();
+    }
+  };
+
+  it('keys the names changed while rolled back again at start: an unchanged save is accepted, a name left is free, a look-alike of a new name is taken', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cards-identity-repo-'));
+    const path = join(dir, 'identity.db');
+    try {
+      const file = openSqlite(path, MIGRATIONS);
+      insertNow(file, 'u-a', 'Neuer', 1);
+      insertNow(file, 'u-b', 'xyz', 2);
+      insertNow(file, 'u-c', 'abc', 3);
+      insertNow(file, 'u-d', null, 4);
+      insertNow(file, 'u-e', 'gone', 5);
+      file.close();
+      // This version starts once (the check time is recorded), then the previous version runs on the file.
+      await new SqliteIdentityRepository(path).close();
+      const rolledBack = openSqlite(path);
+      renameAsBefore(rolledBack, 'u-a', 'Bob'); // leaves "neuer"
+      renameAsBefore(rolledBack, 'u-b', 'Neuer'); // takes it as its first key only
+      renameAsBefore(rolledBack, 'u-c', 'Iab'); // capital i: its second key is "lab"
+      renameAsBefore(rolledBack, 'u-e', null); // gives its name up
+      rolledBack.close();
+      expect(secondKeys(path)).toMatchObject({ 'u-a': 'neuer', 'u-b': 'xyz', 'u-c': 'abc', 'u-e': 'gone' });
+      const repository = new SqliteIdentityRepository(path);
+      try {
+        expect(secondKeys(path)).toEqual({ 'u-a': 'bob', 'u-b': 'neuer', 'u-c': 'lab', 'u-d': null, 'u-e': null });
+        const later = new Date('2026-02-01T00:00:00.000Z');
+        // The owner's unchanged save of the name set while rolled back.
+        expect(await repository.updateProfile('u-b', { username: 'Neuer', website: 'https://b.example' }, 'none', later)).toMatchObject({ username: 'Neuer' });
+        expect(await repository.updateProfile('u-a', { username: 'Bob' }, 'none', later)).toMatchObject({ username: 'Bob' });
+        // A look-alike of a name set while rolled back is taken; names left then are free.
+        await expect(repository.updateProfile('u-d', { username: 'lab' }, 'none', later)).rejects.toBeInstanceOf(AlreadyExistsError);
+        expect(await repository.updateProfile('u-d', { username: 'gone' }, 'none', later)).toMatchObject({ username: 'gone' });
+        expect(await repository.updateProfile('u-d', { username: 'xyz' }, 'none', later)).toMatchObject({ username: 'xyz' });
+      } finally {
+        await repository.close();
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('checks every name once on a file keyed by migration 5 without a recorded check, and only the names changed since afterwards', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cards-identity-repo-'));
+    const path = join(dir, 'identity.db');
+    try {
+      // Upgraded by a build before the check (migration 5 only), then renamed while rolled back, long ago by its clock.
+      const file = openSqlite(path, MIGRATIONS.slice(0, 5));
+      insertNow(file, 'u-a', 'Neuer', 1);
+      insertNow(file, 'u-b', 'xyz', 2);
+      file.prepare("UPDATE users SET username = 'Bob', username_key = 'bob', updated_at = ? WHERE id = 'u-a'").run(day(3));
+      file.close();
+      await new SqliteIdentityRepository(path).close();
+      expect(secondKeys(path)).toEqual({ 'u-a': 'bob', 'u-b': 'xyz' });
+      // After the check, a name not changed since is not read again (here a stale key written behind the service's back).
+      const behind = openSqlite(path);
+      behind.prepare("UPDATE users SET username_key_as_written = 'stale' WHERE id = 'u-b'").run();
+      behind.close();
+      await new SqliteIdentityRepository(path).close();
+      expect(secondKeys(path)).toEqual({ 'u-a': 'bob', 'u-b': 'stale' });
+    } finally {
       rmSync(dir, { recursive: true, force: true });
     }
   });

@@ -123,6 +123,11 @@ const USERNAME_KEYS: ReadonlyArray<{ field: UsernameKeyField; of: (name: string)
 ];
 const isUsernameKeyDuplicate = (err: unknown) => USERNAME_KEYS.some(({ field }) => isDuplicateKeyError(err, field));
 
+/** The identity_meta document holding when the second keys were last checked against the names (keyUsernamesChangedSince). */
+const SECOND_KEYS_CHECKED_AT = 'usernameKeyAsWrittenCheckedAt';
+/** Names changed this long before the last check are checked again: the clocks of the processes that wrote them may differ. */
+const CHECK_CLOCK_MARGIN_MS = 60 * 60 * 1000;
+
 const emailTaken = () => new AlreadyExistsError('An account with this email already exists');
 
 /**
@@ -152,10 +157,14 @@ export class MongoIdentityRepository implements IdentityRepository {
       repository.users.createIndex({ email: 1 }, { unique: true, name: 'users_email' }),
       repository.users.createIndex({ usernameKey: 1 }, { unique: true, sparse: true, name: 'users_username_key' }),
       repository.users.createIndex({ usernameKeyAsWritten: 1 }, { unique: true, sparse: true, name: 'users_username_key_as_written' }),
+      // The second keys are checked at start for the users updated since the last check (keyUsernamesChangedSince).
+      repository.users.createIndex({ updatedAt: 1 }, { name: 'users_updated_at' }),
       repository.sessions.createIndex({ userId: 1 }, { name: 'sessions_user' }),
       repository.resets.createIndex({ userId: 1 }, { name: 'password_resets_user' }),
     ]);
+    const startedAt = new Date();
     await repository.rekeyUsernames();
+    await repository.keyUsernamesChangedSince(startedAt);
     return repository;
   }
 
@@ -197,6 +206,48 @@ export class MongoIdentityRepository implements IdentityRepository {
         await this.users.updateOne(unchanged, { $set: { usernameKeyAsWritten: `${key} ${doc._id}` } });
       }
     }
+  }
+
+  /**
+   * Gives the names changed since the last check their usernameKeyAsWritten again, at every start. The version before
+   * the second key (a6c326c and earlier) neither writes nor clears it: a rename there sets username, usernameKey and
+   * updatedAt only (a name given up unsets usernameKey only). After a rollback to it and an upgrade again, such a name
+   * holds a stale second key (rekeyUsernames keys only the documents without one): its owner's unchanged save is
+   * refused, another user is refused the name left, and the new name lacks its look-alike rule. So the users updated
+   * since the last check (less a margin for the clocks of other processes; all of them when no check was recorded, as
+   * after an upgrade by an earlier build of this version) whose second key is not their name's (nor its "key id") lose
+   * it, each write conditional on the name and key read; then are keyed oldest first: the key itself when no one else
+   * holds it in either field, else "key id" (also when the index refuses it); a key left is promoted by the usual
+   * rule. The check time is recorded in identity_meta ($max: of two instances starting at once the later stays).
+   */
+  private async keyUsernamesChangedSince(startedAt: Date): Promise<void> {
+    const meta = this.connection.db.collection<{ _id: string; at: Date }>('identity_meta');
+    const mark = await meta.findOne({ _id: SECOND_KEYS_CHECKED_AT });
+    const changed: Filter<UserDocument> = mark ? { updatedAt: { $gte: new Date(mark.at.getTime() - CHECK_CLOCK_MARGIN_MS) } } : {};
+    const cleared: Array<{ _id: string; username: string | null }> = [];
+    const left: string[] = [];
+    const candidates = this.users.find(changed, { projection: { _id: 1, username: 1, usernameKeyAsWritten: 1 } }).sort({ createdAt: 1, _id: 1 });
+    for await (const { _id, username, usernameKeyAsWritten: stored } of candidates) {
+      if (username === null ? stored === undefined : stored === usernameKeyAsWritten(username) || stored === `${usernameKeyAsWritten(username)} ${_id}`) continue;
+      const unchanged = await this.users.updateOne({ _id, username, usernameKeyAsWritten: stored ?? { $exists: false } }, { $unset: { usernameKeyAsWritten: '' } });
+      if (unchanged.matchedCount === 0) continue;
+      cleared.push({ _id, username });
+      if (stored !== undefined && !isLookAlikeKey(stored)) left.push(stored);
+    }
+    for (const { _id, username } of cleared) {
+      if (username === null) continue;
+      const key = usernameKeyAsWritten(username);
+      const unkeyed = { _id, username, usernameKeyAsWritten: { $exists: false } };
+      const held = await this.users.findOne({ _id: { $ne: _id }, $or: [{ usernameKey: key }, { usernameKeyAsWritten: key }] }, { projection: { _id: 1 } });
+      try {
+        await this.users.updateOne(unkeyed, { $set: { usernameKeyAsWritten: held ? `${key} ${_id}` : key } });
+      } catch (err) {
+        if (!isDuplicateKeyError(err, 'usernameKeyAsWritten')) throw err;
+        await this.users.updateOne(unkeyed, { $set: { usernameKeyAsWritten: `${key} ${_id}` } });
+      }
+    }
+    for (const key of left) for (const { field } of USERNAME_KEYS) await this.promoteLookAlike(field, key);
+    await meta.updateOne({ _id: SECOND_KEYS_CHECKED_AT }, { $max: { at: startedAt } }, { upsert: true });
   }
 
   async createInvitation(i: Invitation): Promise<void> {

@@ -61,6 +61,61 @@ const isLookAlikeKey = (key: string) => key.includes(' ');
 /** The keys "key id", as a range of the index: from "key " up to "key!" (" " is U+0020, "!" the next code point). */
 const lookAlikeKeyRange = (key: string): [string, string] => [`${key} `, `${key}!`];
 
+/**
+ * Gives the key itself to the oldest user holding it as "key id" in its column, when no one else holds the key itself
+ * in either column: the rule of taking a name (refuseIfTaken). "will" changing to "WILL" leaves "will" as its second
+ * key but still holds it as its first, so a look-alike "wiII" under "will id" is not given it.
+ */
+function promoteLookAlike(db: SqliteDatabase, { column }: UsernameKeyColumn, key: string): void {
+  const [from, to] = lookAlikeKeyRange(key);
+  const candidate = db.prepare(`SELECT id FROM users WHERE ${column} >= ? AND ${column} < ? ORDER BY created_at, id LIMIT 1`).get(from, to) as { id: string } | undefined;
+  if (!candidate) return;
+  if (USERNAME_KEYS.some((other) => db.prepare(`SELECT 1 FROM users WHERE ${other.column} = ? AND id != ?`).get(key, candidate.id))) return;
+  db.prepare(`UPDATE users SET ${column} = ? WHERE id = ?`).run(key, candidate.id);
+}
+
+/** The identity_meta row holding when the second keys were last checked against the names (keyUsernamesChangedSince). */
+const SECOND_KEYS_CHECKED_AT = 'username_key_as_written_checked_at';
+/** Names changed this long before the last check are checked again: the clocks of the processes that wrote them may differ. */
+const CHECK_CLOCK_MARGIN_MS = 60 * 60 * 1000;
+
+/**
+ * Gives the names changed since the last check their usernameKeyAsWritten again, at every start. The version before
+ * the second key (a6c326c and earlier) neither writes nor clears it: a rename there sets username, username_key and
+ * updated_at only, and a sign-up leaves it NULL. After a rollback to it and an upgrade again (migration 5 does not run
+ * twice), such a name holds a stale second key: its owner's unchanged save is refused, another user is refused the
+ * name left, and the new name lacks its look-alike rule. So the users updated since the last check (less a margin; all
+ * of them when no check was recorded, as after an upgrade by an earlier build of this version) whose second key is not
+ * their name's (nor its "key id") lose it, then are keyed oldest first: the key itself when no one else holds it in
+ * either column, else "key id"; a key left is promoted by the usual rule. One IMMEDIATE transaction; the check time is
+ * recorded. Returns how many users were keyed again.
+ */
+export function keyUsernamesChangedSince(db: SqliteDatabase, now: Date): number {
+  const { column, of } = USERNAME_KEYS[1];
+  return db.transaction(() => {
+    const mark = db.prepare('SELECT value FROM identity_meta WHERE name = ?').get(SECOND_KEYS_CHECKED_AT) as { value: string } | undefined;
+    const select = `SELECT id, username, ${column} AS key FROM users`;
+    const rows = (
+      mark ? db.prepare(`${select} WHERE updated_at >= ? ORDER BY created_at, id`).all(iso(new Date(Date.parse(mark.value) - CHECK_CLOCK_MARGIN_MS))) : db.prepare(`${select} ORDER BY created_at, id`).all()
+    ) as Array<{ id: string; username: string | null; key: string | null }>;
+    const stale = rows.filter(({ id, username, key }) => (username === null ? key !== null : key !== of(username) && key !== `${of(username)} ${id}`));
+    const clear = db.prepare(`UPDATE users SET ${column} = NULL WHERE id = ?`);
+    for (const row of stale) clear.run(row.id);
+    const setKey = db.prepare(`UPDATE users SET ${column} = ? WHERE id = ?`);
+    for (const { id, username } of stale) {
+      if (username === null) continue;
+      const key = of(username);
+      const held = USERNAME_KEYS.some((other) => db.prepare(`SELECT 1 FROM users WHERE ${other.column} = ? AND id != ?`).get(key, id));
+      setKey.run(held ? `${key} ${id}` : key, id);
+    }
+    for (const { key } of stale) {
+      if (key !== null && !isLookAlikeKey(key)) for (const keyColumn of USERNAME_KEYS) promoteLookAlike(db, keyColumn, key);
+    }
+    db.prepare('INSERT INTO identity_meta (name, value) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET value = excluded.value').run(SECOND_KEYS_CHECKED_AT, iso(now));
+    return stale.length;
+  }).immediate();
+}
+
 /** refuseIfTaken's refusal; toPromote: keys held in a column only under "key id", each to be given to its oldest such holder. */
 class UsernameTaken extends Error {
   constructor(readonly toPromote: ReadonlyArray<readonly [UsernameKeyColumn, string]>) {
@@ -94,6 +149,10 @@ export const MIGRATIONS: readonly SqliteMigration[] = [
     db.exec('ALTER TABLE users ADD COLUMN username_key_as_written TEXT');
     keyUsernamesAsWritten(db);
   },
+  // When the names changed since were last given their second key (keyUsernamesChangedSince, at every start); the
+  // version before the second key writes updated_at on every rename, which this index finds.
+  `CREATE TABLE identity_meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);
+   CREATE INDEX users_updated_at ON users(updated_at);`,
 ];
 
 interface UserRow {
@@ -164,6 +223,7 @@ export class SqliteIdentityRepository implements IdentityRepository {
 
   constructor(path: string) {
     this.db = openSqlite(path, MIGRATIONS);
+    keyUsernamesChangedSince(this.db, new Date());
   }
 
   async createInvitation(i: Invitation): Promise<void> {
@@ -315,17 +375,8 @@ export class SqliteIdentityRepository implements IdentityRepository {
     if (lookAlikes.some((row) => usernameCaseFold(row.username) === folded)) throw new AlreadyExistsError('username: already taken');
   }
 
-  /**
-   * Gives the key itself to the oldest user holding it as "key id" in its column, when no one else holds the key itself
-   * in either column: the rule of taking a name (refuseIfTaken). "will" changing to "WILL" leaves "will" as its second
-   * key but still holds it as its first, so a look-alike "wiII" under "will id" is not given it.
-   */
-  private promoteLookAlike({ column }: UsernameKeyColumn, key: string): void {
-    const [from, to] = lookAlikeKeyRange(key);
-    const candidate = this.db.prepare(`SELECT id FROM users WHERE ${column} >= ? AND ${column} < ? ORDER BY created_at, id LIMIT 1`).get(from, to) as { id: string } | undefined;
-    if (!candidate) return;
-    if (USERNAME_KEYS.some((other) => this.db.prepare(`SELECT 1 FROM users WHERE ${other.column} = ? AND id != ?`).get(key, candidate.id))) return;
-    this.db.prepare(`UPDATE users SET ${column} = ? WHERE id = ?`).run(key, candidate.id);
+  private promoteLookAlike(keyColumn: UsernameKeyColumn, key: string): void {
+    promoteLookAlike(this.db, keyColumn, key);
   }
 
   async createSession(s: Session): Promise<void> {

@@ -86,6 +86,39 @@ describe('cards events', () => {
     ]);
   });
 
+  it('says content changed only when the card\'s text changed: a stored HTML rewritten to the current form alone asks no new verification', async () => {
+    const received: events.CardEvent[] = [];
+    const sub = await bus.subscribe({ group: 'test', topics: [Topics.card], handler: async (e) => void received.push(events.CardEvent.decode(e.payload)) });
+    const sentHtml = `<p>${someContent(80)}</p><table><tr><td>Name</td><td></td><td>Rate</td></tr><tr><td>Alpha</td><td> </td><td>four</td></tr></table>`;
+    const { card } = await sys.cardService.createCard({
+      callerId: 'alice',
+      cardHtml: sentHtml,
+      link: 'https://a.example/',
+      private: false,
+      tags: ['x'],
+    });
+    const stored = (await sys.cards.findById(card.id))!;
+    expect(stored.cardHtml).toContain('Name | | Rate');
+    // The card as a release before 2b64475 stored it: each row's separators around an empty cell doubled its spaces.
+    const oldHtml = stored.cardHtml.replace('Name | | Rate', 'Name |  | Rate').replace('Alpha | | four', 'Alpha |  | four');
+    expect(oldHtml).not.toBe(stored.cardHtml);
+    sys.db.prepare('UPDATE cards SET card_html = ? WHERE id = ?').run(oldHtml, card.id);
+    // The owner sends the HTML the card was made of again: stored in the current form, the same text.
+    await sys.cardService.updateCard({ callerId: 'alice', cardId: card.id, cardHtml: sentHtml });
+    expect((await sys.cards.findById(card.id))!).toMatchObject({ cardHtml: stored.cardHtml, content: stored.content });
+    // An edit of the text, then of the link alone.
+    await sys.cardService.updateCard({ callerId: 'alice', cardId: card.id, cardHtml: stored.cardHtml.replace('Rate', 'Price') });
+    await sys.cardService.updateCard({ callerId: 'alice', cardId: card.id, link: 'https://b.example/' });
+    await until(async () => (received.length >= 4 ? true : undefined));
+    await sub.close();
+    const changes = received.slice(1).map((e) => (e.kind?.$case === 'updated' ? [e.kind.value.contentChanged, e.kind.value.linkChanged] : e.kind?.$case));
+    expect(changes).toEqual([
+      [false, false],
+      [true, false],
+      [false, true],
+    ]);
+  });
+
   it("lists a card's collections in its events up to 20,000, for older search services; beyond, search has them from bookmark events only", () => {
     const card = aCard().build();
     const ids = Array.from({ length: 20_001 }, () => randomUUID());

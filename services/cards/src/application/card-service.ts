@@ -580,8 +580,12 @@ export class CardService {
       }
       Object.assign(next, privacy);
     }
-    const changes = { contentChanged: next.content !== card.content || next.cardHtml !== card.cardHtml, linkChanged: next.link !== card.link, privacyChanged: next.private !== card.private };
-    if (!changes.contentChanged && !changes.linkChanged && !changes.privacyChanged && isHiddenByFile(next) === isHiddenByFile(card)) return;
+    // contentChanged is the card's text (content), which verification compares with the linked page (its only reader):
+    // HTML rewritten to the current form alone (an older release's table rows, 2b64475) is stored and announced, and
+    // starts no new verification.
+    const htmlChanged = next.cardHtml !== card.cardHtml;
+    const changes = { contentChanged: next.content !== card.content, linkChanged: next.link !== card.link, privacyChanged: next.private !== card.private };
+    if (!htmlChanged && !changes.contentChanged && !changes.linkChanged && !changes.privacyChanged && isHiddenByFile(next) === isHiddenByFile(card)) return;
     // A score says how well the card matches the page it cites: without a link there is no such page, and a changed
     // link cites another one (its own result, when it comes, is stored then).
     const clearVerification = changes.linkChanged && (card.verificationScore !== null || card.verifiedAt !== null);

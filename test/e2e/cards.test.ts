@@ -97,6 +97,8 @@ describe('POST /api/card', () => {
       [{ card_html: html(uniqueText()), link: 'http://user@host.example/', private: false }, /^link: must be an http or https URL without a user name or password/],
       [{ card_html: html(uniqueText()), link: 'https://x..com/a', private: false }, /^link: must be an http or https URL whose host is a domain name .*\(found "x\.\.com"\)$/],
       [{ card_html: html(uniqueText()), link: `https://${'a'.repeat(64)}.com/`, private: false }, /^link: .*whose host is a domain name/],
+      [{ card_html: html(uniqueText()), link: 'https://accounts.google.com\u2044signin.evil.example/', private: false }, /^link: must be an http or https URL whose host reads as the site it opens: "com⁄signin" holds "⁄" \(U\+2044\)/],
+      [{ card_html: html(uniqueText()), link: 'https://аpple.com/', private: false }, /^link: .*"аpple" mixes scripts/],
       [{ card_html: html(uniqueText()), link: '' }, /private/],
       [{ card_html: html(uniqueText()), link: '', private: 'maybe' }, /private/],
       [{ card_html: html(uniqueText()), link: '', private: false, tag_set: [1, 2] }, /tag_set/],

@@ -326,9 +326,9 @@ describe('accounts and sessions', () => {
     expect(taken.status).toBe(409);
     expect((await a.client.get('/api/auth')).json.username).toBe(name);
     // A website with credentials or a host that is no DNS name is refused naming the field; the profile keeps its website.
-    for (const website of ['https://u:p@x.com', 'https://x..com', 'https://-x-.com', `https://${'a'.repeat(64)}.com`]) {
+    for (const website of ['https://u:p@x.com', 'https://x..com', 'https://-x-.com', `https://${'a'.repeat(64)}.com`, 'https://paypal.com\u2215login', 'https://аррӏе.com']) {
       const refused = await a.client.put('/api/user', { website });
-      expect({ website, status: refused.status, message: refused.json.message }).toEqual({ website, status: 400, message: expect.stringMatching(/^website: must be an http or https URL (without a user name or password|whose host is a domain name)/) });
+      expect({ website, status: refused.status, message: refused.json.message }).toEqual({ website, status: 400, message: expect.stringMatching(/^website: must be an http or https URL (without a user name or password|whose host is a domain name|whose host reads as the site it opens)/) });
     }
     expect((await a.client.get('/api/auth')).json.website).toBe('https://alice.example');
     // The strings "true" and "false" pass, as for every other boolean of the interface (is_public, private, vote).

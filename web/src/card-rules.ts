@@ -3,7 +3,7 @@
  * cards service enforces), applied in the form so a person learns what is wrong before sending. The
  * server stays the authority and re-checks everything.
  */
-import { CELL_LINE_TAGS, characterCount, codePointName, collapseTextLines, linkProblem, type LinkProblem, MAX_CONTENT_CHARS, MAX_HTML_CHARS, MAX_LINK_CHARS, MAX_TAG_CHARS, MAX_TAGS, MAX_WORDS, MIN_WORDS_EXCLUSIVE, nameProblem, splitTags, TABLE_CELL_SEPARATOR, tagsProblem, wellFormedProblem, wordCount } from '@cards/card-rules';
+import { CELL_LINE_TAGS, characterCount, codePointName, collapseTextLines, linkProblem, linkProblemText, type LinkProblem, MAX_CONTENT_CHARS, MAX_HTML_CHARS, MAX_LINK_CHARS, MAX_TAG_CHARS, MAX_TAGS, MAX_WORDS, MIN_WORDS_EXCLUSIVE, nameProblem, splitTags, TABLE_CELL_SEPARATOR, tagsProblem, wellFormedProblem, wordCount } from '@cards/card-rules';
 import { BROKEN_CHARACTER, freeTextMessage } from './free-text';
 import { parseInertHtml, SEPARATED_BLOCK } from './inert-html';
 
@@ -127,6 +127,8 @@ function linkFaultText(link: string, problem: Exclude<LinkProblem, 'too-long' | 
       return 'has a user name or password in it (“user:password@” before the site’s name): leave it out, everyone would see it';
     case 'host':
       return 'has a site name that cannot exist (an empty part as in “x..com”, a hyphen at a part’s start or end, or a part longer than 63 characters)';
+    case 'look-alike-host':
+      return `has a site name that reads as another one: ${linkProblemText(link)?.replace(/^must be an http or https URL whose host reads as the site it opens: /, '') ?? ''}`;
   }
 }
 

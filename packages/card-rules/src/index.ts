@@ -479,7 +479,7 @@ export function tagsProblem(tags: readonly string[], maxTags = MAX_TAGS): string
 declare const URL: new (input: string) => { readonly protocol: string; readonly hostname: string };
 
 /** What can be wrong with a card link. */
-export type LinkProblem = 'too-long' | 'not-http' | 'invisible-character' | 'space' | 'backslash' | 'not-full-url' | 'credentials' | 'host';
+export type LinkProblem = 'too-long' | 'not-http' | 'invisible-character' | 'space' | 'backslash' | 'not-full-url' | 'credentials' | 'host' | 'look-alike-host';
 
 // A DNS label as IDNA leaves it (RFC 1123): 1-63 letters, digits or hyphens, no hyphen at either end.
 const DNS_LABEL = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
@@ -538,7 +538,19 @@ export function linkProblem(link: string): LinkProblem | null {
   // "https://user:secret@host/", even "https://@host/": a secret shown to everyone, and a host readers misread.
   if (written[1]!.includes('@')) return 'credentials';
   if (!isValidUrlHost(hostname)) return 'host';
+  // Shown as written, opened as IDNA maps it: a written host that reads as another one is refused (idnHostProblem).
+  if (idnHostProblem(writtenHost(written[1]!)) !== null) return 'look-alike-host';
   return null;
+}
+
+/** The host of a link's authority as a reader sees it: percent-escapes decoded (the URL parser decodes them too). */
+function writtenHost(authority: string): string {
+  const host = hostOf(authority);
+  try {
+    return decodeURIComponent(host);
+  } catch {
+    return host;
+  }
 }
 
 /**
@@ -566,7 +578,98 @@ export function linkProblemText(link: string): string | null {
       return 'must be an http or https URL without a user name or password ("user:password@" before the host)';
     case 'host':
       return `must be an http or https URL whose host is a domain name (labels of 1 to 63 letters, digits or hyphens, no hyphen at either end, no empty label, at most 253 characters) or an IP address (found "${new URL(link.trim()).hostname}")`;
+    case 'look-alike-host':
+      return `must be an http or https URL whose host reads as the site it opens: ${idnHostProblem(writtenHost(FULL_HTTP_URL.exec(link.trim())![1]!))} (a link is shown as written; write the host in ASCII or in punycode, "xn--...", to link to it anyway)`;
   }
+}
+
+// ---- Internationalized host names (links, websites, shown e-mail domains) ----------------------------------------
+
+// The dots IDNA reads as label separators (UTS #46 maps the ideographic and fullwidth full stops to ".").
+const HOST_LABEL_SEPARATOR = /[.\u3002\uff0e\uff61]/u;
+const ASCII_ONLY = /^[\x00-\x7f]*$/;
+const HOST_LABEL_CHARACTER = /^[\p{L}\p{M}\p{Nd}-]$/u;
+const LATIN = /^\p{scx=Latin}$/u;
+// Cyrillic and Greek letters that look like Latin ones in common fonts (after Chromium's IDN spoof checker), with the
+// Latin letter each reads as: a label written only with them (and digits or hyphens) reads as a Latin name.
+const CYRILLIC_LATIN_LOOK_ALIKES: ReadonlyMap<string, string> = new Map(Object.entries({ а: 'a', ъ: 'b', ь: 'b', с: 'c', ԁ: 'd', е: 'e', ҽ: 'e', һ: 'h', і: 'i', ј: 'j', ӏ: 'l', п: 'n', о: 'o', р: 'p', ԛ: 'q', г: 'r', ѕ: 's', ѵ: 'v', ԝ: 'w', ѡ: 'w', х: 'x', у: 'y' }));
+const GREEK_LATIN_LOOK_ALIKES: ReadonlyMap<string, string> = new Map(Object.entries({ α: 'a', ι: 'i', κ: 'k', ν: 'v', ο: 'o', ρ: 'p', τ: 't', υ: 'u', χ: 'x', γ: 'y', ω: 'w' }));
+// Top-level domains under which whole-Cyrillic or whole-Greek names are the language's own (ASCII ccTLDs of countries
+// writing the script; an IDN top-level label in the script itself counts too).
+const CYRILLIC_TLDS = new Set(['bg', 'by', 'kg', 'kz', 'mk', 'mn', 'rs', 'ru', 'su', 'tj', 'ua', 'uz']);
+const GREEK_TLDS = new Set(['gr', 'cy']);
+// Katakana and Han characters that look like "/", "-" or "\\" (ノ ソ ゾ ン ー 一 丶 丿 乀): beside Latin letters they make
+// "example.comノlogin" read as a path.
+const SLASH_OR_DASH_LIKE = /[\u30ce\u30bd\u30be\u30f3\u30fc\u4e00\u4e36\u4e3f\u4e40]/u;
+
+/** What is wrong with one non-ASCII host label (lower case, NFC), or null: the rule of idnHostProblem. */
+function idnLabelProblem(label: string, topLabel: string): string | null {
+  let systems: Set<string> | null = null;
+  let narrowedBy: { character: string; names: string[] } | null = null;
+  let firstDigit: { character: string; zero: number } | null = null;
+  let hasLatin = false;
+  for (const character of label) {
+    if (INVISIBLE_CHARACTER.test(character)) return `"${label}" holds an invisible character (${codePointName(character)})`;
+    if (!HOST_LABEL_CHARACTER.test(character)) return `"${label}" holds ${shown(character)}, which is no letter, digit or hyphen (a sign that can pass for "/", "." or another one)`;
+    if (character.normalize('NFKC') !== character) return `"${label}" holds the compatibility character ${shown(character)} (write "${character.normalize('NFKC')}")`;
+    if (DECIMAL_DIGIT.test(character)) {
+      const zero = digitZero(character);
+      if (!firstDigit) firstDigit = { character, zero };
+      else if (firstDigit.zero !== zero) return `"${label}" mixes digits of different systems (${shown(firstDigit.character)} and ${shown(character)})`;
+    }
+    const scripts = scriptsOf(character);
+    if (!scripts) continue;
+    // UTS #39 "highly restrictive": one script, or Latin with Han and Hiragana/Katakana, Han and Bopomofo, Han and Hangul.
+    if (LATIN.test(character)) {
+      hasLatin = true;
+      ['Japanese', 'Korean', 'Han_with_Bopomofo'].forEach((s) => scripts.systems.add(s));
+    }
+    const common: Set<string> = systems === null ? scripts.systems : new Set([...systems].filter((s) => scripts.systems.has(s)));
+    if (common.size === 0) {
+      const earlier = narrowedBy!;
+      return `"${label}" mixes scripts: ${earlier.names.join('/')} ${shown(earlier.character)} and ${scripts.names.join('/')} ${shown(character)} (one script per label; Latin may go with Chinese, Japanese or Korean)`;
+    }
+    if (systems === null || common.size < systems.size) narrowedBy = { character, names: scripts.names };
+    systems = common;
+  }
+  const slashLike = hasLatin ? SLASH_OR_DASH_LIKE.exec(label) : null;
+  if (slashLike) return `"${label}" holds ${shown(slashLike[0])} beside Latin letters, where it reads as "/" or "-"`;
+  for (const [lookAlikes, tlds, script] of [
+    [CYRILLIC_LATIN_LOOK_ALIKES, CYRILLIC_TLDS, 'Cyrillic'],
+    [GREEK_LATIN_LOOK_ALIKES, GREEK_TLDS, 'Greek'],
+  ] as const) {
+    const letters = [...label].filter((c) => c !== '-' && !DECIMAL_DIGIT.test(c));
+    if (letters.length === 0 || !letters.every((c) => lookAlikes.has(c))) continue;
+    if (tlds.has(topLabel) || (!ASCII_ONLY.test(topLabel) && [...topLabel].some((c) => scriptsOf(c)?.names.includes(script)))) continue;
+    const reading = [...label].map((c) => lookAlikes.get(c) ?? c).join('');
+    return `"${label}" is written in ${script} letters that all look like Latin ones (it reads as "${reading}")`;
+  }
+  return null;
+}
+
+/**
+ * What makes a host name (as written, or as url.domainToUnicode gives it) read as another one, or null: the IDN
+ * display policy of browsers (Chromium's and Firefox's, after UTS #39), by label. An ASCII label (punycode "xn--..."
+ * too, which shows as what it is) passes; a label with other characters must hold only letters, combining marks,
+ * digits of one system and hyphens (no "⁄" U+2044, "∕" U+2215, "／" U+FF0F, "․" U+2024 or other signs, no fullwidth or
+ * other compatibility characters), be in one script (UTS #39 "highly restrictive": Latin may go with Han and
+ * Hiragana/Katakana, with Han and Bopomofo, or with Han and Hangul; Latin with Cyrillic or Greek is refused), hold no
+ * Katakana or Han character that reads as "/" or "-" beside Latin letters, and not be a whole-label Cyrillic or Greek
+ * look-alike of a Latin name ("аррӏе") unless the top-level domain is of that script's countries (.ru, .рф, .gr ...).
+ * The message names the label and the fault. One policy for card links, websites (both refuse, being shown as
+ * written) and shown e-mail domains (shown in ASCII instead).
+ */
+export function idnHostProblem(host: string): string | null {
+  if (ASCII_ONLY.test(host)) return null;
+  const labels = host.toLowerCase().normalize('NFC').split(HOST_LABEL_SEPARATOR);
+  if (labels.length > 1 && labels[labels.length - 1] === '') labels.pop();
+  const topLabel = labels[labels.length - 1] ?? '';
+  for (const label of labels) {
+    if (ASCII_ONLY.test(label)) continue;
+    const problem = idnLabelProblem(label, topLabel);
+    if (problem) return problem;
+  }
+  return null;
 }
 
 // ---- Usernames -------------------------------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import { join, resolve } from 'node:path';
-import { BLOCK_TAGS, characterCount, hasVisibleText, collapseTextLines, controlCharacterProblem, fitsCharacters, freeTextProblem, linkProblem, emailCharacterProblem, linkProblemText, MAX_LINK_CHARS, nameProblem, splitTags, tagsProblem, truncatedToCharacters, USERNAME_PATTERN, usernameCaseFold, usernameProblem, wellFormedProblem, withLoneSurrogatesReplaced, withoutInvisibleInName, wordCount, wordStartsInRun } from '../src';
+import { BLOCK_TAGS, characterCount, hasVisibleText, collapseTextLines, idnHostProblem, controlCharacterProblem, fitsCharacters, freeTextProblem, linkProblem, emailCharacterProblem, linkProblemText, MAX_LINK_CHARS, nameProblem, splitTags, tagsProblem, truncatedToCharacters, USERNAME_PATTERN, usernameCaseFold, usernameProblem, wellFormedProblem, withLoneSurrogatesReplaced, withoutInvisibleInName, wordCount, wordStartsInRun } from '../src';
 
 const PACKAGE = resolve(__dirname, '..');
 
@@ -260,6 +260,38 @@ describe('@cards/card-rules', () => {
     for (const [link, problem] of refused) expect([link, linkProblem(link)]).toEqual([link, problem]);
     expect(linkProblemText('https://u:p@x.com')).toBe('must be an http or https URL without a user name or password ("user:password@" before the host)');
     expect(linkProblemText('https://X..com/')).toMatch(/^must be an http or https URL whose host is a domain name \(labels of 1 to 63 .* or an IP address \(found "x\.\.com"\)$/);
+  });
+
+  it('refuses a link whose written host reads as another site (browsers\' IDN display policy, idnHostProblem); the website takes the same rule', () => {
+    const fine = ['https://bücher.example/', 'https://färgbolaget.se/', 'https://münchen.de/straße', 'https://例え.jp/', 'https://google日本.jp/', 'https://한국abc.kr/', 'https://россия.рф/', 'https://сор.ru/', 'https://ευρώπη.eu/', 'https://xn--80ak6aa92e.com/', 'https://xn--pypal-4ve.com/', 'https://example。com/'];
+    for (const link of fine) expect([link, linkProblem(link)]).toEqual([link, null]);
+    const refused = [
+      'https://accounts.google.com\u2044signin.evil.example/',
+      'https://paypal.com\u2215login',
+      'https://аpple.com/',
+      'https://pаypal.com/',
+      'https://%D0%B0pple.com/',
+      'https://аррӏе.com/',
+      'https://ΑΟ.com/',
+      'https://ｅｘａｍｐｌｅ.com/',
+      'https://googleノlogin.example/',
+      'https://x1٢.example/',
+    ];
+    for (const link of refused) expect([link, linkProblem(link)]).toEqual([link, 'look-alike-host']);
+    // "․" (U+2024) and "／" (U+FF0F) the URL parser already refuses.
+    for (const link of ['https://example.com\u2024evil.example/', 'https://example.com\uff0fx']) expect(linkProblem(link)).not.toBeNull();
+    expect(linkProblemText('https://accounts.google.com\u2044signin.evil.example/')).toBe(
+      'must be an http or https URL whose host reads as the site it opens: "com⁄signin" holds "⁄" (U+2044), which is no letter, digit or hyphen (a sign that can pass for "/", "." or another one) (a link is shown as written; write the host in ASCII or in punycode, "xn--...", to link to it anyway)',
+    );
+    expect(linkProblemText('https://аpple.com/')).toMatch(/"аpple" mixes scripts: Cyrillic "а" \(U\+0430\) and Latin "p" \(U\+0070\)/);
+    expect(linkProblemText('https://аррӏе.com/')).toMatch(/"аррӏе" is written in Cyrillic letters that all look like Latin ones \(it reads as "apple"\)/);
+  });
+
+  it('judges host names by the IDN display policy: letters, digits and hyphens, one script a label (Latin with CJK), no whole-label look-alike of Latin', () => {
+    for (const host of ['example.com', 'xn--80ak6aa92e.com', 'bücher.de', 'straße.de', '例え.jp', 'google日本.jp', 'россия.рф', 'сор.ru', 'сор.рф', 'ελλάδα.gr']) expect([host, idnHostProblem(host)]).toEqual([host, null]);
+    for (const host of ['аррӏе.com', 'pаypal.com', 'аpple.com', 'ρaypal.com', 'com⁄x.evil', 'a∕b.com', 'a／b.com', 'a․b.com', 'ｅｘａｍｐｌｅ.com', 'googleノlogin.com', '한국日本ひらがな.jp', 'сор.com', 'αο.com']) {
+      expect([host, idnHostProblem(host)]).toEqual([host, expect.any(String)]);
+    }
   });
 
   it('accepts only a link written in full: "http(s)://", a host, no space, backslash or invisible character', () => {

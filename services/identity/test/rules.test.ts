@@ -103,6 +103,8 @@ describe('identity rules', () => {
     ['https://x..com', /^website: must be an http or https URL whose host is a domain name .*\(found "x\.\.com"\)$/],
     ['https://-x-.com', /^website: .*whose host is a domain name/],
     [`https://${'a'.repeat(64)}.com`, /^website: .*whose host is a domain name/],
+    ['https://accounts.google.com\u2044signin.evil.example/', /^website: must be an http or https URL whose host reads as the site it opens: "com⁄signin" holds "⁄" \(U\+2044\)/],
+    ['https://аpple.com', /^website: .*whose host reads as the site it opens: "аpple" mixes scripts/],
   ])('refuses website %j, not written in full, holding an invisible character or credentials, or with an invalid host', (w, message) => {
     expect(() => normalizeWebsite(w)).toThrow(message);
   });

@@ -124,7 +124,7 @@ export function normalizeWebsite(raw: string): string {
   // Written in full and nothing invisible, as a card's link (the URL parser would open https://x.org/ for "https:/x.org").
   const asWritten = linkProblem(raw);
   // No "user:password@" (shown to everyone) and a host that is a DNS name or an IP literal, as a card's link.
-  if (asWritten === 'not-full-url' || asWritten === 'backslash' || asWritten === 'invisible-character' || asWritten === 'credentials' || asWritten === 'host') {
+  if (asWritten === 'not-full-url' || asWritten === 'backslash' || asWritten === 'invisible-character' || asWritten === 'credentials' || asWritten === 'host' || asWritten === 'look-alike-host') {
     refuseIfProblem('website', linkProblemText(raw));
   }
   if (!fitsCharacters(website, MAX_WEBSITE_CHARS)) throw new InvalidArgumentError(`website: must be at most ${MAX_WEBSITE_CHARS} characters`);

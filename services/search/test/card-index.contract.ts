@@ -61,6 +61,10 @@ class CardBuilder {
     this.card.cardId = id;
     return this;
   }
+  createdAt(at: Date) {
+    this.card.createdAt = at;
+    return this;
+  }
   build(): IndexedCard {
     return { ...this.card };
   }
@@ -343,6 +347,42 @@ export function describeCardIndexContract(name: string, factory: () => Promise<C
       const farOff = { offset: 999_999_998 * 25, limit: 25 };
       expect(await index.nearest(axis(0), everything(), farOff)).toEqual({ hits: [], total: 30, reachable: 30 });
       expect(await index.matchText('shared words', everything(), farOff)).toEqual({ hits: [], total: 30, reachable: 30 });
+    });
+
+    test('equal scores rank the newer card first (created_at), undated cards after every dated one, then by card id: in both searches, collection-scoped too, across a page boundary', async () => {
+      // 30 cards with one score in both searches (the same words, the same vector), stored in an order unlike their rank:
+      // 26 creation times in shuffled order (7i mod 26), two more at card 0's time (ranked by id), two without one
+      // (stored before the index kept created_at).
+      const base = Date.parse('2026-01-01T00:00:00Z');
+      const collection = randomUUID();
+      const cards = Array.from({ length: 30 }, (_, i) => {
+        const card = aCard().saying(`galaxy note tied card ${i}`).along(axis(5));
+        if (i < 26) card.createdAt(new Date(base + ((i * 7) % 26) * 60_000));
+        else if (i < 28) card.createdAt(new Date(base));
+        return card.build();
+      });
+      for (const card of cards) {
+        await index.upsert(card);
+        await index.setBookmark(collection, card.cardId, true, new Date('2026-01-02T00:00:00Z'));
+      }
+      // A later snapshot without created_at (from a producer before it was sent) keeps the stored one.
+      await index.upsert({ ...cards[3]!, createdAt: undefined, updatedAt: new Date('2026-01-03T00:00:00Z') });
+      const time = (c: IndexedCard) => c.createdAt?.getTime() ?? -Infinity;
+      const expected = [...cards].sort((a, b) => (time(a) === time(b) ? (a.cardId < b.cardId ? -1 : 1) : time(b) - time(a))).map((c) => c.cardId);
+      for (const scope of [everything(), { ...everything(randomUUID()), collectionId: collection }]) {
+        for (const search of [(page: { offset: number; limit: number }) => index.nearest(axis(5), scope, page), (page: { offset: number; limit: number }) => index.matchText('galaxy note', scope, page)]) {
+          const p1 = await search({ offset: 0, limit: 25 });
+          const p2 = await search({ offset: 25, limit: 25 });
+          expect([p1.total, p2.total]).toEqual([30, 30]);
+          for (const hit of [...p1.hits, ...p2.hits]) expect(hit.score).toBeCloseTo(p1.hits[0]!.score, 6);
+          expect(p1.hits.map((h) => h.cardId)).toEqual(expected.slice(0, 25));
+          expect(p2.hits.map((h) => h.cardId)).toEqual(expected.slice(25));
+          // Smaller pages cut the tie elsewhere and still hold the same order.
+          const paged: string[] = [];
+          for (let offset = 0; offset < 30; offset += 7) paged.push(...(await search({ offset, limit: 7 })).hits.map((h) => h.cardId));
+          expect(paged).toEqual(expected);
+        }
+      }
     });
 
     test('full-text search tolerates misspellings and scores in [0, 1]', async () => {

@@ -288,6 +288,51 @@ describe('SqliteCardIndex', () => {
     await reopened.close();
   });
 
+  test('the tie order of equal scores (newest first) holds after a restart; a card stored without created_at ranks last until a republished snapshot brings it', async () => {
+    const path = tempFile();
+    const index = new SqliteCardIndex({ path, dimensions: CONTRACT_DIMENSIONS });
+    const old = aCard().saying('tied words here').along(axis(4)).createdAt(new Date('2026-01-01T00:00:00Z')).build();
+    const recent = aCard().saying('tied words here').along(axis(4)).createdAt(new Date('2026-01-05T00:00:00Z')).build();
+    const undated = aCard().saying('tied words here').along(axis(4)).build();
+    for (const card of [undated, old, recent]) await index.upsert(card);
+    await index.close();
+    const reopened = new SqliteCardIndex({ path, dimensions: CONTRACT_DIMENSIONS });
+    const everything = { tags: [], links: [] };
+    const order = async () => [
+      (await reopened.nearest(axis(4), everything, { offset: 0, limit: 25 })).hits.map((h) => h.cardId),
+      (await reopened.matchText('tied words', everything, { offset: 0, limit: 25 })).hits.map((h) => h.cardId),
+    ];
+    expect(await order()).toEqual([[recent.cardId, old.cardId, undated.cardId], [recent.cardId, old.cardId, undated.cardId]]);
+    // A reindex republishes the card as stored (same updated_at), now with its created_at.
+    await reopened.upsert({ ...undated, createdAt: new Date('2026-01-03T00:00:00Z') });
+    expect(await order()).toEqual([[recent.cardId, undated.cardId, old.cardId], [recent.cardId, undated.cardId, old.cardId]]);
+    expect((await reopened.get(undated.cardId))!.createdAt).toEqual(new Date('2026-01-03T00:00:00Z'));
+    await reopened.close();
+  });
+
+  test('among many cards of one word score, the phrase holders rank first and every group in tie order (newest first), whether few or most of the newest cards hold the phrase', async () => {
+    for (const every of [50, 2]) {
+      const index = new SqliteCardIndex({ path: ':memory:', dimensions: CONTRACT_DIMENSIONS });
+      const base = Date.parse('2026-01-01T00:00:00Z');
+      // 400 cards holding every query word; every `every`-th holds them in a row. Creation order differs from storage order.
+      const cards = Array.from({ length: 400 }, (_, i) => ({
+        holds: i % every === 0,
+        card: aCard().saying(i % every === 0 ? `alpha beta gamma card ${i}` : `gamma beta alpha card ${i}`).createdAt(new Date(base + ((i * 7) % 400) * 60_000)).build(),
+      }));
+      for (const { card } of [...cards].reverse()) await index.upsert(card);
+      const newestFirst = (list: typeof cards) => list.sort((a, b) => b.card.createdAt!.getTime() - a.card.createdAt!.getTime()).map((c) => c.card.cardId);
+      const expected = [...newestFirst(cards.filter((c) => c.holds)), ...newestFirst(cards.filter((c) => !c.holds))];
+      const paged: string[] = [];
+      for (let offset = 0; offset < 75; offset += 25) {
+        const page = await index.matchText('alpha beta gamma', { tags: [], links: [] }, { offset, limit: 25 });
+        expect(page.total).toBe(400);
+        paged.push(...page.hits.map((h) => h.cardId));
+      }
+      expect(paged).toEqual(expected.slice(0, 75));
+      await index.close();
+    }
+  });
+
   test('rejects a vector of the wrong dimension instead of storing it', async () => {
     const index = new SqliteCardIndex({ path: ':memory:', dimensions: CONTRACT_DIMENSIONS });
     await expect(index.upsert(aCard().along(new Float32Array(3)).build())).rejects.toThrow(/dimensions/);

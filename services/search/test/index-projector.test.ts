@@ -83,6 +83,8 @@ describe('IndexProjector', () => {
     await projector.handle(event);
     await projector.handle(updated({ ...card, updatedAt: t(1), content: LABELLED_CARDS[1]!.content }, { contentChanged: true }));
     expect(await index.count()).toBe(1);
+    // The snapshot's created_at is kept (it orders equal scores), through the edit too.
+    expect((await index.get(card.id))!.createdAt).toEqual(t(0));
     const seen = await waitForAnnouncements(3);
     expect(seen.map((a) => a.cardId)).toEqual([card.id, card.id, card.id]);
     expect(new Set(seen.map((a) => a.vectorPointId)).size).toBe(1);

@@ -104,6 +104,7 @@ export class IndexProjector {
       vectorPointId,
       ...(card.collisionOf ? { collisionOf: card.collisionOf } : {}),
       updatedAt: card.updatedAt ?? occurredAt,
+      ...(card.createdAt ? { createdAt: card.createdAt } : {}),
     });
     if (applied && !card.collisionOf) announce.set(card.id, vectorPointId);
     // A later event of the run made it a collision again: nothing to announce.

@@ -15,6 +15,11 @@ export interface IndexedCard {
   collisionOf?: string;
   /** The card's own updated_at: an older snapshot never overwrites a newer one. */
   updatedAt: Date;
+  /**
+   * The card's created_at, which breaks ties between equal scores (compareTies). Absent on a card stored before the
+   * index kept it, until a reindex (its republished snapshot) fills it; a snapshot without it keeps the stored one.
+   */
+  createdAt?: Date;
 }
 
 /** A card as the index holds it: the last snapshot applied, and the collections bookmark events put it in. */
@@ -36,6 +41,19 @@ export interface SearchScope {
   links: string[];
   /** Only cards bookmarked in this collection. */
   collectionId?: string;
+}
+
+/**
+ * The order of cards with equal scores, on every engine and in every search (semantic, full-text, collection-scoped):
+ * the newer card first (createdAt descending), a card without createdAt after every dated one, then by card id
+ * ascending (code-unit order, as Elasticsearch orders the ASCII ids of keyword fields). Card ids are random (UUID v4),
+ * so the id only separates cards created in the same millisecond. Negative when `a` ranks first.
+ */
+export function compareTies(a: { cardId: string; createdAt?: number }, b: { cardId: string; createdAt?: number }): number {
+  const at = a.createdAt ?? -Infinity;
+  const bt = b.createdAt ?? -Infinity;
+  if (at !== bt) return at > bt ? -1 : 1;
+  return a.cardId < b.cardId ? -1 : a.cardId > b.cardId ? 1 : 0;
 }
 
 export interface IndexHit {

@@ -1,6 +1,6 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { Client, errors, type estypes } from '@elastic/elasticsearch';
-import { isZeroVector, type IndexedCard, type IndexHit, type IndexPage, type PageRequest, type SearchScope, type StoredCard, type StoredPoint } from '../../domain/model';
+import { compareTies, isZeroVector, type IndexedCard, type IndexPage, type PageRequest, type SearchScope, type StoredCard, type StoredPoint } from '../../domain/model';
 import type { CardIndex } from '../../domain/ports';
 import { bestFormMatches, CJK_CHARACTER_BIGRAMS, filterForm, indexWords, isCjkCharacter, isExtraIndexWord, queryTerms, wordTrigrams } from '../../domain/text';
 import { matchWord, wordWeight, type VocabularyCandidate, type WordMatch } from './word-matcher';
@@ -60,6 +60,11 @@ const REFRESH_PROBE_ID = '~refresh-probe';
 const NESTED_OBJECTS_LIMIT = 1_000_000;
 /** Root cards read per request when the vocabulary is given its scopes (scopeVocabulary). */
 const VOCABULARY_SCOPING_PAGE = 500;
+/**
+ * The order of equal scores (compareTies): the newer card first, a document without created_at (written before it was
+ * kept) after every dated one, then card id.
+ */
+const TIE_SORT: estypes.SortCombinations[] = [{ created_at: { order: 'desc', missing: '_last', unmapped_type: 'long' } }, { card_id: { order: 'asc' } }];
 
 interface CardSource {
   card_id: string;
@@ -80,6 +85,11 @@ interface CardSource {
   has_vector: boolean;
   vector_point_id: string;
   updated_at: number;
+  /**
+   * The card's created_at, which breaks ties between equal scores (compareTies, TIE_SORT). Absent on documents written
+   * before it was kept, until a reindex republishes the card; a search sorts them after every dated card of their score.
+   */
+  created_at?: number;
   embedder: string;
   /**
    * On a root: what the tag and link filters and collection scopes need of each card stored as its collision (absent on
@@ -271,6 +281,7 @@ export class ElasticsearchCardIndex implements CardIndex {
         has_vector: { type: 'boolean' },
         vector_point_id: stored,
         updated_at: { type: 'long' },
+        created_at: { type: 'long' },
         embedder: keyword,
         collisions: {
           type: 'nested',
@@ -370,13 +381,13 @@ export class ElasticsearchCardIndex implements CardIndex {
       const read = await this.client.mget({
         docs: [
           { _index: this.names.removed, _id: card.cardId, _source: false },
-          { _index: this.names.cards, _id: card.cardId, _source: ['updated_at', 'collection_ids', 'collision_of', 'collisions'] },
+          { _index: this.names.cards, _id: card.cardId, _source: ['updated_at', 'collection_ids', 'collision_of', 'collisions', 'created_at'] },
         ],
       });
       const [tombstone, stored] = read.docs;
       if (foundDoc(tombstone)) return false;
       const existing = foundDoc(stored)
-        ? { source: stored._source as Pick<CardSource, 'updated_at' | 'collection_ids' | 'collision_of' | 'collisions'>, seqNo: stored._seq_no!, primaryTerm: stored._primary_term! }
+        ? { source: stored._source as Pick<CardSource, 'updated_at' | 'collection_ids' | 'collision_of' | 'collisions' | 'created_at'>, seqNo: stored._seq_no!, primaryTerm: stored._primary_term! }
         : undefined;
       if (existing && existing.source.updated_at > at) return false;
       const operations: unknown[] = [];
@@ -399,6 +410,8 @@ export class ElasticsearchCardIndex implements CardIndex {
         has_vector: magnitude > 0,
         vector_point_id: card.vectorPointId,
         updated_at: at,
+        // A snapshot without created_at (from a producer before it was sent) keeps the one stored.
+        ...(card.createdAt ? { created_at: card.createdAt.getTime() } : existing?.source.created_at !== undefined ? { created_at: existing.source.created_at } : {}),
         embedder: this.embedderId,
         collisions: existing?.source.collisions ?? [],
         ...(card.collisionOf ? { entered: true, entered_collections: true } : {}),
@@ -622,27 +635,43 @@ export class ElasticsearchCardIndex implements CardIndex {
     const wanted = Math.min(page.offset + page.limit, reachable);
     if (wanted <= page.offset) return { hits: [], total, reachable };
     const vectorFilter: estypes.QueryDslQueryContainer[] = [...filter, { term: { has_vector: true } }];
+    type Tied = Pick<CardSource, 'card_id' | 'created_at'>;
+    const hitOf = (h: estypes.SearchHit<Tied>, score: number) => ({ cardId: h._source!.card_id, createdAt: h._source!.created_at ?? undefined, score });
     const [withVector, withoutVector] = await Promise.all([
-      this.client.search<Pick<CardSource, 'card_id'>>({
-        index: this.names.cards,
-        knn: { field: 'vector', query_vector: Array.from(query), k: wanted, num_candidates: Math.min(this.window, Math.max(100, wanted * 2)), filter: vectorFilter },
-        size: wanted,
-        _source: ['card_id'],
-      }),
+      this.nearestWithTies(query, vectorFilter, wanted),
       // Cards whose text has no known word have the zero vector, which cosine cannot index: their cosine is 0.
-      this.client.search<Pick<CardSource, 'card_id'>>({
+      this.client.search<Tied>({
         index: this.names.cards,
         query: { bool: { filter: [...filter, { term: { has_vector: false } }] } },
         size: wanted,
-        sort: [{ card_id: { order: 'asc' } }],
-        _source: ['card_id'],
+        sort: TIE_SORT,
+        _source: ['card_id', 'created_at'],
       }),
     ]);
     // Elasticsearch scores cosine kNN as (1 + cosine) / 2.
-    const hits: IndexHit[] = withVector.hits.hits.map((h) => ({ cardId: h._source!.card_id, score: 2 * (h._score ?? 0.5) - 1 }));
-    for (const h of withoutVector.hits.hits) hits.push({ cardId: h._source!.card_id, score: 0 });
-    hits.sort((a, b) => b.score - a.score);
-    return { hits: hits.slice(page.offset, wanted), total, reachable };
+    const hits = withVector.map((h) => hitOf(h, 2 * (h._score ?? 0.5) - 1));
+    for (const h of withoutVector.hits.hits) hits.push(hitOf(h, 0));
+    hits.sort((a, b) => b.score - a.score || compareTies(a, b));
+    return { hits: hits.slice(page.offset, wanted).map(({ cardId, score }) => ({ cardId, score })), total, reachable };
+  }
+
+  /**
+   * The `wanted` nearest cards, and with them every card tied with the last one: kNN cuts a tie at k in its own order,
+   * so while the hit after the cut ties with the one before it, k doubles (up to the window) until the tie ends inside.
+   */
+  private async nearestWithTies(query: Float32Array, filter: estypes.QueryDslQueryContainer[], wanted: number): Promise<estypes.SearchHit<Pick<CardSource, 'card_id' | 'created_at'>>[]> {
+    let k = Math.min(this.window, wanted + 1);
+    for (;;) {
+      const result = await this.client.search<Pick<CardSource, 'card_id' | 'created_at'>>({
+        index: this.names.cards,
+        knn: { field: 'vector', query_vector: Array.from(query), k, num_candidates: Math.min(this.window, Math.max(100, k * 2)), filter },
+        size: k,
+        _source: ['card_id', 'created_at'],
+      });
+      const hits = result.hits.hits;
+      if (hits.length < k || hits.length <= wanted || k >= this.window || hits[hits.length - 1]!._score !== hits[wanted - 1]!._score) return hits;
+      k = Math.min(this.window, k * 2);
+    }
   }
 
   async matchText(query: string, scope: SearchScope, page: PageRequest): Promise<IndexPage> {
@@ -695,7 +724,7 @@ export class ElasticsearchCardIndex implements CardIndex {
       query: { bool: { filter: await this.scopeFilter(scope), should, minimum_should_match: 1 } },
       // A float32 score may fall a hair under the threshold the embedded index compares in double precision.
       min_score: this.minTextScore - 1e-6,
-      sort: [{ _score: { order: 'desc' } }, { card_id: { order: 'asc' } }],
+      sort: [{ _score: { order: 'desc' } }, ...TIE_SORT],
       track_scores: true,
       track_total_hits: true,
       from,
@@ -1372,6 +1401,7 @@ function cardFromSource(source: CardSource, dimensions: number): StoredCard {
     vectorPointId: source.vector_point_id,
     ...(source.collision_of ? { collisionOf: source.collision_of } : {}),
     updatedAt: new Date(source.updated_at),
+    ...(typeof source.created_at === 'number' ? { createdAt: new Date(source.created_at) } : {}),
   };
 }
 

@@ -35,6 +35,8 @@ const MIGRATIONS = [
   `DROP TABLE card_text;`,
   // Tag and link filters read the collisions of the roots they test.
   `CREATE INDEX cards_collisions ON cards (collision_of) WHERE collision_of IS NOT NULL;`,
+  // The card's created_at, which breaks ties between equal scores (compareTies); NULL on rows stored before, until a reindex.
+  `ALTER TABLE cards ADD COLUMN created_at INTEGER;`,
 ];
 
 export interface SqliteCardIndexOptions {
@@ -68,6 +70,7 @@ interface CardRow {
   vector: Buffer;
   vector_point_id: string;
   updated_at: number;
+  created_at: number | null;
 }
 
 /** A full-text query word: the vocabulary words it matches, and its idf weight. */
@@ -120,6 +123,8 @@ export class SqliteCardIndex implements CardIndex {
   private cardIds: (string | undefined)[] = [];
   private authors = new Int32Array(1024);
   private privates = new Uint8Array(1024);
+  /** created_at in ms, -Infinity when not known: ties between equal scores are broken on it (rankTie). */
+  private created = new Float64Array(1024);
   private tags: (string[] | undefined)[] = [];
   private links: string[] = [];
   private readonly slotWords = new WordSequences();
@@ -152,25 +157,27 @@ export class SqliteCardIndex implements CardIndex {
     await this.loaded;
     if (card.vector.length !== this.vectors.dimensions) throw new Error(`vector has ${card.vector.length} dimensions, the index ${this.vectors.dimensions}`);
     const at = card.updatedAt.getTime();
-    const applied = this.db.transaction((): number | false => {
+    // The created_at the card is ranked by (a snapshot without one keeps the stored one), or false when not applied.
+    const applied = this.db.transaction((): number | null | false => {
       if (this.isRemoved(card.cardId)) return false;
-      const existing = this.db.prepare('SELECT rowid, updated_at FROM cards WHERE card_id = ?').get(card.cardId) as { rowid: number; updated_at: number } | undefined;
+      const existing = this.db.prepare('SELECT rowid, updated_at, created_at FROM cards WHERE card_id = ?').get(card.cardId) as Pick<CardRow, 'rowid' | 'updated_at' | 'created_at'> | undefined;
       if (existing && existing.updated_at > at) return false;
       const vector = Buffer.from(card.vector.buffer, card.vector.byteOffset, card.vector.byteLength);
-      const values = [card.authorId, card.content, JSON.stringify(card.tags), card.link, card.private ? 1 : 0, card.collisionOf ?? null, vector, card.vectorPointId, at, this.embedderId];
+      const values = [card.authorId, card.content, JSON.stringify(card.tags), card.link, card.private ? 1 : 0, card.collisionOf ?? null, vector, card.vectorPointId, at, this.embedderId, card.createdAt?.getTime() ?? null];
       if (existing) {
-        this.db.prepare('UPDATE cards SET author_id = ?, content = ?, tags = ?, link = ?, private = ?, collision_of = ?, vector = ?, vector_point_id = ?, updated_at = ?, embedder = ? WHERE rowid = ?')
+        // A snapshot without created_at (from a producer before it was sent) keeps the one stored.
+        this.db.prepare('UPDATE cards SET author_id = ?, content = ?, tags = ?, link = ?, private = ?, collision_of = ?, vector = ?, vector_point_id = ?, updated_at = ?, embedder = ?, created_at = COALESCE(?, created_at) WHERE rowid = ?')
           .run(...values, existing.rowid);
-        return existing.rowid;
+        return card.createdAt?.getTime() ?? existing.created_at;
       }
-      const inserted = this.db.prepare('INSERT INTO cards (card_id, author_id, content, tags, link, private, collision_of, vector, vector_point_id, updated_at, embedder) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)')
+      this.db.prepare('INSERT INTO cards (card_id, author_id, content, tags, link, private, collision_of, vector, vector_point_id, updated_at, embedder, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)')
         .run(card.cardId, ...values);
-      return Number(inserted.lastInsertRowid);
+      return card.createdAt?.getTime() ?? null;
     })();
     if (applied === false) return false;
     this.unslot(card.cardId);
     this.collisions.delete(card.cardId);
-    if (!card.collisionOf) this.slot(card);
+    if (!card.collisionOf) this.slot(applied === null ? card : { ...card, createdAt: new Date(applied) });
     else this.keepCollision(card.cardId, card.collisionOf, card);
     return true;
   }
@@ -278,7 +285,7 @@ export class SqliteCardIndex implements CardIndex {
     const total = eligible.length;
     const wanted = Math.min(page.offset + page.limit, total);
     if (wanted <= page.offset) return { hits: [], total, reachable: total };
-    const top = new TopK(wanted);
+    const top = new TopK(wanted, this.rankTie);
     if (total <= this.exactScanLimit) {
       for (const slot of eligible) top.push(this.vectors.dot(slot, query), slot);
     } else {
@@ -289,7 +296,7 @@ export class SqliteCardIndex implements CardIndex {
 
   /** Exact cosine over every eligible card: what nearest() approximates above exactScanLimit (for measuring). */
   exactNearest(query: Float32Array, scope: SearchScope, limit: number): IndexHit[] {
-    const top = new TopK(limit);
+    const top = new TopK(limit, this.rankTie);
     for (const slot of this.eligibleSlots(scope)) top.push(this.vectors.dot(slot, query), slot);
     return this.toHits(top, 0);
   }
@@ -343,7 +350,7 @@ export class SqliteCardIndex implements CardIndex {
     const filter = this.scopeFilter(scope);
     // No more than every candidate can rank: a page far past the end must not size the heap by its offset.
     const wanted = Math.min(page.offset + page.limit, candidates.length);
-    const top = new TopK(wanted);
+    const top = new TopK(wanted, this.rankTie);
     // Only a card holding every query word can hold the phrase; all such cards have the same word score (1 per
     // word, summed in the same order), unless a Korean query word was written with a particle: a card holding it as
     // written scores 1 for it, one holding only its stem less (KOREAN_STEM_MATCH).
@@ -430,22 +437,40 @@ export class SqliteCardIndex implements CardIndex {
 
   /**
    * Ranks cards sharing one word score (every query word held exactly), those holding the phrase with `bonus`
-   * added; answers how many of them match. The holders rank first among them, in slot order (TopK's tie-break),
-   * so once `wanted` holders are found the rest cannot reach the page and are not checked.
+   * added; answers how many of them match. The holders rank first among them, in tie order (rankTie, as TopK), so the
+   * first cards in tie order are checked first: once `wanted` of them hold the phrase, no other card can reach the
+   * page (a later holder ranks after them, the others below) and the rest are not checked.
    */
   private rankByPhrase(phrase: Phrase, slots: number[], score: number, bonus: number, top: TopK, wanted: number): number {
     if (score + bonus < this.minTextScore) return 0;
     // Below the floor without the bonus, only holders match, and counting them needs every card checked.
     const onlyHoldersMatch = score < this.minTextScore;
     let holders = 0;
-    for (const slot of this.ascending(slots)) {
-      if (holders >= wanted && !onlyHoldersMatch) break;
+    const check = (slot: number) => {
       if (this.slotWords.holds(slot, phrase)) {
         holders++;
         top.push(score + bonus, slot);
       } else if (!onlyHoldersMatch) top.push(score, slot);
+    };
+    if (onlyHoldersMatch || slots.length <= wanted) {
+      for (const slot of slots) check(slot);
+      return onlyHoldersMatch ? holders : slots.length;
     }
-    return onlyHoldersMatch ? holders : slots.length;
+    // The first few times the page in tie order (a selection, not a sort of every card); when fewer than `wanted` of
+    // them hold the phrase, every other card is checked too, in any order (TopK orders what it keeps).
+    const selection = new TopK(Math.min(slots.length, Math.max(256, wanted * 4)), this.rankTie);
+    for (const slot of slots) selection.push(0, slot);
+    const first = selection.sorted();
+    for (const { slot } of first) {
+      if (holders >= wanted) return slots.length;
+      check(slot);
+    }
+    if (holders >= wanted) return slots.length;
+    const marks = this.scratchExact;
+    for (const { slot } of first) marks[slot] = 1;
+    for (const slot of slots) if (marks[slot] === 0) check(slot);
+    for (const { slot } of first) marks[slot] = 0;
+    return slots.length;
   }
 
   /**
@@ -463,19 +488,14 @@ export class SqliteCardIndex implements CardIndex {
     return matching;
   }
 
-  /** Distinct slots in ascending order: sorted when few, else read off a bitmap (sorting 100,000 costs ~5x more). */
-  private ascending(slots: number[]): Int32Array {
-    if (slots.length * 32 < this.slotCount) return Int32Array.from(slots).sort();
-    const marks = this.scratchExact;
-    for (const slot of slots) marks[slot] = 1;
-    const out = new Int32Array(slots.length);
-    for (let slot = 0, n = 0; n < out.length; slot++) {
-      if (marks[slot] === 0) continue;
-      marks[slot] = 0;
-      out[n++] = slot;
-    }
-    return out;
-  }
+  /** compareTies on two slots' cards: the order of equal scores (TopK's tie-break). */
+  private readonly rankTie = (a: number, b: number): number => {
+    const { created, cardIds } = this;
+    if (created[a] !== created[b]) return created[a]! > created[b]! ? -1 : 1;
+    const ia = cardIds[a]!;
+    const ib = cardIds[b]!;
+    return ia < ib ? -1 : ia > ib ? 1 : 0;
+  };
 
   /** Whose cards count in a query's word statistics: the caller's private ones beside the public ones. */
   private readerOf(callerId: string | undefined): Reader {
@@ -628,6 +648,7 @@ export class SqliteCardIndex implements CardIndex {
     const author = this.authorNumber(card.authorId);
     this.authors[slot] = author;
     this.privates[slot] = card.private ? 1 : 0;
+    this.created[slot] = card.createdAt?.getTime() ?? -Infinity;
     this.tags[slot] = card.tags.map((t) => filterForm(t.trim()));
     this.links[slot] = filterForm(card.link);
     const { sequence, extra } = indexWords(card.content);
@@ -668,13 +689,14 @@ export class SqliteCardIndex implements CardIndex {
     if (slots <= this.authors.length) return;
     let capacity = this.authors.length;
     while (capacity < slots) capacity *= 2;
-    const grow = <T extends Int32Array | Uint8Array>(old: T, make: (n: number) => T): T => {
+    const grow = <T extends Int32Array | Uint8Array | Float64Array>(old: T, make: (n: number) => T): T => {
       const next = make(capacity);
       next.set(old);
       return next;
     };
     this.authors = grow(this.authors, (n) => new Int32Array(n));
     this.privates = grow(this.privates, (n) => new Uint8Array(n));
+    this.created = grow(this.created, (n) => new Float64Array(n));
   }
 
   private ensureScratch(): void {
@@ -751,5 +773,6 @@ function fromRow(row: CardRow): IndexedCard {
     vectorPointId: row.vector_point_id,
     ...(row.collision_of ? { collisionOf: row.collision_of } : {}),
     updatedAt: new Date(row.updated_at),
+    ...(row.created_at !== null ? { createdAt: new Date(row.created_at) } : {}),
   };
 }

@@ -82,13 +82,19 @@ function popcount(x: number): number {
   return Math.imul((x + (x >>> 4)) & 0x0f0f0f0f, 0x01010101) >>> 24;
 }
 
-/** The best `size` (score, slot) pairs seen, kept in a min-heap. */
+/**
+ * The best `size` (score, slot) pairs seen, kept in a min-heap. Equal scores rank by `tieOrder` (negative when the
+ * first slot ranks first; the index passes compareTies on its slots' cards), by slot when none is given.
+ */
 export class TopK {
   private readonly scores: Float64Array;
   private readonly slots: Int32Array;
   private count = 0;
 
-  constructor(private readonly size: number) {
+  constructor(
+    private readonly size: number,
+    private readonly tieOrder: (slotA: number, slotB: number) => number = (a, b) => a - b,
+  ) {
     this.scores = new Float64Array(Math.max(1, size));
     this.slots = new Int32Array(Math.max(1, size));
   }
@@ -129,15 +135,15 @@ export class TopK {
     this.slots[i] = slot;
   }
 
-  /** Best first; ties broken by slot so results are stable. */
+  /** Best first; equal scores in tieOrder, so results are stable. */
   sorted(): { score: number; slot: number }[] {
     const out: { score: number; slot: number }[] = [];
     for (let i = 0; i < this.count; i++) out.push({ score: this.scores[i]!, slot: this.slots[i]! });
-    return out.sort((a, b) => b.score - a.score || a.slot - b.slot);
+    return out.sort((a, b) => b.score - a.score || this.tieOrder(a.slot, b.slot));
   }
 
-  /** Ordering of the heap: lower score is "less"; on equal scores the higher slot is less (loses). */
+  /** Ordering of the heap: lower score is "less"; on equal scores the slot ranking later in tieOrder is less (loses). */
   private less(scoreA: number, slotA: number, scoreB: number, slotB: number): boolean {
-    return scoreA < scoreB || (scoreA === scoreB && slotA > slotB);
+    return scoreA < scoreB || (scoreA === scoreB && this.tieOrder(slotA, slotB) > 0);
   }
 }

@@ -211,3 +211,38 @@ describeOnEngine('MongoIdentityRepository after a rollback to the version before
     }
   });
 });
+
+describeOnEngine('MongoIdentityRepository on a database where the build before 6938ecd gave a look-alike the key its holder kept', skipReason, () => {
+  it('lets "WILL" go back to "will" (its second key then "will <id>"), the look-alike keeps "wiII", and no one else takes either', async () => {
+    const connection = await connectMongo({ url: engine!.url, database: `identity_test_${randomBytes(4).toString('hex')}`, logger });
+    try {
+      const users = connection.db.collection<{ _id: string }>('users');
+      const user = (id: string, username: string | null, keys: [string, string] | null, day: number) => ({
+        _id: id,
+        email: `${id}@example.com`,
+        username,
+        ...(keys === null ? {} : { usernameKey: keys[0], usernameKeyAsWritten: keys[1] }),
+        website: null,
+        visibleEmail: true,
+        passwordHash: `scrypt$${id}`,
+        passwordVersion: 0,
+        createdAt: new Date(Date.UTC(2026, 0, day)),
+        updatedAt: new Date(Date.UTC(2026, 0, day)),
+      });
+      // will renamed "WILL" ("will" left as its second key only) and "wiII" was given "will" as its second key.
+      await users.insertMany([user('u-will', 'WILL', ['will', 'wlll'], 1), user('u-wiii', 'wiII', ['wiii', 'will'], 2), user('u-new', null, null, 3)]);
+      const repository = await MongoIdentityRepository.open(connection);
+      const later = new Date('2026-02-01T00:00:00.000Z');
+      expect(await repository.updateProfile('u-will', { username: 'will' }, 'none', later)).toMatchObject({ username: 'will' });
+      expect(await repository.updateProfile('u-will', { username: 'will', website: 'https://will.example' }, 'none', later)).toMatchObject({ username: 'will' });
+      expect(await repository.updateProfile('u-will', { username: 'Will' }, 'none', later)).toMatchObject({ username: 'Will' });
+      expect(await repository.updateProfile('u-wiii', { username: 'wiII' }, 'none', later)).toMatchObject({ username: 'wiII' });
+      await expect(repository.updateProfile('u-wiii', { username: 'will' }, 'none', later)).rejects.toBeInstanceOf(AlreadyExistsError);
+      for (const name of ['will', 'WILL', 'wiII']) await expect(repository.updateProfile('u-new', { username: name }, 'none', later)).rejects.toBeInstanceOf(AlreadyExistsError);
+      expect(await users.findOne({ _id: 'u-will' })).toMatchObject({ usernameKey: 'will', usernameKeyAsWritten: 'will u-will' });
+    } finally {
+      await connection.db.dropDatabase().catch(() => undefined);
+      await connection.close();
+    }
+  });
+});

@@ -269,3 +269,37 @@ describe('SqliteIdentityRepository after a rollback to the version before the se
     }
   });
 });
+
+describe('SqliteIdentityRepository on a file where the build before 6938ecd gave a look-alike the key its holder kept', () => {
+  it('lets "WILL" go back to "will" (its second key then "will <id>"), the look-alike keeps "wiII", and no one else takes either', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cards-identity-repo-'));
+    const path = join(dir, 'identity.db');
+    const at = (day: number) => new Date(Date.UTC(2026, 0, day)).toISOString();
+    // will renamed "WILL" ("will" left as its second key only) and "wiII" was given "will" as its second key.
+    const file = openSqlite(path, MIGRATIONS);
+    const insert = file.prepare('INSERT INTO users (id, email, username, username_key, username_key_as_written, website, visible_email, password_hash, created_at, updated_at) VALUES (?, ?, ?, ?, ?, NULL, 1, ?, ?, ?)');
+    insert.run('u-will', 'will@example.com', 'WILL', 'will', 'wlll', 'scrypt$x', at(1), at(1));
+    insert.run('u-wiii', 'wiii@example.com', 'wiII', 'wiii', 'will', 'scrypt$x', at(2), at(2));
+    insert.run('u-new', 'new@example.com', null, null, null, 'scrypt$x', at(3), at(3));
+    file.close();
+    const repository = new SqliteIdentityRepository(path);
+    try {
+      const later = new Date('2026-02-01T00:00:00.000Z');
+      expect(await repository.updateProfile('u-will', { username: 'will' }, 'none', later)).toMatchObject({ username: 'will' });
+      expect(await repository.updateProfile('u-will', { username: 'will', website: 'https://will.example' }, 'none', later)).toMatchObject({ username: 'will' });
+      expect(await repository.updateProfile('u-will', { username: 'Will' }, 'none', later)).toMatchObject({ username: 'Will' });
+      expect(await repository.updateProfile('u-wiii', { username: 'wiII' }, 'none', later)).toMatchObject({ username: 'wiII' });
+      await expect(repository.updateProfile('u-wiii', { username: 'will' }, 'none', later)).rejects.toBeInstanceOf(AlreadyExistsError);
+      for (const name of ['will', 'WILL', 'wiII']) await expect(repository.updateProfile('u-new', { username: name }, 'none', later)).rejects.toBeInstanceOf(AlreadyExistsError);
+      const db = openSqlite(path);
+      try {
+        expect(db.prepare("SELECT username_key, username_key_as_written FROM users WHERE id = 'u-will'").get()).toEqual({ username_key: 'will', username_key_as_written: 'will u-will' });
+      } finally {
+        db.close();
+      }
+    } finally {
+      await repository.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});

@@ -323,15 +323,19 @@ export class MongoIdentityRepository implements IdentityRepository {
           let key: string | undefined;
           if (patch.username !== null) {
             const wanted = wantedKeys[slot]!;
-            // The key itself, held in the other field and kept there: this user is its holder in both ("WILL" back to "will").
-            const heldInOtherSlot = USERNAME_KEYS.some((other, i) => i !== slot && current.username !== null && current[other.field] === wanted && wantedKeys[i] === wanted);
-            if (held === wanted || heldInOtherSlot) {
+            if (held === wanted) {
               // Another spelling of the key one holds: not the name of a look-alike kept from before under "key id".
               await this.refuseIfLookAlikeNamed(field, wanted, patch.username, userId);
-              key = wanted;
+              key = held;
             } else if (held !== undefined && held.startsWith(`${wanted} `) && usernameCaseFold(patch.username) === usernameCaseFold(current.username!)) {
               // A look-alike kept from before ("key id") may change its capitals or send its name again, keeping its key.
               key = held;
+            } else if (USERNAME_KEYS.some((other, i) => i !== slot && current.username !== null && current[other.field] === wanted && wantedKeys[i] === wanted)) {
+              // The key itself, held in the other field and kept there: this user holds it in both ("WILL" back to "will"),
+              // but a look-alike's own name. A look-alike given it in this field by the build before 6938ecd keeps it;
+              // this user then holds it as "key id".
+              await this.refuseIfLookAlikeNamed(field, wanted, patch.username, userId);
+              key = (await this.users.findOne({ _id: { $ne: userId }, [field]: wanted } as Filter<UserDocument>, { projection: { _id: 1 } })) ? `${wanted} ${userId}` : wanted;
             } else {
               await this.refuseIfTaken(wanted, userId);
               key = wanted;

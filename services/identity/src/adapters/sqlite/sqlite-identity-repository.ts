@@ -298,15 +298,19 @@ export class SqliteIdentityRepository implements IdentityRepository {
           let key: string | null = null;
           if (patch.username) {
             const wanted = wantedKeys[slot]!;
-            // The key itself, held in the other column and kept there: this user is its holder in both ("WILL" back to "will").
-            const heldInOtherSlot = USERNAME_KEYS.some(({ column }, other) => other !== slot && current.username !== null && current[column] === wanted && wantedKeys[other] === wanted);
-            if (held === wanted || heldInOtherSlot) {
+            if (held === wanted) {
               // Another spelling of the key one holds: not the name of a look-alike kept from before under "key id".
               this.refuseIfLookAlikeNamed(keyColumn, wanted, patch.username, userId);
-              key = wanted;
+              key = held;
             } else if (held !== null && held.startsWith(`${wanted} `) && usernameCaseFold(patch.username) === usernameCaseFold(current.username!)) {
               // A look-alike kept from before ("key id") may change its capitals or send its name again, keeping its key.
               key = held;
+            } else if (USERNAME_KEYS.some(({ column }, other) => other !== slot && current.username !== null && current[column] === wanted && wantedKeys[other] === wanted)) {
+              // The key itself, held in the other column and kept there: this user holds it in both ("WILL" back to "will"),
+              // but a look-alike's own name. A look-alike given it in this column by the build before 6938ecd keeps it;
+              // this user then holds it as "key id".
+              this.refuseIfLookAlikeNamed(keyColumn, wanted, patch.username, userId);
+              key = this.db.prepare(`SELECT 1 FROM users WHERE ${keyColumn.column} = ? AND id != ?`).get(wanted, userId) ? `${wanted} ${userId}` : wanted;
             } else {
               this.refuseIfTaken(wanted, userId);
               key = wanted;

@@ -170,6 +170,23 @@ describe('accounts and sessions', () => {
     }
   });
 
+  it('shows a look-alike or mixed-script domain in its ASCII (xn--) form, as browsers do; the invitation is accepted', async () => {
+    const local = `idn-look-alike-${Date.now()}`;
+    for (const [typed, expected] of [
+      [`${local}@xn--80ak6aa92e.com`, `${local}@xn--80ak6aa92e.com`],
+      [`${local}-m@p\u0430ypal.com`, `${local}-m@xn--pypal-4ve.com`],
+    ] as const) {
+      const client = new ApiClient(system.baseUrl);
+      expect((await client.post('/api/invitation', { email: typed, referral_tokens: [] })).status).toBe(200);
+      const mail = await mailbox.waitFor(`${expected.split('@')[0]}@`, /auth\/register\//);
+      expect(mail.text).toContain(`?email=${encodeURIComponent(expected)}`);
+      const registered = await client.post(`/api/register/${invitationIdFrom(mail.text)}`, { password: 'password1', password_confirmation: 'password1' });
+      expect([registered.status, registered.json.email]).toEqual([200, expected]);
+      expect((await client.post('/api/auth', { email: typed, password: 'password1' })).status).toBe(204);
+      expect((await client.get('/api/auth')).json.email).toBe(expected);
+    }
+  });
+
   it('login failure says "Incorrect email or password" for both unknown e-mail and wrong password', async () => {
     const user = await signUp(system.baseUrl, mailbox, 'login');
     const client = new ApiClient(system.baseUrl);

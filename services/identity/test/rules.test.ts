@@ -38,6 +38,17 @@ describe('identity rules', () => {
     // A domain IDNA refuses is shown as stored.
     expect(shownEmail('x@xn--a.com')).toBe('x@xn--a.com');
   });
+  it('shows a domain in Unicode only when the IDN display policy of links passes it, else in its ASCII (xn--) form', () => {
+    // Whole-label Cyrillic look-alike of "apple", and mixed scripts: shown as a browser's address bar shows them.
+    expect(shownEmail('ceo@xn--80ak6aa92e.com')).toBe('ceo@xn--80ak6aa92e.com');
+    expect(shownEmail(normalizeEmail('ceo@p\u0430ypal.com'))).toBe('ceo@xn--pypal-4ve.com');
+    // Stored before the ASCII rule as typed: shown in ASCII too.
+    expect(shownEmail('ceo@p\u0430ypal.com')).toBe('ceo@xn--pypal-4ve.com');
+    expect(shownEmail('ceo@\u0430\u0440\u0440\u04cf\u0435.com')).toBe('ceo@xn--80ak6aa92e.com');
+    // Cyrillic under a Cyrillic top-level domain, and Latin with Han: Unicode.
+    expect(shownEmail(normalizeEmail('ivan@\u0441\u043e\u0440.\u0440\u0444'))).toBe('ivan@\u0441\u043e\u0440.\u0440\u0444');
+    expect(shownEmail(normalizeEmail('x@google\u65e5\u672c.jp'))).toBe('x@google\u65e5\u672c.jp');
+  });
   it('looks an address up as stored before (as typed), as stored now, then with its domain in Unicode', () => {
     expect(emailSpellings(' X@Ex\u00e4mple.com ')).toEqual(['x@ex\u00e4mple.com', 'x@xn--exmple-cua.com']);
     expect(emailSpellings('x@XN--exmple-cua.com')).toEqual(['x@xn--exmple-cua.com', 'x@ex\u00e4mple.com']);

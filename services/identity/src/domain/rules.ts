@@ -1,5 +1,5 @@
 import { domainToASCII, domainToUnicode } from 'node:url';
-import { characterCount, emailCharacterProblem, fitsCharacters, freeTextProblem, linkProblem, linkProblemText, MAX_WEBSITE_CHARS, MIN_PASSWORD_CHARS, usernameProblem } from '@cards/card-rules';
+import { characterCount, emailCharacterProblem, fitsCharacters, freeTextProblem, idnHostProblem, linkProblem, linkProblemText, MAX_WEBSITE_CHARS, MIN_PASSWORD_CHARS, usernameProblem } from '@cards/card-rules';
 import { InvalidArgumentError, refuseIfProblem } from '@cards/platform';
 import { MAX_PASSWORD_LENGTH, type ProfilePatch, type StoredProfileCondition } from './model';
 
@@ -34,15 +34,27 @@ export function withAsciiDomain(email: string): string {
 
 /**
  * An address as people see it (GET /api/auth, a public user page, the registration link's address): its domain in
- * Unicode (url.domainToUnicode), "x@xn--exmple-cua.com" shown as "x@exämple.com", the spelling its owner knows. Stored
- * addresses keep their domain in ASCII (normalizeEmail: one key for every spelling, the address mailed); this is for
- * showing only, and shows the same for every stored form of one address (ASCII since the rule, as typed before it). A
- * domain IDNA refuses is shown as stored.
+ * Unicode (url.domainToUnicode), "x@xn--exmple-cua.com" shown as "x@exämple.com", the spelling its owner knows, when
+ * the browsers' IDN display policy passes that Unicode form (idnHostProblem, the rule of links and websites); else in
+ * IDNA's ASCII form, as a browser's address bar would show it: "ceo@xn--80ak6aa92e.com" is not shown as
+ * "ceo@аррӏе.com", nor a mixed-script "ceo@pаypal.com" as typed. Stored addresses keep their domain in ASCII
+ * (normalizeEmail: one key for every spelling, the address mailed); this is for showing only, and shows the same for
+ * every stored form of one address (ASCII since the rule, as typed before it). A domain IDNA refuses is shown as stored.
  */
 export function shownEmail(stored: string): string {
   const at = stored.lastIndexOf('@');
   const unicode = at === -1 ? '' : domainToUnicode(stored.slice(at + 1));
-  return unicode === '' ? stored : `${stored.slice(0, at + 1)}${unicode}`;
+  if (unicode === '') return stored;
+  if (idnHostProblem(unicode) === null) return `${stored.slice(0, at + 1)}${unicode}`;
+  const ascii = domainToASCII(stored.slice(at + 1));
+  return ascii === '' ? stored : `${stored.slice(0, at + 1)}${ascii}`;
+}
+
+/** The address with its domain in Unicode (url.domainToUnicode); as it is when IDNA refuses the domain. */
+function withUnicodeDomain(email: string): string {
+  const at = email.lastIndexOf('@');
+  const unicode = at === -1 ? '' : domainToUnicode(email.slice(at + 1));
+  return unicode === '' ? email : `${email.slice(0, at + 1)}${unicode}`;
 }
 
 /**
@@ -67,7 +79,8 @@ export function emailSpellings(raw: string): string[] {
  */
 export function checkDeliverableEmail(email: string): void {
   // An address is shown to other users as its cards' author: one hiding a zero-width space or an override is someone else's look-alike.
-  refuseIfProblem('email', emailCharacterProblem(email) ?? emailCharacterProblem(shownEmail(email)));
+  // The Unicode form, not the shown one: a domain shown in ASCII (a look-alike) may still hide one.
+  refuseIfProblem('email', emailCharacterProblem(email) ?? emailCharacterProblem(withUnicodeDomain(email)));
   const at = email.lastIndexOf('@');
   const local = email.slice(0, at);
   const domain = email.slice(at + 1);

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { DocumentBlock } from '../src/domain/model';
 import { blocksFromHtml, blocksFromOdtContent, odtStyles } from '../src/adapters/documents/block-collector';
-import { LibraryDocumentReader } from '../src/adapters/documents/library-document-reader';
+import { boundedBlocks, LibraryDocumentReader } from '../src/adapters/documents/library-document-reader';
 import { UnreadableDocumentError } from '../src/domain/ports';
 import { docxPackage, note, noteReference, wp, zip } from './office-packages';
 import { noCardReason, splitIntoCards } from '../src/domain/card-splitter';
@@ -200,5 +200,56 @@ describe('raised runs and symbol fonts in deeply nested markup', () => {
     const blocks = blocksFromHtml(`<p>${'<sup>1<a href="https://example.org/">2</a>'.repeat(n)}${'</sup>'.repeat(n)}</p>`);
     expect(Date.now() - started).toBeLessThan(10_000);
     expect(blocks[0]!.text.startsWith('1212')).toBe(true);
+  });
+});
+
+describe('numbers written from a document value stay short', () => {
+  // Word's "aa, bb" letter numbering repeats the letter once per 26: a heading numbered from a start of 999,999,000 in
+  // letters was 38 million characters from a 2 KB .docx. Past 780 ("z" 30 times) a number is written in digits.
+  const numbering = (start: number) =>
+    `<w:abstractNum w:abstractNumId="0"><w:lvl w:ilvl="0"><w:start w:val="${start}"/><w:numFmt w:val="lowerLetter"/><w:lvlText w:val="%1."/></w:lvl></w:abstractNum>` +
+    '<w:num w:numId="1"><w:abstractNumId w:val="0"/></w:num>';
+  const heading = wp('Title', '<w:pStyle w:val="Heading1"/><w:numPr><w:ilvl w:val="0"/><w:numId w:val="1"/></w:numPr>');
+  const headings = async (start: number) =>
+    (await reader.parse('docx', docxPackage({ body: heading + wp('Some body text here.') + heading, numbering: numbering(start) }))).blocks.filter((b) => b.kind === 'heading').map((b) => b.text);
+
+  it('.docx: a heading numbered in letters from a huge start value shows digits', async () => {
+    expect(await headings(999_999_000)).toEqual(['999999000. Title', '999999001. Title']);
+    expect(await headings(779)).toEqual([`${'y'.repeat(30)}. Title`, `${'z'.repeat(30)}. Title`]);
+    expect(await headings(780)).toEqual([`${'z'.repeat(30)}. Title`, '781. Title']);
+  });
+
+  it('.odt: an outline numbered in letters from a start value past 780 (or "Infinity") shows digits', () => {
+    const styles = odtStyles(
+      '<office:document-styles><office:styles><text:outline-style style:name="Outline"><text:outline-level-style text:level="1" style:num-format="a" style:num-suffix="."/></text:outline-style></office:styles></office:document-styles>',
+    );
+    const read = (start: string) =>
+      blocksFromOdtContent(`<office:text><text:h text:outline-level="1" text:restart-numbering="true" text:start-value="${start}">A</text:h><text:p>x</text:p></office:text>`, styles)[0]!.text;
+    // (An .odt's letters go on as a .odt's do: ..., z, aa, ab, ...; 780 is "acz".)
+    expect(read('780')).toBe('acz. A');
+    expect(read('781')).toBe('781. A');
+    expect(read('999999000')).toBe('999999000. A');
+    expect(read('Infinity')).toBe('Infinity. A');
+  });
+
+  it("the parser worker refuses a reading far larger than the document's file (unpacked), as a general guard", () => {
+    const { boundedOutput, unpackedSize } = require('../src/adapters/documents/output-bounds.cjs') as {
+      boundedOutput(op: string, bytes: Uint8Array, result: unknown): unknown;
+      unpackedSize(bytes: Uint8Array): number;
+    };
+    // A Word-written (deflated) package: its parts unpacked are larger than its file.
+    const docx = fixture('word-features.docx');
+    const unpacked = unpackedSize(docx);
+    expect(unpacked).toBeGreaterThan(2 * docx.length);
+    expect(boundedOutput('docx-html', docx, '<p>Some body text here.</p>')).toBe('<p>Some body text here.</p>');
+    expect(() => boundedOutput('docx-html', docx, 'x'.repeat(8 * unpacked + 64 * 1024 + 1))).toThrow(/more text than the file holds/);
+    const doc = Buffer.alloc(1000);
+    expect(() => boundedOutput('doc-text', doc, 'x'.repeat(8 * 1000 + 64 * 1024 + 1))).toThrow(/more text than the file holds/);
+    const block = (text: string) => ({ kind: 'paragraph', text, links: [] });
+    expect(boundedOutput('pdf-blocks', doc, [block('a'), block('b')])).toHaveLength(2);
+    expect(() => boundedOutput('pdf-blocks', doc, [block('a'), block('x'.repeat(8 * 1000 + 64 * 1024 + 1))])).toThrow(/more text than the file holds/);
+    // The .odt reading (in the service's thread) keeps the same bound on its paragraphs.
+    expect(boundedBlocks([{ kind: 'paragraph', text: 'a', links: [] }], 1000)).toHaveLength(1);
+    expect(() => boundedBlocks([{ kind: 'paragraph', text: 'x'.repeat(8 * 1000 + 64 * 1024 + 1), links: [] }], 1000)).toThrow(UnreadableDocumentError);
   });
 });

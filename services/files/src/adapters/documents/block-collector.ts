@@ -620,14 +620,20 @@ export function odtStyles(stylesXml: string): OdtStyles {
   return styles;
 }
 
+/**
+ * The largest number written in letters, as the Word reading's (word-documents.mjs MAX_LETTER_NUMBER): a start value
+ * read from the document ("Infinity" too, which the letter loop never left) above it is written in digits.
+ */
+export const MAX_LETTER_NUMBER = 780;
+
 /** A number as a list or outline level formats it (ODF style:num-format: 1, a, A, i, I; other formats in digits). */
 export function formattedNumber(n: number, format: string): string {
-  if (format === 'a' || format === 'A') {
+  if ((format === 'a' || format === 'A') && Number.isInteger(n) && n <= MAX_LETTER_NUMBER) {
     let letters = '';
     for (let k = n; k > 0; k = Math.floor((k - 1) / 26)) letters = String.fromCharCode(97 + ((k - 1) % 26)) + letters;
     return format === 'A' ? letters.toUpperCase() : letters || String(n);
   }
-  if ((format === 'i' || format === 'I') && n > 0 && n < 4000) {
+  if ((format === 'i' || format === 'I') && Number.isInteger(n) && n > 0 && n < 4000) {
     const numerals: [number, string][] = [[1000, 'm'], [900, 'cm'], [500, 'd'], [400, 'cd'], [100, 'c'], [90, 'xc'], [50, 'l'], [40, 'xl'], [10, 'x'], [9, 'ix'], [5, 'v'], [4, 'iv'], [1, 'i']];
     let roman = '';
     let rest = n;

@@ -134,7 +134,9 @@ export class LibraryDocumentReader implements DocumentReader {
         return blocksFromHtml(await parseInWorker('docx-html', bytes, this.parserLimits));
       case 'odt': {
         const zip = await readZip(bytes, ['content.xml', 'styles.xml'], this.zipLimits);
-        return blocksFromOdtContent(zip.parts.get('content.xml') ?? '', odtStyles(zip.parts.get('styles.xml') ?? ''));
+        const content = zip.parts.get('content.xml') ?? '';
+        const styles = zip.parts.get('styles.xml') ?? '';
+        return boundedBlocks(blocksFromOdtContent(content, odtStyles(styles)), content.length + styles.length);
       }
       case 'doc':
         return blocksFromDoc(await parseInWorker('doc-text', bytes, this.parserLimits), bytes);
@@ -142,6 +144,22 @@ export class LibraryDocumentReader implements DocumentReader {
         return parseInWorker('pdf-blocks', bytes, this.parserLimits);
     }
   }
+}
+
+/**
+ * The .odt reading's general guard, as the parser worker's for the other formats (output-bounds.cjs): no paragraph is
+ * more than OUTPUT_GROWTH times the parts it was read from, plus OUTPUT_SLACK; else the reading made text the file does
+ * not hold and the document is refused.
+ */
+const OUTPUT_GROWTH = 8;
+const OUTPUT_SLACK = 64 * 1024;
+export function boundedBlocks(blocks: DocumentBlock[], partsLength: number): DocumentBlock[] {
+  const limit = OUTPUT_GROWTH * partsLength + OUTPUT_SLACK;
+  for (const block of blocks) {
+    const size = Math.max(block.text.length, block.html?.length ?? 0);
+    if (size > limit) throw new UnreadableDocumentError(`the reading made more text than the file holds (${size} characters from ${partsLength} of XML)`);
+  }
+  return blocks;
 }
 
 /**

@@ -6,7 +6,11 @@
 // This file only dispatches: the readers are word-documents.mjs (.docx, .doc) and pdf-layout.mjs (PDF), beside it.
 import { parentPort, workerData } from 'node:worker_threads';
 import { pdfBlocks, pdfHasText } from './pdf-layout.mjs';
+import { createRequire } from 'node:module';
 import { docText, docxHtml } from './word-documents.mjs';
+
+// The result is bounded by the document's size before it is sent back (output-bounds.cjs).
+const { boundedOutput } = createRequire(import.meta.url)('./output-bounds.cjs');
 
 async function run() {
   const bytes = Buffer.from(workerData.bytes.buffer, workerData.bytes.byteOffset, workerData.bytes.byteLength);
@@ -24,7 +28,9 @@ async function run() {
   }
 }
 
-run().then(
-  (result) => parentPort.postMessage({ result }),
-  (err) => parentPort.postMessage({ error: err instanceof Error ? err.message : String(err) }),
-);
+run()
+  .then((result) => boundedOutput(workerData.op, workerData.bytes, result))
+  .then(
+    (result) => parentPort.postMessage({ result }),
+    (err) => parentPort.postMessage({ error: err instanceof Error ? err.message : String(err) }),
+  );

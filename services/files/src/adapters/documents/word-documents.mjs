@@ -130,6 +130,14 @@ function wordNumber(level, counts) {
 /** A heading's style (Word's built-in "Heading n", by name). */
 const HEADING_STYLE = /^heading [1-9]$/i;
 
+/**
+ * The largest number written in letters (Word's "aa, bb" repeats the letter (n - 1) / 26 + 1 times: 780 is "zzz...z",
+ * 30 times, as far as Word's letter numbering goes); a larger one, from a start value up to MAX_LIST_NUMBER, is written
+ * in digits, so a heading's or note's number stays a few characters long (a start of 999,999,000 in letters was a heading
+ * of 38 million characters from a 2 KB .docx). The .odt reading (block-collector.ts formattedNumber) has the same bound.
+ */
+const MAX_LETTER_NUMBER = 780;
+
 /** A number in a Word number format (w:numFmt): digits, letters or Roman numerals; null for none or a bullet. */
 function formattedWordNumber(n, format) {
   switch (format) {
@@ -138,13 +146,14 @@ function formattedWordNumber(n, format) {
       return null;
     case 'lowerLetter':
     case 'upperLetter': {
+      if (!Number.isInteger(n) || n < 1 || n > MAX_LETTER_NUMBER) return String(n);
       // Word repeats the letter past z: aa, bb.
       const letter = String.fromCharCode(97 + ((n - 1) % 26)).repeat(Math.floor((n - 1) / 26) + 1);
-      return n >= 1 ? (format === 'upperLetter' ? letter.toUpperCase() : letter) : String(n);
+      return format === 'upperLetter' ? letter.toUpperCase() : letter;
     }
     case 'lowerRoman':
     case 'upperRoman': {
-      if (n < 1 || n >= 4000) return String(n);
+      if (!Number.isInteger(n) || n < 1 || n >= 4000) return String(n);
       const numerals = [[1000, 'm'], [900, 'cm'], [500, 'd'], [400, 'cd'], [100, 'c'], [90, 'xc'], [50, 'l'], [40, 'xl'], [10, 'x'], [9, 'ix'], [5, 'v'], [4, 'iv'], [1, 'i']];
       let roman = '';
       let rest = n;

@@ -260,6 +260,30 @@ describe('accounts and sessions', () => {
     expect(statuses[10]).toBe(429);
   });
 
+  it('takes a final dot in the domain as the same address (one account, one per-address count); refuses an empty label', async () => {
+    const user = await signUp(system.baseUrl, mailbox, 'final-dot');
+    const client = new ApiClient(system.baseUrl);
+    // The same mailbox: no second account is offered, its holder is told they have one.
+    const toUser = () => mailbox.messages.filter((mail) => JSON.stringify(mail.to).toLowerCase().includes(user.email));
+    for (const spelling of [`${user.email}.`, `${user.email.toUpperCase()}.`]) {
+      const before = toUser().length;
+      expect((await client.post('/api/invitation', { email: spelling, referral_tokens: [] })).status).toBe(200);
+      await mailbox.waitFor(user.email, /already has an account/);
+      for (let i = 0; i < 50 && toUser().length === before; i++) await new Promise((resolve) => setTimeout(resolve, 100));
+      expect(toUser().slice(before).map((mail) => /auth\/register\//.test(mail.text ?? ''))).toEqual([false]);
+    }
+    expect((await client.post('/api/auth', { email: `${user.email}.`, password: user.password })).status).toBe(204);
+    for (const email of [`${user.email}..`, user.email.replace('@', '@a..'), user.email.replace('@', '@.')]) {
+      const refused = await client.post('/api/invitation', { email, referral_tokens: [] });
+      expect({ email, status: refused.status, message: refused.json.message }).toEqual({ email, status: 400, message: expect.stringMatching(/^email: the domain has an empty part/) });
+    }
+    const local = `final-dot-limited-${Date.now()}`;
+    const statuses: number[] = [];
+    for (let i = 0; i < 11; i++) statuses.push((await client.get(`/api/password/${encodeURIComponent(i % 2 === 0 ? `${local}@example.com.` : `${local}@example.com`)}`)).status);
+    expect(statuses.slice(0, 10)).toEqual(Array(10).fill(204));
+    expect(statuses[10]).toBe(429);
+  });
+
   it("counts an address's Unicode and punycode domain spellings against one per-address limit", async () => {
     const client = new ApiClient(system.baseUrl);
     const local = `idn-limited-${Date.now()}`;

@@ -249,6 +249,36 @@ describe('IdentityService', () => {
     await expect(service.register('i-new', 'password1', 'password1')).resolves.toMatchObject({ email: 'new@xn--exmple-cua.com' });
   });
 
+  it('one account for an address with and without a final dot; one stored before with the dot still logs in; an empty label is refused', async () => {
+    const repository = new SqliteIdentityRepository(join(mkdtempSync(join(tmpdir(), 'identity-')), 'identity.db'));
+    const hasher = new ScryptPasswordHasher(1024);
+    const mailer = new RecordingMailer();
+    const service = new IdentityService({ repository, mailer, hasher, tokens: new JwtTokenSigner('s'.repeat(40)), publicUrl: 'https://cards.example', logger: createLogger('test', 'silent') });
+    const now = new Date();
+    // A new address typed with a final dot is stored and mailed without it; the other spelling is the same account.
+    const id = await service.invite('bob@example.com.', []);
+    await service.mailSent();
+    expect(mailer.sent.at(-1)!.to).toBe('bob@example.com');
+    await expect(service.register(id, 'password1', 'password1')).resolves.toMatchObject({ email: 'bob@example.com' });
+    for (const spelling of ['bob@example.com', 'BOB@EXAMPLE.COM.', 'bob@example.com.']) {
+      const again = await service.invite(spelling, []);
+      await service.mailSent();
+      expect(mailer.sent.at(-1)!.subject).toBe('You already have a Card Library account');
+      await expect(service.register(again, 'password1', 'password1')).rejects.toThrow(/already exists/);
+    }
+    // Stored before this rule with the final dot (as typed): logs in with and without it, and blocks the plain spelling.
+    await repository.createInvitation({ id: 'i-dot', email: 'carol@ex\u00e4mple.com.', referralTokens: [], createdAt: now, expiresAt: new Date(now.getTime() + 60_000), usedAt: null });
+    await repository.registerFromInvitation('i-dot', { id: 'u-dot', email: 'carol@ex\u00e4mple.com.', username: null, website: null, visibleEmail: true, passwordHash: await hasher.hash('password-dot'), passwordVersion: 0, createdAt: now, updatedAt: now }, now);
+    for (const email of ['carol@ex\u00e4mple.com.', 'carol@ex\u00e4mple.com', 'carol@xn--exmple-cua.com']) {
+      await expect(service.login(email, 'password-dot')).resolves.toMatchObject({ user: { id: 'u-dot' } });
+    }
+    const blocked = await service.invite('carol@xn--exmple-cua.com', []);
+    await expect(service.register(blocked, 'password1', 'password1')).rejects.toThrow(/already exists/);
+    for (const email of ['bob@example.com..', 'bob@a..example.com', 'bob@.example.com']) {
+      await expect(service.invite(email, [])).rejects.toThrow(/^email: the domain has an empty part/);
+    }
+  });
+
   it("the service's face shows an address's domain in Unicode, whichever form it is stored in; spellings still find it", async () => {
     const repository = new SqliteIdentityRepository(join(mkdtempSync(join(tmpdir(), 'identity-')), 'identity.db'));
     const hasher = new ScryptPasswordHasher(1024);

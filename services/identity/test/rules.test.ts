@@ -49,10 +49,23 @@ describe('identity rules', () => {
     expect(shownEmail(normalizeEmail('ivan@\u0441\u043e\u0440.\u0440\u0444'))).toBe('ivan@\u0441\u043e\u0440.\u0440\u0444');
     expect(shownEmail(normalizeEmail('x@google\u65e5\u672c.jp'))).toBe('x@google\u65e5\u672c.jp');
   });
+  it('drops one final dot of the domain (the fully qualified spelling of one mailbox); refuses an empty label', () => {
+    expect(normalizeEmail('Bob@Example.COM.')).toBe('bob@example.com');
+    expect(normalizeEmail('bob@ex\u00e4mple.com.')).toBe('bob@xn--exmple-cua.com');
+    expect(normalizeEmail('bob@example.com\u3002')).toBe('bob@example.com');
+    for (const email of ['bob@example.com..', 'bob@a..com', 'bob@.example.com', 'bob@ex\u00e4mple..com']) {
+      expect(() => normalizeEmail(email)).toThrow(/^email: the domain has an empty part/);
+    }
+    // An account stored before under a final dot is still found by the spelling without it (last), and as typed (first).
+    expect(emailSpellings('bob@example.com.')).toEqual(['bob@example.com.', 'bob@example.com']);
+    expect(emailSpellings('bob@example.com').at(-1)).toBe('bob@example.com.');
+    // One stored before with an empty label logs in only as typed.
+    expect(emailSpellings('Bob@Example.com..')).toEqual(['bob@example.com..']);
+  });
   it('looks an address up as stored before (as typed), as stored now, then with its domain in Unicode', () => {
-    expect(emailSpellings(' X@Ex\u00e4mple.com ')).toEqual(['x@ex\u00e4mple.com', 'x@xn--exmple-cua.com']);
-    expect(emailSpellings('x@XN--exmple-cua.com')).toEqual(['x@xn--exmple-cua.com', 'x@ex\u00e4mple.com']);
-    expect(emailSpellings('ann@example.org')).toEqual(['ann@example.org']);
+    expect(emailSpellings(' X@Ex\u00e4mple.com ')).toEqual(['x@ex\u00e4mple.com', 'x@xn--exmple-cua.com', 'x@xn--exmple-cua.com.', 'x@ex\u00e4mple.com.']);
+    expect(emailSpellings('x@XN--exmple-cua.com')).toEqual(['x@xn--exmple-cua.com', 'x@ex\u00e4mple.com', 'x@xn--exmple-cua.com.', 'x@ex\u00e4mple.com.']);
+    expect(emailSpellings('ann@example.org')).toEqual(['ann@example.org', 'ann@example.org.']);
     expect(() => emailSpellings('not an address')).toThrow(/email/);
   });
   it('invites only addresses mail servers accept: local part up to 64 octets, domain labels up to 63', () => {

@@ -22,7 +22,7 @@ export interface RateLimitConfig {
 /**
  * The e-mail a request is about: the path's `:email` (GET /password/:email) or the body's `email`, in the one form
  * identity gives every spelling of an address (trimmed, lower-cased, NFC, the domain in IDNA's ASCII form: "exämple.com"
- * is "xn--exmple-cua.com"), so spellings share one count.
+ * is "xn--exmple-cua.com", one final dot dropped), so spellings share one count.
  */
 function emailOf(req: Request): string | undefined {
   const raw: unknown = typeof req.params.email === 'string' ? req.params.email : (req.body as Record<string, unknown> | undefined)?.email;
@@ -30,7 +30,9 @@ function emailOf(req: Request): string | undefined {
   const email = raw.trim().toLowerCase().normalize('NFC').slice(0, 254);
   const at = email.lastIndexOf('@');
   const ascii = at === -1 ? '' : domainToASCII(email.slice(at + 1));
-  return ascii === '' ? email : `${email.slice(0, at + 1)}${ascii}`;
+  const key = ascii === '' ? email : `${email.slice(0, at + 1)}${ascii}`;
+  // One final dot is the fully qualified spelling of the same domain ("bob@example.com."), as identity reads it.
+  return key.endsWith('.') ? key.slice(0, -1) : key;
 }
 
 export const DEFAULT_MAIL_PER_IP = 200;

@@ -17,7 +17,25 @@ export function normalizeEmail(raw: string): string {
   // The address pattern refuses whitespace, which leaves NUL, DEL and the C1 controls to this rule.
   refuseIfProblem('email', freeTextProblem(email, 'single-line'));
   if (email.length > 254 || !EMAIL.test(email)) throw new InvalidArgumentError('email: not a valid e-mail address');
-  return withAsciiDomain(email);
+  return withoutFinalDot(withAsciiDomain(email));
+}
+
+export const EMAIL_EMPTY_DOMAIN_LABEL = 'email: the domain has an empty part (two dots in a row, or a dot at its start), such as "example..com"; write it as name@example.com';
+
+// The dots IDNA reads as label separators (a domain IDNA refuses keeps its ideographic or fullwidth ones).
+const DOMAIN_DOT = /[.\u3002\uff0e\uff61]/u;
+
+/**
+ * The address without one final dot of its domain ("bob@example.com." is the fully qualified spelling of
+ * "bob@example.com": one mailbox, one account, one rate-limit count); InvalidArgumentError when the domain has an empty
+ * label ("example.com..", "a..com", ".example.com"), which no mail server takes.
+ */
+function withoutFinalDot(email: string): string {
+  const at = email.lastIndexOf('@');
+  let domain = email.slice(at + 1);
+  if (DOMAIN_DOT.test(domain.slice(-1))) domain = domain.slice(0, -1);
+  if (domain.split(DOMAIN_DOT).some((label) => label === '')) throw new InvalidArgumentError(EMAIL_EMPTY_DOMAIN_LABEL);
+  return `${email.slice(0, at + 1)}${domain}`;
 }
 
 /** What normalizeEmail gave before domains were put in their ASCII form: the key of addresses stored before. */
@@ -62,13 +80,22 @@ function withUnicodeDomain(email: string): string {
  * rule before this one stored it (lower-cased NFC, as typed), so of two accounts stored before under two spellings
  * that are now one address (x@exämple.com and x@xn--exmple-cua.com) each keeps logging in as it did; then the
  * address as stored from now on (normalizeEmail); then with its domain in Unicode (an account stored before from the
- * other spelling). The store also looks each up in NFD. InvalidArgumentError when it is not an address.
+ * other spelling); then those two with a final dot (stored before the final dot was dropped). An address with an
+ * empty domain label, refused from now on, is looked up only as typed. The store also looks each up in NFD. InvalidArgumentError when it is not an address.
  */
 export function emailSpellings(raw: string): string[] {
-  const email = normalizeEmail(raw);
+  let email: string;
+  try {
+    email = normalizeEmail(raw);
+  } catch (err) {
+    // Refused from now on, but an account stored before under such an address still logs in as it is typed.
+    if (err instanceof InvalidArgumentError && err.message === EMAIL_EMPTY_DOMAIN_LABEL) return [lowerCasedNfc(raw)];
+    throw err;
+  }
   const at = email.lastIndexOf('@');
   const unicode = `${email.slice(0, at + 1)}${domainToUnicode(email.slice(at + 1)).normalize('NFC')}`;
-  return [...new Set([lowerCasedNfc(raw), email, unicode])];
+  // Last, with the final dot stored before this rule dropped it ("bob@example.com."), for an account stored so.
+  return [...new Set([lowerCasedNfc(raw), email, unicode, `${email}.`, `${unicode}.`])];
 }
 
 /**

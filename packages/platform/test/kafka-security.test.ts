@@ -76,6 +76,28 @@ describe('Kafka security from the environment (KAFKA_SSL, KAFKA_SASL_*)', () => 
     }
   });
 
+  it('warns at the start of a Kafka bus using SASL PLAIN without TLS (the password in clear text); not with TLS or SCRAM', async () => {
+    const saved = { ...process.env };
+    const warned = (env: Record<string, string>): string[] => {
+      const lines: string[] = [];
+      process.env = { ...saved, KAFKA_SSL: '', KAFKA_SASL_MECHANISM: '', KAFKA_SASL_USERNAME: '', KAFKA_SASL_PASSWORD: '', ...env };
+      const bus = createEventBus({ DATA_DIR: tmpdir(), KAFKA_BROKERS: '127.0.0.1:1' }, createLogger('kafka-security-test', 'info', { write: (line: string) => void lines.push(line) }));
+      void bus.close();
+      return lines.map((line) => JSON.parse(line) as { level: number; msg: string }).filter((line) => line.level === 40).map((line) => line.msg);
+    };
+    try {
+      const credentials = { KAFKA_SASL_USERNAME: 'cards', KAFKA_SASL_PASSWORD: 'hunter2' };
+      const plain = warned({ KAFKA_SASL_MECHANISM: 'plain', ...credentials });
+      expect(plain).toEqual([expect.stringMatching(/^KAFKA_SASL_MECHANISM=plain without KAFKA_SSL=true: the Kafka user name and password cross the network in clear text/)]);
+      expect(plain.join('\n')).not.toContain('hunter2');
+      expect(warned({ KAFKA_SASL_MECHANISM: 'PLAIN', KAFKA_SSL: 'true', ...credentials })).toEqual([]);
+      expect(warned({ KAFKA_SASL_MECHANISM: 'scram-sha-512', ...credentials })).toEqual([]);
+      expect(warned({})).toEqual([]);
+    } finally {
+      process.env = saved;
+    }
+  });
+
   it('speaks TLS to the brokers with ssl set (a ClientHello first), Kafka with it unset', async () => {
     const firstBytes: Buffer[] = [];
     const server = createServer((socket) => socket.once('data', (chunk) => (firstBytes.push(chunk), socket.destroy())));

@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import type { Logger } from 'pino';
 import type { EventBus } from './event-bus';
 import { KafkaEventBus } from './kafka-event-bus';
-import { describeKafkaSecurity, kafkaSecurityOf } from './kafka-security';
+import { describeKafkaSecurity, kafkaSecurityOf, kafkaSecurityWarning } from './kafka-security';
 import { eventLogRetentionOf, openSharedSqliteEventLog } from './sqlite-event-log';
 
 export interface EventBusConfig {
@@ -47,6 +47,8 @@ export function createEventBus(config: EventBusConfig, logger: Logger): EventBus
     const namespace = kafkaNamespaceOf(config);
     const security = kafkaSecurityOf();
     logger.info({ brokers, partitions, namespace, ...describeKafkaSecurity(security) }, 'KAFKA_BROKERS set: using the Kafka event bus');
+    const warning = kafkaSecurityWarning(security);
+    if (warning) logger.warn({ ...describeKafkaSecurity(security) }, warning);
     return new KafkaEventBus({ brokers, security, partitions, logger, clientId: config.KAFKA_CLIENT_ID, namespace });
   }
   // EVENT_LOG_RETENTION_HOURS, EVENT_LOG_UNCONSUMED_RETENTION_HOURS: a ConfigError when malformed.

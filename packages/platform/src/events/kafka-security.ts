@@ -80,3 +80,16 @@ function readCaFile(path: string): string {
 export function describeKafkaSecurity(security: KafkaSecurity): { tls: boolean; sasl?: string } {
   return { tls: security.ssl !== undefined, ...(security.sasl ? { sasl: security.sasl.mechanism } : {}) };
 }
+
+/**
+ * The warning to log at start for a connection setting that is allowed but unsafe, or null: SASL PLAIN without TLS
+ * (KAFKA_SASL_MECHANISM=plain, KAFKA_SSL not true) sends the user name and password in clear text on every broker
+ * connection, readable by anyone on the path. Allowed (a SASL_PLAINTEXT listener on a private network, a test
+ * broker), so a warning, not a ConfigError.
+ */
+export function kafkaSecurityWarning(security: KafkaSecurity): string | null {
+  if (security.sasl?.mechanism === 'plain' && security.ssl === undefined) {
+    return 'KAFKA_SASL_MECHANISM=plain without KAFKA_SSL=true: the Kafka user name and password cross the network in clear text on every broker connection; set KAFKA_SSL=true (a SASL_SSL listener), or use scram-sha-256/scram-sha-512, which never send the password';
+  }
+  return null;
+}

@@ -198,3 +198,46 @@ describe('.pdf running lines and notes', () => {
     expect(texts.filter((t) => /^\d Ibid\., p\. 10$/.test(t))).toEqual(['4 Ibid., p. 10', '5 Ibid., p. 10', '6 Ibid., p. 10']);
   });
 });
+
+describe('.pdf tables and columns in work linear in the rows', () => {
+  /**
+   * One page of `rows` rows of five cells ("Ab0" ... "Ab4", 30 pt apart, set 1 pt large 1.2 pt apart), each pair of
+   * rows `shift` pt right of the pair before (as the security review's pdfbomb/gen.py), on a page wide enough for them.
+   */
+  const tablePage = (rows: number, shift: number): Buffer => {
+    const height = rows * 1.2 + 100;
+    const ops = ['BT', '/F1 1 Tf'];
+    for (let r = 0; r < rows; r++) {
+      for (let k = 0; k < 5; k++) ops.push(`1 0 0 1 ${(50 + k * 30 + Math.floor(r / 2) * shift).toFixed(1)} ${(height - 50 - r * 1.2).toFixed(1)} Tm (Ab${k}) Tj`);
+    }
+    ops.push('ET');
+    const content = ops.join('\n');
+    const objects = [
+      '<< /Type /Catalog /Pages 2 0 R >>',
+      '<< /Type /Pages /Kids [3 0 R] /Count 1 >>',
+      `<< /Type /Page /Parent 2 0 R /MediaBox [0 0 ${50 + 150 + rows + 100} ${Math.round(height)}] /Resources << /Font << /F1 5 0 R >> >> /Contents 4 0 R >>`,
+      `<< /Length ${content.length} >>\nstream\n${content}\nendstream`,
+      '<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>',
+    ];
+    let out = '%PDF-1.4\n';
+    const offsets: number[] = [];
+    objects.forEach((body, i) => {
+      offsets.push(out.length);
+      out += `${i + 1} 0 obj\n${body}\nendobj\n`;
+    });
+    const xref = out.length;
+    out += `xref\n0 ${objects.length + 1}\n0000000000 65535 f \n${offsets.map((o) => `${String(o).padStart(10, '0')} 00000 n \n`).join('')}`;
+    return Buffer.from(`${out}trailer\n<< /Size ${objects.length + 1} /Root 1 0 R >>\nstartxref\n${xref}\n%%EOF\n`, 'latin1');
+  };
+
+  it("rows each a little out of line with the ones before do not grow one table's columns without end", async () => {
+    // Each pair of rows added five columns to the table: 2,000 rows made one of 5,000, every row a paragraph of 5,000
+    // cells, 2.4 MB of text (16,000 rows: 58.8 s). A table has at most 32 columns, a line of more cells is no row.
+    const blocks = (await reader.parse('pdf', tablePage(2000, 2))).blocks;
+    expect(blocks).toHaveLength(2000);
+    const cells = blocks.map((b) => b.text.split('|').length);
+    expect(Math.max(...cells)).toBeLessThanOrEqual(32);
+    for (const block of blocks) expect(block.text.replace(/[\s|]+/g, ' ').trim()).toBe('Ab0 Ab1 Ab2 Ab3 Ab4');
+    expect(blocks.reduce((total, b) => total + b.text.length, 0)).toBeLessThan(2000 * 32 * 6);
+  });
+});

@@ -119,7 +119,7 @@ function cellsOf(line) {
     cell.text += line.text.slice(item.at, item.at + item.length);
     right = item.x + item.width;
   }
-  if (cells.length >= 2) line.cells = cells.map((c) => ({ x: c.x, text: c.text.replace(/\s+/g, ' ').trim() }));
+  if (cells.length >= 2 && cells.length <= MAX_TABLE_COLUMNS) line.cells = cells.map((c) => ({ x: c.x, text: c.text.replace(/\s+/g, ' ').trim() }));
 }
 
 // A table's rows: a line of cells starts a row, and the lines after it that start where one of the table's columns
@@ -128,6 +128,10 @@ function cellsOf(line) {
 // TABLE_CELL_SEPARATOR (an empty one's too), which is a paragraph of its own.
 const COLUMN_SLACK = 1.5;
 const ROW_REACH = 12;
+// A table has at most MAX_TABLE_COLUMNS columns: a line of more cells is no row, and a row whose cells would take its
+// table's columns past it starts a table of its own (rows a little out of line each added theirs: 16,000 five-cell rows
+// shifted 2 pt every other row made a table of 40,000 columns, every row read against each, 58.8 s for one page).
+const MAX_TABLE_COLUMNS = 32;
 
 function withTableRows(pageLines) {
   // Cells count where a line near it (within ROW_REACH times its size above or below) has cells starting where each of its own, or it where
@@ -158,7 +162,7 @@ function withTableRows(pageLines) {
     let column = row && columns.find((x) => Math.abs(x - line.left) <= COLUMN_SLACK);
     // A cell drawn after the others on the row's baseline, right of them, in a column not seen yet (the table's head,
     // repeated on each page, is dropped as a running head).
-    if (row && column === undefined && !line.cells && Math.abs(line.y - row.line.y) <= line.size * 0.2 && line.left > Math.max(...row.cells.map((c) => c.x))) {
+    if (row && column === undefined && !line.cells && columns.length < MAX_TABLE_COLUMNS && Math.abs(line.y - row.line.y) <= line.size * 0.2 && line.left > row.rightmost) {
       column = line.left;
       columns = [...columns, column].sort((a, b) => a - b);
     }
@@ -167,18 +171,21 @@ function withTableRows(pageLines) {
     const inColumn = column !== undefined && (nextColumn === undefined || line.right <= nextColumn + COLUMN_SLACK);
     if (row && !line.cells && inColumn && line.y <= row.line.y + line.size * 0.5 && row.bottom - line.y <= line.size * 1.6) {
       row.cells.push({ x: column, text: line.text.trim() });
+      row.rightmost = Math.max(row.rightmost, column);
       row.bottom = Math.min(row.bottom, line.y);
-      row.links.push(...line.links.map((link) => ({ ...link, at: 0 })));
+      for (const link of line.links) row.links.push({ ...link, at: 0 });
       row.left = Math.min(row.left, line.left);
       row.right = Math.max(row.right, line.right);
       continue;
     }
     close();
     if (line.cells) {
-      if (!out.length || !out[out.length - 1].row) columns = [];
+      const added = line.cells.filter((cell) => !columns.some((x) => Math.abs(x - cell.x) <= COLUMN_SLACK));
+      if (!out.length || !out[out.length - 1].row || columns.length + added.length > MAX_TABLE_COLUMNS) columns = [];
       for (const cell of line.cells) if (!columns.some((x) => Math.abs(x - cell.x) <= COLUMN_SLACK)) columns.push(cell.x);
       columns.sort((a, b) => a - b);
-      row = { line, cells: [...line.cells], bottom: line.y, links: line.links.map((link) => ({ ...link, at: 0 })), left: line.left, right: line.right };
+      const rightmost = line.cells.reduce((most, cell) => Math.max(most, cell.x), -Infinity);
+      row = { line, cells: [...line.cells], rightmost, bottom: line.y, links: line.links.map((link) => ({ ...link, at: 0 })), left: line.left, right: line.right };
       continue;
     }
     out.push(line);
@@ -217,6 +224,8 @@ function listMarkerOf(line) {
 // one). Its items are then read left column first, then the right; a line crossing the gap (a title over both columns)
 // stays where it is, between what is above it and what is below it.
 const MIN_COLUMN_ROWS = 5;
+/** Places tried for the gap between two columns: one a point apart, across the middle 40% of a page up to 36,000 wide. */
+const MAX_SPLIT_TRIES = 14_400;
 
 function inReadingOrder(items) {
   const boxes = items.map((item) => {
@@ -235,15 +244,64 @@ function inReadingOrder(items) {
   if (!(width > 0)) return items;
   const rowOf = (b) => Math.round(b.y);
   const rows = new Set(visible.map(rowOf)).size;
-  // The x in the middle band crossed by the fewest rows.
+  // The x in the middle band crossed by the fewest rows, tried a point apart (at most MAX_SPLIT_TRIES of them): each row's
+  // items give the tries they cross (a range of them, found by halving), a row's ranges are merged, and the rows crossing
+  // each try are counted in one sweep, so the search is linear in the items, not items x tries (a page 16,000 points
+  // wide of 80,000 items was 6,400 x 80,000 steps).
+  const step = Math.max(1, (width * 0.4) / MAX_SPLIT_TRIES);
+  const tries = [];
+  for (let x = left + width * 0.3; x <= left + width * 0.7; x += step) tries.push(x);
+  const firstAbove = (value) => {
+    let low = 0;
+    let high = tries.length;
+    while (low < high) {
+      const middle = (low + high) >> 1;
+      if (tries[middle] > value) high = middle;
+      else low = middle + 1;
+    }
+    return low;
+  };
+  const firstAtOrAbove = (value) => {
+    let low = 0;
+    let high = tries.length;
+    while (low < high) {
+      const middle = (low + high) >> 1;
+      if (tries[middle] >= value) high = middle;
+      else low = middle + 1;
+    }
+    return low;
+  };
+  const spansByRow = new Map();
+  for (const b of visible) {
+    // The tries x with b.x < x < b.right: [from, to).
+    const from = firstAbove(b.x);
+    const to = firstAtOrAbove(b.right);
+    if (from >= to) continue;
+    const spans = spansByRow.get(rowOf(b));
+    if (spans) spans.push([from, to]);
+    else spansByRow.set(rowOf(b), [[from, to]]);
+  }
+  const crossings = new Int32Array(tries.length + 1);
+  for (const spans of spansByRow.values()) {
+    spans.sort((a, b) => a[0] - b[0]);
+    let [from, to] = spans[0];
+    for (let i = 1; i <= spans.length; i++) {
+      if (i < spans.length && spans[i][0] <= to) {
+        to = Math.max(to, spans[i][1]);
+        continue;
+      }
+      crossings[from]++;
+      crossings[to]--;
+      if (i < spans.length) [from, to] = spans[i];
+    }
+  }
   let split = null;
   let fewest = Infinity;
-  for (let x = left + width * 0.3; x <= left + width * 0.7; x += 1) {
-    const crossing = new Set();
-    for (const b of visible) if (b.x < x && b.right > x) crossing.add(rowOf(b));
-    if (crossing.size < fewest) {
-      fewest = crossing.size;
-      split = x;
+  for (let k = 0, crossing = 0; k < tries.length; k++) {
+    crossing += crossings[k];
+    if (crossing < fewest) {
+      fewest = crossing;
+      split = tries[k];
     }
   }
   if (split === null || fewest > rows * 0.15) return items;
@@ -257,24 +315,40 @@ function inReadingOrder(items) {
   if (sides.left.size < MIN_COLUMN_ROWS || sides.right.size < MIN_COLUMN_ROWS) return items;
   const leftRows = [...sides.left.values()];
   const rightRows = [...sides.right.values()];
-  const gapFrom = Math.max(...leftRows.map((r) => r.to));
-  const gapTo = Math.min(...rightRows.map((r) => r.from));
+  const gapFrom = leftRows.reduce((most, r) => Math.max(most, r.to), -Infinity);
+  const gapTo = rightRows.reduce((least, r) => Math.min(least, r.from), Infinity);
   const leftWidth = gapFrom - left;
   const rightWidth = right - gapTo;
   if (gapTo - gapFrom <= 0 || leftWidth < width * 0.25 || rightWidth < width * 0.25) return items;
   const median = (values) => values.sort((a, b) => a - b)[Math.floor(values.length / 2)];
   if (median(leftRows.map((r) => r.to - r.from)) < leftWidth * 0.6 || median(rightRows.map((r) => r.to - r.from)) < rightWidth * 0.6) return items;
   // Lines crossing the gap cut the page into bands, read top to bottom, each left column first.
-  const spanning = boxes.filter((b) => b.visible && b.x < split && b.right > split);
-  const bandTops = [...new Set(spanning.map(rowOf))].sort((a, b) => b - a);
-  const bandOf = (b) => bandTops.filter((top) => top > rowOf(b)).length;
-  const ordered = [];
-  for (let band = 0; band <= bandTops.length; band++) {
-    const inBand = boxes.filter((b) => !spanning.includes(b) && bandOf(b) === band);
-    ordered.push(...inBand.filter((b) => b.x < split), ...inBand.filter((b) => b.x >= split));
-    if (band < bandTops.length) ordered.push(...spanning.filter((b) => rowOf(b) === bandTops[band]));
+  const spanning = new Set(boxes.filter((b) => b.visible && b.x < split && b.right > split));
+  const bandTops = [...new Set([...spanning].map(rowOf))].sort((a, b) => b - a);
+  // A box's band: how many of the lines crossing the gap are above it (bandTops, highest first, halved).
+  const bandOf = (b) => {
+    const row = rowOf(b);
+    let low = 0;
+    let high = bandTops.length;
+    while (low < high) {
+      const middle = (low + high) >> 1;
+      if (bandTops[middle] > row) low = middle + 1;
+      else high = middle;
+    }
+    return low;
+  };
+  const bands = Array.from({ length: bandTops.length + 1 }, () => ({ left: [], right: [], spanning: [] }));
+  for (const b of boxes) {
+    if (spanning.has(b)) {
+      // Each crossing line after the band above it (rowOf(b) is bandTops[bandOf(b)]).
+      bands[bandOf(b)].spanning.push(b);
+      continue;
+    }
+    bands[bandOf(b)][b.x < split ? 'left' : 'right'].push(b);
   }
-  return ordered.map((b) => b.item);
+  const ordered = [];
+  for (const band of bands) for (const part of [band.left, band.right, band.spanning]) for (const b of part) ordered.push(b.item);
+  return ordered;
 }
 
 // A word hyphenated at a line's end (a letter, then a hyphen, a soft hyphen or U+2010) and continued in lower case on the
@@ -753,6 +827,9 @@ if (typeof ArrayBuffer.prototype.transferToFixedLength !== 'function') {
   });
 }
 
+/** How many times the page's right-to-left characters the searches for its items may pass over (withRtlLigaturesInOrder). */
+const RTL_SEARCH_BUDGET = 16;
+
 async function withRtlLigaturesInOrder(page, items) {
   if (!items.some((item) => item.dir === 'rtl' && RTL_CHARACTER.test(item.str ?? ''))) return items;
   const { getResolvedPDFJS } = await import('unpdf');
@@ -777,9 +854,14 @@ async function withRtlLigaturesInOrder(page, items) {
   });
   if (groups.length === 0) return items;
   let from = 0;
+  // The characters of `drawn` the searches may pass over (RTL_SEARCH_BUDGET times it): an item is looked for from where
+  // the one before was found, and from the start again when not found after it; items found nowhere (a page whose text
+  // does not match its glyphs) each cost a pass over the page's glyphs, so past the budget the items are left as they
+  // are. The groups inside an item's run are found by halving (they are in drawing order), not each tried.
+  let budget = RTL_SEARCH_BUDGET * (drawn.length + 1024);
   return items.map((item) => {
     const str = item.str ?? '';
-    if (item.dir !== 'rtl' || !RTL_CHARACTER.test(str)) return item;
+    if (item.dir !== 'rtl' || !RTL_CHARACTER.test(str) || budget < 0) return item;
     const chars = Array.from(str);
     const places = [];
     chars.forEach((c, i) => {
@@ -787,12 +869,24 @@ async function withRtlLigaturesInOrder(page, items) {
     });
     const run = places.map((i) => chars[i]).reverse().join('');
     let at = drawn.indexOf(run, from);
-    if (at < 0) at = drawn.indexOf(run);
+    budget -= (at < 0 ? drawn.length - from : at - from) + run.length;
+    if (at < 0) {
+      at = drawn.indexOf(run);
+      budget -= (at < 0 ? drawn.length : at) + run.length;
+    }
     if (at < 0) return item;
     from = at + run.length;
     let changed = false;
-    for (const [start, length] of groups) {
-      if (start < at || start + length > at + run.length) continue;
+    let low = 0;
+    let high = groups.length;
+    while (low < high) {
+      const middle = (low + high) >> 1;
+      if (groups[middle][0] < at) low = middle + 1;
+      else high = middle;
+    }
+    for (let g = low; g < groups.length && groups[g][0] < at + run.length; g++) {
+      const [start, length] = groups[g];
+      if (start + length > at + run.length) continue;
       // The group's characters sit in the item at these places, last first.
       const inItem = Array.from({ length }, (_, k) => places[places.length - 1 - (start - at + k)]).sort((a, b) => a - b);
       inItem.forEach((place, k) => {

@@ -3,18 +3,14 @@
  * web-app.test.ts): a session lost while a page is open, a renamed collection's tab title, not-found pages, keyboard
  * paging, the sign-up welcome notice and the notifications page's names.
  */
-import { spawnSync } from 'node:child_process';
-import { join, resolve } from 'node:path';
-import { tmpdir } from 'node:os';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { chromium } from 'playwright-core';
+import type { BrowserContext, Page } from 'playwright-core';
 import { Mailbox } from '../support/mailbox';
 import { signUp, type TestUser } from '../support/accounts';
-import { freePort, startSystem, type RunningSystem } from '../support/service';
+import type { RunningSystem } from '../support/service';
 import { buildDocx } from './support/docx';
-import { CHROMIUM_ARGS, chromiumForSuite } from './support/chromium';
+import { chromiumForSuite } from './support/chromium';
+import { startBrowserSystem, type BrowserSystem } from './support/browser-system';
 
-const ROOT = resolve(__dirname, '../..');
 const { describeInBrowser, executablePath } = chromiumForSuite();
 
 jest.setTimeout(120_000);
@@ -22,7 +18,7 @@ jest.setTimeout(120_000);
 const CARD_TEXT = Array.from({ length: 8 }, (_, i) => `Sentence ${i} about the tides of the sea, the pull of the Moon and the slow lengthening of our days.`).join(' ');
 
 let system: RunningSystem;
-let browser: Browser;
+let running: BrowserSystem | undefined;
 let context: BrowserContext;
 let page: Page;
 let user: TestUser;
@@ -47,23 +43,13 @@ async function eventually(attempt: () => Promise<boolean>, timeoutMs = 60_000, w
 
 describeInBrowser('web app audit findings in headless Chromium', () => {
   beforeAll(async () => {
-    const build = spawnSync(process.execPath, [join(ROOT, 'web/scripts/ensure-build.mjs')], { stdio: 'inherit' });
-    if (build.status !== 0) throw new Error('web app build failed');
-    await mailbox.start();
-    const port = await freePort();
-    system = await startSystem({
-      env: { PORT: String(port), PUBLIC_URL: `http://127.0.0.1:${port}`, COOKIE_SECURE: 'false', SMTP_URL: mailbox.url, DATA_DIR: join(tmpdir(), `cards-web-audit-${Date.now()}`) },
-    });
+    running = await startBrowserSystem({ mailbox, executablePath, label: 'web-audit' });
+    ({ system, context, page } = running);
     user = await signUp(system.baseUrl, mailbox, 'web-audit');
-    browser = await chromium.launch({ executablePath, args: CHROMIUM_ARGS });
-    context = await browser.newContext({ baseURL: system.baseUrl, viewport: { width: 1200, height: 900 } });
-    page = await context.newPage();
   }, 240_000);
 
   afterAll(async () => {
-    await browser?.close();
-    await system?.stop();
-    await mailbox.stop();
+    await running?.stop();
   });
 
   it('drops the signed-in state when an action answers 401 (session lost) and offers to sign in again', async () => {

@@ -4,21 +4,19 @@
  * searches, votes, uploads a .docx and opens its collection, and reads a notification.
  * Screenshots of the main pages go to test-artifacts/screenshots/.
  */
-import { spawnSync } from 'node:child_process';
 import { createServer, type Server } from 'node:http';
 import { mkdirSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { tmpdir } from 'node:os';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { BrowserContext, Page } from 'playwright-core';
 
 /** What the tests touch of an <input> or <textarea> inside the page (the test files are type-checked without the DOM library). */
 type PageTextField = { value: string; dispatchEvent(event: Event): boolean };
-import { chromium } from 'playwright-core';
 import { ApiClient } from '../support/http';
 import { Mailbox } from '../support/mailbox';
-import { freePort, startSystem, type RunningSystem } from '../support/service';
+import type { RunningSystem } from '../support/service';
 import { buildDocx } from './support/docx';
-import { CHROMIUM_ARGS, chromiumForSuite } from './support/chromium';
+import { chromiumForSuite } from './support/chromium';
+import { startBrowserSystem, type BrowserSystem } from './support/browser-system';
 
 const ROOT = resolve(__dirname, '../..');
 const SHOTS = join(ROOT, 'test-artifacts/screenshots');
@@ -50,7 +48,7 @@ const DOC_SECTIONS = [
 ];
 
 let system: RunningSystem;
-let browser: Browser;
+let running: BrowserSystem | undefined;
 let context: BrowserContext;
 let page: Page;
 let article: Server;
@@ -94,8 +92,6 @@ async function eventually(attempt: () => Promise<boolean>, timeoutMs = 45_000, w
 
 describeInBrowser('web app in headless Chromium', () => {
   beforeAll(async () => {
-    const build = spawnSync(process.execPath, [join(ROOT, 'web/scripts/ensure-build.mjs')], { stdio: 'inherit' });
-    if (build.status !== 0) throw new Error('web app build failed');
     // The page a card links to, so verification has something real to compare with.
     article = createServer((_req, res) => {
       res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
@@ -103,31 +99,12 @@ describeInBrowser('web app in headless Chromium', () => {
     });
     await new Promise<void>((r) => article.listen(0, '127.0.0.1', () => r()));
     const articlePort = (article.address() as { port: number }).port;
-    await mailbox.start();
-    const port = await freePort();
-    system = await startSystem({
-      env: {
-        PORT: String(port),
-        PUBLIC_URL: `http://127.0.0.1:${port}`,
-        COOKIE_SECURE: 'false',
-        SMTP_URL: mailbox.url,
-        VERIFY_ALLOW_HOSTS: `127.0.0.1:${articlePort}`,
-        DATA_DIR: join(tmpdir(), `cards-web-${Date.now()}`),
-      },
-    });
-    browser = await chromium.launch({ executablePath, args: CHROMIUM_ARGS });
-    context = await browser.newContext({ baseURL: system.baseUrl, viewport: { width: 1200, height: 900 } });
-    page = await context.newPage();
-    page.on('pageerror', (err) => pageProblems.push(`script error: ${err.message}`));
-    page.on('console', (msg) => {
-      if (/Content Security Policy/i.test(msg.text())) pageProblems.push(`CSP: ${msg.text()}`);
-    });
+    running = await startBrowserSystem({ mailbox, executablePath, label: 'web', env: { VERIFY_ALLOW_HOSTS: `127.0.0.1:${articlePort}` }, pageProblems });
+    ({ system, context, page } = running);
   }, 240_000);
 
   afterAll(async () => {
-    await browser?.close();
-    await system?.stop();
-    await mailbox.stop();
+    await running?.stop();
     await new Promise<void>((r) => (article ? article.close(() => r()) : r()));
   });
 

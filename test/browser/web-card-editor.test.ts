@@ -5,20 +5,16 @@
  * allow-list without a CSP refusal, sends an edit's HTML only when the text changed; a score of 0 (the source page
  * could not be read) is not shown as "Verified 0/100".
  */
-import { spawnSync } from 'node:child_process';
 import { createServer, type Server } from 'node:http';
 import { readFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
-import { tmpdir } from 'node:os';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { chromium } from 'playwright-core';
+import type { BrowserContext, Page } from 'playwright-core';
 import { Mailbox } from '../support/mailbox';
 import { signUp, type TestUser } from '../support/accounts';
-import { freePort, startSystem, type RunningSystem } from '../support/service';
+import type { RunningSystem } from '../support/service';
 import { wordCount } from '../../packages/card-rules/src';
-import { CHROMIUM_ARGS, chromiumForSuite } from './support/chromium';
+import { chromiumForSuite } from './support/chromium';
+import { startBrowserSystem, type BrowserSystem } from './support/browser-system';
 
-const ROOT = resolve(__dirname, '../..');
 const { describeInBrowser, executablePath } = chromiumForSuite();
 
 jest.setTimeout(120_000);
@@ -28,7 +24,7 @@ const CARD_TEXT = Array.from({ length: 8 }, (_, i) => `Sentence ${i} about the t
 const FORM_TEXT = Array.from({ length: 8 }, (_, i) => `Point ${i}: volcanic islands rise from hot spots in the mantle while the plate above them drifts slowly away.`).join(' ');
 
 let system: RunningSystem;
-let browser: Browser;
+let running: BrowserSystem | undefined;
 let context: BrowserContext;
 let page: Page;
 let user: TestUser;
@@ -112,8 +108,6 @@ async function freshEditor(): Promise<void> {
 
 describeInBrowser('the card form’s rich-text editor and the verification display', () => {
   beforeAll(async () => {
-    const build = spawnSync(process.execPath, [join(ROOT, 'web/scripts/ensure-build.mjs')], { stdio: 'inherit' });
-    if (build.status !== 0) throw new Error('web app build failed');
     // /tides holds the card's text (a strong match); /gone answers 404, a page that cannot be read (score 0).
     article = createServer((req, res) => {
       if (req.url === '/tides') {
@@ -127,33 +121,14 @@ describeInBrowser('the card form’s rich-text editor and the verification displ
     await new Promise<void>((r) => article.listen(0, '127.0.0.1', () => r()));
     const articlePort = (article.address() as { port: number }).port;
     articleBase = `http://127.0.0.1:${articlePort}`;
-    await mailbox.start();
-    const port = await freePort();
-    system = await startSystem({
-      env: {
-        PORT: String(port),
-        PUBLIC_URL: `http://127.0.0.1:${port}`,
-        COOKIE_SECURE: 'false',
-        SMTP_URL: mailbox.url,
-        VERIFY_ALLOW_HOSTS: `127.0.0.1:${articlePort}`,
-        DATA_DIR: join(tmpdir(), `cards-web-editor-${Date.now()}`),
-      },
-    });
+    running = await startBrowserSystem({ mailbox, executablePath, label: 'web-editor', env: { VERIFY_ALLOW_HOSTS: `127.0.0.1:${articlePort}` }, pageProblems });
+    ({ system, context, page } = running);
     user = await signUp(system.baseUrl, mailbox, 'web-editor');
-    browser = await chromium.launch({ executablePath, args: CHROMIUM_ARGS });
-    context = await browser.newContext({ baseURL: system.baseUrl, viewport: { width: 1200, height: 900 } });
-    page = await context.newPage();
-    page.on('pageerror', (err) => pageProblems.push(`script error: ${err.message}`));
-    page.on('console', (msg) => {
-      if (/Content Security Policy/i.test(msg.text())) pageProblems.push(`CSP: ${msg.text()}`);
-    });
     await signIn();
   }, 240_000);
 
   afterAll(async () => {
-    await browser?.close();
-    await system?.stop();
-    await mailbox.stop();
+    await running?.stop();
     await new Promise<void>((r) => (article ? article.close(() => r()) : r()));
   });
 

@@ -5,17 +5,13 @@
  * top users' paging, a 429's real wait, a deleted collection asked about once, the sign-in page while signed in and a
  * signed-out deep link's heading.
  */
-import { spawnSync } from 'node:child_process';
-import { join, resolve } from 'node:path';
-import { tmpdir } from 'node:os';
-import type { Browser, BrowserContext, Dialog, Page } from 'playwright-core';
-import { chromium } from 'playwright-core';
+import type { BrowserContext, Dialog, Page } from 'playwright-core';
 import { Mailbox } from '../support/mailbox';
 import { signUp, type TestUser } from '../support/accounts';
-import { freePort, startSystem, type RunningSystem } from '../support/service';
-import { CHROMIUM_ARGS, chromiumForSuite } from './support/chromium';
+import type { RunningSystem } from '../support/service';
+import { chromiumForSuite } from './support/chromium';
+import { startBrowserSystem, type BrowserSystem } from './support/browser-system';
 
-const ROOT = resolve(__dirname, '../..');
 const { describeInBrowser, executablePath } = chromiumForSuite();
 
 jest.setTimeout(120_000);
@@ -23,7 +19,7 @@ jest.setTimeout(120_000);
 const CARD_TEXT = Array.from({ length: 8 }, (_, i) => `Sentence ${i} about the tides of the sea, the pull of the Moon and the slow lengthening of our days.`).join(' ');
 
 let system: RunningSystem;
-let browser: Browser;
+let running: BrowserSystem | undefined;
 let context: BrowserContext;
 let page: Page;
 let user: TestUser;
@@ -68,24 +64,14 @@ async function createCollection(who: TestUser, name: string, isPublic = true): P
 
 describeInBrowser('web app journey audit fixes in headless Chromium', () => {
   beforeAll(async () => {
-    const build = spawnSync(process.execPath, [join(ROOT, 'web/scripts/ensure-build.mjs')], { stdio: 'inherit' });
-    if (build.status !== 0) throw new Error('web app build failed');
-    await mailbox.start();
-    const port = await freePort();
-    system = await startSystem({
-      env: { PORT: String(port), PUBLIC_URL: `http://127.0.0.1:${port}`, COOKIE_SECURE: 'false', SMTP_URL: mailbox.url, DATA_DIR: join(tmpdir(), `cards-web-journey-${Date.now()}`) },
-    });
+    running = await startBrowserSystem({ mailbox, executablePath, label: 'web-journey' });
+    ({ system, context, page } = running);
     user = await signUp(system.baseUrl, mailbox, 'web-journey');
     other = await signUp(system.baseUrl, mailbox, 'web-journey-other');
-    browser = await chromium.launch({ executablePath, args: CHROMIUM_ARGS });
-    context = await browser.newContext({ baseURL: system.baseUrl, viewport: { width: 1200, height: 900 } });
-    page = await context.newPage();
   }, 240_000);
 
   afterAll(async () => {
-    await browser?.close();
-    await system?.stop();
-    await mailbox.stop();
+    await running?.stop();
   });
 
   it('keeps a card draft through an ended session, for its writer only, until it is sent', async () => {

@@ -1,0 +1,82 @@
+import { spawnSync } from 'node:child_process';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { chromium } from 'playwright-core';
+import type { Mailbox } from '../../support/mailbox';
+import { freePort, startSystem, type RunningSystem } from '../../support/service';
+import { CHROMIUM_ARGS } from './chromium';
+
+const ROOT = resolve(__dirname, '../../..');
+
+/** What a browser test file runs against: the whole system serving the built web app, and one Chromium page on it. */
+export interface BrowserSystem {
+  system: RunningSystem;
+  browser: Browser;
+  context: BrowserContext;
+  page: Page;
+  /** Closes the browser, then the system, then the mailbox. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Builds the web app when its sources changed, starts `mailbox` and the all-in-one system on a free port (mail to the
+ * mailbox, cookies over plain HTTP, a data directory of its own named after `label`, plus `env`), and opens a 1200×900
+ * page on it. With `pageProblems`, script errors and Content Security Policy refusals on the page are pushed there.
+ */
+export async function startBrowserSystem(options: {
+  mailbox: Mailbox;
+  executablePath: string;
+  label: string;
+  env?: Record<string, string>;
+  pageProblems?: string[];
+}): Promise<BrowserSystem> {
+  const build = spawnSync(process.execPath, [join(ROOT, 'web/scripts/ensure-build.mjs')], { stdio: 'inherit' });
+  if (build.status !== 0) throw new Error('web app build failed');
+  const { mailbox } = options;
+  await mailbox.start();
+  const port = await freePort();
+  const system = await startSystem({
+    env: {
+      PORT: String(port),
+      PUBLIC_URL: `http://127.0.0.1:${port}`,
+      COOKIE_SECURE: 'false',
+      SMTP_URL: mailbox.url,
+      DATA_DIR: join(tmpdir(), `cards-${options.label}-${Date.now()}`),
+      ...options.env,
+    },
+  });
+  let browser: Browser | undefined;
+  let context: BrowserContext;
+  let page: Page;
+  try {
+    browser = await chromium.launch({ executablePath: options.executablePath, args: CHROMIUM_ARGS });
+    context = await browser.newContext({ baseURL: system.baseUrl, viewport: { width: 1200, height: 900 } });
+    page = await context.newPage();
+  } catch (err) {
+    // The file's afterAll has nothing to stop when this throws: leave no system or mailbox running.
+    await browser?.close();
+    await system.stop();
+    await mailbox.stop();
+    throw err;
+  }
+  const opened = browser;
+  const problems = options.pageProblems;
+  if (problems) {
+    page.on('pageerror', (err) => problems.push(`script error: ${err.message}`));
+    page.on('console', (msg) => {
+      if (/Content Security Policy/i.test(msg.text())) problems.push(`CSP: ${msg.text()}`);
+    });
+  }
+  return {
+    system,
+    browser: opened,
+    context,
+    page,
+    async stop() {
+      await opened.close();
+      await system.stop();
+      await mailbox.stop();
+    },
+  };
+}

@@ -1363,7 +1363,7 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    /** @description Letters/digits of one script (Han with kana or Hangul), _, -, 3–32 code points in NFC; no invisible or compatibility characters, no tatweel; "" or null clears it. Unique ignoring case and look-alike letters (the confusable skeleton: Cyrillic "сосо" is "coco", "adrnin" is "admin"): 409 'username: already taken'. */
+                    /** @description Letters/digits of one script (Han with kana or Hangul), _, -, 3–32 code points in NFC; no invisible or compatibility characters, no tatweel; "" or null clears it. Unique ignoring case and look-alike letters (the confusable skeleton, of the name case-folded and as written: Cyrillic "сосо" is "coco", "adrnin" is "admin", "wiII" is "will"): 409 'username: already taken'. */
                     username?: string | null;
                     website?: string | null;
                     visible_email?: boolean | ("true" | "false");

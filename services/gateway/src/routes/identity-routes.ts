@@ -44,7 +44,7 @@ export const passwordResetRequestBody = z.object({ email: emailField() });
 export const USERNAME_DESCRIPTION =
   `Letters/digits of one script (Han with kana or Hangul), _, -, ${MIN_USERNAME_CHARS}–${MAX_USERNAME_CHARS} code points in NFC; ` +
   'no invisible or compatibility characters, no tatweel; "" or null clears it. ' +
-  'Unique ignoring case and look-alike letters (the confusable skeleton: Cyrillic "сосо" is "coco", "adrnin" is "admin"): 409 \'username: already taken\'.';
+  'Unique ignoring case and look-alike letters (the confusable skeleton, of the name case-folded and as written: Cyrillic "сосо" is "coco", "adrnin" is "admin", "wiII" is "will"): 409 \'username: already taken\'.';
 export const updateUserBody = z.object({
   // "" clears it, as null does.
   // Identity's whole rule (usernameProblem: one script, nothing invisible...) on the NFC form parseBody gives; the

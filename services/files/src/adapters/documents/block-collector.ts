@@ -4,6 +4,9 @@ import { escapeHtml } from '../../domain/card-splitter';
 import type { DocumentBlock, ListPlace } from '../../domain/model';
 import { CELL_LINE_TAGS, hasVisibleText, TABLE_CELL_SEPARATOR } from '@cards/card-rules';
 
+// Plain CommonJS shared with the parser worker's .doc reading (word-documents.mjs), which runs without TypeScript.
+const { inScriptForms } = require('./script-forms.cjs') as { inScriptForms(text: string, kind: 'sup' | 'sub'): string | null };
+
 const INLINE_TAGS: Record<string, string> = { strong: 'strong', b: 'strong', em: 'em', i: 'em', u: 'u' };
 
 /** Gathers text into headings and paragraphs while a markup parser walks a document. */
@@ -211,9 +214,7 @@ class BlockCollector {
     const script = this.scripts.pop();
     this.firstHeld = Math.min(this.firstHeld, this.scripts.length);
     if (!script || script.released) return;
-    const forms = script.kind === 'sup' ? SUPERSCRIPTS : SUBSCRIPTS;
-    const characters = Array.from(script.text);
-    const raised = hasVisibleText(script.text) && characters.every((c) => forms.has(c)) ? characters.map((c) => forms.get(c)).join('') : script.text;
+    const raised = hasVisibleText(script.text) ? (inScriptForms(script.text, script.kind) ?? script.text) : script.text;
     this.text(raised);
   }
 
@@ -245,10 +246,6 @@ class BlockCollector {
     this.openLink = true;
   }
 }
-
-/** Unicode's superscript and subscript forms (digits, signs, parentheses, the letters that have one). */
-const SUPERSCRIPTS = new Map(Array.from('0123456789+-\u2212=()ni').map((c, i) => [c, Array.from('\u2070\u00b9\u00b2\u00b3\u2074\u2075\u2076\u2077\u2078\u2079\u207a\u207b\u207b\u207c\u207d\u207e\u207f\u2071')[i]!]));
-const SUBSCRIPTS = new Map(Array.from('0123456789+-\u2212=()aeoxhklmnpst').map((c, i) => [c, Array.from('\u2080\u2081\u2082\u2083\u2084\u2085\u2086\u2087\u2088\u2089\u208a\u208b\u208b\u208c\u208d\u208e\u2090\u2091\u2092\u2093\u2095\u2096\u2097\u2098\u2099\u209a\u209b\u209c')[i]!]));
 
 const HTML_BLOCKS = new Set(['p', 'li', 'td', 'th', 'blockquote', 'pre', 'dd', 'dt', 'caption']);
 /** Elements that end a line inside a table cell (@cards/card-rules, as the web editor and the cards service read a table). */

@@ -9,6 +9,7 @@ import { createRequire } from 'node:module';
 
 const require = createRequire(import.meta.url);
 const { withFieldResults } = require('./doc-fields.cjs');
+const { inScriptForms } = require('./script-forms.cjs');
 
 // A Word list item of several paragraphs: the item's first paragraph carries the numbering, the others (Enter, then
 // Backspace over the number) none, only the item's indentation or a list paragraph style. mammoth makes each of those a
@@ -602,19 +603,7 @@ function wordText(raw) {
  */
 function markTableParagraphs(pieces, streams) {
   if (!streams) return;
-  const { fib, table } = streams;
-  const fc = fib.readUInt32LE(0x0102);
-  const lcb = fib.readUInt32LE(0x0106);
-  const count = (lcb - 4) / 8;
-  if (!Number.isInteger(count) || count <= 0 || fc + lcb > table.length) return;
-  const seen = new Set();
-  for (let i = 0; i < count; i++) {
-    const page = table.readUInt32LE(fc + (count + 1) * 4 + i * 4);
-    if ((page + 1) * 512 > fib.length) throw new Error('a PAPX page lies outside its stream');
-    if (seen.has(page)) continue;
-    seen.add(page);
-    const fkp = fib.subarray(page * 512, (page + 1) * 512);
-    const runs = fkp.readUInt8(511);
+  for (const { fkp, runs } of propertyPages(streams, 0x0102, 'PAPX')) {
     for (let j = 0; j < runs; j++) {
       const start = fkp.readUInt32LE(j * 4);
       const end = fkp.readUInt32LE((j + 1) * 4);
@@ -629,6 +618,27 @@ function markTableParagraphs(pieces, streams) {
       const grpprl = fkp.subarray(from, Math.min(511, from + 2 * cb));
       if (inTable(grpprl)) markCellLines(pieces, start, end);
     }
+  }
+}
+
+/**
+ * The 512-byte property pages (FKPs) of a .doc's PlcBteChpx or PlcBtePapx (MS-DOC 2.8.6/2.8.7), whose place in the
+ * table stream the FIB gives at `fcOffset` (its length right after), each page once, with its count of runs (its last
+ * byte). A page outside the WordDocument stream is an error; a bin table that does not fit yields nothing.
+ */
+function* propertyPages({ fib, table }, fcOffset, kind) {
+  const fc = fib.readUInt32LE(fcOffset);
+  const lcb = fib.readUInt32LE(fcOffset + 4);
+  const count = (lcb - 4) / 8;
+  if (!Number.isInteger(count) || count <= 0 || fc + lcb > table.length) return;
+  const seen = new Set();
+  for (let i = 0; i < count; i++) {
+    const page = table.readUInt32LE(fc + (count + 1) * 4 + i * 4);
+    if ((page + 1) * 512 > fib.length) throw new Error(`a ${kind} page lies outside its stream`);
+    if (seen.has(page)) continue;
+    seen.add(page);
+    const fkp = fib.subarray(page * 512, (page + 1) * 512);
+    yield { fkp, runs: fkp.readUInt8(511) };
   }
 }
 
@@ -682,18 +692,7 @@ function markRunCharacters(pieces, streams) {
   const { fib, table } = streams;
   const fonts = fontNames(fib, table);
   const dingbats = fonts.some((name) => DINGBAT_FONT.test(name)) ? requireDingbats() : null;
-  const fc = fib.readUInt32LE(0x00fa);
-  const lcb = fib.readUInt32LE(0x00fe);
-  const count = (lcb - 4) / 8;
-  if (!Number.isInteger(count) || count <= 0 || fc + lcb > table.length) return;
-  const seen = new Set();
-  for (let i = 0; i < count; i++) {
-    const page = table.readUInt32LE(fc + (count + 1) * 4 + i * 4);
-    if ((page + 1) * 512 > fib.length) throw new Error('a CHPX page lies outside its stream');
-    if (seen.has(page)) continue;
-    seen.add(page);
-    const fkp = fib.subarray(page * 512, (page + 1) * 512);
-    const runs = fkp.readUInt8(511);
+  for (const { fkp, runs } of propertyPages(streams, 0x00fa, 'CHPX')) {
     for (let j = 0; j < runs; j++) {
       const at = fkp.readUInt8((runs + 1) * 4 + j) * 2;
       if (at === 0) continue;
@@ -710,8 +709,8 @@ function markRunCharacters(pieces, streams) {
       const end = fkp.readUInt32LE((j + 1) * 4);
       // A superscript or subscript run (sprmCIss: 1 raised, 2 lowered) in Unicode's forms when every character has one.
       if (position === 1 || position === 2) {
-        const forms = position === 1 ? SUPERSCRIPTS : SUBSCRIPTS;
-        replaceInRange(pieces, start, end, (text) => (/\S/.test(text) && Array.from(text).every((c) => forms.has(c)) ? Array.from(text, (c) => forms.get(c)).join('') : text));
+        const kind = position === 1 ? 'sup' : 'sub';
+        replaceInRange(pieces, start, end, (text) => (/\S/.test(text) ? (inScriptForms(text, kind) ?? text) : text));
       }
       if (!dingbats) continue;
       const mapped = (fontName, code) => {
@@ -741,9 +740,6 @@ function byFilePosition(pieces) {
   return index;
 }
 
-/** Unicode's superscript and subscript forms, as block-collector.ts writes a .docx's or .odt's raised and lowered runs. */
-const SUPERSCRIPTS = new Map(Array.from('0123456789+-\u2212=()ni').map((c, i) => [c, Array.from('\u2070\u00b9\u00b2\u00b3\u2074\u2075\u2076\u2077\u2078\u2079\u207a\u207b\u207b\u207c\u207d\u207e\u207f\u2071')[i]]));
-const SUBSCRIPTS = new Map(Array.from('0123456789+-\u2212=()aeoxhklmnpst').map((c, i) => [c, Array.from('\u2080\u2081\u2082\u2083\u2084\u2085\u2086\u2087\u2088\u2089\u208a\u208b\u208b\u208c\u208d\u208e\u2090\u2091\u2092\u2093\u2095\u2096\u2097\u2098\u2099\u209a\u209b\u209c')[i]]));
 
 /**
  * The text of file positions [start, end) changed by `change` (which keeps its length), in every piece holding them.

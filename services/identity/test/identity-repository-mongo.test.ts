@@ -13,6 +13,17 @@ const logger = createLogger('identity-repo-test', process.env.LOG_LEVEL ?? 'fata
 const external = process.env.TEST_MONGO_URL;
 const { engine, skipReason } = external ? { engine: { url: external }, skipReason: undefined } : engineForSuite('mongo-java-server', startMongoSync);
 
+/** Runs `test` on a database of its own on the engine, dropped afterwards. */
+async function withFreshDatabase(test: (connection: Awaited<ReturnType<typeof connectMongo>>) => Promise<void>): Promise<void> {
+  const connection = await connectMongo({ url: engine!.url, database: `identity_test_${randomBytes(4).toString('hex')}`, logger });
+  try {
+    await test(connection);
+  } finally {
+    await connection.db.dropDatabase().catch(() => undefined);
+    await connection.close();
+  }
+}
+
 describeIdentityRepositoryContract(
   external ? 'mongodb (TEST_MONGO_URL)' : 'mongodb (mongo-java-server)',
   async () => {
@@ -43,8 +54,7 @@ describeIdentityRepositoryContract(
 
 describeOnEngine('MongoIdentityRepository on a database of the version before the confusable skeleton key', skipReason, () => {
   it('keys the usernames stored there, oldest first, keeps both of two look-alikes, and drops the earlier index', async () => {
-    const connection = await connectMongo({ url: engine!.url, database: `identity_test_${randomBytes(4).toString('hex')}`, logger });
-    try {
+    await withFreshDatabase(async (connection) => {
       const users = connection.db.collection<{ _id: string }>('users');
       await users.createIndex({ usernameLower: 1 }, { unique: true, sparse: true, name: 'users_username_lower' });
       const user = (id: string, username: string | null, day: number) => ({
@@ -80,17 +90,13 @@ describeOnEngine('MongoIdentityRepository on a database of the version before th
       for (const name of ['coco', 'c0c0', '\u0441\u043e\u0441\u043e']) {
         await expect(repository.updateProfile('u-new', { username: name }, 'none', later)).rejects.toBeInstanceOf(AlreadyExistsError);
       }
-    } finally {
-      await connection.db.dropDatabase().catch(() => undefined);
-      await connection.close();
-    }
+    });
   });
 });
 
 describeOnEngine('MongoIdentityRepository on a database keyed before look-alikes were promoted', skipReason, () => {
   it('refuses a name whose look-alike is held only under "key id", and gives that holder the key', async () => {
-    const connection = await connectMongo({ url: engine!.url, database: `identity_test_${randomBytes(4).toString('hex')}`, logger });
-    try {
+    await withFreshDatabase(async (connection) => {
       const repository = await MongoIdentityRepository.open(connection);
       const users = connection.db.collection<{ _id: string }>('users');
       const user = (id: string, username: string | null, key: string | null) => ({
@@ -111,17 +117,13 @@ describeOnEngine('MongoIdentityRepository on a database keyed before look-alikes
       await expect(repository.updateProfile('u-new', { username: 'bob' }, 'none', later)).rejects.toBeInstanceOf(AlreadyExistsError);
       expect(await users.findOne({ _id: 'u-b0b' })).toMatchObject({ usernameKey: 'bob' });
       expect(await repository.updateProfile('u-b0b', { username: 'Bob' }, 'none', later)).toMatchObject({ username: 'Bob' });
-    } finally {
-      await connection.db.dropDatabase().catch(() => undefined);
-      await connection.close();
-    }
+    });
   });
 });
 
 describeOnEngine('MongoIdentityRepository on a database of the version before the second username key', skipReason, () => {
   it('keeps "will" and "wiII" as two users with their names, keys them at start, oldest first, and no one else can take either', async () => {
-    const connection = await connectMongo({ url: engine!.url, database: `identity_test_${randomBytes(4).toString('hex')}`, logger });
-    try {
+    await withFreshDatabase(async (connection) => {
       const users = connection.db.collection<{ _id: string }>('users');
       // The documents as that version wrote them: "will" and "wiII" (capital i's) had two keys then, "will" and "wiii".
       await users.createIndex({ usernameKey: 1 }, { unique: true, sparse: true, name: 'users_username_key' });
@@ -157,17 +159,13 @@ describeOnEngine('MongoIdentityRepository on a database of the version before th
       expect(await repository.updateProfile('u-will', { username: 'robert_x' }, 'none', later)).toMatchObject({ username: 'robert_x' });
       expect(await users.findOne({ _id: 'u-wiii' })).toMatchObject({ usernameKey: 'wiii', usernameKeyAsWritten: 'will' });
       await expect(repository.updateProfile('u-new', { username: 'will' }, 'none', later)).rejects.toBeInstanceOf(AlreadyExistsError);
-    } finally {
-      await connection.db.dropDatabase().catch(() => undefined);
-      await connection.close();
-    }
+    });
   });
 });
 
 describeOnEngine('MongoIdentityRepository after a rollback to the version before the second username key and an upgrade again', skipReason, () => {
   it('keys the names changed while rolled back again at start: an unchanged save is accepted, a name left is free, a look-alike of a new name is taken', async () => {
-    const connection = await connectMongo({ url: engine!.url, database: `identity_test_${randomBytes(4).toString('hex')}`, logger });
-    try {
+    await withFreshDatabase(async (connection) => {
       const users = connection.db.collection<{ _id: string }>('users');
       const day = (n: number) => new Date(Date.UTC(2026, 0, n));
       // Documents as this version writes them: both keys.
@@ -205,17 +203,13 @@ describeOnEngine('MongoIdentityRepository after a rollback to the version before
       await expect(repository.updateProfile('u-d', { username: 'lab' }, 'none', later)).rejects.toBeInstanceOf(AlreadyExistsError);
       expect(await repository.updateProfile('u-d', { username: 'gone' }, 'none', later)).toMatchObject({ username: 'gone' });
       expect(await repository.updateProfile('u-d', { username: 'xyz' }, 'none', later)).toMatchObject({ username: 'xyz' });
-    } finally {
-      await connection.db.dropDatabase().catch(() => undefined);
-      await connection.close();
-    }
+    });
   });
 });
 
 describeOnEngine('MongoIdentityRepository on a database where the build before 6938ecd gave a look-alike the key its holder kept', skipReason, () => {
   it('lets "WILL" go back to "will" (its second key then "will <id>"), the look-alike keeps "wiII", and no one else takes either', async () => {
-    const connection = await connectMongo({ url: engine!.url, database: `identity_test_${randomBytes(4).toString('hex')}`, logger });
-    try {
+    await withFreshDatabase(async (connection) => {
       const users = connection.db.collection<{ _id: string }>('users');
       const user = (id: string, username: string | null, keys: [string, string] | null, day: number) => ({
         _id: id,
@@ -240,9 +234,6 @@ describeOnEngine('MongoIdentityRepository on a database where the build before 6
       await expect(repository.updateProfile('u-wiii', { username: 'will' }, 'none', later)).rejects.toBeInstanceOf(AlreadyExistsError);
       for (const name of ['will', 'WILL', 'wiII']) await expect(repository.updateProfile('u-new', { username: name }, 'none', later)).rejects.toBeInstanceOf(AlreadyExistsError);
       expect(await users.findOne({ _id: 'u-will' })).toMatchObject({ usernameKey: 'will', usernameKeyAsWritten: 'will u-will' });
-    } finally {
-      await connection.db.dropDatabase().catch(() => undefined);
-      await connection.close();
-    }
+    });
   });
 });

@@ -1,13 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { Writable } from 'node:stream';
 import { createLogger, enableInProcessCalls, ResourceExhaustedError, ServiceBusyError, startGrpcServer, UnavailableError, type GrpcServerHandle } from '@cards/platform';
 import { cards, identity } from '@cards/proto';
-import type { Channel } from 'nice-grpc';
-import { createGatewayClients } from '../src/clients';
-import { appWithoutServices } from './app-without-services';
-import { stub } from './fake-peer';
+import { gatewayInFrontOf, stub } from './fake-peer';
 
 /** The cards service's refusal when its large-HTML cleaners and their line are full (WorkerCardHtmlCleaner). */
 const CLEANERS_BUSY = 'The service is busy cleaning other large cards; send the card again in a few seconds';
@@ -60,38 +54,23 @@ describe.each([
   ['over the network', false],
   ['in process', true],
 ])("the cards service's busy refusal behind the gateway, %s", (_transport, inProcess) => {
-  let http: Server;
-  let base: string;
-  let channels: Channel[];
-  const logged: { level: number; msg: string; err?: unknown; status?: number }[] = [];
+  let gateway: Awaited<ReturnType<typeof gatewayInFrontOf>>;
   const cookie = `ai-editor=${randomUUID()}`;
   const largeCard = `<p>${'word '.repeat(80)}</p>`.padEnd(20_000, ' ');
 
   beforeAll(async () => {
     enableInProcessCalls(inProcess);
-    const address = server.address;
-    const made = createGatewayClients({ identity: address, cards: address, search: address, files: address, notifications: address }, 10_000);
-    channels = Object.values(made.channels);
-    const logSink = new Writable({
-      write(chunk, _encoding, done) {
-        logged.push(JSON.parse(String(chunk)));
-        done();
-      },
-    });
-    http = createServer(appWithoutServices({ clients: made.clients, logger: createLogger('gateway-test', 'info', logSink), accessLogLevel: 'silent' }));
-    await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
-    base = `http://127.0.0.1:${(http.address() as AddressInfo).port}`;
+    gateway = await gatewayInFrontOf(server.address);
   });
   afterAll(() => {
     enableInProcessCalls(false);
-    http.close();
-    channels.forEach((c) => c.close());
+    gateway.close();
   });
-  beforeEach(() => (logged.length = 0));
+  beforeEach(() => (gateway.logged.length = 0));
 
   const send = (method: string, path: string, body: object) =>
-    fetch(`${base}/api${path}`, { method, headers: { 'content-type': 'application/json', cookie }, body: JSON.stringify(body) });
-  const logLines = () => logged.filter((line) => line.level >= 40).map((line) => ({ level: line.level, msg: line.msg, hasErr: line.err !== undefined, status: line.status }));
+    fetch(`${gateway.base}/api${path}`, { method, headers: { 'content-type': 'application/json', cookie }, body: JSON.stringify(body) });
+  const logLines = () => (gateway.logged.map((line) => JSON.parse(line)) as { level: number; msg: string; err?: unknown; status?: number }[]).filter((line) => line.level >= 40).map((line) => ({ level: line.level, msg: line.msg, hasErr: line.err !== undefined, status: line.status }));
 
   it.each([
     ['POST /api/card', () => send('POST', '/card', { card_html: largeCard, link: 'https://example.com/a', private: false })],

@@ -1,10 +1,9 @@
 // An object holding one key twice is ambiguous (RFC 8259 4: its meaning is unpredictable; I-JSON, RFC 7493, forbids
 // it): JSON.parse keeps the last value, so `"private":true,"private":false` made a public card (outside audit #3).
 import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { gzipSync } from 'node:zlib';
 import { API_JSON_SHAPE, jsonScanProblem } from '../src/http/json-shape';
-import { appWithoutServices } from './app-without-services';
+import { appWithoutServices, closed, listening } from './app-without-services';
 
 const scan = (text: string) => jsonScanProblem(Buffer.from(text, 'utf8'), API_JSON_SHAPE);
 
@@ -46,11 +45,9 @@ describe('a JSON body holding a key twice', () => {
   let server: Server;
   let base: string;
   beforeAll(async () => {
-    server = createServer(appWithoutServices());
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    ({ server, base } = await listening(createServer(appWithoutServices())));
   });
-  afterAll(() => server.close());
+  afterAll(() => closed(server));
 
   // Registration parses its body before it asks the identity service (none here), and names a missing field.
   const register = (body: string | Buffer, headers: Record<string, string> = {}) =>

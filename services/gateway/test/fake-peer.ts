@@ -1,5 +1,10 @@
+import { createServer as createHttpServer } from 'node:http';
+import { Writable } from 'node:stream';
+import { createLogger } from '@cards/platform';
 import { cards, health } from '@cards/proto';
 import { createServer, ServerError, Status, type Server } from 'nice-grpc';
+import { createGatewayClients } from '../src/clients';
+import { appWithoutServices, listening } from './app-without-services';
 
 /** One gRPC server standing in for every peer of the gateway: SERVING health and CountCards; any other method is UNIMPLEMENTED. */
 export async function startFakePeer(address: string, totalCount: number): Promise<Server> {
@@ -30,4 +35,27 @@ export function stub<T extends object>(definition: { methods: Record<string, unk
     throw new Error('not used');
   };
   return { ...Object.fromEntries(Object.keys(definition.methods).map((key) => [key, unimplemented])), ...methods } as T;
+}
+
+/** The gateway over loopback with every client pointed at the gRPC server at `address`; its log lines (info and up) kept. */
+export async function gatewayInFrontOf(address: string): Promise<{ base: string; logged: string[]; close(): void }> {
+  const made = createGatewayClients({ identity: address, cards: address, search: address, files: address, notifications: address }, 10_000);
+  const logged: string[] = [];
+  const sink = new Writable({
+    write(chunk, _encoding, done) {
+      logged.push(String(chunk));
+      done();
+    },
+  });
+  const { server, base } = await listening(
+    createHttpServer(appWithoutServices({ clients: made.clients, logger: createLogger('gateway-test', 'info', sink), accessLogLevel: 'silent' })),
+  );
+  return {
+    base,
+    logged,
+    close() {
+      server.close();
+      Object.values(made.channels).forEach((c) => c.close());
+    },
+  };
 }

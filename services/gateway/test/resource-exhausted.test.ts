@@ -1,13 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { Writable } from 'node:stream';
 import { createLogger, enableInProcessCalls, ResourceExhaustedError, startGrpcServer, TooLargeError, type GrpcServerHandle } from '@cards/platform';
 import { cards, files, identity } from '@cards/proto';
-import type { Channel } from 'nice-grpc';
-import { createGatewayClients } from '../src/clients';
-import { appWithoutServices } from './app-without-services';
-import { stub } from './fake-peer';
+import { gatewayInFrontOf, stub } from './fake-peer';
 
 /** The files service's refusal of an upload beyond the user's share of its document checks (PARSER_CHECKS_PER_USER). */
 const OWN_CHECKS_BUSY = 'You have too many uploads being checked at once; upload the file again when one of them has finished';
@@ -68,44 +62,29 @@ describe.each([
   ['over the network', false],
   ['in process', true],
 ])('a RESOURCE_EXHAUSTED status behind the gateway, %s', (_transport, inProcess) => {
-  let http: Server;
-  let base: string;
-  let channels: Channel[];
-  const logged: string[] = [];
+  let gateway: Awaited<ReturnType<typeof gatewayInFrontOf>>;
 
   beforeAll(async () => {
     enableInProcessCalls(inProcess);
-    const address = server.address;
-    const made = createGatewayClients({ identity: address, cards: address, search: address, files: address, notifications: address }, 10_000);
-    channels = Object.values(made.channels);
-    const logSink = new Writable({
-      write(chunk, _encoding, done) {
-        logged.push(String(chunk));
-        done();
-      },
-    });
-    http = createServer(appWithoutServices({ clients: made.clients, logger: createLogger('gateway-test', 'info', logSink), accessLogLevel: 'silent' }));
-    await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
-    base = `http://127.0.0.1:${(http.address() as AddressInfo).port}`;
+    gateway = await gatewayInFrontOf(server.address);
   });
   afterAll(() => {
     enableInProcessCalls(false);
-    http.close();
-    channels.forEach((c) => c.close());
+    gateway.close();
   });
 
   it("is 429 with the service's message when the service's own code refused (a quota or limit)", async () => {
-    const res = await fetch(`${base}/api/user/collections/${overQuota}`);
+    const res = await fetch(`${gateway.base}/api/user/collections/${overQuota}`);
     expect({ status: res.status, body: await res.json() }).toEqual({ status: 429, body: { message: 'collections: more than this user may list at once' } });
   });
 
   it("is 413 with the service's message when the service found what was sent too large (no quota: no retry helps)", async () => {
-    const res = await fetch(`${base}/api/user/collections/${sentTooMuch}`);
+    const res = await fetch(`${gateway.base}/api/user/collections/${sentTooMuch}`);
     expect({ status: res.status, body: await res.json() }).toEqual({ status: 413, body: { message: 'base64_docx_file: the file is 30 bytes, above the limit of 20' } });
   });
 
   it("is 429 with Retry-After and the files service's message when an upload finds the user's share of its document checks taken", async () => {
-    const res = await fetch(`${base}/api/file`, {
+    const res = await fetch(`${gateway.base}/api/file`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', cookie: `ai-editor=${randomUUID()}` },
       body: JSON.stringify({ base64_docx_file: Buffer.from('PK').toString('base64url'), file_name: 'a.docx', file_mime_type: 'application/vnd.openxmlformats-officedocument.wordprocessingml.document', private: false }),
@@ -116,10 +95,10 @@ describe.each([
   if (!inProcess) {
     // In process, messages are never framed, so no size limit applies (see docs/decisions.md).
     it("is a 500 with a generic message, the detail only in the log, when it is gRPC's own: a message over the size limit", async () => {
-      const res = await fetch(`${base}/api/user/collections/${tooLarge}`);
+      const res = await fetch(`${gateway.base}/api/user/collections/${tooLarge}`);
       const body = await res.json();
       expect({ status: res.status, body }).toEqual({ status: 500, body: { message: 'Internal error' } });
-      expect(logged.join('')).toMatch(/message larger than max/);
+      expect(gateway.logged.join('')).toMatch(/message larger than max/);
     });
   }
 });

@@ -9,7 +9,10 @@ import { signUp, type TestUser } from '../support/accounts';
 import type { RunningSystem } from '../support/service';
 import { buildDocx } from './support/docx';
 import { chromiumForSuite } from './support/chromium';
-import { startBrowserSystem, type BrowserSystem } from './support/browser-system';
+import { eventually, signInBrowser, startBrowserSystem, type BrowserSystem } from './support/browser-system';
+
+/** Signs the browser in with the user's session (a fresh login, so another test's sign-out does not matter). */
+const signIn = () => signInBrowser(context, system.baseUrl, user);
 
 const { describeInBrowser, executablePath } = chromiumForSuite();
 
@@ -23,23 +26,6 @@ let context: BrowserContext;
 let page: Page;
 let user: TestUser;
 const mailbox = new Mailbox();
-
-/** Signs the browser in with the user's session (a fresh login, so another test's sign-out does not matter). */
-async function signIn(): Promise<void> {
-  const login = await fetch(`${system.baseUrl}/api/auth`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: user.email, password: user.password }) });
-  const pair = login.headers.getSetCookie().map((c) => c.split(';')[0]!).find((c) => c.startsWith('ai-editor='))!;
-  await context.clearCookies();
-  await context.addCookies([{ name: 'ai-editor', value: pair.slice('ai-editor='.length), url: system.baseUrl }]);
-}
-
-async function eventually(attempt: () => Promise<boolean>, timeoutMs = 60_000, what = 'condition'): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    if (await attempt()) return;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 750));
-  }
-}
 
 describeInBrowser('web app audit findings in headless Chromium', () => {
   beforeAll(async () => {

@@ -16,7 +16,9 @@ import { Mailbox } from '../support/mailbox';
 import type { RunningSystem } from '../support/service';
 import { buildDocx } from './support/docx';
 import { chromiumForSuite } from './support/chromium';
-import { startBrowserSystem, type BrowserSystem } from './support/browser-system';
+import { eventually as eventuallyTrue, startBrowserSystem, type BrowserSystem } from './support/browser-system';
+
+const eventually = (attempt: () => Promise<boolean>, timeoutMs = 45_000, what = 'condition') => eventuallyTrue(attempt, timeoutMs, what);
 
 const ROOT = resolve(__dirname, '../..');
 const SHOTS = join(ROOT, 'test-artifacts/screenshots');
@@ -78,16 +80,6 @@ async function accessibilityProblems(target: Page = page): Promise<string[]> {
     `axe.run(document, { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'] } }).then((r) => r.violations.map((v) => ({ id: v.id, help: v.help, nodes: v.nodes.map((n) => ({ target: n.target })) })))`,
   );
   return violations.map((v) => `${v.id}: ${v.help} (${v.nodes.map((n) => n.target.join(' ')).join(', ')})`);
-}
-
-/** Retries `attempt` (re-running searches while indexing catches up) until it returns true. */
-async function eventually(attempt: () => Promise<boolean>, timeoutMs = 45_000, what = 'condition'): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    if (await attempt()) return;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 750));
-  }
 }
 
 describeInBrowser('web app in headless Chromium', () => {

@@ -13,7 +13,9 @@ import { signUp, type TestUser } from '../support/accounts';
 import type { RunningSystem } from '../support/service';
 import { wordCount } from '../../packages/card-rules/src';
 import { chromiumForSuite } from './support/chromium';
-import { startBrowserSystem, type BrowserSystem } from './support/browser-system';
+import { eventually, signInBrowser, startBrowserSystem, type BrowserSystem } from './support/browser-system';
+
+const signIn = () => signInBrowser(context, system.baseUrl, user);
 
 const { describeInBrowser, executablePath } = chromiumForSuite();
 
@@ -43,22 +45,6 @@ async function accessibilityProblems(): Promise<string[]> {
     `axe.run(document, { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'] } }).then((r) => r.violations.map((v) => ({ id: v.id, help: v.help, nodes: v.nodes.map((n) => ({ target: n.target })) })))`,
   );
   return violations.map((v) => `${v.id}: ${v.help} (${v.nodes.map((n) => n.target.join(' ')).join(', ')})`);
-}
-
-async function eventually(attempt: () => Promise<boolean>, timeoutMs = 60_000, what = 'condition'): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    if (await attempt()) return;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 750));
-  }
-}
-
-async function signIn(): Promise<void> {
-  const login = await fetch(`${system.baseUrl}/api/auth`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: user.email, password: user.password }) });
-  const pair = login.headers.getSetCookie().map((c) => c.split(';')[0]!).find((c) => c.startsWith('ai-editor='))!;
-  await context.clearCookies();
-  await context.addCookies([{ name: 'ai-editor', value: pair.slice('ai-editor='.length), url: system.baseUrl }]);
 }
 
 /** A card made through the API, and its verification score once verification has run (null: wait for none). */

@@ -10,7 +10,11 @@ import { Mailbox } from '../support/mailbox';
 import { signUp, type TestUser } from '../support/accounts';
 import type { RunningSystem } from '../support/service';
 import { chromiumForSuite } from './support/chromium';
-import { startBrowserSystem, type BrowserSystem } from './support/browser-system';
+import { eventually as eventuallyTrue, signInBrowser, startBrowserSystem, type BrowserSystem } from './support/browser-system';
+
+/** Signs the browser in as `who` with a fresh session (another test's sign-out does not matter). */
+const signIn = (who: TestUser = user) => signInBrowser(context, system.baseUrl, who);
+const eventually = (attempt: () => Promise<boolean>, timeoutMs = 60_000, what = 'condition') => eventuallyTrue(attempt, timeoutMs, what, 300);
 
 const { describeInBrowser, executablePath } = chromiumForSuite();
 
@@ -25,23 +29,6 @@ let page: Page;
 let user: TestUser;
 let other: TestUser;
 const mailbox = new Mailbox();
-
-/** Signs the browser in as `who` with a fresh session (another test's sign-out does not matter). */
-async function signIn(who: TestUser = user): Promise<void> {
-  const login = await fetch(`${system.baseUrl}/api/auth`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: who.email, password: who.password }) });
-  const pair = login.headers.getSetCookie().map((c) => c.split(';')[0]!).find((c) => c.startsWith('ai-editor='))!;
-  await context.clearCookies();
-  await context.addCookies([{ name: 'ai-editor', value: pair.slice('ai-editor='.length), url: system.baseUrl }]);
-}
-
-async function eventually(attempt: () => Promise<boolean>, timeoutMs = 60_000, what = 'condition'): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    if (await attempt()) return;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 300));
-  }
-}
 
 const activeTag = (p: Page = page) => p.evaluate<string>('document.activeElement?.tagName ?? ""');
 const activeText = (p: Page = page) => p.evaluate<string>('document.activeElement?.textContent?.trim() ?? ""');

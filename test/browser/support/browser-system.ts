@@ -80,3 +80,21 @@ export async function startBrowserSystem(options: {
     },
   };
 }
+
+/** Asks `attempt` every `everyMs` until it answers true; throws naming `what` after `timeoutMs`. */
+export async function eventually(attempt: () => Promise<boolean>, timeoutMs = 60_000, what = 'condition', everyMs = 750): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (await attempt()) return;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+}
+
+/** Signs the browser in as `who` with a fresh session (a login through the API), whatever cookie it had before. */
+export async function signInBrowser(context: BrowserContext, baseUrl: string, who: { email: string; password: string }): Promise<void> {
+  const login = await fetch(`${baseUrl}/api/auth`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: who.email, password: who.password }) });
+  const pair = login.headers.getSetCookie().map((c) => c.split(';')[0]!).find((c) => c.startsWith('ai-editor='))!;
+  await context.clearCookies();
+  await context.addCookies([{ name: 'ai-editor', value: pair.slice('ai-editor='.length), url: baseUrl }]);
+}

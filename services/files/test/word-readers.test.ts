@@ -110,6 +110,27 @@ describe('.docx and .odt: what the document shows', () => {
     expect(blocksFromOdtContent(content).map((b) => b.list?.ordered)).toEqual([false, false]);
   });
 
+  it('.odt: a paragraph style\'s list style numbers nothing by itself; a list without a style of its own is bulleted, as Writer shows both (style-lists.odt)', async () => {
+    // Writer 7.4 sets "Numbering 1" paragraphs outside a list without numbers, and a text:list without text:style-name
+    // with its default bullets though its paragraphs' style names "Numbering 123" (src/style-lists.fodt, made to PDF).
+    const blocks = await blocksOf('style-lists.odt');
+    expect(blocks.map((b) => [b.text, b.list ?? null])).toEqual([
+      ['The wardens walk the transect each month.', null],
+      ['Walk the transect at low tide.', null],
+      ['Photograph each marker post.', null],
+      ['Helpers came from two places.', null],
+      ['Volunteers from the village', { ordered: false, level: 1, number: 1 }],
+      ['Students from the college', { ordered: false, level: 1, number: 2 }],
+      ['The data were checked after the walk.', null],
+    ]);
+    const styles = odtStyles(
+      '<office:document-styles><office:styles><text:list-style style:name="Numbering_20_123"><text:list-level-style-number text:level="1" style:num-format="1"/></text:list-style>' +
+        '<style:style style:name="Numbering_20_1" style:family="paragraph" style:list-style-name="Numbering_20_123"/></office:styles></office:document-styles>',
+    );
+    const content = '<office:text><text:p text:style-name="Numbering_20_1">a</text:p><text:list><text:list-item><text:p text:style-name="Numbering_20_1">b</text:p></text:list-item></text:list></office:text>';
+    expect(blocksFromOdtContent(content, styles).map((b) => b.list ?? null)).toEqual([null, { ordered: false, level: 1, number: 1 }]);
+  });
+
   it('a line break inside a paragraph (a .docx w:br, an .odt text:line-break) is a <br> in its HTML, a space in its text, as in .doc', async () => {
     for (const name of ['word-features.docx', 'word-features.odt']) {
       const block = (await blocksOf(name)).find((b) => b.text.startsWith('Harbour Master'));
@@ -168,6 +189,10 @@ describe('notes are labelled as the document shows them', () => {
     }
   });
 
+  it('.odt: a section of its own footnote format labels its notes as Writer shows them, by their citations (section-notes.odt: 1, i, 2)', async () => {
+    expect(texts(await blocksOf('section-notes.odt'))).toEqual(['Body one [1: First note.] text.', 'Section two [i: Second note.] text.', 'After [2: Third note.] text.']);
+  });
+
   it(".docx: the body's section gives the formats (w:footnotePr, w:endnotePr), over Word's defaults (footnotes 1, endnotes i)", async () => {
     const body = `<w:p><w:r><w:t>Gulls</w:t></w:r>${noteReference(1)}<w:r><w:t xml:space="preserve"> and terns</w:t></w:r>${noteReference(2, 'endnote')}</w:p>`;
     const notes = { footnotes: note(1, 'Gulls scavenge.'), endnotes: note(2, 'Terns migrate.', 'endnote') };
@@ -176,6 +201,25 @@ describe('notes are labelled as the document shows them', () => {
     expect(await read('<w:sectPr><w:footnotePr><w:numFmt w:val="upperLetter"/></w:footnotePr><w:endnotePr><w:numFmt w:val="decimal"/></w:endnotePr></w:sectPr>')).toEqual([
       'Gulls [A: Gulls scavenge.] and terns [1: Terns migrate.]',
     ]);
+  });
+
+  it('.docx: a section of its own note format (a paragraph\'s w:sectPr) labels the notes referenced in it so; the count goes on across sections', async () => {
+    // Word numbers footnotes on through the document (w:numRestart "continuous") in each section's format.
+    const paragraph = (text: string, id: number, kind: 'footnote' | 'endnote' = 'footnote', sectPr = '') =>
+      `<w:p>${sectPr ? `<w:pPr>${sectPr}</w:pPr>` : ''}<w:r><w:t>${text}</w:t></w:r>${noteReference(id, kind)}</w:p>`;
+    const roman = '<w:sectPr><w:footnotePr><w:numFmt w:val="lowerRoman"/></w:footnotePr></w:sectPr>';
+    const body =
+      paragraph('Preface', 1, 'footnote', roman) +
+      paragraph('Chapter', 2) +
+      paragraph('Also', 3) +
+      paragraph('Appendix', 4, 'footnote', '<w:sectPr><w:footnotePr><w:numFmt w:val="upperLetter"/></w:footnotePr><w:endnotePr><w:numFmt w:val="decimal"/></w:endnotePr></w:sectPr>') +
+      paragraph('End', 5, 'endnote') +
+      '<w:sectPr><w:footnotePr><w:numFmt w:val="decimal"/></w:footnotePr></w:sectPr>';
+    const footnotes = [1, 2, 3, 4].map((id) => note(id, `Note ${id}.`)).join('');
+    const blocks = (await reader.parse('docx', docxPackage({ body, footnotes, endnotes: note(5, 'Note 5.', 'endnote') }))).blocks;
+    // Sections: Preface (its paragraph's w:sectPr: roman footnotes); Chapter, Also, Appendix (letters, endnotes in digits);
+    // End (the body's w:sectPr: digits, endnotes Word's default i).
+    expect(texts(blocks)).toEqual(['Preface [i: Note 1.]', 'Chapter [B: Note 2.]', 'Also [C: Note 3.]', 'Appendix [D: Note 4.]', 'End [i: Note 5.]']);
   });
 });
 

@@ -225,11 +225,51 @@ function noteFormatsIn(element, formats) {
   return found;
 }
 
-/** document.xml's body's own section properties (its last child w:sectPr), when `root` is document.xml. */
+/**
+ * Per note (`footnote-<id>`, `endnote-<id>`), the formats of the section holding its first reference, where that
+ * section's own w:footnotePr or w:endnotePr differ from the body's last section's (Word allows a format per section:
+ * roman in one, digits in the next). Set with noteFormats for the conversion under way.
+ */
+let noteFormatsByNote = new Map();
+
+/**
+ * document.xml's sections' note formats, when `root` is document.xml: the body's own section properties (its last
+ * child w:sectPr) give noteFormats; a section ended by a paragraph's w:pPr/w:sectPr gives its own to the notes referenced
+ * in it (noteFormatsByNote), each over settings.xml's formats, as Word reads a section's properties. One walk in
+ * document order, without recursion (a deep document cannot exhaust the stack).
+ */
 function sectionNoteFormats(root) {
+  const documentFormats = noteFormats;
+  noteFormatsByNote = new Map();
   const body = root?.children?.find((child) => child.name === 'w:body');
-  const section = body?.children?.findLast((child) => child.name === 'w:sectPr');
-  if (section) noteFormats = noteFormatsIn(section, noteFormats);
+  const last = body?.children?.findLast((child) => child.name === 'w:sectPr');
+  if (last) noteFormats = noteFormatsIn(last, documentFormats);
+  if (!body?.children?.some((child) => child.name === 'w:p' && child.children?.some((p) => p.name === 'w:pPr' && p.children?.some((c) => c.name === 'w:sectPr')))) return;
+  /** The notes referenced in the section being read, first references only. */
+  let pending = [];
+  const seen = new Set();
+  const endSection = (sectPr) => {
+    const formats = noteFormatsIn(sectPr, documentFormats);
+    for (const key of pending) if (formats[key.split('-')[0]] !== noteFormats[key.split('-')[0]]) noteFormatsByNote.set(key, formats);
+    pending = [];
+  };
+  for (const child of body.children) {
+    if (child.name === 'w:sectPr') continue;
+    const stack = [child];
+    while (stack.length > 0) {
+      const element = stack.pop();
+      const kind = element.name === 'w:footnoteReference' ? 'footnote' : element.name === 'w:endnoteReference' ? 'endnote' : null;
+      const key = kind && `${kind}-${element.attributes?.['w:id']}`;
+      if (key && !seen.has(key)) {
+        seen.add(key);
+        pending.push(key);
+      }
+      const children = element.children ?? [];
+      for (let i = children.length - 1; i >= 0; i--) stack.push(children[i]);
+    }
+    const sectPr = child.name === 'w:p' ? child.children?.find((p) => p.name === 'w:pPr')?.children?.find((c) => c.name === 'w:sectPr') : undefined;
+    if (sectPr) endSection(sectPr);
+  }
 }
 
 /** The note formats settings.xml gives (read through mammoth's zip reader, before mammoth converts). */
@@ -274,7 +314,7 @@ function withNoteLabels(document, formats) {
         const next = element.children[i + 1];
         const custom = next?.type === 'text' ? /^\ue000cards-note-custom-mark:([^\ue000\ue001]*)\ue001$/.exec(next.value) : null;
         const key = `${child.noteType}-${child.noteId}`;
-        if (!labels.has(key)) labels.set(key, { reference: child, label: custom ? custom[1] : noteLabel(++counts[child.noteType], formats[child.noteType]), custom: custom !== null });
+        if (!labels.has(key)) labels.set(key, { reference: child, label: custom ? custom[1] : noteLabel(++counts[child.noteType], (noteFormatsByNote.get(key) ?? formats)[child.noteType]), custom: custom !== null });
         if (custom) i++;
         children.push(child);
       } else if (child.type === 'text' && child.value.includes(CUSTOM_NOTE_MARK.open)) {
@@ -497,6 +537,7 @@ export async function docxHtml(bytes) {
   numberedByInstance();
   textBoxesWithoutFallbackRead();
   noteFormats = await documentNoteFormats(bytes);
+  noteFormatsByNote = new Map();
   return (await mammoth.convertToHtml({ buffer: bytes }, { transformDocument: readableDocument, styleMap: [...TITLE_STYLES, ...FURTHER_PARAGRAPH_STYLES] })).value;
 }
 

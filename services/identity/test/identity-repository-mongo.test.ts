@@ -208,7 +208,7 @@ describeOnEngine('MongoIdentityRepository after a rollback to the version before
 });
 
 describeOnEngine('MongoIdentityRepository on a database where the build before 6938ecd gave a look-alike the key its holder kept', skipReason, () => {
-  it('lets "WILL" go back to "will" (its second key then "will <id>"), the look-alike keeps "wiII", and no one else takes either', async () => {
+  it('keeps the key with the older at start (the look-alike holds "will <id>"), lets "WILL" go back to "will", the look-alike keeps "wiII", and no one else takes either', async () => {
     await withFreshDatabase(async (connection) => {
       const users = connection.db.collection<{ _id: string }>('users');
       const user = (id: string, username: string | null, keys: [string, string] | null, day: number) => ({
@@ -226,6 +226,9 @@ describeOnEngine('MongoIdentityRepository on a database where the build before 6
       // will renamed "WILL" ("will" left as its second key only) and "wiII" was given "will" as its second key.
       await users.insertMany([user('u-will', 'WILL', ['will', 'wlll'], 1), user('u-wiii', 'wiII', ['wiii', 'will'], 2), user('u-new', null, null, 3)]);
       const repository = await MongoIdentityRepository.open(connection);
+      // One key, one holder (nameKeys): the older user, as rekeyUsernames keeps it; the younger holds "key id".
+      expect(await users.findOne({ _id: 'u-will' })).toMatchObject({ usernameKey: 'will', usernameKeyAsWritten: 'wlll', nameKeys: ['will', 'wlll'] });
+      expect(await users.findOne({ _id: 'u-wiii' })).toMatchObject({ usernameKey: 'wiii', usernameKeyAsWritten: 'will u-wiii', nameKeys: ['wiii', 'will u-wiii'] });
       const later = new Date('2026-02-01T00:00:00.000Z');
       expect(await repository.updateProfile('u-will', { username: 'will' }, 'none', later)).toMatchObject({ username: 'will' });
       expect(await repository.updateProfile('u-will', { username: 'will', website: 'https://will.example' }, 'none', later)).toMatchObject({ username: 'will' });
@@ -233,7 +236,45 @@ describeOnEngine('MongoIdentityRepository on a database where the build before 6
       expect(await repository.updateProfile('u-wiii', { username: 'wiII' }, 'none', later)).toMatchObject({ username: 'wiII' });
       await expect(repository.updateProfile('u-wiii', { username: 'will' }, 'none', later)).rejects.toBeInstanceOf(AlreadyExistsError);
       for (const name of ['will', 'WILL', 'wiII']) await expect(repository.updateProfile('u-new', { username: name }, 'none', later)).rejects.toBeInstanceOf(AlreadyExistsError);
-      expect(await users.findOne({ _id: 'u-will' })).toMatchObject({ usernameKey: 'will', usernameKeyAsWritten: 'will u-will' });
+      expect(await users.findOne({ _id: 'u-will' })).toMatchObject({ usernameKey: 'will', usernameKeyAsWritten: 'will', nameKeys: ['will'] });
+    });
+  });
+});
+
+describeOnEngine('MongoIdentityRepository with documents written without nameKeys by the version before them', skipReason, () => {
+  it('fills nameKeys at start, and a write refused only by stale nameKeys mends them and goes through', async () => {
+    await withFreshDatabase(async (connection) => {
+      const repository = await MongoIdentityRepository.open(connection);
+      const users = connection.db.collection<{ _id: string }>('users');
+      // Documents as the version before nameKeys writes them: both key fields, no nameKeys.
+      const user = (id: string, username: string | null, day: number) => ({
+        _id: id,
+        email: `${id}@example.com`,
+        username,
+        ...(username === null ? {} : { usernameKey: usernameKey(username), usernameKeyAsWritten: usernameKeyAsWritten(username) }),
+        website: null,
+        visibleEmail: true,
+        passwordHash: `scrypt$${id}`,
+        passwordVersion: 0,
+        createdAt: new Date(Date.UTC(2026, 0, day)),
+        updatedAt: new Date(Date.UTC(2026, 0, day)),
+      });
+      await users.insertMany([user('u-old', 'Oldie', 1), user('u-b', null, 2)]);
+      // A user of this version renamed by that version during a rolling upgrade: its fields moved, its nameKeys did not.
+      expect(await repository.updateProfile('u-b', { username: 'Neuer' }, 'none', new Date())).toMatchObject({ username: 'Neuer' });
+      expect(await users.findOne({ _id: 'u-b' })).toMatchObject({ nameKeys: ['neuer'] });
+      await users.updateOne({ _id: 'u-b' }, { $set: { username: 'Bob', usernameKey: 'bob', usernameKeyAsWritten: 'bob', updatedAt: new Date() } });
+      await users.insertOne(user('u-c', null, 3));
+      // The name left is free: the stale nameKeys are mended by the write they refuse.
+      expect(await repository.updateProfile('u-c', { username: 'neuer' }, 'none', new Date())).toMatchObject({ username: 'neuer' });
+      expect(await users.findOne({ _id: 'u-b' })).toMatchObject({ username: 'Bob', nameKeys: ['bob'] });
+      // The document without nameKeys is still refused its name's look-alikes (its fields are read), and keyed at start.
+      await expect(repository.updateProfile('u-c', { username: 'OLDIE' }, 'none', new Date())).rejects.toBeInstanceOf(AlreadyExistsError);
+      await MongoIdentityRepository.open(connection);
+      expect(await users.findOne({ _id: 'u-old' })).toMatchObject({ nameKeys: ['oldie'] });
+      await MongoIdentityRepository.open(connection);
+      expect(await users.findOne({ _id: 'u-old' })).toMatchObject({ usernameKey: 'oldie', usernameKeyAsWritten: 'oldie', nameKeys: ['oldie'] });
+      expect(await users.findOne({ _id: 'u-c' })).toMatchObject({ nameKeys: ['neuer'] });
     });
   });
 });

@@ -332,6 +332,23 @@ export function describeIdentityRepositoryContract(name: string, factory: () => 
       expect(await repo.updateProfile(second.id, { username: 'wiII' }, 'none', later)).toMatchObject({ username: 'wiII' });
     });
 
+    test('of "WILL" and "wiII" taken at once by two users, which meet only across the two keys, exactly one is stored', async () => {
+      const later = at('2026-02-01T00:00:00.000Z');
+      for (let round = 0; round < 20; round++) {
+        const [a, b] = [await registered(), await registered()];
+        // Alternately first, so either may be the one whose first key is the other's second.
+        const [first, second] = round % 2 === 0 ? [a, b] : [b, a];
+        const results = await Promise.allSettled([repo.updateProfile(first.id, { username: 'WILL' }, 'none', later), repo.updateProfile(second.id, { username: 'wiII' }, 'none', later)]);
+        expect(results.filter((result) => result.status === 'fulfilled')).toHaveLength(1);
+        const refused = results.find((result): result is PromiseRejectedResult => result.status === 'rejected');
+        expect(refused?.reason).toBeInstanceOf(AlreadyExistsError);
+        const names = (await repo.findUsersByIds([first.id, second.id])).map((user) => user.username);
+        expect(names.filter((name) => name !== null)).toEqual([results[0].status === 'fulfilled' ? 'WILL' : 'wiII']);
+        // The winner gives the name up for the next round.
+        await repo.updateProfile(results[0].status === 'fulfilled' ? first.id : second.id, { username: null }, 'none', later);
+      }
+    });
+
     test('look-alike usernames both taken before the skeleton key are kept, and no one else can take either', async () => {
       const later = at('2026-02-01T00:00:00.000Z');
       const first = aUser({ username: 'coco', createdAt: at('2026-01-01T00:00:00.000Z') });

@@ -22,6 +22,15 @@ interface UserDocument {
    * kept from before. Absent on documents of earlier versions until the repository opens (rekeyUsernames).
    */
   usernameKeyAsWritten?: string;
+  /**
+   * Every key the two fields above hold, once each ("key id" ones too), under a unique multikey index: unique across
+   * documents, so no two users hold one key whichever field each holds it in. The fields' own indexes cannot refuse that
+   * across them, and without transactions two renames at once ("WILL" taking "will" as its first key, "wiII" as its
+   * second) both passed the checks before their writes; this index refuses the second write. Written in the same update
+   * as the fields; absent without a username. Filled at start for the documents stored without it or changed since by
+   * an earlier version during a rolling upgrade (fillNameKeys); one found stale by a write is mended then (mendNameKeys).
+   */
+  nameKeys?: string[];
   /** Earlier versions' key (the case fold only), rewritten as usernameKey when the repository opens. */
   usernameLower?: string;
   website: string | null;
@@ -79,6 +88,7 @@ function toUserDocument(u: User): UserDocument {
   if (u.username !== null) {
     doc.usernameKey = usernameKey(u.username);
     doc.usernameKeyAsWritten = usernameKeyAsWritten(u.username);
+    doc.nameKeys = nameKeysOf(doc);
   }
   return doc;
 }
@@ -121,10 +131,48 @@ const USERNAME_KEYS: ReadonlyArray<{ field: UsernameKeyField; of: (name: string)
   { field: 'usernameKey', of: usernameKey },
   { field: 'usernameKeyAsWritten', of: usernameKeyAsWritten },
 ];
-const isUsernameKeyDuplicate = (err: unknown) => USERNAME_KEYS.some(({ field }) => isDuplicateKeyError(err, field));
+const isUsernameKeyDuplicate = (err: unknown) => isDuplicateKeyError(err, 'nameKeys') || USERNAME_KEYS.some(({ field }) => isDuplicateKeyError(err, field));
+
+type KeyFields = Pick<UserDocument, UsernameKeyField>;
+/** The nameKeys of a document holding these key fields: each key once, undefined when it holds none. */
+function nameKeysOf(fields: KeyFields): string[] | undefined {
+  const keys = [...new Set(USERNAME_KEYS.map(({ field }) => fields[field]).filter((key): key is string => typeof key === 'string'))];
+  return keys.length > 0 ? keys : undefined;
+}
+/** Whether a document's nameKeys are the keys its fields hold. */
+function nameKeysMatch(doc: KeyFields & Pick<UserDocument, 'nameKeys'>): boolean {
+  const [stored, wanted] = [doc.nameKeys ?? [], nameKeysOf(doc) ?? []];
+  return stored.length === wanted.length && wanted.every((key) => stored.includes(key));
+}
+/**
+ * The update that writes the key fields and their nameKeys, with `set` besides; a field or nameKeys without a value is
+ * removed. No empty operator (servers before MongoDB 5.0 refuse one).
+ */
+function keyFieldsUpdate(fields: KeyFields, set: Partial<UserDocument> = {}): UpdateFilter<UserDocument> {
+  const $set: Partial<UserDocument> = { ...set };
+  const $unset: Record<string, ''> = {};
+  for (const { field } of USERNAME_KEYS) {
+    if (fields[field] === undefined) $unset[field] = '';
+    else $set[field] = fields[field];
+  }
+  const keys = nameKeysOf(fields);
+  if (keys) $set.nameKeys = keys;
+  else $unset.nameKeys = '';
+  return Object.keys($set).length > 0 ? { $set, $unset } : { $unset };
+}
+/** Matches the document while its name and key fields are still the ones read. */
+const keyFieldsAre = (doc: Pick<UserDocument, '_id' | 'username' | UsernameKeyField>): Filter<UserDocument> => ({
+  _id: doc._id,
+  username: doc.username,
+  usernameKey: doc.usernameKey ?? { $exists: false },
+  usernameKeyAsWritten: doc.usernameKeyAsWritten ?? { $exists: false },
+});
+const KEY_PROJECTION = { username: 1, usernameKey: 1, usernameKeyAsWritten: 1, nameKeys: 1 } as const;
 
 /** The identity_meta document holding when the second keys were last checked against the names (keyUsernamesChangedSince). */
 const SECOND_KEYS_CHECKED_AT = 'usernameKeyAsWrittenCheckedAt';
+/** The identity_meta document holding when nameKeys were last checked against the key fields (fillNameKeys). */
+const NAME_KEYS_CHECKED_AT = 'nameKeysCheckedAt';
 /** Names changed this long before the last check are checked again: the clocks of the processes that wrote them may differ. */
 const CHECK_CLOCK_MARGIN_MS = 60 * 60 * 1000;
 
@@ -157,6 +205,8 @@ export class MongoIdentityRepository implements IdentityRepository {
       repository.users.createIndex({ email: 1 }, { unique: true, name: 'users_email' }),
       repository.users.createIndex({ usernameKey: 1 }, { unique: true, sparse: true, name: 'users_username_key' }),
       repository.users.createIndex({ usernameKeyAsWritten: 1 }, { unique: true, sparse: true, name: 'users_username_key_as_written' }),
+      // Unique across documents: one document may hold a key in both fields, no two documents one key (see nameKeys).
+      repository.users.createIndex({ nameKeys: 1 }, { unique: true, sparse: true, name: 'users_name_keys' }),
       // The second keys are checked at start for the users updated since the last check (keyUsernamesChangedSince).
       repository.users.createIndex({ updatedAt: 1 }, { name: 'users_updated_at' }),
       repository.sessions.createIndex({ userId: 1 }, { name: 'sessions_user' }),
@@ -165,7 +215,62 @@ export class MongoIdentityRepository implements IdentityRepository {
     const startedAt = new Date();
     await repository.rekeyUsernames();
     await repository.keyUsernamesChangedSince(startedAt);
+    await repository.fillNameKeys(startedAt);
     return repository;
+  }
+
+  /**
+   * Gives nameKeys to the documents whose nameKeys are not the keys their fields hold, oldest first: every document at
+   * the first start of this version (none has them), then at each start those with a username and no nameKeys (written
+   * by an earlier version) and those updated since the last check (less the clock margin), which covers a name changed
+   * by an earlier version during a rolling upgrade or after a rollback (those write the fields, not nameKeys). Until
+   * then such a document's fields are still read by every check before a write (refuseIfTaken); only the index's
+   * guard against two writes at once waits for its nameKeys. One pass at start, as rekeyUsernames. A key itself that
+   * another document's nameKeys already hold is a pair the fields' indexes let through across them (stored by an
+   * earlier version, e.g. "WILL" and "wiII" keyed at start, or given by the build before 6938ecd): the younger document
+   * holds it as "key id" in its field, the rule of rekeyUsernames. Idempotent; the check time is recorded in identity_meta.
+   */
+  private async fillNameKeys(startedAt: Date): Promise<void> {
+    const meta = this.connection.db.collection<{ _id: string; at: Date }>('identity_meta');
+    const mark = await meta.findOne({ _id: NAME_KEYS_CHECKED_AT });
+    const changed: Filter<UserDocument> = mark
+      ? { $or: [{ updatedAt: { $gte: new Date(mark.at.getTime() - CHECK_CLOCK_MARGIN_MS) } }, { username: { $ne: null }, nameKeys: { $exists: false } }] }
+      : {};
+    for await (const doc of this.users.find(changed, { projection: KEY_PROJECTION }).sort({ createdAt: 1, _id: 1 })) {
+      if (!nameKeysMatch(doc)) await this.mendNameKeys(doc);
+    }
+    await meta.updateOne({ _id: NAME_KEYS_CHECKED_AT }, { $max: { at: startedAt } }, { upsert: true });
+  }
+
+  /**
+   * Writes the nameKeys of the document's key fields as read (nothing when they changed since). A key itself that
+   * another document's nameKeys hold is written as "key id" in its field (see fillNameKeys). True when it wrote.
+   */
+  private async mendNameKeys(doc: Pick<UserDocument, '_id' | 'username' | UsernameKeyField>): Promise<boolean> {
+    const fields: KeyFields = { usernameKey: doc.usernameKey, usernameKeyAsWritten: doc.usernameKeyAsWritten };
+    for (let attempt = 0; attempt <= USERNAME_KEYS.length; attempt++) {
+      try {
+        return (await this.users.updateOne(keyFieldsAre(doc), keyFieldsUpdate(fields))).matchedCount > 0;
+      } catch (err) {
+        if (!isDuplicateKeyError(err, 'nameKeys')) throw err;
+        for (const { field } of USERNAME_KEYS) {
+          const key = fields[field];
+          if (key !== undefined && !isLookAlikeKey(key) && (await this.users.findOne({ _id: { $ne: doc._id }, nameKeys: key }, { projection: { _id: 1 } }))) fields[field] = `${key} ${doc._id}`;
+        }
+      }
+    }
+    return false;
+  }
+
+  /**
+   * Mends the nameKeys of other users holding any of `keys` there while their fields hold other keys (a name changed by
+   * an earlier version during a rolling upgrade): true when one was mended, so a write refused by them may try again.
+   */
+  private async mendStaleNameKeys(keys: readonly string[], userId: string): Promise<boolean> {
+    const holders = await this.users.find({ _id: { $ne: userId }, nameKeys: { $in: [...keys] } }, { projection: KEY_PROJECTION }).toArray();
+    let mended = false;
+    for (const holder of holders) if (!nameKeysMatch(holder) && (await this.mendNameKeys(holder))) mended = true;
+    return mended;
   }
 
   /**
@@ -311,7 +416,7 @@ export class MongoIdentityRepository implements IdentityRepository {
       }
       // The name and keys read below are the condition of the write: a concurrent change of them (another request of the
       // same user, or a look-alike's promotion) is read again.
-      const projection = { username: 1, usernameKey: 1, usernameKeyAsWritten: 1 };
+      const projection = KEY_PROJECTION;
       for (let attempt = 0; attempt < 20; attempt++) {
         const current = await this.users.findOne({ _id: userId }, { projection });
         if (!current) return null;
@@ -332,8 +437,8 @@ export class MongoIdentityRepository implements IdentityRepository {
               key = held;
             } else if (USERNAME_KEYS.some((other, i) => i !== slot && current.username !== null && current[other.field] === wanted && wantedKeys[i] === wanted)) {
               // The key itself, held in the other field and kept there: this user holds it in both ("WILL" back to "will"),
-              // but a look-alike's own name. A look-alike given it in this field by the build before 6938ecd keeps it;
-              // this user then holds it as "key id".
+              // but a look-alike's own name. A look-alike holding it itself in this field (given by the build before
+              // 6938ecd) keeps it; this user then holds it as "key id". Once nameKeys are filled none does (fillNameKeys).
               await this.refuseIfLookAlikeNamed(field, wanted, patch.username, userId);
               key = (await this.users.findOne({ _id: { $ne: userId }, [field]: wanted } as Filter<UserDocument>, { projection: { _id: 1 } })) ? `${wanted} ${userId}` : wanted;
             } else {
@@ -344,17 +449,15 @@ export class MongoIdentityRepository implements IdentityRepository {
           if (key !== undefined) keys[field] = key;
           if (held !== undefined && key !== held && !isLookAlikeKey(held)) left.push([field, held]);
         }
-        const unchanged: Filter<UserDocument> = {
-          username: current.username,
-          usernameKey: current.usernameKey ?? { $exists: false },
-          usernameKeyAsWritten: current.usernameKeyAsWritten ?? { $exists: false },
-        };
-        const stored = await update(
-          unchanged,
-          patch.username === null
-            ? { $set: { ...set, username: null }, $unset: { usernameKey: '', usernameKeyAsWritten: '' } }
-            : { $set: { ...set, username: patch.username, ...keys } },
-        );
+        let stored: UserDocument | null;
+        try {
+          // nameKeys hold the keys of both fields under one unique index: of two users taking one key at once, in either
+          // field each, the second write is refused.
+          stored = await update(keyFieldsAre(current), keyFieldsUpdate(keys, { ...set, username: patch.username }));
+        } catch (err) {
+          if (isDuplicateKeyError(err, 'nameKeys') && (await this.mendStaleNameKeys(nameKeysOf(keys) ?? [], userId))) continue;
+          throw err;
+        }
         if (stored) {
           // Leaving a key one held itself hands it to the oldest look-alike kept from before under "key id", in either
           // field, when no one holds it itself in either (promoteLookAlike).
@@ -382,8 +485,8 @@ export class MongoIdentityRepository implements IdentityRepository {
    * With each key's unique index this keeps one holder per key and field: "key id" keys are only made by
    * rekeyUsernames, for a name whose key another document holds at that moment, and only ever become the key itself;
    * so between this check and the write, a key found free can only be taken as the key itself, which the index
-   * refuses to a second writer. Not across the two fields: two writers at once, one taking a key as its first and the
-   * other as its second, are not refused by an index (no transaction here; see the decision).
+   * refuses to a second writer. Across the two fields too: two writers at once, one taking a key as its first and the
+   * other as its second, both write it into nameKeys, whose unique index refuses the second.
    */
   private async refuseIfTaken(key: string, userId: string): Promise<void> {
     const [from, to] = lookAlikeKeyRange(key);
@@ -421,13 +524,13 @@ export class MongoIdentityRepository implements IdentityRepository {
    */
   private async promoteLookAlike(field: UsernameKeyField, key: string): Promise<void> {
     const [from, to] = lookAlikeKeyRange(key);
-    const candidate = await this.users.findOne({ [field]: { $gte: from, $lt: to } } as Filter<UserDocument>, { sort: { createdAt: 1, _id: 1 }, projection: { [field]: 1 } });
+    const candidate = await this.users.findOne({ [field]: { $gte: from, $lt: to } } as Filter<UserDocument>, { sort: { createdAt: 1, _id: 1 }, projection: KEY_PROJECTION });
     if (!candidate) return;
     for (const other of USERNAME_KEYS) {
       if (await this.users.findOne({ _id: { $ne: candidate._id }, [other.field]: key } as Filter<UserDocument>, { projection: { _id: 1 } })) return;
     }
-    await this.users.updateOne({ _id: candidate._id, [field]: candidate[field] } as Filter<UserDocument>, { $set: { [field]: key } }).catch((err: unknown) => {
-      if (!isDuplicateKeyError(err, field)) throw err;
+    await this.users.updateOne(keyFieldsAre(candidate), keyFieldsUpdate({ ...candidate, [field]: key })).catch((err: unknown) => {
+      if (!isUsernameKeyDuplicate(err)) throw err;
     });
   }
 

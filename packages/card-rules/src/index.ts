@@ -375,6 +375,28 @@ export function emailCharacterProblem(email: string): string | null {
   return null;
 }
 
+/** The dots IDNA reads as label separators: the full stop, and the ideographic, fullwidth and halfwidth ideographic ones. */
+export const DOMAIN_DOT = /[.\u3002\uff0e\uff61]/u;
+
+/**
+ * The one form of every spelling of an e-mail address: the key identity stores an account under (its normalizeEmail,
+ * which first refuses what is no address) and the gateway counts attempts per address by, so the two stay in step.
+ * Trimmed, lower-cased and in Unicode NFC (after lower-casing, which can leave a letter and a combining mark that
+ * compose), the domain in the ASCII form of IDNA (UTS #46, as every browser writes it: "x@exämple.com" is
+ * "x@xn--exmple-cua.com"; kept as written when IDNA refuses it), without one final dot of the domain ("bob@example.com."
+ * is the fully qualified spelling of "bob@example.com"; any DOMAIN_DOT). `domainToAscii` is IDNA's ASCII form of a
+ * domain, "" when it refuses it: node:url's domainToASCII on a server (this package depends on nothing). Text without
+ * an "@" is only trimmed, lower-cased and NFC.
+ */
+export function emailKey(raw: string, domainToAscii: (domain: string) => string): string {
+  const email = raw.trim().toLowerCase().normalize('NFC');
+  const at = email.lastIndexOf('@');
+  if (at === -1) return email;
+  let domain = domainToAscii(email.slice(at + 1)) || email.slice(at + 1);
+  if (DOMAIN_DOT.test(domain.slice(-1))) domain = domain.slice(0, -1);
+  return `${email.slice(0, at + 1)}${domain}`;
+}
+
 /**
  * Text with each unpaired surrogate replaced by U+FFFD (String.prototype.toWellFormed): for text a parser produced,
  * which the person who sent the document cannot correct.

@@ -1,6 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { join, resolve } from 'node:path';
-import { BLOCK_TAGS, characterCount, hasVisibleText, collapseTextLines, idnHostProblem, controlCharacterProblem, fitsCharacters, freeTextProblem, linkProblem, emailCharacterProblem, linkProblemText, MAX_LINK_CHARS, nameProblem, splitTags, tagsProblem, truncatedToCharacters, USERNAME_PATTERN, usernameCaseFold, usernameProblem, wellFormedProblem, withLoneSurrogatesReplaced, withoutInvisibleInName, wordCount, wordStartsInRun } from '../src';
+import { domainToASCII } from 'node:url';
+import { BLOCK_TAGS, characterCount, hasVisibleText, collapseTextLines, idnHostProblem, controlCharacterProblem, fitsCharacters, freeTextProblem, linkProblem, emailCharacterProblem, emailKey, linkProblemText, MAX_LINK_CHARS, nameProblem, splitTags, tagsProblem, truncatedToCharacters, USERNAME_PATTERN, usernameCaseFold, usernameProblem, wellFormedProblem, withLoneSurrogatesReplaced, withoutInvisibleInName, wordCount, wordStartsInRun } from '../src';
 
 const PACKAGE = resolve(__dirname, '..');
 
@@ -389,6 +390,31 @@ describe('@cards/card-rules', () => {
     expect(usernameCaseFold('CardFan')).toBe('cardfan');
     expect(usernameCaseFold('\uae40\ucca0\uc218')).toBe('\uae40\ucca0\uc218');
     expect(usernameCaseFold('Zoe')).not.toBe(usernameCaseFold('Zo\u00eb'));
+  });
+
+  it('keys every spelling of an e-mail address as one: trimmed, lower case, NFC, the domain in IDNA ASCII, one final dot dropped', () => {
+    const key = (raw: string) => emailKey(raw, domainToASCII);
+    expect(key('  Ann.Lee+x@Example.ORG ')).toBe('ann.lee+x@example.org');
+    // One composed form, whether typed composed, decomposed, in capitals or in punycode.
+    for (const typed of ['J\u00d6RG@EX\u00c4MPLE.COM', 'Jo\u0308rg@Exa\u0308mple.com', 'JO\u0308RG@EXA\u0308MPLE.COM', 'j\u00f6rg@XN--EXMPLE-CUA.COM']) {
+      expect(key(typed)).toBe('j\u00f6rg@xn--exmple-cua.com');
+    }
+    // Lower-casing first, then NFC: the capital dotted I leaves an i and a combining dot, which stay two.
+    expect(key('\u0130stanbul@example.com')).toBe('i\u0307stanbul@example.com');
+    // UTS #46 maps fullwidth letters and the ideographic full stop; "ß" stays (nontransitional).
+    expect(key('x@\uff45\uff58\uff41\uff4d\uff50\uff4c\uff45\u3002com')).toBe('x@example.com');
+    expect(key('x@stra\u00dfe.de')).toBe('x@xn--strae-oqa.de');
+    // One final dot is the fully qualified spelling of the same domain; only one is dropped.
+    expect(key('Bob@Example.com.')).toBe('bob@example.com');
+    expect(key('bob@example.com\u3002')).toBe('bob@example.com');
+    expect(key('bob@example.com..')).toBe('bob@example.com.');
+    // A domain IDNA refuses is kept as written (lower case, NFC); text without "@" is only trimmed, lower-cased, NFC.
+    expect(key('x@XN--A.com')).toBe('x@xn--a.com');
+    expect(key('x@a\u0000b.com')).toBe('x@a\u0000b.com');
+    expect(key(' Not-An-Address. ')).toBe('not-an-address.');
+    // The IDNA function is the caller's (none of Node's here): what it answers is the domain; "" is a refusal.
+    expect(emailKey('x@Example.com', (domain) => `[${domain}]`)).toBe('x@[example.com]');
+    expect(emailKey('x@Example.com.', () => '')).toBe('x@example.com');
   });
 
   it('type-checks without the Node and DOM libraries', () => {

@@ -154,6 +154,21 @@ describe('per-address limits and IPv6 clients', () => {
     expect(clientAddressKey(undefined)).toBe('unknown');
   });
 
+  it('counts every spelling of one e-mail address as one (identity\'s account key, card-rules\' emailKey)', async () => {
+    const identity = mailingIdentity();
+    const { server, port } = await serve({ clients: identity.clients, rateLimits: { perIpPerMinute: 100, perEmailPerMinute: 2, counter: new MemoryAttemptCounter() } });
+    try {
+      const login = async (email: string) => (await send(port, 'POST', '/api/auth', {}, { email, password: 'not the password' })).status;
+      // Capitals and a composed "ä", then a decomposed "ö", the domain in punycode and a final dot: one address.
+      expect(await login(' J\u00d6RG@EX\u00c4MPLE.COM')).not.toBe(429);
+      expect(await login('jo\u0308rg@xn--exmple-cua.com.')).not.toBe(429);
+      expect(await login('j\u00f6rg@ex\u00e4mple.com')).toBe(429);
+      expect(await login('j\u00f6rg@example.com')).not.toBe(429);
+    } finally {
+      server.close();
+    }
+  });
+
   it('a client rotating addresses within its /64 is limited as one (login and mail limits), another /64 is not', async () => {
     const identity = mailingIdentity();
     const limits = { perIpPerMinute: 2, perEmailPerMinute: 100, counter: new MemoryAttemptCounter() };

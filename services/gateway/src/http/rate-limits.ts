@@ -1,6 +1,7 @@
 import { domainToASCII } from 'node:url';
 import { isIPv4, isIPv6 } from 'node:net';
 import ipaddr from 'ipaddr.js';
+import { emailKey } from '@cards/card-rules';
 import type { Request, RequestHandler } from 'express';
 import { rateLimit, type IncrementResponse, type Options, type Store } from 'express-rate-limit';
 import type { AttemptCounter } from '../domain/attempt-counter';
@@ -21,18 +22,14 @@ export interface RateLimitConfig {
 
 /**
  * The e-mail a request is about: the path's `:email` (GET /password/:email) or the body's `email`, in the one form
- * identity gives every spelling of an address (trimmed, lower-cased, NFC, the domain in IDNA's ASCII form: "exämple.com"
- * is "xn--exmple-cua.com", one final dot dropped), so spellings share one count.
+ * identity gives every spelling of an address (card-rules' emailKey, identity's account key: trimmed, lower-cased, NFC,
+ * the domain in IDNA's ASCII form, "exämple.com" is "xn--exmple-cua.com", one final dot dropped), so spellings share one
+ * count. Cut to 254 characters first, the longest address identity takes, so a long body costs no more.
  */
 function emailOf(req: Request): string | undefined {
   const raw: unknown = typeof req.params.email === 'string' ? req.params.email : (req.body as Record<string, unknown> | undefined)?.email;
   if (typeof raw !== 'string') return undefined;
-  const email = raw.trim().toLowerCase().normalize('NFC').slice(0, 254);
-  const at = email.lastIndexOf('@');
-  const ascii = at === -1 ? '' : domainToASCII(email.slice(at + 1));
-  const key = ascii === '' ? email : `${email.slice(0, at + 1)}${ascii}`;
-  // One final dot is the fully qualified spelling of the same domain ("bob@example.com."), as identity reads it.
-  return key.endsWith('.') ? key.slice(0, -1) : key;
+  return emailKey(raw.trim().slice(0, 254), domainToASCII);
 }
 
 export const DEFAULT_MAIL_PER_IP = 200;

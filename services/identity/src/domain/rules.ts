@@ -1,41 +1,35 @@
 import { domainToASCII, domainToUnicode } from 'node:url';
-import { characterCount, emailCharacterProblem, fitsCharacters, freeTextProblem, idnHostProblem, linkProblem, linkProblemText, MAX_WEBSITE_CHARS, MIN_PASSWORD_CHARS, usernameProblem } from '@cards/card-rules';
+import { characterCount, DOMAIN_DOT, emailCharacterProblem, emailKey, fitsCharacters, freeTextProblem, idnHostProblem, linkProblem, linkProblemText, MAX_WEBSITE_CHARS, MIN_PASSWORD_CHARS, usernameProblem } from '@cards/card-rules';
 import { InvalidArgumentError, refuseIfProblem } from '@cards/platform';
 import { MAX_PASSWORD_LENGTH, type ProfilePatch, type StoredProfileCondition } from './model';
 
 const EMAIL = /^[^\s@"<>()\[\],;:\\]+@[^\s@"<>()\[\],;:\\]+\.[^\s@"<>()\[\],;:\\]+$/;
 
 /**
- * Trimmed, lower-cased and in Unicode NFC, its domain in the ASCII form of IDNA (UTS #46, as node's
- * url.domainToASCII and every browser write it: "x@exämple.com" is "x@xn--exmple-cua.com", the address its mail goes
- * to), so every spelling of one address (an "ä" typed as one character, as "a" and a combining mark, or in punycode)
- * names one account; InvalidArgumentError when it is not an address. NFC after lower-casing: lower-casing can leave a
- * letter and a combining mark that compose. A domain IDNA refuses is kept as written (as before this rule).
+ * The address's emailKey (card-rules, shared with the gateway's per-address rate limit): trimmed, lower-cased and in
+ * Unicode NFC, its domain in the ASCII form of IDNA (UTS #46, as node's url.domainToASCII and every browser write it:
+ * "x@exämple.com" is "x@xn--exmple-cua.com", the address its mail goes to), one final dot dropped, so every spelling
+ * of one address (an "ä" typed as one character, as "a" and a combining mark, or in punycode) names one account;
+ * InvalidArgumentError when it is not an address. A domain IDNA refuses is kept as written (as before this rule).
  */
 export function normalizeEmail(raw: string): string {
   const email = lowerCasedNfc(raw);
   // The address pattern refuses whitespace, which leaves NUL, DEL and the C1 controls to this rule.
   refuseIfProblem('email', freeTextProblem(email, 'single-line'));
   if (email.length > 254 || !EMAIL.test(email)) throw new InvalidArgumentError('email: not a valid e-mail address');
-  return withoutFinalDot(withAsciiDomain(email));
+  return withoutEmptyDomainLabel(emailKey(email, domainToASCII));
 }
 
 export const EMAIL_EMPTY_DOMAIN_LABEL = 'email: the domain has an empty part (two dots in a row, or a dot at its start), such as "example..com"; write it as name@example.com';
 
-// The dots IDNA reads as label separators (a domain IDNA refuses keeps its ideographic or fullwidth ones).
-const DOMAIN_DOT = /[.\u3002\uff0e\uff61]/u;
-
 /**
- * The address without one final dot of its domain ("bob@example.com." is the fully qualified spelling of
- * "bob@example.com": one mailbox, one account, one rate-limit count); InvalidArgumentError when the domain has an empty
- * label ("example.com..", "a..com", ".example.com"), which no mail server takes.
+ * The key as it is; InvalidArgumentError when its domain, one final dot dropped (emailKey: "bob@example.com." is the
+ * fully qualified spelling of "bob@example.com"), has an empty label ("example.com..", "a..com", ".example.com"),
+ * which no mail server takes. DOMAIN_DOT: a domain IDNA refuses keeps its ideographic or fullwidth dots.
  */
-function withoutFinalDot(email: string): string {
-  const at = email.lastIndexOf('@');
-  let domain = email.slice(at + 1);
-  if (DOMAIN_DOT.test(domain.slice(-1))) domain = domain.slice(0, -1);
-  if (domain.split(DOMAIN_DOT).some((label) => label === '')) throw new InvalidArgumentError(EMAIL_EMPTY_DOMAIN_LABEL);
-  return `${email.slice(0, at + 1)}${domain}`;
+function withoutEmptyDomainLabel(key: string): string {
+  if (key.slice(key.lastIndexOf('@') + 1).split(DOMAIN_DOT).some((label) => label === '')) throw new InvalidArgumentError(EMAIL_EMPTY_DOMAIN_LABEL);
+  return key;
 }
 
 /** What normalizeEmail gave before domains were put in their ASCII form: the key of addresses stored before. */

@@ -180,6 +180,38 @@ describe('.pdf tables (table.pdf, src/table.fodt)', () => {
       'The wardens checked the log after the walk.',
     ]);
   });
+
+  // Writer's table over two pages, its head row repeated at the top of the second (table:table-header-rows), its number
+  // columns right-aligned (table-pages.pdf and table-top.pdf, src/table-pages.fodt and src/table-top.fodt).
+  const counts = [
+    'Station | Count | Hours',
+    'Jetty | 12 | 3.5',
+    'North ridge | 148 | 12.25',
+    'Estuary mouth | 7 | 0.75',
+    'Car park | 1,204 | 105.5',
+    'Dune slack | 36 | 4.0',
+    'Sea wall | 9 | 1.25',
+    'Saltmarsh | 310 | 27.75',
+    'Lighthouse | 55 | 6.5',
+    'Old pier | 2 | 0.25',
+    'Shingle bank | 87 | 9.75',
+    'Tern colony | 640 | 48.0',
+    'Boardwalk | 23 | 2.5',
+    'Visitor centre | 1,031 | 88.25',
+    'Reed bed | 14 | 1.5',
+  ];
+
+  it('a right-aligned column is one column, however wide its numbers ("North ridge | 148 | | 12.25 |" before); a head row repeated on the next page is read once', async () => {
+    expect(await texts('table-pages.pdf')).toEqual([
+      'The counts below were taken at each station over the season, with the hours spent there.',
+      ...counts,
+      'The wardens checked the counts after the season.',
+    ]);
+  });
+
+  it("a table starting at the top of the first page keeps its head row there (as a running head, recurring at one height on each page, it was dropped everywhere)", async () => {
+    expect(await texts('table-top.pdf')).toEqual([...counts, 'The wardens checked the counts after the season.']);
+  });
 });
 
 describe('.pdf running lines and notes', () => {

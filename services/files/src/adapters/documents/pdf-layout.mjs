@@ -118,8 +118,36 @@ function cellsOf(line) {
     if (!cell) cells.push((cell = { x: item.x, text: '' }));
     cell.text += line.text.slice(item.at, item.at + item.length);
     right = item.x + item.width;
+    cell.right = right;
   }
-  if (cells.length >= 2 && cells.length <= MAX_TABLE_COLUMNS) line.cells = cells.map((c) => ({ x: c.x, text: c.text.replace(/\s+/g, ' ').trim() }));
+  if (cells.length >= 2 && cells.length <= MAX_TABLE_COLUMNS) line.cells = cells.map((c) => ({ x: c.x, right: c.right, text: c.text.replace(/\s+/g, ' ').trim() }));
+}
+
+// Right-aligned columns (numbers, as tables set them): a table's columns are told by their cells' left edges
+// (withTableRows), and a right-aligned column's cells start wherever their width puts them ("12", "148", "1,204" read as
+// three columns). Short cells (at most RIGHT_CELL_WORDS words: a justified line's words set wide are longer runs) whose
+// right edges line up within COLUMN_SLACK on two lines or more, while their left edges do not, are one column's: each is
+// given the leftmost of their left edges. Sorted once by right edge, so linear after the sort.
+const RIGHT_CELL_WORDS = 4;
+
+function withRightAlignedCells(lines) {
+  const cells = [];
+  for (const line of lines) for (const cell of line.cells ?? []) if (wordsIn(cell.text) <= RIGHT_CELL_WORDS) cells.push({ cell, line });
+  cells.sort((a, b) => a.cell.right - b.cell.right);
+  for (let i = 0; i < cells.length; ) {
+    let j = i + 1;
+    while (j < cells.length && cells[j].cell.right - cells[i].cell.right <= COLUMN_SLACK) j++;
+    let left = Infinity;
+    let lines = 0;
+    for (let k = i; k < j; k++) {
+      left = Math.min(left, cells[k].cell.x);
+      if (k === i || cells[k].line !== cells[k - 1].line) lines++;
+    }
+    let ragged = false;
+    for (let k = i; k < j; k++) if (cells[k].cell.x - left > COLUMN_SLACK) ragged = true;
+    if (lines >= 2 && ragged) for (let k = i; k < j; k++) cells[k].cell.x = left;
+    i = j;
+  }
 }
 
 // A table's rows: a line of cells starts a row, and the lines after it that start where one of the table's columns
@@ -935,6 +963,8 @@ const RUNNING_LINE_ZONE = 0.2;
 const RUNNING_LINE_SLACK = 4;
 const RUNNING_LINE_SHARE = 0.4;
 const NOTE_REACH = 6;
+/** A table's head row has its first row within this many times its size below it. */
+const HEAD_ROW_REACH = 2.5;
 
 const runningKey = (text) => text.replace(/\d+/g, '#').replace(/\s+/g, ' ').trim().toLowerCase();
 
@@ -964,9 +994,12 @@ function withoutRunningLines(pages) {
     }
   });
   const needed = Math.max(2, Math.ceil(pages.length * RUNNING_LINE_SHARE));
-  const running = (line) => seen.get(runningKey(line.text)).some((at) => at.pages.size >= needed && Math.abs(at.y - line.y) <= RUNNING_LINE_SLACK);
+  const placeOf = (line) => seen.get(runningKey(line.text)).find((at) => at.pages.size >= needed && Math.abs(at.y - line.y) <= RUNNING_LINE_SLACK);
   pages.forEach((page, p) => {
-    const dropped = new Set(candidates[p].filter(running));
+    // A table's head row repeated at the top of each page recurs as a running head does; where the table starts (the
+    // first page it recurs on, a row of cells lined up with it just below) it is the table's and stays, so it is read once.
+    const headRow = (line) => line.cells && Math.min(...placeOf(line).pages) === p && page.lines.some((o) => o.cells && o.y < line.y && line.y - o.y <= line.size * HEAD_ROW_REACH && o.cells.filter((c) => line.cells.some((h) => Math.abs(h.x - c.x) <= COLUMN_SLACK)).length >= 2);
+    const dropped = new Set(candidates[p].filter((line) => placeOf(line) !== undefined && !headRow(line)));
     if (dropped.size > 0) page.lines = page.lines.filter((l) => !dropped.has(l));
   });
 }
@@ -984,6 +1017,16 @@ function joinedParagraphs(last, first) {
   const text = joinLine(last.text, first.text);
   const firstStart = wordsIn(text) - wordsIn(first.text);
   return sized({ ...last, text, links: [...last.links, ...first.links], linkWords: [...last.linkWords, ...first.linkWords.map((i) => firstStart + i)] }, SIZES.get(last));
+}
+
+// A table's head row repeated at the top of the next page (Writer's and Word's "repeat heading rows"): the page's first
+// paragraph is a row of the same text as the first row of the table the page before ended in (its rows back to the
+// paragraph before them); it is read once, where the table starts. (A head row repeated at one height on enough pages is
+// a running line, withoutRunningLines, except where the table starts.)
+function headRowOf(blocks, last) {
+  let first = last;
+  while (first > 0 && ROWS.has(blocks[first - 1])) first--;
+  return blocks[first];
 }
 
 // A page's footnotes are set smaller than its body text (the median size of its lines): paragraphs at its end in a size
@@ -1004,6 +1047,7 @@ export async function pdfBlocks(bytes, maxPages) {
       const page = await pdf.getPage(p);
       const content = await page.getTextContent();
       const lines = linesOf(inReadingOrder(await withRtlLigaturesInOrder(page, content.items)));
+      withRightAlignedCells(lines);
       for (const a of await page.getAnnotations()) {
         if (a.subtype !== 'Link' || !a.url || !Array.isArray(a.rect) || a.rect.length < 4) continue;
         const anchor = anchorOf(lines, a.rect);
@@ -1029,6 +1073,7 @@ export async function pdfBlocks(bytes, maxPages) {
     const paragraphs = paragraphsOf(page.lines);
     let last = blocks.length - 1;
     while (last >= pageStart && SIZES.get(blocks[last]) < bodySize * NOTE_SIZE) last--;
+    if (last >= 0 && paragraphs.length > 0 && ROWS.has(paragraphs[0]) && ROWS.has(blocks[last]) && paragraphs[0].text === headRowOf(blocks, last).text) paragraphs.shift();
     const runsOn = last >= pageStart && paragraphs.length > 0 && continuesOnNextPage(blocks[last], paragraphs[0]);
     if (runsOn) blocks[last] = joinedParagraphs(blocks[last], paragraphs.shift());
     // The page's text starts in the paragraph it continued, which may hold all of it and run on over the next break too.

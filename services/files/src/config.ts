@@ -43,6 +43,23 @@ export const filesConfigSchema = z
     /** How long the Idempotency-Key of a deleted file keeps refusing a repeat of its upload (409); then it uploads anew. */
     IDEMPOTENCY_KEY_TTL_HOURS: envIdempotencyKeyTtlHours(),
     INGESTION_MAX_ATTEMPTS: envInt(8),
+    /**
+     * Hours a file's change (deletion, privacy) or ingestion waits for a cards service that does not have the method
+     * yet (UNIMPLEMENTED: files released before cards, docs/deploy.md#upgrade-order), counted from the change or the
+     * upload; past it the change goes to the dead letters and the ingestion fails, its owner told why.
+     */
+    FILES_UNRELEASED_RETRY_HOURS: z
+      .string()
+      .optional()
+      .transform((v, ctx) => {
+        if (v === undefined || v.trim() === '') return 24;
+        const n = Number(v);
+        if (!Number.isFinite(n) || n <= 0 || n > 8760) {
+          ctx.addIssue({ code: z.ZodIssueCode.custom, message: `expected a positive number of hours, at most 8760 (a year), got "${v}"` });
+          return z.NEVER;
+        }
+        return n;
+      }),
     INGESTION_CONCURRENCY: envInt(4),
     /**
      * How long a replica's claim of the file it ingests lasts unless renewed (every third of it while the attempt runs):

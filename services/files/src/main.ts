@@ -75,7 +75,7 @@ export async function startFiles(env: Record<string, string | undefined> = proce
   await bus.ready();
   const relay = new OutboxRelay(outbox, bus, logger, { name: 'files' });
   const service = new FilesService({ repository, objects, reader, maxFileBytes: config.MAX_FILE_BYTES, logger, onEventsWritten: () => relay.kick() });
-  const worker = new IngestionWorker({ repository, objects, reader, cards, logger, maxAttempts: config.INGESTION_MAX_ATTEMPTS, concurrency: config.INGESTION_CONCURRENCY });
+  const worker = new IngestionWorker({ repository, objects, reader, cards, logger, maxAttempts: config.INGESTION_MAX_ATTEMPTS, concurrency: config.INGESTION_CONCURRENCY, unreleasedRetryMs: config.FILES_UNRELEASED_RETRY_HOURS * 3_600_000 });
 
   const scheduler = new IngestionScheduler({ repository, worker, logger, maxAttempts: config.INGESTION_MAX_ATTEMPTS, holder: claimHolder, claimMs: config.INGESTION_CLAIM_MS });
 

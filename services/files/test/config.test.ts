@@ -34,6 +34,14 @@ describe('files config', () => {
     expect(() => loadConfig(filesConfigSchema, { FILES_INTERNAL_TOKEN_ALSO_ACCEPTED: 'the-old-shared-secret-0123456789' })).toThrow(/FILES_INTERNAL_TOKEN_ALSO_ACCEPTED: is only read with FILES_INTERNAL_TOKEN/);
   });
 
+  it('waits FILES_UNRELEASED_RETRY_HOURS (24 by default) for a cards release, a positive number of hours up to a year', () => {
+    expect(loadConfig(filesConfigSchema, {}).FILES_UNRELEASED_RETRY_HOURS).toBe(24);
+    expect(loadConfig(filesConfigSchema, { FILES_UNRELEASED_RETRY_HOURS: '0.5' }).FILES_UNRELEASED_RETRY_HOURS).toBe(0.5);
+    for (const bad of ['0', '-1', 'soon', '8761']) {
+      expect(() => loadConfig(filesConfigSchema, { FILES_UNRELEASED_RETRY_HOURS: bad })).toThrow(/FILES_UNRELEASED_RETRY_HOURS: expected a positive number of hours, at most 8760/);
+    }
+  });
+
   it('keeps the keys of deleted files IDEMPOTENCY_KEY_TTL_HOURS (24 by default), whole hours from 1 to 87600', () => {
     expect(loadConfig(filesConfigSchema, {}).IDEMPOTENCY_KEY_TTL_HOURS).toBe(24);
     expect(loadConfig(filesConfigSchema, { IDEMPOTENCY_KEY_TTL_HOURS: '168' }).IDEMPOTENCY_KEY_TTL_HOURS).toBe(168);

@@ -1,4 +1,5 @@
 import { EventTooLargeError } from '../errors';
+import type { Logger } from 'pino';
 
 /** One message on the bus. The key is the aggregate id: messages with one key are delivered in order. */
 export interface OutgoingEvent {
@@ -35,6 +36,11 @@ export interface DeliveredEvent extends OutgoingEvent {
   offset: string;
   /** How many times this event has been handed to this group before (0 on first delivery). */
   attempt: number;
+  /**
+   * How many of those deliveries failed counted against maxAttempts (failures while an engine or a peer was not ready
+   * are not): the delivery is the last before the dead letters when this + 1 reaches maxAttempts. Unset: `attempt`.
+   */
+  countedFailures?: number;
 }
 
 export type EventHandler = (event: DeliveredEvent) => Promise<void>;
@@ -93,3 +99,29 @@ export const Topics = {
   index: 'search.index.v1',
   file: 'files.file.v1',
 } as const;
+
+/** How often one event whose handler keeps failing uncounted (an engine or a peer not ready) logs a warning at most. */
+export const WAITING_HANDLER_WARNING_EVERY_MS = 60_000;
+
+/**
+ * The warnings of one event's deliveries: every counted failure is logged; failures that are not counted (an engine or
+ * a peer not ready, retried up to 5 s apart for as long as that lasts, maybe hours) log the first, then one line a
+ * minute at most, with the failures since the last line (`failuresSinceLastWarning`); the others are debug lines.
+ */
+export function handlerFailureLog(logger: Logger, now: () => number = Date.now): (fields: Record<string, unknown>, counted: boolean) => void {
+  let warnedAt: number | undefined;
+  let quiet = 0;
+  return (fields, counted) => {
+    const at = now();
+    if (counted || warnedAt === undefined || at - warnedAt >= WAITING_HANDLER_WARNING_EVERY_MS) {
+      logger.warn(counted ? fields : { ...fields, failuresSinceLastWarning: quiet }, 'event handler failed');
+      if (!counted) {
+        warnedAt = at;
+        quiet = 0;
+      }
+      return;
+    }
+    quiet++;
+    logger.debug(fields, 'event handler failed');
+  };
+}

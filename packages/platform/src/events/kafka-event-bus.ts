@@ -1,6 +1,6 @@
 import { logLevel, Partitioners, type Admin, type Consumer, type IHeaders, type Kafka, type KafkaConfig, type LogEntry, type Producer } from 'kafkajs';
 import type { Logger } from 'pino';
-import { assertPublishable, batchLength, eventBytes, type DeliveredEvent, type EventBus, type OutgoingEvent, type SubscribeOptions, type Subscription } from './event-bus';
+import { assertPublishable, batchLength, eventBytes, handlerFailureLog, type DeliveredEvent, type EventBus, type OutgoingEvent, type SubscribeOptions, type Subscription } from './event-bus';
 import { isEngineUnavailableError } from '../readiness';
 import { errorMessage } from '../errors';
 import { settledWithin } from '../shutdown';
@@ -621,18 +621,20 @@ class KafkaSubscription {
     const retryBase = this.busOptions.retryBaseMs ?? 100;
     // Failures because an engine is unreachable do not count: an outage must not dead-letter events.
     let counted = 0;
+    const logFailure = handlerFailureLog(this.busOptions.logger);
     for (let attempt = 0; ; attempt++) {
       const started = performance.now();
       try {
-        await this.options.handler({ ...base, attempt });
+        await this.options.handler({ ...base, attempt, countedFailures: counted });
         this.metrics.handled(base.topic, secondsSince(started));
         this.metrics.outcome(base.topic, 'ok');
         return 'ok';
       } catch (err) {
         this.metrics.handled(base.topic, secondsSince(started));
         const error = errorMessage(err);
-        this.busOptions.logger.warn({ err, group: this.options.group, topic: base.topic, offset: base.offset, attempt }, 'event handler failed');
-        if (!isEngineUnavailableError(err)) counted++;
+        const countedNow = !isEngineUnavailableError(err);
+        logFailure({ err, group: this.options.group, topic: base.topic, offset: base.offset, attempt }, countedNow);
+        if (countedNow) counted++;
         // The last failure is counted as the dead letter its caller writes; one cut short by closing is delivered again.
         if (this.stopping || counted < maxAttempts) this.metrics.outcome(base.topic, 'retry');
         if (this.stopping) return 'abandoned';

@@ -1,7 +1,7 @@
 import { EventEmitter } from 'node:events';
 import type { Logger } from 'pino';
 import { openSqlite, type SqliteDatabase } from '../sqlite';
-import { batchLength, type DeliveredEvent, type EventBus, type OutgoingEvent, type SubscribeOptions, type Subscription } from './event-bus';
+import { batchLength, handlerFailureLog, type DeliveredEvent, type EventBus, type OutgoingEvent, type SubscribeOptions, type Subscription } from './event-bus';
 import { isEngineUnavailableError } from '../readiness';
 import { errorMessage } from '../errors';
 import { ConfigError } from '../config';
@@ -437,8 +437,9 @@ class SqliteSubscription {
     const base = this.logOptions.retryBaseMs ?? 100;
     // Failures because an engine is unreachable do not count: an outage must not dead-letter events.
     let counted = 0;
+    const logFailure = handlerFailureLog(this.logOptions.logger);
     for (let attempt = 0; ; attempt++) {
-      const event: DeliveredEvent = { topic: row.topic, key: row.key, payload: new Uint8Array(row.payload), offset: String(row.seq), attempt };
+      const event: DeliveredEvent = { topic: row.topic, key: row.key, payload: new Uint8Array(row.payload), offset: String(row.seq), attempt, countedFailures: counted };
       const started = performance.now();
       try {
         await this.options.handler(event);
@@ -448,8 +449,9 @@ class SqliteSubscription {
       } catch (err) {
         this.metrics.handled(row.topic, secondsSince(started));
         const message = errorMessage(err);
-        this.logOptions.logger.warn({ err, group: this.options.group, topic: row.topic, seq: row.seq, attempt }, 'event handler failed');
-        if (!isEngineUnavailableError(err)) counted++;
+        const countedNow = !isEngineUnavailableError(err);
+        logFailure({ err, group: this.options.group, topic: row.topic, seq: row.seq, attempt }, countedNow);
+        if (countedNow) counted++;
         // The last failure is counted as the dead letter its caller writes; one cut short by closing is delivered again.
         if (counted < maxAttempts) this.metrics.outcome(row.topic, 'retry');
         if (counted >= maxAttempts || !this.running) return { ok: false, error: message, attempts: attempt + 1 };

@@ -20,7 +20,12 @@ export interface IngestionSchedulerDeps {
   /** Backoff of a failed attempt: base * 2^(attempt - 1), at most max; defaults 100 ms and 5 s (as the bus's). */
   retryBaseMs?: number;
   retryMaxMs?: number;
+  /** The clock (tests). */
+  now?: () => number;
 }
+
+/** How often a file whose attempts keep failing uncounted (a peer or engine not ready) logs a warning at most. */
+export const WAITING_WARNING_EVERY_MS = 60_000;
 
 /**
  * Fair ingestion (docs/files.md#fair-ingestion): runs one document's ingestion at a time, taking the next from the
@@ -38,6 +43,8 @@ export class IngestionScheduler {
   private stopping = false;
   private poll: NodeJS.Timeout | undefined;
   private readonly retryTimers = new Set<NodeJS.Timeout>();
+  /** Files whose last failures were not counted: when the last warning was logged, and the failures since. */
+  private readonly waiting = new Map<string, { warnedAt: number; quiet: number }>();
 
   constructor(private readonly deps: IngestionSchedulerDeps) {
     this.holder = deps.holder ?? newId();
@@ -105,11 +112,14 @@ export class IngestionScheduler {
     }, Math.max(10, Math.floor(this.claimMs / 3)));
     try {
       await worker.ingest(file.id, attempt >= maxAttempts);
+      this.waiting.delete(file.id);
     } catch (err) {
       // A failure of a peer before the last attempt: given back, due again after the backoff; other files go meanwhile.
       const counted = !isEngineUnavailableError(err);
-      const delay = Math.min(this.deps.retryMaxMs ?? 5_000, (this.deps.retryBaseMs ?? 100) * 2 ** Math.min(attempt - 1, 16));
-      logger.warn({ err, fileId: file.id, attempt, retryInMs: delay }, 'file ingestion attempt failed; it will be retried');
+      // An uncounted failure leaves the attempt number as it was: it waits the longest backoff, not the shortest again.
+      const retryMaxMs = this.deps.retryMaxMs ?? 5_000;
+      const delay = counted ? Math.min(retryMaxMs, (this.deps.retryBaseMs ?? 100) * 2 ** Math.min(attempt - 1, 16)) : retryMaxMs;
+      this.logFailedAttempt(err, file.id, attempt, delay, counted);
       await repository.releaseIngestionClaim(file.id, this.holder, new Date(Date.now() + delay), counted).catch((releaseErr: unknown) => {
         logger.warn({ err: releaseErr, fileId: file.id }, 'could not give back a file after a failed ingestion attempt; retried once its claim runs out');
       });
@@ -124,5 +134,29 @@ export class IngestionScheduler {
     } finally {
       clearInterval(renewal);
     }
+  }
+
+  /**
+   * Each counted failure is logged; a file waiting for what is not ready (an engine, a peer not released yet: maybe
+   * hours) logs its first failure, then one line a minute at most with the failures in between (debug lines for each).
+   */
+  private logFailedAttempt(err: unknown, fileId: string, attempt: number, retryInMs: number, counted: boolean): void {
+    const { logger } = this.deps;
+    if (counted) {
+      this.waiting.delete(fileId);
+      logger.warn({ err, fileId, attempt, retryInMs }, 'file ingestion attempt failed; it will be retried');
+      return;
+    }
+    const now = (this.deps.now ?? Date.now)();
+    const waiting = this.waiting.get(fileId);
+    if (waiting && now - waiting.warnedAt < WAITING_WARNING_EVERY_MS) {
+      waiting.quiet++;
+      logger.debug({ err, fileId, attempt, retryInMs }, 'file ingestion attempt failed; it will be retried');
+      return;
+    }
+    logger.warn({ err, fileId, attempt, retryInMs, failuresSinceLastWarning: waiting?.quiet ?? 0 }, 'file ingestion attempt failed (not counted: waiting for a service); it will be retried');
+    // Files another replica finished are never removed here: the map is bounded instead.
+    if (this.waiting.size >= 10_000) this.waiting.clear();
+    this.waiting.set(fileId, { warnedAt: now, quiet: 0 });
   }
 }

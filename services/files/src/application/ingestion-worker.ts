@@ -1,4 +1,5 @@
 import { MAX_TAG_CHARS, truncatedToCharacters, withoutInvisibleInName } from '@cards/card-rules';
+import { ClientError, Status } from 'nice-grpc';
 import { isEngineUnavailableError, NotFoundError, retryableWhenPeerNotReady, type DeliveredEvent, type Logger } from '@cards/platform';
 import { events } from '@cards/proto';
 import { noCardReason, splitIntoCards } from '../domain/card-splitter';
@@ -15,6 +16,14 @@ export interface IngestionWorkerDeps {
   maxAttempts: number;
   /** Cards created at the same time for one document. */
   concurrency?: number;
+  /**
+   * How long a change or an ingestion waits for a cards service that does not have the method yet (UNIMPLEMENTED:
+   * files released before cards, docs/deploy.md#upgrade-order), from the change (the event's time) or the upload;
+   * past it the failure counts as any other (FILES_UNRELEASED_RETRY_HOURS). Default 24 h.
+   */
+  unreleasedRetryMs?: number;
+  /** The clock (tests). */
+  now?: () => number;
 }
 
 export interface IngestionResult {
@@ -48,7 +57,7 @@ export class IngestionWorker {
    */
   async handle(delivered: DeliveredEvent): Promise<void> {
     const event = events.FileEvent.decode(delivered.payload);
-    const finalAttempt = delivered.attempt + 1 >= this.deps.maxAttempts;
+    const finalAttempt = (delivered.countedFailures ?? delivered.attempt) + 1 >= this.deps.maxAttempts;
     switch (event.kind?.$case) {
       case 'uploaded':
         return;
@@ -56,11 +65,11 @@ export class IngestionWorker {
         await this.afterIngestionUnderWay(event.kind.value.fileId);
         await this.deps.objects.remove(event.kind.value.fileId);
         await this.deps.cards.clearFileReferences(event.kind.value.fileId).catch((err: unknown) => {
-          throw retryableWhenPeerNotReady(err);
+          throw this.whilePeerNotReady(err, event.occurredAt, 'the deletion of file ' + event.kind!.value.fileId);
         });
         return;
       case 'privacyChanged':
-        await this.applyFilePrivacy(event.kind.value, finalAttempt);
+        await this.applyFilePrivacy(event.kind.value, finalAttempt, event.occurredAt);
         return;
       default:
         this.deps.logger.warn({ offset: delivered.offset }, 'ignoring a file event of an unknown kind');
@@ -79,7 +88,7 @@ export class IngestionWorker {
    * Applied at once to the cards made so far, even while the file's ingestion is under way (here or on another
    * replica): the attempt applies the privacy stored at its end to every card it made (catchUpWithPrivacy).
    */
-  private async applyFilePrivacy(change: events.FilePrivacyChanged, finalAttempt: boolean): Promise<void> {
+  private async applyFilePrivacy(change: events.FilePrivacyChanged, finalAttempt: boolean, changedAt: Date | undefined): Promise<void> {
     const { fileId, userId: ownerId } = change;
     // The file's privacy as stored now, not as the event says: replicas' outboxes may publish two quick changes out of
     // order, and a dead letter is replayed late, so the event only says the privacy changed. A deleted file has none.
@@ -89,9 +98,9 @@ export class IngestionWorker {
     try {
       await this.deps.cards.applyFilePrivacy({ fileId, ownerId, private: isPrivate });
     } catch (thrown) {
-      // A cards service that is down or runs a release without ApplyFilePrivacy yet (files released first) is waited
-      // for: the bus retries it with backoff without end, as an unreachable engine.
-      const err = retryableWhenPeerNotReady(thrown);
+      // A cards service that is down is waited for: the bus retries it with backoff without end, as an unreachable
+      // engine; one that runs a release without ApplyFilePrivacy yet (files released first), up to unreleasedRetryMs.
+      const err = this.whilePeerNotReady(thrown, changedAt, `the privacy change of file ${fileId}`);
       // Else the bus dead-letters the event after this; until it is replayed, the file's cards and collection keep
       // their former privacy, so a private file may leave them public.
       if (finalAttempt && !isEngineUnavailableError(err)) {
@@ -99,6 +108,30 @@ export class IngestionWorker {
       }
       throw err;
     }
+  }
+
+  private get unreleasedRetryMs(): number {
+    return this.deps.unreleasedRetryMs ?? DEFAULT_UNRELEASED_RETRY_MS;
+  }
+
+  /**
+   * A peer's UNAVAILABLE, or its UNIMPLEMENTED less than unreleasedRetryMs after `since`, as the RetryableUnavailableError
+   * the bus and the scheduler retry without counting; an UNIMPLEMENTED past it as a CalleeNotReleasedError, which counts
+   * as any failure (the change is dead-lettered, to be replayed once cards is released; the ingestion fails). Without a
+   * `since` (an event without its time) the wait has no bound, as before. Any other error is returned as it is.
+   */
+  private whilePeerNotReady(err: unknown, since: Date | undefined, what: string): unknown {
+    if (err instanceof ClientError && err.code === Status.UNIMPLEMENTED && since !== undefined) {
+      const waited = (this.deps.now ?? Date.now)() - since.getTime();
+      if (waited >= this.unreleasedRetryMs) {
+        const hours = Math.round((this.unreleasedRetryMs / 3_600_000) * 100) / 100;
+        return new CalleeNotReleasedError(
+          `${what} gave up waiting for the cards service to have ${err.path}: still UNIMPLEMENTED ${hours} h after it (FILES_UNRELEASED_RETRY_HOURS); release cards (docs/deploy.md#upgrade-order)`,
+          err,
+        );
+      }
+    }
+    return retryableWhenPeerNotReady(err);
   }
 
   async ingest(fileId: string, finalAttempt = true): Promise<IngestionResult> {
@@ -118,12 +151,17 @@ export class IngestionWorker {
     if (record.ingestionStatus !== 'pending') return { status: 'skipped', cardIds: [], collectionId: record.collectionId };
     try {
       return await this.ingestRecord(record);
-    } catch (err) {
-      if (err instanceof UnreadableDocumentError) return this.fail(record, err.message, err.cause, 'warn');
-      if (!finalAttempt) throw err;
+    } catch (thrown) {
+      if (thrown instanceof UnreadableDocumentError) return this.fail(record, thrown.message, thrown.cause, 'warn');
+      // A cards service without the method yet (files released first) is waited for from the upload on, up to
+      // unreleasedRetryMs, the attempts not counted (the scheduler); then the ingestion fails, its owner told why.
+      const err = this.whilePeerNotReady(thrown, record.createdAt, `the ingestion of file ${record.id}`);
+      if (isUnreleasedWait(thrown, err)) throw err;
+      if (err instanceof CalleeNotReleasedError) return this.fail(record, CARDS_NOT_RELEASED, err);
+      if (!finalAttempt) throw thrown;
       // The error is the cards service's or its transport's (a gRPC path and status): the log keeps it, the uploader
       // reads what happened and what to do.
-      return this.fail(record, CARDS_NOT_STORED, err);
+      return this.fail(record, CARDS_NOT_STORED, thrown);
     } finally {
       logger.debug({ fileId }, 'ingestion attempt finished');
     }
@@ -255,6 +293,29 @@ export class IngestionWorker {
 
 /** The reason a file's last ingestion attempt records when its cards could not be stored (the detail is logged). */
 export const CARDS_NOT_STORED = 'the cards could not be stored: the card library did not answer after several attempts. Upload the document again later';
+
+/**
+ * The reason an ingestion records when the cards service still did not have a method it calls unreleasedRetryMs after
+ * the upload (files released before cards and cards never released). The detail is logged as an error.
+ */
+export const CARDS_NOT_RELEASED = 'the cards could not be stored: the card library is being upgraded and did not take them in time. Upload the document again later';
+
+/** FILES_UNRELEASED_RETRY_HOURS' default: a day. */
+export const DEFAULT_UNRELEASED_RETRY_MS = 24 * 3_600_000;
+
+/** A peer still answering UNIMPLEMENTED past the wait's bound: counted as a failure (not an outage). */
+export class CalleeNotReleasedError extends Error {
+  constructor(message: string, cause: unknown) {
+    super(message);
+    this.name = 'CalleeNotReleasedError';
+    Object.defineProperty(this, 'cause', { value: cause, enumerable: false, writable: true, configurable: true });
+  }
+}
+
+/** An UNIMPLEMENTED within the wait, made retryable (an UNAVAILABLE during an ingestion counts, as before). */
+function isUnreleasedWait(thrown: unknown, err: unknown): boolean {
+  return thrown instanceof ClientError && thrown.code === Status.UNIMPLEMENTED && err !== thrown && !(err instanceof CalleeNotReleasedError);
+}
 
 /**
  * A heading as one tag: tags are shown comma-joined, so a comma in a heading would split it in two; the invisible

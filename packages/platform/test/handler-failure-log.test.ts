@@ -1,0 +1,28 @@
+import { createLogger, handlerFailureLog, WAITING_HANDLER_WARNING_EVERY_MS } from '../src';
+
+// One event's deliveries: counted failures are each a warning; uncounted ones (an engine or a peer not ready, retried
+// up to 5 s apart for as long as that lasts) one warning a minute at most, the others debug lines.
+describe('handlerFailureLog', () => {
+  it('warns at the first uncounted failure, then once a minute with the failures in between; every counted one', () => {
+    const lines: { level: number; msg: string; attempt: number; failuresSinceLastWarning?: number }[] = [];
+    const logger = createLogger('bus-test', 'debug', { write: (line: string) => void lines.push(JSON.parse(line)) });
+    let now = 0;
+    const log = handlerFailureLog(logger, () => now);
+    for (let attempt = 0; attempt < 30; attempt++) {
+      log({ attempt }, false);
+      now += 5_000;
+    }
+    log({ attempt: 30 }, true);
+    const warnings = lines.filter((line) => line.level === 40).map(({ attempt, failuresSinceLastWarning }) => ({ attempt, failuresSinceLastWarning }));
+    // 5 s apart: attempts 0, 12 and 24 are a minute apart.
+    expect(WAITING_HANDLER_WARNING_EVERY_MS).toBe(60_000);
+    expect(warnings).toEqual([
+      { attempt: 0, failuresSinceLastWarning: 0 },
+      { attempt: 12, failuresSinceLastWarning: 11 },
+      { attempt: 24, failuresSinceLastWarning: 11 },
+      { attempt: 30, failuresSinceLastWarning: undefined },
+    ]);
+    expect(lines.filter((line) => line.level === 20)).toHaveLength(27);
+    expect(new Set(lines.map((line) => line.msg))).toEqual(new Set(['event handler failed']));
+  });
+});

@@ -416,6 +416,29 @@ describeInBrowser('the card form’s rich-text editor and the verification displ
     expect(pageProblems).toEqual([]);
   });
 
+  it('reads an option’s text and a ruby’s annotation as the cards service does, in a paste and in the HTML view’s count', async () => {
+    const words = Array.from({ length: 8 }, (_, i) => `Fact ${i}: glaciers grind the rock beneath them into fine flour that turns the meltwater milky.`).join(' ');
+    // Options: left out with their text, also where htmlparser2 ends one whose end tag is missing (the paragraph's end).
+    // A ruby: its annotation in parentheses after the base, rp left out.
+    const sample =
+      '<p>Pick<select><option>First choice<option>Second choice</select> one</p><p>Say <ruby>漢字<rp>(</rp><rt>kanji</rt><rp>)</rp></ruby> and <ruby>東<rt>とう</ruby></p>' +
+      '<p>Open<option>hidden words <b>too</b></p><p>After</p>';
+    await freshEditor();
+    await paste(sample, 'x');
+    expect(await editorHtml()).toBe('<p>Pick one</p><p>Say 漢字(kanji) and 東(とう)</p><p>Open</p><p>After</p>');
+    // The HTML view counts the words the service counts.
+    const html = `${sample}<p>${words}</p>`;
+    await page.getByRole('button', { name: 'Edit as HTML' }).click();
+    await page.getByLabel('Card text (HTML)').fill(html);
+    const shown = Number(await page.getByTestId('word-count').textContent());
+    const created = await user.client.post('/api/card', { card_html: html, link: '', private: true, tag_set: [] });
+    expect(created.status).toBe(200);
+    const content = (created.json as { card_metadata: { content: string } }).card_metadata.content;
+    expect(content).toBe(`Pick one\nSay 漢字(kanji) and 東(とう)\nOpen\nAfter\n${words}`);
+    expect(shown).toBe(wordCount(content));
+    expect(pageProblems).toEqual([]);
+  });
+
   it('opens a list item holding a heading and a paragraph as it is stored, and a list item can be made a heading', async () => {
     const listCard = await cardWithLink(`<ul><li><h3>heading in li</h3><p>para in li</p></li></ul><p>${CARD_TEXT} A list with a heading.</p>`, '');
     await page.goto(`/card/${listCard}/edit`);

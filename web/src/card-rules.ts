@@ -17,7 +17,8 @@ const LINE_BREAKING = new Set(CELL_LINE_TAGS);
  * The plain text the server derives from card HTML: one line per block, whitespace collapsed. As the cards service
  * reads it (blocks-apart.ts, then the allow-list): the dropped blocks (div, dt, pre, xmp, a table's parts outside a
  * table ...) keep their text apart, a table is a line per row with text (its caption first), its cells separated by
- * TABLE_CELL_SEPARATOR, and a ruby's annotation (rt) follows its base in parentheses, rp dropped.
+ * TABLE_CELL_SEPARATOR; as the inert reader writes it (./inert-html), a ruby's annotation (rt) follows its base in
+ * parentheses, rp dropped, and an option's text is left out.
  */
 export function textOfHtml(html: string): string {
   // Read inertly: nothing runs or loads, and no style attribute or handler reaches the parser (the CSP would log it).
@@ -28,14 +29,12 @@ export function textOfHtml(html: string): string {
     else if (node.nodeType === Node.ELEMENT_NODE) {
       const element = node as Element;
       const tag = element.tagName.toLowerCase();
-      if (tag === 'script' || tag === 'style' || tag === 'rp') return;
+      if (tag === 'script' || tag === 'style') return;
       if (tag === 'table') return tableText(element as HTMLTableElement);
-      if (tag === 'rt') text += '(';
       const breaks = LINE_BREAKING.has(tag) || tag === 'br' || element.hasAttribute(SEPARATED_BLOCK);
       if (breaks) text += '\n';
       node.childNodes.forEach(walk);
       if (breaks) text += '\n';
-      if (tag === 'rt') text += ')';
     }
   };
   const tableText = (table: HTMLTableElement) => {

@@ -105,6 +105,70 @@ describeInBrowser('web app journey audit fixes in headless Chromium', () => {
     expect((await text.textContent())?.trim()).toBe('');
   });
 
+  it('keeps a vote pressed after the session ended and counts it once its voter signs in again', async () => {
+    const created = await other.client.post('/api/card', { card_html: `<p>${CARD_TEXT} A card to vote on.</p>`, link: '', private: false, tag_set: [] });
+    expect(created.status).toBe(200);
+    const cardId = (created.json as { card_metadata: { id: string } }).card_metadata.id;
+    await signIn();
+    await page.goto(`/card/${cardId}`);
+    const upvote = page.getByRole('button', { name: /Upvote/ });
+    await upvote.waitFor();
+    // Signed out in another tab: this tab's upvote meets the ended session, and says it is not counted yet.
+    const tabB = await context.newPage();
+    await tabB.goto('/profile');
+    await tabB.getByRole('button', { name: 'Sign out' }).click();
+    await tabB.getByRole('link', { name: 'Sign in', exact: true }).waitFor();
+    await tabB.close();
+    await upvote.click();
+    await page.getByText('Your session has ended, so your upvote is not counted yet: sign in again and it will be.').waitFor();
+    const voteOf = async () => ((await user.client.get(`/api/card/${cardId}`)).json as { vote_by_current_user: boolean | null; total_upvotes: number });
+    expect(await voteOf()).toMatchObject({ vote_by_current_user: null, total_upvotes: 0 });
+
+    // Signing in again from the notice comes back to the card, where the kept vote is cast.
+    await page.getByRole('link', { name: 'Sign in again' }).click();
+    await page.getByLabel('E-mail').fill(user.email);
+    await page.getByLabel('Password').fill(user.password);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.waitForURL(new RegExp(`/card/${cardId}$`));
+    await page.getByText('Your upvote, made when your session had ended, is counted now.').waitFor();
+    await eventually(async () => (await upvote.getAttribute('aria-pressed')) === 'true', 10_000, 'the upvote pressed');
+    expect(await voteOf()).toMatchObject({ vote_by_current_user: true, total_upvotes: 1 });
+    // Once: opened again, the card is as voted, with nothing cast again.
+    await page.reload();
+    await upvote.waitFor();
+    expect(await page.getByText('is counted now').count()).toBe(0);
+    expect(await voteOf()).toMatchObject({ vote_by_current_user: true, total_upvotes: 1 });
+  });
+
+  it('loads a signed-out page without asking GET /api/auth (no 401 logged), and a signed-in one as before', async () => {
+    await context.clearCookies();
+    const asked: number[] = [];
+    const errors: string[] = [];
+    const onResponse = (r: { url(): string; status(): number; request(): { method(): string } }) => {
+      if (new URL(r.url()).pathname === '/api/auth' && r.request().method() === 'GET') asked.push(r.status());
+    };
+    const onConsole = (m: { type(): string; text(): string }) => {
+      if (m.type() === 'error') errors.push(m.text());
+    };
+    page.on('response', onResponse);
+    page.on('console', onConsole);
+    try {
+      for (const path of ['/top', '/', `/user/${user.id}`]) {
+        await page.goto(path);
+        await page.getByRole('link', { name: 'Sign in', exact: true }).waitFor();
+      }
+      expect(asked).toEqual([]);
+      expect(errors).toEqual([]);
+      await signIn();
+      await page.goto('/top');
+      await page.getByRole('link', { name: 'New card' }).waitFor();
+      expect(asked).toEqual([200]);
+    } finally {
+      page.off('response', onResponse);
+      page.off('console', onConsole);
+    }
+  });
+
   it('asks before leaving a card form with unsaved changes (link, Back, tab close), and not without changes', async () => {
     await signIn();
     await page.goto('/');

@@ -20,6 +20,29 @@ export function useSession(): Session {
   return useContext(SessionContext);
 }
 
+/** The gateway's hint on this page load (services/gateway/src/http/web-app.ts SESSION_HINT_COOKIE); not HttpOnly. */
+const SESSION_HINT = 'ai-editor-hint';
+
+/**
+ * Whether this page load came without a session cookie, as the gateway said when it served the page: then there is no
+ * session to ask GET /api/auth about (it answers 401, which the browser logs as an error on every signed-out load). The
+ * hint is read once and dropped, so a later load without it (the dev server, a cached page) asks as before.
+ */
+export function loadedSignedOut(): boolean {
+  let hint: string | undefined;
+  try {
+    hint = document.cookie
+      .split(';')
+      .map((pair) => pair.trim())
+      .find((pair) => pair.startsWith(`${SESSION_HINT}=`))
+      ?.slice(SESSION_HINT.length + 1);
+    if (hint !== undefined) document.cookie = `${SESSION_HINT}=; Max-Age=0; Path=/; SameSite=Lax${location.protocol === 'https:' ? '; Secure' : ''}`;
+  } catch {
+    return false;
+  }
+  return hint === 'signed-out';
+}
+
 /** Loads the caller (GET /api/auth) and polls the unread notification count while signed in. */
 export function useSessionState(): Session {
   const [user, setUser] = useState<SlimUser | null | undefined>(undefined);
@@ -63,7 +86,9 @@ export function useSessionState(): Session {
   }, []);
 
   useEffect(() => {
-    void refresh();
+    // The page was served to a browser without a session cookie: signed out, without a 401 to log.
+    if (loadedSignedOut()) setUser(null);
+    else void refresh();
   }, [refresh]);
 
   // Another user (or none): the kept notification list and its tag are not theirs. Runs before the poll below.

@@ -176,7 +176,7 @@ export function createGatewayApp(options: GatewayAppOptions): Express {
   keepFixedSegmentsOutOfParams(api);
   api.use(unmatchedApiRequest(routes));
   app.use('/api', api);
-  if (options.webDistDir) serveWebApp(app, options.webDistDir, options.logger);
+  if (options.webDistDir) serveWebApp(app, options.webDistDir, options.logger, { cookieSecure: options.cookieSecure });
   // Anything else is a JSON 405 (POST /healthz) or 404, not express's HTML page.
   app.use(unmatchedRequest(routes));
 

@@ -1,6 +1,6 @@
 import { MAX_WORDS, MIN_WORDS_EXCLUSIVE, wordCount } from '@cards/card-rules';
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
-import { api, newIdempotencyKey, onUnauthorized, type Card } from '../api';
+import { api, ApiError, newIdempotencyKey, onUnauthorized, type Card } from '../api';
 import { cardDraftProblems, htmlFromInput, tagsFromInput, textOfHtml } from '../card-rules';
 import { ErrorMessage, formatDate, Loading, Notice, NotFoundHint, PageTitle, Tags, useAction, useAsync, userName, VerificationBadge } from '../components';
 import { guardLeaving, Link, navigate, useLocation } from '../router';
@@ -10,15 +10,52 @@ import { LazyCardTextEditor } from '../lazy-card-text-editor';
 import { shortcut } from '../shortcut';
 import { useSession } from '../session';
 
-function VoteButtons({ card, onChanged, signedIn }: { card: Card; onChanged(): void; signedIn: boolean }) {
+/** A vote the session's end kept from being counted (see ../drafts): the user's vote on the card as pressed (null: none). */
+interface KeptVote {
+  vote: boolean | null;
+}
+
+const voteWords = (vote: boolean | null) => (vote === null ? 'the removal of your vote' : vote ? 'your upvote' : 'your downvote');
+
+/** Sets the caller's vote on the card to `vote` (null: none), when it is not that already. */
+async function setVote(card: Card, vote: boolean | null): Promise<void> {
+  if (card.vote_by_current_user === vote) return;
+  if (vote === null) await api.unvote(card.id);
+  else await api.vote(card.id, vote);
+}
+
+function VoteButtons({ card, onChanged, userId }: { card: Card; onChanged(): void; userId: string | undefined }) {
   const action = useAction();
+  const [counted, setCounted] = useState<string | undefined>();
   const mine = card.vote_by_current_user;
-  const cast = (up: boolean) =>
-    action.run(async () => {
-      if (mine === up) await api.unvote(card.id);
-      else await api.vote(card.id, up);
+  const draftKey = `vote:${card.id}`;
+  // A vote pressed when the session had ended is kept for this user in this tab, and counted once they are signed in
+  // again and the card is open (the login page's ?next= comes back here), unless the card holds that vote already.
+  useEffect(() => {
+    if (!userId || card.private) return;
+    const kept = readDraft<KeptVote>(userId, draftKey);
+    if (!kept) return;
+    dropDraft(userId, draftKey);
+    void action.run(async () => {
+      await setVote(card, kept.vote);
+      setCounted(`${voteWords(kept.vote)[0]!.toUpperCase()}${voteWords(kept.vote).slice(1)}, made when your session had ended, is counted now.`);
       onChanged();
     });
+  }, [userId, draftKey]);
+  const cast = (up: boolean) =>
+    action.run(async () => {
+      setCounted(undefined);
+      const vote = mine === up ? null : up;
+      try {
+        await setVote(card, vote);
+      } catch (err) {
+        if (!(err instanceof ApiError && err.status === 401 && userId)) throw err;
+        saveDraft(userId, draftKey, { vote } satisfies KeptVote);
+        throw new Error(`Your session has ended, so ${voteWords(vote)} is not counted yet: sign in again and it will be.`);
+      }
+      onChanged();
+    });
+  const signedIn = Boolean(userId);
   return (
     <div class="votes" role="group" aria-label="Votes">
       <button type="button" class="vote" aria-pressed={mine === true} disabled={!signedIn || card.private} aria-disabled={action.busy} onClick={() => void cast(true)} title={mine === true ? 'Remove your upvote' : 'Upvote'}>
@@ -29,6 +66,7 @@ function VoteButtons({ card, onChanged, signedIn }: { card: Card; onChanged(): v
       </button>
       {!signedIn ? <span class="muted">Sign in to vote.</span> : card.private ? <span class="muted">Private cards take no votes.</span> : null}
       <ErrorMessage error={action.error} />
+      {counted ? <Notice>{counted}</Notice> : null}
     </div>
   );
 }
@@ -168,7 +206,7 @@ export function CardPage({ cardId }: { cardId: string }) {
           )}
         </dd>
       </dl>
-      <VoteButtons card={c} onChanged={card.reload} signedIn={Boolean(session.user)} />
+      <VoteButtons card={c} onChanged={card.reload} userId={session.user?.id} />
       {isOwner ? (
         <p class="row">
           <Link class="button" href={`/card/${c.id}/edit`}>

@@ -24,11 +24,21 @@ export const WEB_APP_CSP = [
 export const DEFAULT_WEB_DIST_DIR = resolve(__dirname, '../../../../web/dist');
 
 /**
+ * A cookie the app reads (not HttpOnly) on the index.html answer: whether that page load came with a session cookie
+ * (`signed-in`) or without one (`signed-out`). The session cookie itself is HttpOnly, so without it the app asked
+ * GET /api/auth on every signed-out page load and the browser logged its 401 as an error; with `signed-out` the app
+ * knows there is no session without asking. It says only what the request carried (whether the session is live is
+ * still GET /api/auth's answer), the app drops it once read, and it lives two minutes at most.
+ */
+export const SESSION_HINT_COOKIE = 'ai-editor-hint';
+const SESSION_COOKIE_SENT = /(?:^|;\s*)ai-editor=[^;\s]/;
+
+/**
  * Serves the built web app at `/`: hashed assets cached for a year, every other non-/api GET answered
  * with index.html so the app's own router handles deep links (e-mail links such as /auth/register/<id>).
  * Without a build the gateway still serves /api and says once how to build the app.
  */
-export function serveWebApp(app: Express, dir: string, logger: Logger): void {
+export function serveWebApp(app: Express, dir: string, logger: Logger, { cookieSecure = false }: { cookieSecure?: boolean } = {}): void {
   const index = join(dir, 'index.html');
   if (!existsSync(index)) {
     logger.warn({ dir }, 'web app not built: / is not served (run `pnpm build:web`)');
@@ -54,6 +64,7 @@ export function serveWebApp(app: Express, dir: string, logger: Logger): void {
     }
     res.setHeader('cache-control', 'no-cache');
     res.setHeader('content-security-policy', WEB_APP_CSP);
+    res.cookie(SESSION_HINT_COOKIE, SESSION_COOKIE_SENT.test(req.headers.cookie ?? '') ? 'signed-in' : 'signed-out', { httpOnly: false, sameSite: 'lax', path: '/', secure: cookieSecure, maxAge: 120_000 });
     res.sendFile(index);
   });
 }

@@ -127,6 +127,9 @@ export function registerIdentityRoutes(router: Router, { clients, rateLimits, co
   });
 
   router.get('/auth', (req, res) => {
+    // A session cookie that is no live session (revoked, expired at identity) goes with the 401, so the next page load
+    // carries none and the web app does not ask again (web-app.ts SESSION_HINT_COOKIE).
+    if (!req.user && req.cookies?.[SESSION_COOKIE] !== undefined) clearSessionCookie(res, cookieSecure);
     res.json(presentSlimUser(requireUser(req)));
   });
 

@@ -6,6 +6,7 @@ import { usernameKey, usernameKeyAsWritten } from '../src/domain/username-key';
 import { describeOnEngine, engineForSuite } from '../../../test/engines/suite';
 import { startMongoSync } from '../../../test/engines/mongo';
 import { describeIdentityRepositoryContract } from './identity-repository.contract';
+import { expectNamesAfterReopen, RENAMES_WHILE_ROLLED_BACK, SECOND_KEYS_AFTER_REOPEN, SECOND_KEYS_BEFORE_REOPEN, USERS_BEFORE_ROLLBACK } from './rollback-upgrade-expectations';
 
 const logger = createLogger('identity-repo-test', process.env.LOG_LEVEL ?? 'fatal');
 // MONGO_URL points the suite at a real MongoDB (e.g. a replica set, to cover the transactional path);
@@ -181,28 +182,18 @@ describeOnEngine('MongoIdentityRepository after a rollback to the version before
         createdAt: day(createdDay),
         updatedAt: day(createdDay),
       });
-      await users.insertMany([user('u-a', 'Neuer', 1), user('u-b', 'xyz', 2), user('u-c', 'abc', 3), user('u-d', null, 4), user('u-e', 'gone', 5)]);
+      await users.insertMany(USERS_BEFORE_ROLLBACK.map(([id, username, createdDay]) => user(id, username, createdDay)));
       // This version starts once (the check time is recorded), then the previous version renames: username, usernameKey
       // and updatedAt (its clock) only; a name given up unsets usernameKey only.
       await MongoIdentityRepository.open(connection);
       const renameAsBefore = (id: string, username: string | null) =>
         users.updateOne({ _id: id }, username === null ? { $set: { username: null, updatedAt: new Date() }, $unset: { usernameKey: '' } } : { $set: { username, usernameKey: usernameKey(username), updatedAt: new Date() } });
-      await renameAsBefore('u-a', 'Bob'); // leaves "neuer"
-      await renameAsBefore('u-b', 'Neuer'); // takes it as its first key only
-      await renameAsBefore('u-c', 'Iab'); // capital i: its second key is "lab"
-      await renameAsBefore('u-e', null); // gives its name up
+      for (const [id, username] of RENAMES_WHILE_ROLLED_BACK) await renameAsBefore(id, username);
       const secondKeys = async () => Object.fromEntries((await users.find({}, { sort: { _id: 1 } }).toArray()).map((d) => [d._id, (d as { usernameKeyAsWritten?: string }).usernameKeyAsWritten ?? null]));
-      expect(await secondKeys()).toMatchObject({ 'u-a': 'neuer', 'u-b': 'xyz', 'u-c': 'abc', 'u-e': 'gone' });
+      expect(await secondKeys()).toMatchObject(SECOND_KEYS_BEFORE_REOPEN);
       const repository = await MongoIdentityRepository.open(connection);
-      expect(await secondKeys()).toEqual({ 'u-a': 'bob', 'u-b': 'neuer', 'u-c': 'lab', 'u-d': null, 'u-e': null });
-      const later = new Date('2026-02-01T00:00:00.000Z');
-      // The owner's unchanged save of the name set while rolled back.
-      expect(await repository.updateProfile('u-b', { username: 'Neuer', website: 'https://b.example' }, 'none', later)).toMatchObject({ username: 'Neuer' });
-      expect(await repository.updateProfile('u-a', { username: 'Bob' }, 'none', later)).toMatchObject({ username: 'Bob' });
-      // A look-alike of a name set while rolled back is taken; names left then are free.
-      await expect(repository.updateProfile('u-d', { username: 'lab' }, 'none', later)).rejects.toBeInstanceOf(AlreadyExistsError);
-      expect(await repository.updateProfile('u-d', { username: 'gone' }, 'none', later)).toMatchObject({ username: 'gone' });
-      expect(await repository.updateProfile('u-d', { username: 'xyz' }, 'none', later)).toMatchObject({ username: 'xyz' });
+      expect(await secondKeys()).toEqual(SECOND_KEYS_AFTER_REOPEN);
+      await expectNamesAfterReopen(repository);
     });
   });
 });

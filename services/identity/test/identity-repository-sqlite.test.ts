@@ -5,6 +5,7 @@ import { AlreadyExistsError, openSqlite } from '@cards/platform';
 import { keyUsernamesAsWritten, MIGRATIONS, rekeyUsernames, SqliteIdentityRepository } from '../src/adapters/sqlite/sqlite-identity-repository';
 import { usernameKey, usernameKeyAsWritten } from '../src/domain/username-key';
 import { describeIdentityRepositoryContract } from './identity-repository.contract';
+import { expectNamesAfterReopen, RENAMES_WHILE_ROLLED_BACK, SECOND_KEYS_AFTER_REOPEN, SECOND_KEYS_BEFORE_REOPEN, USERS_BEFORE_ROLLBACK } from './rollback-upgrade-expectations';
 
 describeIdentityRepositoryContract('sqlite', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'cards-identity-repo-'));
@@ -212,32 +213,18 @@ describe('SqliteIdentityRepository after a rollback to the version before the se
     const path = join(dir, 'identity.db');
     try {
       const file = openSqlite(path, MIGRATIONS);
-      insertNow(file, 'u-a', 'Neuer', 1);
-      insertNow(file, 'u-b', 'xyz', 2);
-      insertNow(file, 'u-c', 'abc', 3);
-      insertNow(file, 'u-d', null, 4);
-      insertNow(file, 'u-e', 'gone', 5);
+      for (const [id, username, createdDay] of USERS_BEFORE_ROLLBACK) insertNow(file, id, username, createdDay);
       file.close();
       // This version starts once (the check time is recorded), then the previous version runs on the file.
       await new SqliteIdentityRepository(path).close();
       const rolledBack = openSqlite(path);
-      renameAsBefore(rolledBack, 'u-a', 'Bob'); // leaves "neuer"
-      renameAsBefore(rolledBack, 'u-b', 'Neuer'); // takes it as its first key only
-      renameAsBefore(rolledBack, 'u-c', 'Iab'); // capital i: its second key is "lab"
-      renameAsBefore(rolledBack, 'u-e', null); // gives its name up
+      for (const [id, username] of RENAMES_WHILE_ROLLED_BACK) renameAsBefore(rolledBack, id, username);
       rolledBack.close();
-      expect(secondKeys(path)).toMatchObject({ 'u-a': 'neuer', 'u-b': 'xyz', 'u-c': 'abc', 'u-e': 'gone' });
+      expect(secondKeys(path)).toMatchObject(SECOND_KEYS_BEFORE_REOPEN);
       const repository = new SqliteIdentityRepository(path);
       try {
-        expect(secondKeys(path)).toEqual({ 'u-a': 'bob', 'u-b': 'neuer', 'u-c': 'lab', 'u-d': null, 'u-e': null });
-        const later = new Date('2026-02-01T00:00:00.000Z');
-        // The owner's unchanged save of the name set while rolled back.
-        expect(await repository.updateProfile('u-b', { username: 'Neuer', website: 'https://b.example' }, 'none', later)).toMatchObject({ username: 'Neuer' });
-        expect(await repository.updateProfile('u-a', { username: 'Bob' }, 'none', later)).toMatchObject({ username: 'Bob' });
-        // A look-alike of a name set while rolled back is taken; names left then are free.
-        await expect(repository.updateProfile('u-d', { username: 'lab' }, 'none', later)).rejects.toBeInstanceOf(AlreadyExistsError);
-        expect(await repository.updateProfile('u-d', { username: 'gone' }, 'none', later)).toMatchObject({ username: 'gone' });
-        expect(await repository.updateProfile('u-d', { username: 'xyz' }, 'none', later)).toMatchObject({ username: 'xyz' });
+        expect(secondKeys(path)).toEqual(SECOND_KEYS_AFTER_REOPEN);
+        await expectNamesAfterReopen(repository);
       } finally {
         await repository.close();
       }

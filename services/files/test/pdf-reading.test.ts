@@ -229,6 +229,28 @@ describe('.pdf running lines and notes', () => {
     expect(texts.some((t) => t.includes('Annual Report'))).toBe(false);
     expect(texts.filter((t) => /^\d Ibid\., p\. 10$/.test(t))).toEqual(['4 Ibid., p. 10', '5 Ibid., p. 10', '6 Ibid., p. 10']);
   });
+
+  it('one page: a header set smaller than the text, apart from it, and a page number alone are dropped (one-page.pdf, src/one-page.fodt)', async () => {
+    // Nothing recurs on one page; both were read as paragraphs ("Dune Trust survey notes, autumn 2025", "Page 1").
+    expect(await texts('one-page.pdf')).toEqual([
+      'Marram grass on the north ridge',
+      'The wardens walked the transect at low tide and recorded the dune toe position with the receiver at each of the twelve marker posts along the ridge, from the car park to the estuary mouth.',
+    ]);
+  });
+
+  it('one page: a top line in the text\'s size (a title or a header: one page cannot tell) and a small line close to the text stay', async () => {
+    // The text at the page's foot, its last line a small one 14 pt below it (a note's second line, a source).
+    const lines: PdfLine[] = [
+      { y: 770, text: 'Page 1' },
+      { y: 740, text: 'Dune Trust survey notes' },
+      ...body('Sand').map((line) => ({ ...line, y: line.y - 500 })),
+      { y: 200 - 6 * 14, text: 'Counts are rounded to the nearest ten.', size: 9 },
+    ];
+    const texts = (await reader.parse('pdf', pdfDocument([{ lines }]))).blocks.map((b) => b.text).join('\n');
+    expect(texts).toContain('Dune Trust survey notes');
+    expect(texts).toContain('Counts are rounded to the nearest ten.');
+    expect(texts).not.toContain('Page 1');
+  });
 });
 
 describe('.pdf tables and columns in work linear in the rows', () => {

@@ -968,19 +968,45 @@ const HEAD_ROW_REACH = 2.5;
 
 const runningKey = (text) => text.replace(/\d+/g, '#').replace(/\s+/g, ' ').trim().toLowerCase();
 
+function runningCandidates(page) {
+  const height = page.top - page.bottom;
+  const byHeight = [...page.lines].sort((a, b) => b.y - a.y);
+  const top = byHeight.slice(0, RUNNING_LINE_CANDIDATES).filter((l) => l.y >= page.top - height * RUNNING_LINE_ZONE);
+  const bottom = byHeight.slice(-RUNNING_LINE_CANDIDATES).filter((l) => l.y <= page.bottom + height * RUNNING_LINE_ZONE);
+  // A note ("10 Ibid., p. 11") beside another of the page's notes (within NOTE_REACH of its size) recurs as its like
+  // notes do, and is text; a line of the same shape alone ("12 Annual Report": a page number before a running title)
+  // is a running line's.
+  const amongNotes = (l) => l.note && page.lines.some((o) => o !== l && o.note && Math.abs(o.y - l.y) <= l.size * NOTE_REACH);
+  return { byHeight, lines: [...new Set([...top, ...bottom])].filter((l) => wordsIn(l.text) <= RUNNING_LINE_WORDS && !amongNotes(l)) };
+}
+
+// A one-page PDF has no recurrence to go by. What one page tells: among the same candidates, a page number alone ("3",
+// "Page 3", "- 3 -", "Page 3 of 4") is the page's furniture; and so is the page's topmost or bottommost line when it is
+// set smaller than the page's text (by more than ONE_PAGE_SMALLER), is no note, and stands apart from the text (the
+// nearest line more than ONE_PAGE_APART times the text's size away), as a header or footer set in a smaller style is.
+// A header or footer in the text's own size ("Dune Trust survey notes" above the text) cannot be told from a title or a
+// closing line on one page and stays, as does a small caption alone at the page's foot (it reads as a footer).
+const PAGE_NUMBER = /^(?:(?:page|p\.|pg\.|seite|s\.|página|pagina|pag\.)\s*)?[-–—]?\s*\d{1,4}\s*[-–—]?(?:\s*(?:of|\/|von|de|di|sur)\s*\d{1,4})?$/i;
+const ONE_PAGE_SMALLER = 0.85;
+const ONE_PAGE_APART = 1.5;
+
+function withoutOnePageRunningLines(page) {
+  if (!page || page.lines.length < 2) return;
+  const { byHeight, lines } = runningCandidates(page);
+  const body = bodySizeOf(page.lines);
+  const topmost = byHeight[0];
+  const bottommost = byHeight[byHeight.length - 1];
+  const apart = (line, neighbour) => neighbour !== undefined && Math.abs(line.y - neighbour.y) > body * ONE_PAGE_APART;
+  const furniture = (line) =>
+    PAGE_NUMBER.test(line.text.trim()) ||
+    (!line.note && !line.list && line.size < body * ONE_PAGE_SMALLER && ((line === topmost && apart(line, byHeight[1])) || (line === bottommost && apart(line, byHeight[byHeight.length - 2]))));
+  const dropped = new Set(lines.filter(furniture));
+  if (dropped.size > 0 && dropped.size < page.lines.length) page.lines = page.lines.filter((l) => !dropped.has(l));
+}
+
 function withoutRunningLines(pages) {
-  if (pages.length < 2) return;
-  const candidates = pages.map((page) => {
-    const height = page.top - page.bottom;
-    const byHeight = [...page.lines].sort((a, b) => b.y - a.y);
-    const top = byHeight.slice(0, RUNNING_LINE_CANDIDATES).filter((l) => l.y >= page.top - height * RUNNING_LINE_ZONE);
-    const bottom = byHeight.slice(-RUNNING_LINE_CANDIDATES).filter((l) => l.y <= page.bottom + height * RUNNING_LINE_ZONE);
-    // A note ("10 Ibid., p. 11") beside another of the page's notes (within NOTE_REACH of its size) recurs as its like
-    // notes do, and is text; a line of the same shape alone ("12 Annual Report": a page number before a running title)
-    // is a running line's.
-    const amongNotes = (l) => l.note && page.lines.some((o) => o !== l && o.note && Math.abs(o.y - l.y) <= l.size * NOTE_REACH);
-    return [...new Set([...top, ...bottom])].filter((l) => wordsIn(l.text) <= RUNNING_LINE_WORDS && !amongNotes(l));
-  });
+  if (pages.length < 2) return withoutOnePageRunningLines(pages[0]);
+  const candidates = pages.map((page) => runningCandidates(page).lines);
   // For each text: the heights it is at, each with the pages it is there on.
   const seen = new Map();
   candidates.forEach((lines, p) => {

@@ -1,6 +1,5 @@
 import { isDuplicateKeyError, MongoOutboxDrainLease, newId, type MongoConnection, type OutboxEntry, type OutboxStore, type OutgoingEvent } from '@cards/platform';
 import type { ClaimedJob, JobClaim, NewVerificationJob, VerificationJob, VerificationOutcome, VerificationStatus } from '../../domain/model';
-import { nextFairCandidate } from '../../domain/fair-share';
 import type { VerificationStore } from '../../domain/ports';
 
 /** A stored outbox entry; MongoDB hands the payload back as a BSON Binary. */
@@ -73,6 +72,8 @@ export class MongoVerificationStore implements VerificationStore {
       { key: { id: 1 }, name: 'id', unique: true },
       { key: { sourceEventId: 1 }, name: 'source_event', unique: true },
       { key: { status: 1, dueAt: 1, seq: 1 }, name: 'runnable' },
+      // Fair claiming looks for the first runnable job of some authors (or of all but some): the author in the index.
+      { key: { status: 1, dueAt: 1, seq: 1, authorId: 1 }, name: 'runnable_author' },
       { key: { cardId: 1, status: 1 }, name: 'card' },
       // Fair claiming counts each author's running jobs.
       { key: { authorId: 1, status: 1 }, name: 'author' },
@@ -128,26 +129,15 @@ export class MongoVerificationStore implements VerificationStore {
 
   async claim(limit: number, now: Date, leaseUntil: Date, maxPerAuthor = Infinity): Promise<ClaimedJob[]> {
     if (limit <= 0) return [];
+    // The running jobs only (at most every replica's slots): the waiting ones are never all read.
     const counts = await this.collection.aggregate<{ _id: string; n: number }>([{ $match: { status: 'running' } }, { $group: { _id: '$authorId', n: { $sum: 1 } } }]).toArray();
     const running = new Map(counts.map((c) => [c._id, c.n]));
-    // Each author's oldest runnable jobs, as many as one claim could take of one author and a few more (for jobs of a
-    // card already running), so one author's thousands of waiting jobs do not hide the others'.
-    const perAuthor = Math.min(limit, maxPerAuthor) + 4;
-    const heads = await this.collection
-      .aggregate<{ _id: string; jobs: Candidate[] }>([
-        { $match: { status: 'pending', dueAt: { $lte: now } } },
-        { $sort: { dueAt: 1, seq: 1 } },
-        { $group: { _id: '$authorId', jobs: { $push: { id: '$id', cardId: '$cardId', authorId: '$authorId', dueAt: '$dueAt', seq: '$seq' } } } },
-        { $project: { jobs: { $slice: ['$jobs', perAuthor] } } },
-      ])
-      .toArray();
-    const candidates = heads.flatMap((h) => h.jobs).sort((a, b) => a.dueAt.getTime() - b.dueAt.getTime() || a.seq - b.seq);
     const claimed: ClaimedJob[] = [];
+    // Cards tried by this claim: never two jobs of one card at once.
     const cards = new Set<string>();
     while (claimed.length < limit) {
-      const next = nextFairCandidate(candidates, running, maxPerAuthor, cards);
-      if (next < 0) break;
-      const [candidate] = candidates.splice(next, 1) as [Candidate];
+      const candidate = await this.nextFairJob(now, running, maxPerAuthor, cards);
+      if (!candidate) break;
       cards.add(candidate.cardId);
       if (await this.collection.findOne({ cardId: candidate.cardId, status: 'running' }, { projection: { id: 1 } })) continue;
       const claimId = newId();
@@ -165,6 +155,40 @@ export class MongoVerificationStore implements VerificationStore {
       claimed.push({ ...fromPrimitives(taken), claimId });
     }
     return claimed;
+  }
+
+  /**
+   * The job nextFairCandidate picks over the whole queue, read one document at a time: the authors are taken by their
+   * running count, fewest first (those running none: every author not among the running ones), below maxPerAuthor;
+   * the first runnable job in queue order (due time, then insertion) of an author of that count, skipping `skipCards`.
+   * Each look is one find with limit 1 on the runnable_author index (author in the index: other authors' jobs are
+   * passed over on its keys, not read), so a claim reads at most (levels of running counts) documents per job it
+   * takes, however many jobs wait.
+   */
+  private async nextFairJob(now: Date, running: ReadonlyMap<string, number>, maxPerAuthor: number, skipCards: ReadonlySet<string>): Promise<Candidate | null> {
+    const byCount = new Map<number, string[]>();
+    for (const [authorId, n] of running) {
+      if (n > 0) byCount.set(n, [...(byCount.get(n) ?? []), authorId]);
+    }
+    const busy = [...byCount.values()].flat();
+    const levels: { authorId: { $nin: string[] } | { $in: string[] } }[] = [];
+    if (maxPerAuthor > 0) levels.push({ authorId: { $nin: busy } });
+    for (const n of [...byCount.keys()].sort((a, b) => a - b)) {
+      if (n < maxPerAuthor) levels.push({ authorId: { $in: byCount.get(n)! } });
+    }
+    for (const level of levels) {
+      const [job] = await this.collection
+        .find<Candidate>(
+          { status: 'pending', dueAt: { $lte: now }, ...level, ...(skipCards.size > 0 ? { cardId: { $nin: [...skipCards] } } : {}) },
+          { projection: { _id: 0, id: 1, cardId: 1, authorId: 1, dueAt: 1, seq: 1 } },
+        )
+        .sort({ dueAt: 1, seq: 1 })
+        .hint('runnable_author')
+        .limit(1)
+        .toArray();
+      if (job) return job;
+    }
+    return null;
   }
 
   async retryLater(claim: JobClaim, attempts: number, dueAt: Date, lastFailure: string): Promise<boolean> {

@@ -6,10 +6,11 @@ import { rootCertificates } from 'node:tls';
 import { ConfigError } from '../src/config';
 import { createLogger } from '../src/logger';
 import { createEventBus } from '../src/events/create-event-bus';
-import { KafkaEventBus } from '../src/events/kafka-event-bus';
+import { KafkaEventBus, kafkaUnreachableError } from '../src/events/kafka-event-bus';
 import { kafkaSecurityOf } from '../src/events/kafka-security';
 import { describeOnEngine, engineForSuite } from '../../../test/engines/suite';
 import { startKafkaSync } from '../../../test/engines/kafka';
+import { startServiceProcess } from '../../../test/engines/service-process';
 
 const problemsOf = (env: Record<string, string>): string[] => {
   try {
@@ -98,6 +99,27 @@ describe('Kafka security from the environment (KAFKA_SSL, KAFKA_SASL_*)', () => 
     }
   });
 
+  it('names KAFKA_BROKERS when a certificate is for another host name', () => {
+    const altname = Object.assign(new Error("Hostname/IP does not match certificate's altnames: Host: kafka-0. is not in the cert's altnames: DNS:kafka-1"), { code: 'ERR_TLS_CERT_ALTNAME_INVALID' });
+    const retriesExceeded = Object.assign(new Error('Connection error'), { name: 'KafkaJSNumberOfRetriesExceeded', cause: altname });
+    expect(kafkaUnreachableError(['kafka-0:9093'], retriesExceeded).message).toBe(
+      `Kafka brokers kafka-0:9093 presented a TLS certificate for another name (KAFKA_BROKERS must name the brokers as their certificates do): ${altname.message}`,
+    );
+  });
+
+  it('still calls brokers that nobody listens at unreachable with TLS on (not a failed TLS handshake)', async () => {
+    const server = createServer();
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const brokers = [`127.0.0.1:${(server.address() as AddressInfo).port}`];
+    await new Promise((resolve) => server.close(resolve));
+    const bus = new KafkaEventBus({ brokers, security: { ssl: {} }, logger: silent(), readyTimeoutMs: 1500 });
+    try {
+      expect(await bus.ready().then(() => undefined, (err: Error) => err.message)).toMatch(new RegExp(`^Kafka brokers ${brokers[0]} are unreachable \\(KAFKA_BROKERS\\): `));
+    } finally {
+      await bus.close();
+    }
+  });
+
   it('speaks TLS to the brokers with ssl set (a ClientHello first), Kafka with it unset', async () => {
     const firstBytes: Buffer[] = [];
     const server = createServer((socket) => socket.once('data', (chunk) => (firstBytes.push(chunk), socket.destroy())));
@@ -120,7 +142,31 @@ describe('Kafka security from the environment (KAFKA_SSL, KAFKA_SASL_*)', () => 
 });
 
 const SASL_USER = { username: 'cards-service', password: 'pass word-1' };
-const { engine: kafka, skipReason } = engineForSuite('kafka (SASL/PLAIN listener)', () => startKafkaSync({ sasl: SASL_USER }));
+// One broker for the file: PLAINTEXT (unused here), SASL_PLAINTEXT (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512), SSL and
+// SASL_SSL, the TLS listeners with a keystore keytool made and a private CA (kafka!.caFile) that signed it.
+const { engine: kafka, skipReason } = engineForSuite('kafka (SASL and TLS listeners)', () => startKafkaSync({ sasl: SASL_USER, tls: true }));
+
+/** Connects, subscribes and publishes one event on `topic`, and returns what the subscription received. */
+async function roundTrip(bus: KafkaEventBus, topic: string): Promise<string[]> {
+  await bus.ready();
+  const received: string[] = [];
+  await bus.subscribe({ group: `${topic}-test`, topics: [topic], handler: async (event) => void received.push(Buffer.from(event.payload).toString()) });
+  await bus.publish([{ topic, key: 'k', payload: Buffer.from('authenticated') }]);
+  const deadline = Date.now() + 30_000;
+  while (received.length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+  return received;
+}
+
+/** ready()'s error message, or undefined when it succeeded; the bus is closed after. */
+async function readyError(bus: KafkaEventBus): Promise<string | undefined> {
+  try {
+    return await bus.ready().then(() => undefined, (err: Error) => err.message);
+  } finally {
+    await bus.close();
+  }
+}
+
+const REFUSED_SASL = (brokers: string) => new RegExp(`^Kafka brokers ${brokers} refused the SASL credentials \\(KAFKA_SASL_MECHANISM, KAFKA_SASL_USERNAME, KAFKA_SASL_PASSWORD\\): .*Authentication failed`, 's');
 
 describeOnEngine('Kafka bus on a broker that requires SASL/PLAIN', skipReason, () => {
   const withEnv = (env: Record<string, string>) => kafkaSecurityOf({ ...env, KAFKA_SASL_MECHANISM: 'plain' });
@@ -128,13 +174,7 @@ describeOnEngine('Kafka bus on a broker that requires SASL/PLAIN', skipReason, (
   it('connects with the right credentials and publishes and consumes', async () => {
     const bus = new KafkaEventBus({ brokers: [kafka!.saslBrokers!], security: withEnv({ KAFKA_SASL_USERNAME: SASL_USER.username, KAFKA_SASL_PASSWORD: SASL_USER.password }), logger: silent() });
     try {
-      await bus.ready();
-      const received: string[] = [];
-      await bus.subscribe({ group: 'sasl-test', topics: ['sasl.test.v1'], handler: async (event) => void received.push(Buffer.from(event.payload).toString()) });
-      await bus.publish([{ topic: 'sasl.test.v1', key: 'k', payload: Buffer.from('authenticated') }]);
-      const deadline = Date.now() + 30_000;
-      while (received.length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
-      expect(received).toEqual(['authenticated']);
+      expect(await roundTrip(bus, 'sasl.test.v1')).toEqual(['authenticated']);
     } finally {
       await bus.close();
     }
@@ -142,12 +182,101 @@ describeOnEngine('Kafka bus on a broker that requires SASL/PLAIN', skipReason, (
 
   it('refuses a wrong password with an error naming the SASL variables, not an unreachable broker', async () => {
     const bus = new KafkaEventBus({ brokers: [kafka!.saslBrokers!], security: withEnv({ KAFKA_SASL_USERNAME: SASL_USER.username, KAFKA_SASL_PASSWORD: 'wrong' }), logger: silent(), readyTimeoutMs: 20_000 });
+    const error = await readyError(bus);
+    expect(error).toMatch(REFUSED_SASL(kafka!.saslBrokers!));
+    expect(error).not.toContain('wrong');
+  }, 60_000);
+});
+
+describeOnEngine('Kafka bus on a broker that requires SASL/SCRAM (credentials stored at format, as kafka-storage --add-scram)', skipReason, () => {
+  const withEnv = (mechanism: string, password: string) => kafkaSecurityOf({ KAFKA_SASL_MECHANISM: mechanism, KAFKA_SASL_USERNAME: SASL_USER.username, KAFKA_SASL_PASSWORD: password });
+
+  it.each(['scram-sha-256', 'scram-sha-512'])('%s: connects with the right password and publishes and consumes', async (mechanism) => {
+    const bus = new KafkaEventBus({ brokers: [kafka!.saslBrokers!], security: withEnv(mechanism, SASL_USER.password), logger: silent() });
     try {
-      const error = await bus.ready().then(() => undefined, (err: Error) => err.message);
-      expect(error).toMatch(new RegExp(`^Kafka brokers ${kafka!.saslBrokers!} refused the SASL credentials \\(KAFKA_SASL_MECHANISM, KAFKA_SASL_USERNAME, KAFKA_SASL_PASSWORD\\): .*Authentication failed`, 's'));
-      expect(error).not.toContain('wrong');
+      expect(await roundTrip(bus, `${mechanism}.test.v1`)).toEqual(['authenticated']);
     } finally {
       await bus.close();
+    }
+  }, 60_000);
+
+  it.each(['scram-sha-256', 'scram-sha-512'])('%s: a wrong password fails ready() at once, naming the SASL variables', async (mechanism) => {
+    const bus = new KafkaEventBus({ brokers: [kafka!.saslBrokers!], security: withEnv(mechanism, 'wrong-password'), logger: silent(), readyTimeoutMs: 20_000 });
+    const error = await readyError(bus);
+    expect(error).toMatch(REFUSED_SASL(kafka!.saslBrokers!));
+    expect(error).not.toContain('wrong-password');
+  }, 60_000);
+});
+
+describeOnEngine('Kafka bus on a broker with a TLS listener (keystore made with keytool, private CA)', skipReason, () => {
+  const writeCa = (pem: string) => {
+    const file = join(mkdtempSync(join(tmpdir(), 'kafka-ca-')), 'ca.pem');
+    writeFileSync(file, pem);
+    return file;
+  };
+
+  it('connects with KAFKA_SSL=true and KAFKA_SSL_CA_FILE naming the private CA, and publishes and consumes', async () => {
+    const bus = new KafkaEventBus({ brokers: [kafka!.sslBrokers!], security: kafkaSecurityOf({ KAFKA_SSL: 'true', KAFKA_SSL_CA_FILE: kafka!.caFile! }), logger: silent() });
+    try {
+      expect(await roundTrip(bus, 'tls.test.v1')).toEqual(['authenticated']);
+    } finally {
+      await bus.close();
+    }
+  }, 60_000);
+
+  // Found here: kafkajs retries a failed certificate check as any connection error, so ready() waited its 10 s and
+  // reported "unreachable (KAFKA_BROKERS): no answer within 10000 ms", naming neither TLS nor the CA.
+  it.each([
+    ['only the public CAs (KAFKA_SSL alone)', undefined],
+    ['a CA file of a CA that did not sign it', CA],
+  ])('refuses the broker with %s, at once and naming the CA variables', async (_, caPem) => {
+    const env: Record<string, string> = { KAFKA_SSL: 'true', ...(caPem ? { KAFKA_SSL_CA_FILE: writeCa(caPem) } : {}) };
+    const bus = new KafkaEventBus({ brokers: [kafka!.sslBrokers!], security: kafkaSecurityOf(env), logger: silent() });
+    expect(await readyError(bus)).toBe(
+      `Kafka brokers ${kafka!.sslBrokers!} presented a TLS certificate this service does not trust (KAFKA_SSL_CA_FILE or NODE_EXTRA_CA_CERTS names the CA that signed it): self-signed certificate in certificate chain (SELF_SIGNED_CERT_IN_CHAIN)`,
+    );
+  }, 60_000);
+
+  // Found here too: a listener speaking the other protocol was reported as unreachable after the timeout.
+  it('says which side lacks TLS when KAFKA_SSL does not match the listener, or SASL when the listener takes none', async () => {
+    const scram = { KAFKA_SASL_MECHANISM: 'scram-sha-256', KAFKA_SASL_USERNAME: SASL_USER.username, KAFKA_SASL_PASSWORD: SASL_USER.password };
+    const [tlsToPlain, plainToTls, saslToPlain] = await Promise.all([
+      readyError(new KafkaEventBus({ brokers: [kafka!.brokers], security: kafkaSecurityOf({ KAFKA_SSL: 'true' }), logger: silent(), readyTimeoutMs: 3000 })),
+      readyError(new KafkaEventBus({ brokers: [kafka!.sslBrokers!], security: kafkaSecurityOf({}), logger: silent(), readyTimeoutMs: 3000 })),
+      readyError(new KafkaEventBus({ brokers: [kafka!.brokers], security: kafkaSecurityOf(scram), logger: silent(), readyTimeoutMs: 3000 })),
+    ]);
+    expect(tlsToPlain).toMatch(new RegExp(`^Kafka brokers ${kafka!.brokers} broke off the TLS handshake \\(KAFKA_SSL=true; KAFKA_BROKERS may name a listener without TLS\\): `));
+    expect(plainToTls).toBe(`Kafka brokers ${kafka!.sslBrokers!} answered in TLS (KAFKA_SSL=true is needed for that listener, or KAFKA_BROKERS may name the wrong one): no answer within 3000 ms`);
+    expect(saslToPlain).toMatch(new RegExp(`^Kafka brokers ${kafka!.brokers} take no SASL on that listener \\(KAFKA_SASL_MECHANISM is set; KAFKA_BROKERS may name a listener without SASL\\): `));
+  }, 60_000);
+
+  it('SASL_SSL: SCRAM-SHA-512 over TLS publishes and consumes', async () => {
+    const security = kafkaSecurityOf({ KAFKA_SSL: 'true', KAFKA_SSL_CA_FILE: kafka!.caFile!, KAFKA_SASL_MECHANISM: 'scram-sha-512', KAFKA_SASL_USERNAME: SASL_USER.username, KAFKA_SASL_PASSWORD: SASL_USER.password });
+    const bus = new KafkaEventBus({ brokers: [kafka!.saslSslBrokers!], security, logger: silent() });
+    try {
+      expect(await roundTrip(bus, 'sasl-ssl.test.v1')).toEqual(['authenticated']);
+    } finally {
+      await bus.close();
+    }
+  }, 60_000);
+});
+
+describeOnEngine('a service started against the secured broker with a wrong setting', skipReason, () => {
+  // As each service starts its bus (cards here): it exits at once with the reason, not after a timeout or in a loop.
+  it.concurrent.each([
+    ['a wrong SCRAM password', () => ({ KAFKA_BROKERS: kafka!.saslBrokers!, KAFKA_SASL_MECHANISM: 'scram-sha-512', KAFKA_SASL_USERNAME: SASL_USER.username, KAFKA_SASL_PASSWORD: 'not-the-password' }), 'refused the SASL credentials (KAFKA_SASL_MECHANISM, KAFKA_SASL_USERNAME, KAFKA_SASL_PASSWORD)'],
+    ['an untrusted broker certificate', () => ({ KAFKA_BROKERS: kafka!.sslBrokers!, KAFKA_SSL: 'true' }), 'presented a TLS certificate this service does not trust (KAFKA_SSL_CA_FILE or NODE_EXTRA_CA_CERTS'],
+  ])('cards with %s exits at start naming the variables', async (_, env, reason) => {
+    const running = startServiceProcess('cards', { ...env(), CARDS_GRPC_PORT: '0' });
+    const timer = setTimeout(() => running.child.kill('SIGKILL'), 45_000);
+    try {
+      expect(await running.exited).toBe(1);
+      const fatal = running.output().split('\n').find((line) => line.includes('failed to start'));
+      expect(fatal).toContain(reason);
+      expect(running.output()).not.toContain('not-the-password');
+    } finally {
+      clearTimeout(timer);
+      await running.stop();
     }
   }, 60_000);
 });

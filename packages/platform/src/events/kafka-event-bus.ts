@@ -8,7 +8,7 @@ import { RETAIN_FOREVER_MS, retainForever } from './kafka-topic-retention';
 import { deliverInHalves } from './deliver-in-halves';
 import { consumerMetrics, countPublishedEvents, secondsSince, type ConsumerMetrics } from './event-metrics';
 import type { KafkaSecurity } from './kafka-security';
-import { busClosedError, CUT_BY_CLOSE, StoppableKafkaClient } from './stoppable-kafka-client';
+import { busClosedError, CUT_BY_CLOSE, isCertificateError, StoppableKafkaClient, type ConnectionsSeen } from './stoppable-kafka-client';
 
 export interface KafkaEventBusOptions {
   /** host:port of one or more brokers. */
@@ -100,14 +100,40 @@ function kafkaLogCreator(logger: Logger): KafkaConfig['logCreator'] {
     };
 }
 
-/** Brokers that did not answer, or refused the credentials, named with the variables that set them. */
-export function kafkaUnreachableError(brokers: readonly string[], err: unknown): Error {
-  for (let cause = err; cause instanceof Error; cause = cause.cause) {
+/**
+ * Brokers that did not answer, refused the credentials or the TLS connection, named with the variables that set them.
+ * `seen` (what the connections showed while waiting) tells a broker that listens but speaks another protocol (TLS or
+ * not) from one that is not there.
+ */
+export function kafkaUnreachableError(brokers: readonly string[], err: unknown, seen?: ConnectionsSeen): Error {
+  const list = brokers.join(',');
+  // Not `instanceof Error`: Node's TLS errors come from another realm under jest's VM.
+  for (let cause = err as (Error & { type?: unknown }) | undefined; typeof cause === 'object' && cause !== null; cause = cause.cause as typeof cause) {
     if (cause.name === 'KafkaJSSASLAuthenticationError') {
-      return new Error(`Kafka brokers ${brokers.join(',')} refused the SASL credentials (KAFKA_SASL_MECHANISM, KAFKA_SASL_USERNAME, KAFKA_SASL_PASSWORD): ${errorMessage(cause)}`);
+      return new Error(`Kafka brokers ${list} refused the SASL credentials (KAFKA_SASL_MECHANISM, KAFKA_SASL_USERNAME, KAFKA_SASL_PASSWORD): ${errorMessage(cause)}`);
     }
+    if (cause.type === 'ILLEGAL_SASL_STATE') {
+      return new Error(`Kafka brokers ${list} take no SASL on that listener (KAFKA_SASL_MECHANISM is set; KAFKA_BROKERS may name a listener without SASL): ${errorMessage(cause)}`);
+    }
+    if (isCertificateError(cause)) return certificateError(list, cause);
   }
-  return new Error(`Kafka brokers ${brokers.join(',')} are unreachable (KAFKA_BROKERS): ${errorMessage(err)}`);
+  if (seen?.handshakeFailure && !seen.answered) {
+    return new Error(`Kafka brokers ${list} broke off the TLS handshake (KAFKA_SSL=true; KAFKA_BROKERS may name a listener without TLS): ${errorMessage(seen.handshakeFailure)}`);
+  }
+  if (seen?.answeredInTls && !seen.answered) {
+    return new Error(`Kafka brokers ${list} answered in TLS (KAFKA_SSL=true is needed for that listener, or KAFKA_BROKERS may name the wrong one): ${errorMessage(err)}`);
+  }
+  if (seen?.connected && !seen.answered) {
+    return new Error(`Kafka brokers ${list} accepted the connection but gave no Kafka answer (KAFKA_BROKERS): ${errorMessage(err)}`);
+  }
+  return new Error(`Kafka brokers ${list} are unreachable (KAFKA_BROKERS): ${errorMessage(err)}`);
+}
+
+function certificateError(list: string, cause: Error & { code: string }): Error {
+  if (cause.code === 'ERR_TLS_CERT_ALTNAME_INVALID') {
+    return new Error(`Kafka brokers ${list} presented a TLS certificate for another name (KAFKA_BROKERS must name the brokers as their certificates do): ${cause.message}`);
+  }
+  return new Error(`Kafka brokers ${list} presented a TLS certificate this service does not trust (KAFKA_SSL_CA_FILE or NODE_EXTRA_CA_CERTS names the CA that signed it): ${cause.message} (${cause.code})`);
 }
 
 /** Consecutive runs of the events holding at most maxBytes of keys and payloads each (a larger event alone). */
@@ -288,6 +314,8 @@ export class KafkaEventBus implements EventBus {
     const timeout = new Promise<never>((_, reject) => {
       timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
     });
+    // A failed certificate check fails at once: kafkajs would retry it as any connection error until the timeout.
+    const watch = this.client.watchConnections();
     // Tracked so that close() waits for it before disconnecting the admin client, which it may be connecting.
     const check = this.client.untilStopped(
       (async () => {
@@ -297,10 +325,11 @@ export class KafkaEventBus implements EventBus {
     );
     this.inFlight.add(check);
     try {
-      await Promise.race([check, timeout]);
+      await Promise.race([check, timeout, watch.certificateRefused]);
     } catch (err) {
-      throw this.closed ? busClosedError() : kafkaUnreachableError(this.options.brokers, err);
+      throw this.closed ? busClosedError() : kafkaUnreachableError(this.options.brokers, err, watch.seen());
     } finally {
+      watch.end();
       clearTimeout(timer);
       this.inFlight.delete(check);
     }

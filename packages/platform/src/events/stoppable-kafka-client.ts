@@ -13,6 +13,36 @@ export function busClosedError(cause?: unknown): Error {
 /** Sockets kafkajs opens keep alive as its own factory sets them. */
 const KEEP_ALIVE_DELAY_MS = 60_000;
 
+/**
+ * Whether a socket error is a TLS certificate check that failed (not trusted, expired, not naming the host): Node's
+ * verification codes (SELF_SIGNED_CERT_IN_CHAIN, UNABLE_TO_VERIFY_LEAF_SIGNATURE, CERT_HAS_EXPIRED,
+ * ERR_TLS_CERT_ALTNAME_INVALID, ...). Retrying does not help; kafkajs retries it as any connection error.
+ */
+export function isCertificateError(err: unknown): err is Error & { code: string } {
+  const code = (err as { code?: unknown } | undefined)?.code;
+  return typeof code === 'string' && /CERT|UNABLE_TO_VERIFY_LEAF_SIGNATURE/.test(code);
+}
+
+/** What the connections a client opened while watched showed, for an error saying why the brokers did not answer. */
+export interface ConnectionsSeen {
+  /** A TCP connection was made: something listens at the address. */
+  connected: boolean;
+  /** A broker sent bytes back (a Kafka answer) on a connection that was not TLS, or after the TLS handshake. */
+  answered: boolean;
+  /** A connection without TLS got a TLS record back (an alert): the listener speaks TLS. */
+  answeredInTls: boolean;
+  /** A TLS connection that failed or closed before its handshake ended, with the error when there was one. */
+  handshakeFailure?: Error;
+}
+
+/** Watches the connections a client opens from now on; end() stops. */
+export interface ConnectionWatch {
+  /** Rejects with the socket's error at the first TLS certificate check that fails on a watched connection. */
+  readonly certificateRefused: Promise<never>;
+  seen(): ConnectionsSeen;
+  end(): void;
+}
+
 interface Connectable {
   connect(): Promise<void>;
   disconnect(): Promise<void>;
@@ -30,6 +60,7 @@ export class StoppableKafkaClient {
   readonly kafka: Kafka;
   private stopped = false;
   private readonly sockets = new Set<Socket>();
+  private readonly watches = new Set<{ seen: ConnectionsSeen; refuse(err: Error): void }>();
   private readonly whenStopped: Promise<never>;
   private rejectWhenStopped: (err: Error) => void = () => undefined;
 
@@ -43,10 +74,49 @@ export class StoppableKafkaClient {
       socketFactory: ({ host, port, ssl, onConnect }) => {
         const socket = ssl ? connectTls({ host, port, ...(isIP(host) ? {} : { servername: host }), ...ssl }, onConnect) : connect({ host, port }, onConnect);
         socket.setKeepAlive(true, KEEP_ALIVE_DELAY_MS);
+        if (this.watches.size > 0) this.watchSocket(socket, Boolean(ssl));
         this.sockets.add(socket);
         socket.once('close', () => this.sockets.delete(socket));
         return socket;
       },
+    });
+  }
+
+  /**
+   * Records what the connections opened from now on show (TCP connected, answered, TLS handshake failed) and rejects
+   * `certificateRefused` at a failed certificate check, so that ready() can say why instead of waiting for kafkajs'
+   * retries and reporting a timeout.
+   */
+  watchConnections(): ConnectionWatch {
+    let refuse: (err: Error) => void = () => undefined;
+    const certificateRefused = new Promise<never>((_, reject) => (refuse = reject));
+    certificateRefused.catch(() => undefined);
+    const watch = { seen: { connected: false, answered: false, answeredInTls: false } as ConnectionsSeen, refuse: (err: Error) => refuse(err) };
+    this.watches.add(watch);
+    return { certificateRefused, seen: () => ({ ...watch.seen }), end: () => void this.watches.delete(watch) };
+  }
+
+  private watchSocket(socket: Socket, tls: boolean): void {
+    const watches = [...this.watches];
+    let secured = !tls;
+    let connected = false;
+    socket.once('connect', () => {
+      connected = true;
+      watches.forEach((w) => (w.seen.connected = true));
+    });
+    if (tls) socket.once('secureConnect', () => (secured = true));
+    let first = true;
+    socket.on('data', (chunk: Buffer) => {
+      // A Kafka response starts with its 4-byte length; a TLS record with its type (alert 21, handshake 22) and version 3.x.
+      const tlsRecord = first && !tls && (chunk[0] === 0x15 || chunk[0] === 0x16) && chunk[1] === 0x03;
+      first = false;
+      if (tlsRecord) watches.forEach((w) => (w.seen.answeredInTls = true));
+      else if (secured) watches.forEach((w) => (w.seen.answered = true));
+    });
+    socket.once('error', (err) => {
+      if (isCertificateError(err)) watches.forEach((w) => w.refuse(err));
+      // Only after the TCP connection: a broker that is down (ECONNREFUSED) is unreachable, not a failed handshake.
+      else if (connected && !secured) watches.forEach((w) => (w.seen.handshakeFailure = err));
     });
   }
 

@@ -150,11 +150,12 @@ describe('embedded event log retention', () => {
 
   // Under a steady load (each round: events published, consumed, then older than the retention), the file's page
   // count stops growing: a new file hands freed pages back (auto_vacuum=INCREMENTAL), one made before this change
-  // (auto_vacuum=NONE) reuses them.
+  // (auto_vacuum=NONE) is switched at open when small enough, else reuses them.
   it.each([
-    ['a new file (auto_vacuum=INCREMENTAL)', false, 2],
-    ['a file made before retention (auto_vacuum=NONE)', true, 0],
-  ])('the file stops growing under steady load: %s', async (_name, existing, autoVacuum) => {
+    ['a new file (auto_vacuum=INCREMENTAL)', false, 2, undefined],
+    ['a file made before retention (auto_vacuum=NONE), switched at open', true, 2, undefined],
+    ['a file made before retention (auto_vacuum=NONE) larger than switchAtOpenMaxBytes, kept as it is', true, 0, 1],
+  ])('the file stops growing under steady load: %s', async (_name, existing, autoVacuum, switchAtOpenMaxBytes) => {
     const path = join(dir, 'events.db');
     if (existing) {
       const old = new Database(path);
@@ -162,8 +163,9 @@ describe('embedded event log retention', () => {
       old.exec('CREATE TABLE made_before (x)');
       old.close();
     }
-    const { logger } = capturingLogger();
-    const bus = open(logger, { retentionMs: HOUR, unconsumedMs: 2 * HOUR, batchSize: 100 });
+    const { logger, lines } = capturingLogger();
+    const bus = open(logger, { retentionMs: HOUR, unconsumedMs: 2 * HOUR, batchSize: 100, switchAtOpenMaxBytes });
+    if (existing) expect(lines.map((l) => l.msg)).toEqual([expect.stringMatching(autoVacuum === 2 ? /^the event log file was switched to incremental auto_vacuum/ : /too large to switch at start/)]);
     const seen: string[] = [];
     const sub = await consume(bus, 'steady', 't', seen);
     const pages = () => {

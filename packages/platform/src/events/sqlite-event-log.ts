@@ -25,8 +25,8 @@ const MIGRATIONS = [
 
 /** Opens the embedded event log's SQLite file with its schema up to date (for tools beside the bus, such as SqliteDeadLetters). */
 export function openEventLogDatabase(path: string): SqliteDatabase {
-  // A new file can hand pages freed by retention back (incremental_vacuum); one made before keeps auto_vacuum=NONE,
-  // where freed pages are reused by new events but the file never shrinks (docs/decisions.md, event log retention).
+  // A new file can hand pages freed by retention back (incremental_vacuum); one made before (auto_vacuum=NONE) is
+  // switched by SqliteEventLog at open when small enough (docs/decisions.md, event log retention).
   return openSqlite(path, MIGRATIONS, { autoVacuum: 'incremental' });
 }
 
@@ -44,7 +44,15 @@ export interface EventLogRetention {
   intervalMs?: number;
   /** Events deleted per transaction (default 1000); the pass yields to other work between two. */
   batchSize?: number;
+  /**
+   * A file made before incremental auto_vacuum (auto_vacuum=NONE) at most this large is switched at open (a VACUUM,
+   * which rewrites it: ~0.1 s for 10 MB); a larger one is left to the operator (docs/deploy.md). Default 64 MiB.
+   */
+  switchAtOpenMaxBytes?: number;
 }
+
+/** Default of EventLogRetention.switchAtOpenMaxBytes: a VACUUM of this takes about a second, within busy_timeout. */
+export const EVENT_LOG_SWITCH_AT_OPEN_MAX_BYTES = 64 * 1024 * 1024;
 
 /** What one pruning pass did. */
 export interface PruneResult {
@@ -119,12 +127,7 @@ export class SqliteEventLog implements EventBus {
     this.wakeups.setMaxListeners(100);
     const retention = options.retention;
     if (retention && retention.retentionMs !== null) {
-      if (this.db.pragma('auto_vacuum', { simple: true }) !== 2) {
-        options.logger.info(
-          { path: options.path },
-          'the event log file was made without auto_vacuum: space freed by retention is reused for new events, but the file does not shrink (to shrink it once, with the services stopped: sqlite3 events.db "PRAGMA auto_vacuum = INCREMENTAL; VACUUM;")',
-        );
-      }
+      if (this.db.pragma('auto_vacuum', { simple: true }) !== 2) this.switchToIncrementalVacuum(retention.switchAtOpenMaxBytes ?? EVENT_LOG_SWITCH_AT_OPEN_MAX_BYTES);
       this.pruneTimer = setInterval(() => {
         if (this.pruning) return;
         this.prune().catch((err: unknown) => {
@@ -133,6 +136,36 @@ export class SqliteEventLog implements EventBus {
       }, retention.intervalMs ?? 60_000);
       this.pruneTimer.unref();
     }
+  }
+
+  /**
+   * A file made before incremental auto_vacuum (NONE) never shrinks: freed pages are reused, not handed back. Up to
+   * `maxBytes` it is switched once, here at open: the mode set, then a VACUUM rewrites the file in it (other processes
+   * on the file keep reading their snapshot; their writes wait, within busy_timeout, for a VACUUM this small). A larger
+   * file, or one another process keeps busy past busy_timeout, stays as it is, with a line saying how to switch it
+   * (docs/deploy.md); the next start tries again.
+   */
+  private switchToIncrementalVacuum(maxBytes: number): void {
+    const { logger, path } = this.options;
+    const bytes = (this.db.pragma('page_count', { simple: true }) as number) * (this.db.pragma('page_size', { simple: true }) as number);
+    const manual = 'sqlite3 events.db "PRAGMA auto_vacuum = INCREMENTAL; VACUUM;"';
+    if (bytes > maxBytes) {
+      logger.info(
+        { path, bytes, switchAtOpenMaxBytes: maxBytes },
+        `the event log file was made without auto_vacuum and is too large to switch at start: space freed by retention is reused for new events, but the file does not shrink (to shrink it once, with the services stopped: ${manual})`,
+      );
+      return;
+    }
+    const started = performance.now();
+    try {
+      this.db.pragma('auto_vacuum = INCREMENTAL');
+      this.db.exec('VACUUM');
+    } catch (err) {
+      logger.warn({ err, path, bytes }, `could not switch the event log file to incremental auto_vacuum at start (tried again at the next start; or, with the services stopped: ${manual})`);
+      return;
+    }
+    const after = (this.db.pragma('page_count', { simple: true }) as number) * (this.db.pragma('page_size', { simple: true }) as number);
+    logger.info({ path, bytesBefore: bytes, bytesAfter: after, ms: Math.round(performance.now() - started) }, 'the event log file was switched to incremental auto_vacuum: space freed by retention is handed back from now on');
   }
 
   async publish(events: OutgoingEvent[]): Promise<void> {

@@ -98,10 +98,10 @@ describe('LibraryDocumentReader', () => {
     expect(urchins.html).toContain('<a href="https://example.com/marine/kelp-dives">kelp volunteer page</a>');
   });
 
-  it('.doc (word-extractor): paragraphs, with hyperlink targets recovered from the field codes', async () => {
+  it('.doc (word-extractor): paragraphs and headings (by their paragraph styles), with hyperlink targets recovered from the field codes', async () => {
     const { blocks } = await reader.parse('doc', fixture('history.doc'));
-    expect(blocks.every((b) => b.kind === 'paragraph')).toBe(true);
-    expect(blocks[0]!.text).toBe('Charters and Fairs');
+    expect(blocks[0]).toMatchObject({ kind: 'heading', level: 2, text: 'Charters and Fairs' });
+    expect(blocks.filter((b) => b.kind === 'heading').map((b) => b.text)).toEqual(['Charters and Fairs', 'Guilds and Apprentices', 'Aside', 'Plague and Recovery', 'Weights and Measures', 'Bridges and Tolls']);
     const towns = blocks.find((b) => b.text.startsWith('Many medieval towns'))!;
     expect(towns.links).toEqual(['https://example.com/history/charter-rolls']);
     // Anchored at the word where the paragraph shows the link's text, for a card cut from it.

@@ -116,7 +116,7 @@ export class LibraryDocumentReader implements DocumentReader {
         case 'odt':
           return odtTextPresence(parts.get('content.xml') ?? '');
         case 'doc':
-          return hasVisibleText(await parseInWorker('doc-text', bytes, limits)) ? 'body' : 'none';
+          return textPresenceOf(blocksFromDoc(await parseInWorker('doc-text', bytes, limits), bytes));
         case 'pdf':
           return (await parseInWorker('pdf-has-text', bytes, limits)) ? 'body' : 'none';
       }
@@ -165,19 +165,33 @@ export function boundedBlocks(blocks: DocumentBlock[], partsLength: number): Doc
 /**
  * word-extractor gives the body text with one paragraph per line and drops field codes, so the
  * hyperlink targets are recovered from the HYPERLINK field instructions in the raw file and attached
- * to the paragraph that shows their text, anchored at the word where it shows it. Paragraph styles (headings) are not
- * available, so .doc files are split like heading-less documents. The worker's text (word-documents.mjs wordText) keeps
- * two of Word's marks: a table cell's end (0x07; a row is one line, its cells ending so) and a line break (0x0B: Shift+
- * Enter, or a paragraph's end inside a cell). A row is one paragraph of its cells separated by TABLE_CELL_SEPARATOR, an
- * empty cell's too, as the other readers write a row (block-collector.ts); a line break is a <br> in the block's HTML (a
- * space in its text), as a cell's lines are, except in a paragraph holding a hyperlink, whose place in the text is
- * anchored by word (linkWords) and not in HTML: there it stays a space.
+ * to the paragraph that shows their text, anchored at the word where it shows it. The worker's text (word-documents.mjs
+ * wordText) keeps Word's marks the reading needs: a table cell's end (0x07; a row is one line, its cells ending so), a
+ * line break (0x0B: Shift+Enter, or a paragraph's end inside a cell), an inner table's cell lines, cell ends and row ends
+ * (DOC_INNER_*: a table inside a cell) and a heading's end (DOC_HEADING_END + its level, from the paragraph's style or
+ * outline level). A heading paragraph is a heading block, as a .docx "Heading n" is. A row is one paragraph of its cells
+ * separated by TABLE_CELL_SEPARATOR, an empty cell's too, as the other readers write a row (block-collector.ts); a row
+ * holding a table in a cell is read through blocksFromHtml as the .docx reading reads mammoth's table (the inner rows
+ * paragraphs of their own). A line break is a <br> in the block's HTML (a space in its text), as a cell's lines are; in a
+ * paragraph holding a hyperlink the HTML carries the link as an <a> too (a link whose shown text runs over a break, or
+ * that cannot be found in the text, keeps the paragraph without HTML: the link anchored by word, the break a space).
  */
-function blocksFromDoc(body: string, bytes: Buffer): DocumentBlock[] {
+export function blocksFromDoc(body: string, bytes: Buffer): DocumentBlock[] {
   const hyperlinks = hyperlinksIn(bytes);
   const blocks: DocumentBlock[] = [];
   let next = 0;
-  for (const raw of body.split(/\r?\n/)) {
+  for (let raw of body.split(/\r?\n/)) {
+    const headingEnd = /[\ue011-\ue019]\s*$/.exec(raw);
+    const level = headingEnd ? headingEnd[0].charCodeAt(0) - DOC_HEADING_END : undefined;
+    raw = raw.replace(DOC_HEADING_MARKS, '');
+    if (DOC_INNER_MARKS.test(raw)) {
+      // A row holding a table in a cell: its blocks as the .docx reading makes them, the links in their text after.
+      for (const block of blocksFromHtml(nestedRowHtml(raw))) {
+        while (next < hyperlinks.length && block.text.includes(hyperlinks[next]!.text)) block.links.push(hyperlinks[next++]!.url);
+        blocks.push(block);
+      }
+      continue;
+    }
     const cells = raw.includes(DOC_CELL_END) ? raw.split(DOC_CELL_END) : null;
     // A row's line ends with its last cell's mark.
     if (cells && !hasVisibleText(cells[cells.length - 1]!)) cells.pop();
@@ -189,6 +203,7 @@ function blocksFromDoc(body: string, bytes: Buffer): DocumentBlock[] {
     if (!hasVisibleText(text)) continue;
     const links: string[] = [];
     const linkWords: number[] = [];
+    const anchors: { at: number; length: number; url: string }[] = [];
     let searchFrom = 0;
     while (next < hyperlinks.length && text.includes(hyperlinks[next]!.text)) {
       const { url, text: shown } = hyperlinks[next++]!;
@@ -196,9 +211,20 @@ function blocksFromDoc(body: string, bytes: Buffer): DocumentBlock[] {
       searchFrom = at + shown.length;
       links.push(url);
       linkWords.push(text.slice(0, at).split(' ').length - 1);
+      anchors.push({ at, length: shown.length, url });
+    }
+    if (level !== undefined) {
+      // A heading: its line breaks are spaces (a heading is one line of a card's title).
+      blocks.push({ kind: 'heading', level, text, links, linkWords });
+      continue;
     }
     // A row's cells' lines: their <br>s too.
     const cellLines = cells?.some((cell) => cell.includes(DOC_LINE_BREAK)) ?? false;
+    const linked = links.length > 0 && !cells && lines.length >= 2 ? linkedLinesHtml(lines, anchors) : undefined;
+    if (linked !== undefined) {
+      blocks.push({ kind: 'paragraph', text, links, html: linked });
+      continue;
+    }
     const html =
       links.length > 0 || (lines.length < 2 && !cellLines)
         ? undefined
@@ -213,7 +239,97 @@ function blocksFromDoc(body: string, bytes: Buffer): DocumentBlock[] {
 /** word-documents.mjs's marks in a .doc's text: a table cell's end, a line break. */
 const DOC_CELL_END = '\x07';
 const DOC_LINE_BREAK = '\x0b';
+/** word-documents.mjs's marks of an inner table (a table inside a cell): a cell's end, a row's end, a line of a cell. */
+const DOC_INNER_CELL_END = '\x10';
+const DOC_INNER_ROW_END = '\x11';
+const DOC_INNER_MARKS = /[\x10-\x12]/;
+/** word-documents.mjs's mark of a heading's end: this plus its level (1-9); any other of its range is dropped. */
+const DOC_HEADING_END = 0xe010;
+const DOC_HEADING_MARKS = /[\ue010-\ue01f]/g;
 const collapsed = (text: string) => text.replace(/\s+/g, ' ').trim();
+
+/**
+ * The HTML of a .doc table row holding a table in a cell, as mammoth writes such a row of a .docx: each cell's paragraphs
+ * (its lines) as p, an inner table's rows inside the cell where they stand. Only escaped text and table, tr, td and p.
+ */
+function nestedRowHtml(raw: string): string {
+  const cells = raw.split(DOC_CELL_END);
+  if (cells.length > 1 && !hasVisibleText(cells[cells.length - 1]!)) cells.pop();
+  const paragraph = (text: string) => (hasVisibleText(text) ? `<p>${escapeHtml(collapsed(text))}</p>` : '');
+  const cellHtml = (cell: string): string => {
+    let html = '';
+    let inner = false;
+    let row = false;
+    let open = false;
+    const parts = cell.split(/([\x0b\x10-\x12])/);
+    for (let i = 0; i < parts.length; i += 2) {
+      const text = parts[i]!;
+      const mark = parts[i + 1];
+      if (mark === undefined || mark === DOC_LINE_BREAK) {
+        // A paragraph of the outer cell: after an inner table, the table ends.
+        if (inner) html += `${open ? '</td>' : ''}${row ? '</tr>' : ''}</table>`;
+        inner = row = open = false;
+        html += paragraph(text);
+        continue;
+      }
+      if (!inner) html += '<table>';
+      inner = true;
+      if (mark === DOC_INNER_ROW_END) {
+        html += `${open ? `${paragraph(text)}</td>` : ''}${row ? '</tr>' : ''}`;
+        row = open = false;
+        continue;
+      }
+      if (!row) html += '<tr>';
+      if (!open) html += '<td>';
+      row = open = true;
+      html += paragraph(text);
+      if (mark === DOC_INNER_CELL_END) {
+        html += '</td>';
+        open = false;
+      }
+    }
+    if (inner) html += `${open ? '</td>' : ''}${row ? '</tr>' : ''}</table>`;
+    return `<td>${html}</td>`;
+  };
+  return `<table><tr>${cells.map(cellHtml).join('')}</tr></table>`;
+}
+
+/**
+ * A paragraph's HTML of its lines (joined by <br>) with its hyperlinks as <a> elements at their shown text (`anchors`,
+ * offsets in the lines joined by spaces); undefined when a link runs over a line break or links overlap.
+ */
+function linkedLinesHtml(lines: string[], anchors: { at: number; length: number; url: string }[]): string | undefined {
+  const text = lines.join(' ');
+  const breaks: number[] = [];
+  for (let i = 0, at = 0; i < lines.length - 1; i++) {
+    at += lines[i]!.length;
+    breaks.push(at);
+    at += 1;
+  }
+  // The anchors in order and the breaks in order, each passed once.
+  let next = 0;
+  const plain = (from: number, to: number) => {
+    let html = '';
+    let at = from;
+    for (; next < breaks.length && breaks[next]! < to; next++) {
+      if (breaks[next]! < from) continue;
+      html += `${escapeHtml(text.slice(at, breaks[next]))}<br>`;
+      at = breaks[next]! + 1;
+    }
+    return html + escapeHtml(text.slice(at, to));
+  };
+  let html = '';
+  let from = 0;
+  for (const { at, length, url } of [...anchors].sort((a, b) => a.at - b.at)) {
+    if (at < from) return undefined;
+    html += plain(from, at);
+    // A break inside the link's text: the link cannot be written around it.
+    if (next < breaks.length && breaks[next]! < at + length) return undefined;
+    html += `<a href="${escapeHtml(url)}">${escapeHtml(text.slice(at, at + length))}</a>`;
+    from = at + length;
+  }
+  return html + plain(from, text.length);
+}
 
 /** Hyperlink fields in a .doc's raw bytes; an instruction ends at the next field start, so each scan stops there. */
 export function hyperlinksIn(bytes: Buffer): { url: string; text: string }[] {

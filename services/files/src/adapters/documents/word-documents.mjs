@@ -580,6 +580,7 @@ function notesPlacedAtReferences() {
   const Document = require('word-extractor/lib/document.js');
   Extractor.prototype.buildDocument = function () {
     const document = new Document();
+    withoutDocMarks(this._pieces);
     try {
       markTableParagraphs(this._pieces, this.cardsStreams);
     } catch {
@@ -620,8 +621,9 @@ function storyRange(boundaries, story) {
  * A .doc's text as Word shows it, from the piece table's characters (MS-DOC 2.8.25's special characters). word-extractor's
  * clean() has no entry for 0x1F (the optional hyphen: "Begr\x1fündung" read "Begrundefinedündung") and its filter() (on by
  * default) flattens curly quotes, dashes and em/en spaces to ASCII; neither is used. Kept for blocksFromDoc: 0x07 (a
- * table cell's end; a row ends with a line end, where word-extractor writes the row's mark) and 0x0B (a line break,
- * Shift+Enter, also a paragraph's end inside a table cell: markTableParagraphs). A field shows its result (the
+ * table cell's end; a row ends with a line end, where word-extractor writes the row's mark), 0x0B (a line break,
+ * Shift+Enter, also a paragraph's end inside a table cell: markTableParagraphs), an inner table's marks (0x10-0x12) and
+ * a heading's end (U+E011-U+E019, followed by a line end). A field shows its result (the
  * instruction dropped: "HYPERLINK ..."), a field without one nothing; the non-breaking hyphen 0x1E is U+2011 (as mammoth
  * reads a .docx's w:noBreakHyphen), the optional hyphen 0x1F nothing (a .docx's soft hyphen is dropped by the splitter);
  * page, column and section breaks end the paragraph; every other C0 control (note and comment references, pictures,
@@ -631,9 +633,10 @@ function wordText(raw) {
   // Fields nest: one pass with a stack (doc-fields.cjs); a field's marks without their partners go after.
   return withFieldResults(raw)
     .replace(/[\x0a\x0c\x0d\x0e]/g, '\n')
+    .replace(/[\ue011-\ue019]/g, '$&\n')
     .replace(/\x1e/g, '\u2011')
     .replace(/\t/g, ' ')
-    .replace(/[\x00-\x06\x08\x0f-\x1f]/g, '');
+    .replace(/[\x00-\x06\x08\x0f\x13-\x1f]/g, '');
 }
 
 /**
@@ -644,6 +647,7 @@ function wordText(raw) {
  */
 function markTableParagraphs(pieces, streams) {
   if (!streams) return;
+  const headingLevel = headingLevels(streams);
   for (const { fkp, runs } of propertyPages(streams, 0x0102, 'PAPX')) {
     for (let j = 0; j < runs; j++) {
       const start = fkp.readUInt32LE(j * 4);
@@ -657,7 +661,12 @@ function markTableParagraphs(pieces, streams) {
         from = at + 2;
       }
       const grpprl = fkp.subarray(from, Math.min(511, from + 2 * cb));
-      if (inTable(grpprl)) markCellLines(pieces, start, end);
+      const paragraph = paragraphProperties(grpprl);
+      if (paragraph.inTable) markCellLines(pieces, start, end, paragraph);
+      else {
+        const level = headingLevel(paragraph);
+        if (level !== null) replaceInRange(pieces, start, end, (text) => text.replace(/\r/g, String.fromCharCode(DOC_HEADING_END + level)));
+      }
     }
   }
 }
@@ -760,7 +769,7 @@ function markRunCharacters(pieces, streams) {
       };
       if (symbol) {
         const character = mapped(symbol.font, symbol.code);
-        if (character) replaceInRange(pieces, start, end, (text) => text.replace(/[^\r\x07\x0b]/g, character));
+        if (character) replaceInRange(pieces, start, end, (text) => text.replace(/[^\r\x07\x0b\x10-\x12\ue010-\ue01f]/g, character));
       } else if (font && DINGBAT_FONT.test(font)) {
         replaceInRange(pieces, start, end, (text) => text.replace(/[\uf020-\uf0ff]/g, (c) => mapped(font, c.charCodeAt(0)) ?? c));
       }
@@ -809,15 +818,134 @@ function replaceInRange(pieces, start, end, change) {
   }
 }
 
-/** Whether a paragraph's properties (istd, then its sprms) set sprmPFInTable. */
-function inTable(grpprl) {
-  for (const { sprm, at } of sprmsOf(grpprl, 2)) if (sprm === 0x2416) return at < grpprl.length && grpprl[at] !== 0;
-  return false;
+/**
+ * What a paragraph's properties (istd, then its sprms: MS-DOC 2.6.2) say of its place: its style (istd), whether it is in
+ * a table (sprmPFInTable 0x2416) and how deep (sprmPItap 0x6649: 2 and more inside a table's cell), whether it ends an
+ * inner table's cell (sprmPFInnerTableCell 0x244B) or row (sprmPFInnerTtp 0x244C), and its own outline level
+ * (sprmPOutLvl 0x2640: 0-8 a heading's level, 9 body text; null when it sets none).
+ */
+function paragraphProperties(grpprl) {
+  const found = { istd: grpprl.length >= 2 ? grpprl.readUInt16LE(0) : 0, inTable: false, depth: 1, innerCell: false, innerRow: false, outline: null };
+  const flag = (at) => at < grpprl.length && grpprl[at] !== 0;
+  for (const { sprm, at } of sprmsOf(grpprl, 2)) {
+    if (sprm === 0x2416) found.inTable = flag(at);
+    else if (sprm === 0x6649 && at + 4 <= grpprl.length) found.depth = grpprl.readInt32LE(at);
+    else if (sprm === 0x244b) found.innerCell = flag(at);
+    else if (sprm === 0x244c) found.innerRow = flag(at);
+    else if (sprm === 0x2640 && at < grpprl.length) found.outline = grpprl[at];
+  }
+  return found;
 }
 
-/** The paragraph marks of file positions [start, end) made cell lines (0x0B), in every piece holding them. */
-function markCellLines(pieces, start, end) {
-  replaceInRange(pieces, start, end, (text) => text.replace(/\r/g, '\x0b'));
+/**
+ * The paragraph marks of file positions [start, end) of a table's paragraph, in every piece holding them: in the outermost
+ * table a cell line (0x0B; its cell ends with 0x07); in a table inside a cell (sprmPItap 2 or more) an inner cell's line,
+ * cell end or row end (DOC_INNER_LINE, DOC_INNER_CELL_END, DOC_INNER_ROW_END: blocksFromDoc reads the inner table's rows
+ * as the .docx reading does). Tables nested deeper are read as rows of the inner table.
+ */
+function markCellLines(pieces, start, end, paragraph) {
+  const mark = paragraph.depth < 2 ? '\x0b' : paragraph.innerRow ? DOC_INNER_ROW_END : paragraph.innerCell ? DOC_INNER_CELL_END : DOC_INNER_LINE;
+  replaceInRange(pieces, start, end, (text) => text.replace(/\r/g, mark));
+}
+
+/**
+ * The worker's marks in a .doc's text, each put in place of a paragraph mark (so the pieces keep their lengths) and read by
+ * blocksFromDoc (library-document-reader.ts): an inner table's cell line, cell end and row end (C0 controls no Word text
+ * holds as such), and a heading's end, DOC_HEADING_END + its level (1-9: U+E011-U+E019, private-use characters).
+ * Characters of the document that look like them are dropped first (withoutDocMarks), so every mark is the worker's.
+ */
+const DOC_INNER_CELL_END = '\x10';
+const DOC_INNER_ROW_END = '\x11';
+const DOC_INNER_LINE = '\x12';
+const DOC_HEADING_END = 0xe010;
+const DOC_MARKS = /[\x10-\x12\ue010-\ue01f]/g;
+
+/** The pieces' characters that look like the worker's marks made deleted text (0x00, which wordText drops): same length. */
+function withoutDocMarks(pieces) {
+  for (const piece of pieces) piece.text = piece.text.replace(DOC_MARKS, '\x00');
+}
+
+/**
+ * A paragraph's heading level (1-9), or null for body text, as Word and the .docx reading (mammoth, by the style's name)
+ * take it: a paragraph styled Heading 1-9 (its style's built-in identifier, sti 1-9, or its name) or Title (sti 62: the
+ * first level, as the .docx reading maps Title); else one whose own properties (sprmPOutLvl) or its style's, or a style
+ * it is based on, give an outline level 0-8. The styles are read from the STSH (MS-DOC 2.9.271), found through the FIB
+ * (fcStshf 0x00A2); a style sheet that cannot be read gives no headings but those set in the paragraph itself.
+ */
+function headingLevels(streams) {
+  let styles = [];
+  try {
+    styles = styleSheet(streams);
+  } catch {
+    // Out of its stream's bounds: no heading styles.
+  }
+  /** Each style's level and whether its name makes it a heading (Heading n, Title), which the paragraph's own outline level does not undo. */
+  const ofStyle = new Map();
+  const styleLevel = (istd) => {
+    if (ofStyle.has(istd)) return ofStyle.get(istd);
+    let found = { level: null, named: false };
+    const style = styles[istd];
+    const named = style ? /^heading ([1-9])$/i.exec(style.name) : null;
+    if (!style) found = { level: null, named: false };
+    else if (style.sti >= 1 && style.sti <= 9) found = { level: style.sti, named: true };
+    else if (named) found = { level: Number(named[1]), named: true };
+    else if (style.sti === 62 || /^title$/i.test(style.name)) found = { level: 1, named: true };
+    else {
+      // The outline level, the style's own or inherited (at most 11 styles up: Word bases no deeper).
+      for (let s = style, steps = 0; s && steps < 11; s = s.istdBase === 0x0fff ? null : styles[s.istdBase], steps++) {
+        if (s.outline !== null) {
+          found = { level: s.outline <= 8 ? s.outline + 1 : null, named: false };
+          break;
+        }
+      }
+    }
+    ofStyle.set(istd, found);
+    return found;
+  };
+  return (paragraph) => {
+    const { level, named } = styleLevel(paragraph.istd);
+    if (named || paragraph.outline === null) return level;
+    return paragraph.outline <= 8 ? paragraph.outline + 1 : null;
+  };
+}
+
+/** The STSH's styles by istd: { sti, istdBase, name, outline } (outline: the sprmPOutLvl of a paragraph style's PAPX), null for an empty slot. */
+function styleSheet({ fib, table }) {
+  const fc = fib.readUInt32LE(0x00a2);
+  const lcb = fib.readUInt32LE(0x00a6);
+  if (lcb < 6 || fc + lcb > table.length) return [];
+  const stsh = table.subarray(fc, fc + lcb);
+  const cbStshi = stsh.readUInt16LE(0);
+  if (cbStshi < 4 || 2 + cbStshi > stsh.length) return [];
+  const count = stsh.readUInt16LE(2);
+  const baseSize = stsh.readUInt16LE(4);
+  const styles = [];
+  let offset = 2 + cbStshi;
+  for (let istd = 0; istd < count && offset + 2 <= stsh.length; istd++) {
+    const size = stsh.readUInt16LE(offset);
+    const std = stsh.subarray(offset + 2, Math.min(stsh.length, offset + 2 + size));
+    offset += 2 + size;
+    if (size === 0 || std.length < Math.max(10, baseSize) + 2) {
+      styles.push(null);
+      continue;
+    }
+    const sti = std.readUInt16LE(0) & 0x0fff;
+    const stk = std.readUInt16LE(2) & 0x000f;
+    const istdBase = std.readUInt16LE(2) >> 4;
+    let at = baseSize;
+    const chars = std.readUInt16LE(at);
+    let name = '';
+    for (let k = 0; k < chars && at + 4 + 2 * k <= std.length; k++) name += String.fromCharCode(std.readUInt16LE(at + 2 + 2 * k));
+    at += 2 + 2 * chars + 2;
+    let outline = null;
+    // A paragraph style's first property list is its PAPX (LPUpxPapx: its size, the istd, then the sprms).
+    if (stk === 1 && at + 2 <= std.length) {
+      const upx = std.subarray(at + 2, Math.min(std.length, at + 2 + std.readUInt16LE(at)));
+      for (const { sprm, at: operand } of sprmsOf(upx, 2)) if (sprm === 0x2640 && operand < upx.length) outline = upx[operand];
+    }
+    styles.push({ sti, istdBase, name, outline });
+  }
+  return styles;
 }
 
 /** The text of character positions [start, end) of the document's piece table (word-extractor's pieces, in order). */
@@ -913,14 +1041,59 @@ function bodyWithNotes(pieces, boundaries, streams) {
   if (placed > storyLength.footnote + storyLength.endnote) throw new Error('the notes hold more text than their stories');
   if (references.length === 0) return null;
   references.sort((a, b) => a.at - b.at);
+  // A note referenced in a heading is the paragraph after the heading, as the .docx reading puts it (block-collector.ts),
+  // so the heading stays a title (and the cards' tag): its text goes after the heading's end mark, as a line of its own.
+  const paragraphEnd = paragraphEnds(pieces, text);
+  const events = [];
+  const afterHeading = new Map();
+  for (const { at, note } of references) {
+    const end = paragraphEnd(at);
+    if (end !== null && note && HEADING_END_CHARACTER.test(textOfRange(pieces, end, end + 1))) {
+      afterHeading.set(end + 1, `${afterHeading.get(end + 1) ?? ''}${note}`);
+      events.push({ at, text: '', skip: 1 });
+    } else events.push({ at, text: note, skip: 1 });
+  }
+  for (const [at, notes] of afterHeading) events.push({ at, text: `${notes.trim()}\r`, skip: 0 });
+  events.sort((a, b) => a.at - b.at || a.skip - b.skip);
   let body = '';
   let from = 0;
-  for (const { at, note } of references) {
+  for (const { at, text: inserted, skip } of events) {
     if (at < from) continue;
-    body += textOfRange(pieces, from, at) + note;
-    from = at + 1;
+    body += textOfRange(pieces, from, at) + inserted;
+    from = at + skip;
   }
   return wordText(body + textOfRange(pieces, from, text));
+}
+
+/** A heading's end mark (markTableParagraphs: DOC_HEADING_END + its level). */
+const HEADING_END_CHARACTER = /^[\ue011-\ue019]$/;
+/** The characters that end a paragraph in the body (a line break, 0x0B, does not: a heading may hold one). */
+const PARAGRAPH_END = /[\r\x07\x0c\x0e\x10-\x12\ue011-\ue019]/;
+
+/**
+ * The character position of the paragraph end at or after a position of the body (below `limit`), or null: asked in
+ * increasing order (the note references), each character is read once, in short steps past the last end found.
+ */
+function paragraphEnds(pieces, limit) {
+  let endAt = -1;
+  let scanned = 0;
+  return (at) => {
+    if (endAt >= at) return endAt;
+    let position = Math.max(at, scanned);
+    while (position < limit) {
+      const chunk = textOfRange(pieces, position, Math.min(limit, position + 256));
+      if (chunk.length === 0) break;
+      const found = chunk.search(PARAGRAPH_END);
+      if (found >= 0) {
+        endAt = position + found;
+        scanned = endAt + 1;
+        return endAt;
+      }
+      position += chunk.length;
+      scanned = position;
+    }
+    return null;
+  };
 }
 
 export async function docText(bytes) {

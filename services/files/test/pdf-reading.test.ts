@@ -166,6 +166,21 @@ describe('.pdf heading-like paragraphs', () => {
       ['The dunes moved.', false],
     ]);
   });
+
+  it('a bold line in the text\'s size alone on its line is one too; ordinary bold text is not (bold-headings.pdf, src/bold-headings.fodt)', async () => {
+    // "Methods of the survey" and "Results" ran into the paragraphs under them, unmarked.
+    const { blocks } = await reader.parse('pdf', fixture('bold-headings.pdf'));
+    expect(blocks.map((b) => [b.text, b.keepWithNext ?? false])).toEqual([
+      ['Methods of the survey', true],
+      ['The wardens walked the transect at low tide and recorded the dune toe position at each marker post.', false],
+      ['Note: the receiver was checked against the benchmark before each walk.', false],
+      ['Every reading was entered the same day. The sheets were kept in the office.', false],
+      ['Results', true],
+      ['The wardens checked the receiver against the benchmark every morning and noted the result on the sheet.', false],
+      ['Keep to the marked paths.', false],
+      ['Marram grass had spread seaward by about two metres since spring, most of all behind the fencing.', false],
+    ]);
+  });
 });
 
 describe('.pdf tables (table.pdf, src/table.fodt)', () => {

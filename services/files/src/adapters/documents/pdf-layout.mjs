@@ -38,7 +38,7 @@ function linesOf(items) {
         const gap = Math.max(x - (last.x + last.width), last.x - (x + item.width));
         if (gap > Math.max(current.size, size) * ITEM_GAP) current.text += ' ';
       }
-      current.items.push({ at: current.text.length, x, width: item.width ?? 0, length: str.length, y, size, str });
+      current.items.push({ at: current.text.length, x, width: item.width ?? 0, length: str.length, y, size, str, font: item.fontName });
       current.text += str;
       current.size = Math.max(current.size, size);
       if (VISIBLE_CHARACTER.test(str)) {
@@ -718,6 +718,7 @@ function paragraphsOf(pageLines) {
   const widths = lines.map((l) => l.right - l.left).filter((w) => w > 0).sort((a, b) => a - b);
   const typicalWidth = widths[Math.floor(widths.length / 2)] ?? 0;
   const ragged = raggedLines(lines);
+  const short = (line) => typicalWidth > 0 && line.right - line.left < typicalWidth * (1 - SHORT_LINE);
   lines.forEach((line, i) => {
     const gap = previous ? previous.y - line.y : 0;
     const columnGoesOn = gap < 0 && continuesInNextColumn(previous, line, lines[i + 1], typicalWidth);
@@ -732,14 +733,18 @@ function paragraphsOf(pageLines) {
       (block.list && line.left < block.list.textX - line.size * 0.5) ||
       gap > Math.max(typical * 1.3, line.size * 1.45) ||
       endsParagraph(previous, line, blockRight) ||
+      // A bold line alone (markBoldLines), short of the text's width, after a sentence's end: a paragraph of its own.
+      (line.bold && !previous.bold && short(line) && SENTENCE_ENDS_LINE.test(previous.text.trimEnd())) ||
+      (previous.bold && block.lines === 1 && short(previous)) ||
       (ragged && gap > line.size * LOOSE_PITCH && SENTENCE_ENDS_LINE.test(previous.text.trimEnd()) && !CONTINUED_WORD.test(line.text.trimStart()))
     ) {
       if (block) blocks.push(block);
-      block = { kind: 'paragraph', text: '', links: [], linkWords: [], size: 0, lines: 0, ...(line.list ? { list: line.list } : {}), ...(line.row ? { row: true } : {}) };
+      block = { kind: 'paragraph', text: '', links: [], linkWords: [], size: 0, lines: 0, bold: true, ...(line.list ? { list: line.list } : {}), ...(line.row ? { row: true } : {}) };
       blockRight = -Infinity;
     }
     block.size = Math.max(block.size, line.size);
     block.lines += 1;
+    block.bold = block.bold && line.bold === true;
     blockRight = Math.max(blockRight, line.right);
     block.text = joinLine(block.text, line.text);
     // A line joined to a hyphenated word starts inside the block's last word.
@@ -752,17 +757,60 @@ function paragraphsOf(pageLines) {
   const places = listPlaces(blocks.map((b) => b.list));
   const bodySize = bodySizeOf(lines);
   return blocks
-    .map(({ size, list, lines: count, row, ...b }, i) => {
+    .map(({ size, list, lines: count, row, bold, ...b }, i) => {
       const text = b.text.replace(/\s+/g, ' ').trim();
       if (row) return tableRow(sized({ ...b, text }, size));
-      const heading = !places[i] && count === 1 && size > bodySize * (1 + SIZE_CHANGE) && wordsIn(text) <= HEADING_WORDS && !/[.!?…。！？]$/u.test(text);
+      const heading = !places[i] && count === 1 && (size > bodySize * (1 + SIZE_CHANGE) || bold) && wordsIn(text) <= HEADING_WORDS && !/[.!?…。！？]$/u.test(text);
       return sized({ ...b, text, ...(places[i] ? { list: places[i] } : {}), ...(heading ? { keepWithNext: true } : {}) }, size);
     })
     .filter((b) => b.text.length > 0);
 }
 
+// Bold lines in the text's size (a heading set in the body's size, bold, alone on its line: "Methods of the survey").
+// pdf.js's text items name their font only by an id ("g_d0_f2") and a generic family, so a page's fonts' names are read
+// from its operator list, and only for a page holding a candidate: a line of at most HEADING_WORDS words in the page's
+// text size (within SIZE_CHANGE), without a sentence's end (nor a comma or semicolon), none of whose characters is in
+// the page's main font (the font of most of its characters), so the bench book's pages cost nothing more. A line all
+// of whose characters are in a font named bold (black, heavy, semibold ...; after the subset prefix "ABCDEF+") is bold.
+const BOLD_FONT = /bold|black|heavy|semibold|demi/i;
+
+async function markBoldLines(page, lines) {
+  const visible = (item) => VISIBLE_CHARACTER.test(item.str);
+  const characters = new Map();
+  for (const line of lines) for (const item of line.items ?? []) if (visible(item)) characters.set(item.font, (characters.get(item.font) ?? 0) + item.length);
+  let main;
+  let most = -1;
+  for (const [font, count] of characters) if (count > most) [main, most] = [font, count];
+  const body = bodySizeOf(lines);
+  const candidates = lines.filter(
+    (l) =>
+      !l.cells && !l.note && !l.list && l.items?.some(visible) && wordsIn(l.text) <= HEADING_WORDS && !/[.!?…。！？,;]$/u.test(l.text.trim()) &&
+      Math.abs(l.size - body) <= body * SIZE_CHANGE && l.items.every((item) => !visible(item) || item.font !== main),
+  );
+  if (candidates.length === 0) return;
+  try {
+    await page.getOperatorList();
+  } catch {
+    return;
+  }
+  const names = new Map();
+  const bold = (font) => {
+    if (!names.has(font)) {
+      let name = '';
+      try {
+        name = String(page.commonObjs.get(font)?.name ?? '');
+      } catch {
+        // A font pdf.js has not loaded: not known to be bold.
+      }
+      names.set(font, BOLD_FONT.test(name.replace(/^[A-Z]{6}\+/, '')));
+    }
+    return names.get(font);
+  };
+  for (const line of candidates) if (line.items.every((item) => !visible(item) || bold(item.font))) line.bold = true;
+}
+
 // A heading-like paragraph: one line of at most HEADING_WORDS words set larger than the page's text (by more than
-// SIZE_CHANGE), without a sentence's end. It stays a paragraph (a PDF has no headings for the ingestion) but is marked
+// SIZE_CHANGE), or bold in the text's size (markBoldLines), without a sentence's end. It stays a paragraph (a PDF has no headings for the ingestion) but is marked
 // so that no card ends with it while its text starts the next (DocumentBlock.keepWithNext).
 const HEADING_WORDS = 12;
 
@@ -1079,6 +1127,7 @@ export async function pdfBlocks(bytes, maxPages) {
         const anchor = anchorOf(lines, a.rect);
         if (anchor) anchor.line.links.push({ url: a.url, at: anchor.at });
       }
+      await markBoldLines(page, lines);
       for (const line of lines) delete line.items;
       const [, bottom, , top] = page.view;
       pages.push({ lines, bottom: Math.min(bottom, top), top: Math.max(bottom, top) });

@@ -79,6 +79,8 @@ describe('VerificationService', () => {
     expect(await service.onCardEvent(event)).toBe('replayed');
     expect(await service.onCardEvent({ eventId: randomUUID(), kind: { $case: 'deleted', value: { cardId: c.id, authorId: c.authorId } } })).toBe('cancelled');
     expect(await claimOne()).toBeUndefined();
+    // Nothing of a deleted card's verifications is kept, its text least of all.
+    expect(await store.latestLink(c.id)).toBeNull();
 
     const d = card('https://example.org/b');
     await service.onCardEvent(created(d));

@@ -193,6 +193,68 @@ export function describeVerificationStoreContract(name: string, factory: () => P
       expect(await store.claim(5, later(), lease())).toEqual([]);
     });
 
+    it('a job keeps the card\'s text only while it may run: done, superseded and cancelled ones keep none', async () => {
+      const card = randomUUID();
+      const done = aJob().forCard(card).build();
+      await store.enqueue(done);
+      expect((await store.find(done.id))?.content).toBe('some card content');
+      const [claimed] = await store.claim(1, later(), lease());
+      expect(claimed?.content).toBe('some card content');
+      const superseded = aJob().forCard(card).build();
+      const cancelled = aJob().forCard(card).build();
+      await store.enqueue(superseded);
+      await store.enqueue(cancelled);
+      expect(await store.complete(claimed!, outcome(60), [])).toBe(true);
+      expect(await store.cancelCard(card)).toBe(1);
+      for (const id of [done.id, superseded.id, cancelled.id]) expect((await store.find(id))?.content).toBe('');
+    });
+
+    it('a card keeps its latest result and the jobs after it: completing one removes its older finished jobs', async () => {
+      const card = randomUUID();
+      const other = aJob().build();
+      await store.enqueue(other);
+      const first = aJob().forCard(card).build();
+      await store.enqueue(first);
+      const [a, b] = await store.claim(2, later(), lease());
+      for (const claimed of [a, b]) expect(await store.complete(claimed!, outcome(10), [])).toBe(true);
+      const skipped = aJob().forCard(card).build();
+      const second = aJob().forCard(card).build();
+      await store.enqueue(skipped);
+      await store.enqueue(second);
+      const [running] = await store.claim(1, later(), lease());
+      expect(running?.id).toBe(second.id);
+      const third = aJob().forCard(card).build();
+      await store.enqueue(third);
+      expect(await store.complete(running!, outcome(20), [])).toBe(true);
+      expect(await store.find(first.id)).toBeNull();
+      expect(await store.find(skipped.id)).toBeNull();
+      expect(await store.find(second.id)).toMatchObject({ status: 'done', score: 20 });
+      expect(await store.find(third.id)).toMatchObject({ status: 'pending', content: 'some card content' });
+      expect(await store.find(other.id)).toMatchObject({ status: 'done', score: 10 });
+      expect(await store.latestLink(card)).toBe(third.link);
+    });
+
+    it('a deleted card\'s jobs are all removed (forgetCard); its running one records and announces nothing', async () => {
+      const card = randomUUID();
+      const finished = aJob().forCard(card).build();
+      await store.enqueue(finished);
+      const [first] = await store.claim(1, later(), lease());
+      expect(await store.complete(first!, outcome(30), [])).toBe(true);
+      const running = aJob().forCard(card).build();
+      await store.enqueue(running);
+      const [claimed] = await store.claim(1, later(), lease());
+      const pending = aJob().forCard(card).build();
+      await store.enqueue(pending);
+      const kept = aJob().build();
+      await store.enqueue(kept);
+      expect(await store.forgetCard(card)).toBe(3);
+      for (const id of [finished.id, running.id, pending.id]) expect(await store.find(id)).toBeNull();
+      expect(await store.complete(claimed!, outcome(50), [event(card)])).toBe(false);
+      expect(await subject.pendingEvents()).toEqual([]);
+      expect(await store.latestLink(card)).toBeNull();
+      expect((await store.claim(5, later(), lease())).map((j) => j.id)).toEqual([kept.id]);
+    });
+
     it('release hands an interrupted job back at once', async () => {
       const job = aJob().build();
       await store.enqueue(job);

@@ -40,7 +40,8 @@ export class VerificationService {
     const kind = event.kind;
     if (!kind || !event.eventId) return 'ignored';
     if (kind.$case === 'deleted') {
-      await this.deps.store.cancelCard(kind.value.cardId);
+      // Nothing of a deleted card's verifications is needed any more (its text least of all): its jobs go.
+      await this.deps.store.forgetCard(kind.value.cardId);
       return 'cancelled';
     }
     const card = kind.value.card;
@@ -149,7 +150,8 @@ export class VerificationService {
   private async explainDiscarded(job: ClaimedJob, dropped: Record<string, unknown>): Promise<void> {
     const now = await this.deps.store.find(job.id).catch(() => null);
     const fields = { cardId: job.cardId, verificationId: job.id, ...dropped };
-    if (now?.status === 'cancelled') this.deps.logger.info(fields, 'verification result discarded: the card was deleted meanwhile');
+    // No job any more: the card was deleted (forgetCard).
+    if (!now || now.status === 'cancelled') this.deps.logger.info(fields, 'verification result discarded: the card was deleted meanwhile');
     else this.deps.logger.warn({ ...fields, status: now?.status }, 'stale verification result dropped: the run outlived its lease, so another run holds or finished the job');
   }
 }

@@ -45,7 +45,9 @@ export interface VerificationStore {
    */
   retryLater(claim: JobClaim, attempts: number, dueAt: Date, lastFailure: string): Promise<boolean>;
   /**
-   * Records the outcome and the events announcing it in one transaction. Returns false (recording nothing) when the
+   * Records the outcome and the events announcing it in one transaction, drops the job's content (no longer needed) and
+   * removes the card's older finished (done, superseded, cancelled) jobs: a card keeps its latest result and the jobs
+   * after it. Returns false (recording nothing) when the
    * job is no longer running under this claim: its card was deleted meanwhile, or its lease ran out and it was requeued
    * (and perhaps claimed again or finished by another run).
    */
@@ -55,8 +57,16 @@ export interface VerificationStore {
    * for another link is one the card no longer cites: cards drops it, so it is not announced either.
    */
   latestLink(cardId: string): Promise<string | null>;
-  /** Drops pending jobs of a deleted card; a running one is discarded when it completes. */
+  /**
+   * Cancels the card's pending and running jobs (its link was removed): a running one is discarded when it completes.
+   * A job keeps its content (the card's text) only while it may still run: a done, superseded or cancelled one keeps none.
+   */
   cancelCard(cardId: string): Promise<number>;
+  /**
+   * The card was deleted: removes every job of it (a running one's result is then refused, as a cancelled one's). Returns
+   * how many. On MongoDB a result whose events are not yet relayed goes once they are.
+   */
+  forgetCard(cardId: string): Promise<number>;
   /**
    * Hands a job still running under this claim back untouched, its attempts too (a graceful shutdown interrupted it), to
    * run again at once. Returns false (changing nothing) when it is no longer running under this claim.

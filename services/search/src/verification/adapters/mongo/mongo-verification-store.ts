@@ -23,7 +23,11 @@ interface JobDocument extends VerificationJob {
   /** Insertion order (ObjectId time and counter are not enough across processes for "older than"). */
   seq: number;
   outbox?: StoredEvent[];
+  /** Its card was deleted while its result waited to be relayed: the document goes once it is (forgetCard). */
+  cardDeleted?: boolean;
 }
+
+const FINISHED: VerificationStatus[] = ['done', 'superseded', 'cancelled'];
 
 function fromPrimitives(d: JobDocument): VerificationJob {
   return {
@@ -79,6 +83,8 @@ export class MongoVerificationStore implements VerificationStore {
       { key: { authorId: 1, status: 1 }, name: 'author' },
       { key: { completedAt: 1, seq: 1 }, name: 'outbox_order' },
     ]);
+    // Documents written before finished jobs dropped their content: only those still holding some are touched.
+    await jobs.updateMany({ status: { $in: FINISHED }, content: { $ne: '' } }, { $set: { content: '' } });
     return new MongoVerificationStore(connection);
   }
 
@@ -94,7 +100,9 @@ export class MongoVerificationStore implements VerificationStore {
       },
       async remove(ids: string[]): Promise<void> {
         const jobIds = [...new Set(ids.map((id) => id.slice(0, id.lastIndexOf('#'))))];
-        if (jobIds.length > 0) await collection.updateMany({ id: { $in: jobIds } }, { $unset: { outbox: '' } });
+        if (jobIds.length === 0) return;
+        await collection.updateMany({ id: { $in: jobIds } }, { $unset: { outbox: '' } });
+        await collection.deleteMany({ id: { $in: jobIds }, cardDeleted: true });
       },
       async count(): Promise<number> {
         const [total] = await collection.aggregate<{ n: number }>([{ $match: { outbox: { $exists: true } } }, { $group: { _id: null, n: { $sum: { $size: '$outbox' } } } }]).toArray();
@@ -123,7 +131,7 @@ export class MongoVerificationStore implements VerificationStore {
       if (isDuplicateKeyError(err)) return false;
       throw err;
     }
-    await this.collection.updateMany({ cardId: job.cardId, status: 'pending', seq: { $lt: seq } }, { $set: { status: 'superseded' } });
+    await this.collection.updateMany({ cardId: job.cardId, status: 'pending', seq: { $lt: seq } }, { $set: { status: 'superseded', content: '' } });
     return true;
   }
 
@@ -200,7 +208,7 @@ export class MongoVerificationStore implements VerificationStore {
   }
 
   async complete(claim: JobClaim, outcome: VerificationOutcome, events: OutgoingEvent[]): Promise<boolean> {
-    const result = await this.collection.updateOne(
+    const result = await this.collection.findOneAndUpdate(
       { id: claim.id, status: 'running', claimId: claim.claimId },
       {
         $set: {
@@ -212,11 +220,17 @@ export class MongoVerificationStore implements VerificationStore {
           attempts: outcome.attempts,
           leaseUntil: null,
           claimId: null,
-          outbox: events.map((e) => ({ topic: e.topic, key: e.key, payload: Buffer.from(e.payload) })),
+          content: '',
+          // None for a result announced to nobody: a document with no events waiting is one the relay never reads.
+          ...(events.length > 0 ? { outbox: events.map((e) => ({ topic: e.topic, key: e.key, payload: Buffer.from(e.payload) })) } : {}),
         },
       },
+      { returnDocument: 'after', projection: { cardId: 1, seq: 1 } },
     );
-    return result.modifiedCount === 1;
+    if (!result) return false;
+    // The card's earlier results and the jobs that never ran before this one (their events relayed): nothing reads them.
+    await this.collection.deleteMany({ cardId: result.cardId, seq: { $lt: result.seq }, status: { $in: FINISHED }, 'outbox.0': { $exists: false } });
+    return true;
   }
 
   async latestLink(cardId: string): Promise<string | null> {
@@ -225,7 +239,17 @@ export class MongoVerificationStore implements VerificationStore {
   }
 
   async cancelCard(cardId: string): Promise<number> {
-    return (await this.collection.updateMany({ cardId, status: { $in: ['pending', 'running'] } }, { $set: { status: 'cancelled' } })).modifiedCount;
+    return (await this.collection.updateMany({ cardId, status: { $in: ['pending', 'running'] } }, { $set: { status: 'cancelled', content: '' } })).modifiedCount;
+  }
+
+  async forgetCard(cardId: string): Promise<number> {
+    // A result still waiting in its document's outbox is relayed first (remove() then deletes the document).
+    const kept = await this.collection.updateMany(
+      { cardId, 'outbox.0': { $exists: true } },
+      { $set: { cardDeleted: true, content: '', status: 'cancelled', leaseUntil: null, claimId: null } },
+    );
+    const deleted = await this.collection.deleteMany({ cardId, 'outbox.0': { $exists: false } });
+    return kept.modifiedCount + deleted.deletedCount;
   }
 
   async release(claim: JobClaim): Promise<boolean> {

@@ -68,6 +68,14 @@ export class SqliteVerificationStore implements VerificationStore {
     // died with it. It runs again now instead of when its lease ends (~100 s after a crash, measured by a kill -9 soak), and
     // that cut-off run counts as an attempt, as in requeueExpired.
     this.requeueRunning(null);
+    // Files written before finished jobs dropped their content: once, cheaply (only rows still holding some are touched).
+    this.db.prepare(`UPDATE verification_jobs SET content = '' WHERE status NOT IN ('pending', 'running') AND content <> ''`).run();
+    this.db
+      .prepare(
+        `DELETE FROM verification_jobs WHERE status IN ('done', 'superseded', 'cancelled')
+           AND EXISTS (SELECT 1 FROM verification_jobs n WHERE n.card_id = verification_jobs.card_id AND n.status = 'done' AND n.seq > verification_jobs.seq)`,
+      )
+      .run();
   }
 
   /** The outbox the relay drains to the event bus. */
@@ -85,7 +93,7 @@ export class SqliteVerificationStore implements VerificationStore {
         .run(job.id, job.sourceEventId, job.cardId, job.authorId, job.link, job.content, job.createdAt.toISOString(), job.createdAt.toISOString());
       if (inserted.changes === 0) return false;
       this.db
-        .prepare(`UPDATE verification_jobs SET status = 'superseded' WHERE card_id = ? AND status = 'pending' AND seq < ?`)
+        .prepare(`UPDATE verification_jobs SET status = 'superseded', content = '' WHERE card_id = ? AND status = 'pending' AND seq < ?`)
         .run(job.cardId, inserted.lastInsertRowid);
       return true;
     })();
@@ -155,11 +163,14 @@ export class SqliteVerificationStore implements VerificationStore {
       const done = this.db
         .prepare(
           `UPDATE verification_jobs SET status = 'done', score = ?, failure = ?, result_event_id = ?, completed_at = ?, attempts = ?,
-             lease_until = NULL, claim_id = NULL
+             lease_until = NULL, claim_id = NULL, content = ''
            WHERE id = ? AND status = 'running' AND claim_id = ?`,
         )
         .run(outcome.score, outcome.failure, outcome.eventId, outcome.completedAt.toISOString(), outcome.attempts, claim.id, claim.claimId);
       if (done.changes === 0) return false;
+      // The card's earlier results and the jobs that never ran before this one: nothing reads them any more.
+      const { card_id, seq } = this.db.prepare(`SELECT card_id, seq FROM verification_jobs WHERE id = ?`).get(claim.id) as { card_id: string; seq: number };
+      this.db.prepare(`DELETE FROM verification_jobs WHERE card_id = ? AND seq < ? AND status IN ('done', 'superseded', 'cancelled')`).run(card_id, seq);
       appendToSqliteOutbox(this.db, events);
       return true;
     })();
@@ -171,7 +182,12 @@ export class SqliteVerificationStore implements VerificationStore {
   }
 
   async cancelCard(cardId: string): Promise<number> {
-    return this.db.prepare(`UPDATE verification_jobs SET status = 'cancelled' WHERE card_id = ? AND status IN ('pending', 'running')`).run(cardId).changes;
+    return this.db.prepare(`UPDATE verification_jobs SET status = 'cancelled', content = '' WHERE card_id = ? AND status IN ('pending', 'running')`).run(cardId).changes;
+  }
+
+  async forgetCard(cardId: string): Promise<number> {
+    // The outbox is a table of its own here: results not yet relayed are still published.
+    return this.db.prepare(`DELETE FROM verification_jobs WHERE card_id = ?`).run(cardId).changes;
   }
 
   async release(claim: JobClaim): Promise<boolean> {

@@ -12,6 +12,8 @@ export const identityConfigSchema = z.object({
   MAIL_FROM: z.string().default('Card Library <no-reply@card-library.local>'),
   /** With EMBEDDED_STORES=refuse and no SMTP_URL: write mail as .eml files under DATA_DIR/mail instead of refusing to start. */
   MAIL_TO_FILES: envBoolean(false),
+  /** How often expired sessions, invitations and reset links are deleted; also once at start. */
+  IDENTITY_SWEEP_INTERVAL_MINUTES: envInt(10).pipe(z.number().min(1, 'must be at least 1 (minute)')),
   /** scrypt N; lower it only in tests. */
   PASSWORD_HASH_COST: envInt(16384),
   MONGO_URL: z.string().optional(),

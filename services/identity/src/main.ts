@@ -38,6 +38,21 @@ export async function startIdentity(env: Record<string, string | undefined> = pr
     publicUrl: config.PUBLIC_URL,
     logger,
   });
+  // Expired sessions, invitations and reset links are deleted at start and every few minutes.
+  const sweep = async () => {
+    try {
+      const deleted = await service.deleteExpired();
+      if (deleted > 0) logger.info({ deleted }, 'deleted expired sessions, invitations and reset links');
+    } catch (err) {
+      logger.warn({ err }, 'identity sweep failed; next at the next interval');
+    }
+  };
+  let sweeping = sweep();
+  await sweeping;
+  const sweepTimer = setInterval(() => {
+    sweeping = sweeping.then(sweep);
+  }, config.IDENTITY_SWEEP_INTERVAL_MINUTES * 60_000);
+  sweepTimer.unref();
   const grpc = await startGrpcServer({
     name: 'identity.v1.IdentityService',
     host: config.IDENTITY_GRPC_HOST,
@@ -51,7 +66,9 @@ export async function startIdentity(env: Record<string, string | undefined> = pr
     name: 'identity',
     address: grpc.address,
     async stop() {
+      clearInterval(sweepTimer);
       await grpc.shutdown();
+      await sweeping;
       await service.mailSent();
       await mailer.close();
       await repository.close();

@@ -269,3 +269,18 @@ describeOnEngine('MongoIdentityRepository with documents written without nameKey
     });
   });
 });
+
+describeOnEngine('MongoIdentityRepository: expired sessions, invitations and reset links', skipReason, () => {
+  it('are deleted by the server: a TTL index on expiresAt, a day after it, in each collection; the documents of earlier versions hold expiresAt as a Date', async () => {
+    await withFreshDatabase(async (connection) => {
+      // A session stored by the version before password versions, in a database opened again (a rolling upgrade).
+      await connection.db.collection('sessions').insertOne({ _id: 'old' as never, userId: 'u', createdAt: new Date(), expiresAt: new Date(), revokedAt: null });
+      await MongoIdentityRepository.open(connection);
+      for (const [collection, name] of [['sessions', 'sessions_expiry_ttl'], ['invitations', 'invitations_expiry_ttl'], ['password_resets', 'password_resets_expiry_ttl']] as const) {
+        const index = (await connection.db.collection(collection).indexes()).find((i) => i.name === name);
+        expect(index).toMatchObject({ key: { expiresAt: 1 }, expireAfterSeconds: 24 * 60 * 60 });
+      }
+      expect(await connection.db.collection('sessions').countDocuments({ _id: 'old' as never, expiresAt: { $type: 'date' } })).toBe(1);
+    });
+  });
+});

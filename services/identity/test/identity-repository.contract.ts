@@ -549,6 +549,34 @@ export function describeIdentityRepositoryContract(name: string, factory: () => 
       expect(await repo.findUserById(user.id)).toMatchObject({ passwordHash: 'scrypt$newer', passwordVersion: 2 });
     });
 
+    test('deleteExpired deletes the sessions, invitations and reset links expired at or before the time, used, revoked or not, at most limit of each; the rest stay', async () => {
+      const user = await registered();
+      const cutoff = at('2026-02-01T00:00:00.000Z');
+      const before = at('2026-01-31T00:00:00.000Z');
+      const after = at('2026-02-01T00:00:00.001Z');
+      const oldSessions = [aSession(user.id, { expiresAt: before }), aSession(user.id, { expiresAt: cutoff, revokedAt: before }), aSession(user.id, { expiresAt: before })];
+      const liveSessions = [aSession(user.id, { expiresAt: after }), aSession(user.id, { expiresAt: after, revokedAt: before })];
+      const oldInvitations = [anInvitation({ expiresAt: before }), anInvitation({ expiresAt: cutoff, usedAt: before })];
+      const liveInvitations = [anInvitation({ expiresAt: after })];
+      const oldResets = [aReset(user.id, { expiresAt: before, usedAt: before }), aReset(user.id, { expiresAt: cutoff })];
+      const liveResets = [aReset(user.id, { expiresAt: after, usedAt: before })];
+      for (const s of [...oldSessions, ...liveSessions]) await repo.createSession(s);
+      for (const i of [...oldInvitations, ...liveInvitations]) await repo.createInvitation(i);
+      for (const r of [...oldResets, ...liveResets]) await repo.createPasswordReset(r);
+
+      // registered() used an invitation expired by then too: 3 sessions, 3 invitations, 2 reset links, 2 of each at a time.
+      expect(await repo.deleteExpired(cutoff, 2)).toBe(6);
+      expect(await repo.deleteExpired(cutoff, 2)).toBe(2);
+      expect(await repo.deleteExpired(cutoff, 2)).toBe(0);
+      for (const s of oldSessions) expect(await repo.findSession(s.id)).toBeNull();
+      for (const i of oldInvitations) expect(await repo.findInvitation(i.id)).toBeNull();
+      for (const r of oldResets) expect(await repo.findPasswordReset(r.id)).toBeNull();
+      for (const s of liveSessions) expect(await repo.findSession(s.id)).toEqual(s);
+      for (const i of liveInvitations) expect(await repo.findInvitation(i.id)).toEqual(i);
+      for (const r of liveResets) expect(await repo.findPasswordReset(r.id)).toEqual(r);
+      expect(await repo.findUserById(user.id)).not.toBeNull();
+    });
+
     test('of concurrent completions of one reset exactly one succeeds', async () => {
       const user = await registered();
       const reset = aReset(user.id);

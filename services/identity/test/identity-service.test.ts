@@ -1,7 +1,7 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createLogger, openSqlite, UnavailableError } from '@cards/platform';
+import { createLogger, FailedPreconditionError, openSqlite, UnavailableError } from '@cards/platform';
 import { IdentityService } from '../src/application/identity-service';
 import { identityHandlers } from '../src/grpc/identity-handlers';
 import { JwtTokenSigner } from '../src/adapters/crypto/jwt-token-signer';
@@ -87,7 +87,7 @@ function setup(start = new Date('2026-01-01T00:00:00Z'), mailer = new RecordingM
     logger: createLogger('test', 'silent'),
     now: () => now,
   });
-  return { service, mailer, advance: (ms: number) => (now = new Date(now.getTime() + ms)) };
+  return { service, mailer, repository, advance: (ms: number) => (now = new Date(now.getTime() + ms)) };
 }
 
 describe('IdentityService', () => {
@@ -323,6 +323,48 @@ describe('IdentityService', () => {
     const resetId = /auth\/password\/([0-9a-f-]{36})/.exec(mailer.sent.at(-1)!.text)![1]!;
     advance(60 * 60 * 1000 + 1);
     await expect(service.resetPassword(resetId, 'password2', 'password2')).rejects.toThrow(/expired/);
+  });
+
+  it('a used reset link, and the session it ended, are deleted a day after the link expires; the link is still refused with a 400', async () => {
+    const { service, mailer, repository, advance } = setup(new Date());
+    const id = await service.invite('used@example.com', []);
+    await service.register(id, 'password1', 'password1');
+    const { token } = await service.login('used@example.com', 'password1');
+    await service.requestPasswordReset('used@example.com');
+    await service.mailSent();
+    const resetId = /auth\/password\/([0-9a-f-]{36})/.exec(mailer.sent.at(-1)!.text)![1]!;
+    await service.resetPassword(resetId, 'password2', 'password2');
+    await expect(service.resolveSession(token)).rejects.toThrow(/Not logged in/);
+    advance(60 * 60 * 1000 + 24 * 60 * 60 * 1000 - 1);
+    expect(await service.deleteExpired()).toBe(0);
+    await expect(service.resetPassword(resetId, 'password3', 'password3')).rejects.toThrow(/no longer valid/);
+    advance(2);
+    expect(await service.deleteExpired()).toBe(1);
+    expect(await repository.findPasswordReset(resetId)).toBeNull();
+    // The session revoked by the reset and the used invitation go a day after their own expiry (24 h after they were made).
+    advance(23 * 60 * 60 * 1000);
+    expect(await service.deleteExpired()).toBe(2);
+    expect(await repository.findInvitation(id)).toBeNull();
+    const refused = service.resetPassword(resetId, 'password3', 'password3');
+    await expect(refused).rejects.toBeInstanceOf(FailedPreconditionError);
+    await expect(refused).rejects.toThrow('This password reset link is not valid: it has expired or was never sent');
+    await expect(service.resolveSession(token)).rejects.toThrow(/Not logged in/);
+    await expect(service.login('used@example.com', 'password2')).resolves.toMatchObject({ token: expect.any(String) });
+  });
+
+  it("an unconfirmed sign-up's invitation (address, referral tokens) is deleted a day after it expires; its link is then refused with a 400", async () => {
+    const { service, repository, advance } = setup();
+    const id = await service.invite('never@example.com', ['ref-a']);
+    advance(2 * 24 * 60 * 60 * 1000 - 1);
+    expect(await service.deleteExpired()).toBe(0);
+    expect(await repository.findInvitation(id)).toMatchObject({ email: 'never@example.com' });
+    await expect(service.register(id, 'password1', 'password1')).rejects.toThrow(/expired/);
+    advance(1);
+    expect(await service.deleteExpired()).toBe(1);
+    expect(await repository.findInvitation(id)).toBeNull();
+    const refused = service.register(id, 'password1', 'password1');
+    await expect(refused).rejects.toBeInstanceOf(FailedPreconditionError);
+    await expect(refused).rejects.toThrow('This invitation is not valid: it has expired or was never sent');
   });
 
   it('an invitation for a registered address answers as for a new one and mails the holder that they have an account', async () => {

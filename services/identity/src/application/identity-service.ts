@@ -3,12 +3,11 @@ import {
   AlreadyExistsError,
   FailedPreconditionError,
   InvalidArgumentError,
-  NotFoundError,
   UnauthenticatedError,
   UnavailableError,
   type Logger,
 } from '@cards/platform';
-import { INVITATION_TTL_MS, PASSWORD_RESET_TTL_MS, SESSION_TTL_MS, type ProfilePatch, type User } from '../domain/model';
+import { EXPIRED_RECORD_RETENTION_MS, EXPIRED_SWEEP_BATCH, EXPIRED_SWEEP_MAX_BATCHES, INVITATION_TTL_MS, PASSWORD_RESET_TTL_MS, SESSION_TTL_MS, type ProfilePatch, type User } from '../domain/model';
 import type { IdentityRepository, Mailer, OutgoingMail, PasswordHasher, TokenSigner } from '../domain/ports';
 import { checkDeliverableEmail, checkNewPassword, EMAIL_HIDDEN_WITHOUT_USERNAME, emailSpellings, emailVisibilityCondition, normalizeEmail, normalizePassword, normalizeUsername, normalizeWebsite, shownEmail, withAsciiDomain } from '../domain/rules';
 
@@ -33,6 +32,12 @@ export interface ProfileChange {
 const INCORRECT_LOGIN = 'Incorrect email or password';
 /** Using a reset link marks every other open link of the account used too, so a refused link may never have been used itself. */
 const RESET_LINK_SPENT = 'This password reset link is no longer valid: it or another reset link of this account has been used';
+/**
+ * An id no record has: never sent, or expired and deleted (deleteExpired) whether used or not. Refused as the link it
+ * most likely is, a stale one (400), not as a missing resource.
+ */
+const INVITATION_UNKNOWN = 'This invitation is not valid: it has expired or was never sent';
+const RESET_LINK_UNKNOWN = 'This password reset link is not valid: it has expired or was never sent';
 
 /** The identity use cases: invitation, registration, sessions, password reset, profile. */
 export class IdentityService {
@@ -95,7 +100,7 @@ export class IdentityService {
     const password = normalizePassword(typedPassword);
     checkNewPassword(password, normalizePassword(typedConfirmation));
     const invitation = await this.deps.repository.findInvitation(invitationId);
-    if (!invitation) throw new NotFoundError('Invitation not found');
+    if (!invitation) throw new FailedPreconditionError(INVITATION_UNKNOWN);
     const now = this.now();
     if (invitation.usedAt) throw new FailedPreconditionError('This invitation has already been used');
     if (invitation.expiresAt <= now) throw new FailedPreconditionError('This invitation has expired');
@@ -201,13 +206,29 @@ export class IdentityService {
     const password = normalizePassword(typedPassword);
     checkNewPassword(password, normalizePassword(typedConfirmation));
     const reset = await this.deps.repository.findPasswordReset(resetId);
-    if (!reset) throw new NotFoundError('Password reset not found');
+    if (!reset) throw new FailedPreconditionError(RESET_LINK_UNKNOWN);
     const now = this.now();
     if (reset.usedAt) throw new FailedPreconditionError(RESET_LINK_SPENT);
     if (reset.expiresAt <= now) throw new FailedPreconditionError('This password reset link has expired');
     const hash = await this.deps.hasher.hash(password);
     const done = await this.deps.repository.completePasswordReset(reset, hash, now);
     if (!done) throw new FailedPreconditionError(RESET_LINK_SPENT);
+  }
+
+  /**
+   * Deletes the sessions, invitations and reset links that expired more than EXPIRED_RECORD_RETENTION_MS ago, used,
+   * revoked or not: in batches of EXPIRED_SWEEP_BATCH of each kind, at most EXPIRED_SWEEP_MAX_BATCHES per call (the rest
+   * at the next). Run at start and periodically (main.ts). How many were deleted.
+   */
+  async deleteExpired(): Promise<number> {
+    const before = new Date(this.now().getTime() - EXPIRED_RECORD_RETENTION_MS);
+    let total = 0;
+    for (let batch = 0; batch < EXPIRED_SWEEP_MAX_BATCHES; batch++) {
+      const deleted = await this.deps.repository.deleteExpired(before, EXPIRED_SWEEP_BATCH);
+      total += deleted;
+      if (deleted === 0) break;
+    }
+    return total;
   }
 
   /** Writes only the fields the change names, so changes of other fields made meanwhile stay. */

@@ -61,6 +61,15 @@ export interface PasswordReset {
 export const INVITATION_TTL_MS = 24 * 60 * 60 * 1000;
 export const SESSION_TTL_MS = 24 * 60 * 60 * 1000;
 export const PASSWORD_RESET_TTL_MS = 60 * 60 * 1000;
+/**
+ * How long a session, invitation or reset link is kept after it expires (used, revoked or not) before it is deleted:
+ * meanwhile a late click hears "expired" or "already used"; afterwards "not valid". The MongoDB adapter's TTL indexes
+ * and the sweep (IdentityService.deleteExpired) both use it. See docs/decisions.md.
+ */
+export const EXPIRED_RECORD_RETENTION_MS = 24 * 60 * 60 * 1000;
+/** At most this many of each kind deleted per batch of the sweep, and this many batches per sweep. */
+export const EXPIRED_SWEEP_BATCH = 500;
+export const EXPIRED_SWEEP_MAX_BATCHES = 20;
 /** scrypt cost grows with length; longer passwords are refused rather than hashed. */
 export const MAX_PASSWORD_LENGTH = 1024;
 

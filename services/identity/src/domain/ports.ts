@@ -48,6 +48,13 @@ export interface IdentityRepository {
    */
   rehashPassword(userId: string, previousHash: string, passwordHash: string): Promise<boolean>;
 
+  /**
+   * Deletes the sessions, invitations and password resets whose expiresAt is at or before `before` (used, revoked or
+   * not), at most `limit` of each kind. How many were deleted in all. Nothing expired can be used again, so only the
+   * message refusing it changes (identity-service: an unknown link is refused as one that expired).
+   */
+  deleteExpired(before: Date, limit: number): Promise<number>;
+
   close(): Promise<void>;
 }
 

@@ -2,7 +2,7 @@ import { usernameCaseFold } from '@cards/card-rules';
 import { AlreadyExistsError, isDuplicateKeyError, withOptionalTransaction, type MongoConnection } from '@cards/platform';
 import type { ClientSession, Collection, Filter, UpdateFilter } from 'mongodb';
 import type { Invitation, PasswordReset, ProfilePatch, Session, StoredProfileCondition, User } from '../../domain/model';
-import { emailLookupOrder } from '../../domain/model';
+import { EXPIRED_RECORD_RETENTION_MS, emailLookupOrder } from '../../domain/model';
 import type { IdentityRepository } from '../../domain/ports';
 import { usernameKey, usernameKeyAsWritten } from '../../domain/username-key';
 
@@ -211,6 +211,11 @@ export class MongoIdentityRepository implements IdentityRepository {
       repository.users.createIndex({ updatedAt: 1 }, { name: 'users_updated_at' }),
       repository.sessions.createIndex({ userId: 1 }, { name: 'sessions_user' }),
       repository.resets.createIndex({ userId: 1 }, { name: 'password_resets_user' }),
+      // The server deletes a session, invitation or reset link EXPIRED_RECORD_RETENTION_MS after its expiresAt (a Date in
+      // every document any version wrote); deleteExpired does the same on a server that does not (e.g. a test server).
+      ...repository.expiring().map(([collection, name]) =>
+        collection.createIndex({ expiresAt: 1 }, { name, expireAfterSeconds: EXPIRED_RECORD_RETENTION_MS / 1000 }),
+      ),
     ]);
     const startedAt = new Date();
     await repository.rekeyUsernames();
@@ -587,6 +592,24 @@ export class MongoIdentityRepository implements IdentityRepository {
 
   async rehashPassword(userId: string, previousHash: string, passwordHash: string): Promise<boolean> {
     return (await this.users.updateOne({ _id: userId, passwordHash: previousHash }, { $set: { passwordHash } })).modifiedCount > 0;
+  }
+
+  private expiring(): Array<[Collection<SessionDocument> | Collection<InvitationDocument> | Collection<PasswordResetDocument>, string]> {
+    return [
+      [this.sessions, 'sessions_expiry_ttl'],
+      [this.invitations, 'invitations_expiry_ttl'],
+      [this.resets, 'password_resets_expiry_ttl'],
+    ];
+  }
+
+  async deleteExpired(before: Date, limit: number): Promise<number> {
+    let deleted = 0;
+    for (const [collection] of this.expiring()) {
+      const expired = collection as unknown as Collection<{ _id: string; expiresAt: Date }>;
+      const ids = (await expired.find({ expiresAt: { $lte: before } }, { projection: { _id: 1 }, limit }).toArray()).map((d) => d._id);
+      if (ids.length > 0) deleted += (await expired.deleteMany({ _id: { $in: ids }, expiresAt: { $lte: before } })).deletedCount;
+    }
+    return deleted;
   }
 
   async close(): Promise<void> {

@@ -153,6 +153,10 @@ export const MIGRATIONS: readonly SqliteMigration[] = [
   // version before the second key writes updated_at on every rename, which this index finds.
   `CREATE TABLE identity_meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);
    CREATE INDEX users_updated_at ON users(updated_at);`,
+  // Expired sessions, invitations and reset links are deleted by expiry (deleteExpired).
+  `CREATE INDEX sessions_expires_at ON sessions(expires_at);
+   CREATE INDEX invitations_expires_at ON invitations(expires_at);
+   CREATE INDEX password_resets_expires_at ON password_resets(expires_at);`,
 ];
 
 interface UserRow {
@@ -431,6 +435,16 @@ export class SqliteIdentityRepository implements IdentityRepository {
 
   async rehashPassword(userId: string, previousHash: string, passwordHash: string): Promise<boolean> {
     return this.db.prepare('UPDATE users SET password_hash = ? WHERE id = ? AND password_hash = ?').run(passwordHash, userId, previousHash).changes > 0;
+  }
+
+  async deleteExpired(before: Date, limit: number): Promise<number> {
+    const cutoff = iso(before);
+    return this.db.transaction(() =>
+      ['sessions', 'invitations', 'password_resets'].reduce(
+        (deleted, table) => deleted + this.db.prepare(`DELETE FROM ${table} WHERE id IN (SELECT id FROM ${table} WHERE expires_at <= ? LIMIT ?)`).run(cutoff, limit).changes,
+        0,
+      ),
+    )();
   }
 
   async close(): Promise<void> {

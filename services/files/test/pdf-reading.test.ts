@@ -227,6 +227,16 @@ describe('.pdf tables (table.pdf, src/table.fodt)', () => {
   it("a table starting at the top of the first page keeps its head row there (as a running head, recurring at one height on each page, it was dropped everywhere)", async () => {
     expect(await texts('table-top.pdf')).toEqual([...counts, 'The wardens checked the counts after the season.']);
   });
+
+  it('a row split by the page break goes on in its cells, its rest read from under the repeated head row (table-split.pdf)', async () => {
+    // The rest was read as the head row's first cell: "Station pairs were seen at dawn, ... | Count | Hours".
+    const oldPier = 'Old pier, where two pairs were seen at dawn, feeding on the mussel beds below the third pile, and a third bird joined them later | 2 | 0.25';
+    expect(await texts('table-split.pdf')).toEqual([
+      'The counts below were taken at each station over the season, with the hours spent there.',
+      ...counts.map((row) => (row.startsWith('Old pier') ? oldPier : row)),
+      'The wardens checked the counts after the season.',
+    ]);
+  });
 });
 
 describe('.pdf running lines and notes', () => {

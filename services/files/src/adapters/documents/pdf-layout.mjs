@@ -1069,10 +1069,12 @@ function withoutRunningLines(pages) {
   });
   const needed = Math.max(2, Math.ceil(pages.length * RUNNING_LINE_SHARE));
   const placeOf = (line) => seen.get(runningKey(line.text)).find((at) => at.pages.size >= needed && Math.abs(at.y - line.y) <= RUNNING_LINE_SLACK);
+  // The first page the line's text is a running candidate on, at any height.
+  const firstPageOf = (line) => Math.min(...seen.get(runningKey(line.text)).flatMap((at) => [...at.pages]));
   pages.forEach((page, p) => {
     // A table's head row repeated at the top of each page recurs as a running head does; where the table starts (the
     // first page it recurs on, a row of cells lined up with it just below) it is the table's and stays, so it is read once.
-    const headRow = (line) => line.cells && Math.min(...placeOf(line).pages) === p && page.lines.some((o) => o.cells && o.y < line.y && line.y - o.y <= line.size * HEAD_ROW_REACH && o.cells.filter((c) => line.cells.some((h) => Math.abs(h.x - c.x) <= COLUMN_SLACK)).length >= 2);
+    const headRow = (line) => line.cells && firstPageOf(line) === p && page.lines.some((o) => o.cells && o.y < line.y && line.y - o.y <= line.size * HEAD_ROW_REACH && o.cells.filter((c) => line.cells.some((h) => Math.abs(h.x - c.x) <= COLUMN_SLACK)).length >= 2);
     const dropped = new Set(candidates[p].filter((line) => placeOf(line) !== undefined && !headRow(line)));
     if (dropped.size > 0) page.lines = page.lines.filter((l) => !dropped.has(l));
   });
@@ -1101,6 +1103,29 @@ function headRowOf(blocks, last) {
   let first = last;
   while (first > 0 && ROWS.has(blocks[first - 1])) first--;
   return blocks[first];
+}
+
+// A row split by the page break (Writer and Word let a row break across pages) under a repeated head row: the rest of
+// its cells' text, at the top of the next page under the head, was read as further lines of the head row's cells
+// ("Station pairs were seen at dawn ... | Count | Hours"). A page's first row each of whose cells is the head row's
+// cell, or it and more text, is the head with the split row's rest: the rest goes on in the cells of the row before
+// the break ("Old pier, where two pairs were seen at dawn ... | 2 | 0.25") and the head is read once. A row's cells are
+// its text between TABLE_CELL_SEPARATOR (an empty cell's " | " collapsed to "| |").
+const cellTexts = (text) => text.split(/ ?\| ?/);
+
+function continuationUnderHead(headText, rowText) {
+  const head = cellTexts(headText);
+  const row = cellTexts(rowText);
+  if (head.length !== row.length) return null;
+  const rest = row.map((cell, i) => (cell === head[i] ? '' : head[i] === '' ? cell : cell.startsWith(`${head[i]} `) ? cell.slice(head[i].length + 1) : null));
+  return rest.some((r) => r === null) || rest.every((r) => r === '') ? null : rest;
+}
+
+function rowWithContinuation(row, rest) {
+  const cells = cellTexts(row.text);
+  if (cells.length !== rest.length) return row;
+  const text = cells.map((cell, i) => (rest[i] ? joinLine(cell, rest[i]) : cell)).join(TABLE_CELL_SEPARATOR).replace(/\s+/g, ' ').trim();
+  return tableRow(sized({ ...row, text }, SIZES.get(row)));
 }
 
 // A page's footnotes are set smaller than its body text (the median size of its lines): paragraphs at its end in a size
@@ -1148,7 +1173,12 @@ export async function pdfBlocks(bytes, maxPages) {
     const paragraphs = paragraphsOf(page.lines);
     let last = blocks.length - 1;
     while (last >= pageStart && SIZES.get(blocks[last]) < bodySize * NOTE_SIZE) last--;
-    if (last >= 0 && paragraphs.length > 0 && ROWS.has(paragraphs[0]) && ROWS.has(blocks[last]) && paragraphs[0].text === headRowOf(blocks, last).text) paragraphs.shift();
+    if (last >= 0 && paragraphs.length > 0 && ROWS.has(paragraphs[0]) && ROWS.has(blocks[last])) {
+      const head = headRowOf(blocks, last);
+      const rest = head.text === paragraphs[0].text ? null : continuationUnderHead(head.text, paragraphs[0].text);
+      if (rest) blocks[last] = rowWithContinuation(blocks[last], rest);
+      if (rest || head.text === paragraphs[0].text) paragraphs.shift();
+    }
     const runsOn = last >= pageStart && paragraphs.length > 0 && continuesOnNextPage(blocks[last], paragraphs[0]);
     if (runsOn) blocks[last] = joinedParagraphs(blocks[last], paragraphs.shift());
     // The page's text starts in the paragraph it continued, which may hold all of it and run on over the next break too.

@@ -12,7 +12,9 @@ export const identityConfigSchema = z.object({
   MAIL_FROM: z.string().default('Card Library <no-reply@card-library.local>'),
   /** With EMBEDDED_STORES=refuse and no SMTP_URL: write mail as .eml files under DATA_DIR/mail instead of refusing to start. */
   MAIL_TO_FILES: envBoolean(false),
-  /** How often expired sessions, invitations and reset links are deleted; also once at start. */
+  /** .eml files in DATA_DIR/mail older than this are deleted (at start and at every sweep); links in them expire after 1 h or 24 h. */
+  MAIL_DIR_RETENTION_HOURS: envInt(72).pipe(z.number().min(1, 'must be at least 1 (hour)')),
+  /** How often expired sessions, invitations and reset links are deleted (and the .eml files pruned); also once at start. */
   IDENTITY_SWEEP_INTERVAL_MINUTES: envInt(10).pipe(z.number().min(1, 'must be at least 1 (minute)')),
   /** scrypt N; lower it only in tests. */
   PASSWORD_HASH_COST: envInt(16384),

@@ -28,7 +28,8 @@ export async function startIdentity(env: Record<string, string | undefined> = pr
     logger.info('MONGO_URL not set: using the embedded SQLite store');
     repository = new SqliteIdentityRepository(join(config.DATA_DIR, 'identity', 'identity.db'));
   }
-  const mailer = config.SMTP_URL ? new SmtpMailer(config.SMTP_URL, config.MAIL_FROM) : new EmlFileMailer(join(config.DATA_DIR, 'mail'), config.MAIL_FROM);
+  const mailFiles = config.SMTP_URL ? null : new EmlFileMailer(join(config.DATA_DIR, 'mail'), config.MAIL_FROM);
+  const mailer = mailFiles ?? new SmtpMailer(config.SMTP_URL!, config.MAIL_FROM);
   if (!config.SMTP_URL) logger.info({ directory: join(config.DATA_DIR, 'mail') }, 'SMTP_URL not set: writing e-mail as .eml files');
   const service = new IdentityService({
     repository,
@@ -38,11 +39,13 @@ export async function startIdentity(env: Record<string, string | undefined> = pr
     publicUrl: config.PUBLIC_URL,
     logger,
   });
-  // Expired sessions, invitations and reset links are deleted at start and every few minutes.
+  // Expired sessions, invitations and reset links, and old .eml files, are deleted at start and every few minutes.
   const sweep = async () => {
     try {
       const deleted = await service.deleteExpired();
       if (deleted > 0) logger.info({ deleted }, 'deleted expired sessions, invitations and reset links');
+      const pruned = mailFiles ? await mailFiles.prune(new Date(Date.now() - config.MAIL_DIR_RETENTION_HOURS * 3_600_000)) : 0;
+      if (pruned > 0) logger.info({ pruned }, 'deleted old .eml files');
     } catch (err) {
       logger.warn({ err }, 'identity sweep failed; next at the next interval');
     }

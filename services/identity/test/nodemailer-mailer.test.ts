@@ -1,4 +1,4 @@
-import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm, utimes, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { simpleParser } from 'mailparser';
@@ -48,5 +48,22 @@ describe('EmlFileMailer', () => {
     expect(parsed.subject).toBe('Plain');
     expect(parsed.to).toMatchObject({ text: 'someone@example.com' });
     expect(parsed.text).toBe(`${link}\n`);
+  });
+
+  it('prune deletes the .eml files (and crash leftovers) last written before the bound, and nothing else', async () => {
+    const mailer = new EmlFileMailer(directory, 'no-reply@card-library.local');
+    await mailer.send({ to: 'someone@example.com', subject: 'Recent', text: `${link}\n` });
+    const [recent] = await readdir(directory);
+    const now = Date.now();
+    const old = join(directory, '2020-01-01T00-00-00-000Z-old.eml');
+    const leftover = join(directory, '.2020-01-01T00-00-00-000Z-tmp.eml.tmp');
+    const other = join(directory, 'README');
+    for (const path of [old, leftover, other]) {
+      await writeFile(path, 'x');
+      await utimes(path, new Date(now - 73 * 3_600_000), new Date(now - 73 * 3_600_000));
+    }
+    expect(await mailer.prune(new Date(now - 72 * 3_600_000))).toBe(2);
+    expect((await readdir(directory)).sort()).toEqual([recent, 'README'].sort());
+    expect(await new EmlFileMailer(join(directory, 'none'), 'x@example.com').prune(new Date())).toBe(0);
   });
 });

@@ -1,4 +1,4 @@
-import { mkdir, rename, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, rename, stat, unlink, writeFile } from 'node:fs/promises';
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import nodemailer, { type SendMailOptions, type Transporter } from 'nodemailer';
@@ -58,6 +58,32 @@ export class EmlFileMailer implements Mailer {
     const tmp = join(this.directory, `.${name}.tmp`);
     await writeFile(tmp, info.message);
     await rename(tmp, join(this.directory, name));
+  }
+
+  /**
+   * Deletes the .eml files (and temporary files left by a crash) last written before `olderThan`: the folder would
+   * otherwise grow for ever and keep every reset link sent. How many were deleted; none when the folder does not exist.
+   */
+  async prune(olderThan: Date): Promise<number> {
+    let names: string[];
+    try {
+      names = await readdir(this.directory);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return 0;
+      throw err;
+    }
+    let deleted = 0;
+    for (const name of names.filter((n) => n.endsWith('.eml') || n.endsWith('.eml.tmp'))) {
+      const path = join(this.directory, name);
+      try {
+        if ((await stat(path)).mtimeMs >= olderThan.getTime()) continue;
+        await unlink(path);
+        deleted++;
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+      }
+    }
+    return deleted;
   }
 
   async close(): Promise<void> {}

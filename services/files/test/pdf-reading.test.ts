@@ -237,6 +237,16 @@ describe('.pdf tables (table.pdf, src/table.fodt)', () => {
       'The wardens checked the counts after the season.',
     ]);
   });
+
+  it('without a repeated head row, the split row\'s rest alone in its column goes on in its cell too (table-split-plain.pdf)', async () => {
+    // It was a paragraph of its own after "Old pier, where two | 2 | 0.25".
+    const oldPier = 'Old pier, where two pairs were seen at dawn, feeding on the mussel beds below the third pile, and a third bird joined them later | 2 | 0.25';
+    expect(await texts('table-split-plain.pdf')).toEqual([
+      'The counts below were taken at each station over the season, with the hours spent there.',
+      ...counts.map((row) => (row.startsWith('Old pier') ? oldPier : row)),
+      'The wardens checked the counts after the season.',
+    ]);
+  });
 });
 
 describe('.pdf running lines and notes', () => {

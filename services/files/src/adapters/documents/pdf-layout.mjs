@@ -183,7 +183,7 @@ function withTableRows(pageLines) {
   const close = () => {
     if (!row) return;
     const texts = columns.map((x) => row.cells.filter((c) => Math.abs(c.x - x) <= COLUMN_SLACK).map((c) => c.text).join(' '));
-    out.push({ ...row.line, text: texts.join(TABLE_CELL_SEPARATOR).replace(/\s+/g, ' ').trim(), links: row.links, row: true, right: row.right, left: row.left, y: row.bottom });
+    out.push({ ...row.line, text: texts.join(TABLE_CELL_SEPARATOR).replace(/\s+/g, ' ').trim(), links: row.links, row: true, right: row.right, left: row.left, y: row.bottom, columns: [...columns] });
     row = null;
   };
   for (const line of lines) {
@@ -739,13 +739,14 @@ function paragraphsOf(pageLines) {
       (ragged && gap > line.size * LOOSE_PITCH && SENTENCE_ENDS_LINE.test(previous.text.trimEnd()) && !CONTINUED_WORD.test(line.text.trimStart()))
     ) {
       if (block) blocks.push(block);
-      block = { kind: 'paragraph', text: '', links: [], linkWords: [], size: 0, lines: 0, bold: true, ...(line.list ? { list: line.list } : {}), ...(line.row ? { row: true } : {}) };
+      block = { kind: 'paragraph', text: '', links: [], linkWords: [], size: 0, lines: 0, bold: true, left: line.left, right: line.right, ...(line.list ? { list: line.list } : {}), ...(line.row ? { row: true, columns: line.columns } : {}) };
       blockRight = -Infinity;
     }
     block.size = Math.max(block.size, line.size);
     block.lines += 1;
     block.bold = block.bold && line.bold === true;
     blockRight = Math.max(blockRight, line.right);
+    block.right = Math.max(block.right, line.right);
     block.text = joinLine(block.text, line.text);
     // A line joined to a hyphenated word starts inside the block's last word.
     const lineStart = Math.max(0, wordsIn(block.text) - wordsIn(line.text));
@@ -757,11 +758,11 @@ function paragraphsOf(pageLines) {
   const places = listPlaces(blocks.map((b) => b.list));
   const bodySize = bodySizeOf(lines);
   return blocks
-    .map(({ size, list, lines: count, row, bold, ...b }, i) => {
+    .map(({ size, list, lines: count, row, bold, left, right, columns, ...b }, i) => {
       const text = b.text.replace(/\s+/g, ' ').trim();
-      if (row) return tableRow(sized({ ...b, text }, size));
+      if (row) return placed(tableRow(sized({ ...b, text }, size)), { columns });
       const heading = !places[i] && count === 1 && (size > bodySize * (1 + SIZE_CHANGE) || bold) && wordsIn(text) <= HEADING_WORDS && !/[.!?…。！？]$/u.test(text);
-      return sized({ ...b, text, ...(places[i] ? { list: places[i] } : {}), ...(heading ? { keepWithNext: true } : {}) }, size);
+      return placed(sized({ ...b, text, ...(places[i] ? { list: places[i] } : {}), ...(heading ? { keepWithNext: true } : {}) }, size), { left, right });
     })
     .filter((b) => b.text.length > 0);
 }
@@ -870,6 +871,13 @@ function romanValue(label) {
 const SIZES = new WeakMap();
 // The paragraphs that are a table's rows: no paragraph runs on over a page break from or into one.
 const ROWS = new WeakSet();
+// Where each paragraph lies: a row's columns (their left edges), another paragraph's left and right edges.
+const PLACES = new WeakMap();
+
+function placed(block, place) {
+  PLACES.set(block, place);
+  return block;
+}
 
 function tableRow(block) {
   ROWS.add(block);
@@ -1125,7 +1133,21 @@ function rowWithContinuation(row, rest) {
   const cells = cellTexts(row.text);
   if (cells.length !== rest.length) return row;
   const text = cells.map((cell, i) => (rest[i] ? joinLine(cell, rest[i]) : cell)).join(TABLE_CELL_SEPARATOR).replace(/\s+/g, ' ').trim();
-  return tableRow(sized({ ...row, text }, SIZES.get(row)));
+  return placed(tableRow(sized({ ...row, text }, SIZES.get(row))), PLACES.get(row) ?? {});
+}
+
+// The same without a repeated head row: the page's first paragraph is the rest of one cell of the row before the break
+// when it lies in that cell's column (its left edge the column's, its right short of the next column's), starts in
+// lower case, and the cell's text there does not end a sentence (it was a paragraph after the row).
+function cellContinuation(row, paragraph) {
+  const columns = PLACES.get(row)?.columns;
+  const place = PLACES.get(paragraph);
+  if (!columns || !place || paragraph.list || !CONTINUED_WORD.test(paragraph.text)) return null;
+  const k = columns.findIndex((x) => Math.abs(x - place.left) <= COLUMN_SLACK);
+  if (k < 0 || (k + 1 < columns.length && place.right > columns[k + 1] + COLUMN_SLACK)) return null;
+  const cells = cellTexts(row.text);
+  if (cells.length !== columns.length || cells[k] === '' || !OPEN_END.test(cells[k])) return null;
+  return cells.map((_, i) => (i === k ? paragraph.text : ''));
 }
 
 // A page's footnotes are set smaller than its body text (the median size of its lines): paragraphs at its end in a size
@@ -1178,6 +1200,13 @@ export async function pdfBlocks(bytes, maxPages) {
       const rest = head.text === paragraphs[0].text ? null : continuationUnderHead(head.text, paragraphs[0].text);
       if (rest) blocks[last] = rowWithContinuation(blocks[last], rest);
       if (rest || head.text === paragraphs[0].text) paragraphs.shift();
+    }
+    if (last >= 0 && paragraphs.length > 0 && !ROWS.has(paragraphs[0]) && ROWS.has(blocks[last])) {
+      const rest = cellContinuation(blocks[last], paragraphs[0]);
+      if (rest) {
+        blocks[last] = rowWithContinuation(blocks[last], rest);
+        paragraphs.shift();
+      }
     }
     const runsOn = last >= pageStart && paragraphs.length > 0 && continuesOnNextPage(blocks[last], paragraphs[0]);
     if (runsOn) blocks[last] = joinedParagraphs(blocks[last], paragraphs.shift());

@@ -20,6 +20,12 @@ export interface SqliteOpenOptions {
   autoVacuum?: 'incremental';
 }
 
+/**
+ * The size a WAL file is truncated to when SQLite resets it after a checkpoint: what the default auto-checkpoint (1000
+ * pages of 4 KB) lets it reach anyway, so only a WAL grown past it by one large transaction is cut back.
+ */
+export const SQLITE_WAL_SIZE_LIMIT_BYTES = 4 * 1024 * 1024;
+
 /** Opens (creating if needed) a SQLite file in WAL mode, then applies the migrations not applied yet, in order. */
 export function openSqlite(path: string, migrations: readonly SqliteMigration[] = [], options: SqliteOpenOptions = {}): SqliteDatabase {
   if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
@@ -31,6 +37,11 @@ export function openSqlite(path: string, migrations: readonly SqliteMigration[] 
   switchToWal(db);
   db.pragma('synchronous = NORMAL');
   db.pragma('foreign_keys = ON');
+  // What is deleted is overwritten with zeros (a deleted card's text, a spent token), not left in the file's free pages
+  // and cells until reused; a WAL a large transaction grew is cut back to SQLITE_WAL_SIZE_LIMIT_BYTES when next reset.
+  // See docs/decisions.md ("Deleted text is overwritten").
+  db.pragma('secure_delete = ON');
+  db.pragma(`journal_size_limit = ${SQLITE_WAL_SIZE_LIMIT_BYTES}`);
   // Reads through the OS page cache instead of a read() per page, and a larger page cache than the 2 MB
   // default: point lookups in a file of 100,000 cards otherwise spend most of their time fetching pages.
   db.pragma('mmap_size = 268435456');

@@ -89,11 +89,11 @@ describe('authorization matrix', () => {
     const r = (route: string, what: string, expect: Record<Actor, number>, call: Call) => rows.push({ route, what, expect, call });
 
     r('POST /api/invitation', 'a new address', all(200), (c) => c.POST('/api/invitation', { body: { email: `inv-${Math.random().toString(36).slice(2)}@example.com`, referral_tokens: [] } }));
-    r('POST /api/register/{invitation_id}', 'an unknown invitation', all(400), (c) => c.POST('/api/register/{invitation_id}', { params: { path: { invitation_id: '00000000-0000-4000-8000-000000000000' } }, body: { password: 'long enough pw', password_confirmation: 'long enough pw' } }));
+    r('POST /api/register/{invitation_id}', 'an unknown invitation', all(404), (c) => c.POST('/api/register/{invitation_id}', { params: { path: { invitation_id: '00000000-0000-4000-8000-000000000000' } }, body: { password: 'long enough pw', password_confirmation: 'long enough pw' } }));
     r('POST /api/auth', 'a wrong password', all(401), (c) => c.POST('/api/auth', { body: { email: alice.email, password: 'not the password' } }));
     r('GET /api/auth', 'who am I', authed(200), (c) => c.GET('/api/auth'));
     r('GET /api/password/{email}', 'reset mail', all(204), (c) => c.GET('/api/password/{email}', { params: { path: { email: 'nobody@example.com' } } }));
-    r('POST /api/password', 'an unknown reset id', all(400), (c) => c.POST('/api/password', { body: { password_reset_id: '00000000-0000-4000-8000-000000000000', password: 'long enough pw', password_confirmation: 'long enough pw' } }));
+    r('POST /api/password', 'an unknown reset id', all(404), (c) => c.POST('/api/password', { body: { password_reset_id: '00000000-0000-4000-8000-000000000000', password: 'long enough pw', password_confirmation: 'long enough pw' } }));
     r('PUT /api/user', 'own profile', authed(200), (c) => c.PUT('/api/user', { body: { website: 'https://example.com/me' } }));
 
     r('POST /api/card', 'create', authed(200), (c) => c.POST('/api/card', { body: { card_html: html(uniqueText()), link: '', private: false } }));

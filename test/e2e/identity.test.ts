@@ -97,8 +97,8 @@ describe('accounts and sessions', () => {
     expect(mismatch.status).toBe(400);
     expect(mismatch.json.message).toMatch(/password_confirmation/);
     expect((await client.post(`/api/register/not-a-uuid`, { password: 'password1', password_confirmation: 'password1' })).status).toBe(400);
-    // Unknown: never sent, or expired and deleted; refused as a stale link.
-    expect((await client.post(`/api/register/00000000-0000-4000-8000-000000000000`, { password: 'password1', password_confirmation: 'password1' })).status).toBe(400);
+    // Unknown: never sent, or expired and deleted.
+    expect((await client.post(`/api/register/00000000-0000-4000-8000-000000000000`, { password: 'password1', password_confirmation: 'password1' })).status).toBe(404);
     // The invitation is still good after all that.
     expect((await client.post(`/api/register/${id}`, { password: 'password1', password_confirmation: 'password1' })).status).toBe(200);
   });

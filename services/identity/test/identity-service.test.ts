@@ -1,7 +1,7 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createLogger, FailedPreconditionError, openSqlite, UnavailableError } from '@cards/platform';
+import { createLogger, FailedPreconditionError, NotFoundError, openSqlite, UnavailableError } from '@cards/platform';
 import { IdentityService } from '../src/application/identity-service';
 import { identityHandlers } from '../src/grpc/identity-handlers';
 import { JwtTokenSigner } from '../src/adapters/crypto/jwt-token-signer';
@@ -325,7 +325,7 @@ describe('IdentityService', () => {
     await expect(service.resetPassword(resetId, 'password2', 'password2')).rejects.toThrow(/expired/);
   });
 
-  it('a used reset link, and the session it ended, are deleted a day after the link expires; the link is still refused with a 400', async () => {
+  it('a used reset link, and the session it ended, are deleted a day after the link expires; the link is then unknown (404)', async () => {
     const { service, mailer, repository, advance } = setup(new Date());
     const id = await service.invite('used@example.com', []);
     await service.register(id, 'password1', 'password1');
@@ -346,13 +346,13 @@ describe('IdentityService', () => {
     expect(await service.deleteExpired()).toBe(2);
     expect(await repository.findInvitation(id)).toBeNull();
     const refused = service.resetPassword(resetId, 'password3', 'password3');
-    await expect(refused).rejects.toBeInstanceOf(FailedPreconditionError);
+    await expect(refused).rejects.toBeInstanceOf(NotFoundError);
     await expect(refused).rejects.toThrow('This password reset link is not valid: it has expired or was never sent');
     await expect(service.resolveSession(token)).rejects.toThrow(/Not logged in/);
     await expect(service.login('used@example.com', 'password2')).resolves.toMatchObject({ token: expect.any(String) });
   });
 
-  it("an unconfirmed sign-up's invitation (address, referral tokens) is deleted a day after it expires; its link is then refused with a 400", async () => {
+  it("an unconfirmed sign-up's invitation (address, referral tokens) is deleted a day after it expires; its link is then unknown (404)", async () => {
     const { service, repository, advance } = setup();
     const id = await service.invite('never@example.com', ['ref-a']);
     advance(2 * 24 * 60 * 60 * 1000 - 1);
@@ -363,7 +363,7 @@ describe('IdentityService', () => {
     expect(await service.deleteExpired()).toBe(1);
     expect(await repository.findInvitation(id)).toBeNull();
     const refused = service.register(id, 'password1', 'password1');
-    await expect(refused).rejects.toBeInstanceOf(FailedPreconditionError);
+    await expect(refused).rejects.toBeInstanceOf(NotFoundError);
     await expect(refused).rejects.toThrow('This invitation is not valid: it has expired or was never sent');
   });
 

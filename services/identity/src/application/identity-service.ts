@@ -3,6 +3,7 @@ import {
   AlreadyExistsError,
   FailedPreconditionError,
   InvalidArgumentError,
+  NotFoundError,
   UnauthenticatedError,
   UnavailableError,
   type Logger,
@@ -33,8 +34,8 @@ const INCORRECT_LOGIN = 'Incorrect email or password';
 /** Using a reset link marks every other open link of the account used too, so a refused link may never have been used itself. */
 const RESET_LINK_SPENT = 'This password reset link is no longer valid: it or another reset link of this account has been used';
 /**
- * An id no record has: never sent, or expired and deleted (deleteExpired) whether used or not. Refused as the link it
- * most likely is, a stale one (400), not as a missing resource.
+ * An id no record has: never sent, or expired and deleted (deleteExpired) whether used or not. Still 404 as before the
+ * records were deleted (the status clients know); the message says which two cases it can be.
  */
 const INVITATION_UNKNOWN = 'This invitation is not valid: it has expired or was never sent';
 const RESET_LINK_UNKNOWN = 'This password reset link is not valid: it has expired or was never sent';
@@ -100,7 +101,7 @@ export class IdentityService {
     const password = normalizePassword(typedPassword);
     checkNewPassword(password, normalizePassword(typedConfirmation));
     const invitation = await this.deps.repository.findInvitation(invitationId);
-    if (!invitation) throw new FailedPreconditionError(INVITATION_UNKNOWN);
+    if (!invitation) throw new NotFoundError(INVITATION_UNKNOWN);
     const now = this.now();
     if (invitation.usedAt) throw new FailedPreconditionError('This invitation has already been used');
     if (invitation.expiresAt <= now) throw new FailedPreconditionError('This invitation has expired');
@@ -206,7 +207,7 @@ export class IdentityService {
     const password = normalizePassword(typedPassword);
     checkNewPassword(password, normalizePassword(typedConfirmation));
     const reset = await this.deps.repository.findPasswordReset(resetId);
-    if (!reset) throw new FailedPreconditionError(RESET_LINK_UNKNOWN);
+    if (!reset) throw new NotFoundError(RESET_LINK_UNKNOWN);
     const now = this.now();
     if (reset.usedAt) throw new FailedPreconditionError(RESET_LINK_SPENT);
     if (reset.expiresAt <= now) throw new FailedPreconditionError('This password reset link has expired');

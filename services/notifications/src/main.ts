@@ -32,6 +32,11 @@ export async function startNotifications(env: Record<string, string | undefined>
   const bus = createEventBus(config, logger);
   await bus.ready();
   const consumer = await subscribeNotificationConsumers(bus, service, logger);
+  // Retention: at start, then hourly, off the request path; a failed pass is logged and tried at the next.
+  const sweep = () => void service.removeExpired(config.NOTIFICATIONS_RETENTION_DAYS).catch((err: unknown) => logger.warn({ err }, 'notification retention pass failed; tried again in an hour'));
+  sweep();
+  const sweeper = setInterval(sweep, 60 * 60 * 1000);
+  sweeper.unref();
   const grpc = await startGrpcServer({
     name: 'notifications.v1.NotificationService',
     host: config.NOTIFICATIONS_GRPC_HOST,
@@ -45,6 +50,7 @@ export async function startNotifications(env: Record<string, string | undefined>
     name: 'notifications',
     address: grpc.address,
     async stop() {
+      clearInterval(sweeper);
       await grpc.shutdown();
       // Together: closing the bus abandons a dead letter the consumer is sending to brokers that are down, which
       // consumer.close() would wait out; the event is not committed (dead-lettered again after the next start).

@@ -26,6 +26,7 @@ export function aVerification() {
     scored: (score: number) => ((n.similarityScore = score), builder),
     fromEvent: (eventId: string) => ((n.sourceEventId = eventId), builder),
     forVerification: (verificationId: string) => ((n.verificationId = verificationId), builder),
+    forCard: (cardId: string) => ((n.cardId = cardId), builder),
     build: () => ({ ...n }),
   };
   return builder;
@@ -212,6 +213,53 @@ export function describeNotificationRepositoryContract(
       await repository.markAllRead(owner, new Date());
       expect(await repository.listVersionForUser(owner)).toBe(versions[4]);
       expect(new Set(versions).size).toBe(versions.length);
+    });
+
+    it('removes the notifications about a deleted card or collection, and keeps none that arrives about it later', async () => {
+      const owner = randomUUID();
+      const card = randomUUID();
+      const collection = randomUUID();
+      const about = [aVerification().of(owner).forCard(card).build(), aVerification().of(owner).forCard(card).build(), aCollectionCreated().of(owner).forCollection(collection).build()];
+      const kept = [aVerification().of(owner).build(), aCollectionCreated().of(owner).build()];
+      for (const n of [...about, ...kept]) expect(await repository.add(n)).toBe(true);
+      expect(await repository.removeAbout({ kind: 'card', cardId: card }, tick())).toBe(2);
+      expect(await repository.removeAbout({ kind: 'collection', collectionId: collection }, tick())).toBe(1);
+      expect(await repository.removeAbout({ kind: 'card', cardId: card }, tick())).toBe(0);
+      expect((await repository.listForUser(owner)).map((n) => n.id).sort()).toEqual(kept.map((n) => n.id).sort());
+      // Its announcement was behind the deletion (another topic): not kept.
+      expect(await repository.add(aVerification().of(owner).forCard(card).build())).toBe(false);
+      expect(await repository.add(aCollectionCreated().of(owner).forCollection(collection).build())).toBe(false);
+      expect(await repository.listForUser(owner)).toHaveLength(2);
+    });
+
+    it('the list version changes when one is removed, also with another added in its place', async () => {
+      const owner = randomUUID();
+      const card = randomUUID();
+      await repository.add(aVerification().of(owner).forCard(card).build());
+      const before = await repository.listVersionForUser(owner);
+      await repository.removeAbout({ kind: 'card', cardId: card }, tick());
+      const removed = await repository.listVersionForUser(owner);
+      await repository.add(aVerification().of(owner).build());
+      const replaced = await repository.listVersionForUser(owner);
+      expect(new Set([before, removed, replaced]).size).toBe(3);
+    });
+
+    it('removes notifications created before the cutoff, oldest first, at most the limit; forgets older deletions', async () => {
+      const owner = randomUUID();
+      const old = [aVerification().of(owner).build(), aCollectionCreated().of(owner).build(), aVerification().build()];
+      const deletedCard = randomUUID();
+      await repository.removeAbout({ kind: 'card', cardId: deletedCard }, tick());
+      const cutoff = tick();
+      const recent = aVerification().of(owner).build();
+      for (const n of [...old, recent]) await repository.add(n);
+      expect(await repository.removeOlderThan(cutoff, 2)).toBe(2);
+      expect((await repository.listForUser(owner)).map((n) => n.id)).toEqual([recent.id]);
+      expect(await repository.removeOlderThan(cutoff, 2)).toBe(1);
+      expect(await repository.removeOlderThan(cutoff, 2)).toBe(0);
+      expect(await repository.listForUser(old[2]!.userId)).toEqual([]);
+      expect((await repository.listForUser(owner)).map((n) => n.id)).toEqual([recent.id]);
+      // The deletion is past the retention too: nothing about that card can still be on its way.
+      expect(await repository.add(aVerification().of(owner).forCard(deletedCard).build())).toBe(true);
     });
   });
 }

@@ -27,6 +27,12 @@ const collectionCreatedEvent = (authorId: string, collectionId: string) =>
     kind: { $case: 'created', value: { collectionId, authorId, name: 'Collection for file a.docx', isPublic: true, fileId: randomUUID() } },
   }).finish();
 
+const cardDeletedEvent = (authorId: string, cardId: string) =>
+  events.CardEvent.encode({ eventId: randomUUID(), occurredAt: new Date(), kind: { $case: 'deleted', value: { cardId, authorId } } }).finish();
+
+const collectionDeletedEvent = (authorId: string, collectionId: string) =>
+  events.CollectionEvent.encode({ eventId: randomUUID(), occurredAt: new Date(), kind: { $case: 'deleted', value: { collectionId, authorId } } }).finish();
+
 /** The service as the system runs it: its own gRPC server and event consumer on the shared event log. */
 describe('notifications service (gRPC + events)', () => {
   let dataDir: string;
@@ -154,5 +160,31 @@ describe('notifications service (gRPC + events)', () => {
 
     await client.client.markAllRead({ callerId: author });
     expect((await client.client.listNotifications({ callerId: author })).notifications.every((n) => n.userRead)).toBe(true);
+  });
+
+  it('a deleted card or collection takes its notifications with it; one announced behind the deletion is not kept', async () => {
+    const author = randomUUID();
+    const [gone, stays, goneCollection] = [randomUUID(), randomUUID(), randomUUID()];
+    await bus.publish([
+      { topic: Topics.keptVerification, key: gone, payload: verifiedEvent(author, gone, 40) },
+      { topic: Topics.keptVerification, key: stays, payload: verifiedEvent(author, stays, 60) },
+      { topic: Topics.collection, key: goneCollection, payload: collectionCreatedEvent(author, goneCollection) },
+    ]);
+    expect(await listEventually(author, 3)).toHaveLength(3);
+    await bus.publish([
+      { topic: Topics.card, key: gone, payload: cardDeletedEvent(author, gone) },
+      { topic: Topics.collection, key: goneCollection, payload: collectionDeletedEvent(author, goneCollection) },
+    ]);
+    // A later result about the deleted card (its event was behind the deletion), then a marker event to wait for.
+    await bus.publish([{ topic: Topics.keptVerification, key: gone, payload: verifiedEvent(author, gone, 70) }]);
+    const marker = randomUUID();
+    await bus.publish([{ topic: Topics.keptVerification, key: marker, payload: verifiedEvent(author, marker, 10) }]);
+    const deadline = Date.now() + 10_000;
+    let list = await listEventually(author, 1);
+    while ((list.length !== 2 || !list.some((n) => n.cardId === marker)) && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 50));
+      list = (await client.client.listNotifications({ callerId: author })).notifications;
+    }
+    expect(list.map((n) => n.cardId).sort()).toEqual([stays, marker].sort());
   });
 });

@@ -50,7 +50,7 @@ const LIST_PRESENTATION = 'n1';
 
 /**
  * The entity tag of the caller's list: its owner and the notifications service's list version (which changes with
- * every notification added or marked read), or none from a service that has no versions yet (UNIMPLEMENTED).
+ * every notification added, removed or marked read), or none from a service that has no versions yet (UNIMPLEMENTED).
  */
 async function listTag(client: GatewayClients['notifications'], userId: string): Promise<string | undefined> {
   try {

@@ -1,6 +1,9 @@
 import { InvalidArgumentError, NotFoundError, isUuid, newId, pageLimit, type Logger } from '@cards/platform';
-import { clampScore, type Notification } from '../domain/model';
+import { clampScore, type DeletedSubject, type Notification } from '../domain/model';
 import type { NotificationPage, NotificationRepository } from '../domain/ports';
+
+/** Notifications removed per batch of the retention sweep, each batch its own short write. */
+export const RETENTION_BATCH = 1000;
 
 /** The most one page holds: ~200 KB as gRPC, far below its 8 MiB message limit. */
 export const MAX_NOTIFICATION_PAGE_SIZE = 1000;
@@ -77,6 +80,34 @@ export class NotificationService {
       updatedAt: now,
       sourceEventId: facts.eventId,
     });
+  }
+
+  /**
+   * A card or collection was deleted: its notifications go (they would only lead to a missing page), and one about it
+   * arriving later (its event on another topic, behind the deletion's) is not kept. Idempotent.
+   */
+  async recordDeleted(subject: DeletedSubject): Promise<number> {
+    const removed = await this.repository.removeAbout(subject, this.clock());
+    if (removed > 0) this.logger.debug({ subject, removed }, 'notifications about a deleted item removed');
+    return removed;
+  }
+
+  /**
+   * The retention (NOTIFICATIONS_RETENTION_DAYS; 0 keeps all): removes the notifications created more than `days` days
+   * ago, in batches of RETENTION_BATCH, yielding between them. Returns how many.
+   */
+  async removeExpired(days: number): Promise<number> {
+    if (days <= 0) return 0;
+    const cutoff = new Date(this.clock().getTime() - days * 24 * 60 * 60 * 1000);
+    let total = 0;
+    for (;;) {
+      const removed = await this.repository.removeOlderThan(cutoff, RETENTION_BATCH);
+      total += removed;
+      if (removed < RETENTION_BATCH) break;
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    if (total > 0) this.logger.info({ removed: total, days }, 'notifications past their retention removed');
+    return total;
   }
 
   /** Idempotent: one notification per collection however often its event is delivered. */

@@ -34,6 +34,15 @@ export function subjectKeyOf(n: Notification): string {
   return n.kind === 'verification' ? `verification:${n.verificationId}` : `collection:${n.collectionId}`;
 }
 
+/** A deleted thing notifications may be about. */
+export type DeletedSubject = { kind: 'card'; cardId: string } | { kind: 'collection'; collectionId: string };
+
+/** The key under which a deletion is remembered: the thing a notification is about (its card or collection). */
+export function aboutKeyOf(n: Notification | DeletedSubject): string {
+  if (n.kind === 'verification' || n.kind === 'card') return `card:${n.cardId}`;
+  return `collection:${n.collectionId}`;
+}
+
 /** Scores outside 0-100 (a misbehaving producer) are clamped rather than stored as nonsense. */
 export function clampScore(score: number): number {
   if (!Number.isFinite(score)) return 0;

@@ -1,4 +1,4 @@
-import type { Notification } from './model';
+import type { DeletedSubject, Notification } from './model';
 
 /** One page of a user's notifications, newest first. */
 export interface NotificationPage {
@@ -33,10 +33,20 @@ export interface NotificationRepository {
   /** Marks every unread notification of the user read; returns how many changed. */
   markAllRead(userId: string, at: Date): Promise<number>;
   /**
-   * A marker of the user's list: how many notifications they have and how many of those are read. Notifications
-   * are never removed and only go from unread to read, so every change of the list (one added, one or all marked
-   * read) changes it, and an unchanged marker means an unchanged list.
+   * A marker of the user's list: how many notifications they have, how many of those are read, and how many of theirs
+   * were ever removed. Notifications only go from unread to read and removals only add up, so every change of the list
+   * (one added, removed, one or all marked read) changes it, and an unchanged marker means an unchanged list.
    */
   listVersionForUser(userId: string): Promise<string>;
+  /**
+   * The card or collection was deleted: removes the notifications about it, and from then on add() refuses one about
+   * it (an event announcing it may arrive after the deletion's, on another topic). Returns how many were removed.
+   */
+  removeAbout(subject: DeletedSubject, at: Date): Promise<number>;
+  /**
+   * Removes at most `limit` notifications created before `cutoff` (the retention), oldest first, and forgets
+   * deletions recorded before it. Returns how many notifications were removed.
+   */
+  removeOlderThan(cutoff: Date, limit: number): Promise<number>;
   close(): Promise<void>;
 }

@@ -15,7 +15,8 @@ function decode<T>(decoder: { decode(bytes: Uint8Array): T }, payload: Uint8Arra
 }
 
 /**
- * Turns card-verified and collection-created events into notifications. Delivery is at-least-once;
+ * Turns card-verified and collection-created events into notifications, and removes those about a card or collection
+ * when its deletion event comes. Delivery is at-least-once;
  * the service's store makes a redelivery a no-op. Store failures throw, so the bus retries.
  * Verifications are taken from cards.verification.v1 (the results cards kept), not from search's announcement: a
  * result for a link the card no longer has (changed while its page was checked) must not notify, and only cards, where
@@ -24,7 +25,7 @@ function decode<T>(decoder: { decode(bytes: Uint8Array): T }, payload: Uint8Arra
 export function subscribeNotificationConsumers(bus: EventBus, service: NotificationService, logger: Logger): Promise<Subscription> {
   return bus.subscribe({
     group: NOTIFICATIONS_CONSUMER_GROUP,
-    topics: [Topics.keptVerification, Topics.collection],
+    topics: [Topics.keptVerification, Topics.collection, Topics.card],
     handler: async (event) => {
       if (event.topic === Topics.keptVerification) {
         const verified = decode(events.CardVerified, event.payload, logger, event.topic);
@@ -38,9 +39,17 @@ export function subscribeNotificationConsumers(bus: EventBus, service: Notificat
         });
       } else if (event.topic === Topics.collection) {
         const collection = decode(events.CollectionEvent, event.payload, logger, event.topic);
+        if (collection?.kind?.$case === 'deleted') {
+          if (collection.kind.value.collectionId) await service.recordDeleted({ kind: 'collection', collectionId: collection.kind.value.collectionId.toLowerCase() });
+          return;
+        }
         if (collection?.kind?.$case !== 'created') return;
         const created = collection.kind.value;
         await service.recordCollectionCreated({ eventId: collection.eventId, collectionId: created.collectionId, authorId: created.authorId });
+      } else if (event.topic === Topics.card) {
+        // Only deletions matter here: a deleted card's verification notifications would lead to a missing card.
+        const card = decode(events.CardEvent, event.payload, logger, event.topic);
+        if (card?.kind?.$case === 'deleted' && card.kind.value.cardId) await service.recordDeleted({ kind: 'card', cardId: card.kind.value.cardId.toLowerCase() });
       }
     },
   });

@@ -1,6 +1,6 @@
 import { MongoServerError, ObjectId, type Collection, type Filter } from 'mongodb';
 import { InvalidArgumentError, pageOfRows, type MongoConnection } from '@cards/platform';
-import { subjectKeyOf, type Notification } from '../../domain/model';
+import { aboutKeyOf, subjectKeyOf, type DeletedSubject, type Notification } from '../../domain/model';
 import type { NotificationPage, NotificationRepository } from '../../domain/ports';
 
 /** One document per notification; _id is an ObjectId so equal creation times still list in insertion order. */
@@ -70,6 +70,18 @@ function parseCursor(cursor: string): { createdAt: Date; id: ObjectId } {
   return { createdAt: new Date(Number(match[1])), id: new ObjectId(match[2]!) };
 }
 
+/** A deleted card or collection: a late notification about it is refused (removeAbout). */
+interface DeletedSubjectDocument {
+  _id: string;
+  deletedAt: Date;
+}
+
+/** How many of a user's notifications were ever removed, for the list's version. */
+interface UserRemovalsDocument {
+  _id: string;
+  removed: number;
+}
+
 const isDuplicateKey = (err: unknown) => err instanceof MongoServerError && err.code === 11000;
 
 /**
@@ -82,6 +94,14 @@ export class MongoNotificationRepository implements NotificationRepository {
     private readonly notifications: Collection<NotificationDocument>,
   ) {}
 
+  private get deletedSubjects() {
+    return this.connection.db.collection<DeletedSubjectDocument>('deleted_subjects');
+  }
+
+  private get userRemovals() {
+    return this.connection.db.collection<UserRemovalsDocument>('user_removals');
+  }
+
   static async open(connection: MongoConnection): Promise<MongoNotificationRepository> {
     const notifications = connection.db.collection<NotificationDocument>('notifications');
     await notifications.createIndexes([
@@ -89,18 +109,54 @@ export class MongoNotificationRepository implements NotificationRepository {
       { key: { sourceEventId: 1 }, name: 'source_event', unique: true },
       { key: { subjectKey: 1 }, name: 'subject', unique: true },
       { key: { userId: 1, createdAt: -1, _id: -1 }, name: 'user_newest' },
+      { key: { cardId: 1 }, name: 'card', partialFilterExpression: { kind: 'verification' } },
+      { key: { collectionId: 1 }, name: 'collection', partialFilterExpression: { kind: 'collection_created' } },
+      { key: { createdAt: 1, _id: 1 }, name: 'oldest' },
     ]);
+    await connection.db.collection<DeletedSubjectDocument>('deleted_subjects').createIndex({ deletedAt: 1 }, { name: 'deleted_at' });
     return new MongoNotificationRepository(connection, notifications);
   }
 
   async add(n: Notification): Promise<boolean> {
+    const about = aboutKeyOf(n);
+    if (await this.deletedSubjects.findOne({ _id: about })) return false;
+    const doc = toPrimitives(n);
     try {
-      await this.notifications.insertOne(toPrimitives(n));
-      return true;
+      await this.notifications.insertOne(doc);
     } catch (err) {
       if (isDuplicateKey(err)) return false;
       throw err;
     }
+    // Deleted meanwhile (its removal ran between the check and the insert): not kept either.
+    if (await this.deletedSubjects.findOne({ _id: about })) {
+      await this.removeDocuments([{ _id: doc._id, userId: doc.userId }]);
+      return false;
+    }
+    return true;
+  }
+
+  async removeAbout(subject: DeletedSubject, at: Date): Promise<number> {
+    await this.deletedSubjects.updateOne({ _id: aboutKeyOf(subject) }, { $setOnInsert: { deletedAt: at } }, { upsert: true });
+    const filter: Filter<NotificationDocument> = subject.kind === 'card' ? { kind: 'verification', cardId: subject.cardId } : { kind: 'collection_created', collectionId: subject.collectionId };
+    const docs = await this.notifications.find(filter, { projection: { _id: 1, userId: 1 } }).toArray();
+    return this.removeDocuments(docs);
+  }
+
+  async removeOlderThan(cutoff: Date, limit: number): Promise<number> {
+    const forgotten = await this.deletedSubjects.find({ deletedAt: { $lt: cutoff } }, { projection: { _id: 1 } }).limit(limit).toArray();
+    if (forgotten.length > 0) await this.deletedSubjects.deleteMany({ _id: { $in: forgotten.map((d) => d._id) } });
+    const docs = await this.notifications.find({ createdAt: { $lt: cutoff } }, { projection: { _id: 1, userId: 1 } }).sort({ createdAt: 1, _id: 1 }).limit(limit).toArray();
+    return this.removeDocuments(docs);
+  }
+
+  /** Deletes the documents, each user's removal counted first (a version read meanwhile never shows an unremoved list as changed back). */
+  private async removeDocuments(docs: Pick<NotificationDocument, '_id' | 'userId'>[]): Promise<number> {
+    if (docs.length === 0) return 0;
+    const perUser = new Map<string, number>();
+    for (const d of docs) perUser.set(d.userId, (perUser.get(d.userId) ?? 0) + 1);
+    await this.userRemovals.bulkWrite([...perUser].map(([userId, n]) => ({ updateOne: { filter: { _id: userId }, update: { $inc: { removed: n } }, upsert: true } })));
+    const result = await this.notifications.deleteMany({ _id: { $in: docs.map((d) => d._id) } });
+    return result.deletedCount;
   }
 
   async listForUser(userId: string): Promise<Notification[]> {
@@ -136,7 +192,9 @@ export class MongoNotificationRepository implements NotificationRepository {
   async listVersionForUser(userId: string): Promise<string> {
     const total = await this.notifications.countDocuments({ userId });
     const read = await this.notifications.countDocuments({ userId, userRead: true });
-    return `${total}.${read}`;
+    const removed = (await this.userRemovals.findOne({ _id: userId }))?.removed ?? 0;
+    // Unchanged for a user none of whose notifications was ever removed: their clients' tags stay valid.
+    return removed ? `${total}.${read}.${removed}` : `${total}.${read}`;
   }
 
   async close(): Promise<void> {

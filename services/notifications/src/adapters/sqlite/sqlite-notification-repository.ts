@@ -1,5 +1,5 @@
 import { InvalidArgumentError, openSqlite, pageOfRows, type SqliteDatabase } from '@cards/platform';
-import { subjectKeyOf, type Notification } from '../../domain/model';
+import { aboutKeyOf, subjectKeyOf, type DeletedSubject, type Notification } from '../../domain/model';
 import type { NotificationPage, NotificationRepository } from '../../domain/ports';
 
 const MIGRATIONS = [
@@ -14,6 +14,14 @@ const MIGRATIONS = [
      source_event_id TEXT NOT NULL UNIQUE,
      subject_key TEXT NOT NULL UNIQUE);
    CREATE INDEX notifications_user_newest ON notifications(user_id, created_at DESC, seq DESC);`,
+  // Removal (deleted cards and collections, retention): what was deleted, so a late notification about it is refused,
+  // and how many of each user's were removed, for the list's version.
+  `CREATE INDEX notifications_card ON notifications(card_id) WHERE card_id IS NOT NULL;
+   CREATE INDEX notifications_collection ON notifications(collection_id) WHERE collection_id IS NOT NULL;
+   CREATE INDEX notifications_created ON notifications(created_at, seq);
+   CREATE TABLE deleted_subjects (about_key TEXT PRIMARY KEY, deleted_at TEXT NOT NULL);
+   CREATE INDEX deleted_subjects_at ON deleted_subjects(deleted_at);
+   CREATE TABLE user_removals (user_id TEXT PRIMARY KEY, removed INTEGER NOT NULL);`,
 ];
 
 interface NotificationRow {
@@ -98,11 +106,41 @@ export class SqliteNotificationRepository implements NotificationRepository {
     const result = this.db
       .prepare(
         `INSERT INTO notifications (id, user_id, kind, card_id, verification_id, similarity_score, collection_id, user_read, created_at, updated_at, source_event_id, subject_key)
-         VALUES (@id, @user_id, @kind, @card_id, @verification_id, @similarity_score, @collection_id, @user_read, @created_at, @updated_at, @source_event_id, @subject_key)
+         SELECT @id, @user_id, @kind, @card_id, @verification_id, @similarity_score, @collection_id, @user_read, @created_at, @updated_at, @source_event_id, @subject_key
+         WHERE NOT EXISTS (SELECT 1 FROM deleted_subjects WHERE about_key = @about_key)
          ON CONFLICT DO NOTHING`,
       )
-      .run(toPrimitives(n));
+      .run({ ...toPrimitives(n), about_key: aboutKeyOf(n) });
     return result.changes > 0;
+  }
+
+  async removeAbout(subject: DeletedSubject, at: Date): Promise<number> {
+    const [column, id] = subject.kind === 'card' ? ['card_id', subject.cardId] : ['collection_id', subject.collectionId];
+    return this.db.transaction(() => {
+      this.db.prepare('INSERT INTO deleted_subjects (about_key, deleted_at) VALUES (?, ?) ON CONFLICT DO NOTHING').run(aboutKeyOf(subject), at.toISOString());
+      const rows = this.db.prepare(`SELECT seq, user_id FROM notifications WHERE ${column} = ?`).all(id) as { seq: number; user_id: string }[];
+      return this.removeRows(rows);
+    })();
+  }
+
+  async removeOlderThan(cutoff: Date, limit: number): Promise<number> {
+    const before = cutoff.toISOString();
+    return this.db.transaction(() => {
+      this.db.prepare('DELETE FROM deleted_subjects WHERE about_key IN (SELECT about_key FROM deleted_subjects WHERE deleted_at < ? LIMIT ?)').run(before, limit);
+      const rows = this.db.prepare('SELECT seq, user_id FROM notifications WHERE created_at < ? ORDER BY created_at, seq LIMIT ?').all(before, limit) as { seq: number; user_id: string }[];
+      return this.removeRows(rows);
+    })();
+  }
+
+  /** Deletes the rows and counts them as removed for their users (the list's version); inside a transaction. */
+  private removeRows(rows: { seq: number; user_id: string }[]): number {
+    const remove = this.db.prepare('DELETE FROM notifications WHERE seq = ?');
+    const count = this.db.prepare('INSERT INTO user_removals (user_id, removed) VALUES (?, 1) ON CONFLICT (user_id) DO UPDATE SET removed = removed + 1');
+    for (const row of rows) {
+      remove.run(row.seq);
+      count.run(row.user_id);
+    }
+    return rows.length;
   }
 
   async listForUser(userId: string): Promise<Notification[]> {
@@ -134,8 +172,11 @@ export class SqliteNotificationRepository implements NotificationRepository {
   }
 
   async listVersionForUser(userId: string): Promise<string> {
-    const row = this.db.prepare('SELECT count(*) AS total, coalesce(sum(user_read), 0) AS read FROM notifications WHERE user_id = ?').get(userId) as { total: number; read: number };
-    return `${row.total}.${row.read}`;
+    const row = this.db
+      .prepare('SELECT count(*) AS total, coalesce(sum(user_read), 0) AS read, (SELECT removed FROM user_removals WHERE user_id = @userId) AS removed FROM notifications WHERE user_id = @userId')
+      .get({ userId }) as { total: number; read: number; removed: number | null };
+    // Unchanged for a user none of whose notifications was ever removed: their clients' tags stay valid.
+    return row.removed ? `${row.total}.${row.read}.${row.removed}` : `${row.total}.${row.read}`;
   }
 
   async close(): Promise<void> {

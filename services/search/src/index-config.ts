@@ -32,6 +32,11 @@ export const searchIndexConfigFields = {
   WORD_VECTORS_CACHE_DIR: z.string().default(join(tmpdir(), 'card-library-word-vectors')),
   /** Scopes up to this many cards are ranked by exact cosine; larger ones by sign codes then exact re-ranking. */
   SEARCH_EXACT_SCAN_LIMIT: envInt(20_000),
+  /**
+   * Hours after which the index forgets its order markers (removed cards' tombstones, removed bookmarks); 0 keeps them.
+   * At least the event retention (EVENT_LOG_UNCONSUMED_RETENTION_HOURS, 720; Kafka: the card and bookmark topics' retention.ms).
+   */
+  SEARCH_MARKER_RETENTION_HOURS: envInt(720),
   ELASTICSEARCH_URL: envUrl(),
   KAFKA_BROKERS: z.string().optional(),
 };

@@ -7,6 +7,7 @@ import { SqliteCardIndex } from './adapters/sqlite/sqlite-card-index';
 import { ElasticsearchCardIndex, redactUrl } from './adapters/elasticsearch/elasticsearch-card-index';
 import { WinkGloveEmbedder } from './adapters/wink/wink-glove-embedder';
 import { IndexProjector } from './application/index-projector';
+import { pruneOrderMarkers } from './application/marker-retention';
 import { SearchService } from './application/search-service';
 import type { Embedder } from './domain/ports';
 import { searchHandlers } from './grpc/search-handlers';
@@ -97,6 +98,12 @@ export async function startSearch(env: Record<string, string | undefined> = proc
     handler: (event) => projector.handle(event),
     batchHandler: (events) => projector.handleBatch(events),
   });
+  // Order markers past the event retention: at start (once the index is loaded), then hourly; a failed pass is retried at the next.
+  const pruneMarkers = () =>
+    void pruneOrderMarkers(index, config.SEARCH_MARKER_RETENTION_HOURS, new Date(), logger).catch((err: unknown) => logger.warn({ err }, 'forgetting old search index markers failed; tried again in an hour'));
+  pruneMarkers();
+  const markerPruner = setInterval(pruneMarkers, 60 * 60 * 1000);
+  markerPruner.unref();
   const verification = await startVerificationWorker({ config, dataDir: config.DATA_DIR, kafkaBrokers: env.KAFKA_BROKERS || undefined, logger });
   const grpc = await startGrpcServer({
     name: 'search.v1.SearchService',
@@ -111,6 +118,7 @@ export async function startSearch(env: Record<string, string | undefined> = proc
     name: 'search',
     address: grpc.address,
     async stop() {
+      clearInterval(markerPruner);
       await grpc.shutdown();
       // Together: closing the bus abandons an announcement (search.index.v1) the indexing handler is still sending to
       // brokers that are down, which closing the subscription alone would wait out; its event, not committed, is

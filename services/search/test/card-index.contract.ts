@@ -684,6 +684,27 @@ export function describeCardIndexContract(name: string, factory: () => Promise<C
       expect((await index.matchText('glaciers', everything(), firstPage)).total).toBe(0);
     });
 
+    test('order markers older than the cutoff are forgotten (pruneMarkers), at most the limit; younger ones keep their order', async () => {
+      const collection = randomUUID();
+      const [oldGone, youngGone, bookmarked, stillOut] = [aCard().build(), aCard().build(), aCard().build(), aCard().build()];
+      for (const card of [oldGone, youngGone, bookmarked, stillOut]) await index.upsert(card);
+      await index.remove(oldGone.cardId, new Date('2020-01-02T00:00:00Z'));
+      await index.remove(youngGone.cardId, new Date('2020-03-01T00:00:00Z'));
+      await index.setBookmark(collection, bookmarked.cardId, false, new Date('2020-01-03T00:00:00Z'));
+      await index.setBookmark(collection, stillOut.cardId, false, new Date('2020-03-02T00:00:00Z'));
+      const cutoff = new Date('2020-02-01T00:00:00Z');
+      expect(await index.pruneMarkers(cutoff, 1)).toBe(1);
+      expect(await index.pruneMarkers(cutoff, 10)).toBe(1);
+      expect(await index.pruneMarkers(cutoff, 10)).toBe(0);
+      // Past the retention no event older than a forgotten marker arrives; one that did would apply, as here.
+      expect(await index.upsert({ ...oldGone, updatedAt: new Date('2020-01-01T00:00:00Z') })).toBe(true);
+      // The younger markers still keep older events out.
+      expect(await index.upsert({ ...youngGone, updatedAt: new Date('2020-01-01T00:00:00Z') })).toBe(false);
+      await index.setBookmark(collection, stillOut.cardId, true, new Date('2020-03-01T00:00:00Z'));
+      const scope = { ...everything(), collectionId: collection };
+      expect((await index.nearest(axis(0), scope, firstPage)).hits.map((h) => h.cardId)).toEqual([]);
+    });
+
     test("a bookmark of the owner's private card is searchable by the owner only, in both searches, as soon as it is applied", async () => {
       // The e2e collection search on Elasticsearch asked once, right after its public bookmarks showed: the private
       // one must be there as soon as its event is applied, whether its bookmark comes after the card or before it.

@@ -44,6 +44,12 @@ export interface CardIndex {
    */
   setBookmark(collectionId: string, cardId: string, added: boolean, at: Date): Promise<void>;
   /**
+   * Forgets at most `limit` of the markers that only keep event order right (a removed card's tombstone, a removed
+   * bookmark) whose time is before `before`: no event older than them can still arrive (the event retention). A late
+   * event older than a forgotten marker would apply again. Returns how many were forgotten.
+   */
+  pruneMarkers(before: Date, limit: number): Promise<number>;
+  /**
    * Runs `apply`, which may call the write methods above, concurrently for different cards, and resolves once every
    * write it made is searchable. Each write method alone is searchable when it resolves; an adapter that makes writes
    * visible with a costly step (an Elasticsearch refresh) takes that step once per batch instead of once per write.

@@ -522,6 +522,29 @@ export class ElasticsearchCardIndex implements CardIndex {
     if (deleted) await this.makeSearchable(this.names.cards);
   }
 
+  async pruneMarkers(before: Date, limit: number): Promise<number> {
+    await this.ready();
+    const at = before.getTime();
+    const tombstones = await this.deleteMatching(this.names.removed, { range: { removed_at: { lt: at } } }, limit);
+    if (tombstones >= limit) return tombstones;
+    // Removed bookmarks change no search (a card's collections are the added ones): no refresh of the cards needed.
+    return tombstones + (await this.deleteMatching(this.names.bookmarks, { bool: { filter: [{ term: { added: false } }, { range: { at: { lt: at } } }] } }, limit - tombstones));
+  }
+
+  /**
+   * Deletes at most `limit` documents matching `query`, each only as it was found (if_seq_no): one rewritten meanwhile
+   * (a bookmark added again) stays. Search, then bulk delete: no delete_by_query, which a node without the reindex
+   * module lacks.
+   */
+  private async deleteMatching(index: string, query: estypes.QueryDslQueryContainer, limit: number): Promise<number> {
+    await this.client.indices.refresh({ index });
+    const found = await this.client.search({ index, query, size: limit, _source: false, seq_no_primary_term: true });
+    const hits = found.hits.hits.filter((h) => h._id !== undefined && h._seq_no !== undefined && h._primary_term !== undefined);
+    if (hits.length === 0) return 0;
+    const result = await this.client.bulk({ operations: hits.map((h) => ({ delete: { _index: index, _id: h._id!, if_seq_no: h._seq_no!, if_primary_term: h._primary_term! } })) });
+    return result.items.filter((item) => item.delete?.result === 'deleted').length;
+  }
+
   async setBookmark(collectionId: string, cardId: string, added: boolean, at: Date): Promise<void> {
     await this.ready();
     // A removed card's bookmarks were deleted with it (and it never comes back): a late event leaves none behind.

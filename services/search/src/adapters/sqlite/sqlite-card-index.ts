@@ -37,6 +37,9 @@ const MIGRATIONS = [
   `CREATE INDEX cards_collisions ON cards (collision_of) WHERE collision_of IS NOT NULL;`,
   // The card's created_at, which breaks ties between equal scores (compareTies); NULL on rows stored before, until a reindex.
   `ALTER TABLE cards ADD COLUMN created_at INTEGER;`,
+  // Order markers (tombstones, removed bookmarks) are forgotten once older than the event retention (pruneMarkers).
+  `CREATE INDEX removed_cards_at ON removed_cards (removed_at);
+   CREATE INDEX bookmarks_removed_at ON bookmarks (at) WHERE added = 0;`,
 ];
 
 export interface SqliteCardIndexOptions {
@@ -206,6 +209,19 @@ export class SqliteCardIndex implements CardIndex {
     this.collisions.delete(cardId);
     this.unslot(cardId);
     for (const { collection_id } of holding) this.applyBookmarkInMemory(collection_id, cardId, false);
+  }
+
+  async pruneMarkers(before: Date, limit: number): Promise<number> {
+    await this.loaded;
+    const at = before.getTime();
+    // Removed bookmarks are not in memory (only added ones are): deleting their rows changes no search.
+    return this.db.transaction(() => {
+      const tombstones = this.db.prepare('DELETE FROM removed_cards WHERE card_id IN (SELECT card_id FROM removed_cards WHERE removed_at < ? LIMIT ?)').run(at, limit).changes;
+      const bookmarks = this.db
+        .prepare('DELETE FROM bookmarks WHERE rowid IN (SELECT rowid FROM bookmarks WHERE added = 0 AND at < ? LIMIT ?)')
+        .run(at, Math.max(0, limit - tombstones)).changes;
+      return tombstones + bookmarks;
+    })();
   }
 
   /** Writes are searchable as soon as they return here: a batch is just its writes. */

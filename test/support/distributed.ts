@@ -2,6 +2,7 @@
 // (and events over whatever bus the environment selects), the gateway in front. Chosen by
 // SYSTEM_TOPOLOGY=distributed (see startSystem in ./service.ts); the default stays the all-in-one.
 import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { RunningSystem } from './service';
@@ -37,7 +38,15 @@ interface Child {
  */
 export async function startDistributedSystem(start: DistributedStart): Promise<RunningSystem> {
   const { root, dataDir, port } = start;
-  const env = { ...start.env, DATA_DIR: dataDir, ...(await loopbackTopologyEnv()), PORT: String(port), HOST: '127.0.0.1' };
+  const env = {
+    ...start.env,
+    DATA_DIR: dataDir,
+    ...(await loopbackTopologyEnv()),
+    PORT: String(port),
+    HOST: '127.0.0.1',
+    // files refuses downloads without one; gateway and files share it, as the all-in-one's per-start token.
+    FILES_INTERNAL_TOKEN: start.env.FILES_INTERNAL_TOKEN || randomBytes(32).toString('base64url'),
+  };
   const logs: string[] = [];
   let logLength = 0;
   const children: Child[] = SERVICES.map((name) => {

@@ -11,7 +11,10 @@ export const filesConfigSchema = z
     /** Internal raw-download endpoint the gateway proxies to. */
     FILES_HTTP_HOST: z.string().default('127.0.0.1'),
     FILES_HTTP_PORT: envInt(50064),
-    /** Shared secret the gateway presents to the download endpoint; required when it listens beyond loopback. */
+    /**
+     * Shared secret the gateway presents to the download endpoint; required when it listens beyond loopback. Unset (on
+     * loopback): the endpoint refuses every download, as any local process could otherwise name a file's owner.
+     */
     FILES_INTERNAL_TOKEN: z
       .string()
       .optional()

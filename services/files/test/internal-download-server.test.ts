@@ -100,3 +100,25 @@ describe('internal download server while its token is rotated', () => {
     }
   });
 });
+
+describe('internal download server without FILES_INTERNAL_TOKEN', () => {
+  it('refuses every request, loopback or not, and says so at start naming the variable', async () => {
+    const lines: string[] = [];
+    const logger = createLogger('files-test', 'info', { write: (line: string) => void lines.push(line) });
+    const open = await startInternalDownloadServer({ host: '127.0.0.1', port: 0, acceptedTokens: [], service, logger });
+    try {
+      expect(lines.join('')).toMatch(/FILES_INTERNAL_TOKEN is not set: the internal download endpoint refuses every request/);
+      const owner = newId();
+      const file = await service.upload({ callerId: owner, fileName: 'mine.pdf', mimeType: 'application/pdf', private: true, tags: [], bytes: pdf });
+      // Any local process naming the owner in x-caller-id was served the private file before.
+      const attempts: Array<Record<string, string>> = [{ 'x-caller-id': owner }, { 'x-caller-id': owner, 'x-files-internal-token': '' }, {}];
+      for (const headers of attempts) {
+        const res = await fetch(`http://127.0.0.1:${open.port}/files/${file.id}`, { headers });
+        expect({ headers, status: res.status }).toEqual({ headers, status: 401 });
+        expect(await res.json()).toEqual({ message: 'No internal token configured (FILES_INTERNAL_TOKEN): downloads are refused' });
+      }
+    } finally {
+      await open.close();
+    }
+  });
+});

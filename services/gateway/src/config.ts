@@ -48,7 +48,7 @@ export const gatewayConfigSchema = z.object({
   SEARCH_SERVICE_ADDR: envAddress('127.0.0.1:50053'),
   FILES_SERVICE_ADDR: envAddress('127.0.0.1:50054'),
   FILES_HTTP_ADDR: envAddress('127.0.0.1:50064'),
-  /** The shared secret sent to the files service's download endpoint (its FILES_INTERNAL_TOKEN); unset: none sent. */
+  /** The shared secret sent to the files service's download endpoint (its FILES_INTERNAL_TOKEN); unset: none sent, and files refuses every download. */
   FILES_INTERNAL_TOKEN: z
     .string()
     .optional()

@@ -51,6 +51,10 @@ export async function startGateway(env: Record<string, string | undefined> = pro
   // still waited out its reconnect backoff, so /healthz said 200 while every call to that peer was answered 503.
   const healthClients = Object.entries(channels).map(([name, channel]) => ({ name, client: createClient(health.HealthDefinition, channel) }));
   const metrics = createMetrics();
+  if (!config.FILES_INTERNAL_TOKEN) {
+    // files refuses every download without one (loopback alone is not trusted): say so here too.
+    logger.warn('FILES_INTERNAL_TOKEN is not set: the files service refuses the downloads passed to it; set the same FILES_INTERNAL_TOKEN (>= 16 characters) on gateway and files (the all-in-one makes one per start)');
+  }
   const app = createGatewayApp({
     clients,
     metrics,

@@ -13,7 +13,8 @@ export interface InternalDownloadServerOptions {
   port: number;
   /**
    * Tokens a request may carry in x-files-internal-token: the current one first, then any also accepted while a
-   * rotation rolls out. Empty: no token asked for (loopback only).
+   * rotation rolls out. Empty (FILES_INTERNAL_TOKEN unset): every request is refused, since any local process could
+   * otherwise fetch any private file by naming its owner in x-caller-id; the all-in-one makes one per start.
    */
   acceptedTokens: readonly string[];
   service: FilesService;
@@ -29,13 +30,13 @@ export function contentDisposition(fileName: string): string {
 
 /**
  * The raw download endpoint the gateway proxies to: GET /files/<id> streams the stored bytes with
- * their MIME type and Content-Disposition. Not a public door: it listens on loopback unless a shared
- * token is configured (then every request must present it), and it re-checks the caller's visibility
- * from the x-caller-id header the gateway sets after resolving the session.
+ * their MIME type and Content-Disposition. Not a public door: every request must present a shared token
+ * (without one configured, none is served: loopback alone is not trusted), and it re-checks the caller's
+ * visibility from the x-caller-id header the gateway sets after resolving the session.
  */
 export async function startInternalDownloadServer(options: InternalDownloadServerOptions): Promise<{ server: Server; port: number; close(): Promise<void> }> {
   const { service, logger } = options;
-  const tokenRequired = options.acceptedTokens.length > 0;
+  const tokenConfigured = options.acceptedTokens.length > 0;
   const tokenAccepted = internalTokenCheck(options.acceptedTokens);
   const server = createServer((req, res) => {
     const send = (status: number, message: string) => {
@@ -46,7 +47,8 @@ export async function startInternalDownloadServer(options: InternalDownloadServe
       res.writeHead(status, { 'content-type': 'application/json; charset=utf-8' });
       res.end(JSON.stringify({ message }));
     };
-    if (tokenRequired && !tokenAccepted(req.headers[INTERNAL_TOKEN_HEADER])) return send(401, 'Missing or wrong internal token');
+    if (!tokenConfigured) return send(401, 'No internal token configured (FILES_INTERNAL_TOKEN): downloads are refused');
+    if (!tokenAccepted(req.headers[INTERNAL_TOKEN_HEADER])) return send(401, 'Missing or wrong internal token');
     const match = /^\/files\/([^/?]+)(?:\?.*)?$/.exec(req.url ?? '');
     if (req.method !== 'GET' && req.method !== 'HEAD') return send(405, 'Only GET');
     if (!match || !isUuid(match[1])) return send(404, 'No such route');
@@ -86,7 +88,12 @@ export async function startInternalDownloadServer(options: InternalDownloadServe
     server.listen(options.port, options.host, () => resolve());
   });
   const port = (server.address() as { port: number }).port;
-  logger.info({ host: options.host, port, access: tokenRequired ? `internal token required (${options.acceptedTokens.length} accepted)` : 'loopback only, no token' }, 'internal download server listening');
+  if (tokenConfigured) logger.info({ host: options.host, port, access: `internal token required (${options.acceptedTokens.length} accepted)` }, 'internal download server listening');
+  else
+    logger.warn(
+      { host: options.host, port },
+      'FILES_INTERNAL_TOKEN is not set: the internal download endpoint refuses every request, so file downloads fail; set the same FILES_INTERNAL_TOKEN (>= 16 characters) on files and gateway (the all-in-one makes one per start)',
+    );
   return {
     server,
     port,

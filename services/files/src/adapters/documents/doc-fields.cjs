@@ -3,6 +3,15 @@
 'use strict';
 
 const FIELD_MARKS = /[\x13\x14\x15]/g;
+/** A HYPERLINK field's instruction (its first run: a nested field in it makes no link), with an http(s) target. */
+const HYPERLINK_INSTRUCTION = /^\s*HYPERLINK\s+"(https?:\/\/[^"\s]+)"/i;
+/**
+ * The marks of a hyperlink's shown text (`linkMarks`): LINK_START, its target, LINK_TARGET_END, the shown text, LINK_END.
+ * Private-use characters, which the worker makes deleted text where the document holds them (withoutDocMarks).
+ */
+const LINK_START = '\ue030';
+const LINK_TARGET_END = '\ue032';
+const LINK_END = '\ue031';
 
 /**
  * A .doc's text with each field showing its result (MS-DOC 2.8.25: 0x13 starts a field, 0x14 ends its instruction, 0x15
@@ -15,8 +24,12 @@ const FIELD_MARKS = /[\x13\x14\x15]/g;
  * that ends well marks its runs from its start to its 0x14 (or to its end, without one) as left out, and the runs left
  * are joined once. (The first version took out the innermost fields on each pass until none was left, time quadratic in
  * the nesting: a 170 KB .doc of 40,000 nested fields held a parser worker 17 s, 816 KB more than its 120 s limit.)
+ *
+ * With `linkMarks`, a HYPERLINK field's result to an http(s) target is wrapped in LINK_START + target + LINK_TARGET_END
+ * and LINK_END, so the reading puts the link where the field stands (by its shown text alone, it went to the first
+ * paragraph showing those words); only the instruction's first run is read, so the pass stays linear.
  */
-function withFieldResults(raw) {
+function withFieldResults(raw, { linkMarks = false } = {}) {
   FIELD_MARKS.lastIndex = 0;
   if (!FIELD_MARKS.test(raw)) return raw;
   const runs = [];
@@ -35,8 +48,21 @@ function withFieldResults(raw) {
       runs.push(mark);
     } else if (mark === '\x14') {
       if (field) {
-        if (field.separator < 0 && !field.broken) field.separator = runs.length;
-        else field.broken = true;
+        if (field.separator < 0 && !field.broken) {
+          field.separator = runs.length;
+          runs.push(mark);
+          // The place of the link's start mark, filled when the field ends well.
+          if (linkMarks) {
+            const instruction = runs[field.start + 1];
+            const link = field.separator === field.start + 2 && instruction !== undefined ? HYPERLINK_INSTRUCTION.exec(instruction.slice(0, 2048)) : null;
+            if (link) {
+              field.link = { url: link[1], at: runs.length };
+              runs.push('');
+            }
+          }
+          continue;
+        }
+        field.broken = true;
       }
       runs.push(mark);
     } else if (!field) {
@@ -47,7 +73,13 @@ function withFieldResults(raw) {
         // Its marks stay, inside the field around it too.
         runs.push(mark);
         if (open.length > 0) open[open.length - 1].broken = true;
-      } else leftOut.push(field.start, field.separator < 0 ? runs.length - 1 : field.separator);
+      } else {
+        leftOut.push(field.start, field.separator < 0 ? runs.length - 1 : field.separator);
+        if (field.link) {
+          runs[field.link.at] = `${LINK_START}${field.link.url}${LINK_TARGET_END}`;
+          runs.push(LINK_END);
+        }
+      }
     }
   }
   if (from < raw.length) runs.push(raw.slice(from));
@@ -66,4 +98,4 @@ function withFieldResults(raw) {
   return kept.join('');
 }
 
-module.exports = { withFieldResults };
+module.exports = { withFieldResults, LINK_START, LINK_TARGET_END, LINK_END };

@@ -1,5 +1,5 @@
 import { InvalidArgumentError } from '@cards/platform';
-import type { DocumentBlock, DocumentFormat, ParsedDocument } from '../../domain/model';
+import type { DocumentBlock, DocumentFormat, ListPlace, ParsedDocument } from '../../domain/model';
 import { PASSWORD_PROTECTED } from '../../domain/document-format';
 import { hasVisibleText, TABLE_CELL_SEPARATOR } from '@cards/card-rules';
 import { escapeHtml } from '../../domain/card-splitter';
@@ -163,78 +163,182 @@ export function boundedBlocks(blocks: DocumentBlock[], partsLength: number): Doc
 }
 
 /**
- * word-extractor gives the body text with one paragraph per line and drops field codes, so the
- * hyperlink targets are recovered from the HYPERLINK field instructions in the raw file and attached
- * to the paragraph that shows their text, anchored at the word where it shows it. The worker's text (word-documents.mjs
- * wordText) keeps Word's marks the reading needs: a table cell's end (0x07; a row is one line, its cells ending so), a
- * line break (0x0B: Shift+Enter, or a paragraph's end inside a cell), an inner table's cell lines, cell ends and row ends
- * (DOC_INNER_*: a table inside a cell) and a heading's end (DOC_HEADING_END + its level, from the paragraph's style or
- * outline level). A heading paragraph is a heading block, as a .docx "Heading n" is. A row is one paragraph of its cells
- * separated by TABLE_CELL_SEPARATOR, an empty cell's too, as the other readers write a row (block-collector.ts); a row
- * holding a table in a cell is read through blocksFromHtml as the .docx reading reads mammoth's table (the inner rows
- * paragraphs of their own). A line break is a <br> in the block's HTML (a space in its text), as a cell's lines are; in a
- * paragraph holding a hyperlink the HTML carries the link as an <a> too (a link whose shown text runs over a break, or
- * that cannot be found in the text, keeps the paragraph without HTML: the link anchored by word, the break a space).
+ * The worker's text (word-documents.mjs wordText) has one paragraph per line, each field showing its result, and keeps
+ * Word's marks the reading needs: a table cell's end (0x07; a row is one line, its cells ending so), a line break (0x0B:
+ * Shift+Enter, or a paragraph's end inside a cell), an inner table's cell lines, cell ends and row ends (DOC_INNER_*: a
+ * table inside a cell), a heading's end (DOC_HEADING_END + its level, from the paragraph's style or outline level), a
+ * list item's place at its start (DOC_LIST_ITEM, from Word's list numbering; a numbered heading's number is text) and
+ * each hyperlink field's shown text with its target (DOC_LINK_*: the link stays where its field is; a text without
+ * them takes the HYPERLINK fields of the raw bytes, marked at the first text showing theirs). A heading paragraph is a
+ * heading block, as a .docx "Heading n" is; a list item a paragraph with its ListPlace, as mammoth's li. A row is one
+ * paragraph of its cells separated by TABLE_CELL_SEPARATOR, an empty cell's too, as the other readers write a row
+ * (block-collector.ts); a row holding a table in a cell is read through blocksFromHtml as the .docx reading reads
+ * mammoth's table (the inner rows paragraphs of their own, their links as <a>). A line break is a <br> in the block's
+ * HTML (a space in its text), as a cell's lines are; a paragraph or row holding a hyperlink has it as an <a> in its HTML,
+ * as a .docx paragraph has (a link whose shown text runs over a break keeps the paragraph without HTML: the link
+ * anchored by word, the break a space).
  */
 export function blocksFromDoc(body: string, bytes: Buffer): DocumentBlock[] {
-  const hyperlinks = hyperlinksIn(bytes);
+  // The worker marks each hyperlink field's shown text with its target; a text without such marks (none in the document,
+  // or fields the worker could not pair) takes the HYPERLINK fields of the raw bytes, marked at the first text showing them.
+  const hyperlinks = body.includes(DOC_LINK_START) ? [] : hyperlinksIn(bytes);
   const blocks: DocumentBlock[] = [];
   let next = 0;
   for (let raw of body.split(/\r?\n/)) {
     const headingEnd = /[\ue011-\ue019]\s*$/.exec(raw);
     const level = headingEnd ? headingEnd[0].charCodeAt(0) - DOC_HEADING_END : undefined;
     raw = raw.replace(DOC_HEADING_MARKS, '');
-    if (DOC_INNER_MARKS.test(raw)) {
-      // A row holding a table in a cell: its blocks as the .docx reading makes them, the links in their text after.
-      for (const block of blocksFromHtml(nestedRowHtml(raw))) {
-        while (next < hyperlinks.length && block.text.includes(hyperlinks[next]!.text)) block.links.push(hyperlinks[next++]!.url);
-        blocks.push(block);
+    // A list item's mark (word-documents.mjs numberLists): numbered or bulleted, its level and its number.
+    const item = DOC_LIST_ITEM.exec(raw);
+    const list: ListPlace | undefined = item ? { ordered: item[1] === 'o', level: Number(item[2]), number: Number(item[3]) } : undefined;
+    raw = raw.replace(DOC_LIST_ITEM, '').replace(DOC_LIST_MARKS, '');
+    // Each link's shown text between DOC_LINK_START and DOC_LINK_END, its target taken out in order.
+    const urls: string[] = [];
+    raw = raw.replace(DOC_LINK_TARGET, (_, url: string) => {
+      urls.push(url);
+      return DOC_LINK_START;
+    });
+    if (hyperlinks.length > 0) {
+      const spaced = raw.replace(/[\x0b\x10-\x12]/g, ' ').replaceAll(DOC_CELL_END, ' ');
+      let from = 0;
+      let marked = '';
+      while (next < hyperlinks.length) {
+        const at = spaced.indexOf(hyperlinks[next]!.text, from);
+        if (at < 0) break;
+        const { url, text: shown } = hyperlinks[next++]!;
+        marked += `${raw.slice(from, at)}${DOC_LINK_START}${raw.slice(at, at + shown.length)}${DOC_LINK_END}`;
+        urls.push(url);
+        from = at + shown.length;
       }
+      raw = marked + raw.slice(from);
+    }
+    if (DOC_INNER_MARKS.test(raw)) {
+      // A row holding a table in a cell: its blocks as the .docx reading makes them (its links as <a>).
+      blocks.push(...blocksFromHtml(nestedRowHtml(raw, urls)));
       continue;
     }
     const cells = raw.includes(DOC_CELL_END) ? raw.split(DOC_CELL_END) : null;
     // A row's line ends with its last cell's mark.
-    if (cells && !hasVisibleText(cells[cells.length - 1]!)) cells.pop();
+    if (cells && !visible(cells[cells.length - 1]!)) cells.pop();
     const lines = (cells ? cells.map((cell) => collapsed(cell.replaceAll(DOC_LINE_BREAK, ' '))).join(TABLE_CELL_SEPARATOR) : raw)
       .split(DOC_LINE_BREAK)
       .map(collapsed)
-      .filter(hasVisibleText);
-    const text = collapsed(lines.join(' '));
+      .filter(visible);
+    const { text, anchors } = linkedText(lines.join(' '), urls);
     if (!hasVisibleText(text)) continue;
-    const links: string[] = [];
-    const linkWords: number[] = [];
-    const anchors: { at: number; length: number; url: string }[] = [];
-    let searchFrom = 0;
-    while (next < hyperlinks.length && text.includes(hyperlinks[next]!.text)) {
-      const { url, text: shown } = hyperlinks[next++]!;
-      const at = text.indexOf(shown, searchFrom) >= 0 ? text.indexOf(shown, searchFrom) : text.indexOf(shown);
-      searchFrom = at + shown.length;
-      links.push(url);
-      linkWords.push(text.slice(0, at).split(' ').length - 1);
-      anchors.push({ at, length: shown.length, url });
-    }
+    const links = anchors.map((anchor) => anchor.url);
+    const linkWords = anchors.map((anchor) => text.slice(0, anchor.at).split(' ').length - 1);
     if (level !== undefined) {
       // A heading: its line breaks are spaces (a heading is one line of a card's title).
       blocks.push({ kind: 'heading', level, text, links, linkWords });
       continue;
     }
-    // A row's cells' lines: their <br>s too.
+    // A row's cells' lines: their <br>s too. A paragraph with a link has it as an <a>, as a .docx paragraph has.
     const cellLines = cells?.some((cell) => cell.includes(DOC_LINE_BREAK)) ?? false;
-    const linked = links.length > 0 && !cells && lines.length >= 2 ? linkedLinesHtml(lines, anchors) : undefined;
-    if (linked !== undefined) {
-      blocks.push({ kind: 'paragraph', text, links, html: linked });
-      continue;
-    }
     const html =
-      links.length > 0 || (lines.length < 2 && !cellLines)
-        ? undefined
-        : cells
-          ? cells.map((cell) => cell.split(DOC_LINE_BREAK).map(collapsed).filter(hasVisibleText).map(escapeHtml).join('<br>')).join(escapeHtml(TABLE_CELL_SEPARATOR)).replace(/\s+/g, ' ').trim()
-          : lines.map(escapeHtml).join('<br>');
-    blocks.push({ kind: 'paragraph', text, links, linkWords, ...(html === undefined ? {} : { html }) });
+      links.length > 0 || lines.length >= 2 || cellLines
+        ? linkedHtml(cells ? cells.map((cell) => cell.split(DOC_LINE_BREAK).map(collapsed).filter(visible).join(DOC_LINE_BREAK)).join(TABLE_CELL_SEPARATOR) : lines.join(DOC_LINE_BREAK), urls)
+        : undefined;
+    blocks.push({ kind: 'paragraph', text, links, linkWords, ...(html === undefined ? {} : { html }), ...(list ? { list } : {}) });
   }
   return blocks;
 }
+
+/** word-documents.mjs's marks of a link (doc-fields.cjs): its start, its target's end (the target between them), its end. */
+const DOC_LINK_START = '\ue030';
+const DOC_LINK_END = '\ue031';
+const DOC_LINK_TARGET = /\ue030([^\ue030-\ue032]*)\ue032/g;
+const DOC_LINK_MARKS = /[\ue030-\ue03f]/g;
+/** word-documents.mjs's mark of a list item at its paragraph's start (numberLists), and any other of its range (dropped). */
+const DOC_LIST_ITEM = /^\s*\ue020([ou])([1-9])\.([0-9]{1,9})\ue021/;
+const DOC_LIST_MARKS = /[\ue020-\ue02f]/g;
+/** Whether a line shows text without the link marks. */
+const visible = (text: string) => hasVisibleText(text.replace(DOC_LINK_MARKS, ''));
+
+/**
+ * A line's text with its link marks taken out and its whitespace collapsed, and each outermost link's place in it (its
+ * shown text without the spaces at its ends), its target the next of `urls` (a link nested in a link is its text).
+ */
+function linkedText(marked: string, urls: readonly string[]): { text: string; anchors: { at: number; length: number; url: string }[] } {
+  let text = '';
+  const anchors: { at: number; length: number; url: string }[] = [];
+  let url = 0;
+  let depth = 0;
+  let open: { at: number; url: string } | null = null;
+  for (const c of marked) {
+    if (c === DOC_LINK_START) {
+      const target = urls[url++];
+      if (depth++ === 0 && target !== undefined) open = { at: text.length, url: target };
+    } else if (c === DOC_LINK_END) {
+      if (depth === 0) continue;
+      if (--depth === 0 && open) {
+        const shown = text.slice(open.at);
+        const at = open.at + (shown.length - shown.trimStart().length);
+        const length = shown.trim().length;
+        if (length > 0) anchors.push({ at, length, url: open.url });
+        open = null;
+      }
+    } else if (!DOC_LINK_MARKS.test(c)) {
+      if (/\s/.test(c)) {
+        if (text.length > 0 && !text.endsWith(' ')) text += ' ';
+      } else text += c;
+    }
+    DOC_LINK_MARKS.lastIndex = 0;
+  }
+  const trimmed = text.trimEnd();
+  return { text: trimmed, anchors: anchors.filter((anchor) => anchor.at + anchor.length <= trimmed.length) };
+}
+
+/**
+ * The HTML of a line's text (escaped) with its line breaks (DOC_LINE_BREAK) as <br> and each outermost link as an <a> at
+ * its shown text (spaces at its ends outside it), its target the next of `urls`; undefined when a link runs over a break
+ * (the block keeps its text alone, the break a space, as before). A link without a target or an end is its text.
+ */
+function linkedHtml(marked: string, urls: readonly string[], cursor = { url: 0 }): string | undefined {
+  let html = '';
+  let space = false;
+  let depth = 0;
+  let open = false;
+  const ends: number[] = [];
+  const opens: number[] = [];
+  for (const c of marked) {
+    if (c === DOC_LINK_START) {
+      const target = urls[cursor.url++];
+      if (depth++ === 0 && target !== undefined) {
+        if (space && html.length > 0) html += ' ';
+        space = false;
+        opens.push(html.length);
+        html += `<a href="${escapeHtml(target)}">`;
+        open = true;
+      }
+    } else if (c === DOC_LINK_END) {
+      if (depth === 0) continue;
+      if (--depth === 0 && open) {
+        html += '</a>';
+        ends.push(html.length);
+        open = false;
+      }
+    } else if (c === DOC_LINK_BREAK_CHAR) {
+      if (open) return undefined;
+      html += '<br>';
+      space = false;
+    } else if (/\s/.test(c)) {
+      space = true;
+    } else if (!/[\ue030-\ue03f]/.test(c)) {
+      if (space && html.length > 0 && !html.endsWith('<br>') && !html.endsWith('">')) html += ' ';
+      space = false;
+      html += escapeHtml(c);
+    }
+  }
+  // A link never ended is its text: its <a> goes.
+  if (open) {
+    const at = opens[opens.length - 1]!;
+    html = html.slice(0, at) + html.slice(at).replace(/^<a href="[^"]*">/, '');
+  }
+  // An empty link is no link.
+  return html.replace(/<a href="[^"]*"><\/a>/g, '');
+}
+const DOC_LINK_BREAK_CHAR = '\x0b';
 
 /** word-documents.mjs's marks in a .doc's text: a table cell's end, a line break. */
 const DOC_CELL_END = '\x07';
@@ -252,10 +356,15 @@ const collapsed = (text: string) => text.replace(/\s+/g, ' ').trim();
  * The HTML of a .doc table row holding a table in a cell, as mammoth writes such a row of a .docx: each cell's paragraphs
  * (its lines) as p, an inner table's rows inside the cell where they stand. Only escaped text and table, tr, td and p.
  */
-function nestedRowHtml(raw: string): string {
+function nestedRowHtml(raw: string, urls: readonly string[]): string {
   const cells = raw.split(DOC_CELL_END);
-  if (cells.length > 1 && !hasVisibleText(cells[cells.length - 1]!)) cells.pop();
-  const paragraph = (text: string) => (hasVisibleText(text) ? `<p>${escapeHtml(collapsed(text))}</p>` : '');
+  if (cells.length > 1 && !visible(cells[cells.length - 1]!)) cells.pop();
+  // The targets of the row's links in order, each paragraph's taken as it is written (an invisible one's too).
+  const cursor = { url: 0 };
+  const paragraph = (text: string) => {
+    const html = linkedHtml(text, urls, cursor) ?? '';
+    return visible(text) ? `<p>${html}</p>` : '';
+  };
   const cellHtml = (cell: string): string => {
     let html = '';
     let inner = false;
@@ -292,43 +401,6 @@ function nestedRowHtml(raw: string): string {
     return `<td>${html}</td>`;
   };
   return `<table><tr>${cells.map(cellHtml).join('')}</tr></table>`;
-}
-
-/**
- * A paragraph's HTML of its lines (joined by <br>) with its hyperlinks as <a> elements at their shown text (`anchors`,
- * offsets in the lines joined by spaces); undefined when a link runs over a line break or links overlap.
- */
-function linkedLinesHtml(lines: string[], anchors: { at: number; length: number; url: string }[]): string | undefined {
-  const text = lines.join(' ');
-  const breaks: number[] = [];
-  for (let i = 0, at = 0; i < lines.length - 1; i++) {
-    at += lines[i]!.length;
-    breaks.push(at);
-    at += 1;
-  }
-  // The anchors in order and the breaks in order, each passed once.
-  let next = 0;
-  const plain = (from: number, to: number) => {
-    let html = '';
-    let at = from;
-    for (; next < breaks.length && breaks[next]! < to; next++) {
-      if (breaks[next]! < from) continue;
-      html += `${escapeHtml(text.slice(at, breaks[next]))}<br>`;
-      at = breaks[next]! + 1;
-    }
-    return html + escapeHtml(text.slice(at, to));
-  };
-  let html = '';
-  let from = 0;
-  for (const { at, length, url } of [...anchors].sort((a, b) => a.at - b.at)) {
-    if (at < from) return undefined;
-    html += plain(from, at);
-    // A break inside the link's text: the link cannot be written around it.
-    if (next < breaks.length && breaks[next]! < at + length) return undefined;
-    html += `<a href="${escapeHtml(url)}">${escapeHtml(text.slice(at, at + length))}</a>`;
-    from = at + length;
-  }
-  return html + plain(from, text.length);
 }
 
 /** Hyperlink fields in a .doc's raw bytes; an instruction ends at the next field start, so each scan stops there. */

@@ -9,6 +9,7 @@ import { createRequire } from 'node:module';
 
 const require = createRequire(import.meta.url);
 const { withFieldResults } = require('./doc-fields.cjs');
+const { wordLists, listInsertions } = require('./doc-lists.cjs');
 const { inScriptForms } = require('./script-forms.cjs');
 
 // A Word list item of several paragraphs: the item's first paragraph carries the numbering, the others (Enter, then
@@ -581,10 +582,17 @@ function notesPlacedAtReferences() {
   Extractor.prototype.buildDocument = function () {
     const document = new Document();
     withoutDocMarks(this._pieces);
+    let paragraphs = [];
     try {
-      markTableParagraphs(this._pieces, this.cardsStreams);
+      paragraphs = markTableParagraphs(this._pieces, this.cardsStreams);
     } catch {
       // Paragraph properties out of their stream's bounds: a cell's paragraphs stay paragraphs.
+    }
+    try {
+      numberLists(this._pieces, this.cardsStreams, paragraphs, this._boundaries.ccpText);
+    } catch {
+      // Lists out of their stream's bounds: no numbers shown.
+      this._pieces.insertions = undefined;
     }
     try {
       markRunCharacters(this._pieces, this.cardsStreams);
@@ -598,7 +606,7 @@ function notesPlacedAtReferences() {
     } catch {
       // Tables out of their stream's bounds: the notes follow the body (below).
     }
-    document.cardsBody = wordText(textOfRange(pieces, 0, boundaries.ccpText));
+    document.cardsBody = wordText(textOfRange(pieces, 0, boundaries.ccpText, true));
     document.cardsNotes = [storyRange(boundaries, 'footnote'), storyRange(boundaries, 'endnote')].map(([from, to]) => wordText(textOfRange(pieces, from, to)));
     document.cardsTextBoxes = wordText(textOfRange(pieces, ...storyRange(boundaries, 'textbox')));
     return document;
@@ -624,14 +632,16 @@ function storyRange(boundaries, story) {
  * table cell's end; a row ends with a line end, where word-extractor writes the row's mark), 0x0B (a line break,
  * Shift+Enter, also a paragraph's end inside a table cell: markTableParagraphs), an inner table's marks (0x10-0x12) and
  * a heading's end (U+E011-U+E019, followed by a line end). A field shows its result (the
- * instruction dropped: "HYPERLINK ..."), a field without one nothing; the non-breaking hyphen 0x1E is U+2011 (as mammoth
+ * instruction dropped: "HYPERLINK ..."; a hyperlink's result marked with its target, doc-fields.cjs linkMarks, so the
+ * reading puts the link where the field is), a field without one nothing; the list numbers numberLists puts at
+ * paragraph starts stay (U+E020/U+E021 around a list item's place, a heading's number as text); the non-breaking hyphen 0x1E is U+2011 (as mammoth
  * reads a .docx's w:noBreakHyphen), the optional hyphen 0x1F nothing (a .docx's soft hyphen is dropped by the splitter);
  * page, column and section breaks end the paragraph; every other C0 control (note and comment references, pictures,
  * separators, deleted text written as 0x00 by word-extractor) is dropped. (Symbol font characters: markRunCharacters.)
  */
 function wordText(raw) {
   // Fields nest: one pass with a stack (doc-fields.cjs); a field's marks without their partners go after.
-  return withFieldResults(raw)
+  return withFieldResults(raw, { linkMarks: true })
     .replace(/[\x0a\x0c\x0d\x0e]/g, '\n')
     .replace(/[\ue011-\ue019]/g, '$&\n')
     .replace(/\x1e/g, '\u2011')
@@ -646,8 +656,17 @@ function wordText(raw) {
  * it writes as a line end). The pieces' text is changed in place, after word-extractor built its document.
  */
 function markTableParagraphs(pieces, streams) {
-  if (!streams) return;
-  const headingLevel = headingLevels(streams);
+  if (!streams) return [];
+  let styles = [];
+  try {
+    styles = styleSheet(streams);
+  } catch {
+    // Out of its stream's bounds: no heading styles.
+  }
+  const headingLevel = headingLevels(styles);
+  const numbering = styleNumbering(styles);
+  /** The paragraphs' ends (file positions) and list numbering, for numberLists. */
+  const paragraphs = [];
   for (const { fkp, runs } of propertyPages(streams, 0x0102, 'PAPX')) {
     for (let j = 0; j < runs; j++) {
       const start = fkp.readUInt32LE(j * 4);
@@ -662,13 +681,13 @@ function markTableParagraphs(pieces, streams) {
       }
       const grpprl = fkp.subarray(from, Math.min(511, from + 2 * cb));
       const paragraph = paragraphProperties(grpprl);
+      const level = headingLevel(paragraph);
+      paragraphs.push({ end, inTable: paragraph.inTable, heading: level !== null, ...numbering(paragraph) });
       if (paragraph.inTable) markCellLines(pieces, start, end, paragraph);
-      else {
-        const level = headingLevel(paragraph);
-        if (level !== null) replaceInRange(pieces, start, end, (text) => text.replace(/\r/g, String.fromCharCode(DOC_HEADING_END + level)));
-      }
+      else if (level !== null) replaceInRange(pieces, start, end, (text) => text.replace(/\r/g, String.fromCharCode(DOC_HEADING_END + level)));
     }
   }
+  return paragraphs;
 }
 
 /**
@@ -769,7 +788,7 @@ function markRunCharacters(pieces, streams) {
       };
       if (symbol) {
         const character = mapped(symbol.font, symbol.code);
-        if (character) replaceInRange(pieces, start, end, (text) => text.replace(/[^\r\x07\x0b\x10-\x12\ue010-\ue01f]/g, character));
+        if (character) replaceInRange(pieces, start, end, (text) => text.replace(/[^\r\x07\x0b\x10-\x12\ue010-\ue03f]/g, character));
       } else if (font && DINGBAT_FONT.test(font)) {
         replaceInRange(pieces, start, end, (text) => text.replace(/[\uf020-\uf0ff]/g, (c) => mapped(font, c.charCodeAt(0)) ?? c));
       }
@@ -822,10 +841,11 @@ function replaceInRange(pieces, start, end, change) {
  * What a paragraph's properties (istd, then its sprms: MS-DOC 2.6.2) say of its place: its style (istd), whether it is in
  * a table (sprmPFInTable 0x2416) and how deep (sprmPItap 0x6649: 2 and more inside a table's cell), whether it ends an
  * inner table's cell (sprmPFInnerTableCell 0x244B) or row (sprmPFInnerTtp 0x244C), and its own outline level
- * (sprmPOutLvl 0x2640: 0-8 a heading's level, 9 body text; null when it sets none).
+ * (sprmPOutLvl 0x2640: 0-8 a heading's level, 9 body text; null when it sets none), and its list numbering (sprmPIlfo
+ * 0x460B: the list format override, 1-based, 0 none; sprmPIlvl 0x260A: the level; null when it sets none).
  */
 function paragraphProperties(grpprl) {
-  const found = { istd: grpprl.length >= 2 ? grpprl.readUInt16LE(0) : 0, inTable: false, depth: 1, innerCell: false, innerRow: false, outline: null };
+  const found = { istd: grpprl.length >= 2 ? grpprl.readUInt16LE(0) : 0, inTable: false, depth: 1, innerCell: false, innerRow: false, outline: null, ilfo: null, ilvl: null };
   const flag = (at) => at < grpprl.length && grpprl[at] !== 0;
   for (const { sprm, at } of sprmsOf(grpprl, 2)) {
     if (sprm === 0x2416) found.inTable = flag(at);
@@ -833,6 +853,8 @@ function paragraphProperties(grpprl) {
     else if (sprm === 0x244b) found.innerCell = flag(at);
     else if (sprm === 0x244c) found.innerRow = flag(at);
     else if (sprm === 0x2640 && at < grpprl.length) found.outline = grpprl[at];
+    else if (sprm === 0x460b && at + 2 <= grpprl.length) found.ilfo = grpprl.readInt16LE(at);
+    else if (sprm === 0x260a && at < grpprl.length) found.ilvl = grpprl[at];
   }
   return found;
 }
@@ -858,7 +880,7 @@ const DOC_INNER_CELL_END = '\x10';
 const DOC_INNER_ROW_END = '\x11';
 const DOC_INNER_LINE = '\x12';
 const DOC_HEADING_END = 0xe010;
-const DOC_MARKS = /[\x10-\x12\ue010-\ue01f]/g;
+const DOC_MARKS = /[\x10-\x12\ue010-\ue03f]/g;
 
 /** The pieces' characters that look like the worker's marks made deleted text (0x00, which wordText drops): same length. */
 function withoutDocMarks(pieces) {
@@ -872,13 +894,7 @@ function withoutDocMarks(pieces) {
  * it is based on, give an outline level 0-8. The styles are read from the STSH (MS-DOC 2.9.271), found through the FIB
  * (fcStshf 0x00A2); a style sheet that cannot be read gives no headings but those set in the paragraph itself.
  */
-function headingLevels(streams) {
-  let styles = [];
-  try {
-    styles = styleSheet(streams);
-  } catch {
-    // Out of its stream's bounds: no heading styles.
-  }
+function headingLevels(styles) {
   /** Each style's level and whether its name makes it a heading (Heading n, Title), which the paragraph's own outline level does not undo. */
   const ofStyle = new Map();
   const styleLevel = (istd) => {
@@ -909,7 +925,10 @@ function headingLevels(streams) {
   };
 }
 
-/** The STSH's styles by istd: { sti, istdBase, name, outline } (outline: the sprmPOutLvl of a paragraph style's PAPX), null for an empty slot. */
+/**
+ * The STSH's styles by istd: { sti, istdBase, name, outline, ilfo, ilvl } (outline, ilfo, ilvl: the sprmPOutLvl,
+ * sprmPIlfo and sprmPIlvl of a paragraph style's PAPX), null for an empty slot.
+ */
 function styleSheet({ fib, table }) {
   const fc = fib.readUInt32LE(0x00a2);
   const lcb = fib.readUInt32LE(0x00a6);
@@ -938,18 +957,107 @@ function styleSheet({ fib, table }) {
     for (let k = 0; k < chars && at + 4 + 2 * k <= std.length; k++) name += String.fromCharCode(std.readUInt16LE(at + 2 + 2 * k));
     at += 2 + 2 * chars + 2;
     let outline = null;
+    let ilfo = null;
+    let ilvl = null;
     // A paragraph style's first property list is its PAPX (LPUpxPapx: its size, the istd, then the sprms).
     if (stk === 1 && at + 2 <= std.length) {
       const upx = std.subarray(at + 2, Math.min(std.length, at + 2 + std.readUInt16LE(at)));
-      for (const { sprm, at: operand } of sprmsOf(upx, 2)) if (sprm === 0x2640 && operand < upx.length) outline = upx[operand];
+      for (const { sprm, at: operand } of sprmsOf(upx, 2)) {
+        if (sprm === 0x2640 && operand < upx.length) outline = upx[operand];
+        else if (sprm === 0x460b && operand + 2 <= upx.length) ilfo = upx.readInt16LE(operand);
+        else if (sprm === 0x260a && operand < upx.length) ilvl = upx[operand];
+      }
     }
-    styles.push({ sti, istdBase, name, outline });
+    styles.push({ sti, istdBase, name, outline, ilfo, ilvl });
   }
   return styles;
 }
 
-/** The text of character positions [start, end) of the document's piece table (word-extractor's pieces, in order). */
-function textOfRange(pieces, start, end) {
+/**
+ * A paragraph's list numbering, its own (sprmPIlfo, sprmPIlvl) or its style's, or a style's it is based on (Word's
+ * numbered headings take theirs from the Heading styles): { ilfo, ilvl }, ilfo 0 for none. A paragraph's own ilfo 0 takes
+ * its style's numbering away.
+ */
+function styleNumbering(styles) {
+  const ofStyle = new Map();
+  const styleList = (istd) => {
+    if (ofStyle.has(istd)) return ofStyle.get(istd);
+    const found = { ilfo: 0, ilvl: 0 };
+    let ilfoFound = false;
+    let ilvlFound = false;
+    // At most 11 styles up, as for the outline level.
+    for (let s = styles[istd], steps = 0; s && steps < 11 && !(ilfoFound && ilvlFound); s = s.istdBase === 0x0fff ? null : styles[s.istdBase], steps++) {
+      if (!ilfoFound && s.ilfo !== null) [found.ilfo, ilfoFound] = [s.ilfo, true];
+      if (!ilvlFound && s.ilvl !== null) [found.ilvl, ilvlFound] = [s.ilvl, true];
+    }
+    ofStyle.set(istd, found);
+    return found;
+  };
+  return (paragraph) => {
+    const style = styleList(paragraph.istd);
+    return { ilfo: paragraph.ilfo ?? style.ilfo, ilvl: paragraph.ilvl ?? style.ilvl };
+  };
+}
+
+/**
+ * The numbers of the body's numbered paragraphs, as Word shows them (doc-lists.cjs listInsertions: a heading's number as
+ * text before its own, a list item's mark), kept apart from the pieces (pieces.insertions, which textOfRange puts at
+ * the paragraphs' starts in the body's text): each paragraph starts after the mark of the one before it in the text.
+ */
+function numberLists(pieces, streams, paragraphs, bodyLength) {
+  if (!streams || !paragraphs.some((p) => p.ilfo > 0)) return;
+  const found = wordLists(streams);
+  if (!found) return;
+  // The paragraph marks' character positions, for where each paragraph starts.
+  const index = byFilePosition(pieces);
+  const cpOf = (end) => {
+    let low = 0;
+    let high = index.sorted.length;
+    while (low < high) {
+      const middle = (low + high) >> 1;
+      if (index.sorted[middle].endFilePos < end) low = middle + 1;
+      else high = middle;
+    }
+    const piece = index.sorted[low];
+    if (!piece || piece.startFilePos >= end) return null;
+    return piece.startCp + (end - piece.startFilePos) / piece.bpc - 1;
+  };
+  const marks = [];
+  for (const paragraph of paragraphs) {
+    const cp = cpOf(paragraph.end);
+    if (cp !== null && Number.isInteger(cp) && cp < bodyLength) marks.push({ cp, paragraph });
+  }
+  marks.sort((a, b) => a.cp - b.cp);
+  const insertions = listInsertions(found, marks, bodyLength, formattedWordNumber);
+  pieces.insertions = insertions;
+}
+
+
+/** `text`, the characters of [start, end), with the insertions (sorted by cp) at [start, end) in place; at `start` alone when end = start. */
+function withInsertions(insertions, start, end, text) {
+  let low = 0;
+  let high = insertions.length;
+  while (low < high) {
+    const middle = (low + high) >> 1;
+    if (insertions[middle].cp < start) low = middle + 1;
+    else high = middle;
+  }
+  let out = '';
+  let from = 0;
+  for (let i = low; i < insertions.length && (insertions[i].cp < end || (end === start && insertions[i].cp === start)); i++) {
+    const at = insertions[i].cp - start;
+    out += text.slice(from, at) + insertions[i].text;
+    from = at;
+  }
+  return from === 0 && out === '' ? text : out + text.slice(from);
+}
+
+/**
+ * The text of character positions [start, end) of the document's piece table (word-extractor's pieces, in order); with
+ * `numbered`, the list numbers numberLists puts at paragraph starts in [start, end) (at `start` alone when end = start).
+ */
+function textOfRange(pieces, start, end, numbered = false) {
+  if (numbered && pieces.insertions?.length) return withInsertions(pieces.insertions, start, end, textOfRange(pieces, start, end));
   // The first piece ending after start, found by halving: a document may hold many notes and many pieces.
   let low = 0;
   let high = pieces.length;
@@ -1059,10 +1167,11 @@ function bodyWithNotes(pieces, boundaries, streams) {
   let from = 0;
   for (const { at, text: inserted, skip } of events) {
     if (at < from) continue;
-    body += textOfRange(pieces, from, at) + inserted;
+    // A numbered paragraph's number at a reference's place goes before the note.
+    body += textOfRange(pieces, from, at, true) + (skip > 0 ? textOfRange(pieces, at, at, true) : '') + inserted;
     from = at + skip;
   }
-  return wordText(body + textOfRange(pieces, from, text));
+  return wordText(body + textOfRange(pieces, from, text, true));
 }
 
 /** A heading's end mark (markTableParagraphs: DOC_HEADING_END + its level). */

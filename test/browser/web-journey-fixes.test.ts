@@ -140,6 +140,48 @@ describeInBrowser('web app journey audit fixes in headless Chromium', () => {
     expect(await voteOf()).toMatchObject({ vote_by_current_user: true, total_upvotes: 1 });
   });
 
+  it('drops a vote kept across an ended session, saying it was not counted, when its card was deleted or made private since', async () => {
+    const draftsOf = (cardId: string) => page.evaluate<string[]>(`Object.keys(sessionStorage).filter((key) => key.includes(${JSON.stringify(cardId)}))`);
+    for (const [change, button, words] of [
+      ['deleted', 'Upvote', 'upvote'],
+      ['made private', 'Downvote', 'downvote'],
+    ] as const) {
+      const created = await other.client.post('/api/card', { card_html: `<p>${CARD_TEXT} A card ${change} later.</p>`, link: '', private: false, tag_set: [] });
+      expect(created.status).toBe(200);
+      const cardId = (created.json as { card_metadata: { id: string } }).card_metadata.id;
+      await signIn();
+      await page.goto(`/card/${cardId}`);
+      const vote = page.getByRole('button', { name: new RegExp(button) });
+      await vote.waitFor();
+      const tabB = await context.newPage();
+      await tabB.goto('/profile');
+      await tabB.getByRole('button', { name: 'Sign out' }).click();
+      await tabB.getByRole('link', { name: 'Sign in', exact: true }).waitFor();
+      await tabB.close();
+      await vote.click();
+      await page.getByText(`Your session has ended, so your ${words} is not counted yet: sign in again and it will be.`).waitFor();
+      expect(await draftsOf(cardId)).toHaveLength(1);
+
+      // Meanwhile its author deletes it or makes it private: the voter, signed in again, cannot open it.
+      if (change === 'deleted') expect((await other.client.delete(`/api/card/${cardId}`)).status).toBe(204);
+      else expect((await other.client.put('/api/card/update', { card_uuid: cardId, private: true })).status).toBe(204);
+      await page.getByRole('link', { name: 'Sign in again' }).click();
+      await page.getByLabel('E-mail').fill(user.email);
+      await page.getByLabel('Password').fill(user.password);
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.waitForURL(new RegExp(`/card/${cardId}$`));
+      await page.getByRole('heading', { name: 'Card not found' }).waitFor();
+      await page
+        .getByText(`Your ${words}, made when your session had ended, was not counted: this card can no longer be voted on (it was deleted or made private).`)
+        .waitFor();
+      expect({ change, kept: await draftsOf(cardId) }).toEqual({ change, kept: [] });
+      // Said once: opened again, the page is only not found.
+      await page.reload();
+      await page.getByRole('heading', { name: 'Card not found' }).waitFor();
+      expect(await page.getByText('was not counted').count()).toBe(0);
+    }
+  });
+
   it('loads a signed-out page without asking GET /api/auth (no 401 logged), and a signed-in one as before', async () => {
     await context.clearCookies();
     const asked: number[] = [];

@@ -16,6 +16,27 @@ interface KeptVote {
 }
 
 const voteWords = (vote: boolean | null) => (vote === null ? 'the removal of your vote' : vote ? 'your upvote' : 'your downvote');
+const keptVoteWords = (vote: boolean | null) => `${voteWords(vote)[0]!.toUpperCase()}${voteWords(vote).slice(1)}, made when your session had ended,`;
+/** Why a kept vote is dropped uncounted: the card is gone for this user (404), or takes no votes (403, private). */
+const notCounted = (vote: boolean | null, why: string) => `${keptVoteWords(vote)} was not counted: ${why}`;
+const CANNOT_VOTE = 'this card can no longer be voted on (it was deleted or made private).';
+
+/**
+ * A kept vote on a card that can no longer be opened (deleted, or made private by its author): dropped, with a notice
+ * saying it was not counted, instead of waiting in the tab for a card that will not come back.
+ */
+function DropKeptVote({ userId, cardId }: { userId: string | undefined; cardId: string }) {
+  const [dropped, setDropped] = useState<string | undefined>();
+  useEffect(() => {
+    if (!userId) return;
+    const draftKey = `vote:${cardId}`;
+    const kept = readDraft<KeptVote>(userId, draftKey);
+    if (!kept) return;
+    dropDraft(userId, draftKey);
+    setDropped(notCounted(kept.vote, CANNOT_VOTE));
+  }, [userId, cardId]);
+  return dropped ? <Notice>{dropped}</Notice> : null;
+}
 
 /** Sets the caller's vote on the card to `vote` (null: none), when it is not that already. */
 async function setVote(card: Card, vote: boolean | null): Promise<void> {
@@ -32,13 +53,21 @@ function VoteButtons({ card, onChanged, userId }: { card: Card; onChanged(): voi
   // A vote pressed when the session had ended is kept for this user in this tab, and counted once they are signed in
   // again and the card is open (the login page's ?next= comes back here), unless the card holds that vote already.
   useEffect(() => {
-    if (!userId || card.private) return;
+    if (!userId) return;
     const kept = readDraft<KeptVote>(userId, draftKey);
     if (!kept) return;
     dropDraft(userId, draftKey);
+    // The author's own card made private since: private cards take no votes.
+    if (card.private) return setCounted(notCounted(kept.vote, 'private cards take no votes.'));
     void action.run(async () => {
-      await setVote(card, kept.vote);
-      setCounted(`${voteWords(kept.vote)[0]!.toUpperCase()}${voteWords(kept.vote).slice(1)}, made when your session had ended, is counted now.`);
+      try {
+        await setVote(card, kept.vote);
+      } catch (err) {
+        // Deleted or made private between the page's read and the vote.
+        if (err instanceof ApiError && (err.status === 404 || err.status === 403)) throw new Error(notCounted(kept.vote, CANNOT_VOTE));
+        throw err;
+      }
+      setCounted(`${keptVoteWords(kept.vote)} is counted now.`);
       onChanged();
     });
   }, [userId, draftKey]);
@@ -145,6 +174,7 @@ export function CardPage({ cardId }: { cardId: string }) {
       <section>
         <PageTitle>Card not found</PageTitle>
         <NotFoundHint error={card.error} />
+        {card.error?.status === 404 || card.error?.status === 403 ? <DropKeptVote userId={session.user?.id} cardId={cardId} /> : null}
         {card.error?.status === 401 ? (
           <p>
             <Link href={`/auth/login?next=/card/${cardId}`}>Sign in</Link> to read this card.

@@ -42,7 +42,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The logged-in user */
+        /**
+         * The logged-in user
+         * @description Whether a session is live: 200 with the user, else 401. A 401 answered to a request that carried an ai-editor cookie (revoked, expired, or not a session) also clears that cookie, so the next request carries none. The web app asks it only when the readable ai-editor-hint cookie of its index.html answer says the page load came with a session cookie (see the cookieAuth scheme).
+         */
         get: operations["currentUser"];
         put?: never;
         /** Log in; sets the ai-editor cookie */
@@ -1109,9 +1112,11 @@ export interface operations {
                 };
             };
             400: components["responses"]["MalformedBody"];
-            /** @description Not logged in (no or an expired/revoked ai-editor cookie) */
+            /** @description Not logged in (no or an expired/revoked ai-editor cookie); a cookie sent that is no live session is cleared */
             401: {
                 headers: {
+                    /** @description Sent when the request carried an ai-editor cookie: ai-editor=; Path=/; Expires=Thu, 01 Jan 1970 00:00:00 GMT; HttpOnly; SameSite=Lax (Secure as the session cookie), clearing it */
+                    "Set-Cookie"?: string;
                     [name: string]: unknown;
                 };
                 content: {

@@ -3,6 +3,7 @@ import { OPERATIONS, buildOpenApiDocument, toOpenApiPath } from '../src/openapi/
 import { appWithoutServices } from './app-without-services';
 import { MemoryAttemptCounter } from '../src/adapters/memory/memory-attempt-counter';
 import { originCheckJudges } from '../src/http/cross-origin';
+import { SESSION_HINT_COOKIE } from '../src/http/web-app';
 
 interface Layer {
   route?: { path: string; methods: Record<string, boolean> };
@@ -188,6 +189,18 @@ describe('OpenAPI document', () => {
     const reset = OPERATIONS.find((op) => op.operationId === 'requestPasswordReset')!;
     const item = (document.paths as Record<string, Record<string, any>>)[toOpenApiPath(reset.path)]!.get;
     expect(item.description).toMatch(/HEAD is 405 \(Allow: GET, OPTIONS\) before any check, count or mail/);
+  });
+
+  it('says that GET /api/auth\'s 401 clears a session cookie that is no live session, and names the readable ai-editor-hint cookie (session-hint.test.ts)', () => {
+    const current = OPERATIONS.find((op) => op.operationId === 'currentUser')!;
+    const item = (document.paths as Record<string, Record<string, any>>)[toOpenApiPath(current.path)]!.get;
+    expect(item.description).toMatch(/A 401 answered to a request that carried an ai-editor cookie .* also clears that cookie/);
+    expect(item.responses['401'].description).toMatch(/a cookie sent that is no live session is cleared/);
+    expect(item.responses['401'].headers['Set-Cookie'].description).toMatch(/^Sent when the request carried an ai-editor cookie: ai-editor=; Path=\/; Expires=Thu, 01 Jan 1970 00:00:00 GMT; HttpOnly; SameSite=Lax/);
+    expect(item.responses['401'].content['application/json']).toBeDefined();
+    const scheme = (document.components as { securitySchemes: Record<string, { description: string }> }).securitySchemes.cookieAuth!;
+    expect(scheme.description).toContain(`${SESSION_HINT_COOKIE}=signed-in or signed-out (not HttpOnly, SameSite=Lax, Path=/, 2 minutes)`);
+    expect(scheme.description).toMatch(/grants nothing; GET \/api\/auth stays the answer/);
   });
 
   it('the auth rate limits answer their 429 with Retry-After, as the document says', async () => {

@@ -37,6 +37,8 @@ export interface OperationSpec {
   success: { status: 200 | 204; schema?: ZodTypeAny; description?: string; contentType?: string; headers?: AnyZodObject };
   /** Failure statuses this operation documents besides `default`. */
   errors: number[];
+  /** A failure status whose answer says more on this operation than the shared description (its own words, headers). */
+  errorAnswers?: Partial<Record<number, { description: string; headers?: Record<string, { required: boolean; description: string; schema: { type: 'string' } }> }>>;
   /** Documented for the contract but not JSON (raw bytes, HTML). */
   raw?: boolean;
 }
@@ -67,7 +69,31 @@ export const OPERATIONS: OperationSpec[] = [
   { method: 'post', path: '/api/register/:invitation_id', operationId: 'register', summary: 'Set a password for an invitation and create the account', tag: 'Accounts', auth: 'none', params: params({ invitation_id: uuidParam }), body: registerBody, success: { status: 200, schema: r.slimUser }, errors: [400, 404, 409] },
   { method: 'post', path: '/api/auth', operationId: 'login', summary: 'Log in; sets the ai-editor cookie', tag: 'Accounts', auth: 'none', body: loginBody, success: { status: 204, description: 'Logged in; Set-Cookie: ai-editor=...; HttpOnly; SameSite=Lax' }, errors: [400, 401, 429] },
   { method: 'delete', path: '/api/auth', operationId: 'logout', summary: 'Log out; revokes the session and clears the cookie', tag: 'Accounts', auth: 'optional', success: { status: 204 }, errors: [] },
-  { method: 'get', path: '/api/auth', operationId: 'currentUser', summary: 'The logged-in user', tag: 'Accounts', auth: 'required', success: { status: 200, schema: r.slimUser }, errors: [401] },
+  {
+    method: 'get',
+    path: '/api/auth',
+    operationId: 'currentUser',
+    summary: 'The logged-in user',
+    description:
+      'Whether a session is live: 200 with the user, else 401. A 401 answered to a request that carried an ai-editor cookie (revoked, expired, or not a session) also clears that cookie, so the next request carries none. ' +
+      'The web app asks it only when the readable ai-editor-hint cookie of its index.html answer says the page load came with a session cookie (see the cookieAuth scheme).',
+    tag: 'Accounts',
+    auth: 'required',
+    success: { status: 200, schema: r.slimUser },
+    errors: [401],
+    errorAnswers: {
+      401: {
+        description: 'Not logged in (no or an expired/revoked ai-editor cookie); a cookie sent that is no live session is cleared',
+        headers: {
+          'Set-Cookie': {
+            required: false,
+            description: 'Sent when the request carried an ai-editor cookie: ai-editor=; Path=/; Expires=Thu, 01 Jan 1970 00:00:00 GMT; HttpOnly; SameSite=Lax (Secure as the session cookie), clearing it',
+            schema: { type: 'string' },
+          },
+        },
+      },
+    },
+  },
   { method: 'get', path: '/api/password/:email', operationId: 'requestPasswordReset', summary: 'Send a password reset e-mail (204 whether or not the account exists)', description: 'Refused 403 when the browser says the request comes from another site (an Origin other than this site\'s or a CORS origin, else Sec-Fetch-Site: cross-site, else a foreign Referer), so no page can make its visitors\' browsers send reset mails; clients that send none of these headers are served. Counts toward the per-address mail limit (RATE_LIMIT_MAIL_PER_IP). HEAD is 405 (Allow: GET, OPTIONS) before any check, count or mail.', tag: 'Accounts', auth: 'none', params: params({ email: z.string().max(254) }), success: { status: 204 }, errors: [400, 403, 429] },
   { method: 'post', path: '/api/password', operationId: 'resetPassword', summary: 'Reset the password with a reset id (or, with only `email`, ask for the reset e-mail)', tag: 'Accounts', auth: 'none', body: z.union([passwordResetBody, passwordResetRequestBody]), success: { status: 204 }, errors: [400, 404, 429] },
   { method: 'put', path: '/api/user', operationId: 'updateUser', summary: 'Update the caller\'s username, website, e-mail visibility', tag: 'Users', auth: 'required', body: updateUserBody, success: { status: 200, schema: r.slimUser }, errors: [400, 401, 409] },
@@ -238,7 +264,9 @@ export function buildOpenApiDocument() {
     type: 'apiKey',
     in: 'cookie',
     name: 'ai-editor',
-    description: 'Session cookie set by POST /api/auth (HttpOnly, SameSite=Lax). State-changing requests that carry it must come from the same origin or a configured CORS origin (Origin/Referer check).',
+    description:
+      'Session cookie set by POST /api/auth (HttpOnly, SameSite=Lax), cleared by DELETE /api/auth and by a 401 from GET /api/auth to a request that carried one. State-changing requests that carry it must come from the same origin or a configured CORS origin (Origin/Referer check). ' +
+      'Beside it, the web app\'s index.html answer (every page route outside /api) sets ai-editor-hint=signed-in or signed-out (not HttpOnly, SameSite=Lax, Path=/, 2 minutes): only whether that request carried an ai-editor cookie, so the app skips GET /api/auth on a signed-out load. It holds nothing of the session and grants nothing; GET /api/auth stays the answer on whether a session is live.',
   });
   const errorSchema = r.errorResponse;
   const tooManyRequests = registry.registerComponent('responses', TOO_MANY_REQUESTS.name, TOO_MANY_REQUESTS.response).ref;
@@ -252,7 +280,10 @@ export function buildOpenApiDocument() {
     if (success.schema) responses[success.status] = jsonResponse(description, success.schema, success.contentType);
     else responses[success.status] = { description, ...(success.headers ? { headers: success.headers } : {}) };
     if (success.headers && success.schema) (responses[success.status] as ResponseConfig).headers = success.headers;
-    for (const status of op.errors) responses[status] = status === 429 ? tooManyRequests : jsonResponse(ERROR_DESCRIPTIONS[status] ?? 'Error', errorSchema);
+    for (const status of op.errors) {
+      const own = op.errorAnswers?.[status];
+      responses[status] = status === 429 ? tooManyRequests : { ...jsonResponse(own?.description ?? ERROR_DESCRIPTIONS[status] ?? 'Error', errorSchema), ...(own?.headers ? { headers: own.headers } : {}) };
+    }
     for (const [status, transport] of Object.entries(transportRefs)) if (transport.appliesTo(op)) responses[status] = transport.ref;
     responses.default = jsonResponse('Any other failure: a JSON {"message"} without internals', errorSchema);
     const route: RouteConfig = {

@@ -13,6 +13,8 @@ export * from './ids';
 export * from './paging';
 export * from './logger';
 export * from './request-context';
+export * from './redact-url';
+export * from './repeated-warning';
 export * from './shutdown';
 export * from './status-origin';
 export * from './sqlite';

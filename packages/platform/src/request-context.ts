@@ -18,7 +18,13 @@ export function runWithRequestContext<T>(context: RequestContext, fn: () => T): 
   return storage.run(context, fn);
 }
 
-/** Accepts a caller-supplied id only when it is short and plain, so logs cannot be forged. */
+/**
+ * A caller-supplied id is kept only when it is plain and of a sane length (8 to 128 of A-Z a-z 0-9 . _ -), so logs
+ * cannot be forged or flooded, and a short id ("1", "abc") shared by many requests does not merge them; anything else
+ * is replaced by a new UUID (the answer's x-request-id says which).
+ */
+export const REQUEST_ID_PATTERN = /^[A-Za-z0-9._-]{8,128}$/;
+
 export function requestIdFrom(candidate: string | undefined): string {
-  return candidate && /^[\w.-]{1,64}$/.test(candidate) ? candidate : randomUUID();
+  return candidate && REQUEST_ID_PATTERN.test(candidate) ? candidate : randomUUID();
 }

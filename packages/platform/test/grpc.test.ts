@@ -87,8 +87,8 @@ describe.each([
   });
 
   it('carries the request id to the server', async () => {
-    await runWithRequestContext({ requestId: 'req-42' }, () => connect().resolveSession({ token: 'ok' }));
-    expect(seenRequestIds).toContain('req-42');
+    await runWithRequestContext({ requestId: 'request-42' }, () => connect().resolveSession({ token: 'ok' }));
+    expect(seenRequestIds).toContain('request-42');
   });
 
   it('fails with UNAVAILABLE, not a hang, when the peer is down', async () => {

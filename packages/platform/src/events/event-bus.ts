@@ -1,5 +1,6 @@
 import { EventTooLargeError } from '../errors';
 import type { Logger } from 'pino';
+import { repeatedWarningLog } from '../repeated-warning';
 
 /** One message on the bus. The key is the aggregate id: messages with one key are delivered in order. */
 export interface OutgoingEvent {
@@ -109,19 +110,6 @@ export const WAITING_HANDLER_WARNING_EVERY_MS = 60_000;
  * minute at most, with the failures since the last line (`failuresSinceLastWarning`); the others are debug lines.
  */
 export function handlerFailureLog(logger: Logger, now: () => number = Date.now): (fields: Record<string, unknown>, counted: boolean) => void {
-  let warnedAt: number | undefined;
-  let quiet = 0;
-  return (fields, counted) => {
-    const at = now();
-    if (counted || warnedAt === undefined || at - warnedAt >= WAITING_HANDLER_WARNING_EVERY_MS) {
-      logger.warn(counted ? fields : { ...fields, failuresSinceLastWarning: quiet }, 'event handler failed');
-      if (!counted) {
-        warnedAt = at;
-        quiet = 0;
-      }
-      return;
-    }
-    quiet++;
-    logger.debug(fields, 'event handler failed');
-  };
+  const waiting = repeatedWarningLog(logger, 'event handler failed', { now, everyMs: WAITING_HANDLER_WARNING_EVERY_MS, countField: 'failuresSinceLastWarning' });
+  return (fields, counted) => (counted ? logger.warn(fields, 'event handler failed') : waiting(fields));
 }

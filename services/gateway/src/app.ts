@@ -180,6 +180,6 @@ export function createGatewayApp(options: GatewayAppOptions): Express {
   // Anything else is a JSON 405 (POST /healthz) or 404, not express's HTML page.
   app.use(unmatchedRequest(routes));
 
-  app.use(errorHandler(options.logger));
+  app.use(errorHandler(options.logger, routes));
   return app;
 }

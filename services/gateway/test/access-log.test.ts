@@ -47,7 +47,7 @@ describe('access log', () => {
     expect(res.status).toBe(404);
     await app.firstLine;
     await app.close();
-    expect(app.lines).toEqual([{ level: 30, time: expect.any(Number), service: 'gateway', name: 'gateway', reqId: 'req-1', method: 'GET', route: '/api/card/:card_id', status: 404, ms: expect.any(Number), msg: 'http request' }]);
+    expect(app.lines).toEqual([{ level: 30, time: expect.any(Number), service: 'gateway', name: 'gateway', reqId: 'req-1', method: 'GET', route: '/api/card/:card_id', status: 404, ms: expect.any(Number), reason: 'not-found', msg: 'http request' }]);
   });
 
   it('marks a request whose client left before the answer as aborted', async () => {

@@ -1,7 +1,11 @@
 import type { NextFunction, Request, Response } from 'express';
 import { ClientError, Status } from 'nice-grpc';
-import { httpStatusFromGrpc, IDEMPOTENCY_KEY_REUSED, isStatusOfService, SERVICE_BUSY, statusReasonOf, TOO_LARGE, type Logger } from '@cards/platform';
+import { httpStatusFromGrpc, IDEMPOTENCY_KEY_REUSED, isStatusOfService, repeatedWarningLog, SERVICE_BUSY, statusReasonOf, TOO_LARGE, type Logger } from '@cards/platform';
 import { HttpError, ownShareTaken, serverBusy } from './http-error';
+import { KIND_OF_STATUS, recordBodyAborted, recordLogReason } from './access-log';
+import { recordPatternBeforeRoute, routeLabel } from './route-label';
+import type { RouteMethodIndex } from './unmatched';
+import { SESSION_COOKIE } from './session';
 
 interface BodyParserError {
   type?: string;
@@ -10,18 +14,34 @@ interface BodyParserError {
   code?: string;
 }
 
-/** The one place that turns any error into an HTTP status and {"message"}; never leaks internals. */
-export function errorHandler(logger: Logger) {
+/**
+ * The one place that turns any error into an HTTP status and {"message"}; never leaks internals. Its lines name the
+ * route pattern (`/api/password/:email`), never the path, which may hold an e-mail address or an id; `routes` finds the
+ * pattern of a request refused before its route ran (a malformed body).
+ */
+export function errorHandler(logger: Logger, routes?: RouteMethodIndex) {
+  // A peer or an engine not answering turns every request into a 503 for as long as it lasts: already announced
+  // (the peers' and engines' readiness lines), so the first, then one line a minute with the count, and no stack.
+  const unavailable = repeatedWarningLog(logger, 'request refused: a service behind the gateway is unavailable');
   // Express recognises error handlers by their four parameters.
   return (thrown: unknown, req: Request, res: Response, _next: NextFunction) => {
     const err = asNotYetReleased(asOwnShareTaken(asServerBusy(thrown)));
     const { status, message } = describe(err);
+    const bodyType = (err as BodyParserError | undefined)?.type;
+    if (!req.route && routes && bodyType !== undefined) {
+      const pattern = routes.patternFor(req.method, req.path);
+      if (pattern) recordPatternBeforeRoute(res, pattern);
+    }
+    if (bodyType === 'request.aborted') recordBodyAborted(res);
+    recordLogReason(res, logReasonOf(err, req, status));
+    const route = routeLabel(req, res);
     // A peer without the method: one warn line naming it, for the operator whose releases came in the wrong order.
-    if (err instanceof NotYetReleased) logger.warn({ method: req.method, path: req.path, status, grpcMethod: err.grpcMethod }, 'request refused: a peer service does not have this method yet (a caller released before its callee?)');
+    if (err instanceof NotYetReleased) logger.warn({ method: req.method, route, status, grpcMethod: err.grpcMethod }, 'request refused: a peer service does not have this method yet (a caller released before its callee?)');
     // The gateway's own 503 (uploads or file reads over their bound, a busy files or cards service passed on) is overload answered
     // as designed, not a failure: one warn line, no stack, so a busy hour does not fill the error log.
-    else if (err instanceof HttpError && status === 503) logger.warn({ method: req.method, path: req.path, status, message }, 'request refused: server busy');
-    else if (status >= 500) logger.error({ err, method: req.method, path: req.path }, 'request failed');
+    else if (err instanceof HttpError && status === 503) logger.warn({ method: req.method, route, status, message }, 'request refused: server busy');
+    else if (isKnownUnavailability(err)) unavailable({ method: req.method, route, status, grpcMethod: err.path, grpcStatus: Status[err.code] });
+    else if (status >= 500) logger.error({ err, method: req.method, route }, 'request failed');
     if (res.headersSent) {
       res.destroy();
       return;
@@ -29,6 +49,47 @@ export function errorHandler(logger: Logger) {
     if (err instanceof HttpError) res.set(err.headers);
     res.status(status).json({ message });
   };
+}
+
+/** A peer not answering, or answering that an engine of its own is not (UNAVAILABLE), or too late: expected in an outage. */
+function isKnownUnavailability(err: unknown): err is ClientError {
+  return err instanceof ClientError && (err.code === Status.UNAVAILABLE || err.code === Status.DEADLINE_EXCEEDED);
+}
+
+/** A name that may follow "invalid:": a field of a body or a path parameter, as a message names it ("title: is required"). */
+const FIELD_NAMED = /^([A-Za-z_][A-Za-z0-9_]{0,40}(?:\.[A-Za-z0-9_]{1,40}){0,3}): /;
+
+/**
+ * Why the request failed, for the access line: a fixed code per kind, never input (no value, no path, no e-mail). A
+ * validation failure names its field ("invalid:title"); a service's refusal its gRPC status and, when the service gave
+ * one, its fixed reason ("grpc:RESOURCE_EXHAUSTED:SERVICE_BUSY"); a body refused before routing the body parser's kind.
+ */
+export function logReasonOf(err: unknown, req: Request, status: number): string {
+  const kind = KIND_OF_STATUS[status] ?? `status-${status}`;
+  if (err instanceof NotYetReleased) return 'not-yet-released';
+  if (err instanceof HttpError) {
+    if (status === 400) return invalidField(err.message) ?? kind;
+    // A session cookie that is no live session (expired, revoked) is told apart from no cookie at all.
+    if (status === 401) return req.sessionToken === undefined && req.cookies?.[SESSION_COOKIE] !== undefined ? 'unauthenticated:session-not-live' : kind;
+    return kind;
+  }
+  if (err instanceof ClientError) {
+    const name = Status[err.code] ?? String(err.code);
+    const serviceReason = isStatusOfService(err) ? statusReasonOf(err) : undefined;
+    const field = err.code === Status.INVALID_ARGUMENT ? invalidField(err.details) : undefined;
+    return ['grpc', name, serviceReason ?? field].filter((part) => part !== undefined).join(':');
+  }
+  const bodyType = (err as BodyParserError | undefined)?.type;
+  if (bodyType === 'request.aborted') return 'body:aborted';
+  if (typeof bodyType === 'string' && /^[a-z.]{1,40}$/.test(bodyType)) return `body:${bodyType}`;
+  if (err instanceof URIError) return 'bad-percent-encoding';
+  if (status >= 500) return err instanceof Error ? `internal:${/^[A-Za-z]{1,40}$/.test(err.name) ? err.name : 'Error'}` : 'internal';
+  return kind;
+}
+
+function invalidField(message: string): string | undefined {
+  const field = FIELD_NAMED.exec(message)?.[1];
+  return field && `invalid:${field}`;
 }
 
 /** Retry-After of a service's busy refusal: its line waits a few seconds (the cards service's CARD_HTML_QUEUE_WAIT_MS, 5 s). */

@@ -6,7 +6,7 @@ import { HttpError, notFound } from './http-error';
 interface Layer {
   route?: { methods: Record<string, boolean | undefined>; stack?: Array<{ handle: unknown }> };
   handle: unknown;
-  match(path: string): { path: string } | false;
+  match(path: string): { path: string; pattern?: unknown } | false;
 }
 
 /** The handlers `noHead` made: a route holding one answers GET only. */
@@ -66,6 +66,27 @@ function collectMethods(stack: Layer[], path: string, into: PathMethods): void {
   }
 }
 
+/** The pattern of the first route under `stack` that answers `method` on `path` (mount paths as registered), or undefined. */
+function findPattern(stack: Layer[], method: string, path: string, prefix: string): string | undefined {
+  for (const layer of stack) {
+    const matched = layer.match(path);
+    if (!matched) continue;
+    if (layer.route) {
+      const methods = methodsOf(layer);
+      const pattern = (layer.route as { path?: unknown }).path;
+      if (typeof pattern === 'string' && (methods.includes(method) || (method === 'HEAD' && methods.includes('GET')))) return `${prefix}${pattern}`;
+      continue;
+    }
+    const mounted = stackOf(layer.handle);
+    // A mount path is one of ours as registered ("/api"), never the request's spelling of it.
+    if (!mounted || typeof matched.pattern !== 'string') continue;
+    const rest = path.slice(matched.path.length);
+    const found = findPattern(mounted, method, rest.startsWith('/') ? rest : `/${rest}`, `${prefix}${matched.pattern === '/' ? '' : matched.pattern}`);
+    if (found) return found;
+  }
+  return undefined;
+}
+
 function collectAllMethods(stack: Layer[], into: Set<string>): void {
   for (const layer of stack) {
     if (layer.route) for (const method of methodsOf(layer)) into.add(method);
@@ -87,6 +108,8 @@ export interface RouteMethodIndex {
   methodsFor(path: string): string[];
   /** Every method some route answers: what `OPTIONS *` lists. */
   serverMethods(): string[];
+  /** The pattern of the route that would answer (`/api/card/:card_id`), for a request that failed before reaching it. */
+  patternFor(method: string, path: string): string | undefined;
 }
 
 /**
@@ -102,6 +125,9 @@ export function routeMethodIndex(appRouter: Router): RouteMethodIndex {
       const found: PathMethods = { methods: new Set<string>() };
       collectMethods(stack(), path, found);
       return withImplied(found.methods, found.headRefused);
+    },
+    patternFor(method, path) {
+      return findPattern(stack(), method, path, '');
     },
     serverMethods() {
       if (!serverMethods) {

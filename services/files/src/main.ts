@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { connectMongo, createEventBus, createLogger, EngineReadinessMonitor, eventBusEngineChecks, grpcServerSettingsFrom, keptKeyExpiry, loadConfig, refuseEmbeddedStores, mongoEngineCheck, MongoOutboxStore, OutboxRelay, readinessSettingsFrom, SqliteOutboxStore, startGrpcServer, stopOnSignals, type EngineCheck, type Logger, type OutboxStore, type RunningService } from '@cards/platform';
+import { connectMongo, createEventBus, createLogger, EngineReadinessMonitor, eventBusEngineChecks, grpcServerSettingsFrom, keptKeyExpiry, loadConfig, redactUrl, refuseEmbeddedStores, mongoEngineCheck, MongoOutboxStore, OutboxRelay, readinessSettingsFrom, SqliteOutboxStore, startGrpcServer, stopOnSignals, type EngineCheck, type Logger, type OutboxStore, type RunningService } from '@cards/platform';
 import { files } from '@cards/proto';
 import { DiskObjectStore } from './adapters/disk/disk-object-store';
 import { BoundedDocumentReader } from './adapters/documents/bounded-document-reader';
@@ -21,7 +21,7 @@ export { FILE_CHANGES_GROUP, INGESTION_GROUP } from './application/file-event-su
 
 function objectStoreFrom(config: FilesConfig, logger: Logger): ObjectStore {
   if (config.S3_ENDPOINT) {
-    logger.info({ endpoint: config.S3_ENDPOINT, bucket: config.S3_BUCKET }, 'S3_ENDPOINT set: storing file bytes with the MinIO/S3 adapter');
+    logger.info({ endpoint: redactUrl(config.S3_ENDPOINT), bucket: config.S3_BUCKET }, 'S3_ENDPOINT set: storing file bytes with the MinIO/S3 adapter');
     return new MinioObjectStore({
       endpoint: config.S3_ENDPOINT,
       accessKey: config.S3_ACCESS_KEY ?? '',

@@ -208,6 +208,8 @@ describe('IngestionWorker', () => {
     await logged.ingest(good.id, true);
     expect(failures()[2]).toEqual(expect.objectContaining({ level: 50, fileId: good.id, reason: CARDS_NOT_STORED }));
     expect(lines.filter((l) => l.level >= 50)).toHaveLength(1);
+    // A file's name can say whose it is ("Medical-report-Jane-Doe.docx"): the lines name the file by its id.
+    expect(JSON.stringify(lines)).not.toMatch(/short\.odt|corrupt\.docx|marine\.odt|fileName/);
   });
 
   it('passages the cards service refuses are skipped; the rest still make a collection', async () => {
@@ -251,6 +253,7 @@ describe('IngestionWorker', () => {
     expect(cards.cleared).toEqual([record.id]);
     expect(lines.filter((l) => l.level >= 40)).toEqual([]);
     expect(lines.filter((l) => /deleted during its ingestion/.test(l.msg))).toEqual([expect.objectContaining({ level: 30, cards: cards.cards.size })]);
+    expect(JSON.stringify(lines)).not.toContain('fileName');
   }, 30_000);
 
   it('a file deleted before its collection was made gets none, and its cards lose the reference', async () => {

@@ -232,7 +232,7 @@ export class IngestionWorker {
    */
   private async stopForDeletion(record: FileRecord, cardsMade: number): Promise<IngestionResult> {
     if (cardsMade > 0) await this.deps.cards.clearFileReferences(record.id);
-    this.deps.logger.info({ fileId: record.id, fileName: record.fileName, cards: cardsMade }, 'the file was deleted during its ingestion; ingestion stopped, no collection made');
+    this.deps.logger.info({ fileId: record.id, cards: cardsMade }, 'the file was deleted during its ingestion; ingestion stopped, no collection made');
     return { status: 'skipped', cardIds: [], collectionId: null };
   }
 
@@ -285,7 +285,7 @@ export class IngestionWorker {
    * password-protected, every passage refused) is the uploader's to fix and is told to them, so it is logged lower.
    */
   private async fail(record: FileRecord, reason: string, detail?: unknown, level: 'error' | 'warn' | 'info' = 'error'): Promise<IngestionResult> {
-    this.deps.logger[level]({ fileId: record.id, fileName: record.fileName, reason, ...(detail === undefined ? {} : { err: detail }) }, 'file ingestion failed');
+    this.deps.logger[level]({ fileId: record.id, reason, ...(detail === undefined ? {} : { err: detail }) }, 'file ingestion failed');
     await this.deps.repository.setIngestion(record.id, { status: 'failed', error: reason, cardCount: 0, collectionId: null }, new Date());
     return { status: 'failed', cardIds: [], collectionId: null, error: reason };
   }

@@ -1,6 +1,6 @@
 import { Readable } from 'node:stream';
 import { Client } from 'minio';
-import { NotFoundError } from '@cards/platform';
+import { NotFoundError, redactUrl } from '@cards/platform';
 import type { ObjectStore, StoredObject } from '../../domain/ports';
 
 export interface MinioObjectStoreOptions {
@@ -55,7 +55,7 @@ export class MinioObjectStore implements ObjectStore {
         }),
       ]);
     } catch (err) {
-      throw new Error(`S3 at ${this.options.endpoint} is unreachable (S3_ENDPOINT): ${(err as Error).message || (err as { code?: string }).code || String(err)}`);
+      throw new Error(`S3 at ${redactUrl(this.options.endpoint)} is unreachable (S3_ENDPOINT): ${(err as Error).message || (err as { code?: string }).code || String(err)}`);
     } finally {
       if (timer) clearTimeout(timer);
     }

@@ -5,12 +5,6 @@ import type { OutboxDrainLease, OutboxEntry, OutboxStore } from '../events/outbo
 
 interface OutboxDocument {
   _id: ObjectId;
-  /**
-   * Write order across every process writing this outbox, from the `outbox_sequence` counter (absent on entries written
-   * before it, which sort first). `_id` alone did not order two processes' writes within one second: an ObjectId is
-   * the second, then a per-process random value, then a per-process counter.
-   */
-  seq?: number;
   topic: string;
   key: string;
   payload: Binary;
@@ -30,31 +24,11 @@ export function mongoOutbox(db: Db): Collection<OutboxDocument> {
 export async function appendToMongoOutbox(db: Db, events: readonly OutgoingEvent[], session?: ClientSession): Promise<void> {
   if (events.length === 0) return;
   assertPublishable(events);
-  const first = await takeOutboxSequence(db, events.length, session);
   const now = new Date();
   await mongoOutbox(db).insertMany(
-    events.map((e, at) => ({ _id: new ObjectId(), seq: first + at, topic: e.topic, key: e.key, payload: new Binary(Buffer.from(e.payload)), createdAt: now })),
+    events.map((e) => ({ _id: new ObjectId(), topic: e.topic, key: e.key, payload: new Binary(Buffer.from(e.payload)), createdAt: now })),
     { session, ordered: true },
   );
-}
-
-/**
- * Takes `count` numbers of the outbox's sequence (one counter document, $inc), returning the first. In a transaction
- * the counter is written by it, so a concurrent writer's transaction waits for (or retries after) this one's commit:
- * numbers follow commit order. Without transactions they follow the order of the writes.
- */
-async function takeOutboxSequence(db: Db, count: number, session: ClientSession | undefined): Promise<number> {
-  const counters = db.collection<{ _id: string; next: number }>('outbox_sequence');
-  for (let attempt = 0; ; attempt++) {
-    try {
-      const after = await counters.findOneAndUpdate({ _id: 'outbox' }, { $inc: { next: count } }, { upsert: true, returnDocument: 'after', session });
-      return after!.next - count + 1;
-    } catch (err) {
-      // Two first writers upserting the missing counter at once: one insert wins, the other finds it on a retry.
-      if (attempt === 0 && (err as { code?: number }).code === 11000) continue;
-      throw err;
-    }
-  }
 }
 
 /**
@@ -112,27 +86,18 @@ export class MongoOutboxDrainLease implements OutboxDrainLease {
 }
 
 /**
- * OutboxStore on a MongoDB collection; entries come out in write order (`seq`, then `_id` for entries written before
- * it). Every replica of a service writes to the one collection, so their relays take turns through its drain lease.
+ * OutboxStore on a MongoDB collection; entries come out in insertion (ObjectId) order. Every replica of a service
+ * writes to the one collection, so their relays take turns through its drain lease.
  */
 export class MongoOutboxStore implements OutboxStore {
   readonly drainLease: OutboxDrainLease;
-  private indexed: Promise<void> | undefined;
 
   constructor(private readonly db: Db) {
     this.drainLease = new MongoOutboxDrainLease(db, 'outbox');
   }
 
   async pending(limit: number): Promise<OutboxEntry[]> {
-    this.indexed ??= mongoOutbox(this.db)
-      .createIndex({ seq: 1, _id: 1 }, { name: 'write_order' })
-      .then(() => undefined)
-      .catch((err: unknown) => {
-        this.indexed = undefined;
-        throw err;
-      });
-    await this.indexed;
-    const docs = await mongoOutbox(this.db).find({}).sort({ seq: 1, _id: 1 }).limit(limit).toArray();
+    const docs = await mongoOutbox(this.db).find({}).sort({ _id: 1 }).limit(limit).toArray();
     return docs.map((d) => ({ id: d._id.toHexString(), topic: d.topic, key: d.key, payload: new Uint8Array(d.payload.buffer) }));
   }
 

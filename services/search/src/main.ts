@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { createEventBus, createLogger, EngineReadinessMonitor, eventBusEngineChecks, grpcServerSettingsFrom, loadConfig, refuseEmbeddedStores, readinessSettingsFrom, startGrpcServer, stopOnSignals, Topics, type EngineCheck, type Logger, type RunningService } from '@cards/platform';
+import { createEventBus, createLogger, EngineReadinessMonitor, eventBusEngineChecks, grpcServerSettingsFrom, loadConfig, redactUrl as redactCredentials, refuseEmbeddedStores, readinessSettingsFrom, startGrpcServer, stopOnSignals, Topics, type EngineCheck, type Logger, type RunningService } from '@cards/platform';
 import { search } from '@cards/proto';
 import { searchConfigSchema, type SearchConfig } from './config';
 import { OpenAiEmbedder } from './adapters/openai/openai-embedder';
@@ -14,9 +14,9 @@ import { searchHandlers } from './grpc/search-handlers';
 import { startVerificationWorker } from './verification';
 
 /** The OpenAI-compatible endpoint when EMBEDDINGS_URL is set, else the bundled word-vector model. */
-function createEmbedder(config: SearchConfig, logger: Logger): Embedder {
+export function createEmbedder(config: SearchConfig, logger: Logger): Embedder {
   if (config.EMBEDDINGS_URL) {
-    logger.info({ url: config.EMBEDDINGS_URL, model: config.EMBEDDINGS_MODEL }, 'EMBEDDINGS_URL set: using the OpenAI-compatible embeddings endpoint');
+    logger.info({ url: redactCredentials(config.EMBEDDINGS_URL), model: config.EMBEDDINGS_MODEL }, 'EMBEDDINGS_URL set: using the OpenAI-compatible embeddings endpoint');
     return new OpenAiEmbedder({
       url: config.EMBEDDINGS_URL,
       model: config.EMBEDDINGS_MODEL,

@@ -142,6 +142,25 @@ describe('VerificationService', () => {
     expect(await store.find(first.id)).toMatchObject({ attempts: 3, score: 0 });
   });
 
+  it("logs a link's host only: a private card's path and query string stay out of the log", async () => {
+    const lines: Array<{ msg: string; linkHost?: string }> = [];
+    const timeout: PageFetchResult = { ok: false, failure: 'timed out', transient: true };
+    const service = new VerificationService({ store, fetcher: new ScriptedFetcher([timeout, timeout]), scorer: new InlineFuzzballScorer(), logger: createLogger('test', 'info', { write: (line: string) => void lines.push(JSON.parse(line)) }), maxAttempts: 3, retryBaseMs: 1000, clock: () => new Date(now) });
+    await service.onCardEvent(created(card('https://Example.org:8443/medical/jane-doe?token=SECRET-TOKEN')));
+    expect(await service.run((await claimOne())!)).toBe('retry');
+    expect(await service.run((await store.claim(1, new Date(now + 1000), later()))[0]!)).toBe('retry');
+    // The third run dies mid-fetch: the next one gives up without fetching, and says so.
+    await store.claim(1, new Date(now + 2000), later());
+    await store.requeueExpired(new Date(later().getTime() + 1));
+    expect(await service.run((await claimOne())!)).toBe('done');
+    expect(lines.filter((line) => line.linkHost !== undefined).map(({ msg, linkHost }) => ({ msg, linkHost }))).toEqual([
+      { msg: 'verification fetch failed; will retry', linkHost: 'example.org:8443' },
+      { msg: 'verification fetch failed; will retry', linkHost: 'example.org:8443' },
+      { msg: 'verification given up: its runs were cut off before finishing', linkHost: 'example.org:8443' },
+    ]);
+    expect(JSON.stringify(lines)).not.toMatch(/jane-doe|SECRET-TOKEN|medical/);
+  });
+
   it('runs cut off by an expired lease use up the same attempts as transient failures: no fetch beyond the last', async () => {
     const timeout: PageFetchResult = { ok: false, failure: 'timed out', transient: true };
     const fetcher = new ScriptedFetcher([timeout, timeout]);

@@ -86,7 +86,7 @@ export class VerificationService {
     if (this.stopping) return 'interrupted';
     if (job.attempts >= this.deps.maxAttempts) {
       const failure = stoppedBeforeFinishing(job);
-      logger.error({ cardId: job.cardId, verificationId: job.id, link: job.link, attempts: job.attempts, failure }, 'verification given up: its runs were cut off before finishing');
+      logger.error({ cardId: job.cardId, verificationId: job.id, linkHost: linkHost(job.link), attempts: job.attempts, failure }, 'verification given up: its runs were cut off before finishing');
       return this.record(job, { score: 0, failure, attempts: job.attempts });
     }
     const fetched = await this.deps.fetcher.fetchPage(job.link);
@@ -98,7 +98,7 @@ export class VerificationService {
         await this.explainDiscarded(job, { retryAfter: fetched.failure });
         return 'discarded';
       }
-      logger.info({ cardId: job.cardId, link: job.link, failure: fetched.failure, attempts, retryInMs: delay }, 'verification fetch failed; will retry');
+      logger.info({ cardId: job.cardId, linkHost: linkHost(job.link), failure: fetched.failure, attempts, retryInMs: delay }, 'verification fetch failed; will retry');
       return 'retry';
     }
     let score = 0;
@@ -138,7 +138,7 @@ export class VerificationService {
       await this.explainDiscarded(job, { score, failure: failure || undefined });
       return 'discarded';
     }
-    if (stale) this.deps.logger.info({ cardId: job.cardId, verificationId: job.id, link: job.link, score }, 'verification of a link the card no longer has: recorded, not announced');
+    if (stale) this.deps.logger.info({ cardId: job.cardId, verificationId: job.id, linkHost: linkHost(job.link), score }, 'verification of a link the card no longer has: recorded, not announced');
     else this.deps.logger.info({ cardId: job.cardId, verificationId: job.id, score, failure: failure || undefined }, 'card verified');
     return 'done';
   }
@@ -164,4 +164,16 @@ function stoppedBeforeFinishing(job: VerificationJob): string {
   const times = job.attempts === 1 ? 'once' : `${job.attempts} times`;
   if (!job.failure) return `the check of this page was stopped before it finished ${times} (the verifier's process ended during it, as when a page makes it crash); not tried again`;
   return `the check of this page was stopped before it finished, after earlier tries failed (last: ${job.failure}); not tried again after ${job.attempts} attempts`;
+}
+
+/**
+ * What the log says of a card's link: its host only. The whole link (path, query string) of a private card is the
+ * user's data and may carry a token; the card id on the same line finds the rest.
+ */
+export function linkHost(link: string): string {
+  try {
+    return new URL(link).host || '(no host)';
+  } catch {
+    return '(not a URL)';
+  }
 }

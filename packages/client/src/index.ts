@@ -1,7 +1,7 @@
 import createClient, { type Client, type Middleware } from 'openapi-fetch';
-import type { components, operations, paths } from './schema';
+import type { components, operations, paths } from './schema.js';
 
-export type { components, operations, paths } from './schema';
+export type { components, operations, paths } from './schema.js';
 /** The API's named response shapes: `Schemas['Card']`, `Schemas['Collection']`, ... */
 export type Schemas = components['schemas'];
 
@@ -9,7 +9,12 @@ export const SESSION_COOKIE = 'ai-editor';
 
 /** Keeps the ai-editor session cookie between calls, as a browser would (one jar = one person). */
 export class SessionJar {
-  constructor(public cookie: string | undefined = undefined) {}
+  /** `ai-editor=<token>`, or undefined before login and after logout. */
+  cookie: string | undefined;
+
+  constructor(cookie?: string | undefined) {
+    this.cookie = cookie;
+  }
 
   /** Takes the session cookie from a response's Set-Cookie headers (an emptied cookie logs out). */
   update(response: Response): void {
@@ -23,10 +28,10 @@ export class SessionJar {
 
 export interface CardsClientOptions {
   /** `ai-editor=<token>` of an existing session. */
-  cookie?: string;
+  cookie?: string | undefined;
   /** Extra headers on every request (e.g. Origin, to exercise the CSRF check). */
-  headers?: Record<string, string>;
-  fetch?: typeof fetch;
+  headers?: Record<string, string> | undefined;
+  fetch?: typeof fetch | undefined;
 }
 
 export type CardsClient = Client<paths> & { session: SessionJar };
@@ -43,7 +48,11 @@ export type CardsClient = Client<paths> & { session: SessionJar };
  */
 export function createCardsClient(baseUrl: string, options: CardsClientOptions = {}): CardsClient {
   const session = new SessionJar(options.cookie);
-  const client = createClient<paths>({ baseUrl, headers: options.headers, ...(options.fetch ? { fetch: options.fetch } : {}) });
+  const client = createClient<paths>({
+    baseUrl,
+    ...(options.headers ? { headers: options.headers } : {}),
+    ...(options.fetch ? { fetch: options.fetch } : {}),
+  });
   const cookies: Middleware = {
     onRequest({ request }) {
       if (session.cookie) request.headers.set('cookie', session.cookie);

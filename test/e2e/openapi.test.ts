@@ -148,9 +148,11 @@ describe('real responses validate against the document', () => {
     await checked('POST', '/api/file', api.POST('/api/file', { body: { base64_docx_file: Buffer.from('plain text').toString('base64url'), file_name: 'x.pdf', file_mime_type: 'application/pdf', private: false } }));
     await checked('GET', '/api/file/{file_id}', anon.GET('/api/file/{file_id}', { params: { path: { file_id: fileId } } }));
     await checked('GET', '/api/user/files/{user_id}', anon.GET('/api/user/files/{user_id}', { params: { path: { user_id: alice.id } } }));
-    const download = await fetch(`${system.baseUrl}/api/file/${fileId}/download`);
-    expect(download.status).toBe(200);
-    expect(Buffer.from(await download.arrayBuffer()).equals(bytes)).toBe(true);
+    // The document declares the download as any media type (*/*): the file's own MIME type comes back, read as bytes.
+    const download = await anon.GET('/api/file/{file_id}/download', { params: { path: { file_id: fileId } }, parseAs: 'arrayBuffer' });
+    expect(download.response.status).toBe(200);
+    expect(download.response.headers.get('content-type')).toMatch(/^application\/vnd\.oasis\.opendocument\.text\b/);
+    expect(Buffer.from(download.data!).equals(bytes)).toBe(true);
     await checked('PUT', '/api/file', api.PUT('/api/file', { body: { file_id: fileId, private: true } }));
     await checked('GET', '/api/file/{file_id}', anon.GET('/api/file/{file_id}', { params: { path: { file_id: fileId } } }));
     await checked('DELETE', '/api/file/{file_id}', bobApi.DELETE('/api/file/{file_id}', { params: { path: { file_id: fileId } } }));

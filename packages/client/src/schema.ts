@@ -316,7 +316,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The raw file bytes */
+        /**
+         * The raw file bytes
+         * @description The body is the file's bytes and Content-Type is the file's own MIME type (its mime_type, e.g. application/pdf), so any media type may come back. Read it as bytes: with openapi-fetch, `parseAs: 'arrayBuffer'` (the default JSON parsing fails on it).
+         */
         get: operations["downloadFile"];
         put?: never;
         post?: never;
@@ -623,6 +626,7 @@ export interface components {
             username: string | null;
             website: string | null;
             visible_email: boolean;
+            /** @description UTC date-time, ISO 8601 without a zone offset, with fractional seconds (e.g. 2026-11-22T09:30:00.123); read it as UTC (new Date(value + "Z")), not as local time */
             created_at: string;
         } | null;
         Card: {
@@ -636,7 +640,9 @@ export interface components {
             total_upvotes: number;
             total_downvotes: number;
             vote_by_current_user: boolean | null;
+            /** @description UTC date-time, ISO 8601 without a zone offset, with fractional seconds (e.g. 2026-11-22T09:30:00.123); read it as UTC (new Date(value + "Z")), not as local time */
             created_at: string;
+            /** @description UTC date-time, ISO 8601 without a zone offset, with fractional seconds (e.g. 2026-11-22T09:30:00.123); read it as UTC (new Date(value + "Z")), not as local time */
             updated_at: string;
             tag_set: string | null;
             /** Format: uuid */
@@ -663,7 +669,9 @@ export interface components {
             name: string;
             description: string;
             is_public: boolean;
+            /** @description UTC date-time, ISO 8601 without a zone offset, with fractional seconds (e.g. 2026-11-22T09:30:00.123); read it as UTC (new Date(value + "Z")), not as local time */
             created_at: string;
+            /** @description UTC date-time, ISO 8601 without a zone offset, with fractional seconds (e.g. 2026-11-22T09:30:00.123); read it as UTC (new Date(value + "Z")), not as local time */
             updated_at: string;
         };
         CollectionSearchResponse: {
@@ -679,7 +687,9 @@ export interface components {
             name: string;
             description: string;
             is_public: boolean;
+            /** @description UTC date-time, ISO 8601 without a zone offset, with fractional seconds (e.g. 2026-11-22T09:30:00.123); read it as UTC (new Date(value + "Z")), not as local time */
             created_at: string;
+            /** @description UTC date-time, ISO 8601 without a zone offset, with fractional seconds (e.g. 2026-11-22T09:30:00.123); read it as UTC (new Date(value + "Z")), not as local time */
             updated_at: string;
             /** Format: uuid */
             file_id: string | null;
@@ -705,12 +715,18 @@ export interface components {
             file_name: string;
             mime_type: string;
             private: boolean;
+            /** @description UTC date-time, ISO 8601 without a zone offset, with fractional seconds (e.g. 2026-11-22T09:30:00.123); read it as UTC (new Date(value + "Z")), not as local time */
             created_at: string;
+            /** @description UTC date-time, ISO 8601 without a zone offset, with fractional seconds (e.g. 2026-11-22T09:30:00.123); read it as UTC (new Date(value + "Z")), not as local time */
             updated_at: string;
             size: number;
             tag_set: string | null;
             oc_file_path: string;
-            ingestion_status: string;
+            /**
+             * @description Ingestion of the document into cards: pending (cards not made yet), done (its cards and collection exist; find the collection by file_id), failed (see ingestion_error)
+             * @enum {string}
+             */
+            ingestion_status: "pending" | "done" | "failed";
             ingestion_error: string | null;
             base64url_content: string;
         };
@@ -722,12 +738,18 @@ export interface components {
             file_name: string;
             mime_type: string;
             private: boolean;
+            /** @description UTC date-time, ISO 8601 without a zone offset, with fractional seconds (e.g. 2026-11-22T09:30:00.123); read it as UTC (new Date(value + "Z")), not as local time */
             created_at: string;
+            /** @description UTC date-time, ISO 8601 without a zone offset, with fractional seconds (e.g. 2026-11-22T09:30:00.123); read it as UTC (new Date(value + "Z")), not as local time */
             updated_at: string;
             size: number;
             tag_set: string | null;
             oc_file_path: string;
-            ingestion_status: string;
+            /**
+             * @description Ingestion of the document into cards: pending (cards not made yet), done (its cards and collection exist; find the collection by file_id), failed (see ingestion_error)
+             * @enum {string}
+             */
+            ingestion_status: "pending" | "done" | "failed";
             ingestion_error: string | null;
         };
         VerificationNotification: {
@@ -746,7 +768,9 @@ export interface components {
             verification_uuid: string | null;
             similarity_score: number;
             user_read: boolean;
+            /** @description UTC date-time, ISO 8601 without a zone offset, with fractional seconds (e.g. 2026-11-22T09:30:00.123); read it as UTC (new Date(value + "Z")), not as local time */
             created_at: string;
+            /** @description UTC date-time, ISO 8601 without a zone offset, with fractional seconds (e.g. 2026-11-22T09:30:00.123); read it as UTC (new Date(value + "Z")), not as local time */
             updated_at: string;
         };
         CollectionCreatedNotification: {
@@ -762,7 +786,9 @@ export interface components {
             /** Format: uuid */
             collection_uuid: string | null;
             user_read: boolean;
+            /** @description UTC date-time, ISO 8601 without a zone offset, with fractional seconds (e.g. 2026-11-22T09:30:00.123); read it as UTC (new Date(value + "Z")), not as local time */
             created_at: string;
+            /** @description UTC date-time, ISO 8601 without a zone offset, with fractional seconds (e.g. 2026-11-22T09:30:00.123); read it as UTC (new Date(value + "Z")), not as local time */
             updated_at: string;
         };
         Notification: components["schemas"]["VerificationNotification"] | components["schemas"]["CollectionCreatedNotification"];
@@ -777,7 +803,9 @@ export interface components {
             total_upvotes: number;
             total_downvotes: number;
             vote_by_current_user: boolean | null;
+            /** @description UTC date-time, ISO 8601 without a zone offset, with fractional seconds (e.g. 2026-11-22T09:30:00.123); read it as UTC (new Date(value + "Z")), not as local time */
             created_at: string;
+            /** @description UTC date-time, ISO 8601 without a zone offset, with fractional seconds (e.g. 2026-11-22T09:30:00.123); read it as UTC (new Date(value + "Z")), not as local time */
             updated_at: string;
             tag_set: string | null;
             /** Format: uuid */
@@ -804,7 +832,9 @@ export interface components {
             /** Format: uuid */
             card_metadata_id: string;
             vote: boolean;
+            /** @description UTC date-time, ISO 8601 without a zone offset, with fractional seconds (e.g. 2026-11-22T09:30:00.123); read it as UTC (new Date(value + "Z")), not as local time */
             created_at: string;
+            /** @description UTC date-time, ISO 8601 without a zone offset, with fractional seconds (e.g. 2026-11-22T09:30:00.123); read it as UTC (new Date(value + "Z")), not as local time */
             updated_at: string;
             deleted: boolean;
         };
@@ -819,7 +849,9 @@ export interface components {
             total_upvotes: number;
             total_downvotes: number;
             vote_by_current_user: boolean | null;
+            /** @description UTC date-time, ISO 8601 without a zone offset, with fractional seconds (e.g. 2026-11-22T09:30:00.123); read it as UTC (new Date(value + "Z")), not as local time */
             created_at: string;
+            /** @description UTC date-time, ISO 8601 without a zone offset, with fractional seconds (e.g. 2026-11-22T09:30:00.123); read it as UTC (new Date(value + "Z")), not as local time */
             updated_at: string;
             tag_set: string | null;
             /** Format: uuid */
@@ -836,6 +868,7 @@ export interface components {
             username: string | null;
             website: string | null;
             visible_email: boolean;
+            /** @description UTC date-time, ISO 8601 without a zone offset, with fractional seconds (e.g. 2026-11-22T09:30:00.123); read it as UTC (new Date(value + "Z")), not as local time */
             created_at: string;
             total_cards_created: number;
             total_pages: number;
@@ -851,6 +884,7 @@ export interface components {
             username: string | null;
             website: string | null;
             visible_email: boolean;
+            /** @description UTC date-time, ISO 8601 without a zone offset, with fractional seconds (e.g. 2026-11-22T09:30:00.123); read it as UTC (new Date(value + "Z")), not as local time */
             created_at: string;
             score: number;
         };
@@ -2541,13 +2575,13 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description OK */
+            /** @description The file's bytes, sent as its own MIME type */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/octet-stream": string;
+                    "*/*": string;
                 };
             };
             /** @description Invalid input; the message names the offending field */

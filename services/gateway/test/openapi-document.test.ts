@@ -226,4 +226,18 @@ describe('OpenAPI document', () => {
       server.close();
     }
   });
+
+  it('types a file\'s ingestion_status as its three values, says timestamps are UTC, and declares a download as any media type', () => {
+    const schemas = (document.components as { schemas: Record<string, any> }).schemas;
+    for (const name of ['File', 'FileWithContent']) expect(schemas[name].properties.ingestion_status.enum).toEqual(['pending', 'done', 'failed']);
+    // The server's timestamps stay as the spec's examples write them (no offset); the document says they are UTC.
+    expect(schemas.Card.properties.created_at.description).toMatch(/^UTC date-time, ISO 8601 without a zone offset/);
+    expect(schemas.File.properties.updated_at.description).toMatch(/read it as UTC/);
+    expect((document.info as { description: string }).description).toMatch(/Timestamps are UTC, written ISO 8601 without a zone offset/);
+    const download = (document.paths as Record<string, Record<string, any>>)['/api/file/{file_id}/download']!.get;
+    expect(Object.keys(download.responses['200'].content)).toEqual(['*/*']);
+    expect(download.responses['200'].content['*/*'].schema).toMatchObject({ type: 'string', format: 'binary' });
+    expect(download.description).toMatch(/Content-Type is the file's own MIME type/);
+    expect(download.description).toMatch(/parseAs: 'arrayBuffer'/);
+  });
 });

@@ -119,7 +119,7 @@ export const OPERATIONS: OperationSpec[] = [
   { method: 'post', path: '/api/file', operationId: 'uploadFile', summary: 'Upload a .docx, .doc, .odt or .pdf document (base64url); cards are made from it asynchronously', tag: 'Files', auth: 'required', headers: idempotencyKeyHeader, body: createFileBody, success: { status: 200, schema: r.fileWithContent }, errors: [400, 401, 409, 413, 422, 429] },
   { method: 'put', path: '/api/file', operationId: 'setFilePrivacy', summary: 'Make an own file public or private', tag: 'Files', auth: 'required', body: setPrivacyBody, success: { status: 204 }, errors: [400, 401, 403, 404] },
   { method: 'get', path: '/api/user/files/:user_id', operationId: 'listUserFiles', summary: 'A user\'s files (private ones only to their owner)', tag: 'Files', auth: 'optional', params: params({ user_id: uuidParam }), success: { status: 200, schema: z.array(r.fileRecord) }, errors: [400, 404] },
-  { method: 'get', path: '/api/file/:file_id/download', operationId: 'downloadFile', summary: 'The raw file bytes', tag: 'Files', auth: 'optional', params: params({ file_id: uuidParam }), success: { status: 200, contentType: 'application/octet-stream', schema: z.string().describe('binary') }, errors: [400, 404, 502], raw: true },
+  { method: 'get', path: '/api/file/:file_id/download', operationId: 'downloadFile', summary: 'The raw file bytes', tag: 'Files', auth: 'optional', params: params({ file_id: uuidParam }), description: "The body is the file's bytes and Content-Type is the file's own MIME type (its mime_type, e.g. application/pdf), so any media type may come back. Read it as bytes: with openapi-fetch, `parseAs: 'arrayBuffer'` (the default JSON parsing fails on it).", success: { status: 200, contentType: '*/*', schema: z.string().openapi({ format: 'binary' }), description: "The file's bytes, sent as its own MIME type" }, errors: [400, 404, 502], raw: true },
   { method: 'get', path: '/api/file/:file_id', operationId: 'getFile', summary: 'A file with its content (base64url)', tag: 'Files', auth: 'optional', params: params({ file_id: uuidParam }), success: { status: 200, schema: r.fileWithContent }, errors: [400, 404, 429, 502] },
   { method: 'delete', path: '/api/file/:file_id', operationId: 'deleteFile', summary: 'Delete an own file (its cards and collection stay)', tag: 'Files', auth: 'required', params: params({ file_id: uuidParam }), success: { status: 204 }, errors: [400, 401, 403, 404] },
 
@@ -310,7 +310,7 @@ export function buildOpenApiDocument() {
       version: '1.0.0',
       description:
         'Cards, votes, collections, files, notifications and search behind one gateway. Every failure answers JSON {"message": "..."}. ' +
-        'Unknown request fields are ignored. Timestamps are ISO 8601 without a zone offset, with fractional seconds.',
+        'Unknown request fields are ignored. Timestamps are UTC, written ISO 8601 without a zone offset, with fractional seconds: read them as UTC.',
     },
     servers: [{ url: '/' }],
   });

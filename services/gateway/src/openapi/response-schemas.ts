@@ -10,8 +10,11 @@ extendZodWithOpenApi(z);
  * instead of silently drifting away from the document.
  */
 
-/** ISO 8601 date-time without a zone offset, with fractional seconds (`toApiTimestamp`). */
-export const timestamp = z.string().regex(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d+$/, 'ISO 8601 without zone, fractional seconds');
+/** ISO 8601 date-time in UTC, written without a zone offset, with fractional seconds (`toApiTimestamp`). */
+export const timestamp = z
+  .string()
+  .regex(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d+$/, 'ISO 8601 without zone, fractional seconds')
+  .describe('UTC date-time, ISO 8601 without a zone offset, with fractional seconds (e.g. 2026-11-22T09:30:00.123); read it as UTC (new Date(value + "Z")), not as local time');
 const uuid = z.string().uuid();
 const nullableString = z.string().nullable();
 
@@ -162,8 +165,10 @@ const fileShape = {
     tag_set: nullableString,
     /** Empty when the file has no such path (uploads set none). */
     oc_file_path: z.string(),
-    /** Ingestion progress of the document into cards (pending, done, failed, ...). */
-    ingestion_status: z.string(),
+    /** Ingestion of the document into cards: the files service's IngestionStatus (services/files/src/domain/model.ts). */
+    ingestion_status: z
+      .enum(['pending', 'done', 'failed'])
+      .describe('Ingestion of the document into cards: pending (cards not made yet), done (its cards and collection exist; find the collection by file_id), failed (see ingestion_error)'),
   ingestion_error: nullableString,
 };
 export const fileRecord = z.object(fileShape).strict().openapi('File');

@@ -5,15 +5,21 @@ import type { Logger } from 'pino';
 import { z } from 'zod';
 import { GRPC_MAX_MESSAGE_BYTES } from './grpc-limits';
 import { loadConfig } from './config';
-import { DomainError } from './errors';
+import { DomainError, errorMessage } from './errors';
+import { repeatedWarningLog } from './repeated-warning';
 import { metricsMiddleware, startMetricsServer, type MetricsServerHandle } from './grpc-metrics';
 import { localAddresses, serveInProcess, type TsProtoDefinition } from './in-process-calls';
 import { isEngineUnavailableError, type EngineReadinessMonitor, type ReadinessStatus } from './readiness';
 import { REQUEST_ID_METADATA_KEY, requestIdFrom, runWithRequestContext } from './request-context';
 import { markStatusOfService, markStatusReason } from './status-origin';
 
-/** Maps domain errors to gRPC statuses; anything unexpected becomes INTERNAL with a generic message and a logged stack. */
+/**
+ * Maps domain errors to gRPC statuses; anything unexpected becomes INTERNAL with a generic message and a logged stack.
+ * An engine not answering is expected for as long as its outage lasts (the readiness monitor announces it): UNAVAILABLE,
+ * logged as a warning without a stack, the first and then one a minute at most with the count since (repeatedWarningLog).
+ */
 export function errorMiddleware(logger: Logger) {
+  const engineUnreachable = repeatedWarningLog(logger, 'an engine is unreachable: answering UNAVAILABLE');
   return async function* <Request, Response>(call: ServerMiddlewareCall<Request, Response>, context: CallContext) {
     try {
       return yield* call.next(call.request, context);
@@ -25,7 +31,7 @@ export function errorMiddleware(logger: Logger) {
         throw new ServerError(error.status, error.message);
       }
       if (isEngineUnavailableError(error)) {
-        logger.warn({ err: error, method: call.method.path }, 'an engine is unreachable: answering UNAVAILABLE');
+        engineUnreachable({ method: call.method.path, error: errorMessage(error).slice(0, 300) });
         throw new ServerError(Status.UNAVAILABLE, 'Service temporarily unavailable: a storage engine cannot be reached; try again shortly');
       }
       logger.error({ err: error, method: call.method.path }, 'unexpected error in gRPC handler');

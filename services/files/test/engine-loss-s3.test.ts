@@ -41,6 +41,9 @@ describe('engine loss on S3 (files alone, s3rver stopped and restarted)', () => 
     yield { part: { $case: 'chunk' as const, value: pdf } };
   }
 
+  // Files serves downloads only to a caller holding its internal token (the gateway's).
+  const INTERNAL_TOKEN = randomUUID() + randomUUID();
+
   beforeAll(async () => {
     await startS3();
     service = startServiceProcess('files', {
@@ -51,6 +54,7 @@ describe('engine loss on S3 (files alone, s3rver stopped and restarted)', () => 
       FILES_GRPC_PORT: String(grpcPort),
       FILES_HTTP_PORT: String(httpPort),
       CARDS_SERVICE_ADDR: '127.0.0.1:1',
+      FILES_INTERNAL_TOKEN: INTERNAL_TOKEN,
       ...FAST_READINESS,
     });
     await waitFor('files SERVING', async () => (await probe.status()) === 'SERVING', 60_000, service);
@@ -80,7 +84,7 @@ describe('engine loss on S3 (files alone, s3rver stopped and restarted)', () => 
     // S3 does not gate calls: the file records (SQLite here) still answer.
     expect((await client.getFile({ fileId: before.id, callerId: caller })).id).toBe(before.id);
     // The download route the gateway passes through answers a retryable 503 with a message, not a 500.
-    const download = await fetch(`http://127.0.0.1:${httpPort}/files/${before.id}`, { headers: { 'x-caller-id': caller }, signal: AbortSignal.timeout(10_000) });
+    const download = await fetch(`http://127.0.0.1:${httpPort}/files/${before.id}`, { headers: { 'x-caller-id': caller, 'x-files-internal-token': INTERNAL_TOKEN }, signal: AbortSignal.timeout(10_000) });
     expect(download.status).toBe(503);
     expect(await download.json()).toEqual({ message: 'A backing service is unavailable, try again' });
 
@@ -90,7 +94,7 @@ describe('engine loss on S3 (files alone, s3rver stopped and restarted)', () => 
     expect(await probe.status('')).toBe('SERVING');
     const after = await client.uploadFile(uploadParts('after.pdf'));
     expect(after.fileName).toBe('after.pdf');
-    const bytes = await fetch(`http://127.0.0.1:${httpPort}/files/${before.id}`, { headers: { 'x-caller-id': caller }, signal: AbortSignal.timeout(10_000) });
+    const bytes = await fetch(`http://127.0.0.1:${httpPort}/files/${before.id}`, { headers: { 'x-caller-id': caller, 'x-files-internal-token': INTERNAL_TOKEN }, signal: AbortSignal.timeout(10_000) });
     expect(bytes.status).toBe(200);
     expect(Buffer.from(await bytes.arrayBuffer()).equals(pdf)).toBe(true);
     expect(service.child.exitCode).toBeNull();

@@ -49,7 +49,8 @@ export const filesConfigSchema = z
     /**
      * Hours a file's change (deletion, privacy) or ingestion waits for a cards service that does not have the method
      * yet (UNIMPLEMENTED: files released before cards, docs/deploy.md#upgrade-order), counted from the change or the
-     * upload; past it the change goes to the dead letters and the ingestion fails, its owner told why.
+     * upload; past it the change goes to the dead letters and the ingestion fails, its owner told why. An ingestion
+     * waits as long for a cards service that is down (UNAVAILABLE, unreachable), then its failures count.
      */
     FILES_UNRELEASED_RETRY_HOURS: z
       .string()

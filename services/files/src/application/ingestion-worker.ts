@@ -1,6 +1,6 @@
 import { MAX_TAG_CHARS, truncatedToCharacters, withoutInvisibleInName } from '@cards/card-rules';
 import { ClientError, Status } from 'nice-grpc';
-import { isEngineUnavailableError, NotFoundError, retryableWhenPeerNotReady, type DeliveredEvent, type Logger } from '@cards/platform';
+import { isEngineUnavailableError, NotFoundError, RetryableUnavailableError, retryableWhenPeerNotReady, type DeliveredEvent, type Logger } from '@cards/platform';
 import { events } from '@cards/proto';
 import { noCardReason, splitIntoCards } from '../domain/card-splitter';
 import type { CardDraft, FileRecord } from '../domain/model';
@@ -18,8 +18,10 @@ export interface IngestionWorkerDeps {
   concurrency?: number;
   /**
    * How long a change or an ingestion waits for a cards service that does not have the method yet (UNIMPLEMENTED:
-   * files released before cards, docs/deploy.md#upgrade-order), from the change (the event's time) or the upload;
-   * past it the failure counts as any other (FILES_UNRELEASED_RETRY_HOURS). Default 24 h.
+   * files released before cards, docs/deploy.md#upgrade-order), from the change (the event's time) or the upload, and
+   * how long an ingestion waits for a cards service that is down (UNAVAILABLE, unreachable), from the upload; past it
+   * the failure counts as any other (FILES_UNRELEASED_RETRY_HOURS). Default 24 h. A change waits for a cards service
+   * that is down without end, as for an engine.
    */
   unreleasedRetryMs?: number;
   /** The clock (tests). */
@@ -117,13 +119,16 @@ export class IngestionWorker {
   /**
    * A peer's UNAVAILABLE, or its UNIMPLEMENTED less than unreleasedRetryMs after `since`, as the RetryableUnavailableError
    * the bus and the scheduler retry without counting; an UNIMPLEMENTED past it as a CalleeNotReleasedError, which counts
-   * as any failure (the change is dead-lettered, to be replayed once cards is released; the ingestion fails). Without a
+   * as any failure (the change is dead-lettered, to be replayed once cards is released; the ingestion fails). With
+   * `outageBounded` (an ingestion), an UNAVAILABLE past it too is returned as it is, so it counts from then on. Without a
    * `since` (an event without its time) the wait has no bound, as before. Any other error is returned as it is.
    */
-  private whilePeerNotReady(err: unknown, since: Date | undefined, what: string): unknown {
-    if (err instanceof ClientError && err.code === Status.UNIMPLEMENTED && since !== undefined) {
+  private whilePeerNotReady(err: unknown, since: Date | undefined, what: string, outageBounded = false): unknown {
+    const bounded = err instanceof ClientError && (err.code === Status.UNIMPLEMENTED || (outageBounded && err.code === Status.UNAVAILABLE));
+    if (bounded && since !== undefined) {
       const waited = (this.deps.now ?? Date.now)() - since.getTime();
       if (waited >= this.unreleasedRetryMs) {
+        if (err.code === Status.UNAVAILABLE) return err;
         const hours = Math.round((this.unreleasedRetryMs / 3_600_000) * 100) / 100;
         return new CalleeNotReleasedError(
           `${what} gave up waiting for the cards service to have ${err.path}: still UNIMPLEMENTED ${hours} h after it (FILES_UNRELEASED_RETRY_HOURS); release cards (docs/deploy.md#upgrade-order)`,
@@ -153,10 +158,12 @@ export class IngestionWorker {
       return await this.ingestRecord(record);
     } catch (thrown) {
       if (thrown instanceof UnreadableDocumentError) return this.fail(record, thrown.message, thrown.cause, 'warn');
-      // A cards service without the method yet (files released first) is waited for from the upload on, up to
-      // unreleasedRetryMs, the attempts not counted (the scheduler); then the ingestion fails, its owner told why.
-      const err = this.whilePeerNotReady(thrown, record.createdAt, `the ingestion of file ${record.id}`);
-      if (isUnreleasedWait(thrown, err)) throw err;
+      // A cards service that is down or restarting (UNAVAILABLE, or unreachable: GrpcCardsClient) or without the
+      // method yet (files released first) is waited for from the upload on, up to unreleasedRetryMs, the attempts not
+      // counted (the scheduler: its longest backoff, one warning a minute), as an engine outage. Past the bound an
+      // outage counts, so the attempts left then record CARDS_NOT_STORED; a missing method fails at once, its owner told why.
+      const err = this.whilePeerNotReady(thrown, record.createdAt, `the ingestion of file ${record.id}`, true);
+      if (isPeerWait(thrown, err)) throw err;
       if (err instanceof CalleeNotReleasedError) return this.fail(record, CARDS_NOT_RELEASED, err);
       if (!finalAttempt) throw thrown;
       // The error is the cards service's or its transport's (a gRPC path and status): the log keeps it, the uploader
@@ -312,9 +319,9 @@ export class CalleeNotReleasedError extends Error {
   }
 }
 
-/** An UNIMPLEMENTED within the wait, made retryable (an UNAVAILABLE during an ingestion counts, as before). */
-function isUnreleasedWait(thrown: unknown, err: unknown): boolean {
-  return thrown instanceof ClientError && thrown.code === Status.UNIMPLEMENTED && err !== thrown && !(err instanceof CalleeNotReleasedError);
+/** A peer's UNAVAILABLE or UNIMPLEMENTED within the wait, made retryable (whilePeerNotReady): not counted. */
+function isPeerWait(thrown: unknown, err: unknown): boolean {
+  return thrown instanceof ClientError && err !== thrown && err instanceof RetryableUnavailableError;
 }
 
 /**

@@ -4,7 +4,8 @@ import type { RouteDeps } from '../app';
 import { idempotencyOf } from '../http/idempotency-key';
 import { requireUser } from '../http/session';
 import { looseBoolean, parseBody, refuseUnreadableBody, tagList, uuidParam, uuidString } from '../http/validation';
-import { presentCards } from '../presenters/card-presenter';
+import { presentCard, presentCards } from '../presenters/card-presenter';
+import { presentUser } from '../presenters/user-presenter';
 
 const requiredString = (max: number) =>
   z.string({ required_error: 'is required', invalid_type_error: 'must be a string' }).max(max, `must be at most ${max} characters`);
@@ -40,7 +41,10 @@ export function registerCardRoutes(router: Router, { clients }: RouteDeps): void
       ocFilePath: body.oc_file_path ?? undefined,
     };
     const { card, duplicate } = await clients.cards.createCard({ callerId: user.id, ...request, ...idempotencyOf(req, () => request) });
-    const [presented] = await presentCards(clients, [card!], user.id);
+    // The card is stored: its author is the caller, whom the session already resolved, so no second identity call
+    // (identity gone between the two would answer 503 for a stored card, and a retry without Idempotency-Key would
+    // store it twice). Another author (not expected) is looked up as before.
+    const [presented] = card!.authorId === user.id ? [presentCard(card!, { author: presentUser(user, user.id) })] : await presentCards(clients, [card!], user.id);
     res.json({ card_metadata: { ...presented!, vector_point_id: null, author_id: card!.authorId }, duplicate });
   });
 

@@ -132,6 +132,26 @@ describe(".doc hyperlinks at their fields and Word's list numbering, as the .doc
     expect(doc.find((b) => b.text.startsWith('The survey covers'))!.links).toEqual([]);
   });
 
+  it("a hyperlink whose instruction holds a nested field keeps its link where the other links are marked (it was dropped)", async () => {
+    // doc-lists.doc's first link with a field nested after its target, in the same characters (the leading space and the
+    // 0x01 after the target make room): \x13HYPERLINK "..."\x13 PAGE\x15\x14the harbour office\x15.
+    const bytes = Buffer.from(readFileSync(join(FIXTURES, 'doc-lists.doc')));
+    const from = ' HYPERLINK "https://example.org/harbour/charts"\x01';
+    const to = 'HYPERLINK "https://example.org/harbour/charts"\x13\x15';
+    const at = bytes.indexOf(Buffer.from(from, 'utf16le'));
+    expect([at > 0, from.length === to.length]).toEqual([true, true]);
+    bytes.write(to, at, 'utf16le');
+    const blocks = (await reader.parse('doc', bytes)).blocks;
+    const find = (blocks: DocumentBlock[]) => blocks.find((b) => b.text.startsWith('The charts are kept at'));
+    expect(find(blocks)).toMatchObject({
+      links: ['https://example.org/harbour/charts'],
+      html: 'The charts are kept at <a href="https://example.org/harbour/charts">the harbour office</a> for anyone to read.',
+    });
+    expect(find(blocks)).toEqual(find(await blocksOf('doc-lists.doc')));
+    // The other link is marked as before.
+    expect(blocks.find((b) => b.text.startsWith('Berth 1'))!.links).toEqual(['https://example.org/harbour/berth1']);
+  });
+
   it('a hyperlink in a row of a table inside a cell is an <a> in that row, as in the .docx reading (it was on the link list only)', async () => {
     const [doc, docx] = await both();
     const find = (blocks: DocumentBlock[]) => blocks.find((b) => b.text.startsWith('Berth 1'));

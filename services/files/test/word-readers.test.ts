@@ -311,6 +311,23 @@ describe('.doc fields in one pass', () => {
     expect(withFieldResults('x\x15y\x14z\x13w\x13i\x14r\x15')).toBe('x\x15y\x14z\x13wr');
   });
 
+  it("with link marks, a HYPERLINK field's target is read with the fields nested in its instruction showing their results (such a link was dropped)", () => {
+    const marked = (raw: string) => (withFieldResults as (raw: string, options: { linkMarks: boolean }) => string)(raw, { linkMarks: true });
+    const link = (url: string, shown: string) => `\ue030${url}\ue032${shown}\ue031`;
+    expect(marked('a\x13 HYPERLINK "https://example.org/" \x14shown\x15 b')).toBe(`a${link('https://example.org/', 'shown')} b`);
+    // A field in the target (its result is part of it), a field after it, a field without a result, a field in the result.
+    expect(marked('a\x13 HYPERLINK "https://\x13 REF host \x14example.org\x15/p" \x14shown\x15 b')).toBe(`a${link('https://example.org/p', 'shown')} b`);
+    expect(marked('\x13 HYPERLINK "https://example.org/c" \\o "\x13 TITLE \x14Charts\x15" \x14shown\x15')).toBe(link('https://example.org/c', 'shown'));
+    expect(marked('\x13HYPERLINK "https://example.org/c"\x13 PAGE \x15\x14shown\x15')).toBe(link('https://example.org/c', 'shown'));
+    expect(marked('\x13 HYPERLINK "https://example.org/c" \x14see \x13 REF x \x14it\x15\x15')).toBe(link('https://example.org/c', 'see it'));
+    // A target whose nested field is broken, or none at all: no link, the text as before.
+    expect(marked('\x13 HYPERLINK "https://\x13a\x14b\x14c\x15" \x14shown\x15')).toBe('\x13 HYPERLINK "https://\x13a\x14b\x14c\x15" \x14shown\x15');
+    expect(marked('\x13 HYPERLINK "\x13 REF x \x14\x15" \x14shown\x15')).toBe('shown');
+    // 100,000 HYPERLINK fields each in the instruction of the one around it: each reads a bounded part of its own.
+    const n = 100_000;
+    expect(marked(`${'\x13 HYPERLINK "https://example.org/" '.repeat(n)}${'\x14r\x15'.repeat(n)}`)).toBe(link('https://example.org/', 'r'));
+  });
+
   it('100,000 nested fields, each showing its result around the next, in one pass', () => {
     const n = 100_000;
     expect(withFieldResults(`x${'\x13I\x14r'.repeat(n)}z${'\x15'.repeat(n)}y`)).toBe(`x${'r'.repeat(n)}zy`);

@@ -3,8 +3,41 @@
 'use strict';
 
 const FIELD_MARKS = /[\x13\x14\x15]/g;
-/** A HYPERLINK field's instruction (its first run: a nested field in it makes no link), with an http(s) target. */
+/** A HYPERLINK field's instruction (as instructionText reads it), with an http(s) target. */
 const HYPERLINK_INSTRUCTION = /^\s*HYPERLINK\s+"(https?:\/\/[^"\s]+)"/i;
+/** How much of an instruction instructionText reads: runs and characters (so the pass stays linear). */
+const INSTRUCTION_RUNS = 64;
+const INSTRUCTION_CHARACTERS = 2048;
+
+/**
+ * A field's instruction, runs[from] to runs[to - 1], as Word reads it: a field nested in it stands for its result
+ * (HYPERLINK "\x13 REF url \x14https://...\x15" links to the result's address; a field after the target, e.g. one
+ * without a result, leaves the target as it is). The fields nested in it ended well (else the field is broken and never
+ * read), so their marks pair. Reads at most INSTRUCTION_RUNS runs and INSTRUCTION_CHARACTERS characters: the target
+ * stands at the instruction's start, and each field's instruction is read once, so the pass stays linear.
+ */
+function instructionText(runs, from, to) {
+  let text = '';
+  // The nested fields open at each run, and how many of them are in their instruction (hidden).
+  const inInstruction = [];
+  let hidden = 0;
+  for (let i = from; i < to && i < from + INSTRUCTION_RUNS && text.length < INSTRUCTION_CHARACTERS; i++) {
+    const run = runs[i];
+    if (run === '\x13') {
+      inInstruction.push(true);
+      hidden++;
+    } else if (run === '\x14') {
+      if (inInstruction[inInstruction.length - 1]) hidden--;
+      inInstruction[inInstruction.length - 1] = false;
+    } else if (run === '\x15') {
+      if (inInstruction.pop()) hidden--;
+    } else if (hidden === 0) {
+      text += run.slice(0, INSTRUCTION_CHARACTERS - text.length);
+    }
+  }
+  return text;
+}
+
 /**
  * The marks of a hyperlink's shown text (`linkMarks`): LINK_START, its target, LINK_TARGET_END, the shown text, LINK_END.
  * Private-use characters, which the worker makes deleted text where the document holds them (withoutDocMarks).
@@ -27,7 +60,9 @@ const LINK_END = '\ue031';
  *
  * With `linkMarks`, a HYPERLINK field's result to an http(s) target is wrapped in LINK_START + target + LINK_TARGET_END
  * and LINK_END, so the reading puts the link where the field stands (by its shown text alone, it went to the first
- * paragraph showing those words); only the instruction's first run is read, so the pass stays linear.
+ * paragraph showing those words); its target is read from the instruction with the fields nested in it showing their
+results (instructionText: a bounded read, so the pass stays linear; only the first run was read, and a nested field
+dropped the link where others were marked).
  */
 function withFieldResults(raw, { linkMarks = false } = {}) {
   FIELD_MARKS.lastIndex = 0;
@@ -53,8 +88,7 @@ function withFieldResults(raw, { linkMarks = false } = {}) {
           runs.push(mark);
           // The place of the link's start mark, filled when the field ends well.
           if (linkMarks) {
-            const instruction = runs[field.start + 1];
-            const link = field.separator === field.start + 2 && instruction !== undefined ? HYPERLINK_INSTRUCTION.exec(instruction.slice(0, 2048)) : null;
+            const link = HYPERLINK_INSTRUCTION.exec(instructionText(runs, field.start + 1, field.separator));
             if (link) {
               field.link = { url: link[1], at: runs.length };
               runs.push('');

@@ -61,6 +61,8 @@ export interface DocxParts {
   endnotes?: string;
   /** Extra w:style elements. */
   styles?: string;
+  /** The inside of w:settings (word/settings.xml), e.g. document-wide w:footnotePr. */
+  settings?: string;
 }
 
 /** A .docx (WordprocessingML package) of the given parts, with "heading 1" (Heading1) and "List Paragraph" styles. */
@@ -71,9 +73,11 @@ export function docxPackage(parts: DocxParts): Buffer {
     ...(parts.numbering !== undefined ? [['/word/numbering.xml', 'numbering']] : []),
     ...(parts.footnotes !== undefined ? [['/word/footnotes.xml', 'footnotes']] : []),
     ...(parts.endnotes !== undefined ? [['/word/endnotes.xml', 'endnotes']] : []),
+    ...(parts.settings !== undefined ? [['/word/settings.xml', 'settings']] : []),
   ];
   const relations = [
     ['styles', 'styles.xml'],
+    ...(parts.settings !== undefined ? [['settings', 'settings.xml']] : []),
     ...(parts.numbering !== undefined ? [['numbering', 'numbering.xml']] : []),
     ...(parts.footnotes !== undefined ? [['footnotes', 'footnotes.xml']] : []),
     ...(parts.endnotes !== undefined ? [['endnotes', 'endnotes.xml']] : []),
@@ -102,6 +106,7 @@ export function docxPackage(parts: DocxParts): Buffer {
     },
     { name: 'word/document.xml', data: `${XML}<w:document xmlns:w="${W}" xmlns:r="${R}"><w:body>${parts.body}</w:body></w:document>` },
   ];
+  if (parts.settings !== undefined) entries.push({ name: 'word/settings.xml', data: `${XML}<w:settings xmlns:w="${W}">${parts.settings}</w:settings>` });
   if (parts.numbering !== undefined) entries.push({ name: 'word/numbering.xml', data: `${XML}<w:numbering xmlns:w="${W}">${parts.numbering}</w:numbering>` });
   for (const kind of ['footnote', 'endnote'] as const) {
     const notes = parts[`${kind}s`];

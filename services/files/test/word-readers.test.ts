@@ -221,6 +221,65 @@ describe('notes are labelled as the document shows them', () => {
     // End (the body's w:sectPr: digits, endnotes Word's default i).
     expect(texts(blocks)).toEqual(['Preface [i: Note 1.]', 'Chapter [B: Note 2.]', 'Also [C: Note 3.]', 'Appendix [D: Note 4.]', 'End [i: Note 5.]']);
   });
+
+  it('.docx: notes numbered again in each section (w:numRestart eachSect, per section or in settings.xml) are labelled from 1 in each', async () => {
+    const paragraph = (text: string, id: number, kind: 'footnote' | 'endnote' = 'footnote', sectPr = '') =>
+      `<w:p>${sectPr ? `<w:pPr>${sectPr}</w:pPr>` : ''}<w:r><w:t>${text}</w:t></w:r>${noteReference(id, kind)}</w:p>`;
+    const eachSect = (kind: 'footnote' | 'endnote', type = '') => `<w:sectPr><w:${kind}Pr><w:numRestart w:val="eachSect"/></w:${kind}Pr>${type}</w:sectPr>`;
+    const footnotes = [1, 2, 3, 4].map((id) => note(id, `Note ${id}.`)).join('');
+    const endnotes = [5, 6].map((id) => note(id, `Note ${id}.`, 'endnote')).join('');
+    const read = async (body: string, settings?: string) =>
+      texts((await reader.parse('docx', docxPackage({ body, footnotes, endnotes, ...(settings === undefined ? {} : { settings }) }))).blocks);
+    // Three sections: the first two restart their footnotes, the last (the body's) counts on from the one before.
+    expect(
+      await read(
+        paragraph('One', 1) + paragraph('Two', 2, 'footnote', eachSect('footnote')) + paragraph('Three', 3, 'footnote', eachSect('footnote')) + paragraph('Four', 4) + '<w:sectPr/>',
+      ),
+    ).toEqual(['One [1: Note 1.]', 'Two [2: Note 2.]', 'Three [1: Note 3.]', 'Four [2: Note 4.]']);
+    // settings.xml restarts every section's endnotes (in digits); a section's own w:endnotePr could say otherwise.
+    const settings = '<w:endnotePr><w:numFmt w:val="decimal"/><w:numRestart w:val="eachSect"/></w:endnotePr>';
+    expect(await read(paragraph('One', 5, 'endnote', '<w:sectPr/>') + paragraph('Two', 6, 'endnote') + paragraph('Three', 1), settings)).toEqual([
+      'One [1: Note 5.]',
+      'Two [1: Note 6.]',
+      'Three [1: Note 1.]',
+    ]);
+    // Without a restart, the count goes on (as before).
+    expect(await read(paragraph('One', 5, 'endnote', '<w:sectPr/>') + paragraph('Two', 6, 'endnote'), '<w:endnotePr><w:numFmt w:val="decimal"/></w:endnotePr>')).toEqual([
+      'One [1: Note 5.]',
+      'Two [2: Note 6.]',
+    ]);
+  });
+
+  it('.docx: footnotes numbered again on each page (w:numRestart eachPage) start from 1 at each page break the document records', async () => {
+    const footnotes = [1, 2, 3, 4, 5, 6].map((id) => note(id, `Note ${id}.`)).join('');
+    const run = (text: string) => `<w:r><w:t xml:space="preserve">${text}</w:t></w:r>`;
+    const body =
+      `<w:p>${run('A')}${noteReference(1)}${run(' b')}${noteReference(2)}</w:p>` +
+      // An explicit page break in a run, a paragraph set to start a page, a page break Word recorded when it last laid
+      // the document out; a custom mark is not counted.
+      `<w:p>${run('C')}${noteReference(3)}<w:r><w:br w:type="page"/></w:r>${run(' d')}${noteReference(4)}</w:p>` +
+      `<w:p><w:pPr><w:pageBreakBefore/></w:pPr>${run('E')}<w:r><w:footnoteReference w:customMarkFollows="1" w:id="5"/><w:t>*</w:t></w:r>${noteReference(6)}</w:p>` +
+      '<w:sectPr><w:footnotePr><w:numRestart w:val="eachPage"/></w:footnotePr></w:sectPr>';
+    const blocks = (await reader.parse('docx', docxPackage({ body, footnotes }))).blocks;
+    expect(texts(blocks)).toEqual(['A [1: Note 1.] b [2: Note 2.]', 'C [3: Note 3.] d [1: Note 4.]', 'E [*: Note 5.] [1: Note 6.]']);
+    // Word's record of its last layout (w:lastRenderedPageBreak), and a new section that starts a page, restart too; a
+    // continuous section does not.
+    const recorded =
+      `<w:p>${run('A')}${noteReference(1)}</w:p><w:p><w:r><w:lastRenderedPageBreak/><w:t>B</w:t></w:r>${noteReference(2)}</w:p>` +
+      `<w:p><w:pPr><w:sectPr><w:footnotePr><w:numRestart w:val="eachPage"/></w:footnotePr></w:sectPr></w:pPr>${run('C')}${noteReference(3)}</w:p>` +
+      `<w:p>${run('D')}${noteReference(4)}</w:p>` +
+      `<w:p><w:pPr><w:sectPr><w:type w:val="nextPage"/></w:sectPr></w:pPr>${run('E')}${noteReference(5)}</w:p>` +
+      `<w:p>${run('F')}${noteReference(6)}</w:p><w:sectPr><w:type w:val="continuous"/></w:sectPr>`;
+    const settings = '<w:footnotePr><w:numRestart w:val="eachPage"/></w:footnotePr>';
+    expect(texts((await reader.parse('docx', docxPackage({ body: recorded, footnotes, settings }))).blocks)).toEqual([
+      'A [1: Note 1.]',
+      'B [1: Note 2.]',
+      'C [2: Note 3.]',
+      'D [1: Note 4.]',
+      'E [2: Note 5.]',
+      'F [3: Note 6.]',
+    ]);
+  });
 });
 
 describe('raised runs and symbol fonts in deeply nested markup', () => {

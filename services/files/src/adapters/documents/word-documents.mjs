@@ -215,16 +215,32 @@ function readableDocument(document) {
  */
 let noteFormats = { footnote: 'decimal', endnote: 'lowerRoman' };
 
-/** The formats of w:footnotePr and w:endnotePr elements among `element`'s children, over `formats`. */
+/**
+ * The formats of w:footnotePr and w:endnotePr elements among `element`'s children, over `formats`: each kind's number
+ * format (`footnote`, `endnote`) and its w:numRestart (`footnoteRestart`, `endnoteRestart`: continuous, eachSect or
+ * eachPage).
+ */
 function noteFormatsIn(element, formats) {
   const found = { ...formats };
   for (const child of element?.children ?? []) {
     const kind = child.name === 'w:footnotePr' ? 'footnote' : child.name === 'w:endnotePr' ? 'endnote' : null;
-    const format = kind && child.children?.find((c) => c.name === 'w:numFmt')?.attributes?.['w:val'];
+    if (!kind) continue;
+    const format = child.children?.find((c) => c.name === 'w:numFmt')?.attributes?.['w:val'];
     if (format) found[kind] = format;
+    const restart = child.children?.find((c) => c.name === 'w:numRestart')?.attributes?.['w:val'];
+    if (restart === 'continuous' || restart === 'eachSect' || restart === 'eachPage') found[`${kind}Restart`] = restart;
   }
   return found;
 }
+
+/** Whether `formats` restart a kind's count (w:numRestart eachSect or eachPage). */
+const restarting = (formats) => ['footnote', 'endnote'].some((kind) => (formats[`${kind}Restart`] ?? 'continuous') !== 'continuous');
+
+/**
+ * Per note, its number where some section restarts the count (w:numRestart: noteNumbersIn); empty where none does, the
+ * notes then counted on through the document in the order of their references (withNoteLabels).
+ */
+let noteNumbers = new Map();
 
 /**
  * Per note (`footnote-<id>`, `endnote-<id>`), the formats of the section holding its first reference, where that
@@ -238,21 +254,45 @@ let noteFormatsByNote = new Map();
  * child w:sectPr) give noteFormats; a section ended by a paragraph's w:pPr/w:sectPr gives its own to the notes referenced
  * in it (noteFormatsByNote), each over settings.xml's formats, as Word reads a section's properties. One walk in
  * document order, without recursion (a deep document cannot exhaust the stack).
+ *
+ * A section's w:numRestart (its own or settings.xml's) numbers its notes (noteNumbers): eachSect from 1 in each section;
+ * eachPage from 1 on each page as far as the document tells without laying it out: at a section that starts a page (its
+ * w:type other than continuous), an explicit page break (w:br w:type="page", a paragraph's w:pageBreakBefore) and a
+ * page break Word recorded when it last laid the document out (w:lastRenderedPageBreak); a page that fills up and
+ * flows on is not known, so its notes count on. A note with a custom mark is not counted, as Word counts.
  */
 function sectionNoteFormats(root) {
   const documentFormats = noteFormats;
   noteFormatsByNote = new Map();
+  noteNumbers = new Map();
   const body = root?.children?.find((child) => child.name === 'w:body');
   const last = body?.children?.findLast((child) => child.name === 'w:sectPr');
   if (last) noteFormats = noteFormatsIn(last, documentFormats);
-  if (!body?.children?.some((child) => child.name === 'w:p' && child.children?.some((p) => p.name === 'w:pPr' && p.children?.some((c) => c.name === 'w:sectPr')))) return;
-  /** The notes referenced in the section being read, first references only. */
+  const sectioned = body?.children?.some((child) => child.name === 'w:p' && child.children?.some((p) => p.name === 'w:pPr' && p.children?.some((c) => c.name === 'w:sectPr')));
+  if (!body || (!sectioned && !restarting(noteFormats))) return;
+  /** The notes referenced in the section being read, first references only, with the page of the section each is on. */
   let pending = [];
+  let page = 0;
+  let restarts = false;
+  const counts = { footnote: 0, endnote: 0 };
   const seen = new Set();
   const endSection = (sectPr) => {
     const formats = noteFormatsIn(sectPr, documentFormats);
-    for (const key of pending) if (formats[key.split('-')[0]] !== noteFormats[key.split('-')[0]]) noteFormatsByNote.set(key, formats);
+    restarts ||= restarting(formats);
+    const startsPage = (sectPr?.children?.find((c) => c.name === 'w:type')?.attributes?.['w:val'] ?? 'nextPage') !== 'continuous';
+    const pages = { footnote: 0, endnote: 0 };
+    for (const kind of ['footnote', 'endnote']) {
+      const restart = formats[`${kind}Restart`];
+      if (restart === 'eachSect' || (restart === 'eachPage' && startsPage)) counts[kind] = 0;
+    }
+    for (const { key, kind, page: at, custom } of pending) {
+      if (formats[kind] !== noteFormats[kind]) noteFormatsByNote.set(key, formats);
+      if (at !== pages[kind] && formats[`${kind}Restart`] === 'eachPage') counts[kind] = 0;
+      pages[kind] = at;
+      if (!custom) noteNumbers.set(key, ++counts[kind]);
+    }
     pending = [];
+    page = 0;
   };
   for (const child of body.children) {
     if (child.name === 'w:sectPr') continue;
@@ -263,7 +303,13 @@ function sectionNoteFormats(root) {
       const key = kind && `${kind}-${element.attributes?.['w:id']}`;
       if (key && !seen.has(key)) {
         seen.add(key);
-        pending.push(key);
+        pending.push({ key, kind, page, custom: isOn(element.attributes?.['w:customMarkFollows']) });
+      } else if (
+        (element.name === 'w:br' && element.attributes?.['w:type'] === 'page') ||
+        element.name === 'w:lastRenderedPageBreak' ||
+        (element.name === 'w:pageBreakBefore' && (element.attributes?.['w:val'] === undefined || isOn(element.attributes['w:val'])))
+      ) {
+        page++;
       }
       const children = element.children ?? [];
       for (let i = children.length - 1; i >= 0; i--) stack.push(children[i]);
@@ -271,6 +317,8 @@ function sectionNoteFormats(root) {
     const sectPr = child.name === 'w:p' ? child.children?.find((p) => p.name === 'w:pPr')?.children?.find((c) => c.name === 'w:sectPr') : undefined;
     if (sectPr) endSection(sectPr);
   }
+  endSection(last);
+  if (!restarts) noteNumbers = new Map();
 }
 
 /** The note formats settings.xml gives (read through mammoth's zip reader, before mammoth converts). */
@@ -280,7 +328,9 @@ async function documentNoteFormats(bytes) {
     const zip = await require('mammoth/lib/zipfile.js').openArrayBuffer(bytes);
     if (!zip.exists('word/settings.xml')) return formats;
     const { readString } = require('mammoth/lib/xml/index.js');
-    const settings = await readString(await zip.read('word/settings.xml', 'utf-8'), {});
+    // Names read with their prefix (w:footnotePr) as mammoth reads document.xml; with no map they were "{namespace}footnotePr",
+    // so settings.xml's formats were never found.
+    const settings = await readString(await zip.read('word/settings.xml', 'utf-8'), { 'http://schemas.openxmlformats.org/wordprocessingml/2006/main': 'w' });
     return noteFormatsIn(settings.children?.find((child) => child.name === 'w:settings') ?? settings, formats);
   } catch {
     return formats;
@@ -315,7 +365,7 @@ function withNoteLabels(document, formats) {
         const next = element.children[i + 1];
         const custom = next?.type === 'text' ? /^\ue000cards-note-custom-mark:([^\ue000\ue001]*)\ue001$/.exec(next.value) : null;
         const key = `${child.noteType}-${child.noteId}`;
-        if (!labels.has(key)) labels.set(key, { reference: child, label: custom ? custom[1] : noteLabel(++counts[child.noteType], (noteFormatsByNote.get(key) ?? formats)[child.noteType]), custom: custom !== null });
+        if (!labels.has(key)) labels.set(key, { reference: child, label: custom ? custom[1] : noteLabel(noteNumbers.get(key) ?? ++counts[child.noteType], (noteFormatsByNote.get(key) ?? formats)[child.noteType]), custom: custom !== null });
         if (custom) i++;
         children.push(child);
       } else if (child.type === 'text' && child.value.includes(CUSTOM_NOTE_MARK.open)) {
@@ -539,6 +589,7 @@ export async function docxHtml(bytes) {
   textBoxesWithoutFallbackRead();
   noteFormats = await documentNoteFormats(bytes);
   noteFormatsByNote = new Map();
+  noteNumbers = new Map();
   return (await mammoth.convertToHtml({ buffer: bytes }, { transformDocument: readableDocument, styleMap: [...TITLE_STYLES, ...FURTHER_PARAGRAPH_STYLES] })).value;
 }
 

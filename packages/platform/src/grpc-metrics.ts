@@ -4,6 +4,7 @@ import { ServerError, Status, type CallContext, type ServerMiddlewareCall } from
 import type { Logger } from 'pino';
 import { collectDefaultMetrics, Counter, Histogram, Registry } from 'prom-client';
 import { eventPipelineMetrics } from './events/event-metrics';
+import { serviceMetrics } from './service-metrics';
 
 /**
  * The gRPC calls this process served, by service, method and status: one registry per process, so the
@@ -59,7 +60,7 @@ export function metricsMiddleware() {
 function defaultServiceRegistry(): Registry {
   const processMetrics = new Registry();
   collectDefaultMetrics({ register: processMetrics });
-  return Registry.merge([processMetrics, grpcServerMetrics, eventPipelineMetrics]);
+  return Registry.merge([processMetrics, grpcServerMetrics, eventPipelineMetrics, serviceMetrics]);
 }
 
 export interface MetricsServerHandle {
@@ -69,7 +70,7 @@ export interface MetricsServerHandle {
 
 /**
  * Prometheus text on GET /metrics of a listener of its own: `registry`, or by default the process's default metrics, the
- * gRPC calls it served and its event pipeline.
+ * gRPC calls it served, its event pipeline and its services' own metrics (serviceMetrics).
  */
 export async function startMetricsServer(options: { host: string; port: number; logger: Logger; registry?: Registry }): Promise<MetricsServerHandle> {
   const registry = options.registry ?? defaultServiceRegistry();

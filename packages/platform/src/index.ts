@@ -7,6 +7,7 @@ export * from './grpc-client';
 export * from './grpc-server';
 export * from './grpc-limits';
 export * from './grpc-metrics';
+export * from './service-metrics';
 export { enableInProcessCalls } from './in-process-calls';
 export * from './http-status';
 export * from './ids';

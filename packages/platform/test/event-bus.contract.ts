@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { DeliveredEvent, EventBus, Subscription } from '../src/events/event-bus';
 import { contractTests, describeOnEngine } from '../../../test/engines/suite';
 import { eventPipelineMetrics } from '../src/events/event-metrics';
+import { serviceMetrics } from '../src/service-metrics';
 
 /** One adapter under test: a bus plus a way to open another handle on the same storage (another process). */
 export interface EventBusHarness {
@@ -392,5 +393,42 @@ export function describeEventBusContract(name: string, factory: EventBusHarnessF
       // Every handler call is timed: three failed attempts and the good event.
       expect(await metricValue('card_library_event_handling_seconds', { group, topic }, '_count')).toBe(4);
     });
+
+    test('/metrics shows how far a group is behind: the events it has not handled and the age of the oldest, 0 once caught up', async () => {
+      const { topic, group } = fresh();
+      // One key: one partition on Kafka, so its one fetch sees all three.
+      await h.bus.publish([1, 2, 3].map((n) => ({ topic, key: 'card-1', payload: text(String(n)) })));
+      let release!: () => void;
+      const held = new Promise<void>((resolve) => (release = resolve));
+      const got: string[] = [];
+      await subscribe(h.bus, {
+        group,
+        topics: [topic],
+        handler: async (e) => {
+          got.push(read(e));
+          if (got.length === 1) await held;
+        },
+      });
+      await waitFor('the first event in hand', () => got.length === 1);
+      const lag = () => serviceGaugeValue('card_library_event_consumer_lag', { group, topic });
+      const age = () => serviceGaugeValue('card_library_event_consumer_oldest_unhandled_seconds', { group, topic });
+      expect(await lag()).toBe(3);
+      await sleep(1100);
+      expect(await age()).toBeGreaterThanOrEqual(1);
+      release();
+      await waitFor('all three handled', () => got.length === 3);
+      let caughtUp = -1;
+      for (let tries = 0; tries < 100 && (caughtUp = (await lag()) ?? -1) !== 0; tries++) await sleep(50);
+      expect(caughtUp).toBe(0);
+      expect(await age()).toBe(0);
+    });
   });
+}
+
+/** A gauge of serviceMetrics as a scrape reads it (its collect() run); undefined when it has no such series. */
+export async function serviceGaugeValue(name: string, labels: Record<string, string>): Promise<number | undefined> {
+  const metric = serviceMetrics.getSingleMetric(name);
+  if (!metric) throw new Error(`no metric ${name}`);
+  const { values } = await metric.get();
+  return values.find((v) => Object.entries(labels).every(([k, want]) => v.labels[k] === want))?.value;
 }

@@ -1,4 +1,5 @@
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { sampledGauge } from '../service-metrics';
 
 /**
  * The event pipeline of this process (publishes, consumer outcomes and handling time, outbox backlog), served by every
@@ -132,5 +133,46 @@ export function outboxMetrics(outbox: string): OutboxMetrics {
   return {
     pending: (entries) => gauge.set(entries),
     failed: () => failures.inc(),
+  };
+}
+
+/**
+ * How far each consumer group of this process is behind, per topic, read at each scrape from its subscriptions: the
+ * embedded log counts the events past the group's committed offset (up to CONSUMER_LAG_COUNT_CAP); Kafka reports what
+ * its last fetch of each partition showed (high watermark - 1 - the last offset handled, summed over the partitions
+ * this member holds). Both adapters add the age of the oldest event the group has not handled yet (0: none).
+ */
+export const consumerLag = sampledGauge(
+  `${PREFIX}event_consumer_lag`,
+  "Events of a topic a consumer group of this process has not handled yet (embedded log: past the group's committed offset, counted up to 100000; Kafka: as its last fetch saw, summed over the partitions this member holds)",
+  ['group', 'topic'] as const,
+);
+
+export const consumerOldestUnhandled = sampledGauge(
+  `${PREFIX}event_consumer_oldest_unhandled_seconds`,
+  'Age of the oldest event of a topic a consumer group of this process has not handled yet (0 when it is caught up)',
+  ['group', 'topic'] as const,
+);
+
+/** The most events the embedded log counts for one group and topic at a scrape (the count is an index range scan). */
+export const CONSUMER_LAG_COUNT_CAP = 100_000;
+
+/** What a subscription reports at a scrape for each of its topics. */
+export interface TopicPosition {
+  topic: string;
+  lag: number;
+  /** Publication time (ms) of the oldest event not handled yet; null when caught up. */
+  oldestMs: number | null;
+}
+
+/** Registers a subscription's positions with both gauges; the returned function removes them (at close). */
+export function trackConsumerPositions(group: string, positions: () => TopicPosition[], now: () => number = Date.now): () => void {
+  const removeLag = consumerLag.addSource(() => positions().map((p) => ({ labels: { group, topic: p.topic }, value: p.lag })));
+  const removeAge = consumerOldestUnhandled.addSource(() =>
+    positions().map((p) => ({ labels: { group, topic: p.topic }, value: p.oldestMs === null ? 0 : Math.max(0, (now() - p.oldestMs) / 1000) })),
+  );
+  return () => {
+    removeLag();
+    removeAge();
   };
 }

@@ -6,7 +6,7 @@ import { errorMessage } from '../errors';
 import { settledWithin } from '../shutdown';
 import { RETAIN_FOREVER_MS, retainForever } from './kafka-topic-retention';
 import { deliverInHalves } from './deliver-in-halves';
-import { consumerMetrics, countPublishedEvents, secondsSince, type ConsumerMetrics } from './event-metrics';
+import { consumerMetrics, countPublishedEvents, secondsSince, trackConsumerPositions, type ConsumerMetrics, type TopicPosition } from './event-metrics';
 import type { KafkaSecurity } from './kafka-security';
 import { busClosedError, CUT_BY_CLOSE, isCertificateError, StoppableKafkaClient, type ConnectionsSeen } from './stoppable-kafka-client';
 
@@ -472,6 +472,12 @@ class KafkaSubscription {
   /** Starts that failed since the consumer last joined its group (the restart backoff grows with them). */
   private failedStarts = 0;
   private readonly metrics: ConsumerMetrics;
+  /**
+   * Per partition this member fetched (`topic partition`): what its last fetch showed of the group's lag (high watermark
+   * - 1 - the last offset handled) and the timestamp of the first message not handled yet, for /metrics.
+   */
+  private readonly positions = new Map<string, TopicPosition>();
+  private untrack: (() => void) | undefined;
 
   constructor(
     private readonly client: StoppableKafkaClient,
@@ -494,7 +500,10 @@ class KafkaSubscription {
     });
     this.consumer.on(this.consumer.events.GROUP_JOIN, () => {
       this.failedStarts = 0;
+      // A rebalance may have moved partitions away: their lag is the new holder's to report.
+      this.positions.clear();
     });
+    this.untrack = trackConsumerPositions(this.options.group, () => summedByTopic(this.positions.values()));
     this.starting = this.join();
     await this.starting;
   }
@@ -571,11 +580,23 @@ class KafkaSubscription {
           };
         };
         type Message = (typeof batch.messages)[number];
+        // The lag this fetch shows, moved on as messages are handled (kafkajs' offsetLagLow + 1 before the first).
+        const positionKey = `${topic} ${partition}`;
+        const lastOffset = BigInt(batch.highWatermark) - 1n;
+        const indexOf = new Map(batch.messages.map((m, i) => [m.offset, i]));
+        const handledUpTo = (offset: string) => {
+          const next = batch.messages[(indexOf.get(offset) ?? batch.messages.length - 1) + 1];
+          this.positions.set(positionKey, { topic, lag: Math.max(0, Number(lastOffset - BigInt(offset))), oldestMs: next ? Number(next.timestamp) : null });
+        };
+        if (batch.messages.length > 0) {
+          this.positions.set(positionKey, { topic, lag: Math.max(0, Number(lastOffset - BigInt(batch.messages[0]!.offset)) + 1), oldestMs: Number(batch.messages[0]!.timestamp) });
+        }
         const going = () => !this.stopping && isRunning() && !isStale();
         const applyRun = async (run: Message[]): Promise<boolean> => {
           if (!(await this.deliverRun(run.map(eventOf)))) return false;
           for (const m of run) resolveOffset(m.offset);
           done = run[run.length - 1]!.offset;
+          handledUpTo(done);
           sinceCommit += run.length;
           if (sinceCommit >= COMMIT_EVERY) await commit();
           await heartbeat();
@@ -606,6 +627,7 @@ class KafkaSubscription {
           }
           resolveOffset(message.offset);
           done = message.offset;
+          handledUpTo(done);
           if (++sinceCommit >= COMMIT_EVERY) await commit();
           await heartbeat();
           return true;
@@ -680,6 +702,7 @@ class KafkaSubscription {
   close(): Promise<void> {
     this.closing ??= (async () => {
       this.stopping = true;
+      this.untrack?.();
       // A start under way connecting to a broker that is down gives up now, and then sees `stopping` and does not run the consumer.
       this.client.stop();
       clearTimeout(this.restartTimer);
@@ -695,4 +718,18 @@ class KafkaSubscription {
     })();
     return this.closing;
   }
+}
+
+/** The partitions' positions added up per topic: their lags summed, the oldest unhandled message of them all. */
+function summedByTopic(positions: Iterable<TopicPosition>): TopicPosition[] {
+  const byTopic = new Map<string, TopicPosition>();
+  for (const p of positions) {
+    const sum = byTopic.get(p.topic);
+    if (!sum) byTopic.set(p.topic, { ...p });
+    else {
+      sum.lag += p.lag;
+      if (p.oldestMs !== null && (sum.oldestMs === null || p.oldestMs < sum.oldestMs)) sum.oldestMs = p.oldestMs;
+    }
+  }
+  return [...byTopic.values()];
 }

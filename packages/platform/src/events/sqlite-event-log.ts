@@ -6,7 +6,7 @@ import { isEngineUnavailableError } from '../readiness';
 import { errorMessage } from '../errors';
 import { ConfigError } from '../config';
 import { deliverInHalves } from './deliver-in-halves';
-import { consumerMetrics, countPublishedEvents, secondsSince, type ConsumerMetrics } from './event-metrics';
+import { CONSUMER_LAG_COUNT_CAP, consumerMetrics, countPublishedEvents, secondsSince, trackConsumerPositions, type ConsumerMetrics, type TopicPosition } from './event-metrics';
 
 const MIGRATIONS = [
   `CREATE TABLE events (seq INTEGER PRIMARY KEY AUTOINCREMENT, topic TEXT NOT NULL, key TEXT NOT NULL, payload BLOB NOT NULL, published_at TEXT NOT NULL);
@@ -330,6 +330,7 @@ class SqliteSubscription {
   private readonly onPublished = () => this.wake?.();
   private timer: NodeJS.Timeout | undefined;
   private readonly metrics: ConsumerMetrics;
+  private untrack: (() => void) | undefined;
 
   constructor(
     private readonly db: SqliteDatabase,
@@ -343,11 +344,29 @@ class SqliteSubscription {
   start(): void {
     this.running = true;
     this.wakeups.on('published', this.onPublished);
+    this.untrack = trackConsumerPositions(this.options.group, () => this.positions());
     this.loop = this.run();
+  }
+
+  /**
+   * Per topic, the events past the group's committed offset (counted up to CONSUMER_LAG_COUNT_CAP) and the publication
+   * time of the first of them: index range reads on events_topic_seq, at each scrape of /metrics.
+   */
+  private positions(): TopicPosition[] {
+    const { group, topics } = this.options;
+    const offsetOf = this.db.prepare('SELECT seq FROM consumer_offsets WHERE group_id = ? AND topic = ?');
+    const count = this.db.prepare(`SELECT COUNT(*) AS n FROM (SELECT 1 FROM events WHERE topic = ? AND seq > ? LIMIT ${CONSUMER_LAG_COUNT_CAP})`);
+    const first = this.db.prepare('SELECT published_at FROM events WHERE topic = ? AND seq > ? ORDER BY seq LIMIT 1');
+    return topics.map((topic) => {
+      const committed = (offsetOf.get(group, topic) as { seq: number } | undefined)?.seq ?? 0;
+      const oldest = first.get(topic, committed) as { published_at: string } | undefined;
+      return { topic, lag: (count.get(topic, committed) as { n: number }).n, oldestMs: oldest ? Date.parse(oldest.published_at) : null };
+    });
   }
 
   async close(): Promise<void> {
     this.running = false;
+    this.untrack?.();
     this.wakeups.off('published', this.onPublished);
     this.wake?.();
     await this.loop;

@@ -1,10 +1,11 @@
 import { collectDefaultMetrics, Histogram, Registry } from 'prom-client';
-import { eventPipelineMetrics, grpcServerMetrics } from '@cards/platform';
+import { eventPipelineMetrics, grpcServerMetrics, serviceMetrics } from '@cards/platform';
 import type { RequestEndObserver } from './request-end';
 
 /**
  * Prometheus registry with process metrics and one request-duration histogram labelled by route pattern, plus
- * the gRPC calls served and the event pipeline of this process: the all-in-one's services (none in a gateway process of its own).
+ * the gRPC calls served, the event pipeline and the services' own metrics of this process (rate-limit hits; in the
+ * all-in-one, every service's).
  */
 export interface GatewayMetrics {
   registry: Registry;
@@ -25,5 +26,5 @@ export function createMetrics(): GatewayMetrics {
   const observe: RequestEndObserver = ({ req, res, route, ms, answered }) => {
     if (answered) duration.observe({ method: req.method, route, status: String(res.statusCode) }, ms / 1000);
   };
-  return { registry: Registry.merge([registry, grpcServerMetrics, eventPipelineMetrics]), observe };
+  return { registry: Registry.merge([registry, grpcServerMetrics, eventPipelineMetrics, serviceMetrics]), observe };
 }

@@ -1,7 +1,7 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createLogger, FailedPreconditionError, NotFoundError, openSqlite, UnavailableError } from '@cards/platform';
+import { createLogger, FailedPreconditionError, NotFoundError, openSqlite, serviceMetrics, UnavailableError } from '@cards/platform';
 import { IdentityService } from '../src/application/identity-service';
 import { identityHandlers } from '../src/grpc/identity-handlers';
 import { JwtTokenSigner } from '../src/adapters/crypto/jwt-token-signer';
@@ -402,6 +402,25 @@ describe('IdentityService', () => {
       expect(failure).toBeInstanceOf(UnavailableError);
       expect(failure).toMatchObject({ message: 'The invitation mail could not be sent; try again later' });
     }
+  });
+
+  it('counts mails sent and failed by kind in card_library_mails_total (no address in the labels)', async () => {
+    const count = async (kind: string, outcome: string) =>
+      (await serviceMetrics.getSingleMetric('card_library_mails_total')!.get()).values.find((v) => v.labels.kind === kind && v.labels.outcome === outcome)?.value ?? 0;
+    const before = { invitation: await count('invitation', 'sent'), reset: await count('password_reset', 'sent'), failed: await count('invitation', 'failed'), resetFailed: await count('password_reset', 'failed') };
+    const mailer = new RecordingMailer();
+    const { service } = setup(new Date(), mailer);
+    await service.register(await service.invite('counted@example.com', []), 'password1', 'password1');
+    await service.requestPasswordReset('counted@example.com');
+    await service.mailSent();
+    expect(await count('invitation', 'sent')).toBe(before.invitation + 1);
+    expect(await count('password_reset', 'sent')).toBe(before.reset + 1);
+    mailer.send = () => Promise.reject(new Error('connect ECONNREFUSED 10.0.0.5:25'));
+    await expect(service.invite('other@example.com', [])).rejects.toBeInstanceOf(UnavailableError);
+    await service.requestPasswordReset('counted@example.com');
+    await service.mailSent();
+    expect(await count('invitation', 'failed')).toBe(before.failed + 1);
+    expect(await count('password_reset', 'failed')).toBe(before.resetFailed + 1);
   });
 
   it('no reset mail is sent for an unknown address, and no error reveals it', async () => {

@@ -4,6 +4,7 @@ import ipaddr from 'ipaddr.js';
 import { emailKey } from '@cards/card-rules';
 import type { Request, RequestHandler } from 'express';
 import { rateLimit, type IncrementResponse, type Options, type Store } from 'express-rate-limit';
+import { serviceCounter } from '@cards/platform';
 import type { AttemptCounter } from '../domain/attempt-counter';
 
 export interface RateLimitConfig {
@@ -55,11 +56,19 @@ export function waitInWords(seconds: number): string {
   return `in ${Math.ceil(s / 60)} minutes`;
 }
 
+/** Requests answered 429 by a limit: `login_ip`, `login_email`, `invitation_ip`, …, `mail_ip` (no address, no e-mail). */
+const rateLimited = serviceCounter('card_library_rate_limited_total', 'Requests the gateway answered 429 by rate limit: <action>_ip, <action>_email (action: login, invitation, reset) and mail_ip', ['limit'] as const);
+
 // The message names the wait the limiter's window still has (what Retry-After says), not a fixed "a minute".
-const tooMany = (message: string): RequestHandler => (req, res) => {
-  const resetTime = (req as { rateLimit?: { resetTime?: Date } }).rateLimit?.resetTime;
-  const wait = resetTime ? waitInWords((resetTime.getTime() - Date.now()) / 1000) : 'later';
-  res.status(429).json({ message: `${message}, try again ${wait}` });
+const tooMany = (message: string, limit: string): RequestHandler => {
+  // The series exists at 0 from the start, so a rate over it is defined before the first 429.
+  rateLimited.inc({ limit }, 0);
+  return (req, res) => {
+    rateLimited.inc({ limit });
+    const resetTime = (req as { rateLimit?: { resetTime?: Date } }).rateLimit?.resetTime;
+    const wait = resetTime ? waitInWords((resetTime.getTime() - Date.now()) / 1000) : 'later';
+    res.status(429).json({ message: `${message}, try again ${wait}` });
+  };
 };
 
 /** express-rate-limit's view of an AttemptCounter; one per limiter, as express-rate-limit wants. */
@@ -94,11 +103,12 @@ class AttemptCounterStore implements Store {
  */
 export function authRateLimits(name: string, config: RateLimitConfig): RequestHandler[] {
   const message = 'Too many attempts';
-  const common = { windowMs: 60_000, standardHeaders: 'draft-7', legacyHeaders: false, handler: tooMany(message) } as const;
+  const common = { windowMs: 60_000, standardHeaders: 'draft-7', legacyHeaders: false } as const;
   return [
-    rateLimit({ ...common, limit: config.perIpPerMinute, store: new AttemptCounterStore(config.counter), keyGenerator: (req) => `${name}:ip:${clientAddressKey(req.ip)}` }),
+    rateLimit({ ...common, handler: tooMany(message, `${name}_ip`), limit: config.perIpPerMinute, store: new AttemptCounterStore(config.counter), keyGenerator: (req) => `${name}:ip:${clientAddressKey(req.ip)}` }),
     rateLimit({
       ...common,
+      handler: tooMany(message, `${name}_email`),
       limit: config.perEmailPerMinute,
       store: new AttemptCounterStore(config.counter),
       skip: (req) => emailOf(req) === undefined,
@@ -118,7 +128,7 @@ export function mailRateLimit(config: RateLimitConfig): RequestHandler {
     limit: config.mailPerIp ?? DEFAULT_MAIL_PER_IP,
     standardHeaders: 'draft-7',
     legacyHeaders: false,
-    handler: tooMany('Too many e-mails asked for from this address'),
+    handler: tooMany('Too many e-mails asked for from this address', 'mail_ip'),
     store: new AttemptCounterStore(config.counter),
     keyGenerator: (req) => `mail:ip:${clientAddressKey(req.ip)}`,
   });

@@ -5,11 +5,18 @@ import {
   InvalidArgumentError,
   NotFoundError,
   UnauthenticatedError,
+  serviceCounter,
   UnavailableError,
   type Logger,
 } from '@cards/platform';
 import { EXPIRED_RECORD_RETENTION_MS, EXPIRED_SWEEP_BATCH, EXPIRED_SWEEP_MAX_BATCHES, INVITATION_TTL_MS, PASSWORD_RESET_TTL_MS, SESSION_TTL_MS, type ProfilePatch, type User } from '../domain/model';
 import type { IdentityRepository, Mailer, OutgoingMail, PasswordHasher, TokenSigner } from '../domain/ports';
+
+type MailKind = 'invitation' | 'password_reset';
+
+/** Mails identity handed to its mailer (SMTP or .eml files), by kind and whether the mailer took them. */
+const mailsSent = serviceCounter('card_library_mails_total', 'Mails identity sent (outcome sent: the mailer took it; failed: it threw), by kind: invitation, password_reset', ['kind', 'outcome'] as const);
+for (const kind of ['invitation', 'password_reset'] satisfies MailKind[]) for (const outcome of ['sent', 'failed']) mailsSent.inc({ kind, outcome }, 0);
 import { checkDeliverableEmail, checkNewPassword, EMAIL_HIDDEN_WITHOUT_USERNAME, emailSpellings, emailVisibilityCondition, normalizeEmail, normalizePassword, normalizeUsername, normalizeWebsite, shownEmail, withAsciiDomain } from '../domain/rules';
 
 export interface IdentityServiceDeps {
@@ -87,10 +94,21 @@ export class IdentityService {
     return id;
   }
 
+  /** Sends one mail, counted by kind and outcome in card_library_mails_total. */
+  private async sendMail(kind: MailKind, mail: OutgoingMail): Promise<void> {
+    try {
+      await this.deps.mailer.send(mail);
+    } catch (err) {
+      mailsSent.inc({ kind, outcome: 'failed' });
+      throw err;
+    }
+    mailsSent.inc({ kind, outcome: 'sent' });
+  }
+
   /** A mail server that fails is an outage the inviter can wait out (503), not an internal error (500). */
   private async sendInvitationMail(mail: OutgoingMail): Promise<void> {
     try {
-      await this.deps.mailer.send(mail);
+      await this.sendMail('invitation', mail);
     } catch (err) {
       this.deps.logger.error({ err }, 'invitation mail could not be sent');
       throw new UnavailableError('The invitation mail could not be sent; try again later');
@@ -193,7 +211,7 @@ export class IdentityService {
         passwordVersion: user.passwordVersion,
       });
       const link = `${this.deps.publicUrl}/auth/password/${id}`;
-      await this.deps.mailer.send({
+      await this.sendMail('password_reset', {
         // An address stored before domains were kept in ASCII: sent where its mail goes, as every new one is.
         to: withAsciiDomain(user.email),
         subject: 'Reset your Card Library password',

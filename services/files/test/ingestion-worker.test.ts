@@ -1,7 +1,7 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createLogger, newId, SqliteEventLog, Topics } from '@cards/platform';
+import { createLogger, newId, serviceMetrics, SqliteEventLog, Topics } from '@cards/platform';
 import { tagsProblem } from '@cards/card-rules';
 import Database from 'better-sqlite3';
 import { events } from '@cards/proto';
@@ -210,6 +210,25 @@ describe('IngestionWorker', () => {
     expect(lines.filter((l) => l.level >= 50)).toHaveLength(1);
     // A file's name can say whose it is ("Medical-report-Jane-Doe.docx"): the lines name the file by its id.
     expect(JSON.stringify(lines)).not.toMatch(/short\.odt|corrupt\.docx|marine\.odt|fileName/);
+  });
+
+  it('counts each ingestion that ends in card_library_ingestions_total: done, or failed by kind of reason; an attempt to be retried not', async () => {
+    const count = async (outcome: string, reason: string) =>
+      (await serviceMetrics.getSingleMetric('card_library_ingestions_total')!.get()).values.find((v) => v.labels.outcome === outcome && v.labels.reason === reason)?.value ?? 0;
+    const kinds = [['done', ''], ['failed', 'no_cards'], ['failed', 'unreadable'], ['failed', 'cards_not_stored']] as const;
+    const before = await Promise.all(kinds.map(([o, r]) => count(o, r)));
+    const counted = async () => (await Promise.all(kinds.map(([o, r]) => count(o, r)))).map((n, i) => n - before[i]!);
+
+    await worker.ingest((await stored('marine.odt')).id);
+    await worker.ingest((await stored('short.odt')).id);
+    await worker.ingest((await stored('corrupt.docx')).id);
+    expect(await counted()).toEqual([1, 1, 1, 0]);
+    const failing = await stored('marine.odt');
+    cards.failAfter = 0;
+    await expect(worker.ingest(failing.id, false)).rejects.toThrow(/went away/);
+    expect(await counted()).toEqual([1, 1, 1, 0]);
+    await worker.ingest(failing.id, true);
+    expect(await counted()).toEqual([1, 1, 1, 1]);
   });
 
   it('passages the cards service refuses are skipped; the rest still make a collection', async () => {

@@ -85,6 +85,19 @@ export function describeVerificationStoreContract(name: string, factory: () => P
       expect((await store.claim(5, later(), lease())).map((j) => j.id)).toEqual([second.id]);
     });
 
+    it('queueDepth counts the pending and running jobs, each up to the cap; finished and cancelled ones not', async () => {
+      expect(await store.queueDepth(100)).toEqual({ pending: 0, running: 0 });
+      const jobs = [aJob().build(), aJob().build(), aJob().build(), aJob().build()];
+      for (const j of jobs) await store.enqueue(j);
+      const [done, running] = await store.claim(2, later(), lease());
+      expect(await store.queueDepth(100)).toEqual({ pending: 2, running: 2 });
+      expect(await store.queueDepth(1)).toEqual({ pending: 1, running: 1 });
+      expect(await store.complete(done!, outcome(10), [event(done!.cardId)])).toBe(true);
+      expect(await store.cancelCard(running!.cardId)).toBe(1);
+      expect(await store.cancelCard(jobs[3]!.cardId)).toBe(1);
+      expect(await store.queueDepth(100)).toEqual({ pending: 1, running: 0 });
+    });
+
     describe('fair across authors', () => {
       const ids = (jobs: { id: string }[]) => jobs.map((j) => j.id);
       async function jobsOf(author: string, n: number) {

@@ -4,7 +4,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Topics, createLogger, openSharedSqliteEventLog, type EventBus, type Subscription } from '@cards/platform';
+import { Topics, createLogger, openSharedSqliteEventLog, serviceMetrics, type EventBus, type Subscription } from '@cards/platform';
 import { events } from '@cards/proto';
 import { verificationConfigSchema } from '../src/verification/config';
 import { startVerificationWorker, type VerificationWorker } from '../src/verification';
@@ -31,6 +31,8 @@ let closedPort: number;
 let victim: Server;
 let victimPort: number;
 let victimHits = 0;
+/** Requests to /held wait here until the test answers them. */
+const heldAnswers: (() => void)[] = [];
 let slowRequests = 0;
 let slowAnswers = false;
 let dataDir: string;
@@ -52,6 +54,10 @@ beforeAll(async () => {
       slowRequests++;
       if (slowAnswers) return res.writeHead(200, { 'content-type': 'text/html' }).end(page(ARTICLE));
       return; // hangs until the server closes
+    }
+    if (req.url === '/held') {
+      heldAnswers.push(() => res.writeHead(200, { 'content-type': 'text/html' }).end(page(ARTICLE)));
+      return;
     }
     if (req.url === '/to-victim') return res.writeHead(302, { location: `http://127.0.0.1:${victimPort}/` }).end();
     res.writeHead(404).end();
@@ -185,6 +191,41 @@ describe('verification worker (card events in, CardVerified out)', () => {
     await drain();
     expect(await resultsFor(card.id, 3, 0)).toHaveLength(2);
     expect(await resultsFor(linkless.id, 1, 0)).toHaveLength(0);
+  });
+
+  it('/metrics: the jobs running in the queue, and each job that ends counted as done, failed or cancelled', async () => {
+    const sample = async (name: string, label: string, value: string) =>
+      (await serviceMetrics.getSingleMetric(name)!.get()).values.find((v) => v.labels[label] === value)?.value ?? 0;
+    const ended = (outcome: string) => sample('card_library_verifications_total', 'outcome', outcome);
+    const jobs = (state: string) => sample('card_library_verification_jobs', 'state', state);
+    await drain();
+    const before = { done: await ended('done'), failed: await ended('failed'), cancelled: await ended('cancelled') };
+
+    const held = snapshot(randomUUID(), `http://127.0.0.1:${pagesPort}/held`, CARD_QUOTING);
+    await publishCard(created(held));
+    for (let i = 0; i < 400 && heldAnswers.length === 0; i++) await new Promise((r) => setTimeout(r, 25));
+    expect(heldAnswers).toHaveLength(1);
+    expect(await jobs('running')).toBe(1);
+    // Its link removed while it runs: cancelled (its result, once the page answers, is dropped and not counted).
+    await publishCard({ eventId: randomUUID(), kind: { $case: 'updated', value: { card: { ...held, link: '' }, contentChanged: false, linkChanged: true, privacyChanged: false } } });
+    await drain();
+    expect(await ended('cancelled')).toBe(before.cancelled + 1);
+    heldAnswers.shift()!();
+
+    const scored = snapshot(randomUUID(), `http://127.0.0.1:${pagesPort}/budget`, CARD_QUOTING);
+    const unusable = snapshot(randomUUID(), `http://127.0.0.1:${closedPort}/gone`, CARD_QUOTING);
+    await publishCard(created(scored));
+    await publishCard(created(unusable));
+    expect(await resultsFor(scored.id)).toHaveLength(1);
+    expect(await resultsFor(unusable.id)).toHaveLength(1);
+    // The marker of drain() and `scored`; `unusable`; `held`'s link removal.
+    expect(await ended('done')).toBe(before.done + 2);
+    expect(await ended('failed')).toBe(before.failed + 1);
+    expect(await ended('cancelled')).toBe(before.cancelled + 1);
+    let running = -1;
+    for (let i = 0; i < 400 && (running = await jobs('running')) !== 0; i++) await new Promise((r) => setTimeout(r, 25));
+    expect(running).toBe(0);
+    expect(await jobs('pending')).toBe(0);
   });
 });
 

@@ -1,6 +1,6 @@
 import { MAX_TAG_CHARS, truncatedToCharacters, withoutInvisibleInName } from '@cards/card-rules';
 import { ClientError, Status } from 'nice-grpc';
-import { isEngineUnavailableError, NotFoundError, RetryableUnavailableError, retryableWhenPeerNotReady, type DeliveredEvent, type Logger } from '@cards/platform';
+import { isEngineUnavailableError, NotFoundError, RetryableUnavailableError, retryableWhenPeerNotReady, serviceCounter, type DeliveredEvent, type Logger } from '@cards/platform';
 import { events } from '@cards/proto';
 import { noCardReason, splitIntoCards } from '../domain/card-splitter';
 import type { CardDraft, FileRecord } from '../domain/model';
@@ -27,6 +27,24 @@ export interface IngestionWorkerDeps {
   /** The clock (tests). */
   now?: () => number;
 }
+
+/**
+ * Why an ingestion failed, in a word (the `reason` label of card_library_ingestions_total): the document was unreadable
+ * (damaged, password-protected, not what it claims), gave no cards (too little text) or had every passage refused;
+ * its bytes were missing from object storage; the cards service did not take the cards (after the attempts: down or
+ * failing) or did not have a method yet (released after files, past FILES_UNRELEASED_RETRY_HOURS).
+ */
+export type IngestionFailureKind = 'unreadable' | 'no_cards' | 'passages_refused' | 'bytes_missing' | 'cards_not_stored' | 'cards_not_released';
+
+/** Ingestions that ended, by outcome and, for a failed one, its kind of reason: an ingestion's own outcome, whatever the event's. */
+const ingestions = serviceCounter(
+  'card_library_ingestions_total',
+  "Document ingestions that ended, by outcome (done, failed) and a failed one's reason: unreadable, no_cards, passages_refused, bytes_missing, cards_not_stored, cards_not_released (empty for done)",
+  ['outcome', 'reason'] as const,
+);
+// Every series from the start, at 0, so a rate over them is defined before the first failure.
+ingestions.inc({ outcome: 'done', reason: '' }, 0);
+for (const reason of ['unreadable', 'no_cards', 'passages_refused', 'bytes_missing', 'cards_not_stored', 'cards_not_released'] satisfies IngestionFailureKind[]) ingestions.inc({ outcome: 'failed', reason }, 0);
 
 export interface IngestionResult {
   status: 'done' | 'failed' | 'skipped';
@@ -157,18 +175,18 @@ export class IngestionWorker {
     try {
       return await this.ingestRecord(record);
     } catch (thrown) {
-      if (thrown instanceof UnreadableDocumentError) return this.fail(record, thrown.message, thrown.cause, 'warn');
+      if (thrown instanceof UnreadableDocumentError) return this.fail(record, 'unreadable', thrown.message, thrown.cause, 'warn');
       // A cards service that is down or restarting (UNAVAILABLE, or unreachable: GrpcCardsClient) or without the
       // method yet (files released first) is waited for from the upload on, up to unreleasedRetryMs, the attempts not
       // counted (the scheduler: its longest backoff, one warning a minute), as an engine outage. Past the bound an
       // outage counts, so the attempts left then record CARDS_NOT_STORED; a missing method fails at once, its owner told why.
       const err = this.whilePeerNotReady(thrown, record.createdAt, `the ingestion of file ${record.id}`, true);
       if (isPeerWait(thrown, err)) throw err;
-      if (err instanceof CalleeNotReleasedError) return this.fail(record, CARDS_NOT_RELEASED, err);
+      if (err instanceof CalleeNotReleasedError) return this.fail(record, 'cards_not_released', CARDS_NOT_RELEASED, err);
       if (!finalAttempt) throw thrown;
       // The error is the cards service's or its transport's (a gRPC path and status): the log keeps it, the uploader
       // reads what happened and what to do.
-      return this.fail(record, CARDS_NOT_STORED, thrown);
+      return this.fail(record, 'cards_not_stored', CARDS_NOT_STORED, thrown);
     } finally {
       logger.debug({ fileId }, 'ingestion attempt finished');
     }
@@ -180,13 +198,13 @@ export class IngestionWorker {
     try {
       bytes = await objects.read(record.id);
     } catch (err) {
-      if (err instanceof NotFoundError) return this.fail(record, 'the file bytes are missing from object storage');
+      if (err instanceof NotFoundError) return this.fail(record, 'bytes_missing', 'the file bytes are missing from object storage');
       throw err;
     }
     const started = Date.now();
     const document = await reader.parse(record.format, bytes);
     const drafts = splitIntoCards(document);
-    if (drafts.length === 0) return this.fail(record, noCardReason(document), undefined, 'info');
+    if (drafts.length === 0) return this.fail(record, 'no_cards', noCardReason(document), undefined, 'info');
     // The parse may take a while: a file deleted meanwhile gets no cards.
     if (!(await repository.get(record.id))) return this.stopForDeletion(record, 0);
 
@@ -203,7 +221,7 @@ export class IngestionWorker {
       throw err;
     }
     const cardIds = ids.filter((id): id is string => id !== null);
-    if (cardIds.length === 0) return this.fail(record, 'the cards service refused every passage of the document', undefined, 'warn');
+    if (cardIds.length === 0) return this.fail(record, 'passages_refused', 'the cards service refused every passage of the document', undefined, 'warn');
 
     // Public exactly when the file is now, as its cards were made (privacyFromFile). A file deleted meanwhile gets no
     // collection: its owner would be told of a collection for a file she deleted.
@@ -229,6 +247,7 @@ export class IngestionWorker {
     // Deleted between the last look and the collection: the delete's cleanup may have run before the collection existed.
     if (!stillThere) await cards.clearFileReferences(record.id);
     logger.info({ fileId: record.id, cards: cardIds.length, collectionId, ms: Date.now() - started }, 'file ingested');
+    ingestions.inc({ outcome: 'done', reason: '' });
     return { status: 'done', cardIds, collectionId };
   }
 
@@ -291,9 +310,10 @@ export class IngestionWorker {
    * failed at (bytes missing, cards not stored); what the uploaded document caused (too little text, unreadable,
    * password-protected, every passage refused) is the uploader's to fix and is told to them, so it is logged lower.
    */
-  private async fail(record: FileRecord, reason: string, detail?: unknown, level: 'error' | 'warn' | 'info' = 'error'): Promise<IngestionResult> {
+  private async fail(record: FileRecord, kind: IngestionFailureKind, reason: string, detail?: unknown, level: 'error' | 'warn' | 'info' = 'error'): Promise<IngestionResult> {
     this.deps.logger[level]({ fileId: record.id, reason, ...(detail === undefined ? {} : { err: detail }) }, 'file ingestion failed');
     await this.deps.repository.setIngestion(record.id, { status: 'failed', error: reason, cardCount: 0, collectionId: null }, new Date());
+    ingestions.inc({ outcome: 'failed', reason: kind });
     return { status: 'failed', cardIds: [], collectionId: null, error: reason };
   }
 }

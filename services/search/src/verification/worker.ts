@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { OutboxRelay, Topics, connectMongo, createEventBus, mongoEngineCheck, settledWithin, type EngineCheck, type OutboxStore, type EventBus, type Logger, type Subscription } from '@cards/platform';
+import { OutboxRelay, Topics, connectMongo, createEventBus, mongoEngineCheck, sampledGauge, settledWithin, type EngineCheck, type OutboxStore, type EventBus, type Logger, type Subscription } from '@cards/platform';
 import { events } from '@cards/proto';
 import { DnsHostResolver } from './adapters/dns/dns-host-resolver';
 import { WorkerFuzzballScorer } from './adapters/fuzzball/fuzzball-scorer';
@@ -18,6 +18,16 @@ export const VERIFICATION_CONSUMER_GROUP = 'search-verification';
 /** How long stop() lets the outbox relay publish the results of the last jobs before it closes the bus under it. */
 const FINAL_FLUSH_MS = 2000;
 
+/** The most jobs of one state /metrics counts (an index range read per scrape). */
+export const QUEUE_DEPTH_COUNT_CAP = 100_000;
+
+/** The verification queue's jobs waiting and running (the whole queue: every replica's), read at each scrape. */
+const queueDepth = sampledGauge(
+  'card_library_verification_jobs',
+  'Verification jobs in the queue (shared by every search replica) by state: pending (waiting, retries included) and running; each counted up to 100000',
+  ['state'] as const,
+);
+
 /**
  * Runs claimed jobs with at most `concurrency` in flight, shared fairly across authors (the store's claim). Woken when a
  * job is enqueued or finishes, and by a timer for retries that come due.
@@ -29,6 +39,7 @@ export class VerificationRunner {
   private pumping: Promise<void> | undefined;
   private again = false;
   private readonly inFlight = new Set<Promise<void>>();
+  private untrackQueue: (() => void) | undefined;
 
   constructor(
     private readonly store: VerificationStore,
@@ -45,6 +56,13 @@ export class VerificationRunner {
 
   start(): void {
     this.running = true;
+    this.untrackQueue = queueDepth.addSource(async () => {
+      const { pending, running } = await this.store.queueDepth(QUEUE_DEPTH_COUNT_CAP);
+      return [
+        { labels: { state: 'pending' }, value: pending },
+        { labels: { state: 'running' }, value: running },
+      ];
+    });
     this.timer = setInterval(() => this.kick(), this.pollMs);
     this.timer.unref();
     this.kick();
@@ -70,6 +88,7 @@ export class VerificationRunner {
   /** Stops claiming at once (synchronously) and resolves when the jobs in flight have finished. */
   async stop(): Promise<void> {
     this.running = false;
+    this.untrackQueue?.();
     if (this.timer) clearInterval(this.timer);
     while (this.pumping) await this.pumping;
     await Promise.all([...this.inFlight]);

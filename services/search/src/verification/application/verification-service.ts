@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { Topics, newId, type Logger } from '@cards/platform';
+import { Topics, newId, serviceCounter, type Logger } from '@cards/platform';
 import { events } from '@cards/proto';
 import type { ClaimedJob, VerificationJob } from '../domain/model';
 import type { PageFetcher, PageScorer, VerificationStore } from '../domain/ports';
@@ -18,6 +18,14 @@ export interface VerificationServiceDeps {
   retryBaseMs: number;
   clock?: () => Date;
 }
+
+/** Verifications that ended: done (the page scored), failed (an unusable page, score 0, with why) or cancelled (link removed). */
+const verifications = serviceCounter(
+  'card_library_verifications_total',
+  "Verification jobs that ended, by outcome: done (the page was scored), failed (the page could not be used: scored 0 with a failure), cancelled (the card's link was removed while the job waited or ran)",
+  ['outcome'] as const,
+);
+for (const outcome of ['done', 'failed', 'cancelled']) verifications.inc({ outcome }, 0);
 
 export type CardEventEffect = 'enqueued' | 'replayed' | 'cancelled' | 'ignored';
 
@@ -50,7 +58,8 @@ export class VerificationService {
       if (!kind.value.contentChanged && !kind.value.linkChanged) return 'ignored';
       // The link was removed: a verification still waiting for the old link is moot.
       if (!card.link.trim()) {
-        await this.deps.store.cancelCard(card.id);
+        const cancelled = await this.deps.store.cancelCard(card.id);
+        if (cancelled > 0) verifications.inc({ outcome: 'cancelled' }, cancelled);
         return 'cancelled';
       }
     }
@@ -138,6 +147,7 @@ export class VerificationService {
       await this.explainDiscarded(job, { score, failure: failure || undefined });
       return 'discarded';
     }
+    verifications.inc({ outcome: failure ? 'failed' : 'done' });
     if (stale) this.deps.logger.info({ cardId: job.cardId, verificationId: job.id, linkHost: linkHost(job.link), score }, 'verification of a link the card no longer has: recorded, not announced');
     else this.deps.logger.info({ cardId: job.cardId, verificationId: job.id, score, failure: failure || undefined }, 'card verified');
     return 'done';

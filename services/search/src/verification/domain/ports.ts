@@ -78,6 +78,11 @@ export interface VerificationStore {
    * neither finish nor hand back the job. Returns how many.
    */
   requeueExpired(now: Date): Promise<number>;
+  /**
+   * Jobs waiting (pending) and running in the whole queue, each counted up to `cap` (a bounded index range read): what
+   * /metrics shows at each scrape.
+   */
+  queueDepth(cap: number): Promise<{ pending: number; running: number }>;
   /** The stored outcome of one job, for tests and diagnostics. */
   find(jobId: string): Promise<VerificationJob | null>;
   close(): Promise<void>;

@@ -238,6 +238,13 @@ export class MongoVerificationStore implements VerificationStore {
     return latest?.link ?? null;
   }
 
+  async queueDepth(cap: number): Promise<{ pending: number; running: number }> {
+    // The `runnable` index leads with status: each count is one index range, stopped at `cap`.
+    const of = (status: 'pending' | 'running') => this.collection.countDocuments({ status }, { limit: cap, maxTimeMS: 1000 });
+    const [pending, running] = await Promise.all([of('pending'), of('running')]);
+    return { pending, running };
+  }
+
   async cancelCard(cardId: string): Promise<number> {
     return (await this.collection.updateMany({ cardId, status: { $in: ['pending', 'running'] } }, { $set: { status: 'cancelled', content: '' } })).modifiedCount;
   }

@@ -181,6 +181,13 @@ export class SqliteVerificationStore implements VerificationStore {
     return row?.link ?? null;
   }
 
+  async queueDepth(cap: number): Promise<{ pending: number; running: number }> {
+    // verification_jobs_runnable leads with status: each count is one index range, stopped at `cap`.
+    const count = this.db.prepare('SELECT COUNT(*) AS n FROM (SELECT 1 FROM verification_jobs WHERE status = ? LIMIT ?)');
+    const of = (status: string) => (count.get(status, cap) as { n: number }).n;
+    return { pending: of('pending'), running: of('running') };
+  }
+
   async cancelCard(cardId: string): Promise<number> {
     return this.db.prepare(`UPDATE verification_jobs SET status = 'cancelled', content = '' WHERE card_id = ? AND status IN ('pending', 'running')`).run(cardId).changes;
   }

@@ -199,6 +199,32 @@ describe(".doc hyperlinks at their fields and Word's list numbering, as the .doc
     expect(cards).toEqual(splitIntoCards({ blocks: docx }));
   });
 
+  it("numbered and bulleted paragraphs in a table's cells are lines of their row as in the .docx reading, and counted on in their list", async () => {
+    // doc-cell-lists.doc and .docx (make-fixtures.sh, src/doc-cell-lists.fodt): a list item before the table, its list
+    // going on in a cell (two levels) and after the table; bullets in a cell and in a table inside a cell.
+    const [doc, docx] = [await blocksOf('doc-cell-lists.doc'), await blocksOf('doc-cell-lists.docx')];
+    const rows = (blocks: DocumentBlock[]) => blocks.filter((b) => b.text.includes(' | ')).map(shown);
+    expect(rows(doc)).toEqual([
+      { kind: 'paragraph', level: undefined, text: 'Steps | Bring', links: [], html: undefined, list: undefined },
+      {
+        kind: 'paragraph',
+        level: undefined,
+        text: 'Drop the lead. Slowly. Straight down. Read the line. | For each boat: A lead line. A watch.',
+        links: [],
+        html: 'Drop the lead.<br>Slowly.<br>Straight down.<br>Read the line. | For each boat:<br>A lead line.<br>A watch.',
+        list: undefined,
+      },
+      { kind: 'paragraph', level: undefined, text: 'Skiff | Oars. A bailer.', links: [], html: 'Skiff | Oars.<br>A bailer.', list: undefined },
+    ]);
+    expect(rows(doc).map((row) => ({ ...row, html: row!.html ?? row!.text }))).toEqual(rows(docx));
+    // The item after the table is the list's fourth, as Word shows it (the cell's two first-level items counted).
+    expect(doc.filter((b) => b.list).map((b) => [b.text, b.list])).toEqual([
+      ['Wait for low water.', { ordered: true, level: 1, number: 1 }],
+      ['Write the depth down.', { ordered: true, level: 1, number: 4 }],
+    ]);
+    expect(splitIntoCards({ blocks: doc })).toEqual(splitIntoCards({ blocks: docx }));
+  });
+
   it('lists that lie outside the table stream number nothing, and the document is read as before', async () => {
     const bytes = Buffer.from(readFileSync(join(FIXTURES, 'doc-lists.doc')));
     // The FIB at the WordDocument stream's start (wIdent 0xA5EC): lcbPlfLst (0x02E6) far past the table stream.

@@ -5,6 +5,7 @@
  * top users' paging, a 429's real wait, a deleted collection asked about once, the sign-in page while signed in and a
  * signed-out deep link's heading.
  */
+import { randomUUID } from 'node:crypto';
 import type { BrowserContext, Dialog, Page } from 'playwright-core';
 import { Mailbox } from '../support/mailbox';
 import { signUp, type TestUser } from '../support/accounts';
@@ -401,6 +402,15 @@ describeInBrowser('web app journey audit fixes in headless Chromium', () => {
     await signIn();
     const id = await createCollection(user, `Soon deleted ${Date.now()}`);
     expect((await user.client.delete('/api/card_collection', { collection_id: id })).status).toBe(204);
+    // A deleted collection's notification is removed when notifications hears of the deletion; until then the list
+    // still holds it. The page is shown that moment: the list as served, with the notification still in it.
+    const heldOver = { id: randomUUID(), type: 'collection_created', user_uuid: user.id, collection_uuid: id, user_read: false, created_at: '2026-01-01T00:00:00.000000', updated_at: '2026-01-01T00:00:00.000000' };
+    await page.route('**/api/notifications', async (route) => {
+      if (route.request().method() !== 'GET') return route.continue();
+      const served = await route.fetch({ headers: { ...route.request().headers(), 'if-none-match': '' } });
+      const list = (await served.json()) as unknown[];
+      await route.fulfill({ status: 200, contentType: 'application/json', body: JSON.stringify([heldOver, ...list]) });
+    });
     const asked: number[] = [];
     const onResponse = (r: { url(): string; status(): number }) => void (new URL(r.url()).pathname === `/api/card_collection/${id}/1` && asked.push(r.status()));
     page.on('response', onResponse);
@@ -416,6 +426,7 @@ describeInBrowser('web app journey audit fixes in headless Chromium', () => {
       expect(asked).toEqual([404]);
     } finally {
       page.off('response', onResponse);
+      await page.unroute('**/api/notifications');
     }
   });
 

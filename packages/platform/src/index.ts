@@ -19,6 +19,7 @@ export * from './repeated-warning';
 export * from './shutdown';
 export * from './status-origin';
 export * from './sqlite';
+export * from './data-dir-lock';
 export * from './sqlite-kept-keys';
 export * from './events/event-bus';
 export * from './events/outbox';

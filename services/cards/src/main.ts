@@ -1,4 +1,4 @@
-import { createEventBus, createGrpcClient, createLogger, EngineReadinessMonitor, eventBusEngineChecks, grpcServerSettingsFrom, loadConfig, refuseEmbeddedStores, OutboxRelay, readinessSettingsFrom, startGrpcServer, stopOnSignals, UnavailableError, type Logger, type RunningService } from '@cards/platform';
+import { createEventBus, createGrpcClient, createLogger, EngineReadinessMonitor, eventBusEngineChecks, grpcServerSettingsFrom, loadConfig, lockServiceDataDir, refuseEmbeddedStores, OutboxRelay, readinessSettingsFrom, startGrpcServer, stopOnSignals, UnavailableError, type Logger, type RunningService } from '@cards/platform';
 import { cards, files, identity, search } from '@cards/proto';
 import { GrpcFileDirectory } from './adapters/grpc/grpc-file-directory';
 import { GrpcNearDuplicateFinder } from './adapters/grpc/grpc-near-duplicate-finder';
@@ -18,6 +18,8 @@ export async function startCards(env: Record<string, string | undefined> = proce
   const config = loadConfig(cardsConfigSchema, env);
   const serverSettings = grpcServerSettingsFrom(env);
   const logger = createLogger('cards');
+  // One process on the data dir's embedded store (docs/decisions.md): a second one refuses to start, naming the holder.
+  const lock = !config.MONGO_URL ? lockServiceDataDir(config.DATA_DIR, 'cards') : undefined;
   const store = await openCardsStore(config, logger);
   const bus = createEventBus({ DATA_DIR: config.DATA_DIR, KAFKA_BROKERS: config.KAFKA_BROKERS }, logger);
   // An unreachable Kafka fails the start with a message naming KAFKA_BROKERS instead of kafkajs' retries.
@@ -86,6 +88,7 @@ export async function startCards(env: Record<string, string | undefined> = proce
       // entries stay in the outbox and the event is not committed (delivered again after the next start).
       await Promise.all([subscription.close(), relay.stop(), bus.close()]);
       await store.close();
+      lock?.release();
     },
   };
 }

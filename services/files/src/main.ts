@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { connectMongo, createEventBus, createLogger, EngineReadinessMonitor, eventBusEngineChecks, grpcServerSettingsFrom, keptKeyExpiry, loadConfig, redactUrl, refuseEmbeddedStores, mongoEngineCheck, MongoOutboxStore, OutboxRelay, readinessSettingsFrom, SqliteOutboxStore, startGrpcServer, stopOnSignals, type EngineCheck, type Logger, type OutboxStore, type RunningService } from '@cards/platform';
+import { connectMongo, createEventBus, createLogger, EngineReadinessMonitor, eventBusEngineChecks, grpcServerSettingsFrom, keptKeyExpiry, loadConfig, lockServiceDataDir, redactUrl, refuseEmbeddedStores, mongoEngineCheck, MongoOutboxStore, OutboxRelay, readinessSettingsFrom, SqliteOutboxStore, startGrpcServer, stopOnSignals, type EngineCheck, type Logger, type OutboxStore, type RunningService } from '@cards/platform';
 import { files } from '@cards/proto';
 import { DiskObjectStore } from './adapters/disk/disk-object-store';
 import { BoundedDocumentReader } from './adapters/documents/bounded-document-reader';
@@ -60,6 +60,9 @@ export async function startFiles(env: Record<string, string | undefined> = proce
   const config = loadConfig(filesConfigSchema, env);
   const serverSettings = grpcServerSettingsFrom(env);
   const logger = createLogger('files');
+  // One process on the data dir's embedded store (docs/decisions.md): a second one refuses to start, naming the holder (it would
+  // take back this one's ingestion claims, held under the one name `embedded`).
+  const lock = !config.MONGO_URL ? lockServiceDataDir(config.DATA_DIR, 'files') : undefined;
   const engines: EngineCheck[] = [];
   const { repository, outbox, closeIfUnreachable, claimHolder } = await repositoryFrom(config, logger, engines);
   const objects = objectStoreFrom(config, logger);
@@ -108,6 +111,7 @@ export async function startFiles(env: Record<string, string | undefined> = proce
       cards.close();
       await objects.close();
       await repository.close();
+      lock?.release();
     },
   };
 }

@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { connectMongo, createEventBus, createLogger, EngineReadinessMonitor, eventBusEngineChecks, grpcServerSettingsFrom, loadConfig, refuseEmbeddedStores, mongoEngineCheck, readinessSettingsFrom, startGrpcServer, stopOnSignals, type EngineCheck, type Logger, type RunningService } from '@cards/platform';
+import { connectMongo, createEventBus, createLogger, EngineReadinessMonitor, eventBusEngineChecks, grpcServerSettingsFrom, loadConfig, lockServiceDataDir, refuseEmbeddedStores, mongoEngineCheck, readinessSettingsFrom, startGrpcServer, stopOnSignals, type EngineCheck, type Logger, type RunningService } from '@cards/platform';
 import { notifications } from '@cards/proto';
 import { MongoNotificationRepository } from './adapters/mongo/mongo-notification-repository';
 import { SqliteNotificationRepository } from './adapters/sqlite/sqlite-notification-repository';
@@ -26,6 +26,8 @@ export async function startNotifications(env: Record<string, string | undefined>
   const config = loadConfig(notificationsConfigSchema, env);
   const serverSettings = grpcServerSettingsFrom(env);
   const logger = createLogger('notifications');
+  // One process on the data dir's embedded store (docs/decisions.md): a second one refuses to start, naming the holder.
+  const lock = !config.MONGO_URL ? lockServiceDataDir(config.DATA_DIR, 'notifications') : undefined;
   const engines: EngineCheck[] = [];
   const repository = await openRepository(config, logger, engines);
   const service = new NotificationService(repository, logger);
@@ -56,6 +58,7 @@ export async function startNotifications(env: Record<string, string | undefined>
       // consumer.close() would wait out; the event is not committed (dead-lettered again after the next start).
       await Promise.all([consumer.close(), bus.close()]);
       await repository.close();
+      lock?.release();
     },
   };
 }

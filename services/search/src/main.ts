@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { createEventBus, createLogger, EngineReadinessMonitor, eventBusEngineChecks, grpcServerSettingsFrom, loadConfig, redactUrl as redactCredentials, refuseEmbeddedStores, readinessSettingsFrom, startGrpcServer, stopOnSignals, Topics, type EngineCheck, type Logger, type RunningService } from '@cards/platform';
+import { createEventBus, createLogger, EngineReadinessMonitor, eventBusEngineChecks, grpcServerSettingsFrom, loadConfig, lockServiceDataDir, redactUrl as redactCredentials, refuseEmbeddedStores, readinessSettingsFrom, startGrpcServer, stopOnSignals, Topics, type EngineCheck, type Logger, type RunningService } from '@cards/platform';
 import { search } from '@cards/proto';
 import { searchConfigSchema, type SearchConfig } from './config';
 import { OpenAiEmbedder } from './adapters/openai/openai-embedder';
@@ -39,6 +39,9 @@ export async function startSearch(env: Record<string, string | undefined> = proc
   const config = loadConfig(searchConfigSchema, env);
   const serverSettings = grpcServerSettingsFrom(env);
   const logger = createLogger('search');
+  // One process on the data dir's embedded stores, the SQLite index or verification queue (docs/decisions.md): a second
+  // one refuses to start, naming the holder.
+  const lock = !config.ELASTICSEARCH_URL || !config.MONGO_URL ? lockServiceDataDir(config.DATA_DIR, 'search') : undefined;
   if (config.ELASTICSEARCH_URL) logger.info({ url: redactUrl(config.ELASTICSEARCH_URL), prefix: config.ELASTICSEARCH_INDEX_PREFIX }, 'ELASTICSEARCH_URL set: using the Elasticsearch search index');
   else logger.info('ELASTICSEARCH_URL not set: using the embedded SQLite search index');
   const embedder = createEmbedder(config, logger);
@@ -126,6 +129,7 @@ export async function startSearch(env: Record<string, string | undefined> = proc
       // alongside rather than after, so its bounded waits do not add to the bus's during a broker outage.
       await Promise.all([indexing.close(), bus.close(), verification.stop()]);
       await index.close();
+      lock?.release();
     },
   };
 }

@@ -1,0 +1,182 @@
+import { randomBytes } from 'node:crypto';
+import { linkSync, mkdirSync, readFileSync, renameSync, unlinkSync, writeFileSync } from 'node:fs';
+import { hostname } from 'node:os';
+import { join, resolve } from 'node:path';
+
+/** What a lock file holds: the process that opened the service's embedded stores. */
+export interface DataDirLockHolder {
+  service: string;
+  pid: number;
+  host: string;
+  startedAt: string;
+}
+
+/** A service's hold on its embedded stores in a data dir; release() at the service's stop. */
+export interface DataDirLock {
+  readonly path: string;
+  release(): void;
+}
+
+/** Thrown when another live process (or one on another host) holds the service's lock in the data dir. */
+export class DataDirLockedError extends Error {
+  constructor(
+    message: string,
+    readonly path: string,
+    readonly holder: DataDirLockHolder | undefined,
+  ) {
+    super(message);
+    this.name = 'DataDirLockedError';
+  }
+}
+
+/** The locks this process holds: path, the content it wrote, and how many starts hold it (the all-in-one, tests). */
+const held = new Map<string, { content: string; count: number }>();
+let exitHookInstalled = false;
+
+/**
+ * One process per service on a data dir's embedded SQLite stores (docs/decisions.md, "One process per embedded
+ * store"): takes `<DATA_DIR>/<service>.lock`, made with an exclusive create holding the pid, host and start time. A
+ * lock of a dead process on this host (its pid gone, or this very pid: a container restarted with the same pid) is
+ * stale and taken over; a lock of a live process, or of any process on another host (whose liveness cannot be told),
+ * refuses the start with a DataDirLockedError naming the file and the holder. Within one process the lock is shared
+ * (the all-in-one runs each service once; tests start a service again in one process): held until every holder
+ * released it, or the process exits. The shared event log (events.db) takes no lock: several services open it.
+ */
+export function lockServiceDataDir(dataDir: string, service: string): DataDirLock {
+  const directory = resolve(dataDir);
+  const path = join(directory, `${service}.lock`);
+  const own = held.get(path);
+  if (own) {
+    own.count++;
+    return handle(path);
+  }
+  mkdirSync(directory, { recursive: true });
+  const content = `${JSON.stringify({ service, pid: process.pid, host: hostname(), startedAt: new Date().toISOString() } satisfies DataDirLockHolder)}\n`;
+  for (let round = 0; ; round++) {
+    if (created(path, content)) break;
+    const found = readHolder(path);
+    if (found === 'gone') continue;
+    const staleBecause = found.holder ? staleReason(found.holder) : undefined;
+    if (staleBecause === undefined || round >= 5) throw lockedError(path, service, found);
+    takeOverStale(path, found.text);
+  }
+  held.set(path, { content, count: 1 });
+  if (!exitHookInstalled) {
+    exitHookInstalled = true;
+    process.on('exit', () => {
+      for (const [lockPath, lock] of held) removeIfOurs(lockPath, lock.content);
+    });
+  }
+  return handle(path);
+}
+
+function handle(path: string): DataDirLock {
+  let released = false;
+  return {
+    path,
+    release() {
+      const lock = held.get(path);
+      if (released || !lock) return;
+      released = true;
+      if (--lock.count > 0) return;
+      held.delete(path);
+      removeIfOurs(path, lock.content);
+    },
+  };
+}
+
+/** The lock file made with its whole content at once (written beside it, then linked: link fails when it exists). */
+function created(path: string, content: string): boolean {
+  const temporary = `${path}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
+  writeFileSync(temporary, content, { mode: 0o644 });
+  try {
+    linkSync(temporary, path);
+    return true;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'EEXIST') return false;
+    throw err;
+  } finally {
+    unlinkSync(temporary);
+  }
+}
+
+function readHolder(path: string): { text: string; holder: DataDirLockHolder | undefined } | 'gone' {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return 'gone';
+    throw err;
+  }
+  try {
+    const parsed = JSON.parse(text) as Partial<DataDirLockHolder>;
+    if (typeof parsed.pid === 'number' && typeof parsed.host === 'string') return { text, holder: parsed as DataDirLockHolder };
+  } catch {
+    // not a lock this code wrote: refused below, naming the file
+  }
+  return { text, holder: undefined };
+}
+
+/** Why a holder on this host is known dead, or undefined when it may be alive (or its host is another). */
+function staleReason(holder: DataDirLockHolder): string | undefined {
+  if (holder.host !== hostname()) return undefined;
+  // Not held in this process (checked first): a former process that had this pid, e.g. a container's restart.
+  if (holder.pid === process.pid) return 'this pid, not holding it';
+  try {
+    process.kill(holder.pid, 0);
+    return undefined;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'ESRCH' ? 'no such process' : undefined;
+  }
+}
+
+/**
+ * Moves the stale lock aside and removes it. Two processes taking it over at once: only one rename finds it; one that
+ * moved a lock written meanwhile (not the stale text it read) puts it back, and the next round refuses on it.
+ */
+function takeOverStale(path: string, staleText: string): void {
+  const aside = `${path}.${process.pid}.${randomBytes(4).toString('hex')}.stale`;
+  try {
+    renameSync(path, aside);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
+    throw err;
+  }
+  try {
+    if (readFileSync(aside, 'utf8') !== staleText) {
+      try {
+        linkSync(aside, path);
+      } catch {
+        // another process made the lock again meanwhile: it holds it
+      }
+    }
+  } finally {
+    unlinkSync(aside);
+  }
+}
+
+function removeIfOurs(path: string, content: string): void {
+  try {
+    if (readFileSync(path, 'utf8') === content) unlinkSync(path);
+  } catch {
+    // gone already, or unreadable: nothing of ours to remove
+  }
+}
+
+function lockedError(path: string, service: string, found: { text: string; holder: DataDirLockHolder | undefined }): DataDirLockedError {
+  const { holder } = found;
+  if (!holder) {
+    return new DataDirLockedError(
+      `${path} exists but is not a lock this service reads (${JSON.stringify(found.text.slice(0, 200))}): another ${service} process may have this data dir's embedded store open. If none runs on it, delete the file and start again`,
+      path,
+      undefined,
+    );
+  }
+  const where = holder.host === hostname() ? `pid ${holder.pid} on this host` : `pid ${holder.pid} on host ${holder.host}`;
+  const ifGone = holder.host === hostname() ? 'stop that process first' : `if that process is no longer running (its host cannot be asked from here), delete ${path} and start again`;
+  return new DataDirLockedError(
+    `another ${service} process (${where}, started ${holder.startedAt}) holds ${path}: one process opens a data dir's embedded ${service} store. Give each process its own DATA_DIR, use MongoDB for replicas, or ${ifGone}`,
+    path,
+    holder,
+  );
+}

@@ -1,0 +1,84 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { hostname, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DataDirLockedError, lockServiceDataDir } from '../src/data-dir-lock';
+
+const root = join(__dirname, '../../..');
+
+/** Another process (node itself, no tsx wrapper: its pid is the holder's) taking `service`'s lock in `dir`, once it printed its first line. */
+function holder(dir: string, service: string): Promise<{ child: ChildProcess; line: string; exited: Promise<number | null> }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', join(__dirname, 'fixtures/hold-data-dir-lock-process.ts'), dir, service], { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] });
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  return new Promise((resolve, reject) => {
+    let out = '';
+    child.stdout!.on('data', (chunk: Buffer) => {
+      out += chunk.toString();
+      if (out.includes('\n')) resolve({ child, line: out.split('\n')[0]!, exited });
+    });
+    child.once('exit', (code) => reject(new Error(`the holder exited (${code}) before it printed: ${out}`)));
+  });
+}
+
+describe("a service's lock on its embedded stores in a data dir (one process per store)", () => {
+  let dir: string;
+  beforeEach(() => (dir = mkdtempSync(join(tmpdir(), 'data-dir-lock-'))));
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('refuses a second process while the first lives, naming the file and its pid; takes over the lock of one killed', async () => {
+    const first = await holder(dir, 'files');
+    expect(first.line).toBe('held');
+    const path = join(dir, 'files.lock');
+    expect(JSON.parse(readFileSync(path, 'utf8'))).toEqual({ service: 'files', pid: first.child.pid, host: hostname(), startedAt: expect.any(String) });
+    try {
+      // Another process: refused, exit code 3.
+      const second = await holder(dir, 'files');
+      expect(await second.exited).toBe(3);
+      expect(second.line).toContain(`refused another files process (pid ${first.child.pid} on this host`);
+      expect(second.line).toContain(path);
+      // This process too.
+      expect(() => lockServiceDataDir(dir, 'files')).toThrow(DataDirLockedError);
+      expect(() => lockServiceDataDir(dir, 'files')).toThrow(`pid ${first.child.pid}`);
+      // Another service of the same data dir is not held back (each has its own lock; events.db takes none).
+      const cards = lockServiceDataDir(dir, 'cards');
+      cards.release();
+    } finally {
+      first.child.kill('SIGKILL');
+      await first.exited;
+    }
+    // The holder was killed (no chance to remove its lock): a dead pid on this host, taken over.
+    expect(existsSync(path)).toBe(true);
+    const lock = lockServiceDataDir(dir, 'files');
+    expect(JSON.parse(readFileSync(path, 'utf8'))).toMatchObject({ pid: process.pid, host: hostname() });
+    lock.release();
+    expect(existsSync(path)).toBe(false);
+  }, 60_000);
+
+  it('refuses a lock of another host (its process cannot be asked), saying how to take it back', () => {
+    const path = join(dir, 'search.lock');
+    writeFileSync(path, JSON.stringify({ service: 'search', pid: process.pid, host: 'elsewhere.example', startedAt: '2026-01-01T00:00:00.000Z' }));
+    expect(() => lockServiceDataDir(dir, 'search')).toThrow(`another search process (pid ${process.pid} on host elsewhere.example, started 2026-01-01T00:00:00.000Z) holds ${path}`);
+    expect(() => lockServiceDataDir(dir, 'search')).toThrow(`delete ${path} and start again`);
+    expect(readFileSync(path, 'utf8')).toContain('elsewhere.example');
+  });
+
+  it("takes over a lock naming this host and this process's own pid that this process does not hold (a container restarted with the same pid)", () => {
+    const path = join(dir, 'notifications.lock');
+    writeFileSync(path, JSON.stringify({ service: 'notifications', pid: process.pid, host: hostname(), startedAt: '2026-01-01T00:00:00.000Z' }));
+    const lock = lockServiceDataDir(dir, 'notifications');
+    expect(JSON.parse(readFileSync(path, 'utf8')).startedAt).not.toBe('2026-01-01T00:00:00.000Z');
+    lock.release();
+    expect(existsSync(path)).toBe(false);
+  });
+
+  it('is held once per process: a start in the same process (the all-in-one, a test) shares it until the last release', () => {
+    const path = join(dir, 'identity.lock');
+    const a = lockServiceDataDir(dir, 'identity');
+    const b = lockServiceDataDir(join(dir, '.'), 'identity');
+    a.release();
+    a.release();
+    expect(existsSync(path)).toBe(true);
+    b.release();
+    expect(existsSync(path)).toBe(false);
+  });
+});

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { linkSync, mkdirSync, readFileSync, renameSync, unlinkSync, writeFileSync } from 'node:fs';
+import { linkSync, mkdirSync, readFileSync, renameSync, statSync, unlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join, resolve } from 'node:path';
 
@@ -32,13 +32,23 @@ export class DataDirLockedError extends Error {
 /** The locks this process holds: path, the content it wrote, and how many starts hold it (the all-in-one, tests). */
 const held = new Map<string, { content: string; count: number }>();
 let exitHookInstalled = false;
+let heartbeat: NodeJS.Timeout | undefined;
+
+/** How often a holder touches its lock file (its modification time is the holder's heartbeat). */
+export const LOCK_HEARTBEAT_MS = 10_000;
+/**
+ * A lock of another host whose heartbeat is older than this is stale: that host's process is gone (a pod replaced
+ * after a node failure or a SIGKILL, on the same volume under a new host name) — otherwise the new pod could never
+ * start without someone deleting the file by hand.
+ */
+export const LOCK_STALE_AFTER_MS = 60_000;
 
 /**
  * One process per service on a data dir's embedded SQLite stores (docs/decisions.md, "One process per embedded
  * store"): takes `<DATA_DIR>/<service>.lock`, made with an exclusive create holding the pid, host and start time. A
- * lock of a dead process on this host (its pid gone, or this very pid: a container restarted with the same pid) is
- * stale and taken over; a lock of a live process, or of any process on another host (whose liveness cannot be told),
- * refuses the start with a DataDirLockedError naming the file and the holder. Within one process the lock is shared
+ * lock of a dead process on this host (its pid gone, or this very pid: a container restarted with the same pid), or of
+ * another host whose holder has not touched it for LOCK_STALE_AFTER_MS (holders touch it every LOCK_HEARTBEAT_MS), is
+ * stale and taken over; a lock of a live process, or of another host with a recent heartbeat, refuses the start with a DataDirLockedError naming the file and the holder. Within one process the lock is shared
  * (the all-in-one runs each service once; tests start a service again in one process): held until every holder
  * released it, or the process exits. The shared event log (events.db) takes no lock: several services open it.
  */
@@ -56,11 +66,12 @@ export function lockServiceDataDir(dataDir: string, service: string): DataDirLoc
     if (created(path, content)) break;
     const found = readHolder(path);
     if (found === 'gone') continue;
-    const staleBecause = found.holder ? staleReason(found.holder) : undefined;
+    const staleBecause = found.holder ? staleReason(found.holder, found.touchedAt) : undefined;
     if (staleBecause === undefined || round >= 5) throw lockedError(path, service, found);
     takeOverStale(path, found.text);
   }
   held.set(path, { content, count: 1 });
+  heartbeat ??= setInterval(touchHeldLocks, LOCK_HEARTBEAT_MS).unref();
   if (!exitHookInstalled) {
     exitHookInstalled = true;
     process.on('exit', () => {
@@ -81,6 +92,10 @@ function handle(path: string): DataDirLock {
       if (--lock.count > 0) return;
       held.delete(path);
       removeIfOurs(path, lock.content);
+      if (held.size === 0 && heartbeat) {
+        clearInterval(heartbeat);
+        heartbeat = undefined;
+      }
     },
   };
 }
@@ -100,9 +115,22 @@ function created(path: string, content: string): boolean {
   }
 }
 
-function readHolder(path: string): { text: string; holder: DataDirLockHolder | undefined } | 'gone' {
+function touchHeldLocks(): void {
+  const now = new Date();
+  for (const path of held.keys()) {
+    try {
+      utimesSync(path, now, now);
+    } catch {
+      // removed by hand meanwhile: nothing to touch; the next start takes the store
+    }
+  }
+}
+
+function readHolder(path: string): { text: string; holder: DataDirLockHolder | undefined; touchedAt: number } | 'gone' {
   let text: string;
+  let touchedAt: number;
   try {
+    touchedAt = statSync(path).mtimeMs;
     text = readFileSync(path, 'utf8');
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return 'gone';
@@ -110,16 +138,19 @@ function readHolder(path: string): { text: string; holder: DataDirLockHolder | u
   }
   try {
     const parsed = JSON.parse(text) as Partial<DataDirLockHolder>;
-    if (typeof parsed.pid === 'number' && typeof parsed.host === 'string') return { text, holder: parsed as DataDirLockHolder };
+    if (typeof parsed.pid === 'number' && typeof parsed.host === 'string') return { text, holder: parsed as DataDirLockHolder, touchedAt };
   } catch {
     // not a lock this code wrote: refused below, naming the file
   }
-  return { text, holder: undefined };
+  return { text, holder: undefined, touchedAt };
 }
 
-/** Why a holder on this host is known dead, or undefined when it may be alive (or its host is another). */
-function staleReason(holder: DataDirLockHolder): string | undefined {
-  if (holder.host !== hostname()) return undefined;
+/** Why a holder is known dead, or undefined when it may be alive. */
+function staleReason(holder: DataDirLockHolder, touchedAt: number): string | undefined {
+  if (holder.host !== hostname()) {
+    const silentMs = Date.now() - touchedAt;
+    return silentMs > LOCK_STALE_AFTER_MS ? `no heartbeat from host ${holder.host} for ${Math.round(silentMs / 1000)} s` : undefined;
+  }
   // Not held in this process (checked first): a former process that had this pid, e.g. a container's restart.
   if (holder.pid === process.pid) return 'this pid, not holding it';
   try {
@@ -163,7 +194,7 @@ function removeIfOurs(path: string, content: string): void {
   }
 }
 
-function lockedError(path: string, service: string, found: { text: string; holder: DataDirLockHolder | undefined }): DataDirLockedError {
+function lockedError(path: string, service: string, found: { text: string; holder: DataDirLockHolder | undefined; touchedAt: number }): DataDirLockedError {
   const { holder } = found;
   if (!holder) {
     return new DataDirLockedError(
@@ -173,7 +204,7 @@ function lockedError(path: string, service: string, found: { text: string; holde
     );
   }
   const where = holder.host === hostname() ? `pid ${holder.pid} on this host` : `pid ${holder.pid} on host ${holder.host}`;
-  const ifGone = holder.host === hostname() ? 'stop that process first' : `if that process is no longer running (its host cannot be asked from here), delete ${path} and start again`;
+  const ifGone = holder.host === hostname() ? 'stop that process first' : `wait: a lock whose holder stopped touching it is taken over ${LOCK_STALE_AFTER_MS / 1000} s after its last heartbeat (or, if that process is surely gone, delete ${path} and start again)`;
   return new DataDirLockedError(
     `another ${service} process (${where}, started ${holder.startedAt}) holds ${path}: one process opens a data dir's embedded ${service} store. Give each process its own DATA_DIR, use MongoDB for replicas, or ${ifGone}`,
     path,

@@ -1,8 +1,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { DataDirLockedError, lockServiceDataDir } from '../src/data-dir-lock';
+import { DataDirLockedError, LOCK_HEARTBEAT_MS, LOCK_STALE_AFTER_MS, lockServiceDataDir } from '../src/data-dir-lock';
 
 const root = join(__dirname, '../../..');
 
@@ -60,6 +60,32 @@ describe("a service's lock on its embedded stores in a data dir (one process per
     expect(() => lockServiceDataDir(dir, 'search')).toThrow(`another search process (pid ${process.pid} on host elsewhere.example, started 2026-01-01T00:00:00.000Z) holds ${path}`);
     expect(() => lockServiceDataDir(dir, 'search')).toThrow(`delete ${path} and start again`);
     expect(readFileSync(path, 'utf8')).toContain('elsewhere.example');
+  });
+
+  it('takes over a lock of another host whose holder stopped touching it (a pod replaced after a SIGKILL, under a new host name)', () => {
+    const path = join(dir, 'cards.lock');
+    writeFileSync(path, JSON.stringify({ service: 'cards', pid: 1, host: 'cards-7f9c-old-pod', startedAt: '2026-01-01T00:00:00.000Z' }));
+    const silentSince = new Date(Date.now() - LOCK_STALE_AFTER_MS - 5_000);
+    utimesSync(path, silentSince, silentSince);
+    const lock = lockServiceDataDir(dir, 'cards');
+    expect(JSON.parse(readFileSync(path, 'utf8'))).toMatchObject({ pid: process.pid, host: hostname() });
+    lock.release();
+    expect(existsSync(path)).toBe(false);
+  });
+
+  it('touches a held lock every heartbeat, so another host sees its holder alive', () => {
+    jest.useFakeTimers({ doNotFake: ['Date'] });
+    try {
+      const path = join(dir, 'files.lock');
+      const lock = lockServiceDataDir(dir, 'files');
+      const long = new Date(Date.now() - 10 * LOCK_STALE_AFTER_MS);
+      utimesSync(path, long, long);
+      jest.advanceTimersByTime(LOCK_HEARTBEAT_MS);
+      expect(Date.now() - statSync(path).mtimeMs).toBeLessThan(LOCK_STALE_AFTER_MS);
+      lock.release();
+    } finally {
+      jest.useRealTimers();
+    }
   });
 
   it("takes over a lock naming this host and this process's own pid that this process does not hold (a container restarted with the same pid)", () => {

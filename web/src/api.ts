@@ -25,11 +25,15 @@ export type FileRecord = Schemas['File'];
 export type Notification = Schemas['Notification'];
 export type SearchQuery = RequestBody<'semanticSearch'>;
 
-/** A non-2xx answer, carrying the server's `{"message"}`. */
+/**
+ * A non-2xx answer, carrying the server's `{"message"}` and the answer's x-request-id (the gateway sets one on every
+ * answer): a server failure's message shows it, so a person can quote it to support and an operator find the request.
+ */
 export class ApiError extends Error {
   constructor(
     readonly status: number,
     message: string,
+    readonly requestId: string | null = null,
   ) {
     super(message);
   }
@@ -171,7 +175,7 @@ async function request<T>(method: string, path: string, body?: unknown, headers:
     if (res.status === 401) forgetNotifications();
     if (res.status === 401 && path !== '/auth') reportUnauthorized();
     const message = (json as { message?: unknown } | undefined)?.message;
-    throw new ApiError(res.status, readableMessage(res.status, typeof message === 'string' && message ? message : `Request failed (${res.status})`, res.headers.get('retry-after')));
+    throw new ApiError(res.status, readableMessage(res.status, typeof message === 'string' && message ? message : `Request failed (${res.status})`, res.headers.get('retry-after')), res.headers.get('x-request-id'));
   }
   return { data: json as T, headers: res.headers, status: res.status };
 }
@@ -300,7 +304,7 @@ export function uploadFile(body: RequestBody<'uploadFile'>, idempotencyKey: stri
         resolve(json);
       } else {
         if (xhr.status === 401) reportUnauthorized();
-        reject(new ApiError(xhr.status, typeof json?.message === 'string' ? readableMessage(xhr.status, json.message, xhr.getResponseHeader('retry-after')) : `Upload failed (${xhr.status})`));
+        reject(new ApiError(xhr.status, typeof json?.message === 'string' ? readableMessage(xhr.status, json.message, xhr.getResponseHeader('retry-after')) : `Upload failed (${xhr.status})`, xhr.getResponseHeader('x-request-id')));
       }
     };
     xhr.send(JSON.stringify(body));

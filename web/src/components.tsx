@@ -25,10 +25,10 @@ export function useAsync<T>(load: () => Promise<T>, deps: unknown[]): { data: T 
   return { data: state.data, error: state.error, loading: state.loading, reload };
 }
 
-/** Runs a user action, keeping its error and busy state for the form. */
-export function useAction(): { busy: boolean; error: string | undefined; run<T>(action: () => Promise<T>): Promise<T | undefined>; setError(e: string | undefined): void } {
+/** Runs a user action, keeping its error (the server's, as it came: ErrorMessage shows its reference) and busy state for the form. */
+export function useAction(): { busy: boolean; error: string | ApiError | undefined; run<T>(action: () => Promise<T>): Promise<T | undefined>; setError(e: string | ApiError | undefined): void } {
   const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<string | undefined>();
+  const [error, setError] = useState<string | ApiError | undefined>();
   // A second run while one is under way does nothing: the buttons say busy with aria-disabled rather than disabled (a
   // disabled button drops the keyboard focus to <body>), so they can still be pressed.
   const inFlight = useRef(false);
@@ -40,7 +40,7 @@ export function useAction(): { busy: boolean; error: string | undefined; run<T>(
     try {
       return await action();
     } catch (err) {
-      setError(err instanceof Error ? err.message : String(err));
+      setError(err instanceof ApiError ? err : err instanceof Error ? err.message : String(err));
       return undefined;
     } finally {
       inFlight.current = false;
@@ -50,12 +50,25 @@ export function useAction(): { busy: boolean; error: string | undefined; run<T>(
   return { busy, error, run, setError };
 }
 
+/**
+ * An error as the page says it. A server failure (5xx: 500, 502, 503…) adds its answer's x-request-id, small and
+ * selectable, for the person to quote to support: "(reference: <id>)". A refusal (4xx) says what to change, no reference.
+ */
 export function ErrorMessage({ error }: { error: string | ApiError | undefined }) {
   if (!error) return null;
   const text = typeof error === 'string' ? error : error.message;
+  const reference = typeof error !== 'string' && error.status >= 500 && error.requestId ? error.requestId : null;
   return (
     <p class="error" role="alert">
       {text}
+      {reference ? (
+        <>
+          {' '}
+          <small class="reference">
+            (reference: <span class="request-id">{reference}</span>)
+          </small>
+        </>
+      ) : null}
     </p>
   );
 }

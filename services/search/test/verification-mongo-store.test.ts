@@ -91,3 +91,46 @@ if (skipReason) {
     }, 60_000);
   });
 }
+
+// The `runnable` index (status, dueAt, seq) of earlier versions is runnable_author's prefix: opening the store drops it.
+if (skipReason) {
+  it.skip(`verification store opening on MongoDB (${skipReason.split('\n')[0]})`, () => undefined);
+} else {
+  describe(`opening the verification store on ${external ? 'MongoDB (TEST_MONGO_URL)' : 'mongo-java-server'}`, () => {
+    const indexNames = async (connection: Awaited<ReturnType<typeof connectMongo>>) =>
+      (await connection.db.collection('verification_jobs').listIndexes().toArray()).map((i) => i.name as string).sort();
+
+    it('indexes the queue with runnable_author, without the runnable index it makes redundant', async () => {
+      const connection = await connectMongo({ url: engine!.url, database: `verification_test_${randomBytes(4).toString('hex')}`, logger });
+      try {
+        await MongoVerificationStore.open(connection);
+        expect(await indexNames(connection)).toEqual(['_id_', 'author', 'card', 'id', 'outbox_order', 'runnable_author', 'source_event']);
+      } finally {
+        await connection.db.dropDatabase().catch(() => undefined);
+        await connection.close();
+      }
+    });
+
+    it('drops the runnable index an earlier version left, with two replicas starting at once, keeps its jobs claimable and starts again without it', async () => {
+      const database = `verification_test_${randomBytes(4).toString('hex')}`;
+      const [connection, other, again] = await Promise.all([1, 2, 3].map(() => connectMongo({ url: engine!.url, database, logger })));
+      try {
+        // A queue with a job waiting, and the earlier version's index (as that version made it) still there.
+        const job = aJob().build();
+        expect(await (await MongoVerificationStore.open(connection!)).enqueue(job)).toBe(true);
+        await connection!.db.collection('verification_jobs').createIndex({ status: 1, dueAt: 1, seq: 1 }, { name: 'runnable' });
+        expect(await indexNames(connection!)).toContain('runnable');
+
+        const [store] = await Promise.all([MongoVerificationStore.open(other!), MongoVerificationStore.open(again!)]);
+        expect(await indexNames(connection!)).not.toContain('runnable');
+        expect(await indexNames(connection!)).toContain('runnable_author');
+        await expect(MongoVerificationStore.open(connection!)).resolves.toBeDefined();
+        const claimed = await store.claim(1, new Date(Date.parse('2100-01-01T00:00:00Z')), new Date(Date.parse('2100-01-01T01:00:00Z')), 2);
+        expect(claimed.map((j) => j.id)).toEqual([job.id]);
+      } finally {
+        await connection!.db.dropDatabase().catch(() => undefined);
+        for (const c of [connection, other, again]) await c!.close();
+      }
+    });
+  });
+}

@@ -55,6 +55,16 @@ interface Candidate {
   seq: number;
 }
 
+/** An earlier version made it; a database that never had it, or a replica that dropped it first, is fine. */
+async function dropIndexIfPresent(collection: { dropIndex(name: string): Promise<unknown> }, name: string): Promise<void> {
+  try {
+    await collection.dropIndex(name);
+  } catch (err) {
+    const { codeName, code } = err as { codeName?: string; code?: number };
+    if (codeName !== 'IndexNotFound' && codeName !== 'NamespaceNotFound' && code !== 27 && code !== 26) throw err;
+  }
+}
+
 const bytesOf = (p: StoredEvent['payload']) => (p instanceof Uint8Array ? new Uint8Array(p) : new Uint8Array(p.buffer));
 
 /**
@@ -75,14 +85,17 @@ export class MongoVerificationStore implements VerificationStore {
     await jobs.createIndexes([
       { key: { id: 1 }, name: 'id', unique: true },
       { key: { sourceEventId: 1 }, name: 'source_event', unique: true },
-      { key: { status: 1, dueAt: 1, seq: 1 }, name: 'runnable' },
       // Fair claiming looks for the first runnable job of some authors (or of all but some): the author in the index.
+      // Led by status, it also serves every read by status alone (queue depth, the running jobs, expired leases).
       { key: { status: 1, dueAt: 1, seq: 1, authorId: 1 }, name: 'runnable_author' },
       { key: { cardId: 1, status: 1 }, name: 'card' },
       // Fair claiming counts each author's running jobs.
       { key: { authorId: 1, status: 1 }, name: 'author' },
       { key: { completedAt: 1, seq: 1 }, name: 'outbox_order' },
     ]);
+    // `runnable` (status, dueAt, seq), made by earlier versions, is runnable_author's prefix: no read needs it any more,
+    // and it cost every job's writes. Dropped once runnable_author exists (made just above).
+    await dropIndexIfPresent(jobs, 'runnable');
     // Documents written before finished jobs dropped their content: only those still holding some are touched.
     await jobs.updateMany({ status: { $in: FINISHED }, content: { $ne: '' } }, { $set: { content: '' } });
     return new MongoVerificationStore(connection);
@@ -239,7 +252,7 @@ export class MongoVerificationStore implements VerificationStore {
   }
 
   async queueDepth(cap: number): Promise<{ pending: number; running: number }> {
-    // The `runnable` index leads with status: each count is one index range, stopped at `cap`.
+    // The `runnable_author` index leads with status: each count is one index range, stopped at `cap`.
     const of = (status: 'pending' | 'running') => this.collection.countDocuments({ status }, { limit: cap, maxTimeMS: 1000 });
     const [pending, running] = await Promise.all([of('pending'), of('running')]);
     return { pending, running };

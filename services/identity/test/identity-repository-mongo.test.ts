@@ -53,22 +53,27 @@ describeIdentityRepositoryContract(
   skipReason,
 );
 
+/**
+ * A user document as an earlier version stored it: `keys` are the username key fields that version wrote; created and
+ * last updated on day `day` of January 2026; `password` the password fields (that version's hash and version).
+ */
+function storedUser(id: string, username: string | null, keys: Record<string, string>, day: number, password: Record<string, unknown> = { passwordHash: `scrypt$${id}`, passwordVersion: 0 }) {
+  const at = new Date(Date.UTC(2026, 0, day));
+  return { _id: id, email: `${id}@example.com`, username, ...keys, website: null, visibleEmail: true, ...password, createdAt: at, updatedAt: at };
+}
+
+/** Both key fields of this version for `username` (none for no name). */
+function bothKeys(username: string | null): Record<string, string> {
+  return username === null ? {} : { usernameKey: usernameKey(username), usernameKeyAsWritten: usernameKeyAsWritten(username) };
+}
+
 describeOnEngine('MongoIdentityRepository on a database of the version before the confusable skeleton key', skipReason, () => {
   it('keys the usernames stored there, oldest first, keeps both of two look-alikes, and drops the earlier index', async () => {
     await withFreshDatabase(async (connection) => {
       const users = connection.db.collection<{ _id: string }>('users');
       await users.createIndex({ usernameLower: 1 }, { unique: true, sparse: true, name: 'users_username_lower' });
-      const user = (id: string, username: string | null, day: number) => ({
-        _id: id,
-        email: `${id}@example.com`,
-        username,
-        ...(username === null ? {} : { usernameLower: usernameCaseFold(username) }),
-        website: null,
-        visibleEmail: true,
-        passwordHash: 'scrypt$x',
-        createdAt: new Date(Date.UTC(2026, 0, day)),
-        updatedAt: new Date(Date.UTC(2026, 0, day)),
-      });
+      const user = (id: string, username: string | null, day: number) =>
+        storedUser(id, username, username === null ? {} : { usernameLower: usernameCaseFold(username) }, day, { passwordHash: 'scrypt$x' });
       await users.insertMany([user('u-latin', 'coco', 3), user('u-paypal', 'PayPal', 1), user('u-cyrillic', '\u0441\u043e\u0441\u043e', 2), user('u-new', null, 4)]);
       const repository = await MongoIdentityRepository.open(connection);
       const later = new Date('2026-02-01T00:00:00.000Z');
@@ -100,17 +105,8 @@ describeOnEngine('MongoIdentityRepository on a database keyed before look-alikes
     await withFreshDatabase(async (connection) => {
       const repository = await MongoIdentityRepository.open(connection);
       const users = connection.db.collection<{ _id: string }>('users');
-      const user = (id: string, username: string | null, key: string | null) => ({
-        _id: id,
-        email: `${id}@example.com`,
-        username,
-        ...(key === null ? {} : { usernameKey: key }),
-        website: null,
-        visibleEmail: true,
-        passwordHash: 'scrypt$x',
-        createdAt: new Date(Date.UTC(2026, 0, 2)),
-        updatedAt: new Date(Date.UTC(2026, 0, 2)),
-      });
+      const user = (id: string, username: string | null, key: string | null) =>
+        storedUser(id, username, key === null ? {} : { usernameKey: key }, 2, { passwordHash: 'scrypt$x' });
       // "bob" renamed away and no one was given the key: "b0b" still held "bob u-b0b" alone.
       await users.insertMany([user('u-bob', 'robert_x', 'robert_x'), user('u-b0b', 'b0b', 'bob u-b0b'), user('u-new', null, null)]);
       const later = new Date('2026-02-01T00:00:00.000Z');
@@ -128,18 +124,7 @@ describeOnEngine('MongoIdentityRepository on a database of the version before th
       const users = connection.db.collection<{ _id: string }>('users');
       // The documents as that version wrote them: "will" and "wiII" (capital i's) had two keys then, "will" and "wiii".
       await users.createIndex({ usernameKey: 1 }, { unique: true, sparse: true, name: 'users_username_key' });
-      const user = (id: string, username: string | null, key: string | null, day: number) => ({
-        _id: id,
-        email: `${id}@example.com`,
-        username,
-        ...(key === null ? {} : { usernameKey: key }),
-        website: null,
-        visibleEmail: true,
-        passwordHash: `scrypt$${id}`,
-        passwordVersion: 0,
-        createdAt: new Date(Date.UTC(2026, 0, day)),
-        updatedAt: new Date(Date.UTC(2026, 0, day)),
-      });
+      const user = (id: string, username: string | null, key: string | null, day: number) => storedUser(id, username, key === null ? {} : { usernameKey: key }, day);
       await users.insertMany([user('u-wiii', 'wiII', 'wiii', 2), user('u-will', 'will', 'will', 1), user('u-new', null, null, 3)]);
       const repository = await MongoIdentityRepository.open(connection);
       // Both still found by their address (what a login reads), with their passwords and names.
@@ -168,20 +153,8 @@ describeOnEngine('MongoIdentityRepository after a rollback to the version before
   it('keys the names changed while rolled back again at start: an unchanged save is accepted, a name left is free, a look-alike of a new name is taken', async () => {
     await withFreshDatabase(async (connection) => {
       const users = connection.db.collection<{ _id: string }>('users');
-      const day = (n: number) => new Date(Date.UTC(2026, 0, n));
       // Documents as this version writes them: both keys.
-      const user = (id: string, username: string | null, createdDay: number) => ({
-        _id: id,
-        email: `${id}@example.com`,
-        username,
-        ...(username === null ? {} : { usernameKey: usernameKey(username), usernameKeyAsWritten: usernameKeyAsWritten(username) }),
-        website: null,
-        visibleEmail: true,
-        passwordHash: `scrypt$${id}`,
-        passwordVersion: 0,
-        createdAt: day(createdDay),
-        updatedAt: day(createdDay),
-      });
+      const user = (id: string, username: string | null, createdDay: number) => storedUser(id, username, bothKeys(username), createdDay);
       await users.insertMany(USERS_BEFORE_ROLLBACK.map(([id, username, createdDay]) => user(id, username, createdDay)));
       // This version starts once (the check time is recorded), then the previous version renames: username, usernameKey
       // and updatedAt (its clock) only; a name given up unsets usernameKey only.
@@ -202,18 +175,8 @@ describeOnEngine('MongoIdentityRepository on a database where the build before 6
   it('keeps the key with the older at start (the look-alike holds "will <id>"), lets "WILL" go back to "will", the look-alike keeps "wiII", and no one else takes either', async () => {
     await withFreshDatabase(async (connection) => {
       const users = connection.db.collection<{ _id: string }>('users');
-      const user = (id: string, username: string | null, keys: [string, string] | null, day: number) => ({
-        _id: id,
-        email: `${id}@example.com`,
-        username,
-        ...(keys === null ? {} : { usernameKey: keys[0], usernameKeyAsWritten: keys[1] }),
-        website: null,
-        visibleEmail: true,
-        passwordHash: `scrypt$${id}`,
-        passwordVersion: 0,
-        createdAt: new Date(Date.UTC(2026, 0, day)),
-        updatedAt: new Date(Date.UTC(2026, 0, day)),
-      });
+      const user = (id: string, username: string | null, keys: [string, string] | null, day: number) =>
+        storedUser(id, username, keys === null ? {} : { usernameKey: keys[0], usernameKeyAsWritten: keys[1] }, day);
       // will renamed "WILL" ("will" left as its second key only) and "wiII" was given "will" as its second key.
       await users.insertMany([user('u-will', 'WILL', ['will', 'wlll'], 1), user('u-wiii', 'wiII', ['wiii', 'will'], 2), user('u-new', null, null, 3)]);
       const repository = await MongoIdentityRepository.open(connection);
@@ -238,18 +201,7 @@ describeOnEngine('MongoIdentityRepository with documents written without nameKey
       const repository = await MongoIdentityRepository.open(connection);
       const users = connection.db.collection<{ _id: string }>('users');
       // Documents as the version before nameKeys writes them: both key fields, no nameKeys.
-      const user = (id: string, username: string | null, day: number) => ({
-        _id: id,
-        email: `${id}@example.com`,
-        username,
-        ...(username === null ? {} : { usernameKey: usernameKey(username), usernameKeyAsWritten: usernameKeyAsWritten(username) }),
-        website: null,
-        visibleEmail: true,
-        passwordHash: `scrypt$${id}`,
-        passwordVersion: 0,
-        createdAt: new Date(Date.UTC(2026, 0, day)),
-        updatedAt: new Date(Date.UTC(2026, 0, day)),
-      });
+      const user = (id: string, username: string | null, day: number) => storedUser(id, username, bothKeys(username), day);
       await users.insertMany([user('u-old', 'Oldie', 1), user('u-b', null, 2)]);
       // A user of this version renamed by that version during a rolling upgrade: its fields moved, its nameKeys did not.
       expect(await repository.updateProfile('u-b', { username: 'Neuer' }, 'none', new Date())).toMatchObject({ username: 'Neuer' });

@@ -50,9 +50,7 @@ afterAll(async () => {
   rmSync(dataDir, { recursive: true, force: true });
 });
 
-// Without the cards service's own rebuild of an index found empty at start (search-index-self-heal.test.ts), so the
-// lost index stays lost until the command runs.
-const start = () => startSystem({ dataDir, env: { SMTP_URL: mailbox.url, VERIFY_ALLOW_HOSTS: `127.0.0.1:${pagesPort}`, SEARCH_INDEX_REBUILD_WHEN_EMPTY: 'false' } });
+const start = () => startSystem({ dataDir, env: { SMTP_URL: mailbox.url, VERIFY_ALLOW_HOSTS: `127.0.0.1:${pagesPort}` } });
 
 function viewer(user: TestUser | undefined): ApiClient {
   const client = new ApiClient(system.baseUrl);

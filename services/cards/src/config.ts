@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { envAddress, envBoolean, envIdempotencyKeyTtlHours, envInt } from '@cards/platform';
+import { envAddress, envIdempotencyKeyTtlHours, envInt } from '@cards/platform';
 
 export const cardsConfigSchema = z.object({
   DATA_DIR: z.string().default('./data'),
@@ -22,8 +22,6 @@ export const cardsConfigSchema = z.object({
   CARD_HTML_QUEUE_WAIT_MS: envInt(5_000),
   /** Large cards one user has being cleaned or waiting at once at most; one more: RESOURCE_EXHAUSTED (HTTP 429). */
   CARD_HTML_PER_USER: envInt(2).pipe(z.number().min(1, 'must be at least 1')),
-  /** At start, rebuild the search index when search holds no card while the store holds some (docs/deploy.md). */
-  SEARCH_INDEX_REBUILD_WHEN_EMPTY: envBoolean(true),
   KAFKA_BROKERS: z.string().optional(),
   MONGO_URL: z.string().optional(),
 });

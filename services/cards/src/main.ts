@@ -2,14 +2,12 @@ import { createEventBus, createGrpcClient, createLogger, EngineReadinessMonitor,
 import { cards, files, identity, search } from '@cards/proto';
 import { GrpcFileDirectory } from './adapters/grpc/grpc-file-directory';
 import { GrpcNearDuplicateFinder } from './adapters/grpc/grpc-near-duplicate-finder';
-import { GrpcSearchIndexStats } from './adapters/grpc/grpc-search-index-stats';
 import { GrpcUserDirectory } from './adapters/grpc/grpc-user-directory';
 import { WorkerCardHtmlCleaner } from './adapters/worker-threads/worker-card-html-cleaner';
 import { CardService } from './application/card-service';
 import { CollectionService } from './application/collection-service';
 import { subscribeToSearchEvents } from './application/event-consumers';
 import { backfillFilePrivacy } from './application/file-privacy-backfill';
-import { DEFAULT_REBUILD_BATCH_SIZE, DEFAULT_REBUILD_MAX_PENDING, rebuildSearchIndexIfEmpty } from './application/search-index-republisher';
 import { openCardsStore } from './cards-store';
 import { cardsConfigSchema } from './config';
 import { cardsHandlers } from './grpc/cards-handlers';
@@ -75,27 +73,6 @@ export async function startCards(env: Record<string, string | undefined> = proce
     logger,
     'recording the privacy of the files carried by cards and collections',
   );
-  // A search index found empty while the store holds cards (lost while stopped) is rebuilt as rebuild-search-index does,
-  // in the background once search answers; the relay (started above) publishes what it queues.
-  const stopRebuild = new AbortController();
-  const rebuild = config.SEARCH_INDEX_REBUILD_WHEN_EMPTY
-    ? untilDone(
-        async () => {
-          await rebuildSearchIndexIfEmpty({
-            searchIndex: new GrpcSearchIndexStats(peers.search.client, logger),
-            cards: cardRepository,
-            collections: collectionRepository,
-            outbox: store.eventOutbox,
-            batchSize: DEFAULT_REBUILD_BATCH_SIZE,
-            maxPending: DEFAULT_REBUILD_MAX_PENDING,
-            signal: stopRebuild.signal,
-            logger,
-          });
-        },
-        logger,
-        'checking whether the search index was lost',
-      )
-    : undefined;
   return {
     name: 'cards',
     address: grpc.address,
@@ -106,8 +83,6 @@ export async function startCards(env: Record<string, string | undefined> = proce
       await store.closeIfUnreachable();
       await recheck;
       await backfill.stop();
-      stopRebuild.abort();
-      await rebuild?.stop();
       // Together: closing the bus abandons a publish stuck connecting to brokers that are down, the relay's or a dead
       // letter the subscription is sending, which relay.stop() and subscription.close() would wait out; the relay's
       // entries stay in the outbox and the event is not committed (delivered again after the next start).

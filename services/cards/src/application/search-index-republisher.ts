@@ -1,11 +1,5 @@
-import type { Logger } from '@cards/platform';
-import type { CardRepository, CollectionRepository, EventOutbox, SearchIndexStats } from '../domain/ports';
+import type { CardRepository, CollectionRepository, EventOutbox } from '../domain/ports';
 import { bookmarkRepublished, cardRepublished } from './events';
-
-/** Cards (then bookmarks) read and appended at a time, unless told otherwise (the CLI's --batch-size). */
-export const DEFAULT_REBUILD_BATCH_SIZE = 500;
-/** Unpublished outbox entries a rebuild waits below, unless told otherwise (the CLI's --max-pending). */
-export const DEFAULT_REBUILD_MAX_PENDING = 5000;
 
 export interface RepublishProgress {
   cards: number;
@@ -31,8 +25,6 @@ export interface SearchIndexRepublisherDeps {
   waiting(pending: number): void;
   waitNoticeMs?: number;
   pollMs?: number;
-  /** Ends the run before its next batch (it throws); what was appended stays appended. */
-  signal?: AbortSignal;
 }
 
 /**
@@ -68,7 +60,6 @@ export class SearchIndexRepublisher {
   private async append(events: Parameters<EventOutbox['append']>[0]): Promise<void> {
     if (events.length === 0) return;
     await this.untilOutboxHasRoom();
-    this.deps.signal?.throwIfAborted();
     await this.deps.outbox.append(events);
   }
 
@@ -76,7 +67,6 @@ export class SearchIndexRepublisher {
     const noticeEvery = this.deps.waitNoticeMs ?? 10_000;
     let lastNotice = Date.now();
     for (let pending = await this.deps.outbox.pending(); pending >= this.deps.maxPending; pending = await this.deps.outbox.pending()) {
-      this.deps.signal?.throwIfAborted();
       if (Date.now() - lastNotice >= noticeEvery) {
         this.deps.waiting(pending);
         lastNotice = Date.now();
@@ -84,28 +74,4 @@ export class SearchIndexRepublisher {
       await new Promise((resolve) => setTimeout(resolve, this.deps.pollMs ?? 200));
     }
   }
-}
-
-export type EmptySearchIndexDeps = Omit<SearchIndexRepublisherDeps, 'progress' | 'waiting'> & { searchIndex: SearchIndexStats; logger: Logger };
-
-/**
- * The cards service's check at start: when the search index holds no card while the store holds some (the index was
- * lost: its files deleted or damaged, its Elasticsearch indices deleted), logs a warning and rebuilds it as the
- * operator's rebuild-search-index command does (SearchIndexRepublisher). A partial index is not guessed at: only an
- * index of 0 cards is rebuilt. A search service that cannot tell (an older one) is not checked. Answers what was
- * queued, undefined when nothing was; throws (UnavailableError) while search cannot answer: run it again later.
- */
-export async function rebuildSearchIndexIfEmpty(deps: EmptySearchIndexDeps): Promise<RepublishProgress | undefined> {
-  const indexed = await deps.searchIndex.cardCount();
-  if (indexed === null || indexed > 0) return undefined;
-  const stored = await deps.cards.count();
-  if (stored === 0) return undefined;
-  deps.logger.warn({ stored, indexed }, 'the search index holds no card while the cards store holds some (was it lost?): rebuilding it from the store, as rebuild-search-index does');
-  const done = await new SearchIndexRepublisher({
-    ...deps,
-    progress: () => undefined,
-    waiting: (pending) => deps.logger.info({ pending }, 'rebuilding the search index: waiting for the outbox relay to publish'),
-  }).run();
-  deps.logger.info({ cards: done.cards, bookmarks: done.bookmarks }, 'rebuilding the search index: every card and bookmark queued for search');
-  return done;
 }

@@ -334,15 +334,6 @@ export interface UnindexedRoot {
   content: string;
 }
 
-/** What the search index holds, as the search service tells it. */
-export interface SearchIndexStats {
-  /**
-   * Searchable root cards the index holds; null when the search service cannot tell (an older version without the
-   * call). Throws UnavailableError while search cannot answer now (down, starting, loading its index).
-   */
-  cardCount(): Promise<number | null>;
-}
-
 /**
  * Asks the search index for cards semantically close to new content. Never throws: an index without the lookup answers
  * [], and null means the lookup could not run now (search unreachable, still loading, too slow): the caller owes it.

@@ -70,11 +70,6 @@ export class SearchService {
     return { hits: page.hits, totalHits: page.total, totalPages: totalPages(page.reachable, pageSize) };
   }
 
-  /** How many searchable root cards the index holds (the cards service rebuilds an index found empty). */
-  async indexStats(): Promise<{ cards: number }> {
-    return { cards: await this.index.count() };
-  }
-
   /**
    * The root cards nearest to a new card's content that the caller may see, with this embedder's duplicate verdict.
    * `unindexed` are root cards the caller may see that the index may not hold yet (it learns of new cards from events):

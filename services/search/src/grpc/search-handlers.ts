@@ -28,8 +28,5 @@ export function searchHandlers(service: SearchService): search.SearchServiceImpl
       const candidates = await service.findNearDuplicates(req.content, req.callerId || undefined, req.limit, req.unindexed);
       return { candidates };
     },
-    async indexStats() {
-      return service.indexStats();
-    },
   };
 }

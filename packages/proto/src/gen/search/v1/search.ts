@@ -69,14 +69,6 @@ export interface FindNearDuplicatesResponse {
   candidates: NearDuplicateCandidate[];
 }
 
-export interface IndexStatsRequest {
-}
-
-export interface IndexStatsResponse {
-  /** Searchable root cards in the index. */
-  cards: number;
-}
-
 function createBaseSearchRequest(): SearchRequest {
   return { query: "", tags: [], links: [], callerId: undefined, collectionId: undefined, page: 0, pageSize: 0 };
 }
@@ -840,125 +832,6 @@ export const FindNearDuplicatesResponse: MessageFns<FindNearDuplicatesResponse> 
   },
 };
 
-function createBaseIndexStatsRequest(): IndexStatsRequest {
-  return {};
-}
-
-export const IndexStatsRequest: MessageFns<IndexStatsRequest> = {
-  encode(_: IndexStatsRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
-    return writer;
-  },
-
-  decode(input: BinaryReader | Uint8Array, length?: number): IndexStatsRequest {
-    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
-    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
-    if (previousRecursionDepth >= 100) {
-      throw new globalThis.Error("protobuf decode recursion limit exceeded");
-    }
-    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
-    try {
-      const end = length === undefined ? reader.len : reader.pos + length;
-      const message = createBaseIndexStatsRequest();
-      while (reader.pos < end) {
-        const tag = reader.uint32();
-        switch (tag >>> 3) {
-        }
-        if ((tag & 7) === 4 || tag === 0) {
-          break;
-        }
-        reader.skip(tag & 7);
-      }
-      return message;
-    } finally {
-      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
-    }
-  },
-
-  fromJSON(_: any): IndexStatsRequest {
-    return {};
-  },
-
-  toJSON(_: IndexStatsRequest): unknown {
-    const obj: any = {};
-    return obj;
-  },
-
-  create(base?: DeepPartial<IndexStatsRequest>): IndexStatsRequest {
-    return IndexStatsRequest.fromPartial(base ?? {});
-  },
-  fromPartial(_: DeepPartial<IndexStatsRequest>): IndexStatsRequest {
-    const message = createBaseIndexStatsRequest();
-    return message;
-  },
-};
-
-function createBaseIndexStatsResponse(): IndexStatsResponse {
-  return { cards: 0 };
-}
-
-export const IndexStatsResponse: MessageFns<IndexStatsResponse> = {
-  encode(message: IndexStatsResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
-    if (message.cards !== 0) {
-      writer.uint32(8).int64(message.cards);
-    }
-    return writer;
-  },
-
-  decode(input: BinaryReader | Uint8Array, length?: number): IndexStatsResponse {
-    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
-    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
-    if (previousRecursionDepth >= 100) {
-      throw new globalThis.Error("protobuf decode recursion limit exceeded");
-    }
-    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
-    try {
-      const end = length === undefined ? reader.len : reader.pos + length;
-      const message = createBaseIndexStatsResponse();
-      while (reader.pos < end) {
-        const tag = reader.uint32();
-        switch (tag >>> 3) {
-          case 1: {
-            if (tag !== 8) {
-              break;
-            }
-
-            message.cards = longToNumber(reader.int64());
-            continue;
-          }
-        }
-        if ((tag & 7) === 4 || tag === 0) {
-          break;
-        }
-        reader.skip(tag & 7);
-      }
-      return message;
-    } finally {
-      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
-    }
-  },
-
-  fromJSON(object: any): IndexStatsResponse {
-    return { cards: isSet(object.cards) ? globalThis.Number(object.cards) : 0 };
-  },
-
-  toJSON(message: IndexStatsResponse): unknown {
-    const obj: any = {};
-    if (message.cards !== 0) {
-      obj.cards = Math.round(message.cards);
-    }
-    return obj;
-  },
-
-  create(base?: DeepPartial<IndexStatsResponse>): IndexStatsResponse {
-    return IndexStatsResponse.fromPartial(base ?? {});
-  },
-  fromPartial(object: DeepPartial<IndexStatsResponse>): IndexStatsResponse {
-    const message = createBaseIndexStatsResponse();
-    message.cards = object.cards ?? 0;
-    return message;
-  },
-};
-
 /** Semantic and trigram search over the card index, and near-duplicate lookup. */
 export type SearchServiceDefinition = typeof SearchServiceDefinition;
 export const SearchServiceDefinition = {
@@ -990,15 +863,6 @@ export const SearchServiceDefinition = {
       responseStream: false,
       options: {},
     },
-    /** How many searchable root cards the index holds (the cards service rebuilds an index found empty). */
-    indexStats: {
-      name: "IndexStats",
-      requestType: IndexStatsRequest as typeof IndexStatsRequest,
-      requestStream: false,
-      responseType: IndexStatsResponse as typeof IndexStatsResponse,
-      responseStream: false,
-      options: {},
-    },
   },
 } as const;
 
@@ -1010,11 +874,6 @@ export interface SearchServiceImplementation<CallContextExt = {}> {
     request: FindNearDuplicatesRequest,
     context: CallContext & CallContextExt,
   ): Promise<DeepPartial<FindNearDuplicatesResponse>>;
-  /** How many searchable root cards the index holds (the cards service rebuilds an index found empty). */
-  indexStats(
-    request: IndexStatsRequest,
-    context: CallContext & CallContextExt,
-  ): Promise<DeepPartial<IndexStatsResponse>>;
 }
 
 export interface SearchServiceClient<CallOptionsExt = {}> {
@@ -1025,11 +884,6 @@ export interface SearchServiceClient<CallOptionsExt = {}> {
     request: DeepPartial<FindNearDuplicatesRequest>,
     options?: CallOptions & CallOptionsExt,
   ): Promise<FindNearDuplicatesResponse>;
-  /** How many searchable root cards the index holds (the cards service rebuilds an index found empty). */
-  indexStats(
-    request: DeepPartial<IndexStatsRequest>,
-    options?: CallOptions & CallOptionsExt,
-  ): Promise<IndexStatsResponse>;
 }
 
 function floatToJson(value: number | null | undefined): number | string | null | undefined {

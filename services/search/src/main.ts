@@ -1,10 +1,10 @@
 import { join } from 'node:path';
-import { createEventBus, createLogger, EngineReadinessMonitor, eventBusEngineChecks, grpcServerSettingsFrom, loadConfig, lockServiceDataDir, redactUrl as redactCredentials, refuseEmbeddedStores, readinessSettingsFrom, startGrpcServer, stopOnSignals, Topics, type EngineCheck, type Logger, type RunningService } from '@cards/platform';
+import { createEventBus, createLogger, EngineReadinessMonitor, eventBusEngineChecks, grpcServerSettingsFrom, loadConfig, lockServiceDataDir, redactUrl, refuseEmbeddedStores, readinessSettingsFrom, startGrpcServer, stopOnSignals, Topics, type EngineCheck, type Logger, type RunningService } from '@cards/platform';
 import { search } from '@cards/proto';
 import { searchConfigSchema, type SearchConfig } from './config';
 import { OpenAiEmbedder } from './adapters/openai/openai-embedder';
 import { SqliteCardIndex } from './adapters/sqlite/sqlite-card-index';
-import { ElasticsearchCardIndex, redactUrl } from './adapters/elasticsearch/elasticsearch-card-index';
+import { ElasticsearchCardIndex } from './adapters/elasticsearch/elasticsearch-card-index';
 import { WinkGloveEmbedder } from './adapters/wink/wink-glove-embedder';
 import { IndexProjector } from './application/index-projector';
 import { pruneOrderMarkers } from './application/marker-retention';
@@ -16,7 +16,7 @@ import { startVerificationWorker } from './verification';
 /** The OpenAI-compatible endpoint when EMBEDDINGS_URL is set, else the bundled word-vector model. */
 export function createEmbedder(config: SearchConfig, logger: Logger): Embedder {
   if (config.EMBEDDINGS_URL) {
-    logger.info({ url: redactCredentials(config.EMBEDDINGS_URL), model: config.EMBEDDINGS_MODEL }, 'EMBEDDINGS_URL set: using the OpenAI-compatible embeddings endpoint');
+    logger.info({ url: redactUrl(config.EMBEDDINGS_URL), model: config.EMBEDDINGS_MODEL }, 'EMBEDDINGS_URL set: using the OpenAI-compatible embeddings endpoint');
     return new OpenAiEmbedder({
       url: config.EMBEDDINGS_URL,
       model: config.EMBEDDINGS_MODEL,

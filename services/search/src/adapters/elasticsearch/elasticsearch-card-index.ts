@@ -1,5 +1,6 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { Client, errors, type estypes } from '@elastic/elasticsearch';
+import { redactUrl } from '@cards/platform';
 import { compareTies, isZeroVector, type IndexedCard, type IndexPage, type PageRequest, type SearchScope, type StoredCard, type StoredPoint } from '../../domain/model';
 import type { CardIndex } from '../../domain/ports';
 import { bestFormMatches, CJK_CHARACTER_BIGRAMS, filterForm, indexWords, isCjkCharacter, isExtraIndexWord, queryTerms, wordTrigrams } from '../../domain/text';
@@ -1487,17 +1488,6 @@ const UNENTERED_COLLISIONS: estypes.QueryDslQueryContainer = {
     minimum_should_match: 1,
   },
 };
-
-/** The URL with its password masked, for logs and errors. */
-export function redactUrl(url: string): string {
-  try {
-    const parsed = new URL(url);
-    if (parsed.password) parsed.password = '***';
-    return parsed.toString();
-  } catch {
-    return url;
-  }
-}
 
 function errorText(err: unknown): string {
   if (err instanceof errors.ResponseError) return JSON.stringify((err.body as { error?: unknown } | undefined)?.error ?? err.body);

@@ -1,4 +1,4 @@
-import { isEngineUnavailableError, newId, type Logger } from '@cards/platform';
+import { isEngineUnavailableError, newId, repeatedWarningLog, type Logger } from '@cards/platform';
 import type { FileRepository, IngestionClaim } from '../domain/ports';
 import type { IngestionWorker } from './ingestion-worker';
 
@@ -44,7 +44,8 @@ export class IngestionScheduler {
   private poll: NodeJS.Timeout | undefined;
   private readonly retryTimers = new Set<NodeJS.Timeout>();
   /** Files whose last failures were not counted: when the last warning was logged, and the failures since. */
-  private readonly waiting = new Map<string, { warnedAt: number; quiet: number }>();
+  /** Per file waiting uncounted: its first failure a warning, then one a minute (repeatedWarningLog). */
+  private readonly waiting = new Map<string, (fields: Record<string, unknown>) => void>();
 
   constructor(private readonly deps: IngestionSchedulerDeps) {
     this.holder = deps.holder ?? newId();
@@ -147,16 +148,17 @@ export class IngestionScheduler {
       logger.warn({ err, fileId, attempt, retryInMs }, 'file ingestion attempt failed; it will be retried');
       return;
     }
-    const now = (this.deps.now ?? Date.now)();
-    const waiting = this.waiting.get(fileId);
-    if (waiting && now - waiting.warnedAt < WAITING_WARNING_EVERY_MS) {
-      waiting.quiet++;
-      logger.debug({ err, fileId, attempt, retryInMs }, 'file ingestion attempt failed; it will be retried');
-      return;
+    let warn = this.waiting.get(fileId);
+    if (!warn) {
+      // Files another replica finished are never removed here: the map is bounded instead.
+      if (this.waiting.size >= 10_000) this.waiting.clear();
+      warn = repeatedWarningLog(logger, 'file ingestion attempt failed (not counted: waiting for a service); it will be retried', {
+        now: this.deps.now ?? Date.now,
+        everyMs: WAITING_WARNING_EVERY_MS,
+        countField: 'failuresSinceLastWarning',
+      });
+      this.waiting.set(fileId, warn);
     }
-    logger.warn({ err, fileId, attempt, retryInMs, failuresSinceLastWarning: waiting?.quiet ?? 0 }, 'file ingestion attempt failed (not counted: waiting for a service); it will be retried');
-    // Files another replica finished are never removed here: the map is bounded instead.
-    if (this.waiting.size >= 10_000) this.waiting.clear();
-    this.waiting.set(fileId, { warnedAt: now, quiet: 0 });
+    warn({ err, fileId, attempt, retryInMs });
   }
 }

@@ -131,6 +131,32 @@ describe('.docx and .odt: what the document shows', () => {
     expect(blocksFromOdtContent(content, styles).map((b) => b.list ?? null)).toEqual([null, { ordered: false, level: 1, number: 1 }]);
   });
 
+
+  it('a list whose style starts at 5 and one restarted at 3 are numbered as Writer and Word show them, in the cards too (list-starts.odt, .docx)', async () => {
+    // src/list-starts.fodt: the list style's "Start at" 5 (.odt text:start-value of the number style, .docx w:start) and
+    // an item restarting its list at 3 (.odt text:start-value of the item, .docx w:lvlOverride/w:startOverride). The
+    // .odt reading numbered both lists from 1.
+    const expected = [
+      ['Open the sluice gate by a quarter turn.', 5],
+      ['Wait for the basin to fill to the painted mark.', 6],
+      ['Check the gauge on the north wall.', 1],
+      ['Check the gauge on the south wall.', 2],
+      ['Check the ice on the outer gate.', 3],
+      ['Check the heater in the gate house.', 4],
+    ];
+    for (const name of ['list-starts.odt', 'list-starts.docx']) {
+      const blocks = await blocksOf(name);
+      expect([name, blocks.filter((b) => b.list).map((b) => [b.text, b.list!.number])]).toEqual([name, expected]);
+      const [card] = splitIntoCards({ blocks });
+      expect([name, card!.html.match(/<ol[^>]*>/g)]).toEqual([name, ['<ol start="5">', '<ol>', '<ol start="3">']]);
+    }
+    // A start an <ol start> cannot carry (0, negative, not whole, "Infinity") counts from 1, as the .docx reading does.
+    for (const start of ['0', '-4', '2.5', 'Infinity']) {
+      const styles = `<text:list-style style:name="L1"><text:list-level-style-number text:level="1" style:num-format="1" text:start-value="${start}"/></text:list-style>`;
+      const content = `<office:document-content><office:automatic-styles>${styles}</office:automatic-styles><office:body><office:text><text:list text:style-name="L1"><text:list-item><text:p>a</text:p></text:list-item><text:list-item text:start-value="${start}"><text:p>b</text:p></text:list-item></text:list></office:text></office:body></office:document-content>`;
+      expect([start, blocksFromOdtContent(content).map((b) => b.list?.number)]).toEqual([start, [1, 1]]);
+    }
+  });
   it('a line break inside a paragraph (a .docx w:br, an .odt text:line-break) is a <br> in its HTML, a space in its text, as in .doc', async () => {
     for (const name of ['word-features.docx', 'word-features.odt']) {
       const block = (await blocksOf(name)).find((b) => b.text.startsWith('Harbour Master'));

@@ -257,6 +257,15 @@ interface OpenList {
   items: number;
 }
 
+/**
+ * An .odt list start (`text:start-value` of a number style or a list item): a whole number an item's <ol start> can carry
+ * (1 to 999,999,999, as the .docx reading's Word numbers), else 1.
+ */
+function listStart(value: string | undefined): number {
+  const start = Number(value ?? '1');
+  return Number.isInteger(start) && start >= 1 && start <= 999_999_999 ? start : 1;
+}
+
 /** The place of a list's next item: numbered or not, its level (how many lists are open), its number in the innermost. */
 function nextItem(lists: OpenList[]): ListPlace | undefined {
   const list = lists[lists.length - 1];
@@ -539,6 +548,8 @@ function odtRepeatedCells(repeated: string | undefined): number {
 class OdtStyles {
   /** List styles: the levels each one numbers (a number style with a format: "" shows none). */
   readonly numbered = new Map<string, Set<number>>();
+  /** A numbered level's start (`text:start-value` of its number style, when not 1), keyed "<list style>:<level>". */
+  readonly starts = new Map<string, number>();
   /** The outline style (text:outline-style): how each heading level is numbered. */
   readonly outline = new Map<number, OutlineLevel>();
   /** Text styles: their parent, font and position (super- or subscript). */
@@ -555,7 +566,10 @@ class OdtStyles {
     else if (name === 'text:outline-style') this.inOutline = true;
     else if (name === 'text:list-level-style-number' && this.listStyle !== null && attrs['style:num-format'] !== '') {
       const levels = this.numbered.get(this.listStyle) ?? new Set<number>();
-      this.numbered.set(this.listStyle, levels.add(Number(attrs['text:level'] ?? '1')));
+      const level = Number(attrs['text:level'] ?? '1');
+      this.numbered.set(this.listStyle, levels.add(level));
+      const start = listStart(attrs['text:start-value']);
+      if (start !== 1) this.starts.set(`${this.listStyle}:${level}`, start);
     } else if (name === 'text:outline-level-style' && this.inOutline) {
       const level = Number(attrs['text:level'] ?? '1');
       this.outline.set(level, {
@@ -729,7 +743,11 @@ export function odtContentReader(styles: OdtStyles = new OdtStyles()): Increment
           // A list after an interruption (a paragraph between its items) that continues the numbering of the one before
           // it (text:continue-numbering) or of the one named (text:continue-list), as LibreOffice writes it.
           const continued = lists.length > 0 ? undefined : attrs['text:continue-list'] !== undefined ? listsById.get(attrs['text:continue-list']) : attrs['text:continue-numbering'] === 'true' ? lastList : undefined;
-          const list = { ordered: style !== null && (numbered.get(style)?.has(lists.length + 1) ?? false), items: continued?.items ?? 0, style, first: continued?.first ?? continued };
+          // A new list counts from its level's start (the number style's text:start-value: Writer's "Start at" in the list
+          // style, as Writer and Word show it); one continuing another counts on from it.
+          const ordered = style !== null && (numbered.get(style)?.has(lists.length + 1) ?? false);
+          const start = ordered ? (styles.starts.get(`${style}:${lists.length + 1}`) ?? 1) : 1;
+          const list = { ordered, items: continued?.items ?? start - 1, style, first: continued?.first ?? continued };
           if (lists.length === 0 && attrs['xml:id'] !== undefined) listsById.set(attrs['xml:id'], list);
           lists.push(list);
         } else if (name === 'draw:text-box') collector.enterBox();
@@ -739,6 +757,10 @@ export function odtContentReader(styles: OdtStyles = new OdtStyles()): Increment
         } else if (rows > 0 && name === 'table:table-cell') collector.cell(odtRepeatedCells(attrs['table:number-columns-repeated']));
         else if (rows > 0 && (name === 'text:p' || name === 'text:h' || name === 'text:line-break')) collector.separate(CELL_LINE);
         else if (name === 'text:list-item') {
+          // An item restarting its list's count there (text:start-value: Writer's "Restart numbering" or "Numbering starts
+          // at n" on the item) is numbered so, and the items after it count on from it.
+          const numberedList = lists[lists.length - 1];
+          if (numberedList?.ordered && attrs['text:start-value'] !== undefined) numberedList.items = listStart(attrs['text:start-value']) - 1;
           const place = nextItem(lists);
           if (lists.length > 0) lists[lists.length - 1]!.last = place;
           collector.start('paragraph', undefined, items.open(place));

@@ -514,6 +514,35 @@ describe('lists, tables and notes', () => {
       expect(shape(card!.html)).toBe('<h1>Steps</h1>\n<ol><li>a…<ol><li>b…</li></ol></li><li>c…<ol><li>d…</li></ol></li></ol>\n<p>e…</p>\n<ol start="3"><li>f…</li></ol>\n<p>g…</p>\n<ol><li>h…</li><li>i…</li></ol>');
     });
 
+    it(".docx: a list in a list style (w:numStyleLink) counts from the style's definition's start; a w:lvlOverride's own w:lvl restarts at its w:start", async () => {
+      // Definition 2 only links to the numbering style "StepsList", whose instance 4 uses definition 1 (start 5): Word shows
+      // instance 3's items 5, 6 and the style's own instance counts on with them (7). Instance 6 overrides level 0 with a
+      // whole level definition starting at 7 (as Word 2003 and other writers restart a list): 7, 8. Both read 1, 2.
+      const numbering =
+        '<w:abstractNum w:abstractNumId="1"><w:styleLink w:val="StepsList"/><w:lvl w:ilvl="0"><w:start w:val="5"/><w:numFmt w:val="decimal"/><w:lvlText w:val="%1."/></w:lvl></w:abstractNum>' +
+        '<w:abstractNum w:abstractNumId="2"><w:numStyleLink w:val="StepsList"/></w:abstractNum>' +
+        `${numberingOf(5, ['decimal'])}<w:num w:numId="4"><w:abstractNumId w:val="1"/></w:num><w:num w:numId="3"><w:abstractNumId w:val="2"/></w:num>` +
+        '<w:num w:numId="6"><w:abstractNumId w:val="5"/><w:lvlOverride w:ilvl="0"><w:lvl w:ilvl="0"><w:start w:val="7"/><w:numFmt w:val="decimal"/><w:lvlText w:val="%1."/></w:lvl></w:lvlOverride></w:num>';
+      const styles = '<w:style w:type="numbering" w:styleId="StepsList"><w:name w:val="Steps List"/><w:pPr><w:numPr><w:numId w:val="4"/></w:numPr></w:pPr></w:style>';
+      const docx = docxPackage({
+        numbering,
+        styles,
+        body:
+          wp('Steps', '<w:pStyle w:val="Heading1"/>') +
+          wp(words(30, 'a'), numbered(3)) +
+          wp(words(5, 'b'), numbered(3)) +
+          wp(words(5, 'c'), numbered(4)) +
+          wp(words(20, 'd')) +
+          wp(words(5, 'e'), numbered(5)) +
+          wp(words(5, 'f'), numbered(6)) +
+          wp(words(5, 'g'), numbered(6)),
+      });
+      const { blocks } = await reader.parse('docx', docx);
+      expect(places(blocks)).toEqual([undefined, 'ol 1.5', 'ol 1.6', 'ol 1.7', undefined, 'ol 1.1', 'ol 1.7', 'ol 1.8']);
+      const [card] = splitIntoCards({ blocks });
+      expect(shape(card!.html)).toBe('<h1>Steps</h1>\n<ol start="5"><li>a…</li><li>b…</li><li>c…</li></ol>\n<p>d…</p>\n<ol><li>e…</li></ol><ol start="7"><li>f…</li><li>g…</li></ol>');
+    });
+
     it("mammoth's HTML: a p after an item's first one, or text after a list inside the item, is more of that item", () => {
       const blocks = blocksFromHtml('<ol><li><p>One</p><p>One more</p></li><li>Two<ul><li>Inner</li></ul>Two again</li><li>Three</li></ol><p>After</p>');
       expect(blocks.map((b) => b.text)).toEqual(['One', 'One more', 'Two', 'Inner', 'Two again', 'Three', 'After']);

@@ -70,13 +70,32 @@ function numberedByInstance() {
     }
     const instances = new Map();
     for (const num of root.getElementsByTagName('w:num')) {
+      // A level's start overridden for this instance: w:startOverride, else the w:start of a whole level definition the
+      // override gives (w:lvlOverride/w:lvl, as Word 2003 and other writers restart a list).
       const overrides = new Map();
       for (const override of num.getElementsByTagName('w:lvlOverride')) {
-        const start = override.firstOrEmpty('w:startOverride').attributes['w:val'];
+        const start = override.firstOrEmpty('w:startOverride').attributes['w:val'] ?? override.firstOrEmpty('w:lvl').firstOrEmpty('w:start').attributes['w:val'];
         if (start !== undefined) overrides.set(String(override.attributes['w:ilvl']), Number(start));
       }
       instances.set(String(num.attributes['w:numId']), { abstract: num.firstOrEmpty('w:abstractNumId').attributes['w:val'], overrides });
     }
+    // A definition that only links to a numbering style (w:numStyleLink: a list in a list style) has its levels in the
+    // definition of that style's numbering instance (mammoth's findLevel follows the link the same way); its items take
+    // that definition's starts and formats and count with that definition's items, as Word counts a list style's lists.
+    const styleLinks = new Map();
+    for (const abstract of root.getElementsByTagName('w:abstractNum')) {
+      const link = abstract.firstOrEmpty('w:numStyleLink').attributes['w:val'];
+      if (link !== undefined) styleLinks.set(String(abstract.attributes['w:abstractNumId']), link);
+    }
+    const definitionOf = (abstract) => {
+      for (let hops = 0; hops < 8 && styleLinks.has(String(abstract)); hops++) {
+        const numId = options.styles.findNumberingStyleById?.(styleLinks.get(String(abstract)))?.numId;
+        const linked = numId === undefined ? undefined : instances.get(String(numId))?.abstract;
+        if (linked === undefined) break;
+        abstract = linked;
+      }
+      return abstract;
+    };
     const levels = new Map();
     return {
       ...numbering,
@@ -86,8 +105,9 @@ function numberedByInstance() {
         if (!found || !instance) return found;
         const key = `${numId}:${level}`;
         if (!levels.has(key)) {
-          const abstractKey = `${instance.abstract}:${found.level}`;
-          levels.set(key, { ...found, instance: `n${key}`, counter: `a${abstractKey}`, start: instance.overrides.get(String(level)) ?? starts.get(abstractKey) ?? 1, restarts: instance.overrides.has(String(level)), abstract: instance.abstract, formats });
+          const abstract = definitionOf(instance.abstract);
+          const abstractKey = `${abstract}:${found.level}`;
+          levels.set(key, { ...found, instance: `n${key}`, counter: `a${abstractKey}`, start: instance.overrides.get(String(level)) ?? starts.get(abstractKey) ?? 1, restarts: instance.overrides.has(String(level)), abstract, formats });
         }
         return levels.get(key);
       },

@@ -1,0 +1,211 @@
+/**
+ * The web app's accessibility audit, in headless Chromium against the all-in-one system (the same setup as
+ * web-app.test.ts): axe-core on every screen and state (serious and critical findings of all its rules, best practices
+ * included), a keyboard-only journey, the focus indicator's contrast, focus and a spoken message after a row is
+ * deleted, and search results said in a status rather than by reading the whole list out.
+ */
+import { readFileSync } from 'node:fs';
+import type { BrowserContext, Page } from 'playwright-core';
+import { Mailbox } from '../support/mailbox';
+import { signUp, type TestUser } from '../support/accounts';
+import type { RunningSystem } from '../support/service';
+import { buildDocx } from './support/docx';
+import { chromiumForSuite } from './support/chromium';
+import { eventually, signInBrowser, startBrowserSystem, type BrowserSystem } from './support/browser-system';
+
+const { describeInBrowser, executablePath } = chromiumForSuite();
+
+jest.setTimeout(180_000);
+
+const CARD_TEXT = Array.from({ length: 8 }, (_, i) => `Sentence ${i} about the glaciers of the north, their slow flow down the valleys and the meltwater lakes.`).join(' ');
+const DOCX_MIME = 'application/vnd.openxmlformats-officedocument.wordprocessingml.document';
+
+let system: RunningSystem;
+let running: BrowserSystem | undefined;
+let context: BrowserContext;
+let page: Page;
+let user: TestUser;
+let other: TestUser;
+const mailbox = new Mailbox();
+const pageProblems: string[] = [];
+/** Cards of `other`, public, tagged "glacier". */
+const otherCards: string[] = [];
+let collectionId = '';
+
+const signIn = (who: TestUser = user) => signInBrowser(context, system.baseUrl, who);
+
+// Evaluated through the DevTools protocol, which the page's Content-Security-Policy does not govern.
+const AXE_SOURCE = readFileSync(require.resolve('axe-core/axe.min.js'), 'utf8');
+
+/** Every axe-core rule (WCAG A/AA and best practices) on the page as it is now: the serious and critical findings. */
+async function seriousAxeFindings(target: Page = page): Promise<string[]> {
+  if (!(await target.evaluate<boolean>('typeof window.axe === "object"'))) await target.evaluate(AXE_SOURCE);
+  const violations = await target.evaluate<{ id: string; impact: string; help: string; nodes: { target: string[] }[] }[]>(
+    `axe.run(document).then((r) => r.violations.map((v) => ({ id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.map((n) => ({ target: n.target })) })))`,
+  );
+  return violations.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => `${v.impact} ${v.id}: ${v.help} (${v.nodes.map((n) => n.target.join(' ')).join(', ')})`);
+}
+
+/** The screen `name` has no serious or critical axe finding (named in the failure). */
+async function expectNoSeriousFindings(name: string): Promise<void> {
+  expect({ screen: name, findings: await seriousAxeFindings() }).toEqual({ screen: name, findings: [] });
+}
+
+/** What has the keyboard focus: tag, id and text, or "body" when it was dropped. */
+const focused = () =>
+  page.evaluate<string>(`(() => {
+    const e = document.activeElement;
+    if (!e || e === document.body) return 'body';
+    return e.tagName.toLowerCase() + (e.id ? '#' + e.id : '') + ' ' + (e.getAttribute('aria-label') || e.textContent || '').trim().slice(0, 60);
+  })()`);
+
+/**
+ * The focused element's focus indicator: its outline (style, width) and the contrast of the outline's colour with the
+ * colour around the element (the nearest opaque background of its parents), as WCAG 1.4.11 asks of a focus indicator.
+ */
+const focusIndicator = () =>
+  page.evaluate<{ what: string; style: string; width: number; contrast: number }>(`(() => {
+    const e = document.activeElement;
+    const rgb = (c) => (c.match(/[\\d.]+/g) || []).map(Number);
+    const lin = (v) => { v /= 255; return v <= 0.03928 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4); };
+    const lum = ([r, g, b]) => 0.2126 * lin(r) + 0.7152 * lin(g) + 0.0722 * lin(b);
+    let around = [255, 255, 255];
+    for (let p = e.parentElement; p; p = p.parentElement) {
+      const c = rgb(getComputedStyle(p).backgroundColor);
+      if (c.length === 3 || c[3] === 1) { around = c.slice(0, 3); break; }
+    }
+    const cs = getComputedStyle(e);
+    const [a, b] = [lum(rgb(cs.outlineColor)), lum(around)].sort((x, y) => y - x);
+    const what = e.tagName.toLowerCase() + (e.id ? '#' + e.id : '') + ' ' + (e.getAttribute('aria-label') || e.textContent || '').trim().slice(0, 30);
+    return { what, style: cs.outlineStyle, width: parseFloat(cs.outlineWidth), contrast: Math.round(((a + 0.05) / (b + 0.05)) * 100) / 100 };
+  })()`);
+
+async function createCard(who: TestUser, text: string, tags: string[] = [], link = ''): Promise<string> {
+  const res = await who.client.post('/api/card', { card_html: `<p>${text}</p>`, link, private: false, tag_set: tags });
+  expect(res.status).toBe(200);
+  return (res.json as { card_metadata: { id: string } }).card_metadata.id;
+}
+
+async function createCollection(who: TestUser, name: string, cardIds: string[]): Promise<string> {
+  const res = await who.client.post('/api/card_collection', { name, description: 'Glaciers and their lakes', is_public: true });
+  expect(res.status).toBe(204);
+  const id = /([0-9a-f-]{36})$/.exec(res.headers.get('location') ?? '')![1]!;
+  for (const card of cardIds) expect((await who.client.post(`/api/card_collection/${id}`, { card_metadata_id: card })).status).toBe(204);
+  return id;
+}
+
+async function uploadFile(who: TestUser, name: string): Promise<void> {
+  const res = await who.client.post('/api/file', {
+    base64_docx_file: Buffer.from(buildDocx([{ heading: 'Glaciers', paragraphs: [CARD_TEXT] }])).toString('base64url'),
+    file_name: name,
+    file_mime_type: DOCX_MIME,
+    tag_set: [],
+    private: false,
+  });
+  expect(res.status).toBe(200);
+}
+
+describeInBrowser('web app accessibility in headless Chromium', () => {
+  beforeAll(async () => {
+    running = await startBrowserSystem({ mailbox, executablePath, label: 'web-a11y', pageProblems });
+    ({ system, context, page } = running);
+    user = await signUp(system.baseUrl, mailbox, 'web-a11y');
+    other = await signUp(system.baseUrl, mailbox, 'web-a11y-other');
+    for (let i = 0; i < 3; i++) otherCards.push(await createCard(other, `${CARD_TEXT} Glacier card ${i}.`, ['glacier']));
+    collectionId = await createCollection(user, 'Glacier reading', otherCards.slice(0, 2));
+    await uploadFile(user, 'glaciers.docx');
+  }, 240_000);
+
+  afterAll(async () => {
+    await running?.stop();
+  });
+
+  it('has no serious or critical axe-core finding on any screen, signed out or in', async () => {
+    await context.clearCookies();
+    const signedOut: [string, string][] = [
+      ['/', 'Search the card library'],
+      ['/auth/login', 'Sign in'],
+      ['/auth/invite', 'Get an invitation'],
+      ['/auth/forgot', 'Reset your password'],
+      ['/auth/register/00000000-0000-4000-8000-000000000000?email=a%40example.com', 'Create your account'],
+      ['/auth/password/00000000-0000-4000-8000-000000000000', 'Choose a new password'],
+      ['/top', 'Top users'],
+      ['/no/such/page', 'Page not found'],
+      ['/card/00000000-0000-4000-8000-000000000000', 'Card not found'],
+      ['/notifications', 'Notifications'],
+      [`/collection/${collectionId}`, 'Glacier reading'],
+      [`/user/${other.id}`, ''],
+    ];
+    for (const [path, heading] of signedOut) {
+      await page.goto(path);
+      await page.locator('h1').first().waitFor();
+      if (heading) await page.getByRole('heading', { level: 1, name: heading }).waitFor();
+      await page.waitForLoadState('networkidle');
+      await expectNoSeriousFindings(`signed out ${path}`);
+    }
+    // Error states: a refused sign-in, an empty invitation.
+    await page.goto('/auth/login');
+    await page.getByLabel('E-mail').fill('nobody@example.com');
+    await page.getByLabel('Password').fill('not the password');
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('alert').waitFor();
+    await expectNoSeriousFindings('refused sign-in');
+
+    await signIn();
+    const signedIn = ['/', '/card/new', '/upload', '/collections', `/collection/${collectionId}`, '/notifications', '/profile', `/user/${user.id}`, `/card/${otherCards[0]}`, '/top'];
+    for (const path of signedIn) {
+      await page.goto(path);
+      await page.locator('h1').first().waitFor();
+      await page.waitForLoadState('networkidle');
+      await expectNoSeriousFindings(`signed in ${path}`);
+    }
+    // The card form's states: rule errors, the link field, the HTML view.
+    await page.goto('/card/new');
+    await page.locator('#card-text[contenteditable]').waitFor();
+    await page.getByRole('button', { name: 'Create card' }).click();
+    await page.locator('#card-text-problem:not(:empty)').waitFor();
+    await expectNoSeriousFindings('card form with rule errors');
+    await page.locator('#card-text').click();
+    await page.keyboard.type('Ice ');
+    await page.keyboard.press('Control+a');
+    await page.keyboard.press('Control+k');
+    await page.getByLabel('Link address').waitFor();
+    await expectNoSeriousFindings('card form link field');
+    await page.keyboard.press('Escape');
+    await page.getByRole('button', { name: 'Edit as HTML' }).click();
+    await expectNoSeriousFindings('card form HTML view');
+    // Search results (with tags and paging parts), a collection searched, the phone menu open.
+    await page.goto('/?q=glaciers+valleys&mode=fulltext');
+    await page.locator('.results').waitFor();
+    await expectNoSeriousFindings('search results');
+    await page.goto(`/collection/${collectionId}?q=glaciers&mode=fulltext`);
+    await page.locator('.results').waitFor();
+    await expectNoSeriousFindings('collection search results');
+    await page.setViewportSize({ width: 375, height: 800 });
+    try {
+      await page.goto('/notifications');
+      await page.getByRole('button', { name: /Menu/ }).click();
+      await expectNoSeriousFindings('phone width, menu open');
+    } finally {
+      await page.setViewportSize({ width: 1200, height: 900 });
+    }
+    expect(pageProblems).toEqual([]);
+  });
+
+  it('shows keyboard focus with an outline of at least 3:1 contrast on every control it reaches', async () => {
+    await signIn();
+    const weak: string[] = [];
+    for (const path of ['/', '/card/new', '/upload', `/collection/${collectionId}`, `/card/${otherCards[0]}`, '/notifications']) {
+      await page.goto(path);
+      await page.locator('h1').first().waitFor();
+      await page.waitForLoadState('networkidle');
+      for (let i = 0; i < 40; i++) {
+        await page.keyboard.press('Tab');
+        if ((await focused()) === 'body') break;
+        const f = await focusIndicator();
+        if (f.style === 'none' || f.width < 2 || f.contrast < 3) weak.push(`${path}: ${f.what} (${f.style} ${f.width}px, ${f.contrast}:1)`);
+      }
+    }
+    expect(weak).toEqual([]);
+  });
+});

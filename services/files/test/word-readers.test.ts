@@ -306,6 +306,34 @@ describe('notes are labelled as the document shows them', () => {
       'F [3: Note 6.]',
     ]);
   });
+
+  it('.doc: footnotes numbered again on each page or section, in each section\'s format, as Word and Writer show them (note-pages.doc, as its .docx)', async () => {
+    // src/note-pages.fodt, Writer's "Counting: Per page": the .doc holds it in the DOP (rncFtn 2) and in each section's
+    // SEPX (sprmSRncFtn 2, sprmSNfcFtnRef, sprmSNfcEdnRef); its pages start at a paragraph set to start one
+    // (sprmPFPageBreakBefore) and at a section (a page style of its own). Writer shows 1, 2 | *, 1 | 1 and the endnote a;
+    // the .doc reading counted on (1, 2 | *, 3 | 4).
+    const labels = (blocks: DocumentBlock[]) => texts(blocks).flatMap((text) => [...text.matchAll(/\[([^:\]]+):/g)].map((m) => m[1]));
+    const doc = await blocksOf('note-pages.doc');
+    expect(labels(doc)).toEqual(['1', '2', '*', '1', 'a', '1']);
+    expect(labels(await blocksOf('note-pages.docx'))).toEqual(labels(doc));
+    // Crafted from it: the second section's footnotes in lower-case Roman numerals (sprmSNfcFtnRef 2), and both sections
+    // numbering again per section (sprmSRncFtn 1) or continuously (0).
+    const bytes = fixture('note-pages.doc');
+    const sepx = Buffer.from('3c300240500000', 'hex');
+    const at = [bytes.indexOf(sepx), bytes.lastIndexOf(sepx)];
+    expect(at[0]).toBeGreaterThan(0);
+    expect(at[1]).toBeGreaterThan(at[0]!);
+    const crafted = (restart: number, secondFormat: number) => {
+      const copy = Buffer.from(bytes);
+      for (const offset of at) copy[offset + 2] = restart;
+      copy[at[1]! + 5] = secondFormat;
+      return copy;
+    };
+    const read = async (copy: Buffer) => labels((await reader.parse('doc', copy)).blocks);
+    expect(await read(crafted(2, 2))).toEqual(['1', '2', '*', '1', 'a', 'i']);
+    expect(await read(crafted(1, 0))).toEqual(['1', '2', '*', '3', 'a', '1']);
+    expect(await read(crafted(0, 3))).toEqual(['1', '2', '*', '3', 'a', 'D']);
+  });
 });
 
 describe('raised runs and symbol fonts in deeply nested markup', () => {

@@ -619,8 +619,8 @@ export async function docxHtml(bytes) {
 // wrapped: its piece table is kept, and the body is read again with each note at the place Word's reference tables
 // give it (PlcffndRef/PlcffndTxt for footnotes, PlcfendRef/PlcfendTxt for endnotes, in the table stream, located by the
 // FIB of the WordDocument stream: MS-DOC's FibRgFcLcb97). An automatically numbered note carries its number in the order
-// of the references (footnotes and endnotes each counted from 1, in digits whatever Word's number format), a custom mark
-// ("*") carries the mark. A document whose tables cannot be read so keeps word-extractor's reading, its notes after the
+// of the references (footnotes and endnotes each counted apart, as the document and its sections number them:
+// docNoteCounter), a custom mark ("*") carries the mark. A document whose tables cannot be read so keeps word-extractor's reading, its notes after the
 // body.
 /** As reading-failure.ts WORD_ENCRYPTED. */
 const WORD_ENCRYPTED = 'WordEncrypted: the .doc document is encrypted';
@@ -673,7 +673,7 @@ function notesPlacedAtReferences() {
     const pieces = this._pieces;
     const boundaries = this._boundaries;
     try {
-      document.cardsBodyWithNotes = bodyWithNotes(pieces, boundaries, this.cardsStreams);
+      document.cardsBodyWithNotes = bodyWithNotes(pieces, boundaries, this.cardsStreams, paragraphs);
     } catch {
       // Tables out of their stream's bounds: the notes follow the body (below).
     }
@@ -753,7 +753,7 @@ function markTableParagraphs(pieces, streams) {
       const grpprl = fkp.subarray(from, Math.min(511, from + 2 * cb));
       const paragraph = paragraphProperties(grpprl);
       const level = headingLevel(paragraph);
-      paragraphs.push({ end, inTable: paragraph.inTable, heading: level !== null, ...numbering(paragraph) });
+      paragraphs.push({ end, inTable: paragraph.inTable, heading: level !== null, pageBreak: paragraph.pageBreak, ...numbering(paragraph) });
       if (paragraph.inTable) markCellLines(pieces, start, end, paragraph);
       else if (level !== null) replaceInRange(pieces, start, end, (text) => text.replace(/\r/g, String.fromCharCode(DOC_HEADING_END + level)));
     }
@@ -913,10 +913,11 @@ function replaceInRange(pieces, start, end, change) {
  * a table (sprmPFInTable 0x2416) and how deep (sprmPItap 0x6649: 2 and more inside a table's cell), whether it ends an
  * inner table's cell (sprmPFInnerTableCell 0x244B) or row (sprmPFInnerTtp 0x244C), and its own outline level
  * (sprmPOutLvl 0x2640: 0-8 a heading's level, 9 body text; null when it sets none), and its list numbering (sprmPIlfo
- * 0x460B: the list format override, 1-based, 0 none; sprmPIlvl 0x260A: the level; null when it sets none).
+ * 0x460B: the list format override, 1-based, 0 none; sprmPIlvl 0x260A: the level; null when it sets none), and whether
+ * it starts a page (sprmPFPageBreakBefore 0x2407).
  */
 function paragraphProperties(grpprl) {
-  const found = { istd: grpprl.length >= 2 ? grpprl.readUInt16LE(0) : 0, inTable: false, depth: 1, innerCell: false, innerRow: false, outline: null, ilfo: null, ilvl: null };
+  const found = { istd: grpprl.length >= 2 ? grpprl.readUInt16LE(0) : 0, inTable: false, depth: 1, innerCell: false, innerRow: false, outline: null, ilfo: null, ilvl: null, pageBreak: false };
   const flag = (at) => at < grpprl.length && grpprl[at] !== 0;
   for (const { sprm, at } of sprmsOf(grpprl, 2)) {
     if (sprm === 0x2416) found.inTable = flag(at);
@@ -926,6 +927,7 @@ function paragraphProperties(grpprl) {
     else if (sprm === 0x2640 && at < grpprl.length) found.outline = grpprl[at];
     else if (sprm === 0x460b && at + 2 <= grpprl.length) found.ilfo = grpprl.readInt16LE(at);
     else if (sprm === 0x260a && at < grpprl.length) found.ilvl = grpprl[at];
+    else if (sprm === 0x2407) found.pageBreak = flag(at);
   }
   return found;
 }
@@ -1079,7 +1081,15 @@ function numberLists(pieces, streams, paragraphs, bodyLength) {
   if (!streams || !paragraphs.some((p) => p.ilfo > 0)) return;
   const found = wordLists(streams);
   if (!found) return;
-  // The paragraph marks' character positions, for where each paragraph starts.
+  const insertions = listInsertions(found, paragraphMarks(pieces, paragraphs, bodyLength), bodyLength, formattedWordNumber);
+  pieces.insertions = insertions;
+}
+
+/**
+ * The body's paragraphs (markTableParagraphs) with the character position of each one's mark, in the order of the text:
+ * each paragraph starts after the mark of the one before it.
+ */
+function paragraphMarks(pieces, paragraphs, bodyLength) {
   const index = byFilePosition(pieces);
   const cpOf = (end) => {
     let low = 0;
@@ -1098,9 +1108,7 @@ function numberLists(pieces, streams, paragraphs, bodyLength) {
     const cp = cpOf(paragraph.end);
     if (cp !== null && Number.isInteger(cp) && cp < bodyLength) marks.push({ cp, paragraph });
   }
-  marks.sort((a, b) => a.cp - b.cp);
-  const insertions = listInsertions(found, marks, bodyLength, formattedWordNumber);
-  pieces.insertions = insertions;
+  return marks.sort((a, b) => a.cp - b.cp);
 }
 
 
@@ -1161,20 +1169,113 @@ function plcAt(fib, table, at, size) {
 const NFC_FORMATS = ['decimal', 'upperRoman', 'lowerRoman', 'upperLetter', 'lowerLetter'];
 
 /**
- * The number formats of automatic footnotes and endnotes: the DOP's nfcFtnRef and nfcEdnRef (DopBase, the 16 bits at
- * offset 0x36: epc 2 bits, nfcFtnRef 4, nfcEdnRef 4); digits for another format or a DOP that cannot be read.
+ * How the document numbers its automatic footnotes and endnotes, per kind: the number format (`format`), when the count
+ * restarts (`restart`: 0 continuous, 1 each section, 2 each page) and the number it starts from (`start`). The DOP's
+ * (DopBase: rncFtn 2 bits and nFtn 14 at offset 0x02, rncEdn and nEdn at 0x34, and the 16 bits at 0x36: epc 2 bits,
+ * nfcFtnRef 4, nfcEdnRef 4); digits, continuous from 1 for another value or a DOP that cannot be read.
  */
 function docNoteFormats(fib, table) {
-  const formats = { footnote: 'decimal', endnote: 'decimal' };
+  const kind = (format, restart, start) => ({ format: NFC_FORMATS[format] ?? 'decimal', restart: restart <= 2 ? restart : 0, start: start >= 1 ? start : 1 });
   const fc = fib.readUInt32LE(0x0192);
   const lcb = fib.readUInt32LE(0x0196);
-  if (lcb < 0x38 || fc + lcb > table.length) return formats;
+  if (lcb < 0x38 || fc + lcb > table.length) return { footnote: kind(0, 0, 1), endnote: kind(0, 0, 1) };
+  const footnotes = table.readUInt16LE(fc + 0x02);
+  const endnotes = table.readUInt16LE(fc + 0x34);
   const bits = table.readUInt16LE(fc + 0x36);
-  return { footnote: NFC_FORMATS[(bits >> 2) & 0x0f] ?? 'decimal', endnote: NFC_FORMATS[(bits >> 6) & 0x0f] ?? 'decimal' };
+  return { footnote: kind((bits >> 2) & 0x0f, footnotes & 3, footnotes >> 2), endnote: kind((bits >> 6) & 0x0f, endnotes & 3, endnotes >> 2) };
+}
+
+/** The section properties (MS-DOC 2.6.4) of automatic notes: sprm, the kind and the property it sets, its operand's size. */
+const SECTION_NOTE_SPRMS = new Map([
+  [0x303c, ['footnote', 'restart', 1]],
+  [0x303e, ['endnote', 'restart', 1]],
+  [0x503f, ['footnote', 'start', 2]],
+  [0x5040, ['footnote', 'format', 2]],
+  [0x5041, ['endnote', 'start', 2]],
+  [0x5042, ['endnote', 'format', 2]],
+]);
+
+/**
+ * The body's sections (PlcfSed in the table stream, MS-DOC 2.8.26: each section's first character position, and its SED
+ * naming its SEPX in the WordDocument stream), each with its first character position, whether it starts a page
+ * (sprmSBkc 0x3009 other than 0, continuous; a new page by default) and its notes' numbering: the DOP's (`documentNotes`,
+ * docNoteFormats) with the section's own sprms over it (sprmSRncFtn/sprmSRncEdn, sprmSNFtn/sprmSNEdn,
+ * sprmSNfcFtnRef/sprmSNfcEdnRef: Word 2002 and later, and Writer, write a section's note settings so). One section of the
+ * DOP's numbering when the table cannot be read.
+ */
+function docSections(fib, table, documentNotes) {
+  const whole = [{ start: 0, startsPage: true, notes: documentNotes }];
+  const fc = fib.readUInt32LE(0x00ca);
+  const lcb = fib.readUInt32LE(0x00ce);
+  const n = (lcb - 4) / 16;
+  if (lcb === 0 || !Number.isInteger(n) || n < 1 || fc + lcb > table.length) return whole;
+  const sections = [];
+  for (let i = 0; i < n; i++) {
+    const start = table.readUInt32LE(fc + 4 * i);
+    if (i > 0 && start <= sections[i - 1].start) return whole;
+    const fcSepx = table.readUInt32LE(fc + 4 * (n + 1) + 12 * i + 2);
+    const notes = { footnote: { ...documentNotes.footnote }, endnote: { ...documentNotes.endnote } };
+    let startsPage = true;
+    if (fcSepx !== 0xffffffff && fcSepx + 2 <= fib.length) {
+      const cb = fib.readUInt16LE(fcSepx);
+      const grpprl = fib.subarray(fcSepx + 2, Math.min(fib.length, fcSepx + 2 + cb));
+      for (const { sprm, at } of sprmsOf(grpprl, 0)) {
+        if (sprm === 0x3009 && at < grpprl.length) startsPage = grpprl[at] !== 0;
+        const property = SECTION_NOTE_SPRMS.get(sprm);
+        if (!property || at + property[2] > grpprl.length) continue;
+        const value = property[2] === 1 ? grpprl[at] : grpprl.readUInt16LE(at);
+        const [kind, name] = property;
+        if (name === 'format') notes[kind].format = NFC_FORMATS[value] ?? 'decimal';
+        else if (name === 'restart' && value <= 2) notes[kind].restart = value;
+        else if (name === 'start' && value >= 1) notes[kind].start = value;
+      }
+    }
+    sections.push({ start, startsPage, notes });
+  }
+  return sections;
+}
+
+/**
+ * The character positions where a page starts in the body, as far as the document tells without laying it out (as the
+ * .docx reading's eachPage): a page break (0x0C that is no section's end) and a paragraph that starts a page
+ * (sprmPFPageBreakBefore); a section that starts a page is one too (docSections). A page that fills and flows on is not known.
+ */
+function docPageStarts(pieces, paragraphs, bodyLength, sections) {
+  const starts = [];
+  const sectionEnds = new Set(sections.slice(1).map((section) => section.start - 1));
+  const body = textOfRange(pieces, 0, bodyLength);
+  for (let at = body.indexOf('\x0c'); at >= 0; at = body.indexOf('\x0c', at + 1)) if (!sectionEnds.has(at)) starts.push(at + 1);
+  const marks = paragraphMarks(pieces, paragraphs, bodyLength);
+  for (let i = 0; i < marks.length; i++) if (marks[i].paragraph.pageBreak) starts.push(i === 0 ? 0 : marks[i - 1].cp + 1);
+  return starts.sort((a, b) => a - b);
+}
+
+/**
+ * Numbers a kind's automatic notes as Word does, asked for each reference in the order of the text: from the section's
+ * start number, in its format, again from it at each section (restart 1) or at each page start the document records
+ * (restart 2: docPageStarts, a section starting a page included). A custom mark is not asked for (Word does not count it).
+ */
+function docNoteCounter(kind, sections, pageStarts) {
+  let section = 0;
+  let page = 0;
+  let count = sections[0].notes[kind].start - 1;
+  return (at) => {
+    while (section + 1 < sections.length && sections[section + 1].start <= at) {
+      section++;
+      const { restart, start } = sections[section].notes[kind];
+      if (restart === 1 || (restart === 2 && sections[section].startsPage)) count = start - 1;
+    }
+    const { restart, start, format } = sections[section].notes[kind];
+    while (page < pageStarts.length && pageStarts[page] <= at) {
+      page++;
+      if (restart === 2) count = start - 1;
+    }
+    return noteLabel(++count, format);
+  };
 }
 
 /** The body (wordText) with each note put at its reference; null when it has no notes. */
-function bodyWithNotes(pieces, boundaries, streams) {
+function bodyWithNotes(pieces, boundaries, streams, paragraphs = []) {
   if (!streams) return null;
   const { fib, table } = streams;
   const text = boundaries.ccpText;
@@ -1182,7 +1283,8 @@ function bodyWithNotes(pieces, boundaries, streams) {
   // comments, the endnotes.
   const storyStart = { footnote: text, endnote: text + boundaries.ccpFtn + (boundaries.ccpHdd || 0) + (boundaries.ccpAtn || 0) };
   const storyLength = { footnote: boundaries.ccpFtn || 0, endnote: boundaries.ccpEdn || 0 };
-  const formats = docNoteFormats(fib, table);
+  const sections = docSections(fib, table, docNoteFormats(fib, table));
+  const pageStarts = sections.some((section) => section.notes.footnote.restart === 2 || section.notes.endnote.restart === 2) ? docPageStarts(pieces, paragraphs, text, sections) : [];
   const references = [];
   /** Characters of note text placed: each character of the note stories at most once (see below). */
   let placed = 0;
@@ -1202,13 +1304,13 @@ function bodyWithNotes(pieces, boundaries, streams) {
       if (texts.positions[i + 1] < texts.positions[i]) throw new Error("notes' texts out of order");
     }
     if (texts.positions[count] > storyLength[kind]) throw new Error("a note's text lies outside its story");
-    let number = 0;
+    const numbered = docNoteCounter(kind, sections, pageStarts);
     for (let i = 0; i < count; i++) {
       const at = refs.positions[i];
       if (at >= text) throw new Error('a note reference lies outside the body');
       const automatic = refs.data[i] !== 0;
       const raw = textOfRange(pieces, storyStart[kind] + texts.positions[i], storyStart[kind] + texts.positions[i + 1]);
-      const mark = automatic ? noteLabel(++number, formats[kind]) : wordText(textOfRange(pieces, at, at + 1)).trim();
+      const mark = automatic ? numbered(at) : wordText(textOfRange(pieces, at, at + 1)).trim();
       // The note's text starts with its mark again (automatic, or the custom mark) and often a tab after it.
       let body = wordText(raw).replace(/\s+/g, ' ').trim();
       if (!automatic && mark && body.startsWith(mark)) body = body.slice(mark.length).trim();

@@ -208,4 +208,40 @@ describeInBrowser('web app accessibility in headless Chromium', () => {
     }
     expect(weak).toEqual([]);
   });
+
+  it('says what a delete did, with the focus, where the row was pressed: a deleted file, a card taken out of a collection', async () => {
+    await signIn();
+    await uploadFile(user, 'moraines.docx');
+    await page.goto('/upload');
+    const row = page.locator('li', { hasText: 'moraines.docx' });
+    await row.getByRole('button', { name: 'Delete' }).focus();
+    page.once('dialog', (dialog) => void dialog.accept());
+    await page.keyboard.press('Enter');
+    await page.getByRole('status').filter({ hasText: 'Deleted moraines.docx.' }).waitFor();
+    await eventually(async () => (await row.count()) === 0, 10_000, 'the file row gone');
+    // The focus is on the message (not dropped to <body>), and Tab goes on into the files left.
+    expect(await focused()).toBe('p Deleted moraines.docx.');
+    await page.keyboard.press('Tab');
+    expect(await focused()).toMatch(/^button Make (private|public)$/);
+
+    // Two cards far apart (not collisions of each other, which would make one entry).
+    const deserts = CARD_TEXT.replace(/glaciers/g, 'deserts').replace(/meltwater lakes/g, 'dry salt pans').replace(/slow flow down the valleys/g, 'dunes moving with the wind');
+    const sorted = [await createCard(user, deserts), await createCard(user, `Reefs: ${CARD_TEXT.replace(/glaciers of the north/g, 'coral reefs of the south seas')}`)];
+    const removable = await createCollection(user, 'To sort', sorted);
+    await page.goto(`/collection/${removable}`);
+    const remove = page.getByRole('button', { name: 'Remove from collection' });
+    await remove.first().waitFor();
+    await remove.first().focus();
+    await page.keyboard.press('Enter');
+    await page.getByRole('status').filter({ hasText: /^Removed “(Sentence 0 about the deserts|Reefs: Sentence 0 about the coral) [^”]*” from this collection\.$/ }).waitFor();
+    await eventually(async () => (await remove.count()) === 1, 10_000, 'one card left');
+    expect(await focused()).toMatch(/^p Removed “/);
+    // A second one is said and focused again.
+    await remove.first().focus();
+    await page.keyboard.press('Enter');
+    await page.getByText('This collection holds no cards yet.').waitFor();
+    expect(await focused()).toMatch(/^p Removed “/);
+    expect(await page.getByRole('status').filter({ hasText: /^Removed/ }).count()).toBe(1);
+    await expectNoSeriousFindings('a collection emptied');
+  });
 });

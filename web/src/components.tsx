@@ -1,5 +1,5 @@
 import type { ComponentChildren } from 'preact';
-import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
+import { useCallback, useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
 import { ApiError, type Card, type User } from './api';
 import { hasNavigated, Link } from './router';
 import { splitTags } from '@cards/card-rules';
@@ -76,6 +76,23 @@ export function ErrorMessage({ error }: { error: string | ApiError | undefined }
 export function Notice({ children }: { children: ComponentChildren }) {
   return (
     <p class="notice" role="status">
+      {children}
+    </p>
+  );
+}
+
+/**
+ * What a keyboard action did to a list, said where the list starts and given the focus: the row whose button was
+ * pressed is gone (a deleted file, a card taken out of a collection), and its focus would drop to <body>, so a
+ * keyboard user would start again from the top of the page and a screen reader would say nothing. Tab goes on from
+ * here into the rows left. Give it a new `key` for each action, so a second one is focused and said again.
+ */
+export function DoneNotice({ children }: { children: ComponentChildren }) {
+  const ref = useRef<HTMLParagraphElement>(null);
+  // In the render that shows it (a layout effect), not after the next paint: the list's reload may come first.
+  useLayoutEffect(() => ref.current?.focus(), []);
+  return (
+    <p class="notice" role="status" tabIndex={-1} ref={ref}>
       {children}
     </p>
   );

@@ -2,7 +2,7 @@ import { characterCount, MAX_COLLECTION_DESCRIPTION_CHARS, MAX_COLLECTION_NAME_C
 import { freeTextMessage } from '../free-text';
 import { useMemo, useState } from 'preact/hooks';
 import { api, newIdempotencyKey, type Collection } from '../api';
-import { CardSummary, ErrorMessage, formatDate, Loading, Notice, NotFoundHint, PageTitle, Pager, useAction, useAsync } from '../components';
+import { CardSummary, DoneNotice, ErrorMessage, firstWords, formatDate, Loading, Notice, NotFoundHint, PageTitle, Pager, useAction, useAsync } from '../components';
 import { Link, navigate, useLocation } from '../router';
 import { useSession } from '../session';
 import { SearchForm, SearchResults, searchBody, searchParamsFrom, searchUrl } from './search-page';
@@ -146,6 +146,8 @@ export function CollectionPage({ collectionId }: { collectionId: string }) {
     [collectionId, query.toString()],
   );
   const action = useAction();
+  // The card last taken out: said, with the focus, above the list (its entry and button are gone).
+  const [removed, setRemoved] = useState<{ words: string; at: number } | undefined>();
   if (data.loading && !data.data) return <Loading />;
   if (!data.data)
     return (
@@ -158,12 +160,15 @@ export function CollectionPage({ collectionId }: { collectionId: string }) {
   const c = d.collection;
   const isOwner = session.user?.id === c.author_id;
   // Removing an entry's root takes the whole entry out, duplicates bookmarked in the collection included.
-  const removeEntry = async (rootId: string) => {
+  const removeEntry = async (root: { id: string; content: string }) => {
     const ok = await action.run(async () => {
-      await api.removeFromCollection(c.id, rootId);
+      await api.removeFromCollection(c.id, root.id);
       return true;
     });
-    if (ok) data.reload();
+    if (ok) {
+      setRemoved({ words: firstWords(root.content, 8), at: Date.now() });
+      data.reload();
+    }
   };
   return (
     <section>
@@ -179,6 +184,7 @@ export function CollectionPage({ collectionId }: { collectionId: string }) {
           Results inside this collection. <Link href={base}>Show all its cards</Link>
         </p>
       ) : null}
+      {removed ? <DoneNotice key={removed.at}>Removed “{removed.words}” from this collection.</DoneNotice> : null}
       <ErrorMessage error={data.error || action.error} />
       {d.searched ? (
         <SearchResults entries={d.bookmarks} emptyText="No card in this collection matches." />
@@ -196,7 +202,7 @@ export function CollectionPage({ collectionId }: { collectionId: string }) {
                   collisions={collisions}
                   actions={
                     isOwner ? (
-                      <button type="button" onClick={() => void removeEntry(root.id)} aria-disabled={action.busy}>
+                      <button type="button" onClick={() => void removeEntry(root)} aria-disabled={action.busy}>
                         Remove from collection
                       </button>
                     ) : null

@@ -2,7 +2,7 @@ import { MAX_FILE_TAGS } from '@cards/card-rules';
 import { useEffect, useMemo, useState } from 'preact/hooks';
 import { api, newIdempotencyKey, toBase64Url, uploadFile, type FileRecord, type ListedCollection } from '../api';
 import { tagsFromInput, tagsMessage } from '../card-rules';
-import { ErrorMessage, formatDate, Notice, PageTitle, useAction, useAsync } from '../components';
+import { DoneNotice, ErrorMessage, formatDate, Notice, PageTitle, useAction, useAsync } from '../components';
 import { Link } from '../router';
 import { useSession } from '../session';
 
@@ -103,6 +103,8 @@ export function UploadPage() {
   const action = useAction();
   const tagProblem = tagsMessage(tagsFromInput(tags), MAX_FILE_TAGS);
   const files = useAsync(() => api.userFiles(user.id), [user.id, uploaded?.id]);
+  // The file last deleted from "Your files": said, with the focus, above the list (its row and button are gone).
+  const [deleted, setDeleted] = useState<{ name: string; at: number } | undefined>();
   const ingestion = useFileIngestion(user.id, uploaded?.id, files.reload);
 
   const submit = async (e: Event) => {
@@ -187,18 +189,27 @@ export function UploadPage() {
         </div>
       ) : null}
       <h2>Your files</h2>
+      {deleted ? <DoneNotice key={deleted.at}>Deleted {deleted.name}.</DoneNotice> : null}
       <ErrorMessage error={files.error} />
       {files.data && files.data.length === 0 ? <p class="muted">No files yet.</p> : null}
       <ul class="plain-list">
         {(files.data ?? []).map((f) => (
-          <FileRow key={f.id} file={f} onChanged={files.reload} />
+          <FileRow
+            key={f.id}
+            file={f}
+            onChanged={files.reload}
+            onDeleted={() => {
+              setDeleted({ name: f.file_name, at: Date.now() });
+              files.reload();
+            }}
+          />
         ))}
       </ul>
     </section>
   );
 }
 
-function FileRow({ file, onChanged }: { file: FileRecord; onChanged(): void }) {
+function FileRow({ file, onChanged, onDeleted }: { file: FileRecord; onChanged(): void; onDeleted(): void }) {
   const action = useAction();
   const toggle = () =>
     action.run(async () => {
@@ -209,7 +220,7 @@ function FileRow({ file, onChanged }: { file: FileRecord; onChanged(): void }) {
     if (!confirm(`Delete ${file.file_name}? Its cards and collection stay.`)) return;
     void action.run(async () => {
       await api.deleteFile(file.id);
-      onChanged();
+      onDeleted();
     });
   };
   return (

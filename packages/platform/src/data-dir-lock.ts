@@ -9,6 +9,13 @@ export interface DataDirLockHolder {
   pid: number;
   host: string;
   startedAt: string;
+  /**
+   * Where /proc tells (Linux): the holder's process start time, field 22 of /proc/<pid>/stat (clock ticks since boot),
+   * and the boot it ran in (/proc/sys/kernel/random/boot_id). A live pid whose start time or boot differs is another
+   * process that took the dead holder's pid. Absent without /proc (macOS) and in locks of earlier releases.
+   */
+  startTicks?: string;
+  bootId?: string;
 }
 
 /** A service's hold on its embedded stores in a data dir; release() at the service's stop. */
@@ -45,8 +52,10 @@ export const LOCK_STALE_AFTER_MS = 60_000;
 
 /**
  * One process per service on a data dir's embedded SQLite stores (docs/decisions.md, "One process per embedded
- * store"): takes `<DATA_DIR>/<service>.lock`, made with an exclusive create holding the pid, host and start time. A
- * lock of a dead process on this host (its pid gone, or this very pid: a container restarted with the same pid), or of
+ * store"): takes `<DATA_DIR>/<service>.lock`, made with an exclusive create holding the pid, host and start time (and,
+ * where /proc tells, the process's start time in ticks since boot and the boot id). A lock of a dead process on this
+ * host (its pid gone, this very pid: a container restarted with the same pid, or a live pid that /proc shows started
+ * at another time or in another boot: an unrelated process that took the dead holder's pid), or of
  * another host whose holder has not touched it for LOCK_STALE_AFTER_MS (holders touch it every LOCK_HEARTBEAT_MS), is
  * stale and taken over; a lock of a live process, or of another host with a recent heartbeat, refuses the start with a DataDirLockedError naming the file and the holder. Within one process the lock is shared
  * (the all-in-one runs each service once; tests start a service again in one process): held until every holder
@@ -61,7 +70,7 @@ export function lockServiceDataDir(dataDir: string, service: string): DataDirLoc
     return handle(path);
   }
   mkdirSync(directory, { recursive: true });
-  const content = `${JSON.stringify({ service, pid: process.pid, host: hostname(), startedAt: new Date().toISOString() } satisfies DataDirLockHolder)}\n`;
+  const content = `${JSON.stringify({ service, pid: process.pid, host: hostname(), startedAt: new Date().toISOString(), ...processStart(process.pid) } satisfies DataDirLockHolder)}\n`;
   for (let round = 0; ; round++) {
     if (created(path, content)) break;
     const found = readHolder(path);
@@ -155,9 +164,34 @@ function staleReason(holder: DataDirLockHolder, touchedAt: number): string | und
   if (holder.pid === process.pid) return 'this pid, not holding it';
   try {
     process.kill(holder.pid, 0);
-    return undefined;
   } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'ESRCH' ? 'no such process' : undefined;
+    if ((err as NodeJS.ErrnoException).code === 'ESRCH') return 'no such process';
+    if ((err as NodeJS.ErrnoException).code !== 'EPERM') return undefined;
+  }
+  // The pid lives (or is another user's): the holder only if it is the process that wrote the lock. Unknown (no /proc,
+  // a lock of an earlier release, /proc hiding other users' processes): may be alive, as before.
+  if (holder.startTicks === undefined || holder.bootId === undefined) return undefined;
+  const live = processStart(holder.pid);
+  if (!live) return undefined;
+  if (live.bootId !== holder.bootId) return `pid ${holder.pid} is another process (this host restarted since the lock was written)`;
+  if (live.startTicks !== holder.startTicks) return `pid ${holder.pid} is another process (started at another time than the holder)`;
+  return undefined;
+}
+
+/**
+ * A process's start time (field 22 of /proc/<pid>/stat, clock ticks since boot) and this host's boot id, or undefined
+ * where /proc does not tell (macOS, a pid gone or hidden meanwhile).
+ */
+function processStart(pid: number): { startTicks: string; bootId: string } | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // "pid (comm) state ppid ...": comm may hold spaces and parentheses, so the fields are counted after its last ')'.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const startTicks = fields[22 - 3];
+    const bootId = readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim();
+    return startTicks && /^\d+$/.test(startTicks) && bootId ? { startTicks, bootId } : undefined;
+  } catch {
+    return undefined;
   }
 }
 

@@ -20,6 +20,28 @@ function holder(dir: string, service: string): Promise<{ child: ChildProcess; li
   });
 }
 
+/** Linux: the kernel tells each process's start time (field 22 of /proc/<pid>/stat) and the boot it runs in. */
+const onProc = existsSync('/proc/self/stat') && existsSync('/proc/sys/kernel/random/boot_id');
+const startTicksOf = (pid: number) => {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19]!;
+};
+const bootId = () => readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim();
+
+/** A live process that holds no lock (an unrelated process that took a dead holder's pid), until killed. */
+async function unrelatedProcess(): Promise<{ pid: number; kill: () => Promise<void> }> {
+  const child = spawn(process.execPath, ['-e', 'process.stdout.write("up\\n"); setInterval(() => undefined, 60_000)'], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  await new Promise((resolve) => child.stdout!.once('data', resolve));
+  return {
+    pid: child.pid!,
+    kill: async () => {
+      child.kill('SIGKILL');
+      await exited;
+    },
+  };
+}
+
 describe("a service's lock on its embedded stores in a data dir (one process per store)", () => {
   let dir: string;
   beforeEach(() => (dir = mkdtempSync(join(tmpdir(), 'data-dir-lock-'))));
@@ -29,7 +51,13 @@ describe("a service's lock on its embedded stores in a data dir (one process per
     const first = await holder(dir, 'files');
     expect(first.line).toBe('held');
     const path = join(dir, 'files.lock');
-    expect(JSON.parse(readFileSync(path, 'utf8'))).toEqual({ service: 'files', pid: first.child.pid, host: hostname(), startedAt: expect.any(String) });
+    expect(JSON.parse(readFileSync(path, 'utf8'))).toEqual({
+      service: 'files',
+      pid: first.child.pid,
+      host: hostname(),
+      startedAt: expect.any(String),
+      ...(onProc ? { startTicks: startTicksOf(first.child.pid!), bootId: bootId() } : {}),
+    });
     try {
       // Another process: refused, exit code 3.
       const second = await holder(dir, 'files');
@@ -106,5 +134,44 @@ describe("a service's lock on its embedded stores in a data dir (one process per
     expect(existsSync(path)).toBe(true);
     b.release();
     expect(existsSync(path)).toBe(false);
+  });
+
+  (onProc ? describe : describe.skip)("a live pid on this host (Linux: /proc tells the process's start time)", () => {
+    let other: Awaited<ReturnType<typeof unrelatedProcess>>;
+    beforeEach(async () => (other = await unrelatedProcess()));
+    afterEach(() => other.kill());
+    const lockOf = (service: string, fields: Record<string, unknown>) =>
+      JSON.stringify({ service, pid: other.pid, host: hostname(), startedAt: '2026-01-01T00:00:00.000Z', ...fields });
+
+    it("takes over a lock whose pid now names a process started at another time (the dead holder's pid reused)", () => {
+      const path = join(dir, 'files.lock');
+      writeFileSync(path, lockOf('files', { startTicks: String(Number(startTicksOf(other.pid)) - 1), bootId: bootId() }));
+      const lock = lockServiceDataDir(dir, 'files');
+      expect(JSON.parse(readFileSync(path, 'utf8'))).toMatchObject({ pid: process.pid, startTicks: startTicksOf(process.pid), bootId: bootId() });
+      lock.release();
+      expect(existsSync(path)).toBe(false);
+    });
+
+    it('takes over a lock written in another boot of this host, whatever its pid now names', () => {
+      const path = join(dir, 'cards.lock');
+      writeFileSync(path, lockOf('cards', { startTicks: startTicksOf(other.pid), bootId: '00000000-0000-0000-0000-000000000000' }));
+      const lock = lockServiceDataDir(dir, 'cards');
+      expect(JSON.parse(readFileSync(path, 'utf8'))).toMatchObject({ pid: process.pid });
+      lock.release();
+    });
+
+    it('refuses a lock naming that pid with its start time and boot (the holder itself)', () => {
+      const path = join(dir, 'search.lock');
+      writeFileSync(path, lockOf('search', { startTicks: startTicksOf(other.pid), bootId: bootId() }));
+      expect(() => lockServiceDataDir(dir, 'search')).toThrow(`another search process (pid ${other.pid} on this host`);
+      expect(JSON.parse(readFileSync(path, 'utf8'))).toMatchObject({ pid: other.pid });
+    });
+
+    it("refuses a lock of an earlier release (no start time) naming a live pid, as before: it cannot tell it is another process", () => {
+      const path = join(dir, 'identity.lock');
+      writeFileSync(path, lockOf('identity', {}));
+      expect(() => lockServiceDataDir(dir, 'identity')).toThrow(`another identity process (pid ${other.pid} on this host`);
+      expect(JSON.parse(readFileSync(path, 'utf8'))).toMatchObject({ pid: other.pid });
+    });
   });
 });

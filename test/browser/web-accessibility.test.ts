@@ -244,4 +244,38 @@ describeInBrowser('web app accessibility in headless Chromium', () => {
     expect(await page.getByRole('status').filter({ hasText: /^Removed/ }).count()).toBe(1);
     await expectNoSeriousFindings('a collection emptied');
   });
+
+  it("says a search's outcome in one status sentence, on the search page and inside a collection, and reads no list out", async () => {
+    await signIn();
+    const status = page.getByTestId('search-status');
+    /** Searches by keyboard (type, Enter) and waits for the status to say `said`, in the live region that was there before. */
+    const searchFor = async (field: string, words: string, said: RegExp): Promise<void> => {
+      await status.evaluate((e) => e.setAttribute('data-was-here', 'yes'));
+      await page.getByLabel(field, { exact: true }).fill(words);
+      await page.getByLabel(field, { exact: true }).press('Enter');
+      await eventually(async () => said.test((await status.textContent()) ?? ''), 30_000, `the status saying ${said}`);
+      expect(await status.getAttribute('role')).toBe('status');
+      expect(await status.getAttribute('data-was-here')).toBe('yes');
+    };
+    await page.goto('/');
+    await page.getByRole('heading', { name: 'Search the card library' }).waitFor();
+    await page.waitForLoadState('networkidle');
+    expect(await status.textContent()).toBe('');
+    await page.getByLabel('Full text (by words, typo-tolerant)').check();
+    await searchFor('Search cards', 'glaciers meltwater', /^[1-9]\d* results?\.$/);
+    await page.locator('.results').waitFor();
+    // No live region holds the results: a screen reader would read every card out.
+    expect(await page.locator('[aria-live] .results, [role="status"] .results, [role="alert"] .results').count()).toBe(0);
+    await searchFor('Search cards', 'zzqxv wvxqz', /^No results\.$/);
+    await page.getByText('No card matches').waitFor();
+
+    await page.goto(`/collection/${collectionId}`);
+    await page.getByRole('heading', { name: 'Glacier reading' }).waitFor();
+    await page.waitForLoadState('networkidle');
+    expect(await status.textContent()).toBe('');
+    await page.getByLabel('Full text (by words, typo-tolerant)').check();
+    await searchFor('Search this collection', 'glaciers valleys', /^[12] results?\.$/);
+    await searchFor('Search this collection', 'zzqxv wvxqz', /^No results\.$/);
+    expect(pageProblems).toEqual([]);
+  });
 });

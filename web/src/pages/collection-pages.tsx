@@ -5,7 +5,7 @@ import { api, newIdempotencyKey, type Collection } from '../api';
 import { CardSummary, DoneNotice, ErrorMessage, firstWords, formatDate, Loading, Notice, NotFoundHint, PageTitle, Pager, useAction, useAsync } from '../components';
 import { Link, navigate, useLocation } from '../router';
 import { useSession } from '../session';
-import { SearchForm, SearchResults, searchBody, searchParamsFrom, searchUrl } from './search-page';
+import { resultsSummary, SearchForm, SearchResults, SearchStatus, searchBody, searchParamsFrom, searchUrl } from './search-page';
 
 /** What the server would refuse in a collection's (trimmed) name and description, said for the form; null when nothing. */
 function collectionDraftProblem(name: string, description: string): string | null {
@@ -179,6 +179,7 @@ export function CollectionPage({ collectionId }: { collectionId: string }) {
       {c.description ? <p>{c.description}</p> : null}
       {isOwner ? <CollectionSettings collection={c} onChanged={data.reload} /> : null}
       <SearchForm initial={params} onSearch={(p) => navigate(searchUrl(base, p))} idPrefix="collection-search" label="Search this collection" />
+      <SearchStatus text={searching && !data.loading && d.searched ? resultsSummary(d.bookmarks, params.page, d.total_pages) : ''} />
       {searching ? (
         <p>
           Results inside this collection. <Link href={base}>Show all its cards</Link>

@@ -98,6 +98,26 @@ export function SearchForm({ initial, onSearch, idPrefix, label = 'Search cards'
   );
 }
 
+/** What a finished search found, as its status says it: "3 results.", "10 results on page 1 of 4.", "No results.". */
+export function resultsSummary(entries: CardSearchEntry[], page: number, totalPages: number): string {
+  const n = entries.filter((e) => e.metadata.length > 0).length;
+  const found = n === 0 ? 'No results' : `${n} result${n === 1 ? '' : 's'}`;
+  return totalPages > 1 && n > 0 ? `${found} on page ${page} of ${totalPages}.` : `${found}.`;
+}
+
+/**
+ * The live region that says a search's outcome in one sentence. Always in the page (a live region added together with
+ * its text is often not read), empty while the search runs, so the same outcome twice is said twice; the results list
+ * itself is no live region, which would have a screen reader read every card out.
+ */
+export function SearchStatus({ text }: { text: string }) {
+  return (
+    <p class="visually-hidden" role="status" data-testid="search-status">
+      {text}
+    </p>
+  );
+}
+
 export function SearchResults({ entries, emptyText }: { entries: CardSearchEntry[]; emptyText: string }) {
   if (entries.length === 0) return <p class="muted">{emptyText}</p>;
   return (
@@ -130,7 +150,8 @@ export function SearchPage() {
         </p>
       ) : null}
       <SearchForm initial={params} onSearch={go} idPrefix="search" />
-      <div aria-live="polite">
+      <SearchStatus text={params.q.trim() && !result.loading && result.data ? resultsSummary(result.data.score_cards, params.page, result.data.total_pages) : ''} />
+      <div>
         {result.loading && params.q ? <Loading /> : null}
         <ErrorMessage error={result.error} />
         {result.data ? (

@@ -224,6 +224,15 @@ describe('.pdf tables (table.pdf, src/table.fodt)', () => {
     ]);
   });
 
+  // src/table-centred.fodt: "Grade" centred ("A", "Poor", "Very good" start at three places) and "Cost" right-aligned,
+  // one cell over two lines ("each" under "14,500 or 7,250"); the justified paragraph after the table ends its lines at
+  // that column's right edge.
+  it('a centred column is one column (table-centred.pdf: the rows were no table, one paragraph with the text after it)', async () => {
+    const read = await texts('table-centred.pdf');
+    expect(read[0]).toBe('The paths below were surveyed in the spring, each given a grade for its surface and the cost of its repair.');
+    for (const row of ['Path | Grade | Cost', 'Cliff walk | A | 1,200', 'Church lane | B+ | 300', 'Mill path | Very good | none']) expect(read).toContain(row);
+  });
+
   it("a table starting at the top of the first page keeps its head row there (as a running head, recurring at one height on each page, it was dropped everywhere)", async () => {
     expect(await texts('table-top.pdf')).toEqual([...counts, 'The wardens checked the counts after the season.']);
   });

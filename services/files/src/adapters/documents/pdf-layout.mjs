@@ -145,7 +145,39 @@ function withRightAlignedCells(lines) {
     }
     let ragged = false;
     for (let k = i; k < j; k++) if (cells[k].cell.x - left > COLUMN_SLACK) ragged = true;
-    if (lines >= 2 && ragged) for (let k = i; k < j; k++) cells[k].cell.x = left;
+    if (lines >= 2 && ragged) for (let k = i; k < j; k++) Object.assign(cells[k].cell, { x: left, align: 'right', anchor: cells[j - 1].cell.right });
+    i = j;
+  }
+  withCentredCells(lines);
+}
+
+// Centred columns (a grade, a short word under its head, as tables set them): short cells not of a right-aligned column
+// whose centres line up within COLUMN_SLACK on two lines or more, while their left edges do not and their right edges
+// do not, are one column's, as withRightAlignedCells makes a right-aligned column one: each is given the leftmost of
+// their left edges ("A", "Poor" and "Very good" were three columns and their rows no table). Sorted once by centre, so
+// linear after the sort.
+function withCentredCells(lines) {
+  const cells = [];
+  for (const line of lines) for (const cell of line.cells ?? []) if (!cell.align && wordsIn(cell.text) <= RIGHT_CELL_WORDS) cells.push({ cell, line, centre: (cell.x + cell.right) / 2 });
+  cells.sort((a, b) => a.centre - b.centre);
+  for (let i = 0; i < cells.length; ) {
+    let j = i + 1;
+    while (j < cells.length && cells[j].centre - cells[i].centre <= COLUMN_SLACK) j++;
+    let left = Infinity;
+    let right = -Infinity;
+    let lines = 0;
+    for (let k = i; k < j; k++) {
+      left = Math.min(left, cells[k].cell.x);
+      right = Math.max(right, cells[k].cell.right);
+      if (k === i || cells[k].line !== cells[k - 1].line) lines++;
+    }
+    let raggedLeft = false;
+    let raggedRight = false;
+    for (let k = i; k < j; k++) {
+      if (cells[k].cell.x - left > COLUMN_SLACK) raggedLeft = true;
+      if (right - cells[k].cell.right > COLUMN_SLACK) raggedRight = true;
+    }
+    if (lines >= 2 && raggedLeft && raggedRight) for (let k = i; k < j; k++) Object.assign(cells[k].cell, { x: left, align: 'centre', anchor: cells[i].centre });
     i = j;
   }
 }

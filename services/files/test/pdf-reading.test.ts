@@ -233,6 +233,18 @@ describe('.pdf tables (table.pdf, src/table.fodt)', () => {
     for (const row of ['Path | Grade | Cost', 'Cliff walk | A | 1,200', 'Church lane | B+ | 300', 'Mill path | Very good | none']) expect(read).toContain(row);
   });
 
+  it("a right-aligned cell's second line stays in its cell (it was a paragraph after the row); a paragraph set to the column's right edge stays one", async () => {
+    expect(await texts('table-centred.pdf')).toEqual([
+      'The paths below were surveyed in the spring, each given a grade for its surface and the cost of its repair.',
+      'Path | Grade | Cost',
+      'Cliff walk | A | 1,200',
+      'Beach steps | Poor | 14,500 or 7,250 each',
+      'Church lane | B+ | 300',
+      'Mill path | Very good | none',
+      'The repairs are to be made before the summer, the beach steps first, as the most walked of the paths and the one the storm damaged most; the council pays for them from the fund kept for the coast paths.',
+    ]);
+  });
+
   it("a table starting at the top of the first page keeps its head row there (as a running head, recurring at one height on each page, it was dropped everywhere)", async () => {
     expect(await texts('table-top.pdf')).toEqual([...counts, 'The wardens checked the counts after the season.']);
   });

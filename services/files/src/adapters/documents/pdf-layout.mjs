@@ -182,6 +182,19 @@ function withCentredCells(lines) {
   }
 }
 
+/**
+ * The cell of `row` in a right-aligned or centred column (withRightAlignedCells) whose right edge or centre `line`
+ * shares: a line of that cell after its first (its left edge is no column's).
+ */
+function alignedCellOf(row, line) {
+  // Within the column (from its left edge): a paragraph after the table set to the same right margin is no cell's line.
+  return row.cells.find(
+    (cell) =>
+      line.left >= cell.x - COLUMN_SLACK &&
+      ((cell.align === 'right' && Math.abs(cell.anchor - line.right) <= COLUMN_SLACK) || (cell.align === 'centre' && Math.abs(cell.anchor - (line.left + line.right) / 2) <= COLUMN_SLACK)),
+  );
+}
+
 // A table's rows: a line of cells starts a row, and the lines after it that start where one of the table's columns
 // does (the columns of its rows so far), at the row's height (a cell drawn after the others) or just below it (a cell's
 // next line), add to that column's cell. A row is one line, its cells in column order separated by
@@ -220,6 +233,9 @@ function withTableRows(pageLines) {
   };
   for (const line of lines) {
     let column = row && columns.find((x) => Math.abs(x - line.left) <= COLUMN_SLACK);
+    // A further line of a cell in a right-aligned or centred column starts where its width puts it: it lines up with the
+    // cell's right edge or centre instead (it was a paragraph of its own after the row).
+    if (row && column === undefined && !line.cells) column = alignedCellOf(row, line)?.x;
     // A cell drawn after the others on the row's baseline, right of them, in a column not seen yet (the table's head,
     // repeated on each page, is dropped as a running head).
     if (row && column === undefined && !line.cells && columns.length < MAX_TABLE_COLUMNS && Math.abs(line.y - row.line.y) <= line.size * 0.2 && line.left > row.rightmost) {

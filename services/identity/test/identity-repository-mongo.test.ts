@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { usernameCaseFold } from '@cards/card-rules';
 import { AlreadyExistsError, connectMongo, createLogger } from '@cards/platform';
-import { MongoIdentityRepository } from '../src/adapters/mongo/mongo-identity-repository';
+import { MongoIdentityRepository, USERS_WITHOUT_NAME_KEYS } from '../src/adapters/mongo/mongo-identity-repository';
 import { usernameKey, usernameKeyAsWritten } from '../src/domain/username-key';
 import { describeOnEngine, engineForSuite } from '../../../test/engines/suite';
 import { startMongoSync } from '../../../test/engines/mongo';
@@ -218,6 +218,32 @@ describeOnEngine('MongoIdentityRepository with documents written without nameKey
       await MongoIdentityRepository.open(connection);
       expect(await users.findOne({ _id: 'u-old' })).toMatchObject({ usernameKey: 'oldie', usernameKeyAsWritten: 'oldie', nameKeys: ['oldie'] });
       expect(await users.findOne({ _id: 'u-c' })).toMatchObject({ nameKeys: ['neuer'] });
+    });
+  });
+});
+
+describeOnEngine('MongoIdentityRepository: users without nameKeys at a later start (a rollback, then an upgrade again)', skipReason, () => {
+  it('finds them through an index of the named users, not a collection scan, however old the clock that wrote them', async () => {
+    await withFreshDatabase(async (connection) => {
+      await MongoIdentityRepository.open(connection);
+      const users = connection.db.collection<{ _id: string }>('users');
+      // The partial index the start's query for them uses (its filter holds the index's): not sparse, so a document
+      // without nameKeys is in it; users without a name are not.
+      const indexes = await users.listIndexes().toArray();
+      expect(indexes.find((index) => index.name === 'users_name_keys_by_named')).toMatchObject({ key: { nameKeys: 1, _id: 1 }, partialFilterExpression: { username: { $type: 'string' } } });
+      expect(indexes.find((index) => index.name === 'users_name_keys_by_named')?.sparse).toBeFalsy();
+      expect(USERS_WITHOUT_NAME_KEYS).toMatchObject({ username: { $type: 'string' } });
+      // Rolled back after that start: the release before nameKeys stores users without them, its clock a day behind
+      // (older than the last check less its margin: only the query for users without nameKeys finds them).
+      const dayBehind = Date.now() - 24 * 60 * 60 * 1000;
+      const oldRelease = (id: string, username: string | null) => ({ ...storedUser(id, username, bothKeys(username), 1), createdAt: new Date(dayBehind), updatedAt: new Date(dayBehind) });
+      await users.insertMany([oldRelease('u-rolled-back', 'Zurück'), oldRelease('u-nameless', null)]);
+      expect((await users.find(USERS_WITHOUT_NAME_KEYS).hint('users_name_keys_by_named').toArray()).map((d) => d._id)).toEqual(['u-rolled-back']);
+      // Upgraded again: keyed at start, and the next start finds none left.
+      await MongoIdentityRepository.open(connection);
+      expect(await users.findOne({ _id: 'u-rolled-back' })).toMatchObject({ nameKeys: [usernameKey('Zurück')] });
+      expect(await users.findOne({ _id: 'u-nameless' })).not.toHaveProperty('nameKeys');
+      expect(await users.countDocuments(USERS_WITHOUT_NAME_KEYS)).toBe(0);
     });
   });
 });

@@ -168,6 +168,10 @@ const keyFieldsAre = (doc: Pick<UserDocument, '_id' | 'username' | UsernameKeyFi
   usernameKeyAsWritten: doc.usernameKeyAsWritten ?? { $exists: false },
 });
 const KEY_PROJECTION = { username: 1, usernameKey: 1, usernameKeyAsWritten: 1, nameKeys: 1 } as const;
+/** The partial filter of the index users_name_keys_by_named: a query holding it may use that index. */
+const HAS_USERNAME = { username: { $type: 'string' } } as const;
+/** The users with a username and no nameKeys: written by a release before nameKeys, read through users_name_keys_by_named. */
+export const USERS_WITHOUT_NAME_KEYS = { ...HAS_USERNAME, nameKeys: { $exists: false } } as const;
 
 /** The identity_meta document holding when the second keys were last checked against the names (keyUsernamesChangedSince). */
 const SECOND_KEYS_CHECKED_AT = 'usernameKeyAsWrittenCheckedAt';
@@ -207,6 +211,10 @@ export class MongoIdentityRepository implements IdentityRepository {
       repository.users.createIndex({ usernameKeyAsWritten: 1 }, { unique: true, sparse: true, name: 'users_username_key_as_written' }),
       // Unique across documents: one document may hold a key in both fields, no two documents one key (see nameKeys).
       repository.users.createIndex({ nameKeys: 1 }, { unique: true, sparse: true, name: 'users_name_keys' }),
+      // The users with a username and no nameKeys (an earlier release's, whenever written) are found at start through
+      // this index, not a collection scan (fillNameKeys): not sparse, so a document without nameKeys is in it (as null);
+      // _id beside nameKeys because servers before 5.0 refuse a second index on users_name_keys' key pattern.
+      repository.users.createIndex({ nameKeys: 1, _id: 1 }, { partialFilterExpression: HAS_USERNAME, name: 'users_name_keys_by_named' }),
       // The second keys are checked at start for the users updated since the last check (keyUsernamesChangedSince).
       repository.users.createIndex({ updatedAt: 1 }, { name: 'users_updated_at' }),
       repository.sessions.createIndex({ userId: 1 }, { name: 'sessions_user' }),
@@ -234,12 +242,15 @@ export class MongoIdentityRepository implements IdentityRepository {
    * another document's nameKeys already hold is a pair the fields' indexes let through across them (stored by an
    * earlier version, e.g. "WILL" and "wiII" keyed at start, or given by the build before 6938ecd): the younger document
    * holds it as "key id" in its field, the rule of rekeyUsernames. Idempotent; the check time is recorded in identity_meta.
+   * Both parts of the later starts' query are indexed (users_updated_at, users_name_keys_by_named): no collection scan.
+   * No "all filled" flag instead: a release before nameKeys neither reads nor clears one, and during a rolling upgrade or
+   * after a rollback it keeps storing users without them, whatever its clock says (docs/decisions.md).
    */
   private async fillNameKeys(startedAt: Date): Promise<void> {
     const meta = this.connection.db.collection<{ _id: string; at: Date }>('identity_meta');
     const mark = await meta.findOne({ _id: NAME_KEYS_CHECKED_AT });
     const changed: Filter<UserDocument> = mark
-      ? { $or: [{ updatedAt: { $gte: new Date(mark.at.getTime() - CHECK_CLOCK_MARGIN_MS) } }, { username: { $ne: null }, nameKeys: { $exists: false } }] }
+      ? { $or: [{ updatedAt: { $gte: new Date(mark.at.getTime() - CHECK_CLOCK_MARGIN_MS) } }, USERS_WITHOUT_NAME_KEYS] }
       : {};
     for await (const doc of this.users.find(changed, { projection: KEY_PROJECTION }).sort({ createdAt: 1, _id: 1 })) {
       if (!nameKeysMatch(doc)) await this.mendNameKeys(doc);

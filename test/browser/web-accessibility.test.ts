@@ -278,4 +278,24 @@ describeInBrowser('web app accessibility in headless Chromium', () => {
     await searchFor('Search this collection', 'zzqxv wvxqz', /^No results\.$/);
     expect(pageProblems).toEqual([]);
   });
+
+  it('says vote totals in words, not as the arrows that show them', async () => {
+    expect((await user.client.post('/api/vote', { card_metadata_id: otherCards[2], vote: true })).status).toBe(200);
+    await signIn();
+    await page.goto(`/collection/${collectionId}?q=glaciers&mode=fulltext`);
+    await page.locator('.results').waitFor();
+    // A listed card: "▲ 0 ▼ 0" read as "black up-pointing triangle 0…" (its aria-label on a <span> was ignored).
+    const listed = await page.locator('.results .meta').first().ariaSnapshot();
+    expect(listed).toMatch(/\b0 upvotes, 0 downvotes\b/);
+    expect(listed).not.toMatch(/[▲▼]/);
+    await page.goto(`/card/${otherCards[2]}`);
+    const votes = page.getByRole('group', { name: 'Votes' });
+    await votes.getByRole('button', { name: 'Upvote 1', exact: true }).waitFor();
+    await votes.getByRole('button', { name: 'Downvote 0', exact: true }).waitFor();
+    expect(await votes.ariaSnapshot()).not.toMatch(/[▲▼]/);
+    await page.goto(`/user/${other.id}`);
+    const received = page.locator('dt:has-text("Votes received") + dd');
+    await received.waitFor();
+    expect(await received.ariaSnapshot()).toMatch(/^- definition: 1 upvote, 0 downvotes$/);
+  });
 });

@@ -190,9 +190,7 @@ export function CardSummary({ card, collisions = [], score, actions }: { card: C
             by <Link href={`/user/${card.author.id}`}>{userName(card.author)}</Link> ·{' '}
           </>
         ) : null}
-        <span aria-label={`${card.total_upvotes} upvotes, ${card.total_downvotes} downvotes`}>
-          ▲ {card.total_upvotes} ▼ {card.total_downvotes}
-        </span>
+        <VoteTotals up={card.total_upvotes} down={card.total_downvotes} />
         {score !== undefined ? <> · score {score.toFixed(2)}</> : null}
         {card.private ? <> · <span class="badge">private</span></> : null} <VerificationBadge score={card.verification_score} hasLink={Boolean(card.link)} />
       </p>
@@ -213,6 +211,24 @@ export function CardSummary({ card, collisions = [], score, actions }: { card: C
       ) : null}
       {actions ? <div class="actions">{actions}</div> : null}
     </article>
+  );
+}
+
+/**
+ * Vote totals as "▲ 3 ▼ 1" on screen and "3 upvotes, 1 downvote" to a screen reader. The arrows are hidden from it (it
+ * read them as "black up-pointing triangle"), and the words are text: an aria-label on a plain <span>, as before, is
+ * ignored (ARIA prohibits naming a generic element), so the arrows were all it said.
+ */
+export function VoteTotals({ up, down }: { up: number; down: number }) {
+  return (
+    <>
+      <span aria-hidden="true">
+        ▲ {up} ▼ {down}
+      </span>
+      <span class="visually-hidden">
+        {up} upvote{up === 1 ? '' : 's'}, {down} downvote{down === 1 ? '' : 's'}
+      </span>
+    </>
   );
 }
 

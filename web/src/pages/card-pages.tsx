@@ -88,10 +88,10 @@ function VoteButtons({ card, onChanged, userId }: { card: Card; onChanged(): voi
   return (
     <div class="votes" role="group" aria-label="Votes">
       <button type="button" class="vote" aria-pressed={mine === true} disabled={!signedIn || card.private} aria-disabled={action.busy} onClick={() => void cast(true)} title={mine === true ? 'Remove your upvote' : 'Upvote'}>
-        ▲ Upvote <span class="count">{card.total_upvotes}</span>
+        <span aria-hidden="true">▲ </span>Upvote <span class="count">{card.total_upvotes}</span>
       </button>
       <button type="button" class="vote" aria-pressed={mine === false} disabled={!signedIn || card.private} aria-disabled={action.busy} onClick={() => void cast(false)} title={mine === false ? 'Remove your downvote' : 'Downvote'}>
-        ▼ Downvote <span class="count">{card.total_downvotes}</span>
+        <span aria-hidden="true">▼ </span>Downvote <span class="count">{card.total_downvotes}</span>
       </button>
       {!signedIn ? <span class="muted">Sign in to vote.</span> : card.private ? <span class="muted">Private cards take no votes.</span> : null}
       <ErrorMessage error={action.error} />

@@ -1,6 +1,6 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { api, ApiError, type Notification } from '../api';
-import { CardSummary, ErrorMessage, firstWords, formatDate, Loading, NotFoundHint, PageTitle, Pager, useAction, useAsync, userName } from '../components';
+import { CardSummary, ErrorMessage, firstWords, formatDate, Loading, NotFoundHint, PageTitle, Pager, useAction, useAsync, userName, VoteTotals } from '../components';
 import { Link, navigate, useLocation } from '../router';
 import { verificationReading } from '../verification';
 import { useSession } from '../session';
@@ -38,7 +38,7 @@ export function UserPage({ userId }: { userId: string }) {
         <dd>{u.total_cards_created}</dd>
         <dt>Votes received</dt>
         <dd>
-          ▲ {up} ▼ {down}
+          <VoteTotals up={up} down={down} />
         </dd>
         <dt>Votes cast</dt>
         <dd>{u.total_votes_cast}</dd>

@@ -298,4 +298,30 @@ describeInBrowser('web app accessibility in headless Chromium', () => {
     await received.waitFor();
     expect(await received.ariaSnapshot()).toMatch(/^- definition: 1 upvote, 0 downvotes$/);
   });
+
+  it('folds the open phone menu with Escape, from any of its links, and gives the focus back to the Menu button', async () => {
+    await signIn();
+    await page.setViewportSize({ width: 375, height: 800 });
+    try {
+      await page.goto('/');
+      const menu = page.getByRole('button', { name: /^Menu/ });
+      await menu.focus();
+      await page.keyboard.press('Enter');
+      expect(await menu.getAttribute('aria-expanded')).toBe('true');
+      await page.keyboard.press('Tab');
+      await page.keyboard.press('Tab');
+      expect(await focused()).toBe('a Top users');
+      await page.keyboard.press('Escape');
+      expect(await menu.getAttribute('aria-expanded')).toBe('false');
+      expect(await page.getByRole('link', { name: 'Top users' }).isVisible()).toBe(false);
+      expect(await focused()).toMatch(/^button Menu/);
+      // Escape elsewhere (the search field) leaves a folded menu as it is.
+      await page.getByLabel('Search cards').focus();
+      await page.keyboard.press('Escape');
+      expect(await menu.getAttribute('aria-expanded')).toBe('false');
+      expect(await focused()).toBe('input#search-q ');
+    } finally {
+      await page.setViewportSize({ width: 1200, height: 900 });
+    }
+  });
 });

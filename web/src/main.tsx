@@ -1,6 +1,6 @@
 import { render } from 'preact';
 import type { ComponentChildren } from 'preact';
-import { useEffect, useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import './styles.css';
 import { PageTitle, RequireSignIn } from './components';
 import { Link, match, useLocation } from './router';
@@ -19,15 +19,24 @@ function Header() {
   // At phone width the links fold behind a Menu button; any navigation folds them again.
   const [open, setOpen] = useState(false);
   useEffect(() => setOpen(false), [path]);
+  const toggle = useRef<HTMLButtonElement>(null);
+  // Escape folds the open menu again from the button or any of its links, and the focus goes back to the button (as
+  // the WAI-ARIA disclosure navigation menu does); before, the menu stayed open over the page.
+  const onKeyDown = (e: KeyboardEvent) => {
+    if (e.key !== 'Escape' || !open) return;
+    e.preventDefault();
+    setOpen(false);
+    toggle.current?.focus();
+  };
   return (
-    <header class="top">
+    <header class="top" onKeyDown={onKeyDown}>
       <a class="skip" href="#main">
         Skip to content
       </a>
       <Link href="/" class="brand">
         Card Library
       </Link>
-      <button type="button" class="menu-toggle" aria-expanded={open} aria-controls="main-nav" onClick={() => setOpen((o) => !o)}>
+      <button type="button" class="menu-toggle" ref={toggle} aria-expanded={open} aria-controls="main-nav" onClick={() => setOpen((o) => !o)}>
         Menu{user && unread > 0 ? ` (${unread} unread)` : ''}
       </button>
       <nav aria-label="Main" id="main-nav" class={open ? 'open' : undefined}>

@@ -415,6 +415,23 @@ describe('access log', () => {
     for (const secret of [alice.email, alice.password]) expect(loginLine.text).not.toContain(secret);
     expect(system.logs().split('\n').filter((line) => line.includes(`"reqId":"${loginId}"`) && line.includes('"http request"'))).toHaveLength(1);
   });
+
+  it("tells an operator a failed login's wrong password from its unknown account (the reason field only); the two answers are byte-identical", async () => {
+    const refused = async (email: string) => {
+      const requestId = `access-${randomUUID()}`;
+      const res = await call('POST', '/api/auth', { headers: { 'content-type': 'application/json', 'x-request-id': requestId }, body: JSON.stringify({ email, password: 'not the password' }) });
+      // What differs between any two answers whatever they say: the date, the request id echoed, the rate limits' counts.
+      const headers = [...res.headers].filter(([name]) => !['date', 'x-request-id'].includes(name) && !name.startsWith('ratelimit'));
+      return { answer: { status: res.status, headers, body: res.text }, line: await accessLine(requestId) };
+    };
+    const wrong = await refused(alice.email);
+    const unknown = await refused(`nobody-${randomUUID()}@example.com`);
+    expect(wrong.answer).toEqual(unknown.answer);
+    expect(wrong.answer).toMatchObject({ status: 401, body: JSON.stringify({ message: 'Incorrect email or password' }) });
+    expect(wrong.line.fields).toMatchObject({ route: '/api/auth', status: 401, reason: 'grpc:UNAUTHENTICATED:WRONG_PASSWORD' });
+    expect(unknown.line.fields).toMatchObject({ route: '/api/auth', status: 401, reason: 'grpc:UNAUTHENTICATED:UNKNOWN_ACCOUNT' });
+    for (const { line } of [wrong, unknown]) expect(line.text).not.toMatch(/nobody-|not the password|http-alice/);
+  });
 });
 
 describe('connection cap (HTTP_MAX_CONNECTIONS)', () => {

@@ -1,8 +1,8 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createLogger, FailedPreconditionError, NotFoundError, openSqlite, serviceMetrics, UnavailableError } from '@cards/platform';
-import { IdentityService } from '../src/application/identity-service';
+import { createLogger, FailedPreconditionError, NotFoundError, openSqlite, serviceMetrics, UnauthenticatedError, UnavailableError } from '@cards/platform';
+import { IdentityService, UNKNOWN_ACCOUNT, WRONG_PASSWORD } from '../src/application/identity-service';
 import { identityHandlers } from '../src/grpc/identity-handlers';
 import { JwtTokenSigner } from '../src/adapters/crypto/jwt-token-signer';
 import { ScryptPasswordHasher } from '../src/adapters/crypto/scrypt-password-hasher';
@@ -122,6 +122,31 @@ describe('IdentityService', () => {
     await expect(service.resolveSession(token)).resolves.toMatchObject({ email: 's@example.com' });
     advance(24 * 60 * 60 * 1000 + 1);
     await expect(service.resolveSession(token)).rejects.toThrow(/Not logged in/);
+  });
+
+  it("a failed login tells the operator a wrong password from an unknown account (its status reason), not the caller, and hashes for both", async () => {
+    const { service } = setup(new Date());
+    const id = await service.invite('known@example.com', []);
+    await service.register(id, 'password1', 'password1');
+    const verify = jest.spyOn(ScryptPasswordHasher.prototype, 'verify');
+    try {
+      const refusal = async (email: string) => {
+        verify.mockClear();
+        const err = await service.login(email, 'wrong password').then(
+          () => undefined,
+          (e: unknown) => e,
+        );
+        expect(err).toBeInstanceOf(UnauthenticatedError);
+        const { message, status, reason } = err as UnauthenticatedError;
+        return { message, status, reason, hashChecks: verify.mock.calls.length };
+      };
+      const wrong = await refusal('known@example.com');
+      const unknown = await refusal('nobody@example.com');
+      expect(wrong).toEqual({ message: 'Incorrect email or password', status: unknown.status, reason: WRONG_PASSWORD, hashChecks: 1 });
+      expect(unknown).toEqual({ message: 'Incorrect email or password', status: wrong.status, reason: UNKNOWN_ACCOUNT, hashChecks: 1 });
+    } finally {
+      verify.mockRestore();
+    }
   });
 
   it('a forged or foreign token is refused', async () => {

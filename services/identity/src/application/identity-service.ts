@@ -38,6 +38,19 @@ export interface ProfileChange {
 }
 
 const INCORRECT_LOGIN = 'Incorrect email or password';
+/**
+ * Why a login failed, for the operator only: the status reason the gateway's access line names
+ * (`grpc:UNAUTHENTICATED:UNKNOWN_ACCOUNT`, `grpc:UNAUTHENTICATED:WRONG_PASSWORD`). The answer to the caller is the same
+ * for both (401 "Incorrect email or password"), and an unknown address costs the same password hash work as a wrong
+ * password (one with no account possible, as it is no address at all, costs none).
+ */
+export const UNKNOWN_ACCOUNT = 'UNKNOWN_ACCOUNT';
+export const WRONG_PASSWORD = 'WRONG_PASSWORD';
+class IncorrectLoginError extends UnauthenticatedError {
+  constructor(override readonly reason: typeof UNKNOWN_ACCOUNT | typeof WRONG_PASSWORD) {
+    super(INCORRECT_LOGIN);
+  }
+}
 /** Using a reset link marks every other open link of the account used too, so a refused link may never have been used itself. */
 const RESET_LINK_SPENT = 'This password reset link is no longer valid: it or another reset link of this account has been used';
 /**
@@ -147,15 +160,15 @@ export class IdentityService {
     try {
       spellings = emailSpellings(rawEmail);
     } catch {
-      throw new UnauthenticatedError(INCORRECT_LOGIN);
+      throw new IncorrectLoginError(UNKNOWN_ACCOUNT);
     }
     const user = await this.deps.repository.findUserByEmail(spellings);
     if (!user) {
       await this.passwordMatches(password, await this.getDummyHash());
-      throw new UnauthenticatedError(INCORRECT_LOGIN);
+      throw new IncorrectLoginError(UNKNOWN_ACCOUNT);
     }
     const matched = await this.passwordMatches(password, user.passwordHash);
-    if (!matched) throw new UnauthenticatedError(INCORRECT_LOGIN);
+    if (!matched) throw new IncorrectLoginError(WRONG_PASSWORD);
     if (matched === 'as-typed') await this.rehashInNfc(user, password);
     const now = this.now();
     // The session is bound to the password just checked: a reset that replaces it meanwhile leaves this session dead.

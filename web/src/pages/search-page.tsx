@@ -98,11 +98,11 @@ export function SearchForm({ initial, onSearch, idPrefix, label = 'Search cards'
   );
 }
 
-/** What a finished search found, as its status says it: "3 results.", "10 results on page 1 of 4.", "No results.". */
+/** What a finished search found, as its status says it: "3 results.", "10 results on page 1 out of 4." (not "of": the pager says "Page 1 of 4"), "No results.". */
 export function resultsSummary(entries: CardSearchEntry[], page: number, totalPages: number): string {
   const n = entries.filter((e) => e.metadata.length > 0).length;
   const found = n === 0 ? 'No results' : `${n} result${n === 1 ? '' : 's'}`;
-  return totalPages > 1 && n > 0 ? `${found} on page ${page} of ${totalPages}.` : `${found}.`;
+  return totalPages > 1 && n > 0 ? `${found} on page ${page} out of ${totalPages}.` : `${found}.`;
 }
 
 /**

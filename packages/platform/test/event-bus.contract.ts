@@ -266,6 +266,42 @@ export function describeEventBusContract(name: string, factory: EventBusHarnessF
       }
     });
 
+    test('hasCommitted: false until the group has handled an event (subscribed, or its first event still in hand); then true, for another process too', async () => {
+      const { topic, group } = fresh();
+      const other = fresh();
+      await h.bus.publish([{ topic, key: 'k', payload: text('1') }]);
+      expect(await h.bus.hasCommitted(group, [topic])).toBe(false);
+      let release: () => void = () => undefined;
+      const held = new Promise<void>((resolve) => (release = resolve));
+      const got: string[] = [];
+      const s = await subscribe(h.bus, {
+        group,
+        topics: [topic],
+        handler: async (e) => {
+          got.push(read(e));
+          await held;
+        },
+      });
+      await waitFor('the first event in hand', () => got.length === 1);
+      expect(await h.bus.hasCommitted(group, [topic])).toBe(false);
+      release();
+      let committed = false;
+      for (let tries = 0; tries < 200 && !(committed = await h.bus.hasCommitted(group, [topic])); tries++) await sleep(50);
+      expect(committed).toBe(true);
+      await s.close();
+      const restarted = h.reopen();
+      try {
+        expect({
+          group: await restarted.hasCommitted(group, [other.topic, topic]),
+          otherTopicOnly: await restarted.hasCommitted(group, [other.topic]),
+          otherGroup: await restarted.hasCommitted(other.group, [topic]),
+          noTopics: await restarted.hasCommitted(group, []),
+        }).toEqual({ group: true, otherTopicOnly: false, otherGroup: false, noTopics: false });
+      } finally {
+        await restarted.close();
+      }
+    });
+
     test('a batchHandler gets runs of events in key order; a failing run is offered again in parts until the failing event goes to the handler alone', async () => {
       const { topic, group } = fresh();
       const messages = Array.from({ length: 30 }, (_, i) => ({ topic, key: `k${i % 3}`, payload: text(i === 17 ? 'bad' : String(i)) }));

@@ -68,6 +68,9 @@ class RecordingBus implements EventBus {
   async subscribe(): Promise<never> {
     throw new Error('not used');
   }
+  async hasCommitted(): Promise<never> {
+    throw new Error('not used');
+  }
   async ready(): Promise<void> {}
   async close(): Promise<void> {}
 }

@@ -114,7 +114,7 @@ describe('transactional outbox', () => {
     const db = openSqlite(join(d, 'svc.db'), [SQLITE_OUTBOX_MIGRATION]);
     const log = new SqliteEventLog({ path: join(d, 'events.db'), logger });
     let busDown = true;
-    const bus: EventBus = { publish: async (events) => (busDown ? Promise.reject(new Error('bus unreachable')) : log.publish(events)), subscribe: (o) => log.subscribe(o), ready: () => log.ready(), close: () => log.close() };
+    const bus: EventBus = { publish: async (events) => (busDown ? Promise.reject(new Error('bus unreachable')) : log.publish(events)), subscribe: (o) => log.subscribe(o), hasCommitted: (g, t) => log.hasCommitted(g, t), ready: () => log.ready(), close: () => log.close() };
     const relay = new OutboxRelay(new SqliteOutboxStore(db), bus, logger, { name: 'metrics-test' });
     const metrics = await startMetricsServer({ host: '127.0.0.1', port: 0, logger });
     const scrape = async () => {

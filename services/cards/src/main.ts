@@ -8,6 +8,7 @@ import { CardService } from './application/card-service';
 import { CollectionService } from './application/collection-service';
 import { subscribeToSearchEvents } from './application/event-consumers';
 import { backfillFilePrivacy } from './application/file-privacy-backfill';
+import { answerSearchIndexRebuildRequests } from './application/search-index-rebuild-requests';
 import { openCardsStore } from './cards-store';
 import { cardsConfigSchema } from './config';
 import { cardsHandlers } from './grpc/cards-handlers';
@@ -52,6 +53,8 @@ export async function startCards(env: Record<string, string | undefined> = proce
   const collectionService = new CollectionService({ collections: collectionRepository, cards: cardRepository, cardService, files: fileDirectory, eventsWritten: () => relay.kick() });
   relay.start();
   const subscription = await subscribeToSearchEvents(bus, cardService);
+  // Search asks for every card again when it finds its index lost at start; the relay (started above) publishes them.
+  const rebuilds = await answerSearchIndexRebuildRequests(bus, { cards: cardRepository, collections: collectionRepository, outbox: store.eventOutbox, logger });
   const grpc = await startGrpcServer({
     name: 'cards.v1.CardService',
     host: config.CARDS_GRPC_HOST,
@@ -86,7 +89,7 @@ export async function startCards(env: Record<string, string | undefined> = proce
       // Together: closing the bus abandons a publish stuck connecting to brokers that are down, the relay's or a dead
       // letter the subscription is sending, which relay.stop() and subscription.close() would wait out; the relay's
       // entries stay in the outbox and the event is not committed (delivered again after the next start).
-      await Promise.all([subscription.close(), relay.stop(), bus.close()]);
+      await Promise.all([subscription.close(), rebuilds.close(), relay.stop(), bus.close()]);
       await store.close();
       lock?.release();
     },

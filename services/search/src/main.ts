@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { createEventBus, createLogger, EngineReadinessMonitor, eventBusEngineChecks, grpcServerSettingsFrom, loadConfig, lockServiceDataDir, redactUrl, refuseEmbeddedStores, readinessSettingsFrom, startGrpcServer, stopOnSignals, Topics, type EngineCheck, type Logger, type RunningService } from '@cards/platform';
+import { createEventBus, createLogger, EngineReadinessMonitor, eventBusEngineChecks, grpcServerSettingsFrom, loadConfig, lockServiceDataDir, redactUrl, refuseEmbeddedStores, readinessSettingsFrom, startGrpcServer, stopOnSignals, Topics, type EngineCheck, type EventBus, type Logger, type OutgoingEvent, type RunningService } from '@cards/platform';
 import { search } from '@cards/proto';
 import { searchConfigSchema, type SearchConfig } from './config';
 import { OpenAiEmbedder } from './adapters/openai/openai-embedder';
@@ -7,6 +7,7 @@ import { SqliteCardIndex } from './adapters/sqlite/sqlite-card-index';
 import { ElasticsearchCardIndex } from './adapters/elasticsearch/elasticsearch-card-index';
 import { WinkGloveEmbedder } from './adapters/wink/wink-glove-embedder';
 import { IndexProjector } from './application/index-projector';
+import { rebuildRequestIfIndexLost } from './application/lost-index';
 import { pruneOrderMarkers } from './application/marker-retention';
 import { SearchService } from './application/search-service';
 import type { Embedder } from './domain/ports';
@@ -94,10 +95,19 @@ export async function startSearch(env: Record<string, string | undefined> = proc
   const bus = createEventBus({ DATA_DIR: config.DATA_DIR, KAFKA_BROKERS: config.KAFKA_BROKERS || undefined }, logger);
   await bus.ready();
   const projector = new IndexProjector(index, embedder, bus, logger);
+  const indexGroup = { group: 'search-index', topics: [Topics.card, Topics.bookmark] };
+  // An index created now while its group had handled events before was lost: the cards service is asked to tell every
+  // card again (docs/decisions.md). Asked before the group subscribes, which would start committing.
+  const lostIndex = config.SEARCH_INDEX_REBUILD_WHEN_LOST
+    ? await rebuildRequestIfIndexLost({ index, bus, ...indexGroup, logger }).catch((err: unknown) => {
+        logger.error({ err }, 'could not tell whether the search index was lost (its consumer group position unreadable); if searches miss old cards, run rebuild-search-index');
+        return undefined;
+      })
+    : undefined;
+  const requesting = lostIndex ? publishUntilDone(bus, lostIndex, logger) : undefined;
   // Runs of events are applied together (one index refresh per run on Elasticsearch), committed once applied.
   const indexing = await bus.subscribe({
-    group: 'search-index',
-    topics: [Topics.card, Topics.bookmark],
+    ...indexGroup,
     handler: (event) => projector.handle(event),
     batchHandler: (events) => projector.handleBatch(events),
   });
@@ -127,9 +137,46 @@ export async function startSearch(env: Record<string, string | undefined> = proc
       // brokers that are down, which closing the subscription alone would wait out; its event, not committed, is
       // handled and announced again after the next start. The verification worker has its own bus and store: it stops
       // alongside rather than after, so its bounded waits do not add to the bus's during a broker outage.
-      await Promise.all([indexing.close(), bus.close(), verification.stop()]);
+      // A rebuild request still being sent is abandoned with the bus: the index now exists, so the next start does not
+      // ask again (docs/deploy.md: the command then).
+      await Promise.all([indexing.close(), requesting?.stop(), bus.close(), verification.stop()]);
       await index.close();
       lock?.release();
+    },
+  };
+}
+
+/**
+ * Publishes the event in the background, again after a growing pause (1 s to 30 s) while the bus refuses it (brokers
+ * down at start). `stop` ends the retries and waits for a publish under way.
+ */
+function publishUntilDone(bus: EventBus, event: OutgoingEvent, logger: Logger): { stop(): Promise<void> } {
+  let stopped = false;
+  let wake = () => undefined as void;
+  const run = (async () => {
+    for (let pauseMs = 1_000; !stopped; pauseMs = Math.min(pauseMs * 2, 30_000)) {
+      try {
+        await bus.publish([event]);
+        logger.info({ topic: event.topic }, 'asked the cards service to rebuild the search index');
+        return;
+      } catch (err) {
+        if (stopped) return;
+        logger.warn({ err, topic: event.topic }, 'asking the cards service to rebuild the search index failed; trying again');
+      }
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, pauseMs);
+        wake = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+    }
+  })();
+  return {
+    async stop() {
+      stopped = true;
+      wake();
+      await run;
     },
   };
 }

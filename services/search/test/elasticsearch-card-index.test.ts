@@ -489,6 +489,20 @@ describeOnEngine('CardIndex on ElasticsearchCardIndex', skipReason, () => {
       expect(await second.count()).toBe(1);
     });
 
+    test('createdAtStart: the adapter that created the cards index says so; one opening it after, no; once it is deleted, yes again', async () => {
+      const prefix = `cards-test-${randomBytes(4).toString('hex')}`;
+      const first = openIndex(prefix);
+      expect(await first.createdAtStart()).toBe(true);
+      await first.close();
+      const second = openIndex(prefix);
+      expect(await second.createdAtStart()).toBe(false);
+      await second.close();
+      const client = new Client({ node: engine!.url });
+      await client.indices.delete({ index: `${prefix}-cards` });
+      await client.close();
+      expect(await openIndex(prefix).createdAtStart()).toBe(true);
+    });
+
     test('an embedder with other dimensions is refused at start with a clear message, nothing stored is lost', async () => {
       const prefix = `cards-test-${randomBytes(4).toString('hex')}`;
       const first = openIndex(prefix);

@@ -84,6 +84,15 @@ export interface Subscription {
 export interface EventBus {
   publish(events: OutgoingEvent[]): Promise<void>;
   subscribe(options: SubscribeOptions): Promise<Subscription>;
+  /**
+   * Whether the consumer group has committed a position on any of `topics`: it handled at least one of their events
+   * at some time, in this process or another (a consumer of a restarted or replaced process). False for a group that
+   * never committed one (a new system, a new group); a group that merely subscribed, or whose only subscriber is still
+   * catching up on its first event, has not. Read without joining the group, so ask before subscribe() to learn what the
+   * group had done before this start. On Kafka, committed offsets expire with the broker's offsets.retention.minutes
+   * (7 days by default) once the group has no member: a group stopped longer than that reads as never committed.
+   */
+  hasCommitted(group: string, topics: readonly string[]): Promise<boolean>;
   /** Resolves once the bus can be used (for readiness); rejects with a clear message otherwise. */
   ready(): Promise<void>;
   close(): Promise<void>;
@@ -98,6 +107,8 @@ export const Topics = {
   /** A verification result cards kept (CardVerified as search announced it, for the link the card still has). */
   keptVerification: 'cards.verification.v1',
   index: 'search.index.v1',
+  /** Search found its index lost at start and asks cards to tell it every card again (SearchIndexRebuildRequested). */
+  indexRebuild: 'search.index-rebuild.v1',
   file: 'files.file.v1',
 } as const;
 

@@ -8,6 +8,7 @@ const MESSAGE_OF_TOPIC: Record<string, { decode(payload: Uint8Array): { eventId:
   [Topics.verification]: events.CardVerified,
   [Topics.keptVerification]: events.CardVerified,
   [Topics.index]: events.CardIndexed,
+  [Topics.indexRebuild]: events.SearchIndexRebuildRequested,
   [Topics.file]: events.FileEvent,
 };
 

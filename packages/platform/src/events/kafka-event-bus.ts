@@ -307,6 +307,38 @@ export class KafkaEventBus implements EventBus {
     };
   }
 
+  /** The group's committed offsets (admin fetchOffsets; -1 on a partition it never committed) on the topics that exist. */
+  async hasCommitted(group: string, topics: readonly string[]): Promise<boolean> {
+    if (this.closed) throw busClosedError();
+    const task = (async () => {
+      await this.connectAdmin();
+      const existing = new Set(await this.admin.listTopics());
+      const physical = topics.map((t) => this.physicalName(t)).filter((t) => existing.has(t));
+      if (physical.length === 0) return false;
+      // A group's coordinator may move or still be loading (NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS), more so for
+      // a group never seen before: retriable errors are asked again for up to 10 s, as a consumer joining would.
+      const deadline = Date.now() + 10_000;
+      for (let pauseMs = 100; ; pauseMs = Math.min(pauseMs * 2, 1000)) {
+        try {
+          const offsets = await this.admin.fetchOffsets({ groupId: this.physicalName(group), topics: physical });
+          return offsets.some((t) => t.partitions.some((p) => Number(p.offset) >= 0));
+        } catch (err) {
+          if (this.closed || !isRetriableCrash(err) || Date.now() + pauseMs > deadline) throw err;
+          await new Promise((r) => setTimeout(r, pauseMs));
+        }
+      }
+    })();
+    // Tracked so that close() waits for it before disconnecting the admin client, which it may be connecting.
+    this.inFlight.add(task);
+    try {
+      return await task;
+    } catch (err) {
+      throw this.closed ? busClosedError(err) : err;
+    } finally {
+      this.inFlight.delete(task);
+    }
+  }
+
   async ready(): Promise<void> {
     if (this.closed) throw busClosedError();
     const timeoutMs = this.options.readyTimeoutMs ?? 10_000;

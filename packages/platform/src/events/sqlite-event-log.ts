@@ -202,6 +202,16 @@ export class SqliteEventLog implements EventBus {
     this.db.prepare('SELECT 1').get();
   }
 
+  /** A group's row is written with seq 0 when it subscribes; a commit moves it to the seq of the event handled. */
+  async hasCommitted(group: string, topics: readonly string[]): Promise<boolean> {
+    if (this.closed) throw new Error('event log is closed');
+    if (topics.length === 0) return false;
+    const row = this.db
+      .prepare(`SELECT 1 AS found FROM consumer_offsets WHERE group_id = ? AND seq > 0 AND topic IN (${topics.map(() => '?').join(', ')}) LIMIT 1`)
+      .get(group, ...topics) as { found: number } | undefined;
+    return row !== undefined;
+  }
+
   /** Events not yet committed by a group, for tests and readiness reports. */
   lag(group: string, topic: string): number {
     const row = this.db
@@ -555,6 +565,7 @@ export function openSharedSqliteEventLog(options: SqliteEventLogOptions): EventB
       subscriptions.push(s);
       return s;
     },
+    hasCommitted: (group, topics) => shared.log.hasCommitted(group, topics),
     ready: () => shared.log.ready(),
     async close() {
       if (closed) return;

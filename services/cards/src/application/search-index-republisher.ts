@@ -1,6 +1,11 @@
 import type { CardRepository, CollectionRepository, EventOutbox } from '../domain/ports';
 import { bookmarkRepublished, cardRepublished } from './events';
 
+/** Cards (then bookmarks) read and appended at a time, unless told otherwise (the CLI's --batch-size). */
+export const DEFAULT_REBUILD_BATCH_SIZE = 500;
+/** Unpublished outbox entries a rebuild waits below, unless told otherwise (the CLI's --max-pending). */
+export const DEFAULT_REBUILD_MAX_PENDING = 5000;
+
 export interface RepublishProgress {
   cards: number;
   bookmarks: number;
@@ -25,6 +30,8 @@ export interface SearchIndexRepublisherDeps {
   waiting(pending: number): void;
   waitNoticeMs?: number;
   pollMs?: number;
+  /** Ends the run before its next batch (it throws); what was appended stays appended. */
+  signal?: AbortSignal;
 }
 
 /**
@@ -60,6 +67,7 @@ export class SearchIndexRepublisher {
   private async append(events: Parameters<EventOutbox['append']>[0]): Promise<void> {
     if (events.length === 0) return;
     await this.untilOutboxHasRoom();
+    this.deps.signal?.throwIfAborted();
     await this.deps.outbox.append(events);
   }
 
@@ -67,6 +75,7 @@ export class SearchIndexRepublisher {
     const noticeEvery = this.deps.waitNoticeMs ?? 10_000;
     let lastNotice = Date.now();
     for (let pending = await this.deps.outbox.pending(); pending >= this.deps.maxPending; pending = await this.deps.outbox.pending()) {
+      this.deps.signal?.throwIfAborted();
       if (Date.now() - lastNotice >= noticeEvery) {
         this.deps.waiting(pending);
         lastNotice = Date.now();
@@ -74,4 +83,13 @@ export class SearchIndexRepublisher {
       await new Promise((resolve) => setTimeout(resolve, this.deps.pollMs ?? 200));
     }
   }
+}
+
+/**
+ * Rebuilds the search index: every stored card and bookmark told to search again (SearchIndexRepublisher), in batches
+ * that wait while the outbox holds maxPending unpublished events. The operator's rebuild-search-index command and the
+ * cards service's answer to search's request (search-index-rebuild-requests.ts) both run it.
+ */
+export function rebuildSearchIndex(deps: SearchIndexRepublisherDeps): Promise<RepublishProgress> {
+  return new SearchIndexRepublisher(deps).run();
 }

@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import { errorMessage, loadConfig, type CommandOutput, type Logger } from '@cards/platform';
-import { SearchIndexRepublisher, type RepublishProgress } from '../application/search-index-republisher';
+import { DEFAULT_REBUILD_BATCH_SIZE, DEFAULT_REBUILD_MAX_PENDING, rebuildSearchIndex, type RepublishProgress } from '../application/search-index-republisher';
 import { openCardsStore, sqliteCardsPath, type CardsStore } from '../cards-store';
 
 export const USAGE = `Usage: rebuild-search-index [options]
@@ -12,8 +12,8 @@ running relay publishes them), so a search index that was lost or damaged is bui
 index: search rewrites each card as it is (embedding it again), no page is verified again and nothing is notified.
 
 Options:
-  --batch-size <n>    cards (then bookmarks) read and queued at a time (default 500)
-  --max-pending <n>   wait while the outbox holds this many unpublished events (default 5000)
+  --batch-size <n>    cards (then bookmarks) read and queued at a time (default ${DEFAULT_REBUILD_BATCH_SIZE})
+  --max-pending <n>   wait while the outbox holds this many unpublished events (default ${DEFAULT_REBUILD_MAX_PENDING})
   --help
 
 Reads DATA_DIR and MONGO_URL like the cards service (run it where the cards service runs, with its environment).`;
@@ -41,8 +41,8 @@ export async function runRebuildSearchIndexCommand(argv: string[], env: Record<s
       args: argv,
       allowPositionals: true,
       options: {
-        'batch-size': { type: 'string', default: '500' },
-        'max-pending': { type: 'string', default: '5000' },
+        'batch-size': { type: 'string', default: String(DEFAULT_REBUILD_BATCH_SIZE) },
+        'max-pending': { type: 'string', default: String(DEFAULT_REBUILD_MAX_PENDING) },
         help: { type: 'boolean', short: 'h', default: false },
       },
     });
@@ -71,18 +71,17 @@ export async function runRebuildSearchIndexCommand(argv: string[], env: Record<s
     return 1;
   }
 
-  const republisher = new SearchIndexRepublisher({
-    cards: store.cards,
-    collections: store.collections,
-    outbox: store.eventOutbox,
-    batchSize,
-    maxPending,
-    progress: (p) => io.out(progressLine(p)),
-    waiting: (pending) => io.out(`waiting: ${pending} events not yet published from the cards outbox (is the cards service running?)`),
-  });
   const startedAt = Date.now();
   try {
-    const done = await republisher.run();
+    const done = await rebuildSearchIndex({
+      cards: store.cards,
+      collections: store.collections,
+      outbox: store.eventOutbox,
+      batchSize,
+      maxPending,
+      progress: (p) => io.out(progressLine(p)),
+      waiting: (pending) => io.out(`waiting: ${pending} events not yet published from the cards outbox (is the cards service running?)`),
+    });
     const seconds = ((Date.now() - startedAt) / 1000).toFixed(1);
     io.out(`done in ${seconds} s: ${done.cards} card(s) and ${done.bookmarks} bookmark(s) queued for search; the cards service publishes them and search indexes them within minutes (watch a search find them)`);
     return 0;

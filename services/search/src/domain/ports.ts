@@ -72,6 +72,12 @@ export interface CardIndex {
    */
   matchText(query: string, scope: SearchScope, page: PageRequest): Promise<IndexPage>;
   count(): Promise<number>;
+  /**
+   * Whether opening the index at this start created it: the embedded file was absent or held no tables yet, the
+   * Elasticsearch cards index did not exist. Together with whether the indexing consumer group had handled events
+   * before, it tells a lost index from a new one (application/lost-index.ts).
+   */
+  createdAtStart(): Promise<boolean>;
   close(): Promise<void>;
 }
 

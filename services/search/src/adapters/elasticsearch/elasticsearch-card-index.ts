@@ -231,6 +231,8 @@ export class ElasticsearchCardIndex implements CardIndex {
   /** Inside batch(): the indices written so far, waited for once when the batch ends. */
   private readonly pendingRefresh = new AsyncLocalStorage<Set<string>>();
   private initialized: Promise<void> | undefined;
+  /** ready() created the cards index (it did not exist). */
+  private createdCardsIndex = false;
   /** A refresh wait may take a whole refresh interval on top of a request's own time. */
   private readonly refreshWaitTimeoutMs: number;
 
@@ -262,7 +264,7 @@ export class ElasticsearchCardIndex implements CardIndex {
 
   private async initialize(): Promise<void> {
     await this.waitForCluster();
-    await this.ensureIndex(this.names.cards, { max_result_window: this.window, mapping: { nested_objects: { limit: NESTED_OBJECTS_LIMIT } } }, {
+    this.createdCardsIndex = await this.ensureIndex(this.names.cards, { max_result_window: this.window, mapping: { nested_objects: { limit: NESTED_OBJECTS_LIMIT } } }, {
       dynamic: 'strict',
       properties: {
         card_id: keyword,
@@ -330,7 +332,7 @@ export class ElasticsearchCardIndex implements CardIndex {
    * Creates the index, or adds the mapping's new fields to an existing one (a changed field type or vector size is
    * refused); either way the dynamic `settings` and the refresh interval are applied.
    */
-  private async ensureIndex(index: string, dynamicSettings: estypes.IndicesIndexSettings, mappings: estypes.MappingTypeMapping): Promise<void> {
+  private async ensureIndex(index: string, dynamicSettings: estypes.IndicesIndexSettings, mappings: estypes.MappingTypeMapping): Promise<boolean> {
     if (await this.client.indices.exists({ index })) {
       try {
         await this.client.indices.putMapping({ index, ...mappings });
@@ -338,16 +340,18 @@ export class ElasticsearchCardIndex implements CardIndex {
       } catch (err) {
         throw new Error(`the mapping of Elasticsearch index ${index} cannot be upgraded (a field changed type, or the embedder's dimensions changed: re-create the index or use another prefix): ${errorText(err)}`);
       }
-      return;
+      return false;
     }
     const settings: estypes.IndicesIndexSettings = { ...dynamicSettings, number_of_shards: 1 };
     if (this.options.replicas !== undefined) settings.number_of_replicas = this.options.replicas;
     settings.refresh_interval = this.refreshInterval();
     try {
       await this.client.indices.create({ index, settings, mappings });
+      return true;
     } catch (err) {
       // Another replica of the service created it first.
       if (!(err instanceof errors.ResponseError && JSON.stringify(err.body).includes('resource_already_exists_exception'))) throw err;
+      return false;
     }
   }
 
@@ -577,6 +581,12 @@ export class ElasticsearchCardIndex implements CardIndex {
   async contentOf(cardId: string): Promise<string | undefined> {
     await this.ready();
     return (await this.cardFields(cardId, ['content']))?.source.content;
+  }
+
+  /** This instance created the cards index in ready() (not when another replica created it first). */
+  async createdAtStart(): Promise<boolean> {
+    await this.ready();
+    return this.createdCardsIndex;
   }
 
   async count(): Promise<number> {

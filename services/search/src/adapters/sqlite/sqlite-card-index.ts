@@ -140,12 +140,21 @@ export class SqliteCardIndex implements CardIndex {
   private readonly collisions = new Map<string, Collision>();
   /** One string per distinct collision tag. */
   private readonly collisionTags = new Map<string, string>();
+  /** The tables were created when this instance opened the file. */
+  private tablesCreated = false;
   private scratchBest = new Float32Array(1024);
   private scratchTotal = new Float32Array(1024);
   private scratchExact = new Uint8Array(1024);
 
   constructor(options: SqliteCardIndexOptions) {
-    this.db = openSqlite(options.path, MIGRATIONS);
+    // The first step creates the tables: run now, this open made the index (a missing or empty file).
+    this.db = openSqlite(options.path, [
+      (db) => {
+        db.exec(MIGRATIONS[0]!);
+        this.tablesCreated = true;
+      },
+      ...MIGRATIONS.slice(1),
+    ]);
     this.vectors = new VectorMatrix(options.dimensions);
     this.exactScanLimit = options.exactScanLimit ?? 20_000;
     this.candidateFloor = options.candidateFloor ?? 3_000;
@@ -276,6 +285,10 @@ export class SqliteCardIndex implements CardIndex {
       refreshed += rows.length;
     }
     return refreshed;
+  }
+
+  async createdAtStart(): Promise<boolean> {
+    return this.tablesCreated;
   }
 
   async count(): Promise<number> {

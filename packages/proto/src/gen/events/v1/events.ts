@@ -125,6 +125,20 @@ export interface CardIndexed {
   vectorPointId: string;
 }
 
+/**
+ * Topic search.index-rebuild.v1; key: the search index's name ("cards"). Search found at start that its index was lost
+ * (created at this start while its consumer group had handled events before): cards tells it every card and bookmark
+ * again, as its rebuild-search-index command does. Running it twice is harmless.
+ */
+export interface SearchIndexRebuildRequested {
+  eventId: string;
+  occurredAt?:
+    | Date
+    | undefined;
+  /** Why, for the cards service's log. */
+  reason: string;
+}
+
 /** Topic files.file.v1 */
 export interface FileEvent {
   eventId: string;
@@ -1768,6 +1782,115 @@ export const CardIndexed: MessageFns<CardIndexed> = {
     message.occurredAt = object.occurredAt ?? undefined;
     message.cardId = object.cardId ?? "";
     message.vectorPointId = object.vectorPointId ?? "";
+    return message;
+  },
+};
+
+function createBaseSearchIndexRebuildRequested(): SearchIndexRebuildRequested {
+  return { eventId: "", occurredAt: undefined, reason: "" };
+}
+
+export const SearchIndexRebuildRequested: MessageFns<SearchIndexRebuildRequested> = {
+  encode(message: SearchIndexRebuildRequested, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.eventId !== "") {
+      writer.uint32(10).string(message.eventId);
+    }
+    if (message.occurredAt !== undefined) {
+      Timestamp.encode(toTimestamp(message.occurredAt), writer.uint32(18).fork()).join();
+    }
+    if (message.reason !== "") {
+      writer.uint32(26).string(message.reason);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SearchIndexRebuildRequested {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSearchIndexRebuildRequested();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.eventId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.occurredAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.reason = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): SearchIndexRebuildRequested {
+    return {
+      eventId: isSet(object.eventId)
+        ? globalThis.String(object.eventId)
+        : isSet(object.event_id)
+        ? globalThis.String(object.event_id)
+        : "",
+      occurredAt: isSet(object.occurredAt)
+        ? fromJsonTimestamp(object.occurredAt)
+        : isSet(object.occurred_at)
+        ? fromJsonTimestamp(object.occurred_at)
+        : undefined,
+      reason: isSet(object.reason) ? globalThis.String(object.reason) : "",
+    };
+  },
+
+  toJSON(message: SearchIndexRebuildRequested): unknown {
+    const obj: any = {};
+    if (message.eventId !== "") {
+      obj.eventId = message.eventId;
+    }
+    if (message.occurredAt !== undefined) {
+      obj.occurredAt = message.occurredAt.toISOString();
+    }
+    if (message.reason !== "") {
+      obj.reason = message.reason;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<SearchIndexRebuildRequested>): SearchIndexRebuildRequested {
+    return SearchIndexRebuildRequested.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<SearchIndexRebuildRequested>): SearchIndexRebuildRequested {
+    const message = createBaseSearchIndexRebuildRequested();
+    message.eventId = object.eventId ?? "";
+    message.occurredAt = object.occurredAt ?? undefined;
+    message.reason = object.reason ?? "";
     return message;
   },
 };

@@ -1,0 +1,48 @@
+import { newId, serviceCounter, Topics, type EventBus, type Logger } from '@cards/platform';
+import { events } from '@cards/proto';
+import type { CardIndex } from '../domain/ports';
+
+/** Rebuild requests search published because it found its index lost at start (card_library_search_index_rebuild_requests_total). */
+const rebuildRequests = serviceCounter('card_library_search_index_rebuild_requests_total', 'Times search found its index lost at start and asked the cards service to tell it every card again', []);
+rebuildRequests.inc(0);
+
+export interface LostIndexCheck {
+  index: Pick<CardIndex, 'createdAtStart'>;
+  bus: Pick<EventBus, 'hasCommitted'>;
+  /** The indexing consumer group and its topics, asked before it subscribes at this start. */
+  group: string;
+  topics: readonly string[];
+  logger: Logger;
+}
+
+/**
+ * Whether the search index was lost: this start created it (its file or Elasticsearch index was absent) while the
+ * indexing consumer group had handled events before, so the cards those events carried are gone from it and will not
+ * come again. A new system (nothing committed) and a restart on an index that exists are not: the first builds its
+ * index from the events it is still to read, the second has it. Ask before the group subscribes at this start.
+ */
+export async function indexWasLost(check: Omit<LostIndexCheck, 'logger'>): Promise<boolean> {
+  if (!(await check.index.createdAtStart())) return false;
+  return check.bus.hasCommitted(check.group, check.topics);
+}
+
+/** The request the cards service answers by telling search every card and bookmark again (rebuild-search-index). */
+export function rebuildRequest(reason: string): { topic: string; key: string; payload: Uint8Array } {
+  return {
+    topic: Topics.indexRebuild,
+    key: 'cards',
+    payload: events.SearchIndexRebuildRequested.encode({ eventId: newId(), occurredAt: new Date(), reason }).finish(),
+  };
+}
+
+/**
+ * At start: when the index was lost (indexWasLost), logs one warning, counts it and answers the request to publish
+ * (rebuildRequest); undefined otherwise.
+ */
+export async function rebuildRequestIfIndexLost(check: LostIndexCheck): Promise<ReturnType<typeof rebuildRequest> | undefined> {
+  if (!(await indexWasLost(check))) return undefined;
+  const reason = 'the search index was created at this start while its consumer group had handled events before';
+  check.logger.warn({ group: check.group }, `${reason}: it was lost (deleted or emptied while search was stopped); asking the cards service to tell search every card and bookmark again, as rebuild-search-index does`);
+  rebuildRequests.inc();
+  return rebuildRequest(reason);
+}

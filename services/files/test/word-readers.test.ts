@@ -229,6 +229,40 @@ describe('notes are labelled as the document shows them', () => {
     ]);
   });
 
+  it('.docx: notes start from the number the document sets (w:numStart, Word\'s "Start at"), and start from it again where they restart', async () => {
+    const paragraph = (text: string, id: number, kind: 'footnote' | 'endnote' = 'footnote', sectPr = '') =>
+      `<w:p>${sectPr ? `<w:pPr>${sectPr}</w:pPr>` : ''}<w:r><w:t>${text}</w:t></w:r>${noteReference(id, kind)}</w:p>`;
+    const footnotes = [1, 2, 3].map((id) => note(id, `Note ${id}.`)).join('');
+    const endnotes = note(4, 'Note 4.', 'endnote');
+    const read = async (body: string, settings?: string) =>
+      texts((await reader.parse('docx', docxPackage({ body, footnotes, endnotes, ...(settings === undefined ? {} : { settings }) }))).blocks);
+    const body = paragraph('One', 1) + paragraph('Two', 2) + paragraph('Three', 3) + paragraph('End', 4, 'endnote');
+    // The body's section: footnotes from 5; settings.xml: endnotes from 3 (in Word's default Roman numerals). Both read 1.
+    expect(await read(`${body}<w:sectPr><w:footnotePr><w:numStart w:val="5"/></w:footnotePr></w:sectPr>`, '<w:endnotePr><w:numStart w:val="3"/></w:endnotePr>')).toEqual([
+      'One [5: Note 1.]',
+      'Two [6: Note 2.]',
+      'Three [7: Note 3.]',
+      'End [iii: Note 4.]',
+    ]);
+    // Numbered again in each section, from the start: the first section ends after "Two".
+    const eachSect = '<w:footnotePr><w:numRestart w:val="eachSect"/><w:numStart w:val="10"/></w:footnotePr>';
+    expect(await read(paragraph('One', 1) + paragraph('Two', 2, 'footnote', `<w:sectPr>${eachSect}</w:sectPr>`) + paragraph('Three', 3) + `<w:sectPr>${eachSect}</w:sectPr>`)).toEqual([
+      'One [10: Note 1.]',
+      'Two [11: Note 2.]',
+      'Three [10: Note 3.]',
+    ]);
+    // A start that is no whole number from 1 to 999,999,999 is Word's 1.
+    for (const start of ['0', '-2', 'x', '1000000000']) {
+      expect(await read(`${paragraph('One', 1)}<w:sectPr><w:footnotePr><w:numStart w:val="${start}"/></w:footnotePr></w:sectPr>`)).toEqual(['One [1: Note 1.]']);
+    }
+    // Writer's "Start at" 5 (src/note-start.fodt) saved as .docx (w:numStart 5) and .doc (the DOP's nFtn 5): 5, 6, as
+    // Writer shows them.
+    for (const name of ['note-start.docx', 'note-start.doc']) {
+      const labels = texts(await blocksOf(name)).flatMap((text) => [...text.matchAll(/\[([^:\]]+):/g)].map((m) => m[1]));
+      expect([name, labels]).toEqual([name, ['5', '6', 'a']]);
+    }
+  });
+
   it('.docx: a section of its own note format (a paragraph\'s w:sectPr) labels the notes referenced in it so; the count goes on across sections', async () => {
     // Word numbers footnotes on through the document (w:numRestart "continuous") in each section's format.
     const paragraph = (text: string, id: number, kind: 'footnote' | 'endnote' = 'footnote', sectPr = '') =>

@@ -237,8 +237,9 @@ let noteFormats = { footnote: 'decimal', endnote: 'lowerRoman' };
 
 /**
  * The formats of w:footnotePr and w:endnotePr elements among `element`'s children, over `formats`: each kind's number
- * format (`footnote`, `endnote`) and its w:numRestart (`footnoteRestart`, `endnoteRestart`: continuous, eachSect or
- * eachPage).
+ * format (`footnote`, `endnote`), its w:numRestart (`footnoteRestart`, `endnoteRestart`: continuous, eachSect or
+ * eachPage) and its w:numStart (`footnoteStart`, `endnoteStart`: the number the count starts from, and starts again
+ * from where it restarts; 1 to MAX_LIST_NUMBER).
  */
 function noteFormatsIn(element, formats) {
   const found = { ...formats };
@@ -249,9 +250,14 @@ function noteFormatsIn(element, formats) {
     if (format) found[kind] = format;
     const restart = child.children?.find((c) => c.name === 'w:numRestart')?.attributes?.['w:val'];
     if (restart === 'continuous' || restart === 'eachSect' || restart === 'eachPage') found[`${kind}Restart`] = restart;
+    const start = Number(child.children?.find((c) => c.name === 'w:numStart')?.attributes?.['w:val']);
+    if (Number.isInteger(start) && start >= 1 && start <= MAX_LIST_NUMBER) found[`${kind}Start`] = start;
   }
   return found;
 }
+
+/** The count before a kind's first note where `formats` start it (w:numStart: noteFormatsIn), 0 by default. */
+const countBefore = (formats, kind) => (formats[`${kind}Start`] ?? 1) - 1;
 
 /** Whether `formats` restart a kind's count (w:numRestart eachSect or eachPage). */
 const restarting = (formats) => ['footnote', 'endnote'].some((kind) => (formats[`${kind}Restart`] ?? 'continuous') !== 'continuous');
@@ -290,11 +296,12 @@ function sectionNoteFormats(root) {
   if (last) noteFormats = noteFormatsIn(last, documentFormats);
   const sectioned = body?.children?.some((child) => child.name === 'w:p' && child.children?.some((p) => p.name === 'w:pPr' && p.children?.some((c) => c.name === 'w:sectPr')));
   if (!body || (!sectioned && !restarting(noteFormats))) return;
+  const firstFormats = noteFormats;
   /** The notes referenced in the section being read, first references only, with the page of the section each is on. */
   let pending = [];
   let page = 0;
   let restarts = false;
-  const counts = { footnote: 0, endnote: 0 };
+  const counts = { footnote: countBefore(firstFormats, 'footnote'), endnote: countBefore(firstFormats, 'endnote') };
   const seen = new Set();
   const endSection = (sectPr) => {
     const formats = noteFormatsIn(sectPr, documentFormats);
@@ -303,11 +310,11 @@ function sectionNoteFormats(root) {
     const pages = { footnote: 0, endnote: 0 };
     for (const kind of ['footnote', 'endnote']) {
       const restart = formats[`${kind}Restart`];
-      if (restart === 'eachSect' || (restart === 'eachPage' && startsPage)) counts[kind] = 0;
+      if (restart === 'eachSect' || (restart === 'eachPage' && startsPage)) counts[kind] = countBefore(formats, kind);
     }
     for (const { key, kind, page: at, custom } of pending) {
       if (formats[kind] !== noteFormats[kind]) noteFormatsByNote.set(key, formats);
-      if (at !== pages[kind] && formats[`${kind}Restart`] === 'eachPage') counts[kind] = 0;
+      if (at !== pages[kind] && formats[`${kind}Restart`] === 'eachPage') counts[kind] = countBefore(formats, kind);
       pages[kind] = at;
       if (!custom) noteNumbers.set(key, ++counts[kind]);
     }
@@ -374,7 +381,7 @@ const CUSTOM_NOTE_MARK_TEXT = /\ue000cards-note-custom-mark:([^\ue000\ue001]*)\u
 const MAX_CUSTOM_MARK = 10;
 
 function withNoteLabels(document, formats) {
-  const counts = { footnote: 0, endnote: 0 };
+  const counts = { footnote: countBefore(formats, 'footnote'), endnote: countBefore(formats, 'endnote') };
   const labels = new Map();
   const labelled = (element) => {
     if (!Array.isArray(element.children)) return element;

@@ -324,4 +324,24 @@ describeInBrowser('web app accessibility in headless Chromium', () => {
       await page.setViewportSize({ width: 1200, height: 900 });
     }
   });
+
+  it('reflows every page at 320 px with nothing scrolling sideways, the top users named by long e-mail addresses too', async () => {
+    // The vote test's upvote put `other` (no username: shown by its e-mail address) on the top users' page.
+    await signIn();
+    await page.setViewportSize({ width: 320, height: 640 });
+    try {
+      const wide: string[] = [];
+      for (const path of ['/top', '/', '/?q=glaciers&mode=fulltext', '/card/new', '/upload', '/collections', `/collection/${collectionId}`, '/notifications', '/profile', `/user/${other.id}`, `/card/${otherCards[2]}`]) {
+        await page.goto(path);
+        await page.locator('h1').first().waitFor();
+        await page.waitForLoadState('networkidle');
+        if (path === '/top') await page.getByRole('link', { name: other.email }).waitFor();
+        const [scroll, client] = await page.evaluate<number[]>('[document.documentElement.scrollWidth, document.documentElement.clientWidth]');
+        if (scroll! > client!) wide.push(`${path}: ${scroll} px wide`);
+      }
+      expect(wide).toEqual([]);
+    } finally {
+      await page.setViewportSize({ width: 1200, height: 900 });
+    }
+  });
 });

@@ -88,6 +88,12 @@ export function retryableWhenPeerNotReady(err: unknown): unknown {
   Object.defineProperty(retryable, 'cause', { value: err, enumerable: false, writable: true, configurable: true });
   return retryable;
 }
+/**
+ * The status reason of an UNAVAILABLE a service answers because the storage a write went to is full (isStorageFullError):
+ * the gateway passes its message on with the 503, so the user reads why the write was not stored.
+ */
+export const STORAGE_FULL = 'STORAGE_FULL';
+export const STORAGE_FULL_MESSAGE = 'Storage is full, try again later: nothing was saved';
 /** The reason a ServiceBusyError carries, so a caller tells a service momentarily full from one that cannot answer. */
 export const SERVICE_BUSY = 'SERVICE_BUSY';
 /**

@@ -5,11 +5,11 @@ import type { Logger } from 'pino';
 import { z } from 'zod';
 import { GRPC_MAX_MESSAGE_BYTES } from './grpc-limits';
 import { loadConfig } from './config';
-import { DomainError, errorMessage } from './errors';
+import { DomainError, errorMessage, STORAGE_FULL, STORAGE_FULL_MESSAGE } from './errors';
 import { repeatedWarningLog } from './repeated-warning';
 import { metricsMiddleware, startMetricsServer, type MetricsServerHandle } from './grpc-metrics';
 import { localAddresses, serveInProcess, type TsProtoDefinition } from './in-process-calls';
-import { isEngineUnavailableError, type EngineReadinessMonitor, type ReadinessStatus } from './readiness';
+import { isEngineUnavailableError, isStorageFullError, type EngineReadinessMonitor, type ReadinessStatus } from './readiness';
 import { REQUEST_ID_METADATA_KEY, requestIdFrom, runWithRequestContext } from './request-context';
 import { markStatusOfService, markStatusReason } from './status-origin';
 
@@ -20,6 +20,7 @@ import { markStatusOfService, markStatusReason } from './status-origin';
  */
 export function errorMiddleware(logger: Logger) {
   const engineUnreachable = repeatedWarningLog(logger, 'an engine is unreachable: answering UNAVAILABLE');
+  const storageFull = repeatedWarningLog(logger, 'storage is full (no space left on the data dir or the engine): answering UNAVAILABLE, nothing written');
   return async function* <Request, Response>(call: ServerMiddlewareCall<Request, Response>, context: CallContext) {
     try {
       return yield* call.next(call.request, context);
@@ -29,6 +30,14 @@ export function errorMiddleware(logger: Logger) {
         markStatusOfService(context.trailer);
         if (error.reason !== undefined) markStatusReason(context.trailer, error.reason);
         throw new ServerError(error.status, error.message);
+      }
+      // A full disk (SQLITE_FULL, ENOSPC, EDQUOT): the write was not made and succeeds once space is freed. Marked as the
+      // service's own status with its reason, so the gateway answers 503 with this message, not its generic one.
+      if (isStorageFullError(error)) {
+        storageFull({ method: call.method.path, error: errorMessage(error).slice(0, 300) });
+        markStatusOfService(context.trailer);
+        markStatusReason(context.trailer, STORAGE_FULL);
+        throw new ServerError(Status.UNAVAILABLE, STORAGE_FULL_MESSAGE);
       }
       if (isEngineUnavailableError(error)) {
         engineUnreachable({ method: call.method.path, error: errorMessage(error).slice(0, 300) });

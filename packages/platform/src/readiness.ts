@@ -257,11 +257,34 @@ const UNAVAILABLE_ERROR_NAMES = new Set([
 const UNAVAILABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EHOSTUNREACH', 'ENETUNREACH', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_SOCKET']);
 
 /**
+ * SQLite's and the file system's "no space left" (the data dir's file system full, or the user's quota on it): the
+ * write was not made, and the same write succeeds once space is freed. SQLITE_IOERR_WRITE/_FSYNC/_TRUNCATE are what
+ * SQLite reports when the OS refused a write or a sync with ENOSPC on the way (the journal, the WAL); seen together with
+ * a full disk, never for a bad request.
+ */
+const STORAGE_FULL_CODES = new Set(['SQLITE_FULL', 'ENOSPC', 'EDQUOT', 'SQLITE_IOERR_WRITE', 'SQLITE_IOERR_FSYNC', 'SQLITE_IOERR_TRUNCATE', 'SQLITE_IOERR_SHMSIZE']);
+
+/**
+ * True when an error says the storage a write went to is full (SQLITE_FULL, ENOSPC, EDQUOT; SQLite's I/O errors of a
+ * refused write): like an engine out of reach, a condition to wait out (answered UNAVAILABLE with "Storage is full",
+ * never a reason to dead-letter an event), which frees up when the operator makes room. Follows `cause` chains.
+ */
+export function isStorageFullError(err: unknown): boolean {
+  for (let e = err, depth = 0; e && typeof e === 'object' && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === 'string' && STORAGE_FULL_CODES.has(code)) return true;
+  }
+  return false;
+}
+
+/**
  * True when an error says an engine (MongoDB, Elasticsearch, Kafka, an S3 server) could not be reached
  * rather than refused the request: a transient condition that the caller should retry, answered
- * UNAVAILABLE (HTTP 503), and never a reason to dead-letter an event. Follows `cause` chains.
+ * UNAVAILABLE (HTTP 503), and never a reason to dead-letter an event; so is storage that is full (isStorageFullError).
+ * Follows `cause` chains.
  */
 export function isEngineUnavailableError(err: unknown): boolean {
+  if (isStorageFullError(err)) return true;
   for (let e = err, depth = 0; e && typeof e === 'object' && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
     const { name, code } = e as { name?: unknown; code?: unknown };
     if (typeof name === 'string' && UNAVAILABLE_ERROR_NAMES.has(name)) return true;

@@ -2,6 +2,9 @@ import type { Logger } from 'pino';
 import type { SqliteDatabase } from '../sqlite';
 import { assertPublishable, type EventBus, type OutgoingEvent } from './event-bus';
 import { outboxMetrics, type OutboxMetrics } from './event-metrics';
+import { isEngineUnavailableError } from '../readiness';
+import { errorMessage } from '../errors';
+import { repeatedWarningLog } from '../repeated-warning';
 
 export interface OutboxEntry extends OutgoingEvent {
   id: string;
@@ -98,6 +101,8 @@ export class OutboxRelay {
   private timer: NodeJS.Timeout | undefined;
   private leaseRetry: NodeJS.Timeout | undefined;
   private readonly metrics: OutboxMetrics;
+  /** The bus or the outbox's store unreachable, or their storage full: a known condition for as long as it lasts. */
+  private readonly unavailable: (fields: Record<string, unknown>) => void;
 
   constructor(
     private readonly store: OutboxStore,
@@ -106,6 +111,7 @@ export class OutboxRelay {
     private readonly options: OutboxRelayOptions,
   ) {
     this.metrics = outboxMetrics(options.name);
+    this.unavailable = repeatedWarningLog(logger, 'outbox relay could not publish: the event log or the outbox is unavailable or its storage full; will retry');
   }
 
   start(): void {
@@ -166,7 +172,10 @@ export class OutboxRelay {
       }
     } catch (err) {
       this.metrics.failed();
-      this.logger.warn({ err, outbox: this.options.name }, 'outbox relay could not publish; will retry');
+      // An outage or a full disk fails every drain (one a second) until it ends: the first line, then one a minute
+      // with the count, no stack (repeatedWarningLog). Anything else is logged with its stack each time.
+      if (isEngineUnavailableError(err)) this.unavailable({ outbox: this.options.name, error: errorMessage(err).slice(0, 300), code: (err as { code?: unknown }).code });
+      else this.logger.warn({ err, outbox: this.options.name }, 'outbox relay could not publish; will retry');
     }
   }
 

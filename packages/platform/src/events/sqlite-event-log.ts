@@ -4,6 +4,7 @@ import { openSqlite, type SqliteDatabase } from '../sqlite';
 import { batchLength, handlerFailureLog, type DeliveredEvent, type EventBus, type OutgoingEvent, type SubscribeOptions, type Subscription } from './event-bus';
 import { isEngineUnavailableError } from '../readiness';
 import { errorMessage } from '../errors';
+import { repeatedWarningLog } from '../repeated-warning';
 import { ConfigError } from '../config';
 import { deliverInHalves } from './deliver-in-halves';
 import { CONSUMER_LAG_COUNT_CAP, consumerMetrics, countPublishedEvents, secondsSince, trackConsumerPositions, type ConsumerMetrics, type TopicPosition } from './event-metrics';
@@ -91,6 +92,9 @@ export function eventLogRetentionOf(env: Record<string, string | undefined> = pr
   }
   return { retentionMs: retention === null ? null : retention * HOUR_MS, unconsumedMs: retention === null || unconsumed === null ? null : unconsumed * HOUR_MS };
 }
+
+/** A prepared write of the consumer's. */
+type Statement = { run(...params: unknown[]): unknown };
 
 interface EventRow {
   seq: number;
@@ -341,6 +345,8 @@ class SqliteSubscription {
   private timer: NodeJS.Timeout | undefined;
   private readonly metrics: ConsumerMetrics;
   private untrack: (() => void) | undefined;
+  /** A write of the consumer's own (its position, a dead letter) failing, for as long as that lasts (a full disk). */
+  private readonly writeFailed: (fields: Record<string, unknown>) => void;
 
   constructor(
     private readonly db: SqliteDatabase,
@@ -349,6 +355,10 @@ class SqliteSubscription {
     private readonly logOptions: SqliteEventLogOptions,
   ) {
     this.metrics = consumerMetrics(options.group);
+    this.writeFailed = repeatedWarningLog(
+      logOptions.logger,
+      'event log: could not record what a consumer did (its position or a dead letter); trying again, the event counts as undelivered until then',
+    );
   }
 
   start(): void {
@@ -402,44 +412,85 @@ class SqliteSubscription {
        ON CONFLICT (group_id, topic) DO UPDATE SET seq = excluded.seq WHERE excluded.seq > consumer_offsets.seq`,
     );
     const deadLetter = this.db.prepare('INSERT OR REPLACE INTO dead_letters (group_id, topic, seq, error, failed_at, attempts) VALUES (?, ?, ?, ?, ?, ?)');
-    while (this.running) {
-      await this.deliverRequestedReplays();
-      if (!this.running) return;
-      let rows: EventRow[];
+    // Anything that escapes one pass (a write refused by a full disk between two records) is logged and the pass tried
+    // again after a pause: the loop never ends the process, and what was not committed is delivered again.
+    for (let failures = 0; this.running; ) {
       try {
-        rows = next();
+        if (!(await this.deliverOnce(next, commit, deadLetter))) return;
+        failures = 0;
       } catch (err) {
         if (!this.running) return;
-        this.logOptions.logger.error({ err, group }, 'event log read failed');
-        rows = [];
+        this.writeFailed({ group, error: errorMessage(err).slice(0, 300), code: (err as { code?: unknown }).code });
+        await this.sleep(this.backoff(failures++));
       }
-      // With a batchHandler, a run of rows is applied together; a run that fails is delivered again in halves.
-      for (let i = 0; i < rows.length; ) {
-        const run = rows.slice(i, i + batchLength(this.options, rows.length - i));
-        const done = await deliverInHalves(run, {
-          applyRun: async (part) => {
-            if (!(await this.deliverRun(part))) return false;
-            for (const r of part) commit.run(group, r.topic, r.seq);
-            return true;
-          },
-          deliverOne: async (row) => {
-            const delivered = await this.deliver(row);
-            if (!delivered.ok) {
-              if (!this.running) return false;
-              deadLetter.run(group, row.topic, row.seq, delivered.error, new Date().toISOString(), delivered.attempts);
-              this.metrics.outcome(row.topic, 'dead_letter');
-              this.logOptions.logger.error({ group, topic: row.topic, seq: row.seq, error: delivered.error }, 'event moved to dead letters');
-            }
-            commit.run(group, row.topic, row.seq);
-            return true;
-          },
-          running: () => this.running,
-        });
-        if (!done) return;
-        i += run.length;
-      }
-      if (rows.length === 0) await this.idle();
     }
+  }
+
+  /** First retry delay, doubling per failure, capped at 5 s. */
+  private backoff(failures: number): number {
+    return Math.min(5000, (this.logOptions.retryBaseMs ?? 100) * 2 ** Math.min(failures, 16));
+  }
+
+  /**
+   * Makes a write of the consumer's own (committing its position, a dead letter), trying again with backoff while it
+   * fails (SQLITE_FULL on a full disk, a lock held past busy_timeout): the event it records counts as undelivered until
+   * then, and is not delivered again meanwhile. Tried once even while closing (close() waits for the event in hand and
+   * its commit); false when it failed and the subscription is closing (the write was not made).
+   */
+  private async record(write: () => void, fields: Record<string, unknown>): Promise<boolean> {
+    for (let failures = 0; ; failures++) {
+      try {
+        write();
+        return true;
+      } catch (err) {
+        if (!this.running) return false;
+        this.writeFailed({ ...fields, group: this.options.group, error: errorMessage(err).slice(0, 300), code: (err as { code?: unknown }).code });
+        await this.sleep(this.backoff(failures));
+      }
+    }
+  }
+
+  /** One pass of the loop: the replays asked for, then up to a batch of new events; false once closing. */
+  private async deliverOnce(next: () => EventRow[], commit: Statement, deadLetter: Statement): Promise<boolean> {
+    const { group } = this.options;
+    await this.deliverRequestedReplays();
+    if (!this.running) return false;
+    let rows: EventRow[];
+    try {
+      rows = next();
+    } catch (err) {
+      if (!this.running) return false;
+      this.logOptions.logger.error({ err, group }, 'event log read failed');
+      rows = [];
+    }
+    // With a batchHandler, a run of rows is applied together; a run that fails is delivered again in halves.
+    for (let i = 0; i < rows.length; ) {
+      const run = rows.slice(i, i + batchLength(this.options, rows.length - i));
+      const done = await deliverInHalves(run, {
+        applyRun: async (part) => {
+          if (!(await this.deliverRun(part))) return false;
+          return this.record(() => {
+            for (const r of part) commit.run(group, r.topic, r.seq);
+          }, { topic: part[0]!.topic, seq: part[part.length - 1]!.seq });
+        },
+        deliverOne: async (row) => {
+          const delivered = await this.deliver(row);
+          if (!delivered.ok) {
+            if (!this.running) return false;
+            const failedAt = new Date().toISOString();
+            if (!(await this.record(() => deadLetter.run(group, row.topic, row.seq, delivered.error, failedAt, delivered.attempts), { topic: row.topic, seq: row.seq }))) return false;
+            this.metrics.outcome(row.topic, 'dead_letter');
+            this.logOptions.logger.error({ group, topic: row.topic, seq: row.seq, error: delivered.error }, 'event moved to dead letters');
+          }
+          return this.record(() => commit.run(group, row.topic, row.seq), { topic: row.topic, seq: row.seq });
+        },
+        running: () => this.running,
+      });
+      if (!done) return false;
+      i += run.length;
+    }
+    if (rows.length === 0) await this.idle();
+    return true;
   }
 
   /** Delivers this group's dead letters an operator asked to replay: marked replayed, or dead again with the new error. */
@@ -469,10 +520,10 @@ class SqliteSubscription {
       if (!this.running) return;
       const now = new Date().toISOString();
       if (delivered.ok) {
-        replayed.run(now, group, row.topic, row.seq);
+        if (!(await this.record(() => replayed.run(now, group, row.topic, row.seq), { topic: row.topic, seq: row.seq }))) return;
         this.logOptions.logger.info({ group, topic: row.topic, seq: row.seq }, 'dead letter replayed');
       } else {
-        deadAgain.run(delivered.error, now, delivered.attempts, group, row.topic, row.seq);
+        if (!(await this.record(() => deadAgain.run(delivered.error, now, delivered.attempts, group, row.topic, row.seq), { topic: row.topic, seq: row.seq }))) return;
         this.metrics.outcome(row.topic, 'dead_letter');
         this.logOptions.logger.error({ group, topic: row.topic, seq: row.seq, error: delivered.error }, 'replayed dead letter failed again');
       }

@@ -1,4 +1,5 @@
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
+import { open } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import S3rver from 's3rver';
@@ -40,5 +41,35 @@ describe('DiskObjectStore atomic writes', () => {
     expect(readdirSync(join(dir, '.tmp'))).toEqual([]);
     expect(readdirSync(dir).sort()).toEqual(['.tmp', 'abc']);
     await expect(store.put('../evil', Buffer.from('x'))).rejects.toThrow(/invalid object key/);
+  });
+
+  it('deletes the temporary file when the write or the fsync fails (a full disk), not only when the rename does', async () => {
+    const dir = temp();
+    const store = new DiskObjectStore(dir);
+    const probe = await open(join(dir, 'probe'), 'w');
+    const FileHandle = Object.getPrototypeOf(probe) as { writeFile: () => Promise<void>; sync: () => Promise<void> };
+    await probe.close();
+    const enospc = () => Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC' });
+    const write = jest.spyOn(FileHandle, 'writeFile').mockRejectedValueOnce(enospc());
+    await expect(store.put('abc', Buffer.from('x'))).rejects.toMatchObject({ code: 'ENOSPC' });
+    write.mockRestore();
+    const sync = jest.spyOn(FileHandle, 'sync').mockRejectedValueOnce(enospc());
+    await expect(store.put('abc', Buffer.from('x'))).rejects.toMatchObject({ code: 'ENOSPC' });
+    sync.mockRestore();
+    expect(readdirSync(join(dir, '.tmp'))).toEqual([]);
+    expect(await store.stat('abc')).toBeNull();
+  });
+
+  it('sweeps temporary files a crash left (older than an hour) at start, never a recent one (a write under way)', async () => {
+    const dir = temp();
+    await new DiskObjectStore(dir).put('warm-up', Buffer.from('x'));
+    const hoursAgo = (h: number) => new Date(Date.now() - h * 3_600_000);
+    for (const [name, age] of [['left-by-a-crash', 2], ['being-written', 0]] as const) {
+      writeFileSync(join(dir, '.tmp', name), 'partial');
+      utimesSync(join(dir, '.tmp', name), hoursAgo(age), hoursAgo(age));
+    }
+    const store = new DiskObjectStore(dir);
+    await store.put('abc', Buffer.from('x'));
+    expect(readdirSync(join(dir, '.tmp'))).toEqual(['being-written']);
   });
 });

@@ -66,4 +66,18 @@ describe('EmlFileMailer', () => {
     expect((await readdir(directory)).sort()).toEqual([recent, 'README'].sort());
     expect(await new EmlFileMailer(join(directory, 'none'), 'x@example.com').prune(new Date())).toBe(0);
   });
+
+  it('leaves no empty .eml.tmp behind when the disk is full (the file created, its bytes refused)', async () => {
+    const fs = require('node:fs/promises') as typeof import('node:fs/promises');
+    const realWriteFile = fs.writeFile;
+    const write = jest.spyOn(fs, 'writeFile').mockImplementationOnce(async (path) => {
+      await realWriteFile(path, '');
+      throw Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC' });
+    });
+    const mailer = new EmlFileMailer(directory, 'no-reply@card-library.local');
+    await expect(mailer.send({ to: 'someone@example.com', subject: 'Invited', text: `${link}\n`, html: '<p>x</p>' })).rejects.toMatchObject({ code: 'ENOSPC' });
+    expect(write).toHaveBeenCalledTimes(1);
+    write.mockRestore();
+    expect(await readdir(directory)).toEqual([]);
+  });
 });

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { createReadStream } from 'node:fs';
-import { mkdir, open, readFile, rename, rm, stat } from 'node:fs/promises';
+import { mkdir, open, readdir, readFile, rename, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { NotFoundError } from '@cards/platform';
@@ -9,14 +9,38 @@ import type { ObjectStore, StoredObject } from '../../domain/ports';
 const SAFE_KEY = /^[A-Za-z0-9][A-Za-z0-9._-]{0,200}$/;
 
 /**
+ * How old a temporary file in objects/.tmp must be for the sweep at start to delete it: a write takes seconds, so one
+ * untouched for an hour was left by a crash (a process killed mid-write), never one being written by another replica.
+ */
+export const STALE_TEMP_MS = 60 * 60 * 1000;
+
+/**
  * Objects as files in one directory. A write goes to a temporary file that is fsynced and then
  * renamed over the final name, so readers see the old object or the new one, never half of one.
+ * A write that fails (a full disk) deletes its temporary file; at start, ones older than STALE_TEMP_MS are swept.
  */
 export class DiskObjectStore implements ObjectStore {
   private readonly ready: Promise<void>;
 
-  constructor(private readonly directory: string) {
-    this.ready = mkdir(join(directory, '.tmp'), { recursive: true }).then(() => undefined);
+  constructor(
+    private readonly directory: string,
+    { staleTempMs = STALE_TEMP_MS, now = Date.now }: { staleTempMs?: number; now?: () => number } = {},
+  ) {
+    this.ready = mkdir(join(directory, '.tmp'), { recursive: true }).then(() => this.sweepTemps(now() - staleTempMs));
+  }
+
+  /** Deletes the temporary files last written before `before` (a crash's leftovers); never fails the store's start. */
+  private async sweepTemps(before: number): Promise<void> {
+    const tmp = join(this.directory, '.tmp');
+    const names = await readdir(tmp).catch(() => [] as string[]);
+    for (const name of names) {
+      const path = join(tmp, name);
+      try {
+        if ((await stat(path)).mtimeMs < before) await rm(path, { force: true });
+      } catch {
+        // Gone meanwhile, or unreadable: the next start tries again.
+      }
+    }
   }
 
   private pathOf(key: string): string {
@@ -28,17 +52,18 @@ export class DiskObjectStore implements ObjectStore {
     await this.ready;
     const target = this.pathOf(key);
     const temp = join(this.directory, '.tmp', `${key}.${randomUUID()}`);
-    const handle = await open(temp, 'wx');
     try {
-      await handle.writeFile(bytes);
-      await handle.sync();
-    } finally {
-      await handle.close();
-    }
-    try {
+      const handle = await open(temp, 'wx');
+      try {
+        await handle.writeFile(bytes);
+        await handle.sync();
+      } finally {
+        await handle.close();
+      }
       await rename(temp, target);
     } catch (err) {
-      await rm(temp, { force: true });
+      // Whichever step failed (a write or an fsync refused by a full disk, the rename), the temporary file goes.
+      await rm(temp, { force: true }).catch(() => undefined);
       throw err;
     }
   }

@@ -1,4 +1,4 @@
-import { mkdir, readdir, rename, stat, unlink, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, rename, rm, stat, unlink, writeFile } from 'node:fs/promises';
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import nodemailer, { type SendMailOptions, type Transporter } from 'nodemailer';
@@ -56,8 +56,14 @@ export class EmlFileMailer implements Mailer {
     await mkdir(this.directory, { recursive: true });
     const name = `${new Date().toISOString().replace(/[:.]/g, '-')}-${randomUUID()}.eml`;
     const tmp = join(this.directory, `.${name}.tmp`);
-    await writeFile(tmp, info.message);
-    await rename(tmp, join(this.directory, name));
+    try {
+      await writeFile(tmp, info.message);
+      await rename(tmp, join(this.directory, name));
+    } catch (err) {
+      // A full disk creates the file and refuses its bytes: no empty .eml.tmp is left behind for every mail refused.
+      await rm(tmp, { force: true }).catch(() => undefined);
+      throw err;
+    }
   }
 
   /**

@@ -344,4 +344,29 @@ describeInBrowser('web app accessibility in headless Chromium', () => {
       await page.setViewportSize({ width: 1200, height: 900 });
     }
   });
+
+  it('puts a notice\'s live region in the page before its words, so a screen reader says them (Add to collection)', async () => {
+    await createCollection(user, 'Fresh shelf', []);
+    await signIn();
+    await page.goto(`/card/${otherCards[2]}`);
+    const chooser = page.getByLabel('Collection', { exact: true });
+    await chooser.locator('option', { hasText: 'Fresh shelf' }).waitFor({ state: 'attached' });
+    // Each status element the page gains, with the words it had when it came in.
+    await page.evaluate(`(() => {
+      window.__statusesAdded = [];
+      new MutationObserver((records) => {
+        for (const r of records) for (const n of r.addedNodes) {
+          if (!(n instanceof Element)) continue;
+          for (const e of [n, ...n.querySelectorAll('[role="status"]')]) if (e.getAttribute('role') === 'status') window.__statusesAdded.push(e.textContent);
+        }
+      }).observe(document.body, { childList: true, subtree: true });
+    })()`);
+    await chooser.selectOption({ label: 'Fresh shelf' });
+    await page.getByRole('button', { name: 'Add to collection' }).focus();
+    await page.keyboard.press('Enter');
+    await page.getByRole('status').filter({ hasText: 'Added to “Fresh shelf”.' }).waitFor();
+    expect(await page.evaluate<string[]>('window.__statusesAdded')).toEqual(['']);
+    expect(await focused()).toBe('button Add to collection');
+  });
+
 });

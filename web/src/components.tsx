@@ -73,13 +73,26 @@ export function ErrorMessage({ error }: { error: string | ApiError | undefined }
   );
 }
 
+/**
+ * A status message (sent, saved, added…). Its live region goes into the page empty and its words follow a moment
+ * later: a screen reader says what changes inside a live region it knows, and often says nothing of one inserted with
+ * its words already in it, which is how every notice came (a keyboard user pressing "Add to collection" heard nothing).
+ */
 export function Notice({ children }: { children: ComponentChildren }) {
+  const [said, setSaid] = useState(false);
+  useEffect(() => {
+    const timer = setTimeout(() => setSaid(true), NOTICE_DELAY_MS);
+    return () => clearTimeout(timer);
+  }, []);
   return (
     <p class="notice" role="status">
-      {children}
+      {said ? children : null}
     </p>
   );
 }
+
+/** How long a new notice's live region stays empty, for the browser to tell assistive technology it is there. */
+const NOTICE_DELAY_MS = 100;
 
 /**
  * What a keyboard action did to a list, said where the list starts and given the focus: the row whose button was

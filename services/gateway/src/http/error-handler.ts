@@ -1,6 +1,6 @@
 import type { NextFunction, Request, Response } from 'express';
 import { ClientError, Status } from 'nice-grpc';
-import { httpStatusFromGrpc, IDEMPOTENCY_KEY_REUSED, isStatusOfService, repeatedWarningLog, SERVICE_BUSY, statusReasonOf, TOO_LARGE, type Logger } from '@cards/platform';
+import { httpStatusFromGrpc, IDEMPOTENCY_KEY_REUSED, isStatusOfService, repeatedWarningLog, SERVICE_BUSY, statusReasonOf, STORAGE_FULL, TOO_LARGE, type Logger } from '@cards/platform';
 import { HttpError, ownShareTaken, serverBusy } from './http-error';
 import { KIND_OF_STATUS, recordBodyAborted, recordLogReason } from './access-log';
 import { recordPatternBeforeRoute, routeLabel } from './route-label';
@@ -152,6 +152,8 @@ function describe(err: unknown): { status: number; message: string } {
     if (statusReasonOf(err) === TOO_LARGE) return { status: 413, message: err.details };
     const status = httpStatusFromGrpc(err.code);
     if (status >= 500) {
+      // The service's storage is full (its errorMiddleware: SQLITE_FULL, ENOSPC): its message says so and that nothing was saved.
+      if (err.code === Status.UNAVAILABLE && isStatusOfService(err) && statusReasonOf(err) === STORAGE_FULL) return { status: 503, message: err.details };
       if (err.code === Status.UNAVAILABLE) return { status, message: 'A backing service is unavailable, try again' };
       if (err.code === Status.DEADLINE_EXCEEDED) return { status, message: 'The request took too long' };
       return { status: 500, message: 'Internal error' };

@@ -1,8 +1,9 @@
 import type { RequestHandler, Response, Router } from 'express';
+import { ClientError, Status } from 'nice-grpc';
 import { z } from 'zod';
 import { MAX_USERNAME_CHARS, MAX_WEBSITE_CHARS, MIN_USERNAME_CHARS, MIN_PASSWORD_CHARS, USERNAME_PATTERN, usernameProblem } from '@cards/card-rules';
 import { SESSION_COOKIE, requireUser } from '../http/session';
-import { badRequest } from '../http/http-error';
+import { badRequest, HttpError } from '../http/http-error';
 import { characterString, looseBoolean, parseBody, refuseUnreadableBody, uuidParam, uuidString } from '../http/validation';
 import { authRateLimits, mailRateLimit, type RateLimitConfig } from '../http/rate-limits';
 import { refuseCrossSite, type CrossOriginOptions } from '../http/cross-origin';
@@ -80,6 +81,10 @@ function asksForMail(body: unknown): boolean {
   return raw.email !== undefined && raw.password_reset_id === undefined && raw.password === undefined && raw.password_confirmation === undefined;
 }
 
+/** DELETE /api/auth's 503 when identity could not revoke the session: the cookie is cleared, the session is not. */
+export const LOGOUT_NOT_REVOKED_MESSAGE =
+  'You are signed out in this browser, but the server could not end the session (it is unavailable or its storage is full); the session ends by itself when it expires';
+
 function clearSessionCookie(res: Response, secure: boolean) {
   res.clearCookie(SESSION_COOKIE, { httpOnly: true, sameSite: 'lax', path: '/', secure });
 }
@@ -121,7 +126,18 @@ export function registerIdentityRoutes(router: Router, { clients, rateLimits, co
 
   router.delete('/auth', async (req, res) => {
     refuseUnreadableBody(req);
-    if (req.sessionToken) await identity.logout({ token: req.sessionToken });
+    if (req.sessionToken) {
+      try {
+        await identity.logout({ token: req.sessionToken });
+      } catch (err) {
+        // Identity could not revoke the session (its storage full, or it is unavailable): the cookie is cleared all the
+        // same, so whoever uses this browser next is not signed in as this user; the 503 says the session itself lives
+        // on until it expires (docs/decisions.md, logout when the session cannot be revoked).
+        if (!(err instanceof ClientError) || (err.code !== Status.UNAVAILABLE && err.code !== Status.DEADLINE_EXCEEDED)) throw err;
+        clearSessionCookie(res, cookieSecure);
+        throw new HttpError(503, LOGOUT_NOT_REVOKED_MESSAGE);
+      }
+    }
     clearSessionCookie(res, cookieSecure);
     res.status(204).end();
   });

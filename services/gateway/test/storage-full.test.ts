@@ -1,0 +1,70 @@
+import { randomUUID } from 'node:crypto';
+import { createLogger, enableInProcessCalls, startGrpcServer, STORAGE_FULL_MESSAGE, type GrpcServerHandle } from '@cards/platform';
+import { cards, identity } from '@cards/proto';
+import { LOGOUT_NOT_REVOKED_MESSAGE } from '../src/routes/identity-routes';
+import { gatewayInFrontOf, stub } from './fake-peer';
+
+/** What better-sqlite3 throws when the data dir's file system is full: the service's store could not write. */
+const sqliteFull = () => Object.assign(new Error('database or disk is full'), { name: 'SqliteError', code: 'SQLITE_FULL' });
+
+let server: GrpcServerHandle;
+
+beforeAll(async () => {
+  server = await startGrpcServer({
+    name: 'stub',
+    logger: createLogger('stub', 'silent'),
+    register(s) {
+      s.add(
+        identity.IdentityServiceDefinition,
+        stub<identity.IdentityServiceImplementation>(identity.IdentityServiceDefinition, {
+          async resolveSession(req) {
+            return { id: req.token, email: `${req.token}@example.com`, visibleEmail: false };
+          },
+          async logout() {
+            throw sqliteFull();
+          },
+        }),
+      );
+      s.add(
+        cards.CardServiceDefinition,
+        stub<cards.CardServiceImplementation>(cards.CardServiceDefinition, {
+          async createCard() {
+            throw sqliteFull();
+          },
+        }),
+      );
+    },
+  });
+});
+afterAll(() => server.shutdown());
+
+describe.each([
+  ['over the network', false],
+  ['in process', true],
+])('a service whose storage is full, behind the gateway, %s', (_transport, inProcess) => {
+  let gateway: Awaited<ReturnType<typeof gatewayInFrontOf>>;
+  const cookie = `ai-editor=${randomUUID()}`;
+
+  beforeAll(async () => {
+    enableInProcessCalls(inProcess);
+    gateway = await gatewayInFrontOf(server.address);
+  });
+  afterAll(() => {
+    enableInProcessCalls(false);
+    gateway.close();
+  });
+  beforeEach(() => (gateway.logged.length = 0));
+  const logLines = () => (gateway.logged.map((line) => JSON.parse(line)) as { level: number; msg: string; err?: unknown; status?: number }[]).filter((line) => line.level >= 40).map((line) => ({ level: line.level, msg: line.msg, hasErr: line.err !== undefined, status: line.status }));
+
+  it('a write is 503 "Storage is full", not 500 "Internal error"; a warning without a stack', async () => {
+    const res = await fetch(`${gateway.base}/api/card`, { method: 'POST', headers: { 'content-type': 'application/json', cookie }, body: JSON.stringify({ card_html: '<p>a card</p>', link: 'https://example.com/a', private: false }) });
+    expect({ status: res.status, body: await res.json() }).toEqual({ status: 503, body: { message: STORAGE_FULL_MESSAGE } });
+    expect(logLines()).toEqual([{ level: 40, msg: 'request refused: a service behind the gateway is unavailable', hasErr: false, status: 503 }]);
+  });
+
+  it('a logout identity cannot record is 503 saying so, and the cookie is cleared all the same (signed out in this browser)', async () => {
+    const res = await fetch(`${gateway.base}/api/auth`, { method: 'DELETE', headers: { cookie } });
+    expect({ status: res.status, body: await res.json() }).toEqual({ status: 503, body: { message: LOGOUT_NOT_REVOKED_MESSAGE } });
+    expect(res.headers.get('set-cookie')).toMatch(/^ai-editor=;.*Expires=Thu, 01 Jan 1970/);
+  });
+});

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { resolve } from 'node:path';
-import { createLogger, enableInProcessCalls, loopbackTopologyEnv, stopOnSignals, type RunningService } from '@cards/platform';
+import { createLogger, dataDirFreeWarningBytesOf, enableInProcessCalls, loopbackTopologyEnv, startFailureLog, stopOnSignals, watchDataDirSpace, type RunningService } from '@cards/platform';
 import { startGateway } from '@cards/gateway';
 import { startIdentity } from '@cards/identity';
 import { startCards } from '@cards/cards';
@@ -56,6 +56,8 @@ async function startOnce(baseEnv: Record<string, string | undefined>): Promise<A
     PUBLIC_URL: publicUrlOf(baseEnv),
   };
   enableInProcessCalls(env.GRPC_IN_PROCESS !== 'false');
+  // The free space of DATA_DIR's file system: a gauge on /metrics and a warning below DATA_DIR_FREE_WARNING_MB.
+  const space = watchDataDirSpace({ path: env.DATA_DIR!, logger: createLogger('all-in-one'), floorBytes: dataDirFreeWarningBytesOf(env) });
   const started: RunningService[] = [];
   try {
     for (const start of [startIdentity, startCards, startSearch, startFiles, startNotifications]) started.push(await start(env));
@@ -64,10 +66,12 @@ async function startOnce(baseEnv: Record<string, string | undefined>): Promise<A
     return {
       gatewayPort: gateway.port,
       async stop() {
+        space.stop();
         for (const service of started.reverse()) await service.stop();
       },
     };
   } catch (err) {
+    space.stop();
     for (const service of started.reverse()) await service.stop().catch(() => undefined);
     throw err;
   }
@@ -81,7 +85,9 @@ if (require.main === module) {
       stopOnSignals(() => running.stop(), logger);
     })
     .catch((err: unknown) => {
-      logger.fatal({ err }, 'failed to start');
+      // A full disk names itself and the data dir, instead of the raw SqliteError of whichever store wrote first.
+      const { fields, msg } = startFailureLog(err, resolve(process.env.DATA_DIR ?? './data'));
+      logger.fatal(fields, msg);
       process.exit(1);
     });
 }

@@ -1,0 +1,107 @@
+import { statfs } from 'node:fs/promises';
+import type { Logger } from './logger';
+import { ConfigError } from './config';
+import { errorMessage } from './errors';
+import { isStorageFullError } from './readiness';
+import { repeatedWarningLog } from './repeated-warning';
+import { sampledGauge } from './service-metrics';
+
+/**
+ * Bytes free on the data dir's file system for this process (statfs: bavail × bsize, what an unprivileged writer may
+ * still use), read at each scrape: the operator's alert before writes start failing "Storage is full" (docs/deploy.md).
+ */
+export const dataDirFreeBytes = sampledGauge('cards_data_dir_free_bytes', "Bytes free on the data dir's file system (DATA_DIR), as this process may still use them", []);
+
+/** Default of DATA_DIR_FREE_WARNING_MB: below 100 MB free, a warning. */
+export const DATA_DIR_FREE_WARNING_MB = 100;
+
+/** How often the free space is checked against the floor. */
+export const DATA_DIR_SPACE_CHECK_MS = 60_000;
+
+/** How often the low-space warning repeats at most while the space stays below the floor. */
+export const DATA_DIR_LOW_WARNING_EVERY_MS = 10 * 60_000;
+
+/** DATA_DIR_FREE_WARNING_MB: megabytes (a number, 0 turns the warning off); the floor in bytes. */
+export function dataDirFreeWarningBytesOf(env: Record<string, string | undefined> = process.env): number {
+  const raw = env.DATA_DIR_FREE_WARNING_MB;
+  if (raw === undefined || raw.trim() === '') return DATA_DIR_FREE_WARNING_MB * 1024 * 1024;
+  const mb = Number(raw);
+  if (!Number.isFinite(mb) || mb < 0) throw new ConfigError([`DATA_DIR_FREE_WARNING_MB must be a number of megabytes (0 turns the warning off), got "${raw}"`]);
+  return Math.round(mb * 1024 * 1024);
+}
+
+export type FreeBytesOf = (path: string) => Promise<number>;
+
+const freeBytesOf: FreeBytesOf = async (path) => {
+  const s = await statfs(path);
+  return s.bavail * s.bsize;
+};
+
+export interface DataDirSpaceWatch {
+  /** Checks once now (the timer does every DATA_DIR_SPACE_CHECK_MS); the free bytes, or undefined when statfs failed. */
+  check(): Promise<number | undefined>;
+  stop(): void;
+}
+
+/**
+ * Watches the free space of the data dir's file system: the cards_data_dir_free_bytes gauge, and a warning (the first,
+ * then one every DATA_DIR_LOW_WARNING_EVERY_MS at most) while it is below `floorBytes` (0: no warning). Liveness is
+ * untouched: reads still work on a full disk, and writes answer 503 "Storage is full".
+ */
+export function watchDataDirSpace({
+  path,
+  logger,
+  floorBytes,
+  intervalMs = DATA_DIR_SPACE_CHECK_MS,
+  freeBytes = freeBytesOf,
+  now = Date.now,
+}: {
+  path: string;
+  logger: Logger;
+  floorBytes: number;
+  intervalMs?: number;
+  freeBytes?: FreeBytesOf;
+  now?: () => number;
+}): DataDirSpaceWatch {
+  const low = repeatedWarningLog(
+    logger,
+    "the data dir's file system is almost full: writes (cards, files, sign-ups) will be refused with 503 \"Storage is full\" once it is; free space or grow it (docs/deploy.md, a full disk)",
+    { now, everyMs: DATA_DIR_LOW_WARNING_EVERY_MS, countField: 'checksSinceLastWarning' },
+  );
+  const removeSource = dataDirFreeBytes.addSource(async () => [{ labels: {}, value: await freeBytes(path) }]);
+  const check = async (): Promise<number | undefined> => {
+    try {
+      const free = await freeBytes(path);
+      if (floorBytes > 0 && free < floorBytes) low({ dataDir: path, freeBytes: free, floorBytes });
+      return free;
+    } catch (err) {
+      logger.debug({ dataDir: path, error: errorMessage(err) }, 'could not read the free space of the data dir');
+      return undefined;
+    }
+  };
+  void check();
+  const timer = setInterval(() => void check(), intervalMs);
+  timer.unref();
+  return {
+    check,
+    stop() {
+      clearInterval(timer);
+      removeSource();
+    },
+  };
+}
+
+/**
+ * The line a process that could not start logs: when a write at start was refused because the data dir's file system is
+ * full (SQLITE_FULL, ENOSPC from whichever store opened first), it says so and names the data dir, instead of a raw
+ * "database or disk is full" with a stack.
+ */
+export function startFailureLog(err: unknown, dataDir: string | undefined): { fields: Record<string, unknown>; msg: string } {
+  if (isStorageFullError(err)) {
+    return {
+      fields: { dataDir, error: errorMessage(err).slice(0, 300), code: (err as { code?: unknown }).code },
+      msg: `the data dir's filesystem is full (${dataDir ?? 'DATA_DIR'}): nothing can be written there, so the service cannot start. Free space on it (or give it more room) and start again (docs/deploy.md, a full disk)`,
+    };
+  }
+  return { fields: { err }, msg: 'failed to start' };
+}

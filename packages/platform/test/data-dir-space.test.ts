@@ -1,0 +1,58 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createLogger, ConfigError, dataDirFreeWarningBytesOf, serviceMetrics, startFailureLog, watchDataDirSpace } from '../src';
+
+type Line = { level: number; msg: string; [field: string]: unknown };
+const MB = 1024 * 1024;
+
+describe("the data dir's free space", () => {
+  it('DATA_DIR_FREE_WARNING_MB: 100 MB unset, 0 turns the warning off, anything else not a number of megabytes is a ConfigError', () => {
+    expect(dataDirFreeWarningBytesOf({})).toBe(100 * MB);
+    expect(dataDirFreeWarningBytesOf({ DATA_DIR_FREE_WARNING_MB: '0' })).toBe(0);
+    expect(dataDirFreeWarningBytesOf({ DATA_DIR_FREE_WARNING_MB: '2.5' })).toBe(2.5 * MB);
+    for (const bad of ['-1', 'lots', '10MB']) expect(() => dataDirFreeWarningBytesOf({ DATA_DIR_FREE_WARNING_MB: bad })).toThrow(ConfigError);
+  });
+
+  it('is a gauge on /metrics, and below the floor one warning, not one per check', async () => {
+    const lines: Line[] = [];
+    const logger = createLogger('all-in-one', 'info', { write: (line: string) => void lines.push(JSON.parse(line)) });
+    let free = 500 * MB;
+    let clock = 0;
+    const watch = watchDataDirSpace({ path: '/data', logger, floorBytes: 100 * MB, freeBytes: async () => free, now: () => clock, intervalMs: 3_600_000 });
+    try {
+      expect(await serviceMetrics.getSingleMetricAsString('cards_data_dir_free_bytes')).toMatch(new RegExp(`^cards_data_dir_free_bytes ${500 * MB}$`, 'm'));
+      await watch.check();
+      expect(lines.filter((l) => l.level >= 40)).toEqual([]);
+      free = 40 * MB;
+      for (let i = 0; i < 5; i++, clock += 60_000) await watch.check();
+      expect(await serviceMetrics.getSingleMetricAsString('cards_data_dir_free_bytes')).toMatch(new RegExp(`^cards_data_dir_free_bytes ${40 * MB}$`, 'm'));
+      expect(lines.filter((l) => l.level >= 40)).toEqual([
+        expect.objectContaining({ level: 40, msg: expect.stringMatching(/^the data dir's file system is almost full/), dataDir: '/data', freeBytes: 40 * MB, floorBytes: 100 * MB }),
+      ]);
+    } finally {
+      watch.stop();
+    }
+  });
+
+  it('reads the real file system (fs.statfs)', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'data-dir-space-'));
+    const watch = watchDataDirSpace({ path: dir, logger: createLogger('all-in-one', 'silent'), floorBytes: 0 });
+    try {
+      expect(await watch.check()).toBeGreaterThan(0);
+    } finally {
+      watch.stop();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('a start refused by a full disk says so and names the data dir, not a raw SqliteError', () => {
+    const full = Object.assign(new Error('database or disk is full'), { name: 'SqliteError', code: 'SQLITE_FULL' });
+    expect(startFailureLog(full, '/srv/cards/data')).toEqual({
+      fields: { dataDir: '/srv/cards/data', error: 'database or disk is full', code: 'SQLITE_FULL' },
+      msg: expect.stringMatching(/^the data dir's filesystem is full \(\/srv\/cards\/data\)/),
+    });
+    const other = new Error('boom');
+    expect(startFailureLog(other, '/srv/cards/data')).toEqual({ fields: { err: other }, msg: 'failed to start' });
+  });
+});

@@ -2,7 +2,9 @@
  * The web app's accessibility audit, in headless Chromium against the all-in-one system (the same setup as
  * web-app.test.ts): axe-core on every screen and state (serious and critical findings of all its rules, best practices
  * included), a keyboard-only journey, the focus indicator's contrast, focus and a spoken message after a row is
- * deleted, and search results said in a status rather than by reading the whole list out.
+ * deleted, search results said in a status rather than by reading the whole list out, vote totals in words, Escape on
+ * the phone menu, reflow at 320 px and notices whose live region comes before their words. See docs/web.md
+ * "Accessibility audit".
  */
 import { readFileSync } from 'node:fs';
 import type { BrowserContext, Page } from 'playwright-core';
@@ -369,4 +371,96 @@ describeInBrowser('web app accessibility in headless Chromium', () => {
     expect(await focused()).toBe('button Add to collection');
   });
 
+  it('takes a keyboard-only journey: sign in, create a card, vote, search, open a collection, upload, read notifications', async () => {
+    /** Presses Tab (Shift+Tab with `back`) until the focus is on what `target` matches; fails naming where it got stuck. */
+    const tabTo = async (target: RegExp, back = false): Promise<void> => {
+      const seen: string[] = [];
+      for (let i = 0; i < 60; i++) {
+        await page.keyboard.press(back ? 'Shift+Tab' : 'Tab');
+        const now = await focused();
+        if (target.test(now)) return;
+        seen.push(now);
+      }
+      throw new Error(`Tab never reached ${target}: ${seen.join(' | ')}`);
+    };
+    const headingFocused = async (name: string) => eventually(async () => (await focused()) === `h1 ${name}`, 10_000, `focus on the heading "${name}"`);
+
+    await context.clearCookies();
+    await page.goto('/');
+    await page.getByRole('heading', { name: 'Search the card library' }).waitFor();
+    await tabTo(/^a Sign in$/);
+    await page.keyboard.press('Enter');
+    await headingFocused('Sign in');
+    await tabTo(/^input#login-email/);
+    await page.keyboard.type(user.email);
+    await page.keyboard.press('Tab');
+    await page.keyboard.type(user.password);
+    await page.keyboard.press('Enter');
+    await headingFocused('Search the card library');
+
+    // A card: the text by keyboard in the editor, Tab out of it to the link and tags, Enter on "Create card".
+    await tabTo(/^a New card$/);
+    await page.keyboard.press('Enter');
+    await headingFocused('New card');
+    await tabTo(/^div#card-text/);
+    // Far from the other cards' text (a near copy is kept as a collision, and the form stays to say so).
+    await page.keyboard.insertText(Array.from({ length: 8 }, (_, i) => `Line ${i}: lighthouse keepers logged every passing ship, storm and broken lamp in ledgers kept for ${i + 2} decades.`).join(' '));
+    await page.keyboard.press('Tab');
+    expect(await focused()).toMatch(/^input#card-link/);
+    await page.keyboard.press('Tab');
+    await page.keyboard.type('ice, sea');
+    await tabTo(/^button Create card$/);
+    await page.keyboard.press('Enter');
+    await page.waitForURL(/\/card\/[0-9a-f-]{36}$/);
+    await headingFocused((await page.locator('h1').textContent())!.trim().slice(0, 60));
+
+    // A vote on another person's card, twice (on, then off): the focus stays on the button.
+    await page.goto(`/card/${otherCards[1]}`);
+    await tabTo(/^button (▲ )?Upvote \d+$/);
+    await page.keyboard.press('Enter');
+    await eventually(async () => (await page.getByRole('button', { name: /^Upvote/ }).getAttribute('aria-pressed')) === 'true', 10_000, 'the upvote pressed');
+    expect(await focused()).toMatch(/^button (▲ )?Upvote \d+$/);
+    await page.keyboard.press('Enter');
+    await eventually(async () => (await page.getByRole('button', { name: /^Upvote/ }).getAttribute('aria-pressed')) === 'false', 10_000, 'the upvote taken back');
+
+    // Search: type, Enter, the status says it, Tab reaches the results.
+    await tabTo(/^a Search$/, true);
+    await page.keyboard.press('Enter');
+    await headingFocused('Search the card library');
+    await tabTo(/^input#search-q/);
+    await page.keyboard.type('glaciers meltwater');
+    await page.keyboard.press('Enter');
+    await eventually(async () => /results?/.test((await page.getByTestId('search-status').textContent()) ?? ''), 30_000, 'the search said');
+    await tabTo(/^a Sentence \d about the/);
+
+    // A collection, opened from the list.
+    await tabTo(/^a Collections$/, true);
+    await page.keyboard.press('Enter');
+    await headingFocused('Your collections');
+    await tabTo(/^a Glacier reading$/);
+    await page.keyboard.press('Enter');
+    await headingFocused('Glacier reading');
+
+    // An upload: the file chosen from the keyboard (Space on the file field), sent with Enter.
+    await tabTo(/^a Upload$/, true);
+    await page.keyboard.press('Enter');
+    await headingFocused('Upload a document');
+    await tabTo(/^input#upload-file/);
+    const [chooser] = await Promise.all([page.waitForEvent('filechooser'), page.keyboard.press('Space')]);
+    await chooser.setFiles({ name: 'crevasses.docx', mimeType: DOCX_MIME, buffer: buildDocx([{ heading: 'Crevasses', paragraphs: [CARD_TEXT.replace(/glaciers/g, 'crevasses')] }]) });
+    await tabTo(/^button Upload$/);
+    await page.keyboard.press('Enter');
+    await page.getByRole('status').filter({ hasText: 'Uploaded crevasses.docx' }).waitFor({ timeout: 30_000 });
+    expect(await focused()).toBe('button Upload');
+
+    // Notifications: read, all marked read from the keyboard.
+    await tabTo(/^a Notifications, \d+ unread$/, true);
+    await page.keyboard.press('Enter');
+    await headingFocused('Notifications');
+    await tabTo(/^button Mark all as read$/);
+    await page.keyboard.press('Enter');
+    await eventually(async () => (await page.getByRole('link', { name: /^Notifications, / }).getAttribute('aria-label')) === 'Notifications, 0 unread', 10_000, 'no unread');
+    expect(await focused()).toBe('button Mark all as read');
+    expect(pageProblems).toEqual([]);
+  });
 });

@@ -470,5 +470,87 @@ if (skipReason) {
         await connection.close();
       }
     });
+
+    it('keeps no count a release before 5d8f480 (bookmark_root_counts) would serve stale after changes made here, nor one of ours after its changes', async () => {
+      // That release's keeping of a viewer's roots and its forgetting after a change, copied from its
+      // mongo-bookmark-root-counts.ts (keptRoots, forgetRootCounts); it ran as a replica beside this one in a rolling
+      // upgrade, or alone after a rollback.
+      interface RootCountsDocument { _id: string; gen: number; rootsGen?: number; rootsAt?: Date; roots?: Record<string, unknown> }
+      await withScratchDatabase(async (connection) => {
+        const here = await openMongoCardsStore(connection);
+        const rootCounts = connection.db.collection<RootCountsDocument>('bookmark_root_counts');
+        const oldForgetRootCounts = async (collectionIds: Iterable<string>) => {
+          const ids = [...new Set(collectionIds)];
+          if (ids.length === 0) return;
+          await rootCounts.bulkWrite(ids.map((_id) => ({ updateOne: { filter: { _id }, update: { $inc: { gen: 1 } }, upsert: true } })), { ordered: false });
+        };
+        const oldKeptRoots = async <T>(collectionId: string, viewerId: string | null, read: () => Promise<T>, now = new Date()): Promise<T> => {
+          const key = viewerId === null ? 'anyone' : `v${viewerId}`;
+          let doc = await rootCounts.findOne({ _id: collectionId });
+          if (!doc) {
+            await rootCounts.updateOne({ _id: collectionId }, { $setOnInsert: { gen: 0 } }, { upsert: true });
+            doc = await rootCounts.findOne({ _id: collectionId });
+            if (!doc) return read();
+          }
+          const { gen } = doc;
+          const current = doc.rootsGen === gen && doc.rootsAt !== undefined && now.getTime() - doc.rootsAt.getTime() < KEPT_ROOTS_MS;
+          const kept = current ? doc.roots?.[key] : undefined;
+          if (kept !== undefined) return kept as T;
+          const value = await read();
+          if (current) await rootCounts.updateOne({ _id: collectionId, gen, rootsGen: gen, rootsAt: doc.rootsAt }, { $set: { [`roots.${key}`]: value } });
+          else await rootCounts.updateOne({ _id: collectionId, gen }, { $set: { rootsGen: gen, rootsAt: now, roots: { [key]: value } } });
+          return value;
+        };
+
+        const owner = randomUUID();
+        const c = aCollection().by(owner).build();
+        await here.collections.insert(c, []);
+        const stored: Card[] = [];
+        for (let i = 0; i < 12; i++) {
+          const card = (i % 4 === 3 ? aCard().by(owner).private() : aCard()).build();
+          await here.cards.insert(card, fingerprintOf(card.content), []);
+          await here.collections.addBookmark(c.id, card.id, nextTime(), []);
+          stored.push(card);
+        }
+        // What the old release counts (its read: the roots as they are now) and whether it counted or served kept.
+        let reads = 0;
+        const oldCount = (viewer: string | null) => oldKeptRoots(c.id, viewer, async () => (reads++, { n: (await here.collections.listVisibleBookmarkedRoots(c.id, viewer, 0, 1000)).length, starts: [] }));
+        expect(await oldCount(null)).toEqual({ n: 9, starts: [] });
+        expect(await oldCount(null)).toEqual({ n: 9, starts: [] });
+        expect(reads).toBe(1);
+        // Changes made here: the old release counts again (before: it served n 9 for KEPT_ROOTS_MS after each).
+        const changes: [number, () => Promise<unknown>][] = [
+          [10, async () => {
+            const late = aCard().build();
+            await here.cards.insert(late, fingerprintOf(late.content), []);
+            await here.collections.addBookmark(c.id, late.id, nextTime(), []);
+          }],
+          [9, () => here.collections.removeEntry(c.id, stored[0]!.id, () => [])],
+          [8, () => here.cards.update({ ...stored[1]!, private: true, updatedAt: nextTime() }, null, [])],
+          [7, () => here.cards.remove(stored[2]!.id, [], [])],
+        ];
+        for (const [n, change] of changes) {
+          await change();
+          expect(await oldCount(null)).toEqual({ n, starts: [] });
+        }
+        expect(reads).toBe(5);
+
+        // A change the old release makes (a bookmark, as its addBookmark wrote it, then its forgetting): counts kept
+        // here are read whole again (before: they answered 7 until KEPT_ROOTS_MS).
+        expect(await here.collections.countVisibleBookmarkedRoots(c.id, null)).toBe(7);
+        const card = aCard().build();
+        await here.cards.insert(card, fingerprintOf(card.content), []);
+        const counter = await here.database.collections.findOneAndUpdate({ _id: c.id }, { $inc: { bookmarkSeq: 1 } }, { returnDocument: 'after' });
+        await here.database.bookmarks.insertOne({ _id: `${c.id}:${card.id}`, collectionId: c.id, cardId: card.id, ownerId: owner, ord: counter!.bookmarkSeq, createdAt: nextTime() });
+        await oldForgetRootCounts([c.id]);
+        expect(await here.collections.countVisibleBookmarkedRoots(c.id, null)).toBe(8);
+        expect(await here.collections.listVisibleBookmarkedRoots(c.id, null, 7, 10)).toEqual([card.id]);
+        // Its own changes still only mend the blocks: no count read whole.
+        const aggregate = jest.spyOn(MongoCollection.prototype, 'aggregate');
+        await here.collections.removeEntry(c.id, card.id, () => []);
+        expect(await here.collections.countVisibleBookmarkedRoots(c.id, null)).toBe(7);
+        expect(aggregate).not.toHaveBeenCalled();
+      });
+    });
   });
 }

@@ -16,7 +16,20 @@ import { bookmarkId, type MongoCardsDatabase } from './mongo-cards-database';
  * was read or before it was raised, so nothing read during a change is kept past it. Kept counts are also read whole
  * again after KEPT_ROOTS_MS: a process cut off between writing a change and raising its counters leaves them stale at
  * most that long.
+ *
+ * `bookmark_root_counts` is where releases before 5d8f480 keep a viewer's roots (`roots`), valid while the collection's
+ * `gen` is their `rootsGen` (for KEPT_ROOTS_MS); they raise `gen` after each change and mark no blocks. So that either
+ * side of a rolling upgrade or a rollback reads no counts the other's changes made wrong, every change here also raises
+ * `gen`, with `markedGen` in the same `$inc` (a document such a release made; none is made here), and kept counts are
+ * read whole again once `gen - markedGen` (the changes of such a release) moved since they were read.
  */
+interface LegacyRootCountsDocument {
+  _id: string;
+  gen: number;
+  /** How many of the raises of `gen` came from this release, which also marks their blocks. */
+  markedGen?: number;
+}
+
 interface BlockChangesDocument {
   _id: string;
   epoch?: number;
@@ -29,6 +42,8 @@ interface ViewerRootsDocument {
   blocks: number[];
   epoch: number;
   marks: Record<string, number>;
+  /** `gen - markedGen` of bookmark_root_counts read before they were counted (absent in counts kept before it was). */
+  unmarked?: number;
   /** When these counts were last read whole. */
   at: Date;
 }
@@ -44,7 +59,14 @@ export const KEPT_ROOTS_MS = 10 * 60_000;
 
 const blockChanges = (store: MongoCardsDatabase) => store.db.collection<BlockChangesDocument>('bookmark_block_changes');
 const viewerRoots = (store: MongoCardsDatabase) => store.db.collection<ViewerRootsDocument>('bookmark_viewer_roots');
+const legacyRootCounts = (store: MongoCardsDatabase) => store.db.collection<LegacyRootCountsDocument>('bookmark_root_counts');
 const viewerKey = (collectionId: string, viewerId: string | null) => `${collectionId} ${viewerId === null ? 'anyone' : `v${viewerId}`}`;
+
+/** Raises `gen` (and `markedGen`) of the documents releases before 5d8f480 keep for these collections, if they made one. */
+async function raiseLegacyGen(store: MongoCardsDatabase, collectionIds: readonly string[]): Promise<void> {
+  if (collectionIds.length === 0) return;
+  await legacyRootCounts(store).updateMany({ _id: { $in: [...collectionIds] } }, { $inc: { gen: 1, markedGen: 1 } });
+}
 
 /** The blocks of bookmark orders, by collection, holding a bookmark of these cards' groups (each card, its root, the root's collisions). */
 export async function blocksOfGroups(store: MongoCardsDatabase, cardIds: readonly string[], collectionId?: string): Promise<Map<string, Set<number>>> {
@@ -73,10 +95,13 @@ export async function markBlocks(store: MongoCardsDatabase, ...changed: Map<stri
   const all = new Map<string, Set<number>>();
   for (const map of changed) for (const [id, set] of map) for (const block of set) addBlock(all, id, block * BOOKMARK_BLOCK);
   if (all.size === 0) return;
-  await blockChanges(store).bulkWrite(
-    [...all].map(([_id, set]) => ({ updateOne: { filter: { _id }, update: { $inc: Object.fromEntries([...set].map((b) => [`changes.${b}`, 1])) }, upsert: true } })),
-    { ordered: false },
-  );
+  await Promise.all([
+    blockChanges(store).bulkWrite(
+      [...all].map(([_id, set]) => ({ updateOne: { filter: { _id }, update: { $inc: Object.fromEntries([...set].map((b) => [`changes.${b}`, 1])) }, upsert: true } })),
+      { ordered: false },
+    ),
+    raiseLegacyGen(store, [...all.keys()]),
+  ]);
 }
 
 /**
@@ -97,12 +122,16 @@ export async function changingGroups<T>(store: MongoCardsDatabase, cardIds: () =
 export async function forgetRootCounts(store: MongoCardsDatabase, collectionIds: Iterable<string>): Promise<void> {
   const ids = [...new Set(collectionIds)];
   if (ids.length === 0) return;
-  await blockChanges(store).bulkWrite(ids.map((_id) => ({ updateOne: { filter: { _id }, update: { $inc: { epoch: 1 } }, upsert: true } })), { ordered: false });
+  await Promise.all([
+    blockChanges(store).bulkWrite(ids.map((_id) => ({ updateOne: { filter: { _id }, update: { $inc: { epoch: 1 } }, upsert: true } })), { ordered: false }),
+    raiseLegacyGen(store, ids),
+  ]);
 }
 
 /** Drops a deleted collection's counts. */
 export async function dropRootCounts(store: MongoCardsDatabase, collectionId: string): Promise<void> {
   await blockChanges(store).deleteOne({ _id: collectionId });
+  await legacyRootCounts(store).deleteOne({ _id: collectionId });
   await viewerRoots(store).deleteMany({ _id: { $gte: `${collectionId} `, $lt: `${collectionId}!` } });
 }
 
@@ -120,12 +149,17 @@ export async function keptRoots(
 ): Promise<KeptRoots> {
   const _id = viewerKey(collectionId, viewerId);
   // The counters first: whatever is counted below comes after them.
-  const [changes, kept] = await Promise.all([blockChanges(store).findOne({ _id: collectionId }), viewerRoots(store).findOne({ _id })]);
+  const [changes, kept, legacy] = await Promise.all([
+    blockChanges(store).findOne({ _id: collectionId }),
+    viewerRoots(store).findOne({ _id }),
+    legacyRootCounts(store).findOne({ _id: collectionId }, { projection: { gen: 1, markedGen: 1 } }),
+  ]);
   const epoch = changes?.epoch ?? 0;
+  const unmarked = (legacy?.gen ?? 0) - (legacy?.markedGen ?? 0);
   const marks = changes?.changes ?? {};
   let roots: KeptRoots;
   let at = now;
-  if (kept && kept.epoch === epoch && now.getTime() - kept.at.getTime() < KEPT_ROOTS_MS) {
+  if (kept && kept.epoch === epoch && kept.unmarked === unmarked && now.getTime() - kept.at.getTime() < KEPT_ROOTS_MS) {
     const changed = Object.keys(marks).filter((b) => marks[b] !== kept.marks[b]);
     roots = { n: kept.n, blocks: kept.blocks };
     if (changed.length === 0) return roots;
@@ -147,7 +181,7 @@ export async function keptRoots(
     }
   }
   while (roots.blocks.length > 0 && roots.blocks[roots.blocks.length - 1] === 0) roots.blocks.pop();
-  await viewerRoots(store).replaceOne({ _id }, { n: roots.n, blocks: roots.blocks, epoch, marks, at }, { upsert: true }).catch((err: unknown) => {
+  await viewerRoots(store).replaceOne({ _id }, { n: roots.n, blocks: roots.blocks, epoch, marks, unmarked, at }, { upsert: true }).catch((err: unknown) => {
     if (!isDuplicateKeyError(err)) throw err; // stored by a concurrent read of the same viewer's counts
   });
   return roots;

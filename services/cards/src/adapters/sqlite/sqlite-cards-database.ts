@@ -209,6 +209,48 @@ export const CARDS_MIGRATIONS = [
   // BY) for every page. It serves every read by collision_of that cards_collision_of served.
   `CREATE INDEX cards_collisions_order ON cards(collision_of, created_at, id) WHERE collision_of IS NOT NULL;
    DROP INDEX cards_collision_of;`,
+  // A rollback keeps working: the mended counts move to a table of their own (bookmark_block_counts), and
+  // bookmark_root_counts is again the table releases before the mended counts read (n, starts), with their triggers,
+  // which forget a collection's rows on any change (while this release runs, a delete by primary key prefix of an empty
+  // table). The migration above that replaced it (columns n, blocks, seq) made every collection page of a release
+  // before it fail ('no such column: starts'). Releases with that migration read blocks and seq: they stay as nullable
+  // columns; a row an older release writes (blocks NULL) gets blocks '[]' (no block known: a page reads from the
+  // first bookmark) at the collection's latest change number, which its triggers keep true until its next change.
+  `CREATE TABLE bookmark_block_counts (collection_id TEXT NOT NULL, viewer_id TEXT NOT NULL, n INTEGER NOT NULL, blocks TEXT NOT NULL,
+     seq INTEGER NOT NULL, PRIMARY KEY (collection_id, viewer_id)) WITHOUT ROWID;
+   INSERT INTO bookmark_block_counts (collection_id, viewer_id, n, blocks, seq) SELECT collection_id, viewer_id, n, blocks, seq FROM bookmark_root_counts;
+   DROP TRIGGER bookmark_blocks_collection_deleted;
+   CREATE TRIGGER bookmark_blocks_collection_deleted AFTER DELETE ON collections BEGIN
+     DELETE FROM bookmark_block_counts WHERE collection_id = OLD.id;
+     DELETE FROM bookmark_block_changes WHERE collection_id = OLD.id;
+   END;
+   DROP TABLE bookmark_root_counts;
+   CREATE TABLE bookmark_root_counts (collection_id TEXT NOT NULL, viewer_id TEXT NOT NULL, n INTEGER NOT NULL, starts TEXT,
+     blocks TEXT, seq INTEGER, PRIMARY KEY (collection_id, viewer_id)) WITHOUT ROWID;
+   CREATE TRIGGER bookmark_root_counts_added AFTER INSERT ON bookmarks BEGIN
+     DELETE FROM bookmark_root_counts WHERE collection_id = NEW.collection_id;
+   END;
+   CREATE TRIGGER bookmark_root_counts_removed AFTER DELETE ON bookmarks BEGIN
+     DELETE FROM bookmark_root_counts WHERE collection_id = OLD.collection_id;
+   END;
+   CREATE TRIGGER bookmark_root_counts_moved AFTER UPDATE OF collection_id, card_id, ord ON bookmarks BEGIN
+     DELETE FROM bookmark_root_counts WHERE collection_id IN (OLD.collection_id, NEW.collection_id);
+   END;
+   CREATE TRIGGER bookmark_root_counts_card_changed AFTER UPDATE OF id, private, author_id, collision_of ON cards
+     WHEN OLD.id IS NOT NEW.id OR OLD.private IS NOT NEW.private OR OLD.author_id IS NOT NEW.author_id OR OLD.collision_of IS NOT NEW.collision_of BEGIN
+     DELETE FROM bookmark_root_counts WHERE collection_id IN (SELECT collection_id FROM bookmarks WHERE card_id IN (OLD.id, NEW.id));
+   END;
+   CREATE TRIGGER bookmark_root_counts_card_deleted AFTER DELETE ON cards BEGIN
+     DELETE FROM bookmark_root_counts WHERE collection_id IN (SELECT collection_id FROM bookmarks WHERE card_id = OLD.id);
+   END;
+   CREATE TRIGGER bookmark_root_counts_collection_deleted AFTER DELETE ON collections BEGIN
+     DELETE FROM bookmark_root_counts WHERE collection_id = OLD.id;
+   END;
+   CREATE TRIGGER bookmark_root_counts_without_blocks AFTER INSERT ON bookmark_root_counts WHEN NEW.blocks IS NULL OR NEW.seq IS NULL BEGIN
+     UPDATE bookmark_root_counts SET blocks = '[]',
+       seq = (SELECT coalesce(max(seq), 0) FROM bookmark_block_changes WHERE collection_id = NEW.collection_id)
+     WHERE collection_id = NEW.collection_id AND viewer_id = NEW.viewer_id;
+   END;`,
 ];
 
 /** A kept count (kept_counts): 'cards' or 'ranked_authors'. One row read by its key, whatever the library's size. */

@@ -204,7 +204,7 @@ export class SqliteCollectionRepository implements CollectionRepository {
   private keptRoots(collectionId: string, viewerId: string | null): KeptRoots {
     const viewer = viewerId ?? '';
     const latest = (this.db.prepare('SELECT coalesce(max(seq), 0) AS seq FROM bookmark_block_changes WHERE collection_id = ?').get(collectionId) as { seq: number }).seq;
-    const kept = this.db.prepare('SELECT n, blocks, seq FROM bookmark_root_counts WHERE collection_id = ? AND viewer_id = ?').get(collectionId, viewer) as
+    const kept = this.db.prepare('SELECT n, blocks, seq FROM bookmark_block_counts WHERE collection_id = ? AND viewer_id = ?').get(collectionId, viewer) as
       | { n: number; blocks: string; seq: number }
       | undefined;
     let roots: KeptRoots;
@@ -231,7 +231,7 @@ export class SqliteCollectionRepository implements CollectionRepository {
       }
     }
     while (roots.blocks.length > 0 && roots.blocks[roots.blocks.length - 1] === 0) roots.blocks.pop();
-    this.db.prepare('INSERT OR REPLACE INTO bookmark_root_counts (collection_id, viewer_id, n, blocks, seq) VALUES (?, ?, ?, ?, ?)')
+    this.db.prepare('INSERT OR REPLACE INTO bookmark_block_counts (collection_id, viewer_id, n, blocks, seq) VALUES (?, ?, ?, ?, ?)')
       .run(collectionId, viewer, roots.n, JSON.stringify(roots.blocks), latest);
     return roots;
   }

@@ -86,7 +86,7 @@ if (require.main === module) {
     })
     .catch((err: unknown) => {
       // A full disk names itself and the data dir, instead of the raw SqliteError of whichever store wrote first.
-      const { fields, msg } = startFailureLog(err, resolve(process.env.DATA_DIR ?? './data'));
+      const { fields, msg } = startFailureLog(err);
       logger.fatal(fields, msg);
       process.exit(1);
     });

@@ -1,4 +1,5 @@
 import { statfs } from 'node:fs/promises';
+import { resolve } from 'node:path';
 import type { Logger } from './logger';
 import { ConfigError } from './config';
 import { errorMessage } from './errors';
@@ -96,12 +97,15 @@ export function watchDataDirSpace({
  * full (SQLITE_FULL, ENOSPC from whichever store opened first), it says so and names the data dir, instead of a raw
  * "database or disk is full" with a stack.
  */
-export function startFailureLog(err: unknown, dataDir: string | undefined): { fields: Record<string, unknown>; msg: string } {
+export function startFailureLog(
+  err: unknown,
+  { dataDir = resolve(process.env.DATA_DIR ?? './data'), otherwise = 'failed to start' }: { dataDir?: string; otherwise?: string } = {},
+): { fields: Record<string, unknown>; msg: string } {
   if (isStorageFullError(err)) {
     return {
       fields: { dataDir, error: errorMessage(err).slice(0, 300), code: (err as { code?: unknown }).code },
-      msg: `the data dir's filesystem is full (${dataDir ?? 'DATA_DIR'}): nothing can be written there, so the service cannot start. Free space on it (or give it more room) and start again (docs/deploy.md, a full disk)`,
+      msg: `the data dir's filesystem is full (${dataDir}): nothing can be written there, so the service cannot start. Free space on it (or give it more room) and start again (docs/deploy.md, a full disk)`,
     };
   }
-  return { fields: { err }, msg: 'failed to start' };
+  return { fields: { err }, msg: otherwise };
 }

@@ -48,11 +48,11 @@ describe("the data dir's free space", () => {
 
   it('a start refused by a full disk says so and names the data dir, not a raw SqliteError', () => {
     const full = Object.assign(new Error('database or disk is full'), { name: 'SqliteError', code: 'SQLITE_FULL' });
-    expect(startFailureLog(full, '/srv/cards/data')).toEqual({
+    expect(startFailureLog(full, { dataDir: '/srv/cards/data' })).toEqual({
       fields: { dataDir: '/srv/cards/data', error: 'database or disk is full', code: 'SQLITE_FULL' },
       msg: expect.stringMatching(/^the data dir's filesystem is full \(\/srv\/cards\/data\)/),
     });
     const other = new Error('boom');
-    expect(startFailureLog(other, '/srv/cards/data')).toEqual({ fields: { err: other }, msg: 'failed to start' });
+    expect(startFailureLog(other, { dataDir: '/srv/cards/data', otherwise: 'cards failed to start' })).toEqual({ fields: { err: other }, msg: 'cards failed to start' });
   });
 });

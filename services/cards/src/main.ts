@@ -1,4 +1,4 @@
-import { createEventBus, createGrpcClient, createLogger, EngineReadinessMonitor, eventBusEngineChecks, grpcServerSettingsFrom, loadConfig, lockServiceDataDir, refuseEmbeddedStores, OutboxRelay, readinessSettingsFrom, startGrpcServer, stopOnSignals, UnavailableError, type Logger, type RunningService } from '@cards/platform';
+import { createEventBus, createGrpcClient, createLogger, EngineReadinessMonitor, eventBusEngineChecks, grpcServerSettingsFrom, loadConfig, lockServiceDataDir, refuseEmbeddedStores, OutboxRelay, readinessSettingsFrom, startFailureLog, startGrpcServer, stopOnSignals, UnavailableError, type Logger, type RunningService } from '@cards/platform';
 import { cards, files, identity, search } from '@cards/proto';
 import { GrpcFileDirectory } from './adapters/grpc/grpc-file-directory';
 import { GrpcNearDuplicateFinder } from './adapters/grpc/grpc-near-duplicate-finder';
@@ -137,7 +137,9 @@ if (require.main === module) {
   startCards()
     .then((running) => stopOnSignals(() => running.stop(), logger))
     .catch((err: unknown) => {
-      logger.fatal({ err }, 'cards failed to start');
+      // A full disk names itself and the data dir, instead of the raw SqliteError of whichever store wrote first.
+      const { fields, msg } = startFailureLog(err, { otherwise: 'cards failed to start' });
+      logger.fatal(fields, msg);
       process.exit(1);
     });
 }

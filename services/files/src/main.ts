@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { connectMongo, createEventBus, createLogger, EngineReadinessMonitor, eventBusEngineChecks, grpcServerSettingsFrom, keptKeyExpiry, loadConfig, lockServiceDataDir, redactUrl, refuseEmbeddedStores, mongoEngineCheck, MongoOutboxStore, OutboxRelay, readinessSettingsFrom, SqliteOutboxStore, startGrpcServer, stopOnSignals, type EngineCheck, type Logger, type OutboxStore, type RunningService } from '@cards/platform';
+import { connectMongo, createEventBus, createLogger, EngineReadinessMonitor, eventBusEngineChecks, grpcServerSettingsFrom, keptKeyExpiry, loadConfig, lockServiceDataDir, redactUrl, refuseEmbeddedStores, mongoEngineCheck, MongoOutboxStore, OutboxRelay, readinessSettingsFrom, SqliteOutboxStore, startFailureLog, startGrpcServer, stopOnSignals, type EngineCheck, type Logger, type OutboxStore, type RunningService } from '@cards/platform';
 import { files } from '@cards/proto';
 import { DiskObjectStore } from './adapters/disk/disk-object-store';
 import { BoundedDocumentReader } from './adapters/documents/bounded-document-reader';
@@ -121,7 +121,9 @@ if (require.main === module) {
   startFiles()
     .then((running) => stopOnSignals(() => running.stop(), logger))
     .catch((err: unknown) => {
-      logger.fatal({ err }, 'files failed to start');
+      // A full disk names itself and the data dir, instead of the raw SqliteError of whichever store wrote first.
+      const { fields, msg } = startFailureLog(err, { otherwise: 'files failed to start' });
+      logger.fatal(fields, msg);
       process.exit(1);
     });
 }

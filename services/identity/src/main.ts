@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { connectMongo, createLogger, EngineReadinessMonitor, grpcServerSettingsFrom, loadConfig, lockServiceDataDir, mongoEngineCheck, readinessSettingsFrom, startGrpcServer, stopOnSignals, type EngineCheck, type RunningService } from '@cards/platform';
+import { connectMongo, createLogger, EngineReadinessMonitor, grpcServerSettingsFrom, loadConfig, lockServiceDataDir, mongoEngineCheck, readinessSettingsFrom, startFailureLog, startGrpcServer, stopOnSignals, type EngineCheck, type RunningService } from '@cards/platform';
 import { identity } from '@cards/proto';
 import { IdentityService } from './application/identity-service';
 import { jwtSecretFrom } from './adapters/crypto/jwt-secret-file';
@@ -87,7 +87,9 @@ if (require.main === module) {
   startIdentity()
     .then((running) => stopOnSignals(() => running.stop(), logger))
     .catch((err: unknown) => {
-      logger.fatal({ err }, 'identity failed to start');
+      // A full disk names itself and the data dir, instead of the raw SqliteError of whichever store wrote first.
+      const { fields, msg } = startFailureLog(err, { otherwise: 'identity failed to start' });
+      logger.fatal(fields, msg);
       process.exit(1);
     });
 }

@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { connectMongo, createEventBus, createLogger, EngineReadinessMonitor, eventBusEngineChecks, grpcServerSettingsFrom, loadConfig, lockServiceDataDir, refuseEmbeddedStores, mongoEngineCheck, readinessSettingsFrom, startGrpcServer, stopOnSignals, type EngineCheck, type Logger, type RunningService } from '@cards/platform';
+import { connectMongo, createEventBus, createLogger, EngineReadinessMonitor, eventBusEngineChecks, grpcServerSettingsFrom, loadConfig, lockServiceDataDir, refuseEmbeddedStores, mongoEngineCheck, readinessSettingsFrom, startFailureLog, startGrpcServer, stopOnSignals, type EngineCheck, type Logger, type RunningService } from '@cards/platform';
 import { notifications } from '@cards/proto';
 import { MongoNotificationRepository } from './adapters/mongo/mongo-notification-repository';
 import { SqliteNotificationRepository } from './adapters/sqlite/sqlite-notification-repository';
@@ -68,7 +68,9 @@ if (require.main === module) {
   startNotifications()
     .then((running) => stopOnSignals(() => running.stop(), logger))
     .catch((err: unknown) => {
-      logger.fatal({ err }, 'notifications failed to start');
+      // A full disk names itself and the data dir, instead of the raw SqliteError of whichever store wrote first.
+      const { fields, msg } = startFailureLog(err, { otherwise: 'notifications failed to start' });
+      logger.fatal(fields, msg);
       process.exit(1);
     });
 }

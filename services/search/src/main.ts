@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { createEventBus, createLogger, EngineReadinessMonitor, eventBusEngineChecks, grpcServerSettingsFrom, loadConfig, lockServiceDataDir, redactUrl, refuseEmbeddedStores, readinessSettingsFrom, startGrpcServer, stopOnSignals, Topics, type EngineCheck, type EventBus, type Logger, type OutgoingEvent, type RunningService } from '@cards/platform';
+import { createEventBus, createLogger, EngineReadinessMonitor, eventBusEngineChecks, grpcServerSettingsFrom, loadConfig, lockServiceDataDir, redactUrl, refuseEmbeddedStores, readinessSettingsFrom, startFailureLog, startGrpcServer, stopOnSignals, Topics, type EngineCheck, type EventBus, type Logger, type OutgoingEvent, type RunningService } from '@cards/platform';
 import { search } from '@cards/proto';
 import { searchConfigSchema, type SearchConfig } from './config';
 import { OpenAiEmbedder } from './adapters/openai/openai-embedder';
@@ -186,7 +186,9 @@ if (require.main === module) {
   startSearch()
     .then((running) => stopOnSignals(() => running.stop(), logger))
     .catch((err: unknown) => {
-      logger.fatal({ err }, 'search failed to start');
+      // A full disk names itself and the data dir, instead of the raw SqliteError of whichever store wrote first.
+      const { fields, msg } = startFailureLog(err, { otherwise: 'search failed to start' });
+      logger.fatal(fields, msg);
       process.exit(1);
     });
 }

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { resolve } from 'node:path';
-import { createLogger, dataDirFreeWarningBytesOf, enableInProcessCalls, loopbackTopologyEnv, startFailureLog, stopOnSignals, watchDataDirSpace, type RunningService } from '@cards/platform';
+import { createLogger, enableInProcessCalls, loopbackTopologyEnv, startFailureLog, stopOnSignals, watchServiceDataDirSpace, type RunningService } from '@cards/platform';
 import { startGateway } from '@cards/gateway';
 import { startIdentity } from '@cards/identity';
 import { startCards } from '@cards/cards';
@@ -56,8 +56,9 @@ async function startOnce(baseEnv: Record<string, string | undefined>): Promise<A
     PUBLIC_URL: publicUrlOf(baseEnv),
   };
   enableInProcessCalls(env.GRPC_IN_PROCESS !== 'false');
-  // The free space of DATA_DIR's file system: a gauge on /metrics and a warning below DATA_DIR_FREE_WARNING_MB.
-  const space = watchDataDirSpace({ path: env.DATA_DIR!, logger: createLogger('all-in-one'), floorBytes: dataDirFreeWarningBytesOf(env) });
+  // The free space of DATA_DIR's file system: a gauge on /metrics and a warning below DATA_DIR_FREE_WARNING_MB, from
+  // before the first service opens its store; the services' own calls share this one watch (one per process).
+  const space = watchServiceDataDirSpace({ env, dataDir: env.DATA_DIR!, engineVariables: [], logger: createLogger('all-in-one') });
   const started: RunningService[] = [];
   try {
     for (const start of [startIdentity, startCards, startSearch, startFiles, startNotifications]) started.push(await start(env));

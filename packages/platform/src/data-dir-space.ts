@@ -10,8 +10,10 @@ import { sampledGauge } from './service-metrics';
 /**
  * Bytes free on the data dir's file system for this process (statfs: bavail × bsize, what an unprivileged writer may
  * still use), read at each scrape: the operator's alert before writes start failing "Storage is full" (docs/deploy.md).
+ * Labelled with the data dir's path, so a process that watches none (its stores all on MongoDB, Kafka...) has no sample
+ * at all rather than a label-less gauge's 0, which would look like a full disk.
  */
-export const dataDirFreeBytes = sampledGauge('cards_data_dir_free_bytes', "Bytes free on the data dir's file system (DATA_DIR), as this process may still use them", []);
+export const dataDirFreeBytes = sampledGauge('cards_data_dir_free_bytes', "Bytes free on the data dir's file system (DATA_DIR), as this process may still use them", ['data_dir']);
 
 /** Default of DATA_DIR_FREE_WARNING_MB: below 100 MB free, a warning. */
 export const DATA_DIR_FREE_WARNING_MB = 100;
@@ -69,7 +71,7 @@ export function watchDataDirSpace({
     "the data dir's file system is almost full: writes (cards, files, sign-ups) will be refused with 503 \"Storage is full\" once it is; free space or grow it (docs/deploy.md, a full disk)",
     { now, everyMs: DATA_DIR_LOW_WARNING_EVERY_MS, countField: 'checksSinceLastWarning' },
   );
-  const removeSource = dataDirFreeBytes.addSource(async () => [{ labels: {}, value: await freeBytes(path) }]);
+  const removeSource = dataDirFreeBytes.addSource(async () => [{ labels: { data_dir: path }, value: await freeBytes(path) }]);
   const check = async (): Promise<number | undefined> => {
     try {
       const free = await freeBytes(path);
@@ -88,6 +90,54 @@ export function watchDataDirSpace({
     stop() {
       clearInterval(timer);
       removeSource();
+    },
+  };
+}
+
+/** The process's watches, one per data dir: every service started in one process (the all-in-one) shares it. */
+const sharedWatches = new Map<string, { watch: DataDirSpaceWatch; users: number }>();
+
+/**
+ * Watches the data dir's free space for a service that keeps something there: the cards_data_dir_free_bytes gauge and
+ * the low-space warning below DATA_DIR_FREE_WARNING_MB (a ConfigError when that is not a number of megabytes), once per
+ * process and data dir however many services of the process call it (the all-in-one runs them all; the gauge would add
+ * up their samples). `engineVariables` are the service's, as for refuseEmbeddedStores: with every one of them set (MongoDB,
+ * Kafka, ...) it keeps nothing under DATA_DIR and nothing is watched. `stop` (at the service's stop) lets go of this
+ * service's share; the watch stops with the last one.
+ */
+export function watchServiceDataDirSpace({
+  env,
+  dataDir,
+  engineVariables,
+  logger,
+  intervalMs,
+  freeBytes,
+}: {
+  env: Record<string, string | undefined>;
+  dataDir: string;
+  engineVariables: readonly string[];
+  logger: Logger;
+  intervalMs?: number;
+  freeBytes?: FreeBytesOf;
+}): { stop(): void } {
+  const floorBytes = dataDirFreeWarningBytesOf(env);
+  if (engineVariables.length > 0 && engineVariables.every((name) => env[name]?.trim())) return { stop() {} };
+  const path = resolve(dataDir);
+  let shared = sharedWatches.get(path);
+  if (!shared) {
+    shared = { watch: watchDataDirSpace({ path, logger, floorBytes, intervalMs, freeBytes }), users: 0 };
+    sharedWatches.set(path, shared);
+  }
+  shared.users++;
+  let stopped = false;
+  const held = shared;
+  return {
+    stop() {
+      if (stopped) return;
+      stopped = true;
+      if (--held.users > 0) return;
+      held.watch.stop();
+      if (sharedWatches.get(path) === held) sharedWatches.delete(path);
     },
   };
 }

@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createLogger, ConfigError, dataDirFreeWarningBytesOf, serviceMetrics, startFailureLog, watchDataDirSpace } from '../src';
+import { createLogger, ConfigError, dataDirFreeWarningBytesOf, serviceMetrics, startFailureLog, watchDataDirSpace, watchServiceDataDirSpace } from '../src';
 
 type Line = { level: number; msg: string; [field: string]: unknown };
 const MB = 1024 * 1024;
@@ -21,12 +21,12 @@ describe("the data dir's free space", () => {
     let clock = 0;
     const watch = watchDataDirSpace({ path: '/data', logger, floorBytes: 100 * MB, freeBytes: async () => free, now: () => clock, intervalMs: 3_600_000 });
     try {
-      expect(await serviceMetrics.getSingleMetricAsString('cards_data_dir_free_bytes')).toMatch(new RegExp(`^cards_data_dir_free_bytes ${500 * MB}$`, 'm'));
+      expect(await serviceMetrics.getSingleMetricAsString('cards_data_dir_free_bytes')).toMatch(new RegExp(`^cards_data_dir_free_bytes{data_dir="/data"} ${500 * MB}$`, 'm'));
       await watch.check();
       expect(lines.filter((l) => l.level >= 40)).toEqual([]);
       free = 40 * MB;
       for (let i = 0; i < 5; i++, clock += 60_000) await watch.check();
-      expect(await serviceMetrics.getSingleMetricAsString('cards_data_dir_free_bytes')).toMatch(new RegExp(`^cards_data_dir_free_bytes ${40 * MB}$`, 'm'));
+      expect(await serviceMetrics.getSingleMetricAsString('cards_data_dir_free_bytes')).toMatch(new RegExp(`^cards_data_dir_free_bytes{data_dir="/data"} ${40 * MB}$`, 'm'));
       expect(lines.filter((l) => l.level >= 40)).toEqual([
         expect.objectContaining({ level: 40, msg: expect.stringMatching(/^the data dir's file system is almost full/), dataDir: '/data', freeBytes: 40 * MB, floorBytes: 100 * MB }),
       ]);
@@ -54,5 +54,34 @@ describe("the data dir's free space", () => {
     });
     const other = new Error('boom');
     expect(startFailureLog(other, { dataDir: '/srv/cards/data', otherwise: 'cards failed to start' })).toEqual({ fields: { err: other }, msg: 'cards failed to start' });
+  });
+});
+
+describe("the data dir's free space, watched for a service", () => {
+  const sample = async () => (await serviceMetrics.getSingleMetricAsString('cards_data_dir_free_bytes')).split('\n').filter((line) => line.startsWith('cards_data_dir_free_bytes'));
+
+  it('once per process and data dir however many services call it (the all-in-one), until the last one stops', async () => {
+    const logger = createLogger('all-in-one', 'silent');
+    const freeBytes = async () => 500 * MB;
+    const services = ['identity', 'cards', 'search'].map(() => watchServiceDataDirSpace({ env: {}, dataDir: '/data', engineVariables: ['MONGO_URL'], logger, freeBytes }));
+    try {
+      // One sample of the free bytes, not three added up.
+      expect(await sample()).toEqual([`cards_data_dir_free_bytes{data_dir="/data"} ${500 * MB}`]);
+      services[0]!.stop();
+      services[0]!.stop();
+      services[1]!.stop();
+      expect(await sample()).toEqual([`cards_data_dir_free_bytes{data_dir="/data"} ${500 * MB}`]);
+    } finally {
+      services[2]!.stop();
+    }
+    expect(await sample()).toEqual([]);
+  });
+
+  it('not at all for a service whose engine variables are all set (nothing of it under DATA_DIR); a bad DATA_DIR_FREE_WARNING_MB is a ConfigError', async () => {
+    const logger = createLogger('cards', 'silent');
+    const watch = watchServiceDataDirSpace({ env: { MONGO_URL: 'mongodb://mongo', KAFKA_BROKERS: 'kafka:9092' }, dataDir: '/data', engineVariables: ['MONGO_URL', 'KAFKA_BROKERS'], logger, freeBytes: async () => 1 });
+    expect(await sample()).toEqual([]);
+    watch.stop();
+    expect(() => watchServiceDataDirSpace({ env: { DATA_DIR_FREE_WARNING_MB: 'lots' }, dataDir: '/data', engineVariables: ['MONGO_URL'], logger })).toThrow(ConfigError);
   });
 });

@@ -1,4 +1,4 @@
-import { createEventBus, createGrpcClient, createLogger, EngineReadinessMonitor, eventBusEngineChecks, grpcServerSettingsFrom, loadConfig, lockServiceDataDir, refuseEmbeddedStores, OutboxRelay, readinessSettingsFrom, startFailureLog, startGrpcServer, stopOnSignals, UnavailableError, type Logger, type RunningService } from '@cards/platform';
+import { createEventBus, createGrpcClient, createLogger, EngineReadinessMonitor, eventBusEngineChecks, grpcServerSettingsFrom, loadConfig, lockServiceDataDir, refuseEmbeddedStores, OutboxRelay, readinessSettingsFrom, startFailureLog, startGrpcServer, stopOnSignals, watchServiceDataDirSpace, UnavailableError, type Logger, type RunningService } from '@cards/platform';
 import { cards, files, identity, search } from '@cards/proto';
 import { GrpcFileDirectory } from './adapters/grpc/grpc-file-directory';
 import { GrpcNearDuplicateFinder } from './adapters/grpc/grpc-near-duplicate-finder';
@@ -76,10 +76,14 @@ export async function startCards(env: Record<string, string | undefined> = proce
     logger,
     'recording the privacy of the files carried by cards and collections',
   );
+  // The free space of DATA_DIR's file system (a gauge on /metrics, a warning below DATA_DIR_FREE_WARNING_MB) while this
+  // service keeps something there; once per process however many services it runs (docs/deploy.md, a full disk).
+  const space = watchServiceDataDirSpace({ env, dataDir: config.DATA_DIR, engineVariables: ['MONGO_URL', 'KAFKA_BROKERS'], logger });
   return {
     name: 'cards',
     address: grpc.address,
     async stop() {
+      space.stop();
       await grpc.shutdown();
       await htmlCleaner.close();
       for (const peer of Object.values(peers)) peer.channel.close();

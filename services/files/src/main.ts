@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { connectMongo, createEventBus, createLogger, EngineReadinessMonitor, eventBusEngineChecks, grpcServerSettingsFrom, keptKeyExpiry, loadConfig, lockServiceDataDir, redactUrl, refuseEmbeddedStores, mongoEngineCheck, MongoOutboxStore, OutboxRelay, readinessSettingsFrom, SqliteOutboxStore, startFailureLog, startGrpcServer, stopOnSignals, type EngineCheck, type Logger, type OutboxStore, type RunningService } from '@cards/platform';
+import { connectMongo, createEventBus, createLogger, EngineReadinessMonitor, eventBusEngineChecks, grpcServerSettingsFrom, keptKeyExpiry, loadConfig, lockServiceDataDir, redactUrl, refuseEmbeddedStores, mongoEngineCheck, MongoOutboxStore, OutboxRelay, readinessSettingsFrom, SqliteOutboxStore, startFailureLog, startGrpcServer, stopOnSignals, watchServiceDataDirSpace, type EngineCheck, type Logger, type OutboxStore, type RunningService } from '@cards/platform';
 import { files } from '@cards/proto';
 import { DiskObjectStore } from './adapters/disk/disk-object-store';
 import { BoundedDocumentReader } from './adapters/documents/bounded-document-reader';
@@ -95,10 +95,14 @@ export async function startFiles(env: Record<string, string | undefined> = proce
     register: (server) => server.add(files.FileServiceDefinition, fileHandlers(service)),
   });
   const http = await startInternalDownloadServer({ host: config.FILES_HTTP_HOST, port: config.FILES_HTTP_PORT, acceptedTokens: acceptedInternalTokens(config), service, logger });
+  // The free space of DATA_DIR's file system (a gauge on /metrics, a warning below DATA_DIR_FREE_WARNING_MB) while this
+  // service keeps something there; once per process however many services it runs (docs/deploy.md, a full disk).
+  const space = watchServiceDataDirSpace({ env, dataDir: config.DATA_DIR, engineVariables: ['MONGO_URL', 'S3_ENDPOINT', 'KAFKA_BROKERS'], logger });
   return {
     name: 'files',
     address: grpc.address,
     async stop() {
+      space.stop();
       await grpc.shutdown();
       await http.close();
       // MongoDB gone: the relay's drain and the ingestion under way fail at once instead of waiting for a server.

@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { connectMongo, createLogger, EngineReadinessMonitor, grpcServerSettingsFrom, loadConfig, lockServiceDataDir, mongoEngineCheck, readinessSettingsFrom, startFailureLog, startGrpcServer, stopOnSignals, type EngineCheck, type RunningService } from '@cards/platform';
+import { connectMongo, createLogger, EngineReadinessMonitor, grpcServerSettingsFrom, loadConfig, lockServiceDataDir, mongoEngineCheck, readinessSettingsFrom, startFailureLog, startGrpcServer, stopOnSignals, watchServiceDataDirSpace, type EngineCheck, type RunningService } from '@cards/platform';
 import { identity } from '@cards/proto';
 import { IdentityService } from './application/identity-service';
 import { jwtSecretFrom } from './adapters/crypto/jwt-secret-file';
@@ -67,10 +67,14 @@ export async function startIdentity(env: Record<string, string | undefined> = pr
     readiness: new EngineReadinessMonitor({ checks: engines, logger, ...readinessSettingsFrom(env) }),
     register: (server) => server.add(identity.IdentityServiceDefinition, identityHandlers(service)),
   });
+  // The free space of DATA_DIR's file system (a gauge on /metrics, a warning below DATA_DIR_FREE_WARNING_MB) while this
+  // service keeps something there; once per process however many services it runs (docs/deploy.md, a full disk).
+  const space = watchServiceDataDirSpace({ env, dataDir: config.DATA_DIR, engineVariables: ['MONGO_URL', 'JWT_SECRET', 'SMTP_URL'], logger });
   return {
     name: 'identity',
     address: grpc.address,
     async stop() {
+      space.stop();
       clearInterval(sweepTimer);
       await grpc.shutdown();
       await sweeping;

@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { createEventBus, createLogger, EngineReadinessMonitor, eventBusEngineChecks, grpcServerSettingsFrom, loadConfig, lockServiceDataDir, redactUrl, refuseEmbeddedStores, readinessSettingsFrom, startFailureLog, startGrpcServer, stopOnSignals, Topics, type EngineCheck, type EventBus, type Logger, type OutgoingEvent, type RunningService } from '@cards/platform';
+import { createEventBus, createLogger, EngineReadinessMonitor, eventBusEngineChecks, grpcServerSettingsFrom, loadConfig, lockServiceDataDir, redactUrl, refuseEmbeddedStores, readinessSettingsFrom, startFailureLog, startGrpcServer, stopOnSignals, watchServiceDataDirSpace, Topics, type EngineCheck, type EventBus, type Logger, type OutgoingEvent, type RunningService } from '@cards/platform';
 import { search } from '@cards/proto';
 import { searchConfigSchema, type SearchConfig } from './config';
 import { OpenAiEmbedder } from './adapters/openai/openai-embedder';
@@ -127,10 +127,14 @@ export async function startSearch(env: Record<string, string | undefined> = proc
     readiness: new EngineReadinessMonitor({ checks: [...engines, ...verification.engines, ...eventBusEngineChecks(bus)], logger, ...readinessSettingsFrom(env) }),
     register: (server) => server.add(search.SearchServiceDefinition, searchHandlers(new SearchService(index, embedder))),
   });
+  // The free space of DATA_DIR's file system (a gauge on /metrics, a warning below DATA_DIR_FREE_WARNING_MB) while this
+  // service keeps something there; once per process however many services it runs (docs/deploy.md, a full disk).
+  const space = watchServiceDataDirSpace({ env, dataDir: config.DATA_DIR, engineVariables: ['MONGO_URL', 'ELASTICSEARCH_URL', 'KAFKA_BROKERS'], logger });
   return {
     name: 'search',
     address: grpc.address,
     async stop() {
+      space.stop();
       clearInterval(markerPruner);
       await grpc.shutdown();
       // Together: closing the bus abandons an announcement (search.index.v1) the indexing handler is still sending to

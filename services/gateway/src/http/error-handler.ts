@@ -47,6 +47,8 @@ export function errorHandler(logger: Logger, routes?: RouteMethodIndex) {
       return;
     }
     if (err instanceof HttpError) res.set(err.headers);
+    // A full store frees no room by itself: clients back off rather than repeat the write at once.
+    else if (isStorageFull(err)) res.set('retry-after', String(STORAGE_FULL_RETRY_AFTER_SECONDS));
     res.status(status).json({ message });
   };
 }
@@ -119,6 +121,14 @@ function asOwnShareTaken(err: unknown): unknown {
   return err;
 }
 
+/** Retry-After of a 503 for a full store: room is made by an operator (or retention), in minutes rather than seconds. */
+export const STORAGE_FULL_RETRY_AFTER_SECONDS = 30;
+
+/** A service's UNAVAILABLE because its storage is full (its errorMiddleware: SQLITE_FULL, ENOSPC, EDQUOT), with its message. */
+function isStorageFull(err: unknown): boolean {
+  return err instanceof ClientError && err.code === Status.UNAVAILABLE && isStatusOfService(err) && statusReasonOf(err) === STORAGE_FULL;
+}
+
 /** Retry-After when a peer does not have a method yet: a rollout of its new release takes a minute or so. */
 export const NOT_YET_RELEASED_RETRY_AFTER_SECONDS = 30;
 
@@ -153,7 +163,7 @@ function describe(err: unknown): { status: number; message: string } {
     const status = httpStatusFromGrpc(err.code);
     if (status >= 500) {
       // The service's storage is full (its errorMiddleware: SQLITE_FULL, ENOSPC): its message says so and that nothing was saved.
-      if (err.code === Status.UNAVAILABLE && isStatusOfService(err) && statusReasonOf(err) === STORAGE_FULL) return { status: 503, message: err.details };
+      if (isStorageFull(err)) return { status: 503, message: err.details };
       if (err.code === Status.UNAVAILABLE) return { status, message: 'A backing service is unavailable, try again' };
       if (err.code === Status.DEADLINE_EXCEEDED) return { status, message: 'The request took too long' };
       return { status: 500, message: 'Internal error' };

@@ -4,7 +4,7 @@ import type { Socket } from 'node:net';
 import { createProxyMiddleware } from 'http-proxy-middleware';
 import { ClientError, Status } from 'nice-grpc';
 import { z } from 'zod';
-import { AdmissionRefusedError, BoundedAdmission, ClientShares, isStatusOfService, statusReasonOf, toApiTimestamp, TOO_LARGE } from '@cards/platform';
+import { AdmissionRefusedError, BoundedAdmission, ClientShares, isStatusOfService, statusReasonOf, STORAGE_FULL, toApiTimestamp, TOO_LARGE } from '@cards/platform';
 import type { files } from '@cards/proto';
 import type { RouteDeps } from '../app';
 import { HttpError, badRequest, ownShareTaken, serverBusy } from '../http/http-error';
@@ -137,7 +137,8 @@ export function registerFileRoutes(router: Router, { clients, filesHttpAddress, 
     const file = await clients.files.uploadFile(uploadMessages(header, bytes)).catch((err: unknown) => {
       if (!(err instanceof ClientError && isStatusOfService(err))) throw err;
       // The files service's own overload answer (its parser workers busy) says what to do; the generic 503 would not.
-      if (err.code === Status.UNAVAILABLE) throw serverBusy(err.details, UPLOAD_RETRY_AFTER_SECONDS);
+      // Its storage full is no overload: the error handler's 503 "Storage is full" with its longer Retry-After.
+      if (err.code === Status.UNAVAILABLE && statusReasonOf(err) !== STORAGE_FULL) throw serverBusy(err.details, UPLOAD_RETRY_AFTER_SECONDS);
       // The user's share of its upload checks (PARSER_CHECKS_PER_USER) taken: 429, with Retry-After like every 429.
       if (err.code === Status.RESOURCE_EXHAUSTED && statusReasonOf(err) !== TOO_LARGE) throw ownShareTaken(err.details, UPLOAD_RETRY_AFTER_SECONDS);
       throw err;

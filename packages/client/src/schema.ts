@@ -974,10 +974,10 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description Try again later: the server has too many open connections (answered before the request is read, with Retry-After), a file upload or file read found every slot taken (uploads: after waiting in line; with Retry-After), the cards service's large-card HTML cleaners and their line are full (POST /api/card, PUT /api/card/update; the service's message, with Retry-After), or a backing service does not answer (on /healthz: not ready) */
+        /** @description Try again later: the server has too many open connections (answered before the request is read, with Retry-After), a file upload or file read found every slot taken (uploads: after waiting in line; with Retry-After), the cards service's large-card HTML cleaners and their line are full (POST /api/card, PUT /api/card/update; the service's message, with Retry-After), the server's storage is full: nothing was saved (any write: a card, a vote, a collection, an upload, a sign-up or a login; the message "Storage is full, try again later: nothing was saved", with Retry-After; reads still work), or a backing service does not answer (on /healthz: not ready) */
         ServiceUnavailable: {
             headers: {
-                /** @description Seconds to wait before trying again; sent when the connection cap, the upload bound, the file-read bound or the cards service's large-card cleaners (5) refused the request */
+                /** @description Seconds to wait before trying again; sent when the connection cap, the upload bound, the file-read bound or the cards service's large-card cleaners (5) refused the request, or the server's storage is full (30) */
                 "Retry-After"?: string;
                 [name: string]: unknown;
             };
@@ -1259,7 +1259,19 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             431: components["responses"]["RequestHeadTooLarge"];
-            503: components["responses"]["ServiceUnavailable"];
+            /** @description The server could not end the session (the identity service is unavailable, or its storage is full): the ai-editor cookie is cleared all the same, so this browser is signed out, but the server keeps the session until it expires (the message says so; nothing to retry, so no Retry-After). Also, as on every operation: the server has too many open connections (answered before the request is read, with Retry-After, and then the cookie is not cleared) */
+            503: {
+                headers: {
+                    /** @description Sent when the request carried an ai-editor cookie and the server could not end its session: ai-editor=; Path=/; Expires=Thu, 01 Jan 1970 00:00:00 GMT; HttpOnly; SameSite=Lax (Secure as the session cookie), clearing it */
+                    "Set-Cookie"?: string;
+                    /** @description Seconds to wait before trying again; sent only when the connection cap refused the request */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             504: components["responses"]["GatewayTimeout"];
             /** @description Any other failure: a JSON {"message"} without internals */
             default: {

@@ -116,15 +116,26 @@ describe('OpenAPI document', () => {
     // The cards service's busy refusal (error-handler.ts serviceBusy, cards-busy.test.ts) is a 503 with Retry-After too.
     expect(responses.ServiceUnavailable.description).toMatch(/cards service's large-card HTML cleaners .*\(POST \/api\/card, PUT \/api\/card\/update; .*with Retry-After\)/);
     expect(responses.ServiceUnavailable.headers['Retry-After'].description).toMatch(/the cards service's large-card cleaners/);
+    // A full store (error-handler.ts, storage-full.test.ts): its 503 names it, with Retry-After 30.
+    expect(responses.ServiceUnavailable.description).toMatch(/the server's storage is full: nothing was saved \(any write.*with Retry-After/);
+    expect(responses.ServiceUnavailable.headers['Retry-After'].description).toMatch(/the server's storage is full \(30\)/);
     for (const op of OPERATIONS) {
       const item = paths[toOpenApiPath(op.path)]![op.method]!;
       expect({ operation: op.operationId, 408: item.responses['408'], 431: item.responses['431'], 503: item.responses['503'] }).toEqual({
         operation: op.operationId,
         408: { $ref: '#/components/responses/RequestTimeout' },
         431: { $ref: '#/components/responses/RequestHeadTooLarge' },
-        503: { $ref: '#/components/responses/ServiceUnavailable' },
+        // DELETE /api/auth describes its own 503 (below), the connection cap included.
+        503: op.operationId === 'logout' ? expect.objectContaining({ description: expect.stringMatching(/too many open connections/) }) : { $ref: '#/components/responses/ServiceUnavailable' },
       });
     }
+  });
+
+  it("describes DELETE /api/auth's own 503: the cookie cleared all the same, the server's session alive until it expires", () => {
+    const logout = (document.paths as Record<string, Record<string, any>>)['/api/auth']!.delete!;
+    expect(logout.responses['503'].description).toMatch(/the ai-editor cookie is cleared all the same, so this browser is signed out, but the server keeps the session until it expires/);
+    expect(logout.responses['503'].content['application/json'].schema).toEqual({ $ref: '#/components/schemas/Error' });
+    expect(logout.responses['503'].headers['Set-Cookie']).toEqual(expect.objectContaining({ required: false, description: expect.stringMatching(/^Sent when .*ai-editor=; Path=\/; Expires=Thu, 01 Jan 1970/) }));
   });
 
   it('lists 429 with Retry-After exactly where the gateway answers it: the auth rate limits, the upload share, the file-read share and the large-card share', () => {

@@ -59,7 +59,7 @@ const ERROR_DESCRIPTIONS: Record<number, string> = {
   413: 'Body or file above the size limit',
   422: 'The Idempotency-Key was used before for a different request (another body); a new request needs a new key',
   502: 'The files service answered the gateway wrongly (refused its internal token, or sent no file header); try again later',
-  503: 'A backing service is unavailable; retry later',
+  503: 'A backing service is unavailable, or the server\'s storage is full: nothing was saved; retry later',
 };
 
 /** Every route of the gateway. Keep in step with src/routes: a test walks the express router and compares. */
@@ -68,7 +68,32 @@ export const OPERATIONS: OperationSpec[] = [
   { method: 'post', path: '/api/invitation', operationId: 'createInvitation', summary: 'Invite an e-mail address (sends a registration link)', tag: 'Accounts', auth: 'none', body: invitationBody, success: { status: 200 }, errors: [400, 429] },
   { method: 'post', path: '/api/register/:invitation_id', operationId: 'register', summary: 'Set a password for an invitation and create the account', tag: 'Accounts', auth: 'none', params: params({ invitation_id: uuidParam }), body: registerBody, success: { status: 200, schema: r.slimUser }, errors: [400, 404, 409] },
   { method: 'post', path: '/api/auth', operationId: 'login', summary: 'Log in; sets the ai-editor cookie', tag: 'Accounts', auth: 'none', body: loginBody, success: { status: 204, description: 'Logged in; Set-Cookie: ai-editor=...; HttpOnly; SameSite=Lax' }, errors: [400, 401, 429] },
-  { method: 'delete', path: '/api/auth', operationId: 'logout', summary: 'Log out; revokes the session and clears the cookie', tag: 'Accounts', auth: 'optional', success: { status: 204 }, errors: [] },
+  {
+    method: 'delete',
+    path: '/api/auth',
+    operationId: 'logout',
+    summary: 'Log out; revokes the session and clears the cookie',
+    tag: 'Accounts',
+    auth: 'optional',
+    success: { status: 204 },
+    errors: [503],
+    errorAnswers: {
+      503: {
+        description:
+          'The server could not end the session (the identity service is unavailable, or its storage is full): the ai-editor cookie is cleared all the same, so this browser is signed out, ' +
+          'but the server keeps the session until it expires (the message says so; nothing to retry, so no Retry-After). ' +
+          'Also, as on every operation: the server has too many open connections (answered before the request is read, with Retry-After, and then the cookie is not cleared)',
+        headers: {
+          'Set-Cookie': {
+            required: false,
+            description: 'Sent when the request carried an ai-editor cookie and the server could not end its session: ai-editor=; Path=/; Expires=Thu, 01 Jan 1970 00:00:00 GMT; HttpOnly; SameSite=Lax (Secure as the session cookie), clearing it',
+            schema: { type: 'string' },
+          },
+          'Retry-After': { required: false, description: 'Seconds to wait before trying again; sent only when the connection cap refused the request', schema: { type: 'string' } },
+        },
+      },
+    },
+  },
   {
     method: 'get',
     path: '/api/auth',
@@ -207,10 +232,19 @@ const TRANSPORT_RESPONSES = {
   },
   503: {
     name: 'ServiceUnavailable',
-    appliesTo: (_op: OperationSpec) => true,
+    // An operation listing 503 itself (DELETE /api/auth) describes its own, the connection cap included.
+    appliesTo: (op: OperationSpec) => !op.errors.includes(503),
     response: errorAnswer(
-      'Try again later: the server has too many open connections (answered before the request is read, with Retry-After), a file upload or file read found every slot taken (uploads: after waiting in line; with Retry-After), the cards service\'s large-card HTML cleaners and their line are full (POST /api/card, PUT /api/card/update; the service\'s message, with Retry-After), or a backing service does not answer (on /healthz: not ready)',
-      { 'Retry-After': { required: false, description: 'Seconds to wait before trying again; sent when the connection cap, the upload bound, the file-read bound or the cards service\'s large-card cleaners (5) refused the request', schema: { type: 'string' } } },
+      'Try again later: the server has too many open connections (answered before the request is read, with Retry-After), a file upload or file read found every slot taken (uploads: after waiting in line; with Retry-After), the cards service\'s large-card HTML cleaners and their line are full (POST /api/card, PUT /api/card/update; the service\'s message, with Retry-After), ' +
+        'the server\'s storage is full: nothing was saved (any write: a card, a vote, a collection, an upload, a sign-up or a login; the message "Storage is full, try again later: nothing was saved", with Retry-After; reads still work), ' +
+        'or a backing service does not answer (on /healthz: not ready)',
+      {
+        'Retry-After': {
+          required: false,
+          description: 'Seconds to wait before trying again; sent when the connection cap, the upload bound, the file-read bound or the cards service\'s large-card cleaners (5) refused the request, or the server\'s storage is full (30)',
+          schema: { type: 'string' },
+        },
+      },
     ),
   },
   504: {

@@ -94,6 +94,18 @@ describe('card rules', () => {
     );
   });
 
+  it('keeps a writing direction on blocks (dir rtl, ltr or auto, as Word and Google Docs paste it), nothing else in dir', () => {
+    expect(
+      sanitizeCardHtml(
+        '<p dir="rtl">هذا نص <b dir="rtl">عربي</b></p><h2 DIR=" RTL ">כותרת</h2><ol dir="auto" start="2" type="a"><li dir="ltr">x</li></ol>' +
+          '<ul dir="rtl onclick"><li dir="">y</li></ul><blockquote dir="rtl">ق</blockquote><p dir="up">z</p><span dir="rtl">s</span><a href="https://e.org/" dir="rtl">l</a>',
+      ),
+    ).toBe(
+      '<p dir="rtl">هذا نص <b>عربي</b></p><h2 dir="rtl">כותרת</h2><ol start="2" dir="auto"><li dir="ltr">x</li></ol>' +
+        '<ul><li>y</li></ul><blockquote dir="rtl">ق</blockquote><p>z</p><span>s</span><a href="https://e.org/">l</a>',
+    );
+  });
+
   it('unwraps elements nested deeper than MAX_NESTING_DEPTH, keeping their text', () => {
     const text = words(80);
     const { cardHtml, content } = cardTextFromHtml(`${'<b>'.repeat(20_000)}${text}`);

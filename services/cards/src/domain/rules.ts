@@ -45,12 +45,32 @@ export const MAX_NESTING_DEPTH = 512;
 const HEADINGS = ['h1', 'h2', 'h3', 'h4', 'h5', 'h6'];
 /** Disallowed elements removed with their text (sanitize-html's default list); others are unwrapped. */
 const NON_TEXT_TAGS = ['script', 'style', 'textarea', 'option'];
+/**
+ * Block elements that keep a writing direction: a right-to-left paragraph pasted from Word or Google Docs carries
+ * dir="rtl" (a paragraph starting with a Latin word or a number would otherwise show left-to-right).
+ */
+const DIRECTED_BLOCKS = ['p', 'ul', 'ol', 'li', 'blockquote', ...HEADINGS];
+const DIRECTIONS = ['rtl', 'ltr', 'auto'];
+/** A block's dir attribute as kept: rtl, ltr or auto (any case, spaces around), else none. */
+function directionOf(attribs: sanitizeHtml.Attributes): sanitizeHtml.Attributes {
+  const dir = attribs.dir?.trim().toLowerCase();
+  return dir && DIRECTIONS.includes(dir) ? { dir } : {};
+}
+const keepDirection = (tagName: string, attribs: sanitizeHtml.Attributes): sanitizeHtml.Tag => ({ tagName, attribs: directionOf(attribs) });
 /** sanitize-html options for card HTML (DESIGN.md's allow-list). */
 export const CARD_SANITIZE_OPTIONS: sanitizeHtml.IOptions = {
   allowedTags: ['p', 'br', 'b', 'strong', 'i', 'em', 'u', 'mark', 'span', 'ul', 'ol', 'li', 'blockquote', ...HEADINGS, 'a'],
   // ol start="n": a numbered list a card made from a document continues from the card before it (Files splitter).
-  allowedAttributes: { a: ['href'], ol: ['start'] },
-  transformTags: { ol: (tagName, attribs): sanitizeHtml.Tag => ({ tagName, attribs: /^\d{1,9}$/.test(attribs.start ?? '') ? { start: attribs.start! } : {} }) },
+  // dir on blocks: only rtl, ltr or auto (the transforms below drop any other value before this list is applied).
+  allowedAttributes: {
+    a: ['href'],
+    ol: ['start', { name: 'dir', multiple: false, values: DIRECTIONS }],
+    ...Object.fromEntries(DIRECTED_BLOCKS.filter((tag) => tag !== 'ol').map((tag) => [tag, [{ name: 'dir', multiple: false, values: DIRECTIONS }]])),
+  },
+  transformTags: {
+    ...Object.fromEntries(DIRECTED_BLOCKS.map((tag) => [tag, keepDirection])),
+    ol: (tagName, attribs): sanitizeHtml.Tag => ({ tagName, attribs: { ...(/^\d{1,9}$/.test(attribs.start ?? '') ? { start: attribs.start! } : {}), ...directionOf(attribs) } }),
+  },
   allowedSchemes: ['http', 'https'],
   allowedSchemesByTag: {},
   allowedSchemesAppliedToAttributes: ['href'],

@@ -136,7 +136,7 @@ export function Loading() {
  * Names the page in the tab title and, after an in-app navigation, moves focus to the heading so screen
  * readers announce the new page (a first load keeps the browser's own focus order: skip link first).
  */
-export function PageTitle({ children }: { children: ComponentChildren }) {
+export function PageTitle({ children, dir }: { children: ComponentChildren; dir?: 'auto' }) {
   const ref = useRef<HTMLHeadingElement>(null);
   useEffect(() => {
     if (hasNavigated()) ref.current?.focus({ preventScroll: true });
@@ -147,7 +147,8 @@ export function PageTitle({ children }: { children: ComponentChildren }) {
     if (text && document.title !== `${text} · Card Library`) document.title = `${text} · Card Library`;
   });
   return (
-    <h1 tabIndex={-1} ref={ref}>
+    // dir="auto" when the title is user text (a card's opening words, a collection's or user's name): its own direction.
+    <h1 tabIndex={-1} ref={ref} dir={dir}>
       {children}
     </h1>
   );
@@ -171,7 +172,9 @@ export function Tags({ tagSet }: { tagSet: string | null }) {
   return (
     <ul class="tags" aria-label="Tags">
       {tags.map((t) => (
-        <li key={t}>{t}</li>
+        <li key={t} dir="auto">
+          {t}
+        </li>
       ))}
     </ul>
   );
@@ -193,14 +196,16 @@ export function CardSummary({ card, collisions = [], score, actions }: { card: C
   const excerpt = card.content.length > 320 ? `${card.content.slice(0, 320)}…` : card.content;
   return (
     <article class="card-summary" aria-labelledby={`card-${card.id}`}>
-      <h3 id={`card-${card.id}`}>
+      <h3 id={`card-${card.id}`} dir="auto">
         <Link href={`/card/${card.id}`}>{firstWords(card.content, 12)}</Link>
       </h3>
-      <p class="excerpt">{excerpt}</p>
+      <p class="excerpt" dir="auto">
+        {excerpt}
+      </p>
       <p class="meta">
         {card.author ? (
           <>
-            by <Link href={`/user/${card.author.id}`}>{userName(card.author)}</Link> ·{' '}
+            by <UserText><Link href={`/user/${card.author.id}`}>{userName(card.author)}</Link></UserText> ·{' '}
           </>
         ) : null}
         <VoteTotals up={card.total_upvotes} down={card.total_downvotes} />
@@ -216,7 +221,10 @@ export function CardSummary({ card, collisions = [], score, actions }: { card: C
           <ul>
             {collisions.map((c) => (
               <li key={c.id}>
-                <Link href={`/card/${c.id}`}>{firstWords(c.content, 12)}</Link> <span class="muted">by {userName(c.author)}</span>
+                <UserText><Link href={`/card/${c.id}`}>{firstWords(c.content, 12)}</Link></UserText>{' '}
+                <span class="muted">
+                  by <UserText>{userName(c.author)}</UserText>
+                </span>
               </li>
             ))}
           </ul>
@@ -243,6 +251,15 @@ export function VoteTotals({ up, down }: { up: number; down: number }) {
       </span>
     </>
   );
+}
+
+/**
+ * User text (a name, a card's opening words, a file name) inside a sentence of the app: isolated (<bdi>), so a
+ * right-to-left name takes its own direction without carrying the sentence's punctuation and numbers along with it
+ * ("Removed “…” from this collection.", "by <name> · ▲ 3").
+ */
+export function UserText({ children }: { children: ComponentChildren }) {
+  return <bdi>{children}</bdi>;
 }
 
 export function firstWords(text: string, n: number): string {

@@ -5,7 +5,7 @@
  * the page parses, inert ones too (a DOMParser document, a template, document.implementation's documents), and logs a
  * refusal for each. So the HTML is first read by the small tokenizer below, which follows the HTML standard's tag and
  * attribute states (quoted values holding '>', '<span/style=...>', comments, raw-text elements), and written out again
- * with only the attributes the card editor reads: href, start, and style and class renamed to data-pasted-*, which
+ * with only the attributes the card editor reads: href, start, dir, and style and class renamed to data-pasted-*, which
  * nothing applies or runs. Every tag the browser's parser then sees is one this writer wrote, every other '<' is
  * written as '&lt;', so no attribute reaches the parser that was not chosen here, whatever the tokenizer made of it.
  */
@@ -41,7 +41,7 @@ const VOID_SEPARATED = new Set(['frame']);
 const HIDDEN_WITH_CONTENT = new Set(['option', 'rp']);
 /** A ruby's annotation: written as its text in parentheses after the base, as the cards service writes it ("漢字(kanji)"). */
 const ANNOTATION = 'rt';
-const KEPT_ATTRIBUTES: Record<string, string> = { href: 'href', start: 'start', style: 'data-pasted-style', class: 'data-pasted-class', 'data-pm-slice': 'data-pm-slice' };
+const KEPT_ATTRIBUTES: Record<string, string> = { href: 'href', start: 'start', dir: 'dir', style: 'data-pasted-style', class: 'data-pasted-class', 'data-pm-slice': 'data-pm-slice' };
 const TAG_NAME = /^[a-z][a-z0-9:_-]*$/;
 
 const isSpace = (c: string | undefined) => c === ' ' || c === '\t' || c === '\n' || c === '\r' || c === '\f';

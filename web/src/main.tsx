@@ -83,7 +83,7 @@ function Header() {
               </li>
               <li>
                 <Link href="/profile" aria-current={current('/profile')}>
-                  {user.username ?? 'Profile'}
+                  {user.username ? <bdi>{user.username}</bdi> : 'Profile'}
                 </Link>
               </li>
             </>

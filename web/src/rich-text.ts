@@ -1,7 +1,7 @@
 /**
  * The card text editor's engine: ProseMirror with a schema holding exactly what the cards service's sanitizer keeps
  * (services/cards/src/domain/rules.ts CARD_SANITIZE_OPTIONS: p, br, b/strong, i/em, u, mark, ul, ol[start], li,
- * blockquote, h1-h6, a[href] with http(s) links; span is kept there too, but without attributes it means nothing, so
+ * blockquote, h1-h6 (the blocks with dir rtl, ltr or auto), a[href] with http(s) links; span is kept there too, but without attributes it means nothing, so
  * it is read as its text). Whatever comes in, the card's stored HTML or a paste from a word processor or a web page,
  * is read through this schema: other elements become their text, styles and attributes are dropped, and a bold or
  * italic written as a style (as Google Docs and Word write them) becomes <strong> or <em>. The server cleans again.
@@ -51,29 +51,41 @@ const BOLD_WEIGHT = /^(bold(er)?|[6-9]\d\d)$/;
 /** A styled element of a paste that means a mark: matched without consuming it, so one span can be bold and italic. */
 const styled = (test: (dom: HTMLElement) => boolean) => ({ tag: '[data-pasted-style]', consuming: false, getAttrs: (dom: HTMLElement) => test(dom) && null });
 
+/**
+ * A block's writing direction as the server keeps it (dir rtl, ltr or auto: a right-to-left paragraph pasted from Word
+ * or Google Docs says dir="rtl"); null, the default, writes none (the paragraph takes its first letter's direction, see
+ * styles.css), so typed text is stored without a dir on every paragraph.
+ */
+const DIRECTION = { dir: { default: null } };
+function directionOf(dom: HTMLElement): { dir: string | null } {
+  const dir = dom.getAttribute('dir')?.trim().toLowerCase() ?? '';
+  return { dir: dir === 'rtl' || dir === 'ltr' || dir === 'auto' ? dir : null };
+}
+const withDirection = (node: PMNode, attrs: Record<string, string> = {}): Record<string, string> => (node.attrs.dir ? { ...attrs, dir: node.attrs.dir as string } : attrs);
+
 export const cardSchema = new Schema({
   nodes: {
     doc: { content: 'block+' },
-    paragraph: { content: 'inline*', group: 'block', parseDOM: [{ tag: 'p' }], toDOM: () => ['p', 0] },
+    paragraph: { attrs: DIRECTION, content: 'inline*', group: 'block', parseDOM: [{ tag: 'p', getAttrs: directionOf }], toDOM: (node) => ['p', withDirection(node), 0] },
     heading: {
-      attrs: { level: { default: 2 } },
+      attrs: { level: { default: 2 }, ...DIRECTION },
       content: 'inline*',
       group: 'block',
       defining: true,
-      parseDOM: [1, 2, 3, 4, 5, 6].map((level) => ({ tag: `h${level}`, attrs: { level } })),
-      toDOM: (node) => [`h${node.attrs.level as number}`, 0],
+      parseDOM: [1, 2, 3, 4, 5, 6].map((level) => ({ tag: `h${level}`, getAttrs: (dom: HTMLElement) => ({ level, ...directionOf(dom) }) })),
+      toDOM: (node) => [`h${node.attrs.level as number}`, withDirection(node), 0],
     },
-    blockquote: { content: 'block+', group: 'block', defining: true, parseDOM: [{ tag: 'blockquote' }], toDOM: () => ['blockquote', 0] },
-    bullet_list: { content: 'list_item+', group: 'block', parseDOM: [{ tag: 'ul' }], toDOM: () => ['ul', 0] },
+    blockquote: { attrs: DIRECTION, content: 'block+', group: 'block', defining: true, parseDOM: [{ tag: 'blockquote', getAttrs: directionOf }], toDOM: (node) => ['blockquote', withDirection(node), 0] },
+    bullet_list: { attrs: DIRECTION, content: 'list_item+', group: 'block', parseDOM: [{ tag: 'ul', getAttrs: directionOf }], toDOM: (node) => ['ul', withDirection(node), 0] },
     ordered_list: {
-      attrs: { order: { default: 1 } },
+      attrs: { order: { default: 1 }, ...DIRECTION },
       content: 'list_item+',
       group: 'block',
-      parseDOM: [{ tag: 'ol', getAttrs: (dom) => ({ order: /^\d{1,9}$/.test(dom.getAttribute('start') ?? '') ? Number(dom.getAttribute('start')) : 1 }) }],
-      toDOM: (node) => (node.attrs.order === 1 ? ['ol', 0] : ['ol', { start: String(node.attrs.order) }, 0]),
+      parseDOM: [{ tag: 'ol', getAttrs: (dom) => ({ order: /^\d{1,9}$/.test(dom.getAttribute('start') ?? '') ? Number(dom.getAttribute('start')) : 1, ...directionOf(dom) }) }],
+      toDOM: (node) => ['ol', withDirection(node, node.attrs.order === 1 ? {} : { start: String(node.attrs.order) }), 0],
     },
     // Any block, as the server keeps it (<li><h3>...</h3><p>...</p></li>); a list item's text is wrapped in a paragraph.
-    list_item: { content: 'block+', defining: true, parseDOM: [{ tag: 'li' }], toDOM: () => ['li', 0] },
+    list_item: { attrs: DIRECTION, content: 'block+', defining: true, parseDOM: [{ tag: 'li', getAttrs: directionOf }], toDOM: (node) => ['li', withDirection(node), 0] },
     text: { group: 'inline' },
     hard_break: { inline: true, group: 'inline', selectable: false, parseDOM: [{ tag: 'br' }], toDOM: () => ['br'] },
   },

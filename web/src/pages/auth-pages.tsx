@@ -302,6 +302,7 @@ export function ProfilePage() {
         <input
           ref={usernameField}
           id="profile-username"
+          dir="auto"
           autocomplete="nickname"
           value={username}
           onInput={(e) => {

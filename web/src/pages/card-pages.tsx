@@ -2,7 +2,7 @@ import { MAX_WORDS, MIN_WORDS_EXCLUSIVE, wordCount } from '@cards/card-rules';
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { api, ApiError, newIdempotencyKey, onUnauthorized, type Card } from '../api';
 import { cardDraftProblems, htmlFromInput, tagsFromInput, textOfHtml } from '../card-rules';
-import { ErrorMessage, formatDate, Loading, Notice, NotFoundHint, PageTitle, Tags, useAction, useAsync, userName, VerificationBadge } from '../components';
+import { ErrorMessage, formatDate, Loading, Notice, NotFoundHint, PageTitle, Tags, useAction, useAsync, userName, UserText, VerificationBadge } from '../components';
 import { guardLeaving, Link, navigate, useLocation } from '../router';
 import { dropDraft, readDraft, saveDraft } from '../drafts';
 import { verificationReading } from '../verification';
@@ -131,7 +131,9 @@ function AddToCollection({ card, userId }: { card: Card; userId: string }) {
             .map((c, i) => (
               <span key={c.id}>
                 {i > 0 ? ', ' : ''}
-                <Link href={`/collection/${c.id}`}>{c.name}</Link>
+                <UserText>
+                  <Link href={`/collection/${c.id}`}>{c.name}</Link>
+                </UserText>
               </span>
             ))}
         </p>
@@ -148,7 +150,7 @@ function AddToCollection({ card, userId }: { card: Card; userId: string }) {
           <select id="add-to-collection" value={chosen} onChange={(e) => setChosen(e.currentTarget.value)}>
             <option value="">Choose a collection…</option>
             {own.map((c) => (
-              <option key={c.id} value={c.id} disabled={held.has(c.id)}>
+              <option key={c.id} value={c.id} disabled={held.has(c.id)} dir="auto">
                 {c.name}
               </option>
             ))}
@@ -159,7 +161,11 @@ function AddToCollection({ card, userId }: { card: Card; userId: string }) {
         </form>
       )}
       <ErrorMessage error={action.error || collections.error} />
-      {added ? <Notice>Added to “{added}”.</Notice> : null}
+      {added ? (
+        <Notice>
+          Added to “<UserText>{added}</UserText>”.
+        </Notice>
+      ) : null}
     </section>
   );
 }
@@ -194,11 +200,15 @@ export function CardPage({ cardId }: { cardId: string }) {
   };
   return (
     <article class="card-page">
-      <PageTitle>{c.content.split(/\s+/).slice(0, 10).join(' ')}…</PageTitle>
+      <PageTitle dir="auto">{c.content.split(/\s+/).slice(0, 10).join(' ')}…</PageTitle>
       <p class="meta">
         {c.author ? (
           <>
-            by <Link href={`/user/${c.author.id}`}>{userName(c.author)}</Link> ·{' '}
+            by{' '}
+            <UserText>
+              <Link href={`/user/${c.author.id}`}>{userName(c.author)}</Link>
+            </UserText>{' '}
+            ·{' '}
           </>
         ) : null}
         updated {formatDate(c.updated_at)}
@@ -206,7 +216,10 @@ export function CardPage({ cardId }: { cardId: string }) {
         {c.file_name ? (
           <>
             {' '}
-            · from file <em>{c.file_name}</em>
+            · from file{' '}
+            <em>
+              <UserText>{c.file_name}</UserText>
+            </em>
           </>
         ) : null}
       </p>
@@ -427,7 +440,7 @@ function CardForm({ card }: { card?: Card }) {
       {card ? null : (
         <>
           <label for="card-tags">Tags (comma-separated)</label>
-          <input id="card-tags" value={tags} onInput={(e) => setTags(e.currentTarget.value)} aria-invalid={Boolean(show('tags'))} aria-describedby="card-tags-problem" />
+          <input id="card-tags" dir="auto" value={tags} onInput={(e) => setTags(e.currentTarget.value)} aria-invalid={Boolean(show('tags'))} aria-describedby="card-tags-problem" />
           <FieldProblem id="card-tags-problem" text={show('tags')} />
         </>
       )}

@@ -2,7 +2,7 @@ import { characterCount, MAX_COLLECTION_DESCRIPTION_CHARS, MAX_COLLECTION_NAME_C
 import { freeTextMessage } from '../free-text';
 import { useMemo, useState } from 'preact/hooks';
 import { api, newIdempotencyKey, type Collection } from '../api';
-import { CardSummary, DoneNotice, ErrorMessage, firstWords, formatDate, Loading, Notice, NotFoundHint, PageTitle, Pager, useAction, useAsync } from '../components';
+import { CardSummary, DoneNotice, ErrorMessage, firstWords, formatDate, Loading, Notice, NotFoundHint, PageTitle, Pager, useAction, useAsync, UserText } from '../components';
 import { Link, navigate, useLocation } from '../router';
 import { useSession } from '../session';
 import { resultsSummary, SearchForm, SearchResults, SearchStatus, searchBody, searchParamsFrom, searchUrl } from './search-page';
@@ -47,7 +47,10 @@ export function CollectionsPage() {
       <ul class="plain-list">
         {(list.data ?? []).map((c) => (
           <li key={c.id}>
-            <Link href={`/collection/${c.id}`}>{c.name}</Link> <span class="badge">{c.is_public ? 'public' : 'private'}</span>
+            <UserText>
+              <Link href={`/collection/${c.id}`}>{c.name}</Link>
+            </UserText>{' '}
+            <span class="badge">{c.is_public ? 'public' : 'private'}</span>
             {c.file_id ? <> <span class="badge">from a file</span></> : null}
             <span class="muted"> · {formatDate(c.created_at)}</span>
           </li>
@@ -56,9 +59,9 @@ export function CollectionsPage() {
       <h2>New collection</h2>
       <form onSubmit={create} class="narrow">
         <label for="collection-name">Name</label>
-        <input id="collection-name" required value={name} onInput={(e) => setName(e.currentTarget.value)} />
+        <input id="collection-name" dir="auto" required value={name} onInput={(e) => setName(e.currentTarget.value)} />
         <label for="collection-description">Description (optional)</label>
-        <textarea id="collection-description" rows={3} value={description} onInput={(e) => setDescription(e.currentTarget.value)} />
+        <textarea id="collection-description" dir="auto" rows={3} value={description} onInput={(e) => setDescription(e.currentTarget.value)} />
         <label class="check">
           <input type="checkbox" checked={isPublic} onChange={(e) => setPublic(e.currentTarget.checked)} /> Public (anyone can see it)
         </label>
@@ -110,9 +113,9 @@ function CollectionSettings({ collection: c, onChanged }: { collection: Collecti
       <summary>Rename, share or delete</summary>
       <form onSubmit={save}>
         <label for="collection-rename">Name</label>
-        <input id="collection-rename" value={name} onInput={(e) => setName(e.currentTarget.value)} />
+        <input id="collection-rename" dir="auto" value={name} onInput={(e) => setName(e.currentTarget.value)} />
         <label for="collection-edit-description">Description</label>
-        <textarea id="collection-edit-description" rows={3} value={description} onInput={(e) => setDescription(e.currentTarget.value)} />
+        <textarea id="collection-edit-description" dir="auto" rows={3} value={description} onInput={(e) => setDescription(e.currentTarget.value)} />
         <button type="submit" aria-disabled={action.busy}>
           Save
         </button>
@@ -172,11 +175,15 @@ export function CollectionPage({ collectionId }: { collectionId: string }) {
   };
   return (
     <section>
-      <PageTitle>{c.name}</PageTitle>
+      <PageTitle dir="auto">{c.name}</PageTitle>
       <p class="meta">
         <span class="badge">{c.is_public ? 'public' : 'private'}</span> · created {formatDate(c.created_at)}
       </p>
-      {c.description ? <p>{c.description}</p> : null}
+      {c.description ? (
+        <p class="description" dir="auto">
+          {c.description}
+        </p>
+      ) : null}
       {isOwner ? <CollectionSettings collection={c} onChanged={data.reload} /> : null}
       <SearchForm initial={params} onSearch={(p) => navigate(searchUrl(base, p))} idPrefix="collection-search" label="Search this collection" />
       <SearchStatus text={searching && !data.loading && d.searched ? resultsSummary(d.bookmarks, params.page, d.total_pages) : ''} />
@@ -185,7 +192,11 @@ export function CollectionPage({ collectionId }: { collectionId: string }) {
           Results inside this collection. <Link href={base}>Show all its cards</Link>
         </p>
       ) : null}
-      {removed ? <DoneNotice key={removed.at}>Removed “{removed.words}” from this collection.</DoneNotice> : null}
+      {removed ? (
+        <DoneNotice key={removed.at}>
+          Removed “<UserText>{removed.words}</UserText>” from this collection.
+        </DoneNotice>
+      ) : null}
       <ErrorMessage error={data.error || action.error} />
       {d.searched ? (
         <SearchResults entries={d.bookmarks} emptyText="No card in this collection matches." />

@@ -1,6 +1,6 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { api, ApiError, type Notification } from '../api';
-import { CardSummary, ErrorMessage, firstWords, formatDate, Loading, NotFoundHint, PageTitle, Pager, useAction, useAsync, userName, VoteTotals } from '../components';
+import { CardSummary, ErrorMessage, firstWords, formatDate, Loading, NotFoundHint, PageTitle, Pager, useAction, useAsync, userName, UserText, VoteTotals } from '../components';
 import { Link, navigate, useLocation } from '../router';
 import { verificationReading } from '../verification';
 import { useSession } from '../session';
@@ -30,7 +30,7 @@ export function UserPage({ userId }: { userId: string }) {
   const score = up - down;
   return (
     <section>
-      <PageTitle>{userName(u)}</PageTitle>
+      <PageTitle dir="auto">{userName(u)}</PageTitle>
       <dl class="facts stats">
         <dt>Score</dt>
         <dd data-testid="user-score">{score}</dd>
@@ -72,7 +72,10 @@ export function UserPage({ userId }: { userId: string }) {
           <ul class="plain-list">
             {collections.data.map((c) => (
               <li key={c.id}>
-                <Link href={`/collection/${c.id}`}>{c.name}</Link> {c.is_public ? null : <span class="badge">private</span>}
+                <UserText>
+                  <Link href={`/collection/${c.id}`}>{c.name}</Link>
+                </UserText>{' '}
+                {c.is_public ? null : <span class="badge">private</span>}
               </li>
             ))}
           </ul>
@@ -119,7 +122,9 @@ export function TopUsersPage() {
               <tr key={u.id}>
                 <td>{(page - 1) * 25 + i + 1}</td>
                 <td>
-                  <Link href={`/user/${u.id}`}>{userName(u)}</Link>
+                  <UserText>
+                    <Link href={`/user/${u.id}`}>{userName(u)}</Link>
+                  </UserText>
                 </td>
                 <td>{u.score}</td>
               </tr>
@@ -214,7 +219,11 @@ function NotificationText({ n, names }: { n: Notification; names: Map<string, Na
     if (named && 'gone' in named) return <>A collection was created (since deleted).</>;
     return (
       <>
-        A collection was created: <Link href={`/collection/${n.collection_uuid}`}>{named ? named.name : 'open the collection'}</Link>.
+        A collection was created:{' '}
+        <UserText>
+          <Link href={`/collection/${n.collection_uuid}`}>{named ? named.name : 'open the collection'}</Link>
+        </UserText>
+        .
       </>
     );
   }
@@ -233,7 +242,17 @@ function NotificationText({ n, names }: { n: Notification; names: Map<string, Na
   if (named && 'gone' in named) return <>Your card (since deleted) {score}</>;
   return (
     <>
-      Your <Link href={`/card/${n.card_uuid}`}>{named ? `card “${named.name}”` : 'card'}</Link> {score}
+      Your{' '}
+      <Link href={`/card/${n.card_uuid}`}>
+        {named ? (
+          <>
+            card “<UserText>{named.name}</UserText>”
+          </>
+        ) : (
+          'card'
+        )}
+      </Link>{' '}
+      {score}
     </>
   );
 }

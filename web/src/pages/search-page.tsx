@@ -71,7 +71,7 @@ export function SearchForm({ initial, onSearch, idPrefix, label = 'Search cards'
     >
       <label for={`${idPrefix}-q`}>{label}</label>
       <div class="row">
-        <input id={`${idPrefix}-q`} type="search" required maxLength={MAX_SEARCH_CHARS} value={q} onInput={(e) => setQ(e.currentTarget.value)} placeholder="What are you looking for?" />
+        <input id={`${idPrefix}-q`} type="search" dir="auto" required maxLength={MAX_SEARCH_CHARS} value={q} onInput={(e) => setQ(e.currentTarget.value)} placeholder="What are you looking for?" />
         <button type="submit" class="primary">
           Search
         </button>
@@ -90,9 +90,9 @@ export function SearchForm({ initial, onSearch, idPrefix, label = 'Search cards'
       <details open={Boolean(initial.tags || initial.links)}>
         <summary>Filters</summary>
         <label for={`${idPrefix}-tags`}>Any of these tags (comma-separated)</label>
-        <input id={`${idPrefix}-tags`} value={tags} onInput={(e) => setTags(e.currentTarget.value)} />
+        <input id={`${idPrefix}-tags`} dir="auto" value={tags} onInput={(e) => setTags(e.currentTarget.value)} />
         <label for={`${idPrefix}-links`}>Link contains any of (comma-separated)</label>
-        <input id={`${idPrefix}-links`} value={links} onInput={(e) => setLinks(e.currentTarget.value)} />
+        <input id={`${idPrefix}-links`} dir="auto" value={links} onInput={(e) => setLinks(e.currentTarget.value)} />
       </details>
     </form>
   );

@@ -2,7 +2,7 @@ import { MAX_FILE_TAGS } from '@cards/card-rules';
 import { useEffect, useMemo, useState } from 'preact/hooks';
 import { api, newIdempotencyKey, toBase64Url, uploadFile, type FileRecord, type ListedCollection } from '../api';
 import { tagsFromInput, tagsMessage } from '../card-rules';
-import { DoneNotice, ErrorMessage, formatDate, Notice, PageTitle, useAction, useAsync } from '../components';
+import { DoneNotice, ErrorMessage, formatDate, Notice, PageTitle, useAction, useAsync, UserText } from '../components';
 import { Link } from '../router';
 import { useSession } from '../session';
 
@@ -141,7 +141,7 @@ export function UploadPage() {
           onChange={(e) => setFile(e.currentTarget.files?.[0])}
         />
         <label for="upload-tags">Tags for the cards (comma-separated, optional)</label>
-        <input id="upload-tags" value={tags} onInput={(e) => setTags(e.currentTarget.value)} aria-invalid={Boolean(tagProblem)} aria-describedby="upload-tags-problem" />
+        <input id="upload-tags" dir="auto" value={tags} onInput={(e) => setTags(e.currentTarget.value)} aria-invalid={Boolean(tagProblem)} aria-describedby="upload-tags-problem" />
         <p id="upload-tags-problem" class="field-problem" aria-live="polite">
           {tagProblem ?? ''}
         </p>
@@ -165,7 +165,11 @@ export function UploadPage() {
       {uploaded ? (
         <div class="panel" aria-live="polite">
           <Notice>
-            Uploaded <strong>{uploaded.file_name}</strong> ({formatBytes(uploaded.size)}).
+            Uploaded{' '}
+            <strong>
+              <UserText>{uploaded.file_name}</UserText>
+            </strong>{' '}
+            ({formatBytes(uploaded.size)}).
           </Notice>
           {ingestion.state === 'failed' ? (
             <p class="error" role="alert">
@@ -173,7 +177,11 @@ export function UploadPage() {
             </p>
           ) : ingestion.state === 'done' && ingestion.collection ? (
             <p>
-              Its cards are in the collection <Link href={`/collection/${ingestion.collection.id}`}>{ingestion.collection.name}</Link>.
+              Its cards are in the collection{' '}
+              <UserText>
+                <Link href={`/collection/${ingestion.collection.id}`}>{ingestion.collection.name}</Link>
+              </UserText>
+              .
             </p>
           ) : ingestion.state === 'gave-up' ? (
             <p class="muted">The collection has not appeared yet; you will get a notification when it does.</p>
@@ -189,7 +197,11 @@ export function UploadPage() {
         </div>
       ) : null}
       <h2>Your files</h2>
-      {deleted ? <DoneNotice key={deleted.at}>Deleted {deleted.name}.</DoneNotice> : null}
+      {deleted ? (
+        <DoneNotice key={deleted.at}>
+          Deleted <UserText>{deleted.name}</UserText>.
+        </DoneNotice>
+      ) : null}
       <ErrorMessage error={files.error} />
       {files.data && files.data.length === 0 ? <p class="muted">No files yet.</p> : null}
       <ul class="plain-list">
@@ -225,7 +237,10 @@ function FileRow({ file, onChanged, onDeleted }: { file: FileRecord; onChanged()
   };
   return (
     <li>
-      <strong>{file.file_name}</strong> <span class="badge">{file.private ? 'private' : 'public'}</span>
+      <strong>
+        <UserText>{file.file_name}</UserText>
+      </strong>{' '}
+      <span class="badge">{file.private ? 'private' : 'public'}</span>
       <span class="muted">
         {' '}
         · {formatBytes(file.size)} · {formatDate(file.created_at)} · <IngestionStatus file={file} />

@@ -442,6 +442,9 @@ describeInBrowser('web app accessibility in headless Chromium', () => {
     await headingFocused('Glacier reading');
 
     // An upload: the file chosen from the keyboard (Space on the file field), sent with Enter.
+    const collectionNotifications = async () =>
+      ((await (await page.request.get('/api/notifications')).json()) as { collection_uuid?: string }[]).filter((n) => n.collection_uuid).length;
+    const collectionNotificationsBefore = await collectionNotifications();
     await tabTo(/^a Upload$/, true);
     await page.keyboard.press('Enter');
     await headingFocused('Upload a document');
@@ -453,7 +456,9 @@ describeInBrowser('web app accessibility in headless Chromium', () => {
     await page.getByRole('status').filter({ hasText: 'Uploaded crevasses.docx' }).waitFor({ timeout: 30_000 });
     expect(await focused()).toBe('button Upload');
 
-    // Notifications: read, all marked read from the keyboard.
+    // Notifications: read, all marked read from the keyboard, once the upload's "collection created" has come (it
+    // comes asynchronously; one arriving after "Mark all as read" would be unread again).
+    await eventually(async () => (await collectionNotifications()) > collectionNotificationsBefore, 60_000, 'the upload\'s collection notification');
     await tabTo(/^a Notifications, \d+ unread$/, true);
     await page.keyboard.press('Enter');
     await headingFocused('Notifications');

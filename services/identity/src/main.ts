@@ -28,7 +28,7 @@ export async function startIdentity(env: Record<string, string | undefined> = pr
     repository = await MongoIdentityRepository.open(connection);
   } else {
     logger.info('MONGO_URL not set: using the embedded SQLite store');
-    repository = new SqliteIdentityRepository(join(config.DATA_DIR, 'identity', 'identity.db'));
+    repository = new SqliteIdentityRepository(join(config.DATA_DIR, 'identity', 'identity.db'), { logger });
   }
   const mailFiles = config.SMTP_URL ? null : new EmlFileMailer(join(config.DATA_DIR, 'mail'), config.MAIL_FROM);
   const mailer = mailFiles ?? new SmtpMailer(config.SMTP_URL!, config.MAIL_FROM);

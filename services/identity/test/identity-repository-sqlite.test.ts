@@ -290,3 +290,125 @@ describe('SqliteIdentityRepository on a file where the build before 6938ecd gave
     }
   });
 });
+
+describe('SqliteIdentityRepository after a rollback to a release before username_key (b521ce9)', () => {
+  const day = (n: number) => new Date(Date.UTC(2026, 0, n));
+  // The old release's SQL, copied from b521ce9's adapter as a fixture: its sign-up and rename write username alone, and
+  // only users_username (lower(username)) refuses a taken name there (its rename maps a violation naming "username" to
+  // 409 'username: already taken').
+  const OLD_INSERT = 'INSERT INTO users (id, email, username, website, visible_email, password_hash, password_version, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)';
+  const OLD_RENAME = 'UPDATE users SET updated_at = @updatedAt, username = @username WHERE id = @id RETURNING *';
+  const oldInsert = (db: ReturnType<typeof openSqlite>, id: string, username: string | null, createdDay: number) =>
+    db.prepare(OLD_INSERT).run(id, `${id}@example.com`, username, null, 1, 'scrypt$x', 0, day(createdDay).toISOString(), day(createdDay).toISOString());
+  const oldRename = (db: ReturnType<typeof openSqlite>, id: string, username: string | null) =>
+    db.prepare(OLD_RENAME).get({ id, username, updatedAt: new Date().toISOString() });
+  const user = (id: string, username: string | null, createdDay: number) => ({
+    id,
+    email: `${id}@example.com`,
+    username,
+    website: null,
+    visibleEmail: false,
+    passwordHash: 'scrypt$x',
+    passwordVersion: 0,
+    createdAt: day(createdDay),
+    updatedAt: day(createdDay),
+  });
+  const register = async (repository: SqliteIdentityRepository, u: ReturnType<typeof user>) => {
+    await repository.createInvitation({ id: `inv-${u.id}`, email: u.email, referralTokens: [], createdAt: u.createdAt, expiresAt: day(40), usedAt: null });
+    expect(await repository.registerFromInvitation(`inv-${u.id}`, u, u.createdAt)).toBe(true);
+  };
+  const indexes = (path: string) => {
+    const db = openSqlite(path);
+    try {
+      return (db.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'users' AND name LIKE 'users_username%' ORDER BY name").all() as Array<{ name: string }>).map((r) => r.name);
+    } finally {
+      db.close();
+    }
+  };
+  let dir: string;
+  let path: string;
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), 'cards-identity-repo-'));
+    path = join(dir, 'identity.db');
+  });
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('refuses the old release a name another user holds in other ASCII capitals (users_username made again)', async () => {
+    const repository = new SqliteIdentityRepository(path);
+    await register(repository, user('u-fan', null, 1));
+    await register(repository, user('u-other', null, 2));
+    expect(await repository.updateProfile('u-fan', { username: 'CardFan' }, 'none', day(3))).toMatchObject({ username: 'CardFan' });
+    await repository.close();
+    expect(indexes(path)).toEqual(['users_username', 'users_username_key', 'users_username_key_as_written']);
+    // Rolled back: the old release opens the file as it is (its two migrations are applied) and writes as it did.
+    const rolledBack = openSqlite(path);
+    try {
+      expect(() => oldInsert(rolledBack, 'u-new', 'cardfan', 4)).toThrow(/UNIQUE constraint failed: index 'users_username'/);
+      expect(() => oldRename(rolledBack, 'u-other', 'CARDFAN')).toThrow(/UNIQUE constraint failed: index 'users_username'/);
+      expect(() => oldRename(rolledBack, 'u-other', 'CardFan')).toThrow(/username/);
+      expect(oldRename(rolledBack, 'u-other', 'fan_two')).toMatchObject({ username: 'fan_two' });
+    } finally {
+      rolledBack.close();
+    }
+  });
+
+  it('keeps the releases from bf8c022 on answering 409 for a name taken in other capitals: their key index is checked first', async () => {
+    const repository = new SqliteIdentityRepository(path);
+    await register(repository, user('u-fan', 'CardFan', 1));
+    await register(repository, user('u-other', null, 2));
+    await repository.close();
+    // bf8c022's rename (copied as a fixture): username and username_key, 409 only on a violation naming username_key.
+    const rolledBack = openSqlite(path);
+    try {
+      const bf8c022Rename = rolledBack.prepare('UPDATE users SET updated_at = @updatedAt, username = @username, username_key = @usernameKey WHERE id = @id RETURNING *');
+      expect(() => bf8c022Rename.get({ id: 'u-other', username: 'cardfan', usernameKey: 'cardfan', updatedAt: day(3).toISOString() })).toThrow(/UNIQUE constraint failed: users\.username_key/);
+    } finally {
+      rolledBack.close();
+    }
+  });
+
+  it('answers 409 when only users_username refuses a name: a first key left stale by the old release\'s rename', async () => {
+    const repository = new SqliteIdentityRepository(path);
+    await register(repository, user('u-will', 'alice', 1));
+    await register(repository, user('u-other', null, 2));
+    await repository.close();
+    const rolledBack = openSqlite(path);
+    oldRename(rolledBack, 'u-will', 'WILL'); // username_key stays "alice"; the next start gives "wlll" as its second key
+    rolledBack.close();
+    const upgraded = new SqliteIdentityRepository(path);
+    try {
+      // Neither key of "will" is held ("alice", "wlll"): only lower() sees "WILL".
+      await expect(upgraded.updateProfile('u-other', { username: 'will' }, 'none', day(5))).rejects.toThrow(new AlreadyExistsError('username: already taken'));
+      expect(await upgraded.findUserById('u-other')).toMatchObject({ username: null });
+    } finally {
+      await upgraded.close();
+    }
+  });
+
+  it('starts on names stored equal under lower() while rolled back, warns, and makes the index once they differ', async () => {
+    // A file upgraded by the build before migration 8 (no users_username), then written by the old release.
+    const file = openSqlite(path, MIGRATIONS.slice(0, 7));
+    file.close();
+    const rolledBack = openSqlite(path);
+    oldInsert(rolledBack, 'u-bob', 'bob', 1);
+    oldInsert(rolledBack, 'u-bob2', 'Bob', 2);
+    oldInsert(rolledBack, 'u-other', 'other', 3);
+    rolledBack.close();
+    const warnings: unknown[][] = [];
+    const logger = { warn: (...args: unknown[]) => void warnings.push(args) };
+    const upgraded = new SqliteIdentityRepository(path, { logger });
+    try {
+      expect(warnings).toEqual([[{ names: 1, index: 'users_username' }, expect.stringContaining('users_username is not made again')]]);
+      expect(indexes(path)).toEqual(['users_username_key', 'users_username_key_as_written']);
+      // Both keep their names (the younger under "key id"); no one else takes either; the younger renames away.
+      expect(await upgraded.findUserById('u-bob2')).toMatchObject({ username: 'Bob' });
+      await expect(upgraded.updateProfile('u-other', { username: 'BOB' }, 'none', day(4))).rejects.toBeInstanceOf(AlreadyExistsError);
+      expect(await upgraded.updateProfile('u-bob2', { username: 'robert' }, 'none', day(4))).toMatchObject({ username: 'robert' });
+    } finally {
+      await upgraded.close();
+    }
+    await new SqliteIdentityRepository(path, { logger }).close();
+    expect(warnings).toHaveLength(1);
+    expect(indexes(path)).toEqual(['users_username', 'users_username_key', 'users_username_key_as_written']);
+  });
+});

@@ -42,6 +42,43 @@ describe('usernameKey', () => {
   });
 });
 
+describe('usernameKey and SQLite\'s lower()', () => {
+  /** SQLite's built-in lower(): ASCII letters only (users_username, the unique index of the releases before username_key). */
+  const sqliteLower = (name: string) => name.replace(/[A-Z]/g, (letter) => letter.toLowerCase());
+  const letters = [...'ABCDEFGHIJKLMNOPQRSTUVWXYZ'];
+  const marks: string[] = [];
+  for (let codePoint = 0; codePoint <= 0x10ffff; codePoint++) {
+    if (codePoint >= 0xd800 && codePoint <= 0xdfff) continue;
+    const character = String.fromCodePoint(codePoint);
+    if (/\p{M}/u.test(character)) marks.push(character);
+  }
+  /** The marks a precomposed letter of an ASCII base decomposes to ("\u00c5" is "A" and U+030A): those NFC composes with one. */
+  const composing = new Set<string>();
+  for (let codePoint = 0x80; codePoint <= 0x10ffff; codePoint++) {
+    if (codePoint >= 0xd800 && codePoint <= 0xdfff) continue;
+    const [base, ...rest] = String.fromCodePoint(codePoint).normalize('NFD');
+    if (base !== undefined && /^[A-Za-z]$/.test(base)) for (const mark of rest) composing.add(mark);
+  }
+
+  it('gives names equal under lower() one key, so the key index implies users_username (migration 8)', () => {
+    const keysDiffer: string[] = [];
+    const expectOneKey = (upper: string) => {
+      const lower = sqliteLower(upper);
+      if (usernameKey(upper) !== usernameKey(lower)) keysDiffer.push(upper);
+    };
+    for (const name of ['CardFan', 'WILL', 'wiII', 'BOB', 'B0B', 'User_1-X', 'StraSSe', 'ZO\u00cb', 'Zo\u00eb', '\u0421\u041e\u0421\u041e', 'IST\u0130', 'KELVIN\u212a']) expectOneKey(name);
+    // An ASCII capital and its small letter before any one mark (NFC composes some with the capital only: "I" and
+    // U+0307 are "\u0130"), and before any two marks that compose with an ASCII letter ("A", U+0323, U+0302 is "\u1ead").
+    for (const letter of letters) {
+      for (const mark of marks) expectOneKey(`x${letter}${mark}y`);
+      for (const first of composing) for (const second of composing) expectOneKey(`${letter}${first}${second}${letter}`);
+    }
+    expect(marks.length).toBeGreaterThan(2000);
+    expect(composing.size).toBeGreaterThan(20);
+    expect(keysDiffer).toEqual([]);
+  });
+});
+
 describe('usernameKeyAsWritten', () => {
   it('makes names that read alike as written one key: the skeleton of the name, then the case fold', () => {
     const same = [

@@ -1,5 +1,5 @@
 import { usernameCaseFold } from '@cards/card-rules';
-import { AlreadyExistsError, openSqlite, type SqliteDatabase, type SqliteMigration } from '@cards/platform';
+import { AlreadyExistsError, openSqlite, type Logger, type SqliteDatabase, type SqliteMigration } from '@cards/platform';
 import type { Invitation, PasswordReset, ProfilePatch, Session, StoredProfileCondition, User } from '../../domain/model';
 import { emailLookupOrder } from '../../domain/model';
 import type { IdentityRepository } from '../../domain/ports';
@@ -116,6 +116,33 @@ export function keyUsernamesChangedSince(db: SqliteDatabase, now: Date): number 
   }).immediate();
 }
 
+/**
+ * The unique index of the releases before username_key (b521ce9 and earlier: migrations 1-2 only), the only thing that
+ * refuses a taken name there: their sign-up and rename write username alone, and a rename answers 409 on its unique
+ * violation. Migration 3 dropped it; rolled back to such a release, two users could take one name (migration 8).
+ */
+const LOWER_USERNAME_INDEX = 'users_username';
+
+/**
+ * Makes users_username again, unless stored names already break it. This version's keys imply it: lower() folds ASCII
+ * letters only, so two names equal under it differ only in the case of ASCII letters, and usernameKey, a function of
+ * usernameCaseFold, folds those (username-key.test.ts); one key has one holder here, a look-alike kept from before
+ * holding "key id" only for another name up to case (refuseIfLookAlikeNamed). Names equal under lower() can only have been
+ * stored while rolled back to a release without the index: they are left as they are (keyUsernamesChangedSince keeps
+ * the younger under "key id", as rekeyUsernames does its look-alikes) and the index waits for them to differ; returns
+ * how many lower() values more than one user holds (0: the index is there). The key indexes are made again after it:
+ * SQLite checks a table's newest index first, and the releases from bf8c022 to 963a0ef answer 409 only on a
+ * violation naming username_key (a name taken in other capitals breaks both there).
+ */
+export function restoreLowerUsernameIndex(db: SqliteDatabase): number {
+  if (db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = ?").get(LOWER_USERNAME_INDEX)) return 0;
+  const shared = db.prepare('SELECT count(*) AS n FROM (SELECT 1 FROM users WHERE username IS NOT NULL GROUP BY lower(username) HAVING count(*) > 1)').get() as { n: number };
+  if (shared.n > 0) return shared.n;
+  db.exec(`CREATE UNIQUE INDEX ${LOWER_USERNAME_INDEX} ON users(lower(username)) WHERE username IS NOT NULL`);
+  for (const { column, index } of USERNAME_KEYS) db.exec(`DROP INDEX ${index}; CREATE UNIQUE INDEX ${index} ON users(${column}) WHERE ${column} IS NOT NULL`);
+  return 0;
+}
+
 /** refuseIfTaken's refusal; toPromote: keys held in a column only under "key id", each to be given to its oldest such holder. */
 class UsernameTaken extends Error {
   constructor(readonly toPromote: ReadonlyArray<readonly [UsernameKeyColumn, string]>) {
@@ -157,6 +184,11 @@ export const MIGRATIONS: readonly SqliteMigration[] = [
   `CREATE INDEX sessions_expires_at ON sessions(expires_at);
    CREATE INDEX invitations_expires_at ON invitations(expires_at);
    CREATE INDEX password_resets_expires_at ON password_resets(expires_at);`,
+  // Usernames unique under SQLite's lower() again, for a rollback to a release before username_key: an older release must
+  // run on migrated data (docs/deploy.md). Skipped when stored names break it; every start tries again (the constructor).
+  (db) => {
+    restoreLowerUsernameIndex(db);
+  },
 ];
 
 interface UserRow {
@@ -225,9 +257,17 @@ function isUniqueViolation(err: unknown, column: string): boolean {
 export class SqliteIdentityRepository implements IdentityRepository {
   private readonly db: SqliteDatabase;
 
-  constructor(path: string) {
+  constructor(path: string, options: { logger?: Pick<Logger, 'warn'> } = {}) {
     this.db = openSqlite(path, MIGRATIONS);
     keyUsernamesChangedSince(this.db, new Date());
+    // A start never fails on names stored equal under lower() while rolled back: the index waits, with a warning.
+    const shared = this.db.transaction(() => restoreLowerUsernameIndex(this.db)).immediate();
+    if (shared > 0) {
+      options.logger?.warn(
+        { names: shared, index: LOWER_USERNAME_INDEX },
+        'usernames held by more than one user up to capitals (stored while rolled back to a release before username_key): users_username is not made again until they differ, so such a release would not refuse a taken name (docs/deploy.md)',
+      );
+    }
   }
 
   async createInvitation(i: Invitation): Promise<void> {
@@ -343,7 +383,9 @@ export class SqliteIdentityRepository implements IdentityRepository {
         if (toPromote.length > 0) this.db.transaction(() => toPromote.forEach(([keyColumn, key]) => this.promoteLookAlike(keyColumn, key))).immediate();
         throw new AlreadyExistsError(err.message);
       }
-      if (isUniqueViolation(err, 'username_key')) throw new AlreadyExistsError('username: already taken');
+      // username_key, username_key_as_written, or users_username (lower()) under a first key left stale by a release before
+      // username_key, whose rename writes username alone.
+      if (isUniqueViolation(err, 'username')) throw new AlreadyExistsError('username: already taken');
       throw err;
     }
   }

@@ -262,3 +262,47 @@ describeOnEngine('MongoIdentityRepository: expired sessions, invitations and res
     });
   });
 });
+
+describeOnEngine('MongoIdentityRepository and a rollback to a release before 7f59661 (usernameLower, b521ce9)', skipReason, () => {
+  it('lets the older release take a stored name again unless the names are given usernameLower first (docs/deploy.md), which the next start undoes', async () => {
+    await withFreshDatabase(async (connection) => {
+      const users = connection.db.collection<{ _id: string; username?: string | null; usernameLower?: string }>('users');
+      await users.insertMany([storedUser('u-fan', null, {}, 1), storedUser('u-other', null, {}, 2)] as never);
+      const repository = await MongoIdentityRepository.open(connection);
+      expect(await repository.updateProfile('u-fan', { username: 'CardFan' }, 'none', new Date(Date.UTC(2026, 0, 3)))).toMatchObject({ username: 'CardFan' });
+      // The older release as b521ce9 writes (copied as a fixture): its index made at its start, usernameLower beside the name.
+      const olderReleaseOpens = () => users.createIndex({ usernameLower: 1 }, { unique: true, sparse: true, name: 'users_username_lower' });
+      const olderInsert = (id: string, username: string) => users.insertOne({ ...storedUser(id, username, {}, 4), usernameLower: username.toLowerCase() } as never);
+      const olderRename = (id: string, username: string) => users.findOneAndUpdate({ _id: id }, { $set: { updatedAt: new Date(), username, usernameLower: username.toLowerCase() } }, { returnDocument: 'after' });
+      // The limit: this release's documents hold no usernameLower, so the older release's index does not see their names.
+      await olderReleaseOpens();
+      await olderInsert('u-taken-again', 'cardfan');
+      await users.deleteOne({ _id: 'u-taken-again' });
+      // The operator's step before the rollback (deploy.md's mongosh lines, through the driver).
+      await users.createIndex({ usernameLower: 1 }, { unique: true, sparse: true, name: 'users_username_lower' });
+      const printed: string[] = [];
+      for (const u of await users.find({ username: { $type: 'string' }, usernameLower: { $exists: false } }).toArray()) {
+        try {
+          await users.updateOne({ _id: u._id }, { $set: { usernameLower: u.username!.toLowerCase() } });
+        } catch {
+          printed.push(u._id);
+        }
+      }
+      expect(printed).toEqual([]);
+      await olderReleaseOpens();
+      await expect(olderInsert('u-new', 'cardfan')).rejects.toMatchObject({ code: 11000 });
+      await expect(olderRename('u-other', 'CARDFAN')).rejects.toMatchObject({ code: 11000 });
+      expect(await olderRename('u-other', 'fan_two')).toMatchObject({ username: 'fan_two' });
+      // Upgraded again: the names are keyed from themselves, usernameLower and its index go, the names stay taken.
+      const upgraded = await MongoIdentityRepository.open(connection);
+      expect(await users.find({}, { projection: { username: 1, usernameKey: 1 } }).sort({ _id: 1 }).toArray()).toEqual([
+        { _id: 'u-fan', username: 'CardFan', usernameKey: 'cardfan' },
+        { _id: 'u-other', username: 'fan_two', usernameKey: 'fan_two' },
+      ]);
+      expect(await users.countDocuments({ usernameLower: { $exists: true } })).toBe(0);
+      expect((await users.indexes()).map((index) => index.name)).not.toContain('users_username_lower');
+      await expect(upgraded.updateProfile('u-other', { username: 'CARDFAN' }, 'none', new Date())).rejects.toBeInstanceOf(AlreadyExistsError);
+      await expect(upgraded.updateProfile('u-fan', { username: 'FAN_TWO' }, 'none', new Date())).rejects.toBeInstanceOf(AlreadyExistsError);
+    });
+  });
+});

@@ -16,6 +16,7 @@ export * from './logger';
 export * from './request-context';
 export * from './redact-url';
 export * from './repeated-warning';
+export * from './retry-until-done';
 export * from './data-dir-space';
 export * from './shutdown';
 export * from './status-origin';

@@ -1,4 +1,4 @@
-import { createEventBus, createGrpcClient, createLogger, EngineReadinessMonitor, eventBusEngineChecks, grpcServerSettingsFrom, loadConfig, lockServiceDataDir, refuseEmbeddedStores, OutboxRelay, readinessSettingsFrom, startFailureLog, startGrpcServer, stopOnSignals, watchServiceDataDirSpace, UnavailableError, type Logger, type RunningService } from '@cards/platform';
+import { createEventBus, createGrpcClient, createLogger, EngineReadinessMonitor, eventBusEngineChecks, grpcServerSettingsFrom, loadConfig, lockServiceDataDir, refuseEmbeddedStores, OutboxRelay, readinessSettingsFrom, startFailureLog, startGrpcServer, retryUntilDone, stopOnSignals, watchServiceDataDirSpace, type RunningService } from '@cards/platform';
 import { cards, files, identity, search } from '@cards/proto';
 import { GrpcFileDirectory } from './adapters/grpc/grpc-file-directory';
 import { GrpcNearDuplicateFinder } from './adapters/grpc/grpc-near-duplicate-finder';
@@ -68,7 +68,7 @@ export async function startCards(env: Record<string, string | undefined> = proce
     .recheckCutOffCollisions()
     .then((checked) => checked > 0 && logger.info({ checked }, 'checked the roots of collisions whose create was cut off'))
     .catch((err: unknown) => logger.error({ err }, 'checking the roots of collisions whose create was cut off failed; the next start tries again'));
-  const backfill = untilDone(
+  const backfill = retryUntilDone(
     async () => {
       const files = await backfillFilePrivacy({ cards: cardRepository, collections: collectionRepository, files: fileDirectory, tasks: store.oneTimeTasks, now: () => new Date() });
       if (files > 0) logger.info({ files }, 'recorded the privacy of every file carried by cards and collections, as the files service has it');
@@ -96,42 +96,6 @@ export async function startCards(env: Record<string, string | undefined> = proce
       await Promise.all([subscription.close(), rebuilds.close(), relay.stop(), bus.close()]);
       await store.close();
       lock?.release();
-    },
-  };
-}
-
-/**
- * Runs `task` in the background until it succeeds, again after a growing pause (1 s to 1 min) while it fails (a peer not
- * up yet answers unavailable: logged at debug level; anything else as a warning). `stop` ends the retries and waits for
- * a run under way.
- */
-function untilDone(task: () => Promise<void>, logger: Logger, what: string): { stop(): Promise<void> } {
-  let stopped = false;
-  let wake = () => undefined as void;
-  const run = (async () => {
-    for (let pauseMs = 1_000; !stopped; pauseMs = Math.min(pauseMs * 2, 60_000)) {
-      try {
-        await task();
-        return;
-      } catch (err) {
-        if (stopped) return;
-        if (err instanceof UnavailableError) logger.debug({ err }, `${what}: a peer cannot answer yet; trying again`);
-        else logger.warn({ err }, `${what} failed; trying again`);
-      }
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, pauseMs);
-        wake = () => {
-          clearTimeout(timer);
-          resolve();
-        };
-      });
-    }
-  })();
-  return {
-    async stop() {
-      stopped = true;
-      wake();
-      await run;
     },
   };
 }

@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { createEventBus, createLogger, EngineReadinessMonitor, eventBusEngineChecks, grpcServerSettingsFrom, loadConfig, lockServiceDataDir, redactUrl, refuseEmbeddedStores, readinessSettingsFrom, startFailureLog, startGrpcServer, stopOnSignals, watchServiceDataDirSpace, Topics, type EngineCheck, type EventBus, type Logger, type OutgoingEvent, type RunningService } from '@cards/platform';
+import { createEventBus, createLogger, EngineReadinessMonitor, eventBusEngineChecks, grpcServerSettingsFrom, loadConfig, lockServiceDataDir, redactUrl, refuseEmbeddedStores, readinessSettingsFrom, startFailureLog, startGrpcServer, retryUntilDone, stopOnSignals, watchServiceDataDirSpace, Topics, type EngineCheck, type Logger, type RunningService } from '@cards/platform';
 import { search } from '@cards/proto';
 import { searchConfigSchema, type SearchConfig } from './config';
 import { OpenAiEmbedder } from './adapters/openai/openai-embedder';
@@ -104,7 +104,17 @@ export async function startSearch(env: Record<string, string | undefined> = proc
         return undefined;
       })
     : undefined;
-  const requesting = lostIndex ? publishUntilDone(bus, lostIndex, logger) : undefined;
+  const requesting = lostIndex
+    ? retryUntilDone(
+        async () => {
+          await bus.publish([lostIndex]);
+          logger.info({ topic: lostIndex.topic }, 'asked the cards service to rebuild the search index');
+        },
+        logger,
+        'asking the cards service to rebuild the search index',
+        30_000,
+      )
+    : undefined;
   // Runs of events are applied together (one index refresh per run on Elasticsearch), committed once applied.
   const indexing = await bus.subscribe({
     ...indexGroup,
@@ -146,41 +156,6 @@ export async function startSearch(env: Record<string, string | undefined> = proc
       await Promise.all([indexing.close(), requesting?.stop(), bus.close(), verification.stop()]);
       await index.close();
       lock?.release();
-    },
-  };
-}
-
-/**
- * Publishes the event in the background, again after a growing pause (1 s to 30 s) while the bus refuses it (brokers
- * down at start). `stop` ends the retries and waits for a publish under way.
- */
-function publishUntilDone(bus: EventBus, event: OutgoingEvent, logger: Logger): { stop(): Promise<void> } {
-  let stopped = false;
-  let wake = () => undefined as void;
-  const run = (async () => {
-    for (let pauseMs = 1_000; !stopped; pauseMs = Math.min(pauseMs * 2, 30_000)) {
-      try {
-        await bus.publish([event]);
-        logger.info({ topic: event.topic }, 'asked the cards service to rebuild the search index');
-        return;
-      } catch (err) {
-        if (stopped) return;
-        logger.warn({ err, topic: event.topic }, 'asking the cards service to rebuild the search index failed; trying again');
-      }
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, pauseMs);
-        wake = () => {
-          clearTimeout(timer);
-          resolve();
-        };
-      });
-    }
-  })();
-  return {
-    async stop() {
-      stopped = true;
-      wake();
-      await run;
     },
   };
 }

@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import { z } from 'zod';
 import { loadConfig } from './config';
 import { errorMessage } from './errors';
+import { sampledGauge } from './service-metrics';
 
 /** One engine a service needs (MongoDB, Kafka, Elasticsearch, S3), with a cheap probe. */
 export interface EngineCheck {
@@ -53,6 +54,18 @@ interface EngineState {
   pendingSince: number;
 }
 
+/**
+ * Each engine a started readiness monitor of this process probes: 1 while it counts as unreachable (the moment its
+ * health name turns NOT_SERVING), 0 while it answers; `engine` is its health name without "engine:" and
+ * `gates_requests` whether its loss makes the service not ready. Services of one process probing one engine (the
+ * all-in-one) add up. Read at each scrape, so the loss of an engine that does not gate requests (Kafka, S3) shows here.
+ */
+export const engineUnreachable = sampledGauge(
+  'card_library_engine_unreachable',
+  'Engines this process probes for readiness, by health name: 1 (per service) while one counts as unreachable, 0 while it answers; gates_requests: whether its loss makes the service not ready',
+  ['engine', 'gates_requests'] as const,
+);
+
 /** READINESS_* variables, shared by every service (each reads them through readinessSettingsFrom). */
 export const readinessConfigSchema = z.object({
   READINESS_INTERVAL_MS: z.coerce.number().int().min(100).max(600_000).default(2000),
@@ -92,6 +105,7 @@ export class EngineReadinessMonitor {
   private running = false;
   private round: Promise<boolean> | undefined;
   private reported: ReadinessStatus;
+  private untrackGauge: (() => void) | undefined;
 
   constructor(private readonly options: EngineReadinessMonitorOptions) {
     this.engines = options.checks.map((check) => ({ check, down: false, failures: 0, lastError: undefined, pending: undefined, pendingSince: 0 }));
@@ -139,6 +153,12 @@ export class EngineReadinessMonitor {
   start(): void {
     if (this.running || this.engines.length === 0) return;
     this.running = true;
+    this.untrackGauge = engineUnreachable.addSource(() =>
+      this.engines.map((e) => ({
+        labels: { engine: e.check.healthName.replace(/^engine:/, ''), gates_requests: String(e.check.gatesRequests !== false) },
+        value: e.down ? 1 : 0,
+      })),
+    );
     this.schedule();
   }
 
@@ -147,6 +167,8 @@ export class EngineReadinessMonitor {
     this.running = false;
     if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;
+    this.untrackGauge?.();
+    this.untrackGauge = undefined;
     this.listeners.clear();
   }
 

@@ -7,6 +7,7 @@ import { createGrpcClient } from '../src/grpc-client';
 import { enableInProcessCalls } from '../src/in-process-calls';
 import { startGrpcServer, type GrpcServerHandle } from '../src/grpc-server';
 import { EngineReadinessMonitor, isEngineUnavailableError, readinessSettingsFrom } from '../src/readiness';
+import { serviceMetrics } from '../src/service-metrics';
 import { serviceWith } from './support/service-with';
 
 /** A logger that keeps the messages it was given, to count state-change lines. */
@@ -157,6 +158,37 @@ describe('EngineReadinessMonitor', () => {
     const probes = engine.probes;
     await new Promise((r) => setTimeout(r, 100));
     expect(engine.probes).toBeLessThanOrEqual(probes + 1);
+  });
+
+  it('shows each engine on /metrics while started: card_library_engine_unreachable 1 while down, 0 again once it answers', async () => {
+    const samples = async () =>
+      (await serviceMetrics.getSingleMetricAsString('card_library_engine_unreachable'))
+        .split('\n')
+        .filter((line) => line.startsWith('card_library_engine_unreachable{'))
+        .sort();
+    const kafka = controllableEngine();
+    const store = controllableEngine();
+    const monitor = new EngineReadinessMonitor({
+      checks: [
+        { name: 'MongoDB (MONGO_URL)', healthName: 'engine:mongodb', check: () => store.check() },
+        { name: 'Kafka (KAFKA_BROKERS)', healthName: 'engine:kafka', check: () => kafka.check(), gatesRequests: false },
+      ],
+      logger: pino({ level: 'silent' }),
+      intervalMs: 20,
+      failureThreshold: 1,
+    });
+    expect(await samples()).toEqual([]);
+    monitor.start();
+    expect(await samples()).toEqual(['card_library_engine_unreachable{engine="kafka",gates_requests="false"} 0', 'card_library_engine_unreachable{engine="mongodb",gates_requests="true"} 0']);
+    kafka.set('down');
+    await until(() => monitor.status.engines.get('engine:kafka') === false);
+    expect(await samples()).toEqual(['card_library_engine_unreachable{engine="kafka",gates_requests="false"} 1', 'card_library_engine_unreachable{engine="mongodb",gates_requests="true"} 0']);
+    kafka.set('up');
+    store.set('down');
+    await until(() => !monitor.ready && monitor.status.engines.get('engine:kafka') === true);
+    expect(await samples()).toEqual(['card_library_engine_unreachable{engine="kafka",gates_requests="false"} 0', 'card_library_engine_unreachable{engine="mongodb",gates_requests="true"} 1']);
+    monitor.stop();
+    expect(await samples()).toEqual([]);
   });
 
   it('reads its timing from READINESS_* variables and names a bad one', () => {

@@ -15,6 +15,19 @@ describe('splitIntoCards', () => {
     expect(cards.map((c) => c.index)).toEqual([0, 1]);
   });
 
+  it('a right-to-left block (DocumentBlock.dir) is written dir="rtl" on its heading, p or li, on each piece of a cut paragraph and on a further paragraph of an item; other blocks get no dir', () => {
+    const rtl = (block: DocumentBlock): DocumentBlock => ({ ...block, dir: 'rtl' });
+    const item = (text: string, continues?: true): DocumentBlock => rtl({ ...p(text), list: { ordered: true, level: 1, number: 1, ...(continues ? { continues } : {}) } });
+    const cards = splitIntoCards({ blocks: [rtl(h('2026 تقرير')), rtl(p(`${words(500, 'r')}.`)), p(words(20, 'e')), item('1 بند'), item('ثانية', true)] });
+    const tags = cards.map((card) => card.html.match(/<[a-z][a-z0-9]*[^>]*>/g));
+    expect(tags).toEqual([
+      ['<h2 dir="rtl">', '<p dir="rtl">'],
+      ['<h2 dir="rtl">', '<p dir="rtl">', '<p>', '<ol>', '<li dir="rtl">', '<p dir="rtl">'],
+    ]);
+    expect(cards[1]!.html).toContain('<p>e0 ');
+    expect(cards[1]!.html).toContain('<li dir="rtl">1 بند<p dir="rtl">ثانية</p></li>');
+  });
+
   describe('list items', () => {
     const li = (text: string, ordered: boolean, number: number, level = 1): DocumentBlock => ({ ...p(text), list: { ordered, level, number } });
 

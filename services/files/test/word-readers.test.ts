@@ -4,7 +4,7 @@ import type { DocumentBlock } from '../src/domain/model';
 import { blocksFromHtml, blocksFromOdtContent, odtStyles } from '../src/adapters/documents/block-collector';
 import { boundedBlocks, LibraryDocumentReader } from '../src/adapters/documents/library-document-reader';
 import { UnreadableDocumentError } from '../src/domain/ports';
-import { docxPackage, note, noteReference, wp, zip } from './office-packages';
+import { docxPackage, drawingTextBox, note, noteReference, wp, zip } from './office-packages';
 import { noCardReason, splitIntoCards } from '../src/domain/card-splitter';
 
 // The Word and OpenDocument readers on what ordinary documents hold (word-features.doc/.docx/.odt: make-fixtures.sh, from
@@ -493,4 +493,96 @@ describe('.doc fields in one pass', () => {
     expect(bytes.includes(Buffer.from('Q\0Q\0', 'latin1'))).toBe(false);
     expect(texts((await reader.parse('doc', bytes)).blocks)).toEqual(['Intro paragraph text here.']);
   }, 5_000);
+});
+
+describe('right-to-left paragraphs keep their direction (bidi.docx/.doc/.odt: make-fixtures.sh, from src/bidi.fodt)', () => {
+  // Writer writes RTL Body's direction into the .docx's styles.xml (w:bidi) and the .doc's style sheet (sprmPFBiDi), an
+  // automatic style's (P1, the heading's) into the paragraph's own properties; the .odt keeps its styles' writing-mode.
+  const SHOWN: [DocumentBlock['kind'], string, 'rtl' | null][] = [
+    ['heading', '2026 تقرير الميناء القديم', 'rtl'],
+    ['paragraph', 'Old Harbour هو', 'rtl'],
+    ['paragraph', '42 سفينة', 'rtl'],
+    ['paragraph', '3 أرصفة', 'rtl'],
+    ['paragraph', 'GPS يرشد', 'rtl'],
+    ['paragraph', '1780 سنة البناء | 12 مترا عمق القناة', 'rtl'],
+    ['paragraph', '2026 בנמל', 'rtl'],
+    ['heading', 'The harbour in English', null],
+    ['paragraph', 'The old harbour', null],
+    ['paragraph', 'English text in a style based on RTL Body', null],
+  ];
+
+  it.each(['bidi.docx', 'bidi.doc', 'bidi.odt'])('%s: a right-to-left heading, paragraph, list item or table row starting with a number or a Latin word is a right-to-left block, written dir="rtl" on its h1, p or li; the others get no dir', async (name) => {
+    const blocks = await blocksOf(name);
+    expect(blocks.map((b, i) => [b.kind, SHOWN[i] && b.text.startsWith(SHOWN[i][1]) ? SHOWN[i][1] : b.text, b.dir ?? null])).toEqual(SHOWN);
+    // The readers' marks are gone.
+    expect(JSON.stringify(blocks)).not.toMatch(/cards-dir|[\ue000-\uf8ff]/);
+    const [arabic, english] = splitIntoCards({ blocks });
+    const tags = (html: string) => html.match(/<[a-z][a-z0-9]*[^>]*>/g);
+    expect(tags(arabic!.html)).toEqual(['<h1 dir="rtl">', '<p dir="rtl">', '<p dir="rtl">', '<ol>', '<li dir="rtl">', '<li dir="rtl">', '<p dir="rtl">', '<p dir="rtl">']);
+    expect(arabic!.html).toContain('<p dir="rtl">Old Harbour هو الاسم الإنجليزي');
+    expect(arabic!.html).toContain('<li dir="rtl">3 أرصفة جديدة');
+    expect(tags(english!.html)).toEqual(['<h1>', '<p>', '<p>']);
+  });
+
+  it('.docx: w:bidi of the paragraph, of its style or a style that one is based on, of the default paragraph style or of the document defaults; w:bidi w:val="0" sets one left to right again; a text box\'s paragraph has its own', async () => {
+    const styles =
+      '<w:style w:type="paragraph" w:styleId="Rtl"><w:name w:val="Rtl"/><w:pPr><w:bidi/></w:pPr></w:style>' +
+      '<w:style w:type="paragraph" w:styleId="RtlQuote"><w:name w:val="Rtl Quote"/><w:basedOn w:val="Rtl"/></w:style>';
+    const body =
+      wp('1 بند', '<w:bidi/>') +
+      wp('2 اقتباس', '<w:pStyle w:val="RtlQuote"/>') +
+      wp('3 left to right', '<w:pStyle w:val="Rtl"/><w:bidi w:val="0"/>') +
+      wp('4 plain') +
+      wp('5 عنوان', '<w:pStyle w:val="Heading1"/><w:bidi w:val="true"/>') +
+      `<w:p><w:r><w:t>6 host</w:t></w:r>${drawingTextBox(wp('7 صندوق', '<w:bidi w:val="1"/>'))}</w:p>`;
+    const read = async (bytes: Buffer) => (await reader.parse('docx', bytes)).blocks.map((b) => [b.kind, b.text, b.dir ?? null]);
+    expect(await read(docxPackage({ body, styles }))).toEqual([
+      ['paragraph', '1 بند', 'rtl'],
+      ['paragraph', '2 اقتباس', 'rtl'],
+      ['paragraph', '3 left to right', null],
+      ['paragraph', '4 plain', null],
+      ['heading', '5 عنوان', 'rtl'],
+      ['paragraph', '6 host', null],
+      ['paragraph', '7 صندوق', 'rtl'],
+    ]);
+    // The document defaults right to left (w:pPrDefault): every paragraph is, unless its own properties say otherwise.
+    const defaults = '<w:docDefaults><w:pPrDefault><w:pPr><w:bidi/></w:pPr></w:pPrDefault></w:docDefaults>';
+    expect(await read(docxPackage({ body: wp('8 افتراضي') + wp('9 left to right', '<w:bidi w:val="off"/>'), styles: defaults }))).toEqual([
+      ['paragraph', '8 افتراضي', 'rtl'],
+      ['paragraph', '9 left to right', null],
+    ]);
+  });
+
+  it(".odt: a paragraph style's writing-mode rl-tb, its own or its parent's; none or \"page\" takes the default paragraph style's, then the Standard page's", () => {
+    const named =
+      '<office:document-styles><office:styles><style:style style:name="Rtl" style:family="paragraph"><style:paragraph-properties style:writing-mode="rl-tb"/></style:style>' +
+      '<style:style style:name="Quote" style:family="paragraph" style:parent-style-name="Rtl"/></office:styles></office:document-styles>';
+    const automatic =
+      '<office:automatic-styles><style:style style:name="P1" style:family="paragraph" style:parent-style-name="Quote"><style:paragraph-properties style:writing-mode="lr-tb"/></style:style>' +
+      '<style:style style:name="P2" style:family="paragraph" style:parent-style-name="Standard"><style:paragraph-properties style:writing-mode="rl-tb"/></style:style></office:automatic-styles>';
+    const content = (body: string) => `<office:document-content>${automatic}<office:body><office:text>${body}</office:text></office:body></office:document-content>`;
+    const body =
+      '<text:p text:style-name="Quote">1 اقتباس</text:p><text:p text:style-name="P1">2 left to right</text:p><text:h text:style-name="P2" text:outline-level="1">3 عنوان</text:h>' +
+      '<text:list><text:list-item><text:p text:style-name="Rtl">4 بند</text:p></text:list-item></text:list><text:p>5 plain</text:p>';
+    const read = (styles: string) => blocksFromOdtContent(content(body), odtStyles(styles)).map((b) => [b.text, b.dir ?? null]);
+    expect(read(named)).toEqual([
+      ['1 اقتباس', 'rtl'],
+      ['2 left to right', null],
+      ['3 عنوان', 'rtl'],
+      ['4 بند', 'rtl'],
+      ['5 plain', null],
+    ]);
+    // Writer's page style set right to left (its default paragraph style's writing-mode is "page").
+    const page =
+      '<office:document-styles><office:styles><style:default-style style:family="paragraph"><style:paragraph-properties style:writing-mode="page"/></style:default-style></office:styles>' +
+      '<office:automatic-styles><style:page-layout style:name="Mpm1"><style:page-layout-properties style:writing-mode="rl-tb"/></style:page-layout></office:automatic-styles>' +
+      '<office:master-styles><style:master-page style:name="Standard" style:page-layout-name="Mpm1"/></office:master-styles></office:document-styles>';
+    expect(read(page)).toEqual([
+      ['1 اقتباس', 'rtl'],
+      ['2 left to right', null],
+      ['3 عنوان', 'rtl'],
+      ['4 بند', 'rtl'],
+      ['5 plain', 'rtl'],
+    ]);
+  });
 });

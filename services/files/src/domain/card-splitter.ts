@@ -365,7 +365,11 @@ function splitLongParagraph(paragraph: DocumentBlock, maxWords: number): Documen
 function cutBlock(paragraph: DocumentBlock, words: string[], ranges: [number, number][]): DocumentBlock[] {
   const textOf = ([start, end]: [number, number]) => joinWords(words, start, end);
   // A list item cut into pieces: the piece that starts it is the item; the rest are further paragraphs of it.
-  const listOf = ([start]: [number, number]) => (paragraph.list ? { list: start === 0 ? paragraph.list : { ...paragraph.list, continues: true as const } } : {});
+  const listOf = ([start]: [number, number]) => ({
+    ...(paragraph.list ? { list: start === 0 ? paragraph.list : { ...paragraph.list, continues: true as const } } : {}),
+    // Each piece keeps the paragraph's direction.
+    ...(paragraph.dir ? { dir: paragraph.dir } : {}),
+  });
   const cut = paragraph.html ? cutHtmlAtWords(paragraph.html, ranges) : null;
   if (cut && cut.words === words.length && cut.anchors === paragraph.links.length) {
     return ranges.map((range, i) => {
@@ -392,16 +396,16 @@ function draftFrom(index: number, heading: DocumentBlock | null, title: string |
   const parts: string[] = [];
   const texts: string[] = [];
   if (title) {
-    parts.push(`<h${level}>${escapeHtml(title)}</h${level}>`);
+    parts.push(`<h${level}${dirAttribute(heading)}>${escapeHtml(title)}</h${level}>`);
     texts.push(title);
   }
   const lists = new ListWriter(parts);
   for (const p of paragraphs) {
     const html = p.html || escapeHtml(p.text);
-    if (p.list) lists.item(p.list, html);
+    if (p.list) lists.item(p.list, html, dirAttribute(p));
     else {
       lists.closeAll();
-      parts.push(`<p>${html}</p>`);
+      parts.push(`<p${dirAttribute(p)}>${html}</p>`);
     }
     texts.push(p.text);
   }
@@ -410,12 +414,18 @@ function draftFrom(index: number, heading: DocumentBlock | null, title: string |
   return { index, title, html: parts.join('\n'), text, link: firstLink(paragraphs), wordCount: countWords(text) };
 }
 
+/** A block's direction as its element's attribute: dir="rtl" where the document sets the block right to left, else none. */
+function dirAttribute(block: DocumentBlock | null): string {
+  return block?.dir === 'rtl' ? ' dir="rtl"' : '';
+}
+
 /**
  * Writes list items into a card's HTML parts as ul/ol and li: consecutive items of one list (same kind and level, numbers
  * following on) share one list element, an item of a deeper level opens a list inside the open item, a further paragraph
  * of an item (ListPlace.continues) is a p inside its li, and a numbered list that does not start at 1 (the rest of a list
  * the previous card began) says where it starts (ol start="n"). A further paragraph whose item the card does not hold
- * (the previous card did) is a paragraph of its own.
+ * (the previous card did) is a paragraph of its own. A right-to-left item or paragraph carries its dir (`dir`: ' dir="rtl"'
+ * or empty) on its li or p.
  */
 class ListWriter {
   private readonly open: { ordered: boolean; level: number; next: number; item: boolean }[] = [];
@@ -423,9 +433,9 @@ class ListWriter {
 
   constructor(private readonly parts: string[]) {}
 
-  item(place: ListPlace, html: string): void {
+  item(place: ListPlace, html: string, dir = ''): void {
     if (place.continues) {
-      this.continueItem(place, html);
+      this.continueItem(place, html, dir);
       return;
     }
     let top = this.open[this.open.length - 1];
@@ -439,22 +449,22 @@ class ListWriter {
       top = { ordered: place.ordered, level: place.level, next: place.number, item: false };
       this.open.push(top);
     } else if (top.item) this.html += '</li>';
-    this.html += `<li>${html}`;
+    this.html += `<li${dir}>${html}`;
     top.item = true;
     top.next = place.number + 1;
   }
 
-  private continueItem(place: ListPlace, html: string): void {
+  private continueItem(place: ListPlace, html: string, dir: string): void {
     const holds = (list: (typeof this.open)[number]) => list.level === place.level && list.ordered === place.ordered && list.item && list.next === place.number + 1;
     const at = this.open.findIndex(holds);
     if (at < 0) {
       this.closeAll();
-      this.parts.push(`<p>${html}</p>`);
+      this.parts.push(`<p${dir}>${html}</p>`);
       return;
     }
     // Lists inside the item (a deeper level) end before its next paragraph.
     while (this.open.length > at + 1) this.closeTop();
-    this.html += `<p>${html}</p>`;
+    this.html += `<p${dir}>${html}</p>`;
   }
 
   closeAll(): void {

@@ -61,6 +61,13 @@ export interface DocumentBlock {
    * next card, so the splitter ends a card after it only where no other cut keeps the cards within their bounds.
    */
   keepWithNext?: true;
+  /**
+   * Set on a block the document sets right to left (a .docx paragraph's w:bidi, its own or its style's, an .odt
+   * paragraph style's writing-mode rl-tb, a .doc paragraph's sprmPFBiDi): the splitter writes it as dir="rtl" on the
+   * block's p, h1-h6 or li, so a right-to-left paragraph that starts with a Latin word or a number still reads right to
+   * left. Absent: the document gives the block no direction of its own (none is written; never dir="ltr").
+   */
+  dir?: 'rtl';
 }
 
 /** Where a list item stands: in a numbered or bulleted list, at a nesting level (1 outermost), its number there (1 first). */

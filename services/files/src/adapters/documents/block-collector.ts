@@ -22,6 +22,8 @@ class BlockCollector {
   private pendingAt = 0;
   /** The cells the open table row has had (start() opens a row). */
   private cellsInRow = 0;
+  /** Whether the document's paragraph being read is set right to left (direction()). */
+  private paragraphRtl = false;
 
   start(kind: DocumentBlock['kind'], level?: number, list?: ListPlace): void {
     this.end();
@@ -29,6 +31,15 @@ class BlockCollector {
     this.pending = null;
     this.pendingAt = 0;
     this.cellsInRow = 0;
+  }
+
+  /**
+   * The direction of the document's paragraph whose text comes next (said at its start, or by the .docx reading's mark
+   * before its text): a block is right to left (DocumentBlock.dir) when the paragraph that gives it its first visible text
+   * is (a table row: its first cell's paragraph with text; a list item: its paragraph).
+   */
+  direction(rtl: boolean): void {
+    this.paragraphRtl = rtl;
   }
 
   /** Whether the open block has no visible text yet (a list item's paragraph continues it rather than starting anew). */
@@ -57,16 +68,17 @@ class BlockCollector {
   /** Blocks of text boxes met inside the open block, which follow it. */
   private boxBlocks: DocumentBlock[] = [];
   /** For each text box being read: the state of the block it sits in, and where its own blocks start. */
-  private readonly boxes: { current: DocumentBlock | null; openLink: boolean; open: string[]; pending: Separator | null; pendingAt: number; cellsInRow: number; headingNotes: string[]; boxBlocks: DocumentBlock[]; from: number }[] = [];
+  private readonly boxes: { current: DocumentBlock | null; openLink: boolean; open: string[]; pending: Separator | null; pendingAt: number; cellsInRow: number; paragraphRtl: boolean; headingNotes: string[]; boxBlocks: DocumentBlock[]; from: number }[] = [];
 
   /**
    * A text box (a frame's text) starts inside the open paragraph: its paragraphs are read as blocks of their own and
    * follow that paragraph (as mammoth places a Word text box's), which goes on whole after the box.
    */
   enterBox(): void {
-    const { current, openLink, open, pending, pendingAt, cellsInRow, headingNotes, boxBlocks } = this;
-    this.boxes.push({ current, openLink, open, pending, pendingAt, cellsInRow, headingNotes, boxBlocks, from: this.blocks.length });
+    const { current, openLink, open, pending, pendingAt, cellsInRow, paragraphRtl, headingNotes, boxBlocks } = this;
+    this.boxes.push({ current, openLink, open, pending, pendingAt, cellsInRow, paragraphRtl, headingNotes, boxBlocks, from: this.blocks.length });
     this.current = null;
+    this.paragraphRtl = false;
     this.openLink = false;
     this.open = [];
     this.pending = null;
@@ -80,7 +92,7 @@ class BlockCollector {
     if (!outer) return;
     this.end();
     const read = this.blocks.splice(outer.from);
-    ({ current: this.current, openLink: this.openLink, open: this.open, pending: this.pending, pendingAt: this.pendingAt, cellsInRow: this.cellsInRow, headingNotes: this.headingNotes, boxBlocks: this.boxBlocks } = outer);
+    ({ current: this.current, openLink: this.openLink, open: this.open, pending: this.pending, pendingAt: this.pendingAt, cellsInRow: this.cellsInRow, paragraphRtl: this.paragraphRtl, headingNotes: this.headingNotes, boxBlocks: this.boxBlocks } = outer);
     if (this.current) this.boxBlocks.push(...read);
     else this.blocks.push(...read);
   }
@@ -226,6 +238,7 @@ class BlockCollector {
       return;
     }
     const block = this.ensure();
+    if (this.paragraphRtl && hasVisibleText(value) && !hasVisibleText(block.text)) block.dir = 'rtl';
     if (this.pending && hasVisibleText(value)) {
       const html = block.html ?? '';
       block.text += this.pending.text;
@@ -355,6 +368,12 @@ const ITEM_NUMBER_MARK = '\ue000cards-item-number:';
 /** Any such mark is removed whatever it holds; only one of 1 to 9 digits renumbers its item. */
 const ITEM_NUMBER_VALUE = /^[1-9]\d{0,8}$/;
 const withoutItemNumbers = (text: string) => (text.includes(ITEM_NUMBER_MARK) ? takeMarks(text, ITEM_NUMBER_MARK).text : text);
+/**
+ * The worker's mark of a right-to-left paragraph, before its text (word-documents.mjs DIRECTION: mammoth drops w:bidi);
+ * any such mark is removed, one holding "rtl" sets the paragraph's direction (BlockCollector.direction).
+ */
+const DIRECTION_MARK = '\ue000cards-dir:';
+const withoutDirectionMarks = (text: string) => (text.includes(DIRECTION_MARK) ? takeMarks(text, DIRECTION_MARK).text : text);
 const NOTE_REFERENCE = /^#((?:footnote|endnote)-\d+)$/;
 /**
  * The worker's mark of the label Word shows for a note (its number among the notes of its kind, or its custom mark), at
@@ -390,7 +409,7 @@ function notesInHtml(html: string): Map<string, HtmlNote> {
         else if (name === 'p' || name === 'br') notes.set(note, `${notes.get(note)} `);
       },
       ontext(text) {
-        if (note !== null && skip === 0) notes.set(note, notes.get(note) + withoutItemNumbers(text));
+        if (note !== null && skip === 0) notes.set(note, notes.get(note) + withoutDirectionMarks(withoutItemNumbers(text)));
       },
       onclosetag() {
         if (note === null) return;
@@ -442,6 +461,8 @@ export function blocksFromHtml(html: string): DocumentBlock[] {
         }
         if (name === 'li' && !(attrs.id && NOTE_ID.test(attrs.id))) itemElements.push(rows === 0);
         const heading = /^h([1-6])$/.exec(name);
+        // A paragraph of the document starts: left to right unless the worker's mark before its text says otherwise.
+        if (heading || HTML_BLOCKS.has(name)) collector.direction(false);
         if (name === 'li' && attrs.id && NOTE_ID.test(attrs.id)) skip = 1;
         else if (name === 'a' && notes.has(NOTE_REFERENCE.exec(attrs.href ?? '')?.[1] ?? '')) {
           const id = NOTE_REFERENCE.exec(attrs.href!)![1]!;
@@ -468,6 +489,11 @@ export function blocksFromHtml(html: string): DocumentBlock[] {
         if (text.includes(ITEM_NUMBER_MARK)) {
           const marked = takeMarks(text, ITEM_NUMBER_MARK);
           for (const number of marked.values) if (ITEM_NUMBER_VALUE.test(number)) items.renumber(Number(number), lists[lists.length - 1]);
+          text = marked.text;
+        }
+        if (text.includes(DIRECTION_MARK)) {
+          const marked = takeMarks(text, DIRECTION_MARK);
+          if (marked.values.includes('rtl')) collector.direction(true);
           text = marked.text;
         }
         text = withoutMarkCharacters(text);
@@ -556,9 +582,20 @@ class OdtStyles {
   private readonly textStyles = new Map<string, { parent?: string; font?: string; script?: 'sup' | 'sub' }>();
   /** Font faces: their family. */
   private readonly fonts = new Map<string, string>();
+  /** Paragraph styles: their parent and their own writing mode (style:writing-mode of their paragraph properties). */
+  private readonly paragraphStyles = new Map<string, { parent?: string; mode?: string }>();
+  /** The default paragraph style's writing mode (style:default-style), the page layouts' and the master pages' layouts. */
+  private defaultParagraphMode: string | undefined;
+  private readonly pageModes = new Map<string, string>();
+  private readonly masterLayouts = new Map<string, string>();
+  /** Directions found (rtl()), by paragraph style. */
+  private readonly rtlStyles = new Map<string | undefined, boolean>();
   private listStyle: string | null = null;
   private inOutline = false;
   private textStyle: string | null = null;
+  /** The paragraph style, default paragraph style ('') or page layout whose properties are being read. */
+  private paragraphStyle: string | null = null;
+  private pageLayout: string | null = null;
 
   /** Reads a style element (the parsers of styles.xml and content.xml call it for every element). */
   open(name: string, attrs: Record<string, string>): void {
@@ -588,6 +625,20 @@ class OdtStyles {
       const position = attrs['style:text-position']?.trim().split(/\s+/)[0];
       if (position === 'super' || (position !== undefined && parseFloat(position) > 0)) style.script = 'sup';
       else if (position === 'sub' || (position !== undefined && parseFloat(position) < 0)) style.script = 'sub';
+    } else if (name === 'style:style' && attrs['style:family'] === 'paragraph' && attrs['style:name'] !== undefined) {
+      this.paragraphStyle = attrs['style:name'];
+      this.paragraphStyles.set(this.paragraphStyle, { ...(attrs['style:parent-style-name'] ? { parent: attrs['style:parent-style-name'] } : {}) });
+    } else if (name === 'style:default-style' && attrs['style:family'] === 'paragraph') {
+      this.paragraphStyle = '';
+    } else if (name === 'style:paragraph-properties' && this.paragraphStyle !== null && attrs['style:writing-mode'] !== undefined) {
+      if (this.paragraphStyle === '') this.defaultParagraphMode = attrs['style:writing-mode'];
+      else this.paragraphStyles.get(this.paragraphStyle)!.mode = attrs['style:writing-mode'];
+    } else if (name === 'style:page-layout' && attrs['style:name'] !== undefined) {
+      this.pageLayout = attrs['style:name'];
+    } else if (name === 'style:page-layout-properties' && this.pageLayout !== null && attrs['style:writing-mode'] !== undefined) {
+      this.pageModes.set(this.pageLayout, attrs['style:writing-mode']);
+    } else if (name === 'style:master-page' && attrs['style:name'] !== undefined && attrs['style:page-layout-name'] !== undefined) {
+      this.masterLayouts.set(attrs['style:name'], attrs['style:page-layout-name']);
     } else if (name === 'style:font-face' && attrs['style:name'] !== undefined) {
       this.fonts.set(attrs['style:name'], (attrs['svg:font-family'] ?? attrs['style:name']).replace(/^['"]|['"]$/g, ''));
     }
@@ -596,7 +647,33 @@ class OdtStyles {
   close(name: string): void {
     if (name === 'text:list-style') this.listStyle = null;
     else if (name === 'text:outline-style') this.inOutline = false;
-    else if (name === 'style:style') this.textStyle = null;
+    else if (name === 'style:style' || name === 'style:default-style') {
+      this.textStyle = null;
+      this.paragraphStyle = null;
+    } else if (name === 'style:page-layout') this.pageLayout = null;
+  }
+
+  /**
+   * Whether a paragraph in the paragraph style `styleName` (its own, else its parent's, else the default paragraph
+   * style's style:writing-mode) is set right to left: rl-tb or rl (Writer's "Right-to-left (horizontal)"); "page" or none
+   * takes the page's, the layout of the Standard master page (Writer's page style Default), as Writer shows it.
+   */
+  rtl(styleName: string | undefined): boolean {
+    const known = this.rtlStyles.get(styleName);
+    if (known !== undefined) return known;
+    let mode: string | undefined;
+    let style = styleName === undefined ? undefined : this.paragraphStyles.get(styleName);
+    for (let depth = 0; style && depth < 16 && (mode === undefined || mode === 'page'); depth++, style = style.parent === undefined ? undefined : this.paragraphStyles.get(style.parent)) {
+      mode = style.mode;
+    }
+    if (mode === undefined || mode === 'page') mode = this.defaultParagraphMode;
+    if (mode === undefined || mode === 'page') {
+      const layout = this.masterLayouts.get('Standard') ?? this.masterLayouts.values().next().value;
+      mode = layout === undefined ? undefined : this.pageModes.get(layout);
+    }
+    const rtl = mode === 'rl-tb' || mode === 'rl';
+    this.rtlStyles.set(styleName, rtl);
+    return rtl;
   }
 
   /** A text style's position and the family of its font (its own, else its parent's). */
@@ -786,6 +863,8 @@ export function odtContentReader(styles: OdtStyles = new OdtStyles()): Increment
           if (script) collector.beginScript(script);
           spans.push({ font: font ?? spans[spans.length - 1]?.font, script: script !== undefined });
         }
+        // Its paragraph style's writing mode (Writer's right-to-left paragraphs).
+        if (name === 'text:p' || name === 'text:h') collector.direction(styles.rtl(attrs['text:style-name']));
       },
       ontext(text) {
         if (!inBody || skipDepth > 0) return;

@@ -176,7 +176,8 @@ export function boundedBlocks(blocks: DocumentBlock[], partsLength: number): Doc
  * mammoth's table (the inner rows paragraphs of their own, their links as <a>). A line break is a <br> in the block's
  * HTML (a space in its text), as a cell's lines are; a paragraph or row holding a hyperlink has it as an <a> in its HTML,
  * as a .docx paragraph has (a link whose shown text runs over a break keeps the paragraph without HTML: the link
- * anchored by word, the break a space).
+ * anchored by word, the break a space). A right-to-left paragraph (its own or its style's sprmPFBiDi) is marked at its
+ * start (DOC_RTL) and its block is right to left (DocumentBlock.dir).
  */
 export function blocksFromDoc(body: string, bytes: Buffer): DocumentBlock[] {
   // The worker marks each hyperlink field's shown text with its target; a text without such marks (none in the document,
@@ -185,6 +186,11 @@ export function blocksFromDoc(body: string, bytes: Buffer): DocumentBlock[] {
   const blocks: DocumentBlock[] = [];
   let next = 0;
   for (let raw of body.split(/\r?\n/)) {
+    // A right-to-left paragraph's mark (word-documents.mjs markDirections) before the line's first visible character:
+    // a row's when its first cell's paragraph with text is.
+    const rtlAt = raw.indexOf(DOC_RTL);
+    const dir = rtlAt >= 0 && !visible(raw.slice(0, rtlAt)) ? { dir: 'rtl' as const } : {};
+    if (rtlAt >= 0) raw = raw.replaceAll(DOC_RTL, '');
     const headingEnd = /[\ue011-\ue019]\s*$/.exec(raw);
     const level = headingEnd ? headingEnd[0].charCodeAt(0) - DOC_HEADING_END : undefined;
     raw = raw.replace(DOC_HEADING_MARKS, '');
@@ -230,7 +236,7 @@ export function blocksFromDoc(body: string, bytes: Buffer): DocumentBlock[] {
     const linkWords = anchors.map((anchor) => text.slice(0, anchor.at).split(' ').length - 1);
     if (level !== undefined) {
       // A heading: its line breaks are spaces (a heading is one line of a card's title).
-      blocks.push({ kind: 'heading', level, text, links, linkWords });
+      blocks.push({ kind: 'heading', level, text, links, linkWords, ...dir });
       continue;
     }
     // A row's cells' lines: their <br>s too. A paragraph with a link has it as an <a>, as a .docx paragraph has.
@@ -239,7 +245,7 @@ export function blocksFromDoc(body: string, bytes: Buffer): DocumentBlock[] {
       links.length > 0 || lines.length >= 2 || cellLines
         ? linkedHtml(cells ? cells.map((cell) => cell.split(DOC_LINE_BREAK).map(collapsed).filter(visible).join(DOC_LINE_BREAK)).join(TABLE_CELL_SEPARATOR) : lines.join(DOC_LINE_BREAK), urls)
         : undefined;
-    blocks.push({ kind: 'paragraph', text, links, linkWords, ...(html === undefined ? {} : { html }), ...(list ? { list } : {}) });
+    blocks.push({ kind: 'paragraph', text, links, linkWords, ...(html === undefined ? {} : { html }), ...(list ? { list } : {}), ...dir });
   }
   return blocks;
 }
@@ -249,6 +255,8 @@ const DOC_LINK_START = '\ue030';
 const DOC_LINK_END = '\ue031';
 const DOC_LINK_TARGET = /\ue030([^\ue030-\ue032]*)\ue032/g;
 const DOC_LINK_MARKS = /[\ue030-\ue03f]/g;
+/** word-documents.mjs's mark of a right-to-left paragraph at its start (markDirections; in DOC_LIST_MARKS' range). */
+const DOC_RTL = '\ue022';
 /** word-documents.mjs's mark of a list item at its paragraph's start (numberLists), and any other of its range (dropped). */
 const DOC_LIST_ITEM = /^\s*\ue020([ou])([1-9])\.([0-9]{1,9})\ue021/;
 const DOC_LIST_MARKS = /[\ue020-\ue02f]/g;

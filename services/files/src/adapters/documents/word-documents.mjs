@@ -1,8 +1,8 @@
 // The Word reading of the parser worker (parser-worker.mjs): .docx to HTML through mammoth, with mammoth adapted so it
 // reads what Word means (list items numbered as Word numbers them, marked for block-collector.ts; further paragraphs of a
 // list item kept in the item; generated tables left out; the Title style as the first heading; DrawingML-only text boxes
-// read through text-box-fallbacks.cjs), and .doc to text through word-extractor (with its footnotes and endnotes put at
-// their references, as the .docx reading puts them).
+// read through text-box-fallbacks.cjs; right-to-left paragraphs marked), and .doc to text through word-extractor (with
+// its footnotes and endnotes put at their references, as the .docx reading puts them, and right-to-left paragraphs marked).
 // Plain ESM, as the worker, so it needs no TypeScript loader.
 // docxHtml(bytes): the document's HTML; docText(bytes): its text.
 import { createRequire } from 'node:module';
@@ -508,6 +508,92 @@ function symbolRunsMapped(root) {
   }
 }
 
+// A right-to-left paragraph (w:bidi in its w:pPr, else in its paragraph style or a style that one is based on, else in
+// the document defaults' w:pPrDefault): mammoth reads no w:bidi, so its paragraph would start left to right in the card
+// when its first word is Latin or a number. Each such paragraph holding text gets a first run of DIRECTION's mark, which
+// blocksFromHtml takes as the block's direction (and removes). The styles are read from styles.xml, which mammoth reads
+// before document.xml (paragraphDirections, set for the conversion under way).
+const DIRECTION = { open: '\ue000cards-dir:', close: '\ue001' };
+
+/** Per paragraph style id: whether it sets a paragraph right to left (its own w:bidi or the one it is based on's). */
+let paragraphDirections = { rtl: () => false };
+
+/** A w:pPr's w:bidi: true (on), false (w:val 0, false or off) or undefined (none). */
+function bidiOf(pPr) {
+  const bidi = pPr?.children?.find((child) => child.name === 'w:bidi');
+  if (!bidi) return undefined;
+  const value = bidi.attributes?.['w:val'];
+  return value === undefined || !(value === '0' || value === 'false' || value === 'off');
+}
+
+/**
+ * The directions styles.xml's paragraph styles give: rtl(styleId) follows w:basedOn (at most 16 styles up, as a loop
+ * of styles ends too) to the first style with a w:bidi; a paragraph without a style (or with one the part lacks) has
+ * the default paragraph style's; none of them with a w:bidi, the document defaults' (w:docDefaults w:pPrDefault).
+ */
+function docxStyleDirections(root) {
+  const styles = new Map();
+  let defaultStyle;
+  let defaults = false;
+  for (const child of root.children ?? []) {
+    if (child.name === 'w:docDefaults') {
+      const pPr = child.children?.find((c) => c.name === 'w:pPrDefault')?.children?.find((c) => c.name === 'w:pPr');
+      defaults = bidiOf(pPr) ?? false;
+    } else if (child.name === 'w:style' && child.attributes?.['w:type'] === 'paragraph') {
+      const id = child.attributes['w:styleId'];
+      const basedOn = child.children?.find((c) => c.name === 'w:basedOn')?.attributes?.['w:val'];
+      styles.set(id, { basedOn, bidi: bidiOf(child.children?.find((c) => c.name === 'w:pPr')) });
+      if (isOn(child.attributes['w:default'])) defaultStyle = id;
+    }
+  }
+  const found = new Map();
+  return {
+    rtl(styleId) {
+      const id = styleId !== undefined && styles.has(styleId) ? styleId : defaultStyle;
+      if (found.has(id)) return found.get(id);
+      let bidi;
+      for (let style = styles.get(id), steps = 0; style && bidi === undefined && steps < 16; style = styles.get(style.basedOn), steps++) bidi = style.bidi;
+      const rtl = bidi ?? defaults;
+      found.set(id, rtl);
+      return rtl;
+    },
+  };
+}
+
+/** Whether a paragraph holds a w:t of its own (not only one of a text box's paragraphs inside it). */
+function holdsText(paragraph) {
+  const pending = (paragraph.children ?? []).slice();
+  while (pending.length > 0) {
+    const node = pending.pop();
+    if (node.name === 'w:t') return true;
+    if (node.name !== 'w:p' && Array.isArray(node.children)) for (const child of node.children) pending.push(child);
+  }
+  return false;
+}
+
+/**
+ * document.xml's right-to-left paragraphs holding text (text boxes' too) given DIRECTION's mark as their first run,
+ * after their w:pPr. One walk of the part, without recursion; each paragraph's own runs looked through once more.
+ */
+function markRightToLeftParagraphs(root, xml) {
+  const pending = [root];
+  while (pending.length > 0) {
+    const node = pending.pop();
+    if (!Array.isArray(node?.children)) continue;
+    if (node.name === 'w:p') {
+      const pPr = node.children.find((child) => child.name === 'w:pPr');
+      const own = bidiOf(pPr);
+      const style = pPr?.children?.find((child) => child.name === 'w:pStyle')?.attributes?.['w:val'];
+      if ((own ?? paragraphDirections.rtl(style)) && holdsText(node)) {
+        const mark = xml.element('w:r', {}, [xml.element('w:t', {}, [xml.text(`${DIRECTION.open}rtl${DIRECTION.close}`)])]);
+        const at = pPr ? node.children.indexOf(pPr) + 1 : 0;
+        node.children = [...node.children.slice(0, at), mark, ...node.children.slice(at)];
+      }
+    }
+    for (const child of node.children) pending.push(child);
+  }
+}
+
 /** Whether a w:customMarkFollows attribute (ST_OnOff) is on. */
 const isOn = (value) => value === '1' || value === 'true' || value === 'on';
 
@@ -601,7 +687,11 @@ function textBoxesWithoutFallbackRead() {
   xml.readString = (...args) =>
     readString(...args).then((root) => {
       withoutMarkCharacters(root);
-      if (root?.name === 'w:document') sectionNoteFormats(root);
+      if (root?.name === 'w:styles') paragraphDirections = docxStyleDirections(root);
+      if (root?.name === 'w:document') {
+        sectionNoteFormats(root);
+        markRightToLeftParagraphs(root, xml);
+      }
       symbolRunsMapped(root);
       markCustomNoteMarks(root, xml);
       addTextBoxFallbacks(root, xml.element);
@@ -617,6 +707,7 @@ export async function docxHtml(bytes) {
   noteFormats = await documentNoteFormats(bytes);
   noteFormatsByNote = new Map();
   noteNumbers = new Map();
+  paragraphDirections = { rtl: () => false };
   return (await mammoth.convertToHtml({ buffer: bytes }, { transformDocument: readableDocument, styleMap: [...TITLE_STYLES, ...FURTHER_PARAGRAPH_STYLES] })).value;
 }
 
@@ -671,6 +762,11 @@ function notesPlacedAtReferences() {
     } catch {
       // Lists out of their stream's bounds: no numbers shown.
       this._pieces.insertions = undefined;
+    }
+    try {
+      markDirections(this._pieces, paragraphs, this._boundaries.ccpText);
+    } catch {
+      // Paragraphs out of their stream's bounds: no direction read.
     }
     try {
       markRunCharacters(this._pieces, this.cardsStreams);
@@ -743,6 +839,7 @@ function markTableParagraphs(pieces, streams) {
   }
   const headingLevel = headingLevels(styles);
   const numbering = styleNumbering(styles);
+  const rightToLeft = styleDirections(styles);
   /** The paragraphs' ends (file positions) and list numbering, for numberLists. */
   const paragraphs = [];
   for (const { fkp, runs } of propertyPages(streams, 0x0102, 'PAPX')) {
@@ -760,7 +857,7 @@ function markTableParagraphs(pieces, streams) {
       const grpprl = fkp.subarray(from, Math.min(511, from + 2 * cb));
       const paragraph = paragraphProperties(grpprl);
       const level = headingLevel(paragraph);
-      paragraphs.push({ end, inTable: paragraph.inTable, heading: level !== null, pageBreak: paragraph.pageBreak, ...numbering(paragraph) });
+      paragraphs.push({ end, inTable: paragraph.inTable, heading: level !== null, pageBreak: paragraph.pageBreak, rtl: rightToLeft(paragraph), ...numbering(paragraph) });
       if (paragraph.inTable) markCellLines(pieces, start, end, paragraph);
       else if (level !== null) replaceInRange(pieces, start, end, (text) => text.replace(/\r/g, String.fromCharCode(DOC_HEADING_END + level)));
     }
@@ -920,11 +1017,12 @@ function replaceInRange(pieces, start, end, change) {
  * a table (sprmPFInTable 0x2416) and how deep (sprmPItap 0x6649: 2 and more inside a table's cell), whether it ends an
  * inner table's cell (sprmPFInnerTableCell 0x244B) or row (sprmPFInnerTtp 0x244C), and its own outline level
  * (sprmPOutLvl 0x2640: 0-8 a heading's level, 9 body text; null when it sets none), and its list numbering (sprmPIlfo
- * 0x460B: the list format override, 1-based, 0 none; sprmPIlvl 0x260A: the level; null when it sets none), and whether
- * it starts a page (sprmPFPageBreakBefore 0x2407).
+ * 0x460B: the list format override, 1-based, 0 none; sprmPIlvl 0x260A: the level; null when it sets none), whether
+ * it starts a page (sprmPFPageBreakBefore 0x2407) and whether it is right to left (sprmPFBiDi 0x2441; null when it sets
+ * none).
  */
 function paragraphProperties(grpprl) {
-  const found = { istd: grpprl.length >= 2 ? grpprl.readUInt16LE(0) : 0, inTable: false, depth: 1, innerCell: false, innerRow: false, outline: null, ilfo: null, ilvl: null, pageBreak: false };
+  const found = { istd: grpprl.length >= 2 ? grpprl.readUInt16LE(0) : 0, inTable: false, depth: 1, innerCell: false, innerRow: false, outline: null, ilfo: null, ilvl: null, pageBreak: false, bidi: null };
   const flag = (at) => at < grpprl.length && grpprl[at] !== 0;
   for (const { sprm, at } of sprmsOf(grpprl, 2)) {
     if (sprm === 0x2416) found.inTable = flag(at);
@@ -935,6 +1033,7 @@ function paragraphProperties(grpprl) {
     else if (sprm === 0x460b && at + 2 <= grpprl.length) found.ilfo = grpprl.readInt16LE(at);
     else if (sprm === 0x260a && at < grpprl.length) found.ilvl = grpprl[at];
     else if (sprm === 0x2407) found.pageBreak = flag(at);
+    else if (sprm === 0x2441 && at < grpprl.length) found.bidi = flag(at);
   }
   return found;
 }
@@ -1006,8 +1105,8 @@ function headingLevels(styles) {
 }
 
 /**
- * The STSH's styles by istd: { sti, istdBase, name, outline, ilfo, ilvl } (outline, ilfo, ilvl: the sprmPOutLvl,
- * sprmPIlfo and sprmPIlvl of a paragraph style's PAPX), null for an empty slot.
+ * The STSH's styles by istd: { sti, istdBase, name, outline, ilfo, ilvl, bidi } (outline, ilfo, ilvl, bidi: the
+ * sprmPOutLvl, sprmPIlfo, sprmPIlvl and sprmPFBiDi of a paragraph style's PAPX), null for an empty slot.
  */
 function styleSheet({ fib, table }) {
   const fc = fib.readUInt32LE(0x00a2);
@@ -1039,6 +1138,7 @@ function styleSheet({ fib, table }) {
     let outline = null;
     let ilfo = null;
     let ilvl = null;
+    let bidi = null;
     // A paragraph style's first property list is its PAPX (LPUpxPapx: its size, the istd, then the sprms).
     if (stk === 1 && at + 2 <= std.length) {
       const upx = std.subarray(at + 2, Math.min(std.length, at + 2 + std.readUInt16LE(at)));
@@ -1046,9 +1146,10 @@ function styleSheet({ fib, table }) {
         if (sprm === 0x2640 && operand < upx.length) outline = upx[operand];
         else if (sprm === 0x460b && operand + 2 <= upx.length) ilfo = upx.readInt16LE(operand);
         else if (sprm === 0x260a && operand < upx.length) ilvl = upx[operand];
+        else if (sprm === 0x2441 && operand < upx.length) bidi = upx[operand] !== 0;
       }
     }
-    styles.push({ sti, istdBase, name, outline, ilfo, ilvl });
+    styles.push({ sti, istdBase, name, outline, ilfo, ilvl, bidi });
   }
   return styles;
 }
@@ -1077,6 +1178,55 @@ function styleNumbering(styles) {
     const style = styleList(paragraph.istd);
     return { ilfo: paragraph.ilfo ?? style.ilfo, ilvl: paragraph.ilvl ?? style.ilvl };
   };
+}
+
+/**
+ * Whether a paragraph is right to left: its own sprmPFBiDi, else its style's or a style's it is based on (at most 11
+ * styles up, as for the outline level); left to right when none sets it.
+ */
+function styleDirections(styles) {
+  const ofStyle = new Map();
+  const styleBidi = (istd) => {
+    if (ofStyle.has(istd)) return ofStyle.get(istd);
+    let bidi = false;
+    for (let s = styles[istd], steps = 0; s && steps < 11; s = s.istdBase === 0x0fff ? null : styles[s.istdBase], steps++) {
+      if (s.bidi !== null && s.bidi !== undefined) {
+        bidi = s.bidi;
+        break;
+      }
+    }
+    ofStyle.set(istd, bidi);
+    return bidi;
+  };
+  return (paragraph) => paragraph.bidi ?? styleBidi(paragraph.istd);
+}
+
+/** A right-to-left paragraph's mark at its start in the body's text, read by blocksFromDoc (DOC_RTL there). */
+const DOC_RTL = '\ue022';
+
+/**
+ * DOC_RTL at the start of each of the body's right-to-left paragraphs (markTableParagraphs' rtl), among the insertions
+ * textOfRange puts in the body's text, before a list item's mark or a heading's number at the same place (so a
+ * paragraph's direction comes before its first visible character).
+ */
+function markDirections(pieces, paragraphs, bodyLength) {
+  if (!paragraphs.some((p) => p.rtl)) return;
+  const marks = paragraphMarks(pieces, paragraphs, bodyLength);
+  const directions = [];
+  for (let i = 0; i < marks.length; i++) {
+    const start = i > 0 ? marks[i - 1].cp + 1 : 0;
+    if (marks[i].paragraph.rtl && start < marks[i].cp) directions.push({ cp: start, text: DOC_RTL });
+  }
+  if (directions.length === 0) return;
+  // Both lists are in order of cp: merged, a direction first where both are at one place.
+  const lists = pieces.insertions ?? [];
+  const merged = [];
+  let k = 0;
+  for (const direction of directions) {
+    while (k < lists.length && lists[k].cp < direction.cp) merged.push(lists[k++]);
+    merged.push(direction);
+  }
+  pieces.insertions = [...merged, ...lists.slice(k)];
 }
 
 /**

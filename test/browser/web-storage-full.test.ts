@@ -3,12 +3,14 @@
  * shows the server's own message ("Storage is full, try again later: nothing was saved") with the answer's reference,
  * not a generic text, and keeps what was typed, so the same save succeeds once there is room. The 503 is the gateway's
  * answer as storage-full.test.ts pins it (message, Retry-After), given by the page's route: filling the disk of a
- * shared test machine is disk-full.test.ts's business.
+ * shared test machine is disk-full.test.ts's business. A sign-out identity could not record (its store full) leaves the
+ * profile all the same, and the page it lands on says so.
  */
 import { randomUUID } from 'node:crypto';
 import type { BrowserContext, Page, Route } from 'playwright-core';
 import { STORAGE_FULL_MESSAGE } from '@cards/platform';
 import { STORAGE_FULL_RETRY_AFTER_SECONDS } from '../../services/gateway/src/http/error-handler';
+import { LOGOUT_NOT_REVOKED_MESSAGE } from '../../services/gateway/src/routes/identity-routes';
 import { Mailbox } from '../support/mailbox';
 import { signUp, type TestUser } from '../support/accounts';
 import type { RunningSystem } from '../support/service';
@@ -79,5 +81,32 @@ describeInBrowser('a save refused by a full store, in headless Chromium', () => 
     } finally {
       await page.unroute('**/api/vote');
     }
+  });
+
+  it('a sign-out from the profile that identity could not record: the page it lands on says so, with the reference, once', async () => {
+    const id = randomUUID();
+    await page.goto('/profile');
+    await page.getByRole('heading', { level: 1, name: 'Your profile' }).waitFor();
+    // The gateway's answer when identity cannot revoke the session (identity-routes.ts): the cookie is cleared all the
+    // same, and the message says the session lives on until it expires.
+    await page.route('**/api/auth', async (route) => {
+      if (route.request().method() !== 'DELETE') return route.fallback();
+      await context.clearCookies({ name: 'ai-editor' });
+      await route.fulfill({ status: 503, headers: { 'content-type': 'application/json', 'x-request-id': id }, body: JSON.stringify({ message: LOGOUT_NOT_REVOKED_MESSAGE }) });
+    });
+    try {
+      await page.locator('main').getByRole('button', { name: 'Sign out' }).click();
+      await page.waitForURL((url) => url.pathname === '/');
+      await page.locator('header').getByRole('link', { name: 'Sign in' }).waitFor();
+      const alert = page.getByRole('alert').filter({ hasText: LOGOUT_NOT_REVOKED_MESSAGE });
+      await alert.waitFor({ timeout: 10_000 });
+      expect(await alert.textContent()).toBe(`${LOGOUT_NOT_REVOKED_MESSAGE} (reference: ${id})`);
+    } finally {
+      await page.unroute('**/api/auth');
+    }
+    // Said once: the next page has it no more.
+    await page.getByRole('link', { name: 'Top users' }).click();
+    await page.getByRole('heading', { level: 1, name: 'Top users' }).waitFor();
+    expect(await page.getByRole('alert').filter({ hasText: LOGOUT_NOT_REVOKED_MESSAGE }).count()).toBe(0);
   });
 });

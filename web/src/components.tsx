@@ -112,6 +112,27 @@ export function DoneNotice({ children }: { children: ComponentChildren }) {
 }
 
 /**
+ * An error carried to the page the app goes to next (said there once, with its reference): an action that fails and
+ * leaves its page all the same, such as a sign-out from the profile whose 503 says the session lives on until it
+ * expires. Kept in memory: the move is an in-app navigation (no reload), and the next page's `CarriedError` takes it.
+ */
+let carried: string | ApiError | undefined;
+
+export function carryError(error: string | ApiError | undefined): void {
+  carried = error;
+}
+
+/** Says the error carried from the page before (once: the next page has none). In `main`, which each page renews. */
+export function CarriedError() {
+  const [error] = useState(() => {
+    const e = carried;
+    carried = undefined;
+    return e;
+  });
+  return <ErrorMessage error={error} />;
+}
+
+/**
  * The body of a "not found" page under its title: a 404 is said by the title alone (its message would repeat it), any
  * other failure (no connection, not signed in…) is shown as the error it is.
  */

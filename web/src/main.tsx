@@ -2,7 +2,7 @@ import { render } from 'preact';
 import type { ComponentChildren } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import './styles.css';
-import { PageTitle, RequireSignIn } from './components';
+import { CarriedError, PageTitle, RequireSignIn } from './components';
 import { Link, match, useLocation } from './router';
 import { SessionContext, useSession, useSessionState } from './session';
 import { ForgotPasswordPage, InvitePage, LoginPage, ProfilePage, RegisterPage, ResetPasswordPage } from './pages/auth-pages';
@@ -166,6 +166,7 @@ function App() {
       <Header />
       <main id="main" key={path + (path.startsWith('/collection/') || path === '/' ? '' : query.toString())}>
         <SessionEnded />
+        <CarriedError />
         <Routes />
       </main>
       <footer class="muted">

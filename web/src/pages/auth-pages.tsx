@@ -1,7 +1,7 @@
 import { characterCount, MAX_USERNAME_CHARS, MIN_USERNAME_CHARS, usernameProblem } from '@cards/card-rules';
 import { useRef, useState } from 'preact/hooks';
 import { api, ApiError } from '../api';
-import { ErrorMessage, Notice, PageTitle, useAction } from '../components';
+import { carryError, ErrorMessage, Notice, PageTitle, useAction } from '../components';
 import { freeTextMessage } from '../free-text';
 import { Link, navigate, useLocation } from '../router';
 import { useSession } from '../session';
@@ -279,8 +279,19 @@ export function ProfilePage() {
     }
   };
   const logout = async () => {
-    await action.run(() => api.logout());
+    // A failed sign-out still leaves this page (a 503: identity could not record it, but the gateway cleared the cookie,
+    // and its message says the session lives on until it expires): the error goes with it, to be said on the next page.
+    let failure: string | ApiError | undefined;
+    await action.run(async () => {
+      try {
+        await api.logout();
+      } catch (err) {
+        failure = err instanceof ApiError ? err : err instanceof Error ? err.message : String(err);
+        throw err;
+      }
+    });
     await session.refresh();
+    carryError(failure);
     navigate('/', { replace: true });
   };
   return (

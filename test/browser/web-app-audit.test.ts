@@ -148,7 +148,7 @@ describeInBrowser('web app audit findings in headless Chromium', () => {
     // The server's 409 ("username: already taken"), at the field and in words that say why a different name is taken.
     await page.getByRole('button', { name: 'Save profile' }).click();
     await problem
-      .getByText(`The username “${lookAlike}” is already taken by someone else (names that look alike count as one: capitals, ß and ss, letters of another script that look the same, “rn” and “m”, “0” and “O”)`, { exact: false })
+      .getByText(`The username “\u2068${lookAlike}\u2069” is already taken by someone else (names that look alike count as one: capitals, ß and ss, letters of another script that look the same, “rn” and “m”, “0” and “O”)`, { exact: false })
       .waitFor();
     expect(await name.getAttribute('aria-invalid')).toBe('true');
     expect(await page.getByText('username: already taken').count()).toBe(0);
@@ -293,10 +293,10 @@ describeInBrowser('web app audit findings in headless Chromium', () => {
       await page.getByLabel('Source link').fill('https://example.com/tides');
       const tags = page.getByLabel('Tags (comma-separated)');
       await tags.fill('tides, moon\u202Egpj.exe');
-      await page.getByText('Tags: the 2nd tag ("moon<U+202E>gpj.exe") must not contain U+202E (right-to-left override).').waitFor();
+      await page.getByText('Tags: the 2nd tag ("\u2068moon<U+202E>gpj.exe\u2069") must not contain U+202E (right-to-left override).').waitFor();
       expect(await tags.getAttribute('aria-invalid')).toBe('true');
       await tags.fill('tides, \u200B');
-      await page.getByText('Tags: the 2nd tag ("<U+200B>") must contain a visible character (found only spaces and invisible characters).').waitFor();
+      await page.getByText('Tags: the 2nd tag ("\u2068<U+200B>\u2069") must contain a visible character (found only spaces and invisible characters).').waitFor();
       await page.getByRole('button', { name: 'Create card' }).click();
       await page.getByText('Please fix the marked fields.').waitFor();
       await tags.fill('tides, moon');
@@ -311,7 +311,7 @@ describeInBrowser('web app audit findings in headless Chromium', () => {
       });
       const fileTags = page.getByLabel(/^Tags for the cards/);
       await fileTags.fill('\u202Eclimate');
-      await page.getByText('Tags: the 1st tag ("<U+202E>climate") must not contain U+202E (right-to-left override).').waitFor();
+      await page.getByText('Tags: the 1st tag ("\u2068<U+202E>climate\u2069") must not contain U+202E (right-to-left override).').waitFor();
       expect(await fileTags.getAttribute('aria-invalid')).toBe('true');
       await page.getByRole('button', { name: 'Upload' }).click();
       await page.getByText('Please fix the tags.').waitFor();

@@ -190,6 +190,37 @@ describeInBrowser('right-to-left and mixed scripts in the web app, in headless C
     await eventually(async () => (await page.locator('.notifications li bdi', { hasText: FILE_NAME }).count()) > 0, 20_000, `the collection's name: ${await page.locator('.notifications').innerHTML()}`);
   });
 
+  it('isolates user text inside the messages written as strings: a taken username, a refused tag, a file to delete', async () => {
+    // Between U+2068 FIRST STRONG ISOLATE and U+2069 POP DIRECTIONAL ISOLATE (src/bidi.ts), which do what <bdi> does:
+    // without them the sentence's quotes, digits and Latin letters took part in the name's ordering.
+    const other = await signUp(system.baseUrl, mailbox, 'web-bidi-other');
+    const taken = 'سارة_2024';
+    const named = await other.client.put('/api/user', { username: taken, website: null, visible_email: false });
+    expect(named.status).toBeLessThan(300);
+    await signIn();
+    await page.goto('/profile');
+    await page.getByLabel('Username').fill(taken);
+    await page.getByRole('button', { name: 'Save profile' }).click();
+    const problem = page.locator('#profile-username-problem');
+    await problem.getByText('is already taken', { exact: false }).waitFor();
+    expect(await problem.textContent()).toMatch(/^The username “\u2068سارة_2024\u2069” is already taken by someone else /);
+
+    await page.goto('/card/new');
+    await page.getByLabel('Tags (comma-separated)').fill('tides, وسم\u200Fعربي');
+    const tagProblem = page.locator('#card-tags-problem');
+    await tagProblem.getByText('right-to-left mark', { exact: false }).waitFor();
+    expect(await tagProblem.textContent()).toBe('Tags: the 2nd tag ("\u2068وسم<U+200F>عربي\u2069") must not contain U+200F (right-to-left mark).');
+
+    // The file uploaded in the test before: its delete confirmation, answered No.
+    await page.goto('/upload');
+    const row = page.locator('.plain-list li', { hasText: FILE_NAME });
+    await row.waitFor();
+    const asked = new Promise<string>((resolve) => page.once('dialog', (d) => void d.dismiss().then(() => resolve(d.message()))));
+    await row.getByRole('button', { name: 'Delete' }).click();
+    expect(await asked).toBe(`Delete \u2068${FILE_NAME}\u2069? Its cards and collection stay.`);
+    expect(await row.count()).toBe(1);
+  });
+
   it('types an Arabic paragraph right to left in the editor and stores it without a dir; a pasted dir="rtl" is kept', async () => {
     await signIn();
     await page.goto('/card/new');

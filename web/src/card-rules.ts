@@ -4,6 +4,7 @@
  * server stays the authority and re-checks everything.
  */
 import { CELL_LINE_TAGS, characterCount, codePointName, collapseTextLines, linkProblem, linkProblemText, type LinkProblem, MAX_CONTENT_CHARS, MAX_HTML_CHARS, MAX_LINK_CHARS, MAX_TAG_CHARS, MAX_TAGS, MAX_WORDS, MIN_WORDS_EXCLUSIVE, nameProblem, splitTags, TABLE_CELL_SEPARATOR, tagsProblem, wellFormedProblem, wordCount } from '@cards/card-rules';
+import { isolated } from './bidi';
 import { BROKEN_CHARACTER, freeTextMessage } from './free-text';
 import { parseInertHtml, SEPARATED_BLOCK } from './inert-html';
 
@@ -169,7 +170,7 @@ export function tagsMessage(tags: readonly string[], maxTags = MAX_TAGS): string
   if (!tagsProblem(tags, maxTags)) return null;
   for (const [i, tag] of tags.entries()) {
     const problem = nameProblem(tag);
-    if (problem) return `Tags: the ${ordinal(i + 1)} tag ("${visibleTag(tag)}") ${problem}.`;
+    if (problem) return `Tags: the ${ordinal(i + 1)} tag ("${isolated(visibleTag(tag))}") ${problem}.`;
   }
   return `Tags: ${tagsProblem(tags, maxTags)}.`;
 }

@@ -1,6 +1,7 @@
 import { characterCount, MAX_USERNAME_CHARS, MIN_USERNAME_CHARS, usernameProblem } from '@cards/card-rules';
 import { useRef, useState } from 'preact/hooks';
 import { api, ApiError } from '../api';
+import { isolated } from '../bidi';
 import { carryError, ErrorMessage, Notice, PageTitle, useAction } from '../components';
 import { freeTextMessage } from '../free-text';
 import { Link, navigate, useLocation } from '../router';
@@ -266,7 +267,7 @@ export function ProfilePage() {
         return await api.updateProfile({ username: name || null, website: website.trim() || null, visible_email: visibleEmail });
       } catch (err) {
         // The server's refusals of the name belong to the field too; "username: already taken" said in words.
-        if (err instanceof ApiError && err.status === 409) refuseName(`The username “${name}” is already taken by someone else (names that look alike count as one: capitals, ß and ss, letters of another script that look the same, “rn” and “m”, “0” and “O”): choose another.`);
+        if (err instanceof ApiError && err.status === 409) refuseName(`The username “${isolated(name)}” is already taken by someone else (names that look alike count as one: capitals, ß and ss, letters of another script that look the same, “rn” and “m”, “0” and “O”): choose another.`);
         else if (err instanceof ApiError && err.message.startsWith('username: ')) refuseName(`The username ${err.message.slice('username: '.length)}.`);
         else throw err;
         return undefined;

@@ -1,6 +1,7 @@
 import { MAX_FILE_TAGS } from '@cards/card-rules';
 import { useEffect, useMemo, useState } from 'preact/hooks';
 import { api, newIdempotencyKey, toBase64Url, uploadFile, type FileRecord, type ListedCollection } from '../api';
+import { isolated } from '../bidi';
 import { tagsFromInput, tagsMessage } from '../card-rules';
 import { DoneNotice, ErrorMessage, formatDate, Notice, PageTitle, useAction, useAsync, UserText } from '../components';
 import { Link } from '../router';
@@ -229,7 +230,7 @@ function FileRow({ file, onChanged, onDeleted }: { file: FileRecord; onChanged()
       onChanged();
     });
   const remove = () => {
-    if (!confirm(`Delete ${file.file_name}? Its cards and collection stay.`)) return;
+    if (!confirm(`Delete ${isolated(file.file_name)}? Its cards and collection stay.`)) return;
     void action.run(async () => {
       await api.deleteFile(file.id);
       onDeleted();

@@ -84,6 +84,21 @@ describeInBrowser('web app audit findings in headless Chromium', () => {
     expect(await page.locator('main').getByText(/collection not found/i).count()).toBe(1);
   });
 
+  it('explains the verification badge in a card list without a mouse: its words are in the badge, not only its tooltip', async () => {
+    await signIn();
+    const created = await user.client.post('/api/card', { card_html: `<p>Badge. ${CARD_TEXT}</p>`, link: 'https://example.com/tides-badge', private: false, tag_set: [] });
+    expect(created.status).toBe(200);
+    const id = (created.json as { card_metadata: { id: string } }).card_metadata.id;
+    await page.goto(`/user/${user.id}`);
+    const badge = page.locator(`.card-summary:has(a[href="/card/${id}"]) [data-testid="verification"]`);
+    await badge.waitFor();
+    // Read at once (the check may finish meanwhile): the tooltip ("Not verified yet: the source page is waiting to be
+    // checked.") is the badge's text too, its explanation visually hidden, so a screen reader says it without a hover.
+    const [title, text, hidden] = await badge.evaluate((el) => [el.getAttribute('title'), el.textContent, el.querySelector('.visually-hidden')?.textContent ?? null]);
+    expect(text).toBe(title);
+    expect(hidden).toMatch(/^: the source page /);
+  });
+
   it('keeps the keyboard on the search pager: Next onto the last page does not drop focus to the body', async () => {
     await signIn();
     const words = ['amber', 'basalt', 'cobalt', 'dune', 'ember', 'fjord', 'granite', 'harbor', 'iris', 'jasper', 'kelp', 'lagoon', 'marble'];
@@ -96,16 +111,19 @@ describeInBrowser('web app audit findings in headless Chromium', () => {
     await eventually(async () => {
       await page.goto('/?q=zanzibarite&mode=fulltext');
       await page.locator('.results, p.muted:has-text("No card matches")').first().waitFor();
-      const label = await page.locator('.pager [data-pager-label], .pager span').first().textContent().catch(() => null);
+      const label = await page.locator('.pager [data-pager-label]').first().textContent().catch(() => null);
       last = Number(/of (\d+)/.exec(label ?? '')?.[1] ?? 0);
       return last >= 2;
     }, 60_000, 'two pages of results');
     await page.goto(`/?q=zanzibarite&mode=fulltext&page=${last - 1}`);
     await page.getByText(`Page ${last - 1} of ${last}`).waitFor();
-    await page.getByRole('button', { name: 'Next →' }).focus();
+    // Named by their words, without the arrows (aria-hidden), which a screen reader would read as "rightwards arrow".
+    expect(await page.getByRole('button', { name: 'Previous page', exact: true }).count()).toBe(1);
+    await page.getByRole('button', { name: 'Next page', exact: true }).focus();
     await page.keyboard.press('Enter');
     await page.getByText(`Page ${last} of ${last}`).waitFor();
-    expect(await page.getByRole('button', { name: 'Next →' }).isDisabled()).toBe(true);
+    expect(await page.getByRole('button', { name: 'Next page', exact: true }).isDisabled()).toBe(true);
+    expect(await page.locator('.pager button').last().textContent()).toBe('Next page →');
     expect(await page.evaluate<string>('document.activeElement?.tagName ?? ""')).not.toBe('BODY');
     // Past the end: no "Page 99 of 2", but a way to the last page.
     await page.goto('/?q=zanzibarite&mode=fulltext&page=99');

@@ -550,11 +550,11 @@ describeInBrowser('web app in headless Chromium', () => {
     await page.goto(`/user/${me.id}`);
     await page.getByText('Page 1 of 2').waitFor();
     expect(await page.locator('.results .card-summary').count()).toBe(25);
-    await page.getByRole('button', { name: 'Next →' }).click();
+    await page.getByRole('button', { name: 'Next page', exact: true }).click();
     await page.getByText('Page 2 of 2').waitFor();
     await page.waitForURL(/\?page=2$/);
     expect(await page.locator('.results .card-summary').count()).toBe(1);
-    expect(await page.getByRole('button', { name: 'Next →' }).isDisabled()).toBe(true);
+    expect(await page.getByRole('button', { name: 'Next page', exact: true }).isDisabled()).toBe(true);
   });
 
   it('signs out, resets the password through the e-mail link and signs in with the new one', async () => {

@@ -201,13 +201,18 @@ export function Tags({ tagSet }: { tagSet: string | null }) {
   );
 }
 
-/** The card's verification as a badge: nothing when there is no link and no score (see ./verification). */
+/**
+ * The card's verification as a badge: nothing when there is no link and no score (see ./verification). Its explanation
+ * is in the badge as visually hidden text, so a screen reader says it and no mouse is needed; the tooltip (title) is for
+ * a mouse, which alone left it out of reach of a keyboard or screen reader.
+ */
 export function VerificationBadge({ score, hasLink }: { score: number | null; hasLink: boolean }) {
   const reading = verificationReading(score, hasLink);
   if (!reading) return null;
   return (
     <span class={`badge verify-${reading.level}`} title={`${reading.label}: ${reading.explanation}`} data-testid="verification">
       {reading.label}
+      <span class="visually-hidden">: {reading.explanation}</span>
     </span>
   );
 }
@@ -321,14 +326,17 @@ export function Pager({ page, totalPages, onPage }: { page: number; totalPages: 
     );
   return (
     <nav class="pager" aria-label="Pages" ref={nav}>
+      {/* The arrows are hidden from assistive technology (read as "leftwards arrow"): the buttons are "Previous page"
+          and "Next page". */}
       <button type="button" disabled={page <= 1} onClick={() => go(page - 1)}>
-        ← Previous
+        <span aria-hidden="true">← </span>Previous<span class="visually-hidden"> page</span>
       </button>
       <span tabIndex={-1} data-pager-label>
         Page {page} of {Math.max(totalPages, 1)}
       </span>
       <button type="button" disabled={page >= totalPages} onClick={() => go(page + 1)}>
-        Next →
+        Next<span class="visually-hidden"> page</span>
+        <span aria-hidden="true"> →</span>
       </button>
     </nav>
   );

@@ -21,7 +21,7 @@ import { refuseUploadUnread, uploadAdmission, type UploadAdmissionLimits } from 
 import type { UploadBodyRate } from './http/upload-body-rate';
 import { routeMethodIndex, serverWideOptions, unmatchedApiRequest, unmatchedRequest } from './http/unmatched';
 import { keepFixedSegmentsOutOfParams } from './http/fixed-segments';
-import { registerIdentityRoutes } from './routes/identity-routes';
+import { isLogout, registerIdentityRoutes } from './routes/identity-routes';
 import { registerCardRoutes } from './routes/card-routes';
 import { registerVoteRoutes } from './routes/vote-routes';
 import { registerUserRoutes } from './routes/user-routes';
@@ -146,7 +146,8 @@ export function createGatewayApp(options: GatewayAppOptions): Express {
   // The caller is known before any body is read: an upload is refused before its body takes memory or a slot.
   app.use('/api', cookieParser());
   app.use('/api', originCheck(crossOrigin));
-  app.use('/api', sessionMiddleware(batchingSessionResolver(options.clients.identity)));
+  // A logout with identity unreachable still runs its route, which clears the cookie (registerIdentityRoutes, DELETE /auth).
+  app.use('/api', sessionMiddleware(batchingSessionResolver(options.clients.identity), { answersLookupFailure: isLogout }));
   // Uploads carry the document base64-encoded in JSON: a larger limit for that one route only.
   const fileBodyLimit = Math.ceil((options.maxFileBytes * 4) / 3) + 256 * 1024;
   // The admitted upload's body is read within the admission, which cuts it when it arrives below the minimum rate.

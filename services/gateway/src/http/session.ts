@@ -14,6 +14,11 @@ declare global {
       /** The logged-in caller, resolved from the ai-editor cookie through identity on every request. */
       user?: identity.User;
       sessionToken?: string;
+      /**
+       * Why the cookie is not known to be a session or not: identity could not be asked (identityCouldNotAnswer). Set only
+       * on a route that answers that itself (sessionMiddleware's answersLookupFailure: the logout); elsewhere it fails the request.
+       */
+      sessionLookupError?: ClientError;
     }
   }
 }
@@ -58,8 +63,21 @@ export function batchingSessionResolver(identityClient: IdentityClient, maxBatch
   return (token) => loader.load(token);
 }
 
+/** Identity could not be asked or could not answer (gRPC UNAVAILABLE, its storage full among them, or a deadline): expected in an outage. */
+export function identityCouldNotAnswer(err: unknown): err is ClientError {
+  return err instanceof ClientError && (err.code === Status.UNAVAILABLE || err.code === Status.DEADLINE_EXCEEDED);
+}
+
+export interface SessionMiddlewareOptions {
+  /**
+   * The requests whose route answers a lookup identity could not make itself (req.sessionLookupError): the logout, which
+   * clears the cookie all the same. Any other request with a cookie fails closed with the error (503).
+   */
+  answersLookupFailure?: (req: Request) => boolean;
+}
+
 /** Resolves the cookie on every request so a logout revokes at once; a bad cookie just means anonymous. */
-export function sessionMiddleware(resolve: SessionResolver) {
+export function sessionMiddleware(resolve: SessionResolver, options: SessionMiddlewareOptions = {}) {
   return async (req: Request, _res: Response, next: NextFunction) => {
     const token: unknown = req.cookies?.[SESSION_COOKIE];
     if (typeof token !== 'string' || token.length === 0 || token.length > 4096) return next();
@@ -70,7 +88,8 @@ export function sessionMiddleware(resolve: SessionResolver) {
         req.sessionToken = token;
       }
     } catch (err) {
-      return next(err);
+      if (identityCouldNotAnswer(err) && options.answersLookupFailure?.(req)) req.sessionLookupError = err;
+      else return next(err);
     }
     next();
   };

@@ -1,8 +1,7 @@
-import type { RequestHandler, Response, Router } from 'express';
-import { ClientError, Status } from 'nice-grpc';
+import type { Request, RequestHandler, Response, Router } from 'express';
 import { z } from 'zod';
 import { MAX_USERNAME_CHARS, MAX_WEBSITE_CHARS, MIN_USERNAME_CHARS, MIN_PASSWORD_CHARS, USERNAME_PATTERN, usernameProblem } from '@cards/card-rules';
-import { SESSION_COOKIE, requireUser } from '../http/session';
+import { identityCouldNotAnswer, SESSION_COOKIE, requireUser } from '../http/session';
 import { badRequest, HttpError } from '../http/http-error';
 import { characterString, looseBoolean, parseBody, refuseUnreadableBody, uuidParam, uuidString } from '../http/validation';
 import { authRateLimits, mailRateLimit, type RateLimitConfig } from '../http/rate-limits';
@@ -85,6 +84,11 @@ function asksForMail(body: unknown): boolean {
 export const LOGOUT_NOT_REVOKED_MESSAGE =
   'You are signed out in this browser, but the server could not end the session (it is unavailable or its storage is full); the session ends by itself when it expires';
 
+/** DELETE /api/auth, as the /api router matches it (any case, a trailing slash): the requests whose route answers a session lookup identity could not make. */
+export function isLogout(req: Request): boolean {
+  return req.method === 'DELETE' && /^\/auth\/?$/i.test(req.path);
+}
+
 function clearSessionCookie(res: Response, secure: boolean) {
   res.clearCookie(SESSION_COOKIE, { httpOnly: true, sameSite: 'lax', path: '/', secure });
 }
@@ -126,14 +130,17 @@ export function registerIdentityRoutes(router: Router, { clients, rateLimits, co
 
   router.delete('/auth', async (req, res) => {
     refuseUnreadableBody(req);
-    if (req.sessionToken) {
+    // The cookie's live session; or, when identity could not be asked whether it is one (the session middleware let the
+    // logout through: isLogout), the cookie itself, which identity revokes only if it signed it.
+    const token = req.sessionToken ?? (req.sessionLookupError ? (req.cookies?.[SESSION_COOKIE] as string) : undefined);
+    if (token) {
       try {
-        await identity.logout({ token: req.sessionToken });
+        await identity.logout({ token });
       } catch (err) {
         // Identity could not revoke the session (its storage full, or it is unavailable): the cookie is cleared all the
         // same, so whoever uses this browser next is not signed in as this user; the 503 says the session itself lives
         // on until it expires (docs/decisions.md, logout when the session cannot be revoked).
-        if (!(err instanceof ClientError) || (err.code !== Status.UNAVAILABLE && err.code !== Status.DEADLINE_EXCEEDED)) throw err;
+        if (!identityCouldNotAnswer(err)) throw err;
         clearSessionCookie(res, cookieSecure);
         throw new HttpError(503, LOGOUT_NOT_REVOKED_MESSAGE);
       }

@@ -70,7 +70,7 @@ describe.each([
     const res = await fetch(`${gateway.base}/api/card`, { method: 'POST', headers: { 'content-type': 'application/json', cookie }, body: JSON.stringify({ card_html: '<p>a card</p>', link: 'https://example.com/a', private: false }) });
     expect({ status: res.status, body: await res.json() }).toEqual({ status: 503, body: { message: STORAGE_FULL_MESSAGE } });
     expect(res.headers.get('retry-after')).toBe(String(STORAGE_FULL_RETRY_AFTER_SECONDS));
-    expect(logLines()).toEqual([{ level: 40, msg: 'request refused: a service behind the gateway is unavailable', hasErr: false, status: 503 }]);
+    expect(logLines()).toEqual([{ level: 40, msg: "request refused: a service's storage is full", hasErr: false, status: 503 }]);
   });
 
   it('an upload the files service cannot store is 503 "Storage is full" with the same Retry-After, not its busy answer', async () => {
@@ -88,5 +88,8 @@ describe.each([
     expect(res.headers.get('set-cookie')).toMatch(/^ai-editor=;.*Expires=Thu, 01 Jan 1970/);
     // Nothing to try again: the browser holds no session cookie any more.
     expect(res.headers.get('retry-after')).toBeNull();
+    // Logged as what it is, identity's full store (once a minute with the writes it refuses), not as the gateway's overload.
+    expect(logLines().filter((line) => line.msg !== "request refused: a service's storage is full")).toEqual([]);
+    expect(gateway.logged.map((line) => JSON.parse(line) as { msg: string }).some((line) => line.msg === 'request refused: server busy')).toBe(false);
   });
 });

@@ -1,7 +1,7 @@
 import type { NextFunction, Request, Response } from 'express';
 import { ClientError, Status } from 'nice-grpc';
 import { httpStatusFromGrpc, IDEMPOTENCY_KEY_REUSED, isStatusOfService, repeatedWarningLog, SERVICE_BUSY, statusReasonOf, STORAGE_FULL, TOO_LARGE, type Logger } from '@cards/platform';
-import { HttpError, ownShareTaken, serverBusy } from './http-error';
+import { AnsweredRefusal, HttpError, ownShareTaken, serverBusy } from './http-error';
 import { KIND_OF_STATUS, recordBodyAborted, recordLogReason } from './access-log';
 import { recordPatternBeforeRoute, routeLabel } from './route-label';
 import type { RouteMethodIndex } from './unmatched';
@@ -23,6 +23,8 @@ export function errorHandler(logger: Logger, routes?: RouteMethodIndex) {
   // A peer or an engine not answering turns every request into a 503 for as long as it lasts: already announced
   // (the peers' and engines' readiness lines), so the first, then one line a minute with the count, and no stack.
   const unavailable = repeatedWarningLog(logger, 'request refused: a service behind the gateway is unavailable');
+  // A service whose store is full (reason STORAGE_FULL) refuses every write until an operator makes room: as often.
+  const storageFull = repeatedWarningLog(logger, "request refused: a service's storage is full");
   // Express recognises error handlers by their four parameters.
   return (thrown: unknown, req: Request, res: Response, _next: NextFunction) => {
     const err = asNotYetReleased(asOwnShareTaken(asServerBusy(thrown)));
@@ -35,12 +37,16 @@ export function errorHandler(logger: Logger, routes?: RouteMethodIndex) {
     if (bodyType === 'request.aborted') recordBodyAborted(res);
     recordLogReason(res, logReasonOf(err, req, status));
     const route = routeLabel(req, res);
+    const refusal = err instanceof AnsweredRefusal ? err.refusal : err;
     // A peer without the method: one warn line naming it, for the operator whose releases came in the wrong order.
     if (err instanceof NotYetReleased) logger.warn({ method: req.method, route, status, grpcMethod: err.grpcMethod }, 'request refused: a peer service does not have this method yet (a caller released before its callee?)');
+    // A service's full store or a peer not answering; a refusal a route answered itself (a logout identity could not
+    // record, AnsweredRefusal) is logged as the refusal it is, not as the gateway's overload.
+    else if (refusal instanceof ClientError && isStorageFull(refusal)) storageFull({ method: req.method, route, status, grpcMethod: refusal.path, grpcStatus: Status[refusal.code] });
+    else if (isKnownUnavailability(refusal)) unavailable({ method: req.method, route, status, grpcMethod: refusal.path, grpcStatus: Status[refusal.code] });
     // The gateway's own 503 (uploads or file reads over their bound, a busy files or cards service passed on) is overload answered
     // as designed, not a failure: one warn line, no stack, so a busy hour does not fill the error log.
     else if (err instanceof HttpError && status === 503) logger.warn({ method: req.method, route, status, message }, 'request refused: server busy');
-    else if (isKnownUnavailability(err)) unavailable({ method: req.method, route, status, grpcMethod: err.path, grpcStatus: Status[err.code] });
     else if (status >= 500) logger.error({ err, method: req.method, route }, 'request failed');
     if (res.headersSent) {
       res.destroy();
@@ -69,6 +75,7 @@ const FIELD_NAMED = /^([A-Za-z_][A-Za-z0-9_]{0,40}(?:\.[A-Za-z0-9_]{1,40}){0,3})
 export function logReasonOf(err: unknown, req: Request, status: number): string {
   const kind = KIND_OF_STATUS[status] ?? `status-${status}`;
   if (err instanceof NotYetReleased) return 'not-yet-released';
+  if (err instanceof AnsweredRefusal) return logReasonOf(err.refusal, req, status);
   if (err instanceof HttpError) {
     if (status === 400) return invalidField(err.message) ?? kind;
     // A session cookie that is no live session (expired, revoked) is told apart from no cookie at all.

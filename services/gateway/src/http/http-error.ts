@@ -1,3 +1,5 @@
+import type { ClientError } from 'nice-grpc';
+
 /** Thrown by route code for an answer that is not 2xx; the error handler writes {"message"} and `headers`. */
 export class HttpError extends Error {
   constructor(
@@ -7,6 +9,21 @@ export class HttpError extends Error {
   ) {
     super(message);
     this.name = 'HttpError';
+  }
+}
+
+/**
+ * A route's own answer to a peer's refusal it handled (the logout identity could not record: 503, the cookie cleared):
+ * logged as that refusal is (a service unavailable, its storage full), not as the gateway's own overload.
+ */
+export class AnsweredRefusal extends HttpError {
+  constructor(
+    status: number,
+    message: string,
+    readonly refusal: ClientError,
+    headers: Readonly<Record<string, string>> = {},
+  ) {
+    super(status, message, headers);
   }
 }
 

@@ -2,7 +2,7 @@ import type { Request, RequestHandler, Response, Router } from 'express';
 import { z } from 'zod';
 import { MAX_USERNAME_CHARS, MAX_WEBSITE_CHARS, MIN_USERNAME_CHARS, MIN_PASSWORD_CHARS, USERNAME_PATTERN, usernameProblem } from '@cards/card-rules';
 import { identityCouldNotAnswer, SESSION_COOKIE, requireUser } from '../http/session';
-import { badRequest, HttpError } from '../http/http-error';
+import { AnsweredRefusal, badRequest, HttpError } from '../http/http-error';
 import { characterString, looseBoolean, parseBody, refuseUnreadableBody, uuidParam, uuidString } from '../http/validation';
 import { authRateLimits, mailRateLimit, type RateLimitConfig } from '../http/rate-limits';
 import { refuseCrossSite, type CrossOriginOptions } from '../http/cross-origin';
@@ -142,7 +142,7 @@ export function registerIdentityRoutes(router: Router, { clients, rateLimits, co
         // on until it expires (docs/decisions.md, logout when the session cannot be revoked).
         if (!identityCouldNotAnswer(err)) throw err;
         clearSessionCookie(res, cookieSecure);
-        throw new HttpError(503, LOGOUT_NOT_REVOKED_MESSAGE);
+        throw new AnsweredRefusal(503, LOGOUT_NOT_REVOKED_MESSAGE, err);
       }
     }
     clearSessionCookie(res, cookieSecure);

@@ -65,7 +65,7 @@ describe('search index rebuild requests', () => {
     }
   });
 
-  it('a request while a rebuild runs joins it; closing ends the rebuild before its next batch', async () => {
+  it('a request while a rebuild runs schedules one more rebuild after it; closing ends the rebuild before its next batch, and not the one more', async () => {
     const cards = new SqliteCardRepository(db);
     for (let i = 0; i < 4; i++) {
       const card = aCard().build();
@@ -79,10 +79,10 @@ describe('search index rebuild requests', () => {
       await log.publish([request('first')]);
       for (let i = 0; i < 200 && (await relayView.count()) < 2; i++) await new Promise((r) => setTimeout(r, 20));
       await log.publish([request('second')]);
-      for (let i = 0; i < 200 && !lines.some((l) => l.msg.includes('joining it')); i++) await new Promise((r) => setTimeout(r, 20));
+      for (let i = 0; i < 200 && !lines.some((l) => l.msg.includes('one more rebuild after it')); i++) await new Promise((r) => setTimeout(r, 20));
       expect(lines.map((l) => l.msg).filter((m) => m.startsWith('search asked'))).toEqual([
         'search asked to rebuild its index (it was lost): telling it every card and bookmark again, as rebuild-search-index does',
-        'search asked again to rebuild its index while a rebuild runs: joining it',
+        'search asked again to rebuild its index while a rebuild runs: one more rebuild after it',
       ]);
       await rebuilds.close();
       closed = true;
@@ -90,6 +90,52 @@ describe('search index rebuild requests', () => {
       expect(lines.filter((l) => l.level === 40).map((l) => l.msg)).toEqual(['rebuilding the search index stopped with the service before the end; run rebuild-search-index to finish it']);
     } finally {
       if (!closed) await rebuilds.close();
+    }
+  });
+
+  it('requests while a rebuild runs (the index may have been lost again: batches already sent went into the lost one) make one more full rebuild after it, however many', async () => {
+    const cards = new SqliteCardRepository(db);
+    const stored = [];
+    for (let i = 0; i < 4; i++) {
+      const card = aCard().build();
+      await cards.insert(card, fingerprintOf(card.content), []);
+      stored.push(card.id);
+    }
+    const relayView = new SqliteOutboxStore(db);
+    // No relay until both requests came: the first rebuild waits for room after its first batch.
+    const rebuilds = await answerSearchIndexRebuildRequests(log, { cards, collections: new SqliteCollectionRepository(db), outbox: new SqliteEventOutbox(db), logger, batchSize: 2, maxPending: 2, pollMs: 10 });
+    try {
+      await log.publish([request('first')]);
+      for (let i = 0; i < 200 && (await relayView.count()) < 2; i++) await new Promise((r) => setTimeout(r, 20));
+      await log.publish([request('second'), request('third')]);
+      for (let i = 0; i < 200 && lines.filter((l) => l.msg.includes('one more rebuild after it')).length < 2; i++) await new Promise((r) => setTimeout(r, 20));
+      // The relay: publishes (here, removes) what the rebuilds queue, until they are idle.
+      const told: string[] = [];
+      let idle = false;
+      const idled = rebuilds.idle().then(() => (idle = true));
+      const relay = async () => {
+        const batch = await relayView.pending(100);
+        told.push(...batch.map((e) => e.key));
+        await relayView.remove(batch.map((e) => e.id));
+      };
+      while (!idle) {
+        await relay();
+        await new Promise((r) => setTimeout(r, 10));
+      }
+      await idled;
+      await relay();
+      // Every card told twice: the rebuild the requests came during, and one more after it (not one per request).
+      expect(told.sort()).toEqual([...stored, ...stored].sort());
+      expect(lines.filter((l) => l.level === 30).map((l) => l.msg)).toEqual([
+        'search asked to rebuild its index (it was lost): telling it every card and bookmark again, as rebuild-search-index does',
+        'search asked again to rebuild its index while a rebuild runs: one more rebuild after it',
+        'search asked again to rebuild its index while a rebuild runs: one more rebuild after it',
+        'rebuilding the search index: every card and bookmark queued for search',
+        'search asked to rebuild its index (it was lost): telling it every card and bookmark again, as rebuild-search-index does',
+        'rebuilding the search index: every card and bookmark queued for search',
+      ]);
+    } finally {
+      await rebuilds.close();
     }
   });
 });

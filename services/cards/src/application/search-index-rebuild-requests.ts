@@ -13,7 +13,7 @@ export type SearchIndexRebuildDeps = Pick<SearchIndexRepublisherDeps, 'cards' | 
 };
 
 export interface SearchIndexRebuilds {
-  /** Resolves once the rebuild under way, if any, has ended. */
+  /** Resolves once the rebuild under way, if any, and the one more asked for while it ran, have ended. */
   idle(): Promise<void>;
   /** Stops reading requests and ends a rebuild under way before its next batch (what was queued stays queued). */
   close(): Promise<void>;
@@ -23,15 +23,20 @@ export interface SearchIndexRebuilds {
  * Answers search's requests to rebuild its index (search.index-rebuild.v1: search found its index lost at start) by
  * running the rebuild-search-index command's code in the background. The request is committed when the rebuild starts,
  * not when it ends: a rebuild of a large store may outlast a Kafka consumer's session, which would hand the request to
- * another replica, again and again. A request while a rebuild runs joins it. A rebuild cut short by a stop is not
+ * another replica, again and again. A request while a rebuild runs schedules one more full rebuild after it (several such
+ * requests: still one more): the index may have been lost again meanwhile, and the batches already sent went into the
+ * lost one. A rebuild cut short by a stop is not
  * resumed (the index then holds cards, so the next start does not ask again): docs/deploy.md says to run the command.
  */
 export async function answerSearchIndexRebuildRequests(bus: EventBus, deps: SearchIndexRebuildDeps): Promise<SearchIndexRebuilds> {
   const stopping = new AbortController();
   let running: Promise<void> | undefined;
+  /** The reason of a request that came while a rebuild ran: one more rebuild starts when that one ends. */
+  let again: string | undefined;
   const start = (reason: string) => {
     if (running) {
-      deps.logger.info({ reason }, 'search asked again to rebuild its index while a rebuild runs: joining it');
+      deps.logger.info({ reason, alreadyScheduled: again !== undefined }, 'search asked again to rebuild its index while a rebuild runs: one more rebuild after it');
+      again = reason;
       return;
     }
     deps.logger.info({ reason }, 'search asked to rebuild its index (it was lost): telling it every card and bookmark again, as rebuild-search-index does');
@@ -54,6 +59,9 @@ export async function answerSearchIndexRebuildRequests(bus: EventBus, deps: Sear
       })
       .finally(() => {
         running = undefined;
+        const next = again;
+        again = undefined;
+        if (next !== undefined && !stopping.signal.aborted) start(next);
       });
   };
   const subscription = await bus.subscribe({
@@ -65,12 +73,13 @@ export async function answerSearchIndexRebuildRequests(bus: EventBus, deps: Sear
   });
   return {
     idle: async () => {
-      await running;
+      // A rebuild's end may start the one more asked for meanwhile.
+      while (running) await running;
     },
     async close() {
       await subscription.close();
       stopping.abort();
-      await running;
+      while (running) await running;
     },
   };
 }

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { linkSync, mkdirSync, readFileSync, renameSync, statSync, unlinkSync, utimesSync, writeFileSync } from 'node:fs';
+import { linkSync, mkdirSync, readdirSync, readFileSync, renameSync, statSync, unlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join, resolve } from 'node:path';
 
@@ -55,7 +55,8 @@ export const LOCK_STALE_AFTER_MS = 60_000;
  * store"): takes `<DATA_DIR>/<service>.lock`, made with an exclusive create holding the pid, host and start time (and,
  * where /proc tells, the process's start time in ticks since boot and the boot id). A lock of a dead process on this
  * host (its pid gone, this very pid: a container restarted with the same pid, or a live pid that /proc shows started
- * at another time or in another boot: an unrelated process that took the dead holder's pid), or of
+ * at another time or in another boot: an unrelated process that took the dead holder's pid, or one /proc shows ended
+ * and not yet reaped, a zombie), or of
  * another host whose holder has not touched it for LOCK_STALE_AFTER_MS (holders touch it every LOCK_HEARTBEAT_MS), is
  * stale and taken over; a lock of a live process, or of another host with a recent heartbeat, refuses the start with a DataDirLockedError naming the file and the holder. Within one process the lock is shared
  * (the all-in-one runs each service once; tests start a service again in one process): held until every holder
@@ -70,6 +71,7 @@ export function lockServiceDataDir(dataDir: string, service: string): DataDirLoc
     return handle(path);
   }
   mkdirSync(directory, { recursive: true });
+  sweepLeftovers(directory, service);
   const content = `${JSON.stringify({ service, pid: process.pid, host: hostname(), startedAt: new Date().toISOString(), ...processStart(process.pid) } satisfies DataDirLockHolder)}\n`;
   for (let round = 0; ; round++) {
     if (created(path, content)) break;
@@ -112,7 +114,13 @@ function handle(path: string): DataDirLock {
 /** The lock file made with its whole content at once (written beside it, then linked: link fails when it exists). */
 function created(path: string, content: string): boolean {
   const temporary = `${path}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
-  writeFileSync(temporary, content, { mode: 0o644 });
+  try {
+    writeFileSync(temporary, content, { mode: 0o644 });
+  } catch (err) {
+    // A full disk (ENOSPC) may leave the file made but empty or cut: removed, as the start fails.
+    removeQuietly(temporary);
+    throw err;
+  }
   try {
     linkSync(temporary, path);
     return true;
@@ -168,6 +176,8 @@ function staleReason(holder: DataDirLockHolder, touchedAt: number): string | und
     if ((err as NodeJS.ErrnoException).code === 'ESRCH') return 'no such process';
     if ((err as NodeJS.ErrnoException).code !== 'EPERM') return undefined;
   }
+  // A process that ended but that its parent has not reaped (a zombie) still answers signal 0: /proc tells it is dead.
+  if (isDeadProcess(holder.pid)) return `pid ${holder.pid} has ended (a zombie its parent has not reaped)`;
   // The pid lives (or is another user's): the holder only if it is the process that wrote the lock. Unknown (no /proc,
   // a lock of an earlier release, /proc hiding other users' processes): may be alive, as before.
   if (holder.startTicks === undefined || holder.bootId === undefined) return undefined;
@@ -192,6 +202,68 @@ function processStart(pid: number): { startTicks: string; bootId: string } | und
     return startTicks && /^\d+$/.test(startTicks) && bootId ? { startTicks, bootId } : undefined;
   } catch {
     return undefined;
+  }
+}
+
+/**
+ * Whether /proc shows the pid as a process that has ended: state Z (a zombie: exited, not yet reaped by its parent) or
+ * X (dead). False where /proc does not tell.
+ */
+function isDeadProcess(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const state = stat.slice(stat.lastIndexOf(')') + 2).split(' ')[0];
+    return state === 'Z' || state === 'X';
+  } catch {
+    return false;
+  }
+}
+
+/** A pid of this host that names no live process: gone (ESRCH) or ended and not yet reaped. */
+function deadOnThisHost(pid: number): boolean {
+  if (pid === process.pid) return false;
+  try {
+    process.kill(pid, 0);
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'ESRCH';
+  }
+  return isDeadProcess(pid);
+}
+
+/**
+ * Removes what a start of `service` that died midway left beside the lock: `<service>.lock.<pid>.<hex>.tmp` (the lock's
+ * content being written: a full disk, a kill) and `.stale` (a stale lock being removed), of a pid of this host that is
+ * dead. The data dir may be shared by hosts (a volume moved to a new pod): a file is another host's, which may be
+ * writing it right now, unless its content names this host, or it is older than LOCK_STALE_AFTER_MS (a cut write names
+ * no host).
+ */
+function sweepLeftovers(directory: string, service: string): void {
+  let names: string[];
+  try {
+    names = readdirSync(directory);
+  } catch {
+    return;
+  }
+  const prefix = `${service}.lock.`;
+  for (const name of names) {
+    if (!name.startsWith(prefix)) continue;
+    const parts = /^(\d+)\.[0-9a-f]{8}\.(?:tmp|stale)$/.exec(name.slice(prefix.length));
+    if (!parts || !deadOnThisHost(Number(parts[1]))) continue;
+    const path = join(directory, name);
+    try {
+      const old = Date.now() - statSync(path).mtimeMs > LOCK_STALE_AFTER_MS;
+      if (old || (JSON.parse(readFileSync(path, 'utf8')) as Partial<DataDirLockHolder>).host === hostname()) removeQuietly(path);
+    } catch {
+      // gone meanwhile, or a cut write not yet old enough: left for a later start
+    }
+  }
+}
+
+function removeQuietly(path: string): void {
+  try {
+    unlinkSync(path);
+  } catch {
+    // gone already: nothing to remove
   }
 }
 

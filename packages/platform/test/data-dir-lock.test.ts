@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DataDirLockedError, LOCK_HEARTBEAT_MS, LOCK_STALE_AFTER_MS, lockServiceDataDir } from '../src/data-dir-lock';
@@ -40,6 +40,36 @@ async function unrelatedProcess(): Promise<{ pid: number; kill: () => Promise<vo
       await exited;
     },
   };
+}
+
+/**
+ * A process that has exited but is not reaped (a zombie): the short-lived child of a shell that then execs into sleep,
+ * which never waits for it. Its pid still answers signal 0; /proc/<pid>/stat says Z. kill() ends the parent, which reaps it.
+ */
+async function zombieProcess(): Promise<{ pid: number; kill: () => Promise<void> }> {
+  const parent = spawn('sh', ['-c', 'sleep 0.05 & echo $!; exec sleep 60'], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const exited = new Promise((resolve) => parent.once('exit', resolve));
+  const pid = Number(await new Promise<string>((resolve) => parent.stdout!.once('data', (chunk: Buffer) => resolve(chunk.toString().trim()))));
+  const stateOf = () => {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[0];
+  };
+  for (let i = 0; i < 250 && stateOf() !== 'Z'; i++) await new Promise((r) => setTimeout(r, 20));
+  expect(stateOf()).toBe('Z');
+  return {
+    pid,
+    kill: async () => {
+      parent.kill('SIGKILL');
+      await exited;
+    },
+  };
+}
+
+/** The pid of a process that has ended and been reaped: no process has it (until the kernel gives it again). */
+async function deadPid(): Promise<number> {
+  const child = spawn(process.execPath, ['-e', '']);
+  await new Promise((resolve) => child.once('exit', resolve));
+  return child.pid!;
 }
 
 describe("a service's lock on its embedded stores in a data dir (one process per store)", () => {
@@ -134,6 +164,69 @@ describe("a service's lock on its embedded stores in a data dir (one process per
     expect(existsSync(path)).toBe(true);
     b.release();
     expect(existsSync(path)).toBe(false);
+  });
+
+  it('a lock that cannot be written (a full disk) leaves no temporary file beside it', () => {
+    // The module's own node:fs (jest hands test and module the same core module): the write of the lock's temporary
+    // file makes the file and fails part way, as on ENOSPC.
+    const fs = jest.requireActual<typeof import('node:fs')>('node:fs');
+    const write = fs.writeFileSync;
+    const full = jest.spyOn(fs, 'writeFileSync').mockImplementation((file, data, options) => {
+      if (!String(file).endsWith('.tmp')) return write(file, data, options);
+      write(file, String(data).slice(0, 10), options);
+      throw Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC' });
+    });
+    try {
+      expect(() => lockServiceDataDir(dir, 'files')).toThrow('ENOSPC');
+    } finally {
+      full.mockRestore();
+    }
+    expect(readdirSync(dir)).toEqual([]);
+  });
+
+  it("sweeps at start what a dead start of the service left beside its lock (<service>.lock.<pid>.<hex>.tmp or .stale of a dead pid of this host), nothing else", async () => {
+    const dead = await deadPid();
+    const other = await unrelatedProcess();
+    const oldTime = new Date(Date.now() - LOCK_STALE_AFTER_MS - 5_000);
+    const content = (host: string, pid: number) => JSON.stringify({ service: 'files', pid, host, startedAt: '2026-01-01T00:00:00.000Z' });
+    const leave = (name: string, text: string, old = false) => {
+      writeFileSync(join(dir, name), text);
+      if (old) utimesSync(join(dir, name), oldTime, oldTime);
+    };
+    try {
+      leave(`files.lock.${dead}.0badc0de.tmp`, content(hostname(), dead));
+      leave(`files.lock.${dead}.0000cafe.stale`, content(hostname(), dead));
+      leave(`files.lock.${dead}.00c0ffee.tmp`, '{"servi', true); // cut by a full disk, long ago
+      // Kept: a cut write not yet old (it may be another host's, being written), another host's, a live pid's, another service's.
+      leave(`files.lock.${dead}.0000beef.tmp`, '{"servi');
+      leave(`files.lock.${dead}.0000f00d.tmp`, content('another-host', dead));
+      leave(`files.lock.${other.pid}.0000abcd.tmp`, content(hostname(), other.pid), true);
+      leave(`cards.lock.${dead}.0000dead.tmp`, content(hostname(), dead), true);
+      const lock = lockServiceDataDir(dir, 'files');
+      expect(readdirSync(dir).sort()).toEqual(
+        ['cards.lock.' + dead + '.0000dead.tmp', 'files.lock', `files.lock.${dead}.0000beef.tmp`, `files.lock.${dead}.0000f00d.tmp`, `files.lock.${other.pid}.0000abcd.tmp`].sort(),
+      );
+      lock.release();
+    } finally {
+      await other.kill();
+    }
+  });
+
+  (onProc ? it : it.skip)('takes over a lock whose holder has ended but is not reaped (a zombie: its pid still answers signal 0, /proc says Z)', async () => {
+    const zombie = await zombieProcess();
+    try {
+      const path = join(dir, 'notifications.lock');
+      writeFileSync(path, JSON.stringify({ service: 'notifications', pid: zombie.pid, host: hostname(), startedAt: '2026-01-01T00:00:00.000Z', startTicks: startTicksOf(zombie.pid), bootId: bootId() }));
+      const lock = lockServiceDataDir(dir, 'notifications');
+      expect(JSON.parse(readFileSync(path, 'utf8'))).toMatchObject({ pid: process.pid });
+      lock.release();
+      // A lock of an earlier release (no start time) naming the zombie: taken over too.
+      writeFileSync(path, JSON.stringify({ service: 'notifications', pid: zombie.pid, host: hostname(), startedAt: '2026-01-01T00:00:00.000Z' }));
+      lockServiceDataDir(dir, 'notifications').release();
+      expect(existsSync(path)).toBe(false);
+    } finally {
+      await zombie.kill();
+    }
   });
 
   (onProc ? describe : describe.skip)("a live pid on this host (Linux: /proc tells the process's start time)", () => {

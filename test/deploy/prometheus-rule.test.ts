@@ -135,6 +135,14 @@ describeWithHelm('Helm chart deploy/k8s: metrics.prometheusRule', () => {
     expect(rules.find((r) => r.alert === 'CardLibraryRateLimitedSpike')!.labels.severity).toBe('info');
   });
 
+  it("groups the data dir alert by the gauge's own label, process (which process: never a path), and names it", () => {
+    const rule = rules.find((r) => r.alert === 'CardLibraryDataDirAlmostFull')!;
+    expect(rule.expr).toMatch(/^min by \(namespace, pod, process\) \(cards_data_dir_free_bytes\{/);
+    expect(rule.annotations.description).toContain('{{ $labels.process }}');
+    expect(rule.annotations.description).not.toContain('data_dir');
+    expect(readFileSync(join(ROOT, 'packages/platform/src/data-dir-space.ts'), 'utf8')).toMatch(/sampledGauge\('cards_data_dir_free_bytes',.*\['process'\]\);/);
+  });
+
   it('writes every expr as valid PromQL', () => {
     for (const rule of rules) expect({ alert: rule.alert, errors: parsePromQL(rule.expr).errors }).toEqual({ alert: rule.alert, errors: [] });
   });

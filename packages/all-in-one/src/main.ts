@@ -58,7 +58,7 @@ async function startOnce(baseEnv: Record<string, string | undefined>): Promise<A
   enableInProcessCalls(env.GRPC_IN_PROCESS !== 'false');
   // The free space of DATA_DIR's file system: a gauge on /metrics and a warning below DATA_DIR_FREE_WARNING_MB, from
   // before the first service opens its store; the services' own calls share this one watch (one per process).
-  const space = watchServiceDataDirSpace({ env, dataDir: env.DATA_DIR!, engineVariables: [], logger: createLogger('all-in-one') });
+  const space = watchServiceDataDirSpace({ role: 'all-in-one', env, dataDir: env.DATA_DIR!, engineVariables: [], logger: createLogger('all-in-one') });
   const started: RunningService[] = [];
   try {
     for (const start of [startIdentity, startCards, startSearch, startFiles, startNotifications]) started.push(await start(env));

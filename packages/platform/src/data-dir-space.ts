@@ -10,10 +10,11 @@ import { sampledGauge } from './service-metrics';
 /**
  * Bytes free on the data dir's file system for this process (statfs: bavail × bsize, what an unprivileged writer may
  * still use), read at each scrape: the operator's alert before writes start failing "Storage is full" (docs/deploy.md).
- * Labelled with the data dir's path, so a process that watches none (its stores all on MongoDB, Kafka...) has no sample
- * at all rather than a label-less gauge's 0, which would look like a full disk.
+ * Labelled with the watching process's role (`process`: all-in-one, or the service started on its own), so a process that
+ * watches none (its stores all on MongoDB, Kafka...) has no sample at all rather than a label-less gauge's 0, which would
+ * look like a full disk. Never the data dir's path: the all-in-one serves /metrics on its public port.
  */
-export const dataDirFreeBytes = sampledGauge('cards_data_dir_free_bytes', "Bytes free on the data dir's file system (DATA_DIR), as this process may still use them", ['data_dir']);
+export const dataDirFreeBytes = sampledGauge('cards_data_dir_free_bytes', "Bytes free on the data dir's file system (DATA_DIR), as this process may still use them", ['process']);
 
 /** Default of DATA_DIR_FREE_WARNING_MB: below 100 MB free, a warning. */
 export const DATA_DIR_FREE_WARNING_MB = 100;
@@ -53,6 +54,7 @@ export interface DataDirSpaceWatch {
  */
 export function watchDataDirSpace({
   path,
+  role,
   logger,
   floorBytes,
   intervalMs = DATA_DIR_SPACE_CHECK_MS,
@@ -60,6 +62,8 @@ export function watchDataDirSpace({
   now = Date.now,
 }: {
   path: string;
+  /** The gauge's `process` label: what the process is (all-in-one, cards...), never a path. */
+  role: string;
   logger: Logger;
   floorBytes: number;
   intervalMs?: number;
@@ -71,7 +75,7 @@ export function watchDataDirSpace({
     "the data dir's file system is almost full: writes (cards, files, sign-ups) will be refused with 503 \"Storage is full\" once it is; free space or grow it (docs/deploy.md, a full disk)",
     { now, everyMs: DATA_DIR_LOW_WARNING_EVERY_MS, countField: 'checksSinceLastWarning' },
   );
-  const removeSource = dataDirFreeBytes.addSource(async () => [{ labels: { data_dir: path }, value: await freeBytes(path) }]);
+  const removeSource = dataDirFreeBytes.addSource(async () => [{ labels: { process: role }, value: await freeBytes(path) }]);
   const check = async (): Promise<number | undefined> => {
     try {
       const free = await freeBytes(path);
@@ -106,6 +110,7 @@ const sharedWatches = new Map<string, { watch: DataDirSpaceWatch; users: number 
  * service's share; the watch stops with the last one.
  */
 export function watchServiceDataDirSpace({
+  role,
   env,
   dataDir,
   engineVariables,
@@ -113,6 +118,8 @@ export function watchServiceDataDirSpace({
   intervalMs,
   freeBytes,
 }: {
+  /** The gauge's `process` label: all-in-one, or the service started on its own. The all-in-one watches first, its services share its watch. */
+  role: string;
   env: Record<string, string | undefined>;
   dataDir: string;
   engineVariables: readonly string[];
@@ -125,7 +132,7 @@ export function watchServiceDataDirSpace({
   const path = resolve(dataDir);
   let shared = sharedWatches.get(path);
   if (!shared) {
-    shared = { watch: watchDataDirSpace({ path, logger, floorBytes, intervalMs, freeBytes }), users: 0 };
+    shared = { watch: watchDataDirSpace({ path, role, logger, floorBytes, intervalMs, freeBytes }), users: 0 };
     sharedWatches.set(path, shared);
   }
   shared.users++;

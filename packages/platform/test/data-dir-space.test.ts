@@ -19,14 +19,16 @@ describe("the data dir's free space", () => {
     const logger = createLogger('all-in-one', 'info', { write: (line: string) => void lines.push(JSON.parse(line)) });
     let free = 500 * MB;
     let clock = 0;
-    const watch = watchDataDirSpace({ path: '/data', logger, floorBytes: 100 * MB, freeBytes: async () => free, now: () => clock, intervalMs: 3_600_000 });
+    const watch = watchDataDirSpace({ path: '/data', role: 'all-in-one', logger, floorBytes: 100 * MB, freeBytes: async () => free, now: () => clock, intervalMs: 3_600_000 });
     try {
-      expect(await serviceMetrics.getSingleMetricAsString('cards_data_dir_free_bytes')).toMatch(new RegExp(`^cards_data_dir_free_bytes{data_dir="/data"} ${500 * MB}$`, 'm'));
+      expect(await serviceMetrics.getSingleMetricAsString('cards_data_dir_free_bytes')).toMatch(new RegExp(`^cards_data_dir_free_bytes{process="all-in-one"} ${500 * MB}$`, 'm'));
+      // Never the data dir's path: the all-in-one serves /metrics on its public port.
+      expect(await serviceMetrics.metrics()).not.toContain('/data');
       await watch.check();
       expect(lines.filter((l) => l.level >= 40)).toEqual([]);
       free = 40 * MB;
       for (let i = 0; i < 5; i++, clock += 60_000) await watch.check();
-      expect(await serviceMetrics.getSingleMetricAsString('cards_data_dir_free_bytes')).toMatch(new RegExp(`^cards_data_dir_free_bytes{data_dir="/data"} ${40 * MB}$`, 'm'));
+      expect(await serviceMetrics.getSingleMetricAsString('cards_data_dir_free_bytes')).toMatch(new RegExp(`^cards_data_dir_free_bytes{process="all-in-one"} ${40 * MB}$`, 'm'));
       expect(lines.filter((l) => l.level >= 40)).toEqual([
         expect.objectContaining({ level: 40, msg: expect.stringMatching(/^the data dir's file system is almost full/), dataDir: '/data', freeBytes: 40 * MB, floorBytes: 100 * MB }),
       ]);
@@ -37,7 +39,7 @@ describe("the data dir's free space", () => {
 
   it('reads the real file system (fs.statfs)', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'data-dir-space-'));
-    const watch = watchDataDirSpace({ path: dir, logger: createLogger('all-in-one', 'silent'), floorBytes: 0 });
+    const watch = watchDataDirSpace({ path: dir, role: 'all-in-one', logger: createLogger('all-in-one', 'silent'), floorBytes: 0 });
     try {
       expect(await watch.check()).toBeGreaterThan(0);
     } finally {
@@ -63,14 +65,14 @@ describe("the data dir's free space, watched for a service", () => {
   it('once per process and data dir however many services call it (the all-in-one), until the last one stops', async () => {
     const logger = createLogger('all-in-one', 'silent');
     const freeBytes = async () => 500 * MB;
-    const services = ['identity', 'cards', 'search'].map(() => watchServiceDataDirSpace({ env: {}, dataDir: '/data', engineVariables: ['MONGO_URL'], logger, freeBytes }));
+    const services = ['all-in-one', 'identity', 'cards'].map((role) => watchServiceDataDirSpace({ role, env: {}, dataDir: '/data', engineVariables: ['MONGO_URL'], logger, freeBytes }));
     try {
       // One sample of the free bytes, not three added up.
-      expect(await sample()).toEqual([`cards_data_dir_free_bytes{data_dir="/data"} ${500 * MB}`]);
+      expect(await sample()).toEqual([`cards_data_dir_free_bytes{process="all-in-one"} ${500 * MB}`]);
       services[0]!.stop();
       services[0]!.stop();
       services[1]!.stop();
-      expect(await sample()).toEqual([`cards_data_dir_free_bytes{data_dir="/data"} ${500 * MB}`]);
+      expect(await sample()).toEqual([`cards_data_dir_free_bytes{process="all-in-one"} ${500 * MB}`]);
     } finally {
       services[2]!.stop();
     }
@@ -79,9 +81,9 @@ describe("the data dir's free space, watched for a service", () => {
 
   it('not at all for a service whose engine variables are all set (nothing of it under DATA_DIR); a bad DATA_DIR_FREE_WARNING_MB is a ConfigError', async () => {
     const logger = createLogger('cards', 'silent');
-    const watch = watchServiceDataDirSpace({ env: { MONGO_URL: 'mongodb://mongo', KAFKA_BROKERS: 'kafka:9092' }, dataDir: '/data', engineVariables: ['MONGO_URL', 'KAFKA_BROKERS'], logger, freeBytes: async () => 1 });
+    const watch = watchServiceDataDirSpace({ role: 'cards', env: { MONGO_URL: 'mongodb://mongo', KAFKA_BROKERS: 'kafka:9092' }, dataDir: '/data', engineVariables: ['MONGO_URL', 'KAFKA_BROKERS'], logger, freeBytes: async () => 1 });
     expect(await sample()).toEqual([]);
     watch.stop();
-    expect(() => watchServiceDataDirSpace({ env: { DATA_DIR_FREE_WARNING_MB: 'lots' }, dataDir: '/data', engineVariables: ['MONGO_URL'], logger })).toThrow(ConfigError);
+    expect(() => watchServiceDataDirSpace({ role: 'cards', env: { DATA_DIR_FREE_WARNING_MB: 'lots' }, dataDir: '/data', engineVariables: ['MONGO_URL'], logger })).toThrow(ConfigError);
   });
 });

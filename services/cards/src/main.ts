@@ -78,7 +78,7 @@ export async function startCards(env: Record<string, string | undefined> = proce
   );
   // The free space of DATA_DIR's file system (a gauge on /metrics, a warning below DATA_DIR_FREE_WARNING_MB) while this
   // service keeps something there; once per process however many services it runs (docs/deploy.md, a full disk).
-  const space = watchServiceDataDirSpace({ env, dataDir: config.DATA_DIR, engineVariables: ['MONGO_URL', 'KAFKA_BROKERS'], logger });
+  const space = watchServiceDataDirSpace({ role: 'cards', env, dataDir: config.DATA_DIR, engineVariables: ['MONGO_URL', 'KAFKA_BROKERS'], logger });
   return {
     name: 'cards',
     address: grpc.address,

@@ -97,7 +97,7 @@ export async function startFiles(env: Record<string, string | undefined> = proce
   const http = await startInternalDownloadServer({ host: config.FILES_HTTP_HOST, port: config.FILES_HTTP_PORT, acceptedTokens: acceptedInternalTokens(config), service, logger });
   // The free space of DATA_DIR's file system (a gauge on /metrics, a warning below DATA_DIR_FREE_WARNING_MB) while this
   // service keeps something there; once per process however many services it runs (docs/deploy.md, a full disk).
-  const space = watchServiceDataDirSpace({ env, dataDir: config.DATA_DIR, engineVariables: ['MONGO_URL', 'S3_ENDPOINT', 'KAFKA_BROKERS'], logger });
+  const space = watchServiceDataDirSpace({ role: 'files', env, dataDir: config.DATA_DIR, engineVariables: ['MONGO_URL', 'S3_ENDPOINT', 'KAFKA_BROKERS'], logger });
   return {
     name: 'files',
     address: grpc.address,

@@ -69,7 +69,7 @@ export async function startIdentity(env: Record<string, string | undefined> = pr
   });
   // The free space of DATA_DIR's file system (a gauge on /metrics, a warning below DATA_DIR_FREE_WARNING_MB) while this
   // service keeps something there; once per process however many services it runs (docs/deploy.md, a full disk).
-  const space = watchServiceDataDirSpace({ env, dataDir: config.DATA_DIR, engineVariables: ['MONGO_URL', 'JWT_SECRET', 'SMTP_URL'], logger });
+  const space = watchServiceDataDirSpace({ role: 'identity', env, dataDir: config.DATA_DIR, engineVariables: ['MONGO_URL', 'JWT_SECRET', 'SMTP_URL'], logger });
   return {
     name: 'identity',
     address: grpc.address,

@@ -197,9 +197,17 @@ describeWithHelm('Helm chart deploy/k8s: metrics.prometheusRule', () => {
     for (const rule of tuned) expect(parsePromQL(rule.expr).errors).toEqual([]);
   });
 
-  it('refuses a selector with braces and a duration that is not one', () => {
+  it('refuses a selector with braces, a duration that is not one, an unknown rule and a setting its rule does not take', () => {
     const render = (set: string) => runHelm('path' in helm ? helm.path : '', ['template', 'cards', CHART_DIR, '-f', CI_VALUES, '--set', `metrics.prometheusRule.enabled=true,${set}`]);
-    for (const set of ['metrics.prometheusRule.selector=a{b}', 'metrics.prometheusRule.rules.consumerStuck.for=ten minutes', 'metrics.prometheusRule.rules.nosuchRule.enabled=true']) {
+    const refused = [
+      'metrics.prometheusRule.selector=a{b}',
+      'metrics.prometheusRule.rules.consumerStuck.for=ten minutes',
+      'metrics.prometheusRule.rules.nosuchRule.enabled=true',
+      // dataDirAlmostFull takes thresholdMiB: a threshold would be ignored without a word.
+      'metrics.prometheusRule.rules.dataDirAlmostFull.threshold=1024',
+      'metrics.prometheusRule.rules.engineUnreachable.window=5m',
+    ];
+    for (const set of refused) {
       const result = render(set);
       expect(result.status).not.toBe(0);
       expect(result.stderr).toMatch(/values don't meet the specifications of the schema/);

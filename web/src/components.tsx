@@ -204,15 +204,16 @@ export function Tags({ tagSet }: { tagSet: string | null }) {
 /**
  * The card's verification as a badge: nothing when there is no link and no score (see ./verification). Its explanation
  * is in the badge as visually hidden text, so a screen reader says it and no mouse is needed; the tooltip (title) is for
- * a mouse, which alone left it out of reach of a keyboard or screen reader.
+ * a mouse, which alone left it out of reach of a keyboard or screen reader. `explainedBeside`: the page shows the
+ * explanation in words next to it (the card page), which a screen reader would otherwise hear twice.
  */
-export function VerificationBadge({ score, hasLink }: { score: number | null; hasLink: boolean }) {
+export function VerificationBadge({ score, hasLink, explainedBeside = false }: { score: number | null; hasLink: boolean; explainedBeside?: boolean }) {
   const reading = verificationReading(score, hasLink);
   if (!reading) return null;
   return (
     <span class={`badge verify-${reading.level}`} title={`${reading.label}: ${reading.explanation}`} data-testid="verification">
       {reading.label}
-      <span class="visually-hidden">: {reading.explanation}</span>
+      {explainedBeside ? null : <span class="visually-hidden">: {reading.explanation}</span>}
     </span>
   );
 }

@@ -241,7 +241,7 @@ export function CardPage({ cardId }: { cardId: string }) {
         <dd>
           {c.link || c.verification_score !== null ? (
             <>
-              <VerificationBadge score={c.verification_score} hasLink={Boolean(c.link)} />{' '}
+              <VerificationBadge score={c.verification_score} hasLink={Boolean(c.link)} explainedBeside />{' '}
               <span class="muted">{verificationReading(c.verification_score, Boolean(c.link))?.explanation}</span>
             </>
           ) : (

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import { createLogger, enableInProcessCalls, ResourceExhaustedError, ServiceBusyError, startGrpcServer, UnavailableError, type GrpcServerHandle } from '@cards/platform';
+import { createLogger, ResourceExhaustedError, ServiceBusyError, startGrpcServer, UnavailableError, type GrpcServerHandle } from '@cards/platform';
 import { cards, identity } from '@cards/proto';
-import { gatewayInFrontOf, stub } from './fake-peer';
+import { describeBehindGateway, stub } from './fake-peer';
 
 /** The cards service's refusal when its large-HTML cleaners and their line are full (WorkerCardHtmlCleaner). */
 const CLEANERS_BUSY = 'The service is busy cleaning other large cards; send the card again in a few seconds';
@@ -50,22 +50,10 @@ beforeAll(async () => {
 });
 afterAll(() => server.shutdown());
 
-describe.each([
-  ['over the network', false],
-  ['in process', true],
-])("the cards service's busy refusal behind the gateway, %s", (_transport, inProcess) => {
-  let gateway: Awaited<ReturnType<typeof gatewayInFrontOf>>;
+describeBehindGateway("the cards service's busy refusal behind the gateway", () => server.address, (gateway) => {
   const cookie = `ai-editor=${randomUUID()}`;
   const largeCard = `<p>${'word '.repeat(80)}</p>`.padEnd(20_000, ' ');
 
-  beforeAll(async () => {
-    enableInProcessCalls(inProcess);
-    gateway = await gatewayInFrontOf(server.address);
-  });
-  afterAll(() => {
-    enableInProcessCalls(false);
-    gateway.close();
-  });
   beforeEach(() => (gateway.logged.length = 0));
 
   const send = (method: string, path: string, body: object) =>

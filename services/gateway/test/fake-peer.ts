@@ -1,6 +1,6 @@
 import { createServer as createHttpServer } from 'node:http';
 import { Writable } from 'node:stream';
-import { createLogger } from '@cards/platform';
+import { createLogger, enableInProcessCalls } from '@cards/platform';
 import { cards, health } from '@cards/proto';
 import { createServer, ServerError, Status, type Server } from 'nice-grpc';
 import { createGatewayClients } from '../src/clients';
@@ -59,3 +59,31 @@ export async function gatewayInFrontOf(address: string): Promise<{ base: string;
     },
   };
 }
+
+/** The gateway of gatewayInFrontOf. */
+export type GatewayInFront = Awaited<ReturnType<typeof gatewayInFrontOf>>;
+
+/**
+ * Declares `tests` twice, with the gateway in front of the gRPC server at `address()` calling it over the network and
+ * with in-process calls: `gateway` is filled before the tests of each pass run and closed after them.
+ */
+export function describeBehindGateway(title: string, address: () => string, tests: (gateway: GatewayInFront, inProcess: boolean) => void): void {
+  describe.each([
+    ['over the network', false],
+    ['in process', true],
+  ])(`${title}, %s`, (_transport, inProcess) => {
+    const gateway = {} as GatewayInFront;
+    beforeAll(async () => {
+      enableInProcessCalls(inProcess);
+      Object.assign(gateway, await gatewayInFrontOf(address()));
+    });
+    afterAll(() => {
+      enableInProcessCalls(false);
+      gateway.close();
+    });
+    tests(gateway, inProcess);
+  });
+}
+
+/** What better-sqlite3 throws when the data dir's file system is full: the service's store could not write. */
+export const sqliteFullError = () => Object.assign(new Error('database or disk is full'), { name: 'SqliteError', code: 'SQLITE_FULL' });

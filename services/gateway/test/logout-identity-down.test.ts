@@ -4,13 +4,11 @@
 import { randomUUID } from 'node:crypto';
 import { createServer as createNetServer } from 'node:net';
 import { ServerError, Status } from 'nice-grpc';
-import { createLogger, enableInProcessCalls, startGrpcServer, type GrpcServerHandle } from '@cards/platform';
+import { createLogger, startGrpcServer, type GrpcServerHandle } from '@cards/platform';
 import { cards, identity } from '@cards/proto';
 import { LOGOUT_NOT_REVOKED_MESSAGE } from '../src/routes/identity-routes';
-import { gatewayInFrontOf, stub } from './fake-peer';
+import { describeBehindGateway, gatewayInFrontOf, sqliteFullError, stub } from './fake-peer';
 
-/** What better-sqlite3 throws when the data dir's file system is full. */
-const sqliteFull = () => Object.assign(new Error('database or disk is full'), { name: 'SqliteError', code: 'SQLITE_FULL' });
 const CLEARED = /^ai-editor=;.*Expires=Thu, 01 Jan 1970/;
 
 let server: GrpcServerHandle;
@@ -27,7 +25,7 @@ beforeAll(async () => {
         stub<identity.IdentityServiceImplementation>(identity.IdentityServiceDefinition, {
           // No session can be looked up: its store is full (lookup-full-...) or unavailable (anything else).
           async resolveSession(req) {
-            if (req.token.startsWith('lookup-full-')) throw sqliteFull();
+            if (req.token.startsWith('lookup-full-')) throw sqliteFullError();
             throw new ServerError(Status.UNAVAILABLE, 'identity store down');
           },
           async resolveSessions() {
@@ -55,21 +53,7 @@ beforeAll(async () => {
 });
 afterAll(() => server.shutdown());
 
-describe.each([
-  ['over the network', false],
-  ['in process', true],
-])('identity cannot look up the session, behind the gateway, %s', (_transport, inProcess) => {
-  let gateway: Awaited<ReturnType<typeof gatewayInFrontOf>>;
-
-  beforeAll(async () => {
-    enableInProcessCalls(inProcess);
-    gateway = await gatewayInFrontOf(server.address);
-  });
-  afterAll(() => {
-    enableInProcessCalls(false);
-    gateway.close();
-  });
-
+describeBehindGateway('identity cannot look up the session, behind the gateway', () => server.address, (gateway) => {
   it.each([
     ['unavailable', 'lookup-down'],
     ['its storage full', 'lookup-full'],

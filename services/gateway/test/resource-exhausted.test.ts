@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import { createLogger, enableInProcessCalls, ResourceExhaustedError, startGrpcServer, TooLargeError, type GrpcServerHandle } from '@cards/platform';
+import { createLogger, ResourceExhaustedError, startGrpcServer, TooLargeError, type GrpcServerHandle } from '@cards/platform';
 import { cards, files, identity } from '@cards/proto';
-import { gatewayInFrontOf, stub } from './fake-peer';
+import { describeBehindGateway, stub } from './fake-peer';
 
 /** The files service's refusal of an upload beyond the user's share of its document checks (PARSER_CHECKS_PER_USER). */
 const OWN_CHECKS_BUSY = 'You have too many uploads being checked at once; upload the file again when one of them has finished';
@@ -58,21 +58,7 @@ beforeAll(async () => {
 });
 afterAll(() => server.shutdown());
 
-describe.each([
-  ['over the network', false],
-  ['in process', true],
-])('a RESOURCE_EXHAUSTED status behind the gateway, %s', (_transport, inProcess) => {
-  let gateway: Awaited<ReturnType<typeof gatewayInFrontOf>>;
-
-  beforeAll(async () => {
-    enableInProcessCalls(inProcess);
-    gateway = await gatewayInFrontOf(server.address);
-  });
-  afterAll(() => {
-    enableInProcessCalls(false);
-    gateway.close();
-  });
-
+describeBehindGateway('a RESOURCE_EXHAUSTED status behind the gateway', () => server.address, (gateway, inProcess) => {
   it("is 429 with the service's message when the service's own code refused (a quota or limit)", async () => {
     const res = await fetch(`${gateway.base}/api/user/collections/${overQuota}`);
     expect({ status: res.status, body: await res.json() }).toEqual({ status: 429, body: { message: 'collections: more than this user may list at once' } });

@@ -1,12 +1,9 @@
 import { randomUUID } from 'node:crypto';
-import { createLogger, enableInProcessCalls, startGrpcServer, STORAGE_FULL_MESSAGE, type GrpcServerHandle } from '@cards/platform';
+import { createLogger, startGrpcServer, STORAGE_FULL_MESSAGE, type GrpcServerHandle } from '@cards/platform';
 import { cards, files, identity } from '@cards/proto';
 import { STORAGE_FULL_RETRY_AFTER_SECONDS } from '../src/http/error-handler';
 import { LOGOUT_NOT_REVOKED_MESSAGE } from '../src/routes/identity-routes';
-import { gatewayInFrontOf, stub } from './fake-peer';
-
-/** What better-sqlite3 throws when the data dir's file system is full: the service's store could not write. */
-const sqliteFull = () => Object.assign(new Error('database or disk is full'), { name: 'SqliteError', code: 'SQLITE_FULL' });
+import { describeBehindGateway, sqliteFullError, stub } from './fake-peer';
 
 let server: GrpcServerHandle;
 
@@ -22,7 +19,7 @@ beforeAll(async () => {
             return { id: req.token, email: `${req.token}@example.com`, visibleEmail: false };
           },
           async logout() {
-            throw sqliteFull();
+            throw sqliteFullError();
           },
         }),
       );
@@ -30,7 +27,7 @@ beforeAll(async () => {
         cards.CardServiceDefinition,
         stub<cards.CardServiceImplementation>(cards.CardServiceDefinition, {
           async createCard() {
-            throw sqliteFull();
+            throw sqliteFullError();
           },
         }),
       );
@@ -48,21 +45,9 @@ beforeAll(async () => {
 });
 afterAll(() => server.shutdown());
 
-describe.each([
-  ['over the network', false],
-  ['in process', true],
-])('a service whose storage is full, behind the gateway, %s', (_transport, inProcess) => {
-  let gateway: Awaited<ReturnType<typeof gatewayInFrontOf>>;
+describeBehindGateway('a service whose storage is full, behind the gateway', () => server.address, (gateway) => {
   const cookie = `ai-editor=${randomUUID()}`;
 
-  beforeAll(async () => {
-    enableInProcessCalls(inProcess);
-    gateway = await gatewayInFrontOf(server.address);
-  });
-  afterAll(() => {
-    enableInProcessCalls(false);
-    gateway.close();
-  });
   beforeEach(() => (gateway.logged.length = 0));
   const logLines = () => (gateway.logged.map((line) => JSON.parse(line)) as { level: number; msg: string; err?: unknown; status?: number }[]).filter((line) => line.level >= 40).map((line) => ({ level: line.level, msg: line.msg, hasErr: line.err !== undefined, status: line.status }));
 

@@ -47,7 +47,7 @@ export class SmtpMailer implements Mailer {
 
 /** Writes each message as an .eml file into a directory: the zero-setup default. */
 export class EmlFileMailer implements Mailer {
-  private readonly transport = nodemailer.createTransport({ streamTransport: true, buffer: true, newline: 'unix' });
+  private readonly transport = nodemailer.createTransport({ streamTransport: true, buffer: true, newline: 'windows' });
 
   constructor(private readonly directory: string, private readonly from: string) {}
 

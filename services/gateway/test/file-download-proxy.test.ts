@@ -1,4 +1,4 @@
-import { createServer, type Server } from 'node:http';
+import { Agent, createServer, get, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { GatewayClients } from '../src/clients';
 import { appWithoutServices } from './app-without-services';
@@ -59,6 +59,51 @@ describe('GET /api/file/:id/download when the files service refuses the gateway'
       expect(res.status).toBe(502);
       expect(res.headers.get('content-type')).toMatch(/^application\/json/);
       expect(await res.json()).toEqual({ message: expect.stringContaining('file service refused the gateway') });
+    }
+  });
+});
+
+describe('GET /api/file/:id/download over a kept-alive connection', () => {
+  let files: Server;
+  let gateway: Server;
+  let gatewayAddress: string;
+
+  beforeAll(async () => {
+    files = filesDownloadEndpoint();
+    gateway = createServer(appWithoutServices({ clients, filesHttpAddress: await listen(files), filesInternalToken: TOKEN }));
+    gatewayAddress = await listen(gateway);
+  });
+  afterAll(async () => {
+    gateway.closeAllConnections();
+    for (const server of [gateway, files]) await new Promise((resolve) => server.close(resolve));
+  });
+
+  const download = (agent: Agent) =>
+    new Promise<{ res: IncomingMessage; reusedSocket: boolean; body: Buffer }>((resolve, reject) => {
+      const req = get(`http://${gatewayAddress}/api/file/${FILE_ID}/download`, { agent }, (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (chunk: Buffer) => chunks.push(chunk));
+        res.on('end', () => resolve({ res, reusedSocket: req.reusedSocket, body: Buffer.concat(chunks) }));
+      });
+      req.on('error', reject);
+    });
+
+  // The proxy's own request to files says `Connection: close` (no agent of its own), and files' answer said so too:
+  // passed through, it closed the client's connection after every download, so a browser or a reverse proxy in
+  // front opened a new one (TCP, TLS) for its next request.
+  it("keeps the client's connection open: the files service's `Connection: close` is not passed on", async () => {
+    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+    try {
+      const first = await download(agent);
+      expect(first.res.statusCode).toBe(200);
+      expect(first.body.equals(BYTES)).toBe(true);
+      expect(first.res.headers.connection).not.toBe('close');
+      const second = await download(agent);
+      expect(second.res.statusCode).toBe(200);
+      expect(second.body.equals(BYTES)).toBe(true);
+      expect(second.reusedSocket).toBe(true);
+    } finally {
+      agent.destroy();
     }
   });
 });

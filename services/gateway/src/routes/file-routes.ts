@@ -179,6 +179,10 @@ export function registerFileRoutes(router: Router, { clients, filesHttpAddress, 
         if (req.user) proxyReq.setHeader(CALLER_HEADER, req.user.id);
       },
       proxyRes(proxyRes, _req, res) {
+        // Hop-by-hop: the proxy's request to files asks `Connection: close` (it has no agent of its own), and passed
+        // on, files' echo closed the client's connection after each download. Without it the client's own wish holds.
+        delete proxyRes.headers.connection;
+        delete proxyRes.headers['keep-alive'];
         // The caller's access was checked above, so a 401 from files means it refused the gateway's own token (a
         // misconfiguration or a rotation gone wrong): passed through, it would tell a signed-in user to sign in again.
         if (proxyRes.statusCode !== 401) return;

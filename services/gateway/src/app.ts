@@ -105,6 +105,11 @@ export function createGatewayApp(options: GatewayAppOptions): Express {
   });
   app.use(observeRequestEnds([accessLog(options.logger, options.accessLogLevel ?? 'info'), metrics.observe]));
   app.use(securityHeaders({ contentSecurityPolicy: false, crossOriginEmbedderPolicy: false }));
+  // Probes and metrics are readings of this moment: a cache in front (a CDN's heuristic freshness) must not replay one.
+  app.use(['/livez', '/healthz', '/metrics'], (_req, res, next) => {
+    res.setHeader('cache-control', 'no-store');
+    next();
+  });
   app.use(requireOneHost);
   app.use(serverWideOptions(routes));
   app.use(refuseNonNormalGatewayPaths);

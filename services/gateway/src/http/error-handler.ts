@@ -52,6 +52,9 @@ export function errorHandler(logger: Logger, routes?: RouteMethodIndex) {
       res.destroy();
       return;
     }
+    // An error is about this request at this moment (a 404 outside /api is heuristically cacheable, RFC 9111 §4.2.2):
+    // no cache in front keeps it, unless the answer already said otherwise (/api sets no-store itself).
+    if (!res.hasHeader('cache-control')) res.setHeader('cache-control', 'no-store');
     if (err instanceof HttpError) res.set(err.headers);
     // A full store frees no room by itself: clients back off rather than repeat the write at once.
     else if (isStorageFull(err)) res.set('retry-after', String(STORAGE_FULL_RETRY_AFTER_SECONDS));

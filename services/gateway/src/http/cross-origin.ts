@@ -62,7 +62,9 @@ function allowedOriginJudge({ allowedOrigins, publicUrl }: CrossOriginOptions): 
   const allowed = new Set(allowedOrigins);
   const publicOrigin = publicUrl ? originOf(publicUrl) : undefined;
   if (publicOrigin) allowed.add(publicOrigin);
-  return (req, claimed) => claimed !== undefined && (claimed === `${req.protocol}://${req.get('host') ?? ''}` || allowed.has(claimed));
+  // req.protocol and req.host read X-Forwarded-Proto and X-Forwarded-Host only from a trusted proxy (TRUST_PROXY); a
+  // proxy that passes the upstream's name in Host (nginx's default, Traefik) names the public one there.
+  return (req, claimed) => claimed !== undefined && (claimed === originOf(`${req.protocol}://${req.host ?? ''}`) || allowed.has(claimed));
 }
 
 /** The origin an `Origin` header names; `null` (sandboxed frames, redirects across sites) names none. */

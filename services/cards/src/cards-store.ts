@@ -8,9 +8,10 @@ import { SqliteCardRepository } from './adapters/sqlite/sqlite-card-repository';
 import { SqliteCollectionRepository } from './adapters/sqlite/sqlite-collection-repository';
 import { SqliteEventOutbox } from './adapters/sqlite/sqlite-event-outbox';
 import { SqliteOneTimeTasks } from './adapters/sqlite/sqlite-one-time-tasks';
+import { SqliteSearchIndexRebuildProgress } from './adapters/sqlite/sqlite-search-index-rebuild-progress';
 import { SqliteVoteRepository } from './adapters/sqlite/sqlite-vote-repository';
 import type { CardsConfig } from './config';
-import type { CardRepository, CollectionRepository, ContentLock, EventOutbox, OneTimeTasks, VoteRepository } from './domain/ports';
+import type { CardRepository, CollectionRepository, ContentLock, EventOutbox, OneTimeTasks, SearchIndexRebuildProgress, VoteRepository } from './domain/ports';
 
 /** Where the cards service's SQLite file lives under DATA_DIR. */
 export const sqliteCardsPath = (dataDir: string) => join(dataDir, 'cards', 'cards.db');
@@ -23,6 +24,8 @@ export interface CardsStore {
   contentLock: ContentLock;
   /** Work done once per store after the service reaches its peers. */
   oneTimeTasks: OneTimeTasks;
+  /** Where the search index rebuild under way is, so one cut short by a stop is resumed (by the service, or the command's). */
+  searchIndexRebuild: SearchIndexRebuildProgress;
   outbox: OutboxStore;
   /** The same outbox, for writers outside a change of state (operators' republishing). */
   eventOutbox: EventOutbox;
@@ -55,6 +58,7 @@ export async function openCardsStore(config: Pick<CardsConfig, 'DATA_DIR' | 'MON
     collections: new SqliteCollectionRepository(db, keyExpiry),
     contentLock: new InProcessContentLock(),
     oneTimeTasks: new SqliteOneTimeTasks(db),
+    searchIndexRebuild: new SqliteSearchIndexRebuildProgress(db),
     outbox: new SqliteOutboxStore(db),
     eventOutbox: new SqliteEventOutbox(db),
     engines: [],

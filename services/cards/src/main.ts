@@ -54,7 +54,8 @@ export async function startCards(env: Record<string, string | undefined> = proce
   relay.start();
   const subscription = await subscribeToSearchEvents(bus, cardService);
   // Search asks for every card again when it finds its index lost at start; the relay (started above) publishes them.
-  const rebuilds = await answerSearchIndexRebuildRequests(bus, { cards: cardRepository, collections: collectionRepository, outbox: store.eventOutbox, logger });
+  // A rebuild cut short by a stop (this replica's, another's, or the operator's command's) is resumed where it stopped.
+  const rebuilds = await answerSearchIndexRebuildRequests(bus, { cards: cardRepository, collections: collectionRepository, outbox: store.eventOutbox, progress: store.searchIndexRebuild, logger });
   const grpc = await startGrpcServer({
     name: 'cards.v1.CardService',
     host: config.CARDS_GRPC_HOST,

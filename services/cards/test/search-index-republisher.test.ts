@@ -9,7 +9,7 @@ import { SqliteCollectionRepository } from '../src/adapters/sqlite/sqlite-collec
 import { SqliteEventOutbox } from '../src/adapters/sqlite/sqlite-event-outbox';
 import { SearchIndexRepublisher, type RepublishProgress, type SearchIndexRepublisherDeps } from '../src/application/search-index-republisher';
 import type { Card } from '../src/domain/model';
-import type { CardRepository, CollectionRepository, EventOutbox } from '../src/domain/ports';
+import type { CardRepository, CollectionRepository, EventOutbox, SearchIndexRebuildCursor } from '../src/domain/ports';
 import { fingerprintOf } from '../src/domain/rules';
 import { startMongoSync } from '../../../test/engines/mongo';
 import { engineForSuite } from '../../../test/engines/suite';
@@ -125,6 +125,32 @@ function describeRepublisher(name: string, open: () => Promise<Store>): void {
       const byPair = (b: { collectionId: string; cardId: string }) => `${b.collectionId} ${b.cardId}`;
       expect(bookmarkEvents.map((b) => ({ collectionId: b.collectionId, cardId: b.cardId, at: b.occurredAt, added: b.added })).sort((a, b) => (byPair(a) < byPair(b) ? -1 : 1)))
         .toEqual(bookmarks.map((b) => ({ ...b, added: true })).sort((a, b) => (byPair(a) < byPair(b) ? -1 : 1)));
+    });
+
+    it('reports where it is after each batch, and a run started from a reported point tells only what follows it', async () => {
+      const cards: string[] = [];
+      for (let i = 0; i < 5; i++) cards.push((await insert(aCard().build())).id);
+      cards.sort();
+      const list = aCollection().build();
+      await store.collections.insert(list, []);
+      for (const card of cards.slice(0, 4)) expect(await store.collections.addBookmark(list.id, card, nextTime(), [])).toBe('added');
+      const points: SearchIndexRebuildCursor[] = [];
+      await republisher({ batchSize: 2, checkpoint: async (at) => void points.push(at) }).run();
+      // After each batch but the last: where the next one starts.
+      expect(points.map((p) => p.phase)).toEqual(['cards', 'cards', 'bookmarks', 'bookmarks']);
+      expect(points[0]!.after).toBe(cards[1]);
+      expect(points[2]!.after).toBeUndefined();
+
+      const keysFrom = async (from: SearchIndexRebuildCursor) => {
+        const before = await store.relayView.pending(1000);
+        await store.relayView.remove(before.map((e) => e.id));
+        const done = await republisher({ batchSize: 2, from }).run();
+        const queued = await store.relayView.pending(1000);
+        return { done: [done.cards, done.bookmarks], told: queued.map((e) => (e.topic === Topics.bookmark ? `bookmark ${events.BookmarkEvent.decode(e.payload).cardId}` : e.key)) };
+      };
+      expect(await keysFrom(points[1]!)).toEqual({ done: [1, 4], told: [cards[4], ...cards.slice(0, 4).map((c) => `bookmark ${c}`)] });
+      expect(await keysFrom(points[2]!)).toEqual({ done: [0, 4], told: cards.slice(0, 4).map((c) => `bookmark ${c}`) });
+      expect(await keysFrom(points[3]!)).toEqual({ done: [0, 2], told: cards.slice(2, 4).map((c) => `bookmark ${c}`) });
     });
 
     it('tells nothing for an empty store', async () => {

@@ -1,4 +1,4 @@
-import type { CardRepository, CollectionRepository, EventOutbox } from '../domain/ports';
+import type { CardRepository, CollectionRepository, EventOutbox, SearchIndexRebuildCursor } from '../domain/ports';
 import { bookmarkRepublished, cardRepublished } from './events';
 
 /** Cards (then bookmarks) read and appended at a time, unless told otherwise (the CLI's --batch-size). */
@@ -26,6 +26,14 @@ export interface SearchIndexRepublisherDeps {
   maxPending: number;
   /** Called after every batch appended. */
   progress(done: RepublishProgress): void;
+  /** Where to start: a rebuild cut short resumes after the last batch it recorded. Default: the very start. */
+  from?: SearchIndexRebuildCursor;
+  /**
+   * Awaited after every batch appended, with where the run now is (the next batch starts after it): the caller records
+   * it, so a run cut short after it is resumed from there. A batch appended and not yet recorded is told again on resume
+   * (search's projection is idempotent). Throwing ends the run.
+   */
+  checkpoint?(at: SearchIndexRebuildCursor): Promise<void>;
   /** Called while a batch waits for the relay, about every `waitNoticeMs`. */
   waiting(pending: number): void;
   waitNoticeMs?: number;
@@ -44,22 +52,28 @@ export class SearchIndexRepublisher {
 
   async run(): Promise<RepublishProgress> {
     const done: RepublishProgress = { cards: 0, bookmarks: 0, cardsAtStart: await this.deps.cards.count() };
+    const from = this.deps.from ?? { phase: 'cards' };
     // Cards first: a bookmark of a card search does not hold yet is kept until the card comes anyway, but an older search
     // service reads a snapshot's (empty) collection list as the card's whole membership.
-    let after: string | undefined;
-    do {
-      const page = await this.deps.cards.pageAll(this.deps.batchSize, after);
-      await this.append(page.items.map(cardRepublished));
-      done.cards += page.items.length;
-      if (page.items.length > 0) this.deps.progress({ ...done });
-      after = page.next;
-    } while (after !== undefined);
+    if (from.phase === 'cards') {
+      let after = from.after;
+      do {
+        const page = await this.deps.cards.pageAll(this.deps.batchSize, after);
+        await this.append(page.items.map(cardRepublished));
+        done.cards += page.items.length;
+        if (page.items.length > 0) this.deps.progress({ ...done });
+        after = page.next;
+        await this.deps.checkpoint?.(after === undefined ? { phase: 'bookmarks' } : { phase: 'cards', after });
+      } while (after !== undefined);
+    }
+    let after = from.phase === 'bookmarks' ? from.after : undefined;
     do {
       const page = await this.deps.collections.pageBookmarks(this.deps.batchSize, after);
       await this.append(page.items.map((b) => bookmarkRepublished(b.collectionId, b.cardId, b.createdAt)));
       done.bookmarks += page.items.length;
       if (page.items.length > 0) this.deps.progress({ ...done });
       after = page.next;
+      if (after !== undefined) await this.deps.checkpoint?.({ phase: 'bookmarks', after });
     } while (after !== undefined);
     return done;
   }
@@ -87,7 +101,8 @@ export class SearchIndexRepublisher {
 
 /**
  * Rebuilds the search index: every stored card and bookmark told to search again (SearchIndexRepublisher), in batches
- * that wait while the outbox holds maxPending unpublished events. The operator's rebuild-search-index command and the
+ * that wait while the outbox holds maxPending unpublished events, from the start or from where a run cut short
+ * recorded it was (`from`). The operator's rebuild-search-index command and the
  * cards service's answer to search's request (search-index-rebuild-requests.ts) both run it.
  */
 export function rebuildSearchIndex(deps: SearchIndexRepublisherDeps): Promise<RepublishProgress> {

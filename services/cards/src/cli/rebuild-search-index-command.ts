@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import { errorMessage, loadConfig, type CommandOutput, type Logger } from '@cards/platform';
+import { DEFAULT_REBUILD_LEASE_MS, rebuildHolder } from '../application/search-index-rebuild-requests';
 import { DEFAULT_REBUILD_BATCH_SIZE, DEFAULT_REBUILD_MAX_PENDING, rebuildSearchIndex, type RepublishProgress } from '../application/search-index-republisher';
 import { openCardsStore, sqliteCardsPath, type CardsStore } from '../cards-store';
 
@@ -10,6 +11,8 @@ export const USAGE = `Usage: rebuild-search-index [options]
 Tells the search service every stored card and bookmark again, through the cards service's own outbox (its
 running relay publishes them), so a search index that was lost or damaged is built again. Harmless on a healthy
 index: search rewrites each card as it is (embedding it again), no page is verified again and nothing is notified.
+Each run starts from the start and records its progress in the cards store, as the service's own rebuilds do: a
+run cut short (Ctrl-C, a lost session) is resumed by the running cards service where it stopped, within a minute.
 
 Options:
   --batch-size <n>    cards (then bookmarks) read and queued at a time (default ${DEFAULT_REBUILD_BATCH_SIZE})
@@ -72,7 +75,14 @@ export async function runRebuildSearchIndexCommand(argv: string[], env: Record<s
   }
 
   const startedAt = Date.now();
+  // Recorded like the service's rebuilds: a run cut short is resumed by the service (after the lease, or at once when it
+  // failed here), and a rebuild the service had under way stops there, this run starting from the start anyway.
+  let run: string | undefined;
+  let takenOver = false;
+  const alive = setInterval(() => void (run && store.searchIndexRebuild.keepAlive(run).catch(() => undefined)), DEFAULT_REBUILD_LEASE_MS / 4);
+  alive.unref();
   try {
+    run = await store.searchIndexRebuild.begin('the rebuild-search-index command', rebuildHolder('rebuild-search-index'));
     const done = await rebuildSearchIndex({
       cards: store.cards,
       collections: store.collections,
@@ -81,14 +91,24 @@ export async function runRebuildSearchIndexCommand(argv: string[], env: Record<s
       maxPending,
       progress: (p) => io.out(progressLine(p)),
       waiting: (pending) => io.out(`waiting: ${pending} events not yet published from the cards outbox (is the cards service running?)`),
+      checkpoint: async (at) => {
+        if (!(await store.searchIndexRebuild.advance(run!, at))) {
+          takenOver = true;
+          throw new Error('the rebuild was begun again meanwhile (search asked the cards service, or another run of this command): that one tells search everything');
+        }
+      },
     });
+    await store.searchIndexRebuild.finish(run);
     const seconds = ((Date.now() - startedAt) / 1000).toFixed(1);
     io.out(`done in ${seconds} s: ${done.cards} card(s) and ${done.bookmarks} bookmark(s) queued for search; the cards service publishes them and search indexes them within minutes (watch a search find them)`);
     return 0;
   } catch (err) {
-    io.err(`stopped: ${errorMessage(err)}. What was queued stays queued; running the command again is harmless.`);
+    if (run && !takenOver) await store.searchIndexRebuild.release(run).catch(() => undefined);
+    const rest = takenOver ? '' : run ? ' The running cards service resumes it where it stopped; running the command again is harmless.' : ' Running the command again is harmless.';
+    io.err(`stopped: ${errorMessage(err)}. What was queued stays queued.${rest}`);
     return 1;
   } finally {
+    clearInterval(alive);
     await store.close().catch(() => undefined);
   }
 }

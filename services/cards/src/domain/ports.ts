@@ -291,6 +291,52 @@ export interface OneTimeTasks {
   markDone(name: string, at: Date): Promise<void>;
 }
 
+/** Where a search index rebuild is: telling search the cards, then the bookmarks, each by keyset. */
+export type SearchIndexRebuildPhase = 'cards' | 'bookmarks';
+
+/** A point of a rebuild: the phase, and the keyset cursor of its last batch appended (none: from the phase's start). */
+export interface SearchIndexRebuildCursor {
+  phase: SearchIndexRebuildPhase;
+  after?: string;
+}
+
+/** An unfinished rebuild as recorded, handed to whoever claimed it. */
+export interface SearchIndexRebuildClaim extends SearchIndexRebuildCursor {
+  /** The id of this holding of the rebuild: every later change is conditional on it (a new one on each begin or claim). */
+  run: string;
+  /** Why the rebuild began (the request's reason, or the operator's command). */
+  reason: string;
+  /** Who held it before, and when it last said it was alive. */
+  previousHolder: string;
+  previousHeartbeatAt: Date;
+}
+
+/**
+ * The progress of the search index rebuild (at most one, recorded in the cards store), so a rebuild cut short by a stop
+ * (SIGTERM during a rolling update, kill -9, OOM) is resumed where it stopped instead of leaving the rest of the cards
+ * unfindable. Its holder (a cards replica, or the operator's rebuild-search-index command) records each batch appended
+ * and says it is alive meanwhile; a holder silent for longer than a lease is taken to be gone, and exactly one claimer
+ * takes the rebuild over. Every change after begin/claim is conditional on the run id they handed out, so a holder whose
+ * rebuild was begun again or taken over learns it (false) and stops, and never moves the record of the newer run.
+ */
+export interface SearchIndexRebuildProgress {
+  /** Records a new rebuild from the very start, held by `holder`, replacing any recorded one (the index was lost again). */
+  begin(reason: string, holder: string): Promise<string>;
+  /** Records the batch appended (and that the holder is alive). False: `run` is no longer the recorded rebuild. */
+  advance(run: string, at: SearchIndexRebuildCursor): Promise<boolean>;
+  /** The holder is alive (a batch may wait long for the outbox relay). False: `run` is no longer the recorded rebuild. */
+  keepAlive(run: string): Promise<boolean>;
+  /** The holder stops without finishing (a graceful stop): the next claim need not wait for its lease to end. */
+  release(run: string): Promise<void>;
+  /** The rebuild of `run` ended: nothing left to resume (a newer run recorded since stays). */
+  finish(run: string): Promise<void>;
+  /**
+   * The unfinished rebuild, if its holder has said nothing for `staleAfterMs` or more (or released it), now held by
+   * `holder` under a new run id: a conditional update, so of claimers racing for it exactly one gets it.
+   */
+  claimUnfinished(holder: string, staleAfterMs: number): Promise<SearchIndexRebuildClaim | undefined>;
+}
+
 /** A bookmark as stored: the card, the collection, and when it was added. */
 export interface StoredBookmark extends HeldCard {
   createdAt: Date;

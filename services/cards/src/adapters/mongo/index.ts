@@ -4,10 +4,11 @@ import { openMongoCardsDatabase, type MongoCardsDatabase } from './mongo-cards-d
 import { MongoCollectionRepository } from './mongo-collection-repository';
 import { MongoContentLock } from './mongo-content-lock';
 import { MongoOneTimeTasks } from './mongo-one-time-tasks';
+import { MongoSearchIndexRebuildProgress, type SearchIndexRebuildDocument } from './mongo-search-index-rebuild-progress';
 import type { MigrationDocument } from './mongo-start-migrations';
 import { MongoVoteRepository } from './mongo-vote-repository';
 
-export { MongoCardRepository, MongoCollectionRepository, MongoContentLock, MongoOneTimeTasks, MongoVoteRepository, openMongoCardsDatabase, type MongoCardsDatabase };
+export { MongoCardRepository, MongoCollectionRepository, MongoContentLock, MongoOneTimeTasks, MongoSearchIndexRebuildProgress, MongoVoteRepository, openMongoCardsDatabase, type MongoCardsDatabase };
 
 /**
  * Every repository of the cards service on one MongoDB database (indexes created on open). `keyExpiry`: how long the
@@ -22,5 +23,6 @@ export async function openMongoCardsStore(connection: MongoConnection, keyExpiry
     collections: new MongoCollectionRepository(database),
     contentLock: new MongoContentLock(database.contentLocks),
     oneTimeTasks: new MongoOneTimeTasks(database.db.collection<MigrationDocument>('migrations')),
+    searchIndexRebuild: new MongoSearchIndexRebuildProgress(database.db.collection<SearchIndexRebuildDocument>('search_index_rebuild')),
   };
 }

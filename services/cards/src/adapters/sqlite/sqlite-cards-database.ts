@@ -251,6 +251,11 @@ export const CARDS_MIGRATIONS = [
        seq = (SELECT coalesce(max(seq), 0) FROM bookmark_block_changes WHERE collection_id = NEW.collection_id)
      WHERE collection_id = NEW.collection_id AND viewer_id = NEW.viewer_id;
    END;`,
+  // The search index rebuild under way (SqliteSearchIndexRebuildProgress, one row at most): where it is and who holds it,
+  // so a rebuild cut short by a stop is resumed where it stopped.
+  `CREATE TABLE search_index_rebuild (id INTEGER PRIMARY KEY CHECK (id = 1), run TEXT NOT NULL, reason TEXT NOT NULL,
+     phase TEXT NOT NULL CHECK (phase IN ('cards', 'bookmarks')), after TEXT, holder TEXT NOT NULL, heartbeat_at TEXT NOT NULL,
+     started_at TEXT NOT NULL);`,
 ];
 
 /** A kept count (kept_counts): 'cards' or 'ranked_authors'. One row read by its key, whatever the library's size. */

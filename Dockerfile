@@ -39,9 +39,13 @@ FROM ${NODE_IMAGE} AS runtime
 ARG TSX_VERSION=4.23.15
 ENV NODE_ENV=production DATA_DIR=/data
 # tsx's loader is where `npm install -g` puts it (the CMD names it by path: an --import of a bare "tsx" does not find
-# global installs); the build fails here if it moves.
+# global installs); the build fails here if it moves. Then the package managers of the Node image go (npm, npx,
+# corepack, yarn): nothing runs them in a container, and their bundled dependencies are what an operator's image scan
+# reports against a service that never loads them (docs/licences.md, "What the image carries").
 RUN npm install -g "tsx@${TSX_VERSION}" && npm cache clean --force \
  && test -f /usr/local/lib/node_modules/tsx/dist/loader.mjs \
+ && rm -rf /usr/local/lib/node_modules/npm /usr/local/lib/node_modules/corepack /opt/yarn-v* /root/.npm \
+      /usr/local/bin/npm /usr/local/bin/npx /usr/local/bin/corepack /usr/local/bin/yarn /usr/local/bin/yarnpkg \
  && mkdir -p /data && chown 1000:1000 /data
 # grpc.health.v1.Health/Check over plain HTTP/2, no dependencies: `node /usr/local/lib/grpc-health.cjs <port> [service]`
 # exits 0 only on SERVING. HEALTHCHECK and docker-compose ask for `liveness`, which stays SERVING while the

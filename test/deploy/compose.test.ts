@@ -182,6 +182,22 @@ describe('Dockerfile (offline)', () => {
     expect(byName.get('runtime')!.lines.join('\n')).toContain(`chown ${user} /data`);
   });
 
+  it('leaves no package manager in the runtime images (npm, npx, corepack, yarn), only node and tsx', () => {
+    const runs = byName.get('runtime')!.lines.filter((l) => /^RUN\s/.test(l)).join(' ');
+    const install = runs.indexOf('npm install -g "tsx@');
+    expect(install).toBeGreaterThanOrEqual(0);
+    const removal = /rm -rf ([^&]*)/.exec(runs.slice(install));
+    const removed = removal?.[1]!.split(/\s+/) ?? [];
+    for (const path of ['/usr/local/lib/node_modules/npm', '/usr/local/lib/node_modules/corepack', '/opt/yarn-v*', '/usr/local/bin/npm', '/usr/local/bin/npx', '/usr/local/bin/corepack', '/usr/local/bin/yarn', '/usr/local/bin/yarnpkg']) {
+      expect(removed).toContain(path);
+    }
+    expect(removed.some((path) => path.includes('tsx'))).toBe(false);
+    // nothing after the runtime stage's base layer calls a package manager
+    for (const target of [...COMPONENTS, 'all-in-one']) {
+      for (const line of byName.get(target)!.lines) expect(line).not.toMatch(/\b(npm|npx|yarn|corepack)\b/);
+    }
+  });
+
   it('copies each service its own pruned tree and listens on all interfaces', () => {
     for (const component of COMPONENTS) {
       const lines = byName.get(component)!.lines;

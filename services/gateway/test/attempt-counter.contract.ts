@@ -87,5 +87,17 @@ export function describeAttemptCounterContract(adapter: string, open: (now: () =
       expect((await counter.record(key, MINUTE)).attempts).toBe(1);
       expect((await counter.record(kept, MINUTE)).attempts).toBe(2);
     });
+
+    // The wall clock is not a stopwatch: NTP, a VM's resume or a clock fixed by hand may set it back an hour. The window
+    // in progress then starts in the "future": the limit must reset within a window, not an hour and a minute later.
+    test('after the clock is set back an hour, counts in a window of the new time, which ends within one window length', async () => {
+      const key = aKey();
+      for (let i = 0; i < 5; i++) await counter.record(key, MINUTE);
+      time -= 60 * MINUTE;
+      const after = await counter.record(key, MINUTE);
+      expect(after).toEqual({ attempts: 1, windowEndsAt: new Date(time - 1_000 + MINUTE) });
+      await counter.takeBack(key, MINUTE);
+      expect((await counter.record(key, MINUTE)).attempts).toBe(1);
+    });
   });
 }

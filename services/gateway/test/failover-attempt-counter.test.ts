@@ -82,6 +82,7 @@ describe('FailoverAttemptCounter', () => {
   it('after the first failure no attempt waits on the shared counter: it is only probed in the background, once per pause, until it answers', async () => {
     let clock = 1_000_000;
     const now = jest.spyOn(Date, 'now').mockImplementation(() => clock);
+    const monotonic = jest.spyOn(performance, 'now').mockImplementation(() => clock);
     const shared = new SwitchableCounter();
     const { logger, lines } = logged();
     const counter = new FailoverAttemptCounter(shared, new MemoryAttemptCounter(), { logger, timeoutMs: 60_000, retrySharedAfterMs: 5000 });
@@ -126,6 +127,28 @@ describe('FailoverAttemptCounter', () => {
     } finally {
       shared.failHung();
       now.mockRestore();
+      monotonic.mockRestore();
+    }
+  });
+
+  it('probes the shared counter again after the pause even when the wall clock was set back an hour meanwhile', async () => {
+    // Fake timers fake the wall clock (setSystemTime steps it) and performance.now (only advanced by timers) apart.
+    jest.useFakeTimers({ now: new Date('2026-11-24T12:00:30Z'), doNotFake: ['setImmediate', 'nextTick', 'queueMicrotask'] });
+    const shared = new SwitchableCounter();
+    const counter = new FailoverAttemptCounter(shared, new MemoryAttemptCounter(), { logger: logged().logger, retrySharedAfterMs: 5000 });
+    try {
+      shared.state = 'failing';
+      expect((await counter.record('k', 60_000)).attempts).toBe(1);
+      shared.state = 'up';
+      jest.setSystemTime(Date.now() - 3_600_000);
+      jest.advanceTimersByTime(5000);
+      await counter.record('k', 60_000);
+      await settle();
+      expect(shared.calls).toEqual(['record k', `forget ${PROBE_KEY}`]);
+      expect((await counter.record('k', 60_000)).attempts).toBe(1);
+      expect(shared.calls.at(-1)).toBe('record k');
+    } finally {
+      jest.useRealTimers();
     }
   });
 });

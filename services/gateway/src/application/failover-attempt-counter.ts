@@ -23,7 +23,10 @@ export class FailoverAttemptCounter implements AttemptCounter {
   private readonly timeoutMs: number;
   private readonly retrySharedAfterMs: number;
   private failing = false;
-  /** While failing: when the shared counter may be probed again. */
+  /**
+   * While failing: when the shared counter may be probed again, by this process's monotonic clock (performance.now): a
+   * wall clock set back an hour would otherwise keep the shared counter unasked for an hour.
+   */
   private probeAfter = 0;
   private probing = false;
 
@@ -62,7 +65,7 @@ export class FailoverAttemptCounter implements AttemptCounter {
   }
 
   private fail(err: unknown): void {
-    this.probeAfter = Date.now() + this.retrySharedAfterMs;
+    this.probeAfter = performance.now() + this.retrySharedAfterMs;
     if (this.failing) return;
     this.failing = true;
     this.options.logger.warn({ err }, 'auth rate limits: the shared counter failed; counting in this process until it answers again');
@@ -70,7 +73,7 @@ export class FailoverAttemptCounter implements AttemptCounter {
 
   /** Asks the shared counter in the background whether it answers again; no attempt waits for the answer. */
   private probeWhenDue(): void {
-    if (this.probing || Date.now() < this.probeAfter) return;
+    if (this.probing || performance.now() < this.probeAfter) return;
     this.probing = true;
     this.withinTimeout(this.shared.forget(PROBE_KEY))
       .then(

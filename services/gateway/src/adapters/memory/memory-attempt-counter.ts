@@ -8,6 +8,15 @@ interface Window {
 /** How often ended windows are dropped, so keys seen once do not stay in memory. */
 const SWEEP_EVERY_MS = 60_000;
 
+/**
+ * Whether `now` falls in the window: before its end, and not before its start. A window that starts after `now` was
+ * made before the wall clock was set back (NTP, a VM's resume, a clock fixed by hand): it is over, or a limit reached
+ * just before a step back of an hour would hold for an hour and a minute.
+ */
+function isCurrent(window: Window, windowMs: number, now: number): boolean {
+  return now < window.endsAt && now >= window.endsAt - windowMs;
+}
+
 /** Counts in this process's memory: the embedded default, right for one gateway process. */
 export class MemoryAttemptCounter implements AttemptCounter {
   /** Key -> window length -> its current window. */
@@ -22,7 +31,7 @@ export class MemoryAttemptCounter implements AttemptCounter {
     const ofKey = this.windows.get(key) ?? new Map<number, Window>();
     this.windows.set(key, ofKey);
     let window = ofKey.get(windowMs);
-    if (!window || window.endsAt <= now) {
+    if (!window || !isCurrent(window, windowMs, now)) {
       window = { endsAt: windowStartOf(now, windowMs) + windowMs, attempts: 0 };
       ofKey.set(windowMs, window);
     }
@@ -32,7 +41,7 @@ export class MemoryAttemptCounter implements AttemptCounter {
 
   async takeBack(key: string, windowMs: number): Promise<void> {
     const window = this.windows.get(key)?.get(windowMs);
-    if (window && window.endsAt > this.now() && window.attempts > 0) window.attempts--;
+    if (window && isCurrent(window, windowMs, this.now()) && window.attempts > 0) window.attempts--;
   }
 
   async forget(key: string): Promise<void> {
@@ -40,10 +49,11 @@ export class MemoryAttemptCounter implements AttemptCounter {
   }
 
   private sweep(now: number): void {
-    if (now < this.nextSweepAt) return;
+    // A due time more than one period ahead: the clock was set back; sweep now rather than after the step.
+    if (now < this.nextSweepAt && this.nextSweepAt - now <= SWEEP_EVERY_MS) return;
     this.nextSweepAt = now + SWEEP_EVERY_MS;
     for (const [key, ofKey] of this.windows) {
-      for (const [windowMs, window] of ofKey) if (window.endsAt <= now) ofKey.delete(windowMs);
+      for (const [windowMs, window] of ofKey) if (!isCurrent(window, windowMs, now)) ofKey.delete(windowMs);
       if (ofKey.size === 0) this.windows.delete(key);
     }
   }

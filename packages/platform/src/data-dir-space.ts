@@ -4,7 +4,7 @@ import type { Logger } from './logger';
 import { ConfigError } from './config';
 import { errorMessage } from './errors';
 import { isStorageFullError } from './readiness';
-import { repeatedWarningLog } from './repeated-warning';
+import { monotonicNow, repeatedWarningLog } from './repeated-warning';
 import { sampledGauge } from './service-metrics';
 
 /**
@@ -59,7 +59,7 @@ export function watchDataDirSpace({
   floorBytes,
   intervalMs = DATA_DIR_SPACE_CHECK_MS,
   freeBytes = freeBytesOf,
-  now = Date.now,
+  now = monotonicNow,
 }: {
   path: string;
   /** The gauge's `process` label: what the process is (all-in-one, cards...), never a path. */

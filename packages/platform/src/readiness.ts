@@ -51,6 +51,7 @@ interface EngineState {
   lastError: string | undefined;
   /** A probe that timed out and has not settled: no second one is started beside it (for a while). */
   pending: Promise<void> | undefined;
+  /** When `pending` started, by the monotonic clock (performance.now): a wall clock set back would pin it for the step. */
   pendingSince: number;
 }
 
@@ -210,9 +211,9 @@ export class EngineReadinessMonitor {
     try {
       // A probe stuck past its timeout is awaited again instead of stacking a new one on the engine each
       // round; one that never settles is given up after a few timeouts so it cannot pin the engine down.
-      if (engine.pending && Date.now() - engine.pendingSince > 3 * this.timeoutMs) engine.pending = undefined;
+      if (engine.pending && performance.now() - engine.pendingSince > 3 * this.timeoutMs) engine.pending = undefined;
       if (!engine.pending) {
-        engine.pendingSince = Date.now();
+        engine.pendingSince = performance.now();
         const started: Promise<void> = Promise.resolve()
           .then(() => engine.check.check())
           .finally(() => {

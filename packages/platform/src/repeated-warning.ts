@@ -1,5 +1,11 @@
 import type { Logger } from './logger';
 
+/**
+ * The clock repeated warnings are spaced by: this process's monotonic one. Not the wall clock: set back an hour (NTP, a
+ * VM's resume, a clock fixed by hand), it would turn the warnings of an outage into debug lines for that hour.
+ */
+export const monotonicNow = (): number => performance.now();
+
 /** How often one repeating warning (an engine or a peer not answering, for as long as that lasts) is written at most. */
 export const REPEATED_WARNING_EVERY_MS = 60_000;
 
@@ -11,7 +17,7 @@ export const REPEATED_WARNING_EVERY_MS = 60_000;
 export function repeatedWarningLog(
   logger: Logger,
   msg: string,
-  { now = Date.now, everyMs = REPEATED_WARNING_EVERY_MS, countField = 'sinceLastWarning' }: { now?: () => number; everyMs?: number; countField?: string } = {},
+  { now = monotonicNow, everyMs = REPEATED_WARNING_EVERY_MS, countField = 'sinceLastWarning' }: { now?: () => number; everyMs?: number; countField?: string } = {},
 ): (fields: Record<string, unknown>) => void {
   let warnedAt: number | undefined;
   let quiet = 0;

@@ -25,4 +25,21 @@ describe('handlerFailureLog', () => {
     expect(lines.filter((line) => line.level === 20)).toHaveLength(27);
     expect(new Set(lines.map((line) => line.msg))).toEqual(new Set(['event handler failed']));
   });
+
+  it('by default spaces its warnings by the monotonic clock: a wall clock set back an hour does not silence them for that hour', () => {
+    // Fake timers step the wall clock (setSystemTime) without moving performance.now, which only timers advance.
+    jest.useFakeTimers({ now: new Date('2026-11-24T12:00:00Z') });
+    try {
+      const lines: { level: number; attempt: number }[] = [];
+      const logger = createLogger('bus-test', 'debug', { write: (line: string) => void lines.push(JSON.parse(line)) });
+      const log = handlerFailureLog(logger);
+      log({ attempt: 0 }, false);
+      jest.setSystemTime(Date.now() - 3_600_000);
+      jest.advanceTimersByTime(WAITING_HANDLER_WARNING_EVERY_MS);
+      log({ attempt: 1 }, false);
+      expect(lines.filter((line) => line.level === 40).map((line) => line.attempt)).toEqual([0, 1]);
+    } finally {
+      jest.useRealTimers();
+    }
+  });
 });

@@ -92,6 +92,28 @@ describe('EngineReadinessMonitor', () => {
     expect(engine.probes).toBe(2);
   });
 
+  it('gives up a probe that never settles after three timeouts of the monotonic clock, even when the wall clock was set back an hour', async () => {
+    // Fake timers step the wall clock (setSystemTime) without moving performance.now, which only timers advance.
+    jest.useFakeTimers({ now: new Date('2026-11-24T12:00:00Z'), doNotFake: ['setImmediate', 'nextTick', 'queueMicrotask'] });
+    try {
+      const engine = controllableEngine();
+      const monitor = new EngineReadinessMonitor({ checks: [{ name: 'Kafka (KAFKA_BROKERS)', healthName: 'engine:kafka', check: () => engine.check() }], logger: pino({ level: 'silent' }), timeoutMs: 50, failureThreshold: 1 });
+      engine.set('hang');
+      const first = monitor.checkNow();
+      await jest.advanceTimersByTimeAsync(50);
+      expect(await first).toBe(false);
+      jest.setSystemTime(Date.now() - 3_600_000);
+      await jest.advanceTimersByTimeAsync(200);
+      engine.set('up');
+      const second = monitor.checkNow();
+      await jest.advanceTimersByTimeAsync(50);
+      expect(await second).toBe(true);
+      expect(engine.probes).toBe(2);
+    } finally {
+      jest.useRealTimers();
+    }
+  });
+
   it('stays ready and refuses no call while an engine that does not gate requests is down, reporting that engine alone', async () => {
     const { logger, lines } = recordingLogger();
     const kafka = controllableEngine();

@@ -1,6 +1,6 @@
 import { EventTooLargeError } from '../errors';
 import type { Logger } from 'pino';
-import { repeatedWarningLog } from '../repeated-warning';
+import { monotonicNow, repeatedWarningLog } from '../repeated-warning';
 
 /** One message on the bus. The key is the aggregate id: messages with one key are delivered in order. */
 export interface OutgoingEvent {
@@ -120,7 +120,7 @@ export const WAITING_HANDLER_WARNING_EVERY_MS = 60_000;
  * a peer not ready, retried up to 5 s apart for as long as that lasts, maybe hours) log the first, then one line a
  * minute at most, with the failures since the last line (`failuresSinceLastWarning`); the others are debug lines.
  */
-export function handlerFailureLog(logger: Logger, now: () => number = Date.now): (fields: Record<string, unknown>, counted: boolean) => void {
+export function handlerFailureLog(logger: Logger, now: () => number = monotonicNow): (fields: Record<string, unknown>, counted: boolean) => void {
   const waiting = repeatedWarningLog(logger, 'event handler failed', { now, everyMs: WAITING_HANDLER_WARNING_EVERY_MS, countField: 'failuresSinceLastWarning' });
   return (fields, counted) => (counted ? logger.warn(fields, 'event handler failed') : waiting(fields));
 }

@@ -1,4 +1,4 @@
-import { isEngineUnavailableError, newId, repeatedWarningLog, type Logger } from '@cards/platform';
+import { isEngineUnavailableError, monotonicNow, newId, repeatedWarningLog, type Logger } from '@cards/platform';
 import type { FileRepository, IngestionClaim } from '../domain/ports';
 import type { IngestionWorker } from './ingestion-worker';
 
@@ -20,7 +20,7 @@ export interface IngestionSchedulerDeps {
   /** Backoff of a failed attempt: base * 2^(attempt - 1), at most max; defaults 100 ms and 5 s (as the bus's). */
   retryBaseMs?: number;
   retryMaxMs?: number;
-  /** The clock (tests). */
+  /** The clock the repeated warnings are spaced by (tests); this process's monotonic one (performance.now) by default. */
   now?: () => number;
 }
 
@@ -153,7 +153,7 @@ export class IngestionScheduler {
       // Files another replica finished are never removed here: the map is bounded instead.
       if (this.waiting.size >= 10_000) this.waiting.clear();
       warn = repeatedWarningLog(logger, 'file ingestion attempt failed (not counted: waiting for a service); it will be retried', {
-        now: this.deps.now ?? Date.now,
+        now: this.deps.now ?? monotonicNow,
         everyMs: WAITING_WARNING_EVERY_MS,
         countField: 'failuresSinceLastWarning',
       });

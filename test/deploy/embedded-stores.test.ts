@@ -1,13 +1,12 @@
 // EMBEDDED_STORES=refuse (set by the Helm chart on pods without a volume): a service whose engine URL is empty, e.g. an
 // existingSecret holding MONGO_URL="", stops at start naming it instead of keeping its data on the pod's emptyDir.
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { readdirSync, rmSync } from 'node:fs';
 import { startCards } from '../../services/cards/src/main';
 import { startFiles } from '../../services/files/src/main';
 import { startIdentity } from '../../services/identity/src/main';
 import { startNotifications } from '../../services/notifications/src/main';
 import { startSearch } from '../../services/search/src/main';
+import { testTempDir } from '../support/cleanup';
 
 type Start = (env: Record<string, string | undefined>) => Promise<{ stop(): Promise<void> }>;
 
@@ -22,7 +21,7 @@ const SERVICES: Array<[string, Start, Record<string, string>]> = [
 
 describe('EMBEDDED_STORES=refuse', () => {
   let dataDir: string;
-  beforeEach(() => (dataDir = mkdtempSync(join(tmpdir(), 'embedded-stores-'))));
+  beforeEach(() => (dataDir = testTempDir('embedded-stores-')));
   afterEach(() => rmSync(dataDir, { recursive: true, force: true }));
 
   describe.each(SERVICES)('%s', (_name, start, engines) => {

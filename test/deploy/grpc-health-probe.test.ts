@@ -2,15 +2,15 @@
 // docker-compose) against a real service's gRPC server: exit 0 only while it reports SERVING; and the
 // container health checks themselves, run against a service whose engine is down.
 import { execFile } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parse } from 'yaml';
 import { createLogger, EngineReadinessMonitor, startGrpcServer, type GrpcServerHandle } from '@cards/platform';
 import { ROOT } from './helm';
 import { COMPONENTS } from './service-config';
+import { testTempDir } from '../support/cleanup';
 
 /** The probe's source: the `COPY <<'EOF' /usr/local/lib/grpc-health.cjs` heredoc of the Dockerfile. */
 function probeSource(): string {
@@ -33,7 +33,7 @@ describe('grpc-health.cjs (image health probe)', () => {
     });
 
   beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'grpc-health-'));
+    dir = testTempDir('grpc-health-');
     probe = join(dir, 'grpc-health.cjs');
     writeFileSync(probe, probeSource());
     server = await startGrpcServer({ name: 'probe.v1.ProbeService', host: '127.0.0.1', port: 0, logger: createLogger('probe-test', 'silent'), register: () => undefined });
@@ -108,7 +108,7 @@ describe('container health checks (compose and images): alive, not ready', () =>
     });
 
   beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'container-health-'));
+    dir = testTempDir('container-health-');
     probe = join(dir, 'grpc-health.cjs');
     writeFileSync(probe, probeSource());
     const logger = createLogger('probe-test', 'silent');

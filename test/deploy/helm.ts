@@ -1,9 +1,10 @@
 import { spawnSync } from 'node:child_process';
-import { chmodSync, cpSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, readSync, closeSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, cpSync, existsSync, mkdirSync, openSync, readFileSync, readSync, closeSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { inflateRawSync } from 'node:zlib';
 import { parse } from 'yaml';
+import { testTempDir } from '../support/cleanup';
 
 export const ROOT = resolve(__dirname, '../..');
 export const CHART_DIR = join(ROOT, 'deploy/k8s');
@@ -115,7 +116,7 @@ export function chartDependencies(chartDir: string = CHART_DIR): ChartDependency
  * bundled engines off (CI values) or on (the trial chart: the wiring to their Services and Secrets).
  */
 export function chartCopyWithPlaceholderDependencies(chartDir: string = CHART_DIR): { dir: string; remove(): void } {
-  const base = mkdtempSync(join(tmpdir(), 'card-library-chart-'));
+  const base = testTempDir('card-library-chart-');
   const dir = join(base, (parse(readFileSync(join(chartDir, 'Chart.yaml'), 'utf8')) as { name: string }).name);
   cpSync(chartDir, dir, { recursive: true });
   for (const dependency of chartDependencies(dir)) {

@@ -2,12 +2,12 @@
 // the image's global one, is one node process that gets SIGTERM itself and drains, with a busy event loop too; the
 // cards service's HTML workers find tsx from that process's execArgv.
 import { spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { tsxCjsApiPath } from '../../services/cards/src/adapters/worker-threads/worker-card-html-cleaner';
 import { ROOT } from './helm';
 import { IMAGE_GLOBAL_MODULES, imageCommand, localCommand } from './image-command';
+import { stopWhenFileEnds, testTempDir } from '../support/cleanup';
 
 /** A service that blocks its event loop 150 ms at a time (a 20 MiB upload blocks the gateway's ~130 ms) and drains on SIGTERM. */
 const BUSY_SERVICE = `
@@ -21,7 +21,7 @@ console.log('ready');
 `;
 
 describe('the image start command', () => {
-  const dir = mkdtempSync(join(tmpdir(), 'image-start-'));
+  const dir = testTempDir('image-start-');
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
   it("is node itself with tsx's loader from the image's global install, tsx at the workspace's version", () => {
@@ -39,6 +39,7 @@ describe('the image start command', () => {
     writeFileSync(join(app, 'src/main.ts'), BUSY_SERVICE);
     const { file, args } = localCommand(imageCommand());
     const child = spawn(file, args, { cwd: app, stdio: ['ignore', 'pipe', 'pipe'] });
+    stopWhenFileEnds(child);
     let output = '';
     child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
     child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));

@@ -4,8 +4,7 @@
 // tooling, then starts every service from its own tree as a separate process (peers on loopback, the embedded engines)
 // and drives the gateway: a tree missing a production dependency, or relying on the workspace around it, fails here.
 import { execFileSync, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { freePort, loopbackTopologyEnv } from '@cards/platform';
@@ -13,6 +12,7 @@ import { openCardsDatabase } from '../../services/cards/src/adapters/sqlite/sqli
 import { ROOT } from './helm';
 import { spawnNodeEntry, type NodeProcess } from '../support/node-process';
 import { imageCommand, localCommand } from './image-command';
+import { testTempDir } from '../support/cleanup';
 
 const SERVICES = ['identity', 'cards', 'search', 'files', 'notifications'] as const;
 const TARGETS = [...SERVICES, 'gateway', 'all-in-one'] as const;
@@ -82,7 +82,7 @@ function stop(child: ChildProcess): Promise<number | null> {
 }
 
 describeIfPnpm('image trees (`pnpm deploy --prod`, as the Dockerfile builds them)', () => {
-  const out = mkdtempSync(join(tmpdir(), 'image-trees-'));
+  const out = testTempDir('image-trees-');
   const running: ChildProcess[] = [];
 
   beforeAll(() => {

@@ -6,10 +6,10 @@
 // tarball) of this repository's own proto/: the committed baseline is the current contract, a removed or renumbered
 // field fails and an added one passes.
 import { execFileSync, spawnSync } from 'node:child_process';
-import { copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { copyFileSync, cpSync, existsSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ROOT } from './helm';
+import { testTempDir } from '../support/cleanup';
 
 const buf = join(ROOT, 'node_modules/.bin/buf');
 const describeWithBuf = existsSync(buf) ? describe : describe.skip;
@@ -28,7 +28,7 @@ function run(dir: string, script: string, args: string[] = [], against = '') {
 
 /** A directory with the two scripts and node_modules (for buf), as a checkout has them. */
 function scaffold(prefix: string): string {
-  const dir = mkdtempSync(join(tmpdir(), prefix));
+  const dir = testTempDir(prefix);
   mkdirSync(join(dir, 'scripts'));
   for (const script of ['proto-breaking.mjs', 'proto-release.mjs']) copyFileSync(join(ROOT, 'scripts', script), join(dir, 'scripts', script));
   symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'));

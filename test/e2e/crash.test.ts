@@ -1,5 +1,4 @@
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { CardsClient } from '@cards/client';
 import { Mailbox } from '../support/mailbox';
@@ -7,6 +6,7 @@ import { startSystem, type RunningSystem } from '../support/service';
 import { signUp, type TestUser } from '../support/accounts';
 import { html, signUpMany, uniqueText } from './cards-support';
 import { eventually, typedClient } from './openapi-support';
+import { testTempDir } from '../support/cleanup';
 
 // SIGKILL of the all-in-one process while a vote storm, card creation and a document ingestion are in
 // flight, a second SIGKILL 1.5 s into the recovery, then a restart on the same data directory: every acknowledged write is there, no card exists
@@ -40,7 +40,7 @@ let fileId: string;
 beforeAll(async () => {
   mailbox = new Mailbox();
   await mailbox.start();
-  dataDir = mkdtempSync(join(tmpdir(), 'cards-crash-'));
+  dataDir = testTempDir('cards-crash-');
   system = await startSystem({ dataDir, env: { SMTP_URL: mailbox.url } });
   author = await signUp(system.baseUrl, mailbox, 'crash-author');
   voters = await signUpMany(system.baseUrl, mailbox, VOTERS, 'crash-voter');

@@ -1,6 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { rmSync } from 'node:fs';
 import { loopbackTopologyEnv, serviceMetrics, type RunningService } from '@cards/platform';
 import { startCards } from '../../services/cards/src/main';
 import { startFiles } from '../../services/files/src/main';
@@ -8,6 +6,7 @@ import { startIdentity } from '../../services/identity/src/main';
 import { startNotifications } from '../../services/notifications/src/main';
 import { startSearch } from '../../services/search/src/main';
 import { TEST_ENV } from '../support/service';
+import { testTempDir } from '../support/cleanup';
 
 // Each service started on its own (its own process in production, its composition root here) on its embedded stores
 // watches the free space of its DATA_DIR as the all-in-one does: cards_data_dir_free_bytes on its /metrics and the
@@ -24,7 +23,7 @@ const samples = async () => (await serviceMetrics.getSingleMetricAsString('cards
 
 describe.each(SERVICES)('%s on its embedded stores', (name, start, own) => {
   let dataDir: string;
-  beforeEach(() => (dataDir = mkdtempSync(join(tmpdir(), 'data-dir-space-'))));
+  beforeEach(() => (dataDir = testTempDir('data-dir-space-')));
   afterEach(() => rmSync(dataDir, { recursive: true, force: true }));
 
   it("has the data dir's free bytes on its /metrics while it runs, and not after its stop", async () => {

@@ -1,20 +1,20 @@
 import Database from 'better-sqlite3';
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmdirSync, rmSync, statfsSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { rmdirSync, rmSync, statfsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Mailbox } from '../support/mailbox';
 import { startSystem, type RunningSystem } from '../support/service';
 import { signUp, type TestUser } from '../support/accounts';
 import { html, uniqueText } from './cards-support';
 import { eventually } from './openapi-support';
+import { testTempDir } from '../support/cleanup';
 
 // The all-in-one with its DATA_DIR on a small tmpfs that fills up while cards are written and delivered: every write
 // answers 200 or 503 "Storage is full" (never a 500, never a success not stored), the process lives on, and once space
 // is freed every acknowledged card is found by search with nothing in the dead letters. Needs mount(8) (root); skipped
 // with a printed reason otherwise.
 
-const mountPoint = mkdtempSync(join(tmpdir(), 'cards-disk-full-'));
+const mountPoint = testTempDir('cards-disk-full-');
 const mountRefused = ((): string | undefined => {
   try {
     execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=48m', 'tmpfs', mountPoint], { stdio: 'pipe' });

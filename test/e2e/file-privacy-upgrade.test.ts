@@ -1,12 +1,12 @@
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { ApiClient } from '../support/http';
 import { Mailbox } from '../support/mailbox';
 import { freePort, startSystem, type RunningSystem } from '../support/service';
 import { signUp, type TestUser } from '../support/accounts';
+import { testTempDir } from '../support/cleanup';
 
 // An upgrade from a store whose cards did not keep their file's privacy (the migration gave them the privacy of the
 // file's collection, else of their hidden-by-file mark) and whose file collections could be published by hand while
@@ -27,7 +27,7 @@ let env: Record<string, string>;
 beforeAll(async () => {
   mailbox = new Mailbox();
   await mailbox.start();
-  dataDir = mkdtempSync(join(tmpdir(), 'cards-file-privacy-upgrade-'));
+  dataDir = testTempDir('cards-file-privacy-upgrade-');
   env = { SMTP_URL: mailbox.url, PORT: String(await freePort()) };
   system = await startSystem({ dataDir, env });
   [alice, bob] = await Promise.all([signUp(system.baseUrl, mailbox, 'alice'), signUp(system.baseUrl, mailbox, 'bob')]);

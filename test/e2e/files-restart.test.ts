@@ -1,10 +1,10 @@
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { Mailbox } from '../support/mailbox';
 import { startSystem, type RunningSystem } from '../support/service';
 import { signUp } from '../support/accounts';
 import { ApiClient } from '../support/http';
+import { testTempDir } from '../support/cleanup';
 
 // A process killed (SIGKILL) in the middle of ingesting a long document: after the restart the
 // ingestion resumes from the event log and the document ends with exactly one copy of each card.
@@ -13,7 +13,7 @@ const PLANNED_CARDS = 250; // what the splitter makes of this document (see benc
 
 let system: RunningSystem | undefined;
 const mailbox = new Mailbox();
-const dataDir = mkdtempSync(join(tmpdir(), 'cards-files-restart-'));
+const dataDir = testTempDir('cards-files-restart-');
 
 beforeAll(async () => {
   await mailbox.start();

@@ -1,8 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { rmSync, writeFileSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import { connect, type Socket } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { Mailbox } from '../support/mailbox';
@@ -10,6 +9,7 @@ import { startSystem, type RunningSystem } from '../support/service';
 import { signUp, type TestUser } from '../support/accounts';
 import { ResponseValidator, eventually } from './openapi-support';
 import { postCard } from './cards-support';
+import { testTempDir } from '../support/cleanup';
 
 // The HTTP layer every route shares: body types, methods, paths, headers, metrics, parser-level errors,
 // the access log and the connection cap.
@@ -23,7 +23,7 @@ let webDist: string;
 beforeAll(async () => {
   mailbox = new Mailbox();
   await mailbox.start();
-  webDist = mkdtempSync(join(tmpdir(), 'http-web-'));
+  webDist = testTempDir('http-web-');
   writeFileSync(join(webDist, 'index.html'), '<!doctype html><div id="app"></div>');
   // LOG_LEVEL=info lets the access log through (its default level).
   system = await startSystem({ env: { SMTP_URL: mailbox.url, CORS_ORIGINS: APP_ORIGIN, WEB_DIST_DIR: webDist, LOG_LEVEL: 'info' } });

@@ -1,9 +1,8 @@
 import { spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { readdirSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { signUp, type TestUser } from '../support/accounts';
 import { eventuallyDefined } from '../support/eventually';
@@ -11,6 +10,7 @@ import { ApiClient } from '../support/http';
 import { Mailbox } from '../support/mailbox';
 import { sharedEngineNamespace, startSystem, type RunningSystem } from '../support/service';
 import { html, uniqueText } from './cards-support';
+import { testTempDir } from '../support/cleanup';
 
 /**
  * The operator's rebuild of a lost search index (services/cards/src/cli/rebuild-search-index.ts): the all-in-one on
@@ -29,7 +29,7 @@ const fetchesOf = new Map<string, number>();
 let pages: Server;
 let pagesPort: number;
 const mailbox = new Mailbox();
-const dataDir = mkdtempSync(join(tmpdir(), 'cards-rebuild-index-'));
+const dataDir = testTempDir('cards-rebuild-index-');
 let system: RunningSystem;
 
 beforeAll(async () => {
@@ -216,7 +216,7 @@ it('rebuilds a deleted index from the cards store: the same answers for everyone
 }, 240_000);
 
 it('exits non-zero with a clear message when there is no cards store', () => {
-  const empty = mkdtempSync(join(tmpdir(), 'cards-rebuild-none-'));
+  const empty = testTempDir('cards-rebuild-none-');
   try {
     const run = spawnSync(process.execPath, ['--import', 'tsx', 'services/cards/src/cli/rebuild-search-index.ts'], { cwd: ROOT, env: { ...process.env, DATA_DIR: empty, MONGO_URL: '' }, encoding: 'utf8', timeout: 60_000 });
     expect(run.status).toBe(1);

@@ -1,15 +1,14 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { rmSync } from 'node:fs';
 import { ApiClient } from '../support/http';
 import { Mailbox } from '../support/mailbox';
 import { startSystem } from '../support/service';
 import { signUp } from '../support/accounts';
+import { testTempDir } from '../support/cleanup';
 
 it('SIGKILL and restart keep users and sessions', async () => {
   const mailbox = new Mailbox();
   await mailbox.start();
-  const dataDir = mkdtempSync(join(tmpdir(), 'cards-restart-'));
+  const dataDir = testTempDir('cards-restart-');
   try {
     const first = await startSystem({ dataDir, env: { SMTP_URL: mailbox.url } });
     const user = await signUp(first.baseUrl, mailbox, 'restart');

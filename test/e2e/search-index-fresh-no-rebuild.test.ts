@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { createGrpcClient, loopbackTopologyEnv, serviceMetrics, type RunningService } from '@cards/platform';
 import { cards as cardsProto } from '@cards/proto';
@@ -9,6 +8,7 @@ import { startSearch } from '../../services/search/src/main';
 import { TEST_ENV } from '../support/service';
 import { eventuallyDefined } from '../support/eventually';
 import { uniqueText } from './cards-support';
+import { testTempDir } from '../support/cleanup';
 
 // A new system whose first cards are made before the search service answers (search-starts-late.test.ts): search then
 // creates its index at its first start while the cards it has not indexed wait in the log. That is not a lost index
@@ -25,7 +25,7 @@ const rebuildRequests = async () => (await serviceMetrics.getSingleMetric('card_
 
 beforeAll(async () => {
   process.env.LOG_LEVEL = 'error';
-  dataDir = mkdtempSync(join(tmpdir(), 'cards-fresh-index-'));
+  dataDir = testTempDir('cards-fresh-index-');
   env = { ...process.env, ...TEST_ENV, DATA_DIR: dataDir, ...(await loopbackTopologyEnv()), METRICS_PORT: undefined };
   cards = await startCards(env);
 }, 60_000);

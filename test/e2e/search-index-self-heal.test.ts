@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { signUp, type TestUser } from '../support/accounts';
 import { eventuallyDefined } from '../support/eventually';
@@ -8,6 +7,7 @@ import { ApiClient } from '../support/http';
 import { Mailbox } from '../support/mailbox';
 import { sharedEngineNamespace, startSystem, type RunningSystem } from '../support/service';
 import { html, uniqueText } from './cards-support';
+import { testTempDir } from '../support/cleanup';
 
 /**
  * A search index lost while the system was stopped (DATA_DIR/search/index.db deleted; its indices on a shared
@@ -19,7 +19,7 @@ import { html, uniqueText } from './cards-support';
 const QUERY = 'river mountain library archive signal harbor lantern';
 const LOST = 'it was lost (deleted or emptied while search was stopped)';
 const mailbox = new Mailbox();
-const dataDir = mkdtempSync(join(tmpdir(), 'cards-self-heal-'));
+const dataDir = testTempDir('cards-self-heal-');
 let system: RunningSystem;
 
 beforeAll(async () => {

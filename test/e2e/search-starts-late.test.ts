@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { createGrpcClient, loopbackTopologyEnv, type RunningService } from '@cards/platform';
 import { cards as cardsProto } from '@cards/proto';
@@ -9,6 +8,7 @@ import { startSearch } from '../../services/search/src/main';
 import { TEST_ENV } from '../support/service';
 import { eventuallyDefined } from '../support/eventually';
 import { uniqueText } from './cards-support';
+import { testTempDir } from '../support/cleanup';
 
 // The cards and search services as they run in production (each its own composition root, gRPC between them, events
 // on the embedded log), with search started after cards has made cards: as a restarted all-in-one resuming file
@@ -22,7 +22,7 @@ const logLevel = process.env.LOG_LEVEL;
 beforeAll(async () => {
   // The services log into this process's output: errors only (an announcement handled before search listens is retried, at warn).
   process.env.LOG_LEVEL = 'error';
-  dataDir = mkdtempSync(join(tmpdir(), 'cards-search-late-'));
+  dataDir = testTempDir('cards-search-late-');
   env = { ...process.env, ...TEST_ENV, DATA_DIR: dataDir, ...(await loopbackTopologyEnv()), METRICS_PORT: undefined };
   running.push(await startCards(env));
 }, 60_000);

@@ -1,7 +1,7 @@
-import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { chmodSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { awaitEngineListening, freePortsSync, prepareJavaEngine, spawnJava } from './engine-support';
+import { testTempDir } from '../support/cleanup';
 
 export interface ElasticsearchEngine {
   /** http:// URL for ELASTICSEARCH_URL. */
@@ -28,7 +28,7 @@ export function prepareElasticsearch(): string {
  */
 export function startElasticsearchSync(): ElasticsearchEngine {
   const classpath = prepareElasticsearch();
-  const home = mkdtempSync(join(tmpdir(), 'cards-es-'));
+  const home = testTempDir('cards-es-');
   // Run as nobody when we are root: the node must be able to write its home.
   chmodSync(home, 0o777);
   const [http, transport] = freePortsSync(2) as [number, number];

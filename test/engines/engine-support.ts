@@ -3,6 +3,7 @@ import { createHash } from 'node:crypto';
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { FREE_PORT_HANDED_OUT_MS } from '@cards/platform';
+import { stopWhenFileEnds } from '../support/cleanup';
 
 /** Root of the engines layer; downloaded jars and compiled launchers live in CACHE_DIR (gitignored). */
 export const ENGINES_DIR = resolve(__dirname);
@@ -205,6 +206,7 @@ export function spawnJava(
     cwd: opts.cwd,
   });
   closeSync(fd);
+  stopWhenFileEnds(child);
   child.on('error', () => undefined);
   child.stdin?.on('error', () => undefined);
   const exited = new Promise<void>((r) => {

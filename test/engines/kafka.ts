@@ -1,9 +1,9 @@
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { awaitEngineListening, ENGINES_DIR, EngineUnavailableError, freePortsSync, prepareJavaEngine, spawnJava } from './engine-support';
+import { testTempDir } from '../support/cleanup';
 
 export interface KafkaEngine {
   /** `host:port` list for KAFKA_BROKERS. */
@@ -153,7 +153,7 @@ function serverProperties(dataDir: string, { port, controllerPort, sasl, ssl, sa
  */
 export function startKafkaSync(options: { sasl?: KafkaSaslUser; tls?: boolean } = {}): KafkaEngine {
   const classpath = prepareKafka();
-  const dataDir = mkdtempSync(join(tmpdir(), 'cards-kafka-'));
+  const dataDir = testTempDir('cards-kafka-');
   mkdirSync(join(dataDir, 'log'));
   let keystore: BrokerKeystore | undefined;
   try {

@@ -1,7 +1,7 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { awaitEngineListening, EngineUnavailableError, freePortsSync, prepareJavaEngine, spawnJava } from './engine-support';
+import { testTempDir } from '../support/cleanup';
 
 export interface MongoEngine {
   /** mongodb:// URL for MONGO_URL. */
@@ -23,7 +23,7 @@ export function prepareMongo(): string {
  */
 export function startMongoSync(options: { port?: number } = {}): MongoEngine {
   const classpath = prepareMongo();
-  const dir = mkdtempSync(join(tmpdir(), 'cards-mongo-'));
+  const dir = testTempDir('cards-mongo-');
   // A given port restarts a server where clients already point (tests of engine loss); its data starts empty.
   const port = options.port ?? (freePortsSync(1)[0] as number);
   const engine = spawnJava(classpath, 'MongoEngine', [String(port)], { logFile: join(dir, 'mongo.log'), heap: '256m' });

@@ -1,6 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { createEventBus, createLogger, Topics, type EventBus, type Subscription } from '@cards/platform';
 import { events } from '@cards/proto';
@@ -11,6 +10,7 @@ import { SearchService } from '../../services/search/src/application/search-serv
 import type { Embedder } from '../../services/search/src/domain/ports';
 import { startKafkaSync } from './kafka';
 import { describeOnEngine, engineForSuite } from './suite';
+import { testTempDir } from '../support/cleanup';
 
 // A card in tens of thousands of collections: its events must still reach search, on Kafka (whose broker refuses a
 // message over message.max.bytes, 1 MB by default) and on the embedded event log alike.
@@ -87,7 +87,7 @@ function describeOnBus(name: string, skip: string | undefined, openBus: (dir: st
     let bus: EventBus;
     let sys: Awaited<ReturnType<typeof startSystem>>;
     beforeEach(async () => {
-      dir = mkdtempSync(join(tmpdir(), 'popular-card-'));
+      dir = testTempDir('popular-card-');
       bus = openBus(dir);
       sys = await startSystem(dir, bus);
     });

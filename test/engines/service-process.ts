@@ -1,10 +1,10 @@
 import type { ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { rmSync } from 'node:fs';
+import { resolve } from 'node:path';
 import { createGrpcClient } from '@cards/platform';
 import { health } from '@cards/proto';
 import { spawnNodeEntry } from '../support/node-process';
+import { testTempDir } from '../support/cleanup';
 
 const ROOT = resolve(__dirname, '..', '..');
 
@@ -23,7 +23,7 @@ export interface ServiceProcess {
  * no wrapper), with its own DATA_DIR and the given environment.
  */
 export function startServiceProcess(name: string, env: Record<string, string>): ServiceProcess {
-  const dataDir = mkdtempSync(join(tmpdir(), `cards-${name}-`));
+  const dataDir = testTempDir(`cards-${name}-`);
   const { child, output, exited } = spawnNodeEntry(`services/${name}/src/main.ts`, {
     cwd: ROOT,
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', DATA_DIR: dataDir, LOG_LEVEL: 'info', ...env },

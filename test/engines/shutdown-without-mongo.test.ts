@@ -1,11 +1,11 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { spawnNodeEntry, type NodeProcess } from '../support/node-process';
 import { freePortsSync } from './engine-support';
 import { startMongoSync } from './mongo';
 import { FAST_READINESS, healthOf, startServiceProcess, waitFor, type ServiceProcess } from './service-process';
 import { describeOnEngine, engineForSuite, report } from './suite';
+import { testTempDir } from '../support/cleanup';
 
 // A process on MongoDB that lost its server stops on SIGTERM with its normal code (0) instead of running on: before,
 // the search service's verification outbox relay never finished its final flush (each drain waited out server
@@ -56,7 +56,7 @@ describeOnEngine('shutdown with MongoDB gone (mongo-java-server stopped)', skipR
   };
 
   const allInOne = (port: number): Running => {
-    const dataDir = mkdtempSync(join(tmpdir(), 'cards-all-in-one-'));
+    const dataDir = testTempDir('cards-all-in-one-');
     const started = spawnNodeEntry(join(ROOT, 'packages/all-in-one/src/main.ts'), {
       cwd: ROOT,
       env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', DATA_DIR: dataDir, LOG_LEVEL: 'info', PORT: String(port), HOST: '127.0.0.1', WEB_DIST_DIR: '', MONGO_URL: engine!.url, MONGO_DATABASE_PREFIX: 'shutdown_all', ...FAST_READINESS, ...NO_MODEL },

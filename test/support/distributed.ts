@@ -5,6 +5,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
+import { stopWhenFileEnds } from './cleanup';
 import type { RunningSystem } from './service';
 import { loopbackTopologyEnv } from '@cards/platform';
 
@@ -52,6 +53,7 @@ export async function startDistributedSystem(start: DistributedStart): Promise<R
   const children: Child[] = SERVICES.map((name) => {
     const entry = join(root, 'services', name, 'src', 'main.ts');
     const child = spawn(process.execPath, ['--import', 'tsx', entry], { cwd: root, env: { ...env, ...start.serviceEnv?.[name] }, stdio: ['ignore', 'pipe', 'pipe'] });
+    stopWhenFileEnds(child);
     let partial = '';
     const onData = (chunk: Buffer) => {
       const lines = (partial + chunk.toString()).split('\n');

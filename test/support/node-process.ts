@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { stopWhenFileEnds } from './cleanup';
 
 export interface NodeProcess {
   child: ChildProcess;
@@ -14,6 +15,8 @@ export interface NodeProcess {
  */
 export function spawnNodeEntry(entry: string, options: { cwd: string; env: NodeJS.ProcessEnv; loader?: string; keepChars?: number }): NodeProcess {
   const child = spawn(process.execPath, ['--import', options.loader ?? 'tsx', entry], { cwd: options.cwd, env: options.env, stdio: ['ignore', 'pipe', 'pipe'] });
+  // Killed when the test file ends if its afterAll did not stop it (a failed start, a timeout).
+  stopWhenFileEnds(child);
   const keep = options.keepChars ?? 1_000_000;
   let output = '';
   const collect = (chunk: Buffer) => {

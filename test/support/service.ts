@@ -1,10 +1,10 @@
 import type { ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { freePort } from '@cards/platform';
 import { startDistributedSystem, type DistributedStart } from './distributed';
 import { spawnNodeEntry } from './node-process';
+import { testTempDir } from './cleanup';
 
 const ROOT = resolve(__dirname, '../..');
 
@@ -63,7 +63,8 @@ export async function startSystem(options: StartOptions = {}): Promise<RunningSy
 }
 
 async function startSystemOnce(options: StartOptions): Promise<RunningSystem> {
-  const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'cards-e2e-'));
+  // A data directory made here is removed by stop() or, whatever happened, when the test file ends (kill(), a failed start).
+  const dataDir = options.dataDir ?? testTempDir('cards-e2e-');
   // A caller that needs the address up front (PUBLIC_URL in e-mail links) passes PORT itself.
   const port = options.env?.PORT ? Number(options.env.PORT) : await freePort();
   const systemEnv: Record<string, string | undefined> = { ...process.env, ...TEST_ENV, ...sharedEngineNamespace(dataDir), PORT: String(port), HOST: '127.0.0.1', DATA_DIR: dataDir, ...options.env };
@@ -79,6 +80,7 @@ async function startSystemOnce(options: StartOptions): Promise<RunningSystem> {
     if (child.exitCode !== null) throw new Error(`service exited with ${child.exitCode}:\n${logs()}`);
     if (Date.now() > deadline) {
       child.kill('SIGKILL');
+      await exited;
       throw new Error(`service did not become healthy in 90 s:\n${logs()}`);
     }
     const healthy = await fetch(`${baseUrl}/healthz`, { signal: AbortSignal.timeout(1000) })

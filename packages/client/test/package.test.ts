@@ -1,7 +1,7 @@
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, readdirSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, readFileSync, readdirSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
+import { testTempDir } from '../../../test/support/cleanup';
 
 const PACKAGE = join(__dirname, '..');
 const ROOT = join(PACKAGE, '../..');
@@ -26,7 +26,7 @@ function link(name: string) {
 }
 
 beforeAll(() => {
-  project = mkdtempSync(join(tmpdir(), 'cards-client-pack-'));
+  project = testTempDir('cards-client-pack-');
   const packed = run('pnpm', ['pack', '--pack-destination', project], PACKAGE);
   expect(packed.output).not.toMatch(/ERR_|error TS/);
   expect(packed.status).toBe(0);

@@ -1,14 +1,16 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
-import { hostname, tmpdir } from 'node:os';
+import { existsSync, readdirSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { DataDirLockedError, LOCK_HEARTBEAT_MS, LOCK_STALE_AFTER_MS, lockServiceDataDir } from '../src/data-dir-lock';
+import { stopWhenFileEnds, testTempDir } from '../../../test/support/cleanup';
 
 const root = join(__dirname, '../../..');
 
 /** Another process (node itself, no tsx wrapper: its pid is the holder's) taking `service`'s lock in `dir`, once it printed its first line. */
 function holder(dir: string, service: string): Promise<{ child: ChildProcess; line: string; exited: Promise<number | null> }> {
   const child = spawn(process.execPath, ['--import', 'tsx', join(__dirname, 'fixtures/hold-data-dir-lock-process.ts'), dir, service], { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] });
+  stopWhenFileEnds(child);
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   return new Promise((resolve, reject) => {
     let out = '';
@@ -31,6 +33,7 @@ const bootId = () => readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').tri
 /** A live process that holds no lock (an unrelated process that took a dead holder's pid), until killed. */
 async function unrelatedProcess(): Promise<{ pid: number; kill: () => Promise<void> }> {
   const child = spawn(process.execPath, ['-e', 'process.stdout.write("up\\n"); setInterval(() => undefined, 60_000)'], { stdio: ['ignore', 'pipe', 'inherit'] });
+  stopWhenFileEnds(child);
   const exited = new Promise((resolve) => child.once('exit', resolve));
   await new Promise((resolve) => child.stdout!.once('data', resolve));
   return {
@@ -48,6 +51,7 @@ async function unrelatedProcess(): Promise<{ pid: number; kill: () => Promise<vo
  */
 async function zombieProcess(): Promise<{ pid: number; kill: () => Promise<void> }> {
   const parent = spawn('sh', ['-c', 'sleep 0.05 & echo $!; exec sleep 60'], { stdio: ['ignore', 'pipe', 'inherit'] });
+  stopWhenFileEnds(parent);
   const exited = new Promise((resolve) => parent.once('exit', resolve));
   const pid = Number(await new Promise<string>((resolve) => parent.stdout!.once('data', (chunk: Buffer) => resolve(chunk.toString().trim()))));
   const stateOf = () => {
@@ -74,7 +78,7 @@ async function deadPid(): Promise<number> {
 
 describe("a service's lock on its embedded stores in a data dir (one process per store)", () => {
   let dir: string;
-  beforeEach(() => (dir = mkdtempSync(join(tmpdir(), 'data-dir-lock-'))));
+  beforeEach(() => (dir = testTempDir('data-dir-lock-')));
   afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
   it('refuses a second process while the first lives, naming the file and its pid; takes over the lock of one killed', async () => {

@@ -1,7 +1,6 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { rmSync } from 'node:fs';
 import { createLogger, ConfigError, dataDirFreeWarningBytesOf, serviceMetrics, startFailureLog, watchDataDirSpace, watchServiceDataDirSpace } from '../src';
+import { testTempDir } from '../../../test/support/cleanup';
 
 type Line = { level: number; msg: string; [field: string]: unknown };
 const MB = 1024 * 1024;
@@ -38,7 +37,7 @@ describe("the data dir's free space", () => {
   });
 
   it('reads the real file system (fs.statfs)', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'data-dir-space-'));
+    const dir = testTempDir('data-dir-space-');
     const watch = watchDataDirSpace({ path: dir, role: 'all-in-one', logger: createLogger('all-in-one', 'silent'), floorBytes: 0 });
     try {
       expect(await watch.check()).toBeGreaterThan(0);

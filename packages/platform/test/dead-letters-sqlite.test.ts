@@ -1,6 +1,5 @@
 import { execFile } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { events } from '@cards/proto';
@@ -11,11 +10,12 @@ import { SqliteDeadLetters } from '../src/events/sqlite-dead-letters';
 import { SqliteEventLog } from '../src/events/sqlite-event-log';
 import { createLogger } from '../src/logger';
 import { describeDeadLettersContract } from './dead-letters.contract';
+import { testTempDir } from '../../../test/support/cleanup';
 
 const logger = createLogger('dead-letters-test', process.env.LOG_LEVEL ?? 'fatal');
 
 describeDeadLettersContract('sqlite (embedded log)', async () => {
-  const dir = mkdtempSync(join(tmpdir(), 'cards-dead-letters-'));
+  const dir = testTempDir('cards-dead-letters-');
   const path = join(dir, 'events.db');
   const bus = new SqliteEventLog({ path, logger, pollIntervalMs: 50, retryBaseMs: 20 });
   const deadLetters = new SqliteDeadLetters(path);
@@ -33,7 +33,7 @@ describeDeadLettersContract('sqlite (embedded log)', async () => {
 describe('dead-letters command on the embedded log (DATA_DIR)', () => {
   let dataDir: string;
   beforeEach(() => {
-    dataDir = mkdtempSync(join(tmpdir(), 'cards-dead-letters-cli-'));
+    dataDir = testTempDir('cards-dead-letters-cli-');
   });
   afterEach(() => rmSync(dataDir, { recursive: true, force: true }));
 

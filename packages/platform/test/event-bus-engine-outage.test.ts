@@ -1,9 +1,9 @@
 import Database from 'better-sqlite3';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { createLogger } from '../src/logger';
 import { SqliteEventLog } from '../src/events/sqlite-event-log';
+import { testTempDir } from '../../../test/support/cleanup';
 
 // A consumer whose store is unreachable for longer than its retries last must not dead-letter the event:
 // the outage ends, the event is handled. Other failures still go to the dead letters after maxAttempts.
@@ -20,7 +20,7 @@ describe('event consumers during an engine outage (embedded log)', () => {
     }
   };
   beforeEach(() => {
-    dir = mkdtempSync(join(tmpdir(), 'cards-outage-'));
+    dir = testTempDir('cards-outage-');
     bus = new SqliteEventLog({ path: join(dir, 'events.db'), logger, pollIntervalMs: 20, retryBaseMs: 5 });
   });
   afterEach(async () => {

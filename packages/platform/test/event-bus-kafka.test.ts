@@ -1,8 +1,6 @@
 import { spawn } from 'node:child_process';
 import { AssignerProtocol, Kafka, logLevel, type PartitionAssigner } from 'kafkajs';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { createEventBus } from '../src/events/create-event-bus';
 import { DeadLetterHeaders, KafkaEventBus } from '../src/events/kafka-event-bus';
@@ -10,6 +8,7 @@ import { createLogger } from '../src/logger';
 import { engineForSuite } from '../../../test/engines/suite';
 import { startKafkaSync } from '../../../test/engines/kafka';
 import { describeEventBusContract } from './event-bus.contract';
+import { testTempDir } from '../../../test/support/cleanup';
 
 const logger = createLogger('kafka-event-bus-test', process.env.LOG_LEVEL ?? 'fatal');
 const { engine: kafka, skipReason } = engineForSuite('kafka', startKafkaSync);
@@ -78,7 +77,7 @@ describeEventBusContract(
   });
 
   it('creates topics with KAFKA_PARTITIONS partitions and spreads keys over them', async () => {
-    const bus = createEventBus({ DATA_DIR: mkdtempSync(join(tmpdir(), 'unused-')), KAFKA_BROKERS: brokers.join(','), KAFKA_PARTITIONS: '4' }, logger);
+    const bus = createEventBus({ DATA_DIR: testTempDir('unused-'), KAFKA_BROKERS: brokers.join(','), KAFKA_PARTITIONS: '4' }, logger);
     const topic = `spec.t${randomBytes(4).toString('hex')}.v1`;
     expect(bus).toBeInstanceOf(KafkaEventBus);
     try {

@@ -1,15 +1,15 @@
 import Database from 'better-sqlite3';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { createLogger } from '../src/logger';
 import { SqliteEventLog } from '../src/events/sqlite-event-log';
 import { describeEventBusContract } from './event-bus.contract';
+import { testTempDir } from '../../../test/support/cleanup';
 
 const logger = createLogger('event-bus-test', process.env.LOG_LEVEL ?? 'fatal');
 
 describeEventBusContract('sqlite (embedded log)', async () => {
-  const dir = mkdtempSync(join(tmpdir(), 'cards-eventlog-'));
+  const dir = testTempDir('cards-eventlog-');
   const path = join(dir, 'events.db');
   const open = () => new SqliteEventLog({ path, logger, pollIntervalMs: 50, retryBaseMs: 20 });
   const bus = open();

@@ -1,11 +1,11 @@
 import Database from 'better-sqlite3';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import pino from 'pino';
 import { ConfigError } from '../src/config';
 import { eventLogRetentionOf, SqliteEventLog, type EventLogRetention } from '../src/events/sqlite-event-log';
 import type { DeliveredEvent, EventBus } from '../src/events/event-bus';
+import { testTempDir } from '../../../test/support/cleanup';
 
 // The embedded log deletes what every consumer group of a topic has committed once it is older than the retention
 // (EVENT_LOG_RETENTION_HOURS), and anything older than EVENT_LOG_UNCONSUMED_RETENTION_HOURS; the file stops growing.
@@ -61,7 +61,7 @@ describe('embedded event log retention', () => {
   let dir: string;
   const buses: EventBus[] = [];
   beforeEach(() => {
-    dir = mkdtempSync(join(tmpdir(), 'cards-retention-'));
+    dir = testTempDir('cards-retention-');
   });
   afterEach(async () => {
     await Promise.allSettled(buses.splice(0).map((b) => b.close()));

@@ -1,10 +1,10 @@
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import pino from 'pino';
 import { SqliteEventLog } from '../src/events/sqlite-event-log';
+import { testTempDir } from '../../../test/support/cleanup';
 
 const root = join(__dirname, '../../..');
 const HOUR = 3_600_000;
@@ -15,7 +15,7 @@ const ROUNDS = 15;
 // a consumer group of its topic has not committed.
 describe('two processes pruning one embedded event log', () => {
   let dir: string;
-  beforeEach(() => (dir = mkdtempSync(join(tmpdir(), 'event-log-shared-prune-'))));
+  beforeEach(() => (dir = testTempDir('event-log-shared-prune-')));
   afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
   it('both prune while both publish: no error, no event of a group that has not committed it lost, the committed ones deleted', async () => {

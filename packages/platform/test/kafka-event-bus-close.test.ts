@@ -1,5 +1,3 @@
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createLogger } from '../src/logger';
 import { openSqlite } from '../src/sqlite';
@@ -7,10 +5,11 @@ import { KafkaEventBus } from '../src/events/kafka-event-bus';
 import { appendToSqliteOutbox, OutboxRelay, SQLITE_OUTBOX_MIGRATION, SqliteOutboxStore } from '../src/events/outbox';
 import { describeOnEngine, engineForSuite } from '../../../test/engines/suite';
 import { startKafkaSync } from '../../../test/engines/kafka';
+import { testTempDir } from '../../../test/support/cleanup';
 
 const { engine: kafka, skipReason } = engineForSuite('kafka', startKafkaSync);
 const settled = (work: Promise<unknown>) => work.then(() => 'resolved', (err: Error) => err.message);
-const outboxIn = (dir: string) => openSqlite(join(mkdtempSync(join(tmpdir(), dir)), 'svc.db'), [SQLITE_OUTBOX_MIGRATION]);
+const outboxIn = (dir: string) => openSqlite(join(testTempDir(dir), 'svc.db'), [SQLITE_OUTBOX_MIGRATION]);
 
 // No broker needed: a refused port is a Kafka cluster that is down. kafkajs retries a refused connect for seconds
 // (the producer's retries ~20 s, the admin's and a consumer's ~8 s); a pod being stopped must not wait them out.

@@ -1,5 +1,5 @@
 import { createServer, type AddressInfo } from 'node:net';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { rootCertificates } from 'node:tls';
@@ -11,6 +11,7 @@ import { kafkaSecurityOf } from '../src/events/kafka-security';
 import { describeOnEngine, engineForSuite } from '../../../test/engines/suite';
 import { startKafkaSync } from '../../../test/engines/kafka';
 import { startServiceProcess } from '../../../test/engines/service-process';
+import { testTempDir } from '../../../test/support/cleanup';
 
 const problemsOf = (env: Record<string, string>): string[] => {
   try {
@@ -43,7 +44,7 @@ describe('Kafka security from the environment (KAFKA_SSL, KAFKA_SASL_*)', () => 
   });
 
   it("trusts KAFKA_SSL_CA_FILE's certificates beside the public CAs", () => {
-    const file = join(mkdtempSync(join(tmpdir(), 'kafka-ca-')), 'ca.pem');
+    const file = join(testTempDir('kafka-ca-'), 'ca.pem');
     writeFileSync(file, CA);
     expect(kafkaSecurityOf({ KAFKA_SSL: 'true', KAFKA_SSL_CA_FILE: file }).ssl?.ca).toEqual([...rootCertificates, CA]);
   });
@@ -58,7 +59,7 @@ describe('Kafka security from the environment (KAFKA_SSL, KAFKA_SASL_*)', () => 
     expect(problemsOf({ KAFKA_SSL: 'maybe' })[0]).toMatch(/^KAFKA_SSL: /);
     expect(problemsOf({ KAFKA_SSL_CA_FILE: '/etc/ssl/kafka-ca.pem' })).toEqual(['KAFKA_SSL_CA_FILE: set, but KAFKA_SSL is not true (the CA is for TLS connections to the brokers)']);
     expect(problemsOf({ KAFKA_SSL: 'true', KAFKA_SSL_CA_FILE: '/nowhere/ca.pem' })).toEqual(['KAFKA_SSL_CA_FILE: cannot read /nowhere/ca.pem (ENOENT)']);
-    const notPem = join(mkdtempSync(join(tmpdir(), 'kafka-ca-')), 'ca.der');
+    const notPem = join(testTempDir('kafka-ca-'), 'ca.der');
     writeFileSync(notPem, Buffer.from([0x30, 0x82, 0x01]));
     expect(problemsOf({ KAFKA_SSL: 'true', KAFKA_SSL_CA_FILE: notPem })).toEqual([`KAFKA_SSL_CA_FILE: ${notPem} holds no PEM certificate (-----BEGIN CERTIFICATE-----)`]);
     expect(problemsOf({ KAFKA_SASL_MECHANISM: 'gssapi', KAFKA_SASL_USERNAME: 'u', KAFKA_SASL_PASSWORD: 'hunter2' }).join('\n')).not.toContain('hunter2');
@@ -210,7 +211,7 @@ describeOnEngine('Kafka bus on a broker that requires SASL/SCRAM (credentials st
 
 describeOnEngine('Kafka bus on a broker with a TLS listener (keystore made with keytool, private CA)', skipReason, () => {
   const writeCa = (pem: string) => {
-    const file = join(mkdtempSync(join(tmpdir(), 'kafka-ca-')), 'ca.pem');
+    const file = join(testTempDir('kafka-ca-'), 'ca.pem');
     writeFileSync(file, pem);
     return file;
   };

@@ -1,5 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { MAX_EVENT_BYTES, type DeliveredEvent, type OutgoingEvent } from '../src/events/event-bus';
 import { EventTooLargeError } from '../src/errors';
@@ -7,6 +6,7 @@ import { OutboxRelay, type OutboxStore } from '../src/events/outbox';
 import { SqliteEventLog } from '../src/events/sqlite-event-log';
 import { createLogger } from '../src/logger';
 import { contractTests, describeOnEngine } from '../../../test/engines/suite';
+import { testTempDir } from '../../../test/support/cleanup';
 
 export interface OutboxStoreHarness {
   store: OutboxStore;
@@ -79,7 +79,7 @@ export function describeOutboxStoreContract(name: string, factory: () => Promise
     });
 
     test('the relay drains it to the bus in order and leaves it empty', async () => {
-      const dir = mkdtempSync(join(tmpdir(), 'outbox-contract-'));
+      const dir = testTempDir('outbox-contract-');
       const bus = new SqliteEventLog({ path: join(dir, 'events.db'), logger, pollIntervalMs: 20 });
       const relay = new OutboxRelay(h.store, bus, logger, { name: 'contract', intervalMs: 50 });
       try {

@@ -1,5 +1,3 @@
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createLogger } from '../src/logger';
 import { openSqlite } from '../src/sqlite';
@@ -7,9 +5,10 @@ import { SqliteEventLog } from '../src/events/sqlite-event-log';
 import { appendToSqliteOutbox, OutboxRelay, SQLITE_OUTBOX_MIGRATION, SqliteOutboxStore, type OutboxStore } from '../src/events/outbox';
 import type { DeliveredEvent, EventBus } from '../src/events/event-bus';
 import { startMetricsServer } from '../src/grpc-metrics';
+import { testTempDir } from '../../../test/support/cleanup';
 
 const logger = createLogger('test', 'silent');
-const dir = () => mkdtempSync(join(tmpdir(), 'outbox-'));
+const dir = () => testTempDir('outbox-');
 
 async function collect(bus: EventBus, group: string, count: number): Promise<DeliveredEvent[]> {
   const got: DeliveredEvent[] = [];

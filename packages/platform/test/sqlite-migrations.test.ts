@@ -1,11 +1,11 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { openSqlite, type SqliteDatabase, type SqliteMigration } from '../src/sqlite';
+import { testTempDir } from '../../../test/support/cleanup';
 
 describe('openSqlite migrations', () => {
   it('runs a step given as a function once, in order, and rolls it back with its version when it throws', () => {
-    const dir = mkdtempSync(join(tmpdir(), 'cards-sqlite-migrations-'));
+    const dir = testTempDir('cards-sqlite-migrations-');
     const path = join(dir, 'x.db');
     try {
       const calls: string[] = [];

@@ -1,8 +1,8 @@
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { openSqlite } from '../src/sqlite';
+import { testTempDir } from '../../../test/support/cleanup';
 
 const root = join(__dirname, '../../..');
 const PROCESSES = 8;
@@ -11,7 +11,7 @@ const PROCESSES = 8;
 // at the same moment; each must find the schema complete, none may fail on a step another one applied.
 describe('opening one new SQLite file from several processes at once', () => {
   let dir: string;
-  beforeEach(() => (dir = mkdtempSync(join(tmpdir(), 'sqlite-concurrent-'))));
+  beforeEach(() => (dir = testTempDir('sqlite-concurrent-')));
   afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
   it('applies every migration exactly once and every process opens it', async () => {

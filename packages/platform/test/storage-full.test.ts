@@ -1,6 +1,5 @@
 import Database from 'better-sqlite3';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { Metadata, Status, type CallContext, type ServerMiddlewareCall } from 'nice-grpc';
 import { createLogger, errorMiddleware, STORAGE_FULL, STORAGE_FULL_MESSAGE } from '../src';
@@ -8,6 +7,7 @@ import { isEngineUnavailableError, isStorageFullError } from '../src/readiness';
 import { SqliteEventLog } from '../src/events/sqlite-event-log';
 import { OutboxRelay, type OutboxEntry, type OutboxStore } from '../src/events/outbox';
 import { STATUS_REASON_TRAILER } from '../src/status-origin';
+import { testTempDir } from '../../../test/support/cleanup';
 
 /** What better-sqlite3 throws when the data dir's file system is full (SqliteError, code SQLITE_FULL). */
 const sqliteFull = () => Object.assign(new Error('database or disk is full'), { name: 'SqliteError', code: 'SQLITE_FULL' });
@@ -75,7 +75,7 @@ describe('the embedded event log on a full disk', () => {
   let dir: string;
   let path: string;
   beforeEach(() => {
-    dir = mkdtempSync(join(tmpdir(), 'cards-disk-full-'));
+    dir = testTempDir('cards-disk-full-');
     path = join(dir, 'events.db');
   });
   afterEach(() => rmSync(dir, { recursive: true, force: true }));

@@ -1,6 +1,5 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { connectMongo, createLogger, openSqlite } from '@cards/platform';
 import { openMongoCardsDatabase } from '../src/adapters/mongo';
@@ -13,6 +12,7 @@ import { fingerprintOf } from '../src/domain/rules';
 import { engineForSuite } from '../../../test/engines/suite';
 import { startMongoSync } from '../../../test/engines/mongo';
 import { aCard } from './builders';
+import { testTempDir } from '../../../test/support/cleanup';
 
 /**
  * Reading a card's collisions (GET /api/card/:id, card-groups.ts) reads a page of one root's collisions in their order,
@@ -74,7 +74,7 @@ describe('SQLite reads a card’s collisions from an index in their order', () =
   });
 
   it('a store made before gets the index (and loses cards_collision_of, which it covers); its collisions read as before', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'cards-migration-'));
+    const dir = testTempDir('cards-migration-');
     try {
       const path = join(dir, 'cards.db');
       const before = openSqlite(path, CARDS_MIGRATIONS.slice(0, CARDS_MIGRATIONS.findIndex((m) => m.includes('cards_collisions_order'))));

@@ -1,19 +1,19 @@
 import { randomUUID } from 'node:crypto';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { SQLITE_WAL_SIZE_LIMIT_BYTES } from '@cards/platform';
 import { openCardsDatabase } from '../src/adapters/sqlite/sqlite-cards-database';
 import { SqliteCardRepository } from '../src/adapters/sqlite/sqlite-card-repository';
 import { fingerprintOf } from '../src/domain/rules';
 import { aCard, someContent } from './builders';
+import { testTempDir } from '../../../test/support/cleanup';
 
 /** The bytes of the file and of its WAL, as a latin1 string to search. */
 const bytesOf = (path: string) => [path, `${path}-wal`].map((p) => (existsSync(p) ? readFileSync(p).toString('latin1') : '')).join('');
 
 describe('cards.db after a card is deleted', () => {
   it("holds the deleted card's text nowhere: neither in the file nor in its WAL, once checkpointed", async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'cards-secure-delete-'));
+    const dir = testTempDir('cards-secure-delete-');
     try {
       const path = join(dir, 'cards.db');
       const db = openCardsDatabase(path);
@@ -40,7 +40,7 @@ describe('cards.db after a card is deleted', () => {
   });
 
   it('has its WAL cut back to SQLITE_WAL_SIZE_LIMIT_BYTES when reset after a large transaction', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'cards-wal-limit-'));
+    const dir = testTempDir('cards-wal-limit-');
     try {
       const path = join(dir, 'cards.db');
       const db = openCardsDatabase(path);

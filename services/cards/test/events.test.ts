@@ -1,7 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { rmSync } from 'node:fs';
 import { MAX_CONTENT_CHARS, MAX_LINK_CHARS, MAX_TAG_CHARS, MAX_TAGS } from '@cards/card-rules';
 import { createEventBus, createLogger, eventBytes, MAX_EVENT_BYTES, newId, Topics, type EventBus } from '@cards/platform';
 import { events } from '@cards/proto';
@@ -10,6 +8,7 @@ import { cardUpdated, MAX_LISTED_COLLECTIONS } from '../src/application/events';
 import type { Card } from '../src/domain/model';
 import { aCard, someContent } from './builders';
 import { cardsOnEventBus } from './cards-on-event-bus';
+import { testTempDir } from '../../../test/support/cleanup';
 
 const logger = createLogger('cards-events-test', 'silent');
 
@@ -35,7 +34,7 @@ describe('cards events', () => {
   let bus: EventBus;
   let sys: ReturnType<typeof setup>;
   beforeEach(() => {
-    dir = mkdtempSync(join(tmpdir(), 'cards-events-'));
+    dir = testTempDir('cards-events-');
     bus = createEventBus({ DATA_DIR: dir }, logger);
     sys = setup(dir, bus);
   });

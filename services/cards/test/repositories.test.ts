@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { openSqlite, SqliteOutboxStore } from '@cards/platform';
 import { CARDS_MIGRATIONS, openCardsDatabase } from '../src/adapters/sqlite/sqlite-cards-database';
@@ -19,6 +18,7 @@ import type { CardsStoreFactory } from './fixture';
 import { aCard, aCollection, nextTime } from './builders';
 import { fingerprintOf } from '../src/domain/rules';
 import type { Card } from '../src/domain/model';
+import { testTempDir } from '../../../test/support/cleanup';
 
 const sqlite: CardsStoreFactory = async (options) => {
   const db = openCardsDatabase(':memory:');
@@ -39,7 +39,7 @@ describeCardRepositoryContract('SQLite', sqlite);
 
 describe('SQLite cards store migration', () => {
   it('counts the public votes of authors stored before they were counted apart', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'cards-migration-'));
+    const dir = testTempDir('cards-migration-');
     try {
       const path = join(dir, 'cards.db');
       const author = randomUUID();
@@ -64,7 +64,7 @@ describe('SQLite cards store migration', () => {
   });
 
   it('marks as hidden by their file only the cards stored before the mark that were made private by a private file at upload and never changed since', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'cards-migration-'));
+    const dir = testTempDir('cards-migration-');
     try {
       const path = join(dir, 'cards.db');
       const [owner, fileId] = [randomUUID(), randomUUID()];
@@ -93,7 +93,7 @@ describe('SQLite cards store migration', () => {
   });
 
   it('counts the cards stored before the look-again mark as owing none', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'cards-migration-'));
+    const dir = testTempDir('cards-migration-');
     try {
       const path = join(dir, 'cards.db');
       const old = openSqlite(path, CARDS_MIGRATIONS.slice(0, CARDS_MIGRATIONS.findIndex((m) => m.includes('look_again_owed'))));
@@ -115,7 +115,7 @@ describe('SQLite cards store migration', () => {
   });
 
   it("gives the bookmarks stored before owners were kept their collection's owner, and the lookup finds them", async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'cards-migration-'));
+    const dir = testTempDir('cards-migration-');
     try {
       const path = join(dir, 'cards.db');
       const old = openSqlite(path, CARDS_MIGRATIONS.slice(0, 5));
@@ -151,7 +151,7 @@ describe('SQLite cards store migration', () => {
   });
 
   it('reads the collections stored before idempotency keys as created without one, and keyed cards as keyed without a request fingerprint', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'cards-migration-'));
+    const dir = testTempDir('cards-migration-');
     try {
       const path = join(dir, 'cards.db');
       const old = openSqlite(path, CARDS_MIGRATIONS.slice(0, CARDS_MIGRATIONS.findIndex((m) => m.includes('collections_idempotency'))));
@@ -177,7 +177,7 @@ describe('SQLite cards store migration', () => {
   });
 
   it("gives the cards stored before their file's privacy was kept the privacy of the file's collection, else of their hidden-by-file mark", async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'cards-migration-'));
+    const dir = testTempDir('cards-migration-');
     try {
       const path = join(dir, 'cards.db');
       const old = openSqlite(path, CARDS_MIGRATIONS.slice(0, CARDS_MIGRATIONS.findIndex((m) => m.includes('file_private'))));
@@ -241,7 +241,7 @@ describe('SQLite kept counts', () => {
   });
 
   it('counts the cards and ranked authors of a store made before the kept counts, then keeps them through changes', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'cards-migration-'));
+    const dir = testTempDir('cards-migration-');
     try {
       const path = join(dir, 'cards.db');
       const before = openSqlite(path, CARDS_MIGRATIONS.slice(0, CARDS_MIGRATIONS.findIndex((m) => m.includes('CREATE TABLE kept_counts'))));
@@ -318,7 +318,7 @@ describe('SQLite roots created since a time', () => {
   });
 
   it('replaces the older recent roots index when a store made before opens', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'cards-migration-'));
+    const dir = testTempDir('cards-migration-');
     try {
       const path = join(dir, 'cards.db');
       openSqlite(path, CARDS_MIGRATIONS.slice(0, CARDS_MIGRATIONS.findIndex((m) => m.includes('cards_recent_roots_order')))).close();
@@ -539,7 +539,7 @@ describe('SQLite kept collection counts across a rollback', () => {
   }
 
   it('leaves bookmark_root_counts as the releases before the mended counts read it, and forgets their counts on every change made since', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'cards-rollback-'));
+    const dir = testTempDir('cards-rollback-');
     try {
       const path = join(dir, 'cards.db');
       // The store as the release before 5d8f480 made it, with counts it kept.

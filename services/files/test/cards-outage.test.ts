@@ -1,6 +1,5 @@
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { readFileSync, rmSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createLogger, newId, startGrpcServer, type GrpcServerHandle } from '@cards/platform';
 import { cards } from '@cards/proto';
@@ -13,6 +12,7 @@ import { IngestionScheduler } from '../src/application/ingestion-scheduler';
 import { CARDS_NOT_STORED, IngestionWorker } from '../src/application/ingestion-worker';
 import type { CardsPort } from '../src/domain/ports';
 import { aFile } from './builders';
+import { testTempDir } from '../../../test/support/cleanup';
 
 /** A cards service over gRPC that stores every card and collection it is sent (createCard, createFileCollection). */
 function startWorkingCards(port: number, cardsMade: string[], delayMs = 0): Promise<GrpcServerHandle> {
@@ -67,7 +67,7 @@ const waitUntil = async (done: () => boolean | Promise<boolean>) => {
 
 describe('an ingestion while the cards service is down (a restart, an outage)', () => {
   let dir: string;
-  beforeEach(() => (dir = mkdtempSync(join(tmpdir(), 'files-cards-outage-'))));
+  beforeEach(() => (dir = testTempDir('files-cards-outage-')));
   afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
   const setUp = async (cardsPort: CardsPort, now: () => number, bound = 24 * HOUR) => {

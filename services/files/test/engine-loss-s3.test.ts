@@ -1,6 +1,5 @@
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { readFileSync, rmSync } from 'node:fs';
+import { resolve } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import S3rver from 's3rver';
 import { ClientError, Status } from 'nice-grpc';
@@ -8,6 +7,7 @@ import { createGrpcClient } from '@cards/platform';
 import { files } from '@cards/proto';
 import { freePortsSync } from '../../../test/engines/engine-support';
 import { FAST_READINESS, healthOf, startServiceProcess, waitFor, type ServiceProcess } from '../../../test/engines/service-process';
+import { testTempDir } from '../../../test/support/cleanup';
 
 // Issue #8: files on S3 whose server goes away stays ready (grpc.health.v1 SERVING for "" and its own name:
 // only uploads and downloads need S3) while "engine:s3" turns NOT_SERVING, answers an upload UNAVAILABLE (not
@@ -16,7 +16,7 @@ import { FAST_READINESS, healthOf, startServiceProcess, waitFor, type ServicePro
 describe('engine loss on S3 (files alone, s3rver stopped and restarted)', () => {
   const [grpcPort, httpPort, s3Port] = freePortsSync(3) as [number, number, number];
   const address = `127.0.0.1:${grpcPort}`;
-  const s3Dir = mkdtempSync(join(tmpdir(), 'cards-s3rver-'));
+  const s3Dir = testTempDir('cards-s3rver-');
   const pdf = readFileSync(resolve(__dirname, '../../../test/fixtures/documents/coffee.pdf'));
   const caller = randomUUID();
   let s3: S3rver | undefined;

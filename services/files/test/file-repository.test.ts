@@ -1,10 +1,10 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { newId, openSqlite, SqliteOutboxStore } from '@cards/platform';
 import { FILES_MIGRATIONS, SqliteFileRepository } from '../src/adapters/sqlite/sqlite-file-repository';
 import { aFile } from './builders';
 import { describeFileRepositoryContract } from './file-repository.contract';
+import { testTempDir } from '../../../test/support/cleanup';
 
 const dirs: string[] = [];
 afterAll(() => {
@@ -12,7 +12,7 @@ afterAll(() => {
 });
 
 describeFileRepositoryContract('SqliteFileRepository', async (options) => {
-  const dir = mkdtempSync(join(tmpdir(), 'files-repo-'));
+  const dir = testTempDir('files-repo-');
   dirs.push(dir);
   const repository = new SqliteFileRepository(join(dir, 'files.db'), options?.keyExpiry);
   const outbox = new SqliteOutboxStore(repository.db);
@@ -21,7 +21,7 @@ describeFileRepositoryContract('SqliteFileRepository', async (options) => {
 
 describe('SQLite files store migration', () => {
   it('reads the files stored before idempotency keys as uploaded without one', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'files-migration-'));
+    const dir = testTempDir('files-migration-');
     dirs.push(dir);
     const path = join(dir, 'files.db');
     const old = openSqlite(path, FILES_MIGRATIONS.slice(0, FILES_MIGRATIONS.findIndex((m) => m.includes('files_idempotency'))));
@@ -39,7 +39,7 @@ describe('SQLite files store migration', () => {
   });
 
   it('keeps the uploads pending before the ingestion queue existed: they are claimed, in turns, after the upgrade', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'files-migration-'));
+    const dir = testTempDir('files-migration-');
     dirs.push(dir);
     const path = join(dir, 'files.db');
     const old = openSqlite(path, FILES_MIGRATIONS.slice(0, FILES_MIGRATIONS.findIndex((m) => m.includes('ingestion_turns'))));

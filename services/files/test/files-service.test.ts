@@ -1,5 +1,4 @@
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { createLogger, InvalidArgumentError, newId, NotFoundError, PermissionDeniedError, ResourceExhaustedError, SqliteOutboxStore, TooLargeError, UnauthenticatedError } from '@cards/platform';
 import type { CallContext } from 'nice-grpc';
@@ -10,6 +9,7 @@ import { LibraryDocumentReader } from '../src/adapters/documents/library-documen
 import { SqliteFileRepository } from '../src/adapters/sqlite/sqlite-file-repository';
 import { FilesService, type UploadInput } from '../src/application/files-service';
 import { fileHandlers } from '../src/grpc/file-handlers';
+import { testTempDir } from '../../../test/support/cleanup';
 
 const docx = readFileSync(join(__dirname, '../../../test/fixtures/documents/energy.docx'));
 const DOCX_MIME = 'application/vnd.openxmlformats-officedocument.wordprocessingml.document';
@@ -20,7 +20,7 @@ let service: FilesService;
 let kicks = 0;
 
 beforeEach(() => {
-  dir = mkdtempSync(join(tmpdir(), 'files-service-'));
+  dir = testTempDir('files-service-');
   repository = new SqliteFileRepository(join(dir, 'files.db'));
   objects = new DiskObjectStore(join(dir, 'objects'));
   kicks = 0;
@@ -28,6 +28,9 @@ beforeEach(() => {
 });
 afterEach(async () => {
   await repository.close();
+  // A test that never used the store ends before its start made objects/.tmp: removing the directory first, that
+  // mkdir would make it again.
+  await objects.close();
   rmSync(dir, { recursive: true, force: true });
 });
 

@@ -1,7 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { rmSync } from 'node:fs';
 import { createServer, ServerError, Status } from 'nice-grpc';
 import { KafkaEventBus, Topics, createLogger } from '@cards/platform';
 import { cards, events } from '@cards/proto';
@@ -10,6 +8,7 @@ import { startKafkaSync } from '../../../test/engines/kafka';
 import { healthOf, kafkaRetriesRanOut, sigtermWhileKafkaRetries, startServiceProcess, waitFor, type ServiceProcess } from '../../../test/engines/service-process';
 import { describeOnEngine, engineForSuite } from '../../../test/engines/suite';
 import { FILE_CHANGES_GROUP } from '../src/application/file-event-subscriptions';
+import { testTempDir } from '../../../test/support/cleanup';
 
 const { engine: kafka, skipReason } = engineForSuite('kafka', startKafkaSync);
 
@@ -42,7 +41,7 @@ async function refusingCards(): Promise<{ address: string; calls: () => number; 
 // pod being stopped must not wait that out, and the event, not committed, is dead-lettered after the next start.
 describeOnEngine('files service stopped while its consumer dead-letters an event to a Kafka broker that went away', skipReason, () => {
   it('SIGTERM ends the process before kafkajs gives up the dead letter, and the next start dead-letters the event', async () => {
-    const dataDir = mkdtempSync(join(tmpdir(), 'files-kafka-outage-'));
+    const dataDir = testTempDir('files-kafka-outage-');
     const fileId = randomUUID();
     const cardsService = await refusingCards();
     const [grpcPort, httpPort] = freePortsSync(2) as [number, number];

@@ -1,5 +1,4 @@
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { createLogger, newId, serviceMetrics, SqliteEventLog, Topics } from '@cards/platform';
 import { tagsProblem } from '@cards/card-rules';
@@ -13,6 +12,7 @@ import { IngestionScheduler } from '../src/application/ingestion-scheduler';
 import { CARDS_NOT_STORED, IngestionWorker, titleTag } from '../src/application/ingestion-worker';
 import { CardRejectedError, type CardsPort, type DocumentReader, type FileRepository, type NewCard } from '../src/domain/ports';
 import { aFile } from './builders';
+import { testTempDir } from '../../../test/support/cleanup';
 
 const FIXTURES = join(__dirname, '../../../test/fixtures/documents');
 
@@ -78,7 +78,7 @@ let worker: IngestionWorker;
 const logger = createLogger('files-test', 'silent');
 
 beforeEach(() => {
-  dir = mkdtempSync(join(tmpdir(), 'files-ingest-'));
+  dir = testTempDir('files-ingest-');
   repository = new SqliteFileRepository(join(dir, 'files.db'));
   objects = new DiskObjectStore(join(dir, 'objects'));
   cards = new RecordingCards();
@@ -86,6 +86,9 @@ beforeEach(() => {
 });
 afterEach(async () => {
   await repository.close();
+  // A test that never used the store ends before its start made objects/.tmp: removing the directory first, that
+  // mkdir would make it again.
+  await objects.close();
   rmSync(dir, { recursive: true, force: true });
 });
 

@@ -1,5 +1,4 @@
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { createLogger, newId } from '@cards/platform';
 import { DiskObjectStore } from '../src/adapters/disk/disk-object-store';
@@ -7,6 +6,7 @@ import { LibraryDocumentReader } from '../src/adapters/documents/library-documen
 import { SqliteFileRepository } from '../src/adapters/sqlite/sqlite-file-repository';
 import { FilesService } from '../src/application/files-service';
 import { contentDisposition, startInternalDownloadServer } from '../src/http/internal-download-server';
+import { testTempDir } from '../../../test/support/cleanup';
 
 const TOKEN = 'a-shared-secret-for-tests';
 const pdf = readFileSync(join(__dirname, '../../../test/fixtures/documents/coffee.pdf'));
@@ -17,7 +17,7 @@ let service: FilesService;
 let base: string;
 
 beforeAll(async () => {
-  dir = mkdtempSync(join(tmpdir(), 'files-http-'));
+  dir = testTempDir('files-http-');
   repository = new SqliteFileRepository(join(dir, 'files.db'));
   const logger = createLogger('files-test', 'silent');
   service = new FilesService({ repository, objects: new DiskObjectStore(join(dir, 'objects')), reader: new LibraryDocumentReader(), maxFileBytes: 1 << 20, logger, onEventsWritten: () => undefined });

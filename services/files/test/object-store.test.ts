@@ -1,15 +1,15 @@
-import { mkdtempSync, readdirSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import { open } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import S3rver from 's3rver';
 import { DiskObjectStore } from '../src/adapters/disk/disk-object-store';
 import { MinioObjectStore } from '../src/adapters/minio/minio-object-store';
 import { describeObjectStoreContract } from './object-store.contract';
+import { testTempDir } from '../../../test/support/cleanup';
 
 const dirs: string[] = [];
 const temp = () => {
-  const d = mkdtempSync(join(tmpdir(), 'files-objects-'));
+  const d = testTempDir('files-objects-');
   dirs.push(d);
   return d;
 };
@@ -71,5 +71,15 @@ describe('DiskObjectStore atomic writes', () => {
     const store = new DiskObjectStore(dir);
     await store.put('abc', Buffer.from('x'));
     expect(readdirSync(join(dir, '.tmp'))).toEqual(['being-written']);
+  });
+
+  it('close waits for what the start writes (objects/.tmp, the sweep): a directory removed after it stays removed', async () => {
+    const dir = join(temp(), 'objects');
+    const store = new DiskObjectStore(dir);
+    await store.close();
+    expect(readdirSync(dir)).toEqual(['.tmp']);
+    rmSync(dir, { recursive: true, force: true });
+    await store.close();
+    expect(existsSync(dir)).toBe(false);
   });
 });

@@ -1,5 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { createLogger, newId, SqliteEventLog, startGrpcServer, Topics, type GrpcServerHandle } from '@cards/platform';
 import { cards, events } from '@cards/proto';
@@ -15,6 +14,7 @@ import { IngestionScheduler } from '../src/application/ingestion-scheduler';
 import { CARDS_NOT_RELEASED, IngestionWorker } from '../src/application/ingestion-worker';
 import type { CardsPort } from '../src/domain/ports';
 import { aFile } from './builders';
+import { testTempDir } from '../../../test/support/cleanup';
 
 /** A cards service over gRPC: an older release's definition lacks ApplyFilePrivacy and ClearFileReferences (UNIMPLEMENTED). */
 async function startCards(release: 'older' | 'newer', port: number, applied: { fileId: string; private: boolean }[], cleared: string[]): Promise<GrpcServerHandle> {
@@ -51,7 +51,7 @@ async function startCards(release: 'older' | 'newer', port: number, applied: { f
 
 describe('file changes while the cards service runs a release without the methods files calls (files released first)', () => {
   let dir: string;
-  beforeEach(() => (dir = mkdtempSync(join(tmpdir(), 'files-release-order-'))));
+  beforeEach(() => (dir = testTempDir('files-release-order-')));
   afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
   it('retries the privacy change and the deletion with backoff past maxAttempts, applies both once cards has them, and dead-letters nothing', async () => {
@@ -144,7 +144,7 @@ function unreleasedCards(): CardsPort & { calls: number } {
 
 describe('the wait for a cards release is bounded (FILES_UNRELEASED_RETRY_HOURS)', () => {
   let dir: string;
-  beforeEach(() => (dir = mkdtempSync(join(tmpdir(), 'files-unreleased-bound-'))));
+  beforeEach(() => (dir = testTempDir('files-unreleased-bound-')));
   afterEach(() => rmSync(dir, { recursive: true, force: true }));
   const HOUR = 3_600_000;
   const waitUntil = async (done: () => boolean) => {

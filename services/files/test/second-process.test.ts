@@ -1,14 +1,15 @@
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { startFiles } from '../src/main';
+import { stopWhenFileEnds, testTempDir } from '../../../test/support/cleanup';
 
 const root = join(__dirname, '../../..');
 
 /** The files service's own entry point in a process of its own (node itself, no tsx wrapper), its output kept. */
 function filesProcess(env: Record<string, string>) {
   const child = spawn(process.execPath, ['--import', 'tsx', join(root, 'services/files/src/main.ts')], { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  stopWhenFileEnds(child);
   let output = '';
   child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
   child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
@@ -18,7 +19,7 @@ function filesProcess(env: Record<string, string>) {
 
 describe('a second files process on the data dir of a running one (embedded store)', () => {
   let dir: string;
-  beforeEach(() => (dir = mkdtempSync(join(tmpdir(), 'files-second-process-'))));
+  beforeEach(() => (dir = testTempDir('files-second-process-')));
   afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
   const env = () => ({

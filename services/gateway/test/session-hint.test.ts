@@ -2,14 +2,14 @@
 // that 401 as an error in the browser's console. The page's answer now says whether the request carried a session
 // cookie (a hint the app reads and drops), and GET /api/auth, still 401 for a cookie that is no live session, takes that
 // cookie away so the next load carries none.
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createLogger } from '@cards/platform';
 import type { GatewayClients } from '../src/clients';
 import { SESSION_HINT_COOKIE } from '../src/http/web-app';
 import { appWithoutServices, closed, listening } from './app-without-services';
+import { testTempDir } from '../../../test/support/cleanup';
 
 const USER_ID = '0b3c6a52-2f1e-4c61-9a8e-3f7a9d8e1c01';
 const user = (token: string) => (token === 'live' ? { id: USER_ID, email: 'live@example.com', visibleEmail: false } : null);
@@ -28,7 +28,7 @@ describe('the session hint of a page load and GET /api/auth with a stale cookie'
   let server: Server;
   let base: string;
   beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'web-dist-hint-'));
+    dir = testTempDir('web-dist-hint-');
     mkdirSync(join(dir, 'assets'));
     writeFileSync(join(dir, 'index.html'), '<!doctype html><div id="app"></div>');
     ({ server, base } = await listening(createServer(appWithoutServices({ clients: fakeClients(), webDistDir: dir, accessLogLevel: 'silent', logger: createLogger('t', 'error') }))));

@@ -1,10 +1,10 @@
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import type { Server } from 'node:http';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import express from 'express';
 import { createLogger } from '@cards/platform';
 import { serveWebApp, WEB_APP_CSP } from '../src/http/web-app';
+import { testTempDir } from '../../../test/support/cleanup';
 
 /** A bare express app with the web-app hook and a JSON 404 after it, as app.ts arranges them. */
 async function serve(dir: string): Promise<{ url: string; close(): Promise<void> }> {
@@ -24,7 +24,7 @@ describe('serving the built web app (serveWebApp)', () => {
   let app: { url: string; close(): Promise<void> };
 
   beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'web-dist-'));
+    dir = testTempDir('web-dist-');
     mkdirSync(join(dir, 'assets'));
     writeFileSync(join(dir, 'index.html'), '<!doctype html><div id="app"></div>');
     writeFileSync(join(dir, 'assets', 'index-abc123.js'), 'console.log(1)');
@@ -83,7 +83,7 @@ describe('serving the built web app (serveWebApp)', () => {
   });
 
   it('serves nothing at / when the directory holds no build', async () => {
-    const empty = mkdtempSync(join(tmpdir(), 'web-empty-'));
+    const empty = testTempDir('web-empty-');
     const bare = await serve(empty);
     try {
       const res = await fetch(`${bare.url}/`);

@@ -1,6 +1,3 @@
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { connectMongo, createGrpcClient, createLogger } from '@cards/platform';
 import { identity } from '@cards/proto';
@@ -9,6 +6,7 @@ import { MongoIdentityRepository } from '../src/adapters/mongo/mongo-identity-re
 import { ScryptPasswordHasher } from '../src/adapters/crypto/scrypt-password-hasher';
 import { engineForSuite } from '../../../test/engines/suite';
 import { startMongoSync } from '../../../test/engines/mongo';
+import { testTempDir } from '../../../test/support/cleanup';
 
 // The composition root with MONGO_URL: the identity service keeps its data in MongoDB, not in
 // DATA_DIR, so a restarted instance with a fresh data directory still knows the user.
@@ -28,7 +26,7 @@ const { engine, skipReason } = engineForSuite('mongo-java-server', startMongoSyn
   });
 
   it('registers, logs in and still resolves the session after a restart with a new DATA_DIR', async () => {
-    const first = await startIdentity(env(mkdtempSync(join(tmpdir(), 'identity-mongo-'))));
+    const first = await startIdentity(env(testTempDir('identity-mongo-')));
     const email = `mongo-${randomBytes(4).toString('hex')}@example.com`;
     let token: string;
     try {
@@ -41,7 +39,7 @@ const { engine, skipReason } = engineForSuite('mongo-java-server', startMongoSyn
     } finally {
       await first.stop();
     }
-    const second = await startIdentity(env(mkdtempSync(join(tmpdir(), 'identity-mongo-'))));
+    const second = await startIdentity(env(testTempDir('identity-mongo-')));
     try {
       const { client, channel } = createGrpcClient(identity.IdentityServiceDefinition, second.address);
       expect((await client.resolveSession({ token })).email).toBe(email);
@@ -61,7 +59,7 @@ const { engine, skipReason } = engineForSuite('mongo-java-server', startMongoSyn
       await repository.createInvitation({ id: `i-${id}`, email, referralTokens: [], createdAt: now, expiresAt: new Date(now.getTime() + 60_000), usedAt: null });
       await repository.registerFromInvitation(`i-${id}`, { id, email, username: null, website: null, visibleEmail: true, passwordHash, passwordVersion: 0, createdAt: now, updatedAt: now }, now);
     }
-    const service = await startIdentity(env(mkdtempSync(join(tmpdir(), 'identity-mongo-'))));
+    const service = await startIdentity(env(testTempDir('identity-mongo-')));
     try {
       const { client, channel } = createGrpcClient(identity.IdentityServiceDefinition, service.address);
       for (const local of [`typed-${tag}`, `ascii-${tag}`]) {
@@ -81,7 +79,7 @@ const { engine, skipReason } = engineForSuite('mongo-java-server', startMongoSyn
   });
 
   it('fails to start, naming MONGO_URL, when the server is unreachable', async () => {
-    await expect(startIdentity({ ...env(mkdtempSync(join(tmpdir(), 'identity-mongo-'))), MONGO_URL: 'mongodb://127.0.0.1:1/' })).rejects.toThrow(
+    await expect(startIdentity({ ...env(testTempDir('identity-mongo-')), MONGO_URL: 'mongodb://127.0.0.1:1/' })).rejects.toThrow(
       /MongoDB at mongodb:\/\/127\.0\.0\.1:1\/.* is unreachable \(MONGO_URL\)/,
     );
   });

@@ -1,14 +1,14 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { AlreadyExistsError, openSqlite } from '@cards/platform';
 import { keyUsernamesAsWritten, MIGRATIONS, rekeyUsernames, SqliteIdentityRepository } from '../src/adapters/sqlite/sqlite-identity-repository';
 import { usernameKey, usernameKeyAsWritten } from '../src/domain/username-key';
 import { describeIdentityRepositoryContract } from './identity-repository.contract';
 import { expectNamesAfterReopen, RENAMES_WHILE_ROLLED_BACK, SECOND_KEYS_AFTER_REOPEN, SECOND_KEYS_BEFORE_REOPEN, USERS_BEFORE_ROLLBACK } from './rollback-upgrade-expectations';
+import { testTempDir } from '../../../test/support/cleanup';
 
 describeIdentityRepositoryContract('sqlite', async () => {
-  const dir = mkdtempSync(join(tmpdir(), 'cards-identity-repo-'));
+  const dir = testTempDir('cards-identity-repo-');
   const path = join(dir, 'identity.db');
   const repository = new SqliteIdentityRepository(path);
   return {
@@ -47,7 +47,7 @@ describeIdentityRepositoryContract('sqlite', async () => {
 
 describe('SqliteIdentityRepository on a file of the version before Unicode usernames', () => {
   it('gives the usernames stored there their key, so each still holds against its other casings', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'cards-identity-repo-'));
+    const dir = testTempDir('cards-identity-repo-');
     const path = join(dir, 'identity.db');
     const at = new Date('2026-01-02T03:04:05.678Z').toISOString();
     // The schema before username_key: usernames unique under SQLite's ASCII lower().
@@ -73,7 +73,7 @@ describe('SqliteIdentityRepository on a file of the version before Unicode usern
 
 describe('SqliteIdentityRepository on a file of the version before the confusable skeleton key', () => {
   it('keys the usernames stored there again: look-alikes of them are taken, and two look-alikes both stored are both kept', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'cards-identity-repo-'));
+    const dir = testTempDir('cards-identity-repo-');
     const path = join(dir, 'identity.db');
     const at = (iso: string) => new Date(iso).toISOString();
     // The schema with username_key as the case fold only (migration 3).
@@ -119,7 +119,7 @@ describe('SqliteIdentityRepository on a file of the version before the confusabl
 
 describe('SqliteIdentityRepository on a file keyed by migration 4 before look-alikes were promoted', () => {
   it('refuses a name whose look-alike is held only under "key id", and gives that holder the key', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'cards-identity-repo-'));
+    const dir = testTempDir('cards-identity-repo-');
     const path = join(dir, 'identity.db');
     const at = new Date('2026-01-02T03:04:05.678Z').toISOString();
     // "bob" renamed away after the upgrade and no one was given the key: "b0b" still held "bob u-b0b" alone.
@@ -150,7 +150,7 @@ describe('SqliteIdentityRepository on a file keyed by migration 4 before look-al
 
 describe('SqliteIdentityRepository on a file of the version before the second username key (migration 4)', () => {
   it('keeps "will" and "wiII" as two users with their names, keys them again, and no one else can take either', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'cards-identity-repo-'));
+    const dir = testTempDir('cards-identity-repo-');
     const path = join(dir, 'identity.db');
     const at = (iso: string) => new Date(iso).toISOString();
     // The file as that version wrote it: "will" and "wiII" (capital i's) had two keys then, "will" and "wiii".
@@ -209,7 +209,7 @@ describe('SqliteIdentityRepository after a rollback to the version before the se
   };
 
   it('keys the names changed while rolled back again at start: an unchanged save is accepted, a name left is free, a look-alike of a new name is taken', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'cards-identity-repo-'));
+    const dir = testTempDir('cards-identity-repo-');
     const path = join(dir, 'identity.db');
     try {
       const file = openSqlite(path, MIGRATIONS);
@@ -234,7 +234,7 @@ describe('SqliteIdentityRepository after a rollback to the version before the se
   });
 
   it('checks every name once on a file keyed by migration 5 without a recorded check, and only the names changed since afterwards', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'cards-identity-repo-'));
+    const dir = testTempDir('cards-identity-repo-');
     const path = join(dir, 'identity.db');
     try {
       // Upgraded by a build before the check (migration 5 only), then renamed while rolled back, long ago by its clock.
@@ -259,7 +259,7 @@ describe('SqliteIdentityRepository after a rollback to the version before the se
 
 describe('SqliteIdentityRepository on a file where the build before 6938ecd gave a look-alike the key its holder kept', () => {
   it('lets "WILL" go back to "will" (its second key then "will <id>"), the look-alike keeps "wiII", and no one else takes either', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'cards-identity-repo-'));
+    const dir = testTempDir('cards-identity-repo-');
     const path = join(dir, 'identity.db');
     const at = (day: number) => new Date(Date.UTC(2026, 0, day)).toISOString();
     // will renamed "WILL" ("will" left as its second key only) and "wiII" was given "will" as its second key.
@@ -328,7 +328,7 @@ describe('SqliteIdentityRepository after a rollback to a release before username
   let dir: string;
   let path: string;
   beforeEach(() => {
-    dir = mkdtempSync(join(tmpdir(), 'cards-identity-repo-'));
+    dir = testTempDir('cards-identity-repo-');
     path = join(dir, 'identity.db');
   });
   afterEach(() => rmSync(dir, { recursive: true, force: true }));

@@ -1,5 +1,3 @@
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createLogger, FailedPreconditionError, NotFoundError, openSqlite, serviceMetrics, UnauthenticatedError, UnavailableError } from '@cards/platform';
 import { IdentityService, UNKNOWN_ACCOUNT, WRONG_PASSWORD } from '../src/application/identity-service';
@@ -9,6 +7,7 @@ import { ScryptPasswordHasher } from '../src/adapters/crypto/scrypt-password-has
 import { MIGRATIONS, SqliteIdentityRepository } from '../src/adapters/sqlite/sqlite-identity-repository';
 import { usernameKey } from '../src/domain/username-key';
 import type { IdentityRepository, Mailer, OutgoingMail } from '../src/domain/ports';
+import { testTempDir } from '../../../test/support/cleanup';
 
 // The mailer is not what these tests are about: a recorder stands in for it.
 class RecordingMailer implements Mailer {
@@ -77,7 +76,7 @@ class StoreGate {
 
 function setup(start = new Date('2026-01-01T00:00:00Z'), mailer = new RecordingMailer(), gate?: StoreGate) {
   let now = start;
-  const repository = new SqliteIdentityRepository(join(mkdtempSync(join(tmpdir(), 'identity-')), 'identity.db'));
+  const repository = new SqliteIdentityRepository(join(testTempDir('identity-'), 'identity.db'));
   const service = new IdentityService({
     repository: gate ? gate.wrap(repository) : repository,
     mailer,
@@ -185,7 +184,7 @@ describe('IdentityService', () => {
   });
 
   it('an account whose hash was made from a decomposed password logs in with what was typed, and is rehashed in NFC on success', async () => {
-    const repository = new SqliteIdentityRepository(join(mkdtempSync(join(tmpdir(), 'identity-')), 'identity.db'));
+    const repository = new SqliteIdentityRepository(join(testTempDir('identity-'), 'identity.db'));
     const hasher = new ScryptPasswordHasher(1024);
     const service = new IdentityService({ repository, mailer: new RecordingMailer(), hasher, tokens: new JwtTokenSigner('s'.repeat(40)), publicUrl: 'https://cards.example', logger: createLogger('test', 'silent') });
     const decomposed = 'passwo\u0308rd1';
@@ -208,7 +207,7 @@ describe('IdentityService', () => {
   });
 
   it('a website stored under an earlier rule (credentials, an invalid host) may be sent back unchanged; any other such value is refused', async () => {
-    const repository = new SqliteIdentityRepository(join(mkdtempSync(join(tmpdir(), 'identity-')), 'identity.db'));
+    const repository = new SqliteIdentityRepository(join(testTempDir('identity-'), 'identity.db'));
     const service = new IdentityService({ repository, mailer: new RecordingMailer(), hasher: new ScryptPasswordHasher(1024), tokens: new JwtTokenSigner('s'.repeat(40)), publicUrl: 'https://cards.example', logger: createLogger('test', 'silent') });
     const user = await service.register(await service.invite('web@example.com', []), 'password1', 'password1');
     // As the version before stored it.
@@ -241,7 +240,7 @@ describe('IdentityService', () => {
   });
 
   it('accounts stored before under a Unicode domain keep working; two stored under both spellings each keep their own', async () => {
-    const repository = new SqliteIdentityRepository(join(mkdtempSync(join(tmpdir(), 'identity-')), 'identity.db'));
+    const repository = new SqliteIdentityRepository(join(testTempDir('identity-'), 'identity.db'));
     const hasher = new ScryptPasswordHasher(1024);
     const mailer = new RecordingMailer();
     const service = new IdentityService({ repository, mailer, hasher, tokens: new JwtTokenSigner('s'.repeat(40)), publicUrl: 'https://cards.example', logger: createLogger('test', 'silent') });
@@ -275,7 +274,7 @@ describe('IdentityService', () => {
   });
 
   it('one account for an address with and without a final dot; one stored before with the dot still logs in; an empty label is refused', async () => {
-    const repository = new SqliteIdentityRepository(join(mkdtempSync(join(tmpdir(), 'identity-')), 'identity.db'));
+    const repository = new SqliteIdentityRepository(join(testTempDir('identity-'), 'identity.db'));
     const hasher = new ScryptPasswordHasher(1024);
     const mailer = new RecordingMailer();
     const service = new IdentityService({ repository, mailer, hasher, tokens: new JwtTokenSigner('s'.repeat(40)), publicUrl: 'https://cards.example', logger: createLogger('test', 'silent') });
@@ -305,7 +304,7 @@ describe('IdentityService', () => {
   });
 
   it("the service's face shows an address's domain in Unicode, whichever form it is stored in; spellings still find it", async () => {
-    const repository = new SqliteIdentityRepository(join(mkdtempSync(join(tmpdir(), 'identity-')), 'identity.db'));
+    const repository = new SqliteIdentityRepository(join(testTempDir('identity-'), 'identity.db'));
     const hasher = new ScryptPasswordHasher(1024);
     const mailer = new RecordingMailer();
     const service = new IdentityService({ repository, mailer, hasher, tokens: new JwtTokenSigner('s'.repeat(40)), publicUrl: 'https://cards.example', logger: createLogger('test', 'silent') });
@@ -533,7 +532,7 @@ describe('IdentityService', () => {
 
 describe('IdentityService on an identity file of the version before the second username key', () => {
   it('"will" and "wiII" (capital i\'s), two users there, both still log in and keep their names; no one else takes either', async () => {
-    const path = join(mkdtempSync(join(tmpdir(), 'identity-')), 'identity.db');
+    const path = join(testTempDir('identity-'), 'identity.db');
     const hasher = new ScryptPasswordHasher(1024);
     // The file as that version (migration 4) wrote it: each name under its usernameKey, "will" and "wiii".
     const old = openSqlite(path, MIGRATIONS.slice(0, 4));

@@ -1,12 +1,12 @@
-import { mkdirSync, mkdtempSync, readdirSync, utimesSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, readdirSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { SqliteIdentityRepository } from '../src/adapters/sqlite/sqlite-identity-repository';
 import { startIdentity } from '../src/main';
+import { testTempDir } from '../../../test/support/cleanup';
 
 describe('identity at start on the embedded default', () => {
   it('deletes the sessions and invitations that expired more than a day ago and the .eml files older than MAIL_DIR_RETENTION_HOURS', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'identity-sweep-'));
+    const dir = testTempDir('identity-sweep-');
     const day = 24 * 3_600_000;
     const now = Date.now();
     mkdirSync(join(dir, 'identity'));

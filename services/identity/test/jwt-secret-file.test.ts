@@ -1,10 +1,10 @@
-import { mkdirSync, mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { startIdentity } from '../src/main';
+import { testTempDir } from '../../../test/support/cleanup';
 
 const dataDirWithSecret = (content: string | undefined) => {
-  const dir = mkdtempSync(join(tmpdir(), 'identity-secret-'));
+  const dir = testTempDir('identity-secret-');
   if (content !== undefined) {
     mkdirSync(join(dir, 'identity'));
     writeFileSync(join(dir, 'identity', 'jwt-secret'), content, { mode: 0o600 });

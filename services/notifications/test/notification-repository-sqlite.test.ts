@@ -1,11 +1,11 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { SqliteNotificationRepository } from '../src/adapters/sqlite/sqlite-notification-repository';
 import { describeNotificationRepositoryContract } from './notification-repository.contract';
+import { testTempDir } from '../../../test/support/cleanup';
 
 describeNotificationRepositoryContract('sqlite', async () => {
-  const dir = mkdtempSync(join(tmpdir(), 'notifications-repo-'));
+  const dir = testTempDir('notifications-repo-');
   const repository = new SqliteNotificationRepository(join(dir, 'notifications.db'));
   return {
     repository,

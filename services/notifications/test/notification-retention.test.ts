@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { ConfigError, createLogger, loadConfig } from '@cards/platform';
 import { SqliteNotificationRepository } from '../src/adapters/sqlite/sqlite-notification-repository';
 import { NotificationService, RETENTION_BATCH } from '../src/application/notification-service';
 import { notificationsConfigSchema } from '../src/config';
+import { testTempDir } from '../../../test/support/cleanup';
 
 const DAY = 24 * 60 * 60 * 1000;
 
@@ -16,7 +16,7 @@ describe('notification retention (NOTIFICATIONS_RETENTION_DAYS)', () => {
   let service: NotificationService;
 
   beforeEach(() => {
-    dir = mkdtempSync(join(tmpdir(), 'notifications-retention-'));
+    dir = testTempDir('notifications-retention-');
     repository = new SqliteNotificationRepository(join(dir, 'notifications.db'));
     now = Date.parse('2026-01-01T00:00:00.000Z');
     service = new NotificationService(repository, createLogger('test', 'silent'), () => new Date(now));

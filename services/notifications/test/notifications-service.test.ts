@@ -1,12 +1,12 @@
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { rmSync } from 'node:fs';
 import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ClientError, Status } from 'nice-grpc';
 import { Topics, createGrpcClient, createLogger, openSharedSqliteEventLog, type EventBus, type RunningService } from '@cards/platform';
 import { events, notifications } from '@cards/proto';
 import { startNotifications } from '../src/main';
+import { testTempDir } from '../../../test/support/cleanup';
 
 async function freePort(): Promise<number> {
   return new Promise((resolve) => {
@@ -41,7 +41,7 @@ describe('notifications service (gRPC + events)', () => {
   let client: ReturnType<typeof createGrpcClient<typeof notifications.NotificationServiceDefinition>>;
 
   beforeAll(async () => {
-    dataDir = mkdtempSync(join(tmpdir(), 'notifications-svc-'));
+    dataDir = testTempDir('notifications-svc-');
     const port = await freePort();
     service = await startNotifications({ DATA_DIR: dataDir, NOTIFICATIONS_GRPC_PORT: String(port), LOG_LEVEL: 'silent' });
     bus = openSharedSqliteEventLog({ path: join(dataDir, 'events', 'events.db'), logger: createLogger('test', 'silent') });

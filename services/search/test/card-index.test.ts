@@ -1,14 +1,14 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { SqliteCardIndex } from '../src/adapters/sqlite/sqlite-card-index';
 import { aCard, axis, CONTRACT_DIMENSIONS, describeCardIndexContract } from './card-index.contract';
+import { testTempDir } from '../../../test/support/cleanup';
 
 const dirs: string[] = [];
 afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
 const tempFile = () => {
-  const dir = mkdtempSync(join(tmpdir(), 'search-index-'));
+  const dir = testTempDir('search-index-');
   dirs.push(dir);
   return join(dir, 'index.db');
 };

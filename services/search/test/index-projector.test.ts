@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { createLogger, SqliteEventLog, Topics, type DeliveredEvent } from '@cards/platform';
 import { events } from '@cards/proto';
@@ -9,6 +8,7 @@ import { IndexProjector } from '../src/application/index-projector';
 import { SearchService } from '../src/application/search-service';
 import { LABELLED_CARDS } from './fixtures/labelled-cards';
 import { sharedWinkEmbedder } from './shared-model';
+import { testTempDir } from '../../../test/support/cleanup';
 
 const logger = createLogger('test', 'silent');
 const t = (minute: number) => new Date(Date.UTC(2026, 0, 1, 0, minute));
@@ -51,7 +51,7 @@ describe('IndexProjector', () => {
   let announced: events.CardIndexed[];
 
   beforeEach(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'search-projector-'));
+    dir = testTempDir('search-projector-');
     bus = new SqliteEventLog({ path: join(dir, 'events.db'), logger, pollIntervalMs: 20 });
     index = new SqliteCardIndex({ path: join(dir, 'index.db'), dimensions: 100 });
     projector = new IndexProjector(index, sharedWinkEmbedder(), bus, logger);

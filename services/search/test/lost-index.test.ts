@@ -1,10 +1,10 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { createLogger, serviceMetrics, SqliteEventLog, Topics } from '@cards/platform';
 import { events } from '@cards/proto';
 import { SqliteCardIndex } from '../src/adapters/sqlite/sqlite-card-index';
 import { indexWasLost, rebuildRequestIfIndexLost } from '../src/application/lost-index';
+import { testTempDir } from '../../../test/support/cleanup';
 
 const requests = async () => (await serviceMetrics.getSingleMetric('card_library_search_index_rebuild_requests_total')!.get()).values[0]?.value ?? 0;
 
@@ -49,7 +49,7 @@ describe('a search index lost while search was stopped (created at this start, i
   describe('on the embedded adapters', () => {
     let dir: string;
     beforeEach(() => {
-      dir = mkdtempSync(join(tmpdir(), 'search-lost-index-'));
+      dir = testTempDir('search-lost-index-');
     });
     afterEach(() => rmSync(dir, { recursive: true, force: true }));
 

@@ -1,7 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { rmSync } from 'node:fs';
 import { KafkaEventBus, Topics, createLogger } from '@cards/platform';
 import { events } from '@cards/proto';
 import { freePortsSync } from '../../../test/engines/engine-support';
@@ -9,6 +7,7 @@ import { startKafkaSync } from '../../../test/engines/kafka';
 import { healthOf, kafkaRetriesRanOut, sigtermWhileKafkaRetries, startServiceProcess, waitFor, type ServiceProcess } from '../../../test/engines/service-process';
 import { describeOnEngine, engineForSuite } from '../../../test/engines/suite';
 import { fakeEmbeddingsEndpoint, searchProcessEnv } from './search-process-support';
+import { testTempDir } from '../../../test/support/cleanup';
 
 const { engine: kafka, skipReason } = engineForSuite('kafka', startKafkaSync);
 
@@ -17,7 +16,7 @@ const { engine: kafka, skipReason } = engineForSuite('kafka', startKafkaSync);
 // that out, and the card's event, not acknowledged, must be handled and announced again after the next start.
 describeOnEngine('search service stopped while its indexing handler publishes to a Kafka broker that went away', skipReason, () => {
   it('SIGTERM ends the process before kafkajs gives up the send, and the next start announces the card', async () => {
-    const dataDir = mkdtempSync(join(tmpdir(), 'search-kafka-outage-'));
+    const dataDir = testTempDir('search-kafka-outage-');
     const marker = `held-${randomUUID()}`;
     const cardId = randomUUID();
     const embeddings = await fakeEmbeddingsEndpoint(marker);

@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { createLogger } from '@cards/platform';
 import { events } from '@cards/proto';
@@ -10,6 +9,7 @@ import { VerificationService } from '../src/verification/application/verificatio
 import type { PageFetchResult } from '../src/verification/domain/model';
 import type { PageFetcher } from '../src/verification/domain/ports';
 import { VerificationRunner } from '../src/verification/worker';
+import { testTempDir } from '../../../test/support/cleanup';
 
 /**
  * Every fetch waits until the test answers it, so a runner can be held mid-fetch for as long as the test likes (a
@@ -47,7 +47,7 @@ export function storePerTest(): () => SqliteVerificationStore {
   let dir: string;
   let store: SqliteVerificationStore;
   beforeEach(() => {
-    dir = mkdtempSync(join(tmpdir(), 'verification-runner-'));
+    dir = testTempDir('verification-runner-');
     store = new SqliteVerificationStore(join(dir, 'verification.db'));
   });
   afterEach(async () => {

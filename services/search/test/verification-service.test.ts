@@ -1,6 +1,5 @@
 import { createHash, randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { createLogger } from '@cards/platform';
 import { events } from '@cards/proto';
@@ -9,6 +8,7 @@ import { InlineFuzzballScorer } from '../src/verification/adapters/fuzzball/fuzz
 import { VerificationService } from '../src/verification/application/verification-service';
 import type { PageFetchResult } from '../src/verification/domain/model';
 import type { PageFetcher, PageScorer } from '../src/verification/domain/ports';
+import { testTempDir } from '../../../test/support/cleanup';
 
 /** A fetcher answering from a script of results, recording the links asked for. */
 class ScriptedFetcher implements PageFetcher {
@@ -43,7 +43,7 @@ describe('VerificationService', () => {
   const later = () => new Date(now + 3_600_000);
 
   beforeEach(() => {
-    dir = mkdtempSync(join(tmpdir(), 'verification-service-'));
+    dir = testTempDir('verification-service-');
     store = new SqliteVerificationStore(join(dir, 'v.db'));
     now = Date.parse('2026-01-01T00:00:00Z');
   });

@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { KafkaEventBus, Topics, createLogger, openSqlite } from '@cards/platform';
 import { events } from '@cards/proto';
@@ -9,6 +8,7 @@ import { startKafkaSync } from '../../../test/engines/kafka';
 import { healthOf, kafkaRetriesRanOut, sigtermWhileKafkaRetries, startServiceProcess, waitFor, type ServiceProcess } from '../../../test/engines/service-process';
 import { describeOnEngine, engineForSuite } from '../../../test/engines/suite';
 import { fakeEmbeddingsEndpoint, searchProcessEnv } from './search-process-support';
+import { testTempDir } from '../../../test/support/cleanup';
 
 const { engine: kafka, skipReason } = engineForSuite('kafka', startKafkaSync);
 
@@ -18,7 +18,7 @@ const { engine: kafka, skipReason } = engineForSuite('kafka', startKafkaSync);
 // locked from here, so each enqueue gives up after SQLite's busy timeout.
 describeOnEngine('search stopped while its verification consumer dead-letters to a Kafka broker that went away', skipReason, () => {
   it('SIGTERM ends the process before kafkajs gives up the dead letter', async () => {
-    const dataDir = mkdtempSync(join(tmpdir(), 'verification-dlq-outage-'));
+    const dataDir = testTempDir('verification-dlq-outage-');
     const cardId = randomUUID();
     const embeddings = await fakeEmbeddingsEndpoint();
     const [grpcPort] = freePortsSync(1) as [number];

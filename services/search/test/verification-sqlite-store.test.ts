@@ -1,12 +1,12 @@
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { SqliteVerificationStore } from '../src/verification/adapters/sqlite/sqlite-verification-store';
 import { describeVerificationStoreContract } from './verification-store.contract';
+import { testTempDir } from '../../../test/support/cleanup';
 
 describeVerificationStoreContract('SqliteVerificationStore', async () => {
-  const dir = mkdtempSync(join(tmpdir(), 'verification-store-'));
+  const dir = testTempDir('verification-store-');
   const store = new SqliteVerificationStore(join(dir, 'verification.db'));
   const outbox = store.outbox();
   return {
@@ -18,7 +18,7 @@ describeVerificationStoreContract('SqliteVerificationStore', async () => {
 
 describe('SqliteVerificationStore reopened after a crash', () => {
   it('runs the jobs its predecessor was running at once, not when their lease ends', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'verification-store-'));
+    const dir = testTempDir('verification-store-');
     try {
       const path = join(dir, 'verification.db');
       const now = new Date();
@@ -36,7 +36,7 @@ describe('SqliteVerificationStore reopened after a crash', () => {
   });
 
   it('counts each run its predecessor died in as an attempt', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'verification-store-'));
+    const dir = testTempDir('verification-store-');
     const opened: SqliteVerificationStore[] = [];
     try {
       const path = join(dir, 'verification.db');

@@ -1,11 +1,11 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { KafkaEventBus, SqliteOutboxStore, Topics, appendToSqliteOutbox, createLogger, openSqlite } from '@cards/platform';
 import { describeOnEngine, engineForSuite } from '../../../test/engines/suite';
 import { startKafkaSync } from '../../../test/engines/kafka';
 import { verificationConfigSchema } from '../src/verification/config';
 import { startVerificationWorker, type VerificationWorker } from '../src/verification';
+import { testTempDir } from '../../../test/support/cleanup';
 
 const { engine: kafka, skipReason } = engineForSuite('kafka', startKafkaSync);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -14,7 +14,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 // went away for ~15-20 s and cannot be told to stop; a search pod being stopped must not wait that out.
 describeOnEngine('verification worker stopped while its Kafka broker is down', skipReason, () => {
   it('stop() does not wait out the producer retries: the unpublished results stay in the outbox and are published after the next start', async () => {
-    const dataDir = mkdtempSync(join(tmpdir(), 'verification-kafka-outage-'));
+    const dataDir = testTempDir('verification-kafka-outage-');
     const lines: string[] = [];
     const logger = createLogger('verification-kafka-test', 'debug', { write: (line: string) => void lines.push(line) });
     const config = verificationConfigSchema.parse({});

@@ -1,13 +1,13 @@
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Topics, createLogger, openSharedSqliteEventLog, serviceMetrics, type EventBus, type Subscription } from '@cards/platform';
 import { events } from '@cards/proto';
 import { verificationConfigSchema } from '../src/verification/config';
 import { startVerificationWorker, type VerificationWorker } from '../src/verification';
+import { testTempDir } from '../../../test/support/cleanup';
 
 const ARTICLE = `Coral reefs cover less than one percent of the ocean floor, yet they support about a quarter of all
 marine species. Reef-building corals live in partnership with microscopic algae that give them food and colour.
@@ -72,7 +72,7 @@ beforeAll(async () => {
   closedPort = await listen(closed, '127.0.0.1');
   await new Promise((r) => closed.close(r));
 
-  dataDir = mkdtempSync(join(tmpdir(), 'verification-worker-'));
+  dataDir = testTempDir('verification-worker-');
   const logger = createLogger('verification-test', 'silent');
   bus = openSharedSqliteEventLog({ path: join(dataDir, 'events', 'events.db'), logger });
   const config = verificationConfigSchema.parse({
@@ -231,7 +231,7 @@ describe('verification worker (card events in, CardVerified out)', () => {
 
 describe('verification worker shutdown', () => {
   it('stops promptly with a page still loading, announces nothing for it, and verifies that card after the restart', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'verification-restart-'));
+    const dir = testTempDir('verification-restart-');
     const logger = createLogger('verification-test', 'silent');
     const log = openSharedSqliteEventLog({ path: join(dir, 'events', 'events.db'), logger });
     const config = verificationConfigSchema.parse({ VERIFY_ALLOW_HOSTS: `127.0.0.1:${pagesPort}`, VERIFY_TIMEOUT_MS: '10000' });

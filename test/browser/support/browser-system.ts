@@ -1,8 +1,8 @@
 import { spawnSync } from 'node:child_process';
-import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { chromium } from 'playwright-core';
+import { testTempDir } from '../../support/cleanup';
 import type { Mailbox } from '../../support/mailbox';
 import { freePort, startSystem, type RunningSystem } from '../../support/service';
 import { CHROMIUM_ARGS } from './chromium';
@@ -37,12 +37,13 @@ export async function startBrowserSystem(options: {
   await mailbox.start();
   const port = await freePort();
   const system = await startSystem({
+    // Removed when the test file ends (stop() keeps a data directory it was given).
+    dataDir: testTempDir(`cards-${options.label}-`),
     env: {
       PORT: String(port),
       PUBLIC_URL: `http://127.0.0.1:${port}`,
       COOKIE_SECURE: 'false',
       SMTP_URL: mailbox.url,
-      DATA_DIR: join(tmpdir(), `cards-${options.label}-${Date.now()}`),
       ...options.env,
     },
   });

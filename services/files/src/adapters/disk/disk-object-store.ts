@@ -97,5 +97,8 @@ export class DiskObjectStore implements ObjectStore {
     await rm(this.pathOf(key), { force: true });
   }
 
-  async close(): Promise<void> {}
+  /** Waits for the start's work (making objects/.tmp, the sweep) so nothing is written in the directory after it. */
+  async close(): Promise<void> {
+    await this.ready.catch(() => undefined);
+  }
 }

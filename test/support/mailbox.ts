@@ -1,18 +1,30 @@
 import { SMTPServer } from 'smtp-server';
 import { simpleParser, type ParsedMail } from 'mailparser';
 
-/** A real SMTP server on loopback that keeps every message it receives. */
+/**
+ * A real SMTP server on loopback that keeps every message it receives. `refuseRecipient` answers RCPT TO for an
+ * address with the SMTP reply it returns ("550 5.1.1 User unknown"), or accepts it when it returns null.
+ */
 export class Mailbox {
   readonly messages: ParsedMail[] = [];
   private waiters: (() => void)[] = [];
   private server!: SMTPServer;
   port = 0;
 
+  constructor(private readonly options: { refuseRecipient?: (address: string) => string | null } = {}) {}
+
   async start(): Promise<void> {
+    const refuse = this.options.refuseRecipient;
     this.server = new SMTPServer({
       authOptional: true,
       disabledCommands: ['STARTTLS', 'AUTH'],
       logger: false,
+      onRcptTo: (address, _session, callback) => {
+        const reply = refuse?.(address.address) ?? null;
+        if (reply === null) return callback();
+        const [, code, text] = /^(\d{3}) (.*)$/.exec(reply)!;
+        callback(Object.assign(new Error(text), { responseCode: Number(code) }));
+      },
       onData: (stream, _session, callback) => {
         simpleParser(stream)
           .then((mail) => {

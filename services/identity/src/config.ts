@@ -1,3 +1,4 @@
+import addressparser from 'nodemailer/lib/addressparser';
 import { z } from 'zod';
 import { envBoolean, envInt, refuseEmbeddedStores } from '@cards/platform';
 
@@ -9,7 +10,21 @@ export const identityConfigSchema = z.object({
   JWT_SECRET: z.string().min(32, 'must be at least 32 characters').optional(),
   PUBLIC_URL: z.string().url().default('http://localhost:8090').transform((u) => u.replace(/\/+$/, '')),
   SMTP_URL: z.string().url().optional().or(z.literal('').transform(() => undefined)),
-  MAIL_FROM: z.string().default('Card Library <no-reply@card-library.local>'),
+  /**
+   * One sender, "Name <address>" or a bare address. Anything else is refused at start: a name without an address
+   * ("Card Library") wrote mail without a From header (and SMTP servers refuse it: every invitation 503), two addresses
+   * a From that RFC 5322 allows only with a Sender. Empty (a chart's `mailFrom: ""`) is the default, as SMTP_URL's is.
+   */
+  MAIL_FROM: z.preprocess(
+    (value) => (typeof value === 'string' && value.trim() === '' ? undefined : value),
+    z
+      .string()
+      .default('Card Library <no-reply@card-library.local>')
+      .superRefine((value, ctx) => {
+        const problem = mailFromProblem(value);
+        if (problem) ctx.addIssue({ code: z.ZodIssueCode.custom, message: problem });
+      }),
+  ),
   /** With EMBEDDED_STORES=refuse and no SMTP_URL: write mail as .eml files under DATA_DIR/mail instead of refusing to start. */
   MAIL_TO_FILES: envBoolean(false),
   /** .eml files in DATA_DIR/mail older than this are deleted (at start and at every sweep); links in them expire after 1 h or 24 h. */
@@ -20,6 +35,15 @@ export const identityConfigSchema = z.object({
   PASSWORD_HASH_COST: envInt(16384),
   MONGO_URL: z.string().optional(),
 });
+
+/** Why MAIL_FROM cannot be the sender of the mail, or null. */
+export function mailFromProblem(value: string): string | null {
+  if (/[\r\n]/.test(value)) return 'must be on one line';
+  const senders = addressparser(value, { flatten: true });
+  if (senders.length !== 1) return `must name exactly one sender, such as "Card Library <no-reply@cards.example.com>" (found ${senders.length})`;
+  if (!/^[^\s@]+@[^\s@]+$/.test(senders[0]!.address)) return `must hold an e-mail address, such as "Card Library <no-reply@cards.example.com>"`;
+  return null;
+}
 
 export type IdentityConfig = z.infer<typeof identityConfigSchema>;
 

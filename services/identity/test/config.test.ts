@@ -1,5 +1,5 @@
-import { ConfigError } from '@cards/platform';
-import { refuseIdentityEmbeddedStores } from '../src/config';
+import { ConfigError, loadConfig } from '@cards/platform';
+import { identityConfigSchema, refuseIdentityEmbeddedStores } from '../src/config';
 
 describe('refuseIdentityEmbeddedStores', () => {
   const engines = { MONGO_URL: 'mongodb://mongo:27017', JWT_SECRET: 'j'.repeat(48) };
@@ -18,5 +18,24 @@ describe('refuseIdentityEmbeddedStores', () => {
     expect(() => refuseIdentityEmbeddedStores({ ...engines, EMBEDDED_STORES: 'refuse', MAIL_TO_FILES: 'false' })).toThrow(/SMTP_URL/);
     expect(() => refuseIdentityEmbeddedStores({})).not.toThrow();
     expect(() => refuseIdentityEmbeddedStores({ EMBEDDED_STORES: 'allow' })).not.toThrow();
+  });
+});
+
+describe('MAIL_FROM', () => {
+  const mailFrom = (value: string | undefined) => loadConfig(identityConfigSchema, { MAIL_FROM: value }).MAIL_FROM;
+
+  it('refuses at start a sender mail could not carry: no address (a mail without From), two addresses, a line break', () => {
+    expect(() => mailFrom('Card Library')).toThrow(/MAIL_FROM: must hold an e-mail address/);
+    expect(() => mailFrom('no-reply')).toThrow(/MAIL_FROM: must hold an e-mail address/);
+    expect(() => mailFrom('no-reply@cards.example.com, other@cards.example.com')).toThrow(/MAIL_FROM: must name exactly one sender, .*\(found 2\)/);
+    expect(() => mailFrom('Card Library <no-reply@cards.example.com>\r\nBcc: someone@example.com')).toThrow(/MAIL_FROM: must be on one line/);
+  });
+
+  it('takes one sender, with or without a name (quoted, non-ASCII), and the default when unset or empty', () => {
+    for (const value of ['Card Library <no-reply@cards.example.com>', 'no-reply@cards.example.com', '"Cards, Library" <no-reply@cards.example.com>', 'Bibliothèque <no-reply@bibliothèque.fr>']) {
+      expect(mailFrom(value)).toBe(value);
+    }
+    expect(mailFrom(undefined)).toBe('Card Library <no-reply@card-library.local>');
+    expect(mailFrom('')).toBe('Card Library <no-reply@card-library.local>');
   });
 });

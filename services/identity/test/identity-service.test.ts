@@ -1,12 +1,12 @@
 import { join } from 'node:path';
-import { createLogger, FailedPreconditionError, NotFoundError, openSqlite, serviceMetrics, UnauthenticatedError, UnavailableError } from '@cards/platform';
-import { IdentityService, UNKNOWN_ACCOUNT, WRONG_PASSWORD } from '../src/application/identity-service';
+import { createLogger, FailedPreconditionError, InvalidArgumentError, NotFoundError, openSqlite, serviceMetrics, UnauthenticatedError, UnavailableError } from '@cards/platform';
+import { IdentityService, INVITATION_ADDRESS_REFUSED, UNKNOWN_ACCOUNT, WRONG_PASSWORD } from '../src/application/identity-service';
 import { identityHandlers } from '../src/grpc/identity-handlers';
 import { JwtTokenSigner } from '../src/adapters/crypto/jwt-token-signer';
 import { ScryptPasswordHasher } from '../src/adapters/crypto/scrypt-password-hasher';
 import { MIGRATIONS, SqliteIdentityRepository } from '../src/adapters/sqlite/sqlite-identity-repository';
 import { usernameKey } from '../src/domain/username-key';
-import type { IdentityRepository, Mailer, OutgoingMail } from '../src/domain/ports';
+import { RecipientRefusedError, type IdentityRepository, type Mailer, type OutgoingMail } from '../src/domain/ports';
 import { testTempDir } from '../../../test/support/cleanup';
 
 // The mailer is not what these tests are about: a recorder stands in for it.
@@ -74,7 +74,8 @@ class StoreGate {
   }
 }
 
-function setup(start = new Date('2026-01-01T00:00:00Z'), mailer = new RecordingMailer(), gate?: StoreGate) {
+// No new attempt at a failed reset mail unless a test asks for them (resetMailRetryDelays).
+function setup(start = new Date('2026-01-01T00:00:00Z'), mailer = new RecordingMailer(), gate?: StoreGate, resetMailRetryDelaysMs: number[] = []) {
   let now = start;
   const repository = new SqliteIdentityRepository(join(testTempDir('identity-'), 'identity.db'));
   const service = new IdentityService({
@@ -85,6 +86,7 @@ function setup(start = new Date('2026-01-01T00:00:00Z'), mailer = new RecordingM
     publicUrl: 'https://cards.example',
     logger: createLogger('test', 'silent'),
     now: () => now,
+    resetMailRetryDelaysMs,
   });
   return { service, mailer, repository, advance: (ms: number) => (now = new Date(now.getTime() + ms)) };
 }
@@ -426,6 +428,55 @@ describe('IdentityService', () => {
       expect(failure).toBeInstanceOf(UnavailableError);
       expect(failure).toMatchObject({ message: 'The invitation mail could not be sent; try again later' });
     }
+  });
+
+  it('an invitation to an address the mail server refuses for good (no such mailbox) fails as bad input (400), not "try again later", for a new and a registered address alike', async () => {
+    const mailer = new RecordingMailer();
+    const { service } = setup(new Date(), mailer);
+    await service.register(await service.invite('gone@example.com', []), 'password1', 'password1');
+    mailer.send = () => Promise.reject(new RecipientRefusedError('550 5.1.1 <gone@example.com>: Recipient address rejected: User unknown'));
+    for (const email of ['nobody@example.com', 'gone@example.com']) {
+      const failure = await service.invite(email, []).then(() => undefined, (err: unknown) => err);
+      expect(failure).toBeInstanceOf(InvalidArgumentError);
+      expect(failure).toMatchObject({ message: INVITATION_ADDRESS_REFUSED });
+    }
+  });
+
+  it('a reset mail the mail server did not take (down, a temporary refusal) is tried again after the answer, so a blip does not lose it; not one it refused for good', async () => {
+    const mailer = new RecordingMailer();
+    const { service } = setup(new Date(), mailer, undefined, [0, 0]);
+    await service.register(await service.invite('blip@example.com', []), 'password1', 'password1');
+    const send = mailer.send.bind(mailer);
+    const failures = [new Error('connect ECONNREFUSED 10.0.0.5:25'), Object.assign(new Error('451 4.3.0 try again later'), { responseCode: 451 })];
+    let attempts = 0;
+    mailer.send = async (mail) => {
+      attempts++;
+      const failure = failures.shift();
+      if (failure) throw failure;
+      await send(mail);
+    };
+    await service.requestPasswordReset('blip@example.com');
+    await service.mailSent();
+    expect(attempts).toBe(3);
+    expect(mailer.sent.map((m) => m.subject)).toEqual(['You are invited to the Card Library', 'Reset your Card Library password']);
+
+    attempts = 0;
+    mailer.send = async () => {
+      attempts++;
+      throw new RecipientRefusedError('550 5.1.1 User unknown');
+    };
+    await service.requestPasswordReset('blip@example.com');
+    await service.mailSent();
+    expect(attempts).toBe(1);
+
+    attempts = 0;
+    mailer.send = async () => {
+      attempts++;
+      throw new Error('connect ECONNREFUSED 10.0.0.5:25');
+    };
+    await service.requestPasswordReset('blip@example.com');
+    await service.mailSent();
+    expect(attempts).toBe(3);
   });
 
   it('counts mails sent and failed by kind in card_library_mails_total (no address in the labels)', async () => {

@@ -2,7 +2,9 @@ import { mkdtemp, readdir, readFile, rm, utimes, writeFile } from 'node:fs/promi
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { simpleParser } from 'mailparser';
-import { EmlFileMailer } from '../src/adapters/mail/nodemailer-mailer';
+import { EmlFileMailer, SMTP_TIMEOUTS, SmtpMailer } from '../src/adapters/mail/nodemailer-mailer';
+import { RecipientRefusedError } from '../src/domain/ports';
+import { Mailbox } from '../../../test/support/mailbox';
 
 let directory: string;
 beforeEach(async () => {
@@ -50,6 +52,15 @@ describe('EmlFileMailer', () => {
     expect(parsed.text).toBe(`${link}\n`);
   });
 
+  it('marks the mail as sent by a machine (Auto-Submitted, RFC 3834), so autoresponders do not answer it', async () => {
+    const mailer = new EmlFileMailer(directory, 'no-reply@card-library.local');
+    await mailer.send({ to: 'someone@example.com', subject: 'Invited', text: `${link}\n`, html: `<p><a href="${link}">x</a></p>` });
+    await mailer.send({ to: 'someone@example.com', subject: 'Plain', text: `${link}\n` });
+    const files = (await readdir(directory)).filter((f) => f.endsWith('.eml'));
+    expect(files).toHaveLength(2);
+    for (const file of files) expect((await simpleParser(await readFile(join(directory, file)))).headers.get('auto-submitted')).toBe('auto-generated');
+  });
+
   it('prune deletes the .eml files (and crash leftovers) last written before the bound, and nothing else', async () => {
     const mailer = new EmlFileMailer(directory, 'no-reply@card-library.local');
     await mailer.send({ to: 'someone@example.com', subject: 'Recent', text: `${link}\n` });
@@ -79,5 +90,59 @@ describe('EmlFileMailer', () => {
     expect(write).toHaveBeenCalledTimes(1);
     write.mockRestore();
     expect(await readdir(directory)).toEqual([]);
+  });
+});
+
+describe('SmtpMailer', () => {
+  const refusals: Record<string, string> = {
+    'unknown@example.com': '550 5.1.1 <unknown@example.com>: Recipient address rejected: User unknown',
+    'nodomain@example.invalid': '550 5.1.2 Bad destination system address',
+    'plain550@example.com': '550 No such user here',
+    'greylisted@example.com': '451 4.7.1 Greylisted, try again later',
+    'relay@elsewhere.example': '554 5.7.1 Relay access denied',
+  };
+  let mailbox: Mailbox;
+  let mailer: SmtpMailer;
+  beforeEach(async () => {
+    mailbox = new Mailbox({ refuseRecipient: (address) => refusals[address] ?? null });
+    await mailbox.start();
+    mailer = new SmtpMailer(mailbox.url, 'Card Library <no-reply@cards.example.com>');
+  });
+  afterEach(async () => {
+    await mailer.close();
+    await mailbox.stop();
+  });
+  const mail = (to: string) => ({ to, subject: 'You are invited to the Card Library', text: 'Set your password here:\nhttps://cards.example.com/auth/register/x\n', html: '<p>x</p>' });
+
+  it('delivers with the headers a mail client expects, Message-ID in the sender\'s domain and Auto-Submitted', async () => {
+    await mailer.send(mail('someone+tag@example.com'));
+    const received = await mailbox.waitFor('someone+tag@example.com', /auth\/register/);
+    expect(received.from?.value).toEqual([{ address: 'no-reply@cards.example.com', name: 'Card Library' }]);
+    expect(received.messageId).toMatch(/^<[^@>]+@cards\.example\.com>$/);
+    expect(received.date).toBeInstanceOf(Date);
+    expect(received.headers.get('mime-version')).toBe('1.0');
+    expect(received.headers.get('auto-submitted')).toBe('auto-generated');
+  });
+
+  it('names a recipient the server refuses for good (5.1.x, or a bare 550) RecipientRefusedError; a temporary refusal or a refused relay stays the error it was', async () => {
+    for (const to of ['unknown@example.com', 'nodomain@example.invalid', 'plain550@example.com']) {
+      const failure = await mailer.send(mail(to)).then(() => undefined, (err: unknown) => err);
+      expect(failure).toBeInstanceOf(RecipientRefusedError);
+      expect(failure).toMatchObject({ response: refusals[to] });
+    }
+    for (const to of ['greylisted@example.com', 'relay@elsewhere.example']) {
+      const failure = await mailer.send(mail(to)).then(() => undefined, (err: unknown) => err);
+      expect(failure).not.toBeInstanceOf(RecipientRefusedError);
+      expect(failure).toMatchObject({ code: 'EENVELOPE', response: refusals[to] });
+    }
+    expect(mailbox.messages).toHaveLength(0);
+  });
+
+  it('waits for a stalled server at most a few seconds per step, inside the gateway\'s 10 s deadline, unless SMTP_URL says otherwise', () => {
+    // nodemailer's own: 2 min to connect, 30 s for the greeting, 10 min of silence: an invitation answered 504 while the mail could still go out.
+    const options = (smtpUrl: string) => (new SmtpMailer(smtpUrl, 'no-reply@cards.example.com') as unknown as { transport: { transporter: { options: Record<string, unknown> } } }).transport.transporter.options;
+    expect(options(mailbox.url)).toMatchObject({ ...SMTP_TIMEOUTS, host: '127.0.0.1', port: mailbox.port });
+    for (const value of Object.values(SMTP_TIMEOUTS)) expect(value).toBeLessThan(10_000);
+    expect(options(`${mailbox.url}?socketTimeout=30000`)).toMatchObject({ socketTimeout: 30_000, greetingTimeout: SMTP_TIMEOUTS.greetingTimeout });
   });
 });

@@ -10,7 +10,7 @@ import {
   type Logger,
 } from '@cards/platform';
 import { EXPIRED_RECORD_RETENTION_MS, EXPIRED_SWEEP_BATCH, EXPIRED_SWEEP_MAX_BATCHES, INVITATION_TTL_MS, PASSWORD_RESET_TTL_MS, SESSION_TTL_MS, type ProfilePatch, type User } from '../domain/model';
-import type { IdentityRepository, Mailer, OutgoingMail, PasswordHasher, TokenSigner } from '../domain/ports';
+import { RecipientRefusedError, type IdentityRepository, type Mailer, type OutgoingMail, type PasswordHasher, type TokenSigner } from '../domain/ports';
 
 type MailKind = 'invitation' | 'password_reset';
 
@@ -27,7 +27,17 @@ export interface IdentityServiceDeps {
   publicUrl: string;
   logger: Logger;
   now?: () => Date;
+  /** Waits before each new attempt at a reset mail the mailer failed to take (RESET_MAIL_RETRY_DELAYS_MS by default). */
+  resetMailRetryDelaysMs?: readonly number[];
 }
+
+/**
+ * A reset mail the mail server did not take (down, a stall, a temporary 4xx) is tried again after these waits: the
+ * requester was answered 204 before it went out, so a blip of the mail server would otherwise lose it silently. Short,
+ * so stopping the service (which waits for the mail under way) is not held up for long. Not when the server refused
+ * the address for good.
+ */
+export const RESET_MAIL_RETRY_DELAYS_MS = [1_000, 5_000] as const;
 
 export interface ProfileChange {
   /** Empty string clears the username. */
@@ -59,6 +69,8 @@ const RESET_LINK_SPENT = 'This password reset link is no longer valid: it or ano
  */
 const INVITATION_UNKNOWN = 'This invitation is not valid: it has expired or was never sent';
 const RESET_LINK_UNKNOWN = 'This password reset link is not valid: it has expired or was never sent';
+
+export const INVITATION_ADDRESS_REFUSED = 'email: the mail server refused this address (no such mailbox or domain), so no invitation can reach it; check how it is written';
 
 /** The identity use cases: invitation, registration, sessions, password reset, profile. */
 export class IdentityService {
@@ -118,11 +130,33 @@ export class IdentityService {
     mailsSent.inc({ kind, outcome: 'sent' });
   }
 
-  /** A mail server that fails is an outage the inviter can wait out (503), not an internal error (500). */
+  /** sendMail, tried again after each of the retry delays while it fails (the mail server's refusal of the address aside). */
+  private async sendResetMail(mail: OutgoingMail): Promise<void> {
+    const delays = this.deps.resetMailRetryDelaysMs ?? RESET_MAIL_RETRY_DELAYS_MS;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await this.sendMail('password_reset', mail);
+      } catch (err) {
+        if (err instanceof RecipientRefusedError || attempt >= delays.length) throw err;
+        this.deps.logger.warn({ err, attempt: attempt + 1 }, 'password reset mail could not be sent; trying again');
+        await new Promise((resolve) => setTimeout(resolve, delays[attempt]));
+      }
+    }
+  }
+
+  /**
+   * A mail server that fails is an outage the inviter can wait out (503), not an internal error (500). One that refuses
+   * the address for good (no such mailbox or domain) is the address's fault: 400, as "try again later" never would work.
+   * The same for an address with an account and without, so the answer still tells nobody which addresses have one.
+   */
   private async sendInvitationMail(mail: OutgoingMail): Promise<void> {
     try {
       await this.sendMail('invitation', mail);
     } catch (err) {
+      if (err instanceof RecipientRefusedError) {
+        this.deps.logger.warn({ response: err.response }, 'invitation mail refused by the mail server for its address');
+        throw new InvalidArgumentError(INVITATION_ADDRESS_REFUSED);
+      }
       this.deps.logger.error({ err }, 'invitation mail could not be sent');
       throw new UnavailableError('The invitation mail could not be sent; try again later');
     }
@@ -224,7 +258,7 @@ export class IdentityService {
         passwordVersion: user.passwordVersion,
       });
       const link = `${this.deps.publicUrl}/auth/password/${id}`;
-      await this.sendMail('password_reset', {
+      await this.sendResetMail({
         // An address stored before domains were kept in ASCII: sent where its mail goes, as every new one is.
         to: withAsciiDomain(user.email),
         subject: 'Reset your Card Library password',

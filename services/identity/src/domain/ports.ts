@@ -65,7 +65,18 @@ export interface OutgoingMail {
   html?: string;
 }
 
-/** Sends e-mail. */
+/**
+ * The mail server refused the recipient for good (a 5xx answer to RCPT TO naming the address: no such mailbox, no such
+ * domain, a malformed address): sending again will not help, unlike an outage. `response` is the server's answer.
+ */
+export class RecipientRefusedError extends Error {
+  constructor(readonly response: string) {
+    super(`the mail server refused the recipient: ${response}`);
+    this.name = 'RecipientRefusedError';
+  }
+}
+
+/** Sends e-mail. RecipientRefusedError when the server refuses the address for good; any other error may pass. */
 export interface Mailer {
   send(mail: OutgoingMail): Promise<void>;
   close(): Promise<void>;

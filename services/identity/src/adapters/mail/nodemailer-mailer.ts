@@ -2,7 +2,8 @@ import { mkdir, readdir, rename, rm, stat, unlink, writeFile } from 'node:fs/pro
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import nodemailer, { type SendMailOptions, type Transporter } from 'nodemailer';
-import type { Mailer, OutgoingMail } from '../../domain/ports';
+import { parseConnectionUrl } from 'nodemailer/lib/shared';
+import { RecipientRefusedError, type Mailer, type OutgoingMail } from '../../domain/ports';
 
 /** RFC 5322's limit of a line, CRLF excluded. */
 const MAX_LINE = 998;
@@ -24,8 +25,33 @@ const asWritten = (contentType: string, body: string): MailPart => ({
  * nodemailer's own encoding.
  */
 function message(from: string, { to, subject, text, html }: OutgoingMail): SendMailOptions {
-  if (html === undefined || !writableAsIs(text) || !writableAsIs(html)) return { from, to, subject, text, html };
-  return { from, to, subject, alternatives: [asWritten('text/plain; charset=utf-8', text), asWritten('text/html; charset=utf-8', html)] };
+  // RFC 3834: a machine's mail, so out-of-office replies and other autoresponders leave it unanswered (no-reply@ reads nothing).
+  const headers = { 'Auto-Submitted': 'auto-generated' };
+  if (html === undefined || !writableAsIs(text) || !writableAsIs(html)) return { from, to, subject, text, html, headers };
+  return { from, to, subject, headers, alternatives: [asWritten('text/plain; charset=utf-8', text), asWritten('text/html; charset=utf-8', html)] };
+}
+
+/**
+ * How long the SMTP client waits for the server (ms), each overridable in SMTP_URL's query (`?socketTimeout=30000`).
+ * nodemailer's own (2 min to connect, 30 s for the greeting, 10 min of silence) outlast the gateway's deadline for an
+ * invitation (GRPC_DEADLINE_MS, 10 s): a server that stalls made the inviter wait for a 504 "took too long" while
+ * identity kept the call open for minutes and could still send the mail after the inviter was told it failed. Each
+ * stall alone now ends within the deadline, as a 503 "could not be sent; try again later".
+ */
+export const SMTP_TIMEOUTS = { dnsTimeout: 5_000, connectionTimeout: 5_000, greetingTimeout: 5_000, socketTimeout: 8_000 } as const;
+
+/**
+ * The server's answer when it refused the only recipient for good: a 5xx reply to RCPT TO whose enhanced status is an
+ * address status (5.1.x: no such mailbox, no such domain, bad syntax), or, without an enhanced status, 550, 551 or 553.
+ * Not a refusal of the sender or of relaying (5.7.x: the operator's configuration), which stays an outage.
+ */
+function recipientRefusal(err: unknown): string | null {
+  const e = err as { code?: unknown; command?: unknown; responseCode?: unknown; response?: unknown };
+  if (e?.code !== 'EENVELOPE' || e.command !== 'RCPT TO' || typeof e.responseCode !== 'number' || typeof e.response !== 'string') return null;
+  if (e.responseCode < 500 || e.responseCode > 599) return null;
+  const enhanced = /^\d{3}[ -](\d\.\d{1,3}\.\d{1,3})\b/.exec(e.response)?.[1];
+  const refused = enhanced ? enhanced.startsWith('5.1.') : [550, 551, 553].includes(e.responseCode);
+  return refused ? e.response : null;
 }
 
 /** Sends through an SMTP server (SMTP_URL). */
@@ -33,11 +59,17 @@ export class SmtpMailer implements Mailer {
   private readonly transport: Transporter;
 
   constructor(smtpUrl: string, private readonly from: string) {
-    this.transport = nodemailer.createTransport(smtpUrl);
+    // The URL parsed as nodemailer parses it (a `url` option would drop every other option), its own query options winning.
+    this.transport = nodemailer.createTransport({ ...SMTP_TIMEOUTS, ...parseConnectionUrl(smtpUrl) });
   }
 
   async send(mail: OutgoingMail): Promise<void> {
-    await this.transport.sendMail(message(this.from, mail));
+    try {
+      await this.transport.sendMail(message(this.from, mail));
+    } catch (err) {
+      const refusal = recipientRefusal(err);
+      throw refusal === null ? err : new RecipientRefusedError(refusal);
+    }
   }
 
   async close(): Promise<void> {

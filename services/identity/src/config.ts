@@ -8,7 +8,27 @@ export const identityConfigSchema = z.object({
   IDENTITY_GRPC_PORT: envInt(50051),
   /** HS256 secret of the session cookie; generated and kept in DATA_DIR when absent. */
   JWT_SECRET: z.string().min(32, 'must be at least 32 characters').optional(),
-  PUBLIC_URL: z.string().url().default('http://localhost:8090').transform((u) => u.replace(/\/+$/, '')),
+  /**
+   * The base of the links in e-mails: an http(s) URL, trailing slashes dropped. A query, a fragment or credentials are
+   * refused at start: "https://cards.example/?a=1" made every link "https://cards.example/?a=1/auth/register/…".
+   */
+  PUBLIC_URL: z
+    .string()
+    .url()
+    .default('http://localhost:8090')
+    .superRefine((value, ctx) => {
+      const url = new URL(value);
+      const problem =
+        url.protocol !== 'http:' && url.protocol !== 'https:'
+          ? 'must be an http or https URL'
+          : url.search !== '' || url.hash !== '' || value.includes('?') || value.includes('#')
+            ? 'must have no query (?) or fragment (#): the links in e-mails are written after it'
+            : url.username !== '' || url.password !== ''
+              ? 'must have no user name or password'
+              : null;
+      if (problem) ctx.addIssue({ code: z.ZodIssueCode.custom, message: problem });
+    })
+    .transform((u) => u.replace(/\/+$/, '')),
   SMTP_URL: z.string().url().optional().or(z.literal('').transform(() => undefined)),
   /**
    * One sender, "Name <address>" or a bare address. Anything else is refused at start: a name without an address

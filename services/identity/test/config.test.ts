@@ -39,3 +39,22 @@ describe('MAIL_FROM', () => {
     expect(mailFrom('')).toBe('Card Library <no-reply@card-library.local>');
   });
 });
+
+describe('PUBLIC_URL', () => {
+  const publicUrl = (value: string | undefined) => loadConfig(identityConfigSchema, { PUBLIC_URL: value }).PUBLIC_URL;
+
+  it('refuses at start a base the e-mail links cannot follow: a query, a fragment, credentials, another scheme', () => {
+    expect(() => publicUrl('https://cards.example.com/?utm=mail')).toThrow(/PUBLIC_URL: must have no query \(\?\) or fragment \(#\)/);
+    expect(() => publicUrl('https://cards.example.com/#top')).toThrow(/PUBLIC_URL: must have no query/);
+    expect(() => publicUrl('https://cards.example.com/?')).toThrow(/PUBLIC_URL: must have no query/);
+    expect(() => publicUrl('https://admin:secret@cards.example.com')).toThrow(/PUBLIC_URL: must have no user name or password/);
+    expect(() => publicUrl('ftp://cards.example.com')).toThrow(/PUBLIC_URL: must be an http or https URL/);
+  });
+
+  it('takes an http(s) base, with a path, its trailing slashes dropped', () => {
+    expect(publicUrl(undefined)).toBe('http://localhost:8090');
+    expect(publicUrl('https://cards.example.com/')).toBe('https://cards.example.com');
+    expect(publicUrl('https://example.com/cards//')).toBe('https://example.com/cards');
+    expect(publicUrl('http://127.0.0.1:4141')).toBe('http://127.0.0.1:4141');
+  });
+});

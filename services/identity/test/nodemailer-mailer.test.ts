@@ -31,7 +31,16 @@ describe('EmlFileMailer', () => {
     expect(raw).toContain(`<a href="${link}">`);
     const parsed = await simpleParser(raw);
     expect(parsed.text).toBe(`Set your password here:\n${link}\n`);
-    expect(parsed.html).toBe(`<p><a href="${link}">Set your password</a></p>`);
+    expect(parsed.html).toContain(`\n<p><a href="${link}">Set your password</a></p>\n`);
+  });
+
+  it('sends the HTML part as a whole document (an <html> tag, its charset, the subject as title): a bare fragment scores as spam', async () => {
+    const mailer = new EmlFileMailer(directory, 'no-reply@card-library.local');
+    await mailer.send({ to: 'someone@example.com', subject: 'Invited & welcome', text: `${link}\n`, html: `<p><a href="${link}">Set your password</a></p>` });
+    const parsed = await simpleParser(await onlyMessage());
+    expect(parsed.html).toBe(
+      `<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n<title>Invited &amp; welcome</title>\n</head>\n<body>\n<p><a href="${link}">Set your password</a></p>\n</body>\n</html>\n`,
+    );
   });
 
   it('leaves a body that is not plain ASCII to the encoding nodemailer picks', async () => {
@@ -40,7 +49,8 @@ describe('EmlFileMailer', () => {
     const parsed = await simpleParser(await onlyMessage());
     expect(parsed.subject).toBe('Grüße');
     expect(parsed.text).toBe(`Grüße\n${link}\n`);
-    expect(parsed.html).toBe('<p>Grüße</p>');
+    expect(parsed.html).toContain('<title>Grüße</title>');
+    expect(parsed.html).toContain('\n<p>Grüße</p>\n');
   });
 
   it('keeps the message headers of a mail without HTML', async () => {

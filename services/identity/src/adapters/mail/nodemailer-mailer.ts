@@ -24,7 +24,20 @@ const asWritten = (contentType: string, body: string): MailPart => ({
  * (and a message without HTML, whose single part would lose the message headers to a raw body) keeps
  * nodemailer's own encoding.
  */
-function message(from: string, { to, subject, text, html }: OutgoingMail): SendMailOptions {
+const escapeHtml = (value: string) => value.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
+
+/**
+ * The HTML part as a whole document (doctype, <html>, charset, the subject as title) unless it is one already: a
+ * text/html part without an <html> tag scores as spam (SpamAssassin's HTML_MIME_NO_HTML_TAG), and some clients
+ * render a bare fragment in quirks mode.
+ */
+function htmlDocument(subject: string, html: string): string {
+  if (/^\s*(<!doctype html|<html[\s>])/i.test(html)) return html;
+  return `<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n<title>${escapeHtml(subject)}</title>\n</head>\n<body>\n${html}\n</body>\n</html>\n`;
+}
+
+function message(from: string, { to, subject, text, html: fragment }: OutgoingMail): SendMailOptions {
+  const html = fragment === undefined ? undefined : htmlDocument(subject, fragment);
   // RFC 3834: a machine's mail, so out-of-office replies and other autoresponders leave it unanswered (no-reply@ reads nothing).
   const headers = { 'Auto-Submitted': 'auto-generated' };
   if (html === undefined || !writableAsIs(text) || !writableAsIs(html)) return { from, to, subject, text, html, headers };

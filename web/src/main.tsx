@@ -3,6 +3,7 @@ import type { ComponentChildren } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import './styles.css';
 import { CarriedError, PageTitle, RequireSignIn } from './components';
+import { loadCardTextEditor } from './lazy-card-text-editor';
 import { Link, match, useLocation } from './router';
 import { SessionContext, useSession, useSessionState } from './session';
 import { ForgotPasswordPage, InvitePage, LoginPage, ProfilePage, RegisterPage, ResetPasswordPage } from './pages/auth-pages';
@@ -126,6 +127,7 @@ function Routes() {
   if ((m = match('/auth/register/:id', path))) return <RegisterPage invitationId={m.id!} />;
   if ((m = match('/auth/password/:id', path))) return <ResetPasswordPage resetId={m.id!} />;
   if (path === '/profile') return <Private title="Your profile">{<ProfilePage />}</Private>;
+  if (path === '/card/new' || match('/card/:id/edit', path)) void loadCardTextEditor().catch(() => undefined);
   if (path === '/card/new') return <Private title="New card">{<NewCardPage />}</Private>;
   if ((m = match('/card/:id/edit', path))) return <Private title="Edit card">{<EditCardPage cardId={m.id!} />}</Private>;
   if ((m = match('/card/:id', path))) return <CardPage cardId={m.id!} />;
@@ -176,4 +178,8 @@ function App() {
   );
 }
 
-render(<App />, document.getElementById('app')!);
+// index.html's "Loading the Card Library…" (shown while this script is on its way on a slow network) goes: Preact keeps
+// children of the container it did not render.
+const root = document.getElementById('app')!;
+root.replaceChildren();
+render(<App />, root);

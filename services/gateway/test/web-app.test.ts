@@ -1,6 +1,7 @@
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import type { Server } from 'node:http';
 import { join } from 'node:path';
+import { brotliDecompressSync, gunzipSync } from 'node:zlib';
 import express from 'express';
 import { createLogger } from '@cards/platform';
 import { serveWebApp, WEB_APP_CSP } from '../src/http/web-app';
@@ -19,6 +20,8 @@ async function serve(dir: string): Promise<{ url: string; close(): Promise<void>
   return { url: `http://127.0.0.1:${port}`, close: () => new Promise((r) => server.close(() => r())) };
 }
 
+const BIG_SCRIPT = Array.from({ length: 3000 }, (_, i) => `export const value${i} = ${JSON.stringify(`text number ${i}`)};`).join('\n');
+
 describe('serving the built web app (serveWebApp)', () => {
   let dir: string;
   let app: { url: string; close(): Promise<void> };
@@ -28,6 +31,7 @@ describe('serving the built web app (serveWebApp)', () => {
     mkdirSync(join(dir, 'assets'));
     writeFileSync(join(dir, 'index.html'), '<!doctype html><div id="app"></div>');
     writeFileSync(join(dir, 'assets', 'index-abc123.js'), 'console.log(1)');
+    writeFileSync(join(dir, 'assets', 'app-def456.js'), BIG_SCRIPT);
     writeFileSync(join(dir, 'logo.svg'), '<svg xmlns="http://www.w3.org/2000/svg"><script>alert(1)</script></svg>');
     app = await serve(dir);
   });
@@ -62,6 +66,58 @@ describe('serving the built web app (serveWebApp)', () => {
     expect(res.headers.get('content-type')).toMatch(/javascript/);
     expect(res.headers.get('cache-control')).toBe('public, max-age=31536000, immutable');
     expect(await res.text()).toBe('console.log(1)');
+  });
+
+  it('sends assets compressed to a browser that accepts it (brotli first, else gzip), still immutable, Vary: Accept-Encoding', async () => {
+    const br = await fetch(`${app.url}/assets/app-def456.js`, { headers: { 'accept-encoding': 'gzip, deflate, br' } });
+    // fetch decompresses the body itself: the wire bytes are checked below with a client that does not.
+    expect(br.status).toBe(200);
+    expect(br.headers.get('content-encoding')).toBe('br');
+    expect(br.headers.get('vary')).toMatch(/accept-encoding/i);
+    expect(br.headers.get('cache-control')).toBe('public, max-age=31536000, immutable');
+    expect(br.headers.get('content-type')).toMatch(/javascript/);
+    expect(br.headers.get('content-security-policy')).toBe(WEB_APP_CSP);
+    expect(await br.text()).toBe(BIG_SCRIPT);
+
+    const raw = async (encoding: string | undefined, extra: Record<string, string> = {}, method = 'GET') => {
+      const { request } = await import('node:http');
+      return new Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: Buffer }>((resolve, reject) => {
+        const req = request(`${app.url}/assets/app-def456.js`, { method, headers: { ...(encoding ? { 'accept-encoding': encoding } : {}), ...extra } }, (res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (c: Buffer) => chunks.push(c));
+          res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body: Buffer.concat(chunks) }));
+        });
+        req.on('error', reject);
+        req.end();
+      });
+    };
+    const b = await raw('br;q=1, gzip;q=0.5');
+    expect(b.headers['content-encoding']).toBe('br');
+    expect(Number(b.headers['content-length'])).toBe(b.body.length);
+    expect(b.body.length).toBeLessThan(BIG_SCRIPT.length / 4);
+    expect(brotliDecompressSync(b.body).toString()).toBe(BIG_SCRIPT);
+
+    const g = await raw('gzip');
+    expect(g.headers['content-encoding']).toBe('gzip');
+    expect(gunzipSync(g.body).toString()).toBe(BIG_SCRIPT);
+    expect(g.headers.etag).not.toBe(b.headers.etag);
+    // The same representation asked for again with its tag: 304, no body.
+    const again = await raw('gzip', { 'if-none-match': String(g.headers.etag) });
+    expect({ status: again.status, length: again.body.length }).toEqual({ status: 304, length: 0 });
+    const head = await raw('gzip', {}, 'HEAD');
+    expect({ status: head.status, encoding: head.headers['content-encoding'], length: head.headers['content-length'], body: head.body.length }).toEqual({ status: 200, encoding: 'gzip', length: String(g.body.length), body: 0 });
+
+    // No Accept-Encoding, identity only, or gzip refused with q=0: the file as it is.
+    for (const encoding of [undefined, 'identity', 'gzip;q=0, br;q=0']) {
+      const plain = await raw(encoding);
+      expect({ encoding, status: plain.status, contentEncoding: plain.headers['content-encoding'], body: plain.body.toString() }).toEqual({ encoding, status: 200, contentEncoding: undefined, body: BIG_SCRIPT });
+      expect(plain.headers.vary).toMatch(/accept-encoding/i);
+    }
+    // A Range request gets the bytes of the file as it is, never a slice of the compressed one.
+    const range = await raw('gzip, br', { range: 'bytes=0-9' });
+    expect({ status: range.status, encoding: range.headers['content-encoding'], body: range.body.toString() }).toEqual({ status: 206, encoding: undefined, body: BIG_SCRIPT.slice(0, 10) });
+    // A missing asset is still the JSON 404.
+    expect((await raw('gzip').then(() => fetch(`${app.url}/assets/missing-000.js`, { headers: { 'accept-encoding': 'gzip' } }))).status).toBe(404);
   });
 
   it('answers a missing asset or file-like path with a JSON 404, not the app', async () => {

@@ -1,7 +1,10 @@
-import { existsSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
 import type { ServerResponse } from 'node:http';
-import { join, resolve } from 'node:path';
-import express, { type Express } from 'express';
+import { extname, join, resolve } from 'node:path';
+import { promisify } from 'node:util';
+import { brotliCompress, constants as zlibConstants, gzip } from 'node:zlib';
+import express, { type Express, type RequestHandler } from 'express';
 import type { Logger } from '@cards/platform';
 
 /**
@@ -33,8 +36,85 @@ export const DEFAULT_WEB_DIST_DIR = resolve(__dirname, '../../../../web/dist');
 export const SESSION_HINT_COOKIE = 'ai-editor-hint';
 const SESSION_COOKIE_SENT = /(?:^|;\s*)ai-editor=[^;\s]/;
 
+/** Asset types sent compressed (text); images and fonts are compressed already, and the app has none. */
+const COMPRESSIBLE = new Set(['.js', '.mjs', '.css', '.svg', '.json', '.map', '.txt', '.html']);
+const ASSET_NAME = /^\/([A-Za-z0-9][A-Za-z0-9._-]*)$/;
+const brotli = promisify(brotliCompress);
+const gzipAsync = promisify(gzip);
+
+interface CompressedAsset {
+  mtimeMs: number;
+  size: number;
+  br: Buffer;
+  gzip: Buffer;
+}
+
 /**
- * Serves the built web app at `/`: hashed assets cached for a year, every other non-/api GET answered
+ * The hashed assets sent brotli- or gzip-compressed to a browser that accepts it (the app's script 97 KiB -> ~29 KiB,
+ * the editor's 226 KiB -> ~62 KiB), each compressed once, off the event loop, and kept in memory (the build is a few
+ * files; a rebuilt file, seen by its mtime, is compressed again). Vary: Accept-Encoding on every asset answer, so a
+ * shared cache keeps the encodings apart. A Range request, a client that accepts neither, or a type not worth it
+ * (already compressed) gets the file as it is from express.static.
+ */
+function compressedAssets(assetsDir: string, setHeaders: (res: ServerResponse, path: string) => void): RequestHandler {
+  const cache = new Map<string, Promise<CompressedAsset | null>>();
+  const load = (file: string): Promise<CompressedAsset | null> => {
+    let stat;
+    try {
+      stat = statSync(file);
+    } catch {
+      return Promise.resolve(null);
+    }
+    if (!stat.isFile()) return Promise.resolve(null);
+    const kept = cache.get(file);
+    if (kept) {
+      return kept.then((c) => (c && c.mtimeMs === stat.mtimeMs && c.size === stat.size ? c : (cache.delete(file), load(file))));
+    }
+    const made = (async () => {
+      const raw = await readFile(file);
+      const [br, gz] = await Promise.all([
+        brotli(raw, { params: { [zlibConstants.BROTLI_PARAM_QUALITY]: 11, [zlibConstants.BROTLI_PARAM_SIZE_HINT]: raw.length } }),
+        gzipAsync(raw, { level: 9 }),
+      ]);
+      return { mtimeMs: stat.mtimeMs, size: stat.size, br, gzip: gz };
+    })();
+    made.catch(() => cache.delete(file));
+    cache.set(file, made);
+    return made;
+  };
+  return (req, res, next) => {
+    res.vary('Accept-Encoding');
+    const name = ASSET_NAME.exec(req.path)?.[1];
+    if ((req.method !== 'GET' && req.method !== 'HEAD') || !name || !COMPRESSIBLE.has(extname(name).toLowerCase()) || req.headers.range || !req.headers['accept-encoding']) return next();
+    // Brotli when accepted at all (browsers list it after gzip with the same weight, and it is ~15 % smaller), else gzip.
+    const encoding = req.acceptsEncodings('br') === 'br' ? 'br' : req.acceptsEncodings('gzip') === 'gzip' ? 'gzip' : undefined;
+    if (!encoding) return next();
+    const file = join(assetsDir, name);
+    load(file).then(
+      (asset) => {
+        if (!asset) return next();
+        const body = encoding === 'br' ? asset.br : asset.gzip;
+        setHeaders(res, file);
+        res.type(extname(name));
+        res.setHeader('cache-control', 'public, max-age=31536000, immutable');
+        res.setHeader('content-encoding', encoding);
+        res.setHeader('last-modified', new Date(asset.mtimeMs).toUTCString());
+        res.setHeader('etag', `W/"${asset.size.toString(16)}-${Math.floor(asset.mtimeMs).toString(16)}-${encoding}"`);
+        if (req.fresh) {
+          res.status(304).end();
+          return;
+        }
+        res.setHeader('content-length', body.length);
+        if (req.method === 'HEAD') res.end();
+        else res.end(body);
+      },
+      (err: unknown) => next(err),
+    );
+  };
+}
+
+/**
+ * Serves the built web app at `/`: hashed assets cached for a year (compressed when the browser accepts it), every other non-/api GET answered
  * with index.html so the app's own router handles deep links (e-mail links such as /auth/register/<id>).
  * Without a build the gateway still serves /api and says once how to build the app.
  */
@@ -51,6 +131,7 @@ export function serveWebApp(app: Express, dir: string, logger: Logger, { cookieS
     res.setHeader('content-security-policy', WEB_APP_CSP);
     if (path.endsWith('.html')) res.setHeader('cache-control', 'no-cache');
   };
+  app.use('/assets', compressedAssets(join(dir, 'assets'), withPolicy));
   app.use('/assets', express.static(join(dir, 'assets'), { immutable: true, maxAge: '365d', index: false, setHeaders: withPolicy }));
   app.use(express.static(dir, { index: false, maxAge: 0, setHeaders: withPolicy }));
   app.use((req, res, next) => {

@@ -66,6 +66,32 @@ describeInBrowser('the web app on a slow network, in headless Chromium', () => {
     expect(await page.getByText('Loading the Card Library…').count()).toBe(0);
   });
 
+  it('aborts a search the page no longer wants: a newer search sent while the older answer is on its way', async () => {
+    await page.goto('/?mode=fulltext');
+    const box = page.getByRole('searchbox', { name: 'Search cards' });
+    await box.waitFor();
+    const older = await hold(/\/api\/card\/fulltextsearch\/1$/);
+    const failed: string[] = [];
+    const onFailed = (r: Request) => {
+      if (r.url().includes('/api/card/fulltextsearch/')) failed.push(`${r.postData() ?? ''} ${r.failure()?.errorText ?? ''}`);
+    };
+    page.on('requestfailed', onFailed);
+    try {
+      await box.fill('an older question');
+      await box.press('Enter');
+      await older.held;
+      await box.fill('a newer question');
+      await box.press('Enter');
+      await page.getByTestId('search-status').filter({ hasText: 'No results.' }).waitFor();
+      await older.release().catch(() => undefined);
+      // The older request was aborted by the page (it only took up the link), not answered late.
+      expect(failed).toEqual([expect.stringMatching(/an older question.*ERR_ABORTED/)]);
+      expect(await box.inputValue()).toBe('a newer question');
+    } finally {
+      page.off('requestfailed', onFailed);
+    }
+  });
+
   it('asks for the editor chunk while the edited card is still loading, not after it', async () => {
     const words = Array.from({ length: 80 }, (_, i) => `word${i}`).join(' ');
     const created = await user.client.post('/api/card', { card_html: `<p>A card to edit on a train ${words}</p>`, link: '', private: false, tag_set: ['train'] });

@@ -149,8 +149,8 @@ export function readableMessage(status: number, message: string, retryAfter: str
     .join('; ');
 }
 
-async function request<T>(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<{ data: T; headers: Headers; status: number }> {
-  const init: RequestInit = { method, credentials: 'same-origin', headers: { accept: 'application/json', ...headers } };
+async function request<T>(method: string, path: string, body?: unknown, headers: Record<string, string> = {}, signal?: AbortSignal): Promise<{ data: T; headers: Headers; status: number }> {
+  const init: RequestInit = { method, credentials: 'same-origin', headers: { accept: 'application/json', ...headers }, signal };
   if (body !== undefined) {
     init.headers = { ...init.headers, 'content-type': 'application/json' };
     init.body = JSON.stringify(body);
@@ -183,6 +183,8 @@ async function request<T>(method: string, path: string, body?: unknown, headers:
 // Each call names its operation (`get<'getCard'>(...)`): the body it sends and the answer it types come from the contract.
 const get = async <Op extends keyof operations>(path: string) => (await request<Answer<Op>>('GET', path)).data;
 const post = async <Op extends keyof operations>(path: string, ...[body]: BodyArg<Op>) => (await request<Answer<Op>>('POST', path, body ?? {})).data;
+/** A POST whose request `signal` can abort (a search the page no longer wants: its answer would only take up the link). */
+const postAbortable = async <Op extends keyof operations>(path: string, body: RequestBody<Op>, signal?: AbortSignal) => (await request<Answer<Op>>('POST', path, body, {}, signal)).data;
 const put = async <Op extends keyof operations>(path: string, ...[body]: BodyArg<Op>) => (await request<Answer<Op>>('PUT', path, body ?? {})).data;
 const del = async <Op extends keyof operations>(path: string, ...[body]: BodyArg<Op>) => (await request<Answer<Op>>('DELETE', path, body)).data;
 const seg = encodeURIComponent;
@@ -220,8 +222,8 @@ export const api = {
   updateCard: (body: RequestBody<'updateCard'>) => put<'updateCard'>('/card/update', body),
   deleteCard: (id: string) => del<'deleteCard'>(`/card/${seg(id)}`),
   countCards: () => get<'countCards'>('/card/count'),
-  search: (mode: SearchMode, page: number, query: SearchQuery) =>
-    mode === 'semantic' ? post<'semanticSearch'>(`/card/search/${page}`, query) : post<'fullTextSearch'>(`/card/fulltextsearch/${page}`, query),
+  search: (mode: SearchMode, page: number, query: SearchQuery, signal?: AbortSignal) =>
+    mode === 'semantic' ? postAbortable<'semanticSearch'>(`/card/search/${page}`, query, signal) : postAbortable<'fullTextSearch'>(`/card/fulltextsearch/${page}`, query, signal),
 
   // Votes
   vote: (cardId: string, vote: boolean) => post<'castVote'>('/vote', { card_metadata_id: cardId, vote }),
@@ -251,11 +253,11 @@ export const api = {
   addToCollection: (collectionId: string, cardId: string) => post<'addBookmark'>(`/card_collection/${seg(collectionId)}`, { card_metadata_id: cardId }),
   removeFromCollection: (collectionId: string, cardId: string) => del<'removeBookmark'>(`/card_collection/${seg(collectionId)}`, { card_metadata_id: cardId }),
   collectionsOfCards: (cardIds: string[]) => post<'findBookmarks'>('/card_collection/bookmark', { collection_ids: cardIds.join(',') }),
-  searchCollection: (mode: SearchMode, page: number, collectionId: string, query: SearchQuery) => {
+  searchCollection: (mode: SearchMode, page: number, collectionId: string, query: SearchQuery, signal?: AbortSignal) => {
     const body = { ...query, collection_id: collectionId };
     return mode === 'semantic'
-      ? post<'collectionSemanticSearch'>(`/card_collection/search/${page}`, body)
-      : post<'collectionFullTextSearch'>(`/card_collection/fulltextsearch/${page}`, body);
+      ? postAbortable<'collectionSemanticSearch'>(`/card_collection/search/${page}`, body, signal)
+      : postAbortable<'collectionFullTextSearch'>(`/card_collection/fulltextsearch/${page}`, body, signal);
   },
 
   // Notifications

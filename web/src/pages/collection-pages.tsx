@@ -142,9 +142,9 @@ export function CollectionPage({ collectionId }: { collectionId: string }) {
   const base = `/collection/${collectionId}`;
   const data = useAsync(
     // Tagged, so that search hits (with scores) and the plain listing (without) are told apart by type.
-    async () =>
+    async (signal) =>
       searching
-        ? { searched: true as const, ...(await api.searchCollection(params.mode, params.page, collectionId, searchBody(params))) }
+        ? { searched: true as const, ...(await api.searchCollection(params.mode, params.page, collectionId, searchBody(params), signal)) }
         : { searched: false as const, ...(await api.collection(collectionId, params.page)) },
     [collectionId, query.toString()],
   );

@@ -139,7 +139,7 @@ export function SearchPage() {
   const { query } = useLocation();
   const params = searchParamsFrom(query);
   const count = useAsync(() => api.countCards(), []);
-  const result = useAsync(async () => (params.q.trim() ? api.search(params.mode, params.page, searchBody(params)) : undefined), [query.toString()]);
+  const result = useAsync(async (signal) => (params.q.trim() ? api.search(params.mode, params.page, searchBody(params), signal) : undefined), [query.toString()]);
   const go = (p: SearchParams) => navigate(searchUrl('/', p));
   return (
     <section>

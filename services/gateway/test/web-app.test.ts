@@ -40,12 +40,13 @@ describe('serving the built web app (serveWebApp)', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  it('answers / and deep links (e-mail links included) with index.html, never cached', async () => {
+  it('answers / and deep links (e-mail links included) with index.html, never cached, never kept by a shared cache (it sets the caller\'s session hint)', async () => {
     for (const path of ['/', '/card/6f1c2b1e-0000-4000-8000-000000000000', '/auth/register/6f1c2b1e-0000-4000-8000-000000000000?email=a%40b.c']) {
       const res = await fetch(app.url + path);
       expect(res.status).toBe(200);
       expect(res.headers.get('content-type')).toMatch(/^text\/html/);
-      expect(res.headers.get('cache-control')).toBe('no-cache');
+      expect(res.headers.get('cache-control')).toBe('private, no-cache');
+      expect(res.headers.get('set-cookie')).toMatch(/^ai-editor-hint=signed-out/);
       expect(res.headers.get('content-security-policy')).toBe(WEB_APP_CSP);
       expect(WEB_APP_CSP).toContain("script-src 'self'");
       expect(await res.text()).toContain('<div id="app">');
@@ -124,6 +125,8 @@ describe('serving the built web app (serveWebApp)', () => {
     for (const path of ['/assets/index-gone.js', '/favicon.ico']) {
       const res = await fetch(app.url + path);
       expect(res.status).toBe(404);
+      // Not kept by a CDN: the name may exist on the next pod of a rolling deploy.
+      expect(res.headers.get('cache-control')).toBe('no-store');
       expect(await res.json()).toEqual({ message: 'No such file' });
     }
   });

@@ -140,10 +140,14 @@ export function serveWebApp(app: Express, dir: string, logger: Logger, { cookieS
     if (!req.accepts('html')) return next();
     // A missing file (a stale asset name, /favicon.ico) is a 404, not the app's HTML.
     if (req.path.startsWith('/assets/') || /\.[a-z0-9]{1,8}$/i.test(req.path)) {
+      // A CDN would keep a 404 without freshness information heuristically: an asset name missing during a rolling
+      // deploy (a pod still on the older build) must not stay missing for everyone once every pod has it.
+      res.setHeader('cache-control', 'no-store');
       res.status(404).json({ message: 'No such file' });
       return;
     }
-    res.setHeader('cache-control', 'no-cache');
+    // private: the answer sets the caller's own session hint, which a shared cache must never replay to someone else.
+    res.setHeader('cache-control', 'private, no-cache');
     res.setHeader('content-security-policy', WEB_APP_CSP);
     res.cookie(SESSION_HINT_COOKIE, SESSION_COOKIE_SENT.test(req.headers.cookie ?? '') ? 'signed-in' : 'signed-out', { httpOnly: false, sameSite: 'lax', path: '/', secure: cookieSecure, maxAge: 120_000 });
     res.sendFile(index);

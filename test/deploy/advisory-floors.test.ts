@@ -2,9 +2,10 @@
 // production version of a package below is at or above the release that fixed them. `pnpm audit` cannot run on this
 // workplace (the registry answers its POST with 405), so this is the offline floor: a dependency pinned back, or a new
 // one resolving an old copy, fails here. A version still below a floor is accepted only as the exact version reviewed.
-import { execFileSync, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { ROOT } from './helm';
+import { hasPnpm } from '../support/pnpm';
 
 type Floor = {
   name: string;
@@ -52,16 +53,6 @@ export function patched(version: string, fixes: string[]): boolean {
   return fixes.every((fix) => compare(version, fix) > 0);
 }
 
-function hasPnpm(): boolean {
-  if (process.env.npm_execpath && /pnpm/.test(process.env.npm_execpath)) return true;
-  try {
-    execFileSync('pnpm', ['--version'], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 describe('advisory floors, the rule', () => {
   it('compares within a release line and lets newer lines pass', () => {
     expect(patched('7.0.13', ['9.0.1'])).toBe(false);
@@ -76,6 +67,7 @@ describe('advisory floors, the rule', () => {
   });
 });
 
+if (!hasPnpm()) process.stdout.write('[advisory floors] installed tree skipped: no pnpm to list the installed packages with\n');
 (hasPnpm() ? describe : describe.skip)('advisory floors, the production dependencies installed', () => {
   let installed: Map<string, string[]>;
   beforeAll(() => {

@@ -1,23 +1,14 @@
 // scripts/licences.mjs: what the images ship carries only licences on its allow-list (docs/licences.md). A new
 // production dependency under GPL, AGPL or a licence nobody can read fails here, naming the package.
-import { execFileSync, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ROOT } from './helm';
+import { hasPnpm } from '../support/pnpm';
 import { testTempDir } from '../support/cleanup';
 
 const SCRIPT = join(ROOT, 'scripts/licences.mjs');
 
-/** The pnpm that runs this suite (`pnpm test` sets npm_execpath), or one on PATH. */
-function hasPnpm(): boolean {
-  if (process.env.npm_execpath && /pnpm/.test(process.env.npm_execpath)) return true;
-  try {
-    execFileSync('pnpm', ['--version'], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-}
 const describeIfPnpm = hasPnpm() ? describe : describe.skip;
 if (!hasPnpm()) process.stdout.write('[licences] installed tree skipped: no pnpm to list licences with\n');
 

@@ -167,17 +167,31 @@ export function describeCollectionRepositoryContract(name: string, factory: Card
       const copy = await storedCard(aCard().collisionOf(root.id));
       const hiddenCopy = await storedCard(aCard().private().collisionOf(root.id));
       const unrelated = await storedCard();
-      for (const card of [copy, unrelated, hiddenCopy, root]) await store.collections.addBookmark(c.id, card.id, nextTime(), []);
-      await store.collections.addBookmark(other.id, copy.id, nextTime(), []);
+      const addedAt = new Map<string, Date>();
+      for (const card of [copy, unrelated, hiddenCopy, root]) {
+        addedAt.set(`${c.id} ${card.id}`, nextTime());
+        await store.collections.addBookmark(c.id, card.id, addedAt.get(`${c.id} ${card.id}`)!, []);
+      }
+      addedAt.set(`${other.id} ${copy.id}`, nextTime());
+      await store.collections.addBookmark(other.id, copy.id, addedAt.get(`${other.id} ${copy.id}`)!, []);
       const removals: string[] = [];
-      const eventsOf = (cardId: string) => (removals.push(cardId), [event(Topics.bookmark)]);
+      // Each removal is told when its bookmark was added, as stored (so its event can be dated after the addition).
+      const told: [string, Date][] = [];
+      const expected: [string, Date][] = [];
+      const eventsOf = (collectionId: string) => (cardId: string, added: Date) => {
+        removals.push(cardId);
+        told.push([cardId, added]);
+        expected.push([cardId, addedAt.get(`${collectionId} ${cardId}`)!]);
+        return [event(Topics.bookmark)];
+      };
 
-      expect(await store.collections.removeEntry(c.id, copy.id, eventsOf)).toEqual([copy.id]);
-      expect(await store.collections.removeEntry(c.id, root.id, eventsOf)).toEqual([hiddenCopy.id, root.id]);
+      expect(await store.collections.removeEntry(c.id, copy.id, eventsOf(c.id))).toEqual([copy.id]);
+      expect(await store.collections.removeEntry(c.id, root.id, eventsOf(c.id))).toEqual([hiddenCopy.id, root.id]);
       expect(await store.collections.bookmarkedCardIds(c.id)).toEqual([unrelated.id]);
-      expect(await store.collections.removeEntry(c.id, root.id, eventsOf)).toEqual([]);
-      expect(await store.collections.removeEntry(other.id, root.id, eventsOf)).toEqual([copy.id]);
+      expect(await store.collections.removeEntry(c.id, root.id, eventsOf(c.id))).toEqual([]);
+      expect(await store.collections.removeEntry(other.id, root.id, eventsOf(other.id))).toEqual([copy.id]);
       expect(removals).toEqual([copy.id, hiddenCopy.id, root.id, copy.id]);
+      expect(told).toEqual(expected);
       expect(await store.pendingEventTopics()).toEqual(removals.map(() => Topics.bookmark));
     });
 

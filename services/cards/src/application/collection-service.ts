@@ -4,7 +4,7 @@ import { isCollectionVisibleTo, isVisibleTo, PAGE_SIZE, totalPages, type Collect
 import type { CardRepository, CollectionChange, CollectionRepository, FileDirectory } from '../domain/ports';
 import { MAX_COLLECTION_NAME_CHARS, validCollectionDescription, validCollectionName } from '../domain/rules';
 import { requireCaller, validPage, type CardService, type ViewedGroup } from './card-service';
-import { bookmarkChanged, collectionCreated, collectionDeleted } from './events';
+import { bookmarkChanged, bookmarkRemovedAt, collectionCreated, collectionDeleted } from './events';
 
 export interface CollectionServiceDeps {
   collections: CollectionRepository;
@@ -145,7 +145,9 @@ export class CollectionService {
     const collection = await this.ownCollection(collectionId, userId);
     const card = await this.deps.cards.findById(cardId);
     if (!card || !isVisibleTo(card, userId)) throw new NotFoundError('Card not found');
-    const outcome = await this.deps.collections.addBookmark(collection.id, card.id, new Date(), [bookmarkChanged(collection.id, card.id, true)]);
+    // The event dated as the bookmark is stored: its removal is dated after that (removeBookmark).
+    const at = new Date();
+    const outcome = await this.deps.collections.addBookmark(collection.id, card.id, at, [bookmarkChanged(collection.id, card.id, true, at)]);
     if (outcome === 'card-gone') throw new NotFoundError('Card not found');
     if (outcome === 'collection-gone') throw new NotFoundError('Collection not found');
     if (outcome === 'added') this.deps.eventsWritten();
@@ -161,7 +163,7 @@ export class CollectionService {
   async removeBookmark(callerId: string | undefined, collectionId: string, cardId: string): Promise<void> {
     const userId = requireCaller(callerId);
     const collection = await this.ownCollection(collectionId, userId);
-    const removed = await this.deps.collections.removeEntry(collection.id, cardId, (removedId) => [bookmarkChanged(collection.id, removedId, false)]);
+    const removed = await this.deps.collections.removeEntry(collection.id, cardId, (removedId, addedAt) => [bookmarkChanged(collection.id, removedId, false, bookmarkRemovedAt(addedAt))]);
     if (removed.length > 0) this.deps.eventsWritten();
     const shown = (await this.deps.cards.findByIds(removed)).some((card) => isVisibleTo(card, userId));
     if (!shown) throw new NotFoundError('The card is not in this collection');
@@ -278,7 +280,7 @@ export class CollectionService {
       createdAt: now,
       updatedAt: now,
     };
-    const result = await this.deps.collections.insertFileCollection(collection, kept, (stored) => [collectionCreated(stored), ...kept.map((cardId) => bookmarkChanged(stored.id, cardId, true))]);
+    const result = await this.deps.collections.insertFileCollection(collection, kept, (stored) => [collectionCreated(stored), ...kept.map((cardId) => bookmarkChanged(stored.id, cardId, true, stored.createdAt))]);
     if (result.created) this.deps.eventsWritten();
     return result.collection;
   }

@@ -65,11 +65,26 @@ export const cardRepublished = (card: Card) => cardUpdated(card, [], { contentCh
 export const cardDeleted = (card: Card, promotedCardId: string | null) =>
   cardEvent(card.id, { $case: 'deleted', value: { cardId: card.id, authorId: card.authorId, promotedCardId: promotedCardId ?? undefined } });
 
-export const bookmarkChanged = (collectionId: string, cardId: string, added: boolean): OutgoingEvent => ({
+/**
+ * A bookmark added or removed at `at`: search orders the changes of one (collection, card) pair by it and drops one
+ * older than what it holds, so an addition is dated as stored and a removal by bookmarkRemovedAt.
+ */
+export const bookmarkChanged = (collectionId: string, cardId: string, added: boolean, at: Date = new Date()): OutgoingEvent => ({
   topic: Topics.bookmark,
   key: cardId,
-  payload: events.BookmarkEvent.encode({ eventId: newId(), occurredAt: new Date(), collectionId, cardId, added }).finish(),
+  payload: events.BookmarkEvent.encode({ eventId: newId(), occurredAt: at, collectionId, cardId, added }).finish(),
 });
+
+/**
+ * When to date the removal of a bookmark added at `addedAt`: now, but later than the addition even when that was made
+ * by a replica whose clock runs ahead of this one's (or before a clock was set back), or search would drop the removal
+ * and keep the card in the collection's results.
+ */
+export const bookmarkRemovedAt = (addedAt: Date): Date => {
+  const now = Date.now();
+  const after = addedAt.getTime() + 1;
+  return new Date(after > now ? after : now);
+};
 
 /**
  * A stored bookmark told again, dated when it was added: a removal made after it (dated later) still wins in search

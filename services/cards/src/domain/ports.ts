@@ -237,11 +237,12 @@ export interface CollectionRepository {
   addBookmark(collectionId: string, cardId: string, at: Date, events: OutgoingEvent[]): Promise<BookmarkAddition>;
   /**
    * Removes the bookmarks of a card and of its collisions (every card whose collisionOf is it, visible or not): the
-   * entry of a root, or a collision's own bookmark. Each removed bookmark stores `eventsOf(its card id)`. Answers the card
-   * ids whose bookmark this call removed, in bookmark order; of concurrent calls, each bookmark is removed (and its
-   * events stored) by one.
+   * entry of a root, or a collision's own bookmark. Each removed bookmark stores `eventsOf(its card id, the time it was
+   * added as stored)`, read with its delete (so a removal can be dated after the addition whatever this process's clock
+   * says). Answers the card ids whose bookmark this call removed, in bookmark order; of concurrent calls, each bookmark
+   * is removed (and its events stored) by one.
    */
-  removeEntry(collectionId: string, cardId: string, eventsOf: (cardId: string) => OutgoingEvent[]): Promise<string[]>;
+  removeEntry(collectionId: string, cardId: string, eventsOf: (cardId: string, addedAt: Date) => OutgoingEvent[]): Promise<string[]>;
   /**
    * The roots of the bookmarked cards the viewer may see, each once, in the order of the first bookmark of its group: a
    * bookmarked collision stands for its root, as it does in search results.

@@ -200,7 +200,7 @@ export class MongoCollectionRepository implements CollectionRepository {
     return collection ? 'card-gone' : 'collection-gone';
   }
 
-  async removeEntry(collectionId: string, cardId: string, eventsOf: (cardId: string) => OutgoingEvent[]): Promise<string[]> {
+  async removeEntry(collectionId: string, cardId: string, eventsOf: (cardId: string, addedAt: Date) => OutgoingEvent[]): Promise<string[]> {
     // The blocks of the entry's bookmarks, read before and after (also when it failed: some may have been put back).
     return changingGroups(this.store, () => [cardId], () => this.store.change(async (session) => {
         const collisions = await this.store.cards.find({ collisionOf: cardId }, { session, projection: { _id: 1 } }).toArray();
@@ -213,7 +213,7 @@ export class MongoCollectionRepository implements CollectionRepository {
           // Only the call that deleted a bookmark stores its events; a concurrent removal may have taken it since the find.
           const gone = await this.store.bookmarks.findOneAndDelete({ _id }, { session });
           if (!gone) continue;
-          await appendToMongoOutboxOrUndo(this.store.db, eventsOf(heldId), session, () => this.store.bookmarks.insertOne(gone));
+          await appendToMongoOutboxOrUndo(this.store.db, eventsOf(heldId, gone.createdAt), session, () => this.store.bookmarks.insertOne(gone));
           removed.push(heldId);
         }
         return removed;

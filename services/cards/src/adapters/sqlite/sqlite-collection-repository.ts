@@ -164,14 +164,14 @@ export class SqliteCollectionRepository implements CollectionRepository {
     })();
   }
 
-  async removeEntry(collectionId: string, cardId: string, eventsOf: (cardId: string) => OutgoingEvent[]): Promise<string[]> {
+  async removeEntry(collectionId: string, cardId: string, eventsOf: (cardId: string, addedAt: Date) => OutgoingEvent[]): Promise<string[]> {
     return this.db.transaction((): string[] => {
       const rows = this.db
-        .prepare('DELETE FROM bookmarks WHERE collection_id = ? AND (card_id = ? OR card_id IN (SELECT id FROM cards WHERE collision_of = ?)) RETURNING card_id, ord')
-        .all(collectionId, cardId, cardId) as { card_id: string; ord: number }[];
-      const removed = rows.sort((a, b) => a.ord - b.ord).map((r) => r.card_id);
-      appendToSqliteOutbox(this.db, removed.flatMap(eventsOf));
-      return removed;
+        .prepare('DELETE FROM bookmarks WHERE collection_id = ? AND (card_id = ? OR card_id IN (SELECT id FROM cards WHERE collision_of = ?)) RETURNING card_id, ord, created_at')
+        .all(collectionId, cardId, cardId) as { card_id: string; ord: number; created_at: string }[];
+      rows.sort((a, b) => a.ord - b.ord);
+      appendToSqliteOutbox(this.db, rows.flatMap((r) => eventsOf(r.card_id, new Date(r.created_at))));
+      return rows.map((r) => r.card_id);
     })();
   }
 

@@ -92,6 +92,25 @@ describeInBrowser('the web app on a slow network, in headless Chromium', () => {
     }
   });
 
+  it('says the server did not answer in time when a connection stalls, instead of loading for ever', async () => {
+    // Its own page: the fake clock must be in place before the app's script runs, and must not touch the other tests.
+    const stalled = await running!.context.newPage();
+    try {
+      await stalled.clock.install();
+      await stalled.route(/\/api\/card\/fulltextsearch\/1$/, () => undefined); // never answered, never failed
+      await stalled.goto('/?mode=fulltext');
+      const box = stalled.getByRole('searchbox', { name: 'Search cards' });
+      await box.fill('a question on a train in a tunnel');
+      const asked = stalled.waitForRequest(/\/api\/card\/fulltextsearch\/1$/);
+      await box.press('Enter');
+      await asked;
+      await stalled.clock.fastForward(31_000);
+      await stalled.getByText(/did not answer within 30 seconds/).waitFor();
+    } finally {
+      await stalled.close();
+    }
+  });
+
   it('asks for the editor chunk while the edited card is still loading, not after it', async () => {
     const words = Array.from({ length: 80 }, (_, i) => `word${i}`).join(' ');
     const created = await user.client.post('/api/card', { card_html: `<p>A card to edit on a train ${words}</p>`, link: '', private: false, tag_set: ['train'] });

@@ -149,19 +149,50 @@ export function readableMessage(status: number, message: string, retryAfter: str
     .join('; ');
 }
 
+/**
+ * How long a call may go without its whole answer. The gateway answers every call within ~10 s or says why, so a
+ * connection that stalls (a train in a tunnel: nothing fails, nothing arrives) would otherwise show "Loading…" until
+ * the browser gives up, minutes later. Uploads (XMLHttpRequest, below) are not bounded: they take as long as the bytes.
+ */
+export const REQUEST_TIMEOUT_MS = 30_000;
+
+const NO_ANSWER_IN_TIME = 'The server did not answer within 30 seconds. Check your connection and try again; if you were saving, reload first to see whether it was saved.';
+
 async function request<T>(method: string, path: string, body?: unknown, headers: Record<string, string> = {}, signal?: AbortSignal): Promise<{ data: T; headers: Headers; status: number }> {
-  const init: RequestInit = { method, credentials: 'same-origin', headers: { accept: 'application/json', ...headers }, signal };
+  // One signal for the caller's abort (a page that no longer wants the answer) and the timeout; which one fired decides
+  // the message. (AbortSignal.any would do, but older Safari lacks it.)
+  const controller = new AbortController();
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    controller.abort();
+  }, REQUEST_TIMEOUT_MS);
+  const onCallerAbort = () => controller.abort();
+  if (signal?.aborted) controller.abort();
+  else signal?.addEventListener('abort', onCallerAbort, { once: true });
+  const init: RequestInit = { method, credentials: 'same-origin', headers: { accept: 'application/json', ...headers }, signal: controller.signal };
   if (body !== undefined) {
     init.headers = { ...init.headers, 'content-type': 'application/json' };
     init.body = JSON.stringify(body);
   }
   let res: Response;
+  let text: string;
   try {
-    res = await fetch(`/api${path}`, init);
-  } catch {
-    throw new ApiError(0, 'The server cannot be reached. Check your connection and try again.');
+    try {
+      res = await fetch(`/api${path}`, init);
+    } catch {
+      throw new ApiError(0, timedOut ? NO_ANSWER_IN_TIME : 'The server cannot be reached. Check your connection and try again.');
+    }
+    try {
+      text = await res.text();
+    } catch {
+      // The head came and the body stopped (or the connection dropped mid-answer).
+      throw new ApiError(0, timedOut ? NO_ANSWER_IN_TIME : 'The connection to the server was lost. Check your connection and try again.');
+    }
+  } finally {
+    clearTimeout(timer);
+    signal?.removeEventListener('abort', onCallerAbort);
   }
-  const text = await res.text();
   let json: unknown;
   try {
     json = text ? JSON.parse(text) : undefined;

@@ -17,9 +17,14 @@ class CardsTestEnvironment extends NodeEnvironment {
     super(config, context);
     this.testPath = context.testPath;
     this.global[REGISTRY] = { dirs: [], children: [] };
+    // A service started in the worker's own process masks 077 from then on (keepDataDirPrivate): given back at the end,
+    // so the next file in this worker makes its files as before.
+    this.umask = process.umask(0o022);
+    process.umask(this.umask);
   }
 
   async teardown() {
+    process.umask(this.umask);
     const registry = this.global[REGISTRY] ?? { dirs: [], children: [] };
     const running = registry.children.filter((child) => child.exitCode === null && child.signalCode === null);
     for (const child of running) {

@@ -22,6 +22,7 @@ export * from './shutdown';
 export * from './status-origin';
 export * from './sqlite';
 export * from './data-dir-lock';
+export * from './data-dir-access';
 export * from './sqlite-kept-keys';
 export * from './events/event-bus';
 export * from './events/outbox';

@@ -1,4 +1,4 @@
-import { createEventBus, createGrpcClient, createLogger, EngineReadinessMonitor, eventBusEngineChecks, grpcServerSettingsFrom, loadConfig, lockServiceDataDir, refuseEmbeddedStores, OutboxRelay, readinessSettingsFrom, startFailureLog, startGrpcServer, retryUntilDone, stopOnSignals, watchServiceDataDirSpace, type RunningService } from '@cards/platform';
+import { createEventBus, createGrpcClient, createLogger, EngineReadinessMonitor, eventBusEngineChecks, grpcServerSettingsFrom, keepDataDirPrivate, loadConfig, lockServiceDataDir, refuseEmbeddedStores, OutboxRelay, readinessSettingsFrom, startFailureLog, startGrpcServer, retryUntilDone, stopOnSignals, watchServiceDataDirSpace, type RunningService } from '@cards/platform';
 import { cards, files, identity, search } from '@cards/proto';
 import { GrpcFileDirectory } from './adapters/grpc/grpc-file-directory';
 import { GrpcNearDuplicateFinder } from './adapters/grpc/grpc-near-duplicate-finder';
@@ -19,6 +19,8 @@ export async function startCards(env: Record<string, string | undefined> = proce
   const config = loadConfig(cardsConfigSchema, env);
   const serverSettings = grpcServerSettingsFrom(env);
   const logger = createLogger('cards');
+  // DATA_DIR 0700 and the umask 077 before any store opens (docs/security.md, "The data dir is private").
+  keepDataDirPrivate({ env, dataDir: config.DATA_DIR, engineVariables: ['MONGO_URL', 'KAFKA_BROKERS'], logger });
   // One process on the data dir's embedded store (docs/decisions.md): a second one refuses to start, naming the holder.
   const lock = !config.MONGO_URL ? lockServiceDataDir(config.DATA_DIR, 'cards') : undefined;
   const store = await openCardsStore(config, logger);

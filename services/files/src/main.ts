@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { connectMongo, createEventBus, createLogger, EngineReadinessMonitor, eventBusEngineChecks, grpcServerSettingsFrom, keptKeyExpiry, loadConfig, lockServiceDataDir, redactUrl, refuseEmbeddedStores, mongoEngineCheck, MongoOutboxStore, OutboxRelay, readinessSettingsFrom, SqliteOutboxStore, startFailureLog, startGrpcServer, stopOnSignals, watchServiceDataDirSpace, type EngineCheck, type Logger, type OutboxStore, type RunningService } from '@cards/platform';
+import { connectMongo, createEventBus, createLogger, EngineReadinessMonitor, eventBusEngineChecks, grpcServerSettingsFrom, keptKeyExpiry, keepDataDirPrivate, loadConfig, lockServiceDataDir, redactUrl, refuseEmbeddedStores, mongoEngineCheck, MongoOutboxStore, OutboxRelay, readinessSettingsFrom, SqliteOutboxStore, startFailureLog, startGrpcServer, stopOnSignals, watchServiceDataDirSpace, type EngineCheck, type Logger, type OutboxStore, type RunningService } from '@cards/platform';
 import { files } from '@cards/proto';
 import { DiskObjectStore } from './adapters/disk/disk-object-store';
 import { BoundedDocumentReader } from './adapters/documents/bounded-document-reader';
@@ -60,6 +60,8 @@ export async function startFiles(env: Record<string, string | undefined> = proce
   const config = loadConfig(filesConfigSchema, env);
   const serverSettings = grpcServerSettingsFrom(env);
   const logger = createLogger('files');
+  // DATA_DIR 0700 and the umask 077 before any store opens (docs/security.md, "The data dir is private").
+  keepDataDirPrivate({ env, dataDir: config.DATA_DIR, engineVariables: ['MONGO_URL', 'S3_ENDPOINT', 'KAFKA_BROKERS'], logger });
   // One process on the data dir's embedded store (docs/decisions.md): a second one refuses to start, naming the holder (it would
   // take back this one's ingestion claims, held under the one name `embedded`).
   const lock = !config.MONGO_URL ? lockServiceDataDir(config.DATA_DIR, 'files') : undefined;

@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { connectMongo, createLogger, EngineReadinessMonitor, grpcServerSettingsFrom, loadConfig, lockServiceDataDir, mongoEngineCheck, readinessSettingsFrom, startFailureLog, startGrpcServer, stopOnSignals, watchServiceDataDirSpace, type EngineCheck, type RunningService } from '@cards/platform';
+import { connectMongo, createLogger, EngineReadinessMonitor, grpcServerSettingsFrom, keepDataDirPrivate, loadConfig, lockServiceDataDir, mongoEngineCheck, readinessSettingsFrom, startFailureLog, startGrpcServer, stopOnSignals, watchServiceDataDirSpace, type EngineCheck, type RunningService } from '@cards/platform';
 import { identity } from '@cards/proto';
 import { IdentityService } from './application/identity-service';
 import { jwtSecretFrom } from './adapters/crypto/jwt-secret-file';
@@ -18,6 +18,8 @@ export async function startIdentity(env: Record<string, string | undefined> = pr
   const config = loadConfig(identityConfigSchema, env);
   const serverSettings = grpcServerSettingsFrom(env);
   const logger = createLogger('identity');
+  // DATA_DIR 0700 and the umask 077 before any store opens (docs/security.md, "The data dir is private").
+  keepDataDirPrivate({ env, dataDir: config.DATA_DIR, engineVariables: ['MONGO_URL', 'JWT_SECRET', 'SMTP_URL'], logger });
   // One process on the data dir's embedded store (docs/decisions.md): a second one refuses to start, naming the holder.
   const lock = !config.MONGO_URL ? lockServiceDataDir(config.DATA_DIR, 'identity') : undefined;
   let repository: IdentityRepository;

@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { connectMongo, createEventBus, createLogger, EngineReadinessMonitor, eventBusEngineChecks, grpcServerSettingsFrom, loadConfig, lockServiceDataDir, refuseEmbeddedStores, mongoEngineCheck, readinessSettingsFrom, startFailureLog, startGrpcServer, stopOnSignals, watchServiceDataDirSpace, type EngineCheck, type Logger, type RunningService } from '@cards/platform';
+import { connectMongo, createEventBus, createLogger, EngineReadinessMonitor, eventBusEngineChecks, grpcServerSettingsFrom, keepDataDirPrivate, loadConfig, lockServiceDataDir, refuseEmbeddedStores, mongoEngineCheck, readinessSettingsFrom, startFailureLog, startGrpcServer, stopOnSignals, watchServiceDataDirSpace, type EngineCheck, type Logger, type RunningService } from '@cards/platform';
 import { notifications } from '@cards/proto';
 import { MongoNotificationRepository } from './adapters/mongo/mongo-notification-repository';
 import { SqliteNotificationRepository } from './adapters/sqlite/sqlite-notification-repository';
@@ -26,6 +26,8 @@ export async function startNotifications(env: Record<string, string | undefined>
   const config = loadConfig(notificationsConfigSchema, env);
   const serverSettings = grpcServerSettingsFrom(env);
   const logger = createLogger('notifications');
+  // DATA_DIR 0700 and the umask 077 before any store opens (docs/security.md, "The data dir is private").
+  keepDataDirPrivate({ env, dataDir: config.DATA_DIR, engineVariables: ['MONGO_URL', 'KAFKA_BROKERS'], logger });
   // One process on the data dir's embedded store (docs/decisions.md): a second one refuses to start, naming the holder.
   const lock = !config.MONGO_URL ? lockServiceDataDir(config.DATA_DIR, 'notifications') : undefined;
   const engines: EngineCheck[] = [];

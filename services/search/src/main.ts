@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { createEventBus, createLogger, EngineReadinessMonitor, eventBusEngineChecks, grpcServerSettingsFrom, loadConfig, lockServiceDataDir, redactUrl, refuseEmbeddedStores, readinessSettingsFrom, startFailureLog, startGrpcServer, retryUntilDone, stopOnSignals, watchServiceDataDirSpace, Topics, type EngineCheck, type Logger, type RunningService } from '@cards/platform';
+import { createEventBus, createLogger, EngineReadinessMonitor, eventBusEngineChecks, grpcServerSettingsFrom, keepDataDirPrivate, loadConfig, lockServiceDataDir, redactUrl, refuseEmbeddedStores, readinessSettingsFrom, startFailureLog, startGrpcServer, retryUntilDone, stopOnSignals, watchServiceDataDirSpace, Topics, type EngineCheck, type Logger, type RunningService } from '@cards/platform';
 import { search } from '@cards/proto';
 import { searchConfigSchema, type SearchConfig } from './config';
 import { OpenAiEmbedder } from './adapters/openai/openai-embedder';
@@ -40,6 +40,8 @@ export async function startSearch(env: Record<string, string | undefined> = proc
   const config = loadConfig(searchConfigSchema, env);
   const serverSettings = grpcServerSettingsFrom(env);
   const logger = createLogger('search');
+  // DATA_DIR 0700 and the umask 077 before any store opens (docs/security.md, "The data dir is private").
+  keepDataDirPrivate({ env, dataDir: config.DATA_DIR, engineVariables: ['MONGO_URL', 'ELASTICSEARCH_URL', 'KAFKA_BROKERS'], logger });
   // One process on the data dir's embedded stores, the SQLite index or verification queue (docs/decisions.md): a second
   // one refuses to start, naming the holder.
   const lock = !config.ELASTICSEARCH_URL || !config.MONGO_URL ? lockServiceDataDir(config.DATA_DIR, 'search') : undefined;

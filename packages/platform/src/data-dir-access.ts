@@ -53,7 +53,10 @@ export function keepDataDirPrivate({
       chmod(path, 0o700);
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
-      logger.warn(
+      // In a Kubernetes pod the volume's root is root's with the pod's fsGroup and only this pod mounts it: expected at
+      // every start there, so not a warning an operator would learn to ignore.
+      const log = env.KUBERNETES_SERVICE_HOST && code === 'EPERM' ? logger.info.bind(logger) : logger.warn.bind(logger);
+      log(
         { dataDir: path, mode: was, owner: uid, processUid: process.getuid?.(), code, error: errorMessage(err) },
         `the data dir is open to other users (mode ${was}) and this process cannot make it private${code === 'EPERM' ? ' (it does not own the directory)' : ''}: what the service makes in it is 0700/0600, but make the directory itself 0700 (chmod 700, as its owner) unless only this service can reach it (a Kubernetes volume mounted only into this pod, whose root belongs to root with the pod's fsGroup)`,
       );

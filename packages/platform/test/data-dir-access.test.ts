@@ -57,6 +57,18 @@ describe('keepDataDirPrivate', () => {
     expect(lines[0]!.msg).toMatch(/cannot make it private \(it does not own the directory\).*Kubernetes/);
   });
 
+  it('says so at info, not as a warning, in a Kubernetes pod (expected at every start there)', () => {
+    const { logger, lines } = capturingLogger();
+    const dataDir = testTempDir('cards-private-pod-');
+    chmodSync(dataDir, 0o2775);
+    const notOwner = () => {
+      throw Object.assign(new Error(`EPERM: operation not permitted, chmod '${dataDir}'`), { code: 'EPERM' });
+    };
+    keepDataDirPrivate({ env: { KUBERNETES_SERVICE_HOST: '10.0.0.1' }, dataDir, engineVariables: [], logger, chmod: notOwner });
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatchObject({ level: 30, dataDir, code: 'EPERM' });
+  });
+
   it('makes no data dir for a service whose every store is on its engine', () => {
     const { logger, lines } = capturingLogger();
     const dataDir = join(testTempDir('cards-private-engines-'), 'data');

@@ -17,6 +17,7 @@ import { serveApiDocs } from './openapi/serve-docs';
 import type { RateLimitConfig } from './http/rate-limits';
 import { batchingSessionResolver, SESSION_COOKIE, sessionMiddleware } from './http/session';
 import { serveWebApp } from './http/web-app';
+import { apiCompression } from './http/api-compression';
 import { refuseUploadUnread, uploadAdmission, type UploadAdmissionLimits } from './http/upload-admission';
 import type { UploadBodyRate } from './http/upload-body-rate';
 import { routeMethodIndex, serverWideOptions, unmatchedApiRequest, unmatchedRequest } from './http/unmatched';
@@ -146,6 +147,8 @@ export function createGatewayApp(options: GatewayAppOptions): Express {
     res.setHeader('cache-control', 'no-store');
     next();
   });
+  // JSON answers of 1 KiB or more compressed for clients that accept it (a page of search results is ~61 KiB); file bytes never.
+  app.use('/api', apiCompression());
 
   app.use('/api', requireJsonBodies);
   // The caller is known before any body is read: an upload is refused before its body takes memory or a slot.

@@ -122,7 +122,8 @@ describe('GET /api/notifications', () => {
     const seen: string[] = [];
     let version = '3.1';
     running = await serve(fakeClients(3, 1000, seen, undefined, async () => version));
-    const first = await list(running.base);
+    // As it is: the compressed answer carries the weak form of the tag (api-compression.test.ts).
+    const first = await list(running.base, { 'accept-encoding': 'identity' });
     expect(first.status).toBe(200);
     const tag = first.headers.get('etag');
     expect(tag).toMatch(/^"[^"]+"$/);

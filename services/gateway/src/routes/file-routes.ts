@@ -12,6 +12,7 @@ import { UPLOAD_RETRY_AFTER_SECONDS } from '../http/upload-admission';
 import { clientAddressKey } from '../http/rate-limits';
 import { digestOf, idempotencyOf } from '../http/idempotency-key';
 import { pagesOf, sendJsonArrayInPages } from '../http/json-array-in-pages';
+import { sendUncompressed } from '../http/api-compression';
 import { sendHeadOfJsonWithBase64UrlMember, sendJsonWithBase64UrlMember } from '../http/json-with-streamed-content';
 import { requireUser } from '../http/session';
 import { looseBoolean, nonBlankCharacterString, parseBody, refuseUnreadableBody, tagList, uuidParam, uuidString } from '../http/validation';
@@ -210,7 +211,8 @@ export function registerFileRoutes(router: Router, { clients, filesHttpAddress, 
 
   router.get(
     '/file/:file_id/download',
-    async (req, _res, next) => {
+    async (req, res, next) => {
+      sendUncompressed(res);
       const fileId = uuidParam(req, 'file_id');
       // Visibility first (404 for missing or someone else's private file), then the bytes pass through.
       await clients.files.getFile({ fileId, callerId: req.user?.id });
@@ -220,6 +222,7 @@ export function registerFileRoutes(router: Router, { clients, filesHttpAddress, 
   );
 
   router.get('/file/:file_id', async (req, res) => {
+    sendUncompressed(res);
     const fileId = uuidParam(req, 'file_id');
     if (req.method === 'HEAD') {
       // The GET's head from the file's record (GetFile: the same visibility check, 404 alike, and with checkContent

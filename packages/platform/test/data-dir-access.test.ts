@@ -10,6 +10,13 @@ function capturingLogger(): { logger: ReturnType<typeof createLogger>; lines: Ar
   return { logger: createLogger('cards', 'info', { write: (line: string) => void lines.push(JSON.parse(line)) }), lines };
 }
 
+/** A chmod failing as one on a directory the process does not own (the tests run as root, whose chmod never fails). */
+function chmodRefusedAsNotOwner(dataDir: string): () => never {
+  return () => {
+    throw Object.assign(new Error(`EPERM: operation not permitted, chmod '${dataDir}'`), { code: 'EPERM' });
+  };
+}
+
 // keepDataDirPrivate masks 077 for the rest of the process: given back after this file.
 let umaskBefore: number;
 beforeAll(() => {
@@ -47,9 +54,7 @@ describe('keepDataDirPrivate', () => {
     const { logger, lines } = capturingLogger();
     const dataDir = testTempDir('cards-private-volume-');
     chmodSync(dataDir, 0o2775);
-    const notOwner = () => {
-      throw Object.assign(new Error(`EPERM: operation not permitted, chmod '${dataDir}'`), { code: 'EPERM' });
-    };
+    const notOwner = chmodRefusedAsNotOwner(dataDir);
     expect(() => keepDataDirPrivate({ env: {}, dataDir, engineVariables: [], logger, chmod: notOwner })).not.toThrow();
     expect(modeOf(dataDir)).toBe(0o775);
     expect(lines).toHaveLength(1);
@@ -61,9 +66,7 @@ describe('keepDataDirPrivate', () => {
     const { logger, lines } = capturingLogger();
     const dataDir = testTempDir('cards-private-pod-');
     chmodSync(dataDir, 0o2775);
-    const notOwner = () => {
-      throw Object.assign(new Error(`EPERM: operation not permitted, chmod '${dataDir}'`), { code: 'EPERM' });
-    };
+    const notOwner = chmodRefusedAsNotOwner(dataDir);
     keepDataDirPrivate({ env: { KUBERNETES_SERVICE_HOST: '10.0.0.1' }, dataDir, engineVariables: [], logger, chmod: notOwner });
     expect(lines).toHaveLength(1);
     expect(lines[0]).toMatchObject({ level: 30, dataDir, code: 'EPERM' });

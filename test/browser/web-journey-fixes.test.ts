@@ -407,9 +407,15 @@ describeInBrowser('web app journey audit fixes in headless Chromium', () => {
     const heldOver = { id: randomUUID(), type: 'collection_created', user_uuid: user.id, collection_uuid: id, user_read: false, created_at: '2026-01-01T00:00:00.000000', updated_at: '2026-01-01T00:00:00.000000' };
     await page.route('**/api/notifications', async (route) => {
       if (route.request().method() !== 'GET') return route.continue();
-      const served = await route.fetch({ headers: { ...route.request().headers(), 'if-none-match': '' } });
-      const list = (await served.json()) as unknown[];
-      await route.fulfill({ status: 200, contentType: 'application/json', body: JSON.stringify([heldOver, ...list]) });
+      // The page may leave (the test clicks on) while the list is fetched: the request is gone then, and fulfilling it
+      // throws "Route is already handled" outside any test, failing every test after it in this file.
+      try {
+        const served = await route.fetch({ headers: { ...route.request().headers(), 'if-none-match': '' } });
+        const list = (await served.json()) as unknown[];
+        await route.fulfill({ status: 200, contentType: 'application/json', body: JSON.stringify([heldOver, ...list]) });
+      } catch (err) {
+        if (!/already handled|Target page, context or browser has been closed|Request context disposed/i.test(String(err))) throw err;
+      }
     });
     const asked: number[] = [];
     const onResponse = (r: { url(): string; status(): number }) => void (new URL(r.url()).pathname === `/api/card_collection/${id}/1` && asked.push(r.status()));

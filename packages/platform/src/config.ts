@@ -55,6 +55,15 @@ export const envAddress = (defaultValue?: string) =>
     .pipe(z.string().regex(/^(?:dns:\/\/\/)?[^\s:/]+:\d{1,5}$/, 'expected host:port or dns:///host:port'));
 
 /**
+ * Whether a service keeps everything on its engines, so nothing under DATA_DIR: every one of its engine variables is
+ * set (an empty list: the all-in-one, which always keeps its stores there). The data dir's set-up (privacy, free-space
+ * watch) is skipped then.
+ */
+export function keepsNothingUnderDataDir(env: Record<string, string | undefined>, engineVariables: readonly string[]): boolean {
+  return engineVariables.length > 0 && engineVariables.every((name) => env[name]?.trim());
+}
+
+/**
  * With EMBEDDED_STORES=refuse (the Helm chart sets it on every pod without a volume of its own), a service whose engine
  * variables are unset or empty stops at start naming them, instead of falling back to its embedded store (SQLite, the
  * local event log, a generated key) on a disk that dies with the pod. Unset or `allow`: the embedded defaults as ever.

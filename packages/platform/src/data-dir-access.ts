@@ -1,5 +1,6 @@
 import { chmodSync, mkdirSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
+import { keepsNothingUnderDataDir } from './config';
 import { errorMessage } from './errors';
 import type { Logger } from './logger';
 
@@ -38,7 +39,7 @@ export function keepDataDirPrivate({
   /** Tests: a chmod that fails like one on a directory the process does not own. */
   chmod?: (path: string, mode: number) => void;
 }): void {
-  if (engineVariables.length > 0 && engineVariables.every((name) => env[name]?.trim())) return;
+  if (keepsNothingUnderDataDir(env, engineVariables)) return;
   restrictUmask(logger);
   const path = resolve(dataDir);
   if (checked.has(path)) return;

@@ -1,7 +1,7 @@
 import { statfs } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import type { Logger } from './logger';
-import { ConfigError } from './config';
+import { ConfigError, keepsNothingUnderDataDir } from './config';
 import { errorMessage } from './errors';
 import { isStorageFullError } from './readiness';
 import { monotonicNow, repeatedWarningLog } from './repeated-warning';
@@ -128,7 +128,7 @@ export function watchServiceDataDirSpace({
   freeBytes?: FreeBytesOf;
 }): { stop(): void } {
   const floorBytes = dataDirFreeWarningBytesOf(env);
-  if (engineVariables.length > 0 && engineVariables.every((name) => env[name]?.trim())) return { stop() {} };
+  if (keepsNothingUnderDataDir(env, engineVariables)) return { stop() {} };
   const path = resolve(dataDir);
   let shared = sharedWatches.get(path);
   if (!shared) {

@@ -13,14 +13,17 @@ import { openCardsStore } from './cards-store';
 import { cardsConfigSchema } from './config';
 import { cardsHandlers } from './grpc/cards-handlers';
 
+/** The engines that, every one set, keep all of this service's data off DATA_DIR (the data dir's set-up is skipped then). */
+const ENGINE_VARIABLES = ['MONGO_URL', 'KAFKA_BROKERS'] as const;
+
 /** Composition root of the cards service. */
 export async function startCards(env: Record<string, string | undefined> = process.env): Promise<RunningService> {
-  refuseEmbeddedStores(env, ['MONGO_URL', 'KAFKA_BROKERS']);
+  refuseEmbeddedStores(env, ENGINE_VARIABLES);
   const config = loadConfig(cardsConfigSchema, env);
   const serverSettings = grpcServerSettingsFrom(env);
   const logger = createLogger('cards');
   // DATA_DIR 0700 and the umask 077 before any store opens (docs/security.md, "The data dir is private").
-  keepDataDirPrivate({ env, dataDir: config.DATA_DIR, engineVariables: ['MONGO_URL', 'KAFKA_BROKERS'], logger });
+  keepDataDirPrivate({ env, dataDir: config.DATA_DIR, engineVariables: ENGINE_VARIABLES, logger });
   // One process on the data dir's embedded store (docs/decisions.md): a second one refuses to start, naming the holder.
   const lock = !config.MONGO_URL ? lockServiceDataDir(config.DATA_DIR, 'cards') : undefined;
   const store = await openCardsStore(config, logger);
@@ -81,7 +84,7 @@ export async function startCards(env: Record<string, string | undefined> = proce
   );
   // The free space of DATA_DIR's file system (a gauge on /metrics, a warning below DATA_DIR_FREE_WARNING_MB) while this
   // service keeps something there; once per process however many services it runs (docs/deploy.md, a full disk).
-  const space = watchServiceDataDirSpace({ role: 'cards', env, dataDir: config.DATA_DIR, engineVariables: ['MONGO_URL', 'KAFKA_BROKERS'], logger });
+  const space = watchServiceDataDirSpace({ role: 'cards', env, dataDir: config.DATA_DIR, engineVariables: ENGINE_VARIABLES, logger });
   return {
     name: 'cards',
     address: grpc.address,

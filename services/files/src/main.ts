@@ -17,6 +17,9 @@ import type { FileRepository, ObjectStore } from './domain/ports';
 import { fileHandlers } from './grpc/file-handlers';
 import { startInternalDownloadServer } from './http/internal-download-server';
 
+/** The engines that, every one set, keep all of this service's data off DATA_DIR (the data dir's set-up is skipped then). */
+const ENGINE_VARIABLES = ['MONGO_URL', 'S3_ENDPOINT', 'KAFKA_BROKERS'] as const;
+
 export { FILE_CHANGES_GROUP, INGESTION_GROUP } from './application/file-event-subscriptions';
 
 function objectStoreFrom(config: FilesConfig, logger: Logger): ObjectStore {
@@ -56,12 +59,12 @@ async function repositoryFrom(
 
 /** Composition root of the files service. */
 export async function startFiles(env: Record<string, string | undefined> = process.env): Promise<RunningService> {
-  refuseEmbeddedStores(env, ['MONGO_URL', 'S3_ENDPOINT', 'KAFKA_BROKERS']);
+  refuseEmbeddedStores(env, ENGINE_VARIABLES);
   const config = loadConfig(filesConfigSchema, env);
   const serverSettings = grpcServerSettingsFrom(env);
   const logger = createLogger('files');
   // DATA_DIR 0700 and the umask 077 before any store opens (docs/security.md, "The data dir is private").
-  keepDataDirPrivate({ env, dataDir: config.DATA_DIR, engineVariables: ['MONGO_URL', 'S3_ENDPOINT', 'KAFKA_BROKERS'], logger });
+  keepDataDirPrivate({ env, dataDir: config.DATA_DIR, engineVariables: ENGINE_VARIABLES, logger });
   // One process on the data dir's embedded store (docs/decisions.md): a second one refuses to start, naming the holder (it would
   // take back this one's ingestion claims, held under the one name `embedded`).
   const lock = !config.MONGO_URL ? lockServiceDataDir(config.DATA_DIR, 'files') : undefined;
@@ -99,7 +102,7 @@ export async function startFiles(env: Record<string, string | undefined> = proce
   const http = await startInternalDownloadServer({ host: config.FILES_HTTP_HOST, port: config.FILES_HTTP_PORT, acceptedTokens: acceptedInternalTokens(config), service, logger });
   // The free space of DATA_DIR's file system (a gauge on /metrics, a warning below DATA_DIR_FREE_WARNING_MB) while this
   // service keeps something there; once per process however many services it runs (docs/deploy.md, a full disk).
-  const space = watchServiceDataDirSpace({ role: 'files', env, dataDir: config.DATA_DIR, engineVariables: ['MONGO_URL', 'S3_ENDPOINT', 'KAFKA_BROKERS'], logger });
+  const space = watchServiceDataDirSpace({ role: 'files', env, dataDir: config.DATA_DIR, engineVariables: ENGINE_VARIABLES, logger });
   return {
     name: 'files',
     address: grpc.address,

@@ -12,6 +12,9 @@ import { identityConfigSchema, refuseIdentityEmbeddedStores } from './config';
 import { identityHandlers } from './grpc/identity-handlers';
 import type { IdentityRepository } from './domain/ports';
 
+/** The engines that, every one set, keep all of this service's data off DATA_DIR (the data dir's set-up is skipped then). */
+const ENGINE_VARIABLES = ['MONGO_URL', 'JWT_SECRET', 'SMTP_URL'] as const;
+
 /** Composition root of the identity service. */
 export async function startIdentity(env: Record<string, string | undefined> = process.env): Promise<RunningService> {
   refuseIdentityEmbeddedStores(env);
@@ -19,7 +22,7 @@ export async function startIdentity(env: Record<string, string | undefined> = pr
   const serverSettings = grpcServerSettingsFrom(env);
   const logger = createLogger('identity');
   // DATA_DIR 0700 and the umask 077 before any store opens (docs/security.md, "The data dir is private").
-  keepDataDirPrivate({ env, dataDir: config.DATA_DIR, engineVariables: ['MONGO_URL', 'JWT_SECRET', 'SMTP_URL'], logger });
+  keepDataDirPrivate({ env, dataDir: config.DATA_DIR, engineVariables: ENGINE_VARIABLES, logger });
   // One process on the data dir's embedded store (docs/decisions.md): a second one refuses to start, naming the holder.
   const lock = !config.MONGO_URL ? lockServiceDataDir(config.DATA_DIR, 'identity') : undefined;
   let repository: IdentityRepository;
@@ -71,7 +74,7 @@ export async function startIdentity(env: Record<string, string | undefined> = pr
   });
   // The free space of DATA_DIR's file system (a gauge on /metrics, a warning below DATA_DIR_FREE_WARNING_MB) while this
   // service keeps something there; once per process however many services it runs (docs/deploy.md, a full disk).
-  const space = watchServiceDataDirSpace({ role: 'identity', env, dataDir: config.DATA_DIR, engineVariables: ['MONGO_URL', 'JWT_SECRET', 'SMTP_URL'], logger });
+  const space = watchServiceDataDirSpace({ role: 'identity', env, dataDir: config.DATA_DIR, engineVariables: ENGINE_VARIABLES, logger });
   return {
     name: 'identity',
     address: grpc.address,

@@ -9,6 +9,9 @@ import type { NotificationRepository } from './domain/ports';
 import { subscribeNotificationConsumers } from './events/notification-consumer';
 import { notificationHandlers } from './grpc/notification-handlers';
 
+/** The engines that, every one set, keep all of this service's data off DATA_DIR (the data dir's set-up is skipped then). */
+const ENGINE_VARIABLES = ['MONGO_URL', 'KAFKA_BROKERS'] as const;
+
 /** MongoDB when MONGO_URL is set (its own database "notifications"), else SQLite under DATA_DIR; the choice is logged. */
 async function openRepository(config: NotificationsConfig, logger: Logger, engines: EngineCheck[]): Promise<NotificationRepository> {
   if (config.MONGO_URL) {
@@ -22,12 +25,12 @@ async function openRepository(config: NotificationsConfig, logger: Logger, engin
 
 /** Composition root of the notifications service. */
 export async function startNotifications(env: Record<string, string | undefined> = process.env): Promise<RunningService> {
-  refuseEmbeddedStores(env, ['MONGO_URL', 'KAFKA_BROKERS']);
+  refuseEmbeddedStores(env, ENGINE_VARIABLES);
   const config = loadConfig(notificationsConfigSchema, env);
   const serverSettings = grpcServerSettingsFrom(env);
   const logger = createLogger('notifications');
   // DATA_DIR 0700 and the umask 077 before any store opens (docs/security.md, "The data dir is private").
-  keepDataDirPrivate({ env, dataDir: config.DATA_DIR, engineVariables: ['MONGO_URL', 'KAFKA_BROKERS'], logger });
+  keepDataDirPrivate({ env, dataDir: config.DATA_DIR, engineVariables: ENGINE_VARIABLES, logger });
   // One process on the data dir's embedded store (docs/decisions.md): a second one refuses to start, naming the holder.
   const lock = !config.MONGO_URL ? lockServiceDataDir(config.DATA_DIR, 'notifications') : undefined;
   const engines: EngineCheck[] = [];
@@ -52,7 +55,7 @@ export async function startNotifications(env: Record<string, string | undefined>
   });
   // The free space of DATA_DIR's file system (a gauge on /metrics, a warning below DATA_DIR_FREE_WARNING_MB) while this
   // service keeps something there; once per process however many services it runs (docs/deploy.md, a full disk).
-  const space = watchServiceDataDirSpace({ role: 'notifications', env, dataDir: config.DATA_DIR, engineVariables: ['MONGO_URL', 'KAFKA_BROKERS'], logger });
+  const space = watchServiceDataDirSpace({ role: 'notifications', env, dataDir: config.DATA_DIR, engineVariables: ENGINE_VARIABLES, logger });
   return {
     name: 'notifications',
     address: grpc.address,

@@ -14,6 +14,9 @@ import type { Embedder } from './domain/ports';
 import { searchHandlers } from './grpc/search-handlers';
 import { startVerificationWorker } from './verification';
 
+/** The engines that, every one set, keep all of this service's data off DATA_DIR (the data dir's set-up is skipped then). */
+const ENGINE_VARIABLES = ['MONGO_URL', 'ELASTICSEARCH_URL', 'KAFKA_BROKERS'] as const;
+
 /** The OpenAI-compatible endpoint when EMBEDDINGS_URL is set, else the bundled word-vector model. */
 export function createEmbedder(config: SearchConfig, logger: Logger): Embedder {
   if (config.EMBEDDINGS_URL) {
@@ -36,12 +39,12 @@ export function createEmbedder(config: SearchConfig, logger: Logger): Embedder {
 
 /** Composition root of the search service. */
 export async function startSearch(env: Record<string, string | undefined> = process.env): Promise<RunningService> {
-  refuseEmbeddedStores(env, ['MONGO_URL', 'ELASTICSEARCH_URL', 'KAFKA_BROKERS']);
+  refuseEmbeddedStores(env, ENGINE_VARIABLES);
   const config = loadConfig(searchConfigSchema, env);
   const serverSettings = grpcServerSettingsFrom(env);
   const logger = createLogger('search');
   // DATA_DIR 0700 and the umask 077 before any store opens (docs/security.md, "The data dir is private").
-  keepDataDirPrivate({ env, dataDir: config.DATA_DIR, engineVariables: ['MONGO_URL', 'ELASTICSEARCH_URL', 'KAFKA_BROKERS'], logger });
+  keepDataDirPrivate({ env, dataDir: config.DATA_DIR, engineVariables: ENGINE_VARIABLES, logger });
   // One process on the data dir's embedded stores, the SQLite index or verification queue (docs/decisions.md): a second
   // one refuses to start, naming the holder.
   const lock = !config.ELASTICSEARCH_URL || !config.MONGO_URL ? lockServiceDataDir(config.DATA_DIR, 'search') : undefined;
@@ -141,7 +144,7 @@ export async function startSearch(env: Record<string, string | undefined> = proc
   });
   // The free space of DATA_DIR's file system (a gauge on /metrics, a warning below DATA_DIR_FREE_WARNING_MB) while this
   // service keeps something there; once per process however many services it runs (docs/deploy.md, a full disk).
-  const space = watchServiceDataDirSpace({ role: 'search', env, dataDir: config.DATA_DIR, engineVariables: ['MONGO_URL', 'ELASTICSEARCH_URL', 'KAFKA_BROKERS'], logger });
+  const space = watchServiceDataDirSpace({ role: 'search', env, dataDir: config.DATA_DIR, engineVariables: ENGINE_VARIABLES, logger });
   return {
     name: 'search',
     address: grpc.address,

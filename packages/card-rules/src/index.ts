@@ -13,6 +13,11 @@ export const MAX_CONTENT_CHARS = 29_000;
 /** Characters of the `card_html` sent, before sanitizing. */
 export const MAX_HTML_CHARS = 500_000;
 export const MAX_LINK_CHARS = 2048;
+
+/** Text (or an attribute value in double quotes) written into HTML as it reads: & < > " escaped. */
+export function escapeHtml(text: string): string {
+  return text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
+}
 export const MAX_TAGS = 100;
 /** Tags given with an uploaded document at most: one below MAX_TAGS, kept free for a heading's title tag on each card. */
 export const MAX_FILE_TAGS = MAX_TAGS - 1;

@@ -1,4 +1,4 @@
-import { freeTextProblem, hasUnspacedScript, hasVisibleText, holdsWord, linkProblem, MIN_WORDS_EXCLUSIVE, wordCount, wordStartsInRun, withLoneSurrogatesReplaced, withoutControlCharacters } from '@cards/card-rules';
+import { escapeHtml, freeTextProblem, hasUnspacedScript, hasVisibleText, holdsWord, linkProblem, MIN_WORDS_EXCLUSIVE, wordCount, wordStartsInRun, withLoneSurrogatesReplaced, withoutControlCharacters } from '@cards/card-rules';
 import { cutHtmlAtWords } from './html-words';
 import type { CardDraft, DocumentBlock, ListPlace, ParsedDocument } from './model';
 
@@ -61,10 +61,6 @@ const SOFT_HYPHEN = /\u00ad/g;
  */
 function cleaned(text: string): string {
   return withLoneSurrogatesReplaced(withoutControlCharacters(text)).replace(SOFT_HYPHEN, '');
-}
-
-export function escapeHtml(text: string): string {
-  return text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
 }
 
 interface Section {

@@ -1,8 +1,7 @@
 import { createRequire } from 'node:module';
 import { DepthLimitedParser } from '@cards/html-parsing';
-import { escapeHtml } from '../../domain/card-splitter';
 import type { DocumentBlock, ListPlace } from '../../domain/model';
-import { CELL_LINE_TAGS, hasVisibleText, TABLE_CELL_SEPARATOR } from '@cards/card-rules';
+import { CELL_LINE_TAGS, escapeHtml, hasVisibleText, TABLE_CELL_SEPARATOR } from '@cards/card-rules';
 
 // Plain CommonJS shared with the parser worker's .doc reading (word-documents.mjs), which runs without TypeScript.
 const { inScriptForms } = require('./script-forms.cjs') as { inScriptForms(text: string, kind: 'sup' | 'sub'): string | null };

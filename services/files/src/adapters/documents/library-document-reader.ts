@@ -1,8 +1,7 @@
 import { InvalidArgumentError } from '@cards/platform';
 import type { DocumentBlock, DocumentFormat, ListPlace, ParsedDocument } from '../../domain/model';
 import { PASSWORD_PROTECTED } from '../../domain/document-format';
-import { hasVisibleText, TABLE_CELL_SEPARATOR } from '@cards/card-rules';
-import { escapeHtml } from '../../domain/card-splitter';
+import { escapeHtml, hasVisibleText, TABLE_CELL_SEPARATOR } from '@cards/card-rules';
 import { UnreadableDocumentError, type DocumentReader } from '../../domain/ports';
 import { textPresenceOf, type TextPresence } from '../../domain/card-splitter';
 import { blocksFromHtml, blocksFromOdtContent, odtStyles } from './block-collector';

@@ -2,6 +2,7 @@ import { mkdir, readdir, rename, rm, stat, unlink, writeFile } from 'node:fs/pro
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import nodemailer, { type SendMailOptions, type Transporter } from 'nodemailer';
+import { escapeHtml } from '@cards/card-rules';
 import { parseConnectionUrl } from 'nodemailer/lib/shared';
 import { RecipientRefusedError, type Mailer, type OutgoingMail } from '../../domain/ports';
 
@@ -24,8 +25,6 @@ const asWritten = (contentType: string, body: string): MailPart => ({
  * (and a message without HTML, whose single part would lose the message headers to a raw body) keeps
  * nodemailer's own encoding.
  */
-const escapeHtml = (value: string) => value.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
-
 /**
  * The HTML part as a whole document (doctype, <html>, charset, the subject as title) unless it is one already: a
  * text/html part without an <html> tag scores as spam (SpamAssassin's HTML_MIME_NO_HTML_TAG), and some clients

@@ -5,7 +5,7 @@ import { collisionMovesOnChange, isVisibleTo, leavesRoot, mayHoldCollision, reho
 import { StaleCardError, type CardHtmlCleaner, type CardRepository, type CollectionRepository, type ContentLock, type FileDirectory, type NearDuplicateFinder, type UserDirectory, type VoteRepository } from '../domain/ports';
 import { cardTextFromHtml, fingerprintOf, isNearCopy, NEAR_COPY_JACCARD, ShingleComparison, SKETCH_MIN_SHARED, validLink, validOcFilePath, validTags } from '../domain/rules';
 import { CardGroupReader, cardMessageBytes, type CardGroupsPart, type ViewedCard, type ViewedGroup } from './card-groups';
-import { bookmarkChanged, cardCreated, cardDeleted, cardRehomed, cardUpdated, verificationKept } from './events';
+import { bookmarkChanged, cardCreated, cardDeleted, cardRehomed, cardUpdated, datedAfter, verificationKept } from './events';
 import { followFilePrivacy, isHiddenByFile, privacyAfterChange, type PrivacyChangedBy } from './file-privacy';
 
 export type { CardGroupsPart, ViewedCard, ViewedGroup } from './card-groups';
@@ -590,9 +590,8 @@ export class CardService {
     // link cites another one (its own result, when it comes, is stored then).
     const clearVerification = changes.linkChanged && (card.verificationScore !== null || card.verifiedAt !== null);
     if (clearVerification) Object.assign(next, { verificationScore: null, verifiedAt: null });
-    // Later than the card's last change even when that was made by a replica whose clock runs ahead (or before a clock
-    // was set back and this process restarted): search keeps the snapshot with the latest updatedAt, drops older ones.
-    next.updatedAt = new Date(Math.max(this.now().getTime(), card.updatedAt.getTime() + 1));
+    // Later than the card's last change even when a replica whose clock runs ahead made it: search keeps the latest snapshot.
+    next.updatedAt = datedAfter(card.updatedAt, this.now());
     const collectionIds = await this.deps.collections.collectionIdsHolding(card.id);
     const events = [cardUpdated(next, collectionIds, changes)];
     let moves: CollisionMove[] = [];

@@ -4,7 +4,7 @@ import { isCollectionVisibleTo, isVisibleTo, PAGE_SIZE, totalPages, type Collect
 import type { CardRepository, CollectionChange, CollectionRepository, FileDirectory } from '../domain/ports';
 import { MAX_COLLECTION_NAME_CHARS, validCollectionDescription, validCollectionName } from '../domain/rules';
 import { requireCaller, validPage, type CardService, type ViewedGroup } from './card-service';
-import { bookmarkChanged, bookmarkRemovedAt, collectionCreated, collectionDeleted } from './events';
+import { bookmarkChanged, datedAfter, collectionCreated, collectionDeleted } from './events';
 
 export interface CollectionServiceDeps {
   collections: CollectionRepository;
@@ -163,7 +163,7 @@ export class CollectionService {
   async removeBookmark(callerId: string | undefined, collectionId: string, cardId: string): Promise<void> {
     const userId = requireCaller(callerId);
     const collection = await this.ownCollection(collectionId, userId);
-    const removed = await this.deps.collections.removeEntry(collection.id, cardId, (removedId, addedAt) => [bookmarkChanged(collection.id, removedId, false, bookmarkRemovedAt(addedAt))]);
+    const removed = await this.deps.collections.removeEntry(collection.id, cardId, (removedId, addedAt) => [bookmarkChanged(collection.id, removedId, false, datedAfter(addedAt))]);
     if (removed.length > 0) this.deps.eventsWritten();
     const shown = (await this.deps.cards.findByIds(removed)).some((card) => isVisibleTo(card, userId));
     if (!shown) throw new NotFoundError('The card is not in this collection');

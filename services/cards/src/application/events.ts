@@ -67,7 +67,7 @@ export const cardDeleted = (card: Card, promotedCardId: string | null) =>
 
 /**
  * A bookmark added or removed at `at`: search orders the changes of one (collection, card) pair by it and drops one
- * older than what it holds, so an addition is dated as stored and a removal by bookmarkRemovedAt.
+ * older than what it holds, so an addition is dated as stored and a removal by datedAfter the addition.
  */
 export const bookmarkChanged = (collectionId: string, cardId: string, added: boolean, at: Date = new Date()): OutgoingEvent => ({
   topic: Topics.bookmark,
@@ -76,14 +76,14 @@ export const bookmarkChanged = (collectionId: string, cardId: string, added: boo
 });
 
 /**
- * When to date the removal of a bookmark added at `addedAt`: now, but later than the addition even when that was made
- * by a replica whose clock runs ahead of this one's (or before a clock was set back), or search would drop the removal
- * and keep the card in the collection's results.
+ * When to date a change that follows one made at `previous` (a card's edit after its last change, a bookmark's removal
+ * after its addition): `now`, but later than `previous` even when that was dated by a replica whose clock runs ahead of
+ * this one's (or before a clock was set back): search keeps the latest-dated change of a card or bookmark and drops
+ * older ones, so an earlier date would lose this change there. An unreadable `previous` leaves `now`.
  */
-export const bookmarkRemovedAt = (addedAt: Date): Date => {
-  const now = Date.now();
-  const after = addedAt.getTime() + 1;
-  return new Date(after > now ? after : now);
+export const datedAfter = (previous: Date, now: Date = new Date()): Date => {
+  const after = previous.getTime() + 1;
+  return after > now.getTime() ? new Date(after) : now;
 };
 
 /**

@@ -5,26 +5,23 @@ import { hasNavigated, Link } from './router';
 import { splitTags } from '@cards/card-rules';
 import { verificationReading } from './verification';
 
-/** Loads data for a page; `reload` runs the loader again. */
 /**
- * Loads data for a page; a newer load (changed deps, reload) or leaving the page drops the older answer, and aborts its
- * request when `load` passes the signal on (the searches do: on a slow link a stale answer only delays the newer one).
+ * Loads data for a page; `reload` runs the loader again. A newer load (changed deps, reload) or leaving the page drops
+ * the older answer, and aborts its request when `load` passes the signal on (the searches do: on a slow link a stale
+ * answer only delays the newer one).
  */
 export function useAsync<T>(load: (signal: AbortSignal) => Promise<T>, deps: unknown[]): { data: T | undefined; error: ApiError | undefined; loading: boolean; reload(): void } {
   const [state, setState] = useState<{ data?: T; error?: ApiError; loading: boolean }>({ loading: true });
   const [tick, setTick] = useState(0);
   useEffect(() => {
-    let live = true;
     const controller = new AbortController();
+    const live = () => !controller.signal.aborted;
     setState((s) => ({ ...s, loading: true, error: undefined }));
     load(controller.signal).then(
-      (data) => live && setState({ data, loading: false }),
-      (err: unknown) => live && setState({ error: err instanceof ApiError ? err : new ApiError(0, String(err)), loading: false }),
+      (data) => live() && setState({ data, loading: false }),
+      (err: unknown) => live() && setState({ error: err instanceof ApiError ? err : new ApiError(0, String(err)), loading: false }),
     );
-    return () => {
-      live = false;
-      controller.abort();
-    };
+    return () => controller.abort();
     // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [...deps, tick]);
   const reload = useCallback(() => setTick((t) => t + 1), []);

@@ -172,6 +172,22 @@ export function describeCardIndexContract(name: string, factory: () => Promise<C
       }
     });
 
+    test('the tag filter is case-insensitive in every script: ß and SS, final sigma, Turkish dotted and dotless i; other marks still count', async () => {
+      const street = aCard().tagged('Straße').build();
+      const sisyphus = aCard().tagged('ΣΊΣΥΦΟΣ').build();
+      const istanbul = aCard().tagged('İstanbul').build();
+      const light = aCard().tagged('ışık').build();
+      const zoe = aCard().tagged('Zoë').build();
+      for (const card of [street, sisyphus, istanbul, light, zoe]) await index.upsert(card);
+      const ids = async (tag: string) => [tag, (await index.nearest(axis(0), { ...everything(), tags: [tag] }, firstPage)).hits.map((h) => h.cardId)];
+      for (const tag of ['STRASSE', 'strasse', 'straße']) expect(await ids(tag)).toEqual([tag, [street.cardId]]);
+      for (const tag of ['σίσυφος', 'σίσυφοσ', 'Σίσυφος']) expect(await ids(tag)).toEqual([tag, [sisyphus.cardId]]);
+      for (const tag of ['istanbul', 'ISTANBUL', 'İSTANBUL']) expect(await ids(tag)).toEqual([tag, [istanbul.cardId]]);
+      for (const tag of ['IŞIK', 'ışık']) expect(await ids(tag)).toEqual([tag, [light.cardId]]);
+      expect(await ids('ZOË')).toEqual(['ZOË', [zoe.cardId]]);
+      expect(await ids('zoe')).toEqual(['zoe', []]);
+    });
+
     test("tag and link filters match a root through a collision the caller may see, never through someone else's private one", async () => {
       const owner = randomUUID();
       const root = aCard().saying('tides are caused by the moon').tagged('alpha').linking('https://alpha.example/x').along(axis(1)).build();

@@ -23,6 +23,18 @@ export function filterForm(text: string): string {
   const lower = text.toLowerCase();
   return ASCII.test(lower) ? lower : lower.normalize('NFC');
 }
+
+/**
+ * How the tag filter compares a tag, stored or asked for: filterForm, then case-folded as identity folds usernames
+ * (lower case of its upper case, JavaScript having no case fold), so a tag typed in capitals or in lower case is one
+ * tag in every script: "STRASSE" is "Straße" (ß folds to ss), "σίσυφοσ" is "ΣΊΣΥΦΟΣ" (final sigma). A dotted "i"
+ * (the lower case of Turkish "İ": i and U+0307) is a plain "i", and "ı" a plain "i" too (its capital is "I"), so
+ * "istanbul" is "İstanbul" and "IŞIK" is "ışık", as full-text search reads them. Other marks stay ("Zoë" is not "Zoe").
+ */
+export function tagFilterForm(tag: string): string {
+  const form = filterForm(tag);
+  return ASCII.test(form) ? form : form.toUpperCase().toLowerCase().replace(/i\u0307/g, 'i').normalize('NFC');
+}
 /** Combining diacritical marks (accents, umlauts, cedillas, ...): the blocks folding drops after decomposition. */
 const DIACRITICS = /[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f]/g;
 /** Lower-case letters that decomposition leaves whole, spelled out as their plain Latin letters. */

@@ -3,7 +3,7 @@ import { Client, errors, type estypes } from '@elastic/elasticsearch';
 import { redactUrl } from '@cards/platform';
 import { compareTies, isZeroVector, type IndexedCard, type IndexPage, type PageRequest, type SearchScope, type StoredCard, type StoredPoint } from '../../domain/model';
 import type { CardIndex } from '../../domain/ports';
-import { bestFormMatches, CJK_CHARACTER_BIGRAMS, filterForm, indexWords, isCjkCharacter, isExtraIndexWord, queryTerms, wordTrigrams } from '../../domain/text';
+import { bestFormMatches, CJK_CHARACTER_BIGRAMS, filterForm, indexWords, isCjkCharacter, isExtraIndexWord, queryTerms, tagFilterForm, wordTrigrams } from '../../domain/text';
 import { matchWord, wordWeight, type VocabularyCandidate, type WordMatch } from './word-matcher';
 
 export interface ElasticsearchCardIndexOptions {
@@ -1019,7 +1019,7 @@ export class ElasticsearchCardIndex implements CardIndex {
   private async scopeFilter(scope: SearchScope): Promise<estypes.QueryDslQueryContainer[]> {
     const visible: estypes.QueryDslQueryContainer[] = [...this.searchable(), visibleTo(scope.callerId)];
     const filter = [...visible];
-    const tags = normalizeTags(scope.tags);
+    const tags = askedTags(scope.tags);
     const links = scope.links.map((l) => filterForm(l.trim())).filter((l) => l.length > 0);
     if (tags.length > 0 || links.length > 0) filter.push(await this.tagAndLinkFilter(tags, links, scope.callerId, visible));
     if (scope.collectionId !== undefined) {
@@ -1440,7 +1440,16 @@ function cardFromSource(source: CardSource, dimensions: number): StoredCard {
 }
 
 function normalizeTags(tags: readonly string[]): string[] {
-  return tags.map((t) => filterForm(t.trim())).filter((t) => t.length > 0);
+  return tags.map((t) => tagFilterForm(t.trim())).filter((t) => t.length > 0);
+}
+
+/**
+ * The `tags_lower` values a tag filter looks for: each tag's folded form (tagFilterForm, as cards are written now) and
+ * its filterForm, as cards written before the fold hold it, until they are re-indexed: equal under filterForm implies
+ * equal under the fold, so the second form finds no card the first would not.
+ */
+function askedTags(tags: readonly string[]): string[] {
+  return [...new Set(tags.flatMap((t) => [tagFilterForm(t.trim()), filterForm(t.trim())]).filter((t) => t.length > 0))];
 }
 
 /** Public cards, and the caller's own private ones. */

@@ -1,7 +1,7 @@
 import { openSqlite, type SqliteDatabase } from '@cards/platform';
 import { isZeroVector, type IndexedCard, type IndexHit, type IndexPage, type PageRequest, type SearchScope, type StoredCard, type StoredPoint } from '../../domain/model';
 import type { CardIndex } from '../../domain/ports';
-import { bestFormMatches, filterForm, indexWords, queryTerms } from '../../domain/text';
+import { bestFormMatches, filterForm, indexWords, queryTerms, tagFilterForm } from '../../domain/text';
 import { Lexicon, PUBLIC, type Reader, type WordMatch } from './lexicon';
 import { WordSequences, type Phrase } from './phrase';
 import { TopK, VectorMatrix } from './vector-matrix';
@@ -591,8 +591,9 @@ export class SqliteCardIndex implements CardIndex {
     members = scope.collectionId === undefined ? undefined : this.collectionRoots(scope.collectionId, scope.callerId),
   ): (slot: number) => boolean {
     const caller = scope.callerId === undefined ? -1 : (this.authorIds.get(scope.callerId) ?? -2);
-    // Compared in NFC on both sides (filterForm), so a tag or link stored decomposed before the gateway put text in NFC still matches.
-    const tags = scope.tags.map((t) => filterForm(t.trim())).filter((t) => t.length > 0);
+    // Compared in NFC on both sides (filterForm), so a tag or link stored decomposed before the gateway put text in NFC
+    // still matches; tags also case-folded (tagFilterForm).
+    const tags = scope.tags.map((t) => tagFilterForm(t.trim())).filter((t) => t.length > 0);
     const links = scope.links.map((l) => filterForm(l.trim())).filter((l) => l.length > 0);
     if (tags.length === 0 && links.length === 0 && !members) {
       // Visibility only, the common case: no closure over the other checks, on the current typed arrays.
@@ -633,7 +634,7 @@ export class SqliteCardIndex implements CardIndex {
       author: this.authorNumber(card.authorId),
       private: card.private,
       tags: card.tags.map((t) => {
-        const tag = filterForm(t.trim());
+        const tag = tagFilterForm(t.trim());
         let shared = this.collisionTags.get(tag);
         if (shared === undefined) this.collisionTags.set(tag, (shared = tag));
         return shared;
@@ -678,7 +679,7 @@ export class SqliteCardIndex implements CardIndex {
     this.authors[slot] = author;
     this.privates[slot] = card.private ? 1 : 0;
     this.created[slot] = card.createdAt?.getTime() ?? -Infinity;
-    this.tags[slot] = card.tags.map((t) => filterForm(t.trim()));
+    this.tags[slot] = card.tags.map((t) => tagFilterForm(t.trim()));
     this.links[slot] = filterForm(card.link);
     const { sequence, extra } = indexWords(card.content);
     const wordIds = this.lexicon.intern(sequence);

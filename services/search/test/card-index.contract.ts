@@ -526,6 +526,30 @@ export function describeCardIndexContract(name: string, factory: () => Promise<C
       expect(page.hits[0]!.cardId).toBe(park.cardId);
     });
 
+    test('full-text search reads Hindi, Bengali and Tamil words whole (vowel signs are marks), and Arabic and Hebrew with or without their vowel marks', async () => {
+      const hindi = aCard().saying('हिन्दी भारत की एक प्रमुख भाषा है').build();
+      const delhi = aCard().saying('दिल्ली में आज मौसम साफ़ रहा').build();
+      const bengali = aCard().saying('বাংলা ভাষা খুব সুন্দর').build();
+      const tamil = aCard().saying('தமிழ் மொழி மிகவும் பழமையானது').build();
+      const book = aCard().saying('كِتَابٌ جَمِيلٌ عَنِ التَّارِيخِ').build();
+      const school = aCard().saying('ذهبت إلى المدرسة اليوم').build();
+      const genesis = aCard().saying('בְּרֵאשִׁית בָּרָא אֱלֹהִים').build();
+      for (const card of [hindi, delhi, bengali, tamil, book, school, genesis]) await index.upsert(card);
+      const found = async (query: string) => ({ query, found: (await index.matchText(query, everything(), firstPage)).hits.map((h) => h.cardId) });
+      expect(await found('हिन्दी')).toEqual({ query: 'हिन्दी', found: [hindi.cardId] });
+      // Delhi is in one card only: cut at its marks, it was the letters द ल of every Hindi card.
+      expect(await found('दिल्ली')).toEqual({ query: 'दिल्ली', found: [delhi.cardId] });
+      expect(await found('भाषा')).toEqual({ query: 'भाषा', found: [hindi.cardId] });
+      expect(await found('ভাষা')).toEqual({ query: 'ভাষা', found: [bengali.cardId] });
+      expect(await found('தமிழ்')).toEqual({ query: 'தமிழ்', found: [tamil.cardId] });
+      expect(await found('كتاب')).toEqual({ query: 'كتاب', found: [book.cardId] });
+      expect(await found('التاريخ')).toEqual({ query: 'التاريخ', found: [book.cardId] });
+      expect(await found('المَدْرَسَة')).toEqual({ query: 'المَدْرَسَة', found: [school.cardId] });
+      expect(await found('בראשית ברא')).toEqual({ query: 'בראשית ברא', found: [genesis.cardId] });
+      const phrase = await index.matchText('كتاب جميل', everything(), firstPage);
+      expect(phrase.hits.map((h) => [h.cardId, h.score])).toEqual([[book.cardId, 1]]);
+    });
+
     test('full-text search finds a Korean noun bare, with another particle or misspelled, whatever particle the card wrote after it', async () => {
       const school = aCard().saying('학교에서 공부를 했다').build();
       const library = aCard().saying('어제 도서관에 갔다').build();

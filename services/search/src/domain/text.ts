@@ -1,8 +1,13 @@
 /** Text rules shared by the embedders and the full-text index: one tokenizer, pg_trgm-style trigrams. */
 
-const WORD = /[\p{L}\p{N}]+(?:'[\p{L}]+)?/gu;
+/**
+ * A word: a letter or digit, then letters, digits and combining marks (an inner apostrophe kept). The marks belong to
+ * the word: in Devanagari, Bengali, Tamil and the other Indic scripts the vowel signs and the virama are marks
+ * (हिन्दी is ह ि न ् द ी), so a word cut at each mark fell apart into letters that other words share.
+ */
+const WORD = /[\p{L}\p{N}][\p{L}\p{N}\p{M}]*(?:'\p{L}[\p{L}\p{M}]*)?/gu;
 
-/** Lower-cased words of a text (letters and digits, an inner apostrophe kept), in order. */
+/** Lower-cased words of a text (letters and digits with their combining marks, an inner apostrophe kept), in order. */
 export function words(text: string): string[] {
   const out: string[] = [];
   for (const match of text.toLowerCase().matchAll(WORD)) {
@@ -35,8 +40,14 @@ export function tagFilterForm(tag: string): string {
   const form = filterForm(tag);
   return ASCII.test(form) ? form : form.toUpperCase().toLowerCase().replace(/i\u0307/g, 'i').normalize('NFC');
 }
-/** Combining diacritical marks (accents, umlauts, cedillas, ...): the blocks folding drops after decomposition. */
-const DIACRITICS = /[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f]/g;
+/**
+ * Combining diacritical marks (accents, umlauts, cedillas, ...): the blocks folding drops after decomposition; and the
+ * optional marks of Arabic (short vowels, shadda, sukun, the superscript alef, and the tatweel that only stretches a
+ * word) and of Hebrew (vowel points, dagesh, cantillation), which most text leaves out, so a vocalized كِتَابٌ is
+ * كتاب and בְּרֵאשִׁית is בראשית, as Lucene's Arabic normalizer reads them. Marks that are letters of a word (the vowel
+ * signs of Indic scripts) stay.
+ */
+const DIACRITICS = /[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f\u064b-\u065f\u0670\u0640\u0591-\u05bd\u05bf\u05c1\u05c2\u05c4\u05c5\u05c7]/g;
 /** Lower-case letters that decomposition leaves whole, spelled out as their plain Latin letters. */
 const LETTERS_WITHOUT_DECOMPOSITION: Record<string, string> = { ß: 'ss', æ: 'ae', œ: 'oe', ø: 'o', đ: 'd', ð: 'd', ł: 'l', þ: 'th', ı: 'i' };
 
@@ -64,7 +75,7 @@ const SEGMENTED_CHAR = String.raw`[\p{scx=Thai}\p{scx=Lao}\p{scx=Khmer}\p{scx=My
 const UNSPACED = new RegExp(`${BIGRAM_CHAR}|${SEGMENTED_CHAR}`, 'u');
 /** A run of one unspaced script, or a word of other letters and digits (an inner apostrophe kept), as WORD. */
 const UNSPACED_TOKEN = new RegExp(
-  `(${BIGRAM_CHAR}+)|(${SEGMENTED_CHAR}+)|(?:(?!${BIGRAM_CHAR}|${SEGMENTED_CHAR})[\\p{L}\\p{N}])+(?:'(?:(?!${BIGRAM_CHAR}|${SEGMENTED_CHAR})\\p{L})+)?`,
+  `(${BIGRAM_CHAR}+)|(${SEGMENTED_CHAR}+)|(?!${BIGRAM_CHAR}|${SEGMENTED_CHAR})[\\p{L}\\p{N}](?:(?!${BIGRAM_CHAR}|${SEGMENTED_CHAR})[\\p{L}\\p{N}\\p{M}])*(?:'(?!${BIGRAM_CHAR}|${SEGMENTED_CHAR})\\p{L}(?:(?!${BIGRAM_CHAR}|${SEGMENTED_CHAR})[\\p{L}\\p{M}])*)?`,
   'gu',
 );
 const CJK_WORD = new RegExp(`^${BIGRAM_CHAR}`, 'u');

@@ -114,6 +114,11 @@ interface CardSource {
    * older ones lack it.
    */
   korean_forms?: boolean;
+  /**
+   * `words` and `text` keep combining marks inside words (Indic vowel signs) and drop Arabic and Hebrew vowel marks
+   * (searchWords), set by every write since; older ones lack it.
+   */
+  marks_kept?: boolean;
 }
 
 /** A collision as its root's document holds it (a nested object: each one's tags and link are matched together). */
@@ -178,6 +183,13 @@ const HANGUL_SYLLABLE_CLASS = '[\uac00-\ud7a3]';
 
 /** Conjoining Hangul jamo, as a character class of a Lucene regexp: what koreanForms spells Korean words in. */
 const JAMO_CLASS = '[\u1100-\u11ff]';
+
+/**
+ * Hebrew, Arabic, Syriac, Thaana, the Indic scripts and Tibetan, as a character class of a Lucene regexp: scripts whose
+ * words hold combining marks, which words were cut at (or, Arabic and Hebrew vowel marks, kept) before searchWords
+ * kept marks inside words.
+ */
+const MARKED_SCRIPT_CLASS = '[\u0590-\u08ff\u0900-\u0dff\u0f00-\u0fff]';
 
 /**
  * A card's `words` (its distinct indexed words: indexWords' sequence and extra forms) and its phrase `text` (the
@@ -295,6 +307,7 @@ export class ElasticsearchCardIndex implements CardIndex {
         folded: { type: 'boolean' },
         segmented: { type: 'boolean' },
         korean_forms: { type: 'boolean' },
+        marks_kept: { type: 'boolean' },
       },
     });
     await this.ensureIndex(this.names.vocabulary, {}, { dynamic: 'strict', properties: { word: keyword, trigrams: keyword, scope: keyword } });
@@ -423,6 +436,7 @@ export class ElasticsearchCardIndex implements CardIndex {
         folded: true,
         segmented: true,
         korean_forms: true,
+        marks_kept: true,
       };
       // The card is written only if nobody wrote it since it was read (sequence number), or created only if still absent.
       operations.push(
@@ -907,7 +921,8 @@ export class ElasticsearchCardIndex implements CardIndex {
    * or stored before runs of Chinese, Japanese, Thai, Lao, Khmer or Myanmar were split (searchWords): one holds such a
    * character, and no write since marked it segmented; or holding a Korean word as it was written (a Hangul syllable),
    * before searchWords spelled Korean words in jamo without their particles; or holding Korean words (jamo) listed only
-   * by their stems, before indexWords listed them as written and by their one-syllable stems too.
+   * by their stems, before indexWords listed them as written and by their one-syllable stems too; or holding words of a
+   * script with combining marks (Indic, Arabic, Hebrew), before searchWords kept the marks inside words.
    */
   private unfoldedCards(): estypes.QueryDslQueryContainer {
     return {
@@ -920,6 +935,8 @@ export class ElasticsearchCardIndex implements CardIndex {
           { regexp: { words: { value: `.*${HANGUL_SYLLABLE_CLASS}.*` } } },
           // Or Korean indexed by its stems alone, before its words as written and one-syllable stems were listed too.
           { bool: { filter: [{ regexp: { words: { value: `.*${JAMO_CLASS}.*` } } }], must_not: [{ term: { korean_forms: true } }] } },
+          // Or words of a script with combining marks, cut at its marks before words kept them.
+          { bool: { filter: [{ regexp: { words: { value: `.*${MARKED_SCRIPT_CLASS}.*` } } }], must_not: [{ term: { marks_kept: true } }] } },
         ],
         minimum_should_match: 1,
       },
@@ -956,7 +973,7 @@ export class ElasticsearchCardIndex implements CardIndex {
           await this.client.update({
             index: this.names.cards,
             id: hit._id!,
-            doc: { words: cardWords, text, folded: true, segmented: true, korean_forms: true } satisfies Partial<CardSource>,
+            doc: { words: cardWords, text, folded: true, segmented: true, korean_forms: true, marks_kept: true } satisfies Partial<CardSource>,
             if_seq_no: hit._seq_no!,
             if_primary_term: hit._primary_term!,
           });

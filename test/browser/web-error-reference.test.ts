@@ -67,6 +67,30 @@ describeInBrowser('a server failure’s reference in the web app’s error messa
     );
   });
 
+  it('keeps the reference inside its message on a 360 px phone: the page does not scroll sideways and the id is all in view', async () => {
+    const id = randomUUID();
+    await page.setViewportSize({ width: 360, height: 640 });
+    try {
+      await withSignInAnswer(
+        (route) => route.fulfill({ status: 503, headers: { 'content-type': 'application/json', 'x-request-id': id }, body: JSON.stringify({ message: 'The service is unavailable; try again shortly.' }) }),
+        async () => {
+          await signInWith('someone@example.com', 'a password of some length');
+          const alert = page.getByRole('alert').filter({ hasText: id });
+          await alert.waitFor();
+          // Unwrapped, "(reference: <uuid>)" was one 357 px line in a 310 px box: the id's end ran past the screen.
+          const [scroll, client] = await page.evaluate<[number, number]>('[document.documentElement.scrollWidth, document.documentElement.clientWidth]');
+          expect(scroll).toBeLessThanOrEqual(client);
+          const box = (await alert.boundingBox())!;
+          const idBox = (await alert.locator('.request-id').boundingBox())!;
+          expect(idBox.x + idBox.width).toBeLessThanOrEqual(box.x + box.width);
+          expect(await alert.locator('.request-id').textContent()).toBe(id);
+        },
+      );
+    } finally {
+      await page.setViewportSize({ width: 1200, height: 900 });
+    }
+  });
+
   it('follows a 500 without a JSON body with its x-request-id too', async () => {
     const id = randomUUID();
     await withSignInAnswer(

@@ -765,6 +765,25 @@ describe('CardService', () => {
     expect(await service.getCardGroups([hidden.card.id, open.card.id], undefined)).toHaveLength(1);
   });
 
+  it('takes back a vote on a card made private since, answering as for a deleted card (the card\'s existence stays hidden)', async () => {
+    const { service } = setup();
+    const madePrivate = await create(service, 'alice');
+    const deleted = await create(service, 'alice');
+    for (const card of [madePrivate, deleted]) await service.castVote('bob', card.card.id, true);
+    await service.updateCard({ callerId: 'alice', cardId: madePrivate.card.id, private: true });
+    await service.deleteCard('alice', deleted.card.id);
+    const answer = (cardId: string) => service.deleteVote('bob', cardId).then(() => 'removed', (err: Error) => `${err.constructor.name}: ${err.message}`);
+    const asDeleted = await answer(deleted.card.id);
+    expect(asDeleted).toBe('NotFoundError: You have no vote on this card');
+    expect(await answer(madePrivate.card.id)).toBe(asDeleted);
+    // The vote went all the same: public again, the card counts no vote.
+    await service.updateCard({ callerId: 'alice', cardId: madePrivate.card.id, private: false });
+    expect(await service.getCard(madePrivate.card.id, 'bob')).toMatchObject({ totalUpvotes: 0, viewerVote: null });
+    // Still visible: taking one's vote back is 204 as before.
+    await service.castVote('bob', madePrivate.card.id, false);
+    await expect(service.deleteVote('bob', madePrivate.card.id)).resolves.toBeUndefined();
+  });
+
   it('answers NotFound to a delete whose card another delete removed after it was read, writing no events of its own', async () => {
     const { service, cards, peers, db } = setup();
     const { card } = await create(service, 'alice');

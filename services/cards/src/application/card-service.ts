@@ -659,9 +659,16 @@ export class CardService {
     return vote;
   }
 
+  /**
+   * Takes back the caller's vote on a card. A vote on a card the caller can no longer see (made private by its author)
+   * goes too, but the answer is 404 as for a deleted card (whose votes went with it), so it does not tell a former
+   * voter that the card still exists.
+   */
   async deleteVote(callerId: string | undefined, cardId: string): Promise<void> {
-    const removed = await this.deps.votes.remove(requireCaller(callerId), cardId);
-    if (!removed) throw new NotFoundError('You have no vote on this card');
+    const userId = requireCaller(callerId);
+    const removed = await this.deps.votes.remove(userId, cardId);
+    const card = removed ? await this.deps.cards.findById(cardId) : null;
+    if (!card || !isVisibleTo(card, userId)) throw new NotFoundError('You have no vote on this card');
   }
 
   /**

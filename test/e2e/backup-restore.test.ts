@@ -1,8 +1,9 @@
-import { execFileSync } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
 import { readFileSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
+import { promisify } from 'node:util';
 import { signUp, type TestUser } from '../support/accounts';
 import { eventuallyDefined } from '../support/eventually';
 import { ApiClient } from '../support/http';
@@ -18,6 +19,7 @@ import { html, uniqueText } from './cards-support';
  * included), nothing is duplicated, and the restored system keeps working.
  */
 
+const ROOT = resolve(__dirname, '../..');
 const FIXTURE = join(__dirname, '../fixtures/documents/energy.docx');
 const DOCX = 'application/vnd.openxmlformats-officedocument.wordprocessingml.document';
 const mailbox = new Mailbox();
@@ -170,4 +172,58 @@ it('a stopped copy of DATA_DIR restores every item of the backup and nothing mad
   const restored = await stateOf(alice);
   expect(restored.notifications).toHaveLength(before.notifications.length + 1);
   expect(restored.collections).toEqual(before.collections);
+}, 300_000);
+
+it('the backup command copies a running system under writes into a backup that restores every card, search hit and notification once', async () => {
+  rmSync(dataDir, { recursive: true, force: true });
+  rmSync(backupDir, { recursive: true, force: true });
+  await start();
+  const [alice, dave] = await Promise.all([signUp(system!.baseUrl, mailbox, 'online-alice'), signUp(system!.baseUrl, mailbox, 'online-dave')]);
+  const made = await as(alice).post('/api/card_collection', { name: 'Busy', is_public: true });
+  const collection = /([0-9a-f-]{36})$/.exec(made.headers.get('location') ?? '')![1]!;
+  const file = await upload(alice);
+
+  // Dave writes cards (each verified against a page, so search, cards and notifications all work on it) and Alice
+  // bookmarks them, without a pause, while the backup runs.
+  const texts = new Map<string, string>();
+  let writing = true;
+  const writer = (async () => {
+    while (writing && texts.size < 20) {
+      const text = uniqueText();
+      const id = await createCard(dave, text, { link: `http://127.0.0.1:${pagesPort}/page` });
+      texts.set(id, text);
+      expect((await as(alice).post(`/api/card_collection/${collection}`, { card_metadata_id: id })).status).toBe(204);
+    }
+  })();
+  await eventuallyDefined(async () => (texts.size >= 3 ? true : undefined), 'the first cards of the writer');
+  const backup = await promisify(execFile)(process.execPath, ['--import', 'tsx', 'packages/platform/src/cli/backup.ts', backupDir], { cwd: ROOT, env: { ...process.env, DATA_DIR: dataDir, LOG_LEVEL: 'warn' } });
+  expect(backup.stdout).toContain(`backed up ${dataDir} to ${backupDir}`);
+  writing = false;
+  await writer;
+  const afterBackup = await createCard(dave, uniqueText());
+  await system!.stop();
+
+  rmSync(dataDir, { recursive: true, force: true });
+  execFileSync('cp', ['-a', backupDir, dataDir]);
+  await start();
+
+  const restoredCards = ((await as(dave).get(`/api/user/${dave.id}/1`)).json.cards as any[]).map((c) => c.id as string);
+  expect(restoredCards).not.toContain(afterBackup);
+  expect(restoredCards.length).toBeGreaterThanOrEqual(3);
+  for (const id of restoredCards) expect(texts.has(id)).toBe(true);
+  // Every restored card is found by search, bookmarked as it was, verified and announced to its author exactly once.
+  for (const id of restoredCards) await foundBy(undefined, texts.get(id)!, id);
+  const bookmarked = await collectionCards(alice, collection);
+  for (const id of bookmarked) expect(restoredCards).toContain(id);
+  const verifications = await eventuallyDefined(async () => {
+    const notes = (await notifications(dave)).filter((n) => n.type === 'verification');
+    return restoredCards.every((id) => notes.some((n) => n.card_uuid === id)) ? notes : undefined;
+  }, 'a verification notification for every restored card');
+  const laterCard = await createCard(dave, uniqueText(), { link: `http://127.0.0.1:${pagesPort}/page` });
+  await eventuallyDefined(async () => ((await notifications(dave)).some((n) => n.card_uuid === laterCard) ? true : undefined), 'the notification of a card made after the restore');
+  const notes = (await notifications(dave)).filter((n) => n.type === 'verification');
+  expect(notes.map((n) => n.card_uuid).sort()).toEqual([...restoredCards, laterCard].sort());
+  expect(verifications.length).toBe(restoredCards.length);
+  const download = await fetch(`${system!.baseUrl}/api/file/${file.id}/download`);
+  expect(Buffer.from(await download.arrayBuffer()).equals(readFileSync(FIXTURE))).toBe(true);
 }, 300_000);

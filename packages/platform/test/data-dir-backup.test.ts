@@ -1,0 +1,142 @@
+import Database from 'better-sqlite3';
+import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { createLogger } from '../src/logger';
+import { SqliteEventLog } from '../src/events/sqlite-event-log';
+import { backUpDataDir, DataDirBackupError } from '../src/data-dir-backup';
+import { runBackupCommand } from '../src/cli/backup-command';
+import { testTempDir } from '../../../test/support/cleanup';
+
+const logger = createLogger('backup-test', process.env.LOG_LEVEL ?? 'fatal');
+const TOPIC = 'svc.thing.v1';
+
+/**
+ * A data dir with one consumer (group `svc`) that applies each event of TOPIC to its own store, svc/svc.db, before the
+ * log records its position, as every service's consumer does.
+ */
+function dataDirWithConsumer(root: string) {
+  const dataDir = join(root, 'data');
+  mkdirSync(join(dataDir, 'svc'), { recursive: true });
+  mkdirSync(join(dataDir, 'files', 'objects', '.tmp'), { recursive: true });
+  writeFileSync(join(dataDir, 'files', 'objects', 'bytes-1'), 'file bytes');
+  writeFileSync(join(dataDir, 'files', 'objects', '.tmp', 'upload-under-way'), 'half');
+  writeFileSync(join(dataDir, 'svc.lock'), '{"pid":1}');
+  const state = new Database(join(dataDir, 'svc', 'svc.db'));
+  state.pragma('journal_mode = WAL');
+  state.exec('CREATE TABLE applied (key TEXT PRIMARY KEY)');
+  state.close();
+  return { dataDir, log: join(dataDir, 'events', 'events.db') };
+}
+
+async function consume(dataDir: string): Promise<{ bus: SqliteEventLog; applied: () => string[]; close: () => Promise<void> }> {
+  mkdirSync(join(dataDir, 'events'), { recursive: true });
+  const bus = new SqliteEventLog({ path: join(dataDir, 'events', 'events.db'), logger, pollIntervalMs: 20, retryBaseMs: 10 });
+  const state = new Database(join(dataDir, 'svc', 'svc.db'));
+  const subscription = await bus.subscribe({ group: 'svc', topics: [TOPIC], handler: async (event) => void state.prepare('INSERT OR IGNORE INTO applied (key) VALUES (?)').run(event.key) });
+  return {
+    bus,
+    applied: () => (state.prepare('SELECT key FROM applied ORDER BY key').all() as { key: string }[]).map((r) => r.key),
+    async close() {
+      await subscription.close();
+      await bus.close();
+      state.close();
+    },
+  };
+}
+
+function committed(log: string): number {
+  const db = new Database(log, { readonly: true });
+  try {
+    return (db.prepare("SELECT seq FROM consumer_offsets WHERE group_id = 'svc'").get() as { seq: number }).seq;
+  } finally {
+    db.close();
+  }
+}
+
+async function until(what: string, done: () => boolean): Promise<void> {
+  for (let i = 0; i < 200 && !done(); i++) await new Promise((r) => setTimeout(r, 25));
+  if (!done()) throw new Error(`timed out waiting for ${what}`);
+}
+
+describe('backUpDataDir (an online backup of the embedded data dir)', () => {
+  let root: string;
+  beforeEach(() => {
+    root = testTempDir('cards-backup-unit-');
+  });
+  afterEach(() => rmSync(root, { recursive: true, force: true }));
+
+  it('an event a consumer applied after its store was copied is delivered again after the restore, not lost', async () => {
+    const { dataDir, log } = dataDirWithConsumer(root);
+    const live = await consume(dataDir);
+    await live.bus.publish([{ topic: TOPIC, key: 'before', payload: new Uint8Array([1]) }]);
+    await until('the first event applied', () => live.applied().includes('before') && committed(log) > 0);
+
+    const backup = join(root, 'backup');
+    const result = await backUpDataDir(dataDir, backup, {
+      // While the log is not copied yet, the consumer applies one more event to its (already copied) store.
+      afterStoresCopied: async () => {
+        await live.bus.publish([{ topic: TOPIC, key: 'during', payload: new Uint8Array([2]) }]);
+        await until('the event applied during the backup', () => live.applied().includes('during') && committed(log) > 1);
+      },
+    });
+    await live.close();
+    expect(result.stores).toEqual(['svc/svc.db', 'events/events.db']);
+    expect(result.positionsSetBack).toBe(1);
+
+    const restored = await consume(backup);
+    try {
+      await until('the restored consumer to apply the event it had not applied in the copy', () => restored.applied().includes('during'));
+      expect(restored.applied()).toEqual(['before', 'during']);
+    } finally {
+      await restored.close();
+    }
+  });
+
+  it('copies file bytes and secrets, never locks, SQLite side files or temporaries, privately, and refuses an existing target', async () => {
+    const { dataDir } = dataDirWithConsumer(root);
+    writeFileSync(join(dataDir, 'svc', 'secret'), 'k'.repeat(64), { mode: 0o600 });
+    const live = await consume(dataDir);
+    const backup = join(root, 'backup');
+    const umask = process.umask(0o077);
+    try {
+      await backUpDataDir(dataDir, backup);
+    } finally {
+      process.umask(umask);
+      await live.close();
+    }
+    expect(readFileSync(join(backup, 'files', 'objects', 'bytes-1'), 'utf8')).toBe('file bytes');
+    expect(readFileSync(join(backup, 'svc', 'secret'), 'utf8')).toBe('k'.repeat(64));
+    for (const absent of ['svc.lock', 'files/objects/.tmp', 'svc/svc.db-wal', 'svc/svc.db-shm', 'events/events.db-wal', 'backup.partial']) expect(existsSync(join(backup, absent))).toBe(false);
+    expect(statSync(join(backup, 'svc', 'svc.db')).mode & 0o077).toBe(0);
+    expect(statSync(join(backup, 'svc', 'secret')).mode & 0o077).toBe(0);
+    await expect(backUpDataDir(dataDir, backup)).rejects.toThrow(DataDirBackupError);
+    await expect(backUpDataDir(join(root, 'nothing'), join(root, 'other'))).rejects.toThrow('no data dir');
+  });
+});
+
+describe('the backup command', () => {
+  const run = async (argv: string[], env: Record<string, string | undefined>) => {
+    const out: string[] = [];
+    const err: string[] = [];
+    const code = await runBackupCommand(argv, env, logger, { out: (l) => out.push(l), err: (l) => err.push(l) });
+    return { code, out: out.join('\n'), err: err.join('\n') };
+  };
+
+  it('backs up DATA_DIR, refuses engines whose state is elsewhere, and answers 2 to bad usage', async () => {
+    const root = testTempDir('cards-backup-command-');
+    try {
+      const { dataDir } = dataDirWithConsumer(root);
+      const done = await run([join(root, 'copy')], { DATA_DIR: dataDir });
+      expect(done).toMatchObject({ code: 0, err: '' });
+      expect(done.out).toContain('1 store(s) (svc/svc.db)');
+      expect(existsSync(join(root, 'copy', 'svc', 'svc.db'))).toBe(true);
+      expect(await run([join(root, 'copy')], { DATA_DIR: dataDir })).toMatchObject({ code: 1, err: expect.stringContaining('exists already') });
+      expect(await run([join(root, 'other')], { DATA_DIR: dataDir, MONGO_URL: 'mongodb://db', KAFKA_BROKERS: 'k:9092' })).toMatchObject({ code: 1, err: expect.stringContaining('MONGO_URL, KAFKA_BROKERS set') });
+      expect(existsSync(join(root, 'other'))).toBe(false);
+      expect((await run([], { DATA_DIR: dataDir })).code).toBe(2);
+      expect((await run(['a', 'b'], { DATA_DIR: dataDir })).code).toBe(2);
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
+  });
+});

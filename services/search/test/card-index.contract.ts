@@ -550,6 +550,29 @@ export function describeCardIndexContract(name: string, factory: () => Promise<C
       expect(phrase.hits.map((h) => [h.cardId, h.score])).toEqual([[book.cardId, 1]]);
     });
 
+    test('full-text search finds an Arabic word with or without its article and a Hebrew word with or without its prefixes, the word as written first', async () => {
+      const theBook = aCard().saying('قرأت الكتاب في المكتبة').build();
+      const aBook = aCard().saying('هذا كتاب مفيد').build();
+      const andTheSchool = aCard().saying('ذهبنا إلى البيت والمدرسة').build();
+      const theLanguage = aCard().saying('השפה העברית היא שפה עתיקה').build();
+      const inTheHouse = aCard().saying('הילדים משחקים ובבית יש שקט').build();
+      const house = aCard().saying('בית גדול ליד הים').build();
+      for (const card of [theBook, aBook, andTheSchool, theLanguage, inTheHouse, house]) await index.upsert(card);
+      const found = async (query: string) => ({ query, found: (await index.matchText(query, everything(), firstPage)).hits.map((h) => h.cardId) });
+      expect(await found('كتاب')).toEqual({ query: 'كتاب', found: [aBook.cardId, theBook.cardId] });
+      expect(await found('الكتاب')).toEqual({ query: 'الكتاب', found: [theBook.cardId, aBook.cardId] });
+      expect(await found('مدرسة')).toEqual({ query: 'مدرسة', found: [andTheSchool.cardId] });
+      // ברית (covenant) is no word of העברית: ע is no prefix.
+      expect(await found('ברית')).toEqual({ query: 'ברית', found: [] });
+      expect(await found('עברית')).toEqual({ query: 'עברית', found: [theLanguage.cardId] });
+      expect(await found('בית')).toEqual({ query: 'בית', found: [house.cardId, inTheHouse.cardId] });
+      // Both hold the house without "the": alike (PREFIX_MATCH), in either order.
+      expect(await found('הבית')).toEqual({ query: 'הבית', found: expect.arrayContaining([house.cardId, inTheHouse.cardId]) });
+      expect((await found('הבית')).found).toHaveLength(2);
+      // Two letters never lose a prefix: ית is no word of בית.
+      expect(await found('ית')).toEqual({ query: 'ית', found: [] });
+    });
+
     test('full-text search finds a Korean noun bare, with another particle or misspelled, whatever particle the card wrote after it', async () => {
       const school = aCard().saying('학교에서 공부를 했다').build();
       const library = aCard().saying('어제 도서관에 갔다').build();

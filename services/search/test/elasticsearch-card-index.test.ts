@@ -448,6 +448,29 @@ describeOnEngine('CardIndex on ElasticsearchCardIndex', skipReason, () => {
       expect(await found('plain ascii')).toEqual([plain.cardId]);
     });
 
+    test('Arabic and Hebrew cards indexed by their words as written alone are found without the article or prefix once foldStoredWords() has run', async () => {
+      const prefix = `cards-test-${randomBytes(4).toString('hex')}`;
+      const first = openIndex(prefix);
+      const theBook = aCard().saying('قرأت الكتاب في المكتبة').build();
+      const theLanguage = aCard().saying('השפה העברית היא שפה עתיקה').build();
+      for (const card of [theBook, theLanguage]) await first.upsert(card);
+      // As written before: the words as written only, no prefix_forms mark.
+      const client = new Client({ node: engine!.url });
+      for (const card of [theBook, theLanguage]) {
+        const written = card.content.match(/\p{L}+/gu)!;
+        await client.update({ index: `${prefix}-cards`, id: card.cardId, doc: { words: [...new Set(written)], text: written.join(' '), prefix_forms: null }, refresh: true });
+      }
+      await client.close();
+      const restarted = openIndex(prefix);
+      const found = async (query: string) => (await restarted.matchText(query, everything, firstPage)).hits.map((h) => h.cardId);
+      expect(await restarted.unfoldedCardCount()).toBe(2);
+      expect(await found('كتاب')).toEqual([]);
+      expect(await restarted.foldStoredWords()).toBe(2);
+      expect(await restarted.unfoldedCardCount()).toBe(0);
+      expect(await found('كتاب')).toEqual([theBook.cardId]);
+      expect(await found('עברית')).toEqual([theLanguage.cardId]);
+    });
+
     test('cards indexed before Korean words lost their particles are found by the bare noun once foldStoredWords() has run', async () => {
       const prefix = `cards-test-${randomBytes(4).toString('hex')}`;
       const first = openIndex(prefix);

@@ -228,13 +228,42 @@ export function koreanSearchWord(word: string): string {
 }
 
 /** The words of a text before Korean words are read: folded, unspaced scripts split. */
-function foldedWords(text: string): { words: string[]; korean: boolean } {
+function foldedWords(text: string): { words: string[]; korean: boolean; prefixed: boolean } {
   const lower = text.toLowerCase();
-  if (ASCII.test(lower)) return { words: words(lower), korean: false };
+  if (ASCII.test(lower)) return { words: words(lower), korean: false, prefixed: false };
   // A soft hyphen (U+00AD) only marks where a word may break: "soft\u00ADhyphen" is the word "softhyphen", in a query
   // as in a card (cards drop it from their content, but ones stored before may hold it).
   const folded = foldedText(lower.includes(SOFT_HYPHEN) ? lower.replaceAll(SOFT_HYPHEN, '') : lower);
-  return { words: UNSPACED.test(folded) ? unspacedWords(folded) : words(folded), korean: HANGUL_SYLLABLE.test(folded) };
+  return { words: UNSPACED.test(folded) ? unspacedWords(folded) : words(folded), korean: HANGUL_SYLLABLE.test(folded), prefixed: PREFIXING_LETTER.test(folded) };
+}
+
+/** A letter of Arabic or Hebrew, scripts that write the article and some prepositions and conjunctions onto the word. */
+const PREFIXING_LETTER = /[\u0621-\u064a\u05d0-\u05ea]/;
+/** The Arabic article ال, alone or after و "and", ف "so", ب "with", ك "like", or after ل "for" (لل), longest first. */
+const ARABIC_ARTICLE = /^(?:وال|فال|بال|كال|لل|ال)/;
+/** Hebrew one-letter prefixes: ו "and", ה "the", ב "in", כ "as", ל "to", מ "from", ש "that". */
+const HEBREW_PREFIX = /^[והבכלמש]/;
+
+/** How alike a word and the same word with an article or prefix written onto it are (كتاب and الكتاب, ספר and הספר). */
+export const PREFIX_MATCH = 0.9;
+
+/**
+ * The word without the article or prefixes written onto it, when it may have them: an Arabic word without its article
+ * (الكتاب, والكتاب, للكتاب: كتاب; two letters at least left), a Hebrew word without one and without two of its
+ * one-letter prefixes (ובבית: בבית, בית; three letters at least left, since most words begin with one of those letters:
+ * בית is not ב + ית). A guess like Korean's stems: מספר "number" gives ספר "book", so these forms are kept apart from
+ * the words a text gives (marked, matched at PREFIX_MATCH).
+ */
+function withoutPrefixes(word: string): string[] {
+  const article = ARABIC_ARTICLE.exec(word);
+  if (article) {
+    const rest = word.slice(article[0].length);
+    return rest.length >= 2 ? [rest] : [];
+  }
+  const forms: string[] = [];
+  let rest = word;
+  for (let i = 0; i < 2 && HEBREW_PREFIX.test(rest) && rest.length - 1 >= 3; i++) forms.push((rest = rest.slice(1)));
+  return forms;
 }
 
 /**
@@ -255,11 +284,14 @@ export function searchWords(text: string): string[] {
  * 마 of 마을). Both indexes list a card under all.
  */
 export function indexWords(text: string): { sequence: string[]; extra: string[] } {
-  const { words: split, korean } = foldedWords(text);
-  if (!korean) return { sequence: split, extra: [] };
+  const { words: split, korean, prefixed } = foldedWords(text);
+  if (!korean && !prefixed) return { sequence: split, extra: [] };
   const extra = new Set<string>();
   const sequence = split.map((word) => {
-    if (!HANGUL_SYLLABLE.test(word)) return word;
+    if (!HANGUL_SYLLABLE.test(word)) {
+      if (prefixed) for (const form of withoutPrefixes(word)) extra.add(SYLLABLE_STEM_MARK + form);
+      return word;
+    }
     const { written, stem, syllable } = koreanForms(word);
     for (const form of written) extra.add(form);
     if (syllable !== undefined) extra.add(SYLLABLE_STEM_MARK + syllable);
@@ -295,8 +327,8 @@ export const MAX_QUERY_TERMS = 32;
  * use these terms, through bestFormMatches.
  */
 export function queryTerms(text: string): { sequence: string[]; terms: QueryTerm[] } {
-  const { words: split, korean } = foldedWords(text);
-  if (!korean) {
+  const { words: split, korean, prefixed } = foldedWords(text);
+  if (!korean && !prefixed) {
     const sequence = split;
     return { sequence, terms: [...new Set(sequence)].slice(0, MAX_QUERY_TERMS).map((word) => ({ word, forms: [{ word, factor: 1, variants: true }] })) };
   }
@@ -318,6 +350,14 @@ export function queryTerms(text: string): { sequence: string[]; terms: QueryTerm
       }
     } else {
       forms.push({ word, factor: 1, variants: true });
+      if (prefixed && PREFIXING_LETTER.test(word)) {
+        // The word with a prefix in a card (كتاب finds الكتاب), and without its own (الكتاب finds كتاب).
+        forms.push({ word: SYLLABLE_STEM_MARK + word, factor: PREFIX_MATCH, variants: false });
+        for (const shorter of withoutPrefixes(word)) {
+          forms.push({ word: shorter, factor: PREFIX_MATCH, variants: false });
+          forms.push({ word: SYLLABLE_STEM_MARK + shorter, factor: PREFIX_MATCH, variants: false });
+        }
+      }
     }
     sequence.push(word);
     let term = terms.get(word);

@@ -119,6 +119,11 @@ interface CardSource {
    * (searchWords), set by every write since; older ones lack it.
    */
   marks_kept?: boolean;
+  /**
+   * `words` list Arabic and Hebrew words also without their article or prefixes (indexWords), set by every write since;
+   * older ones lack it.
+   */
+  prefix_forms?: boolean;
 }
 
 /** A collision as its root's document holds it (a nested object: each one's tags and link are matched together). */
@@ -190,6 +195,9 @@ const JAMO_CLASS = '[\u1100-\u11ff]';
  * kept marks inside words.
  */
 const MARKED_SCRIPT_CLASS = '[\u0590-\u08ff\u0900-\u0dff\u0f00-\u0fff]';
+
+/** Arabic and Hebrew letters, as a character class of a Lucene regexp: words indexWords lists without their prefixes too. */
+const PREFIXING_SCRIPT_CLASS = '[\u0621-\u064a\u05d0-\u05ea]';
 
 /**
  * A card's `words` (its distinct indexed words: indexWords' sequence and extra forms) and its phrase `text` (the
@@ -308,6 +316,7 @@ export class ElasticsearchCardIndex implements CardIndex {
         segmented: { type: 'boolean' },
         korean_forms: { type: 'boolean' },
         marks_kept: { type: 'boolean' },
+        prefix_forms: { type: 'boolean' },
       },
     });
     await this.ensureIndex(this.names.vocabulary, {}, { dynamic: 'strict', properties: { word: keyword, trigrams: keyword, scope: keyword } });
@@ -437,6 +446,7 @@ export class ElasticsearchCardIndex implements CardIndex {
         segmented: true,
         korean_forms: true,
         marks_kept: true,
+        prefix_forms: true,
       };
       // The card is written only if nobody wrote it since it was read (sequence number), or created only if still absent.
       operations.push(
@@ -922,7 +932,8 @@ export class ElasticsearchCardIndex implements CardIndex {
    * character, and no write since marked it segmented; or holding a Korean word as it was written (a Hangul syllable),
    * before searchWords spelled Korean words in jamo without their particles; or holding Korean words (jamo) listed only
    * by their stems, before indexWords listed them as written and by their one-syllable stems too; or holding words of a
-   * script with combining marks (Indic, Arabic, Hebrew), before searchWords kept the marks inside words.
+   * script with combining marks (Indic, Arabic, Hebrew), before searchWords kept the marks inside words; or holding
+   * Arabic or Hebrew words listed only as written, before indexWords listed them without their prefixes too.
    */
   private unfoldedCards(): estypes.QueryDslQueryContainer {
     return {
@@ -937,6 +948,8 @@ export class ElasticsearchCardIndex implements CardIndex {
           { bool: { filter: [{ regexp: { words: { value: `.*${JAMO_CLASS}.*` } } }], must_not: [{ term: { korean_forms: true } }] } },
           // Or words of a script with combining marks, cut at its marks before words kept them.
           { bool: { filter: [{ regexp: { words: { value: `.*${MARKED_SCRIPT_CLASS}.*` } } }], must_not: [{ term: { marks_kept: true } }] } },
+          // Or Arabic and Hebrew words listed only as written, before they were listed without their prefixes too.
+          { bool: { filter: [{ regexp: { words: { value: `.*${PREFIXING_SCRIPT_CLASS}.*` } } }], must_not: [{ term: { prefix_forms: true } }] } },
         ],
         minimum_should_match: 1,
       },
@@ -973,7 +986,7 @@ export class ElasticsearchCardIndex implements CardIndex {
           await this.client.update({
             index: this.names.cards,
             id: hit._id!,
-            doc: { words: cardWords, text, folded: true, segmented: true, korean_forms: true, marks_kept: true } satisfies Partial<CardSource>,
+            doc: { words: cardWords, text, folded: true, segmented: true, korean_forms: true, marks_kept: true, prefix_forms: true } satisfies Partial<CardSource>,
             if_seq_no: hit._seq_no!,
             if_primary_term: hit._primary_term!,
           });

@@ -107,3 +107,43 @@ describe('GET /api/file/:id/download over a kept-alive connection', () => {
     }
   });
 });
+
+// http-proxy writes the head of its request to files at once when the client's request says `Expect: 100-continue`,
+// and then skips the hook that sets the gateway's token and caller and removes the client's own: files answered 401,
+// the client a 502, and the operator log blamed FILES_INTERNAL_TOKEN. Any client could do that at will.
+describe('GET /api/file/:id/download with `Expect: 100-continue`', () => {
+  let files: Server;
+  let gateway: Server;
+  let gatewayAddress: string;
+  const seenByFiles: IncomingMessage['headers'][] = [];
+
+  beforeAll(async () => {
+    files = filesDownloadEndpoint();
+    files.prependListener('request', (req: IncomingMessage) => seenByFiles.push(req.headers));
+    gateway = createServer(appWithoutServices({ clients, filesHttpAddress: await listen(files), filesInternalToken: TOKEN }));
+    gatewayAddress = await listen(gateway);
+  });
+  afterAll(async () => {
+    gateway.closeAllConnections();
+    for (const server of [gateway, files]) await new Promise((resolve) => server.close(resolve));
+  });
+
+  it("passes the bytes through with the gateway's token and none of the client's own caller or token headers", async () => {
+    const headers = { expect: '100-continue', 'x-caller-id': '6f1c2b1e-0000-4000-8000-0000000000ff', 'x-files-internal-token': 'guessed', authorization: 'Bearer x' };
+    const { status, body } = await new Promise<{ status?: number; body: Buffer }>((resolve, reject) => {
+      const req = get(`http://${gatewayAddress}/api/file/${FILE_ID}/download`, { headers }, (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (chunk: Buffer) => chunks.push(chunk));
+        res.on('end', () => resolve({ status: res.statusCode, body: Buffer.concat(chunks) }));
+      });
+      req.on('error', reject);
+    });
+    expect(status).toBe(200);
+    expect(body.equals(BYTES)).toBe(true);
+    const seen = seenByFiles.at(-1)!;
+    expect(seen['x-files-internal-token']).toBe(TOKEN);
+    expect(seen['x-caller-id']).toBeUndefined();
+    expect(seen.authorization).toBeUndefined();
+    expect(seen.expect).toBeUndefined();
+  });
+});

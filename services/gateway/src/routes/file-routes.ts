@@ -216,6 +216,9 @@ export function registerFileRoutes(router: Router, { clients, filesHttpAddress, 
       const fileId = uuidParam(req, 'file_id');
       // Visibility first (404 for missing or someone else's private file), then the bytes pass through.
       await clients.files.getFile({ fileId, callerId: req.user?.id });
+      // Node has answered the client's `Expect: 100-continue` already. Passed on, http-proxy sends the head to files at
+      // once and skips `proxyReq`, so neither the token nor the caller would be set, nor the client's own removed.
+      delete req.headers.expect;
       next();
     },
     proxy,

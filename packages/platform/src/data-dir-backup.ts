@@ -1,6 +1,6 @@
 import Database from 'better-sqlite3';
 import { copyFileSync, existsSync, lstatSync, mkdirSync, readdirSync, renameSync, rmSync } from 'node:fs';
-import { join, relative } from 'node:path';
+import { isAbsolute, join, relative, resolve, sep } from 'node:path';
 
 /** The embedded event log, relative to DATA_DIR: copied after every other store (see backUpDataDir). */
 export const EVENT_LOG_FILE = join('events', 'events.db');
@@ -46,6 +46,9 @@ const LOCK_FILE = /\.lock($|\.)/;
 export async function backUpDataDir(dataDir: string, target: string, hooks: DataDirBackupHooks = {}): Promise<DataDirBackupResult> {
   if (!existsSync(dataDir) || !lstatSync(dataDir).isDirectory()) throw new DataDirBackupError(`no data dir at ${dataDir}`);
   if (existsSync(target)) throw new DataDirBackupError(`${target} exists already: give the backup a new directory`);
+  const inside = relative(resolve(dataDir), resolve(target));
+  // The copy would copy itself, and the next backup (or a restore) would take it for stores of the data dir.
+  if (inside !== '..' && !inside.startsWith(`..${sep}`) && !isAbsolute(inside)) throw new DataDirBackupError(`${target} is inside the data dir ${dataDir}: put the backup outside it`);
   const partial = `${target}.partial`;
   rmSync(partial, { recursive: true, force: true });
   mkdirSync(partial, { recursive: true, mode: 0o700 });

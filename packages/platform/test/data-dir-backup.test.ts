@@ -111,6 +111,8 @@ describe('backUpDataDir (an online backup of the embedded data dir)', () => {
     expect(statSync(join(backup, 'svc', 'secret')).mode & 0o077).toBe(0);
     await expect(backUpDataDir(dataDir, backup)).rejects.toThrow(DataDirBackupError);
     await expect(backUpDataDir(join(root, 'nothing'), join(root, 'other'))).rejects.toThrow('no data dir');
+    await expect(backUpDataDir(dataDir, join(dataDir, 'backups', 'today'))).rejects.toThrow('inside the data dir');
+    expect(existsSync(join(dataDir, 'backups'))).toBe(false);
   });
 });
 

@@ -549,6 +549,19 @@ export function describeCardRepositoryContract(name: string, factory: CardsStore
       expect((await store.collections.findById(collection.id))?.fileId).toBeNull();
     });
 
+    it("clears one card's reference to a file, only while the card carries that file", async () => {
+      const fileId = randomUUID();
+      const card = aCard().fromFile(fileId, 'report.pdf').build();
+      const sibling = aCard().fromFile(fileId, 'report.pdf').build();
+      const other = aCard().fromFile(randomUUID(), 'other.pdf').build();
+      for (const c of [card, sibling, other]) await store.cards.insert(c, fingerprintOf(c.content), []);
+      await store.cards.clearFileReferenceOf(card.id, fileId);
+      await store.cards.clearFileReferenceOf(other.id, fileId);
+      expect(await store.cards.findById(card.id)).toEqual({ ...card, fileId: null, fileName: null });
+      expect(await store.cards.findById(sibling.id)).toEqual(sibling);
+      expect(await store.cards.findById(other.id)).toEqual(other);
+    });
+
     it('finds the cards of a file, every author, oldest first; clears only other authors\' references when asked', async () => {
       const fileId = randomUUID();
       const owner = randomUUID();

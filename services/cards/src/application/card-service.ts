@@ -2,8 +2,8 @@ import { createHash } from 'node:crypto';
 import { events } from '@cards/proto';
 import { AlreadyExistsError, InvalidArgumentError, newId, NotFoundError, PermissionDeniedError, earlierCreateForKey, RetryableUnavailableError, UnauthenticatedError, UnavailableError, type Logger } from '@cards/platform';
 import { collisionMovesOnChange, isVisibleTo, leavesRoot, mayHoldCollision, rehomedCollisions, PAGE_SIZE, totalPages, withFileShownTo, type AuthorScore, type Card, type CardGroup, type CollisionMove, type Vote } from '../domain/model';
-import { StaleCardError, type CardHtmlCleaner, type CardRepository, type CollectionRepository, type ContentLock, type FileDirectory, type NearDuplicateFinder, type UserDirectory, type VoteRepository } from '../domain/ports';
 import { cardTextFromHtml, fingerprintOf, isNearCopy, NEAR_COPY_JACCARD, ShingleComparison, SKETCH_MIN_SHARED, validLink, validOcFilePath, validTags } from '../domain/rules';
+import { StaleCardError, type CardHtmlCleaner, type CardRepository, type CollectionRepository, type ContentLock, type FileDirectory, type NearDuplicateFinder, type UserDirectory, type VisibleFile, type VoteRepository } from '../domain/ports';
 import { CardGroupReader, cardMessageBytes, type CardGroupsPart, type ViewedCard, type ViewedGroup } from './card-groups';
 import { bookmarkChanged, cardCreated, cardDeleted, cardRehomed, cardUpdated, datedAfter, verificationKept } from './events';
 import { followFilePrivacy, isHiddenByFile, privacyAfterChange, type PrivacyChangedBy } from './file-privacy';
@@ -208,8 +208,37 @@ export class CardService {
         throw err;
       }
       this.deps.eventsWritten();
-      return asCreated((await this.lookAgain(card, fingerprint, root, checked, lookupOwed, comparison)).card);
+      const placed = (await this.lookAgain(card, fingerprint, root, checked, lookupOwed, comparison)).card;
+      // A file's ingestion follows its file's deletion and privacy itself (the ingestion worker).
+      if (file === null || fromFile || !(await this.followFileChangedSinceCheck(placed, file))) return asCreated(placed);
+      return asCreated((await cards.findById(card.id)) ?? placed);
     });
+  }
+
+  /**
+   * The file a new card cites was checked before the card was stored; deleted or given another privacy in between, the
+   * event of that change may have been applied before the card existed, passing it over. Read again once the card is
+   * stored, the file is as it is now (a later change reaches the card through its own event): a file the author can no
+   * longer see leaves the card, as its deletion (or, someone else's file, its being made private) would have taken it;
+   * its owner's file with another privacy is followed as that change's event is (applyFilePrivacy). Answers whether the
+   * card was changed. The card stays as stored when files does not answer now: the create itself succeeded.
+   */
+  private async followFileChangedSinceCheck(card: Card, checked: VisibleFile): Promise<boolean> {
+    const fileId = card.fileId!;
+    let now: VisibleFile | null;
+    try {
+      now = await this.deps.files.visibleFile(fileId, card.authorId);
+    } catch (err) {
+      this.deps.logger.warn({ err, cardId: card.id, fileId }, 'could not read the cited file again after creating the card');
+      return false;
+    }
+    if (now === null) {
+      await this.deps.cards.clearFileReferenceOf(card.id, fileId);
+      return true;
+    }
+    if (now.private === checked.private) return false;
+    await this.applyFilePrivacy(fileId, card.authorId, now.private);
+    return true;
   }
 
   /**

@@ -133,6 +133,8 @@ export interface CardRepository {
    * `exceptAuthorId` only the cards of other authors lose the reference, and collections keep theirs.
    */
   clearFileReferences(fileId: string, exceptAuthorId?: string): Promise<void>;
+  /** One card loses its reference to the file (file_id/file_name), if it still carries that file; nothing else changes. */
+  clearFileReferenceOf(cardId: string, fileId: string): Promise<void>;
   /** The file's privacy changed: every card carrying it records it (Card.filePrivate); nothing else changes, `updatedAt` included. */
   setFilePrivacy(fileId: string, isPrivate: boolean): Promise<void>;
 }

@@ -305,6 +305,10 @@ export class MongoCardRepository implements CardRepository {
     await this.store.cards.updateMany({ fileId, filePrivate: { $ne: isPrivate } }, { $set: { filePrivate: isPrivate } });
   }
 
+  async clearFileReferenceOf(cardId: string, fileId: string): Promise<void> {
+    await this.store.cards.updateOne({ _id: cardId, fileId }, { $set: { fileId: null, fileName: null } });
+  }
+
   async clearFileReferences(fileId: string, exceptAuthorId?: string): Promise<void> {
     if (exceptAuthorId !== undefined) {
       await this.store.cards.updateMany({ fileId, authorId: { $ne: exceptAuthorId } }, { $set: { fileId: null, fileName: null } });

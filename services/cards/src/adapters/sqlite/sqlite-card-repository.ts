@@ -298,6 +298,10 @@ export class SqliteCardRepository implements CardRepository {
     })();
   }
 
+  async clearFileReferenceOf(cardId: string, fileId: string): Promise<void> {
+    this.db.prepare('UPDATE cards SET file_id = NULL, file_name = NULL WHERE id = ? AND file_id = ?').run(cardId, fileId);
+  }
+
   async setFilePrivacy(fileId: string, isPrivate: boolean): Promise<void> {
     this.db.prepare('UPDATE cards SET file_private = ? WHERE file_id = ? AND file_private <> ?').run(isPrivate ? 1 : 0, fileId, isPrivate ? 1 : 0);
   }

@@ -10,6 +10,7 @@ import { accessLog, type AccessLogLevel } from './http/access-log';
 import { observeRequestEnds } from './http/request-end';
 import { decodeUnreservedEscapes, refuseNonNormalGatewayPaths } from './http/api-paths';
 import { requireOneHost } from './http/host-header';
+import { refuseUnknownTransferCodings } from './http/transfer-coding';
 import { recordMountPath } from './http/route-label';
 import { securityHeaders } from './http/security-headers';
 import { corsForConfiguredOrigins, originCheck } from './http/cross-origin';
@@ -112,6 +113,7 @@ export function createGatewayApp(options: GatewayAppOptions): Express {
     next();
   });
   app.use(requireOneHost);
+  app.use(refuseUnknownTransferCodings);
   app.use(serverWideOptions(routes));
   app.use(refuseNonNormalGatewayPaths);
   // /api/card/%63ount is /api/card/count: escaped letters, digits and -._~ are routed as the characters.

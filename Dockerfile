@@ -136,7 +136,8 @@ FROM runtime AS all-in-one
 COPY --from=build /out/all-in-one /app
 COPY --from=build /src/web/dist /app/web/dist
 # The word-vector cache (~35 MB, ~10 s and 0.7 GB to build) on the /data volume, so a new container reuses it.
-ENV HOST=0.0.0.0 PORT=8090 WEB_DIST_DIR=/app/web/dist WORD_VECTORS_CACHE_DIR=/data/word-vectors
-EXPOSE 8090
+# /metrics on 9464, not on the published 8090: its counters tell more than the API (reset mails go only to accounts).
+ENV HOST=0.0.0.0 PORT=8090 WEB_DIST_DIR=/app/web/dist WORD_VECTORS_CACHE_DIR=/data/word-vectors METRICS_PORT=9464 METRICS_HOST=0.0.0.0
+EXPOSE 8090 9464
 HEALTHCHECK --interval=10s --timeout=3s --start-period=90s --retries=3 \
   CMD node -e "fetch('http://127.0.0.1:'+(process.env.PORT||8090)+'/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"

@@ -208,4 +208,10 @@ describe('Dockerfile (offline)', () => {
       expect(envLine).toMatch(/ METRICS_HOST=0\.0\.0\.0\b/);
     }
   });
+
+  it("serves the all-in-one's /metrics on a port of its own, not on the published PORT", () => {
+    const envLine = byName.get('all-in-one')!.lines.filter((l) => l.startsWith('ENV ')).join(' ');
+    const env = Object.fromEntries([...envLine.matchAll(/ (\w+)=(\S+)/g)].map((m) => [m[1], m[2]]));
+    expect({ port: env.PORT, metricsPort: env.METRICS_PORT, metricsHost: env.METRICS_HOST }).toEqual({ port: '8090', metricsPort: '9464', metricsHost: '0.0.0.0' });
+  });
 });

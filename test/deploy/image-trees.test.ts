@@ -172,7 +172,7 @@ describeIfPnpm('image trees (`pnpm deploy --prod`, as the Dockerfile builds them
 
   it('runs the all-in-one from its tree', async () => {
     const port = await freePort();
-    // METRICS_PORT is for a service alone: the all-in-one's five services leave it alone, its gateway's /metrics covers the process.
+    // The all-in-one's five services leave METRICS_PORT alone; its gateway's /metrics, covering the process, moves there.
     const metricsPort = await freePort();
     const env = embeddedEnv({ DATA_DIR: join(out, 'all-in-one-data'), PORT: String(port), METRICS_PORT: String(metricsPort) });
     const { child, output } = startFromTree(join(out, 'all-in-one'), env);
@@ -180,9 +180,9 @@ describeIfPnpm('image trees (`pnpm deploy --prod`, as the Dockerfile builds them
     await waitFor('all-in-one readiness', async () => ((await fetch(`http://127.0.0.1:${port}/healthz`)).status === 200 ? true : undefined), 90_000, output);
     expect((await fetch(`http://127.0.0.1:${port}/api/auth`)).status).toBe(401);
     expect((await fetch(`http://127.0.0.1:${port}/api/card/count`)).status).toBe(200);
-    const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+    const metrics = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
     expect(sample(metrics, 'grpc_server_handled_total', { grpc_service: 'cards.v1.CardService', grpc_method: 'CountCards', grpc_code: 'OK' })).toBe(1);
-    await expect(fetch(`http://127.0.0.1:${metricsPort}/metrics`)).rejects.toThrow();
+    expect((await fetch(`http://127.0.0.1:${port}/metrics`)).status).toBe(404);
     expect(await stop(child)).toBe(0);
   }, 120_000);
 });

@@ -48,7 +48,7 @@ async function startOnce(baseEnv: Record<string, string | undefined>): Promise<A
     DATA_DIR: resolve(baseEnv.DATA_DIR ?? './data'),
     ...(await loopbackTopologyEnv()),
     // One process: the gateway's /metrics already shows its metrics and every service's gRPC calls, and five
-    // services cannot share one metrics port.
+    // services cannot share one metrics port. The gateway alone is given METRICS_PORT (below).
     METRICS_PORT: undefined,
     // The files service's download endpoint listens on loopback, where any local process could otherwise fetch any
     // private file by naming its owner (x-caller-id): one process holds both ends, so a fresh secret per start.
@@ -64,7 +64,9 @@ async function startOnce(baseEnv: Record<string, string | undefined>): Promise<A
   const started: RunningService[] = [];
   try {
     for (const start of [startIdentity, startCards, startSearch, startFiles, startNotifications]) started.push(await start(env));
-    const gateway = await startGateway(env);
+    // METRICS_PORT moves the process's /metrics off PORT, as for the gateway alone: on a public PORT it is readable by
+    // anyone, and its counters tell more than the API does (reset mails go only to addresses with an account).
+    const gateway = await startGateway({ ...env, METRICS_PORT: baseEnv.METRICS_PORT });
     started.push(gateway);
     return {
       gatewayPort: gateway.port,

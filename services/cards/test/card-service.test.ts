@@ -9,7 +9,7 @@ import { InProcessContentLock } from '../src/adapters/in-process/in-process-cont
 import { CardService } from '../src/application/card-service';
 import { isOlder } from '../src/application/card-service';
 import type { NearDuplicateCandidate, NearDuplicateFinder } from '../src/domain/ports';
-import { fingerprintOf, jaccard, NEAR_COPY_JACCARD, shinglesOf } from '../src/domain/rules';
+import { fingerprintOf, jaccard, legacyContentHash, NEAR_COPY_JACCARD, shinglesOf } from '../src/domain/rules';
 import { aCard, aCollection, someContent } from './builders';
 
 /** The service on a real SQLite store, with the peers it asks (search, files, identity) answering as told. */
@@ -57,6 +57,35 @@ const create = (service: CardService, callerId: string, content = someContent(),
   service.createCard({ callerId, cardHtml: `<p>${content}</p>`, link: '', private: false, tags: [], ...extra });
 
 describe('CardService', () => {
+  describe('Hindi cards (vowel signs are combining marks)', () => {
+    const story =
+      'राम ने बाज़ार से एक नई किताब खरीदी और शाम को उसे पढ़ी। उसकी बहन ने भी वह किताब पढ़ी और कहा कि कहानी बहुत अच्छी थी। ' +
+      'गाँव के लोग सुबह जल्दी उठते हैं और खेतों में काम करने जाते हैं। बच्चे स्कूल जाते हैं और दोपहर को घर लौटते हैं। ' +
+      'शाम को सब मिलकर खाना खाते हैं और बातें करते हैं। त्योहारों पर पूरा गाँव सजाया जाता है और लोग एक दूसरे के घर जाते हैं।';
+    // Other words with the same letters: every ी and ई vowel made ा and ए (खरीदी/खरीदा, अच्छी/अच्छा, नई/नए, ...).
+    const otherVowels = story.replaceAll('ी', 'ा').replaceAll('ई', 'ए');
+
+    it('are no duplicates of each other when only their vowel signs differ, while an exact copy is one', async () => {
+      const { service } = setup();
+      const first = await create(service, 'alice', story);
+      const other = await create(service, 'bob', otherVowels);
+      expect({ duplicate: other.duplicate, collisionOf: other.card.collisionOf }).toEqual({ duplicate: false, collisionOf: null });
+      const copy = await create(service, 'carol', story);
+      expect({ duplicate: copy.duplicate, collisionOf: copy.card.collisionOf }).toEqual({ duplicate: true, collisionOf: first.card.id });
+    });
+
+    it('stored under the hash that made marks spaces: an exact copy is still found, another text with the same letters is not', async () => {
+      const { service, db } = setup();
+      const first = await create(service, 'alice', story);
+      db.prepare('UPDATE cards SET content_hash = ? WHERE id = ?').run(legacyContentHash(first.card.content)!, first.card.id);
+      db.prepare('DELETE FROM card_sketch WHERE card_id = ?').run(first.card.id);
+      const other = await create(service, 'bob', otherVowels);
+      expect(other.duplicate).toBe(false);
+      const copy = await create(service, 'carol', story);
+      expect({ duplicate: copy.duplicate, collisionOf: copy.card.collisionOf }).toEqual({ duplicate: true, collisionOf: first.card.id });
+    });
+  });
+
   it("takes the search index's embedding verdict for a visible root", async () => {
     const { service, peers } = setup();
     const root = await create(service, 'alice');

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { events } from '@cards/proto';
 import { AlreadyExistsError, InvalidArgumentError, newId, NotFoundError, PermissionDeniedError, earlierCreateForKey, RetryableUnavailableError, UnauthenticatedError, UnavailableError, type Logger } from '@cards/platform';
 import { collisionMovesOnChange, isVisibleTo, leavesRoot, mayHoldCollision, rehomedCollisions, PAGE_SIZE, totalPages, withFileShownTo, type AuthorScore, type Card, type CardGroup, type CollisionMove, type Vote } from '../domain/model';
-import { cardTextFromHtml, fingerprintOf, isNearCopy, NEAR_COPY_JACCARD, ShingleComparison, SKETCH_MIN_SHARED, validLink, validOcFilePath, validTags } from '../domain/rules';
+import { cardTextFromHtml, fingerprintOf, isNearCopy, legacyContentHash, NEAR_COPY_JACCARD, normalizeContent, ShingleComparison, SKETCH_MIN_SHARED, validLink, validOcFilePath, validTags } from '../domain/rules';
 import { StaleCardError, type CardHtmlCleaner, type CardRepository, type CollectionRepository, type ContentLock, type FileDirectory, type NearDuplicateFinder, type UserDirectory, type VisibleFile, type VoteRepository } from '../domain/ports';
 import { CardGroupReader, cardMessageBytes, type CardGroupsPart, type ViewedCard, type ViewedGroup } from './card-groups';
 import { bookmarkChanged, cardCreated, cardDeleted, cardRehomed, cardUpdated, datedAfter, verificationKept } from './events';
@@ -385,10 +385,23 @@ export class CardService {
     return card;
   }
 
+  /**
+   * The cards whose normalized content is `content`'s: by its hash, then (cards stored before combining marks counted)
+   * by its legacy hash, those whose text is the same now.
+   */
+  private async sameText(content: string, fingerprint: ReturnType<typeof fingerprintOf>, limit: number): Promise<Card[]> {
+    const same = await this.deps.cards.findByContentHash(fingerprint.contentHash, limit);
+    const legacy = legacyContentHash(content);
+    if (legacy === undefined || same.length >= limit) return same;
+    const normalized = normalizeContent(content);
+    const older = (await this.deps.cards.findByContentHash(legacy, limit)).filter((c) => normalizeContent(c.content) === normalized);
+    return [...same, ...older.filter((c) => !same.some((s) => s.id === c.id))].slice(0, limit);
+  }
+
   /** The roots other than `card` whose text or whose collision's text is the same as its text or a near copy of it, oldest first. */
   private async nearCopyRoots(card: Card, fingerprint: ReturnType<typeof fingerprintOf>, comparison: ShingleComparison): Promise<Card[]> {
     const { cards } = this.deps;
-    const sameText = await cards.findByContentHash(fingerprint.contentHash, SETTLE_CANDIDATES);
+    const sameText = await this.sameText(comparison.text, fingerprint, SETTLE_CANDIDATES);
     const nearText = (await nearCopiesAmong(comparison, await cards.findBySketch(fingerprint.sketch, SKETCH_MIN_SHARED, SETTLE_CANDIDATES))).map((s) => s.c);
     const matched = [...sameText, ...nearText];
     const rootIds = new Set(matched.map((c) => c.collisionOf ?? c.id));
@@ -506,7 +519,7 @@ export class CardService {
       return null;
     };
 
-    const exact = await firstQualifying(await cards.findByContentHash(fingerprint.contentHash, 20));
+    const exact = await firstQualifying(await this.sameText(content, fingerprint, 20));
     if (exact) return found(exact);
 
     const nearCopy = async (candidates: readonly Card[]) => {

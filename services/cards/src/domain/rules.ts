@@ -190,9 +190,24 @@ export function validCollectionDescription(description: string): string {
   return description;
 }
 
-/** Case, accents-compatibility forms, punctuation and spacing do not make two cards different. */
+/**
+ * Case, accents-compatibility forms, punctuation and spacing do not make two cards different. Combining marks do: in
+ * Hindi, Bengali, Tamil and the other Indic scripts the vowel signs are marks, so with marks made spaces पढ़ी and पढ़ा
+ * (one letter's vowel changed) were one text, and two different Hindi cards were one card's duplicate.
+ */
 export function normalizeContent(content: string): string {
-  return content.normalize('NFKC').toLowerCase().replace(/[^\p{L}\p{N}]+/gu, ' ').trim();
+  return content.normalize('NFKC').toLowerCase().replace(/[^\p{L}\p{N}\p{M}]+/gu, ' ').trim();
+}
+
+/**
+ * The content hash cards stored before combining marks counted were stored under (marks made spaces), when it differs
+ * from the content's hash now: an exact copy of such a card is looked up under it too, and taken only when its text is
+ * the same by normalizeContent (no longer merely the same letters).
+ */
+export function legacyContentHash(content: string): string | undefined {
+  const normalized = content.normalize('NFKC').toLowerCase();
+  if (!/\p{M}/u.test(normalized)) return undefined;
+  return createHash('sha256').update(normalized.replace(/[^\p{L}\p{N}]+/gu, ' ').trim()).digest('hex');
 }
 
 /** A character of a script written without spaces, or a run of other word characters. */

@@ -76,20 +76,55 @@ export interface SessionMiddlewareOptions {
   answersLookupFailure?: (req: Request) => boolean;
 }
 
-/** Resolves the cookie on every request so a logout revokes at once; a bad cookie just means anonymous. */
+/** Session cookies of one request asked about at most: a browser holds one per domain and path it was set for. */
+const MAX_SESSION_COOKIES = 4;
+
+/**
+ * Every `ai-editor` value in the request's Cookie header, in the order sent, decoded as cookie-parser decodes one
+ * (quotes dropped, percent-escapes read); empty, over-long and repeated values left out.
+ */
+export function sessionTokensOf(cookieHeader: string | undefined): string[] {
+  const tokens: string[] = [];
+  for (const pair of (cookieHeader ?? '').split(';')) {
+    const at = pair.indexOf('=');
+    if (at < 0 || pair.slice(0, at).trim() !== SESSION_COOKIE) continue;
+    let value = pair.slice(at + 1).trim();
+    if (value.length >= 2 && value.startsWith('"') && value.endsWith('"')) value = value.slice(1, -1);
+    try {
+      value = decodeURIComponent(value);
+    } catch {
+      // As cookie-parser: a value with a broken escape is kept as sent.
+    }
+    if (value.length === 0 || value.length > 4096 || tokens.includes(value)) continue;
+    tokens.push(value);
+    if (tokens.length === MAX_SESSION_COOKIES) break;
+  }
+  return tokens;
+}
+
+/**
+ * Resolves the cookie on every request so a logout revokes at once; a bad cookie just means anonymous. A browser sends
+ * two `ai-editor` cookies when one was set for another path or a parent domain (a sibling subdomain can set one), the
+ * more specific first: the first that is a live session counts. Only the first counted before, so such a cookie holding
+ * anything signed the user out at every request, and GET /api/auth then cleared the user's own cookie.
+ */
 export function sessionMiddleware(resolve: SessionResolver, options: SessionMiddlewareOptions = {}) {
   return async (req: Request, _res: Response, next: NextFunction) => {
-    const token: unknown = req.cookies?.[SESSION_COOKIE];
-    if (typeof token !== 'string' || token.length === 0 || token.length > 4096) return next();
-    try {
-      const user = await resolve(token);
-      if (user) {
-        req.user = user;
-        req.sessionToken = token;
+    for (const token of sessionTokensOf(req.headers.cookie)) {
+      try {
+        const user = await resolve(token);
+        if (user) {
+          req.user = user;
+          req.sessionToken = token;
+          break;
+        }
+      } catch (err) {
+        if (identityCouldNotAnswer(err) && options.answersLookupFailure?.(req)) {
+          req.sessionLookupError = err;
+          break;
+        }
+        return next(err);
       }
-    } catch (err) {
-      if (identityCouldNotAnswer(err) && options.answersLookupFailure?.(req)) req.sessionLookupError = err;
-      else return next(err);
     }
     next();
   };

@@ -198,9 +198,11 @@ it('the backup command copies a running system under writes into a backup that r
   await eventuallyDefined(async () => (texts.size >= 3 ? true : undefined), 'the first cards of the writer');
   const backup = await promisify(execFile)(process.execPath, ['--import', 'tsx', 'packages/platform/src/cli/backup.ts', backupDir], { cwd: ROOT, env: { ...process.env, DATA_DIR: dataDir, LOG_LEVEL: 'warn' } });
   expect(backup.stdout).toContain(`backed up ${dataDir} to ${backupDir}`);
+  expect(backup.stdout).toContain('events/events.db');
   writing = false;
   await writer;
-  const afterBackup = await createCard(dave, uniqueText());
+  const afterBackupText = uniqueText();
+  const afterBackup = await createCard(dave, afterBackupText);
   await system!.stop();
 
   rmSync(dataDir, { recursive: true, force: true });
@@ -211,8 +213,10 @@ it('the backup command copies a running system under writes into a backup that r
   expect(restoredCards).not.toContain(afterBackup);
   expect(restoredCards.length).toBeGreaterThanOrEqual(3);
   for (const id of restoredCards) expect(texts.has(id)).toBe(true);
-  // Every restored card is found by search, bookmarked as it was, verified and announced to its author exactly once.
+  // Every restored card is found by search (and no other), bookmarked as it was, verified and announced to its author exactly once.
   for (const id of restoredCards) await foundBy(undefined, texts.get(id)!, id);
+  for (const [id, text] of texts) if (!restoredCards.includes(id)) expect(await fullText(undefined, text)).not.toContain(id);
+  expect(await fullText(undefined, afterBackupText)).not.toContain(afterBackup);
   const bookmarked = await collectionCards(alice, collection);
   for (const id of bookmarked) expect(restoredCards).toContain(id);
   const verifications = await eventuallyDefined(async () => {

@@ -2,45 +2,39 @@ import Database from 'better-sqlite3';
 import { copyFileSync, existsSync, lstatSync, mkdirSync, readdirSync, renameSync, rmSync } from 'node:fs';
 import { isAbsolute, join, relative, resolve, sep } from 'node:path';
 
-/** The embedded event log, relative to DATA_DIR: copied after every other store (see backUpDataDir). */
-export const EVENT_LOG_FILE = join('events', 'events.db');
-
-/** Steps of a backup a test can act between (what another process does while a backup runs). */
+/** A step of a backup a test can act in (what another process does while a backup runs). */
 export interface DataDirBackupHooks {
-  /** After the consumer positions were read, before any store is copied. */
-  afterPositionsRead?(): Promise<void> | void;
-  /** After every service store was copied, before the event log is. */
-  afterStoresCopied?(): Promise<void> | void;
+  /** While every store is held against writes, after they were copied. */
+  whileWritesHeld?(): Promise<void> | void;
 }
 
 export interface DataDirBackupResult {
-  /** The SQLite stores copied, relative to DATA_DIR, the event log last. */
+  /** The SQLite stores copied, relative to DATA_DIR. */
   stores: string[];
   /** Other files copied (file bytes, the session secret, mail). */
   files: number;
-  /** Consumer positions in the copy set back to where they were when the backup began. */
-  positionsSetBack: number;
+  /** How long writes to the stores waited for the copy. */
+  writesHeldMs: number;
 }
 
-/** Thrown when a backup cannot be made as asked (no data dir, a target that already exists). */
+/** Thrown when a backup cannot be made as asked (no data dir, a target that already exists or lies inside it). */
 export class DataDirBackupError extends Error {}
 
 const SQLITE_SIDE_FILE = /\.db-(wal|shm|journal)$/;
 const LOCK_FILE = /\.lock($|\.)/;
+/** Below the services' own busy_timeout (5 s, sqlite.ts): when a service holds a store that long, the backup gives way. */
+const HOLD_BUSY_TIMEOUT_MS = 2000;
+const HOLD_ATTEMPTS = 5;
 
 /**
- * Copies an embedded DATA_DIR while its services run, into `target` (which must not exist), so that the copy restores
- * like a copy made with the services stopped: put it in place of DATA_DIR and start.
+ * Copies an embedded DATA_DIR while its services run, into `target` (which must not exist and not lie inside it), so
+ * that the copy restores like a copy made with the services stopped: put it in place of DATA_DIR and start.
  *
- * Each SQLite store is copied with `VACUUM INTO` (one read transaction: the store as it was at one moment, never torn
- * like a file copy of a database and its -wal). The stores are copied at different moments, so the order keeps them
- * consistent with each other: a service's outbox marks an event published only after the event log holds it, so every
- * service store is copied before the log (what a copied outbox calls published is in the copied log; what it still
- * holds may be published again: consumers are idempotent by event id). A consumer applies an event to its store before
- * it commits its position in the log, so the positions in the copied log are set back to where they were before any
- * store was copied: a consumer that applied an event after its store was copied receives it again after the restore
- * instead of never. Other files (file bytes, the session secret, mail) are copied before the stores and again after
- * them, so a file record in the copy has its bytes whether they were written during the backup or removed.
+ * The stores refer to each other (an outbox and the event log it publishes to; a consumer's store and its position in
+ * the log; cards and the search index), so they are copied at one moment: the backup takes every store's write lock
+ * (BEGIN IMMEDIATE: readers go on, writers wait within their busy_timeout), copies each with `VACUUM INTO` from another
+ * connection, and lets go. Other files (file bytes, the session secret, mail) are copied before the stores and again
+ * after them, so a file record in the copy has its bytes whether they were written during the backup or removed after.
  * The copy is made in `<target>.partial` and renamed at the end: a backup cut short is never taken for one.
  */
 export async function backUpDataDir(dataDir: string, target: string, hooks: DataDirBackupHooks = {}): Promise<DataDirBackupResult> {
@@ -52,64 +46,51 @@ export async function backUpDataDir(dataDir: string, target: string, hooks: Data
   const partial = `${target}.partial`;
   rmSync(partial, { recursive: true, force: true });
   mkdirSync(partial, { recursive: true, mode: 0o700 });
-
-  const logPath = join(dataDir, EVENT_LOG_FILE);
-  const positionsAtStart = existsSync(logPath) ? readPositions(logPath) : [];
-  await hooks.afterPositionsRead?.();
-
-  const { stores, others } = listDataDir(dataDir);
-  let files = copyOtherFiles(dataDir, partial, others);
-  const copied: string[] = [];
-  for (const store of stores.filter((s) => s !== EVENT_LOG_FILE)) {
-    copyStore(join(dataDir, store), join(partial, store));
-    copied.push(store);
-  }
-  files += copyOtherFiles(dataDir, partial, listDataDir(dataDir).others);
-  await hooks.afterStoresCopied?.();
-
-  let positionsSetBack = 0;
-  if (existsSync(logPath)) {
-    copyStore(logPath, join(partial, EVENT_LOG_FILE));
-    copied.push(EVENT_LOG_FILE);
-    positionsSetBack = setPositionsBack(join(partial, EVENT_LOG_FILE), positionsAtStart);
-  }
-  renameSync(partial, target);
-  return { stores: copied, files, positionsSetBack };
-}
-
-interface Position {
-  group_id: string;
-  topic: string;
-  seq: number;
-}
-
-function readPositions(logPath: string): Position[] {
-  const db = new Database(logPath, { fileMustExist: true });
   try {
-    db.pragma('busy_timeout = 5000');
-    return db.prepare('SELECT group_id, topic, seq FROM consumer_offsets').all() as Position[];
-  } finally {
-    db.close();
-  }
-}
-
-/** Every group in the copied log back to its position at the start; a group that had none then reads from the start. */
-function setPositionsBack(copiedLog: string, atStart: readonly Position[]): number {
-  const db = new Database(copiedLog, { fileMustExist: true });
-  try {
-    const before = new Map(atStart.map((p) => [`${p.group_id}\u0000${p.topic}`, p.seq]));
-    const now = db.prepare('SELECT group_id, topic, seq FROM consumer_offsets').all() as Position[];
-    const set = db.prepare('UPDATE consumer_offsets SET seq = ? WHERE group_id = ? AND topic = ?');
-    let changed = 0;
-    db.transaction(() => {
-      for (const p of now) {
-        const seq = Math.min(p.seq, before.get(`${p.group_id}\u0000${p.topic}`) ?? 0);
-        if (seq !== p.seq) changed += set.run(seq, p.group_id, p.topic).changes;
+    const { stores, others } = listDataDir(dataDir);
+    let files = copyOtherFiles(dataDir, partial, others);
+    const held = await holdWrites(stores.map((store) => join(dataDir, store)));
+    const heldAt = performance.now();
+    let writesHeldMs: number;
+    try {
+      for (const store of stores) copyStore(join(dataDir, store), join(partial, store));
+      await hooks.whileWritesHeld?.();
+    } finally {
+      for (const db of held) {
+        db.exec('ROLLBACK');
+        db.close();
       }
-    })();
-    return changed;
-  } finally {
-    db.close();
+      writesHeldMs = Math.round(performance.now() - heldAt);
+    }
+    files += copyOtherFiles(dataDir, partial, listDataDir(dataDir).others);
+    renameSync(partial, target);
+    return { stores, files, writesHeldMs };
+  } catch (err) {
+    rmSync(partial, { recursive: true, force: true });
+    throw err;
+  }
+}
+
+/** Connections holding the write lock of every store at once; a store a service keeps busy makes it let go and try again. */
+async function holdWrites(paths: readonly string[]): Promise<Database.Database[]> {
+  for (let attempt = 1; ; attempt++) {
+    const held: Database.Database[] = [];
+    try {
+      for (const path of paths) {
+        const db = new Database(path, { fileMustExist: true });
+        held.push(db);
+        db.pragma(`busy_timeout = ${HOLD_BUSY_TIMEOUT_MS}`);
+        db.exec('BEGIN IMMEDIATE');
+      }
+      return held;
+    } catch (err) {
+      for (const db of held) {
+        if (db.inTransaction) db.exec('ROLLBACK');
+        db.close();
+      }
+      if ((err as { code?: string }).code !== 'SQLITE_BUSY' || attempt >= HOLD_ATTEMPTS) throw err;
+      await new Promise((r) => setTimeout(r, 100 * attempt));
+    }
   }
 }
 

@@ -42,7 +42,7 @@ export async function runBackupCommand(argv: string[], env: Record<string, strin
   const umask = process.umask(0o077);
   try {
     const result = await backUpDataDir(dataDir, target);
-    io.out(`backed up ${dataDir} to ${target} in ${((performance.now() - started) / 1000).toFixed(1)} s: ${result.stores.length} store(s) (${result.stores.join(', ')}), ${result.files} other file(s), ${result.positionsSetBack} consumer position(s) set back to the start of the backup`);
+    io.out(`backed up ${dataDir} to ${target} in ${((performance.now() - started) / 1000).toFixed(1)} s: ${result.stores.length} store(s) (${result.stores.join(', ')}) copied at one moment (writes waited ${result.writesHeldMs} ms), ${result.files} other file(s)`);
     return 0;
   } catch (err) {
     io.err(err instanceof DataDirBackupError ? err.message : `backup failed: ${errorMessage(err)}`);

@@ -172,6 +172,14 @@ it('a stopped copy of DATA_DIR restores every item of the backup and nothing mad
   const restored = await stateOf(alice);
   expect(restored.notifications).toHaveLength(before.notifications.length + 1);
   expect(restored.collections).toEqual(before.collections);
+
+  // The restore took Bob's logout back; ending every session as docs/deploy.md says: a new session secret.
+  await system!.stop();
+  rmSync(join(dataDir, 'identity', 'jwt-secret'));
+  await start();
+  expect((await as(bob).get('/api/auth')).status).toBe(401);
+  expect((await as(alice).get('/api/auth')).status).toBe(401);
+  expect((await new ApiClient(system!.baseUrl).post('/api/auth', { email: alice.email, password: alice.password })).status).toBe(204);
 }, 300_000);
 
 it('the backup command copies a running system under writes into a backup that restores every card, search hit and notification once', async () => {

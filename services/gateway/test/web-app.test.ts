@@ -131,6 +131,18 @@ describe('serving the built web app (serveWebApp)', () => {
     }
   });
 
+  // serve-static answered a directory's name with a 301 to its name with a slash and an HTML page of its own ("Redirecting
+  // to /assets/"), which led to the JSON 404 anyway.
+  it('answers a directory of the build asked for by name (/assets, /assets/) with the JSON 404, not a redirect page', async () => {
+    for (const path of ['/assets', '/assets/', '/assets?v=1']) {
+      const res = await fetch(app.url + path, { redirect: 'manual' });
+      expect(res.status).toBe(404);
+      expect(res.headers.get('location')).toBeNull();
+      expect(res.headers.get('content-type')).toMatch(/^application\/json/);
+      expect(await res.json()).toEqual({ message: 'No such file' });
+    }
+  });
+
   it('leaves /api and non-GET requests to the routes after it', async () => {
     expect(await (await fetch(`${app.url}/api/ping`)).json()).toEqual({ ok: true });
     const unknownApi = await fetch(`${app.url}/api/nope`);

@@ -132,14 +132,15 @@ export function serveWebApp(app: Express, dir: string, logger: Logger, { cookieS
     if (path.endsWith('.html')) res.setHeader('cache-control', 'no-cache');
   };
   app.use('/assets', compressedAssets(join(dir, 'assets'), withPolicy));
-  app.use('/assets', express.static(join(dir, 'assets'), { immutable: true, maxAge: '365d', index: false, setHeaders: withPolicy }));
-  app.use(express.static(dir, { index: false, maxAge: 0, setHeaders: withPolicy }));
+  // redirect: false: a directory's name is not answered with serve-static's 301 and HTML page, but with the JSON 404 below.
+  app.use('/assets', express.static(join(dir, 'assets'), { immutable: true, maxAge: '365d', index: false, redirect: false, setHeaders: withPolicy }));
+  app.use(express.static(dir, { index: false, maxAge: 0, redirect: false, setHeaders: withPolicy }));
   app.use((req, res, next) => {
     if ((req.method !== 'GET' && req.method !== 'HEAD') || req.path === '/api' || req.path.startsWith('/api/')) return next();
     // A client that asks for JSON only (an API call missing its /api prefix) gets the JSON 404, not a page.
     if (!req.accepts('html')) return next();
     // A missing file (a stale asset name, /favicon.ico) is a 404, not the app's HTML.
-    if (req.path.startsWith('/assets/') || /\.[a-z0-9]{1,8}$/i.test(req.path)) {
+    if (req.path === '/assets' || req.path.startsWith('/assets/') || /\.[a-z0-9]{1,8}$/i.test(req.path)) {
       // A CDN would keep a 404 without freshness information heuristically: an asset name missing during a rolling
       // deploy (a pod still on the older build) must not stay missing for everyone once every pod has it.
       res.setHeader('cache-control', 'no-store');

@@ -1,0 +1,98 @@
+/**
+ * The web app on a phone, in headless Chromium emulating one (isMobile, hasTouch) against the all-in-one system: the
+ * card editor in a view as short as a phone's with its keyboard up. See docs/web.md "Phones".
+ */
+import type { BrowserContext, Page } from 'playwright-core';
+import { Mailbox } from '../support/mailbox';
+import { signUp, type TestUser } from '../support/accounts';
+import { chromiumForSuite } from './support/chromium';
+import { signInBrowser, startBrowserSystem, type BrowserSystem } from './support/browser-system';
+
+const { describeInBrowser, executablePath } = chromiumForSuite();
+
+jest.setTimeout(120_000);
+
+const PARAGRAPHS = Array.from({ length: 30 }, (_, i) => `<p>Paragraph ${i} about the tides of the sea, the pull of the Moon and the slow lengthening of our days.</p>`).join('');
+
+let running: BrowserSystem | undefined;
+let user: TestUser;
+let phone: BrowserContext;
+let page: Page;
+let cardId: string;
+const mailbox = new Mailbox();
+
+/** Where an element of the page is on the screen, in CSS px. */
+async function rectOf(selector: string): Promise<{ top: number; bottom: number }> {
+  return page.locator(selector).first().evaluate((el) => {
+    const r = el.getBoundingClientRect();
+    return { top: r.top, bottom: r.bottom };
+  });
+}
+
+describeInBrowser('the web app on a phone, in headless Chromium', () => {
+  beforeAll(async () => {
+    running = await startBrowserSystem({ mailbox, executablePath, label: 'web-phone' });
+    user = await signUp(running.system.baseUrl, mailbox, 'web-phone');
+    const created = await user.client.post('/api/card', { card_html: PARAGRAPHS, link: 'https://example.com/tides', private: false, tag_set: [] });
+    expect(created.status).toBe(200);
+    cardId = (created.json as { card_metadata: { id: string } }).card_metadata.id;
+    // A 360 px phone with its keyboard up leaves about 300 px of page.
+    phone = await running.browser.newContext({ baseURL: running.system.baseUrl, viewport: { width: 360, height: 300 }, deviceScaleFactor: 3, isMobile: true, hasTouch: true });
+    await signInBrowser(phone, running.system.baseUrl, user);
+    page = await phone.newPage();
+  }, 240_000);
+
+  afterAll(async () => {
+    await phone?.close();
+    await running?.stop();
+  });
+
+  it('keeps the whole toolbar on the screen while typing at the end of a long text, in a keyboard-high view', async () => {
+    await page.goto(`/card/${cardId}/edit`);
+    const text = page.locator('.rich-text');
+    await text.getByText('Paragraph 29').waitFor();
+    // Scrolled to where the editor starts at the screen's top, as one does to write, and a tap on the text seen there
+    // (a locator's tap would first scroll the text to the screen's middle).
+    await page.locator('.rich-editor').evaluate((el) => el.scrollIntoView({ block: 'start' }));
+    const seen = (await text.boundingBox())!;
+    await page.touchscreen.tap(seen.x + seen.width / 2, seen.y + 20);
+    await page.keyboard.press('Control+End');
+    await page.keyboard.type(' Ebb');
+    await text.getByText('days. Ebb').waitFor();
+    const caret = await page.evaluate(() => {
+      const r = getSelection()!.getRangeAt(0).getBoundingClientRect();
+      return { top: r.top, bottom: r.bottom };
+    });
+    // The caret is in view, below the toolbar; the toolbar's every row is in view too. Before, the text's 14 rem and the
+    // toolbar's three rows were taller than the view: the select and the first row of buttons were above the screen.
+    const toolbar = await rectOf('.toolbar');
+    const height = await page.evaluate(() => window.innerHeight);
+    expect(toolbar.top).toBeGreaterThanOrEqual(0);
+    expect(caret.top).toBeGreaterThanOrEqual(toolbar.bottom);
+    expect(caret.bottom).toBeLessThanOrEqual(height);
+    // Reachable means usable: a tap on Bold, the first button, then typing, makes the new word bold.
+    await page.getByRole('button', { name: 'Bold' }).tap();
+    await page.keyboard.type('Flow');
+    await text.locator('strong', { hasText: 'Flow' }).waitFor();
+    expect(await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth)).toBeLessThanOrEqual(0);
+  });
+
+  it('lets the open link field push the text down rather than over the hint below the editor', async () => {
+    await page.goto(`/card/${cardId}/edit`);
+    const text = page.locator('.rich-text');
+    await text.getByText('Paragraph 0').waitFor();
+    await text.tap();
+    await page.getByRole('button', { name: 'Link' }).tap();
+    await page.getByLabel('Link address').waitFor();
+    // Each part of the editor ends before the next begins, and the editor before the hint under it.
+    const toolbar = await rectOf('.toolbar');
+    const field = await rectOf('.link-field');
+    const textBox = await rectOf('.rich-text');
+    const editor = await rectOf('.rich-editor');
+    const hint = await rectOf('#card-text-hint');
+    expect(field.top).toBeGreaterThanOrEqual(toolbar.bottom - 0.5);
+    expect(textBox.top).toBeGreaterThanOrEqual(field.bottom - 0.5);
+    expect(textBox.bottom).toBeLessThanOrEqual(editor.bottom + 0.5);
+    expect(hint.top).toBeGreaterThanOrEqual(editor.bottom - 0.5);
+  });
+});

@@ -67,4 +67,11 @@ describe('a JSON body holding a key twice', () => {
     expect(body.message).toBe(`The request body is ambiguous: duplicate key "${'k'.repeat(100)}…" in one object (JSON readers differ on which value counts); send each key once`);
     expect(await answer(await register('{"password":"a","nested":{"password":"b"}}'))).toEqual({ status: 400, body: { message: 'password_confirmation: is required' } });
   });
+
+  it('shortens a long key by characters, never halving an emoji', async () => {
+    const key = `k${'🎉'.repeat(120)}`;
+    const { body } = await answer(await register(`{"${key}":1,"${key}":2}`));
+    expect(body.message).toBe(`The request body is ambiguous: duplicate key "k${'🎉'.repeat(99)}…" in one object (JSON readers differ on which value counts); send each key once`);
+    expect(body.message).not.toContain('\uFFFD');
+  });
 });

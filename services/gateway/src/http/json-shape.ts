@@ -1,3 +1,4 @@
+import { truncatedToCharacters } from '@cards/card-rules';
 import { HttpError } from './http-error';
 
 /** How many values, and how deep, a route's JSON body may hold; past either it is refused before JSON.parse. */
@@ -117,6 +118,8 @@ export function refuseUnacceptedJson(bytes: Buffer, bounds: JsonShapeBounds): vo
   const problem = jsonScanProblem(bytes, bounds);
   if (problem === null) return;
   if ('shape' in problem) throw new HttpError(400, `The request body is not accepted: ${problem.shape}, far more than any request of this API needs`);
-  const key = JSON.stringify(problem.duplicateKey.length > 100 ? `${problem.duplicateKey.slice(0, 100)}…` : problem.duplicateKey);
+  // Cut by characters (an emoji is one), so the key quoted never ends in half a surrogate pair.
+  const shown = truncatedToCharacters(problem.duplicateKey, 100);
+  const key = JSON.stringify(shown === problem.duplicateKey ? shown : `${shown}…`);
   throw new HttpError(400, `The request body is ambiguous: duplicate key ${key} in one object (JSON readers differ on which value counts); send each key once`);
 }

@@ -47,6 +47,14 @@ describeInBrowser('the web app on a phone, in headless Chromium', () => {
     await running?.stop();
   });
 
+  it('sizes the page to the phone, and asks for the page to shrink above the keyboard rather than under it', async () => {
+    await page.goto('/');
+    // resizes-content: Chrome and Firefox on Android shrink the page (and dvh) for the keyboard, so the editor below fits
+    // above it; by default they shrink only what is seen, and 100dvh stays the screen's height behind the keyboard.
+    expect(await page.locator('meta[name="viewport"]').getAttribute('content')).toBe('width=device-width, initial-scale=1, interactive-widget=resizes-content');
+    expect(await page.evaluate(() => window.innerWidth)).toBe(360);
+  });
+
   it('keeps the whole toolbar on the screen while typing at the end of a long text, in a keyboard-high view', async () => {
     await page.goto(`/card/${cardId}/edit`);
     const text = page.locator('.rich-text');

@@ -148,6 +148,12 @@ describe('serving the built web app (serveWebApp)', () => {
     const unknownApi = await fetch(`${app.url}/api/nope`);
     expect(unknownApi.status).toBe(404);
     expect(await unknownApi.json()).toEqual({ message: 'fell through' });
+    // The gateway's own roots are never the app's (api-paths.ts): a path under them is the gateway's JSON 404.
+    for (const path of ['/api', '/API/nope', '/healthz/x', '/livez/x/y', '/metrics/x', '/Metrics/x']) {
+      const res = await fetch(app.url + path);
+      expect(res.status).toBe(404);
+      expect(await res.json()).toEqual({ message: 'fell through' });
+    }
     const post = await fetch(`${app.url}/card/x`, { method: 'POST' });
     expect(post.status).toBe(404);
     expect(await post.json()).toEqual({ message: 'fell through' });

@@ -11,6 +11,12 @@ const GATEWAY_ROOTS = ['api', 'livez', 'healthz', 'metrics'] as const;
  */
 const NORMAL_GATEWAY_PATH = new RegExp(`^/(?:${GATEWAY_ROOTS.join('|')})(?:/(?!(?:\\.|%2e){1,2}(?:/|$))[^/\\\\]+)*/?$`, 'i');
 
+/** Whether `path` (as routed) is under one of the gateway's own roots (`/api/...`, `/healthz/x`; any case, as routes match). */
+export function isUnderGatewayRoot(path: string): boolean {
+  const first = path.split('/')[1] ?? '';
+  return (GATEWAY_ROOTS as readonly string[]).includes(first.toLowerCase());
+}
+
 /** The path as a browser or proxy would resolve it: decoded once, `\` read as `/`, empty and dot segments removed. */
 function resolvedPath(rawPath: string): string {
   let decoded = rawPath;

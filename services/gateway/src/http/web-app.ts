@@ -6,6 +6,7 @@ import { promisify } from 'node:util';
 import { brotliCompress, constants as zlibConstants, gzip } from 'node:zlib';
 import express, { type Express, type RequestHandler } from 'express';
 import type { Logger } from '@cards/platform';
+import { isUnderGatewayRoot } from './api-paths';
 
 /**
  * The app loads only its own bundle and talks only to /api on the same origin; card HTML is sanitized by
@@ -114,7 +115,7 @@ function compressedAssets(assetsDir: string, setHeaders: (res: ServerResponse, p
 }
 
 /**
- * Serves the built web app at `/`: hashed assets cached for a year (compressed when the browser accepts it), every other non-/api GET answered
+ * Serves the built web app at `/`: hashed assets cached for a year (compressed when the browser accepts it), every other GET outside the gateway's own roots (/api, /livez, /healthz, /metrics) answered
  * with index.html so the app's own router handles deep links (e-mail links such as /auth/register/<id>).
  * Without a build the gateway still serves /api and says once how to build the app.
  */
@@ -136,7 +137,7 @@ export function serveWebApp(app: Express, dir: string, logger: Logger, { cookieS
   app.use('/assets', express.static(join(dir, 'assets'), { immutable: true, maxAge: '365d', index: false, redirect: false, setHeaders: withPolicy }));
   app.use(express.static(dir, { index: false, maxAge: 0, redirect: false, setHeaders: withPolicy }));
   app.use((req, res, next) => {
-    if ((req.method !== 'GET' && req.method !== 'HEAD') || req.path === '/api' || req.path.startsWith('/api/')) return next();
+    if ((req.method !== 'GET' && req.method !== 'HEAD') || isUnderGatewayRoot(req.path)) return next();
     // A client that asks for JSON only (an API call missing its /api prefix) gets the JSON 404, not a page.
     if (!req.accepts('html')) return next();
     // A missing file (a stale asset name, /favicon.ico) is a 404, not the app's HTML.

@@ -335,6 +335,92 @@ describe('private data sweep: private cards, files and collections reach nobody 
   });
 });
 
+describe("another user's private, made-private or deleted resource answers exactly as an unknown id", () => {
+  type Kind = 'card' | 'collection' | 'file' | 'notification';
+  const states = ['private', 'madePrivate', 'deleted', 'unknown'] as const;
+  const ids = {} as Record<Kind, Partial<Record<(typeof states)[number], string>>>;
+  let other: CardsClient;
+  let otherCollection: string;
+
+  beforeAll(async () => {
+    const login = async (user: TestUser) => {
+      const api = typedClient(system.baseUrl);
+      expect((await api.POST('/api/auth', { body: { email: user.email, password: user.password } })).response.status).toBe(204);
+      return api;
+    };
+    const owner = await login(alice);
+    other = await login(bob);
+    otherCollection = await newCollection(other, true, 'the other user\'s');
+    const unknown = () => crypto.randomUUID();
+    const [privateCard, madePrivateCard, deletedCard] = [await newCard(owner, true), await newCard(owner, false), await newCard(owner, false)];
+    // The other user voted on and bookmarked the two while they were public: what they knew of them must not tell
+    // a card made private from a deleted one.
+    for (const id of [madePrivateCard, deletedCard]) {
+      expect((await other.POST('/api/vote', { body: { card_metadata_id: id, vote: true } })).response.status).toBe(200);
+      expect((await other.POST('/api/card_collection/{collection_id}', { params: { path: { collection_id: otherCollection } }, body: { card_metadata_id: id } })).response.status).toBe(204);
+    }
+    expect((await owner.PUT('/api/card/update', { body: { card_uuid: madePrivateCard, private: true } })).response.status).toBe(204);
+    expect((await owner.DELETE('/api/card/{card_id}', { params: { path: { card_id: deletedCard } } })).response.status).toBe(204);
+    ids.card = { private: privateCard, madePrivate: madePrivateCard, deleted: deletedCard, unknown: unknown() };
+    const [privateColl, madePrivateColl, deletedColl] = [await newCollection(owner, false), await newCollection(owner, true), await newCollection(owner, true)];
+    await owner.PUT('/api/card_collection', { body: { collection_id: madePrivateColl, is_public: false } });
+    await owner.DELETE('/api/card_collection', { body: { collection_id: deletedColl } });
+    ids.collection = { private: privateColl, madePrivate: madePrivateColl, deleted: deletedColl, unknown: unknown() };
+    const [privateFile, madePrivateFile, deletedFile] = await Promise.all([newFile(owner, true), newFile(owner, false), newFile(owner, false)]);
+    await owner.PUT('/api/file', { body: { file_id: madePrivateFile, private: true } });
+    await owner.DELETE('/api/file/{file_id}', { params: { path: { file_id: deletedFile } } });
+    ids.file = { private: privateFile, madePrivate: madePrivateFile, deleted: deletedFile, unknown: unknown() };
+    let notificationId = '';
+    await eventually('a notification for the owner', async () => {
+      notificationId = (await owner.GET('/api/notifications')).data?.[0]?.id ?? '';
+      return notificationId !== '';
+    });
+    ids.notification = { private: notificationId, unknown: unknown() };
+  }, 120_000);
+
+  it('on every operation that takes its id, the same status and message', async () => {
+    const card = (id: string) => ({ params: { path: { card_id: id } } });
+    const coll = (id: string) => ({ params: { path: { collection_id: id } } });
+    const file = (id: string) => ({ params: { path: { file_id: id } } });
+    const search = (id: string) => ({ params: { path: { page: 1 } }, body: { content: 'river', collection_id: id } });
+    const operations: [Kind, string, (id: string) => Promise<{ response: Response; error?: unknown }>][] = [
+      ['card', 'GET /api/card/{card_id}', (id) => other.GET('/api/card/{card_id}', card(id))],
+      ['card', 'PUT /api/card/update', (id) => other.PUT('/api/card/update', { body: { card_uuid: id, private: false } })],
+      ['card', 'DELETE /api/card/{card_id}', (id) => other.DELETE('/api/card/{card_id}', card(id))],
+      ['card', 'POST /api/vote', (id) => other.POST('/api/vote', { body: { card_metadata_id: id, vote: false } })],
+      ['card', 'DELETE /api/vote/{card_id}', (id) => other.DELETE('/api/vote/{card_id}', card(id))],
+      ['card', 'POST /api/card_collection/{collection_id}', (id) => other.POST('/api/card_collection/{collection_id}', { ...coll(otherCollection), body: { card_metadata_id: id } })],
+      ['card', 'DELETE /api/card_collection/{collection_id}', (id) => other.DELETE('/api/card_collection/{collection_id}', { ...coll(otherCollection), body: { card_metadata_id: id } })],
+      ['collection', 'GET /api/card_collection/{collection_id}/{page}', (id) => other.GET('/api/card_collection/{collection_id}/{page}', { params: { path: { collection_id: id, page: 1 } } })],
+      ['collection', 'POST /api/card_collection/search/{page}', (id) => other.POST('/api/card_collection/search/{page}', search(id))],
+      ['collection', 'POST /api/card_collection/fulltextsearch/{page}', (id) => other.POST('/api/card_collection/fulltextsearch/{page}', search(id))],
+      ['collection', 'PUT /api/card_collection', (id) => other.PUT('/api/card_collection', { body: { collection_id: id, is_public: true } })],
+      ['collection', 'POST /api/card_collection/{collection_id}', (id) => other.POST('/api/card_collection/{collection_id}', { ...coll(id), body: { card_metadata_id: ids.card.unknown! } })],
+      ['collection', 'DELETE /api/card_collection/{collection_id}', (id) => other.DELETE('/api/card_collection/{collection_id}', { ...coll(id), body: { card_metadata_id: ids.card.unknown! } })],
+      ['collection', 'DELETE /api/card_collection', (id) => other.DELETE('/api/card_collection', { body: { collection_id: id } })],
+      ['file', 'GET /api/file/{file_id}', (id) => other.GET('/api/file/{file_id}', file(id))],
+      ['file', 'GET /api/file/{file_id}/download', (id) => other.GET('/api/file/{file_id}/download', { ...file(id), parseAs: 'arrayBuffer' })],
+      ['file', 'PUT /api/file', (id) => other.PUT('/api/file', { body: { file_id: id, private: false } })],
+      ['file', 'DELETE /api/file/{file_id}', (id) => other.DELETE('/api/file/{file_id}', file(id))],
+      ['file', 'POST /api/card (file_uuid)', (id) => other.POST('/api/card', { body: { card_html: html(uniqueText()), link: '', private: true, file_uuid: id } })],
+      ['notification', 'PUT /api/notifications', (id) => other.PUT('/api/notifications', { body: { notification_id: id } })],
+    ];
+    const differences: string[] = [];
+    for (const [kind, what, call] of operations) {
+      const answer = async (id: string) => {
+        const { response, error } = await call(id);
+        return JSON.stringify({ status: response.status, error: error ?? null });
+      };
+      const unknown = await answer(ids[kind].unknown!);
+      for (const state of states.filter((s) => s !== 'unknown' && ids[kind][s] !== undefined)) {
+        const seen = await answer(ids[kind][state]!);
+        if (seen !== unknown) differences.push(`${what}, ${state} ${kind}: ${seen}; unknown: ${unknown}`);
+      }
+    }
+    expect(differences).toEqual([]);
+  }, 60_000);
+});
+
 describe('cross-origin defences and response hygiene', () => {
   let cookie: string;
   let victim: CardsClient;

@@ -149,13 +149,19 @@ export class MongoNotificationRepository implements NotificationRepository {
     return this.removeDocuments(docs);
   }
 
-  /** Deletes the documents, each user's removal counted first (a version read meanwhile never shows an unremoved list as changed back). */
+  /**
+   * Deletes the documents, each user's removals counted before and again after: a version read meanwhile (its counts
+   * taken before the deletion, its removals after the first count) names a list the user's never has again, as does
+   * one read while a removal cut off before its end had deleted them.
+   */
   private async removeDocuments(docs: Pick<NotificationDocument, '_id' | 'userId'>[]): Promise<number> {
     if (docs.length === 0) return 0;
     const perUser = new Map<string, number>();
     for (const d of docs) perUser.set(d.userId, (perUser.get(d.userId) ?? 0) + 1);
-    await this.userRemovals.bulkWrite([...perUser].map(([userId, n]) => ({ updateOne: { filter: { _id: userId }, update: { $inc: { removed: n } }, upsert: true } })));
+    const countRemovals = () => this.userRemovals.bulkWrite([...perUser].map(([userId, n]) => ({ updateOne: { filter: { _id: userId }, update: { $inc: { removed: n } }, upsert: true } })));
+    await countRemovals();
     const result = await this.notifications.deleteMany({ _id: { $in: docs.map((d) => d._id) } });
+    await countRemovals();
     return result.deletedCount;
   }
 
@@ -188,11 +194,15 @@ export class MongoNotificationRepository implements NotificationRepository {
     return result.modifiedCount;
   }
 
-  /** The total is counted before the read ones: a version never shows reads of notifications it does not count. */
+  /**
+   * Three reads, no snapshot. Removals are read first: a removal landing between the counts then adds to what the user's
+   * later versions carry, so this one never comes back for a changed list. The total is counted before the read ones:
+   * a version never shows reads of notifications it does not count.
+   */
   async listVersionForUser(userId: string): Promise<string> {
+    const removed = (await this.userRemovals.findOne({ _id: userId }))?.removed ?? 0;
     const total = await this.notifications.countDocuments({ userId });
     const read = await this.notifications.countDocuments({ userId, userRead: true });
-    const removed = (await this.userRemovals.findOne({ _id: userId }))?.removed ?? 0;
     // Unchanged for a user none of whose notifications was ever removed: their clients' tags stay valid.
     return removed ? `${total}.${read}.${removed}` : `${total}.${read}`;
   }

@@ -115,7 +115,7 @@ export function createGatewayApp(options: GatewayAppOptions): Express {
   app.use(requireOneHost);
   app.use(refuseUnknownTransferCodings);
   app.use(serverWideOptions(routes));
-  app.use(refuseNonNormalGatewayPaths);
+  app.use(refuseNonNormalGatewayPaths(routes));
   // /api/card/%63ount is /api/card/count: escaped letters, digits and -._~ are routed as the characters.
   app.use(decodeUnreservedEscapes);
 

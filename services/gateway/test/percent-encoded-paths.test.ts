@@ -100,4 +100,20 @@ describe('percent-encoded unreserved characters in API paths', () => {
       expect((answer.body as { message: string }).message).toContain(`did you mean ${normal}?`);
     }
   });
+
+  // /api/password/%2e%2e was told "did you mean GET /api?", where no route is.
+  it('suggests the normal path only when a route answers it with that method', async () => {
+    for (const [method, path] of [
+      ['GET', '/api/password/%2e%2e'],
+      ['GET', '/api/notifications/%2e%2e/nothing'],
+      ['POST', '/api//card/count'],
+    ] as const) {
+      expect(await call(method, path)).toEqual({
+        path,
+        status: 404,
+        allow: null,
+        body: { message: 'No such route: the path is not in normal form (no empty, "." or ".." segments, encoded or back slashes)' },
+      });
+    }
+  });
 });

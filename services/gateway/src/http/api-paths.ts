@@ -1,5 +1,6 @@
 import type { NextFunction, Request, Response } from 'express';
 import { notFound } from './http-error';
+import type { RouteMethodIndex } from './unmatched';
 
 /** First path segments the gateway answers itself; the web app's page is never served under them. */
 const GATEWAY_ROOTS = ['api', 'livez', 'healthz', 'metrics'] as const;
@@ -44,14 +45,18 @@ function gatewayPathOf(rawPath: string): string | undefined {
 /**
  * A path that reaches the API, /healthz or /metrics only once normalized (`//api/...`, `/./api/...`,
  * `/x/../api/...`, `/api%2Fcard`, `/%61pi/...`, `/api\card`, `/api//card`) is a JSON 404 naming the
- * normal path: never rewritten (a proxy or access rule in front may have judged the raw path) and never
- * the web app's page.
+ * normal path when a route answers it with the request's method: never rewritten (a proxy or access rule in front
+ * may have judged the raw path) and never the web app's page.
  */
-export function refuseNonNormalGatewayPaths(req: Request, _res: Response, next: NextFunction): void {
-  if (NORMAL_GATEWAY_PATH.test(req.path)) return next();
-  const normal = gatewayPathOf(req.path);
-  if (normal === undefined) return next();
-  next(notFound(`No such route: the path is not in normal form (no empty, "." or ".." segments, encoded or back slashes); did you mean ${req.method} ${normal}?`));
+export function refuseNonNormalGatewayPaths(routes: Pick<RouteMethodIndex, 'methodsFor'>) {
+  return (req: Request, _res: Response, next: NextFunction): void => {
+    if (NORMAL_GATEWAY_PATH.test(req.path)) return next();
+    const normal = gatewayPathOf(req.path);
+    if (normal === undefined) return next();
+    // /api/password/%2e%2e resolves to /api, where no route is: a suggestion would send the client nowhere.
+    const suggestion = routes.methodsFor(normal).includes(req.method) ? `; did you mean ${req.method} ${normal}?` : '';
+    next(notFound(`No such route: the path is not in normal form (no empty, "." or ".." segments, encoded or back slashes)${suggestion}`));
+  };
 }
 
 /** RFC 3986 §2.3: the characters a URI may hold as they are, whose escapes are the same URI (§6.2.2.2). */

@@ -85,6 +85,32 @@ describeInBrowser('the web app on a phone, in headless Chromium', () => {
     expect(await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth)).toBeLessThanOrEqual(0);
   });
 
+  it('keeps the editor from spilling over the hint below it at 200% text, where its toolbar alone is taller than the view', async () => {
+    await page.goto(`/card/${cardId}/edit`);
+    await page.locator('.rich-text').getByText('Paragraph 0').waitFor();
+    // As a phone's largest text setting does: every rem doubles, the toolbar wraps to more rows than 300 px hold.
+    await page.evaluate(() => {
+      document.documentElement.style.fontSize = '200%';
+    });
+    const toolbar = await rectOf('.toolbar');
+    const textBox = await rectOf('.rich-text');
+    const editor = await rectOf('.rich-editor');
+    const hint = await rectOf('#card-text-hint');
+    expect(toolbar.bottom - toolbar.top).toBeGreaterThan(300);
+    expect(hint.top).toBeGreaterThanOrEqual(editor.bottom - 0.5);
+    // Nothing of the editor is drawn below it, over the hint: just under its bottom edge is the page, not its text.
+    const under = await page.locator('.rich-editor').evaluate((el) => {
+      window.scrollBy(0, el.getBoundingClientRect().bottom - 150);
+      const r = el.getBoundingClientRect();
+      return document.elementFromPoint(r.left + 20, r.bottom + 3)?.closest('.rich-editor') ? 'the editor' : 'the page';
+    });
+    expect(under).toBe('the page');
+    // The text is still there to scroll to and type in: inside the editor, not squeezed to nothing.
+    expect(textBox.top).toBeGreaterThanOrEqual(toolbar.bottom - 0.5);
+    expect(textBox.bottom - textBox.top).toBeGreaterThan(50);
+    expect(await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth)).toBeLessThanOrEqual(0);
+  });
+
   it('lets the open link field push the text down rather than over the hint below the editor', async () => {
     await page.goto(`/card/${cardId}/edit`);
     const text = page.locator('.rich-text');

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { resolve } from 'node:path';
-import { createLogger, enableInProcessCalls, keepDataDirPrivate, loopbackTopologyEnv, startFailureLog, stopOnSignals, watchServiceDataDirSpace, type RunningService } from '@cards/platform';
+import { createLogger, enableInProcessCalls, keepDataDirPrivate, requireInternalCallToken, loopbackTopologyEnv, startFailureLog, stopOnSignals, watchServiceDataDirSpace, type RunningService } from '@cards/platform';
 import { startGateway } from '@cards/gateway';
 import { startIdentity } from '@cards/identity';
 import { startCards } from '@cards/cards';
@@ -56,6 +56,8 @@ async function startOnce(baseEnv: Record<string, string | undefined>): Promise<A
     PUBLIC_URL: publicUrlOf(baseEnv),
   };
   enableInProcessCalls(env.GRPC_IN_PROCESS !== 'false');
+  // The services' loopback gRPC ports take the caller's id from the request: only this process may call them.
+  requireInternalCallToken(randomBytes(32).toString('base64url'));
   // DATA_DIR 0700 and the process's umask 077 before any store opens: mail, sessions, cards and files are this user's only.
   keepDataDirPrivate({ env, dataDir: env.DATA_DIR!, engineVariables: [], logger: createLogger('all-in-one') });
   // The free space of DATA_DIR's file system: a gauge on /metrics and a warning below DATA_DIR_FREE_WARNING_MB, from

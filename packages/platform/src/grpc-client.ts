@@ -3,6 +3,7 @@ import { GRPC_MAX_MESSAGE_BYTES } from './grpc-limits';
 import { callInProcess, inProcessMethod, resultOfUnary, unaryMethodsOf, type TsProtoDefinition } from './in-process-calls';
 import { currentRequestContext, REQUEST_ID_METADATA_KEY } from './request-context';
 import { recordStatusOfService, recordStatusReason, trailerSaysStatusOfService, trailerStatusReason } from './status-origin';
+import { withInternalCallToken } from './internal-call-token';
 
 export interface RetryOptions {
   /** Retry unary calls on UNAVAILABLE; only for idempotent methods. */
@@ -24,11 +25,9 @@ async function* callPolicyMiddleware<Request, Response>(
 ) {
   const { idempotent, deadline, signal: callerSignal, onTrailer, ...rest } = options;
   const requestId = currentRequestContext()?.requestId;
-  if (requestId) {
-    const metadata = Metadata(rest.metadata);
-    metadata.set(REQUEST_ID_METADATA_KEY, requestId);
-    rest.metadata = metadata;
-  }
+  const metadata = withInternalCallToken(Metadata(rest.metadata));
+  if (requestId) metadata.set(REQUEST_ID_METADATA_KEY, requestId);
+  rest.metadata = metadata;
   // Reset per attempt: a retry's status must not pass for the service's because an earlier attempt's was.
   let statusOfService = false;
   let reason: string | undefined;

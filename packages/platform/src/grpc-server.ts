@@ -9,6 +9,7 @@ import { DomainError, errorMessage, STORAGE_FULL, STORAGE_FULL_MESSAGE } from '.
 import { repeatedWarningLog } from './repeated-warning';
 import { metricsMiddleware, startMetricsServer, type MetricsServerHandle } from './grpc-metrics';
 import { localAddresses, serveInProcess, type TsProtoDefinition } from './in-process-calls';
+import { internalCallTokenMiddleware, internalCallTokenRequired } from './internal-call-token';
 import { isEngineUnavailableError, isStorageFullError, type EngineReadinessMonitor, type ReadinessStatus } from './readiness';
 import { REQUEST_ID_METADATA_KEY, requestIdFrom, runWithRequestContext } from './request-context';
 import { markStatusOfService, markStatusReason } from './status-origin';
@@ -188,9 +189,10 @@ export interface StartGrpcServerOptions {
  */
 export async function startGrpcServer(options: StartGrpcServerOptions): Promise<GrpcServerHandle> {
   const { readiness } = options;
-  // Only services with an engine on the request path pay for one more middleware per call.
+  // Only services with an engine on the request path pay for one more middleware per call, and only the all-in-one's
+  // (requireInternalCallToken) for the secret's check.
   const cutting = cutCallsMiddleware();
-  const chain: ServerMiddleware[] = [metricsMiddleware(), cutting.middleware, requestContextMiddleware(), errorMiddleware(options.logger), ...(readiness?.gatesRequests ? [readinessGateMiddleware(readiness)] : [])];
+  const chain: ServerMiddleware[] = [metricsMiddleware(), ...(internalCallTokenRequired() ? [internalCallTokenMiddleware()] : []), cutting.middleware, requestContextMiddleware(), errorMiddleware(options.logger), ...(readiness?.gatesRequests ? [readinessGateMiddleware(readiness)] : [])];
   const middleware = chain.reduce((outer, inner) => composeServerMiddleware(outer, inner));
   const served = createServer({
     'grpc.max_receive_message_length': GRPC_MAX_MESSAGE_BYTES,

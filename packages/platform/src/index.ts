@@ -9,6 +9,7 @@ export * from './grpc-limits';
 export * from './grpc-metrics';
 export * from './service-metrics';
 export { enableInProcessCalls } from './in-process-calls';
+export { requireInternalCallToken } from './internal-call-token';
 export * from './http-status';
 export * from './ids';
 export * from './paging';

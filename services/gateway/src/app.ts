@@ -21,7 +21,7 @@ import { serveWebApp } from './http/web-app';
 import { apiCompression } from './http/api-compression';
 import { refuseUploadUnread, uploadAdmission, type UploadAdmissionLimits } from './http/upload-admission';
 import type { UploadBodyRate } from './http/upload-body-rate';
-import { routeMethodIndex, serverWideOptions, unmatchedApiRequest, unmatchedRequest } from './http/unmatched';
+import { answerUnroutedApiRequest, routeMethodIndex, serverWideOptions, unmatchedApiRequest, unmatchedRequest } from './http/unmatched';
 import { keepFixedSegmentsOutOfParams } from './http/fixed-segments';
 import { isLogout, registerIdentityRoutes } from './routes/identity-routes';
 import { registerCardRoutes } from './routes/card-routes';
@@ -152,6 +152,7 @@ export function createGatewayApp(options: GatewayAppOptions): Express {
   // JSON answers of 1 KiB or more compressed for clients that accept it (a page of search results is ~61 KiB); file bytes never.
   app.use('/api', apiCompression());
 
+  app.use('/api', answerUnroutedApiRequest(routes));
   app.use('/api', requireJsonBodies);
   // The caller is known before any body is read: an upload is refused before its body takes memory or a slot.
   app.use('/api', cookieParser());

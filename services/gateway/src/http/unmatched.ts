@@ -166,6 +166,20 @@ export function serverWideOptions(index: RouteMethodIndex) {
 }
 
 /**
+ * The first /api handler that looks at more than the request line: a request no route answers (an unknown path, a
+ * method the path does not take, OPTIONS) is answered here, as unmatchedApiRequest would, before its body is checked
+ * or read and before the session lookup. Before, `PATCH /api/card/count` with a text body was 415 "must be JSON" and
+ * OPTIONS with a malformed JSON body 400: a client fixing the body was then told the route does not exist.
+ */
+export function answerUnroutedApiRequest(index: RouteMethodIndex) {
+  const unmatched = unmatchedApiRequest(index);
+  return (req: Request, res: Response, next: NextFunction) => {
+    if (req.method !== 'OPTIONS' && index.methodsFor(`${req.baseUrl}${req.path}`).includes(req.method)) return next();
+    unmatched(req, res, next);
+  };
+}
+
+/**
  * The last handler of the API router: a path no route has is 404; a path that exists for other methods
  * (the documents and docs page registered on the app included) is 405 with `Allow`.
  */

@@ -52,7 +52,7 @@ describeInBrowser('the web app on a phone, in headless Chromium', () => {
     // resizes-content: Chrome and Firefox on Android shrink the page (and dvh) for the keyboard, so the editor below fits
     // above it; by default they shrink only what is seen, and 100dvh stays the screen's height behind the keyboard.
     expect(await page.locator('meta[name="viewport"]').getAttribute('content')).toBe('width=device-width, initial-scale=1, interactive-widget=resizes-content');
-    expect(await page.evaluate(() => window.innerWidth)).toBe(360);
+    expect(await page.evaluate<number>('window.innerWidth')).toBe(360);
   });
 
   it('keeps the whole toolbar on the screen while typing at the end of a long text, in a keyboard-high view', async () => {
@@ -67,14 +67,11 @@ describeInBrowser('the web app on a phone, in headless Chromium', () => {
     await page.keyboard.press('Control+End');
     await page.keyboard.type(' Ebb');
     await text.getByText('days. Ebb').waitFor();
-    const caret = await page.evaluate(() => {
-      const r = getSelection()!.getRangeAt(0).getBoundingClientRect();
-      return { top: r.top, bottom: r.bottom };
-    });
+    const caret = await page.evaluate<{ top: number; bottom: number }>('(({ top, bottom }) => ({ top, bottom }))(getSelection().getRangeAt(0).getBoundingClientRect())');
     // The caret is in view, below the toolbar; the toolbar's every row is in view too. Before, the text's 14 rem and the
     // toolbar's three rows were taller than the view: the select and the first row of buttons were above the screen.
     const toolbar = await rectOf('.toolbar');
-    const height = await page.evaluate(() => window.innerHeight);
+    const height = await page.evaluate<number>('window.innerHeight');
     expect(toolbar.top).toBeGreaterThanOrEqual(0);
     expect(caret.top).toBeGreaterThanOrEqual(toolbar.bottom);
     expect(caret.bottom).toBeLessThanOrEqual(height);
@@ -82,16 +79,14 @@ describeInBrowser('the web app on a phone, in headless Chromium', () => {
     await page.getByRole('button', { name: 'Bold' }).tap();
     await page.keyboard.type('Flow');
     await text.locator('strong', { hasText: 'Flow' }).waitFor();
-    expect(await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth)).toBeLessThanOrEqual(0);
+    expect(await page.evaluate<number>('document.documentElement.scrollWidth - document.documentElement.clientWidth')).toBeLessThanOrEqual(0);
   });
 
   it('keeps the editor from spilling over the hint below it at 200% text, where its toolbar alone is taller than the view', async () => {
     await page.goto(`/card/${cardId}/edit`);
     await page.locator('.rich-text').getByText('Paragraph 0').waitFor();
     // As a phone's largest text setting does: every rem doubles, the toolbar wraps to more rows than 300 px hold.
-    await page.evaluate(() => {
-      document.documentElement.style.fontSize = '200%';
-    });
+    await page.evaluate("document.documentElement.style.fontSize = '200%'");
     const toolbar = await rectOf('.toolbar');
     const textBox = await rectOf('.rich-text');
     const editor = await rectOf('.rich-editor');
@@ -99,16 +94,17 @@ describeInBrowser('the web app on a phone, in headless Chromium', () => {
     expect(toolbar.bottom - toolbar.top).toBeGreaterThan(300);
     expect(hint.top).toBeGreaterThanOrEqual(editor.bottom - 0.5);
     // Nothing of the editor is drawn below it, over the hint: just under its bottom edge is the page, not its text.
-    const under = await page.locator('.rich-editor').evaluate((el) => {
-      window.scrollBy(0, el.getBoundingClientRect().bottom - 150);
-      const r = el.getBoundingClientRect();
+    const under = await page.evaluate<string>(`(() => {
+      const editor = document.querySelector('.rich-editor');
+      window.scrollBy(0, editor.getBoundingClientRect().bottom - 150);
+      const r = editor.getBoundingClientRect();
       return document.elementFromPoint(r.left + 20, r.bottom + 3)?.closest('.rich-editor') ? 'the editor' : 'the page';
-    });
+    })()`);
     expect(under).toBe('the page');
     // The text is still there to scroll to and type in: inside the editor, not squeezed to nothing.
     expect(textBox.top).toBeGreaterThanOrEqual(toolbar.bottom - 0.5);
     expect(textBox.bottom - textBox.top).toBeGreaterThan(50);
-    expect(await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth)).toBeLessThanOrEqual(0);
+    expect(await page.evaluate<number>('document.documentElement.scrollWidth - document.documentElement.clientWidth')).toBeLessThanOrEqual(0);
   });
 
   it('lets the open link field push the text down rather than over the hint below the editor', async () => {

@@ -59,6 +59,15 @@ describe('a JSON body whose bytes are not UTF-8', () => {
     expect(await answer(await register(bytes('{"password":', [0xe9])))).toEqual({ status: 400, body: { message: 'Malformed JSON body' } });
   });
 
+  // It was 415 'Unsupported body encoding', naming neither the coding refused nor those taken (RFC 9110 §12.5.3: Accept-Encoding).
+  it('compressed with a coding the gateway does not read is 415 naming it and the codings it reads', async () => {
+    for (const coding of ['x-gzip', 'compress', 'zstd', 'gzip, gzip']) {
+      const res = await register(Buffer.from('{"password":"x"}'), { 'content-encoding': coding });
+      expect(res.headers.get('accept-encoding')).toBe('gzip, deflate, br');
+      expect([coding, await answer(res)]).toEqual([coding, { status: 415, body: { message: `The request body's Content-Encoding "${coding}" is not supported: send it uncompressed or with gzip, deflate or br` } }]);
+    }
+  });
+
   it('with a charset other than UTF-8 declared is 415, since JSON is UTF-8', async () => {
     for (const charset of ['utf-16le', 'utf-32', 'utf-7', 'iso-8859-1', '"utf-16"']) {
       const res = await register(Buffer.from('{"password":"x"}', 'utf16le'), { 'content-type': `application/json; charset=${charset}` });

@@ -7,9 +7,14 @@ import { recordPatternBeforeRoute, routeLabel } from './route-label';
 import type { RouteMethodIndex } from './unmatched';
 import { SESSION_COOKIE } from './session';
 
+/** The request body codings the JSON parser reads (body-parser's inflation). */
+const BODY_CODINGS_READ = 'gzip, deflate, br';
+
 interface BodyParserError {
   type?: string;
   status?: number;
+  /** The Content-Encoding the parser refused (lower-cased), with type encoding.unsupported. */
+  encoding?: string;
   /** zlib's code when a gzip/deflate body does not decompress (Z_DATA_ERROR, ...), or brotli's (ERR__ERROR_FORMAT_...). */
   code?: string;
 }
@@ -58,6 +63,8 @@ export function errorHandler(logger: Logger, routes?: RouteMethodIndex) {
     if (err instanceof HttpError) res.set(err.headers);
     // A full store frees no room by itself: clients back off rather than repeat the write at once.
     else if (isStorageFull(err)) res.set('retry-after', String(STORAGE_FULL_RETRY_AFTER_SECONDS));
+    // RFC 9110 §12.5.3: the codings a request body may have, for a client whose coding was refused.
+    else if (bodyType === 'encoding.unsupported') res.set('accept-encoding', BODY_CODINGS_READ);
     res.status(status).json({ message });
   };
 }
@@ -183,7 +190,11 @@ function describe(err: unknown): { status: number; message: string } {
   const bodyError = err as BodyParserError;
   if (bodyError?.type === 'entity.parse.failed') return { status: 400, message: 'Malformed JSON body' };
   if (bodyError?.type === 'entity.too.large') return { status: 413, message: 'The request body is too large' };
-  if (bodyError?.type === 'encoding.unsupported' || bodyError?.type === 'charset.unsupported') return { status: 415, message: 'Unsupported body encoding' };
+  if (bodyError?.type === 'encoding.unsupported') {
+    const coding = JSON.stringify(String(bodyError.encoding).slice(0, 40));
+    return { status: 415, message: `The request body's Content-Encoding ${coding} is not supported: send it uncompressed or with gzip, deflate or br` };
+  }
+  if (bodyError?.type === 'charset.unsupported') return { status: 415, message: 'Unsupported body encoding' };
   if (bodyError?.type === 'request.aborted') return { status: 400, message: 'The request was aborted' };
   if (err instanceof URIError) return { status: 400, message: 'Malformed percent-encoding in the URL' };
   if (bodyError?.status === 400 && /^(Z_|ERR__)/.test(bodyError.code ?? '')) return { status: 400, message: 'The request body does not decompress as its Content-Encoding says' };

@@ -60,7 +60,14 @@ export const gatewayConfigSchema = z.object({
    * below terminationGracePeriodSeconds minus the preStop pause (chart: 30 s - 5 s).
    */
   SHUTDOWN_DRAIN_MS: envInt(20_000).pipe(z.number().max(MAX_SHUTDOWN_DRAIN_MS, `must be at most ${MAX_SHUTDOWN_DRAIN_MS} (ten minutes)`)),
-  JSON_BODY_LIMIT: z.string().default('1mb'),
+  /**
+   * Written as the body parser reads it (the `bytes` package): a number of bytes, or a number with kb, mb, gb, tb or pb.
+   * Anything else it reads as no limit ('abc') or by its leading digits ('1MiB': 1 byte), so it stops the start.
+   */
+  JSON_BODY_LIMIT: z
+    .string()
+    .default('1mb')
+    .refine((v) => /^(?:\d+|\d+(?:\.\d+)? *(?:kb|mb|gb|tb|pb))$/i.test(v) && /[1-9]/.test(v), 'must be a size such as 1mb, 512kb or 1048576 (bytes)'),
   MAX_FILE_BYTES: envInt(20 * 1024 * 1024),
   /** Upload bodies of MAX_FILE_BYTES held at once (~170 MB each while handled; smaller ones count by their size; docs/files.md). */
   UPLOADS_AT_ONCE: envInt(1).pipe(z.number().min(1, 'must be at least 1')),

@@ -64,3 +64,21 @@ describe('gateway config: the minimum upload body rate', () => {
     }
   });
 });
+
+describe('gateway config: JSON_BODY_LIMIT', () => {
+  const limit = (value: string | undefined) => loadConfig(gatewayConfigSchema, { JSON_BODY_LIMIT: value }).JSON_BODY_LIMIT;
+
+  it('takes a size as the body parser reads it: bytes, or a number with kb, mb, gb, tb or pb (1024s)', () => {
+    expect(limit(undefined)).toBe('1mb');
+    for (const good of ['1mb', '512kb', '2 MB', '1.5mb', '1048576']) expect(limit(good)).toBe(good);
+  });
+
+  // The parser reads a value it does not know as no limit at all ('abc', '') or by its leading digits ('1MiB', '2e6',
+  // '1 m': one or two bytes, so every body was 413): such a value started the gateway without a word.
+  it('stops the start naming the variable for anything else', () => {
+    for (const bad of ['abc', '', '1MiB', '2e6', '1 m', '-1mb', '0', '0kb', 'mb']) {
+      expect(() => limit(bad)).toThrow(ConfigError);
+      expect(() => limit(bad)).toThrow(/JSON_BODY_LIMIT/);
+    }
+  });
+});

@@ -62,7 +62,8 @@ export const gatewayConfigSchema = z.object({
   SHUTDOWN_DRAIN_MS: envInt(20_000).pipe(z.number().max(MAX_SHUTDOWN_DRAIN_MS, `must be at most ${MAX_SHUTDOWN_DRAIN_MS} (ten minutes)`)),
   /**
    * Written as the body parser reads it (the `bytes` package): a number of bytes, or a number with kb, mb, gb, tb or pb.
-   * Anything else it reads as no limit ('abc') or by its leading digits ('1MiB': 1 byte), so it stops the start.
+   * Anything else it refuses while the app is built (a TypeError not naming the variable: 'abc') or reads by its leading
+   * digits ('1MiB': 1 byte, every body 413), so it stops the start here, named.
    */
   JSON_BODY_LIMIT: z
     .string()

@@ -73,8 +73,9 @@ describe('gateway config: JSON_BODY_LIMIT', () => {
     for (const good of ['1mb', '512kb', '2 MB', '1.5mb', '1048576']) expect(limit(good)).toBe(good);
   });
 
-  // The parser reads a value it does not know as no limit at all ('abc', '') or by its leading digits ('1MiB', '2e6',
-  // '1 m': one or two bytes, so every body was 413): such a value started the gateway without a word.
+  // The body parser refuses a value it does not know ('abc', '') with a TypeError while the app is built, naming no
+  // variable, and reads others by their leading digits ('1MiB', '2e6', '1 m': one or two bytes, so every body was 413):
+  // those started the gateway without a word.
   it('stops the start naming the variable for anything else', () => {
     for (const bad of ['abc', '', '1MiB', '2e6', '1 m', '-1mb', '0', '0kb', 'mb']) {
       expect(() => limit(bad)).toThrow(ConfigError);

@@ -124,6 +124,23 @@ describeInBrowser('right-to-left and mixed scripts in the web app, in headless C
     expect(await page.locator('.card-page > .meta bdi').first().textContent()).toBe(USERNAME);
   });
 
+  it("titles a Chinese card by its first words, not its whole passage, and cuts no emoji in half in a list's excerpt", async () => {
+    const chinese = await createCard(`<p>${CJK}</p>`);
+    const emoji = await createCard(`<p>${'x'.repeat(319)}\u{1F30A} ${Array.from({ length: 75 }, (_, i) => `wave${i}`).join(' ')}</p>`);
+    await signIn();
+    await page.goto(`/card/${chinese}`);
+    await page.locator('.card-body p').first().waitFor();
+    const title = (await page.locator('h1').textContent())!;
+    // Ten of the words its readers see, then "…": the whole 300-character passage was the title.
+    expect([title.startsWith('潮汐'), title.endsWith('…'), title.length < 40]).toEqual([true, true, true]);
+    await page.goto(`/user/${user.id}`);
+    const heading = page.locator(`#card-${chinese}`);
+    await heading.waitFor();
+    expect(((await heading.textContent()) ?? '').length).toBeLessThan(50);
+    const excerpt = (await page.locator(`article:has(#card-${emoji}) .excerpt`).textContent())!;
+    expect([excerpt.includes('\uFFFD'), /[\uD800-\uDFFF]$/u.test(excerpt.replace(/…$/u, '')), excerpt.endsWith('\u{1F30A}…')]).toEqual([false, false, true]);
+  });
+
   it('isolates names in lists, notices and the header, and gives search results and collection titles their own direction', async () => {
     await signIn();
     await page.goto(`/collection/${collectionId}`);

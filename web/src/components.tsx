@@ -2,7 +2,7 @@ import type { ComponentChildren } from 'preact';
 import { useCallback, useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
 import { ApiError, type Card, type User } from './api';
 import { hasNavigated, Link } from './router';
-import { splitTags } from '@cards/card-rules';
+import { leadingWords, splitTags, truncatedToCharacters } from '@cards/card-rules';
 import { verificationReading } from './verification';
 
 /**
@@ -223,7 +223,8 @@ export function VerificationBadge({ score, hasLink, explainedBeside = false }: {
 
 /** A card in a list: excerpt, author, votes, and any collisions (duplicates) under it. */
 export function CardSummary({ card, collisions = [], score, actions }: { card: Card; collisions?: Card[]; score?: number; actions?: ComponentChildren }) {
-  const excerpt = card.content.length > 320 ? `${card.content.slice(0, 320)}…` : card.content;
+  const shortened = truncatedToCharacters(card.content, 320);
+  const excerpt = shortened === card.content ? card.content : `${shortened}…`;
   return (
     <article class="card-summary" aria-labelledby={`card-${card.id}`}>
       <h3 id={`card-${card.id}`} dir="auto">
@@ -292,9 +293,9 @@ export function UserText({ children }: { children: ComponentChildren }) {
   return <bdi>{children}</bdi>;
 }
 
+/** The text's first n words (a Chinese or Japanese passage cut into the words its readers see), or "(empty card)". */
 export function firstWords(text: string, n: number): string {
-  const words = text.trim().split(/\s+/u);
-  return words.length > n ? `${words.slice(0, n).join(' ')}…` : text.trim() || '(empty card)';
+  return leadingWords(text, n) || '(empty card)';
 }
 
 /** Previous/next paging; pages are 1-based. */

@@ -476,6 +476,28 @@ export function wordCount(text: string): number {
   return words;
 }
 
+/**
+ * The text's first `n` words as its readers see them, followed by "…" when it has more: runs of non-whitespace, a run of
+ * a script written without spaces cut where its words start (wordStartsInRun), so a Chinese card's first words are a
+ * few words, not the whole unspaced passage. Whitespace between the words kept is one space; "" for a blank text.
+ */
+export function leadingWords(text: string, n: number): string {
+  const kept: string[] = [];
+  let words = 0;
+  for (const run of text.split(/\s+/u)) {
+    if (run === '') continue;
+    const starts = wordStartsInRun(run);
+    if (words + starts.length > n) {
+      const cut = run.slice(0, starts[n - words]);
+      if (cut !== '') kept.push(cut);
+      return `${kept.join(' ')}…`;
+    }
+    kept.push(run);
+    words += starts.length;
+  }
+  return kept.join(' ');
+}
+
 /** What a card's word count counts, to follow "(found N" in an answer about the number of words. */
 export const WORDS_COUNTED = 'a word holds a letter or a digit; punctuation, symbols and emoji alone are not counted';
 

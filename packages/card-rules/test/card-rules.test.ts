@@ -1,7 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { join, resolve } from 'node:path';
 import { domainToASCII } from 'node:url';
-import { BLOCK_TAGS, characterCount, hasVisibleText, collapseTextLines, idnHostProblem, controlCharacterProblem, fitsCharacters, freeTextProblem, linkProblem, emailCharacterProblem, emailKey, linkProblemText, MAX_LINK_CHARS, nameProblem, splitTags, tagsProblem, truncatedToCharacters, USERNAME_PATTERN, usernameCaseFold, usernameProblem, wellFormedProblem, withLoneSurrogatesReplaced, withoutInvisibleInName, wordCount, wordStartsInRun } from '../src';
+import { BLOCK_TAGS, characterCount, hasVisibleText, collapseTextLines, idnHostProblem, controlCharacterProblem, leadingWords, fitsCharacters, freeTextProblem, linkProblem, emailCharacterProblem, emailKey, linkProblemText, MAX_LINK_CHARS, nameProblem, splitTags, tagsProblem, truncatedToCharacters, USERNAME_PATTERN, usernameCaseFold, usernameProblem, wellFormedProblem, withLoneSurrogatesReplaced, withoutInvisibleInName, wordCount, wordStartsInRun } from '../src';
 
 const PACKAGE = resolve(__dirname, '..');
 
@@ -37,6 +37,17 @@ describe('@cards/card-rules', () => {
     expect(wordCount('中文 one two')).toBe(3);
     // A long Chinese passage (about 270 characters) is far more than 70 words, not one.
     expect(wordCount('我们今天去图书馆看书，然后回家吃饭。'.repeat(15))).toBeGreaterThan(70);
+  });
+
+  it("gives a text's first words as readers count them: a few words of a Chinese or Japanese passage, not all of it", () => {
+    const passage = '我们今天去图书馆看书，然后回家吃饭。'.repeat(15);
+    const opening = leadingWords(passage, 3);
+    expect(opening).toBe('我们今天去…');
+    expect(leadingWords('東京タワーは高いです。', 2)).toBe('東京タワーは…');
+    expect(leadingWords('one two  three\nfour', 3)).toBe('one two three…');
+    expect(leadingWords('one two three', 3)).toBe('one two three');
+    expect(leadingWords('  ', 3)).toBe('');
+    expect(leadingWords('Node.js的框架 is fast', 2)).toBe('Node.js的…');
   });
 
   it('cuts a run of an unspaced script at word starts, a spaced run not at all', () => {

@@ -2,7 +2,7 @@ import { MAX_WORDS, MIN_WORDS_EXCLUSIVE, wordCount } from '@cards/card-rules';
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { api, ApiError, newIdempotencyKey, onUnauthorized, type Card } from '../api';
 import { cardDraftProblems, htmlFromInput, tagsFromInput, textOfHtml } from '../card-rules';
-import { ErrorMessage, formatDate, Loading, Notice, NotFoundHint, PageTitle, Tags, useAction, useAsync, userName, UserText, VerificationBadge } from '../components';
+import { ErrorMessage, firstWords, formatDate, Loading, Notice, NotFoundHint, PageTitle, Tags, useAction, useAsync, userName, UserText, VerificationBadge } from '../components';
 import { guardLeaving, Link, navigate, useLocation } from '../router';
 import { dropDraft, readDraft, saveDraft } from '../drafts';
 import { verificationReading } from '../verification';
@@ -200,7 +200,7 @@ export function CardPage({ cardId }: { cardId: string }) {
   };
   return (
     <article class="card-page">
-      <PageTitle dir="auto">{c.content.split(/\s+/).slice(0, 10).join(' ')}…</PageTitle>
+      <PageTitle dir="auto">{firstWords(c.content, 10)}</PageTitle>
       <p class="meta">
         {c.author ? (
           <>

@@ -540,6 +540,9 @@ export function describeCardIndexContract(name: string, factory: () => Promise<C
       // Delhi is in one card only: cut at its marks, it was the letters द ल of every Hindi card.
       expect(await found('दिल्ली')).toEqual({ query: 'दिल्ली', found: [delhi.cardId] });
       expect(await found('भाषा')).toEqual({ query: 'भाषा', found: [hindi.cardId] });
+      // Hindi's two spellings of a nasal (न् or the anusvara), and a nukta left out: one word.
+      expect(await found('हिंदी')).toEqual({ query: 'हिंदी', found: [hindi.cardId] });
+      expect(await found('साफ')).toEqual({ query: 'साफ', found: [delhi.cardId] });
       expect(await found('ভাষা')).toEqual({ query: 'ভাষা', found: [bengali.cardId] });
       expect(await found('தமிழ்')).toEqual({ query: 'தமிழ்', found: [tamil.cardId] });
       expect(await found('كتاب')).toEqual({ query: 'كتاب', found: [book.cardId] });

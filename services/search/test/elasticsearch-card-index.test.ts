@@ -429,13 +429,13 @@ describeOnEngine('CardIndex on ElasticsearchCardIndex', skipReason, () => {
       const book = aCard().saying('كِتَابٌ جَمِيلٌ').build();
       const plain = aCard().saying('plain ascii words only').build();
       for (const card of [hindi, book, plain]) await first.upsert(card);
-      // As written before: words cut at every mark (Arabic vowel marks were no DIACRITICS either), no marks_kept mark.
+      // As written before: words cut at every mark (Arabic vowel marks were no DIACRITICS either), no marks_folded mark.
       const client = new Client({ node: engine!.url });
       const cut = (text: string) => text.toLowerCase().match(/[\p{L}\p{N}]+/gu)!;
       for (const card of [hindi, book]) {
-        await client.update({ index: `${prefix}-cards`, id: card.cardId, doc: { words: [...new Set(cut(card.content))], text: cut(card.content).join(' '), marks_kept: null }, refresh: true });
+        await client.update({ index: `${prefix}-cards`, id: card.cardId, doc: { words: [...new Set(cut(card.content))], text: cut(card.content).join(' '), marks_folded: null }, refresh: true });
       }
-      await client.update({ index: `${prefix}-cards`, id: plain.cardId, doc: { marks_kept: null }, refresh: true });
+      await client.update({ index: `${prefix}-cards`, id: plain.cardId, doc: { marks_folded: null }, refresh: true });
       await client.close();
       const restarted = openIndex(prefix);
       const found = async (query: string) => (await restarted.matchText(query, everything, firstPage)).hits.map((h) => h.cardId);
@@ -444,6 +444,7 @@ describeOnEngine('CardIndex on ElasticsearchCardIndex', skipReason, () => {
       expect(await restarted.foldStoredWords()).toBe(2);
       expect(await restarted.unfoldedCardCount()).toBe(0);
       expect(await found('हिन्दी')).toEqual([hindi.cardId]);
+      expect(await found('हिंदी')).toEqual([hindi.cardId]);
       expect(await found('كتاب')).toEqual([book.cardId]);
       expect(await found('plain ascii')).toEqual([plain.cardId]);
     });

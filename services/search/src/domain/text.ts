@@ -60,11 +60,26 @@ const LETTERS_WITHOUT_DECOMPOSITION: Record<string, string> = { ß: 'ss', æ: 'a
 export function foldedText(text: string): string {
   const lower = text.toLowerCase();
   if (ASCII.test(lower)) return lower;
-  return lower
+  const folded = lower
     .normalize('NFKD')
     .replace(DIACRITICS, '')
-    .replace(/[ßæœøđðłþı]/g, (c) => LETTERS_WITHOUT_DECOMPOSITION[c]!)
-    .normalize('NFC');
+    .replace(/[ßæœøđðłþı]/g, (c) => LETTERS_WITHOUT_DECOMPOSITION[c]!);
+  return (DEVANAGARI.test(folded) ? hindiSpelling(folded) : folded).normalize('NFC');
+}
+
+const DEVANAGARI = /[\u0900-\u097f]/;
+
+/**
+ * Hindi written either way as one spelling, as Lucene's Hindi normalizer reads it: a nasal consonant with a virama
+ * before another consonant is the anusvara (हिन्दी and हिंदी, सुन्दर and सुंदर: both spellings are in common use), the
+ * candrabindu is the anusvara (हँसी, हंसी), and the nukta is dropped (ज़ and ज, फ़ and फ: often left out in typing;
+ * after NFKD the precomposed letters are a base and the nukta too).
+ */
+function hindiSpelling(text: string): string {
+  return text
+    .replace(/\u093c/g, '')
+    .replace(/\u0901/g, '\u0902')
+    .replace(/[\u0919\u091e\u0923\u0928\u092e]\u094d(?=[\u0915-\u0939])/g, '\u0902');
 }
 
 /** A letter or digit of a script written without spaces between words that is split into character bigrams. */

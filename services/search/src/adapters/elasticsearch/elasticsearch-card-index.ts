@@ -115,10 +115,10 @@ interface CardSource {
    */
   korean_forms?: boolean;
   /**
-   * `words` and `text` keep combining marks inside words (Indic vowel signs) and drop Arabic and Hebrew vowel marks
-   * (searchWords), set by every write since; older ones lack it.
+   * `words` and `text` keep combining marks inside words (Indic vowel signs), drop Arabic and Hebrew vowel marks and
+   * spell Hindi one way (searchWords), set by every write since; older ones lack it.
    */
-  marks_kept?: boolean;
+  marks_folded?: boolean;
   /**
    * `words` list Arabic and Hebrew words also without their article or prefixes (indexWords), set by every write since;
    * older ones lack it.
@@ -315,7 +315,7 @@ export class ElasticsearchCardIndex implements CardIndex {
         folded: { type: 'boolean' },
         segmented: { type: 'boolean' },
         korean_forms: { type: 'boolean' },
-        marks_kept: { type: 'boolean' },
+        marks_folded: { type: 'boolean' },
         prefix_forms: { type: 'boolean' },
       },
     });
@@ -445,7 +445,7 @@ export class ElasticsearchCardIndex implements CardIndex {
         folded: true,
         segmented: true,
         korean_forms: true,
-        marks_kept: true,
+        marks_folded: true,
         prefix_forms: true,
       };
       // The card is written only if nobody wrote it since it was read (sequence number), or created only if still absent.
@@ -947,7 +947,7 @@ export class ElasticsearchCardIndex implements CardIndex {
           // Or Korean indexed by its stems alone, before its words as written and one-syllable stems were listed too.
           { bool: { filter: [{ regexp: { words: { value: `.*${JAMO_CLASS}.*` } } }], must_not: [{ term: { korean_forms: true } }] } },
           // Or words of a script with combining marks, cut at its marks before words kept them.
-          { bool: { filter: [{ regexp: { words: { value: `.*${MARKED_SCRIPT_CLASS}.*` } } }], must_not: [{ term: { marks_kept: true } }] } },
+          { bool: { filter: [{ regexp: { words: { value: `.*${MARKED_SCRIPT_CLASS}.*` } } }], must_not: [{ term: { marks_folded: true } }] } },
           // Or Arabic and Hebrew words listed only as written, before they were listed without their prefixes too.
           { bool: { filter: [{ regexp: { words: { value: `.*${PREFIXING_SCRIPT_CLASS}.*` } } }], must_not: [{ term: { prefix_forms: true } }] } },
         ],
@@ -986,7 +986,7 @@ export class ElasticsearchCardIndex implements CardIndex {
           await this.client.update({
             index: this.names.cards,
             id: hit._id!,
-            doc: { words: cardWords, text, folded: true, segmented: true, korean_forms: true, marks_kept: true, prefix_forms: true } satisfies Partial<CardSource>,
+            doc: { words: cardWords, text, folded: true, segmented: true, korean_forms: true, marks_folded: true, prefix_forms: true } satisfies Partial<CardSource>,
             if_seq_no: hit._seq_no!,
             if_primary_term: hit._primary_term!,
           });

@@ -671,6 +671,23 @@ export function describeCardIndexContract(name: string, factory: () => Promise<C
       expect(await found('silben\u00ADtrennung')).toEqual({ query: 'silben\u00ADtrennung', found: [german.cardId] });
     });
 
+    test("a card holding the query's most telling word alone is found, while cards holding only less telling words are not", async () => {
+      // The rare word's share of a four-word query (0.27) was under the 0.3 floor, so the only card saying "pompeii" was
+      // left out while cards sharing "destroyed" and "that" were found.
+      const pompeii = aCard().saying('the eruption buried pompeii under ash and pumice').build();
+      const fire = aCard().saying('a fire that destroyed the old mill by the river').build();
+      const storm = aCard().saying('storms that destroyed the harbour walls last winter').build();
+      const slopes = aCard().saying('volcanoes that sleep for centuries can wake again').build();
+      const soil = aCard().saying('farmers grow rice on volcanoes with rich soil').build();
+      const others = ['notes that matter most', 'a song that everyone knows', 'glaciers carve deep valleys'].map((text) => aCard().saying(text).build());
+      for (const card of [pompeii, fire, storm, slopes, soil, ...others]) await index.upsert(card);
+      const page = await index.matchText('volcano that destroyed pompeii', everything(), firstPage);
+      expect(page.hits.map((h) => h.cardId).sort()).toEqual([pompeii.cardId, fire.cardId, storm.cardId, slopes.cardId].sort());
+      expect(page.total).toBe(4);
+      // Alone, a less telling word ("volcano" as "volcanoes", "that") is not enough.
+      expect(page.hits.map((h) => h.cardId)).not.toContain(soil.cardId);
+    });
+
     test('a card holding the exact phrase ranks above one that merely shares its words', async () => {
       const scattered = aCard().saying('the index was large and the search was fast but nothing else').build();
       const phrase = aCard().saying('we measured that a large search index is fast enough for us').build();

@@ -57,19 +57,25 @@ describe('SqliteCardIndex', () => {
     await after.close();
   });
 
-  test('with a score floor above the shared-words score, only cards holding the phrase match, however the pages split', async () => {
+  test('a score floor above what the most telling query word gives alone is lowered to it; phrase holders still rank first, however the pages split', async () => {
+    // Configured at 0.9, the floor was above the 0.85 of every card holding the three words scattered, so only the
+    // phrase holders matched; now a card holding the query's most telling word always matches (textScoreFloor).
     const index = new SqliteCardIndex({ path: ':memory:', dimensions: CONTRACT_DIMENSIONS, minTextScore: 0.9 });
     const holders: string[] = [];
+    const scattered: string[] = [];
     for (let i = 0; i < 12; i++) {
       const card = aCard().saying(i % 2 === 0 ? `the red fox jumps ${i}` : `the fox jumps red ${i}`).build();
-      if (i % 2 === 0) holders.push(card.cardId);
+      (i % 2 === 0 ? holders : scattered).push(card.cardId);
       await index.upsert(card);
     }
     const scope = { tags: [], links: [] };
     const first = await index.matchText('red fox jumps', scope, { offset: 0, limit: 4 });
     const second = await index.matchText('red fox jumps', scope, { offset: 4, limit: 4 });
-    expect([first.total, second.total]).toEqual([6, 6]);
-    expect([...first.hits, ...second.hits].map((h) => h.cardId).sort()).toEqual(holders.sort());
+    const third = await index.matchText('red fox jumps', scope, { offset: 8, limit: 4 });
+    expect([first.total, second.total, third.total]).toEqual([12, 12, 12]);
+    const ranked = [...first.hits, ...second.hits, ...third.hits].map((h) => h.cardId);
+    expect(ranked.slice(0, 6).sort()).toEqual(holders.sort());
+    expect(ranked.slice(6).sort()).toEqual(scattered.sort());
     await index.close();
   });
 

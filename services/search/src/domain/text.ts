@@ -551,3 +551,25 @@ export function variantSimilarity(query: string, candidate: string, shared: numb
   }
   return similarity >= floor ? similarity : 0;
 }
+
+/**
+ * The least full-text score a card needs to match this query: `floor`, lowered (a hair under, for float rounding) to
+ * what the query's most telling word gives a card holding it alone, when that is less. A query of a few rare words
+ * and a common one ("volcano that destroyed pompeii") weighs each rare word at a fraction of the sum, so the only card
+ * saying "pompeii" fell under the floor while a card sharing "destroyed" and "that" passed it. `terms` are the query's
+ * words with their idf weight and the similarities of their matches (a word matching nothing gives nothing);
+ * `phraseWeight` the share of the score the phrase takes. Both full-text indexes use this rule.
+ */
+export function textScoreFloor(floor: number, terms: readonly { weight: number; matches: readonly { similarity: number }[] }[], phraseWeight: number): number {
+  let weightSum = 0;
+  let heaviest = 0;
+  for (const { weight, matches } of terms) {
+    weightSum += weight;
+    let best = 0;
+    for (const m of matches) if (m.similarity > best) best = m.similarity;
+    heaviest = Math.max(heaviest, weight * best);
+  }
+  if (weightSum <= 0) return floor;
+  const alone = ((1 - phraseWeight) * heaviest) / weightSum;
+  return alone > 0 && alone < floor ? alone - 1e-6 : floor;
+}

@@ -3,7 +3,7 @@ import { Client, errors, type estypes } from '@elastic/elasticsearch';
 import { redactUrl } from '@cards/platform';
 import { compareTies, isZeroVector, type IndexedCard, type IndexPage, type PageRequest, type SearchScope, type StoredCard, type StoredPoint } from '../../domain/model';
 import type { CardIndex } from '../../domain/ports';
-import { bestFormMatches, CJK_CHARACTER_BIGRAMS, filterForm, indexWords, isCjkCharacter, isExtraIndexWord, queryTerms, tagFilterForm, wordTrigrams } from '../../domain/text';
+import { bestFormMatches, CJK_CHARACTER_BIGRAMS, filterForm, indexWords, isCjkCharacter, isExtraIndexWord, queryTerms, tagFilterForm, textScoreFloor, wordTrigrams } from '../../domain/text';
 import { matchWord, wordWeight, type VocabularyCandidate, type WordMatch } from './word-matcher';
 
 export interface ElasticsearchCardIndexOptions {
@@ -781,7 +781,7 @@ export class ElasticsearchCardIndex implements CardIndex {
       index: this.names.cards,
       query: { bool: { filter: await this.scopeFilter(scope), should, minimum_should_match: 1 } },
       // A float32 score may fall a hair under the threshold the embedded index compares in double precision.
-      min_score: this.minTextScore - 1e-6,
+      min_score: textScoreFloor(this.minTextScore, perWord, phraseWeight) - 1e-6,
       sort: [{ _score: { order: 'desc' } }, ...TIE_SORT],
       track_scores: true,
       track_total_hits: true,

@@ -1,7 +1,7 @@
 import { openSqlite, type SqliteDatabase } from '@cards/platform';
 import { isZeroVector, type IndexedCard, type IndexHit, type IndexPage, type PageRequest, type SearchScope, type StoredCard, type StoredPoint } from '../../domain/model';
 import type { CardIndex } from '../../domain/ports';
-import { bestFormMatches, filterForm, indexWords, queryTerms, tagFilterForm } from '../../domain/text';
+import { bestFormMatches, filterForm, indexWords, queryTerms, tagFilterForm, textScoreFloor } from '../../domain/text';
 import { Lexicon, PUBLIC, type Reader, type WordMatch } from './lexicon';
 import { WordSequences, type Phrase } from './phrase';
 import { TopK, VectorMatrix } from './vector-matrix';
@@ -362,6 +362,7 @@ export class SqliteCardIndex implements CardIndex {
     let weightSum = 0;
     for (const term of terms) weightSum += term.weight;
     const phraseWeight = queryWords.length >= 2 ? PHRASE_WEIGHT : 0;
+    const floor = textScoreFloor(this.minTextScore, terms, phraseWeight);
     // Heaviest words first (a stable sort, so every card's sum adds its words in one order). The lightest words
     // whose weights together cannot lift a card to the score floor only add to cards the others found (MaxScore
     // pruning): a card holding none but them scores below the floor anyway, so the matches and their count are the
@@ -370,7 +371,7 @@ export class SqliteCardIndex implements CardIndex {
     let generating = byWeight.length;
     if (this.pruneTextCandidates) {
       let rest = 0;
-      while (generating > 1 && ((1 - phraseWeight) * (rest + byWeight[generating - 1]!.weight)) / weightSum < this.minTextScore - 1e-6) {
+      while (generating > 1 && ((1 - phraseWeight) * (rest + byWeight[generating - 1]!.weight)) / weightSum < floor - 1e-6) {
         rest += byWeight[--generating]!.weight;
       }
     }
@@ -402,12 +403,12 @@ export class SqliteCardIndex implements CardIndex {
         everyWordScore = score;
         continue;
       }
-      if (score < this.minTextScore) continue;
+      if (score < floor) continue;
       matching++;
       top.push(score, slot);
     }
-    if (phrase && oneScore) matching += this.rankByPhrase(phrase, holdingEveryWord, everyWordScore, phraseWeight, top, wanted);
-    else if (phrase) matching += this.rankEachByPhrase(phrase, holdingEveryWord, holderScores, phraseWeight, top);
+    if (phrase && oneScore) matching += this.rankByPhrase(phrase, holdingEveryWord, everyWordScore, phraseWeight, floor, top, wanted);
+    else if (phrase) matching += this.rankEachByPhrase(phrase, holdingEveryWord, holderScores, phraseWeight, floor, top);
     return { hits: this.toHits(top, page.offset), total: matching, reachable: matching };
   }
 
@@ -470,10 +471,10 @@ export class SqliteCardIndex implements CardIndex {
    * first cards in tie order are checked first: once `wanted` of them hold the phrase, no other card can reach the
    * page (a later holder ranks after them, the others below) and the rest are not checked.
    */
-  private rankByPhrase(phrase: Phrase, slots: number[], score: number, bonus: number, top: TopK, wanted: number): number {
-    if (score + bonus < this.minTextScore) return 0;
+  private rankByPhrase(phrase: Phrase, slots: number[], score: number, bonus: number, floor: number, top: TopK, wanted: number): number {
+    if (score + bonus < floor) return 0;
     // Below the floor without the bonus, only holders match, and counting them needs every card checked.
-    const onlyHoldersMatch = score < this.minTextScore;
+    const onlyHoldersMatch = score < floor;
     let holders = 0;
     const check = (slot: number) => {
       if (this.slotWords.holds(slot, phrase)) {
@@ -506,11 +507,11 @@ export class SqliteCardIndex implements CardIndex {
    * Ranks cards holding every query word whose word scores differ (rankByPhrase's case otherwise), each with `bonus`
    * added when it holds the phrase; answers how many of them match. Every card is checked.
    */
-  private rankEachByPhrase(phrase: Phrase, slots: number[], scores: number[], bonus: number, top: TopK): number {
+  private rankEachByPhrase(phrase: Phrase, slots: number[], scores: number[], bonus: number, floor: number, top: TopK): number {
     let matching = 0;
     slots.forEach((slot, i) => {
       const score = scores[i]! + (this.slotWords.holds(slot, phrase) ? bonus : 0);
-      if (score < this.minTextScore) return;
+      if (score < floor) return;
       matching++;
       top.push(score, slot);
     });

@@ -1,6 +1,6 @@
 import type { Express } from 'express';
 import type { Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { connect, type AddressInfo } from 'node:net';
 import { createLogger } from '@cards/platform';
 import type { GatewayClients } from '../src/clients';
 import { createGatewayApp, type GatewayAppOptions } from '../src/app';
@@ -33,5 +33,18 @@ export function closed(server: Server): Promise<void> {
   return new Promise<void>((resolve) => {
     server.closeAllConnections();
     server.close(() => resolve());
+  });
+}
+
+/** Writes `request` as is on a new connection and resolves with everything the server sent once it closed it (latin1). */
+export function rawExchange(base: string, request: string): Promise<string> {
+  const { hostname, port } = new URL(base);
+  return new Promise((resolve, reject) => {
+    const socket = connect(Number(port), hostname);
+    let received = '';
+    socket.on('data', (chunk: Buffer) => (received += chunk.toString('latin1')));
+    socket.on('error', reject);
+    socket.on('close', () => resolve(received));
+    socket.write(request);
   });
 }

@@ -1,19 +1,5 @@
 import { createServer, type Server } from 'node:http';
-import { connect } from 'node:net';
-import { appWithoutServices, closed, listening } from './app-without-services';
-
-/** Writes `request` on a new connection and resolves with everything the server sent once it closes the connection. */
-function exchange(base: string, request: string): Promise<string> {
-  const { hostname, port } = new URL(base);
-  return new Promise((resolve, reject) => {
-    const socket = connect(Number(port), hostname);
-    let received = '';
-    socket.on('data', (chunk: Buffer) => (received += chunk.toString('latin1')));
-    socket.on('error', reject);
-    socket.on('close', () => resolve(received));
-    socket.write(request);
-  });
-}
+import { appWithoutServices, closed, listening, rawExchange as exchange } from './app-without-services';
 
 const chunkedSearch = (transferEncoding: string) => {
   const body = '{}';

@@ -2,21 +2,10 @@
 // body: before, the body check ran first, so `PATCH /api/card/count` with a text body was 415 "must be JSON" and
 // OPTIONS with a malformed JSON body 400, and a client that fixed the body only then learnt the route does not exist.
 import { createServer, type Server } from 'node:http';
-import { connect } from 'node:net';
-import { appWithoutServices, closed, listening } from './app-without-services';
+import { appWithoutServices, closed, listening, rawExchange } from './app-without-services';
 
 /** Sends `request` and then a pipelined GET /livez with Connection: close; resolves with everything answered. */
-function exchange(base: string, request: string): Promise<string> {
-  const { hostname, port } = new URL(base);
-  return new Promise((resolve, reject) => {
-    const socket = connect(Number(port), hostname);
-    let received = '';
-    socket.on('data', (chunk: Buffer) => (received += chunk.toString('latin1')));
-    socket.on('error', reject);
-    socket.on('close', () => resolve(received));
-    socket.write(`${request}GET /livez HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`);
-  });
-}
+const exchange = (base: string, request: string) => rawExchange(base, `${request}GET /livez HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`);
 
 const withBody = (method: string, path: string, contentType: string, body: string) =>
   `${method} ${path} HTTP/1.1\r\nHost: x\r\nContent-Type: ${contentType}\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;

@@ -14,9 +14,10 @@ const NORMAL_GATEWAY_PATH = new RegExp(`^/(?:${GATEWAY_ROOTS.join('|')})(?:/(?!(
 
 /** Whether `path` (as routed) is under one of the gateway's own roots (`/api/...`, `/healthz/x`; any case, as routes match). */
 export function isUnderGatewayRoot(path: string): boolean {
-  const first = path.split('/')[1] ?? '';
-  return (GATEWAY_ROOTS as readonly string[]).includes(first.toLowerCase());
+  return isGatewayRoot(path.split('/')[1] ?? '');
 }
+
+const isGatewayRoot = (segment: string) => (GATEWAY_ROOTS as readonly string[]).includes(segment.toLowerCase());
 
 /** The path as a browser or proxy would resolve it: decoded once, `\` read as `/`, empty and dot segments removed. */
 function resolvedPath(rawPath: string): string {
@@ -39,7 +40,7 @@ function resolvedPath(rawPath: string): string {
 function gatewayPathOf(rawPath: string): string | undefined {
   const [, first = '', ...rest] = resolvedPath(rawPath).split('/');
   const root = first.split(';')[0]!.toLowerCase();
-  return (GATEWAY_ROOTS as readonly string[]).includes(root) ? ['', root, ...rest].join('/') : undefined;
+  return isGatewayRoot(root) ? ['', root, ...rest].join('/') : undefined;
 }
 
 /**

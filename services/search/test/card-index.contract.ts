@@ -688,6 +688,18 @@ export function describeCardIndexContract(name: string, factory: () => Promise<C
       expect(page.hits.map((h) => h.cardId)).not.toContain(soil.cardId);
     });
 
+    test('in a long query one telling word alone is not enough: a pasted text finds the card holding it, not every card sharing a word of it', async () => {
+      const rocks = 'granite basalt quartz marble slate shale gneiss schist';
+      // Each query word is held by one card: "schist" weighs as much as any other, 1/8 of the query.
+      const whole = aCard().saying('a field guide to granite basalt quartz marble slate shale gneiss and other rocks').build();
+      const oneWord = aCard().saying('the schist outcrop above the village').build();
+      const filler = aCard().saying('a quiet village by the sea').build();
+      for (const card of [whole, oneWord, filler]) await index.upsert(card);
+      const page = await index.matchText(rocks, everything(), firstPage);
+      expect(page.hits.map((h) => h.cardId)).toEqual([whole.cardId]);
+      expect(page.total).toBe(1);
+    });
+
     test('a card holding the exact phrase ranks above one that merely shares its words', async () => {
       const scattered = aCard().saying('the index was large and the search was fast but nothing else').build();
       const phrase = aCard().saying('we measured that a large search index is fast enough for us').build();

@@ -553,12 +553,20 @@ export function variantSimilarity(query: string, candidate: string, shared: numb
 }
 
 /**
+ * Least share of the full-text score a query's most telling word must give alone to lower the floor to it
+ * (textScoreFloor): a word of a long query (a pasted paragraph's 32 words) gives much less, and lowering the floor to
+ * it let cards sharing any few of those words match: 188 of 239 cards for a pasted card's text, instead of 1.
+ */
+export const TELLING_WORD_MIN_SCORE = 0.2;
+
+/**
  * The least full-text score a card needs to match this query: `floor`, lowered (a hair under, for float rounding) to
- * what the query's most telling word gives a card holding it alone, when that is less. A query of a few rare words
- * and a common one ("volcano that destroyed pompeii") weighs each rare word at a fraction of the sum, so the only card
- * saying "pompeii" fell under the floor while a card sharing "destroyed" and "that" passed it. `terms` are the query's
- * words with their idf weight and the similarities of their matches (a word matching nothing gives nothing);
- * `phraseWeight` the share of the score the phrase takes. Both full-text indexes use this rule.
+ * what the query's most telling word gives a card holding it alone, when that is less but at least
+ * TELLING_WORD_MIN_SCORE. A short query of a few rare words and a common one ("volcano that destroyed pompeii") weighs
+ * each rare word at a fraction of the sum, so the only card saying "pompeii" (0.29) fell under the floor while a card
+ * sharing "destroyed" and "that" passed it. `terms` are the query's words with their idf weight and the similarities
+ * of their matches (a word matching nothing gives nothing); `phraseWeight` the share of the score the phrase takes.
+ * Both full-text indexes use this rule.
  */
 export function textScoreFloor(floor: number, terms: readonly { weight: number; matches: readonly { similarity: number }[] }[], phraseWeight: number): number {
   let weightSum = 0;
@@ -571,5 +579,5 @@ export function textScoreFloor(floor: number, terms: readonly { weight: number; 
   }
   if (weightSum <= 0) return floor;
   const alone = ((1 - phraseWeight) * heaviest) / weightSum;
-  return alone > 0 && alone < floor ? alone - 1e-6 : floor;
+  return alone >= TELLING_WORD_MIN_SCORE && alone < floor ? alone - 1e-6 : floor;
 }

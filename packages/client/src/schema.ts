@@ -619,6 +619,17 @@ export interface components {
             website: string | null;
             visible_email: boolean;
         };
+        PasswordReset: {
+            /** Format: uuid */
+            password_reset_id: string;
+            password: string;
+            password_confirmation: string;
+        };
+        PasswordResetMailRequest: {
+            email: string;
+        };
+        /** @description true or false; the strings "true" and "false" are read as those */
+        LooseBoolean: boolean | ("true" | "false");
         User: {
             /** Format: uuid */
             id: string;
@@ -628,11 +639,11 @@ export interface components {
             visible_email: boolean;
             /** @description UTC date-time, ISO 8601 without a zone offset, with fractional seconds (e.g. 2026-11-22T09:30:00.123); read it as UTC (new Date(value + "Z")), not as local time */
             created_at: string;
-        } | null;
+        };
         Card: {
             /** Format: uuid */
             id: string;
-            author: components["schemas"]["User"];
+            author: components["schemas"]["User"] | null;
             content: string;
             card_html: string;
             link: string;
@@ -661,6 +672,11 @@ export interface components {
             total_pages: number;
             total_card_pages?: number;
         };
+        CardSearchRequest: {
+            content: string;
+            tag_set?: string[] | string | null;
+            link?: string[] | string | null;
+        };
         Collection: {
             /** Format: uuid */
             id: string;
@@ -678,6 +694,13 @@ export interface components {
             bookmarks: components["schemas"]["CardSearchEntry"][];
             collection: components["schemas"]["Collection"];
             total_pages: number;
+        };
+        CollectionSearchRequest: {
+            content: string;
+            tag_set?: string[] | string | null;
+            link?: string[] | string | null;
+            /** Format: uuid */
+            collection_id: string;
         };
         ListedCollection: {
             /** Format: uuid */
@@ -795,7 +818,7 @@ export interface components {
         CreatedCard: {
             /** Format: uuid */
             id: string;
-            author: components["schemas"]["User"];
+            author: components["schemas"]["User"] | null;
             content: string;
             card_html: string;
             link: string;
@@ -1348,14 +1371,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /** Format: uuid */
-                    password_reset_id: string;
-                    password: string;
-                    password_confirmation: string;
-                } | {
-                    email: string;
-                };
+                "application/json": components["schemas"]["PasswordReset"] | components["schemas"]["PasswordResetMailRequest"];
             };
         };
         responses: {
@@ -1417,7 +1433,7 @@ export interface operations {
                     /** @description Letters/digits of one script (Han with kana or Hangul), _, -, 3–32 code points in NFC; no invisible or compatibility characters, no tatweel; "" or null clears it. Unique ignoring case and look-alike letters (the confusable skeleton, of the name case-folded and as written: Cyrillic "сосо" is "coco", "adrnin" is "admin", "wiII" is "will"): 409 'username: already taken'. */
                     username?: string | null;
                     website?: string | null;
-                    visible_email?: boolean | ("true" | "false");
+                    visible_email?: components["schemas"]["LooseBoolean"];
                 };
             };
         };
@@ -1489,11 +1505,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    content: string;
-                    tag_set?: string[] | string | null;
-                    link?: string[] | string | null;
-                };
+                "application/json": components["schemas"]["CardSearchRequest"];
             };
         };
         responses: {
@@ -1546,11 +1558,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    content: string;
-                    tag_set?: string[] | string | null;
-                    link?: string[] | string | null;
-                };
+                "application/json": components["schemas"]["CardSearchRequest"];
             };
         };
         responses: {
@@ -1603,13 +1611,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    content: string;
-                    tag_set?: string[] | string | null;
-                    link?: string[] | string | null;
-                    /** Format: uuid */
-                    collection_id: string;
-                };
+                "application/json": components["schemas"]["CollectionSearchRequest"];
             };
         };
         responses: {
@@ -1671,13 +1673,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    content: string;
-                    tag_set?: string[] | string | null;
-                    link?: string[] | string | null;
-                    /** Format: uuid */
-                    collection_id: string;
-                };
+                "application/json": components["schemas"]["CollectionSearchRequest"];
             };
         };
         responses: {
@@ -1843,7 +1839,7 @@ export interface operations {
                     collection_id: string;
                     name?: string;
                     description?: string | null;
-                    is_public?: boolean | ("true" | "false");
+                    is_public?: components["schemas"]["LooseBoolean"];
                 };
             };
         };
@@ -1923,7 +1919,7 @@ export interface operations {
             content: {
                 "application/json": {
                     name: string;
-                    is_public: boolean | ("true" | "false");
+                    is_public: components["schemas"]["LooseBoolean"];
                     description?: string | null;
                 };
             };
@@ -2359,7 +2355,7 @@ export interface operations {
                 "application/json": {
                     /** Format: uuid */
                     file_id: string;
-                    private: boolean | ("true" | "false");
+                    private: components["schemas"]["LooseBoolean"];
                 };
             };
         };
@@ -2441,7 +2437,7 @@ export interface operations {
                     base64_docx_file: string;
                     file_name: string;
                     file_mime_type: string;
-                    private: boolean | ("true" | "false");
+                    private: components["schemas"]["LooseBoolean"];
                     tag_set?: string[] | string | null;
                 };
             };
@@ -2954,7 +2950,7 @@ export interface operations {
                 "application/json": {
                     card_html: string;
                     link: string;
-                    private: boolean | ("true" | "false");
+                    private: components["schemas"]["LooseBoolean"];
                     tag_set?: string[] | string | null;
                     /** Format: uuid */
                     file_uuid?: string | null;
@@ -3079,7 +3075,7 @@ export interface operations {
                     card_uuid: string;
                     link?: string | null;
                     card_html?: string;
-                    private?: boolean | ("true" | "false");
+                    private?: components["schemas"]["LooseBoolean"];
                 };
             };
         };
@@ -3286,7 +3282,7 @@ export interface operations {
                 "application/json": {
                     /** Format: uuid */
                     card_metadata_id: string;
-                    vote: boolean | ("true" | "false");
+                    vote: components["schemas"]["LooseBoolean"];
                 };
             };
         };

@@ -202,9 +202,12 @@ export const uuidString = z
   .transform((v) => v.toLowerCase());
 
 /** A JSON boolean; the strings "true" and "false" are accepted too. */
-export const looseBoolean = z.union([z.boolean(), z.enum(['true', 'false']).transform((v) => v === 'true')], {
-  errorMap: (_issue, ctx) => ({ message: ctx.data === undefined ? 'is required' : 'must be true or false' }),
-});
+export const looseBoolean = z
+  .union([z.boolean(), z.enum(['true', 'false']).transform((v) => v === 'true')], {
+    errorMap: (_issue, ctx) => ({ message: ctx.data === undefined ? 'is required' : 'must be true or false' }),
+  })
+  // One named schema: else client generators name this type after the first operation that takes it (UpdateUserRequestVisibleEmail for a card's `private`).
+  .openapi('LooseBoolean', { description: 'true or false; the strings "true" and "false" are read as those' });
 
 /**
  * Tags: an array of strings, or one comma-separated string; trimmed, empty ones dropped, duplicates removed. Each tag

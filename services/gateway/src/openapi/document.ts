@@ -44,6 +44,9 @@ export interface OperationSpec {
 }
 
 const uuidParam = z.string().uuid();
+// Named, so that generators do not call the full-text searches' bodies after the semantic ones (SemanticSearchRequest).
+const cardSearchRequest = cardSearchBody.openapi('CardSearchRequest');
+const collectionSearchRequest = collectionSearchBody.openapi('CollectionSearchRequest');
 const pageParam = z.number().int().min(1).describe('1-based page number; 0, negative or non-numeric is 400');
 const params = (shape: Record<string, ZodTypeAny>) => z.object(shape);
 
@@ -120,14 +123,14 @@ export const OPERATIONS: OperationSpec[] = [
     },
   },
   { method: 'get', path: '/api/password/:email', operationId: 'requestPasswordReset', summary: 'Send a password reset e-mail (204 whether or not the account exists)', description: 'Refused 403 when the browser says the request comes from another site (an Origin other than this site\'s or a CORS origin, else Sec-Fetch-Site: cross-site, else a foreign Referer), so no page can make its visitors\' browsers send reset mails; clients that send none of these headers are served. Counts toward the per-address mail limit (RATE_LIMIT_MAIL_PER_IP). HEAD is 405 (Allow: GET, OPTIONS) before any check, count or mail.', tag: 'Accounts', auth: 'none', params: params({ email: z.string().max(254) }), success: { status: 204 }, errors: [400, 403, 429] },
-  { method: 'post', path: '/api/password', operationId: 'resetPassword', summary: 'Reset the password with a reset id (or, with only `email`, ask for the reset e-mail)', tag: 'Accounts', auth: 'none', body: z.union([passwordResetBody, passwordResetRequestBody]), success: { status: 204 }, errors: [400, 404, 429] },
+  { method: 'post', path: '/api/password', operationId: 'resetPassword', summary: 'Reset the password with a reset id (or, with only `email`, ask for the reset e-mail)', tag: 'Accounts', auth: 'none', body: z.union([passwordResetBody.openapi('PasswordReset'), passwordResetRequestBody.openapi('PasswordResetMailRequest')]), success: { status: 204 }, errors: [400, 404, 429] },
   { method: 'put', path: '/api/user', operationId: 'updateUser', summary: 'Update the caller\'s username, website, e-mail visibility', tag: 'Users', auth: 'required', body: updateUserBody, success: { status: 200, schema: r.slimUser }, errors: [400, 401, 409] },
 
   // Search
-  { method: 'post', path: '/api/card/search/:page', operationId: 'semanticSearch', summary: 'Semantic search over the cards the caller may see', tag: 'Search', auth: 'optional', params: pageOnly, body: cardSearchBody, success: { status: 200, schema: r.cardSearchResponse }, errors: [400] },
-  { method: 'post', path: '/api/card/fulltextsearch/:page', operationId: 'fullTextSearch', summary: 'Trigram full-text search over the cards the caller may see', tag: 'Search', auth: 'optional', params: pageOnly, body: cardSearchBody, success: { status: 200, schema: r.cardSearchResponse }, errors: [400] },
-  { method: 'post', path: '/api/card_collection/search/:page', operationId: 'collectionSemanticSearch', summary: 'Semantic search inside one collection', tag: 'Search', auth: 'optional', params: pageOnly, body: collectionSearchBody, success: { status: 200, schema: r.collectionSearchResponse }, errors: [400, 404] },
-  { method: 'post', path: '/api/card_collection/fulltextsearch/:page', operationId: 'collectionFullTextSearch', summary: 'Full-text search inside one collection', tag: 'Search', auth: 'optional', params: pageOnly, body: collectionSearchBody, success: { status: 200, schema: r.collectionSearchResponse }, errors: [400, 404] },
+  { method: 'post', path: '/api/card/search/:page', operationId: 'semanticSearch', summary: 'Semantic search over the cards the caller may see', tag: 'Search', auth: 'optional', params: pageOnly, body: cardSearchRequest, success: { status: 200, schema: r.cardSearchResponse }, errors: [400] },
+  { method: 'post', path: '/api/card/fulltextsearch/:page', operationId: 'fullTextSearch', summary: 'Trigram full-text search over the cards the caller may see', tag: 'Search', auth: 'optional', params: pageOnly, body: cardSearchRequest, success: { status: 200, schema: r.cardSearchResponse }, errors: [400] },
+  { method: 'post', path: '/api/card_collection/search/:page', operationId: 'collectionSemanticSearch', summary: 'Semantic search inside one collection', tag: 'Search', auth: 'optional', params: pageOnly, body: collectionSearchRequest, success: { status: 200, schema: r.collectionSearchResponse }, errors: [400, 404] },
+  { method: 'post', path: '/api/card_collection/fulltextsearch/:page', operationId: 'collectionFullTextSearch', summary: 'Full-text search inside one collection', tag: 'Search', auth: 'optional', params: pageOnly, body: collectionSearchRequest, success: { status: 200, schema: r.collectionSearchResponse }, errors: [400, 404] },
 
   // Collections
   { method: 'get', path: '/api/user/collections/:user_id', operationId: 'listUserCollections', summary: 'A user\'s collections (private ones only to their owner)', tag: 'Collections', auth: 'optional', params: params({ user_id: uuidParam }), success: { status: 200, schema: z.array(r.listedCollection) }, errors: [400, 404] },
@@ -174,6 +177,19 @@ export const OPERATIONS: OperationSpec[] = [
   { method: 'get', path: '/livez', operationId: 'liveness', summary: 'Liveness: 200 while the gateway process answers, whatever its backing services do', tag: 'Meta', auth: 'none', success: { status: 200, schema: r.health }, errors: [] },
   { method: 'get', path: '/healthz', operationId: 'health', summary: 'Readiness: 200 when every backing service answers (503 names those that do not)', tag: 'Meta', auth: 'none', success: { status: 200, schema: r.health }, errors: [] },
   { method: 'get', path: '/metrics', operationId: 'metrics', summary: 'Prometheus metrics (a 404 here when the gateway serves them on a port of its own, METRICS_PORT)', tag: 'Meta', auth: 'none', success: { status: 200, contentType: 'text/plain', schema: z.string() }, errors: [404], raw: true },
+];
+
+/** The document's tags, in the order the docs page shows them; every operation's tag is one of them. */
+const TAGS = [
+  { name: 'Accounts', description: 'Invitations, registration, logging in and out, password resets' },
+  { name: 'Users', description: 'Profiles, a user\'s cards and the top users' },
+  { name: 'Cards', description: 'Creating, reading, changing and deleting cards' },
+  { name: 'Search', description: 'Semantic and trigram full-text search over cards, everywhere or in one collection' },
+  { name: 'Votes', description: 'Upvotes and downvotes on cards' },
+  { name: 'Collections', description: 'Collections of cards and the cards in them' },
+  { name: 'Files', description: 'Uploaded documents, which are made into cards and a collection' },
+  { name: 'Notifications', description: 'Notices of finished verifications and collections made from files' },
+  { name: 'Meta', description: 'This document, its docs page, health and metrics' },
 ];
 
 const ERROR_REF = { $ref: '#/components/schemas/Error' };
@@ -347,6 +363,7 @@ export function buildOpenApiDocument() {
         'Unknown request fields are ignored. Timestamps are UTC, written ISO 8601 without a zone offset, with fractional seconds: read them as UTC.',
     },
     servers: [{ url: '/' }],
+    tags: TAGS,
   });
   return cached;
 }

@@ -1,5 +1,5 @@
 import { extendZodWithOpenApi } from '@asteasolutions/zod-to-openapi';
-import { z } from 'zod';
+import { z, type ZodTypeAny } from 'zod';
 
 // .openapi('Name') below makes each schema a named component ($ref) of the document.
 extendZodWithOpenApi(z);
@@ -47,9 +47,17 @@ export const topUser = z
   .strict()
   .openapi('TopUser');
 
+/**
+ * `schema` (the component `name`) or null. zod-to-openapi carries a named schema's name onto its `.nullable()`, which
+ * made the component itself nullable (`User` typed `{...} | null` in generated clients); this keeps null beside it.
+ */
+function nullOr<T extends ZodTypeAny>(schema: T, name: string) {
+  return z.union([schema, z.null()]).openapi({ anyOf: [{ $ref: `#/components/schemas/${name}` }, { type: 'null' }] });
+}
+
 const cardShape = {
     id: uuid,
-    author: user.nullable(),
+    author: nullOr(user, 'User'),
     content: z.string(),
     card_html: z.string(),
     link: z.string(),

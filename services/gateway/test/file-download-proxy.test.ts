@@ -147,3 +147,43 @@ describe('GET /api/file/:id/download with `Expect: 100-continue`', () => {
     expect(seen.expect).toBeUndefined();
   });
 });
+
+// http-proxy copies the client's Connection header into the answer when files' names none (setConnection): a request
+// saying `Connection: Upgrade` got a 200 saying `Connection: Upgrade`, which announces a protocol switch that never
+// happens, and any token a client sent came back as if the gateway had chosen it.
+describe("GET /api/file/:id/download answers with the gateway's own Connection header", () => {
+  let files: Server;
+  let gateway: Server;
+  let gatewayAddress: string;
+
+  beforeAll(async () => {
+    files = filesDownloadEndpoint();
+    gateway = createServer(appWithoutServices({ clients, filesHttpAddress: await listen(files), filesInternalToken: TOKEN }));
+    gatewayAddress = await listen(gateway);
+  });
+  afterAll(async () => {
+    gateway.closeAllConnections();
+    for (const server of [gateway, files]) await new Promise((resolve) => server.close(resolve));
+  });
+
+  const download = (connection: string) =>
+    new Promise<{ status?: number; connection?: string; body: Buffer }>((resolve, reject) => {
+      const req = get(`http://${gatewayAddress}/api/file/${FILE_ID}/download`, { agent: false, headers: { connection } }, (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (chunk: Buffer) => chunks.push(chunk));
+        res.on('end', () => resolve({ status: res.statusCode, connection: res.headers.connection, body: Buffer.concat(chunks) }));
+      });
+      req.on('error', reject);
+    });
+
+  it.each([
+    ['Upgrade', 'keep-alive'],
+    ['x-made-up-token', 'keep-alive'],
+    ['close', 'close'],
+  ])('the client asks `Connection: %s`: the answer says %s', async (asked, answered) => {
+    const { status, connection, body } = await download(asked);
+    expect(status).toBe(200);
+    expect(body.equals(BYTES)).toBe(true);
+    expect(connection).toBe(answered);
+  });
+});

@@ -209,6 +209,18 @@ export function registerFileRoutes(router: Router, { clients, filesHttpAddress, 
     },
   });
 
+  /**
+   * http-proxy sets the answer's Connection to the client's own (setConnection, after the proxyRes hook: `Connection:
+   * Upgrade` on a 200). Left unset, Node names its own keep-alive or close (a removed header would make it name none).
+   */
+  const keepOwnConnectionHeader = (res: ServerResponse) => {
+    const setHeader = res.setHeader;
+    res.setHeader = function (this: ServerResponse, name: string, value: number | string | readonly string[]) {
+      if (name.toLowerCase() === 'connection') return this;
+      return setHeader.call(this, name, value);
+    } as ServerResponse['setHeader'];
+  };
+
   router.get(
     '/file/:file_id/download',
     async (req, res, next) => {
@@ -219,6 +231,7 @@ export function registerFileRoutes(router: Router, { clients, filesHttpAddress, 
       // Node has answered the client's `Expect: 100-continue` already. Passed on, http-proxy sends the head to files at
       // once and skips `proxyReq`, so neither the token nor the caller would be set, nor the client's own removed.
       delete req.headers.expect;
+      keepOwnConnectionHeader(res);
       next();
     },
     proxy,

@@ -13,6 +13,15 @@ describe('visible text of a page (visibleText)', () => {
     expect(visible).not.toMatch(/secret|color|enable js|template|vector/);
   });
 
+  it('reads words split by inline tags, soft hyphens, <wbr> and zero-width spaces as one word, as a browser shows them', () => {
+    const html = `<p><span class="dropcap">T</span>he coun&shy;cil voted on Tues<span class="hl">day</span> to ex<em>pand</em> the finan<wbr>cial dis\u200btrict&#8217;s <a href="/x">bike</a> lanes.</p>`;
+    expect(visibleText(html)).toBe('The council voted on Tuesday to expand the financial district\u2019s bike lanes.');
+  });
+
+  it('still separates words at blocks, line breaks, images and form controls', () => {
+    expect(visibleText('<ul><li>one</li><li>two</li></ul><p>three<br>four<img src="x">five</p><div>six</div><td>seven</td><button>eight</button>')).toBe('one two three four five six seven eight');
+  });
+
   it('copes with broken markup', () => {
     expect(visibleText('<p>unclosed <b>bold <i>text')).toBe('unclosed bold text');
     expect(visibleText('')).toBe('');
@@ -20,7 +29,7 @@ describe('visible text of a page (visibleText)', () => {
 
   it('a page nested 100,000 deep: every visible word kept, scripts inside still dropped, the parser stack bounded', () => {
     const depth = 100_000;
-    const html = `<body>${'<div><span>'.repeat(depth / 2)}deep<b>words</b><script>var hidden = 1;</script><svg><text>vector</text></svg>${'</span></div>'.repeat(depth / 2)}after</body>`;
+    const html = `<body>${'<div><span>'.repeat(depth / 2)}deep <b>words</b><script>var hidden = 1;</script><svg><text>vector</text></svg>${'</span></div>'.repeat(depth / 2)}after</body>`;
     let visible = '';
     expect(deepestParserStack(() => (visible = visibleText(html)))).toBeLessThanOrEqual(MAX_PARSER_DEPTH);
     expect(visible).toBe('deep words after');
@@ -39,6 +48,37 @@ describe('token_set_ratio scoring (fuzzball)', () => {
     const page = 'Tides are caused by the gravitational pull of the moon and the sun on the oceans of the earth. ' + 'Many other unrelated words about harbours, ships and sailors appear on the same page. '.repeat(3);
     expect(tokenSetRatio('Tides are caused by the gravitational pull of the moon and the sun.', page)).toBeGreaterThanOrEqual(90);
     expect(tokenSetRatio('Quarterly revenue of the software company rose with cloud subscriptions.', page)).toBeLessThan(50);
+  });
+
+  describe('an author quoting a news article word for word', () => {
+    const quote =
+      'The city council voted on Tuesday to expand the financial district\u2019s bike lanes \u2014 a decision that critics say \u201cignores the shops\u201d on Main Street. ' +
+      'Supporters argued that the new lanes would cut traffic, reduce pollution and make the streets safer for children walking to school, while opponents warned ' +
+      'that deliveries would become slower and that the loss of parking spaces would drive customers to the out-of-town shopping centres.';
+    const article = (body: string) =>
+      `<html><head><title>City News</title></head><body><nav><a href="/">Home</a> <a href="/p">Politics</a></nav><div class="cookies">We use cookies. Accept all</div>` +
+      `<article><h1>Council backs bike lanes</h1><p>${body}</p><p>The vote was seven to two.</p></article><section><p>Great news for cyclists!</p></section><footer>&copy; 2026 City News</footer></body></html>`;
+    // Typesetting the page may add: hyphenation points on every long word, a drop cap, a highlighted word, a ligature.
+    const hyphenated = quote.replace(/\b(coun|Tues|fi|dis|sup|traf|re|pol|chil|op|de|park|cus)(?=[a-z]{3})/g, '$1&shy;');
+    const typeset = quote.replace(/^The/, '<span class="dropcap">T</span>he').replace('pollution', 'pol<span class="hl">lu</span>tion').replace('traffic', 'tra\ufb03c');
+    const pool = new WorkerFuzzballScorer(1, 10_000);
+    const inline = new InlineFuzzballScorer();
+    afterAll(() => pool.close());
+
+    it.each([
+      ['hyphenated with soft hyphens', hyphenated],
+      ['with a drop cap, a highlighted part of a word and a ligature', typeset],
+    ])('the page %s scores as high as the plain page (100)', async (_, body) => {
+      expect(await inline.score(quote, article(quote))).toBe(100);
+      expect(await inline.score(quote, article(body))).toBe(100);
+      expect(await pool.score(quote, article(body))).toBe(100);
+    });
+
+    it('a card pasted from the PDF version, with ligatures, scores 100 against the web page', async () => {
+      const fromPdf = quote.replace('financial', '\ufb01nancial').replace('traffic', 'tra\ufb03c');
+      expect(await inline.score(fromPdf, article(quote))).toBe(100);
+      expect(await pool.score(fromPdf, article(quote))).toBe(100);
+    });
   });
 
   it('the worker-thread scorer gives the same integers as the inline one', async () => {

@@ -3,9 +3,12 @@ import { visibleText } from '@cards/html-parsing';
 import { token_set_ratio } from 'fuzzball';
 import type { PageScorer } from '../../domain/ports';
 
-/** thefuzz's token_set_ratio as fuzzball implements it (lower-cased, punctuation stripped, integer 0-100). */
+/**
+ * thefuzz's token_set_ratio as fuzzball implements it (lower-cased, punctuation stripped, integer 0-100), on both texts
+ * in NFKC: text copied out of a PDF carries ligatures ("ﬁnancial"), which a reader takes for the letters they join.
+ */
 export function tokenSetRatio(cardText: string, pageText: string): number {
-  const score = token_set_ratio(cardText, pageText);
+  const score = token_set_ratio(cardText.normalize('NFKC'), pageText.normalize('NFKC'));
   return Math.max(0, Math.min(100, Math.round(score)));
 }
 
@@ -32,7 +35,7 @@ const { parentPort, workerData } = require('node:worker_threads');
 const { token_set_ratio } = require(workerData.fuzzball);
 const { visibleText } = require(workerData.htmlParsing);
 parentPort.on('message', ({ id, cardText, pageHtml }) => {
-  try { parentPort.postMessage({ id, score: token_set_ratio(cardText, visibleText(pageHtml)) }); }
+  try { parentPort.postMessage({ id, score: token_set_ratio(cardText.normalize('NFKC'), visibleText(pageHtml).normalize('NFKC')) }); }
   catch (err) { parentPort.postMessage({ id, error: String(err && err.message || err) }); }
 });`;
 

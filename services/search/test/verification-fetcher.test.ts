@@ -36,6 +36,11 @@ beforeAll(async () => {
     if (url === '/gzip-bomb') return res.writeHead(200, { 'content-type': 'text/html', 'content-encoding': 'gzip' }).end(gzipSync('<p>' + 'a'.repeat(1_000_000) + '</p>'));
     if (url === '/bad-gzip') return res.writeHead(200, { 'content-type': 'text/html', 'content-encoding': 'gzip' }).end('<p>not gzip at all</p>');
     if (url === '/zstd') return res.writeHead(200, { 'content-type': 'text/html', 'content-encoding': 'zstd' }).end('whatever');
+    // Content negotiation as some sites do it: XHTML to any client that says it takes it, HTML otherwise.
+    if (url === '/negotiated') {
+      const xhtml = /application\/xhtml\+xml/.test(req.headers.accept ?? '');
+      return res.writeHead(200, { 'content-type': xhtml ? 'application/xhtml+xml; charset=utf-8' : 'text/html; charset=utf-8', vary: 'accept' }).end(PAGE);
+    }
     if (url === '/json') return res.writeHead(200, { 'content-type': 'application/json' }).end('{"a":1}');
     if (url === '/big') return res.writeHead(200, { 'content-type': 'text/html' }).end('<p>' + 'a'.repeat(2048) + '</p>');
     if (url === '/big-chunked') {
@@ -166,6 +171,12 @@ describe('UndiciPageFetcher', () => {
     await expect(f.fetchPage('not a url')).resolves.toMatchObject({ ok: false, transient: false });
     await expect(f.fetchPage(`http://127.0.0.1:${pagesPort}/to-file`)).resolves.toMatchObject({ ok: false, failure: expect.stringMatching(/scheme/) });
     await expect(f.fetchPage(`http://127.0.0.1:${pagesPort}/loop`)).resolves.toMatchObject({ ok: false, failure: expect.stringMatching(/redirects/) });
+    await f.close();
+  });
+
+  it('asks for text/html only, so a server choosing by Accept sends the HTML page it scores, not XHTML it refuses', async () => {
+    const f = fetcher();
+    await expect(f.fetchPage(`http://127.0.0.1:${pagesPort}/negotiated`)).resolves.toMatchObject({ ok: true, html: PAGE });
     await f.close();
   });
 

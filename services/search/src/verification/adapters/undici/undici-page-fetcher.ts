@@ -102,7 +102,8 @@ export class UndiciPageFetcher implements PageFetcher {
           dispatcher: this.agent,
           method: 'GET',
           signal,
-          headers: { accept: 'text/html,application/xhtml+xml;q=0.9', 'user-agent': 'CardLibraryVerifier/1.0' },
+          // Only what is scored (DESIGN.md: text/html only): a server choosing by Accept sent XHTML, which then scored 0.
+          headers: { accept: 'text/html', 'user-agent': 'CardLibraryVerifier/1.0' },
         });
         const { statusCode, headers, body } = response;
         if (REDIRECTS.has(statusCode)) {

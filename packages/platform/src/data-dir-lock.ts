@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { linkSync, mkdirSync, readdirSync, readFileSync, renameSync, statSync, unlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join, resolve } from 'node:path';
+import { checkServiceFilesUsable, explainDataDirAccess } from './data-dir-ownership';
 
 /** What a lock file holds: the process that opened the service's embedded stores. */
 export interface DataDirLockHolder {
@@ -61,6 +62,8 @@ export const LOCK_STALE_AFTER_MS = 60_000;
  * stale and taken over; a lock of a live process, or of another host with a recent heartbeat, refuses the start with a DataDirLockedError naming the file and the holder. Within one process the lock is shared
  * (the all-in-one runs each service once; tests start a service again in one process): held until every holder
  * released it, or the process exits. The shared event log (events.db) takes no lock: several services open it.
+ * A data dir, lock or store file of another user (a restore by `cp -r` as root) fails the start with a
+ * DataDirNotUsableError naming the path, its owner, this process's uid and the chown (data-dir-ownership.ts).
  */
 export function lockServiceDataDir(dataDir: string, service: string): DataDirLock {
   const directory = resolve(dataDir);
@@ -70,16 +73,26 @@ export function lockServiceDataDir(dataDir: string, service: string): DataDirLoc
     own.count++;
     return handle(path);
   }
-  mkdirSync(directory, { recursive: true });
-  sweepLeftovers(directory, service);
   const content = `${JSON.stringify({ service, pid: process.pid, host: hostname(), startedAt: new Date().toISOString(), ...processStart(process.pid) } satisfies DataDirLockHolder)}\n`;
-  for (let round = 0; ; round++) {
-    if (created(path, content)) break;
-    const found = readHolder(path);
-    if (found === 'gone') continue;
-    const staleBecause = found.holder ? staleReason(found.holder, found.touchedAt) : undefined;
-    if (staleBecause === undefined || round >= 5) throw lockedError(path, service, found);
-    takeOverStale(path, found.text);
+  try {
+    mkdirSync(directory, { recursive: true });
+    sweepLeftovers(directory, service);
+    for (let round = 0; ; round++) {
+      if (created(path, content)) break;
+      const found = readHolder(path);
+      if (found === 'gone') continue;
+      const staleBecause = found.holder ? staleReason(found.holder, found.touchedAt) : undefined;
+      if (staleBecause === undefined || round >= 5) throw lockedError(path, service, found);
+      takeOverStale(path, found.text);
+    }
+  } catch (err) {
+    throw explainDataDirAccess(err, directory);
+  }
+  try {
+    checkServiceFilesUsable(directory, service);
+  } catch (err) {
+    removeIfOurs(path, content);
+    throw err;
   }
   held.set(path, { content, count: 1 });
   heartbeat ??= setInterval(touchHeldLocks, LOCK_HEARTBEAT_MS).unref();

@@ -24,6 +24,7 @@ export * from './status-origin';
 export * from './sqlite';
 export * from './data-dir-lock';
 export * from './data-dir-access';
+export * from './data-dir-ownership';
 export * from './sqlite-kept-keys';
 export * from './events/event-bus';
 export * from './events/outbox';

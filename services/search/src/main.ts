@@ -75,6 +75,14 @@ export async function startSearch(env: Record<string, string | undefined> = proc
         .then((cards) => logger.info({ cards }, 'indexed words folded'))
         .catch((err: unknown) => logger.error({ err }, 'folding indexed words failed; cards left are found by their words as spelled, until the next start'));
     }
+    const undecoded = await index.undecodedLinkCount();
+    if (undecoded > 0) {
+      logger.info({ cards: undecoded }, 'cards indexed before links were compared decoded (punycode hosts, percent-encoded paths): rewriting their compared links in the background');
+      index
+        .decodeStoredLinks()
+        .then((cards) => logger.info({ cards }, 'indexed links decoded'))
+        .catch((err: unknown) => logger.error({ err }, 'decoding indexed links failed; the link filter finds cards left by their links as spelled, until the next start'));
+    }
     const unentered = await index.unenteredCollisionCount();
     if (unentered > 0) {
       logger.info({ collisions: unentered }, 'collisions stored before roots held their entries: entering them on their roots in the background');

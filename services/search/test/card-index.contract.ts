@@ -172,6 +172,45 @@ export function describeCardIndexContract(name: string, factory: () => Promise<C
       }
     });
 
+    test('the link filter matches a link however its host and path are spelled: punycode or Unicode host, percent-encoded or decoded path, in either direction, in every search', async () => {
+      // As a browser copies it, and as it shows it (the one typed, the other pasted).
+      const copied = aCard().saying('the city on the isar').linking('https://xn--mnchen-3ya.de/wiki/M%C3%BCnchen?q=%E2%82%AC').along(axis(1)).build();
+      const shown = aCard().saying('the city on the isar').linking('https://München.de/wiki/München?q=€').along(axis(1)).build();
+      const spaced = aCard().saying('the city on the isar').linking('https://example.org/plain%20text/%FF').along(axis(1)).build();
+      // A root found through its collision's link (the collision's entry on the root).
+      const root = aCard().saying('tides are caused by the moon').linking('https://alpha.example/x').along(axis(1)).build();
+      const collision = aCard().saying('tides are caused by the moon').linking('https://xn--e1afmkfd.example/%D0%BF%D1%83%D1%82%D1%8C').along(axis(1)).collisionOf(root.cardId).build();
+      for (const card of [copied, shown, spaced, root, collision]) await index.upsert(card);
+      const collection = randomUUID();
+      for (const card of [copied, shown, spaced, root]) await index.setBookmark(collection, card.cardId, true, new Date('2026-01-02T00:00:00Z'));
+      const found = async (link: string) => {
+        const results: string[][] = [];
+        for (const collectionId of [undefined, collection]) {
+          const scope = { ...everything(), links: [link], ...(collectionId ? { collectionId } : {}) };
+          results.push((await index.nearest(axis(1), scope, firstPage)).hits.map((h) => h.cardId).sort());
+          const texts = await Promise.all(['the city on the isar', 'tides are caused by the moon'].map((query) => index.matchText(query, scope, firstPage)));
+          results.push(texts.flatMap((page) => page.hits.map((h) => h.cardId)).sort());
+        }
+        for (const result of results) expect([link, result]).toEqual([link, results[0]]);
+        return [link, results[0]];
+      };
+      const both = [copied.cardId, shown.cardId].sort();
+      // The Unicode spelling finds the punycode and percent-encoded link; the encoded spelling finds the shown one.
+      for (const link of ['münchen', 'MÜNCHEN.DE/wiki/münchen', 'wiki/München?q=€', 'xn--mnchen-3ya', 'XN--MNCHEN-3YA.DE', 'xn--mnchen-3ya.de/wiki/m%c3%bc', 'M%C3%BCnchen?q=%E2%82%AC', 'https://xn--mnchen-3ya.de/wiki/München']) {
+        expect(await found(link)).toEqual([link, both]);
+      }
+      expect(await found('plain text/%ff')).toEqual(['plain text/%ff', [spaced.cardId]]);
+      expect(await found('plain%20text')).toEqual(['plain%20text', [spaced.cardId]]);
+      expect(await found('пример.example/путь')).toEqual(['пример.example/путь', [root.cardId]]);
+      expect(await found('xn--e1afmkfd.example/%D0%BF%D1%83')).toEqual(['xn--e1afmkfd.example/%D0%BF%D1%83', [root.cardId]]);
+      // Other hosts and paths are still told apart.
+      expect(await found('munchen')).toEqual(['munchen', []]);
+      expect(await found('xn--mnchen-3yb')).toEqual(['xn--mnchen-3yb', []]);
+      // The card's link is returned as it was written.
+      expect((await index.get(copied.cardId))!.link).toBe(copied.link);
+      expect((await index.get(shown.cardId))!.link).toBe(shown.link);
+    });
+
     test('the tag filter is case-insensitive in every script: ß and SS, final sigma, Turkish dotted and dotless i; other marks still count', async () => {
       const street = aCard().tagged('Straße').build();
       const sisyphus = aCard().tagged('ΣΊΣΥΦΟΣ').build();

@@ -363,6 +363,42 @@ describeOnEngine('CardIndex on ElasticsearchCardIndex', skipReason, () => {
       expect(await found()).toEqual([root.cardId]);
     });
 
+    test('cards and collision entries indexed before links were compared decoded are found by either spelling once decodeStoredLinks() has run', async () => {
+      const prefix = `cards-test-${randomBytes(4).toString('hex')}`;
+      const first = openIndex(prefix);
+      const copied = aCard().linking('https://xn--mnchen-3ya.de/wiki/M%C3%BCnchen').along(axis(1)).build();
+      const shown = aCard().linking('https://München.de/wiki/München').along(axis(1)).build();
+      const plain = aCard().linking('https://example.org/plain').along(axis(1)).build();
+      const root = aCard().saying('tides are caused by the moon').linking('https://alpha.example/x').along(axis(1)).build();
+      const collision = aCard().saying('tides are caused by the moon').linking('https://xn--e1afmkfd.example/a').along(axis(1)).collisionOf(root.cardId).build();
+      for (const card of [copied, shown, plain, root, collision]) await first.upsert(card);
+      // As written before: the link lower-cased only (filterForm), on the card and on its root's entry, no mark.
+      const client = new Client({ node: engine!.url });
+      for (const card of [copied, shown, plain, collision]) {
+        await client.update({ index: `${prefix}-cards`, id: card.cardId, doc: { link_lower: card.link.toLowerCase(), links_decoded: null }, refresh: true });
+      }
+      const stored = (await client.get<{ collisions: { link_lower: string }[] }>({ index: `${prefix}-cards`, id: root.cardId }))._source!;
+      const collisions = stored.collisions.map((entry) => ({ ...entry, link_lower: collision.link.toLowerCase() }));
+      await client.update({ index: `${prefix}-cards`, id: root.cardId, doc: { collisions, links_decoded: null }, refresh: true });
+      await client.close();
+      const restarted = openIndex(prefix);
+      const found = async (link: string) => (await restarted.nearest(axis(1), { ...everything, links: [link] }, firstPage)).hits.map((h) => h.cardId).sort();
+      // The copied card, the collision and the root holding its entry; the others hold neither '%' nor 'xn--' (their
+      // lower-cased link is already the form compared).
+      expect(await restarted.undecodedLinkCount()).toBe(3);
+      expect(await found('münchen')).toEqual([shown.cardId]);
+      expect(await found('пример')).toEqual([]);
+      expect(await restarted.decodeStoredLinks()).toBe(3);
+      expect(await restarted.undecodedLinkCount()).toBe(0);
+      const both = [copied.cardId, shown.cardId].sort();
+      expect(await found('münchen.de/wiki/münchen')).toEqual(both);
+      expect(await found('xn--mnchen-3ya.de/wiki/M%C3%BCnchen')).toEqual(both);
+      expect(await found('пример.example')).toEqual([root.cardId]);
+      expect(await found('xn--e1afmkfd')).toEqual([root.cardId]);
+      expect(await found('example.org/plain')).toEqual([plain.cardId]);
+      expect((await restarted.get(copied.cardId))!.link).toBe(copied.link);
+    });
+
     test('cards indexed before diacritics were folded are found by their folded words once foldStoredWords() has run', async () => {
       const prefix = `cards-test-${randomBytes(4).toString('hex')}`;
       const first = openIndex(prefix);

@@ -1,3 +1,5 @@
+import { domainToUnicode } from 'node:url';
+
 /** Text rules shared by the embedders and the full-text index: one tokenizer, pg_trgm-style trigrams. */
 
 /**
@@ -27,6 +29,56 @@ const ASCII = /^[\x00-\x7f]*$/;
 export function filterForm(text: string): string {
   const lower = text.toLowerCase();
   return ASCII.test(lower) ? lower : lower.normalize('NFC');
+}
+
+/**
+ * How the link filter compares a link, stored or asked for (any part of one: a bare host, a host or path fragment):
+ * filterForm of the link as a browser shows it. Browsers show Unicode hosts and decoded paths but copy punycode and
+ * percent-encoded ones, so "xn--mnchen-3ya.de/wiki/M%C3%BCnchen" and "münchen.de/wiki/München" are one link: runs of
+ * %XX are decoded where their bytes are UTF-8 (other bytes, and %25 itself, stay encoded, so the form of a form is
+ * itself), and each whole `xn--` label is spelled in Unicode (domainToUnicode). A label cut short in a filter
+ * ("xn--mnch") is not decoded and so no longer finds the link spelled in punycode.
+ */
+export function linkFilterForm(text: string): string {
+  const lower = filterForm(text);
+  if (!lower.includes('%') && !lower.includes('xn--')) return lower;
+  return filterForm(lower.replace(PERCENT_RUN, percentDecoded).replace(PUNYCODE_LABEL, unicodeLabel));
+}
+
+const PERCENT_RUN = /(?:%[0-9a-f]{2})+/g;
+/** A whole punycode label: not preceded or followed by a character a label holds. */
+const PUNYCODE_LABEL = /(?<![a-z0-9-])xn--[a-z0-9-]+(?![a-z0-9-])/g;
+const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
+
+/** A run of %XX with each UTF-8 character decoded; bytes that are no UTF-8 (and %25) kept as written. */
+function percentDecoded(run: string): string {
+  const bytes = Buffer.from(run.replace(/%/g, ''), 'hex');
+  let out = '';
+  for (let i = 0; i < bytes.length; ) {
+    const lead = bytes[i]!;
+    const length = lead < 0x80 ? 1 : lead >= 0xc2 && lead <= 0xdf ? 2 : lead >= 0xe0 && lead <= 0xef ? 3 : lead >= 0xf0 && lead <= 0xf4 ? 4 : 0;
+    let decoded: string | undefined;
+    if (length > 0 && lead !== 0x25 && i + length <= bytes.length) {
+      try {
+        decoded = strictUtf8.decode(bytes.subarray(i, i + length));
+      } catch {
+        decoded = undefined;
+      }
+    }
+    if (decoded === undefined) {
+      out += `%${lead.toString(16).padStart(2, '0')}`;
+      i += 1;
+    } else {
+      out += decoded;
+      i += length;
+    }
+  }
+  return out;
+}
+
+/** A punycode label in Unicode, or as written when it does not decode (domainToUnicode answers ''). */
+function unicodeLabel(label: string): string {
+  return domainToUnicode(label) || label;
 }
 
 /**

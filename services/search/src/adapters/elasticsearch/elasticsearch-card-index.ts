@@ -3,7 +3,7 @@ import { Client, errors, type estypes } from '@elastic/elasticsearch';
 import { redactUrl } from '@cards/platform';
 import { compareTies, isZeroVector, type IndexedCard, type IndexPage, type PageRequest, type SearchScope, type StoredCard, type StoredPoint } from '../../domain/model';
 import type { CardIndex } from '../../domain/ports';
-import { bestFormMatches, CJK_CHARACTER_BIGRAMS, filterForm, indexWords, isCjkCharacter, isExtraIndexWord, queryTerms, tagFilterForm, textScoreFloor, wordTrigrams } from '../../domain/text';
+import { bestFormMatches, CJK_CHARACTER_BIGRAMS, filterForm, indexWords, isCjkCharacter, isExtraIndexWord, linkFilterForm, queryTerms, tagFilterForm, textScoreFloor, wordTrigrams } from '../../domain/text';
 import { matchWord, wordWeight, type VocabularyCandidate, type WordMatch } from './word-matcher';
 
 export interface ElasticsearchCardIndexOptions {
@@ -124,6 +124,11 @@ interface CardSource {
    * older ones lack it.
    */
   prefix_forms?: boolean;
+  /**
+   * `link_lower`, and the link of each entry in `collisions`, are in linkFilterForm (punycode hosts in Unicode, %XX of
+   * UTF-8 decoded), set by every write since; older ones lack it and hold filterForm (decodeStoredLinks rewrites them).
+   */
+  links_decoded?: boolean;
 }
 
 /** A collision as its root's document holds it (a nested object: each one's tags and link are matched together). */
@@ -317,6 +322,7 @@ export class ElasticsearchCardIndex implements CardIndex {
         korean_forms: { type: 'boolean' },
         marks_folded: { type: 'boolean' },
         prefix_forms: { type: 'boolean' },
+        links_decoded: { type: 'boolean' },
       },
     });
     await this.ensureIndex(this.names.vocabulary, {}, { dynamic: 'strict', properties: { word: keyword, trigrams: keyword, scope: keyword } });
@@ -428,7 +434,7 @@ export class ElasticsearchCardIndex implements CardIndex {
         tags: card.tags,
         tags_lower: normalizeTags(card.tags),
         link: card.link,
-        link_lower: filterForm(card.link),
+        link_lower: linkFilterForm(card.link),
         private: card.private,
         root: !card.collisionOf,
         collision_of: card.collisionOf ?? null,
@@ -440,13 +446,14 @@ export class ElasticsearchCardIndex implements CardIndex {
         // A snapshot without created_at (from a producer before it was sent) keeps the one stored.
         ...(card.createdAt ? { created_at: card.createdAt.getTime() } : existing?.source.created_at !== undefined ? { created_at: existing.source.created_at } : {}),
         embedder: this.embedderId,
-        collisions: existing?.source.collisions ?? [],
+        collisions: (existing?.source.collisions ?? []).map(withDecodedLink),
         ...(card.collisionOf ? { entered: true, entered_collections: true } : {}),
         folded: true,
         segmented: true,
         korean_forms: true,
         marks_folded: true,
         prefix_forms: true,
+        links_decoded: true,
       };
       // The card is written only if nobody wrote it since it was read (sequence number), or created only if still absent.
       operations.push(
@@ -1006,6 +1013,49 @@ export class ElasticsearchCardIndex implements CardIndex {
     return read;
   }
 
+  /** How many cards hold a link, or collision entries' links, written before links were compared decoded (decodeStoredLinks() rewrites them). */
+  async undecodedLinkCount(): Promise<number> {
+    await this.ready();
+    return (await this.client.count({ index: this.names.cards, query: UNDECODED_LINKS })).count;
+  }
+
+  /**
+   * Rewrites the compared link (link_lower) of cards, and of their collision entries, written before links were
+   * compared in linkFilterForm (UNDECODED_LINKS), from their stored link, page by page (partial updates under each
+   * card's sequence number; a card written meanwhile is rewritten by its writer). Until then the link filter finds such
+   * a card only by the link as it is spelled. Idempotent, safe beside writes and other replicas doing the same; returns
+   * once that is searchable. Answers how many cards it read.
+   */
+  async decodeStoredLinks(): Promise<number> {
+    await this.ready();
+    let read = 0;
+    const pages = this.searchPages<Pick<CardSource, 'link' | 'collisions'>>(
+      { index: this.names.cards, query: UNDECODED_LINKS, sort: [{ card_id: { order: 'asc' } }], _source: ['link', 'collisions'], seq_no_primary_term: true },
+      VOCABULARY_SCOPING_PAGE,
+    );
+    for await (const hits of pages) {
+      for (const hit of hits) {
+        const source = hit._source!;
+        try {
+          await this.client.update({
+            index: this.names.cards,
+            id: hit._id!,
+            doc: { link_lower: linkFilterForm(source.link), collisions: (source.collisions ?? []).map(withDecodedLink), links_decoded: true } satisfies Partial<CardSource>,
+            if_seq_no: hit._seq_no!,
+            if_primary_term: hit._primary_term!,
+          });
+        } catch (err) {
+          // Rewritten or removed meanwhile: its writer decoded the link.
+          if (err instanceof errors.ResponseError && (err.statusCode === 409 || err.statusCode === 404)) continue;
+          throw err;
+        }
+      }
+      read += hits.length;
+    }
+    await this.awaitRefresh([this.names.cards]);
+    return read;
+  }
+
   private rememberWords(fresh: readonly string[]): void {
     if (this.knownWords.size + fresh.length > 200_000) this.knownWords.clear();
     for (const w of fresh) this.knownWords.add(w);
@@ -1050,7 +1100,7 @@ export class ElasticsearchCardIndex implements CardIndex {
     const visible: estypes.QueryDslQueryContainer[] = [...this.searchable(), visibleTo(scope.callerId)];
     const filter = [...visible];
     const tags = askedTags(scope.tags);
-    const links = scope.links.map((l) => filterForm(l.trim())).filter((l) => l.length > 0);
+    const links = scope.links.map((l) => linkFilterForm(l.trim())).filter((l) => l.length > 0);
     if (tags.length > 0 || links.length > 0) filter.push(await this.tagAndLinkFilter(tags, links, scope.callerId, visible));
     if (scope.collectionId !== undefined) {
       // The root bookmarked itself, or through the entry of a bookmarked collision the caller may see (nested).
@@ -1523,11 +1573,32 @@ function collisionEntry(source: Pick<CardSource, 'card_id' | 'author_id' | 'priv
     author_id: source.author_id,
     private: source.private,
     tags_lower: source.tags_lower,
-    link_lower: source.link_lower,
+    link_lower: linkFilterForm(source.link_lower),
     updated_at: source.updated_at,
     collection_ids: [...(source.collection_ids ?? [])].sort(),
   };
 }
+
+/** The entry with its link in linkFilterForm (entries written before links were decoded hold filterForm). */
+function withDecodedLink(entry: CollisionEntry): CollisionEntry {
+  return { ...entry, link_lower: linkFilterForm(entry.link_lower) };
+}
+
+/**
+ * Cards written before links were compared decoded whose link, or a collision entry's link, may read otherwise in
+ * linkFilterForm: it holds a '%' or an `xn--` label (filterForm and linkFilterForm agree on any other link).
+ */
+const UNDECODED_LINKS: estypes.QueryDslQueryContainer = {
+  bool: {
+    must_not: [{ term: { links_decoded: true } }],
+    should: [
+      linkContaining('%'),
+      linkContaining('xn--'),
+      { nested: { path: 'collisions', query: { bool: { should: [linkContaining('%', ENTRY_LINK.link), linkContaining('xn--', ENTRY_LINK.link)], minimum_should_match: 1 } } } },
+    ],
+    minimum_should_match: 1,
+  },
+};
 
 /** Collisions whose entries on their roots are missing, or lack their collections (written before those existed). */
 const UNENTERED_COLLISIONS: estypes.QueryDslQueryContainer = {

@@ -1,7 +1,7 @@
 import { openSqlite, type SqliteDatabase } from '@cards/platform';
 import { isZeroVector, type IndexedCard, type IndexHit, type IndexPage, type PageRequest, type SearchScope, type StoredCard, type StoredPoint } from '../../domain/model';
 import type { CardIndex } from '../../domain/ports';
-import { bestFormMatches, filterForm, indexWords, queryTerms, tagFilterForm, textScoreFloor } from '../../domain/text';
+import { bestFormMatches, indexWords, linkFilterForm, queryTerms, tagFilterForm, textScoreFloor } from '../../domain/text';
 import { Lexicon, PUBLIC, type Reader, type WordMatch } from './lexicon';
 import { WordSequences, type Phrase } from './phrase';
 import { TopK, VectorMatrix } from './vector-matrix';
@@ -593,9 +593,9 @@ export class SqliteCardIndex implements CardIndex {
   ): (slot: number) => boolean {
     const caller = scope.callerId === undefined ? -1 : (this.authorIds.get(scope.callerId) ?? -2);
     // Compared in NFC on both sides (filterForm), so a tag or link stored decomposed before the gateway put text in NFC
-    // still matches; tags also case-folded (tagFilterForm).
+    // still matches; tags also case-folded (tagFilterForm), links with hosts in Unicode and paths decoded (linkFilterForm).
     const tags = scope.tags.map((t) => tagFilterForm(t.trim())).filter((t) => t.length > 0);
-    const links = scope.links.map((l) => filterForm(l.trim())).filter((l) => l.length > 0);
+    const links = scope.links.map((l) => linkFilterForm(l.trim())).filter((l) => l.length > 0);
     if (tags.length === 0 && links.length === 0 && !members) {
       // Visibility only, the common case: no closure over the other checks, on the current typed arrays.
       const { cardIds, privates, authors } = this;
@@ -640,7 +640,7 @@ export class SqliteCardIndex implements CardIndex {
         if (shared === undefined) this.collisionTags.set(tag, (shared = tag));
         return shared;
       }),
-      link: filterForm(card.link),
+      link: linkFilterForm(card.link),
     });
   }
 
@@ -681,7 +681,7 @@ export class SqliteCardIndex implements CardIndex {
     this.privates[slot] = card.private ? 1 : 0;
     this.created[slot] = card.createdAt?.getTime() ?? -Infinity;
     this.tags[slot] = card.tags.map((t) => tagFilterForm(t.trim()));
-    this.links[slot] = filterForm(card.link);
+    this.links[slot] = linkFilterForm(card.link);
     const { sequence, extra } = indexWords(card.content);
     const wordIds = this.lexicon.intern(sequence);
     this.slotWords.set(slot, wordIds);

@@ -71,6 +71,40 @@ describe('near-duplicate verdict (bundled embedder)', () => {
     }
   });
 
+  test('one report template filled in with other figures or another company is no duplicate; copies of a report still are', async () => {
+    const report = (company: string, change: string, quarter: string, margin: string, driver: string, chief: string) =>
+      `${company} reported on Thursday that revenue ${change} in ${quarter} compared with the same quarter last year, driven mainly by ${driver}. ` +
+      `Operating margin moved to ${margin}, and the company kept its forecast for the full year unchanged. ` +
+      `Chief executive ${chief} told analysts on a call that demand remained solid and that the group would continue to invest in new products and in its sales network. ` +
+      'The shares moved in early trading after the results were published.';
+    const q1 = report('Northwind Traders', 'rose 5%', 'Q1', '14%', 'strong sales of kitchen appliances in Europe', 'Maria Lopez');
+    const reportIndex = new SqliteCardIndex({ path: ':memory:', dimensions: 100 });
+    const fresh = new SearchService(reportIndex, sharedWinkEmbedder());
+    const stored = [{ cardId: randomUUID(), content: q1 }];
+    const verdict = async (content: string) => (await fresh.findNearDuplicates(content, undefined, 1, stored))[0]!;
+    const distinct = [
+      report('Northwind Traders', 'fell 3%', 'Q2', '12%', 'strong sales of kitchen appliances in Europe', 'Maria Lopez'),
+      report('Contoso Ltd', 'rose 7%', 'Q3', '16%', 'higher demand for cloud services in Asia', 'James Chen'),
+      report('Contoso Ltd', 'rose 5%', 'Q1', '14%', 'higher demand for cloud services in Asia', 'James Chen'),
+    ];
+    for (const other of distinct) {
+      const v = await verdict(other);
+      // The embedder alone cannot tell them apart: the wording has to.
+      expect(v.cosine).toBeGreaterThanOrEqual(sharedWinkEmbedder().duplicateThreshold());
+      expect([other, v.duplicate]).toEqual([other, false]);
+    }
+    const sentences = q1.split(/(?<=\.) /);
+    const copies = [
+      q1.toLowerCase().replace(/[.,%]/g, ''),
+      q1.replace('Northwind', 'Nortwind').replace('Lopez', 'López'),
+      sentences.slice(0, -1).join(' '),
+      [...sentences].reverse().join(' '),
+      `${q1} Analysts had expected a similar result.`,
+    ];
+    for (const copy of copies) expect([copy, (await verdict(copy)).duplicate]).toEqual([copy, true]);
+    await reportIndex.close();
+  });
+
   test('an unindexed card the index already holds is answered once', async () => {
     const [first] = await service.findNearDuplicates(LABELLED_CARDS[0]!.content, undefined, 3, [{ cardId: ids[0]!, content: LABELLED_CARDS[0]!.content }]);
     const all = await service.findNearDuplicates(LABELLED_CARDS[0]!.content, undefined, 3, [{ cardId: ids[0]!, content: LABELLED_CARDS[0]!.content }]);

@@ -3,6 +3,7 @@ import { InvalidArgumentError, isUuid, refuseIfProblem } from '@cards/platform';
 import { totalPages, type IndexHit, type SearchScope } from '../domain/model';
 import type { CardIndex, Embedder } from '../domain/ports';
 import { shingleJaccard } from '../domain/text';
+import { sameNamesAndFigures } from '../domain/names-and-figures';
 
 export const MAX_QUERY_LENGTH = 2000;
 export const MAX_PAGE_SIZE = 100;
@@ -14,6 +15,14 @@ export const MAX_UNINDEXED = 50;
  * (>= 0.8 on the labelled set), while texts sharing only vocabulary share almost none (< 0.1).
  */
 export const MIN_SHINGLE_OVERLAP_FOR_ORDER_BLIND = 0.5;
+/**
+ * Whether the wording confirms an order-blind embedder's verdict that `content` copies `stored`: such an embedder
+ * cannot tell texts of the same words apart, nor one template filled in with other names and figures (another
+ * quarter's or another company's report), which users keep as distinct cards.
+ */
+function wordingConfirmsCopy(content: string, stored: string): boolean {
+  return shingleJaccard(content, stored) >= MIN_SHINGLE_OVERLAP_FOR_ORDER_BLIND && sameNamesAndFigures(content, stored);
+}
 
 export interface SearchQuery {
   query: string;
@@ -97,7 +106,7 @@ export class SearchService {
       let duplicate = hit.cosine >= threshold;
       if (duplicate && !this.embedder.orderAware) {
         const stored = hit.content ?? (await this.index.contentOf(hit.cardId));
-        duplicate = stored !== undefined && shingleJaccard(content, stored) >= MIN_SHINGLE_OVERLAP_FOR_ORDER_BLIND;
+        duplicate = stored !== undefined && wordingConfirmsCopy(content, stored);
       }
       verdicts.push({ cardId: hit.cardId, cosine: hit.cosine, duplicate });
     }

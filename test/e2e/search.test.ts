@@ -132,6 +132,23 @@ describe('card search', () => {
     }
   });
 
+  it('finds a card by its link however the host and path are spelled: punycode or Unicode, percent-encoded or not', async () => {
+    const marker = `idnlinkmarker${run}`;
+    // As a browser copies the link, and as it shows it.
+    const copied = await postCard(alice, { card_html: html(`${uniqueText(75)} ${marker} harbor lantern`), link: `https://xn--mnchen-3ya.de/wiki/M%C3%BCnchen-${run}` });
+    const shown = await postCard(alice, { card_html: html(`${uniqueText(75)} ${marker} harbor lantern`), link: `https://münchen.de/wiki/München-${run}` });
+    for (const id of [copied, shown]) await indexed(alice, id);
+    for (const path of ['/api/card/search/1', '/api/card/fulltextsearch/1']) {
+      for (const link of [`münchen.de/wiki/münchen-${run}`, `xn--mnchen-3ya.de/wiki/M%C3%BCnchen-${run}`, `https://XN--MNCHEN-3YA.DE/wiki/München-${run}`]) {
+        const res = await anonymous.post(path, { content: `${marker} harbor lantern`, link: [link] });
+        expect([path, link, res.status, ids(res.json.score_cards ?? []).sort()]).toEqual([path, link, 200, [copied, shown].sort()]);
+      }
+    }
+    // The card's link is returned as it was written.
+    expect((await alice.client.get(`/api/card/${copied}`)).json.link).toBe(`https://xn--mnchen-3ya.de/wiki/M%C3%BCnchen-${run}`);
+    expect((await alice.client.get(`/api/card/${shown}`)).json.link).toBe(`https://münchen.de/wiki/München-${run}`);
+  });
+
   it('a private card never reaches another user or anonymous, in any search, on any page; its author finds it', async () => {
     for (const client of [anonymous, alice.client]) {
       for (const path of ['/api/card/search', '/api/card/fulltextsearch']) {

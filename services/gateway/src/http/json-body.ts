@@ -1,5 +1,6 @@
 import { isUtf8 } from 'node:buffer';
 import type { IncomingMessage } from 'node:http';
+import bytes from 'bytes';
 import express, { type NextFunction, type Request, type RequestHandler, type Response } from 'express';
 import { HttpError } from './http-error';
 import { API_JSON_SHAPE, refuseUnacceptedJson, type JsonShapeBounds } from './json-shape';
@@ -115,7 +116,9 @@ export function jsonBodyParser(limit: string | number, shape: JsonShapeBounds = 
   // `null` is JSON and both say "nothing", as an empty body does, which it reads as none. They are no body too: a route
   // that reads none ignores them (DELETE /api/card/:id, PUT /api/notifications/all, DELETE /api/auth ...), one that
   // reads a body names the fields it misses, as for an empty body.
-  return (req, res, next) =>
+  const limitBytes = bytes.parse(limit);
+  return (req, res, next) => {
+    if (limitBytes !== null && declaresMoreThan(req, limitBytes)) return refuseUnread(req, res, next, limitBytes);
     parse(req, res, (err?: unknown) => {
       if (err !== undefined && isNothingSent(err)) {
         req.body = undefined;
@@ -123,6 +126,30 @@ export function jsonBodyParser(limit: string | number, shape: JsonShapeBounds = 
       }
       next(err);
     });
+  };
+}
+
+/**
+ * Whether the request declares a body longer than `limitBytes` that is still to be read: a plain one (no Transfer-Encoding,
+ * no Content-Encoding: the limit is on the inflated bytes, which the declared length does not tell). A body read
+ * already (an upload, parsed within its admission) is not looked at again.
+ */
+function declaresMoreThan(req: Request, limitBytes: number): boolean {
+  if (req.headers['transfer-encoding'] !== undefined || req.readableEnded) return false;
+  const coding = req.headers['content-encoding']?.trim().toLowerCase();
+  if (coding !== undefined && coding !== '' && coding !== 'identity') return false;
+  return Number(req.headers['content-length']) > limitBytes;
+}
+
+/**
+ * The 413 of a body declared over the limit, answered before it is read, and its connection closed: body-parser read the
+ * whole body (tens of megabytes, at the client's pace) and dropped it before answering, and with `Expect:
+ * 100-continue` Node had asked the client to send it. The error is body-parser's own kind, so it is answered and logged
+ * as its 413 is.
+ */
+function refuseUnread(req: Request, res: Response, next: NextFunction, limitBytes: number): void {
+  res.setHeader('connection', 'close');
+  next(Object.assign(new Error('request entity too large'), { status: 413, expose: true, type: 'entity.too.large', expected: Number(req.headers['content-length']), limit: limitBytes }));
 }
 
 /** Whether a parse failure is of a body holding only JSON `null` or only whitespace (RFC 8259's ws). */

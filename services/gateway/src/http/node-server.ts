@@ -64,6 +64,21 @@ function refuseExpectation(_req: IncomingMessage, res: ServerResponse): void {
 }
 
 /**
+ * `Expect: 100-continue` is answered 100 only once the app starts reading the body (a listener, a pipe), not before the
+ * app runs as Node does by default: a request the app refuses unread (a body declared over the limit, an unknown route,
+ * no session for an upload) gets its final answer alone, and the client never sends the body.
+ */
+function continueWhenBodyIsRead(server: Server) {
+  return (req: IncomingMessage, res: ServerResponse): void => {
+    req.once('resume', () => {
+      // Node resumes an unread body itself to drop it once the answer is sent: no 100 then.
+      if (!res.headersSent && !res.writableEnded) res.writeContinue();
+    });
+    server.emit('request', req, res);
+  };
+}
+
+/**
  * Applies the timeouts and the JSON answers to requests that never reach express; call before the first connection.
  * `serverMethods` lists every method the routes answer (RouteMethodIndex.serverMethods, what `OPTIONS *` answers).
  */
@@ -74,6 +89,7 @@ export function hardenServer(server: Server, timeouts: ServerTimeouts = SERVER_T
   server.on('clientError', answerClientError);
   server.on('connect', refuseConnect(serverMethods));
   server.on('checkExpectation', refuseExpectation);
+  server.on('checkContinue', continueWhenBodyIsRead(server));
 }
 
 /** How often at most the gateway warns that connections are being refused at the cap. */

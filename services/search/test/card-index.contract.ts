@@ -727,6 +727,15 @@ export function describeCardIndexContract(name: string, factory: () => Promise<C
       expect(page.hits.map((h) => h.cardId)).not.toContain(soil.cardId);
     });
 
+    test("a query whose most telling word no card holds finds nothing by its common words alone", async () => {
+      // "card-<id>" of a card never stored: "card" is in every card, the id in none. The floor was lowered to what
+      // "card" gave alone (0.23 with four cards), so every card matched.
+      const cards = ['3f9a1c7e5b2d', '77c0de41aa90', 'b81e22f0c3d4', '0c4d9e8f7a6b'].map((id) => aCard().saying(`card-${id} lantern harbor glacier`).build());
+      for (const card of cards) await index.upsert(card);
+      expect((await index.matchText('card-e5d4c3b2a190', everything(), firstPage)).hits).toEqual([]);
+      expect((await index.matchText('card-77c0de41aa90', everything(), firstPage)).hits.map((h) => h.cardId)).toEqual([cards[1]!.cardId]);
+    });
+
     test('in a long query one telling word alone is not enough: a pasted text finds the card holding it, not every card sharing a word of it', async () => {
       const rocks = 'granite basalt quartz marble slate shale gneiss schist';
       // Each query word is held by one card: "schist" weighs as much as any other, 1/8 of the query.

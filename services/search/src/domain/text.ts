@@ -622,12 +622,18 @@ export const TELLING_WORD_MIN_SCORE = 0.2;
  */
 export function textScoreFloor(floor: number, terms: readonly { weight: number; matches: readonly { similarity: number }[] }[], phraseWeight: number): number {
   let weightSum = 0;
+  // The most telling word is the heaviest one, matched or not: when it matches nothing ("card-3f9a…" of a card never
+  // stored), what a common word of the query gives alone must not lower the floor to every card holding that word.
+  let heaviestWeight = -1;
   let heaviest = 0;
   for (const { weight, matches } of terms) {
     weightSum += weight;
     let best = 0;
     for (const m of matches) if (m.similarity > best) best = m.similarity;
-    heaviest = Math.max(heaviest, weight * best);
+    if (weight > heaviestWeight || (weight === heaviestWeight && weight * best > heaviest)) {
+      heaviestWeight = weight;
+      heaviest = weight * best;
+    }
   }
   if (weightSum <= 0) return floor;
   const alone = ((1 - phraseWeight) * heaviest) / weightSum;

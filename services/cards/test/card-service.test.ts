@@ -9,7 +9,7 @@ import { InProcessContentLock } from '../src/adapters/in-process/in-process-cont
 import { CardService } from '../src/application/card-service';
 import { isOlder } from '../src/application/card-service';
 import type { NearDuplicateCandidate, NearDuplicateFinder } from '../src/domain/ports';
-import { fingerprintOf, jaccard, legacyContentHash, NEAR_COPY_JACCARD, shinglesOf } from '../src/domain/rules';
+import { fingerprintOf, jaccard, legacyContentHash, legacySketch, NEAR_COPY_JACCARD, shinglesOf } from '../src/domain/rules';
 import { aCard, aCollection, someContent } from './builders';
 
 /** The service on a real SQLite store, with the peers it asks (search, files, identity) answering as told. */
@@ -83,6 +83,17 @@ describe('CardService', () => {
       expect(other.duplicate).toBe(false);
       const copy = await create(service, 'carol', story);
       expect({ duplicate: copy.duplicate, collisionOf: copy.card.collisionOf }).toEqual({ duplicate: true, collisionOf: first.card.id });
+    });
+
+    it('stored with the sketch of words cut at every mark (before marks counted): a near copy is still found', async () => {
+      const { service, db } = setup();
+      const first = await create(service, 'alice', story);
+      db.prepare('UPDATE cards SET content_hash = ? WHERE id = ?').run(legacyContentHash(first.card.content)!, first.card.id);
+      db.prepare('DELETE FROM card_sketch WHERE card_id = ?').run(first.card.id);
+      for (const hash of legacySketch(first.card.content)!) db.prepare('INSERT INTO card_sketch (hash, card_id) VALUES (?, ?)').run(hash, first.card.id);
+      // One word changed, as the release before stored it a near copy of the first (audit: upgraded data dir).
+      const near = await create(service, 'bob', story.replace('बहुत अच्छी', 'काफ़ी अच्छी'));
+      expect({ duplicate: near.duplicate, collisionOf: near.card.collisionOf }).toEqual({ duplicate: true, collisionOf: first.card.id });
     });
   });
 

@@ -3,7 +3,7 @@ import { events } from '@cards/proto';
 import { AlreadyExistsError, InvalidArgumentError, newId, NotFoundError, PermissionDeniedError, earlierCreateForKey, RetryableUnavailableError, UnauthenticatedError, UnavailableError, type Logger } from '@cards/platform';
 import { collisionMovesOnChange, isVisibleTo, leavesRoot, mayHoldCollision, rehomedCollisions, PAGE_SIZE, totalPages, withFileShownTo, type AuthorScore, type Card, type CardGroup, type CollisionMove, type Vote } from '../domain/model';
 import { StaleCardError, type CardHtmlCleaner, type CardRepository, type CollectionRepository, type ContentLock, type FileDirectory, type NearDuplicateFinder, type UserDirectory, type VisibleFile, type VoteRepository } from '../domain/ports';
-import { cardTextFromHtml, fingerprintOf, isNearCopy, legacyContentHash, NEAR_COPY_JACCARD, normalizeContent, ShingleComparison, SKETCH_MIN_SHARED, validLink, validOcFilePath, validTags } from '../domain/rules';
+import { cardTextFromHtml, fingerprintOf, isNearCopy, legacyContentHash, legacySketch, NEAR_COPY_JACCARD, normalizeContent, ShingleComparison, SKETCH_MIN_SHARED, validLink, validOcFilePath, validTags } from '../domain/rules';
 import { CardGroupReader, cardMessageBytes, type CardGroupsPart, type ViewedCard, type ViewedGroup } from './card-groups';
 import { bookmarkChanged, cardCreated, cardDeleted, cardRehomed, cardUpdated, datedAfter, verificationKept } from './events';
 import { followFilePrivacy, isHiddenByFile, privacyAfterChange, type PrivacyChangedBy } from './file-privacy';
@@ -398,11 +398,23 @@ export class CardService {
     return [...same, ...older.filter((c) => !same.some((s) => s.id === c.id))].slice(0, limit);
   }
 
+  /**
+   * The cards sharing enough of `content`'s sketch to be compared: by its sketch, then (cards stored before combining
+   * marks counted, whose sketch is of words cut at every mark) by its legacy sketch.
+   */
+  private async bySketch(content: string, fingerprint: ReturnType<typeof fingerprintOf>, limit: number): Promise<Card[]> {
+    const found = await this.deps.cards.findBySketch(fingerprint.sketch, SKETCH_MIN_SHARED, limit);
+    const legacy = legacySketch(content);
+    if (legacy === undefined || found.length >= limit) return found;
+    const older = await this.deps.cards.findBySketch(legacy, SKETCH_MIN_SHARED, limit);
+    return [...found, ...older.filter((c) => !found.some((f) => f.id === c.id))].slice(0, limit);
+  }
+
   /** The roots other than `card` whose text or whose collision's text is the same as its text or a near copy of it, oldest first. */
   private async nearCopyRoots(card: Card, fingerprint: ReturnType<typeof fingerprintOf>, comparison: ShingleComparison): Promise<Card[]> {
     const { cards } = this.deps;
     const sameText = await this.sameText(comparison.text, fingerprint, SETTLE_CANDIDATES);
-    const nearText = (await nearCopiesAmong(comparison, await cards.findBySketch(fingerprint.sketch, SKETCH_MIN_SHARED, SETTLE_CANDIDATES))).map((s) => s.c);
+    const nearText = (await nearCopiesAmong(comparison, await this.bySketch(comparison.text, fingerprint, SETTLE_CANDIDATES))).map((s) => s.c);
     const matched = [...sameText, ...nearText];
     const rootIds = new Set(matched.map((c) => c.collisionOf ?? c.id));
     rootIds.delete(card.id);
@@ -527,7 +539,7 @@ export class CardService {
       scored.sort((a, b) => b.j - a.j);
       return firstQualifying(scored.map((s) => s.c));
     };
-    const bySketch = await nearCopy(await cards.findBySketch(fingerprint.sketch, SKETCH_MIN_SHARED, 20));
+    const bySketch = await nearCopy(await this.bySketch(content, fingerprint, 20));
     if (bySketch) return found(bySketch);
 
     const since = new Date(Date.now() - CONCURRENT_ROOTS_LOOKBACK_MS);

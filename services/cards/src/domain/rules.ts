@@ -205,9 +205,25 @@ export function normalizeContent(content: string): string {
  * the same by normalizeContent (no longer merely the same letters).
  */
 export function legacyContentHash(content: string): string | undefined {
+  const normalized = legacyNormalizedContent(content);
+  return normalized === undefined ? undefined : createHash('sha256').update(normalized).digest('hex');
+}
+
+/**
+ * The shingle sketch cards stored before combining marks counted were stored under (their words cut at every mark),
+ * when the content holds a mark: a near copy of such a card shares too little of its sketch now, so it is looked up
+ * under this one too (and compared by the shingles of today's rule).
+ */
+export function legacySketch(content: string): number[] | undefined {
+  const normalized = legacyNormalizedContent(content);
+  return normalized === undefined ? undefined : sketchOf(shinglesOfNormalized(normalized));
+}
+
+/** normalizeContent as it was before marks counted (marks made spaces), when the content holds one. */
+function legacyNormalizedContent(content: string): string | undefined {
   const normalized = content.normalize('NFKC').toLowerCase();
   if (!/\p{M}/u.test(normalized)) return undefined;
-  return createHash('sha256').update(normalized.replace(/[^\p{L}\p{N}]+/gu, ' ').trim()).digest('hex');
+  return normalized.replace(/[^\p{L}\p{N}]+/gu, ' ').trim();
 }
 
 /** A character of a script written without spaces, or a run of other word characters. */
@@ -220,7 +236,10 @@ const SHINGLE_TOKEN = new RegExp(`[${UNSPACED_SCRIPT_CLASS}]|[^${UNSPACED_SCRIPT
  * no shingle with it. A shingle is its words joined by one space.
  */
 export function shinglesOf(content: string): Set<string> {
-  const normalized = normalizeContent(content);
+  return shinglesOfNormalized(normalizeContent(content));
+}
+
+function shinglesOfNormalized(normalized: string): Set<string> {
   const out = new Set<string>();
   if (normalized === '') return out;
   if (hasUnspacedScript(normalized)) return tokenShingles(normalized.split(' ').flatMap((w) => (hasUnspacedScript(w) ? (w.match(SHINGLE_TOKEN) ?? []) : [w])), out);
@@ -302,8 +321,12 @@ function fnv1a(s: string): number {
  */
 export function fingerprintOf(content: string, shingles: ReadonlySet<string> = shinglesOf(content)): CardFingerprint {
   const contentHash = createHash('sha256').update(normalizeContent(content)).digest('hex');
+  return { contentHash, sketch: sketchOf(shingles) };
+}
+
+function sketchOf(shingles: ReadonlySet<string>): number[] {
   const hashes = [...new Set([...shingles].map(fnv1a))].sort((a, b) => a - b);
-  return { contentHash, sketch: hashes.slice(0, SKETCH_SIZE) };
+  return hashes.slice(0, SKETCH_SIZE);
 }
 
 /** How many sketch values a stored card must share with a new one to be checked exactly. */

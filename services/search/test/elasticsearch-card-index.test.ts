@@ -485,6 +485,29 @@ describeOnEngine('CardIndex on ElasticsearchCardIndex', skipReason, () => {
       expect(await found('plain ascii')).toEqual([plain.cardId]);
     });
 
+    test('cards both start-time rewrites must change get both when foldStoredWords() and decodeStoredLinks() run side by side, as at start', async () => {
+      const prefix = `cards-test-${randomBytes(4).toString('hex')}`;
+      const first = openIndex(prefix);
+      // Hindi cards linked to a percent-encoded Hindi page (upgrade audit: such old cards kept their links undecoded).
+      const cards = Array.from({ length: 12 }, (_, i) => aCard().saying(`हिन्दी भारत की एक प्रमुख भाषा है ${i}`).linking(`https://example.in/${encodeURIComponent('हिन्दी')}/${i}`).along(axis(1)).build());
+      for (const card of cards) await first.upsert(card);
+      // As written before both: words cut at every mark, the link lower-cased only, neither mark.
+      const client = new Client({ node: engine!.url });
+      const cut = (text: string) => text.toLowerCase().match(/[\p{L}\p{N}]+/gu)!;
+      for (const card of cards) {
+        const doc = { words: [...new Set(cut(card.content))], text: cut(card.content).join(' '), marks_folded: null, link_lower: card.link.toLowerCase(), links_decoded: null };
+        await client.update({ index: `${prefix}-cards`, id: card.cardId, doc, refresh: true });
+      }
+      await client.close();
+      const restarted = openIndex(prefix);
+      expect([await restarted.unfoldedCardCount(), await restarted.undecodedLinkCount()]).toEqual([12, 12]);
+      await Promise.all([restarted.foldStoredWords(), restarted.decodeStoredLinks()]);
+      expect([await restarted.unfoldedCardCount(), await restarted.undecodedLinkCount()]).toEqual([0, 0]);
+      const all = cards.map((c) => c.cardId).sort();
+      expect((await restarted.nearest(axis(1), { ...everything, links: ['example.in/हिन्दी'] }, firstPage)).hits.map((h) => h.cardId).sort()).toEqual(all);
+      expect((await restarted.matchText('हिंदी', everything, firstPage)).hits.map((h) => h.cardId).sort()).toEqual(all);
+    });
+
     test('Arabic and Hebrew cards indexed by their words as written alone are found without the article or prefix once foldStoredWords() has run', async () => {
       const prefix = `cards-test-${randomBytes(4).toString('hex')}`;
       const first = openIndex(prefix);

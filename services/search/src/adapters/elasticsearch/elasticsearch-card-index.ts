@@ -989,19 +989,9 @@ export class ElasticsearchCardIndex implements CardIndex {
       for (const hit of hits) {
         const source = hit._source!;
         const { words: cardWords, text } = cardText(source.content);
-        try {
-          await this.client.update({
-            index: this.names.cards,
-            id: hit._id!,
-            doc: { words: cardWords, text, folded: true, segmented: true, korean_forms: true, marks_folded: true, prefix_forms: true } satisfies Partial<CardSource>,
-            if_seq_no: hit._seq_no!,
-            if_primary_term: hit._primary_term!,
-          });
-        } catch (err) {
-          // Rewritten or removed meanwhile: a write since folding folds it itself.
-          if (err instanceof errors.ResponseError && (err.statusCode === 409 || err.statusCode === 404)) continue;
-          throw err;
-        }
+        const doc = { words: cardWords, text, folded: true, segmented: true, korean_forms: true, marks_folded: true, prefix_forms: true } satisfies Partial<CardSource>;
+        // A card's writer folds it too; its content is the same whoever wrote the card since (the words are of it alone).
+        if (!(await this.rewriteStoredCard(hit, () => doc, (card) => !FOLD_MARKS.every((mark) => card[mark] === true)))) continue;
         if (!source.root) continue;
         const scope = scopeOf({ private: source.private, authorId: source.author_id });
         for (const word of vocabularyWords(cardWords)) pairs.set(vocabularyId(scope, word), { scope, word });
@@ -1035,25 +1025,51 @@ export class ElasticsearchCardIndex implements CardIndex {
     );
     for await (const hits of pages) {
       for (const hit of hits) {
-        const source = hit._source!;
-        try {
-          await this.client.update({
-            index: this.names.cards,
-            id: hit._id!,
-            doc: { link_lower: linkFilterForm(source.link), collisions: (source.collisions ?? []).map(withDecodedLink), links_decoded: true } satisfies Partial<CardSource>,
-            if_seq_no: hit._seq_no!,
-            if_primary_term: hit._primary_term!,
-          });
-        } catch (err) {
-          // Rewritten or removed meanwhile: its writer decoded the link.
-          if (err instanceof errors.ResponseError && (err.statusCode === 409 || err.statusCode === 404)) continue;
-          throw err;
-        }
+        await this.rewriteStoredCard(hit, (card) => ({ link_lower: linkFilterForm(card.link), collisions: (card.collisions ?? []).map(withDecodedLink), links_decoded: true }), (card) => card.links_decoded !== true);
       }
       read += hits.length;
     }
     await this.awaitRefresh([this.names.cards]);
     return read;
+  }
+
+  /**
+   * One start-time rewrite of a stored card (`doc` of the card as read), under its sequence number. A
+   * card's writer since did the rewrite itself, but another rewrite did not: foldStoredWords and decodeStoredLinks run
+   * side by side at start (and other replicas' too), so a card both had to rewrite came out of the upgrade with one
+   * of them skipped (its link not decoded). On a conflict the card is read again and the rewrite tried again while it
+   * still `needs` it. False when the card is gone or no longer needs it.
+   */
+  private async rewriteStoredCard<S extends Partial<CardSource>>(
+    hit: { _id?: string | null; _source?: S; _seq_no?: number; _primary_term?: number },
+    doc: (card: S | CardSource) => Partial<CardSource>,
+    needs: (card: CardSource) => boolean,
+  ): Promise<boolean> {
+    let seqNo = hit._seq_no!;
+    let primaryTerm = hit._primary_term!;
+    let current: S | CardSource = hit._source!;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await this.client.update({ index: this.names.cards, id: hit._id!, doc: doc(current), if_seq_no: seqNo, if_primary_term: primaryTerm });
+        return true;
+      } catch (err) {
+        if (err instanceof errors.ResponseError && err.statusCode === 404) return false;
+        if (!(err instanceof errors.ResponseError && err.statusCode === 409 && attempt < 20)) throw err;
+      }
+      const stored = await this.storedCard(hit._id!);
+      if (!stored || !needs(stored.card)) return false;
+      ({ seqNo, primaryTerm, card: current } = stored);
+    }
+  }
+
+  private async storedCard(id: string): Promise<{ card: CardSource; seqNo: number; primaryTerm: number } | undefined> {
+    try {
+      const got = await this.client.get<CardSource>({ index: this.names.cards, id });
+      return got.found ? { card: got._source!, seqNo: got._seq_no!, primaryTerm: got._primary_term! } : undefined;
+    } catch (err) {
+      if (err instanceof errors.ResponseError && err.statusCode === 404) return undefined;
+      throw err;
+    }
   }
 
   private rememberWords(fresh: readonly string[]): void {
@@ -1578,6 +1594,9 @@ function collisionEntry(source: Pick<CardSource, 'card_id' | 'author_id' | 'priv
     collection_ids: [...(source.collection_ids ?? [])].sort(),
   };
 }
+
+/** The marks foldStoredWords sets: a card lacking one has words to rewrite. */
+const FOLD_MARKS = ['folded', 'segmented', 'korean_forms', 'marks_folded', 'prefix_forms'] as const;
 
 /** The entry with its link in linkFilterForm (entries written before links were decoded hold filterForm). */
 function withDecodedLink(entry: CollisionEntry): CollisionEntry {

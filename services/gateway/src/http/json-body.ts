@@ -13,6 +13,19 @@ function carriesBody(req: Request): boolean {
   return req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
 }
 
+/**
+ * The length a body declares when that is what the parser will hold: sent plain (no Transfer-Encoding, no
+ * Content-Encoding other than identity) with a Content-Length. A compressed body's length says nothing of what it
+ * inflates to (17.5 KB of gzip inflate to a route's whole limit), a chunked one has none.
+ */
+export function declaredPlainLength(req: Request): number | undefined {
+  if (req.headers['transfer-encoding'] !== undefined) return undefined;
+  const encoding = req.headers['content-encoding']?.trim().toLowerCase();
+  if (encoding !== undefined && encoding !== '' && encoding !== 'identity') return undefined;
+  const declared = Number(req.headers['content-length']);
+  return Number.isFinite(declared) ? declared : undefined;
+}
+
 /** The charset parameter of a Content-Type header, lower-cased, or undefined when none is given. */
 function charsetOf(contentType: string | undefined): string | undefined {
   const found = /;\s*charset\s*=\s*(?:"([^"]*)"|([^;\s]*))/i.exec(contentType ?? '');
@@ -135,10 +148,9 @@ export function jsonBodyParser(limit: string | number, shape: JsonShapeBounds = 
  * already (an upload, parsed within its admission) is not looked at again.
  */
 function declaresMoreThan(req: Request, limitBytes: number): boolean {
-  if (req.headers['transfer-encoding'] !== undefined || req.readableEnded) return false;
-  const coding = req.headers['content-encoding']?.trim().toLowerCase();
-  if (coding !== undefined && coding !== '' && coding !== 'identity') return false;
-  return Number(req.headers['content-length']) > limitBytes;
+  if (req.readableEnded) return false;
+  const declared = declaredPlainLength(req);
+  return declared !== undefined && declared > limitBytes;
 }
 
 /**

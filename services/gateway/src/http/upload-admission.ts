@@ -1,6 +1,7 @@
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { AdmissionRefusedError, BoundedAdmission, ClientShares, type Logger, type Release } from '@cards/platform';
 import { HttpError, ownShareTaken, serverBusy, unauthorized } from './http-error';
+import { declaredPlainLength } from './json-body';
 import { watchBodyRate, type SlowBody, type UploadBodyRate } from './upload-body-rate';
 
 export interface UploadAdmissionLimits {
@@ -59,7 +60,7 @@ export function uploadAdmission(limits: UploadAdmissionLimits, body?: UploadBody
   const perUser = new ClientShares();
   return (req: Request, res: Response, next: NextFunction) => {
     const declared = Number(req.headers['content-length']);
-    const weight = req.headers['transfer-encoding'] === undefined && !isCompressed(req) && Number.isFinite(declared) ? Math.min(declared, limits.bodyLimitBytes) : limits.bodyLimitBytes;
+    const weight = Math.min(declaredPlainLength(req) ?? limits.bodyLimitBytes, limits.bodyLimitBytes);
     // refuseUploadUnread runs first: there is a user.
     const releaseShare = perUser.take(req.user!.id, weight, capacity / 2);
     if (!releaseShare) return next(ownShareTaken(OWN_UPLOADS_BUSY_MESSAGE, UPLOAD_RETRY_AFTER_SECONDS));
@@ -103,15 +104,6 @@ export function uploadAdmission(limits: UploadAdmissionLimits, body?: UploadBody
       },
     );
   };
-}
-
-/**
- * Whether the body is sent compressed (a Content-Encoding other than identity): its declared length says nothing of
- * what the parser holds, since 17.5 KB of gzip inflate to the route's whole limit, so it weighs the limit.
- */
-function isCompressed(req: Request): boolean {
-  const encoding = req.headers['content-encoding'];
-  return encoding !== undefined && encoding.trim().toLowerCase() !== 'identity' && encoding.trim() !== '';
 }
 
 /** The 408 (or, when an answer has begun, the connection's end) for an upload whose body came too slowly. */

@@ -1,4 +1,5 @@
 import { domainToUnicode } from 'node:url';
+import { usernameCaseFold } from '@cards/card-rules';
 
 /** Text rules shared by the embedders and the full-text index: one tokenizer, pg_trgm-style trigrams. */
 
@@ -82,15 +83,15 @@ function unicodeLabel(label: string): string {
 }
 
 /**
- * How the tag filter compares a tag, stored or asked for: filterForm, then case-folded as identity folds usernames
- * (lower case of its upper case, JavaScript having no case fold), so a tag typed in capitals or in lower case is one
+ * How the tag filter compares a tag, stored or asked for: filterForm, then case-folded as usernames are
+ * (usernameCaseFold: lower case of its upper case, JavaScript having no case fold), so a tag typed in capitals or in lower case is one
  * tag in every script: "STRASSE" is "Straße" (ß folds to ss), "σίσυφοσ" is "ΣΊΣΥΦΟΣ" (final sigma). A dotted "i"
  * (the lower case of Turkish "İ": i and U+0307) is a plain "i", and "ı" a plain "i" too (its capital is "I"), so
  * "istanbul" is "İstanbul" and "IŞIK" is "ışık", as full-text search reads them. Other marks stay ("Zoë" is not "Zoe").
  */
 export function tagFilterForm(tag: string): string {
   const form = filterForm(tag);
-  return ASCII.test(form) ? form : form.toUpperCase().toLowerCase().replace(/i\u0307/g, 'i').normalize('NFC');
+  return ASCII.test(form) ? form : usernameCaseFold(form).replace(/i\u0307/g, 'i').normalize('NFC');
 }
 /**
  * Combining diacritical marks (accents, umlauts, cedillas, ...): the blocks folding drops after decomposition; and the

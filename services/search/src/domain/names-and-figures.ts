@@ -1,7 +1,4 @@
-import { editDistance, typoEdits } from './text';
-
-/** A word as written (case kept): a letter or digit, then letters, digits and marks (an inner apostrophe kept), as text.ts's words(). */
-const WRITTEN_WORD = /[\p{L}\p{N}][\p{L}\p{N}\p{M}]*(?:'\p{L}[\p{L}\p{M}]*)?/gu;
+import { editDistance, typoEdits, WORD } from './text';
 /** What ends a sentence, a heading or a list item, or opens a quotation: a capital after it names nothing. */
 const SENTENCE_END = new Set(['.', '!', '?', ':', ';', '\n', '\r', '•', '–', '—', '-']);
 /** What may stand between a sentence's end and its first word: spaces, quotation marks, brackets. */
@@ -33,7 +30,8 @@ function oneHoldsTheOthersDigits(a: Map<string, number>, b: Map<string, number>)
 /** The words of a text written with a capital inside a sentence (people, companies, places), lower-cased. */
 function namesOf(text: string): Set<string> {
   const out = new Set<string>();
-  for (const match of text.matchAll(WRITTEN_WORD)) {
+  // A word as words() reads one, its case kept.
+  for (const match of text.matchAll(WORD)) {
     if (/^\p{Lu}/u.test(match[0]) && !/\p{N}/u.test(match[0]) && !startsSentence(text, match.index)) out.add(match[0].toLowerCase());
   }
   return out;

@@ -8,7 +8,7 @@ import { usernameCaseFold } from '@cards/card-rules';
  * the word: in Devanagari, Bengali, Tamil and the other Indic scripts the vowel signs and the virama are marks
  * (हिन्दी is ह ि न ् द ी), so a word cut at each mark fell apart into letters that other words share.
  */
-const WORD = /[\p{L}\p{N}][\p{L}\p{N}\p{M}]*(?:'\p{L}[\p{L}\p{M}]*)?/gu;
+export const WORD = /[\p{L}\p{N}][\p{L}\p{N}\p{M}]*(?:'\p{L}[\p{L}\p{M}]*)?/gu;
 
 /** Lower-cased words of a text (letters and digits with their combining marks, an inner apostrophe kept), in order. */
 export function words(text: string): string[] {

@@ -448,11 +448,7 @@ export class ElasticsearchCardIndex implements CardIndex {
         embedder: this.embedderId,
         collisions: (existing?.source.collisions ?? []).map(withDecodedLink),
         ...(card.collisionOf ? { entered: true, entered_collections: true } : {}),
-        folded: true,
-        segmented: true,
-        korean_forms: true,
-        marks_folded: true,
-        prefix_forms: true,
+        ...WORDS_FOLDED,
         links_decoded: true,
       };
       // The card is written only if nobody wrote it since it was read (sequence number), or created only if still absent.
@@ -989,7 +985,7 @@ export class ElasticsearchCardIndex implements CardIndex {
       for (const hit of hits) {
         const source = hit._source!;
         const { words: cardWords, text } = cardText(source.content);
-        const doc = { words: cardWords, text, folded: true, segmented: true, korean_forms: true, marks_folded: true, prefix_forms: true } satisfies Partial<CardSource>;
+        const doc = { words: cardWords, text, ...WORDS_FOLDED } satisfies Partial<CardSource>;
         // A card's writer folds it too; its content is the same whoever wrote the card since (the words are of it alone).
         if (!(await this.rewriteStoredCard(hit, () => doc, (card) => !FOLD_MARKS.every((mark) => card[mark] === true)))) continue;
         if (!source.root) continue;
@@ -1595,8 +1591,9 @@ function collisionEntry(source: Pick<CardSource, 'card_id' | 'author_id' | 'priv
   };
 }
 
-/** The marks foldStoredWords sets: a card lacking one has words to rewrite. */
+/** The marks every write and foldStoredWords set: a card lacking one has words to rewrite. */
 const FOLD_MARKS = ['folded', 'segmented', 'korean_forms', 'marks_folded', 'prefix_forms'] as const;
+const WORDS_FOLDED = Object.fromEntries(FOLD_MARKS.map((mark) => [mark, true])) as Record<(typeof FOLD_MARKS)[number], true>;
 
 /** The entry with its link in linkFilterForm (entries written before links were decoded hold filterForm). */
 function withDecodedLink(entry: CollisionEntry): CollisionEntry {

@@ -496,6 +496,8 @@ describeInBrowser('web app in headless Chromium', () => {
     await shot('menu-phone', phone);
     await topUsers.click();
     await phone.waitForURL(/\/top$/);
+    // The URL changes before Preact's effect folds the menu (one frame later): wait for it rather than read at once.
+    await phone.waitForFunction(`document.querySelector('.menu-toggle')?.getAttribute('aria-expanded') === 'false'`, undefined, { timeout: 5_000 });
     expect(await menu.getAttribute('aria-expanded')).toBe('false');
     await phone.close();
   });

@@ -154,13 +154,15 @@ function declaresMoreThan(req: Request, limitBytes: number): boolean {
 }
 
 /**
- * The 413 of a body declared over the limit, answered before it is read, and its connection closed: body-parser read the
- * whole body (tens of megabytes, at the client's pace) and dropped it before answering, and with `Expect:
- * 100-continue` Node had asked the client to send it. The error is body-parser's own kind, so it is answered and logged
- * as its 413 is.
+ * The 413 of a body declared over the limit, answered before it is read: body-parser read the whole body (tens of
+ * megabytes, at the client's pace) and dropped it before answering, and with `Expect: 100-continue` Node had asked the
+ * client to send it. After the answer Node reads and drops what the client still sends, as after an upload's early 413
+ * (refuseUploadUnread): closing instead, with the client's bytes unread, reset the connection, and a client that
+ * writes its whole body before reading (Python's urllib) reported a broken pipe instead of the 413. A request that
+ * expected 100-continue got no 100, so Node closes its connection itself. The error is body-parser's own kind, so it is
+ * answered and logged as its 413 is.
  */
-function refuseUnread(req: Request, res: Response, next: NextFunction, limitBytes: number): void {
-  res.setHeader('connection', 'close');
+function refuseUnread(req: Request, _res: Response, next: NextFunction, limitBytes: number): void {
   next(Object.assign(new Error('request entity too large'), { status: 413, expose: true, type: 'entity.too.large', expected: Number(req.headers['content-length']), limit: limitBytes }));
 }
 

@@ -513,16 +513,21 @@ export function describeIdentityRepositoryContract(name: string, factory: () => 
       }
     });
 
-    test('a reset link sent under a password replaced since cannot replace it again', async () => {
+    test('a reset link sent under a password replaced since cannot replace it again, nor end the sessions opened with the new one', async () => {
       const user = await registered();
       const used = aReset(user.id);
       await repo.createPasswordReset(used);
       expect(await repo.completePasswordReset(used, 'scrypt$first', new Date())).toBe(true);
+      // The user logs in with the new password.
+      const afterReset = aSession(user.id, { passwordVersion: 1 });
+      await repo.createSession(afterReset);
       // Sent while the first link was being used: it records the version before.
       const late = aReset(user.id, { passwordVersion: 0 });
       await repo.createPasswordReset(late);
       expect(await repo.completePasswordReset(late, 'scrypt$late', new Date())).toBe(false);
       expect(await repo.findUserById(user.id)).toMatchObject({ passwordHash: 'scrypt$first', passwordVersion: 1 });
+      // Refused, it ends no session either: the one opened with the new password stays.
+      expect((await repo.findSession(afterReset.id))?.revokedAt).toBeNull();
       const current = aReset(user.id, { passwordVersion: 1 });
       await repo.createPasswordReset(current);
       expect(await repo.completePasswordReset(current, 'scrypt$second', new Date())).toBe(true);

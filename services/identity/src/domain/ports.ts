@@ -37,7 +37,7 @@ export interface IdentityRepository {
   /**
    * Sets the new password hash and moves the user's passwordVersion on, marks the reset used, revokes every session of
    * the user and spends their other reset links, atomically (without a transaction: see docs/engines.md). Returns false,
-   * leaving the password as it is, when the reset was already used or the password was replaced since the link was
+   * leaving the password and the sessions as they are, when the reset was already used or the password was replaced since the link was
    * sent (of two links used at once, one wins). A link without passwordVersion is held to the user's current one.
    */
   completePasswordReset(reset: PasswordReset, passwordHash: string, at: Date): Promise<boolean>;

@@ -577,11 +577,14 @@ export class MongoIdentityRepository implements IdentityRepository {
     return withOptionalTransaction(this.connection, async (session) => {
       const claimed = await this.resets.updateOne({ _id: reset.id, usedAt: null }, { $set: { usedAt: at } }, { session });
       if (claimed.modifiedCount === 0) return false;
+      const version = reset.passwordVersion ?? (await this.users.findOne({ _id: userId }, { session, projection: { passwordVersion: 1 } }))?.passwordVersion ?? 0;
+      // A link sent under a password replaced since is refused before the sessions are touched, as on SQLite: the
+      // sessions opened with the new password (after the reset that replaced it) stay.
+      if (reset.passwordVersion !== null && !(await this.users.findOne({ _id: userId, ...passwordVersionIs(version) }, { session, projection: { _id: 1 } }))) return false;
       // Without a transaction the order keeps a crash safe: sessions die before the password changes,
       // and again after it, so no session opened with the old password survives the new one (sessions that
       // record a password version die with it anyway; these two writes also end those stored before versions).
       await this.revokeSessionsOf(userId, at, session);
-      const version = reset.passwordVersion ?? (await this.users.findOne({ _id: userId }, { session, projection: { passwordVersion: 1 } }))?.passwordVersion ?? 0;
       // The user document decides between links used at once (each claimed its own link): the first replaces the
       // password and moves the version on, and the others find the version moved.
       const replaced = await this.users.updateOne(

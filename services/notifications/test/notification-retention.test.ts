@@ -47,6 +47,14 @@ describe('notification retention (NOTIFICATIONS_RETENTION_DAYS)', () => {
     expect(await repository.listForUser(author)).toHaveLength(1);
   });
 
+  it('a retention longer than any date can reach back (999999999 days, written for "keep all") keeps them all, as 0 does, without failing', async () => {
+    const author = randomUUID();
+    await record(author);
+    now += 10_000 * DAY;
+    expect(await service.removeExpired(999_999_999)).toBe(0);
+    expect(await repository.listForUser(author)).toHaveLength(1);
+  });
+
   it('defaults to 180 days; a value that is not a whole number of days is a configuration error', () => {
     expect(loadConfig(notificationsConfigSchema, {}).NOTIFICATIONS_RETENTION_DAYS).toBe(180);
     expect(loadConfig(notificationsConfigSchema, { NOTIFICATIONS_RETENTION_DAYS: '30' }).NOTIFICATIONS_RETENTION_DAYS).toBe(30);

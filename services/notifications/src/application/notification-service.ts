@@ -99,6 +99,9 @@ export class NotificationService {
   async removeExpired(days: number): Promise<number> {
     if (days <= 0) return 0;
     const cutoff = new Date(this.clock().getTime() - days * 24 * 60 * 60 * 1000);
+    // Further back than a Date reaches (999999999 days, written for "keep all"): nothing is that old, as with 0. The
+    // invalid Date would otherwise fail every hourly pass in the store (RangeError), each logged as a warning.
+    if (Number.isNaN(cutoff.getTime())) return 0;
     let total = 0;
     for (;;) {
       const removed = await this.repository.removeOlderThan(cutoff, RETENTION_BATCH);

@@ -2,6 +2,9 @@ import addressparser from 'nodemailer/lib/addressparser';
 import { z } from 'zod';
 import { envBoolean, envInt, refuseEmbeddedStores } from '@cards/platform';
 
+/** The longest interval setInterval takes (2^31 - 1 ms), in whole minutes: Node runs a longer one after 1 ms instead. */
+export const MAX_SWEEP_INTERVAL_MINUTES = Math.floor((2 ** 31 - 1) / 60_000);
+
 export const identityConfigSchema = z.object({
   DATA_DIR: z.string().default('./data'),
   IDENTITY_GRPC_HOST: z.string().default('127.0.0.1'),
@@ -49,8 +52,16 @@ export const identityConfigSchema = z.object({
   MAIL_TO_FILES: envBoolean(false),
   /** .eml files in DATA_DIR/mail older than this are deleted (at start and at every sweep); links in them expire after 1 h or 24 h. */
   MAIL_DIR_RETENTION_HOURS: envInt(72).pipe(z.number().min(1, 'must be at least 1 (hour)')),
-  /** How often expired sessions, invitations and reset links are deleted (and the .eml files pruned); also once at start. */
-  IDENTITY_SWEEP_INTERVAL_MINUTES: envInt(10).pipe(z.number().min(1, 'must be at least 1 (minute)')),
+  /**
+   * How often expired sessions, invitations and reset links are deleted (and the .eml files pruned); also once at start.
+   * At most MAX_SWEEP_INTERVAL_MINUTES: a longer interval does not fit Node's timers, which then run it every millisecond.
+   */
+  IDENTITY_SWEEP_INTERVAL_MINUTES: envInt(10).pipe(
+    z
+      .number()
+      .min(1, 'must be at least 1 (minute)')
+      .max(MAX_SWEEP_INTERVAL_MINUTES, `must be at most ${MAX_SWEEP_INTERVAL_MINUTES} (minutes, about 24 days: a longer interval overflows Node's timers, which then sweep every millisecond)`),
+  ),
   /** scrypt N; lower it only in tests. */
   PASSWORD_HASH_COST: envInt(16384),
   MONGO_URL: z.string().optional(),

@@ -1,5 +1,5 @@
 import { ConfigError, loadConfig } from '@cards/platform';
-import { identityConfigSchema, refuseIdentityEmbeddedStores } from '../src/config';
+import { identityConfigSchema, MAX_SWEEP_INTERVAL_MINUTES, refuseIdentityEmbeddedStores } from '../src/config';
 
 describe('refuseIdentityEmbeddedStores', () => {
   const engines = { MONGO_URL: 'mongodb://mongo:27017', JWT_SECRET: 'j'.repeat(48) };
@@ -56,5 +56,22 @@ describe('PUBLIC_URL', () => {
     expect(publicUrl('https://cards.example.com/')).toBe('https://cards.example.com');
     expect(publicUrl('https://example.com/cards//')).toBe('https://example.com/cards');
     expect(publicUrl('http://127.0.0.1:4141')).toBe('http://127.0.0.1:4141');
+  });
+});
+
+describe('IDENTITY_SWEEP_INTERVAL_MINUTES', () => {
+  const interval = (value: string | undefined) => loadConfig(identityConfigSchema, { IDENTITY_SWEEP_INTERVAL_MINUTES: value }).IDENTITY_SWEEP_INTERVAL_MINUTES;
+
+  it("refuses at start an interval longer than Node's timers hold (30 days ran the sweep every millisecond), naming the longest", () => {
+    expect(MAX_SWEEP_INTERVAL_MINUTES).toBe(35791);
+    expect(() => interval('43200')).toThrow(ConfigError);
+    expect(() => interval('43200')).toThrow(/IDENTITY_SWEEP_INTERVAL_MINUTES: must be at most 35791/);
+    expect(() => interval('0')).toThrow(/must be at least 1/);
+  });
+
+  it('takes 1 to 35791 minutes, 10 by default', () => {
+    expect(interval(undefined)).toBe(10);
+    expect(interval('1')).toBe(1);
+    expect(interval('35791')).toBe(35791);
   });
 });

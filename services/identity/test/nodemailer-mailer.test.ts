@@ -88,6 +88,15 @@ describe('EmlFileMailer', () => {
     expect(await new EmlFileMailer(join(directory, 'none'), 'x@example.com').prune(new Date())).toBe(0);
   });
 
+  it('prune keeps every file when the retention reaches back further than a Date (MAIL_DIR_RETENTION_HOURS=9999999999, "keep them")', async () => {
+    const mailer = new EmlFileMailer(directory, 'no-reply@card-library.local');
+    await mailer.send({ to: 'someone@example.com', subject: 'Your invitation', text: `${link}\n` });
+    const sent = await readdir(directory);
+    // As identity's sweep computes the bound (main.ts).
+    expect(await mailer.prune(new Date(Date.now() - 9_999_999_999 * 3_600_000))).toBe(0);
+    expect(await readdir(directory)).toEqual(sent);
+  });
+
   it('leaves no empty .eml.tmp behind when the disk is full (the file created, its bytes refused)', async () => {
     const fs = require('node:fs/promises') as typeof import('node:fs/promises');
     const realWriteFile = fs.writeFile;

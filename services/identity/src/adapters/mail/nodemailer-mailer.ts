@@ -115,6 +115,9 @@ export class EmlFileMailer implements Mailer {
    * otherwise grow for ever and keep every reset link sent. How many were deleted; none when the folder does not exist.
    */
   async prune(olderThan: Date): Promise<number> {
+    // A bound further back than a Date reaches (MAIL_DIR_RETENTION_HOURS=9999999999, written for "keep them"): nothing
+    // is older. Compared as NaN, every file was taken for older and deleted, fresh invitations included.
+    if (Number.isNaN(olderThan.getTime())) return 0;
     let names: string[];
     try {
       names = await readdir(this.directory);

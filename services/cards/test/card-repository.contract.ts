@@ -484,6 +484,47 @@ export function describeCardRepositoryContract(name: string, factory: CardsStore
       expect(await store.cards.count()).toBe(4);
     });
 
+    it("pages and counts an author's cards at depth, for the owner and for anyone, through privacy changes, removals and other authors' cards", async () => {
+      const author = randomUUID();
+      const cards = Array.from({ length: 60 }, (_, i) => (i % 4 === 3 ? aCard().by(author).private().build() : aCard().by(author).build()));
+      for (const c of cards) {
+        await store.cards.insert(c, fingerprintOf(c.content), []);
+        const other = aCard().build();
+        await store.cards.insert(other, fingerprintOf(other.content), []);
+      }
+      // Made public, made private (with a newer update time), removed (a public one and a private one).
+      await store.cards.update({ ...cards[3]!, private: false, updatedAt: nextTime() }, null, []);
+      await store.cards.update({ ...cards[10]!, private: true, updatedAt: nextTime() }, null, []);
+      await store.cards.remove(cards[20]!.id, [], []);
+      await store.cards.remove(cards[23]!.id, [], []);
+      const current = new Map(cards.map((c) => [c.id, c]));
+      current.set(cards[3]!.id, { ...cards[3]!, private: false });
+      current.set(cards[10]!.id, { ...cards[10]!, private: true });
+      current.delete(cards[20]!.id);
+      current.delete(cards[23]!.id);
+      // The two updated cards are the newest changes (10 after 3); the rest newest created first.
+      const order = (includePrivate: boolean) => {
+        const rest = [...current.values()].filter((c) => (includePrivate || !c.private) && c.id !== cards[3]!.id && c.id !== cards[10]!.id).reverse().map((c) => c.id);
+        return [...(includePrivate ? [cards[10]!.id] : []), cards[3]!.id, ...rest];
+      };
+      expect(order(true).length).toBe(58);
+      for (const includePrivate of [true, false]) {
+        const all = order(includePrivate);
+        expect(await store.cards.countByAuthor(author, includePrivate)).toBe(all.length);
+        const paged: string[] = [];
+        for (let offset = 0; offset < all.length + 7; offset += 7) paged.push(...(await store.cards.listByAuthor(author, includePrivate, offset, 7)).map((c) => c.id));
+        expect(paged).toEqual(all);
+        // The last page and a page past the end.
+        expect((await store.cards.listByAuthor(author, includePrivate, all.length - 2, 7)).map((c) => c.id)).toEqual(all.slice(-2));
+        expect(await store.cards.listByAuthor(author, includePrivate, all.length, 7)).toEqual([]);
+      }
+      expect(await store.cards.countByAuthor(author, false)).toBe(44);
+      expect(await store.cards.countByAuthor(randomUUID(), true)).toBe(0);
+      for (const c of current.values()) await store.cards.remove(c.id, [], []);
+      expect(await store.cards.countByAuthor(author, true)).toBe(0);
+      expect(await store.cards.countByAuthor(author, false)).toBe(0);
+    });
+
     it('sets the index id on roots only and keeps the newest verification', async () => {
       const root = aCard().build();
       const collision = aCard().collisionOf(root.id).build();

@@ -129,6 +129,9 @@ export async function openMongoCardsDatabase(connection: MongoConnection, keyExp
   await Promise.all([
     cards.createIndex({ idempotency: 1 }, { unique: true, sparse: true, name: 'cards_idempotency' }),
     cards.createIndex({ authorId: 1, updatedAt: -1, _id: 1 }, { name: 'cards_author_updated' }),
+    // A user's cards page for anyone but its owner ({authorId, private: false}, newest change first) and its count: read
+    // from the index alone (skip and count over index keys), not from every card document of the author to test private.
+    cards.createIndex({ authorId: 1, private: 1, updatedAt: -1, _id: 1 }, { name: 'cards_author_visibility' }),
     cards.createIndex({ contentHash: 1, createdAt: 1 }, { name: 'cards_content_hash' }),
     // A root's collisions in their order (findCollisions, findCollisionsPage sort by createdAt then _id): a page of a
     // card's collisions is read from the index in order, not all of them sorted in memory. It serves every read by
@@ -374,20 +377,29 @@ function authorCounterDelta(up: number, down: number, onPublicCard: boolean) {
 }
 
 /**
- * Adds up/down to a card's totals and its author's counters (`$inc`, so concurrent changes never lose an update).
+ * Adds up/down to a card's totals and its author's counters (`$inc`, so concurrent changes never lose an update), and
+ * answers the card's privacy as that `$inc` found it (null: no change, or no card).
  * Without a transaction these are two single-document steps; each vote change applies its delta exactly once. The
  * public counters follow the card's privacy as the card's own `$inc` found it: every privacy change of the card moves
  * the totals it had at that moment (see MongoCardRepository.update), so the public counters always equal the sum of
  * the public cards' totals once the steps in flight are done.
  */
-export async function adjustVoteCounters(db: MongoCardsDatabase, cardId: string, authorId: string, up: number, down: number, session: ClientSession | undefined): Promise<void> {
-  if (up === 0 && down === 0) return;
+export async function adjustVoteCounters(
+  db: MongoCardsDatabase,
+  cardId: string,
+  authorId: string,
+  up: number,
+  down: number,
+  session: ClientSession | undefined,
+): Promise<{ private: boolean } | null> {
+  if (up === 0 && down === 0) return null;
   const card = await db.cards.findOneAndUpdate({ _id: cardId }, { $inc: { totalUpvotes: up, totalDownvotes: down } }, { session, projection: { private: 1 }, returnDocument: 'after' });
   await db.authorScores.updateOne(
     { _id: authorId },
     { $inc: authorCounterDelta(up, down, card !== null && !card.private), $setOnInsert: { joinedAt: null, joinUnknown: true } },
     { upsert: true, session },
   );
+  return card;
 }
 
 /** A card's privacy changed at a moment when it held these totals: they enter or leave its author's public counters. */

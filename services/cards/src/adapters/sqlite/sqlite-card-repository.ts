@@ -32,6 +32,17 @@ export const COLLISIONS_SQL = {
     `SELECT * FROM cards WHERE collision_of IN (${placeholders(roots)}) ${after ? 'AND (created_at, id) > (?, ?)' : ''} ORDER BY created_at, id LIMIT ?`,
 };
 
+/**
+ * A user's cards page, newest change first (listByAuthor, countByAuthor): the owner's from cards_author_updated, anyone
+ * else's from cards_author_public_updated (public cards only, so a deep page skips index entries without reading the
+ * rows to test `private`), and the totals from author_card_counts (kept by triggers), not counted per request.
+ */
+export const AUTHOR_CARDS_SQL = {
+  all: 'SELECT * FROM cards INDEXED BY cards_author_updated WHERE author_id = ? ORDER BY updated_at DESC, id LIMIT ? OFFSET ?',
+  public: 'SELECT * FROM cards INDEXED BY cards_author_public_updated WHERE author_id = ? AND private = 0 ORDER BY updated_at DESC, id LIMIT ? OFFSET ?',
+  count: 'SELECT cards, public_cards FROM author_card_counts WHERE author_id = ?',
+};
+
 /** Cards in the cards service's SQLite file (see openCardsDatabase). */
 export class SqliteCardRepository implements CardRepository {
   /** `keyExpiry`: how long the keys of deleted resources are kept (IDEMPOTENCY_KEY_TTL_HOURS), and by which clock. */
@@ -252,13 +263,13 @@ export class SqliteCardRepository implements CardRepository {
   }
 
   async listByAuthor(authorId: string, includePrivate: boolean, offset: number, limit: number): Promise<Card[]> {
-    const rows = this.db.prepare(`SELECT * FROM cards WHERE author_id = ? ${includePrivate ? '' : 'AND private = 0'} ORDER BY updated_at DESC, id LIMIT ? OFFSET ?`)
-      .all(authorId, limit, offset) as CardRow[];
+    const rows = this.db.prepare(includePrivate ? AUTHOR_CARDS_SQL.all : AUTHOR_CARDS_SQL.public).all(authorId, limit, offset) as CardRow[];
     return rows.map(cardFromRow);
   }
 
   async countByAuthor(authorId: string, includePrivate: boolean): Promise<number> {
-    return (this.db.prepare(`SELECT count(*) AS n FROM cards WHERE author_id = ? ${includePrivate ? '' : 'AND private = 0'}`).get(authorId) as { n: number }).n;
+    const row = this.db.prepare(AUTHOR_CARDS_SQL.count).get(authorId) as { cards: number; public_cards: number } | undefined;
+    return (includePrivate ? row?.cards : row?.public_cards) ?? 0;
   }
 
   async count(): Promise<number> {

@@ -824,6 +824,33 @@ describe('CardService', () => {
     await expect(service.deleteVote('bob', madePrivate.card.id)).resolves.toBeUndefined();
   });
 
+  it('refuses (404, nothing counted) a vote whose card its author made private, or deleted, between the vote\'s check and its write', async () => {
+    const { service, cards } = setup();
+    const madePrivate = await create(service, 'alice');
+    const deleted = await create(service, 'alice');
+    // The author's change lands right after castVote read the card (as a request from another tab would).
+    const findById = cards.findById.bind(cards);
+    const changes = new Map<string, () => Promise<void>>([
+      [madePrivate.card.id, () => service.updateCard({ callerId: 'alice', cardId: madePrivate.card.id, private: true })],
+      [deleted.card.id, () => service.deleteCard('alice', deleted.card.id)],
+    ]);
+    cards.findById = async (id: string) => {
+      const card = await findById(id);
+      const change = changes.get(id);
+      changes.delete(id);
+      if (change) await change();
+      return card;
+    };
+    await expect(service.castVote('bob', madePrivate.card.id, true)).rejects.toThrow(NotFoundError);
+    await expect(service.castVote('bob', deleted.card.id, true)).rejects.toThrow(NotFoundError);
+    cards.findById = findById;
+    expect(await service.getCard(madePrivate.card.id, 'alice')).toMatchObject({ private: true, totalUpvotes: 0 });
+    expect((await service.listUserCards('alice', 'alice', 1)).upvotesReceived).toBe(0);
+    // Public again, the card shows no vote of bob's: the vote never counted.
+    await service.updateCard({ callerId: 'alice', cardId: madePrivate.card.id, private: false });
+    expect(await service.getCard(madePrivate.card.id, 'bob')).toMatchObject({ totalUpvotes: 0, viewerVote: null });
+  });
+
   it('answers NotFound to a delete whose card another delete removed after it was read, writing no events of its own', async () => {
     const { service, cards, peers, db } = setup();
     const { card } = await create(service, 'alice');

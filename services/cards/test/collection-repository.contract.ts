@@ -231,6 +231,41 @@ export function describeCollectionRepositoryContract(name: string, factory: Card
       expect(await store.pendingEventTopics()).toEqual([]);
     });
 
+    it("with visibleToOwner, stores no bookmark of someone else's card made private after the caller checked it (and no events); the owner's own private card is bookmarked", async () => {
+      const owner = randomUUID();
+      const c = aCollection().by(owner).build();
+      await store.collections.insert(c, []);
+      const others = await storedCard(aCard().private());
+      const own = await storedCard(aCard().by(owner).private());
+      const visible = { visibleToOwner: true, takenBackEvents: [event(Topics.bookmark)] };
+      expect(await store.collections.addBookmark(c.id, others.id, nextTime(), [event(Topics.bookmark)], visible)).toBe('card-gone');
+      expect(await store.collections.bookmarkedCardIds(c.id)).toEqual([]);
+      expect(await store.pendingEventTopics()).toEqual([]);
+      expect(await store.collections.addBookmark(c.id, own.id, nextTime(), [event(Topics.bookmark)], visible)).toBe('added');
+      expect(await store.collections.bookmarkedCardIds(c.id)).toEqual([own.id]);
+    });
+
+    it('with visibleToOwner, adds racing their cards made private: each added before the change (then hidden by it) or refused and stored nowhere', async () => {
+      const owner = randomUUID();
+      const c = aCollection().by(owner).build();
+      await store.collections.insert(c, []);
+      const cards = await Promise.all(Array.from({ length: 30 }, () => storedCard()));
+      const after = async <T>(reads: number, work: () => Promise<T>) => {
+        for (let i = 0; i < reads; i++) await store.collections.findById(c.id);
+        return work();
+      };
+      const visible = { visibleToOwner: true, takenBackEvents: [event(Topics.bookmark)] };
+      const answers = await Promise.all(
+        cards.map((card, i) => {
+          const add = store.collections.addBookmark(c.id, card.id, nextTime(), [event(Topics.bookmark)], visible);
+          return Promise.all([add, after(i % 6, () => store.cards.update({ ...card, private: true, updatedAt: nextTime() }, null, []))]).then(([a]) => a);
+        }),
+      );
+      const held = new Set(await store.collections.bookmarkedCardIds(c.id));
+      expect(cards.map((card, i) => ({ i, answer: answers[i], held: held.has(card.id) }))).toEqual(cards.map((_, i) => ({ i, answer: answers[i], held: answers[i] === 'added' })));
+      for (const a of answers) expect(['added', 'card-gone']).toContain(a);
+    });
+
     it('leaves no bookmark behind when adds race the removal of their cards and of their collections', async () => {
       const kept = aCollection().build();
       await store.collections.insert(kept, []);

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { FindCursor, Collection as MongoCollection } from 'mongodb';
 import { connectMongo, createLogger, MongoOutboxStore, UnavailableError, type MongoConnection } from '@cards/platform';
-import { MongoContentLock, openMongoCardsDatabase, openMongoCardsStore, type MongoCardsDatabase } from '../src/adapters/mongo';
+import { MongoCollectionRepository, MongoContentLock, MongoVoteRepository, openMongoCardsDatabase, openMongoCardsStore, type MongoCardsDatabase } from '../src/adapters/mongo';
 import { engineForSuite } from '../../../test/engines/suite';
 import { startMongoSync } from '../../../test/engines/mongo';
 import { describeCardRepositoryContract } from './card-repository.contract';
@@ -550,6 +550,77 @@ if (skipReason) {
         await here.collections.removeEntry(c.id, card.id, () => []);
         expect(await here.collections.countVisibleBookmarkedRoots(c.id, null)).toBe(7);
         expect(aggregate).not.toHaveBeenCalled();
+      });
+    });
+  });
+
+  describe('a vote or a bookmark whose card is made private between its check and its write (no transaction)', () => {
+    /** The store as `database`, but `collection`'s `method` first runs `before` (once): the change lands right there. */
+    function changedBefore<K extends 'votes' | 'bookmarks'>(database: MongoCardsDatabase, collection: K, method: string, before: () => Promise<unknown>): MongoCardsDatabase {
+      let pending = true;
+      const wrapped = new Proxy(database[collection], {
+        get(target, prop, receiver) {
+          const value = Reflect.get(target, prop, receiver);
+          if (prop !== method || typeof value !== 'function') return typeof value === 'function' ? value.bind(target) : value;
+          return async (...args: unknown[]) => {
+            if (pending) {
+              pending = false;
+              await before();
+            }
+            return value.apply(target, args);
+          };
+        },
+      });
+      return { ...database, [collection]: wrapped };
+    }
+
+    it('takes back a new vote or a flip whose card its author made private after the vote read it (null, nothing counted)', async () => {
+      await withScratchDatabase(async (connection) => {
+        const here = await openMongoCardsStore(connection);
+        const author = randomUUID();
+        const card = aCard().by(author).build();
+        await here.cards.insert(card, fingerprintOf(card.content), []);
+        await here.votes.upsert('early', card.id, true, nextTime(), randomUUID());
+        let now = card;
+        const makePrivate = async () => {
+          now = { ...now, private: !now.private, updatedAt: nextTime() };
+          await here.cards.update(now, null, []);
+        };
+        const voteAfterPrivate = new MongoVoteRepository(changedBefore(here.database, 'votes', 'insertOne', makePrivate));
+        expect(await voteAfterPrivate.upsert('late', card.id, true, nextTime(), randomUUID(), { publicOnly: true })).toBeNull();
+        expect(await here.votes.votesOf('late', [card.id])).toEqual(new Map());
+        expect(await here.cards.findById(card.id)).toMatchObject({ private: true, totalUpvotes: 1, totalDownvotes: 0 });
+        expect(await here.votes.received(author, true)).toEqual({ upvotes: 1, downvotes: 0 });
+        expect(await here.votes.received(author)).toEqual({ upvotes: 0, downvotes: 0 });
+        await makePrivate(); // public again
+        const flipAfterPrivate = new MongoVoteRepository(changedBefore(here.database, 'votes', 'findOneAndUpdate', makePrivate));
+        expect(await flipAfterPrivate.upsert('early', card.id, false, nextTime(), randomUUID(), { publicOnly: true })).toBeNull();
+        expect(await here.votes.votesOf('early', [card.id])).toEqual(new Map([[card.id, true]]));
+        expect(await here.cards.findById(card.id)).toMatchObject({ private: true, totalUpvotes: 1, totalDownvotes: 0 });
+        expect(await here.votes.received(author, true)).toEqual({ upvotes: 1, downvotes: 0 });
+        await makePrivate();
+        expect(await here.votes.received(author)).toEqual({ upvotes: 1, downvotes: 0 });
+      });
+    });
+
+    it("takes back a bookmark of someone else's card made private after the add checked it ('card-gone', with its removal event)", async () => {
+      await withScratchDatabase(async (connection) => {
+        const here = await openMongoCardsStore(connection);
+        const owner = randomUUID();
+        const c = aCollection().by(owner).build();
+        await here.collections.insert(c, []);
+        const card = aCard().build();
+        await here.cards.insert(card, fingerprintOf(card.content), []);
+        const makePrivate = () => here.cards.update({ ...card, private: true, updatedAt: nextTime() }, null, []);
+        const collections = new MongoCollectionRepository(changedBefore(here.database, 'bookmarks', 'insertOne', makePrivate));
+        const event = (payload: number) => ({ topic: Topics.bookmark, key: card.id, payload: new Uint8Array([payload]) });
+        expect(await collections.addBookmark(c.id, card.id, nextTime(), [event(1)], { visibleToOwner: true, takenBackEvents: [event(0)] })).toBe('card-gone');
+        expect(await here.collections.bookmarkedCardIds(c.id)).toEqual([]);
+        // Made public again, the card does not come back into the collection; search was told of the add and its undoing.
+        await here.cards.update({ ...card, private: false, updatedAt: nextTime() }, null, []);
+        expect(await here.collections.countVisibleBookmarkedRoots(c.id, owner)).toBe(0);
+        const outbox = new MongoOutboxStore(connection.db);
+        expect((await outbox.pending(10)).map((e) => [e.topic, [...e.payload]])).toEqual([[Topics.bookmark, [1]], [Topics.bookmark, [0]]]);
       });
     });
   });

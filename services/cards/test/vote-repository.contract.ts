@@ -221,6 +221,56 @@ export function describeVoteRepositoryContract(name: string, factory: CardsStore
       expect(await store.votes.received(author)).toEqual(!isPrivate ? { upvotes: 1, downvotes: 0 } : { upvotes: up + 1, downvotes: down });
     });
 
+    it('refuses a public-only vote or flip on a card made private (or deleted) after the caller checked it, storing nothing', async () => {
+      const author = randomUUID();
+      const [card, gone] = [await storedCard(author), await storedCard(author)];
+      await store.votes.upsert('early', card.id, true, nextTime(), randomUUID(), { publicOnly: true });
+      const hidden = await madePrivate(card, true);
+      await store.cards.remove(gone.id, [], []);
+      expect(await store.votes.upsert('late', card.id, true, nextTime(), randomUUID(), { publicOnly: true })).toBeNull();
+      expect(await store.votes.upsert('late', gone.id, true, nextTime(), randomUUID(), { publicOnly: true })).toBeNull();
+      // The earlier voter's flip is refused too: the vote stays as it was cast while the card was public.
+      expect(await store.votes.upsert('early', card.id, false, nextTime(), randomUUID(), { publicOnly: true })).toBeNull();
+      expect(await store.votes.votesOf('late', [card.id, gone.id])).toEqual(new Map());
+      expect(await store.votes.votesOf('early', [card.id])).toEqual(new Map([[card.id, true]]));
+      expect(await store.cards.findById(card.id)).toMatchObject({ totalUpvotes: 1, totalDownvotes: 0 });
+      expect(await store.votes.received(author, true)).toEqual({ upvotes: 1, downvotes: 0 });
+      expect(await store.votes.received(author)).toEqual({ upvotes: 0, downvotes: 0 });
+      // Public again, the card takes votes again (and shows the one it kept).
+      await madePrivate(hidden, false);
+      expect(await store.votes.upsert('late', card.id, false, nextTime(), randomUUID(), { publicOnly: true })).toMatchObject({ value: false });
+      expect(await store.votes.received(author)).toEqual({ upvotes: 1, downvotes: 1 });
+    });
+
+    it('public-only votes and flips racing the card made private: each is counted before the change or refused and stored nowhere', async () => {
+      const author = randomUUID();
+      for (let round = 0; round < 3; round++) {
+        const card = await storedCard(author);
+        for (let i = 0; i < 10; i++) await store.votes.upsert(`flipper-${i}`, card.id, true, nextTime(), randomUUID());
+        // The change starts a few store reads after the votes, so across them it lands between every two steps of a vote.
+        const after = async <T>(reads: number, work: () => Promise<T>) => {
+          for (let i = 0; i < reads; i++) await store.cards.findById(card.id);
+          return work();
+        };
+        const votes = Array.from({ length: 30 }, (_, i) => after(i % 6, () => store.votes.upsert(`voter-${i}`, card.id, i % 3 !== 0, nextTime(), randomUUID(), { publicOnly: true })));
+        const flips = Array.from({ length: 10 }, (_, i) => after(i % 6, () => store.votes.upsert(`flipper-${i}`, card.id, false, nextTime(), randomUUID(), { publicOnly: true })));
+        const [answers, flipAnswers] = await Promise.all([Promise.all(votes), Promise.all(flips), after(2 + round, () => madePrivate(card, true))]);
+        for (let i = 0; i < 30; i++) {
+          const stored = await store.votes.votesOf(`voter-${i}`, [card.id]);
+          expect({ voter: i, stored: stored.get(card.id) ?? null }).toEqual({ voter: i, stored: answers[i]?.value ?? null });
+        }
+        for (let i = 0; i < 10; i++) {
+          const stored = await store.votes.votesOf(`flipper-${i}`, [card.id]);
+          expect({ flipper: i, stored: stored.get(card.id) }).toEqual({ flipper: i, stored: flipAnswers[i] === null });
+        }
+        // The card's totals count exactly the votes stored, and none of them counts publicly once it is private.
+        const up = answers.filter((a) => a?.value === true).length + flipAnswers.filter((a) => a === null).length;
+        const down = answers.filter((a) => a?.value === false).length + flipAnswers.filter((a) => a !== null).length;
+        expect(await store.cards.findById(card.id)).toMatchObject({ totalUpvotes: up, totalDownvotes: down });
+        expect(await store.votes.received(author)).toEqual({ upvotes: 0, downvotes: 0 });
+      }
+    });
+
     it('ranks authors with received votes by score, then join date, then id, paged', async () => {
       const [a, b, c, d] = ['a-user', 'b-user', 'c-user', 'd-user'];
       const cards = { a: await storedCard(a), b: await storedCard(b), c: await storedCard(c), d: await storedCard(d) };

@@ -708,9 +708,13 @@ export class CardService {
     const card = await this.deps.cards.findById(cardId);
     if (!card || !isVisibleTo(card, userId)) throw new NotFoundError('Card not found');
     if (card.private) throw new InvalidArgumentError('card_metadata_id: private cards cannot be voted on');
-    const vote = await this.deps.votes.upsert(userId, cardId, value, new Date(), newId());
-    if (!vote) throw new NotFoundError('Card not found');
-    return vote;
+    // Public at the write, not only at the read above: made private (or deleted) meanwhile, the vote is refused as it
+    // would have been after the change, never counted on a card its voter may no longer see.
+    const vote = await this.deps.votes.upsert(userId, cardId, value, new Date(), newId(), { publicOnly: true });
+    if (vote) return vote;
+    const now = await this.deps.cards.findById(cardId);
+    if (now && now.private && isVisibleTo(now, userId)) throw new InvalidArgumentError('card_metadata_id: private cards cannot be voted on');
+    throw new NotFoundError('Card not found');
   }
 
   /**

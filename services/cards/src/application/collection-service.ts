@@ -147,7 +147,12 @@ export class CollectionService {
     if (!card || !isVisibleTo(card, userId)) throw new NotFoundError('Card not found');
     // The event dated as the bookmark is stored: its removal is dated after that (removeBookmark).
     const at = new Date();
-    const outcome = await this.deps.collections.addBookmark(collection.id, card.id, at, [bookmarkChanged(collection.id, card.id, true, at)]);
+    // Visible at the write too: a card made private (or deleted) by its author meanwhile is refused as it would be after
+    // that change, never left bookmarked behind it (it would come back into the collection if made public again).
+    const outcome = await this.deps.collections.addBookmark(collection.id, card.id, at, [bookmarkChanged(collection.id, card.id, true, at)], {
+      visibleToOwner: true,
+      takenBackEvents: [bookmarkChanged(collection.id, card.id, false, datedAfter(at))],
+    });
     if (outcome === 'card-gone') throw new NotFoundError('Card not found');
     if (outcome === 'collection-gone') throw new NotFoundError('Collection not found');
     if (outcome === 'added') this.deps.eventsWritten();

@@ -147,9 +147,11 @@ export interface CardRepository {
 export interface VoteRepository {
   /**
    * Creates or flips the user's vote on the card (its author's counters follow); null when the card does not exist. A
-   * repeat of the vote as stored changes nothing, `updatedAt` included.
+   * repeat of the vote as stored changes nothing, `updatedAt` included. With `publicOnly`, also null (and nothing
+   * stored) when the card is private at the moment of the write: a vote racing the card being made private is either
+   * counted before the change (which then moves it out of the public counters) or refused, never counted after it.
    */
-  upsert(userId: string, cardId: string, value: boolean, at: Date, newId: string): Promise<Vote | null>;
+  upsert(userId: string, cardId: string, value: boolean, at: Date, newId: string, options?: { publicOnly?: boolean }): Promise<Vote | null>;
   /** Removes the user's vote on the card; false when there was none. */
   remove(userId: string, cardId: string): Promise<boolean>;
   /** The user's votes on these cards (card id -> value). */
@@ -177,6 +179,17 @@ export interface CollectionChange {
 
 /** What CollectionRepository.addBookmark did. */
 export type BookmarkAddition = 'added' | 'already-there' | 'card-gone' | 'collection-gone';
+
+export interface BookmarkAdditionOptions {
+  /**
+   * The card must be one the collection's owner may see (public, or theirs) at the moment of the write: a card made
+   * private by its author is then 'card-gone' as a deleted one, whatever the interleaving of the two requests (the
+   * bookmark is added before the change, or refused after it).
+   */
+  visibleToOwner?: boolean;
+  /** Stored when a bookmark found, right after its write, to cite a card its owner may no longer see is taken back. */
+  takenBackEvents?: OutgoingEvent[];
+}
 
 /** Collections and their bookmarks; writes carry their events (transactional outbox). */
 /** A card bookmarked in a collection. */
@@ -236,7 +249,7 @@ export interface CollectionRepository {
    * right after its write is taken back (its event may be stored by then; it names a card or collection that no longer
    * exists).
    */
-  addBookmark(collectionId: string, cardId: string, at: Date, events: OutgoingEvent[]): Promise<BookmarkAddition>;
+  addBookmark(collectionId: string, cardId: string, at: Date, events: OutgoingEvent[], options?: BookmarkAdditionOptions): Promise<BookmarkAddition>;
   /**
    * Removes the bookmarks of a card and of its collisions (every card whose collisionOf is it, visible or not): the
    * entry of a root, or a collision's own bookmark. Each removed bookmark stores `eventsOf(its card id, the time it was

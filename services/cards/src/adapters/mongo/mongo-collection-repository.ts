@@ -1,7 +1,7 @@
 import { AlreadyExistsError, appendToMongoOutbox, appendToMongoOutboxOrUndo, creationCursor, isDuplicateKeyError, pageOfRows, type OutgoingEvent, type Page } from '@cards/platform';
 import type { ClientSession, Filter } from 'mongodb';
 import type { Collection, DeletedIdempotencyKey } from '../../domain/model';
-import { BOOKMARK_BLOCK, blockHolding, type BookmarkAddition, type CollectionChange, type CollectionRepository, type HeldCard, type StoredBookmark } from '../../domain/ports';
+import { BOOKMARK_BLOCK, blockHolding, type BookmarkAddition, type BookmarkAdditionOptions, type CollectionChange, type CollectionRepository, type HeldCard, type StoredBookmark } from '../../domain/ports';
 import {
   bookmarkId,
   findDeletedIdempotencyKey,
@@ -145,7 +145,7 @@ export class MongoCollectionRepository implements CollectionRepository {
     return removed;
   }
 
-  async addBookmark(collectionId: string, cardId: string, at: Date, events: OutgoingEvent[]): Promise<BookmarkAddition> {
+  async addBookmark(collectionId: string, cardId: string, at: Date, events: OutgoingEvent[], options: BookmarkAdditionOptions = {}): Promise<BookmarkAddition> {
     const _id = bookmarkId(collectionId, cardId);
     let outcome: BookmarkAddition;
     let ord = 0;
@@ -157,7 +157,8 @@ export class MongoCollectionRepository implements CollectionRepository {
         // taken for a card that is gone only leaves a gap in the collection's order.
         const counter = await this.store.collections.findOneAndUpdate({ _id: collectionId }, { $inc: { bookmarkSeq: 1 } }, { session, returnDocument: 'after', projection: { bookmarkSeq: 1, authorId: 1 } });
         if (!counter) return 'collection-gone';
-        if (!(await this.store.cards.findOne({ _id: cardId }, { session, projection: { _id: 1 } }))) return 'card-gone';
+        const card = await this.store.cards.findOne({ _id: cardId }, { session, projection: { authorId: 1, private: 1 } });
+        if (!card || (options.visibleToOwner && card.private && card.authorId !== counter.authorId)) return 'card-gone';
         ord = counter.bookmarkSeq;
         await this.store.bookmarks.insertOne({ _id, collectionId, cardId, ownerId: counter.authorId, ord, createdAt: at }, { session });
         await appendToMongoOutboxOrUndo(this.store.db, events, session, () => this.store.bookmarks.deleteOne({ _id }));
@@ -177,7 +178,7 @@ export class MongoCollectionRepository implements CollectionRepository {
     const blocks = new Map<string, Set<number>>();
     for (let block = Math.floor(ord / BOOKMARK_BLOCK); block <= Math.floor(now / BOOKMARK_BLOCK); block++) addBlock(blocks, collectionId, block * BOOKMARK_BLOCK);
     await markBlocks(this.store, blocks);
-    return this.takenBackIfOrphaned(collectionId, cardId);
+    return this.takenBackIfOrphaned(collectionId, cardId, options);
   }
 
   /**
@@ -187,13 +188,18 @@ export class MongoCollectionRepository implements CollectionRepository {
    * MongoCardRepository.remove) takes the bookmark. Its event is already stored then; search keeps a bookmark of a card
    * or collection that no longer exists, which no search reaches.
    */
-  private async takenBackIfOrphaned(collectionId: string, cardId: string): Promise<BookmarkAddition> {
+  private async takenBackIfOrphaned(collectionId: string, cardId: string, options: BookmarkAdditionOptions): Promise<BookmarkAddition> {
     const [collection, card] = await Promise.all([
-      this.store.collections.findOne({ _id: collectionId }, { projection: { _id: 1 } }),
-      this.store.cards.findOne({ _id: cardId }, { projection: { _id: 1 } }),
+      this.store.collections.findOne({ _id: collectionId }, { projection: { authorId: 1 } }),
+      this.store.cards.findOne({ _id: cardId }, { projection: { authorId: 1, private: 1 } }),
     ]);
-    if (collection && card) return 'added';
+    // Likewise a card made private by its author while the bookmark was written (neither write touches the other's
+    // document, so no transaction orders them): seen public here, the change came after the bookmark, which it hides as
+    // it hides every earlier bookmark of the card; seen private, the bookmark is taken back, as if it came after.
+    const hidden = collection !== null && card !== null && options.visibleToOwner === true && card.private && card.authorId !== collection.authorId;
+    if (collection && card && !hidden) return 'added';
     const gone = await this.store.bookmarks.findOneAndDelete({ _id: bookmarkId(collectionId, cardId) }, { projection: { ord: 1 } });
+    if (gone && hidden && options.takenBackEvents?.length) await appendToMongoOutbox(this.store.db, options.takenBackEvents, undefined);
     const blocks = await blocksOfGroups(this.store, [cardId], collectionId);
     if (gone) addBlock(blocks, collectionId, gone.ord);
     await markBlocks(this.store, blocks);

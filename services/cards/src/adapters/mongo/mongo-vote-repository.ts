@@ -9,6 +9,9 @@ const fromVoteDocument = (d: VoteDocument): Vote => ({ id: d._id, userId: d.user
 /** The vote changed between reading and writing it (concurrent flip or removal): the step is run again. */
 class VoteRaced extends Error {}
 
+/** A vote on a card that is public only, whose $inc found the card private: the transaction is aborted. */
+class CardMadePrivate extends Error {}
+
 const MAX_ATTEMPTS = 20;
 
 /**
@@ -21,11 +24,13 @@ const MAX_ATTEMPTS = 20;
 export class MongoVoteRepository implements VoteRepository {
   constructor(private readonly store: MongoCardsDatabase) {}
 
-  async upsert(userId: string, cardId: string, value: boolean, at: Date, newId: string): Promise<Vote | null> {
+  async upsert(userId: string, cardId: string, value: boolean, at: Date, newId: string, options: { publicOnly?: boolean } = {}): Promise<Vote | null> {
     for (let attempt = 1; ; attempt++) {
       try {
-        return await this.store.change((session) => this.upsertOnce(userId, cardId, value, at, newId, session));
+        return await this.store.change((session) => this.upsertOnce(userId, cardId, value, at, newId, options.publicOnly === true, session));
       } catch (err) {
+        // The card's $inc found it private (made private after the vote's first read): the transaction is taken back.
+        if (err instanceof CardMadePrivate) return null;
         // Two first votes of the same user on the same card at once, or a vote that changed under us: read again.
         const raced = err instanceof VoteRaced || isDuplicateKeyError(err);
         if (!raced || attempt >= MAX_ATTEMPTS) throw err;
@@ -33,9 +38,9 @@ export class MongoVoteRepository implements VoteRepository {
     }
   }
 
-  private async upsertOnce(userId: string, cardId: string, value: boolean, at: Date, newId: string, session: ClientSession | undefined): Promise<Vote | null> {
-    const card = await this.store.cards.findOne({ _id: cardId }, { session, projection: { authorId: 1 } });
-    if (!card) return null;
+  private async upsertOnce(userId: string, cardId: string, value: boolean, at: Date, newId: string, publicOnly: boolean, session: ClientSession | undefined): Promise<Vote | null> {
+    const card = await this.store.cards.findOne({ _id: cardId }, { session, projection: { authorId: 1, private: 1 } });
+    if (!card || (publicOnly && card.private)) return null;
     const existing = await this.store.votes.findOne({ userId, cardId }, { session });
     let up = 0;
     let down = 0;
@@ -59,13 +64,35 @@ export class MongoVoteRepository implements VoteRepository {
       up = value ? 1 : -1;
       down = -up;
     }
-    await adjustVoteCounters(this.store, cardId, card.authorId, up, down, session);
+    const counted = await adjustVoteCounters(this.store, cardId, card.authorId, up, down, session);
+    if (publicOnly && counted?.private) {
+      // The card was made private between the read above and its $inc, which is where a privacy change and a vote meet
+      // (the change moves the totals the card holds when it is written). In a transaction, that change's write conflicts
+      // with ours or comes first, and the whole step is taken back; without one, the vote is taken back here, its
+      // counters with it, as if it came after the change (the answer: the card is not there to vote on).
+      if (session) throw new CardMadePrivate();
+      await this.undo(stored, existing, up, down);
+      return null;
+    }
     if (!session && (up !== 0 || down !== 0) && !(await this.store.cards.findOne({ _id: cardId }, { projection: { _id: 1 } }))) {
       // The card was removed meanwhile and its removal may have missed this vote: take it out ourselves.
       await this.takeOut(stored._id, undefined);
       return null;
     }
     return fromVoteDocument(stored);
+  }
+
+  /**
+   * Takes back a vote change whose card turned out private (no transaction): a new vote is taken out as its voter's
+   * removal would (takeOut), a flip is flipped back if it is still as written, with its delta reversed.
+   */
+  private async undo(stored: VoteDocument, existing: VoteDocument | null, up: number, down: number): Promise<void> {
+    if (!existing) {
+      await this.takeOut(stored._id, undefined);
+      return;
+    }
+    const back = await this.store.votes.findOneAndUpdate({ _id: stored._id, value: stored.value }, { $set: { value: existing.value, updatedAt: existing.updatedAt } });
+    if (back) await adjustVoteCounters(this.store, stored.cardId, stored.cardAuthorId, -up, -down, undefined);
   }
 
   async remove(userId: string, cardId: string): Promise<boolean> {

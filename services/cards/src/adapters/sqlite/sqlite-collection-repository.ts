@@ -1,6 +1,6 @@
 import { AlreadyExistsError, appendToSqliteOutbox, creationCursor, keptKeyExpiry, newestFirstRows, pageOfRows, type KeptKeyExpiry, type OutgoingEvent, type Page, type SqliteDatabase } from '@cards/platform';
 import type { Collection, DeletedIdempotencyKey } from '../../domain/model';
-import { BOOKMARK_BLOCK, blockHolding, type BookmarkAddition, type CollectionChange, type CollectionRepository, type HeldCard, type StoredBookmark } from '../../domain/ports';
+import { BOOKMARK_BLOCK, blockHolding, type BookmarkAddition, type BookmarkAdditionOptions, type CollectionChange, type CollectionRepository, type HeldCard, type StoredBookmark } from '../../domain/ports';
 import { findDeletedIdempotencyKey, keepDeletedIdempotencyKey, type KeyOfDeleted } from './deleted-idempotency-keys';
 import { chunks, collectionFromRow, placeholders, type CollectionRow } from './rows';
 
@@ -147,12 +147,14 @@ export class SqliteCollectionRepository implements CollectionRepository {
     })();
   }
 
-  async addBookmark(collectionId: string, cardId: string, at: Date, events: OutgoingEvent[]): Promise<BookmarkAddition> {
-    // One transaction: a card or collection removed after the caller's checks is seen here, so no bookmark outlives it.
+  async addBookmark(collectionId: string, cardId: string, at: Date, events: OutgoingEvent[], options: BookmarkAdditionOptions = {}): Promise<BookmarkAddition> {
+    // One transaction: a card or collection removed (or the card made private) after the caller's checks is seen here,
+    // so no bookmark outlives it or cites a card its owner may no longer see.
     return this.db.transaction((): BookmarkAddition => {
       const collection = this.db.prepare('SELECT author_id FROM collections WHERE id = ?').get(collectionId) as { author_id: string } | undefined;
       if (!collection) return 'collection-gone';
-      if (!this.db.prepare('SELECT 1 FROM cards WHERE id = ?').get(cardId)) return 'card-gone';
+      const card = this.db.prepare('SELECT author_id, private FROM cards WHERE id = ?').get(cardId) as { author_id: string; private: number } | undefined;
+      if (!card || (options.visibleToOwner && card.private === 1 && card.author_id !== collection.author_id)) return 'card-gone';
       const added = this.db.prepare(
           `INSERT OR IGNORE INTO bookmarks (collection_id, card_id, owner_id, ord, created_at)
            VALUES (?, ?, ?, (SELECT coalesce(max(ord), 0) + 1 FROM bookmarks WHERE collection_id = ?), ?)`,

@@ -40,10 +40,11 @@ const voteFromRow = (r: VoteRow): Vote => ({ id: r.id, userId: r.user_id, cardId
 export class SqliteVoteRepository implements VoteRepository {
   constructor(private readonly db: SqliteDatabase) {}
 
-  async upsert(userId: string, cardId: string, value: boolean, at: Date, newId: string): Promise<Vote | null> {
+  async upsert(userId: string, cardId: string, value: boolean, at: Date, newId: string, options: { publicOnly?: boolean } = {}): Promise<Vote | null> {
     return this.db.transaction((): Vote | null => {
       const card = this.db.prepare('SELECT author_id, private FROM cards WHERE id = ?').get(cardId) as VotedCard | undefined;
-      if (!card) return null;
+      // Read in the vote's own transaction: a privacy change committed before it is seen here, one after it moves the vote.
+      if (!card || (options.publicOnly && card.private === 1)) return null;
       const existing = this.db.prepare('SELECT * FROM votes WHERE user_id = ? AND card_id = ?').get(userId, cardId) as VoteRow | undefined;
       const now = at.toISOString();
       let up = 0;

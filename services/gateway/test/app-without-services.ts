@@ -22,6 +22,16 @@ export function appWithoutServices(overrides: Partial<GatewayAppOptions> = {}): 
   });
 }
 
+/**
+ * An in-memory attempt counter whose clock stays at the moment it was made, for a test that counts attempts up to a
+ * limit: its windows are aligned to the clock (windowStartOf), so with the real clock a minute's :00 passing between a
+ * test's first and last attempt would start the count again half-way and the attempt expected refused would pass.
+ */
+export function counterInOneWindow(): MemoryAttemptCounter {
+  const at = Date.now();
+  return new MemoryAttemptCounter(() => at);
+}
+
 /** The server listening on a free loopback port, and its base URL. */
 export async function listening(server: Server): Promise<{ server: Server; base: string }> {
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

@@ -4,7 +4,7 @@ import type { GatewayClients } from '../src/clients';
 import { MemoryAttemptCounter } from '../src/adapters/memory/memory-attempt-counter';
 import { clientAddressKey, type RateLimitConfig } from '../src/http/rate-limits';
 import type { GatewayAppOptions } from '../src/app';
-import { appWithoutServices } from './app-without-services';
+import { appWithoutServices, counterInOneWindow } from './app-without-services';
 
 /** An identity that records the mails it is asked for (and answers as the real one does). */
 function mailingIdentity() {
@@ -99,7 +99,7 @@ describe('GET /api/password/:email from another site', () => {
 describe('the per-address limit of the routes that send e-mail', () => {
   it('counts invitations and reset mails together per client address, far below the per-minute auth limits, with Retry-After', async () => {
     const identity = mailingIdentity();
-    const { server, port } = await serve({ clients: identity.clients, rateLimits: { ...generous, counter: new MemoryAttemptCounter(), mailPerIp: 3, mailWindowMs: 600_000 } });
+    const { server, port } = await serve({ clients: identity.clients, rateLimits: { ...generous, counter: counterInOneWindow(), mailPerIp: 3, mailWindowMs: 600_000 } });
     try {
       const statuses = [
         (await send(port, 'POST', '/api/invitation', {}, { email: 'a@example.com', referral_tokens: [] })).status,
@@ -127,7 +127,7 @@ describe('the per-address limit of the routes that send e-mail', () => {
 
   it('allows 200 mails per 10 minutes from one address by default', async () => {
     const identity = mailingIdentity();
-    const { server, port } = await serve({ clients: identity.clients, rateLimits: { ...generous, counter: new MemoryAttemptCounter() } });
+    const { server, port } = await serve({ clients: identity.clients, rateLimits: { ...generous, counter: counterInOneWindow() } });
     try {
       const statuses: number[] = [];
       for (let i = 0; i < 201; i++) statuses.push((await send(port, 'POST', '/api/invitation', {}, { email: `s${i}@example.com`, referral_tokens: [] })).status);
@@ -156,7 +156,7 @@ describe('per-address limits and IPv6 clients', () => {
 
   it('counts every spelling of one e-mail address as one (identity\'s account key, card-rules\' emailKey)', async () => {
     const identity = mailingIdentity();
-    const { server, port } = await serve({ clients: identity.clients, rateLimits: { perIpPerMinute: 100, perEmailPerMinute: 2, counter: new MemoryAttemptCounter() } });
+    const { server, port } = await serve({ clients: identity.clients, rateLimits: { perIpPerMinute: 100, perEmailPerMinute: 2, counter: counterInOneWindow() } });
     try {
       const login = async (email: string) => (await send(port, 'POST', '/api/auth', {}, { email, password: 'not the password' })).status;
       // Capitals and a composed "ä", then a decomposed "ö", the domain in punycode and a final dot: one address.
@@ -171,10 +171,10 @@ describe('per-address limits and IPv6 clients', () => {
 
   it('a client rotating addresses within its /64 is limited as one (login and mail limits), another /64 is not', async () => {
     const identity = mailingIdentity();
-    const limits = { perIpPerMinute: 2, perEmailPerMinute: 100, counter: new MemoryAttemptCounter() };
+    const limits = { perIpPerMinute: 2, perEmailPerMinute: 100, counter: counterInOneWindow() };
     // One trusted proxy in front: X-Forwarded-For's last entry is the client's address, as behind an ingress.
     const { server, port } = await serve({ clients: identity.clients, rateLimits: limits, trustProxy: 1 });
-    const mailOnly = await serve({ clients: identity.clients, rateLimits: { ...generous, counter: new MemoryAttemptCounter(), mailPerIp: 2 }, trustProxy: 1 });
+    const mailOnly = await serve({ clients: identity.clients, rateLimits: { ...generous, counter: counterInOneWindow(), mailPerIp: 2 }, trustProxy: 1 });
     try {
       const login = async (ip: string) => (await send(port, 'POST', '/api/auth', { 'x-forwarded-for': ip }, { email: 1 })).status;
       expect([await login('2001:db8:1:2::1'), await login('2001:db8:1:2::2'), await login('2001:db8:1:2:ffff:ffff:ffff:ffff')]).toEqual([400, 400, 429]);

@@ -1,7 +1,6 @@
 import type { Express } from 'express';
 import { OPERATIONS, buildOpenApiDocument, toOpenApiPath } from '../src/openapi/document';
-import { appWithoutServices } from './app-without-services';
-import { MemoryAttemptCounter } from '../src/adapters/memory/memory-attempt-counter';
+import { appWithoutServices, counterInOneWindow } from './app-without-services';
 import { originCheckJudges } from '../src/http/cross-origin';
 import { SESSION_HINT_COOKIE } from '../src/http/web-app';
 
@@ -216,7 +215,7 @@ describe('OpenAPI document', () => {
 
   it('the auth rate limits answer their 429 with Retry-After, as the document says', async () => {
     const { createServer } = await import('node:http');
-    const server = createServer(appWithoutServices({ rateLimits: { perIpPerMinute: 2, perEmailPerMinute: 100, counter: new MemoryAttemptCounter() } }));
+    const server = createServer(appWithoutServices({ rateLimits: { perIpPerMinute: 2, perEmailPerMinute: 100, counter: counterInOneWindow() } }));
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     try {
       const url = `http://127.0.0.1:${(server.address() as { port: number }).port}/api/invitation`;

@@ -1,7 +1,6 @@
 import { createServer } from 'node:http';
 import type { GatewayClients } from '../src/clients';
-import { MemoryAttemptCounter } from '../src/adapters/memory/memory-attempt-counter';
-import { appWithoutServices, listening } from './app-without-services';
+import { appWithoutServices, counterInOneWindow, listening } from './app-without-services';
 
 /** An identity that takes every invitation and reset mail asked for. */
 const identity = { clients: { identity: { requestPasswordReset: async () => ({}), createInvitation: async () => ({}) } } as unknown as GatewayClients };
@@ -15,7 +14,7 @@ async function scraped(base: string, name: string, labels: string): Promise<numb
 
 describe('rate-limit hits in /metrics', () => {
   it('counts each 429 under the limit that gave it (per address, per e-mail, mail), with no address or e-mail in the labels', async () => {
-    const app = appWithoutServices({ ...identity, accessLogLevel: 'silent', rateLimits: { perIpPerMinute: 2, perEmailPerMinute: 1, mailPerIp: 1, counter: new MemoryAttemptCounter() } });
+    const app = appWithoutServices({ ...identity, accessLogLevel: 'silent', rateLimits: { perIpPerMinute: 2, perEmailPerMinute: 1, mailPerIp: 1, counter: counterInOneWindow() } });
     const { server, base } = await listening(createServer(app));
     try {
       const count = (limit: string) => scraped(base, 'card_library_rate_limited_total', `limit="${limit}"`);

@@ -1,6 +1,7 @@
 import addressparser from 'nodemailer/lib/addressparser';
 import { z } from 'zod';
 import { envBoolean, envInt, refuseEmbeddedStores } from '@cards/platform';
+import { isScryptCost, MAX_SCRYPT_COST } from './adapters/crypto/scrypt-password-hasher';
 
 /** The longest interval setInterval takes (2^31 - 1 ms), in whole minutes: Node runs a longer one after 1 ms instead. */
 export const MAX_SWEEP_INTERVAL_MINUTES = Math.floor((2 ** 31 - 1) / 60_000);
@@ -62,8 +63,13 @@ export const identityConfigSchema = z.object({
       .min(1, 'must be at least 1 (minute)')
       .max(MAX_SWEEP_INTERVAL_MINUTES, `must be at most ${MAX_SWEEP_INTERVAL_MINUTES} (minutes, about 24 days: a longer interval overflows Node's timers, which then sweep every millisecond)`),
   ),
-  /** scrypt N; lower it only in tests. */
-  PASSWORD_HASH_COST: envInt(16384),
+  /**
+   * scrypt N; lower it only in tests. A power of two (scrypt's rule) up to MAX_SCRYPT_COST: another value started
+   * identity, then failed every new hash (registrations, resets, and logins of unknown addresses: 500, not 401).
+   */
+  PASSWORD_HASH_COST: envInt(16384).pipe(
+    z.number().refine((n) => isScryptCost(n) && n <= MAX_SCRYPT_COST, `must be a power of two from 2 to ${MAX_SCRYPT_COST} (scrypt's N: 16384 by default, ${MAX_SCRYPT_COST} as OWASP recommends)`),
+  ),
   MONGO_URL: z.string().optional(),
 });
 

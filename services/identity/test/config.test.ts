@@ -75,3 +75,19 @@ describe('IDENTITY_SWEEP_INTERVAL_MINUTES', () => {
     expect(interval('35791')).toBe(35791);
   });
 });
+
+describe('PASSWORD_HASH_COST', () => {
+  const cost = (value: string | undefined) => loadConfig(identityConfigSchema, { PASSWORD_HASH_COST: value }).PASSWORD_HASH_COST;
+
+  it("refuses at start a cost scrypt cannot hash with (not a power of two) or above OWASP's 2^17, which then failed every registration", () => {
+    for (const value of ['20000', '0', '1', '262144']) {
+      expect(() => cost(value)).toThrow(ConfigError);
+      expect(() => cost(value)).toThrow(/PASSWORD_HASH_COST: must be a power of two from 2 to 131072/);
+    }
+  });
+
+  it('takes powers of two up to 131072, 16384 by default', () => {
+    expect(cost(undefined)).toBe(16384);
+    for (const value of [1024, 16384, 65536, 131072]) expect(cost(String(value))).toBe(value);
+  });
+});

@@ -69,13 +69,23 @@ export function ownerBookmarksOfCardsQuery(cardCount: number): string {
           WHERE b.card_id IN (${placeholders(cardCount)}) AND b.owner_id = ? ORDER BY k.created_at, k.id`;
 }
 
+/** Bookmarks of a removed collection deleted per transaction (remove): ~5 ms of the thread each. */
+export const BOOKMARK_SWEEP_CHUNK = 500;
+
 /** Collections and bookmarks in the cards service's SQLite file. */
 export class SqliteCollectionRepository implements CollectionRepository {
   /** `keyExpiry`: how long the keys of deleted resources are kept (IDEMPOTENCY_KEY_TTL_HOURS), and by which clock. */
   constructor(
     private readonly db: SqliteDatabase,
     private readonly keyExpiry: KeptKeyExpiry = keptKeyExpiry(),
-  ) {}
+  ) {
+    // Sweeps cut short by a stop (remove) are finished now, a chunk at a time (a store of an older schema has none).
+    const swept = this.db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'collection_bookmark_sweeps'").get() !== undefined;
+    const pending = swept ? (this.db.prepare('SELECT collection_id FROM collection_bookmark_sweeps').all() as { collection_id: string }[]) : [];
+    if (pending.length > 0) void (async () => {
+      for (const { collection_id } of pending) await this.sweepBookmarks(collection_id);
+    })();
+  }
 
   async insert(c: Collection, events: OutgoingEvent[]): Promise<void> {
     try {
@@ -136,15 +146,40 @@ export class SqliteCollectionRepository implements CollectionRepository {
     })();
   }
 
+  /**
+   * The collection's row goes first, with its events (so it is gone for every reader at once, and no bookmark can be
+   * added to it), then its bookmarks, BOOKMARK_SWEEP_CHUNK a transaction, giving the thread up between chunks: in one
+   * transaction the bookmarks of a collection of 10,000 cards held every other request of the service ~0.5 s (more
+   * with more). Until they are all gone the collection is listed in collection_bookmark_sweeps, so a sweep cut short by
+   * a stop is finished when the store is next opened. Answers once its bookmarks are gone.
+   */
   async remove(id: string, events: OutgoingEvent[]): Promise<boolean> {
-    return this.db.transaction((): boolean => {
-      this.db.prepare('DELETE FROM bookmarks WHERE collection_id = ?').run(id);
-      const removed = this.db.prepare('DELETE FROM collections WHERE id = ? RETURNING author_id, idempotency_key, request_fingerprint').get(id) as KeyOfDeleted | undefined;
-      if (!removed) return false;
-      keepDeletedIdempotencyKey(this.db, 'collection', removed, this.keyExpiry);
+    const removed = this.db.transaction((): boolean => {
+      const row = this.db.prepare('DELETE FROM collections WHERE id = ? RETURNING author_id, idempotency_key, request_fingerprint').get(id) as KeyOfDeleted | undefined;
+      if (!row) return false;
+      keepDeletedIdempotencyKey(this.db, 'collection', row, this.keyExpiry);
+      this.db.prepare('INSERT OR IGNORE INTO collection_bookmark_sweeps (collection_id) VALUES (?)').run(id);
       appendToSqliteOutbox(this.db, events);
       return true;
     })();
+    if (removed) await this.sweepBookmarks(id);
+    return removed;
+  }
+
+  /** Deletes a removed collection's bookmarks a chunk per transaction, yielding between them (see remove). */
+  private async sweepBookmarks(collectionId: string): Promise<void> {
+    const chunk = this.db.prepare(
+      'DELETE FROM bookmarks WHERE collection_id = ? AND card_id IN (SELECT card_id FROM bookmarks WHERE collection_id = ? LIMIT ?)',
+    );
+    while (this.db.open) {
+      const done = this.db.transaction((): boolean => {
+        if (chunk.run(collectionId, collectionId, BOOKMARK_SWEEP_CHUNK).changes === BOOKMARK_SWEEP_CHUNK) return false;
+        this.db.prepare('DELETE FROM collection_bookmark_sweeps WHERE collection_id = ?').run(collectionId);
+        return true;
+      })();
+      if (done) return;
+      await new Promise((resolve) => setImmediate(resolve));
+    }
   }
 
   async addBookmark(collectionId: string, cardId: string, at: Date, events: OutgoingEvent[], options: BookmarkAdditionOptions = {}): Promise<BookmarkAddition> {

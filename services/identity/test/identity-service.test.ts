@@ -208,6 +208,24 @@ describe('IdentityService', () => {
     await expect(service.login('old@example.com', decomposed)).resolves.toMatchObject({ user: { id: 'u-old' } });
   });
 
+  it('an account whose hash is from before PASSWORD_HASH_COST was raised is rehashed at the cost now when it logs in, not on a failed login', async () => {
+    const repository = new SqliteIdentityRepository(join(testTempDir('identity-'), 'identity.db'));
+    const hasher = new ScryptPasswordHasher(2048);
+    const service = new IdentityService({ repository, mailer: new RecordingMailer(), hasher, tokens: new JwtTokenSigner('s'.repeat(40)), publicUrl: 'https://cards.example', logger: createLogger('test', 'silent') });
+    const now = new Date();
+    const oldHash = await new ScryptPasswordHasher(1024).hash('password1');
+    await repository.createInvitation({ id: 'i-cost', email: 'cost@example.com', referralTokens: [], createdAt: now, expiresAt: new Date(now.getTime() + 60_000), usedAt: null });
+    await repository.registerFromInvitation('i-cost', { id: 'u-cost', email: 'cost@example.com', username: null, website: null, visibleEmail: true, passwordHash: oldHash, passwordVersion: 0, createdAt: now, updatedAt: now }, now);
+    await expect(service.login('cost@example.com', 'password2')).rejects.toThrow(/Incorrect email or password/);
+    expect((await repository.findUserById('u-cost'))?.passwordHash).toBe(oldHash);
+    const { token } = await service.login('cost@example.com', 'password1');
+    const rehashed = (await repository.findUserById('u-cost'))!;
+    expect(rehashed.passwordHash).toMatch(/^scrypt\$2048\$8\$1\$/);
+    expect(rehashed.passwordVersion).toBe(0);
+    await expect(service.resolveSession(token)).resolves.toMatchObject({ id: 'u-cost' });
+    await expect(service.login('cost@example.com', 'password1')).resolves.toMatchObject({ user: { id: 'u-cost' } });
+  });
+
   it('a website stored under an earlier rule (credentials, an invalid host) may be sent back unchanged; any other such value is refused', async () => {
     const repository = new SqliteIdentityRepository(join(testTempDir('identity-'), 'identity.db'));
     const service = new IdentityService({ repository, mailer: new RecordingMailer(), hasher: new ScryptPasswordHasher(1024), tokens: new JwtTokenSigner('s'.repeat(40)), publicUrl: 'https://cards.example', logger: createLogger('test', 'silent') });

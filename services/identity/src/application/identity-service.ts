@@ -203,7 +203,8 @@ export class IdentityService {
     }
     const matched = await this.passwordMatches(password, user.passwordHash);
     if (!matched) throw new IncorrectLoginError(WRONG_PASSWORD);
-    if (matched === 'as-typed') await this.rehashInNfc(user, password);
+    // A hash from before passwords were normalized, or from before the cost was raised: made again, in NFC at the cost now.
+    if (matched === 'as-typed' || this.deps.hasher.needsRehash(user.passwordHash)) await this.rehashInNfc(user, password);
     const now = this.now();
     // The session is bound to the password just checked: a reset that replaces it meanwhile leaves this session dead.
     const session = { id: randomUUID(), userId: user.id, createdAt: now, expiresAt: new Date(now.getTime() + SESSION_TTL_MS), revokedAt: null, passwordVersion: user.passwordVersion };
@@ -355,7 +356,10 @@ export class IdentityService {
     return false;
   }
 
-  /** A hash made from a password as typed (not NFC) is replaced by one of its NFC form, so every spelling logs in from now on. */
+  /**
+   * A hash made from a password as typed (not NFC), or at another cost than the hasher's now, is replaced by one of its
+   * NFC form at the cost now, so every spelling logs in from now on and a raised cost reaches the accounts in use.
+   */
   private async rehashInNfc(user: User, typed: string): Promise<void> {
     try {
       await this.deps.repository.rehashPassword(user.id, user.passwordHash, await this.deps.hasher.hash(normalizePassword(typed)));

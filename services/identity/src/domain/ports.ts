@@ -85,7 +85,14 @@ export interface Mailer {
 /** One-way password hashing. */
 export interface PasswordHasher {
   hash(password: string): Promise<string>;
+  /**
+   * Whether the password matches the hash. Costs at least what checking a hash made now costs, whatever the stored
+   * hash's own cost: an unknown address is checked against a hash made now, so a known one stored under a lower cost
+   * would otherwise answer sooner.
+   */
   verify(password: string, hash: string): Promise<boolean>;
+  /** Whether the hash was made with other parameters than hash() uses now (a raised cost): login replaces it. */
+  needsRehash(hash: string): boolean;
 }
 
 /** Signs and checks session tokens; the token names the session by its id. */

@@ -2,6 +2,7 @@
 
 import type { operations, Schemas, SuccessBody } from '@cards/client';
 import { dropAllDrafts } from './drafts';
+import { tellOtherTabs } from './tabs';
 
 // Every shape below comes from the gateway's OpenAPI document (@cards/client, type-only: nothing is
 // bundled), so a change of the contract shows up here as a type error.
@@ -50,7 +51,8 @@ export function onUnauthorized(listener: () => void): () => void {
   return () => void unauthorizedListeners.delete(listener);
 }
 
-function reportUnauthorized(): void {
+/** The session is gone (a 401, or the server no longer knows this browser's cookie): each listener keeps what it must. */
+export function reportUnauthorized(): void {
   for (const l of unauthorizedListeners) l();
 }
 
@@ -225,9 +227,12 @@ export const api = {
   invite: (email: string) => post<'createInvitation'>('/invitation', { email, referral_tokens: [] }),
   register: (invitationId: string, password: string, passwordConfirmation: string) =>
     post<'register'>(`/register/${seg(invitationId)}`, { password, password_confirmation: passwordConfirmation }),
-  login: (email: string, password: string) => {
+  // A sign-in, sign-out, profile change or password reset is told to the app's other tabs (./tabs): the cookie is shared,
+  // so they now act as whoever is signed in here, and ask the server who that is.
+  login: async (email: string, password: string) => {
     forgetNotifications();
-    return post<'login'>('/auth', { email, password });
+    await post<'login'>('/auth', { email, password });
+    tellOtherTabs('session');
   },
   logout: async () => {
     // A deliberate sign-out takes this tab's unsent drafts with it (a draft of a private card is private data).
@@ -237,13 +242,20 @@ export const api = {
       return await del<'logout'>('/auth');
     } finally {
       forgetNotifications();
+      tellOtherTabs('session');
     }
   },
   me: () => get<'currentUser'>('/auth'),
   requestPasswordReset: (email: string) => get<'requestPasswordReset'>(`/password/${seg(email)}`),
-  resetPassword: (passwordResetId: string, password: string, passwordConfirmation: string) =>
-    post<'resetPassword'>('/password', { password_reset_id: passwordResetId, password, password_confirmation: passwordConfirmation }),
-  updateProfile: (body: RequestBody<'updateUser'>) => put<'updateUser'>('/user', body),
+  resetPassword: async (passwordResetId: string, password: string, passwordConfirmation: string) => {
+    await post<'resetPassword'>('/password', { password_reset_id: passwordResetId, password, password_confirmation: passwordConfirmation });
+    tellOtherTabs('session');
+  },
+  updateProfile: async (body: RequestBody<'updateUser'>) => {
+    const updated = await put<'updateUser'>('/user', body);
+    tellOtherTabs('session');
+    return updated;
+  },
 
   // Cards
   /** `idempotencyKey`: the same for every sending of one draft, so a second click or a retry makes no second card. */
@@ -294,8 +306,14 @@ export const api = {
   // Notifications
   /** Sends the last list's ETag and answers the kept list on 304 (see keptNotifications). */
   notifications: (): Promise<Answer<'listNotifications'>> => listNotifications(),
-  markRead: (notificationId: string) => put<'markNotificationRead'>('/notifications', { notification_id: notificationId }),
-  markAllRead: () => put<'markAllNotificationsRead'>('/notifications/all'),
+  markRead: async (notificationId: string) => {
+    await put<'markNotificationRead'>('/notifications', { notification_id: notificationId });
+    tellOtherTabs('notifications');
+  },
+  markAllRead: async () => {
+    await put<'markAllNotificationsRead'>('/notifications/all');
+    tellOtherTabs('notifications');
+  },
 };
 
 export type SearchMode = 'semantic' | 'fulltext';

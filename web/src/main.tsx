@@ -160,14 +160,33 @@ function SessionEnded() {
   );
 }
 
+/**
+ * After another tab signed in as someone else: this tab now acts as that person (the cookie is the browser's), so say
+ * it, and that the unsaved card of the one before waits for their next sign-in here. Until the person moves on.
+ */
+function SessionSwitched() {
+  const { switched } = useSession();
+  if (!switched) return null;
+  return (
+    <p class="error" role="alert">
+      This tab is now signed in as <bdi>{switched.to}</bdi> (a sign-in in another tab), no longer as <bdi>{switched.from}</bdi>. A card{' '}
+      <bdi>{switched.from}</bdi> was writing here is kept for their next sign-in.
+    </p>
+  );
+}
+
 function App() {
   const session = useSessionState();
   const { path, query } = useLocation();
+  const { dismissSwitched } = session;
+  useEffect(() => dismissSwitched(), [path, dismissSwitched]);
   return (
     <SessionContext.Provider value={session}>
       <Header />
-      <main id="main" key={path + (path.startsWith('/collection/') || path === '/' ? '' : query.toString())}>
+      {/* Rendered anew for another page, and for another signed-in user found with the page open (session.generation). */}
+      <main id="main" key={`${session.generation}:${path}${path.startsWith('/collection/') || path === '/' ? '' : query.toString()}`}>
         <SessionEnded />
+        <SessionSwitched />
         <CarriedError />
         <Routes />
       </main>

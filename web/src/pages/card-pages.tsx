@@ -273,7 +273,19 @@ interface CardDraft {
   tags: string;
   private: boolean;
   base: string | null;
+  /** An edit: the card as it was when the form opened (the edits made since elsewhere are found against it). */
+  opened?: OpenedCard;
 }
+
+/** What an edit form remembers of the card as it opened it. */
+type OpenedCard = Pick<Card, 'card_html' | 'link' | 'private' | 'updated_at'>;
+
+/**
+ * What stands in the way of saving an edit, found by reading the card again just before: it was deleted, or a field this
+ * save would change was changed since the form opened (in another tab or window, or another device: the interface has
+ * no version to send with the update, which would otherwise replace that change without a word).
+ */
+type EditObstacle = { kind: 'deleted' } | { kind: 'changed'; current: Card };
 
 /** Create (no card) or edit (card given) with the server's rules checked as you type. */
 function CardForm({ card }: { card?: Card }) {
@@ -286,6 +298,10 @@ function CardForm({ card }: { card?: Card }) {
     if (kept) dropDraft(userId, formKey);
     return kept;
   });
+  const [opened] = useState<OpenedCard | undefined>(() =>
+    card ? (draft?.opened ?? { card_html: card.card_html, link: card.link, private: card.private, updated_at: card.updated_at }) : undefined,
+  );
+  const [obstacle, setObstacle] = useState<EditObstacle | undefined>();
   const [text, setText] = useState(draft?.text ?? card?.card_html ?? '');
   // Formatted text (the rich-text editor) or the HTML itself; the editor reads the HTML view's text when switched back.
   const [htmlView, setHtmlView] = useState(false);
@@ -320,8 +336,8 @@ function CardForm({ card }: { card?: Card }) {
   dirtyNow.current = dirty && !sent.current;
   // The session ends (a 401: a sign-out in another tab, an expired or dropped cookie) and the form goes with the
   // signed-in state: its unsaved changes are kept for this user's next sign-in in this tab.
-  const fields = useRef<CardDraft>({ text, link, tags, private: isPrivate, base: loadedText });
-  fields.current = { text, link, tags, private: isPrivate, base: loadedText };
+  const fields = useRef<CardDraft>({ text, link, tags, private: isPrivate, base: loadedText, opened });
+  fields.current = { text, link, tags, private: isPrivate, base: loadedText, opened };
   useEffect(
     () =>
       onUnauthorized(() => {
@@ -353,18 +369,38 @@ function CardForm({ card }: { card?: Card }) {
     dirtyNow.current = false;
     if (userId) dropDraft(userId, formKey);
   };
-  const submit = async (e: Event) => {
-    e.preventDefault();
+  const save = async (overwrite: boolean) => {
     setTouched(true);
     if (Object.keys(problems).length > 0) return action.setError('Please fix the marked fields.');
     if (card) {
+      const change = {
+        ...(html !== (loadedText ?? card.card_html) && html !== card.card_html ? { card_html: html } : {}),
+        ...(link.trim() !== card.link ? { link: link.trim() } : {}),
+        ...(isPrivate !== card.private ? { private: isPrivate } : {}),
+      };
       const ok = await action.run(async () => {
-        await api.updateCard({
-          card_uuid: card.id,
-          ...(html !== (loadedText ?? card.card_html) && html !== card.card_html ? { card_html: html } : {}),
-          ...(link.trim() !== card.link ? { link: link.trim() } : {}),
-          ...(isPrivate !== card.private ? { private: isPrivate } : {}),
-        });
+        setObstacle(undefined);
+        // Read again first: a save replaces whatever another tab or device saved since this form opened, unsaid.
+        let current: Card;
+        try {
+          current = await api.card(card.id);
+        } catch (err) {
+          if (err instanceof ApiError && err.status === 404) {
+            setObstacle({ kind: 'deleted' });
+            return false;
+          }
+          throw err;
+        }
+        const was = opened ?? card;
+        const clashes =
+          ('card_html' in change && current.card_html !== was.card_html) ||
+          ('link' in change && current.link !== was.link && current.link !== change.link) ||
+          ('private' in change && current.private !== was.private && current.private !== change.private);
+        if (clashes && !overwrite) {
+          setObstacle({ kind: 'changed', current });
+          return false;
+        }
+        await api.updateCard({ card_uuid: card.id, ...change });
         return true;
       });
       if (ok) {
@@ -378,6 +414,17 @@ function CardForm({ card }: { card?: Card }) {
     done();
     if (created.duplicate) setDuplicateOf(created.card_metadata);
     else navigate(`/card/${created.card_metadata.id}`, { replace: true, force: true });
+  };
+  const submit = (e: Event) => {
+    e.preventDefault();
+    void save(false);
+  };
+  /** The card was deleted meanwhile: its text, link and privacy go to the new-card form (as a draft), to be created there. */
+  const writeAsNew = () => {
+    if (!userId) return;
+    saveDraft(userId, 'card:new', { text, link, tags: '', private: isPrivate, base: null } satisfies CardDraft);
+    done();
+    navigate('/card/new', { force: true });
   };
   const show = (field: 'text' | 'link' | 'tags') => (touched || field !== 'text' ? problems[field] : undefined);
   if (duplicateOf)
@@ -448,6 +495,32 @@ function CardForm({ card }: { card?: Card }) {
         <input type="checkbox" checked={isPrivate} onChange={(e) => setPrivate(e.currentTarget.checked)} /> Private (only you can see it)
       </label>
       <ErrorMessage error={action.error} />
+      {obstacle?.kind === 'deleted' ? (
+        <div class="error" role="alert">
+          <p>This card was deleted after you opened it here (in another tab or window?), so your changes cannot be saved to it. Your text is still in the form.</p>
+          <p class="row">
+            <button type="button" onClick={writeAsNew}>
+              Make a new card of it
+            </button>
+          </p>
+        </div>
+      ) : obstacle?.kind === 'changed' ? (
+        <div class="error" role="alert">
+          <p>
+            This card was changed on {formatDate(obstacle.current.updated_at)}, after you opened it here (in another tab or window?). Saving now replaces
+            that version with yours.{' '}
+            <a href={`/card/${card!.id}`} target="_blank" rel="noopener">
+              See the saved version
+            </a>{' '}
+            (opens a new tab).
+          </p>
+          <p class="row">
+            <button type="button" onClick={() => void save(true)} aria-disabled={action.busy}>
+              Save mine anyway
+            </button>
+          </p>
+        </div>
+      ) : null}
       <div class="row">
         <button type="submit" class="primary" aria-disabled={action.busy}>
           {card ? 'Save changes' : 'Create card'}

@@ -4,6 +4,7 @@ import { CardSummary, ErrorMessage, firstWords, formatDate, Loading, NotFoundHin
 import { Link, navigate, useLocation } from '../router';
 import { verificationReading } from '../verification';
 import { useSession } from '../session';
+import { onOtherTabs } from '../tabs';
 
 function pageFrom(query: URLSearchParams): number {
   const page = Number.parseInt(query.get('page') ?? '1', 10);
@@ -291,6 +292,9 @@ export function NotificationsPage() {
     const button = next ? listRef.current?.querySelector<HTMLElement>(`[data-mark-read="${next.id}"]`) : null;
     (button ?? countRef.current)?.focus();
   });
+  // Marked read in another tab: this list (and with it the badge) follows.
+  const { reload } = list;
+  useEffect(() => onOtherTabs((news) => news === 'notifications' && reload()), [reload]);
   const markOne = (id: string) => void after(() => api.markRead(id), id);
   return (
     <section>

@@ -1,0 +1,259 @@
+/**
+ * The web app as a person keeps it: several tabs open for hours (one browser context is one person's browser, its pages
+ * the tabs). What one tab does must show in the others: a sign-out, a sign-in as someone else (the cookie is the
+ * browser's, so every tab then acts as that person), notifications marked read; an edit saved in one tab must not be
+ * replaced unsaid by an older edit saved in another; a hidden tab asks the server nothing.
+ */
+import type { BrowserContext, Page } from 'playwright-core';
+import { Mailbox } from '../support/mailbox';
+import { signUp, type TestUser } from '../support/accounts';
+import type { RunningSystem } from '../support/service';
+import { chromiumForSuite } from './support/chromium';
+import { eventually as eventuallyTrue, signInBrowser, startBrowserSystem, type BrowserSystem } from './support/browser-system';
+
+const { describeInBrowser, executablePath } = chromiumForSuite();
+
+jest.setTimeout(150_000);
+
+const eventually = (attempt: () => Promise<boolean>, timeoutMs = 30_000, what = 'condition') => eventuallyTrue(attempt, timeoutMs, what, 250);
+
+const CARD_TEXT = Array.from({ length: 8 }, (_, i) => `Line ${i} on how glaciers carve valleys, carry boulders far from home and leave long lakes behind them.`).join(' ');
+
+let system: RunningSystem;
+let running: BrowserSystem | undefined;
+let context: BrowserContext;
+let page: Page;
+let alice: TestUser;
+let bob: TestUser;
+const mailbox = new Mailbox();
+const pageProblems: string[] = [];
+
+/** Signs `p`'s browser in as `who` through the sign-in page, signing out first whoever is signed in there. */
+async function signInHere(p: Page, who: TestUser): Promise<void> {
+  await p.goto('/auth/login');
+  const signOut = p.getByRole('button', { name: 'Sign out' });
+  const email = p.getByLabel('E-mail');
+  await signOut.or(email).waitFor();
+  if (await signOut.isVisible()) await signOut.click();
+  await email.fill(who.email);
+  await p.getByLabel('Password').fill(who.password);
+  await p.getByRole('button', { name: 'Sign in' }).click();
+  await p.waitForURL((url) => url.pathname !== '/auth/login');
+}
+
+async function signOutHere(p: Page): Promise<void> {
+  await p.goto('/profile');
+  await p.getByRole('button', { name: 'Sign out' }).click();
+  await p.getByRole('link', { name: 'Sign in', exact: true }).waitFor();
+}
+
+/** A text of its own (no near copy of another test's card, which would be kept as a duplicate of it). */
+const uniqueText = (words: string) => `${words} ${Array.from({ length: 75 }, (_, i) => `w${Math.random().toString(36).slice(2, 8)}${i}`).join(' ')}`;
+
+async function newCard(who: TestUser, words: string): Promise<{ id: string; updated_at: string }> {
+  const created = await who.client.post('/api/card', { card_html: `<p>${uniqueText(words)}</p>`, link: 'https://example.com/glaciers', private: false, tag_set: [] });
+  expect(created.status).toBe(200);
+  return created.json.card_metadata;
+}
+
+/** Opens the edit form of `cardId` in `p` and types `words` at the end of its text. */
+async function editText(p: Page, cardId: string, words: string): Promise<void> {
+  await p.goto(`/card/${cardId}/edit`);
+  const text = p.locator('#card-text[contenteditable]');
+  await text.waitFor();
+  await text.click();
+  await p.keyboard.press('Control+End');
+  await p.keyboard.type(words);
+}
+
+const storedCard = async (cardId: string) => (await alice.client.get(`/api/card/${cardId}`)).json as { content: string; link: string; private: boolean };
+
+describeInBrowser('the web app in several tabs (headless Chromium)', () => {
+  beforeAll(async () => {
+    running = await startBrowserSystem({ mailbox, executablePath, label: 'web-tabs', pageProblems });
+    ({ system, context, page } = running);
+    alice = await signUp(system.baseUrl, mailbox, 'web-tabs-alice');
+    bob = await signUp(system.baseUrl, mailbox, 'web-tabs-bob');
+    expect((await alice.client.put('/api/user', { username: 'alice_tabs', website: null, visible_email: false })).status).toBe(200);
+    expect((await bob.client.put('/api/user', { username: 'bob_tabs', website: null, visible_email: false })).status).toBe(200);
+  }, 240_000);
+
+  afterAll(async () => {
+    await running?.stop();
+  });
+
+  afterEach(async () => {
+    for (const p of context.pages()) if (p !== page) await p.close();
+    expect(pageProblems).toEqual([]);
+  });
+
+  it('a tab left open follows a sign-out and another person’s sign-in in another tab, and never writes as the wrong person', async () => {
+    await signInBrowser(context, system.baseUrl, alice);
+    const writing = await context.newPage();
+    await writing.goto('/card/new');
+    const text = writing.locator('#card-text[contenteditable]');
+    await text.waitFor();
+    await writing.getByLabel('Card text').fill(`Alice's unsaved card. ${CARD_TEXT}`);
+    await writing.getByLabel('Source link').fill('https://example.com/alice-draft');
+
+    // Signed out in the other tab: the writing tab says so at once, before anything is pressed there.
+    await signOutHere(page);
+    await writing.getByText('Your session has ended. Sign in again to go on.').waitFor();
+    expect(await writing.locator('#card-text').count()).toBe(0);
+
+    // Bob signs in in the other tab: the writing tab now acts as Bob, says so, and holds nothing of Alice's.
+    await signInHere(page, bob);
+    await writing.getByRole('alert').filter({ hasText: 'This tab is now signed in as bob_tabs (a sign-in in another tab), no longer as alice_tabs.' }).waitFor();
+    await writing.getByRole('link', { name: 'bob_tabs' }).waitFor();
+    await text.waitFor();
+    expect((await writing.getByLabel('Card text').textContent())?.trim()).toBe('');
+    expect(await writing.getByLabel('Source link').inputValue()).toBe('');
+    // Moving on drops the notice.
+    await writing.getByRole('link', { name: 'Top users' }).click();
+    await writing.getByRole('heading', { name: 'Top users' }).waitFor();
+    expect(await writing.getByText('This tab is now signed in as').count()).toBe(0);
+    await writing.goBack();
+    await text.waitFor();
+
+    // Alice signs in again in the other tab: her card is back in the writing tab, and saved as hers.
+    await signInHere(page, alice);
+    await writing.getByRole('alert').filter({ hasText: 'This tab is now signed in as alice_tabs (a sign-in in another tab), no longer as bob_tabs.' }).waitFor();
+    await eventually(async () => (await writing.getByLabel('Card text').textContent())?.includes("Alice's unsaved card.") ?? false, 10_000, 'the draft back');
+    expect(await writing.getByLabel('Source link').inputValue()).toBe('https://example.com/alice-draft');
+    await writing.getByRole('button', { name: 'Create card' }).click();
+    await writing.waitForURL(/\/card\/[0-9a-f-]{36}$/);
+    const cardId = /\/card\/([0-9a-f-]{36})$/.exec(writing.url())![1]!;
+    const saved = await bob.client.get(`/api/card/${cardId}`);
+    expect(saved.json.author.id).toBe(alice.id);
+    const bobsCards = await bob.client.get(`/api/user/${bob.id}/1`);
+    expect(JSON.stringify(bobsCards.json)).not.toContain("Alice's unsaved card");
+  });
+
+  it('saving an edit made in a tab where the card was changed since in another tab warns before replacing that change', async () => {
+    await signInBrowser(context, system.baseUrl, alice);
+    const card = await newCard(alice, 'Edited in two tabs.');
+    const second = await context.newPage();
+    await editText(page, card.id, ' First tab words.');
+    await editText(second, card.id, ' Second tab words.');
+    await page.getByRole('button', { name: 'Save changes' }).click();
+    await page.waitForURL(new RegExp(`/card/${card.id}$`));
+
+    // The older tab's save is held, with what happened and a way to see the saved version.
+    await second.getByRole('button', { name: 'Save changes' }).click();
+    const warning = second.getByRole('alert').filter({ hasText: 'This card was changed on' });
+    await warning.waitFor();
+    expect(await warning.textContent()).toContain('after you opened it here (in another tab or window?). Saving now replaces that version with yours.');
+    expect(await warning.getByRole('link', { name: 'See the saved version' }).getAttribute('href')).toBe(`/card/${card.id}`);
+    expect(new URL(second.url()).pathname).toBe(`/card/${card.id}/edit`);
+    expect((await storedCard(card.id)).content).toContain('First tab words.');
+    expect((await storedCard(card.id)).content).not.toContain('Second tab words.');
+
+    // Saved anyway, on purpose: the second tab's text is the card's.
+    await warning.getByRole('button', { name: 'Save mine anyway' }).click();
+    await second.waitForURL(new RegExp(`/card/${card.id}$`));
+    expect((await storedCard(card.id)).content).toContain('Second tab words.');
+    expect((await storedCard(card.id)).content).not.toContain('First tab words.');
+
+    // Changes of different fields do not clash: the text from one tab and the link from another are both kept.
+    const other = await newCard(alice, 'Two fields from two tabs.');
+    await editText(page, other.id, ' Text changed in the first tab.');
+    await second.goto(`/card/${other.id}/edit`);
+    await second.getByLabel('Source link').fill('https://example.com/changed-in-the-second-tab');
+    await page.getByRole('button', { name: 'Save changes' }).click();
+    await page.waitForURL(new RegExp(`/card/${other.id}$`));
+    await second.getByRole('button', { name: 'Save changes' }).click();
+    await second.waitForURL(new RegExp(`/card/${other.id}$`));
+    const both = await storedCard(other.id);
+    expect(both.content).toContain('Text changed in the first tab.');
+    expect(both.link).toBe('https://example.com/changed-in-the-second-tab');
+  });
+
+  it('saving an edit of a card deleted in another tab says so and offers to make a new card of the text', async () => {
+    await signInBrowser(context, system.baseUrl, alice);
+    const card = await newCard(alice, 'Deleted while edited.');
+    await editText(page, card.id, ' Words typed before it was deleted.');
+    const other = await context.newPage();
+    other.on('dialog', (d) => void d.accept());
+    await other.goto(`/card/${card.id}`);
+    await other.getByRole('button', { name: 'Delete card' }).click();
+    await other.waitForURL((url) => !url.pathname.startsWith('/card/'));
+
+    await page.getByRole('button', { name: 'Save changes' }).click();
+    const said = page.getByRole('alert').filter({ hasText: 'This card was deleted after you opened it here' });
+    await said.waitFor();
+    expect(await page.getByLabel('Card text').textContent()).toContain('Words typed before it was deleted.');
+    await said.getByRole('button', { name: 'Make a new card of it' }).click();
+    await page.waitForURL(/\/card\/new$/);
+    await eventually(async () => (await page.getByLabel('Card text').textContent())?.includes('Words typed before it was deleted.') ?? false, 10_000, 'the text in the new card form');
+    expect(await page.getByLabel('Source link').inputValue()).toBe('https://example.com/glaciers');
+    await page.getByRole('button', { name: 'Create card' }).click();
+    await page.waitForURL(/\/card\/[0-9a-f-]{36}$/);
+    expect(new URL(page.url()).pathname).not.toBe(`/card/${card.id}`);
+  });
+
+  it('notifications marked read in one tab leave no unread badge or list behind in another (whose own poll is stopped)', async () => {
+    await signInBrowser(context, system.baseUrl, alice);
+    for (let i = 0; i < 2; i++) expect((await alice.client.post('/api/card_collection', { name: `Tabs ${i} ${Date.now()}`, description: '', is_public: false })).status).toBe(204);
+    await eventually(async () => ((await alice.client.get('/api/notifications')).json as { user_read: boolean }[]).filter((n) => !n.user_read).length >= 2, 30_000, 'two unread notifications');
+
+    // Two tabs left open whose clocks do not move: their 20-second polls never run, so only news from a tab can change them.
+    const listTab = await context.newPage();
+    const otherTab = await context.newPage();
+    for (const p of [listTab, otherTab]) await p.clock.install();
+    await otherTab.goto('/collections');
+    await listTab.goto('/notifications');
+    await eventually(async () => Number(await otherTab.getByTestId('unread-badge').textContent()) >= 2, 10_000, 'the badge counting them');
+    await listTab.getByText(/^[1-9]\d* unread$/).waitFor();
+
+    await page.goto('/notifications');
+    await page.getByRole('button', { name: 'Mark all as read' }).click();
+    await page.getByText('0 unread', { exact: true }).waitFor();
+    await eventually(async () => (await otherTab.getByTestId('unread-badge').textContent()) === '0', 10_000, 'the other tab’s badge at 0');
+    await listTab.getByText('0 unread', { exact: true }).waitFor();
+    expect(await listTab.getByRole('button', { name: 'Mark as read' }).count()).toBe(0);
+    expect(await listTab.getByTestId('unread-badge').textContent()).toBe('0');
+  });
+
+  it('a hidden tab asks nothing; shown again after a while, it asks at once and says a session that ended meanwhile', async () => {
+    await signInBrowser(context, system.baseUrl, alice);
+    const tab = await context.newPage();
+    await tab.clock.install();
+    const asked: string[] = [];
+    tab.on('request', (r) => {
+      const path = new URL(r.url()).pathname;
+      if (r.method() === 'GET' && (path === '/api/notifications' || path === '/api/auth')) asked.push(path);
+    });
+    await tab.goto('/card/new');
+    await tab.locator('#card-text[contenteditable]').waitFor();
+    await tab.getByLabel('Card text').fill(`Typed before the tab was hidden. ${CARD_TEXT}`);
+    await eventually(async () => asked.includes('/api/notifications'), 10_000, 'the first poll');
+    await tab.clock.runFor(20_000);
+    await eventually(async () => asked.filter((p) => p === '/api/notifications').length >= 2, 10_000, 'a poll while shown');
+
+    // Hidden (another tab in front: headless Chromium cannot hide a page, so the page is told as a browser tells it).
+    const setVisibility = (state: 'hidden' | 'visible') =>
+      tab.evaluate(`(() => {
+        const state = ${JSON.stringify(state)};
+        Object.defineProperty(document, 'visibilityState', { configurable: true, get: () => state });
+        Object.defineProperty(document, 'hidden', { configurable: true, get: () => state === 'hidden' });
+        document.dispatchEvent(new Event('visibilitychange'));
+      })()`);
+    await setVisibility('hidden');
+    const whileHidden = asked.length;
+    // Hours pass, and meanwhile the session ends (its cookie expires: the browser drops it).
+    await tab.clock.runFor(3 * 60 * 60 * 1000);
+    expect(asked.slice(whileHidden)).toEqual([]);
+    await context.clearCookies();
+
+    // Shown again: it asks who is signed in and for the count at once, says the session ended, and keeps the text.
+    await setVisibility('visible');
+    await tab.getByText('Your session has ended. Sign in again to go on.').waitFor();
+    expect(asked.slice(whileHidden)).toContain('/api/auth');
+    await tab.getByRole('link', { name: 'Sign in again' }).click();
+    await tab.getByLabel('E-mail').fill(alice.email);
+    await tab.getByLabel('Password').fill(alice.password);
+    await tab.getByRole('button', { name: 'Sign in' }).click();
+    await tab.waitForURL(/\/card\/new$/);
+    await eventually(async () => (await tab.getByLabel('Card text').textContent())?.includes('Typed before the tab was hidden.') ?? false, 10_000, 'the text back');
+  });
+});

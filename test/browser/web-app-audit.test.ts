@@ -216,15 +216,20 @@ describeInBrowser('web app audit findings in headless Chromium', () => {
     try {
       await polled.clock.install();
       const answers: { status: number; ifNoneMatch: string | undefined }[] = [];
+      const lists: Promise<{ user_read: boolean }[] | undefined>[] = [];
       polled.on('response', (r) => {
-        if (r.request().method() === 'GET' && new URL(r.url()).pathname === '/api/notifications') answers.push({ status: r.status(), ifNoneMatch: r.request().headers()['if-none-match'] });
+        if (r.request().method() !== 'GET' || new URL(r.url()).pathname !== '/api/notifications') return;
+        answers.push({ status: r.status(), ifNoneMatch: r.request().headers()['if-none-match'] });
+        lists.push(r.status() === 200 ? r.json() : Promise.resolve(undefined));
       });
       const badge = polled.getByTestId('unread-badge');
       await polled.goto('/collections');
       await eventually(async () => answers.length >= 1, 10_000, 'the first poll');
-      await badge.waitFor();
-      const before = Number(await badge.textContent());
       expect(answers[0]).toEqual({ status: 200, ifNoneMatch: undefined });
+      // The answer's headers come before the page has read its list and drawn the badge (0 until then): wait for the
+      // badge to show that list's unread count rather than read it at once.
+      const before = (await lists[0])!.filter((n) => !n.user_read).length;
+      await badge.getByText(String(before), { exact: true }).waitFor({ timeout: 10_000 });
 
       await polled.clock.runFor(20_000);
       await eventually(async () => answers.length >= 2, 10_000, 'the second poll');

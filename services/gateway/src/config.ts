@@ -95,8 +95,10 @@ export const gatewayConfigSchema = z.object({
   FILE_READ_CALL_MS: envInt(50_000).pipe(z.number().min(100, 'must be at least 100')),
   /** How long a GET /api/file/:id client may take none of the answer before its connection is cut and its read freed. */
   FILE_READ_IDLE_MS: envInt(60_000).pipe(z.number().min(100, 'must be at least 100')),
-  RATE_LIMIT_AUTH_PER_IP: envInt(600),
-  RATE_LIMIT_AUTH_PER_EMAIL: envInt(10),
+  // At least 1: express-rate-limit 7 reads 0 as "block every request" (every login, invitation and reset answered 429),
+  // where 6 and older read it as "no limit"; neither is a limit an operator means.
+  RATE_LIMIT_AUTH_PER_IP: envInt(600).pipe(z.number().min(1, 'must be at least 1 (0 would refuse every login, invitation and reset with 429)')),
+  RATE_LIMIT_AUTH_PER_EMAIL: envInt(10).pipe(z.number().min(1, 'must be at least 1 (0 would refuse every login, invitation and reset with 429)')),
   /**
    * Requests that send e-mail to an address the caller names (invitations, reset mails), together, from one client address
    * (IPv6: its /64) per RATE_LIMIT_MAIL_WINDOW_MS; besides the per-minute limits above, which allow far more.

@@ -83,3 +83,14 @@ describe('gateway config: JSON_BODY_LIMIT', () => {
     }
   });
 });
+
+describe('gateway config: RATE_LIMIT_AUTH_PER_IP and RATE_LIMIT_AUTH_PER_EMAIL', () => {
+  it('stops the start at 0, which the rate limiter reads as "block everything" (every login 429), naming the variable', () => {
+    for (const name of ['RATE_LIMIT_AUTH_PER_IP', 'RATE_LIMIT_AUTH_PER_EMAIL']) {
+      expect(() => loadConfig(gatewayConfigSchema, { [name]: '0' })).toThrow(ConfigError);
+      expect(() => loadConfig(gatewayConfigSchema, { [name]: '0' })).toThrow(new RegExp(`${name}: must be at least 1`));
+      expect((loadConfig(gatewayConfigSchema, { [name]: '1' }) as Record<string, unknown>)[name]).toBe(1);
+    }
+    expect(loadConfig(gatewayConfigSchema, {})).toMatchObject({ RATE_LIMIT_AUTH_PER_IP: 600, RATE_LIMIT_AUTH_PER_EMAIL: 10 });
+  });
+});

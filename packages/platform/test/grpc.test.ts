@@ -98,13 +98,14 @@ describe.each([
   });
 
   it('gives up with DEADLINE_EXCEEDED when the peer answers too late', async () => {
-    const started = Date.now();
+    // The peer answers 1500 ms after the call, on the same event loop as the 200 ms deadline: DEADLINE_EXCEEDED rather
+    // than its answer is the client giving up first (no wall-clock bound asserted, which a test worker starved of CPU
+    // for a second on a loaded machine would miss).
     const error = (await connect()
       .resolveSession({ token: 'slow' }, { deadline: 200 })
       .catch((e: unknown) => e)) as ClientError;
     expect(error).toBeInstanceOf(ClientError);
     expect(error.code).toBe(Status.DEADLINE_EXCEEDED);
-    expect(Date.now() - started).toBeLessThan(1200);
   });
 
   it('retries an idempotent call the peer answers UNAVAILABLE, and not a non-idempotent one', async () => {

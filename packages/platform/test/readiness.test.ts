@@ -79,9 +79,9 @@ describe('EngineReadinessMonitor', () => {
     const engine = controllableEngine();
     const monitor = new EngineReadinessMonitor({ checks: [{ name: 'Kafka (KAFKA_BROKERS)', healthName: 'engine:kafka', check: () => engine.check() }], logger: pino({ level: 'silent' }), timeoutMs: 50, failureThreshold: 1 });
     engine.set('hang');
-    const started = Date.now();
+    // The probe never settles: checkNow answering at all is its timeout at work (no wall-clock bound asserted here, which
+    // a test worker starved of CPU for a second on a loaded machine would miss).
     expect(await monitor.checkNow()).toBe(false);
-    expect(Date.now() - started).toBeLessThan(1000);
     expect(await monitor.checkNow()).toBe(false);
     expect(engine.probes).toBe(1); // the hanging probe is awaited again, not repeated
     expect(monitor.downEngines()[0]?.error).toBe('no answer within 50 ms');

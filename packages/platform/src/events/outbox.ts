@@ -191,6 +191,9 @@ export class OutboxRelay {
       await this.store.remove(batch.map((e) => e.id));
       left = Math.max(0, left - batch.length);
       this.metrics.pending(left);
+      // The embedded stores answer synchronously, so without this a backlog (the 10,001 events of deleting a collection
+      // of 10,000 cards) was moved in one run of microtasks and no request of the process was answered until its end.
+      await new Promise((resolve) => setImmediate(resolve));
       batch = await this.store.pending(DRAIN_BATCH);
     }
     this.metrics.pending(0);

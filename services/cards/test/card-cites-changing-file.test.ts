@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { NotFoundError } from '@cards/platform';
+import { NotFoundError, UnavailableError } from '@cards/platform';
 import { openCardsDatabase } from '../src/adapters/sqlite/sqlite-cards-database';
 import { CardService } from '../src/application/card-service';
 import type { VisibleFile } from '../src/domain/ports';
@@ -16,10 +16,12 @@ function setup() {
   const db = openCardsDatabase(':memory:');
   const files = new Map<string, VisibleFile & { ownerId: string }>();
   let changeDuringLookup: (() => Promise<void>) | null = null;
+  const filesService = { answering: true };
   const deps = {
     ...sqliteCardServiceDeps(db),
     files: {
       visibleFile: async (id: string, callerId: string): Promise<VisibleFile | null> => {
+        if (!filesService.answering) throw new UnavailableError('files: connect ECONNREFUSED');
         const file = files.get(id);
         return file && (!file.private || file.ownerId === callerId) ? { name: file.name, private: file.private } : null;
       },
@@ -40,7 +42,7 @@ function setup() {
   };
   const create = (callerId: string, fileId: string) =>
     service.createCard({ callerId, cardHtml: `<p>${someContent()}</p>`, link: '', private: false, tags: [], fileId });
-  return { service, files, whileNextCreateChecks, create };
+  return { service, files, filesService, whileNextCreateChecks, create };
 }
 
 describe('a card created while the file it cites changes', () => {
@@ -91,6 +93,61 @@ describe('a card created while the file it cites changes', () => {
     files.get(fileId)!.private = false;
     await service.applyFilePrivacy(fileId, 'alice', false);
     expect(await service.getCard(card.id, 'bob')).toMatchObject({ private: false, fileId, fileName: 'draft.docx' });
+  });
+
+  describe('with the files service no longer answering once the change is made (stopped, restarting)', () => {
+    it('does not keep naming a file deleted between its check and its insert', async () => {
+      const { service, files, filesService, whileNextCreateChecks, create } = setup();
+      const fileId = randomUUID();
+      files.set(fileId, { name: 'report.docx', private: false, ownerId: 'alice' });
+      whileNextCreateChecks(async () => {
+        files.delete(fileId);
+        await service.clearFileReferences(fileId);
+        filesService.answering = false;
+      });
+
+      const { card } = await create('alice', fileId);
+
+      expect(card).toMatchObject({ fileId: null, fileName: null });
+      expect(await service.getCard(card.id, 'alice')).toMatchObject({ fileId: null, fileName: null });
+    });
+
+    it("does not keep naming someone else's file made private, and hides the owner's card with its file made private", async () => {
+      const { service, files, filesService, whileNextCreateChecks, create } = setup();
+      const [othersFile, ownFile] = [randomUUID(), randomUUID()];
+      files.set(othersFile, { name: 'secret plans.docx', private: false, ownerId: 'alice' });
+      files.set(ownFile, { name: 'draft.docx', private: false, ownerId: 'alice' });
+      whileNextCreateChecks(async () => {
+        files.get(othersFile)!.private = true;
+        await service.applyFilePrivacy(othersFile, 'alice', true);
+        filesService.answering = false;
+      });
+      const { card: bobs } = await create('bob', othersFile);
+      filesService.answering = true;
+      whileNextCreateChecks(async () => {
+        files.get(ownFile)!.private = true;
+        await service.applyFilePrivacy(ownFile, 'alice', true);
+        filesService.answering = false;
+      });
+      const { card: alices } = await create('alice', ownFile);
+
+      expect(await service.getCard(bobs.id, 'bob')).toMatchObject({ fileId: null, fileName: null, private: false });
+      expect(alices).toMatchObject({ private: true, fileId: ownFile, filePrivate: true });
+      await expect(service.getCard(alices.id, 'bob')).rejects.toBeInstanceOf(NotFoundError);
+    });
+
+    it('keeps the file it cites when nothing changed', async () => {
+      const { files, filesService, whileNextCreateChecks, create } = setup();
+      const fileId = randomUUID();
+      files.set(fileId, { name: 'report.docx', private: false, ownerId: 'alice' });
+      whileNextCreateChecks(async () => {
+        filesService.answering = false;
+      });
+
+      const { card } = await create('bob', fileId);
+
+      expect(card).toMatchObject({ fileId, fileName: 'report.docx', private: false });
+    });
   });
 
   it('keeps the file it cites when nothing changed', async () => {

@@ -670,5 +670,22 @@ export function describeCardRepositoryContract(name: string, factory: CardsStore
       await store.cards.update({ ...marked, hiddenByFile: false, updatedAt: nextTime() }, null, [], { ifUpdatedAt: marked.updatedAt });
       expect((await store.cards.findById(chosen.id))?.hiddenByFile).toBe(false);
     });
+
+    it('notes the changes of files applied to their cards: the latest since a time, a deletion kept whatever is noted after it', async () => {
+      const [fileId, deletedId] = [randomUUID(), randomUUID()];
+      const t0 = nextTime();
+      const t1 = nextTime();
+      await store.cards.noteFileChange(fileId, { deleted: false, private: true, ownerId: 'alice', at: t1 });
+      expect(await store.cards.fileChangeSince(fileId, t0)).toEqual({ deleted: false, private: true, ownerId: 'alice', at: t1 });
+      expect(await store.cards.fileChangeSince(fileId, nextTime())).toBeNull();
+      expect(await store.cards.fileChangeSince(randomUUID(), t0)).toBeNull();
+      const t2 = nextTime();
+      await store.cards.noteFileChange(fileId, { deleted: false, private: false, ownerId: 'alice', at: t2 });
+      expect(await store.cards.fileChangeSince(fileId, t0)).toEqual({ deleted: false, private: false, ownerId: 'alice', at: t2 });
+      await store.cards.noteFileChange(deletedId, { deleted: true, private: false, ownerId: '', at: nextTime() });
+      const late = nextTime();
+      await store.cards.noteFileChange(deletedId, { deleted: false, private: true, ownerId: 'alice', at: late });
+      expect(await store.cards.fileChangeSince(deletedId, t0)).toEqual({ deleted: true, private: true, ownerId: 'alice', at: late });
+    });
   });
 }

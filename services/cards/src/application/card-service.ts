@@ -86,6 +86,11 @@ const SETTLE_CANDIDATES = 50;
  */
 const CONCURRENT_ROOTS_LOOKBACK_MS = 5_000;
 const CONCURRENT_ROOTS_LIMIT = 50;
+/**
+ * How long before a create's file check it reads the file changes applied since (followFileChangedSinceCheck): longer
+ * than the clock skew of replicas, which note changes by their own clocks.
+ */
+const FILE_CHANGE_LOOKBACK_MS = 5_000;
 /** Cut-off collisions read at a time by recheckCutOffCollisions. */
 const CUT_OFF_BATCH = 100;
 /**
@@ -162,6 +167,8 @@ export class CardService {
     const link = validLink(input.link);
     const tags = validTags(input.tags);
     const ocFilePath = validOcFilePath(input.ocFilePath);
+    // Changes of the file applied from here on (noted by clearFileReferences and applyFilePrivacy) may pass the card over.
+    const fileCheckedAt = new Date(Date.now() - FILE_CHANGE_LOOKBACK_MS);
     const file = input.fileId ? await this.deps.files.visibleFile(input.fileId, callerId) : null;
     if (input.fileId && file === null) throw new InvalidArgumentError('file_uuid: no such file');
     const fromFile = input.privacyFromFile === true && file !== null;
@@ -210,34 +217,31 @@ export class CardService {
       this.deps.eventsWritten();
       const placed = (await this.lookAgain(card, fingerprint, root, checked, lookupOwed, comparison)).card;
       // A file's ingestion follows its file's deletion and privacy itself (the ingestion worker).
-      if (file === null || fromFile || !(await this.followFileChangedSinceCheck(placed, file))) return asCreated(placed);
+      if (file === null || fromFile || !(await this.followFileChangedSinceCheck(placed, file, fileCheckedAt))) return asCreated(placed);
       return asCreated((await cards.findById(card.id)) ?? placed);
     });
   }
 
   /**
    * The file a new card cites was checked before the card was stored; deleted or given another privacy in between, the
-   * event of that change may have been applied before the card existed, passing it over. Read again once the card is
-   * stored, the file is as it is now (a later change reaches the card through its own event): a file the author can no
-   * longer see leaves the card, as its deletion (or, someone else's file, its being made private) would have taken it;
-   * its owner's file with another privacy is followed as that change's event is (applyFilePrivacy). Answers whether the
-   * card was changed. The card stays as stored when files does not answer now: the create itself succeeded.
+   * change may have been applied to the file's cards before the card existed, passing it over. Every change applied is
+   * noted first (noteFileChange), so once the card is stored the changes applied since the check are read from this
+   * service's own store, which answers whenever the create could store the card (before, the files service was asked
+   * again, and a card whose re-read it did not answer kept naming a deleted file for good). A deletion leaves the card;
+   * someone else's file made private leaves it too (as that change's event takes it from other authors' cards); its
+   * owner's file with another privacy is followed as that change's event is (followFilePrivacy). A change applied after
+   * this read reaches the card by itself. Answers whether the card was changed.
    */
-  private async followFileChangedSinceCheck(card: Card, checked: VisibleFile): Promise<boolean> {
+  private async followFileChangedSinceCheck(card: Card, checked: VisibleFile, checkedAt: Date): Promise<boolean> {
     const fileId = card.fileId!;
-    let now: VisibleFile | null;
-    try {
-      now = await this.deps.files.visibleFile(fileId, card.authorId);
-    } catch (err) {
-      this.deps.logger.warn({ err, cardId: card.id, fileId }, 'could not read the cited file again after creating the card');
-      return false;
-    }
-    if (now === null) {
+    const change = await this.deps.cards.fileChangeSince(fileId, checkedAt);
+    if (change === null) return false;
+    if (change.deleted || (change.private && change.ownerId !== card.authorId)) {
       await this.deps.cards.clearFileReferenceOf(card.id, fileId);
       return true;
     }
-    if (now.private === checked.private) return false;
-    await this.applyFilePrivacy(fileId, card.authorId, now.private);
+    if (change.private === checked.private || change.ownerId !== card.authorId) return false;
+    await this.followFilePrivacy(fileId, card.authorId, change.private);
     return true;
   }
 
@@ -788,6 +792,8 @@ export class CardService {
 
   async clearFileReferences(fileId: string): Promise<void> {
     if (!fileId) throw new InvalidArgumentError('file_id: is required');
+    // Noted first: a create citing the file that stores its card after the clearing below reads it (createCard).
+    await this.deps.cards.noteFileChange(fileId, { deleted: true, private: false, ownerId: '', at: new Date() });
     await this.deps.cards.clearFileReferences(fileId);
   }
 
@@ -795,6 +801,12 @@ export class CardService {
   async applyFilePrivacy(fileId: string, ownerId: string, isPrivate: boolean): Promise<void> {
     if (!fileId) throw new InvalidArgumentError('file_id: is required');
     requireCaller(ownerId);
+    // Noted first, as a deletion (clearFileReferences).
+    await this.deps.cards.noteFileChange(fileId, { deleted: false, private: isPrivate, ownerId, at: new Date() });
+    await this.followFilePrivacy(fileId, ownerId, isPrivate);
+  }
+
+  private async followFilePrivacy(fileId: string, ownerId: string, isPrivate: boolean): Promise<void> {
     await followFilePrivacy(
       {
         cards: this.deps.cards,

@@ -137,7 +137,31 @@ export interface CardRepository {
   clearFileReferenceOf(cardId: string, fileId: string): Promise<void>;
   /** The file's privacy changed: every card carrying it records it (Card.filePrivate); nothing else changes, `updatedAt` included. */
   setFilePrivacy(fileId: string, isPrivate: boolean): Promise<void>;
+  /**
+   * Notes a change of the file that is about to be applied to its cards (its deletion, or its privacy), as of `at`; a
+   * deletion stays noted whatever comes after it. Kept APPLIED_FILE_CHANGES_KEPT_MS, which is all a create needs.
+   */
+  noteFileChange(fileId: string, change: AppliedFileChange): Promise<void>;
+  /** The file's latest change noted at or after `since` (see noteFileChange), or null. */
+  fileChangeSince(fileId: string, since: Date): Promise<AppliedFileChange | null>;
 }
+
+/**
+ * A change of a file the cards service applied to its cards (CardService.clearFileReferences, applyFilePrivacy), noted
+ * before it was applied: a card created citing the file reads it after its insert, so a change applied while the
+ * create ran (before the card existed, passing it over) still reaches the card, without asking the files service again.
+ */
+export interface AppliedFileChange {
+  deleted: boolean;
+  /** The file's privacy (false for a deletion). */
+  private: boolean;
+  /** The file's owner ('' for a deletion: not told). */
+  ownerId: string;
+  at: Date;
+}
+
+/** How long a noted file change is kept: far longer than a create runs between its file check and its insert. */
+export const APPLIED_FILE_CHANGES_KEPT_MS = 60 * 60_000;
 
 /**
  * Votes, one per user per card, and the received-vote counters of authors: over all their cards, and over their public

@@ -1,7 +1,7 @@
 import { AlreadyExistsError, appendToMongoOutbox, appendToMongoOutboxOrUndo, creationCursor, isDuplicateKeyError, pageOfRows, type OutgoingEvent, type Page } from '@cards/platform';
 import type { ClientSession, Filter } from 'mongodb';
 import type { Card, CardFingerprint, CollisionMove, DeletedIdempotencyKey } from '../../domain/model';
-import { StaleCardError, type CardRepository, type CardUpdateOptions, type MovedCardEvents } from '../../domain/ports';
+import { StaleCardError, type AppliedFileChange, type CardRepository, type CardUpdateOptions, type MovedCardEvents } from '../../domain/ports';
 import { changingGroups } from './mongo-bookmark-root-counts';
 import {
   CARD_PROJECTION,
@@ -299,6 +299,18 @@ export class MongoCardRepository implements CardRepository {
       );
       return true;
     });
+  }
+
+  async noteFileChange(fileId: string, change: AppliedFileChange): Promise<void> {
+    // A deletion stays noted: a privacy change noted after it (a late event) leaves deleted as it is.
+    const set = { private: change.private, ownerId: change.ownerId, at: change.at };
+    const update = change.deleted ? { $set: { ...set, deleted: true } } : { $set: set, $setOnInsert: { deleted: false } };
+    await this.store.appliedFileChanges.updateOne({ _id: fileId }, update, { upsert: true });
+  }
+
+  async fileChangeSince(fileId: string, since: Date): Promise<AppliedFileChange | null> {
+    const doc = await this.store.appliedFileChanges.findOne({ _id: fileId, at: { $gte: since } });
+    return doc ? { deleted: doc.deleted, private: doc.private, ownerId: doc.ownerId, at: doc.at } : null;
   }
 
   async setFilePrivacy(fileId: string, isPrivate: boolean): Promise<void> {

@@ -1,6 +1,7 @@
 import { keptKeyExpiry, keptKeysExpiredAt, removeExpiredKeptKeys, withOptionalTransaction, type KeptKeyExpiry, type MongoConnection } from '@cards/platform';
 import type { ClientSession, Collection, Db, Document } from 'mongodb';
 import type { Card, CardFingerprint, Collection as CardCollection, DeletedIdempotencyKey } from '../../domain/model';
+import { APPLIED_FILE_CHANGES_KEPT_MS } from '../../domain/ports';
 import type { ContentLockDocument } from './mongo-content-lock';
 import { runStartMigrations, type MigrationDocument } from './mongo-start-migrations';
 
@@ -86,6 +87,15 @@ export interface BookmarkDocument {
   createdAt: Date;
 }
 
+/** A file change applied to its cards lately (CardRepository.noteFileChange); `_id` = the file id. Expires by a TTL index on `at`. */
+export interface AppliedFileChangeDocument {
+  _id: string;
+  deleted: boolean;
+  private: boolean;
+  ownerId: string;
+  at: Date;
+}
+
 /** The kept key of a deleted resource; `_id` = `<kind>\n<authorId>\n<key>` (kind: 'card' or 'collection'). */
 export interface DeletedIdempotencyKeyDocument {
   _id: string;
@@ -104,6 +114,7 @@ export interface MongoCardsDatabase {
   bookmarks: Collection<BookmarkDocument>;
   contentLocks: Collection<ContentLockDocument>;
   deletedIdempotencyKeys: Collection<DeletedIdempotencyKeyDocument>;
+  appliedFileChanges: Collection<AppliedFileChangeDocument>;
   /** How long the keys of deleted resources are kept (IDEMPOTENCY_KEY_TTL_HOURS), and by which clock. */
   keyExpiry: KeptKeyExpiry;
   /** The start-time migrations of older documents this database no longer needs. */
@@ -126,7 +137,9 @@ export async function openMongoCardsDatabase(connection: MongoConnection, keyExp
   const contentLocks = db.collection<ContentLockDocument>('content_locks');
   const migrations = db.collection<MigrationDocument>('migrations');
   const deletedIdempotencyKeys = db.collection<DeletedIdempotencyKeyDocument>('deleted_idempotency_keys');
+  const appliedFileChanges = db.collection<AppliedFileChangeDocument>('applied_file_changes');
   await Promise.all([
+    appliedFileChanges.createIndex({ at: 1 }, { expireAfterSeconds: APPLIED_FILE_CHANGES_KEPT_MS / 1000, name: 'applied_file_changes_expiry' }),
     cards.createIndex({ idempotency: 1 }, { unique: true, sparse: true, name: 'cards_idempotency' }),
     cards.createIndex({ authorId: 1, updatedAt: -1, _id: 1 }, { name: 'cards_author_updated' }),
     // A user's cards page for anyone but its owner ({authorId, private: false}, newest change first) and its count: read
@@ -178,6 +191,7 @@ export async function openMongoCardsDatabase(connection: MongoConnection, keyExp
     bookmarks,
     contentLocks,
     deletedIdempotencyKeys,
+    appliedFileChanges,
     keyExpiry,
     migrations,
     change: (work) => withOptionalTransaction(connection, work),

@@ -1,6 +1,6 @@
 import { AlreadyExistsError, appendToSqliteOutbox, creationCursor, keptKeyExpiry, pageOfRows, type KeptKeyExpiry, type OutgoingEvent, type Page, type SqliteDatabase } from '@cards/platform';
 import type { Card, CardFingerprint, CollisionMove, DeletedIdempotencyKey } from '../../domain/model';
-import { StaleCardError, type CardRepository, type CardUpdateOptions, type MovedCardEvents } from '../../domain/ports';
+import { APPLIED_FILE_CHANGES_KEPT_MS, StaleCardError, type AppliedFileChange, type CardRepository, type CardUpdateOptions, type MovedCardEvents } from '../../domain/ports';
 import { findDeletedIdempotencyKey, keepDeletedIdempotencyKey, type KeyOfDeleted } from './deleted-idempotency-keys';
 import { cardFromRow, chunks, IN_CHUNK, placeholders, type CardRow } from './rows';
 import { KEPT_COUNT_SQL } from './sqlite-cards-database';
@@ -49,7 +49,13 @@ export class SqliteCardRepository implements CardRepository {
   constructor(
     private readonly db: SqliteDatabase,
     private readonly keyExpiry: KeptKeyExpiry = keptKeyExpiry(),
-  ) {}
+  ) {
+    // The file changes applied lately (noteFileChange): notes kept an hour, which nothing but this repository reads; made
+    // here (IF NOT EXISTS) rather than by a migration, as an older release neither needs nor minds the table.
+    this.db.exec(`CREATE TABLE IF NOT EXISTS applied_file_changes (file_id TEXT PRIMARY KEY, deleted INTEGER NOT NULL, private INTEGER NOT NULL,
+                    owner_id TEXT NOT NULL, at TEXT NOT NULL) WITHOUT ROWID;
+                  CREATE INDEX IF NOT EXISTS applied_file_changes_at ON applied_file_changes (at);`);
+  }
 
   async findById(id: string): Promise<Card | null> {
     const row = this.db.prepare('SELECT * FROM cards WHERE id = ?').get(id) as CardRow | undefined;
@@ -311,6 +317,24 @@ export class SqliteCardRepository implements CardRepository {
 
   async clearFileReferenceOf(cardId: string, fileId: string): Promise<void> {
     this.db.prepare('UPDATE cards SET file_id = NULL, file_name = NULL WHERE id = ? AND file_id = ?').run(cardId, fileId);
+  }
+
+  async noteFileChange(fileId: string, change: AppliedFileChange): Promise<void> {
+    this.db.transaction(() => {
+      this.db.prepare(
+          `INSERT INTO applied_file_changes (file_id, deleted, private, owner_id, at) VALUES (?, ?, ?, ?, ?)
+           ON CONFLICT (file_id) DO UPDATE SET deleted = max(deleted, excluded.deleted), private = excluded.private, owner_id = excluded.owner_id, at = excluded.at`,
+        )
+        .run(fileId, change.deleted ? 1 : 0, change.private ? 1 : 0, change.ownerId, iso(change.at));
+      this.db.prepare('DELETE FROM applied_file_changes WHERE at < ?').run(iso(new Date(change.at.getTime() - APPLIED_FILE_CHANGES_KEPT_MS)));
+    })();
+  }
+
+  async fileChangeSince(fileId: string, since: Date): Promise<AppliedFileChange | null> {
+    const row = this.db.prepare('SELECT deleted, private, owner_id, at FROM applied_file_changes WHERE file_id = ? AND at >= ?').get(fileId, iso(since)) as
+      | { deleted: number; private: number; owner_id: string; at: string }
+      | undefined;
+    return row ? { deleted: row.deleted === 1, private: row.private === 1, ownerId: row.owner_id, at: new Date(row.at) } : null;
   }
 
   async setFilePrivacy(fileId: string, isPrivate: boolean): Promise<void> {

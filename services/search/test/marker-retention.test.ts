@@ -29,4 +29,11 @@ describe('search index order markers past the event retention (SEARCH_MARKER_RET
     expect(index.pruneMarkers).not.toHaveBeenCalled();
     expect(loadConfig(searchConfigSchema, {}).SEARCH_MARKER_RETENTION_HOURS).toBe(720);
   });
+
+  it('a retention reaching back further than a date can (9999999999 hours, for "keep them") keeps them all, never asking the store with an invalid date', async () => {
+    const index = { pruneMarkers: jest.fn(async () => 0) };
+    const hours = loadConfig(searchConfigSchema, { SEARCH_MARKER_RETENTION_HOURS: '9999999999' }).SEARCH_MARKER_RETENTION_HOURS;
+    expect(await pruneOrderMarkers(index, hours, new Date('2026-03-01T00:00:00Z'), logger)).toBe(0);
+    expect(index.pruneMarkers).not.toHaveBeenCalled();
+  });
 });

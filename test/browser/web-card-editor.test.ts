@@ -166,8 +166,9 @@ describeInBrowser('the card form’s rich-text editor and the verification displ
     await page.waitForTimeout(100);
     await page.keyboard.type('Why the Moon keeps one face');
     await page.getByLabel('Text style').selectOption({ label: 'Heading' });
-    await text.click();
-    await page.waitForTimeout(100);
+    // Focus, not a click: ProseMirror settles a click's selection just after the mouse is released, and on a busy
+    // machine that came after Control+End and put the caret back where the click was.
+    await text.focus();
     await page.keyboard.press('Control+End');
     await page.keyboard.press('Enter');
     await page.keyboard.type(FORM_TEXT.slice(0, 60));
@@ -301,9 +302,10 @@ describeInBrowser('the card form’s rich-text editor and the verification displ
       expect(sent).toEqual([{ card_uuid: cardId, private: true }]);
 
       await page.goto(`/card/${cardId}/edit`);
-      await text.locator('strong').getByText('Bold ending.').click();
-      // ProseMirror settles the selection of a click just after the mouse is released.
-      await page.waitForTimeout(100);
+      // Focus, not a click: ProseMirror settles a click's selection just after the mouse is released, and on a busy
+      // machine that came after Control+End (CI: the paragraph went in the middle of 'Bold ending.').
+      await text.locator('strong').getByText('Bold ending.').waitFor();
+      await text.focus();
       await page.keyboard.press('Control+End');
       await page.keyboard.press('Enter');
       await page.keyboard.type('Edited as formatted text.');
@@ -612,8 +614,8 @@ describeInBrowser('the card form’s rich-text editor and the verification displ
     try {
       await page.goto(`/card/${cardId}/edit`);
       const text = page.getByRole('textbox', { name: 'Card text', exact: true });
-      await text.locator('strong').getByText('Bold ending again.').click();
-      await page.waitForTimeout(100);
+      await text.locator('strong').getByText('Bold ending again.').waitFor();
+      await text.focus();
       await page.keyboard.press('Control+End');
       await page.keyboard.type('x');
       await page.keyboard.press('Backspace');

@@ -109,6 +109,8 @@ export class MongoNotificationRepository implements NotificationRepository {
       { key: { sourceEventId: 1 }, name: 'source_event', unique: true },
       { key: { subjectKey: 1 }, name: 'subject', unique: true },
       { key: { userId: 1, createdAt: -1, _id: -1 }, name: 'user_newest' },
+      // The list's version (listVersionForUser): both counts over index keys, not the user's documents read to test userRead.
+      { key: { userId: 1, userRead: 1 }, name: 'user_read' },
       { key: { cardId: 1 }, name: 'card', partialFilterExpression: { kind: 'verification' } },
       { key: { collectionId: 1 }, name: 'collection', partialFilterExpression: { kind: 'collection_created' } },
       { key: { createdAt: 1, _id: 1 }, name: 'oldest' },

@@ -23,20 +23,42 @@ export const envBoolean = (defaultValue: boolean) =>
     .optional()
     .transform((v) => (v === undefined || v === '' ? defaultValue : ['true', '1', 'yes'].includes(v)));
 
-/** A positive integer environment variable with a default. */
+/**
+ * A non-negative integer environment variable with a default. Empty or only spaces is the default (Number(" ") is 0:
+ * a chart's `value: " "` made a deadline of 0 ms or a cap of none); beyond Number.MAX_SAFE_INTEGER it is refused, as
+ * such a number is no longer the one written.
+ */
 export const envInt = (defaultValue: number) =>
   z
     .string()
     .optional()
     .transform((v, ctx) => {
-      if (v === undefined || v === '') return defaultValue;
+      if (v === undefined || v.trim() === '') return defaultValue;
       const n = Number(v);
-      if (!Number.isInteger(n) || n < 0) {
-        ctx.addIssue({ code: z.ZodIssueCode.custom, message: `expected a non-negative integer, got "${v}"` });
+      if (!Number.isSafeInteger(n) || n < 0) {
+        ctx.addIssue({ code: z.ZodIssueCode.custom, message: `expected a non-negative integer (at most ${Number.MAX_SAFE_INTEGER}), got "${v}"` });
         return z.NEVER;
       }
       return n;
     });
+
+/**
+ * The longest delay Node's timers hold (2^31 - 1 ms, about 24.8 days): setTimeout or setInterval given more runs it
+ * after 1 ms instead (a TimeoutOverflowWarning), so a deadline of 30 days expired at once and an interval ran every ms.
+ */
+export const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/**
+ * A number of milliseconds that reaches a timer: an integer from `min` to `max` (at most MAX_TIMER_MS), the default when
+ * unset or empty; anything else stops the start naming the variable and the range.
+ */
+export const envMs = (defaultValue: number, { min = 0, max = MAX_TIMER_MS }: { min?: number; max?: number } = {}) =>
+  envInt(defaultValue).pipe(
+    z
+      .number()
+      .min(min, `must be at least ${min} (ms)`)
+      .max(Math.min(max, MAX_TIMER_MS), max >= MAX_TIMER_MS ? `must be at most ${MAX_TIMER_MS} (ms, about 24.8 days: Node's timers run a longer delay after 1 ms)` : `must be at most ${max} (ms)`),
+  );
 
 /** An optional URL; empty counts as absent. */
 export const envUrl = () =>

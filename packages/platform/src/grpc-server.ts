@@ -4,7 +4,7 @@ import { HealthDefinition, HealthServiceImpl, HealthState } from 'nice-grpc-serv
 import type { Logger } from 'pino';
 import { z } from 'zod';
 import { GRPC_MAX_MESSAGE_BYTES } from './grpc-limits';
-import { loadConfig } from './config';
+import { loadConfig, MAX_TIMER_MS } from './config';
 import { DomainError, errorMessage, STORAGE_FULL, STORAGE_FULL_MESSAGE } from './errors';
 import { repeatedWarningLog } from './repeated-warning';
 import { metricsMiddleware, startMetricsServer, type MetricsServerHandle } from './grpc-metrics';
@@ -127,14 +127,29 @@ export interface GrpcServerHandle {
 /** The longest SHUTDOWN_DRAIN_MS any service takes (ten minutes; the all-in-one's gateway and services read one value). */
 export const MAX_SHUTDOWN_DRAIN_MS = 600_000;
 
+/** The longest GRPC_MAX_CONNECTION_AGE_MS: grpc-js's timer of the age plus 10% jitter still fits Node's timers (MAX_TIMER_MS). */
+export const MAX_CONNECTION_AGE_MS = Math.floor(MAX_TIMER_MS / 1.1);
+
 /** SHUTDOWN_DRAIN_MS, METRICS_* and GRPC_MAX_CONNECTION_AGE_*, read by every gRPC service (each through grpcServerSettingsFrom). */
 export const grpcServerConfigSchema = z.object({
   SHUTDOWN_DRAIN_MS: z.coerce.number().int().min(0).max(MAX_SHUTDOWN_DRAIN_MS).default(5000),
   METRICS_PORT: z.coerce.number().int().min(1).max(65_535).optional(),
   METRICS_HOST: z.string().default('127.0.0.1'),
-  GRPC_MAX_CONNECTION_AGE_MS: z.coerce.number().int().refine((ms) => ms === 0 || ms >= 1000, 'expected 0 (never) or at least 1000').default(300_000),
+  // At most MAX_CONNECTION_AGE_MS: grpc-js sets a timer of the age plus up to 10% jitter, which a longer age overflows,
+  // and Node then ends every connection 1 ms after it opens (callers reconnecting without end).
+  GRPC_MAX_CONNECTION_AGE_MS: z.coerce
+    .number()
+    .int()
+    .refine((ms) => ms === 0 || ms >= 1000, 'expected 0 (never) or at least 1000')
+    .refine((ms) => ms <= MAX_CONNECTION_AGE_MS, `must be at most ${MAX_CONNECTION_AGE_MS} (ms, about 22 days: with grpc-js's 10% jitter a longer age overflows Node's timers, which then end every connection at once); 0 never ends them`)
+    .default(300_000),
   // Longer than any caller's deadline (the longest: the gateway's ReadFile calls, FILE_READ_CALL_MS 50 s; files' card creation 30 s), so no call is cut at the age.
-  GRPC_MAX_CONNECTION_AGE_GRACE_MS: z.coerce.number().int().min(0).default(60_000),
+  GRPC_MAX_CONNECTION_AGE_GRACE_MS: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .max(MAX_TIMER_MS, `must be at most ${MAX_TIMER_MS} (ms, about 24.8 days: Node's timers close a longer grace after 1 ms)`)
+    .default(60_000),
 });
 
 /** The server's shutdown drain, metrics listener and connection age from the environment; an invalid value stops the start with the variable named. */
@@ -142,11 +157,11 @@ export function grpcServerSettingsFrom(
   env: Record<string, string | undefined>,
 ): Pick<StartGrpcServerOptions, 'shutdownDrainMs' | 'metricsPort' | 'metricsHost' | 'maxConnectionAgeMs' | 'maxConnectionAgeGraceMs'> {
   const settings = loadConfig(grpcServerConfigSchema, {
-    SHUTDOWN_DRAIN_MS: env.SHUTDOWN_DRAIN_MS || undefined,
-    METRICS_PORT: env.METRICS_PORT || undefined,
-    METRICS_HOST: env.METRICS_HOST || undefined,
-    GRPC_MAX_CONNECTION_AGE_MS: env.GRPC_MAX_CONNECTION_AGE_MS || undefined,
-    GRPC_MAX_CONNECTION_AGE_GRACE_MS: env.GRPC_MAX_CONNECTION_AGE_GRACE_MS || undefined,
+    SHUTDOWN_DRAIN_MS: env.SHUTDOWN_DRAIN_MS?.trim() || undefined,
+    METRICS_PORT: env.METRICS_PORT?.trim() || undefined,
+    METRICS_HOST: env.METRICS_HOST?.trim() || undefined,
+    GRPC_MAX_CONNECTION_AGE_MS: env.GRPC_MAX_CONNECTION_AGE_MS?.trim() || undefined,
+    GRPC_MAX_CONNECTION_AGE_GRACE_MS: env.GRPC_MAX_CONNECTION_AGE_GRACE_MS?.trim() || undefined,
   });
   return {
     shutdownDrainMs: settings.SHUTDOWN_DRAIN_MS,

@@ -77,9 +77,9 @@ export const readinessConfigSchema = z.object({
 /** The monitor's timing from the environment; an invalid value stops the start with the variable named. */
 export function readinessSettingsFrom(env: Record<string, string | undefined>): Pick<EngineReadinessMonitorOptions, 'intervalMs' | 'timeoutMs' | 'failureThreshold'> {
   const settings = loadConfig(readinessConfigSchema, {
-    READINESS_INTERVAL_MS: env.READINESS_INTERVAL_MS || undefined,
-    READINESS_TIMEOUT_MS: env.READINESS_TIMEOUT_MS || undefined,
-    READINESS_FAILURE_THRESHOLD: env.READINESS_FAILURE_THRESHOLD || undefined,
+    READINESS_INTERVAL_MS: env.READINESS_INTERVAL_MS?.trim() || undefined,
+    READINESS_TIMEOUT_MS: env.READINESS_TIMEOUT_MS?.trim() || undefined,
+    READINESS_FAILURE_THRESHOLD: env.READINESS_FAILURE_THRESHOLD?.trim() || undefined,
   });
   return { intervalMs: settings.READINESS_INTERVAL_MS, timeoutMs: settings.READINESS_TIMEOUT_MS, failureThreshold: settings.READINESS_FAILURE_THRESHOLD };
 }

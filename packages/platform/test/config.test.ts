@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ConfigError, envAddress, envBoolean, envInt, loadConfig, refuseEmbeddedStores } from '../src/config';
+import { ConfigError, envAddress, envBoolean, envInt, envMs, loadConfig, MAX_TIMER_MS, refuseEmbeddedStores } from '../src/config';
 
 const schema = z.object({
   PORT: envInt(8090),
@@ -49,5 +49,45 @@ describe('refuseEmbeddedStores', () => {
     expect(() => refuseEmbeddedStores({ EMBEDDED_STORES: 'allow' }, ['MONGO_URL'])).not.toThrow();
     expect(() => refuseEmbeddedStores({ EMBEDDED_STORES: 'refuse', MONGO_URL: 'mongodb://m' }, ['MONGO_URL'])).not.toThrow();
     expect(() => refuseEmbeddedStores({ EMBEDDED_STORES: 'yes' }, ['MONGO_URL'])).toThrow(/EMBEDDED_STORES/);
+  });
+});
+
+describe('envInt at its edges', () => {
+  const read = (value: string | undefined) => loadConfig(z.object({ N: envInt(7) }), { N: value }).N;
+
+  it('reads empty or only spaces as unset (the default), not as 0', () => {
+    expect(read(undefined)).toBe(7);
+    expect(read('')).toBe(7);
+    expect(read('   ')).toBe(7);
+    expect(read('\t')).toBe(7);
+  });
+
+  it('takes an integer written with spaces around it or as 1e3, and refuses fractions, negatives and numbers past MAX_SAFE_INTEGER, naming the variable', () => {
+    expect(read('10 ')).toBe(10);
+    expect(read('1e3')).toBe(1000);
+    expect(read(String(Number.MAX_SAFE_INTEGER))).toBe(Number.MAX_SAFE_INTEGER);
+    for (const bad of ['1.5', '-1', '9007199254740993', '1e300', 'Infinity', 'ten']) {
+      expect(() => read(bad)).toThrow(/N: expected a non-negative integer \(at most 9007199254740991\)/);
+    }
+  });
+});
+
+describe('envMs', () => {
+  const read = (value: string | undefined, range?: { min?: number; max?: number }) => loadConfig(z.object({ WAIT_MS: envMs(2000, range) }), { WAIT_MS: value }).WAIT_MS;
+
+  it("refuses a duration longer than Node's timers hold (they would fire it after 1 ms), naming the variable and the longest", () => {
+    expect(MAX_TIMER_MS).toBe(2_147_483_647);
+    expect(read(String(MAX_TIMER_MS))).toBe(MAX_TIMER_MS);
+    expect(() => read(String(2 ** 31))).toThrow(ConfigError);
+    expect(() => read(String(2 ** 31))).toThrow(/WAIT_MS: must be at most 2147483647 \(ms, about 24.8 days/);
+    expect(() => read('2592000000')).toThrow(/WAIT_MS: must be at most 2147483647/);
+  });
+
+  it('takes its own range, the default when unset', () => {
+    expect(read(undefined)).toBe(2000);
+    expect(read('0')).toBe(0);
+    expect(() => read('0', { min: 100 })).toThrow(/WAIT_MS: must be at least 100 \(ms\)/);
+    expect(() => read('70000', { max: 60_000 })).toThrow(/WAIT_MS: must be at most 60000 \(ms\)/);
+    expect(() => read(String(2 ** 31), { max: 2 ** 40 })).toThrow(/must be at most 2147483647/);
   });
 });

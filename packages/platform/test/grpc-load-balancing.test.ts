@@ -4,7 +4,7 @@ import { experimental } from '@grpc/grpc-js';
 import { createChannel, createClient, ServerError, Status } from 'nice-grpc';
 import { files, identity } from '@cards/proto';
 import { createGrpcClient } from '../src/grpc-client';
-import { grpcServerSettingsFrom, startGrpcServer, type GrpcServerHandle } from '../src/grpc-server';
+import { grpcServerSettingsFrom, MAX_CONNECTION_AGE_MS, startGrpcServer, type GrpcServerHandle } from '../src/grpc-server';
 import { createLogger } from '../src/logger';
 import { serviceWith } from './support/service-with';
 
@@ -200,5 +200,17 @@ describe('gRPC server maximum connection age', () => {
     ]) {
       expect(() => grpcServerSettingsFrom({ [name!]: value })).toThrow(new RegExp(`${name}:`));
     }
+  });
+
+  it("refuses at start an age or a grace longer than Node's timers hold (they would end every connection 1 ms after it opens), naming the longest", () => {
+    expect(MAX_CONNECTION_AGE_MS).toBe(1_952_257_860);
+    expect(() => grpcServerSettingsFrom({ GRPC_MAX_CONNECTION_AGE_MS: String(30 * 24 * 3_600_000) })).toThrow(/GRPC_MAX_CONNECTION_AGE_MS: must be at most 1952257860/);
+    expect(() => grpcServerSettingsFrom({ GRPC_MAX_CONNECTION_AGE_MS: String(2 ** 31 - 1) })).toThrow(/GRPC_MAX_CONNECTION_AGE_MS: must be at most/);
+    expect(() => grpcServerSettingsFrom({ GRPC_MAX_CONNECTION_AGE_GRACE_MS: String(2 ** 31) })).toThrow(/GRPC_MAX_CONNECTION_AGE_GRACE_MS: must be at most 2147483647/);
+    expect(grpcServerSettingsFrom({ GRPC_MAX_CONNECTION_AGE_MS: '1952257860', GRPC_MAX_CONNECTION_AGE_GRACE_MS: '2147483647' })).toMatchObject({ maxConnectionAgeMs: 1_952_257_860, maxConnectionAgeGraceMs: 2_147_483_647 });
+  });
+
+  it('reads a value of only spaces as unset (the defaults), not as 0 (never age, no drain)', () => {
+    expect(grpcServerSettingsFrom({ GRPC_MAX_CONNECTION_AGE_MS: ' ', SHUTDOWN_DRAIN_MS: ' ' })).toMatchObject({ maxConnectionAgeMs: 300_000, shutdownDrainMs: 5000 });
   });
 });

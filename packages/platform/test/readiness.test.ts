@@ -215,6 +215,8 @@ describe('EngineReadinessMonitor', () => {
 
   it('reads its timing from READINESS_* variables and names a bad one', () => {
     expect(readinessSettingsFrom({})).toEqual({ intervalMs: 2000, timeoutMs: 5000, failureThreshold: 2 });
+    // Only spaces is unset, as empty is (it read as 0 and stopped the start: 'must be at least 100').
+    expect(readinessSettingsFrom({ READINESS_INTERVAL_MS: ' ', READINESS_TIMEOUT_MS: ' ', READINESS_FAILURE_THRESHOLD: ' ' })).toEqual({ intervalMs: 2000, timeoutMs: 5000, failureThreshold: 2 });
     expect(readinessSettingsFrom({ READINESS_INTERVAL_MS: '500', READINESS_TIMEOUT_MS: '400', READINESS_FAILURE_THRESHOLD: '1' })).toEqual({ intervalMs: 500, timeoutMs: 400, failureThreshold: 1 });
     expect(() => readinessSettingsFrom({ READINESS_INTERVAL_MS: 'soon' })).toThrow(/READINESS_INTERVAL_MS/);
   });

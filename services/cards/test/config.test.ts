@@ -1,4 +1,4 @@
-import { loadConfig } from '@cards/platform';
+import { ConfigError, loadConfig } from '@cards/platform';
 import { cardsConfigSchema } from '../src/config';
 
 describe('cards config', () => {
@@ -15,5 +15,22 @@ describe('cards config', () => {
     expect(loadConfig(cardsConfigSchema, { CARD_HTML_PER_USER: '1' }).CARD_HTML_PER_USER).toBe(1);
     expect(() => loadConfig(cardsConfigSchema, { CARD_HTML_PER_USER: '0' })).toThrow(/CARD_HTML_PER_USER: must be at least 1/);
     expect(() => loadConfig(cardsConfigSchema, { CARD_HTML_PER_USER: 'two' })).toThrow(/CARD_HTML_PER_USER/);
+  });
+});
+
+describe('cards config: durations that reach a timer', () => {
+  it("stop the start above 2147483647 ms (Node's timers fire a longer delay after 1 ms: every call or wait ended at once), naming the variable and the longest", () => {
+    for (const name of ['GRPC_DEADLINE_MS', 'NEAR_DUPLICATE_DEADLINE_MS', 'CARD_HTML_QUEUE_WAIT_MS']) {
+      expect(() => loadConfig(cardsConfigSchema, { [name]: '3000000000' })).toThrow(ConfigError);
+      expect(() => loadConfig(cardsConfigSchema, { [name]: '3000000000' })).toThrow(new RegExp(`${name}: must be at most 2147483647`));
+      expect((loadConfig(cardsConfigSchema, { [name]: '2147483647' }) as Record<string, unknown>)[name]).toBe(2_147_483_647);
+    }
+  });
+
+  it('the deadlines stop the start at 0 (every call to a peer would fail at once); the queue wait may be 0 (no waiting)', () => {
+    expect(() => loadConfig(cardsConfigSchema, { GRPC_DEADLINE_MS: '0' })).toThrow(/GRPC_DEADLINE_MS: must be at least 100/);
+    expect(() => loadConfig(cardsConfigSchema, { NEAR_DUPLICATE_DEADLINE_MS: '0' })).toThrow(/NEAR_DUPLICATE_DEADLINE_MS: must be at least 100/);
+    expect(loadConfig(cardsConfigSchema, { CARD_HTML_QUEUE_WAIT_MS: '0' }).CARD_HTML_QUEUE_WAIT_MS).toBe(0);
+    expect(loadConfig(cardsConfigSchema, {})).toMatchObject({ GRPC_DEADLINE_MS: 10_000, NEAR_DUPLICATE_DEADLINE_MS: 3000, CARD_HTML_QUEUE_WAIT_MS: 5000 });
   });
 });

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { envAddress, envIdempotencyKeyTtlHours, envInt, envUrl } from '@cards/platform';
+import { envAddress, envIdempotencyKeyTtlHours, envInt, envMs, envUrl } from '@cards/platform';
 
 const LOOPBACK = new Set(['127.0.0.1', '::1', 'localhost']);
 
@@ -78,7 +78,7 @@ export const filesConfigSchema = z
     /** Uploads waiting for a parser worker at most; one more is answered UNAVAILABLE (HTTP 503) at once. */
     PARSER_QUEUE: envInt(4),
     /** How long an upload waits for a parser worker at most (within the gateway's GRPC_DEADLINE_MS with the 5 s check). */
-    PARSER_QUEUE_WAIT_MS: envInt(4_000),
+    PARSER_QUEUE_WAIT_MS: envMs(4_000),
     /**
      * Upload checks one user has running or waiting for a parser worker at once at most; one more is answered
      * RESOURCE_EXHAUSTED (HTTP 429) at once, so one user's flood of uploads leaves the workers and the line to others.

@@ -54,7 +54,9 @@ describe('files config', () => {
     expect(loadConfig(filesConfigSchema, {}).INGESTION_CLAIM_MS).toBe(30_000);
     expect(loadConfig(filesConfigSchema, { INGESTION_CLAIM_MS: '3600000' }).INGESTION_CLAIM_MS).toBe(3_600_000);
     expect(() => loadConfig(filesConfigSchema, { INGESTION_CLAIM_MS: '999' })).toThrow(/INGESTION_CLAIM_MS: must be at least 1000/);
-    expect(() => loadConfig(filesConfigSchema, { INGESTION_CLAIM_MS: '99999999999999999' })).toThrow(/INGESTION_CLAIM_MS: must be at most 3600000/);
+    expect(() => loadConfig(filesConfigSchema, { INGESTION_CLAIM_MS: '3600001' })).toThrow(/INGESTION_CLAIM_MS: must be at most 3600000/);
+    // Past Number.MAX_SAFE_INTEGER the number read is no longer the one written: refused as such, still named.
+    expect(() => loadConfig(filesConfigSchema, { INGESTION_CLAIM_MS: '99999999999999999' })).toThrow(/INGESTION_CLAIM_MS: expected a non-negative integer \(at most 9007199254740991\)/);
   });
 
   it('gives each user PARSER_CHECKS_PER_USER upload checks at once (4 by default), at least 1', () => {
@@ -81,3 +83,13 @@ describe('files config', () => {
     expect(() => loadConfig(filesConfigSchema, { S3_ENDPOINT: 'http://minio:9000' })).toThrow(/S3_ACCESS_KEY/);
   });
 });
+
+describe('files config: PARSER_QUEUE_WAIT_MS', () => {
+  it("stops the start above 2147483647 ms (Node's timers fire a longer wait after 1 ms: every upload waiting for a parser answered 503 at once), naming the longest", () => {
+    expect(() => loadConfig(filesConfigSchema, { PARSER_QUEUE_WAIT_MS: '3000000000' })).toThrow(ConfigError);
+    expect(() => loadConfig(filesConfigSchema, { PARSER_QUEUE_WAIT_MS: '3000000000' })).toThrow(/PARSER_QUEUE_WAIT_MS: must be at most 2147483647/);
+    expect(loadConfig(filesConfigSchema, { PARSER_QUEUE_WAIT_MS: '2147483647' }).PARSER_QUEUE_WAIT_MS).toBe(2_147_483_647);
+    expect(loadConfig(filesConfigSchema, {}).PARSER_QUEUE_WAIT_MS).toBe(4000);
+  });
+});
+

@@ -1,6 +1,6 @@
 import { isIP } from 'node:net';
 import { z } from 'zod';
-import { envAddress, envInt, grpcServerConfigSchema, MAX_SHUTDOWN_DRAIN_MS } from '@cards/platform';
+import { envAddress, envInt, envMs, grpcServerConfigSchema, MAX_SHUTDOWN_DRAIN_MS } from '@cards/platform';
 import { ACCESS_LOG_LEVELS } from './http/access-log';
 import { DEFAULT_WEB_DIST_DIR } from './http/web-app';
 import { DEFAULT_MAIL_PER_IP } from './http/rate-limits';
@@ -54,7 +54,8 @@ export const gatewayConfigSchema = z.object({
     .optional()
     .transform((v) => (v === '' ? undefined : v)),
   NOTIFICATIONS_SERVICE_ADDR: envAddress('127.0.0.1:50055'),
-  GRPC_DEADLINE_MS: envInt(10_000),
+  /** Deadline of every gRPC call, 100 ms to MAX_TIMER_MS: 0 failed every call at once, and a longer one than a timer holds after 1 ms. */
+  GRPC_DEADLINE_MS: envMs(10_000, { min: 100 }),
   /**
    * After SIGTERM, how long requests under way may take to finish before their connections are cut; keep it
    * below terminationGracePeriodSeconds minus the preStop pause (chart: 30 s - 5 s).
@@ -75,7 +76,7 @@ export const gatewayConfigSchema = z.object({
   /** Uploads waiting, their bodies unread, at most; one more is answered 503 with Retry-After. */
   UPLOAD_QUEUE: envInt(16),
   /** How long an upload waits at most before it is answered 503. */
-  UPLOAD_QUEUE_WAIT_MS: envInt(15_000),
+  UPLOAD_QUEUE_WAIT_MS: envMs(15_000),
   /**
    * The slowest an admitted upload's body may arrive: after UPLOAD_BODY_GRACE_MS from admission, one that averages fewer
    * than UPLOAD_MIN_BYTES_PER_SECOND over the last UPLOAD_BODY_RATE_WINDOW_MS (or sends nothing) is answered 408 and its
@@ -92,9 +93,9 @@ export const gatewayConfigSchema = z.object({
    * Deadline of each ReadFile call behind such a read; a longer read goes on in a new call from the byte it reached.
    * Keep it below the services' GRPC_MAX_CONNECTION_AGE_GRACE_MS (60 s).
    */
-  FILE_READ_CALL_MS: envInt(50_000).pipe(z.number().min(100, 'must be at least 100')),
+  FILE_READ_CALL_MS: envMs(50_000, { min: 100 }),
   /** How long a GET /api/file/:id client may take none of the answer before its connection is cut and its read freed. */
-  FILE_READ_IDLE_MS: envInt(60_000).pipe(z.number().min(100, 'must be at least 100')),
+  FILE_READ_IDLE_MS: envMs(60_000, { min: 100 }),
   // At least 1: express-rate-limit 7 reads 0 as "block every request" (every login, invitation and reset answered 429),
   // where 6 and older read it as "no limit"; neither is a limit an operator means.
   RATE_LIMIT_AUTH_PER_IP: envInt(600).pipe(z.number().min(1, 'must be at least 1 (0 would refuse every login, invitation and reset with 429)')),
@@ -104,7 +105,8 @@ export const gatewayConfigSchema = z.object({
    * (IPv6: its /64) per RATE_LIMIT_MAIL_WINDOW_MS; besides the per-minute limits above, which allow far more.
    */
   RATE_LIMIT_MAIL_PER_IP: envInt(DEFAULT_MAIL_PER_IP).pipe(z.number().min(1, 'must be at least 1')),
-  RATE_LIMIT_MAIL_WINDOW_MS: envInt(10 * 60_000).pipe(z.number().min(1000, 'must be at least 1000')),
+  // At most MAX_TIMER_MS: a window reaching past the last date a Date holds answered its 429 with Retry-After NaN.
+  RATE_LIMIT_MAIL_WINDOW_MS: envMs(10 * 60_000, { min: 1000 }),
   /** MongoDB (its own database "gateway") where every gateway replica counts the auth rate limits; unset: this process's memory. */
   MONGO_URL: z
     .string()

@@ -94,3 +94,21 @@ describe('gateway config: RATE_LIMIT_AUTH_PER_IP and RATE_LIMIT_AUTH_PER_EMAIL',
     expect(loadConfig(gatewayConfigSchema, {})).toMatchObject({ RATE_LIMIT_AUTH_PER_IP: 600, RATE_LIMIT_AUTH_PER_EMAIL: 10 });
   });
 });
+
+describe('gateway config: durations that reach a timer', () => {
+  const names = ['GRPC_DEADLINE_MS', 'UPLOAD_QUEUE_WAIT_MS', 'FILE_READ_CALL_MS', 'FILE_READ_IDLE_MS', 'RATE_LIMIT_MAIL_WINDOW_MS'];
+
+  it("stop the start above 2147483647 ms (Node's timers fire a longer delay after 1 ms: a GRPC_DEADLINE_MS of 3000000000 answered every request 504), naming the variable and the longest", () => {
+    for (const name of names) {
+      expect(() => loadConfig(gatewayConfigSchema, { [name]: '3000000000' })).toThrow(ConfigError);
+      expect(() => loadConfig(gatewayConfigSchema, { [name]: '3000000000' })).toThrow(new RegExp(`${name}: must be at most 2147483647`));
+      expect((loadConfig(gatewayConfigSchema, { [name]: '2147483647' }) as Record<string, unknown>)[name]).toBe(2_147_483_647);
+    }
+  });
+
+  it('GRPC_DEADLINE_MS stops the start at 0 (every call would fail at once) and below 100; spaces only are the default', () => {
+    expect(() => loadConfig(gatewayConfigSchema, { GRPC_DEADLINE_MS: '0' })).toThrow(/GRPC_DEADLINE_MS: must be at least 100/);
+    expect(loadConfig(gatewayConfigSchema, { GRPC_DEADLINE_MS: ' ' }).GRPC_DEADLINE_MS).toBe(10_000);
+    expect(loadConfig(gatewayConfigSchema, { GRPC_DEADLINE_MS: '100' }).GRPC_DEADLINE_MS).toBe(100);
+  });
+});

@@ -1,5 +1,11 @@
 import { z } from 'zod';
-import { envBoolean, envInt } from '@cards/platform';
+import { envBoolean, envInt, envMs } from '@cards/platform';
+
+/**
+ * The most attempts per page: the retry waits double each time (VERIFY_RETRY_BASE_MS * 2^(attempt - 1)), and at 2^31 ms
+ * times 2^18 the last still falls on a date (up to 100 attempts made it past the last date, a RangeError at each retry).
+ */
+export const MAX_VERIFY_ATTEMPTS = 20;
 
 /** Verification settings; merged into the search service's config schema. */
 export const verificationConfigFields = {
@@ -14,7 +20,8 @@ export const verificationConfigFields = {
         if (!/^(\[[^\]]+\]|[^:[\]\s]+):\d{1,5}$/.test(raw)) ctx.addIssue({ code: z.ZodIssueCode.custom, message: `"${raw}" is not host:port` });
       }
     }),
-  VERIFY_TIMEOUT_MS: envInt(10_000),
+  /** Whole fetch budget of a page, 100 ms to MAX_TIMER_MS: 0 (or longer than a timer holds) timed every fetch out at once. */
+  VERIFY_TIMEOUT_MS: envMs(10_000, { min: 100 }),
   VERIFY_MAX_BYTES: envInt(5 * 1024 * 1024),
   /** Verifications fetched and scored at once. */
   VERIFY_CONCURRENCY: envInt(4),
@@ -27,10 +34,11 @@ export const verificationConfigFields = {
    * Attempts per page: transient fetch failures (timeouts, resets, 5xx, 429) and runs cut off before finishing (the
    * process died) both count; then the page scores 0 (cut off: unfetched, so a page that crashes the process ends).
    */
-  VERIFY_MAX_ATTEMPTS: envInt(3),
-  VERIFY_RETRY_BASE_MS: envInt(1000),
+  VERIFY_MAX_ATTEMPTS: envInt(3).pipe(z.number().max(MAX_VERIFY_ATTEMPTS, `must be at most ${MAX_VERIFY_ATTEMPTS}`)),
+  /** The wait before the first retry, doubled at each next one; with MAX_VERIFY_ATTEMPTS the last wait stays a date. */
+  VERIFY_RETRY_BASE_MS: envMs(1000),
   /** Longest time one page may take to score (token_set_ratio is quadratic in text length). */
-  VERIFY_SCORE_TIMEOUT_MS: envInt(60_000),
+  VERIFY_SCORE_TIMEOUT_MS: envMs(60_000, { min: 100 }),
   /** MongoDB keeps the verification queue (database "search", shared by replicas); absent: SQLite under DATA_DIR/search. */
   MONGO_URL: z
     .string()

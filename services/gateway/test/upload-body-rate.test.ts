@@ -2,7 +2,14 @@ import { PassThrough } from 'node:stream';
 import { watchBodyRate, type SlowBody, type UploadBodyRate } from '../src/http/upload-body-rate';
 
 const RATE: UploadBodyRate = { graceMs: 300, minBytesPerSecond: 10_000, windowMs: 400 };
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+/**
+ * Time passes on jest's clock (setInterval, Date.now, performance.now), not the machine's: on the real clock a test
+ * worker starved of CPU for 300-400 ms stalled the writer and the check alike, and the check, run first, found a steady
+ * body too slow (or found a trickle late: 'after the grace' was bounded by 500 ms of the machine's time).
+ */
+const sleep = (ms: number) => jest.advanceTimersByTimeAsync(ms);
+beforeEach(() => jest.useFakeTimers({ doNotFake: ['nextTick', 'queueMicrotask', 'setImmediate'] }));
+afterEach(() => jest.useRealTimers());
 
 /** A body read as the JSON parser reads it, written `bytes` every `everyMs` until stopped; records when it is found too slow. */
 function feed(bytes: number, everyMs: number, rate = RATE) {

@@ -1,4 +1,3 @@
-import { performance } from 'node:perf_hooks';
 import type { Readable } from 'node:stream';
 
 /**
@@ -34,6 +33,7 @@ const sampleEveryMs = (windowMs: number) => Math.max(50, Math.min(1000, Math.flo
  */
 export function watchBodyRate(body: Readable, rate: UploadBodyRate, tooSlow: (slow: SlowBody) => void): () => void {
   if (!(rate.minBytesPerSecond > 0)) return () => undefined;
+  // The global performance (Node's, as perf_hooks exports it): a test's fake timers move it with the sampling timer.
   const start = performance.now();
   let received = 0;
   const samples: Array<{ at: number; bytes: number }> = [{ at: start, bytes: 0 }];

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { usernameCaseFold } from '@cards/card-rules';
 import { AlreadyExistsError, connectMongo, createLogger } from '@cards/platform';
-import { MongoIdentityRepository, USERS_WITHOUT_NAME_KEYS } from '../src/adapters/mongo/mongo-identity-repository';
+import { MongoIdentityRepository, USERS_WITH_USERNAME_LOWER, USERS_WITHOUT_NAME_KEYS, USERS_WITHOUT_SECOND_KEY } from '../src/adapters/mongo/mongo-identity-repository';
 import { usernameKey, usernameKeyAsWritten } from '../src/domain/username-key';
 import { describeOnEngine, engineForSuite } from '../../../test/engines/suite';
 import { startMongoSync } from '../../../test/engines/mongo';
@@ -244,6 +244,45 @@ describeOnEngine('MongoIdentityRepository: users without nameKeys at a later sta
       expect(await users.findOne({ _id: 'u-rolled-back' })).toMatchObject({ nameKeys: [usernameKey('Zurück')] });
       expect(await users.findOne({ _id: 'u-nameless' })).not.toHaveProperty('nameKeys');
       expect(await users.countDocuments(USERS_WITHOUT_NAME_KEYS)).toBe(0);
+    });
+  });
+});
+
+describeOnEngine('MongoIdentityRepository: users without a second key, or with usernameLower, at every start', skipReason, () => {
+  it('finds them through partial indexes (one range each, none once keyed), not two scans of the whole collection', async () => {
+    await withFreshDatabase(async (connection) => {
+      await MongoIdentityRepository.open(connection);
+      const users = connection.db.collection<{ _id: string }>('users');
+      const indexes = await users.listIndexes().toArray();
+      // Not sparse, so a document without usernameKeyAsWritten is in it (as null); users without a name are not.
+      expect(indexes.find((index) => index.name === 'users_key_as_written_by_named')).toMatchObject({ key: { usernameKeyAsWritten: 1, _id: 1 }, partialFilterExpression: { username: { $type: 'string' } } });
+      expect(indexes.find((index) => index.name === 'users_key_as_written_by_named')?.sparse).toBeFalsy();
+      expect(indexes.find((index) => index.name === 'users_username_lower_left')).toMatchObject({ key: { usernameLower: 1, _id: 1 }, partialFilterExpression: { usernameLower: { $exists: true } } });
+      // The start's queries hold the indexes' filters, so the server may answer them from the indexes.
+      expect(USERS_WITHOUT_SECOND_KEY).toMatchObject({ username: { $type: 'string' }, usernameKeyAsWritten: { $exists: false } });
+      expect(USERS_WITH_USERNAME_LOWER).toEqual({ usernameLower: { $exists: true } });
+      // Users of releases before the keys, stored after that start (a rollback): found through the indexes, keyed at the next start.
+      await users.insertMany([
+        storedUser('u-before-second-key', 'Zweiter', { usernameKey: usernameKey('Zweiter') }, 1),
+        storedUser('u-before-keys', 'Erster', { usernameLower: 'erster' }, 2),
+        storedUser('u-nameless', null, {}, 3),
+      ]);
+      expect((await users.find(USERS_WITHOUT_SECOND_KEY).hint('users_key_as_written_by_named').toArray()).map((d) => d._id)).toEqual(['u-before-second-key', 'u-before-keys']);
+      expect((await users.find(USERS_WITH_USERNAME_LOWER).hint('users_username_lower_left').toArray()).map((d) => d._id)).toEqual(['u-before-keys']);
+      await MongoIdentityRepository.open(connection);
+      expect(await users.findOne({ _id: 'u-before-second-key' })).toMatchObject({ usernameKeyAsWritten: usernameKeyAsWritten('Zweiter') });
+      expect(await users.findOne({ _id: 'u-before-keys' })).toMatchObject({ usernameKey: usernameKey('Erster'), usernameKeyAsWritten: usernameKeyAsWritten('Erster') });
+      expect(await users.findOne({ _id: 'u-before-keys' })).not.toHaveProperty('usernameLower');
+      expect(await users.countDocuments(USERS_WITHOUT_SECOND_KEY)).toBe(0);
+      expect(await users.countDocuments(USERS_WITH_USERNAME_LOWER)).toBe(0);
+      if (external) {
+        // A real server's plans: each query one index range, no collection scan.
+        for (const [query, index] of [[USERS_WITHOUT_SECOND_KEY, 'users_key_as_written_by_named'], [USERS_WITH_USERNAME_LOWER, 'users_username_lower_left']] as const) {
+          const plan = JSON.stringify((await users.find(query as never).sort({ createdAt: 1, _id: 1 }).explain()).queryPlanner.winningPlan);
+          expect(plan).toContain(index);
+          expect(plan).not.toContain('COLLSCAN');
+        }
+      }
     });
   });
 });

@@ -172,6 +172,13 @@ const KEY_PROJECTION = { username: 1, usernameKey: 1, usernameKeyAsWritten: 1, n
 const HAS_USERNAME = { username: { $type: 'string' } } as const;
 /** The users with a username and no nameKeys: written by a release before nameKeys, read through users_name_keys_by_named. */
 export const USERS_WITHOUT_NAME_KEYS = { ...HAS_USERNAME, nameKeys: { $exists: false } } as const;
+/**
+ * The users with a username and no usernameKeyAsWritten: stored by a release before the second key (during a rolling
+ * upgrade or after a rollback too), read at every start through users_key_as_written_by_named, not a collection scan.
+ */
+export const USERS_WITHOUT_SECOND_KEY = { ...HAS_USERNAME, usernameKeyAsWritten: { $exists: false } } as const;
+/** The users a release before usernameKey gave usernameLower, read at every start through users_username_lower_left (its partial filter). */
+export const USERS_WITH_USERNAME_LOWER = { usernameLower: { $exists: true } } as const;
 
 /** The identity_meta document holding when the second keys were last checked against the names (keyUsernamesChangedSince). */
 const SECOND_KEYS_CHECKED_AT = 'usernameKeyAsWrittenCheckedAt';
@@ -217,6 +224,13 @@ export class MongoIdentityRepository implements IdentityRepository {
       repository.users.createIndex({ nameKeys: 1, _id: 1 }, { partialFilterExpression: HAS_USERNAME, name: 'users_name_keys_by_named' }),
       // The second keys are checked at start for the users updated since the last check (keyUsernamesChangedSince).
       repository.users.createIndex({ updatedAt: 1 }, { name: 'users_updated_at' }),
+      // The two queries of rekeyUsernames at every start, each one index range instead of a collection scan: the users
+      // without a second key (not sparse, so a document without usernameKeyAsWritten is in it as null; _id in the key
+      // as servers before 5.0 refuse a second index on users_username_key_as_written's pattern), and those holding
+      // usernameLower (partial: only they are in it, none once keyed; not {usernameLower: 1}, the pattern of the
+      // unique index of the releases before, dropped at start).
+      repository.users.createIndex({ usernameKeyAsWritten: 1, _id: 1 }, { partialFilterExpression: HAS_USERNAME, name: 'users_key_as_written_by_named' }),
+      repository.users.createIndex({ usernameLower: 1, _id: 1 }, { partialFilterExpression: USERS_WITH_USERNAME_LOWER, name: 'users_username_lower_left' }),
       repository.sessions.createIndex({ userId: 1 }, { name: 'sessions_user' }),
       repository.resets.createIndex({ userId: 1 }, { name: 'password_resets_user' }),
       // The server deletes a session, invitation or reset link EXPIRED_RECORD_RETENTION_MS after its expiresAt (a Date in
@@ -296,7 +310,7 @@ export class MongoIdentityRepository implements IdentityRepository {
    * its user id: the older name keeps the key itself. Idempotent, and safe for two instances opening at once.
    */
   private async rekeyUsernames(): Promise<void> {
-    const earlier = this.users.find({ usernameLower: { $exists: true } }, { projection: { _id: 1, username: 1 } }).sort({ createdAt: 1, _id: 1 });
+    const earlier = this.users.find(USERS_WITH_USERNAME_LOWER, { projection: { _id: 1, username: 1 } }).sort({ createdAt: 1, _id: 1 });
     for await (const doc of earlier) {
       const unkeyed = { _id: doc._id, usernameLower: { $exists: true } };
       if (doc.username === null) {
@@ -316,7 +330,7 @@ export class MongoIdentityRepository implements IdentityRepository {
       if ((err as { codeName?: string; code?: number }).codeName !== 'IndexNotFound' && (err as { code?: number }).code !== 27) throw err;
     });
     // The second key, for names stored by versions before it (or by one of them during a rolling upgrade), the same way.
-    const unkeyed = this.users.find({ username: { $ne: null }, usernameKeyAsWritten: { $exists: false } }, { projection: { _id: 1, username: 1 } }).sort({ createdAt: 1, _id: 1 });
+    const unkeyed = this.users.find(USERS_WITHOUT_SECOND_KEY, { projection: { _id: 1, username: 1 } }).sort({ createdAt: 1, _id: 1 });
     for await (const doc of unkeyed) {
       const key = usernameKeyAsWritten(doc.username!);
       const unchanged = { _id: doc._id, username: doc.username, usernameKeyAsWritten: { $exists: false } };

@@ -60,6 +60,12 @@ export const envMs = (defaultValue: number, { min = 0, max = MAX_TIMER_MS }: { m
       .max(Math.min(max, MAX_TIMER_MS), max >= MAX_TIMER_MS ? `must be at most ${MAX_TIMER_MS} (ms, about 24.8 days: Node's timers run a longer delay after 1 ms)` : `must be at most ${max} (ms)`),
   );
 
+/**
+ * A TCP port to listen on, 0 to 65535 (0: one the system picks). Above, the listener refused it only once the service
+ * had opened its stores, with Node's RangeError 'options.port should be >= 0 and < 65536', naming no variable.
+ */
+export const envPort = (defaultValue: number) => envInt(defaultValue).pipe(z.number().max(65_535, 'must be a port from 0 to 65535'));
+
 /** An optional URL; empty counts as absent. */
 export const envUrl = () =>
   z

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ConfigError, envAddress, envBoolean, envInt, envMs, loadConfig, MAX_TIMER_MS, refuseEmbeddedStores } from '../src/config';
+import { ConfigError, envAddress, envBoolean, envInt, envMs, envPort, loadConfig, MAX_TIMER_MS, refuseEmbeddedStores } from '../src/config';
 
 const schema = z.object({
   PORT: envInt(8090),
@@ -89,5 +89,17 @@ describe('envMs', () => {
     expect(() => read('0', { min: 100 })).toThrow(/WAIT_MS: must be at least 100 \(ms\)/);
     expect(() => read('70000', { max: 60_000 })).toThrow(/WAIT_MS: must be at most 60000 \(ms\)/);
     expect(() => read(String(2 ** 31), { max: 2 ** 40 })).toThrow(/must be at most 2147483647/);
+  });
+});
+
+describe('envPort', () => {
+  const read = (value: string | undefined) => loadConfig(z.object({ SOME_PORT: envPort(8090) }), { SOME_PORT: value }).SOME_PORT;
+
+  it('takes 0 to 65535, the default when unset, and stops the start above, naming the variable (the listener refused it later, naming none)', () => {
+    expect(read(undefined)).toBe(8090);
+    expect(read('0')).toBe(0);
+    expect(read('65535')).toBe(65_535);
+    expect(() => read('65536')).toThrow(/SOME_PORT: must be a port from 0 to 65535/);
+    expect(() => read('70000')).toThrow(ConfigError);
   });
 });

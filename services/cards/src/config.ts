@@ -1,10 +1,10 @@
 import { z } from 'zod';
-import { envAddress, envIdempotencyKeyTtlHours, envInt, envMs } from '@cards/platform';
+import { envAddress, envIdempotencyKeyTtlHours, envInt, envMs, envPort } from '@cards/platform';
 
 export const cardsConfigSchema = z.object({
   DATA_DIR: z.string().default('./data'),
   CARDS_GRPC_HOST: z.string().default('127.0.0.1'),
-  CARDS_GRPC_PORT: envInt(50052),
+  CARDS_GRPC_PORT: envPort(50052),
   IDENTITY_SERVICE_ADDR: envAddress('127.0.0.1:50051'),
   SEARCH_SERVICE_ADDR: envAddress('127.0.0.1:50053'),
   FILES_SERVICE_ADDR: envAddress('127.0.0.1:50054'),

@@ -34,3 +34,9 @@ describe('cards config: durations that reach a timer', () => {
     expect(loadConfig(cardsConfigSchema, {})).toMatchObject({ GRPC_DEADLINE_MS: 10_000, NEAR_DUPLICATE_DEADLINE_MS: 3000, CARD_HTML_QUEUE_WAIT_MS: 5000 });
   });
 });
+
+describe('cards config: CARDS_GRPC_PORT', () => {
+  it('stops the start above 65535, naming the variable', () => {
+    expect(() => loadConfig(cardsConfigSchema, { CARDS_GRPC_PORT: '70000' })).toThrow(/CARDS_GRPC_PORT: must be a port from 0 to 65535/);
+  });
+});

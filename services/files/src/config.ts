@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { envAddress, envIdempotencyKeyTtlHours, envInt, envMs, envUrl } from '@cards/platform';
+import { envAddress, envIdempotencyKeyTtlHours, envInt, envMs, envPort, envUrl } from '@cards/platform';
 
 const LOOPBACK = new Set(['127.0.0.1', '::1', 'localhost']);
 
@@ -7,10 +7,10 @@ export const filesConfigSchema = z
   .object({
     DATA_DIR: z.string().default('./data'),
     FILES_GRPC_HOST: z.string().default('127.0.0.1'),
-    FILES_GRPC_PORT: envInt(50054),
+    FILES_GRPC_PORT: envPort(50054),
     /** Internal raw-download endpoint the gateway proxies to. */
     FILES_HTTP_HOST: z.string().default('127.0.0.1'),
-    FILES_HTTP_PORT: envInt(50064),
+    FILES_HTTP_PORT: envPort(50064),
     /**
      * Shared secret the gateway presents to the download endpoint; required when it listens beyond loopback. Unset (on
      * loopback): the endpoint refuses every download, as any local process could otherwise name a file's owner.

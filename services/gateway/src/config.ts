@@ -1,6 +1,6 @@
 import { isIP } from 'node:net';
 import { z } from 'zod';
-import { envAddress, envInt, envMs, grpcServerConfigSchema, MAX_SHUTDOWN_DRAIN_MS } from '@cards/platform';
+import { envAddress, envInt, envMs, envPort, grpcServerConfigSchema, MAX_SHUTDOWN_DRAIN_MS } from '@cards/platform';
 import { ACCESS_LOG_LEVELS } from './http/access-log';
 import { DEFAULT_WEB_DIST_DIR } from './http/web-app';
 import { DEFAULT_MAIL_PER_IP } from './http/rate-limits';
@@ -38,7 +38,7 @@ function trustProxySetting() {
 }
 
 export const gatewayConfigSchema = z.object({
-  PORT: envInt(8090),
+  PORT: envPort(8090),
   HOST: z.string().default('0.0.0.0'),
   PUBLIC_URL: z.string().url().default('http://localhost:8090'),
   /** Secure cookie flag; defaults to true when PUBLIC_URL is https. */

@@ -112,3 +112,10 @@ describe('gateway config: durations that reach a timer', () => {
     expect(loadConfig(gatewayConfigSchema, { GRPC_DEADLINE_MS: '100' }).GRPC_DEADLINE_MS).toBe(100);
   });
 });
+
+describe('gateway config: PORT', () => {
+  it('stops the start above 65535, naming PORT (Node refused it only when listening, naming no variable)', () => {
+    expect(() => loadConfig(gatewayConfigSchema, { PORT: '70000' })).toThrow(/PORT: must be a port from 0 to 65535/);
+    expect(loadConfig(gatewayConfigSchema, { PORT: '4208' }).PORT).toBe(4208);
+  });
+});

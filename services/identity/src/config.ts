@@ -1,6 +1,6 @@
 import addressparser from 'nodemailer/lib/addressparser';
 import { z } from 'zod';
-import { envBoolean, envInt, refuseEmbeddedStores } from '@cards/platform';
+import { envBoolean, envInt, envPort, refuseEmbeddedStores } from '@cards/platform';
 import { isScryptCost, MAX_SCRYPT_COST } from './adapters/crypto/scrypt-password-hasher';
 
 /** The longest interval setInterval takes (2^31 - 1 ms), in whole minutes: Node runs a longer one after 1 ms instead. */
@@ -9,7 +9,7 @@ export const MAX_SWEEP_INTERVAL_MINUTES = Math.floor((2 ** 31 - 1) / 60_000);
 export const identityConfigSchema = z.object({
   DATA_DIR: z.string().default('./data'),
   IDENTITY_GRPC_HOST: z.string().default('127.0.0.1'),
-  IDENTITY_GRPC_PORT: envInt(50051),
+  IDENTITY_GRPC_PORT: envPort(50051),
   /** HS256 secret of the session cookie; generated and kept in DATA_DIR when absent. */
   JWT_SECRET: z.string().min(32, 'must be at least 32 characters').optional(),
   /**

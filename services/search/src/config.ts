@@ -1,12 +1,12 @@
 import { z } from 'zod';
-import { envBoolean, envInt } from '@cards/platform';
+import { envBoolean, envInt, envPort } from '@cards/platform';
 import { verificationConfigFields } from './verification/config';
 import { searchIndexConfigFields } from './index-config';
 
 export const searchConfigSchema = z.object({
   DATA_DIR: z.string().default('./data'),
   SEARCH_GRPC_HOST: z.string().default('127.0.0.1'),
-  SEARCH_GRPC_PORT: envInt(50053),
+  SEARCH_GRPC_PORT: envPort(50053),
   ...verificationConfigFields,
   ...searchIndexConfigFields,
   /** Prefix of the Elasticsearch indices (when ELASTICSEARCH_URL is set), so several deployments can share a cluster. */

@@ -1,5 +1,6 @@
 import { join } from 'node:path';
 import type { Logger } from 'pino';
+import { ConfigError } from '../config';
 import type { EventBus } from './event-bus';
 import { KafkaEventBus } from './kafka-event-bus';
 import { describeKafkaSecurity, kafkaSecurityOf, kafkaSecurityWarning } from './kafka-security';
@@ -25,9 +26,17 @@ export function kafkaPartitions(value: number | string | undefined): number {
   return n;
 }
 
-/** The host:port list of KAFKA_BROKERS. */
+/**
+ * The host:port list of KAFKA_BROKERS; empty items (a trailing comma) are skipped. A value naming no broker (' ', ',')
+ * or an item without a port stops the start naming the variable: ' ' selected Kafka with no broker at all, and the
+ * start then failed on kafkajs' 'Failed to connect: brokers array is empty'.
+ */
 export function kafkaBrokersOf(value: string): string[] {
-  return value.split(',').map((b) => b.trim()).filter(Boolean);
+  const brokers = value.split(',').map((b) => b.trim()).filter(Boolean);
+  const bad = brokers.filter((b) => !/^(?:\[[0-9a-fA-F:.]+\]|[^\s:/[\]]+):\d{1,5}$/.test(b));
+  if (brokers.length === 0) throw new ConfigError([`KAFKA_BROKERS: expected host:port[,host:port...] (unset for the embedded event log), got "${value}"`]);
+  if (bad.length > 0) throw new ConfigError([`KAFKA_BROKERS: expected host:port[,host:port...], got "${bad.join('", "')}" in "${value}"`]);
+  return brokers;
 }
 
 /** KAFKA_NAMESPACE from the config, else the variable; undefined when empty. */

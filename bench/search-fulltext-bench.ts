@@ -2,6 +2,8 @@
 // bench/search-bench.ts (cards of 85 words, half Zipf-drawn from the 3,000 most frequent GloVe words, half from one
 // of 300 topics), then `matchText` timed per kind of query, one query at a time.
 // Usage: node --expose-gc --import tsx bench/search-fulltext-bench.ts [cards=100000] [queries=300]
+// The last three kinds are pastes (a card whole, half of one, two joined): queries of more than 32 distinct words;
+// `sourcesFirst` counts the pastes whose first hits are the cards they came from.
 // SEARCH_FULLTEXT_BENCH_DUMP=<file> also writes every query's page (card ids, scores) and total, to compare runs.
 // The same queries also run on a second index built with `pruneTextCandidates: false` (every card holding a matched
 // word a candidate, as before the MaxScore pruning): its times are the baseline, and its pages must be the same.
@@ -33,7 +35,21 @@ const queryKinds: Record<string, () => string> = {
   '2 of the 20 commonest words': () => [pick(common.slice(0, 20)), pick(common.slice(0, 20))].join(' '),
   '3 of the 20 commonest words': () => [pick(common.slice(0, 20)), pick(common.slice(0, 20)), pick(common.slice(0, 20))].join(' '),
   '"the of and"': () => 'the of and',
+  // Pastes: a card's whole text (85 words), the second half of one, and two cards' texts joined.
+  'a card pasted whole': () => pasted([pastedCard()], (t) => t),
+  'the second half of a card': () => pasted([pastedCard()], (t) => t.split(' ').slice(42).join(' ')),
+  'two cards pasted together': () => pasted([pastedCard(), pastedCard()], (t) => t),
 };
+/** The cards each paste came from (`sourcesFirst`: how often they are the first hits). */
+const pastedFrom = new Map<string, number[]>();
+function pastedCard(): number {
+  return Math.floor(random() * texts.length);
+}
+function pasted(sources: number[], part: (text: string) => string): string {
+  const query = sources.map((i) => part(texts[i]!)).join(' ');
+  pastedFrom.set(query, sources);
+  return query;
+}
 
 function heapMB(): number {
   // Twice: one collection leaves some of the build's garbage behind.
@@ -86,6 +102,11 @@ async function main() {
       results[kind]!.push({ query: q, total: result.total, hits: result.hits.map((h) => `${h.cardId} ${h.score.toFixed(6)}`) });
     }
     const used = process.cpuUsage(cpu);
+    const pastes = results[kind]!.filter((r) => pastedFrom.has(r.query));
+    const sourcesFirst = pastes.filter((r) => {
+      const sources = pastedFrom.get(r.query)!.map((i) => `card-${i}`);
+      return r.hits.slice(0, sources.length).every((h) => sources.includes(h.split(' ')[0]!));
+    }).length;
     times.sort((a, b) => a - b);
     const at = (p: number) => Number(times[Math.min(times.length - 1, Math.floor(p * times.length))]!.toFixed(2));
     const meanTotal = Math.round(results[kind]!.reduce((s, r) => s + r.total, 0) / queries.length);
@@ -94,6 +115,7 @@ async function main() {
     rows.push({
       kind, p50: at(0.5), p90: at(0.9), p99: at(0.99), max: at(1 - 1e-9), cpuMs: Number(((used.user + used.system) / 1000 / queries.length).toFixed(2)), meanTotal,
       unprunedP50: Number(baseP50.toFixed(2)), unprunedP99: Number(baseP99.toFixed(2)), p50Ratio: Number((baseP50 / at(0.5)).toFixed(1)), differingPages,
+      ...(pastes.length > 0 ? { sourcesFirst: `${sourcesFirst}/${pastes.length}` } : {}),
     });
   }
   console.log(JSON.stringify({ cards: cardCount, queriesPerKind: queryCount, indexSeconds, jsHeapMB, rssMB: Math.round(process.memoryUsage().rss / 1024 / 1024) }));

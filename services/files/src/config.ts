@@ -47,6 +47,11 @@ export const filesConfigSchema = z
     IDEMPOTENCY_KEY_TTL_HOURS: envIdempotencyKeyTtlHours(),
     INGESTION_MAX_ATTEMPTS: envInt(8),
     /**
+     * How long a deleted file's bytes are kept after its deletion, so a read of it under way (GET /api/file/:id over
+     * several ReadFile calls, a raw download) completes from what was opened instead of being cut (0: removed at once).
+     */
+    FILE_DELETED_BYTES_GRACE_MS: envMs(15 * 60_000),
+    /**
      * Hours a file's change (deletion, privacy) or ingestion waits for a cards service that does not have the method
      * yet (UNIMPLEMENTED: files released before cards, docs/deploy.md#upgrade-order), counted from the change or the
      * upload; past it the change goes to the dead letters and the ingestion fails, its owner told why. An ingestion

@@ -83,13 +83,13 @@ export async function startFiles(env: Record<string, string | undefined> = proce
   await bus.ready();
   const relay = new OutboxRelay(outbox, bus, logger, { name: 'files' });
   const service = new FilesService({ repository, objects, reader, maxFileBytes: config.MAX_FILE_BYTES, logger, onEventsWritten: () => relay.kick() });
-  const worker = new IngestionWorker({ repository, objects, reader, cards, logger, maxAttempts: config.INGESTION_MAX_ATTEMPTS, concurrency: config.INGESTION_CONCURRENCY, unreleasedRetryMs: config.FILES_UNRELEASED_RETRY_HOURS * 3_600_000 });
+  const worker = new IngestionWorker({ repository, objects, reader, cards, logger, maxAttempts: config.INGESTION_MAX_ATTEMPTS, deletedBytesGraceMs: config.FILE_DELETED_BYTES_GRACE_MS, concurrency: config.INGESTION_CONCURRENCY, unreleasedRetryMs: config.FILES_UNRELEASED_RETRY_HOURS * 3_600_000 });
 
   const scheduler = new IngestionScheduler({ repository, worker, logger, maxAttempts: config.INGESTION_MAX_ATTEMPTS, holder: claimHolder, claimMs: config.INGESTION_CLAIM_MS });
 
   relay.start();
   await scheduler.start();
-  const subscription = await subscribeToFileEvents(bus, worker, scheduler, config.INGESTION_MAX_ATTEMPTS);
+  const subscription = await subscribeToFileEvents(bus, worker, scheduler, config.INGESTION_MAX_ATTEMPTS, { deletedBytesGraceMs: config.FILE_DELETED_BYTES_GRACE_MS });
   const grpc = await startGrpcServer({
     name: 'files.v1.FileService',
     host: config.FILES_GRPC_HOST,

@@ -38,6 +38,35 @@ const upload = (overrides: Partial<UploadInput> = {}) =>
   service.upload({ callerId: newId(), fileName: 'energy.docx', mimeType: DOCX_MIME, private: false, tags: [], bytes: docx, ...overrides });
 
 describe('FilesService', () => {
+  describe('a read the gateway goes on with (resume) after the file was deleted or made private', () => {
+    const readAll = async (content: NodeJS.ReadableStream) => {
+      const parts: Buffer[] = [];
+      for await (const part of content) parts.push(part as Buffer);
+      return Buffer.concat(parts);
+    };
+
+    it('is sent the rest of the bytes while the store holds them; a read not resumed, or whose bytes are gone, is 404', async () => {
+      const owner = newId();
+      const reader = newId();
+      const [deleted, hidden] = [await upload({ callerId: owner }), await upload({ callerId: owner })];
+      await service.delete(owner, deleted.id);
+      await service.setPrivacy(owner, hidden.id, true);
+      const gone = await service.open(deleted.id, reader, 100, { resume: true });
+      expect({ id: gone.record.id, size: gone.record.size }).toEqual({ id: deleted.id, size: docx.length });
+      expect((await readAll(gone.content)).equals(docx.subarray(100))).toBe(true);
+      const madePrivate = await service.open(hidden.id, reader, 100, { resume: true });
+      expect(madePrivate.record).toMatchObject({ id: hidden.id, size: docx.length, private: true });
+      expect((await readAll(madePrivate.content)).equals(docx.subarray(100))).toBe(true);
+      // A read begun now (offset 0, or not resumed) is refused as before.
+      await expect(service.open(deleted.id, reader, 0, { resume: true })).rejects.toBeInstanceOf(NotFoundError);
+      await expect(service.open(deleted.id, reader, 100)).rejects.toBeInstanceOf(NotFoundError);
+      await expect(service.open(hidden.id, reader, 100)).rejects.toBeInstanceOf(NotFoundError);
+      // Once the bytes are gone (the grace passed), the resumed read is refused too.
+      await objects.remove(deleted.id);
+      await expect(service.open(deleted.id, reader, 100, { resume: true })).rejects.toBeInstanceOf(NotFoundError);
+    });
+  });
+
   it('upload stores bytes, record and one FileUploaded event, then kicks the relay', async () => {
     const record = await upload({ tags: ['a,b', ' a ', '', 'c'] });
     expect(record).toMatchObject({ fileName: 'energy.docx', format: 'docx', size: docx.length, tags: ['a', 'b', 'c'], ingestionStatus: 'pending' });
@@ -103,7 +132,7 @@ describe('FilesService', () => {
     const owner = newId();
     const record = await upload({ callerId: owner, private: true });
     const handlers = fileHandlers(service);
-    const getFile = (checkContent: boolean) => handlers.getFile({ fileId: record.id, callerId: owner, offset: 0, checkContent }, {} as CallContext);
+    const getFile = (checkContent: boolean) => handlers.getFile({ fileId: record.id, callerId: owner, offset: 0, checkContent, resume: false }, {} as CallContext);
     expect((await getFile(true)).size).toBe(docx.length);
     await objects.remove(record.id);
     await expect(service.open(record.id, owner)).rejects.toThrow(new NotFoundError('File not found'));

@@ -1,6 +1,6 @@
 import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { createLogger, newId, serviceMetrics, SqliteEventLog, Topics } from '@cards/platform';
+import { createLogger, newId, RetryableUnavailableError, serviceMetrics, SqliteEventLog, Topics } from '@cards/platform';
 import { tagsProblem } from '@cards/card-rules';
 import Database from 'better-sqlite3';
 import { events } from '@cards/proto';
@@ -315,6 +315,22 @@ describe('IngestionWorker', () => {
     await worker.handle({ topic: Topics.file, key: record.id, payload, offset: '2', attempt: 0 });
     expect(await objects.stat(record.id)).toBeNull();
     expect(cards.cleared).toEqual([record.id]);
+  });
+
+  it('with a grace, a FileDeleted event clears the references at once and keeps the bytes until the grace has passed', async () => {
+    const graced = new IngestionWorker({ repository, objects, reader: new LibraryDocumentReader(), cards, logger, maxAttempts: 3, concurrency: 1, deletedBytesGraceMs: 60_000 });
+    const record = await stored('energy.docx');
+    const deletedAt = new Date();
+    const payload = events.FileEvent.encode({ eventId: newId(), occurredAt: deletedAt, kind: { $case: 'deleted', value: { fileId: record.id, userId: record.userId } } }).finish();
+    const delivered = { topic: Topics.file, key: record.id, payload, offset: '2', attempt: 0 };
+    await graced.handle(delivered);
+    expect(cards.cleared).toEqual([record.id]);
+    expect(await objects.stat(record.id)).not.toBeNull();
+    // Delivered again (never dead-lettered) until the grace has passed, then the bytes go.
+    await expect(graced.removeDeletedBytes(delivered, deletedAt.getTime() + 59_999)).rejects.toBeInstanceOf(RetryableUnavailableError);
+    expect(await objects.stat(record.id)).not.toBeNull();
+    await graced.removeDeletedBytes(delivered, deletedAt.getTime() + 60_000);
+    expect(await objects.stat(record.id)).toBeNull();
   });
 
   it('a FilePrivacyChanged event has the cards service apply the privacy to the file\'s cards and collection', async () => {

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { IndexedCard, SearchScope } from '../src/domain/model';
 import type { CardIndex } from '../src/domain/ports';
+import { LABELLED_CARDS } from './fixtures/labelled-cards';
 
 export const CONTRACT_DIMENSIONS = 8;
 
@@ -74,6 +75,18 @@ export const aCard = () => new CardBuilder();
 
 const everything = (callerId?: string): SearchScope => ({ callerId, tags: [], links: [] });
 const firstPage = { offset: 0, limit: 25 };
+
+/** Prose no card holds, around which a card is pasted (a paragraph of notes, a letter). */
+const UNINDEXED_BEFORE =
+  'The committee met on Tuesday evening to discuss the budget for next year. After a long debate about the state of the roads, the leaking roof of the primary school and the hours of the new public library, the members agreed to postpone the final vote until the auditors had finished their report on last year spending.';
+const UNINDEXED_AFTER =
+  'Dear Margaret, thank you for the postcard from Lisbon. We finally repainted the kitchen a pale shade of yellow, the cat has taken over the armchair by the window, and my brother is visiting at the end of the month with his two noisy children. Write soon and tell me everything about the trip.';
+
+/** A text with a typo in every fourth word of five letters or more (two letters in its middle swapped). */
+function withTypos(text: string): string {
+  let n = 0;
+  return text.replace(/[A-Za-z]{5,}/g, (word) => (n++ % 4 === 0 ? word.slice(0, 2) + word[3] + word[2] + word.slice(4) : word));
+}
 
 /** The CardIndex port's contract: every adapter (SQLite, Elasticsearch, ...) must pass it. */
 export function describeCardIndexContract(name: string, factory: () => Promise<CardIndex>): void {
@@ -746,6 +759,89 @@ export function describeCardIndexContract(name: string, factory: () => Promise<C
       const page = await index.matchText(rocks, everything(), firstPage);
       expect(page.hits.map((h) => h.cardId)).toEqual([whole.cardId]);
       expect(page.total).toBe(1);
+    });
+
+    test('a pasted text finds the cards it came from first, whole or in part, joined, in the middle of other prose or with typos, and not every card', async () => {
+      // Each labelled card is ~80 words of real prose; topics come in threes sharing vocabulary. A paste used only its
+      // first 32 distinct words under the fixed floor of 0.3: the second of two joined cards, a card a third of a
+      // paste and a card after a paragraph no card holds were not found.
+      const ids = new Map<string, string>();
+      for (const labelled of LABELLED_CARDS) {
+        const card = aCard().saying(labelled.content).build();
+        ids.set(labelled.content, card.cardId);
+        await index.upsert(card);
+      }
+      const texts = LABELLED_CARDS.map((c) => c.content);
+      const failures: string[] = [];
+      const check = async (what: string, query: string, sources: string[]) => {
+        const page = await index.matchText(query, everything(), firstPage);
+        const first = page.hits.slice(0, sources.length).map((h) => h.cardId).sort();
+        const wanted = sources.map((text) => ids.get(text)!).sort();
+        if (JSON.stringify(first) !== JSON.stringify(wanted)) failures.push(`${what}: first ${page.hits.length} hits lack a source`);
+        // Still not every card: the sources and a few of their topic's cards at most.
+        if (page.total > sources.length + 4) failures.push(`${what}: ${page.total} of ${texts.length} cards matched`);
+      };
+      // One card of each topic of three (in turn its first, second and third), with cards of other topics.
+      for (let topic = 0; topic * 3 < texts.length; topic++) {
+        const i = topic * 3 + (topic % 3);
+        const text = texts[i]!;
+        const half = text.split(' ');
+        await check(`card ${i}`, text, [text]);
+        await check(`second half of card ${i}`, half.slice(Math.floor(half.length / 2)).join(' '), [text]);
+        await check(`card ${i} with typos`, withTypos(text), [text]);
+        await check(`card ${i} inside other prose`, `${UNINDEXED_BEFORE} ${text} ${UNINDEXED_AFTER}`, [text]);
+        // Cards of other topics (a topic's three cards share words), two and three joined.
+        const other = texts[(i + 4) % texts.length]!;
+        const third = texts[(i + 8) % texts.length]!;
+        await check(`cards ${i} and ${(i + 4) % texts.length} joined`, `${text} ${other}`, [text, other]);
+        await check(`cards ${i}, ${(i + 4) % texts.length} and ${(i + 8) % texts.length} joined, with typos`, withTypos(`${text} ${other} ${third}`), [text, other, third]);
+      }
+      expect(failures).toEqual([]);
+      // A paste of text no card holds finds few cards (those sharing a fifth of its telling words: 2 of 24), low.
+      const unheld = await index.matchText(`${UNINDEXED_BEFORE} ${UNINDEXED_AFTER}`, everything(), firstPage);
+      expect(unheld.total).toBeLessThanOrEqual(texts.length / 10);
+      for (const hit of unheld.hits) expect(hit.score).toBeLessThan(0.25);
+    });
+
+    test('a query of emoji or other symbols finds the cards holding them, in a row first; one of punctuation alone finds nothing', async () => {
+      const waves = aCard().saying('Surf report: big swell at dawn 🌊🔥 bring the long board').build();
+      const apart = aCard().saying('🔥 campfire stories, then a swim 🌊 at night').build();
+      const star = aCard().saying('The critics rated it ★★★★ and the crowd loved it ♥').build();
+      const plain = aCard().saying('surf report for the weekend, calm sea and no swell').build();
+      const keycap = aCard().saying('family trip 👨‍👩‍👧 to the sea, thumbs up 👍🏽').build();
+      for (const card of [waves, apart, star, plain, keycap]) await index.upsert(card);
+      const found = async (query: string) => ({ query, found: (await index.matchText(query, everything(), firstPage)).hits.map((h) => h.cardId) });
+      expect(await found('🌊🔥')).toEqual({ query: '🌊🔥', found: [waves.cardId, apart.cardId] });
+      expect((await found('🌊')).found.sort()).toEqual([apart.cardId, waves.cardId].sort());
+      expect(await found('★')).toEqual({ query: '★', found: [star.cardId] });
+      expect(await found('♥')).toEqual({ query: '♥', found: [star.cardId] });
+      // Variation selectors, joiners and skin tones do not count: the pictographs do.
+      expect(await found('👍')).toEqual({ query: '👍', found: [keycap.cardId] });
+      expect(await found('👩\u200d👧')).toEqual({ query: '👩\u200d👧', found: [keycap.cardId] });
+      expect((await found('🌊\ufe0f')).found.sort()).toEqual([apart.cardId, waves.cardId].sort());
+      // A symbol is a word among the others: the card holding both first, then those holding one (tied).
+      const mixed = (await found('surf 🌊')).found;
+      expect([mixed[0], mixed.slice(1).sort()]).toEqual([waves.cardId, [plain.cardId, apart.cardId].sort()]);
+      expect(await found('🐙')).toEqual({ query: '🐙', found: [] });
+      expect(await found('!!! ... ---')).toEqual({ query: '!!! ... ---', found: [] });
+    });
+
+    test('a word longer than 40 characters is found, misspelled too, and a run of letters thousands long is one bounded word', async () => {
+      const compound = aCard().saying('Die Donaudampfschifffahrtsgesellschaftskapitänsmütze lag auf dem Tisch').build();
+      const shorter = aCard().saying('Die Donaudampfschifffahrtsgesellschaft fuhr nach Wien').build();
+      const chemical = aCard().saying('The label said methylenedioxypyrovaleronehydrochloridemonohydrate in small print').build();
+      const blob = aCard().saying(`key ${'QmFzZTY0'.repeat(2_000)} end`).build();
+      for (const card of [compound, shorter, chemical, blob]) await index.upsert(card);
+      const found = async (query: string) => ({ query, found: (await index.matchText(query, everything(), firstPage)).hits.map((h) => h.cardId) });
+      // The compound and the shorter one are close variants of each other (most of their trigrams are shared).
+      expect(await found('Donaudampfschifffahrtsgesellschaftskapitänsmütze')).toEqual({ query: 'Donaudampfschifffahrtsgesellschaftskapitänsmütze', found: [compound.cardId, shorter.cardId] });
+      expect(await found('DONAUDAMPFSCHIFFFAHRTSGESELLSCHAFTSKAPITANSMUTZE')).toEqual({ query: 'DONAUDAMPFSCHIFFFAHRTSGESELLSCHAFTSKAPITANSMUTZE', found: [compound.cardId, shorter.cardId] });
+      // The spelling before 1996 (Schiffahrt), a word no card holds: one edit from the compound.
+      expect((await found('Donaudampfschiffahrtsgesellschaftskapitänsmütze')).found[0]).toBe(compound.cardId);
+      expect(await found('Donaudampfschifffahrtsgesellschaft')).toEqual({ query: 'Donaudampfschifffahrtsgesellschaft', found: [shorter.cardId, compound.cardId] });
+      expect(await found('methylenedioxypyrovaleronehydrochloridemonohydrate')).toEqual({ query: 'methylenedioxypyrovaleronehydrochloridemonohydrate', found: [chemical.cardId] });
+      expect(await found('methylenedioxypyrovaleronehydrochloridmonohydrate')).toEqual({ query: 'methylenedioxypyrovaleronehydrochloridmonohydrate', found: [chemical.cardId] });
+      expect(await found(`${'QmFzZTY0'.repeat(2_000)}`)).toEqual({ query: `${'QmFzZTY0'.repeat(2_000)}`, found: [blob.cardId] });
     });
 
     test('a card holding the exact phrase ranks above one that merely shares its words', async () => {

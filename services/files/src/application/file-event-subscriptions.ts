@@ -7,6 +7,8 @@ import type { IngestionWorker } from './ingestion-worker';
 export const INGESTION_GROUP = 'files-ingestion';
 /** Consumer group that applies deletions and privacy changes, so they never wait behind ingestions of other files. */
 export const FILE_CHANGES_GROUP = 'files-file-changes';
+/** Consumer group that removes deleted files' bytes once their grace has passed (IngestionWorker.removeDeletedBytes). */
+export const DELETED_BYTES_GROUP = 'files-deleted-bytes';
 
 /**
  * The files topic read by two consumer groups on one bus. Uploads: the pending record, stored with its event, is the
@@ -15,7 +17,13 @@ export const FILE_CHANGES_GROUP = 'files-file-changes';
  * privacy change queued behind it would leave cards public (or naming a deleted file) that long. Each group reads every
  * event and handles only its kinds; within a group one file's events stay in order (one key, one partition).
  */
-export async function subscribeToFileEvents(bus: EventBus, worker: IngestionWorker, scheduler: Pick<IngestionScheduler, 'wake'>, maxAttempts: number): Promise<Subscription> {
+export async function subscribeToFileEvents(
+  bus: EventBus,
+  worker: IngestionWorker,
+  scheduler: Pick<IngestionScheduler, 'wake'>,
+  maxAttempts: number,
+  { deletedBytesGraceMs = 0 }: { deletedBytesGraceMs?: number } = {},
+): Promise<Subscription> {
   const ingestion = await bus.subscribe({
     group: INGESTION_GROUP,
     topics: [Topics.file],
@@ -28,5 +36,12 @@ export async function subscribeToFileEvents(bus: EventBus, worker: IngestionWork
     await ingestion.close();
     throw err;
   });
-  return { close: async () => void (await Promise.all([ingestion.close(), changes.close()])) };
+  // With a grace, deleted files' bytes go on a group of their own: waiting for their time never holds the changes.
+  const bytes = deletedBytesGraceMs > 0
+    ? await bus.subscribe({ group: DELETED_BYTES_GROUP, topics: [Topics.file], maxAttempts, handler: (event) => worker.removeDeletedBytes(event) }).catch(async (err: unknown) => {
+        await Promise.all([ingestion.close(), changes.close()]);
+        throw err;
+      })
+    : undefined;
+  return { close: async () => void (await Promise.all([ingestion.close(), changes.close(), bytes?.close()])) };
 }

@@ -9,6 +9,25 @@ import type { DocumentReader, FileRepository, ObjectStore } from '../domain/port
 /** The most files one page holds: a file may carry 100 tags of 200 characters, so 200 files stay below ~4.2 MB as gRPC. */
 export const MAX_FILE_PAGE_SIZE = 200;
 
+/** The header of a resumed read whose file was deleted since: only `id` and `size` are told (FilesService.resumed). */
+const GONE_RECORD: Omit<FileRecord, 'id' | 'size'> = {
+  userId: '',
+  fileName: '',
+  mimeType: '',
+  format: 'pdf',
+  private: true,
+  tags: [],
+  ocFilePath: null,
+  ingestionStatus: 'done',
+  ingestionError: null,
+  cardCount: 0,
+  collectionId: null,
+  idempotencyKey: null,
+  requestFingerprint: null,
+  createdAt: new Date(0),
+  updatedAt: new Date(0),
+};
+
 export interface UploadInput {
   callerId: string;
   fileName: string;
@@ -138,8 +157,8 @@ export class FilesService {
    * The record and a stream of its bytes from `offset` (a reader going on from the byte it reached), for a caller who
    * may see it; InvalidArgumentError when the offset is not a byte position of the file (0 to its size).
    */
-  async open(fileId: string, callerId: string | undefined, offset = 0): Promise<{ record: FileRecord; content: Readable }> {
-    const record = await this.get(fileId, callerId);
+  async open(fileId: string, callerId: string | undefined, offset = 0, { resume = false } = {}): Promise<{ record: FileRecord; content: Readable }> {
+    const record = resume && offset > 0 ? await this.resumed(fileId, callerId) : await this.get(fileId, callerId);
     if (!Number.isSafeInteger(offset) || offset < 0 || offset > record.size) throw new InvalidArgumentError(`offset: must be from 0 to the file's size (${record.size})`);
     try {
       return { record, content: await this.deps.objects.open(record.id, offset) };
@@ -147,6 +166,22 @@ export class FilesService {
       if (err instanceof NotFoundError) throw new NotFoundError('File not found');
       throw err;
     }
+  }
+
+  /**
+   * The file of a read the gateway opened (the caller could see it then) and goes on with: its record when the caller
+   * may still see it; else, while the store still holds its bytes (a deleted file's are kept FILE_DELETED_BYTES_GRACE_MS,
+   * see subscribeToFileEvents), the record as it is now (made private since) or, deleted, one naming only its id and
+   * size. So a read under way completes from what was opened, as a raw download's stream does, instead of being cut.
+   */
+  private async resumed(fileId: string, callerId: string | undefined): Promise<FileRecord> {
+    if (!isUuid(fileId)) throw new InvalidArgumentError('file_id: must be a UUID');
+    const id = fileId.toLowerCase();
+    const record = await this.deps.repository.get(id);
+    if (record && (!record.private || record.userId === callerId)) return record;
+    const stored = await this.deps.objects.stat(id);
+    if (!stored) throw new NotFoundError('File not found');
+    return record ?? { ...GONE_RECORD, id, size: stored.size };
   }
 
   /**

@@ -14,6 +14,11 @@ export interface IngestionWorkerDeps {
   logger: Logger;
   /** Deliveries of a change event before the bus gives up; the last one logs the failure. */
   maxAttempts: number;
+  /**
+   * How long after a deletion its file's bytes are kept (FILE_DELETED_BYTES_GRACE_MS): then removeDeletedBytes, on its
+   * own subscription, removes them. 0 (the default): the deletion's handling removes them at once.
+   */
+  deletedBytesGraceMs?: number;
   /** Cards created at the same time for one document. */
   concurrency?: number;
   /**
@@ -83,7 +88,7 @@ export class IngestionWorker {
         return;
       case 'deleted':
         await this.afterIngestionUnderWay(event.kind.value.fileId);
-        await this.deps.objects.remove(event.kind.value.fileId);
+        if (!this.deps.deletedBytesGraceMs) await this.deps.objects.remove(event.kind.value.fileId);
         await this.deps.cards.clearFileReferences(event.kind.value.fileId).catch((err: unknown) => {
           throw this.whilePeerNotReady(err, event.occurredAt, 'the deletion of file ' + event.kind!.value.fileId);
         });
@@ -94,6 +99,22 @@ export class IngestionWorker {
       default:
         this.deps.logger.warn({ offset: delivered.offset }, 'ignoring a file event of an unknown kind');
     }
+  }
+
+  /**
+   * Handler of the deleted bytes subscription (with a grace only): a deleted file's bytes are removed once the grace has
+   * passed since its deletion; until then the event is delivered again (a RetryableUnavailableError, never
+   * dead-lettered, at most 5 s apart), so reads of the file under way complete (FilesService.resumed). Each event waits
+   * only for its own time, and deletions come in their order, so a removal is never later than its grace and a few s.
+   */
+  async removeDeletedBytes(delivered: DeliveredEvent, now = Date.now()): Promise<void> {
+    const event = events.FileEvent.decode(delivered.payload);
+    if (event.kind?.$case !== 'deleted') return;
+    const { fileId } = event.kind.value;
+    const due = (event.occurredAt?.getTime() ?? 0) + (this.deps.deletedBytesGraceMs ?? 0);
+    if (now < due) throw new RetryableUnavailableError(`the bytes of deleted file ${fileId} are kept for reads under way until ${new Date(due).toISOString()}`);
+    await this.afterIngestionUnderWay(fileId);
+    await this.deps.objects.remove(fileId);
   }
 
   /**

@@ -62,7 +62,7 @@ export function fileHandlers(service: FilesService): files.FileServiceImplementa
       return toProto(await service.get(req.fileId, req.callerId, { checkContent: req.checkContent }));
     },
     async *readFile(req) {
-      const { record, content } = await service.open(req.fileId, req.callerId, req.offset);
+      const { record, content } = await service.open(req.fileId, req.callerId, Number(req.offset), { resume: req.resume });
       try {
         yield { part: { $case: 'file', value: toProto(record) } };
         for await (const data of content) {

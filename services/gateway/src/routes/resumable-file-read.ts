@@ -48,11 +48,15 @@ async function closeQuietly(messages: Messages): Promise<void> {
  * else's private file fails here with the service's status) comes from the first call. When a call ends by its
  * deadline or a cut connection while bytes are still wanted, the next one starts from the byte reached, so a reader of
  * any speed gets every byte once, in order; each call must stay within the services' connection-age grace. A file
- * deleted, made private or changed in size between two calls fails the content (NOT_FOUND, FileChangedDuringReadError).
+ * deleted or made private between two calls is still read whole (`resume`: files sends the bytes while it holds them,
+ * a deleted file's for FILE_DELETED_BYTES_GRACE_MS); one whose bytes are gone, or changed in size, fails the content
+ * (NOT_FOUND, FileChangedDuringReadError).
  * Resolves undefined when the service sent no header.
  */
 export async function openResumableFileRead(client: GatewayClients['files'], request: { fileId: string; callerId?: string }, callMs: number): Promise<FileRead | undefined> {
-  const call = (offset: number): Messages => client.readFile({ ...request, offset }, { deadline: callMs })[Symbol.asyncIterator]();
+  // A call going on with the read (offset > 0) asks files to resume it: a file deleted or made private since the read
+  // began is still sent whole while files holds its bytes, instead of the answer being cut part way.
+  const call = (offset: number): Messages => client.readFile({ ...request, offset, resume: offset > 0 }, { deadline: callMs })[Symbol.asyncIterator]();
   let current: Messages | undefined = call(0);
   let file: files.File | undefined;
   try {

@@ -10,13 +10,53 @@ import { usernameCaseFold } from '@cards/card-rules';
  */
 export const WORD = /[\p{L}\p{N}][\p{L}\p{N}\p{M}]*(?:'\p{L}[\p{L}\p{M}]*)?/gu;
 
-/** Lower-cased words of a text (letters and digits with their combining marks, an inner apostrophe kept), in order. */
+/** Lower-cased words of a text (letters and digits with their combining marks, an inner apostrophe kept), in order; words over 40 UTF-16 units are left out. */
 export function words(text: string): string[] {
   const out: string[] = [];
   for (const match of text.toLowerCase().matchAll(WORD)) {
     const word = match[0];
     if (word.length <= 40) out.push(word);
   }
+  return out;
+}
+
+/**
+ * Longest word full-text search keeps whole, in characters (code points). A longer one (a German compound, a chemical
+ * name, a long identifier or a URL's path part written as one word) is indexed and looked for as its first
+ * SEARCH_WORD_CHARACTERS characters, so it is found (typos included) while a run of letters thousands long (a pasted
+ * key, base64) is one word of bounded size in the vocabulary, not a trigram list as long as itself.
+ */
+export const SEARCH_WORD_CHARACTERS = 64;
+
+/** A search word no longer than SEARCH_WORD_CHARACTERS characters: its start when longer, never a lone surrogate. */
+function searchWord(word: string): string {
+  if (word.length <= SEARCH_WORD_CHARACTERS) return word;
+  let end = 0;
+  for (let kept = 0; kept < SEARCH_WORD_CHARACTERS && end < word.length; kept++) end += word.codePointAt(end)! > 0xffff ? 2 : 1;
+  return word.slice(0, end);
+}
+
+/**
+ * A symbol standing as a word of its own: an emoji or another pictograph (Extended_Pictographic), or another sign of
+ * Unicode's category So (★, ♥, ✓, °, ⚠). Full-text search indexes each one alone (a query of "🌊🔥" looks for both, in
+ * a row for the phrase), dropping what only shapes it (variation selectors, skin tones, the zero-width joiner).
+ */
+const SYMBOL = /[\p{Extended_Pictographic}\p{So}]/u;
+const SYMBOL_OR_WORD = /[\p{Extended_Pictographic}\p{So}]|[\p{L}\p{N}][\p{L}\p{N}\p{M}]*(?:'\p{L}[\p{L}\p{M}]*)?/gu;
+const SYMBOL_WORD = /^[\p{Extended_Pictographic}\p{So}]$/u;
+
+/**
+ * Whether a search word is a symbol (see SYMBOL): matched only as itself (no misspelling of one is another), and
+ * never in the vocabulary misspellings are corrected to.
+ */
+export function isSymbolWord(word: string): boolean {
+  return word.length <= 2 && word.charCodeAt(0) > 0x7f && SYMBOL_WORD.test(word);
+}
+
+/** The search words of a folded text without unspaced scripts: words (long ones cut, searchWord) and symbols. */
+function foldedTextWords(text: string, ascii: boolean): string[] {
+  const out: string[] = [];
+  for (const match of text.matchAll(!ascii && SYMBOL.test(text) ? SYMBOL_OR_WORD : WORD)) out.push(searchWord(match[0]));
   return out;
 }
 
@@ -143,7 +183,7 @@ const SEGMENTED_CHAR = String.raw`[\p{scx=Thai}\p{scx=Lao}\p{scx=Khmer}\p{scx=My
 const UNSPACED = new RegExp(`${BIGRAM_CHAR}|${SEGMENTED_CHAR}`, 'u');
 /** A run of one unspaced script, or a word of other letters and digits (an inner apostrophe kept), as WORD. */
 const UNSPACED_TOKEN = new RegExp(
-  `(${BIGRAM_CHAR}+)|(${SEGMENTED_CHAR}+)|(?!${BIGRAM_CHAR}|${SEGMENTED_CHAR})[\\p{L}\\p{N}](?:(?!${BIGRAM_CHAR}|${SEGMENTED_CHAR})[\\p{L}\\p{N}\\p{M}])*(?:'(?!${BIGRAM_CHAR}|${SEGMENTED_CHAR})\\p{L}(?:(?!${BIGRAM_CHAR}|${SEGMENTED_CHAR})[\\p{L}\\p{M}])*)?`,
+  `(${BIGRAM_CHAR}+)|(${SEGMENTED_CHAR}+)|[\\p{Extended_Pictographic}\\p{So}]|(?!${BIGRAM_CHAR}|${SEGMENTED_CHAR})[\\p{L}\\p{N}](?:(?!${BIGRAM_CHAR}|${SEGMENTED_CHAR})[\\p{L}\\p{N}\\p{M}])*(?:'(?!${BIGRAM_CHAR}|${SEGMENTED_CHAR})\\p{L}(?:(?!${BIGRAM_CHAR}|${SEGMENTED_CHAR})[\\p{L}\\p{M}])*)?`,
   'gu',
 );
 const CJK_WORD = new RegExp(`^${BIGRAM_CHAR}`, 'u');
@@ -164,8 +204,8 @@ function unspacedWords(text: string): string[] {
       for (let i = 1; i < chars.length; i++) out.push(chars[i - 1]! + chars[i]!);
     } else if (match[2] !== undefined) {
       segmenter ??= new Intl.Segmenter('und', { granularity: 'word' });
-      for (const part of segmenter.segment(match[2])) if (part.isWordLike && part.segment.length <= 40) out.push(part.segment);
-    } else if (match[0].length <= 40) out.push(match[0]);
+      for (const part of segmenter.segment(match[2])) if (part.isWordLike) out.push(searchWord(part.segment));
+    } else out.push(searchWord(match[0]));
   }
   return out;
 }
@@ -298,11 +338,11 @@ export function koreanSearchWord(word: string): string {
 /** The words of a text before Korean words are read: folded, unspaced scripts split. */
 function foldedWords(text: string): { words: string[]; korean: boolean; prefixed: boolean } {
   const lower = text.toLowerCase();
-  if (ASCII.test(lower)) return { words: words(lower), korean: false, prefixed: false };
+  if (ASCII.test(lower)) return { words: foldedTextWords(lower, true), korean: false, prefixed: false };
   // A soft hyphen (U+00AD) only marks where a word may break: "soft\u00ADhyphen" is the word "softhyphen", in a query
   // as in a card (cards drop it from their content, but ones stored before may hold it).
   const folded = foldedText(lower.includes(SOFT_HYPHEN) ? lower.replaceAll(SOFT_HYPHEN, '') : lower);
-  return { words: UNSPACED.test(folded) ? unspacedWords(folded) : words(folded), korean: HANGUL_SYLLABLE.test(folded), prefixed: PREFIXING_LETTER.test(folded) };
+  return { words: UNSPACED.test(folded) ? unspacedWords(folded) : foldedTextWords(folded, false), korean: HANGUL_SYLLABLE.test(folded), prefixed: PREFIXING_LETTER.test(folded) };
 }
 
 /** A letter of Arabic or Hebrew, scripts that write the article and some prepositions and conjunctions onto the word. */
@@ -381,12 +421,52 @@ export interface QueryTerm {
   forms: TermForm[];
 }
 
-/** Most distinct words of a query full-text search looks for. */
+/** Most distinct words of a query full-text search looks for: the most telling ones of a longer query (tellingTerms). */
 export const MAX_QUERY_TERMS = 32;
+/** Most distinct words of a query read at all (queryTerms), among which tellingTerms chooses: a bound on the work a paste makes. */
+export const QUERY_WORDS_READ = 512;
+
+/** Parts of a long query (its distinct words in order, cut in equal runs) each giving a share of its words (tellingTerms). */
+export const QUERY_PARTS = 4;
+
+/**
+ * The MAX_QUERY_TERMS words full-text search looks for in a query of more distinct words (a pasted paragraph or card):
+ * the most telling ones of each of its QUERY_PARTS parts (its distinct words in order, cut into equal runs), not its
+ * first ones, so a paste finds the cards its middle and end came from too, whichever holds the rarest words. Within a
+ * part, known words (some card the reader may see holds them: `frequency` > 0) go first, the rarest first (as idf
+ * weighs them); then words no such card holds (typos, words of text no card holds), which may tell nothing. Words of
+ * one frequency that do not all fit are taken evenly spread over the part. The chosen terms keep the query's order.
+ * Both full-text indexes use this rule.
+ */
+export function tellingTerms(terms: readonly QueryTerm[], frequency: (word: string) => number): QueryTerm[] {
+  if (terms.length <= MAX_QUERY_TERMS) return [...terms];
+  // Unknown words last (Infinity), then the rarest first; within one frequency, the query's order.
+  const known = terms.map((term) => frequency(term.word) || Infinity);
+  const chosen: number[] = [];
+  for (let part = 0; part < QUERY_PARTS; part++) {
+    const from = Math.floor((part * terms.length) / QUERY_PARTS);
+    const to = Math.floor(((part + 1) * terms.length) / QUERY_PARTS);
+    const ranked = Array.from({ length: to - from }, (_, i) => from + i).sort((a, b) => known[a]! - known[b]! || a - b);
+    const wanted = Math.floor(((part + 1) * MAX_QUERY_TERMS) / QUERY_PARTS) - Math.floor((part * MAX_QUERY_TERMS) / QUERY_PARTS);
+    let taken = 0;
+    for (let start = 0; taken < wanted && start < ranked.length; ) {
+      let end = start;
+      while (end < ranked.length && known[ranked[end]!] === known[ranked[start]!]) end++;
+      const group = end - start;
+      const room = wanted - taken;
+      // Words of one frequency that do not all fit are taken evenly spread over the part, not its first ones.
+      if (group <= room) for (let i = start; i < end; i++) chosen.push(ranked[i]!);
+      else for (let i = 0; i < room; i++) chosen.push(ranked[start + Math.floor((i * group) / room)]!);
+      taken += Math.min(group, room);
+      start = end;
+    }
+  }
+  return chosen.sort((a, b) => a - b).map((place) => terms[place]!);
+}
 
 /**
  * A query's words as full-text search looks for them: `sequence`, its searchWords (phrases), and `terms`, its
- * distinct words (at most MAX_QUERY_TERMS), each with the indexed forms it matches. A word without Hangul matches
+ * distinct words (at most QUERY_WORDS_READ, of which an index looks for tellingTerms), each with the indexed forms it matches. A word without Hangul matches
  * itself and its misspellings. A Korean word (see indexWords): as written, exactly (1); its shorter forms exactly, and
  * its stem and the stem's misspellings, at KOREAN_STEM_MATCH, so 학교를 finds 학교에서 and 학교, the word as written
  * first, and 고양이 finds 고양이가 above 고양에 (Goyang); its one-syllable stem,
@@ -398,7 +478,7 @@ export function queryTerms(text: string): { sequence: string[]; terms: QueryTerm
   const { words: split, korean, prefixed } = foldedWords(text);
   if (!korean && !prefixed) {
     const sequence = split;
-    return { sequence, terms: [...new Set(sequence)].slice(0, MAX_QUERY_TERMS).map((word) => ({ word, forms: [{ word, factor: 1, variants: true }] })) };
+    return { sequence, terms: [...new Set(sequence)].slice(0, QUERY_WORDS_READ).map((word) => ({ word, forms: [{ word, factor: 1, variants: !isSymbolWord(word) }] })) };
   }
   const sequence: string[] = [];
   const terms = new Map<string, Map<string, TermForm>>();
@@ -417,7 +497,7 @@ export function queryTerms(text: string): { sequence: string[]; terms: QueryTerm
         forms.push({ word: SYLLABLE_STEM_MARK + stem, factor: KOREAN_SYLLABLE_STEM_MATCH, variants: false });
       }
     } else {
-      forms.push({ word, factor: 1, variants: true });
+      forms.push({ word, factor: 1, variants: !isSymbolWord(word) });
       if (prefixed && PREFIXING_LETTER.test(word)) {
         // The word with a prefix in a card (كتاب finds الكتاب), and without its own (الكتاب finds كتاب).
         forms.push({ word: SYLLABLE_STEM_MARK + word, factor: PREFIX_MATCH, variants: false });
@@ -430,7 +510,7 @@ export function queryTerms(text: string): { sequence: string[]; terms: QueryTerm
     sequence.push(word);
     let term = terms.get(word);
     if (term === undefined) {
-      if (terms.size === MAX_QUERY_TERMS) continue;
+      if (terms.size === QUERY_WORDS_READ) continue;
       terms.set(word, (term = new Map()));
     }
     // The same stem written twice (학교 학교에서): each form at the better of its factors.
@@ -585,7 +665,7 @@ export const UNKNOWN_WORD_VARIANTS = 6;
  */
 export function variantSimilarity(query: string, candidate: string, shared: number, queryTrigrams: number, candidateTrigrams: number, known: boolean): number {
   // A Chinese or Japanese bigram is no misspelling of another: edits and shared trigrams of them mean nothing.
-  if (isCjkWord(query) || isCjkWord(candidate)) return 0;
+  if (isCjkWord(query) || isCjkWord(candidate) || isSymbolWord(query) || isSymbolWord(candidate)) return 0;
   const trigram = shared / (queryTrigrams + candidateTrigrams - shared);
   const floor = known ? KNOWN_WORD_VARIANT_FLOOR : UNKNOWN_WORD_VARIANT_FLOOR;
   let similarity = trigram;
@@ -639,4 +719,24 @@ export function textScoreFloor(floor: number, terms: readonly { weight: number; 
   if (weightSum <= 0) return floor;
   const alone = ((1 - phraseWeight) * heaviest) / weightSum;
   return alone >= TELLING_WORD_MIN_SCORE && alone < floor ? alone - 1e-6 : floor;
+}
+
+/** Least number of distinct words of a query read as a paste (a paragraph, a card or more), for longQueryFloor. */
+export const LONG_QUERY_WORDS = 8;
+/** Share of the best card's score a card needs to match a long query, when that is under the floor (longQueryFloor). */
+export const LONG_QUERY_SHARE = 0.5;
+/** Least full-text score a card needs to match a long query, however low the best card's score (longQueryFloor). */
+export const LONG_QUERY_MIN_SCORE = 0.2;
+
+/**
+ * The least score a card needs to match a query of LONG_QUERY_WORDS distinct words or more (a paste), given `floor`
+ * (textScoreFloor) and `best`, the best word score (without the phrase) a card in scope reaches: `floor`, lowered to
+ * LONG_QUERY_SHARE of the best, but not under LONG_QUERY_MIN_SCORE. A card that is a third of a paste (two other cards,
+ * or text no card holds, around it) holds a third of the query's weight, 0.28 with the phrase's share, under the
+ * fixed floor of 0.3; it now matches since it is the best there is, while a card sharing a few of the paste's words
+ * with it stays out. A paste some card holds whole keeps the fixed floor (half of its 0.85 or more is over 0.3). Both
+ * full-text indexes use this rule; shorter queries keep `floor`.
+ */
+export function longQueryFloor(floor: number, best: number): number {
+  return Math.min(floor, Math.max(LONG_QUERY_MIN_SCORE, best * LONG_QUERY_SHARE) - 1e-6);
 }

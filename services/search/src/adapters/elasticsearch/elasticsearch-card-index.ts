@@ -3,7 +3,7 @@ import { Client, errors, type estypes } from '@elastic/elasticsearch';
 import { redactUrl } from '@cards/platform';
 import { compareTies, isZeroVector, type IndexedCard, type IndexPage, type PageRequest, type SearchScope, type StoredCard, type StoredPoint } from '../../domain/model';
 import type { CardIndex } from '../../domain/ports';
-import { bestFormMatches, CJK_CHARACTER_BIGRAMS, filterForm, indexWords, isCjkCharacter, isExtraIndexWord, linkFilterForm, queryTerms, tagFilterForm, textScoreFloor, wordTrigrams } from '../../domain/text';
+import { bestFormMatches, CJK_CHARACTER_BIGRAMS, filterForm, indexWords, isCjkCharacter, isExtraIndexWord, isSymbolWord, linkFilterForm, LONG_QUERY_MIN_SCORE, LONG_QUERY_WORDS, longQueryFloor, MAX_QUERY_TERMS, queryTerms, tagFilterForm, tellingTerms, textScoreFloor, wordTrigrams } from '../../domain/text';
 import { matchWord, wordWeight, type VocabularyCandidate, type WordMatch } from './word-matcher';
 
 export interface ElasticsearchCardIndexOptions {
@@ -215,7 +215,7 @@ function cardText(content: string): { words: string[]; text: string } {
 
 /** The words of a card that go to the vocabulary (misspellings are corrected to them): its search words, not the extra forms. */
 function vocabularyWords(cardWords: readonly string[]): string[] {
-  return cardWords.filter((word) => !isExtraIndexWord(word));
+  return cardWords.filter((word) => !isExtraIndexWord(word) && !isSymbolWord(word));
 }
 
 /**
@@ -737,9 +737,15 @@ export class ElasticsearchCardIndex implements CardIndex {
 
   async matchText(query: string, scope: SearchScope, page: PageRequest): Promise<IndexPage> {
     await this.ready();
-    const { sequence, terms } = queryTerms(query);
+    const { sequence, terms: read } = queryTerms(query);
+    if (read.length === 0) return { hits: [], total: 0, reachable: 0 };
+    // A paste's most telling words, not its first ones (one more request, for queries of more distinct words only).
+    let terms = read;
+    if (read.length > MAX_QUERY_TERMS) {
+      const { frequency: readFrequency } = await this.documentFrequencies(read.map((term) => term.word), scope.callerId);
+      terms = tellingTerms(read, (word) => readFrequency.get(word) ?? 0);
+    }
     const queryWords = terms.map((term) => term.word);
-    if (queryWords.length === 0) return { hits: [], total: 0, reachable: 0 };
     // The forms whose misspellings count (a query word, a Korean word's stem); the others are matched only as they are.
     const spelled = [...new Set(terms.flatMap((term) => term.forms.filter((f) => f.variants).map((f) => f.word)))];
     const formWords = [...new Set(terms.flatMap((term) => term.forms.map((f) => f.word)))];
@@ -777,14 +783,30 @@ export class ElasticsearchCardIndex implements CardIndex {
           queries: w.matches.map((m) => ({ constant_score: { filter: { term: { words: m.word } }, boost: ((1 - phraseWeight) * w.weight * m.similarity) / weightSum } })),
         },
       }));
+    const words = should.length;
     if (phrasePossible) should.push({ constant_score: { filter: { match_phrase: { text: phrase } }, boost: phraseWeight } });
     const from = Math.min(page.offset, this.window);
     const size = Math.max(0, Math.min(page.limit, this.window - from));
+    const filter = await this.scopeFilter(scope);
+    let floor = textScoreFloor(this.minTextScore, perWord, phraseWeight);
+    if (queryWords.length >= LONG_QUERY_WORDS) {
+      // A paste's floor depends on the best word score (without the phrase) a card in scope reaches (longQueryFloor).
+      const best = await this.client.search({
+        index: this.names.cards,
+        query: { bool: { filter, should: should.slice(0, words), minimum_should_match: 1 } },
+        min_score: Math.min(floor, LONG_QUERY_MIN_SCORE) - 1e-6,
+        sort: [{ _score: { order: 'desc' } }],
+        track_total_hits: false,
+        size: 1,
+        _source: false,
+      });
+      floor = longQueryFloor(floor, best.hits.hits[0]?._score ?? 0);
+    }
     const result = await this.client.search<Pick<CardSource, 'card_id'>>({
       index: this.names.cards,
-      query: { bool: { filter: await this.scopeFilter(scope), should, minimum_should_match: 1 } },
+      query: { bool: { filter, should, minimum_should_match: 1 } },
       // A float32 score may fall a hair under the threshold the embedded index compares in double precision.
-      min_score: textScoreFloor(this.minTextScore, perWord, phraseWeight) - 1e-6,
+      min_score: floor - 1e-6,
       sort: [{ _score: { order: 'desc' } }, ...TIE_SORT],
       track_scores: true,
       track_total_hits: true,
@@ -801,6 +823,8 @@ export class ElasticsearchCardIndex implements CardIndex {
    * (the word itself included when known), ties by spelling: never a word only someone else's private cards brought.
    */
   private async vocabularyCandidates(queryWords: string[], callerId: string | undefined): Promise<string[][]> {
+    // A query of symbols alone (🌊🔥) has no word with spellings to look up.
+    if (queryWords.length === 0) return [];
     const scopes = callerId === undefined ? [PUBLIC_SCOPE] : [PUBLIC_SCOPE, privateScope(callerId)];
     const searches: estypes.MsearchRequestItem[] = [];
     for (const word of queryWords) {

@@ -1,4 +1,4 @@
-import { characterBigrams, isCjkBigram, isCjkCharacter, isCjkWord, isExtraIndexWord, KNOWN_WORD_VARIANTS, UNKNOWN_WORD_VARIANTS, variantSimilarity, wordTrigrams } from '../../domain/text';
+import { characterBigrams, isCjkBigram, isCjkCharacter, isCjkWord, isExtraIndexWord, isSymbolWord, KNOWN_WORD_VARIANTS, UNKNOWN_WORD_VARIANTS, variantSimilarity, wordTrigrams } from '../../domain/text';
 
 /** A growable list of int32 slots. */
 class SlotList {
@@ -73,8 +73,9 @@ export class Lexicon {
           grown.set(this.publicFrequency);
           this.publicFrequency = grown;
         }
-        // An extra form of a Korean word (학교에서 of 학교, 집 of 집에) is matched only as itself: no misspelling is corrected to it.
-        const trigrams = isExtraIndexWord(token) ? [] : wordTrigrams(token);
+        // An extra form of a Korean word (학교에서 of 학교, 집 of 집에), or a symbol (🌊), is matched only as itself: no
+        // misspelling is corrected to it.
+        const trigrams = isExtraIndexWord(token) || isSymbolWord(token) ? [] : wordTrigrams(token);
         this.trigramCounts.push(trigrams.length);
         for (const t of trigrams) {
           const list = this.byTrigram.get(t);

@@ -1,7 +1,7 @@
 import { openSqlite, type SqliteDatabase } from '@cards/platform';
 import { isZeroVector, type IndexedCard, type IndexHit, type IndexPage, type PageRequest, type SearchScope, type StoredCard, type StoredPoint } from '../../domain/model';
 import type { CardIndex } from '../../domain/ports';
-import { bestFormMatches, indexWords, linkFilterForm, queryTerms, tagFilterForm, textScoreFloor } from '../../domain/text';
+import { bestFormMatches, indexWords, linkFilterForm, LONG_QUERY_MIN_SCORE, LONG_QUERY_WORDS, longQueryFloor, queryTerms, tagFilterForm, tellingTerms, textScoreFloor } from '../../domain/text';
 import { Lexicon, PUBLIC, type Reader, type WordMatch } from './lexicon';
 import { WordSequences, type Phrase } from './phrase';
 import { TopK, VectorMatrix } from './vector-matrix';
@@ -332,14 +332,19 @@ export class SqliteCardIndex implements CardIndex {
 
   async matchText(query: string, scope: SearchScope, page: PageRequest): Promise<IndexPage> {
     await this.loaded;
-    const { sequence: tokens, terms: searched } = queryTerms(query);
-    const queryWords = searched.map((term) => term.word);
-    if (queryWords.length === 0) return { hits: [], total: 0, reachable: 0 };
+    const { sequence: tokens, terms: read } = queryTerms(query);
+    if (read.length === 0) return { hits: [], total: 0, reachable: 0 };
     this.ensureScratch();
     const total = this.scratchTotal;
     const exact = this.scratchExact;
     // Corpus statistics (known words, their spellings, word weights) from the cards the caller may see only.
     const reader = this.readerOf(scope.callerId);
+    // A paste's most telling words, not its first ones.
+    const searched = tellingTerms(read, (word) => {
+      const id = this.lexicon.idOf(word, reader);
+      return id === undefined ? 0 : this.lexicon.visibleFrequency(id, reader);
+    });
+    const queryWords = searched.map((term) => term.word);
     const phrase = queryWords.length >= 2 ? this.phraseOf(tokens, reader) : undefined;
     const cards = this.lexicon.visibleCards(reader);
     const terms: TextTerm[] = searched.map(({ word, forms }) => {
@@ -362,7 +367,12 @@ export class SqliteCardIndex implements CardIndex {
     let weightSum = 0;
     for (const term of terms) weightSum += term.weight;
     const phraseWeight = queryWords.length >= 2 ? PHRASE_WEIGHT : 0;
-    const floor = textScoreFloor(this.minTextScore, terms, phraseWeight);
+    const long = queryWords.length >= LONG_QUERY_WORDS;
+    // A paste's floor depends on the best card's score (longQueryFloor), never under LONG_QUERY_MIN_SCORE: pruning
+    // keeps every card that can reach that.
+    let floor = textScoreFloor(this.minTextScore, terms, phraseWeight);
+    const fixedFloor = floor;
+    if (long) floor = Math.min(floor, LONG_QUERY_MIN_SCORE - 1e-6);
     // Heaviest words first (a stable sort, so every card's sum adds its words in one order). The lightest words
     // whose weights together cannot lift a card to the score floor only add to cards the others found (MaxScore
     // pruning): a card holding none but them scores below the floor anyway, so the matches and their count are the
@@ -378,6 +388,11 @@ export class SqliteCardIndex implements CardIndex {
     const candidates: number[] = [];
     byWeight.forEach((term, i) => this.scoreTerm(term, i < generating, candidates));
     const filter = this.scopeFilter(scope);
+    if (long) {
+      let best = 0;
+      for (const slot of candidates) if (total[slot]! > best && filter(slot)) best = total[slot]!;
+      floor = longQueryFloor(fixedFloor, weightSum > 0 ? ((1 - phraseWeight) * best) / weightSum : 0);
+    }
     // No more than every candidate can rank: a page far past the end must not size the heap by its offset.
     const wanted = Math.min(page.offset + page.limit, candidates.length);
     const top = new TopK(wanted, this.rankTie);

@@ -70,6 +70,13 @@ export interface GetFileRequest {
    * NOT_FOUND without them as ReadFile answers; so a HEAD of the file answers what its read would.
    */
   checkContent: boolean;
+  /**
+   * ReadFile only: the gateway goes on with a read it opened (offset > 0): the bytes are sent while the store still
+   * holds them, though the file was deleted or made private since the read began (the store keeps a deleted file's
+   * bytes FILE_DELETED_BYTES_GRACE_MS), so a read under way completes from what was opened. The header is the record
+   * as it is now, or for a deleted file one naming only its id and size.
+   */
+  resume: boolean;
 }
 
 export interface ReadFileResponse {
@@ -711,7 +718,7 @@ export const UploadFileRequest: MessageFns<UploadFileRequest> = {
 };
 
 function createBaseGetFileRequest(): GetFileRequest {
-  return { fileId: "", callerId: undefined, offset: 0, checkContent: false };
+  return { fileId: "", callerId: undefined, offset: 0, checkContent: false, resume: false };
 }
 
 export const GetFileRequest: MessageFns<GetFileRequest> = {
@@ -727,6 +734,9 @@ export const GetFileRequest: MessageFns<GetFileRequest> = {
     }
     if (message.checkContent !== false) {
       writer.uint32(32).bool(message.checkContent);
+    }
+    if (message.resume !== false) {
+      writer.uint32(40).bool(message.resume);
     }
     return writer;
   },
@@ -776,6 +786,14 @@ export const GetFileRequest: MessageFns<GetFileRequest> = {
             message.checkContent = reader.bool();
             continue;
           }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.resume = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -806,6 +824,7 @@ export const GetFileRequest: MessageFns<GetFileRequest> = {
         : isSet(object.check_content)
         ? globalThis.Boolean(object.check_content)
         : false,
+      resume: isSet(object.resume) ? globalThis.Boolean(object.resume) : false,
     };
   },
 
@@ -823,6 +842,9 @@ export const GetFileRequest: MessageFns<GetFileRequest> = {
     if (message.checkContent !== false) {
       obj.checkContent = message.checkContent;
     }
+    if (message.resume !== false) {
+      obj.resume = message.resume;
+    }
     return obj;
   },
 
@@ -835,6 +857,7 @@ export const GetFileRequest: MessageFns<GetFileRequest> = {
     message.callerId = object.callerId ?? undefined;
     message.offset = object.offset ?? 0;
     message.checkContent = object.checkContent ?? false;
+    message.resume = object.resume ?? false;
     return message;
   },
 };

@@ -20,6 +20,7 @@ import { batchingSessionResolver, SESSION_COOKIE, sessionMiddleware } from './ht
 import { serveWebApp } from './http/web-app';
 import { apiCompression } from './http/api-compression';
 import { refuseUploadUnread, uploadAdmission, type UploadAdmissionLimits } from './http/upload-admission';
+import { DEFAULT_REQUEST_ADMISSION, requestAdmission, type RequestAdmissionLimits } from './http/request-admission';
 import type { UploadBodyRate } from './http/upload-body-rate';
 import { answerUnroutedApiRequest, routeMethodIndex, serverWideOptions, unmatchedApiRequest, unmatchedRequest } from './http/unmatched';
 import { keepFixedSegmentsOutOfParams } from './http/fixed-segments';
@@ -57,6 +58,8 @@ export interface GatewayAppOptions extends RouteDeps {
   publicUrl?: string;
   /** Level of the access log (one line per request); `silent` or a level LOG_LEVEL filters out writes none. Default info. */
   accessLogLevel?: AccessLogLevel;
+  /** API requests served at once and waiting (HTTP_REQUESTS_AT_ONCE, HTTP_HEAVY_REQUESTS_AT_ONCE, HTTP_REQUEST_QUEUE, HTTP_REQUEST_QUEUE_WAIT_MS, HTTP_REQUESTS_PER_CLIENT); 64, 8, 512, 2 s, 32 when unset. */
+  requestAdmission?: RequestAdmissionLimits;
   /** Upload bodies held at once (UPLOADS_AT_ONCE, UPLOAD_QUEUE, UPLOAD_QUEUE_WAIT_MS); 1, 16, 15 s when unset. */
   uploads?: Omit<UploadAdmissionLimits, 'bodyLimitBytes'>;
   /** The slowest an admitted upload's body may arrive (UPLOAD_BODY_GRACE_MS, UPLOAD_MIN_BYTES_PER_SECOND, UPLOAD_BODY_RATE_WINDOW_MS); 10 s, 16 KiB/s over 10 s when unset. */
@@ -159,6 +162,8 @@ export function createGatewayApp(options: GatewayAppOptions): Express {
   app.use('/api', originCheck(crossOrigin));
   // A logout with identity unreachable still runs its route, which clears the cookie (registerIdentityRoutes, DELETE /auth).
   app.use('/api', sessionMiddleware(batchingSessionResolver(options.clients.identity), { answersLookupFailure: isLogout }));
+  // Past what the process serves, requests wait unread in a bounded line and are then answered 503 (one client's: 429).
+  app.use('/api', requestAdmission(options.requestAdmission ?? DEFAULT_REQUEST_ADMISSION, options.logger, metrics.registry));
   // Uploads carry the document base64-encoded in JSON: a larger limit for that one route only.
   const fileBodyLimit = Math.ceil((options.maxFileBytes * 4) / 3) + 256 * 1024;
   // The admitted upload's body is read within the admission, which cuts it when it arrives below the minimum rate.

@@ -121,6 +121,16 @@ export const gatewayConfigSchema = z.object({
     .refine((list) => list.every((o) => /^https?:\/\/[^/?#\s]+$/.test(o)), 'each entry must be an origin such as https://app.example.com (no path)'),
   /** Open HTTP connections at most (keep-alive ones included); a new one above it is answered 503 unread and closed. 0: no cap. */
   HTTP_MAX_CONNECTIONS: envInt(10_000),
+  /**
+   * API requests served at once (the heavy ones apart, HTTP_HEAVY_REQUESTS_AT_ONCE: searches, password checks, card creates and updates); beyond, a request
+   * waits unread in a line of at most HTTP_REQUEST_QUEUE for at most HTTP_REQUEST_QUEUE_WAIT_MS, then is answered 503
+   * with Retry-After. One client (user, else client address) has at most HTTP_REQUESTS_PER_CLIENT served or waiting; one more: 429.
+   */
+  HTTP_REQUESTS_AT_ONCE: envInt(64).pipe(z.number().min(1, 'must be at least 1')),
+  HTTP_HEAVY_REQUESTS_AT_ONCE: envInt(8).pipe(z.number().min(1, 'must be at least 1')),
+  HTTP_REQUEST_QUEUE: envInt(512),
+  HTTP_REQUEST_QUEUE_WAIT_MS: envInt(2_000),
+  HTTP_REQUESTS_PER_CLIENT: envInt(32).pipe(z.number().min(1, 'must be at least 1')),
   /** Level of the one-line-per-request access log; `silent` turns it off whatever LOG_LEVEL says. */
   ACCESS_LOG_LEVEL: z.preprocess((v) => (v === '' ? undefined : v), z.enum(ACCESS_LOG_LEVELS).default('info')),
   /**

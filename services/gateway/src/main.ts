@@ -72,6 +72,13 @@ export async function startGateway(env: Record<string, string | undefined> = pro
     },
     cookieSecure: cookieSecureFrom(config),
     jsonBodyLimit: config.JSON_BODY_LIMIT,
+    requestAdmission: {
+      atOnce: config.HTTP_REQUESTS_AT_ONCE,
+      heavyAtOnce: config.HTTP_HEAVY_REQUESTS_AT_ONCE,
+      queue: config.HTTP_REQUEST_QUEUE,
+      queueWaitMs: config.HTTP_REQUEST_QUEUE_WAIT_MS,
+      perClient: config.HTTP_REQUESTS_PER_CLIENT,
+    },
     uploads: { uploadsAtOnce: config.UPLOADS_AT_ONCE, maxQueued: config.UPLOAD_QUEUE, maxWaitMs: config.UPLOAD_QUEUE_WAIT_MS },
     uploadBodyRate: { graceMs: config.UPLOAD_BODY_GRACE_MS, minBytesPerSecond: config.UPLOAD_MIN_BYTES_PER_SECOND, windowMs: config.UPLOAD_BODY_RATE_WINDOW_MS },
     fileReads: { atOnce: config.FILE_READS_AT_ONCE, perClient: config.FILE_READS_PER_CLIENT, callMs: config.FILE_READ_CALL_MS, idleMs: config.FILE_READ_IDLE_MS },

@@ -251,13 +251,13 @@ const TRANSPORT_RESPONSES = {
     // An operation listing 503 itself (DELETE /api/auth) describes its own, the connection cap included.
     appliesTo: (op: OperationSpec) => !op.errors.includes(503),
     response: errorAnswer(
-      'Try again later: the server has too many open connections (answered before the request is read, with Retry-After), a file upload or file read found every slot taken (uploads: after waiting in line; with Retry-After), the cards service\'s large-card HTML cleaners and their line are full (POST /api/card, PUT /api/card/update; the service\'s message, with Retry-After), ' +
+      'Try again later: the server has too many open connections (answered before the request is read, with Retry-After), the server is already serving all the API requests it serves at once and its line of waiting ones is full or this one waited its longest (HTTP_REQUESTS_AT_ONCE; searches, password checks and card writes apart: HTTP_HEAVY_REQUESTS_AT_ONCE; HTTP_REQUEST_QUEUE, HTTP_REQUEST_QUEUE_WAIT_MS; with Retry-After), a file upload or file read found every slot taken (uploads: after waiting in line; with Retry-After), the cards service\'s large-card HTML cleaners and their line are full (POST /api/card, PUT /api/card/update; the service\'s message, with Retry-After), ' +
         'the server\'s storage is full: nothing was saved (any write: a card, a vote, a collection, an upload, a sign-up or a login; the message "Storage is full, try again later: nothing was saved", with Retry-After; reads still work), ' +
         'or a backing service does not answer (on /healthz: not ready)',
       {
         'Retry-After': {
           required: false,
-          description: 'Seconds to wait before trying again; sent when the connection cap, the upload bound, the file-read bound or the cards service\'s large-card cleaners (5) refused the request, or the server\'s storage is full (30)',
+          description: 'Seconds to wait before trying again; sent when the connection cap, the request bound (2), the upload bound, the file-read bound or the cards service\'s large-card cleaners (5) refused the request, or the server\'s storage is full (30)',
           schema: { type: 'string' },
         },
       },
@@ -276,7 +276,7 @@ const TRANSPORT_RESPONSES = {
 };
 
 /**
- * 429, on the operations that list it: every 429 the gateway sends carries Retry-After (express-rate-limit sets it for
+ * 429, on every API operation (a client's share of the request bound) and with more causes on those that list it: every 429 the gateway sends carries Retry-After (express-rate-limit sets it for
  * the auth limits, rate-limits.ts; the upload and file-read shares send 5 s, upload-admission.ts and file-routes.ts; a
  * service's own share refusal, as the cards service's per-user share of its large-HTML cleaners, 5 s, error-handler.ts).
  */
@@ -290,6 +290,7 @@ const TOO_MANY_REQUESTS = {
       'or the files service already checks PARSER_CHECKS_PER_USER of the caller\'s uploads (4 by default). ' +
       'GET /api/file/{file_id}: the client (the user, else the client address) already has FILE_READS_PER_CLIENT reads under way (4 by default). ' +
       'POST /api/card and PUT /api/card/update with card_html of 16,384 characters or more (CARD_HTML_WORKER_MIN_CHARS): the cards service already cleans or has waiting CARD_HTML_PER_USER of the caller\'s large cards (2 by default). ' +
+      'Any API operation: the client (the user when signed in, else the client address) already has HTTP_REQUESTS_PER_CLIENT requests served or waiting (32 by default; Retry-After 2). ' +
       'Other clients are still served.',
     { 'Retry-After': { required: true, description: 'Seconds to wait before trying again', schema: { type: 'string' } } },
   ),
@@ -334,6 +335,8 @@ export function buildOpenApiDocument() {
       const own = op.errorAnswers?.[status];
       responses[status] = status === 429 ? tooManyRequests : { ...jsonResponse(own?.description ?? ERROR_DESCRIPTIONS[status] ?? 'Error', errorSchema), ...(own?.headers ? { headers: own.headers } : {}) };
     }
+    // Any API request beyond its client's share of the request bound (request-admission.ts) is answered 429.
+    if (readsApiBody(op)) responses[429] = tooManyRequests;
     for (const [status, transport] of Object.entries(transportRefs)) if (transport.appliesTo(op)) responses[status] = transport.ref;
     responses.default = jsonResponse('Any other failure: a JSON {"message"} without internals', errorSchema);
     const route: RouteConfig = {

@@ -1,0 +1,129 @@
+import type { NextFunction, Request, RequestHandler, Response } from 'express';
+import { AdmissionRefusedError, BoundedAdmission, ClientShares, type Logger, type Release } from '@cards/platform';
+import { Counter, Gauge, type Registry } from 'prom-client';
+import { ownShareTaken, serverBusy } from './http-error';
+import { clientAddressKey } from './rate-limits';
+
+export interface RequestAdmissionLimits {
+  /** API requests served at once (HTTP_REQUESTS_AT_ONCE), the heavy ones apart. */
+  atOnce: number;
+  /** Heavy API requests served at once (HTTP_HEAVY_REQUESTS_AT_ONCE): searches, password checks, card creates and updates (isHeavyRequest). */
+  heavyAtOnce: number;
+  /** Requests waiting for a slot at most, in each of the two lines (HTTP_REQUEST_QUEUE); one more is answered 503 at once. */
+  queue: number;
+  /** How long a request waits for a slot at most before it is answered 503 (HTTP_REQUEST_QUEUE_WAIT_MS). */
+  queueWaitMs: number;
+  /** Requests one client (the user when signed in, else the client address) has served or waiting at once (HTTP_REQUESTS_PER_CLIENT); one more: 429. */
+  perClient: number;
+}
+
+export const DEFAULT_REQUEST_ADMISSION: RequestAdmissionLimits = { atOnce: 64, heavyAtOnce: 8, queue: 512, queueWaitMs: 2_000, perClient: 32 };
+
+export const SERVER_BUSY_MESSAGE = 'The server is busy with too many requests; try again in a few seconds';
+export const OWN_REQUESTS_BUSY_MESSAGE = 'You have too many requests under way; send more once some have been answered';
+/** Seconds a refused client is asked to wait (Retry-After). */
+export const REQUEST_RETRY_AFTER_SECONDS = 2;
+
+/**
+ * Requests whose cost is CPU the process cannot share out: a search scores the index, a login, sign-up or password
+ * reset hashes a password with scrypt, a card written (created or updated) is cleaned, compared with its near copies
+ * and embedded. Served in a line of their own, so a flood of them cannot take the slots (nor the event loop) of cheap
+ * reads. Paths are the /api-relative paths the router sees.
+ */
+export function isHeavyRequest(req: Pick<Request, 'method' | 'path'>): boolean {
+  if (req.method === 'PUT') return /^\/card\/update\/?$/.test(req.path);
+  if (req.method !== 'POST') return false;
+  return /^\/(?:card|card_collection)\/(?:search|fulltextsearch)\/[^/]+\/?$/.test(req.path) || /^\/(?:auth|password|register\/[^/]+|card)\/?$/.test(req.path);
+}
+
+/** Routes with a bound of their own (uploads: UPLOADS_AT_ONCE; file reads with content: FILE_READS_AT_ONCE), not counted here. */
+function hasOwnBound(req: Pick<Request, 'method' | 'path'>): boolean {
+  if (req.method === 'POST') return /^\/file\/?$/.test(req.path);
+  return req.method === 'GET' && /^\/file\/[^/]+\/?$/.test(req.path);
+}
+
+/**
+ * Bounds the API requests the gateway serves at once. Every request took its turn on the one event loop as soon as it
+ * was read, so past what the machine serves each waited longer than the one before it, without limit (nobody got a
+ * 503; a search flood's answers took up to the 10 s gRPC deadline, then 504), and the work of clients that had given up
+ * went on after they left (docs/benchmarks.md, overload). Now at most `atOnce` requests (and `heavyAtOnce` heavy ones
+ * apart: searches, password checks, card writes) are served at once; the rest wait in order of arrival, unread, in a
+ * line of at most `queue` for at most `queueWaitMs`, and are answered 503 {"message"} with Retry-After when the line is full or
+ * their wait runs out; one whose client leaves meanwhile leaves the line and is never run. One client holds at most
+ * `perClient` requests served or waiting: one more is answered 429 with Retry-After at once, so one client's flood
+ * fills neither the slots nor the line of others. Its slot is given back when the answer is sent or the client goes
+ * away. /livez, /healthz and /metrics are not under /api and never wait here; uploads and file reads have their own bounds.
+ */
+export function requestAdmission(limits: RequestAdmissionLimits, logger: Logger, registry?: Registry): RequestHandler {
+  const light = new BoundedAdmission({ capacity: limits.atOnce, maxWaiting: limits.queue, maxWaitMs: limits.queueWaitMs });
+  const heavy = new BoundedAdmission({ capacity: limits.heavyAtOnce, maxWaiting: limits.queue, maxWaitMs: limits.queueWaitMs });
+  const lines = { light, heavy };
+  const refusals = registry
+    ? new Counter({ name: 'http_requests_refused_total', help: 'API requests refused by the gateway\'s request bound: 503 (line full or wait over) or 429 (the client\'s share)', labelNames: ['line', 'status'] as const, registers: [registry] })
+    : undefined;
+  if (registry) {
+    new Gauge({
+      name: 'http_requests_in_flight',
+      help: 'API requests being served under the gateway\'s request bound (HTTP_REQUESTS_AT_ONCE; heavy: HTTP_HEAVY_REQUESTS_AT_ONCE)',
+      labelNames: ['line'] as const,
+      registers: [registry],
+      collect() {
+        for (const [line, admission] of Object.entries(lines)) this.set({ line }, admission.inUse);
+      },
+    });
+    new Gauge({
+      name: 'http_requests_waiting',
+      help: 'API requests waiting for a slot of the gateway\'s request bound (at most HTTP_REQUEST_QUEUE per line)',
+      labelNames: ['line'] as const,
+      registers: [registry],
+      collect() {
+        for (const [line, admission] of Object.entries(lines)) this.set({ line }, admission.waiting);
+      },
+    });
+  }
+  const perClient = new ClientShares();
+  let refusedSinceWarning = 0;
+  let lastWarning = 0;
+  const refused = (req: Request, reason: string) => {
+    refusedSinceWarning += 1;
+    const now = Date.now();
+    if (now - lastWarning < 60_000) return;
+    logger.warn({ refusedSinceLastWarning: refusedSinceWarning, reason, heavy: isHeavyRequest(req), ...limits }, 'requests refused: the gateway is serving all it may at once (HTTP_REQUESTS_AT_ONCE)');
+    refusedSinceWarning = 0;
+    lastWarning = now;
+  };
+  return (req: Request, res: Response, next: NextFunction) => {
+    if (hasOwnBound(req)) return next();
+    const client = req.user ? `user:${req.user.id}` : `address:${clientAddressKey(req.ip)}`;
+    const line = isHeavyRequest(req) ? 'heavy' : 'light';
+    const releaseShare = perClient.take(client, 1, limits.perClient);
+    if (!releaseShare) {
+      refusals?.inc({ line, status: '429' });
+      return next(ownShareTaken(OWN_REQUESTS_BUSY_MESSAGE, REQUEST_RETRY_AFTER_SECONDS));
+    }
+    const clientGone = new AbortController();
+    let release: Release | undefined;
+    let closed = false;
+    res.once('close', () => {
+      closed = true;
+      releaseShare();
+      if (release) release();
+      else clientGone.abort(new Error('the client went away while its request waited'));
+    });
+    lines[line].acquire(1, clientGone.signal).then(
+      (granted) => {
+        if (closed) return granted();
+        release = granted;
+        next();
+      },
+      (err: unknown) => {
+        releaseShare();
+        if (closed) return;
+        if (!(err instanceof AdmissionRefusedError)) return next(err);
+        refusals?.inc({ line, status: '503' });
+        refused(req, err.reason);
+        next(serverBusy(SERVER_BUSY_MESSAGE, REQUEST_RETRY_AFTER_SECONDS));
+      },
+    );
+  };
+}

@@ -1,0 +1,199 @@
+import { createServer as createHttpServer, type Server } from 'node:http';
+import { createLogger, startGrpcServer, type GrpcServerHandle } from '@cards/platform';
+import { cards, identity, search } from '@cards/proto';
+import { createGatewayClients } from '../src/clients';
+import { OWN_REQUESTS_BUSY_MESSAGE, SERVER_BUSY_MESSAGE } from '../src/http/request-admission';
+import { appWithoutServices, closed, listening } from './app-without-services';
+import { stub } from './fake-peer';
+
+/**
+ * The gateway's bound on API requests served at once (HTTP_REQUESTS_AT_ONCE and its line): past it a request is
+ * answered 503 with Retry-After instead of waiting behind every other without limit, one client's flood is answered
+ * 429 before it fills the line of others, searches wait in a line of their own, and a request whose client left the
+ * line is never run. The peers answer only when the test lets them (a gate), so what is under way is known without
+ * any timing.
+ */
+
+/** A promise the test resolves: every held call waits for it. */
+function gate() {
+  let open!: () => void;
+  const opened = new Promise<void>((resolve) => (open = resolve));
+  return { opened, open };
+}
+
+let peer: GrpcServerHandle;
+let counts = gate();
+let searches = gate();
+/** Calls that reached the peers. */
+const reached = { counts: 0, searches: 0 };
+/** Resolves once `n` count calls have reached the peer. */
+let onReached: () => void = () => undefined;
+
+beforeAll(async () => {
+  peer = await startGrpcServer({
+    name: 'stub',
+    logger: createLogger('stub', 'silent'),
+    register(s) {
+      s.add(
+        identity.IdentityServiceDefinition,
+        stub<identity.IdentityServiceImplementation>(identity.IdentityServiceDefinition, {
+          async resolveSession(req) {
+            return { id: req.token, email: `${req.token}@example.com`, visibleEmail: false };
+          },
+          async resolveSessions(req) {
+            return { resolutions: req.tokens.map((token) => ({ user: { id: token, email: `${token}@example.com`, visibleEmail: false } })) };
+          },
+        }),
+      );
+      s.add(
+        cards.CardServiceDefinition,
+        stub<cards.CardServiceImplementation>(cards.CardServiceDefinition, {
+          async countCards() {
+            reached.counts += 1;
+            onReached();
+            await counts.opened;
+            return { totalCount: 7 };
+          },
+        }),
+      );
+      s.add(
+        search.SearchServiceDefinition,
+        stub<search.SearchServiceImplementation>(search.SearchServiceDefinition, {
+          async semanticSearch() {
+            reached.searches += 1;
+            onReached();
+            await searches.opened;
+            return { hits: [], totalPages: 0 };
+          },
+        }),
+      );
+    },
+  });
+});
+afterAll(() => peer.shutdown());
+
+let server: Server;
+let base: string;
+let channels: { close(): void }[];
+
+beforeEach(async () => {
+  counts = gate();
+  searches = gate();
+  reached.counts = 0;
+  reached.searches = 0;
+  const made = createGatewayClients({ identity: peer.address, cards: peer.address, search: peer.address, files: peer.address, notifications: peer.address }, 60_000);
+  channels = Object.values(made.channels);
+  ({ server, base } = await listening(
+    createHttpServer(
+      appWithoutServices({
+        clients: made.clients,
+        accessLogLevel: 'silent',
+        requestAdmission: { atOnce: 2, heavyAtOnce: 1, queue: 2, queueWaitMs: 600_000, perClient: 3 },
+      }),
+    ),
+  ));
+});
+afterEach(async () => {
+  counts.open();
+  searches.open();
+  await closed(server);
+  channels.forEach((c) => c.close());
+});
+
+/** Resolves once the peers have been reached this often. */
+function untilReached(want: { counts?: number; searches?: number }): Promise<void> {
+  return new Promise((resolve) => {
+    const check = () => {
+      if (reached.counts >= (want.counts ?? 0) && reached.searches >= (want.searches ?? 0)) resolve();
+    };
+    onReached = check;
+    check();
+  });
+}
+
+const as = (user: string, init: RequestInit = {}) => ({ ...init, headers: { ...(init.headers as Record<string, string>), cookie: `ai-editor=${user}` } });
+const count = (user: string, signal?: AbortSignal) => fetch(`${base}/api/card/count`, as(user, { signal }));
+const searchAs = (user: string) =>
+  fetch(`${base}/api/card/search/1`, as(user, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ content: 'river' }) }));
+
+/** Resolves once the gateway's request bound holds `n` requests waiting in `line` (its /metrics gauge). */
+async function untilWaiting(line: 'light' | 'heavy', n: number): Promise<void> {
+  for (;;) {
+    const text = await (await fetch(`${base}/metrics`)).text();
+    if (new RegExp(`^http_requests_waiting\\{line="${line}"\\} ${n}$`, 'm').test(text)) return;
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+}
+
+describe('the gateway serves at most HTTP_REQUESTS_AT_ONCE API requests, with a bounded line', () => {
+  test('past the slots and the line a request is answered 503 {"message"} with Retry-After at once; those under way are all answered once the peers are', async () => {
+    const held = [count('u1'), count('u2')];
+    await untilReached({ counts: 2 });
+    const waiting = [count('u3'), count('u4')];
+    await untilWaiting('light', 2);
+    // The two in line are not run while the slots are taken; one more is refused without waiting.
+    const refused = await count('u5');
+    expect(refused.status).toBe(503);
+    expect(refused.headers.get('retry-after')).toBe('2');
+    expect(await refused.json()).toEqual({ message: SERVER_BUSY_MESSAGE });
+    expect(reached.counts).toBe(2);
+    counts.open();
+    const answers = await Promise.all([...held, ...waiting]);
+    expect(answers.map((a) => a.status)).toEqual([200, 200, 200, 200]);
+    expect(await Promise.all(answers.map((a) => a.json()))).toEqual(Array(4).fill({ total_count: 7 }));
+    // Once the flood is over everyone is served again.
+    expect((await count('u5')).status).toBe(200);
+    expect(await (await fetch(`${base}/metrics`)).text()).toMatch(/^http_requests_refused_total\{line="light",status="503"\} 1$/m);
+  });
+
+  test("one client's requests beyond HTTP_REQUESTS_PER_CLIENT are answered 429 with Retry-After; another client still gets a slot in line", async () => {
+    const flood = [count('flooder'), count('flooder')];
+    await untilReached({ counts: 2 });
+    const inLine = count('flooder');
+    await untilWaiting('light', 1);
+    const own = await count('flooder');
+    expect(own.status).toBe(429);
+    expect(own.headers.get('retry-after')).toBe('2');
+    expect(await own.json()).toEqual({ message: OWN_REQUESTS_BUSY_MESSAGE });
+    // The line still has room for someone else.
+    const other = count('someone-else');
+    await untilWaiting('light', 2);
+    counts.open();
+    expect((await Promise.all([...flood, inLine, other])).map((a) => a.status)).toEqual([200, 200, 200, 200]);
+  });
+
+  test('searches wait in a line of their own: with every search slot and its line taken, a cheap read is still served', async () => {
+    const heldSearch = searchAs('s1');
+    await untilReached({ searches: 1 });
+    const waitingSearches = [searchAs('s2'), searchAs('s3')];
+    await untilWaiting('heavy', 2);
+    const refusedSearch = await searchAs('s4');
+    expect(refusedSearch.status).toBe(503);
+    expect(refusedSearch.headers.get('retry-after')).toBe('2');
+    expect(await refusedSearch.json()).toEqual({ message: SERVER_BUSY_MESSAGE });
+    counts.open();
+    const read = await count('reader');
+    expect(read.status).toBe(200);
+    expect(reached.searches).toBe(1);
+    searches.open();
+    expect((await Promise.all([heldSearch, ...waitingSearches])).map((a) => a.status)).toEqual([200, 200, 200]);
+  });
+
+  test('a request whose client went away while it waited in line is never run, and its place is free', async () => {
+    const held = [count('u1'), count('u2')];
+    await untilReached({ counts: 2 });
+    const leaving = new AbortController();
+    const gone = count('u3', leaving.signal).catch((err: unknown) => err);
+    await untilWaiting('light', 1);
+    const staying = count('u4');
+    await untilWaiting('light', 2);
+    leaving.abort();
+    expect(((await gone) as Error).name).toBe('AbortError');
+    await untilWaiting('light', 1);
+    const next = count('u6');
+    await untilWaiting('light', 2);
+    counts.open();
+    expect((await Promise.all([...held, staying, next])).map((a) => a.status)).toEqual([200, 200, 200, 200]);
+    expect(reached.counts).toBe(4);
+  });
+});

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { resolve } from 'node:path';
-import { createLogger, enableInProcessCalls, keepDataDirPrivate, requireInternalCallToken, loopbackTopologyEnv, startFailureLog, stopOnSignals, watchServiceDataDirSpace, type RunningService } from '@cards/platform';
+import { booleanSetting, createLogger, enableInProcessCalls, keepDataDirPrivate, requireInternalCallToken, loopbackTopologyEnv, startFailureLog, stopOnSignals, watchServiceDataDirSpace, type RunningService } from '@cards/platform';
 import { startGateway } from '@cards/gateway';
 import { startIdentity } from '@cards/identity';
 import { startCards } from '@cards/cards';
@@ -42,6 +42,14 @@ export function publicUrlOf(env: Record<string, string | undefined>): string | u
   return Number.isInteger(port) && port > 0 && port < 65536 ? `http://localhost:${port}` : undefined;
 }
 
+/**
+ * GRPC_IN_PROCESS as every boolean is read (envBoolean): true unless false, 0 or no in any case; another value stops the
+ * start naming it. Only the exact "false" turned the in-process calls off before: FALSE, 0 or no left them on unsaid.
+ */
+export function inProcessCallsOf(env: Record<string, string | undefined>): boolean {
+  return booleanSetting(env, 'GRPC_IN_PROCESS', true);
+}
+
 async function startOnce(baseEnv: Record<string, string | undefined>): Promise<AllInOne> {
   const env: Record<string, string | undefined> = {
     ...baseEnv,
@@ -55,7 +63,7 @@ async function startOnce(baseEnv: Record<string, string | undefined>): Promise<A
     FILES_INTERNAL_TOKEN: baseEnv.FILES_INTERNAL_TOKEN || randomBytes(32).toString('base64url'),
     PUBLIC_URL: publicUrlOf(baseEnv),
   };
-  enableInProcessCalls(env.GRPC_IN_PROCESS !== 'false');
+  enableInProcessCalls(inProcessCallsOf(env));
   // The services' loopback gRPC ports take the caller's id from the request: only this process may call them.
   requireInternalCallToken(randomBytes(32).toString('base64url'));
   // DATA_DIR 0700 and the process's umask 077 before any store opens: mail, sessions, cards and files are this user's only.

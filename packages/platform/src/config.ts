@@ -16,12 +16,27 @@ export function loadConfig<S extends z.ZodTypeAny>(schema: S, env: Record<string
   throw new ConfigError(problems);
 }
 
-/** A boolean environment variable: "true"/"1"/"yes" are true, "false"/"0"/"no" false. */
+/**
+ * A boolean environment variable: "true"/"1"/"yes" are true, "false"/"0"/"no" false, in any case and with spaces around
+ * (a chart's `True`); empty is the default; anything else stops the start naming the variable.
+ */
 export const envBoolean = (defaultValue: boolean) =>
   z
-    .enum(['true', 'false', '1', '0', 'yes', 'no', ''])
+    .string()
     .optional()
-    .transform((v) => (v === undefined || v === '' ? defaultValue : ['true', '1', 'yes'].includes(v)));
+    .transform((raw, ctx) => {
+      const v = (raw ?? '').trim().toLowerCase();
+      if (v === '') return defaultValue;
+      if (['true', '1', 'yes'].includes(v)) return true;
+      if (['false', '0', 'no'].includes(v)) return false;
+      ctx.addIssue({ code: z.ZodIssueCode.custom, message: `expected true or false (also 1/0, yes/no), got "${raw}"` });
+      return z.NEVER;
+    });
+
+/** One boolean variable read on its own as envBoolean reads it (a ConfigError naming it when it is neither). */
+export function booleanSetting(env: Record<string, string | undefined>, name: string, defaultValue: boolean): boolean {
+  return (loadConfig(z.object({ [name]: envBoolean(defaultValue) }), { [name]: env[name] }) as Record<string, boolean>)[name]!;
+}
 
 /**
  * A non-negative integer environment variable with a default. Empty or only spaces is the default (Number(" ") is 0:

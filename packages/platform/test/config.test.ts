@@ -103,3 +103,17 @@ describe('envPort', () => {
     expect(() => read('70000')).toThrow(ConfigError);
   });
 });
+
+describe('envBoolean at its edges', () => {
+  const read = (value: string | undefined) => loadConfig(z.object({ FLAG: envBoolean(false) }), { FLAG: value }).FLAG;
+
+  it('reads true/1/yes and false/0/no in any case and with spaces around; empty or spaces is the default', () => {
+    for (const v of ['true', 'TRUE', 'True', '1', 'yes', 'YES', ' true ']) expect(read(v)).toBe(true);
+    for (const v of ['false', 'FALSE', '0', 'no', 'No']) expect(read(v)).toBe(false);
+    for (const v of [undefined, '', '  ']) expect(read(v)).toBe(false);
+  });
+
+  it('stops the start at anything else, naming the variable and what it takes', () => {
+    for (const v of ['on', 'maybe', '2', 'truee']) expect(() => read(v)).toThrow(/FLAG: expected true or false \(also 1\/0, yes\/no\), got/);
+  });
+});

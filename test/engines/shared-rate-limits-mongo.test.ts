@@ -1,4 +1,5 @@
 import { randomBytes, randomUUID } from 'node:crypto';
+import { freshClientAddress, withinOneWindow } from '../support/rate-window';
 import { freePortsSync } from './engine-support';
 import { startMongoSync } from './mongo';
 import { startServiceProcess, waitFor, type ServiceProcess } from './service-process';
@@ -46,21 +47,35 @@ describeOnEngine('auth rate limits shared by two gateway processes on MongoDB (m
     await Promise.all([...gateways.map((g) => g.stop()), identity?.stop()]);
   }, 60_000);
 
+  // Limits count in windows aligned to the clock: each sequence runs within one (withinOneWindow), on addresses of its
+  // own, done again if a minute's :00 passed between its first and last attempt (the count had started again half-way).
   it('refuses a client address after 3 attempts in all, spread over both gateways', async () => {
-    expect(await statuses([[portA, '203.0.113.7'], [portB, '203.0.113.7'], [portA, '203.0.113.7'], [portB, '203.0.113.7'], [portA, '203.0.113.7']])).toEqual([401, 401, 401, 429, 429]);
-    expect(await login(portB, '203.0.113.7')).toEqual({ status: 429, body: { message: expect.any(String) } });
-    expect(await statuses([[portB, '203.0.113.8']])).toEqual([401]);
+    const { spread, last, other } = await withinOneWindow(60_000, async () => {
+      const [client, another] = [freshClientAddress(), freshClientAddress()];
+      const spread = await statuses([[portA, client], [portB, client], [portA, client], [portB, client], [portA, client]]);
+      return { spread, last: await login(portB, client), other: await statuses([[portB, another]]) };
+    });
+    expect(spread).toEqual([401, 401, 401, 429, 429]);
+    expect(last).toEqual({ status: 429, body: { message: expect.any(String) } });
+    expect(other).toEqual([401]);
     for (const gateway of gateways) expect(gateway.output()).toContain('auth rate limits counted in MongoDB, shared by every gateway replica');
   });
 
   it('refuses an e-mail address after 2 attempts in all, whichever gateway and client address they came through', async () => {
-    const email = `${randomUUID()}@example.com`;
-    expect(await statuses([[portA, '198.51.100.1', email], [portB, '198.51.100.2', email], [portA, '198.51.100.3', email], [portB, '198.51.100.4', email.toUpperCase()]])).toEqual([401, 401, 429, 429]);
+    const answered = await withinOneWindow(60_000, () => {
+      const email = `${randomUUID()}@example.com`;
+      const via = () => freshClientAddress();
+      return statuses([[portA, via(), email], [portB, via(), email], [portA, via(), email], [portB, via(), email.toUpperCase()]]);
+    });
+    expect(answered).toEqual([401, 401, 429, 429]);
   });
 
   it('keeps answering logins while MongoDB is gone, each gateway then limiting on its own count', async () => {
     await engine!.stop();
-    const answered = await statuses([[portA, '192.0.2.10'], [portA, '192.0.2.10'], [portA, '192.0.2.10'], [portA, '192.0.2.10'], [portB, '192.0.2.10']]);
+    const answered = await withinOneWindow(60_000, () => {
+      const client = freshClientAddress();
+      return statuses([[portA, client], [portA, client], [portA, client], [portA, client], [portB, client]]);
+    });
     expect(answered).toEqual([401, 401, 401, 429, 401]);
     for (const gateway of gateways) expect(gateway.child.exitCode).toBeNull();
     expect(gateways[0]!.output()).toContain('the shared counter failed; counting in this process until it answers again');

@@ -76,6 +76,26 @@ describe("a file's collection is public exactly when its file is", () => {
     await expect(service.get(collection.id, 'bob')).rejects.toBeInstanceOf(NotFoundError);
   });
 
+  it('leaves it private when the file is made private (its change applied) while the collection is made public and files no longer answers', async () => {
+    const { service, cardService, collections, files } = setup();
+    const fileId = randomUUID();
+    const collection = await service.createFileCollection('alice', fileId, 'plan.docx', false, []);
+    // Public when the update reads it; then, before its write, the owner makes the file private, that change is applied
+    // to the (still private) collection, and the files service stops answering.
+    files.answers = [publicFile, new UnavailableError('files: connect ECONNREFUSED')];
+    const update = collections.update.bind(collections);
+    let first = true;
+    collections.update = async (...args: Parameters<typeof update>) => {
+      if (first) {
+        first = false;
+        await cardService.applyFilePrivacy(fileId, 'alice', true);
+      }
+      return update(...args);
+    };
+    await expect(service.update('alice', collection.id, { isPublic: true })).rejects.toThrow(PRIVATE_FILE_COLLECTION);
+    await expect(service.get(collection.id, 'bob')).rejects.toBeInstanceOf(NotFoundError);
+  });
+
   it('answers unavailable, changing nothing, when the files service cannot tell', async () => {
     const { service, files } = setup();
     const collection = await service.createFileCollection('alice', randomUUID(), 'plan.docx', false, []);

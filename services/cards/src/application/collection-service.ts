@@ -44,6 +44,9 @@ export interface CollectionCardsPage {
   more?: { rootIds: string[]; pageToken: string };
 }
 
+/** How far before its check an update reads the file changes applied since: longer than replicas' clock skew. */
+const FILE_CHANGE_LOOKBACK_MS = 5_000;
+
 /** Use cases of collections and bookmarks. */
 export class CollectionService {
   constructor(private readonly deps: CollectionServiceDeps) {}
@@ -106,11 +109,29 @@ export class CollectionService {
     if (patch.description !== undefined) change.description = validCollectionDescription(patch.description);
     if (patch.isPublic !== undefined) change.isPublic = patch.isPublic;
     const publishesFileCollection = patch.isPublic === true && collection.fileId !== null;
+    // Changes of the file applied from here on (noted by CardService.applyFilePrivacy) may find the collection private.
+    const checkedAt = new Date(Date.now() - FILE_CHANGE_LOOKBACK_MS);
     if (publishesFileCollection && (await this.fileIsPrivate(collection))) throw new InvalidArgumentError(PRIVATE_FILE_COLLECTION);
     await this.deps.collections.update(collection.id, change, []);
-    if (publishesFileCollection && (await this.fileIsPrivate(collection))) {
+    if (publishesFileCollection && (await this.madePrivateSince(collection, checkedAt))) {
       await this.deps.collections.update(collection.id, { isPublic: false, updatedAt: new Date() }, []);
       throw new InvalidArgumentError(PRIVATE_FILE_COLLECTION);
+    }
+  }
+
+  /**
+   * After a file's collection was made public: whether its file was made private meanwhile. The change applied since
+   * the check (noted in cards' own store) answers even when the files service does not; files is asked too, for a
+   * change whose event is not applied yet. Files not answering then leaves the collection public: the change's event,
+   * applied later, makes it private (before, the collection stayed public and the caller was answered 503).
+   */
+  private async madePrivateSince(collection: Collection, checkedAt: Date): Promise<boolean> {
+    if ((await this.deps.cards.fileChangeSince(collection.fileId!, checkedAt))?.private) return true;
+    try {
+      return await this.fileIsPrivate(collection);
+    } catch (err) {
+      if (err instanceof UnavailableError) return false;
+      throw err;
     }
   }
 

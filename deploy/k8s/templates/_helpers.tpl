@@ -217,12 +217,12 @@ Args: (dict "name" "cards" "c" $settings)
 {{/*
 Refuses an identity that would write invitation and reset mail as .eml files on its pod's emptyDir, where nobody reads
 them (so nobody could register or reset a password), unless the operator chose that: components.identity.env
-MAIL_TO_FILES "true" (or "1", "yes": what the service reads as true). An existingSecret's SMTP_URL cannot be seen here: the service itself refuses an empty one
+MAIL_TO_FILES "true" (or "1", "yes", in any case: what the service reads as true). An existingSecret's SMTP_URL cannot be seen here: the service itself refuses an empty one
 (EMBEDDED_STORES=refuse). A pod with `persistence` keeps its mail on its volume. Args: (dict "root" $ "name" "identity" "c" $settings)
 */}}
 {{- define "card-library.requireMail" -}}
 {{- $v := .root.Values -}}
-{{- $chosen := has (toString (index (.c.env | default dict) "MAIL_TO_FILES" | default "")) (list "true" "1" "yes") -}}
+{{- $chosen := has (lower (trim (toString (index (.c.env | default dict) "MAIL_TO_FILES" | default "")))) (list "true" "1" "yes") -}}
 {{- if and (eq .name "identity") (not .c.persistence.enabled) (not $chosen) -}}
 {{- $noMail := "nobody could register or reset a password; to run without mail anyway (written as .eml files on the pod's emptyDir) set components.identity.env.MAIL_TO_FILES=\"true\"" -}}
 {{- if not (has "smtp" .c.uses) -}}

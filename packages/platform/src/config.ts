@@ -81,13 +81,32 @@ export const envMs = (defaultValue: number, { min = 0, max = MAX_TIMER_MS }: { m
  */
 export const envPort = (defaultValue: number) => envInt(defaultValue).pipe(z.number().max(65_535, 'must be a port from 0 to 65535'));
 
-/** An optional URL; empty counts as absent. */
+/** Whether `value` parses as a URL of one of `schemes` (as 'https:') with a host; false when it does not parse (zod runs a refine after a failed .url()). */
+export function urlHasScheme(value: string, schemes: readonly string[]): boolean {
+  try {
+    const url = new URL(value);
+    return schemes.includes(url.protocol.toLowerCase()) && url.hostname !== '';
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * An optional http(s) URL with a host (an engine's or an endpoint's); empty counts as absent. Another scheme was taken
+ * as a URL ("localhost:9200" has the scheme "localhost:") and refused only by the client later, naming no variable.
+ */
 export const envUrl = () =>
   z
     .string()
     .optional()
     .transform((v) => (v === '' ? undefined : v))
-    .pipe(z.string().url().optional());
+    .pipe(
+      z
+        .string()
+        .url()
+        .refine((value) => urlHasScheme(value, ['http:', 'https:']), 'must be an http:// or https:// URL with a host, such as http://elasticsearch:9200')
+        .optional(),
+    );
 
 /** host:port of a peer service, or dns:///host:port (the same, named as the gRPC target of a headless Service). */
 export const envAddress = (defaultValue?: string) =>

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ConfigError, envAddress, envBoolean, envInt, envMs, envPort, loadConfig, MAX_TIMER_MS, refuseEmbeddedStores } from '../src/config';
+import { ConfigError, envAddress, envBoolean, envInt, envMs, envPort, envUrl, loadConfig, MAX_TIMER_MS, refuseEmbeddedStores } from '../src/config';
 
 const schema = z.object({
   PORT: envInt(8090),
@@ -115,5 +115,20 @@ describe('envBoolean at its edges', () => {
 
   it('stops the start at anything else, naming the variable and what it takes', () => {
     for (const v of ['on', 'maybe', '2', 'truee']) expect(() => read(v)).toThrow(/FLAG: expected true or false \(also 1\/0, yes\/no\), got/);
+  });
+});
+
+describe('envUrl', () => {
+  const read = (value: string | undefined) => loadConfig(z.object({ ENGINE_URL: envUrl() }), { ENGINE_URL: value }).ENGINE_URL;
+
+  it('takes an http(s) URL with a host; empty is absent', () => {
+    expect(read('http://elasticsearch:9200')).toBe('http://elasticsearch:9200');
+    expect(read('https://user:pass@es.example.com')).toBe('https://user:pass@es.example.com');
+    expect(read('')).toBeUndefined();
+  });
+
+  it('stops the start at another scheme, naming the variable ("localhost:9200" parses as the scheme "localhost:")', () => {
+    for (const bad of ['localhost:9200', 'minio:9000', 'ftp://files.example.com', 'http://', 'not a url']) expect(() => read(bad)).toThrow(/ENGINE_URL: /);
+    expect(() => read('localhost:9200')).toThrow(/ENGINE_URL: must be an http:\/\/ or https:\/\/ URL with a host/);
   });
 });

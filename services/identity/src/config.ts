@@ -1,6 +1,6 @@
 import addressparser from 'nodemailer/lib/addressparser';
 import { z } from 'zod';
-import { envBoolean, envInt, envPort, refuseEmbeddedStores } from '@cards/platform';
+import { envBoolean, envInt, envPort, refuseEmbeddedStores, urlHasScheme } from '@cards/platform';
 import { isScryptCost, MAX_SCRYPT_COST } from './adapters/crypto/scrypt-password-hasher';
 
 /** The longest interval setInterval takes (2^31 - 1 ms), in whole minutes: Node runs a longer one after 1 ms instead. */
@@ -33,7 +33,16 @@ export const identityConfigSchema = z.object({
       if (problem) ctx.addIssue({ code: z.ZodIssueCode.custom, message: problem });
     })
     .transform((u) => u.replace(/\/+$/, '')),
-  SMTP_URL: z.string().url().optional().or(z.literal('').transform(() => undefined)),
+  /**
+   * smtp:// or smtps:// with a host. Another value was taken as a URL and handed to nodemailer, which read
+   * "smtp.example.com:587" as the host "587": identity started, and every invitation and reset mail then timed out (503).
+   */
+  SMTP_URL: z
+    .string()
+    .url()
+    .refine((value) => urlHasScheme(value, ['smtp:', 'smtps:']), 'must be smtp://host:port or smtps://host:port (user and password in it, e.g. smtp://user:pass@mail.example.com:587)')
+    .optional()
+    .or(z.literal('').transform(() => undefined)),
   /**
    * One sender, "Name <address>" or a bare address. Anything else is refused at start: a name without an address
    * ("Card Library") wrote mail without a From header (and SMTP servers refuse it: every invitation 503), two addresses

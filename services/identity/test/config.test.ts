@@ -91,3 +91,22 @@ describe('PASSWORD_HASH_COST', () => {
     for (const value of [1024, 16384, 65536, 131072]) expect(cost(String(value))).toBe(value);
   });
 });
+
+describe('SMTP_URL', () => {
+  const smtpUrl = (value: string | undefined) => loadConfig(identityConfigSchema, { SMTP_URL: value }).SMTP_URL;
+
+  it('stops the start when it is not smtp:// or smtps:// with a host (smtp.example.com:587 sent every mail to the host "587": invitations 503), naming it', () => {
+    for (const bad of ['smtp.example.com:587', 'http://mail.example.com:587', 'smtp://']) {
+      expect(() => smtpUrl(bad)).toThrow(ConfigError);
+      expect(() => smtpUrl(bad)).toThrow(/SMTP_URL: /);
+    }
+    expect(() => smtpUrl('smtp.example.com:587')).toThrow(/SMTP_URL: must be smtp:\/\/host:port or smtps:\/\/host:port/);
+  });
+
+  it('takes smtp:// and smtps:// URLs; empty is unset (.eml files)', () => {
+    expect(smtpUrl('smtp://user:pass@mail.example.com:587')).toBe('smtp://user:pass@mail.example.com:587');
+    expect(smtpUrl('SMTPS://mail.example.com:465')).toBe('SMTPS://mail.example.com:465');
+    expect(smtpUrl('')).toBeUndefined();
+    expect(smtpUrl(undefined)).toBeUndefined();
+  });
+});

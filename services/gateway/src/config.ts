@@ -1,6 +1,6 @@
 import { isIP } from 'node:net';
 import { z } from 'zod';
-import { envAddress, envInt, envMs, envPort, grpcServerConfigSchema, MAX_SHUTDOWN_DRAIN_MS } from '@cards/platform';
+import { envAddress, envInt, envMs, envPort, grpcServerConfigSchema, MAX_SHUTDOWN_DRAIN_MS, urlHasScheme } from '@cards/platform';
 import { ACCESS_LOG_LEVELS } from './http/access-log';
 import { DEFAULT_WEB_DIST_DIR } from './http/web-app';
 import { DEFAULT_MAIL_PER_IP } from './http/rate-limits';
@@ -40,7 +40,15 @@ function trustProxySetting() {
 export const gatewayConfigSchema = z.object({
   PORT: envPort(8090),
   HOST: z.string().default('0.0.0.0'),
-  PUBLIC_URL: z.string().url().default('http://localhost:8090'),
+  /**
+   * http(s) with a host, as identity requires of the same variable: "cards.example.com:443" parsed as a URL of the
+   * scheme "cards.example.com:", so the cookie lost Secure and the public origin the CSRF check allows was none.
+   */
+  PUBLIC_URL: z
+    .string()
+    .url()
+    .refine((value) => urlHasScheme(value, ['http:', 'https:']), 'must be an http:// or https:// URL with a host, such as https://cards.example.com')
+    .default('http://localhost:8090'),
   /** Secure cookie flag; defaults to true when PUBLIC_URL is https. */
   COOKIE_SECURE: z.enum(['true', 'false', '']).optional(),
   IDENTITY_SERVICE_ADDR: envAddress('127.0.0.1:50051'),

@@ -119,3 +119,14 @@ describe('gateway config: PORT', () => {
     expect(loadConfig(gatewayConfigSchema, { PORT: '4208' }).PORT).toBe(4208);
   });
 });
+
+describe('gateway config: PUBLIC_URL', () => {
+  it('stops the start when it is not http(s) with a host ("cards.example.com:443" parsed as the scheme "cards.example.com:": no Secure cookie), naming it', () => {
+    for (const bad of ['cards.example.com:443', 'ftp://cards.example.com', 'http://']) {
+      expect(() => loadConfig(gatewayConfigSchema, { PUBLIC_URL: bad })).toThrow(/PUBLIC_URL: /);
+    }
+    expect(() => loadConfig(gatewayConfigSchema, { PUBLIC_URL: 'cards.example.com:443' })).toThrow(/PUBLIC_URL: must be an http:\/\/ or https:\/\/ URL with a host/);
+    expect(loadConfig(gatewayConfigSchema, { PUBLIC_URL: 'https://cards.example.com' }).PUBLIC_URL).toBe('https://cards.example.com');
+    expect(loadConfig(gatewayConfigSchema, {}).PUBLIC_URL).toBe('http://localhost:8090');
+  });
+});

@@ -618,18 +618,21 @@ describe('fair ingestion across users (IngestionScheduler)', () => {
     });
     const ids: string[] = [];
     for (const owner of [newId(), newId(), newId()]) for (let i = 0; i < 2; i++) ids.push((await storedBy(owner)).id);
-    // The first replica's first document is held for several times its claim time, which it renews meanwhile (a claim
-    // time well above what a parse blocks this one event loop for, so a renewal is never late here).
+    // The first replica's first document is held for several times its claim time, which it renews meanwhile (every third
+    // of it). The claim time is well above what this one event loop is ever blocked for, a parse or the worker starved of
+    // CPU on a loaded machine: at 300 ms a 400 ms stall let the second replica's poll, run first when the loop came back,
+    // find the claim expired and take the held file too (overlaps 1).
+    const claimMs = 2_000;
     const held = reader.hold();
-    const first = new IngestionScheduler({ repository, worker: tracked(new IngestionWorker({ repository, objects, reader, cards, logger, maxAttempts: 3, concurrency: 1 })), logger, maxAttempts: 3, claimMs: 300, pollMs: 10 });
-    const second = new IngestionScheduler({ repository, worker: tracked(new IngestionWorker({ repository, objects, reader: new LibraryDocumentReader(), cards, logger, maxAttempts: 3, concurrency: 1 })), logger, maxAttempts: 3, claimMs: 300, pollMs: 10 });
+    const first = new IngestionScheduler({ repository, worker: tracked(new IngestionWorker({ repository, objects, reader, cards, logger, maxAttempts: 3, concurrency: 1 })), logger, maxAttempts: 3, claimMs, pollMs: 10 });
+    const second = new IngestionScheduler({ repository, worker: tracked(new IngestionWorker({ repository, objects, reader: new LibraryDocumentReader(), cards, logger, maxAttempts: 3, concurrency: 1 })), logger, maxAttempts: 3, claimMs, pollMs: 10 });
     await first.start();
     await held.started;
     await second.start();
     try {
       // The second replica ingests the five others meanwhile, then keeps looking while the held one is still claimed.
       await settled(ids.slice(1));
-      await new Promise((r) => setTimeout(r, 1_000));
+      await new Promise((r) => setTimeout(r, 3 * claimMs));
       expect((await repository.get(ids[0]!))?.ingestionStatus).toBe('pending');
       held.release();
       await settled(ids);

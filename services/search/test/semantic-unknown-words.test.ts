@@ -22,6 +22,7 @@ describe('semantic search of words the embedder does not know', () => {
       { key: 'grafana', author: alice, private: true, tags: [], content: 'Grafana dashboards chart the latency of every service next to its error rate' },
       { key: 'river', author: bob, private: false, tags: [], content: 'The river flooded the valley after a week of heavy rain in the mountains' },
       { key: 'bread', author: bob, private: false, tags: [], content: 'Bakers knead the dough, let it rise overnight and bake the bread in a hot oven' },
+      { key: 'waves', author: bob, private: false, tags: [], content: 'Surf report for Saturday 🌊🔥 the swell is back' },
     ];
     const vectors = await sharedWinkEmbedder().embed(cards.map((c) => c.content));
     for (const [i, card] of cards.entries()) {
@@ -53,5 +54,12 @@ describe('semantic search of words the embedder does not know', () => {
     expect(flood.hits[0]!.cardId).toBe(ids.get('river'));
     expect(flood.hits.length).toBeGreaterThan(1);
     expect(await service.semanticSearch(page('!!!'))).toEqual({ hits: [], totalHits: 0, totalPages: 0 });
+  });
+
+  test('a query of emoji alone embeds to nothing and finds the card holding them, as full-text search does', async () => {
+    const [vector] = await sharedWinkEmbedder().embed(['🌊🔥']);
+    expect(vector!.every((v) => v === 0)).toBe(true);
+    expect((await service.semanticSearch(page('🌊🔥'))).hits.map((h) => h.cardId)).toEqual([ids.get('waves')]);
+    expect((await service.semanticSearch(page('🐙'))).hits).toEqual([]);
   });
 });

@@ -5,13 +5,16 @@
 // is sent one after another on another connection: the write's time, and the longest and p50 of those GETs while it
 // ran (what everyone else notices of it). The writes change the data: fill a fresh copy of the data dir before a
 // second run. The process's resident memory (the gateway's /metrics) before and after.
-// Usage: pnpm exec tsx bench/big-accounts-bench.ts <port> <ids.json> [requests=30] [--no-writes]
+// With --search also the searches in the big collection's scope (semantic and full-text), which need the search index
+// built first (the fill writes no events): rebuild-search-index on the data dir while the all-in-one runs.
+// Usage: pnpm exec tsx bench/big-accounts-bench.ts <port> <ids.json> [requests=30] [--no-writes] [--search]
 import { readFileSync } from 'node:fs';
 
 const port = Number(process.argv[2]);
 const ids = JSON.parse(readFileSync(process.argv[3]!, 'utf8')) as Record<string, string>;
 const requests = Number(process.argv[4] ?? 30);
 const withWrites = !process.argv.includes('--no-writes');
+const withSearch = process.argv.includes('--search');
 const base = `http://127.0.0.1:${port}`;
 const PASSWORD = 'long enough';
 
@@ -121,6 +124,16 @@ async function main(): Promise<void> {
   await pages('collection of 10,000, A', (p) => `/api/card_collection/${ids.bigCollection}/${p}`, collOwner.total_pages, a);
   const fileColl = JSON.parse((await call({ path: `/api/card_collection/${ids.fileCollection}/1` })).text) as { total_pages: number };
   await pages("file's collection, anyone", (p) => `/api/card_collection/${ids.fileCollection}/${p}`, fileColl.total_pages);
+  if (withSearch) {
+    // Needs the search index built (the fill writes no events): run rebuild-search-index on the data dir first.
+    for (const kind of ['search', 'fulltextsearch']) {
+      const body = { content: 'library card article excerpt', collection_id: ids.bigCollection };
+      const first = JSON.parse((await call({ method: 'POST', path: `/api/card_collection/${kind}/1`, body })).text) as { total_pages: number };
+      for (const [name, page] of [['first', 1], ['middle', Math.max(1, Math.floor(first.total_pages / 2))], ['last', Math.max(1, first.total_pages)]] as const) {
+        await timed(`collection ${kind} of 10,000, anyone ${name} (${page})`, { method: 'POST', path: `/api/card_collection/${kind}/${page}`, body });
+      }
+    }
+  }
   await timed("user A's collections, anyone (whole)", { path: `/api/user/collections/${ids.a}` });
   await timed("user A's collections, A (whole)", { path: `/api/user/collections/${ids.a}`, cookie: a });
   await timed("user A's files, anyone (whole)", { path: `/api/user/files/${ids.a}` });

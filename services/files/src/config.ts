@@ -34,7 +34,8 @@ export const filesConfigSchema = z
         }
       }),
     CARDS_SERVICE_ADDR: envAddress('127.0.0.1:50052'),
-    MAX_FILE_BYTES: envInt(20 * 1024 * 1024),
+    /** At least 1: 0 was taken as a limit of 0 bytes (every upload refused), not as 'no limit'. */
+    MAX_FILE_BYTES: envInt(20 * 1024 * 1024).pipe(z.number().min(1, 'must be at least 1 (bytes; 0 would refuse every upload)')),
     /** S3/MinIO object storage; the embedded directory store when unset. */
     S3_ENDPOINT: envUrl(),
     S3_ACCESS_KEY: z.string().optional(),

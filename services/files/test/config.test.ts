@@ -93,3 +93,10 @@ describe('files config: PARSER_QUEUE_WAIT_MS', () => {
   });
 });
 
+
+describe('files config: MAX_FILE_BYTES', () => {
+  it('stops the start at 0 (a limit of 0 bytes refused every upload; it is no "no limit"), naming it', () => {
+    expect(() => loadConfig(filesConfigSchema, { MAX_FILE_BYTES: '0' })).toThrow(/MAX_FILE_BYTES: must be at least 1/);
+    expect(loadConfig(filesConfigSchema, { MAX_FILE_BYTES: '1' }).MAX_FILE_BYTES).toBe(1);
+  });
+});

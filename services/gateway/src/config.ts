@@ -78,7 +78,8 @@ export const gatewayConfigSchema = z.object({
     .string()
     .default('1mb')
     .refine((v) => /^(?:\d+|\d+(?:\.\d+)? *(?:kb|mb|gb|tb|pb))$/i.test(v) && /[1-9]/.test(v), 'must be a size such as 1mb, 512kb or 1048576 (bytes)'),
-  MAX_FILE_BYTES: envInt(20 * 1024 * 1024),
+  /** At least 1: 0 was taken as a limit of 0 bytes (every upload 413), not as 'no limit'. */
+  MAX_FILE_BYTES: envInt(20 * 1024 * 1024).pipe(z.number().min(1, 'must be at least 1 (bytes; 0 would refuse every upload with 413)')),
   /** Upload bodies of MAX_FILE_BYTES held at once (~170 MB each while handled; smaller ones count by their size; docs/files.md). */
   UPLOADS_AT_ONCE: envInt(1).pipe(z.number().min(1, 'must be at least 1')),
   /** Uploads waiting, their bodies unread, at most; one more is answered 503 with Retry-After. */

@@ -130,3 +130,10 @@ describe('gateway config: PUBLIC_URL', () => {
     expect(loadConfig(gatewayConfigSchema, {}).PUBLIC_URL).toBe('http://localhost:8090');
   });
 });
+
+describe('gateway config: MAX_FILE_BYTES', () => {
+  it('stops the start at 0 (a limit of 0 bytes answered every upload 413; it is no "no limit"), naming it', () => {
+    expect(() => loadConfig(gatewayConfigSchema, { MAX_FILE_BYTES: '0' })).toThrow(/MAX_FILE_BYTES: must be at least 1/);
+    expect(loadConfig(gatewayConfigSchema, {}).MAX_FILE_BYTES).toBe(20 * 1024 * 1024);
+  });
+});

@@ -8,7 +8,8 @@ const envNumberInRange = (defaultValue: number, min: number, max: number) =>
     .string()
     .optional()
     .transform((v, ctx) => {
-      if (v === undefined || v === '') return defaultValue;
+      // Only spaces is the default too: Number(' ') is 0, a duplicate threshold that made nearly every card a duplicate.
+      if (v === undefined || v.trim() === '') return defaultValue;
       const n = Number(v);
       if (!Number.isFinite(n) || n < min || n > max) {
         ctx.addIssue({ code: z.ZodIssueCode.custom, message: `expected a number between ${min} and ${max}, got "${v}"` });
@@ -23,7 +24,8 @@ export const searchIndexConfigFields = {
   EMBEDDINGS_URL: envUrl(),
   EMBEDDINGS_MODEL: z.string().default('text-embedding-3-small'),
   EMBEDDINGS_API_KEY: z.string().optional(),
-  EMBEDDINGS_DIMENSIONS: envInt(1536),
+  /** At least 1: 0 was taken, and every vector the endpoint answered was then refused as the wrong length (no card indexed). */
+  EMBEDDINGS_DIMENSIONS: envInt(1536).pipe(z.number().min(1, 'must be at least 1 (the length of the vectors the endpoint answers)')),
   /** Near-duplicate cosine of the endpoint's model (DESIGN.md: 0.95, 0.92 under 200 characters, for OpenAI-class models). */
   EMBEDDINGS_DUPLICATE_THRESHOLD: envNumberInRange(0.95, -1, 1),
   EMBEDDINGS_SHORT_DUPLICATE_THRESHOLD: envNumberInRange(0.92, -1, 1),

@@ -22,7 +22,8 @@ export const verificationConfigFields = {
     }),
   /** Whole fetch budget of a page, 100 ms to MAX_TIMER_MS: 0 (or longer than a timer holds) timed every fetch out at once. */
   VERIFY_TIMEOUT_MS: envMs(10_000, { min: 100 }),
-  VERIFY_MAX_BYTES: envInt(5 * 1024 * 1024),
+  /** At least 1: 0 was taken and refused every page as 'larger than 0 bytes' (each card scored 0). */
+  VERIFY_MAX_BYTES: envInt(5 * 1024 * 1024).pipe(z.number().min(1, 'must be at least 1 (bytes; 0 would refuse every page)')),
   /** Verifications fetched and scored at once. */
   VERIFY_CONCURRENCY: envInt(4),
   /**

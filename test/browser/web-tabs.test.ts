@@ -4,7 +4,8 @@
  * browser's, so every tab then acts as that person), notifications marked read; an edit saved in one tab must not be
  * replaced unsaid by an older edit saved in another; a hidden tab asks the server nothing.
  */
-import type { BrowserContext, Page } from 'playwright-core';
+import type { BrowserContext, Dialog, Page } from 'playwright-core';
+import { buildDocx } from './support/docx';
 import { Mailbox } from '../support/mailbox';
 import { signUp, type TestUser } from '../support/accounts';
 import type { RunningSystem } from '../support/service';
@@ -64,6 +65,14 @@ async function editText(p: Page, cardId: string, words: string): Promise<void> {
   await text.click();
   await p.keyboard.press('Control+End');
   await p.keyboard.type(words);
+}
+
+const acceptDialog = (d: Dialog) => void d.accept();
+
+async function bobCollection(name: string): Promise<string> {
+  const res = await bob.client.post('/api/card_collection', { name, description: '', is_public: true });
+  expect(res.status).toBe(204);
+  return /([0-9a-f-]{36})$/.exec(res.headers.get('location') ?? '')![1]!;
 }
 
 const storedCard = async (cardId: string) => (await alice.client.get(`/api/card/${cardId}`)).json as { content: string; link: string; private: boolean };
@@ -189,6 +198,68 @@ describeInBrowser('the web app in several tabs (headless Chromium)', () => {
     await page.getByRole('button', { name: 'Create card' }).click();
     await page.waitForURL(/\/card\/[0-9a-f-]{36}$/);
     expect(new URL(page.url()).pathname).not.toBe(`/card/${card.id}`);
+  });
+
+  it('a card, collection or file deleted in another tab: acting on it in a tab still showing it says so, with no broken page', async () => {
+    await signInBrowser(context, system.baseUrl, alice);
+    const other = await context.newPage();
+    other.on('dialog', (d) => void d.accept());
+    page.on('dialog', acceptDialog);
+    try {
+      // A card: upvoted (by Bob, whose card it is not) after its author deleted it.
+      await signInBrowser(context, system.baseUrl, bob);
+      const card = await newCard(alice, 'Voted on after deletion.');
+      await page.goto(`/card/${card.id}`);
+      const upvote = page.getByRole('button', { name: /Upvote/ });
+      await upvote.waitFor();
+      expect((await alice.client.delete(`/api/card/${card.id}`)).status).toBe(204);
+      await upvote.click();
+      await page.getByRole('heading', { name: 'Card deleted' }).waitFor();
+      await page.getByText('This card was deleted after this page was opened (in another tab or window?).').waitFor();
+
+      // A collection chosen in "Add to collection" after it was deleted: said, and gone from the list.
+      const shown = await newCard(alice, 'Added to a deleted collection.');
+      const collectionId = await bobCollection(`Deleted meanwhile ${Date.now()}`);
+      await page.goto(`/card/${shown.id}`);
+      const select = page.getByLabel('Collection', { exact: true });
+      await select.locator(`option[value="${collectionId}"]`).waitFor({ state: 'attached' });
+      await select.selectOption(collectionId);
+      expect((await bob.client.delete('/api/card_collection', { collection_id: collectionId })).status).toBe(204);
+      await page.getByRole('button', { name: 'Add to collection' }).click();
+      await page.getByText('That collection no longer exists (it was deleted after this page was opened), so the card was not added.').waitFor();
+      await eventually(async () => (await select.locator(`option[value="${collectionId}"]`).count()) === 0, 10_000, 'the collection gone from the list');
+
+      // A collection renamed in one tab after another deleted it.
+      const renamedId = await bobCollection(`Renamed after deletion ${Date.now()}`);
+      await page.goto(`/collection/${renamedId}`);
+      await page.getByText('Rename, share or delete').click();
+      await page.getByLabel('Name', { exact: true }).fill('A new name');
+      await other.goto(`/collection/${renamedId}`);
+      await other.getByText('Rename, share or delete').click();
+      await other.getByRole('button', { name: 'Delete collection' }).click();
+      await other.waitForURL(/\/collections$/);
+      await page.getByRole('button', { name: 'Save', exact: true }).click();
+      await page.getByRole('heading', { name: 'Collection deleted' }).waitFor();
+      await page.getByText('This collection was deleted after this page was opened (in another tab or window?). Its cards stay in the library.').waitFor();
+
+      // A file made private in one tab after another deleted it.
+      const upload = await bob.client.post('/api/file', {
+        base64_docx_file: buildDocx([{ heading: 'Glaciers', paragraphs: [uniqueText('A file deleted in another tab.')] }]).toString('base64url'),
+        file_name: 'deleted-elsewhere.docx',
+        file_mime_type: 'application/vnd.openxmlformats-officedocument.wordprocessingml.document',
+        private: false,
+      });
+      expect(upload.status).toBe(200);
+      await page.goto('/upload');
+      const row = page.locator('.plain-list li').filter({ hasText: 'deleted-elsewhere.docx' });
+      await row.waitFor();
+      expect((await bob.client.delete(`/api/file/${upload.json.id}`)).status).toBe(204);
+      await row.getByRole('button', { name: 'Make private' }).click();
+      await page.getByText('deleted-elsewhere.docx was deleted after this page was opened (in another tab or window?).').waitFor();
+      await eventually(async () => (await row.count()) === 0, 10_000, 'the row gone');
+    } finally {
+      page.off('dialog', acceptDialog);
+    }
   });
 
   it('notifications marked read in one tab leave no unread badge or list behind in another (whose own poll is stopped)', async () => {

@@ -45,7 +45,10 @@ async function setVote(card: Card, vote: boolean | null): Promise<void> {
   else await api.vote(card.id, vote);
 }
 
-function VoteButtons({ card, onChanged, userId }: { card: Card; onChanged(): void; userId: string | undefined }) {
+/** A 404 naming the card itself: it was deleted (or hidden from this user) since the page read it. */
+const cardGone = (err: unknown) => err instanceof ApiError && err.status === 404 && err.message === 'Card not found';
+
+function VoteButtons({ card, onChanged, onGone, userId }: { card: Card; onChanged(): void; onGone(): void; userId: string | undefined }) {
   const action = useAction();
   const [counted, setCounted] = useState<string | undefined>();
   const mine = card.vote_by_current_user;
@@ -78,6 +81,7 @@ function VoteButtons({ card, onChanged, userId }: { card: Card; onChanged(): voi
       try {
         await setVote(card, vote);
       } catch (err) {
+        if (cardGone(err)) return onGone();
         if (!(err instanceof ApiError && err.status === 401 && userId)) throw err;
         saveDraft(userId, draftKey, { vote } satisfies KeptVote);
         throw new Error(`Your session has ended, so ${voteWords(vote)} is not counted yet: sign in again and it will be.`);
@@ -100,7 +104,7 @@ function VoteButtons({ card, onChanged, userId }: { card: Card; onChanged(): voi
   );
 }
 
-function AddToCollection({ card, userId }: { card: Card; userId: string }) {
+function AddToCollection({ card, userId, onGone }: { card: Card; userId: string; onGone(): void }) {
   const collections = useAsync(() => api.userCollections(userId), [userId]);
   const holding = useAsync(() => api.collectionsOfCards([card.id]), [card.id]);
   const [chosen, setChosen] = useState('');
@@ -112,7 +116,18 @@ function AddToCollection({ card, userId }: { card: Card; userId: string }) {
     e.preventDefault();
     if (!chosen) return action.setError('Choose a collection first.');
     const ok = await action.run(async () => {
-      await api.addToCollection(chosen, card.id);
+      try {
+        await api.addToCollection(chosen, card.id);
+      } catch (err) {
+        if (cardGone(err)) return onGone();
+        // The collection was deleted since the list was read (in another tab?): the list is read again without it.
+        if (err instanceof ApiError && err.status === 404) {
+          collections.reload();
+          setChosen('');
+          throw new Error('That collection no longer exists (it was deleted after this page was opened), so the card was not added.');
+        }
+        throw err;
+      }
       return true;
     });
     if (ok) {
@@ -174,7 +189,23 @@ export function CardPage({ cardId }: { cardId: string }) {
   const session = useSession();
   const card = useAsync(() => api.card(cardId), [cardId]);
   const action = useAction();
+  // An action here found the card gone (deleted in another tab or by its author since the page read it): the page is
+  // read again, and says what happened instead of leaving the card shown with a bare "Card not found".
+  const [gone, setGone] = useState(false);
+  const onGone = () => {
+    setGone(true);
+    card.reload();
+  };
   if (card.loading && !card.data) return <Loading />;
+  if (gone && card.error?.status === 404)
+    return (
+      <section>
+        <PageTitle>Card deleted</PageTitle>
+        <p role="alert">
+          This card was deleted after this page was opened (in another tab or window?). <Link href="/">Go to the search</Link>.
+        </p>
+      </section>
+    );
   if (card.error || !card.data)
     return (
       <section>
@@ -193,7 +224,12 @@ export function CardPage({ cardId }: { cardId: string }) {
   const remove = async () => {
     if (!confirm('Delete this card? This cannot be undone.')) return;
     const ok = await action.run(async () => {
-      await api.deleteCard(c.id);
+      try {
+        await api.deleteCard(c.id);
+      } catch (err) {
+        // Deleted already (in another tab): what was asked is done.
+        if (!cardGone(err)) throw err;
+      }
       return true;
     });
     if (ok) navigate(session.user ? `/user/${session.user.id}` : '/', { replace: true });
@@ -249,7 +285,7 @@ export function CardPage({ cardId }: { cardId: string }) {
           )}
         </dd>
       </dl>
-      <VoteButtons card={c} onChanged={card.reload} userId={session.user?.id} />
+      <VoteButtons card={c} onChanged={card.reload} onGone={onGone} userId={session.user?.id} />
       {isOwner ? (
         <p class="row">
           <Link class="button" href={`/card/${c.id}/edit`}>
@@ -261,7 +297,7 @@ export function CardPage({ cardId }: { cardId: string }) {
         </p>
       ) : null}
       <ErrorMessage error={action.error} />
-      {session.user ? <AddToCollection card={c} userId={session.user.id} /> : null}
+      {session.user ? <AddToCollection card={c} userId={session.user.id} onGone={onGone} /> : null}
     </article>
   );
 }

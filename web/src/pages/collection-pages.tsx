@@ -1,7 +1,7 @@
 import { characterCount, MAX_COLLECTION_DESCRIPTION_CHARS, MAX_COLLECTION_NAME_CHARS } from '@cards/card-rules';
 import { freeTextMessage } from '../free-text';
 import { useMemo, useState } from 'preact/hooks';
-import { api, newIdempotencyKey, type Collection } from '../api';
+import { api, ApiError, newIdempotencyKey, type Collection } from '../api';
 import { CardSummary, DoneNotice, ErrorMessage, firstWords, formatDate, Loading, Notice, NotFoundHint, PageTitle, Pager, useAction, useAsync, UserText } from '../components';
 import { Link, navigate, useLocation } from '../router';
 import { useSession } from '../session';
@@ -74,36 +74,48 @@ export function CollectionsPage() {
   );
 }
 
-function CollectionSettings({ collection: c, onChanged }: { collection: Collection; onChanged(): void }) {
+/** A 404 naming the collection itself: it was deleted since the page read it (in another tab or window?). */
+const collectionGone = (err: unknown) => err instanceof ApiError && err.status === 404 && err.message === 'Collection not found';
+
+function CollectionSettings({ collection: c, onChanged, onGone }: { collection: Collection; onChanged(): void; onGone(): void }) {
   const [name, setName] = useState(c.name);
   const [description, setDescription] = useState(c.description);
   const [saved, setSaved] = useState(false);
   const action = useAction();
+  const run = (work: () => Promise<unknown>) =>
+    action.run(async () => {
+      try {
+        await work();
+      } catch (err) {
+        if (collectionGone(err)) return void onGone();
+        throw err;
+      }
+      return true;
+    });
   const save = async (e: Event) => {
     e.preventDefault();
     setSaved(false);
     const problem = collectionDraftProblem(name.trim(), description);
     if (problem) return action.setError(problem);
-    const ok = await action.run(async () => {
-      await api.updateCollection({ collection_id: c.id, name: name.trim(), description });
-      return true;
-    });
+    const ok = await run(() => api.updateCollection({ collection_id: c.id, name: name.trim(), description }));
     if (ok) {
       setSaved(true);
       onChanged();
     }
   };
   const toggle = async () => {
-    const ok = await action.run(async () => {
-      await api.updateCollection({ collection_id: c.id, is_public: !c.is_public });
-      return true;
-    });
+    const ok = await run(() => api.updateCollection({ collection_id: c.id, is_public: !c.is_public }));
     if (ok) onChanged();
   };
   const remove = async () => {
     if (!confirm('Delete this collection? Its cards stay in the library.')) return;
     const ok = await action.run(async () => {
-      await api.deleteCollection(c.id);
+      try {
+        await api.deleteCollection(c.id);
+      } catch (err) {
+        // Deleted already (in another tab): what was asked is done.
+        if (!collectionGone(err)) throw err;
+      }
       return true;
     });
     if (ok) navigate('/collections', { replace: true });
@@ -151,7 +163,23 @@ export function CollectionPage({ collectionId }: { collectionId: string }) {
   const action = useAction();
   // The card last taken out: said, with the focus, above the list (its entry and button are gone).
   const [removed, setRemoved] = useState<{ words: string; at: number } | undefined>();
+  // An action here found the collection gone (deleted in another tab since the page read it): read again, and said.
+  const [gone, setGone] = useState(false);
+  const onGone = () => {
+    setGone(true);
+    data.reload();
+  };
   if (data.loading && !data.data) return <Loading />;
+  if (gone && data.error?.status === 404)
+    return (
+      <section>
+        <PageTitle>Collection deleted</PageTitle>
+        <p role="alert">
+          This collection was deleted after this page was opened (in another tab or window?). Its cards stay in the library.{' '}
+          <Link href="/collections">Your collections</Link>.
+        </p>
+      </section>
+    );
   if (!data.data)
     return (
       <section>
@@ -165,7 +193,12 @@ export function CollectionPage({ collectionId }: { collectionId: string }) {
   // Removing an entry's root takes the whole entry out, duplicates bookmarked in the collection included.
   const removeEntry = async (root: { id: string; content: string }) => {
     const ok = await action.run(async () => {
-      await api.removeFromCollection(c.id, root.id);
+      try {
+        await api.removeFromCollection(c.id, root.id);
+      } catch (err) {
+        if (collectionGone(err)) return void onGone();
+        throw err;
+      }
       return true;
     });
     if (ok) {
@@ -184,7 +217,7 @@ export function CollectionPage({ collectionId }: { collectionId: string }) {
           {c.description}
         </p>
       ) : null}
-      {isOwner ? <CollectionSettings collection={c} onChanged={data.reload} /> : null}
+      {isOwner ? <CollectionSettings collection={c} onChanged={data.reload} onGone={onGone} /> : null}
       <SearchForm initial={params} onSearch={(p) => navigate(searchUrl(base, p))} idPrefix="collection-search" label="Search this collection" />
       <SearchStatus text={searching && !data.loading && d.searched ? resultsSummary(d.bookmarks, params.page, d.total_pages) : ''} />
       {searching ? (

@@ -1,6 +1,6 @@
 import { MAX_FILE_TAGS } from '@cards/card-rules';
 import { useEffect, useMemo, useState } from 'preact/hooks';
-import { api, newIdempotencyKey, toBase64Url, uploadFile, type FileRecord, type ListedCollection } from '../api';
+import { api, ApiError, newIdempotencyKey, toBase64Url, uploadFile, type FileRecord, type ListedCollection } from '../api';
 import { isolated } from '../bidi';
 import { tagsFromInput, tagsMessage } from '../card-rules';
 import { DoneNotice, ErrorMessage, formatDate, Notice, PageTitle, useAction, useAsync, UserText } from '../components';
@@ -105,7 +105,7 @@ export function UploadPage() {
   const tagProblem = tagsMessage(tagsFromInput(tags), MAX_FILE_TAGS);
   const files = useAsync(() => api.userFiles(user.id), [user.id, uploaded?.id]);
   // The file last deleted from "Your files": said, with the focus, above the list (its row and button are gone).
-  const [deleted, setDeleted] = useState<{ name: string; at: number } | undefined>();
+  const [deleted, setDeleted] = useState<{ name: string; at: number; elsewhere: boolean } | undefined>();
   const ingestion = useFileIngestion(user.id, uploaded?.id, files.reload);
 
   const submit = async (e: Event) => {
@@ -200,7 +200,15 @@ export function UploadPage() {
       <h2>Your files</h2>
       {deleted ? (
         <DoneNotice key={deleted.at}>
-          Deleted <UserText>{deleted.name}</UserText>.
+          {deleted.elsewhere ? (
+            <>
+              <UserText>{deleted.name}</UserText> was deleted after this page was opened (in another tab or window?).
+            </>
+          ) : (
+            <>
+              Deleted <UserText>{deleted.name}</UserText>.
+            </>
+          )}
         </DoneNotice>
       ) : null}
       <ErrorMessage error={files.error} />
@@ -211,8 +219,8 @@ export function UploadPage() {
             key={f.id}
             file={f}
             onChanged={files.reload}
-            onDeleted={() => {
-              setDeleted({ name: f.file_name, at: Date.now() });
+            onDeleted={(elsewhere) => {
+              setDeleted({ name: f.file_name, at: Date.now(), elsewhere });
               files.reload();
             }}
           />
@@ -222,18 +230,32 @@ export function UploadPage() {
   );
 }
 
-function FileRow({ file, onChanged, onDeleted }: { file: FileRecord; onChanged(): void; onDeleted(): void }) {
+/** A 404 naming the file: it was deleted since the list was read (in another tab or window?). */
+const fileGone = (err: unknown) => err instanceof ApiError && err.status === 404 && err.message === 'File not found';
+
+/** `onDeleted(elsewhere)`: the file is gone, deleted here, or (`elsewhere`) found deleted already by an action here. */
+function FileRow({ file, onChanged, onDeleted }: { file: FileRecord; onChanged(): void; onDeleted(elsewhere: boolean): void }) {
   const action = useAction();
   const toggle = () =>
     action.run(async () => {
-      await api.setFilePrivate(file.id, !file.private);
+      try {
+        await api.setFilePrivate(file.id, !file.private);
+      } catch (err) {
+        if (fileGone(err)) return onDeleted(true);
+        throw err;
+      }
       onChanged();
     });
   const remove = () => {
     if (!confirm(`Delete ${isolated(file.file_name)}? Its cards and collection stay.`)) return;
     void action.run(async () => {
-      await api.deleteFile(file.id);
-      onDeleted();
+      try {
+        await api.deleteFile(file.id);
+      } catch (err) {
+        if (fileGone(err)) return onDeleted(true);
+        throw err;
+      }
+      onDeleted(false);
     });
   };
   return (

@@ -1,4 +1,4 @@
-import { createLogger, type Logger } from '../logger';
+import { createLogger, logLevelOf, type Logger } from '../logger';
 
 /** Where an operator's command writes: its output (stdout) and its complaints (stderr). */
 export interface CommandOutput {
@@ -14,7 +14,7 @@ export type OperatorCommand = (argv: string[], env: Record<string, string | unde
  * so stdout holds only the command's output; what it answers, or 1 when it throws, is the exit code.
  */
 export function runOperatorCommand(name: string, command: OperatorCommand): void {
-  const logger = createLogger(name, process.env.LOG_LEVEL ?? 'warn', process.stderr);
+  const logger = createLogger(name, process.env.LOG_LEVEL?.trim() ? logLevelOf() : 'warn', process.stderr);
   command(process.argv.slice(2), process.env, logger, {
     out: (line) => process.stdout.write(`${line}\n`),
     err: (line) => process.stderr.write(`${line}\n`),

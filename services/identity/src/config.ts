@@ -1,6 +1,6 @@
 import addressparser from 'nodemailer/lib/addressparser';
 import { z } from 'zod';
-import { envBoolean, envInt, envPort, refuseEmbeddedStores, urlHasScheme } from '@cards/platform';
+import { envBoolean, envInt, envPort, MAX_TIMER_MS, refuseEmbeddedStores, urlHasScheme } from '@cards/platform';
 import { isScryptCost, MAX_SCRYPT_COST } from './adapters/crypto/scrypt-password-hasher';
 
 /** The longest interval setInterval takes (2^31 - 1 ms), in whole minutes: Node runs a longer one after 1 ms instead. */
@@ -41,6 +41,10 @@ export const identityConfigSchema = z.object({
     .string()
     .url()
     .refine((value) => urlHasScheme(value, ['smtp:', 'smtps:']), 'must be smtp://host:port or smtps://host:port (user and password in it, e.g. smtp://user:pass@mail.example.com:587)')
+    .superRefine((value, ctx) => {
+      const problem = smtpTimeoutProblem(value);
+      if (problem) ctx.addIssue({ code: z.ZodIssueCode.custom, message: problem });
+    })
     .optional()
     .or(z.literal('').transform(() => undefined)),
   /**
@@ -81,6 +85,30 @@ export const identityConfigSchema = z.object({
   ),
   MONGO_URL: z.string().optional(),
 });
+
+/** The SMTP client's waits SMTP_URL's query may set (SMTP_TIMEOUTS). */
+const SMTP_TIMEOUT_OPTIONS = ['dnsTimeout', 'connectionTimeout', 'greetingTimeout', 'socketTimeout'] as const;
+
+/**
+ * Why a wait in SMTP_URL's query (`?socketTimeout=30000`) cannot be the client's, or null: each must be 1 to MAX_TIMER_MS
+ * ms. Above, Node's timers ran it after 1 ms (every mail failed at once); 0 is read by nodemailer as its own wait (2 to
+ * 10 minutes), so a stalled server held each invitation past the gateway's deadline, what SMTP_TIMEOUTS are there to end.
+ */
+export function smtpTimeoutProblem(value: string): string | null {
+  let query: URLSearchParams;
+  try {
+    query = new URL(value).searchParams;
+  } catch {
+    return null;
+  }
+  for (const name of SMTP_TIMEOUT_OPTIONS) {
+    const raw = query.get(name);
+    if (raw === null) continue;
+    const ms = Number(raw);
+    if (raw.trim() === '' || !Number.isInteger(ms) || ms < 1 || ms > MAX_TIMER_MS) return `${name} in its query must be 1 to ${MAX_TIMER_MS} (ms), got "${raw}"`;
+  }
+  return null;
+}
 
 /** Why MAIL_FROM cannot be the sender of the mail, or null. */
 export function mailFromProblem(value: string): string | null {

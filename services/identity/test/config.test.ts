@@ -110,3 +110,17 @@ describe('SMTP_URL', () => {
     expect(smtpUrl(undefined)).toBeUndefined();
   });
 });
+
+describe("SMTP_URL's waits", () => {
+  const smtpUrl = (value: string) => loadConfig(identityConfigSchema, { SMTP_URL: value }).SMTP_URL;
+
+  it("stops the start at a wait in its query longer than Node's timers hold (every mail failed after 1 ms) or 0 (nodemailer's own minutes: a stalled server held each invitation), naming it", () => {
+    expect(() => smtpUrl('smtp://mail.example.com:587?socketTimeout=3000000000')).toThrow(/SMTP_URL: socketTimeout in its query must be 1 to 2147483647 \(ms\), got "3000000000"/);
+    expect(() => smtpUrl('smtp://mail.example.com:587?greetingTimeout=0')).toThrow(/SMTP_URL: greetingTimeout in its query must be 1 to 2147483647/);
+    expect(() => smtpUrl('smtp://mail.example.com:587?connectionTimeout=soon')).toThrow(ConfigError);
+  });
+
+  it('takes waits within that range and other query options', () => {
+    expect(smtpUrl('smtp://mail.example.com:587?socketTimeout=30000&pool=true')).toBe('smtp://mail.example.com:587?socketTimeout=30000&pool=true');
+  });
+});

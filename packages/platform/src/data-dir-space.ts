@@ -25,12 +25,16 @@ export const DATA_DIR_SPACE_CHECK_MS = 60_000;
 /** How often the low-space warning repeats at most while the space stays below the floor. */
 export const DATA_DIR_LOW_WARNING_EVERY_MS = 10 * 60_000;
 
+/** The largest DATA_DIR_FREE_WARNING_MB: a billion megabytes (about a petabyte), past any disk's size. */
+export const MAX_DATA_DIR_FREE_WARNING_MB = 1_000_000_000;
+
 /** DATA_DIR_FREE_WARNING_MB: megabytes (a number, 0 turns the warning off); the floor in bytes. */
 export function dataDirFreeWarningBytesOf(env: Record<string, string | undefined> = process.env): number {
   const raw = env.DATA_DIR_FREE_WARNING_MB;
   if (raw === undefined || raw.trim() === '') return DATA_DIR_FREE_WARNING_MB * 1024 * 1024;
   const mb = Number(raw);
-  if (!Number.isFinite(mb) || mb < 0) throw new ConfigError([`DATA_DIR_FREE_WARNING_MB must be a number of megabytes (0 turns the warning off), got "${raw}"`]);
+  // At most a billion MB (a petabyte): 1e308 made a floor of Infinity bytes, a "low space" warning every 10 minutes on any disk.
+  if (!Number.isFinite(mb) || mb < 0 || mb > MAX_DATA_DIR_FREE_WARNING_MB) throw new ConfigError([`DATA_DIR_FREE_WARNING_MB must be a number of megabytes from 0 (the warning off) to ${MAX_DATA_DIR_FREE_WARNING_MB}, got "${raw}"`]);
   return Math.round(mb * 1024 * 1024);
 }
 

@@ -11,6 +11,9 @@ describe("the data dir's free space", () => {
     expect(dataDirFreeWarningBytesOf({ DATA_DIR_FREE_WARNING_MB: '0' })).toBe(0);
     expect(dataDirFreeWarningBytesOf({ DATA_DIR_FREE_WARNING_MB: '2.5' })).toBe(2.5 * MB);
     for (const bad of ['-1', 'lots', '10MB']) expect(() => dataDirFreeWarningBytesOf({ DATA_DIR_FREE_WARNING_MB: bad })).toThrow(ConfigError);
+    // Past a billion MB: 1e308 was taken as a floor of Infinity bytes, warning of low space on any disk.
+    for (const bad of ['1e308', '1000000001']) expect(() => dataDirFreeWarningBytesOf({ DATA_DIR_FREE_WARNING_MB: bad })).toThrow(/DATA_DIR_FREE_WARNING_MB must be a number of megabytes from 0 \(the warning off\) to 1000000000/);
+    expect(dataDirFreeWarningBytesOf({ DATA_DIR_FREE_WARNING_MB: '1000000000' })).toBe(1_000_000_000 * MB);
   });
 
   it('is a gauge on /metrics, and below the floor one warning, not one per check', async () => {

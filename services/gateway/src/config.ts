@@ -1,4 +1,5 @@
 import { isIP } from 'node:net';
+import bytes from 'bytes';
 import { z } from 'zod';
 import { envAddress, envInt, envMs, envPort, grpcServerConfigSchema, MAX_SHUTDOWN_DRAIN_MS, urlHasScheme } from '@cards/platform';
 import { ACCESS_LOG_LEVELS } from './http/access-log';
@@ -77,7 +78,8 @@ export const gatewayConfigSchema = z.object({
   JSON_BODY_LIMIT: z
     .string()
     .default('1mb')
-    .refine((v) => /^(?:\d+|\d+(?:\.\d+)? *(?:kb|mb|gb|tb|pb))$/i.test(v) && /[1-9]/.test(v), 'must be a size such as 1mb, 512kb or 1048576 (bytes)'),
+    // And at least 1 byte as the parser reads it: '0.0001kb' passed the pattern and was 0 bytes (bytes floors it), every body 413.
+    .refine((v) => /^(?:\d+|\d+(?:\.\d+)? *(?:kb|mb|gb|tb|pb))$/i.test(v) && (bytes.parse(v) ?? 0) >= 1, 'must be a size of at least 1 byte, such as 1mb, 512kb or 1048576 (bytes)'),
   /** At least 1: 0 was taken as a limit of 0 bytes (every upload 413), not as 'no limit'. */
   MAX_FILE_BYTES: envInt(20 * 1024 * 1024).pipe(z.number().min(1, 'must be at least 1 (bytes; 0 would refuse every upload with 413)')),
   /** Upload bodies of MAX_FILE_BYTES held at once (~170 MB each while handled; smaller ones count by their size; docs/files.md). */

@@ -77,7 +77,7 @@ describe('gateway config: JSON_BODY_LIMIT', () => {
   // variable, and reads others by their leading digits ('1MiB', '2e6', '1 m': one or two bytes, so every body was 413):
   // those started the gateway without a word.
   it('stops the start naming the variable for anything else', () => {
-    for (const bad of ['abc', '', '1MiB', '2e6', '1 m', '-1mb', '0', '0kb', 'mb']) {
+    for (const bad of ['abc', '', '1MiB', '2e6', '1 m', '-1mb', '0', '0kb', 'mb', '0.0001kb', '0.5']) {
       expect(() => limit(bad)).toThrow(ConfigError);
       expect(() => limit(bad)).toThrow(/JSON_BODY_LIMIT/);
     }

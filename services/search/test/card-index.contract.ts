@@ -826,6 +826,22 @@ export function describeCardIndexContract(name: string, factory: () => Promise<C
       expect(await found('!!! ... ---')).toEqual({ query: '!!! ... ---', found: [] });
     });
 
+    test('Chinese in traditional and in simplified characters find each other, words and phrases; Japanese kanji fold alike', async () => {
+      const traditional = aCard().saying('我昨天一個人去圖書館看書').build();
+      const simplified = aCard().saying('这个图书馆很大，一个人也没有').build();
+      const japanese = aCard().saying('東京の國立圖書館に行きました').build();
+      const other = aCard().saying('我们今天去公园散步').build();
+      for (const card of [traditional, simplified, japanese, other]) await index.upsert(card);
+      const found = async (query: string) => ({ query, found: (await index.matchText(query, everything(), firstPage)).hits.map((h) => h.cardId).sort() });
+      const all = [traditional.cardId, simplified.cardId, japanese.cardId].sort();
+      expect(await found('图书馆')).toEqual({ query: '图书馆', found: all });
+      expect(await found('圖書館')).toEqual({ query: '圖書館', found: all });
+      expect(await found('一個人')).toEqual({ query: '一個人', found: [traditional.cardId, simplified.cardId].sort() });
+      expect(await found('一个人')).toEqual({ query: '一个人', found: [traditional.cardId, simplified.cardId].sort() });
+      expect(await found('國立')).toEqual({ query: '國立', found: [japanese.cardId] });
+      expect(await found('公園')).toEqual({ query: '公園', found: [other.cardId] });
+    });
+
     test('a word longer than 40 characters is found, misspelled too, and a run of letters thousands long is one bounded word', async () => {
       const compound = aCard().saying('Die Donaudampfschifffahrtsgesellschaftskapitänsmütze lag auf dem Tisch').build();
       const shorter = aCard().saying('Die Donaudampfschifffahrtsgesellschaft fuhr nach Wien').build();

@@ -531,6 +531,27 @@ describeOnEngine('CardIndex on ElasticsearchCardIndex', skipReason, () => {
       expect(await found('עברית')).toEqual([theLanguage.cardId]);
     });
 
+    test('Chinese cards indexed in traditional characters as written are found by simplified ones once foldStoredWords() has run', async () => {
+      const prefix = `cards-test-${randomBytes(4).toString('hex')}`;
+      const first = openIndex(prefix);
+      const library = aCard().saying('我昨天一個人去圖書館看書').build();
+      for (const card of [library]) await first.upsert(card);
+      // As written before: the traditional characters' bigrams, no chinese_folded mark.
+      const client = new Client({ node: engine!.url });
+      const chars = Array.from('我昨天一個人去圖書館看書');
+      const bigrams = chars.slice(1).map((c, i) => chars[i]! + c);
+      await client.update({ index: `${prefix}-cards`, id: library.cardId, doc: { words: [...new Set(bigrams)], text: bigrams.join(' '), chinese_folded: null }, refresh: true });
+      await client.close();
+      const restarted = openIndex(prefix);
+      const found = async (query: string) => (await restarted.matchText(query, everything, firstPage)).hits.map((h) => h.cardId);
+      expect(await restarted.unfoldedCardCount()).toBe(1);
+      expect(await found('图书馆')).toEqual([]);
+      expect(await restarted.foldStoredWords()).toBe(1);
+      expect(await restarted.unfoldedCardCount()).toBe(0);
+      expect(await found('图书馆')).toEqual([library.cardId]);
+      expect(await found('圖書館')).toEqual([library.cardId]);
+    });
+
     test('cards indexed before Korean words lost their particles are found by the bare noun once foldStoredWords() has run', async () => {
       const prefix = `cards-test-${randomBytes(4).toString('hex')}`;
       const first = openIndex(prefix);

@@ -1,5 +1,6 @@
 import { domainToUnicode } from 'node:url';
 import { usernameCaseFold } from '@cards/card-rules';
+import type { ConverterFunction, ConverterOptions } from 'opencc-js';
 
 /** Text rules shared by the embedders and the full-text index: one tokenizer, pg_trgm-style trigrams. */
 
@@ -342,7 +343,28 @@ function foldedWords(text: string): { words: string[]; korean: boolean; prefixed
   // A soft hyphen (U+00AD) only marks where a word may break: "soft\u00ADhyphen" is the word "softhyphen", in a query
   // as in a card (cards drop it from their content, but ones stored before may hold it).
   const folded = foldedText(lower.includes(SOFT_HYPHEN) ? lower.replaceAll(SOFT_HYPHEN, '') : lower);
-  return { words: UNSPACED.test(folded) ? unspacedWords(folded) : foldedTextWords(folded, false), korean: HANGUL_SYLLABLE.test(folded), prefixed: PREFIXING_LETTER.test(folded) };
+  return { words: UNSPACED.test(folded) ? unspacedWords(HAN.test(folded) ? simplifiedChinese(folded) : folded) : foldedTextWords(folded, false), korean: HANGUL_SYLLABLE.test(folded), prefixed: PREFIXING_LETTER.test(folded) };
+}
+
+/** A Han character (Chinese, and the kanji of Japanese). */
+const HAN = /\p{scx=Han}/u;
+let toSimplified: ((text: string) => string) | undefined;
+
+/**
+ * Chinese written in traditional characters as in simplified ones (一個 as 一个, 圖書館 as 图书馆), so either finds the
+ * other: OpenCC's character conversion from traditional (Taiwan's variants included) to simplified (opencc-js, its
+ * t2cn dictionaries only, loaded at the first text holding a Han character). Characters only, no phrase rewriting
+ * (軟體 stays 软体, not 软件): a text means what it says, only its characters' forms are folded. Japanese kanji in
+ * their traditional forms fold the same way, in cards and queries alike.
+ */
+function simplifiedChinese(text: string): string {
+  if (toSimplified === undefined) {
+    // The t2cn entry (its 100 KB of dictionaries, not the 1.2 MB of both directions), required by its path: this
+    // project's module resolution ("node") reads no subpath exports.
+    const { Converter } = require('opencc-js/t2cn') as { Converter(options: ConverterOptions): ConverterFunction };
+    toSimplified = Converter({ from: 'tw', to: 'cn' });
+  }
+  return toSimplified(text);
 }
 
 /** A letter of Arabic or Hebrew, scripts that write the article and some prepositions and conjunctions onto the word. */

@@ -124,6 +124,8 @@ interface CardSource {
    * older ones lack it.
    */
   prefix_forms?: boolean;
+  /** `words` and `text` hold Chinese characters in their simplified forms (searchWords), set by every write since; older ones lack it. */
+  chinese_folded?: boolean;
   /**
    * `link_lower`, and the link of each entry in `collisions`, are in linkFilterForm (punycode hosts in Unicode, %XX of
    * UTF-8 decoded), set by every write since; older ones lack it and hold filterForm (decodeStoredLinks rewrites them).
@@ -200,6 +202,9 @@ const JAMO_CLASS = '[\u1100-\u11ff]';
  * kept marks inside words.
  */
 const MARKED_SCRIPT_CLASS = '[\u0590-\u08ff\u0900-\u0dff\u0f00-\u0fff]';
+
+/** Han characters (the BMP blocks), as a character class of a Lucene regexp: words searchWords folds to simplified Chinese. */
+const HAN_CLASS = '[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]';
 
 /** Arabic and Hebrew letters, as a character class of a Lucene regexp: words indexWords lists without their prefixes too. */
 const PREFIXING_SCRIPT_CLASS = '[\u0621-\u064a\u05d0-\u05ea]';
@@ -322,6 +327,7 @@ export class ElasticsearchCardIndex implements CardIndex {
         korean_forms: { type: 'boolean' },
         marks_folded: { type: 'boolean' },
         prefix_forms: { type: 'boolean' },
+        chinese_folded: { type: 'boolean' },
         links_decoded: { type: 'boolean' },
       },
     });
@@ -960,7 +966,8 @@ export class ElasticsearchCardIndex implements CardIndex {
    * before searchWords spelled Korean words in jamo without their particles; or holding Korean words (jamo) listed only
    * by their stems, before indexWords listed them as written and by their one-syllable stems too; or holding words of a
    * script with combining marks (Indic, Arabic, Hebrew), before searchWords kept the marks inside words; or holding
-   * Arabic or Hebrew words listed only as written, before indexWords listed them without their prefixes too.
+   * Arabic or Hebrew words listed only as written, before indexWords listed them without their prefixes too; or holding
+   * Chinese characters as written, before searchWords folded traditional ones to simplified ones.
    */
   private unfoldedCards(): estypes.QueryDslQueryContainer {
     return {
@@ -977,6 +984,8 @@ export class ElasticsearchCardIndex implements CardIndex {
           { bool: { filter: [{ regexp: { words: { value: `.*${MARKED_SCRIPT_CLASS}.*` } } }], must_not: [{ term: { marks_folded: true } }] } },
           // Or Arabic and Hebrew words listed only as written, before they were listed without their prefixes too.
           { bool: { filter: [{ regexp: { words: { value: `.*${PREFIXING_SCRIPT_CLASS}.*` } } }], must_not: [{ term: { prefix_forms: true } }] } },
+          // Or Chinese characters indexed as written, before traditional ones were folded to simplified ones.
+          { bool: { filter: [{ regexp: { words: { value: `.*${HAN_CLASS}.*` } } }], must_not: [{ term: { chinese_folded: true } }] } },
         ],
         minimum_should_match: 1,
       },
@@ -1616,7 +1625,7 @@ function collisionEntry(source: Pick<CardSource, 'card_id' | 'author_id' | 'priv
 }
 
 /** The marks every write and foldStoredWords set: a card lacking one has words to rewrite. */
-const FOLD_MARKS = ['folded', 'segmented', 'korean_forms', 'marks_folded', 'prefix_forms'] as const;
+const FOLD_MARKS = ['folded', 'segmented', 'korean_forms', 'marks_folded', 'prefix_forms', 'chinese_folded'] as const;
 const WORDS_FOLDED = Object.fromEntries(FOLD_MARKS.map((mark) => [mark, true])) as Record<(typeof FOLD_MARKS)[number], true>;
 
 /** The entry with its link in linkFilterForm (entries written before links were decoded hold filterForm). */

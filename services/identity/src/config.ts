@@ -21,6 +21,8 @@ export const identityConfigSchema = z.object({
     .url()
     .default('http://localhost:8090')
     .superRefine((value, ctx) => {
+      // zod runs this after a failed .url() too: new URL would throw a TypeError naming no variable ('cards.example.com').
+      if (!URL.canParse(value)) return;
       const url = new URL(value);
       const problem =
         url.protocol !== 'http:' && url.protocol !== 'https:'

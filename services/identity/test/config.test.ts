@@ -124,3 +124,12 @@ describe("SMTP_URL's waits", () => {
     expect(smtpUrl('smtp://mail.example.com:587?socketTimeout=30000&pool=true')).toBe('smtp://mail.example.com:587?socketTimeout=30000&pool=true');
   });
 });
+
+describe('PUBLIC_URL that is no URL', () => {
+  it('stops the start with a ConfigError naming it, not a TypeError naming nothing ("Invalid URL" from the check after .url())', () => {
+    for (const bad of ['cards.example.com', '0', ' ']) {
+      expect(() => loadConfig(identityConfigSchema, { PUBLIC_URL: bad })).toThrow(ConfigError);
+      expect(() => loadConfig(identityConfigSchema, { PUBLIC_URL: bad })).toThrow(/PUBLIC_URL: Invalid url/);
+    }
+  });
+});

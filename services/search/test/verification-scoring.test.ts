@@ -108,6 +108,22 @@ describe('token_set_ratio scoring (fuzzball)', () => {
     }
   });
 
+  it('counts a task\'s time from when its worker is ready, and takes an answer sent in time while this thread was busy', async () => {
+    // This thread busy past the limit (as a loaded machine is): the fresh worker loads its modules and answers meanwhile,
+    // and the limit's timer would run first once this thread is free. Before, that failed ScoringTimeoutError.
+    const pool = new WorkerFuzzballScorer(1, 300);
+    try {
+      const fresh = pool.score('fuzzy was a bear', 'fuzzy fuzzy was a bear');
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 3_000);
+      await expect(fresh).resolves.toBe(100);
+      const ready = pool.score('tides of the sea', 'the tides of the sea');
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 1_500);
+      await expect(ready).resolves.toBe(100);
+    } finally {
+      await pool.close();
+    }
+  });
+
   it('stops a scoring task that runs past its time limit and keeps working afterwards', async () => {
     const pool = new WorkerFuzzballScorer(1, 1000);
     const words = Array.from({ length: 20_000 }, (_, i) => `w${i.toString(36)}x${(i * 7919).toString(36)}`);

@@ -1,4 +1,4 @@
-import { Worker } from 'node:worker_threads';
+import { MessageChannel, receiveMessageOnPort, Worker, type MessagePort } from 'node:worker_threads';
 import { visibleText } from '@cards/html-parsing';
 import { token_set_ratio } from 'fuzzball';
 import type { PageScorer } from '../../domain/ports';
@@ -29,15 +29,18 @@ export class ScoringTimeoutError extends Error {
 }
 
 // Plain CommonJS so it runs the same under tsx, jest and compiled builds (a worker runs no TypeScript loader);
-// fuzzball and @cards/html-parsing (plain CommonJS too) are loaded by absolute path.
+// fuzzball and @cards/html-parsing (plain CommonJS too) are loaded by absolute path. The worker says when it is ready
+// and answers on its own port, which the pool can read synchronously (receiveMessageOnPort).
 const WORKER_SOURCE = `
-const { parentPort, workerData } = require('node:worker_threads');
+const { workerData } = require('node:worker_threads');
 const { token_set_ratio } = require(workerData.fuzzball);
 const { visibleText } = require(workerData.htmlParsing);
-parentPort.on('message', ({ id, cardText, pageHtml }) => {
-  try { parentPort.postMessage({ id, score: token_set_ratio(cardText.normalize('NFKC'), visibleText(pageHtml).normalize('NFKC')) }); }
-  catch (err) { parentPort.postMessage({ id, error: String(err && err.message || err) }); }
-});`;
+const port = workerData.port;
+port.on('message', ({ id, cardText, pageHtml }) => {
+  try { port.postMessage({ id, score: token_set_ratio(cardText.normalize('NFKC'), visibleText(pageHtml).normalize('NFKC')) }); }
+  catch (err) { port.postMessage({ id, error: String(err && err.message || err) }); }
+});
+port.postMessage({ ready: true });`;
 
 interface Task {
   id: number;
@@ -49,14 +52,22 @@ interface Task {
 
 interface Slot {
   worker: Worker;
+  port: MessagePort;
+  /** Whether the worker has loaded its modules: a task's time runs from then, not from its start. */
+  ready: boolean;
   task: Task | undefined;
   timer: NodeJS.Timeout | undefined;
 }
 
+type WorkerMessage = { ready: true } | { id: number; score?: number; error?: string };
+
 /**
  * fuzzball's Levenshtein is O(n·m): a long page takes seconds (see docs/benchmarks.md), and reading the text out of
  * 5 MiB of HTML most of a second, so both run on a small pool of worker threads and never block the service's event
- * loop. A task running past `timeoutMs` has its worker terminated and fails with ScoringTimeoutError.
+ * loop. A task running past `timeoutMs` has its worker terminated and fails with ScoringTimeoutError. Its time runs
+ * from when its worker is ready (loading fuzzball and the HTML reader took seconds on a loaded machine, and a fresh worker
+ * spent the first task's time on it), and an answer that came in time but not yet handled (this thread busy past the
+ * limit) is taken before the task is declared late.
  */
 export class WorkerFuzzballScorer implements PageScorer {
   private readonly slots: Slot[] = [];
@@ -91,26 +102,45 @@ export class WorkerFuzzballScorer implements PageScorer {
       if (!slot) return;
       const task = this.queue.shift()!;
       slot.task = task;
-      slot.timer = setTimeout(() => {
-        void this.retire(slot, new ScoringTimeoutError(this.timeoutMs)).then(() => this.dispatch());
-      }, this.timeoutMs);
-      slot.worker.postMessage({ id: task.id, cardText: task.cardText, pageHtml: task.pageHtml });
+      if (slot.ready) this.startClock(slot);
+      slot.port.postMessage({ id: task.id, cardText: task.cardText, pageHtml: task.pageHtml });
     }
   }
 
+  private startClock(slot: Slot): void {
+    slot.timer = setTimeout(() => {
+      // Answers already sent but not yet handled (this thread was busy past the limit) count as in time.
+      for (let pending = receiveMessageOnPort(slot.port); pending && slot.task; pending = receiveMessageOnPort(slot.port)) {
+        this.onMessage(slot, pending.message as WorkerMessage);
+      }
+      if (!slot.task) return;
+      void this.retire(slot, new ScoringTimeoutError(this.timeoutMs)).then(() => this.dispatch());
+    }, this.timeoutMs);
+  }
+
+  private onMessage(slot: Slot, message: WorkerMessage): void {
+    if ('ready' in message) {
+      slot.ready = true;
+      if (slot.task && slot.timer === undefined) this.startClock(slot);
+      return;
+    }
+    const task = slot.task;
+    if (!task || task.id !== message.id) return;
+    clearTimeout(slot.timer);
+    slot.timer = undefined;
+    slot.task = undefined;
+    if (message.error !== undefined) task.reject(new Error(message.error));
+    else task.resolve(message.score ?? 0);
+    this.dispatch();
+  }
+
   private spawn(): Slot {
-    const worker = new Worker(WORKER_SOURCE, { eval: true, workerData: this.modules });
+    const { port1, port2 } = new MessageChannel();
+    const worker = new Worker(WORKER_SOURCE, { eval: true, workerData: { ...this.modules, port: port2 }, transferList: [port2] });
     worker.unref();
-    const slot: Slot = { worker, task: undefined, timer: undefined };
-    worker.on('message', (message: { id: number; score?: number; error?: string }) => {
-      const task = slot.task;
-      if (!task || task.id !== message.id) return;
-      clearTimeout(slot.timer);
-      slot.task = undefined;
-      if (message.error !== undefined) task.reject(new Error(message.error));
-      else task.resolve(message.score ?? 0);
-      this.dispatch();
-    });
+    port1.unref();
+    const slot: Slot = { worker, port: port1, ready: false, task: undefined, timer: undefined };
+    port1.on('message', (message: WorkerMessage) => this.onMessage(slot, message));
     worker.on('error', (err) => {
       void this.retire(slot, err).then(() => this.dispatch());
     });
@@ -125,6 +155,7 @@ export class WorkerFuzzballScorer implements PageScorer {
     const task = slot.task;
     slot.task = undefined;
     task?.reject(reason);
+    slot.port.close();
     await slot.worker.terminate().catch(() => undefined);
   }
 }

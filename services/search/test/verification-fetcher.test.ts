@@ -210,10 +210,9 @@ describe('UndiciPageFetcher', () => {
     const collecting = setInterval(gc, 20);
     const f = fetcherWith({ timeoutMs: 500 });
     try {
-      const started = Date.now();
+      // A lost timer would have read the page to its end ({ ok: true, ... }): the outcome is the proof, not the clock (a
+      // bound of 3.5 s failed at 5.9 s on a machine loaded ~20, where the trickle itself slows down).
       await expect(f.fetchPage(`http://127.0.0.1:${pagesPort}/trickle`)).resolves.toEqual({ ok: false, transient: true, failure: 'timed out' });
-      // Before the trickle's end (4 s), where a lost timer would have read it: not 2.5 s, which left a loaded machine 2 s.
-      expect(Date.now() - started).toBeLessThan(3_500);
     } finally {
       clearInterval(collecting);
       await f.close();

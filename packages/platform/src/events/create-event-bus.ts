@@ -20,7 +20,8 @@ export interface EventBusConfig {
 /** KAFKA_PARTITIONS: an integer from 1 to 1000, 3 when unset. */
 export function kafkaPartitions(value: number | string | undefined): number {
   const raw = value ?? process.env.KAFKA_PARTITIONS;
-  if (raw === undefined || raw === '') return 3;
+  // Only spaces is unset too: Number(' ') is 0, refused as a partition count the operator never wrote.
+  if (raw === undefined || String(raw).trim() === '') return 3;
   const n = Number(raw);
   if (!Number.isInteger(n) || n < 1 || n > 1000) throw new Error(`KAFKA_PARTITIONS must be an integer from 1 to 1000, got "${String(raw)}"`);
   return n;
@@ -39,9 +40,10 @@ export function kafkaBrokersOf(value: string): string[] {
   return brokers;
 }
 
-/** KAFKA_NAMESPACE from the config, else the variable; undefined when empty. */
+/** KAFKA_NAMESPACE from the config, else the variable; undefined when empty or only spaces. */
 export function kafkaNamespaceOf(config: Pick<EventBusConfig, 'KAFKA_NAMESPACE'>): string | undefined {
-  return config.KAFKA_NAMESPACE ?? (process.env.KAFKA_NAMESPACE || undefined);
+  // Only spaces is none: ' ' made every topic name ' .card' (not a Kafka topic name), failing the start.
+  return config.KAFKA_NAMESPACE ?? (process.env.KAFKA_NAMESPACE?.trim() || undefined);
 }
 
 /**

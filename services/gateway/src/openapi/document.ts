@@ -290,7 +290,7 @@ const TOO_MANY_REQUESTS = {
       'or the files service already checks PARSER_CHECKS_PER_USER of the caller\'s uploads (4 by default). ' +
       'GET /api/file/{file_id}: the client (the user, else the client address) already has FILE_READS_PER_CLIENT reads under way (4 by default). ' +
       'POST /api/card and PUT /api/card/update with card_html of 16,384 characters or more (CARD_HTML_WORKER_MIN_CHARS): the cards service already cleans or has waiting CARD_HTML_PER_USER of the caller\'s large cards (2 by default). ' +
-      'Any API operation: the client (the user when signed in, else the client address) already has HTTP_REQUESTS_PER_CLIENT requests served or waiting (32 by default; Retry-After 2). ' +
+      'Any API operation: the client (the user when signed in, else the client address) already has HTTP_REQUESTS_PER_CLIENT requests served or waiting (64 by default; Retry-After 2). ' +
       'Other clients are still served.',
     { 'Retry-After': { required: true, description: 'Seconds to wait before trying again', schema: { type: 'string' } } },
   ),

@@ -117,7 +117,7 @@ export function useSessionState(): Session {
       if (before && now && JSON.stringify(before) !== JSON.stringify(now)) setUser(now);
       return;
     }
-    // Keeps the unsaved forms as drafts of `before` and says the session ended (cleared again below for a new user).
+    // Keeps the unsaved forms as drafts of `before` and says the session ended (cleared again once a user is set).
     if (before) reportUnauthorized();
     const from = before ?? lastSignedIn.current;
     setSwitched(from && now && from.id !== now.id ? { from: nameOf(from), to: nameOf(now) } : null);
@@ -130,6 +130,8 @@ export function useSessionState(): Session {
   const dismissSwitched = useCallback(() => setSwitched(null), []);
 
   const refresh = useCallback(async () => {
+    // This tab's own sign-in or sign-out: an answer to an older question (news from another tab) no longer counts.
+    asked.current++;
     setSwitched(null);
     try {
       setUser(await api.me());

@@ -34,7 +34,7 @@ export const TEST_ENV: Record<string, string> = {
   RATE_LIMIT_AUTH_PER_EMAIL: '1000',
   RATE_LIMIT_MAIL_PER_IP: '100000',
   // The gateway's admission line (fb59e0b): a test's burst (100 voters at once, reads of every card of a document) waits
-  // its turn instead of being answered 503 after 2 s in line on a loaded machine, or 429 past 32 requests of one client.
+  // its turn instead of being answered 503 after the line's wait (5 s) on a loaded machine, or 429 past 64 requests of one client.
   HTTP_REQUEST_QUEUE_WAIT_MS: '120000',
   HTTP_REQUESTS_PER_CLIENT: '100000',
   LOG_LEVEL: 'warn',

@@ -58,7 +58,7 @@ export interface GatewayAppOptions extends RouteDeps {
   publicUrl?: string;
   /** Level of the access log (one line per request); `silent` or a level LOG_LEVEL filters out writes none. Default info. */
   accessLogLevel?: AccessLogLevel;
-  /** API requests served at once and waiting (HTTP_REQUESTS_AT_ONCE, HTTP_HEAVY_REQUESTS_AT_ONCE, HTTP_REQUEST_QUEUE, HTTP_REQUEST_QUEUE_WAIT_MS, HTTP_REQUESTS_PER_CLIENT); 64, 8, 512, 2 s, 64 when unset. */
+  /** API requests served at once and waiting (HTTP_REQUESTS_AT_ONCE, HTTP_HEAVY_REQUESTS_AT_ONCE, HTTP_REQUEST_QUEUE, HTTP_REQUEST_QUEUE_WAIT_MS, HTTP_REQUESTS_PER_CLIENT); 64, 8, 512, 5 s, 64 when unset. */
   requestAdmission?: RequestAdmissionLimits;
   /** Upload bodies held at once (UPLOADS_AT_ONCE, UPLOAD_QUEUE, UPLOAD_QUEUE_WAIT_MS); 1, 16, 15 s when unset. */
   uploads?: Omit<UploadAdmissionLimits, 'bodyLimitBytes'>;

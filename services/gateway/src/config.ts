@@ -140,7 +140,7 @@ export const gatewayConfigSchema = z.object({
   HTTP_REQUESTS_AT_ONCE: envInt(64).pipe(z.number().min(1, 'must be at least 1')),
   HTTP_HEAVY_REQUESTS_AT_ONCE: envInt(8).pipe(z.number().min(1, 'must be at least 1')),
   HTTP_REQUEST_QUEUE: envInt(512),
-  HTTP_REQUEST_QUEUE_WAIT_MS: envMs(2_000),
+  HTTP_REQUEST_QUEUE_WAIT_MS: envMs(5_000),
   HTTP_REQUESTS_PER_CLIENT: envInt(64).pipe(z.number().min(1, 'must be at least 1')),
   /** Level of the one-line-per-request access log; `silent` turns it off whatever LOG_LEVEL says. */
   ACCESS_LOG_LEVEL: z.preprocess((v) => (v === '' ? undefined : v), z.enum(ACCESS_LOG_LEVELS).default('info')),

@@ -17,7 +17,7 @@ export interface RequestAdmissionLimits {
   perClient: number;
 }
 
-export const DEFAULT_REQUEST_ADMISSION: RequestAdmissionLimits = { atOnce: 64, heavyAtOnce: 8, queue: 512, queueWaitMs: 2_000, perClient: 64 };
+export const DEFAULT_REQUEST_ADMISSION: RequestAdmissionLimits = { atOnce: 64, heavyAtOnce: 8, queue: 512, queueWaitMs: 5_000, perClient: 64 };
 
 export const SERVER_BUSY_MESSAGE = 'The server is busy with too many requests; try again in a few seconds';
 export const OWN_REQUESTS_BUSY_MESSAGE = 'You have too many requests under way; send more once some have been answered';

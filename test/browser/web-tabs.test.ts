@@ -177,6 +177,32 @@ describeInBrowser('the web app in several tabs (headless Chromium)', () => {
     expect(both.link).toBe('https://example.com/changed-in-the-second-tab');
   });
 
+  it('renaming a collection renamed since in another tab warns before replacing that name', async () => {
+    await signInBrowser(context, system.baseUrl, bob);
+    const collectionId = await bobCollection(`Moraines ${Date.now()}`);
+    const second = await context.newPage();
+    for (const [p, newName] of [
+      [page, 'Moraines, first tab'],
+      [second, 'Moraines, second tab'],
+    ] as const) {
+      await p.goto(`/collection/${collectionId}`);
+      await p.getByText('Rename, share or delete').click();
+      await p.getByLabel('Name', { exact: true }).fill(newName);
+    }
+    await page.getByRole('button', { name: 'Save', exact: true }).click();
+    await page.getByRole('heading', { name: 'Moraines, first tab' }).waitFor();
+
+    await second.getByRole('button', { name: 'Save', exact: true }).click();
+    const warning = second.getByRole('alert').filter({ hasText: 'This collection was changed on' });
+    await warning.waitFor();
+    expect(await warning.textContent()).toContain('it is now named “Moraines, first tab”. Saving replaces its name and description with yours.');
+    const stored = async () => ((await bob.client.get(`/api/card_collection/${collectionId}/1`)).json as { collection: { name: string } }).collection.name;
+    expect(await stored()).toBe('Moraines, first tab');
+    await warning.getByRole('button', { name: 'Save mine anyway' }).click();
+    await second.getByRole('heading', { name: 'Moraines, second tab' }).waitFor();
+    expect(await stored()).toBe('Moraines, second tab');
+  });
+
   it('saving an edit of a card deleted in another tab says so and offers to make a new card of the text', async () => {
     await signInBrowser(context, system.baseUrl, alice);
     const card = await newCard(alice, 'Deleted while edited.');

@@ -92,12 +92,23 @@ function CollectionSettings({ collection: c, onChanged, onGone }: { collection: 
       }
       return true;
     });
-  const save = async (e: Event) => {
-    e.preventDefault();
+  // Renamed or described anew elsewhere (another tab or window) since this page read it: a save would replace that unsaid.
+  const [clash, setClash] = useState<Collection | undefined>();
+  const save = async (e: Event | null, overwrite = false) => {
+    e?.preventDefault();
     setSaved(false);
+    setClash(undefined);
     const problem = collectionDraftProblem(name.trim(), description);
     if (problem) return action.setError(problem);
-    const ok = await run(() => api.updateCollection({ collection_id: c.id, name: name.trim(), description }));
+    const ok = await run(async () => {
+      const current = (await api.collection(c.id, 1)).collection;
+      const changed = (mine: string, was: string, now: string) => mine !== was && now !== was && now !== mine;
+      if (!overwrite && (changed(name.trim(), c.name, current.name) || changed(description, c.description, current.description))) {
+        setClash(current);
+        throw new Error('Not saved yet.');
+      }
+      await api.updateCollection({ collection_id: c.id, name: name.trim(), description });
+    });
     if (ok) {
       setSaved(true);
       onChanged();
@@ -140,7 +151,21 @@ function CollectionSettings({ collection: c, onChanged, onGone }: { collection: 
           Delete collection
         </button>
       </p>
-      <ErrorMessage error={action.error} />
+      {clash ? (
+        <div class="error" role="alert">
+          <p>
+            This collection was changed on {formatDate(clash.updated_at)}, after this page was opened (in another tab or window?): it is now named “
+            <UserText>{clash.name}</UserText>”. Saving replaces its name and description with yours.
+          </p>
+          <p class="row">
+            <button type="button" onClick={() => void save(null, true)} aria-disabled={action.busy}>
+              Save mine anyway
+            </button>
+          </p>
+        </div>
+      ) : (
+        <ErrorMessage error={action.error} />
+      )}
       {saved ? <Notice>Saved.</Notice> : null}
     </details>
   );

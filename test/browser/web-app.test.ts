@@ -16,7 +16,7 @@ import { Mailbox } from '../support/mailbox';
 import type { RunningSystem } from '../support/service';
 import { buildDocx } from './support/docx';
 import { chromiumForSuite } from './support/chromium';
-import { eventually as eventuallyTrue, startBrowserSystem, type BrowserSystem } from './support/browser-system';
+import { caretToEnd, eventually as eventuallyTrue, startBrowserSystem, type BrowserSystem } from './support/browser-system';
 
 const eventually = (attempt: () => Promise<boolean>, timeoutMs = 45_000, what = 'condition') => eventuallyTrue(attempt, timeoutMs, what);
 
@@ -508,10 +508,7 @@ describeInBrowser('web app in headless Chromium', () => {
     await page.waitForURL(new RegExp(`/card/${cardId}/edit$`));
     // The formatted text is edited, not its HTML: a new paragraph at the end.
     const text = page.getByLabel('Card text', { exact: true });
-    // Focus, not a click: ProseMirror settles a click's selection just after the mouse is released, and on a busy
-    // machine that can come after Control+End and put the caret back where the click was.
-    await text.focus();
-    await page.keyboard.press('Control+End');
+    await caretToEnd(page, text);
     await page.keyboard.press('Enter');
     await page.keyboard.type('Edited in the browser: the Moon is slowly receding.');
     await page.getByRole('button', { name: 'Save changes' }).click();

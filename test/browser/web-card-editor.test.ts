@@ -13,7 +13,7 @@ import { signUp, type TestUser } from '../support/accounts';
 import type { RunningSystem } from '../support/service';
 import { wordCount } from '../../packages/card-rules/src';
 import { chromiumForSuite } from './support/chromium';
-import { eventually, signInBrowser, startBrowserSystem, type BrowserSystem } from './support/browser-system';
+import { caretToEnd, eventually, signInBrowser, startBrowserSystem, type BrowserSystem } from './support/browser-system';
 
 const signIn = () => signInBrowser(context, system.baseUrl, user);
 
@@ -166,10 +166,7 @@ describeInBrowser('the card form’s rich-text editor and the verification displ
     await page.waitForTimeout(100);
     await page.keyboard.type('Why the Moon keeps one face');
     await page.getByLabel('Text style').selectOption({ label: 'Heading' });
-    // Focus, not a click: ProseMirror settles a click's selection just after the mouse is released, and on a busy
-    // machine that came after Control+End and put the caret back where the click was.
-    await text.focus();
-    await page.keyboard.press('Control+End');
+    await caretToEnd(page, text);
     await page.keyboard.press('Enter');
     await page.keyboard.type(FORM_TEXT.slice(0, 60));
     // Shortcut: bold on, a few words, bold off.
@@ -302,11 +299,8 @@ describeInBrowser('the card form’s rich-text editor and the verification displ
       expect(sent).toEqual([{ card_uuid: cardId, private: true }]);
 
       await page.goto(`/card/${cardId}/edit`);
-      // Focus, not a click: ProseMirror settles a click's selection just after the mouse is released, and on a busy
-      // machine that came after Control+End (CI: the paragraph went in the middle of 'Bold ending.').
       await text.locator('strong').getByText('Bold ending.').waitFor();
-      await text.focus();
-      await page.keyboard.press('Control+End');
+      await caretToEnd(page, text);
       await page.keyboard.press('Enter');
       await page.keyboard.type('Edited as formatted text.');
       await page.getByRole('button', { name: 'Save changes' }).click();
@@ -615,8 +609,7 @@ describeInBrowser('the card form’s rich-text editor and the verification displ
       await page.goto(`/card/${cardId}/edit`);
       const text = page.getByRole('textbox', { name: 'Card text', exact: true });
       await text.locator('strong').getByText('Bold ending again.').waitFor();
-      await text.focus();
-      await page.keyboard.press('Control+End');
+      await caretToEnd(page, text);
       await page.keyboard.type('x');
       await page.keyboard.press('Backspace');
       // The HTML view and back, unchanged, is no change either.

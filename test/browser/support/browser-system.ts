@@ -1,6 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import { join, resolve } from 'node:path';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { Browser, BrowserContext, Locator, Page } from 'playwright-core';
 import { chromium } from 'playwright-core';
 import { testTempDir } from '../../support/cleanup';
 import type { Mailbox } from '../../support/mailbox';
@@ -90,6 +90,33 @@ export async function eventually(attempt: () => Promise<boolean>, timeoutMs = 60
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, everyMs));
   }
+}
+
+/**
+ * Puts the caret at the end of a ProseMirror editor, as Control+End does, and waits until it stays there: ProseMirror
+ * settles the selection of a click or a focus a little later, and on a busy machine that came after the key and put the
+ * caret back (CI: the new paragraph went in the middle of the last word, or before the first heading). The key is pressed
+ * again until the selection, two frames later, is at the end.
+ */
+export async function caretToEnd(page: Page, editor: Locator): Promise<void> {
+  await editor.focus();
+  await eventually(
+    async () => {
+      await page.keyboard.press('Control+End');
+      await page.evaluate('new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(() => setTimeout(resolve, 0))))');
+      return page.evaluate<boolean>(`(() => {
+        const editor = document.activeElement, selection = getSelection();
+        if (!editor || !selection || !selection.isCollapsed || !editor.contains(selection.focusNode)) return false;
+        const after = document.createRange();
+        after.selectNodeContents(editor);
+        after.setStart(selection.focusNode, selection.focusOffset);
+        return after.toString() === '';
+      })()`);
+    },
+    10_000,
+    'the caret at the end of the editor',
+    100,
+  );
 }
 
 /** Signs the browser in as `who` with a fresh session (a login through the API), whatever cookie it had before. */

@@ -74,6 +74,11 @@ export class UnavailableError extends DomainError {
  * an event whose handler fails with it is retried until it succeeds, never dead-lettered.
  */
 export class RetryableUnavailableError extends UnavailableError {}
+/**
+ * A handler's way to say its event is not due yet (a deleted file's bytes kept for a grace): delivered again like a
+ * RetryableUnavailableError, never dead-lettered, but logged as a debug line, since nothing failed.
+ */
+export class NotDueYetError extends RetryableUnavailableError {}
 
 /**
  * A peer's UNAVAILABLE (down, restarting, draining, busy) or UNIMPLEMENTED (it runs a release without the method yet:

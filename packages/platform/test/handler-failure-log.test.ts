@@ -1,4 +1,4 @@
-import { createLogger, handlerFailureLog, WAITING_HANDLER_WARNING_EVERY_MS } from '../src';
+import { createLogger, handlerFailureLog, NotDueYetError, RetryableUnavailableError, WAITING_HANDLER_WARNING_EVERY_MS } from '../src';
 
 // One event's deliveries: counted failures are each a warning; uncounted ones (an engine or a peer not ready, retried
 // up to 5 s apart for as long as that lasts) one warning a minute at most, the others debug lines.
@@ -24,6 +24,22 @@ describe('handlerFailureLog', () => {
     ]);
     expect(lines.filter((line) => line.level === 20)).toHaveLength(27);
     expect(new Set(lines.map((line) => line.msg))).toEqual(new Set(['event handler failed']));
+  });
+
+  it('logs an event not due yet (NotDueYetError: waiting by design, as the bytes of a deleted file kept for a grace) as debug lines only', () => {
+    const lines: { level: number; msg: string }[] = [];
+    const logger = createLogger('bus-test', 'debug', { write: (line: string) => void lines.push(JSON.parse(line)) });
+    let now = 0;
+    const log = handlerFailureLog(logger, () => now);
+    for (let attempt = 0; attempt < 30; attempt++) {
+      log({ err: new NotDueYetError('the bytes are kept until later'), attempt }, false);
+      now += 5_000;
+    }
+    expect(lines.filter((line) => line.level !== 20)).toEqual([]);
+    expect(lines).toHaveLength(30);
+    // A peer not ready still warns.
+    log({ err: new RetryableUnavailableError('the peer is unavailable'), attempt: 30 }, false);
+    expect(lines.filter((line) => line.level === 40).map((line) => line.msg)).toEqual(['event handler failed']);
   });
 
   it('by default spaces its warnings by the monotonic clock: a wall clock set back an hour does not silence them for that hour', () => {

@@ -50,8 +50,10 @@ export const filesConfigSchema = z
     /**
      * How long a deleted file's bytes are kept after its deletion, so a read of it under way (GET /api/file/:id over
      * several ReadFile calls, a raw download) completes from what was opened instead of being cut (0: removed at once).
+     * 4 minutes: a 20 MiB file at ~90 KB/s; and under the chart's CardLibraryConsumerStuck threshold (300 s), which the
+     * files-deleted-bytes group's oldest event, waiting its grace, would otherwise pass after every deletion.
      */
-    FILE_DELETED_BYTES_GRACE_MS: envMs(15 * 60_000),
+    FILE_DELETED_BYTES_GRACE_MS: envMs(4 * 60_000),
     /**
      * Hours a file's change (deletion, privacy) or ingestion waits for a cards service that does not have the method
      * yet (UNIMPLEMENTED: files released before cards, docs/deploy.md#upgrade-order), counted from the change or the

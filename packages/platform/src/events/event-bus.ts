@@ -1,4 +1,4 @@
-import { EventTooLargeError } from '../errors';
+import { EventTooLargeError, NotDueYetError } from '../errors';
 import type { Logger } from 'pino';
 import { monotonicNow, repeatedWarningLog } from '../repeated-warning';
 
@@ -122,5 +122,10 @@ export const WAITING_HANDLER_WARNING_EVERY_MS = 60_000;
  */
 export function handlerFailureLog(logger: Logger, now: () => number = monotonicNow): (fields: Record<string, unknown>, counted: boolean) => void {
   const waiting = repeatedWarningLog(logger, 'event handler failed', { now, everyMs: WAITING_HANDLER_WARNING_EVERY_MS, countField: 'failuresSinceLastWarning' });
-  return (fields, counted) => (counted ? logger.warn(fields, 'event handler failed') : waiting(fields));
+  return (fields, counted) => {
+    if (counted) return logger.warn(fields, 'event handler failed');
+    // Waiting by design (NotDueYetError) is no failure: a warning a minute per deleted file would read as one.
+    if (fields.err instanceof NotDueYetError) return logger.debug(fields, 'event not due yet');
+    waiting(fields);
+  };
 }

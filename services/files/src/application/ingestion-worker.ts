@@ -1,6 +1,6 @@
 import { MAX_TAG_CHARS, truncatedToCharacters, withoutInvisibleInName } from '@cards/card-rules';
 import { ClientError, Status } from 'nice-grpc';
-import { isEngineUnavailableError, NotFoundError, RetryableUnavailableError, retryableWhenPeerNotReady, serviceCounter, type DeliveredEvent, type Logger } from '@cards/platform';
+import { isEngineUnavailableError, NotDueYetError, NotFoundError, RetryableUnavailableError, retryableWhenPeerNotReady, serviceCounter, type DeliveredEvent, type Logger } from '@cards/platform';
 import { events } from '@cards/proto';
 import { noCardReason, splitIntoCards } from '../domain/card-splitter';
 import type { CardDraft, FileRecord } from '../domain/model';
@@ -103,7 +103,7 @@ export class IngestionWorker {
 
   /**
    * Handler of the deleted bytes subscription (with a grace only): a deleted file's bytes are removed once the grace has
-   * passed since its deletion; until then the event is delivered again (a RetryableUnavailableError, never
+   * passed since its deletion; until then the event is delivered again (a NotDueYetError: never
    * dead-lettered, at most 5 s apart), so reads of the file under way complete (FilesService.resumed). Each event waits
    * only for its own time, and deletions come in their order, so a removal is never later than its grace and a few s.
    */
@@ -112,7 +112,7 @@ export class IngestionWorker {
     if (event.kind?.$case !== 'deleted') return;
     const { fileId } = event.kind.value;
     const due = (event.occurredAt?.getTime() ?? 0) + (this.deps.deletedBytesGraceMs ?? 0);
-    if (now < due) throw new RetryableUnavailableError(`the bytes of deleted file ${fileId} are kept for reads under way until ${new Date(due).toISOString()}`);
+    if (now < due) throw new NotDueYetError(`the bytes of deleted file ${fileId} are kept for reads under way until ${new Date(due).toISOString()}`);
     await this.afterIngestionUnderWay(fileId);
     await this.deps.objects.remove(fileId);
   }

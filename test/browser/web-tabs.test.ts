@@ -31,7 +31,9 @@ const pageProblems: string[] = [];
 
 /** Signs `p`'s browser in as `who` through the sign-in page, signing out first whoever is signed in there. */
 async function signInHere(p: Page, who: TestUser): Promise<void> {
-  await p.goto('/auth/login');
+  // Until GET /api/auth has answered, the page shows the form (the session is not known yet), and then its 'You are
+  // signed in' if someone is: deciding before, the test filled a form that went away (CI: fill timed out, detached).
+  await p.goto('/auth/login', { waitUntil: 'networkidle' });
   const signOut = p.getByRole('button', { name: 'Sign out' });
   const email = p.getByLabel('E-mail');
   await signOut.or(email).waitFor();

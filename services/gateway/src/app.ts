@@ -20,6 +20,7 @@ import { batchingSessionResolver, SESSION_COOKIE, sessionMiddleware } from './ht
 import { serveWebApp } from './http/web-app';
 import { apiCompression } from './http/api-compression';
 import { refuseUploadUnread, uploadAdmission, type UploadAdmissionLimits } from './http/upload-admission';
+import { closeQueuedResponsesWithTheirConnection } from './http/queued-responses';
 import { DEFAULT_REQUEST_ADMISSION, requestAdmission, type RequestAdmissionLimits } from './http/request-admission';
 import type { UploadBodyRate } from './http/upload-body-rate';
 import { answerUnroutedApiRequest, routeMethodIndex, serverWideOptions, unmatchedApiRequest, unmatchedRequest } from './http/unmatched';
@@ -103,6 +104,8 @@ export function createGatewayApp(options: GatewayAppOptions): Express {
   const metrics = options.metrics ?? createMetrics();
   const routes = routeMethodIndex(app.router);
 
+  // First: every 'close' listener below relies on it for pipelined requests whose client left (slots, shares, logs).
+  app.use(closeQueuedResponsesWithTheirConnection());
   app.use((req, res, next) => {
     const requestId = requestIdFrom(req.get('x-request-id'));
     res.setHeader('x-request-id', requestId);

@@ -1,4 +1,5 @@
 import { createServer as createHttpServer, type Server } from 'node:http';
+import { connect } from 'node:net';
 import { createLogger, startGrpcServer, type GrpcServerHandle } from '@cards/platform';
 import { cards, identity, search } from '@cards/proto';
 import { createGatewayClients } from '../src/clients';
@@ -195,5 +196,26 @@ describe('the gateway serves at most HTTP_REQUESTS_AT_ONCE API requests, with a 
     counts.open();
     expect((await Promise.all([...held, staying, next])).map((a) => a.status)).toEqual([200, 200, 200, 200]);
     expect(reached.counts).toBe(4);
+  });
+  test('pipelined requests whose client closed the connection give their slots back (Node never closes the queued answers)', async () => {
+    const { hostname, port } = new URL(base);
+    const socket = connect(Number(port), hostname);
+    socket.on('error', () => undefined);
+    const request = `GET /api/card/count HTTP/1.1\r\nHost: ${hostname}:${port}\r\nCookie: ai-editor=piper\r\n\r\n`;
+    // Two requests on one connection: both are run at once and take both slots, the second's answer queued behind the first's.
+    socket.write(request + request);
+    await untilReached({ counts: 2 });
+    socket.destroy();
+    // Both slots are free again: two other clients' requests reach the peer (before, the second slot was held for good,
+    // the second of these waited in line until its wait ran out, and every later request too once all were taken).
+    const after = [count('a1'), count('a2')];
+    await untilReached({ counts: 4 });
+    const metrics = await (await fetch(`${base}/metrics`)).text();
+    expect(metrics).toMatch(/^http_requests_in_flight\{line="light"\} 2$/m);
+    expect(metrics).toMatch(/^http_requests_waiting\{line="light"\} 0$/m);
+    counts.open();
+    expect((await Promise.all(after)).map((a) => a.status)).toEqual([200, 200]);
+    // The client's share is given back too: it may send as many again.
+    expect((await Promise.all([count('piper'), count('piper'), count('piper')])).map((a) => a.status)).toEqual([200, 200, 200]);
   });
 });

@@ -95,6 +95,23 @@ describe('a card created while the file it cites changes', () => {
     expect(await service.getCard(card.id, 'bob')).toMatchObject({ private: false, fileId, fileName: 'draft.docx' });
   });
 
+  it("keeps someone else's file made private a moment ago and public again before its check, that change's event not applied yet", async () => {
+    const { service, files, create } = setup();
+    const fileId = randomUUID();
+    files.set(fileId, { name: 'plans.docx', private: true, ownerId: 'alice' });
+    await service.applyFilePrivacy(fileId, 'alice', true);
+    // Public again in the files service; the event of that change is still on its way to cards.
+    files.get(fileId)!.private = false;
+
+    const { card } = await create('bob', fileId);
+    await service.applyFilePrivacy(fileId, 'alice', false);
+
+    // Before: the note of the change to private (read from 5 s before the check) took the public file from the card for good.
+    expect(card).toMatchObject({ fileId, fileName: 'plans.docx', private: false });
+    expect(await service.getCard(card.id, 'bob')).toMatchObject({ fileId, fileName: 'plans.docx' });
+    expect(await service.getCard(card.id, 'carol')).toMatchObject({ fileId, fileName: 'plans.docx' });
+  });
+
   describe('with the files service no longer answering once the change is made (stopped, restarting)', () => {
     it('does not keep naming a file deleted between its check and its insert', async () => {
       const { service, files, filesService, whileNextCreateChecks, create } = setup();

@@ -96,6 +96,21 @@ describe("a file's collection is public exactly when its file is", () => {
     await expect(service.get(collection.id, 'bob')).rejects.toBeInstanceOf(NotFoundError);
   });
 
+  it('makes it public when its file, made private a moment ago (that change applied), is public again before the update, that change not applied yet', async () => {
+    const { service, cardService, files } = setup();
+    const fileId = randomUUID();
+    const collection = await service.createFileCollection('alice', fileId, 'plan.docx', true, []);
+    // The owner makes the file private (applied: the collection goes private with it), then public again; the files
+    // service tells it public, the event of that second change is still on its way.
+    await cardService.applyFilePrivacy(fileId, 'alice', true);
+    files.answers = [publicFile];
+    await service.update('alice', collection.id, { isPublic: true });
+    // Before: the first change's note (read from 5 s before the check) made it private again, answered 400 'private file'.
+    expect(await service.get(collection.id, 'bob')).toMatchObject({ isPublic: true });
+    await cardService.applyFilePrivacy(fileId, 'alice', false);
+    expect(await service.get(collection.id, 'bob')).toMatchObject({ isPublic: true });
+  });
+
   it('answers unavailable, changing nothing, when the files service cannot tell', async () => {
     const { service, files } = setup();
     const collection = await service.createFileCollection('alice', randomUUID(), 'plan.docx', false, []);

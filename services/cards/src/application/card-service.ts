@@ -231,11 +231,35 @@ export class CardService {
    * someone else's file made private leaves it too (as that change's event takes it from other authors' cards); its
    * owner's file with another privacy is followed as that change's event is (followFilePrivacy). A change applied after
    * this read reaches the card by itself. Answers whether the card was changed.
+   *
+   * A note read so may be older than the check (the read starts FILE_CHANGE_LOOKBACK_MS before it, for clock skew):
+   * a file made private, its change applied and noted, then made public again before the check, with that event not
+   * applied yet. A note that contradicts what the check saw is therefore put to the files service, which tells the file
+   * as it is now; only when files does not answer is the note followed. Before, such a stale note took someone else's
+   * public file from the new card for good (the pending event, applied later, gives back no reference).
    */
   private async followFileChangedSinceCheck(card: Card, checked: VisibleFile, checkedAt: Date): Promise<boolean> {
     const fileId = card.fileId!;
     const change = await this.deps.cards.fileChangeSince(fileId, checkedAt);
     if (change === null) return false;
+    const ownFile = change.ownerId === card.authorId;
+    const contradictsCheck = change.deleted || (change.private && !ownFile) || (ownFile && change.private !== checked.private);
+    if (!contradictsCheck) return false;
+    let now: VisibleFile | null | undefined;
+    try {
+      now = await this.deps.files.visibleFile(fileId, card.authorId);
+    } catch (err) {
+      this.deps.logger.warn({ err, cardId: card.id, fileId }, 'could not read the cited file again after creating the card: following the change noted');
+    }
+    if (now !== undefined) {
+      if (now === null) {
+        await this.deps.cards.clearFileReferenceOf(card.id, fileId);
+        return true;
+      }
+      if (now.private === checked.private) return false;
+      await this.followFilePrivacy(fileId, card.authorId, now.private);
+      return true;
+    }
     if (change.deleted || (change.private && change.ownerId !== card.authorId)) {
       await this.deps.cards.clearFileReferenceOf(card.id, fileId);
       return true;

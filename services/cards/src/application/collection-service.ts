@@ -120,18 +120,20 @@ export class CollectionService {
   }
 
   /**
-   * After a file's collection was made public: whether its file was made private meanwhile. The change applied since
-   * the check (noted in cards' own store) answers even when the files service does not; files is asked too, for a
-   * change whose event is not applied yet. Files not answering then leaves the collection public: the change's event,
-   * applied later, makes it private (before, the collection stayed public and the caller was answered 503).
+   * After a file's collection was made public: whether its file was made private meanwhile. The files service, when it
+   * answers, tells the file as it is now, a change whose event is not applied yet included. When it does not answer,
+   * the change applied since the check (noted in cards' own store) answers; with none noted the collection stays
+   * public: a change's event, applied later, makes it private (before a29625e, the collection stayed public and the
+   * caller was answered 503). The note is not read first: it may be older than the check (read from
+   * FILE_CHANGE_LOOKBACK_MS before it), a file made private then public again with that event not applied yet, and
+   * the collection of a public file was made private again and the caller answered 400 'file is private'.
    */
   private async madePrivateSince(collection: Collection, checkedAt: Date): Promise<boolean> {
-    if ((await this.deps.cards.fileChangeSince(collection.fileId!, checkedAt))?.private) return true;
     try {
       return await this.fileIsPrivate(collection);
     } catch (err) {
-      if (err instanceof UnavailableError) return false;
-      throw err;
+      if (!(err instanceof UnavailableError)) throw err;
+      return (await this.deps.cards.fileChangeSince(collection.fileId!, checkedAt))?.private === true;
     }
   }
 

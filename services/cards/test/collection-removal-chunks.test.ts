@@ -93,6 +93,31 @@ describe('SQLite deletes a collection of many cards a chunk at a time', () => {
     db.close();
   });
 
+  it('a chunk refused (the store busy past its wait) fails neither the removal nor the sweep, which is tried again', async () => {
+    const db = openCardsDatabase(':memory:');
+    const { collections, collection, other } = await collectionOf(db, 2 * BOOKMARK_SWEEP_CHUNK + 20);
+    // The removal's own transaction goes through; its first chunk of bookmarks is refused as SQLite refuses a write
+    // when another connection (a backup holding every store) keeps the lock past busy_timeout.
+    const transaction = db.transaction.bind(db);
+    let calls = 0;
+    db.transaction = ((fn: Parameters<typeof transaction>[0]) => {
+      const run = transaction(fn);
+      return (...args: unknown[]) => {
+        if (++calls === 2) throw Object.assign(new Error('database is locked'), { code: 'SQLITE_BUSY' });
+        return (run as (...a: unknown[]) => unknown)(...args);
+      };
+    }) as typeof db.transaction;
+    // Before: rejected with 'database is locked' (the caller answered an error for a collection already gone), and the
+    // bookmarks stayed until the next start.
+    expect(await collections.remove(collection.id, [])).toBe(true);
+    expect(await collections.findById(collection.id)).toBeNull();
+    for (let turns = 0; bookmarksOf(db, collection.id) > 0 && turns < 600; turns++) await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(bookmarksOf(db, collection.id)).toBe(0);
+    expect(db.prepare('SELECT count(*) AS n FROM collection_bookmark_sweeps').get()).toEqual({ n: 0 });
+    expect(await collections.bookmarkedCardIds(other.id)).toHaveLength(2);
+    db.close();
+  });
+
   it('a sweep cut short by a stop is finished when the store is next opened', async () => {
     const dir = testTempDir('cards-sweep-');
     try {

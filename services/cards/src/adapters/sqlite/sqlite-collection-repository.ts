@@ -80,6 +80,9 @@ export const COLLECTIONS_HOLDING_SQL = `SELECT collection_id FROM bookmarks b WH
 /** Bookmarks of a removed collection deleted per transaction (remove): ~5 ms of the thread each. */
 export const BOOKMARK_SWEEP_CHUNK = 500;
 
+/** A sweep (remove) that failed is tried again this much later. */
+export const SWEEP_RETRY_MS = 1_000;
+
 /** Collections and bookmarks in the cards service's SQLite file. */
 export class SqliteCollectionRepository implements CollectionRepository {
   /** `keyExpiry`: how long the keys of deleted resources are kept (IDEMPOTENCY_KEY_TTL_HOURS), and by which clock. */
@@ -91,7 +94,7 @@ export class SqliteCollectionRepository implements CollectionRepository {
     const swept = this.db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'collection_bookmark_sweeps'").get() !== undefined;
     const pending = swept ? (this.db.prepare('SELECT collection_id FROM collection_bookmark_sweeps').all() as { collection_id: string }[]) : [];
     if (pending.length > 0) void (async () => {
-      for (const { collection_id } of pending) await this.sweepBookmarks(collection_id);
+      for (const { collection_id } of pending) await this.sweepBookmarks(collection_id).catch(() => this.sweepLater(collection_id));
     })();
   }
 
@@ -170,8 +173,17 @@ export class SqliteCollectionRepository implements CollectionRepository {
       appendToSqliteOutbox(this.db, events);
       return true;
     })();
-    if (removed) await this.sweepBookmarks(id);
+    // The collection is gone once its row is: a chunk refused (the store busy past its wait, a full disk) fails neither
+    // the removal nor the process (an unhandled rejection at the start's resume ended it); the sweep is tried again.
+    if (removed) await this.sweepBookmarks(id).catch(() => this.sweepLater(id));
     return removed;
+  }
+
+  /** Tries a failed sweep again SWEEP_RETRY_MS later, until it is done or the store closed. */
+  private sweepLater(collectionId: string): void {
+    setTimeout(() => {
+      if (this.db.open) void this.sweepBookmarks(collectionId).catch(() => this.sweepLater(collectionId));
+    }, SWEEP_RETRY_MS).unref();
   }
 
   /** Deletes a removed collection's bookmarks a chunk per transaction, yielding between them (see remove). */

@@ -165,8 +165,10 @@ export function createGatewayApp(options: GatewayAppOptions): Express {
   app.use('/api', originCheck(crossOrigin));
   // A logout with identity unreachable still runs its route, which clears the cookie (registerIdentityRoutes, DELETE /auth).
   app.use('/api', sessionMiddleware(batchingSessionResolver(options.clients.identity), { answersLookupFailure: isLogout }));
-  // Past what the process serves, requests wait unread in a bounded line and are then answered 503 (one client's: 429).
-  app.use('/api', requestAdmission(options.requestAdmission ?? DEFAULT_REQUEST_ADMISSION, options.logger, metrics.registry));
+  // Past what the process serves, requests wait in a bounded line and are then answered 503 (one client's: 429). The
+  // client's share is taken before the body is read, the slot once it has been: a slow body holds no slot.
+  const admission = requestAdmission(options.requestAdmission ?? DEFAULT_REQUEST_ADMISSION, options.logger, metrics.registry);
+  app.use('/api', admission.share);
   // Uploads carry the document base64-encoded in JSON: a larger limit for that one route only.
   const fileBodyLimit = Math.ceil((options.maxFileBytes * 4) / 3) + 256 * 1024;
   // The admitted upload's body is read within the admission, which cuts it when it arrives below the minimum rate.
@@ -179,6 +181,7 @@ export function createGatewayApp(options: GatewayAppOptions): Express {
     ),
   );
   app.use('/api', jsonBodyParser(options.jsonBodyLimit));
+  app.use('/api', admission.slot);
 
   const api = Router();
   api.use(recordMountPath('/api'));

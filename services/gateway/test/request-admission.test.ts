@@ -218,4 +218,27 @@ describe('the gateway serves at most HTTP_REQUESTS_AT_ONCE API requests, with a 
     // The client's share is given back too: it may send as many again.
     expect((await Promise.all([count('piper'), count('piper'), count('piper')])).map((a) => a.status)).toEqual([200, 200, 200]);
   });
+  test("a client's bodies arriving slowly hold only its own share, never a slot: another user's search is served meanwhile", async () => {
+    const { hostname, port } = new URL(base);
+    // Three searches whose bodies start and then stop (Node waits minutes for the rest): the client's whole share.
+    const slow = [1, 2, 3].map(() => {
+      const socket = connect(Number(port), hostname);
+      socket.on('error', () => undefined);
+      socket.write(`POST /api/card/search/1 HTTP/1.1\r\nHost: ${hostname}:${port}\r\nCookie: ai-editor=slow\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"content":`);
+      return socket;
+    });
+    try {
+      // Once the gateway has counted all three, the client's next request is refused as past its share.
+      const probe = () => fetch(`${base}/api/card/not-a-card`, as('slow'));
+      for (let answer = await probe(); answer.status !== 429; answer = await probe()) await answer.arrayBuffer();
+      // Before, the first held the only search slot and the other two the whole line: this search was answered 503.
+      const other = searchAs('someone-else');
+      await untilReached({ searches: 1 });
+      searches.open();
+      expect((await other).status).toBe(200);
+      expect(await (await fetch(`${base}/metrics`)).text()).toMatch(/^http_requests_in_flight\{line="heavy"\} 0$/m);
+    } finally {
+      slow.forEach((socket) => socket.destroy());
+    }
+  });
 });

@@ -42,6 +42,23 @@ function hasOwnBound(req: Pick<Request, 'method' | 'path'>): boolean {
   return req.method === 'GET' && /^\/file\/[^/]+\/?$/.test(req.path);
 }
 
+/** One admitted request's standing: its client's share (taken before its body is read), then its slot. */
+interface Standing {
+  line: 'light' | 'heavy';
+  releaseShare: () => void;
+  clientGone: AbortController;
+  closed: boolean;
+  release?: Release;
+}
+
+/** The two steps of the request bound: `share` before the body is read, `slot` once it has been (see requestAdmission). */
+export interface RequestAdmission {
+  /** The client's share (HTTP_REQUESTS_PER_CLIENT, 429 past it), taken as soon as the caller is known. */
+  share: RequestHandler;
+  /** A slot of the request's line (503 when the line is full or the wait runs out), taken once its body is read. */
+  slot: RequestHandler;
+}
+
 /**
  * Bounds the API requests the gateway serves at once. Every request took its turn on the one event loop as soon as it
  * was read, so past what the machine serves each waited longer than the one before it, without limit (nobody got a
@@ -50,11 +67,15 @@ function hasOwnBound(req: Pick<Request, 'method' | 'path'>): boolean {
  * apart: searches, password checks, card writes) are served at once; the rest wait in order of arrival, unread, in a
  * line of at most `queue` for at most `queueWaitMs`, and are answered 503 {"message"} with Retry-After when the line is full or
  * their wait runs out; one whose client leaves meanwhile leaves the line and is never run. One client holds at most
- * `perClient` requests served or waiting: one more is answered 429 with Retry-After at once, so one client's flood
- * fills neither the slots nor the line of others. Its slot is given back when the answer is sent or the client goes
- * away. /livez, /healthz and /metrics are not under /api and never wait here; uploads and file reads have their own bounds.
+ * `perClient` requests served, waiting or sending their body: one more is answered 429 with Retry-After at once, so
+ * one client's flood fills neither the slots nor the line of others. The share is taken before the body is read, the
+ * slot only once it has been (`share` goes before the body parser, `slot` after it): a slot held while a body arrives
+ * was held at the client's pace, and one client sending 8 bodies slowly (a login's first bytes, then nothing; Node
+ * waits 300 s for the rest) held every heavy slot, so every login, search and card write of everyone else waited 5 s
+ * and was answered 503 as long as it liked. Its slot and share are given back when the answer is sent or the client
+ * goes away. /livez, /healthz and /metrics are not under /api and never wait here; uploads and file reads have their own bounds.
  */
-export function requestAdmission(limits: RequestAdmissionLimits, logger: Logger, registry?: Registry): RequestHandler {
+export function requestAdmission(limits: RequestAdmissionLimits, logger: Logger, registry?: Registry): RequestAdmission {
   const light = new BoundedAdmission({ capacity: limits.atOnce, maxWaiting: limits.queue, maxWaitMs: limits.queueWaitMs });
   const heavy = new BoundedAdmission({ capacity: limits.heavyAtOnce, maxWaiting: limits.queue, maxWaitMs: limits.queueWaitMs });
   const lines = { light, heavy };
@@ -82,6 +103,7 @@ export function requestAdmission(limits: RequestAdmissionLimits, logger: Logger,
     });
   }
   const perClient = new ClientShares();
+  const standings = new WeakMap<Request, Standing>();
   let refusedSinceWarning = 0;
   let lastWarning = 0;
   const refused = (req: Request, reason: string) => {
@@ -92,7 +114,7 @@ export function requestAdmission(limits: RequestAdmissionLimits, logger: Logger,
     refusedSinceWarning = 0;
     lastWarning = now;
   };
-  return (req: Request, res: Response, next: NextFunction) => {
+  const share = (req: Request, res: Response, next: NextFunction) => {
     if (hasOwnBound(req)) return next();
     const client = req.user ? `user:${req.user.id}` : `address:${clientAddressKey(req.ip)}`;
     const line = isHeavyRequest(req) ? 'heavy' : 'light';
@@ -101,29 +123,36 @@ export function requestAdmission(limits: RequestAdmissionLimits, logger: Logger,
       refusals?.inc({ line, status: '429' });
       return next(ownShareTaken(OWN_REQUESTS_BUSY_MESSAGE, REQUEST_RETRY_AFTER_SECONDS));
     }
-    const clientGone = new AbortController();
-    let release: Release | undefined;
-    let closed = false;
+    const standing: Standing = { line, releaseShare, clientGone: new AbortController(), closed: false };
+    standings.set(req, standing);
     res.once('close', () => {
-      closed = true;
+      standing.closed = true;
       releaseShare();
-      if (release) release();
-      else clientGone.abort(new Error('the client went away while its request waited'));
+      if (standing.release) standing.release();
+      else standing.clientGone.abort(new Error('the client went away before its request was served'));
     });
-    lines[line].acquire(1, clientGone.signal).then(
+    next();
+  };
+  const slot = (req: Request, _res: Response, next: NextFunction) => {
+    const standing = standings.get(req);
+    if (!standing) return next();
+    // The client left while its body arrived: nothing is left to answer.
+    if (standing.closed) return;
+    lines[standing.line].acquire(1, standing.clientGone.signal).then(
       (granted) => {
-        if (closed) return granted();
-        release = granted;
+        if (standing.closed) return granted();
+        standing.release = granted;
         next();
       },
       (err: unknown) => {
-        releaseShare();
-        if (closed) return;
+        standing.releaseShare();
+        if (standing.closed) return;
         if (!(err instanceof AdmissionRefusedError)) return next(err);
-        refusals?.inc({ line, status: '503' });
+        refusals?.inc({ line: standing.line, status: '503' });
         refused(req, err.reason);
         next(serverBusy(SERVER_BUSY_MESSAGE, REQUEST_RETRY_AFTER_SECONDS));
       },
     );
   };
+  return { share, slot };
 }

@@ -4,7 +4,6 @@ import { APPLIED_FILE_CHANGES_KEPT_MS, StaleCardError, type AppliedFileChange, t
 import { findDeletedIdempotencyKey, keepDeletedIdempotencyKey, type KeyOfDeleted } from './deleted-idempotency-keys';
 import { cardFromRow, chunks, IN_CHUNK, placeholders, type CardRow } from './rows';
 import { KEPT_COUNT_SQL } from './sqlite-cards-database';
-import { COLLECTIONS_HOLDING_SQL } from './sqlite-collection-repository';
 
 const iso = (d: Date) => d.toISOString();
 
@@ -358,7 +357,7 @@ export class SqliteCardRepository implements CardRepository {
   }
 
   private eventsOfMoved(cardIds: readonly string[], eventsOf: MovedCardEvents): OutgoingEvent[] {
-    const collectionsOf = this.db.prepare(COLLECTIONS_HOLDING_SQL);
+    const collectionsOf = this.db.prepare('SELECT collection_id FROM bookmarks WHERE card_id = ? ORDER BY collection_id');
     return cardIds.flatMap((id) => {
       const row = this.db.prepare('SELECT * FROM cards WHERE id = ?').get(id) as CardRow;
       return eventsOf(cardFromRow(row), (collectionsOf.all(id) as { collection_id: string }[]).map((r) => r.collection_id));

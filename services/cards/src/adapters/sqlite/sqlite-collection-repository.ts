@@ -69,14 +69,6 @@ export function ownerBookmarksOfCardsQuery(cardCount: number): string {
           WHERE b.card_id IN (${placeholders(cardCount)}) AND b.owner_id = ? ORDER BY k.created_at, k.id`;
 }
 
-/**
- * The collections holding a card, as the events of the card's changes tell search (its membership): not a collection
- * already deleted whose bookmarks are still being swept (remove), which would put the card back into the deleted
- * collection in search's index, after that collection's removal event.
- */
-export const COLLECTIONS_HOLDING_SQL = `SELECT collection_id FROM bookmarks b WHERE card_id = ?
-  AND NOT EXISTS (SELECT 1 FROM collection_bookmark_sweeps s WHERE s.collection_id = b.collection_id) ORDER BY collection_id`;
-
 /** Bookmarks of a removed collection deleted per transaction (remove): ~5 ms of the thread each. */
 export const BOOKMARK_SWEEP_CHUNK = 500;
 
@@ -317,7 +309,7 @@ export class SqliteCollectionRepository implements CollectionRepository {
   }
 
   async collectionIdsHolding(cardId: string): Promise<string[]> {
-    return (this.db.prepare(COLLECTIONS_HOLDING_SQL).all(cardId) as { collection_id: string }[]).map((r) => r.collection_id);
+    return (this.db.prepare('SELECT collection_id FROM bookmarks WHERE card_id = ? ORDER BY collection_id').all(cardId) as { collection_id: string }[]).map((r) => r.collection_id);
   }
 
   /** In primary-key order; the cursor is the last bookmark's collection id and card id. */
@@ -329,13 +321,11 @@ export class SqliteCollectionRepository implements CollectionRepository {
   }
 
   async pageBookmarks(limit: number, after?: string): Promise<Page<StoredBookmark>> {
-    // Not the bookmarks of a collection already deleted, whose sweep (remove) is under way.
-    const select = 'SELECT collection_id, card_id, created_at FROM bookmarks b';
-    const kept = 'NOT EXISTS (SELECT 1 FROM collection_bookmark_sweeps s WHERE s.collection_id = b.collection_id)';
+    const select = 'SELECT collection_id, card_id, created_at FROM bookmarks';
     const [collectionId, cardId] = after?.split(' ') ?? [];
     const rows = (after === undefined
-      ? this.db.prepare(`${select} WHERE ${kept} ORDER BY collection_id, card_id LIMIT ?`).all(limit + 1)
-      : this.db.prepare(`${select} WHERE (collection_id, card_id) > (?, ?) AND ${kept} ORDER BY collection_id, card_id LIMIT ?`).all(collectionId, cardId ?? '', limit + 1)) as { collection_id: string; card_id: string; created_at: string }[];
+      ? this.db.prepare(`${select} ORDER BY collection_id, card_id LIMIT ?`).all(limit + 1)
+      : this.db.prepare(`${select} WHERE (collection_id, card_id) > (?, ?) ORDER BY collection_id, card_id LIMIT ?`).all(collectionId, cardId ?? '', limit + 1)) as { collection_id: string; card_id: string; created_at: string }[];
     const bookmarks = rows.map((r) => ({ collectionId: r.collection_id, cardId: r.card_id, createdAt: new Date(r.created_at) }));
     return pageOfRows(bookmarks, limit, (last) => `${last.collectionId} ${last.cardId}`);
   }

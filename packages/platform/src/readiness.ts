@@ -256,8 +256,11 @@ export class EngineReadinessMonitor {
 }
 
 const UNAVAILABLE_ERROR_NAMES = new Set([
-  // errors.ts
+  // errors.ts (by name, as every entry here: new.target.name, so a subclass must be listed too). NotDueYetError was
+  // missing: a deleted file's bytes waiting their grace (files-deleted-bytes) counted as failures, were dead-lettered
+  // after maxAttempts (~10 s) and never removed.
   'RetryableUnavailableError',
+  'NotDueYetError',
   // mongodb driver
   'MongoServerSelectionError',
   'MongoNetworkError',

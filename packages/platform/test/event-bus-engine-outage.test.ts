@@ -1,6 +1,7 @@
 import Database from 'better-sqlite3';
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
+import { NotDueYetError } from '../src/errors';
 import { createLogger } from '../src/logger';
 import { SqliteEventLog } from '../src/events/sqlite-event-log';
 import { testTempDir } from '../../../test/support/cleanup';
@@ -50,6 +51,28 @@ describe('event consumers during an engine outage (embedded log)', () => {
     expect(failures).toBe(6); // twice maxAttempts
     expect(handled).toEqual(['k1']);
     expect(deadLetters(join(dir, 'events.db'))).toBe(0);
+  });
+
+  it("keeps delivering an event not due yet (NotDueYetError: a deleted file's bytes kept for a grace) past maxAttempts, then handles it", async () => {
+    let waits = 0;
+    const handled: string[] = [];
+    const subscription = await bus.subscribe({
+      group: 'g',
+      topics: ['t'],
+      maxAttempts: 3,
+      handler: async (event) => {
+        if (waits < 6) {
+          waits++;
+          throw new NotDueYetError('the bytes of deleted file f are kept for reads under way until later');
+        }
+        handled.push(event.key);
+      },
+    });
+    await bus.publish([{ topic: 't', key: 'k1', payload: new Uint8Array([1]) }]);
+    // Before, the third wait was its last: the event went to the dead letters, the bytes were never removed.
+    while (handled.length === 0 && deadLetters(join(dir, 'events.db')) === 0) await new Promise((r) => setTimeout(r, 20));
+    await subscription.close();
+    expect({ waits, handled, deadLetters: deadLetters(join(dir, 'events.db')) }).toEqual({ waits: 6, handled: ['k1'], deadLetters: 0 });
   });
 
   it('still dead-letters an event whose handler fails for another reason after maxAttempts', async () => {

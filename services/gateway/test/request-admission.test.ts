@@ -241,4 +241,14 @@ describe('the gateway serves at most HTTP_REQUESTS_AT_ONCE API requests, with a 
       slow.forEach((socket) => socket.destroy());
     }
   });
+  test('a search whose path is written in other letter case (the router matches it all the same) waits in the search line', async () => {
+    const heldSearch = searchAs('s1');
+    await untilReached({ searches: 1 });
+    const upper = fetch(`${base}/api/Card/Search/1`, as('s2', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ content: 'river' }) }));
+    // Before, it was taken for a cheap read and served at once beside the held search, past HTTP_HEAVY_REQUESTS_AT_ONCE.
+    await untilWaiting('heavy', 1);
+    expect(reached.searches).toBe(1);
+    searches.open();
+    expect((await Promise.all([heldSearch, upper])).map((a) => a.status)).toEqual([200, 200]);
+  });
 });

@@ -31,15 +31,17 @@ export const REQUEST_RETRY_AFTER_SECONDS = 2;
  * reads. Paths are the /api-relative paths the router sees.
  */
 export function isHeavyRequest(req: Pick<Request, 'method' | 'path'>): boolean {
-  if (req.method === 'PUT') return /^\/card\/update\/?$/.test(req.path);
+  // Case-insensitive as the router's matching (express's default): /api/Card/Search/1 is a search too, and was served
+  // in the cheap reads' line.
+  if (req.method === 'PUT') return /^\/card\/update\/?$/i.test(req.path);
   if (req.method !== 'POST') return false;
-  return /^\/(?:card|card_collection)\/(?:search|fulltextsearch)\/[^/]+\/?$/.test(req.path) || /^\/(?:auth|password|register\/[^/]+|card)\/?$/.test(req.path);
+  return /^\/(?:card|card_collection)\/(?:search|fulltextsearch)\/[^/]+\/?$/i.test(req.path) || /^\/(?:auth|password|register\/[^/]+|card)\/?$/i.test(req.path);
 }
 
 /** Routes with a bound of their own (uploads: UPLOADS_AT_ONCE; file reads with content: FILE_READS_AT_ONCE), not counted here. */
 function hasOwnBound(req: Pick<Request, 'method' | 'path'>): boolean {
-  if (req.method === 'POST') return /^\/file\/?$/.test(req.path);
-  return req.method === 'GET' && /^\/file\/[^/]+\/?$/.test(req.path);
+  if (req.method === 'POST') return /^\/file\/?$/i.test(req.path);
+  return req.method === 'GET' && /^\/file\/[^/]+\/?$/i.test(req.path);
 }
 
 /** One admitted request's standing: its client's share (taken before its body is read), then its slot. */

@@ -89,7 +89,7 @@ export async function startFiles(env: Record<string, string | undefined> = proce
 
   relay.start();
   await scheduler.start();
-  const subscription = await subscribeToFileEvents(bus, worker, scheduler, config.INGESTION_MAX_ATTEMPTS, { deletedBytesGraceMs: config.FILE_DELETED_BYTES_GRACE_MS });
+  const subscription = await subscribeToFileEvents(bus, worker, scheduler, config.INGESTION_MAX_ATTEMPTS);
   const grpc = await startGrpcServer({
     name: 'files.v1.FileService',
     host: config.FILES_GRPC_HOST,

@@ -388,6 +388,29 @@ describe('IngestionWorker', () => {
 });
 
 describe('file events on the bus', () => {
+  it('a deletion left waiting its grace when FILE_DELETED_BYTES_GRACE_MS is set to 0 (files restarted so) has its bytes removed', async () => {
+    const record = await stored('energy.docx');
+    const bus = new SqliteEventLog({ path: join(dir, 'events.db'), logger, pollIntervalMs: 10, retryBaseMs: 1 });
+    try {
+      const graced = new IngestionWorker({ repository, objects, reader: new LibraryDocumentReader(), cards, logger, maxAttempts: 3, concurrency: 1, deletedBytesGraceMs: 3_600_000 });
+      const before = await subscribeToFileEvents(bus, graced, { wake: () => undefined }, 3);
+      const deleted = events.FileEvent.encode({ eventId: newId(), occurredAt: new Date(), kind: { $case: 'deleted', value: { fileId: record.id, userId: record.userId } } }).finish();
+      await bus.publish([{ topic: Topics.file, key: record.id, payload: deleted }]);
+      while (!cards.cleared.includes(record.id)) await new Promise((r) => setTimeout(r, 10));
+      await before.close();
+      expect(await objects.stat(record.id)).not.toBeNull();
+      // The next start has no grace. Before, it no longer read files-deleted-bytes, and the bytes stayed for good.
+      const after = await subscribeToFileEvents(bus, new IngestionWorker({ repository, objects, reader: new LibraryDocumentReader(), cards, logger, maxAttempts: 3, concurrency: 1 }), { wake: () => undefined }, 3);
+      try {
+        while (await objects.stat(record.id)) await new Promise((r) => setTimeout(r, 10));
+      } finally {
+        await after.close();
+      }
+    } finally {
+      await bus.close();
+    }
+  });
+
   it("applies a file's privacy change and another file's deletion while a third file's ingestion is under way", async () => {
     const reader = new HeldReader();
     const onBus = new IngestionWorker({ repository, objects, reader, cards, logger, maxAttempts: 3, concurrency: 1 });

@@ -22,7 +22,6 @@ export async function subscribeToFileEvents(
   worker: IngestionWorker,
   scheduler: Pick<IngestionScheduler, 'wake'>,
   maxAttempts: number,
-  { deletedBytesGraceMs = 0 }: { deletedBytesGraceMs?: number } = {},
 ): Promise<Subscription> {
   const ingestion = await bus.subscribe({
     group: INGESTION_GROUP,
@@ -36,12 +35,12 @@ export async function subscribeToFileEvents(
     await ingestion.close();
     throw err;
   });
-  // With a grace, deleted files' bytes go on a group of their own: waiting for their time never holds the changes.
-  const bytes = deletedBytesGraceMs > 0
-    ? await bus.subscribe({ group: DELETED_BYTES_GROUP, topics: [Topics.file], maxAttempts, handler: (event) => worker.removeDeletedBytes(event) }).catch(async (err: unknown) => {
-        await Promise.all([ingestion.close(), changes.close()]);
-        throw err;
-      })
-    : undefined;
-  return { close: async () => void (await Promise.all([ingestion.close(), changes.close(), bytes?.close()])) };
+  // Deleted files' bytes go on a group of their own (with a grace: waiting for their time never holds the changes).
+  // Subscribed without a grace too, where it removes them at once again (nothing left): deletions a release with a
+  // grace left waiting in the group when FILE_DELETED_BYTES_GRACE_MS was then set to 0 are removed, not kept for good.
+  const bytes = await bus.subscribe({ group: DELETED_BYTES_GROUP, topics: [Topics.file], maxAttempts, handler: (event) => worker.removeDeletedBytes(event) }).catch(async (err: unknown) => {
+    await Promise.all([ingestion.close(), changes.close()]);
+    throw err;
+  });
+  return { close: async () => void (await Promise.all([ingestion.close(), changes.close(), bytes.close()])) };
 }

@@ -102,7 +102,9 @@ export class IngestionWorker {
   }
 
   /**
-   * Handler of the deleted bytes subscription (with a grace only): a deleted file's bytes are removed once the grace has
+   * Handler of the deleted bytes subscription (always subscribed: without a grace the bytes were removed at once by
+   * handle, and this finds nothing left, but deletions left waiting under a grace since set to 0 are removed here): a
+   * deleted file's bytes are removed once the grace has
    * passed since its deletion; until then the event is delivered again (a NotDueYetError: never
    * dead-lettered, at most 5 s apart), so reads of the file under way complete (FilesService.resumed). Each event waits
    * only for its own time, and deletions come in their order, so a removal is never later than its grace and a few s.

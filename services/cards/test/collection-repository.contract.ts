@@ -40,6 +40,33 @@ export function describeCollectionRepositoryContract(name: string, factory: Card
       expect(await store.pendingEventTopics()).toEqual([Topics.collection, Topics.collection]);
     });
 
+    it('a removal stopped between the collection and its bookmarks is finished at the next start: no card stays in the deleted collection', async () => {
+      const owner = randomUUID();
+      const [gone, kept] = [aCollection().by(owner).build(), aCollection().by(owner).build()];
+      await store.collections.insert(gone, []);
+      await store.collections.insert(kept, []);
+      const [card, other] = [await storedCard(aCard().by(owner)), await storedCard(aCard().by(owner))];
+      for (const c of [card, other]) await store.collections.addBookmark(gone.id, c.id, nextTime(), []);
+      await store.collections.addBookmark(kept.id, card.id, nextTime(), []);
+      store.refuseBookmarkDeletes!();
+      // SQLite answers (it sweeps later); MongoDB without transactions fails here, its collection already gone.
+      await store.collections.remove(gone.id, [event(Topics.collection)]).catch(() => undefined);
+      expect(await store.collections.findById(gone.id)).toBeNull();
+      const started = await store.reopen!();
+      try {
+        // Before, on MongoDB, the bookmarks stayed for good: the card was still held by the deleted collection (its
+        // later events named it) and the collection's bookmarks were still listed under its id.
+        for (let turns = 0; turns < 1000 && (await started.collections.bookmarkedCardIds(gone.id)).length > 0; turns++) await new Promise((resolve) => setImmediate(resolve));
+        expect(await started.collections.bookmarkedCardIds(gone.id)).toEqual([]);
+        expect(await started.collections.collectionIdsHolding(card.id)).toEqual([kept.id]);
+        expect(await started.collections.collectionIdsHolding(other.id)).toEqual([]);
+        expect(await started.collections.bookmarkedCardIds(kept.id)).toEqual([card.id]);
+        expect(await started.collections.remove(gone.id, [])).toBe(false);
+      } finally {
+        await started.close();
+      }
+    });
+
     it('updates only the fields it is given, so updates of different fields made at once all stick', async () => {
       const c = aCollection().build();
       await store.collections.insert(c, []);

@@ -9,6 +9,13 @@ export interface CardsStoreFixture {
   oneTimeTasks: OneTimeTasks;
   /** Topics of the events stored with the changes and not yet relayed, oldest first. */
   pendingEventTopics(): Promise<string[]>;
+  /**
+   * From now on the store refuses to delete bookmarks, as a process stopping (or its store answering no more) after a
+   * removed collection's own delete and before its bookmarks' leaves it; see reopen.
+   */
+  refuseBookmarkDeletes?(): void;
+  /** The same data opened again, as the next start opens it (refusals gone); this fixture is left as it is. */
+  reopen?(): Promise<CardsStoreFixture>;
   close(): Promise<void>;
 }
 

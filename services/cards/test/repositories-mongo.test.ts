@@ -27,14 +27,21 @@ const name = external ? 'MongoDB (TEST_MONGO_URL)' : 'MongoDB (mongo-java-server
 /** A fresh database per test, dropped afterwards. */
 const mongo: CardsStoreFactory = async (options) => {
   const connection = await connectMongo({ url: engine!.url, database: `cards_test_${randomBytes(4).toString('hex')}`, logger });
-  const store = await openMongoCardsStore(connection, options?.keyExpiry);
   const outbox = new MongoOutboxStore(connection.db);
-  return {
+  const ports = (store: Awaited<ReturnType<typeof openMongoCardsStore>>) => ({
     cards: store.cards,
     votes: store.votes,
     collections: store.collections,
     oneTimeTasks: store.oneTimeTasks,
     pendingEventTopics: async () => (await outbox.pending(1000)).map((e) => e.topic),
+  });
+  const store = await openMongoCardsStore(connection, options?.keyExpiry);
+  return {
+    ...ports(store),
+    refuseBookmarkDeletes: () => {
+      store.database.bookmarks.deleteMany = (() => Promise.reject(new Error('connection closed (the process stopped)'))) as typeof store.database.bookmarks.deleteMany;
+    },
+    reopen: async () => ({ ...ports(await openMongoCardsStore(connection, options?.keyExpiry)), close: async () => undefined }),
     close: async () => {
       await connection.db.dropDatabase().catch(() => undefined);
       await connection.close();

@@ -23,12 +23,26 @@ import { testTempDir } from '../../../test/support/cleanup';
 const sqlite: CardsStoreFactory = async (options) => {
   const db = openCardsDatabase(':memory:');
   const outbox = new SqliteOutboxStore(db);
-  return {
+  const prepare = db.prepare.bind(db);
+  const ports = () => ({
     cards: new SqliteCardRepository(db, options?.keyExpiry),
     votes: new SqliteVoteRepository(db),
     collections: new SqliteCollectionRepository(db, options?.keyExpiry),
     oneTimeTasks: new SqliteOneTimeTasks(db),
     pendingEventTopics: async () => (await outbox.pending(1000)).map((e) => e.topic),
+  });
+  return {
+    ...ports(),
+    refuseBookmarkDeletes: () => {
+      db.prepare = ((sql: string) => {
+        if (/^\s*DELETE FROM bookmarks\b/i.test(sql)) throw Object.assign(new Error('database is locked'), { code: 'SQLITE_BUSY' });
+        return prepare(sql);
+      }) as typeof db.prepare;
+    },
+    reopen: async () => {
+      db.prepare = prepare;
+      return { ...ports(), close: async () => undefined };
+    },
     close: async () => {
       db.close();
     },

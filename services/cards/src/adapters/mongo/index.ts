@@ -16,11 +16,14 @@ export { MongoCardRepository, MongoCollectionRepository, MongoContentLock, Mongo
  */
 export async function openMongoCardsStore(connection: MongoConnection, keyExpiry?: KeptKeyExpiry) {
   const database = await openMongoCardsDatabase(connection, keyExpiry);
+  const collections = new MongoCollectionRepository(database);
+  // A collection's removal cut short by a stop (no transactions) left its bookmarks: they go now.
+  await collections.resumeBookmarkSweeps();
   return {
     database,
     cards: new MongoCardRepository(database),
     votes: new MongoVoteRepository(database),
-    collections: new MongoCollectionRepository(database),
+    collections,
     contentLock: new MongoContentLock(database.contentLocks),
     oneTimeTasks: new MongoOneTimeTasks(database.db.collection<MigrationDocument>('migrations')),
     searchIndexRebuild: new MongoSearchIndexRebuildProgress(database.db.collection<SearchIndexRebuildDocument>('search_index_rebuild')),

@@ -16,6 +16,9 @@ import {
 } from './mongo-cards-database';
 import { addBlock, blocksOfGroups, changingGroups, dropRootCounts, forgetRootCounts, keptRoots, markBlocks, type KeptRoots } from './mongo-bookmark-root-counts';
 
+/** Collections being removed whose bookmarks may remain (MongoCollectionRepository.remove, resumeBookmarkSweeps). */
+export const BOOKMARK_SWEEPS = 'collection_bookmark_sweeps';
+
 /**
  * The roots of the bookmarked cards the viewer may see (private cards only for their author), one row each (`_id` the
  * root id) with `first`, the order of the group's first bookmark.
@@ -127,7 +130,33 @@ export class MongoCollectionRepository implements CollectionRepository {
     });
   }
 
+  /** Deleted collections whose bookmarks may not all be gone yet (`_id` the collection's id); see remove. */
+  private get sweeps() {
+    return this.store.db.collection<{ _id: string; at: Date }>(BOOKMARK_SWEEPS);
+  }
+
+  /**
+   * Finishes the bookmark sweeps a stop cut short (remove): called when the store is opened. A marker whose collection
+   * is still there is of a removal stopped before the collection went (or a remove still under way on another
+   * process, which deletes its bookmarks itself): it is dropped; otherwise the collection's bookmarks and kept counts go.
+   */
+  async resumeBookmarkSweeps(): Promise<number> {
+    let resumed = 0;
+    for (const { _id: id } of await this.sweeps.find({}, { projection: { _id: 1 } }).toArray()) {
+      if (!(await this.store.collections.findOne({ _id: id }, { projection: { _id: 1 } }))) {
+        await this.store.bookmarks.deleteMany({ collectionId: id });
+        await dropRootCounts(this.store, id);
+        resumed++;
+      }
+      await this.sweeps.deleteOne({ _id: id });
+    }
+    return resumed;
+  }
+
   async remove(id: string, events: OutgoingEvent[]): Promise<boolean> {
+    // Without transactions (a standalone server) a stop between the collection's delete and its bookmarks' left those
+    // bookmarks for good: the marker, written first and dropped once they are gone, lets the next start finish them.
+    await this.sweeps.updateOne({ _id: id }, { $setOnInsert: { at: new Date() } }, { upsert: true });
     const removed = await this.store.change(async (session) => {
       const keyed = await this.store.collections.findOne({ _id: id }, { session, projection: KEY_PROJECTION });
       if (keyed) await keepDeletedIdempotencyKey(this.store, 'collection', keyed, session);
@@ -142,6 +171,7 @@ export class MongoCollectionRepository implements CollectionRepository {
     // Once the removal is visible (committed, in a transaction), sweep again: see addBookmark's look after its write.
     await this.store.bookmarks.deleteMany({ collectionId: id });
     await dropRootCounts(this.store, id);
+    await this.sweeps.deleteOne({ _id: id });
     return removed;
   }
 

@@ -259,6 +259,53 @@ describe('PUT /api/card/update', () => {
   });
 });
 
+describe('PUT /api/card/update with If-Match (the ETag of GET /api/card/:card_id)', () => {
+  const update = (user: TestUser, body: object, ifMatch?: string) =>
+    user.client.request('PUT', '/api/card/update', body, ifMatch === undefined ? {} : { 'if-match': ifMatch });
+
+  it('answers the same strong ETag to every caller who sees the card (votes are not part of it), and a new one after an edit', async () => {
+    const { card_metadata: card } = await createCard(alice);
+    // Strong; a compressed answer carries it weak (W/"…", as every strong ETag of a compressed API answer), which
+    // If-Match takes as the same version (the other tests send that form: fetch asks for gzip).
+    const identity = await alice.client.request('GET', `/api/card/${card.id}`, undefined, { 'accept-encoding': 'identity' });
+    expect(identity.headers.get('etag')).toMatch(/^"[^"]+"$/);
+    const read = await alice.client.get(`/api/card/${card.id}`);
+    expect(read.headers.get('etag')).toBe(`W/${identity.headers.get('etag')}`);
+    expect((await bob.client.post('/api/vote', { card_metadata_id: card.id, vote: true })).status).toBe(200);
+    expect((await bob.client.get(`/api/card/${card.id}`)).headers.get('etag')).toBe(read.headers.get('etag'));
+    expect((await anonymous.get(`/api/card/${card.id}`)).headers.get('etag')).toBe(read.headers.get('etag'));
+    expect((await update(alice, { card_uuid: card.id, link: 'https://example.com/edited' })).status).toBe(204);
+    expect((await alice.client.get(`/api/card/${card.id}`)).headers.get('etag')).not.toBe(read.headers.get('etag'));
+  });
+
+  it('is 412 with a message on a stale ETag and changes nothing; 204 with the current one', async () => {
+    const { card_metadata: card } = await createCard(alice);
+    const stale = (await alice.client.get(`/api/card/${card.id}`)).headers.get('etag')!;
+    expect((await update(alice, { card_uuid: card.id, link: 'https://example.com/other-tab' }, stale)).status).toBe(204);
+    const refused = await update(alice, { card_uuid: card.id, link: 'https://example.com/late', private: true }, stale);
+    expect(refused.status).toBe(412);
+    expect(refused.json.message).toMatch(/changed since you read it/);
+    const now = await alice.client.get(`/api/card/${card.id}`);
+    expect([now.json.link, now.json.private]).toEqual(['https://example.com/other-tab', false]);
+    expect((await update(alice, { card_uuid: card.id, private: true }, now.headers.get('etag')!)).status).toBe(204);
+    expect((await alice.client.get(`/api/card/${card.id}`)).json.private).toBe(true);
+  });
+
+  it('without If-Match (or with *) updates as before; a tag not of this API is 412, a malformed header 400', async () => {
+    const { card_metadata: card } = await createCard(alice);
+    const stale = (await alice.client.get(`/api/card/${card.id}`)).headers.get('etag')!;
+    expect((await update(alice, { card_uuid: card.id, link: 'https://example.com/one' })).status).toBe(204);
+    expect((await update(alice, { card_uuid: card.id, link: 'https://example.com/two' })).status).toBe(204);
+    expect((await update(alice, { card_uuid: card.id, link: 'https://example.com/three' }, '*')).status).toBe(204);
+    expect((await update(alice, { card_uuid: card.id, link: 'https://example.com/four' }, '"not-a-version"')).status).toBe(412);
+    const malformed = await update(alice, { card_uuid: card.id, link: 'https://example.com/five' }, 'no quotes');
+    expect(malformed.status).toBe(400);
+    expect(malformed.json.message).toMatch(/^If-Match: /);
+    expect((await alice.client.get(`/api/card/${card.id}`)).json.link).toBe('https://example.com/three');
+    expect(stale).not.toBe((await alice.client.get(`/api/card/${card.id}`)).headers.get('etag'));
+  });
+});
+
 describe('DELETE /api/card/:card_id', () => {
   it('deletes own cards (204, then 404); 403 for others; 400 bad id; 401 anonymous', async () => {
     const { card_metadata: card } = await createCard(alice);

@@ -65,6 +65,12 @@ export class TooLargeError extends ResourceExhaustedError {
  * refused with it, since a stored event the bus refuses would hold back every event written after it.
  */
 export class EventTooLargeError extends FailedPreconditionError {}
+/** The reason a ChangedSinceReadError carries, so the gateway answers it 412 (If-Match), not 400. */
+export const CHANGED_SINCE_READ = 'CHANGED_SINCE_READ';
+/** Thrown when a conditional change (the version the caller read, HTTP If-Match) finds the resource changed since. */
+export class ChangedSinceReadError extends FailedPreconditionError {
+  override readonly reason = CHANGED_SINCE_READ;
+}
 /** Thrown when a dependency (store, engine, peer) cannot be reached right now. */
 export class UnavailableError extends DomainError {
   readonly status = Status.UNAVAILABLE;

@@ -1,6 +1,6 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { events } from '@cards/proto';
-import { AlreadyExistsError, createLogger, Topics, IdempotencyKeyReusedError, InvalidArgumentError, keptKeyExpiry, NotFoundError, PermissionDeniedError, SqliteOutboxStore, type KeptKeyExpiry } from '@cards/platform';
+import { AlreadyExistsError, ChangedSinceReadError, createLogger, Topics, IdempotencyKeyReusedError, InvalidArgumentError, keptKeyExpiry, NotFoundError, PermissionDeniedError, SqliteOutboxStore, type KeptKeyExpiry } from '@cards/platform';
 import { openCardsDatabase } from '../src/adapters/sqlite/sqlite-cards-database';
 import { SqliteCardRepository } from '../src/adapters/sqlite/sqlite-card-repository';
 import { SqliteCollectionRepository } from '../src/adapters/sqlite/sqlite-collection-repository';
@@ -183,6 +183,38 @@ describe('CardService', () => {
     } finally {
       ahead.mockRestore();
     }
+  });
+
+  describe("an update on the version the caller read (ifUpdatedAt, the gateway's If-Match)", () => {
+    it('is refused when the card changed since, and written when it did not', async () => {
+      const { service, cards } = setup();
+      const made = await create(service, 'alice');
+      const read = made.card.updatedAt;
+      await service.updateCard({ callerId: 'alice', cardId: made.card.id, link: 'https://example.com/other-tab' });
+      await expect(service.updateCard({ callerId: 'alice', cardId: made.card.id, private: true, ifUpdatedAt: read })).rejects.toThrow(ChangedSinceReadError);
+      const now = (await cards.findById(made.card.id))!;
+      expect([now.link, now.private]).toEqual(['https://example.com/other-tab', false]);
+      await service.updateCard({ callerId: 'alice', cardId: made.card.id, private: true, ifUpdatedAt: new Date(now.updatedAt.getTime()) });
+      expect((await cards.findById(made.card.id))!.private).toBe(true);
+    });
+
+    it('is refused when another save lands between its read and its write, which is kept', async () => {
+      const { service, replica, cards } = setup();
+      const made = await create(service, 'alice');
+      const write = cards.update.bind(cards);
+      let landed = false;
+      jest.spyOn(cards, 'update').mockImplementation(async (...args) => {
+        if (!landed) {
+          landed = true;
+          await replica().updateCard({ callerId: 'alice', cardId: made.card.id, link: 'https://example.com/landed-between' });
+        }
+        return write(...args);
+      });
+      await expect(service.updateCard({ callerId: 'alice', cardId: made.card.id, link: 'https://example.com/mine', ifUpdatedAt: made.card.updatedAt })).rejects.toThrow(
+        ChangedSinceReadError,
+      );
+      expect((await cards.findById(made.card.id))!.link).toBe('https://example.com/landed-between');
+    });
   });
 
   it('an edited root announced by search stays a root beside a near copy of its new text', async () => {

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { events } from '@cards/proto';
-import { AlreadyExistsError, InvalidArgumentError, newId, NotFoundError, PermissionDeniedError, earlierCreateForKey, RetryableUnavailableError, UnauthenticatedError, UnavailableError, type Logger } from '@cards/platform';
+import { AlreadyExistsError, ChangedSinceReadError, InvalidArgumentError, newId, NotFoundError, PermissionDeniedError, earlierCreateForKey, RetryableUnavailableError, UnauthenticatedError, UnavailableError, type Logger } from '@cards/platform';
 import { collisionMovesOnChange, isVisibleTo, leavesRoot, mayHoldCollision, rehomedCollisions, PAGE_SIZE, totalPages, withFileShownTo, type AuthorScore, type Card, type CardGroup, type CollisionMove, type Vote } from '../domain/model';
 import { StaleCardError, type CardHtmlCleaner, type CardRepository, type CollectionRepository, type ContentLock, type FileDirectory, type NearDuplicateFinder, type UserDirectory, type VisibleFile, type VoteRepository } from '../domain/ports';
 import { cardTextFromHtml, fingerprintOf, isNearCopy, legacyContentHash, legacySketch, NEAR_COPY_JACCARD, normalizeContent, ShingleComparison, SKETCH_MIN_SHARED, validLink, validOcFilePath, validTags } from '../domain/rules';
@@ -40,6 +40,11 @@ export interface UpdateCardInput {
   link?: string;
   cardHtml?: string;
   private?: boolean;
+  /**
+   * The card's updatedAt as the caller read it (HTTP If-Match): the change is written only on that version, checked and
+   * written in one step (the repository's ifUpdatedAt); ChangedSinceReadError when the card changed since.
+   */
+  ifUpdatedAt?: Date;
 }
 
 export interface UserCardsPage {
@@ -625,6 +630,12 @@ export class CardService {
 
   private async updateCardOnce(input: UpdateCardInput, callerId: string, privacyBy: PrivacyChangedBy): Promise<void> {
     const card = await this.ownCard(input.cardId, callerId);
+    // The caller's version (If-Match): a card changed since is refused; one still at it is written with ifUpdatedAt
+    // (card.updatedAt, the same instant), so a change landing between this read and the write fails the write
+    // (StaleCardError) and the next attempt refuses it here.
+    if (input.ifUpdatedAt !== undefined && input.ifUpdatedAt.getTime() !== card.updatedAt.getTime()) {
+      throw new ChangedSinceReadError('The card was changed since you read it (If-Match does not match its current ETag): read it again and apply your change to it');
+    }
     const next: Card = { ...card };
     let fingerprint = null;
     if (input.cardHtml !== undefined) {

@@ -68,7 +68,7 @@ export function cardsHandlers(cardService: CardService, collectionService: Colle
       return { groups: part.groups.map(groupToProto), nextPageToken: part.next ?? '' };
     },
     async updateCard(req) {
-      await cardService.updateCard({ callerId: req.callerId, cardId: req.cardId, link: req.link, cardHtml: req.cardHtml, private: req.private });
+      await cardService.updateCard({ callerId: req.callerId, cardId: req.cardId, link: req.link, cardHtml: req.cardHtml, private: req.private, ifUpdatedAt: req.ifUpdatedAt });
       return {};
     },
     async deleteCard(req) {

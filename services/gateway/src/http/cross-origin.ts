@@ -41,8 +41,8 @@ export function corsForConfiguredOrigins({ allowedOrigins }: CrossOriginOptions)
     origin: (origin, callback) => callback(null, origin !== undefined && allowed.has(origin)),
     credentials: true,
     methods: ['GET', 'HEAD', 'POST', 'PUT', 'DELETE'],
-    allowedHeaders: ['content-type', 'x-request-id', 'idempotency-key'],
-    exposedHeaders: ['location', 'x-request-id'],
+    allowedHeaders: ['content-type', 'x-request-id', 'idempotency-key', 'if-match'],
+    exposedHeaders: ['location', 'x-request-id', 'etag'],
     maxAge: 600,
   });
   // Every answer varies by Origin for caches, also those that got no CORS headers (no Origin, or one not

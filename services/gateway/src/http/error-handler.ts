@@ -1,6 +1,6 @@
 import type { NextFunction, Request, Response } from 'express';
 import { ClientError, Status } from 'nice-grpc';
-import { httpStatusFromGrpc, IDEMPOTENCY_KEY_REUSED, isStatusOfService, repeatedWarningLog, SERVICE_BUSY, statusReasonOf, STORAGE_FULL, TOO_LARGE, type Logger } from '@cards/platform';
+import { CHANGED_SINCE_READ, httpStatusFromGrpc, IDEMPOTENCY_KEY_REUSED, isStatusOfService, repeatedWarningLog, SERVICE_BUSY, statusReasonOf, STORAGE_FULL, TOO_LARGE, type Logger } from '@cards/platform';
 import { AnsweredRefusal, HttpError, ownShareTaken, serverBusy } from './http-error';
 import { KIND_OF_STATUS, recordBodyAborted, recordLogReason } from './access-log';
 import { recordPatternBeforeRoute, routeLabel } from './route-label';
@@ -177,6 +177,8 @@ function describe(err: unknown): { status: number; message: string } {
     if (statusReasonOf(err) === IDEMPOTENCY_KEY_REUSED) return { status: 422, message: err.details };
     // A service's size limit (the files service's MAX_FILE_BYTES, lower than the gateway's) is not a quota to retry.
     if (statusReasonOf(err) === TOO_LARGE) return { status: 413, message: err.details };
+    // A conditional change (If-Match) on something changed since: HTTP's 412, not grpc-gateway's 400.
+    if (statusReasonOf(err) === CHANGED_SINCE_READ) return { status: 412, message: err.details };
     const status = httpStatusFromGrpc(err.code);
     if (status >= 500) {
       // The service's storage is full (its errorMiddleware: SQLITE_FULL, ENOSPC): its message says so and that nothing was saved.

@@ -1,6 +1,7 @@
 import type { Router } from 'express';
 import { z } from 'zod';
 import type { RouteDeps } from '../app';
+import { cardEtag, ifMatchVersion } from '../http/card-version';
 import { idempotencyOf } from '../http/idempotency-key';
 import { requireUser } from '../http/session';
 import { looseBoolean, parseBody, refuseUnreadableBody, tagList, uuidParam, uuidString } from '../http/validation';
@@ -56,7 +57,9 @@ export function registerCardRoutes(router: Router, { clients }: RouteDeps): void
   router.put('/card/update', async (req, res) => {
     const user = requireUser(req);
     const body = parseBody(updateCardBody, req);
-    await clients.cards.updateCard({ callerId: user.id, cardId: body.card_uuid, link: body.link === null ? '' : body.link, cardHtml: body.card_html, private: body.private });
+    // Optional If-Match (the card's ETag as read): checked and written in one step by the cards service, 412 when the card changed since.
+    const ifUpdatedAt = ifMatchVersion(req);
+    await clients.cards.updateCard({ callerId: user.id, cardId: body.card_uuid, link: body.link === null ? '' : body.link, cardHtml: body.card_html, private: body.private, ifUpdatedAt });
     res.status(204).end();
   });
 
@@ -64,6 +67,8 @@ export function registerCardRoutes(router: Router, { clients }: RouteDeps): void
     const cardId = uuidParam(req, 'card_id');
     const card = await clients.cards.getCard({ cardId, callerId: req.user?.id }, { idempotent: true });
     const [presented] = await presentCards(clients, [card], req.user?.id);
+    // The card's version, for an update's If-Match (PUT /api/card/update).
+    res.setHeader('etag', cardEtag(card.updatedAt!));
     res.json(presented);
   });
 

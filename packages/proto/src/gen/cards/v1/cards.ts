@@ -119,7 +119,15 @@ export interface UpdateCardRequest {
   cardId: string;
   link?: string | undefined;
   cardHtml?: string | undefined;
-  private?: boolean | undefined;
+  private?:
+    | boolean
+    | undefined;
+  /**
+   * The card's updated_at as the caller read it (the gateway's If-Match): the change is written only if the stored card
+   * still has it, checked and written in one step; FAILED_PRECONDITION with reason CHANGED_SINCE_READ otherwise.
+   * Unset: written on the card as it is now, as before this field.
+   */
+  ifUpdatedAt?: Date | undefined;
 }
 
 export interface DeleteCardRequest {
@@ -1496,7 +1504,7 @@ export const GetCardGroupsResponse: MessageFns<GetCardGroupsResponse> = {
 };
 
 function createBaseUpdateCardRequest(): UpdateCardRequest {
-  return { callerId: "", cardId: "", link: undefined, cardHtml: undefined, private: undefined };
+  return { callerId: "", cardId: "", link: undefined, cardHtml: undefined, private: undefined, ifUpdatedAt: undefined };
 }
 
 export const UpdateCardRequest: MessageFns<UpdateCardRequest> = {
@@ -1515,6 +1523,9 @@ export const UpdateCardRequest: MessageFns<UpdateCardRequest> = {
     }
     if (message.private !== undefined) {
       writer.uint32(40).bool(message.private);
+    }
+    if (message.ifUpdatedAt !== undefined) {
+      Timestamp.encode(toTimestamp(message.ifUpdatedAt), writer.uint32(50).fork()).join();
     }
     return writer;
   },
@@ -1572,6 +1583,14 @@ export const UpdateCardRequest: MessageFns<UpdateCardRequest> = {
             message.private = reader.bool();
             continue;
           }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.ifUpdatedAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1603,6 +1622,11 @@ export const UpdateCardRequest: MessageFns<UpdateCardRequest> = {
         ? globalThis.String(object.card_html)
         : undefined,
       private: isSet(object.private) ? globalThis.Boolean(object.private) : undefined,
+      ifUpdatedAt: isSet(object.ifUpdatedAt)
+        ? fromJsonTimestamp(object.ifUpdatedAt)
+        : isSet(object.if_updated_at)
+        ? fromJsonTimestamp(object.if_updated_at)
+        : undefined,
     };
   },
 
@@ -1623,6 +1647,9 @@ export const UpdateCardRequest: MessageFns<UpdateCardRequest> = {
     if (message.private !== undefined) {
       obj.private = message.private;
     }
+    if (message.ifUpdatedAt !== undefined) {
+      obj.ifUpdatedAt = message.ifUpdatedAt.toISOString();
+    }
     return obj;
   },
 
@@ -1636,6 +1663,7 @@ export const UpdateCardRequest: MessageFns<UpdateCardRequest> = {
     message.link = object.link ?? undefined;
     message.cardHtml = object.cardHtml ?? undefined;
     message.private = object.private ?? undefined;
+    message.ifUpdatedAt = object.ifUpdatedAt ?? undefined;
     return message;
   },
 };

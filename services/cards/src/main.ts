@@ -74,6 +74,8 @@ export async function startCards(env: Record<string, string | undefined> = proce
     .recheckCutOffCollisions()
     .then((checked) => checked > 0 && logger.info({ checked }, 'checked the roots of collisions whose create was cut off'))
     .catch((err: unknown) => logger.error({ err }, 'checking the roots of collisions whose create was cut off failed; the next start tries again'));
+  // The join dates of authors ranked while this service was down (or never asked), before top users needs them.
+  void cardService.fillJoinDates();
   const backfill = retryUntilDone(
     async () => {
       const files = await backfillFilePrivacy({ cards: cardRepository, collections: collectionRepository, files: fileDirectory, tasks: store.oneTimeTasks, now: () => new Date() });
@@ -91,6 +93,7 @@ export async function startCards(env: Record<string, string | undefined> = proce
     async stop() {
       space.stop();
       await grpc.shutdown();
+      await cardService.stopFillingJoinDates();
       await htmlCleaner.close();
       for (const peer of Object.values(peers)) peer.channel.close();
       await store.closeIfUnreachable();

@@ -424,7 +424,10 @@ export interface paths {
             cookie?: never;
         };
         get?: never;
-        /** Update an own card's link, html or privacy */
+        /**
+         * Update an own card's link, html or privacy
+         * @description With If-Match (the ETag GET /api/card/{card_id} answered), the change is made only if the card has not changed since that read, checked and written in one step: else 412 and nothing is changed. Without If-Match (or with *) the change is made on the card as it is now, replacing any change made since the caller read it.
+         */
         put: operations["updateCard"];
         post?: never;
         delete?: never;
@@ -3089,7 +3092,10 @@ export interface operations {
     updateCard: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The card's ETag as GET /api/card/{card_id} answered it (also in its weak form W/"…", which a compressed answer carries), or *. One tag; a malformed header or several of this API's tags is 400, a tag that is no version of this API 412 */
+                "If-Match"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -3150,6 +3156,15 @@ export interface operations {
             };
             405: components["responses"]["MethodNotAllowed"];
             408: components["responses"]["RequestTimeout"];
+            /** @description If-Match names a version of the card other than its current one: it was changed since the caller read it (another tab, device or client). Read it again (GET /api/card/{card_id}, a new ETag) and apply the change to it */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
@@ -3181,6 +3196,8 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description The card's version, for PUT /api/card/update's If-Match: changes with every change of the card (html, text, link, privacy, its place among copies), the same for every caller who may read it (vote counts and the caller's own vote are not part of it). Strong ("…"); W/"…" when the answer is compressed */
+                    ETag: string;
                     [name: string]: unknown;
                 };
                 content: {

@@ -159,8 +159,46 @@ export const OPERATIONS: OperationSpec[] = [
   // Cards
   { method: 'post', path: '/api/card', operationId: 'createCard', summary: 'Create a card (more than 70 words); duplicates are stored as collisions', tag: 'Cards', auth: 'required', headers: idempotencyKeyHeader, body: createCardBody, success: { status: 200, schema: r.createCardResponse }, errors: [400, 401, 409, 422, 429] },
   { method: 'get', path: '/api/card/count', operationId: 'countCards', summary: 'Number of all cards, collisions included', tag: 'Cards', auth: 'none', success: { status: 200, schema: r.cardCount }, errors: [] },
-  { method: 'put', path: '/api/card/update', operationId: 'updateCard', summary: 'Update an own card\'s link, html or privacy', tag: 'Cards', auth: 'required', body: updateCardBody, success: { status: 204 }, errors: [400, 401, 403, 404, 429] },
-  { method: 'get', path: '/api/card/:card_id', operationId: 'getCard', summary: 'A card (private ones only to their author)', tag: 'Cards', auth: 'optional', params: params({ card_id: uuidParam }), success: { status: 200, schema: r.card }, errors: [400, 404] },
+  {
+    method: 'put',
+    path: '/api/card/update',
+    operationId: 'updateCard',
+    summary: 'Update an own card\'s link, html or privacy',
+    description:
+      'With If-Match (the ETag GET /api/card/{card_id} answered), the change is made only if the card has not changed since that read, checked and written in one step: else 412 and nothing is changed. ' +
+      'Without If-Match (or with *) the change is made on the card as it is now, replacing any change made since the caller read it.',
+    tag: 'Cards',
+    auth: 'required',
+    headers: z.object({
+      'If-Match': z
+        .string()
+        .optional()
+        .describe('The card\'s ETag as GET /api/card/{card_id} answered it (also in its weak form W/"…", which a compressed answer carries), or *. One tag; a malformed header or several of this API\'s tags is 400, a tag that is no version of this API 412'),
+    }),
+    body: updateCardBody,
+    success: { status: 204 },
+    errors: [400, 401, 403, 404, 412, 429],
+    errorAnswers: { 412: { description: 'If-Match names a version of the card other than its current one: it was changed since the caller read it (another tab, device or client). Read it again (GET /api/card/{card_id}, a new ETag) and apply the change to it' } },
+  },
+  {
+    method: 'get',
+    path: '/api/card/:card_id',
+    operationId: 'getCard',
+    summary: 'A card (private ones only to their author)',
+    tag: 'Cards',
+    auth: 'optional',
+    params: params({ card_id: uuidParam }),
+    success: {
+      status: 200,
+      schema: r.card,
+      headers: z.object({
+        ETag: z
+          .string()
+          .describe('The card\'s version, for PUT /api/card/update\'s If-Match: changes with every change of the card (html, text, link, privacy, its place among copies), the same for every caller who may read it (vote counts and the caller\'s own vote are not part of it). Strong ("…"); W/"…" when the answer is compressed'),
+      }),
+    },
+    errors: [400, 404],
+  },
   { method: 'delete', path: '/api/card/:card_id', operationId: 'deleteCard', summary: 'Delete an own card', tag: 'Cards', auth: 'required', params: params({ card_id: uuidParam }), success: { status: 204 }, errors: [400, 401, 403, 404] },
 
   // Votes

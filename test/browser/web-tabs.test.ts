@@ -179,6 +179,34 @@ describeInBrowser('the web app in several tabs (headless Chromium)', () => {
     expect(both.link).toBe('https://example.com/changed-in-the-second-tab');
   });
 
+  it("an edit saved in another tab between the form's read before saving and its update is not replaced unsaid (If-Match, 412)", async () => {
+    await signInBrowser(context, system.baseUrl, alice);
+    const card = await newCard(alice, 'Saved in between.');
+    await page.goto(`/card/${card.id}/edit`);
+    await page.getByLabel('Source link').fill('https://example.com/from-this-tab');
+    // The form's read before saving answers the card as it was; another tab's save lands before the form's update.
+    let landed = false;
+    await page.route(`**/api/card/${card.id}`, async (route) => {
+      if (landed || route.request().method() !== 'GET') return route.fallback();
+      const answer = await route.fetch();
+      const saved = await alice.client.put('/api/card/update', { card_uuid: card.id, link: 'https://example.com/saved-in-between' });
+      expect(saved.status).toBe(204);
+      landed = true;
+      await route.fulfill({ response: answer });
+    });
+    await page.getByRole('button', { name: 'Save changes' }).click();
+    const warning = page.getByRole('alert').filter({ hasText: 'This card was changed on' });
+    await warning.waitFor();
+    expect(landed).toBe(true);
+    expect((await storedCard(card.id)).link).toBe('https://example.com/saved-in-between');
+    expect(new URL(page.url()).pathname).toBe(`/card/${card.id}/edit`);
+    // Saved anyway, on purpose, over the version the warning named.
+    await warning.getByRole('button', { name: 'Save mine anyway' }).click();
+    await page.waitForURL(new RegExp(`/card/${card.id}$`));
+    expect((await storedCard(card.id)).link).toBe('https://example.com/from-this-tab');
+    await page.unroute(`**/api/card/${card.id}`);
+  });
+
   it('renaming a collection renamed since in another tab warns before replacing that name', async () => {
     await signInBrowser(context, system.baseUrl, bob);
     const collectionId = await bobCollection(`Moraines ${Date.now()}`);

@@ -262,7 +262,15 @@ export const api = {
   createCard: async (body: RequestBody<'createCard'>, idempotencyKey: string) =>
     (await request<Answer<'createCard'>>('POST', '/card', body, { 'idempotency-key': idempotencyKey })).data,
   card: (id: string) => get<'getCard'>(`/card/${seg(id)}`),
-  updateCard: (body: RequestBody<'updateCard'>) => put<'updateCard'>('/card/update', body),
+  /** The card with its ETag (its version), which an update sends back as If-Match. */
+  cardWithVersion: async (id: string) => {
+    const { data, headers } = await request<Answer<'getCard'>>('GET', `/card/${seg(id)}`);
+    return { card: data, etag: headers.get('etag') };
+  },
+  /** `ifMatch`: the ETag of the version the change was worked out on; the server answers 412 if the card changed since. */
+  updateCard: async (body: RequestBody<'updateCard'>, ifMatch?: string | null) => {
+    await request<Answer<'updateCard'>>('PUT', '/card/update', body, ifMatch ? { 'if-match': ifMatch } : {});
+  },
   deleteCard: (id: string) => del<'deleteCard'>(`/card/${seg(id)}`),
   countCards: () => get<'countCards'>('/card/count'),
   search: (mode: SearchMode, page: number, query: SearchQuery, signal?: AbortSignal) =>

@@ -318,10 +318,18 @@ type OpenedCard = Pick<Card, 'card_html' | 'link' | 'private' | 'updated_at'>;
 
 /**
  * What stands in the way of saving an edit, found by reading the card again just before: it was deleted, or a field this
- * save would change was changed since the form opened (in another tab or window, or another device: the interface has
- * no version to send with the update, which would otherwise replace that change without a word).
+ * save would change was changed since the form opened (in another tab or window, or another device). The update is sent
+ * with that read's ETag as If-Match, so a save landing between the read and the update is not replaced either: the
+ * server answers 412, and the form reads again and compares again. `etag`: the version shown, which "Save mine anyway"
+ * replaces (and only it: a later one is shown in its turn).
  */
-type EditObstacle = { kind: 'deleted' } | { kind: 'changed'; current: Card };
+type EditObstacle = { kind: 'deleted' } | { kind: 'changed'; current: Card; etag: string | null };
+
+/** A 412 answered to an update sent with If-Match: the card changed between the read and the update. Read, compare, send again up to this many times. */
+const EDIT_ATTEMPTS = 3;
+
+/** The same version whether its answer came compressed (W/"…") or not. */
+const sameVersion = (a: string | null, b: string | null) => a !== null && b !== null && a.replace(/^W\//, '') === b.replace(/^W\//, '');
 
 /** Create (no card) or edit (card given) with the server's rules checked as you type. */
 function CardForm({ card }: { card?: Card }) {
@@ -405,7 +413,8 @@ function CardForm({ card }: { card?: Card }) {
     dirtyNow.current = false;
     if (userId) dropDraft(userId, formKey);
   };
-  const save = async (overwrite: boolean) => {
+  /** `overwrite`: the version the user chose to replace ("Save mine anyway"), false for a plain save. */
+  const save = async (overwrite: { etag: string | null } | false) => {
     setTouched(true);
     if (Object.keys(problems).length > 0) return action.setError('Please fix the marked fields.');
     if (card) {
@@ -416,28 +425,36 @@ function CardForm({ card }: { card?: Card }) {
       };
       const ok = await action.run(async () => {
         setObstacle(undefined);
-        // Read again first: a save replaces whatever another tab or device saved since this form opened, unsaid.
-        let current: Card;
-        try {
-          current = await api.card(card.id);
-        } catch (err) {
-          if (err instanceof ApiError && err.status === 404) {
-            setObstacle({ kind: 'deleted' });
+        for (let attempt = 1; ; attempt++) {
+          // Read again first: a save replaces whatever another tab or device saved since this form opened, unsaid.
+          let current: Card;
+          let etag: string | null;
+          try {
+            ({ card: current, etag } = await api.cardWithVersion(card.id));
+          } catch (err) {
+            if (err instanceof ApiError && err.status === 404) {
+              setObstacle({ kind: 'deleted' });
+              return false;
+            }
+            throw err;
+          }
+          const was = opened ?? card;
+          const clashes =
+            ('card_html' in change && current.card_html !== was.card_html) ||
+            ('link' in change && current.link !== was.link && current.link !== change.link) ||
+            ('private' in change && current.private !== was.private && current.private !== change.private);
+          if (clashes && !(overwrite && sameVersion(overwrite.etag, etag))) {
+            setObstacle({ kind: 'changed', current, etag });
             return false;
           }
-          throw err;
+          try {
+            // Only on the version just compared: one saved meanwhile is answered 412 and compared in its turn.
+            await api.updateCard({ card_uuid: card.id, ...change }, etag);
+            return true;
+          } catch (err) {
+            if (!(err instanceof ApiError && err.status === 412) || attempt >= EDIT_ATTEMPTS) throw err;
+          }
         }
-        const was = opened ?? card;
-        const clashes =
-          ('card_html' in change && current.card_html !== was.card_html) ||
-          ('link' in change && current.link !== was.link && current.link !== change.link) ||
-          ('private' in change && current.private !== was.private && current.private !== change.private);
-        if (clashes && !overwrite) {
-          setObstacle({ kind: 'changed', current });
-          return false;
-        }
-        await api.updateCard({ card_uuid: card.id, ...change });
-        return true;
       });
       if (ok) {
         done();
@@ -551,7 +568,7 @@ function CardForm({ card }: { card?: Card }) {
             (opens a new tab).
           </p>
           <p class="row">
-            <button type="button" onClick={() => void save(true)} aria-disabled={action.busy}>
+            <button type="button" onClick={() => void save({ etag: obstacle.etag })} aria-disabled={action.busy}>
               Save mine anyway
             </button>
           </p>

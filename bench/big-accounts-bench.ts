@@ -7,7 +7,7 @@
 // second run. The process's resident memory (the gateway's /metrics) before and after.
 // With --search also the searches in the big collection's scope (semantic and full-text), which need the search index
 // built first (the fill writes no events): rebuild-search-index on the data dir while the all-in-one runs.
-// Usage: pnpm exec tsx bench/big-accounts-bench.ts <port> <ids.json> [requests=30] [--no-writes] [--search]
+// Usage: pnpm exec tsx bench/big-accounts-bench.ts <port> <ids.json> [requests=30] [--no-writes] [--search] [--top-users-first]
 import { readFileSync } from 'node:fs';
 
 const port = Number(process.argv[2]);
@@ -109,7 +109,24 @@ async function probeFor(label: string, ms: number): Promise<void> {
   console.log(`${label.padEnd(58)} ${gets.length} answered, p50 ${quantile(sorted, 0.5).toFixed(1)}, max ${sorted[sorted.length - 1]!.toFixed(1)} ms`);
 }
 
+/**
+ * --top-users-first: only the first `requests` GET /api/top_users/:page (pages 1, 2, ... in turn) of an all-in-one just
+ * started on a fresh copy of the filled data dir (the 50,000 authors' join dates not yet filled), each time printed.
+ */
+async function firstTopUsers(): Promise<void> {
+  const times: number[] = [];
+  for (let i = 0; i < requests; i++) {
+    const res = await call({ path: `/api/top_users/${i + 1}` });
+    if (res.status !== 200) throw new Error(`top users: ${res.status} ${res.text.slice(0, 200)}`);
+    times.push(res.ms);
+  }
+  console.log(`first ${requests} GET /api/top_users/1..${requests}: ${times.map((t) => t.toFixed(0)).join(', ')} ms`);
+  const sorted = [...times].sort((x, y) => x - y);
+  console.log(`p50 ${quantile(sorted, 0.5).toFixed(1)}  p99 ${quantile(sorted, 0.99).toFixed(1)}  max ${sorted[sorted.length - 1]!.toFixed(1)} ms`);
+}
+
 async function main(): Promise<void> {
+  if (process.argv.includes('--top-users-first')) return firstTopUsers();
   const [a, b, n] = [await login('a@example.com'), await login('b@example.com'), await login('n@example.com')];
   console.log(`resident memory before: ${await rssMb()} MB`);
   const userPage = JSON.parse((await call({ path: `/api/user/${ids.a}/1` })).text) as { total_pages: number };

@@ -100,7 +100,7 @@ const FILE_CHANGE_LOOKBACK_MS = 5_000;
 const CUT_OFF_BATCH = 100;
 
 /** Ranked authors whose join dates one round of fillJoinDates asks identity for and stores (one transaction). */
-export const JOIN_DATE_ROUND = 500;
+export const JOIN_DATE_ROUND = 100;
 /**
  * Deliveries of search's announcement of a card whose near-duplicate lookup search still cannot answer (recordIndexed):
  * retried by the bus (at most 5 s apart, so about 5 minutes), then the card stays as it is, logged.

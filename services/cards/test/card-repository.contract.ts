@@ -268,6 +268,20 @@ export function describeCardRepositoryContract(name: string, factory: CardsStore
       await expect(store.cards.update({ ...stale, id: randomUUID() }, null, [], { ifUpdatedAt: card.updatedAt })).rejects.toBeInstanceOf(StaleCardError);
     });
 
+    // The gateway's If-Match names a card's version by its updatedAt in milliseconds (the ETag of GET /api/card/:id):
+    // the stored instant reads back to the millisecond, and one a millisecond off is another version.
+    it('tells versions apart to the millisecond: the updatedAt read back is the one that matches, one 1 ms off does not', async () => {
+      const card = aCard().build();
+      await store.cards.insert(card, fingerprintOf(card.content), []);
+      const read = (await store.cards.findById(card.id))!.updatedAt;
+      const edit = { ...card, link: 'https://example.com/edited', updatedAt: nextTime() };
+      await expect(store.cards.update(edit, null, [], { ifUpdatedAt: new Date(read.getTime() + 1) })).rejects.toBeInstanceOf(StaleCardError);
+      await expect(store.cards.update(edit, null, [], { ifUpdatedAt: new Date(read.getTime() - 1) })).rejects.toBeInstanceOf(StaleCardError);
+      expect((await store.cards.findById(card.id))!.link).toBe(card.link);
+      await store.cards.update(edit, null, [], { ifUpdatedAt: new Date(read.getTime()) });
+      expect((await store.cards.findById(card.id))!.link).toBe('https://example.com/edited');
+    });
+
     it('re-homes collisions with a privacy update: a new root loses its index id, moves of cards no longer under it are skipped', async () => {
       const root = aCard().build();
       const a = aCard().collisionOf(root.id).withContent(root.content).build();

@@ -24,7 +24,11 @@ async function* callPolicyMiddleware<Request, Response>(
   options: CallOptions & RetryOptions & DeadlineOptions,
 ) {
   const { idempotent, deadline, signal: callerSignal, onTrailer, ...rest } = options;
-  const requestId = currentRequestContext()?.requestId;
+  const context = currentRequestContext();
+  const requestId = context?.requestId;
+  // The request's own signal (the gateway aborts it when the client went away before its answer): the call ends
+  // CANCELLED on the server's side too, so the work done for nobody stops where the handler looks at its signal.
+  const requestSignal = context?.signal;
   const metadata = withInternalCallToken(Metadata(rest.metadata));
   if (requestId) metadata.set(REQUEST_ID_METADATA_KEY, requestId);
   rest.metadata = metadata;
@@ -44,9 +48,10 @@ async function* callPolicyMiddleware<Request, Response>(
     if (reason !== undefined && error instanceof ClientError) recordStatusReason(error, reason);
     return error;
   };
-  if (deadline == null || callerSignal?.aborted) {
+  const alreadyAborted = callerSignal?.aborted ? callerSignal : requestSignal?.aborted ? requestSignal : undefined;
+  if ((deadline == null && !requestSignal) || alreadyAborted) {
     try {
-      return yield* call.next(call.request, { ...passed, signal: callerSignal });
+      return yield* call.next(call.request, { ...passed, signal: alreadyAborted ?? callerSignal });
     } catch (error) {
       throw noteOrigin(error);
     }
@@ -54,14 +59,18 @@ async function* callPolicyMiddleware<Request, Response>(
   const abort = new AbortController();
   const onCallerAbort = () => abort.abort();
   callerSignal?.addEventListener('abort', onCallerAbort);
+  requestSignal?.addEventListener('abort', onCallerAbort);
   let timedOut = false;
-  const timer = setTimeout(
-    () => {
-      timedOut = true;
-      abort.abort();
-    },
-    deadline instanceof Date ? deadline.getTime() - Date.now() : deadline,
-  );
+  const timer =
+    deadline == null
+      ? undefined
+      : setTimeout(
+          () => {
+            timedOut = true;
+            abort.abort();
+          },
+          deadline instanceof Date ? deadline.getTime() - Date.now() : deadline,
+        );
   const attemptOptions = { ...passed, signal: abort.signal };
   const unary = !call.requestStream && !call.responseStream;
   const retries = unary ? 2 : 0;
@@ -73,12 +82,13 @@ async function* callPolicyMiddleware<Request, Response>(
         return yield* call.next(call.request, attemptOptions);
       } catch (error) {
         const again = error instanceof ClientError && error.code === Status.UNAVAILABLE && (idempotent || refusedUnprocessed(error));
-        if (!again || attempt >= retries || timedOut) throw noteOrigin(error);
+        if (!again || attempt >= retries || timedOut || abort.signal.aborted) throw noteOrigin(error);
         await new Promise((r) => setTimeout(r, 50 * 2 ** attempt));
       }
     }
   } finally {
     callerSignal?.removeEventListener('abort', onCallerAbort);
+    requestSignal?.removeEventListener('abort', onCallerAbort);
     clearTimeout(timer);
     // A finally that throws replaces the abort error the call ended with: the caller sees the real cause.
     // eslint-disable-next-line no-unsafe-finally

@@ -4,6 +4,11 @@ import { randomUUID } from 'node:crypto';
 /** What travels with one request across the gateway and every gRPC hop. */
 export interface RequestContext {
   requestId: string;
+  /**
+   * Aborted when the work done for the request is no longer wanted (the gateway: its client went away before the
+   * answer was sent). Every gRPC call made in this context ends with it (callPolicyMiddleware), as a cancelled call.
+   */
+  signal?: AbortSignal;
 }
 
 const storage = new AsyncLocalStorage<RequestContext>();

@@ -22,6 +22,7 @@ import { apiCompression } from './http/api-compression';
 import { refuseUploadUnread, uploadAdmission, type UploadAdmissionLimits } from './http/upload-admission';
 import { closeQueuedResponsesWithTheirConnection } from './http/queued-responses';
 import { DEFAULT_REQUEST_ADMISSION, requestAdmission, type RequestAdmissionLimits } from './http/request-admission';
+import { abandonWorkOfClientsGone } from './http/client-gone';
 import type { UploadBodyRate } from './http/upload-body-rate';
 import { answerUnroutedApiRequest, routeMethodIndex, serverWideOptions, unmatchedApiRequest, unmatchedRequest } from './http/unmatched';
 import { keepFixedSegmentsOutOfParams } from './http/fixed-segments';
@@ -182,6 +183,8 @@ export function createGatewayApp(options: GatewayAppOptions): Express {
   );
   app.use('/api', jsonBodyParser(options.jsonBodyLimit));
   app.use('/api', admission.slot);
+  // A read's or a search's gRPC calls end when its client goes away before the answer (client-gone.ts).
+  app.use('/api', abandonWorkOfClientsGone());
 
   const api = Router();
   api.use(recordMountPath('/api'));

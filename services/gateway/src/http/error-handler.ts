@@ -6,6 +6,7 @@ import { KIND_OF_STATUS, recordBodyAborted, recordLogReason } from './access-log
 import { recordPatternBeforeRoute, routeLabel } from './route-label';
 import type { RouteMethodIndex } from './unmatched';
 import { SESSION_COOKIE } from './session';
+import { isWorkOfClientGone } from './client-gone';
 
 /** The request body codings the JSON parser reads (body-parser's inflation). */
 const BODY_CODINGS_READ = 'gzip, deflate, br';
@@ -32,6 +33,12 @@ export function errorHandler(logger: Logger, routes?: RouteMethodIndex) {
   const storageFull = repeatedWarningLog(logger, "request refused: a service's storage is full");
   // Express recognises error handlers by their four parameters.
   return (thrown: unknown, req: Request, res: Response, _next: NextFunction) => {
+    // The route's calls were cut because its client went away (client-gone.ts): nobody to answer, nothing failed.
+    if (isWorkOfClientGone(thrown, res)) {
+      recordLogReason(res, 'client-gone');
+      if (!res.destroyed) res.destroy();
+      return;
+    }
     const err = asNotYetReleased(asOwnShareTaken(asServerBusy(thrown)));
     const { status, message } = describe(err);
     const bodyType = (err as BodyParserError | undefined)?.type;

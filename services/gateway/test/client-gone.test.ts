@@ -1,0 +1,169 @@
+import { createServer as createHttpServer, type Server } from 'node:http';
+import { Writable } from 'node:stream';
+import { createLogger, enableInProcessCalls, startGrpcServer, type GrpcServerHandle } from '@cards/platform';
+import { cards, identity, search } from '@cards/proto';
+import type { CallContext } from 'nice-grpc';
+import { createGatewayClients } from '../src/clients';
+import { appWithoutServices, closed, listening } from './app-without-services';
+import { stub } from './fake-peer';
+
+/**
+ * Work for clients that have gone away stops: a read's or a search's gRPC calls are cancelled when its client goes
+ * away before the answer (the services see a cancelled call, context.signal aborted), while a write's calls run to
+ * their end. Over the network and in process (the all-in-one), as both paths carry the request's signal. The peers
+ * hold each call until the test lets it go or the call is cancelled, so nothing here depends on timing.
+ */
+
+interface Held {
+  context: CallContext;
+  /** Settles with 'cancelled' when the call's signal is aborted, 'released' when the test lets the call answer. */
+  outcome: Promise<'cancelled' | 'released'>;
+  release(): void;
+}
+
+let peer: GrpcServerHandle;
+/** Calls the peer holds, in order of arrival. */
+let held: Held[] = [];
+let onHeld: () => void = () => undefined;
+
+function hold(context: CallContext): Held {
+  let release!: () => void;
+  const released = new Promise<'released'>((resolve) => (release = () => resolve('released')));
+  const cancelled = new Promise<'cancelled'>((resolve) => {
+    if (context.signal.aborted) resolve('cancelled');
+    context.signal.addEventListener('abort', () => resolve('cancelled'));
+  });
+  const call = { context, outcome: Promise.race([cancelled, released]), release };
+  held.push(call);
+  onHeld();
+  return call;
+}
+
+function untilHeld(n: number): Promise<Held> {
+  return new Promise((resolve) => {
+    const check = () => {
+      if (held.length >= n) resolve(held[n - 1]!);
+    };
+    onHeld = check;
+    check();
+  });
+}
+
+const CARD = { id: '0b7a3c3e-9d5e-4c51-8f0a-2a7e2f1d9e01', authorId: 'u1', html: '<p>x</p>', link: '', tags: [], private: false };
+
+beforeAll(async () => {
+  peer = await startGrpcServer({
+    name: 'stub',
+    logger: createLogger('stub', 'silent'),
+    register(s) {
+      s.add(
+        identity.IdentityServiceDefinition,
+        stub<identity.IdentityServiceImplementation>(identity.IdentityServiceDefinition, {
+          async resolveSession(req) {
+            return { id: req.token, email: `${req.token}@example.com`, visibleEmail: false };
+          },
+          async resolveSessions(req) {
+            return { resolutions: req.tokens.map((token) => ({ user: { id: token, email: `${token}@example.com`, visibleEmail: false } })) };
+          },
+        }),
+      );
+      s.add(
+        search.SearchServiceDefinition,
+        stub<search.SearchServiceImplementation>(search.SearchServiceDefinition, {
+          async semanticSearch(_req, context) {
+            await hold(context).outcome;
+            return { hits: [], totalPages: 0 };
+          },
+        }),
+      );
+      s.add(
+        cards.CardServiceDefinition,
+        stub<cards.CardServiceImplementation>(cards.CardServiceDefinition, {
+          async countCards(_req, context) {
+            await hold(context).outcome;
+            return { totalCount: 7 };
+          },
+          async createCard(_req, context) {
+            await hold(context).outcome;
+            return { card: CARD as never, duplicate: false };
+          },
+        }),
+      );
+    },
+  });
+});
+afterAll(() => peer.shutdown());
+
+describe.each([
+  ['over the network', false],
+  ['in process', true],
+])('work for a client that has gone away, %s', (_transport, inProcess) => {
+  let server: Server;
+  let base: string;
+  let channels: { close(): void }[];
+  const logged: string[] = [];
+
+  beforeEach(async () => {
+    enableInProcessCalls(inProcess);
+    held = [];
+    logged.length = 0;
+    const made = createGatewayClients({ identity: peer.address, cards: peer.address, search: peer.address, files: peer.address, notifications: peer.address }, 60_000);
+    channels = Object.values(made.channels);
+    const sink = new Writable({
+      write(chunk, _encoding, done) {
+        logged.push(String(chunk));
+        done();
+      },
+    });
+    ({ server, base } = await listening(createHttpServer(appWithoutServices({ clients: made.clients, logger: createLogger('gateway-test', 'info', sink), accessLogLevel: 'silent' }))));
+  });
+  afterEach(async () => {
+    held.forEach((call) => call.release());
+    enableInProcessCalls(false);
+    await closed(server);
+    channels.forEach((c) => c.close());
+  });
+
+  const as = (init: RequestInit) => ({ ...init, headers: { ...(init.headers as Record<string, string>), cookie: 'ai-editor=u1', 'content-type': 'application/json' } });
+
+  test("a search's call is cancelled in the service once its client goes away, and no failure is logged", async () => {
+    const client = new AbortController();
+    const answer = fetch(`${base}/api/card/search/1`, as({ method: 'POST', body: JSON.stringify({ content: 'river' }), signal: client.signal })).catch((err: unknown) => err);
+    const call = await untilHeld(1);
+    client.abort();
+    // Before, the service's handler went on (here: held until released) for a client that had gone.
+    expect(await call.outcome).toBe('cancelled');
+    expect(await answer).toMatchObject({ name: 'AbortError' });
+    // The gateway's own answer to the cut call ends quietly: no 'request failed' error line for a client that left.
+    const second = fetch(`${base}/api/card/count`, as({}));
+    (await untilHeld(2)).release();
+    expect((await second).status).toBe(200);
+    expect(logged.join('')).not.toMatch(/request failed|unexpected error/);
+  });
+
+  test('a read answered in full is not cancelled, and the next read of the same client is served', async () => {
+    const first = fetch(`${base}/api/card/count`, as({}));
+    const call = await untilHeld(1);
+    call.release();
+    expect(await (await first).json()).toEqual({ total_count: 7 });
+    expect(call.context.signal.aborted).toBe(false);
+  });
+
+  test("a card create's call runs to its end though its client went away: a write is never cut half-way", async () => {
+    const client = new AbortController();
+    const answer = fetch(`${base}/api/card`, as({ method: 'POST', body: JSON.stringify({ card_html: '<p>x</p>', link: '', private: false }), signal: client.signal })).catch((err: unknown) => err);
+    const call = await untilHeld(1);
+    client.abort();
+    expect(await answer).toMatchObject({ name: 'AbortError' });
+    // The gateway has seen the client go once the create's heavy slot is given back (on the answer's 'close').
+    for (;;) {
+      const text = await (await fetch(`${base}/metrics`)).text();
+      if (/^http_requests_in_flight\{line="heavy"\} 0$/m.test(text)) break;
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    expect(call.context.signal.aborted).toBe(false);
+    call.release();
+    expect(await call.outcome).toBe('released');
+    expect(call.context.signal.aborted).toBe(false);
+  });
+});

@@ -345,3 +345,25 @@ describe('SqliteCardIndex', () => {
     await index.close();
   });
 });
+
+describe('SqliteCardIndex searches whose call was cancelled', () => {
+  test('a search whose caller went away while it waited for its scoring turn is not scored; the others are', async () => {
+    const index = new SqliteCardIndex({ path: ':memory:', dimensions: CONTRACT_DIMENSIONS });
+    const card = aCard().saying('the red fox jumps').build();
+    await index.upsert(card);
+    const scope = { tags: [], links: [] };
+    const gone = new AbortController();
+    const first = index.matchText('red fox', scope, { offset: 0, limit: 25 });
+    const abandoned = index.matchText('red fox', scope, { offset: 0, limit: 25, signal: gone.signal });
+    const abandonedNearest = index.nearest(card.vector, scope, { offset: 0, limit: 25, signal: gone.signal });
+    const last = index.nearest(card.vector, scope, { offset: 0, limit: 25 });
+    // The gRPC server aborts the handler's signal when the call is cancelled (the gateway's client went away).
+    gone.abort();
+    expect((await first).hits.map((h) => h.cardId)).toEqual([card.cardId]);
+    // Before, both were scored for nobody.
+    await expect(abandoned).rejects.toMatchObject({ name: 'AbortError' });
+    await expect(abandonedNearest).rejects.toMatchObject({ name: 'AbortError' });
+    expect((await last).hits.map((h) => h.cardId)).toEqual([card.cardId]);
+    await index.close();
+  });
+});

@@ -1,6 +1,6 @@
 import { fitsCharacters, freeTextProblem, MAX_TAGS, splitTags } from '@cards/card-rules';
 import { InvalidArgumentError, isUuid, refuseIfProblem } from '@cards/platform';
-import { totalPages, type IndexHit, type SearchScope } from '../domain/model';
+import { stopIfCancelled, totalPages, type IndexHit, type SearchScope } from '../domain/model';
 import type { CardIndex, Embedder } from '../domain/ports';
 import { shingleJaccard } from '../domain/text';
 import { sameNamesAndFigures } from '../domain/names-and-figures';
@@ -63,19 +63,23 @@ export class SearchService {
   /**
    * Cards nearest in meaning to the query. A query of which the embedder knows no word (a product name, a rare term)
    * has no meaning to it: its vector is zero and would match nothing, so it is answered by the words themselves, as
-   * a full-text search with the same scope and filters.
+   * a full-text search with the same scope and filters. `signal`: the call's; once aborted (its caller went away),
+   * the search ends with an AbortError at its next step instead of scoring the index for nobody.
    */
-  async semanticSearch(query: SearchQuery): Promise<SearchResult> {
+  async semanticSearch(query: SearchQuery, signal?: AbortSignal): Promise<SearchResult> {
     const { scope, offset, pageSize } = validate(query);
+    stopIfCancelled(signal);
     const [vector] = await this.embedder.embed([query.query]);
-    if (vector!.every((v) => v === 0)) return this.fullTextSearch(query);
-    const page = await this.index.nearest(vector!, scope, { offset, limit: pageSize });
+    if (vector!.every((v) => v === 0)) return this.fullTextSearch(query, signal);
+    stopIfCancelled(signal);
+    const page = await this.index.nearest(vector!, scope, { offset, limit: pageSize, signal });
     return { hits: page.hits, totalHits: page.total, totalPages: totalPages(page.reachable, pageSize) };
   }
 
-  async fullTextSearch(query: SearchQuery): Promise<SearchResult> {
+  async fullTextSearch(query: SearchQuery, signal?: AbortSignal): Promise<SearchResult> {
     const { scope, offset, pageSize } = validate(query);
-    const page = await this.index.matchText(query.query, scope, { offset, limit: pageSize });
+    stopIfCancelled(signal);
+    const page = await this.index.matchText(query.query, scope, { offset, limit: pageSize, signal });
     return { hits: page.hits, totalHits: page.total, totalPages: totalPages(page.reachable, pageSize) };
   }
 
@@ -84,14 +88,16 @@ export class SearchService {
    * `unindexed` are root cards the caller may see that the index may not hold yet (it learns of new cards from events):
    * they are ranked with the indexed ones as if they were indexed, so a card sent right after the one it copies finds it.
    */
-  async findNearDuplicates(content: string, callerId: string | undefined, limit: number, unindexed: readonly UnindexedCard[] = []): Promise<NearDuplicate[]> {
+  async findNearDuplicates(content: string, callerId: string | undefined, limit: number, unindexed: readonly UnindexedCard[] = [], signal?: AbortSignal): Promise<NearDuplicate[]> {
     if (content.trim() === '') throw new InvalidArgumentError('content: must not be empty');
     if (callerId !== undefined && !isUuid(callerId)) throw new InvalidArgumentError('caller_id: must be a UUID');
     if (unindexed.length > MAX_UNINDEXED) throw new InvalidArgumentError(`unindexed: at most ${MAX_UNINDEXED} cards`);
     if (unindexed.some((c) => !isUuid(c.cardId))) throw new InvalidArgumentError('unindexed: card_id must be a UUID');
     const capped = Math.min(Math.max(limit || 1, 1), 25);
+    stopIfCancelled(signal);
     const [vector, ...unindexedVectors] = await this.embedder.embed([content, ...unindexed.map((c) => c.content)]);
-    const page = await this.index.nearest(vector!, { callerId, tags: [], links: [] }, { offset: 0, limit: capped });
+    stopIfCancelled(signal);
+    const page = await this.index.nearest(vector!, { callerId, tags: [], links: [] }, { offset: 0, limit: capped, signal });
     const indexed = new Set(page.hits.map((h) => h.cardId));
     const nearest: { cardId: string; cosine: number; content?: string }[] = page.hits.map((h) => ({ cardId: h.cardId, cosine: h.score }));
     unindexed.forEach((card, i) => {

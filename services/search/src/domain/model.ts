@@ -75,6 +75,16 @@ export interface IndexPage {
 export interface PageRequest {
   offset: number;
   limit: number;
+  /** The call's signal: aborted when its caller went away (a cancelled call), so the index need not score for nobody. */
+  signal?: AbortSignal;
+}
+
+/**
+ * Ends a search whose call was cancelled (its caller, the gateway's client, went away) before it scores the index: an
+ * AbortError, which the gRPC server (and the in-process path) take for the cancelled call it is, not a failure.
+ */
+export function stopIfCancelled(signal: AbortSignal | undefined): void {
+  if (signal?.aborted) throw new DOMException('The call was cancelled: its caller went away', 'AbortError');
 }
 
 /** total_pages: ceil(matching items / page size). */

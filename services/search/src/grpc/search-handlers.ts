@@ -16,16 +16,17 @@ function toQuery(req: search.SearchRequest): SearchQuery {
 /** gRPC face of the search use cases; no rules here. */
 export function searchHandlers(service: SearchService): search.SearchServiceImplementation {
   return {
-    async semanticSearch(req) {
-      const result = await service.semanticSearch(toQuery(req));
+    // A cancelled call's context.signal is aborted (its caller went away): the search stops before scoring for nobody.
+    async semanticSearch(req, context) {
+      const result = await service.semanticSearch(toQuery(req), context.signal);
       return { hits: result.hits, totalHits: result.totalHits, totalPages: result.totalPages };
     },
-    async fullTextSearch(req) {
-      const result = await service.fullTextSearch(toQuery(req));
+    async fullTextSearch(req, context) {
+      const result = await service.fullTextSearch(toQuery(req), context.signal);
       return { hits: result.hits, totalHits: result.totalHits, totalPages: result.totalPages };
     },
-    async findNearDuplicates(req) {
-      const candidates = await service.findNearDuplicates(req.content, req.callerId || undefined, req.limit, req.unindexed);
+    async findNearDuplicates(req, context) {
+      const candidates = await service.findNearDuplicates(req.content, req.callerId || undefined, req.limit, req.unindexed, context.signal);
       return { candidates };
     },
   };

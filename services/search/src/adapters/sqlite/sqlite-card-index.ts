@@ -1,5 +1,5 @@
 import { openSqlite, type SqliteDatabase } from '@cards/platform';
-import { isZeroVector, type IndexedCard, type IndexHit, type IndexPage, type PageRequest, type SearchScope, type StoredCard, type StoredPoint } from '../../domain/model';
+import { isZeroVector, stopIfCancelled, type IndexedCard, type IndexHit, type IndexPage, type PageRequest, type SearchScope, type StoredCard, type StoredPoint } from '../../domain/model';
 import type { CardIndex } from '../../domain/ports';
 import { bestFormMatches, indexWords, linkFilterForm, LONG_QUERY_MIN_SCORE, LONG_QUERY_WORDS, longQueryFloor, queryTerms, tagFilterForm, tellingTerms, textScoreFloor } from '../../domain/text';
 import { Lexicon, PUBLIC, type Reader, type WordMatch } from './lexicon';
@@ -119,6 +119,8 @@ export class SqliteCardIndex implements CardIndex {
   private readonly embedderId: string;
   /** The in-memory structures are rebuilt in batches after construction, so a large index does not block start-up. */
   private readonly loaded: Promise<void>;
+  /** Settles when the last search that asked for a scoring turn has had it (inScoringTurn). */
+  private scoringTurns: Promise<void> = Promise.resolve();
 
   // Per slot (one per searchable root card).
   private slotCount = 0;
@@ -308,6 +310,31 @@ export class SqliteCardIndex implements CardIndex {
 
   async nearest(query: Float32Array, scope: SearchScope, page: PageRequest): Promise<IndexPage> {
     await this.loaded;
+    return this.inScoringTurn(page.signal, () => this.nearestNow(query, scope, page));
+  }
+
+  /**
+   * Scoring is synchronous (a large index or a long paste holds the event loop while it runs): searches take turns,
+   * one per turn of the event loop, and a search whose call was cancelled while it waited (its caller went away: the
+   * gateway's client, cut on its 'close') is not scored. Without turns, searches that arrived together ran back to
+   * back without the loop reading anything between them, so none could learn that its caller had gone.
+   */
+  private async inScoringTurn<T>(signal: AbortSignal | undefined, score: () => T): Promise<T> {
+    const previous = this.scoringTurns;
+    let done!: () => void;
+    this.scoringTurns = new Promise<void>((resolve) => (done = resolve));
+    try {
+      await previous;
+      // The loop polls for I/O (a connection closed, a cancelled call) before this search scores.
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      stopIfCancelled(signal);
+      return score();
+    } finally {
+      done();
+    }
+  }
+
+  private nearestNow(query: Float32Array, scope: SearchScope, page: PageRequest): IndexPage {
     if (query.length !== this.vectors.dimensions) throw new Error(`query has ${query.length} dimensions, the index ${this.vectors.dimensions}`);
     if (isZeroVector(query)) return { hits: [], total: 0, reachable: 0 };
     const eligible = this.eligibleSlots(scope);
@@ -332,6 +359,10 @@ export class SqliteCardIndex implements CardIndex {
 
   async matchText(query: string, scope: SearchScope, page: PageRequest): Promise<IndexPage> {
     await this.loaded;
+    return this.inScoringTurn(page.signal, () => this.matchTextNow(query, scope, page));
+  }
+
+  private matchTextNow(query: string, scope: SearchScope, page: PageRequest): IndexPage {
     const { sequence: tokens, terms: read } = queryTerms(query);
     if (read.length === 0) return { hits: [], total: 0, reachable: 0 };
     this.ensureScratch();

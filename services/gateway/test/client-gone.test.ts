@@ -5,7 +5,7 @@ import { cards, identity, search } from '@cards/proto';
 import type { CallContext } from 'nice-grpc';
 import { createGatewayClients } from '../src/clients';
 import { appWithoutServices, closed, listening } from './app-without-services';
-import { stub } from './fake-peer';
+import { stub, tokenIsUser } from './fake-peer';
 
 /**
  * Work for clients that have gone away stops: a read's or a search's gRPC calls are cancelled when its client goes
@@ -58,14 +58,7 @@ beforeAll(async () => {
     register(s) {
       s.add(
         identity.IdentityServiceDefinition,
-        stub<identity.IdentityServiceImplementation>(identity.IdentityServiceDefinition, {
-          async resolveSession(req) {
-            return { id: req.token, email: `${req.token}@example.com`, visibleEmail: false };
-          },
-          async resolveSessions(req) {
-            return { resolutions: req.tokens.map((token) => ({ user: { id: token, email: `${token}@example.com`, visibleEmail: false } })) };
-          },
-        }),
+        stub<identity.IdentityServiceImplementation>(identity.IdentityServiceDefinition, tokenIsUser),
       );
       s.add(
         search.SearchServiceDefinition,

@@ -37,6 +37,19 @@ export function stub<T extends object>(definition: { methods: Record<string, unk
   return { ...Object.fromEntries(Object.keys(definition.methods).map((key) => [key, unimplemented])), ...methods } as T;
 }
 
+/**
+ * Identity's session lookups as a gateway test's own server answers them: every token is the session of the user whose id
+ * it is (one lookup and the batched one alike), so a test signs in as any user by sending its id as the cookie.
+ */
+export const tokenIsUser = {
+  async resolveSession(req: { token: string }) {
+    return { id: req.token, email: `${req.token}@example.com`, visibleEmail: false };
+  },
+  async resolveSessions(req: { tokens: string[] }) {
+    return { resolutions: req.tokens.map((token) => ({ user: { id: token, email: `${token}@example.com`, visibleEmail: false } })) };
+  },
+};
+
 /** The gateway over loopback with every client pointed at the gRPC server at `address`; its log lines (info and up) kept. */
 export async function gatewayInFrontOf(address: string): Promise<{ base: string; logged: string[]; close(): void }> {
   const made = createGatewayClients({ identity: address, cards: address, search: address, files: address, notifications: address }, 10_000);

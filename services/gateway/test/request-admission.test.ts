@@ -5,7 +5,7 @@ import { cards, identity, search } from '@cards/proto';
 import { createGatewayClients } from '../src/clients';
 import { OWN_REQUESTS_BUSY_MESSAGE, SERVER_BUSY_MESSAGE } from '../src/http/request-admission';
 import { appWithoutServices, closed, listening } from './app-without-services';
-import { stub } from './fake-peer';
+import { stub, tokenIsUser } from './fake-peer';
 
 /**
  * The gateway's bound on API requests served at once (HTTP_REQUESTS_AT_ONCE and its line): past it a request is
@@ -37,14 +37,7 @@ beforeAll(async () => {
     register(s) {
       s.add(
         identity.IdentityServiceDefinition,
-        stub<identity.IdentityServiceImplementation>(identity.IdentityServiceDefinition, {
-          async resolveSession(req) {
-            return { id: req.token, email: `${req.token}@example.com`, visibleEmail: false };
-          },
-          async resolveSessions(req) {
-            return { resolutions: req.tokens.map((token) => ({ user: { id: token, email: `${token}@example.com`, visibleEmail: false } })) };
-          },
-        }),
+        stub<identity.IdentityServiceImplementation>(identity.IdentityServiceDefinition, tokenIsUser),
       );
       s.add(
         cards.CardServiceDefinition,

@@ -6,7 +6,7 @@
  * signed-out deep link's heading.
  */
 import { randomUUID } from 'node:crypto';
-import type { BrowserContext, Dialog, Page } from 'playwright-core';
+import type { BrowserContext, Dialog, Locator, Page } from 'playwright-core';
 import { Mailbox } from '../support/mailbox';
 import { signUp, type TestUser } from '../support/accounts';
 import type { RunningSystem } from '../support/service';
@@ -33,6 +33,21 @@ const mailbox = new Mailbox();
 
 const activeTag = (p: Page = page) => p.evaluate<string>('document.activeElement?.tagName ?? ""');
 const activeText = (p: Page = page) => p.evaluate<string>('document.activeElement?.textContent?.trim() ?? ""');
+
+/**
+ * Opens `path` signed in and waits until the page has settled as signed in: `button` enabled (the session read) and the
+ * page's own first requests answered (the unread poll, the collections menus). A request of the page's sent after a
+ * test clears the cookies would meet the ended session first and sign the page out, so the button a test presses
+ * next would be disabled (CI, load 20+: the downvote waited 30 s for an enabled button).
+ */
+async function openSignedIn(path: string, button: Locator): Promise<void> {
+  const polled = page.waitForResponse((r) => new URL(r.url()).pathname === '/api/notifications');
+  await page.goto(path);
+  await button.waitFor();
+  await polled;
+  await eventually(() => button.isEnabled(), 30_000, 'the button enabled');
+  await page.waitForLoadState('networkidle');
+}
 
 /** The next dialog's kind and message, answered with `accept`. */
 function nextDialog(p: Page, accept: boolean): Promise<{ type: string; message: string }> {
@@ -121,9 +136,8 @@ describeInBrowser('web app journey audit fixes in headless Chromium', () => {
     expect(created.status).toBe(200);
     const cardId = (created.json as { card_metadata: { id: string } }).card_metadata.id;
     await signIn();
-    await page.goto(`/card/${cardId}`);
     const upvote = page.getByRole('button', { name: /Upvote/ });
-    await upvote.waitFor();
+    await openSignedIn(`/card/${cardId}`, upvote);
     // The session's cookie expires (the browser drops it; no other tab signed out, so no tab hears of it): this tab's
     // upvote meets the ended session, and says it is not counted yet.
     await context.clearCookies();
@@ -158,9 +172,8 @@ describeInBrowser('web app journey audit fixes in headless Chromium', () => {
       expect(created.status).toBe(200);
       const cardId = (created.json as { card_metadata: { id: string } }).card_metadata.id;
       await signIn();
-      await page.goto(`/card/${cardId}`);
       const vote = page.getByRole('button', { name: new RegExp(button) });
-      await vote.waitFor();
+      await openSignedIn(`/card/${cardId}`, vote);
       // The session's cookie expires (dropped by the browser): the vote meets the ended session.
       await context.clearCookies();
       await vote.click();
@@ -188,6 +201,9 @@ describeInBrowser('web app journey audit fixes in headless Chromium', () => {
   });
 
   it('loads a signed-out page without asking GET /api/auth (no 401 logged), and a signed-in one as before', async () => {
+    // Away from the last test's signed-in page first: its own requests still under way would meet the cleared cookie and
+    // log their 401 here (1 run in 6).
+    await page.goto('about:blank');
     await context.clearCookies();
     const asked: number[] = [];
     const errors: string[] = [];

@@ -244,7 +244,7 @@ export function describeNotificationRepositoryContract(
       expect(new Set([before, removed, replaced]).size).toBe(3);
     });
 
-    it('removes notifications created before the cutoff, oldest first, at most the limit; forgets older deletions', async () => {
+    it('removes notifications created before the cutoff, oldest first, at most the limit', async () => {
       const owner = randomUUID();
       const old = [aVerification().of(owner).build(), aCollectionCreated().of(owner).build(), aVerification().build()];
       const deletedCard = randomUUID();
@@ -258,8 +258,23 @@ export function describeNotificationRepositoryContract(
       expect(await repository.removeOlderThan(cutoff, 2)).toBe(0);
       expect(await repository.listForUser(old[2]!.userId)).toEqual([]);
       expect((await repository.listForUser(owner)).map((n) => n.id)).toEqual([recent.id]);
-      // The deletion is past the retention too: nothing about that card can still be on its way.
-      expect(await repository.add(aVerification().of(owner).forCard(deletedCard).build())).toBe(true);
+      // Deletions are forgotten apart.
+      expect(await repository.add(aVerification().of(owner).forCard(deletedCard).build())).toBe(false);
+    });
+
+    it('forgets deletions recorded before the cutoff, at most the limit: a notification about them is taken again', async () => {
+      const owner = randomUUID();
+      const cards = [randomUUID(), randomUUID(), randomUUID()];
+      for (const cardId of cards) await repository.removeAbout({ kind: 'card', cardId }, tick());
+      const cutoff = tick();
+      const later = randomUUID();
+      await repository.removeAbout({ kind: 'card', cardId: later }, tick());
+      expect(await repository.forgetDeletionsBefore(cutoff, 2)).toBe(2);
+      expect(await repository.forgetDeletionsBefore(cutoff, 2)).toBe(1);
+      expect(await repository.forgetDeletionsBefore(cutoff, 2)).toBe(0);
+      // Past the retention, nothing about those cards can still be on its way; the later deletion is still remembered.
+      for (const cardId of cards) expect(await repository.add(aVerification().of(owner).forCard(cardId).build())).toBe(true);
+      expect(await repository.add(aVerification().of(owner).forCard(later).build())).toBe(false);
     });
   });
 }

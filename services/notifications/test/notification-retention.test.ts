@@ -6,6 +6,7 @@ import { SqliteNotificationRepository } from '../src/adapters/sqlite/sqlite-noti
 import { NotificationService, RETENTION_BATCH } from '../src/application/notification-service';
 import { notificationsConfigSchema } from '../src/config';
 import { testTempDir } from '../../../test/support/cleanup';
+import { aVerification } from './notification-repository.contract';
 
 const DAY = 24 * 60 * 60 * 1000;
 
@@ -37,6 +38,17 @@ describe('notification retention (NOTIFICATIONS_RETENTION_DAYS)', () => {
     expect(await service.removeExpired(180)).toBe(RETENTION_BATCH + 1);
     expect(await repository.listForUser(author)).toHaveLength(1);
     expect(await service.removeExpired(180)).toBe(0);
+  });
+
+  it('forgets every deletion past the retention in one pass, also more than a batch and more than the notifications removed', async () => {
+    const author = randomUUID();
+    const deleted = Array.from({ length: 2 * RETENTION_BATCH + 1 }, () => randomUUID());
+    for (const cardId of deleted) await service.recordDeleted({ kind: 'card', cardId });
+    await record(author);
+    now += 181 * DAY;
+    expect(await service.removeExpired(180)).toBe(1);
+    // Before, one pass an hour forgot at most RETENTION_BATCH of them: the last ones were still refused here.
+    for (const cardId of deleted.slice(-3)) expect(await repository.add(aVerification().of(author).forCard(cardId).build())).toBe(true);
   });
 
   it('0 keeps them all', async () => {

@@ -94,7 +94,8 @@ export class NotificationService {
 
   /**
    * The retention (NOTIFICATIONS_RETENTION_DAYS; 0 keeps all): removes the notifications created more than `days` days
-   * ago, in batches of RETENTION_BATCH, yielding between them. Returns how many.
+   * ago and forgets the deletions recorded before then, in batches of RETENTION_BATCH, yielding between them. Returns
+   * how many notifications were removed.
    */
   async removeExpired(days: number): Promise<number> {
     if (days <= 0) return 0;
@@ -102,14 +103,12 @@ export class NotificationService {
     // Further back than a Date reaches (999999999 days, written for "keep all"): nothing is that old, as with 0. The
     // invalid Date would otherwise fail every hourly pass in the store (RangeError), each logged as a warning.
     if (Number.isNaN(cutoff.getTime())) return 0;
-    let total = 0;
-    for (;;) {
-      const removed = await this.repository.removeOlderThan(cutoff, RETENTION_BATCH);
-      total += removed;
-      if (removed < RETENTION_BATCH) break;
-      await new Promise((resolve) => setImmediate(resolve));
-    }
-    if (total > 0) this.logger.info({ removed: total, days }, 'notifications past their retention removed');
+    const total = await inBatches(() => this.repository.removeOlderThan(cutoff, RETENTION_BATCH));
+    // Apart from the notifications: more deletions than notifications can be past the retention (each deleted card
+    // is remembered whether or not anyone had a notification about it), and a pass stopping with the notifications
+    // forgot at most one batch of them an hour while more were recorded.
+    const forgotten = await inBatches(() => this.repository.forgetDeletionsBefore(cutoff, RETENTION_BATCH));
+    if (total > 0 || forgotten > 0) this.logger.info({ removed: total, forgottenDeletions: forgotten, days }, 'notifications past their retention removed');
     return total;
   }
 
@@ -130,5 +129,16 @@ export class NotificationService {
       updatedAt: now,
       sourceEventId: facts.eventId,
     });
+  }
+}
+
+/** Runs `batch` until it does less than RETENTION_BATCH, yielding the event loop between batches; the sum of its counts. */
+async function inBatches(batch: () => Promise<number>): Promise<number> {
+  let total = 0;
+  for (;;) {
+    const done = await batch();
+    total += done;
+    if (done < RETENTION_BATCH) return total;
+    await new Promise((resolve) => setImmediate(resolve));
   }
 }

@@ -44,9 +44,14 @@ export interface NotificationRepository {
    */
   removeAbout(subject: DeletedSubject, at: Date): Promise<number>;
   /**
-   * Removes at most `limit` notifications created before `cutoff` (the retention), oldest first, and forgets
-   * deletions recorded before it. Returns how many notifications were removed.
+   * Removes at most `limit` notifications created before `cutoff` (the retention), oldest first. Returns how many
+   * notifications were removed.
    */
   removeOlderThan(cutoff: Date, limit: number): Promise<number>;
+  /**
+   * Forgets at most `limit` deletions recorded before `cutoff` (the retention: nothing about them can still be on its
+   * way), so add() takes a notification about them again. Returns how many were forgotten.
+   */
+  forgetDeletionsBefore(cutoff: Date, limit: number): Promise<number>;
   close(): Promise<void>;
 }

@@ -144,9 +144,13 @@ export class MongoNotificationRepository implements NotificationRepository {
     return this.removeDocuments(docs);
   }
 
-  async removeOlderThan(cutoff: Date, limit: number): Promise<number> {
+  async forgetDeletionsBefore(cutoff: Date, limit: number): Promise<number> {
     const forgotten = await this.deletedSubjects.find({ deletedAt: { $lt: cutoff } }, { projection: { _id: 1 } }).limit(limit).toArray();
-    if (forgotten.length > 0) await this.deletedSubjects.deleteMany({ _id: { $in: forgotten.map((d) => d._id) } });
+    if (forgotten.length === 0) return 0;
+    return (await this.deletedSubjects.deleteMany({ _id: { $in: forgotten.map((d) => d._id) } })).deletedCount;
+  }
+
+  async removeOlderThan(cutoff: Date, limit: number): Promise<number> {
     const docs = await this.notifications.find({ createdAt: { $lt: cutoff } }, { projection: { _id: 1, userId: 1 } }).sort({ createdAt: 1, _id: 1 }).limit(limit).toArray();
     return this.removeDocuments(docs);
   }

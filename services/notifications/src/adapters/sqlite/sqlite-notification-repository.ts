@@ -150,10 +150,13 @@ export class SqliteNotificationRepository implements NotificationRepository {
     })();
   }
 
+  async forgetDeletionsBefore(cutoff: Date, limit: number): Promise<number> {
+    return this.db.prepare('DELETE FROM deleted_subjects WHERE about_key IN (SELECT about_key FROM deleted_subjects WHERE deleted_at < ? LIMIT ?)').run(cutoff.toISOString(), limit).changes;
+  }
+
   async removeOlderThan(cutoff: Date, limit: number): Promise<number> {
     const before = cutoff.toISOString();
     return this.db.transaction(() => {
-      this.db.prepare('DELETE FROM deleted_subjects WHERE about_key IN (SELECT about_key FROM deleted_subjects WHERE deleted_at < ? LIMIT ?)').run(before, limit);
       const rows = this.db.prepare('SELECT seq, user_id FROM notifications WHERE created_at < ? ORDER BY created_at, seq LIMIT ?').all(before, limit) as { seq: number; user_id: string }[];
       return this.removeRows(rows);
     })();

@@ -57,8 +57,11 @@ describe('FilesService', () => {
       const madePrivate = await service.open(hidden.id, reader, 100, { resume: true });
       expect(madePrivate.record).toMatchObject({ id: hidden.id, size: docx.length, private: true });
       expect((await readAll(madePrivate.content)).equals(docx.subarray(100))).toBe(true);
-      // A read begun now (offset 0, or not resumed) is refused as before.
-      await expect(service.open(deleted.id, reader, 0, { resume: true })).rejects.toBeInstanceOf(NotFoundError);
+      // Resumed from byte 0 too (the gateway's first call was cut after the header, before a byte).
+      const fromStart = await service.open(deleted.id, reader, 0, { resume: true });
+      expect((await readAll(fromStart.content)).equals(docx)).toBe(true);
+      // A read begun now (not resumed) is refused as before.
+      await expect(service.open(deleted.id, reader, 0)).rejects.toBeInstanceOf(NotFoundError);
       await expect(service.open(deleted.id, reader, 100)).rejects.toBeInstanceOf(NotFoundError);
       await expect(service.open(hidden.id, reader, 100)).rejects.toBeInstanceOf(NotFoundError);
       // Once the bytes are gone (the grace passed), the resumed read is refused too.

@@ -8,8 +8,8 @@ const PATH = '/files.v1.FileService/ReadFile';
 const bytes = randomBytes(100_000);
 const header = (size = bytes.length) => ({ id: 'f', size }) as files.File;
 
-/** What one ReadFile call does, given the offset asked: messages, then an optional error. */
-type Call = (offset: number) => { messages: files.ReadFileResponse[]; error?: Error };
+/** What one ReadFile call does, given the offset asked and whether it resumes a read begun: messages, then an optional error. */
+type Call = (offset: number, resume: boolean) => { messages: files.ReadFileResponse[]; error?: Error };
 
 /** A files client whose n-th ReadFile call follows calls[n] (the last one repeats); records each call's offset. */
 function fakeFiles(calls: Call[]): { client: GatewayClients['files']; offsets: number[] } {
@@ -17,7 +17,7 @@ function fakeFiles(calls: Call[]): { client: GatewayClients['files']; offsets: n
   const client = {
     readFile(request: files.GetFileRequest) {
       const offset = request.offset ?? 0;
-      const { messages, error } = calls[Math.min(offsets.length, calls.length - 1)]!(offset);
+      const { messages, error } = calls[Math.min(offsets.length, calls.length - 1)]!(offset, request.resume ?? false);
       offsets.push(offset);
       return (async function* () {
         yield* messages;
@@ -59,6 +59,18 @@ describe('openResumableFileRead', () => {
     await expect(readAll((await openResumableFileRead(gone.client, { fileId: 'f' }, 1000))!.content)).rejects.toMatchObject({ code: Status.NOT_FOUND });
     const resized = fakeFiles([() => ({ messages: withHeader(chunks(0, 2)), error: cut(Status.UNAVAILABLE) }), (offset) => ({ messages: withHeader(chunks(offset, 20), 5) })]);
     await expect(readAll((await openResumableFileRead(resized.client, { fileId: 'f' }, 1000))!.content)).rejects.toBeInstanceOf(FileChangedDuringReadError);
+  });
+
+  it('reads a file deleted after the read began whole, also when the first call was cut before its first chunk', async () => {
+    // The file is deleted once the first call has sent its header: files sends its bytes only to a call resuming a read.
+    const deletedAfterHeader: Call = (offset, resume) => (resume ? { messages: withHeader(chunks(offset, 20)) } : { messages: [], error: cut(Status.NOT_FOUND) });
+    for (const firstCall of [() => ({ messages: withHeader([]), error: cut(Status.UNAVAILABLE) }), () => ({ messages: withHeader(chunks(0, 2)), error: cut(Status.UNAVAILABLE) })]) {
+      const { client, offsets } = fakeFiles([firstCall, deletedAfterHeader]);
+      const read = (await openResumableFileRead(client, { fileId: 'f' }, 1000))!;
+      // Before, a call from byte 0 did not ask to resume: the read cut before a byte failed NOT_FOUND after its 200.
+      expect((await readAll(read.content)).equals(bytes)).toBe(true);
+      expect(offsets.length).toBe(2);
+    }
   });
 
   it('gives up after three calls in a row that end early without a byte, and never calls again after another failure', async () => {

@@ -158,7 +158,7 @@ export class FilesService {
    * may see it; InvalidArgumentError when the offset is not a byte position of the file (0 to its size).
    */
   async open(fileId: string, callerId: string | undefined, offset = 0, { resume = false } = {}): Promise<{ record: FileRecord; content: Readable }> {
-    const record = resume && offset > 0 ? await this.resumed(fileId, callerId) : await this.get(fileId, callerId);
+    const record = resume ? await this.resumed(fileId, callerId) : await this.get(fileId, callerId);
     if (!Number.isSafeInteger(offset) || offset < 0 || offset > record.size) throw new InvalidArgumentError(`offset: must be from 0 to the file's size (${record.size})`);
     try {
       return { record, content: await this.deps.objects.open(record.id, offset) };

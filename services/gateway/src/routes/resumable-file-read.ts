@@ -54,10 +54,11 @@ async function closeQuietly(messages: Messages): Promise<void> {
  * Resolves undefined when the service sent no header.
  */
 export async function openResumableFileRead(client: GatewayClients['files'], request: { fileId: string; callerId?: string }, callMs: number): Promise<FileRead | undefined> {
-  // A call going on with the read (offset > 0) asks files to resume it: a file deleted or made private since the read
-  // began is still sent whole while files holds its bytes, instead of the answer being cut part way.
-  const call = (offset: number): Messages => client.readFile({ ...request, offset, resume: offset > 0 }, { deadline: callMs })[Symbol.asyncIterator]();
-  let current: Messages | undefined = call(0);
+  // A call going on with the read (every call after the first, also one from byte 0 when the first was cut before its
+  // first chunk) asks files to resume it: a file deleted or made private since the read began is still sent whole while
+  // files holds its bytes, instead of the answer being cut part way (or, cut before a byte, failing after its 200).
+  const call = (offset: number, resume: boolean): Messages => client.readFile({ ...request, offset, resume }, { deadline: callMs })[Symbol.asyncIterator]();
+  let current: Messages | undefined = call(0, false);
   let file: files.File | undefined;
   try {
     file = await headerOf(current);
@@ -75,7 +76,7 @@ export async function openResumableFileRead(client: GatewayClients['files'], req
         let progressed = false;
         try {
           if (!current) {
-            current = call(offset);
+            current = call(offset, true);
             const again = await headerOf(current);
             if (!again || again.id !== id || Number(again.size) !== size) throw new FileChangedDuringReadError(id, again ? `its size is now ${again.size}, was ${size}` : 'no header');
           }

@@ -71,10 +71,11 @@ export interface GetFileRequest {
    */
   checkContent: boolean;
   /**
-   * ReadFile only: the gateway goes on with a read it opened (offset > 0): the bytes are sent while the store still
-   * holds them, though the file was deleted or made private since the read began (the store keeps a deleted file's
-   * bytes FILE_DELETED_BYTES_GRACE_MS), so a read under way completes from what was opened. The header is the record
-   * as it is now, or for a deleted file one naming only its id and size.
+   * ReadFile only: the gateway goes on with a read it opened (any call after the first: from the byte it reached, or
+   * from 0 when the first call was cut before a byte): the bytes are sent while the store still holds them, though the
+   * file was deleted or made private since the read began (the store keeps a deleted file's bytes
+   * FILE_DELETED_BYTES_GRACE_MS), so a read under way completes from what was opened. The header is the record as it
+   * is now, or for a deleted file one naming only its id and size.
    */
   resume: boolean;
 }

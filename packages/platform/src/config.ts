@@ -18,13 +18,14 @@ export function loadConfig<S extends z.ZodTypeAny>(schema: S, env: Record<string
 
 /**
  * A boolean environment variable: "true"/"1"/"yes" are true, "false"/"0"/"no" false, in any case and with spaces around
- * (a chart's `True`); empty is the default; anything else stops the start naming the variable.
+ * (a chart's `True`); empty is the default; anything else stops the start naming the variable. A default of undefined
+ * leaves the choice to another setting when unset (COOKIE_SECURE: from PUBLIC_URL).
  */
-export const envBoolean = (defaultValue: boolean) =>
+export const envBoolean = <D extends boolean | undefined>(defaultValue: D) =>
   z
     .string()
     .optional()
-    .transform((raw, ctx) => {
+    .transform((raw, ctx): boolean | D => {
       const v = (raw ?? '').trim().toLowerCase();
       if (v === '') return defaultValue;
       if (['true', '1', 'yes'].includes(v)) return true;

@@ -1,12 +1,19 @@
 import { isIP } from 'node:net';
 import bytes from 'bytes';
 import { z } from 'zod';
-import { envAddress, envInt, envMs, envPort, grpcServerConfigSchema, MAX_SHUTDOWN_DRAIN_MS, urlHasScheme } from '@cards/platform';
+import { envAddress, envBoolean, envInt, envMs, envPort, grpcServerConfigSchema, MAX_SHUTDOWN_DRAIN_MS, urlHasScheme } from '@cards/platform';
 import { ACCESS_LOG_LEVELS } from './http/access-log';
 import { DEFAULT_WEB_DIST_DIR } from './http/web-app';
 import { DEFAULT_MAIL_PER_IP } from './http/rate-limits';
 
 const PROXY_PRESETS = ['loopback', 'linklocal', 'uniquelocal'];
+
+/**
+ * The most proxies TRUST_PROXY counts. A count above the proxies really in front makes express take an entry the client
+ * wrote itself in X-Forwarded-For as its address (1000 trusted every hop as `true` does, unsaid), escaping the per-IP
+ * limits; no deployment has more than a few proxies appending to it.
+ */
+export const MAX_TRUST_PROXY_HOPS = 10;
 
 /** A preset, an address, or a CIDR whose prefix fits its address (express refuses 10.0.0.0/33 only when the app is built). */
 function isProxyAddress(proxy: string): boolean {
@@ -20,7 +27,8 @@ function isProxyAddress(proxy: string): boolean {
 /**
  * TRUST_PROXY, express's "trust proxy": false (the peer's address is the client's), a hop count (1 behind one
  * ingress: X-Forwarded-For's last entry is the client, whatever the client wrote before it), or the proxies'
- * addresses/CIDRs. `true` trusts every hop, so a client names its own address and escapes the per-IP limits.
+ * addresses/CIDRs. `true` trusts every hop, so a client names its own address and escapes the per-IP limits; a hop
+ * count is at most MAX_TRUST_PROXY_HOPS.
  */
 function trustProxySetting() {
   return z
@@ -30,7 +38,11 @@ function trustProxySetting() {
       const value = (raw ?? '').trim();
       if (['', 'false', 'no'].includes(value)) return false;
       if (['true', 'yes'].includes(value)) return true;
-      if (/^\d+$/.test(value)) return Number(value);
+      if (/^\d+$/.test(value)) {
+        if (Number(value) <= MAX_TRUST_PROXY_HOPS) return Number(value);
+        ctx.addIssue({ code: z.ZodIssueCode.custom, message: `a hop count must be at most ${MAX_TRUST_PROXY_HOPS} (the proxies in front that append to X-Forwarded-For; more lets a client name its own address), got "${value}"` });
+        return z.NEVER;
+      }
       const proxies = value.split(',').map((p) => p.trim());
       if (proxies.every(isProxyAddress)) return proxies;
       ctx.addIssue({ code: z.ZodIssueCode.custom, message: `expected false, true, a hop count or comma-separated proxy addresses/CIDRs, got "${value}"` });
@@ -50,8 +62,8 @@ export const gatewayConfigSchema = z.object({
     .url()
     .refine((value) => urlHasScheme(value, ['http:', 'https:']), 'must be an http:// or https:// URL with a host, such as https://cards.example.com')
     .default('http://localhost:8090'),
-  /** Secure cookie flag; defaults to true when PUBLIC_URL is https. */
-  COOKIE_SECURE: z.enum(['true', 'false', '']).optional(),
+  /** Secure cookie flag, read as every boolean (1/0, yes/no, any case); unset or empty: true when PUBLIC_URL is https. */
+  COOKIE_SECURE: envBoolean(undefined),
   IDENTITY_SERVICE_ADDR: envAddress('127.0.0.1:50051'),
   CARDS_SERVICE_ADDR: envAddress('127.0.0.1:50052'),
   SEARCH_SERVICE_ADDR: envAddress('127.0.0.1:50053'),
@@ -157,7 +169,5 @@ export const gatewayConfigSchema = z.object({
 export type GatewayConfig = z.infer<typeof gatewayConfigSchema>;
 
 export function cookieSecureFrom(config: GatewayConfig): boolean {
-  if (config.COOKIE_SECURE === 'true') return true;
-  if (config.COOKIE_SECURE === 'false') return false;
-  return config.PUBLIC_URL.startsWith('https:');
+  return config.COOKIE_SECURE ?? config.PUBLIC_URL.startsWith('https:');
 }

@@ -1,6 +1,6 @@
 import express from 'express';
 import { ConfigError, loadConfig } from '@cards/platform';
-import { gatewayConfigSchema } from '../src/config';
+import { cookieSecureFrom, gatewayConfigSchema } from '../src/config';
 
 const trustProxy = (value: string | undefined) => loadConfig(gatewayConfigSchema, { TRUST_PROXY: value }).TRUST_PROXY;
 
@@ -26,6 +26,30 @@ describe('gateway config: TRUST_PROXY', () => {
       expect(() => trustProxy(bad)).toThrow(ConfigError);
       expect(() => trustProxy(bad)).toThrow(/TRUST_PROXY/);
     }
+  });
+
+  it('counts at most 10 hops: a larger count trusted the entries a client wrote itself, as true does', () => {
+    expect(trustProxy('10')).toBe(10);
+    for (const bad of ['11', '1000', '99999999999999999999']) {
+      expect(() => trustProxy(bad)).toThrow(/TRUST_PROXY: a hop count must be at most 10/);
+    }
+  });
+});
+
+describe('gateway config: COOKIE_SECURE', () => {
+  const secure = (env: Record<string, string | undefined>) => cookieSecureFrom(loadConfig(gatewayConfigSchema, env));
+
+  it('is read as every boolean (1/0, yes/no, any case), and unset, empty or spaces follows PUBLIC_URL', () => {
+    for (const on of ['true', 'TRUE', '1', 'yes', ' Yes ']) expect(secure({ COOKIE_SECURE: on })).toBe(true);
+    for (const off of ['false', 'False', '0', 'no']) expect(secure({ COOKIE_SECURE: off, PUBLIC_URL: 'https://cards.example.com' })).toBe(false);
+    for (const unset of [{}, { COOKIE_SECURE: '' }, { COOKIE_SECURE: ' ' }]) {
+      expect(secure({ ...unset, PUBLIC_URL: 'https://cards.example.com' })).toBe(true);
+      expect(secure({ ...unset, PUBLIC_URL: 'http://localhost:8090' })).toBe(false);
+    }
+  });
+
+  it('stops the start naming the variable for anything else', () => {
+    for (const bad of ['auto', 'on', 'secure']) expect(() => secure({ COOKIE_SECURE: bad })).toThrow(/COOKIE_SECURE: expected true or false \(also 1\/0, yes\/no\)/);
   });
 });
 

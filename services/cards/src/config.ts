@@ -1,6 +1,9 @@
 import { z } from 'zod';
 import { envAddress, envIdempotencyKeyTtlHours, envInt, envMs, envPort } from '@cards/platform';
 
+/** The most worker threads cleaning card HTML: 100000 was taken, a thread started for each large card arriving at once. */
+export const MAX_CARD_HTML_WORKERS = 32;
+
 export const cardsConfigSchema = z.object({
   DATA_DIR: z.string().default('./data'),
   CARDS_GRPC_HOST: z.string().default('127.0.0.1'),
@@ -16,8 +19,8 @@ export const cardsConfigSchema = z.object({
   IDEMPOTENCY_KEY_TTL_HOURS: envIdempotencyKeyTtlHours(),
   /** Card HTML of at least this many characters is cleaned on a worker thread (~4 ms of markup on the service's thread below it). */
   CARD_HTML_WORKER_MIN_CHARS: envInt(16_384),
-  /** Worker threads cleaning large card HTML at once at most. */
-  CARD_HTML_WORKERS: envInt(2).pipe(z.number().min(1, 'must be at least 1')),
+  /** Worker threads cleaning large card HTML at once at most (each ~70 MB, heap cap 256 MB), 1 to MAX_CARD_HTML_WORKERS. */
+  CARD_HTML_WORKERS: envInt(2).pipe(z.number().min(1, 'must be at least 1').max(MAX_CARD_HTML_WORKERS, `must be at most ${MAX_CARD_HTML_WORKERS} (worker threads of up to 256 MB of heap each)`)),
   /** Large cards waiting for a worker at most, and how long; beyond: UNAVAILABLE (HTTP 503). */
   CARD_HTML_QUEUE: envInt(16),
   CARD_HTML_QUEUE_WAIT_MS: envMs(5_000),

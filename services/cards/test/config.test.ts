@@ -40,3 +40,11 @@ describe('cards config: CARDS_GRPC_PORT', () => {
     expect(() => loadConfig(cardsConfigSchema, { CARDS_GRPC_PORT: '70000' })).toThrow(/CARDS_GRPC_PORT: must be a port from 0 to 65535/);
   });
 });
+
+describe('cards config: CARD_HTML_WORKERS', () => {
+  it('takes 1 to 32 worker threads; 100000 (a thread for each large card arriving at once) stops the start naming the range', () => {
+    expect(loadConfig(cardsConfigSchema, { CARD_HTML_WORKERS: '32' }).CARD_HTML_WORKERS).toBe(32);
+    expect(() => loadConfig(cardsConfigSchema, { CARD_HTML_WORKERS: '33' })).toThrow(/CARD_HTML_WORKERS: must be at most 32 \(worker threads/);
+    expect(() => loadConfig(cardsConfigSchema, { CARD_HTML_WORKERS: '100000' })).toThrow(ConfigError);
+  });
+});

@@ -3,6 +3,11 @@ import { envAddress, envIdempotencyKeyTtlHours, envInt, envMs, envPort, envUrl }
 
 const LOOPBACK = new Set(['127.0.0.1', '::1', 'localhost']);
 
+/** The most parser worker threads: each takes up to ~650 MB (docs/files.md), so 32 is ~21 GB; 100000 was taken. */
+export const MAX_PARSER_WORKERS = 32;
+/** The most CreateCard calls one ingestion has in flight. */
+export const MAX_INGESTION_CONCURRENCY = 64;
+
 export const filesConfigSchema = z
   .object({
     DATA_DIR: z.string().default('./data'),
@@ -46,7 +51,11 @@ export const filesConfigSchema = z
     MONGO_URL: z.string().optional(),
     /** How long the Idempotency-Key of a deleted file keeps refusing a repeat of its upload (409); then it uploads anew. */
     IDEMPOTENCY_KEY_TTL_HOURS: envIdempotencyKeyTtlHours(),
-    INGESTION_MAX_ATTEMPTS: envInt(8),
+    /**
+     * Attempts per ingestion and per file event before it fails (the dead letters), at least 1: 0 was taken and acted as
+     * 1 (the first attempt counted as the last), a setting saying "no attempt" that did one.
+     */
+    INGESTION_MAX_ATTEMPTS: envInt(8).pipe(z.number().min(1, 'must be at least 1 (the first attempt is one)')),
     /**
      * How long a deleted file's bytes are kept after its deletion, so a read of it under way (GET /api/file/:id over
      * several ReadFile calls, a raw download) completes from what was opened instead of being cut (0: removed at once).
@@ -72,7 +81,11 @@ export const filesConfigSchema = z
         }
         return n;
       }),
-    INGESTION_CONCURRENCY: envInt(4),
+    /**
+     * Cards of one document created at once (CreateCard calls in flight per ingestion), 1 to MAX_INGESTION_CONCURRENCY:
+     * 0 acted as 1, and 100000 sent every passage of a large document to the cards service at once.
+     */
+    INGESTION_CONCURRENCY: envInt(4).pipe(z.number().min(1, 'must be at least 1').max(MAX_INGESTION_CONCURRENCY, `must be at most ${MAX_INGESTION_CONCURRENCY} (cards created at once per document)`)),
     /**
      * How long a replica's claim of the file it ingests lasts unless renewed (every third of it while the attempt runs):
      * a file whose replica died is ingested by another after at most this (docs/files.md#fair-ingestion).
@@ -82,7 +95,7 @@ export const filesConfigSchema = z
      * Documents read at once (upload checks and ingestions together): each may run a parser worker of up to 512 MB of
      * heap (~650 MB of RSS measured at its cap), so this times that must fit the memory limit (docs/files.md).
      */
-    PARSER_WORKERS: envInt(2).pipe(z.number().min(1, 'must be at least 1')),
+    PARSER_WORKERS: envInt(2).pipe(z.number().min(1, 'must be at least 1').max(MAX_PARSER_WORKERS, `must be at most ${MAX_PARSER_WORKERS} (worker threads of up to ~650 MB each)`)),
     /** Uploads waiting for a parser worker at most; one more is answered UNAVAILABLE (HTTP 503) at once. */
     PARSER_QUEUE: envInt(4),
     /** How long an upload waits for a parser worker at most (within the gateway's GRPC_DEADLINE_MS with the 5 s check). */

@@ -100,3 +100,19 @@ describe('files config: MAX_FILE_BYTES', () => {
     expect(loadConfig(filesConfigSchema, { MAX_FILE_BYTES: '1' }).MAX_FILE_BYTES).toBe(1);
   });
 });
+
+describe('files config: attempts and work at once', () => {
+  it('stops the start at INGESTION_MAX_ATTEMPTS 0 (it acted as 1), naming it', () => {
+    expect(() => loadConfig(filesConfigSchema, { INGESTION_MAX_ATTEMPTS: '0' })).toThrow(/INGESTION_MAX_ATTEMPTS: must be at least 1/);
+    expect(loadConfig(filesConfigSchema, { INGESTION_MAX_ATTEMPTS: '1' }).INGESTION_MAX_ATTEMPTS).toBe(1);
+    expect(loadConfig(filesConfigSchema, {}).INGESTION_MAX_ATTEMPTS).toBe(8);
+  });
+
+  it('takes INGESTION_CONCURRENCY from 1 to 64 and PARSER_WORKERS from 1 to 32 threads; 0 or 100000 stops the start naming the range', () => {
+    expect(loadConfig(filesConfigSchema, {})).toMatchObject({ INGESTION_CONCURRENCY: 4, PARSER_WORKERS: 2 });
+    expect(loadConfig(filesConfigSchema, { INGESTION_CONCURRENCY: '64', PARSER_WORKERS: '32' })).toMatchObject({ INGESTION_CONCURRENCY: 64, PARSER_WORKERS: 32 });
+    expect(() => loadConfig(filesConfigSchema, { INGESTION_CONCURRENCY: '0' })).toThrow(/INGESTION_CONCURRENCY: must be at least 1/);
+    expect(() => loadConfig(filesConfigSchema, { INGESTION_CONCURRENCY: '100000' })).toThrow(/INGESTION_CONCURRENCY: must be at most 64/);
+    expect(() => loadConfig(filesConfigSchema, { PARSER_WORKERS: '100000' })).toThrow(/PARSER_WORKERS: must be at most 32 \(worker threads/);
+  });
+});

@@ -26,4 +26,16 @@ describe('verification config at its edges', () => {
     expect(Number.isNaN(new Date(Date.now() + longest.VERIFY_RETRY_BASE_MS * 2 ** (longest.VERIFY_MAX_ATTEMPTS - 2)).getTime())).toBe(false);
     expect(() => load({ VERIFY_MAX_ATTEMPTS: '100' })).toThrow(/VERIFY_MAX_ATTEMPTS: must be at most 20/);
   });
+
+  it('stops the start at VERIFY_MAX_ATTEMPTS 0 (it acted as 1), naming it', () => {
+    expect(() => load({ VERIFY_MAX_ATTEMPTS: '0' })).toThrow(/VERIFY_MAX_ATTEMPTS: must be at least 1/);
+    expect(load({ VERIFY_MAX_ATTEMPTS: '1' }).VERIFY_MAX_ATTEMPTS).toBe(1);
+  });
+
+  it('takes VERIFY_CONCURRENCY from 1 to 64; 0 (it acted as 1) or 100000 (every queued page fetched at once) stops the start naming the range', () => {
+    expect(load({}).VERIFY_CONCURRENCY).toBe(4);
+    expect(load({ VERIFY_CONCURRENCY: '64' }).VERIFY_CONCURRENCY).toBe(64);
+    expect(() => load({ VERIFY_CONCURRENCY: '0' })).toThrow(/VERIFY_CONCURRENCY: must be at least 1/);
+    expect(() => load({ VERIFY_CONCURRENCY: '100000' })).toThrow(/VERIFY_CONCURRENCY: must be at most 64/);
+  });
 });

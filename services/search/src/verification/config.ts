@@ -7,6 +7,9 @@ import { envBoolean, envInt, envMs } from '@cards/platform';
  */
 export const MAX_VERIFY_ATTEMPTS = 20;
 
+/** The most verifications at once (pages of up to VERIFY_MAX_BYTES held together; scoring runs on at most 2 threads). */
+export const MAX_VERIFY_CONCURRENCY = 64;
+
 /** Verification settings; merged into the search service's config schema. */
 export const verificationConfigFields = {
   /** Let verification fetch private, loopback and link-local addresses (never in production). */
@@ -24,8 +27,11 @@ export const verificationConfigFields = {
   VERIFY_TIMEOUT_MS: envMs(10_000, { min: 100 }),
   /** At least 1: 0 was taken and refused every page as 'larger than 0 bytes' (each card scored 0). */
   VERIFY_MAX_BYTES: envInt(5 * 1024 * 1024).pipe(z.number().min(1, 'must be at least 1 (bytes; 0 would refuse every page)')),
-  /** Verifications fetched and scored at once. */
-  VERIFY_CONCURRENCY: envInt(4),
+  /**
+   * Verifications fetched and scored at once, 1 to MAX_VERIFY_CONCURRENCY (each holds a page of up to VERIFY_MAX_BYTES):
+   * 0 acted as 1, and 100000 fetched every queued page at once.
+   */
+  VERIFY_CONCURRENCY: envInt(4).pipe(z.number().min(1, 'must be at least 1').max(MAX_VERIFY_CONCURRENCY, `must be at most ${MAX_VERIFY_CONCURRENCY} (pages fetched and scored at once)`)),
   /**
    * Most verifications of one author running at once, counted over the whole queue (with MongoDB: every replica's);
    * 0 or unset: half of VERIFY_CONCURRENCY, rounded up. Jobs are claimed fairly across authors whatever it is.
@@ -35,7 +41,7 @@ export const verificationConfigFields = {
    * Attempts per page: transient fetch failures (timeouts, resets, 5xx, 429) and runs cut off before finishing (the
    * process died) both count; then the page scores 0 (cut off: unfetched, so a page that crashes the process ends).
    */
-  VERIFY_MAX_ATTEMPTS: envInt(3).pipe(z.number().max(MAX_VERIFY_ATTEMPTS, `must be at most ${MAX_VERIFY_ATTEMPTS}`)),
+  VERIFY_MAX_ATTEMPTS: envInt(3).pipe(z.number().min(1, 'must be at least 1 (the first attempt is one; 0 acted as 1)').max(MAX_VERIFY_ATTEMPTS, `must be at most ${MAX_VERIFY_ATTEMPTS}`)),
   /** The wait before the first retry, doubled at each next one; with MAX_VERIFY_ATTEMPTS the last wait stays a date. */
   VERIFY_RETRY_BASE_MS: envMs(1000),
   /** Longest time one page may take to score (token_set_ratio is quadratic in text length). */

@@ -826,6 +826,46 @@ export function describeCardIndexContract(name: string, factory: () => Promise<C
       expect(await found('!!! ... ---')).toEqual({ query: '!!! ... ---', found: [] });
     });
 
+    test('a name written with signs (C++, C#, F#, .NET, node.js, C++17) finds the cards holding it first, then those holding its parts; "C" alone finds both', async () => {
+      const cpp = aCard().saying('Templates and RAII in modern C++ make resource handling safe').build();
+      const cpp17 = aCard().saying('Structured bindings arrived with C++17, and so did std::optional').build();
+      const sharp = aCard().saying('LINQ queries in C#, read like SQL over collections').build();
+      const c = aCard().saying('The C language leaves memory management to the programmer').build();
+      const fsharp = aCard().saying('Pipelines in F# read from left to right').build();
+      const dotnet = aCard().saying('The .NET runtime compiles to an intermediate language').build();
+      const net = aCard().saying('A fishing net dried in the harbour all afternoon').build();
+      const nodejs = aCard().saying('Streams in node.js handle back-pressure for you').build();
+      const apart = aCard().saying('Each node of the tree is a JS object with children').build();
+      for (const card of [cpp, cpp17, sharp, c, fsharp, dotnet, net, nodejs, apart]) await index.upsert(card);
+      const ranked = async (query: string) => (await index.matchText(query, everything(), firstPage)).hits;
+      /** The hits in groups of one score, best first, each group's ids sorted (ties may come in any order). */
+      const groups = async (query: string) => {
+        const out: string[][] = [];
+        let last: number | undefined;
+        for (const hit of await ranked(query)) {
+          if (last === undefined || Math.abs(hit.score - last) > 1e-4) out.push([]);
+          out[out.length - 1]!.push(hit.cardId);
+          last = hit.score;
+        }
+        return { query, groups: out.map((g) => g.sort()) };
+      };
+      // The cards saying C++ (C++17 is C++ too) first; those holding only its part "c", lower.
+      expect(await groups('C++')).toEqual({ query: 'C++', groups: [[cpp.cardId, cpp17.cardId].sort(), [sharp.cardId, c.cardId].sort()] });
+      expect(await groups('c++')).toEqual({ query: 'c++', groups: [[cpp.cardId, cpp17.cardId].sort(), [sharp.cardId, c.cardId].sort()] });
+      expect(await groups('C#')).toEqual({ query: 'C#', groups: [[sharp.cardId], [cpp.cardId, cpp17.cardId, c.cardId].sort()] });
+      expect(await groups('F#')).toEqual({ query: 'F#', groups: [[fsharp.cardId]] });
+      expect(await groups('.NET')).toEqual({ query: '.NET', groups: [[dotnet.cardId], [net.cardId]] });
+      expect(await groups('node.js')).toEqual({ query: 'node.js', groups: [[nodejs.cardId], [apart.cardId]] });
+      expect((await ranked('C++17')).map((h) => h.cardId)[0]).toBe(cpp17.cardId);
+      // A name among other words: the card holding it first.
+      expect((await ranked('C++ templates')).map((h) => h.cardId)[0]).toBe(cpp.cardId);
+      // The part alone finds every card holding it, the names included, alike.
+      expect(await groups('C')).toEqual({ query: 'C', groups: [[cpp.cardId, cpp17.cardId, sharp.cardId, c.cardId].sort()] });
+      expect(await groups('net')).toEqual({ query: 'net', groups: [[dotnet.cardId, net.cardId].sort()] });
+      // Written alone as well as in the name: the part counts in full.
+      expect(await groups('C, C++')).toEqual({ query: 'C, C++', groups: [[cpp.cardId, cpp17.cardId, sharp.cardId, c.cardId].sort()] });
+    });
+
     test('Chinese in traditional and in simplified characters find each other, words and phrases; Japanese kanji fold alike', async () => {
       const traditional = aCard().saying('我昨天一個人去圖書館看書').build();
       const simplified = aCard().saying('这个图书馆很大，一个人也没有').build();

@@ -284,7 +284,7 @@ const JAMO = /[\u1100-\u11ff]/;
  * stem never does.
  */
 export function isExtraIndexWord(word: string): boolean {
-  if (word.startsWith(SYLLABLE_STEM_MARK)) return true;
+  if (word.startsWith(SYLLABLE_STEM_MARK) || isSymbolName(word)) return true;
   if (!JAMO.test(word)) return false;
   const composed = word.normalize('NFC');
   const particle = KOREAN_PARTICLE_ENDING.exec(composed);
@@ -336,15 +336,75 @@ export function koreanSearchWord(word: string): string {
   return HANGUL_SYLLABLE.test(word) ? koreanForms(word).stem : word;
 }
 
-/** The words of a text before Korean words are read: folded, unspaced scripts split. */
-function foldedWords(text: string): { words: string[]; korean: boolean; prefixed: boolean } {
+/**
+ * The words of a text before Korean words are read: folded, unspaced scripts split; and `names`, the names written
+ * with signs it holds (symbolNames), each time it holds one.
+ */
+function foldedWords(text: string): { words: string[]; korean: boolean; prefixed: boolean; names: string[] } {
   const lower = text.toLowerCase();
-  if (ASCII.test(lower)) return { words: foldedTextWords(lower, true), korean: false, prefixed: false };
+  if (ASCII.test(lower)) return { words: foldedTextWords(lower, true), korean: false, prefixed: false, names: symbolNames(lower) };
   // A soft hyphen (U+00AD) only marks where a word may break: "soft\u00ADhyphen" is the word "softhyphen", in a query
   // as in a card (cards drop it from their content, but ones stored before may hold it).
   const folded = foldedText(lower.includes(SOFT_HYPHEN) ? lower.replaceAll(SOFT_HYPHEN, '') : lower);
-  return { words: UNSPACED.test(folded) ? unspacedWords(HAN.test(folded) ? simplifiedChinese(folded) : folded) : foldedTextWords(folded, false), korean: HANGUL_SYLLABLE.test(folded), prefixed: PREFIXING_LETTER.test(folded) };
+  return {
+    words: UNSPACED.test(folded) ? unspacedWords(HAN.test(folded) ? simplifiedChinese(folded) : folded) : foldedTextWords(folded, false),
+    korean: HANGUL_SYLLABLE.test(folded),
+    prefixed: PREFIXING_LETTER.test(folded),
+    names: symbolNames(folded),
+  };
 }
+
+/** A letter of the alphabets names written with signs are read in (Latin, Greek, Cyrillic). */
+const NAME_LETTER = String.raw`[\p{sc=Latin}\p{sc=Greek}\p{sc=Cyrillic}]`;
+/** A part of such a name: a letter, then letters, digits and combining marks. */
+const NAME_PART = String.raw`${NAME_LETTER}[\p{sc=Latin}\p{sc=Greek}\p{sc=Cyrillic}\p{N}\p{M}]*`;
+/**
+ * A name whose signs are part of it (symbolNames): a leading dot before letters (.net), dotted parts (node.js,
+ * asp.net, socket.io), a name followed by ++ or # (c++, c#, f#), with a version's digits after (c++17). Not inside a
+ * word, nor after another sign or dot ("#climate" and "...and" are no names); "3.14", "v1.2" and "$100" are none
+ * either (each part starts with a letter). A match holding no sign (a plain word) is not a name.
+ */
+const SYMBOL_NAME = new RegExp(
+  String.raw`(?<![\p{sc=Latin}\p{sc=Greek}\p{sc=Cyrillic}\p{N}\p{M}.'+#])\.?${NAME_PART}(?:\.${NAME_PART})*(?:(?:\+\+|#)\p{N}*)?(?![\p{sc=Latin}\p{sc=Greek}\p{sc=Cyrillic}\p{N}\p{M}+#])`,
+  'gu',
+);
+/** Whether a text may hold a name written with signs: a dot before a letter, ++ or #. */
+const MAY_HOLD_SYMBOL_NAME = /\.\p{L}|\+\+|#/u;
+/** The version a name ending in ++ or # is followed by (c++17, c#10). */
+const NAME_VERSION = /(?<=\+\+|#)\p{N}+$/u;
+
+/**
+ * The names written with signs of a lower-cased, folded text, each time it holds one, in order: a word whose signs
+ * are part of its name (SYMBOL_NAME: "C++", "C#", "F#", ".NET", "node.js", "C++17"), which the word tokenizer reads
+ * as its parts alone ("c"; "node" and "js"; "c" and "17"). Full-text search lists a card under these names too
+ * (indexWords' extra forms) and looks for a query's names before their parts (queryTerms), so "C++" finds the cards
+ * saying C++ first and "C" still finds both. At most SEARCH_WORD_CHARACTERS characters (a longer run is no name).
+ */
+export function symbolNames(text: string): string[] {
+  if (!MAY_HOLD_SYMBOL_NAME.test(text)) return [];
+  const out: string[] = [];
+  for (const match of text.matchAll(SYMBOL_NAME)) {
+    const name = match[0];
+    if (name.length <= SEARCH_WORD_CHARACTERS && isSymbolName(name)) out.push(name);
+  }
+  return out;
+}
+
+/** Whether an indexed word is a name written with signs (symbolNames): no word the tokenizer gives holds . + or #. */
+function isSymbolName(word: string): boolean {
+  return word.includes('.') || word.includes('+') || word.includes('#');
+}
+
+/** The words a name written with signs is read as by the tokenizer (c++ is c, node.js node and js). */
+function symbolNameParts(name: string): string[] {
+  return name.match(WORD) ?? [];
+}
+
+/**
+ * How alike a query's name written with signs and one of its parts alone are ("C++" and a card saying C, ".NET" and
+ * one saying net): such cards are found after those holding the name, as a phrase holding a word's variant is.
+ */
+export const SYMBOL_NAME_PART_MATCH = 0.5;
 
 /** A Han character (Chinese, and the kanji of Japanese). */
 const HAN = /\p{scx=Han}/u;
@@ -414,9 +474,16 @@ export function searchWords(text: string): string[] {
  * 마 of 마을). Both indexes list a card under all.
  */
 export function indexWords(text: string): { sequence: string[]; extra: string[] } {
-  const { words: split, korean, prefixed } = foldedWords(text);
-  if (!korean && !prefixed) return { sequence: split, extra: [] };
+  const { words: split, korean, prefixed, names } = foldedWords(text);
+  if (!korean && !prefixed && names.length === 0) return { sequence: split, extra: [] };
   const extra = new Set<string>();
+  // Names written with signs (c++, node.js), and a versioned one without its version too (c++17 is c++).
+  for (const name of names) {
+    extra.add(name);
+    const version = NAME_VERSION.exec(name);
+    if (version) extra.add(name.slice(0, version.index));
+  }
+  if (!korean && !prefixed) return { sequence: split, extra: [...extra] };
   const sequence = split.map((word) => {
     if (!HANGUL_SYLLABLE.test(word)) {
       if (prefixed) for (const form of withoutPrefixes(word)) extra.add(SYLLABLE_STEM_MARK + form);
@@ -497,10 +564,11 @@ export function tellingTerms(terms: readonly QueryTerm[], frequency: (word: stri
  * use these terms, through bestFormMatches.
  */
 export function queryTerms(text: string): { sequence: string[]; terms: QueryTerm[] } {
-  const { words: split, korean, prefixed } = foldedWords(text);
+  const { words: split, korean, prefixed, names } = foldedWords(text);
   if (!korean && !prefixed) {
     const sequence = split;
-    return { sequence, terms: [...new Set(sequence)].slice(0, QUERY_WORDS_READ).map((word) => ({ word, forms: [{ word, factor: 1, variants: !isSymbolWord(word) }] })) };
+    const terms = [...new Set(sequence)].slice(0, QUERY_WORDS_READ).map((word) => ({ word, forms: [{ word, factor: 1, variants: !isSymbolWord(word) }] }));
+    return { sequence, terms: names.length === 0 ? terms : withSymbolNames(terms, sequence, names) };
   }
   const sequence: string[] = [];
   const terms = new Map<string, Map<string, TermForm>>();
@@ -541,7 +609,36 @@ export function queryTerms(text: string): { sequence: string[]; terms: QueryTerm
       term.set(form.word, had === undefined ? form : { word: form.word, factor: Math.max(had.factor, form.factor), variants: had.variants || form.variants });
     }
   }
-  return { sequence, terms: [...terms].map(([word, forms]) => ({ word, forms: [...forms.values()] })) };
+  const read = [...terms].map(([word, forms]) => ({ word, forms: [...forms.values()] }));
+  return { sequence, terms: names.length === 0 ? read : withSymbolNames(read, sequence, names) };
+}
+
+/**
+ * A query's terms with the names written with signs it holds (symbolNames) looked for first: each part of a name (c of
+ * "C++", node and js of "node.js") matches the name exactly, at 1, and its own forms at SYMBOL_NAME_PART_MATCH, unless
+ * the query also writes the part alone ("C++ or C": c at 1 too). So a card holding the name ranks above one holding its
+ * parts only, which is still found, lower; a query of the part alone ("C") matches both alike.
+ */
+function withSymbolNames(terms: readonly QueryTerm[], sequence: readonly string[], names: readonly string[]): QueryTerm[] {
+  const namesOf = new Map<string, Set<string>>();
+  const inNames = new Map<string, number>();
+  for (const name of names) {
+    for (const part of symbolNameParts(name)) {
+      let of = namesOf.get(part);
+      if (of === undefined) namesOf.set(part, (of = new Set()));
+      of.add(name);
+      inNames.set(part, (inNames.get(part) ?? 0) + 1);
+    }
+  }
+  const written = new Map<string, number>();
+  for (const word of sequence) if (namesOf.has(word)) written.set(word, (written.get(word) ?? 0) + 1);
+  return terms.map((term) => {
+    const of = namesOf.get(term.word);
+    if (of === undefined) return term;
+    const alone = (written.get(term.word) ?? 0) > inNames.get(term.word)!;
+    const partForms = alone ? term.forms : term.forms.map((form) => ({ ...form, factor: form.factor * SYMBOL_NAME_PART_MATCH }));
+    return { word: term.word, forms: [...[...of].map((name) => ({ word: name, factor: 1, variants: false })), ...partForms] };
+  });
 }
 
 /**

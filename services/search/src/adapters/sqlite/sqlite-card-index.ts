@@ -133,7 +133,10 @@ export class SqliteCardIndex implements CardIndex {
   private tags: (string[] | undefined)[] = [];
   private links: string[] = [];
   private readonly slotWords = new WordSequences();
-  /** Per slot of a card with Korean words: the ids of their other forms (indexWords' extra), listed beside slotWords. */
+  /**
+   * Per slot of a card with words of other forms (indexWords' extra: Korean words as written, Arabic and Hebrew words
+   * without their prefixes, names written with signs such as c++ and node.js): their ids, listed beside slotWords.
+   */
   private readonly slotExtraWords = new Map<number, Int32Array>();
   private readonly slotOf = new Map<string, number>();
   private readonly authorIds = new Map<string, number>();
@@ -731,7 +734,7 @@ export class SqliteCardIndex implements CardIndex {
     const { sequence, extra } = indexWords(card.content);
     const wordIds = this.lexicon.intern(sequence);
     this.slotWords.set(slot, wordIds);
-    // A card with Korean words is also listed under their other forms (as written, one-syllable stems): kept per slot.
+    // A card is also listed under its words' other forms (Korean words as written, names such as c++): kept per slot.
     if (extra.length > 0) this.slotExtraWords.set(slot, this.lexicon.intern(extra));
     this.lexicon.addPostings(slot, this.postedWords(slot), card.private ? author : PUBLIC);
     this.slotOf.set(card.cardId, slot);
@@ -750,7 +753,7 @@ export class SqliteCardIndex implements CardIndex {
     this.freeSlots.push(slot);
   }
 
-  /** The word ids a slot is listed under: its word sequence, and the other forms of its Korean words. */
+  /** The word ids a slot is listed under: its word sequence, and its words' other forms (indexWords' extra). */
   private postedWords(slot: number): Int32Array {
     const sequence = this.slotWords.get(slot)!;
     const extra = this.slotExtraWords.get(slot);

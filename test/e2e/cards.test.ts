@@ -304,6 +304,27 @@ describe('PUT /api/card/update with If-Match (the ETag of GET /api/card/:card_id
     expect((await alice.client.get(`/api/card/${card.id}`)).json.link).toBe('https://example.com/three');
     expect(stale).not.toBe((await alice.client.get(`/api/card/${card.id}`)).headers.get('etag'));
   });
+
+  it("answers the card's new ETag with the 204 of an update, the one GET answers: a second save with it needs no read between", async () => {
+    const { card_metadata: card } = await createCard(alice);
+    const read = (await alice.client.get(`/api/card/${card.id}`)).headers.get('etag')!;
+    const first = await update(alice, { card_uuid: card.id, link: 'https://example.com/first-save' }, read);
+    expect(first.status).toBe(204);
+    const next = first.headers.get('etag');
+    expect(next).toMatch(/^"\d+"$/);
+    expect(next).not.toBe(read.replace(/^W\//, ''));
+    expect((await alice.client.request('GET', `/api/card/${card.id}`, undefined, { 'accept-encoding': 'identity' })).headers.get('etag')).toBe(next);
+    // The second save of the same form, on its first save's tag: written, not refused 412 by that first save.
+    const second = await update(alice, { card_uuid: card.id, private: true }, next!);
+    expect(second.status).toBe(204);
+    const now = await alice.client.request('GET', `/api/card/${card.id}`, undefined, { 'accept-encoding': 'identity' });
+    expect([now.json.link, now.json.private]).toEqual(['https://example.com/first-save', true]);
+    expect(now.headers.get('etag')).toBe(second.headers.get('etag'));
+    // A save that changes nothing answers the version it found; a stale tag is still refused.
+    const unchanged = await update(alice, { card_uuid: card.id, private: true });
+    expect([unchanged.status, unchanged.headers.get('etag')]).toEqual([204, second.headers.get('etag')]);
+    expect((await update(alice, { card_uuid: card.id, link: 'https://example.com/stale' }, next!)).status).toBe(412);
+  });
 });
 
 describe('DELETE /api/card/:card_id', () => {

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { connectMongo, createLogger, type MongoConnection } from '@cards/platform';
+import { ChangedSinceReadError, connectMongo, createLogger, type MongoConnection } from '@cards/platform';
 import { openMongoCardsStore } from '../src/adapters/mongo';
 import { CardService } from '../src/application/card-service';
 import { engineForSuite } from '../../../test/engines/suite';
@@ -73,6 +73,18 @@ if (skipReason) {
         expect(roots[0]!.id).toBe(earliest.id);
         for (const c of stored) if (c.id !== earliest.id) expect(c.collisionOf).toBe(earliest.id);
       }
+    });
+
+    it("answer an update's version as MongoDB stored it: the other replica reads it and writes the next update on it, and refuses a stale one", async () => {
+      const [one, other] = replicas as [Awaited<ReturnType<typeof replica>>, Awaited<ReturnType<typeof replica>>];
+      const { card } = await one.service.createCard({ callerId: 'editor', cardHtml: `<p>${someContent()}</p>`, link: '', private: false, tags: [] });
+      const first = await one.service.updateCard({ callerId: 'editor', cardId: card.id, link: 'https://example.com/first', ifUpdatedAt: card.updatedAt });
+      expect((await other.service.getCard(card.id, 'editor')).updatedAt.getTime()).toBe(first.getTime());
+      const second = await other.service.updateCard({ callerId: 'editor', cardId: card.id, private: true, ifUpdatedAt: first });
+      expect(second.getTime()).toBeGreaterThan(first.getTime());
+      await expect(one.service.updateCard({ callerId: 'editor', cardId: card.id, link: 'https://example.com/stale', ifUpdatedAt: first })).rejects.toThrow(ChangedSinceReadError);
+      const stored = await one.service.getCard(card.id, 'editor');
+      expect([stored.link, stored.private, stored.updatedAt.getTime()]).toEqual(['https://example.com/first', true, second.getTime()]);
     });
   });
 }

@@ -215,6 +215,40 @@ describe('CardService', () => {
       );
       expect((await cards.findById(made.card.id))!.link).toBe('https://example.com/landed-between');
     });
+
+    it('answers the version it wrote, on which the next update is written without reading the card again', async () => {
+      const { service, cards } = setup();
+      const made = await create(service, 'alice');
+      const first = await service.updateCard({ callerId: 'alice', cardId: made.card.id, link: 'https://example.com/first', ifUpdatedAt: made.card.updatedAt });
+      expect(first.getTime()).toBeGreaterThan(made.card.updatedAt.getTime());
+      expect((await cards.findById(made.card.id))!.updatedAt.getTime()).toBe(first.getTime());
+      const second = await service.updateCard({ callerId: 'alice', cardId: made.card.id, private: true, ifUpdatedAt: first });
+      expect(second.getTime()).toBeGreaterThan(first.getTime());
+      // Nothing to change: the version it found, which the card still has.
+      expect((await service.updateCard({ callerId: 'alice', cardId: made.card.id, private: true, ifUpdatedAt: second })).getTime()).toBe(second.getTime());
+      const now = (await cards.findById(made.card.id))!;
+      expect([now.link, now.private, now.updatedAt.getTime()]).toEqual(['https://example.com/first', true, second.getTime()]);
+    });
+
+    it("answers its own write's version, not that of a save landing right after it, which the next update on it does not replace", async () => {
+      const { service, replica, cards } = setup();
+      const made = await create(service, 'alice');
+      const write = cards.update.bind(cards);
+      let landed = false;
+      jest.spyOn(cards, 'update').mockImplementation(async (...args) => {
+        await write(...args);
+        if (!landed) {
+          landed = true;
+          await replica().updateCard({ callerId: 'alice', cardId: made.card.id, link: 'https://example.com/landed-after' });
+        }
+      });
+      const mine = await service.updateCard({ callerId: 'alice', cardId: made.card.id, link: 'https://example.com/mine', ifUpdatedAt: made.card.updatedAt });
+      const now = (await cards.findById(made.card.id))!;
+      expect(now.link).toBe('https://example.com/landed-after');
+      expect(mine.getTime()).toBeLessThan(now.updatedAt.getTime());
+      await expect(service.updateCard({ callerId: 'alice', cardId: made.card.id, link: 'https://example.com/mine-again', ifUpdatedAt: mine })).rejects.toThrow(ChangedSinceReadError);
+      expect((await cards.findById(made.card.id))!.link).toBe('https://example.com/landed-after');
+    });
   });
 
   it('an edited root announced by search stays a root beside a near copy of its new text', async () => {
@@ -862,7 +896,7 @@ describe('CardService', () => {
     const deleted = await create(service, 'alice');
     // The author's change lands right after castVote read the card (as a request from another tab would).
     const findById = cards.findById.bind(cards);
-    const changes = new Map<string, () => Promise<void>>([
+    const changes = new Map<string, () => Promise<unknown>>([
       [madePrivate.card.id, () => service.updateCard({ callerId: 'alice', cardId: madePrivate.card.id, private: true })],
       [deleted.card.id, () => service.deleteCard('alice', deleted.card.id)],
     ]);

@@ -39,7 +39,7 @@ beforeAll(async () => {
             if (req.link === ownShareLink) throw new ResourceExhaustedError(OWN_CLEANS_BUSY);
             throw new ServiceBusyError(CLEANERS_BUSY);
           },
-          async updateCard(req) {
+          async updateCardVersioned(req) {
             if (req.cardId === ownShareCard) throw new ResourceExhaustedError(OWN_CLEANS_BUSY);
             throw new ServiceBusyError(CLEANERS_BUSY);
           },

@@ -619,12 +619,14 @@ export class CardService {
    * (StaleCardError), the change is worked out again on the fresh card, so a concurrent edit never writes back an old
    * privacy (or anything else it did not change). A privacy sent by the owner is their choice, even the one the card
    * has: it clears the mark of a card its file hid, so making the file public later leaves the card as chosen.
+   * Answers the card's version (updatedAt) as this update left it: the one its own conditional write stored, or the one
+   * it found when there was nothing to change; never read again, so never a later writer's.
    */
-  async updateCard(input: UpdateCardInput): Promise<void> {
+  async updateCard(input: UpdateCardInput): Promise<Date> {
     return this.changeCard(input, 'owner');
   }
 
-  private async changeCard(input: UpdateCardInput, privacyBy: PrivacyChangedBy): Promise<void> {
+  private async changeCard(input: UpdateCardInput, privacyBy: PrivacyChangedBy): Promise<Date> {
     const callerId = requireCaller(input.callerId);
     for (let attempt = 1; ; attempt++) {
       try {
@@ -636,7 +638,7 @@ export class CardService {
     }
   }
 
-  private async updateCardOnce(input: UpdateCardInput, callerId: string, privacyBy: PrivacyChangedBy): Promise<void> {
+  private async updateCardOnce(input: UpdateCardInput, callerId: string, privacyBy: PrivacyChangedBy): Promise<Date> {
     const card = await this.ownCard(input.cardId, callerId);
     // The caller's version (If-Match): a card changed since is refused; one still at it is written with ifUpdatedAt
     // (card.updatedAt, the same instant), so a change landing between this read and the write fails the write
@@ -686,7 +688,7 @@ export class CardService {
     // starts no new verification.
     const htmlChanged = next.cardHtml !== card.cardHtml;
     const changes = { contentChanged: next.content !== card.content, linkChanged: next.link !== card.link, privacyChanged: next.private !== card.private };
-    if (!htmlChanged && !changes.contentChanged && !changes.linkChanged && !changes.privacyChanged && isHiddenByFile(next) === isHiddenByFile(card)) return;
+    if (!htmlChanged && !changes.contentChanged && !changes.linkChanged && !changes.privacyChanged && isHiddenByFile(next) === isHiddenByFile(card)) return card.updatedAt;
     // A score says how well the card matches the page it cites: without a link there is no such page, and a changed
     // link cites another one (its own result, when it comes, is stored then).
     const clearVerification = changes.linkChanged && (card.verificationScore !== null || card.verifiedAt !== null);
@@ -709,6 +711,8 @@ export class CardService {
     if (reviewsCollisions) await this.detachLateCollisions(next, card.id, textChanged);
     // As for a new collision: the root may have been made private, deleted or joined under another meanwhile.
     if (givenBackUnder) await this.recheckRoot(next, givenBackUnder);
+    // The version the write above stored (its ifUpdatedAt condition held, so this and nothing else is the card's now).
+    return next.updatedAt;
   }
 
   private async isCopyOfCard(cardId: string, content: string): Promise<boolean> {
@@ -891,7 +895,9 @@ export class CardService {
       {
         cards: this.deps.cards,
         collections: this.deps.collections,
-        changeCardPrivacy: (cardId) => this.changeCard({ callerId: ownerId, cardId, private: isPrivate }, 'file'),
+        changeCardPrivacy: async (cardId) => {
+          await this.changeCard({ callerId: ownerId, cardId, private: isPrivate }, 'file');
+        },
         now: () => this.now(),
       },
       fileId,

@@ -41,6 +41,9 @@ const collectionToProto = (c: Collection): cards.Collection => ({
   fileId: c.fileId ?? undefined,
 });
 
+/** UpdateCard and UpdateCardVersioned carry the same request. */
+const updateCardInput = (req: cards.UpdateCardRequest) => ({ callerId: req.callerId, cardId: req.cardId, link: req.link, cardHtml: req.cardHtml, private: req.private, ifUpdatedAt: req.ifUpdatedAt });
+
 /** gRPC face of the cards use cases; no rules here. */
 export function cardsHandlers(cardService: CardService, collectionService: CollectionService): cards.CardServiceImplementation {
   return {
@@ -68,8 +71,11 @@ export function cardsHandlers(cardService: CardService, collectionService: Colle
       return { groups: part.groups.map(groupToProto), nextPageToken: part.next ?? '' };
     },
     async updateCard(req) {
-      await cardService.updateCard({ callerId: req.callerId, cardId: req.cardId, link: req.link, cardHtml: req.cardHtml, private: req.private, ifUpdatedAt: req.ifUpdatedAt });
+      await cardService.updateCard(updateCardInput(req));
       return {};
+    },
+    async updateCardVersioned(req) {
+      return { updatedAt: await cardService.updateCard(updateCardInput(req)) };
     },
     async deleteCard(req) {
       await cardService.deleteCard(req.callerId, req.cardId);

@@ -1,5 +1,7 @@
 import type { Router } from 'express';
+import { ClientError, Status } from 'nice-grpc';
 import { z } from 'zod';
+import type { cards } from '@cards/proto';
 import type { RouteDeps } from '../app';
 import { cardEtag, ifMatchVersion } from '../http/card-version';
 import { idempotencyOf } from '../http/idempotency-key';
@@ -7,6 +9,20 @@ import { requireUser } from '../http/session';
 import { looseBoolean, parseBody, refuseUnreadableBody, tagList, uuidParam, uuidString } from '../http/validation';
 import { presentCard, presentCards } from '../presenters/card-presenter';
 import { presentUser } from '../presenters/user-presenter';
+
+/**
+ * UpdateCardVersioned, or UpdateCard on a cards service that predates it (UNIMPLEMENTED: nothing was written), which
+ * answers no version (undefined: the 204 carries no ETag, as before).
+ */
+async function updateCardVersioned(clients: RouteDeps['clients'], request: cards.UpdateCardRequest): Promise<Date | undefined> {
+  try {
+    return (await clients.cards.updateCardVersioned(request)).updatedAt;
+  } catch (err) {
+    if (!(err instanceof ClientError && err.code === Status.UNIMPLEMENTED)) throw err;
+    await clients.cards.updateCard(request);
+    return undefined;
+  }
+}
 
 const requiredString = (max: number) =>
   z.string({ required_error: 'is required', invalid_type_error: 'must be a string' }).max(max, `must be at most ${max} characters`);
@@ -59,7 +75,11 @@ export function registerCardRoutes(router: Router, { clients }: RouteDeps): void
     const body = parseBody(updateCardBody, req);
     // Optional If-Match (the card's ETag as read): checked and written in one step by the cards service, 412 when the card changed since.
     const ifUpdatedAt = ifMatchVersion(req);
-    await clients.cards.updateCard({ callerId: user.id, cardId: body.card_uuid, link: body.link === null ? '' : body.link, cardHtml: body.card_html, private: body.private, ifUpdatedAt });
+    const request = { callerId: user.id, cardId: body.card_uuid, link: body.link === null ? '' : body.link, cardHtml: body.card_html, private: body.private, ifUpdatedAt };
+    // The card's version as this update left it, from the update's own write (not read again, so never a later
+    // writer's): the ETag of the next If-Match, so a client saving twice need not read the card between.
+    const updatedAt = await updateCardVersioned(clients, request);
+    if (updatedAt) res.setHeader('etag', cardEtag(updatedAt));
     res.status(204).end();
   });
 

@@ -130,6 +130,15 @@ export interface UpdateCardRequest {
   ifUpdatedAt?: Date | undefined;
 }
 
+export interface UpdateCardVersionedResponse {
+  /**
+   * The card's updated_at as this update left it: the version its own conditional write stored (not read again, so
+   * never a later writer's), or the one it found when there was nothing to change. What GetCard's updated_at (and the
+   * gateway's ETag) is until the next change, for the caller's next if_updated_at without reading the card again.
+   */
+  updatedAt?: Date | undefined;
+}
+
 export interface DeleteCardRequest {
   callerId: string;
   cardId: string;
@@ -1664,6 +1673,79 @@ export const UpdateCardRequest: MessageFns<UpdateCardRequest> = {
     message.cardHtml = object.cardHtml ?? undefined;
     message.private = object.private ?? undefined;
     message.ifUpdatedAt = object.ifUpdatedAt ?? undefined;
+    return message;
+  },
+};
+
+function createBaseUpdateCardVersionedResponse(): UpdateCardVersionedResponse {
+  return { updatedAt: undefined };
+}
+
+export const UpdateCardVersionedResponse: MessageFns<UpdateCardVersionedResponse> = {
+  encode(message: UpdateCardVersionedResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.updatedAt !== undefined) {
+      Timestamp.encode(toTimestamp(message.updatedAt), writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): UpdateCardVersionedResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseUpdateCardVersionedResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.updatedAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): UpdateCardVersionedResponse {
+    return {
+      updatedAt: isSet(object.updatedAt)
+        ? fromJsonTimestamp(object.updatedAt)
+        : isSet(object.updated_at)
+        ? fromJsonTimestamp(object.updated_at)
+        : undefined,
+    };
+  },
+
+  toJSON(message: UpdateCardVersionedResponse): unknown {
+    const obj: any = {};
+    if (message.updatedAt !== undefined) {
+      obj.updatedAt = message.updatedAt.toISOString();
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<UpdateCardVersionedResponse>): UpdateCardVersionedResponse {
+    return UpdateCardVersionedResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<UpdateCardVersionedResponse>): UpdateCardVersionedResponse {
+    const message = createBaseUpdateCardVersionedResponse();
+    message.updatedAt = object.updatedAt ?? undefined;
     return message;
   },
 };
@@ -4819,6 +4901,19 @@ export const CardServiceDefinition = {
       responseStream: false,
       options: {},
     },
+    /**
+     * The same update, answering the card's version after it (the gateway's ETag for the next If-Match). A separate RPC
+     * because UpdateCard's answer, Empty, can take no field and its type may not change (buf breaking); a gateway whose
+     * cards service predates it (UNIMPLEMENTED, nothing written) calls UpdateCard and answers no ETag.
+     */
+    updateCardVersioned: {
+      name: "UpdateCardVersioned",
+      requestType: UpdateCardRequest as typeof UpdateCardRequest,
+      requestStream: false,
+      responseType: UpdateCardVersionedResponse as typeof UpdateCardVersionedResponse,
+      responseStream: false,
+      options: {},
+    },
     deleteCard: {
       name: "DeleteCard",
       requestType: DeleteCardRequest as typeof DeleteCardRequest,
@@ -4996,6 +5091,15 @@ export interface CardServiceImplementation<CallContextExt = {}> {
     context: CallContext & CallContextExt,
   ): Promise<DeepPartial<GetCardGroupsResponse>>;
   updateCard(request: UpdateCardRequest, context: CallContext & CallContextExt): Promise<DeepPartial<Empty>>;
+  /**
+   * The same update, answering the card's version after it (the gateway's ETag for the next If-Match). A separate RPC
+   * because UpdateCard's answer, Empty, can take no field and its type may not change (buf breaking); a gateway whose
+   * cards service predates it (UNIMPLEMENTED, nothing written) calls UpdateCard and answers no ETag.
+   */
+  updateCardVersioned(
+    request: UpdateCardRequest,
+    context: CallContext & CallContextExt,
+  ): Promise<DeepPartial<UpdateCardVersionedResponse>>;
   deleteCard(request: DeleteCardRequest, context: CallContext & CallContextExt): Promise<DeepPartial<Empty>>;
   countCards(request: Empty, context: CallContext & CallContextExt): Promise<DeepPartial<CountCardsResponse>>;
   castVote(request: CastVoteRequest, context: CallContext & CallContextExt): Promise<DeepPartial<Vote>>;
@@ -5076,6 +5180,15 @@ export interface CardServiceClient<CallOptionsExt = {}> {
     options?: CallOptions & CallOptionsExt,
   ): Promise<GetCardGroupsResponse>;
   updateCard(request: DeepPartial<UpdateCardRequest>, options?: CallOptions & CallOptionsExt): Promise<Empty>;
+  /**
+   * The same update, answering the card's version after it (the gateway's ETag for the next If-Match). A separate RPC
+   * because UpdateCard's answer, Empty, can take no field and its type may not change (buf breaking); a gateway whose
+   * cards service predates it (UNIMPLEMENTED, nothing written) calls UpdateCard and answers no ETag.
+   */
+  updateCardVersioned(
+    request: DeepPartial<UpdateCardRequest>,
+    options?: CallOptions & CallOptionsExt,
+  ): Promise<UpdateCardVersionedResponse>;
   deleteCard(request: DeepPartial<DeleteCardRequest>, options?: CallOptions & CallOptionsExt): Promise<Empty>;
   countCards(request: DeepPartial<Empty>, options?: CallOptions & CallOptionsExt): Promise<CountCardsResponse>;
   castVote(request: DeepPartial<CastVoteRequest>, options?: CallOptions & CallOptionsExt): Promise<Vote>;

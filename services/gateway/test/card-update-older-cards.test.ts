@@ -1,0 +1,52 @@
+import { randomUUID } from 'node:crypto';
+import { createLogger, startGrpcServer, type GrpcServerHandle } from '@cards/platform';
+import { cards, identity } from '@cards/proto';
+import { describeBehindGateway, stub, tokenIsUser } from './fake-peer';
+
+/**
+ * A cards service released before UpdateCardVersioned (the RPC answering the card's version after an update): the
+ * method is not served at all, as on such a service (UNIMPLEMENTED). The gateway's card update still works against it.
+ */
+const { updateCardVersioned: _notServed, ...olderMethods } = cards.CardServiceDefinition.methods;
+const olderCardsDefinition = { ...cards.CardServiceDefinition, methods: olderMethods };
+
+const updates: cards.UpdateCardRequest[] = [];
+let server: GrpcServerHandle;
+
+beforeAll(async () => {
+  server = await startGrpcServer({
+    name: 'older-cards',
+    logger: createLogger('older-cards', 'silent'),
+    register(s) {
+      s.add(identity.IdentityServiceDefinition, stub<identity.IdentityServiceImplementation>(identity.IdentityServiceDefinition, tokenIsUser));
+      s.add(
+        olderCardsDefinition,
+        stub<Omit<cards.CardServiceImplementation, 'updateCardVersioned'>>(olderCardsDefinition, {
+          async updateCard(req: cards.UpdateCardRequest) {
+            updates.push(req);
+            return {};
+          },
+        }),
+      );
+    },
+  });
+});
+afterAll(() => server.shutdown());
+
+describeBehindGateway('a card update whose cards service predates UpdateCardVersioned', () => server.address, (gateway) => {
+  it('is made with UpdateCard (its If-Match passed on) and answered 204 without an ETag, as before', async () => {
+    const user = randomUUID();
+    const cardId = randomUUID();
+    updates.length = 0;
+    const answer = await fetch(`${gateway.base}/api/card/update`, {
+      method: 'PUT',
+      headers: { 'content-type': 'application/json', cookie: `ai-editor=${user}`, 'if-match': '"1764030000000"' },
+      body: JSON.stringify({ card_uuid: cardId, link: 'https://example.com/edited' }),
+    });
+    expect(answer.status).toBe(204);
+    expect(answer.headers.get('etag')).toBeNull();
+    expect(updates).toHaveLength(1);
+    expect(updates[0]).toMatchObject({ callerId: user, cardId, link: 'https://example.com/edited' });
+    expect(updates[0]!.ifUpdatedAt?.getTime()).toBe(1764030000000);
+  });
+});

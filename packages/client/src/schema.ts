@@ -426,7 +426,7 @@ export interface paths {
         get?: never;
         /**
          * Update an own card's link, html or privacy
-         * @description With If-Match (the ETag GET /api/card/{card_id} answered), the change is made only if the card has not changed since that read, checked and written in one step: else 412 and nothing is changed. Without If-Match (or with *) the change is made on the card as it is now, replacing any change made since the caller read it.
+         * @description With If-Match (the ETag GET /api/card/{card_id} answered), the change is made only if the card has not changed since that read, checked and written in one step: else 412 and nothing is changed. Without If-Match (or with *) the change is made on the card as it is now, replacing any change made since the caller read it. The 204 carries the card's new ETag, for the next update's If-Match without reading the card again.
          */
         put: operations["updateCard"];
         post?: never;
@@ -3114,6 +3114,8 @@ export interface operations {
             /** @description Done, no body */
             204: {
                 headers: {
+                    /** @description The card's version as this update left it, the ETag GET /api/card/{card_id} answers until the card changes again (strong, "…"): the version the update wrote, or the one it found when there was nothing to change, never a later change's. Send it as If-Match to make the next change without reading the card again */
+                    ETag: string;
                     [name: string]: unknown;
                 };
                 content?: never;

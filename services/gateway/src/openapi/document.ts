@@ -166,7 +166,8 @@ export const OPERATIONS: OperationSpec[] = [
     summary: 'Update an own card\'s link, html or privacy',
     description:
       'With If-Match (the ETag GET /api/card/{card_id} answered), the change is made only if the card has not changed since that read, checked and written in one step: else 412 and nothing is changed. ' +
-      'Without If-Match (or with *) the change is made on the card as it is now, replacing any change made since the caller read it.',
+      'Without If-Match (or with *) the change is made on the card as it is now, replacing any change made since the caller read it. ' +
+      'The 204 carries the card\'s new ETag, for the next update\'s If-Match without reading the card again.',
     tag: 'Cards',
     auth: 'required',
     headers: z.object({
@@ -176,7 +177,14 @@ export const OPERATIONS: OperationSpec[] = [
         .describe('The card\'s ETag as GET /api/card/{card_id} answered it (also in its weak form W/"…", which a compressed answer carries), or *. One tag; a malformed header or several of this API\'s tags is 400, a tag that is no version of this API 412'),
     }),
     body: updateCardBody,
-    success: { status: 204 },
+    success: {
+      status: 204,
+      headers: z.object({
+        ETag: z
+          .string()
+          .describe('The card\'s version as this update left it, the ETag GET /api/card/{card_id} answers until the card changes again (strong, "…"): the version the update wrote, or the one it found when there was nothing to change, never a later change\'s. Send it as If-Match to make the next change without reading the card again'),
+      }),
+    },
     errors: [400, 401, 403, 404, 412, 429],
     errorAnswers: { 412: { description: 'If-Match names a version of the card other than its current one: it was changed since the caller read it (another tab, device or client). Read it again (GET /api/card/{card_id}, a new ETag) and apply the change to it' } },
   },

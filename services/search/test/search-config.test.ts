@@ -17,3 +17,22 @@ describe('search config at its edges', () => {
     expect(load({})).toMatchObject({ EMBEDDINGS_DIMENSIONS: 1536, VERIFY_MAX_BYTES: 5 * 1024 * 1024 });
   });
 });
+
+describe('search config: ELASTICSEARCH_REFRESH_INTERVAL', () => {
+  const interval = (value: string) => load({ ELASTICSEARCH_REFRESH_INTERVAL: value }).ELASTICSEARCH_REFRESH_INTERVAL;
+
+  it('takes a whole number of ms, s or m from 1ms to 60s; empty or only spaces is 1s', () => {
+    expect(load({}).ELASTICSEARCH_REFRESH_INTERVAL).toBe('1s');
+    expect(interval('')).toBe('1s');
+    expect(interval('  ')).toBe('1s');
+    for (const value of ['1ms', '200ms', '1s', '30s', '60s', '1m', '60000ms']) expect(interval(value)).toBe(value);
+    expect(interval(' 5s ')).toBe('5s');
+  });
+
+  it('stops the start naming the variable and the range for a longer interval (cards out of search for as long) or another value', () => {
+    for (const bad of ['61s', '2m', '1h', '3600s', '99999999999s', '0s', '-1', '1.5s', '1', 'fast']) {
+      expect(() => interval(bad)).toThrow(ConfigError);
+      expect(() => interval(bad)).toThrow(/ELASTICSEARCH_REFRESH_INTERVAL: must be a whole number of ms, s or m from 1ms to 60s/);
+    }
+  });
+});

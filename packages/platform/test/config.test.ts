@@ -1,5 +1,7 @@
 import { z } from 'zod';
 import { ConfigError, envAddress, envBoolean, envInt, envMs, envPort, envUrl, loadConfig, MAX_TIMER_MS, refuseEmbeddedStores } from '../src/config';
+import { createLogger } from '../src/logger';
+import { connectMongo, mongoDatabasePrefix } from '../src/mongo';
 
 const schema = z.object({
   PORT: envInt(8090),
@@ -130,5 +132,27 @@ describe('envUrl', () => {
   it('stops the start at another scheme, naming the variable ("localhost:9200" parses as the scheme "localhost:")', () => {
     for (const bad of ['localhost:9200', 'minio:9000', 'ftp://files.example.com', 'http://', 'not a url']) expect(() => read(bad)).toThrow(/ENGINE_URL: /);
     expect(() => read('localhost:9200')).toThrow(/ENGINE_URL: must be an http:\/\/ or https:\/\/ URL with a host/);
+  });
+});
+
+describe('MONGO_DATABASE_PREFIX', () => {
+  const logger = createLogger('config-test', 'silent');
+  // Nothing listens on port 1: a prefix taken would go on to look for a server (and fail after 500 ms, as unreachable).
+  const connect = (databasePrefix: string) => connectMongo({ url: 'mongodb://127.0.0.1:1', database: 'notifications', databasePrefix, logger, serverSelectionTimeoutMs: 500 });
+
+  it('stops the start, before any server is looked for, at a prefix MongoDB refuses in a database name, naming the variable and the rule', async () => {
+    for (const bad of ['team.a', 'my app', 'a/b', 'a\\b', 'a"b', 'a$b', 'a:b', 'a*b', 'x'.repeat(50)]) {
+      await expect(connect(bad)).rejects.toThrow(ConfigError);
+      await expect(connect(bad)).rejects.toThrow(/MONGO_DATABASE_PREFIX: must be at most 49 bytes without \/ \\ \. " \$ \* < > : \| \? or spaces/);
+    }
+  });
+
+  it('reads empty or only spaces as none and drops spaces around; 49 bytes fit <prefix>_notifications in 63', () => {
+    expect(mongoDatabasePrefix(undefined)).toBeUndefined();
+    expect(mongoDatabasePrefix('')).toBeUndefined();
+    expect(mongoDatabasePrefix('   ')).toBeUndefined();
+    expect(mongoDatabasePrefix(' ci ')).toBe('ci');
+    expect(mongoDatabasePrefix('release-2_eu')).toBe('release-2_eu');
+    expect(Buffer.byteLength(`${mongoDatabasePrefix('x'.repeat(49))}_notifications`)).toBe(63);
   });
 });

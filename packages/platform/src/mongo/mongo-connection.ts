@@ -1,5 +1,6 @@
 import { MongoClient, type ClientSession, type Db, type MongoServerError } from 'mongodb';
 import type { Logger } from 'pino';
+import { ConfigError } from '../config';
 
 export interface MongoConnectionOptions {
   /** MONGO_URL, e.g. mongodb://user:pass@host:27017/?replicaSet=rs0 */
@@ -36,6 +37,29 @@ export interface MongoConnection {
   closeIfUnreachable(): Promise<boolean>;
 }
 
+/** The longest service database name (`<prefix>_notifications`); with the prefix it must stay under 64 bytes. */
+const LONGEST_DATABASE = 'notifications';
+/** MongoDB refuses a database name of 64 bytes or more: `<prefix>_notifications` must fit. */
+export const MAX_MONGO_DATABASE_PREFIX_BYTES = 63 - 1 - LONGEST_DATABASE.length;
+
+/**
+ * MONGO_DATABASE_PREFIX as written, checked at start: empty or only spaces is none (as KAFKA_NAMESPACE), spaces around
+ * are dropped, and a prefix MongoDB would refuse in a database name (/ \ . " $ * < > : | ? a space or NUL, or making
+ * `<prefix>_notifications` 64 bytes or more) stops the start naming the variable and the rule. Before, 'team.a' was
+ * refused by the driver naming no variable ('Database names cannot contain the character .'), and ' ', 'my app' or 'a:b'
+ * went to the server as database names MongoDB's rules refuse (Windows servers refuse * < > : | ? too).
+ */
+export function mongoDatabasePrefix(value: string | undefined): string | undefined {
+  const prefix = value?.trim();
+  if (!prefix) return undefined;
+  if (/[/\\. "$*<>:|?\0\s]/.test(prefix) || Buffer.byteLength(prefix) > MAX_MONGO_DATABASE_PREFIX_BYTES) {
+    throw new ConfigError([
+      `MONGO_DATABASE_PREFIX: must be at most ${MAX_MONGO_DATABASE_PREFIX_BYTES} bytes without / \\ . " $ * < > : | ? or spaces (MongoDB database names, <prefix>_notifications under 64 bytes), got "${value}"`,
+    ]);
+  }
+  return prefix;
+}
+
 /** The URL without its password, for messages and logs. */
 export function redactMongoUrl(url: string): string {
   return url.replace(/\/\/([^:@/]+):[^@/]*@/, '//$1:***@');
@@ -48,6 +72,7 @@ export function redactMongoUrl(url: string): string {
  */
 export async function connectMongo(options: MongoConnectionOptions): Promise<MongoConnection> {
   const where = redactMongoUrl(options.url);
+  const prefix = mongoDatabasePrefix(options.databasePrefix ?? process.env.MONGO_DATABASE_PREFIX);
   let client: MongoClient;
   try {
     client = new MongoClient(options.url, {
@@ -63,7 +88,6 @@ export async function connectMongo(options: MongoConnectionOptions): Promise<Mon
   client.on('topologyDescriptionChanged', (event) => {
     anyServerAnswers = event.newDescription.hasKnownServers;
   });
-  const prefix = options.databasePrefix ?? (process.env.MONGO_DATABASE_PREFIX || undefined);
   const database = prefix ? `${prefix}_${options.database}` : options.database;
   const db = client.db(database);
   let hello: Record<string, unknown>;

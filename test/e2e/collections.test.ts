@@ -168,6 +168,61 @@ describe('changing collections', () => {
   });
 });
 
+describe('PUT /api/card_collection with If-Match (the ETag of GET /api/card_collection/:collection_id/:page)', () => {
+  const update = (user: TestUser, body: object, ifMatch?: string) =>
+    user.client.request('PUT', '/api/card_collection', body, ifMatch === undefined ? {} : { 'if-match': ifMatch });
+  const read = (client: ApiClient, id: string) => client.request('GET', `/api/card_collection/${id}/1`, undefined, { 'accept-encoding': 'identity' });
+
+  it("answers the same strong ETag to every caller who sees the collection (its cards are not part of it), a new one after a change", async () => {
+    const id = await createCollection(alice, { name: 'Versioned', is_public: true });
+    const tag = (await read(alice.client, id)).headers.get('etag');
+    expect(tag).toMatch(/^"\d+"$/);
+    expect((await read(bob.client, id)).headers.get('etag')).toBe(tag);
+    expect((await read(anonymous, id)).headers.get('etag')).toBe(tag);
+    expect((await alice.client.post(`/api/card_collection/${id}`, { card_metadata_id: await postCard(alice) })).status).toBe(204);
+    expect((await read(alice.client, id)).headers.get('etag')).toBe(tag);
+    expect((await update(alice, { collection_id: id, description: 'changed' })).status).toBe(204);
+    expect((await read(alice.client, id)).headers.get('etag')).not.toBe(tag);
+  });
+
+  it('is 412 with a message on a stale ETag and changes nothing; 204 with the current one, whose answer carries the next ETag for a second save', async () => {
+    const id = await createCollection(alice, { name: 'Two tabs', description: 'old', is_public: true });
+    const stale = (await alice.client.get(`/api/card_collection/${id}/1`)).headers.get('etag')!;
+    const otherTab = await update(alice, { collection_id: id, name: 'Renamed in the other tab' }, stale);
+    expect(otherTab.status).toBe(204);
+    const refused = await update(alice, { collection_id: id, description: 'late', is_public: false }, stale);
+    expect(refused.status).toBe(412);
+    expect(refused.json.message).toMatch(/^The collection was changed since you read it/);
+    const now = await read(alice.client, id);
+    expect(now.json.collection).toMatchObject({ name: 'Renamed in the other tab', description: 'old', is_public: true });
+    expect(now.headers.get('etag')).toBe(otherTab.headers.get('etag'));
+    const first = await update(alice, { collection_id: id, description: 'mine' }, now.headers.get('etag')!);
+    expect(first.status).toBe(204);
+    expect(first.headers.get('etag')).toMatch(/^"\d+"$/);
+    // The second save on the first save's tag, with no read between: written, not refused by that first save.
+    const second = await update(alice, { collection_id: id, is_public: false }, first.headers.get('etag')!);
+    expect(second.status).toBe(204);
+    const last = await read(alice.client, id);
+    expect(last.json.collection).toMatchObject({ name: 'Renamed in the other tab', description: 'mine', is_public: false });
+    expect(last.headers.get('etag')).toBe(second.headers.get('etag'));
+  });
+
+  it('without If-Match (or with *) changes as before; a compressed answer\'s W/ tag is the same version; a tag not of this API is 412, a malformed header 400', async () => {
+    const id = await createCollection(alice, { name: 'Plain', is_public: true });
+    expect((await update(alice, { collection_id: id, name: 'One' })).status).toBe(204);
+    expect((await update(alice, { collection_id: id, name: 'Two' }, '*')).status).toBe(204);
+    const weak = `W/${(await read(alice.client, id)).headers.get('etag')}`;
+    expect((await update(alice, { collection_id: id, name: 'Three' }, weak)).status).toBe(204);
+    expect((await update(alice, { collection_id: id, name: 'Four' }, '"not-a-version"')).status).toBe(412);
+    const malformed = await update(alice, { collection_id: id, name: 'Five' }, 'no quotes');
+    expect(malformed.status).toBe(400);
+    expect(malformed.json.message).toMatch(/^If-Match: .*GET \/api\/card_collection\/:collection_id\/:page/);
+    expect((await read(alice.client, id)).json.collection.name).toBe('Three');
+    // Another user's collection stays theirs whatever the tag: refused as without one.
+    expect((await update(bob, { collection_id: id, name: 'Bob was here' }, weak)).status).toBe(403);
+  });
+});
+
 describe('bookmarks', () => {
   it('adds visible cards (twice is a no-op), removes them, and refuses others and hidden cards', async () => {
     const id = await createCollection(alice);

@@ -82,6 +82,25 @@ export function describeCollectionRepositoryContract(name: string, factory: Card
       expect((await store.collections.findById(c.id))!.description).toBe('');
     });
 
+    it('with ifUpdatedAt, updates only the collection at that version (to the millisecond): else writes nothing, stores no event and answers false', async () => {
+      const c = aCollection().build();
+      await store.collections.insert(c, []);
+      const read = (await store.collections.findById(c.id))!.updatedAt;
+      expect(read.getTime()).toBe(c.updatedAt.getTime());
+      const renamed = nextTime();
+      expect(await store.collections.update(c.id, { name: 'Renamed', updatedAt: renamed, ifUpdatedAt: read }, [event(Topics.collection)])).toBe(true);
+      // The version read before that write, and one 1 ms either side of the stored one, are not it.
+      for (const stale of [read, new Date(renamed.getTime() - 1), new Date(renamed.getTime() + 1)]) {
+        expect(await store.collections.update(c.id, { description: 'Late words', isPublic: !c.isPublic, updatedAt: nextTime(), ifUpdatedAt: stale }, [event(Topics.collection)])).toBe(false);
+      }
+      expect(await store.collections.findById(c.id)).toEqual({ ...c, name: 'Renamed', updatedAt: renamed });
+      expect(await store.pendingEventTopics()).toEqual([Topics.collection]);
+      const described = nextTime();
+      expect(await store.collections.update(c.id, { description: 'New words', updatedAt: described, ifUpdatedAt: new Date(renamed.getTime()) }, [])).toBe(true);
+      expect(await store.collections.findById(c.id)).toEqual({ ...c, name: 'Renamed', description: 'New words', updatedAt: described });
+      expect(await store.collections.update(randomUUID(), { name: 'Nobody', updatedAt: nextTime(), ifUpdatedAt: described }, [])).toBe(false);
+    });
+
     it('removes a collection once when two removals race: one answers true, the other false, with one set of events', async () => {
       const c = aCollection().build();
       await store.collections.insert(c, []);

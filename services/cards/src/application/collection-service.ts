@@ -1,5 +1,5 @@
 import { truncatedToCharacters } from '@cards/card-rules';
-import { AlreadyExistsError, GRPC_PART_BYTES, InvalidArgumentError, newId, NotFoundError, pageLimit, PermissionDeniedError, earlierCreateForKey, UnavailableError, type Page } from '@cards/platform';
+import { AlreadyExistsError, ChangedSinceReadError, GRPC_PART_BYTES, InvalidArgumentError, newId, NotFoundError, pageLimit, PermissionDeniedError, earlierCreateForKey, UnavailableError, type Page } from '@cards/platform';
 import { isCollectionVisibleTo, isVisibleTo, PAGE_SIZE, totalPages, type Collection } from '../domain/model';
 import type { CardRepository, CollectionChange, CollectionRepository, FileDirectory } from '../domain/ports';
 import { MAX_COLLECTION_NAME_CHARS, validCollectionDescription, validCollectionName } from '../domain/rules';
@@ -26,6 +26,10 @@ export interface CollectionPatch {
 /** Why a file's collection cannot be made public now. */
 export const PRIVATE_FILE_COLLECTION =
   "is_public: the collection of a file is public exactly when the file is, and this collection's file is private; make the file public (PUT /api/file with private false) and its collection is made public with it";
+
+/** Why a change with the caller's version (HTTP If-Match) was refused. */
+const COLLECTION_CHANGED_SINCE_READ =
+  'The collection was changed since you read it (If-Match does not match its current ETag): read it again and apply your change to it';
 
 /** The most card ids one bookmark lookup may list. */
 const MAX_LOOKUP_CARDS = 500;
@@ -97,10 +101,15 @@ export class CollectionService {
    * (in the collection's name) and id to everyone while the file is private. The file's privacy is read again after the
    * write, so a file made private meanwhile, whose change may have found the collection still private, leaves it private.
    */
-  async update(callerId: string | undefined, collectionId: string, patch: CollectionPatch): Promise<void> {
+  async update(callerId: string | undefined, collectionId: string, patch: CollectionPatch, ifUpdatedAt?: Date): Promise<Date> {
     const collection = await this.ownCollection(collectionId, requireCaller(callerId));
-    // Only the fields asked for: a concurrent change of another field (a privacy flip) must not be written back.
-    const change: CollectionChange = { updatedAt: new Date() };
+    // The caller's version (If-Match): a collection changed since is refused; one still at it is written only on it
+    // (the repository's ifUpdatedAt, checked in the write's own step), so a change landing between this read and the
+    // write is not replaced either.
+    if (ifUpdatedAt !== undefined && ifUpdatedAt.getTime() !== collection.updatedAt.getTime()) throw new ChangedSinceReadError(COLLECTION_CHANGED_SINCE_READ);
+    // Only the fields asked for: a concurrent change of another field (a privacy flip) must not be written back. Dated
+    // after the collection's last change (as a card's), so every change is a new version, whatever this clock says.
+    const change: CollectionChange = { updatedAt: datedAfter(collection.updatedAt, new Date()), ...(ifUpdatedAt !== undefined ? { ifUpdatedAt } : {}) };
     // The name sent back exactly as stored (trimmed, as it is stored) is kept, not judged again: a name stored before the
     // rule of names refused invisible characters (70b168a: "Reading\u200Blist") would otherwise make every save of the
     // edit form, which always sends the name, fail until the user retypes a character they cannot see. Usernames sent
@@ -112,11 +121,16 @@ export class CollectionService {
     // Changes of the file applied from here on (noted by CardService.applyFilePrivacy) may find the collection private.
     const checkedAt = new Date(Date.now() - FILE_CHANGE_LOOKBACK_MS);
     if (publishesFileCollection && (await this.fileIsPrivate(collection))) throw new InvalidArgumentError(PRIVATE_FILE_COLLECTION);
-    await this.deps.collections.update(collection.id, change, []);
+    if (!(await this.deps.collections.update(collection.id, change, [])) && ifUpdatedAt !== undefined) {
+      if (!(await this.deps.collections.findById(collection.id))) throw new NotFoundError('Collection not found');
+      throw new ChangedSinceReadError(COLLECTION_CHANGED_SINCE_READ);
+    }
     if (publishesFileCollection && (await this.madePrivateSince(collection, checkedAt))) {
-      await this.deps.collections.update(collection.id, { isPublic: false, updatedAt: new Date() }, []);
+      await this.deps.collections.update(collection.id, { isPublic: false, updatedAt: datedAfter(change.updatedAt, new Date()) }, []);
       throw new InvalidArgumentError(PRIVATE_FILE_COLLECTION);
     }
+    // The version the write above stored (not read again, so never a later writer's).
+    return change.updatedAt;
   }
 
   /**

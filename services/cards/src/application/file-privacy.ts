@@ -1,6 +1,7 @@
 import { InvalidArgumentError, NotFoundError } from '@cards/platform';
 import { privacyAfterFileChange, type Card } from '../domain/model';
 import type { CardRepository, CollectionRepository } from '../domain/ports';
+import { datedAfter } from './events';
 
 /** Whose decision a privacy change is: the card's owner's own, or the consequence of its file's privacy change. */
 export type PrivacyChangedBy = 'owner' | 'file';
@@ -48,5 +49,5 @@ export async function followFilePrivacy(deps: FilePrivacyDeps, fileId: string, o
   }
   if (isPrivate) await deps.cards.clearFileReferences(fileId, ownerId);
   const fileCollection = await deps.collections.findByFileId(fileId);
-  if (fileCollection && fileCollection.authorId === ownerId && fileCollection.isPublic === isPrivate) await deps.collections.update(fileCollection.id, { isPublic: !isPrivate, updatedAt: deps.now() }, []);
+  if (fileCollection && fileCollection.authorId === ownerId && fileCollection.isPublic === isPrivate) await deps.collections.update(fileCollection.id, { isPublic: !isPrivate, updatedAt: datedAfter(fileCollection.updatedAt, deps.now()) }, []);
 }

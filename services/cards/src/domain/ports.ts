@@ -199,6 +199,11 @@ export interface CollectionChange {
   description?: string;
   isPublic?: boolean;
   updatedAt: Date;
+  /**
+   * Only if the stored collection's updatedAt is still this one (the version the caller read), checked in the write's
+   * own step: otherwise (or when it is gone) nothing is written and no event stored.
+   */
+  ifUpdatedAt?: Date;
 }
 
 /** What CollectionRepository.addBookmark did. */
@@ -258,9 +263,10 @@ export interface CollectionRepository {
   /**
    * Sets the fields `change` names (and `updatedAt`) and leaves the others as stored, so two updates of different fields
    * made at once both stick: neither writes back what it read of the other's field (a collection just made private
-   * stays private while it is renamed).
+   * stays private while it is renamed). Whether it wrote: false when the collection is gone, or is no longer at
+   * `change.ifUpdatedAt` (nothing written, no events stored).
    */
-  update(collectionId: string, change: CollectionChange, events: OutgoingEvent[]): Promise<void>;
+  update(collectionId: string, change: CollectionChange, events: OutgoingEvent[]): Promise<boolean>;
   /**
    * Deletes the collection and its bookmarks; the cards stay. False (no events stored) when it was already gone. Its
    * idempotency key, if any, is kept (findDeletedIdempotencyKey).

@@ -119,8 +119,11 @@ export function cardsHandlers(cardService: CardService, collectionService: Colle
       return collectionToProto(await collectionService.create(req.callerId, req.name, req.description, req.isPublic, { key: req.idempotencyKey, requestFingerprint: req.requestFingerprint }));
     },
     async updateCollection(req) {
-      await collectionService.update(req.callerId, req.collectionId, { name: req.name, description: req.description, isPublic: req.isPublic });
+      await collectionService.update(req.callerId, req.collectionId, { name: req.name, description: req.description, isPublic: req.isPublic }, req.ifUpdatedAt);
       return {};
+    },
+    async updateCollectionVersioned(req) {
+      return { updatedAt: await collectionService.update(req.callerId, req.collectionId, { name: req.name, description: req.description, isPublic: req.isPublic }, req.ifUpdatedAt) };
     },
     async deleteCollection(req) {
       await collectionService.delete(req.callerId, req.collectionId);

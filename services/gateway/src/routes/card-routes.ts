@@ -1,28 +1,12 @@
 import type { Router } from 'express';
-import { ClientError, Status } from 'nice-grpc';
 import { z } from 'zod';
-import type { cards } from '@cards/proto';
 import type { RouteDeps } from '../app';
-import { cardEtag, ifMatchVersion } from '../http/card-version';
+import { CARD, ifMatchVersion, versionAfterUpdate, versionEtag } from '../http/version-tag';
 import { idempotencyOf } from '../http/idempotency-key';
 import { requireUser } from '../http/session';
 import { looseBoolean, parseBody, refuseUnreadableBody, tagList, uuidParam, uuidString } from '../http/validation';
 import { presentCard, presentCards } from '../presenters/card-presenter';
 import { presentUser } from '../presenters/user-presenter';
-
-/**
- * UpdateCardVersioned, or UpdateCard on a cards service that predates it (UNIMPLEMENTED: nothing was written), which
- * answers no version (undefined: the 204 carries no ETag, as before).
- */
-async function updateCardVersioned(clients: RouteDeps['clients'], request: cards.UpdateCardRequest): Promise<Date | undefined> {
-  try {
-    return (await clients.cards.updateCardVersioned(request)).updatedAt;
-  } catch (err) {
-    if (!(err instanceof ClientError && err.code === Status.UNIMPLEMENTED)) throw err;
-    await clients.cards.updateCard(request);
-    return undefined;
-  }
-}
 
 const requiredString = (max: number) =>
   z.string({ required_error: 'is required', invalid_type_error: 'must be a string' }).max(max, `must be at most ${max} characters`);
@@ -74,12 +58,15 @@ export function registerCardRoutes(router: Router, { clients }: RouteDeps): void
     const user = requireUser(req);
     const body = parseBody(updateCardBody, req);
     // Optional If-Match (the card's ETag as read): checked and written in one step by the cards service, 412 when the card changed since.
-    const ifUpdatedAt = ifMatchVersion(req);
+    const ifUpdatedAt = ifMatchVersion(req, CARD);
     const request = { callerId: user.id, cardId: body.card_uuid, link: body.link === null ? '' : body.link, cardHtml: body.card_html, private: body.private, ifUpdatedAt };
     // The card's version as this update left it, from the update's own write (not read again, so never a later
     // writer's): the ETag of the next If-Match, so a client saving twice need not read the card between.
-    const updatedAt = await updateCardVersioned(clients, request);
-    if (updatedAt) res.setHeader('etag', cardEtag(updatedAt));
+    const updatedAt = await versionAfterUpdate(
+      () => clients.cards.updateCardVersioned(request),
+      () => clients.cards.updateCard(request),
+    );
+    if (updatedAt) res.setHeader('etag', versionEtag(updatedAt));
     res.status(204).end();
   });
 
@@ -88,7 +75,7 @@ export function registerCardRoutes(router: Router, { clients }: RouteDeps): void
     const card = await clients.cards.getCard({ cardId, callerId: req.user?.id }, { idempotent: true });
     const [presented] = await presentCards(clients, [card], req.user?.id);
     // The card's version, for an update's If-Match (PUT /api/card/update).
-    res.setHeader('etag', cardEtag(card.updatedAt!));
+    res.setHeader('etag', versionEtag(card.updatedAt!));
     res.json(presented);
   });
 

@@ -7,6 +7,7 @@ import { notFound } from '../http/http-error';
 import { idempotencyOf } from '../http/idempotency-key';
 import { pagesOf, sendJsonArrayInPages } from '../http/json-array-in-pages';
 import { requireUser } from '../http/session';
+import { COLLECTION, ifMatchVersion, versionAfterUpdate, versionEtag } from '../http/version-tag';
 import { characterString, looseBoolean, nonBlankCharacterString, pageParam, parseBody, uuidParam, uuidString } from '../http/validation';
 import { presentCardGroups } from '../presenters/card-presenter';
 import { withRestOfCardGroups } from './card-groups';
@@ -72,7 +73,15 @@ export function registerCollectionRoutes(router: Router, { clients }: RouteDeps)
   router.put('/card_collection', async (req, res) => {
     const user = requireUser(req);
     const body = parseBody(updateCollectionBody, req);
-    await clients.cards.updateCollection({ callerId: user.id, collectionId: body.collection_id, name: body.name, description: body.description === null ? '' : body.description, isPublic: body.is_public });
+    // Optional If-Match (the collection's ETag as read): checked and written in one step by the cards service, 412 when
+    // it changed since. The 204 carries the version the update wrote, for the next If-Match without a read between.
+    const ifUpdatedAt = ifMatchVersion(req, COLLECTION);
+    const request = { callerId: user.id, collectionId: body.collection_id, name: body.name, description: body.description === null ? '' : body.description, isPublic: body.is_public, ifUpdatedAt };
+    const updatedAt = await versionAfterUpdate(
+      () => clients.cards.updateCollectionVersioned(request),
+      () => clients.cards.updateCollection(request),
+    );
+    if (updatedAt) res.setHeader('etag', versionEtag(updatedAt));
     res.status(204).end();
   });
 
@@ -100,6 +109,8 @@ export function registerCollectionRoutes(router: Router, { clients }: RouteDeps)
     const result = await clients.cards.listCollectionCards({ collectionId, callerId, page, maxGroupBytes: GRPC_PART_BYTES }, { idempotent: true });
     if (!result.collection) throw notFound('Collection not found');
     const groups = await withRestOfCardGroups(clients, result.bookmarks, { cardIds: result.groupCardIds, callerId, pageToken: result.groupsPageToken });
+    // The collection's version (not the page's cards), for an update's If-Match (PUT /api/card_collection).
+    res.setHeader('etag', versionEtag(result.collection.updatedAt!));
     res.json({ bookmarks: await presentCardGroups(clients, groups, callerId), collection: presentCollection(result.collection), total_pages: result.totalPages });
   });
 

@@ -115,18 +115,22 @@ export class MongoCollectionRepository implements CollectionRepository {
     return doc ? fromCollectionDocument(doc) : null;
   }
 
-  async update(id: string, change: CollectionChange, events: OutgoingEvent[]): Promise<void> {
+  async update(id: string, change: CollectionChange, events: OutgoingEvent[]): Promise<boolean> {
     const set: Partial<Pick<Collection, 'name' | 'description' | 'isPublic' | 'updatedAt'>> = { updatedAt: change.updatedAt };
     if (change.name !== undefined) set.name = change.name;
     if (change.description !== undefined) set.description = change.description;
     if (change.isPublic !== undefined) set.isPublic = change.isPublic;
-    await this.store.change(async (session) => {
-      const previous = await this.store.collections.findOneAndUpdate({ _id: id }, { $set: set }, { session, returnDocument: 'before' });
+    // With ifUpdatedAt, the version is part of the filter: the check and the write are one atomic step.
+    const filter = change.ifUpdatedAt === undefined ? { _id: id } : { _id: id, updatedAt: change.ifUpdatedAt };
+    return this.store.change(async (session) => {
+      const previous = await this.store.collections.findOneAndUpdate(filter, { $set: set }, { session, returnDocument: 'before' });
+      if (!previous && change.ifUpdatedAt !== undefined) return false;
       await appendToMongoOutboxOrUndo(this.store.db, events, session, async () => {
         if (!previous) return;
         const undo = Object.fromEntries(Object.keys(set).map((field) => [field, previous[field as keyof typeof set]]));
         await this.store.collections.updateOne({ _id: id, updatedAt: change.updatedAt }, { $set: undo });
       });
+      return previous !== null;
     });
   }
 

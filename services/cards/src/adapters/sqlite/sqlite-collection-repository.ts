@@ -139,13 +139,18 @@ export class SqliteCollectionRepository implements CollectionRepository {
     return row ? collectionFromRow(row) : null;
   }
 
-  async update(id: string, change: CollectionChange, events: OutgoingEvent[]): Promise<void> {
+  async update(id: string, change: CollectionChange, events: OutgoingEvent[]): Promise<boolean> {
     const isPublic = change.isPublic === undefined ? null : change.isPublic ? 1 : 0;
-    this.db.transaction(() => {
-      this.db
-        .prepare('UPDATE collections SET name = coalesce(?, name), description = coalesce(?, description), is_public = coalesce(?, is_public), updated_at = ? WHERE id = ?')
-        .run(change.name ?? null, change.description ?? null, isPublic, iso(change.updatedAt), id);
+    const ifUpdatedAt = change.ifUpdatedAt === undefined ? null : iso(change.ifUpdatedAt);
+    return this.db.transaction((): boolean => {
+      const written = this.db
+        .prepare(
+          'UPDATE collections SET name = coalesce(?, name), description = coalesce(?, description), is_public = coalesce(?, is_public), updated_at = ? WHERE id = ? AND (? IS NULL OR updated_at = ?)',
+        )
+        .run(change.name ?? null, change.description ?? null, isPublic, iso(change.updatedAt), id, ifUpdatedAt, ifUpdatedAt).changes > 0;
+      if (!written) return false;
       appendToSqliteOutbox(this.db, events);
+      return true;
     })();
   }
 

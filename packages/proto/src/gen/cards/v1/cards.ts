@@ -247,7 +247,23 @@ export interface UpdateCollectionRequest {
   collectionId: string;
   name?: string | undefined;
   description?: string | undefined;
-  isPublic?: boolean | undefined;
+  isPublic?:
+    | boolean
+    | undefined;
+  /**
+   * The collection's updated_at as the caller read it (the gateway's If-Match): the change is written only if the stored
+   * collection still has it, checked and written in one step; FAILED_PRECONDITION with reason CHANGED_SINCE_READ
+   * otherwise. Unset: the fields sent are written on the collection as it is now, as before this field.
+   */
+  ifUpdatedAt?: Date | undefined;
+}
+
+export interface UpdateCollectionVersionedResponse {
+  /**
+   * The collection's updated_at as this update left it: the version its own write stored (not read again, so never a
+   * later writer's). What the collection's updated_at (and the gateway's ETag) is until its next change.
+   */
+  updatedAt?: Date | undefined;
 }
 
 export interface DeleteCollectionRequest {
@@ -3443,7 +3459,14 @@ export const CreateCollectionRequest: MessageFns<CreateCollectionRequest> = {
 };
 
 function createBaseUpdateCollectionRequest(): UpdateCollectionRequest {
-  return { callerId: "", collectionId: "", name: undefined, description: undefined, isPublic: undefined };
+  return {
+    callerId: "",
+    collectionId: "",
+    name: undefined,
+    description: undefined,
+    isPublic: undefined,
+    ifUpdatedAt: undefined,
+  };
 }
 
 export const UpdateCollectionRequest: MessageFns<UpdateCollectionRequest> = {
@@ -3462,6 +3485,9 @@ export const UpdateCollectionRequest: MessageFns<UpdateCollectionRequest> = {
     }
     if (message.isPublic !== undefined) {
       writer.uint32(40).bool(message.isPublic);
+    }
+    if (message.ifUpdatedAt !== undefined) {
+      Timestamp.encode(toTimestamp(message.ifUpdatedAt), writer.uint32(50).fork()).join();
     }
     return writer;
   },
@@ -3519,6 +3545,14 @@ export const UpdateCollectionRequest: MessageFns<UpdateCollectionRequest> = {
             message.isPublic = reader.bool();
             continue;
           }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.ifUpdatedAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -3550,6 +3584,11 @@ export const UpdateCollectionRequest: MessageFns<UpdateCollectionRequest> = {
         : isSet(object.is_public)
         ? globalThis.Boolean(object.is_public)
         : undefined,
+      ifUpdatedAt: isSet(object.ifUpdatedAt)
+        ? fromJsonTimestamp(object.ifUpdatedAt)
+        : isSet(object.if_updated_at)
+        ? fromJsonTimestamp(object.if_updated_at)
+        : undefined,
     };
   },
 
@@ -3570,6 +3609,9 @@ export const UpdateCollectionRequest: MessageFns<UpdateCollectionRequest> = {
     if (message.isPublic !== undefined) {
       obj.isPublic = message.isPublic;
     }
+    if (message.ifUpdatedAt !== undefined) {
+      obj.ifUpdatedAt = message.ifUpdatedAt.toISOString();
+    }
     return obj;
   },
 
@@ -3583,6 +3625,80 @@ export const UpdateCollectionRequest: MessageFns<UpdateCollectionRequest> = {
     message.name = object.name ?? undefined;
     message.description = object.description ?? undefined;
     message.isPublic = object.isPublic ?? undefined;
+    message.ifUpdatedAt = object.ifUpdatedAt ?? undefined;
+    return message;
+  },
+};
+
+function createBaseUpdateCollectionVersionedResponse(): UpdateCollectionVersionedResponse {
+  return { updatedAt: undefined };
+}
+
+export const UpdateCollectionVersionedResponse: MessageFns<UpdateCollectionVersionedResponse> = {
+  encode(message: UpdateCollectionVersionedResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.updatedAt !== undefined) {
+      Timestamp.encode(toTimestamp(message.updatedAt), writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): UpdateCollectionVersionedResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseUpdateCollectionVersionedResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.updatedAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): UpdateCollectionVersionedResponse {
+    return {
+      updatedAt: isSet(object.updatedAt)
+        ? fromJsonTimestamp(object.updatedAt)
+        : isSet(object.updated_at)
+        ? fromJsonTimestamp(object.updated_at)
+        : undefined,
+    };
+  },
+
+  toJSON(message: UpdateCollectionVersionedResponse): unknown {
+    const obj: any = {};
+    if (message.updatedAt !== undefined) {
+      obj.updatedAt = message.updatedAt.toISOString();
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<UpdateCollectionVersionedResponse>): UpdateCollectionVersionedResponse {
+    return UpdateCollectionVersionedResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<UpdateCollectionVersionedResponse>): UpdateCollectionVersionedResponse {
+    const message = createBaseUpdateCollectionVersionedResponse();
+    message.updatedAt = object.updatedAt ?? undefined;
     return message;
   },
 };
@@ -5001,6 +5117,15 @@ export const CardServiceDefinition = {
       responseStream: false,
       options: {},
     },
+    /** The same update, answering the collection's version after it (as UpdateCardVersioned for cards). */
+    updateCollectionVersioned: {
+      name: "UpdateCollectionVersioned",
+      requestType: UpdateCollectionRequest as typeof UpdateCollectionRequest,
+      requestStream: false,
+      responseType: UpdateCollectionVersionedResponse as typeof UpdateCollectionVersionedResponse,
+      responseStream: false,
+      options: {},
+    },
     deleteCollection: {
       name: "DeleteCollection",
       requestType: DeleteCollectionRequest as typeof DeleteCollectionRequest,
@@ -5132,6 +5257,11 @@ export interface CardServiceImplementation<CallContextExt = {}> {
     request: UpdateCollectionRequest,
     context: CallContext & CallContextExt,
   ): Promise<DeepPartial<Empty>>;
+  /** The same update, answering the collection's version after it (as UpdateCardVersioned for cards). */
+  updateCollectionVersioned(
+    request: UpdateCollectionRequest,
+    context: CallContext & CallContextExt,
+  ): Promise<DeepPartial<UpdateCollectionVersionedResponse>>;
   deleteCollection(
     request: DeleteCollectionRequest,
     context: CallContext & CallContextExt,
@@ -5221,6 +5351,11 @@ export interface CardServiceClient<CallOptionsExt = {}> {
     request: DeepPartial<UpdateCollectionRequest>,
     options?: CallOptions & CallOptionsExt,
   ): Promise<Empty>;
+  /** The same update, answering the collection's version after it (as UpdateCardVersioned for cards). */
+  updateCollectionVersioned(
+    request: DeepPartial<UpdateCollectionRequest>,
+    options?: CallOptions & CallOptionsExt,
+  ): Promise<UpdateCollectionVersionedResponse>;
   deleteCollection(
     request: DeepPartial<DeleteCollectionRequest>,
     options?: CallOptions & CallOptionsExt,

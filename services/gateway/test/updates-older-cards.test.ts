@@ -4,13 +4,15 @@ import { cards, identity } from '@cards/proto';
 import { describeBehindGateway, stub, tokenIsUser } from './fake-peer';
 
 /**
- * A cards service released before UpdateCardVersioned (the RPC answering the card's version after an update): the
- * method is not served at all, as on such a service (UNIMPLEMENTED). The gateway's card update still works against it.
+ * A cards service released before UpdateCardVersioned and UpdateCollectionVersioned (the RPCs answering the version
+ * after an update): the methods are not served at all, as on such a service (UNIMPLEMENTED). The gateway's card and
+ * collection updates still work against it.
  */
-const { updateCardVersioned: _notServed, ...olderMethods } = cards.CardServiceDefinition.methods;
+const { updateCardVersioned: _card, updateCollectionVersioned: _collection, ...olderMethods } = cards.CardServiceDefinition.methods;
 const olderCardsDefinition = { ...cards.CardServiceDefinition, methods: olderMethods };
 
 const updates: cards.UpdateCardRequest[] = [];
+const collectionUpdates: cards.UpdateCollectionRequest[] = [];
 let server: GrpcServerHandle;
 
 beforeAll(async () => {
@@ -21,9 +23,13 @@ beforeAll(async () => {
       s.add(identity.IdentityServiceDefinition, stub<identity.IdentityServiceImplementation>(identity.IdentityServiceDefinition, tokenIsUser));
       s.add(
         olderCardsDefinition,
-        stub<Omit<cards.CardServiceImplementation, 'updateCardVersioned'>>(olderCardsDefinition, {
+        stub<Omit<cards.CardServiceImplementation, 'updateCardVersioned' | 'updateCollectionVersioned'>>(olderCardsDefinition, {
           async updateCard(req: cards.UpdateCardRequest) {
             updates.push(req);
+            return {};
+          },
+          async updateCollection(req: cards.UpdateCollectionRequest) {
+            collectionUpdates.push(req);
             return {};
           },
         }),
@@ -33,7 +39,7 @@ beforeAll(async () => {
 });
 afterAll(() => server.shutdown());
 
-describeBehindGateway('a card update whose cards service predates UpdateCardVersioned', () => server.address, (gateway) => {
+describeBehindGateway('an update whose cards service predates the Versioned RPCs', () => server.address, (gateway) => {
   it('is made with UpdateCard (its If-Match passed on) and answered 204 without an ETag, as before', async () => {
     const user = randomUUID();
     const cardId = randomUUID();
@@ -48,5 +54,21 @@ describeBehindGateway('a card update whose cards service predates UpdateCardVers
     expect(updates).toHaveLength(1);
     expect(updates[0]).toMatchObject({ callerId: user, cardId, link: 'https://example.com/edited' });
     expect(updates[0]!.ifUpdatedAt?.getTime()).toBe(1764030000000);
+  });
+
+  it('of a collection is made with UpdateCollection (its If-Match passed on) and answered 204 without an ETag, as before', async () => {
+    const user = randomUUID();
+    const collectionId = randomUUID();
+    collectionUpdates.length = 0;
+    const answer = await fetch(`${gateway.base}/api/card_collection`, {
+      method: 'PUT',
+      headers: { 'content-type': 'application/json', cookie: `ai-editor=${user}`, 'if-match': 'W/"1764030000000"' },
+      body: JSON.stringify({ collection_id: collectionId, name: 'Renamed' }),
+    });
+    expect(answer.status).toBe(204);
+    expect(answer.headers.get('etag')).toBeNull();
+    expect(collectionUpdates).toHaveLength(1);
+    expect(collectionUpdates[0]).toMatchObject({ callerId: user, collectionId, name: 'Renamed' });
+    expect(collectionUpdates[0]!.ifUpdatedAt?.getTime()).toBe(1764030000000);
   });
 });

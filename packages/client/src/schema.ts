@@ -205,7 +205,10 @@ export interface paths {
         };
         /** The caller's own collections */
         get: operations["listOwnCollections"];
-        /** Rename, describe or change the visibility of an own collection */
+        /**
+         * Rename, describe or change the visibility of an own collection
+         * @description With If-Match (the ETag GET /api/card_collection/{collection_id}/{page} answered), the change is made only if the collection has not changed since that read, checked and written in one step: else 412 and nothing is changed. Without If-Match (or with *) the fields sent are written on the collection as it is now. The 204 carries the collection's new ETag, for the next update's If-Match without reading it again.
+         */
         put: operations["updateCollection"];
         /** Create a collection (Location header names it) */
         post: operations["createCollection"];
@@ -1841,7 +1844,10 @@ export interface operations {
     updateCollection: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The collection's ETag as GET /api/card_collection/{collection_id}/{page} answered it (also in its weak form W/"…", which a compressed answer carries), or *. One tag; a malformed header or several of this API's tags is 400, a tag that is no version of this API 412 */
+                "If-Match"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -1860,6 +1866,8 @@ export interface operations {
             /** @description Done, no body */
             204: {
                 headers: {
+                    /** @description The collection's version as this update left it, the ETag its page read answers until it changes again (strong, "…"): the version the update wrote, never a later change's. Send it as If-Match to make the next change without reading the collection again */
+                    ETag: string;
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -1902,6 +1910,15 @@ export interface operations {
             };
             405: components["responses"]["MethodNotAllowed"];
             408: components["responses"]["RequestTimeout"];
+            /** @description If-Match names a version of the collection other than its current one: it was changed since the caller read it (another tab, device or client). Read it again (GET /api/card_collection/{collection_id}/{page}, a new ETag) and apply the change to it */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
@@ -2160,6 +2177,8 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description The collection's version (of the collection object, not of the page's cards), for PUT /api/card_collection's If-Match: changes with every change of its name, description or visibility, the same on every page and for every caller who may read it (adding or removing cards does not change it). Strong ("…"); W/"…" when the answer is compressed */
+                    ETag: string;
                     [name: string]: unknown;
                 };
                 content: {

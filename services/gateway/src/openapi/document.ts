@@ -136,10 +136,55 @@ export const OPERATIONS: OperationSpec[] = [
   { method: 'get', path: '/api/user/collections/:user_id', operationId: 'listUserCollections', summary: 'A user\'s collections (private ones only to their owner)', tag: 'Collections', auth: 'optional', params: params({ user_id: uuidParam }), success: { status: 200, schema: z.array(r.listedCollection) }, errors: [400, 404] },
   { method: 'get', path: '/api/card_collection', operationId: 'listOwnCollections', summary: 'The caller\'s own collections', tag: 'Collections', auth: 'required', success: { status: 200, schema: z.array(r.listedCollection) }, errors: [401] },
   { method: 'post', path: '/api/card_collection', operationId: 'createCollection', summary: 'Create a collection (Location header names it)', tag: 'Collections', auth: 'required', headers: idempotencyKeyHeader, body: createCollectionBody, success: { status: 204, headers: z.object({ Location: z.string().describe('/api/card_collection/<id>') }) }, errors: [400, 401, 409, 422] },
-  { method: 'put', path: '/api/card_collection', operationId: 'updateCollection', summary: 'Rename, describe or change the visibility of an own collection', tag: 'Collections', auth: 'required', body: updateCollectionBody, success: { status: 204 }, errors: [400, 401, 403, 404] },
+  {
+    method: 'put',
+    path: '/api/card_collection',
+    operationId: 'updateCollection',
+    summary: 'Rename, describe or change the visibility of an own collection',
+    description:
+      'With If-Match (the ETag GET /api/card_collection/{collection_id}/{page} answered), the change is made only if the collection has not changed since that read, checked and written in one step: else 412 and nothing is changed. ' +
+      'Without If-Match (or with *) the fields sent are written on the collection as it is now. The 204 carries the collection\'s new ETag, for the next update\'s If-Match without reading it again.',
+    tag: 'Collections',
+    auth: 'required',
+    headers: z.object({
+      'If-Match': z
+        .string()
+        .optional()
+        .describe('The collection\'s ETag as GET /api/card_collection/{collection_id}/{page} answered it (also in its weak form W/"…", which a compressed answer carries), or *. One tag; a malformed header or several of this API\'s tags is 400, a tag that is no version of this API 412'),
+    }),
+    body: updateCollectionBody,
+    success: {
+      status: 204,
+      headers: z.object({
+        ETag: z
+          .string()
+          .describe('The collection\'s version as this update left it, the ETag its page read answers until it changes again (strong, "…"): the version the update wrote, never a later change\'s. Send it as If-Match to make the next change without reading the collection again'),
+      }),
+    },
+    errors: [400, 401, 403, 404, 412],
+    errorAnswers: { 412: { description: 'If-Match names a version of the collection other than its current one: it was changed since the caller read it (another tab, device or client). Read it again (GET /api/card_collection/{collection_id}/{page}, a new ETag) and apply the change to it' } },
+  },
   { method: 'delete', path: '/api/card_collection', operationId: 'deleteCollection', summary: 'Delete an own collection (its cards stay)', tag: 'Collections', auth: 'required', body: deleteCollectionBody, success: { status: 204 }, errors: [400, 401, 403, 404] },
   { method: 'post', path: '/api/card_collection/bookmark', operationId: 'findBookmarks', summary: 'For each listed card id, the caller\'s collections showing it (holding it, its root or a duplicate of either)', description: 'A collection page shows a card in its root\'s entry (the root, then the duplicates of it the caller may see), so a root and each of its duplicates count the same collections: the caller\'s collections holding any card of that group the caller may see, oldest collection first. Unknown ids, and cards the caller may not see, answer no collections.', tag: 'Collections', auth: 'required', body: findBookmarksBody, success: { status: 200, schema: z.array(r.bookmarkLookupEntry) }, errors: [400, 401] },
-  { method: 'get', path: '/api/card_collection/:collection_id/:page', operationId: 'listCollectionCards', summary: 'A page of a collection\'s cards', tag: 'Collections', auth: 'optional', params: params({ collection_id: uuidParam, page: pageParam }), success: { status: 200, schema: r.collectionCardsPage }, errors: [400, 404] },
+  {
+    method: 'get',
+    path: '/api/card_collection/:collection_id/:page',
+    operationId: 'listCollectionCards',
+    summary: 'A page of a collection\'s cards',
+    tag: 'Collections',
+    auth: 'optional',
+    params: params({ collection_id: uuidParam, page: pageParam }),
+    success: {
+      status: 200,
+      schema: r.collectionCardsPage,
+      headers: z.object({
+        ETag: z
+          .string()
+          .describe('The collection\'s version (of the collection object, not of the page\'s cards), for PUT /api/card_collection\'s If-Match: changes with every change of its name, description or visibility, the same on every page and for every caller who may read it (adding or removing cards does not change it). Strong ("…"); W/"…" when the answer is compressed'),
+      }),
+    },
+    errors: [400, 404],
+  },
   { method: 'post', path: '/api/card_collection/:collection_id', operationId: 'addBookmark', summary: 'Add a card to an own collection (no-op when already there)', tag: 'Collections', auth: 'required', params: params({ collection_id: uuidParam }), body: bookmarkBody, success: { status: 204 }, errors: [400, 401, 403, 404] },
   { method: 'delete', path: '/api/card_collection/:collection_id', operationId: 'removeBookmark', summary: 'Remove a card from an own collection (a root: its whole entry)', description: 'A root\'s id removes the entry the collection page lists under it: the root\'s bookmark and the bookmarks of all its duplicates in the collection. A duplicate\'s id removes only its own bookmark. 404 when the collection holds neither the card nor, for a root, a duplicate of it the caller may see; a bookmark of a card the caller can no longer see (made private by its author) is removed all the same.', tag: 'Collections', auth: 'required', params: params({ collection_id: uuidParam }), body: bookmarkBody, success: { status: 204 }, errors: [400, 401, 403, 404] },
 

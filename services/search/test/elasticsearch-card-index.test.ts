@@ -53,14 +53,18 @@ interface Exchange {
 async function recordingProxy(target: string): Promise<{
   url: string;
   exchanges: Exchange[];
+  /** Every request as it arrives (method and path), answered or not. */
+  arrivals: string[];
   /** Holds back the next request matching `path` until release() (reached resolves when it arrives). */
   holdNext(path: RegExp): { reached: Promise<void>; release(): void };
   close(): Promise<void>;
 }> {
   const exchanges: Exchange[] = [];
+  const arrivals: string[] = [];
   const holds: { path: RegExp; arrived(): void; released: Promise<void> }[] = [];
   const upstream = new URL(target);
   const server = createHttpServer((req, res) => {
+    arrivals.push(`${req.method} ${req.url}`);
     const sent: Buffer[] = [];
     req.on('data', (chunk: Buffer) => sent.push(chunk));
     req.on('end', async () => {
@@ -88,6 +92,7 @@ async function recordingProxy(target: string): Promise<{
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     exchanges,
+    arrivals,
     holdNext(path) {
       let arrived!: () => void;
       let release!: () => void;
@@ -924,6 +929,37 @@ describeOnEngine('CardIndex on ElasticsearchCardIndex', skipReason, () => {
       expect((await index.get(card.cardId))!.collectionIds).toEqual([...collections].sort());
       for (const c of collections) expect((await index.nearest(axis(0), { ...everything, collectionId: c }, firstPage)).total).toBe(1);
     });
+
+    /**
+     * A search whose caller went away (its call cancelled: the handler's context.signal, passed as PageRequest.signal)
+     * while its request to the engine was under way: the request is aborted (the transport closes its connection, which
+     * cancels the engine's search task) and no later stage is sent; the search ends with the AbortError of a cancelled
+     * call. The held request is let through at once, so before the signal reached the requests the search went on.
+     */
+    const abandonedWhileAsking = (held: RegExp, search: (index: ElasticsearchCardIndex, page: typeof firstPage & { signal: AbortSignal }) => Promise<unknown>) =>
+      throughRecordingProxy(async (proxy) => {
+        const index = openIndex(undefined, undefined, undefined, { url: proxy.url });
+        await index.upsert(aCard().saying('herons stand still in the shallow reeds at dawn').along(axis(1)).build());
+        const callerGone = new AbortController();
+        const hold = proxy.holdNext(held);
+        const searching = search(index, { ...firstPage, signal: callerGone.signal });
+        await hold.reached;
+        const sentBefore = proxy.arrivals.length;
+        callerGone.abort();
+        hold.release();
+        await expect(searching).rejects.toMatchObject({ name: 'AbortError' });
+        expect(proxy.arrivals.slice(sentBefore)).toEqual([]);
+      });
+
+    test("a semantic search whose caller went away aborts its engine request under way and sends no later one (an AbortError, the cancelled call's)", () =>
+      abandonedWhileAsking(/-cards\/_count\b/, (index, page) => index.nearest(axis(1), everything, page)));
+
+    test("a pasted full-text search whose caller went away aborts the stage under way (its words' frequencies) and sends no later one", () =>
+      abandonedWhileAsking(/-cards\/_search\b/, (index, page) => {
+        // More distinct words than MAX_QUERY_TERMS: the paste's first stage weighs its words before the vocabulary is read.
+        const paste = Array.from({ length: 40 }, (_, i) => `heron${String.fromCharCode(97 + (i % 26))}${String.fromCharCode(97 + Math.floor(i / 26))}`).join(' ');
+        return index.matchText(`herons reeds ${paste}`, everything, page);
+      }));
   });
 });
 

@@ -1,7 +1,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { Client, errors, type estypes } from '@elastic/elasticsearch';
 import { redactUrl } from '@cards/platform';
-import { compareTies, isZeroVector, type IndexedCard, type IndexPage, type PageRequest, type SearchScope, type StoredCard, type StoredPoint } from '../../domain/model';
+import { compareTies, isZeroVector, stopIfCancelled, type IndexedCard, type IndexPage, type PageRequest, type SearchScope, type StoredCard, type StoredPoint } from '../../domain/model';
 import type { CardIndex } from '../../domain/ports';
 import { bestFormMatches, CJK_CHARACTER_BIGRAMS, filterForm, indexWords, isCjkCharacter, isExtraIndexWord, isSymbolWord, linkFilterForm, LONG_QUERY_MIN_SCORE, LONG_QUERY_WORDS, longQueryFloor, MAX_QUERY_TERMS, queryTerms, tagFilterForm, tellingTerms, textScoreFloor, wordTrigrams } from '../../domain/text';
 import { matchWord, wordWeight, type VocabularyCandidate, type WordMatch } from './word-matcher';
@@ -221,6 +221,14 @@ function cardText(content: string): { words: string[]; text: string } {
 /** The words of a card that go to the vocabulary (misspellings are corrected to them): its search words, not the extra forms. */
 function vocabularyWords(cardWords: readonly string[]): string[] {
   return cardWords.filter((word) => !isExtraIndexWord(word) && !isSymbolWord(word));
+}
+
+/**
+ * A search's transport options (Elasticsearch's per-request options): its call's signal, aborted when its caller went
+ * away, so the requests of a search done for nobody are aborted. Reads only: a write's requests are never given one.
+ */
+interface ReadOptions {
+  signal?: AbortSignal;
 }
 
 /**
@@ -694,10 +702,30 @@ export class ElasticsearchCardIndex implements CardIndex {
 
   async nearest(query: Float32Array, scope: SearchScope, page: PageRequest): Promise<IndexPage> {
     await this.ready();
+    return this.asSearch(page.signal, (read) => this.nearestNow(query, scope, page, read));
+  }
+
+  /**
+   * Runs a search's requests with its call's signal (Elasticsearch's transport option): once its caller went away (a
+   * cancelled call), the request under way is aborted, its connection closed, and no later stage is sent. The search
+   * then ends with the AbortError a cancelled call ends with (stopIfCancelled), not the transport's RequestAbortedError,
+   * which the gRPC server would log as an unexpected failure and answer INTERNAL.
+   */
+  private async asSearch<T>(signal: AbortSignal | undefined, search: (read: ReadOptions) => Promise<T>): Promise<T> {
+    stopIfCancelled(signal);
+    try {
+      return await search(signal ? { signal } : {});
+    } catch (err) {
+      stopIfCancelled(signal);
+      throw err;
+    }
+  }
+
+  private async nearestNow(query: Float32Array, scope: SearchScope, page: PageRequest, read: ReadOptions): Promise<IndexPage> {
     if (query.length !== this.dimensions) throw new Error(`query has ${query.length} dimensions, the index ${this.dimensions}`);
     if (isZeroVector(query)) return { hits: [], total: 0, reachable: 0 };
-    const filter = await this.scopeFilter(scope);
-    const total = (await this.client.count({ index: this.names.cards, query: { bool: { filter } } })).count;
+    const filter = await this.scopeFilter(scope, read);
+    const total = (await this.client.count({ index: this.names.cards, query: { bool: { filter } } }, read)).count;
     const reachable = Math.min(total, this.window);
     const wanted = Math.min(page.offset + page.limit, reachable);
     if (wanted <= page.offset) return { hits: [], total, reachable };
@@ -705,7 +733,7 @@ export class ElasticsearchCardIndex implements CardIndex {
     type Tied = Pick<CardSource, 'card_id' | 'created_at'>;
     const hitOf = (h: estypes.SearchHit<Tied>, score: number) => ({ cardId: h._source!.card_id, createdAt: h._source!.created_at ?? undefined, score });
     const [withVector, withoutVector] = await Promise.all([
-      this.nearestWithTies(query, vectorFilter, wanted),
+      this.nearestWithTies(query, vectorFilter, wanted, read),
       // Cards whose text has no known word have the zero vector, which cosine cannot index: their cosine is 0.
       this.client.search<Tied>({
         index: this.names.cards,
@@ -713,7 +741,7 @@ export class ElasticsearchCardIndex implements CardIndex {
         size: wanted,
         sort: TIE_SORT,
         _source: ['card_id', 'created_at'],
-      }),
+      }, read),
     ]);
     // Elasticsearch scores cosine kNN as (1 + cosine) / 2.
     const hits = withVector.map((h) => hitOf(h, 2 * (h._score ?? 0.5) - 1));
@@ -726,7 +754,7 @@ export class ElasticsearchCardIndex implements CardIndex {
    * The `wanted` nearest cards, and with them every card tied with the last one: kNN cuts a tie at k in its own order,
    * so while the hit after the cut ties with the one before it, k doubles (up to the window) until the tie ends inside.
    */
-  private async nearestWithTies(query: Float32Array, filter: estypes.QueryDslQueryContainer[], wanted: number): Promise<estypes.SearchHit<Pick<CardSource, 'card_id' | 'created_at'>>[]> {
+  private async nearestWithTies(query: Float32Array, filter: estypes.QueryDslQueryContainer[], wanted: number, read: ReadOptions): Promise<estypes.SearchHit<Pick<CardSource, 'card_id' | 'created_at'>>[]> {
     let k = Math.min(this.window, wanted + 1);
     for (;;) {
       const result = await this.client.search<Pick<CardSource, 'card_id' | 'created_at'>>({
@@ -734,7 +762,7 @@ export class ElasticsearchCardIndex implements CardIndex {
         knn: { field: 'vector', query_vector: Array.from(query), k, num_candidates: Math.min(this.window, Math.max(100, k * 2)), filter },
         size: k,
         _source: ['card_id', 'created_at'],
-      });
+      }, read);
       const hits = result.hits.hits;
       if (hits.length < k || hits.length <= wanted || k >= this.window || hits[hits.length - 1]!._score !== hits[wanted - 1]!._score) return hits;
       k = Math.min(this.window, k * 2);
@@ -743,22 +771,26 @@ export class ElasticsearchCardIndex implements CardIndex {
 
   async matchText(query: string, scope: SearchScope, page: PageRequest): Promise<IndexPage> {
     await this.ready();
-    const { sequence, terms: read } = queryTerms(query);
-    if (read.length === 0) return { hits: [], total: 0, reachable: 0 };
+    return this.asSearch(page.signal, (read) => this.matchTextNow(query, scope, page, read));
+  }
+
+  private async matchTextNow(query: string, scope: SearchScope, page: PageRequest, read: ReadOptions): Promise<IndexPage> {
+    const { sequence, terms: queried } = queryTerms(query);
+    if (queried.length === 0) return { hits: [], total: 0, reachable: 0 };
     // A paste's most telling words, not its first ones (one more request, for queries of more distinct words only).
-    let terms = read;
-    if (read.length > MAX_QUERY_TERMS) {
-      const { frequency: readFrequency } = await this.documentFrequencies(read.map((term) => term.word), scope.callerId);
-      terms = tellingTerms(read, (word) => readFrequency.get(word) ?? 0);
+    let terms = queried;
+    if (queried.length > MAX_QUERY_TERMS) {
+      const { frequency: queriedFrequency } = await this.documentFrequencies(queried.map((term) => term.word), scope.callerId, read);
+      terms = tellingTerms(queried, (word) => queriedFrequency.get(word) ?? 0);
     }
     const queryWords = terms.map((term) => term.word);
     // The forms whose misspellings count (a query word, a Korean word's stem); the others are matched only as they are.
     const spelled = [...new Set(terms.flatMap((term) => term.forms.filter((f) => f.variants).map((f) => f.word)))];
     const formWords = [...new Set(terms.flatMap((term) => term.forms.map((f) => f.word)))];
     // Corpus statistics (known words, their spellings, word weights) from the cards the caller may see only.
-    const candidateLists = await this.vocabularyCandidates(spelled, scope.callerId);
+    const candidateLists = await this.vocabularyCandidates(spelled, scope.callerId, read);
     const candidates = new Map(spelled.map((word, i) => [word, candidateLists[i]!]));
-    const { cards, frequency } = await this.documentFrequencies([...new Set([...formWords, ...candidateLists.flat()])], scope.callerId);
+    const { cards, frequency } = await this.documentFrequencies([...new Set([...formWords, ...candidateLists.flat()])], scope.callerId, read);
     if (cards === 0) return { hits: [], total: 0, reachable: 0 };
     const perWord: { matches: WordMatch[]; weight: number }[] = terms.map(({ forms }) => {
       // A Korean word's forms (the word as written, its stem, a one-syllable stem), each at its factor, the best per word.
@@ -793,7 +825,7 @@ export class ElasticsearchCardIndex implements CardIndex {
     if (phrasePossible) should.push({ constant_score: { filter: { match_phrase: { text: phrase } }, boost: phraseWeight } });
     const from = Math.min(page.offset, this.window);
     const size = Math.max(0, Math.min(page.limit, this.window - from));
-    const filter = await this.scopeFilter(scope);
+    const filter = await this.scopeFilter(scope, read);
     let floor = textScoreFloor(this.minTextScore, perWord, phraseWeight);
     if (queryWords.length >= LONG_QUERY_WORDS) {
       // A paste's floor depends on the best word score (without the phrase) a card in scope reaches (longQueryFloor).
@@ -805,7 +837,7 @@ export class ElasticsearchCardIndex implements CardIndex {
         track_total_hits: false,
         size: 1,
         _source: false,
-      });
+      }, read);
       floor = longQueryFloor(floor, best.hits.hits[0]?._score ?? 0);
     }
     const result = await this.client.search<Pick<CardSource, 'card_id'>>({
@@ -819,7 +851,7 @@ export class ElasticsearchCardIndex implements CardIndex {
       from,
       size,
       _source: ['card_id'],
-    });
+    }, read);
     const total = typeof result.hits.total === 'number' ? result.hits.total : (result.hits.total?.value ?? 0);
     return { hits: result.hits.hits.map((h) => ({ cardId: h._source!.card_id, score: Math.min(1, h._score ?? 0) })), total, reachable: Math.min(total, this.window) };
   }
@@ -828,7 +860,7 @@ export class ElasticsearchCardIndex implements CardIndex {
    * Per query word, the public vocabulary words and the caller's own private ones sharing the most trigrams with it
    * (the word itself included when known), ties by spelling: never a word only someone else's private cards brought.
    */
-  private async vocabularyCandidates(queryWords: string[], callerId: string | undefined): Promise<string[][]> {
+  private async vocabularyCandidates(queryWords: string[], callerId: string | undefined, read: ReadOptions): Promise<string[][]> {
     // A query of symbols alone (🌊🔥) has no word with spellings to look up.
     if (queryWords.length === 0) return [];
     const scopes = callerId === undefined ? [PUBLIC_SCOPE] : [PUBLIC_SCOPE, privateScope(callerId)];
@@ -859,7 +891,7 @@ export class ElasticsearchCardIndex implements CardIndex {
         sort: [{ _score: { order: 'desc' } }, { word: { order: 'asc' } }],
       });
     }
-    const response = await this.client.msearch<VocabularySource>({ searches });
+    const response = await this.client.msearch<VocabularySource>({ searches }, read);
     return response.responses.map((r) => {
       if ('error' in r) throw new Error(`vocabulary lookup failed: ${JSON.stringify(r.error)}`);
       const bigrams = (r.aggregations?.bigrams as { buckets: { key: string }[] } | undefined)?.buckets;
@@ -870,14 +902,14 @@ export class ElasticsearchCardIndex implements CardIndex {
   }
 
   /** How many searchable root cards the caller may see, and how many of them hold each word. */
-  private async documentFrequencies(wordList: string[], callerId: string | undefined): Promise<{ cards: number; frequency: Map<string, number> }> {
+  private async documentFrequencies(wordList: string[], callerId: string | undefined, read: ReadOptions): Promise<{ cards: number; frequency: Map<string, number> }> {
     const result = await this.client.search({
       index: this.names.cards,
       size: 0,
       track_total_hits: true,
       query: { bool: { filter: [...this.searchable(), visibleTo(callerId)] } },
       aggs: { words: { filter: { terms: { words: wordList } }, aggs: { each: { terms: { field: 'words', include: wordList, size: wordList.length } } } } },
-    });
+    }, read);
     const total = typeof result.hits.total === 'number' ? result.hits.total : (result.hits.total?.value ?? 0);
     const buckets = (result.aggregations?.words as { each: { buckets: { key: string; doc_count: number }[] } } | undefined)?.each.buckets ?? [];
     return { cards: total, frequency: new Map(buckets.map((b) => [b.key, b.doc_count])) };
@@ -1141,19 +1173,19 @@ export class ElasticsearchCardIndex implements CardIndex {
   }
 
   /** Filters of a scope: a searchable root card visible to the caller, with any listed tag, a listed link part, in the collection. */
-  private async scopeFilter(scope: SearchScope): Promise<estypes.QueryDslQueryContainer[]> {
+  private async scopeFilter(scope: SearchScope, read: ReadOptions): Promise<estypes.QueryDslQueryContainer[]> {
     const visible: estypes.QueryDslQueryContainer[] = [...this.searchable(), visibleTo(scope.callerId)];
     const filter = [...visible];
     const tags = askedTags(scope.tags);
     const links = scope.links.map((l) => linkFilterForm(l.trim())).filter((l) => l.length > 0);
-    if (tags.length > 0 || links.length > 0) filter.push(await this.tagAndLinkFilter(tags, links, scope.callerId, visible));
+    if (tags.length > 0 || links.length > 0) filter.push(await this.tagAndLinkFilter(tags, links, scope.callerId, visible, read));
     if (scope.collectionId !== undefined) {
       // The root bookmarked itself, or through the entry of a bookmarked collision the caller may see (nested).
       const should: estypes.QueryDslQueryContainer[] = [
         { term: { collection_ids: scope.collectionId } },
         { nested: { path: 'collisions', query: { bool: { filter: [visibleEntry(scope.callerId), { term: { 'collisions.collection_ids': scope.collectionId } }] } } } },
       ];
-      const viaUnentered = await this.rootsOfBookmarkedCollisions(scope.collectionId, scope.callerId);
+      const viaUnentered = await this.rootsOfBookmarkedCollisions(scope.collectionId, scope.callerId, read);
       for (let i = 0; i < viaUnentered.length; i += CARDS_PER_PAGE) should.push({ terms: { card_id: viaUnentered.slice(i, i + CARDS_PER_PAGE) } });
       filter.push({ bool: { should, minimum_should_match: 1 } });
     }
@@ -1164,7 +1196,7 @@ export class ElasticsearchCardIndex implements CardIndex {
    * Roots holding any listed tag and a listed link part themselves, or through a collision the caller may see: a
    * collision is shown inside its root's entry. Someone else's private collision never counts (its tags stay hidden).
    */
-  private async tagAndLinkFilter(tags: string[], links: string[], callerId: string | undefined, visible: estypes.QueryDslQueryContainer[]): Promise<estypes.QueryDslQueryContainer> {
+  private async tagAndLinkFilter(tags: string[], links: string[], callerId: string | undefined, visible: estypes.QueryDslQueryContainer[], read: ReadOptions): Promise<estypes.QueryDslQueryContainer> {
     const matching: estypes.QueryDslQueryContainer[] = [];
     if (tags.length > 0) matching.push({ terms: { tags_lower: tags } });
     const visibleCollisions = [{ term: { root: false } }, visibleTo(callerId)];
@@ -1172,7 +1204,7 @@ export class ElasticsearchCardIndex implements CardIndex {
     const unentered = [...visibleCollisions, { bool: { must_not: [{ term: { entered: true } }] } }];
     const [ownLinks, entryLinks, unenteredLinks] =
       links.length > 0
-        ? await Promise.all([this.linkFilter(links, visible), this.linkFilter(links, visibleCollisions, ENTRY_LINK), this.linkFilter(links, unentered)])
+        ? await Promise.all([this.linkFilter(links, visible, read), this.linkFilter(links, visibleCollisions, read, ENTRY_LINK), this.linkFilter(links, unentered, read)])
         : [];
     const own = { bool: { filter: [...matching, ...(ownLinks ? [ownLinks] : [])] } };
     // The root's entries of collisions the caller may see: each one matched against the whole filter (nested).
@@ -1180,17 +1212,18 @@ export class ElasticsearchCardIndex implements CardIndex {
     if (tags.length > 0) entryFilter.push({ terms: { 'collisions.tags_lower': tags } });
     if (entryLinks) entryFilter.push(entryLinks);
     const should: estypes.QueryDslQueryContainer[] = [own, { nested: { path: 'collisions', query: { bool: { filter: entryFilter } } } }];
-    const roots = await this.rootsOfCollisionsMatching([...unentered, ...matching, ...(unenteredLinks ? [unenteredLinks] : [])]);
+    const roots = await this.rootsOfCollisionsMatching([...unentered, ...matching, ...(unenteredLinks ? [unenteredLinks] : [])], read);
     for (let i = 0; i < roots.length; i += CARDS_PER_PAGE) should.push({ terms: { card_id: roots.slice(i, i + CARDS_PER_PAGE) } });
     return { bool: { should, minimum_should_match: 1 } };
   }
 
   /** The roots of the collisions these filters select, read page by page. */
-  private async rootsOfCollisionsMatching(filter: estypes.QueryDslQueryContainer[]): Promise<string[]> {
+  private async rootsOfCollisionsMatching(filter: estypes.QueryDslQueryContainer[], read: ReadOptions): Promise<string[]> {
     const roots = new Set<string>();
     const pages = this.searchPages<Pick<CardSource, 'collision_of'>>(
       { index: this.names.cards, query: { bool: { filter } }, sort: [{ card_id: { order: 'asc' } }], _source: ['collision_of'] },
       Math.min(CARDS_PER_PAGE, this.window),
+      read,
     );
     for await (const hits of pages) for (const h of hits) if (h._source?.collision_of) roots.add(h._source.collision_of);
     return [...roots];
@@ -1200,7 +1233,7 @@ export class ElasticsearchCardIndex implements CardIndex {
    * Cards (within `base`) whose link contains any of the (lower-cased) strings; with `fields` of the collision entries,
    * the entries of such collisions, inside a nested query on them.
    */
-  private async linkFilter(links: string[], base: estypes.QueryDslQueryContainer[], fields: LinkFields = CARD_LINK): Promise<estypes.QueryDslQueryContainer> {
+  private async linkFilter(links: string[], base: estypes.QueryDslQueryContainer[], read: ReadOptions, fields: LinkFields = CARD_LINK): Promise<estypes.QueryDslQueryContainer> {
     const should: estypes.QueryDslQueryContainer[] = [];
     const long: string[] = [];
     for (const link of links) {
@@ -1208,20 +1241,21 @@ export class ElasticsearchCardIndex implements CardIndex {
       else long.push(link);
     }
     if (long.length > 0) {
-      const found = await this.cardsWithLinkContaining(long, base);
+      const found = await this.cardsWithLinkContaining(long, base, read);
       for (let i = 0; i < found.length; i += CARDS_PER_PAGE) should.push({ terms: { [fields.id]: found.slice(i, i + CARDS_PER_PAGE) } });
     }
     return should.length === 0 ? { match_none: {} } : { bool: { should, minimum_should_match: 1 } };
   }
 
   /** Cards (within `base`) whose link contains one of these long strings: those holding a string's start, checked whole here. */
-  private async cardsWithLinkContaining(long: string[], base: estypes.QueryDslQueryContainer[]): Promise<string[]> {
+  private async cardsWithLinkContaining(long: string[], base: estypes.QueryDslQueryContainer[], read: ReadOptions): Promise<string[]> {
     const starts = [...new Set(long.map((link) => [...link].slice(0, MAX_WILDCARD_CHARS).join('')))];
     const query = { bool: { filter: [...base, { bool: { should: starts.map((start) => linkContaining(start)), minimum_should_match: 1 } }] } };
     const found: string[] = [];
     const pages = this.searchPages<Pick<CardSource, 'card_id' | 'link_lower'>>(
       { index: this.names.cards, query, sort: [{ card_id: { order: 'asc' } }], _source: ['card_id', 'link_lower'] },
       Math.min(CARDS_PER_PAGE, this.window),
+      read,
     );
     for await (const hits of pages) for (const h of hits) if (long.some((link) => h._source!.link_lower.includes(link))) found.push(h._source!.card_id);
     return found;
@@ -1369,13 +1403,13 @@ export class ElasticsearchCardIndex implements CardIndex {
    * (written before entries did, until denormalizeCollisions() has entered them; then none): a collision is searched
    * through its root and shown inside the root's entry.
    */
-  private async rootsOfBookmarkedCollisions(collectionId: string, callerId: string | undefined): Promise<string[]> {
+  private async rootsOfBookmarkedCollisions(collectionId: string, callerId: string | undefined, read: ReadOptions): Promise<string[]> {
     return this.rootsOfCollisionsMatching([
       { term: { root: false } },
       { term: { collection_ids: collectionId } },
       visibleTo(callerId),
       { bool: { must_not: [{ term: { entered_collections: true } }] } },
-    ]);
+    ], read);
   }
 
   private async isRemoved(cardId: string): Promise<boolean> {
@@ -1433,10 +1467,10 @@ export class ElasticsearchCardIndex implements CardIndex {
    * The hits of a search, page after page of `pageSize` in `sort` order (which must end on a unique field), each page
    * asked with search_after from the last: never a from + size past the result window. The caller stops when it has enough.
    */
-  private async *searchPages<T>(request: estypes.SearchRequest & { sort: estypes.Sort }, pageSize: number): AsyncGenerator<estypes.SearchHit<T>[]> {
+  private async *searchPages<T>(request: estypes.SearchRequest & { sort: estypes.Sort }, pageSize: number, read: ReadOptions = {}): AsyncGenerator<estypes.SearchHit<T>[]> {
     let after: estypes.SortResults | undefined;
     for (;;) {
-      const result = await this.client.search<T>({ ...request, size: pageSize, ...(after ? { search_after: after } : {}) });
+      const result = await this.client.search<T>({ ...request, size: pageSize, ...(after ? { search_after: after } : {}) }, read);
       const hits = result.hits.hits;
       if (hits.length > 0) yield hits;
       if (hits.length < pageSize) return;

@@ -1,7 +1,13 @@
+import { join } from 'node:path';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { isEngineUnavailableError, RetryableUnavailableError, UnavailableError } from '@cards/platform';
+import { createGrpcClient, createLogger, enableInProcessCalls, grpcServerMetrics, isEngineUnavailableError, RetryableUnavailableError, startGrpcServer, UnavailableError } from '@cards/platform';
+import { search } from '@cards/proto';
 import { OpenAiEmbedder } from '../src/adapters/openai/openai-embedder';
+import { SqliteCardIndex } from '../src/adapters/sqlite/sqlite-card-index';
+import { SearchService } from '../src/application/search-service';
+import { searchHandlers } from '../src/grpc/search-handlers';
+import { testTempDir } from '../../../test/support/cleanup';
 
 /** The wire protocol of the OpenAI-compatible adapter, against a local HTTP server speaking /v1/embeddings. */
 describe('OpenAiEmbedder protocol', () => {
@@ -74,5 +80,69 @@ describe('OpenAiEmbedder protocol', () => {
   test('duplicate threshold depends on the text length', () => {
     expect(embedder().duplicateThreshold(120)).toBe(0.92);
     expect(embedder().duplicateThreshold(500)).toBe(0.95);
+  });
+});
+
+/**
+ * A search's embeddings request ends with its call: the gateway cancels a search's call when its client goes away
+ * (client-gone), and the search service's request to the embeddings API for that search's query is then aborted, its
+ * connection closed before the answer, instead of running on (a model working, a paid API billing) for nobody. A real
+ * search service (gRPC server, SearchService, SQLite index, OpenAiEmbedder) over the network and in process; the API is a
+ * local server that holds every request until its connection closes.
+ */
+/** SemanticSearch calls this process's gRPC servers ended, by status (grpc_server_handled_total). */
+async function semanticSearchesEnded(): Promise<Record<string, number>> {
+  const handled = (await grpcServerMetrics.getMetricsAsJSON()).find((m) => m.name === 'grpc_server_handled_total');
+  const ended: Record<string, number> = {};
+  for (const { labels, value } of handled?.values ?? []) if (labels.grpc_method === 'SemanticSearch') ended[String(labels.grpc_code)] = value;
+  return ended;
+}
+
+describe.each([
+  ['over the network', false],
+  ['in process', true],
+])("a search's embeddings request ends with its cancelled call, %s", (_transport, inProcess) => {
+  test('the embeddings request of a cancelled semantic search is closed unanswered; the call ends CANCELLED, not UNAVAILABLE as in an embeddings outage', async () => {
+    let arrived: () => void = () => undefined;
+    let closedUnanswered: (input: string) => void = () => undefined;
+    const closed = new Promise<string>((resolve) => (closedUnanswered = resolve));
+    const api = createServer((req, res) => {
+      let raw = '';
+      req.on('data', (c: Buffer) => (raw += c.toString()));
+      req.on('end', () => arrived());
+      res.once('close', () => {
+        if (!res.writableEnded) closedUnanswered((JSON.parse(raw) as { input: string[] }).input.join());
+      });
+    });
+    await new Promise<void>((r) => api.listen(0, '127.0.0.1', r));
+    const embedder = new OpenAiEmbedder({ url: `http://127.0.0.1:${(api.address() as AddressInfo).port}`, model: 'm', dimensions: 3, duplicateThreshold: 0.95, shortDuplicateThreshold: 0.92, shortTextLength: 200 });
+    const index = new SqliteCardIndex({ path: join(testTempDir('search-embed-cancel-'), 'index.db'), dimensions: 3 });
+    const logger = createLogger('search', 'silent');
+    const server = await startGrpcServer({ name: 'search', logger, register: (s) => s.add(search.SearchServiceDefinition, searchHandlers(new SearchService(index, embedder))) });
+    enableInProcessCalls(inProcess);
+    const { client, channel } = createGrpcClient(search.SearchServiceDefinition, server.address);
+    try {
+      const before = await semanticSearchesEnded();
+      const caller = new AbortController();
+      const reached = new Promise<void>((resolve) => (arrived = resolve));
+      const searching = client.semanticSearch({ query: 'herons in the reeds', page: 1, tags: [], links: [] }, { signal: caller.signal }).catch((err: unknown) => err);
+      await reached;
+      caller.abort();
+      expect(await searching).toMatchObject({ name: 'AbortError' });
+      // Before, the request stayed open until the API answered (here: never), for a search nobody waited for.
+      expect(await closed).toBe('herons in the reeds');
+      // The aborted request is the cancelled call's end, not an embeddings outage (UNAVAILABLE, as before the search
+      // ended with the adapter's RetryableUnavailableError): the handler ends once the request is closed.
+      const ended = async () => Object.entries(await semanticSearchesEnded()).filter(([code, n]) => n !== (before[code] ?? 0));
+      while ((await ended()).length === 0) await new Promise((resolve) => setImmediate(resolve));
+      expect(Object.fromEntries((await ended()).map(([code, n]) => [code, n - (before[code] ?? 0)]))).toEqual({ CANCELLED: 1 });
+    } finally {
+      enableInProcessCalls(false);
+      channel.close();
+      await server.shutdown(0);
+      api.closeAllConnections();
+      await new Promise<void>((r) => api.close(() => r()));
+      await index.close();
+    }
   });
 });

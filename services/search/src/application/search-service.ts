@@ -69,7 +69,7 @@ export class SearchService {
   async semanticSearch(query: SearchQuery, signal?: AbortSignal): Promise<SearchResult> {
     const { scope, offset, pageSize } = validate(query);
     stopIfCancelled(signal);
-    const [vector] = await this.embedder.embed([query.query]);
+    const [vector] = await this.embedder.embed([query.query], signal);
     if (vector!.every((v) => v === 0)) return this.fullTextSearch(query, signal);
     stopIfCancelled(signal);
     const page = await this.index.nearest(vector!, scope, { offset, limit: pageSize, signal });
@@ -95,7 +95,7 @@ export class SearchService {
     if (unindexed.some((c) => !isUuid(c.cardId))) throw new InvalidArgumentError('unindexed: card_id must be a UUID');
     const capped = Math.min(Math.max(limit || 1, 1), 25);
     stopIfCancelled(signal);
-    const [vector, ...unindexedVectors] = await this.embedder.embed([content, ...unindexed.map((c) => c.content)]);
+    const [vector, ...unindexedVectors] = await this.embedder.embed([content, ...unindexed.map((c) => c.content)], signal);
     stopIfCancelled(signal);
     const page = await this.index.nearest(vector!, { callerId, tags: [], links: [] }, { offset: 0, limit: capped, signal });
     const indexed = new Set(page.hits.map((h) => h.cardId));

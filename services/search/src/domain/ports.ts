@@ -10,8 +10,11 @@ export interface Embedder {
   readonly dimensions: number;
   /** Resolves once the model is usable (loading may happen in the background). */
   ready(): Promise<void>;
-  /** One unit-length vector per text, in order. A text without known words gives the zero vector. */
-  embed(texts: string[]): Promise<Float32Array[]>;
+  /**
+   * One unit-length vector per text, in order. A text without known words gives the zero vector. `signal`: a search's
+   * call's (aborted when its caller went away); an embedder that asks a remote model stops asking with it (AbortError).
+   */
+  embed(texts: string[], signal?: AbortSignal): Promise<Float32Array[]>;
   /**
    * False for bag-of-words models: they cannot tell a text from the same words in another order, so their
    * duplicate verdict must be confirmed by word-shingle overlap.

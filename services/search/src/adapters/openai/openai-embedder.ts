@@ -1,5 +1,6 @@
 import { request } from 'undici';
 import { RetryableUnavailableError, UnavailableError } from '@cards/platform';
+import { stopIfCancelled } from '../../domain/model';
 import type { Embedder } from '../../domain/ports';
 
 export interface OpenAiEmbedderOptions {
@@ -38,10 +39,15 @@ export class OpenAiEmbedder implements Embedder {
 
   async ready(): Promise<void> {}
 
-  async embed(texts: string[]): Promise<Float32Array[]> {
+  /**
+   * `signal`: a search's (its call's). Once its caller went away, the request under way is aborted (its connection
+   * closed: the model stops working for nobody, and a paid API is not billed for the rest) and no later batch is sent;
+   * the search ends with the AbortError of a cancelled call, not an embedder outage.
+   */
+  async embed(texts: string[], signal?: AbortSignal): Promise<Float32Array[]> {
     const batch = this.options.batchSize ?? 64;
     const out: Float32Array[] = [];
-    for (let i = 0; i < texts.length; i += batch) out.push(...(await this.embedBatch(texts.slice(i, i + batch))));
+    for (let i = 0; i < texts.length; i += batch) out.push(...(await this.embedBatch(texts.slice(i, i + batch), signal)));
     return out;
   }
 
@@ -49,8 +55,9 @@ export class OpenAiEmbedder implements Embedder {
     return contentLength < this.options.shortTextLength ? this.options.shortDuplicateThreshold : this.options.duplicateThreshold;
   }
 
-  private async embedBatch(texts: string[]): Promise<Float32Array[]> {
+  private async embedBatch(texts: string[], signal: AbortSignal | undefined): Promise<Float32Array[]> {
     if (texts.length === 0) return [];
+    stopIfCancelled(signal);
     // An empty input is rejected by most servers; it has no meaning, so it embeds to the zero vector.
     const input = texts.map((t) => (t.trim() === '' ? ' ' : t));
     let body: EmbeddingsResponse;
@@ -64,6 +71,7 @@ export class OpenAiEmbedder implements Embedder {
         body: JSON.stringify({ model: this.options.model, input }),
         headersTimeout: this.options.timeoutMs ?? 30_000,
         bodyTimeout: this.options.timeoutMs ?? 30_000,
+        ...(signal ? { signal } : {}),
       });
       if (response.statusCode !== 200) {
         const text = await response.body.text();
@@ -74,6 +82,7 @@ export class OpenAiEmbedder implements Embedder {
       }
       body = (await response.body.json()) as EmbeddingsResponse;
     } catch (err) {
+      stopIfCancelled(signal);
       if (err instanceof UnavailableError) throw err;
       throw new RetryableUnavailableError(`embeddings endpoint unreachable: ${err instanceof Error ? err.message : String(err)}`);
     }

@@ -112,6 +112,24 @@ describe('near-duplicate verdict (bundled embedder)', () => {
     expect(all.filter((c) => c.cardId === ids[0])).toHaveLength(1);
   });
 
+  test("a lookup whose caller went away while it read the hits' stored texts reads no more of them (the cancelled call's AbortError)", async () => {
+    // Word salads on one vocabulary: every salad is a hit at a duplicate's cosine, so each one's stored text is read.
+    const callerGone = new AbortController();
+    const readText = index.contentOf.bind(index);
+    const read = jest.spyOn(index, 'contentOf').mockImplementation(async (cardId) => {
+      // The caller goes away (its call cancelled: the cards service's deadline) while the first text is read.
+      callerGone.abort();
+      return readText(cardId);
+    });
+    try {
+      await expect(service.findNearDuplicates(salads[0]!, undefined, 25, [], callerGone.signal)).rejects.toMatchObject({ name: 'AbortError' });
+      // Before, the text of every hit at a duplicate's cosine was read, for a lookup nobody waited for.
+      expect(read).toHaveBeenCalledTimes(1);
+    } finally {
+      read.mockRestore();
+    }
+  });
+
   test('no distinct card merges: other cards of the same topic, and word salads on one vocabulary', async () => {
     for (const card of LABELLED_CARDS) {
       const candidates = await service.findNearDuplicates(card.content, undefined, 5);

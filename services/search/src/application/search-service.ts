@@ -111,6 +111,8 @@ export class SearchService {
     for (const hit of nearest.slice(0, capped)) {
       let duplicate = hit.cosine >= threshold;
       if (duplicate && !this.embedder.orderAware) {
+        // Up to 25 reads of stored texts, one after the other (Elasticsearch: a request each): none once the caller left.
+        if (hit.content === undefined) stopIfCancelled(signal);
         const stored = hit.content ?? (await this.index.contentOf(hit.cardId));
         duplicate = stored !== undefined && wordingConfirmsCopy(content, stored);
       }

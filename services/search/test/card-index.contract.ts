@@ -836,7 +836,8 @@ export function describeCardIndexContract(name: string, factory: () => Promise<C
       const net = aCard().saying('A fishing net dried in the harbour all afternoon').build();
       const nodejs = aCard().saying('Streams in node.js handle back-pressure for you').build();
       const apart = aCard().saying('Each node of the tree is a JS object with children').build();
-      for (const card of [cpp, cpp17, sharp, c, fsharp, dotnet, net, nodejs, apart]) await index.upsert(card);
+      const nodeOnly = aCard().saying('A node of the graph links to three others').build();
+      for (const card of [cpp, cpp17, sharp, c, fsharp, dotnet, net, nodejs, apart, nodeOnly]) await index.upsert(card);
       const ranked = async (query: string) => (await index.matchText(query, everything(), firstPage)).hits;
       /** The hits in groups of one score, best first, each group's ids sorted (ties may come in any order). */
       const groups = async (query: string) => {
@@ -855,6 +856,7 @@ export function describeCardIndexContract(name: string, factory: () => Promise<C
       expect(await groups('C#')).toEqual({ query: 'C#', groups: [[sharp.cardId], [cpp.cardId, cpp17.cardId, c.cardId].sort()] });
       expect(await groups('F#')).toEqual({ query: 'F#', groups: [[fsharp.cardId]] });
       expect(await groups('.NET')).toEqual({ query: '.NET', groups: [[dotnet.cardId], [net.cardId]] });
+      // Both parts apart are found after the name; one part alone (a card about graph nodes) is not.
       expect(await groups('node.js')).toEqual({ query: 'node.js', groups: [[nodejs.cardId], [apart.cardId]] });
       expect((await ranked('C++17')).map((h) => h.cardId)[0]).toBe(cpp17.cardId);
       // A name among other words: the card holding it first.

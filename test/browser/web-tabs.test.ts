@@ -233,6 +233,36 @@ describeInBrowser('the web app in several tabs (headless Chromium)', () => {
     expect(await stored()).toBe('Moraines, second tab');
   });
 
+  it("a rename saved in another tab between the settings form's read before saving and its update is not replaced unsaid (If-Match, 412)", async () => {
+    await signInBrowser(context, system.baseUrl, bob);
+    const collectionId = await bobCollection(`Drumlins ${Date.now()}`);
+    await page.goto(`/collection/${collectionId}`);
+    await page.getByText('Rename, share or delete').click();
+    await page.getByLabel('Name', { exact: true }).fill('Drumlins, this tab');
+    // The form's read before saving answers the collection as it was; another tab's rename lands before the form's update.
+    let landed = false;
+    await page.route(`**/api/card_collection/${collectionId}/1`, async (route) => {
+      if (landed || route.request().method() !== 'GET') return route.fallback();
+      const answer = await route.fetch();
+      const saved = await bob.client.put('/api/card_collection', { collection_id: collectionId, name: 'Drumlins, saved in between' });
+      expect(saved.status).toBe(204);
+      landed = true;
+      await route.fulfill({ response: answer });
+    });
+    await page.getByRole('button', { name: 'Save', exact: true }).click();
+    const warning = page.getByRole('alert').filter({ hasText: 'This collection was changed on' });
+    await warning.waitFor();
+    expect(landed).toBe(true);
+    expect(await warning.textContent()).toContain('it is now named “Drumlins, saved in between”.');
+    const stored = async () => ((await bob.client.get(`/api/card_collection/${collectionId}/1`)).json as { collection: { name: string } }).collection.name;
+    expect(await stored()).toBe('Drumlins, saved in between');
+    // Saved anyway, on purpose, over the version the warning named.
+    await warning.getByRole('button', { name: 'Save mine anyway' }).click();
+    await page.getByRole('heading', { name: 'Drumlins, this tab' }).waitFor();
+    expect(await stored()).toBe('Drumlins, this tab');
+    await page.unroute(`**/api/card_collection/${collectionId}/1`);
+  });
+
   it('saving an edit of a card deleted in another tab says so and offers to make a new card of the text', async () => {
     await signInBrowser(context, system.baseUrl, alice);
     const card = await newCard(alice, 'Deleted while edited.');

@@ -158,6 +158,12 @@ export function readableMessage(status: number, message: string, retryAfter: str
  */
 export const REQUEST_TIMEOUT_MS = 30_000;
 
+/** The same version (ETag) whether its answer came compressed (W/"…") or not. */
+export const sameVersion = (a: string | null, b: string | null) => a !== null && b !== null && a.replace(/^W\//, '') === b.replace(/^W\//, '');
+
+/** A 412 answered to an update sent with If-Match: changed between the read and the update. Read, compare, send again up to this many times. */
+export const EDIT_ATTEMPTS = 3;
+
 const NO_ANSWER_IN_TIME = 'The server did not answer within 30 seconds. Check your connection and try again; if you were saving, reload first to see whether it was saved.';
 
 async function request<T>(method: string, path: string, body?: unknown, headers: Record<string, string> = {}, signal?: AbortSignal): Promise<{ data: T; headers: Headers; status: number }> {
@@ -298,7 +304,15 @@ export const api = {
     const location = headers.get('location') ?? '';
     return location.split('/').filter(Boolean).pop() ?? null;
   },
-  updateCollection: (body: RequestBody<'updateCollection'>) => put<'updateCollection'>('/card_collection', body),
+  /** `ifMatch`: the ETag of the version the change was worked out on; the server answers 412 if the collection changed since. */
+  updateCollection: async (body: RequestBody<'updateCollection'>, ifMatch?: string | null) => {
+    await request<Answer<'updateCollection'>>('PUT', '/card_collection', body, ifMatch ? { 'if-match': ifMatch } : {});
+  },
+  /** The collection (read with its first page) and its ETag (its version), which an update sends back as If-Match. */
+  collectionWithVersion: async (id: string) => {
+    const { data, headers } = await request<Answer<'listCollectionCards'>>('GET', `/card_collection/${seg(id)}/1`);
+    return { collection: data.collection, etag: headers.get('etag') };
+  },
   deleteCollection: (collectionId: string) => del<'deleteCollection'>('/card_collection', { collection_id: collectionId }),
   collection: (id: string, page: number) => get<'listCollectionCards'>(`/card_collection/${seg(id)}/${page}`),
   addToCollection: (collectionId: string, cardId: string) => post<'addBookmark'>(`/card_collection/${seg(collectionId)}`, { card_metadata_id: cardId }),

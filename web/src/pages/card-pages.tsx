@@ -1,6 +1,6 @@
 import { MAX_WORDS, MIN_WORDS_EXCLUSIVE, wordCount } from '@cards/card-rules';
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
-import { api, ApiError, newIdempotencyKey, onUnauthorized, type Card } from '../api';
+import { api, ApiError, EDIT_ATTEMPTS, newIdempotencyKey, onUnauthorized, sameVersion, type Card } from '../api';
 import { cardDraftProblems, htmlFromInput, tagsFromInput, textOfHtml } from '../card-rules';
 import { ErrorMessage, firstWords, formatDate, Loading, Notice, NotFoundHint, PageTitle, Tags, useAction, useAsync, userName, UserText, VerificationBadge } from '../components';
 import { guardLeaving, Link, navigate, useLocation } from '../router';
@@ -324,12 +324,6 @@ type OpenedCard = Pick<Card, 'card_html' | 'link' | 'private' | 'updated_at'>;
  * replaces (and only it: a later one is shown in its turn).
  */
 type EditObstacle = { kind: 'deleted' } | { kind: 'changed'; current: Card; etag: string | null };
-
-/** A 412 answered to an update sent with If-Match: the card changed between the read and the update. Read, compare, send again up to this many times. */
-const EDIT_ATTEMPTS = 3;
-
-/** The same version whether its answer came compressed (W/"…") or not. */
-const sameVersion = (a: string | null, b: string | null) => a !== null && b !== null && a.replace(/^W\//, '') === b.replace(/^W\//, '');
 
 /** Create (no card) or edit (card given) with the server's rules checked as you type. */
 function CardForm({ card }: { card?: Card }) {

@@ -1,7 +1,7 @@
 import { characterCount, MAX_COLLECTION_DESCRIPTION_CHARS, MAX_COLLECTION_NAME_CHARS } from '@cards/card-rules';
 import { freeTextMessage } from '../free-text';
 import { useMemo, useState } from 'preact/hooks';
-import { api, ApiError, newIdempotencyKey, type Collection } from '../api';
+import { api, ApiError, EDIT_ATTEMPTS, newIdempotencyKey, sameVersion, type Collection } from '../api';
 import { CardSummary, DoneNotice, ErrorMessage, firstWords, formatDate, Loading, Notice, NotFoundHint, PageTitle, Pager, useAction, useAsync, UserText } from '../components';
 import { Link, navigate, useLocation } from '../router';
 import { useSession } from '../session';
@@ -93,21 +93,32 @@ function CollectionSettings({ collection: c, onChanged, onGone }: { collection: 
       return true;
     });
   // Renamed or described anew elsewhere (another tab or window) since this page read it: a save would replace that unsaid.
-  const [clash, setClash] = useState<Collection | undefined>();
-  const save = async (e: Event | null, overwrite = false) => {
+  // `etag`: the version shown, which "Save mine anyway" replaces (and only it: a later one is shown in its turn).
+  const [clash, setClash] = useState<{ current: Collection; etag: string | null } | undefined>();
+  /** `overwrite`: the version the user chose to replace ("Save mine anyway"), false for a plain save. */
+  const save = async (e: Event | null, overwrite: { etag: string | null } | false = false) => {
     e?.preventDefault();
     setSaved(false);
     setClash(undefined);
     const problem = collectionDraftProblem(name.trim(), description);
     if (problem) return action.setError(problem);
     const ok = await run(async () => {
-      const current = (await api.collection(c.id, 1)).collection;
-      const changed = (mine: string, was: string, now: string) => mine !== was && now !== was && now !== mine;
-      if (!overwrite && (changed(name.trim(), c.name, current.name) || changed(description, c.description, current.description))) {
-        setClash(current);
-        throw new Error('Not saved yet.');
+      for (let attempt = 1; ; attempt++) {
+        // Read again first, then update with that read's ETag as If-Match: a save landing between the two is answered
+        // 412 and compared in its turn, not replaced unsaid.
+        const { collection: current, etag } = await api.collectionWithVersion(c.id);
+        const changed = (mine: string, was: string, now: string) => mine !== was && now !== was && now !== mine;
+        if (!(overwrite && sameVersion(overwrite.etag, etag)) && (changed(name.trim(), c.name, current.name) || changed(description, c.description, current.description))) {
+          setClash({ current, etag });
+          throw new Error('Not saved yet.');
+        }
+        try {
+          await api.updateCollection({ collection_id: c.id, name: name.trim(), description }, etag);
+          return;
+        } catch (err) {
+          if (!(err instanceof ApiError && err.status === 412) || attempt >= EDIT_ATTEMPTS) throw err;
+        }
       }
-      await api.updateCollection({ collection_id: c.id, name: name.trim(), description });
     });
     if (ok) {
       setSaved(true);
@@ -154,11 +165,11 @@ function CollectionSettings({ collection: c, onChanged, onGone }: { collection: 
       {clash ? (
         <div class="error" role="alert">
           <p>
-            This collection was changed on {formatDate(clash.updated_at)}, after this page was opened (in another tab or window?): it is now named “
-            <UserText>{clash.name}</UserText>”. Saving replaces its name and description with yours.
+            This collection was changed on {formatDate(clash.current.updated_at)}, after this page was opened (in another tab or window?): it is now named “
+            <UserText>{clash.current.name}</UserText>”. Saving replaces its name and description with yours.
           </p>
           <p class="row">
-            <button type="button" onClick={() => void save(null, true)} aria-disabled={action.busy}>
+            <button type="button" onClick={() => void save(null, { etag: clash.etag })} aria-disabled={action.busy}>
               Save mine anyway
             </button>
           </p>

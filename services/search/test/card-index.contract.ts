@@ -749,6 +749,51 @@ export function describeCardIndexContract(name: string, factory: () => Promise<C
       expect((await index.matchText('card-77c0de41aa90', everything(), firstPage)).hits.map((h) => h.cardId)).toEqual([cards[1]!.cardId]);
     });
 
+    test('a query word no card holds, not even misspelled, is searched as if not written: the cards matching the rest are found and ranked as without it', async () => {
+      // It weighed in the score's denominator: "tides qwertyuiop zebra" found nothing beside a card about tides, "moon
+      // tides qwertyuiop" one card of two, "C++ or C" nothing where no card says "or".
+      const tides = aCard().saying('The tides rise and fall with the pull of the Moon').build();
+      const glaciers = aCard().saying('Glaciers carve deep valleys over thousands of years').build();
+      const bread = aCard().saying('Bread rises because yeast makes gas').build();
+      const days = aCard().saying('A day on the Moon lasts about a month of Earth days').build();
+      const volcanoes = aCard().saying('Volcanoes can sleep for centuries').build();
+      for (const card of [tides, glaciers, bread, days, volcanoes]) await index.upsert(card);
+      const search = async (query: string) => {
+        const page = await index.matchText(query, everything(), firstPage);
+        return { total: page.total, hits: page.hits.map((h) => ({ cardId: h.cardId, score: Math.round(h.score * 1000) / 1000 })) };
+      };
+      expect(await search('tides qwertyuiop zebra')).toEqual(await search('tides'));
+      expect((await search('tides qwertyuiop zebra')).hits.map((h) => h.cardId)).toEqual([tides.cardId]);
+      expect(await search('tides, Xylophone!')).toEqual(await search('tides'));
+      const moonTides = await search('moon tides');
+      expect(moonTides.hits.map((h) => h.cardId)).toEqual([tides.cardId, days.cardId]);
+      expect(await search('moon tides qwertyuiop')).toEqual(moonTides);
+      expect(await search('moon qwertyuiop tides zebrafoo')).toEqual(moonTides);
+      // The phrase of the words left: "pull of the moon" in a row.
+      expect(await search('pull of the qwertyuiop moon')).toEqual(await search('pull of the moon'));
+      // A query of such words alone finds nothing, as before.
+      expect(await search('qwertyuiop zebrafoo')).toEqual({ total: 0, hits: [] });
+      // A misspelling of a word some card holds still counts as that word, in the score and its denominator.
+      const breadTides = await search('bread tydes');
+      expect(breadTides.hits.map((h) => h.cardId)).toEqual([bread.cardId, tides.cardId]);
+      expect(breadTides.hits[0]!.score).toBeLessThan(0.5);
+      // A word joined to others counts as before when some card holds one of them: "tides-qwertyuiop" names a thing no
+      // card holds; an unknown joined run beside known words ("card-e5d4c3b2a190 tides") is left out whole.
+      expect((await search('tides-qwertyuiop')).hits.every((h) => h.score < 0.5)).toBe(true);
+      expect(await search('card-e5d4c3b2a190 tides')).toEqual(await search('tides'));
+    });
+
+    test('"C++ or C" finds the cards saying C++ or C where no card says "or"', async () => {
+      const plus = aCard().saying('C++ templates are resolved at compile time').build();
+      const c = aCard().saying('Pointers in C hold addresses').build();
+      const rust = aCard().saying('Rust ownership rules prevent data races').build();
+      for (const card of [plus, c, rust]) await index.upsert(card);
+      const page = await index.matchText('C++ or C', everything(), firstPage);
+      // "C" written alone matches both alike (the name and the part), so they tie.
+      expect(page.hits.map((h) => h.cardId).sort()).toEqual([plus.cardId, c.cardId].sort());
+      expect(page.hits.map((h) => h.score)).toEqual((await index.matchText('C++ C', everything(), firstPage)).hits.map((h) => h.score));
+    });
+
     test('in a long query one telling word alone is not enough: a pasted text finds the card holding it, not every card sharing a word of it', async () => {
       const rocks = 'granite basalt quartz marble slate shale gneiss schist';
       // Each query word is held by one card: "schist" weighs as much as any other, 1/8 of the query.

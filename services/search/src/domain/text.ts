@@ -641,6 +641,47 @@ function withSymbolNames(terms: readonly QueryTerm[], sequence: readonly string[
   });
 }
 
+/** A run of ASCII letters and digits: one word as written, joined to no other (heldQueryWords skips reading it). */
+const ONE_ASCII_WORD = /^[a-z0-9]+$/i;
+
+/**
+ * The words of `unmatched` a query writes joined, with no space between, to a word not among them: parts of one written
+ * thing some card holds a part of ("card-3f9a1c7e5b2d" in a library of cards saying "card", one part of "node.js", a
+ * run of Chinese bigrams), each token read by queryTerms.
+ */
+function joinedToHeldWords(text: string, unmatched: ReadonlySet<string>): Set<string> {
+  const joined = new Set<string>();
+  for (const token of text.split(/\s+/u)) {
+    if (token === '' || ONE_ASCII_WORD.test(token)) continue;
+    const words = queryTerms(token).terms.map((term) => term.word);
+    if (words.length > 1 && words.some((word) => !unmatched.has(word))) for (const word of words) if (unmatched.has(word)) joined.add(word);
+  }
+  return joined;
+}
+
+/**
+ * A full-text query's terms and phrase sequence without the words that can weigh in no card's score: a word that no
+ * card the caller may see holds and that is no typo of a word one holds (`matchesNothing`: its forms matched
+ * nothing). Such a word (a name, a rare word, a word of another field, "or" in a library without it) counted in the
+ * score's denominator and in the floor, so the cards holding the rest of the query scored low or not at all ("tides
+ * qwertyuiop zebra" found nothing beside a card about tides); left out, they are found and ranked as if it were not
+ * written (phrase included). A word written joined to a word some card holds ("card-<id>" of a card never stored
+ * where cards say "card", one part of "node.js") still counts: the query names one thing no card holds, not its known
+ * part. A query of such words alone keeps them (and finds nothing). A query of LONG_QUERY_WORDS distinct words or
+ * more (a paste) keeps them too: there they tell that the text is not a card's (a paste of prose no card holds would
+ * otherwise match cards sharing its common words), and longQueryFloor already finds the best card whatever it lacks.
+ * `text` is the query as sent; `sequence` its words in order (phrases). Both full-text indexes use this rule.
+ */
+export function heldQueryWords<T extends { word: string }>(text: string, sequence: readonly string[], terms: readonly T[], matchesNothing: (term: T) => boolean): { terms: T[]; sequence: string[] } {
+  // A paste's words no card holds tell that it is no card's text; its floor is relative to the best card already.
+  if (terms.length >= LONG_QUERY_WORDS) return { terms: [...terms], sequence: [...sequence] };
+  const unmatched = new Set(terms.filter(matchesNothing).map((term) => term.word));
+  if (unmatched.size === 0 || unmatched.size === terms.length) return { terms: [...terms], sequence: [...sequence] };
+  for (const word of joinedToHeldWords(text, unmatched)) unmatched.delete(word);
+  if (unmatched.size === 0) return { terms: [...terms], sequence: [...sequence] };
+  return { terms: terms.filter((term) => !unmatched.has(term.word)), sequence: sequence.filter((word) => !unmatched.has(word)) };
+}
+
 /**
  * A query term's matches over its forms: each form's matches (`matchesOf`: the word itself when some card holds it,
  * and, when the form takes variants, its misspellings) at their similarity times the form's factor, the best one of each

@@ -3,7 +3,7 @@ import { Client, errors, type estypes } from '@elastic/elasticsearch';
 import { redactUrl } from '@cards/platform';
 import { compareTies, isZeroVector, stopIfCancelled, type IndexedCard, type IndexPage, type PageRequest, type SearchScope, type StoredCard, type StoredPoint } from '../../domain/model';
 import type { CardIndex } from '../../domain/ports';
-import { bestFormMatches, CJK_CHARACTER_BIGRAMS, filterForm, indexWords, isCjkCharacter, isExtraIndexWord, isSymbolWord, linkFilterForm, LONG_QUERY_MIN_SCORE, LONG_QUERY_WORDS, longQueryFloor, MAX_QUERY_TERMS, queryTerms, tagFilterForm, tellingTerms, textScoreFloor, wordTrigrams } from '../../domain/text';
+import { bestFormMatches, CJK_CHARACTER_BIGRAMS, filterForm, heldQueryWords, indexWords, isCjkCharacter, isExtraIndexWord, isSymbolWord, linkFilterForm, LONG_QUERY_MIN_SCORE, LONG_QUERY_WORDS, longQueryFloor, MAX_QUERY_TERMS, queryTerms, tagFilterForm, tellingTerms, textScoreFloor, wordTrigrams } from '../../domain/text';
 import { matchWord, wordWeight, type VocabularyCandidate, type WordMatch } from './word-matcher';
 
 export interface ElasticsearchCardIndexOptions {
@@ -775,7 +775,7 @@ export class ElasticsearchCardIndex implements CardIndex {
   }
 
   private async matchTextNow(query: string, scope: SearchScope, page: PageRequest, read: ReadOptions): Promise<IndexPage> {
-    const { sequence, terms: queried } = queryTerms(query);
+    const { sequence: written, terms: queried } = queryTerms(query);
     if (queried.length === 0) return { hits: [], total: 0, reachable: 0 };
     // A paste's most telling words, not its first ones (one more request, for queries of more distinct words only).
     let terms = queried;
@@ -783,7 +783,6 @@ export class ElasticsearchCardIndex implements CardIndex {
       const { frequency: queriedFrequency } = await this.documentFrequencies(queried.map((term) => term.word), scope.callerId, read);
       terms = tellingTerms(queried, (word) => queriedFrequency.get(word) ?? 0);
     }
-    const queryWords = terms.map((term) => term.word);
     // The forms whose misspellings count (a query word, a Korean word's stem); the others are matched only as they are.
     const spelled = [...new Set(terms.flatMap((term) => term.forms.filter((f) => f.variants).map((f) => f.word)))];
     const formWords = [...new Set(terms.flatMap((term) => term.forms.map((f) => f.word)))];
@@ -792,9 +791,10 @@ export class ElasticsearchCardIndex implements CardIndex {
     const candidates = new Map(spelled.map((word, i) => [word, candidateLists[i]!]));
     const { cards, frequency } = await this.documentFrequencies([...new Set([...formWords, ...candidateLists.flat()])], scope.callerId, read);
     if (cards === 0) return { hits: [], total: 0, reachable: 0 };
-    const perWord: { matches: WordMatch[]; weight: number }[] = terms.map(({ forms }) => {
+    const matchedTerms = terms.map(({ word, forms }) => ({
+      word,
       // A Korean word's forms (the word as written, its stem, a one-syllable stem), each at its factor, the best per word.
-      const matches = bestFormMatches(
+      matches: bestFormMatches(
         forms,
         (form) => {
           const exactFrequency = frequency.get(form.word) ?? 0;
@@ -802,7 +802,13 @@ export class ElasticsearchCardIndex implements CardIndex {
           return matchWord(form.word, exactFrequency, candidates.get(form.word)!.map((w): VocabularyCandidate => ({ word: w, documentFrequency: frequency.get(w) ?? 0 })));
         },
         (m) => m.word,
-      );
+      ),
+    }));
+    // A word written apart that no card holds, not even misspelled, weighs nothing: the rest is searched without it
+    // (as the embedded index; the frequencies read above tell it, no further request).
+    const { terms: held, sequence } = heldQueryWords(query, written, matchedTerms, (term) => term.matches.length === 0);
+    const queryWords = held.map((term) => term.word);
+    const perWord: { matches: WordMatch[]; weight: number }[] = held.map(({ matches }) => {
       const matched = matches.reduce((sum, m) => sum + (frequency.get(m.word) ?? 0), 0);
       return { matches, weight: wordWeight(cards, matched) };
     });

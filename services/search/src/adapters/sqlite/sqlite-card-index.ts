@@ -1,7 +1,7 @@
 import { openSqlite, type SqliteDatabase } from '@cards/platform';
 import { isZeroVector, stopIfCancelled, type IndexedCard, type IndexHit, type IndexPage, type PageRequest, type SearchScope, type StoredCard, type StoredPoint } from '../../domain/model';
 import type { CardIndex } from '../../domain/ports';
-import { bestFormMatches, indexWords, linkFilterForm, LONG_QUERY_MIN_SCORE, LONG_QUERY_WORDS, longQueryFloor, queryTerms, tagFilterForm, tellingTerms, textScoreFloor } from '../../domain/text';
+import { bestFormMatches, heldQueryWords, indexWords, linkFilterForm, LONG_QUERY_MIN_SCORE, LONG_QUERY_WORDS, longQueryFloor, queryTerms, tagFilterForm, tellingTerms, textScoreFloor } from '../../domain/text';
 import { Lexicon, PUBLIC, type Reader, type WordMatch } from './lexicon';
 import { WordSequences, type Phrase } from './phrase';
 import { TopK, VectorMatrix } from './vector-matrix';
@@ -366,24 +366,22 @@ export class SqliteCardIndex implements CardIndex {
   }
 
   private matchTextNow(query: string, scope: SearchScope, page: PageRequest): IndexPage {
-    const { sequence: tokens, terms: read } = queryTerms(query);
-    if (read.length === 0) return { hits: [], total: 0, reachable: 0 };
+    const { sequence: read, terms: readTerms } = queryTerms(query);
+    if (readTerms.length === 0) return { hits: [], total: 0, reachable: 0 };
     this.ensureScratch();
     const total = this.scratchTotal;
     const exact = this.scratchExact;
     // Corpus statistics (known words, their spellings, word weights) from the cards the caller may see only.
     const reader = this.readerOf(scope.callerId);
     // A paste's most telling words, not its first ones.
-    const searched = tellingTerms(read, (word) => {
+    const chosen = tellingTerms(readTerms, (word) => {
       const id = this.lexicon.idOf(word, reader);
       return id === undefined ? 0 : this.lexicon.visibleFrequency(id, reader);
     });
-    const queryWords = searched.map((term) => term.word);
-    const phrase = queryWords.length >= 2 ? this.phraseOf(tokens, reader) : undefined;
-    const cards = this.lexicon.visibleCards(reader);
-    const terms: TextTerm[] = searched.map(({ word, forms }) => {
+    const matched = chosen.map(({ word, forms }) => ({
+      word,
       // A Korean word's forms (the word as written, its stem, a one-syllable stem), each at its factor, the best per word.
-      const matches = bestFormMatches(
+      matches: bestFormMatches(
         forms,
         (form) => {
           if (form.variants) return this.lexicon.matches(form.word, reader);
@@ -391,10 +389,18 @@ export class SqliteCardIndex implements CardIndex {
           return wordId === undefined ? [] : [{ wordId, similarity: 1 }];
         },
         (m) => m.wordId,
-      );
+      ),
+    }));
+    // A word written apart that no card holds, not even misspelled, weighs nothing: the rest is searched without it.
+    const { terms: searched, sequence: tokens } = heldQueryWords(query, read, matched, (term) => term.matches.length === 0);
+    const queryWords = searched.map((term) => term.word);
+    const phrase = queryWords.length >= 2 ? this.phraseOf(tokens, reader) : undefined;
+    const cards = this.lexicon.visibleCards(reader);
+    const terms: TextTerm[] = searched.map(({ word, matches }) => {
       let frequency = 0;
       for (const m of matches) frequency += this.lexicon.visibleFrequency(m.wordId, reader);
-      // Rare words tell more than common ones (idf); a word found nowhere still counts against every card.
+      // Rare words tell more than common ones (idf); a word found nowhere still counts against every card (when
+      // joined to others, or when the query holds no other: heldQueryWords).
       const weight = Math.log(1 + cards / (1 + Math.min(cards, frequency)));
       return { matches, weight, exactId: phrase ? this.lexicon.idOf(word, reader) : undefined };
     });

@@ -206,6 +206,23 @@ describe('card search', () => {
     }
   });
 
+  it('full-text: a query word no card holds, not even misspelled, is searched as if not written; a query of such words alone finds nothing', async () => {
+    const tides = await postCard(alice, { card_html: html(`${uniqueText(75)} the tides rise and fall with the pull of the moon`) });
+    await indexed(alice, tides);
+    const page = async (content: string) => {
+      const res = await anonymous.post('/api/card/fulltextsearch/1', { content });
+      expect([content, res.status]).toEqual([content, 200]);
+      return (res.json.score_cards as Entry[]).map((e) => ({ id: e.metadata[0]!.id, score: e.score }));
+    };
+    const alone = await page('tides');
+    expect(alone.map((h) => h.id)).toContain(tides);
+    // The unknown words carried most of the query's weight: one lowered the tides card to ~0.35, two hid it.
+    expect(await page(`tides zebrafoo${run}`)).toEqual(alone);
+    expect(await page(`tides zebrafoo${run} qwertyuiop${run}`)).toEqual(alone);
+    expect(await page(`moon tides xylophonic${run}`)).toEqual(await page('moon tides'));
+    expect(await page(`zebrafoo${run} qwertyuiop${run}`)).toEqual([]);
+  });
+
   it('full-text: accents are folded both ways (cafe finds Café, Zürich finds Zurich), the card keeps its text; a 4-letter word takes no word one letter away', async () => {
     const accented = await postCard(alice, { card_html: html(`${uniqueText(75)} the Café crème near Zürich serves résumé readers`) });
     const plain = await postCard(alice, { card_html: html(`${uniqueText(75)} zurich trams; please resume the download; take care of the mass`) });

@@ -154,6 +154,12 @@ export const gatewayConfigSchema = z.object({
   HTTP_REQUEST_QUEUE: envInt(512),
   HTTP_REQUEST_QUEUE_WAIT_MS: envMs(5_000),
   HTTP_REQUESTS_PER_CLIENT: envInt(64).pipe(z.number().min(1, 'must be at least 1')),
+  /**
+   * How long an admitted /api answer may wait on a client that takes none of its bytes before its connection is cut and
+   * its slot given back (Node has no timeout on an answer being sent). From 1 s (a client on a slow link still takes
+   * some bytes a second) to 10 min (past it, a few dozen such clients hold every slot for good again).
+   */
+  HTTP_ANSWER_IDLE_MS: envMs(30_000, { min: 1_000, max: 600_000 }),
   /** Level of the one-line-per-request access log; `silent` turns it off whatever LOG_LEVEL says. */
   ACCESS_LOG_LEVEL: z.preprocess((v) => (v === '' ? undefined : v), z.enum(ACCESS_LOG_LEVELS).default('info')),
   /**

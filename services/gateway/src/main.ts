@@ -78,6 +78,7 @@ export async function startGateway(env: Record<string, string | undefined> = pro
       queue: config.HTTP_REQUEST_QUEUE,
       queueWaitMs: config.HTTP_REQUEST_QUEUE_WAIT_MS,
       perClient: config.HTTP_REQUESTS_PER_CLIENT,
+      answerIdleMs: config.HTTP_ANSWER_IDLE_MS,
     },
     uploads: { uploadsAtOnce: config.UPLOADS_AT_ONCE, maxQueued: config.UPLOAD_QUEUE, maxWaitMs: config.UPLOAD_QUEUE_WAIT_MS },
     uploadBodyRate: { graceMs: config.UPLOAD_BODY_GRACE_MS, minBytesPerSecond: config.UPLOAD_MIN_BYTES_PER_SECOND, windowMs: config.UPLOAD_BODY_RATE_WINDOW_MS },

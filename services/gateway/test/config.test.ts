@@ -161,3 +161,22 @@ describe('gateway config: MAX_FILE_BYTES', () => {
     expect(loadConfig(gatewayConfigSchema, {}).MAX_FILE_BYTES).toBe(20 * 1024 * 1024);
   });
 });
+
+describe('gateway config: HTTP_ANSWER_IDLE_MS', () => {
+  const idle = (value: string | undefined) => loadConfig(gatewayConfigSchema, { HTTP_ANSWER_IDLE_MS: value }).HTTP_ANSWER_IDLE_MS;
+
+  it('is 30 s by default and takes 1 s to 10 min', () => {
+    expect(idle(undefined)).toBe(30_000);
+    expect(idle('')).toBe(30_000);
+    expect(idle('1000')).toBe(1_000);
+    expect(idle('600000')).toBe(600_000);
+  });
+
+  // 0 would cut answers at once or never (socket.setTimeout(0) is no timeout); hours hold slots for good again.
+  it('stops the start naming the variable outside that range', () => {
+    for (const bad of ['0', '999', '600001', '86400000', 'abc', '-1']) {
+      expect(() => idle(bad)).toThrow(ConfigError);
+      expect(() => idle(bad)).toThrow(/HTTP_ANSWER_IDLE_MS/);
+    }
+  });
+});

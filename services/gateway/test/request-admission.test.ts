@@ -1,5 +1,6 @@
 import { createServer as createHttpServer, type Server } from 'node:http';
 import { connect } from 'node:net';
+import { Writable } from 'node:stream';
 import { createLogger, startGrpcServer, type GrpcServerHandle } from '@cards/platform';
 import { cards, identity, search } from '@cards/proto';
 import { createGatewayClients } from '../src/clients';
@@ -26,7 +27,13 @@ let peer: GrpcServerHandle;
 let counts = gate();
 let searches = gate();
 /** Calls that reached the peers. */
-const reached = { counts: 0, searches: 0 };
+const reached = { counts: 0, searches: 0, cards: 0 };
+/**
+ * The card GET /api/card/:id answers: 2 x 1,000,000 control characters, each written \\u0001 in JSON, so its answer
+ * (~12 MB) is far more than the connection's buffers take from a client that reads none of it.
+ */
+const LARGE_CARD_ID = '00000000-0000-4000-8000-00000000000a';
+const unreadable = '\u0001'.repeat(1_000_000);
 /** Resolves once `n` count calls have reached the peer. */
 let onReached: () => void = () => undefined;
 
@@ -37,7 +44,12 @@ beforeAll(async () => {
     register(s) {
       s.add(
         identity.IdentityServiceDefinition,
-        stub<identity.IdentityServiceImplementation>(identity.IdentityServiceDefinition, tokenIsUser),
+        stub<identity.IdentityServiceImplementation>(identity.IdentityServiceDefinition, {
+          ...tokenIsUser,
+          async getUsers({ ids }) {
+            return { users: ids.map((id) => ({ id, email: `${id}@example.com`, visibleEmail: false })) };
+          },
+        }),
       );
       s.add(
         cards.CardServiceDefinition,
@@ -47,6 +59,12 @@ beforeAll(async () => {
             onReached();
             await counts.opened;
             return { totalCount: 7 };
+          },
+          async getCard({ cardId }) {
+            reached.cards += 1;
+            onReached();
+            const at = new Date('2026-11-25T00:00:00.000Z');
+            return { id: cardId, authorId: 'author', content: unreadable, cardHtml: unreadable, link: '', totalUpvotes: 0, totalDownvotes: 0, createdAt: at, updatedAt: at, tags: [], private: false };
           },
         }),
       );
@@ -69,14 +87,17 @@ afterAll(() => peer.shutdown());
 let server: Server;
 let base: string;
 let channels: { close(): void }[];
+let clients: ReturnType<typeof createGatewayClients>['clients'];
 
 beforeEach(async () => {
   counts = gate();
   searches = gate();
   reached.counts = 0;
   reached.searches = 0;
+  reached.cards = 0;
   const made = createGatewayClients({ identity: peer.address, cards: peer.address, search: peer.address, files: peer.address, notifications: peer.address }, 60_000);
   channels = Object.values(made.channels);
+  clients = made.clients;
   ({ server, base } = await listening(
     createHttpServer(
       appWithoutServices({
@@ -95,10 +116,10 @@ afterEach(async () => {
 });
 
 /** Resolves once the peers have been reached this often. */
-function untilReached(want: { counts?: number; searches?: number }): Promise<void> {
+function untilReached(want: { counts?: number; searches?: number; cards?: number }): Promise<void> {
   return new Promise((resolve) => {
     const check = () => {
-      if (reached.counts >= (want.counts ?? 0) && reached.searches >= (want.searches ?? 0)) resolve();
+      if (reached.counts >= (want.counts ?? 0) && reached.searches >= (want.searches ?? 0) && reached.cards >= (want.cards ?? 0)) resolve();
     };
     onReached = check;
     check();
@@ -243,5 +264,75 @@ describe('the gateway serves at most HTTP_REQUESTS_AT_ONCE API requests, with a 
     expect(reached.searches).toBe(1);
     searches.open();
     expect((await Promise.all([heldSearch, upper])).map((a) => a.status)).toEqual([200, 200]);
+  });
+});
+
+describe('an answer its client takes none of for HTTP_ANSWER_IDLE_MS is cut and its slot given back', () => {
+  test('a client that asks for a large answer and never reads it holds its slot only that long: the next request is then served', async () => {
+    const logged: string[] = [];
+    const sink = new Writable({
+      write(chunk, _encoding, done) {
+        logged.push(String(chunk));
+        done();
+      },
+    });
+    // One slot, and a bound short enough for a test (the setting's floor is 1 s; the default 30 s).
+    const { server: oneSlot, base: oneSlotBase } = await listening(
+      createHttpServer(
+        appWithoutServices({
+          clients,
+          logger: createLogger('gateway-test', 'info', sink),
+          accessLogLevel: 'silent',
+          requestAdmission: { atOnce: 1, heavyAtOnce: 1, queue: 4, queueWaitMs: 600_000, perClient: 4, answerIdleMs: 200 },
+        }),
+      ),
+    );
+    const { hostname, port } = new URL(oneSlotBase);
+    const socket = connect(Number(port), hostname);
+    socket.on('error', () => undefined);
+    const socketClosed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
+    try {
+      counts.open();
+      // Reads nothing: what the gateway writes stays in the connection's buffers, then in its own.
+      socket.pause();
+      socket.write(`GET /api/card/${LARGE_CARD_ID} HTTP/1.1\r\nHost: ${hostname}:${port}\r\nCookie: ai-editor=never-reads\r\nX-Request-Id: never-reads-1\r\n\r\n`);
+      await untilReached({ cards: 1 });
+      // Another user's read waits for the only slot. Before, it waited for good (as long as the connection stayed open).
+      const other = await fetch(`${oneSlotBase}/api/card/count`, as('someone-else'));
+      expect(other.status).toBe(200);
+      expect(await other.json()).toEqual({ total_count: 7 });
+      // The reader's connection was cut (it sees the end once it reads again), counted, and logged with its request id.
+      socket.resume();
+      await socketClosed;
+      expect(await (await fetch(`${oneSlotBase}/metrics`)).text()).toMatch(/^http_answers_cut_total 1$/m);
+      const line = logged.map((l) => JSON.parse(l) as Record<string, unknown>).find((l) => l.requestId === 'never-reads-1');
+      expect(line).toMatchObject({ level: 30, path: `/api/card/${LARGE_CARD_ID}`, idleMs: 200 });
+      expect(line?.unsentBytes).toBeGreaterThan(0);
+    } finally {
+      socket.destroy();
+      await closed(oneSlot);
+    }
+  });
+
+  test('a request whose answer the gateway is still working out is not cut, however long past the bound it takes', async () => {
+    const { server: oneSlot, base: oneSlotBase } = await listening(
+      createHttpServer(
+        appWithoutServices({ clients, accessLogLevel: 'silent', requestAdmission: { atOnce: 1, heavyAtOnce: 1, queue: 4, queueWaitMs: 600_000, perClient: 4, answerIdleMs: 50 } }),
+      ),
+    );
+    try {
+      const held = fetch(`${oneSlotBase}/api/card/count`, as('patient'));
+      await untilReached({ counts: 1 });
+      // The count is held until the peer answers: its connection sits idle past the 50 ms bound meanwhile (a wait that
+      // only makes sure the bound has passed; the test asserts no duration).
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      counts.open();
+      const answer = await held;
+      expect(answer.status).toBe(200);
+      expect(await answer.json()).toEqual({ total_count: 7 });
+      expect(await (await fetch(`${oneSlotBase}/metrics`)).text()).toMatch(/^http_answers_cut_total 0$/m);
+    } finally {
+      await closed(oneSlot);
+    }
   });
 });

@@ -1,3 +1,4 @@
+import type { Socket } from 'node:net';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { AdmissionRefusedError, BoundedAdmission, ClientShares, type Logger, type Release } from '@cards/platform';
 import { Counter, Gauge, type Registry } from 'prom-client';
@@ -15,9 +16,15 @@ export interface RequestAdmissionLimits {
   queueWaitMs: number;
   /** Requests one client (the user when signed in, else the client address) has served or waiting at once (HTTP_REQUESTS_PER_CLIENT); one more: 429. */
   perClient: number;
+  /**
+   * How long an admitted request's answer may wait on its client, the client taking none of its bytes, before the
+   * connection is cut and the slot given back (HTTP_ANSWER_IDLE_MS); DEFAULT_ANSWER_IDLE_MS when unset.
+   */
+  answerIdleMs?: number;
 }
 
-export const DEFAULT_REQUEST_ADMISSION: RequestAdmissionLimits = { atOnce: 64, heavyAtOnce: 8, queue: 512, queueWaitMs: 5_000, perClient: 64 };
+export const DEFAULT_ANSWER_IDLE_MS = 30_000;
+export const DEFAULT_REQUEST_ADMISSION: RequestAdmissionLimits = { atOnce: 64, heavyAtOnce: 8, queue: 512, queueWaitMs: 5_000, perClient: 64, answerIdleMs: DEFAULT_ANSWER_IDLE_MS };
 
 export const SERVER_BUSY_MESSAGE = 'The server is busy with too many requests; try again in a few seconds';
 export const OWN_REQUESTS_BUSY_MESSAGE = 'You have too many requests under way; send more once some have been answered';
@@ -74,8 +81,8 @@ export interface RequestAdmission {
  * slot only once it has been (`share` goes before the body parser, `slot` after it): a slot held while a body arrives
  * was held at the client's pace, and one client sending 8 bodies slowly (a login's first bytes, then nothing; Node
  * waits 300 s for the rest) held every heavy slot, so every login, search and card write of everyone else waited 5 s
- * and was answered 503 as long as it liked. Its slot and share are given back when the answer is sent or the client
- * goes away. /livez, /healthz and /metrics are not under /api and never wait here; uploads and file reads have their own bounds.
+ * and was answered 503 as long as it liked. Its slot and share are given back when the answer is sent, the client
+ * goes away, or the client takes none of the answer for `answerIdleMs` (answerCutWhenIdle). /livez, /healthz and /metrics are not under /api and never wait here; uploads and file reads have their own bounds.
  */
 export function requestAdmission(limits: RequestAdmissionLimits, logger: Logger, registry?: Registry): RequestAdmission {
   const light = new BoundedAdmission({ capacity: limits.atOnce, maxWaiting: limits.queue, maxWaitMs: limits.queueWaitMs });
@@ -104,6 +111,10 @@ export function requestAdmission(limits: RequestAdmissionLimits, logger: Logger,
       },
     });
   }
+  const answersCut = registry
+    ? new Counter({ name: 'http_answers_cut_total', help: 'API answers whose connection the gateway cut because the client took none of their bytes for HTTP_ANSWER_IDLE_MS (the slot given back)', registers: [registry] })
+    : undefined;
+  const cutWhenIdle = answerCutWhenIdle(limits.answerIdleMs ?? DEFAULT_ANSWER_IDLE_MS, logger, () => answersCut?.inc());
   const perClient = new ClientShares();
   const standings = new WeakMap<Request, Standing>();
   let refusedSinceWarning = 0;
@@ -135,7 +146,7 @@ export function requestAdmission(limits: RequestAdmissionLimits, logger: Logger,
     });
     next();
   };
-  const slot = (req: Request, _res: Response, next: NextFunction) => {
+  const slot = (req: Request, res: Response, next: NextFunction) => {
     const standing = standings.get(req);
     if (!standing) return next();
     // The client left while its body arrived: nothing is left to answer.
@@ -144,6 +155,7 @@ export function requestAdmission(limits: RequestAdmissionLimits, logger: Logger,
       (granted) => {
         if (standing.closed) return granted();
         standing.release = granted;
+        cutWhenIdle(req, res);
         next();
       },
       (err: unknown) => {
@@ -157,4 +169,42 @@ export function requestAdmission(limits: RequestAdmissionLimits, logger: Logger,
     );
   };
   return { share, slot };
+}
+
+/** The connection's answer being written and the bytes it still holds for its client, unsent (Node 20's internals). */
+interface HttpSocket extends Socket {
+  _httpMessage?: unknown;
+}
+
+/**
+ * An admitted answer whose client takes none of its bytes for `idleMs` is cut: its connection destroyed, so its
+ * 'close' gives the slot and the share back. Node has no timeout on an answer being sent (server.timeout is 0, and
+ * requestTimeout and headersTimeout cover the request only), so a client that asks for a large answer (a page of
+ * search results, a long card) and then never reads it held its slot for as long as it kept the connection open: 64
+ * such connections took every slot for good. The connection's idle timeout is the measure (socket.setTimeout): Node
+ * restarts it whenever bytes are written and holds it off while a large write still progresses, so a slow reader that
+ * takes bytes is never cut. While the gateway is still working out the answer (nothing waits on the client) the
+ * timeout is let pass: the calls behind it have deadlines of their own.
+ */
+function answerCutWhenIdle(idleMs: number, logger: Logger, counted: () => void): (req: Request, res: Response) => void {
+  return (req, res) => {
+    const onIdle = () => {
+      const socket = res.socket;
+      if (!socket || socket.destroyed || socket.writableLength === 0) return;
+      counted();
+      logger.info(
+        { requestId: res.getHeader('x-request-id'), method: req.method, path: req.originalUrl.split('?')[0], unsentBytes: socket.writableLength, idleMs },
+        'answer cut: its client took none of it for HTTP_ANSWER_IDLE_MS; its slot is given back',
+      );
+      socket.destroy();
+    };
+    res.setTimeout(idleMs, onIdle);
+    res.once('finish', () => {
+      res.off('timeout', onIdle);
+      // Sent whole. The connection's timeout is Node's again: it sets its keep-alive timeout on an idle connection, but
+      // an answer to a pipelined request that takes the connection next would inherit this one.
+      const socket = req.socket as HttpSocket;
+      if (socket.timeout === idleMs && socket._httpMessage && !socket.destroyed) socket.setTimeout(0);
+    });
+  };
 }

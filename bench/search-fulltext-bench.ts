@@ -2,7 +2,7 @@
 // bench/search-bench.ts (cards of 85 words, half Zipf-drawn from the 3,000 most frequent GloVe words, half from one
 // of 300 topics), then `matchText` timed per kind of query, one query at a time.
 // Usage: node --expose-gc --import tsx bench/search-fulltext-bench.ts [cards=100000] [queries=300]
-// The last three kinds are pastes (a card whole, half of one, two joined): queries of more than 32 distinct words;
+// Three kinds are pastes (a card whole, half of one, two joined): queries of more than 32 distinct words;
 // `sourcesFirst` counts the pastes whose first hits are the cards they came from.
 // SEARCH_FULLTEXT_BENCH_DUMP=<file> also writes every query's page (card ids, scores) and total, to compare runs.
 // The same queries also run on a second index built with `pruneTextCandidates: false` (every card holding a matched
@@ -39,7 +39,14 @@ const queryKinds: Record<string, () => string> = {
   'a card pasted whole': () => pasted([pastedCard()], (t) => t),
   'the second half of a card': () => pasted([pastedCard()], (t) => t.split(' ').slice(42).join(' ')),
   'two cards pasted together': () => pasted([pastedCard(), pastedCard()], (t) => t),
+  // Last, so the kinds above draw the same queries as before it was added: a word no card holds (nor a typo of one)
+  // beside held words, written with commas (each word is then read again to tell it apart from joined ones).
+  '2 topic words, a word no card holds': () => `${topicWords(2).join(', ')}, ${unheldWord()}`,
 };
+/** A word no card holds, nor one within typo reach: "zq" and letters of base 36. */
+function unheldWord(): string {
+  return `zq${Math.floor(random() * 36 ** 6).toString(36)}`;
+}
 /** The cards each paste came from (`sourcesFirst`: how often they are the first hits). */
 const pastedFrom = new Map<string, number[]>();
 function pastedCard(): number {

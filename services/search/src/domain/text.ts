@@ -672,13 +672,14 @@ function joinedToHeldWords(text: string, unmatched: ReadonlySet<string>): Set<st
  * otherwise match cards sharing its common words), and longQueryFloor already finds the best card whatever it lacks.
  * `text` is the query as sent; `sequence` its words in order (phrases). Both full-text indexes use this rule.
  */
-export function heldQueryWords<T extends { word: string }>(text: string, sequence: readonly string[], terms: readonly T[], matchesNothing: (term: T) => boolean): { terms: T[]; sequence: string[] } {
+export function heldQueryWords<T extends { word: string }>(text: string, sequence: readonly string[], terms: readonly T[], matchesNothing: (term: T) => boolean): { terms: readonly T[]; sequence: readonly string[] } {
   // A paste's words no card holds tell that it is no card's text; its floor is relative to the best card already.
-  if (terms.length >= LONG_QUERY_WORDS) return { terms: [...terms], sequence: [...sequence] };
-  const unmatched = new Set(terms.filter(matchesNothing).map((term) => term.word));
-  if (unmatched.size === 0 || unmatched.size === terms.length) return { terms: [...terms], sequence: [...sequence] };
+  if (terms.length >= LONG_QUERY_WORDS) return { terms, sequence };
+  let unmatched: Set<string> | undefined;
+  for (const term of terms) if (matchesNothing(term)) (unmatched ??= new Set()).add(term.word);
+  if (unmatched === undefined || unmatched.size === terms.length) return { terms, sequence };
   for (const word of joinedToHeldWords(text, unmatched)) unmatched.delete(word);
-  if (unmatched.size === 0) return { terms: [...terms], sequence: [...sequence] };
+  if (unmatched.size === 0) return { terms, sequence };
   return { terms: terms.filter((term) => !unmatched.has(term.word)), sequence: sequence.filter((word) => !unmatched.has(word)) };
 }
 

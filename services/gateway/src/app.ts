@@ -164,11 +164,14 @@ export function createGatewayApp(options: GatewayAppOptions): Express {
   // The caller is known before any body is read: an upload is refused before its body takes memory or a slot.
   app.use('/api', cookieParser());
   app.use('/api', originCheck(crossOrigin));
+  // Past what the process serves, requests wait in a bounded line and are then answered 503 (one client's: 429). A
+  // request whose line is full is refused before its session is looked up (the refusal is the same whoever asks, and
+  // a flood resent at once would make identity work for every refusal); the client's share is taken once the user is
+  // known, before the body is read, the slot once it has been: a slow body holds no slot.
+  const admission = requestAdmission(options.requestAdmission ?? DEFAULT_REQUEST_ADMISSION, options.logger, metrics.registry);
+  app.use('/api', admission.lineFull);
   // A logout with identity unreachable still runs its route, which clears the cookie (registerIdentityRoutes, DELETE /auth).
   app.use('/api', sessionMiddleware(batchingSessionResolver(options.clients.identity), { answersLookupFailure: isLogout }));
-  // Past what the process serves, requests wait in a bounded line and are then answered 503 (one client's: 429). The
-  // client's share is taken before the body is read, the slot once it has been: a slow body holds no slot.
-  const admission = requestAdmission(options.requestAdmission ?? DEFAULT_REQUEST_ADMISSION, options.logger, metrics.registry);
   app.use('/api', admission.share);
   // Uploads carry the document base64-encoded in JSON: a larger limit for that one route only.
   const fileBodyLimit = Math.ceil((options.maxFileBytes * 4) / 3) + 256 * 1024;

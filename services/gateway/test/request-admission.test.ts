@@ -27,7 +27,7 @@ let peer: GrpcServerHandle;
 let counts = gate();
 let searches = gate();
 /** Calls that reached the peers. */
-const reached = { counts: 0, searches: 0, cards: 0 };
+const reached = { counts: 0, searches: 0, cards: 0, sessionLookups: 0 };
 /**
  * The card GET /api/card/:id answers: 2 x 1,000,000 control characters, each written \\u0001 in JSON, so its answer
  * (~12 MB) is far more than the connection's buffers take from a client that reads none of it.
@@ -45,7 +45,14 @@ beforeAll(async () => {
       s.add(
         identity.IdentityServiceDefinition,
         stub<identity.IdentityServiceImplementation>(identity.IdentityServiceDefinition, {
-          ...tokenIsUser,
+          async resolveSession(req) {
+            reached.sessionLookups += 1;
+            return tokenIsUser.resolveSession(req);
+          },
+          async resolveSessions(req) {
+            reached.sessionLookups += 1;
+            return tokenIsUser.resolveSessions(req);
+          },
           async getUsers({ ids }) {
             return { users: ids.map((id) => ({ id, email: `${id}@example.com`, visibleEmail: false })) };
           },
@@ -95,6 +102,7 @@ beforeEach(async () => {
   reached.counts = 0;
   reached.searches = 0;
   reached.cards = 0;
+  reached.sessionLookups = 0;
   const made = createGatewayClients({ identity: peer.address, cards: peer.address, search: peer.address, files: peer.address, notifications: peer.address }, 60_000);
   channels = Object.values(made.channels);
   clients = made.clients;
@@ -159,6 +167,29 @@ describe('the gateway serves at most HTTP_REQUESTS_AT_ONCE API requests, with a 
     // Once the flood is over everyone is served again.
     expect((await count('u5')).status).toBe(200);
     expect(await (await fetch(`${base}/metrics`)).text()).toMatch(/^http_requests_refused_total\{line="light",status="503"\} 1$/m);
+  });
+
+  test("a request refused because its line is full is refused before its session is looked up: a flood that ignores Retry-After costs identity nothing", async () => {
+    const held = [count('u1'), count('u2')];
+    await untilReached({ counts: 2 });
+    const waiting = [count('u3'), count('u4')];
+    await untilWaiting('light', 2);
+    const lookups = reached.sessionLookups;
+    // Ten refusals, each signed in with a session identity was never asked about (before: one lookup each).
+    const refused = await Promise.all(Array.from({ length: 10 }, (_, i) => count(`flood-${i}`)));
+    expect(refused.map((r) => r.status)).toEqual(Array(10).fill(503));
+    expect(refused.map((r) => r.headers.get('retry-after'))).toEqual(Array(10).fill('2'));
+    expect(await Promise.all(refused.map((r) => r.json()))).toEqual(Array(10).fill({ message: SERVER_BUSY_MESSAGE }));
+    expect(reached.sessionLookups).toBe(lookups);
+    // A search has a line of its own, still open: it is looked up and served.
+    const search = searchAs('searcher');
+    await untilReached({ searches: 1 });
+    expect(reached.sessionLookups).toBeGreaterThan(lookups);
+    searches.open();
+    counts.open();
+    expect((await search).status).toBe(200);
+    expect((await Promise.all([...held, ...waiting])).map((a) => a.status)).toEqual([200, 200, 200, 200]);
+    expect(await (await fetch(`${base}/metrics`)).text()).toMatch(/^http_requests_refused_total\{line="light",status="503"\} 10$/m);
   });
 
   test("one client's requests beyond HTTP_REQUESTS_PER_CLIENT are answered 429 with Retry-After; another client still gets a slot in line", async () => {

@@ -60,8 +60,10 @@ interface Standing {
   release?: Release;
 }
 
-/** The two steps of the request bound: `share` before the body is read, `slot` once it has been (see requestAdmission). */
+/** The steps of the request bound: `lineFull` before the session is looked up, `share` before the body is read, `slot` once it has been (see requestAdmission). */
 export interface RequestAdmission {
+  /** 503 at once when the request's line is full (every slot taken, HTTP_REQUEST_QUEUE waiting): who asks changes nothing, so identity is not asked. */
+  lineFull: RequestHandler;
   /** The client's share (HTTP_REQUESTS_PER_CLIENT, 429 past it), taken as soon as the caller is known. */
   share: RequestHandler;
   /** A slot of the request's line (503 when the line is full or the wait runs out), taken once its body is read. */
@@ -88,6 +90,7 @@ export function requestAdmission(limits: RequestAdmissionLimits, logger: Logger,
   const light = new BoundedAdmission({ capacity: limits.atOnce, maxWaiting: limits.queue, maxWaitMs: limits.queueWaitMs });
   const heavy = new BoundedAdmission({ capacity: limits.heavyAtOnce, maxWaiting: limits.queue, maxWaitMs: limits.queueWaitMs });
   const lines = { light, heavy };
+  const capacities = { light: limits.atOnce, heavy: limits.heavyAtOnce };
   const refusals = registry
     ? new Counter({ name: 'http_requests_refused_total', help: 'API requests refused by the gateway\'s request bound: 503 (line full or wait over) or 429 (the client\'s share)', labelNames: ['line', 'status'] as const, registers: [registry] })
     : undefined;
@@ -126,6 +129,17 @@ export function requestAdmission(limits: RequestAdmissionLimits, logger: Logger,
     logger.warn({ refusedSinceLastWarning: refusedSinceWarning, reason, heavy: isHeavyRequest(req), ...limits }, 'requests refused: the gateway is serving all it may at once (HTTP_REQUESTS_AT_ONCE)');
     refusedSinceWarning = 0;
     lastWarning = now;
+  };
+  const lineFull = (req: Request, _res: Response, next: NextFunction) => {
+    if (hasOwnBound(req)) return next();
+    const line = isHeavyRequest(req) ? 'heavy' : 'light';
+    const admission = lines[line];
+    // What acquire() would answer now: a line at its length refuses (an empty one only when every slot is taken).
+    const full = admission.waiting >= limits.queue && (admission.waiting > 0 || admission.inUse >= capacities[line]);
+    if (!full) return next();
+    refusals?.inc({ line, status: '503' });
+    refused(req, 'line-full');
+    next(serverBusy(SERVER_BUSY_MESSAGE, REQUEST_RETRY_AFTER_SECONDS));
   };
   const share = (req: Request, res: Response, next: NextFunction) => {
     if (hasOwnBound(req)) return next();
@@ -168,7 +182,7 @@ export function requestAdmission(limits: RequestAdmissionLimits, logger: Logger,
       },
     );
   };
-  return { share, slot };
+  return { lineFull, share, slot };
 }
 
 /** The connection's answer being written and the bytes it still holds for its client, unsent (Node 20's internals). */

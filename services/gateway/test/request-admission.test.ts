@@ -192,6 +192,26 @@ describe('the gateway serves at most HTTP_REQUESTS_AT_ONCE API requests, with a 
     expect(await (await fetch(`${base}/metrics`)).text()).toMatch(/^http_requests_refused_total\{line="light",status="503"\} 10$/m);
   });
 
+  test('health and readiness probes never wait behind API requests: with both lines full, /livez, /healthz and /metrics answer at once', async () => {
+    const held = [count('u1'), count('u2'), searchAs('s1')];
+    await untilReached({ counts: 2, searches: 1 });
+    const waiting = [count('u3'), count('u4'), searchAs('s2'), searchAs('s3')];
+    await untilWaiting('light', 2);
+    await untilWaiting('heavy', 2);
+    expect((await count('u5')).status).toBe(503);
+    // Outside /api: not counted, never in line (a guard of the design: request-admission is mounted on /api only).
+    const live = await fetch(`${base}/livez`);
+    expect(live.status).toBe(200);
+    expect(await live.json()).toEqual({ status: 'ok' });
+    const ready = await fetch(`${base}/healthz`);
+    expect(ready.status).toBe(200);
+    expect(await ready.json()).toEqual({ status: 'ok' });
+    expect((await fetch(`${base}/metrics`)).status).toBe(200);
+    counts.open();
+    searches.open();
+    expect((await Promise.all([...held, ...waiting])).map((a) => a.status)).toEqual([200, 200, 200, 200, 200, 200, 200]);
+  });
+
   test("one client's requests beyond HTTP_REQUESTS_PER_CLIENT are answered 429 with Retry-After; another client still gets a slot in line", async () => {
     const flood = [count('flooder'), count('flooder')];
     await untilReached({ counts: 2 });

@@ -24,6 +24,12 @@ export const html = (text: string) => `<p>${text}</p>`;
 
 import type { Mailbox } from '../support/mailbox';
 import { signUp, type TestUser } from '../support/accounts';
+import { eventuallyDefined } from '../support/eventually';
+
+/** Waits until the search service has indexed a card (cards then shows its vector_point_id to `user`, who may read it). */
+export async function indexed(user: TestUser, cardId: string): Promise<void> {
+  await eventuallyDefined(async () => ((await user.client.get(`/api/card/${cardId}`)).json?.vector_point_id ? true : undefined), `card ${cardId} to be indexed`);
+}
 
 /** Signs up many users through the gateway, a few at a time. */
 export async function signUpMany(baseUrl: string, mailbox: Mailbox, count: number, prefix: string, parallel = 10): Promise<TestUser[]> {

@@ -3,7 +3,7 @@ import { ApiClient } from '../support/http';
 import { Mailbox } from '../support/mailbox';
 import { startSystem, type RunningSystem } from '../support/service';
 import type { TestUser } from '../support/accounts';
-import { html, postCard, signUpMany, uniqueText } from './cards-support';
+import { html, indexed, postCard, signUpMany, uniqueText } from './cards-support';
 import { LABELLED_CARDS } from '../../services/search/test/fixtures/labelled-cards';
 import { eventuallyDefined } from '../support/eventually';
 
@@ -16,11 +16,6 @@ const idOf = new Map<string, string>();
 const run = randomUUID().slice(0, 8);
 const secretWord = `zanzibarquokka${run}`;
 let secretId: string;
-
-/** Waits until the search service has indexed a card (cards then shows its vector_point_id). */
-async function indexed(user: TestUser, cardId: string): Promise<void> {
-  await eventuallyDefined(async () => ((await user.client.get(`/api/card/${cardId}`)).json?.vector_point_id ? true : undefined), `card ${cardId} to be indexed`);
-}
 
 type Entry = { metadata: { id: string; private: boolean; author: { id: string } | null }[]; score: number };
 const ids = (entries: Entry[]) => entries.map((e) => e.metadata[0]!.id);

@@ -2,8 +2,7 @@ import { ApiClient } from '../support/http';
 import { Mailbox } from '../support/mailbox';
 import { startSystem, type RunningSystem } from '../support/service';
 import { signUp, type TestUser } from '../support/accounts';
-import { eventuallyDefined } from '../support/eventually';
-import { html, postCard, uniqueText } from './cards-support';
+import { html, indexed, postCard, uniqueText } from './cards-support';
 
 // Names whose signs are part of them (C++, C#, .NET, node.js) are words of their own to full-text search as well as
 // their parts (decisions.md, "Names written with signs"): "C++" finds the card about C++ first, "C#" the one about C#,
@@ -21,10 +20,6 @@ let c: string;
 type Entry = { metadata: { id: string }[]; score: number };
 const hits = (res: { status: number; json: { score_cards: Entry[] } }) => (res.status === 200 ? res.json.score_cards.map((e) => ({ id: e.metadata[0]!.id, score: e.score })) : [{ id: `status ${res.status}`, score: 0 }]);
 
-async function indexed(cardId: string): Promise<void> {
-  await eventuallyDefined(async () => ((await alice.client.get(`/api/card/${cardId}`)).json?.vector_point_id ? true : undefined), `card ${cardId} to be indexed`);
-}
-
 beforeAll(async () => {
   await mailbox.start();
   system = await startSystem({ env: { SMTP_URL: mailbox.url } });
@@ -33,7 +28,7 @@ beforeAll(async () => {
   cpp = await postCard(alice, { card_html: html(`${uniqueText(80)} Templates and RAII in modern C++ keep resource handling safe.`) });
   sharp = await postCard(alice, { card_html: html(`${uniqueText(80)} LINQ queries in C# read like SQL over collections.`) });
   c = await postCard(alice, { card_html: html(`${uniqueText(80)} The C language leaves memory management to the programmer.`) });
-  for (const id of [cpp, sharp, c]) await indexed(id);
+  for (const id of [cpp, sharp, c]) await indexed(alice, id);
 }, 180_000);
 afterAll(async () => {
   await system?.stop();

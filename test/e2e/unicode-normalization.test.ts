@@ -3,8 +3,7 @@ import { ApiClient } from '../support/http';
 import { Mailbox } from '../support/mailbox';
 import { startSystem, type RunningSystem } from '../support/service';
 import { signUp, type TestUser } from '../support/accounts';
-import { eventuallyDefined } from '../support/eventually';
-import { html, postCard, uniqueText } from './cards-support';
+import { html, indexed, postCard, uniqueText } from './cards-support';
 
 // Text that looks the same arrives composed (NFC: "é" is U+00E9) or decomposed (NFD: "e" + U+0301, macOS input,
 // copy-paste). The gateway puts user text in NFC (parseBody), so both spellings are one value; identity puts passwords in NFC.
@@ -24,10 +23,6 @@ let sentNfc: string;
 type Entry = { metadata: { id: string }[] };
 const ids = (res: { json: { score_cards: Entry[] } }) => res.json.score_cards.map((e) => e.metadata[0]!.id).sort();
 
-async function indexed(cardId: string): Promise<void> {
-  await eventuallyDefined(async () => ((await alice.client.get(`/api/card/${cardId}`)).json?.vector_point_id ? true : undefined), `card ${cardId} to be indexed`);
-}
-
 beforeAll(async () => {
   await mailbox.start();
   system = await startSystem({ env: { SMTP_URL: mailbox.url } });
@@ -36,7 +31,7 @@ beforeAll(async () => {
   // The same tag, link and word, one card sent decomposed, the other composed.
   sentNfd = await postCard(alice, { card_html: html(`${uniqueText(80)} ${wordNfc}`.normalize('NFD')), link: `${linkNfc}/one`.normalize('NFD'), tag_set: [tagNfd] });
   sentNfc = await postCard(alice, { card_html: html(`${uniqueText(80)} ${wordNfc}`), link: `${linkNfc}/two`, tag_set: [tagNfc] });
-  for (const id of [sentNfd, sentNfc]) await indexed(id);
+  for (const id of [sentNfd, sentNfc]) await indexed(alice, id);
 }, 180_000);
 afterAll(async () => {
   await system?.stop();

@@ -2,8 +2,7 @@ import { ApiClient } from '../support/http';
 import { Mailbox } from '../support/mailbox';
 import { startSystem, type RunningSystem } from '../support/service';
 import { signUp, type TestUser } from '../support/accounts';
-import { eventuallyDefined } from '../support/eventually';
-import { html, postCard, uniqueText } from './cards-support';
+import { html, indexed, postCard, uniqueText } from './cards-support';
 
 // Chinese and Japanese are written without spaces: a passage is one run of letters. The embedded index splits such
 // runs into character bigrams (decisions.md, "Full-text search of Chinese and Japanese"), so a word inside a passage
@@ -20,10 +19,6 @@ let japanese: string;
 type Entry = { metadata: { id: string }[] };
 const ids = (res: { status: number; json: { score_cards: Entry[] } }) => (res.status === 200 ? res.json.score_cards.map((e) => e.metadata[0]!.id) : [`status ${res.status}`]);
 
-async function indexed(cardId: string): Promise<void> {
-  await eventuallyDefined(async () => ((await alice.client.get(`/api/card/${cardId}`)).json?.vector_point_id ? true : undefined), `card ${cardId} to be indexed`);
-}
-
 beforeAll(async () => {
   await mailbox.start();
   system = await startSystem({ env: { SMTP_URL: mailbox.url } });
@@ -31,7 +26,7 @@ beforeAll(async () => {
   anonymous = new ApiClient(system.baseUrl);
   chinese = await postCard(alice, { card_html: html(`${uniqueText(80)} 我们今天去公园散步，然后在图书馆看书。`) });
   japanese = await postCard(alice, { card_html: html(`${uniqueText(80)} 昨日、東京タワーに行きました。`) });
-  for (const id of [chinese, japanese]) await indexed(id);
+  for (const id of [chinese, japanese]) await indexed(alice, id);
 }, 180_000);
 afterAll(async () => {
   await system?.stop();

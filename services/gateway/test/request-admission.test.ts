@@ -365,6 +365,39 @@ describe('an answer its client takes none of for HTTP_ANSWER_IDLE_MS is cut and 
     }
   });
 
+  test('a large answer pipelined behind another is cut too when its client reads none of it (the first answer sent does not clear its bound)', async () => {
+    const { server: twoSlots, base: twoSlotsBase } = await listening(
+      createHttpServer(
+        appWithoutServices({ clients, accessLogLevel: 'silent', requestAdmission: { atOnce: 2, heavyAtOnce: 1, queue: 4, queueWaitMs: 600_000, perClient: 4, answerIdleMs: 200 } }),
+      ),
+    );
+    const { hostname, port } = new URL(twoSlotsBase);
+    const socket = connect(Number(port), hostname);
+    socket.on('error', () => undefined);
+    const socketClosed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
+    try {
+      socket.pause();
+      const head = (path: string) => `GET ${path} HTTP/1.1\r\nHost: ${hostname}:${port}\r\nCookie: ai-editor=piper\r\n\r\n`;
+      // The count is held, so the card's answer is worked out first and waits for the connection behind it.
+      socket.write(head('/api/card/count') + head(`/api/card/${LARGE_CARD_ID}`));
+      await untilReached({ counts: 1, cards: 1 });
+      counts.open();
+      // Before, the count's answer, once sent, cleared the bound the card's answer had set on taking the connection:
+      // that answer was never cut and held its slot for good.
+      for (;;) {
+        const text = await (await fetch(`${twoSlotsBase}/metrics`)).text();
+        if (/^http_answers_cut_total 1$/m.test(text)) break;
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+      socket.resume();
+      await socketClosed;
+      expect(await (await fetch(`${twoSlotsBase}/metrics`)).text()).toMatch(/^http_requests_in_flight\{line="light"\} 0$/m);
+    } finally {
+      socket.destroy();
+      await closed(twoSlots);
+    }
+  });
+
   test('a request whose answer the gateway is still working out is not cut, however long past the bound it takes', async () => {
     const { server: oneSlot, base: oneSlotBase } = await listening(
       createHttpServer(

@@ -201,7 +201,10 @@ interface HttpSocket extends Socket {
  * timeout is let pass: the calls behind it have deadlines of their own.
  */
 function answerCutWhenIdle(idleMs: number, logger: Logger, counted: () => void): (req: Request, res: Response) => void {
+  /** Answers under this bound: one pipelined behind another may be given the connection with its bound already set. */
+  const bounded = new WeakSet<Response>();
   return (req, res) => {
+    bounded.add(res);
     const onIdle = () => {
       const socket = res.socket;
       if (!socket || socket.destroyed || socket.writableLength === 0) return;
@@ -218,7 +221,8 @@ function answerCutWhenIdle(idleMs: number, logger: Logger, counted: () => void):
       // Sent whole. The connection's timeout is Node's again: it sets its keep-alive timeout on an idle connection, but
       // an answer to a pipelined request that takes the connection next would inherit this one.
       const socket = req.socket as HttpSocket;
-      if (socket.timeout === idleMs && socket._httpMessage && !socket.destroyed) socket.setTimeout(0);
+      const next = socket._httpMessage as Response | null | undefined;
+      if (socket.timeout === idleMs && next && !bounded.has(next) && !socket.destroyed) socket.setTimeout(0);
     });
   };
 }

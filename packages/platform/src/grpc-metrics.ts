@@ -4,6 +4,7 @@ import { ServerError, Status, type CallContext, type ServerMiddlewareCall } from
 import type { Logger } from 'pino';
 import { collectDefaultMetrics, Counter, Histogram, Registry } from 'prom-client';
 import { eventPipelineMetrics } from './events/event-metrics';
+import { LIVENESS_ANSWER, LIVENESS_PATH } from './liveness';
 import { serviceMetrics } from './service-metrics';
 
 /**
@@ -70,18 +71,23 @@ export interface MetricsServerHandle {
 
 /**
  * Prometheus text on GET /metrics of a listener of its own: `registry`, or by default the process's default metrics, the
- * gRPC calls it served, its event pipeline and its services' own metrics (serviceMetrics).
+ * gRPC calls it served, its event pipeline and its services' own metrics (serviceMetrics). It also answers GET /livez
+ * (liveness.ts) as the gateway's HTTP port does: this listener has no connection cap, so the probes asking it here are
+ * not refused with the gateway's port full.
  */
 export async function startMetricsServer(options: { host: string; port: number; logger: Logger; registry?: Registry }): Promise<MetricsServerHandle> {
   const registry = options.registry ?? defaultServiceRegistry();
   const server: Server = createServer((req, res) => {
     const answer = (status: number, body: string, type = 'application/json') => res.writeHead(status, { 'content-type': type }).end(body);
     const path = (req.url ?? '').split('?')[0];
-    if (path !== '/metrics') return answer(404, JSON.stringify({ message: 'Not found: metrics are served at /metrics' }));
+    if (path !== '/metrics' && path !== LIVENESS_PATH) return answer(404, JSON.stringify({ message: `Not found: metrics are served at /metrics, liveness at ${LIVENESS_PATH}` }));
     if (req.method !== 'GET' && req.method !== 'HEAD') {
       res.setHeader('allow', 'GET, HEAD');
-      return answer(405, JSON.stringify({ message: `Method ${req.method} not allowed on /metrics` }));
+      return answer(405, JSON.stringify({ message: `Method ${req.method} not allowed on ${path}` }));
     }
+    // Readings of this moment, as on the gateway's port: a cache in front must not replay one.
+    res.setHeader('cache-control', 'no-store');
+    if (path === LIVENESS_PATH) return answer(200, req.method === 'HEAD' ? '' : JSON.stringify(LIVENESS_ANSWER), 'application/json; charset=utf-8');
     registry.metrics().then(
       (text) => answer(200, req.method === 'HEAD' ? '' : text, registry.contentType),
       (err: unknown) => {

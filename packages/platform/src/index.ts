@@ -7,6 +7,7 @@ export * from './grpc-client';
 export * from './grpc-server';
 export * from './grpc-limits';
 export * from './grpc-metrics';
+export * from './liveness';
 export * from './service-metrics';
 export { enableInProcessCalls } from './in-process-calls';
 export { requireInternalCallToken } from './internal-call-token';

@@ -83,6 +83,20 @@ describe('gRPC server metrics (METRICS_PORT)', () => {
     expect(sample(text, 'grpc_server_handling_seconds_bucket', { ...method, le: '+Inf' })).toBe(3);
   });
 
+  it('answers GET /livez 200 {"status":"ok"} as the gateway\'s HTTP port does (the chart\'s liveness probe asks it here)', async () => {
+    const live = await fetch(`http://127.0.0.1:${server.metricsPort}/livez`);
+    expect({ status: live.status, type: live.headers.get('content-type'), cache: live.headers.get('cache-control'), body: await live.json() }).toEqual({
+      status: 200,
+      type: 'application/json; charset=utf-8',
+      cache: 'no-store',
+      body: { status: 'ok' },
+    });
+    const head = await fetch(`http://127.0.0.1:${server.metricsPort}/livez`, { method: 'HEAD' });
+    expect(head.status).toBe(200);
+    const post = await fetch(`http://127.0.0.1:${server.metricsPort}/livez`, { method: 'POST' });
+    expect({ status: post.status, allow: post.headers.get('allow') }).toEqual({ status: 405, allow: 'GET, HEAD' });
+  });
+
   it('answers other paths 404 and other methods 405, as JSON {"message"}', async () => {
     const other = await fetch(`http://127.0.0.1:${server.metricsPort}/`);
     expect(other.status).toBe(404);

@@ -1,6 +1,6 @@
 import express, { Router, type Express } from 'express';
 import cookieParser from 'cookie-parser';
-import { requestIdFrom, runWithRequestContext, type Logger } from '@cards/platform';
+import { LIVENESS_ANSWER, LIVENESS_PATH, requestIdFrom, runWithRequestContext, type Logger } from '@cards/platform';
 import type { GatewayClients } from './clients';
 import { errorHandler } from './http/error-handler';
 import { notFound } from './http/http-error';
@@ -128,8 +128,9 @@ export function createGatewayApp(options: GatewayAppOptions): Express {
 
   // Liveness: this process answers HTTP at all (its event loop turns). Nothing else is asked, so a peer or engine
   // outage never restarts the gateway; a wedged process (a TCP connect still succeeds) fails it.
-  app.get('/livez', (_req, res) => {
-    res.json({ status: 'ok' });
+  // The same answer as every metrics listener's (startMetricsServer), where the chart's probes ask it when there is one.
+  app.get(LIVENESS_PATH, (_req, res) => {
+    res.json(LIVENESS_ANSWER);
   });
   const peerHealth = peerHealthLog(options.logger);
   // Readiness: every peer answers SERVING over the calls' own channels.

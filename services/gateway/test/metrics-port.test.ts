@@ -1,5 +1,6 @@
 // METRICS_PORT moves the gateway's /metrics off its HTTP port (which an ingress routing `/` would expose) to a
 // listener of its own, as the gRPC services serve theirs.
+import { connect, type Socket } from 'node:net';
 import { freePort } from '@cards/platform';
 import { startGateway } from '../src/main';
 import { startFakePeer } from './fake-peer';
@@ -39,6 +40,36 @@ describe('the gateway with METRICS_PORT', () => {
       expect(text).toMatch(/http_request_duration_seconds_count\{[^}]*route="\/api\/card\/count"[^}]*\} 1\b/);
       expect(text).toMatch(/^process_cpu_seconds_total /m);
     } finally {
+      await system.stop();
+    }
+  });
+
+  it('answers GET /livez on that port while every connection HTTP_MAX_CONNECTIONS allows on its HTTP port is held (the chart probes liveness there)', async () => {
+    const metricsPort = await freePort();
+    const system = await startWithPeer({ METRICS_PORT: String(metricsPort), METRICS_HOST: '127.0.0.1', HTTP_MAX_CONNECTIONS: '2' });
+    const held: Socket[] = [];
+    try {
+      // Each connection is counted once its first answer has come back; keep-alive then holds it open.
+      const { port } = new URL(system.base);
+      for (let i = 0; i < 2; i++) {
+        const socket = connect(Number(port), '127.0.0.1');
+        held.push(socket);
+        socket.write('GET /livez HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n');
+        const head = await new Promise<string>((resolve, reject) => {
+          socket.once('data', (chunk: Buffer) => resolve(chunk.toString('latin1')));
+          socket.once('error', reject);
+        });
+        expect(head).toMatch(/^HTTP\/1\.1 200 /);
+      }
+
+      // A kubelet probe on the HTTP port is refused like any other new connection...
+      const onHttpPort = await fetch(`${system.base}/livez`);
+      expect({ status: onHttpPort.status, body: await onHttpPort.json() }).toEqual({ status: 503, body: { message: expect.stringMatching(/too many open connections/) } });
+      // ...while on the metrics port the process still says it is alive, as its HTTP port would.
+      const onMetricsPort = await fetch(`http://127.0.0.1:${metricsPort}/livez`);
+      expect({ status: onMetricsPort.status, body: await onMetricsPort.json() }).toEqual({ status: 200, body: { status: 'ok' } });
+    } finally {
+      for (const socket of held) socket.destroy();
       await system.stop();
     }
   });

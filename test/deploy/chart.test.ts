@@ -183,11 +183,33 @@ describeWithHelm('Helm chart deploy/k8s (offline)', () => {
     const gateway = containerOf(gatewayDeployment);
     // Over HTTP, of the process alone (/livez): a wedged gateway (a TCP connect still succeeds) fails liveness and is
     // restarted, while a peer that is not ready (an engine outage) neither restarts it nor takes the API out of rotation.
-    for (const probe of [gateway.startupProbe, gateway.readinessProbe, gateway.livenessProbe]) {
-      expect(probe?.httpGet).toMatchObject({ path: '/livez', port: 'http' });
+    // Startup and liveness on the metrics listener, which HTTP_MAX_CONNECTIONS does not count: a connection flood on the
+    // HTTP port (answered 503 there) cannot restart the pod; readiness stays on the HTTP port, whose fullness it reports.
+    for (const probe of [gateway.startupProbe, gateway.livenessProbe]) {
+      expect(probe?.httpGet).toMatchObject({ path: '/livez', port: 'metrics' });
       expect(probe?.tcpSocket).toBeUndefined();
     }
-    expect(gateway.ports![0]!.containerPort).toBe(8090);
+    expect(gateway.readinessProbe?.httpGet).toMatchObject({ path: '/livez', port: 'http' });
+    expect(gateway.ports!.map((p) => [p.name, p.containerPort])).toEqual([
+      ['http', 8090],
+      ['metrics', 9464],
+    ]);
+    expect(envValue(gatewayDeployment, 'METRICS_PORT')?.value).toBe('9464');
+    expect(envValue(gatewayDeployment, 'METRICS_HOST')?.value).toBe('0.0.0.0');
+  });
+
+  it("probes the gateway's startup and liveness on its HTTP port again without a metrics listener (metricsPath \"\"), a TCP check on the listener with livenessPath \"\"", () => {
+    const off = template(['-f', CI_VALUES, '--set', 'components.gateway.metricsPath=']);
+    expect(off.status).toBe(0);
+    const gateway = containerOf(find(off.objects, 'Deployment', componentName('gateway'))!);
+    for (const probe of [gateway.startupProbe, gateway.readinessProbe, gateway.livenessProbe]) expect(probe?.httpGet).toMatchObject({ path: '/livez', port: 'http' });
+    expect(gateway.ports!.map((p) => p.name)).toEqual(['http']);
+
+    const tcp = template(['-f', CI_VALUES, '--set', 'components.gateway.livenessPath=']);
+    expect(tcp.status).toBe(0);
+    const tcpGateway = containerOf(find(tcp.objects, 'Deployment', componentName('gateway'))!);
+    for (const probe of [tcpGateway.startupProbe, tcpGateway.livenessProbe]) expect({ tcp: probe?.tcpSocket, http: probe?.httpGet }).toEqual({ tcp: { port: 'metrics' }, http: undefined });
+    expect(tcpGateway.readinessProbe?.tcpSocket).toEqual({ port: 'http' });
   });
 
   it('gives every component a drain (SHUTDOWN_DRAIN_MS) that ends, after the preStop pause, before the grace period does', () => {
@@ -525,9 +547,9 @@ describeWithHelm('Helm chart deploy/k8s (offline)', () => {
     const gateway = containerOf(find(rendered.objects, 'Deployment', componentName('gateway'))!);
     expect(gateway.readinessProbe?.httpGet).toMatchObject({ path: '/healthz', port: 'http' });
     expect(gateway.readinessProbe?.tcpSocket).toBeUndefined();
-    // A peer outage still never restarts it: startup and liveness stay on /livez.
-    expect(gateway.startupProbe?.httpGet).toMatchObject({ path: '/livez', port: 'http' });
-    expect(gateway.livenessProbe?.httpGet).toMatchObject({ path: '/livez', port: 'http' });
+    // A peer outage still never restarts it: startup and liveness stay on /livez (of the metrics listener).
+    expect(gateway.startupProbe?.httpGet).toMatchObject({ path: '/livez', port: 'metrics' });
+    expect(gateway.livenessProbe?.httpGet).toMatchObject({ path: '/livez', port: 'metrics' });
   });
 
   it('releases each component on its own: a new chart version rolls no pod whose settings it leaves alone, a new tag only its own', () => {
@@ -1063,6 +1085,7 @@ describeWithHelm('Helm chart deploy/k8s (offline)', () => {
       [['--set', 'components.cards.terminationGracePeriodSeconds=5'], /components\.cards\.terminationGracePeriodSeconds \(5\) must be at least preStopSleepSeconds \(5\) \+ 6/],
       [['--set', 'components.gateway.metricsPort=8090'], /components\.gateway\.metricsPort \(8090\) must differ from components\.gateway\.port \(8090\)/],
       [['--set', 'components.files.metricsPort=50064'], /components\.files\.metricsPort \(50064\) must differ/],
+      [['--set', 'components.gateway.livenessPath=/healthz'], /components\.gateway\.livenessPath \(\/healthz\): with a metrics listener .* answers \/livez alone/],
       [['--set', 'networkPolicy.dns.namespace=kube-system'], /\/networkPolicy\/dns'?: additional properties 'namespace' not allowed/],
       [['--set-string', 'engines.kafka.partitions=0'], /\/engines\/kafka\/partitions/],
       [['--set', 'engines.kafka.partitions=0'], /\/engines\/kafka\/partitions/],

@@ -23,7 +23,10 @@ export interface VersionedResource {
 export const CARD: VersionedResource = { name: 'card', read: 'GET /api/card/:card_id' };
 export const COLLECTION: VersionedResource = { name: 'collection', read: 'GET /api/card_collection/:collection_id/:page' };
 
-const ENTITY_TAG = /^(?:W\/)?"([\x21\x23-\x7e\x80-\xff]*)"$/;
+/** One entity-tag of an If-Match list, and the comma or end after it (RFC 9110: its opaque part may hold commas). */
+const LISTED_ENTITY_TAG = /\s*(?:W\/)?"([\x21\x23-\x7e\x80-\xff]*)"\s*(?:,|$)/y;
+/** The latest instant a Date holds (ECMAScript: 8.64e15 ms); a larger number names no version. */
+const LATEST_DATE_MS = 8.64e15;
 
 /** The 412 of a change whose If-Match names no version of the resource as it is now. */
 export const preconditionFailedMessage = ({ name }: VersionedResource) =>
@@ -41,12 +44,17 @@ export function ifMatchVersion(req: Request, resource: VersionedResource): Date 
   if (header === undefined) return undefined;
   const value = header.trim();
   if (value === '*') return undefined;
-  const tags = value.split(',').map((t) => t.trim());
   const versions = new Set<number>();
-  for (const tag of tags) {
-    const opaque = ENTITY_TAG.exec(tag)?.[1];
-    if (opaque === undefined) throw badRequest(`If-Match: must be * or the ETag that ${resource.read} answered, e.g. "1764030000000"`);
-    if (/^\d{1,16}$/.test(opaque)) versions.add(Number(opaque));
+  const malformed = () => badRequest(`If-Match: must be * or the ETag that ${resource.read} answered, e.g. "1764030000000"`);
+  if (value === '') throw malformed();
+  LISTED_ENTITY_TAG.lastIndex = 0;
+  while (LISTED_ENTITY_TAG.lastIndex < value.length) {
+    const opaque = LISTED_ENTITY_TAG.exec(value)?.[1];
+    if (opaque === undefined) throw malformed();
+    // Ours is a millisecond count a Date holds; a longer one (16 digits past 8.64e15) is no version of ours, as any
+    // other tag: it matches nothing (before, new Date() of it was Invalid and the update a 500).
+    const ms = /^\d{1,16}$/.test(opaque) ? Number(opaque) : NaN;
+    if (ms <= LATEST_DATE_MS) versions.add(ms);
   }
   if (versions.size > 1) throw badRequest(`If-Match: send one ETag, the one ${resource.read} answered`);
   const [version] = versions;

@@ -1,22 +1,13 @@
 // An update of a collection on the version the caller read (the gateway's If-Match on PUT /api/card_collection): checked
 // and written in one step, and answering the version it wrote (the 204's ETag) for the next one.
 import { ChangedSinceReadError, NotFoundError } from '@cards/platform';
-import { InProcessContentLock } from '../src/adapters/in-process/in-process-content-lock';
 import { openCardsDatabase } from '../src/adapters/sqlite/sqlite-cards-database';
-import { SqliteCardRepository } from '../src/adapters/sqlite/sqlite-card-repository';
-import { SqliteCollectionRepository } from '../src/adapters/sqlite/sqlite-collection-repository';
-import { SqliteVoteRepository } from '../src/adapters/sqlite/sqlite-vote-repository';
-import { CardService } from '../src/application/card-service';
 import { CollectionService } from '../src/application/collection-service';
-import { uninvolvedCardServiceDeps } from './uninvolved-deps';
+import { sqliteCollectionServiceDeps } from './uninvolved-deps';
 
 function setup() {
-  const db = openCardsDatabase(':memory:');
-  const cards = new SqliteCardRepository(db);
-  const collections = new SqliteCollectionRepository(db);
-  const cardService = new CardService({ ...uninvolvedCardServiceDeps, cards, votes: new SqliteVoteRepository(db), collections, contentLock: new InProcessContentLock(), eventsWritten: () => undefined });
-  const files = { visibleFile: async () => null };
-  const deps = { collections, cards, cardService, files, eventsWritten: () => undefined };
+  const deps = sqliteCollectionServiceDeps(openCardsDatabase(':memory:'));
+  const { collections } = deps;
   /** Another replica (or another request) on the same store. */
   const replica = () => new CollectionService(deps);
   return { service: new CollectionService(deps), replica, collections };

@@ -2,23 +2,14 @@
 // edit form always sends the name, so a description change sends the stored name back, and refusing it made the user
 // retype a name whose bad character they cannot see. Any other name follows today's rule.
 import { InvalidArgumentError } from '@cards/platform';
-import { InProcessContentLock } from '../src/adapters/in-process/in-process-content-lock';
 import { openCardsDatabase } from '../src/adapters/sqlite/sqlite-cards-database';
-import { SqliteCardRepository } from '../src/adapters/sqlite/sqlite-card-repository';
-import { SqliteCollectionRepository } from '../src/adapters/sqlite/sqlite-collection-repository';
-import { SqliteVoteRepository } from '../src/adapters/sqlite/sqlite-vote-repository';
-import { CardService } from '../src/application/card-service';
+import type { SqliteCollectionRepository } from '../src/adapters/sqlite/sqlite-collection-repository';
 import { CollectionService } from '../src/application/collection-service';
-import { uninvolvedCardServiceDeps } from './uninvolved-deps';
+import { sqliteCollectionServiceDeps } from './uninvolved-deps';
 
 function setup() {
-  const db = openCardsDatabase(':memory:');
-  const cards = new SqliteCardRepository(db);
-  const collections = new SqliteCollectionRepository(db);
-  const cardService = new CardService({ ...uninvolvedCardServiceDeps, cards, votes: new SqliteVoteRepository(db), collections, contentLock: new InProcessContentLock(), eventsWritten: () => undefined });
-  const files = { visibleFile: async () => null };
-  const service = new CollectionService({ collections, cards, cardService, files, eventsWritten: () => undefined });
-  return { service, collections };
+  const deps = sqliteCollectionServiceDeps(openCardsDatabase(':memory:'));
+  return { service: new CollectionService(deps), collections: deps.collections };
 }
 
 /** A collection as the release before 70b168a stored it: its name holds an invisible character. */

@@ -4,6 +4,7 @@ import type { openCardsDatabase } from '../src/adapters/sqlite/sqlite-cards-data
 import { SqliteCardRepository } from '../src/adapters/sqlite/sqlite-card-repository';
 import { SqliteCollectionRepository } from '../src/adapters/sqlite/sqlite-collection-repository';
 import { SqliteVoteRepository } from '../src/adapters/sqlite/sqlite-vote-repository';
+import { CardService } from '../src/application/card-service';
 
 /**
  * The CardService collaborators a test is not about: search finds no near duplicates, no file names, no join dates,
@@ -26,4 +27,14 @@ export function sqliteCardServiceDeps(db: ReturnType<typeof openCardsDatabase>) 
     contentLock: new InProcessContentLock(),
     eventsWritten: () => undefined,
   };
+}
+
+/**
+ * CollectionService's dependencies on one SQLite database (its CardService on the same one, no file a collection names,
+ * no events): a new CollectionService(deps) is one replica, another on the same deps a second one.
+ */
+export function sqliteCollectionServiceDeps(db: ReturnType<typeof openCardsDatabase>) {
+  const cardDeps = sqliteCardServiceDeps(db);
+  const { cards, collections } = cardDeps;
+  return { collections, cards, cardService: new CardService(cardDeps), files: uninvolvedCardServiceDeps.files, eventsWritten: () => undefined };
 }

@@ -5,6 +5,9 @@ import type { RequestEndObserver } from './request-end';
 const LOG_REASON = 'accessLogReason';
 const BODY_ABORTED = 'accessLogBodyAborted';
 
+/** nginx's code for a request whose client closed the connection before any answer was sent (written to the log only). */
+export const CLIENT_CLOSED_REQUEST = 499;
+
 /** The reason code of a 4xx or 5xx by its status alone: for answers given without an error (a route's own 404). */
 export const KIND_OF_STATUS: Readonly<Record<number, string>> = {
   400: 'bad-request',
@@ -19,6 +22,7 @@ export const KIND_OF_STATUS: Readonly<Record<number, string>> = {
   415: 'unsupported-media-type',
   422: 'unprocessable',
   429: 'rate-limited',
+  [CLIENT_CLOSED_REQUEST]: 'client-gone',
   500: 'internal',
   502: 'bad-gateway',
   503: 'unavailable',
@@ -67,16 +71,18 @@ export function accessLog(logger: Logger, level: AccessLogLevel): RequestEndObse
   const lines = logger.child({}, { redact: { paths: [] } });
   return ({ req, res, route, ms, answered }) => {
     if (level === 'silent' || !lines.isLevelEnabled(level)) return;
+    // Node's statusCode is 200 until an answer is set: a client gone before any answer began was sent nothing.
+    const status = res.headersSent || answered ? res.statusCode : CLIENT_CLOSED_REQUEST;
     const line: AccessLogLine = {
       reqId: String(res.getHeader('x-request-id') ?? ''),
       method: req.method,
       route,
-      status: res.statusCode,
+      status,
       ms: Math.round(ms * 100) / 100,
     };
     const userId = req.user?.id;
     if (userId) line.userId = userId;
-    if (res.statusCode >= 400) line.reason = (res.locals[LOG_REASON] as string | undefined) ?? KIND_OF_STATUS[res.statusCode] ?? `status-${res.statusCode}`;
+    if (status >= 400) line.reason = (res.locals[LOG_REASON] as string | undefined) ?? KIND_OF_STATUS[status] ?? `status-${status}`;
     if (!answered || res.locals[BODY_ABORTED] === true) line.aborted = true;
     lines[level](line, 'http request');
   };

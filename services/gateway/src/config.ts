@@ -36,8 +36,9 @@ function trustProxySetting() {
     .optional()
     .transform((raw, ctx): boolean | number | string[] => {
       const value = (raw ?? '').trim();
-      if (['', 'false', 'no'].includes(value)) return false;
-      if (['true', 'yes'].includes(value)) return true;
+      // Any case, as every other boolean setting is read (envBoolean): a chart's True is true.
+      if (['', 'false', 'no'].includes(value.toLowerCase())) return false;
+      if (['true', 'yes'].includes(value.toLowerCase())) return true;
       if (/^\d+$/.test(value)) {
         if (Number(value) <= MAX_TRUST_PROXY_HOPS) return Number(value);
         ctx.addIssue({ code: z.ZodIssueCode.custom, message: `a hop count must be at most ${MAX_TRUST_PROXY_HOPS} (the proxies in front that append to X-Forwarded-For; more lets a client name its own address), got "${value}"` });

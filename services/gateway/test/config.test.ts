@@ -9,6 +9,8 @@ describe('gateway config: TRUST_PROXY', () => {
     expect(trustProxy(undefined)).toBe(false);
     expect(trustProxy('false')).toBe(false);
     expect(trustProxy('true')).toBe(true);
+    // Any case, as the other booleans (True was refused as an address).
+    expect([trustProxy('True'), trustProxy(' YES '), trustProxy('False'), trustProxy('NO')]).toEqual([true, true, false, false]);
     expect(trustProxy('1')).toBe(1);
     expect(trustProxy('2')).toBe(2);
     expect(trustProxy('10.0.0.0/8, fd00::/8,loopback')).toEqual(['10.0.0.0/8', 'fd00::/8', 'loopback']);

@@ -496,6 +496,37 @@ export function describeCardIndexContract(name: string, factory: () => Promise<C
       expect(await answers()).toEqual(before);
     });
 
+    test("a query word only another user's private card holds is left out for everyone else as one no card holds (heldQueryWords), in a collection holding that card too", async () => {
+      // Whether a word is left out of the score is decided on the words the caller may see: her private card must not
+      // keep "zebrafoo" in another caller's query (there it would weigh against every card) nor change a joined or
+      // phrased form's answer, in the library or in her public collection bookmarking the private card beside others.
+      const carol = randomUUID();
+      const collection = randomUUID();
+      const tides = aCard().by(carol).saying('The tides rise and fall with the pull of the Moon').build();
+      const days = aCard().saying('A day on the Moon lasts about a month of Earth days').build();
+      for (const card of [tides, days, aCard().saying('Bread rises because yeast makes gas').build()]) await index.upsert(card);
+      for (const card of [tides, days]) await index.setBookmark(collection, card.cardId, true, new Date('2026-01-02T00:00:00Z'));
+      const queries = ['tides zebrafoo', 'zebrafoo', 'tides-zebrafoo', 'moon tides zebrafo', 'pull of the zebrafoo moon'];
+      const callers = [undefined, randomUUID()];
+      const answers = async () => {
+        const out: unknown[] = [];
+        for (const caller of callers) {
+          for (const scope of [everything(caller), { ...everything(caller), collectionId: collection }]) {
+            for (const query of queries) out.push({ caller, collectionId: scope.collectionId, query, page: await index.matchText(query, scope, firstPage) });
+          }
+        }
+        return out;
+      };
+      const before = await answers();
+      expect(before[0]).toMatchObject({ page: { total: 1, hits: [{ cardId: tides.cardId, score: 1 }] } });
+      const secret = aCard().by(carol).private().saying('zebrafoo notes about the tides and the moon').build();
+      await index.upsert(secret);
+      await index.setBookmark(collection, secret.cardId, true, new Date('2026-01-03T00:00:00Z'));
+      expect(await answers()).toEqual(before);
+      // Hers, the word counts: her card is first.
+      expect((await index.matchText('tides zebrafoo', { ...everything(carol), collectionId: collection }, firstPage)).hits[0]?.cardId).toBe(secret.cardId);
+    });
+
     test('a misspelling ranks the word fewer edits away first: one edit above two, at about the same length', async () => {
       const oneEdit = aCard().saying('photosynthesis feeds the plant').build();
       const twoEdits = aCard().saying('leaves photosynthesise in daylight').build();

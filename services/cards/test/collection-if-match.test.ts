@@ -40,6 +40,32 @@ describe("a collection update on the version the caller read (ifUpdatedAt, the g
     expect((await collections.findById(made.id))!.name).toBe('Two');
   });
 
+  it('without If-Match, a save landing between its read and its write from a clock behind is kept and never shares its version', async () => {
+    // Both saves read the one version (saved ahead of these clocks) and date their change right after it: the later
+    // one wrote over the first unconditionally under the same version, so a client holding the first's ETag had its
+    // If-Match taken for a collection it never saw. Now it is written on the version it read, read again and retried.
+    const { service, replica, collections } = setup();
+    const ahead = new Date(Date.now() + 60_000);
+    const made = { id: crypto.randomUUID(), authorId: 'alice', name: 'Saved ahead', description: '', isPublic: false, fileId: null, idempotencyKey: null, requestFingerprint: null, createdAt: ahead, updatedAt: ahead };
+    await collections.insert(made, []);
+    const write = collections.update.bind(collections);
+    let landing: Promise<Date> | undefined;
+    jest.spyOn(collections, 'update').mockImplementation(async (...args) => {
+      if (!landing) {
+        landing = replica().update('alice', made.id, { name: 'Landed between' });
+        await landing;
+      }
+      return write(...args);
+    });
+    const mine = await service.update('alice', made.id, { description: 'my words' });
+    const landed = await landing!;
+    expect(mine.getTime()).not.toBe(landed.getTime());
+    expect(await collections.findById(made.id)).toMatchObject({ name: 'Landed between', description: 'my words', updatedAt: mine });
+    // The landed save's ETag names a version the collection is no longer at.
+    await expect(service.update('alice', made.id, { name: 'On the landed version' }, landed)).rejects.toThrow(ChangedSinceReadError);
+    expect(await service.update('alice', made.id, { name: 'On mine' }, mine)).toBeInstanceOf(Date);
+  });
+
   it('is refused when another save lands between its read and its write, which is kept', async () => {
     const { service, replica, collections } = setup();
     const made = await service.create('alice', 'Reading list', '', false);

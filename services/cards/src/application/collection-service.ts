@@ -102,14 +102,30 @@ export class CollectionService {
    * write, so a file made private meanwhile, whose change may have found the collection still private, leaves it private.
    */
   async update(callerId: string | undefined, collectionId: string, patch: CollectionPatch, ifUpdatedAt?: Date): Promise<Date> {
-    const collection = await this.ownCollection(collectionId, requireCaller(callerId));
+    const caller = requireCaller(callerId);
+    for (let attempt = 1; ; attempt++) {
+      const written = await this.updateOnce(caller, collectionId, patch, ifUpdatedAt);
+      if (written) return written;
+      if (attempt >= 5) throw new UnavailableError('The collection is being changed by another request; try again');
+    }
+  }
+
+  /**
+   * One attempt of update(): the version it wrote, or undefined when, without the caller's version, another change
+   * landed between its read and its write (nothing written: read again and retry).
+   */
+  private async updateOnce(callerId: string, collectionId: string, patch: CollectionPatch, ifUpdatedAt: Date | undefined): Promise<Date | undefined> {
+    const collection = await this.ownCollection(collectionId, callerId);
     // The caller's version (If-Match): a collection changed since is refused; one still at it is written only on it
     // (the repository's ifUpdatedAt, checked in the write's own step), so a change landing between this read and the
     // write is not replaced either.
     if (ifUpdatedAt !== undefined && ifUpdatedAt.getTime() !== collection.updatedAt.getTime()) throw new ChangedSinceReadError(COLLECTION_CHANGED_SINCE_READ);
     // Only the fields asked for: a concurrent change of another field (a privacy flip) must not be written back. Dated
     // after the collection's last change (as a card's), so every change is a new version, whatever this clock says.
-    const change: CollectionChange = { updatedAt: datedAfter(collection.updatedAt, new Date()), ...(ifUpdatedAt !== undefined ? { ifUpdatedAt } : {}) };
+    // Written on the version read even without the caller's: another change landing meanwhile could otherwise be dated
+    // the same (both after the one version they read, from clocks behind it), two states under one ETag, so an
+    // If-Match naming the first would take the second for it; that attempt writes nothing and is made again.
+    const change: CollectionChange = { updatedAt: datedAfter(collection.updatedAt, new Date()), ifUpdatedAt: ifUpdatedAt ?? collection.updatedAt };
     // The name sent back exactly as stored (trimmed, as it is stored) is kept, not judged again: a name stored before the
     // rule of names refused invisible characters (70b168a: "Reading\u200Blist") would otherwise make every save of the
     // edit form, which always sends the name, fail until the user retypes a character they cannot see. Usernames sent
@@ -121,7 +137,9 @@ export class CollectionService {
     // Changes of the file applied from here on (noted by CardService.applyFilePrivacy) may find the collection private.
     const checkedAt = new Date(Date.now() - FILE_CHANGE_LOOKBACK_MS);
     if (publishesFileCollection && (await this.fileIsPrivate(collection))) throw new InvalidArgumentError(PRIVATE_FILE_COLLECTION);
-    if (!(await this.deps.collections.update(collection.id, change, [])) && ifUpdatedAt !== undefined) {
+    if (!(await this.deps.collections.update(collection.id, change, []))) {
+      // Without the caller's version: read again (a collection deleted meanwhile is 404 then) and retry.
+      if (ifUpdatedAt === undefined) return undefined;
       if (!(await this.deps.collections.findById(collection.id))) throw new NotFoundError('Collection not found');
       throw new ChangedSinceReadError(COLLECTION_CHANGED_SINCE_READ);
     }

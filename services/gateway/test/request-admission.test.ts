@@ -1,8 +1,8 @@
-import { createServer as createHttpServer, type Server } from 'node:http';
+import { createServer as createHttpServer, ServerResponse, type Server } from 'node:http';
 import { connect } from 'node:net';
 import { Writable } from 'node:stream';
 import { createLogger, startGrpcServer, type GrpcServerHandle } from '@cards/platform';
-import { cards, identity, search } from '@cards/proto';
+import { cards, files, identity, search } from '@cards/proto';
 import { createGatewayClients } from '../src/clients';
 import { OWN_REQUESTS_BUSY_MESSAGE, SERVER_BUSY_MESSAGE } from '../src/http/request-admission';
 import { appWithoutServices, closed, listening } from './app-without-services';
@@ -34,6 +34,9 @@ const reached = { counts: 0, searches: 0, cards: 0, sessionLookups: 0 };
  */
 const LARGE_CARD_ID = '00000000-0000-4000-8000-00000000000a';
 const unreadable = '\u0001'.repeat(1_000_000);
+/** The file GET /api/file/:id reads (from the peer's ReadFile): 128 pieces of 64 KiB. */
+const LARGE_FILE_ID = '00000000-0000-4000-8000-00000000000f';
+const LARGE_FILE_BYTES = 128 * 65_536;
 /** Resolves once `n` count calls have reached the peer. */
 let onReached: () => void = () => undefined;
 
@@ -72,6 +75,17 @@ beforeAll(async () => {
             onReached();
             const at = new Date('2026-11-25T00:00:00.000Z');
             return { id: cardId, authorId: 'author', content: unreadable, cardHtml: unreadable, link: '', totalUpvotes: 0, totalDownvotes: 0, createdAt: at, updatedAt: at, tags: [], private: false };
+          },
+        }),
+      );
+      s.add(
+        files.FileServiceDefinition,
+        stub<files.FileServiceImplementation>(files.FileServiceDefinition, {
+          // A public file of ~8 MB: far more than the connection's buffers take from a client that reads none of it.
+          async *readFile({ fileId }) {
+            const at = new Date('2026-11-25T00:00:00.000Z');
+            yield { part: { $case: 'file', value: { id: fileId, userId: 'owner', fileName: 'large.pdf', mimeType: 'application/pdf', size: LARGE_FILE_BYTES, private: false, createdAt: at, updatedAt: at, tags: [], ingestionStatus: 'done' } } };
+            for (let sent = 0; sent < LARGE_FILE_BYTES; sent += 65_536) yield { part: { $case: 'chunk', value: Buffer.alloc(65_536, 7) } };
           },
         }),
       );
@@ -395,6 +409,59 @@ describe('an answer its client takes none of for HTTP_ANSWER_IDLE_MS is cut and 
     } finally {
       socket.destroy();
       await closed(twoSlots);
+    }
+  });
+
+  test("a file read pipelined behind an answer keeps its own idle bound when it equals this one (FILE_READ_IDLE_MS = HTTP_ANSWER_IDLE_MS)", async () => {
+    const { server: sameBounds, base: sameBase } = await listening(
+      createHttpServer(
+        appWithoutServices({
+          clients,
+          accessLogLevel: 'silent',
+          requestAdmission: { atOnce: 2, heavyAtOnce: 1, queue: 4, queueWaitMs: 600_000, perClient: 4, answerIdleMs: 200 },
+          fileReads: { atOnce: 1, perClient: 1, callMs: 60_000, idleMs: 200 },
+        }),
+      ),
+    );
+    // The file read sets its bound once its header has come (res.setTimeout): known here, the gateway being in process.
+    let boundSet!: () => void;
+    const fileBoundSet = new Promise<void>((resolve) => (boundSet = resolve));
+    const setTimeoutOf = ServerResponse.prototype.setTimeout;
+    const spy = jest.spyOn(ServerResponse.prototype, 'setTimeout').mockImplementation(function (this: ServerResponse, ms: number, callback?: () => void) {
+      if ((this.req as { originalUrl?: string }).originalUrl?.startsWith('/api/file/')) boundSet();
+      return setTimeoutOf.call(this, ms, callback);
+    });
+    const { hostname, port } = new URL(sameBase);
+    const socket = connect(Number(port), hostname);
+    socket.on('error', () => undefined);
+    const socketClosed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
+    try {
+      socket.pause();
+      const head = (path: string) => `GET ${path} HTTP/1.1\r\nHost: ${hostname}:${port}\r\nCookie: ai-editor=piper\r\n\r\n`;
+      // The count is held, so the file read, behind it on the connection, has its header and its bound set first.
+      socket.write(head('/api/card/count') + head(`/api/file/${LARGE_FILE_ID}`));
+      await untilReached({ counts: 1 });
+      await fileBoundSet;
+      counts.open();
+      // Another client's file read is answered 503 while the only read slot is held, 200 once it is given back. Before,
+      // the count's answer, once sent, cleared the connection's timeout (its value was this bound's): the file read,
+      // never read, was never cut and held the only read slot for good.
+      for (;;) {
+        const other = await fetch(`${sameBase}/api/file/${LARGE_FILE_ID}`, as('someone-else'));
+        const body = await other.arrayBuffer();
+        if (other.status === 200) {
+          expect(body.byteLength).toBeGreaterThan(LARGE_FILE_BYTES);
+          break;
+        }
+        expect(other.status).toBe(503);
+      }
+      // The reader's connection was cut (it sees the end once it reads again).
+      socket.resume();
+      await socketClosed;
+    } finally {
+      spy.mockRestore();
+      socket.destroy();
+      await closed(sameBounds);
     }
   });
 

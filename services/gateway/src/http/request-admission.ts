@@ -201,10 +201,7 @@ interface HttpSocket extends Socket {
  * timeout is let pass: the calls behind it have deadlines of their own.
  */
 function answerCutWhenIdle(idleMs: number, logger: Logger, counted: () => void): (req: Request, res: Response) => void {
-  /** Answers under this bound: one pipelined behind another may be given the connection with its bound already set. */
-  const bounded = new WeakSet<Response>();
   return (req, res) => {
-    bounded.add(res);
     const onIdle = () => {
       const socket = res.socket;
       if (!socket || socket.destroyed || socket.writableLength === 0) return;
@@ -219,10 +216,13 @@ function answerCutWhenIdle(idleMs: number, logger: Logger, counted: () => void):
     res.once('finish', () => {
       res.off('timeout', onIdle);
       // Sent whole. The connection's timeout is Node's again: it sets its keep-alive timeout on an idle connection, but
-      // an answer to a pipelined request that takes the connection next would inherit this one.
+      // an answer to a pipelined request that takes the connection next would inherit this one, unless that answer set
+      // a bound of its own (a 'timeout' listener: this bound's, or a file read's FILE_READ_IDLE_MS), which it gave the
+      // connection on taking it, before this runs. Told by the listener, not the value: a file read's bound equal to
+      // this one was cleared, and a pipelined file read its client never read held its read slot for good.
       const socket = req.socket as HttpSocket;
       const next = socket._httpMessage as Response | null | undefined;
-      if (socket.timeout === idleMs && next && !bounded.has(next) && !socket.destroyed) socket.setTimeout(0);
+      if (socket.timeout === idleMs && next && next.listenerCount('timeout') === 0 && !socket.destroyed) socket.setTimeout(0);
     });
   };
 }

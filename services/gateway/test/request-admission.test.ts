@@ -332,6 +332,20 @@ describe('the gateway serves at most HTTP_REQUESTS_AT_ONCE API requests, with a 
   });
 });
 
+/**
+ * A raw connection to `base` reading nothing (paused) until the test resumes it; `socketClosed` resolves once the gateway
+ * closed it (seen once resumed). `head(path)` is a GET's head as `user`, to write on it, pipelined if several.
+ */
+function pausedConnection(base: string, user: string) {
+  const { hostname, port } = new URL(base);
+  const socket = connect(Number(port), hostname);
+  socket.on('error', () => undefined);
+  socket.pause();
+  const socketClosed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
+  const head = (path: string, headers = '') => `GET ${path} HTTP/1.1\r\nHost: ${hostname}:${port}\r\nCookie: ai-editor=${user}\r\n${headers}\r\n`;
+  return { socket, socketClosed, head };
+}
+
 describe('an answer its client takes none of for HTTP_ANSWER_IDLE_MS is cut and its slot given back', () => {
   test('a client that asks for a large answer and never reads it holds its slot only that long: the next request is then served', async () => {
     const logged: string[] = [];
@@ -352,15 +366,11 @@ describe('an answer its client takes none of for HTTP_ANSWER_IDLE_MS is cut and 
         }),
       ),
     );
-    const { hostname, port } = new URL(oneSlotBase);
-    const socket = connect(Number(port), hostname);
-    socket.on('error', () => undefined);
-    const socketClosed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
+    // Reads nothing: what the gateway writes stays in the connection's buffers, then in its own.
+    const { socket, socketClosed, head } = pausedConnection(oneSlotBase, 'never-reads');
     try {
       counts.open();
-      // Reads nothing: what the gateway writes stays in the connection's buffers, then in its own.
-      socket.pause();
-      socket.write(`GET /api/card/${LARGE_CARD_ID} HTTP/1.1\r\nHost: ${hostname}:${port}\r\nCookie: ai-editor=never-reads\r\nX-Request-Id: never-reads-1\r\n\r\n`);
+      socket.write(head(`/api/card/${LARGE_CARD_ID}`, 'X-Request-Id: never-reads-1\r\n'));
       await untilReached({ cards: 1 });
       // Another user's read waits for the only slot. Before, it waited for good (as long as the connection stayed open).
       const other = await fetch(`${oneSlotBase}/api/card/count`, as('someone-else'));
@@ -385,13 +395,8 @@ describe('an answer its client takes none of for HTTP_ANSWER_IDLE_MS is cut and 
         appWithoutServices({ clients, accessLogLevel: 'silent', requestAdmission: { atOnce: 2, heavyAtOnce: 1, queue: 4, queueWaitMs: 600_000, perClient: 4, answerIdleMs: 200 } }),
       ),
     );
-    const { hostname, port } = new URL(twoSlotsBase);
-    const socket = connect(Number(port), hostname);
-    socket.on('error', () => undefined);
-    const socketClosed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
+    const { socket, socketClosed, head } = pausedConnection(twoSlotsBase, 'piper');
     try {
-      socket.pause();
-      const head = (path: string) => `GET ${path} HTTP/1.1\r\nHost: ${hostname}:${port}\r\nCookie: ai-editor=piper\r\n\r\n`;
       // The count is held, so the card's answer is worked out first and waits for the connection behind it.
       socket.write(head('/api/card/count') + head(`/api/card/${LARGE_CARD_ID}`));
       await untilReached({ counts: 1, cards: 1 });
@@ -431,13 +436,8 @@ describe('an answer its client takes none of for HTTP_ANSWER_IDLE_MS is cut and 
       if ((this.req as { originalUrl?: string }).originalUrl?.startsWith('/api/file/')) boundSet();
       return setTimeoutOf.call(this, ms, callback);
     });
-    const { hostname, port } = new URL(sameBase);
-    const socket = connect(Number(port), hostname);
-    socket.on('error', () => undefined);
-    const socketClosed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
+    const { socket, socketClosed, head } = pausedConnection(sameBase, 'piper');
     try {
-      socket.pause();
-      const head = (path: string) => `GET ${path} HTTP/1.1\r\nHost: ${hostname}:${port}\r\nCookie: ai-editor=piper\r\n\r\n`;
       // The count is held, so the file read, behind it on the connection, has its header and its bound set first.
       socket.write(head('/api/card/count') + head(`/api/file/${LARGE_FILE_ID}`));
       await untilReached({ counts: 1 });

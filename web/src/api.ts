@@ -161,6 +161,12 @@ export const REQUEST_TIMEOUT_MS = 30_000;
 /** The same version (ETag) whether its answer came compressed (W/"…") or not. */
 export const sameVersion = (a: string | null, b: string | null) => a !== null && b !== null && a.replace(/^W\//, '') === b.replace(/^W\//, '');
 
+/**
+ * "Save mine anyway" may replace what is stored now: it is the version the user was shown (`chosen`), or neither read
+ * carried a version (a proxy that strips ETags), when the user's choice is taken as made, as before versions.
+ */
+export const chosenVersion = (chosen: string | null, now: string | null) => (chosen === null && now === null) || sameVersion(chosen, now);
+
 /** A 412 answered to an update sent with If-Match: changed between the read and the update. Read, compare, send again up to this many times. */
 export const EDIT_ATTEMPTS = 3;
 

@@ -1,6 +1,6 @@
 import { MAX_WORDS, MIN_WORDS_EXCLUSIVE, wordCount } from '@cards/card-rules';
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
-import { api, ApiError, EDIT_ATTEMPTS, newIdempotencyKey, onUnauthorized, sameVersion, type Card } from '../api';
+import { api, ApiError, EDIT_ATTEMPTS, newIdempotencyKey, onUnauthorized, chosenVersion, type Card } from '../api';
 import { cardDraftProblems, htmlFromInput, tagsFromInput, textOfHtml } from '../card-rules';
 import { ErrorMessage, firstWords, formatDate, Loading, Notice, NotFoundHint, PageTitle, Tags, useAction, useAsync, userName, UserText, VerificationBadge } from '../components';
 import { guardLeaving, Link, navigate, useLocation } from '../router';
@@ -437,7 +437,7 @@ function CardForm({ card }: { card?: Card }) {
             ('card_html' in change && current.card_html !== was.card_html) ||
             ('link' in change && current.link !== was.link && current.link !== change.link) ||
             ('private' in change && current.private !== was.private && current.private !== change.private);
-          if (clashes && !(overwrite && sameVersion(overwrite.etag, etag))) {
+          if (clashes && !(overwrite && chosenVersion(overwrite.etag, etag))) {
             setObstacle({ kind: 'changed', current, etag });
             return false;
           }

@@ -1,7 +1,7 @@
 import { characterCount, MAX_COLLECTION_DESCRIPTION_CHARS, MAX_COLLECTION_NAME_CHARS } from '@cards/card-rules';
 import { freeTextMessage } from '../free-text';
 import { useMemo, useState } from 'preact/hooks';
-import { api, ApiError, EDIT_ATTEMPTS, newIdempotencyKey, sameVersion, type Collection } from '../api';
+import { api, ApiError, EDIT_ATTEMPTS, newIdempotencyKey, chosenVersion, type Collection } from '../api';
 import { CardSummary, DoneNotice, ErrorMessage, firstWords, formatDate, Loading, Notice, NotFoundHint, PageTitle, Pager, useAction, useAsync, UserText } from '../components';
 import { Link, navigate, useLocation } from '../router';
 import { useSession } from '../session';
@@ -108,7 +108,7 @@ function CollectionSettings({ collection: c, onChanged, onGone }: { collection: 
         // 412 and compared in its turn, not replaced unsaid.
         const { collection: current, etag } = await api.collectionWithVersion(c.id);
         const changed = (mine: string, was: string, now: string) => mine !== was && now !== was && now !== mine;
-        if (!(overwrite && sameVersion(overwrite.etag, etag)) && (changed(name.trim(), c.name, current.name) || changed(description, c.description, current.description))) {
+        if (!(overwrite && chosenVersion(overwrite.etag, etag)) && (changed(name.trim(), c.name, current.name) || changed(description, c.description, current.description))) {
           setClash({ current, etag });
           throw new Error('Not saved yet.');
         }

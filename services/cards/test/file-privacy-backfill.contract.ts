@@ -99,6 +99,23 @@ export function describeFilePrivacyBackfillContract(name: string, factory: Cards
       expect(state.calls).toBe(calls);
     });
 
+    it("dates a collection it hides after its version, also when that version is ahead of this replica's clock", async () => {
+      const { files, directory } = filesService();
+      const alice = randomUUID();
+      const fileId = randomUUID();
+      files.set(fileId, { ownerId: alice, private: true });
+      await stored(aCard().by(alice).fromFile(fileId, 'plan.docx', false).build());
+      // Last changed by a replica whose clock runs an hour ahead: a client holds this version as its ETag.
+      const ahead = new Date(Date.now() + 60 * 60 * 1000);
+      const published = { ...aCollection().by(alice).forFile(fileId).build(), updatedAt: ahead };
+      await store.collections.insert(published, []);
+      await run(directory);
+      const after = (await store.collections.findById(published.id))!;
+      expect(after.isPublic).toBe(false);
+      // Before, dated by this clock: an hour earlier than the version it replaced, so versions went backwards.
+      expect(after.updatedAt.getTime()).toBeGreaterThan(ahead.getTime());
+    });
+
     it('is not recorded as done while the files service cannot answer, and runs whole once it can', async () => {
       const { files, state, directory } = filesService();
       const alice = randomUUID();

@@ -1,4 +1,5 @@
 import type { CardRepository, CollectionRepository, FileDirectory, OneTimeTasks } from '../domain/ports';
+import { datedAfter } from './events';
 
 /** The name the backfill is recorded under once done (OneTimeTasks). */
 export const FILE_PRIVACY_BACKFILL = 'file-privacy-from-files-service';
@@ -70,11 +71,12 @@ async function recordFilePrivacy(deps: FilePrivacyBackfillDeps, fileId: string, 
     await deps.cards.setFilePrivacy(fileId, isPrivate);
     const collection = await deps.collections.findByFileId(fileId);
     if (collection && isPrivate && collection.isPublic) {
-      await deps.collections.update(collection.id, { isPublic: false, updatedAt: deps.now() }, []);
+      // Dated after the version it replaces, as every collection change (a stale If-Match must not match it).
+      await deps.collections.update(collection.id, { isPublic: false, updatedAt: datedAfter(collection.updatedAt, deps.now()) }, []);
       hidCollection = collection.id;
     } else if (collection && !isPrivate && hidCollection === collection.id && !collection.isPublic) {
       // Made public meanwhile, as its file's change had made it before this round hid it.
-      await deps.collections.update(collection.id, { isPublic: true, updatedAt: deps.now() }, []);
+      await deps.collections.update(collection.id, { isPublic: true, updatedAt: datedAfter(collection.updatedAt, deps.now()) }, []);
       hidCollection = null;
     }
     const now = await privacyOf(deps.files, fileId, askAs);

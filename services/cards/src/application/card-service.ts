@@ -5,7 +5,7 @@ import { collisionMovesOnChange, isVisibleTo, leavesRoot, mayHoldCollision, reho
 import { StaleCardError, type CardHtmlCleaner, type CardRepository, type CollectionRepository, type ContentLock, type FileDirectory, type NearDuplicateFinder, type UserDirectory, type VisibleFile, type VoteRepository } from '../domain/ports';
 import { cardTextFromHtml, fingerprintOf, isNearCopy, legacyContentHash, legacySketch, NEAR_COPY_JACCARD, normalizeContent, ShingleComparison, SKETCH_MIN_SHARED, validLink, validOcFilePath, validTags } from '../domain/rules';
 import { CardGroupReader, cardMessageBytes, type CardGroupsPart, type ViewedCard, type ViewedGroup } from './card-groups';
-import { bookmarkChanged, cardCreated, cardDeleted, cardRehomed, cardUpdated, datedAfter, verificationKept } from './events';
+import { bookmarkChanged, cardCreated, cardDeleted, cardRehomed, cardUpdated, datedAfter, verificationKept, VERSIONED_WRITE_ATTEMPTS } from './events';
 import { followFilePrivacy, isHiddenByFile, privacyAfterChange, type PrivacyChangedBy } from './file-privacy';
 
 export type { CardGroupsPart, ViewedCard, ViewedGroup } from './card-groups';
@@ -633,7 +633,7 @@ export class CardService {
         return await this.updateCardOnce(input, callerId, privacyBy);
       } catch (err) {
         if (!(err instanceof StaleCardError)) throw err;
-        if (attempt >= 5) throw new UnavailableError('The card is being changed by another request; try again');
+        if (attempt >= VERSIONED_WRITE_ATTEMPTS) throw new UnavailableError('The card is being changed by another request; try again');
       }
     }
   }

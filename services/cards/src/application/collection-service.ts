@@ -4,7 +4,7 @@ import { isCollectionVisibleTo, isVisibleTo, PAGE_SIZE, totalPages, type Collect
 import type { CardRepository, CollectionChange, CollectionRepository, FileDirectory } from '../domain/ports';
 import { MAX_COLLECTION_NAME_CHARS, validCollectionDescription, validCollectionName } from '../domain/rules';
 import { requireCaller, validPage, type CardService, type ViewedGroup } from './card-service';
-import { bookmarkChanged, datedAfter, collectionCreated, collectionDeleted } from './events';
+import { bookmarkChanged, datedAfter, collectionCreated, collectionDeleted, VERSIONED_WRITE_ATTEMPTS } from './events';
 
 export interface CollectionServiceDeps {
   collections: CollectionRepository;
@@ -106,7 +106,7 @@ export class CollectionService {
     for (let attempt = 1; ; attempt++) {
       const written = await this.updateOnce(caller, collectionId, patch, ifUpdatedAt);
       if (written) return written;
-      if (attempt >= 5) throw new UnavailableError('The collection is being changed by another request; try again');
+      if (attempt >= VERSIONED_WRITE_ATTEMPTS) throw new UnavailableError('The collection is being changed by another request; try again');
     }
   }
 

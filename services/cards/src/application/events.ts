@@ -81,6 +81,12 @@ export const bookmarkChanged = (collectionId: string, cardId: string, added: boo
  * this one's (or before a clock was set back): search keeps the latest-dated change of a card or bookmark and drops
  * older ones, so an earlier date would lose this change there. An unreadable `previous` leaves `now`.
  */
+/**
+ * Attempts of a card or collection change written only on the version it read: each one that finds another change
+ * landed between its read and its write reads again; past this many, the caller is answered UNAVAILABLE (try again).
+ */
+export const VERSIONED_WRITE_ATTEMPTS = 5;
+
 export const datedAfter = (previous: Date, now: Date = new Date()): Date => {
   const after = previous.getTime() + 1;
   return after > now.getTime() ? new Date(after) : now;

@@ -41,6 +41,10 @@ const collectionToProto = (c: Collection): cards.Collection => ({
   fileId: c.fileId ?? undefined,
 });
 
+/** UpdateCollection and UpdateCollectionVersioned carry the same request: the arguments of CollectionService.update. */
+const updateCollectionArgs = (req: cards.UpdateCollectionRequest) =>
+  [req.callerId, req.collectionId, { name: req.name, description: req.description, isPublic: req.isPublic }, req.ifUpdatedAt] as const;
+
 /** UpdateCard and UpdateCardVersioned carry the same request. */
 const updateCardInput = (req: cards.UpdateCardRequest) => ({ callerId: req.callerId, cardId: req.cardId, link: req.link, cardHtml: req.cardHtml, private: req.private, ifUpdatedAt: req.ifUpdatedAt });
 
@@ -119,11 +123,11 @@ export function cardsHandlers(cardService: CardService, collectionService: Colle
       return collectionToProto(await collectionService.create(req.callerId, req.name, req.description, req.isPublic, { key: req.idempotencyKey, requestFingerprint: req.requestFingerprint }));
     },
     async updateCollection(req) {
-      await collectionService.update(req.callerId, req.collectionId, { name: req.name, description: req.description, isPublic: req.isPublic }, req.ifUpdatedAt);
+      await collectionService.update(...updateCollectionArgs(req));
       return {};
     },
     async updateCollectionVersioned(req) {
-      return { updatedAt: await collectionService.update(req.callerId, req.collectionId, { name: req.name, description: req.description, isPublic: req.isPublic }, req.ifUpdatedAt) };
+      return { updatedAt: await collectionService.update(...updateCollectionArgs(req)) };
     },
     async deleteCollection(req) {
       await collectionService.delete(req.callerId, req.collectionId);

@@ -70,32 +70,63 @@ export interface MetricsServerHandle {
 }
 
 /**
+ * The metrics listener's own bounds, fixed (not settings): its clients are a scraper and the kubelet's probes, each a
+ * short GET, so a socket that has not sent its request within seconds, or sits idle, is a mistake or a slow-loris.
+ * - `maxConnections`: sockets held at once; more are closed unanswered by Node. A scraper and three probes use a few.
+ * - `headersTimeoutMs`/`requestTimeoutMs`: a request not fully received by then is answered 408 and its socket closed
+ *   (checked every `checkIntervalMs`; Node's defaults, 60 s and 300 s checked every 30 s, let one socket sit minutes).
+ * - `keepAliveTimeoutMs`: an idle kept-alive socket is closed after this (Prometheus scrapes every 15 s or more and
+ *   reconnects); `idleTimeoutMs`: any socket with no traffic either way this long (a client that stopped reading).
+ */
+export const METRICS_LISTENER_BOUNDS = Object.freeze({
+  maxConnections: 16,
+  headersTimeoutMs: 5_000,
+  requestTimeoutMs: 10_000,
+  checkIntervalMs: 1_000,
+  keepAliveTimeoutMs: 5_000,
+  idleTimeoutMs: 30_000,
+});
+
+/**
  * Prometheus text on GET /metrics of a listener of its own: `registry`, or by default the process's default metrics, the
  * gRPC calls it served, its event pipeline and its services' own metrics (serviceMetrics). It also answers GET /livez
- * (liveness.ts) as the gateway's HTTP port does: this listener has no connection cap, so the probes asking it here are
- * not refused with the gateway's port full.
+ * (liveness.ts) as the gateway's HTTP port does: this listener is outside the gateway's connection cap and request
+ * admission, so the probes asking it here are not refused with the gateway's port full. It has bounds of its own
+ * (METRICS_LISTENER_BOUNDS), so a slow client cannot hold its sockets for good.
  */
 export async function startMetricsServer(options: { host: string; port: number; logger: Logger; registry?: Registry }): Promise<MetricsServerHandle> {
   const registry = options.registry ?? defaultServiceRegistry();
-  const server: Server = createServer((req, res) => {
-    const answer = (status: number, body: string, type = 'application/json') => res.writeHead(status, { 'content-type': type }).end(body);
-    const path = (req.url ?? '').split('?')[0];
-    if (path !== '/metrics' && path !== LIVENESS_PATH) return answer(404, JSON.stringify({ message: `Not found: metrics are served at /metrics, liveness at ${LIVENESS_PATH}` }));
-    if (req.method !== 'GET' && req.method !== 'HEAD') {
-      res.setHeader('allow', 'GET, HEAD');
-      return answer(405, JSON.stringify({ message: `Method ${req.method} not allowed on ${path}` }));
-    }
-    // Readings of this moment, as on the gateway's port: a cache in front must not replay one.
-    res.setHeader('cache-control', 'no-store');
-    if (path === LIVENESS_PATH) return answer(200, req.method === 'HEAD' ? '' : JSON.stringify(LIVENESS_ANSWER), 'application/json; charset=utf-8');
-    registry.metrics().then(
-      (text) => answer(200, req.method === 'HEAD' ? '' : text, registry.contentType),
-      (err: unknown) => {
-        options.logger.error({ err }, 'collecting metrics failed');
-        answer(500, JSON.stringify({ message: 'Internal error' }));
-      },
-    );
-  });
+  const bounds = METRICS_LISTENER_BOUNDS;
+  const server: Server = createServer(
+    {
+      headersTimeout: bounds.headersTimeoutMs,
+      requestTimeout: bounds.requestTimeoutMs,
+      keepAliveTimeout: bounds.keepAliveTimeoutMs,
+      connectionsCheckingInterval: bounds.checkIntervalMs,
+    },
+    (req, res) => {
+      const answer = (status: number, body: string, type = 'application/json') => res.writeHead(status, { 'content-type': type }).end(body);
+      const path = (req.url ?? '').split('?')[0];
+      if (path !== '/metrics' && path !== LIVENESS_PATH) return answer(404, JSON.stringify({ message: `Not found: metrics are served at /metrics, liveness at ${LIVENESS_PATH}` }));
+      if (req.method !== 'GET' && req.method !== 'HEAD') {
+        res.setHeader('allow', 'GET, HEAD');
+        return answer(405, JSON.stringify({ message: `Method ${req.method} not allowed on ${path}` }));
+      }
+      // Readings of this moment, as on the gateway's port: a cache in front must not replay one.
+      res.setHeader('cache-control', 'no-store');
+      if (path === LIVENESS_PATH) return answer(200, req.method === 'HEAD' ? '' : JSON.stringify(LIVENESS_ANSWER), 'application/json; charset=utf-8');
+      registry.metrics().then(
+        (text) => answer(200, req.method === 'HEAD' ? '' : text, registry.contentType),
+        (err: unknown) => {
+          options.logger.error({ err }, 'collecting metrics failed');
+          answer(500, JSON.stringify({ message: 'Internal error' }));
+        },
+      );
+    },
+  );
+  server.maxConnections = bounds.maxConnections;
+  // No 'timeout' listener: Node destroys a socket idle this long.
+  server.setTimeout(bounds.idleTimeoutMs);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(options.port, options.host, () => {

@@ -25,6 +25,14 @@ export const MAX_TAG_CHARS = 200;
 export const MAX_COLLECTION_NAME_CHARS = 255;
 export const MAX_COLLECTION_DESCRIPTION_CHARS = 2000;
 
+/**
+ * What a change sent on a version of a card or collection it is no longer at (HTTP If-Match) is answered, 412: by the
+ * gateway for a tag that names no version of ours, by the cards service for a version the card or collection was
+ * changed from since. One text, so a client (and the web app) meets one message whichever of the two refused.
+ */
+export const changedSinceReadMessage = (name: 'card' | 'collection'): string =>
+  `The ${name} was changed since you read it (If-Match does not match its current ETag): read it again and apply your change to it`;
+
 // Account rules the identity service enforces and the gateway's OpenAPI document states (from these same values).
 export const MIN_PASSWORD_CHARS = 8;
 export const MIN_USERNAME_CHARS = 3;

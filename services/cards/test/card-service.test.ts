@@ -1,4 +1,5 @@
 import { createHash, randomUUID } from 'node:crypto';
+import { changedSinceReadMessage } from '@cards/card-rules';
 import { events } from '@cards/proto';
 import { AlreadyExistsError, ChangedSinceReadError, createLogger, Topics, IdempotencyKeyReusedError, InvalidArgumentError, keptKeyExpiry, NotFoundError, PermissionDeniedError, SqliteOutboxStore, type KeptKeyExpiry } from '@cards/platform';
 import { openCardsDatabase } from '../src/adapters/sqlite/sqlite-cards-database';
@@ -191,7 +192,10 @@ describe('CardService', () => {
       const made = await create(service, 'alice');
       const read = made.card.updatedAt;
       await service.updateCard({ callerId: 'alice', cardId: made.card.id, link: 'https://example.com/other-tab' });
-      await expect(service.updateCard({ callerId: 'alice', cardId: made.card.id, private: true, ifUpdatedAt: read })).rejects.toThrow(ChangedSinceReadError);
+      const refused = service.updateCard({ callerId: 'alice', cardId: made.card.id, private: true, ifUpdatedAt: read });
+      await expect(refused).rejects.toThrow(ChangedSinceReadError);
+      // The text the gateway's own 412 says too (a tag naming no version), from the one shared place.
+      await expect(refused).rejects.toThrow(changedSinceReadMessage('card'));
       const now = (await cards.findById(made.card.id))!;
       expect([now.link, now.private]).toEqual(['https://example.com/other-tab', false]);
       await service.updateCard({ callerId: 'alice', cardId: made.card.id, private: true, ifUpdatedAt: new Date(now.updatedAt.getTime()) });

@@ -1,5 +1,6 @@
 // An update of a collection on the version the caller read (the gateway's If-Match on PUT /api/card_collection): checked
 // and written in one step, and answering the version it wrote (the 204's ETag) for the next one.
+import { changedSinceReadMessage } from '@cards/card-rules';
 import { ChangedSinceReadError, NotFoundError } from '@cards/platform';
 import { openCardsDatabase } from '../src/adapters/sqlite/sqlite-cards-database';
 import { CollectionService } from '../src/application/collection-service';
@@ -18,7 +19,10 @@ describe("a collection update on the version the caller read (ifUpdatedAt, the g
     const { service, collections } = setup();
     const made = await service.create('alice', 'Reading list', 'first words', false);
     const other = await service.update('alice', made.id, { name: 'Renamed in another tab' });
-    await expect(service.update('alice', made.id, { description: 'late words', isPublic: true }, made.updatedAt)).rejects.toThrow(ChangedSinceReadError);
+    const refused = service.update('alice', made.id, { description: 'late words', isPublic: true }, made.updatedAt);
+    await expect(refused).rejects.toThrow(ChangedSinceReadError);
+    // The text the gateway's own 412 says too (a tag naming no version), from the one shared place.
+    await expect(refused).rejects.toThrow(changedSinceReadMessage('collection'));
     expect(await collections.findById(made.id)).toMatchObject({ name: 'Renamed in another tab', description: 'first words', isPublic: false, updatedAt: other });
     const next = await service.update('alice', made.id, { description: 'my words' }, other);
     expect(next.getTime()).toBeGreaterThan(other.getTime());

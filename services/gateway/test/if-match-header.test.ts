@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { createLogger, startGrpcServer, type GrpcServerHandle } from '@cards/platform';
+import { changedSinceReadMessage } from '@cards/card-rules';
 import { cards, identity } from '@cards/proto';
 import { describeBehindGateway, stub, tokenIsUser } from './fake-peer';
 
@@ -53,7 +54,7 @@ describeBehindGateway('If-Match on PUT /api/card/update and PUT /api/card_collec
     for (const tag of ['"9000000000000000"', '"9999999999999999"', 'W/"8640000000000001"']) {
       const answer = await put(path, body(), tag);
       expect(answer.status).toBe(412);
-      expect(((await answer.json()) as { message: string }).message).toMatch(new RegExp(`^The ${name} was changed since you read it`));
+      expect(((await answer.json()) as { message: string }).message).toBe(changedSinceReadMessage(name));
     }
     expect(reached).toHaveLength(0);
     // The last instant a date holds is still a version (the cards service compares it).
@@ -66,12 +67,30 @@ describeBehindGateway('If-Match on PUT /api/card/update and PUT /api/card_collec
     reached.length = 0;
     const foreign = await put(path, body(), '"v1,2"');
     expect(foreign.status).toBe(412);
-    expect(((await foreign.json()) as { message: string }).message).toMatch(new RegExp(`^The ${name} was changed since you read it`));
+    expect(((await foreign.json()) as { message: string }).message).toBe(changedSinceReadMessage(name));
     const beside = await put(path, body(), 'W/"a,b", "1764030000000"');
     expect(beside.status).toBe(204);
     expect(beside.headers.get('etag')).toBe(`"${WRITTEN.getTime()}"`);
     expect(reached.map((r) => r.ifUpdatedAt?.getTime())).toEqual([1764030000000]);
     // Still malformed: a tag without its quotes, text after a tag.
     for (const header of ['1764030000000', '"1764030000000" x', ',']) expect((await put(path, body(), header)).status).toBe(400);
+  });
+
+  it.each(updates)('of a %s: empty list elements before, between and after the tags are ignored (RFC 9110 §5.6.1.2); a header of none names no tag (400)', async (_name, path, body, reached) => {
+    reached.length = 0;
+    // A trailing comma, a leading one and doubled ones, as senders merging values write them: the one tag is compared
+    // (before, all but the first were refused 400 as malformed).
+    for (const header of ['"1764030000000",', ', "1764030000000"', ' ,, "1764030000000" , ,', 'W/"x", ,"1764030000000"']) {
+      const answer = await put(path, body(), header);
+      expect([header, answer.status]).toEqual([header, 204]);
+    }
+    expect(reached.map((r) => r.ifUpdatedAt?.getTime())).toEqual(Array(4).fill(1764030000000));
+    // Only empty elements: no tag to compare, said how to send one.
+    for (const header of [',', ' , ,']) {
+      const answer = await put(path, body(), header);
+      expect(answer.status).toBe(400);
+      expect(((await answer.json()) as { message: string }).message).toMatch(/^If-Match: must be \* or the ETag that GET /);
+    }
+    expect(reached).toHaveLength(4);
   });
 });

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { events } from '@cards/proto';
+import { changedSinceReadMessage } from '@cards/card-rules';
 import { AlreadyExistsError, ChangedSinceReadError, InvalidArgumentError, newId, NotFoundError, PermissionDeniedError, earlierCreateForKey, RetryableUnavailableError, UnauthenticatedError, UnavailableError, type Logger } from '@cards/platform';
 import { collisionMovesOnChange, isVisibleTo, leavesRoot, mayHoldCollision, rehomedCollisions, PAGE_SIZE, totalPages, withFileShownTo, type AuthorScore, type Card, type CardGroup, type CollisionMove, type Vote } from '../domain/model';
 import { StaleCardError, type CardHtmlCleaner, type CardRepository, type CollectionRepository, type ContentLock, type FileDirectory, type NearDuplicateFinder, type UserDirectory, type VisibleFile, type VoteRepository } from '../domain/ports';
@@ -644,7 +645,7 @@ export class CardService {
     // (card.updatedAt, the same instant), so a change landing between this read and the write fails the write
     // (StaleCardError) and the next attempt refuses it here.
     if (input.ifUpdatedAt !== undefined && input.ifUpdatedAt.getTime() !== card.updatedAt.getTime()) {
-      throw new ChangedSinceReadError('The card was changed since you read it (If-Match does not match its current ETag): read it again and apply your change to it');
+      throw new ChangedSinceReadError(changedSinceReadMessage('card'));
     }
     const next: Card = { ...card };
     let fingerprint = null;

@@ -1,4 +1,4 @@
-import { truncatedToCharacters } from '@cards/card-rules';
+import { changedSinceReadMessage, truncatedToCharacters } from '@cards/card-rules';
 import { AlreadyExistsError, ChangedSinceReadError, GRPC_PART_BYTES, InvalidArgumentError, newId, NotFoundError, pageLimit, PermissionDeniedError, earlierCreateForKey, UnavailableError, type Page } from '@cards/platform';
 import { isCollectionVisibleTo, isVisibleTo, PAGE_SIZE, totalPages, type Collection } from '../domain/model';
 import type { CardRepository, CollectionChange, CollectionRepository, FileDirectory } from '../domain/ports';
@@ -28,8 +28,7 @@ export const PRIVATE_FILE_COLLECTION =
   "is_public: the collection of a file is public exactly when the file is, and this collection's file is private; make the file public (PUT /api/file with private false) and its collection is made public with it";
 
 /** Why a change with the caller's version (HTTP If-Match) was refused. */
-const COLLECTION_CHANGED_SINCE_READ =
-  'The collection was changed since you read it (If-Match does not match its current ETag): read it again and apply your change to it';
+const COLLECTION_CHANGED_SINCE_READ = changedSinceReadMessage('collection');
 
 /** The most card ids one bookmark lookup may list. */
 const MAX_LOOKUP_CARDS = 500;

@@ -92,6 +92,10 @@ describe('docker-compose.yaml (offline)', () => {
       const port = env(component)[`${component.toUpperCase()}_GRPC_PORT`];
       expect(services[component]?.healthcheck?.test).toEqual(['CMD', 'node', '/usr/local/lib/grpc-health.cjs', port, 'liveness']);
     }
+    // The gateway's: the image's /livez check, which asks the metrics listener this file turns on (METRICS_PORT), not
+    // 8090, where a connection flood is refused probes included (grpc-health-probe.test.ts runs it against one).
+    expect(services.gateway?.healthcheck?.test).toEqual(['CMD', 'node', '/usr/local/lib/livez.cjs']);
+    expect(Number(env('gateway').METRICS_PORT)).toBeGreaterThan(0);
   });
 
   it('runs the services read-only with a tmpfs /tmp and a volume for DATA_DIR', () => {
@@ -209,9 +213,20 @@ describe('Dockerfile (offline)', () => {
     }
   });
 
-  it("serves the all-in-one's /metrics on a port of its own, not on the published PORT", () => {
-    const envLine = byName.get('all-in-one')!.lines.filter((l) => l.startsWith('ENV ')).join(' ');
-    const env = Object.fromEntries([...envLine.matchAll(/ (\w+)=(\S+)/g)].map((m) => [m[1], m[2]]));
-    expect({ port: env.PORT, metricsPort: env.METRICS_PORT, metricsHost: env.METRICS_HOST }).toEqual({ port: '8090', metricsPort: '9464', metricsHost: '0.0.0.0' });
+  it("serves the gateway's and the all-in-one's /metrics on a port of its own, not on the published PORT", () => {
+    for (const target of ['gateway', 'all-in-one']) {
+      const envLine = byName.get(target)!.lines.filter((l) => l.startsWith('ENV ')).join(' ');
+      const env = Object.fromEntries([...envLine.matchAll(/ (\w+)=(\S+)/g)].map((m) => [m[1], m[2]]));
+      expect({ target, port: env.PORT, metricsPort: env.METRICS_PORT, metricsHost: env.METRICS_HOST }).toEqual({ target, port: '8090', metricsPort: '9464', metricsHost: '0.0.0.0' });
+      expect({ target, exposed: byName.get(target)!.lines.find((l) => l.startsWith('EXPOSE ')) }).toEqual({ target, exposed: 'EXPOSE 8090 9464' });
+    }
+  });
+
+  it('checks the health of the gateway and the all-in-one with GET /livez on that metrics listener (livez.cjs), outside HTTP_MAX_CONNECTIONS', () => {
+    for (const target of ['gateway', 'all-in-one']) {
+      const check = byName.get(target)!.lines.find((l) => l.startsWith('HEALTHCHECK '));
+      expect({ target, command: /\sCMD\s+(.*)$/.exec(check ?? '')?.[1] }).toEqual({ target, command: 'node /usr/local/lib/livez.cjs' });
+    }
+    expect(byName.get('runtime')!.lines).toContain("COPY <<'EOF' /usr/local/lib/livez.cjs");
   });
 });

@@ -1,24 +1,27 @@
 // The gRPC health probe the images carry (written inline in the Dockerfile, used by HEALTHCHECK and
-// docker-compose) against a real service's gRPC server: exit 0 only while it reports SERVING; and the
-// container health checks themselves, run against a service whose engine is down.
+// docker-compose) against a real service's gRPC server: exit 0 only while it reports SERVING; the
+// container health checks themselves, run against a service whose engine is down; and the gateway's
+// (livez.cjs) against a real gateway whose HTTP port is full.
 import { execFile } from 'node:child_process';
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { connect, type AddressInfo, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { parse } from 'yaml';
-import { createLogger, EngineReadinessMonitor, startGrpcServer, type GrpcServerHandle } from '@cards/platform';
+import { createLogger, EngineReadinessMonitor, freePort, startGrpcServer, type GrpcServerHandle, type RunningService } from '@cards/platform';
+import { startGateway } from '../../services/gateway/src/main';
 import { ROOT } from './helm';
 import { COMPONENTS } from './service-config';
 import { testTempDir } from '../support/cleanup';
 
-/** The probe's source: the `COPY <<'EOF' /usr/local/lib/grpc-health.cjs` heredoc of the Dockerfile. */
-function probeSource(): string {
+/** A script the images carry: the `COPY <<'EOF' /usr/local/lib/<name>` heredoc of the Dockerfile. */
+function imageScript(name: 'grpc-health.cjs' | 'livez.cjs'): string {
   const dockerfile = readFileSync(join(ROOT, 'Dockerfile'), 'utf8');
-  const match = /^COPY <<'EOF' \/usr\/local\/lib\/grpc-health\.cjs\n([\s\S]*?)\nEOF$/m.exec(dockerfile);
-  if (!match) throw new Error('Dockerfile has no grpc-health.cjs heredoc');
+  const match = new RegExp(`^COPY <<'EOF' /usr/local/lib/${name.replace('.', '\\.')}\\n([\\s\\S]*?)\\nEOF$`, 'm').exec(dockerfile);
+  if (!match) throw new Error(`Dockerfile has no ${name} heredoc`);
   return match[1]!;
 }
+const probeSource = () => imageScript('grpc-health.cjs');
 
 describe('grpc-health.cjs (image health probe)', () => {
   let dir: string;
@@ -82,7 +85,7 @@ function containerHealthChecks(): Array<{ where: string; command: string[] }> {
   for (const line of dockerfile.split('\n')) {
     target = /^FROM\s+\S+\s+AS\s+(\S+)/.exec(line)?.[1] ?? target;
     const command = /^HEALTHCHECK\s.*?\sCMD\s+(.*)$/.exec(line)?.[1];
-    if (command && target !== 'all-in-one') checks.push({ where: `Dockerfile ${target}`, command: command.match(/"[^"]*"|\S+/g)!.map((word) => word.replace(/^"(.*)"$/, '$1')) });
+    if (command) checks.push({ where: `Dockerfile ${target}`, command: command.match(/"[^"]*"|\S+/g)!.map((word) => word.replace(/^"(.*)"$/, '$1')) });
   }
   return checks;
 }
@@ -90,27 +93,34 @@ function containerHealthChecks(): Array<{ where: string; command: string[] }> {
 describe('container health checks (compose and images): alive, not ready', () => {
   let dir: string;
   let probe: string;
+  let livez: string;
   let stub: Server;
   let stubPort: number;
   let engineDown: GrpcServerHandle;
 
-  /** Runs a health check's command here: the image's probe path becomes this copy, its port the server under test. */
+  /**
+   * Runs a health check's command here: the image's scripts become these copies, its ports the server under test (the
+   * gateway's stub stands for both its HTTP port and its metrics listener).
+   */
   const runCheck = (command: string[], grpcPort: number, httpPort: number) =>
     new Promise<number | null>((resolve) => {
       const [program, ...args] = command.map((word) =>
         word
           .replace('/usr/local/lib/grpc-health.cjs', probe)
-          .replace(/^\$[A-Z]+_GRPC_PORT$|^5005\d$/, String(grpcPort))
-          .replace('127.0.0.1:8090', `127.0.0.1:${httpPort}`),
+          .replace('/usr/local/lib/livez.cjs', livez)
+          .replace(/^\$[A-Z]+_GRPC_PORT$|^5005\d$/, String(grpcPort)),
       );
       expect(program).toBe('node');
-      execFile(process.execPath, args, { timeout: 10_000, env: { ...process.env, PORT: String(httpPort) } }, (error) => resolve(error ? (typeof error.code === 'number' ? error.code : null) : 0));
+      const env = { ...process.env, PORT: String(httpPort), METRICS_PORT: String(httpPort), HOST: '127.0.0.1', METRICS_HOST: '127.0.0.1' };
+      execFile(process.execPath, args, { timeout: 10_000, env }, (error) => resolve(error ? (typeof error.code === 'number' ? error.code : null) : 0));
     });
 
   beforeAll(async () => {
     dir = testTempDir('container-health-');
     probe = join(dir, 'grpc-health.cjs');
     writeFileSync(probe, probeSource());
+    livez = join(dir, 'livez.cjs');
+    writeFileSync(livez, imageScript('livez.cjs'));
     const logger = createLogger('probe-test', 'silent');
     const readiness = new EngineReadinessMonitor({ checks: [{ name: 'MongoDB (MONGO_URL)', healthName: 'engine:mongodb', check: () => Promise.reject(new Error('connection refused')) }], logger, intervalMs: 100, failureThreshold: 1 });
     engineDown = await startGrpcServer({ name: 'probe.v1.ProbeService', host: '127.0.0.1', port: 0, logger, readiness, register: () => undefined });
@@ -142,5 +152,95 @@ describe('container health checks (compose and images): alive, not ready', () =>
       expect([where, await runCheck(command, engineDown.port, stubPort)]).toEqual([where, 0]);
       expect([where, await runCheck(command, closed.port, closed.port)]).toEqual([where, 1]);
     }
+  });
+});
+
+/** The environment of each container running the gateway (its image's ENV; compose's environment), with its health check. */
+function gatewayContainers(): Array<{ where: string; env: Record<string, string>; command: string[] }> {
+  const dockerfile = readFileSync(join(ROOT, 'Dockerfile'), 'utf8').replace(/\\\n/g, ' ');
+  const checks = containerHealthChecks();
+  const imageEnv = (target: string) => {
+    const stage = dockerfile.split(/^FROM\s+/m).find((text) => new RegExp(`^\\S+\\s+AS\\s+${target}\\n`).test(text)) ?? '';
+    const lines = stage.split('\n').filter((line) => line.startsWith('ENV '));
+    return Object.fromEntries(lines.flatMap((line) => [...line.matchAll(/ (\w+)=(\S+)/g)].map((m) => [m[1]!, m[2]!])));
+  };
+  const compose = parse(readFileSync(join(ROOT, 'docker-compose.yaml'), 'utf8'), { merge: true }) as { services: Record<string, { environment: Record<string, unknown> }> };
+  const composeEnv = Object.fromEntries(Object.entries(compose.services.gateway!.environment).map(([k, v]) => [k, String(v)]));
+  const commandOf = (where: string) => checks.find((c) => c.where === where)!.command;
+  return [
+    { where: 'Dockerfile gateway', env: imageEnv('gateway'), command: commandOf('Dockerfile gateway') },
+    { where: 'Dockerfile all-in-one', env: imageEnv('all-in-one'), command: commandOf('Dockerfile all-in-one') },
+    { where: 'docker-compose.yaml gateway', env: composeEnv, command: commandOf('docker-compose.yaml gateway') },
+  ];
+}
+
+describe("the gateway's container health checks against a real gateway whose HTTP port is full", () => {
+  let dir: string;
+  let livez: string;
+  let gateway: RunningService;
+  let metricsPort: number;
+  const held: Socket[] = [];
+
+  /** Runs a container's check here with that container's environment, its ports those of the gateway under test. */
+  const runCheck = (container: { env: Record<string, string>; command: string[] }, overrides: Record<string, string | undefined> = {}) =>
+    new Promise<{ status: number | null; output: string }>((resolve) => {
+      const [program, ...args] = container.command.map((word) => word.replace('/usr/local/lib/livez.cjs', livez));
+      expect(program).toBe('node');
+      const env: Record<string, string | undefined> = { PATH: process.env.PATH, ...container.env, PORT: String(gateway.port) };
+      // A container with a metrics listener has it where the gateway under test has its own.
+      if (container.env.METRICS_PORT) env.METRICS_PORT = String(metricsPort);
+      Object.assign(env, overrides);
+      execFile(process.execPath, args, { encoding: 'utf8', timeout: 10_000, env }, (error, stdout, stderr) =>
+        resolve({ status: error ? (typeof error.code === 'number' ? error.code : null) : 0, output: `${stdout}${stderr}` }),
+      );
+    });
+
+  beforeAll(async () => {
+    dir = testTempDir('gateway-health-');
+    livez = join(dir, 'livez.cjs');
+    writeFileSync(livez, imageScript('livez.cjs'));
+    metricsPort = await freePort();
+    // Peers are not needed for /livez (it asks none); nothing listens at this address.
+    const peer = `127.0.0.1:${await freePort()}`;
+    const peers = Object.fromEntries(['IDENTITY', 'CARDS', 'SEARCH', 'FILES', 'NOTIFICATIONS'].map((name) => [`${name}_SERVICE_ADDR`, peer]));
+    gateway = await startGateway({ ...peers, PORT: '0', HOST: '127.0.0.1', METRICS_PORT: String(metricsPort), METRICS_HOST: '127.0.0.1', HTTP_MAX_CONNECTIONS: '2', FILES_INTERNAL_TOKEN: 'health-check-test-token', LOG_LEVEL: 'silent', ACCESS_LOG_LEVEL: 'silent' });
+  });
+  afterAll(async () => {
+    for (const socket of held) socket.destroy();
+    await gateway?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('asks GET /livez on the metrics listener each of them turns on, so they stay healthy; with METRICS_PORT unset, /livez on PORT', async () => {
+    const containers = gatewayContainers();
+    // Port free: every check passes, the one asking PORT too.
+    for (const container of containers) expect([container.where, (await runCheck(container)).status]).toEqual([container.where, 0]);
+    expect((await runCheck(containers[0]!, { METRICS_PORT: undefined })).output).toContain(`GET /livez on 127.0.0.1:${gateway.port}`);
+
+    // Every connection HTTP_MAX_CONNECTIONS allows is held (each counted once its first answer is back; kept alive).
+    for (let i = 0; i < 2; i++) {
+      const socket = connect(gateway.port, '127.0.0.1');
+      held.push(socket);
+      socket.write('GET /livez HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n');
+      const head = await new Promise<string>((resolve, reject) => {
+        socket.once('data', (chunk: Buffer) => resolve(chunk.toString('latin1')));
+        socket.once('error', reject);
+      });
+      expect(head).toMatch(/^HTTP\/1\.1 200 /);
+    }
+    expect((await fetch(`http://127.0.0.1:${gateway.port}/livez`)).status).toBe(503);
+
+    for (const container of containers) {
+      const result = await runCheck(container);
+      expect([container.where, result.status, result.output.trim()]).toEqual([container.where, 0, `alive (GET /livez on 127.0.0.1:${metricsPort})`]);
+    }
+    // Without the listener the same check asks PORT, and a full port fails it.
+    const onPort = await runCheck(containers[0]!, { METRICS_PORT: undefined });
+    expect([onPort.status, onPort.output]).toEqual([1, expect.stringContaining('answered 503')]);
+  });
+
+  it('fails once nothing answers on the metrics listener', async () => {
+    const closed = await freePort();
+    for (const container of gatewayContainers()) expect([container.where, (await runCheck(container, { METRICS_PORT: String(closed) })).status]).toEqual([container.where, 1]);
   });
 });

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { InvalidArgumentError, NotFoundError, UnavailableError } from '@cards/platform';
+import { ChangedSinceReadError, InvalidArgumentError, NotFoundError, UnavailableError } from '@cards/platform';
 import { InProcessContentLock } from '../src/adapters/in-process/in-process-content-lock';
 import { openCardsDatabase } from '../src/adapters/sqlite/sqlite-cards-database';
 import { SqliteCardRepository } from '../src/adapters/sqlite/sqlite-card-repository';
@@ -131,6 +131,59 @@ describe("a file's collection is public exactly when its file is", () => {
     await expect(service.get(collection.id, 'bob')).rejects.toBeInstanceOf(NotFoundError);
     await cardService.applyFilePrivacy(fileId, 'alice', false);
     expect(await service.get(collection.id, 'bob')).toMatchObject({ isPublic: true });
+  });
+});
+
+describe("a file's collection's privacy, changed by its file, is written on the version read (a new ETag, never one a rename holds)", () => {
+  /** Alice's public collection of a file, last changed by a replica whose clock runs a minute ahead of this one's. */
+  async function aheadFileCollection(collections: SqliteCollectionRepository, isPublic: boolean) {
+    const ahead = new Date(Date.now() + 60_000);
+    const made = { id: randomUUID(), authorId: 'alice', name: 'Collection for file plan.docx', description: '', isPublic, fileId: randomUUID(), idempotencyKey: null, requestFingerprint: null, createdAt: ahead, updatedAt: ahead };
+    await collections.insert(made, []);
+    return made;
+  }
+
+  /** Runs `landing` (another request) before the `nth` write of the collections store (1: the first). */
+  function landBeforeWrite(collections: SqliteCollectionRepository, nth: number, landing: () => Promise<Date>) {
+    const write = collections.update.bind(collections);
+    let writes = 0;
+    let landed: Promise<Date> | undefined;
+    jest.spyOn(collections, 'update').mockImplementation(async (...args) => {
+      if (++writes === nth) await (landed = landing());
+      return write(...args);
+    });
+    return () => landed!;
+  }
+
+  it('a file made private: a rename landing between its read of the collection and its write keeps its version to itself', async () => {
+    const { service, cardService, collections, files } = setup();
+    const made = await aheadFileCollection(collections, true);
+    files.answers = [privateFile];
+    // Both dated right after the one version they read (this clock is behind it).
+    const landed = landBeforeWrite(collections, 1, () => service.update('alice', made.id, { name: 'Renamed in another tab' }));
+    await cardService.applyFilePrivacy(made.fileId, 'alice', true);
+    const rename = await landed();
+    const now = (await collections.findById(made.id))!;
+    expect(now).toMatchObject({ name: 'Renamed in another tab', isPublic: false });
+    // Before, the privacy was written over the rename under the rename's version: the tab holding the rename's ETag
+    // had its If-Match taken for a private collection it never saw.
+    expect(now.updatedAt.getTime()).toBeGreaterThan(rename.getTime());
+    await expect(service.update('alice', made.id, { description: 'on the rename' }, rename)).rejects.toThrow(ChangedSinceReadError);
+  });
+
+  it('made public while its file is made private: the correction after the update keeps a rename landing before it to its own version', async () => {
+    const { service, collections, files } = setup();
+    const made = await aheadFileCollection(collections, false);
+    // Public when the update reads it, private (that change already applied to the still private collection) after.
+    files.answers = [publicFile, privateFile];
+    // The update's own write is the first; the rename lands before the correction, the second.
+    const landed = landBeforeWrite(collections, 2, () => service.update('alice', made.id, { name: 'Renamed in another tab' }));
+    await expect(service.update('alice', made.id, { isPublic: true })).rejects.toThrow(PRIVATE_FILE_COLLECTION);
+    const rename = await landed();
+    const now = (await collections.findById(made.id))!;
+    expect(now).toMatchObject({ name: 'Renamed in another tab', isPublic: false });
+    expect(now.updatedAt.getTime()).toBeGreaterThan(rename.getTime());
+    await expect(service.update('alice', made.id, { description: 'on the rename' }, rename)).rejects.toThrow(ChangedSinceReadError);
   });
 });
 

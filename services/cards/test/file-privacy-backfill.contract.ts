@@ -116,6 +116,33 @@ export function describeFilePrivacyBackfillContract(name: string, factory: Cards
       expect(after.updatedAt.getTime()).toBeGreaterThan(ahead.getTime());
     });
 
+    it('writes a collection it hides on the version it read: a rename landing between, dated right after that version too, keeps its own', async () => {
+      const { files, directory } = filesService();
+      const alice = randomUUID();
+      const fileId = randomUUID();
+      files.set(fileId, { ownerId: alice, private: true });
+      const ahead = new Date(Date.now() + 60 * 60 * 1000);
+      const published = { ...aCollection().by(alice).forFile(fileId).build(), updatedAt: ahead };
+      await store.collections.insert(published, []);
+      // A rename by a replica whose clock is behind, on the version the backfill read, between its read and its write:
+      // dated right after that version, as the backfill's write is.
+      const renamed = new Date(ahead.getTime() + 1);
+      const write = store.collections.update.bind(store.collections);
+      let landed = false;
+      jest.spyOn(store.collections, 'update').mockImplementation(async (...args) => {
+        if (!landed) {
+          landed = true;
+          expect(await write(published.id, { name: 'Renamed meanwhile', updatedAt: renamed, ifUpdatedAt: ahead }, [])).toBe(true);
+        }
+        return write(...args);
+      });
+      await run(directory);
+      const after = (await store.collections.findById(published.id))!;
+      expect(after).toMatchObject({ name: 'Renamed meanwhile', isPublic: false });
+      // Before, written over the rename whatever its version, under the rename's own: two states, one ETag.
+      expect(after.updatedAt.getTime()).toBeGreaterThan(renamed.getTime());
+    });
+
     it('is not recorded as done while the files service cannot answer, and runs whole once it can', async () => {
       const { files, state, directory } = filesService();
       const alice = randomUUID();

@@ -5,6 +5,7 @@ import type { CardRepository, CollectionChange, CollectionRepository, FileDirect
 import { MAX_COLLECTION_NAME_CHARS, validCollectionDescription, validCollectionName } from '../domain/rules';
 import { requireCaller, validPage, type CardService, type ViewedGroup } from './card-service';
 import { bookmarkChanged, datedAfter, collectionCreated, collectionDeleted, VERSIONED_WRITE_ATTEMPTS } from './events';
+import { setCollectionPrivacy } from './file-privacy';
 
 export interface CollectionServiceDeps {
   collections: CollectionRepository;
@@ -143,7 +144,9 @@ export class CollectionService {
       throw new ChangedSinceReadError(COLLECTION_CHANGED_SINCE_READ);
     }
     if (publishesFileCollection && (await this.madePrivateSince(collection, checkedAt))) {
-      await this.deps.collections.update(collection.id, { isPublic: false, updatedAt: datedAfter(change.updatedAt, new Date()) }, []);
+      // Written on the version read (this write's, or a later change's), dated after it, as the file's own change is.
+      const collections = this.deps.collections;
+      await setCollectionPrivacy({ collections, now: () => new Date() }, () => collections.findById(collection.id), (now) => (now.isPublic ? false : undefined));
       throw new InvalidArgumentError(PRIVATE_FILE_COLLECTION);
     }
     // The version the write above stored (not read again, so never a later writer's).

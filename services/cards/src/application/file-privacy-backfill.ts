@@ -1,5 +1,5 @@
 import type { CardRepository, CollectionRepository, FileDirectory, OneTimeTasks } from '../domain/ports';
-import { datedAfter } from './events';
+import { setCollectionPrivacy } from './file-privacy';
 
 /** The name the backfill is recorded under once done (OneTimeTasks). */
 export const FILE_PRIVACY_BACKFILL = 'file-privacy-from-files-service';
@@ -69,16 +69,16 @@ async function recordFilePrivacy(deps: FilePrivacyBackfillDeps, fileId: string, 
   let hidCollection: string | null = null;
   for (let round = 0; isPrivate !== null && round < 5; round++) {
     await deps.cards.setFilePrivacy(fileId, isPrivate);
-    const collection = await deps.collections.findByFileId(fileId);
-    if (collection && isPrivate && collection.isPublic) {
-      // Dated after the version it replaces, as every collection change (a stale If-Match must not match it).
-      await deps.collections.update(collection.id, { isPublic: false, updatedAt: datedAfter(collection.updatedAt, deps.now()) }, []);
-      hidCollection = collection.id;
-    } else if (collection && !isPrivate && hidCollection === collection.id && !collection.isPublic) {
-      // Made public meanwhile, as its file's change had made it before this round hid it.
-      await deps.collections.update(collection.id, { isPublic: true, updatedAt: datedAfter(collection.updatedAt, deps.now()) }, []);
-      hidCollection = null;
-    }
+    // Hidden while the file is private; made public again when its file was made public meanwhile, as its file's change
+    // had made it before this round hid it. Written on the version read, dated after it, as every collection change (a
+    // stale If-Match must not match it).
+    const fileIsPrivate = isPrivate;
+    const changed = await setCollectionPrivacy(
+      deps,
+      () => deps.collections.findByFileId(fileId),
+      (collection) => (fileIsPrivate ? (collection.isPublic ? false : undefined) : hidCollection === collection.id && !collection.isPublic ? true : undefined),
+    );
+    if (changed) hidCollection = isPrivate ? changed.id : null;
     const now = await privacyOf(deps.files, fileId, askAs);
     if (now === isPrivate) return;
     isPrivate = now;

@@ -1,7 +1,7 @@
 import { InvalidArgumentError, NotFoundError } from '@cards/platform';
-import { privacyAfterFileChange, type Card } from '../domain/model';
+import { privacyAfterFileChange, type Card, type Collection } from '../domain/model';
 import type { CardRepository, CollectionRepository } from '../domain/ports';
-import { datedAfter } from './events';
+import { datedAfter, VERSIONED_WRITE_ATTEMPTS } from './events';
 
 /** Whose decision a privacy change is: the card's owner's own, or the consequence of its file's privacy change. */
 export type PrivacyChangedBy = 'owner' | 'file';
@@ -48,6 +48,36 @@ export async function followFilePrivacy(deps: FilePrivacyDeps, fileId: string, o
     }
   }
   if (isPrivate) await deps.cards.clearFileReferences(fileId, ownerId);
-  const fileCollection = await deps.collections.findByFileId(fileId);
-  if (fileCollection && fileCollection.authorId === ownerId && fileCollection.isPublic === isPrivate) await deps.collections.update(fileCollection.id, { isPublic: !isPrivate, updatedAt: datedAfter(fileCollection.updatedAt, deps.now()) }, []);
+  await setCollectionPrivacy(
+    deps,
+    () => deps.collections.findByFileId(fileId),
+    (collection) => (collection.authorId === ownerId && collection.isPublic === isPrivate ? !isPrivate : undefined),
+  );
+}
+
+/**
+ * Gives the collection `read` answers the privacy `wanted` asks of it as read (undefined: none, it is as it should be;
+ * nor when there is no collection), and answers the collection as read when it wrote, else null. The file's doing, not
+ * the caller's, so never refused: written on the version read and dated after it, as an update without If-Match is
+ * (CollectionService.update): a change landing between the read and the write (a rename, from a clock behind, dated
+ * right after the same version) fails the write, and the collection is read and judged again. Written without that
+ * check, both were dated the same, two states under one ETag, and an If-Match naming the rename's matched the
+ * collection made private after it. Past VERSIONED_WRITE_ATTEMPTS such losses the privacy is written on whatever
+ * version is there (dated after the one read last): a private file's name must not stay public for the sake of a
+ * version's uniqueness.
+ */
+export async function setCollectionPrivacy(
+  deps: { collections: Pick<CollectionRepository, 'update'>; now: () => Date },
+  read: () => Promise<Collection | null>,
+  wanted: (collection: Collection) => boolean | undefined,
+): Promise<Collection | null> {
+  for (let attempt = 1; ; attempt++) {
+    const collection = await read();
+    const isPublic = collection ? wanted(collection) : undefined;
+    if (!collection || isPublic === undefined || isPublic === collection.isPublic) return null;
+    const onVersion = attempt < VERSIONED_WRITE_ATTEMPTS ? { ifUpdatedAt: collection.updatedAt } : {};
+    if (await deps.collections.update(collection.id, { isPublic, updatedAt: datedAfter(collection.updatedAt, deps.now()), ...onVersion }, [])) return collection;
+    // Past the attempts, a collection deleted meanwhile (nothing written): nothing to change.
+    if (attempt >= VERSIONED_WRITE_ATTEMPTS) return null;
+  }
 }

@@ -518,9 +518,5 @@ on a port the component already listens on. Args: (dict "name" "cards" "c" $sett
 {{- if or (eq (int $c.metricsPort) (int $c.port)) (and $c.httpPort (eq (int $c.metricsPort) (int $c.httpPort))) -}}
 {{- fail (printf "components.%s.metricsPort (%v) must differ from components.%s.port (%v) and httpPort: metrics are served on a listener of their own" $n $c.metricsPort $n $c.port) -}}
 {{- end -}}
-{{- /* The HTTP component's startup and liveness probes ask livenessPath on the metrics listener, which answers /livez and /metrics alone. */ -}}
-{{- if and (eq $c.protocol "http") $c.livenessPath (ne $c.livenessPath "/livez") -}}
-{{- fail (printf "components.%s.livenessPath (%v): with a metrics listener (metricsPath %v) the startup and liveness probes ask it on metricsPort, which answers /livez alone; set /livez, or \"\" for a TCP check" $n $c.livenessPath $c.metricsPath) -}}
-{{- end -}}
 {{- end -}}
 {{- end -}}

@@ -105,6 +105,8 @@ export function retryableWhenPeerNotReady(err: unknown): unknown {
  */
 export const STORAGE_FULL = 'STORAGE_FULL';
 export const STORAGE_FULL_MESSAGE = 'Storage is full, try again later: nothing was saved';
+/** What a write that waited busy_timeout for a store another connection kept locked (isStoreBusyError) answers. */
+export const STORE_BUSY_MESSAGE = 'Service busy: its storage is locked for a moment (a backup may be copying it); try again shortly';
 /** The reason a ServiceBusyError carries, so a caller tells a service momentarily full from one that cannot answer. */
 export const SERVICE_BUSY = 'SERVICE_BUSY';
 /**

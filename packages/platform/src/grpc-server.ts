@@ -5,12 +5,12 @@ import type { Logger } from 'pino';
 import { z } from 'zod';
 import { GRPC_MAX_MESSAGE_BYTES } from './grpc-limits';
 import { loadConfig, MAX_TIMER_MS } from './config';
-import { DomainError, errorMessage, STORAGE_FULL, STORAGE_FULL_MESSAGE } from './errors';
+import { DomainError, errorMessage, SERVICE_BUSY, STORAGE_FULL, STORAGE_FULL_MESSAGE, STORE_BUSY_MESSAGE } from './errors';
 import { repeatedWarningLog } from './repeated-warning';
 import { metricsMiddleware, startMetricsServer, type MetricsServerHandle } from './grpc-metrics';
 import { localAddresses, serveInProcess, type TsProtoDefinition } from './in-process-calls';
 import { internalCallTokenMiddleware, internalCallTokenRequired } from './internal-call-token';
-import { isEngineUnavailableError, isStorageFullError, type EngineReadinessMonitor, type ReadinessStatus } from './readiness';
+import { isEngineUnavailableError, isStorageFullError, isStoreBusyError, type EngineReadinessMonitor, type ReadinessStatus } from './readiness';
 import { REQUEST_ID_METADATA_KEY, requestIdFrom, runWithRequestContext } from './request-context';
 import { markStatusOfService, markStatusReason } from './status-origin';
 
@@ -22,6 +22,7 @@ import { markStatusOfService, markStatusReason } from './status-origin';
 export function errorMiddleware(logger: Logger) {
   const engineUnreachable = repeatedWarningLog(logger, 'an engine is unreachable: answering UNAVAILABLE');
   const storageFull = repeatedWarningLog(logger, 'storage is full (no space left on the data dir or the engine): answering UNAVAILABLE, nothing written');
+  const storeBusy = repeatedWarningLog(logger, 'a store stayed locked by another connection past busy_timeout (a backup copying it?): answering UNAVAILABLE, nothing written');
   return async function* <Request, Response>(call: ServerMiddlewareCall<Request, Response>, context: CallContext) {
     try {
       return yield* call.next(call.request, context);
@@ -39,6 +40,14 @@ export function errorMiddleware(logger: Logger) {
         markStatusOfService(context.trailer);
         markStatusReason(context.trailer, STORAGE_FULL);
         throw new ServerError(Status.UNAVAILABLE, STORAGE_FULL_MESSAGE);
+      }
+      // A store locked past busy_timeout (the backup command copying it): the service busy for a moment, so the gateway
+      // answers 503 with this message and Retry-After, as for its other momentary bounds (SERVICE_BUSY).
+      if (isStoreBusyError(error)) {
+        storeBusy({ method: call.method.path, error: errorMessage(error).slice(0, 300) });
+        markStatusOfService(context.trailer);
+        markStatusReason(context.trailer, SERVICE_BUSY);
+        throw new ServerError(Status.UNAVAILABLE, STORE_BUSY_MESSAGE);
       }
       if (isEngineUnavailableError(error)) {
         engineUnreachable({ method: call.method.path, error: errorMessage(error).slice(0, 300) });

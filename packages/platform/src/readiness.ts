@@ -304,13 +304,33 @@ export function isStorageFullError(err: unknown): boolean {
 }
 
 /**
- * True when an error says an engine (MongoDB, Elasticsearch, Kafka, an S3 server) could not be reached
- * rather than refused the request: a transient condition that the caller should retry, answered
- * UNAVAILABLE (HTTP 503), and never a reason to dead-letter an event; so is storage that is full (isStorageFullError).
+ * A SQLite store whose write lock another connection held for longer than busy_timeout (5 s): the backup command
+ * copying a large store, or another process's long write. Nothing was written and the same write succeeds once the lock
+ * is let go. SQLITE_LOCKED is a conflict inside one connection (a bug), not this.
+ */
+const STORE_BUSY_CODES = new Set(['SQLITE_BUSY', 'SQLITE_BUSY_SNAPSHOT', 'SQLITE_BUSY_TIMEOUT']);
+
+/**
+ * True when an error says a SQLite store stayed locked by another connection past busy_timeout: like an engine out of
+ * reach, a condition to wait out (answered UNAVAILABLE as the service busy, never a reason to dead-letter an event).
  * Follows `cause` chains.
  */
+export function isStoreBusyError(err: unknown): boolean {
+  for (let e = err, depth = 0; e && typeof e === 'object' && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === 'string' && STORE_BUSY_CODES.has(code)) return true;
+  }
+  return false;
+}
+
+/**
+ * True when an error says an engine (MongoDB, Elasticsearch, Kafka, an S3 server) could not be reached
+ * rather than refused the request: a transient condition that the caller should retry, answered
+ * UNAVAILABLE (HTTP 503), and never a reason to dead-letter an event; so is storage that is full (isStorageFullError)
+ * and a store that stayed locked (isStoreBusyError). Follows `cause` chains.
+ */
 export function isEngineUnavailableError(err: unknown): boolean {
-  if (isStorageFullError(err)) return true;
+  if (isStorageFullError(err) || isStoreBusyError(err)) return true;
   for (let e = err, depth = 0; e && typeof e === 'object' && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
     const { name, code } = e as { name?: unknown; code?: unknown };
     if (typeof name === 'string' && UNAVAILABLE_ERROR_NAMES.has(name)) return true;

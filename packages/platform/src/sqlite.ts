@@ -31,6 +31,7 @@ export function openSqlite(path: string, migrations: readonly SqliteMigration[] 
   if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
   const db = new Database(path);
   cachePreparedStatements(db);
+  beginTransactionsImmediate(db);
   // First, so that switching a new file to WAL and the migrations below wait for another process instead of failing.
   db.pragma('busy_timeout = 5000');
   if (options.autoVacuum === 'incremental') db.pragma('auto_vacuum = INCREMENTAL');
@@ -84,6 +85,20 @@ function migrate(db: SqliteDatabase, migrations: readonly SqliteMigration[]): vo
     return true;
   });
   while (applyNextStep.immediate());
+}
+
+/**
+ * `db.transaction(fn)()` begins IMMEDIATE (the write lock first, waiting for it within busy_timeout), not DEFERRED.
+ * A deferred transaction that reads and then writes (most of the repositories': check, then insert) asks for the write
+ * lock only at its first write, and when another connection holds it then, SQLite answers SQLITE_BUSY at once without
+ * calling the busy handler: its read snapshot may be stale, so it cannot wait. The backup command holds every store's
+ * write lock while it copies (data-dir-backup.ts), so such a write failed (a bookmark added during a backup answered
+ * 500) where an IMMEDIATE one waits the copy out. `.deferred` stays for a transaction that only reads.
+ */
+function beginTransactionsImmediate(db: SqliteDatabase): void {
+  const transaction = db.transaction.bind(db);
+  // Each variant better-sqlite3 returns carries the others (.deferred, .immediate, .exclusive), so callers keep them.
+  db.transaction = ((fn: Parameters<SqliteDatabase['transaction']>[0]) => transaction(fn).immediate) as SqliteDatabase['transaction'];
 }
 
 /**

@@ -2,8 +2,8 @@ import Database from 'better-sqlite3';
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { Metadata, Status, type CallContext, type ServerMiddlewareCall } from 'nice-grpc';
-import { createLogger, errorMiddleware, STORAGE_FULL, STORAGE_FULL_MESSAGE } from '../src';
-import { isEngineUnavailableError, isStorageFullError } from '../src/readiness';
+import { createLogger, errorMiddleware, SERVICE_BUSY, STORAGE_FULL, STORAGE_FULL_MESSAGE, STORE_BUSY_MESSAGE } from '../src';
+import { isEngineUnavailableError, isStorageFullError, isStoreBusyError } from '../src/readiness';
 import { SqliteEventLog } from '../src/events/sqlite-event-log';
 import { OutboxRelay, type OutboxEntry, type OutboxStore } from '../src/events/outbox';
 import { STATUS_REASON_TRAILER } from '../src/status-origin';
@@ -68,6 +68,35 @@ describe('the gRPC error middleware on a full disk', () => {
     expect(lines.map((l) => ({ level: l.level, msg: l.msg, hasErr: l.err !== undefined }))).toEqual([
       { level: 40, msg: expect.stringMatching(/^storage is full/), hasErr: false },
     ]);
+  });
+});
+
+describe('a store locked past busy_timeout (the backup command copying it) is the service busy, not a failure', () => {
+  const sqliteBusy = () => Object.assign(new Error('database is locked'), { name: 'SqliteError', code: 'SQLITE_BUSY' });
+
+  it('is retried uncounted by event consumers (an engine unavailable), and other SQLite errors are not', () => {
+    expect(isStoreBusyError(sqliteBusy())).toBe(true);
+    expect(isEngineUnavailableError(sqliteBusy())).toBe(true);
+    expect(isEngineUnavailableError(new Error('could not add the bookmark', { cause: sqliteBusy() }))).toBe(true);
+    expect(isStoreBusyError(Object.assign(new Error('UNIQUE constraint failed'), { code: 'SQLITE_CONSTRAINT_UNIQUE' }))).toBe(false);
+    expect(isStoreBusyError(sqliteFull())).toBe(false);
+  });
+
+  it('the gRPC error middleware answers UNAVAILABLE with the busy reason (the gateway: 503 with Retry-After), one warning without a stack', async () => {
+    const { lines, logger } = capture();
+    const trailer = Metadata();
+    const call = {
+      method: { path: '/cards.v1.CollectionService/AddBookmark' },
+      request: {},
+      next: async function* () {
+        throw sqliteBusy();
+      },
+    } as unknown as ServerMiddlewareCall<unknown, unknown>;
+    const err = (await errorMiddleware(logger)(call, { trailer } as unknown as CallContext)
+      .next()
+      .catch((e: unknown) => e)) as { code?: Status; details?: string };
+    expect({ code: err.code, details: err.details, reason: trailer.get(STATUS_REASON_TRAILER) }).toEqual({ code: Status.UNAVAILABLE, details: STORE_BUSY_MESSAGE, reason: SERVICE_BUSY });
+    expect(lines.map((l) => ({ level: l.level, msg: l.msg, hasErr: l.err !== undefined }))).toEqual([{ level: 40, msg: expect.stringMatching(/^a store stayed locked/), hasErr: false }]);
   });
 });
 

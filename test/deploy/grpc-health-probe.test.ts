@@ -8,7 +8,7 @@ import { createServer, type Server } from 'node:http';
 import { connect, type AddressInfo, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { parse } from 'yaml';
-import { createLogger, EngineReadinessMonitor, freePort, startGrpcServer, type GrpcServerHandle, type RunningService } from '@cards/platform';
+import { createLogger, EngineReadinessMonitor, freePort, startGrpcServer, type GrpcServerHandle } from '@cards/platform';
 import { startGateway } from '../../services/gateway/src/main';
 import { ROOT } from './helm';
 import { COMPONENTS } from './service-config';
@@ -177,7 +177,7 @@ function gatewayContainers(): Array<{ where: string; env: Record<string, string>
 describe("the gateway's container health checks against a real gateway whose HTTP port is full", () => {
   let dir: string;
   let livez: string;
-  let gateway: RunningService;
+  let gateway: Awaited<ReturnType<typeof startGateway>>;
   let metricsPort: number;
   const held: Socket[] = [];
 

@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { createLogger, ResourceExhaustedError, ServiceBusyError, startGrpcServer, UnavailableError, type GrpcServerHandle } from '@cards/platform';
-import { cards, identity } from '@cards/proto';
-import { describeBehindGateway, stub } from './fake-peer';
+import { ResourceExhaustedError, ServiceBusyError, UnavailableError } from '@cards/platform';
+import { describeBehindGateway, stubPeersForSuite } from './fake-peer';
 
 /** The cards service's refusal when its large-HTML cleaners and their line are full (WorkerCardHtmlCleaner). */
 const CLEANERS_BUSY = 'The service is busy cleaning other large cards; send the card again in a few seconds';
@@ -16,41 +15,26 @@ const ownShareCard = randomUUID();
 /** A link whose card the stub cards service cannot store: its store is unreachable (no bound of its own is full). */
 const storeDownLink = 'https://example.com/store-down';
 
-let server: GrpcServerHandle;
-
-beforeAll(async () => {
-  server = await startGrpcServer({
-    name: 'stub',
-    logger: createLogger('stub', 'silent'),
-    register(s) {
-      s.add(
-        identity.IdentityServiceDefinition,
-        stub<identity.IdentityServiceImplementation>(identity.IdentityServiceDefinition, {
-          async resolveSession(req) {
-            return { id: req.token, email: `${req.token}@example.com`, visibleEmail: false };
-          },
-        }),
-      );
-      s.add(
-        cards.CardServiceDefinition,
-        stub<cards.CardServiceImplementation>(cards.CardServiceDefinition, {
-          async createCard(req) {
-            if (req.link === storeDownLink) throw new UnavailableError('the card store cannot be reached');
-            if (req.link === ownShareLink) throw new ResourceExhaustedError(OWN_CLEANS_BUSY);
-            throw new ServiceBusyError(CLEANERS_BUSY);
-          },
-          async updateCardVersioned(req) {
-            if (req.cardId === ownShareCard) throw new ResourceExhaustedError(OWN_CLEANS_BUSY);
-            throw new ServiceBusyError(CLEANERS_BUSY);
-          },
-        }),
-      );
+const peers = stubPeersForSuite({
+  identity: {
+    async resolveSession(req) {
+      return { id: req.token, email: `${req.token}@example.com`, visibleEmail: false };
     },
-  });
+  },
+  cards: {
+    async createCard(req) {
+      if (req.link === storeDownLink) throw new UnavailableError('the card store cannot be reached');
+      if (req.link === ownShareLink) throw new ResourceExhaustedError(OWN_CLEANS_BUSY);
+      throw new ServiceBusyError(CLEANERS_BUSY);
+    },
+    async updateCardVersioned(req) {
+      if (req.cardId === ownShareCard) throw new ResourceExhaustedError(OWN_CLEANS_BUSY);
+      throw new ServiceBusyError(CLEANERS_BUSY);
+    },
+  },
 });
-afterAll(() => server.shutdown());
 
-describeBehindGateway("the cards service's busy refusal behind the gateway", () => server.address, (gateway) => {
+describeBehindGateway("the cards service's busy refusal behind the gateway", () => peers.address, (gateway) => {
   const cookie = `ai-editor=${randomUUID()}`;
   const largeCard = `<p>${'word '.repeat(80)}</p>`.padEnd(20_000, ' ');
 

@@ -1,11 +1,6 @@
-import { createServer as createHttpServer, type Server } from 'node:http';
-import { Writable } from 'node:stream';
-import { createLogger, enableInProcessCalls, startGrpcServer, type GrpcServerHandle } from '@cards/platform';
-import { cards, identity, search } from '@cards/proto';
+import { enableInProcessCalls } from '@cards/platform';
 import type { CallContext } from 'nice-grpc';
-import { createGatewayClients } from '../src/clients';
-import { appWithoutServices, closed, listening } from './app-without-services';
-import { stub, tokenIsUser } from './fake-peer';
+import { gatewayInFrontOf, stubPeersForSuite, tokenIsUser, type GatewayInFront } from './fake-peer';
 
 /**
  * Work for clients that have gone away stops: a read's or a search's gRPC calls are cancelled when its client goes
@@ -21,7 +16,6 @@ interface Held {
   release(): void;
 }
 
-let peer: GrpcServerHandle;
 /** Calls the peer holds, in order of arrival. */
 let held: Held[] = [];
 let onHeld: () => void = () => undefined;
@@ -51,70 +45,43 @@ function untilHeld(n: number): Promise<Held> {
 
 const CARD = { id: '0b7a3c3e-9d5e-4c51-8f0a-2a7e2f1d9e01', authorId: 'u1', html: '<p>x</p>', link: '', tags: [], private: false };
 
-beforeAll(async () => {
-  peer = await startGrpcServer({
-    name: 'stub',
-    logger: createLogger('stub', 'silent'),
-    register(s) {
-      s.add(
-        identity.IdentityServiceDefinition,
-        stub<identity.IdentityServiceImplementation>(identity.IdentityServiceDefinition, tokenIsUser),
-      );
-      s.add(
-        search.SearchServiceDefinition,
-        stub<search.SearchServiceImplementation>(search.SearchServiceDefinition, {
-          async semanticSearch(_req, context) {
-            await hold(context).outcome;
-            return { hits: [], totalPages: 0 };
-          },
-        }),
-      );
-      s.add(
-        cards.CardServiceDefinition,
-        stub<cards.CardServiceImplementation>(cards.CardServiceDefinition, {
-          async countCards(_req, context) {
-            await hold(context).outcome;
-            return { totalCount: 7 };
-          },
-          async createCard(_req, context) {
-            await hold(context).outcome;
-            return { card: CARD as never, duplicate: false };
-          },
-        }),
-      );
+const peers = stubPeersForSuite({
+  identity: tokenIsUser,
+  search: {
+    async semanticSearch(_req, context) {
+      await hold(context).outcome;
+      return { hits: [], totalPages: 0 };
     },
-  });
+  },
+  cards: {
+    async countCards(_req, context) {
+      await hold(context).outcome;
+      return { totalCount: 7 };
+    },
+    async createCard(_req, context) {
+      await hold(context).outcome;
+      return { card: CARD as never, duplicate: false };
+    },
+  },
 });
-afterAll(() => peer.shutdown());
 
 describe.each([
   ['over the network', false],
   ['in process', true],
 ])('work for a client that has gone away, %s', (_transport, inProcess) => {
-  let server: Server;
+  let gateway: GatewayInFront;
   let base: string;
-  let channels: { close(): void }[];
-  const logged: string[] = [];
 
   beforeEach(async () => {
     enableInProcessCalls(inProcess);
     held = [];
-    logged.length = 0;
-    const made = createGatewayClients({ identity: peer.address, cards: peer.address, search: peer.address, files: peer.address, notifications: peer.address }, 60_000);
-    channels = Object.values(made.channels);
-    const sink = new Writable({
-      write(chunk, _encoding, done) {
-        logged.push(String(chunk));
-        done();
-      },
-    });
-    ({ server, base } = await listening(createHttpServer(appWithoutServices({ clients: made.clients, logger: createLogger('gateway-test', 'info', sink), accessLogLevel: 'silent' }))));
+    gateway = await gatewayInFrontOf(peers.address, { deadlineMs: 60_000 });
+    base = gateway.base;
   });
   afterEach(async () => {
     held.forEach((call) => call.release());
     enableInProcessCalls(false);
-    await closed(server);
-    channels.forEach((c) => c.close());
+    await gateway.close();
   });
 
   const as = (init: RequestInit) => ({ ...init, headers: { ...(init.headers as Record<string, string>), cookie: 'ai-editor=u1', 'content-type': 'application/json' } });
@@ -131,7 +98,7 @@ describe.each([
     const second = fetch(`${base}/api/card/count`, as({}));
     (await untilHeld(2)).release();
     expect((await second).status).toBe(200);
-    expect(logged.join('')).not.toMatch(/request failed|unexpected error/);
+    expect(gateway.logged.join('')).not.toMatch(/request failed|unexpected error/);
   });
 
   test('a read answered in full is not cancelled, and the next read of the same client is served', async () => {

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import { createLogger, startGrpcServer, UnavailableError, type GrpcServerHandle } from '@cards/platform';
-import { cards, identity } from '@cards/proto';
-import { gatewayInFrontOf, stub } from './fake-peer';
+import { UnavailableError } from '@cards/platform';
+import type { identity } from '@cards/proto';
+import { gatewayInFrontOf, stubPeersForSuite, type GatewayInFront } from './fake-peer';
 
 /** The caller, as identity answers both ResolveSession (the session check) and GetUsers. */
 const caller: identity.User = {
@@ -15,50 +15,36 @@ const caller: identity.User = {
 const cardId = randomUUID();
 const storedAt = new Date('2026-02-03T04:05:06.789Z');
 
-let server: GrpcServerHandle;
 /** Identity gone after the session check: GetUsers answers UNAVAILABLE. */
 let identityGone = false;
 let getUsersCalls = 0;
 let stored = 0;
 
-beforeAll(async () => {
-  server = await startGrpcServer({
-    name: 'stub',
-    logger: createLogger('stub', 'silent'),
-    register(s) {
-      s.add(
-        identity.IdentityServiceDefinition,
-        stub<identity.IdentityServiceImplementation>(identity.IdentityServiceDefinition, {
-          async resolveSession() {
-            return caller;
-          },
-          async getUsers() {
-            getUsersCalls++;
-            if (identityGone) throw new UnavailableError('identity is restarting');
-            return { users: [caller] };
-          },
-        }),
-      );
-      s.add(
-        cards.CardServiceDefinition,
-        stub<cards.CardServiceImplementation>(cards.CardServiceDefinition, {
-          async createCard(req) {
-            stored++;
-            return {
-              card: { id: cardId, authorId: req.callerId, content: 'text', cardHtml: req.cardHtml, link: req.link, totalUpvotes: 0, totalDownvotes: 0, createdAt: storedAt, updatedAt: storedAt, tags: req.tags, private: req.private },
-              duplicate: false,
-            };
-          },
-        }),
-      );
+const peers = stubPeersForSuite({
+  identity: {
+    async resolveSession() {
+      return caller;
     },
-  });
+    async getUsers() {
+      getUsersCalls++;
+      if (identityGone) throw new UnavailableError('identity is restarting');
+      return { users: [caller] };
+    },
+  },
+  cards: {
+    async createCard(req) {
+      stored++;
+      return {
+        card: { id: cardId, authorId: req.callerId, content: 'text', cardHtml: req.cardHtml, link: req.link, totalUpvotes: 0, totalDownvotes: 0, createdAt: storedAt, updatedAt: storedAt, tags: req.tags, private: req.private },
+        duplicate: false,
+      };
+    },
+  },
 });
-afterAll(() => server.shutdown());
 
 describe('POST /api/card presents the stored card with its author from the session', () => {
-  let gateway: Awaited<ReturnType<typeof gatewayInFrontOf>>;
-  beforeAll(async () => (gateway = await gatewayInFrontOf(server.address)));
+  let gateway: GatewayInFront;
+  beforeAll(async () => (gateway = await gatewayInFrontOf(peers.address)));
   afterAll(() => gateway.close());
 
   const create = () =>
@@ -93,14 +79,8 @@ describe('POST /api/card presents the stored card with its author from the sessi
     // The former presentation, with the author from GetUsers (presentCards), for the same stored card.
     identityGone = false;
     const { presentCards } = await import('../src/presenters/card-presenter');
-    const { createGatewayClients } = await import('../src/clients');
-    const made = createGatewayClients({ identity: server.address, cards: server.address, search: server.address, files: server.address, notifications: server.address }, 10_000);
-    try {
-      const { card } = await made.clients.cards.createCard({ callerId: caller.id, cardHtml: `<p>${'word '.repeat(80)}</p>`, link: 'https://example.com/a', private: false, tags: ['t'] });
-      const [presented] = await presentCards(made.clients, [card!], caller.id);
-      expect(fromSession).toEqual({ card_metadata: { ...presented!, vector_point_id: null, author_id: caller.id }, duplicate: false });
-    } finally {
-      Object.values(made.channels).forEach((c) => c.close());
-    }
+    const { card } = await gateway.clients.cards.createCard({ callerId: caller.id, cardHtml: `<p>${'word '.repeat(80)}</p>`, link: 'https://example.com/a', private: false, tags: ['t'] });
+    const [presented] = await presentCards(gateway.clients, [card!], caller.id);
+    expect(fromSession).toEqual({ card_metadata: { ...presented!, vector_point_id: null, author_id: caller.id }, duplicate: false });
   });
 });

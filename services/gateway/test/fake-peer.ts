@@ -1,10 +1,11 @@
 import { createServer as createHttpServer } from 'node:http';
 import { Writable } from 'node:stream';
-import { createLogger, enableInProcessCalls } from '@cards/platform';
-import { cards, health } from '@cards/proto';
+import { createLogger, enableInProcessCalls, startGrpcServer, type GrpcServerHandle } from '@cards/platform';
+import { cards, files, health, identity, notifications, search } from '@cards/proto';
 import { createServer, ServerError, Status, type Server } from 'nice-grpc';
+import type { GatewayAppOptions } from '../src/app';
 import { createGatewayClients } from '../src/clients';
-import { appWithoutServices, listening } from './app-without-services';
+import { appWithoutServices, closed, listening } from './app-without-services';
 
 /** One gRPC server standing in for every peer of the gateway: SERVING health and CountCards; any other method is UNIMPLEMENTED. */
 export async function startFakePeer(address: string, totalCount: number): Promise<Server> {
@@ -50,9 +51,80 @@ export const tokenIsUser = {
   },
 };
 
-/** The gateway over loopback with every client pointed at the gRPC server at `address`; its log lines (info and up) kept. */
-export async function gatewayInFrontOf(address: string): Promise<{ base: string; logged: string[]; close(): void }> {
-  const made = createGatewayClients({ identity: address, cards: address, search: address, files: address, notifications: address }, 10_000);
+/** The peers' methods a test's gRPC server answers, by service: each given service is served by stub() (its other methods refuse). */
+export interface StubServices {
+  identity?: Partial<identity.IdentityServiceImplementation>;
+  cards?: Partial<cards.CardServiceImplementation>;
+  search?: Partial<search.SearchServiceImplementation>;
+  files?: Partial<files.FileServiceImplementation>;
+  notifications?: Partial<notifications.NotificationServiceImplementation>;
+  /** Services of another shape (an older release's definition, without some methods), added as given. */
+  register?(server: Server): void;
+}
+
+/**
+ * One gRPC server standing in for every peer of the gateway (startGrpcServer, so health and the in-process path are as
+ * a service's): the services given, each a stub() of its definition; a service not given is not served at all.
+ */
+export async function startStubPeers(services: StubServices, name = 'stub'): Promise<GrpcServerHandle> {
+  return startGrpcServer({
+    name,
+    logger: createLogger(name, 'silent'),
+    register(s) {
+      if (services.identity) s.add(identity.IdentityServiceDefinition, stub<identity.IdentityServiceImplementation>(identity.IdentityServiceDefinition, services.identity));
+      if (services.cards) s.add(cards.CardServiceDefinition, stub<cards.CardServiceImplementation>(cards.CardServiceDefinition, services.cards));
+      if (services.search) s.add(search.SearchServiceDefinition, stub<search.SearchServiceImplementation>(search.SearchServiceDefinition, services.search));
+      if (services.files) s.add(files.FileServiceDefinition, stub<files.FileServiceImplementation>(files.FileServiceDefinition, services.files));
+      if (services.notifications) {
+        s.add(notifications.NotificationServiceDefinition, stub<notifications.NotificationServiceImplementation>(notifications.NotificationServiceDefinition, services.notifications));
+      }
+      services.register?.(s);
+    },
+  });
+}
+
+/**
+ * startStubPeers for the suite (or the describe) it is called in: started before its tests, shut down after them.
+ * `address` (and `handle`) can be read once the tests run.
+ */
+export function stubPeersForSuite(services: StubServices, name?: string): { readonly address: string; readonly handle: GrpcServerHandle } {
+  let handle: GrpcServerHandle | undefined;
+  beforeAll(async () => {
+    handle = await startStubPeers(services, name);
+  });
+  afterAll(async () => {
+    await handle?.shutdown();
+    handle = undefined;
+  });
+  const started = () => {
+    if (!handle) throw new Error('the stub peers are read before their beforeAll ran');
+    return handle;
+  };
+  return {
+    get address() {
+      return started().address;
+    },
+    get handle() {
+      return started();
+    },
+  };
+}
+
+/** How gatewayInFrontOf makes its gateway: the calls' deadline (default 10 s) and the app's own options. */
+export interface GatewayInFrontOptions {
+  deadlineMs?: number;
+  app?: Partial<GatewayAppOptions>;
+}
+
+/**
+ * The gateway over loopback with every client pointed at the gRPC server at `address`; its log lines (info and up)
+ * kept. close() ends its connections, kept-alive ones too, and closes its channels.
+ */
+export async function gatewayInFrontOf(
+  address: string,
+  options: GatewayInFrontOptions = {},
+): Promise<{ base: string; logged: string[]; clients: GatewayClientsOf; close(): Promise<void> }> {
+  const made = createGatewayClients({ identity: address, cards: address, search: address, files: address, notifications: address }, options.deadlineMs ?? 10_000);
   const logged: string[] = [];
   const sink = new Writable({
     write(chunk, _encoding, done) {
@@ -61,17 +133,20 @@ export async function gatewayInFrontOf(address: string): Promise<{ base: string;
     },
   });
   const { server, base } = await listening(
-    createHttpServer(appWithoutServices({ clients: made.clients, logger: createLogger('gateway-test', 'info', sink), accessLogLevel: 'silent' })),
+    createHttpServer(appWithoutServices({ clients: made.clients, logger: createLogger('gateway-test', 'info', sink), accessLogLevel: 'silent', ...options.app })),
   );
   return {
     base,
     logged,
-    close() {
-      server.close();
+    clients: made.clients,
+    async close() {
+      await closed(server);
       Object.values(made.channels).forEach((c) => c.close());
     },
   };
 }
+
+type GatewayClientsOf = ReturnType<typeof createGatewayClients>['clients'];
 
 /** The gateway of gatewayInFrontOf. */
 export type GatewayInFront = Awaited<ReturnType<typeof gatewayInFrontOf>>;
@@ -90,9 +165,9 @@ export function describeBehindGateway(title: string, address: () => string, test
       enableInProcessCalls(inProcess);
       Object.assign(gateway, await gatewayInFrontOf(address()));
     });
-    afterAll(() => {
+    afterAll(async () => {
       enableInProcessCalls(false);
-      gateway.close();
+      await gateway.close();
     });
     tests(gateway, inProcess);
   });

@@ -1,8 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import { createLogger, startGrpcServer, type GrpcServerHandle } from '@cards/platform';
 import { changedSinceReadMessage } from '@cards/card-rules';
-import { cards, identity } from '@cards/proto';
-import { describeBehindGateway, stub, tokenIsUser } from './fake-peer';
+import type { cards } from '@cards/proto';
+import { describeBehindGateway, stubPeersForSuite, tokenIsUser } from './fake-peer';
 
 /**
  * If-Match on the card and collection updates as the gateway reads it, before any call to the cards service: a header
@@ -11,33 +10,24 @@ import { describeBehindGateway, stub, tokenIsUser } from './fake-peer';
 const cardUpdates: cards.UpdateCardRequest[] = [];
 const collectionUpdates: cards.UpdateCollectionRequest[] = [];
 const WRITTEN = new Date('2026-11-25T03:00:00.000Z');
-let server: GrpcServerHandle;
-
-beforeAll(async () => {
-  server = await startGrpcServer({
-    name: 'cards-versioned',
-    logger: createLogger('cards-versioned', 'silent'),
-    register(s) {
-      s.add(identity.IdentityServiceDefinition, stub<identity.IdentityServiceImplementation>(identity.IdentityServiceDefinition, tokenIsUser));
-      s.add(
-        cards.CardServiceDefinition,
-        stub<cards.CardServiceImplementation>(cards.CardServiceDefinition, {
-          async updateCardVersioned(req: cards.UpdateCardRequest) {
-            cardUpdates.push(req);
-            return { updatedAt: WRITTEN };
-          },
-          async updateCollectionVersioned(req: cards.UpdateCollectionRequest) {
-            collectionUpdates.push(req);
-            return { updatedAt: WRITTEN };
-          },
-        }),
-      );
+const peers = stubPeersForSuite(
+  {
+    identity: tokenIsUser,
+    cards: {
+      async updateCardVersioned(req: cards.UpdateCardRequest) {
+        cardUpdates.push(req);
+        return { updatedAt: WRITTEN };
+      },
+      async updateCollectionVersioned(req: cards.UpdateCollectionRequest) {
+        collectionUpdates.push(req);
+        return { updatedAt: WRITTEN };
+      },
     },
-  });
-});
-afterAll(() => server.shutdown());
+  },
+  'cards-versioned',
+);
 
-describeBehindGateway('If-Match on PUT /api/card/update and PUT /api/card_collection', () => server.address, (gateway) => {
+describeBehindGateway('If-Match on PUT /api/card/update and PUT /api/card_collection', () => peers.address, (gateway) => {
   const put = (path: string, body: object, ifMatch: string) =>
     fetch(`${gateway.base}${path}`, {
       method: 'PUT',

@@ -4,56 +4,40 @@
 import { randomUUID } from 'node:crypto';
 import { createServer as createNetServer } from 'node:net';
 import { ServerError, Status } from 'nice-grpc';
-import { createLogger, startGrpcServer, type GrpcServerHandle } from '@cards/platform';
-import { cards, identity } from '@cards/proto';
 import { LOGOUT_NOT_REVOKED_MESSAGE } from '../src/routes/identity-routes';
-import { describeBehindGateway, gatewayInFrontOf, sqliteFullError, stub } from './fake-peer';
+import { describeBehindGateway, gatewayInFrontOf, sqliteFullError, stubPeersForSuite } from './fake-peer';
 
 const CLEARED = /^ai-editor=;.*Expires=Thu, 01 Jan 1970/;
 
-let server: GrpcServerHandle;
 const revoked: string[] = [];
 const created: unknown[] = [];
 
-beforeAll(async () => {
-  server = await startGrpcServer({
-    name: 'stub',
-    logger: createLogger('stub', 'silent'),
-    register(s) {
-      s.add(
-        identity.IdentityServiceDefinition,
-        stub<identity.IdentityServiceImplementation>(identity.IdentityServiceDefinition, {
-          // No session can be looked up: its store is full (lookup-full-...) or unavailable (anything else).
-          async resolveSession(req) {
-            if (req.token.startsWith('lookup-full-')) throw sqliteFullError();
-            throw new ServerError(Status.UNAVAILABLE, 'identity store down');
-          },
-          async resolveSessions() {
-            throw new ServerError(Status.UNAVAILABLE, 'identity store down');
-          },
-          // ...-logout-ok-... is revoked; any other logout cannot be recorded.
-          async logout(req) {
-            if (!req.token.includes('-logout-ok-')) throw new ServerError(Status.UNAVAILABLE, 'identity store down');
-            revoked.push(req.token);
-            return {};
-          },
-        }),
-      );
-      s.add(
-        cards.CardServiceDefinition,
-        stub<cards.CardServiceImplementation>(cards.CardServiceDefinition, {
-          async createCard(req) {
-            created.push(req);
-            throw new Error('not reached');
-          },
-        }),
-      );
+const peers = stubPeersForSuite({
+  identity: {
+    // No session can be looked up: its store is full (lookup-full-...) or unavailable (anything else).
+    async resolveSession(req) {
+      if (req.token.startsWith('lookup-full-')) throw sqliteFullError();
+      throw new ServerError(Status.UNAVAILABLE, 'identity store down');
     },
-  });
+    async resolveSessions() {
+      throw new ServerError(Status.UNAVAILABLE, 'identity store down');
+    },
+    // ...-logout-ok-... is revoked; any other logout cannot be recorded.
+    async logout(req) {
+      if (!req.token.includes('-logout-ok-')) throw new ServerError(Status.UNAVAILABLE, 'identity store down');
+      revoked.push(req.token);
+      return {};
+    },
+  },
+  cards: {
+    async createCard(req) {
+      created.push(req);
+      throw new Error('not reached');
+    },
+  },
 });
-afterAll(() => server.shutdown());
 
-describeBehindGateway('identity cannot look up the session, behind the gateway', () => server.address, (gateway) => {
+describeBehindGateway('identity cannot look up the session, behind the gateway', () => peers.address, (gateway) => {
   it.each([
     ['unavailable', 'lookup-down'],
     ['its storage full', 'lookup-full'],
@@ -101,6 +85,6 @@ it('identity stopped (nothing listening at its address): DELETE /api/auth with a
     expect({ status: res.status, body: await res.json() }).toEqual({ status: 503, body: { message: LOGOUT_NOT_REVOKED_MESSAGE } });
     expect(res.headers.get('set-cookie')).toMatch(CLEARED);
   } finally {
-    gateway.close();
+    await gateway.close();
   }
 });

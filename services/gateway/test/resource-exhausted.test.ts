@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { createLogger, ResourceExhaustedError, startGrpcServer, TooLargeError, type GrpcServerHandle } from '@cards/platform';
-import { cards, files, identity } from '@cards/proto';
-import { describeBehindGateway, stub } from './fake-peer';
+import { ResourceExhaustedError, TooLargeError } from '@cards/platform';
+import { describeBehindGateway, stubPeersForSuite } from './fake-peer';
 
 /** The files service's refusal of an upload beyond the user's share of its document checks (PARSER_CHECKS_PER_USER). */
 const OWN_CHECKS_BUSY = 'You have too many uploads being checked at once; upload the file again when one of them has finished';
@@ -11,54 +10,36 @@ const overQuota = randomUUID();
 const tooLarge = randomUUID();
 const sentTooMuch = randomUUID();
 
-let server: GrpcServerHandle;
-
-beforeAll(async () => {
-  server = await startGrpcServer({
-    name: 'stub',
-    logger: createLogger('stub', 'silent'),
-    register(s) {
-      s.add(
-        identity.IdentityServiceDefinition,
-        stub<identity.IdentityServiceImplementation>(identity.IdentityServiceDefinition, {
-          async getUsers(req) {
-            return { users: req.ids.map((id) => ({ id, email: `${id}@example.com` })) };
-          },
-          async resolveSession(req) {
-            return { id: req.token, email: `${req.token}@example.com`, visibleEmail: false };
-          },
-        }),
-      );
-      s.add(
-        files.FileServiceDefinition,
-        stub<files.FileServiceImplementation>(files.FileServiceDefinition, {
-          async uploadFile(messages) {
-            for await (const _message of messages);
-            throw new ResourceExhaustedError(OWN_CHECKS_BUSY);
-          },
-        }),
-      );
-      s.add(
-        cards.CardServiceDefinition,
-        stub<cards.CardServiceImplementation>(cards.CardServiceDefinition, {
-          async listUserCollections(req) {
-            // A service's own quota: the client's doing.
-            if (req.userId === overQuota) throw new ResourceExhaustedError('collections: more than this user may list at once');
-            // A service's size limit (as the files service's MAX_FILE_BYTES under a larger gateway limit).
-            if (req.userId === sentTooMuch) throw new TooLargeError('base64_docx_file: the file is 30 bytes, above the limit of 20');
-            // An answer over gRPC's 8 MiB message limit, as an unpaged list of 4,500 long collections was.
-            const at = new Date('2026-01-01T00:00:00.000Z');
-            const collection = { authorId: req.userId, name: 'long', description: 'd'.repeat(2000), isPublic: true, createdAt: at, updatedAt: at };
-            return { collections: Array.from({ length: 4500 }, () => ({ ...collection, id: randomUUID() })), nextPageToken: '' };
-          },
-        }),
-      );
+const peers = stubPeersForSuite({
+  identity: {
+    async getUsers(req) {
+      return { users: req.ids.map((id) => ({ id, email: `${id}@example.com` })) };
     },
-  });
+    async resolveSession(req) {
+      return { id: req.token, email: `${req.token}@example.com`, visibleEmail: false };
+    },
+  },
+  files: {
+    async uploadFile(messages) {
+      for await (const _message of messages);
+      throw new ResourceExhaustedError(OWN_CHECKS_BUSY);
+    },
+  },
+  cards: {
+    async listUserCollections(req) {
+      // A service's own quota: the client's doing.
+      if (req.userId === overQuota) throw new ResourceExhaustedError('collections: more than this user may list at once');
+      // A service's size limit (as the files service's MAX_FILE_BYTES under a larger gateway limit).
+      if (req.userId === sentTooMuch) throw new TooLargeError('base64_docx_file: the file is 30 bytes, above the limit of 20');
+      // An answer over gRPC's 8 MiB message limit, as an unpaged list of 4,500 long collections was.
+      const at = new Date('2026-01-01T00:00:00.000Z');
+      const collection = { authorId: req.userId, name: 'long', description: 'd'.repeat(2000), isPublic: true, createdAt: at, updatedAt: at };
+      return { collections: Array.from({ length: 4500 }, () => ({ ...collection, id: randomUUID() })), nextPageToken: '' };
+    },
+  },
 });
-afterAll(() => server.shutdown());
 
-describeBehindGateway('a RESOURCE_EXHAUSTED status behind the gateway', () => server.address, (gateway, inProcess) => {
+describeBehindGateway('a RESOURCE_EXHAUSTED status behind the gateway', () => peers.address, (gateway, inProcess) => {
   it("is 429 with the service's message when the service's own code refused (a quota or limit)", async () => {
     const res = await fetch(`${gateway.base}/api/user/collections/${overQuota}`);
     expect({ status: res.status, body: await res.json() }).toEqual({ status: 429, body: { message: 'collections: more than this user may list at once' } });

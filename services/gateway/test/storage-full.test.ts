@@ -1,51 +1,32 @@
 import { randomUUID } from 'node:crypto';
-import { createLogger, startGrpcServer, STORAGE_FULL_MESSAGE, type GrpcServerHandle } from '@cards/platform';
-import { cards, files, identity } from '@cards/proto';
+import { STORAGE_FULL_MESSAGE } from '@cards/platform';
 import { STORAGE_FULL_RETRY_AFTER_SECONDS } from '../src/http/error-handler';
 import { LOGOUT_NOT_REVOKED_MESSAGE } from '../src/routes/identity-routes';
-import { describeBehindGateway, sqliteFullError, stub } from './fake-peer';
+import { describeBehindGateway, sqliteFullError, stubPeersForSuite } from './fake-peer';
 
-let server: GrpcServerHandle;
-
-beforeAll(async () => {
-  server = await startGrpcServer({
-    name: 'stub',
-    logger: createLogger('stub', 'silent'),
-    register(s) {
-      s.add(
-        identity.IdentityServiceDefinition,
-        stub<identity.IdentityServiceImplementation>(identity.IdentityServiceDefinition, {
-          async resolveSession(req) {
-            return { id: req.token, email: `${req.token}@example.com`, visibleEmail: false };
-          },
-          async logout() {
-            throw sqliteFullError();
-          },
-        }),
-      );
-      s.add(
-        cards.CardServiceDefinition,
-        stub<cards.CardServiceImplementation>(cards.CardServiceDefinition, {
-          async createCard() {
-            throw sqliteFullError();
-          },
-        }),
-      );
-      s.add(
-        files.FileServiceDefinition,
-        stub<files.FileServiceImplementation>(files.FileServiceDefinition, {
-          async uploadFile(requests) {
-            for await (const _ of requests);
-            throw Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC' });
-          },
-        }),
-      );
+const peers = stubPeersForSuite({
+  identity: {
+    async resolveSession(req) {
+      return { id: req.token, email: `${req.token}@example.com`, visibleEmail: false };
     },
-  });
+    async logout() {
+      throw sqliteFullError();
+    },
+  },
+  cards: {
+    async createCard() {
+      throw sqliteFullError();
+    },
+  },
+  files: {
+    async uploadFile(requests) {
+      for await (const _ of requests);
+      throw Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC' });
+    },
+  },
 });
-afterAll(() => server.shutdown());
 
-describeBehindGateway('a service whose storage is full, behind the gateway', () => server.address, (gateway) => {
+describeBehindGateway('a service whose storage is full, behind the gateway', () => peers.address, (gateway) => {
   const cookie = `ai-editor=${randomUUID()}`;
 
   beforeEach(() => (gateway.logged.length = 0));

@@ -1,6 +1,5 @@
-import { createLogger, startGrpcServer, type GrpcServerHandle } from '@cards/platform';
 import { cards } from '@cards/proto';
-import { gatewayInFrontOf, stub } from './fake-peer';
+import { gatewayInFrontOf, stub, stubPeersForSuite, type GatewayInFront } from './fake-peer';
 
 /**
  * A cards service of an older release: its CardService lacks CountCards (as a release lacks a method added after
@@ -8,24 +7,15 @@ import { gatewayInFrontOf, stub } from './fake-peer';
  */
 const olderCardService = { ...cards.CardServiceDefinition, methods: Object.fromEntries(Object.entries(cards.CardServiceDefinition.methods).filter(([key]) => key !== 'countCards')) };
 
-describe('a peer without the method the gateway calls (UNIMPLEMENTED)', () => {
-  let peer: GrpcServerHandle;
-  let gateway: Awaited<ReturnType<typeof gatewayInFrontOf>>;
+const peers = stubPeersForSuite(
+  { register: (s) => s.add(olderCardService as typeof cards.CardServiceDefinition, stub<cards.CardServiceImplementation>(cards.CardServiceDefinition, {})) },
+  'older-cards',
+);
 
-  beforeAll(async () => {
-    peer = await startGrpcServer({
-      name: 'older-cards',
-      logger: createLogger('older-cards', 'silent'),
-      register(s) {
-        s.add(olderCardService as typeof cards.CardServiceDefinition, stub<cards.CardServiceImplementation>(cards.CardServiceDefinition, {}));
-      },
-    });
-    gateway = await gatewayInFrontOf(peer.address);
-  });
-  afterAll(async () => {
-    gateway.close();
-    await peer.shutdown();
-  });
+describe('a peer without the method the gateway calls (UNIMPLEMENTED)', () => {
+  let gateway: GatewayInFront;
+  beforeAll(async () => (gateway = await gatewayInFrontOf(peers.address)));
+  afterAll(() => gateway.close());
 
   it('is 503 with Retry-After and a message saying a service is being upgraded, logged as a warning naming the method', async () => {
     const res = await fetch(`${gateway.base}/api/card/count`);

@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { createLogger, startGrpcServer, type GrpcServerHandle } from '@cards/platform';
-import { cards, identity } from '@cards/proto';
-import { describeBehindGateway, stub, tokenIsUser } from './fake-peer';
+import { cards } from '@cards/proto';
+import { describeBehindGateway, stub, stubPeersForSuite, tokenIsUser } from './fake-peer';
 
 /**
  * A cards service released before UpdateCardVersioned and UpdateCollectionVersioned (the RPCs answering the version
@@ -13,14 +12,10 @@ const olderCardsDefinition = { ...cards.CardServiceDefinition, methods: olderMet
 
 const updates: cards.UpdateCardRequest[] = [];
 const collectionUpdates: cards.UpdateCollectionRequest[] = [];
-let server: GrpcServerHandle;
-
-beforeAll(async () => {
-  server = await startGrpcServer({
-    name: 'older-cards',
-    logger: createLogger('older-cards', 'silent'),
+const peers = stubPeersForSuite(
+  {
+    identity: tokenIsUser,
     register(s) {
-      s.add(identity.IdentityServiceDefinition, stub<identity.IdentityServiceImplementation>(identity.IdentityServiceDefinition, tokenIsUser));
       s.add(
         olderCardsDefinition,
         stub<Omit<cards.CardServiceImplementation, 'updateCardVersioned' | 'updateCollectionVersioned'>>(olderCardsDefinition, {
@@ -35,11 +30,11 @@ beforeAll(async () => {
         }),
       );
     },
-  });
-});
-afterAll(() => server.shutdown());
+  },
+  'older-cards',
+);
 
-describeBehindGateway('an update whose cards service predates the Versioned RPCs', () => server.address, (gateway) => {
+describeBehindGateway('an update whose cards service predates the Versioned RPCs', () => peers.address, (gateway) => {
   it('is made with UpdateCard (its If-Match passed on) and answered 204 without an ETag, as before', async () => {
     const user = randomUUID();
     const cardId = randomUUID();

@@ -5,6 +5,12 @@ const LOOPBACK = new Set(['127.0.0.1', '::1', 'localhost']);
 
 /** The most parser worker threads: each takes up to ~650 MB (docs/files.md), so 32 is ~21 GB; 100000 was taken. */
 export const MAX_PARSER_WORKERS = 32;
+/**
+ * The most attempts per ingestion and file event. A file event's retries wait 0.1 s doubling up to 5 s, and its consumer
+ * handles nothing else meanwhile: 50 attempts hold it about 4 minutes, under the 5 of the CardLibraryConsumerStuck alert;
+ * 1000000 was taken and held it for ever.
+ */
+export const MAX_INGESTION_ATTEMPTS = 50;
 /** The most CreateCard calls one ingestion has in flight. */
 export const MAX_INGESTION_CONCURRENCY = 64;
 
@@ -52,10 +58,15 @@ export const filesConfigSchema = z
     /** How long the Idempotency-Key of a deleted file keeps refusing a repeat of its upload (409); then it uploads anew. */
     IDEMPOTENCY_KEY_TTL_HOURS: envIdempotencyKeyTtlHours(),
     /**
-     * Attempts per ingestion and per file event before it fails (the dead letters), at least 1: 0 was taken and acted as
-     * 1 (the first attempt counted as the last), a setting saying "no attempt" that did one.
+     * Attempts per ingestion and per file event before it fails (the dead letters), 1 to MAX_INGESTION_ATTEMPTS: 0 was
+     * taken and acted as 1 (the first attempt counted as the last), a setting saying "no attempt" that did one.
      */
-    INGESTION_MAX_ATTEMPTS: envInt(8).pipe(z.number().min(1, 'must be at least 1 (the first attempt is one)')),
+    INGESTION_MAX_ATTEMPTS: envInt(8).pipe(
+      z
+        .number()
+        .min(1, 'must be at least 1 (the first attempt is one)')
+        .max(MAX_INGESTION_ATTEMPTS, `must be from 1 to ${MAX_INGESTION_ATTEMPTS} (a failing file event's retries hold its consumer, up to 5 s each)`),
+    ),
     /**
      * How long a deleted file's bytes are kept after its deletion, so a read of it under way (GET /api/file/:id over
      * several ReadFile calls, a raw download) completes from what was opened instead of being cut (0: removed at once).

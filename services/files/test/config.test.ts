@@ -108,6 +108,11 @@ describe('files config: attempts and work at once', () => {
     expect(loadConfig(filesConfigSchema, {}).INGESTION_MAX_ATTEMPTS).toBe(8);
   });
 
+  it('stops the start above 50 INGESTION_MAX_ATTEMPTS (a failing file event retried ~5 s apart held its consumer for ever at 1000000), naming the range', () => {
+    expect(loadConfig(filesConfigSchema, { INGESTION_MAX_ATTEMPTS: '50' }).INGESTION_MAX_ATTEMPTS).toBe(50);
+    for (const tooMany of ['51', '1000000']) expect(() => loadConfig(filesConfigSchema, { INGESTION_MAX_ATTEMPTS: tooMany })).toThrow(/INGESTION_MAX_ATTEMPTS: must be from 1 to 50 \(/);
+  });
+
   it('takes INGESTION_CONCURRENCY from 1 to 64 and PARSER_WORKERS from 1 to 32 threads; 0 or 100000 stops the start naming the range', () => {
     expect(loadConfig(filesConfigSchema, {})).toMatchObject({ INGESTION_CONCURRENCY: 4, PARSER_WORKERS: 2 });
     expect(loadConfig(filesConfigSchema, { INGESTION_CONCURRENCY: '64', PARSER_WORKERS: '32' })).toMatchObject({ INGESTION_CONCURRENCY: 64, PARSER_WORKERS: 32 });

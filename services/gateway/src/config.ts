@@ -15,6 +15,30 @@ const PROXY_PRESETS = ['loopback', 'linklocal', 'uniquelocal'];
  */
 export const MAX_TRUST_PROXY_HOPS = 10;
 
+/**
+ * The most each of the gateway's own counts may be set to, and why. Above these a value no longer sets a bound, it turns
+ * one off while reading like a bound (an extra digit, a value meant for another variable): the start stops, naming the
+ * variable and the range. Each is well beyond what one process can hold at once; the chart's values stay far below.
+ */
+export const GATEWAY_COUNT_LIMITS = {
+  UPLOADS_AT_ONCE: { max: 64, why: 'upload bodies held at once, ~170 MB each at a MAX_FILE_BYTES of 20 MiB' },
+  UPLOAD_QUEUE: { max: 10_000, why: 'uploads waiting, each on a connection of its own' },
+  FILE_READS_AT_ONCE: { max: 4_096, why: 'file reads under way, ~4 MB each for a slow reader' },
+  FILE_READS_PER_CLIENT: { max: 4_096, why: "one client's file reads under way" },
+  HTTP_MAX_CONNECTIONS: { max: 1_000_000, why: 'open connections, each a file descriptor; 0 is no cap' },
+  HTTP_REQUESTS_AT_ONCE: { max: 10_000, why: 'API requests served at once' },
+  HTTP_HEAVY_REQUESTS_AT_ONCE: { max: 1_024, why: 'searches, password checks and card writes served at once' },
+  HTTP_REQUEST_QUEUE: { max: 10_000, why: 'API requests waiting, each with its body read (up to JSON_BODY_LIMIT)' },
+  HTTP_REQUESTS_PER_CLIENT: { max: 10_000, why: "one client's API requests served or waiting" },
+} as const;
+
+/** A count of the gateway's from `min` to its GATEWAY_COUNT_LIMITS maximum; the default when unset or empty. */
+const envCount = (name: keyof typeof GATEWAY_COUNT_LIMITS, defaultValue: number, min: 0 | 1) => {
+  const { max, why } = GATEWAY_COUNT_LIMITS[name];
+  const atLeast = min === 1 ? z.number().min(1, 'must be at least 1') : z.number();
+  return envInt(defaultValue).pipe(atLeast.max(max, `must be from ${min} to ${max} (${why})`));
+};
+
 /** A preset, an address, or a CIDR whose prefix fits its address (express refuses 10.0.0.0/33 only when the app is built). */
 function isProxyAddress(proxy: string): boolean {
   if (PROXY_PRESETS.includes(proxy)) return true;
@@ -96,9 +120,9 @@ export const gatewayConfigSchema = z.object({
   /** At least 1: 0 was taken as a limit of 0 bytes (every upload 413), not as 'no limit'. */
   MAX_FILE_BYTES: envInt(20 * 1024 * 1024).pipe(z.number().min(1, 'must be at least 1 (bytes; 0 would refuse every upload with 413)')),
   /** Upload bodies of MAX_FILE_BYTES held at once (~170 MB each while handled; smaller ones count by their size; docs/files.md). */
-  UPLOADS_AT_ONCE: envInt(1).pipe(z.number().min(1, 'must be at least 1')),
+  UPLOADS_AT_ONCE: envCount('UPLOADS_AT_ONCE', 1, 1),
   /** Uploads waiting, their bodies unread, at most; one more is answered 503 with Retry-After. */
-  UPLOAD_QUEUE: envInt(16),
+  UPLOAD_QUEUE: envCount('UPLOAD_QUEUE', 16, 0),
   /** How long an upload waits at most before it is answered 503. */
   UPLOAD_QUEUE_WAIT_MS: envMs(15_000),
   /**
@@ -110,9 +134,9 @@ export const gatewayConfigSchema = z.object({
   UPLOAD_MIN_BYTES_PER_SECOND: envInt(16 * 1024),
   UPLOAD_BODY_RATE_WINDOW_MS: envInt(10_000).pipe(z.number().min(100, 'must be at least 100').max(300_000, 'must be at most 300000 (the request timeout)')),
   /** GET /api/file/:id reads (content streamed) under way at most (~4 MB each for a slow reader, docs/files.md); one more is answered 503 with Retry-After. */
-  FILE_READS_AT_ONCE: envInt(16).pipe(z.number().min(1, 'must be at least 1')),
+  FILE_READS_AT_ONCE: envCount('FILE_READS_AT_ONCE', 16, 1),
   /** File reads one client (user, else client address) has under way at most; one more is answered 429. */
-  FILE_READS_PER_CLIENT: envInt(4).pipe(z.number().min(1, 'must be at least 1')),
+  FILE_READS_PER_CLIENT: envCount('FILE_READS_PER_CLIENT', 4, 1),
   /**
    * Deadline of each ReadFile call behind such a read; a longer read goes on in a new call from the byte it reached.
    * Keep it below the services' GRPC_MAX_CONNECTION_AGE_GRACE_MS (60 s).
@@ -144,17 +168,17 @@ export const gatewayConfigSchema = z.object({
     .transform((v) => v.split(',').map((o) => o.trim()).filter((o) => o.length > 0))
     .refine((list) => list.every((o) => /^https?:\/\/[^/?#\s]+$/.test(o)), 'each entry must be an origin such as https://app.example.com (no path)'),
   /** Open HTTP connections at most (keep-alive ones included); a new one above it is answered 503 unread and closed. 0: no cap. */
-  HTTP_MAX_CONNECTIONS: envInt(10_000),
+  HTTP_MAX_CONNECTIONS: envCount('HTTP_MAX_CONNECTIONS', 10_000, 0),
   /**
    * API requests served at once (the heavy ones apart, HTTP_HEAVY_REQUESTS_AT_ONCE: searches, password checks, card creates and updates); beyond, a request
    * waits unread in a line of at most HTTP_REQUEST_QUEUE for at most HTTP_REQUEST_QUEUE_WAIT_MS, then is answered 503
    * with Retry-After. One client (user, else client address) has at most HTTP_REQUESTS_PER_CLIENT served or waiting; one more: 429.
    */
-  HTTP_REQUESTS_AT_ONCE: envInt(64).pipe(z.number().min(1, 'must be at least 1')),
-  HTTP_HEAVY_REQUESTS_AT_ONCE: envInt(8).pipe(z.number().min(1, 'must be at least 1')),
-  HTTP_REQUEST_QUEUE: envInt(512),
+  HTTP_REQUESTS_AT_ONCE: envCount('HTTP_REQUESTS_AT_ONCE', 64, 1),
+  HTTP_HEAVY_REQUESTS_AT_ONCE: envCount('HTTP_HEAVY_REQUESTS_AT_ONCE', 8, 1),
+  HTTP_REQUEST_QUEUE: envCount('HTTP_REQUEST_QUEUE', 512, 0),
   HTTP_REQUEST_QUEUE_WAIT_MS: envMs(5_000),
-  HTTP_REQUESTS_PER_CLIENT: envInt(64).pipe(z.number().min(1, 'must be at least 1')),
+  HTTP_REQUESTS_PER_CLIENT: envCount('HTTP_REQUESTS_PER_CLIENT', 64, 1),
   /**
    * How long an admitted /api answer may wait on a client that takes none of its bytes before its connection is cut and
    * its slot given back (Node has no timeout on an answer being sent). From 1 s (a client on a slow link still takes

@@ -1,6 +1,9 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import express from 'express';
+import { parse } from 'yaml';
 import { ConfigError, loadConfig } from '@cards/platform';
-import { cookieSecureFrom, gatewayConfigSchema } from '../src/config';
+import { cookieSecureFrom, GATEWAY_COUNT_LIMITS, gatewayConfigSchema } from '../src/config';
 
 const trustProxy = (value: string | undefined) => loadConfig(gatewayConfigSchema, { TRUST_PROXY: value }).TRUST_PROXY;
 
@@ -179,6 +182,41 @@ describe('gateway config: HTTP_ANSWER_IDLE_MS', () => {
     for (const bad of ['0', '999', '600001', '86400000', 'abc', '-1']) {
       expect(() => idle(bad)).toThrow(ConfigError);
       expect(() => idle(bad)).toThrow(/HTTP_ANSWER_IDLE_MS/);
+    }
+  });
+});
+
+describe("gateway config: upper bounds of the gateway's counts (GATEWAY_COUNT_LIMITS)", () => {
+  it('stops the start above each bound (a huge value turned the bound off while reading like one), naming the variable and the range', () => {
+    const expected: Record<string, [min: number, max: number]> = {
+      UPLOADS_AT_ONCE: [1, 64],
+      UPLOAD_QUEUE: [0, 10_000],
+      FILE_READS_AT_ONCE: [1, 4_096],
+      FILE_READS_PER_CLIENT: [1, 4_096],
+      HTTP_MAX_CONNECTIONS: [0, 1_000_000],
+      HTTP_REQUESTS_AT_ONCE: [1, 10_000],
+      HTTP_HEAVY_REQUESTS_AT_ONCE: [1, 1_024],
+      HTTP_REQUEST_QUEUE: [0, 10_000],
+      HTTP_REQUESTS_PER_CLIENT: [1, 10_000],
+    };
+    expect(Object.keys(GATEWAY_COUNT_LIMITS).sort()).toEqual(Object.keys(expected).sort());
+    for (const [name, [min, max]] of Object.entries(expected)) {
+      const load = (value: string) => loadConfig(gatewayConfigSchema, { [name]: value }) as unknown as Record<string, number>;
+      expect({ name, atMax: load(String(max))[name], atMin: load(String(min))[name] }).toEqual({ name, atMax: max, atMin: min });
+      for (const tooMany of [String(max + 1), '1000000000']) {
+        expect(() => load(tooMany)).toThrow(ConfigError);
+        expect(() => load(tooMany)).toThrow(new RegExp(`${name}: must be from ${min} to ${max} \\(`));
+      }
+    }
+  });
+
+  it("accepts the defaults and the chart's values (values.yaml, ci-values.yaml)", () => {
+    const defaults = loadConfig(gatewayConfigSchema, {});
+    expect(defaults).toMatchObject({ UPLOADS_AT_ONCE: 1, UPLOAD_QUEUE: 16, FILE_READS_AT_ONCE: 16, FILE_READS_PER_CLIENT: 4, HTTP_MAX_CONNECTIONS: 10_000, HTTP_REQUESTS_AT_ONCE: 64, HTTP_HEAVY_REQUESTS_AT_ONCE: 8, HTTP_REQUEST_QUEUE: 512, HTTP_REQUESTS_PER_CLIENT: 64 });
+    for (const file of ['deploy/k8s/values.yaml', 'deploy/k8s/ci-values.yaml']) {
+      const values = parse(readFileSync(join(__dirname, '../../..', file), 'utf8')) as { components?: { gateway?: { env?: Record<string, unknown> } } };
+      const env = Object.fromEntries(Object.entries(values.components?.gateway?.env ?? {}).map(([k, v]) => [k, String(v)]));
+      expect({ file, loads: (() => (loadConfig(gatewayConfigSchema, env), true))() }).toEqual({ file, loads: true });
     }
   });
 });

@@ -38,4 +38,10 @@ describe('verification config at its edges', () => {
     expect(() => load({ VERIFY_CONCURRENCY: '0' })).toThrow(/VERIFY_CONCURRENCY: must be at least 1/);
     expect(() => load({ VERIFY_CONCURRENCY: '100000' })).toThrow(/VERIFY_CONCURRENCY: must be at most 64/);
   });
+
+  it('takes VERIFY_MAX_PER_AUTHOR from 0 (half of VERIFY_CONCURRENCY) to 1024; more (no bound at all, read as one) stops the start naming the range', () => {
+    expect(load({}).VERIFY_MAX_PER_AUTHOR).toBe(0);
+    expect(load({ VERIFY_MAX_PER_AUTHOR: '1024' }).VERIFY_MAX_PER_AUTHOR).toBe(1024);
+    for (const tooMany of ['1025', '100000000']) expect(() => load({ VERIFY_MAX_PER_AUTHOR: tooMany })).toThrow(/VERIFY_MAX_PER_AUTHOR: must be from 0 \(half of VERIFY_CONCURRENCY\) to 1024 \(/);
+  });
 });

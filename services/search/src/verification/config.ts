@@ -10,6 +10,12 @@ export const MAX_VERIFY_ATTEMPTS = 20;
 /** The most verifications at once (pages of up to VERIFY_MAX_BYTES held together; scoring runs on at most 2 threads). */
 export const MAX_VERIFY_CONCURRENCY = 64;
 
+/**
+ * The most VERIFY_MAX_PER_AUTHOR: one author's verifications running at once over the whole queue (every replica's with
+ * MongoDB), so MAX_VERIFY_CONCURRENCY for each of 16 replicas. Above, it is no bound at all, read as one.
+ */
+export const MAX_VERIFY_PER_AUTHOR = 16 * MAX_VERIFY_CONCURRENCY;
+
 /** Verification settings; merged into the search service's config schema. */
 export const verificationConfigFields = {
   /** Let verification fetch private, loopback and link-local addresses (never in production). */
@@ -36,7 +42,7 @@ export const verificationConfigFields = {
    * Most verifications of one author running at once, counted over the whole queue (with MongoDB: every replica's);
    * 0 or unset: half of VERIFY_CONCURRENCY, rounded up. Jobs are claimed fairly across authors whatever it is.
    */
-  VERIFY_MAX_PER_AUTHOR: envInt(0),
+  VERIFY_MAX_PER_AUTHOR: envInt(0).pipe(z.number().max(MAX_VERIFY_PER_AUTHOR, `must be from 0 (half of VERIFY_CONCURRENCY) to ${MAX_VERIFY_PER_AUTHOR} (one author's verifications at once over every replica)`)),
   /**
    * Attempts per page: transient fetch failures (timeouts, resets, 5xx, 429) and runs cut off before finishing (the
    * process died) both count; then the page scores 0 (cut off: unfetched, so a page that crashes the process ends).

@@ -181,19 +181,20 @@ export async function startVerificationWorker(deps: VerificationWorkerDeps): Pro
     timeoutMs: config.VERIFY_TIMEOUT_MS,
     maxBytes: config.VERIFY_MAX_BYTES,
   });
-  const scorer = new WorkerFuzzballScorer(Math.max(1, Math.min(config.VERIFY_CONCURRENCY, 2)), config.VERIFY_SCORE_TIMEOUT_MS);
+  // VERIFY_CONCURRENCY and VERIFY_MAX_ATTEMPTS are at least 1 here: the config's checks stop the start otherwise.
+  const scorer = new WorkerFuzzballScorer(Math.min(config.VERIFY_CONCURRENCY, 2), config.VERIFY_SCORE_TIMEOUT_MS);
   const service = new VerificationService({
     store,
     fetcher,
     scorer,
     logger,
-    maxAttempts: Math.max(1, config.VERIFY_MAX_ATTEMPTS),
+    maxAttempts: config.VERIFY_MAX_ATTEMPTS,
     retryBaseMs: config.VERIFY_RETRY_BASE_MS,
   });
   const relay = new OutboxRelay(store.outbox(), bus, logger, { name: 'verification' });
   // Longest a job can legitimately take: the fetch budget, scoring, a retry's bookkeeping.
   const leaseMs = config.VERIFY_TIMEOUT_MS + config.VERIFY_SCORE_TIMEOUT_MS + 30_000;
-  const concurrency = Math.max(1, config.VERIFY_CONCURRENCY);
+  const concurrency = config.VERIFY_CONCURRENCY;
   const maxPerAuthor = config.VERIFY_MAX_PER_AUTHOR > 0 ? config.VERIFY_MAX_PER_AUTHOR : defaultMaxPerAuthor(concurrency);
   const runner = new VerificationRunner(store, service, concurrency, logger, () => relay.kick(), leaseMs, maxPerAuthor);
 

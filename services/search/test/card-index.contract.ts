@@ -935,6 +935,9 @@ export function describeCardIndexContract(name: string, factory: () => Promise<C
       // Both parts apart are found after the name; one part alone (a card about graph nodes) is not.
       expect(await groups('node.js')).toEqual({ query: 'node.js', groups: [[nodejs.cardId], [apart.cardId]] });
       expect((await ranked('C++17')).map((h) => h.cardId)[0]).toBe(cpp17.cardId);
+      // A versioned name: the cards saying it first, then those saying the name without a version (C++), then those
+      // holding only its part (C, C#). A card saying C++ scored as one saying only C (half), or was not found at all.
+      expect(await groups('C++17')).toEqual({ query: 'C++17', groups: [[cpp17.cardId], [cpp.cardId], [sharp.cardId, c.cardId].sort()] });
       // A name among other words: the card holding it first.
       expect((await ranked('C++ templates')).map((h) => h.cardId)[0]).toBe(cpp.cardId);
       // The part alone finds every card holding it, the names included, alike.
@@ -942,6 +945,30 @@ export function describeCardIndexContract(name: string, factory: () => Promise<C
       expect(await groups('net')).toEqual({ query: 'net', groups: [[dotnet.cardId, net.cardId].sort()] });
       // Written alone as well as in the name: the part counts in full.
       expect(await groups('C, C++')).toEqual({ query: 'C, C++', groups: [[cpp.cardId, cpp17.cardId, sharp.cardId, c.cardId].sort()] });
+    });
+
+    test('a query of several names written with signs finds the cards naming several of them first, each name counting once', async () => {
+      const three = aCard().saying('We moved the services from C# to F# on .NET last year').build();
+      const two = aCard().saying('Ported the build scripts from C++ to C#').build();
+      const cpp = aCard().saying('Templates and RAII in modern C++ make resource handling safe').build();
+      const sharp = aCard().saying('LINQ queries in C#, read like SQL over collections').build();
+      const c = aCard().saying('The C language leaves memory management to the programmer').build();
+      const fsharp = aCard().saying('Pipelines in F# read from left to right').build();
+      const dotnet = aCard().saying('The .NET runtime compiles to an intermediate language').build();
+      const net = aCard().saying('A fishing net dried in the harbour all afternoon').build();
+      const nodejs = aCard().saying('Streams in node.js handle back-pressure for you').build();
+      const apart = aCard().saying('Each node of the tree is a JS object with children').build();
+      const nodeOnly = aCard().saying('A node of the graph links to three others').build();
+      const tides = aCard().saying('The tides rise and fall with the pull of the Moon').build();
+      for (const card of [three, two, cpp, sharp, c, fsharp, dotnet, net, nodejs, apart, nodeOnly, tides]) await index.upsert(card);
+      const found = (await index.matchText('C++ C# F# .NET node.js', everything(), firstPage)).hits.map((h) => h.cardId);
+      // "C++" and "C#" were one query word (their part "c"), node.js two (node, js): the card naming C++ and C# held
+      // as much of the query as one naming C++ alone and was not found, while a card naming node.js alone was, above it.
+      expect(found.slice(0, 2)).toEqual([three.cardId, two.cardId]);
+      // Cards naming none of them, or only a part of one, are not found.
+      for (const card of [c, net, apart, nodeOnly, tides]) expect(found).not.toContain(card.cardId);
+      // Two names written in one query: the card naming both first.
+      expect((await index.matchText('C++ C#', everything(), firstPage)).hits[0]!.cardId).toBe(two.cardId);
     });
 
     test('Chinese in traditional and in simplified characters find each other, words and phrases; Japanese kanji fold alike', async () => {

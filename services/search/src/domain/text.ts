@@ -508,6 +508,17 @@ export interface TermForm {
 export interface QueryTerm {
   word: string;
   forms: TermForm[];
+  /**
+   * Share of its idf weight the term weighs (1 when absent): a part of a name of several words weighs its share of the
+   * name (withSymbolNames), so the name counts once in the score. Both indexes multiply the weight by it.
+   */
+  share?: number;
+  /**
+   * The name written with signs the term looks for (withSymbolNames; the parts of a name of several words share it),
+   * when the query does not also write the term's word alone: a query whose every term has one is a query of names
+   * (textScoreFloor).
+   */
+  name?: string;
 }
 
 /** Most distinct words of a query full-text search looks for: the most telling ones of a longer query (tellingTerms). */
@@ -614,31 +625,65 @@ export function queryTerms(text: string): { sequence: string[]; terms: QueryTerm
 }
 
 /**
- * A query's terms with the names written with signs it holds (symbolNames) looked for first: each part of a name (c of
- * "C++", node and js of "node.js") matches the name exactly, at 1, and its own forms at SYMBOL_NAME_PART_MATCH, unless
- * the query also writes the part alone ("C++ or C": c at 1 too). So a card holding the name ranks above one holding its
- * parts only, which is still found, lower; a query of the part alone ("C") matches both alike.
+ * How alike a query's versioned name and the same name without a version are ("C++17" and a card saying C++): below
+ * the name as written, above its part alone (SYMBOL_NAME_PART_MATCH: a card saying only C).
+ */
+export const VERSIONLESS_NAME_MATCH = 0.75;
+
+/** A name's parts as the tokenizer reads them, without its version (c++17: c; node.js: node and js), and the name without its version. */
+function nameParts(name: string): { parts: string[]; versionless: string | undefined } {
+  const version = NAME_VERSION.exec(name);
+  if (!version) return { parts: symbolNameParts(name), versionless: undefined };
+  const versionless = name.slice(0, version.index);
+  return { parts: symbolNameParts(versionless), versionless };
+}
+
+/**
+ * A query's terms with the names written with signs it holds (symbolNames) looked for first, each name counting once
+ * in the score, as a plain word does. A name of one word (C++, C#, .NET, and C++17, whose version goes with it) is a
+ * term of its own: the name exactly at 1, a versioned name without its version at VERSIONLESS_NAME_MATCH (C++ for
+ * "C++17"), the part's own forms at SYMBOL_NAME_PART_MATCH; so "C++ C#" is two terms, and a card naming both holds
+ * twice what a card naming one does (the part "c" was one term for both). A name of several words (node.js) is looked
+ * for through each part, matching the name exactly at 1 and the part's own forms at SYMBOL_NAME_PART_MATCH, each part
+ * weighing its share of the name (`share`: node and js half each), so node.js counts once, not twice. A part the query
+ * also writes alone ("C++ or C") stays one term matching the names and itself at 1. So a card holding the name ranks
+ * above one holding its parts only, which is still found, lower; a query of the part alone ("C") matches both alike.
  */
 function withSymbolNames(terms: readonly QueryTerm[], sequence: readonly string[], names: readonly string[]): QueryTerm[] {
-  const namesOf = new Map<string, Set<string>>();
+  const distinct = [...new Set(names)].map((name) => ({ name, ...nameParts(name) }));
   const inNames = new Map<string, number>();
-  for (const name of names) {
-    for (const part of symbolNameParts(name)) {
-      let of = namesOf.get(part);
-      if (of === undefined) namesOf.set(part, (of = new Set()));
-      of.add(name);
-      inNames.set(part, (inNames.get(part) ?? 0) + 1);
+  for (const name of names) for (const part of symbolNameParts(name)) inNames.set(part, (inNames.get(part) ?? 0) + 1);
+  const written = new Map<string, number>();
+  for (const word of sequence) if (inNames.has(word)) written.set(word, (written.get(word) ?? 0) + 1);
+  const out: QueryTerm[] = [];
+  for (const term of terms) {
+    const inQueryNames = inNames.get(term.word);
+    if (inQueryNames === undefined) {
+      out.push(term);
+      continue;
+    }
+    const holding = distinct.filter(({ name }) => symbolNameParts(name).includes(term.word));
+    if ((written.get(term.word) ?? 0) > inQueryNames) {
+      // Written alone too: one term, the names and the part alike.
+      out.push({ word: term.word, forms: [...holding.map(({ name }) => ({ word: name, factor: 1, variants: false })), ...term.forms] });
+      continue;
+    }
+    const partForms = term.forms.map((form) => ({ ...form, factor: form.factor * SYMBOL_NAME_PART_MATCH }));
+    // Names of one word: a term each. A version's digits (17 of C++17) are the name's, no term of their own.
+    for (const { name, parts, versionless } of holding) {
+      if (parts.length !== 1 || parts[0] !== term.word) continue;
+      const forms: TermForm[] = [{ word: name, factor: 1, variants: false }];
+      if (versionless !== undefined) forms.push({ word: versionless, factor: VERSIONLESS_NAME_MATCH, variants: false });
+      out.push({ word: term.word, forms: [...forms, ...partForms], name });
+    }
+    // Names of several words holding this part: one term through the part, weighing its share of the name.
+    const longer = holding.filter(({ parts }) => parts.length > 1 && parts.includes(term.word));
+    if (longer.length > 0) {
+      const share = 1 / Math.max(...longer.map(({ parts }) => parts.length));
+      out.push({ word: term.word, forms: [...longer.map(({ name }) => ({ word: name, factor: 1, variants: false })), ...partForms], share, name: longer.map(({ name }) => name).join(' ') });
     }
   }
-  const written = new Map<string, number>();
-  for (const word of sequence) if (namesOf.has(word)) written.set(word, (written.get(word) ?? 0) + 1);
-  return terms.map((term) => {
-    const of = namesOf.get(term.word);
-    if (of === undefined) return term;
-    const alone = (written.get(term.word) ?? 0) > inNames.get(term.word)!;
-    const partForms = alone ? term.forms : term.forms.map((form) => ({ ...form, factor: form.factor * SYMBOL_NAME_PART_MATCH }));
-    return { word: term.word, forms: [...[...of].map((name) => ({ word: name, factor: 1, variants: false })), ...partForms] };
-  });
+  return out;
 }
 
 /** A run of ASCII letters and digits: one word as written, joined to no other (heldQueryWords skips reading it). */
@@ -862,7 +907,7 @@ export const TELLING_WORD_MIN_SCORE = 0.2;
  * of their matches (a word matching nothing gives nothing); `phraseWeight` the share of the score the phrase takes.
  * Both full-text indexes use this rule.
  */
-export function textScoreFloor(floor: number, terms: readonly { weight: number; matches: readonly { similarity: number }[] }[], phraseWeight: number): number {
+export function textScoreFloor(floor: number, terms: readonly { weight: number; matches: readonly { similarity: number }[]; name?: string }[], phraseWeight: number): number {
   let weightSum = 0;
   // The most telling word is the heaviest one, matched or not: when it matches nothing ("card-3f9a…" of a card never
   // stored), what a common word of the query gives alone must not lower the floor to every card holding that word.
@@ -879,8 +924,31 @@ export function textScoreFloor(floor: number, terms: readonly { weight: number; 
   }
   if (weightSum <= 0) return floor;
   const alone = ((1 - phraseWeight) * heaviest) / weightSum;
-  return alone >= TELLING_WORD_MIN_SCORE && alone < floor ? alone - 1e-6 : floor;
+  const lowered = alone >= TELLING_WORD_MIN_SCORE && alone < floor ? alone - 1e-6 : floor;
+  return Math.min(lowered, namesFloor(terms, weightSum, phraseWeight));
 }
+
+/**
+ * The least score a card needs to match a query of names written with signs only, NAMES_QUERY_NAMES of them or more
+ * ("C++ C# F# .NET node.js"; every term has a name, see withSymbolNames): what a card naming its two lightest names
+ * gets, but not under TELLING_WORD_MIN_SCORE; Infinity for any other query. Each of five names weighs about a fifth of
+ * the query, and a name sharing its part with many cards (C++ and C#: "c") less, so a card naming two of them (0.26)
+ * fell under the fixed floor and the query found nothing, or only a card naming one rare name. A card naming one
+ * name still needs what telling words need (textScoreFloor).
+ */
+function namesFloor(terms: readonly { weight: number; name?: string }[], weightSum: number, phraseWeight: number): number {
+  const byName = new Map<string, number>();
+  for (const { weight, name } of terms) {
+    if (name === undefined) return Infinity;
+    byName.set(name, (byName.get(name) ?? 0) + weight);
+  }
+  if (byName.size < NAMES_QUERY_NAMES) return Infinity;
+  const [lightest, next] = [...byName.values()].sort((a, b) => a - b) as [number, number];
+  return Math.max(TELLING_WORD_MIN_SCORE, ((1 - phraseWeight) * (lightest + next)) / weightSum) - 1e-6;
+}
+
+/** Least number of names written with signs a query of names only holds for namesFloor (with two, a card needs both or one telling name). */
+export const NAMES_QUERY_NAMES = 3;
 
 /** Least number of distinct words of a query read as a paste (a paragraph, a card or more), for longQueryFloor. */
 export const LONG_QUERY_WORDS = 8;

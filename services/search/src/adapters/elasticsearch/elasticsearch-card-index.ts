@@ -791,8 +791,10 @@ export class ElasticsearchCardIndex implements CardIndex {
     const candidates = new Map(spelled.map((word, i) => [word, candidateLists[i]!]));
     const { cards, frequency } = await this.documentFrequencies([...new Set([...formWords, ...candidateLists.flat()])], scope.callerId, read);
     if (cards === 0) return { hits: [], total: 0, reachable: 0 };
-    const matchedTerms = terms.map(({ word, forms }) => ({
+    const matchedTerms = terms.map(({ word, forms, share, name }) => ({
       word,
+      share,
+      name,
       // A Korean word's forms (the word as written, its stem, a one-syllable stem), each at its factor, the best per word.
       matches: bestFormMatches(
         forms,
@@ -808,9 +810,10 @@ export class ElasticsearchCardIndex implements CardIndex {
     // (as the embedded index; the frequencies read above tell it, no further request).
     const { terms: held, sequence } = heldQueryWords(query, written, matchedTerms, (term) => term.matches.length === 0);
     const queryWords = held.map((term) => term.word);
-    const perWord: { matches: WordMatch[]; weight: number }[] = held.map(({ matches }) => {
+    const perWord: { matches: WordMatch[]; weight: number; name: string | undefined }[] = held.map(({ matches, share, name }) => {
       const matched = matches.reduce((sum, m) => sum + (frequency.get(m.word) ?? 0), 0);
-      return { matches, weight: wordWeight(cards, matched) };
+      // A part of a name of several words weighs its share of the name (node and js of node.js: half each).
+      return { matches, weight: wordWeight(cards, matched) * (share ?? 1), name };
     });
     const weightSum = perWord.reduce((sum, w) => sum + w.weight, 0);
     if (perWord.every((w) => w.matches.length === 0)) return { hits: [], total: 0, reachable: 0 };

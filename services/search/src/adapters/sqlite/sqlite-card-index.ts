@@ -82,6 +82,8 @@ interface TextTerm {
   weight: number;
   /** The word's own id when the phrase check runs (every query word known). */
   exactId: number | undefined;
+  /** The name written with signs the word looks for (QueryTerm.name), for textScoreFloor. */
+  name: string | undefined;
 }
 
 /**
@@ -378,8 +380,10 @@ export class SqliteCardIndex implements CardIndex {
       const id = this.lexicon.idOf(word, reader);
       return id === undefined ? 0 : this.lexicon.visibleFrequency(id, reader);
     });
-    const matched = chosen.map(({ word, forms }) => ({
+    const matched = chosen.map(({ word, forms, share, name }) => ({
       word,
+      share,
+      name,
       // A Korean word's forms (the word as written, its stem, a one-syllable stem), each at its factor, the best per word.
       matches: bestFormMatches(
         forms,
@@ -396,13 +400,14 @@ export class SqliteCardIndex implements CardIndex {
     const queryWords = searched.map((term) => term.word);
     const phrase = queryWords.length >= 2 ? this.phraseOf(tokens, reader) : undefined;
     const cards = this.lexicon.visibleCards(reader);
-    const terms: TextTerm[] = searched.map(({ word, matches }) => {
+    const terms: TextTerm[] = searched.map(({ word, matches, share, name }) => {
       let frequency = 0;
       for (const m of matches) frequency += this.lexicon.visibleFrequency(m.wordId, reader);
       // Rare words tell more than common ones (idf); a word found nowhere still counts against every card (when
       // joined to others, or when the query holds no other: heldQueryWords).
-      const weight = Math.log(1 + cards / (1 + Math.min(cards, frequency)));
-      return { matches, weight, exactId: phrase ? this.lexicon.idOf(word, reader) : undefined };
+      // A part of a name of several words weighs its share of the name (node and js of node.js: half each).
+      const weight = Math.log(1 + cards / (1 + Math.min(cards, frequency))) * (share ?? 1);
+      return { matches, weight, exactId: phrase ? this.lexicon.idOf(word, reader) : undefined, name };
     });
     let weightSum = 0;
     for (const term of terms) weightSum += term.weight;

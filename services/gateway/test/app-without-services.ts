@@ -32,10 +32,38 @@ export function counterInOneWindow(): MemoryAttemptCounter {
   return new MemoryAttemptCounter(() => at);
 }
 
-/** The server listening on a free loopback port, and its base URL. */
+/**
+ * Servers listening() started that are still open, closed (with their connections) once the test file ends: a test that
+ * failed or timed out before its own close (its `finally` never reached while it awaits) would otherwise leave a listener,
+ * and a loop polling it, keeping jest from exiting — on a 2-core machine it runs a directory's suites in one process.
+ */
+const stillOpen = new Set<Server>();
+/** Set once the test file has ended: until() stops waiting then. */
+let fileEnded = false;
+if (typeof afterAll === 'function') {
+  afterAll(async () => {
+    fileEnded = true;
+    await Promise.all([...stillOpen].map((server) => closed(server)));
+  });
+}
+
+/** The server listening on a free loopback port, and its base URL; closed when the test file ends if the test did not. */
 export async function listening(server: Server): Promise<{ server: Server; base: string }> {
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  stillOpen.add(server);
+  server.once('close', () => stillOpen.delete(server));
   return { server, base: `http://127.0.0.1:${(server.address() as AddressInfo).port}` };
+}
+
+/**
+ * Resolves once `condition()` holds, asking again every few milliseconds; a condition a test waits for in vain
+ * (it failed, or timed out) stops being asked when the test file ends, instead of keeping the process alive for good.
+ */
+export async function until(condition: () => boolean | Promise<boolean>): Promise<void> {
+  while (!(await condition())) {
+    if (fileEnded) throw new Error('the test file ended before the condition waited for held');
+    await new Promise((resolve) => setTimeout(resolve, 2));
+  }
 }
 
 /** Closes the server with its kept-alive connections. */

@@ -1,5 +1,6 @@
 import { enableInProcessCalls } from '@cards/platform';
 import type { CallContext } from 'nice-grpc';
+import { until } from './app-without-services';
 import { gatewayInFrontOf, stubPeersForSuite, tokenIsUser, type GatewayInFront } from './fake-peer';
 
 /**
@@ -116,11 +117,7 @@ describe.each([
     client.abort();
     expect(await answer).toMatchObject({ name: 'AbortError' });
     // The gateway has seen the client go once the create's heavy slot is given back (on the answer's 'close').
-    for (;;) {
-      const text = await (await fetch(`${base}/metrics`)).text();
-      if (/^http_requests_in_flight\{line="heavy"\} 0$/m.test(text)) break;
-      await new Promise((resolve) => setImmediate(resolve));
-    }
+    await until(async () => /^http_requests_in_flight\{line="heavy"\} 0$/m.test(await (await fetch(`${base}/metrics`)).text()));
     expect(call.context.signal.aborted).toBe(false);
     call.release();
     expect(await call.outcome).toBe('released');

@@ -1,6 +1,7 @@
 import { createServer, type ServerResponse } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import { gracefulCloser } from '../src/http/graceful-close';
+import { listening, until as untilTrue } from './app-without-services';
 
 /** A connection that sends `request` and collects what comes back; `closed` resolves with all of it once the server closes it. */
 function openWith(port: number, request: string): { socket: Socket; received: () => string; closed: Promise<string> } {
@@ -28,7 +29,8 @@ describe('graceful close (SHUTDOWN_DRAIN_MS)', () => {
       held.set(req.url!, res);
       heldChanged();
     });
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+    // Closed when the file ends if a failing test never reached its own close (listening()).
+    await listening(server);
     const closeGracefully = gracefulCloser(server);
     const port = (server.address() as { port: number }).port;
     const until = async (check: () => boolean) => {
@@ -39,7 +41,7 @@ describe('graceful close (SHUTDOWN_DRAIN_MS)', () => {
     const waiting = openWith(port, get('/waiting'));
     const streaming = openWith(port, get('/streaming'));
     await until(() => held.size === 2);
-    while (!idle.received().includes('ok') || !streaming.received().includes('first part;')) await new Promise((resolve) => setImmediate(resolve));
+    await untilTrue(() => idle.received().includes('ok') && streaming.received().includes('first part;'));
 
     const stopped = closeGracefully(60_000);
     expect(await idle.closed).toMatch(/^HTTP\/1\.1 200 [^]*\r\n\r\nok$/);
@@ -68,7 +70,7 @@ describe('graceful close with pipelined requests', () => {
       held.set(req.url!, res);
       heldChanged();
     });
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+    await listening(server);
     const closeGracefully = gracefulCloser(server);
     const port = (server.address() as { port: number }).port;
     const until = async (check: () => boolean) => {
@@ -110,7 +112,7 @@ describe('a request read after the drain’s closing answer has started', () => 
       if (req.url === '/streaming') streaming = res;
       changed();
     });
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+    await listening(server);
     const closeGracefully = gracefulCloser(server);
     // Node's parser read the request: this listener runs first, whatever the closer does with the request.
     server.prependListener('request', (req) => {

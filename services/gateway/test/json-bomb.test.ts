@@ -5,7 +5,7 @@ import { createServer, type Server } from 'node:http';
 import zlib from 'node:zlib';
 import type { GatewayClients } from '../src/clients';
 import { API_JSON_SHAPE, jsonShapeProblem } from '../src/http/json-shape';
-import { appWithoutServices, closed, listening } from './app-without-services';
+import { appWithoutServices, closed, listening, until } from './app-without-services';
 
 const MAX_FILE_BYTES = 20 * 1024 * 1024;
 const user = (token: string) => ({ id: token.replace(/^token-/, 'user-'), email: `${token}@example.com`, visibleEmail: false });
@@ -126,11 +126,11 @@ describe('compressed uploads weigh the upload limit, not their declared length',
     try {
       const first = upload(base, 'token-a', body, { 'content-encoding': 'gzip' });
       // The first is admitted and held in the files service; the next three arrive while it is under way.
-      while (received.length === 0) await new Promise((resolve) => setTimeout(resolve, 10));
+      await until(() => received.length > 0);
       const others: Response[] = [];
       for (let i = 0; i < 3; i++) void upload(base, 'token-a', body, { 'content-encoding': 'gzip' }).then((res) => others.push(res));
       // Each is answered at once, or (before) admitted and held like the first: then the files service sees it.
-      while (others.length < 3 && received.length < 2) await new Promise((resolve) => setTimeout(resolve, 10));
+      await until(() => others.length >= 3 || received.length >= 2);
       expect(received).toHaveLength(1);
       expect(others.map((res) => res.status)).toEqual([429, 429, 429]);
       expect(await others[0]!.json()).toEqual({ message: expect.stringMatching(/^You have too many uploads under way/) });

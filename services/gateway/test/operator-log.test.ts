@@ -3,7 +3,7 @@ import { Writable } from 'node:stream';
 import { ClientError, Status } from 'nice-grpc';
 import { createLogger } from '@cards/platform';
 import type { GatewayClients } from '../src/clients';
-import { appWithoutServices, closed, listening } from './app-without-services';
+import { appWithoutServices, closed, listening, until } from './app-without-services';
 
 const USER_ID = '0f3c9c1e-1111-4222-8333-444455556666';
 const EMAIL = 'bob.private.person@example.com';
@@ -43,11 +43,8 @@ describe("what the gateway's log tells an operator", () => {
 
   /** The access line of the request answered with `requestId`, once written. */
   async function accessLine(requestId: string): Promise<Line> {
-    for (;;) {
-      const line = lines.find((l) => l.msg === 'http request' && l.reqId === requestId);
-      if (line) return line;
-      await new Promise((resolve) => setTimeout(resolve, 10));
-    }
+    await until(() => lines.some((l) => l.msg === 'http request' && l.reqId === requestId));
+    return lines.find((l) => l.msg === 'http request' && l.reqId === requestId)!;
   }
 
   it('logs a peer outage by route pattern, without the path (an e-mail) or a stack: the first, then one a minute', async () => {

@@ -2,8 +2,9 @@
 // ResolveSessions call, each still gets its own answer, and an identity without that call still works.
 import { ServerError, Status } from 'nice-grpc';
 import { identity } from '@cards/proto';
-import { createGrpcClient, createLogger, startGrpcServer, type GrpcServerHandle } from '@cards/platform';
+import { createGrpcClient, type GrpcServerHandle } from '@cards/platform';
 import { batchingSessionResolver } from '../src/http/session';
+import { startStubPeers } from './fake-peer';
 
 interface Recorded {
   single: string[];
@@ -14,22 +15,9 @@ interface Recorded {
 async function startIdentity(options: { batching: boolean; failWith?: Status }): Promise<{ server: GrpcServerHandle; calls: Recorded }> {
   const calls: Recorded = { single: [], batches: [] };
   const userOf = (token: string): identity.User | undefined => (token.startsWith('user-') ? { id: token.slice(5), email: `${token.slice(5)}@example.com`, visibleEmail: false } : undefined);
-  const notUsed = async (): Promise<never> => {
-    throw new ServerError(Status.UNIMPLEMENTED, 'not used');
-  };
-  const server = await startGrpcServer({
-    name: 'identity.v1.IdentityService',
-    logger: createLogger('identity-stand-in', 'silent'),
-    register: (s) =>
-      s.add(identity.IdentityServiceDefinition, {
-        createInvitation: notUsed,
-        register: notUsed,
-        login: notUsed,
-        logout: notUsed,
-        requestPasswordReset: notUsed,
-        resetPassword: notUsed,
-        updateUser: notUsed,
-        getUsers: notUsed,
+  const server = await startStubPeers(
+    {
+      identity: {
         async resolveSession(req) {
           calls.single.push(req.token);
           if (options.failWith !== undefined) throw new ServerError(options.failWith, 'identity store down');
@@ -43,19 +31,26 @@ async function startIdentity(options: { batching: boolean; failWith?: Status }):
           if (options.failWith !== undefined) throw new ServerError(options.failWith, 'identity store down');
           return { resolutions: req.tokens.map((t) => ({ user: userOf(t) })) };
         },
-      }),
-  });
+      },
+    },
+    'identity.v1.IdentityService',
+  );
   return { server, calls };
 }
 
 describe('batchingSessionResolver', () => {
   const servers: GrpcServerHandle[] = [];
-  afterAll(() => Promise.all(servers.map((s) => s.shutdown())));
+  const channels: { close(): void }[] = [];
+  afterAll(async () => {
+    channels.forEach((channel) => channel.close());
+    await Promise.all(servers.map((s) => s.shutdown()));
+  });
 
   async function resolverFor(options: { batching: boolean; failWith?: Status }) {
     const { server, calls } = await startIdentity(options);
     servers.push(server);
-    const { client } = createGrpcClient(identity.IdentityServiceDefinition, server.address);
+    const { client, channel } = createGrpcClient(identity.IdentityServiceDefinition, server.address);
+    channels.push(channel);
     return { resolve: batchingSessionResolver(client), calls };
   }
 

@@ -471,12 +471,16 @@ describe('an answer its client takes none of for HTTP_ANSWER_IDLE_MS is cut and 
         appWithoutServices({ clients, accessLogLevel: 'silent', requestAdmission: { atOnce: 1, heavyAtOnce: 1, queue: 4, queueWaitMs: 600_000, perClient: 4, answerIdleMs: 50 } }),
       ),
     );
+    // The bound fires as the connection's idle timeout (res.setTimeout): Node then emits 'timeout' on the server too.
+    let boundReached!: () => void;
+    const reachedBound = new Promise<void>((resolve) => (boundReached = resolve));
+    oneSlot.once('timeout', () => boundReached());
     try {
       const held = fetch(`${oneSlotBase}/api/card/count`, as('patient'));
       await untilReached({ counts: 1 });
-      // The count is held until the peer answers: its connection sits idle past the 50 ms bound meanwhile (a wait that
-      // only makes sure the bound has passed; the test asserts no duration).
-      await new Promise((resolve) => setTimeout(resolve, 200));
+      // The count is held until the test lets the peer answer, after the bound has fired on its idle connection (before,
+      // a 200 ms pause that a loaded machine could end before the 50 ms bound had fired: then it passed without testing).
+      await reachedBound;
       counts.open();
       const answer = await held;
       expect(answer.status).toBe(200);

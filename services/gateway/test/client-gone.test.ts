@@ -76,7 +76,8 @@ describe.each([
   beforeEach(async () => {
     enableInProcessCalls(inProcess);
     held = [];
-    gateway = await gatewayInFrontOf(peers.address, { deadlineMs: 60_000 });
+    // The access log on: its line for a client that left (499) tells the test the gateway has seen the client go.
+    gateway = await gatewayInFrontOf(peers.address, { deadlineMs: 60_000, app: { accessLogLevel: 'info' } });
     base = gateway.base;
   });
   afterEach(async () => {
@@ -116,11 +117,13 @@ describe.each([
     const call = await untilHeld(1);
     client.abort();
     expect(await answer).toMatchObject({ name: 'AbortError' });
-    // The gateway has seen the client go once the create's heavy slot is given back (on the answer's 'close').
-    await until(async () => /^http_requests_in_flight\{line="heavy"\} 0$/m.test(await (await fetch(`${base}/metrics`)).text()));
+    await until(async () => gateway.logged.some((line) => line.includes('"status":499')));
     expect(call.context.signal.aborted).toBe(false);
+    // The create's work goes on, so it keeps its heavy slot until it ends (request-admission's whenWorkEnds).
+    expect(await (await fetch(`${base}/metrics`)).text()).toMatch(/^http_requests_in_flight\{line="heavy"\} 1$/m);
     call.release();
     expect(await call.outcome).toBe('released');
     expect(call.context.signal.aborted).toBe(false);
+    await until(async () => /^http_requests_in_flight\{line="heavy"\} 0$/m.test(await (await fetch(`${base}/metrics`)).text()));
   });
 });

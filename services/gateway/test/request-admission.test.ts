@@ -26,8 +26,9 @@ function gate() {
 let peer: GrpcServerHandle;
 let counts = gate();
 let searches = gate();
+let logins = gate();
 /** Calls that reached the peers. */
-const reached = { counts: 0, searches: 0, cards: 0, sessionLookups: 0 };
+const reached = { counts: 0, searches: 0, cards: 0, sessionLookups: 0, logins: 0 };
 /**
  * The card GET /api/card/:id answers: 2 x 1,000,000 control characters, each written \\u0001 in JSON, so its answer
  * (~12 MB) is far more than the connection's buffers take from a client that reads none of it.
@@ -58,6 +59,13 @@ beforeAll(async () => {
           },
           async getUsers({ ids }) {
             return { users: ids.map((id) => ({ id, email: `${id}@example.com`, visibleEmail: false })) };
+          },
+          // A password check (identity's scrypt), held until the test lets it end.
+          async login() {
+            reached.logins += 1;
+            onReached();
+            await logins.opened;
+            return { token: 'a-session', expiresAt: new Date(Date.now() + 3_600_000) };
           },
         }),
       );
@@ -113,6 +121,8 @@ let clients: ReturnType<typeof createGatewayClients>['clients'];
 beforeEach(async () => {
   counts = gate();
   searches = gate();
+  logins = gate();
+  reached.logins = 0;
   reached.counts = 0;
   reached.searches = 0;
   reached.cards = 0;
@@ -133,15 +143,16 @@ beforeEach(async () => {
 afterEach(async () => {
   counts.open();
   searches.open();
+  logins.open();
   await closed(server);
   channels.forEach((c) => c.close());
 });
 
 /** Resolves once the peers have been reached this often. */
-function untilReached(want: { counts?: number; searches?: number; cards?: number }): Promise<void> {
+function untilReached(want: { counts?: number; searches?: number; cards?: number; logins?: number }): Promise<void> {
   return new Promise((resolve) => {
     const check = () => {
-      if (reached.counts >= (want.counts ?? 0) && reached.searches >= (want.searches ?? 0) && reached.cards >= (want.cards ?? 0)) resolve();
+      if (reached.counts >= (want.counts ?? 0) && reached.searches >= (want.searches ?? 0) && reached.cards >= (want.cards ?? 0) && reached.logins >= (want.logins ?? 0)) resolve();
     };
     onReached = check;
     check();
@@ -154,9 +165,9 @@ const searchAs = (user: string) =>
   fetch(`${base}/api/card/search/1`, as(user, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ content: 'river' }) }));
 
 /** Resolves once the gateway's request bound holds `n` requests waiting in `line` (its /metrics gauge). */
-async function untilWaiting(line: 'light' | 'heavy', n: number): Promise<void> {
+async function untilWaiting(line: 'light' | 'heavy', n: number, at = base): Promise<void> {
   for (;;) {
-    const text = await (await fetch(`${base}/metrics`)).text();
+    const text = await (await fetch(`${at}/metrics`)).text();
     if (new RegExp(`^http_requests_waiting\\{line="${line}"\\} ${n}$`, 'm').test(text)) return;
     await new Promise((resolve) => setImmediate(resolve));
   }
@@ -488,6 +499,70 @@ describe('an answer its client takes none of for HTTP_ANSWER_IDLE_MS is cut and 
       expect(await (await fetch(`${oneSlotBase}/metrics`)).text()).toMatch(/^http_answers_cut_total 0$/m);
     } finally {
       await closed(oneSlot);
+    }
+  });
+});
+
+describe("a login whose client left holds its heavy slot until its password check has ended", () => {
+  /** A gateway with one heavy slot and a line of two whose access lines land in `lines`. */
+  async function loggingGateway() {
+    const lines: Array<Record<string, unknown>> = [];
+    const sink = new Writable({
+      write(chunk: Buffer, _encoding, done) {
+        lines.push(JSON.parse(chunk.toString()) as Record<string, unknown>);
+        done();
+      },
+    });
+    const app = appWithoutServices({ clients, logger: createLogger('gateway', 'info', sink), requestAdmission: { atOnce: 2, heavyAtOnce: 1, queue: 2, queueWaitMs: 600_000, perClient: 3 } });
+    return { ...(await listening(createHttpServer(app))), lines };
+  }
+  const loginAt = (at: string, email: string, signal?: AbortSignal) =>
+    fetch(`${at}/api/auth`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email, password: 'wrong password' }), signal });
+  /** Resolves once the gateway has seen `n` login clients leave before their answer (their access lines: 499; nothing else is POSTed). */
+  async function untilLoginsGone(lines: Array<Record<string, unknown>>, n: number): Promise<void> {
+    // The ones that left while in line never reached the router: their lines name no route ("unmatched").
+    while (lines.filter((line) => line.method === 'POST' && line.status === 499).length < n) await new Promise((resolve) => setImmediate(resolve));
+  }
+  async function untilInFlight(at: string, line: 'light' | 'heavy', n: number): Promise<void> {
+    for (;;) {
+      const text = await (await fetch(`${at}/metrics`)).text();
+      if (new RegExp(`^http_requests_in_flight\\{line="${line}"\\} ${n}$`, 'm').test(text)) return;
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+  }
+
+  test('the next login in line waits for it, and the logins whose clients left while waiting are never checked (a flood whose clients all left)', async () => {
+    const { server: gateway, base: at, lines } = await loggingGateway();
+    try {
+      const leaving = [new AbortController(), new AbortController(), new AbortController()];
+      const sent = leaving.map((client, i) => loginAt(at, `flood-${i}@example.com`, client.signal).catch((err: unknown) => err));
+      await untilReached({ logins: 1 });
+      await untilWaiting('heavy', 2, at);
+      // The first login's client leaves while identity still checks its password.
+      leaving[0]!.abort();
+      await untilLoginsGone(lines, 1);
+      // Its work goes on, so it keeps the slot: the next login in line is not started beside it (before, the client's
+      // close gave the slot back and the second password check started at once: one in line, two at identity).
+      const held = await (await fetch(`${at}/metrics`)).text();
+      expect(held).toMatch(/^http_requests_in_flight\{line="heavy"\} 1$/m);
+      expect(held).toMatch(/^http_requests_waiting\{line="heavy"\} 2$/m);
+      expect(reached.logins).toBe(1);
+      // The flood ends: the clients waiting in line leave too, then the first password check ends.
+      leaving[1]!.abort();
+      leaving[2]!.abort();
+      await untilLoginsGone(lines, 3);
+      await untilWaiting('heavy', 0, at);
+      logins.open();
+      await untilInFlight(at, 'heavy', 0);
+      expect((await Promise.all(sent)).map((err) => (err as Error).name)).toEqual(['AbortError', 'AbortError', 'AbortError']);
+      // No password was checked for the two clients that left while in line.
+      expect(reached.logins).toBe(1);
+      // The slot and the clients' shares are free again: the next login is served.
+      const next = await loginAt(at, 'back@example.com');
+      expect(next.status).toBe(204);
+      expect(reached.logins).toBe(2);
+    } finally {
+      await closed(gateway);
     }
   });
 });

@@ -2,6 +2,7 @@ import type { Socket } from 'node:net';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { AdmissionRefusedError, BoundedAdmission, ClientShares, type Logger, type Release } from '@cards/platform';
 import { Counter, Gauge, type Registry } from 'prom-client';
+import { isAbandonedWithItsClient } from './client-gone';
 import { ownShareTaken, serverBusy } from './http-error';
 import { clientAddressKey } from './rate-limits';
 
@@ -58,6 +59,11 @@ interface Standing {
   clientGone: AbortController;
   closed: boolean;
   release?: Release;
+  /**
+   * Admitted, and its route has neither answered nor failed yet, for a request whose work goes on when its client
+   * leaves (a write, a login: not isAbandonedWithItsClient). Its slot and share are held until that work ends.
+   */
+  working?: boolean;
 }
 
 /** The steps of the request bound: `lineFull` before the session is looked up, `share` before the body is read, `slot` once it has been (see requestAdmission). */
@@ -84,7 +90,9 @@ export interface RequestAdmission {
  * was held at the client's pace, and one client sending 8 bodies slowly (a login's first bytes, then nothing; Node
  * waits 300 s for the rest) held every heavy slot, so every login, search and card write of everyone else waited 5 s
  * and was answered 503 as long as it liked. Its slot and share are given back when the answer is sent, the client
- * goes away, or the client takes none of the answer for `answerIdleMs` (answerCutWhenIdle). /livez, /healthz and /metrics are not under /api and never wait here; uploads and file reads have their own bounds.
+ * goes away, or the client takes none of the answer for `answerIdleMs` (answerCutWhenIdle); a write's or a login's,
+ * whose work goes on without its client, only once that work has ended too (whenWorkEnds), so the bound counts the
+ * work under way, not the clients still waiting for it. /livez, /healthz and /metrics are not under /api and never wait here; uploads and file reads have their own bounds.
  */
 export function requestAdmission(limits: RequestAdmissionLimits, logger: Logger, registry?: Registry): RequestAdmission {
   const light = new BoundedAdmission({ capacity: limits.atOnce, maxWaiting: limits.queue, maxWaitMs: limits.queueWaitMs });
@@ -154,9 +162,15 @@ export function requestAdmission(limits: RequestAdmissionLimits, logger: Logger,
     standings.set(req, standing);
     res.once('close', () => {
       standing.closed = true;
+      if (!standing.release) {
+        releaseShare();
+        standing.clientGone.abort(new Error('the client went away before its request was served'));
+        return;
+      }
+      // A write's or a login's work goes on without its client (client-gone.ts): given back once it ends (whenWorkEnds).
+      if (standing.working) return;
       releaseShare();
-      if (standing.release) standing.release();
-      else standing.clientGone.abort(new Error('the client went away before its request was served'));
+      standing.release();
     });
     next();
   };
@@ -169,6 +183,15 @@ export function requestAdmission(limits: RequestAdmissionLimits, logger: Logger,
       (granted) => {
         if (standing.closed) return granted();
         standing.release = granted;
+        if (!isAbandonedWithItsClient(req)) {
+          standing.working = true;
+          whenWorkEnds(res, () => {
+            standing.working = false;
+            if (!standing.closed) return;
+            standing.releaseShare();
+            granted();
+          });
+        }
         cutWhenIdle(req, res);
         next();
       },
@@ -183,6 +206,34 @@ export function requestAdmission(limits: RequestAdmissionLimits, logger: Logger,
     );
   };
   return { lineFull, share, slot };
+}
+
+/**
+ * Calls `ended` once the route's work for this answer is over: it answered (res.end, which json and send end with), or
+ * it failed and the error handler answered or dropped the answer (res.end, res.destroy). A write's or a login's route
+ * runs to its end whatever its client does, and its client leaving ends none of its work: a login whose client left
+ * still checks its password (scrypt) and opens a session. Its slot given back on the client's 'close' let the next
+ * request in line start while that work still ran, so more than HTTP_HEAVY_REQUESTS_AT_ONCE logins hashed at once, and
+ * when a flood's clients all left together each close let in the next request in line before its own close was
+ * read: the logins of clients already gone were run one after another after the flood (docs/benchmarks.md, overload:
+ * the login flood's after-effect).
+ */
+function whenWorkEnds(res: Response, ended: () => void): void {
+  let done = false;
+  const once = () => {
+    if (done) return;
+    done = true;
+    ended();
+  };
+  const { end, destroy } = res;
+  res.end = function (this: Response, ...args: unknown[]) {
+    once();
+    return (end as (...a: unknown[]) => Response).apply(this, args);
+  } as Response['end'];
+  res.destroy = function (this: Response, error?: Error) {
+    once();
+    return destroy.call(this, error);
+  };
 }
 
 /** The connection's answer being written and the bytes it still holds for its client, unsent (Node 20's internals). */

@@ -1,6 +1,6 @@
 // What full-text search's reading of a text costs per call (services/search/src/domain/text.ts): indexWords of a
 // paragraph without names written with signs and of one holding several (node.js, .NET, C++, F#, C#, example.com,
-// "e.g."), and queryTerms of three plain words and of "C++ templates". Both indexes (SQLite, Elasticsearch) call these
+// "e.g."), and queryTerms of three plain words, of "C++ templates", of five names and of "C++17". Both indexes (SQLite, Elasticsearch) call these
 // once per card written and once per search.
 // Usage: pnpm exec tsx bench/search-text-words-bench.ts [calls=100000]
 import { indexWords, queryTerms } from '../services/search/src/domain/text';
@@ -25,4 +25,6 @@ console.table([
   time('indexWords, a paragraph with 7 names', () => indexWords(names), calls),
   time('queryTerms, 3 plain words', () => queryTerms('volcano eruption lava'), calls * 2),
   time('queryTerms, "C++ templates"', () => queryTerms('C++ templates'), calls * 2),
+  time('queryTerms, "C++ C# F# .NET node.js"', () => queryTerms('C++ C# F# .NET node.js'), calls * 2),
+  time('queryTerms, "C++17"', () => queryTerms('C++17'), calls * 2),
 ]);

@@ -650,7 +650,8 @@ function nameParts(name: string): { parts: string[]; versionless: string | undef
  * above one holding its parts only, which is still found, lower; a query of the part alone ("C") matches both alike.
  */
 function withSymbolNames(terms: readonly QueryTerm[], sequence: readonly string[], names: readonly string[]): QueryTerm[] {
-  const distinct = [...new Set(names)].map((name) => ({ name, ...nameParts(name) }));
+  // Each name once, with its parts as the tokenizer reads them (`every`, the version's digits included).
+  const distinct = [...new Set(names)].map((name) => ({ name, every: symbolNameParts(name), ...nameParts(name) }));
   const inNames = new Map<string, number>();
   for (const name of names) for (const part of symbolNameParts(name)) inNames.set(part, (inNames.get(part) ?? 0) + 1);
   const written = new Map<string, number>();
@@ -662,7 +663,7 @@ function withSymbolNames(terms: readonly QueryTerm[], sequence: readonly string[
       out.push(term);
       continue;
     }
-    const holding = distinct.filter(({ name }) => symbolNameParts(name).includes(term.word));
+    const holding = distinct.filter(({ every }) => every.includes(term.word));
     if ((written.get(term.word) ?? 0) > inQueryNames) {
       // Written alone too: one term, the names and the part alike.
       out.push({ word: term.word, forms: [...holding.map(({ name }) => ({ word: name, factor: 1, variants: false })), ...term.forms] });

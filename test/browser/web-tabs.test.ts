@@ -246,12 +246,44 @@ describeInBrowser('the web app in several tabs (headless Chromium)', () => {
     await second.getByRole('button', { name: 'Save', exact: true }).click();
     const warning = second.getByRole('alert').filter({ hasText: 'This collection was changed on' });
     await warning.waitFor();
-    expect(await warning.textContent()).toContain('it is now named “Moraines, first tab”. Saving replaces its name and description with yours.');
+    expect(await warning.textContent()).toContain('it is now named “Moraines, first tab”. Saving replaces its name with yours.');
     const stored = async () => ((await bob.client.get(`/api/card_collection/${collectionId}/1`)).json as { collection: { name: string } }).collection.name;
     expect(await stored()).toBe('Moraines, first tab');
     await warning.getByRole('button', { name: 'Save mine anyway' }).click();
     await second.getByRole('heading', { name: 'Moraines, second tab' }).waitFor();
     expect(await stored()).toBe('Moraines, second tab');
+  });
+
+  it('a description saved, or the privacy set, in a tab where the collection was renamed since in another tab keeps that rename', async () => {
+    await signInBrowser(context, system.baseUrl, bob);
+    const collectionId = await bobCollection(`Eskers ${Date.now()}`);
+    const stored = async () => ((await bob.client.get(`/api/card_collection/${collectionId}/1`)).json as { collection: { name: string; description: string; is_public: boolean } }).collection;
+    const renameElsewhere = async (name: string) => expect((await bob.client.put('/api/card_collection', { collection_id: collectionId, name })).status).toBe(204);
+    const nameField = page.getByLabel('Name', { exact: true });
+    await page.goto(`/collection/${collectionId}`);
+    await page.getByText('Rename, share or delete').click();
+    await nameField.waitFor();
+
+    // The name left alone here is not sent back over the rename (before, the form sent it as this page had read it).
+    await renameElsewhere('Eskers, renamed in another tab');
+    await page.getByLabel('Description', { exact: true }).fill('Ridges of gravel');
+    await page.getByRole('button', { name: 'Save', exact: true }).click();
+    await page.getByText('Saved.', { exact: true }).waitFor();
+    expect(await stored()).toMatchObject({ name: 'Eskers, renamed in another tab', description: 'Ridges of gravel', is_public: true });
+    await page.getByRole('heading', { name: 'Eskers, renamed in another tab' }).waitFor();
+    await eventually(async () => (await nameField.inputValue()) === 'Eskers, renamed in another tab', 10_000, 'the name field following the read');
+
+    // The privacy toggle sets the privacy alone; the page's read after it shows the rename in the form too, so the
+    // next save does not send the name this page had read first.
+    await renameElsewhere('Eskers, renamed twice');
+    await page.getByRole('button', { name: 'Make private' }).click();
+    await page.getByRole('button', { name: 'Make public' }).waitFor();
+    expect(await stored()).toMatchObject({ name: 'Eskers, renamed twice', is_public: false });
+    await eventually(async () => (await nameField.inputValue()) === 'Eskers, renamed twice', 10_000, 'the name field following the read');
+    await page.getByLabel('Description', { exact: true }).fill('Long ridges of gravel');
+    await page.getByRole('button', { name: 'Save', exact: true }).click();
+    await eventually(async () => (await stored()).description === 'Long ridges of gravel', 10_000, 'the description saved');
+    expect(await stored()).toMatchObject({ name: 'Eskers, renamed twice', is_public: false });
   });
 
   it.each([

@@ -1,6 +1,6 @@
 import { characterCount, MAX_COLLECTION_DESCRIPTION_CHARS, MAX_COLLECTION_NAME_CHARS } from '@cards/card-rules';
 import { freeTextMessage } from '../free-text';
-import { useMemo, useState } from 'preact/hooks';
+import { useEffect, useMemo, useState } from 'preact/hooks';
 import { api, ApiError, EDIT_ATTEMPTS, newIdempotencyKey, chosenVersion, type Collection } from '../api';
 import { CardSummary, DoneNotice, ErrorMessage, firstWords, formatDate, Loading, Notice, NotFoundHint, PageTitle, Pager, useAction, useAsync, UserText } from '../components';
 import { Link, navigate, useLocation } from '../router';
@@ -77,9 +77,32 @@ export function CollectionsPage() {
 /** A 404 naming the collection itself: it was deleted since the page read it (in another tab or window?). */
 const collectionGone = (err: unknown) => err instanceof ApiError && err.status === 404 && err.message === 'Collection not found';
 
+/** A collection's name and description as the settings form compares them: shown, edited, or as stored. */
+interface CollectionText {
+  name: string;
+  description: string;
+}
+
+/** Which of the fields a draft changes from the text it was begun on ("name", "description", both or none). */
+function changedFields(draft: CollectionText, begunOn: CollectionText): (keyof CollectionText)[] {
+  return (['name', 'description'] as const).filter((field) => draft[field] !== begunOn[field]);
+}
+
 function CollectionSettings({ collection: c, onChanged, onGone }: { collection: Collection; onChanged(): void; onGone(): void }) {
   const [name, setName] = useState(c.name);
   const [description, setDescription] = useState(c.description);
+  // Each field as it was when the user began editing it here: a save sends only the fields changed from it, so a field
+  // left alone never carries back an old value over one saved since elsewhere (another tab renamed the collection, this
+  // one saved a description: the rename was undone unsaid). A field left alone follows the page's reads of the
+  // collection (after a save, a privacy change or a removal here), as the heading does.
+  const [begunOn, setBegunOn] = useState<CollectionText>({ name: c.name, description: c.description });
+  useEffect(() => {
+    setName((shown) => (shown === begunOn.name ? c.name : shown));
+    setDescription((shown) => (shown === begunOn.description ? c.description : shown));
+    setBegunOn((was) => ({ name: name === was.name ? c.name : was.name, description: description === was.description ? c.description : was.description }));
+    // Only a new read of the collection moves the fields left alone (not typing, which the updaters compare).
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, [c.name, c.description]);
   const [saved, setSaved] = useState(false);
   const action = useAction();
   const run = (work: () => Promise<unknown>) =>
@@ -94,7 +117,7 @@ function CollectionSettings({ collection: c, onChanged, onGone }: { collection: 
     });
   // Renamed or described anew elsewhere (another tab or window) since this page read it: a save would replace that unsaid.
   // `etag`: the version shown, which "Save mine anyway" replaces (and only it: a later one is shown in its turn).
-  const [clash, setClash] = useState<{ current: Collection; etag: string | null } | undefined>();
+  const [clash, setClash] = useState<{ current: Collection; etag: string | null; fields: (keyof CollectionText)[] } | undefined>();
   /** `overwrite`: the version the user chose to replace ("Save mine anyway"), false for a plain save. */
   const save = async (e: Event | null, overwrite: { etag: string | null } | false = false) => {
     e?.preventDefault();
@@ -102,29 +125,42 @@ function CollectionSettings({ collection: c, onChanged, onGone }: { collection: 
     setClash(undefined);
     const problem = collectionDraftProblem(name.trim(), description);
     if (problem) return action.setError(problem);
+    const draft = { name: name.trim(), description };
+    const fields = changedFields(draft, begunOn);
+    let stored: CollectionText | undefined;
     const ok = await run(async () => {
       for (let attempt = 1; ; attempt++) {
         // Read again first, then update with that read's ETag as If-Match: a save landing between the two is answered
         // 412 and compared in its turn, not replaced unsaid.
         const { collection: current, etag } = await api.collectionWithVersion(c.id);
-        const changed = (mine: string, was: string, now: string) => mine !== was && now !== was && now !== mine;
-        if (!(overwrite && chosenVersion(overwrite.etag, etag)) && (changed(name.trim(), c.name, current.name) || changed(description, c.description, current.description))) {
-          setClash({ current, etag });
+        // Changed here and, otherwise, elsewhere since: the user decides (the other fields are not sent, so kept as saved).
+        const clashing = fields.filter((field) => current[field] !== begunOn[field] && current[field] !== draft[field]);
+        if (!(overwrite && chosenVersion(overwrite.etag, etag)) && clashing.length > 0) {
+          setClash({ current, etag, fields });
           throw new Error('Not saved yet.');
         }
+        stored = { name: current.name, description: current.description };
+        if (fields.length === 0) return;
         try {
-          await api.updateCollection({ collection_id: c.id, name: name.trim(), description }, etag);
+          await api.updateCollection({ collection_id: c.id, ...Object.fromEntries(fields.map((field) => [field, draft[field]])) }, etag);
+          stored = { ...stored, ...Object.fromEntries(fields.map((field) => [field, draft[field]])) };
           return;
         } catch (err) {
           if (!(err instanceof ApiError && err.status === 412) || attempt >= EDIT_ATTEMPTS) throw err;
         }
       }
     });
-    if (ok) {
+    if (ok && stored) {
+      // What is stored now is what the next edit begins on.
+      setBegunOn(stored);
+      setName(stored.name);
+      setDescription(stored.description);
       setSaved(true);
       onChanged();
     }
   };
+  // Sets the privacy the button says, and only it (no name or description is sent, so none saved elsewhere is undone),
+  // without If-Match: a privacy changed elsewhere since is set as the button says all the same, which is what it asked.
   const toggle = async () => {
     const ok = await run(() => api.updateCollection({ collection_id: c.id, is_public: !c.is_public }));
     if (ok) onChanged();
@@ -166,7 +202,7 @@ function CollectionSettings({ collection: c, onChanged, onGone }: { collection: 
         <div class="error" role="alert">
           <p>
             This collection was changed on {formatDate(clash.current.updated_at)}, after this page was opened (in another tab or window?): it is now named “
-            <UserText>{clash.current.name}</UserText>”. Saving replaces its name and description with yours.
+            <UserText>{clash.current.name}</UserText>”. Saving replaces its {clash.fields.join(' and ')} with yours.
           </p>
           <p class="row">
             <button type="button" onClick={() => void save(null, { etag: clash.etag })} aria-disabled={action.busy}>

@@ -7,6 +7,7 @@ import { SqliteCollectionRepository } from '../src/adapters/sqlite/sqlite-collec
 import { SqliteVoteRepository } from '../src/adapters/sqlite/sqlite-vote-repository';
 import { CardService } from '../src/application/card-service';
 import { CollectionService, PRIVATE_FILE_COLLECTION } from '../src/application/collection-service';
+import { VERSIONED_WRITE_ATTEMPTS } from '../src/application/events';
 import type { VisibleFile } from '../src/domain/ports';
 import { uninvolvedCardServiceDeps } from './uninvolved-deps';
 
@@ -169,6 +170,26 @@ describe("a file's collection's privacy, changed by its file, is written on the 
     // had its If-Match taken for a private collection it never saw.
     expect(now.updatedAt.getTime()).toBeGreaterThan(rename.getTime());
     await expect(service.update('alice', made.id, { description: 'on the rename' }, rename)).rejects.toThrow(ChangedSinceReadError);
+  });
+
+  it('a file made private: its collection is made private even when a change lands before every write on the version read', async () => {
+    const { service, cardService, collections } = setup();
+    const made = await aheadFileCollection(collections, true);
+    const write = collections.update.bind(collections);
+    let landings = 0;
+    jest.spyOn(collections, 'update').mockImplementation(async (id, change, events) => {
+      if (change.ifUpdatedAt && change.isPublic === false) {
+        const now = (await collections.findById(id))!;
+        expect(await write(id, { name: `Renamed ${++landings}`, updatedAt: new Date(now.updatedAt.getTime() + 1), ifUpdatedAt: now.updatedAt }, [])).toBe(true);
+      }
+      return write(id, change, events);
+    });
+    await cardService.applyFilePrivacy(made.fileId, 'alice', true);
+    // Each attempt on the version it read lost; the last writes the privacy all the same (a private file's name must
+    // not stay public), and the renames are kept.
+    expect(landings).toBe(VERSIONED_WRITE_ATTEMPTS - 1);
+    expect(await collections.findById(made.id)).toMatchObject({ name: `Renamed ${landings}`, isPublic: false });
+    await expect(service.get(made.id, 'bob')).rejects.toBeInstanceOf(NotFoundError);
   });
 
   it('made public while its file is made private: the correction after the update keeps a rename landing before it to its own version', async () => {

@@ -1,4 +1,4 @@
-import { createServer as createHttpServer } from 'node:http';
+import { createServer as createHttpServer, type Server as HttpServer } from 'node:http';
 import { Writable } from 'node:stream';
 import { createLogger, enableInProcessCalls, startGrpcServer, type GrpcServerHandle } from '@cards/platform';
 import { cards, files, health, identity, notifications, search } from '@cards/proto';
@@ -123,7 +123,7 @@ export interface GatewayInFrontOptions {
 export async function gatewayInFrontOf(
   address: string,
   options: GatewayInFrontOptions = {},
-): Promise<{ base: string; logged: string[]; clients: GatewayClientsOf; close(): Promise<void> }> {
+): Promise<{ server: HttpServer; base: string; logged: string[]; clients: GatewayClientsOf; close(): Promise<void> }> {
   const made = createGatewayClients({ identity: address, cards: address, search: address, files: address, notifications: address }, options.deadlineMs ?? 10_000);
   const logged: string[] = [];
   const sink = new Writable({
@@ -136,6 +136,7 @@ export async function gatewayInFrontOf(
     createHttpServer(appWithoutServices({ clients: made.clients, logger: createLogger('gateway-test', 'info', sink), accessLogLevel: 'silent', ...options.app })),
   );
   return {
+    server,
     base,
     logged,
     clients: made.clients,

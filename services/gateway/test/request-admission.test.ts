@@ -1,12 +1,9 @@
-import { createServer as createHttpServer, ServerResponse, type Server } from 'node:http';
+import { ServerResponse } from 'node:http';
 import { connect } from 'node:net';
-import { Writable } from 'node:stream';
-import { createLogger, startGrpcServer, type GrpcServerHandle } from '@cards/platform';
-import { cards, files, identity, search } from '@cards/proto';
-import { createGatewayClients } from '../src/clients';
+import type { GatewayAppOptions } from '../src/app';
 import { OWN_REQUESTS_BUSY_MESSAGE, SERVER_BUSY_MESSAGE } from '../src/http/request-admission';
-import { appWithoutServices, closed, listening } from './app-without-services';
-import { stub, tokenIsUser } from './fake-peer';
+import { until } from './app-without-services';
+import { gatewayInFrontOf, stubPeersForSuite, tokenIsUser, type GatewayInFront } from './fake-peer';
 
 /**
  * The gateway's bound on API requests served at once (HTTP_REQUESTS_AT_ONCE and its line): past it a request is
@@ -23,7 +20,6 @@ function gate() {
   return { opened, open };
 }
 
-let peer: GrpcServerHandle;
 let counts = gate();
 let searches = gate();
 let logins = gate();
@@ -41,82 +37,65 @@ const LARGE_FILE_BYTES = 128 * 65_536;
 /** Resolves once `n` count calls have reached the peer. */
 let onReached: () => void = () => undefined;
 
-beforeAll(async () => {
-  peer = await startGrpcServer({
-    name: 'stub',
-    logger: createLogger('stub', 'silent'),
-    register(s) {
-      s.add(
-        identity.IdentityServiceDefinition,
-        stub<identity.IdentityServiceImplementation>(identity.IdentityServiceDefinition, {
-          async resolveSession(req) {
-            reached.sessionLookups += 1;
-            return tokenIsUser.resolveSession(req);
-          },
-          async resolveSessions(req) {
-            reached.sessionLookups += 1;
-            return tokenIsUser.resolveSessions(req);
-          },
-          async getUsers({ ids }) {
-            return { users: ids.map((id) => ({ id, email: `${id}@example.com`, visibleEmail: false })) };
-          },
-          // A password check (identity's scrypt), held until the test lets it end.
-          async login() {
-            reached.logins += 1;
-            onReached();
-            await logins.opened;
-            return { token: 'a-session', expiresAt: new Date(Date.now() + 3_600_000) };
-          },
-        }),
-      );
-      s.add(
-        cards.CardServiceDefinition,
-        stub<cards.CardServiceImplementation>(cards.CardServiceDefinition, {
-          async countCards() {
-            reached.counts += 1;
-            onReached();
-            await counts.opened;
-            return { totalCount: 7 };
-          },
-          async getCard({ cardId }) {
-            reached.cards += 1;
-            onReached();
-            const at = new Date('2026-11-25T00:00:00.000Z');
-            return { id: cardId, authorId: 'author', content: unreadable, cardHtml: unreadable, link: '', totalUpvotes: 0, totalDownvotes: 0, createdAt: at, updatedAt: at, tags: [], private: false };
-          },
-        }),
-      );
-      s.add(
-        files.FileServiceDefinition,
-        stub<files.FileServiceImplementation>(files.FileServiceDefinition, {
-          // A public file of ~8 MB: far more than the connection's buffers take from a client that reads none of it.
-          async *readFile({ fileId }) {
-            const at = new Date('2026-11-25T00:00:00.000Z');
-            yield { part: { $case: 'file', value: { id: fileId, userId: 'owner', fileName: 'large.pdf', mimeType: 'application/pdf', size: LARGE_FILE_BYTES, private: false, createdAt: at, updatedAt: at, tags: [], ingestionStatus: 'done' } } };
-            for (let sent = 0; sent < LARGE_FILE_BYTES; sent += 65_536) yield { part: { $case: 'chunk', value: Buffer.alloc(65_536, 7) } };
-          },
-        }),
-      );
-      s.add(
-        search.SearchServiceDefinition,
-        stub<search.SearchServiceImplementation>(search.SearchServiceDefinition, {
-          async semanticSearch() {
-            reached.searches += 1;
-            onReached();
-            await searches.opened;
-            return { hits: [], totalPages: 0 };
-          },
-        }),
-      );
+const peers = stubPeersForSuite({
+  identity: {
+    async resolveSession(req) {
+      reached.sessionLookups += 1;
+      return tokenIsUser.resolveSession(req);
     },
-  });
+    async resolveSessions(req) {
+      reached.sessionLookups += 1;
+      return tokenIsUser.resolveSessions(req);
+    },
+    async getUsers({ ids }) {
+      return { users: ids.map((id) => ({ id, email: `${id}@example.com`, visibleEmail: false })) };
+    },
+    // A password check (identity's scrypt), held until the test lets it end.
+    async login() {
+      reached.logins += 1;
+      onReached();
+      await logins.opened;
+      return { token: 'a-session', expiresAt: new Date(Date.now() + 3_600_000) };
+    },
+  },
+  cards: {
+    async countCards() {
+      reached.counts += 1;
+      onReached();
+      await counts.opened;
+      return { totalCount: 7 };
+    },
+    async getCard({ cardId }) {
+      reached.cards += 1;
+      onReached();
+      const at = new Date('2026-11-25T00:00:00.000Z');
+      return { id: cardId, authorId: 'author', content: unreadable, cardHtml: unreadable, link: '', totalUpvotes: 0, totalDownvotes: 0, createdAt: at, updatedAt: at, tags: [], private: false };
+    },
+  },
+  files: {
+    // A public file of ~8 MB: far more than the connection's buffers take from a client that reads none of it.
+    async *readFile({ fileId }) {
+      const at = new Date('2026-11-25T00:00:00.000Z');
+      yield { part: { $case: 'file', value: { id: fileId, userId: 'owner', fileName: 'large.pdf', mimeType: 'application/pdf', size: LARGE_FILE_BYTES, private: false, createdAt: at, updatedAt: at, tags: [], ingestionStatus: 'done' } } };
+      for (let sent = 0; sent < LARGE_FILE_BYTES; sent += 65_536) yield { part: { $case: 'chunk', value: Buffer.alloc(65_536, 7) } };
+    },
+  },
+  search: {
+    async semanticSearch() {
+      reached.searches += 1;
+      onReached();
+      await searches.opened;
+      return { hits: [], totalPages: 0 };
+    },
+  },
 });
-afterAll(() => peer.shutdown());
 
-let server: Server;
+let gateway: GatewayInFront;
 let base: string;
-let channels: { close(): void }[];
-let clients: ReturnType<typeof createGatewayClients>['clients'];
+
+/** The gateway in front of the peers with these request bounds (the calls' deadline 60 s, longer than any test). */
+const gatewayWith = (requestAdmission: GatewayAppOptions['requestAdmission'], app: Partial<GatewayAppOptions> = {}) =>
+  gatewayInFrontOf(peers.address, { deadlineMs: 60_000, app: { requestAdmission, ...app } });
 
 beforeEach(async () => {
   counts = gate();
@@ -127,25 +106,14 @@ beforeEach(async () => {
   reached.searches = 0;
   reached.cards = 0;
   reached.sessionLookups = 0;
-  const made = createGatewayClients({ identity: peer.address, cards: peer.address, search: peer.address, files: peer.address, notifications: peer.address }, 60_000);
-  channels = Object.values(made.channels);
-  clients = made.clients;
-  ({ server, base } = await listening(
-    createHttpServer(
-      appWithoutServices({
-        clients: made.clients,
-        accessLogLevel: 'silent',
-        requestAdmission: { atOnce: 2, heavyAtOnce: 1, queue: 2, queueWaitMs: 600_000, perClient: 3 },
-      }),
-    ),
-  ));
+  gateway = await gatewayWith({ atOnce: 2, heavyAtOnce: 1, queue: 2, queueWaitMs: 600_000, perClient: 3 });
+  base = gateway.base;
 });
 afterEach(async () => {
   counts.open();
   searches.open();
   logins.open();
-  await closed(server);
-  channels.forEach((c) => c.close());
+  await gateway.close();
 });
 
 /** Resolves once the peers have been reached this often. */
@@ -166,11 +134,7 @@ const searchAs = (user: string) =>
 
 /** Resolves once the gateway's request bound holds `n` requests waiting in `line` (its /metrics gauge). */
 async function untilWaiting(line: 'light' | 'heavy', n: number, at = base): Promise<void> {
-  for (;;) {
-    const text = await (await fetch(`${at}/metrics`)).text();
-    if (new RegExp(`^http_requests_waiting\\{line="${line}"\\} ${n}$`, 'm').test(text)) return;
-    await new Promise((resolve) => setImmediate(resolve));
-  }
+  await until(async () => new RegExp(`^http_requests_waiting\\{line="${line}"\\} ${n}$`, 'm').test(await (await fetch(`${at}/metrics`)).text()));
 }
 
 describe('the gateway serves at most HTTP_REQUESTS_AT_ONCE API requests, with a bounded line', () => {
@@ -359,24 +323,9 @@ function pausedConnection(base: string, user: string) {
 
 describe('an answer its client takes none of for HTTP_ANSWER_IDLE_MS is cut and its slot given back', () => {
   test('a client that asks for a large answer and never reads it holds its slot only that long: the next request is then served', async () => {
-    const logged: string[] = [];
-    const sink = new Writable({
-      write(chunk, _encoding, done) {
-        logged.push(String(chunk));
-        done();
-      },
-    });
     // One slot, and a bound short enough for a test (the setting's floor is 1 s; the default 30 s).
-    const { server: oneSlot, base: oneSlotBase } = await listening(
-      createHttpServer(
-        appWithoutServices({
-          clients,
-          logger: createLogger('gateway-test', 'info', sink),
-          accessLogLevel: 'silent',
-          requestAdmission: { atOnce: 1, heavyAtOnce: 1, queue: 4, queueWaitMs: 600_000, perClient: 4, answerIdleMs: 200 },
-        }),
-      ),
-    );
+    const oneSlot = await gatewayWith({ atOnce: 1, heavyAtOnce: 1, queue: 4, queueWaitMs: 600_000, perClient: 4, answerIdleMs: 200 });
+    const oneSlotBase = oneSlot.base;
     // Reads nothing: what the gateway writes stays in the connection's buffers, then in its own.
     const { socket, socketClosed, head } = pausedConnection(oneSlotBase, 'never-reads');
     try {
@@ -391,21 +340,18 @@ describe('an answer its client takes none of for HTTP_ANSWER_IDLE_MS is cut and 
       socket.resume();
       await socketClosed;
       expect(await (await fetch(`${oneSlotBase}/metrics`)).text()).toMatch(/^http_answers_cut_total 1$/m);
-      const line = logged.map((l) => JSON.parse(l) as Record<string, unknown>).find((l) => l.requestId === 'never-reads-1');
+      const line = oneSlot.logged.map((l) => JSON.parse(l) as Record<string, unknown>).find((l) => l.requestId === 'never-reads-1');
       expect(line).toMatchObject({ level: 30, path: `/api/card/${LARGE_CARD_ID}`, idleMs: 200 });
       expect(line?.unsentBytes).toBeGreaterThan(0);
     } finally {
       socket.destroy();
-      await closed(oneSlot);
+      await oneSlot.close();
     }
   });
 
   test('a large answer pipelined behind another is cut too when its client reads none of it (the first answer sent does not clear its bound)', async () => {
-    const { server: twoSlots, base: twoSlotsBase } = await listening(
-      createHttpServer(
-        appWithoutServices({ clients, accessLogLevel: 'silent', requestAdmission: { atOnce: 2, heavyAtOnce: 1, queue: 4, queueWaitMs: 600_000, perClient: 4, answerIdleMs: 200 } }),
-      ),
-    );
+    const twoSlots = await gatewayWith({ atOnce: 2, heavyAtOnce: 1, queue: 4, queueWaitMs: 600_000, perClient: 4, answerIdleMs: 200 });
+    const twoSlotsBase = twoSlots.base;
     const { socket, socketClosed, head } = pausedConnection(twoSlotsBase, 'piper');
     try {
       // The count is held, so the card's answer is worked out first and waits for the connection behind it.
@@ -414,31 +360,22 @@ describe('an answer its client takes none of for HTTP_ANSWER_IDLE_MS is cut and 
       counts.open();
       // Before, the count's answer, once sent, cleared the bound the card's answer had set on taking the connection:
       // that answer was never cut and held its slot for good.
-      for (;;) {
-        const text = await (await fetch(`${twoSlotsBase}/metrics`)).text();
-        if (/^http_answers_cut_total 1$/m.test(text)) break;
-        await new Promise((resolve) => setImmediate(resolve));
-      }
+      await until(async () => /^http_answers_cut_total 1$/m.test(await (await fetch(`${twoSlotsBase}/metrics`)).text()));
       socket.resume();
       await socketClosed;
       expect(await (await fetch(`${twoSlotsBase}/metrics`)).text()).toMatch(/^http_requests_in_flight\{line="light"\} 0$/m);
     } finally {
       socket.destroy();
-      await closed(twoSlots);
+      await twoSlots.close();
     }
   });
 
   test("a file read pipelined behind an answer keeps its own idle bound when it equals this one (FILE_READ_IDLE_MS = HTTP_ANSWER_IDLE_MS)", async () => {
-    const { server: sameBounds, base: sameBase } = await listening(
-      createHttpServer(
-        appWithoutServices({
-          clients,
-          accessLogLevel: 'silent',
-          requestAdmission: { atOnce: 2, heavyAtOnce: 1, queue: 4, queueWaitMs: 600_000, perClient: 4, answerIdleMs: 200 },
-          fileReads: { atOnce: 1, perClient: 1, callMs: 60_000, idleMs: 200 },
-        }),
-      ),
+    const sameBounds = await gatewayWith(
+      { atOnce: 2, heavyAtOnce: 1, queue: 4, queueWaitMs: 600_000, perClient: 4, answerIdleMs: 200 },
+      { fileReads: { atOnce: 1, perClient: 1, callMs: 60_000, idleMs: 200 } },
     );
+    const sameBase = sameBounds.base;
     // The file read sets its bound once its header has come (res.setTimeout): known here, the gateway being in process.
     let boundSet!: () => void;
     const fileBoundSet = new Promise<void>((resolve) => (boundSet = resolve));
@@ -472,20 +409,17 @@ describe('an answer its client takes none of for HTTP_ANSWER_IDLE_MS is cut and 
     } finally {
       spy.mockRestore();
       socket.destroy();
-      await closed(sameBounds);
+      await sameBounds.close();
     }
   });
 
   test('a request whose answer the gateway is still working out is not cut, however long past the bound it takes', async () => {
-    const { server: oneSlot, base: oneSlotBase } = await listening(
-      createHttpServer(
-        appWithoutServices({ clients, accessLogLevel: 'silent', requestAdmission: { atOnce: 1, heavyAtOnce: 1, queue: 4, queueWaitMs: 600_000, perClient: 4, answerIdleMs: 50 } }),
-      ),
-    );
+    const oneSlot = await gatewayWith({ atOnce: 1, heavyAtOnce: 1, queue: 4, queueWaitMs: 600_000, perClient: 4, answerIdleMs: 50 });
+    const oneSlotBase = oneSlot.base;
     // The bound fires as the connection's idle timeout (res.setTimeout): Node then emits 'timeout' on the server too.
     let boundReached!: () => void;
     const reachedBound = new Promise<void>((resolve) => (boundReached = resolve));
-    oneSlot.once('timeout', () => boundReached());
+    oneSlot.server.once('timeout', () => boundReached());
     try {
       const held = fetch(`${oneSlotBase}/api/card/count`, as('patient'));
       await untilReached({ counts: 1 });
@@ -498,41 +432,31 @@ describe('an answer its client takes none of for HTTP_ANSWER_IDLE_MS is cut and 
       expect(await answer.json()).toEqual({ total_count: 7 });
       expect(await (await fetch(`${oneSlotBase}/metrics`)).text()).toMatch(/^http_answers_cut_total 0$/m);
     } finally {
-      await closed(oneSlot);
+      await oneSlot.close();
     }
   });
 });
 
 describe("a login whose client left holds its heavy slot until its password check has ended", () => {
-  /** A gateway with one heavy slot and a line of two whose access lines land in `lines`. */
+  /** A gateway with one heavy slot and a line of two whose access lines land in `lines()`. */
   async function loggingGateway() {
-    const lines: Array<Record<string, unknown>> = [];
-    const sink = new Writable({
-      write(chunk: Buffer, _encoding, done) {
-        lines.push(JSON.parse(chunk.toString()) as Record<string, unknown>);
-        done();
-      },
-    });
-    const app = appWithoutServices({ clients, logger: createLogger('gateway', 'info', sink), requestAdmission: { atOnce: 2, heavyAtOnce: 1, queue: 2, queueWaitMs: 600_000, perClient: 3 } });
-    return { ...(await listening(createHttpServer(app))), lines };
+    const logging = await gatewayWith({ atOnce: 2, heavyAtOnce: 1, queue: 2, queueWaitMs: 600_000, perClient: 3 }, { accessLogLevel: 'info' });
+    return { logging, lines: () => logging.logged.map((line) => JSON.parse(line) as Record<string, unknown>) };
   }
   const loginAt = (at: string, email: string, signal?: AbortSignal) =>
     fetch(`${at}/api/auth`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email, password: 'wrong password' }), signal });
   /** Resolves once the gateway has seen `n` login clients leave before their answer (their access lines: 499; nothing else is POSTed). */
-  async function untilLoginsGone(lines: Array<Record<string, unknown>>, n: number): Promise<void> {
+  async function untilLoginsGone(lines: () => Array<Record<string, unknown>>, n: number): Promise<void> {
     // The ones that left while in line never reached the router: their lines name no route ("unmatched").
-    while (lines.filter((line) => line.method === 'POST' && line.status === 499).length < n) await new Promise((resolve) => setImmediate(resolve));
+    await until(() => lines().filter((line) => line.method === 'POST' && line.status === 499).length >= n);
   }
   async function untilInFlight(at: string, line: 'light' | 'heavy', n: number): Promise<void> {
-    for (;;) {
-      const text = await (await fetch(`${at}/metrics`)).text();
-      if (new RegExp(`^http_requests_in_flight\\{line="${line}"\\} ${n}$`, 'm').test(text)) return;
-      await new Promise((resolve) => setImmediate(resolve));
-    }
+    await until(async () => new RegExp(`^http_requests_in_flight\\{line="${line}"\\} ${n}$`, 'm').test(await (await fetch(`${at}/metrics`)).text()));
   }
 
   test('the next login in line waits for it, and the logins whose clients left while waiting are never checked (a flood whose clients all left)', async () => {
-    const { server: gateway, base: at, lines } = await loggingGateway();
+    const { logging, lines } = await loggingGateway();
+    const at = logging.base;
     try {
       const leaving = [new AbortController(), new AbortController(), new AbortController()];
       const sent = leaving.map((client, i) => loginAt(at, `flood-${i}@example.com`, client.signal).catch((err: unknown) => err));
@@ -562,7 +486,7 @@ describe("a login whose client left holds its heavy slot until its password chec
       expect(next.status).toBe(204);
       expect(reached.logins).toBe(2);
     } finally {
-      await closed(gateway);
+      await logging.close();
     }
   });
 });

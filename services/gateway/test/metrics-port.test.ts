@@ -15,74 +15,74 @@ async function startWithPeer(extraEnv: Record<string, string>) {
     peer.forceShutdown();
     throw err;
   });
-  return {
+  const system = {
     base: `http://127.0.0.1:${gateway.port}`,
     async stop() {
       await gateway.stop();
       peer.forceShutdown();
     },
   };
+  running.push(system);
+  return system;
 }
+
+/**
+ * The systems started, stopped after each test whatever it did: a test that fails or times out before a finally of its
+ * own would leave a gateway and its peer running, which keeps jest from exiting.
+ */
+const running: { stop(): Promise<void> }[] = [];
+/** Connections a test holds open, destroyed before its system stops. */
+const held: Socket[] = [];
+afterEach(async () => {
+  for (const socket of held.splice(0)) socket.destroy();
+  for (const system of running.splice(0)) await system.stop();
+});
 
 describe('the gateway with METRICS_PORT', () => {
   it('serves /metrics on that port alone, counting the requests of its HTTP port, whose /metrics is a JSON 404', async () => {
     const metricsPort = await freePort();
     const system = await startWithPeer({ METRICS_PORT: String(metricsPort), METRICS_HOST: '127.0.0.1' });
-    try {
-      expect((await fetch(`${system.base}/api/card/count`)).status).toBe(200);
+    expect((await fetch(`${system.base}/api/card/count`)).status).toBe(200);
 
-      const onHttpPort = await fetch(`${system.base}/metrics`);
-      expect({ status: onHttpPort.status, body: await onHttpPort.json() }).toEqual({ status: 404, body: { message: expect.any(String) } });
+    const onHttpPort = await fetch(`${system.base}/metrics`);
+    expect({ status: onHttpPort.status, body: await onHttpPort.json() }).toEqual({ status: 404, body: { message: expect.any(String) } });
 
-      const scraped = await fetch(`http://127.0.0.1:${metricsPort}/metrics`);
-      expect(scraped.status).toBe(200);
-      const text = await scraped.text();
-      expect(text).toMatch(/http_request_duration_seconds_count\{[^}]*route="\/api\/card\/count"[^}]*\} 1\b/);
-      expect(text).toMatch(/^process_cpu_seconds_total /m);
-    } finally {
-      await system.stop();
-    }
+    const scraped = await fetch(`http://127.0.0.1:${metricsPort}/metrics`);
+    expect(scraped.status).toBe(200);
+    const text = await scraped.text();
+    expect(text).toMatch(/http_request_duration_seconds_count\{[^}]*route="\/api\/card\/count"[^}]*\} 1\b/);
+    expect(text).toMatch(/^process_cpu_seconds_total /m);
   });
 
   it('answers GET /livez on that port while every connection HTTP_MAX_CONNECTIONS allows on its HTTP port is held (the chart probes liveness there)', async () => {
     const metricsPort = await freePort();
     const system = await startWithPeer({ METRICS_PORT: String(metricsPort), METRICS_HOST: '127.0.0.1', HTTP_MAX_CONNECTIONS: '2' });
-    const held: Socket[] = [];
-    try {
-      // Each connection is counted once its first answer has come back; keep-alive then holds it open.
-      const { port } = new URL(system.base);
-      for (let i = 0; i < 2; i++) {
-        const socket = connect(Number(port), '127.0.0.1');
-        held.push(socket);
-        socket.write('GET /livez HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n');
-        const head = await new Promise<string>((resolve, reject) => {
-          socket.once('data', (chunk: Buffer) => resolve(chunk.toString('latin1')));
-          socket.once('error', reject);
-        });
-        expect(head).toMatch(/^HTTP\/1\.1 200 /);
-      }
-
-      // A kubelet probe on the HTTP port is refused like any other new connection...
-      const onHttpPort = await fetch(`${system.base}/livez`);
-      expect({ status: onHttpPort.status, body: await onHttpPort.json() }).toEqual({ status: 503, body: { message: expect.stringMatching(/too many open connections/) } });
-      // ...while on the metrics port the process still says it is alive, as its HTTP port would.
-      const onMetricsPort = await fetch(`http://127.0.0.1:${metricsPort}/livez`);
-      expect({ status: onMetricsPort.status, body: await onMetricsPort.json() }).toEqual({ status: 200, body: { status: 'ok' } });
-    } finally {
-      for (const socket of held) socket.destroy();
-      await system.stop();
+    // Each connection is counted once its first answer has come back; keep-alive then holds it open.
+    const { port } = new URL(system.base);
+    for (let i = 0; i < 2; i++) {
+      const socket = connect(Number(port), '127.0.0.1');
+      held.push(socket);
+      socket.write('GET /livez HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n');
+      const head = await new Promise<string>((resolve, reject) => {
+        socket.once('data', (chunk: Buffer) => resolve(chunk.toString('latin1')));
+        socket.once('error', reject);
+      });
+      expect(head).toMatch(/^HTTP\/1\.1 200 /);
     }
+
+    // A kubelet probe on the HTTP port is refused like any other new connection...
+    const onHttpPort = await fetch(`${system.base}/livez`);
+    expect({ status: onHttpPort.status, body: await onHttpPort.json() }).toEqual({ status: 503, body: { message: expect.stringMatching(/too many open connections/) } });
+    // ...while on the metrics port the process still says it is alive, as its HTTP port would.
+    const onMetricsPort = await fetch(`http://127.0.0.1:${metricsPort}/livez`);
+    expect({ status: onMetricsPort.status, body: await onMetricsPort.json() }).toEqual({ status: 200, body: { status: 'ok' } });
   });
 
   it('keeps /metrics on its HTTP port without it (the all-in-one, a local run)', async () => {
     const system = await startWithPeer({});
-    try {
-      const res = await fetch(`${system.base}/metrics`);
-      expect(res.status).toBe(200);
-      expect(await res.text()).toMatch(/^process_cpu_seconds_total /m);
-    } finally {
-      await system.stop();
-    }
+    const res = await fetch(`${system.base}/metrics`);
+    expect(res.status).toBe(200);
+    expect(await res.text()).toMatch(/^process_cpu_seconds_total /m);
   });
 
   it('refuses to start with a METRICS_PORT that is not a port, naming it', async () => {

@@ -148,11 +148,14 @@ describe('the connection cap (createGatewayServer, HTTP_MAX_CONNECTIONS)', () =>
     trickling.on('error', () => undefined);
     // A byte now and then, each well inside an idle timeout: only a limit counted from the answer ends it.
     const sending = setInterval(() => trickling.writable && trickling.write('x'), 100);
-    try {
-      await new Promise((resolve) => trickling.on('close', resolve));
-    } finally {
-      clearInterval(sending);
-    }
+    // Stopped with the connection, which afterEach destroys too: a test timing out here never reaches a finally, and the
+    // interval would keep jest from exiting.
+    await new Promise((resolve) =>
+      trickling.on('close', () => {
+        clearInterval(sending);
+        resolve(undefined);
+      }),
+    );
     expect(received).toMatch(/^HTTP\/1\.1 503 /);
   });
 });

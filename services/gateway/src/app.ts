@@ -94,6 +94,12 @@ function peerHealthLog(logger: Logger): (down: readonly string[]) => void {
   };
 }
 
+/**
+ * The 'close' listeners one answer may hold before Node warns of a leak: the gateway's own concerns and a streamed
+ * answer's pipeline come to about a dozen; twice Node's default leaves room for them and still names a real leak.
+ */
+const ANSWER_CLOSE_LISTENERS = 20;
+
 /** The HTTP face of the system: /api routes, /livez, /healthz, /metrics (unless served elsewhere); every error as {"message"}. */
 export function createGatewayApp(options: GatewayAppOptions): Express {
   const app = express();
@@ -105,6 +111,14 @@ export function createGatewayApp(options: GatewayAppOptions): Express {
   const metrics = options.metrics ?? createMetrics();
   const routes = routeMethodIndex(app.router);
 
+  // Each concern below listens once for its answer's 'close' (queued answers, access log and metrics, admission slot and
+  // share, idle cut, client gone, graceful close) and a streamed answer's pipeline adds three more: 11 on a listing,
+  // past Node's default of 10, and every list answer (each poll of the notifications) printed "MaxListenersExceededWarning:
+  // Possible EventEmitter memory leak detected" to stderr. No leak: the listeners end with their answer.
+  app.use((_req, res, next) => {
+    res.setMaxListeners(ANSWER_CLOSE_LISTENERS);
+    next();
+  });
   // First: every 'close' listener below relies on it for pipelined requests whose client left (slots, shares, logs).
   app.use(closeQueuedResponsesWithTheirConnection());
   app.use((req, res, next) => {

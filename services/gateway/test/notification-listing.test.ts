@@ -149,6 +149,36 @@ describe('GET /api/notifications', () => {
     expect((await list(running.base, { 'if-none-match': '"n1.someone-else.3.2"' })).status).toBe(200);
   });
 
+  it('answers the list without a process warning (a "possible memory leak" line per poll on stderr before)', async () => {
+    // Each concern of the gateway listens once for an answer's 'close' (access log, admission slot, idle cut, client
+    // gone, ...) and a streamed answer's pipeline adds its own: 11 on one answer, past Node's default of 10, so every
+    // poll of the list wrote "MaxListenersExceededWarning: Possible EventEmitter memory leak detected" to the process's
+    // stderr (not the JSON log) — no leak is there (the listeners go with the answer), but an operator's log filled
+    // with it. Node warns when one event of an emitter has more listeners than the emitter's limit, so that is what is
+    // checked, at each 'close' listener added (jest's sandboxed `process` does not see the real process's warnings).
+    const answers: Array<{ most: number; limit: number }> = [];
+    const app = appWithoutServices({ clients: fakeClients(3, 1000, []), accessLogLevel: 'silent' });
+    running = await listening(
+      createServer((req, res) => {
+        const answer = { most: 0, limit: res.getMaxListeners() };
+        answers.push(answer);
+        res.on('newListener', (event) => {
+          // 'newListener' comes before the listener is added: it makes one more.
+          if (event === 'close') answer.most = Math.max(answer.most, res.listenerCount('close') + 1);
+          answer.limit = res.getMaxListeners();
+        });
+        app(req, res);
+      }),
+    );
+    for (const encoding of ['identity', 'gzip']) {
+      const res = await list(running.base, { 'accept-encoding': encoding });
+      expect(res.status).toBe(200);
+      expect((await res.json()) as unknown[]).toHaveLength(3);
+    }
+    expect(answers).toHaveLength(2);
+    for (const answer of answers) expect(answer.most).toBeLessThanOrEqual(answer.limit);
+  });
+
   it('lists without a tag when the notifications service has no list versions yet (UNIMPLEMENTED)', async () => {
     const seen: string[] = [];
     running = await serve(

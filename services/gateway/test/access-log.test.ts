@@ -1,11 +1,12 @@
 import type { AddressInfo } from 'node:net';
-import { request, type Server } from 'node:http';
+import { createServer, request } from 'node:http';
 import { Writable } from 'node:stream';
 import express, { Router } from 'express';
 import { createLogger } from '@cards/platform';
 import { accessLog, type AccessLogLevel } from '../src/http/access-log';
 import { observeRequestEnds } from '../src/http/request-end';
 import { recordMountPath } from '../src/http/route-label';
+import { listening } from './app-without-services';
 
 /** A gateway-shaped app (access log first, routes in a router mounted at /api) whose log lines land in `lines`. */
 async function appLoggingTo(loggerLevel: string, accessLevel: AccessLogLevel) {
@@ -33,9 +34,7 @@ async function appLoggingTo(loggerLevel: string, accessLevel: AccessLogLevel) {
   const slowRequestIn = new Promise<void>((resolve) => (slowArrived = resolve));
   api.get('/slow', () => slowArrived());
   app.use('/api', api);
-  const server: Server = await new Promise((resolve) => {
-    const s = app.listen(0, '127.0.0.1', () => resolve(s));
-  });
+  const { server } = await listening(createServer(app));
   const { port } = server.address() as AddressInfo;
   return { lines, firstLine, port, slowRequestIn, close: () => new Promise<void>((resolve) => server.close(() => resolve())) };
 }

@@ -75,7 +75,7 @@ describe('/api answers compressed for clients that accept it', () => {
       res.writeHead(200, { 'content-type': 'text/plain; charset=utf-8', 'content-length': String(FILE_BYTES.length) });
       res.end(FILE_BYTES);
     });
-    await new Promise<void>((resolve) => files.listen(0, '127.0.0.1', resolve));
+    await listening(files);
     const filesHttpAddress = `127.0.0.1:${(files.address() as AddressInfo).port}`;
     running = await listening(createServer(appWithoutServices({ clients, filesHttpAddress, filesInternalToken: TOKEN, accessLogLevel: 'silent' })));
   });

@@ -1,9 +1,10 @@
-import type { Server } from 'node:http';
+import { createServer, type Server } from 'node:http';
 import { Writable } from 'node:stream';
 import express from 'express';
 import { createLogger } from '@cards/platform';
 import { errorHandler } from '../src/http/error-handler';
 import { HttpError } from '../src/http/http-error';
+import { listening } from './app-without-services';
 
 /** A gateway-shaped app whose routes throw the given errors, logging into `lines`. */
 async function appThrowing(lines: { level: number; msg: string; err?: unknown }[]): Promise<{ url: string; server: Server }> {
@@ -25,9 +26,7 @@ async function appThrowing(lines: { level: number; msg: string; err?: unknown }[
     throw new Error('database password is hunter2');
   });
   app.use(errorHandler(logger));
-  const server = await new Promise<Server>((resolve) => {
-    const s = app.listen(0, '127.0.0.1', () => resolve(s));
-  });
+  const { server } = await listening(createServer(app));
   const address = server.address() as { port: number };
   return { url: `http://127.0.0.1:${address.port}`, server };
 }

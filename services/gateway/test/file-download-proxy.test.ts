@@ -1,7 +1,7 @@
 import { Agent, createServer, get, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { GatewayClients } from '../src/clients';
-import { appWithoutServices } from './app-without-services';
+import { appWithoutServices, listening } from './app-without-services';
 
 const TOKEN = 'the-current-internal-token';
 const FILE_ID = '6f1c2b1e-0000-4000-8000-000000000001';
@@ -21,7 +21,7 @@ function filesDownloadEndpoint(): Server {
 }
 
 async function listen(server: Server): Promise<string> {
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  await listening(server);
   return `127.0.0.1:${(server.address() as AddressInfo).port}`;
 }
 

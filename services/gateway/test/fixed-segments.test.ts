@@ -1,5 +1,5 @@
 import { createServer, type Server } from 'node:http';
-import { appWithoutServices } from './app-without-services';
+import { appWithoutServices, listening } from './app-without-services';
 
 // A fixed path segment (count, update, search, bookmark, ...) is never taken for a neighbouring route's parameter:
 // /card/:card_id would also match /card/count, /card_collection/:collection_id/:page /card_collection/search/1
@@ -10,7 +10,7 @@ let base: string;
 
 beforeAll(async () => {
   server = createServer(appWithoutServices());
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  await listening(server);
   base = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
 });
 

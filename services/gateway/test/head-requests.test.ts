@@ -5,14 +5,14 @@ import type { files } from '@cards/proto';
 import type { GatewayClients } from '../src/clients';
 import { MemoryAttemptCounter } from '../src/adapters/memory/memory-attempt-counter';
 import type { GatewayAppOptions } from '../src/app';
-import { appWithoutServices, closed } from './app-without-services';
+import { appWithoutServices, closed, listening } from './app-without-services';
 
 // Express hands HEAD to a GET route's handlers, and HEAD is what link checkers, prefetchers and monitors send freely
 // (docs/decisions.md, "Methods"): a GET that does more than read refuses it, and a HEAD asks for no more than its head.
 
 async function serve(overrides: Partial<GatewayAppOptions>): Promise<{ server: Server; port: number }> {
   const server = createServer(appWithoutServices({ accessLogLevel: 'silent', ...overrides }));
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  await listening(server);
   return { server, port: (server.address() as AddressInfo).port };
 }
 

@@ -2,7 +2,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
 import { createLogger } from '@cards/platform';
-import { appWithoutServices } from './app-without-services';
+import { appWithoutServices, listening } from './app-without-services';
 
 async function serve(checkPeers: () => Promise<readonly string[]>, logLines?: Array<Record<string, unknown>>): Promise<{ server: Server; base: string; url: string }> {
   const sink = new Writable({
@@ -12,7 +12,7 @@ async function serve(checkPeers: () => Promise<readonly string[]>, logLines?: Ar
     },
   });
   const server = createServer(appWithoutServices({ checkPeers, logger: createLogger('gateway-test', 'info', sink), accessLogLevel: 'silent' }));
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  await listening(server);
   const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   return { server, base, url: `${base}/healthz` };
 }

@@ -2,7 +2,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { gzipSync } from 'node:zlib';
 import { utf8Problem } from '../src/http/json-body';
-import { appWithoutServices } from './app-without-services';
+import { appWithoutServices, listening } from './app-without-services';
 
 const bytes = (...parts: Array<string | number[]>) => Buffer.concat(parts.map((p) => (typeof p === 'string' ? Buffer.from(p, 'utf8') : Buffer.from(p))));
 
@@ -31,7 +31,7 @@ describe('a JSON body whose bytes are not UTF-8', () => {
   let base: string;
   beforeAll(async () => {
     server = createServer(appWithoutServices());
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    await listening(server);
     base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   });
   afterAll(() => server.close());

@@ -4,7 +4,7 @@ import type { GatewayClients } from '../src/clients';
 import { MemoryAttemptCounter } from '../src/adapters/memory/memory-attempt-counter';
 import { clientAddressKey, type RateLimitConfig } from '../src/http/rate-limits';
 import type { GatewayAppOptions } from '../src/app';
-import { appWithoutServices, counterInOneWindow } from './app-without-services';
+import { appWithoutServices, counterInOneWindow, listening } from './app-without-services';
 
 /** An identity that records the mails it is asked for (and answers as the real one does). */
 function mailingIdentity() {
@@ -26,7 +26,7 @@ const generous: RateLimitConfig = { perIpPerMinute: 100_000, perEmailPerMinute: 
 
 async function serve(overrides: Partial<GatewayAppOptions>): Promise<{ server: Server; port: number }> {
   const server = createServer(appWithoutServices({ accessLogLevel: 'silent', ...overrides }));
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  await listening(server);
   return { server, port: (server.address() as AddressInfo).port };
 }
 

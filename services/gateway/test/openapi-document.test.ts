@@ -1,6 +1,6 @@
 import type { Express } from 'express';
 import { OPERATIONS, buildOpenApiDocument, toOpenApiPath } from '../src/openapi/document';
-import { appWithoutServices, counterInOneWindow } from './app-without-services';
+import { appWithoutServices, counterInOneWindow, listening } from './app-without-services';
 import { originCheckJudges } from '../src/http/cross-origin';
 import { SESSION_HINT_COOKIE } from '../src/http/web-app';
 
@@ -169,7 +169,7 @@ describe('OpenAPI document', () => {
     const described = (listed: any): string | undefined => (listed?.$ref ? responses[listed.$ref.replace('#/components/responses/', '')] : listed)?.description;
     const { createServer } = await import('node:http');
     const server = createServer(appWithoutServices());
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    await listening(server);
     try {
       const base = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
       for (const op of OPERATIONS) {
@@ -216,7 +216,7 @@ describe('OpenAPI document', () => {
   it('the auth rate limits answer their 429 with Retry-After, as the document says', async () => {
     const { createServer } = await import('node:http');
     const server = createServer(appWithoutServices({ rateLimits: { perIpPerMinute: 2, perEmailPerMinute: 100, counter: counterInOneWindow() } }));
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    await listening(server);
     try {
       const url = `http://127.0.0.1:${(server.address() as { port: number }).port}/api/invitation`;
       const statuses: number[] = [];

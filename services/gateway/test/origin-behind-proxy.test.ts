@@ -7,7 +7,7 @@ import type { AddressInfo } from 'node:net';
 import { ClientError, Status } from 'nice-grpc';
 import type { GatewayClients } from '../src/clients';
 import type { GatewayAppOptions } from '../src/app';
-import { appWithoutServices, closed } from './app-without-services';
+import { appWithoutServices, closed, listening } from './app-without-services';
 
 // No session is live: a request the Origin check lets through reaches the route and is 401; a refused one is 403.
 const clients = {
@@ -20,7 +20,7 @@ const clients = {
 
 async function serve(overrides: Partial<GatewayAppOptions>): Promise<{ server: Server; port: number }> {
   const server = createServer(appWithoutServices({ clients, accessLogLevel: 'silent', publicUrl: 'https://cards.example.com', ...overrides }));
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  await listening(server);
   return { server, port: (server.address() as AddressInfo).port };
 }
 

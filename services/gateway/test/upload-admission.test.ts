@@ -1,7 +1,8 @@
-import type { Server } from 'node:http';
+import { createServer } from 'node:http';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import { uploadAdmission, type UploadAdmissionLimits } from '../src/http/upload-admission';
 import { HttpError } from '../src/http/http-error';
+import { listening } from './app-without-services';
 
 /** An app whose upload route holds each admitted upload until the test answers it; the caller is named by x-user. */
 async function serve(limits: UploadAdmissionLimits) {
@@ -20,9 +21,7 @@ async function serve(limits: UploadAdmissionLimits) {
     const http = err as HttpError;
     res.status(http.status).set(http.headers).json({ message: http.message });
   });
-  const server: Server = await new Promise((resolve) => {
-    const s = app.listen(0, '127.0.0.1', () => resolve(s));
-  });
+  const { server } = await listening(createServer(app));
   const url = `http://127.0.0.1:${(server.address() as { port: number }).port}/upload`;
   return {
     /** Sends an upload of `bytes` as `user`; resolves with the answer once there is one. */

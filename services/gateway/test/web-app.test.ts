@@ -1,11 +1,12 @@
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
-import type { Server } from 'node:http';
+import { createServer } from 'node:http';
 import { join } from 'node:path';
 import { brotliDecompressSync, gunzipSync } from 'node:zlib';
 import express from 'express';
 import { createLogger } from '@cards/platform';
 import { serveWebApp, WEB_APP_CSP } from '../src/http/web-app';
 import { testTempDir } from '../../../test/support/cleanup';
+import { listening } from './app-without-services';
 
 /** A bare express app with the web-app hook and a JSON 404 after it, as app.ts arranges them. */
 async function serve(dir: string): Promise<{ url: string; close(): Promise<void> }> {
@@ -13,9 +14,7 @@ async function serve(dir: string): Promise<{ url: string; close(): Promise<void>
   app.get('/api/ping', (_req, res) => void res.json({ ok: true }));
   serveWebApp(app, dir, createLogger('web-app-test', 'silent'));
   app.use((_req, res) => void res.status(404).json({ message: 'fell through' }));
-  const server: Server = await new Promise((resolve) => {
-    const s = app.listen(0, '127.0.0.1', () => resolve(s));
-  });
+  const { server } = await listening(createServer(app));
   const { port } = server.address() as { port: number };
   return { url: `http://127.0.0.1:${port}`, close: () => new Promise((r) => server.close(() => r())) };
 }

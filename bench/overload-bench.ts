@@ -9,7 +9,7 @@
 // Seed first (a few thousand cards, users, votes, collections through the HTTP interface; invitation mail read from
 // DATA_DIR/mail, so start the all-in-one without SMTP_URL and with generous auth limits for seeding):
 //   pnpm exec tsx bench/overload-bench.ts seed http://localhost:4202 /tmp/data [cards=3000] [users=8] > seed.json
-// then flood:
+// then flood (a login flood also prints the password checks identity ran for clients that had left):
 //   pnpm exec tsx bench/overload-bench.ts run http://localhost:4202 seed.json [seconds=10] [levels=50,200,1000] [kinds=read,...]
 // Kinds: read, user-pages, top-users, search, collection-search, create, update, vote, bookmark, login, upload, mixed.
 import { fork } from 'node:child_process';
@@ -149,9 +149,12 @@ async function metrics(base: string) {
     const res = await fetch(`${base}/metrics`, { signal: AbortSignal.timeout(30_000) });
     const text = await res.text();
     const value = (name: string) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN);
-    return { rssMb: value('process_resident_memory_bytes') / 2 ** 20, lagP99Ms: value('nodejs_eventloop_lag_p99_seconds') * 1000, lagMaxMs: value('nodejs_eventloop_lag_max_seconds') * 1000 };
+    // Password checks identity ran (the all-in-one's gRPC server counts every Login it handled, whatever its outcome).
+    const logins = [...text.matchAll(/^grpc_server_handled_total\{[^}]*grpc_method="Login"[^}]*\} (\S+)$/gm)].reduce((sum, m) => sum + Number(m[1]), 0);
+    const underWay = ['in_flight', 'waiting'].reduce((sum, gauge) => sum + [...text.matchAll(new RegExp(`^http_requests_${gauge}\\{[^}]*\\} (\\S+)$`, 'gm'))].reduce((n, m) => n + Number(m[1]), 0), 0);
+    return { rssMb: value('process_resident_memory_bytes') / 2 ** 20, lagP99Ms: value('nodejs_eventloop_lag_p99_seconds') * 1000, lagMaxMs: value('nodejs_eventloop_lag_max_seconds') * 1000, logins, underWay };
   } catch {
-    return { rssMb: NaN, lagP99Ms: NaN, lagMaxMs: NaN };
+    return { rssMb: NaN, lagP99Ms: NaN, lagMaxMs: NaN, logins: NaN, underWay: NaN };
   }
 }
 
@@ -260,10 +263,18 @@ async function flood(base: string, s: Seed, kind: string, connections: number, s
   clearInterval(sampler);
   const quietUser = await watcher.stop();
   const recovered = await recoveryMs(base, quiet.id, probeUser.cookie);
-  const after = await metrics(base);
+  // Once nothing is served or waiting any more (the gateway's request bound), so what the flood left is counted whole.
+  let after = await metrics(base);
+  for (let tries = 0; tries < 600 && after.underWay !== 0; tries++) {
+    await new Promise((r) => setTimeout(r, 100));
+    after = await metrics(base);
+  }
   // Nothing lost: every card whose create was answered 200 during the flood is stored (read back one by one).
   let stored = 0;
   for (const id of created) if ((await fetch(`${base}/api/card/${id}`, { headers: { cookie: probeUser.cookie } })).status === 200) stored++;
+  // Logins identity checked beyond those answered to the flood (204 or 401): password checks for clients that had left.
+  const checked = after.logins - before.logins;
+  const answeredLogins = (statuses.get(204) ?? 0) + (statuses.get(401) ?? 0);
   const seen = [...statuses.entries()].sort(([a], [b]) => a - b).map(([st, n]) => `${st}x${n}`).join(' ');
   const f = (n: number) => (Number.isFinite(n) ? n.toFixed(0) : '-');
   console.log(
@@ -272,6 +283,7 @@ async function flood(base: string, s: Seed, kind: string, connections: number, s
       `  | quiet card p50 ${f(pct(quietUser.card, 50))} p99 ${f(pct(quietUser.card, 99))} max ${f(Math.max(...quietUser.card))} ms, healthz p50 ${f(pct(quietUser.health, 50))} p99 ${f(pct(quietUser.health, 99))} ms${quietUser.bad.length ? ` bad: ${[...new Set(quietUser.bad)].join(',')}` : ''}` +
       `  | rss ${f(before.rssMb)}→peak ${f(peakRss)}→${f(after.rssMb)} MB, loop p99 ${f(after.lagP99Ms)} max ${f(after.lagMaxMs)} ms, back in ${f(recovered)} ms` +
       (created.length ? `  | created ${created.length}, read back ${stored}` : '') +
+      (checked > 0 ? `  | password checks ${checked}, answered ${answeredLogins}, for clients gone ${checked - answeredLogins}` : '') +
       (broken.size ? `  BROKEN: ${[...broken.entries()].map(([k, n]) => `${k} x${n}`).join(', ')}` : ''),
   );
   return { statuses, broken };

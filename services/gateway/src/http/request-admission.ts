@@ -178,10 +178,10 @@ export function requestAdmission(limits: RequestAdmissionLimits, logger: Logger,
     const standing = standings.get(req);
     if (!standing) return next();
     // The client left while its body arrived: nothing is left to answer.
-    if (standing.closed) return;
+    if (standing.closed || clientHungUp(req)) return;
     lines[standing.line].acquire(1, standing.clientGone.signal).then(
       (granted) => {
-        if (standing.closed) return granted();
+        if (standing.closed || clientHungUp(req)) return granted();
         standing.release = granted;
         if (!isAbandonedWithItsClient(req)) {
           standing.working = true;
@@ -206,6 +206,16 @@ export function requestAdmission(limits: RequestAdmissionLimits, logger: Logger,
     );
   };
   return { lineFull, share, slot };
+}
+
+/**
+ * The client has hung up, though the answer's 'close' has not come yet: Node read the connection's end and ended its
+ * own writing side (the server keeps no half-open connection, so no answer can be written any more), and emits 'close'
+ * a few turns of the event loop later. A request in line granted its slot in between was run for nobody: when a
+ * flood's clients all left at once, each slot given back went to a request whose client was already gone.
+ */
+function clientHungUp(req: Request): boolean {
+  return req.socket.destroyed || !req.socket.writable;
 }
 
 /**

@@ -1,4 +1,4 @@
-import { AlreadyExistsError, appendToSqliteOutbox, creationCursor, keptKeyExpiry, newestFirstRows, pageOfRows, type KeptKeyExpiry, type OutgoingEvent, type Page, type SqliteDatabase } from '@cards/platform';
+import { AlreadyExistsError, appendToSqliteOutbox, creationCursor, isStoreBusyError, keptKeyExpiry, newestFirstRows, pageOfRows, type KeptKeyExpiry, type OutgoingEvent, type Page, type SqliteDatabase } from '@cards/platform';
 import type { Collection, DeletedIdempotencyKey } from '../../domain/model';
 import { BOOKMARK_BLOCK, blockHolding, type BookmarkAddition, type BookmarkAdditionOptions, type CollectionChange, type CollectionRepository, type HeldCard, type StoredBookmark } from '../../domain/ports';
 import { findDeletedIdempotencyKey, keepDeletedIdempotencyKey, type KeyOfDeleted } from './deleted-idempotency-keys';
@@ -243,17 +243,20 @@ export class SqliteCollectionRepository implements CollectionRepository {
       const rows = this.db.prepare(VISIBLE_BOOKMARKED_ROOTS_SQL)
         .all({ collectionId, viewerId, fromOrd: block * BOOKMARK_BLOCK, fromCard: '', limit, offset: offset - before }) as { root_id: string }[];
       return rows.map((r) => r.root_id);
-    })();
+    }).deferred();
   }
 
   async countVisibleBookmarkedRoots(collectionId: string, viewerId: string | null): Promise<number> {
-    return this.db.transaction(() => this.keptRoots(collectionId, viewerId).n)();
+    return this.db.transaction(() => this.keptRoots(collectionId, viewerId).n).deferred();
   }
 
   /**
    * The viewer's root count per block of bookmark orders, read once (one walk of the collection's bookmarks) and then
    * kept; a change marks the blocks it may alter (bookmark_block_changes, by triggers), and only those are counted
-   * again, so the page after a change costs in proportion to the change. Call within a transaction.
+   * again, so the page after a change costs in proportion to the change. Call within a transaction: a page's reads call
+   * it in a DEFERRED one (not the IMMEDIATE default of openSqlite), so that reading a collection never waits for
+   * another connection's write lock (the backup command holds it while it copies every store); the counts are then
+   * kept only when the lock is free, and read fresh (the same answer) while it is held.
    */
   private keptRoots(collectionId: string, viewerId: string | null): KeptRoots {
     const viewer = viewerId ?? '';
@@ -285,8 +288,14 @@ export class SqliteCollectionRepository implements CollectionRepository {
       }
     }
     while (roots.blocks.length > 0 && roots.blocks[roots.blocks.length - 1] === 0) roots.blocks.pop();
-    this.db.prepare('INSERT OR REPLACE INTO bookmark_block_counts (collection_id, viewer_id, n, blocks, seq) VALUES (?, ?, ?, ?, ?)')
-      .run(collectionId, viewer, roots.n, JSON.stringify(roots.blocks), latest);
+    try {
+      this.db.prepare('INSERT OR REPLACE INTO bookmark_block_counts (collection_id, viewer_id, n, blocks, seq) VALUES (?, ?, ?, ?, ?)')
+        .run(collectionId, viewer, roots.n, JSON.stringify(roots.blocks), latest);
+    } catch (err) {
+      // A deferred read whose write lock another connection holds (SQLITE_BUSY at once, without waiting): the counts
+      // are right, only not kept this time.
+      if (!isStoreBusyError(err)) throw err;
+    }
     return roots;
   }
 

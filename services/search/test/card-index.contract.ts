@@ -971,6 +971,26 @@ export function describeCardIndexContract(name: string, factory: () => Promise<C
       expect((await index.matchText('C++ C#', everything(), firstPage)).hits[0]!.cardId).toBe(two.cardId);
     });
 
+    test('a query of names finds a card naming two of them, not one holding only their parts (a C and an F) under the fixed floor', async () => {
+      // Many cards name C++ or C#, so their part "c" is common and they weigh little; F# and .NET weigh more.
+      const cards = [
+        ...Array.from({ length: 8 }, (_, i) => aCard().saying(`Notes on C++ topic ${i}`).build()),
+        ...Array.from({ length: 8 }, (_, i) => aCard().saying(`Notes on C# topic ${i}`).build()),
+        ...Array.from({ length: 12 }, (_, i) => aCard().saying(`Filler card about gardening ${i}`).build()),
+      ];
+      const dotnet = aCard().saying('The .NET runtime compiles to an intermediate language').build();
+      const fsharp = aCard().saying('Pipelines in F# read from left to right').build();
+      const both = aCard().saying('Ported the build scripts from C++ to C#').build();
+      const grades = aCard().saying('She got a C in maths and an F in French').build();
+      for (const card of [...cards, dotnet, fsharp, both, grades]) await index.upsert(card);
+      const hits = (await index.matchText('C++ C# F# .NET', everything(), firstPage)).hits.map((h) => h.cardId);
+      // The card naming C++ and C# is found (the lowered floor for a query of names); the card saying the letters C and
+      // F names none of them: half of three names' weight (0.26) was over that floor (0.21), and it ranked above it.
+      expect(hits.slice(0, 2).sort()).toEqual([dotnet.cardId, fsharp.cardId].sort());
+      expect(hits).toContain(both.cardId);
+      expect(hits).not.toContain(grades.cardId);
+    });
+
     test('Chinese in traditional and in simplified characters find each other, words and phrases; Japanese kanji fold alike', async () => {
       const traditional = aCard().saying('我昨天一個人去圖書館看書').build();
       const simplified = aCard().saying('这个图书馆很大，一个人也没有').build();

@@ -516,7 +516,7 @@ export interface QueryTerm {
   /**
    * The name written with signs the term looks for (withSymbolNames; the parts of a name of several words share it),
    * when the query does not also write the term's word alone: a query whose every term has one is a query of names
-   * (textScoreFloor).
+   * (namesFloor).
    */
   name?: string;
 }
@@ -925,19 +925,21 @@ export function textScoreFloor(floor: number, terms: readonly { weight: number; 
   }
   if (weightSum <= 0) return floor;
   const alone = ((1 - phraseWeight) * heaviest) / weightSum;
-  const lowered = alone >= TELLING_WORD_MIN_SCORE && alone < floor ? alone - 1e-6 : floor;
-  return Math.min(lowered, namesFloor(terms, weightSum, phraseWeight));
+  return alone >= TELLING_WORD_MIN_SCORE && alone < floor ? alone - 1e-6 : floor;
 }
 
 /**
- * The least score a card needs to match a query of names written with signs only, NAMES_QUERY_NAMES of them or more
- * ("C++ C# F# .NET node.js"; every term has a name, see withSymbolNames): what a card naming its two lightest names
- * gets, but not under TELLING_WORD_MIN_SCORE; Infinity for any other query. Each of five names weighs about a fifth of
- * the query, and a name sharing its part with many cards (C++ and C#: "c") less, so a card naming two of them (0.26)
- * fell under the fixed floor and the query found nothing, or only a card naming one rare name. A card naming one
- * name still needs what telling words need (textScoreFloor).
+ * The least score a card's naming matches (NAMING_MATCH or more: the name, or the name without its version) must give
+ * for the card to match a query of names written with signs only, NAMES_QUERY_NAMES of them or more ("C++ C# F# .NET
+ * node.js"; every term has a name, see withSymbolNames), when its whole score is under textScoreFloor: what a card
+ * naming its two lightest names gets, but not under TELLING_WORD_MIN_SCORE; Infinity for any other query. Each of five
+ * names weighs about a fifth of the query, and a name sharing its part with many cards (C++ and C#: "c") less, so a
+ * card naming two of them (0.26) fell under the fixed floor and the query found nothing, or only a card naming one
+ * rare name. Only naming matches count for it: a card holding parts alone ("she got a C in maths and an F in
+ * French" for "C++ C# F# .NET", half of three names) scored above a card naming two light names, and a floor lowered
+ * for its whole score let it in. A card naming one name still needs what telling words need (textScoreFloor).
  */
-function namesFloor(terms: readonly { weight: number; name?: string }[], weightSum: number, phraseWeight: number): number {
+export function namesFloor(terms: readonly { weight: number; name?: string }[], weightSum: number, phraseWeight: number): number {
   const byName = new Map<string, number>();
   for (const { weight, name } of terms) {
     if (name === undefined) return Infinity;
@@ -947,6 +949,9 @@ function namesFloor(terms: readonly { weight: number; name?: string }[], weightS
   const [lightest, next] = [...byName.values()].sort((a, b) => a - b) as [number, number];
   return Math.max(TELLING_WORD_MIN_SCORE, ((1 - phraseWeight) * (lightest + next)) / weightSum) - 1e-6;
 }
+
+/** Least similarity of a match of a named term (QueryTerm.name) that names it (namesFloor): the name, or the name without its version; not a part alone. */
+export const NAMING_MATCH = VERSIONLESS_NAME_MATCH;
 
 /** Least number of names written with signs a query of names only holds for namesFloor (with two, a card needs both or one telling name). */
 export const NAMES_QUERY_NAMES = 3;

@@ -3,7 +3,7 @@ import { Client, errors, type estypes } from '@elastic/elasticsearch';
 import { redactUrl } from '@cards/platform';
 import { compareTies, isZeroVector, stopIfCancelled, type IndexedCard, type IndexPage, type PageRequest, type SearchScope, type StoredCard, type StoredPoint } from '../../domain/model';
 import type { CardIndex } from '../../domain/ports';
-import { bestFormMatches, CJK_CHARACTER_BIGRAMS, filterForm, heldQueryWords, indexWords, isCjkCharacter, isExtraIndexWord, isSymbolWord, linkFilterForm, LONG_QUERY_MIN_SCORE, LONG_QUERY_WORDS, longQueryFloor, MAX_QUERY_TERMS, queryTerms, tagFilterForm, tellingTerms, textScoreFloor, wordTrigrams } from '../../domain/text';
+import { bestFormMatches, CJK_CHARACTER_BIGRAMS, filterForm, heldQueryWords, indexWords, isCjkCharacter, isExtraIndexWord, isSymbolWord, linkFilterForm, LONG_QUERY_MIN_SCORE, LONG_QUERY_WORDS, longQueryFloor, MAX_QUERY_TERMS, namesFloor, NAMING_MATCH, queryTerms, tagFilterForm, tellingTerms, textScoreFloor, wordTrigrams } from '../../domain/text';
 import { matchWord, wordWeight, type VocabularyCandidate, type WordMatch } from './word-matcher';
 
 export interface ElasticsearchCardIndexOptions {
@@ -849,9 +849,34 @@ export class ElasticsearchCardIndex implements CardIndex {
       }, read);
       floor = longQueryFloor(floor, best.hits.hits[0]?._score ?? 0);
     }
+    // A query of names: a card whose naming matches alone reach namesFloor matches under `floor` too (the embedded
+    // index's rule): the lower bound for every card, and a filter of either bound, each on its own score.
+    const named = namesFloor(perWord, weightSum, phraseWeight);
+    const matching: estypes.QueryDslQueryContainer[] = [...filter];
+    if (named < floor) {
+      const naming = perWord
+        .map((w) => ({ ...w, matches: w.name === undefined ? [] : w.matches.filter((m) => m.similarity >= NAMING_MATCH) }))
+        .filter((w) => w.matches.length > 0)
+        .map((w) => ({
+          dis_max: {
+            tie_breaker: 0,
+            queries: w.matches.map((m) => ({ constant_score: { filter: { term: { words: m.word } }, boost: ((1 - phraseWeight) * w.weight * m.similarity) / weightSum } })),
+          },
+        }));
+      matching.push({
+        bool: {
+          should: [
+            { function_score: { query: { bool: { should, minimum_should_match: 1 } }, min_score: floor - 1e-6 } },
+            ...(naming.length > 0 ? [{ function_score: { query: { bool: { should: naming, minimum_should_match: 1 } }, min_score: named - 1e-6 } }] : []),
+          ],
+          minimum_should_match: 1,
+        },
+      });
+      floor = named;
+    }
     const result = await this.client.search<Pick<CardSource, 'card_id'>>({
       index: this.names.cards,
-      query: { bool: { filter, should, minimum_should_match: 1 } },
+      query: { bool: { filter: matching, should, minimum_should_match: 1 } },
       // A float32 score may fall a hair under the threshold the embedded index compares in double precision.
       min_score: floor - 1e-6,
       sort: [{ _score: { order: 'desc' } }, ...TIE_SORT],

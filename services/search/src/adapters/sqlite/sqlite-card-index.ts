@@ -1,7 +1,7 @@
 import { openSqlite, type SqliteDatabase } from '@cards/platform';
 import { isZeroVector, stopIfCancelled, type IndexedCard, type IndexHit, type IndexPage, type PageRequest, type SearchScope, type StoredCard, type StoredPoint } from '../../domain/model';
 import type { CardIndex } from '../../domain/ports';
-import { bestFormMatches, heldQueryWords, indexWords, linkFilterForm, LONG_QUERY_MIN_SCORE, LONG_QUERY_WORDS, longQueryFloor, queryTerms, tagFilterForm, tellingTerms, textScoreFloor } from '../../domain/text';
+import { bestFormMatches, heldQueryWords, indexWords, linkFilterForm, LONG_QUERY_MIN_SCORE, LONG_QUERY_WORDS, longQueryFloor, namesFloor, NAMING_MATCH, queryTerms, tagFilterForm, tellingTerms, textScoreFloor } from '../../domain/text';
 import { Lexicon, PUBLIC, type Reader, type WordMatch } from './lexicon';
 import { WordSequences, type Phrase } from './phrase';
 import { TopK, VectorMatrix } from './vector-matrix';
@@ -82,7 +82,7 @@ interface TextTerm {
   weight: number;
   /** The word's own id when the phrase check runs (every query word known). */
   exactId: number | undefined;
-  /** The name written with signs the word looks for (QueryTerm.name), for textScoreFloor. */
+  /** The name written with signs the word looks for (QueryTerm.name), for namesFloor. */
   name: string | undefined;
 }
 
@@ -152,6 +152,8 @@ export class SqliteCardIndex implements CardIndex {
   private scratchBest = new Float32Array(1024);
   private scratchTotal = new Float32Array(1024);
   private scratchExact = new Uint8Array(1024);
+  /** Per card, the weighted similarity of its naming matches (namesFloor), while a query of names is scored. */
+  private scratchNamed = new Float32Array(1024);
 
   constructor(options: SqliteCardIndexOptions) {
     // The first step creates the tables: run now, this open made the index (a missing or empty file).
@@ -416,6 +418,9 @@ export class SqliteCardIndex implements CardIndex {
     // A paste's floor depends on the best card's score (longQueryFloor), never under LONG_QUERY_MIN_SCORE: pruning
     // keeps every card that can reach that.
     let floor = textScoreFloor(this.minTextScore, terms, phraseWeight);
+    // A query of names: a card whose naming matches alone reach namesFloor matches under `floor` too.
+    const named = namesFloor(terms, weightSum, phraseWeight);
+    const namedFloor = named < floor ? named : undefined;
     const fixedFloor = floor;
     if (long) floor = Math.min(floor, LONG_QUERY_MIN_SCORE - 1e-6);
     // Heaviest words first (a stable sort, so every card's sum adds its words in one order). The lightest words
@@ -426,12 +431,13 @@ export class SqliteCardIndex implements CardIndex {
     let generating = byWeight.length;
     if (this.pruneTextCandidates) {
       let rest = 0;
-      while (generating > 1 && ((1 - phraseWeight) * (rest + byWeight[generating - 1]!.weight)) / weightSum < floor - 1e-6) {
+      while (generating > 1 && ((1 - phraseWeight) * (rest + byWeight[generating - 1]!.weight)) / weightSum < Math.min(floor, namedFloor ?? floor) - 1e-6) {
         rest += byWeight[--generating]!.weight;
       }
     }
     const candidates: number[] = [];
-    byWeight.forEach((term, i) => this.scoreTerm(term, i < generating, candidates));
+    byWeight.forEach((term, i) => this.scoreTerm(term, i < generating, candidates, namedFloor !== undefined && term.name !== undefined));
+    const namedScores = this.scratchNamed;
     const filter = this.scopeFilter(scope);
     if (long) {
       let best = 0;
@@ -452,8 +458,10 @@ export class SqliteCardIndex implements CardIndex {
     for (const slot of candidates) {
       const wordScore = weightSum > 0 ? total[slot]! / weightSum : 0;
       const holdsEveryWord = phrase !== undefined && exact[slot] === queryWords.length;
+      const namedScore = namedFloor !== undefined && weightSum > 0 ? ((1 - phraseWeight) * namedScores[slot]!) / weightSum : 0;
       total[slot] = 0;
       exact[slot] = 0;
+      namedScores[slot] = 0;
       if (!filter(slot)) continue;
       const score = (1 - phraseWeight) * wordScore;
       if (holdsEveryWord) {
@@ -463,7 +471,7 @@ export class SqliteCardIndex implements CardIndex {
         everyWordScore = score;
         continue;
       }
-      if (score < floor) continue;
+      if (score < floor && (namedFloor === undefined || namedScore < namedFloor)) continue;
       matching++;
       top.push(score, slot);
     }
@@ -476,22 +484,25 @@ export class SqliteCardIndex implements CardIndex {
    * Adds a query word's weight, times the similarity of the closest of its matches a card holds, to each card's
    * score. A generating word makes the cards holding it candidates; any other adds only to cards already candidates.
    */
-  private scoreTerm({ matches, weight, exactId }: TextTerm, generating: boolean, candidates: number[]): void {
+  private scoreTerm({ matches, weight, exactId }: TextTerm, generating: boolean, candidates: number[], naming: boolean): void {
     const best = this.scratchBest;
     const total = this.scratchTotal;
     const exact = this.scratchExact;
+    const named = this.scratchNamed;
     if (matches.length === 1) {
       // One match (a known word without close variants): its similarity is every holder's best, added directly.
       const { wordId, similarity } = matches[0]!;
       const postings = this.lexicon.postingsOf(wordId);
       const add = weight * Math.fround(similarity);
       const counted = wordId === exactId;
+      const names = naming && similarity >= NAMING_MATCH;
       for (const slot of postings) {
         if (total[slot] === 0) {
           if (!generating) continue;
           candidates.push(slot);
         }
         total[slot]! += add;
+        if (names) named[slot]! += add;
         if (counted) exact[slot]!++;
       }
       return;
@@ -509,6 +520,7 @@ export class SqliteCardIndex implements CardIndex {
     for (const slot of touched) {
       if (total[slot] === 0) candidates.push(slot);
       total[slot]! += weight * best[slot]!;
+      if (naming && best[slot]! >= NAMING_MATCH) named[slot]! += weight * best[slot]!;
       best[slot] = 0;
     }
   }
@@ -795,6 +807,7 @@ export class SqliteCardIndex implements CardIndex {
     this.scratchBest = new Float32Array(this.authors.length);
     this.scratchTotal = new Float32Array(this.authors.length);
     this.scratchExact = new Uint8Array(this.authors.length);
+    this.scratchNamed = new Float32Array(this.authors.length);
   }
 
   private isRemoved(cardId: string): boolean {

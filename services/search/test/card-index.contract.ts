@@ -971,6 +971,23 @@ export function describeCardIndexContract(name: string, factory: () => Promise<C
       expect((await index.matchText('C++ C#', everything(), firstPage)).hits[0]!.cardId).toBe(two.cardId);
     });
 
+    test('names no card holds, written beside names some card holds, weigh nothing, as unknown words do (a query of seven distinct words is no paste)', async () => {
+      const three = aCard().saying('We moved the services from C# to F# on .NET last year').build();
+      const two = aCard().saying('Ported the build scripts from C++ to C#').build();
+      const cpp = aCard().saying('Templates and RAII in modern C++ make resource handling safe').build();
+      const dotnet = aCard().saying('The .NET runtime compiles to an intermediate language').build();
+      const nodejs = aCard().saying('Streams in node.js handle back-pressure for you').build();
+      const tides = aCard().saying('The tides rise and fall with the pull of the Moon').build();
+      for (const card of [three, two, cpp, dotnet, nodejs, tides]) await index.upsert(card);
+      const found = async (query: string) => (await index.matchText(query, everything(), firstPage)).hits.map((h) => h.cardId);
+      const known = await found('C++ C# F# .NET node.js');
+      expect(known.slice(0, 2)).toEqual([three.cardId, two.cardId]);
+      // Q# and J# are held by no card: seven distinct words (c, f, net, node, js, q, j), not a paste, so they are left
+      // out. C++ and C# are two terms of one word ("c"), and counted as two words the query read as a paste of eight,
+      // which keeps unknown words: the card naming C++ and C# was lost.
+      expect(await found('C++ C# F# .NET node.js Q# J#')).toEqual(known);
+    });
+
     test('a query of names finds a card naming two of them, not one holding only their parts (a C and an F) under the fixed floor', async () => {
       // Many cards name C++ or C#, so their part "c" is common and they weigh little; F# and .NET weigh more.
       const cards = [

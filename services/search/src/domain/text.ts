@@ -720,7 +720,7 @@ function joinedToHeldWords(text: string, unmatched: ReadonlySet<string>): Set<st
  */
 export function heldQueryWords<T extends { word: string }>(text: string, sequence: readonly string[], terms: readonly T[], matchesNothing: (term: T) => boolean): { terms: readonly T[]; sequence: readonly string[] } {
   // A paste's words no card holds tell that it is no card's text; its floor is relative to the best card already.
-  if (terms.length >= LONG_QUERY_WORDS) return { terms, sequence };
+  if (isLongQuery(terms)) return { terms, sequence };
   let unmatched: Set<string> | undefined;
   for (const term of terms) if (matchesNothing(term)) (unmatched ??= new Set()).add(term.word);
   if (unmatched === undefined || unmatched.size === terms.length) return { terms, sequence };
@@ -958,6 +958,17 @@ export const NAMES_QUERY_NAMES = 3;
 
 /** Least number of distinct words of a query read as a paste (a paragraph, a card or more), for longQueryFloor. */
 export const LONG_QUERY_WORDS = 8;
+
+/**
+ * Whether a query's terms are a paste's: LONG_QUERY_WORDS distinct words or more. Its distinct words, not its terms:
+ * names of one word sharing a part are a term each on one word (C++ and C#: "c"; withSymbolNames), and counting those
+ * read "C++ C# F# .NET node.js Q# J#" (seven words) as a paste, which keeps the words no card holds (Q#, J#): the
+ * cards naming the rest scored under the floor. Both full-text indexes use this rule.
+ */
+export function isLongQuery(terms: readonly { word: string }[]): boolean {
+  if (terms.length < LONG_QUERY_WORDS) return false;
+  return new Set(terms.map((term) => term.word)).size >= LONG_QUERY_WORDS;
+}
 /** Share of the best card's score a card needs to match a long query, when that is under the floor (longQueryFloor). */
 export const LONG_QUERY_SHARE = 0.5;
 /** Least full-text score a card needs to match a long query, however low the best card's score (longQueryFloor). */

@@ -3,7 +3,7 @@ import { Client, errors, type estypes } from '@elastic/elasticsearch';
 import { redactUrl } from '@cards/platform';
 import { compareTies, isZeroVector, stopIfCancelled, type IndexedCard, type IndexPage, type PageRequest, type SearchScope, type StoredCard, type StoredPoint } from '../../domain/model';
 import type { CardIndex } from '../../domain/ports';
-import { bestFormMatches, CJK_CHARACTER_BIGRAMS, filterForm, heldQueryWords, indexWords, isCjkCharacter, isExtraIndexWord, isSymbolWord, linkFilterForm, LONG_QUERY_MIN_SCORE, LONG_QUERY_WORDS, longQueryFloor, MAX_QUERY_TERMS, namesFloor, NAMING_MATCH, queryTerms, tagFilterForm, tellingTerms, textScoreFloor, wordTrigrams } from '../../domain/text';
+import { bestFormMatches, CJK_CHARACTER_BIGRAMS, filterForm, heldQueryWords, indexWords, isCjkCharacter, isExtraIndexWord, isLongQuery, isSymbolWord, linkFilterForm, LONG_QUERY_MIN_SCORE, longQueryFloor, MAX_QUERY_TERMS, namesFloor, NAMING_MATCH, queryTerms, tagFilterForm, tellingTerms, textScoreFloor, wordTrigrams } from '../../domain/text';
 import { matchWord, wordWeight, type VocabularyCandidate, type WordMatch } from './word-matcher';
 
 export interface ElasticsearchCardIndexOptions {
@@ -836,7 +836,7 @@ export class ElasticsearchCardIndex implements CardIndex {
     const size = Math.max(0, Math.min(page.limit, this.window - from));
     const filter = await this.scopeFilter(scope, read);
     let floor = textScoreFloor(this.minTextScore, perWord, phraseWeight);
-    if (queryWords.length >= LONG_QUERY_WORDS) {
+    if (isLongQuery(held)) {
       // A paste's floor depends on the best word score (without the phrase) a card in scope reaches (longQueryFloor).
       const best = await this.client.search({
         index: this.names.cards,

@@ -1,7 +1,7 @@
 import { openSqlite, type SqliteDatabase } from '@cards/platform';
 import { isZeroVector, stopIfCancelled, type IndexedCard, type IndexHit, type IndexPage, type PageRequest, type SearchScope, type StoredCard, type StoredPoint } from '../../domain/model';
 import type { CardIndex } from '../../domain/ports';
-import { bestFormMatches, heldQueryWords, indexWords, linkFilterForm, LONG_QUERY_MIN_SCORE, LONG_QUERY_WORDS, longQueryFloor, namesFloor, NAMING_MATCH, queryTerms, tagFilterForm, tellingTerms, textScoreFloor } from '../../domain/text';
+import { bestFormMatches, heldQueryWords, indexWords, isLongQuery, linkFilterForm, LONG_QUERY_MIN_SCORE, longQueryFloor, namesFloor, NAMING_MATCH, queryTerms, tagFilterForm, tellingTerms, textScoreFloor } from '../../domain/text';
 import { Lexicon, PUBLIC, type Reader, type WordMatch } from './lexicon';
 import { WordSequences, type Phrase } from './phrase';
 import { TopK, VectorMatrix } from './vector-matrix';
@@ -414,7 +414,7 @@ export class SqliteCardIndex implements CardIndex {
     let weightSum = 0;
     for (const term of terms) weightSum += term.weight;
     const phraseWeight = queryWords.length >= 2 ? PHRASE_WEIGHT : 0;
-    const long = queryWords.length >= LONG_QUERY_WORDS;
+    const long = isLongQuery(searched);
     // A paste's floor depends on the best card's score (longQueryFloor), never under LONG_QUERY_MIN_SCORE: pruning
     // keeps every card that can reach that.
     let floor = textScoreFloor(this.minTextScore, terms, phraseWeight);

@@ -496,6 +496,32 @@ export function describeCardIndexContract(name: string, factory: () => Promise<C
       expect(await answers()).toEqual(before);
     });
 
+    test("names of another user's private cards change nothing in anyone else's answers to a query of names (its terms, their weights, namesFloor)", async () => {
+      const carol = randomUUID();
+      for (const text of ['We moved the services from C# to F# on .NET last year', 'Ported the build scripts from C++ to C#', 'Modern C++ templates', 'Streams in node.js', 'The .NET runtime', 'Pipelines in F#']) {
+        await index.upsert(aCard().saying(text).build());
+      }
+      // Names only her cards hold (Q#, J#, zig++), names public cards hold too (C++, C#, F#, node.js: their weights), and
+      // the parts alone (q, j).
+      const queries = ['C++ C# F# .NET node.js', 'C++ C# Q# J#', 'Q# J# zig++', 'C++ C# F# Q#', 'F# .NET Q# J# zig++ node.js'];
+      const callers = [undefined, randomUUID()];
+      const answers = async () => {
+        const out: unknown[] = [];
+        for (const caller of callers) for (const query of queries) out.push({ caller, query, page: await index.matchText(query, everything(caller), firstPage) });
+        return out;
+      };
+      const before = await answers();
+      const secrets = [
+        aCard().by(carol).private().saying('Quantum kernels in Q# and J# beside zig++').build(),
+        aCard().by(carol).private().saying('My C++ C# F# node.js notes, and Q# too').build(),
+        aCard().by(carol).private().saying('The letters Q and J and a net').build(),
+      ];
+      for (const card of secrets) await index.upsert(card);
+      expect(await answers()).toEqual(before);
+      // Hers, the names count: her card naming Q# and J# is first for her.
+      expect((await index.matchText('Q# J# zig++', everything(carol), firstPage)).hits[0]?.cardId).toBe(secrets[0]!.cardId);
+    });
+
     test("a query word only another user's private card holds is left out for everyone else as one no card holds (heldQueryWords), in a collection holding that card too", async () => {
       // Whether a word is left out of the score is decided on the words the caller may see: her private card must not
       // keep "zebrafoo" in another caller's query (there it would weigh against every card) nor change a joined or

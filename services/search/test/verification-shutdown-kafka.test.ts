@@ -14,8 +14,9 @@ const { engine: kafka, skipReason } = engineForSuite('kafka', startKafkaSync);
 
 // The verification worker's consumer dead-letters a card event whose handler failed its last attempt. With the brokers
 // gone that send waits out kafkajs' retries; a search pod being stopped must not wait that out (its event, not
-// committed, is handled again after the next start). The handler is made to fail by holding the queue's database
-// locked from here, so each enqueue gives up after SQLite's busy timeout.
+// committed, is handled again after the next start). The handler is made to fail by a trigger put on the queue's table
+// from here, refusing each enqueue (a store held locked would not do: a busy store is waited out uncounted, never
+// dead-lettered, see isStoreBusyError).
 describeOnEngine('search stopped while its verification consumer dead-letters to a Kafka broker that went away', skipReason, () => {
   it('SIGTERM ends the process before kafkajs gives up the dead letter', async () => {
     const dataDir = testTempDir('verification-dlq-outage-');
@@ -29,10 +30,10 @@ describeOnEngine('search stopped while its verification consumer dead-letters to
     let search: ServiceProcess | undefined;
     let halted = false;
     let queue: ReturnType<typeof openSqlite> | undefined;
-    let locked = false;
+    let refusing = false;
     const unlock = () => {
-      if (locked) queue?.exec('ROLLBACK');
-      locked = false;
+      if (refusing) queue?.exec('DROP TRIGGER refuse_enqueue');
+      refusing = false;
     };
     try {
       search = startServiceProcess('search', env);
@@ -43,8 +44,8 @@ describeOnEngine('search stopped while its verification consumer dead-letters to
         handler: async (e) => void announced.push(events.CardIndexed.decode(e.payload).cardId),
       });
       queue = openSqlite(join(dataDir, 'search', 'verification.db'));
-      queue.exec('BEGIN EXCLUSIVE');
-      locked = true;
+      queue.exec("CREATE TRIGGER refuse_enqueue BEFORE INSERT ON verification_jobs BEGIN SELECT RAISE(ABORT, 'the test refuses this enqueue'); END");
+      refusing = true;
       const snapshot = { id: cardId, authorId: 'author-1', content: 'A card with a link to verify.', tags: [], link: 'https://example.com/page', private: false, createdAt: new Date(), updatedAt: new Date(), collectionIds: [] };
       await cards.publish([{ topic: Topics.card, key: cardId, payload: events.CardEvent.encode({ eventId: randomUUID(), occurredAt: new Date(), kind: { $case: 'created', value: { card: snapshot } } }).finish() }]);
 

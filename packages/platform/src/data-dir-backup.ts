@@ -4,8 +4,10 @@ import { isAbsolute, join, relative, resolve, sep } from 'node:path';
 
 /** A step of a backup a test can act in (what another process does while a backup runs). */
 export interface DataDirBackupHooks {
-  /** While every store is held against writes, after they were copied. */
+  /** While every store is held against writes, after a read snapshot of each was begun. */
   whileWritesHeld?(): Promise<void> | void;
+  /** Once per store, after the hold was let go, while that store's copy is under way (its first pages not yet copied). */
+  whileCopying?(store: string): void;
 }
 
 export interface DataDirBackupResult {
@@ -13,7 +15,7 @@ export interface DataDirBackupResult {
   stores: string[];
   /** Other files copied (file bytes, the session secret, mail). */
   files: number;
-  /** How long writes to the stores waited for the copy. */
+  /** How long writes to the stores were held: the time to begin a read snapshot of each, not the copy. */
   writesHeldMs: number;
 }
 
@@ -32,8 +34,11 @@ const HOLD_ATTEMPTS = 5;
  *
  * The stores refer to each other (an outbox and the event log it publishes to; a consumer's store and its position in
  * the log; cards and the search index), so they are copied at one moment: the backup takes every store's write lock
- * (BEGIN IMMEDIATE: readers go on, writers wait within their busy_timeout), copies each with `VACUUM INTO` from another
- * connection, and lets go. Other files (file bytes, the session secret, mail) are copied before the stores and again
+ * (BEGIN IMMEDIATE: readers go on, writers wait within their busy_timeout), begins a read transaction on each from
+ * another connection (in WAL mode it pins the store as it is at that moment until it ends), and lets go of the write
+ * locks: writes wait milliseconds, not for the copy. Each store is then copied through its pinned snapshot with
+ * SQLite's online backup API from the connection holding it (sqlite3_backup_step uses the source's open read
+ * transaction, so writes committed meanwhile are in no copy and do not restart it). Other files (file bytes, the session secret, mail) are copied before the stores and again
  * after them, so a file record in the copy has its bytes whether they were written during the backup or removed after.
  * The copy is made in `<target>.partial` and renamed at the end: a backup cut short is never taken for one.
  */
@@ -52,15 +57,24 @@ export async function backUpDataDir(dataDir: string, target: string, hooks: Data
     const held = await holdWrites(stores.map((store) => join(dataDir, store)));
     const heldAt = performance.now();
     let writesHeldMs: number;
+    const snapshots: Database.Database[] = [];
     try {
-      for (const store of stores) copyStore(join(dataDir, store), join(partial, store));
-      await hooks.whileWritesHeld?.();
-    } finally {
-      for (const db of held) {
-        db.exec('ROLLBACK');
-        db.close();
+      try {
+        for (const store of stores) snapshots.push(beginSnapshot(join(dataDir, store)));
+        await hooks.whileWritesHeld?.();
+      } finally {
+        for (const db of held) {
+          db.exec('ROLLBACK');
+          db.close();
+        }
+        writesHeldMs = Math.round(performance.now() - heldAt);
       }
-      writesHeldMs = Math.round(performance.now() - heldAt);
+      for (const [i, snapshot] of snapshots.entries()) {
+        const store = stores[i] as string;
+        await copyStore(snapshot, join(partial, store), () => hooks.whileCopying?.(store));
+      }
+    } finally {
+      endSnapshots(snapshots);
     }
     files += copyOtherFiles(dataDir, partial, listDataDir(dataDir).others);
     renameSync(partial, target);
@@ -94,15 +108,49 @@ async function holdWrites(paths: readonly string[]): Promise<Database.Database[]
   }
 }
 
-function copyStore(from: string, to: string): void {
-  mkdirSync(join(to, '..'), { recursive: true, mode: 0o700 });
-  const db = new Database(from, { fileMustExist: true });
+/**
+ * A connection holding a read transaction on the store: in WAL mode it sees the store as it was when the transaction
+ * began (its first read) until it ends, whatever is committed meanwhile. Begun while the store's write lock is held.
+ */
+function beginSnapshot(path: string): Database.Database {
+  const db = new Database(path, { fileMustExist: true });
   try {
     db.pragma('busy_timeout = 5000');
-    db.prepare('VACUUM INTO ?').run(to);
-  } finally {
+    db.exec('BEGIN');
+    db.prepare('SELECT count(*) FROM sqlite_schema').get();
+    return db;
+  } catch (err) {
+    db.close();
+    throw err;
+  }
+}
+
+function endSnapshots(snapshots: readonly Database.Database[]): void {
+  for (const db of snapshots) {
+    if (db.inTransaction) db.exec('ROLLBACK');
     db.close();
   }
+}
+
+/** Pages copied per step of SQLite's backup (4 MB of 4 KB pages); between steps the process's event loop runs. */
+const PAGES_PER_STEP = 1024;
+
+/**
+ * Copies the store as its connection's open read transaction sees it (SQLite's backup API reads through it: a page
+ * copy, never torn, and the copy keeps the store's WAL mode) into `to`.
+ */
+async function copyStore(snapshot: Database.Database, to: string, underWay: () => void): Promise<void> {
+  mkdirSync(join(to, '..'), { recursive: true, mode: 0o700 });
+  let started = false;
+  await snapshot.backup(to, {
+    progress: () => {
+      if (!started) {
+        started = true;
+        underWay();
+      }
+      return PAGES_PER_STEP;
+    },
+  });
 }
 
 /** The data dir's SQLite stores and its other files (relative paths), without SQLite's side files, locks and temporaries. */

@@ -1,4 +1,5 @@
 import Database from 'better-sqlite3';
+import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createLogger } from '../src/logger';
@@ -108,6 +109,57 @@ describe('backUpDataDir (an online backup of the embedded data dir)', () => {
     // Writes go on once the backup is done.
     write(join(dataDir, 'svc', 'svc.db'), 'INSERT INTO applied (key) VALUES (?)', 'later');
     expect(tried.at(-1)).toBe('stored');
+  });
+
+  it('holds writes only to begin its snapshots: a write from another process while it copies is stored at once and is in no copy', async () => {
+    const { dataDir, log } = dataDirWithConsumer(root);
+    const live = await consume(dataDir);
+    await live.bus.publish([{ topic: TOPIC, key: 'before', payload: new Uint8Array([1]) }]);
+    await until('the first event applied', () => live.applied().includes('before') && committed(log) > 0);
+
+    // Another process (busy_timeout 0: a held lock fails it at once) stores a change and its event while each store copies.
+    const writeFromAnotherProcess = (key: string): string =>
+      execFileSync(process.execPath, ['-e', `
+        const Database = require(${JSON.stringify(require.resolve('better-sqlite3'))});
+        const write = (path, sql, ...params) => {
+          const db = new Database(path);
+          try { db.pragma('busy_timeout = 0'); db.prepare(sql).run(...params); return 'stored'; }
+          catch (err) { return err.code || String(err); }
+          finally { db.close(); }
+        };
+        process.stdout.write([
+          write(${JSON.stringify(join(dataDir, 'svc', 'svc.db'))}, 'INSERT INTO applied (key) VALUES (?)', ${JSON.stringify(key)}),
+          write(${JSON.stringify(log)}, 'INSERT INTO events (topic, key, payload, published_at) VALUES (?, ?, ?, ?)', ${JSON.stringify(TOPIC)}, ${JSON.stringify(key)}, Buffer.from([2]), new Date().toISOString()),
+        ].join(' '));
+      `], { encoding: 'utf8' });
+    const tried: string[] = [];
+    const backup = join(root, 'backup');
+    const result = await backUpDataDir(dataDir, backup, { whileCopying: (store) => void tried.push(`${store}: ${writeFromAnotherProcess(`during ${store}`)}`) });
+    await live.close();
+    expect(tried).toEqual(['events/events.db: stored stored', 'svc/svc.db: stored stored']);
+    expect(typeof result.writesHeldMs).toBe('number');
+
+    // The data dir has them; the copy, made of the stores as they were when the hold began, has none of them.
+    const keys = (path: string, sql: string) => {
+      const db = new Database(path, { readonly: true });
+      try {
+        return (db.prepare(sql).all() as { key: string }[]).map((r) => r.key);
+      } finally {
+        db.close();
+      }
+    };
+    expect(keys(join(dataDir, 'svc', 'svc.db'), 'SELECT key FROM applied ORDER BY key')).toEqual(expect.arrayContaining(['before', 'during events/events.db', 'during svc/svc.db']));
+    expect(keys(join(backup, 'svc', 'svc.db'), 'SELECT key FROM applied ORDER BY key')).toEqual(['before']);
+    expect(keys(join(backup, 'events', 'events.db'), 'SELECT key FROM events ORDER BY seq')).toEqual(['before']);
+    for (const store of result.stores) {
+      const db = new Database(join(backup, store));
+      try {
+        expect(db.pragma('integrity_check', { simple: true })).toBe('ok');
+        expect(db.pragma('journal_mode', { simple: true })).toBe('wal');
+      } finally {
+        db.close();
+      }
+    }
   });
 
   it('copies file bytes and secrets, never locks, SQLite side files or temporaries, privately, and refuses an existing target', async () => {

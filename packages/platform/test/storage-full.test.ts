@@ -44,25 +44,28 @@ describe('a full disk is storage unavailable, not a failure', () => {
   });
 });
 
+/** The status, message and reason the error middleware answers for a call of `method` whose handler throws `thrown`. */
+async function answerOf(middleware: ReturnType<typeof errorMiddleware>, method: string, thrown: Error): Promise<{ code?: Status; details?: string; reason?: string }> {
+  const trailer = Metadata();
+  const call = {
+    method: { path: method },
+    request: {},
+    next: async function* () {
+      throw thrown;
+    },
+  } as unknown as ServerMiddlewareCall<unknown, unknown>;
+  const err = (await middleware(call, { trailer } as unknown as CallContext)
+    .next()
+    .catch((e: unknown) => e)) as { code?: Status; details?: string };
+  return { code: err.code, details: err.details, reason: trailer.get(STATUS_REASON_TRAILER) };
+}
+
 describe('the gRPC error middleware on a full disk', () => {
   it('answers UNAVAILABLE "Storage is full" with its reason (the gateway: 503 with that message), one warning without a stack', async () => {
     const { lines, logger } = capture();
     const middleware = errorMiddleware(logger);
     const results: Array<{ code?: Status; details?: string; reason?: string }> = [];
-    for (let i = 0; i < 3; i++) {
-      const trailer = Metadata();
-      const call = {
-        method: { path: '/cards.v1.CardService/CreateCard' },
-        request: {},
-        next: async function* () {
-          throw sqliteFull();
-        },
-      } as unknown as ServerMiddlewareCall<unknown, unknown>;
-      const err = (await middleware(call, { trailer } as unknown as CallContext)
-        .next()
-        .catch((e: unknown) => e)) as { code?: Status; details?: string };
-      results.push({ code: err.code, details: err.details, reason: trailer.get(STATUS_REASON_TRAILER) });
-    }
+    for (let i = 0; i < 3; i++) results.push(await answerOf(middleware, '/cards.v1.CardService/CreateCard', sqliteFull()));
     expect(results).toEqual(Array(3).fill({ code: Status.UNAVAILABLE, details: STORAGE_FULL_MESSAGE, reason: STORAGE_FULL }));
     expect(STORAGE_FULL_MESSAGE).toMatch(/^Storage is full/);
     expect(lines.map((l) => ({ level: l.level, msg: l.msg, hasErr: l.err !== undefined }))).toEqual([
@@ -84,18 +87,7 @@ describe('a store locked past busy_timeout (the backup command copying it) is th
 
   it('the gRPC error middleware answers UNAVAILABLE with the busy reason (the gateway: 503 with Retry-After), one warning without a stack', async () => {
     const { lines, logger } = capture();
-    const trailer = Metadata();
-    const call = {
-      method: { path: '/cards.v1.CollectionService/AddBookmark' },
-      request: {},
-      next: async function* () {
-        throw sqliteBusy();
-      },
-    } as unknown as ServerMiddlewareCall<unknown, unknown>;
-    const err = (await errorMiddleware(logger)(call, { trailer } as unknown as CallContext)
-      .next()
-      .catch((e: unknown) => e)) as { code?: Status; details?: string };
-    expect({ code: err.code, details: err.details, reason: trailer.get(STATUS_REASON_TRAILER) }).toEqual({ code: Status.UNAVAILABLE, details: STORE_BUSY_MESSAGE, reason: SERVICE_BUSY });
+    expect(await answerOf(errorMiddleware(logger), '/cards.v1.CollectionService/AddBookmark', sqliteBusy())).toEqual({ code: Status.UNAVAILABLE, details: STORE_BUSY_MESSAGE, reason: SERVICE_BUSY });
     expect(lines.map((l) => ({ level: l.level, msg: l.msg, hasErr: l.err !== undefined }))).toEqual([{ level: 40, msg: expect.stringMatching(/^a store stayed locked/), hasErr: false }]);
   });
 });

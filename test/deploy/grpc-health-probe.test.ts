@@ -5,7 +5,7 @@
 import { execFile } from 'node:child_process';
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
-import { connect, type AddressInfo, type Socket } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import { join } from 'node:path';
 import { parse } from 'yaml';
 import { createLogger, EngineReadinessMonitor, freePort, startGrpcServer, type GrpcServerHandle } from '@cards/platform';
@@ -13,6 +13,7 @@ import { startGateway } from '../../services/gateway/src/main';
 import { ROOT } from './helm';
 import { COMPONENTS } from './service-config';
 import { testTempDir } from '../support/cleanup';
+import { holdAnsweredConnections } from '../support/held-connections';
 
 /** A script the images carry: the `COPY <<'EOF' /usr/local/lib/<name>` heredoc of the Dockerfile. */
 function imageScript(name: 'grpc-health.cjs' | 'livez.cjs'): string {
@@ -218,16 +219,7 @@ describe("the gateway's container health checks against a real gateway whose HTT
     expect((await runCheck(containers[0]!, { METRICS_PORT: undefined })).output).toContain(`GET /livez on 127.0.0.1:${gateway.port}`);
 
     // Every connection HTTP_MAX_CONNECTIONS allows is held (each counted once its first answer is back; kept alive).
-    for (let i = 0; i < 2; i++) {
-      const socket = connect(gateway.port, '127.0.0.1');
-      held.push(socket);
-      socket.write('GET /livez HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n');
-      const head = await new Promise<string>((resolve, reject) => {
-        socket.once('data', (chunk: Buffer) => resolve(chunk.toString('latin1')));
-        socket.once('error', reject);
-      });
-      expect(head).toMatch(/^HTTP\/1\.1 200 /);
-    }
+    await holdAnsweredConnections(gateway.port, 2, held);
     expect((await fetch(`http://127.0.0.1:${gateway.port}/livez`)).status).toBe(503);
 
     for (const container of containers) {

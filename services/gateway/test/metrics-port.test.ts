@@ -1,9 +1,10 @@
 // METRICS_PORT moves the gateway's /metrics off its HTTP port (which an ingress routing `/` would expose) to a
 // listener of its own, as the gRPC services serve theirs.
-import { connect, type Socket } from 'node:net';
+import type { Socket } from 'node:net';
 import { freePort } from '@cards/platform';
 import { startGateway } from '../src/main';
 import { startFakePeer } from './fake-peer';
+import { holdAnsweredConnections } from '../../../test/support/held-connections';
 
 const startPeer = (address: string) => startFakePeer(address, 3);
 
@@ -59,16 +60,7 @@ describe('the gateway with METRICS_PORT', () => {
     const system = await startWithPeer({ METRICS_PORT: String(metricsPort), METRICS_HOST: '127.0.0.1', HTTP_MAX_CONNECTIONS: '2' });
     // Each connection is counted once its first answer has come back; keep-alive then holds it open.
     const { port } = new URL(system.base);
-    for (let i = 0; i < 2; i++) {
-      const socket = connect(Number(port), '127.0.0.1');
-      held.push(socket);
-      socket.write('GET /livez HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n');
-      const head = await new Promise<string>((resolve, reject) => {
-        socket.once('data', (chunk: Buffer) => resolve(chunk.toString('latin1')));
-        socket.once('error', reject);
-      });
-      expect(head).toMatch(/^HTTP\/1\.1 200 /);
-    }
+    await holdAnsweredConnections(Number(port), 2, held);
 
     // A kubelet probe on the HTTP port is refused like any other new connection...
     const onHttpPort = await fetch(`${system.base}/livez`);

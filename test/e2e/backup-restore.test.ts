@@ -4,6 +4,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
+import Database from 'better-sqlite3';
 import { signUp, type TestUser } from '../support/accounts';
 import { eventuallyDefined } from '../support/eventually';
 import { ApiClient } from '../support/http';
@@ -209,6 +210,15 @@ it('the backup command copies a running system under writes into a backup that r
   const backup = await promisify(execFile)(process.execPath, ['--import', 'tsx', 'packages/platform/src/cli/backup.ts', backupDir], { cwd: ROOT, env: { ...process.env, DATA_DIR: dataDir, LOG_LEVEL: 'warn' } });
   expect(backup.stdout).toContain(`backed up ${dataDir} to ${backupDir}`);
   expect(backup.stdout).toContain('events/events.db');
+  // Every store copied through its snapshot is whole: in WAL mode, integrity_check ok.
+  for (const store of ['cards/cards.db', 'events/events.db', 'files/files.db', 'identity/identity.db', 'notifications/notifications.db', 'search/index.db', 'search/verification.db']) {
+    const db = new Database(join(backupDir, store), { fileMustExist: true });
+    try {
+      expect([store, db.pragma('journal_mode', { simple: true }), db.pragma('integrity_check', { simple: true })]).toEqual([store, 'wal', 'ok']);
+    } finally {
+      db.close();
+    }
+  }
   writing = false;
   await writer;
   const afterBackupText = uniqueText();

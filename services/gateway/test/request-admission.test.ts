@@ -23,8 +23,10 @@ function gate() {
 let counts = gate();
 let searches = gate();
 let logins = gate();
+/** The second page of a bookmark lookup (POST /api/card_collection/bookmark), held until the test lets it be read. */
+let bookmarkPages = gate();
 /** Calls that reached the peers. */
-const reached = { counts: 0, searches: 0, cards: 0, sessionLookups: 0, logins: 0 };
+const reached = { counts: 0, searches: 0, cards: 0, sessionLookups: 0, logins: 0, bookmarkPages: 0 };
 /**
  * The card GET /api/card/:id answers: 2 x 1,000,000 control characters, each written \\u0001 in JSON, so its answer
  * (~12 MB) is far more than the connection's buffers take from a client that reads none of it.
@@ -71,6 +73,13 @@ const peers = stubPeersForSuite({
       const at = new Date('2026-11-25T00:00:00.000Z');
       return { id: cardId, authorId: 'author', content: unreadable, cardHtml: unreadable, link: '', totalUpvotes: 0, totalDownvotes: 0, createdAt: at, updatedAt: at, tags: [], private: false };
     },
+    // A bookmark lookup answered in two pages: the first at once, the second once the test lets it.
+    async findCardCollections({ cardIds, pageToken }) {
+      reached.bookmarkPages += 1;
+      if (pageToken === '') return { entries: [{ cardId: cardIds[0]!, collectionIds: ['first-page'] }], nextPageToken: 'second' };
+      await bookmarkPages.opened;
+      return { entries: [{ cardId: cardIds[0]!, collectionIds: ['second-page'] }], nextPageToken: '' };
+    },
   },
   files: {
     // A public file of ~8 MB: far more than the connection's buffers take from a client that reads none of it.
@@ -101,6 +110,8 @@ beforeEach(async () => {
   counts = gate();
   searches = gate();
   logins = gate();
+  bookmarkPages = gate();
+  reached.bookmarkPages = 0;
   reached.logins = 0;
   reached.counts = 0;
   reached.searches = 0;
@@ -113,6 +124,7 @@ afterEach(async () => {
   counts.open();
   searches.open();
   logins.open();
+  bookmarkPages.open();
   await gateway.close();
 });
 
@@ -135,6 +147,11 @@ const searchAs = (user: string) =>
 /** Resolves once the gateway's request bound holds `n` requests waiting in `line` (its /metrics gauge). */
 async function untilWaiting(line: 'light' | 'heavy', n: number, at = base): Promise<void> {
   await until(async () => new RegExp(`^http_requests_waiting\\{line="${line}"\\} ${n}$`, 'm').test(await (await fetch(`${at}/metrics`)).text()));
+}
+
+/** Resolves once the gateway's request bound serves `n` requests in `line` (its /metrics gauge). */
+async function untilInFlight(at: string, line: 'light' | 'heavy', n: number): Promise<void> {
+  await until(async () => new RegExp(`^http_requests_in_flight\\{line="${line}"\\} ${n}$`, 'm').test(await (await fetch(`${at}/metrics`)).text()));
 }
 
 describe('the gateway serves at most HTTP_REQUESTS_AT_ONCE API requests, with a bounded line', () => {
@@ -450,9 +467,6 @@ describe("a login whose client left holds its heavy slot until its password chec
     // The ones that left while in line never reached the router: their lines name no route ("unmatched").
     await until(() => lines().filter((line) => line.method === 'POST' && line.status === 499).length >= n);
   }
-  async function untilInFlight(at: string, line: 'light' | 'heavy', n: number): Promise<void> {
-    await until(async () => new RegExp(`^http_requests_in_flight\\{line="${line}"\\} ${n}$`, 'm').test(await (await fetch(`${at}/metrics`)).text()));
-  }
 
   test('the next login in line waits for it, and the logins whose clients left while waiting are never checked (a flood whose clients all left)', async () => {
     const { logging, lines } = await loggingGateway();
@@ -487,6 +501,36 @@ describe("a login whose client left holds its heavy slot until its password chec
       expect(reached.logins).toBe(2);
     } finally {
       await logging.close();
+    }
+  });
+});
+
+describe('a write whose answer is streamed gives its slot back when its client leaves mid-answer', () => {
+  test('a bookmark lookup (POST, answered in pages) whose client left after the first page: the slot and the share come back once the route has stopped', async () => {
+    // One slot, and a share of one request per client.
+    const oneSlot = await gatewayWith({ atOnce: 1, heavyAtOnce: 1, queue: 2, queueWaitMs: 600_000, perClient: 1 }, { accessLogLevel: 'info' });
+    const at = oneSlot.base;
+    try {
+      const leaving = new AbortController();
+      const lookup = fetch(`${at}/api/card_collection/bookmark`, as('leaver', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ collection_ids: ['00000000-0000-4000-8000-000000000001'] }), signal: leaving.signal }));
+      // The first page has been read and written; the second is held at the peer. The client leaves mid-answer.
+      await until(() => reached.bookmarkPages >= 2);
+      leaving.abort();
+      await lookup.then((answer) => answer.arrayBuffer()).catch(() => undefined);
+      // The gateway has seen its client leave (its access line: aborted, after the 200 it had begun).
+      await until(() => oneSlot.logged.some((line) => (JSON.parse(line) as { aborted?: boolean }).aborted === true));
+      bookmarkPages.open();
+      counts.open();
+      // The route stops with its client gone (its pipeline ends early): the only slot is free again. Before, a POST's
+      // slot waited for an end of the answer (res.end, res.destroy) that a pipeline cut by its client's close never
+      // makes: the slot and the client's share were held for good (this wait never ended), and every other API
+      // request waited in line or, from that client, was answered 429.
+      await untilInFlight(at, 'light', 0);
+      const after = await fetch(`${at}/api/card/count`, as('leaver'));
+      expect(after.status).toBe(200);
+      expect(await after.json()).toEqual({ total_count: 7 });
+    } finally {
+      await oneSlot.close();
     }
   });
 });

@@ -37,8 +37,14 @@ export async function sendJsonArrayInPages(res: Response, pages: AsyncIterable<r
     // highWaterMark 1: no page is read ahead while the one before is still waiting for the client.
     await pipeline(Readable.from(chunks(), { highWaterMark: 1 }), res);
   } catch (err) {
-    // The client went away: nothing is left to answer and nothing went wrong here.
-    if ((err as NodeJS.ErrnoException).code === 'ERR_STREAM_PREMATURE_CLOSE') return;
+    // The client went away: nothing is left to answer and nothing went wrong here. The answer is ended as destroyed
+    // (closed already, so nothing more happens to the connection): the pipeline never destroys an answer that closed
+    // first, and a write's request slot waits for its answer's end or destruction (request-admission.ts
+    // whenWorkEnds), so a POST answered in pages whose client left mid-answer held its slot and share for good.
+    if ((err as NodeJS.ErrnoException).code === 'ERR_STREAM_PREMATURE_CLOSE') {
+      res.destroy();
+      return;
+    }
     throw err;
   }
 }

@@ -286,6 +286,42 @@ describeInBrowser('the web app in several tabs (headless Chromium)', () => {
     expect(await stored()).toMatchObject({ name: 'Eskers, renamed twice', is_public: false });
   });
 
+  it('what is typed in the settings form while a save is under way is kept when the save ends, and saved by the next', async () => {
+    await signInBrowser(context, system.baseUrl, bob);
+    const collectionId = await bobCollection(`Moraines ${Date.now()}`);
+    const stored = async () => ((await bob.client.get(`/api/card_collection/${collectionId}/1`)).json as { collection: { name: string; description: string } }).collection;
+    await page.goto(`/collection/${collectionId}`);
+    await page.getByText('Rename, share or delete').click();
+    const nameField = page.getByLabel('Name', { exact: true });
+    const descriptionField = page.getByLabel('Description', { exact: true });
+    await nameField.fill('Moraines, renamed');
+    // The save's update is held until the user has typed on meanwhile (a slow network: the fields stay editable).
+    let updateHeld!: () => void;
+    const held = new Promise<void>((resolve) => (updateHeld = resolve));
+    let letThrough!: () => void;
+    const typed = new Promise<void>((resolve) => (letThrough = resolve));
+    await page.route('**/api/card_collection', async (route) => {
+      if (route.request().method() !== 'PUT') return route.fallback();
+      updateHeld();
+      await typed;
+      await route.fallback();
+    });
+    await page.getByRole('button', { name: 'Save', exact: true }).click();
+    await held;
+    await descriptionField.fill('Typed while the name was being saved');
+    await nameField.fill('Moraines, renamed again');
+    letThrough();
+    await page.getByText('Saved.', { exact: true }).waitFor();
+    await page.unroute('**/api/card_collection');
+    expect(await stored()).toMatchObject({ name: 'Moraines, renamed', description: '' });
+    // Before, the save's end set both fields to what it had stored: the typing was gone, unsaid.
+    expect(await descriptionField.inputValue()).toBe('Typed while the name was being saved');
+    expect(await nameField.inputValue()).toBe('Moraines, renamed again');
+    await page.getByRole('button', { name: 'Save', exact: true }).click();
+    await eventually(async () => (await stored()).description === 'Typed while the name was being saved', 10_000, 'the typing saved');
+    expect(await stored()).toMatchObject({ name: 'Moraines, renamed again', description: 'Typed while the name was being saved' });
+  });
+
   it.each([
     ['with the ETags the gateway sends', false],
     ['behind a proxy that strips ETags', true],

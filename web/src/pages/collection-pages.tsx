@@ -1,6 +1,6 @@
 import { characterCount, MAX_COLLECTION_DESCRIPTION_CHARS, MAX_COLLECTION_NAME_CHARS } from '@cards/card-rules';
 import { freeTextMessage } from '../free-text';
-import { useEffect, useMemo, useState } from 'preact/hooks';
+import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { api, ApiError, EDIT_ATTEMPTS, newIdempotencyKey, chosenVersion, type Collection } from '../api';
 import { CardSummary, DoneNotice, ErrorMessage, firstWords, formatDate, Loading, Notice, NotFoundHint, PageTitle, Pager, useAction, useAsync, UserText } from '../components';
 import { Link, navigate, useLocation } from '../router';
@@ -103,6 +103,9 @@ function CollectionSettings({ collection: c, onChanged, onGone }: { collection: 
     // Only a new read of the collection moves the fields left alone (not typing, which the updaters compare).
     // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [c.name, c.description]);
+  // The fields as shown now, for a save that ends after the user typed on meanwhile (the fields stay editable).
+  const shown = useRef<CollectionText>({ name, description });
+  shown.current = { name, description };
   const [saved, setSaved] = useState(false);
   const action = useAction();
   const run = (work: () => Promise<unknown>) =>
@@ -151,10 +154,19 @@ function CollectionSettings({ collection: c, onChanged, onGone }: { collection: 
       }
     });
     if (ok && stored) {
-      // What is stored now is what the next edit begins on.
-      setBegunOn(stored);
-      setName(stored.name);
-      setDescription(stored.description);
+      // What is stored now is what the next edit begins on, and is shown, in each field left as it was when the save
+      // began. A field typed in while the save was under way keeps what was typed (before, the save's end set it back to
+      // what it stored, and the typing was gone unsaid): begun on what this save stored when the save sent it, else on
+      // what that typing began on, so the next save still compares it with a change made elsewhere since.
+      const now = stored;
+      const atSave = { name, description };
+      const typedMeanwhile = (field: keyof CollectionText) => shown.current[field] !== atSave[field];
+      setBegunOn({
+        name: typedMeanwhile('name') && !fields.includes('name') ? begunOn.name : now.name,
+        description: typedMeanwhile('description') && !fields.includes('description') ? begunOn.description : now.description,
+      });
+      if (!typedMeanwhile('name')) setName(now.name);
+      if (!typedMeanwhile('description')) setDescription(now.description);
       setSaved(true);
       onChanged();
     }

@@ -1,5 +1,5 @@
 import Database from 'better-sqlite3';
-import { copyFileSync, existsSync, lstatSync, mkdirSync, readdirSync, renameSync, rmSync } from 'node:fs';
+import { chmodSync, copyFileSync, existsSync, lstatSync, mkdirSync, readdirSync, renameSync, rmSync } from 'node:fs';
 import { isAbsolute, join, relative, resolve, sep } from 'node:path';
 
 /** A step of a backup a test can act in (what another process does while a backup runs). */
@@ -72,6 +72,9 @@ export async function backUpDataDir(dataDir: string, target: string, hooks: Data
       for (const [i, snapshot] of snapshots.entries()) {
         const store = stores[i] as string;
         await copyStore(snapshot, join(partial, store), () => hooks.whileCopying?.(store));
+        // Copied: its snapshot is let go now, not after the other stores' copies, so that the services' checkpoints
+        // of this store pass again and its -wal stops growing (and is cut back at its next reset).
+        endSnapshots([snapshot]);
       }
     } finally {
       endSnapshots(snapshots);
@@ -127,6 +130,7 @@ function beginSnapshot(path: string): Database.Database {
 
 function endSnapshots(snapshots: readonly Database.Database[]): void {
   for (const db of snapshots) {
+    if (!db.open) continue;
     if (db.inTransaction) db.exec('ROLLBACK');
     db.close();
   }
@@ -182,6 +186,8 @@ function copyOtherFiles(dataDir: string, copy: string, names: readonly string[])
     mkdirSync(join(to, '..'), { recursive: true, mode: 0o700 });
     try {
       copyFileSync(join(dataDir, name), to);
+      // copyFile keeps the source's mode whatever the umask: a file an earlier release left 0644 is made private too.
+      chmodSync(to, 0o600);
       count++;
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;

@@ -1,6 +1,6 @@
 import Database from 'better-sqlite3';
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createLogger } from '../src/logger';
 import { SqliteEventLog } from '../src/events/sqlite-event-log';
@@ -162,9 +162,53 @@ describe('backUpDataDir (an online backup of the embedded data dir)', () => {
     }
   });
 
+  it('lets go of each store once it is copied: while the next stores copy, its checkpoints go on and its WAL is cut back', async () => {
+    const dataDir = join(root, 'data');
+    for (const store of ['a/a.db', 'b/b.db']) {
+      mkdirSync(join(dataDir, store, '..'), { recursive: true });
+      const db = new Database(join(dataDir, store));
+      db.pragma('journal_mode = WAL');
+      db.exec('CREATE TABLE t (v TEXT)');
+      db.close();
+    }
+    // Another process (a service) writes to a store and checkpoints it (TRUNCATE: every frame written back and the
+    // -wal cut to nothing, which no reader of an older snapshot may be using; busy_timeout 0: answers at once).
+    const writeAndCheckpoint = (store: string): { busy: number; wal: number } => {
+      const path = join(dataDir, store);
+      return JSON.parse(
+        execFileSync(process.execPath, ['-e', `
+          const Database = require(${JSON.stringify(require.resolve('better-sqlite3'))});
+          const db = new Database(${JSON.stringify(path)});
+          db.pragma('busy_timeout = 0');
+          db.prepare('INSERT INTO t (v) VALUES (?)').run('written while another store copies');
+          const [{ busy }] = db.pragma('wal_checkpoint(TRUNCATE)');
+          process.stdout.write(JSON.stringify({ busy, wal: require('node:fs').statSync(${JSON.stringify(`${path}-wal`)}).size }));
+          db.close();
+        `], { encoding: 'utf8' }),
+      ) as { busy: number; wal: number };
+    };
+    const seen: Record<string, { busy: number; wal: number }> = {};
+    await backUpDataDir(dataDir, join(root, 'backup'), {
+      whileCopying: (store) => {
+        if (store === 'b/b.db') seen['a/a.db'] = writeAndCheckpoint('a/a.db');
+      },
+    });
+    // a/a.db was copied before b/b.db began: nothing of the backup holds it any more.
+    expect(seen).toEqual({ 'a/a.db': { busy: 0, wal: 0 } });
+    const copied = new Database(join(root, 'backup', 'a', 'a.db'), { readonly: true });
+    try {
+      expect(copied.prepare('SELECT count(*) AS n FROM t').get()).toEqual({ n: 0 });
+    } finally {
+      copied.close();
+    }
+  });
+
   it('copies file bytes and secrets, never locks, SQLite side files or temporaries, privately, and refuses an existing target', async () => {
     const { dataDir } = dataDirWithConsumer(root);
     writeFileSync(join(dataDir, 'svc', 'secret'), 'k'.repeat(64), { mode: 0o600 });
+    // A file an earlier release made 0644 (before the data dir was kept private) is private in the copy all the same.
+    writeFileSync(join(dataDir, 'files', 'objects', 'bytes-0644'), 'older bytes');
+    chmodSync(join(dataDir, 'files', 'objects', 'bytes-0644'), 0o644);
     const live = await consume(dataDir);
     const backup = join(root, 'backup');
     const umask = process.umask(0o077);
@@ -179,6 +223,8 @@ describe('backUpDataDir (an online backup of the embedded data dir)', () => {
     for (const absent of ['svc.lock', 'files/objects/.tmp', 'svc/svc.db-wal', 'svc/svc.db-shm', 'events/events.db-wal', 'backup.partial']) expect(existsSync(join(backup, absent))).toBe(false);
     expect(statSync(join(backup, 'svc', 'svc.db')).mode & 0o077).toBe(0);
     expect(statSync(join(backup, 'svc', 'secret')).mode & 0o077).toBe(0);
+    expect(readFileSync(join(backup, 'files', 'objects', 'bytes-0644'), 'utf8')).toBe('older bytes');
+    expect(statSync(join(backup, 'files', 'objects', 'bytes-0644')).mode & 0o077).toBe(0);
     await expect(backUpDataDir(dataDir, backup)).rejects.toThrow(DataDirBackupError);
     await expect(backUpDataDir(join(root, 'nothing'), join(root, 'other'))).rejects.toThrow('no data dir');
     await expect(backUpDataDir(dataDir, join(dataDir, 'backups', 'today'))).rejects.toThrow('inside the data dir');

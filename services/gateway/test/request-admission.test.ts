@@ -505,6 +505,56 @@ describe("a login whose client left holds its heavy slot until its password chec
   });
 });
 
+describe('a request in line whose client has hung up, its close not come yet, is not run when a slot is given to it', () => {
+  test('a login in line whose connection can no longer be written to (Node ended it on its client\'s end) is never checked when a slot comes to it', async () => {
+    const { hostname, port } = new URL(base);
+    // Password checks are answered at once here: what counts is which of them reach identity.
+    logins.open();
+    // The gateway's own end of each connection, by the client's port.
+    const serverSide = new Map<number, import('node:net').Socket>();
+    const onConnection = (socket: import('node:net').Socket) => serverSide.set(socket.remotePort!, socket);
+    gateway.server.on('connection', onConnection);
+    const opened = () =>
+      new Promise<import('node:net').Socket>((resolve) => {
+        const socket = connect({ port: Number(port), host: hostname, allowHalfOpen: true }, () => resolve(socket));
+        socket.on('error', () => undefined);
+      });
+    const searching = await opened();
+    const loginBody = JSON.stringify({ email: 'hung-up@example.com', password: 'wrong password' });
+    const hungUp = await opened();
+    try {
+      // The only heavy slot: a search held at the peer. Behind it in line, a login sent whole.
+      const searchBody = JSON.stringify({ content: 'river' });
+      searching.write(`POST /api/card/search/1 HTTP/1.1\r\nHost: ${hostname}:${port}\r\nCookie: ai-editor=searcher\r\nContent-Type: application/json\r\nContent-Length: ${searchBody.length}\r\n\r\n${searchBody}`);
+      await untilReached({ searches: 1 });
+      hungUp.write(`POST /api/auth HTTP/1.1\r\nHost: ${hostname}:${port}\r\nContent-Type: application/json\r\nContent-Length: ${loginBody.length}\r\n\r\n${loginBody}`);
+      await untilWaiting('heavy', 1);
+      // The login's connection is ended on the gateway's side, as Node ends it on reading its client's end (its server
+      // keeps no half-open connection, httpAllowHalfOpen false): nothing can be written to that client any more, and
+      // the answer's 'close' comes only once the connection has closed, a few turns later when the client did end it.
+      // Ended here, with the client's side still open, that window stays open for the test. The search's client then
+      // leaves: its close gives the only heavy slot back at once (a search is cut with its client), to the login in line.
+      const hungUpSide = serverSide.get(hungUp.localPort!)!;
+      hungUpSide.end();
+      expect(hungUpSide.writable).toBe(false);
+      searching.destroy();
+      await untilWaiting('heavy', 0);
+      // The client ends its side too: the connection closes and the login's 'close' comes.
+      hungUp.end();
+      await untilInFlight(base, 'heavy', 0);
+      // The next login is served; the one whose client had hung up was never checked (before: checked first, for nobody:
+      // a flood's clients leaving together had each slot given back go to a login whose client was gone).
+      const next = await fetch(`${base}/api/auth`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: 'next@example.com', password: 'wrong password' }) });
+      expect(next.status).toBe(204);
+      expect(reached.logins).toBe(1);
+    } finally {
+      gateway.server.off('connection', onConnection);
+      searching.destroy();
+      hungUp.destroy();
+    }
+  });
+});
+
 describe('a write whose answer is streamed gives its slot back when its client leaves mid-answer', () => {
   test('a bookmark lookup (POST, answered in pages) whose client left after the first page: the slot and the share come back once the route has stopped', async () => {
     // One slot, and a share of one request per client.

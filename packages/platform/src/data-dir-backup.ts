@@ -4,6 +4,8 @@ import { isAbsolute, join, relative, resolve, sep } from 'node:path';
 
 /** A step of a backup a test can act in (what another process does while a backup runs). */
 export interface DataDirBackupHooks {
+  /** After the data dir was listed and its other files copied a first time, before the write locks are taken. */
+  beforeHold?(): Promise<void> | void;
   /** While every store is held against writes, after a read snapshot of each was begun. */
   whileWritesHeld?(): Promise<void> | void;
   /** Once per store, after the hold was let go, while that store's copy is under way (its first pages not yet copied). */
@@ -52,9 +54,10 @@ export async function backUpDataDir(dataDir: string, target: string, hooks: Data
   rmSync(partial, { recursive: true, force: true });
   mkdirSync(partial, { recursive: true, mode: 0o700 });
   try {
-    const { stores, others } = listDataDir(dataDir);
+    const { stores: listed, others } = listDataDir(dataDir);
     let files = copyOtherFiles(dataDir, partial, others);
-    const held = await holdWrites(stores.map((store) => join(dataDir, store)));
+    await hooks.beforeHold?.();
+    const { stores, held } = await holdEveryStore(dataDir, listed);
     const heldAt = performance.now();
     let writesHeldMs: number;
     const snapshots: Database.Database[] = [];
@@ -85,6 +88,26 @@ export async function backUpDataDir(dataDir: string, target: string, hooks: Data
   } catch (err) {
     rmSync(partial, { recursive: true, force: true });
     throw err;
+  }
+}
+
+/**
+ * Holds the write lock of every store of the data dir, those listed and any made since (a service started for the
+ * first time while the other files were copied): a store left out would be missing from the copy while the event log,
+ * copied at the hold, already has its consumer's position. Listed again under the hold; a store made after that is
+ * made after the moment the copy stands for.
+ */
+async function holdEveryStore(dataDir: string, listed: readonly string[]): Promise<{ stores: string[]; held: Database.Database[] }> {
+  let stores = [...listed];
+  for (;;) {
+    const held = await holdWrites(stores.map((store) => join(dataDir, store)));
+    const now = listDataDir(dataDir).stores;
+    if (now.every((store) => stores.includes(store))) return { stores, held };
+    for (const db of held) {
+      db.exec('ROLLBACK');
+      db.close();
+    }
+    stores = [...new Set([...stores, ...now])].sort();
   }
 }
 

@@ -203,6 +203,28 @@ describe('backUpDataDir (an online backup of the embedded data dir)', () => {
     }
   });
 
+  it('copies a store made after the data dir was listed (a service started for the first time meanwhile) with the others', async () => {
+    const { dataDir } = dataDirWithConsumer(root);
+    const backup = join(root, 'backup');
+    const result = await backUpDataDir(dataDir, backup, {
+      // The first copy of the other files is done; a service starting for the first time makes its store and writes.
+      beforeHold: () => {
+        mkdirSync(join(dataDir, 'newer'), { recursive: true });
+        const db = new Database(join(dataDir, 'newer', 'newer.db'));
+        db.pragma('journal_mode = WAL');
+        db.exec("CREATE TABLE t (v TEXT); INSERT INTO t (v) VALUES ('written before the backup began its hold')");
+        db.close();
+      },
+    });
+    expect(result.stores).toEqual(['newer/newer.db', 'svc/svc.db']);
+    const copied = new Database(join(backup, 'newer', 'newer.db'), { readonly: true });
+    try {
+      expect(copied.prepare('SELECT v FROM t').all()).toEqual([{ v: 'written before the backup began its hold' }]);
+    } finally {
+      copied.close();
+    }
+  });
+
   it('copies file bytes and secrets, never locks, SQLite side files or temporaries, privately, and refuses an existing target', async () => {
     const { dataDir } = dataDirWithConsumer(root);
     writeFileSync(join(dataDir, 'svc', 'secret'), 'k'.repeat(64), { mode: 0o600 });

@@ -505,6 +505,35 @@ describe("a login whose client left holds its heavy slot until its password chec
   });
 });
 
+describe('a pipelined login whose client closed the connection holds its heavy slot until its password check has ended', () => {
+  test('its answer, queued behind a read on the connection, is closed with the connection, but the next login waits for the check', async () => {
+    const { socket, head } = pausedConnection(base, 'piper');
+    try {
+      // A read held at the peer holds the connection; the login behind it is admitted and its password check begun, its
+      // answer queued behind the read's.
+      const loginBody = JSON.stringify({ email: 'piped@example.com', password: 'wrong password' });
+      const { hostname, port } = new URL(base);
+      socket.write(head('/api/card/count') + `POST /api/auth HTTP/1.1\r\nHost: ${hostname}:${port}\r\nContent-Type: application/json\r\nContent-Length: ${loginBody.length}\r\n\r\n${loginBody}`);
+      await untilReached({ counts: 1, logins: 1 });
+      // The client closes the connection: the read's slot is given back (cut with its client), the queued answer is
+      // closed with the connection (queued-responses.ts), the password check goes on.
+      socket.destroy();
+      await untilInFlight(base, 'light', 0);
+      // Before, closing the queued answer (res.destroy) counted as the end of the login's work: its slot was given back
+      // while identity still checked the password, and the next login started beside it.
+      expect(await (await fetch(`${base}/metrics`)).text()).toMatch(/^http_requests_in_flight\{line="heavy"\} 1$/m);
+      const next = fetch(`${base}/api/auth`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: 'next@example.com', password: 'wrong password' }) });
+      await untilWaiting('heavy', 1);
+      expect(reached.logins).toBe(1);
+      logins.open();
+      expect((await next).status).toBe(204);
+      expect(reached.logins).toBe(2);
+    } finally {
+      socket.destroy();
+    }
+  });
+});
+
 describe('a request in line whose client has hung up, its close not come yet, is not run when a slot is given to it', () => {
   test('a login in line whose connection can no longer be written to (Node ended it on its client\'s end) is never checked when a slot comes to it', async () => {
     const { hostname, port } = new URL(base);

@@ -1,3 +1,4 @@
+import { ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 
@@ -46,6 +47,10 @@ export function closeQueuedResponsesWithTheirConnection(): RequestHandler {
 function closeUnanswered(res: Response): void {
   // Given the connection meanwhile, or sent whole: Node emits its 'close'.
   if (res.socket || res.writableFinished) return;
-  res.destroy();
+  // Node's own destroy, not the one a write's request slot hooks (request-admission.ts whenWorkEnds: an answer its
+  // route or the error handler destroys is the end of that route's work): the connection closed this answer, and the
+  // route goes on. Counted as its end, a pipelined login whose client closed the connection gave its heavy slot back
+  // while identity still checked its password, and the next login in line started beside it.
+  ServerResponse.prototype.destroy.call(res);
   res.emit('close');
 }

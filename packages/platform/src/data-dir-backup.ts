@@ -40,7 +40,8 @@ const HOLD_ATTEMPTS = 5;
  * another connection (in WAL mode it pins the store as it is at that moment until it ends), and lets go of the write
  * locks: writes wait milliseconds, not for the copy. Each store is then copied through its pinned snapshot with
  * SQLite's online backup API from the connection holding it (sqlite3_backup_step uses the source's open read
- * transaction, so writes committed meanwhile are in no copy and do not restart it). Other files (file bytes, the session secret, mail) are copied before the stores and again
+ * transaction, so writes committed meanwhile are in no copy and do not restart it), lets go of that snapshot, and
+ * rewrites the page copy without its free pages (compactStore). Other files (file bytes, the session secret, mail) are copied before the stores and again
  * after them, so a file record in the copy has its bytes whether they were written during the backup or removed after.
  * The copy is made in `<target>.partial` and renamed at the end: a backup cut short is never taken for one.
  */
@@ -74,10 +75,12 @@ export async function backUpDataDir(dataDir: string, target: string, hooks: Data
       }
       for (const [i, snapshot] of snapshots.entries()) {
         const store = stores[i] as string;
-        await copyStore(snapshot, join(partial, store), () => hooks.whileCopying?.(store));
+        const pages = join(partial, `${store}${PAGE_COPY_SUFFIX}`);
+        await copyStore(snapshot, pages, () => hooks.whileCopying?.(store));
         // Copied: its snapshot is let go now, not after the other stores' copies, so that the services' checkpoints
         // of this store pass again and its -wal stops growing (and is cut back at its next reset).
         endSnapshots([snapshot]);
+        compactStore(pages, join(partial, store));
       }
     } finally {
       endSnapshots(snapshots);
@@ -156,6 +159,32 @@ function endSnapshots(snapshots: readonly Database.Database[]): void {
     if (!db.open) continue;
     if (db.inTransaction) db.exec('ROLLBACK');
     db.close();
+  }
+}
+
+/** The page copy of a store in the `.partial` directory, before compactStore rewrites it under the store's name. */
+const PAGE_COPY_SUFFIX = '.pages';
+
+/**
+ * Rewrites a store's page copy (`from`, removed after) into `to` without its free pages, with `VACUUM INTO` (the page
+ * copy is a private file no one else uses: nothing waits for it). A page copy keeps every free page as it is, and a
+ * store made before secure_delete (docs/decisions.md, "Deleted text is overwritten") still has deleted cards' text in
+ * its free pages and cells: the copy holds only what the store holds. Page size, auto_vacuum and user_version are
+ * kept; `VACUUM INTO` writes a rollback-journal file, so the copy is put back in WAL mode, as the services keep it.
+ */
+function compactStore(from: string, to: string): void {
+  const pages = new Database(from, { fileMustExist: true });
+  try {
+    pages.prepare('VACUUM INTO ?').run(to);
+  } finally {
+    pages.close();
+  }
+  for (const side of ['', '-wal', '-shm']) rmSync(`${from}${side}`, { force: true });
+  const copy = new Database(to, { fileMustExist: true });
+  try {
+    copy.pragma('journal_mode = WAL');
+  } finally {
+    copy.close();
   }
 }
 

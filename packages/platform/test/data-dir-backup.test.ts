@@ -1,8 +1,9 @@
 import Database from 'better-sqlite3';
 import { execFileSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createLogger } from '../src/logger';
+import { openSqlite } from '../src/sqlite';
 import { SqliteEventLog } from '../src/events/sqlite-event-log';
 import { backUpDataDir, DataDirBackupError } from '../src/data-dir-backup';
 import { runBackupCommand } from '../src/cli/backup-command';
@@ -220,6 +221,62 @@ describe('backUpDataDir (an online backup of the embedded data dir)', () => {
     const copied = new Database(join(backup, 'newer', 'newer.db'), { readonly: true });
     try {
       expect(copied.prepare('SELECT v FROM t').all()).toEqual([{ v: 'written before the backup began its hold' }]);
+    } finally {
+      copied.close();
+    }
+  });
+
+  it('leaves out of the copy a text deleted before secure_delete, as free pages of an older store keep it', async () => {
+    const dataDir = join(root, 'data');
+    mkdirSync(join(dataDir, 'cards'), { recursive: true });
+    const path = join(dataDir, 'cards', 'cards.db');
+    // A store made by a release before secure_delete: a deleted card's text stays in the file's free pages.
+    const older = new Database(path);
+    older.pragma('journal_mode = WAL');
+    older.exec('CREATE TABLE cards (text TEXT)');
+    older.prepare('INSERT INTO cards (text) VALUES (?)').run(`deleted card text ${'d'.repeat(20_000)}`);
+    older.prepare('INSERT INTO cards (text) VALUES (?)').run('kept card text');
+    older.prepare("DELETE FROM cards WHERE text LIKE 'deleted card text%'").run();
+    older.pragma('user_version = 7');
+    older.pragma('wal_checkpoint(TRUNCATE)');
+    older.close();
+    expect(readFileSync(path).includes('deleted card text')).toBe(true);
+    // Today's services open it with secure_delete = ON, which zeroes what is deleted from now on only.
+    const service = openSqlite(path);
+    try {
+      await backUpDataDir(dataDir, join(root, 'backup'));
+    } finally {
+      service.close();
+    }
+    const copy = join(root, 'backup', 'cards', 'cards.db');
+    expect(readFileSync(copy).includes('deleted card text')).toBe(false);
+    expect(readdirSync(join(root, 'backup', 'cards'))).toEqual(['cards.db']);
+    const copied = new Database(copy);
+    try {
+      expect(copied.prepare('SELECT text FROM cards').all()).toEqual([{ text: 'kept card text' }]);
+      expect(copied.pragma('integrity_check', { simple: true })).toBe('ok');
+      expect(copied.pragma('journal_mode', { simple: true })).toBe('wal');
+      expect(copied.pragma('user_version', { simple: true })).toBe(7);
+      expect(copied.pragma('freelist_count', { simple: true })).toBe(0);
+    } finally {
+      copied.close();
+    }
+  });
+
+  it('keeps incremental auto_vacuum in the copy of a store made with it (the event log)', async () => {
+    const dataDir = join(root, 'data');
+    const log = new SqliteEventLog({ path: join(dataDir, 'events', 'events.db'), logger, pollIntervalMs: 20, retryBaseMs: 10 });
+    try {
+      await log.publish([{ topic: TOPIC, key: 'k', payload: new Uint8Array([1]) }]);
+      await backUpDataDir(dataDir, join(root, 'backup'));
+    } finally {
+      await log.close();
+    }
+    const copied = new Database(join(root, 'backup', 'events', 'events.db'));
+    try {
+      expect(copied.pragma('auto_vacuum', { simple: true })).toBe(2);
+      expect(copied.pragma('integrity_check', { simple: true })).toBe('ok');
+      expect((copied.prepare('SELECT key FROM events').all() as { key: string }[]).map((r) => r.key)).toEqual(['k']);
     } finally {
       copied.close();
     }

@@ -42,6 +42,19 @@ export function describeObjectStoreContract(name: string, factory: () => Promise
       await expect(s.open(randomUUID(), 10)).rejects.toBeInstanceOf(NotFoundError);
     });
 
+    run('open with a length streams at most that many bytes from the offset (a byte range), none for 0', async (s) => {
+      const key = randomUUID();
+      const bytes = randomBytes(300_001);
+      await s.put(key, bytes);
+      const cases: Array<[number, number]> = [[0, 100], [0, 1], [100, 1], [65_530, 20], [150_000, 100_000], [299_901, 100], [300_000, 1], [299_990, 500], [0, 300_001]];
+      for (const [offset, length] of cases) {
+        expect({ offset, length, same: (await drain(await s.open(key, offset, length))).equals(bytes.subarray(offset, offset + length)) }).toEqual({ offset, length, same: true });
+      }
+      expect((await drain(await s.open(key, 10, 0))).length).toBe(0);
+      await expect(s.open(randomUUID(), 0, 10)).rejects.toBeInstanceOf(NotFoundError);
+      await expect(s.open(randomUUID(), 0, 0)).rejects.toBeInstanceOf(NotFoundError);
+    });
+
     run('put replaces an existing object', async (s) => {
       const key = randomUUID();
       await s.put(key, Buffer.from('first version'));

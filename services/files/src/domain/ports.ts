@@ -84,9 +84,10 @@ export interface ObjectStore {
   put(key: string, bytes: Buffer): Promise<void>;
   /**
    * A stream of the object's bytes from `offset` (default 0) to its end, so a reader cut off part way goes on from the
-   * byte it reached; empty when `offset` is at or past the end. NotFoundError when there is none.
+   * byte it reached; empty when `offset` is at or past the end. With `length`, at most that many bytes from `offset`
+   * (a download's byte range; none when 0). NotFoundError when there is none.
    */
-  open(key: string, offset?: number): Promise<Readable>;
+  open(key: string, offset?: number, length?: number): Promise<Readable>;
   /** The whole object; NotFoundError when there is none. */
   read(key: string): Promise<Buffer>;
   /** Size of the object, or null when there is none. */

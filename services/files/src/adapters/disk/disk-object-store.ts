@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { mkdir, open, readdir, readFile, rename, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { Readable } from 'node:stream';
+import { Readable } from 'node:stream';
 import { NotFoundError } from '@cards/platform';
 import type { ObjectStore, StoredObject } from '../../domain/ports';
 
@@ -68,10 +68,12 @@ export class DiskObjectStore implements ObjectStore {
     }
   }
 
-  async open(key: string, offset = 0): Promise<Readable> {
+  async open(key: string, offset = 0, length?: number): Promise<Readable> {
     const path = this.pathOf(key);
     if (!(await this.stat(key))) throw new NotFoundError(`object ${key} not found`);
-    return createReadStream(path, { start: offset });
+    if (length === 0) return Readable.from([]);
+    // `end` is inclusive.
+    return createReadStream(path, { start: offset, ...(length === undefined ? {} : { end: offset + length - 1 }) });
   }
 
   async read(key: string): Promise<Buffer> {

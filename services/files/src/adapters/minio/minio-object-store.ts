@@ -19,6 +19,30 @@ function isMissing(err: unknown): boolean {
 }
 
 /**
+ * The first `length` bytes of a ranged GET's body: a server that answers more than the range asked (s3rver answers
+ * `bytes=0-0` with the whole object) sends no byte beyond it; the rest is not read.
+ */
+function atMost(stream: Readable, length: number): Readable {
+  async function* first(): AsyncGenerator<Buffer> {
+    let left = length;
+    try {
+      for await (const chunk of stream) {
+        const bytes = chunk as Buffer;
+        if (bytes.length >= left) {
+          yield bytes.subarray(0, left);
+          return;
+        }
+        left -= bytes.length;
+        yield bytes;
+      }
+    } finally {
+      stream.destroy();
+    }
+  }
+  return Readable.from(first(), { objectMode: false });
+}
+
+/**
  * Objects in an S3 bucket through the `minio` client (MinIO, AWS S3, any S3-compatible server).
  * Objects are written with their size in one PUT (S3 makes it visible only when complete), which
  * also keeps servers without multipart listing (s3rver) working for files up to the part size.
@@ -81,11 +105,17 @@ export class MinioObjectStore implements ObjectStore {
     await this.client.putObject(this.options.bucket, key, bytes, bytes.length);
   }
 
-  async open(key: string, offset = 0): Promise<Readable> {
+  async open(key: string, offset = 0, length?: number): Promise<Readable> {
     await this.ensureBucket();
     try {
-      // A Range request from the offset (none at 0); the length left out reads to the end.
-      return await this.client.getPartialObject(this.options.bucket, key, offset);
+      // The client reads a length of 0 as "to the end": none asked for is none read, once the object is known to exist.
+      if (length === 0) {
+        await this.client.statObject(this.options.bucket, key);
+        return Readable.from([]);
+      }
+      // A Range request from the offset (none at 0 without a length); the length left out reads to the end.
+      const stream = await this.client.getPartialObject(this.options.bucket, key, offset, length);
+      return length === undefined ? stream : atMost(stream, length);
     } catch (err) {
       if (isMissing(err)) throw new NotFoundError(`object ${key} not found`);
       // S3 answers 416 for a range starting at or past the end of an object that exists: nothing left to read.

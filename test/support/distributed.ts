@@ -11,7 +11,15 @@ import { loopbackTopologyEnv } from '@cards/platform';
 
 /** Start order: the gateway last (its /healthz answers 200 only when every peer does). */
 const SERVICES = ['identity', 'cards', 'search', 'files', 'notifications', 'gateway'] as const;
-type ServiceName = (typeof SERVICES)[number];
+export type ServiceName = (typeof SERVICES)[number];
+
+/** One service at a time, for crash tests in the production topology. */
+export interface DistributedControls {
+  /** SIGKILL one service's process and wait for its exit (the others keep running). */
+  killService(name: ServiceName): Promise<void>;
+  /** Start a killed service again with the same environment and wait until the gateway's /healthz is 200. */
+  restartService(name: ServiceName): Promise<void>;
+}
 
 export interface DistributedStart {
   root: string;
@@ -29,6 +37,8 @@ interface Child {
   name: ServiceName;
   process: ChildProcess;
   exited: Promise<void>;
+  /** Killed by killService (a test's own crash), so its exit is not reported as unexpected. */
+  killedOnPurpose?: boolean;
 }
 
 /**
@@ -37,7 +47,7 @@ interface Child {
  * stop() sends SIGTERM to all (gateway first) and waits; kill() SIGKILLs all; logs() concatenates
  * every process's output, each line prefixed with the service name.
  */
-export async function startDistributedSystem(start: DistributedStart): Promise<RunningSystem> {
+export async function startDistributedSystem(start: DistributedStart): Promise<RunningSystem & DistributedControls> {
   const { root, dataDir, port } = start;
   const env = {
     ...start.env,
@@ -50,7 +60,8 @@ export async function startDistributedSystem(start: DistributedStart): Promise<R
   };
   const logs: string[] = [];
   let logLength = 0;
-  const children: Child[] = SERVICES.map((name) => {
+  let stopping = false;
+  const spawnService = (name: ServiceName): Child => {
     const entry = join(root, 'services', name, 'src', 'main.ts');
     const child = spawn(process.execPath, ['--import', 'tsx', entry], { cwd: root, env: { ...env, ...start.serviceEnv?.[name] }, stdio: ['ignore', 'pipe', 'pipe'] });
     stopWhenFileEnds(child);
@@ -67,18 +78,17 @@ export async function startDistributedSystem(start: DistributedStart): Promise<R
     child.stdout!.on('data', onData);
     child.stderr!.on('data', onData);
     const exited = new Promise<void>((r) => child.once('exit', () => r()));
-    return { name, process: child, exited };
-  });
-  const output = () => logs.join('');
-  // A service that dies while the tests run leaves only ECONNREFUSED or UNAVAILABLE in the failures: say which and why.
-  let stopping = false;
-  for (const c of children) {
-    c.process.once('exit', (code, signal) => {
-      if (stopping) return;
-      const own = logs.filter((line) => line.startsWith(`[${c.name}] `)).slice(-40).join('');
-      process.stderr.write(`[distributed] ${c.name} exited unexpectedly (${code ?? signal}); its last log lines:\n${own}`);
+    const result: Child = { name, process: child, exited };
+    // A service that dies while the tests run leaves only ECONNREFUSED or UNAVAILABLE in the failures: say which and why.
+    child.once('exit', (code, signal) => {
+      if (stopping || result.killedOnPurpose) return;
+      const own = logs.filter((line) => line.startsWith(`[${name}] `)).slice(-40).join('');
+      process.stderr.write(`[distributed] ${name} exited unexpectedly (${code ?? signal}); its last log lines:\n${own}`);
     });
-  }
+    return result;
+  };
+  const children: Child[] = SERVICES.map(spawnService);
+  const output = () => logs.join('');
   const killAll = async () => {
     stopping = true;
     for (const c of children) if (c.process.exitCode === null && c.process.signalCode === null) c.process.kill('SIGKILL');
@@ -109,7 +119,7 @@ export async function startDistributedSystem(start: DistributedStart): Promise<R
   }
 
   const gateway = children.find((c) => c.name === 'gateway')!;
-  return {
+  const system: RunningSystem & DistributedControls = {
     baseUrl,
     dataDir,
     process: gateway.process,
@@ -130,5 +140,31 @@ export async function startDistributedSystem(start: DistributedStart): Promise<R
       if (start.removeDataDirOnStop) rmSync(dataDir, { recursive: true, force: true });
     },
     kill: killAll,
+    async killService(name: ServiceName) {
+      const c = children.find((child) => child.name === name)!;
+      c.killedOnPurpose = true;
+      if (c.process.exitCode === null && c.process.signalCode === null) c.process.kill('SIGKILL');
+      await c.exited;
+    },
+    async restartService(name: ServiceName) {
+      const index = children.findIndex((child) => child.name === name);
+      const old = children[index]!;
+      if (old.process.exitCode === null && old.process.signalCode === null) throw new Error(`${name} is still running: killService first`);
+      const fresh = spawnService(name);
+      children[index] = fresh;
+      if (name === 'gateway') system.process = fresh.process;
+      // The gateway's /healthz is 200 only when every peer serves again.
+      const restartDeadline = Date.now() + 120_000;
+      for (;;) {
+        if (fresh.process.exitCode !== null || fresh.process.signalCode !== null) throw new Error(`${name} exited on restart:\n${output()}`);
+        if (Date.now() > restartDeadline) throw new Error(`${name} restarted but the gateway's /healthz was not 200 within 120 s:\n${output()}`);
+        const healthy = await fetch(`${baseUrl}/healthz`, { signal: AbortSignal.timeout(1000) })
+          .then((r) => r.status === 200)
+          .catch(() => false);
+        if (healthy) return;
+        await new Promise((r) => setTimeout(r, 200));
+      }
+    },
   };
+  return system;
 }

@@ -2,13 +2,14 @@ import type { ChildProcess } from 'node:child_process';
 import { rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { freePort } from '@cards/platform';
-import { startDistributedSystem, type DistributedStart } from './distributed';
+import { startDistributedSystem, type DistributedControls, type DistributedStart } from './distributed';
 import { spawnNodeEntry } from './node-process';
 import { testTempDir } from './cleanup';
 
 const ROOT = resolve(__dirname, '../..');
 
-export interface RunningSystem {
+/** killService/restartService: SYSTEM_TOPOLOGY=distributed only (one process per service). */
+export interface RunningSystem extends Partial<DistributedControls> {
   baseUrl: string;
   dataDir: string;
   process: ChildProcess;

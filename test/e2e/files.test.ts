@@ -249,6 +249,99 @@ describe('reading files back', () => {
   });
 });
 
+describe('ranged downloads (RFC 9110 Range, If-Range) through the gateway', () => {
+  let publicFile: any;
+  let privateFile: any;
+  const bytes = fixture('cjk.pdf');
+  const size = bytes.length;
+
+  beforeAll(async () => {
+    const [shared, kept] = await Promise.all([upload(alice, 'cjk.pdf'), upload(alice, 'marine.odt', { private: true })]);
+    expect([shared.status, kept.status]).toEqual([200, 200]);
+    [publicFile, privateFile] = [shared.json, kept.json];
+  });
+
+  const download = (id: string, headers: Record<string, string> = {}, method = 'GET') => fetch(`${system.baseUrl}/api/file/${id}/download`, { method, headers });
+  const body = async (res: Response) => Buffer.from(await res.arrayBuffer());
+
+  it('says it takes byte ranges and names the file by a strong ETag and its Last-Modified', async () => {
+    const res = await download(publicFile.id);
+    expect(res.status).toBe(200);
+    expect(res.headers.get('accept-ranges')).toBe('bytes');
+    expect(res.headers.get('etag')).toMatch(/^"[^"]+"$/);
+    expect(new Date(res.headers.get('last-modified')!).toUTCString()).toBe(res.headers.get('last-modified'));
+    expect((await body(res)).equals(bytes)).toBe(true);
+  });
+
+  it('answers one range 206 with Content-Range and only its bytes: first, from, last, and a suffix longer than the file', async () => {
+    const cases: Array<[string, number, number]> = [
+      ['bytes=0-99', 0, 99],
+      ['bytes=100-', 100, size - 1],
+      ['bytes=-100', size - 100, size - 1],
+      [`bytes=${size - 10}-${size + 500}`, size - 10, size - 1],
+      [`bytes=-${size + 1000}`, 0, size - 1],
+      ['bytes=0-0', 0, 0],
+    ];
+    for (const [range, start, end] of cases) {
+      const res = await download(publicFile.id, { range });
+      const got = await body(res);
+      expect({ range, status: res.status, contentRange: res.headers.get('content-range'), length: res.headers.get('content-length'), same: got.equals(bytes.subarray(start, end + 1)) }).toEqual({
+        range,
+        status: 206,
+        contentRange: `bytes ${start}-${end}/${size}`,
+        length: String(end - start + 1),
+        same: true,
+      });
+    }
+  });
+
+  it('answers a range past the end 416 with Content-Range bytes */size and a JSON message; several ranges, a malformed one or another unit get the whole file', async () => {
+    for (const range of [`bytes=${size}-`, `bytes=${size + 5}-${size + 10}`, 'bytes=-0']) {
+      const res = await download(publicFile.id, { range });
+      expect({ range, status: res.status, contentRange: res.headers.get('content-range'), type: res.headers.get('content-type') }).toEqual({ range, status: 416, contentRange: `bytes */${size}`, type: expect.stringMatching(/^application\/json/) });
+      expect(await res.json()).toEqual({ message: expect.stringContaining(`${size} bytes`) });
+    }
+    for (const range of ['bytes=0-1,5-9', 'bytes=5-2', 'bytes=abc', 'items=0-5']) {
+      const res = await download(publicFile.id, { range });
+      expect({ range, status: res.status, contentRange: res.headers.get('content-range'), same: (await body(res)).equals(bytes) }).toEqual({ range, status: 200, contentRange: null, same: true });
+    }
+  });
+
+  it('If-Range: the range while the ETag or Last-Modified still names the file, else the whole file', async () => {
+    const whole = await download(publicFile.id);
+    await whole.arrayBuffer();
+    const [etag, lastModified] = [whole.headers.get('etag')!, whole.headers.get('last-modified')!];
+    for (const ifRange of [etag, lastModified]) {
+      const res = await download(publicFile.id, { range: 'bytes=100-', 'if-range': ifRange });
+      expect({ ifRange, status: res.status, same: (await body(res)).equals(bytes.subarray(100)) }).toEqual({ ifRange, status: 206, same: true });
+    }
+    for (const ifRange of ['"another-version"', `W/${etag}`, new Date(Date.parse(lastModified) - 60_000).toUTCString()]) {
+      const res = await download(publicFile.id, { range: 'bytes=100-', 'if-range': ifRange });
+      expect({ ifRange, status: res.status, same: (await body(res)).equals(bytes) }).toEqual({ ifRange, status: 200, same: true });
+    }
+  });
+
+  it("HEAD answers the GET's head without a body (a Range on HEAD is ignored, RFC 9110 14.2)", async () => {
+    const get = await download(publicFile.id);
+    await get.arrayBuffer();
+    for (const headers of [{}, { range: 'bytes=0-99' }] as Array<Record<string, string>>) {
+      const head = await download(publicFile.id, headers, 'HEAD');
+      expect(head.status).toBe(200);
+      for (const name of ['accept-ranges', 'etag', 'last-modified', 'content-length', 'content-type', 'content-disposition']) expect({ name, value: head.headers.get(name) }).toEqual({ name, value: get.headers.get(name) });
+      expect((await body(head)).length).toBe(0);
+    }
+  });
+
+  it("a private file's range is as hidden as the whole file: 404 to others and anonymous readers, 206 to its owner", async () => {
+    const range = { range: 'bytes=0-9' };
+    expect((await download(privateFile.id, range)).status).toBe(404);
+    expect((await download(privateFile.id, { ...range, cookie: bob.client.cookie! })).status).toBe(404);
+    const owner = await download(privateFile.id, { ...range, cookie: alice.client.cookie! });
+    expect(owner.status).toBe(206);
+    expect((await body(owner)).equals(fixture('marine.odt').subarray(0, 10))).toBe(true);
+  });
+});
+
 describe('while FILES_INTERNAL_TOKEN is rotated, no download is refused', () => {
   // The gateway and files as separate processes: a gateway pod that has not rolled yet still sends the previous token.
   let oldGateway: RunningSystem;

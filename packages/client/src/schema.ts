@@ -320,8 +320,8 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * The raw file bytes
-         * @description The body is the file's bytes and Content-Type is the file's own MIME type (its mime_type, e.g. application/pdf), so any media type may come back. Read it as bytes: with openapi-fetch, `parseAs: 'arrayBuffer'` (the default JSON parsing fails on it).
+         * The raw file bytes (byte ranges: Range, If-Range)
+         * @description The body is the file's bytes and Content-Type is the file's own MIME type (its mime_type, e.g. application/pdf), so any media type may come back. Read it as bytes: with openapi-fetch, `parseAs: 'arrayBuffer'` (the default JSON parsing fails on it). A download cut part way goes on with `Range: bytes=<bytes held>-` and `If-Range: <ETag>`. HEAD answers the 200's head whatever the Range.
          */
         get: operations["downloadFile"];
         put?: never;
@@ -2616,7 +2616,12 @@ export interface operations {
     downloadFile: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description RFC 9110 byte range: one range (`bytes=0-99`, `bytes=100-`, `bytes=-100`) is answered 206 with those bytes; several ranges, or a header of another unit or not in the grammar, get the whole file (200); a range starting at or past the end is 416. Ignored on HEAD. */
+                Range?: string;
+                /** @description The ETag (strong) or Last-Modified date of the copy the client holds part of: the range is served only while it still names the file, else the whole file (200). */
+                "If-Range"?: string;
+            };
             path: {
                 file_id: string;
             };
@@ -2627,6 +2632,23 @@ export interface operations {
             /** @description The file's bytes, sent as its own MIME type */
             200: {
                 headers: {
+                    /** @description bytes */
+                    "Accept-Ranges": string;
+                    /** @description A strong validator of the file's bytes (they never change under a file's id) */
+                    ETag: string;
+                    /** @description When the bytes were stored (the upload) */
+                    "Last-Modified": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "*/*": string;
+                };
+            };
+            /** @description Partial Content: the one byte range asked for, with `Content-Range: bytes <first>-<last>/<size>` and Accept-Ranges, ETag and Last-Modified as the 200 */
+            206: {
+                headers: {
+                    /** @description bytes <first>-<last>/<size> */
+                    "Content-Range": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2655,6 +2677,17 @@ export interface operations {
             408: components["responses"]["RequestTimeout"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            /** @description Range Not Satisfiable: the range starts at or past the end of the file; `Content-Range: bytes *\/<size>` gives the size */
+            416: {
+                headers: {
+                    /** @description bytes *\/<size> */
+                    "Content-Range": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             429: components["responses"]["TooManyRequests"];
             431: components["responses"]["RequestHeadTooLarge"];
             /** @description The files service answered the gateway wrongly (refused its internal token, or sent no file header); try again later */

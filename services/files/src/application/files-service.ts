@@ -155,13 +155,22 @@ export class FilesService {
 
   /**
    * The record and a stream of its bytes from `offset` (a reader going on from the byte it reached), for a caller who
-   * may see it; InvalidArgumentError when the offset is not a byte position of the file (0 to its size).
+   * may see it; InvalidArgumentError when the offset is not a byte position of the file (0 to its size). `range`, given
+   * the record, may ask for only `length` bytes from `start` instead (a download's Range).
    */
-  async open(fileId: string, callerId: string | undefined, offset = 0, { resume = false } = {}): Promise<{ record: FileRecord; content: Readable }> {
+  async open(
+    fileId: string,
+    callerId: string | undefined,
+    offset = 0,
+    { resume = false, range }: { resume?: boolean; range?: (record: FileRecord) => { start: number; length: number } | null } = {},
+  ): Promise<{ record: FileRecord; content: Readable }> {
     const record = resume ? await this.resumed(fileId, callerId) : await this.get(fileId, callerId);
-    if (!Number.isSafeInteger(offset) || offset < 0 || offset > record.size) throw new InvalidArgumentError(`offset: must be from 0 to the file's size (${record.size})`);
+    // A download's byte range, chosen from the record (its size, its validators); null for the whole file.
+    const part = range?.(record) ?? null;
+    const from = part ? part.start : offset;
+    if (!Number.isSafeInteger(from) || from < 0 || from > record.size) throw new InvalidArgumentError(`offset: must be from 0 to the file's size (${record.size})`);
     try {
-      return { record, content: await this.deps.objects.open(record.id, offset) };
+      return { record, content: await this.deps.objects.open(record.id, from, part?.length) };
     } catch (err) {
       if (err instanceof NotFoundError) throw new NotFoundError('File not found');
       throw err;

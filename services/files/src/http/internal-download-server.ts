@@ -3,6 +3,8 @@ import { pipeline } from 'node:stream/promises';
 import { Status } from 'nice-grpc';
 import { DomainError, isEngineUnavailableError, isUuid, type Logger } from '@cards/platform';
 import type { FilesService } from '../application/files-service';
+import type { FileRecord } from '../domain/model';
+import { byteRangeOf, ifRangeHolds, type ByteRangeAnswer } from './byte-range';
 import { internalTokenCheck } from './internal-token-check';
 
 export const INTERNAL_TOKEN_HEADER = 'x-files-internal-token';
@@ -19,6 +21,14 @@ export interface InternalDownloadServerOptions {
   acceptedTokens: readonly string[];
   service: FilesService;
   logger: Logger;
+}
+
+/**
+ * A strong ETag of the file's bytes: they never change under a file's id (an upload makes a new file), so its size and
+ * creation time name them; If-Range compares it to serve the rest of the bytes a client already holds part of.
+ */
+export function etagOf(record: Pick<FileRecord, 'size' | 'createdAt'>): string {
+  return `"${record.size.toString(16)}-${record.createdAt.getTime().toString(16)}"`;
 }
 
 /** RFC 6266 / 5987: an ASCII fallback plus the exact UTF-8 name. */
@@ -54,15 +64,41 @@ export async function startInternalDownloadServer(options: InternalDownloadServe
     if (!match || !isUuid(match[1])) return send(404, 'No such route');
     const caller = req.headers[CALLER_HEADER];
     const callerId = typeof caller === 'string' && isUuid(caller) ? caller.toLowerCase() : undefined;
+    // RFC 9110 ranges on GET only (14.2: a HEAD's Range is ignored, so HEAD answers as the GET without one would).
+    const rangeHeader = req.method === 'GET' ? req.headers.range : undefined;
+    const ifRangeHeader = req.headers['if-range'];
+    const ifRange = Array.isArray(ifRangeHeader) ? ifRangeHeader.join(', ') : ifRangeHeader;
+    let answer: ByteRangeAnswer = { kind: 'whole' };
     service
-      .open(match[1], callerId)
+      .open(match[1], callerId, 0, {
+        range: (record) => {
+          answer = ifRangeHolds(ifRange, etagOf(record), record.createdAt) ? byteRangeOf(rangeHeader, record.size) : { kind: 'whole' };
+          if (answer.kind === 'range') return { start: answer.start, length: answer.end - answer.start + 1 };
+          // Nothing is read for an unsatisfiable range.
+          return answer.kind === 'unsatisfiable' ? { start: 0, length: 0 } : null;
+        },
+      })
       .then(async ({ record, content }) => {
-        res.writeHead(200, {
-          'content-type': record.mimeType,
-          'content-length': String(record.size),
-          'content-disposition': contentDisposition(record.fileName),
+        const validators = {
+          'accept-ranges': 'bytes',
+          etag: etagOf(record),
+          'last-modified': record.createdAt.toUTCString(),
           'x-content-type-options': 'nosniff',
           'cache-control': 'private, no-store',
+        };
+        const chosen = answer as ByteRangeAnswer;
+        if (chosen.kind === 'unsatisfiable') {
+          content.destroy();
+          res.writeHead(416, { ...validators, 'content-type': 'application/json; charset=utf-8', 'content-range': `bytes */${record.size}` });
+          res.end(JSON.stringify({ message: `Range: no byte of the range asked for is in the file (${record.size} bytes); ask for bytes from 0 to ${Math.max(0, record.size - 1)}` }));
+          return;
+        }
+        res.writeHead(chosen.kind === 'range' ? 206 : 200, {
+          'content-type': record.mimeType,
+          'content-length': String(chosen.kind === 'range' ? chosen.end - chosen.start + 1 : record.size),
+          ...(chosen.kind === 'range' ? { 'content-range': `bytes ${chosen.start}-${chosen.end}/${record.size}` } : {}),
+          'content-disposition': contentDisposition(record.fileName),
+          ...validators,
         });
         if (req.method === 'HEAD') {
           content.destroy();

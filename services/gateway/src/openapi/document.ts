@@ -41,6 +41,8 @@ export interface OperationSpec {
   errorAnswers?: Partial<Record<number, { description: string; headers?: Record<string, { required: boolean; description: string; schema: { type: 'string' } }> }>>;
   /** Documented for the contract but not JSON (raw bytes, HTML). */
   raw?: boolean;
+  /** Answers other than the success and the failures (a download's 206 Partial Content). */
+  moreAnswers?: Partial<Record<number, ResponseConfig>>;
 }
 
 const uuidParam = z.string().uuid();
@@ -192,7 +194,47 @@ export const OPERATIONS: OperationSpec[] = [
   { method: 'post', path: '/api/file', operationId: 'uploadFile', summary: 'Upload a .docx, .doc, .odt or .pdf document (base64url); cards are made from it asynchronously', tag: 'Files', auth: 'required', headers: idempotencyKeyHeader, body: createFileBody, success: { status: 200, schema: r.fileWithContent }, errors: [400, 401, 409, 413, 422, 429] },
   { method: 'put', path: '/api/file', operationId: 'setFilePrivacy', summary: 'Make an own file public or private', tag: 'Files', auth: 'required', body: setPrivacyBody, success: { status: 204 }, errors: [400, 401, 403, 404] },
   { method: 'get', path: '/api/user/files/:user_id', operationId: 'listUserFiles', summary: 'A user\'s files (private ones only to their owner)', tag: 'Files', auth: 'optional', params: params({ user_id: uuidParam }), success: { status: 200, schema: z.array(r.fileRecord) }, errors: [400, 404] },
-  { method: 'get', path: '/api/file/:file_id/download', operationId: 'downloadFile', summary: 'The raw file bytes', tag: 'Files', auth: 'optional', params: params({ file_id: uuidParam }), description: "The body is the file's bytes and Content-Type is the file's own MIME type (its mime_type, e.g. application/pdf), so any media type may come back. Read it as bytes: with openapi-fetch, `parseAs: 'arrayBuffer'` (the default JSON parsing fails on it).", success: { status: 200, contentType: '*/*', schema: z.string().openapi({ format: 'binary' }), description: "The file's bytes, sent as its own MIME type" }, errors: [400, 404, 502], raw: true },
+  {
+    method: 'get',
+    path: '/api/file/:file_id/download',
+    operationId: 'downloadFile',
+    summary: 'The raw file bytes (byte ranges: Range, If-Range)',
+    tag: 'Files',
+    auth: 'optional',
+    params: params({ file_id: uuidParam }),
+    headers: z.object({
+      Range: z.string().optional().describe('RFC 9110 byte range: one range (`bytes=0-99`, `bytes=100-`, `bytes=-100`) is answered 206 with those bytes; several ranges, or a header of another unit or not in the grammar, get the whole file (200); a range starting at or past the end is 416. Ignored on HEAD.'),
+      'If-Range': z.string().optional().describe('The ETag (strong) or Last-Modified date of the copy the client holds part of: the range is served only while it still names the file, else the whole file (200).'),
+    }),
+    description:
+      "The body is the file's bytes and Content-Type is the file's own MIME type (its mime_type, e.g. application/pdf), so any media type may come back. Read it as bytes: with openapi-fetch, `parseAs: 'arrayBuffer'` (the default JSON parsing fails on it). A download cut part way goes on with `Range: bytes=<bytes held>-` and `If-Range: <ETag>`. HEAD answers the 200's head whatever the Range.",
+    success: {
+      status: 200,
+      contentType: '*/*',
+      schema: z.string().openapi({ format: 'binary' }),
+      description: "The file's bytes, sent as its own MIME type",
+      headers: z.object({
+        'Accept-Ranges': z.string().describe('bytes'),
+        ETag: z.string().describe("A strong validator of the file's bytes (they never change under a file's id)"),
+        'Last-Modified': z.string().describe('When the bytes were stored (the upload)'),
+      }),
+    },
+    moreAnswers: {
+      206: {
+        description: 'Partial Content: the one byte range asked for, with `Content-Range: bytes <first>-<last>/<size>` and Accept-Ranges, ETag and Last-Modified as the 200',
+        headers: { 'Content-Range': { required: true, description: 'bytes <first>-<last>/<size>', schema: { type: 'string' } } },
+        content: { '*/*': { schema: z.string().openapi({ format: 'binary' }) } },
+      },
+    },
+    errors: [400, 404, 416, 502],
+    errorAnswers: {
+      416: {
+        description: 'Range Not Satisfiable: the range starts at or past the end of the file; `Content-Range: bytes */<size>` gives the size',
+        headers: { 'Content-Range': { required: true, description: 'bytes */<size>', schema: { type: 'string' } } },
+      },
+    },
+    raw: true,
+  },
   { method: 'get', path: '/api/file/:file_id', operationId: 'getFile', summary: 'A file with its content (base64url)', tag: 'Files', auth: 'optional', params: params({ file_id: uuidParam }), success: { status: 200, schema: r.fileWithContent }, errors: [400, 404, 429, 502] },
   { method: 'delete', path: '/api/file/:file_id', operationId: 'deleteFile', summary: 'Delete an own file (its cards and collection stay)', tag: 'Files', auth: 'required', params: params({ file_id: uuidParam }), success: { status: 204 }, errors: [400, 401, 403, 404] },
 
@@ -426,6 +468,7 @@ export function buildOpenApiDocument() {
       const own = op.errorAnswers?.[status];
       responses[status] = status === 429 ? tooManyRequests : { ...jsonResponse(own?.description ?? ERROR_DESCRIPTIONS[status] ?? 'Error', errorSchema), ...(own?.headers ? { headers: own.headers } : {}) };
     }
+    for (const [status, answer] of Object.entries(op.moreAnswers ?? {})) if (answer) responses[status] = answer;
     // Any API request beyond its client's share of the request bound (request-admission.ts) is answered 429.
     if (readsApiBody(op)) responses[429] = tooManyRequests;
     for (const [status, transport] of Object.entries(transportRefs)) if (transport.appliesTo(op)) responses[status] = transport.ref;

@@ -83,6 +83,17 @@ describe('percent-encoded unreserved characters in API paths', () => {
     }
   });
 
+  // An escaped "/" keeps the segment a card id for every method: GET and HEAD 400, OPTIONS the card route's Allow
+  // (not the count route's "GET, HEAD, OPTIONS"). A guard: they already agreed when this was written.
+  it('routes HEAD and OPTIONS of a path with an escaped "/" as GET routes it', async () => {
+    for (const path of ['/api/card/count%2F', '/api/card/%63ount%2F', '/api/card/count%2f', '/api/card/%2Fcount']) {
+      const get = await call('GET', path);
+      expect({ path, status: get.status, body: get.body }).toEqual({ path, status: 400, body: { message: 'card_id: must be a UUID' } });
+      expect({ ...(await call('HEAD', path)), body: undefined }).toEqual({ path, status: get.status, allow: null, body: undefined });
+      expect(await call('OPTIONS', path)).toEqual({ path, status: 204, allow: 'GET, DELETE, HEAD, OPTIONS', body: undefined });
+    }
+  });
+
   it('tells a call without the /api prefix where it is whatever its escapes, as the API routes it', async () => {
     for (const path of ['/card/search/1', '/card/%73earch/1', '/card/search/%31']) {
       expect(await call('POST', path)).toEqual({ path, status: 404, allow: null, body: { message: 'No such route: the HTTP interface is served under /api (POST /api/card/search/1)' } });

@@ -88,6 +88,25 @@ function withTypos(text: string): string {
   return text.replace(/[A-Za-z]{5,}/g, (word) => (n++ % 4 === 0 ? word.slice(0, 2) + word[3] + word[2] + word.slice(4) : word));
 }
 
+/** Cards naming languages written with signs (C++, C#, .NET, node.js…) and cards holding only their parts, new ids each call. */
+function namingCards() {
+  return {
+    cpp: aCard().saying('Templates and RAII in modern C++ make resource handling safe').build(),
+    cpp17: aCard().saying('Structured bindings arrived with C++17, and so did std::optional').build(),
+    sharp: aCard().saying('LINQ queries in C#, read like SQL over collections').build(),
+    c: aCard().saying('The C language leaves memory management to the programmer').build(),
+    fsharp: aCard().saying('Pipelines in F# read from left to right').build(),
+    dotnet: aCard().saying('The .NET runtime compiles to an intermediate language').build(),
+    net: aCard().saying('A fishing net dried in the harbour all afternoon').build(),
+    nodejs: aCard().saying('Streams in node.js handle back-pressure for you').build(),
+    apart: aCard().saying('Each node of the tree is a JS object with children').build(),
+    nodeOnly: aCard().saying('A node of the graph links to three others').build(),
+    three: aCard().saying('We moved the services from C# to F# on .NET last year').build(),
+    two: aCard().saying('Ported the build scripts from C++ to C#').build(),
+    tides: aCard().saying('The tides rise and fall with the pull of the Moon').build(),
+  };
+}
+
 /** The CardIndex port's contract: every adapter (SQLite, Elasticsearch, ...) must pass it. */
 export function describeCardIndexContract(name: string, factory: () => Promise<CardIndex>): void {
   describe(`CardIndex contract: ${name}`, () => {
@@ -929,16 +948,7 @@ export function describeCardIndexContract(name: string, factory: () => Promise<C
     });
 
     test('a name written with signs (C++, C#, F#, .NET, node.js, C++17) finds the cards holding it first, then those holding its parts; "C" alone finds both', async () => {
-      const cpp = aCard().saying('Templates and RAII in modern C++ make resource handling safe').build();
-      const cpp17 = aCard().saying('Structured bindings arrived with C++17, and so did std::optional').build();
-      const sharp = aCard().saying('LINQ queries in C#, read like SQL over collections').build();
-      const c = aCard().saying('The C language leaves memory management to the programmer').build();
-      const fsharp = aCard().saying('Pipelines in F# read from left to right').build();
-      const dotnet = aCard().saying('The .NET runtime compiles to an intermediate language').build();
-      const net = aCard().saying('A fishing net dried in the harbour all afternoon').build();
-      const nodejs = aCard().saying('Streams in node.js handle back-pressure for you').build();
-      const apart = aCard().saying('Each node of the tree is a JS object with children').build();
-      const nodeOnly = aCard().saying('A node of the graph links to three others').build();
+      const { cpp, cpp17, sharp, c, fsharp, dotnet, net, nodejs, apart, nodeOnly } = namingCards();
       for (const card of [cpp, cpp17, sharp, c, fsharp, dotnet, net, nodejs, apart, nodeOnly]) await index.upsert(card);
       const ranked = async (query: string) => (await index.matchText(query, everything(), firstPage)).hits;
       /** The hits in groups of one score, best first, each group's ids sorted (ties may come in any order). */
@@ -974,18 +984,7 @@ export function describeCardIndexContract(name: string, factory: () => Promise<C
     });
 
     test('a query of several names written with signs finds the cards naming several of them first, each name counting once', async () => {
-      const three = aCard().saying('We moved the services from C# to F# on .NET last year').build();
-      const two = aCard().saying('Ported the build scripts from C++ to C#').build();
-      const cpp = aCard().saying('Templates and RAII in modern C++ make resource handling safe').build();
-      const sharp = aCard().saying('LINQ queries in C#, read like SQL over collections').build();
-      const c = aCard().saying('The C language leaves memory management to the programmer').build();
-      const fsharp = aCard().saying('Pipelines in F# read from left to right').build();
-      const dotnet = aCard().saying('The .NET runtime compiles to an intermediate language').build();
-      const net = aCard().saying('A fishing net dried in the harbour all afternoon').build();
-      const nodejs = aCard().saying('Streams in node.js handle back-pressure for you').build();
-      const apart = aCard().saying('Each node of the tree is a JS object with children').build();
-      const nodeOnly = aCard().saying('A node of the graph links to three others').build();
-      const tides = aCard().saying('The tides rise and fall with the pull of the Moon').build();
+      const { three, two, cpp, sharp, c, fsharp, dotnet, net, nodejs, apart, nodeOnly, tides } = namingCards();
       for (const card of [three, two, cpp, sharp, c, fsharp, dotnet, net, nodejs, apart, nodeOnly, tides]) await index.upsert(card);
       const found = (await index.matchText('C++ C# F# .NET node.js', everything(), firstPage)).hits.map((h) => h.cardId);
       // "C++" and "C#" were one query word (their part "c"), node.js two (node, js): the card naming C++ and C# held
@@ -998,12 +997,7 @@ export function describeCardIndexContract(name: string, factory: () => Promise<C
     });
 
     test('names no card holds, written beside names some card holds, weigh nothing, as unknown words do (a query of seven distinct words is no paste)', async () => {
-      const three = aCard().saying('We moved the services from C# to F# on .NET last year').build();
-      const two = aCard().saying('Ported the build scripts from C++ to C#').build();
-      const cpp = aCard().saying('Templates and RAII in modern C++ make resource handling safe').build();
-      const dotnet = aCard().saying('The .NET runtime compiles to an intermediate language').build();
-      const nodejs = aCard().saying('Streams in node.js handle back-pressure for you').build();
-      const tides = aCard().saying('The tides rise and fall with the pull of the Moon').build();
+      const { three, two, cpp, dotnet, nodejs, tides } = namingCards();
       for (const card of [three, two, cpp, dotnet, nodejs, tides]) await index.upsert(card);
       const found = async (query: string) => (await index.matchText(query, everything(), firstPage)).hits.map((h) => h.cardId);
       const known = await found('C++ C# F# .NET node.js');

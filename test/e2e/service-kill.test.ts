@@ -14,7 +14,7 @@ import { eventually } from './openapi-support';
 // workload through the gateway (cards with links verified against a page server here, votes, bookmarks, deletions,
 // document uploads) while ONE service at a time is SIGKILLed at an awkward moment and started again:
 //   search        while it fetches a card's page to verify it (the page held open by this test),
-//   files         right after a 100-page document was accepted (its ingestion under way),
+//   files         while it ingests a 100-page document (its first cards made, the rest not),
 //   cards         right after a burst of creations was answered (its outbox still holding their events),
 //   notifications right after search was given a page (the verification's event on its way to be consumed).
 // Then from outside: every card answered 200 exists and search finds it once; every deleted card is gone;
@@ -53,6 +53,7 @@ const unackedMarkers: string[] = []; // creations not answered 200: at most once
 const votes = new Map<string, { acked: VoteState; inFlight?: VoteState }>();
 const uploads: { fileId: string; name: string }[] = [];
 const killedAt: Partial<Record<ServiceName, string>> = {};
+let bookAtKill = { cards: 0, status: '' }; // the 100-page document when files was killed
 let outboxAtKill = 0; // cards' unpublished events when it was killed
 
 // The page server: /article/* answers a page; while `hold` is set, requests wait until released.
@@ -239,11 +240,23 @@ beforeAll(async () => {
   );
   await upload('energy.docx');
 
-  // files: killed right after a 100-page document was accepted.
+  // files: killed while it ingests a 100-page document.
   await phase(
     'files',
     async () => {
       expect(await upload('book-100-pages.docx', join(DOCS, 'bench/book-100-pages.docx'))).toBe(200);
+      const book = uploads.at(-1)!.fileId;
+      // Killed once the first of its cards exist, the ingestion still pending.
+      await eventually(
+        'the first cards of the book',
+        async () => {
+          const [listing, file] = await Promise.all([author.client.get(`/api/user/${author.id}/1`), author.client.get(`/api/file/${book}`)]);
+          bookAtKill = { cards: (listing.json.cards as any[]).filter((c) => c.file_id === book).length, status: file.json.ingestion_status };
+          return bookAtKill.cards > 0 || bookAtKill.status !== 'pending';
+        },
+        60_000,
+        20,
+      );
       await kill('files');
     },
     async () => {
@@ -305,7 +318,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   if (process.env.SERVICE_KILL_SUMMARY) {
-    process.stderr.write(`[service-kill] kept ${created.size} cards, deleted ${deleted.size} (${uncertainDeletes.size} unanswered), ${bookmarked.size} bookmarks, ${votes.size} voter/card pairs, ${uploads.length} documents, ${outboxAtKill} outbox entries at the cards kill, 503s while down: ${JSON.stringify(Object.fromEntries(answered503WhileDown))}\n`);
+    process.stderr.write(`[service-kill] kept ${created.size} cards, deleted ${deleted.size} (${uncertainDeletes.size} unanswered), ${bookmarked.size} bookmarks, ${votes.size} voter/card pairs, ${uploads.length} documents, ${outboxAtKill} outbox entries at the cards kill, the book at the files kill: ${JSON.stringify(bookAtKill)}, 503s while down: ${JSON.stringify(Object.fromEntries(answered503WhileDown))}\n`);
   }
   releaseHeld();
   await system?.stop();
@@ -326,6 +339,7 @@ describe('one service SIGKILLed at a time under a steady workload (distributed t
     expect(Object.keys(killedAt).sort()).toEqual(['cards', 'files', 'notifications', 'search']);
     expect([...answered503WhileDown.keys()].sort()).toEqual(['cards', 'files', 'notifications', 'search']);
     expect(outboxAtKill).toBeGreaterThanOrEqual(3);
+    expect(bookAtKill.status).toBe('pending');
     expect(problems).toEqual([]);
   });
 
@@ -403,7 +417,14 @@ describe('one service SIGKILLed at a time under a steady workload (distributed t
     }
     for (const { fileId, name } of uploads) {
       const contents = listing.filter((c) => c.file_id === fileId).map((c) => c.content);
-      expect({ name, some: contents.length > 0, twice: contents.length - new Set(contents).size }).toEqual({ name, some: true, twice: 0 });
+      const least = name === 'book-100-pages.docx' ? 100 : 1; // the book makes well over 100 cards
+      expect({ name, enough: contents.length >= least, twice: contents.length - new Set(contents).size }).toEqual({ name, enough: true, twice: 0 });
+    }
+    // Each document's collection announced once.
+    const notifications = (await author.client.get('/api/notifications')).json as any[];
+    for (const { fileId, name } of uploads) {
+      const collection = (await collections()).find((c) => c.file_id === fileId);
+      expect({ name, announced: notifications.filter((n) => n.type === 'collection_created' && n.collection_uuid === collection.id).length }).toEqual({ name, announced: 1 });
     }
   }, 400_000);
 

@@ -15,8 +15,8 @@ import { eventually } from './openapi-support';
 // document uploads) while ONE service at a time is SIGKILLed at an awkward moment and started again:
 //   search        while it fetches a card's page to verify it (the page held open by this test),
 //   files         while it ingests a 100-page document (its first cards made, the rest not),
-//   cards         right after a burst of creations was answered (its outbox still holding their events),
-//   notifications right after search was given a page (the verification's event on its way to be consumed).
+//   cards         with answered creations' events still in its outbox,
+//   notifications with a verification it has notified not yet committed as consumed (given to it again on restart).
 // Then from outside: every card answered 200 exists and search finds it once; every deleted card is gone;
 // every document is done with its cards, none twice; every verified card notified once; votes and bookmarks as
 // answered; no 5xx except a 503 with a message while the killed service was down; no request hung.
@@ -54,7 +54,8 @@ const votes = new Map<string, { acked: VoteState; inFlight?: VoteState }>();
 const uploads: { fileId: string; name: string }[] = [];
 const killedAt: Partial<Record<ServiceName, string>> = {};
 let bookAtKill = { cards: 0, status: '' }; // the 100-page document when files was killed
-let outboxAtKill = 0; // cards' unpublished events when it was killed
+let outboxAtKill = 0;
+let positionHeld = 0; // verification events notifications had not committed as consumed when it was killed // cards' unpublished events when it was killed
 
 // The page server: /article/* answers a page; while `hold` is set, requests wait until released.
 let hold = false;
@@ -298,17 +299,26 @@ beforeAll(async () => {
   );
   await upload('doc-structure.docx');
 
-  // notifications: killed right after search was given a page (the verification's notification on its way).
+  // notifications: killed while a verification it has already turned into a notification is not yet committed as consumed
+  // (a trigger in the shared event log refuses its group's position on the verification topic), so the restarted
+  // consumer is given the same event again.
   await phase(
     'notifications',
     async () => {
-      const seen = pageRequests.length;
-      hold = true;
-      await eventually('search fetching a page', async () => held.length > 0 && pageRequests.length > seen, 60_000, 20);
-      const finished = new Promise((r) => held[0]!.res.once('finish', r));
-      releaseHeld();
-      await finished;
-      await kill('notifications');
+      const events = new Database(join(system.dataDir, 'events', 'events.db'), { fileMustExist: true });
+      const refuse = "WHEN NEW.group_id = 'notifications' AND NEW.topic LIKE '%verification%' BEGIN SELECT RAISE(ABORT, 'the test holds this position'); END";
+      events.exec(`CREATE TRIGGER hold_position_insert BEFORE INSERT ON consumer_offsets ${refuse}; CREATE TRIGGER hold_position_update BEFORE UPDATE ON consumer_offsets ${refuse}`);
+      try {
+        const verified = async () => new Set(((await author.client.get('/api/notifications')).json as any[]).filter((n) => n.type === 'verification').map((n) => n.card_uuid as string));
+        const before = await verified();
+        await eventually('a verification notified while its position is held', async () => [...(await verified())].some((id) => !before.has(id) && created.has(id)), 60_000, 50);
+        const held = (events.prepare("SELECT COUNT(*) AS n FROM consumer_offsets o JOIN events e ON e.topic = o.topic AND e.seq > o.seq WHERE o.group_id = 'notifications' AND o.topic LIKE '%verification%'").get() as { n: number }).n;
+        await kill('notifications');
+        positionHeld = held;
+      } finally {
+        events.exec('DROP TRIGGER hold_position_insert; DROP TRIGGER hold_position_update');
+        events.close();
+      }
     },
     async () => {
       expect((await call(author, 'GET', '/api/notifications')).status).toBe(503);
@@ -318,7 +328,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   if (process.env.SERVICE_KILL_SUMMARY) {
-    process.stderr.write(`[service-kill] kept ${created.size} cards, deleted ${deleted.size} (${uncertainDeletes.size} unanswered), ${bookmarked.size} bookmarks, ${votes.size} voter/card pairs, ${uploads.length} documents, ${outboxAtKill} outbox entries at the cards kill, the book at the files kill: ${JSON.stringify(bookAtKill)}, 503s while down: ${JSON.stringify(Object.fromEntries(answered503WhileDown))}\n`);
+    process.stderr.write(`[service-kill] kept ${created.size} cards, deleted ${deleted.size} (${uncertainDeletes.size} unanswered), ${bookmarked.size} bookmarks, ${votes.size} voter/card pairs, ${uploads.length} documents, ${outboxAtKill} outbox entries at the cards kill, the book at the files kill: ${JSON.stringify(bookAtKill)}, ${positionHeld} verification events uncommitted at the notifications kill, 503s while down: ${JSON.stringify(Object.fromEntries(answered503WhileDown))}\n`);
   }
   releaseHeld();
   await system?.stop();
@@ -340,6 +350,7 @@ describe('one service SIGKILLed at a time under a steady workload (distributed t
     expect([...answered503WhileDown.keys()].sort()).toEqual(['cards', 'files', 'notifications', 'search']);
     expect(outboxAtKill).toBeGreaterThanOrEqual(3);
     expect(bookAtKill.status).toBe('pending');
+    expect(positionHeld).toBeGreaterThanOrEqual(1);
     expect(problems).toEqual([]);
   });
 

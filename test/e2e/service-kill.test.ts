@@ -186,16 +186,19 @@ async function upload(name: string, path = join(DOCS, name)): Promise<number> {
 async function phase(victim: ServiceName, crash: () => Promise<void>, whileDown: () => Promise<void>) {
   const stop = { done: false };
   const workers = [creatorLoop(stop, 'a'), creatorLoop(stop, 'b'), voterLoop(stop, 0), voterLoop(stop, 1), searcherLoop(stop)];
-  const before = created.size + deleted.size;
-  await eventually(`some work acknowledged before ${victim} is killed`, async () => created.size + deleted.size >= before + 2, 60_000, 50);
-  await crash();
-  await whileDown();
-  await system.restartService!(victim);
-  down = null;
-  const after = created.size + deleted.size;
-  await eventually(`work acknowledged after ${victim} came back`, async () => created.size + deleted.size >= after + 2, 60_000, 50);
-  stop.done = true;
-  await Promise.all(workers);
+  try {
+    const before = created.size + deleted.size;
+    await eventually(`some work acknowledged before ${victim} is killed`, async () => created.size + deleted.size >= before + 2, 60_000, 50);
+    await crash();
+    await whileDown();
+    await system.restartService!(victim);
+    down = null;
+    const after = created.size + deleted.size;
+    await eventually(`work acknowledged after ${victim} came back`, async () => created.size + deleted.size >= after + 2, 60_000, 50);
+  } finally {
+    stop.done = true; // also when a step failed: no workload left running into afterAll
+    await Promise.all(workers);
+  }
 }
 
 async function kill(victim: ServiceName) {
@@ -431,11 +434,12 @@ describe('one service SIGKILLed at a time under a steady workload (distributed t
       const least = name === 'book-100-pages.docx' ? 100 : 1; // the book makes well over 100 cards
       expect({ name, enough: contents.length >= least, twice: contents.length - new Set(contents).size }).toEqual({ name, enough: true, twice: 0 });
     }
-    // Each document's collection announced once.
-    const notifications = (await author.client.get('/api/notifications')).json as any[];
+    // Each document's collection announced once (the announcement follows the ingestion's end through events).
     for (const { fileId, name } of uploads) {
       const collection = (await collections()).find((c) => c.file_id === fileId);
-      expect({ name, announced: notifications.filter((n) => n.type === 'collection_created' && n.collection_uuid === collection.id).length }).toEqual({ name, announced: 1 });
+      const announced = async () => ((await author.client.get('/api/notifications')).json as any[]).filter((n) => n.type === 'collection_created' && n.collection_uuid === collection.id).length;
+      await eventually(`the collection of ${name} announced`, async () => (await announced()) > 0, 60_000, 250);
+      expect({ name, announced: await announced() }).toEqual({ name, announced: 1 });
     }
   }, 400_000);
 

@@ -16,7 +16,8 @@ import { eventually } from './openapi-support';
 //   search        while it fetches a card's page to verify it (the page held open by this test),
 //   files         while it ingests a 100-page document (its first cards made, the rest not),
 //   cards         with answered creations' events still in its outbox,
-//   notifications with a verification it has notified not yet committed as consumed (given to it again on restart).
+//   notifications with a verification it has notified not yet committed as consumed (given to it again on restart),
+//   identity      under the workload (every signed-in request asks it for the session; the sessions hold).
 // Then from outside: every card answered 200 exists and search finds it once; every deleted card is gone;
 // every document is done with its cards, none twice; every verified card notified once; votes and bookmarks as
 // answered; no 5xx except a 503 with a message while the killed service was down; no request hung.
@@ -265,6 +266,11 @@ beforeAll(async () => {
     },
     async () => {
       expect(await upload('word-features.docx')).toBe(503);
+      // Reads of a file, its download (proxied over HTTP, not gRPC) and the user's file list: 503 too.
+      const book = uploads.at(-1)!.fileId;
+      for (const path of [`/api/file/${book}`, `/api/file/${book}/download`, `/api/user/files/${author.id}`]) {
+        expect({ path, status: (await call(author, 'GET', path)).status }).toEqual({ path, status: 503 });
+      }
     },
   );
 
@@ -327,6 +333,13 @@ beforeAll(async () => {
       expect((await call(author, 'GET', '/api/notifications')).status).toBe(503);
     },
   );
+
+  // identity: every signed-in request asks it for the session; killed under the workload, the sessions hold after it.
+  await phase(
+    'identity',
+    async () => kill('identity'),
+    async () => eventually('requests answered while identity is down', async () => (answered503WhileDown.get('identity') ?? 0) > 1, 60_000, 50),
+  );
 }, 420_000);
 
 afterAll(async () => {
@@ -349,8 +362,8 @@ async function foundTimes(id: string, marker: string): Promise<number> {
 
 describe('one service SIGKILLed at a time under a steady workload (distributed topology)', () => {
   it('killed each service and met it down: only 503s with a message then, no other 5xx, no hang', () => {
-    expect(Object.keys(killedAt).sort()).toEqual(['cards', 'files', 'notifications', 'search']);
-    expect([...answered503WhileDown.keys()].sort()).toEqual(['cards', 'files', 'notifications', 'search']);
+    expect(Object.keys(killedAt).sort()).toEqual(['cards', 'files', 'identity', 'notifications', 'search']);
+    expect([...answered503WhileDown.keys()].sort()).toEqual(['cards', 'files', 'identity', 'notifications', 'search']);
     expect(outboxAtKill).toBeGreaterThanOrEqual(3);
     expect(bookAtKill.status).toBe('pending');
     expect(positionHeld).toBeGreaterThanOrEqual(1);

@@ -1,7 +1,6 @@
-import { Readable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { Response } from 'express';
+import { streamAnswer } from './stream-answer';
 
 /**
  * Answers 200 with one JSON array whose items are read a page at a time and written as each page
@@ -33,20 +32,7 @@ export async function sendJsonArrayInPages(res: Response, pages: AsyncIterable<r
     yield opening === '[' ? '[]' : ']';
   }
   res.status(200).type('application/json');
-  try {
-    // highWaterMark 1: no page is read ahead while the one before is still waiting for the client.
-    await pipeline(Readable.from(chunks(), { highWaterMark: 1 }), res);
-  } catch (err) {
-    // The client went away: nothing is left to answer and nothing went wrong here. The answer is ended as destroyed
-    // (closed already, so nothing more happens to the connection): the pipeline never destroys an answer that closed
-    // first, and a write's request slot waits for its answer's end or destruction (request-admission.ts
-    // whenWorkEnds), so a POST answered in pages whose client left mid-answer held its slot and share for good.
-    if ((err as NodeJS.ErrnoException).code === 'ERR_STREAM_PREMATURE_CLOSE') {
-      res.destroy();
-      return;
-    }
-    throw err;
-  }
+  await streamAnswer(res, chunks());
 }
 
 /** One answer of a list RPC read in pages: its items, and the token of the next page ('' after the last). */

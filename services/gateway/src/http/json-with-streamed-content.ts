@@ -1,6 +1,5 @@
-import { Readable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
 import type { Response } from 'express';
+import { streamAnswer } from './stream-answer';
 import { base64UrlChunks, base64UrlLength } from './base64url-chunks';
 
 /** Thrown when the bytes streamed are not as many as announced; the answer has begun, so its connection is cut. */
@@ -60,18 +59,5 @@ export async function sendJsonWithBase64UrlMember(res: Response, fields: Record<
     yield* base64UrlChunks(exactly(byteCount, content));
     yield closing;
   }
-  try {
-    // highWaterMark 1: no chunk is read ahead while the one before is still waiting for the client.
-    await pipeline(Readable.from(body(), { highWaterMark: 1 }), res);
-  } catch (err) {
-    // The client went away: nothing is left to answer and nothing went wrong here. The answer is ended as destroyed
-    // (closed already, so nothing more happens to the connection): the pipeline never destroys an answer that closed
-    // first, and a write's request slot waits for its answer's end or destruction (request-admission.ts
-    // whenWorkEnds), so a POST answered in pages whose client left mid-answer held its slot and share for good.
-    if ((err as NodeJS.ErrnoException).code === 'ERR_STREAM_PREMATURE_CLOSE') {
-      res.destroy();
-      return;
-    }
-    throw err;
-  }
+  await streamAnswer(res, body());
 }

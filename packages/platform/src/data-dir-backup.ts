@@ -67,10 +67,7 @@ export async function backUpDataDir(dataDir: string, target: string, hooks: Data
         for (const store of stores) snapshots.push(beginSnapshot(join(dataDir, store)));
         await hooks.whileWritesHeld?.();
       } finally {
-        for (const db of held) {
-          db.exec('ROLLBACK');
-          db.close();
-        }
+        letGo(held);
         writesHeldMs = Math.round(performance.now() - heldAt);
       }
       for (const [i, snapshot] of snapshots.entries()) {
@@ -79,11 +76,11 @@ export async function backUpDataDir(dataDir: string, target: string, hooks: Data
         await copyStore(snapshot, pages, () => hooks.whileCopying?.(store));
         // Copied: its snapshot is let go now, not after the other stores' copies, so that the services' checkpoints
         // of this store pass again and its -wal stops growing (and is cut back at its next reset).
-        endSnapshots([snapshot]);
+        letGo([snapshot]);
         compactStore(pages, join(partial, store));
       }
     } finally {
-      endSnapshots(snapshots);
+      letGo(snapshots);
     }
     files += copyOtherFiles(dataDir, partial, listDataDir(dataDir).others);
     renameSync(partial, target);
@@ -106,10 +103,7 @@ async function holdEveryStore(dataDir: string, listed: readonly string[]): Promi
     const held = await holdWrites(stores.map((store) => join(dataDir, store)));
     const now = listDataDir(dataDir).stores;
     if (now.every((store) => stores.includes(store))) return { stores, held };
-    for (const db of held) {
-      db.exec('ROLLBACK');
-      db.close();
-    }
+    letGo(held);
     stores = [...new Set([...stores, ...now])].sort();
   }
 }
@@ -127,10 +121,7 @@ async function holdWrites(paths: readonly string[]): Promise<Database.Database[]
       }
       return held;
     } catch (err) {
-      for (const db of held) {
-        if (db.inTransaction) db.exec('ROLLBACK');
-        db.close();
-      }
+      letGo(held);
       if ((err as { code?: string }).code !== 'SQLITE_BUSY' || attempt >= HOLD_ATTEMPTS) throw err;
       await new Promise((r) => setTimeout(r, 100 * attempt));
     }
@@ -154,8 +145,9 @@ function beginSnapshot(path: string): Database.Database {
   }
 }
 
-function endSnapshots(snapshots: readonly Database.Database[]): void {
-  for (const db of snapshots) {
+/** Ends each connection's transaction (a write lock held, a snapshot pinned) and closes it; one closed already is skipped. */
+function letGo(connections: readonly Database.Database[]): void {
+  for (const db of connections) {
     if (!db.open) continue;
     if (db.inTransaction) db.exec('ROLLBACK');
     db.close();

@@ -296,9 +296,14 @@ const STORAGE_FULL_CODES = new Set(['SQLITE_FULL', 'ENOSPC', 'EDQUOT', 'SQLITE_I
  * never a reason to dead-letter an event), which frees up when the operator makes room. Follows `cause` chains.
  */
 export function isStorageFullError(err: unknown): boolean {
+  return hasCodeIn(err, STORAGE_FULL_CODES);
+}
+
+/** True when the error, or one of the first errors of its `cause` chain, carries one of `codes`. */
+function hasCodeIn(err: unknown, codes: ReadonlySet<string>): boolean {
   for (let e = err, depth = 0; e && typeof e === 'object' && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
     const code = (e as { code?: unknown }).code;
-    if (typeof code === 'string' && STORAGE_FULL_CODES.has(code)) return true;
+    if (typeof code === 'string' && codes.has(code)) return true;
   }
   return false;
 }
@@ -316,11 +321,7 @@ const STORE_BUSY_CODES = new Set(['SQLITE_BUSY', 'SQLITE_BUSY_SNAPSHOT', 'SQLITE
  * Follows `cause` chains.
  */
 export function isStoreBusyError(err: unknown): boolean {
-  for (let e = err, depth = 0; e && typeof e === 'object' && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
-    const code = (e as { code?: unknown }).code;
-    if (typeof code === 'string' && STORE_BUSY_CODES.has(code)) return true;
-  }
-  return false;
+  return hasCodeIn(err, STORE_BUSY_CODES);
 }
 
 /**

@@ -92,8 +92,8 @@ function migrate(db: SqliteDatabase, migrations: readonly SqliteMigration[]): vo
  * A deferred transaction that reads and then writes (most of the repositories': check, then insert) asks for the write
  * lock only at its first write, and when another connection holds it then, SQLite answers SQLITE_BUSY at once without
  * calling the busy handler: its read snapshot may be stale, so it cannot wait. The backup command holds every store's
- * write lock while it copies (data-dir-backup.ts), so such a write failed (a bookmark added during a backup answered
- * 500) where an IMMEDIATE one waits the copy out. `.deferred` stays for a transaction that only reads.
+ * write lock (data-dir-backup.ts; then for its whole copy, now while it begins its snapshots), so such a write failed
+ * (a bookmark added during a backup answered 500) where an IMMEDIATE one waits the lock out. `.deferred` stays for a transaction that only reads.
  */
 function beginTransactionsImmediate(db: SqliteDatabase): void {
   const transaction = db.transaction.bind(db);

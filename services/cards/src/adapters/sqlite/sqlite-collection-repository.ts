@@ -255,7 +255,7 @@ export class SqliteCollectionRepository implements CollectionRepository {
    * kept; a change marks the blocks it may alter (bookmark_block_changes, by triggers), and only those are counted
    * again, so the page after a change costs in proportion to the change. Call within a transaction: a page's reads call
    * it in a DEFERRED one (not the IMMEDIATE default of openSqlite), so that reading a collection never waits for
-   * another connection's write lock (the backup command holds it while it copies every store); the counts are then
+   * another connection's write lock (the backup command holds it while it begins its snapshots; another process's write); the counts are then
    * kept only when the lock is free, and read fresh (the same answer) while it is held.
    */
   private keptRoots(collectionId: string, viewerId: string | null): KeptRoots {

@@ -146,7 +146,7 @@ export class CollectionService {
     if (publishesFileCollection && (await this.madePrivateSince(collection, checkedAt))) {
       // Written on the version read (this write's, or a later change's), dated after it, as the file's own change is.
       const collections = this.deps.collections;
-      await setCollectionPrivacy({ collections, now: () => new Date() }, () => collections.findById(collection.id), (now) => (now.isPublic ? false : undefined));
+      await setCollectionPrivacy({ collections, now: () => new Date() }, () => collections.findById(collection.id), () => false);
       throw new InvalidArgumentError(PRIVATE_FILE_COLLECTION);
     }
     // The version the write above stored (not read again, so never a later writer's).

@@ -76,7 +76,7 @@ async function recordFilePrivacy(deps: FilePrivacyBackfillDeps, fileId: string, 
     const changed = await setCollectionPrivacy(
       deps,
       () => deps.collections.findByFileId(fileId),
-      (collection) => (fileIsPrivate ? (collection.isPublic ? false : undefined) : hidCollection === collection.id && !collection.isPublic ? true : undefined),
+      (collection) => (fileIsPrivate ? false : hidCollection === collection.id ? true : undefined),
     );
     if (changed) hidCollection = isPrivate ? changed.id : null;
     const now = await privacyOf(deps.files, fileId, askAs);

@@ -51,13 +51,13 @@ export async function followFilePrivacy(deps: FilePrivacyDeps, fileId: string, o
   await setCollectionPrivacy(
     deps,
     () => deps.collections.findByFileId(fileId),
-    (collection) => (collection.authorId === ownerId && collection.isPublic === isPrivate ? !isPrivate : undefined),
+    (collection) => (collection.authorId === ownerId ? !isPrivate : undefined),
   );
 }
 
 /**
- * Gives the collection `read` answers the privacy `wanted` asks of it as read (undefined: none, it is as it should be;
- * nor when there is no collection), and answers the collection as read when it wrote, else null. The file's doing, not
+ * Gives the collection `read` answers the privacy `wanted` asks of it as read (undefined: none; nothing is written
+ * when it is so already, nor when there is no collection), and answers the collection as read when it wrote, else null. The file's doing, not
  * the caller's, so never refused: written on the version read and dated after it, as an update without If-Match is
  * (CollectionService.update): a change landing between the read and the write (a rename, from a clock behind, dated
  * right after the same version) fails the write, and the collection is read and judged again. Written without that

@@ -101,6 +101,27 @@ export function describeCollectionRepositoryContract(name: string, factory: Card
       expect(await store.collections.update(randomUUID(), { name: 'Nobody', updatedAt: nextTime(), ifUpdatedAt: described }, [])).toBe(false);
     });
 
+    it('without ifUpdatedAt, stores a version after the stored one even when the write is dated no later: two states never share one version (ETag)', async () => {
+      const c = aCollection().build();
+      await store.collections.insert(c, []);
+      const read = (await store.collections.findById(c.id))!.updatedAt;
+      // A rename on the version read lands first, dated right after it; the privacy write read that same version
+      // (from a clock behind it) and, written without it, is dated the same.
+      const renamed = new Date(read.getTime() + 1);
+      expect(await store.collections.update(c.id, { name: 'Renamed', updatedAt: renamed, ifUpdatedAt: read }, [])).toBe(true);
+      expect(await store.collections.update(c.id, { isPublic: !c.isPublic, updatedAt: new Date(read.getTime() + 1) }, [])).toBe(true);
+      const after = (await store.collections.findById(c.id))!;
+      expect(after).toMatchObject({ name: 'Renamed', isPublic: !c.isPublic });
+      expect(after.updatedAt.getTime()).toBe(renamed.getTime() + 1);
+      // So the rename's version no longer matches: an If-Match naming it is refused.
+      expect(await store.collections.update(c.id, { description: 'On the rename', updatedAt: nextTime(), ifUpdatedAt: renamed }, [])).toBe(false);
+      // Dated later than the stored version, the write keeps its own date.
+      const later = new Date(after.updatedAt.getTime() + 60_000);
+      expect(await store.collections.update(c.id, { isPublic: c.isPublic, updatedAt: later }, [])).toBe(true);
+      expect((await store.collections.findById(c.id))!.updatedAt.getTime()).toBe(later.getTime());
+      expect(await store.collections.update(randomUUID(), { isPublic: true, updatedAt: nextTime() }, [])).toBe(false);
+    });
+
     it('removes a collection once when two removals race: one answers true, the other false, with one set of events', async () => {
       const c = aCollection().build();
       await store.collections.insert(c, []);

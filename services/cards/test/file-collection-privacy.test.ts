@@ -178,7 +178,8 @@ describe("a file's collection's privacy, changed by its file, is written on the 
     const write = collections.update.bind(collections);
     let landings = 0;
     jest.spyOn(collections, 'update').mockImplementation(async (id, change, events) => {
-      if (change.ifUpdatedAt && change.isPublic === false) {
+      // A rename lands before every write of the privacy, the last one (made without the version read) too.
+      if (change.isPublic === false) {
         const now = (await collections.findById(id))!;
         expect(await write(id, { name: `Renamed ${++landings}`, updatedAt: new Date(now.updatedAt.getTime() + 1), ifUpdatedAt: now.updatedAt }, [])).toBe(true);
       }
@@ -186,9 +187,16 @@ describe("a file's collection's privacy, changed by its file, is written on the 
     });
     await cardService.applyFilePrivacy(made.fileId, 'alice', true);
     // Each attempt on the version it read lost; the last writes the privacy all the same (a private file's name must
-    // not stay public), and the renames are kept.
-    expect(landings).toBe(VERSIONED_WRITE_ATTEMPTS - 1);
-    expect(await collections.findById(made.id)).toMatchObject({ name: `Renamed ${landings}`, isPublic: false });
+    // not stay public), and the renames are kept...
+    expect(landings).toBe(VERSIONED_WRITE_ATTEMPTS);
+    const now = (await collections.findById(made.id))!;
+    expect(now).toMatchObject({ name: `Renamed ${landings}`, isPublic: false });
+    // ...under a version of its own: the last rename's ETag (1 ms after the version the last write read, the date that
+    // write was given) no longer matches. Before, both states were stored under it, and an If-Match naming the rename
+    // made public a collection its sender never saw private.
+    const lastRename = new Date(made.updatedAt.getTime() + VERSIONED_WRITE_ATTEMPTS);
+    expect(now.updatedAt.getTime()).toBeGreaterThan(lastRename.getTime());
+    await expect(service.update('alice', made.id, { description: 'on the rename' }, lastRename)).rejects.toThrow(ChangedSinceReadError);
     await expect(service.get(made.id, 'bob')).rejects.toBeInstanceOf(NotFoundError);
   });
 

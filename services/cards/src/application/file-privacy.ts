@@ -63,8 +63,10 @@ export async function followFilePrivacy(deps: FilePrivacyDeps, fileId: string, o
  * right after the same version) fails the write, and the collection is read and judged again. Written without that
  * check, both were dated the same, two states under one ETag, and an If-Match naming the rename's matched the
  * collection made private after it. Past VERSIONED_WRITE_ATTEMPTS such losses the privacy is written on whatever
- * version is there (dated after the one read last): a private file's name must not stay public for the sake of a
- * version's uniqueness.
+ * version is there (a private file's name must not stay public while others keep changing the collection), still as
+ * a version of its own: a write without ifUpdatedAt stores one after the stored version (versionAfterStored, in the
+ * repository's own step), so the change that won the last race keeps its ETag to itself and an If-Match naming it is
+ * refused (before, the privacy was written under that change's version).
  */
 export async function setCollectionPrivacy(
   deps: { collections: Pick<CollectionRepository, 'update'>; now: () => Date },

@@ -201,10 +201,19 @@ export interface CollectionChange {
   updatedAt: Date;
   /**
    * Only if the stored collection's updatedAt is still this one (the version the caller read), checked in the write's
-   * own step: otherwise (or when it is gone) nothing is written and no event stored.
+   * own step: otherwise (or when it is gone) nothing is written and no event stored. Without it, the write stores
+   * versionAfterStored(updatedAt, the stored version), decided in the same step: a change landing between the caller's
+   * read and this write (dated after the same version) never shares its version, so an If-Match naming it is refused.
    */
   ifUpdatedAt?: Date;
 }
+
+/**
+ * The version a collection write without ifUpdatedAt stores: its own date, or 1 ms after the stored version when that
+ * is not before it. Versions (ETags) only grow, so no two states of a collection ever share one.
+ */
+export const versionAfterStored = (updatedAt: Date, stored: Date): Date =>
+  updatedAt.getTime() > stored.getTime() ? updatedAt : new Date(stored.getTime() + 1);
 
 /** What CollectionRepository.addBookmark did. */
 export type BookmarkAddition = 'added' | 'already-there' | 'card-gone' | 'collection-gone';

@@ -1,7 +1,7 @@
 import { AlreadyExistsError, appendToMongoOutbox, appendToMongoOutboxOrUndo, creationCursor, isDuplicateKeyError, pageOfRows, type OutgoingEvent, type Page } from '@cards/platform';
 import type { ClientSession, Filter } from 'mongodb';
 import type { Collection, DeletedIdempotencyKey } from '../../domain/model';
-import { BOOKMARK_BLOCK, blockHolding, type BookmarkAddition, type BookmarkAdditionOptions, type CollectionChange, type CollectionRepository, type HeldCard, type StoredBookmark } from '../../domain/ports';
+import { BOOKMARK_BLOCK, blockHolding, type BookmarkAddition, type BookmarkAdditionOptions, type CollectionChange, type CollectionRepository, type HeldCard, type StoredBookmark, versionAfterStored } from '../../domain/ports';
 import {
   bookmarkId,
   findDeletedIdempotencyKey,
@@ -40,6 +40,9 @@ function visibleBookmarkedRootsPipeline(collectionId: string, viewerId: string |
  * numbers come from a `$inc` counter on the collection. On a replica set each write commits with its events; on a
  * standalone server the events are written right after the change (see docs/engines.md).
  */
+/** The fields a collection update sets (CollectionChange without its condition). */
+type CollectionSet = Partial<Pick<Collection, 'name' | 'description' | 'isPublic'>> & { updatedAt: Date };
+
 export class MongoCollectionRepository implements CollectionRepository {
   constructor(private readonly store: MongoCardsDatabase) {}
 
@@ -116,22 +119,39 @@ export class MongoCollectionRepository implements CollectionRepository {
   }
 
   async update(id: string, change: CollectionChange, events: OutgoingEvent[]): Promise<boolean> {
-    const set: Partial<Pick<Collection, 'name' | 'description' | 'isPublic' | 'updatedAt'>> = { updatedAt: change.updatedAt };
+    const set: CollectionSet = { updatedAt: change.updatedAt };
     if (change.name !== undefined) set.name = change.name;
     if (change.description !== undefined) set.description = change.description;
     if (change.isPublic !== undefined) set.isPublic = change.isPublic;
     // With ifUpdatedAt, the version is part of the filter: the check and the write are one atomic step.
     const filter = change.ifUpdatedAt === undefined ? { _id: id } : { _id: id, updatedAt: change.ifUpdatedAt };
     return this.store.change(async (session) => {
-      const previous = await this.store.collections.findOneAndUpdate(filter, { $set: set }, { session, returnDocument: 'before' });
+      const previous = change.ifUpdatedAt === undefined ? await this.updateAfterStored(id, set, session) : await this.store.collections.findOneAndUpdate(filter, { $set: set }, { session, returnDocument: 'before' });
       if (!previous && change.ifUpdatedAt !== undefined) return false;
       await appendToMongoOutboxOrUndo(this.store.db, events, session, async () => {
         if (!previous) return;
-        const undo = Object.fromEntries(Object.keys(set).map((field) => [field, previous[field as keyof typeof set]]));
-        await this.store.collections.updateOne({ _id: id, updatedAt: change.updatedAt }, { $set: undo });
+        const undo = Object.fromEntries(Object.keys(set).map((field) => [field, previous[field as keyof CollectionSet]]));
+        const written = change.ifUpdatedAt === undefined ? versionAfterStored(change.updatedAt, previous.updatedAt) : change.updatedAt;
+        await this.store.collections.updateOne({ _id: id, updatedAt: written }, { $set: undo });
       });
       return previous !== null;
     });
+  }
+
+  /**
+   * An update without ifUpdatedAt: written on the version it reads, as versionAfterStored(set.updatedAt, that version),
+   * read again when another write landed in between (each such loss is that write's success, so honest races end it).
+   * One step would need an update pipeline ($add on the stored date), which the test engine (mongo-java-server) lacks.
+   * The collection before the write, or null when it is gone.
+   */
+  private async updateAfterStored(id: string, set: CollectionSet, session: ClientSession | undefined) {
+    for (;;) {
+      const stored = await this.store.collections.findOne({ _id: id }, { session, projection: { updatedAt: 1 } });
+      if (!stored) return null;
+      const updatedAt = versionAfterStored(set.updatedAt, stored.updatedAt);
+      const previous = await this.store.collections.findOneAndUpdate({ _id: id, updatedAt: stored.updatedAt }, { $set: { ...set, updatedAt } }, { session, returnDocument: 'before' });
+      if (previous) return previous;
+    }
   }
 
   /** Deleted collections whose bookmarks may not all be gone yet (`_id` the collection's id); see remove. */

@@ -1,6 +1,6 @@
 import { AlreadyExistsError, appendToSqliteOutbox, creationCursor, isStoreBusyError, keptKeyExpiry, newestFirstRows, pageOfRows, type KeptKeyExpiry, type OutgoingEvent, type Page, type SqliteDatabase } from '@cards/platform';
 import type { Collection, DeletedIdempotencyKey } from '../../domain/model';
-import { BOOKMARK_BLOCK, blockHolding, type BookmarkAddition, type BookmarkAdditionOptions, type CollectionChange, type CollectionRepository, type HeldCard, type StoredBookmark } from '../../domain/ports';
+import { BOOKMARK_BLOCK, blockHolding, type BookmarkAddition, type BookmarkAdditionOptions, type CollectionChange, type CollectionRepository, type HeldCard, type StoredBookmark, versionAfterStored } from '../../domain/ports';
 import { findDeletedIdempotencyKey, keepDeletedIdempotencyKey, type KeyOfDeleted } from './deleted-idempotency-keys';
 import { chunks, collectionFromRow, placeholders, type CollectionRow } from './rows';
 
@@ -143,11 +143,14 @@ export class SqliteCollectionRepository implements CollectionRepository {
     const isPublic = change.isPublic === undefined ? null : change.isPublic ? 1 : 0;
     const ifUpdatedAt = change.ifUpdatedAt === undefined ? null : iso(change.ifUpdatedAt);
     return this.db.transaction((): boolean => {
+      // Without ifUpdatedAt, the version stored is after the one there, read in this (IMMEDIATE) transaction.
+      const stored = ifUpdatedAt === null ? (this.db.prepare('SELECT updated_at FROM collections WHERE id = ?').get(id) as { updated_at: string } | undefined) : undefined;
+      const updatedAt = stored ? versionAfterStored(change.updatedAt, new Date(stored.updated_at)) : change.updatedAt;
       const written = this.db
         .prepare(
           'UPDATE collections SET name = coalesce(?, name), description = coalesce(?, description), is_public = coalesce(?, is_public), updated_at = ? WHERE id = ? AND (? IS NULL OR updated_at = ?)',
         )
-        .run(change.name ?? null, change.description ?? null, isPublic, iso(change.updatedAt), id, ifUpdatedAt, ifUpdatedAt).changes > 0;
+        .run(change.name ?? null, change.description ?? null, isPublic, iso(updatedAt), id, ifUpdatedAt, ifUpdatedAt).changes > 0;
       if (!written) return false;
       appendToSqliteOutbox(this.db, events);
       return true;

@@ -23,6 +23,7 @@ import { refuseUploadUnread, uploadAdmission, type UploadAdmissionLimits } from 
 import { closeQueuedResponsesWithTheirConnection } from './http/queued-responses';
 import { DEFAULT_REQUEST_ADMISSION, requestAdmission, type RequestAdmissionLimits } from './http/request-admission';
 import { abandonWorkOfClientsGone } from './http/client-gone';
+import { endRouteWorkWhenHandlersReturn } from './http/route-work';
 import type { UploadBodyRate } from './http/upload-body-rate';
 import { answerUnroutedApiRequest, routeMethodIndex, serverWideOptions, unmatchedApiRequest, unmatchedRequest } from './http/unmatched';
 import { keepFixedSegmentsOutOfParams } from './http/fixed-segments';
@@ -218,6 +219,9 @@ export function createGatewayApp(options: GatewayAppOptions): Express {
   registerUserRoutes(api, options);
   // /card/count, /card_collection/search/1: a fixed segment is never taken for /card/:card_id's or /card_collection/:collection_id's parameter.
   keepFixedSegmentsOutOfParams(api);
+  // A route's handler returning (or its promise settling) without answering ends its work: a write's slot is not held
+  // for good by an early return (route-work.ts).
+  endRouteWorkWhenHandlersReturn(api);
   api.use(unmatchedApiRequest(routes));
   app.use('/api', api);
   if (options.webDistDir) serveWebApp(app, options.webDistDir, options.logger, { cookieSecure: options.cookieSecure });

@@ -1,8 +1,9 @@
-import { ServerResponse } from 'node:http';
+import { createServer, ServerResponse } from 'node:http';
 import { connect } from 'node:net';
 import type { GatewayAppOptions } from '../src/app';
+import type { GatewayClients } from '../src/clients';
 import { OWN_REQUESTS_BUSY_MESSAGE, SERVER_BUSY_MESSAGE } from '../src/http/request-admission';
-import { until } from './app-without-services';
+import { appWithoutServices, closed, listening, until } from './app-without-services';
 import { gatewayInFrontOf, stubPeersForSuite, tokenIsUser, type GatewayInFront } from './fake-peer';
 
 /**
@@ -610,6 +611,49 @@ describe('a write whose answer is streamed gives its slot back when its client l
       expect(await after.json()).toEqual({ total_count: 7 });
     } finally {
       await oneSlot.close();
+    }
+  });
+});
+
+describe('a write whose route fails with the client-gone error after its client left gives its slot back', () => {
+  test('a login whose password check ends in an AbortError once its client has gone: the only heavy slot is free for the next login', async () => {
+    // The gateway with its own identity client (no peer): the first password check waits until the test lets it end,
+    // then fails as a call cut by its signal does (AbortError), with its client gone; the next one succeeds.
+    let checks = 0;
+    const checkMayEnd = gate();
+    const login = async () => {
+      checks += 1;
+      if (checks > 1) return { token: 'a-session', expiresAt: new Date(Date.now() + 3_600_000) };
+      await checkMayEnd.opened;
+      throw Object.assign(new Error('The operation was aborted'), { name: 'AbortError' });
+    };
+    const app = appWithoutServices({
+      clients: { identity: { login } } as unknown as GatewayClients,
+      // One heavy slot and no line: while it is held, the next login is answered 503 at once.
+      requestAdmission: { atOnce: 2, heavyAtOnce: 1, queue: 0, queueWaitMs: 600_000, perClient: 4 },
+    });
+    const { server, base: at } = await listening(createServer(app));
+    let answersClosed = 0;
+    server.on('request', (_req, res: ServerResponse) => res.once('close', () => (answersClosed += 1)));
+    const loginAt = (email: string, signal?: AbortSignal) =>
+      fetch(`${at}/api/auth`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email, password: 'a password' }), signal });
+    try {
+      const leaving = new AbortController();
+      const first = loginAt('leaves@example.com', leaving.signal).catch((err: unknown) => err);
+      await until(() => checks === 1);
+      // The client leaves while the check runs; the gateway has seen it go (the answer's 'close').
+      leaving.abort();
+      await until(() => answersClosed === 1);
+      expect(((await first) as Error).name).toBe('AbortError');
+      // The check ends in an AbortError: the error handler's client-gone branch, with the answer destroyed already.
+      checkMayEnd.open();
+      // Before, nothing ended or destroyed the answer any more (destroyed already), so the login's work never counted
+      // as ended: its heavy slot was held for good and every later login, search and card write was refused 503.
+      const next = await loginAt('next@example.com');
+      expect({ status: next.status, body: next.status === 204 ? '' : await next.text() }).toEqual({ status: 204, body: '' });
+      expect(await (await fetch(`${at}/metrics`)).text()).toMatch(/^http_requests_in_flight\{line="heavy"\} 0$/m);
+    } finally {
+      await closed(server);
     }
   });
 });

@@ -7,6 +7,7 @@ import { recordPatternBeforeRoute, routeLabel } from './route-label';
 import type { RouteMethodIndex } from './unmatched';
 import { SESSION_COOKIE } from './session';
 import { isWorkOfClientGone } from './client-gone';
+import { routeWorkEnded } from './route-work';
 
 /** The request body codings the JSON parser reads (body-parser's inflation). */
 const BODY_CODINGS_READ = 'gzip, deflate, br';
@@ -33,6 +34,9 @@ export function errorHandler(logger: Logger, routes?: RouteMethodIndex) {
   const storageFull = repeatedWarningLog(logger, "request refused: a service's storage is full");
   // Express recognises error handlers by their four parameters.
   return (thrown: unknown, req: Request, res: Response, _next: NextFunction) => {
+    // Whatever follows (an answer, or nothing for a client gone), the route's work is over: a write's slot held for it
+    // is given back once its client has gone too (route-work.ts).
+    routeWorkEnded(res);
     // The route's calls were cut because its client went away (client-gone.ts): nobody to answer, nothing failed.
     if (isWorkOfClientGone(thrown, res)) {
       recordLogReason(res, 'client-gone');

@@ -4,6 +4,7 @@ import { AdmissionRefusedError, BoundedAdmission, ClientShares, type Logger, typ
 import { Counter, Gauge, type Registry } from 'prom-client';
 import { isAbandonedWithItsClient } from './client-gone';
 import { ownShareTaken, serverBusy } from './http-error';
+import { routeWorkEnded, whenRouteWorkEnds } from './route-work';
 import { clientAddressKey } from './rate-limits';
 
 export interface RequestAdmissionLimits {
@@ -219,29 +220,26 @@ function clientHungUp(req: Request): boolean {
 }
 
 /**
- * Calls `ended` once the route's work for this answer is over: it answered (res.end, which json and send end with), or
- * it failed and the error handler answered or dropped the answer (res.end, res.destroy). A write's or a login's route
- * runs to its end whatever its client does, and its client leaving ends none of its work: a login whose client left
- * still checks its password (scrypt) and opens a session. Its slot given back on the client's 'close' let the next
- * request in line start while that work still ran, so more than HTTP_HEAVY_REQUESTS_AT_ONCE logins hashed at once, and
- * when a flood's clients all left together each close let in the next request in line before its own close was
- * read: the logins of clients already gone were run one after another after the flood (docs/benchmarks.md, overload:
- * the login flood's after-effect).
+ * Calls `ended` once the route's work for this answer is over (route-work.ts): it answered (res.end, which json and send
+ * end with), or it failed and the error handler was reached, or its handler returned without passing the request on.
+ * A write's or a login's route runs to its end whatever its client does, and its client leaving ends none of its work:
+ * a login whose client left still checks its password (scrypt) and opens a session. Its slot given back on the client's
+ * 'close' let the next request in line start while that work still ran, so more than HTTP_HEAVY_REQUESTS_AT_ONCE logins
+ * hashed at once, and when a flood's clients all left together each close let in the next request in line before its
+ * own close was read: the logins of clients already gone were run one after another after the flood
+ * (docs/benchmarks.md, overload: the login flood's after-effect). The end no longer depends on the route ending or
+ * destroying its answer: one failing with the client-gone error after its client left (the answer destroyed already)
+ * held its slot for good.
  */
 function whenWorkEnds(res: Response, ended: () => void): void {
-  let done = false;
-  const once = () => {
-    if (done) return;
-    done = true;
-    ended();
-  };
+  whenRouteWorkEnds(res, ended);
   const { end, destroy } = res;
   res.end = function (this: Response, ...args: unknown[]) {
-    once();
+    routeWorkEnded(res);
     return (end as (...a: unknown[]) => Response).apply(this, args);
   } as Response['end'];
   res.destroy = function (this: Response, error?: Error) {
-    once();
+    routeWorkEnded(res);
     return destroy.call(this, error);
   };
 }

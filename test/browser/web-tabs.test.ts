@@ -254,6 +254,53 @@ describeInBrowser('the web app in several tabs (headless Chromium)', () => {
     expect(await stored()).toBe('Moraines, second tab');
   });
 
+  it("the settings form's warning names what was changed in another tab: a description saved there is not called a rename", async () => {
+    await signInBrowser(context, system.baseUrl, bob);
+    const name = `Kettles ${Date.now()}`;
+    const collectionId = await bobCollection(name);
+    await page.goto(`/collection/${collectionId}`);
+    await page.getByText('Rename, share or delete').click();
+    await page.getByLabel('Description', { exact: true }).fill('Hollows left by buried ice, from this tab');
+    expect((await bob.client.put('/api/card_collection', { collection_id: collectionId, description: 'Saved in another tab' })).status).toBe(204);
+    await page.getByRole('button', { name: 'Save', exact: true }).click();
+    const warning = page.getByRole('alert').filter({ hasText: 'This collection was changed on' });
+    await warning.waitFor();
+    // Before, it said "it is now named “Kettles …”", the name that had not changed, and nothing of the description.
+    expect(await warning.textContent()).toContain('its description is now “Saved in another tab”. Saving replaces its description with yours.');
+    expect(await warning.textContent()).not.toContain('named');
+    await warning.getByRole('button', { name: 'Save mine anyway' }).click();
+    await page.getByText('Saved.', { exact: true }).waitFor();
+    const stored = ((await bob.client.get(`/api/card_collection/${collectionId}/1`)).json as { collection: { name: string; description: string } }).collection;
+    expect(stored).toMatchObject({ name, description: 'Hollows left by buried ice, from this tab' });
+  });
+
+  it('a name typed back to what it was, while another tab renamed the collection, warns before the save drops either', async () => {
+    await signInBrowser(context, system.baseUrl, bob);
+    const name = `Cirques ${Date.now()}`;
+    const collectionId = await bobCollection(name);
+    const stored = async () => ((await bob.client.get(`/api/card_collection/${collectionId}/1`)).json as { collection: { name: string; description: string } }).collection;
+    await page.goto(`/collection/${collectionId}`);
+    await page.getByText('Rename, share or delete').click();
+    const nameField = page.getByLabel('Name', { exact: true });
+    await nameField.fill(`${name}, a name tried`);
+    await nameField.fill(name);
+    await page.getByLabel('Description', { exact: true }).fill('Bowls carved at the head of a valley');
+    expect((await bob.client.put('/api/card_collection', { collection_id: collectionId, name: `${name}, renamed in another tab` })).status).toBe(204);
+    await page.getByRole('button', { name: 'Save', exact: true }).click();
+    const warning = page.getByRole('alert').filter({ hasText: 'This collection was changed on' });
+    const saved = page.getByText('Saved.', { exact: true });
+    await warning.or(saved).waitFor();
+    // Before, the name typed back counted as left alone: the description was saved, "Saved." said, and the field then
+    // showed the other tab's name in place of the one the user had put back, unsaid.
+    expect(await saved.isVisible()).toBe(false);
+    expect(await warning.textContent()).toContain(`it is now named “${name}, renamed in another tab”. Saving replaces its name with yours.`);
+    expect(await stored()).toMatchObject({ name: `${name}, renamed in another tab`, description: '' });
+    await warning.getByRole('button', { name: 'Save mine anyway' }).click();
+    await saved.waitFor();
+    expect(await stored()).toMatchObject({ name, description: 'Bowls carved at the head of a valley' });
+    expect(await nameField.inputValue()).toBe(name);
+  });
+
   it('a description saved, or the privacy set, in a tab where the collection was renamed since in another tab keeps that rename', async () => {
     await signInBrowser(context, system.baseUrl, bob);
     const collectionId = await bobCollection(`Eskers ${Date.now()}`);

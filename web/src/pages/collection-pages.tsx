@@ -83,9 +83,39 @@ interface CollectionText {
   description: string;
 }
 
-/** Which of the fields a draft changes from the text it was begun on ("name", "description", both or none). */
-function changedFields(draft: CollectionText, begunOn: CollectionText): (keyof CollectionText)[] {
-  return (['name', 'description'] as const).filter((field) => draft[field] !== begunOn[field]);
+/** Which fields the user typed in since the edit began (or since the save that stored them). */
+type EditedFields = Record<keyof CollectionText, boolean>;
+
+const noneEdited: EditedFields = { name: false, description: false };
+
+/**
+ * Which of the fields a save sends ("name", "description", both or none): those the draft changes from the text it was
+ * begun on, and those typed in and back to it. A field edited back is the user's word too: when it was changed elsewhere
+ * meanwhile, the save warns (the user's restored value would otherwise be dropped unsaid for the other one); when it
+ * was not, it is as stored and nothing of it is sent.
+ */
+function changedFields(draft: CollectionText, begunOn: CollectionText, edited: EditedFields): (keyof CollectionText)[] {
+  return (['name', 'description'] as const).filter((field) => edited[field] || draft[field] !== begunOn[field]);
+}
+
+/** What the clash warning says was saved elsewhere, one phrase per field changed both here and there. */
+function changedElsewhere(current: CollectionText, fields: readonly (keyof CollectionText)[]) {
+  return fields.map((field, i) => (
+    <span key={field}>
+      {i > 0 ? ' and ' : ''}
+      {field === 'name' ? (
+        <>
+          it is now named “<UserText>{current.name}</UserText>”
+        </>
+      ) : current.description === '' ? (
+        'it now has no description'
+      ) : (
+        <>
+          its description is now “<UserText>{current.description}</UserText>”
+        </>
+      )}
+    </span>
+  ));
 }
 
 function CollectionSettings({ collection: c, onChanged, onGone }: { collection: Collection; onChanged(): void; onGone(): void }) {
@@ -96,10 +126,15 @@ function CollectionSettings({ collection: c, onChanged, onGone }: { collection: 
   // one saved a description: the rename was undone unsaid). A field left alone follows the page's reads of the
   // collection (after a save, a privacy change or a removal here), as the heading does.
   const [begunOn, setBegunOn] = useState<CollectionText>({ name: c.name, description: c.description });
+  // A field typed in, even back to what it was begun on, is not left alone: it keeps what the user put there.
+  const [edited, setEdited] = useState<EditedFields>(noneEdited);
   useEffect(() => {
-    setName((shown) => (shown === begunOn.name ? c.name : shown));
-    setDescription((shown) => (shown === begunOn.description ? c.description : shown));
-    setBegunOn((was) => ({ name: name === was.name ? c.name : was.name, description: description === was.description ? c.description : was.description }));
+    setName((shown) => (shown === begunOn.name && !edited.name ? c.name : shown));
+    setDescription((shown) => (shown === begunOn.description && !edited.description ? c.description : shown));
+    setBegunOn((was) => ({
+      name: name === was.name && !edited.name ? c.name : was.name,
+      description: description === was.description && !edited.description ? c.description : was.description,
+    }));
     // Only a new read of the collection moves the fields left alone (not typing, which the updaters compare).
     // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [c.name, c.description]);
@@ -129,7 +164,7 @@ function CollectionSettings({ collection: c, onChanged, onGone }: { collection: 
     const problem = collectionDraftProblem(name.trim(), description);
     if (problem) return action.setError(problem);
     const draft = { name: name.trim(), description };
-    const fields = changedFields(draft, begunOn);
+    const fields = changedFields(draft, begunOn, edited);
     let stored: CollectionText | undefined;
     const ok = await run(async () => {
       for (let attempt = 1; ; attempt++) {
@@ -139,14 +174,16 @@ function CollectionSettings({ collection: c, onChanged, onGone }: { collection: 
         // Changed here and, otherwise, elsewhere since: the user decides (the other fields are not sent, so kept as saved).
         const clashing = fields.filter((field) => current[field] !== begunOn[field] && current[field] !== draft[field]);
         if (!(overwrite && chosenVersion(overwrite.etag, etag)) && clashing.length > 0) {
-          setClash({ current, etag, fields });
+          setClash({ current, etag, fields: clashing });
           throw new Error('Not saved yet.');
         }
         stored = { name: current.name, description: current.description };
-        if (fields.length === 0) return;
+        // A field already as stored (edited back, and not changed elsewhere) is not sent: nothing of it would change.
+        const sent = fields.filter((field) => draft[field] !== current[field]);
+        if (sent.length === 0) return;
         try {
-          await api.updateCollection({ collection_id: c.id, ...Object.fromEntries(fields.map((field) => [field, draft[field]])) }, etag);
-          stored = { ...stored, ...Object.fromEntries(fields.map((field) => [field, draft[field]])) };
+          await api.updateCollection({ collection_id: c.id, ...Object.fromEntries(sent.map((field) => [field, draft[field]])) }, etag);
+          stored = { ...stored, ...Object.fromEntries(sent.map((field) => [field, draft[field]])) };
           return;
         } catch (err) {
           if (!(err instanceof ApiError && err.status === 412) || attempt >= EDIT_ATTEMPTS) throw err;
@@ -165,6 +202,8 @@ function CollectionSettings({ collection: c, onChanged, onGone }: { collection: 
         name: typedMeanwhile('name') && !fields.includes('name') ? begunOn.name : now.name,
         description: typedMeanwhile('description') && !fields.includes('description') ? begunOn.description : now.description,
       });
+      // Typed in meanwhile, a field stays edited (its typing is the user's, whatever it is begun on now).
+      setEdited({ name: typedMeanwhile('name'), description: typedMeanwhile('description') });
       if (!typedMeanwhile('name')) setName(now.name);
       if (!typedMeanwhile('description')) setDescription(now.description);
       setSaved(true);
@@ -195,9 +234,26 @@ function CollectionSettings({ collection: c, onChanged, onGone }: { collection: 
       <summary>Rename, share or delete</summary>
       <form onSubmit={save}>
         <label for="collection-rename">Name</label>
-        <input id="collection-rename" dir="auto" value={name} onInput={(e) => setName(e.currentTarget.value)} />
+        <input
+          id="collection-rename"
+          dir="auto"
+          value={name}
+          onInput={(e) => {
+            setName(e.currentTarget.value);
+            setEdited((was) => ({ ...was, name: true }));
+          }}
+        />
         <label for="collection-edit-description">Description</label>
-        <textarea id="collection-edit-description" dir="auto" rows={3} value={description} onInput={(e) => setDescription(e.currentTarget.value)} />
+        <textarea
+          id="collection-edit-description"
+          dir="auto"
+          rows={3}
+          value={description}
+          onInput={(e) => {
+            setDescription(e.currentTarget.value);
+            setEdited((was) => ({ ...was, description: true }));
+          }}
+        />
         <button type="submit" aria-disabled={action.busy}>
           Save
         </button>
@@ -213,8 +269,8 @@ function CollectionSettings({ collection: c, onChanged, onGone }: { collection: 
       {clash ? (
         <div class="error" role="alert">
           <p>
-            This collection was changed on {formatDate(clash.current.updated_at)}, after this page was opened (in another tab or window?): it is now named “
-            <UserText>{clash.current.name}</UserText>”. Saving replaces its {clash.fields.join(' and ')} with yours.
+            This collection was changed on {formatDate(clash.current.updated_at)}, after this page was opened (in another tab or window?):{' '}
+            {changedElsewhere(clash.current, clash.fields)}. Saving replaces its {clash.fields.join(' and ')} with yours.
           </p>
           <p class="row">
             <button type="button" onClick={() => void save(null, { etag: clash.etag })} aria-disabled={action.busy}>

@@ -1,4 +1,5 @@
-import { createServer, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import { isAbortError } from 'abort-controller-x';
 import { ServerError, Status, type CallContext, type ServerMiddlewareCall } from 'nice-grpc';
 import type { Logger } from 'pino';
@@ -72,7 +73,10 @@ export interface MetricsServerHandle {
 /**
  * The metrics listener's own bounds, fixed (not settings): its clients are a scraper and the kubelet's probes, each a
  * short GET, so a socket that has not sent its request within seconds, or sits idle, is a mistake or a slow-loris.
- * - `maxConnections`: sockets held at once; more are closed unanswered by Node. A scraper and three probes use a few.
+ * - `maxConnections`: sockets held at once. A scraper and three probes use a few. One more closes the oldest socket
+ *   that is not being answered (one that has not sent a complete request, or kept alive idle), so a slow-loris
+ *   re-opening half-sent requests cannot keep a probe's complete request unanswered (keepForCompleteRequests); only
+ *   when every socket is being answered is the new one closed unanswered.
  * - `headersTimeoutMs`/`requestTimeoutMs`: a request not fully received by then is answered 408 and its socket closed
  *   (checked every `checkIntervalMs`; Node's defaults, 60 s and 300 s checked every 30 s, let one socket sit minutes).
  * - `keepAliveTimeoutMs`: an idle kept-alive socket is closed after this (Prometheus scrapes every 15 s or more and
@@ -86,6 +90,40 @@ export const METRICS_LISTENER_BOUNDS = Object.freeze({
   keepAliveTimeoutMs: 5_000,
   idleTimeoutMs: 30_000,
 });
+
+/**
+ * At most `max` sockets on `server`; one more closes the oldest socket not being answered (no request read whose answer
+ * is still under way: it has sent no complete request yet, or is a kept-alive socket between requests), or, when every
+ * socket is being answered, the new one. Node's own cap (server.maxConnections) closes the new one always: a client
+ * re-opening 16 half-sent requests every few seconds (each cut by the headers timeout, 5 s) kept the kubelet's /livez
+ * unanswered for as long as it liked, and a healthy pod was restarted. Here the probe's connection, the newest, is the
+ * last one closed, and its request, complete at once, is answered before 16 more connections come; the half-sent ones
+ * are closed oldest first.
+ */
+function keepForCompleteRequests(server: Server, max: number): void {
+  /** Every open socket (oldest first: a Map keeps insertion order) and its requests being answered. */
+  const sockets = new Map<Socket, { answering: number }>();
+  server.on('connection', (socket: Socket) => {
+    sockets.set(socket, { answering: 0 });
+    socket.once('close', () => sockets.delete(socket));
+    if (sockets.size <= max) return;
+    for (const [held, { answering }] of sockets) {
+      if (held === socket || answering > 0) continue;
+      // Forgotten at once: more connections may come before its 'close'.
+      sockets.delete(held);
+      held.destroy();
+      return;
+    }
+    sockets.delete(socket);
+    socket.destroy();
+  });
+  server.on('request', (req: IncomingMessage, res: ServerResponse) => {
+    const state = sockets.get(req.socket);
+    if (!state) return;
+    state.answering += 1;
+    res.once('close', () => (state.answering -= 1));
+  });
+}
 
 /**
  * Prometheus text on GET /metrics of a listener of its own: `registry`, or by default the process's default metrics, the
@@ -124,7 +162,7 @@ export async function startMetricsServer(options: { host: string; port: number; 
       );
     },
   );
-  server.maxConnections = bounds.maxConnections;
+  keepForCompleteRequests(server, bounds.maxConnections);
   // No 'timeout' listener: Node destroys a socket idle this long.
   server.setTimeout(bounds.idleTimeoutMs);
   await new Promise<void>((resolve, reject) => {

@@ -1,6 +1,6 @@
 import Database from 'better-sqlite3';
-import { chmodSync, copyFileSync, existsSync, lstatSync, mkdirSync, readdirSync, renameSync, rmSync } from 'node:fs';
-import { isAbsolute, join, relative, resolve, sep } from 'node:path';
+import { chmodSync, closeSync, copyFileSync, existsSync, fsyncSync, lstatSync, mkdirSync, openSync, readdirSync, renameSync, rmSync } from 'node:fs';
+import { dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
 
 /** A step of a backup a test can act in (what another process does while a backup runs). */
 export interface DataDirBackupHooks {
@@ -15,13 +15,18 @@ export interface DataDirBackupHooks {
 export interface DataDirBackupResult {
   /** The SQLite stores copied, relative to DATA_DIR. */
   stores: string[];
+  /** Stores listed at the start and removed before the backup's moment (its hold): not in the data dir then, nor in the copy. */
+  gone: string[];
   /** Other files copied (file bytes, the session secret, mail). */
   files: number;
   /** How long writes to the stores were held: the time to begin a read snapshot of each, not the copy. */
   writesHeldMs: number;
 }
 
-/** Thrown when a backup cannot be made as asked (no data dir, a target that already exists or lies inside it). */
+/**
+ * Thrown when a backup cannot be made as asked (no data dir, one without stores, a target that already exists or lies
+ * inside it, a store removed while its snapshot was begun).
+ */
 export class DataDirBackupError extends Error {}
 
 const SQLITE_SIDE_FILE = /\.db-(wal|shm|journal)$/;
@@ -43,7 +48,13 @@ const HOLD_ATTEMPTS = 5;
  * transaction, so writes committed meanwhile are in no copy and do not restart it), lets go of that snapshot, and
  * rewrites the page copy without its free pages (compactStore). Other files (file bytes, the session secret, mail) are copied before the stores and again
  * after them, so a file record in the copy has its bytes whether they were written during the backup or removed after.
- * The copy is made in `<target>.partial` and renamed at the end: a backup cut short is never taken for one.
+ * The copy is made in `<target>.partial`, flushed to disk (each file, then each directory: syncTree) and only then
+ * renamed to `<target>`, whose parent directory is flushed last: a backup cut short, by a kill or a power cut, is never
+ * found under the target's name, and one found there is whole (without the flush, a power cut after the rename could
+ * leave the renamed directory with empty or torn files, the write-back of their pages not done yet).
+ * A store listed at the start and removed before the hold is not in the data dir at the backup's moment: it is left out
+ * (`gone`), as a copy made with the services stopped at that moment would; once its snapshot is begun, its removal does
+ * not matter (the snapshot reads the open file). A data dir without any store is refused: it is not a services' data dir.
  */
 export async function backUpDataDir(dataDir: string, target: string, hooks: DataDirBackupHooks = {}): Promise<DataDirBackupResult> {
   if (!existsSync(dataDir) || !lstatSync(dataDir).isDirectory()) throw new DataDirBackupError(`no data dir at ${dataDir}`);
@@ -59,12 +70,14 @@ export async function backUpDataDir(dataDir: string, target: string, hooks: Data
     let files = copyOtherFiles(dataDir, partial, others);
     await hooks.beforeHold?.();
     const { stores, held } = await holdEveryStore(dataDir, listed);
+    // None held (none to hold): a wrong DATA_DIR rather than a system to back up, which an empty copy would hide.
+    if (stores.length === 0) throw new DataDirBackupError(`no SQLite store (*.db) in ${dataDir}: is DATA_DIR the services' data dir? Nothing was backed up`);
     const heldAt = performance.now();
     let writesHeldMs: number;
     const snapshots: Database.Database[] = [];
     try {
       try {
-        for (const store of stores) snapshots.push(beginSnapshot(join(dataDir, store)));
+        for (const store of stores) snapshots.push(beginSnapshot(dataDir, store));
         await hooks.whileWritesHeld?.();
       } finally {
         letGo(held);
@@ -83,8 +96,10 @@ export async function backUpDataDir(dataDir: string, target: string, hooks: Data
       letGo(snapshots);
     }
     files += copyOtherFiles(dataDir, partial, listDataDir(dataDir).others);
+    syncTree(partial);
     renameSync(partial, target);
-    return { stores, files, writesHeldMs };
+    syncPath(dirname(resolve(target)));
+    return { stores, gone: listed.filter((store) => !stores.includes(store)), files, writesHeldMs };
   } catch (err) {
     rmSync(partial, { recursive: true, force: true });
     throw err;
@@ -94,32 +109,39 @@ export async function backUpDataDir(dataDir: string, target: string, hooks: Data
 /**
  * Holds the write lock of every store of the data dir, those listed and any made since (a service started for the
  * first time while the other files were copied): a store left out would be missing from the copy while the event log,
- * copied at the hold, already has its consumer's position. Listed again under the hold; a store made after that is
- * made after the moment the copy stands for.
+ * copied at the hold, already has its consumer's position. Listed again under the hold, and held again until the stores
+ * held are the stores listed: a store made after that is made after the moment the copy stands for, and a store
+ * removed before it (not there to open, or removed once opened) is not in the data dir at that moment.
  */
 async function holdEveryStore(dataDir: string, listed: readonly string[]): Promise<{ stores: string[]; held: Database.Database[] }> {
   let stores = [...listed];
   for (;;) {
-    const held = await holdWrites(stores.map((store) => join(dataDir, store)));
+    const { held, opened } = await holdWrites(dataDir, stores);
     const now = listDataDir(dataDir).stores;
-    if (now.every((store) => stores.includes(store))) return { stores, held };
+    if (now.length === opened.length && now.every((store, i) => store === opened[i])) return { stores: opened, held };
     letGo(held);
-    stores = [...new Set([...stores, ...now])].sort();
+    stores = now;
   }
 }
 
-/** Connections holding the write lock of every store at once; a store a service keeps busy makes it let go and try again. */
-async function holdWrites(paths: readonly string[]): Promise<Database.Database[]> {
+/**
+ * Connections holding the write lock of every store at once (those of `stores` still there: `opened`); a store a
+ * service keeps busy makes it let go and try again.
+ */
+async function holdWrites(dataDir: string, stores: readonly string[]): Promise<{ held: Database.Database[]; opened: string[] }> {
   for (let attempt = 1; ; attempt++) {
     const held: Database.Database[] = [];
+    const opened: string[] = [];
     try {
-      for (const path of paths) {
-        const db = new Database(path, { fileMustExist: true });
+      for (const store of stores) {
+        const db = openStore(dataDir, store);
+        if (!db) continue;
         held.push(db);
+        opened.push(store);
         db.pragma(`busy_timeout = ${HOLD_BUSY_TIMEOUT_MS}`);
         db.exec('BEGIN IMMEDIATE');
       }
-      return held;
+      return { held, opened };
     } catch (err) {
       letGo(held);
       if ((err as { code?: string }).code !== 'SQLITE_BUSY' || attempt >= HOLD_ATTEMPTS) throw err;
@@ -129,11 +151,27 @@ async function holdWrites(paths: readonly string[]): Promise<Database.Database[]
 }
 
 /**
+ * A connection to an existing store, or undefined when it is not there (removed since it was listed: better-sqlite3
+ * answers a TypeError for a missing directory, SQLITE_CANTOPEN for a missing file; any other failure is thrown).
+ */
+function openStore(dataDir: string, store: string): Database.Database | undefined {
+  const path = join(dataDir, store);
+  try {
+    return new Database(path, { fileMustExist: true });
+  } catch (err) {
+    if (!existsSync(path)) return undefined;
+    throw err;
+  }
+}
+
+/**
  * A connection holding a read transaction on the store: in WAL mode it sees the store as it was when the transaction
  * began (its first read) until it ends, whatever is committed meanwhile. Begun while the store's write lock is held.
  */
-function beginSnapshot(path: string): Database.Database {
-  const db = new Database(path, { fileMustExist: true });
+function beginSnapshot(dataDir: string, store: string): Database.Database {
+  // Removed between the listing under the hold and this open (the hold does not stop an unlink): too late to leave out.
+  const db = openStore(dataDir, store);
+  if (!db) throw new DataDirBackupError(`${store} was removed from ${dataDir} while the backup began its copy: run the backup again`);
   try {
     db.pragma('busy_timeout = 5000');
     db.exec('BEGIN');
@@ -177,6 +215,30 @@ function compactStore(from: string, to: string): void {
     copy.pragma('journal_mode = WAL');
   } finally {
     copy.close();
+  }
+}
+
+/**
+ * Flushes every file under `dir` and then every directory (its entries: names, renames) to stable storage, as `sync`
+ * would for this tree only: SQLite's backup syncs the page copy, but `VACUUM INTO` does not sync what it writes (SQLite's
+ * documentation says so), nor does copyFile, nor does anything the directory entries.
+ */
+function syncTree(dir: string): void {
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const path = join(dir, entry.name);
+    if (entry.isDirectory()) syncTree(path);
+    else syncPath(path);
+  }
+  syncPath(dir);
+}
+
+/** fsync of one file or directory (opened read-only, which fsync allows on Linux and macOS). */
+function syncPath(path: string): void {
+  const fd = openSync(path, 'r');
+  try {
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
   }
 }
 

@@ -1,5 +1,6 @@
 import Database from 'better-sqlite3';
 import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
 import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createLogger } from '../src/logger';
@@ -282,6 +283,85 @@ describe('backUpDataDir (an online backup of the embedded data dir)', () => {
     }
   });
 
+  it('flushes every file and directory of the copy to disk before it takes the target name, and that name after', async () => {
+    const { dataDir } = dataDirWithConsumer(root);
+    writeFileSync(join(dataDir, 'svc', 'secret'), 'k'.repeat(64));
+    const backup = join(root, 'backup');
+    // What the backup asks of the file system, in order: each fsync named by the path its descriptor was opened on.
+    const real = { openSync: fs.openSync, fsyncSync: fs.fsyncSync, renameSync: fs.renameSync };
+    const opened = new Map<number, string>();
+    const steps: string[] = [];
+    const spies = [
+      jest.spyOn(fs, 'openSync').mockImplementation(((path: fs.PathLike, ...rest: [fs.OpenMode?]) => {
+        const fd = real.openSync(path, ...rest);
+        opened.set(fd, String(path));
+        return fd;
+      }) as typeof fs.openSync),
+      jest.spyOn(fs, 'fsyncSync').mockImplementation((fd: number) => {
+        steps.push(`fsync ${opened.get(fd) ?? `fd ${fd}`}`);
+        real.fsyncSync(fd);
+      }),
+      jest.spyOn(fs, 'renameSync').mockImplementation((from: fs.PathLike, to: fs.PathLike) => {
+        steps.push(`rename ${String(from)} to ${String(to)}`);
+        real.renameSync(from, to);
+      }),
+    ];
+    try {
+      await backUpDataDir(dataDir, backup);
+    } finally {
+      for (const spy of spies) spy.mockRestore();
+    }
+    const renamed = steps.indexOf(`rename ${backup}.partial to ${backup}`);
+    expect(renamed).toBeGreaterThan(0);
+    // Everything the copy holds, files and directories, as it stood before the rename: each flushed before it.
+    const inCopy = (dir: string): string[] =>
+      readdirSync(dir, { withFileTypes: true }).flatMap((entry) => (entry.isDirectory() ? [...inCopy(join(dir, entry.name)), join(dir, entry.name)] : [join(dir, entry.name)]));
+    const flushed = [...inCopy(backup), backup].map((path) => `fsync ${backup}.partial${path.slice(backup.length)}`);
+    expect(flushed).toEqual(expect.arrayContaining([`fsync ${backup}.partial/svc/svc.db`, `fsync ${backup}.partial/svc/secret`, `fsync ${backup}.partial/svc`, `fsync ${backup}.partial`]));
+    const before = steps.slice(0, renamed);
+    for (const step of flushed) expect([step, before.includes(step)]).toEqual([step, true]);
+    // Then the rename itself, written in the target's parent directory.
+    expect(steps.slice(renamed + 1)).toEqual([`fsync ${root}`]);
+  });
+
+  it('leaves out a store removed after the data dir was listed and before its moment, naming it, rather than failing', async () => {
+    const { dataDir } = dataDirWithConsumer(root);
+    mkdirSync(join(dataDir, 'gone'), { recursive: true });
+    new Database(join(dataDir, 'gone', 'gone.db')).exec('CREATE TABLE t (v TEXT)').close();
+    const backup = join(root, 'backup');
+    const result = await backUpDataDir(dataDir, backup, {
+      // While the other files are copied (seconds for thousands of mails), an operator removes a store (a search index to rebuild).
+      beforeHold: () => rmSync(join(dataDir, 'gone'), { recursive: true, force: true }),
+    });
+    expect(result).toMatchObject({ stores: ['svc/svc.db'], gone: ['gone/gone.db'] });
+    expect(existsSync(join(backup, 'gone'))).toBe(false);
+    expect(existsSync(join(backup, 'svc', 'svc.db'))).toBe(true);
+    // A store file removed with its directory kept: the same.
+    const second = await backUpDataDir(dataDir, join(root, 'second'), {
+      beforeHold: () => {
+        rmSync(join(dataDir, 'svc', 'svc.db'));
+        new Database(join(dataDir, 'svc', 'other.db')).exec('CREATE TABLE t (v TEXT)').close();
+      },
+    });
+    expect(second).toMatchObject({ stores: ['svc/other.db'], gone: ['svc/svc.db'] });
+  });
+
+  it('copies a store removed once its snapshot is begun as it was at the moment of the backup', async () => {
+    const { dataDir } = dataDirWithConsumer(root);
+    const state = new Database(join(dataDir, 'svc', 'svc.db'));
+    state.prepare('INSERT INTO applied (key) VALUES (?)').run('kept');
+    state.close();
+    const backup = join(root, 'backup');
+    const result = await backUpDataDir(dataDir, backup, { whileWritesHeld: () => rmSync(join(dataDir, 'svc'), { recursive: true, force: true }) });
+    expect(result).toMatchObject({ stores: ['svc/svc.db'], gone: [] });
+    const copied = new Database(join(backup, 'svc', 'svc.db'), { readonly: true });
+    try {
+      expect(copied.prepare('SELECT key FROM applied').all()).toEqual([{ key: 'kept' }]);
+    } finally {
+      copied.close();
+    }
+  });
+
   it('copies file bytes and secrets, never locks, SQLite side files or temporaries, privately, and refuses an existing target', async () => {
     const { dataDir } = dataDirWithConsumer(root);
     writeFileSync(join(dataDir, 'svc', 'secret'), 'k'.repeat(64), { mode: 0o600 });
@@ -332,6 +412,13 @@ describe('the backup command', () => {
       expect(existsSync(join(root, 'other'))).toBe(false);
       expect((await run([], { DATA_DIR: dataDir })).code).toBe(2);
       expect((await run(['a', 'b'], { DATA_DIR: dataDir })).code).toBe(2);
+      // A data dir without a store (DATA_DIR pointing at the wrong directory, or at one no service has used) is no backup.
+      mkdirSync(join(root, 'empty', 'mail'), { recursive: true });
+      writeFileSync(join(root, 'empty', 'mail', 'one.eml'), 'mail');
+      const empty = await run([join(root, 'empty-copy')], { DATA_DIR: join(root, 'empty') });
+      expect(empty).toEqual({ code: 1, out: '', err: `no SQLite store (*.db) in ${join(root, 'empty')}: is DATA_DIR the services' data dir? Nothing was backed up` });
+      expect(existsSync(join(root, 'empty-copy'))).toBe(false);
+      expect(existsSync(join(root, 'empty-copy.partial'))).toBe(false);
     } finally {
       rmSync(root, { recursive: true, force: true });
     }

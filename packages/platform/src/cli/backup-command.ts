@@ -42,7 +42,8 @@ export async function runBackupCommand(argv: string[], env: Record<string, strin
   const umask = process.umask(0o077);
   try {
     const result = await backUpDataDir(dataDir, target);
-    io.out(`backed up ${dataDir} to ${target} in ${((performance.now() - started) / 1000).toFixed(1)} s: ${result.stores.length} store(s) (${result.stores.join(', ')}) copied at one moment (writes waited ${result.writesHeldMs} ms), ${result.files} other file(s)`);
+    const gone = result.gone.length > 0 ? `; removed before that moment, so not in the copy: ${result.gone.join(', ')}` : '';
+    io.out(`backed up ${dataDir} to ${target} in ${((performance.now() - started) / 1000).toFixed(1)} s: ${result.stores.length} store(s) (${result.stores.join(', ')}) copied at one moment (writes waited ${result.writesHeldMs} ms), ${result.files} other file(s)${gone}`);
     return 0;
   } catch (err) {
     io.err(err instanceof DataDirBackupError ? err.message : `backup failed: ${errorMessage(err)}`);

@@ -1028,6 +1028,61 @@ export function describeCardIndexContract(name: string, factory: () => Promise<C
       expect(hits).not.toContain(grades.cardId);
     });
 
+    test('names sharing a part ("C++ C#"): a card naming one gets nothing for the other through the part inside its name, and a card saying only the part counts it once', async () => {
+      const { cpp, sharp, c, two } = namingCards();
+      for (const card of [cpp, sharp, c, two]) await index.upsert(card);
+      const hits = (await index.matchText('C++ C#', everything(), firstPage)).hits;
+      const score = (card: IndexedCard) => hits.find((h) => h.cardId === card.cardId)?.score;
+      // Two cards name C++, two C#, four hold "c": the names weigh alike, so a card naming one holds half the query.
+      // It held three quarters (the other name's part "c" at half, though its "c" is the one inside its own name).
+      expect(hits[0]!.cardId).toBe(two.cardId);
+      expect(score(cpp)).toBeCloseTo(score(two)! / 2, 4);
+      expect(score(sharp)).toBeCloseTo(score(two)! / 2, 4);
+      // A card saying only C holds one mention of the part, half of one name, as for "C++ F#": a quarter of the query,
+      // under the floor. It held half (the part once per name), as much as a card naming one of them.
+      expect(hits.map((h) => h.cardId)).not.toContain(c.cardId);
+    });
+
+    test('a query of five names finds every card naming one of them, after the cards naming more; none holding only parts', async () => {
+      const cards = namingCards();
+      for (const card of Object.values(cards)) await index.upsert(card);
+      const { three, two, cpp, cpp17, sharp, fsharp, dotnet, nodejs } = cards;
+      const found = (await index.matchText('C++ C# F# .NET node.js', everything(), firstPage)).hits.map((h) => h.cardId);
+      // A card naming one name was found only when that name weighed most (the telling word's floor): each weighs
+      // about a fifth of the query, under 0.2.
+      expect(found.slice(0, 2)).toEqual([three.cardId, two.cardId]);
+      expect(found.slice(2).sort()).toEqual([cpp.cardId, cpp17.cardId, sharp.cardId, fsharp.cardId, dotnet.cardId, nodejs.cardId].sort());
+    });
+
+    test('"C♯" written with the music sign is C#, and "C+++" or "C##" (a sign struck once too often) is C++ or C#', async () => {
+      const { cpp, sharp, c } = namingCards();
+      const music = aCard().saying('Records and pattern matching arrived in C♯ with version 9').build();
+      for (const card of [cpp, sharp, c, music]) await index.upsert(card);
+      const found = async (query: string) => ({ query, found: (await index.matchText(query, everything(), firstPage)).hits.map((h) => [h.cardId, h.score.toFixed(4)]) });
+      const ids = async (query: string) => (await found(query)).found.map(([id]) => id);
+      // The cards naming C# first (the one written C♯ among them); "C♯" read as C found every card saying C, tied.
+      expect((await ids('C#')).slice(0, 2).sort()).toEqual([sharp.cardId, music.cardId].sort());
+      expect((await found('C♯')).found).toEqual((await found('C#')).found);
+      expect((await found('C+++')).found).toEqual((await found('C++')).found);
+      expect((await found('C++++')).found).toEqual((await found('C++')).found);
+      expect((await found('C##')).found).toEqual((await found('C#')).found);
+      expect((await ids('C++'))[0]).toBe(cpp.cardId);
+    });
+
+    test('the 32 words a long query is searched by are counted in words: names sharing a part (C#, C++, C++17) are one word, all looked for', async () => {
+      const topics = 'templates ranges concepts modules coroutines lambdas iterators allocators vectors strings streams threads mutexes atomics futures promises tuples variants optionals spans views adaptors pipelines algorithms numerics chrono filesystem regex locale formatting';
+      // 30 words, and three names on the one word "c": 31 distinct words, 33 terms. Counted in terms, the query was cut
+      // to 32, and C++17, of the three the last one (equally frequent), was not looked for.
+      const versioned = aCard().saying(`${topics}, all in C++17`).createdAt(new Date('2026-01-01T00:00:00Z')).build();
+      const plain = aCard().saying(`${topics}, all in C++`).createdAt(new Date('2026-01-02T00:00:00Z')).build();
+      for (const card of [versioned, plain]) await index.upsert(card);
+      const hits = (await index.matchText(`${topics} C# C++ C++17`, everything(), firstPage)).hits;
+      // The card naming C++17 first; the one saying C++ (the name without its version) after it. They tied, and the
+      // newer card came first.
+      expect(hits.map((h) => h.cardId)).toEqual([versioned.cardId, plain.cardId]);
+      expect(hits[0]!.score).toBeGreaterThan(hits[1]!.score + 1e-4);
+    });
+
     test('Chinese in traditional and in simplified characters find each other, words and phrases; Japanese kanji fold alike', async () => {
       const traditional = aCard().saying('我昨天一個人去圖書館看書').build();
       const simplified = aCard().saying('这个图书馆很大，一个人也没有').build();

@@ -142,13 +142,17 @@ export function tagFilterForm(tag: string): string {
  * signs of Indic scripts) stay.
  */
 const DIACRITICS = /[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f\u064b-\u065f\u0670\u0640\u0591-\u05bd\u05bf\u05c1\u05c2\u05c4\u05c5\u05c7]/g;
-/** Lower-case letters that decomposition leaves whole, spelled out as their plain Latin letters. */
-const LETTERS_WITHOUT_DECOMPOSITION: Record<string, string> = { ß: 'ss', æ: 'ae', œ: 'oe', ø: 'o', đ: 'd', ð: 'd', ł: 'l', þ: 'th', ı: 'i' };
+/**
+ * Lower-case letters that decomposition leaves whole, spelled out as their plain Latin letters; and the music sharp
+ * sign (U+266F), which C♯ and F♯ are named with and which keyboards write as # (C# is how the language is typed), so
+ * "C♯" is the name C# (symbolNames), not the letter C.
+ */
+const LETTERS_WITHOUT_DECOMPOSITION: Record<string, string> = { ß: 'ss', æ: 'ae', œ: 'oe', ø: 'o', đ: 'd', ð: 'd', ł: 'l', þ: 'th', ı: 'i', '\u266f': '#' };
 
 /**
  * The text lower-cased with its diacritics folded, as full-text search compares words: compatibility decomposition
  * (NFKD: ligatures and full-width forms spelled out too), combining diacritical marks dropped, the few letters that do
- * not decompose spelled out (Straße -> strasse), then recomposed (NFC: Hangul and other marks stay as they were).
+ * not decompose spelled out (Straße -> strasse; ♯ is #), then recomposed (NFC: Hangul and other marks stay as they were).
  * So "café", "Cafe" and "CAFÉ" are one word; "Zürich" is "zurich". ASCII text is returned lower-cased only.
  */
 export function foldedText(text: string): string {
@@ -157,7 +161,7 @@ export function foldedText(text: string): string {
   const folded = lower
     .normalize('NFKD')
     .replace(DIACRITICS, '')
-    .replace(/[ßæœøđðłþı]/g, (c) => LETTERS_WITHOUT_DECOMPOSITION[c]!);
+    .replace(/[ßæœøđðłþı\u266f]/g, (c) => LETTERS_WITHOUT_DECOMPOSITION[c]!);
   return (DEVANAGARI.test(folded) ? hindiSpelling(folded) : folded).normalize('NFC');
 }
 
@@ -365,9 +369,11 @@ const NAME_PART = String.raw`${NAME_LETTER}[\p{sc=Latin}\p{sc=Greek}\p{sc=Cyrill
  * either (each part starts with a letter). A match holding no sign (a plain word) is not a name.
  */
 const SYMBOL_NAME = new RegExp(
-  String.raw`(?<![\p{sc=Latin}\p{sc=Greek}\p{sc=Cyrillic}\p{N}\p{M}.'+#])\.?${NAME_PART}(?:\.${NAME_PART})*(?:(?:\+\+|#)\p{N}*)?(?![\p{sc=Latin}\p{sc=Greek}\p{sc=Cyrillic}\p{N}\p{M}+#])`,
+  String.raw`(?<![\p{sc=Latin}\p{sc=Greek}\p{sc=Cyrillic}\p{N}\p{M}.'+#])\.?${NAME_PART}(?:\.${NAME_PART})*(?:(?:\+{2,}|#+)\p{N}*)?(?![\p{sc=Latin}\p{sc=Greek}\p{sc=Cyrillic}\p{N}\p{M}+#])`,
   'gu',
 );
+/** Signs repeated past a name's own (C+++, C++++, C##): the name's ++ or #, a key held down or struck twice. */
+const REPEATED_NAME_SIGNS = /\+{3,}|#{2,}/u;
 /** Whether a text may hold a name written with signs: a dot before a letter, ++ or #. */
 const MAY_HOLD_SYMBOL_NAME = /\.\p{L}|\+\+|#/u;
 /** The version a name ending in ++ or # is followed by (c++17, c#10). */
@@ -384,7 +390,8 @@ export function symbolNames(text: string): string[] {
   if (!MAY_HOLD_SYMBOL_NAME.test(text)) return [];
   const out: string[] = [];
   for (const match of text.matchAll(SYMBOL_NAME)) {
-    const name = match[0];
+    const written = match[0];
+    const name = REPEATED_NAME_SIGNS.test(written) ? written.replace(REPEATED_NAME_SIGNS, (signs) => (signs[0] === '+' ? '++' : '#')) : written;
     if (name.length <= SEARCH_WORD_CHARACTERS && isSymbolName(name)) out.push(name);
   }
   return out;
@@ -502,6 +509,11 @@ export interface TermForm {
   word: string;
   factor: number;
   variants: boolean;
+  /**
+   * Indexed words whose holders this form does not match: the names of a query sharing the part the form looks for
+   * (withSymbolNames), so a card saying C++ gets nothing for "C#" through the "c" inside its C++.
+   */
+  unless?: readonly string[];
 }
 
 /** A query word as full-text search looks for it: `word` as searchWords gives it (phrases), and the indexed words it matches. */
@@ -539,9 +551,24 @@ export const QUERY_PARTS = 4;
  * Both full-text indexes use this rule.
  */
 export function tellingTerms(terms: readonly QueryTerm[], frequency: (word: string) => number): QueryTerm[] {
-  if (terms.length <= MAX_QUERY_TERMS) return [...terms];
+  if (!hasMoreWordsThanSearched(terms)) return [...terms];
+  // The query's distinct words, in order: the terms of one word (names sharing a part, C++ and C#: "c") are chosen
+  // together, as one word, so the cap counts words as a paste is counted (isLongQuery), not the terms names add.
+  const words = [...new Set(terms.map((term) => term.word))];
+  const chosenWords = new Set(tellingWords(words, frequency));
+  return terms.filter((term) => chosenWords.has(term.word));
+}
+
+/** Whether a query's terms hold more distinct words than MAX_QUERY_TERMS (tellingTerms then chooses among them). */
+export function hasMoreWordsThanSearched(terms: readonly { word: string }[]): boolean {
+  if (terms.length <= MAX_QUERY_TERMS) return false;
+  return new Set(terms.map((term) => term.word)).size > MAX_QUERY_TERMS;
+}
+
+/** The MAX_QUERY_TERMS most telling of a query's distinct words (tellingTerms), in the query's order. */
+function tellingWords(terms: readonly string[], frequency: (word: string) => number): string[] {
   // Unknown words last (Infinity), then the rarest first; within one frequency, the query's order.
-  const known = terms.map((term) => frequency(term.word) || Infinity);
+  const known = terms.map((word) => frequency(word) || Infinity);
   const chosen: number[] = [];
   for (let part = 0; part < QUERY_PARTS; part++) {
     const from = Math.floor((part * terms.length) / QUERY_PARTS);
@@ -669,16 +696,22 @@ function withSymbolNames(terms: readonly QueryTerm[], sequence: readonly string[
       out.push({ word: term.word, forms: [...holding.map(({ name }) => ({ word: name, factor: 1, variants: false })), ...term.forms] });
       continue;
     }
-    const partForms = term.forms.map((form) => ({ ...form, factor: form.factor * SYMBOL_NAME_PART_MATCH }));
+    const oneWord = holding.filter(({ parts }) => parts.length === 1 && parts[0] === term.word);
+    const longer = holding.filter(({ parts }) => parts.length > 1 && parts.includes(term.word));
+    // Names sharing this part (C++ and C#: "c") make a term each, and the part alone is one mention for them all: it
+    // counts once over them (SYMBOL_NAME_PART_MATCH shared out), and not for a card naming one of them, whose part is
+    // inside that name (a card saying C++ got half of "C#" through it, and a card saying only C as much as one
+    // naming a third name of the query).
+    const siblings = oneWord.length + (longer.length > 0 ? 1 : 0);
+    const unless = siblings > 1 ? holding.flatMap(({ name, versionless }) => (versionless === undefined ? [name] : [name, versionless])) : undefined;
+    const partForms = term.forms.map((form) => ({ ...form, factor: (form.factor * SYMBOL_NAME_PART_MATCH) / siblings, ...(unless === undefined ? {} : { unless }) }));
     // Names of one word: a term each. A version's digits (17 of C++17) are the name's, no term of their own.
-    for (const { name, parts, versionless } of holding) {
-      if (parts.length !== 1 || parts[0] !== term.word) continue;
+    for (const { name, versionless } of oneWord) {
       const forms: TermForm[] = [{ word: name, factor: 1, variants: false }];
       if (versionless !== undefined) forms.push({ word: versionless, factor: VERSIONLESS_NAME_MATCH, variants: false });
       out.push({ word: term.word, forms: [...forms, ...partForms], name });
     }
     // Names of several words holding this part: one term through the part, weighing its share of the name.
-    const longer = holding.filter(({ parts }) => parts.length > 1 && parts.includes(term.word));
     if (longer.length > 0) {
       const share = 1 / Math.max(...longer.map(({ parts }) => parts.length));
       out.push({ word: term.word, forms: [...longer.map(({ name }) => ({ word: name, factor: 1, variants: false })), ...partForms], share, name: longer.map(({ name }) => name).join(' ') });
@@ -732,16 +765,17 @@ export function heldQueryWords<T extends { word: string }>(text: string, sequenc
 /**
  * A query term's matches over its forms: each form's matches (`matchesOf`: the word itself when some card holds it,
  * and, when the form takes variants, its misspellings) at their similarity times the form's factor, the best one of each
- * indexed word (`keyOf`), best first. Both indexes combine a term's forms this way.
+ * indexed word (`keyOf`), best first, each with its form's `unless` (a match of it counts only for cards holding none
+ * of those words). Both indexes combine a term's forms this way.
  */
-export function bestFormMatches<M extends { similarity: number }>(forms: readonly TermForm[], matchesOf: (form: TermForm) => M[], keyOf: (match: M) => string | number): M[] {
-  if (forms.length === 1 && forms[0]!.factor === 1) return matchesOf(forms[0]!);
-  const best = new Map<string | number, M>();
+export function bestFormMatches<M extends { similarity: number }>(forms: readonly TermForm[], matchesOf: (form: TermForm) => M[], keyOf: (match: M) => string | number): (M & { unless?: readonly string[] })[] {
+  if (forms.length === 1 && forms[0]!.factor === 1 && forms[0]!.unless === undefined) return matchesOf(forms[0]!);
+  const best = new Map<string | number, M & { unless?: readonly string[] }>();
   for (const form of forms) {
     for (const match of matchesOf(form)) {
       const similarity = match.similarity * form.factor;
       const key = keyOf(match);
-      if ((best.get(key)?.similarity ?? 0) < similarity) best.set(key, { ...match, similarity });
+      if ((best.get(key)?.similarity ?? 0) < similarity) best.set(key, form.unless === undefined ? { ...match, similarity } : { ...match, similarity, unless: form.unless });
     }
   }
   return [...best.values()].sort((a, b) => b.similarity - a.similarity);
@@ -932,12 +966,12 @@ export function textScoreFloor(floor: number, terms: readonly { weight: number; 
  * The least score a card's naming matches (NAMING_MATCH or more: the name, or the name without its version) must give
  * for the card to match a query of names written with signs only, NAMES_QUERY_NAMES of them or more ("C++ C# F# .NET
  * node.js"; every term has a name, see withSymbolNames), when its whole score is under textScoreFloor: what a card
- * naming its two lightest names gets, but not under TELLING_WORD_MIN_SCORE; Infinity for any other query. Each of five
- * names weighs about a fifth of the query, and a name sharing its part with many cards (C++ and C#: "c") less, so a
- * card naming two of them (0.26) fell under the fixed floor and the query found nothing, or only a card naming one
- * rare name. Only naming matches count for it: a card holding parts alone ("she got a C in maths and an F in
- * French" for "C++ C# F# .NET", half of three names) scored above a card naming two light names, and a floor lowered
- * for its whole score let it in. A card naming one name still needs what telling words need (textScoreFloor).
+ * naming its lightest name alone gets; Infinity for any other query. A list of names asks for cards about any of them
+ * (those naming more first): each of five names weighs about a fifth of the query, and a name sharing its part with
+ * many cards (C++ and C#: "c") less, so a card naming two of them (0.26) fell under the fixed floor, and a card naming
+ * one was found only when that name was the heaviest (the telling word's floor). Only naming matches count for it: a
+ * card holding parts alone ("she got a C in maths and an F in French" for "C++ C# F# .NET", half of three names)
+ * scored above a card naming two light names, and a floor lowered for its whole score let it in.
  */
 export function namesFloor(terms: readonly { weight: number; name?: string }[], weightSum: number, phraseWeight: number): number {
   const byName = new Map<string, number>();
@@ -945,16 +979,15 @@ export function namesFloor(terms: readonly { weight: number; name?: string }[], 
     if (name === undefined) return Infinity;
     byName.set(name, (byName.get(name) ?? 0) + weight);
   }
-  if (byName.size < NAMES_QUERY_NAMES) return Infinity;
-  const [lightest, next] = [...byName.values()].sort((a, b) => a - b) as [number, number];
-  return Math.max(TELLING_WORD_MIN_SCORE, ((1 - phraseWeight) * (lightest + next)) / weightSum) - 1e-6;
+  if (byName.size < NAMES_QUERY_NAMES || weightSum <= 0) return Infinity;
+  return ((1 - phraseWeight) * Math.min(...byName.values())) / weightSum - 1e-6;
 }
 
 /** Least similarity of a match of a named term (QueryTerm.name) that names it (namesFloor): the name, or the name without its version; not a part alone. */
 export const NAMING_MATCH = VERSIONLESS_NAME_MATCH;
 
-/** Least number of names written with signs a query of names only holds for namesFloor (with two, a card needs both or one telling name). */
-export const NAMES_QUERY_NAMES = 3;
+/** Least number of names written with signs a query of names only holds for namesFloor (one name is the whole query). */
+export const NAMES_QUERY_NAMES = 2;
 
 /** Least number of distinct words of a query read as a paste (a paragraph, a card or more), for longQueryFloor. */
 export const LONG_QUERY_WORDS = 8;

@@ -76,9 +76,14 @@ interface CardRow {
   created_at: number | null;
 }
 
+/** A vocabulary word a query word matches; `unless`, the cards it does not count for (TermForm.unless: they hold another of the query's names). */
+interface TermMatch extends WordMatch {
+  unless?: ReadonlySet<number>;
+}
+
 /** A full-text query word: the vocabulary words it matches, and its idf weight. */
 interface TextTerm {
-  matches: WordMatch[];
+  matches: TermMatch[];
   weight: number;
   /** The word's own id when the phrase check runs (every query word known). */
   exactId: number | undefined;
@@ -402,7 +407,23 @@ export class SqliteCardIndex implements CardIndex {
     const queryWords = searched.map((term) => term.word);
     const phrase = queryWords.length >= 2 ? this.phraseOf(tokens, reader) : undefined;
     const cards = this.lexicon.visibleCards(reader);
-    const terms: TextTerm[] = searched.map(({ word, matches, share, name }) => {
+    // The cards holding any of a match's `unless` words (a part shared by the query's names: the cards naming one).
+    const holdersOf = new Map<string, ReadonlySet<number>>();
+    const unlessSlots = (words: readonly string[]) => {
+      const key = words.join(' ');
+      let slots = holdersOf.get(key);
+      if (slots === undefined) {
+        const set = new Set<number>();
+        for (const word of words) {
+          const id = this.lexicon.idOf(word, reader);
+          if (id !== undefined) for (const slot of this.lexicon.postingsOf(id)) set.add(slot);
+        }
+        holdersOf.set(key, (slots = set));
+      }
+      return slots;
+    };
+    const terms: TextTerm[] = searched.map(({ word, matches: formMatches, share, name }) => {
+      const matches: TermMatch[] = formMatches.map((m) => (m.unless === undefined ? m : { wordId: m.wordId, similarity: m.similarity, unless: unlessSlots(m.unless) }));
       let frequency = 0;
       for (const m of matches) frequency += this.lexicon.visibleFrequency(m.wordId, reader);
       // Rare words tell more than common ones (idf); a word found nowhere still counts against every card (when
@@ -489,7 +510,7 @@ export class SqliteCardIndex implements CardIndex {
     const total = this.scratchTotal;
     const exact = this.scratchExact;
     const named = this.scratchNamed;
-    if (matches.length === 1) {
+    if (matches.length === 1 && matches[0]!.unless === undefined) {
       // One match (a known word without close variants): its similarity is every holder's best, added directly.
       const { wordId, similarity } = matches[0]!;
       const postings = this.lexicon.postingsOf(wordId);
@@ -510,8 +531,10 @@ export class SqliteCardIndex implements CardIndex {
     const touched: number[] = [];
     for (const m of matches) {
       const postings = this.lexicon.postingsOf(m.wordId);
+      const unless = m.unless;
       for (const slot of postings) {
         if (!generating && total[slot] === 0) continue;
+        if (unless !== undefined && unless.has(slot)) continue;
         if (best[slot] === 0) touched.push(slot);
         if (best[slot]! < m.similarity) best[slot] = m.similarity;
       }

@@ -121,6 +121,8 @@ export async function startSearch(env: Record<string, string | undefined> = proc
     ? retryUntilDone(
         async () => {
           await bus.publish([lostIndex]);
+          // Only now: killed before this, the next start finds the check pending and asks again (docs/decisions.md).
+          await index.lostIndexCheckSettled();
           logger.info({ topic: lostIndex.topic }, 'asked the cards service to rebuild the search index');
         },
         logger,
@@ -164,8 +166,8 @@ export async function startSearch(env: Record<string, string | undefined> = proc
       // brokers that are down, which closing the subscription alone would wait out; its event, not committed, is
       // handled and announced again after the next start. The verification worker has its own bus and store: it stops
       // alongside rather than after, so its bounded waits do not add to the bus's during a broker outage.
-      // A rebuild request still being sent is abandoned with the bus: the index now exists, so the next start does not
-      // ask again (docs/deploy.md: the command then).
+      // A rebuild request still being sent is abandoned with the bus: its check stays pending in the index, so the next
+      // start asks again.
       await Promise.all([indexing.close(), requesting?.stop(), bus.close(), verification.stop()]);
       await index.close();
       lock?.release();

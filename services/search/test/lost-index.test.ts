@@ -18,7 +18,7 @@ describe('a search index lost while search was stopped (created at this start, i
   const group = 'search-index';
   const topics = [Topics.card, Topics.bookmark];
   const check = (created: boolean, committed: boolean) => ({
-    index: { createdAtStart: async () => created },
+    index: { createdAtStart: async () => created, lostIndexCheckSettled: jest.fn(async () => undefined) },
     bus: { hasCommitted: jest.fn(async () => committed) },
     group,
     topics,
@@ -37,6 +37,8 @@ describe('a search index lost while search was stopped (created at this start, i
     const request = await rebuildRequestIfIndexLost({ ...c, logger });
     expect({ request: request !== undefined, warnings: warnings().length, counted: (await requests()) - before }).toEqual({ request: lost, warnings: lost ? 1 : 0, counted: lost ? 1 : 0 });
     if (created) expect(c.bus.hasCommitted).toHaveBeenCalledWith(group, topics);
+    // Not lost: settled here; lost: by the caller once the request is sent.
+    expect(c.index.lostIndexCheckSettled).toHaveBeenCalledTimes(lost ? 0 : 1);
     if (request) {
       expect(request.topic).toBe(Topics.indexRebuild);
       const decoded = events.SearchIndexRebuildRequested.decode(request.payload);
@@ -53,18 +55,44 @@ describe('a search index lost while search was stopped (created at this start, i
     });
     afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
-    it('the SQLite index says it was created by this open: a new or deleted file yes, a reopened one no', async () => {
+    it('the SQLite index says it was created by this open: a new or deleted file yes, a reopened one no once the check settled', async () => {
       const path = join(dir, 'index.db');
-      const open = async () => {
+      const open = async ({ settle = true } = {}) => {
         const index = new SqliteCardIndex({ path, dimensions: 3 });
         const created = await index.createdAtStart();
+        if (settle) await index.lostIndexCheckSettled();
         await index.close();
         return created;
       };
       expect(await open()).toBe(true);
       expect(await open()).toBe(false);
       for (const suffix of ['', '-wal', '-shm']) rmSync(`${path}${suffix}`, { force: true });
+      // A start that created it and stopped before its check settled (killed before the rebuild request was sent):
+      // the next opens still say so, until one settles it.
+      expect(await open({ settle: false })).toBe(true);
       expect(await open()).toBe(true);
+      expect(await open()).toBe(false);
+    });
+
+    it('a start killed between deciding the index was lost and sending the request: the next start asks again', async () => {
+      const { logger } = recordingLogger();
+      const path = join(dir, 'index.db');
+      const committed = { hasCommitted: async () => true };
+      const start = async () => {
+        const index = new SqliteCardIndex({ path, dimensions: 3 });
+        try {
+          return await rebuildRequestIfIndexLost({ index, bus: committed, group, topics, logger });
+        } finally {
+          await index.close();
+        }
+      };
+      // Created at this start, the group had handled events: lost. The request is not sent (killed), nothing settled.
+      expect(await start()).toBeDefined();
+      expect(await start()).toBeDefined();
+      const index = new SqliteCardIndex({ path, dimensions: 3 });
+      await index.lostIndexCheckSettled(); // sent this time
+      await index.close();
+      expect(await start()).toBeUndefined();
     });
 
     it('with the event log: lost only after the group committed an event, and the index file was deleted', async () => {
@@ -75,7 +103,10 @@ describe('a search index lost while search was stopped (created at this start, i
         const lostNow = async () => {
           const index = new SqliteCardIndex({ path, dimensions: 3 });
           try {
-            return await indexWasLost({ index, bus: log, group, topics });
+            // As a start does: not lost settles the check; lost is settled once the request is sent (here at once).
+            const lost = await indexWasLost({ index, bus: log, group, topics });
+            await index.lostIndexCheckSettled();
+            return lost;
           } finally {
             await index.close();
           }

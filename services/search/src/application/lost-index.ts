@@ -7,7 +7,7 @@ const rebuildRequests = serviceCounter('card_library_search_index_rebuild_reques
 rebuildRequests.inc(0);
 
 export interface LostIndexCheck {
-  index: Pick<CardIndex, 'createdAtStart'>;
+  index: Pick<CardIndex, 'createdAtStart' | 'lostIndexCheckSettled'>;
   bus: Pick<EventBus, 'hasCommitted'>;
   /** The indexing consumer group and its topics, asked before it subscribes at this start. */
   group: string;
@@ -21,7 +21,7 @@ export interface LostIndexCheck {
  * come again. A new system (nothing committed) and a restart on an index that exists are not: the first builds its
  * index from the events it is still to read, the second has it. Ask before the group subscribes at this start.
  */
-export async function indexWasLost(check: Omit<LostIndexCheck, 'logger'>): Promise<boolean> {
+export async function indexWasLost(check: Omit<LostIndexCheck, 'logger' | 'index'> & { index: Pick<CardIndex, 'createdAtStart'> }): Promise<boolean> {
   if (!(await check.index.createdAtStart())) return false;
   return check.bus.hasCommitted(check.group, check.topics);
 }
@@ -37,10 +37,15 @@ export function rebuildRequest(reason: string): { topic: string; key: string; pa
 
 /**
  * At start: when the index was lost (indexWasLost), logs one warning, counts it and answers the request to publish
- * (rebuildRequest); undefined otherwise.
+ * (rebuildRequest), and the caller settles the check (index.lostIndexCheckSettled) once it is published; otherwise
+ * settles the check itself and answers undefined. A start killed before the check settled leaves it pending in the
+ * index, so the next start, finding the index there, still checks (and asks) instead of keeping a partial index.
  */
 export async function rebuildRequestIfIndexLost(check: LostIndexCheck): Promise<ReturnType<typeof rebuildRequest> | undefined> {
-  if (!(await indexWasLost(check))) return undefined;
+  if (!(await indexWasLost(check))) {
+    await check.index.lostIndexCheckSettled();
+    return undefined;
+  }
   const reason = 'the search index was created at this start while its consumer group had handled events before';
   check.logger.warn({ group: check.group }, `${reason}: it was lost (deleted or emptied while search was stopped); asking the cards service to tell search every card and bookmark again, as rebuild-search-index does`);
   rebuildRequests.inc();

@@ -78,9 +78,13 @@ export interface CardIndex {
   /**
    * Whether opening the index at this start created it: the embedded file was absent or held no tables yet, the
    * Elasticsearch cards index did not exist. Together with whether the indexing consumer group had handled events
-   * before, it tells a lost index from a new one (application/lost-index.ts).
+   * before, it tells a lost index from a new one (application/lost-index.ts). Also true while the lost-index check of
+   * an earlier start that created it has not settled (lostIndexCheckSettled not called since: that start was killed
+   * before it sent the rebuild request it decided on), so the next start checks again.
    */
   createdAtStart(): Promise<boolean>;
+  /** The lost-index check of the start that created the index is done (found not lost, or the rebuild request sent). */
+  lostIndexCheckSettled(): Promise<void>;
   close(): Promise<void>;
 }
 

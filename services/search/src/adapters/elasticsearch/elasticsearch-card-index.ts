@@ -302,6 +302,7 @@ export class ElasticsearchCardIndex implements CardIndex {
 
   private async initialize(): Promise<void> {
     await this.waitForCluster();
+    // Created with its lost-index check pending (createdAtStart, lostIndexCheckSettled), in the same request.
     this.createdCardsIndex = await this.ensureIndex(this.names.cards, { max_result_window: this.window, mapping: { nested_objects: { limit: NESTED_OBJECTS_LIMIT } } }, {
       dynamic: 'strict',
       properties: {
@@ -338,7 +339,7 @@ export class ElasticsearchCardIndex implements CardIndex {
         chinese_folded: { type: 'boolean' },
         links_decoded: { type: 'boolean' },
       },
-    });
+    }, { lost_index_check: 'pending' });
     await this.ensureIndex(this.names.vocabulary, {}, { dynamic: 'strict', properties: { word: keyword, trigrams: keyword, scope: keyword } });
     await this.ensureIndex(this.names.bookmarks, {}, { dynamic: 'strict', properties: { collection_id: keyword, card_id: keyword, added: { type: 'boolean' }, at: { type: 'long' } } });
     await this.ensureIndex(this.names.removed, {}, { dynamic: 'strict', properties: { removed_at: { type: 'long' } } });
@@ -374,7 +375,7 @@ export class ElasticsearchCardIndex implements CardIndex {
    * Creates the index, or adds the mapping's new fields to an existing one (a changed field type or vector size is
    * refused); either way the dynamic `settings` and the refresh interval are applied.
    */
-  private async ensureIndex(index: string, dynamicSettings: estypes.IndicesIndexSettings, mappings: estypes.MappingTypeMapping): Promise<boolean> {
+  private async ensureIndex(index: string, dynamicSettings: estypes.IndicesIndexSettings, mappings: estypes.MappingTypeMapping, metaAtCreation?: Record<string, string>): Promise<boolean> {
     if (await this.client.indices.exists({ index })) {
       try {
         await this.client.indices.putMapping({ index, ...mappings });
@@ -388,7 +389,7 @@ export class ElasticsearchCardIndex implements CardIndex {
     if (this.options.replicas !== undefined) settings.number_of_replicas = this.options.replicas;
     settings.refresh_interval = this.refreshInterval();
     try {
-      await this.client.indices.create({ index, settings, mappings });
+      await this.client.indices.create({ index, settings, mappings: metaAtCreation ? { ...mappings, _meta: metaAtCreation } : mappings });
       return true;
     } catch (err) {
       // Another replica of the service created it first.
@@ -624,10 +625,20 @@ export class ElasticsearchCardIndex implements CardIndex {
     return (await this.cardFields(cardId, ['content']))?.source.content;
   }
 
-  /** This instance created the cards index in ready() (not when another replica created it first). */
+  /**
+   * This instance created the cards index in ready() (not when another replica created it first), or the index's
+   * lost-index check is still pending (its `_meta`: the start that created it has not settled it).
+   */
   async createdAtStart(): Promise<boolean> {
     await this.ready();
-    return this.createdCardsIndex;
+    if (this.createdCardsIndex) return true;
+    const mappings = await this.client.indices.getMapping({ index: this.names.cards });
+    return Object.values(mappings)[0]?.mappings?._meta?.lost_index_check === 'pending';
+  }
+
+  async lostIndexCheckSettled(): Promise<void> {
+    await this.ready();
+    await this.client.indices.putMapping({ index: this.names.cards, _meta: { lost_index_check: 'settled' } });
   }
 
   async count(): Promise<number> {

@@ -42,6 +42,13 @@ const MIGRATIONS = [
    CREATE INDEX bookmarks_removed_at ON bookmarks (at) WHERE added = 0;`,
 ];
 
+/**
+ * A row here while the lost-index check of the start that created the index has not settled (lostIndexCheckSettled):
+ * a search killed between creating its index and sending the rebuild request it decided on would otherwise open an
+ * existing index at its next start and never ask again.
+ */
+const LOST_INDEX_CHECK_TABLE = 'CREATE TABLE lost_index_check_pending (pending INTEGER PRIMARY KEY CHECK (pending = 1))';
+
 export interface SqliteCardIndexOptions {
   /** File path, or ':memory:'. */
   path: string;
@@ -168,6 +175,11 @@ export class SqliteCardIndex implements CardIndex {
         this.tablesCreated = true;
       },
       ...MIGRATIONS.slice(1),
+      // An index made by this open starts with its lost-index check pending; one that existed before has had its check.
+      (db) => {
+        db.exec(LOST_INDEX_CHECK_TABLE);
+        if (this.tablesCreated) db.exec('INSERT INTO lost_index_check_pending (pending) VALUES (1)');
+      },
     ]);
     this.vectors = new VectorMatrix(options.dimensions);
     this.exactScanLimit = options.exactScanLimit ?? 20_000;
@@ -302,7 +314,11 @@ export class SqliteCardIndex implements CardIndex {
   }
 
   async createdAtStart(): Promise<boolean> {
-    return this.tablesCreated;
+    return this.tablesCreated || this.db.prepare('SELECT 1 FROM lost_index_check_pending').get() !== undefined;
+  }
+
+  async lostIndexCheckSettled(): Promise<void> {
+    this.db.prepare('DELETE FROM lost_index_check_pending').run();
   }
 
   async count(): Promise<number> {

@@ -332,6 +332,36 @@ describe('ranged downloads (RFC 9110 Range, If-Range) through the gateway', () =
     }
   });
 
+  it('If-None-Match and If-Modified-Since: 304 with the ETag and no body while the client holds the file; a private file stays 404 to others whatever they send', async () => {
+    const whole = await download(publicFile.id);
+    await whole.arrayBuffer();
+    const [etag, lastModified] = [whole.headers.get('etag')!, whole.headers.get('last-modified')!];
+    for (const headers of [{ 'if-none-match': etag }, { 'if-none-match': `W/${etag}` }, { 'if-none-match': '*' }, { 'if-modified-since': lastModified }] as Array<Record<string, string>>) {
+      const res = await download(publicFile.id, headers);
+      expect({ headers, status: res.status, etag: res.headers.get('etag'), bytes: (await body(res)).length }).toEqual({ headers, status: 304, etag, bytes: 0 });
+    }
+    // If-None-Match decides when both are sent (RFC 9110 13.2.2): another tag gets the whole file.
+    const other = await download(publicFile.id, { 'if-none-match': '"another-version"', 'if-modified-since': lastModified });
+    expect({ status: other.status, same: (await body(other)).equals(bytes) }).toEqual({ status: 200, same: true });
+    // Someone the file is hidden from learns nothing from a condition: the same 404 as without one.
+    const owners = await download(privateFile.id, { cookie: alice.client.cookie! });
+    await owners.arrayBuffer();
+    const privateTag = owners.headers.get('etag')!;
+    for (const conditions of [{ 'if-none-match': '*' }, { 'if-none-match': privateTag }, { 'if-modified-since': new Date(Date.now() + 3_600_000).toUTCString() }] as Array<Record<string, string>>) {
+      for (const reader of [{}, { cookie: bob.client.cookie! }]) {
+        const res = await download(privateFile.id, { ...conditions, ...reader });
+        expect({ conditions, signedIn: 'cookie' in reader, status: res.status, etag: res.headers.get('etag'), type: res.headers.get('content-type') }).toEqual({
+          conditions,
+          signedIn: 'cookie' in reader,
+          status: 404,
+          etag: null,
+          type: expect.stringMatching(/^application\/json/),
+        });
+      }
+      expect((await download(privateFile.id, { ...conditions, cookie: alice.client.cookie! })).status).toBe(304);
+    }
+  });
+
   it("a private file's range is as hidden as the whole file: 404 to others and anonymous readers, 206 to its owner", async () => {
     const range = { range: 'bytes=0-9' };
     expect((await download(privateFile.id, range)).status).toBe(404);

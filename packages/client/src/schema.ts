@@ -320,7 +320,7 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * The raw file bytes (byte ranges: Range, If-Range)
+         * The raw file bytes (byte ranges: Range, If-Range; conditional: If-None-Match, If-Modified-Since)
          * @description The body is the file's bytes and Content-Type is the file's own MIME type (its mime_type, e.g. application/pdf), so any media type may come back. Read it as bytes: with openapi-fetch, `parseAs: 'arrayBuffer'` (the default JSON parsing fails on it). A download cut part way goes on with `Range: bytes=<bytes held>-` and `If-Range: <ETag>`. HEAD answers the 200's head whatever the Range.
          */
         get: operations["downloadFile"];
@@ -2621,6 +2621,10 @@ export interface operations {
                 Range?: string;
                 /** @description The ETag (strong) or Last-Modified date of the copy the client holds part of: the range is served only while it still names the file, else the whole file (200). */
                 "If-Range"?: string;
+                /** @description `*` or ETags of copies the client holds (weak comparison: `W/"…"` matches too): 304 Not Modified when one names the file. Decides alone when sent: If-Modified-Since is then ignored. */
+                "If-None-Match"?: string;
+                /** @description An HTTP-date (e.g. the Last-Modified answered): 304 Not Modified when the file was stored at or before it; ignored with If-None-Match, or when it is no HTTP-date. */
+                "If-Modified-Since"?: string;
             };
             path: {
                 file_id: string;
@@ -2654,6 +2658,17 @@ export interface operations {
                 content: {
                     "*/*": string;
                 };
+            };
+            /** @description Not Modified: If-None-Match names the file's ETag (or is `*`), or without it If-Modified-Since is at or after its Last-Modified; no body, with the ETag, Last-Modified and Cache-Control of the 200. Only to a caller who may read the file: to anyone else it is the 404 it would be without the condition */
+            304: {
+                headers: {
+                    /** @description The file's ETag, as the 200's */
+                    ETag: string;
+                    /** @description As the 200's */
+                    "Last-Modified": string;
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description Invalid input; the message names the offending field */
             400: {

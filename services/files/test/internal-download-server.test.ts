@@ -69,6 +69,91 @@ describe('internal download server', () => {
   });
 });
 
+describe('internal download server: conditional GET (RFC 9110 If-None-Match, If-Modified-Since)', () => {
+  let file: Awaited<ReturnType<FilesService['upload']>>;
+  let etag: string;
+  let lastModified: string;
+  let owner: string;
+  let hidden: Awaited<ReturnType<FilesService['upload']>>;
+  beforeAll(async () => {
+    owner = newId();
+    file = await service.upload({ callerId: owner, fileName: 'c.pdf', mimeType: 'application/pdf', private: false, tags: [], bytes: pdf });
+    hidden = await service.upload({ callerId: owner, fileName: 'h.pdf', mimeType: 'application/pdf', private: true, tags: [], bytes: pdf });
+    const res = await get(`/files/${file.id}`);
+    await res.arrayBuffer();
+    [etag, lastModified] = [res.headers.get('etag')!, res.headers.get('last-modified')!];
+  });
+  const lastModifiedMs = () => Date.parse(lastModified);
+  /** The answer's status, the headers a 304 must and must not carry, and its body's length. */
+  async function outcome(headers: Record<string, string>, method = 'GET', id = file.id) {
+    const res = await fetch(`${base}/files/${id}`, { method, headers: { 'x-files-internal-token': TOKEN, ...headers } });
+    const body = Buffer.from(await res.arrayBuffer());
+    return { status: res.status, etag: res.headers.get('etag'), type: res.headers.get('content-type'), bytes: body.length };
+  }
+  const notModified = () => ({ status: 304, etag, type: null, bytes: 0 });
+  const whole = () => ({ status: 200, etag, type: 'application/pdf', bytes: pdf.length });
+
+  it('If-None-Match naming the ETag (weak comparison: W/ too; in a list; *) is 304 with the ETag and no body, on GET and HEAD, whatever the Range', async () => {
+    for (const ifNoneMatch of [etag, `W/${etag}`, `"other", ${etag}`, ` , ${etag} ,`, '*']) {
+      for (const method of ['GET', 'HEAD']) expect({ ifNoneMatch, method, ...(await outcome({ 'if-none-match': ifNoneMatch }, method)) }).toEqual({ ifNoneMatch, method, ...notModified() });
+    }
+    expect(await outcome({ 'if-none-match': etag, range: 'bytes=0-9' })).toEqual(notModified());
+    const res = await fetch(`${base}/files/${file.id}`, { headers: { 'x-files-internal-token': TOKEN, 'if-none-match': etag } });
+    expect({ lastModified: res.headers.get('last-modified'), cacheControl: res.headers.get('cache-control'), length: res.headers.get('content-length'), disposition: res.headers.get('content-disposition') }).toEqual({
+      lastModified,
+      cacheControl: 'private, no-store',
+      length: null,
+      disposition: null,
+    });
+  });
+
+  it('If-None-Match naming other tags, or malformed, is the whole file; it takes precedence over If-Modified-Since', async () => {
+    const later = new Date(lastModifiedMs() + 60_000).toUTCString();
+    for (const ifNoneMatch of ['"other"', 'W/"other", "another"', 'not-a-tag', etag.slice(1, -1)]) {
+      expect({ ifNoneMatch, ...(await outcome({ 'if-none-match': ifNoneMatch, 'if-modified-since': later })) }).toEqual({ ifNoneMatch, ...whole() });
+    }
+  });
+
+  it('If-Modified-Since: 304 at or after Last-Modified (IMF-fixdate and the two obsolete forms), the whole file before it or when it is no HTTP-date', async () => {
+    const at = new Date(lastModifiedMs());
+    const pad = (n: number) => String(n).padStart(2, '0');
+    const days = ['Sunday', 'Monday', 'Tuesday', 'Wednesday', 'Thursday', 'Friday', 'Saturday'];
+    const months = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'];
+    const time = `${pad(at.getUTCHours())}:${pad(at.getUTCMinutes())}:${pad(at.getUTCSeconds())}`;
+    const rfc850 = `${days[at.getUTCDay()]}, ${pad(at.getUTCDate())}-${months[at.getUTCMonth()]}-${pad(at.getUTCFullYear() % 100)} ${time} GMT`;
+    const asctime = `${days[at.getUTCDay()]!.slice(0, 3)} ${months[at.getUTCMonth()]} ${String(at.getUTCDate()).padStart(2, ' ')} ${time} ${at.getUTCFullYear()}`;
+    for (const since of [lastModified, new Date(lastModifiedMs() + 1000).toUTCString(), rfc850, asctime]) {
+      for (const method of ['GET', 'HEAD']) expect({ since, method, ...(await outcome({ 'if-modified-since': since }, method)) }).toEqual({ since, method, ...notModified() });
+    }
+    const earlier = new Date(lastModifiedMs() - 1000).toUTCString();
+    for (const since of [earlier, 'yesterday', at.toISOString(), '']) {
+      expect({ since, ...(await outcome({ 'if-modified-since': since })) }).toEqual({ since, ...whole() });
+    }
+  });
+
+  it('If-Range takes an HTTP-date only (the same three forms), not any date Date.parse reads', async () => {
+    const at = new Date(lastModifiedMs());
+    const asctime = at.toUTCString().replace(/^(\w{3}), (\d{2}) (\w{3}) (\d{4}) (\S+) GMT$/, (_m, day: string, date: string, month: string, year: string, time: string) => `${day} ${month} ${date.replace(/^0/, ' ')} ${time} ${year}`);
+    const ranged = async (ifRange: string) => {
+      const res = await get(`/files/${file.id}`, { range: 'bytes=0-9', 'if-range': ifRange });
+      return { ifRange, status: res.status, bytes: (await res.arrayBuffer()).byteLength };
+    };
+    expect(await ranged(asctime)).toEqual({ ifRange: asctime, status: 206, bytes: 10 });
+    // An ISO date naming the same second is no HTTP-date: the condition fails, the whole file (Date.parse took it: 206).
+    expect(await ranged(at.toISOString())).toEqual({ ifRange: at.toISOString(), status: 200, bytes: pdf.length });
+  });
+
+  it("says nothing of a file the caller may not read: someone else's private file is 404 whatever the conditions, 304 to its owner", async () => {
+    for (const headers of [{ 'if-none-match': '*' }, { 'if-none-match': etag }, { 'if-modified-since': new Date(Date.now() + 3_600_000).toUTCString() }]) {
+      for (const caller of [{}, { 'x-caller-id': newId() }]) {
+        const res = await fetch(`${base}/files/${hidden.id}`, { headers: { 'x-files-internal-token': TOKEN, ...headers, ...caller } });
+        expect({ headers, status: res.status, body: await res.json() }).toEqual({ headers, status: 404, body: { message: 'File not found' } });
+      }
+    }
+    expect((await outcome({ 'if-none-match': '*', 'x-caller-id': owner }, 'GET', hidden.id)).status).toBe(304);
+  });
+});
+
 describe('internal download server while its token is rotated', () => {
   const CURRENT = 'the-new-shared-secret-0123456789';
   const PREVIOUS = 'the-old-shared-secret-0123456789';

@@ -1,3 +1,5 @@
+import { httpDateMs } from './conditional-get';
+
 /**
  * RFC 9110 byte ranges (section 14) for the raw download: one range is served (206), a Range header that asks for
  * several is answered with the whole file (200, as 14.2 allows: no multipart/byteranges), one the grammar does not
@@ -49,6 +51,6 @@ export function ifRangeHolds(ifRange: string | undefined, etag: string, lastModi
   if (ifRange === undefined) return true;
   const value = ifRange.trim();
   if (value.startsWith('"') || value.startsWith('W/')) return value === etag;
-  const date = Date.parse(value);
-  return !Number.isNaN(date) && date === Math.floor(lastModified.getTime() / 1000) * 1000;
+  const date = httpDateMs(value);
+  return date !== undefined && date === Math.floor(lastModified.getTime() / 1000) * 1000;
 }

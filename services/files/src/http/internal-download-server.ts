@@ -5,6 +5,7 @@ import { DomainError, isEngineUnavailableError, isUuid, type Logger } from '@car
 import type { FilesService } from '../application/files-service';
 import type { FileRecord } from '../domain/model';
 import { byteRangeOf, ifRangeHolds, type ByteRangeAnswer } from './byte-range';
+import { notModified } from './conditional-get';
 import { internalTokenCheck } from './internal-token-check';
 
 export const INTERNAL_TOKEN_HEADER = 'x-files-internal-token';
@@ -68,10 +69,15 @@ export async function startInternalDownloadServer(options: InternalDownloadServe
     const rangeHeader = req.method === 'GET' ? req.headers.range : undefined;
     const ifRangeHeader = req.headers['if-range'];
     const ifRange = Array.isArray(ifRangeHeader) ? ifRangeHeader.join(', ') : ifRangeHeader;
-    let answer: ByteRangeAnswer = { kind: 'whole' };
+    let answer: ByteRangeAnswer | { kind: 'not-modified' } = { kind: 'whole' };
     service
       .open(match[1], callerId, 0, {
         range: (record) => {
+          // The caller may read the file (open checked it first): only now may a 304 say anything about it.
+          if (notModified(req.method, req.headers, etagOf(record), record.createdAt)) {
+            answer = { kind: 'not-modified' };
+            return { start: 0, length: 0 };
+          }
           answer = ifRangeHolds(ifRange, etagOf(record), record.createdAt) ? byteRangeOf(rangeHeader, record.size) : { kind: 'whole' };
           if (answer.kind === 'range') return { start: answer.start, length: answer.end - answer.start + 1 };
           // Nothing is read for an unsatisfiable range.
@@ -86,7 +92,14 @@ export async function startInternalDownloadServer(options: InternalDownloadServe
           'x-content-type-options': 'nosniff',
           'cache-control': 'private, no-store',
         };
-        const chosen = answer as ByteRangeAnswer;
+        const chosen = answer as ByteRangeAnswer | { kind: 'not-modified' };
+        if (chosen.kind === 'not-modified') {
+          // RFC 9110 §15.4.5: the 200's ETag and Cache-Control (and Last-Modified), no body and none of its metadata.
+          content.destroy();
+          res.writeHead(304, validators);
+          res.end();
+          return;
+        }
         if (chosen.kind === 'unsatisfiable') {
           content.destroy();
           res.writeHead(416, { ...validators, 'content-type': 'application/json; charset=utf-8', 'content-range': `bytes */${record.size}` });

@@ -198,13 +198,15 @@ export const OPERATIONS: OperationSpec[] = [
     method: 'get',
     path: '/api/file/:file_id/download',
     operationId: 'downloadFile',
-    summary: 'The raw file bytes (byte ranges: Range, If-Range)',
+    summary: 'The raw file bytes (byte ranges: Range, If-Range; conditional: If-None-Match, If-Modified-Since)',
     tag: 'Files',
     auth: 'optional',
     params: params({ file_id: uuidParam }),
     headers: z.object({
       Range: z.string().optional().describe('RFC 9110 byte range: one range (`bytes=0-99`, `bytes=100-`, `bytes=-100`) is answered 206 with those bytes; several ranges, or a header of another unit or not in the grammar, get the whole file (200); a range starting at or past the end is 416. Ignored on HEAD.'),
       'If-Range': z.string().optional().describe('The ETag (strong) or Last-Modified date of the copy the client holds part of: the range is served only while it still names the file, else the whole file (200).'),
+      'If-None-Match': z.string().optional().describe('`*` or ETags of copies the client holds (weak comparison: `W/"…"` matches too): 304 Not Modified when one names the file. Decides alone when sent: If-Modified-Since is then ignored.'),
+      'If-Modified-Since': z.string().optional().describe('An HTTP-date (e.g. the Last-Modified answered): 304 Not Modified when the file was stored at or before it; ignored with If-None-Match, or when it is no HTTP-date.'),
     }),
     description:
       "The body is the file's bytes and Content-Type is the file's own MIME type (its mime_type, e.g. application/pdf), so any media type may come back. Read it as bytes: with openapi-fetch, `parseAs: 'arrayBuffer'` (the default JSON parsing fails on it). A download cut part way goes on with `Range: bytes=<bytes held>-` and `If-Range: <ETag>`. HEAD answers the 200's head whatever the Range.",
@@ -224,6 +226,13 @@ export const OPERATIONS: OperationSpec[] = [
         description: 'Partial Content: the one byte range asked for, with `Content-Range: bytes <first>-<last>/<size>` and Accept-Ranges, ETag and Last-Modified as the 200',
         headers: { 'Content-Range': { required: true, description: 'bytes <first>-<last>/<size>', schema: { type: 'string' } } },
         content: { '*/*': { schema: z.string().openapi({ format: 'binary' }) } },
+      },
+      304: {
+        description: "Not Modified: If-None-Match names the file's ETag (or is `*`), or without it If-Modified-Since is at or after its Last-Modified; no body, with the ETag, Last-Modified and Cache-Control of the 200. Only to a caller who may read the file: to anyone else it is the 404 it would be without the condition",
+        headers: {
+          ETag: { required: true, description: "The file's ETag, as the 200's", schema: { type: 'string' } },
+          'Last-Modified': { required: true, description: 'As the 200\'s', schema: { type: 'string' } },
+        },
       },
     },
     errors: [400, 404, 416, 502],

@@ -79,23 +79,28 @@ request.on('trailers', (trailers) => {
 request.on('error', (err) => fail(err.message));
 request.end(frame);
 EOF
-# The gateway's (and the all-in-one's) liveness over HTTP, no dependencies: `node /usr/local/lib/livez.cjs` asks
-# GET /livez on the metrics listener when there is one (METRICS_PORT: HTTP_MAX_CONNECTIONS and the request admission
-# do not count it, so a flood of the gateway's port does not make the container unhealthy), else on PORT; exit 0 only
-# on 200. /livez asks no peer: a peer's outage is not cured by restarting the gateway.
+# The gateway's liveness (and the all-in-one's readiness) over HTTP, no dependencies: `node /usr/local/lib/livez.cjs
+# [/healthz]` asks GET /livez (or the path given) on the metrics listener when there is one (METRICS_PORT:
+# HTTP_MAX_CONNECTIONS and the request admission do not count it, so a flood of the gateway's port does not make the
+# container unhealthy), else on PORT; exit 0 only on 200. /livez asks no peer: a peer's outage is not cured by
+# restarting the gateway.
 COPY <<'EOF' /usr/local/lib/livez.cjs
 const http = require('node:http');
+const path = process.argv[2] || '/livez';
 const { METRICS_PORT, METRICS_HOST, PORT, HOST } = process.env;
 const [port, bound] = METRICS_PORT ? [METRICS_PORT, METRICS_HOST] : [PORT || '8090', HOST];
 const host = !bound || bound === '0.0.0.0' || bound === '::' ? '127.0.0.1' : bound;
 const fail = (why) => { console.error(`unhealthy: ${why}`); process.exit(1); };
 setTimeout(() => fail('timeout'), 2500).unref();
 http
-  .get({ host, port: Number(port), path: '/livez', headers: { connection: 'close' } }, (res) => {
-    res.resume();
-    if (res.statusCode !== 200) fail(`GET /livez on ${host}:${port} answered ${res.statusCode}`);
-    console.log(`alive (GET /livez on ${host}:${port})`);
-    process.exit(0);
+  .get({ host, port: Number(port), path, headers: { connection: 'close' } }, (res) => {
+    let body = '';
+    res.setEncoding('utf8').on('data', (chunk) => (body += chunk));
+    res.on('end', () => {
+      if (res.statusCode !== 200) fail(`GET ${path} on ${host}:${port} answered ${res.statusCode} ${body.slice(0, 300)}`);
+      console.log(`${path === '/livez' ? 'alive' : 'ready'} (GET ${path} on ${host}:${port})`);
+      process.exit(0);
+    });
   })
   .on('error', (err) => fail(err.message));
 EOF
@@ -159,6 +164,8 @@ COPY --from=build /src/web/dist /app/web/dist
 # /metrics on 9464, not on the published 8090: its counters tell more than the API (reset mails go only to accounts).
 ENV HOST=0.0.0.0 PORT=8090 WEB_DIST_DIR=/app/web/dist WORD_VECTORS_CACHE_DIR=/data/word-vectors METRICS_PORT=9464 METRICS_HOST=0.0.0.0
 EXPOSE 8090 9464
-# The metrics listener opens once every service in the process has started, so its /livez (livez.cjs) is also the
-# start's end; after it, as for the gateway, only whether the process answers (no restart for a full port).
-HEALTHCHECK --interval=10s --timeout=3s --start-period=90s --retries=3 CMD node /usr/local/lib/livez.cjs
+# Readiness, not only liveness: GET /healthz on the metrics listener (livez.cjs /healthz), so a service of this
+# process that is not ready (draining, an engine it needs failing) shows as unhealthy in `docker ps` and
+# `docker inspect` (the 503's message names it): the container is the whole system. Still out of reach of a flood of
+# PORT. The listener opens once every service has started, so its first 200 is also the start's end.
+HEALTHCHECK --interval=10s --timeout=3s --start-period=90s --retries=3 CMD node /usr/local/lib/livez.cjs /healthz

@@ -222,10 +222,13 @@ describe('Dockerfile (offline)', () => {
     }
   });
 
-  it('checks the health of the gateway and the all-in-one with GET /livez on that metrics listener (livez.cjs), outside HTTP_MAX_CONNECTIONS', () => {
-    for (const target of ['gateway', 'all-in-one']) {
-      const check = byName.get(target)!.lines.find((l) => l.startsWith('HEALTHCHECK '));
-      expect({ target, command: /\sCMD\s+(.*)$/.exec(check ?? '')?.[1] }).toEqual({ target, command: 'node /usr/local/lib/livez.cjs' });
+  it('checks the health of the gateway (GET /livez) and the all-in-one (GET /healthz, readiness) on that metrics listener (livez.cjs), outside HTTP_MAX_CONNECTIONS', () => {
+    for (const [target, command] of [
+      ['gateway', 'node /usr/local/lib/livez.cjs'],
+      ['all-in-one', 'node /usr/local/lib/livez.cjs /healthz'],
+    ]) {
+      const check = byName.get(target!)!.lines.find((l) => l.startsWith('HEALTHCHECK '));
+      expect({ target, command: /\sCMD\s+(.*)$/.exec(check ?? '')?.[1] }).toEqual({ target, command });
     }
     expect(byName.get('runtime')!.lines).toContain("COPY <<'EOF' /usr/local/lib/livez.cjs");
   });

@@ -145,12 +145,14 @@ describe('container health checks (compose and images): alive, not ready', () =>
     for (const component of COMPONENTS) expect(where).toEqual(expect.arrayContaining([`docker-compose.yaml ${component}`, `Dockerfile ${component}`]));
   });
 
-  it('stays healthy while an engine is unreachable (a restart cures no engine outage), and fails once nothing answers', async () => {
+  it("stays healthy while an engine is unreachable (a restart cures no engine outage), the all-in-one's excepted, and fails once nothing answers", async () => {
     for (let notReady = false; !notReady; ) notReady = (await new Promise<boolean>((resolve) => execFile(process.execPath, [probe, String(engineDown.port)], (error) => resolve(error !== null))));
     const closed = await startGrpcServer({ name: 'gone.v1.Gone', host: '127.0.0.1', port: 0, logger: createLogger('probe-test', 'silent'), register: () => undefined });
     await closed.shutdown(1000);
     for (const { where, command } of containerHealthChecks()) {
-      expect([where, await runCheck(command, engineDown.port, stubPort)]).toEqual([where, 0]);
+      // The all-in-one's asks readiness: its services are in its own process, and one not ready is the container's own
+      // state to show (before, it asked /livez alone and stayed healthy).
+      expect([where, await runCheck(command, engineDown.port, stubPort)]).toEqual([where, where === 'Dockerfile all-in-one' ? 1 : 0]);
       expect([where, await runCheck(command, closed.port, closed.port)]).toEqual([where, 1]);
     }
   });
@@ -180,7 +182,10 @@ describe("the gateway's container health checks against a real gateway whose HTT
   let livez: string;
   let gateway: Awaited<ReturnType<typeof startGateway>>;
   let metricsPort: number;
+  let peer: GrpcServerHandle;
   const held: Socket[] = [];
+  /** What each container's check says when it passes: the gateway's asks liveness, the all-in-one's readiness. */
+  const passed = (where: string) => (where === 'Dockerfile all-in-one' ? `ready (GET /healthz on 127.0.0.1:${metricsPort})` : `alive (GET /livez on 127.0.0.1:${metricsPort})`);
 
   /** Runs a container's check here with that container's environment, its ports those of the gateway under test. */
   const runCheck = (container: { env: Record<string, string>; command: string[] }, overrides: Record<string, string | undefined> = {}) =>
@@ -201,18 +206,19 @@ describe("the gateway's container health checks against a real gateway whose HTT
     livez = join(dir, 'livez.cjs');
     writeFileSync(livez, imageScript('livez.cjs'));
     metricsPort = await freePort();
-    // Peers are not needed for /livez (it asks none); nothing listens at this address.
-    const peer = `127.0.0.1:${await freePort()}`;
-    const peers = Object.fromEntries(['IDENTITY', 'CARDS', 'SEARCH', 'FILES', 'NOTIFICATIONS'].map((name) => [`${name}_SERVICE_ADDR`, peer]));
+    // One gRPC server answering health stands for every peer: /livez asks none, /healthz (the all-in-one's check) all.
+    peer = await startGrpcServer({ name: 'peer.v1.Peer', host: '127.0.0.1', port: 0, logger: createLogger('probe-test', 'silent'), register: () => undefined });
+    const peers = Object.fromEntries(['IDENTITY', 'CARDS', 'SEARCH', 'FILES', 'NOTIFICATIONS'].map((name) => [`${name}_SERVICE_ADDR`, `127.0.0.1:${peer.port}`]));
     gateway = await startGateway({ ...peers, PORT: '0', HOST: '127.0.0.1', METRICS_PORT: String(metricsPort), METRICS_HOST: '127.0.0.1', HTTP_MAX_CONNECTIONS: '2', FILES_INTERNAL_TOKEN: 'health-check-test-token', LOG_LEVEL: 'silent', ACCESS_LOG_LEVEL: 'silent' });
   });
   afterAll(async () => {
     for (const socket of held) socket.destroy();
     await gateway?.stop();
+    await peer?.shutdown(1000);
     rmSync(dir, { recursive: true, force: true });
   });
 
-  it('asks GET /livez on the metrics listener each of them turns on, so they stay healthy; with METRICS_PORT unset, /livez on PORT', async () => {
+  it('asks GET /livez (the all-in-one: /healthz) on the metrics listener each of them turns on, so they stay healthy; with METRICS_PORT unset, on PORT', async () => {
     const containers = gatewayContainers();
     // Port free: every check passes, the one asking PORT too.
     for (const container of containers) expect([container.where, (await runCheck(container)).status]).toEqual([container.where, 0]);
@@ -224,11 +230,28 @@ describe("the gateway's container health checks against a real gateway whose HTT
 
     for (const container of containers) {
       const result = await runCheck(container);
-      expect([container.where, result.status, result.output.trim()]).toEqual([container.where, 0, `alive (GET /livez on 127.0.0.1:${metricsPort})`]);
+      expect([container.where, result.status, result.output.trim()]).toEqual([container.where, 0, passed(container.where)]);
     }
     // Without the listener the same check asks PORT, and a full port fails it.
     const onPort = await runCheck(containers[0]!, { METRICS_PORT: undefined });
     expect([onPort.status, onPort.output]).toEqual([1, expect.stringContaining('answered 503')]);
+  });
+
+  it("the all-in-one's check fails, naming them, while services behind the gateway are not ready; the gateway's stay healthy", async () => {
+    // (The port is still full from the test above: the answer comes from the metrics listener.)
+    peer.health.setStatus('unhealthy');
+    try {
+      for (const container of gatewayContainers()) {
+        const result = await runCheck(container);
+        if (container.where !== 'Dockerfile all-in-one') expect([container.where, result.status]).toEqual([container.where, 0]);
+        // Before, it asked /livez alone: healthy while every card request was answered 503.
+        else expect([result.status, result.output]).toEqual([1, expect.stringMatching(/GET \/healthz on 127\.0\.0\.1:\d+ answered 503 .*not answering: identity, cards, search, files, notifications/)]);
+      }
+    } finally {
+      peer.health.setStatus('healthy');
+    }
+    const again = gatewayContainers().find((c) => c.where === 'Dockerfile all-in-one')!;
+    expect((await runCheck(again)).status).toBe(0);
   });
 
   it('fails once nothing answers on the metrics listener', async () => {

@@ -5,7 +5,7 @@ import { ServerError, Status, type CallContext, type ServerMiddlewareCall } from
 import type { Logger } from 'pino';
 import { collectDefaultMetrics, Counter, Histogram, Registry } from 'prom-client';
 import { eventPipelineMetrics } from './events/event-metrics';
-import { LIVENESS_ANSWER, LIVENESS_PATH } from './liveness';
+import { LIVENESS_ANSWER, LIVENESS_PATH, READINESS_PATH, type ReadinessAnswer } from './liveness';
 import { serviceMetrics } from './service-metrics';
 
 /**
@@ -132,7 +132,17 @@ function keepForCompleteRequests(server: Server, max: number): void {
  * admission, so the probes asking it here are not refused with the gateway's port full. It has bounds of its own
  * (METRICS_LISTENER_BOUNDS), so a slow client cannot hold its sockets for good.
  */
-export async function startMetricsServer(options: { host: string; port: number; logger: Logger; registry?: Registry }): Promise<MetricsServerHandle> {
+export async function startMetricsServer(options: {
+  host: string;
+  port: number;
+  logger: Logger;
+  registry?: Registry;
+  /**
+   * Answers GET /healthz here too, as the gateway's port does (its peers' readiness): the all-in-one image's health
+   * check asks it on this listener, out of reach of a flood of the gateway's port. Without it, /healthz is a 404 here.
+   */
+  readiness?: () => Promise<ReadinessAnswer>;
+}): Promise<MetricsServerHandle> {
   const registry = options.registry ?? defaultServiceRegistry();
   const bounds = METRICS_LISTENER_BOUNDS;
   const server: Server = createServer(
@@ -145,7 +155,11 @@ export async function startMetricsServer(options: { host: string; port: number; 
     (req, res) => {
       const answer = (status: number, body: string, type = 'application/json') => res.writeHead(status, { 'content-type': type }).end(body);
       const path = (req.url ?? '').split('?')[0];
-      if (path !== '/metrics' && path !== LIVENESS_PATH) return answer(404, JSON.stringify({ message: `Not found: metrics are served at /metrics, liveness at ${LIVENESS_PATH}` }));
+      const readiness = path === READINESS_PATH ? options.readiness : undefined;
+      if (path !== '/metrics' && path !== LIVENESS_PATH && !readiness) {
+        const served = `metrics are served at /metrics, liveness at ${LIVENESS_PATH}${options.readiness ? `, readiness at ${READINESS_PATH}` : ''}`;
+        return answer(404, JSON.stringify({ message: `Not found: ${served}` }));
+      }
       if (req.method !== 'GET' && req.method !== 'HEAD') {
         res.setHeader('allow', 'GET, HEAD');
         return answer(405, JSON.stringify({ message: `Method ${req.method} not allowed on ${path}` }));
@@ -153,6 +167,16 @@ export async function startMetricsServer(options: { host: string; port: number; 
       // Readings of this moment, as on the gateway's port: a cache in front must not replay one.
       res.setHeader('cache-control', 'no-store');
       if (path === LIVENESS_PATH) return answer(200, req.method === 'HEAD' ? '' : JSON.stringify(LIVENESS_ANSWER), 'application/json; charset=utf-8');
+      if (readiness) {
+        readiness().then(
+          ({ status, body }) => answer(status, req.method === 'HEAD' ? '' : JSON.stringify(body), 'application/json; charset=utf-8'),
+          (err: unknown) => {
+            options.logger.error({ err }, 'checking readiness failed');
+            answer(503, JSON.stringify({ message: 'Checking readiness failed' }));
+          },
+        );
+        return;
+      }
       registry.metrics().then(
         (text) => answer(200, req.method === 'HEAD' ? '' : text, registry.contentType),
         (err: unknown) => {

@@ -9,3 +9,16 @@ export const LIVENESS_PATH = '/livez';
 
 /** The body of a 200 to GET /livez, wherever it is answered. */
 export const LIVENESS_ANSWER: Readonly<{ status: 'ok' }> = Object.freeze({ status: 'ok' });
+
+/**
+ * Readiness over HTTP: `GET /healthz` answers 200 while every service behind the gateway answers SERVING, else 503 with
+ * a {"message"} naming those that do not. The gateway answers it on its HTTP port, and on its metrics listener
+ * (startMetricsServer's `readiness`) where the all-in-one image's health check asks it.
+ */
+export const READINESS_PATH = '/healthz';
+
+/** What GET /healthz answers: its status code and JSON body. */
+export interface ReadinessAnswer {
+  status: 200 | 503;
+  body: { status: 'ok' } | { message: string };
+}

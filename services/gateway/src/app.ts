@@ -1,6 +1,6 @@
 import express, { Router, type Express } from 'express';
 import cookieParser from 'cookie-parser';
-import { LIVENESS_ANSWER, LIVENESS_PATH, requestIdFrom, runWithRequestContext, type Logger } from '@cards/platform';
+import { LIVENESS_ANSWER, LIVENESS_PATH, READINESS_PATH, requestIdFrom, runWithRequestContext, type Logger, type ReadinessAnswer } from '@cards/platform';
 import type { GatewayClients } from './clients';
 import { errorHandler } from './http/error-handler';
 import { notFound } from './http/http-error';
@@ -71,6 +71,8 @@ export interface GatewayAppOptions extends RouteDeps {
   fileReads?: FileReadLimits;
   /** Names the peers that do not answer SERVING; /healthz is 200 only when it resolves to none. */
   checkPeers(): Promise<readonly string[]>;
+  /** /healthz's answer when it is shared with the metrics listener (one log of peer changes); default: peerReadiness(checkPeers). */
+  readiness?: () => Promise<ReadinessAnswer>;
   /** The registry the requests are counted in; served at /metrics on this app unless `metricsElsewhere`. Default: a new one. */
   metrics?: GatewayMetrics;
   /** /metrics is served on a listener of its own (METRICS_PORT): here it is an unknown path. */
@@ -92,6 +94,22 @@ function peerHealthLog(logger: Logger): (down: readonly string[]) => void {
     if (now) logger.warn({ notAnswering: [...down].sort(), previously: last || undefined }, `peers not answering: ${now}`);
     else logger.info({ previously: last }, 'every peer answers again');
     last = now;
+  };
+}
+
+/**
+ * /healthz's answer: 200 while `checkPeers` names no peer, else 503 naming them (as every error answer, DESIGN.md:
+ * probes read the status code, people the message). Changes are logged once (peerHealthLog), wherever it is asked.
+ */
+export function peerReadiness(checkPeers: () => Promise<readonly string[]>, logger: Logger): () => Promise<ReadinessAnswer> {
+  const peerHealth = peerHealthLog(logger);
+  return async () => {
+    const down = await checkPeers().catch((err: unknown) => {
+      logger.error({ err }, 'checking the peers failed');
+      return ['(the check failed)'];
+    });
+    peerHealth(down);
+    return down.length === 0 ? { status: 200, body: { status: 'ok' } } : { status: 503, body: { message: `A service behind the gateway is not answering: ${down.join(', ')}` } };
   };
 }
 
@@ -147,17 +165,11 @@ export function createGatewayApp(options: GatewayAppOptions): Express {
   app.get(LIVENESS_PATH, (_req, res) => {
     res.json(LIVENESS_ANSWER);
   });
-  const peerHealth = peerHealthLog(options.logger);
   // Readiness: every peer answers SERVING over the calls' own channels.
-  app.get('/healthz', async (_req, res) => {
-    const down = await options.checkPeers().catch((err: unknown) => {
-      options.logger.error({ err }, 'checking the peers failed');
-      return ['(the check failed)'];
-    });
-    peerHealth(down);
-    if (down.length === 0) res.json({ status: 'ok' });
-    // As every error answer (DESIGN.md): probes read the status code, people the message.
-    else res.status(503).json({ message: `A service behind the gateway is not answering: ${down.join(', ')}` });
+  const readiness = options.readiness ?? peerReadiness(options.checkPeers, options.logger);
+  app.get(READINESS_PATH, async (_req, res) => {
+    const { status, body } = await readiness();
+    res.status(status).json(body);
   });
   app.get('/metrics', async (_req, res) => {
     if (options.metricsElsewhere) throw notFound("Not served here: this gateway's metrics are on its metrics port (METRICS_PORT)");

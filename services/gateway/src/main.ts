@@ -2,7 +2,7 @@ import type { Server } from 'node:http';
 import { connectMongo, createLogger, loadConfig, startMetricsServer, stopOnSignals, type Logger, type MetricsServerHandle, type MongoConnection, type RunningService } from '@cards/platform';
 import { health } from '@cards/proto';
 import { createClient } from 'nice-grpc';
-import { createGatewayApp } from './app';
+import { createGatewayApp, peerReadiness } from './app';
 import { createGatewayClients } from './clients';
 import { cookieSecureFrom, gatewayConfigSchema, type GatewayConfig } from './config';
 import { MemoryAttemptCounter } from './adapters/memory/memory-attempt-counter';
@@ -50,6 +50,19 @@ export async function startGateway(env: Record<string, string | undefined> = pro
   // Over the very channels the calls use: a channel of its own reconnected to a restarted peer while the calls' channel
   // still waited out its reconnect backoff, so /healthz said 200 while every call to that peer was answered 503.
   const healthClients = Object.entries(channels).map(([name, channel]) => ({ name, client: createClient(health.HealthDefinition, channel) }));
+  async function checkPeers() {
+    const answers = await Promise.all(
+      healthClients.map(({ name, client }) =>
+        client
+          .check({ service: '' }, { signal: AbortSignal.timeout(1000) })
+          .then((r) => (r.status === health.HealthCheckResponse_ServingStatus.SERVING ? undefined : name))
+          .catch(() => name),
+      ),
+    );
+    return answers.filter((name): name is string => name !== undefined);
+  }
+  // One /healthz, answered on PORT and on the metrics listener (where the all-in-one image's health check asks it).
+  const readiness = peerReadiness(checkPeers, logger);
   const metrics = createMetrics();
   if (!config.FILES_INTERNAL_TOKEN) {
     // files refuses every download without one (loopback alone is not trusted): say so here too.
@@ -88,17 +101,8 @@ export async function startGateway(env: Record<string, string | undefined> = pro
     publicUrl: config.PUBLIC_URL,
     webDistDir: config.WEB_DIST_DIR || undefined,
     accessLogLevel: config.ACCESS_LOG_LEVEL,
-    async checkPeers() {
-      const answers = await Promise.all(
-        healthClients.map(({ name, client }) =>
-          client
-            .check({ service: '' }, { signal: AbortSignal.timeout(1000) })
-            .then((r) => (r.status === health.HealthCheckResponse_ServingStatus.SERVING ? undefined : name))
-            .catch(() => name),
-        ),
-      );
-      return answers.filter((name): name is string => name !== undefined);
-    },
+    checkPeers,
+    readiness,
   });
   const server: Server = createGatewayServer(app, { maxConnections: config.HTTP_MAX_CONNECTIONS, logger, serverMethods: routeMethodIndex(app.router).serverMethods });
   await new Promise<void>((resolve, reject) => {
@@ -118,7 +122,7 @@ export async function startGateway(env: Record<string, string | undefined> = pro
   const port = (server.address() as { port: number }).port;
   let metricsServer: MetricsServerHandle | undefined;
   if (config.METRICS_PORT !== undefined) {
-    metricsServer = await startMetricsServer({ host: config.METRICS_HOST, port: config.METRICS_PORT, logger, registry: metrics.registry }).catch(async (err: unknown) => {
+    metricsServer = await startMetricsServer({ host: config.METRICS_HOST, port: config.METRICS_PORT, logger, registry: metrics.registry, readiness }).catch(async (err: unknown) => {
       await closeGracefully(0);
       await connection?.close().catch(() => undefined);
       throw err;

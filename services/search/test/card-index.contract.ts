@@ -1083,6 +1083,20 @@ export function describeCardIndexContract(name: string, factory: () => Promise<C
       expect(hits[0]!.score).toBeGreaterThan(hits[1]!.score + 1e-4);
     });
 
+    test('a long question with a word no card holds finds what it finds without it, as a short one does; a paste of text no card holds keeps such words', async () => {
+      const { tides, cpp, dotnet } = namingCards();
+      const pull = aCard().saying('The pull of a magnet falls with distance').build();
+      for (const card of [tides, cpp, dotnet, pull]) await index.upsert(card);
+      const page = async (query: string) => (await index.matchText(query, everything(), firstPage)).hits.map((h) => [h.cardId, h.score.toFixed(4)]);
+      // Nine distinct words the cards hold and one none does (a tenth: a stray, under a quarter). Kept since the query
+      // had eight distinct words or more, it weighed as the heaviest word, every score fell and the phrase was lost,
+      // where a query of seven words left it out.
+      const question = 'the tides rise and fall with the pull of the moon';
+      expect((await page(question))[0]![0]).toBe(tides.cardId);
+      expect(await page(`${question} qwertyuiop`)).toEqual(await page(question));
+      expect(await page(`tides rise and fall with moon qwertyuiop`)).toEqual(await page('tides rise and fall with moon'));
+    });
+
     test('Chinese in traditional and in simplified characters find each other, words and phrases; Japanese kanji fold alike', async () => {
       const traditional = aCard().saying('我昨天一個人去圖書館看書').build();
       const simplified = aCard().saying('这个图书馆很大，一个人也没有').build();

@@ -44,3 +44,4 @@ export * from './loopback-topology';
 export * from './readiness';
 export * from './engine-checks';
 export * from './cli/operator-command';
+export * from './http-ranges';

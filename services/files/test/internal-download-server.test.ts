@@ -144,8 +144,8 @@ describe('internal download server: conditional GET (RFC 9110 If-None-Match, If-
   });
 
   it("says nothing of a file the caller may not read: someone else's private file is 404 whatever the conditions, 304 to its owner", async () => {
-    for (const headers of [{ 'if-none-match': '*' }, { 'if-none-match': etag }, { 'if-modified-since': new Date(Date.now() + 3_600_000).toUTCString() }]) {
-      for (const caller of [{}, { 'x-caller-id': newId() }]) {
+    for (const headers of [{ 'if-none-match': '*' }, { 'if-none-match': etag }, { 'if-modified-since': new Date(Date.now() + 3_600_000).toUTCString() }] as Array<Record<string, string>>) {
+      for (const caller of [{}, { 'x-caller-id': newId() }] as Array<Record<string, string>>) {
         const res = await fetch(`${base}/files/${hidden.id}`, { headers: { 'x-files-internal-token': TOKEN, ...headers, ...caller } });
         expect({ headers, status: res.status, body: await res.json() }).toEqual({ headers, status: 404, body: { message: 'File not found' } });
       }

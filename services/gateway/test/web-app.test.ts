@@ -6,7 +6,7 @@ import express from 'express';
 import { createLogger } from '@cards/platform';
 import { serveWebApp, WEB_APP_CSP } from '../src/http/web-app';
 import { testTempDir } from '../../../test/support/cleanup';
-import { listening } from './app-without-services';
+import { appWithoutServices, closed, listening } from './app-without-services';
 
 /** A bare express app with the web-app hook and a JSON 404 after it, as app.ts arranges them. */
 async function serve(dir: string): Promise<{ url: string; close(): Promise<void> }> {
@@ -50,6 +50,42 @@ describe('serving the built web app (serveWebApp)', () => {
       expect(WEB_APP_CSP).toContain("script-src 'self'");
       expect(await res.text()).toContain('<div id="app">');
     }
+  });
+
+  it("answers byte ranges of its files as RFC 9110 has them: a suffix longer than the file, an invalid header, several ranges, a weak or later If-Range get the whole file, never range-parser's 416", async () => {
+    const text = async (res: Response) => ({ status: res.status, contentRange: res.headers.get('content-range'), body: await res.text() });
+    for (const path of ['/index.html', '/logo.svg', '/assets/index-abc123.js', '/assets/app-def456.js']) {
+      const get = (headers: Record<string, string>, method = 'GET') => fetch(app.url + path, { method, headers: { 'accept-encoding': 'identity', ...headers } });
+      const plain = await get({});
+      const [whole, etag, lastModified] = [await plain.text(), plain.headers.get('etag')!, plain.headers.get('last-modified')!];
+      expect(plain.headers.get('accept-ranges')).toBe('bytes');
+      // Before: `bytes=-<more than the file>` and `bytes=5-2` were 416, `bytes=0-1abc` and `bytes=0-1,5-2` served 0-1,
+      // and If-Range with the (weak) ETag or any later date served the range.
+      const later = new Date(Date.parse(lastModified) + 60_000).toUTCString();
+      const cases: Array<Record<string, string>> = [
+        { range: `bytes=-${whole.length + 100}` },
+        { range: 'bytes=5-2' },
+        { range: 'bytes=0-1abc' },
+        { range: 'bytes=0-1,5-2' },
+        { range: 'bytes=0-1, 3-4' },
+        { range: 'bytes=0-1', 'if-range': etag },
+        { range: 'bytes=0-1', 'if-range': later },
+      ];
+      for (const headers of cases) expect({ path, headers, ...(await text(await get(headers))) }).toEqual({ path, headers, status: 200, contentRange: null, body: whole });
+      // One valid range: its bytes; If-Range with the exact Last-Modified holds; past the end: 416.
+      for (const headers of [{ range: 'bytes=0-1' }, { range: 'bytes=-2' }, { range: 'bytes=0-1', 'if-range': lastModified }] as Array<Record<string, string>>) {
+        const expected = headers.range === 'bytes=-2' ? whole.slice(-2) : whole.slice(0, 2);
+        const start = headers.range === 'bytes=-2' ? whole.length - 2 : 0;
+        expect({ path, headers, ...(await text(await get(headers))) }).toEqual({ path, headers, status: 206, contentRange: `bytes ${start}-${start + 1}/${whole.length}`, body: expected });
+      }
+      expect((await get({ range: `bytes=${whole.length}-` })).status).toBe(416);
+      // HEAD ignores Range (14.2): the 200's head.
+      const head = await get({ range: 'bytes=0-1' }, 'HEAD');
+      expect({ status: head.status, contentRange: head.headers.get('content-range') }).toEqual({ status: 200, contentRange: null });
+    }
+    // The app's page (deep links, /): no ranges at all.
+    const page = await fetch(`${app.url}/`, { headers: { range: 'bytes=-100000' } });
+    expect({ status: page.status, acceptRanges: page.headers.get('accept-ranges'), contentRange: page.headers.get('content-range') }).toEqual({ status: 200, acceptRanges: null, contentRange: null });
   });
 
   it('gives every file it serves the page policy: index.html asked for by name, an SVG opened on its own', async () => {
@@ -168,6 +204,22 @@ describe('serving the built web app (serveWebApp)', () => {
     } finally {
       await bare.close();
       rmSync(empty, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('the API docs page assets (serveApiDocs)', () => {
+  it('answer byte ranges as RFC 9110 has them: a suffix longer than the file is the whole file (200), not 416; one range its bytes', async () => {
+    const { server, base } = await listening(createServer(appWithoutServices()));
+    try {
+      const url = `${base}/api/docs/swagger-ui.css`;
+      const whole = Buffer.from(await (await fetch(url, { headers: { 'accept-encoding': 'identity' } })).arrayBuffer());
+      const longer = await fetch(url, { headers: { range: `bytes=-${whole.length + 1}`, 'accept-encoding': 'identity' } });
+      expect({ status: longer.status, same: Buffer.from(await longer.arrayBuffer()).equals(whole) }).toEqual({ status: 200, same: true });
+      const one = await fetch(url, { headers: { range: 'bytes=0-9', 'accept-encoding': 'identity' } });
+      expect({ status: one.status, same: Buffer.from(await one.arrayBuffer()).equals(whole.subarray(0, 10)) }).toEqual({ status: 206, same: true });
+    } finally {
+      await closed(server);
     }
   });
 });

@@ -1,3 +1,5 @@
+import { httpDateMs } from '@cards/platform';
+
 /**
  * RFC 9110 conditional GET for the raw download (section 13): If-None-Match and If-Modified-Since, evaluated in the
  * order of 13.2.2 (If-None-Match first; If-Modified-Since only without it), on GET and HEAD. Evaluated only once the
@@ -28,46 +30,6 @@ function entityTagsOf(value: string): '*' | string[] | undefined {
     at = LISTED_ENTITY_TAG.lastIndex;
   }
   return tags.length > 0 ? tags : undefined;
-}
-
-const MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'];
-const DAY = '(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)';
-const LONG_DAY = '(?:Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday)';
-const MONTH = `(${MONTHS.join('|')})`;
-const TIME = '(\\d{2}):(\\d{2}):(\\d{2})';
-/** IMF-fixdate: `Sun, 06 Nov 1994 08:49:37 GMT`. */
-const IMF_FIXDATE = new RegExp(`^${DAY}, (\\d{2}) ${MONTH} (\\d{4}) ${TIME} GMT$`);
-/** The obsolete RFC 850 form: `Sunday, 06-Nov-94 08:49:37 GMT`. */
-const RFC850_DATE = new RegExp(`^${LONG_DAY}, (\\d{2})-${MONTH}-(\\d{2}) ${TIME} GMT$`);
-/** The obsolete asctime form (in UTC, as every HTTP-date): `Sun Nov  6 08:49:37 1994`. */
-const ASCTIME_DATE = new RegExp(`^${DAY} ${MONTH} ( \\d|\\d{2}) ${TIME} (\\d{4})$`);
-
-/**
- * An HTTP-date (RFC 9110 §5.6.7: IMF-fixdate, or one of the two obsolete forms a recipient accepts) in milliseconds,
- * or undefined for anything else. Not Date.parse: it takes many other forms, and reads the asctime form, which has no
- * zone, as local time.
- */
-export function httpDateMs(value: string): number | undefined {
-  const text = value.trim();
-  let parts: { day: string; month: string; year: number; time: string[] } | undefined;
-  let m = IMF_FIXDATE.exec(text);
-  if (m) parts = { day: m[1]!, month: m[2]!, year: Number(m[3]), time: m.slice(4, 7) };
-  else if ((m = RFC850_DATE.exec(text))) {
-    // RFC 9110: a two-digit year more than 50 years in the future is the most recent past year with those digits.
-    const yy = Number(m[3]);
-    const thisYear = new Date().getUTCFullYear();
-    let year = Math.floor(thisYear / 100) * 100 + yy;
-    if (year > thisYear + 50) year -= 100;
-    parts = { day: m[1]!, month: m[2]!, year, time: m.slice(4, 7) };
-  } else if ((m = ASCTIME_DATE.exec(text))) parts = { day: m[2]!.trim(), month: m[1]!, year: Number(m[6]), time: m.slice(3, 6) };
-  if (!parts) return undefined;
-  const [hours, minutes, seconds] = parts.time.map(Number) as [number, number, number];
-  const day = Number(parts.day);
-  const month = MONTHS.indexOf(parts.month);
-  if (day < 1 || day > 31 || hours > 23 || minutes > 59 || seconds > 60) return undefined;
-  const ms = Date.UTC(parts.year, month, day, hours, minutes, Math.min(seconds, 59));
-  // 31 Feb and the like roll over into the next month: no such date.
-  return new Date(ms).getUTCDate() === day ? ms : undefined;
 }
 
 /** The one value of a header Node may hand as several (If-None-Match's list members joined as one list). */

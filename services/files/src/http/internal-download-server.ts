@@ -1,10 +1,9 @@
 import { createServer, type Server } from 'node:http';
 import { pipeline } from 'node:stream/promises';
 import { Status } from 'nice-grpc';
-import { DomainError, isEngineUnavailableError, isUuid, type Logger } from '@cards/platform';
+import { byteRangeOf, DomainError, ifRangeHolds, isEngineUnavailableError, isUuid, type ByteRangeAnswer, type Logger } from '@cards/platform';
 import type { FilesService } from '../application/files-service';
 import type { FileRecord } from '../domain/model';
-import { byteRangeOf, ifRangeHolds, type ByteRangeAnswer } from './byte-range';
 import { notModified } from './conditional-get';
 import { internalTokenCheck } from './internal-token-check';
 

@@ -1,4 +1,4 @@
-import { existsSync, statSync } from 'node:fs';
+import { existsSync, statSync, type Stats } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import type { ServerResponse } from 'node:http';
 import { extname, join, resolve } from 'node:path';
@@ -7,6 +7,7 @@ import { brotliCompress, constants as zlibConstants, gzip } from 'node:zlib';
 import express, { type Express, type RequestHandler } from 'express';
 import type { Logger } from '@cards/platform';
 import { isUnderGatewayRoot } from './api-paths';
+import { keepRangesToRfc9110 } from './static-ranges';
 
 /**
  * The app loads only its own bundle and talks only to /api on the same origin; card HTML is sanitized by
@@ -128,9 +129,11 @@ export function serveWebApp(app: Express, dir: string, logger: Logger, { cookieS
   logger.info({ dir }, 'serving the web app at /');
   // Every file carries the page's policy: index.html asked for by name is the page, and an SVG opened on its own is a
   // document that could run script. (For scripts and styles the header is inert.)
-  const withPolicy = (res: ServerResponse, path: string) => {
+  const withPolicy = (res: ServerResponse, path: string, stat?: Stats) => {
     res.setHeader('content-security-policy', WEB_APP_CSP);
     if (path.endsWith('.html')) res.setHeader('cache-control', 'no-cache');
+    // express.static's files (the compressed assets take no Range): byte ranges as RFC 9110 has them.
+    if (stat) keepRangesToRfc9110(res, stat);
   };
   app.use('/assets', compressedAssets(join(dir, 'assets'), withPolicy));
   // redirect: false: a directory's name is not answered with serve-static's 301 and HTML page, but with the JSON 404 below.
@@ -152,6 +155,8 @@ export function serveWebApp(app: Express, dir: string, logger: Logger, { cookieS
     res.setHeader('cache-control', 'private, no-cache');
     res.setHeader('content-security-policy', WEB_APP_CSP);
     res.cookie(SESSION_HINT_COOKIE, SESSION_COOKIE_SENT.test(req.headers.cookie ?? '') ? 'signed-in' : 'signed-out', { httpOnly: false, sameSite: 'lax', path: '/', secure: cookieSecure, maxAge: 120_000 });
-    res.sendFile(index);
+    // The app's page, with the caller's own session hint: no byte ranges (send's range-parser answers some RFC 9110
+    // ranges 416, static-ranges.ts; sendFile has no hook to correct it, and no client resumes a page).
+    res.sendFile(index, { acceptRanges: false });
   });
 }

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { dirname } from 'node:path';
 import express, { type Express } from 'express';
 import { buildOpenApiDocument } from './document';
+import { keepRangesToRfc9110 } from '../http/static-ranges';
 
 /** swagger-ui-dist's files (npm assets: the docs page loads nothing from a CDN). */
 const SWAGGER_UI_DIR = dirname(require.resolve('swagger-ui-dist/package.json'));
@@ -52,6 +53,6 @@ export function serveApiDocs(app: Express): void {
     res.type('html').send(DOCS_HTML);
   });
   // The page's assets only; anything else under /api/docs/ falls through to the API's JSON 404.
-  const assets = express.static(SWAGGER_UI_DIR, { index: false, maxAge: '1d' });
+  const assets = express.static(SWAGGER_UI_DIR, { index: false, maxAge: '1d', setHeaders: (res, _path, stat) => keepRangesToRfc9110(res, stat) });
   app.use('/api/docs', (req, res, next) => (DOCS_ASSETS.has(req.path) ? assets(req, res, next) : next()));
 }

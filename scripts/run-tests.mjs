@@ -1,6 +1,8 @@
 // The whole test suite: generated-code freshness, type-check, then every jest suite.
-// Its last line is "N passed, N failed, N skipped", computed from the real results.
+// Its last line is "N passed, N failed, N skipped", computed from the real results (scripts/run-jest.mjs: also when a
+// test file hangs, a jest worker crashes or jest itself ends early).
 import { spawnSync } from 'node:child_process';
+import { runJest } from './run-jest.mjs';
 
 const checks = [];
 function check(name, command, args) {
@@ -19,9 +21,4 @@ check('proto changes are wire/JSON compatible (buf breaking)', 'node', ['scripts
 check('e2e suite in the production topology (six processes, Kafka, MongoDB protocol, Elasticsearch)', 'node', ['node_modules/tsx/dist/cli.mjs', 'test/engines/run-e2e-distributed.ts']);
 for (const extra of (process.env.EXTRA_CHECKS ?? '').split(',').filter(Boolean)) check(extra, 'node', [extra]);
 
-const jest = spawnSync('node_modules/.bin/jest', ['--maxWorkers=2', '--forceExit', ...process.argv.slice(2)], {
-  stdio: 'inherit',
-  env: { ...process.env, CHECK_RESULTS: JSON.stringify(checks) },
-});
-const failedChecks = checks.filter((c) => !c.ok).length;
-process.exit(jest.status === 0 && failedChecks === 0 ? 0 : 1);
+process.exit(await runJest(process.argv.slice(2), checks));

@@ -2,8 +2,10 @@
 // when the file ends — after its last afterAll, whether its tests passed, failed or timed out. Child processes still
 // running are killed and waited for (so nothing writes into a directory being removed), then the directories are
 // removed. A child left running is named on stderr: the file's own afterAll should have stopped it.
-const { rmSync } = require('node:fs');
-const { dirname } = require('node:path');
+// Under scripts/run-jest.mjs it also records which file this process is running from when (running-<pid>.json in
+// RUN_JEST_RESULTS), so that the runner can kill and name a file that hangs: a busy loop no test timeout ends.
+const { renameSync, rmSync, writeFileSync } = require('node:fs');
+const { dirname, join } = require('node:path');
 
 // jest-environment-node is jest's own (a dependency of jest-config), not one of the workspace's.
 const jestConfig = dirname(require.resolve('jest-config', { paths: [require.resolve('jest')] }));
@@ -21,6 +23,14 @@ class CardsTestEnvironment extends NodeEnvironment {
     // so the next file in this worker makes its files as before.
     this.umask = process.umask(0o022);
     process.umask(this.umask);
+    // The summary reporter removed the variable from a jest that a test started: only the runner's jest records.
+    const results = process.env.RUN_JEST_RESULTS;
+    if (results) {
+      this.runningRecord = join(results, `running-${process.pid}.json`);
+      // Renamed into place: the runner never reads half a record.
+      writeFileSync(`${this.runningRecord}.new`, JSON.stringify({ testPath: this.testPath, pid: process.pid, startedAt: Date.now() }));
+      renameSync(`${this.runningRecord}.new`, this.runningRecord);
+    }
   }
 
   async teardown() {
@@ -52,6 +62,7 @@ class CardsTestEnvironment extends NodeEnvironment {
       }
     }
     await super.teardown();
+    if (this.runningRecord) rmSync(this.runningRecord, { force: true });
   }
 }
 module.exports = CardsTestEnvironment;

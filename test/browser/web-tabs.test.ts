@@ -164,7 +164,7 @@ describeInBrowser('the web app in several tabs (headless Chromium)', () => {
     await second.getByRole('button', { name: 'Save changes' }).click();
     const warning = second.getByRole('alert').filter({ hasText: 'This card was changed on' });
     await warning.waitFor();
-    expect(await warning.textContent()).toContain('after you opened it here (in another tab or window?). Saving now replaces that version with yours.');
+    expect(await warning.textContent()).toContain('after you opened it here (in another tab or window?): its text was changed. Saving now replaces that version with yours.');
     expect(await warning.getByRole('link', { name: 'See the saved version' }).getAttribute('href')).toBe(`/card/${card.id}`);
     expect(new URL(second.url()).pathname).toBe(`/card/${card.id}/edit`);
     expect((await storedCard(card.id)).content).toContain('First tab words.');
@@ -218,6 +218,8 @@ describeInBrowser('the web app in several tabs (headless Chromium)', () => {
     const warning = page.getByRole('alert').filter({ hasText: 'This card was changed on' });
     await warning.waitFor();
     expect(landed).toBe(true);
+    // It names what was saved elsewhere (before: only that the card was changed).
+    expect(await warning.textContent()).toContain('its link is now “https://example.com/saved-in-between”. Saving now replaces that version with yours.');
     expect((await storedCard(card.id)).link).toBe('https://example.com/saved-in-between');
     expect(new URL(page.url()).pathname).toBe(`/card/${card.id}/edit`);
     // Saved anyway, on purpose, over the version the warning named (without versions to compare, the choice as made:

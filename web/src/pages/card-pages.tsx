@@ -323,7 +323,28 @@ type OpenedCard = Pick<Card, 'card_html' | 'link' | 'private' | 'updated_at'>;
  * server answers 412, and the form reads again and compares again. `etag`: the version shown, which "Save mine anyway"
  * replaces (and only it: a later one is shown in its turn).
  */
-type EditObstacle = { kind: 'deleted' } | { kind: 'changed'; current: Card; etag: string | null };
+type EditObstacle = { kind: 'deleted' } | { kind: 'changed'; current: Card; etag: string | null; fields: ClashingField[] };
+
+/** A field of the card changed both in this form and, since it opened, elsewhere. */
+type ClashingField = 'card_html' | 'link' | 'private';
+
+/** What the clash warning says was saved elsewhere, one phrase per field changed both here and there. */
+function cardChangedElsewhere(current: Card, fields: readonly ClashingField[]) {
+  return fields.map((field, i) => (
+    <span key={field}>
+      {i > 0 ? (i === fields.length - 1 ? ' and ' : ', ') : ''}
+      {field === 'card_html' ? (
+        'its text was changed'
+      ) : field === 'link' ? (
+        <>
+          its link is now “<UserText>{current.link}</UserText>”
+        </>
+      ) : (
+        `it is now ${current.private ? 'private' : 'public'}`
+      )}
+    </span>
+  ));
+}
 
 /** Create (no card) or edit (card given) with the server's rules checked as you type. */
 function CardForm({ card }: { card?: Card }) {
@@ -433,12 +454,15 @@ function CardForm({ card }: { card?: Card }) {
             throw err;
           }
           const was = opened ?? card;
-          const clashes =
-            ('card_html' in change && current.card_html !== was.card_html) ||
-            ('link' in change && current.link !== was.link && current.link !== change.link) ||
-            ('private' in change && current.private !== was.private && current.private !== change.private);
-          if (clashes && !(overwrite && chosenVersion(overwrite.etag, etag))) {
-            setObstacle({ kind: 'changed', current, etag });
+          const clashes = (
+            [
+              ['card_html', 'card_html' in change && current.card_html !== was.card_html],
+              ['link', 'link' in change && current.link !== was.link && current.link !== change.link],
+              ['private', 'private' in change && current.private !== was.private && current.private !== change.private],
+            ] as const
+          ).flatMap(([field, clash]) => (clash ? [field] : []));
+          if (clashes.length > 0 && !(overwrite && chosenVersion(overwrite.etag, etag))) {
+            setObstacle({ kind: 'changed', current, etag, fields: clashes });
             return false;
           }
           try {
@@ -554,8 +578,8 @@ function CardForm({ card }: { card?: Card }) {
       ) : obstacle?.kind === 'changed' ? (
         <div class="error" role="alert">
           <p>
-            This card was changed on {formatDate(obstacle.current.updated_at)}, after you opened it here (in another tab or window?). Saving now replaces
-            that version with yours.{' '}
+            This card was changed on {formatDate(obstacle.current.updated_at)}, after you opened it here (in another tab or window?):{' '}
+            {cardChangedElsewhere(obstacle.current, obstacle.fields)}. Saving now replaces that version with yours.{' '}
             <a href={`/card/${card!.id}`} target="_blank" rel="noopener">
               See the saved version
             </a>{' '}

@@ -28,6 +28,14 @@ export function routeWorkEnded(res: ServerResponse): void {
   ended();
 }
 
+/** The handler each wrapper stands for: what is told by identity (unmatched.ts's noHead) is asked of it. */
+const wrappedHandlers = new WeakMap<object, object>();
+
+/** The route handler `handle` stands for: itself, or the one endRouteWorkWhenHandlersReturn wrapped in it. */
+export function unwrappedHandler(handle: object): object {
+  return wrappedHandlers.get(handle) ?? handle;
+}
+
 interface RouteLayer {
   handle: (req: unknown, res: ServerResponse, next: (err?: unknown) => void) => unknown;
 }
@@ -45,7 +53,7 @@ export function endRouteWorkWhenHandlersReturn(router: Router): void {
       // Express skips a handler of four parameters (an error handler) for a request without error: kept as it is.
       if (handle.length > 3) continue;
       // Three parameters, as the router counts them (Layer.handleRequest).
-      layer.handle = function (req: unknown, res: ServerResponse, next: (err?: unknown) => void) {
+      const wrapper = function (this: unknown, req: unknown, res: ServerResponse, next: (err?: unknown) => void) {
         let passedOn = false;
         const ended = () => {
           if (!passedOn) routeWorkEnded(res);
@@ -58,6 +66,8 @@ export function endRouteWorkWhenHandlersReturn(router: Router): void {
         else ended();
         return returned;
       };
+      wrappedHandlers.set(wrapper, handle);
+      layer.handle = wrapper;
     }
   }
 }

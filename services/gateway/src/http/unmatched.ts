@@ -1,4 +1,5 @@
 import type { NextFunction, Request, RequestHandler, Response, Router } from 'express';
+import { unwrappedHandler } from './route-work';
 import { unreservedDecoded } from './api-paths';
 import { HttpError, notFound } from './http-error';
 
@@ -26,7 +27,8 @@ export function noHead(): RequestHandler {
 }
 
 function refusesHead(layer: Layer): boolean {
-  return (layer.route!.stack ?? []).some((inner) => typeof inner.handle === 'function' && headRefusers.has(inner.handle));
+  // By the handler registered: endRouteWorkWhenHandlersReturn (route-work.ts) wraps every route handler.
+  return (layer.route!.stack ?? []).some((inner) => typeof inner.handle === 'function' && headRefusers.has(unwrappedHandler(inner.handle)));
 }
 
 function stackOf(handle: unknown): Layer[] | undefined {

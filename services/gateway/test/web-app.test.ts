@@ -209,7 +209,7 @@ describe('serving the built web app (serveWebApp)', () => {
 });
 
 describe('the API docs page assets (serveApiDocs)', () => {
-  it('answer byte ranges as RFC 9110 has them: a suffix longer than the file is the whole file (200), not 416; one range its bytes', async () => {
+  it('answer byte ranges as RFC 9110 has them: a suffix longer than the file is the whole file (200), not 416; one range its bytes; past the end a JSON 416 kept by no cache', async () => {
     const { server, base } = await listening(createServer(appWithoutServices()));
     try {
       const url = `${base}/api/docs/swagger-ui.css`;
@@ -218,6 +218,24 @@ describe('the API docs page assets (serveApiDocs)', () => {
       expect({ status: longer.status, same: Buffer.from(await longer.arrayBuffer()).equals(whole) }).toEqual({ status: 200, same: true });
       const one = await fetch(url, { headers: { range: 'bytes=0-9', 'accept-encoding': 'identity' } });
       expect({ status: one.status, same: Buffer.from(await one.arrayBuffer()).equals(whole.subarray(0, 10)) }).toEqual({ status: 206, same: true });
+      // Past the end: 416 as a JSON error, not the file's type and cache lifetime around a JSON body. Before: Content-Type
+      // text/css, Cache-Control public, max-age=86400, the file's ETag, and {"message":"Bad request"}.
+      const past = await fetch(url, { headers: { range: `bytes=${whole.length}-`, 'accept-encoding': 'identity' } });
+      expect({
+        status: past.status,
+        type: past.headers.get('content-type'),
+        cacheControl: past.headers.get('cache-control'),
+        etag: past.headers.get('etag'),
+        contentRange: past.headers.get('content-range'),
+        body: await past.json(),
+      }).toEqual({
+        status: 416,
+        type: 'application/json; charset=utf-8',
+        cacheControl: 'no-store',
+        etag: null,
+        contentRange: `bytes */${whole.length}`,
+        body: { message: `Range: no byte of the range asked for is in the file (${whole.length} bytes); ask for bytes from 0 to ${whole.length - 1}` },
+      });
     } finally {
       await closed(server);
     }

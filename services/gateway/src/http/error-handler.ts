@@ -44,7 +44,7 @@ export function errorHandler(logger: Logger, routes?: RouteMethodIndex) {
       return;
     }
     const err = asNotYetReleased(asOwnShareTaken(asServerBusy(thrown)));
-    const { status, message } = describe(err);
+    const { status, message } = describeStaticFileError(err, res) ?? describe(err);
     const bodyType = (err as BodyParserError | undefined)?.type;
     if (!req.route && routes && bodyType !== undefined) {
       const pattern = routes.patternFor(req.method, req.path);
@@ -68,6 +68,10 @@ export function errorHandler(logger: Logger, routes?: RouteMethodIndex) {
       res.destroy();
       return;
     }
+    // A static file's answer that failed once send had set the file's own headers (a range past its end): its type,
+    // validators and lifetime describe the file, not this JSON error; its `public, max-age` let a cache keep the error,
+    // and its Content-Type (text/css) went with the JSON body.
+    if (res.hasHeader('last-modified')) for (const name of STATIC_FILE_HEADERS) res.removeHeader(name);
     // An error is about this request at this moment (a 404 outside /api is heuristically cacheable, RFC 9111 §4.2.2):
     // no cache in front keeps it, unless the answer already said otherwise (/api sets no-store itself).
     if (!res.hasHeader('cache-control')) res.setHeader('cache-control', 'no-store');
@@ -177,6 +181,20 @@ class NotYetReleased extends HttpError {
 function asNotYetReleased(err: unknown): unknown {
   if (err instanceof ClientError && err.code === Status.UNIMPLEMENTED) return new NotYetReleased(err.path);
   return err;
+}
+
+/** What express.static's send sets for the file it is about to answer with, before a range or a precondition fails. */
+const STATIC_FILE_HEADERS = ['content-type', 'etag', 'last-modified', 'accept-ranges', 'cache-control'];
+
+/**
+ * send's 416 (a Range past the end of a static file: it has set `Content-Range: bytes * /<size>` already) in the
+ * words the raw download uses; anything else is left to describe().
+ */
+function describeStaticFileError(err: unknown, res: Response): { status: number; message: string } | undefined {
+  if (err instanceof HttpError || (err as BodyParserError | undefined)?.status !== 416) return undefined;
+  const size = /^bytes \*\/(\d+)$/.exec(String(res.getHeader('content-range') ?? ''))?.[1];
+  if (size === undefined) return { status: 416, message: 'Range: no byte of the range asked for is in the file' };
+  return { status: 416, message: `Range: no byte of the range asked for is in the file (${size} bytes); ask for bytes from 0 to ${Math.max(0, Number(size) - 1)}` };
 }
 
 function describe(err: unknown): { status: number; message: string } {

@@ -3,7 +3,8 @@
 // it, then, while they are held, asks GET /livez `asks` times one at a time, and prints how long the listener took to
 // close the held sockets itself (p50, max, s), how many of them got a 408 first, the /livez answers meanwhile
 // (statuses, p50/max ms) and when a probe (one every 100 ms after those) was first answered 200 (s from the start). `held` below the listener's cap (METRICS_LISTENER_BOUNDS.maxConnections, 16) shows /livez
-// answering beside them; at or above it, how long probes go unanswered until the headers timeout frees places.
+// answering beside them; at or above it, that a probe's connection closes the oldest half-sent one and is answered
+// (before 2026-11-25's keepForCompleteRequests, probes went unanswered until the headers timeout freed places).
 // In one process, on a port the system picks (no service needed):
 //   pnpm exec tsx bench/metrics-listener-slowloris.ts 8 50     # then 16 50
 import { connect, type Socket } from 'node:net';

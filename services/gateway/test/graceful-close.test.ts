@@ -1,7 +1,7 @@
 import { createServer, type ServerResponse } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import { gracefulCloser } from '../src/http/graceful-close';
-import { listening, until as untilTrue } from './app-without-services';
+import { listening, until } from './app-without-services';
 
 /** A connection that sends `request` and collects what comes back; `closed` resolves with all of it once the server closes it. */
 function openWith(port: number, request: string): { socket: Socket; received: () => string; closed: Promise<string> } {
@@ -19,7 +19,6 @@ const get = (path: string) => `GET ${path} HTTP/1.1\r\nHost: x\r\n\r\n`;
 describe('graceful close (SHUTDOWN_DRAIN_MS)', () => {
   it('closes idle connections at once, answers a request under way with Connection: close, lets an answer already started finish, then closes its connection too', async () => {
     const held = new Map<string, ServerResponse>();
-    let heldChanged: () => void = () => undefined;
     const server = createServer((req, res) => {
       if (req.url === '/') return void res.end('ok');
       if (req.url === '/streaming') {
@@ -27,21 +26,17 @@ describe('graceful close (SHUTDOWN_DRAIN_MS)', () => {
         res.write('first part;');
       }
       held.set(req.url!, res);
-      heldChanged();
     });
     // Closed when the file ends if a failing test never reached its own close (listening()).
     await listening(server);
     const closeGracefully = gracefulCloser(server);
     const port = (server.address() as { port: number }).port;
-    const until = async (check: () => boolean) => {
-      while (!check()) await new Promise<void>((resolve) => (heldChanged = resolve));
-    };
 
     const idle = openWith(port, get('/'));
     const waiting = openWith(port, get('/waiting'));
     const streaming = openWith(port, get('/streaming'));
     await until(() => held.size === 2);
-    await untilTrue(() => idle.received().includes('ok') && streaming.received().includes('first part;'));
+    await until(() => idle.received().includes('ok') && streaming.received().includes('first part;'));
 
     const stopped = closeGracefully(60_000);
     expect(await idle.closed).toMatch(/^HTTP\/1\.1 200 [^]*\r\n\r\nok$/);
@@ -64,18 +59,13 @@ describe('graceful close (SHUTDOWN_DRAIN_MS)', () => {
 describe('graceful close with pipelined requests', () => {
   it('answers every request pipelined on a connection, those queued behind the one under way and those read during the drain, before closing it', async () => {
     const held = new Map<string, ServerResponse>();
-    let heldChanged: () => void = () => undefined;
     const server = createServer((req, res) => {
       if (req.url === '/quick') return void res.end('quick answer');
       held.set(req.url!, res);
-      heldChanged();
     });
     await listening(server);
     const closeGracefully = gracefulCloser(server);
     const port = (server.address() as { port: number }).port;
-    const until = async (check: () => boolean) => {
-      while (!check()) await new Promise<void>((resolve) => (heldChanged = resolve));
-    };
     const answersIn = (text: string) => text.match(/HTTP\/1\.1 200 [^]*?\r\n\r\n[^H]*/g) ?? [];
 
     // Queued behind a held answer: one already answered by the app (its answer waits in Node's queue), one held too.
@@ -106,23 +96,17 @@ describe('a request read after the drain’s closing answer has started', () => 
     const parsed: string[] = [];
     const run: string[] = [];
     let streaming: ServerResponse | undefined;
-    let changed: () => void = () => undefined;
     const server = createServer((req, res) => {
       run.push(`${req.method} ${req.url}`);
       if (req.url === '/streaming') streaming = res;
-      changed();
     });
     await listening(server);
     const closeGracefully = gracefulCloser(server);
     // Node's parser read the request: this listener runs first, whatever the closer does with the request.
     server.prependListener('request', (req) => {
       parsed.push(`${req.method} ${req.url}`);
-      changed();
     });
     const port = (server.address() as { port: number }).port;
-    const until = async (check: () => boolean) => {
-      while (!check()) await new Promise<void>((resolve) => (changed = resolve));
-    };
 
     const draining = openWith(port, get('/streaming'));
     await until(() => streaming !== undefined);

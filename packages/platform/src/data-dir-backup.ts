@@ -199,8 +199,11 @@ const PAGE_COPY_SUFFIX = '.pages';
  * Rewrites a store's page copy (`from`, removed after) into `to` without its free pages, with `VACUUM INTO` (the page
  * copy is a private file no one else uses: nothing waits for it). A page copy keeps every free page as it is, and a
  * store made before secure_delete (docs/decisions.md, "Deleted text is overwritten") still has deleted cards' text in
- * its free pages and cells: the copy holds only what the store holds. Page size, auto_vacuum and user_version are
- * kept; `VACUUM INTO` writes a rollback-journal file, so the copy is put back in WAL mode, as the services keep it.
+ * its free pages and cells: the copy holds only what the store holds. secure_delete is not enough either, so no copy
+ * is kept as it is, not even one without free pages: a page rebuilt when its b-tree balanced keeps bytes of the cells
+ * it held before in its unused space (SQLite zeroes a deleted cell, not that gap), so a card deleted later can still be
+ * read there (docs/decisions.md, "The backup rewrites every store's copy"). Page size, auto_vacuum and user_version
+ * are kept; `VACUUM INTO` writes a rollback-journal file, so the copy is put back in WAL mode, as the services keep it.
  */
 function compactStore(from: string, to: string): void {
   const pages = new Database(from, { fileMustExist: true });

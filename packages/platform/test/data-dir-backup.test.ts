@@ -264,6 +264,39 @@ describe('backUpDataDir (an online backup of the embedded data dir)', () => {
     }
   });
 
+  it('leaves out of the copy a text deleted with secure_delete on, kept in a page\'s unused space, even when the store has no free page', async () => {
+    const dataDir = join(root, 'data');
+    mkdirSync(join(dataDir, 'cards'), { recursive: true });
+    const path = join(dataDir, 'cards', 'cards.db');
+    // A store the services made (secure_delete ON from its first write): cards added in no particular order (its index
+    // pages split and are rebuilt), one in ten deleted, then more added until no free page is left.
+    const service = openSqlite(path);
+    try {
+      service.exec('CREATE TABLE cards (id INTEGER PRIMARY KEY, text TEXT NOT NULL); CREATE INDEX cards_by_text ON cards (text)');
+      const add = service.prepare('INSERT INTO cards (id, text) VALUES (?, ?)');
+      const text = (i: number) => `card ${String(i).padStart(5, '0')} ${'t'.repeat((i * 37) % 200)}`;
+      for (let k = 0; k < 2000; k++) add.run((k * 7919) % 2000, text((k * 7919) % 2000));
+      service.prepare('DELETE FROM cards WHERE id % 10 = 3').run();
+      for (let i = 2000; service.pragma('freelist_count', { simple: true }) !== 0; i++) add.run(i, text(i));
+      service.pragma('wal_checkpoint(TRUNCATE)');
+      // secure_delete zeroes the deleted cells, not the stale copies a page rebuilt earlier left in its unused space.
+      const deletedIn = (bytes: Buffer) => Array.from({ length: 200 }, (_, n) => n * 10 + 3).filter((i) => bytes.includes(`card ${String(i).padStart(5, '0')} `));
+      expect(deletedIn(readFileSync(path)).length).toBeGreaterThan(0);
+      await backUpDataDir(dataDir, join(root, 'backup'));
+      const copy = join(root, 'backup', 'cards', 'cards.db');
+      expect(deletedIn(readFileSync(copy))).toEqual([]);
+      const copied = new Database(copy, { readonly: true });
+      try {
+        expect(copied.prepare('SELECT count(*) AS n FROM cards WHERE id % 10 = 3 AND id < 2000').get()).toEqual({ n: 0 });
+        expect(copied.prepare('SELECT count(*) AS n FROM cards').get()).toEqual(service.prepare('SELECT count(*) AS n FROM cards').get());
+      } finally {
+        copied.close();
+      }
+    } finally {
+      service.close();
+    }
+  });
+
   it('keeps incremental auto_vacuum in the copy of a store made with it (the event log)', async () => {
     const dataDir = join(root, 'data');
     const log = new SqliteEventLog({ path: join(dataDir, 'events', 'events.db'), logger, pollIntervalMs: 20, retryBaseMs: 10 });
@@ -292,8 +325,8 @@ describe('backUpDataDir (an online backup of the embedded data dir)', () => {
     const opened = new Map<number, string>();
     const steps: string[] = [];
     const spies = [
-      jest.spyOn(fs, 'openSync').mockImplementation(((path: fs.PathLike, ...rest: [fs.OpenMode?]) => {
-        const fd = real.openSync(path, ...rest);
+      jest.spyOn(fs, 'openSync').mockImplementation(((path: fs.PathLike, flags: fs.OpenMode, mode?: fs.Mode | null) => {
+        const fd = real.openSync(path, flags, mode);
         opened.set(fd, String(path));
         return fd;
       }) as typeof fs.openSync),

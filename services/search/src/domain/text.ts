@@ -703,7 +703,7 @@ function withSymbolNames(terms: readonly QueryTerm[], sequence: readonly string[
     // inside that name (a card saying C++ got half of "C#" through it, and a card saying only C as much as one
     // naming a third name of the query).
     const siblings = oneWord.length + (longer.length > 0 ? 1 : 0);
-    const unless = siblings > 1 ? holding.flatMap(({ name, versionless }) => (versionless === undefined ? [name] : [name, versionless])) : undefined;
+    const unless = siblings > 1 ? [...new Set(holding.flatMap(({ name, versionless }) => (versionless === undefined ? [name] : [name, versionless])))] : undefined;
     const partForms = term.forms.map((form) => ({ ...form, factor: (form.factor * SYMBOL_NAME_PART_MATCH) / siblings, ...(unless === undefined ? {} : { unless }) }));
     // Names of one word: a term each. A version's digits (17 of C++17) are the name's, no term of their own.
     for (const { name, versionless } of oneWord) {
@@ -748,9 +748,9 @@ function joinedToHeldWords(text: string, unmatched: ReadonlySet<string>): Set<st
  * where cards say "card", one part of "node.js") still counts: the query names one thing no card holds, not its known
  * part. A query of such words alone keeps them (and finds nothing). A query of LONG_QUERY_WORDS distinct words or
  * more (a paste) keeps them too when they are more than one in LONG_QUERY_STRAY_PART of its distinct words, or those
- * are more than MAX_QUERY_TERMS: there they tell
- * that the text is not a card's (a paste of prose no card holds would otherwise match cards sharing its common words),
- * and longQueryFloor already finds the best card whatever it lacks. `text` is the query as sent; `sequence` its words in order (phrases). Both full-text indexes use this rule.
+ * are more than MAX_QUERY_TERMS: there they tell that the text is not a card's (a paste of prose no card holds would
+ * otherwise match cards sharing its common words), and longQueryFloor already finds the best card whatever it lacks.
+ * `text` is the query as sent; `sequence` its words in order (phrases). Both full-text indexes use this rule.
  */
 export function heldQueryWords<T extends { word: string }>(text: string, sequence: readonly string[], terms: readonly T[], matchesNothing: (term: T) => boolean): { terms: readonly T[]; sequence: readonly string[] } {
   let unmatched: Set<string> | undefined;

@@ -440,8 +440,8 @@ export class SqliteCardIndex implements CardIndex {
     };
     const terms: TextTerm[] = searched.map(({ word, matches: formMatches, share, name }) => {
       const matches: TermMatch[] = formMatches.some((m) => m.unless !== undefined)
-        ? formMatches.map((m) => (m.unless === undefined ? m : { wordId: m.wordId, similarity: m.similarity, unless: unlessSlots(m.unless) }))
-        : formMatches;
+        ? formMatches.map(({ wordId, similarity, unless }) => (unless === undefined ? { wordId, similarity } : { wordId, similarity, unless: unlessSlots(unless) }))
+        : (formMatches as WordMatch[]);
       let frequency = 0;
       for (const m of matches) frequency += this.lexicon.visibleFrequency(m.wordId, reader);
       // Rare words tell more than common ones (idf); a word found nowhere still counts against every card (when

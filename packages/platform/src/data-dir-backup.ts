@@ -98,7 +98,7 @@ export async function backUpDataDir(dataDir: string, target: string, hooks: Data
     files += copyOtherFiles(dataDir, partial, listDataDir(dataDir).others);
     syncTree(partial);
     renameSync(partial, target);
-    syncPath(dirname(resolve(target)));
+    syncPath(dirname(resolve(target)), { directory: true });
     return { stores, gone: listed.filter((store) => !stores.includes(store)), files, writesHeldMs };
   } catch (err) {
     rmSync(partial, { recursive: true, force: true });
@@ -232,14 +232,21 @@ function syncTree(dir: string): void {
     if (entry.isDirectory()) syncTree(path);
     else syncPath(path);
   }
-  syncPath(dir);
+  syncPath(dir, { directory: true });
 }
 
-/** fsync of one file or directory (opened read-only, which fsync allows on Linux and macOS). */
-function syncPath(path: string): void {
+/**
+ * fsync of one file or directory (opened read-only, which fsync allows on Linux and macOS). A file system that cannot
+ * fsync a directory at all (EINVAL, EBADF: some network and FUSE mounts) is let be for directories, as PostgreSQL does;
+ * any failure to flush a file fails the backup.
+ */
+function syncPath(path: string, { directory = false } = {}): void {
   const fd = openSync(path, 'r');
   try {
     fsyncSync(fd);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (!directory || (code !== 'EINVAL' && code !== 'EBADF')) throw err;
   } finally {
     closeSync(fd);
   }

@@ -357,6 +357,41 @@ describe('backUpDataDir (an online backup of the embedded data dir)', () => {
     expect(steps.slice(renamed + 1)).toEqual([`fsync ${root}`]);
   });
 
+  it('fails when a file of the copy cannot be flushed (no target, no .partial left), and lets be a file system that cannot flush directories', async () => {
+    const { dataDir } = dataDirWithConsumer(root);
+    const real = { openSync: fs.openSync, fsyncSync: fs.fsyncSync };
+    const opened = new Map<number, string>();
+    const failing = (failOn: (path: string) => NodeJS.ErrnoException | undefined) => [
+      jest.spyOn(fs, 'openSync').mockImplementation(((path: fs.PathLike, flags: fs.OpenMode, mode?: fs.Mode | null) => {
+        const fd = real.openSync(path, flags, mode);
+        opened.set(fd, String(path));
+        return fd;
+      }) as typeof fs.openSync),
+      jest.spyOn(fs, 'fsyncSync').mockImplementation((fd: number) => {
+        const err = failOn(opened.get(fd) ?? '');
+        if (err) throw err;
+        real.fsyncSync(fd);
+      }),
+    ];
+    const errno = (code: string) => Object.assign(new Error(`${code}: fsync`), { code });
+    // The disk fails a write-back of a store's copy: the backup fails rather than naming a copy it could not flush.
+    let spies = failing((path) => (path.endsWith('svc.db') ? errno('EIO') : undefined));
+    try {
+      await expect(backUpDataDir(dataDir, join(root, 'broken'))).rejects.toThrow('EIO');
+    } finally {
+      for (const spy of spies) spy.mockRestore();
+    }
+    expect(readdirSync(root).filter((name) => name.startsWith('broken'))).toEqual([]);
+    // A file system that does not fsync directories (EINVAL) still gets its backup, its files flushed.
+    spies = failing((path) => (fs.statSync(path).isDirectory() ? errno('EINVAL') : undefined));
+    try {
+      await expect(backUpDataDir(dataDir, join(root, 'backup'))).resolves.toMatchObject({ stores: ['svc/svc.db'] });
+    } finally {
+      for (const spy of spies) spy.mockRestore();
+    }
+    expect(existsSync(join(root, 'backup', 'svc', 'svc.db'))).toBe(true);
+  });
+
   it('leaves out a store removed after the data dir was listed and before its moment, naming it, rather than failing', async () => {
     const { dataDir } = dataDirWithConsumer(root);
     mkdirSync(join(dataDir, 'gone'), { recursive: true });

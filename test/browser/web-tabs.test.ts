@@ -230,6 +230,24 @@ describeInBrowser('the web app in several tabs (headless Chromium)', () => {
     await page.unroute(`**/api/card/${card.id}`);
   });
 
+  it('a link removed in another tab while this tab changed it: the warning says the card now has no link, not an empty one', async () => {
+    await signInBrowser(context, system.baseUrl, alice);
+    const card = await newCard(alice, 'Link removed elsewhere.');
+    await page.goto(`/card/${card.id}/edit`);
+    await page.getByLabel('Source link').fill('https://example.com/kept-in-this-tab');
+    expect((await alice.client.put('/api/card/update', { card_uuid: card.id, link: '' })).status).toBe(204);
+    await page.getByRole('button', { name: 'Save changes' }).click();
+    const warning = page.getByRole('alert').filter({ hasText: 'This card was changed on' });
+    await warning.waitFor();
+    // Before, it said "its link is now “”".
+    expect(await warning.textContent()).toContain('(in another tab or window?): it now has no link. Saving now replaces that version with yours.');
+    expect(await warning.textContent()).not.toContain('its link is now');
+    expect((await storedCard(card.id)).link).toBe('');
+    await warning.getByRole('button', { name: 'Save mine anyway' }).click();
+    await page.waitForURL(new RegExp(`/card/${card.id}$`));
+    expect((await storedCard(card.id)).link).toBe('https://example.com/kept-in-this-tab');
+  });
+
   it('renaming a collection renamed since in another tab warns before replacing that name', async () => {
     await signInBrowser(context, system.baseUrl, bob);
     const collectionId = await bobCollection(`Moraines ${Date.now()}`);

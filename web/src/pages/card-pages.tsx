@@ -336,9 +336,14 @@ function cardChangedElsewhere(current: Card, fields: readonly ClashingField[]) {
       {field === 'card_html' ? (
         'its text was changed'
       ) : field === 'link' ? (
-        <>
-          its link is now “<UserText>{current.link}</UserText>”
-        </>
+        // A link removed there is said so, not shown as an empty link ("its link is now “”").
+        current.link === '' ? (
+          'it now has no link'
+        ) : (
+          <>
+            its link is now “<UserText>{current.link}</UserText>”
+          </>
+        )
       ) : (
         `it is now ${current.private ? 'private' : 'public'}`
       )}

@@ -273,12 +273,23 @@ async function copyStore(snapshot: Database.Database, to: string, underWay: () =
   });
 }
 
-/** The data dir's SQLite stores and its other files (relative paths), without SQLite's side files, locks and temporaries. */
+/**
+ * The data dir's SQLite stores and its other files (relative paths), without SQLite's side files, locks and
+ * temporaries; a directory under it removed while it is listed is left out.
+ */
 function listDataDir(dataDir: string): { stores: string[]; others: string[] } {
   const stores: string[] = [];
   const others: string[] = [];
   const walk = (dir: string) => {
-    for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    let entries;
+    try {
+      entries = readdirSync(dir, { withFileTypes: true });
+    } catch (err) {
+      // A directory removed between its parent's listing and its own holds nothing at the backup's moment.
+      if (dir !== dataDir && (err as NodeJS.ErrnoException).code === 'ENOENT') return;
+      throw err;
+    }
+    for (const entry of entries) {
       const path = join(dir, entry.name);
       if (entry.isDirectory()) {
         if (entry.name !== '.tmp') walk(path);

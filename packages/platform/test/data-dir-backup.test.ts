@@ -414,6 +414,28 @@ describe('backUpDataDir (an online backup of the embedded data dir)', () => {
     expect(second).toMatchObject({ stores: ['svc/other.db'], gone: ['svc/svc.db'] });
   });
 
+  it('leaves out a directory removed while the data dir is listed (its parent listed it, it is gone when walked)', async () => {
+    const { dataDir } = dataDirWithConsumer(root);
+    mkdirSync(join(dataDir, 'mail', 'old'), { recursive: true });
+    writeFileSync(join(dataDir, 'mail', 'old', 'one.eml'), 'mail');
+    const mail = join(dataDir, 'mail', 'old');
+    const real = fs.readdirSync;
+    // Another process removes the directory between its parent's listing and the backup's walk into it.
+    const spy = jest.spyOn(fs, 'readdirSync').mockImplementation(((path: fs.PathLike, options?: unknown) => {
+      if (String(path) === mail) rmSync(mail, { recursive: true, force: true });
+      return (real as (p: fs.PathLike, o?: unknown) => unknown)(path, options);
+    }) as typeof fs.readdirSync);
+    let result;
+    try {
+      result = await backUpDataDir(dataDir, join(root, 'backup'));
+    } finally {
+      spy.mockRestore();
+    }
+    expect(result.stores).toEqual(['svc/svc.db']);
+    expect(existsSync(join(root, 'backup', 'mail', 'old'))).toBe(false);
+    expect(readFileSync(join(root, 'backup', 'files', 'objects', 'bytes-1'), 'utf8')).toBe('file bytes');
+  });
+
   it('copies a store removed once its snapshot is begun as it was at the moment of the backup', async () => {
     const { dataDir } = dataDirWithConsumer(root);
     const state = new Database(join(dataDir, 'svc', 'svc.db'));

@@ -212,17 +212,27 @@ describeWithHelm('Helm chart deploy/k8s (offline)', () => {
     expect(tcpGateway.readinessProbe?.tcpSocket).toEqual({ port: 'http' });
   });
 
-  it('probes another livenessPath where the gateway answers it, on its HTTP port (the metrics listener answers /livez alone), instead of refusing to render', () => {
-    const custom = template(['-f', CI_VALUES, '--set', 'components.gateway.livenessPath=/healthz']);
+  it('probes another livenessPath where the gateway answers it, on its HTTP port (the metrics listener answers /livez and /healthz alone), instead of refusing to render', () => {
+    const custom = template(['-f', CI_VALUES, '--set', 'components.gateway.livenessPath=/api/auth']);
     expect({ status: custom.status, stderr: custom.stderr }).toEqual({ status: 0, stderr: '' });
     const gateway = containerOf(find(custom.objects, 'Deployment', componentName('gateway'))!);
-    for (const probe of [gateway.startupProbe, gateway.readinessProbe, gateway.livenessProbe]) expect(probe?.httpGet).toMatchObject({ path: '/healthz', port: 'http' });
+    for (const probe of [gateway.startupProbe, gateway.readinessProbe, gateway.livenessProbe]) expect(probe?.httpGet).toMatchObject({ path: '/api/auth', port: 'http' });
     // The listener stays (metrics are scraped there).
     expect(gateway.ports!.map((p) => p.name)).toEqual(['http', 'metrics']);
     // The install's notes say what that costs (a flood of the port now reaches the probes); /livez gets no such note.
     const notes = (extra: string[]) => runHelm(helmPath, ['install', RELEASE, chart.dir, '--dry-run=client', '--namespace', 'cards', '-f', CI_VALUES, ...extra]).stdout;
-    expect(notes(['--set', 'components.gateway.livenessPath=/healthz'])).toMatch(/Probes: startup and liveness ask \/healthz on the gateway's port \(8090\)[^]*HTTP_MAX_CONNECTIONS/);
+    expect(notes(['--set', 'components.gateway.livenessPath=/api/auth'])).toMatch(/Probes: startup and liveness ask \/api\/auth on the gateway's port \(8090\)[^]*HTTP_MAX_CONNECTIONS/);
     expect(notes([])).not.toContain('Probes:');
+    expect(notes(['--set', 'components.gateway.livenessPath=/healthz'])).not.toContain('Probes:');
+  });
+
+  it("probes a livenessPath of /healthz on the metrics listener, which answers it as the gateway's port does (52af159), out of reach of a flood of that port", () => {
+    const healthz = template(['-f', CI_VALUES, '--set', 'components.gateway.livenessPath=/healthz']);
+    expect({ status: healthz.status, stderr: healthz.stderr }).toEqual({ status: 0, stderr: '' });
+    const gateway = containerOf(find(healthz.objects, 'Deployment', componentName('gateway'))!);
+    // Before, asked on `port`: a connection flood filling HTTP_MAX_CONNECTIONS failed them there.
+    for (const probe of [gateway.startupProbe, gateway.livenessProbe]) expect(probe?.httpGet).toMatchObject({ path: '/healthz', port: 'metrics' });
+    expect(gateway.readinessProbe?.httpGet).toMatchObject({ path: '/healthz', port: 'http' });
   });
 
   it('gives every component a drain (SHUTDOWN_DRAIN_MS) that ends, after the preStop pause, before the grace period does', () => {

@@ -19,6 +19,8 @@ const WATCH_EVERY_MS = 1000;
 /** Runs jest with `jestArgs`; prints the closing line counting `checks` ({name, ok}) too; resolves with the exit code. */
 export async function runJest(jestArgs, checks = []) {
   const suiteTimeoutS = Number(process.env.SUITE_TIMEOUT_S || 900);
+  // NaN would take every file for hung at once.
+  if (!(suiteTimeoutS > 0)) throw new Error(`SUITE_TIMEOUT_S must be a number of seconds above 0, not '${process.env.SUITE_TIMEOUT_S}'`);
   // Made before jest starts: the leftovers reporter names only entries made during the run.
   const dir = mkdtempSync(join(tmpdir(), 'run-jest-'));
   try {

@@ -57,6 +57,18 @@ describe('the runner of pnpm test (scripts/run-jest.mjs)', () => {
     expect(status).toBe(1);
   }, 300_000);
 
+  it('refuses a SUITE_TIMEOUT_S that is not a number of seconds above 0 (NaN would take every file for hung at once), running nothing', () => {
+    const run = spawnSync(process.execPath, [join(ROOT, 'scripts/run-jest.mjs'), '--testMatch', '<rootDir>/test/support/fixtures/runner/passes.fixture.ts'], {
+      cwd: ROOT,
+      env: { ...process.env, SUITE_TIMEOUT_S: '15m' },
+      encoding: 'utf8',
+      timeout: 240_000,
+    });
+    expect(run.stderr).toContain("SUITE_TIMEOUT_S must be a number of seconds above 0, not '15m'");
+    expect(run.stdout).not.toContain('passed');
+    expect(run.status).toBe(1);
+  }, 300_000);
+
   it('passes a run whose files pass, with the skipped tests named', () => {
     const { status, lines } = runJest(['passes.fixture.ts'], 60);
     expect(lines.slice(-2)).toEqual(['skipped: is skipped: a fixture of the runner test', '1 passed, 0 failed, 1 skipped']);

@@ -240,4 +240,32 @@ describe('the API docs page assets (serveApiDocs)', () => {
       await closed(server);
     }
   });
+
+  it('answer a failed If-Match or If-Unmodified-Since with a JSON 412 that says which condition failed and what the file is now', async () => {
+    const { server, base } = await listening(createServer(appWithoutServices()));
+    try {
+      const url = `${base}/api/docs/swagger-ui.css`;
+      const first = await fetch(url, { headers: { 'accept-encoding': 'identity' } });
+      await first.arrayBuffer();
+      const etag = first.headers.get('etag');
+      const lastModified = first.headers.get('last-modified');
+      expect({ etag: typeof etag, lastModified: typeof lastModified }).toEqual({ etag: 'string', lastModified: 'string' });
+      // Its own ETag and Last-Modified hold: the file.
+      expect((await fetch(url, { headers: { 'if-match': etag!, 'if-unmodified-since': lastModified!, 'accept-encoding': 'identity' } })).status).toBe(200);
+      // Before: {"message":"Bad request"}, which names neither the header nor why.
+      const answerTo = async (headers: Record<string, string>) => {
+        const res = await fetch(url, { headers: { ...headers, 'accept-encoding': 'identity' } });
+        return { status: res.status, type: res.headers.get('content-type'), cacheControl: res.headers.get('cache-control'), etag: res.headers.get('etag'), body: await res.json() };
+      };
+      const refused = (message: string) => ({ status: 412, type: 'application/json; charset=utf-8', cacheControl: 'no-store', etag: null, body: { message } });
+      expect(await answerTo({ 'if-match': '"another"' })).toEqual(
+        refused(`If-Match: the file is not the version named; its ETag is now ${etag}`),
+      );
+      expect(await answerTo({ 'if-unmodified-since': 'Sun, 06 Nov 1994 08:49:37 GMT' })).toEqual(
+        refused(`If-Unmodified-Since: the file was modified after that date; its Last-Modified is ${lastModified}`),
+      );
+    } finally {
+      await closed(server);
+    }
+  });
 });

@@ -68,9 +68,9 @@ export function errorHandler(logger: Logger, routes?: RouteMethodIndex) {
       res.destroy();
       return;
     }
-    // A static file's answer that failed once send had set the file's own headers (a range past its end): its type,
-    // validators and lifetime describe the file, not this JSON error; its `public, max-age` let a cache keep the error,
-    // and its Content-Type (text/css) went with the JSON body.
+    // A static file's answer that failed once send had set the file's own headers (a range past its end, a failed
+    // If-Match or If-Unmodified-Since): its type, validators and lifetime describe the file, not this JSON error; its
+    // `public, max-age` let a cache keep the error, and its Content-Type (text/css) went with the JSON body.
     if (res.hasHeader('last-modified')) for (const name of STATIC_FILE_HEADERS) res.removeHeader(name);
     // An error is about this request at this moment (a 404 outside /api is heuristically cacheable, RFC 9111 §4.2.2):
     // no cache in front keeps it, unless the answer already said otherwise (/api sets no-store itself).
@@ -188,10 +188,18 @@ const STATIC_FILE_HEADERS = ['content-type', 'etag', 'last-modified', 'accept-ra
 
 /**
  * send's 416 (a Range past the end of a static file: it has set `Content-Range: bytes * /<size>` already) in the
- * words the raw download uses; anything else is left to describe().
+ * words the raw download uses, and its 412 (If-Match or If-Unmodified-Since failed) naming the condition and the
+ * file's validators (read here: the error's answer drops them, STATIC_FILE_HEADERS); anything else is left to describe().
  */
 function describeStaticFileError(err: unknown, res: Response): { status: number; message: string } | undefined {
-  if (err instanceof HttpError || (err as BodyParserError | undefined)?.status !== 416) return undefined;
+  if (err instanceof HttpError) return undefined;
+  const status = (err as BodyParserError | undefined)?.status;
+  if (status === 412 && res.hasHeader('last-modified')) {
+    // send checks If-Match first and, only without it, If-Unmodified-Since (RFC 9110 13.2.2).
+    if (res.req.headers['if-match'] !== undefined) return { status, message: `If-Match: the file is not the version named; its ETag is now ${String(res.getHeader('etag'))}` };
+    return { status, message: `If-Unmodified-Since: the file was modified after that date; its Last-Modified is ${String(res.getHeader('last-modified'))}` };
+  }
+  if (status !== 416) return undefined;
   const size = /^bytes \*\/(\d+)$/.exec(String(res.getHeader('content-range') ?? ''))?.[1];
   if (size === undefined) return { status: 416, message: 'Range: no byte of the range asked for is in the file' };
   return { status: 416, message: `Range: no byte of the range asked for is in the file (${size} bytes); ask for bytes from 0 to ${Math.max(0, Number(size) - 1)}` };

@@ -45,12 +45,13 @@ async function main(): Promise<void> {
     db.pragma('journal_mode = WAL');
     db.pragma('secure_delete = ON');
     if (DELETE_PERCENT > 0) {
-      // Each deleted row's first 32 characters, to look for in the copies' bytes after.
+      // The first 32 characters of 40 deleted rows spread over them, to look for in the copies' bytes after.
       const rows = db.prepare(`SELECT id, substr(body, 1, 32) AS head FROM rows WHERE abs(random()) % 100 < ${DELETE_PERCENT}`).all() as { id: number; head: string }[];
       const remove = db.prepare('DELETE FROM rows WHERE id = ?');
       db.transaction(() => rows.forEach((row) => remove.run(row.id)))();
       // Not the rows of id % 4 = 0: the store's FTS5 table keeps their first 40 characters (bench/data-dir-backup-bench.ts).
-      for (const row of rows.filter((row, i) => i % 50 === 0 && row.id % 4 !== 0)) marked.push(row.head);
+      const candidates = rows.filter((row) => row.id % 4 !== 0);
+      for (const [i, row] of candidates.entries()) if (i % Math.ceil(candidates.length / 40) === 0) marked.push(row.head);
     }
     db.pragma('wal_checkpoint(TRUNCATE)');
     db.close();

@@ -348,7 +348,7 @@ describe('ranged downloads (RFC 9110 Range, If-Range) through the gateway', () =
     await owners.arrayBuffer();
     const privateTag = owners.headers.get('etag')!;
     for (const conditions of [{ 'if-none-match': '*' }, { 'if-none-match': privateTag }, { 'if-modified-since': new Date(Date.now() + 3_600_000).toUTCString() }] as Array<Record<string, string>>) {
-      for (const reader of [{}, { cookie: bob.client.cookie! }]) {
+      for (const reader of [{}, { cookie: bob.client.cookie! }] as Array<Record<string, string>>) {
         const res = await download(privateFile.id, { ...conditions, ...reader });
         expect({ conditions, signedIn: 'cookie' in reader, status: res.status, etag: res.headers.get('etag'), type: res.headers.get('content-type') }).toEqual({
           conditions,

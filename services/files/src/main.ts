@@ -8,7 +8,7 @@ import { GrpcCardsClient } from './adapters/grpc/grpc-cards-client';
 import { MinioObjectStore } from './adapters/minio/minio-object-store';
 import { MongoFileRepository } from './adapters/mongo/mongo-file-repository';
 import { SqliteFileRepository } from './adapters/sqlite/sqlite-file-repository';
-import { FilesService } from './application/files-service';
+import { FilesService, UNFINISHED_UPLOAD_MS } from './application/files-service';
 import { subscribeToFileEvents } from './application/file-event-subscriptions';
 import { IngestionScheduler } from './application/ingestion-scheduler';
 import { IngestionWorker } from './application/ingestion-worker';
@@ -88,6 +88,13 @@ export async function startFiles(env: Record<string, string | undefined> = proce
   const scheduler = new IngestionScheduler({ repository, worker, logger, maxAttempts: config.INGESTION_MAX_ATTEMPTS, holder: claimHolder, claimMs: config.INGESTION_CLAIM_MS });
 
   relay.start();
+  // Bytes of uploads cut short between their bytes and their record (killed in between) go, in the background.
+  const sweeping = service
+    .sweepUnfinishedUploads(new Date(Date.now() - UNFINISHED_UPLOAD_MS))
+    .then((removed) => {
+      if (removed > 0) logger.warn({ removed }, 'removed the stored bytes of uploads cut short before their record was stored (the process stopped in between)');
+    })
+    .catch((err: unknown) => logger.warn({ err }, 'sweeping unfinished uploads failed; the next start tries again'));
   await scheduler.start();
   const subscription = await subscribeToFileEvents(bus, worker, scheduler, config.INGESTION_MAX_ATTEMPTS);
   const grpc = await startGrpcServer({
@@ -118,6 +125,7 @@ export async function startFiles(env: Record<string, string | undefined> = proce
       // The scheduler takes no more files and waits for the ingestion under way, as the bus's close waited for its handler.
       await Promise.all([scheduler.stop(), subscription.close(), relay.stop(), bus.close()]);
       cards.close();
+      await sweeping;
       await objects.close();
       await repository.close();
       lock?.release();

@@ -1,4 +1,4 @@
-import { readFileSync, rmSync } from 'node:fs';
+import { readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { createLogger, InvalidArgumentError, newId, NotFoundError, PermissionDeniedError, ResourceExhaustedError, SqliteOutboxStore, TooLargeError, UnauthenticatedError } from '@cards/platform';
 import type { CallContext } from 'nice-grpc';
@@ -7,7 +7,7 @@ import { DiskObjectStore } from '../src/adapters/disk/disk-object-store';
 import { OWN_CHECKS_BUSY_MESSAGE } from '../src/adapters/documents/bounded-document-reader';
 import { LibraryDocumentReader } from '../src/adapters/documents/library-document-reader';
 import { SqliteFileRepository } from '../src/adapters/sqlite/sqlite-file-repository';
-import { FilesService, type UploadInput } from '../src/application/files-service';
+import { FilesService, UNFINISHED_UPLOAD_MS, type UploadInput } from '../src/application/files-service';
 import { fileHandlers } from '../src/grpc/file-handlers';
 import { testTempDir } from '../../../test/support/cleanup';
 
@@ -79,6 +79,29 @@ describe('FilesService', () => {
     const event = events.FileEvent.decode(pending[0]!.payload);
     expect(event.kind?.$case === 'uploaded' && event.kind.value.fileId).toBe(record.id);
     expect(kicks).toBe(1);
+  });
+
+  it('an upload cut short between its bytes and its record (the process killed) leaves no bytes behind after the next start\'s sweep', async () => {
+    const done = await upload();
+    // What a process killed between the two writes left: the marker, then the bytes, no record.
+    const cut = newId();
+    await objects.put(`unfinished-upload-${cut}`, Buffer.alloc(0));
+    await objects.put(cut, docx);
+    // A finished upload whose marker stayed (its removal failed): only the marker goes.
+    await objects.put(`unfinished-upload-${done.id}`, Buffer.alloc(0));
+    const names = () => readdirSync(join(dir, 'objects')).filter((n) => n !== '.tmp').sort();
+    expect(names()).toEqual([cut, done.id, `unfinished-upload-${cut}`, `unfinished-upload-${done.id}`].sort());
+    // Markers newer than the sweep's bound are uploads under way: kept.
+    expect(await service.sweepUnfinishedUploads(new Date(Date.now() - UNFINISHED_UPLOAD_MS))).toBe(0);
+    expect(names()).toHaveLength(4);
+    expect(await service.sweepUnfinishedUploads(new Date(Date.now() + 1000))).toBe(1);
+    expect(names()).toEqual([done.id]);
+    expect((await service.get(done.id, done.userId, { checkContent: true })).id).toBe(done.id);
+  });
+
+  it('upload leaves only its bytes in the store (its marker removed), and nothing when its record is refused', async () => {
+    const done = await upload();
+    expect(readdirSync(join(dir, 'objects')).filter((n) => n !== '.tmp')).toEqual([done.id]);
   });
 
   it('upload checks the document as its uploader\'s (the bounded reader\'s per-user share), storing nothing when refused', async () => {

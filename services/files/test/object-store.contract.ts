@@ -92,5 +92,23 @@ export function describeObjectStoreContract(name: string, factory: () => Promise
       await s.remove(a);
       expect((await s.read(b)).toString()).toBe('bbbb');
     });
+
+    run('list answers the objects whose key starts with the prefix (an empty one too), with when each was written', async (s) => {
+      const prefix = `list-${randomUUID().slice(0, 8)}-`;
+      const keys = [`${prefix}${randomUUID()}`, `${prefix}${randomUUID()}`];
+      const started = Date.now();
+      await s.put(keys[0]!, Buffer.alloc(0));
+      await s.put(keys[1]!, Buffer.from('x'));
+      await s.put(randomUUID(), Buffer.from('not listed'));
+      const listed: { key: string; writtenAt: Date }[] = [];
+      for await (const item of s.list(prefix)) listed.push(item);
+      expect(listed.map((l) => l.key).sort()).toEqual([...keys].sort());
+      // Within a minute of the put (S3 dates whole seconds; clocks may differ a little).
+      for (const { writtenAt } of listed) expect(Math.abs(writtenAt.getTime() - started)).toBeLessThan(60_000);
+      await s.remove(keys[0]!);
+      const after: string[] = [];
+      for await (const item of s.list(prefix)) after.push(item.key);
+      expect(after).toEqual([keys[1]]);
+    });
   });
 }

@@ -52,6 +52,18 @@ export interface FilesServiceDeps {
 }
 
 
+/**
+ * The object an upload writes before its bytes and removes once its record is stored (or refused): left behind, it
+ * names bytes that no record points at (the process killed between the two), which sweepUnfinishedUploads removes.
+ */
+const UPLOAD_MARKER_PREFIX = 'unfinished-upload-';
+
+/**
+ * How old an unfinished upload's marker must be for the sweep to take its bytes: an upload stores its record a few
+ * milliseconds after its bytes, so a marker an hour old was left by a process killed in between, never one under way.
+ */
+export const UNFINISHED_UPLOAD_MS = 60 * 60 * 1000;
+
 /** Use cases of the files service: upload, read, list, change privacy, delete. */
 export class FilesService {
   constructor(private readonly deps: FilesServiceDeps) {}
@@ -105,7 +117,10 @@ export class FilesService {
       createdAt: now,
       updatedAt: now,
     };
-    // Bytes first: a record (and its ingestion event) never points at bytes that are not there.
+    // Bytes first: a record (and its ingestion event) never points at bytes that are not there. The marker before them
+    // says they are not known to have a record yet (sweepUnfinishedUploads), until the record is stored.
+    const marker = `${UPLOAD_MARKER_PREFIX}${record.id}`;
+    await this.deps.objects.put(marker, Buffer.alloc(0));
     await this.deps.objects.put(record.id, input.bytes);
     const uploaded = events.FileEvent.encode({
       eventId: newId(),
@@ -119,14 +134,37 @@ export class FilesService {
       await this.deps.repository.create(record, [{ topic: Topics.file, key: record.id, payload: uploaded }]);
     } catch (err) {
       await this.deps.objects.remove(record.id).catch(() => undefined);
+      await this.deps.objects.remove(marker).catch(() => undefined);
       // The same upload at the same moment stored its record first.
       const earlier = err instanceof AlreadyExistsError && key ? await this.earlierUpload(input.callerId, key, input.requestFingerprint) : null;
       if (earlier) return earlier;
       throw err;
     }
     this.deps.onEventsWritten();
+    // Left behind on a failure, the sweep finds the record and only removes the marker.
+    await this.deps.objects.remove(marker).catch((err: unknown) => this.deps.logger.warn({ err, fileId: record.id }, 'removing an upload marker failed; the next start removes it'));
     this.deps.logger.info({ fileId: record.id, format, size: record.size }, 'file uploaded');
     return record;
+  }
+
+  /**
+   * Removes the bytes of uploads cut short between storing their bytes and their record (a process killed, an engine
+   * lost), whose markers were written before `before`, and those markers; a marker whose record exists is only removed.
+   * Answers how many uploads' bytes it removed.
+   */
+  async sweepUnfinishedUploads(before: Date): Promise<number> {
+    const { objects, repository } = this.deps;
+    let removed = 0;
+    for await (const { key, writtenAt } of objects.list(UPLOAD_MARKER_PREFIX)) {
+      if (writtenAt >= before) continue;
+      const fileId = key.slice(UPLOAD_MARKER_PREFIX.length);
+      if (isUuid(fileId) && !(await repository.get(fileId))) {
+        await objects.remove(fileId);
+        removed++;
+      }
+      await objects.remove(key);
+    }
+    return removed;
   }
 
   /** What an earlier upload with the caller's key stored: its record, or null for none (see upload for the refusals). */

@@ -94,6 +94,8 @@ export interface ObjectStore {
   stat(key: string): Promise<StoredObject | null>;
   /** Removes the object; no error when there is none. */
   remove(key: string): Promise<void>;
+  /** The objects whose key starts with `prefix`, each with when it was written (any order). */
+  list(prefix: string): AsyncIterable<{ key: string; writtenAt: Date }>;
   close(): Promise<void>;
 }
 

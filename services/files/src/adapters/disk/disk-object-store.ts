@@ -99,6 +99,15 @@ export class DiskObjectStore implements ObjectStore {
     await rm(this.pathOf(key), { force: true });
   }
 
+  async *list(prefix: string): AsyncIterable<{ key: string; writtenAt: Date }> {
+    await this.ready;
+    for (const name of await readdir(this.directory)) {
+      if (!name.startsWith(prefix) || !SAFE_KEY.test(name)) continue;
+      const written = await stat(join(this.directory, name)).catch(() => null); // removed meanwhile
+      if (written?.isFile()) yield { key: name, writtenAt: written.mtime };
+    }
+  }
+
   /** Waits for the start's work (making objects/.tmp, the sweep) so nothing is written in the directory after it. */
   async close(): Promise<void> {
     await this.ready.catch(() => undefined);

@@ -147,5 +147,12 @@ export class MinioObjectStore implements ObjectStore {
     await this.client.removeObject(this.options.bucket, key);
   }
 
+  async *list(prefix: string): AsyncIterable<{ key: string; writtenAt: Date }> {
+    await this.ensureBucket();
+    for await (const item of this.client.listObjectsV2(this.options.bucket, prefix, true) as AsyncIterable<{ name?: string; lastModified?: Date }>) {
+      if (item.name !== undefined && item.lastModified !== undefined) yield { key: item.name, writtenAt: item.lastModified };
+    }
+  }
+
   async close(): Promise<void> {}
 }

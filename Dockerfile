@@ -165,7 +165,7 @@ COPY --from=build /src/web/dist /app/web/dist
 ENV HOST=0.0.0.0 PORT=8090 WEB_DIST_DIR=/app/web/dist WORD_VECTORS_CACHE_DIR=/data/word-vectors METRICS_PORT=9464 METRICS_HOST=0.0.0.0
 EXPOSE 8090 9464
 # Readiness, not only liveness: GET /healthz on the metrics listener (livez.cjs /healthz), so a service of this
-# process that is not ready (draining, an engine it needs failing) shows as unhealthy in `docker ps` and
+# process that is not ready (an engine it needs failing) shows as unhealthy in `docker ps` and
 # `docker inspect` (the 503's message names it): the container is the whole system. Still out of reach of a flood of
 # PORT. The listener opens once every service has started, so its first 200 is also the start's end.
 HEALTHCHECK --interval=10s --timeout=3s --start-period=90s --retries=3 CMD node /usr/local/lib/livez.cjs /healthz

@@ -320,7 +320,7 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * The raw file bytes (byte ranges: Range, If-Range; conditional: If-None-Match, If-Modified-Since)
+         * The raw file bytes (byte ranges: Range, If-Range; conditional: If-Match, If-Unmodified-Since, If-None-Match, If-Modified-Since)
          * @description The body is the file's bytes and Content-Type is the file's own MIME type (its mime_type, e.g. application/pdf), so any media type may come back. Read it as bytes: with openapi-fetch, `parseAs: 'arrayBuffer'` (the default JSON parsing fails on it). A download cut part way goes on with `Range: bytes=<bytes held>-` and `If-Range: <ETag>`. HEAD answers the 200's head whatever the Range.
          */
         get: operations["downloadFile"];
@@ -2621,6 +2621,10 @@ export interface operations {
                 Range?: string;
                 /** @description The ETag (strong) or Last-Modified date of the copy the client holds part of: the range is served only while it still names the file, else the whole file (200). */
                 "If-Range"?: string;
+                /** @description `*` or the strong ETags of the file the client holds (part of), e.g. with a Range to resume: 412 Precondition Failed when none names the file (strong comparison: a `W/"…"` tag never does), before If-None-Match and the Range are looked at. Ignored when it is no list of ETags. */
+                "If-Match"?: string;
+                /** @description An HTTP-date: 412 Precondition Failed when the file was stored after it; ignored with If-Match, or when it is no HTTP-date. */
+                "If-Unmodified-Since"?: string;
                 /** @description `*` or ETags of copies the client holds (weak comparison: `W/"…"` matches too): 304 Not Modified when one names the file. Decides alone when sent: If-Modified-Since is then ignored. */
                 "If-None-Match"?: string;
                 /** @description An HTTP-date (e.g. the Last-Modified answered): 304 Not Modified when the file was stored at or before it; ignored with If-None-Match, or when it is no HTTP-date. */
@@ -2690,6 +2694,15 @@ export interface operations {
             };
             405: components["responses"]["MethodNotAllowed"];
             408: components["responses"]["RequestTimeout"];
+            /** @description Precondition Failed: If-Match does not name the file's ETag (or, without it, If-Unmodified-Since is before its Last-Modified); the message says which, with the ETag and Last-Modified of the file. Only to a caller who may read the file: to anyone else it is the 404 it would be without the condition */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             /** @description Range Not Satisfiable: the range starts at or past the end of the file; `Content-Range: bytes *\/<size>` gives the size */

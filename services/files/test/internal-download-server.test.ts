@@ -143,14 +143,45 @@ describe('internal download server: conditional GET (RFC 9110 If-None-Match, If-
     expect(await ranged(at.toISOString())).toEqual({ ifRange: at.toISOString(), status: 200, bytes: pdf.length });
   });
 
+  it('If-Match not naming its strong ETag, or without it If-Unmodified-Since before its Last-Modified, is a JSON 412 before If-None-Match and Range; the ETag or a date at or after it is the file', async () => {
+    const failed = async (headers: Record<string, string>, method = 'GET') => {
+      const res = await fetch(`${base}/files/${file.id}`, { method, headers: { 'x-files-internal-token': TOKEN, ...headers } });
+      const text = await res.text();
+      return { status: res.status, etag: res.headers.get('etag'), type: res.headers.get('content-type'), body: text === '' ? undefined : (JSON.parse(text) as unknown) };
+    };
+    const ifMatchFailed = { status: 412, etag, type: 'application/json; charset=utf-8', body: { message: `If-Match: the file is not the version named; its ETag is ${etag}` } };
+    // The strong comparison: a weak tag never matches (RFC 9110 13.1.1), nor another one; before, each was the file (200).
+    for (const ifMatch of ['"other"', `W/${etag}`, '"other", W/"another"']) {
+      expect({ ifMatch, ...(await failed({ 'if-match': ifMatch })) }).toEqual({ ifMatch, ...ifMatchFailed });
+    }
+    // It comes before If-None-Match and the Range (13.2.2 step 1), and If-Unmodified-Since is ignored with it.
+    expect(await failed({ 'if-match': '"other"', 'if-none-match': etag, range: 'bytes=0-9', 'if-unmodified-since': new Date(Date.now() + 3_600_000).toUTCString() })).toEqual(ifMatchFailed);
+    expect(await failed({ 'if-match': '"other"' }, 'HEAD')).toEqual({ ...ifMatchFailed, body: undefined });
+    const earlier = new Date(lastModifiedMs() - 1000).toUTCString();
+    expect(await failed({ 'if-unmodified-since': earlier })).toEqual({
+      status: 412,
+      etag,
+      type: 'application/json; charset=utf-8',
+      body: { message: `If-Unmodified-Since: the file was stored after that date; its Last-Modified is ${lastModified}` },
+    });
+    // Holding: its ETag (in a list too), `*`, a malformed If-Match (ignored), a date at or after Last-Modified or none.
+    for (const headers of [{ 'if-match': etag }, { 'if-match': `"other", ${etag}` }, { 'if-match': '*' }, { 'if-match': 'not-a-tag' }, { 'if-unmodified-since': lastModified }, { 'if-unmodified-since': 'yesterday' }, { 'if-match': etag, 'if-unmodified-since': earlier }] as Array<Record<string, string>>) {
+      expect({ headers, ...(await outcome(headers)) }).toEqual({ headers, ...whole() });
+    }
+    // With a Range, the part the client resumes from while the file is still the one it holds.
+    const resumed = await fetch(`${base}/files/${file.id}`, { headers: { 'x-files-internal-token': TOKEN, 'if-match': etag, range: 'bytes=0-9' } });
+    expect({ status: resumed.status, bytes: (await resumed.arrayBuffer()).byteLength }).toEqual({ status: 206, bytes: 10 });
+  });
+
   it("says nothing of a file the caller may not read: someone else's private file is 404 whatever the conditions, 304 to its owner", async () => {
-    for (const headers of [{ 'if-none-match': '*' }, { 'if-none-match': etag }, { 'if-modified-since': new Date(Date.now() + 3_600_000).toUTCString() }] as Array<Record<string, string>>) {
+    for (const headers of [{ 'if-none-match': '*' }, { 'if-none-match': etag }, { 'if-modified-since': new Date(Date.now() + 3_600_000).toUTCString() }, { 'if-match': '"other"' }, { 'if-unmodified-since': 'Sun, 06 Nov 1994 08:49:37 GMT' }] as Array<Record<string, string>>) {
       for (const caller of [{}, { 'x-caller-id': newId() }] as Array<Record<string, string>>) {
         const res = await fetch(`${base}/files/${hidden.id}`, { headers: { 'x-files-internal-token': TOKEN, ...headers, ...caller } });
         expect({ headers, status: res.status, body: await res.json() }).toEqual({ headers, status: 404, body: { message: 'File not found' } });
       }
     }
     expect((await outcome({ 'if-none-match': '*', 'x-caller-id': owner }, 'GET', hidden.id)).status).toBe(304);
+    expect((await outcome({ 'if-match': '"other"', 'x-caller-id': owner }, 'GET', hidden.id)).status).toBe(412);
   });
 });
 

@@ -12,13 +12,14 @@ const LISTED_ENTITY_TAG = /(W\/)?("[\x21\x23-\x7e\x80-\xff]*")\s*(?:,|$)/y;
 const EMPTY_LIST_ELEMENTS = /[\s,]*/y;
 
 /**
- * The entity-tags of an If-None-Match list, by their opaque part (what the weak comparison compares), or '*'; undefined
- * when the value is not such a list (then the header is ignored: RFC 9110 gives a malformed one no meaning).
+ * The entity-tags of an If-None-Match or If-Match list, by their opaque part (what the weak comparison compares) and
+ * whether they are weak, or '*'; undefined when the value is not such a list (then the header is ignored: RFC 9110
+ * gives a malformed one no meaning).
  */
-function entityTagsOf(value: string): '*' | string[] | undefined {
+function entityTagsOf(value: string): '*' | Array<{ opaque: string; weak: boolean }> | undefined {
   const trimmed = value.trim();
   if (trimmed === '*') return '*';
-  const tags: string[] = [];
+  const tags: Array<{ opaque: string; weak: boolean }> = [];
   for (let at = 0; ; ) {
     EMPTY_LIST_ELEMENTS.lastIndex = at;
     EMPTY_LIST_ELEMENTS.exec(trimmed);
@@ -26,7 +27,7 @@ function entityTagsOf(value: string): '*' | string[] | undefined {
     LISTED_ENTITY_TAG.lastIndex = EMPTY_LIST_ELEMENTS.lastIndex;
     const match = LISTED_ENTITY_TAG.exec(trimmed);
     if (!match) return undefined;
-    tags.push(match[2]!);
+    tags.push({ opaque: match[2]!, weak: match[1] !== undefined });
     at = LISTED_ENTITY_TAG.lastIndex;
   }
   return tags.length > 0 ? tags : undefined;
@@ -54,7 +55,7 @@ export function notModified(
   if (ifNoneMatch !== undefined) {
     const tags = entityTagsOf(ifNoneMatch);
     if (tags === '*') return true;
-    if (tags !== undefined) return tags.includes(etag.replace(/^W\//, ''));
+    if (tags !== undefined) return tags.some(({ opaque }) => opaque === etag.replace(/^W\//, ''));
     // A malformed If-None-Match is no condition: If-Modified-Since is still ignored (13.1.3: only without If-None-Match).
     return false;
   }
@@ -63,4 +64,33 @@ export function notModified(
   const since = httpDateMs(ifModifiedSince);
   if (since === undefined) return false;
   return Math.floor(lastModified.getTime() / 1000) * 1000 <= since;
+}
+
+/**
+ * The precondition a GET or HEAD of the file fails (RFC 9110 §13.2.2 steps 1 and 2, evaluated before If-None-Match and
+ * If-Modified-Since), to be answered 412 Precondition Failed: If-Match neither `*` nor naming its strong ETag by the
+ * strong comparison (§13.1.1: a weak `W/"…"` never matches), or, without If-Match, If-Unmodified-Since a valid
+ * HTTP-date before its Last-Modified (whole seconds; §13.1.4). A malformed If-Match or an If-Unmodified-Since that is no
+ * HTTP-date is ignored, as If-None-Match's and If-Modified-Since's are. A resuming client sends them with its Range
+ * (§13.1.1) to be told when the file is no longer the one it holds part of.
+ */
+export function preconditionFailed(
+  method: string | undefined,
+  headers: { 'if-match'?: string | string[]; 'if-unmodified-since'?: string | string[] },
+  etag: string,
+  lastModified: Date,
+): 'If-Match' | 'If-Unmodified-Since' | undefined {
+  if (method !== 'GET' && method !== 'HEAD') return undefined;
+  const ifMatch = single(headers['if-match']);
+  if (ifMatch !== undefined) {
+    const tags = entityTagsOf(ifMatch);
+    if (tags === undefined || tags === '*') return undefined;
+    const strong = !etag.startsWith('W/');
+    return strong && tags.some(({ opaque, weak }) => !weak && opaque === etag) ? undefined : 'If-Match';
+  }
+  const ifUnmodifiedSince = single(headers['if-unmodified-since']);
+  if (ifUnmodifiedSince === undefined) return undefined;
+  const since = httpDateMs(ifUnmodifiedSince);
+  if (since === undefined) return undefined;
+  return Math.floor(lastModified.getTime() / 1000) * 1000 <= since ? undefined : 'If-Unmodified-Since';
 }

@@ -4,7 +4,7 @@ import { Status } from 'nice-grpc';
 import { byteRangeOf, DomainError, ifRangeHolds, isEngineUnavailableError, isUuid, type ByteRangeAnswer, type Logger } from '@cards/platform';
 import type { FilesService } from '../application/files-service';
 import type { FileRecord } from '../domain/model';
-import { notModified } from './conditional-get';
+import { notModified, preconditionFailed } from './conditional-get';
 import { internalTokenCheck } from './internal-token-check';
 
 export const INTERNAL_TOKEN_HEADER = 'x-files-internal-token';
@@ -68,11 +68,16 @@ export async function startInternalDownloadServer(options: InternalDownloadServe
     const rangeHeader = req.method === 'GET' ? req.headers.range : undefined;
     const ifRangeHeader = req.headers['if-range'];
     const ifRange = Array.isArray(ifRangeHeader) ? ifRangeHeader.join(', ') : ifRangeHeader;
-    let answer: ByteRangeAnswer | { kind: 'not-modified' } = { kind: 'whole' };
+    let answer: ByteRangeAnswer | { kind: 'not-modified' } | { kind: 'precondition-failed'; header: 'If-Match' | 'If-Unmodified-Since' } = { kind: 'whole' };
     service
       .open(match[1], callerId, 0, {
         range: (record) => {
-          // The caller may read the file (open checked it first): only now may a 304 say anything about it.
+          // The caller may read the file (open checked it first): only now may a 412 or a 304 say anything about it.
+          const failed = preconditionFailed(req.method, req.headers, etagOf(record), record.createdAt);
+          if (failed) {
+            answer = { kind: 'precondition-failed', header: failed };
+            return { start: 0, length: 0 };
+          }
           if (notModified(req.method, req.headers, etagOf(record), record.createdAt)) {
             answer = { kind: 'not-modified' };
             return { start: 0, length: 0 };
@@ -91,7 +96,15 @@ export async function startInternalDownloadServer(options: InternalDownloadServe
           'x-content-type-options': 'nosniff',
           'cache-control': 'private, no-store',
         };
-        const chosen = answer as ByteRangeAnswer | { kind: 'not-modified' };
+        const chosen = answer as ByteRangeAnswer | { kind: 'not-modified' } | { kind: 'precondition-failed'; header: 'If-Match' | 'If-Unmodified-Since' };
+        if (chosen.kind === 'precondition-failed') {
+          content.destroy();
+          // RFC 9110 §13.2.2: If-Match or If-Unmodified-Since failed, before If-None-Match and Range are looked at.
+          const why = chosen.header === 'If-Match' ? `the file is not the version named; its ETag is ${validators.etag}` : `the file was stored after that date; its Last-Modified is ${validators['last-modified']}`;
+          res.writeHead(412, { ...validators, 'content-type': 'application/json; charset=utf-8' });
+          res.end(JSON.stringify({ message: `${chosen.header}: ${why}` }));
+          return;
+        }
         if (chosen.kind === 'not-modified') {
           // RFC 9110 §15.4.5: the 200's ETag and Cache-Control (and Last-Modified), no body and none of its metadata.
           content.destroy();

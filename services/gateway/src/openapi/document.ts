@@ -198,13 +198,15 @@ export const OPERATIONS: OperationSpec[] = [
     method: 'get',
     path: '/api/file/:file_id/download',
     operationId: 'downloadFile',
-    summary: 'The raw file bytes (byte ranges: Range, If-Range; conditional: If-None-Match, If-Modified-Since)',
+    summary: 'The raw file bytes (byte ranges: Range, If-Range; conditional: If-Match, If-Unmodified-Since, If-None-Match, If-Modified-Since)',
     tag: 'Files',
     auth: 'optional',
     params: params({ file_id: uuidParam }),
     headers: z.object({
       Range: z.string().optional().describe('RFC 9110 byte range: one range (`bytes=0-99`, `bytes=100-`, `bytes=-100`) is answered 206 with those bytes; several ranges, or a header of another unit or not in the grammar, get the whole file (200); a range starting at or past the end is 416. Ignored on HEAD.'),
       'If-Range': z.string().optional().describe('The ETag (strong) or Last-Modified date of the copy the client holds part of: the range is served only while it still names the file, else the whole file (200).'),
+      'If-Match': z.string().optional().describe('`*` or the strong ETags of the file the client holds (part of), e.g. with a Range to resume: 412 Precondition Failed when none names the file (strong comparison: a `W/"…"` tag never does), before If-None-Match and the Range are looked at. Ignored when it is no list of ETags.'),
+      'If-Unmodified-Since': z.string().optional().describe('An HTTP-date: 412 Precondition Failed when the file was stored after it; ignored with If-Match, or when it is no HTTP-date.'),
       'If-None-Match': z.string().optional().describe('`*` or ETags of copies the client holds (weak comparison: `W/"…"` matches too): 304 Not Modified when one names the file. Decides alone when sent: If-Modified-Since is then ignored.'),
       'If-Modified-Since': z.string().optional().describe('An HTTP-date (e.g. the Last-Modified answered): 304 Not Modified when the file was stored at or before it; ignored with If-None-Match, or when it is no HTTP-date.'),
     }),
@@ -235,8 +237,11 @@ export const OPERATIONS: OperationSpec[] = [
         },
       },
     },
-    errors: [400, 404, 416, 502],
+    errors: [400, 404, 412, 416, 502],
     errorAnswers: {
+      412: {
+        description: "Precondition Failed: If-Match does not name the file's ETag (or, without it, If-Unmodified-Since is before its Last-Modified); the message says which, with the ETag and Last-Modified of the file. Only to a caller who may read the file: to anyone else it is the 404 it would be without the condition",
+      },
       416: {
         description: 'Range Not Satisfiable: the range starts at or past the end of the file; `Content-Range: bytes */<size>` gives the size',
         headers: { 'Content-Range': { required: true, description: 'bytes */<size>', schema: { type: 'string' } } },

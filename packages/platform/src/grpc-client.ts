@@ -1,7 +1,7 @@
 import { createChannel, createClientFactory, Metadata, ClientError, Status, type Channel, type CompatServiceDefinition, type Client, type ClientMiddlewareCall, type CallOptions } from 'nice-grpc';
 import { GRPC_MAX_MESSAGE_BYTES } from './grpc-limits';
 import { callInProcess, inProcessMethod, resultOfUnary, unaryMethodsOf, type TsProtoDefinition } from './in-process-calls';
-import { currentRequestContext, REQUEST_ID_METADATA_KEY } from './request-context';
+import { CALL_BUDGET_METADATA_KEY, currentRequestContext, REQUEST_ID_METADATA_KEY } from './request-context';
 import { recordStatusOfService, recordStatusReason, trailerSaysStatusOfService, trailerStatusReason } from './status-origin';
 import { withInternalCallToken } from './internal-call-token';
 
@@ -31,6 +31,9 @@ async function* callPolicyMiddleware<Request, Response>(
   const requestSignal = context?.signal;
   const metadata = withInternalCallToken(Metadata(rest.metadata));
   if (requestId) metadata.set(REQUEST_ID_METADATA_KEY, requestId);
+  // The time the callee has: its waits for a locked store end before it (storeWaitUntilFor), so it answers 503, not 504.
+  const budgetMs = deadline == null ? undefined : deadline instanceof Date ? deadline.getTime() - Date.now() : deadline;
+  if (budgetMs !== undefined) metadata.set(CALL_BUDGET_METADATA_KEY, String(Math.max(1, Math.floor(budgetMs))));
   rest.metadata = metadata;
   // Reset per attempt: a retry's status must not pass for the service's because an earlier attempt's was.
   let statusOfService = false;

@@ -11,7 +11,7 @@ import { metricsMiddleware, startMetricsServer, type MetricsServerHandle } from 
 import { localAddresses, serveInProcess, type TsProtoDefinition } from './in-process-calls';
 import { internalCallTokenMiddleware, internalCallTokenRequired } from './internal-call-token';
 import { isEngineUnavailableError, isStorageFullError, isStoreBusyError, type EngineReadinessMonitor, type ReadinessStatus } from './readiness';
-import { REQUEST_ID_METADATA_KEY, requestIdFrom, runWithRequestContext } from './request-context';
+import { CALL_BUDGET_METADATA_KEY, REQUEST_ID_METADATA_KEY, requestIdFrom, runWithRequestContext, storeWaitUntilFor } from './request-context';
 import { markStatusOfService, markStatusReason } from './status-origin';
 
 /**
@@ -63,10 +63,13 @@ export function errorMiddleware(logger: Logger) {
 export function requestContextMiddleware() {
   return async function* <Request, Response>(call: ServerMiddlewareCall<Request, Response>, context: CallContext) {
     const requestId = requestIdFrom(context.metadata.get(REQUEST_ID_METADATA_KEY));
+    // The call's waits for a locked store end before its caller gives up on it (sqlite.ts, boundBusyWait).
+    const storeWaitUntil = storeWaitUntilFor(context.metadata.get(CALL_BUDGET_METADATA_KEY));
+    const callContext = storeWaitUntil === undefined ? { requestId } : { requestId, storeWaitUntil };
     // Generators cannot be wrapped in AsyncLocalStorage.run directly; entering the store per step keeps it for awaits inside.
     const inner = call.next(call.request, context);
     while (true) {
-      const step = await runWithRequestContext({ requestId }, () => inner.next());
+      const step = await runWithRequestContext(callContext, () => inner.next());
       if (step.done) return step.value;
       yield step.value;
     }

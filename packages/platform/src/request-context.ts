@@ -9,6 +9,24 @@ export interface RequestContext {
    * answer was sent). Every gRPC call made in this context ends with it (callPolicyMiddleware), as a cancelled call.
    */
   signal?: AbortSignal;
+  /**
+   * When (ms since the epoch) the call's waits for a SQLite store's write lock (another connection holding it) must have
+   * ended: a little before its caller's deadline (storeWaitUntilFor), so that a store kept locked is answered 503 Service
+   * busy with Retry-After, not a 504 once the waits of several writes add up. Unset: STORE_BUSY_TIMEOUT_MS per write.
+   */
+  storeWaitUntil?: number;
+}
+
+/** Metadata key carrying the time a gRPC call's caller gives it (its deadline, in ms from sending). */
+export const CALL_BUDGET_METADATA_KEY = 'x-call-budget-ms';
+
+/**
+ * The end of a call's store-wait budget, given the ms its caller allows it: four fifths of them (10 s, the gateway's
+ * GRPC_DEADLINE_MS default: 8 s), leaving the rest for the failing write's answer to travel back. None given: unset.
+ */
+export function storeWaitUntilFor(callBudget: string | undefined, now: number = Date.now()): number | undefined {
+  const ms = Number(callBudget);
+  return callBudget && Number.isFinite(ms) && ms > 0 ? now + Math.floor(ms * 0.8) : undefined;
 }
 
 const storage = new AsyncLocalStorage<RequestContext>();

@@ -2,6 +2,8 @@ import Database from 'better-sqlite3';
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { creationCursor } from './paging';
+import { isStoreBusyError } from './readiness';
+import { currentRequestContext } from './request-context';
 
 export type SqliteDatabase = Database.Database;
 
@@ -18,7 +20,21 @@ export interface SqliteOpenOptions {
    * it is set before; an existing file keeps its mode (changing it needs a VACUUM).
    */
   autoVacuum?: 'incremental';
+  /**
+   * How long a statement of this connection waits, blocking its whole process, for another connection's write lock
+   * (busy_timeout) once open; STORE_BUSY_TIMEOUT_MS when unset. A connection whose writes all go through
+   * writeWhenUnlocked (the event log's) takes a short one: its waits are then made between tries, the process answering
+   * meanwhile. Opening (WAL switch, migrations) waits STORE_BUSY_TIMEOUT_MS either way.
+   */
+  busyTimeoutMs?: number;
 }
+
+/**
+ * How long a write waits for another connection's write lock (busy_timeout) before it fails with SQLITE_BUSY (answered
+ * 503 Service busy): within a call, at most until the call's store-wait budget ends (RequestContext.storeWaitUntil), so
+ * that several waits of one call together never outlast its caller's deadline (a 504 that says nothing of the cause).
+ */
+export const STORE_BUSY_TIMEOUT_MS = 5000;
 
 /**
  * The size a WAL file is truncated to when SQLite resets it after a checkpoint: what the default auto-checkpoint (1000
@@ -30,10 +46,11 @@ export const SQLITE_WAL_SIZE_LIMIT_BYTES = 4 * 1024 * 1024;
 export function openSqlite(path: string, migrations: readonly SqliteMigration[] = [], options: SqliteOpenOptions = {}): SqliteDatabase {
   if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
   const db = new Database(path);
+  // First, so that switching a new file to WAL and the migrations below wait for another process instead of failing.
+  db.pragma(`busy_timeout = ${STORE_BUSY_TIMEOUT_MS}`);
+  busyWaits.set(db, { usual: STORE_BUSY_TIMEOUT_MS, set: STORE_BUSY_TIMEOUT_MS });
   cachePreparedStatements(db);
   beginTransactionsImmediate(db);
-  // First, so that switching a new file to WAL and the migrations below wait for another process instead of failing.
-  db.pragma('busy_timeout = 5000');
   if (options.autoVacuum === 'incremental') db.pragma('auto_vacuum = INCREMENTAL');
   switchToWal(db);
   db.pragma('synchronous = NORMAL');
@@ -48,7 +65,60 @@ export function openSqlite(path: string, migrations: readonly SqliteMigration[] 
   db.pragma('mmap_size = 268435456');
   db.pragma('cache_size = -32768');
   migrate(db, migrations);
+  zeroFreePagesOnce(db);
+  if (options.busyTimeoutMs !== undefined) {
+    busyWaits.get(db)!.usual = options.busyTimeoutMs;
+    boundBusyWait(db);
+  }
   return db;
+}
+
+/** Per connection: its usual busy_timeout, the one set now, and the one writeWhenUnlocked sets for its tries. */
+const busyWaits = new WeakMap<SqliteDatabase, { usual: number; set: number; trying?: number }>();
+
+/**
+ * Sets the connection's busy_timeout for the write about to start: its usual one, cut to what is left of the current
+ * call's store-wait budget (RequestContext.storeWaitUntil; none left: fails at once), or writeWhenUnlocked's short one.
+ * A pragma only when the value changes: a call's first STORE_BUSY_TIMEOUT_MS-odd ms leave it as it is.
+ */
+function boundBusyWait(db: SqliteDatabase): void {
+  const state = busyWaits.get(db);
+  if (!state) return;
+  const until = currentRequestContext()?.storeWaitUntil;
+  const left = until === undefined ? Infinity : Math.max(0, Math.floor(until - Date.now()));
+  const wanted = Math.min(state.trying ?? state.usual, left);
+  if (wanted === state.set) return;
+  db.pragma(`busy_timeout = ${wanted}`);
+  state.set = wanted;
+}
+
+/** How long one try of writeWhenUnlocked waits for the lock inside SQLite (blocking the process): a few ms. */
+const UNLOCKED_TRY_WAIT_MS = 5;
+
+/**
+ * Makes `write` (one IMMEDIATE transaction or one statement: all or nothing, so trying it again is safe) once no other
+ * connection holds the store's write lock, waiting for it between tries instead of inside SQLite: better-sqlite3's
+ * busy wait is synchronous and froze the whole process (every other request of the service) for as long as the lock
+ * was held, up to busy_timeout (a test holding events.db for 2 s: reads of the all-in-one answered in up to 2 s).
+ * Each try waits UNLOCKED_TRY_WAIT_MS at most, then the event loop runs for 5 to 50 ms before the next. Gives up with
+ * the store's SQLITE_BUSY after `waitMs` (STORE_BUSY_TIMEOUT_MS), or at the end of the current call's store-wait budget.
+ */
+export async function writeWhenUnlocked<T>(db: SqliteDatabase, write: () => T, waitMs: number = STORE_BUSY_TIMEOUT_MS): Promise<T> {
+  const state = busyWaits.get(db);
+  const budgetEnd = currentRequestContext()?.storeWaitUntil;
+  const giveUpAt = Math.min(Date.now() + waitMs, budgetEnd ?? Infinity);
+  for (let tries = 0; ; tries++) {
+    if (state) state.trying = UNLOCKED_TRY_WAIT_MS;
+    try {
+      boundBusyWait(db);
+      return write();
+    } catch (err) {
+      if (!isStoreBusyError(err) || Date.now() >= giveUpAt) throw err;
+    } finally {
+      if (state) state.trying = undefined;
+    }
+    await new Promise((resolve) => setTimeout(resolve, Math.min(50, 5 * 2 ** Math.min(tries, 4), Math.max(1, giveUpAt - Date.now()))));
+  }
 }
 
 /**
@@ -74,10 +144,17 @@ function switchToWal(db: SqliteDatabase): void {
  */
 function migrate(db: SqliteDatabase, migrations: readonly SqliteMigration[]): void {
   const version = () => db.pragma('user_version', { simple: true }) as number;
-  if (version() >= migrations.length) return;
+  // A file with nothing in it yet is this release's own: noted as zeroed (zeroFreePagesOnce) in the transaction of its
+  // first step, so that another process opening it at the same moment sees the note and does not rewrite it.
+  const isEmpty = () => (db.prepare('SELECT count(*) AS n FROM sqlite_schema').get() as { n: number }).n === 0;
+  if (version() >= migrations.length) {
+    if (isEmpty()) db.transaction(noteZeroed).immediate(db);
+    return;
+  }
   const applyNextStep = db.transaction((): boolean => {
     const current = version();
     if (current >= migrations.length) return false;
+    if (current === 0 && isEmpty()) noteZeroed(db);
     const step = migrations[current]!;
     if (typeof step === 'string') db.exec(step);
     else step(db);
@@ -85,6 +162,39 @@ function migrate(db: SqliteDatabase, migrations: readonly SqliteMigration[]): vo
     return true;
   });
   while (applyNextStep.immediate());
+}
+
+/** The table where openSqlite notes upkeep done once per store (zeroFreePagesOnce). */
+const UPKEEP_TABLE = 'store_upkeep';
+const FREE_PAGES_ZEROED = 'deleted text zeroed (secure_delete)';
+
+/** Notes in the store that it holds no deleted text from before secure_delete (zeroFreePagesOnce). */
+function noteZeroed(db: SqliteDatabase): void {
+  db.exec(`CREATE TABLE IF NOT EXISTS ${UPKEEP_TABLE} (name TEXT PRIMARY KEY, done_at TEXT NOT NULL)`);
+  db.prepare(`INSERT OR IGNORE INTO ${UPKEEP_TABLE} (name, done_at) VALUES (?, ?)`).run(FREE_PAGES_ZEROED, new Date().toISOString());
+}
+
+/**
+ * A store made before secure_delete (docs/decisions.md, "Deleted text is overwritten") keeps what was deleted until then
+ * (a deleted card's text) in its free pages and in the free space of its pages: an operator's copy of the data dir
+ * carried it. Such a store is rewritten once (VACUUM: only what it holds, every page written anew), and that is noted in
+ * the store (store_upkeep), so later starts only read the note. A store this release makes is noted at once; one whose
+ * lock another process holds past busy_timeout is left for the next start (it still opens). Cost: docs/benchmarks.md.
+ */
+function zeroFreePagesOnce(db: SqliteDatabase): void {
+  if (db.memory) return;
+  const hasTable = db.prepare("SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = ?").get(UPKEEP_TABLE) !== undefined;
+  if (hasTable && db.prepare(`SELECT 1 FROM ${UPKEEP_TABLE} WHERE name = ?`).get(FREE_PAGES_ZEROED) !== undefined) return;
+  try {
+    // VACUUM cannot run inside a transaction; another process may do the same at once (events.db): a second VACUUM is
+    // only a second rewrite. It would also apply an auto_vacuum mode asked for but not in effect (openSqlite's
+    // `autoVacuum` on an older file), which is SqliteEventLog's to decide by the file's size: the file's own is kept.
+    db.pragma(`auto_vacuum = ${db.pragma('auto_vacuum', { simple: true }) as number}`);
+    db.exec('VACUUM');
+    db.transaction(noteZeroed).immediate(db);
+  } catch (err) {
+    if (!isStoreBusyError(err)) throw err;
+  }
 }
 
 /**
@@ -98,7 +208,17 @@ function migrate(db: SqliteDatabase, migrations: readonly SqliteMigration[]): vo
 function beginTransactionsImmediate(db: SqliteDatabase): void {
   const transaction = db.transaction.bind(db);
   // Each variant better-sqlite3 returns carries the others (.deferred, .immediate, .exclusive), so callers keep them.
-  db.transaction = ((fn: Parameters<SqliteDatabase['transaction']>[0]) => transaction(fn).immediate) as SqliteDatabase['transaction'];
+  // The wait for the lock is bounded by the call's store-wait budget (boundBusyWait), set just before BEGIN; a DEFERRED
+  // transaction takes no lock at its begin, and one that writes later is answered SQLITE_BUSY at once when held.
+  db.transaction = ((fn: Parameters<SqliteDatabase['transaction']>[0]) => {
+    const variants = transaction(fn);
+    const bounded = (variant: (...args: unknown[]) => unknown) => (...args: unknown[]) => {
+      if (!db.inTransaction) boundBusyWait(db);
+      return variant(...args);
+    };
+    const immediate = bounded(variants.immediate);
+    return Object.assign(immediate, { default: immediate, immediate, exclusive: bounded(variants.exclusive), deferred: variants.deferred, database: db });
+  }) as SqliteDatabase['transaction'];
 }
 
 /**
@@ -113,6 +233,14 @@ function cachePreparedStatements(db: SqliteDatabase): void {
     const cached = statements.get(sql);
     if (cached && !cached.busy) return cached;
     const statement = compile(sql);
+    // A write outside a transaction takes the write lock itself: its wait is bounded as a transaction's is.
+    if (!statement.reader) {
+      const run = statement.run.bind(statement);
+      statement.run = ((...params: unknown[]) => {
+        if (!db.inTransaction) boundBusyWait(db);
+        return run(...(params as []));
+      }) as typeof statement.run;
+    }
     // Bounded, in case a caller builds SQL text per call (e.g. a variable number of placeholders).
     if (!cached && statements.size < 1000) statements.set(sql, statement);
     return statement;

@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { SqliteDatabase } from '../sqlite';
+import { writeWhenUnlocked, type SqliteDatabase } from '../sqlite';
 import { assertPublishable, type EventBus, type OutgoingEvent } from './event-bus';
 import { outboxMetrics, type OutboxMetrics } from './event-metrics';
 import { isEngineUnavailableError } from '../readiness';
@@ -74,9 +74,13 @@ export class SqliteOutboxStore implements OutboxStore {
   async remove(ids: string[]): Promise<void> {
     if (ids.length === 0) return;
     const del = this.db.prepare('DELETE FROM outbox WHERE seq = ?');
-    this.db.transaction(() => {
-      for (const id of ids) del.run(Number(id));
-    })();
+    // The relay's own write, in the background: another process's lock is waited for between tries, the service
+    // answering meanwhile (writeWhenUnlocked), not inside SQLite with the whole process stopped.
+    await writeWhenUnlocked(this.db, () =>
+      this.db.transaction(() => {
+        for (const id of ids) del.run(Number(id));
+      })(),
+    );
   }
 }
 

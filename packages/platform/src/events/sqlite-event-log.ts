@@ -1,6 +1,6 @@
 import { EventEmitter } from 'node:events';
 import type { Logger } from 'pino';
-import { openSqlite, type SqliteDatabase } from '../sqlite';
+import { openSqlite, STORE_BUSY_TIMEOUT_MS, writeWhenUnlocked, type SqliteDatabase } from '../sqlite';
 import { batchLength, handlerFailureLog, type DeliveredEvent, type EventBus, type OutgoingEvent, type SubscribeOptions, type Subscription } from './event-bus';
 import { isEngineUnavailableError } from '../readiness';
 import { errorMessage } from '../errors';
@@ -25,11 +25,18 @@ const MIGRATIONS = [
 ];
 
 /** Opens the embedded event log's SQLite file with its schema up to date (for tools beside the bus, such as SqliteDeadLetters). */
-export function openEventLogDatabase(path: string): SqliteDatabase {
+export function openEventLogDatabase(path: string, options: { busyTimeoutMs?: number } = {}): SqliteDatabase {
   // A new file can hand pages freed by retention back (incremental_vacuum); one made before (auto_vacuum=NONE) is
   // switched by SqliteEventLog at open when small enough (docs/decisions.md, event log retention).
-  return openSqlite(path, MIGRATIONS, { autoVacuum: 'incremental' });
+  return openSqlite(path, MIGRATIONS, { autoVacuum: 'incremental', ...options });
 }
+
+/**
+ * The event log's own busy_timeout: its writes (publishing, a consumer's position, dead letters, retention) wait for
+ * another process's lock between tries (writeWhenUnlocked), not inside SQLite, which blocked the whole process: one
+ * service's relay or consumer meeting a held events.db froze every request of the process for up to 5 s at a time.
+ */
+const EVENT_LOG_BUSY_TIMEOUT_MS = 5;
 
 /**
  * What the embedded log keeps (EVENT_LOG_RETENTION_HOURS, EVENT_LOG_UNCONSUMED_RETENTION_HOURS): like Kafka's
@@ -127,7 +134,7 @@ export class SqliteEventLog implements EventBus {
   private pruning: Promise<PruneResult> | undefined;
 
   constructor(private readonly options: SqliteEventLogOptions) {
-    this.db = openEventLogDatabase(options.path);
+    this.db = openEventLogDatabase(options.path, { busyTimeoutMs: EVENT_LOG_BUSY_TIMEOUT_MS });
     this.wakeups.setMaxListeners(100);
     const retention = options.retention;
     if (retention && retention.retentionMs !== null) {
@@ -162,11 +169,15 @@ export class SqliteEventLog implements EventBus {
     }
     const started = performance.now();
     try {
+      // At open, before any request: the switch may wait for another process as long as opening does.
+      this.db.pragma(`busy_timeout = ${STORE_BUSY_TIMEOUT_MS}`);
       this.db.pragma('auto_vacuum = INCREMENTAL');
       this.db.exec('VACUUM');
     } catch (err) {
       logger.warn({ err, path, bytes }, `could not switch the event log file to incremental auto_vacuum at start (tried again at the next start; or, with the services stopped: ${manual})`);
       return;
+    } finally {
+      this.db.pragma(`busy_timeout = ${EVENT_LOG_BUSY_TIMEOUT_MS}`);
     }
     const after = (this.db.pragma('page_count', { simple: true }) as number) * (this.db.pragma('page_size', { simple: true }) as number);
     logger.info({ path, bytesBefore: bytes, bytesAfter: after, ms: Math.round(performance.now() - started) }, 'the event log file was switched to incremental auto_vacuum: space freed by retention is handed back from now on');
@@ -177,9 +188,11 @@ export class SqliteEventLog implements EventBus {
     if (events.length === 0) return;
     const insert = this.db.prepare('INSERT INTO events (topic, key, payload, published_at) VALUES (?, ?, ?, ?)');
     const now = new Date().toISOString();
-    this.db.transaction(() => {
-      for (const e of events) insert.run(e.topic, e.key, Buffer.from(e.payload), now);
-    })();
+    await writeWhenUnlocked(this.db, () =>
+      this.db.transaction(() => {
+        for (const e of events) insert.run(e.topic, e.key, Buffer.from(e.payload), now);
+      })(),
+    );
     countPublishedEvents(events);
     this.wakeups.emit('published');
   }
@@ -188,9 +201,11 @@ export class SqliteEventLog implements EventBus {
     // The group is registered on its topics before it reads anything, so retention keeps what it has not committed,
     // from the first event on, until it commits (or the events pass EVENT_LOG_UNCONSUMED_RETENTION_HOURS).
     const register = this.db.prepare('INSERT OR IGNORE INTO consumer_offsets (group_id, topic, seq) VALUES (?, ?, 0)');
-    this.db.transaction(() => {
-      for (const topic of options.topics) register.run(options.group, topic);
-    })();
+    await writeWhenUnlocked(this.db, () =>
+      this.db.transaction(() => {
+        for (const topic of options.topics) register.run(options.group, topic);
+      })(),
+    );
     const subscription = new SqliteSubscription(this.db, this.wakeups, options, this.options);
     this.subscriptions.add(subscription);
     subscription.start();
@@ -288,7 +303,7 @@ export class SqliteEventLog implements EventBus {
       let total = 0;
       for (;;) {
         if (this.closed) return total;
-        const n = deleteBatch.run(topic, end, batchSize).changes;
+        const n = (await writeWhenUnlocked(this.db, () => deleteBatch.run(topic, end, batchSize))).changes;
         total += n;
         if (n < batchSize) return total;
         await yieldToOthers();
@@ -316,7 +331,7 @@ export class SqliteEventLog implements EventBus {
     if (result.deleted + result.deletedUnconsumed > 0 && this.db.pragma('auto_vacuum', { simple: true }) === 2) {
       while (!this.closed && (this.db.pragma('freelist_count', { simple: true }) as number) > 0) {
         const before = this.db.pragma('page_count', { simple: true }) as number;
-        this.db.pragma(`incremental_vacuum(${batchSize})`);
+        await writeWhenUnlocked(this.db, () => this.db.pragma(`incremental_vacuum(${batchSize})`));
         const released = before - (this.db.pragma('page_count', { simple: true }) as number);
         result.releasedPages += released;
         if (released === 0) break;
@@ -440,7 +455,7 @@ class SqliteSubscription {
   private async record(write: () => void, fields: Record<string, unknown>): Promise<boolean> {
     for (let failures = 0; ; failures++) {
       try {
-        write();
+        await writeWhenUnlocked(this.db, write);
         return true;
       } catch (err) {
         if (!this.running) return false;

@@ -1,0 +1,177 @@
+import Database from 'better-sqlite3';
+import { spawn } from 'node:child_process';
+import { existsSync, readFileSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import pino from 'pino';
+import { SqliteEventLog } from '../src/events/sqlite-event-log';
+import { isStoreBusyError } from '../src/readiness';
+import { runWithRequestContext } from '../src/request-context';
+import { openSqlite, type SqliteDatabase } from '../src/sqlite';
+import { testTempDir } from '../../../test/support/cleanup';
+
+const BETTER_SQLITE3 = require.resolve('better-sqlite3');
+const logger = pino({ level: 'silent' });
+
+/**
+ * Another process holding the store's write lock (BEGIN IMMEDIATE), as the backup command or an operator's sqlite3 does:
+ * resolves once it holds it. It lets go when told (release()), or by itself after `holdMs` when given.
+ */
+function holdWriteLock(path: string, holdMs?: number): Promise<{ release(): Promise<void> }> {
+  const script = `const D = require(${JSON.stringify(BETTER_SQLITE3)}); const db = new D(${JSON.stringify(path)});
+    db.exec('BEGIN IMMEDIATE'); console.log('held');
+    const letGo = () => { db.exec('ROLLBACK'); db.close(); process.exit(0); };
+    ${holdMs === undefined ? '' : `setTimeout(letGo, ${holdMs});`}
+    process.stdin.on('data', letGo);`;
+  const child = spawn(process.execPath, ['-e', script], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const exited = new Promise<void>((resolve) => child.on('exit', () => resolve()));
+  // A holder that let go by itself may be gone when told to (EPIPE): nothing to do then.
+  child.stdin!.on('error', () => undefined);
+  return new Promise((resolve, reject) => {
+    child.stdout!.on('data', (chunk: Buffer) => {
+      if (!chunk.toString().includes('held')) return;
+      resolve({
+        release: async () => {
+          child.stdin!.write('release\n');
+          await exited;
+        },
+      });
+    });
+    child.on('error', reject);
+  });
+}
+
+let dir: string;
+beforeEach(() => {
+  dir = testTempDir('sqlite-busy-wait-');
+});
+afterEach(() => {
+  rmSync(dir, { recursive: true, force: true });
+});
+
+describe("the event log's writes wait for another process's lock without stopping the process", () => {
+  it('a publish meeting a held events.db lets other work of the process run, and is stored once the lock is let go', async () => {
+    const path = join(dir, 'events.db');
+    const log = new SqliteEventLog({ path, logger, pollIntervalMs: 20, retryBaseMs: 10 });
+    try {
+      const holder = await holdWriteLock(path);
+      const order: string[] = [];
+      // better-sqlite3's wait inside SQLite is synchronous: the process did nothing else until the lock was let go or
+      // busy_timeout (5 s) passed, and nothing here lets it go before other work has run, so the publish failed.
+      const published = log.publish([{ topic: 'cards.card.v1', key: 'k1', payload: new TextEncoder().encode('held') }]).then(
+        () => order.push('published'),
+        (err: unknown) => order.push(`failed: ${(err as Error).message}`),
+      );
+      await new Promise((resolve) => setImmediate(resolve));
+      order.push('other work ran');
+      await holder.release();
+      await published;
+      expect(order).toEqual(['other work ran', 'published']);
+    } finally {
+      await log.close();
+    }
+    const db = new Database(path, { readonly: true });
+    try {
+      expect(db.prepare('SELECT topic, key FROM events').all()).toEqual([{ topic: 'cards.card.v1', key: 'k1' }]);
+    } finally {
+      db.close();
+    }
+  }, 30_000);
+});
+
+describe("a call's waits for a locked store end with its store-wait budget (before its caller's deadline)", () => {
+  let db: SqliteDatabase;
+  beforeEach(() => {
+    db = openSqlite(join(dir, 'store.db'), ['CREATE TABLE bookmarks (card_id TEXT NOT NULL)']);
+  });
+  afterEach(() => db.close());
+
+  const addBookmark = (cardId: string) => db.transaction(() => db.prepare('INSERT INTO bookmarks (card_id) VALUES (?)').run(cardId))();
+  const addOutsideTransaction = (cardId: string) => db.prepare('INSERT INTO bookmarks (card_id) VALUES (?)').run(cardId);
+
+  it.each([
+    ['in a transaction', addBookmark],
+    ['outside a transaction', addOutsideTransaction],
+  ])('a write %s of a call whose budget is spent fails SQLITE_BUSY at once, where the lock let go within busy_timeout would have let it through', async (_, write) => {
+    // The holder lets go by itself after 3 s: a write waiting busy_timeout (5 s) would be stored then.
+    const holder = await holdWriteLock(join(dir, 'store.db'), 3000);
+    let thrown: unknown;
+    try {
+      runWithRequestContext({ requestId: 'budget-spent', storeWaitUntil: Date.now() - 1 }, () => write('during'));
+    } catch (err) {
+      thrown = err;
+    }
+    await holder.release();
+    expect(isStoreBusyError(thrown)).toBe(true);
+    // Outside a call, the same write waits the lock out as before.
+    expect(() => addBookmark('after')).not.toThrow();
+    expect(db.prepare('SELECT card_id FROM bookmarks').all()).toEqual([{ card_id: 'after' }]);
+  }, 30_000);
+
+  it('a later call has its own budget: the connection waits busy_timeout again', async () => {
+    const holder = await holdWriteLock(join(dir, 'store.db'), 300);
+    expect(() => runWithRequestContext({ requestId: 'spent', storeWaitUntil: Date.now() - 1 }, () => addBookmark('spent'))).toThrow();
+    // The next write, of no call, waits for the lock (let go after 300 ms) and is stored.
+    expect(() => addBookmark('waited')).not.toThrow();
+    await holder.release();
+    expect(db.prepare('SELECT card_id FROM bookmarks').all()).toEqual([{ card_id: 'waited' }]);
+  }, 30_000);
+});
+
+describe('a store made before secure_delete is rid of its deleted text once, at open', () => {
+  /** A store as a release before secure_delete left it: a deleted card's text still in the file's free pages. */
+  function olderStore(path: string, text: string): void {
+    const older = new Database(path);
+    older.pragma('journal_mode = WAL');
+    older.exec('CREATE TABLE IF NOT EXISTS cards (text TEXT)');
+    older.prepare('INSERT INTO cards (text) VALUES (?)').run(`${text} ${'d'.repeat(20_000)}`);
+    older.prepare('INSERT INTO cards (text) VALUES (?)').run('kept card text');
+    older.prepare('DELETE FROM cards WHERE text LIKE ?').run(`${text}%`);
+    older.pragma('wal_checkpoint(TRUNCATE)');
+    older.close();
+  }
+  const fileHolds = (path: string, text: string) => readFileSync(path).includes(text) || (existsSync(`${path}-wal`) && readFileSync(`${path}-wal`).includes(text));
+
+  it('the deleted text is gone from the file and its WAL after the first open; the rows kept are all there', () => {
+    const path = join(dir, 'cards.db');
+    olderStore(path, 'deleted before secure_delete');
+    expect(fileHolds(path, 'deleted before secure_delete')).toBe(true);
+    const db = openSqlite(path, ['CREATE TABLE IF NOT EXISTS cards (text TEXT)']);
+    try {
+      db.pragma('wal_checkpoint(TRUNCATE)');
+      expect(fileHolds(path, 'deleted before secure_delete')).toBe(false);
+      expect(db.prepare('SELECT text FROM cards').all()).toEqual([{ text: 'kept card text' }]);
+      expect(db.pragma('freelist_count', { simple: true })).toBe(0);
+    } finally {
+      db.close();
+    }
+  });
+
+  it('once only: a later open does not rewrite the store again (every start would pay for it)', () => {
+    const path = join(dir, 'cards.db');
+    olderStore(path, 'first text');
+    openSqlite(path).close();
+    // Text deleted afterwards without secure_delete (only this test does that) stays: the second open rewrote nothing.
+    olderStore(path, 'second text');
+    const db = openSqlite(path);
+    try {
+      db.pragma('wal_checkpoint(TRUNCATE)');
+      expect(fileHolds(path, 'first text')).toBe(false);
+      expect(fileHolds(path, 'second text')).toBe(true);
+    } finally {
+      db.close();
+    }
+  });
+
+  it('a store made by this release is noted as clean when made, and never rewritten', () => {
+    const path = join(dir, 'new.db');
+    openSqlite(path, ['CREATE TABLE cards (text TEXT)']).close();
+    olderStore(path, 'deleted without secure_delete');
+    const db = openSqlite(path, ['CREATE TABLE cards (text TEXT)']);
+    try {
+      db.pragma('wal_checkpoint(TRUNCATE)');
+      expect(fileHolds(path, 'deleted without secure_delete')).toBe(true);
+    } finally {
+      db.close();
+    }
+  });
+});

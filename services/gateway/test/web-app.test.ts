@@ -156,6 +156,19 @@ describe('serving the built web app (serveWebApp)', () => {
     expect((await raw('gzip').then(() => fetch(`${app.url}/assets/missing-000.js`, { headers: { 'accept-encoding': 'gzip' } }))).status).toBe(404);
   });
 
+  it('answers If-Match and If-Unmodified-Since on an asset whatever the encoding asked for: a failed one is 412 (from send; the error handler makes it JSON), a holding one the file', async () => {
+    const asked = async (headers: Record<string, string>) => {
+      const res = await fetch(`${app.url}/assets/app-def456.js`, { headers: { 'accept-encoding': 'gzip, br', ...headers } });
+      const text = await res.text();
+      return { status: res.status, file: text === BIG_SCRIPT };
+    };
+    // Before, the compressed answer took neither into account: 200 with the file, where the file as it is was 412.
+    for (const headers of [{ 'if-match': '"another"' }, { 'if-unmodified-since': 'Sun, 06 Nov 1994 08:49:37 GMT' }]) {
+      expect({ headers, ...(await asked(headers)) }).toEqual({ headers, status: 412, file: false });
+    }
+    expect(await asked({ 'if-match': '*', 'if-unmodified-since': new Date(Date.now() + 3_600_000).toUTCString() })).toEqual({ status: 200, file: true });
+  });
+
   it('answers a missing asset or file-like path with a JSON 404, not the app', async () => {
     for (const path of ['/assets/index-gone.js', '/favicon.ico']) {
       const res = await fetch(app.url + path);

@@ -55,8 +55,8 @@ interface CompressedAsset {
  * The hashed assets sent brotli- or gzip-compressed to a browser that accepts it (the app's script 97 KiB -> ~29 KiB,
  * the editor's 226 KiB -> ~62 KiB), each compressed once, off the event loop, and kept in memory (the build is a few
  * files; a rebuilt file, seen by its mtime, is compressed again). Vary: Accept-Encoding on every asset answer, so a
- * shared cache keeps the encodings apart. A Range request, a client that accepts neither, or a type not worth it
- * (already compressed) gets the file as it is from express.static.
+ * shared cache keeps the encodings apart. A Range request, one with If-Match or If-Unmodified-Since, a client that
+ * accepts neither, or a type not worth it (already compressed) gets the file as it is from express.static.
  */
 function compressedAssets(assetsDir: string, setHeaders: (res: ServerResponse, path: string) => void): RequestHandler {
   const cache = new Map<string, Promise<CompressedAsset | null>>();
@@ -88,6 +88,9 @@ function compressedAssets(assetsDir: string, setHeaders: (res: ServerResponse, p
     res.vary('Accept-Encoding');
     const name = ASSET_NAME.exec(req.path)?.[1];
     if ((req.method !== 'GET' && req.method !== 'HEAD') || !name || !COMPRESSIBLE.has(extname(name).toLowerCase()) || req.headers.range || !req.headers['accept-encoding']) return next();
+    // If-Match and If-Unmodified-Since (RFC 9110 13.2.2, before If-None-Match) are send's to evaluate: 412 when they
+    // fail, else the file as it is. Answered here, a failed one got the compressed file (req.fresh looks at neither).
+    if (req.headers['if-match'] !== undefined || req.headers['if-unmodified-since'] !== undefined) return next();
     // Brotli when accepted at all (browsers list it after gzip with the same weight, and it is ~15 % smaller), else gzip.
     const encoding = req.acceptsEncodings('br') === 'br' ? 'br' : req.acceptsEncodings('gzip') === 'gzip' ? 'gzip' : undefined;
     if (!encoding) return next();

@@ -38,12 +38,13 @@ export function rebuildRequest(reason: string): { topic: string; key: string; pa
 /**
  * At start: when the index was lost (indexWasLost), logs one warning, counts it and answers the request to publish
  * (rebuildRequest), and the caller settles the check (index.lostIndexCheckSettled) once it is published; otherwise
- * settles the check itself and answers undefined. A start killed before the check settled leaves it pending in the
+ * settles a pending check itself and answers undefined. A start killed before the check settled leaves it pending in the
  * index, so the next start, finding the index there, still checks (and asks) instead of keeping a partial index.
  */
 export async function rebuildRequestIfIndexLost(check: LostIndexCheck): Promise<ReturnType<typeof rebuildRequest> | undefined> {
   if (!(await indexWasLost(check))) {
-    await check.index.lostIndexCheckSettled();
+    // Only a check still pending is settled (no write at every start on an index that was there).
+    if (await check.index.createdAtStart()) await check.index.lostIndexCheckSettled();
     return undefined;
   }
   const reason = 'the search index was created at this start while its consumer group had handled events before';

@@ -1,5 +1,6 @@
 import Database from 'better-sqlite3';
-import { chmodSync, closeSync, copyFileSync, existsSync, fsyncSync, lstatSync, mkdirSync, openSync, readdirSync, renameSync, rmSync } from 'node:fs';
+import { chmodSync, copyFileSync, existsSync, lstatSync, mkdirSync, readdirSync, renameSync, rmSync } from 'node:fs';
+import { open } from 'node:fs/promises';
 import { dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
 
 /** A step of a backup a test can act in (what another process does while a backup runs). */
@@ -96,9 +97,9 @@ export async function backUpDataDir(dataDir: string, target: string, hooks: Data
       letGo(snapshots);
     }
     files += copyOtherFiles(dataDir, partial, listDataDir(dataDir).others);
-    syncTree(partial);
+    await syncTree(partial);
     renameSync(partial, target);
-    syncPath(dirname(resolve(target)), { directory: true });
+    await syncPath(dirname(resolve(target)), { directory: true });
     return { stores, gone: listed.filter((store) => !stores.includes(store)), files, writesHeldMs };
   } catch (err) {
     rmSync(partial, { recursive: true, force: true });
@@ -221,18 +222,34 @@ function compactStore(from: string, to: string): void {
   }
 }
 
+/** How many flushes are under way at once (libuv's pool runs 4): the file system commits concurrent ones together. */
+const FLUSHES_AT_ONCE = 8;
+
 /**
- * Flushes every file under `dir` and then every directory (its entries: names, renames) to stable storage, as `sync`
- * would for this tree only: SQLite's backup syncs the page copy, but `VACUUM INTO` does not sync what it writes (SQLite's
- * documentation says so), nor does copyFile, nor does anything the directory entries.
+ * Flushes every file under `dir` and every directory (its entries: names, renames) to stable storage, as `sync` would
+ * for this tree only: SQLite's backup syncs the page copy, but `VACUUM INTO` does not sync what it writes (SQLite's
+ * documentation says so), nor does copyFile, nor does anything the directory entries. Several at once: one after the
+ * other, each fsync of a small file waits for its own journal commit (4,000 mails: 12 s here, 0.6 s 4 at once).
  */
-function syncTree(dir: string): void {
-  for (const entry of readdirSync(dir, { withFileTypes: true })) {
-    const path = join(dir, entry.name);
-    if (entry.isDirectory()) syncTree(path);
-    else syncPath(path);
+async function syncTree(dir: string): Promise<void> {
+  const files: string[] = [];
+  const directories: string[] = [];
+  const walk = (at: string) => {
+    for (const entry of readdirSync(at, { withFileTypes: true })) {
+      if (entry.isDirectory()) walk(join(at, entry.name));
+      else files.push(join(at, entry.name));
+    }
+    directories.push(at);
+  };
+  walk(dir);
+  for (const [paths, directory] of [[files, false], [directories, true]] as const) {
+    let next = 0;
+    await Promise.all(
+      Array.from({ length: FLUSHES_AT_ONCE }, async () => {
+        while (next < paths.length) await syncPath(paths[next++] as string, { directory });
+      }),
+    );
   }
-  syncPath(dir, { directory: true });
 }
 
 /**
@@ -240,15 +257,15 @@ function syncTree(dir: string): void {
  * fsync a directory at all (EINVAL, EBADF: some network and FUSE mounts) is let be for directories, as PostgreSQL does;
  * any failure to flush a file fails the backup.
  */
-function syncPath(path: string, { directory = false } = {}): void {
-  const fd = openSync(path, 'r');
+async function syncPath(path: string, { directory = false } = {}): Promise<void> {
+  const handle = await open(path, 'r');
   try {
-    fsyncSync(fd);
+    await handle.sync();
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     if (!directory || (code !== 'EINVAL' && code !== 'EBADF')) throw err;
   } finally {
-    closeSync(fd);
+    await handle.close();
   }
 }
 

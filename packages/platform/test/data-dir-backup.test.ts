@@ -320,19 +320,18 @@ describe('backUpDataDir (an online backup of the embedded data dir)', () => {
     const { dataDir } = dataDirWithConsumer(root);
     writeFileSync(join(dataDir, 'svc', 'secret'), 'k'.repeat(64));
     const backup = join(root, 'backup');
-    // What the backup asks of the file system, in order: each fsync named by the path its descriptor was opened on.
-    const real = { openSync: fs.openSync, fsyncSync: fs.fsyncSync, renameSync: fs.renameSync };
-    const opened = new Map<number, string>();
+    // What the backup asks of the file system, in order: each fsync named by the path its handle was opened on.
+    const real = { open: fs.promises.open, renameSync: fs.renameSync };
     const steps: string[] = [];
     const spies = [
-      jest.spyOn(fs, 'openSync').mockImplementation(((path: fs.PathLike, flags: fs.OpenMode, mode?: fs.Mode | null) => {
-        const fd = real.openSync(path, flags, mode);
-        opened.set(fd, String(path));
-        return fd;
-      }) as typeof fs.openSync),
-      jest.spyOn(fs, 'fsyncSync').mockImplementation((fd: number) => {
-        steps.push(`fsync ${opened.get(fd) ?? `fd ${fd}`}`);
-        real.fsyncSync(fd);
+      jest.spyOn(fs.promises, 'open').mockImplementation(async (...args: Parameters<typeof fs.promises.open>) => {
+        const handle = await real.open(...args);
+        const sync = handle.sync.bind(handle);
+        handle.sync = async () => {
+          steps.push(`fsync ${String(args[0])}`);
+          await sync();
+        };
+        return handle;
       }),
       jest.spyOn(fs, 'renameSync').mockImplementation((from: fs.PathLike, to: fs.PathLike) => {
         steps.push(`rename ${String(from)} to ${String(to)}`);
@@ -359,18 +358,17 @@ describe('backUpDataDir (an online backup of the embedded data dir)', () => {
 
   it('fails when a file of the copy cannot be flushed (no target, no .partial left), and lets be a file system that cannot flush directories', async () => {
     const { dataDir } = dataDirWithConsumer(root);
-    const real = { openSync: fs.openSync, fsyncSync: fs.fsyncSync };
-    const opened = new Map<number, string>();
+    const realOpen = fs.promises.open;
     const failing = (failOn: (path: string) => NodeJS.ErrnoException | undefined) => [
-      jest.spyOn(fs, 'openSync').mockImplementation(((path: fs.PathLike, flags: fs.OpenMode, mode?: fs.Mode | null) => {
-        const fd = real.openSync(path, flags, mode);
-        opened.set(fd, String(path));
-        return fd;
-      }) as typeof fs.openSync),
-      jest.spyOn(fs, 'fsyncSync').mockImplementation((fd: number) => {
-        const err = failOn(opened.get(fd) ?? '');
-        if (err) throw err;
-        real.fsyncSync(fd);
+      jest.spyOn(fs.promises, 'open').mockImplementation(async (...args: Parameters<typeof fs.promises.open>) => {
+        const handle = await realOpen(...args);
+        const sync = handle.sync.bind(handle);
+        handle.sync = async () => {
+          const err = failOn(String(args[0]));
+          if (err) throw err;
+          await sync();
+        };
+        return handle;
       }),
     ];
     const errno = (code: string) => Object.assign(new Error(`${code}: fsync`), { code });

@@ -163,7 +163,7 @@ describe('serving the built web app (serveWebApp)', () => {
       return { status: res.status, file: text === BIG_SCRIPT };
     };
     // Before, the compressed answer took neither into account: 200 with the file, where the file as it is was 412.
-    for (const headers of [{ 'if-match': '"another"' }, { 'if-unmodified-since': 'Sun, 06 Nov 1994 08:49:37 GMT' }]) {
+    for (const headers of [{ 'if-match': '"another"' }, { 'if-unmodified-since': 'Sun, 06 Nov 1994 08:49:37 GMT' }] as Array<Record<string, string>>) {
       expect({ headers, ...(await asked(headers)) }).toEqual({ headers, status: 412, file: false });
     }
     expect(await asked({ 'if-match': '*', 'if-unmodified-since': new Date(Date.now() + 3_600_000).toUTCString() })).toEqual({ status: 200, file: true });

@@ -2,7 +2,7 @@ import Database from 'better-sqlite3';
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { creationCursor } from './paging';
-import { isStoreBusyError } from './readiness';
+import { isStorageFullError, isStoreBusyError } from './readiness';
 import { currentRequestContext } from './request-context';
 
 export type SqliteDatabase = Database.Database;
@@ -179,7 +179,8 @@ function noteZeroed(db: SqliteDatabase): void {
  * (a deleted card's text) in its free pages and in the free space of its pages: an operator's copy of the data dir
  * carried it. Such a store is rewritten once (VACUUM: only what it holds, every page written anew), and that is noted in
  * the store (store_upkeep), so later starts only read the note. A store this release makes is noted at once; one whose
- * lock another process holds past busy_timeout is left for the next start (it still opens). Cost: docs/benchmarks.md.
+ * lock another process holds past busy_timeout, or whose disk has no room for the rewrite, is left for the next start
+ * (it still opens). Cost, once: about 5 s for a 411 MB store (docs/benchmarks.md); later opens under 1 ms.
  */
 function zeroFreePagesOnce(db: SqliteDatabase): void {
   if (db.memory) return;
@@ -193,7 +194,9 @@ function zeroFreePagesOnce(db: SqliteDatabase): void {
     db.exec('VACUUM');
     db.transaction(noteZeroed).immediate(db);
   } catch (err) {
-    if (!isStoreBusyError(err)) throw err;
+    // VACUUM writes the whole store again through the WAL: without room for that (or with the lock held past
+    // busy_timeout) the store opens as it is and the next start tries again.
+    if (!isStoreBusyError(err) && !isStorageFullError(err)) throw err;
   }
 }
 

@@ -7,7 +7,7 @@ import { SqliteCardIndex } from './adapters/sqlite/sqlite-card-index';
 import { ElasticsearchCardIndex } from './adapters/elasticsearch/elasticsearch-card-index';
 import { WinkGloveEmbedder } from './adapters/wink/wink-glove-embedder';
 import { IndexProjector } from './application/index-projector';
-import { rebuildRequestIfIndexLost } from './application/lost-index';
+import { rebuildRequestIfIndexLost, rebuildRequestSender } from './application/lost-index';
 import { pruneOrderMarkers } from './application/marker-retention';
 import { SearchService } from './application/search-service';
 import type { Embedder } from './domain/ports';
@@ -117,12 +117,12 @@ export async function startSearch(env: Record<string, string | undefined> = proc
         return undefined;
       })
     : undefined;
+  const sendRebuild = lostIndex ? rebuildRequestSender(lostIndex, bus, index) : undefined;
   const requesting = lostIndex
     ? retryUntilDone(
         async () => {
-          await bus.publish([lostIndex]);
-          // Only now: killed before this, the next start finds the check pending and asks again (docs/decisions.md).
-          await index.lostIndexCheckSettled();
+          // Published once, then the check settled (retried alone when that fails).
+          await sendRebuild!();
           logger.info({ topic: lostIndex.topic }, 'asked the cards service to rebuild the search index');
         },
         logger,

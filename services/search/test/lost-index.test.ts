@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { createLogger, serviceMetrics, SqliteEventLog, Topics } from '@cards/platform';
 import { events } from '@cards/proto';
 import { SqliteCardIndex } from '../src/adapters/sqlite/sqlite-card-index';
-import { indexWasLost, rebuildRequestIfIndexLost } from '../src/application/lost-index';
+import { indexWasLost, rebuildRequest, rebuildRequestIfIndexLost, rebuildRequestSender } from '../src/application/lost-index';
 import { testTempDir } from '../../../test/support/cleanup';
 
 const requests = async () => (await serviceMetrics.getSingleMetric('card_library_search_index_rebuild_requests_total')!.get()).values[0]?.value ?? 0;
@@ -46,6 +46,36 @@ describe('a search index lost while search was stopped (created at this start, i
       expect(decoded.reason).toMatch(/created at this start while its consumer group had handled events before/);
       expect(warnings()[0]).toMatch(/asking the cards service to tell search every card and bookmark again/);
     }
+  });
+
+  it('sending the request: published once, however often settling the check afterwards fails and is tried again; a failed publish is tried again', async () => {
+    const request = rebuildRequest('lost');
+    let publishFailures = 1;
+    let settleFailures = 2;
+    let published = 0;
+    const bus = {
+      publish: jest.fn(async () => {
+        if (publishFailures-- > 0) throw new Error('broker down');
+        published++;
+      }),
+    };
+    const index = {
+      lostIndexCheckSettled: jest.fn(async () => {
+        // An Elasticsearch index blocked read-only (disk flood stage) refuses the _meta write.
+        if (settleFailures-- > 0) throw new Error('cluster_block_exception');
+      }),
+    };
+    const send = rebuildRequestSender(request, bus, index);
+    const outcomes: string[] = [];
+    for (let attempt = 0; attempt < 5 && outcomes.at(-1) !== 'done'; attempt++) {
+      outcomes.push(await send().then(() => 'done', (err: Error) => err.message));
+    }
+    expect(outcomes).toEqual(['broker down', 'cluster_block_exception', 'cluster_block_exception', 'done']);
+    // One request reached the log (each one has the cards service tell search every card again); settled at the end.
+    expect(published).toBe(1);
+    expect(bus.publish).toHaveBeenCalledTimes(2);
+    expect(bus.publish).toHaveBeenLastCalledWith([request]);
+    expect(index.lostIndexCheckSettled).toHaveBeenCalledTimes(3);
   });
 
   describe('on the embedded adapters', () => {

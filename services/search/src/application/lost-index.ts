@@ -52,3 +52,21 @@ export async function rebuildRequestIfIndexLost(check: LostIndexCheck): Promise<
   rebuildRequests.inc();
   return rebuildRequest(reason);
 }
+
+/**
+ * The step that sends a lost index's rebuild request (rebuildRequestIfIndexLost) and then settles its check, for a
+ * retrying loop (retryUntilDone): the request is published once, and a settle that fails (an Elasticsearch index
+ * blocked read-only at its disk's flood stage refuses the _meta write) is tried again alone. Publishing again at each
+ * try had the cards service tell search every card and bookmark again every retry, for as long as the settle failed.
+ */
+export function rebuildRequestSender(request: ReturnType<typeof rebuildRequest>, bus: Pick<EventBus, 'publish'>, index: Pick<CardIndex, 'lostIndexCheckSettled'>): () => Promise<void> {
+  let published = false;
+  return async () => {
+    if (!published) {
+      await bus.publish([request]);
+      published = true;
+    }
+    // Only now: killed before this, the next start finds the check pending and asks again (docs/decisions.md).
+    await index.lostIndexCheckSettled();
+  };
+}

@@ -122,6 +122,36 @@ export async function writeWhenUnlocked<T>(db: SqliteDatabase, write: () => T, w
 }
 
 /**
+ * `repository` with each of `methods` (async methods writing to `db`) run inside an IMMEDIATE transaction begun by
+ * writeWhenUnlocked: another process's lock is waited for between tries on the event loop, the process answering
+ * meanwhile, instead of inside SQLite at the method's first write. The method is called once the lock is held; what it
+ * does synchronously (all of a better-sqlite3 repository's work up to its first await) runs in that transaction, its
+ * own transactions as savepoints of it, and is committed as it returns, whether it failed or not (its own transaction
+ * already rolled its part back, as before). Anything after an await runs as it did, waiting inside SQLite. Only the
+ * BEGIN can meet the lock, before the method runs, so a try that fails did nothing. Called inside a transaction
+ * (one method from another's), a method runs as it is.
+ */
+export function writesWaitBetweenTries<R extends object>(repository: R, db: SqliteDatabase, methods: readonly (keyof R & string)[]): R {
+  const target = repository as Record<string, unknown>;
+  for (const name of methods) {
+    const method = target[name];
+    if (typeof method !== 'function') throw new Error(`writesWaitBetweenTries: ${name} is not a method`);
+    target[name] = (...args: unknown[]): unknown => {
+      if (db.inTransaction) return method.apply(repository, args);
+      return writeWhenUnlocked(db, () => {
+        db.exec('BEGIN IMMEDIATE');
+        try {
+          return method.apply(repository, args) as unknown;
+        } finally {
+          db.exec('COMMIT');
+        }
+      });
+    };
+  }
+  return repository;
+}
+
+/**
  * Switching a new file to WAL needs the file to itself, and SQLite answers SQLITE_BUSY for it without always calling
  * the busy handler while another process opens the same new file; such opens retry for up to ~5 s.
  */

@@ -6,7 +6,7 @@ import pino from 'pino';
 import { SqliteEventLog } from '../src/events/sqlite-event-log';
 import { isStoreBusyError } from '../src/readiness';
 import { runWithRequestContext } from '../src/request-context';
-import { openSqlite, type SqliteDatabase } from '../src/sqlite';
+import { openSqlite, writesWaitBetweenTries, type SqliteDatabase } from '../src/sqlite';
 import { testTempDir } from '../../../test/support/cleanup';
 
 const BETTER_SQLITE3 = require.resolve('better-sqlite3');
@@ -75,6 +75,72 @@ describe("the event log's writes wait for another process's lock without stoppin
     } finally {
       db.close();
     }
+  }, 30_000);
+});
+
+describe("a repository's writes wait for another process's lock between tries (writesWaitBetweenTries)", () => {
+  class Bookmarks {
+    constructor(private readonly db: SqliteDatabase) {}
+    async add(cardId: string): Promise<number> {
+      return this.db.transaction(() => {
+        const next = (this.db.prepare('SELECT count(*) + 1 AS n FROM bookmarks').get() as { n: number }).n;
+        this.db.prepare('INSERT INTO bookmarks (card_id, ord) VALUES (?, ?)').run(cardId, next);
+        return next;
+      })();
+    }
+    async addTwiceThenFail(cardId: string): Promise<void> {
+      this.db.prepare('INSERT INTO bookmarks (card_id, ord) VALUES (?, 0)').run(cardId);
+      this.db.transaction(() => {
+        this.db.prepare('INSERT INTO bookmarks (card_id, ord) VALUES (?, 0)').run(`${cardId} again`);
+        throw new Error('refused');
+      })();
+    }
+  }
+  let db: SqliteDatabase;
+  let bookmarks: Bookmarks;
+  beforeEach(() => {
+    db = openSqlite(join(dir, 'store.db'), ['CREATE TABLE bookmarks (card_id TEXT NOT NULL, ord INTEGER NOT NULL)']);
+    bookmarks = writesWaitBetweenTries(new Bookmarks(db), db, ['add', 'addTwiceThenFail']);
+  });
+  afterEach(() => db.close());
+
+  it('a write meeting a held lock lets other work of the process run, and is stored once the lock is let go', async () => {
+    const holder = await holdWriteLock(join(dir, 'store.db'));
+    const order: string[] = [];
+    // Waiting inside SQLite, nothing else ran until the lock was let go or busy_timeout passed: the add failed.
+    const added = bookmarks.add('during').then(
+      (ord) => order.push(`added at ${ord}`),
+      (err: unknown) => order.push(`failed: ${(err as Error).message}`),
+    );
+    await new Promise((resolve) => setImmediate(resolve));
+    order.push('other work ran');
+    // A read of the same connection answers meanwhile.
+    expect(db.prepare('SELECT count(*) AS n FROM bookmarks').get()).toEqual({ n: 0 });
+    await holder.release();
+    await added;
+    expect(order).toEqual(['other work ran', 'added at 1']);
+    expect(db.inTransaction).toBe(false);
+  }, 30_000);
+
+  it('a method that fails keeps what it stored before its failing transaction, as without the wrapper', async () => {
+    await expect(bookmarks.addTwiceThenFail('kept')).rejects.toThrow('refused');
+    expect(db.inTransaction).toBe(false);
+    expect(db.prepare('SELECT card_id FROM bookmarks').all()).toEqual([{ card_id: 'kept' }]);
+    expect(await bookmarks.add('next')).toBe(2);
+  });
+
+  it('a lock held past the wait (here the end of the call\'s budget) fails the write SQLITE_BUSY with nothing written', async () => {
+    const holder = await holdWriteLock(join(dir, 'store.db'));
+    let thrown: unknown;
+    try {
+      await runWithRequestContext({ requestId: 'short', storeWaitUntil: Date.now() + 200 }, () => bookmarks.add('held'));
+    } catch (err) {
+      thrown = err;
+    }
+    await holder.release();
+    expect(isStoreBusyError(thrown)).toBe(true);
+    expect(db.inTransaction).toBe(false);
+    expect(db.prepare('SELECT count(*) AS n FROM bookmarks').get()).toEqual({ n: 0 });
   }, 30_000);
 });
 

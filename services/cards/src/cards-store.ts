@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { connectMongo, keptKeyExpiry, mongoEngineCheck, MongoOutboxStore, SqliteOutboxStore, type EngineCheck, type Logger, type OutboxStore } from '@cards/platform';
+import { connectMongo, keptKeyExpiry, mongoEngineCheck, MongoOutboxStore, SqliteOutboxStore, writesWaitBetweenTries, type EngineCheck, type Logger, type OutboxStore } from '@cards/platform';
 import { InProcessContentLock } from './adapters/in-process/in-process-content-lock';
 import { openMongoCardsStore } from './adapters/mongo';
 import { MongoEventOutbox } from './adapters/mongo/mongo-event-outbox';
@@ -52,10 +52,15 @@ export async function openCardsStore(config: Pick<CardsConfig, 'DATA_DIR' | 'MON
   }
   logger.info('MONGO_URL not set: using the embedded SQLite store');
   const db = openCardsDatabase(sqliteCardsPath(config.DATA_DIR));
+  // The writes of a request wait for another process's lock (an operator's sqlite3, the backup's begin) between tries,
+  // the service answering meanwhile (docs/decisions.md, "Waiting for another process's lock on a SQLite store").
   return {
-    cards: new SqliteCardRepository(db, keyExpiry),
-    votes: new SqliteVoteRepository(db),
-    collections: new SqliteCollectionRepository(db, keyExpiry),
+    cards: writesWaitBetweenTries(new SqliteCardRepository(db, keyExpiry), db, [
+      'insert', 'update', 'remove', 'detachCollision', 'joinRoot', 'moveCollisions', 'clearLookAgainOwed', 'setVectorPointId',
+      'setVerification', 'clearFileReferences', 'clearFileReferenceOf', 'noteFileChange', 'setFilePrivacy',
+    ]),
+    votes: writesWaitBetweenTries(new SqliteVoteRepository(db), db, ['upsert', 'remove', 'recordJoinDates']),
+    collections: writesWaitBetweenTries(new SqliteCollectionRepository(db, keyExpiry), db, ['insert', 'insertFileCollection', 'update', 'remove', 'addBookmark', 'removeEntry']),
     contentLock: new InProcessContentLock(),
     oneTimeTasks: new SqliteOneTimeTasks(db),
     searchIndexRebuild: new SqliteSearchIndexRebuildProgress(db),

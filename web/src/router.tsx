@@ -1,5 +1,5 @@
 import type { ComponentChildren, JSX } from 'preact';
-import { useEffect, useState } from 'preact/hooks';
+import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
 
 /** A small History-API router: the gateway answers every non-/api path with index.html. */
 const listeners = new Set<() => void>();
@@ -80,6 +80,23 @@ export function useLocation(): Location {
     return () => void listeners.delete(update);
   }, []);
   return loc;
+}
+
+/**
+ * Whether the component calling it is still on the page. An action's follow-up navigation (a save opening the saved
+ * card, a deletion going to the list) asks it first: when the action ends after the person moved on (a link, Back,
+ * straight to another card's or collection's page), the page is no longer the one the action was pressed on, and
+ * moving them again would take them away from where they are now, past that page's unsaved changes (`force`).
+ */
+export function useStillShown(): () => boolean {
+  const shown = useRef(true);
+  useEffect(() => {
+    shown.current = true;
+    return () => {
+      shown.current = false;
+    };
+  }, []);
+  return useCallback(() => shown.current, []);
 }
 
 /** Matches `/card/:id` style patterns; returns the named segments or null. */

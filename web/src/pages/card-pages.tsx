@@ -3,7 +3,7 @@ import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { api, ApiError, EDIT_ATTEMPTS, newIdempotencyKey, onUnauthorized, chosenVersion, type Card } from '../api';
 import { cardDraftProblems, htmlFromInput, tagsFromInput, textOfHtml } from '../card-rules';
 import { ErrorMessage, firstWords, formatDate, Loading, Notice, NotFoundHint, PageTitle, Tags, useAction, useAsync, userName, UserText, VerificationBadge } from '../components';
-import { guardLeaving, Link, navigate, useLocation } from '../router';
+import { guardLeaving, Link, navigate, useLocation, useStillShown } from '../router';
 import { dropDraft, readDraft, saveDraft } from '../drafts';
 import { verificationReading } from '../verification';
 import { LazyCardTextEditor } from '../lazy-card-text-editor';
@@ -189,6 +189,7 @@ export function CardPage({ cardId }: { cardId: string }) {
   const session = useSession();
   const card = useAsync(() => api.card(cardId), [cardId]);
   const action = useAction();
+  const stillShown = useStillShown();
   // An action here found the card gone (deleted in another tab or by its author since the page read it): the page is
   // read again, and says what happened instead of leaving the card shown with a bare "Card not found".
   const [gone, setGone] = useState(false);
@@ -232,7 +233,8 @@ export function CardPage({ cardId }: { cardId: string }) {
       }
       return true;
     });
-    if (ok) navigate(session.user ? `/user/${session.user.id}` : '/', { replace: true });
+    // Ended after the person moved on (to another card's page, say): they stay where they are.
+    if (ok && stillShown()) navigate(session.user ? `/user/${session.user.id}` : '/', { replace: true });
   };
   return (
     <article class="card-page">
@@ -396,6 +398,7 @@ function CardForm({ card }: { card?: Card }) {
   const textChanged = card ? loadedText !== null && html !== loadedText && html !== card.card_html : words > 0;
   const dirty = textChanged || link.trim() !== (card?.link ?? '') || tags.trim() !== initialTags.trim() || isPrivate !== (card?.private ?? false);
   const sent = useRef(false);
+  const stillShown = useStillShown();
   const dirtyNow = useRef(dirty);
   dirtyNow.current = dirty && !sent.current;
   // The session ends (a 401: a sign-out in another tab, an expired or dropped cookie) and the form goes with the
@@ -481,7 +484,9 @@ function CardForm({ card }: { card?: Card }) {
       });
       if (ok) {
         done();
-        navigate(`/card/${card.id}`, { replace: true, force: true });
+        // A save that ends after the person went on (Back to another card's form, say) leaves them there: opening this
+        // card would replace that page, forced past its unsaved changes.
+        if (stillShown()) navigate(`/card/${card.id}`, { replace: true, force: true });
       }
       return;
     }
@@ -489,7 +494,7 @@ function CardForm({ card }: { card?: Card }) {
     if (!created) return;
     done();
     if (created.duplicate) setDuplicateOf(created.card_metadata);
-    else navigate(`/card/${created.card_metadata.id}`, { replace: true, force: true });
+    else if (stillShown()) navigate(`/card/${created.card_metadata.id}`, { replace: true, force: true });
   };
   const submit = (e: Event) => {
     e.preventDefault();

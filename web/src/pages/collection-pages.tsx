@@ -3,7 +3,7 @@ import { freeTextMessage } from '../free-text';
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { api, ApiError, EDIT_ATTEMPTS, newIdempotencyKey, chosenVersion, type Collection } from '../api';
 import { CardSummary, DoneNotice, ErrorMessage, firstWords, formatDate, Loading, Notice, NotFoundHint, PageTitle, Pager, useAction, useAsync, UserText } from '../components';
-import { Link, navigate, useLocation } from '../router';
+import { Link, navigate, useLocation, useStillShown } from '../router';
 import { useSession } from '../session';
 import { resultsSummary, SearchForm, SearchResults, SearchStatus, searchBody, searchParamsFrom, searchUrl } from './search-page';
 
@@ -26,6 +26,7 @@ export function CollectionsPage() {
   // One key per draft: sending the same draft again (a second click, a retry after a lost answer) makes no second collection.
   const draftKey = useMemo(newIdempotencyKey, [name, description, isPublic]);
   const action = useAction();
+  const stillShown = useStillShown();
   const create = async (e: Event) => {
     e.preventDefault();
     const trimmed = name.trim();
@@ -35,6 +36,8 @@ export function CollectionsPage() {
     if (id === undefined) return;
     setName('');
     setDescription('');
+    // Created after the person moved on: they stay where they are (the collection is in the list when they come back).
+    if (!stillShown()) return;
     if (id) navigate(`/collection/${id}`);
     else list.reload();
   };
@@ -143,6 +146,7 @@ function CollectionSettings({ collection: c, onChanged, onGone }: { collection: 
   shown.current = { name, description };
   const [saved, setSaved] = useState(false);
   const action = useAction();
+  const stillShown = useStillShown();
   const run = (work: () => Promise<unknown>) =>
     action.run(async () => {
       try {
@@ -227,7 +231,9 @@ function CollectionSettings({ collection: c, onChanged, onGone }: { collection: 
       }
       return true;
     });
-    if (ok) navigate('/collections', { replace: true });
+    // Deleted after the person moved on (Back to another collection, say): the list would replace that page, and what
+    // was typed there would go unsaid.
+    if (ok && stillShown()) navigate('/collections', { replace: true });
   };
   return (
     <details class="panel">
@@ -357,7 +363,9 @@ export function CollectionPage({ collectionId }: { collectionId: string }) {
           {c.description}
         </p>
       ) : null}
-      {isOwner ? <CollectionSettings collection={c} onChanged={data.reload} onGone={onGone} /> : null}
+      {/* Keyed by the collection: its fields, the version its clash warning names and its notices are this collection's
+          alone, even where the page is not rendered anew for another (main's key holds the path today). */}
+      {isOwner ? <CollectionSettings key={c.id} collection={c} onChanged={data.reload} onGone={onGone} /> : null}
       <SearchForm initial={params} onSearch={(p) => navigate(searchUrl(base, p))} idPrefix="collection-search" label="Search this collection" />
       <SearchStatus text={searching && !data.loading && d.searched ? resultsSummary(d.bookmarks, params.page, d.total_pages) : ''} />
       {searching ? (

@@ -8,7 +8,7 @@ import { GrpcCardsClient } from './adapters/grpc/grpc-cards-client';
 import { MinioObjectStore } from './adapters/minio/minio-object-store';
 import { MongoFileRepository } from './adapters/mongo/mongo-file-repository';
 import { SqliteFileRepository } from './adapters/sqlite/sqlite-file-repository';
-import { FilesService, UNFINISHED_UPLOAD_MS } from './application/files-service';
+import { FilesService } from './application/files-service';
 import { subscribeToFileEvents } from './application/file-event-subscriptions';
 import { IngestionScheduler } from './application/ingestion-scheduler';
 import { IngestionWorker } from './application/ingestion-worker';
@@ -90,7 +90,7 @@ export async function startFiles(env: Record<string, string | undefined> = proce
   relay.start();
   // Bytes of uploads cut short between their bytes and their record (killed in between) go, in the background.
   const sweeping = service
-    .sweepUnfinishedUploads(new Date(Date.now() - UNFINISHED_UPLOAD_MS))
+    .sweepUnfinishedUploads()
     .then((removed) => {
       if (removed > 0) logger.warn({ removed }, 'removed the stored bytes of uploads cut short before their record was stored (the process stopped in between)');
     })

@@ -1,9 +1,10 @@
-import { readdirSync, readFileSync, rmSync } from 'node:fs';
+import { readdirSync, readFileSync, rmSync, utimesSync } from 'node:fs';
 import { join } from 'node:path';
 import { createLogger, InvalidArgumentError, newId, NotFoundError, PermissionDeniedError, ResourceExhaustedError, SqliteOutboxStore, TooLargeError, UnauthenticatedError } from '@cards/platform';
 import type { CallContext } from 'nice-grpc';
 import { events } from '@cards/proto';
 import { DiskObjectStore } from '../src/adapters/disk/disk-object-store';
+import type { ObjectStore } from '../src/domain/ports';
 import { OWN_CHECKS_BUSY_MESSAGE } from '../src/adapters/documents/bounded-document-reader';
 import { LibraryDocumentReader } from '../src/adapters/documents/library-document-reader';
 import { SqliteFileRepository } from '../src/adapters/sqlite/sqlite-file-repository';
@@ -92,11 +93,36 @@ describe('FilesService', () => {
     const names = () => readdirSync(join(dir, 'objects')).filter((n) => n !== '.tmp').sort();
     expect(names()).toEqual([cut, done.id, `unfinished-upload-${cut}`, `unfinished-upload-${done.id}`].sort());
     // Markers newer than the sweep's bound are uploads under way: kept.
-    expect(await service.sweepUnfinishedUploads(new Date(Date.now() - UNFINISHED_UPLOAD_MS))).toBe(0);
+    expect(await service.sweepUnfinishedUploads()).toBe(0);
     expect(names()).toHaveLength(4);
-    expect(await service.sweepUnfinishedUploads(new Date(Date.now() + 1000))).toBe(1);
+    const older = new Date(Date.now() - UNFINISHED_UPLOAD_MS - 60_000);
+    for (const name of names().filter((n) => n.startsWith('unfinished-upload-'))) utimesSync(join(dir, 'objects', name), older, older);
+    expect(await service.sweepUnfinishedUploads()).toBe(1);
     expect(names()).toEqual([done.id]);
     expect((await service.get(done.id, done.userId, { checkContent: true })).id).toBe(done.id);
+  });
+
+  it('the sweep reads a marker\'s age on the store\'s clock: a replica whose clock runs two hours ahead keeps the bytes of an upload under way', async () => {
+    // The store (an S3 server, a shared file system) stamps what it is given two hours before this process's clock.
+    const lagMs = 2 * 60 * 60 * 1000;
+    const lagging: ObjectStore = {
+      put: (key, bytes) => objects.put(key, bytes),
+      open: (key, offset, length) => objects.open(key, offset, length),
+      read: (key) => objects.read(key),
+      stat: (key) => objects.stat(key),
+      remove: (key) => objects.remove(key),
+      async *list(prefix) {
+        for await (const { key, writtenAt } of objects.list(prefix)) yield { key, writtenAt: new Date(writtenAt.getTime() - lagMs) };
+      },
+      close: async () => undefined,
+    };
+    const ahead = new FilesService({ repository, objects: lagging, reader: new LibraryDocumentReader(), maxFileBytes: 100_000, logger: createLogger('t', 'silent'), onEventsWritten: () => undefined });
+    // Another replica's upload, between its bytes and its record, just now.
+    const underWay = newId();
+    await objects.put(`unfinished-upload-${underWay}`, Buffer.alloc(0));
+    await objects.put(underWay, docx);
+    expect(await ahead.sweepUnfinishedUploads()).toBe(0);
+    expect(readdirSync(join(dir, 'objects')).filter((n) => n !== '.tmp').sort()).toEqual([underWay, `unfinished-upload-${underWay}`]);
   });
 
   it('upload leaves only its bytes in the store (its marker removed), and nothing when its record is refused', async () => {

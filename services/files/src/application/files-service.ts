@@ -149,22 +149,40 @@ export class FilesService {
 
   /**
    * Removes the bytes of uploads cut short between storing their bytes and their record (a process killed, an engine
-   * lost), whose markers were written before `before`, and those markers; a marker whose record exists is only removed.
+   * lost), whose markers are older than `olderThanMs`, and those markers; a marker whose record exists is only removed.
+   * The age is read on the store's clock, not this process's: the sweep writes a marker of its own and measures the
+   * others against its written time (the S3 server's or the file system's clock, which set every marker's), so a
+   * replica whose clock runs ahead never takes an upload under way on another replica for an old one.
    * Answers how many uploads' bytes it removed.
    */
-  async sweepUnfinishedUploads(before: Date): Promise<number> {
+  async sweepUnfinishedUploads(olderThanMs: number = UNFINISHED_UPLOAD_MS): Promise<number> {
     const { objects, repository } = this.deps;
-    let removed = 0;
-    for await (const { key, writtenAt } of objects.list(UPLOAD_MARKER_PREFIX)) {
-      if (writtenAt >= before) continue;
-      const fileId = key.slice(UPLOAD_MARKER_PREFIX.length);
-      if (isUuid(fileId) && !(await repository.get(fileId))) {
-        await objects.remove(fileId);
-        removed++;
+    // Not a UUID after the prefix: another sweep takes it for no upload's, and removes it only once it is as old.
+    const probe = `${UPLOAD_MARKER_PREFIX}clock-${newId()}`;
+    await objects.put(probe, Buffer.alloc(0));
+    try {
+      const markers: Array<{ key: string; writtenAt: Date }> = [];
+      let storeNow: Date | undefined;
+      for await (const marker of objects.list(UPLOAD_MARKER_PREFIX)) {
+        if (marker.key === probe) storeNow = marker.writtenAt;
+        else markers.push(marker);
       }
-      await objects.remove(key);
+      if (!storeNow) throw new Error(`the sweep's own marker ${probe} was not listed; the store's clock is unknown`);
+      const before = storeNow.getTime() - olderThanMs;
+      let removed = 0;
+      for (const { key, writtenAt } of markers) {
+        if (writtenAt.getTime() >= before) continue;
+        const fileId = key.slice(UPLOAD_MARKER_PREFIX.length);
+        if (isUuid(fileId) && !(await repository.get(fileId))) {
+          await objects.remove(fileId);
+          removed++;
+        }
+        await objects.remove(key);
+      }
+      return removed;
+    } finally {
+      await objects.remove(probe).catch(() => undefined);
     }
-    return removed;
   }
 
   /** What an earlier upload with the caller's key stored: its record, or null for none (see upload for the refusals). */

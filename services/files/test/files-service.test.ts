@@ -130,6 +130,43 @@ describe('FilesService', () => {
     expect(readdirSync(join(dir, 'objects')).filter((n) => n !== '.tmp')).toEqual([done.id]);
   });
 
+  it('an upload whose bytes could not be stored leaves neither bytes nor marker; one whose bytes could not be removed after its record failed keeps its marker for the sweep', async () => {
+    const stored = () => readdirSync(join(dir, 'objects')).filter((n) => n !== '.tmp').sort();
+    const full: DiskObjectStore = Object.assign(Object.create(objects) as DiskObjectStore, {
+      put: async (key: string, bytes: Buffer) => {
+        if (!key.startsWith('unfinished-upload-')) throw new Error('ENOSPC: no space left on device');
+        await objects.put(key, bytes);
+      },
+    });
+    const failingPut = new FilesService({ repository, objects: full, reader: new LibraryDocumentReader(), maxFileBytes: 100_000, logger: createLogger('t', 'silent'), onEventsWritten: () => undefined });
+    await expect(failingPut.upload({ callerId: newId(), fileName: 'energy.docx', mimeType: DOCX_MIME, private: false, tags: [], bytes: docx })).rejects.toThrow('ENOSPC');
+    expect(stored()).toEqual([]);
+
+    // The record's insert fails, and so does the removal of the bytes (the store unreachable a moment).
+    const noRecord: SqliteFileRepository = Object.assign(Object.create(repository) as SqliteFileRepository, {
+      create: async () => {
+        throw new Error('SQLITE_FULL: database or disk is full');
+      },
+    });
+    const unreachable: DiskObjectStore = Object.assign(Object.create(objects) as DiskObjectStore, {
+      remove: async (key: string) => {
+        if (!key.startsWith('unfinished-upload-')) throw new Error('connect ECONNREFUSED');
+        await objects.remove(key);
+      },
+    });
+    const failingRecord = new FilesService({ repository: noRecord, objects: unreachable, reader: new LibraryDocumentReader(), maxFileBytes: 100_000, logger: createLogger('t', 'silent'), onEventsWritten: () => undefined });
+    await expect(failingRecord.upload({ callerId: newId(), fileName: 'energy.docx', mimeType: DOCX_MIME, private: false, tags: [], bytes: docx })).rejects.toThrow('SQLITE_FULL');
+    const left = stored();
+    expect(left).toHaveLength(2);
+    const [bytes] = left.filter((n) => !n.startsWith('unfinished-upload-'));
+    expect(left).toContain(`unfinished-upload-${bytes}`);
+    // The next start's sweep, once the marker is old, takes both.
+    const older = new Date(Date.now() - UNFINISHED_UPLOAD_MS - 60_000);
+    utimesSync(join(dir, 'objects', `unfinished-upload-${bytes}`), older, older);
+    expect(await service.sweepUnfinishedUploads()).toBe(1);
+    expect(stored()).toEqual([]);
+  });
+
   it('upload checks the document as its uploader\'s (the bounded reader\'s per-user share), storing nothing when refused', async () => {
     const uploaders: Array<string | undefined> = [];
     const sharing = new FilesService({

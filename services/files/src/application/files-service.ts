@@ -121,7 +121,13 @@ export class FilesService {
     // says they are not known to have a record yet (sweepUnfinishedUploads), until the record is stored.
     const marker = `${UPLOAD_MARKER_PREFIX}${record.id}`;
     await this.deps.objects.put(marker, Buffer.alloc(0));
-    await this.deps.objects.put(record.id, input.bytes);
+    try {
+      await this.deps.objects.put(record.id, input.bytes);
+    } catch (err) {
+      // A put that failed to this process may still have landed (an S3 answer lost): the marker goes with the bytes only.
+      await this.removeCutUpload(record.id, marker);
+      throw err;
+    }
     const uploaded = events.FileEvent.encode({
       eventId: newId(),
       occurredAt: now,
@@ -133,8 +139,7 @@ export class FilesService {
     try {
       await this.deps.repository.create(record, [{ topic: Topics.file, key: record.id, payload: uploaded }]);
     } catch (err) {
-      await this.deps.objects.remove(record.id).catch(() => undefined);
-      await this.deps.objects.remove(marker).catch(() => undefined);
+      await this.removeCutUpload(record.id, marker);
       // The same upload at the same moment stored its record first.
       const earlier = err instanceof AlreadyExistsError && key ? await this.earlierUpload(input.callerId, key, input.requestFingerprint) : null;
       if (earlier) return earlier;
@@ -183,6 +188,21 @@ export class FilesService {
     } finally {
       await objects.remove(probe).catch(() => undefined);
     }
+  }
+
+  /**
+   * Removes the bytes of an upload that failed before its record was stored, then its marker; when the bytes could not
+   * be removed the marker stays, so that the next start's sweep removes them (without it nothing would name them).
+   */
+  private async removeCutUpload(fileId: string, marker: string): Promise<void> {
+    const { objects, logger } = this.deps;
+    try {
+      await objects.remove(fileId);
+    } catch (err) {
+      logger.warn({ err, fileId }, 'removing the bytes of a failed upload failed; the next start removes them');
+      return;
+    }
+    await objects.remove(marker).catch(() => undefined);
   }
 
   /** What an earlier upload with the caller's key stored: its record, or null for none (see upload for the refusals). */

@@ -1043,6 +1043,27 @@ export function describeCardIndexContract(name: string, factory: () => Promise<C
       expect(hits.map((h) => h.cardId)).not.toContain(c.cardId);
     });
 
+    test('a search answers the same after a query of names sharing a part ("C++ C# pasta") as before it', async () => {
+      const linq = aCard().saying('LINQ queries and async await in C# on the .NET runtime').build();
+      const cards = [
+        linq,
+        aCard().saying('Templates and RAII in modern C++ make resource handling safe').build(),
+        ...Array.from({ length: 30 }, (_, i) => aCard().saying(`Cooking pasta ${i} with tomato sauce, notes in C#`).build()),
+        ...Array.from({ length: 5 }, (_, i) => aCard().saying(`Cooking pasta ${i} with tomato sauce and basil`).build()),
+        ...Array.from({ length: 20 }, (_, i) => aCard().saying(`Gardening ${i} tips for tomato plants`).build()),
+      ];
+      for (const card of cards) await index.upsert(card);
+      const page = async () => (await index.matchText('in C#', everything(), { offset: 0, limit: 50 })).hits.map((h) => [h.cardId, h.score.toFixed(4)]);
+      const before = await page();
+      // Every card naming C# holds the phrase "in C#": all of them score 1, the LINQ card among them.
+      expect(before.find(([id]) => id === linq.cardId)?.[1]).toBe('1.0000');
+      await index.matchText('C++ C# pasta', everything(), firstPage);
+      // The embedded index counted, for the phrase, the words of cards the part "c" skipped (they name C#) and that no
+      // other word of that query made candidates, and never cleared the count: "in C#" then lost its phrase for them
+      // (the LINQ card 0.85, after every other, on the second page).
+      expect(await page()).toEqual(before);
+    });
+
     test('a query of five names finds every card naming one of them, after the cards naming more; none holding only parts', async () => {
       const cards = namingCards();
       for (const card of Object.values(cards)) await index.upsert(card);

@@ -164,6 +164,8 @@ export class SqliteCardIndex implements CardIndex {
   private scratchBest = new Float32Array(1024);
   private scratchTotal = new Float32Array(1024);
   private scratchExact = new Uint8Array(1024);
+  /** Slots scratchExact counted for a match that skipped them (TermMatch.unless), cleared after each query's scoring. */
+  private scratchExactOutside: number[] = [];
   /** Per card, the weighted similarity of its naming matches (namesFloor), while a query of names is scored. */
   private scratchNamed = new Float32Array(1024);
 
@@ -514,6 +516,9 @@ export class SqliteCardIndex implements CardIndex {
       matching++;
       top.push(score, slot);
     }
+    // Counted by a match that skipped them and made no candidate of them: not reset above (a candidate's count is).
+    for (const slot of this.scratchExactOutside) exact[slot] = 0;
+    this.scratchExactOutside.length = 0;
     if (phrase && oneScore) matching += this.rankByPhrase(phrase, holdingEveryWord, everyWordScore, phraseWeight, floor, top, wanted);
     else if (phrase) matching += this.rankEachByPhrase(phrase, holdingEveryWord, holderScores, phraseWeight, floor, top);
     return { hits: this.toHits(top, page.offset), total: matching, reachable: matching };
@@ -556,7 +561,15 @@ export class SqliteCardIndex implements CardIndex {
         if (best[slot] === 0) touched.push(slot);
         if (best[slot]! < m.similarity) best[slot] = m.similarity;
       }
-      if (m.wordId === exactId) for (const slot of postings) if (generating || total[slot] !== 0) exact[slot]!++;
+      if (m.wordId === exactId) {
+        for (const slot of postings) {
+          if (!generating && total[slot] === 0) continue;
+          exact[slot]!++;
+          // A card this match skips may be no candidate (no other match of the query counts for it): its count is
+          // cleared once the query is scored (scratchExactOutside), or the next query would find it there.
+          if (unless !== undefined && unless.has(slot)) this.scratchExactOutside.push(slot);
+        }
+      }
     }
     for (const slot of touched) {
       if (total[slot] === 0) candidates.push(slot);

@@ -57,7 +57,10 @@ const HOLD_ATTEMPTS = 5;
  * (`gone`), as a copy made with the services stopped at that moment would; once its snapshot is begun, its removal does
  * not matter (the snapshot reads the open file). A data dir without any store is refused: it is not a services' data dir.
  */
-export async function backUpDataDir(dataDir: string, target: string, hooks: DataDirBackupHooks = {}): Promise<DataDirBackupResult> {
+export async function backUpDataDir(dataDir: string, asked: string, hooks: DataDirBackupHooks = {}): Promise<DataDirBackupResult> {
+  // Without its trailing slash (`backup /backups/today/`, as a shell completes a directory): `<target>/.partial` would
+  // be made inside the target, leaving an empty directory under the finished backup's name when the rename fails.
+  const target = resolve(asked);
   if (!existsSync(dataDir) || !lstatSync(dataDir).isDirectory()) throw new DataDirBackupError(`no data dir at ${dataDir}`);
   if (existsSync(target)) throw new DataDirBackupError(`${target} exists already: give the backup a new directory`);
   const inside = relative(resolve(dataDir), resolve(target));

@@ -450,6 +450,19 @@ describe('backUpDataDir (an online backup of the embedded data dir)', () => {
     }
   });
 
+  it('backs up into a target named with a trailing slash, and leaves nothing under that name when it refuses', async () => {
+    const { dataDir } = dataDirWithConsumer(root);
+    const empty = join(root, 'empty');
+    mkdirSync(empty);
+    await expect(backUpDataDir(empty, `${join(root, 'refused')}/`)).rejects.toThrow('no SQLite store');
+    expect(readdirSync(root).sort()).toEqual(['data', 'empty']);
+    const result = await backUpDataDir(dataDir, `${join(root, 'backup')}/`);
+    expect(result.stores).toEqual(['svc/svc.db']);
+    expect(readdirSync(root).sort()).toEqual(['backup', 'data', 'empty']);
+    expect(readdirSync(join(root, 'backup')).sort()).toEqual(['files', 'svc']);
+    expect(readFileSync(join(root, 'backup', 'files', 'objects', 'bytes-1'), 'utf8')).toBe('file bytes');
+  });
+
   it('copies file bytes and secrets, never locks, SQLite side files or temporaries, privately, and refuses an existing target', async () => {
     const { dataDir } = dataDirWithConsumer(root);
     writeFileSync(join(dataDir, 'svc', 'secret'), 'k'.repeat(64), { mode: 0o600 });

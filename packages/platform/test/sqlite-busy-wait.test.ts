@@ -1,5 +1,4 @@
 import Database from 'better-sqlite3';
-import { spawn } from 'node:child_process';
 import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import pino from 'pino';
@@ -8,37 +7,10 @@ import { isStoreBusyError } from '../src/readiness';
 import { runWithRequestContext } from '../src/request-context';
 import { openSqlite, writesWaitBetweenTries, type SqliteDatabase } from '../src/sqlite';
 import { testTempDir } from '../../../test/support/cleanup';
+import { holdSqliteWriteLock } from '../../../test/support/sqlite-lock-holder';
 
-const BETTER_SQLITE3 = require.resolve('better-sqlite3');
 const logger = pino({ level: 'silent' });
-
-/**
- * Another process holding the store's write lock (BEGIN IMMEDIATE), as the backup command or an operator's sqlite3 does:
- * resolves once it holds it. It lets go when told (release()), or by itself after `holdMs` when given.
- */
-function holdWriteLock(path: string, holdMs?: number): Promise<{ release(): Promise<void> }> {
-  const script = `const D = require(${JSON.stringify(BETTER_SQLITE3)}); const db = new D(${JSON.stringify(path)});
-    db.exec('BEGIN IMMEDIATE'); console.log('held');
-    const letGo = () => { db.exec('ROLLBACK'); db.close(); process.exit(0); };
-    ${holdMs === undefined ? '' : `setTimeout(letGo, ${holdMs});`}
-    process.stdin.on('data', letGo);`;
-  const child = spawn(process.execPath, ['-e', script], { stdio: ['pipe', 'pipe', 'inherit'] });
-  const exited = new Promise<void>((resolve) => child.on('exit', () => resolve()));
-  // A holder that let go by itself may be gone when told to (EPIPE): nothing to do then.
-  child.stdin!.on('error', () => undefined);
-  return new Promise((resolve, reject) => {
-    child.stdout!.on('data', (chunk: Buffer) => {
-      if (!chunk.toString().includes('held')) return;
-      resolve({
-        release: async () => {
-          child.stdin!.write('release\n');
-          await exited;
-        },
-      });
-    });
-    child.on('error', reject);
-  });
-}
+const holdWriteLock = holdSqliteWriteLock;
 
 let dir: string;
 beforeEach(() => {

@@ -1,4 +1,4 @@
-import { AlreadyExistsError, appendToSqliteOutbox, creationCursor, keptKeyExpiry, keptKeysExpiredAt, newestFirstRows, openSqlite, pageOfRows, removeExpiredSqliteKeptKeys, SQLITE_OUTBOX_MIGRATION, type KeptKeyExpiry, type OutgoingEvent, type Page, type SqliteDatabase } from '@cards/platform';
+import { AlreadyExistsError, appendToSqliteOutbox, creationCursor, keptKeyExpiry, keptKeysExpiredAt, newestFirstRows, openSqlite, pageOfRows, writesWaitBetweenTries, removeExpiredSqliteKeptKeys, SQLITE_OUTBOX_MIGRATION, type KeptKeyExpiry, type OutgoingEvent, type Page, type SqliteDatabase } from '@cards/platform';
 import type { DeletedIdempotencyKey, DocumentFormat, FileRecord, IngestionStatus } from '../../domain/model';
 import type { FileRepository, IngestionClaim, IngestionOutcome } from '../../domain/ports';
 
@@ -118,6 +118,9 @@ export class SqliteFileRepository implements FileRepository {
     private readonly keyExpiry: KeptKeyExpiry = keptKeyExpiry(),
   ) {
     this.db = openSqlite(path, FILES_MIGRATIONS);
+    // A write meeting another process's lock waits between tries, the service answering meanwhile (docs/decisions.md,
+    // "Waiting for another process's lock on a SQLite store").
+    writesWaitBetweenTries(this, this.db, ['create', 'setPrivacy', 'setIngestion', 'claimNextIngestion', 'renewIngestionClaim', 'releaseIngestionClaim', 'releaseIngestionClaimsOf', 'delete']);
   }
 
   async create(record: FileRecord, events: OutgoingEvent[]): Promise<void> {

@@ -1,5 +1,5 @@
 import { usernameCaseFold } from '@cards/card-rules';
-import { AlreadyExistsError, openSqlite, type Logger, type SqliteDatabase, type SqliteMigration } from '@cards/platform';
+import { AlreadyExistsError, openSqlite, writesWaitBetweenTries, type Logger, type SqliteDatabase, type SqliteMigration } from '@cards/platform';
 import type { Invitation, PasswordReset, ProfilePatch, Session, StoredProfileCondition, User } from '../../domain/model';
 import { emailLookupOrder } from '../../domain/model';
 import type { IdentityRepository } from '../../domain/ports';
@@ -268,6 +268,9 @@ export class SqliteIdentityRepository implements IdentityRepository {
         'usernames held by more than one user up to capitals (stored while rolled back to a release before username_key): users_username is not made again until they differ, so such a release would not refuse a taken name (docs/deploy.md)',
       );
     }
+    // A write meeting another process's lock waits between tries, the service answering meanwhile (docs/decisions.md,
+    // "Waiting for another process's lock on a SQLite store").
+    writesWaitBetweenTries(this, this.db, ['createInvitation', 'registerFromInvitation', 'updateProfile', 'createSession', 'revokeSession', 'createPasswordReset', 'completePasswordReset', 'rehashPassword', 'deleteExpired']);
   }
 
   async createInvitation(i: Invitation): Promise<void> {

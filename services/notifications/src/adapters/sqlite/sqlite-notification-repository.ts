@@ -1,4 +1,4 @@
-import { InvalidArgumentError, openSqlite, pageOfRows, type SqliteDatabase } from '@cards/platform';
+import { InvalidArgumentError, openSqlite, pageOfRows, writesWaitBetweenTries, type SqliteDatabase } from '@cards/platform';
 import { aboutKeyOf, subjectKeyOf, type DeletedSubject, type Notification } from '../../domain/model';
 import type { NotificationPage, NotificationRepository } from '../../domain/ports';
 
@@ -127,6 +127,9 @@ export class SqliteNotificationRepository implements NotificationRepository {
 
   constructor(path: string) {
     this.db = openSqlite(path, NOTIFICATIONS_MIGRATIONS);
+    // A write meeting another process's lock waits between tries, the service answering meanwhile (docs/decisions.md,
+    // "Waiting for another process's lock on a SQLite store").
+    writesWaitBetweenTries(this, this.db, ['add', 'removeAbout', 'forgetDeletionsBefore', 'removeOlderThan', 'markRead', 'markAllRead']);
   }
 
   async add(n: Notification): Promise<boolean> {

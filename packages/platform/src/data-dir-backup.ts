@@ -1,5 +1,6 @@
 import Database from 'better-sqlite3';
-import { chmodSync, copyFileSync, existsSync, lstatSync, mkdirSync, readdirSync, renameSync, rmSync } from 'node:fs';
+import { chmodSync, copyFileSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { hostname } from 'node:os';
 import { open } from 'node:fs/promises';
 import { dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
 
@@ -62,11 +63,63 @@ export async function backUpDataDir(dataDir: string, asked: string, hooks: DataD
   // be made inside the target, leaving an empty directory under the finished backup's name when the rename fails.
   const target = resolve(asked);
   if (!existsSync(dataDir) || !lstatSync(dataDir).isDirectory()) throw new DataDirBackupError(`no data dir at ${dataDir}`);
-  if (existsSync(target)) throw new DataDirBackupError(`${target} exists already: give the backup a new directory`);
   const inside = relative(resolve(dataDir), resolve(target));
   // The copy would copy itself, and the next backup (or a restore) would take it for stores of the data dir.
   if (inside !== '..' && !inside.startsWith(`..${sep}`) && !isAbsolute(inside)) throw new DataDirBackupError(`${target} is inside the data dir ${dataDir}: put the backup outside it`);
+  if (existsSync(target)) throw new DataDirBackupError(`${target} exists already: give the backup a new directory`);
   const partial = `${target}.partial`;
+  const claim = `${partial}.pid`;
+  claimPartial(claim, target);
+  try {
+    // Again under the claim: a backup into it that ended meanwhile made it.
+    if (existsSync(target)) throw new DataDirBackupError(`${target} exists already: give the backup a new directory`);
+    return await backUpInto(dataDir, target, partial, hooks);
+  } finally {
+    rmSync(claim, { force: true });
+  }
+}
+
+/**
+ * Takes `<target>.partial.pid` for this run (pid and host), made at once or not at all: a second backup into the same
+ * target while one runs (a cron job overlapping a manual run) would remove the first's `.partial` and write into it,
+ * the two copies mixed. One left by a backup that was killed (its pid gone on this host, or unreadable) is taken over;
+ * one of a live process, or of another host, refuses the backup, naming it.
+ */
+function claimPartial(claim: string, target: string): void {
+  mkdirSync(dirname(claim), { recursive: true, mode: 0o700 });
+  for (let attempt = 1; ; attempt++) {
+    try {
+      writeFileSync(claim, JSON.stringify({ pid: process.pid, host: hostname() }), { flag: 'wx', mode: 0o600 });
+      return;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST' || attempt > 1) throw err;
+    }
+    let holder: { pid?: unknown; host?: unknown } | undefined;
+    try {
+      holder = JSON.parse(readFileSync(claim, 'utf8')) as { pid?: unknown; host?: unknown };
+    } catch {
+      holder = undefined;
+    }
+    if (holder && typeof holder.pid === 'number' && !(holder.host === hostname() && pidGone(holder.pid))) {
+      throw new DataDirBackupError(
+        `another backup into ${target} is under way (pid ${holder.pid} on ${String(holder.host)}, ${claim}): wait for it to end, or remove ${claim} if that process has stopped`,
+      );
+    }
+    rmSync(claim, { force: true });
+  }
+}
+
+/** Whether no process of this host has that pid (ESRCH). */
+function pidGone(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return false;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'ESRCH';
+  }
+}
+
+async function backUpInto(dataDir: string, target: string, partial: string, hooks: DataDirBackupHooks): Promise<DataDirBackupResult> {
   rmSync(partial, { recursive: true, force: true });
   mkdirSync(partial, { recursive: true, mode: 0o700 });
   try {

@@ -1,5 +1,6 @@
 import Database from 'better-sqlite3';
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { hostname } from 'node:os';
 import fs from 'node:fs';
 import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -461,6 +462,34 @@ describe('backUpDataDir (an online backup of the embedded data dir)', () => {
     expect(readdirSync(root).sort()).toEqual(['backup', 'data', 'empty']);
     expect(readdirSync(join(root, 'backup')).sort()).toEqual(['files', 'svc']);
     expect(readFileSync(join(root, 'backup', 'files', 'objects', 'bytes-1'), 'utf8')).toBe('file bytes');
+  });
+
+  it('refuses a second backup into the same target while one runs, naming it, and takes over the claim of one that was killed', async () => {
+    const { dataDir } = dataDirWithConsumer(root);
+    const backup = join(root, 'backup');
+    let second: Promise<unknown> | undefined;
+    const first = backUpDataDir(dataDir, backup, {
+      beforeHold: () => {
+        // The first's .partial is made and holds the data dir's other files: the second run starts now.
+        second = backUpDataDir(dataDir, backup).catch((err: unknown) => err);
+        return second.then(() => undefined);
+      },
+    });
+    const result = await first;
+    expect(result.stores).toEqual(['svc/svc.db']);
+    const refused = (await second) as Error;
+    expect(refused).toBeInstanceOf(DataDirBackupError);
+    expect(refused.message).toContain(`another backup into ${backup} is under way (pid ${process.pid}`);
+    expect(readdirSync(root).sort()).toEqual(['backup', 'data']);
+    expect(readdirSync(join(backup, 'svc')).sort()).toEqual(['svc.db']);
+    // A backup killed midway left its claim (a pid now gone) and its .partial: the next run takes both over.
+    const killed = spawnSync(process.execPath, ['-e', '0']).pid as number;
+    writeFileSync(join(root, 'again.partial.pid'), JSON.stringify({ pid: killed, host: hostname() }));
+    mkdirSync(join(root, 'again.partial', 'svc'), { recursive: true });
+    writeFileSync(join(root, 'again.partial', 'svc', 'svc.db.pages'), 'cut short');
+    expect((await backUpDataDir(dataDir, join(root, 'again'))).stores).toEqual(['svc/svc.db']);
+    expect(readdirSync(root).sort()).toEqual(['again', 'backup', 'data']);
+    expect(readdirSync(join(root, 'again', 'svc')).sort()).toEqual(['svc.db']);
   });
 
   it('copies file bytes and secrets, never locks, SQLite side files or temporaries, privately, and refuses an existing target', async () => {

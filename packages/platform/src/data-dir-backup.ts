@@ -3,6 +3,7 @@ import { chmodSync, copyFileSync, existsSync, lstatSync, mkdirSync, readdirSync,
 import { hostname } from 'node:os';
 import { open } from 'node:fs/promises';
 import { dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
+import { errorMessage } from './errors';
 
 /** A step of a backup a test can act in (what another process does while a backup runs). */
 export interface DataDirBackupHooks {
@@ -153,9 +154,20 @@ async function backUpInto(dataDir: string, target: string, partial: string, hook
       letGo(snapshots);
     }
     files += copyOtherFiles(dataDir, partial, listDataDir(dataDir).others);
-    await syncTree(partial);
+    try {
+      await syncTree(partial);
+    } catch (err) {
+      throw new DataDirBackupError(`backup failed: the copy could not be flushed to disk (${errorMessage(err)}); nothing was kept and ${target} was not made: check that disk`);
+    }
     renameSync(partial, target);
-    await syncPath(dirname(resolve(target)), { directory: true });
+    try {
+      await syncPath(dirname(target), { directory: true });
+    } catch (err) {
+      // The copy is whole and named: removing it would not help; the operator decides what a failing disk is worth.
+      throw new DataDirBackupError(
+        `backup failed at its last step: the copy is whole at ${target} (every file flushed), but its name could not be flushed to disk (${errorMessage(err)}): a power cut now could lose it; check that disk, then keep it or back up again into a new directory`,
+      );
+    }
     return { stores, gone: listed.filter((store) => !stores.includes(store)), files, writesHeldMs };
   } catch (err) {
     rmSync(partial, { recursive: true, force: true });
@@ -319,7 +331,8 @@ async function syncPath(path: string, { directory = false } = {}): Promise<void>
     await handle.sync();
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
-    if (!directory || (code !== 'EINVAL' && code !== 'EBADF')) throw err;
+    // Named: the handle's error ('EIO: i/o error, fsync') does not say which file.
+    if (!directory || (code !== 'EINVAL' && code !== 'EBADF')) throw Object.assign(new Error(`${path}: ${errorMessage(err)}`), { code });
   } finally {
     await handle.close();
   }

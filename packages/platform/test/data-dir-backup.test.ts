@@ -357,7 +357,7 @@ describe('backUpDataDir (an online backup of the embedded data dir)', () => {
     expect(steps.slice(renamed + 1)).toEqual([`fsync ${root}`]);
   });
 
-  it('fails when a file of the copy cannot be flushed (no target, no .partial left), and lets be a file system that cannot flush directories', async () => {
+  it('fails when a file of the copy cannot be flushed (no target, no .partial left; the file named), says the copy is whole when only its name cannot be flushed, and lets be a file system that cannot flush directories', async () => {
     const { dataDir } = dataDirWithConsumer(root);
     const realOpen = fs.promises.open;
     const failing = (failOn: (path: string) => NodeJS.ErrnoException | undefined) => [
@@ -376,11 +376,24 @@ describe('backUpDataDir (an online backup of the embedded data dir)', () => {
     // The disk fails a write-back of a store's copy: the backup fails rather than naming a copy it could not flush.
     let spies = failing((path) => (path.endsWith('svc.db') ? errno('EIO') : undefined));
     try {
-      await expect(backUpDataDir(dataDir, join(root, 'broken'))).rejects.toThrow('EIO');
+      await expect(backUpDataDir(dataDir, join(root, 'broken'))).rejects.toThrow(
+        `backup failed: the copy could not be flushed to disk (${join(root, 'broken.partial', 'svc', 'svc.db')}: EIO: fsync); nothing was kept and ${join(root, 'broken')} was not made`,
+      );
     } finally {
       for (const spy of spies) spy.mockRestore();
     }
     expect(readdirSync(root).filter((name) => name.startsWith('broken'))).toEqual([]);
+    // The rename's own flush fails: the copy is whole under its name, and the failure says so rather than a bare EIO.
+    spies = failing((path) => (path === root ? errno('EIO') : undefined));
+    try {
+      const failed = backUpDataDir(dataDir, join(root, 'unflushed-name'));
+      await expect(failed).rejects.toThrow(DataDirBackupError);
+      await expect(failed).rejects.toThrow(`the copy is whole at ${join(root, 'unflushed-name')} (every file flushed), but its name could not be flushed to disk (${root}: EIO: fsync)`);
+    } finally {
+      for (const spy of spies) spy.mockRestore();
+    }
+    expect(readdirSync(join(root, 'unflushed-name', 'svc'))).toEqual(['svc.db']);
+    rmSync(join(root, 'unflushed-name'), { recursive: true });
     // A file system that does not fsync directories (EINVAL) still gets its backup, its files flushed.
     spies = failing((path) => (fs.statSync(path).isDirectory() ? errno('EINVAL') : undefined));
     try {

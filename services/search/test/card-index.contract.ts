@@ -1064,6 +1064,26 @@ export function describeCardIndexContract(name: string, factory: () => Promise<C
       expect(await page()).toEqual(before);
     });
 
+    test('a query of two names ("C# F#", "C++ F#", "C++17 F#") finds the cards naming either, not a card saying only their letters above them', async () => {
+      // C# and C++ name many cards (weighing little), F# one (weighing much): half of each name through its letter gave
+      // a card saying "a C ... an F" 0.425, above the 40 cards naming C# (0.174).
+      const sharpCards = Array.from({ length: 40 }, (_, i) => aCard().saying(`Notes on C# topic ${i}`).build());
+      const cppCards = Array.from({ length: 40 }, (_, i) => aCard().saying(`Notes on C++ topic ${i}`).build());
+      const fsharp = aCard().saying('Pipelines in F# read from left to right').build();
+      const grades = aCard().saying('She got a C in maths and an F in French').build();
+      const filler = Array.from({ length: 12 }, (_, i) => aCard().saying(`Filler card about gardening ${i}`).build());
+      for (const card of [...sharpCards, ...cppCards, fsharp, grades, ...filler]) await index.upsert(card);
+      // "C++17 F#": a card saying C++ names C++17 without its version (VERSIONLESS_NAME_MATCH), one of the names too.
+      for (const [query, named] of [['C# F#', sharpCards], ['C++ F#', cppCards], ['C++17 F#', cppCards]] as const) {
+        const found = (await index.matchText(query, everything(), { offset: 0, limit: 100 })).hits.map((h) => h.cardId);
+        expect({ query, first: found[0] }).toEqual({ query, first: fsharp.cardId });
+        // The card naming neither (its letters only) is not found: it ranked second, above every card naming C# or C++.
+        expect({ query, lettersOnlyAt: found.indexOf(grades.cardId) }).toEqual({ query, lettersOnlyAt: -1 });
+        // Every card naming one of the names is found.
+        expect({ query, found: [...found].sort() }).toEqual({ query, found: [fsharp, ...named].map((card) => card.cardId).sort() });
+      }
+    });
+
     test('a query of five names finds every card naming one of them, after the cards naming more; none holding only parts', async () => {
       const cards = namingCards();
       for (const card of Object.values(cards)) await index.upsert(card);

@@ -970,14 +970,17 @@ export function textScoreFloor(floor: number, terms: readonly { weight: number; 
 
 /**
  * The least score a card's naming matches (NAMING_MATCH or more: the name, or the name without its version) must give
- * for the card to match a query of names written with signs only, NAMES_QUERY_NAMES of them or more ("C++ C# F# .NET
- * node.js"; every term has a name, see withSymbolNames), when its whole score is under textScoreFloor: what a card
- * naming its lightest name alone gets; Infinity for any other query. A list of names asks for cards about any of them
- * (those naming more first): each of five names weighs about a fifth of the query, and a name sharing its part with
- * many cards (C++ and C#: "c") less, so a card naming two of them (0.26) fell under the fixed floor, and a card naming
- * one was found only when that name was the heaviest (the telling word's floor). Only naming matches count for it: a
- * card holding parts alone ("she got a C in maths and an F in French" for "C++ C# F# .NET", half of three names)
- * scored above a card naming two light names, and a floor lowered for its whole score let it in.
+ * for the card to match a query of names written with signs only, NAMES_QUERY_NAMES of them or more ("C# F#", "C++
+ * C# F# .NET node.js"; every term has a name, see withSymbolNames): what a card naming its lightest name alone gets,
+ * by its least naming match (NAMING_MATCH: a card saying C++ for "C++17 C#" names one of them too); Infinity for any
+ * other query. Such a query finds the cards naming one of its names, those naming more first, and
+ * only them, whatever their whole score (the textScoreFloor of other queries does not apply): a list of names asks
+ * for cards about any of them. Each of five names weighs about a fifth of the query, and a name sharing its part with
+ * many cards (C++ and C#: "c") less, so a card naming one was found only when that name was the heaviest. Parts
+ * matched (a card saying C for C#, at SYMBOL_NAME_PART_MATCH) still add to the score of a card naming one, but find
+ * no card alone: half of each name through its letter gave "she got a C in maths and an F in French" 0.425 for "C#
+ * F#", above the cards naming C#, a common name weighing little against the rare F# (0.174), and a floor on the whole
+ * score cannot tell the two apart. Both full-text indexes use this rule.
  */
 export function namesFloor(terms: readonly { weight: number; name?: string }[], weightSum: number, phraseWeight: number): number {
   const byName = new Map<string, number>();
@@ -986,7 +989,7 @@ export function namesFloor(terms: readonly { weight: number; name?: string }[], 
     byName.set(name, (byName.get(name) ?? 0) + weight);
   }
   if (byName.size < NAMES_QUERY_NAMES || weightSum <= 0) return Infinity;
-  return ((1 - phraseWeight) * Math.min(...byName.values())) / weightSum - 1e-6;
+  return ((1 - phraseWeight) * NAMING_MATCH * Math.min(...byName.values())) / weightSum - 1e-6;
 }
 
 /** Least similarity of a match of a named term (QueryTerm.name) that names it (namesFloor): the name, or the name without its version; not a part alone. */

@@ -860,11 +860,11 @@ export class ElasticsearchCardIndex implements CardIndex {
       }, read);
       floor = longQueryFloor(floor, best.hits.hits[0]?._score ?? 0);
     }
-    // A query of names: a card whose naming matches alone reach namesFloor matches under `floor` too (the embedded
-    // index's rule): the lower bound for every card, and a filter of either bound, each on its own score.
+    // A query of names: a card matches by its naming matches alone reaching namesFloor, whatever its whole score (the
+    // embedded index's rule): a filter on the naming matches' own score, and that bound for the whole score too.
     const named = namesFloor(perWord, weightSum, phraseWeight);
     const matching: estypes.QueryDslQueryContainer[] = [...filter];
-    if (named < floor) {
+    if (Number.isFinite(named)) {
       const naming = perWord
         .map((w) => ({ ...w, matches: w.name === undefined ? [] : w.matches.filter((m) => m.similarity >= NAMING_MATCH) }))
         .filter((w) => w.matches.length > 0)
@@ -874,15 +874,8 @@ export class ElasticsearchCardIndex implements CardIndex {
             queries: w.matches.map((m) => ({ constant_score: { filter: { term: { words: m.word } }, boost: ((1 - phraseWeight) * w.weight * m.similarity) / weightSum } })),
           },
         }));
-      matching.push({
-        bool: {
-          should: [
-            { function_score: { query: { bool: { should, minimum_should_match: 1 } }, min_score: floor - 1e-6 } },
-            ...(naming.length > 0 ? [{ function_score: { query: { bool: { should: naming, minimum_should_match: 1 } }, min_score: named - 1e-6 } }] : []),
-          ],
-          minimum_should_match: 1,
-        },
-      });
+      // No card names any of them: none matches.
+      matching.push(naming.length > 0 ? { function_score: { query: { bool: { should: naming, minimum_should_match: 1 } }, min_score: named - 1e-6 } } : { match_none: {} });
       floor = named;
     }
     const result = await this.client.search<Pick<CardSource, 'card_id'>>({

@@ -459,9 +459,9 @@ export class SqliteCardIndex implements CardIndex {
     // A paste's floor depends on the best card's score (longQueryFloor), never under LONG_QUERY_MIN_SCORE: pruning
     // keeps every card that can reach that.
     let floor = textScoreFloor(this.minTextScore, terms, phraseWeight);
-    // A query of names: a card whose naming matches alone reach namesFloor matches under `floor` too.
+    // A query of names: a card matches by its naming matches alone reaching namesFloor, whatever its whole score.
     const named = namesFloor(terms, weightSum, phraseWeight);
-    const namedFloor = named < floor ? named : undefined;
+    const namedFloor = Number.isFinite(named) ? named : undefined;
     const fixedFloor = floor;
     if (long) floor = Math.min(floor, LONG_QUERY_MIN_SCORE - 1e-6);
     // Heaviest words first (a stable sort, so every card's sum adds its words in one order). The lightest words
@@ -504,6 +504,8 @@ export class SqliteCardIndex implements CardIndex {
       exact[slot] = 0;
       namedScores[slot] = 0;
       if (!filter(slot)) continue;
+      // A query of names finds the cards naming one of them, not those holding only their parts (every word of it too).
+      if (namedFloor !== undefined && namedScore < namedFloor) continue;
       const score = (1 - phraseWeight) * wordScore;
       if (holdsEveryWord) {
         if (holdingEveryWord.length > 0 && score !== everyWordScore) oneScore = false;
@@ -512,15 +514,17 @@ export class SqliteCardIndex implements CardIndex {
         everyWordScore = score;
         continue;
       }
-      if (score < floor && (namedFloor === undefined || namedScore < namedFloor)) continue;
+      if (namedFloor === undefined && score < floor) continue;
       matching++;
       top.push(score, slot);
     }
     // Counted by a match that skipped them and made no candidate of them: not reset above (a candidate's count is).
     for (const slot of this.scratchExactOutside) exact[slot] = 0;
     this.scratchExactOutside.length = 0;
-    if (phrase && oneScore) matching += this.rankByPhrase(phrase, holdingEveryWord, everyWordScore, phraseWeight, floor, top, wanted);
-    else if (phrase) matching += this.rankEachByPhrase(phrase, holdingEveryWord, holderScores, phraseWeight, floor, top);
+    // The holders of a query of names passed namesFloor above (on their naming matches, under their whole score).
+    const holderFloor = namedFloor ?? floor;
+    if (phrase && oneScore) matching += this.rankByPhrase(phrase, holdingEveryWord, everyWordScore, phraseWeight, holderFloor, top, wanted);
+    else if (phrase) matching += this.rankEachByPhrase(phrase, holdingEveryWord, holderScores, phraseWeight, holderFloor, top);
     return { hits: this.toHits(top, page.offset), total: matching, reachable: matching };
   }
 

@@ -11,8 +11,10 @@ const { engine, skipReason } = engineForSuite('mongo-java-server', startMongoSyn
 
 describeOnEngine('MongoConnection.closeIfUnreachable (mongo-java-server)', skipReason, () => {
   it('leaves a connection whose server answers alone; once the server is gone, closes it so an operation waiting for a server fails at once, as an engine outage', async () => {
-    // Server selection far longer than the test may take: only the close can end the waiting read.
-    const connection = await connectMongo({ url: engine!.url, database: 'close_if_unreachable', logger, serverSelectionTimeoutMs: 120_000 });
+    // Server selection longer than the test may take (40 s): only the close can end the waiting read. Not longer: the
+    // driver (mongodb 6.22) leaves the waiting read's selection timer running after the close, and that ref'd timer held
+    // a jest running this file in its own process for the rest of it after the run (120 s with 120_000).
+    const connection = await connectMongo({ url: engine!.url, database: 'close_if_unreachable', logger, serverSelectionTimeoutMs: 45_000 });
     const outbox = new MongoOutboxStore(connection.db);
     try {
       expect(await connection.closeIfUnreachable()).toBe(false);

@@ -1,6 +1,7 @@
 import Database from 'better-sqlite3';
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
+import { createLogger, type Logger } from './logger';
 import { creationCursor } from './paging';
 import { isStorageFullError, isStoreBusyError } from './readiness';
 import { currentRequestContext } from './request-context';
@@ -27,7 +28,24 @@ export interface SqliteOpenOptions {
    * meanwhile. Opening (WAL switch, migrations) waits STORE_BUSY_TIMEOUT_MS either way.
    */
   busyTimeoutMs?: number;
+  /**
+   * The largest store (page_count x page_size) openSqlite rewrites at open to rid it of deleted text from before
+   * secure_delete (zeroFreePagesOnce); a larger one opens as it is, with a line saying how to rewrite it.
+   * REWRITE_AT_OPEN_MAX_BYTES when unset.
+   */
+  rewriteAtOpenMaxBytes?: number;
+  /** Where openSqlite says what it did at open (the one-time rewrite); a logger named `sqlite-store` when unset. */
+  logger?: Logger;
 }
+
+/**
+ * The largest store rewritten at open (VACUUM) to zero the deleted text of a release before secure_delete: 64 MiB,
+ * well under a second (411 MB took about 5 s, docs/benchmarks.md). The rewrite stops the process (it is synchronous,
+ * so no health probe is answered meanwhile), copies the store's content to a temporary file in the temp directory
+ * (/tmp: a 256 MiB emptyDir in the Helm chart, exceeding it evicts the pod) and again into the WAL; a larger store
+ * done at start could outlast the startup probe, be killed and start the rewrite again at every restart.
+ */
+export const REWRITE_AT_OPEN_MAX_BYTES = 64 * 1024 * 1024;
 
 /**
  * How long a write waits for another connection's write lock (busy_timeout) before it fails with SQLITE_BUSY (answered
@@ -65,7 +83,7 @@ export function openSqlite(path: string, migrations: readonly SqliteMigration[] 
   db.pragma('mmap_size = 268435456');
   db.pragma('cache_size = -32768');
   migrate(db, migrations);
-  zeroFreePagesOnce(db);
+  zeroFreePagesOnce(db, path, options.rewriteAtOpenMaxBytes ?? REWRITE_AT_OPEN_MAX_BYTES, () => options.logger ?? storeLogger());
   if (options.busyTimeoutMs !== undefined) {
     busyWaits.get(db)!.usual = options.busyTimeoutMs;
     boundBusyWait(db);
@@ -204,18 +222,35 @@ function noteZeroed(db: SqliteDatabase): void {
   db.prepare(`INSERT OR IGNORE INTO ${UPKEEP_TABLE} (name, done_at) VALUES (?, ?)`).run(FREE_PAGES_ZEROED, new Date().toISOString());
 }
 
+let defaultStoreLogger: Logger | undefined;
+function storeLogger(): Logger {
+  defaultStoreLogger ??= createLogger('sqlite-store');
+  return defaultStoreLogger;
+}
+
 /**
  * A store made before secure_delete (docs/decisions.md, "Deleted text is overwritten") keeps what was deleted until then
  * (a deleted card's text) in its free pages and in the free space of its pages: an operator's copy of the data dir
- * carried it. Such a store is rewritten once (VACUUM: only what it holds, every page written anew), and that is noted in
- * the store (store_upkeep), so later starts only read the note. A store this release makes is noted at once; one whose
- * lock another process holds past busy_timeout, or whose disk has no room for the rewrite, is left for the next start
- * (it still opens). Cost, once: about 5 s for a 411 MB store (docs/benchmarks.md); later opens under 1 ms.
+ * carried it. Such a store, up to `maxBytes`, is rewritten once (VACUUM: only what it holds, every page written anew),
+ * and that is noted in the store (store_upkeep), so later starts only read the note. A larger one opens as it is, with
+ * a line giving the command that rewrites and notes it with the services stopped (see REWRITE_AT_OPEN_MAX_BYTES for
+ * why not at start). A store this release makes is noted at once; one whose lock another process holds past
+ * busy_timeout, or whose disk has no room for the rewrite, is left for the next start (it still opens).
  */
-function zeroFreePagesOnce(db: SqliteDatabase): void {
+function zeroFreePagesOnce(db: SqliteDatabase, path: string, maxBytes: number, logger: () => Logger): void {
   if (db.memory) return;
   const hasTable = db.prepare("SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = ?").get(UPKEEP_TABLE) !== undefined;
   if (hasTable && db.prepare(`SELECT 1 FROM ${UPKEEP_TABLE} WHERE name = ?`).get(FREE_PAGES_ZEROED) !== undefined) return;
+  const bytes = (db.pragma('page_count', { simple: true }) as number) * (db.pragma('page_size', { simple: true }) as number);
+  if (bytes > maxBytes) {
+    logger().warn(
+      { path, bytes, rewriteAtOpenMaxBytes: maxBytes },
+      `this store was made before deleted text was overwritten and may still hold some (a deleted card's text) in its free pages; it is too large to rewrite at start (the start would stop for the whole rewrite). To rewrite it once, with every service using it stopped and free disk for twice its size: ${manualRewrite(path)}`,
+    );
+    return;
+  }
+  const started = performance.now();
+  logger().info({ path, bytes }, 'rewriting this store once, to overwrite deleted text kept from before secure_delete');
   try {
     // VACUUM cannot run inside a transaction; another process may do the same at once (events.db): a second VACUUM is
     // only a second rewrite. It would also apply an auto_vacuum mode asked for but not in effect (openSqlite's
@@ -227,7 +262,15 @@ function zeroFreePagesOnce(db: SqliteDatabase): void {
     // VACUUM writes the whole store again through the WAL: without room for that (or with the lock held past
     // busy_timeout) the store opens as it is and the next start tries again.
     if (!isStoreBusyError(err) && !isStorageFullError(err)) throw err;
+    logger().warn({ err, path, bytes }, `could not rewrite this store at start (tried again at the next start; or, with the services stopped: ${manualRewrite(path)})`);
+    return;
   }
+  logger().info({ path, bytes, ms: Math.round(performance.now() - started) }, 'this store was rewritten once: deleted text kept from before secure_delete is overwritten');
+}
+
+/** The sqlite3 shell command that does what zeroFreePagesOnce does, for a store too large to rewrite at start. */
+function manualRewrite(path: string): string {
+  return `sqlite3 '${path}' "VACUUM; CREATE TABLE IF NOT EXISTS ${UPKEEP_TABLE} (name TEXT PRIMARY KEY, done_at TEXT NOT NULL); INSERT OR IGNORE INTO ${UPKEEP_TABLE} (name, done_at) VALUES ('${FREE_PAGES_ZEROED}', strftime('%Y-%m-%dT%H:%M:%fZ'));"`;
 }
 
 /**

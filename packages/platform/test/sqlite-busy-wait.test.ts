@@ -200,6 +200,52 @@ describe('a store made before secure_delete is rid of its deleted text once, at 
     }
   });
 
+  it('a store larger than the bound is not rewritten at start (it could outlast the startup probe and start again at every restart): it opens as it is, and a line gives the command that rewrites it', () => {
+    const path = join(dir, 'cards.db');
+    olderStore(path, 'deleted before secure_delete');
+    const lines: { level: number; msg: string; path?: string }[] = [];
+    const captured = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line)) });
+    const open = () => openSqlite(path, ['CREATE TABLE IF NOT EXISTS cards (text TEXT)'], { rewriteAtOpenMaxBytes: 16 * 1024, logger: captured });
+    const db = open();
+    try {
+      db.pragma('wal_checkpoint(TRUNCATE)');
+      expect(fileHolds(path, 'deleted before secure_delete')).toBe(true);
+      expect(db.prepare('SELECT text FROM cards').all()).toEqual([{ text: 'kept card text' }]);
+    } finally {
+      db.close();
+    }
+    const warning = lines.find((line) => line.level === 40 && line.path === path);
+    expect(warning?.msg).toMatch(/too large to rewrite at start/);
+    // The operator runs the command it gives (here its SQL, as the sqlite3 shell would) with the services stopped:
+    // the deleted text is gone and later starts neither rewrite the store nor warn again.
+    const sql = /sqlite3 '[^']+' "(.*)"$/.exec(warning!.msg)![1]!;
+    const shell = new Database(path);
+    shell.exec(sql);
+    shell.close();
+    lines.length = 0;
+    const reopened = open();
+    try {
+      reopened.pragma('wal_checkpoint(TRUNCATE)');
+      expect(fileHolds(path, 'deleted before secure_delete')).toBe(false);
+      expect(reopened.prepare('SELECT text FROM cards').all()).toEqual([{ text: 'kept card text' }]);
+    } finally {
+      reopened.close();
+    }
+    expect(lines).toEqual([]);
+  });
+
+  it('a store rewritten at start says so before and after (a slow start is explained)', () => {
+    const path = join(dir, 'cards.db');
+    olderStore(path, 'deleted before secure_delete');
+    const lines: { msg: string; path?: string; ms?: number }[] = [];
+    const captured = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line)) });
+    openSqlite(path, [], { logger: captured }).close();
+    expect(lines.map((line) => [line.msg, line.path])).toEqual([
+      ['rewriting this store once, to overwrite deleted text kept from before secure_delete', path],
+      ['this store was rewritten once: deleted text kept from before secure_delete is overwritten', path],
+    ]);
+  });
+
   it('a store made by this release is noted as clean when made, and never rewritten', () => {
     const path = join(dir, 'new.db');
     openSqlite(path, ['CREATE TABLE cards (text TEXT)']).close();

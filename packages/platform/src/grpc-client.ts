@@ -1,5 +1,6 @@
 import { createChannel, createClientFactory, Metadata, ClientError, Status, type Channel, type CompatServiceDefinition, type Client, type ClientMiddlewareCall, type CallOptions } from 'nice-grpc';
 import { GRPC_MAX_MESSAGE_BYTES } from './grpc-limits';
+import { SERVICE_BUSY } from './errors';
 import { callInProcess, inProcessMethod, resultOfUnary, unaryMethodsOf, type TsProtoDefinition } from './in-process-calls';
 import { CALL_BUDGET_METADATA_KEY, currentRequestContext, REQUEST_ID_METADATA_KEY } from './request-context';
 import { recordStatusOfService, recordStatusReason, trailerSaysStatusOfService, trailerStatusReason } from './status-origin';
@@ -32,8 +33,12 @@ async function* callPolicyMiddleware<Request, Response>(
   const metadata = withInternalCallToken(Metadata(rest.metadata));
   if (requestId) metadata.set(REQUEST_ID_METADATA_KEY, requestId);
   // The time the callee has: its waits for a locked store end before it (storeWaitUntilFor), so it answers 503, not 504.
-  const budgetMs = deadline == null ? undefined : deadline instanceof Date ? deadline.getTime() - Date.now() : deadline;
-  if (budgetMs !== undefined) metadata.set(CALL_BUDGET_METADATA_KEY, String(Math.max(1, Math.floor(budgetMs))));
+  // Set again for each attempt: a retry has only what the attempts before it left.
+  const deadlineAt = deadline == null ? undefined : deadline instanceof Date ? deadline.getTime() : Date.now() + deadline;
+  const setBudget = () => {
+    if (deadlineAt !== undefined) metadata.set(CALL_BUDGET_METADATA_KEY, String(Math.max(1, Math.floor(deadlineAt - Date.now()))));
+  };
+  setBudget();
   rest.metadata = metadata;
   // Reset per attempt: a retry's status must not pass for the service's because an earlier attempt's was.
   let statusOfService = false;
@@ -81,10 +86,14 @@ async function* callPolicyMiddleware<Request, Response>(
     for (let attempt = 0; ; attempt++) {
       statusOfService = false;
       reason = undefined;
+      if (attempt > 0) setBudget();
       try {
         return yield* call.next(call.request, attemptOptions);
       } catch (error) {
-        const again = error instanceof ClientError && error.code === Status.UNAVAILABLE && (idempotent || refusedUnprocessed(error));
+        // A store kept locked (SERVICE_BUSY) is not tried again: the callee already waited for it as long as the call's
+        // budget let it, so another attempt could only outlast the deadline (a 504 instead of 503 with Retry-After).
+        const again =
+          error instanceof ClientError && error.code === Status.UNAVAILABLE && reason !== SERVICE_BUSY && (idempotent || refusedUnprocessed(error));
         if (!again || attempt >= retries || timedOut || abort.signal.aborted) throw noteOrigin(error);
         await new Promise((r) => setTimeout(r, 50 * 2 ** attempt));
       }

@@ -15,6 +15,8 @@ const seenRequestIds: (string | undefined)[] = [];
 const attempts = new Map<string, number>();
 const peers: string[] = [];
 const cancelled: string[] = [];
+/** Per token: the x-call-budget-ms each attempt arrived with. */
+const budgets = new Map<string, number[]>();
 
 beforeAll(async () => {
   server = await startGrpcServer({
@@ -25,6 +27,11 @@ beforeAll(async () => {
         async resolveSession(req, context) {
           peers.push(context.peer);
           context.signal.addEventListener('abort', () => cancelled.push(req.token));
+          if (req.token.startsWith('busy') || req.token.startsWith('flaky')) {
+            budgets.set(req.token, [...(budgets.get(req.token) ?? []), Number(context.metadata.get('x-call-budget-ms'))]);
+          }
+          // A store another process keeps locked past the call's wait (what better-sqlite3 throws then).
+          if (req.token.startsWith('busy')) throw Object.assign(new Error('database is locked'), { code: 'SQLITE_BUSY' });
           if (req.token.startsWith('flaky')) {
             attempts.set(req.token, (attempts.get(req.token) ?? 0) + 1);
             if (attempts.get(req.token)! <= 2) throw new ServerError(Status.UNAVAILABLE, 'warming up');
@@ -115,6 +122,28 @@ describe.each([
     expect(attempts.get(a)).toBe(3);
     await expect(c.resolveSession({ token: b })).rejects.toMatchObject({ code: Status.UNAVAILABLE });
     expect(attempts.get(b)).toBe(1);
+  });
+
+  it('does not try again an idempotent call answered SERVICE_BUSY (a store kept locked): the callee waited its budget already, another attempt could only outlast the deadline (504 instead of 503)', async () => {
+    const token = `busy-${transport}`;
+    const error = (await connect()
+      .resolveSession({ token }, { idempotent: true, deadline: 5000 })
+      .catch((e: unknown) => e)) as ClientError;
+    expect(error).toBeInstanceOf(ClientError);
+    expect(error.code).toBe(Status.UNAVAILABLE);
+    expect(statusReasonOf(error)).toBe('SERVICE_BUSY');
+    expect(budgets.get(token)).toHaveLength(1);
+  });
+
+  it('tells each attempt the time left of the call (x-call-budget-ms): a retry has only what the attempts before it left', async () => {
+    const token = `flaky-budget-${transport}`;
+    await expect(connect().resolveSession({ token }, { idempotent: true, deadline: 5000 })).resolves.toMatchObject({ id: 'u1' });
+    const seen = budgets.get(token)!;
+    expect(seen).toHaveLength(3);
+    expect(seen[0]).toBeLessThanOrEqual(5000);
+    // At least the 50 ms and 100 ms pauses between the attempts are gone from the budget each retry carries.
+    expect(seen[1]).toBeLessThanOrEqual(seen[0]! - 50);
+    expect(seen[2]).toBeLessThanOrEqual(seen[1]! - 100);
   });
 
   it(`reaches the server ${inProcess ? 'without' : 'over'} the network`, async () => {

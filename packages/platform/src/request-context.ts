@@ -42,6 +42,14 @@ export function runWithRequestContext<T>(context: RequestContext, fn: () => T): 
 }
 
 /**
+ * Runs `fn` outside any request's context: for background work a request only sets off (the outbox relay's drain
+ * after its commit), which must not take that request's store-wait budget, abort signal or request id with it.
+ */
+export function runOutsideRequestContext<T>(fn: () => T): T {
+  return storage.exit(fn);
+}
+
+/**
  * A caller-supplied id is kept only when it is plain and of a sane length (8 to 128 of A-Z a-z 0-9 . _ -), so logs
  * cannot be forged or flooded, and a short id ("1", "abc") shared by many requests does not merge them; anything else
  * is replaced by a new UUID (the answer's x-request-id says which).

@@ -5,7 +5,9 @@ import { SqliteEventLog } from '../src/events/sqlite-event-log';
 import { appendToSqliteOutbox, OutboxRelay, SQLITE_OUTBOX_MIGRATION, SqliteOutboxStore, type OutboxStore } from '../src/events/outbox';
 import type { DeliveredEvent, EventBus } from '../src/events/event-bus';
 import { startMetricsServer } from '../src/grpc-metrics';
+import { runWithRequestContext } from '../src/request-context';
 import { testTempDir } from '../../../test/support/cleanup';
+import { holdSqliteWriteLock } from '../../../test/support/sqlite-lock-holder';
 
 const logger = createLogger('test', 'silent');
 const dir = () => testTempDir('outbox-');
@@ -45,6 +47,33 @@ describe('transactional outbox', () => {
     relay.kick();
     const events = await collect(bus, 'g', 2);
     expect(events.map((e) => Buffer.from(e.payload).toString())).toEqual(['created a', 'created c']);
+    await relay.stop();
+    await bus.close();
+    db.close();
+  });
+
+  it("a drain a request kicks is not bound by that request's store-wait budget: it waits for a held event log and publishes once it is let go", async () => {
+    const d = dir();
+    const db = openSqlite(join(d, 'svc.db'), [SQLITE_OUTBOX_MIGRATION]);
+    const bus = new SqliteEventLog({ path: join(d, 'events.db'), logger });
+    // No timer kick within the test: only the request's kick drains.
+    const relay = new OutboxRelay(new SqliteOutboxStore(db), bus, logger, { name: 'kicked', intervalMs: 600_000 });
+    relay.start();
+    await relay.flush();
+    const holder = await holdSqliteWriteLock(join(d, 'events.db'));
+    // A request whose budget for waiting on a locked store ends in 50 ms commits its event and kicks the relay.
+    runWithRequestContext({ requestId: 'kicking-request', storeWaitUntil: Date.now() + 50 }, () => {
+      db.transaction(() => appendToSqliteOutbox(db, [{ topic: 't', key: 'k', payload: Buffer.from('after the hold') }]))();
+      relay.kick();
+    });
+    const drained = (relay as unknown as { draining: Promise<void> }).draining;
+    // Let go once the request's budget is over (the holder's own start and stop take longer than 50 ms anyway).
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    await holder.release();
+    await drained;
+    expect(await new SqliteOutboxStore(db).pending(10)).toHaveLength(0);
+    const [event] = await collect(bus, 'g', 1);
+    expect(Buffer.from(event!.payload).toString()).toBe('after the hold');
     await relay.stop();
     await bus.close();
     db.close();

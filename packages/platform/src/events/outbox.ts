@@ -5,6 +5,7 @@ import { outboxMetrics, type OutboxMetrics } from './event-metrics';
 import { isEngineUnavailableError } from '../readiness';
 import { errorMessage } from '../errors';
 import { repeatedWarningLog } from '../repeated-warning';
+import { runOutsideRequestContext } from '../request-context';
 
 export interface OutboxEntry extends OutgoingEvent {
   id: string;
@@ -152,7 +153,9 @@ export class OutboxRelay {
   }
 
   private startDrain(): Promise<void> {
-    const draining = this.drain().finally(() => {
+    // A drain a request kicks (after its commit) is the relay's own work: without the request's context, whose
+    // store-wait budget (often nearly spent by then) would make its writes to the event log give up at once.
+    const draining = runOutsideRequestContext(() => this.drain()).finally(() => {
       this.draining = undefined;
       if (this.again) {
         this.again = false;

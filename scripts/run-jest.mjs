@@ -24,7 +24,9 @@ export async function runJest(jestArgs, checks = []) {
   // Made before jest starts: the leftovers reporter names only entries made during the run.
   const dir = mkdtempSync(join(tmpdir(), 'run-jest-'));
   try {
-    const jest = spawn(process.execPath, [join(ROOT, 'node_modules/jest/bin/jest.js'), '--maxWorkers=2', '--forceExit', ...jestArgs], {
+    // pnpm's shim, as pnpm test ran it before: it sets NODE_PATH (the hoisted packages, which some suites resolved
+    // through it: 39085f7) and execs node, so jest.pid is jest's own process.
+    const jest = spawn(join(ROOT, 'node_modules/.bin/jest'), ['--maxWorkers=2', '--forceExit', ...jestArgs], {
       stdio: 'inherit',
       // The jest started here is the one that reports to `dir` (its reporter checks its parent is this process).
       env: { ...process.env, RUN_JEST_RESULTS: dir, RUN_JEST_RUNNER_PID: String(process.pid) },

@@ -9,7 +9,7 @@ import Database from 'better-sqlite3';
 import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import pino from 'pino';
+import { createLogger } from '../packages/platform/src/logger';
 import { openSqlite, REWRITE_AT_OPEN_MAX_BYTES } from '../packages/platform/src/sqlite';
 
 const rows = Number(process.argv[2] ?? 100_000);
@@ -32,7 +32,7 @@ function olderStore(): void {
 
 function timedOpen(): number {
   const started = performance.now();
-  const db = openSqlite(path, [], { rewriteAtOpenMaxBytes: Infinity, logger: pino({ level: 'silent' }) });
+  const db = openSqlite(path, [], { rewriteAtOpenMaxBytes: Infinity, logger: createLogger('bench', 'silent') });
   const ms = performance.now() - started;
   db.pragma('wal_checkpoint(TRUNCATE)');
   db.close();

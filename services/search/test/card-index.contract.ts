@@ -1084,6 +1084,33 @@ export function describeCardIndexContract(name: string, factory: () => Promise<C
       }
     });
 
+    test('in a query of names and plain words ("C# and F#", "C++ C# pasta"), a name\'s bare letter adds nothing to a card naming none of the names', async () => {
+      // C# and C++ name many cards (weighing little), F# one (weighing much). Half of each name through its letter
+      // gave a card saying "a C ... an F" more than the cards naming C# once a plain word turned the names-only rule off.
+      const sharpCards = Array.from({ length: 40 }, (_, i) => aCard().saying(`Notes on C# and more, topic ${i}`).build());
+      const cppCards = Array.from({ length: 40 }, (_, i) => aCard().saying(`Notes on C++ and more, topic ${i}`).build());
+      const fsharp = aCard().saying('Pipelines in F# read from left to right').build();
+      // Naming C# and holding the letter F: the part still adds to a card naming one of the names.
+      const sharpAndF = aCard().saying('Notes on C# and more, graded F by the reviewer').build();
+      const grades = aCard().saying('She got a C in maths and an F in French, then ate pasta').build();
+      // The same words, other letters: what the letters card gets from its plain words alone.
+      const twin = aCard().saying('She got a B in maths and an E in French, then ate pasta').build();
+      const pasta = Array.from({ length: 5 }, (_, i) => aCard().saying(`Cooking pasta ${i} with tomato sauce`).build());
+      const filler = Array.from({ length: 12 }, (_, i) => aCard().saying(`Filler card about gardening and tools ${i}`).build());
+      for (const card of [...sharpCards, ...cppCards, fsharp, sharpAndF, grades, twin, ...pasta, ...filler]) await index.upsert(card);
+      for (const query of ['C# and F#', 'C++ and F#', 'C++ C# pasta', 'C# F# pasta']) {
+        const hits = (await index.matchText(query, everything(), { offset: 0, limit: 200 })).hits;
+        const score = (id: string) => hits.find((h) => h.cardId === id)?.score.toFixed(4);
+        expect({ query, letters: score(grades.cardId) }).toEqual({ query, letters: score(twin.cardId) });
+      }
+      // "and" is common: the letters card gets it alone, under the floor, as its twin does. It was found at 0.49, above
+      // the 40 cards naming C# (which light C# and "and" leave under the floor).
+      const hits = (await index.matchText('C# and F#', everything(), { offset: 0, limit: 200 })).hits.map((h) => h.cardId);
+      expect({ lettersAt: hits.indexOf(grades.cardId) }).toEqual({ lettersAt: -1 });
+      // The letter F still adds to a card naming C#: found, where a card naming C# alone is not.
+      expect(hits.slice(0, 2)).toEqual([fsharp.cardId, sharpAndF.cardId]);
+    });
+
     test('a query of five names finds every card naming one of them, after the cards naming more; none holding only parts', async () => {
       const cards = namingCards();
       for (const card of Object.values(cards)) await index.upsert(card);

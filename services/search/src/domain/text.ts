@@ -514,6 +514,12 @@ export interface TermForm {
    * (withSymbolNames), so a card saying C++ gets nothing for "C#" through the "c" inside its C++.
    */
   unless?: readonly string[];
+  /**
+   * Indexed words one of which a card must hold for this form to match it: the names of a query naming two or more
+   * (withSymbolNames, each with its versionless form), so a name's part alone (the "c" of C#, the "f" of F#) adds to a
+   * card naming one of the query's names and to no other, whatever plain words the query holds too.
+   */
+  onlyWith?: readonly string[];
 }
 
 /** A query word as full-text search looks for it: `word` as searchWords gives it (phrases), and the indexed words it matches. */
@@ -683,6 +689,10 @@ function withSymbolNames(terms: readonly QueryTerm[], sequence: readonly string[
   for (const name of names) for (const part of symbolNameParts(name)) inNames.set(part, (inNames.get(part) ?? 0) + 1);
   const written = new Map<string, number>();
   for (const word of sequence) if (inNames.has(word)) written.set(word, (written.get(word) ?? 0) + 1);
+  // A query of two names or more, plain words beside them or not: a part alone counts only for a card naming one of
+  // them (TermForm.onlyWith). A letter in a card naming none is no mention of any ("She got a C in maths and an F in
+  // French" for "C# and F#"); a query of one name keeps its part for the name written apart ("C ++", "Node JS").
+  const onlyWith = distinct.length >= NAMES_QUERY_NAMES ? [...new Set(distinct.flatMap(({ name, versionless }) => (versionless === undefined ? [name] : [name, versionless])))] : undefined;
   const out: QueryTerm[] = [];
   for (const term of terms) {
     const inQueryNames = inNames.get(term.word);
@@ -704,7 +714,7 @@ function withSymbolNames(terms: readonly QueryTerm[], sequence: readonly string[
     // naming a third name of the query).
     const siblings = oneWord.length + (longer.length > 0 ? 1 : 0);
     const unless = siblings > 1 ? [...new Set(holding.flatMap(({ name, versionless }) => (versionless === undefined ? [name] : [name, versionless])))] : undefined;
-    const partForms = term.forms.map((form) => ({ ...form, factor: (form.factor * SYMBOL_NAME_PART_MATCH) / siblings, ...(unless === undefined ? {} : { unless }) }));
+    const partForms = term.forms.map((form) => ({ ...form, factor: (form.factor * SYMBOL_NAME_PART_MATCH) / siblings, ...(unless === undefined ? {} : { unless }), ...(onlyWith === undefined ? {} : { onlyWith }) }));
     // Names of one word: a term each. A version's digits (17 of C++17) are the name's, no term of their own.
     for (const { name, versionless } of oneWord) {
       const forms: TermForm[] = [{ word: name, factor: 1, variants: false }];
@@ -768,20 +778,28 @@ export function heldQueryWords<T extends { word: string }>(text: string, sequenc
   return { terms: terms.filter((term) => !unmatched.has(term.word)), sequence: sequence.filter((word) => !unmatched.has(word)) };
 }
 
+/** The cards a match counts for, from its form (TermForm): none holding a word of `unless`, one holding a word of `onlyWith`. */
+export interface FormLimits {
+  unless?: readonly string[];
+  onlyWith?: readonly string[];
+}
+
 /**
  * A query term's matches over its forms: each form's matches (`matchesOf`: the word itself when some card holds it,
  * and, when the form takes variants, its misspellings) at their similarity times the form's factor, the best one of each
- * indexed word (`keyOf`), best first, each with its form's `unless` (a match of it counts only for cards holding none
- * of those words). Both indexes combine a term's forms this way.
+ * indexed word (`keyOf`), best first, each with its form's `unless` and `onlyWith` (FormLimits: a match of it counts
+ * only for cards holding none of the first and, when given, one of the second). Both indexes combine a term's forms this way.
  */
-export function bestFormMatches<M extends { similarity: number }>(forms: readonly TermForm[], matchesOf: (form: TermForm) => M[], keyOf: (match: M) => string | number): (M & { unless?: readonly string[] })[] {
-  if (forms.length === 1 && forms[0]!.factor === 1 && forms[0]!.unless === undefined) return matchesOf(forms[0]!);
-  const best = new Map<string | number, M & { unless?: readonly string[] }>();
+export function bestFormMatches<M extends { similarity: number }>(forms: readonly TermForm[], matchesOf: (form: TermForm) => M[], keyOf: (match: M) => string | number): (M & FormLimits)[] {
+  if (forms.length === 1 && forms[0]!.factor === 1 && forms[0]!.unless === undefined && forms[0]!.onlyWith === undefined) return matchesOf(forms[0]!);
+  const best = new Map<string | number, M & FormLimits>();
   for (const form of forms) {
     for (const match of matchesOf(form)) {
       const similarity = match.similarity * form.factor;
       const key = keyOf(match);
-      if ((best.get(key)?.similarity ?? 0) < similarity) best.set(key, form.unless === undefined ? { ...match, similarity } : { ...match, similarity, unless: form.unless });
+      if ((best.get(key)?.similarity ?? 0) < similarity) {
+        best.set(key, { ...match, similarity, ...(form.unless === undefined ? {} : { unless: form.unless }), ...(form.onlyWith === undefined ? {} : { onlyWith: form.onlyWith }) });
+      }
     }
   }
   return [...best.values()].sort((a, b) => b.similarity - a.similarity);

@@ -3,7 +3,7 @@ import { Client, errors, type estypes } from '@elastic/elasticsearch';
 import { redactUrl } from '@cards/platform';
 import { compareTies, isZeroVector, stopIfCancelled, type IndexedCard, type IndexPage, type PageRequest, type SearchScope, type StoredCard, type StoredPoint } from '../../domain/model';
 import type { CardIndex } from '../../domain/ports';
-import { bestFormMatches, CJK_CHARACTER_BIGRAMS, filterForm, hasMoreWordsThanSearched, heldQueryWords, indexWords, isCjkCharacter, isExtraIndexWord, isLongQuery, isSymbolWord, linkFilterForm, LONG_QUERY_MIN_SCORE, longQueryFloor, namesFloor, NAMING_MATCH, queryTerms, tagFilterForm, tellingTerms, textScoreFloor, wordTrigrams } from '../../domain/text';
+import { bestFormMatches, CJK_CHARACTER_BIGRAMS, type FormLimits, filterForm, hasMoreWordsThanSearched, heldQueryWords, indexWords, isCjkCharacter, isExtraIndexWord, isLongQuery, isSymbolWord, linkFilterForm, LONG_QUERY_MIN_SCORE, longQueryFloor, namesFloor, NAMING_MATCH, queryTerms, tagFilterForm, tellingTerms, textScoreFloor, wordTrigrams } from '../../domain/text';
 import { matchWord, wordWeight, type VocabularyCandidate, type WordMatch } from './word-matcher';
 
 export interface ElasticsearchCardIndexOptions {
@@ -821,7 +821,7 @@ export class ElasticsearchCardIndex implements CardIndex {
     // (as the embedded index; the frequencies read above tell it, no further request).
     const { terms: held, sequence } = heldQueryWords(query, written, matchedTerms, (term) => term.matches.length === 0);
     const queryWords = held.map((term) => term.word);
-    const perWord: { matches: (WordMatch & { unless?: readonly string[] })[]; weight: number; name: string | undefined }[] = held.map(({ matches, share, name }) => {
+    const perWord: { matches: (WordMatch & FormLimits)[]; weight: number; name: string | undefined }[] = held.map(({ matches, share, name }) => {
       const matched = matches.reduce((sum, m) => sum + (frequency.get(m.word) ?? 0), 0);
       // A part of a name of several words weighs its share of the name (node and js of node.js: half each).
       return { matches, weight: wordWeight(cards, matched) * (share ?? 1), name };
@@ -1649,10 +1649,19 @@ function askedTags(tags: readonly string[]): string[] {
   return [...new Set(tags.flatMap((t) => [tagFilterForm(t.trim()), filterForm(t.trim())]).filter((t) => t.length > 0))];
 }
 
-/** The cards a query word's match counts for: those holding its word, but none of its `unless` (TermForm.unless). */
-function matchFilter(match: { word: string; unless?: readonly string[] }): estypes.QueryDslQueryContainer {
+/**
+ * The cards a query word's match counts for: those holding its word, but none of its `unless` (TermForm.unless), and
+ * one of its `onlyWith` when given (TermForm.onlyWith).
+ */
+function matchFilter(match: { word: string } & FormLimits): estypes.QueryDslQueryContainer {
   const holding = { term: { words: match.word } };
-  return match.unless === undefined ? holding : { bool: { filter: [holding], must_not: [{ terms: { words: [...match.unless] } }] } };
+  if (match.unless === undefined && match.onlyWith === undefined) return holding;
+  return {
+    bool: {
+      filter: [holding, ...(match.onlyWith === undefined ? [] : [{ terms: { words: [...match.onlyWith] } }])],
+      ...(match.unless === undefined ? {} : { must_not: [{ terms: { words: [...match.unless] } }] }),
+    },
+  };
 }
 
 /** Public cards, and the caller's own private ones. */

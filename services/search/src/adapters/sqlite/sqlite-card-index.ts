@@ -83,9 +83,13 @@ interface CardRow {
   created_at: number | null;
 }
 
-/** A vocabulary word a query word matches; `unless`, the cards it does not count for (TermForm.unless: they hold another of the query's names). */
+/**
+ * A vocabulary word a query word matches; `unless`, the cards it does not count for (TermForm.unless: they hold another
+ * of the query's names); `onlyWith`, when given, the only cards it counts for (TermForm.onlyWith: they name one of them).
+ */
 interface TermMatch extends WordMatch {
   unless?: ReadonlySet<number>;
+  onlyWith?: ReadonlySet<number>;
 }
 
 /** A full-text query word: the vocabulary words it matches, and its idf weight. */
@@ -425,7 +429,7 @@ export class SqliteCardIndex implements CardIndex {
     const queryWords = searched.map((term) => term.word);
     const phrase = queryWords.length >= 2 ? this.phraseOf(tokens, reader) : undefined;
     const cards = this.lexicon.visibleCards(reader);
-    // The cards holding any of a match's `unless` words (a part shared by the query's names: the cards naming one).
+    // The cards holding any of a match's `unless` or `onlyWith` words (a part of the query's names: the cards naming one).
     const holdersOf = new Map<string, ReadonlySet<number>>();
     const unlessSlots = (words: readonly string[]) => {
       const key = words.join(' ');
@@ -441,8 +445,13 @@ export class SqliteCardIndex implements CardIndex {
       return slots;
     };
     const terms: TextTerm[] = searched.map(({ word, matches: formMatches, share, name }) => {
-      const matches: TermMatch[] = formMatches.some((m) => m.unless !== undefined)
-        ? formMatches.map(({ wordId, similarity, unless }) => (unless === undefined ? { wordId, similarity } : { wordId, similarity, unless: unlessSlots(unless) }))
+      const matches: TermMatch[] = formMatches.some((m) => m.unless !== undefined || m.onlyWith !== undefined)
+        ? formMatches.map(({ wordId, similarity, unless, onlyWith }) => ({
+            wordId,
+            similarity,
+            ...(unless === undefined ? {} : { unless: unlessSlots(unless) }),
+            ...(onlyWith === undefined ? {} : { onlyWith: unlessSlots(onlyWith) }),
+          }))
         : (formMatches as WordMatch[]);
       let frequency = 0;
       for (const m of matches) frequency += this.lexicon.visibleFrequency(m.wordId, reader);
@@ -537,7 +546,7 @@ export class SqliteCardIndex implements CardIndex {
     const total = this.scratchTotal;
     const exact = this.scratchExact;
     const named = this.scratchNamed;
-    if (matches.length === 1 && matches[0]!.unless === undefined) {
+    if (matches.length === 1 && matches[0]!.unless === undefined && matches[0]!.onlyWith === undefined) {
       // One match (a known word without close variants): its similarity is every holder's best, added directly.
       const { wordId, similarity } = matches[0]!;
       const postings = this.lexicon.postingsOf(wordId);
@@ -559,9 +568,11 @@ export class SqliteCardIndex implements CardIndex {
     for (const m of matches) {
       const postings = this.lexicon.postingsOf(m.wordId);
       const unless = m.unless;
+      const onlyWith = m.onlyWith;
+      const skips = (slot: number) => (unless !== undefined && unless.has(slot)) || (onlyWith !== undefined && !onlyWith.has(slot));
       for (const slot of postings) {
         if (!generating && total[slot] === 0) continue;
-        if (unless !== undefined && unless.has(slot)) continue;
+        if (skips(slot)) continue;
         if (best[slot] === 0) touched.push(slot);
         if (best[slot]! < m.similarity) best[slot] = m.similarity;
       }
@@ -571,7 +582,7 @@ export class SqliteCardIndex implements CardIndex {
           exact[slot]!++;
           // A card this match skips may be no candidate (no other match of the query counts for it): its count is
           // cleared once the query is scored (scratchExactOutside), or the next query would find it there.
-          if (unless !== undefined && unless.has(slot)) this.scratchExactOutside.push(slot);
+          if (skips(slot)) this.scratchExactOutside.push(slot);
         }
       }
     }

@@ -1,4 +1,4 @@
-import Database from 'better-sqlite3';
+import { holdWriteLockHere } from '../support/sqlite-lock-holder';
 import { join } from 'node:path';
 import { Mailbox } from '../support/mailbox';
 import { startSystem, type RunningSystem } from '../support/service';
@@ -27,16 +27,9 @@ afterAll(async () => {
   await mailbox.stop();
 });
 
-/** Another process holding `store`'s write lock (BEGIN IMMEDIATE) until `release()`. */
+/** A connection of this test process holding `store`'s write lock (BEGIN IMMEDIATE) until `release()`. */
 function holdWriteLock(store: string): { release(): void } {
-  const db = new Database(join(system.dataDir, store), { fileMustExist: true });
-  db.exec('BEGIN IMMEDIATE');
-  return {
-    release() {
-      db.exec('ROLLBACK');
-      db.close();
-    },
-  };
+  return holdWriteLockHere(join(system.dataDir, store));
 }
 
 it("a card created while the cards store is held past the gateway's deadline answers 503 Service busy with Retry-After, not 504", async () => {

@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import Database from 'better-sqlite3';
 
 const BETTER_SQLITE3 = require.resolve('better-sqlite3');
 
@@ -49,4 +50,16 @@ export async function orderWhileHeld(path: string, write: () => Promise<unknown>
   await holder.release();
   await written;
   return order;
+}
+
+/** A connection of this process holding the write lock (BEGIN IMMEDIATE) of the store at `path` until `release()`. */
+export function holdWriteLockHere(path: string): { release(): void } {
+  const db = new Database(path, { fileMustExist: true });
+  db.exec('BEGIN IMMEDIATE');
+  return {
+    release() {
+      db.exec('ROLLBACK');
+      db.close();
+    },
+  };
 }
